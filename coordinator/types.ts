@@ -1,0 +1,267 @@
+/**
+ * The coordinator's vocabulary: run configuration, run state and everything the
+ * state machine stores. Plain data only (no classes, no methods) so the same values
+ * can be encoded to bytes, dumped as TOML/JSON, and mirrored by the Solana program.
+ *
+ * Integers that Psyche stores as u64 and that can exceed 2^53 (random seeds) are
+ * `bigint`; every other integer is a `number` whose range the validators check.
+ *
+ * @module
+ */
+
+/** Run states, in the order of their wire codes (0..7). */
+export const RUN_STATES = [
+  "Uninitialized",
+  "WaitingForMembers",
+  "Warmup",
+  "RoundTrain",
+  "RoundWitness",
+  "Cooldown",
+  "Finished",
+  "Paused",
+] as const;
+export type RunState = typeof RUN_STATES[number];
+
+/** Client states, in the order of their wire codes (0..3). */
+export const CLIENT_STATES = ["Healthy", "Dropped", "Withdrawn", "Ejected"] as const;
+export type ClientState = typeof CLIENT_STATES[number];
+
+/** Rounds kept in the ring buffer: enough for the h-2 apply pipeline plus the current round. */
+export const NUM_STORED_ROUNDS = 4;
+/** Witnesses a round can hold (Psyche's SOLANA_MAX_NUM_WITNESSES). */
+export const MAX_WITNESSES = 32;
+/** Default client cap; the Solana account is laid out for this many clients. */
+export const DEFAULT_MAX_CLIENTS = 256;
+/** Largest client cap the TCP backend accepts (`config.max_clients`). */
+export const MAX_CLIENTS_LIMIT = 65_535;
+/** Longest run id, in UTF-8 bytes. */
+export const MAX_RUN_ID_BYTES = 32;
+/** Longest repo id / revision / bucket / prefix string, in UTF-8 bytes. */
+export const MAX_STRING_BYTES = 64;
+/** Longest URL (data locations), in UTF-8 bytes. */
+export const MAX_URL_BYTES = 192;
+/** Target false-positive rate of the witness bloom filters at the run's client cap. */
+export const BLOOM_FALSE_POSITIVE_RATE = 0.01;
+
+/** A 32-byte public key (ed25519). */
+export type PublicKeyBytes = Uint8Array;
+
+/**
+ * Who a client is. On the TCP backend `signer` and `p2pIdentity` are the same key;
+ * on Solana `signer` is the wallet and `p2pIdentity` the libp2p key.
+ * Identity is decided by `signer` alone.
+ */
+export interface NodeIdentity {
+  signer: PublicKeyBytes;
+  p2pIdentity: PublicKeyBytes;
+}
+
+/** Inclusive range of sequence indices: `[start, end]`, `start <= end`. */
+export interface BatchId {
+  start: number;
+  end: number;
+}
+
+/** Coordinator timing, membership and batch-size settings (`[config]` in state.toml). */
+export interface CoordinatorConfig {
+  /** Seconds Warmup may last (model download and load). Must be < epochTime. */
+  warmupTime: number;
+  /** Seconds Cooldown lasts (checkpointing). > 0. */
+  cooldownTime: number;
+  /** Seconds after which a RoundTrain times out. > 0 and < epochTime. */
+  maxRoundTrainTime: number;
+  /** Seconds a RoundWitness lasts. > 0. */
+  roundWitnessTime: number;
+  /** Tokens over which the global batch size ramps from start to end. */
+  globalBatchSizeWarmupTokens: number;
+  /** Seconds after which the epoch winds down. > 0. */
+  epochTime: number;
+  /** The run finishes when progress.step reaches this. > 0. */
+  totalSteps: number;
+  /** Pending clients needed to leave WaitingForMembers. >= minClients, <= maxClients. */
+  initMinClients: number;
+  /** Below this many healthy clients the epoch ends. > 0. */
+  minClients: number;
+  /** Witnesses per round; 0 means min(clients, MAX_WITNESSES). <= minClients, <= MAX_WITNESSES. */
+  witnessNodes: number;
+  /** Sequences per step at the start of the batch-size ramp. > 0. */
+  globalBatchSizeStart: number;
+  /** Sequences per step at the end of the ramp. >= globalBatchSizeStart. */
+  globalBatchSizeEnd: number;
+  /** Percent of non-tie-breakers that verify. 0..100 (only 0 is supported for training). */
+  verificationPercent: number;
+  /** Minimum seconds spent in WaitingForMembers before Warmup. > 0. */
+  waitingForMembersExtraTime: number;
+  /**
+   * Client cap for this run (not in Psyche: its cap is fixed at 256). Sizes the bloom
+   * filters. Optional in TOML; defaults to DEFAULT_MAX_CLIENTS.
+   */
+  maxClients: number;
+}
+
+export type LlmArchitecture = "HfLlama" | "HfDeepseek" | "HfAuto" | "Torchtitan";
+export type LlmDataType = "Pretraining" | "Finetuning";
+export type TokenSize = "TwoBytes" | "FourBytes";
+/** `DontShuffle`, or a 32-byte seed. */
+export type Shuffle = { kind: "DontShuffle" } | { kind: "Seeded"; seed: Uint8Array };
+
+export type HttpLocation =
+  | { kind: "SingleUrl"; url: string }
+  | {
+    kind: "NumberedFiles";
+    urlTemplate: string;
+    startIndex: number;
+    nLeftPadZeros: number;
+    numFiles: number;
+  }
+  | { kind: "Gcp"; bucketName: string; filterDirectory: string };
+
+export type DataLocation =
+  | { kind: "Dummy" }
+  | { kind: "Server"; address: string }
+  | { kind: "Local"; path: string }
+  | { kind: "Http"; location: HttpLocation; tokenSizeInBytes: TokenSize; shuffle: Shuffle }
+  | { kind: "WeightedHttp"; url: string }
+  | { kind: "Preprocessed"; source: string };
+
+export interface HubRepo {
+  repoId: string;
+  revision: string | null;
+}
+export interface GcsRepo {
+  bucket: string;
+  prefix: string | null;
+}
+export type Checkpoint =
+  | { kind: "Ephemeral" }
+  | { kind: "Dummy"; repo: HubRepo }
+  | { kind: "Hub"; repo: HubRepo }
+  | { kind: "P2P"; repo: HubRepo }
+  | { kind: "Gcs"; repo: GcsRepo }
+  | { kind: "P2PGcs"; repo: GcsRepo };
+
+interface WarmupFields {
+  baseLr: number;
+  warmupSteps: number;
+  warmupInitLr: number;
+}
+export type LrSchedule =
+  | ({ kind: "Constant" } & WarmupFields)
+  | ({ kind: "Linear"; totalSteps: number; finalLr: number } & WarmupFields)
+  | ({ kind: "Cosine"; totalSteps: number; finalLr: number } & WarmupFields)
+  | ({
+    kind: "WarmupStableDecay";
+    stableSteps: number;
+    cosineDecaySteps: number;
+    cosineDecayFinalLr: number;
+    linearDecaySteps: number;
+    linearDecayFinalLr: number;
+  } & WarmupFields);
+
+export type OptimizerDefinition =
+  | { kind: "Dummy" }
+  | {
+    kind: "AdamW";
+    betas: [number, number];
+    weightDecay: number;
+    eps: number;
+    clipGradNorm: number | null;
+  }
+  | {
+    kind: "Distro";
+    clipGradNorm: number | null;
+    weightDecay: number | null;
+    compressionDecay: number;
+    compressionTopk: number;
+    compressionChunk: number;
+    quantize1bit: boolean;
+  };
+
+/** `[model.LLM]`: the model being trained and how. */
+export interface LlmModel {
+  architecture: LlmArchitecture;
+  dataType: LlmDataType;
+  maxSeqLen: number;
+  coldStartWarmupSteps: number;
+  dataLocation: DataLocation;
+  checkpoint: Checkpoint;
+  lrSchedule: LrSchedule;
+  optimizer: OptimizerDefinition;
+}
+
+export interface CoordinatorProgress {
+  epoch: number;
+  /** Starts at 1. */
+  step: number;
+  epochStartDataIndex: number;
+}
+
+/** Proof that a client holds a committee position in a round: recomputable by anyone. */
+export type Committee = "TieBreaker" | "Verifier" | "Trainer";
+export interface CommitteeProof {
+  committee: Committee;
+  position: number;
+  index: number;
+}
+export interface WitnessProof {
+  position: number;
+  index: number;
+  witness: boolean;
+}
+
+/**
+ * A bloom filter of `bits.length * 8` bits with `keys.length` hash keys
+ * (keyed FNV-1a-64; see coordinator/bloom.ts). Sized from the run's client cap.
+ */
+export interface Bloom {
+  keys: BigUint64Array;
+  bits: Uint8Array;
+}
+
+export interface Witness {
+  proof: WitnessProof;
+  participantBloom: Bloom;
+  broadcastBloom: Bloom;
+  broadcastMerkle: Uint8Array;
+}
+
+export interface Round {
+  witnesses: Witness[];
+  dataIndex: number;
+  randomSeed: bigint;
+  height: number;
+  clientsLen: number;
+  tieBreakerTasks: number;
+}
+
+export interface Client {
+  id: NodeIdentity;
+  state: ClientState;
+  exitedHeight: number;
+}
+
+/** Zeroed at the start of every epoch (except `coldStartEpoch`). */
+export interface EpochState {
+  rounds: Round[];
+  clients: Client[];
+  exitedClients: Client[];
+  roundsHead: number;
+  startStep: number;
+  /** 0 = unset. */
+  lastStep: number;
+  startTimestamp: number;
+  firstRound: boolean;
+  coldStartEpoch: boolean;
+}
+
+/** The whole coordinator: the run's single source of truth. */
+export interface CoordinatorState {
+  runId: string;
+  runState: RunState;
+  model: LlmModel;
+  config: CoordinatorConfig;
+  progress: CoordinatorProgress;
+  epochState: EpochState;
+  runStateStartUnixTimestamp: number;
+  pendingPause: boolean;
+}

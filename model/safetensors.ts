@@ -1,0 +1,267 @@
+/**
+ * The safetensors container: an 8-byte little-endian header length, a JSON header mapping each
+ * tensor name to `{dtype, shape, data_offsets: [begin, end]}` (plus an optional string map
+ * `__metadata__`), then the tensors' bytes. Offsets are relative to the end of the header.
+ *
+ * Decoding checks everything a corrupt or hostile file could get wrong (header length, JSON shape,
+ * dtype, offsets inside the data, byte size = product of shape × dtype size, no overlaps, no
+ * holes) and names the tensor at fault. Tensor bytes are kept as stored; conversion to f32 is a
+ * separate, explicit step ({@link tensorToFloat32}), so a load-then-save is bit-exact.
+ *
+ * @module
+ */
+import { decodeBf16, decodeF16, encodeBf16, encodeF16 } from "./float_codec.ts";
+
+/** Bytes per element of every dtype the format defines. */
+export const DTYPE_SIZES = {
+  BOOL: 1,
+  U8: 1,
+  I8: 1,
+  F8_E4M3: 1,
+  F8_E5M2: 1,
+  I16: 2,
+  U16: 2,
+  F16: 2,
+  BF16: 2,
+  I32: 4,
+  U32: 4,
+  F32: 4,
+  F64: 8,
+  I64: 8,
+  U64: 8,
+} as const;
+/** A safetensors dtype name. */
+export type Dtype = keyof typeof DTYPE_SIZES;
+/** The float dtypes weights can be converted from and to. */
+export type FloatDtype = "F32" | "F16" | "BF16";
+
+/** One tensor as stored: raw little-endian bytes plus dtype and shape. */
+export interface StoredTensor {
+  dtype: Dtype;
+  shape: number[];
+  /** `product(shape) * DTYPE_SIZES[dtype]` bytes. */
+  bytes: Uint8Array;
+}
+
+/** A whole safetensors file: tensors in file order and the optional `__metadata__` map. */
+export interface SafetensorsFile {
+  tensors: Map<string, StoredTensor>;
+  metadata: Record<string, string> | null;
+}
+
+/** A safetensors file that cannot be read; the message names the file and the tensor. */
+export class SafetensorsError extends Error {
+  /** The tensor at fault, or `null` for the header as a whole. */
+  readonly tensor: string | null;
+  constructor(tensor: string | null, message: string) {
+    super(message);
+    this.name = "SafetensorsError";
+    this.tensor = tensor;
+  }
+}
+
+/** Refuse headers larger than this (the reference implementation's limit). */
+export const MAX_HEADER_BYTES = 100_000_000;
+
+if (new Uint8Array(new Uint16Array([1]).buffer)[0] !== 1) {
+  throw new Error("safetensors.ts assumes a little-endian host");
+}
+
+function isDtype(x: unknown): x is Dtype {
+  return typeof x === "string" && Object.hasOwn(DTYPE_SIZES, x);
+}
+
+/**
+ * Parses the bytes of a `.safetensors` file. `file` is only used in error messages.
+ * The returned tensors' `bytes` are views into `data` (no copy).
+ */
+export function decodeSafetensors(
+  data: Uint8Array,
+  options?: { file?: string },
+): SafetensorsFile {
+  const where = options?.file ?? "safetensors";
+  const fail = (tensor: string | null, msg: string): never => {
+    throw new SafetensorsError(tensor, `Cannot load "${where}": ${msg}`);
+  };
+  if (data.length < 8) fail(null, `file is ${data.length} bytes, shorter than the 8-byte header`);
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const headerLen = view.getBigUint64(0, true);
+  if (headerLen > BigInt(Math.min(MAX_HEADER_BYTES, data.length - 8))) {
+    fail(null, `header length ${headerLen} exceeds the ${data.length - 8} bytes after it`);
+  }
+  const n = Number(headerLen);
+  let header: unknown;
+  try {
+    header = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data.subarray(8, 8 + n)));
+  } catch (e) {
+    fail(null, `header is not valid UTF-8 JSON: ${(e as Error).message}`);
+  }
+  if (typeof header !== "object" || header === null || Array.isArray(header)) {
+    fail(null, "header is not a JSON object");
+  }
+  const body = data.subarray(8 + n);
+  let metadata: Record<string, string> | null = null;
+  const spans: { name: string; begin: number; end: number }[] = [];
+  const tensors = new Map<string, StoredTensor>();
+  for (const [name, entry] of Object.entries(header as Record<string, unknown>)) {
+    if (name === "__metadata__") {
+      if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+        fail(null, "__metadata__ is not a JSON object");
+      }
+      for (const [k, v] of Object.entries(entry as Record<string, unknown>)) {
+        if (typeof v !== "string") fail(null, `__metadata__ value for "${k}" is not a string`);
+      }
+      metadata = entry as Record<string, string>;
+      continue;
+    }
+    if (typeof entry !== "object" || entry === null) {
+      fail(name, `tensor "${name}" is not an object`);
+    }
+    const { dtype, shape, data_offsets: offsets } = entry as Record<string, unknown>;
+    if (!isDtype(dtype)) fail(name, `tensor "${name}" has unknown dtype ${JSON.stringify(dtype)}`);
+    const dt = dtype as Dtype;
+    if (
+      !Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)
+    ) {
+      fail(name, `tensor "${name}" has invalid shape ${JSON.stringify(shape)}`);
+    }
+    if (
+      !Array.isArray(offsets) || offsets.length !== 2 ||
+      !offsets.every((o) => Number.isSafeInteger(o) && (o as number) >= 0)
+    ) {
+      fail(name, `tensor "${name}" has invalid data_offsets ${JSON.stringify(offsets)}`);
+    }
+    const [begin, end] = offsets as [number, number];
+    if (begin > end || end > body.length) {
+      fail(
+        name,
+        `tensor "${name}" data_offsets [${begin}, ${end}] lie outside the ${body.length} data bytes`,
+      );
+    }
+    const dims = shape as number[];
+    const expected = dims.reduce((a, b) => a * b, 1) * DTYPE_SIZES[dt];
+    if (end - begin !== expected) {
+      fail(
+        name,
+        `tensor "${name}" of dtype ${dt} and shape [${dims.join(", ")}] needs ${expected} bytes, ` +
+          `data_offsets give ${end - begin}`,
+      );
+    }
+    spans.push({ name, begin, end });
+    tensors.set(name, { dtype: dt, shape: [...dims], bytes: body.subarray(begin, end) });
+  }
+  // Tensors must tile the data section exactly: no overlaps, no holes, nothing trailing.
+  spans.sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let pos = 0;
+  for (const s of spans) {
+    if (s.begin < pos) fail(s.name, `tensor "${s.name}" overlaps the previous tensor`);
+    if (s.begin > pos) fail(s.name, `${s.begin - pos} unused bytes before tensor "${s.name}"`);
+    pos = s.end;
+  }
+  if (pos !== body.length) fail(null, `${body.length - pos} unused bytes after the last tensor`);
+  return { tensors, metadata };
+}
+
+/**
+ * Serializes tensors in the given order. The header is padded with spaces so the data section
+ * starts 8-byte aligned, as the reference writer does.
+ */
+export function encodeSafetensors(file: SafetensorsFile): Uint8Array {
+  const header: Record<string, unknown> = {};
+  if (file.metadata !== null) header.__metadata__ = file.metadata;
+  let offset = 0;
+  for (const [name, t] of file.tensors) {
+    if (name === "__metadata__") throw new RangeError(`"__metadata__" is not a valid tensor name`);
+    const expected = t.shape.reduce((a, b) => a * b, 1) * DTYPE_SIZES[t.dtype];
+    if (t.bytes.length !== expected) {
+      throw new RangeError(
+        `tensor "${name}" of dtype ${t.dtype} and shape [${t.shape.join(", ")}] needs ` +
+          `${expected} bytes, found ${t.bytes.length}`,
+      );
+    }
+    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + expected] };
+    offset += expected;
+  }
+  let json = new TextEncoder().encode(JSON.stringify(header));
+  const padded = Math.ceil(json.length / 8) * 8;
+  if (padded !== json.length) {
+    const p = new Uint8Array(padded).fill(0x20);
+    p.set(json);
+    json = p;
+  }
+  const out = new Uint8Array(8 + json.length + offset);
+  new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
+  out.set(json, 8);
+  let pos = 8 + json.length;
+  for (const t of file.tensors.values()) {
+    out.set(t.bytes, pos);
+    pos += t.bytes.length;
+  }
+  return out;
+}
+
+/** Copies `bytes` into a fresh, aligned buffer. */
+function aligned(bytes: Uint8Array): ArrayBuffer {
+  return bytes.slice().buffer;
+}
+
+/**
+ * A float tensor's values as f32 (exact for F32/F16/BF16; F64 is rounded to nearest f32).
+ * Throws {@link SafetensorsError} for integer dtypes.
+ */
+export function tensorToFloat32(name: string, t: StoredTensor): Float32Array {
+  switch (t.dtype) {
+    case "F32":
+      return new Float32Array(aligned(t.bytes));
+    case "F16":
+      return decodeF16(new Uint16Array(aligned(t.bytes)));
+    case "BF16":
+      return decodeBf16(new Uint16Array(aligned(t.bytes)));
+    case "F64":
+      return Float32Array.from(new Float64Array(aligned(t.bytes)));
+    default:
+      throw new SafetensorsError(
+        name,
+        `tensor "${name}" has dtype ${t.dtype}, expected a float dtype (F32, F16, BF16, F64)`,
+      );
+  }
+}
+
+/** Stores f32 values as `dtype` (round-to-nearest-even for the 16-bit formats). */
+export function tensorFromFloat32(
+  values: Float32Array,
+  shape: number[],
+  dtype: FloatDtype,
+): StoredTensor {
+  const count = shape.reduce((a, b) => a * b, 1);
+  if (count !== values.length) {
+    throw new RangeError(
+      `shape [${shape.join(", ")}] holds ${count} values, found ${values.length}`,
+    );
+  }
+  let bytes: Uint8Array;
+  switch (dtype) {
+    case "F32":
+      bytes = new Uint8Array(values.slice().buffer);
+      break;
+    case "F16":
+      bytes = new Uint8Array(encodeF16(values).buffer);
+      break;
+    case "BF16":
+      bytes = new Uint8Array(encodeBf16(values).buffer);
+      break;
+  }
+  return { dtype, shape: [...shape], bytes };
+}
+
+/** Reads and decodes a `.safetensors` file; errors name the path. */
+export async function readSafetensors(path: string): Promise<SafetensorsFile> {
+  return decodeSafetensors(await Deno.readFile(path), { file: path });
+}
+
+/** Encodes and writes a `.safetensors` file (via a temporary file, then rename). */
+export async function writeSafetensors(path: string, file: SafetensorsFile): Promise<void> {
+  const tmp = `${path}.tmp`;
+  await Deno.writeFile(tmp, encodeSafetensors(file));
+  await Deno.rename(tmp, path);
+}

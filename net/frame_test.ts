@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { FrameError } from "./errors.ts";
+import { type ByteReader, encodeFrame, FrameReader } from "./frame.ts";
+
+/** Serves `bytes` in reads of the given sizes (cycled), like a slow socket. */
+function chunkedReader(bytes: Uint8Array, sizes: number[]): ByteReader & { reads: number } {
+  let pos = 0;
+  let i = 0;
+  return {
+    reads: 0,
+    read(p: Uint8Array): Promise<number | null> {
+      this.reads++;
+      if (pos >= bytes.length) return Promise.resolve(null);
+      const n = Math.min(p.length, sizes[i++ % sizes.length], bytes.length - pos);
+      p.set(bytes.subarray(pos, pos + n));
+      pos += n;
+      return Promise.resolve(n);
+    },
+  };
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+Deno.test("encodeFrame writes a big-endian length prefix", () => {
+  const payload = new Uint8Array(300).fill(9);
+  const frame = encodeFrame(payload);
+  assert.deepEqual(Array.from(frame.subarray(0, 4)), [0, 0, 1, 44]);
+  assert.deepEqual(frame.subarray(4), payload);
+});
+
+Deno.test("FrameReader reassembles frames delivered one byte at a time", async () => {
+  const frames = [new Uint8Array([1, 2, 3]), new Uint8Array(0), new Uint8Array([4])];
+  const reader = new FrameReader(chunkedReader(concat(frames.map(encodeFrame)), [1]), {
+    maxFrameBytes: 16,
+  });
+  for (const f of frames) assert.deepEqual(await reader.next(), f);
+  assert.equal(await reader.next(), null);
+});
+
+Deno.test("FrameReader splits several frames arriving in one read", async () => {
+  const frames = [new Uint8Array([5, 6]), new Uint8Array([7, 8, 9])];
+  const reader = new FrameReader(chunkedReader(concat(frames.map(encodeFrame)), [1000]), {
+    maxFrameBytes: 16,
+  });
+  assert.deepEqual(await reader.next(), frames[0]);
+  assert.deepEqual(await reader.next(), frames[1]);
+  assert.equal(await reader.next(), null);
+});
+
+Deno.test("FrameReader rejects an oversize length before reading the payload", async () => {
+  const header = new Uint8Array([0xff, 0xff, 0xff, 0xf0]);
+  const source = chunkedReader(header, [4]);
+  const reader = new FrameReader(source, { maxFrameBytes: 1024 });
+  await assert.rejects(reader.next(), (e: unknown) => {
+    assert.ok(e instanceof FrameError);
+    assert.match(e.message, /4294967280 bytes exceeds the maximum of 1024/);
+    return true;
+  });
+  assert.equal(source.reads, 1);
+});
+
+Deno.test("FrameReader reports a stream that ends inside a frame", async () => {
+  const truncated = encodeFrame(new Uint8Array(10)).subarray(0, 9);
+  const reader = new FrameReader(chunkedReader(truncated, [3]), { maxFrameBytes: 64 });
+  await assert.rejects(reader.next(), /expected 10 bytes, received 5/);
+  const halfHeader = new FrameReader(chunkedReader(new Uint8Array([0, 0]), [3]), {
+    maxFrameBytes: 64,
+  });
+  await assert.rejects(halfHeader.next(), FrameError);
+});
+
+Deno.test("FrameReader round-trips any frames under any read chunking", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.uint8Array({ maxLength: 200 }), { maxLength: 8 }),
+      fc.array(fc.integer({ min: 1, max: 300 }), { minLength: 1, maxLength: 5 }),
+      fc.integer({ min: 1, max: 64 }),
+      async (frames, sizes, chunkBytes) => {
+        const reader = new FrameReader(chunkedReader(concat(frames.map(encodeFrame)), sizes), {
+          maxFrameBytes: 200,
+          chunkBytes,
+        });
+        for (const f of frames) assert.deepEqual(await reader.next(), f);
+        assert.equal(await reader.next(), null);
+      },
+    ),
+    { numRuns: 200 },
+  );
+});

@@ -1,0 +1,103 @@
+/**
+ * Node identity files: a 32-byte raw ed25519 secret key (Psyche's
+ * `--identity-secret-key-path` format) or the same bytes as hex
+ * (`RAW_IDENTITY_SECRET_KEY`). The public key, in hex, is what operators list
+ * and what the coordinator knows a client by.
+ *
+ * @module
+ */
+import { ed25519 } from "@noble/curves/ed25519.js";
+
+/** Bytes of an ed25519 secret key file. */
+export const SECRET_KEY_BYTES = 32;
+
+/** An ed25519 key pair. */
+export interface Identity {
+  /** 32-byte secret seed. */
+  secretKey: Uint8Array;
+  /** 32-byte public key. */
+  publicKey: Uint8Array;
+}
+
+/** Raised when an identity file or hex string is malformed. */
+export class IdentityError extends Error {
+  override name = "IdentityError";
+}
+
+/** Derives the key pair from a 32-byte secret key. */
+export function identityFromSecretKey(secretKey: Uint8Array): Identity {
+  if (secretKey.length !== SECRET_KEY_BYTES) {
+    throw new IdentityError(
+      `Secret key must be ${SECRET_KEY_BYTES} bytes, found ${secretKey.length}`,
+    );
+  }
+  return { secretKey: secretKey.slice(), publicKey: ed25519.getPublicKey(secretKey) };
+}
+
+/** A fresh identity from the system's secure random source. */
+export function generateIdentity(): Identity {
+  return identityFromSecretKey(crypto.getRandomValues(new Uint8Array(SECRET_KEY_BYTES)));
+}
+
+/** Reads a 32-byte raw secret key file. Throws {@linkcode IdentityError} naming the file. */
+export async function loadIdentity(path: string): Promise<Identity> {
+  let bytes: Uint8Array;
+  try {
+    bytes = await Deno.readFile(path);
+  } catch (cause) {
+    throw new IdentityError(`Cannot read identity file "${path}": ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+  if (bytes.length !== SECRET_KEY_BYTES) {
+    throw new IdentityError(
+      `Identity file "${path}" is ${bytes.length} bytes, expected ${SECRET_KEY_BYTES} raw bytes`,
+    );
+  }
+  return identityFromSecretKey(bytes);
+}
+
+/** Writes the 32 raw secret key bytes to `path`, readable by the owner only. */
+export async function saveIdentity(path: string, identity: Identity): Promise<void> {
+  await Deno.writeFile(path, identity.secretKey, { mode: 0o600 });
+}
+
+/**
+ * Lowercase hex of `bytes` (public keys in logs and configs).
+ *
+ * @example
+ * ```ts
+ * import { toHex } from "./identity.ts";
+ * if (toHex(new Uint8Array([0, 255])) !== "00ff") throw new Error("bad hex");
+ * ```
+ */
+export function toHex(bytes: Uint8Array): string {
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Parses hex (no prefix, even length). Throws {@linkcode IdentityError} naming the bad character. */
+export function fromHex(hex: string): Uint8Array {
+  const clean = hex.trim();
+  if (clean.length % 2 !== 0) {
+    throw new IdentityError(`Hex string has odd length ${clean.length}`);
+  }
+  const out = new Uint8Array(clean.length / 2);
+  for (let i = 0; i < out.length; i++) {
+    const pair = clean.slice(2 * i, 2 * i + 2);
+    if (!/^[0-9a-fA-F]{2}$/.test(pair)) {
+      throw new IdentityError(`Invalid hex "${pair}" at character ${2 * i}`);
+    }
+    out[i] = parseInt(pair, 16);
+  }
+  return out;
+}
+
+/** The identity in a hex secret key string (`RAW_IDENTITY_SECRET_KEY`). */
+export function identityFromHex(hex: string): Identity {
+  return identityFromSecretKey(fromHex(hex));
+}
+
+/** Hex of the identity's public key. */
+export function publicKeyHex(identity: Identity): string {
+  return toHex(identity.publicKey);
+}

@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { ed25519 } from "@noble/curves/ed25519.js";
+import {
+  fromHex,
+  generateIdentity,
+  IdentityError,
+  identityFromHex,
+  loadIdentity,
+  publicKeyHex,
+  saveIdentity,
+  toHex,
+} from "./identity.ts";
+
+Deno.test("identity files round-trip 32 raw bytes", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const id = generateIdentity();
+    const path = `${dir}/id.key`;
+    await saveIdentity(path, id);
+    assert.equal((await Deno.readFile(path)).length, 32);
+    assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+    const loaded = await loadIdentity(path);
+    assert.deepEqual(loaded, id);
+    assert.deepEqual(loaded.publicKey, ed25519.getPublicKey(id.secretKey));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("loadIdentity names a file of the wrong size or a missing file", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeFile(`${dir}/short.key`, new Uint8Array(31));
+    await assert.rejects(
+      loadIdentity(`${dir}/short.key`),
+      /short.key" is 31 bytes, expected 32 raw bytes/,
+    );
+    await assert.rejects(loadIdentity(`${dir}/missing.key`), IdentityError);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("hex helpers round-trip and reject bad digits", () => {
+  const bytes = new Uint8Array([0, 1, 0xab, 0xff]);
+  assert.equal(toHex(bytes), "0001abff");
+  assert.deepEqual(fromHex("0001ABff"), bytes);
+  assert.throws(() => fromHex("abc"), /odd length 3/);
+  assert.throws(() => fromHex("zz00"), /Invalid hex "zz" at character 0/);
+  const id = identityFromHex("07".repeat(32));
+  assert.equal(publicKeyHex(id), toHex(ed25519.getPublicKey(new Uint8Array(32).fill(7))));
+  assert.throws(() => identityFromHex("07".repeat(31)), /must be 32 bytes, found 31/);
+});

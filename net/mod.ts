@@ -1,0 +1,51 @@
+/**
+ * The TCP layer shared by the data server and the coordinator's TCP backend:
+ * length-prefixed frames, byte codecs for closed message unions, the ed25519
+ * challenge-response handshake, and identity key files.
+ *
+ * @module
+ */
+export { withAbort } from "./abort.ts";
+export { MessageReader, MessageWriter } from "./codec.ts";
+export { FrameError, HandshakeError, ProtocolError } from "./errors.ts";
+export {
+  type ByteReader,
+  type ByteWriter,
+  DEFAULT_CLIENT_MAX_FRAME_BYTES,
+  DEFAULT_SERVER_MAX_FRAME_BYTES,
+  encodeFrame,
+  FRAME_HEADER_BYTES,
+  FrameReader,
+  type FrameReaderOptions,
+  writeAll,
+  writeFrame,
+} from "./frame.ts";
+export {
+  answerChallenge,
+  clientHandshake,
+  decodeHandshakeMessage,
+  encodeHandshakeMessage,
+  HANDSHAKE_DOMAIN,
+  type HandshakeMessage,
+  type HandshakeOptions,
+  handshakeSigningBytes,
+  MAX_CONTEXT_BYTES,
+  NONCE_BYTES,
+  PUBLIC_KEY_BYTES,
+  serverHandshake,
+  SIGNATURE_BYTES,
+  verifyChallengeAnswer,
+} from "./handshake.ts";
+export {
+  fromHex,
+  generateIdentity,
+  type Identity,
+  IdentityError,
+  identityFromHex,
+  identityFromSecretKey,
+  loadIdentity,
+  publicKeyHex,
+  saveIdentity,
+  SECRET_KEY_BYTES,
+  toHex,
+} from "./identity.ts";

@@ -1,0 +1,115 @@
+/**
+ * Hugging Face model folders: `config.json` + `model.safetensors`, mapped onto the flat
+ * parameter buffer of params.ts. Loading checks that every expected tensor is present with the
+ * expected shape and that nothing unexpected is there; saving writes the same names back.
+ *
+ * @module
+ */
+import { type LlamaConfig, llamaConfigToHf, readLlamaConfig } from "./hf_config.ts";
+import { llamaParamLayout, type ParamLayout, paramView } from "./params.ts";
+import {
+  type FloatDtype,
+  readSafetensors,
+  SafetensorsError,
+  type SafetensorsFile,
+  type StoredTensor,
+  tensorFromFloat32,
+  tensorToFloat32,
+  writeSafetensors,
+} from "./safetensors.ts";
+
+/** Weights file name inside a model folder. */
+export const WEIGHTS_FILE = "model.safetensors";
+/** Config file name inside a model folder. */
+export const CONFIG_FILE = "config.json";
+
+/** Tensors HF checkpoints may carry that are buffers, not parameters (ignored on load). */
+const IGNORED_TENSOR = /^model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq$/;
+
+/**
+ * Copies the tensors of a decoded safetensors file into a new flat buffer laid out by `layout`.
+ * Throws {@link SafetensorsError} naming the file and tensor on a missing, unexpected or
+ * wrongly shaped tensor.
+ */
+export function weightsFromSafetensors(
+  layout: ParamLayout,
+  file: SafetensorsFile,
+  options?: { file?: string },
+): Float32Array {
+  const where = options?.file ?? WEIGHTS_FILE;
+  const flat = new Float32Array(layout.totalSize);
+  for (const e of layout.entries) {
+    const t = file.tensors.get(e.name);
+    if (t === undefined) {
+      throw new SafetensorsError(e.name, `Cannot load "${where}": tensor "${e.name}" is missing`);
+    }
+    if (t.shape.length !== e.shape.length || t.shape.some((d, i) => d !== e.shape[i])) {
+      throw new SafetensorsError(
+        e.name,
+        `Cannot load "${where}": tensor "${e.name}" has shape [${t.shape.join(", ")}], ` +
+          `expected [${e.shape.join(", ")}]`,
+      );
+    }
+    flat.set(tensorToFloat32(e.name, t), e.offset);
+  }
+  for (const name of file.tensors.keys()) {
+    if (!layout.byName.has(name) && !IGNORED_TENSOR.test(name)) {
+      throw new SafetensorsError(
+        name,
+        `Cannot load "${where}": unexpected tensor "${name}" (not part of this Llama config)`,
+      );
+    }
+  }
+  return flat;
+}
+
+/** The tensors of a flat buffer as a safetensors file, stored as `dtype`. */
+export function weightsToSafetensors(
+  layout: ParamLayout,
+  flat: Float32Array,
+  dtype: FloatDtype,
+): SafetensorsFile {
+  if (flat.length !== layout.totalSize) {
+    throw new RangeError(`expected ${layout.totalSize} floats, found ${flat.length}`);
+  }
+  const tensors = new Map<string, StoredTensor>();
+  for (const e of layout.entries) {
+    tensors.set(e.name, tensorFromFloat32(paramView(layout, flat, e.name), e.shape, dtype));
+  }
+  return { tensors, metadata: { format: "pt" } };
+}
+
+/** Reads `DIR/config.json`, and `DIR/model.safetensors` if present (else `weights` is null). */
+export async function readModelDir(
+  dir: string,
+): Promise<{ config: LlamaConfig; layout: ParamLayout; weights: Float32Array | null }> {
+  const config = await readLlamaConfig(`${dir}/${CONFIG_FILE}`);
+  const layout = llamaParamLayout(config);
+  const path = `${dir}/${WEIGHTS_FILE}`;
+  let exists = true;
+  try {
+    await Deno.stat(path);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    exists = false;
+  }
+  if (!exists) return { config, layout, weights: null };
+  const weights = weightsFromSafetensors(layout, await readSafetensors(path), { file: path });
+  return { config, layout, weights };
+}
+
+/** Writes `DIR/config.json` and `DIR/model.safetensors` (creating DIR). */
+export async function writeModelDir(
+  dir: string,
+  model: { config: LlamaConfig; layout: ParamLayout; weights: Float32Array; dtype?: FloatDtype },
+): Promise<void> {
+  await Deno.mkdir(dir, { recursive: true });
+  await Deno.writeTextFile(
+    `${dir}/${CONFIG_FILE}`,
+    JSON.stringify(llamaConfigToHf(model.config), null, 2) + "\n",
+  );
+  await writeSafetensors(
+    `${dir}/${WEIGHTS_FILE}`,
+    weightsToSafetensors(model.layout, model.weights, model.dtype ?? "F32"),
+  );
+}

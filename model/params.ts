@@ -1,0 +1,169 @@
+/**
+ * Where every Llama weight lives: one flat f32 buffer plus a table of `{name, shape, offset}`
+ * under the standard Hugging Face tensor names. Gradients and optimizer state use the same
+ * layout, so one GPU buffer of `layout.totalSize` floats holds each of them and any tensor is a
+ * sub-range of it.
+ *
+ * Dimensions: V vocab, C hidden, F intermediate, L layers, NH heads, NKV key/value heads,
+ * HD head width (C / NH). Matrices are `[out, in]` like `torch.nn.Linear.weight`.
+ *
+ * @module
+ */
+import type { LlamaConfig } from "./hf_config.ts";
+
+/** Offsets are multiples of this many floats (256 bytes: WebGPU's storage-binding alignment). */
+export const PARAM_ALIGN = 64;
+
+/** One tensor in the flat buffer. */
+export interface ParamEntry {
+  /** Hugging Face name, e.g. `model.layers.0.self_attn.q_proj.weight`. */
+  name: string;
+  /** Row-major shape. */
+  shape: number[];
+  /** First element, in floats from the start of the buffer (a multiple of PARAM_ALIGN). */
+  offset: number;
+  /** Element count (product of shape). */
+  size: number;
+  /** How the tensor is initialised: normal(0, initializer_range) or all ones (norm gains). */
+  init: "normal" | "ones";
+}
+
+/** The whole table, in buffer order. */
+export interface ParamLayout {
+  entries: ParamEntry[];
+  byName: Map<string, ParamEntry>;
+  /** Floats in the flat buffer, alignment padding included (padding stays zero). */
+  totalSize: number;
+  /** Sum of the tensors' sizes (no padding). */
+  paramCount: number;
+}
+
+/** The per-layer tensor name suffixes, in buffer order. */
+export const LAYER_TENSORS = [
+  "input_layernorm.weight",
+  "self_attn.q_proj.weight",
+  "self_attn.k_proj.weight",
+  "self_attn.v_proj.weight",
+  "self_attn.o_proj.weight",
+  "post_attention_layernorm.weight",
+  "mlp.gate_proj.weight",
+  "mlp.up_proj.weight",
+  "mlp.down_proj.weight",
+] as const;
+/** One per-layer tensor suffix. */
+export type LayerTensor = typeof LAYER_TENSORS[number];
+
+/** The full name of a per-layer tensor. */
+export function layerTensorName(layer: number, suffix: LayerTensor): string {
+  return `model.layers.${layer}.${suffix}`;
+}
+
+/** The expected shape of every tensor, in buffer order. */
+export function llamaTensorShapes(config: LlamaConfig): [string, number[], "normal" | "ones"][] {
+  const { hiddenSize: c, intermediateSize: f, vocabSize: v, numLayers: l } = config;
+  const kv = config.numKvHeads * config.headDim;
+  const perLayer: Record<LayerTensor, [number[], "normal" | "ones"]> = {
+    "input_layernorm.weight": [[c], "ones"],
+    "self_attn.q_proj.weight": [[c, c], "normal"],
+    "self_attn.k_proj.weight": [[kv, c], "normal"],
+    "self_attn.v_proj.weight": [[kv, c], "normal"],
+    "self_attn.o_proj.weight": [[c, c], "normal"],
+    "post_attention_layernorm.weight": [[c], "ones"],
+    "mlp.gate_proj.weight": [[f, c], "normal"],
+    "mlp.up_proj.weight": [[f, c], "normal"],
+    "mlp.down_proj.weight": [[c, f], "normal"],
+  };
+  const out: [string, number[], "normal" | "ones"][] = [
+    ["model.embed_tokens.weight", [v, c], "normal"],
+  ];
+  for (let i = 0; i < l; i++) {
+    for (const s of LAYER_TENSORS) out.push([layerTensorName(i, s), ...perLayer[s]]);
+  }
+  out.push(["model.norm.weight", [c], "ones"], ["lm_head.weight", [v, c], "normal"]);
+  return out;
+}
+
+/** Lays the model's tensors out in one flat buffer, each aligned to PARAM_ALIGN floats. */
+export function llamaParamLayout(config: LlamaConfig): ParamLayout {
+  const entries: ParamEntry[] = [];
+  let offset = 0;
+  let paramCount = 0;
+  for (const [name, shape, init] of llamaTensorShapes(config)) {
+    const size = shape.reduce((a, b) => a * b, 1);
+    entries.push({ name, shape, offset, size, init });
+    offset += Math.ceil(size / PARAM_ALIGN) * PARAM_ALIGN;
+    paramCount += size;
+  }
+  return {
+    entries,
+    byName: new Map(entries.map((e) => [e.name, e])),
+    totalSize: offset,
+    paramCount,
+  };
+}
+
+/** The entry for `name`; throws a RangeError naming it when the layout has no such tensor. */
+export function paramEntry(layout: ParamLayout, name: string): ParamEntry {
+  const e = layout.byName.get(name);
+  if (e === undefined) throw new RangeError(`no parameter named "${name}"`);
+  return e;
+}
+
+/** The view of tensor `name` inside a flat buffer laid out by `layout`. */
+export function paramView(layout: ParamLayout, flat: Float32Array, name: string): Float32Array {
+  const e = paramEntry(layout, name);
+  return flat.subarray(e.offset, e.offset + e.size);
+}
+
+/** murmur3's 32-bit finaliser: a bijective mix in which every input bit flips ~half the output. */
+function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+/** FNV-1a-32 of a string's UTF-16 code units (tensor names are ASCII). */
+function fnv1a32(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+/**
+ * Deterministic standard normals for one tensor: element `i` uses the counter-based uniforms
+ * `u_k = (fmix32(key ^ fmix32(2i + k)) + 0.5) / 2^32` for k = 0, 1 with
+ * `key = fmix32(seed ^ fnv1a32(name))`, then Box-Muller `sqrt(-2 ln u_0) cos(2π u_1)`.
+ * Each element depends only on (seed, name, i), so any slice can be generated independently
+ * and every client gets the same bits for the same seed.
+ */
+export function seededNormals(seed: number, name: string, count: number): Float64Array {
+  const key = fmix32((seed >>> 0) ^ fnv1a32(name));
+  const out = new Float64Array(count);
+  for (let i = 0; i < count; i++) {
+    const u0 = (fmix32(key ^ fmix32(2 * i)) + 0.5) / 4294967296;
+    const u1 = (fmix32(key ^ fmix32(2 * i + 1)) + 0.5) / 4294967296;
+    out[i] = Math.sqrt(-2 * Math.log(u0)) * Math.cos(2 * Math.PI * u1);
+  }
+  return out;
+}
+
+/**
+ * Initial weights like HF's `LlamaPreTrainedModel._init_weights`: matrices and the embedding
+ * are normal(0, initializer_range), norm gains are 1. Deterministic in `seed`.
+ */
+export function initParams(layout: ParamLayout, config: LlamaConfig, seed: number): Float32Array {
+  const flat = new Float32Array(layout.totalSize);
+  for (const e of layout.entries) {
+    const view = flat.subarray(e.offset, e.offset + e.size);
+    if (e.init === "ones") {
+      view.fill(1);
+      continue;
+    }
+    const z = seededNormals(seed, e.name, e.size);
+    for (let i = 0; i < e.size; i++) view[i] = z[i] * config.initializerRange;
+  }
+  return flat;
+}

@@ -1,0 +1,74 @@
+/**
+ * Who may talk to us: the epoch's participants, by their 32-byte ed25519 public keys.
+ *
+ * Psyche's `AllowlistHook` refuses connections from endpoints outside the current epoch's client
+ * list and is updated on every coordinator state. `Allowlist` holds that set (keyed by libp2p
+ * peer id string) and `allowlistGater` turns it into a libp2p connection gater that refuses
+ * dials to, and inbound connections from, anyone not in it. Pure: no I/O.
+ *
+ * @module
+ */
+import type { ConnectionGater, PeerId } from "@libp2p/interface";
+import type { PublicKeyBytes } from "../../coordinator/types.ts";
+import { peerIdOf } from "./identity.ts";
+
+/** The current set of allowed peers; replaced wholesale each epoch with `set`. */
+export class Allowlist {
+  #keys = new Map<string, PublicKeyBytes>();
+
+  /** Starts with the given public keys allowed (none by default: refuse everyone). */
+  constructor(publicKeys: Iterable<PublicKeyBytes> = []) {
+    this.set(publicKeys);
+  }
+
+  /**
+   * Replaces the allowed set. Returns the peer ids that were allowed before and are not any
+   * more, so the caller can close their connections.
+   */
+  set(publicKeys: Iterable<PublicKeyBytes>): string[] {
+    const next = new Map<string, PublicKeyBytes>();
+    for (const key of publicKeys) next.set(peerIdOf(key).toString(), key.slice());
+    const removed = [...this.#keys.keys()].filter((id) => !next.has(id));
+    this.#keys = next;
+    return removed;
+  }
+
+  /** Whether a peer (peer id or its string form) is allowed. */
+  has(peer: PeerId | string): boolean {
+    return this.#keys.has(typeof peer === "string" ? peer : peer.toString());
+  }
+
+  /** The public key of an allowed peer, or `undefined` when the peer is not allowed. */
+  publicKey(peer: PeerId | string): PublicKeyBytes | undefined {
+    return this.#keys.get(typeof peer === "string" ? peer : peer.toString());
+  }
+
+  /** Number of allowed peers. */
+  get size(): number {
+    return this.#keys.size;
+  }
+
+  /** Peer id strings of all allowed peers. */
+  peerIds(): string[] {
+    return [...this.#keys.keys()];
+  }
+}
+
+/**
+ * A libp2p connection gater that consults `allowlist` on every dial and on every inbound or
+ * outbound connection once the remote's identity is known (after the noise handshake).
+ * Addresses are not filtered: identity, not location, decides.
+ */
+export function allowlistGater(allowlist: Allowlist): ConnectionGater {
+  const deny = (peer: PeerId) => !allowlist.has(peer);
+  return {
+    denyDialPeer: deny,
+    denyInboundEncryptedConnection: deny,
+    denyOutboundEncryptedConnection: deny,
+    denyInboundUpgradedConnection: deny,
+    denyOutboundUpgradedConnection: deny,
+    denyInboundRelayReservation: () => true,
+    denyOutboundRelayedConnection: () => true,
+    denyInboundRelayedConnection: () => true,
+  };
+}

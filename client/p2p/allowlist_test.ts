@@ -1,0 +1,33 @@
+import assert from "node:assert/strict";
+import { Allowlist, allowlistGater } from "./allowlist.ts";
+import { peerIdOf, publicKeyOf } from "./identity.ts";
+
+const keyA = publicKeyOf(new Uint8Array(32).fill(1));
+const keyB = publicKeyOf(new Uint8Array(32).fill(2));
+const keyC = publicKeyOf(new Uint8Array(32).fill(3));
+
+Deno.test("an empty allowlist refuses everyone", async () => {
+  const gater = allowlistGater(new Allowlist());
+  assert.equal(await gater.denyDialPeer!(peerIdOf(keyA)), true);
+});
+
+Deno.test("set replaces the allowed peers and reports the removed ones", async () => {
+  const list = new Allowlist([keyA, keyB]);
+  const gater = allowlistGater(list);
+  assert.equal(list.size, 2);
+  assert.equal(await gater.denyDialPeer!(peerIdOf(keyA)), false);
+  assert.equal(await gater.denyDialPeer!(peerIdOf(keyC)), true);
+  const removed = list.set([keyB, keyC]);
+  assert.deepEqual(removed, [peerIdOf(keyA).toString()]);
+  assert.equal(list.has(peerIdOf(keyA)), false);
+  assert.equal(list.has(peerIdOf(keyC).toString()), true);
+  assert.deepEqual(list.publicKey(peerIdOf(keyB)), keyB);
+  assert.equal(list.publicKey(peerIdOf(keyA)), undefined);
+});
+
+Deno.test("the allowlist keeps its own copy of the keys", () => {
+  const key = keyA.slice();
+  const list = new Allowlist([key]);
+  key.fill(0);
+  assert.deepEqual(list.publicKey(peerIdOf(keyA)), keyA);
+});

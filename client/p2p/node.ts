@@ -1,0 +1,150 @@
+/**
+ * The client's libp2p node: TCP, noise, yamux, identify and gossipsub, with its identity taken
+ * from the client's ed25519 secret key and every connection gated by the epoch's allowlist.
+ *
+ * Gossip (`gossip.ts`) and payload streams (`payload_service.ts`) attach to a running node; this
+ * module only builds, gates, connects and stops it.
+ *
+ * @module
+ */
+import "./exit_fix.ts";
+import { createLibp2p, type Libp2p } from "libp2p";
+import { tcp } from "@libp2p/tcp";
+import { noise } from "@libp2p/noise";
+import { yamux } from "@libp2p/yamux";
+import { type Identify, identify } from "@libp2p/identify";
+import { type GossipSub, gossipsub, StrictNoSign } from "@libp2p/gossipsub";
+import { type Multiaddr, multiaddr } from "@multiformats/multiaddr";
+import type { PeerId } from "@libp2p/interface";
+import type { PublicKeyBytes } from "../../coordinator/types.ts";
+import { Allowlist, allowlistGater } from "./allowlist.ts";
+import { libp2pPrivateKey, peerIdOf, publicKeyOf } from "./identity.ts";
+
+/** The services every node runs. */
+export interface P2PServices extends Record<string, unknown> {
+  pubsub: GossipSub;
+  identify: Identify;
+}
+
+/** Options for `createP2PNode`. */
+export interface P2PNodeOptions {
+  /** The client's 32-byte ed25519 secret key: the same key it authenticates to the coordinator with. */
+  secretKey: Uint8Array;
+  /** Interface to listen on. Default `127.0.0.1`; use `0.0.0.0` to accept remote peers. */
+  host?: string;
+  /** TCP port to listen on; 0 (the default) picks a free one. */
+  port?: number;
+  /** Peers allowed from the start (usually none until the first coordinator update). */
+  allowedPeers?: Iterable<PublicKeyBytes>;
+  /** Gossipsub heartbeat in ms (mesh maintenance). Default 1000; tests use less. */
+  gossipHeartbeatMs?: number;
+}
+
+/** A running libp2p node owned by one client. */
+export class P2PNode {
+  /** The underlying libp2p node, for the services in this folder. */
+  readonly libp2p: Libp2p<P2PServices>;
+  /** The allowlist the connection gater consults. Change it with `setAllowedPeers`. */
+  readonly allowlist: Allowlist;
+  /** This node's 32-byte ed25519 public key. */
+  readonly publicKey: PublicKeyBytes;
+
+  /** Use `createP2PNode`; this constructor wraps an already started node. */
+  constructor(libp2p: Libp2p<P2PServices>, allowlist: Allowlist, publicKey: PublicKeyBytes) {
+    this.libp2p = libp2p;
+    this.allowlist = allowlist;
+    this.publicKey = publicKey;
+  }
+
+  /** This node's libp2p peer id. */
+  get peerId(): PeerId {
+    return this.libp2p.peerId;
+  }
+
+  /** The addresses this node listens on, each ending in `/p2p/<peer id>`. */
+  addresses(): Multiaddr[] {
+    return this.libp2p.getMultiaddrs();
+  }
+
+  /**
+   * Replaces the set of peers this node talks to (the epoch's participants, by public key) and
+   * closes connections to peers that are no longer in it. Our own key may be included.
+   */
+  async setAllowedPeers(publicKeys: Iterable<PublicKeyBytes>): Promise<void> {
+    const removed = this.allowlist.set(publicKeys);
+    if (removed.length === 0) return;
+    const gone = new Set(removed);
+    const peers = this.libp2p.getPeers().filter((peer) => gone.has(peer.toString()));
+    await Promise.allSettled(peers.map((peer) => this.libp2p.hangUp(peer)));
+  }
+
+  /**
+   * Connects to a peer at an address (a multiaddr ending in `/p2p/<peer id>`). The peer must be
+   * in the allowlist, or the dial is refused.
+   */
+  async connect(
+    address: Multiaddr | string,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<void> {
+    const addr = typeof address === "string" ? multiaddr(address) : address;
+    await this.libp2p.dial(addr, { signal: options.signal });
+  }
+
+  /** Whether an open connection to the peer with this public key exists. */
+  isConnected(publicKey: PublicKeyBytes): boolean {
+    return this.libp2p.getConnections(peerIdOf(publicKey)).length > 0;
+  }
+
+  /** Stops the node: closes all connections and the listener. Safe to call twice. */
+  async stop(): Promise<void> {
+    await this.libp2p.stop();
+  }
+
+  /** Stops the node (for `await using`). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+}
+
+/**
+ * Builds and starts a node listening on `host:port`, identified by `secretKey`, refusing every
+ * peer not in its allowlist.
+ *
+ * @example
+ * ```ts
+ * import { createP2PNode } from "./node.ts";
+ * const node = await createP2PNode({ secretKey: new Uint8Array(32).fill(9) });
+ * console.assert(node.addresses().length > 0);
+ * await node.stop();
+ * ```
+ */
+export async function createP2PNode(options: P2PNodeOptions): Promise<P2PNode> {
+  const host = options.host ?? "127.0.0.1";
+  const port = options.port ?? 0;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new RangeError(`port must be an integer in 0..65535, found ${port}`);
+  }
+  const privateKey = await libp2pPrivateKey(options.secretKey);
+  const allowlist = new Allowlist(options.allowedPeers ?? []);
+  const libp2p = await createLibp2p<P2PServices>({
+    privateKey,
+    addresses: { listen: [`/ip4/${host}/tcp/${port}`] },
+    transports: [tcp()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    connectionGater: allowlistGater(allowlist),
+    services: {
+      identify: identify(),
+      pubsub: gossipsub({
+        // Announcements carry their own ed25519 signature (see announcement.ts), so gossipsub's
+        // own signing is off and message ids are content hashes: a resend with a new nonce is a
+        // new message, an exact duplicate is dropped by gossipsub's seen cache.
+        globalSignaturePolicy: StrictNoSign,
+        allowPublishToZeroTopicPeers: true,
+        emitSelf: false,
+        heartbeatInterval: options.gossipHeartbeatMs ?? 1000,
+      }),
+    },
+  });
+  return new P2PNode(libp2p, allowlist, publicKeyOf(options.secretKey));
+}

@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import { parseLlamaConfig } from "./hf_config.ts";
+import { llamaParamLayout, seededNormals } from "./params.ts";
+import { referenceLossAndGrad } from "./reference.ts";
+
+/** Two layers, grouped-query attention (4 heads on 2 kv heads), odd vocab: every code path. */
+const CONFIG = parseLlamaConfig({
+  hidden_size: 8,
+  intermediate_size: 12,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  vocab_size: 11,
+  max_position_embeddings: 16,
+  rms_norm_eps: 1e-5,
+  rope_theta: 100,
+});
+const LAYOUT = llamaParamLayout(CONFIG);
+
+/** Weights far from init (std 0.5, norm gains around 1) so every gradient term is sizeable. */
+function randomParams(seed: number): Float64Array {
+  const p = new Float64Array(LAYOUT.totalSize);
+  for (const e of LAYOUT.entries) {
+    const z = seededNormals(seed, e.name, e.size);
+    for (let i = 0; i < e.size; i++) p[e.offset + i] = (e.init === "ones" ? 1 : 0) + 0.5 * z[i];
+  }
+  return p;
+}
+
+const BATCH = { count: 2, seqLen: 5, tokens: new Uint32Array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3]) };
+
+Deno.test("reference gradients match central finite differences for every parameter", () => {
+  const params = randomParams(1);
+  const { loss, grads } = referenceLossAndGrad(CONFIG, LAYOUT, params, BATCH);
+  assert.ok(loss > 0 && Number.isFinite(loss));
+  const h = 1e-5;
+  let worst = 0;
+  let checked = 0;
+  for (const e of LAYOUT.entries) {
+    for (let i = 0; i < e.size; i++) {
+      const at = e.offset + i;
+      const keep = params[at];
+      params[at] = keep + h;
+      const up = referenceLossAndGrad(CONFIG, LAYOUT, params, BATCH).loss;
+      params[at] = keep - h;
+      const down = referenceLossAndGrad(CONFIG, LAYOUT, params, BATCH).loss;
+      params[at] = keep;
+      const numeric = (up - down) / (2 * h);
+      const err = Math.abs(numeric - grads[at]) /
+        Math.max(1e-3, Math.abs(numeric) + Math.abs(grads[at]));
+      if (err > worst) worst = err;
+      assert.ok(err < 1e-5, `${e.name}[${i}]: analytic ${grads[at]}, numeric ${numeric}`);
+      checked++;
+    }
+  }
+  assert.equal(checked, LAYOUT.paramCount);
+});
+
+Deno.test("reference loss of a uniform model is ln(V), and logits are causal", () => {
+  const zeros = new Float64Array(LAYOUT.totalSize);
+  const { loss } = referenceLossAndGrad(CONFIG, LAYOUT, zeros, BATCH);
+  assert.ok(Math.abs(loss - Math.log(CONFIG.vocabSize)) < 1e-12);
+  // Changing the last token of a sequence must not change earlier logits.
+  const params = randomParams(2);
+  const a = referenceLossAndGrad(CONFIG, LAYOUT, params, BATCH).logits;
+  const tokens = BATCH.tokens.slice();
+  tokens[4] = 0;
+  const b = referenceLossAndGrad(CONFIG, LAYOUT, params, { ...BATCH, tokens }).logits;
+  const v = CONFIG.vocabSize;
+  assert.deepEqual(a.subarray(0, 4 * v), b.subarray(0, 4 * v));
+  assert.notDeepEqual(a.subarray(4 * v, 5 * v), b.subarray(4 * v, 5 * v));
+});

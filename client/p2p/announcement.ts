@@ -231,8 +231,8 @@ export function decodeMessage(bytes: Uint8Array, base = 0): Announcement {
       step,
       proof,
       batch: { start, end },
-      commitment: bytes.slice(hashesAt, hashesAt + HASH_BYTES),
-      contentHash: bytes.slice(hashesAt + HASH_BYTES, hashesAt + 2 * HASH_BYTES),
+      commitment: copyOf(bytes, hashesAt, hashesAt + HASH_BYTES),
+      contentHash: copyOf(bytes, hashesAt + HASH_BYTES, hashesAt + 2 * HASH_BYTES),
       payloadSize: readU53(view, hashesAt + 2 * HASH_BYTES, base, "payloadSize"),
     };
   }
@@ -249,11 +249,19 @@ export function decodeMessage(bytes: Uint8Array, base = 0): Announcement {
       kind: "Finished",
       step,
       proof,
-      merkleRoot: bytes.slice(COMMON_BYTES, COMMON_BYTES + HASH_BYTES),
+      merkleRoot: copyOf(bytes, COMMON_BYTES, COMMON_BYTES + HASH_BYTES),
       warmup: warmup === 1,
     };
   }
   throw new AnnouncementDecodeError(`unknown announcement kind code ${kindCode}`, base);
+}
+
+/**
+ * A fresh plain `Uint8Array` holding `bytes[start, end)`. Gossip hands us Node `Buffer`s, whose
+ * `slice` is a view, not a copy; decoded fields must not alias the receive buffer.
+ */
+function copyOf(bytes: Uint8Array, start: number, end = bytes.length): Uint8Array {
+  return new Uint8Array(bytes.subarray(start, end));
 }
 
 function signingInput(topic: string, signedBytes: Uint8Array): Uint8Array {
@@ -337,14 +345,14 @@ export function decodeEnvelope(bytes: Uint8Array): AnnouncementEnvelope {
     );
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const messageBytes = bytes.slice(MESSAGE_OFFSET);
+  const messageBytes = copyOf(bytes, MESSAGE_OFFSET);
   return {
-    from: bytes.slice(1, 1 + ED25519_KEY_BYTES),
-    signature: bytes.slice(1 + ED25519_KEY_BYTES, HEADER_BYTES),
+    from: copyOf(bytes, 1, 1 + ED25519_KEY_BYTES),
+    signature: copyOf(bytes, 1 + ED25519_KEY_BYTES, HEADER_BYTES),
     nonce: view.getUint32(NONCE_OFFSET),
     message: decodeMessage(messageBytes, MESSAGE_OFFSET),
     messageBytes,
-    signedBytes: bytes.slice(NONCE_OFFSET),
+    signedBytes: copyOf(bytes, NONCE_OFFSET),
   };
 }
 

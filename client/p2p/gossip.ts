@@ -1,0 +1,211 @@
+/**
+ * A run's gossip channel: publishes our signed announcements on the run's topic and delivers
+ * verified announcements from other participants, each once.
+ *
+ * Every received message passes gossipsub's topic validator here before it is delivered or
+ * forwarded, so a middle node never relays what it cannot verify:
+ * - bytes that do not decode (`decodeEnvelope`) are rejected (`malformed`);
+ * - a sender not in the node's allowlist is ignored (`unknownSender`; not penalised, since the
+ *   allowlist may simply lag an epoch change);
+ * - a signature that does not verify for the claimed sender and this topic is rejected
+ *   (`badSignature`).
+ * Accepted messages are forwarded; a resend of something already delivered (same sender and
+ * message, new nonce) is forwarded but not delivered again (`duplicates`).
+ *
+ * @module
+ */
+import type { Message } from "@libp2p/gossipsub";
+import { TopicValidatorResult } from "@libp2p/gossipsub";
+import type { PublicKeyBytes } from "../../coordinator/types.ts";
+import {
+  type Announcement,
+  type AnnouncementEnvelope,
+  decodeEnvelope,
+  gossipTopic,
+  signAnnouncement,
+  verifyEnvelope,
+} from "./announcement.ts";
+import type { P2PNode } from "./node.ts";
+import { peerIdOf } from "./identity.ts";
+import { RebroadcastQueue } from "./rebroadcast.ts";
+import { RecentSet } from "./recent_set.ts";
+
+/** An announcement delivered to the client. */
+export interface ReceivedAnnouncement {
+  /** The sender's 32-byte ed25519 public key (verified). */
+  from: PublicKeyBytes;
+  message: Announcement;
+  nonce: number;
+}
+
+/** Counters of what arrived on the topic. */
+export interface GossipStats {
+  /** Delivered to `onAnnouncement`. */
+  delivered: number;
+  /** Valid resends of something already delivered. */
+  duplicates: number;
+  /** Bytes that were not a well-formed announcement. */
+  malformed: number;
+  /** Well-formed, but from a key outside the allowlist. */
+  unknownSender: number;
+  /** From an allowed key, but the signature does not verify. */
+  badSignature: number;
+}
+
+/** Options for `RunGossip`. */
+export interface RunGossipOptions {
+  /** The run id; the topic is `gossipTopic(runId)`. */
+  runId: string;
+  /** Our 32-byte ed25519 secret key (the node's identity) to sign announcements with. */
+  secretKey: Uint8Array;
+  /** Called once per distinct verified announcement from another participant. */
+  onAnnouncement: (received: ReceivedAnnouncement) => void;
+  /**
+   * First nonce to use; every send (first or resend) takes the next one. Pass a random u32 so
+   * a restarted client does not repeat an earlier envelope. Default 0.
+   */
+  firstNonce?: number;
+  /** How many delivered announcements to remember for deduplication. Default 4096. */
+  dedupCapacity?: number;
+  /** How many steps back our announcements are resent by `rebroadcast`. Default 2. */
+  rebroadcastSteps?: number;
+}
+
+/** One run's gossip on one node. Create with `new RunGossip(node, options)`; `close()` to leave. */
+export class RunGossip {
+  /** The topic string: hex sha256("psyche gossip" || run id). */
+  readonly topic: string;
+  readonly #node: P2PNode;
+  readonly #options: RunGossipOptions;
+  readonly #verified = new WeakMap<Message, AnnouncementEnvelope>();
+  readonly #seen: RecentSet;
+  readonly #queue: RebroadcastQueue;
+  #nonce: number;
+  #stats: GossipStats = {
+    delivered: 0,
+    duplicates: 0,
+    malformed: 0,
+    unknownSender: 0,
+    badSignature: 0,
+  };
+  readonly #onMessage = (event: CustomEvent<Message>) => this.#deliver(event.detail);
+
+  /** Subscribes `node` to the run's topic and starts validating what arrives on it. */
+  constructor(node: P2PNode, options: RunGossipOptions) {
+    this.#node = node;
+    this.#options = options;
+    this.topic = gossipTopic(options.runId);
+    this.#nonce = options.firstNonce ?? 0;
+    if (!Number.isInteger(this.#nonce) || this.#nonce < 0 || this.#nonce > 0xffff_ffff) {
+      throw new RangeError(`firstNonce must be a u32, found ${options.firstNonce}`);
+    }
+    this.#seen = new RecentSet(options.dedupCapacity ?? 4096);
+    this.#queue = new RebroadcastQueue(options.rebroadcastSteps);
+    const pubsub = node.libp2p.services.pubsub;
+    if (pubsub.topicValidators.has(this.topic)) {
+      throw new Error(`node already has gossip attached for run "${options.runId}"`);
+    }
+    pubsub.topicValidators.set(this.topic, (_source, msg) => this.#validate(msg));
+    pubsub.addEventListener("message", this.#onMessage);
+    pubsub.subscribe(this.topic);
+  }
+
+  /** A snapshot of the counters. */
+  get stats(): GossipStats {
+    return { ...this.#stats };
+  }
+
+  /** Public keys of connected peers subscribed to this topic. */
+  topicPeers(): PublicKeyBytes[] {
+    const peers = this.#node.libp2p.services.pubsub.getSubscribers(this.topic);
+    return peers.flatMap((p) => (p.type === "Ed25519" ? [p.publicKey.raw] : []));
+  }
+
+  /**
+   * Signs and publishes an announcement, and remembers it for `rebroadcast`. Returns how many
+   * peers it was sent to directly (0 when alone: gossip does not fail for that).
+   */
+  async publish(message: Announcement): Promise<number> {
+    const sent = await this.#send(message);
+    this.#queue.record(message);
+    return sent;
+  }
+
+  /**
+   * Resends one of our announcements from the last `rebroadcastSteps` steps (round-robin) with
+   * a fresh nonce. Call it on a timer (Psyche: every 10 s). Returns false when none qualifies.
+   */
+  async rebroadcast(currentStep: number): Promise<boolean> {
+    const message = this.#queue.next(currentStep);
+    if (message === undefined) return false;
+    await this.#send(message);
+    return true;
+  }
+
+  /** Leaves the topic and stops delivering. */
+  close(): void {
+    const pubsub = this.#node.libp2p.services.pubsub;
+    pubsub.removeEventListener("message", this.#onMessage);
+    pubsub.topicValidators.delete(this.topic);
+    if (this.#node.libp2p.status === "started") pubsub.unsubscribe(this.topic);
+  }
+
+  async #send(message: Announcement): Promise<number> {
+    const nonce = this.#nonce;
+    this.#nonce = (this.#nonce + 1) >>> 0;
+    const bytes = signAnnouncement(message, {
+      secretKey: this.#options.secretKey,
+      topic: this.topic,
+      nonce,
+    });
+    const result = await this.#node.libp2p.services.pubsub.publish(this.topic, bytes);
+    return result.recipients.length;
+  }
+
+  #validate(msg: Message): TopicValidatorResult {
+    let envelope: AnnouncementEnvelope;
+    try {
+      envelope = decodeEnvelope(msg.data);
+    } catch {
+      this.#stats.malformed++;
+      return TopicValidatorResult.Reject;
+    }
+    if (!this.#node.allowlist.has(peerIdOf(envelope.from))) {
+      this.#stats.unknownSender++;
+      return TopicValidatorResult.Ignore;
+    }
+    if (!verifyEnvelope(envelope, this.topic)) {
+      this.#stats.badSignature++;
+      return TopicValidatorResult.Reject;
+    }
+    this.#verified.set(msg, envelope);
+    return TopicValidatorResult.Accept;
+  }
+
+  #deliver(msg: Message): void {
+    if (msg.topic !== this.topic) return;
+    const envelope = this.#verified.get(msg);
+    if (envelope === undefined) return; // not validated by us: never deliver it
+    this.#verified.delete(msg);
+    if (!this.#seen.add(dedupKey(envelope))) {
+      this.#stats.duplicates++;
+      return;
+    }
+    this.#stats.delivered++;
+    this.#options.onAnnouncement({
+      from: envelope.from,
+      message: envelope.message,
+      nonce: envelope.nonce,
+    });
+  }
+}
+
+function dedupKey(envelope: AnnouncementEnvelope): string {
+  return toHex(envelope.from) + toHex(envelope.messageBytes);
+}
+
+function toHex(bytes: Uint8Array): string {
+  let out = "";
+  for (const b of bytes) out += b.toString(16).padStart(2, "0");
+  return out;
+}

@@ -1,0 +1,73 @@
+/**
+ * Square matmul throughput on whatever adapter this machine has, for real GPUs:
+ * `deno run -A shaders/bench_gpu.ts [--size 4096] [--reps 20] [--profile cpu|gpu]`.
+ * Prints the adapter, then GFLOP/s per layout (mean over `reps` dispatches in one submit) and the
+ * max abs error of a few sampled outputs against an f64 dot product.
+ *
+ * @module
+ */
+
+import { parseArgs } from "node:util";
+import { GpuRuntime } from "./gpu.ts";
+import { Matmul, type MatmulLayout } from "./matmul.ts";
+import { CPU_PROFILE, GPU_PROFILE } from "./profile.ts";
+import { randomF32 } from "./test_util.ts";
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    size: { type: "string", default: "4096" },
+    reps: { type: "string", default: "20" },
+    profile: { type: "string" },
+  },
+});
+const size = Number(values.size), reps = Number(values.reps);
+if (!Number.isInteger(size) || size < 1 || !Number.isInteger(reps) || reps < 1) {
+  throw new RangeError(
+    `--size and --reps must be positive integers, got ${values.size}, ${values.reps}`,
+  );
+}
+const profile = values.profile === "cpu"
+  ? CPU_PROFILE
+  : values.profile === "gpu"
+  ? GPU_PROFILE
+  : values.profile === undefined
+  ? undefined
+  : (() => {
+    throw new RangeError(`--profile must be cpu or gpu, got ${values.profile}`);
+  })();
+
+using rt = await GpuRuntime.create({ profile });
+const mm = new Matmul(rt);
+console.log(`adapter: ${rt.adapterName}`);
+console.log(`tiling: ${JSON.stringify(mm.tiling)}, f16: ${rt.hasF16}`);
+const n = size;
+const ha = randomF32(1, n * n), hb = randomF32(2, n * n);
+const a = rt.buffer("a", ha), b = rt.buffer("b", hb), c = rt.buffer("c", n * n * 4);
+for (const layout of ["nn", "nt", "tn"] as MatmulLayout[]) {
+  const warm = rt.beginStep("warmup");
+  mm.encode(warm.pass, { a, b, c, m: n, n, k: n, layout });
+  await warm.submit();
+  const t0 = performance.now();
+  const step = rt.beginStep("timed");
+  for (let r = 0; r < reps; r++) mm.encode(step.pass, { a, b, c, m: n, n, k: n, layout });
+  await step.submit();
+  const seconds = (performance.now() - t0) / 1000 / reps;
+  const got = await rt.read(c);
+  let err = 0;
+  for (let s = 0; s < 16; s++) {
+    const i = (s * 7919) % n, j = (s * 104729) % n;
+    let want = 0;
+    for (let p = 0; p < n; p++) {
+      const av = layout === "tn" ? ha[p * n + i] : ha[i * n + p];
+      const bv = layout === "nt" ? hb[j * n + p] : hb[p * n + j];
+      want += av * bv;
+    }
+    err = Math.max(err, Math.abs(got[i * n + j] - want));
+  }
+  const gflops = (2 * n ** 3) / seconds / 1e9;
+  console.log(
+    `${layout} ${n}^3: ${(seconds * 1e3).toFixed(2)} ms, ${gflops.toFixed(1)} GFLOP/s, ` +
+      `max abs err (16 samples) ${err.toExponential(2)}`,
+  );
+}

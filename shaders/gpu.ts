@@ -1,0 +1,443 @@
+/**
+ * The WebGPU runtime every kernel runs on: one adapter and device with the limits training needs,
+ * the tuning profile chosen for that adapter, a pipeline cache, an immutable uniform cache,
+ * labelled buffers, steps (one command encoder per training step), readback and error scopes
+ * that name the stage that failed.
+ *
+ * ```ts
+ * using rt = await GpuRuntime.create();
+ * const x = rt.buffer("x", new Float32Array([1, 2, 3]));
+ * const step = rt.beginStep("demo");
+ * someKernel.encode(step.pass, { x });   // kernels encode; nothing is submitted per kernel
+ * await step.submit();                   // one submit, validation errors thrown here
+ * const host = await rt.read(x);
+ * ```
+ *
+ * @module
+ */
+
+import { GpuDeviceLostError, GpuStageError, GpuUnavailableError } from "./errors.ts";
+import { profileFor, type TuningProfile } from "./profile.ts";
+
+/**
+ * A range of a GPU buffer seen as f32 (or u32) elements. A bare `GPUBuffer` means the whole buffer.
+ * `offset` and `size` are in bytes, as in WebGPU; `offset` must be a multiple of the device's
+ * `minStorageBufferOffsetAlignment` (256 on most GPUs, 32 on lavapipe), so parameter tensors laid
+ * out in one large buffer should start at multiples of 256 bytes (64 floats).
+ */
+export type TensorView = GPUBuffer | {
+  readonly buffer: GPUBuffer;
+  /** Start, in bytes (default 0). */
+  readonly offset?: number;
+  /** Length, in bytes (default: to the end of the buffer). */
+  readonly size?: number;
+};
+
+/** The buffer, byte offset and byte size of a view, with defaults filled in. */
+export function resolveView(view: TensorView): { buffer: GPUBuffer; offset: number; size: number } {
+  if (view instanceof GPUBuffer) return { buffer: view, offset: 0, size: view.size };
+  const offset = view.offset ?? 0;
+  const size = view.size ?? view.buffer.size - offset;
+  if (offset < 0 || size < 0 || offset + size > view.buffer.size) {
+    throw new RangeError(
+      `View of buffer "${view.buffer.label}" is out of range: offset ${offset} + size ${size} > ${view.buffer.size} bytes`,
+    );
+  }
+  return { buffer: view.buffer, offset, size };
+}
+
+/** Number of 4-byte elements a view covers. */
+export function viewLength(view: TensorView): number {
+  return Math.floor(resolveView(view).size / 4);
+}
+
+/** Default usage of runtime-created storage buffers: storage, copy source and copy destination. */
+export const STORAGE_USAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC |
+  GPUBufferUsage.COPY_DST;
+
+/** Options of {@link GpuRuntime.create}. */
+export interface GpuRuntimeOptions {
+  /** Override the tuning profile chosen from the adapter (tests vary kernel shapes this way). */
+  readonly profile?: TuningProfile;
+  /** Passed to `requestAdapter`. */
+  readonly powerPreference?: GPUPowerPreference;
+  /** Request `shader-f16` when the adapter has it (default true). */
+  readonly f16?: boolean;
+  /** Label of the device. */
+  readonly label?: string;
+}
+
+/** Limits requested at the adapter's maximum: large storage bindings and buffers for training. */
+const WANTED_LIMITS = [
+  "maxStorageBufferBindingSize",
+  "maxBufferSize",
+  "maxComputeWorkgroupStorageSize",
+  "maxComputeInvocationsPerWorkgroup",
+  "maxComputeWorkgroupSizeX",
+  "maxComputeWorkgroupSizeY",
+  "maxComputeWorkgroupSizeZ",
+  "maxComputeWorkgroupsPerDimension",
+  "maxStorageBuffersPerShaderStage",
+] as const;
+
+const f32Scratch = new Float32Array(1);
+const u32Scratch = new Uint32Array(f32Scratch.buffer);
+
+/** The bit pattern of an f32, to place a float among a kernel's u32 uniform words. */
+export function f32Bits(x: number): number {
+  f32Scratch[0] = x;
+  return u32Scratch[0];
+}
+
+/**
+ * One training step's GPU work: a command encoder and, lazily, a compute pass. Kernels encode into
+ * `pass`; taking `encoder` ends the open pass (for copies and clears) and the next `pass` opens a
+ * new one. `submit` finishes and submits once, then throws any validation error naming the step.
+ */
+export class GpuStep {
+  readonly #rt: GpuRuntime;
+  readonly #label: string;
+  readonly #encoder: GPUCommandEncoder;
+  #pass: GPUComputePassEncoder | undefined;
+  #passes = 0;
+  #done = false;
+
+  /** Use {@link GpuRuntime.beginStep}. */
+  constructor(rt: GpuRuntime, label: string) {
+    this.#rt = rt;
+    this.#label = label;
+    rt.device.pushErrorScope("validation");
+    this.#encoder = rt.device.createCommandEncoder({ label });
+  }
+
+  /** The open compute pass (opened on first use). */
+  get pass(): GPUComputePassEncoder {
+    this.#assertOpen();
+    if (!this.#pass) {
+      this.#pass = this.#encoder.beginComputePass({
+        label: `${this.#label} pass ${this.#passes++}`,
+      });
+    }
+    return this.#pass;
+  }
+
+  /** The command encoder, with any open compute pass ended first. */
+  get encoder(): GPUCommandEncoder {
+    this.#assertOpen();
+    this.#pass?.end();
+    this.#pass = undefined;
+    return this.#encoder;
+  }
+
+  /** Finish, submit, and wait until the queue has run it; throws {@link GpuStageError}. */
+  async submit(): Promise<void> {
+    const encoder = this.encoder;
+    this.#done = true;
+    this.#rt.device.queue.submit([encoder.finish({ label: this.#label })]);
+    const error = await this.#rt.device.popErrorScope();
+    // Errors of pipeline and buffer creation name their stage: report those before the step's.
+    await this.#rt.checkErrors();
+    if (error) throw new GpuStageError(`step "${this.#label}"`, "validation", error.message);
+    await this.#rt.device.queue.onSubmittedWorkDone();
+  }
+
+  #assertOpen(): void {
+    if (this.#done) throw new Error(`Step "${this.#label}" was already submitted`);
+  }
+}
+
+/**
+ * Owner of the WebGPU device and everything created through it. Dispose it (`using`) to destroy
+ * its buffers and the device.
+ */
+export class GpuRuntime {
+  /** The adapter the device came from. */
+  readonly adapter: GPUAdapter;
+  /** The device all kernels run on. */
+  readonly device: GPUDevice;
+  /** Adapter description (vendor, device, description string). */
+  readonly info: GPUAdapterInfo;
+  /** Kernel shapes for this adapter. */
+  readonly profile: TuningProfile;
+  /** Whether `shader-f16` was enabled on the device. */
+  readonly hasF16: boolean;
+  readonly #pipelines = new Map<string, GPUComputePipeline>();
+  readonly #uniforms = new Map<string, GPUBuffer>();
+  readonly #owned = new Set<GPUBuffer>();
+  readonly #pending: Promise<GpuStageError | undefined>[] = [];
+  #lost: GpuDeviceLostError | undefined;
+  #uncaptured: GpuStageError | undefined;
+  #disposed = false;
+
+  private constructor(adapter: GPUAdapter, device: GPUDevice, profile: TuningProfile) {
+    this.adapter = adapter;
+    this.device = device;
+    this.info = adapter.info;
+    this.profile = profile;
+    this.hasF16 = device.features.has("shader-f16");
+    device.lost.then((info) => {
+      this.#lost = new GpuDeviceLostError(info.reason, info.message);
+    });
+    device.addEventListener("uncapturederror", (event) => {
+      const error = (event as GPUUncapturedErrorEvent).error;
+      this.#uncaptured ??= new GpuStageError("uncaptured", "internal", error.message);
+    });
+  }
+
+  /**
+   * Acquire an adapter and device. Throws {@link GpuUnavailableError} naming the backend that
+   * was tried (`DENO_WEBGPU_BACKEND`) and how to get one when there is none.
+   */
+  static async create(options: GpuRuntimeOptions = {}): Promise<GpuRuntime> {
+    const backend = Deno.env.get("DENO_WEBGPU_BACKEND");
+    const tried = backend === undefined
+      ? "the default backend (DENO_WEBGPU_BACKEND unset)"
+      : `DENO_WEBGPU_BACKEND=${JSON.stringify(backend)}`;
+    const help = "On Debian/Ubuntu, `apt-get install mesa-vulkan-drivers libvulkan1` provides " +
+      "lavapipe (Vulkan on the CPU); set DENO_WEBGPU_BACKEND=vulkan or gl to choose a backend.";
+    if (typeof navigator === "undefined" || !("gpu" in navigator)) {
+      throw new GpuUnavailableError(`WebGPU is not available in this runtime. ${help}`, backend);
+    }
+    const adapter = await navigator.gpu.requestAdapter({
+      powerPreference: options.powerPreference,
+    });
+    if (!adapter) {
+      throw new GpuUnavailableError(`No WebGPU adapter found with ${tried}. ${help}`, backend);
+    }
+    const requiredLimits: Record<string, number> = {};
+    for (const name of WANTED_LIMITS) requiredLimits[name] = adapter.limits[name];
+    const requiredFeatures: GPUFeatureName[] = [];
+    if (options.f16 !== false && adapter.features.has("shader-f16")) {
+      requiredFeatures.push("shader-f16");
+    }
+    let device: GPUDevice;
+    try {
+      device = await adapter.requestDevice({
+        label: options.label ?? "psyche",
+        requiredLimits,
+        requiredFeatures,
+      });
+    } catch (cause) {
+      throw new GpuUnavailableError(
+        `Adapter "${adapter.info.description}" refused a device with ${tried}: ${cause}`,
+        backend,
+        { cause },
+      );
+    }
+    return new GpuRuntime(adapter, device, options.profile ?? profileFor(adapter.info));
+  }
+
+  /** The device's limits (as granted: the adapter's maxima for the ones training needs). */
+  get limits(): GPUSupportedLimits {
+    return this.device.limits;
+  }
+
+  /** One-line adapter description for logs and benchmarks. */
+  get adapterName(): string {
+    const i = this.info;
+    return [
+      i.description || i.device,
+      i.vendor && `vendor ${i.vendor}`,
+      `profile ${this.profile.name}`,
+    ]
+      .filter(Boolean).join(", ");
+  }
+
+  /**
+   * The compute pipeline for `key`, built from `wgsl()` on first use and cached. Creation runs in
+   * an error scope named after the key; a failure is thrown by the next `checkErrors`/`submit`.
+   */
+  pipeline(key: string, wgsl: () => string): GPUComputePipeline {
+    const cached = this.#pipelines.get(key);
+    if (cached) return cached;
+    const pipeline = this.#scoped(`pipeline ${key}`, () => {
+      const module = this.device.createShaderModule({ label: key, code: wgsl() });
+      return this.device.createComputePipeline({
+        label: key,
+        layout: "auto",
+        compute: { module, entryPoint: "main" },
+      });
+    });
+    this.#pipelines.set(key, pipeline);
+    return pipeline;
+  }
+
+  /** Number of pipelines built so far (tests check that shapes reuse pipelines). */
+  get pipelineCount(): number {
+    return this.#pipelines.size;
+  }
+
+  /**
+   * A uniform buffer holding `words` (u32; floats via {@link f32Bits}), padded to 16 bytes.
+   * Buffers are immutable and cached by content, so a step encoded twice reuses them and several
+   * dispatches in one submission never overwrite each other's parameters.
+   */
+  uniform(words: readonly number[]): GPUBuffer {
+    const key = words.join(",");
+    const cached = this.#uniforms.get(key);
+    if (cached) return cached;
+    const padded = new Uint32Array(Math.max(4, Math.ceil(words.length / 4) * 4));
+    padded.set(words);
+    const buffer = this.#scoped("uniform buffer", () =>
+      this.device.createBuffer({
+        label: `uniform ${key}`,
+        size: padded.byteLength,
+        usage: GPUBufferUsage.UNIFORM,
+        mappedAtCreation: true,
+      }));
+    new Uint32Array(buffer.getMappedRange()).set(padded);
+    buffer.unmap();
+    this.#uniforms.set(key, buffer);
+    return buffer;
+  }
+
+  /**
+   * A labelled storage buffer owned by the runtime: `size` bytes of zeros, or a copy of `data`.
+   * Sizes are rounded up to 16 bytes so vec4 kernels can bind whole buffers.
+   */
+  buffer(
+    label: string,
+    init: number | Float32Array | Uint32Array | Int32Array,
+    usage: GPUBufferUsageFlags = STORAGE_USAGE,
+  ): GPUBuffer {
+    const bytes = typeof init === "number" ? init : init.byteLength;
+    if (!Number.isInteger(bytes) || bytes < 0) {
+      throw new RangeError(`Buffer "${label}": size must be a non-negative integer, got ${bytes}`);
+    }
+    if (bytes > this.limits.maxBufferSize) {
+      throw new RangeError(
+        `Buffer "${label}": ${bytes} bytes exceeds the device's maxBufferSize ${this.limits.maxBufferSize}`,
+      );
+    }
+    const size = Math.max(16, Math.ceil(bytes / 16) * 16);
+    const buffer = this.#scoped(
+      `buffer "${label}"`,
+      () =>
+        this.device.createBuffer({
+          label,
+          size,
+          usage,
+          mappedAtCreation: typeof init !== "number",
+        }),
+    );
+    if (typeof init !== "number") {
+      new Uint8Array(buffer.getMappedRange()).set(
+        new Uint8Array(init.buffer, init.byteOffset, init.byteLength),
+      );
+      buffer.unmap();
+    }
+    this.#owned.add(buffer);
+    return buffer;
+  }
+
+  /** Destroy a buffer made by {@link buffer} before the runtime is disposed. */
+  destroyBuffer(buffer: GPUBuffer): void {
+    this.#owned.delete(buffer);
+    buffer.destroy();
+  }
+
+  /** Copy host data into a view (queued; ordered before the next submit). */
+  write(view: TensorView, data: Float32Array | Uint32Array | Int32Array): void {
+    const { buffer, offset, size } = resolveView(view);
+    if (data.byteLength > size) {
+      throw new RangeError(
+        `Cannot write ${data.byteLength} bytes into "${buffer.label}": the view holds ${size}`,
+      );
+    }
+    this.device.queue.writeBuffer(
+      buffer,
+      offset,
+      data.buffer as ArrayBuffer,
+      data.byteOffset,
+      data.byteLength,
+    );
+  }
+
+  /** Start a step: one command encoder shared by every kernel until {@link GpuStep.submit}. */
+  beginStep(label: string): GpuStep {
+    return new GpuStep(this, label);
+  }
+
+  /** Read a view back as f32 (waits for all submitted work). */
+  async read(view: TensorView, options: { signal?: AbortSignal } = {}): Promise<Float32Array> {
+    return new Float32Array(await this.readBytes(view, options));
+  }
+
+  /** Read a view back as u32. */
+  async readU32(view: TensorView, options: { signal?: AbortSignal } = {}): Promise<Uint32Array> {
+    return new Uint32Array(await this.readBytes(view, options));
+  }
+
+  /** Read a view back as raw bytes through a temporary staging buffer. */
+  async readBytes(view: TensorView, options: { signal?: AbortSignal } = {}): Promise<ArrayBuffer> {
+    options.signal?.throwIfAborted();
+    const { buffer, offset, size } = resolveView(view);
+    const copySize = Math.ceil(size / 4) * 4;
+    const staging = this.device.createBuffer({
+      label: `readback of "${buffer.label}"`,
+      size: Math.max(4, copySize),
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
+    try {
+      const encoder = this.device.createCommandEncoder({ label: `readback "${buffer.label}"` });
+      if (copySize > 0) encoder.copyBufferToBuffer(buffer, offset, staging, 0, copySize);
+      this.device.queue.submit([encoder.finish()]);
+      const mapped = staging.mapAsync(GPUMapMode.READ);
+      if (options.signal) {
+        const signal = options.signal;
+        await Promise.race([
+          mapped,
+          new Promise((_, reject) =>
+            signal.addEventListener("abort", () => reject(signal.reason), { once: true })
+          ),
+        ]);
+      } else {
+        await mapped;
+      }
+      return staging.getMappedRange(0, copySize).slice(0, size);
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  /** Throw the first error recorded by an error scope, the uncaptured handler, or device loss. */
+  async checkErrors(): Promise<void> {
+    const results = await Promise.all(this.#pending.splice(0));
+    const first = results.find((e) => e !== undefined);
+    if (first) throw first;
+    if (this.#uncaptured) throw this.#uncaptured;
+    if (this.#lost && !this.#disposed) throw this.#lost;
+  }
+
+  /** Destroy every buffer this runtime made and the device. */
+  [Symbol.dispose](): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    for (const b of this.#owned) b.destroy();
+    for (const b of this.#uniforms.values()) b.destroy();
+    this.#owned.clear();
+    this.#uniforms.clear();
+    this.#pipelines.clear();
+    this.device.destroy();
+  }
+
+  #scoped<T>(stage: string, create: () => T): T {
+    this.device.pushErrorScope("internal");
+    this.device.pushErrorScope("out-of-memory");
+    this.device.pushErrorScope("validation");
+    const value = create();
+    const scopes = [
+      this.device.popErrorScope(),
+      this.device.popErrorScope(),
+      this.device.popErrorScope(),
+    ];
+    const kinds = ["validation", "out-of-memory", "internal"] as const;
+    this.#pending.push(
+      Promise.all(scopes).then((errors) => {
+        const i = errors.findIndex((e) => e !== null);
+        return i < 0 ? undefined : new GpuStageError(stage, kinds[i], errors[i]!.message);
+      }),
+    );
+    return value;
+  }
+}

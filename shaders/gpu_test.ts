@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { GpuRuntime, resolveView } from "./gpu.ts";
+import { CPU_PROFILE, GPU_PROFILE, isCpuAdapter, profileFor } from "./profile.ts";
+
+Deno.test("runtime writes, reads back and caches uniforms", async () => {
+  using rt = await GpuRuntime.create();
+  assert.ok(rt.limits.maxStorageBufferBindingSize >= 128 * 2 ** 20);
+  assert.match(rt.adapterName, /profile (cpu|gpu)/);
+  const data = new Float32Array([1.5, -2, 3, 4, 5]);
+  const buf = rt.buffer("roundtrip", data);
+  assert.equal(buf.size, 32, "sizes round up to 16 bytes");
+  assert.deepEqual([...await rt.read({ buffer: buf, size: 20 })], [...data]);
+  rt.write({ buffer: buf, offset: 4 }, new Float32Array([9, 8]));
+  assert.deepEqual([...await rt.read({ buffer: buf, offset: 0, size: 16 })], [1.5, 9, 8, 4]);
+  const u = rt.buffer("u32", new Uint32Array([7, 4294967295]));
+  assert.deepEqual([...await rt.readU32({ buffer: u, size: 8 })], [7, 4294967295]);
+  assert.equal(rt.uniform([1, 2, 3]), rt.uniform([1, 2, 3]));
+  assert.notEqual(rt.uniform([1, 2, 3]), rt.uniform([1, 2, 4]));
+  assert.throws(() => resolveView({ buffer: buf, offset: 16, size: 32 }), /out of range/);
+  assert.throws(
+    () => rt.write(buf, new Float32Array(100)),
+    /Cannot write 400 bytes into "roundtrip"/,
+  );
+  const ac = new AbortController();
+  ac.abort(new Error("stop"));
+  await assert.rejects(() => rt.read(buf, { signal: ac.signal }), /stop/);
+});
+
+Deno.test("a step is submitted once and reports validation errors by name", async () => {
+  using rt = await GpuRuntime.create();
+  const step = rt.beginStep("empty step");
+  step.pass;
+  step.encoder.clearBuffer(rt.buffer("z", 16));
+  await step.submit();
+  assert.throws(() => step.pass, /already submitted/);
+  const bad = rt.beginStep("bad step");
+  const readOnly = rt.buffer("read only", 16, GPUBufferUsage.COPY_SRC);
+  bad.encoder.clearBuffer(readOnly);
+  await assert.rejects(() => bad.submit(), /validation error during step "bad step"/);
+});
+
+Deno.test("profiles are chosen from the adapter description", () => {
+  assert.ok(isCpuAdapter({ description: "llvmpipe (LLVM 15.0.6, 256 bits)" }));
+  assert.ok(isCpuAdapter({ description: "SwiftShader Device (Subzero)" }));
+  assert.ok(isCpuAdapter({ description: "anything", isFallbackAdapter: true }));
+  assert.ok(!isCpuAdapter({ vendor: "nvidia", description: "NVIDIA H100 80GB HBM3" }));
+  assert.equal(profileFor({ description: "NVIDIA H100 80GB HBM3" }), GPU_PROFILE);
+  assert.equal(profileFor({ description: "lavapipe" }), CPU_PROFILE);
+});
+
+Deno.test("no adapter gives GpuUnavailableError naming the backend and the fix", async () => {
+  const script = `import { GpuRuntime } from ${JSON.stringify(import.meta.resolve("./gpu.ts"))};
+try { await GpuRuntime.create(); console.log("got a device"); }
+catch (e) { console.log(e.name + ": " + e.message); }`;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", script],
+    env: { DENO_WEBGPU_BACKEND: "" },
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout);
+  assert.match(text, /GpuUnavailableError: No WebGPU adapter found with DENO_WEBGPU_BACKEND=""/);
+  assert.match(text, /mesa-vulkan-drivers/);
+});

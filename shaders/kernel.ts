@@ -1,0 +1,86 @@
+/**
+ * Plumbing shared by every kernel: checking that bound views are large enough, building bind
+ * groups (uniform parameters at binding 0, then the tensors in order), and splitting large
+ * one-dimensional dispatches over two grid dimensions.
+ *
+ * @module
+ */
+
+import { type GpuRuntime, resolveView, type TensorView, viewLength } from "./gpu.ts";
+
+/**
+ * Throw a `RangeError` unless `view` holds at least `needed` 4-byte elements.
+ * `what` reads like `matmul: binding "a"` and `shape` explains the count (`m·k = 32·17`).
+ */
+export function requireLength(what: string, view: TensorView, needed: number, shape: string): void {
+  const have = viewLength(view);
+  if (have < needed) {
+    throw new RangeError(`${what} holds ${have} elements, needs ${shape} = ${needed}`);
+  }
+}
+
+/** Throw a `RangeError` unless every named dimension is a positive integer (zero allowed if said). */
+export function requireDims(
+  kernel: string,
+  dims: Record<string, number>,
+  options: { allowZero?: boolean } = {},
+): void {
+  for (const [name, value] of Object.entries(dims)) {
+    const ok = Number.isInteger(value) && (options.allowZero ? value >= 0 : value > 0) &&
+      value < 2 ** 32;
+    if (!ok) throw new RangeError(`${kernel}: ${name} must be a positive integer, got ${value}`);
+  }
+}
+
+/**
+ * A bind group for `pipeline`: binding 0 is the uniform buffer holding `params` (u32 words), then
+ * each tensor view at bindings 1, 2, ...
+ */
+export function bindTensors(
+  rt: GpuRuntime,
+  pipeline: GPUComputePipeline,
+  params: readonly number[],
+  views: readonly TensorView[],
+): GPUBindGroup {
+  const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: rt.uniform(params) } }];
+  views.forEach((view, i) => {
+    const { buffer, offset, size } = resolveView(view);
+    entries.push({ binding: i + 1, resource: { buffer, offset, size: Math.ceil(size / 4) * 4 } });
+  });
+  return rt.device.createBindGroup({
+    label: pipeline.label,
+    layout: pipeline.getBindGroupLayout(0),
+    entries,
+  });
+}
+
+/** `ceil(a / b)` for positive integers. */
+export function ceilDiv(a: number, b: number): number {
+  return Math.floor((a + b - 1) / b);
+}
+
+/** Largest workgroup count per grid dimension guaranteed by WebGPU. */
+export const MAX_GRID = 65535;
+
+/**
+ * Grid for `workgroups` workgroups of a one-dimensional kernel: `[x, y]` with `x ≤ 65535`.
+ * Kernels recover the linear workgroup index as `wid.x + wid.y * nwg.x` and skip indices past the
+ * end.
+ */
+export function grid1d(workgroups: number): [number, number] {
+  if (workgroups <= MAX_GRID) return [Math.max(1, workgroups), 1];
+  const y = ceilDiv(workgroups, MAX_GRID);
+  return [ceilDiv(workgroups, y), y];
+}
+
+/** Encode one dispatch: set pipeline and bind group, dispatch `[x, y, z]` workgroups. */
+export function dispatch(
+  pass: GPUComputePassEncoder,
+  pipeline: GPUComputePipeline,
+  bindGroup: GPUBindGroup,
+  workgroups: readonly [number, number?, number?],
+): void {
+  pass.setPipeline(pipeline);
+  pass.setBindGroup(0, bindGroup);
+  pass.dispatchWorkgroups(workgroups[0], workgroups[1] ?? 1, workgroups[2] ?? 1);
+}

@@ -1,0 +1,180 @@
+/**
+ * Matrix multiply with transposed operands, optional scale and accumulation, batched by strides.
+ * The workhorse of training: a linear layer `y = x·Wᵀ` (W stored `[out, in]` as in Hugging Face)
+ * is `nt` forward; its backward is `nn` for the input gradient (`dx = dy·W`) and `tn` with
+ * `accumulate` for the weight gradient (`dW += dyᵀ·x`).
+ *
+ * @module
+ */
+
+import { type GpuRuntime, resolveView, type TensorView } from "./gpu.ts";
+import { f32Bits } from "./gpu.ts";
+import { bindTensors, ceilDiv, dispatch, MAX_GRID, requireDims, requireLength } from "./kernel.ts";
+import {
+  dotKernel,
+  type MatmulLayout,
+  outerKernel,
+  scalarKernel,
+  tiledKernel,
+} from "./matmul_wgsl.ts";
+import type { MatmulTiling } from "./profile.ts";
+
+export type { MatmulLayout } from "./matmul_wgsl.ts";
+
+/**
+ * Arguments of one matmul. Shapes (row-major, per batch entry):
+ * - `nn`: a `[m, k]`, b `[k, n]`, c `[m, n]`
+ * - `nt`: a `[m, k]`, b `[n, k]`, c `[m, n]`
+ * - `tn`: a `[k, m]`, b `[k, n]`, c `[m, n]`
+ */
+export interface MatmulArgs {
+  /** Left operand. */
+  readonly a: TensorView;
+  /** Right operand. */
+  readonly b: TensorView;
+  /** Output (read too when `accumulate`). */
+  readonly c: TensorView;
+  /** Rows of C. */
+  readonly m: number;
+  /** Columns of C. */
+  readonly n: number;
+  /** Reduction length. */
+  readonly k: number;
+  /** Operand layout (default `"nn"`). */
+  readonly layout?: MatmulLayout;
+  /** Add into C instead of overwriting it (gradient accumulation). */
+  readonly accumulate?: boolean;
+  /** Scale of the product (default 1): `c = alpha·a·b (+ c)`. */
+  readonly alpha?: number;
+  /** Number of independent products (default 1), one per `stride` step of each operand. */
+  readonly batch?: number;
+  /** Elements between consecutive A matrices (default `m·k`). */
+  readonly strideA?: number;
+  /** Elements between consecutive B matrices (default `k·n`). */
+  readonly strideB?: number;
+  /** Elements between consecutive C matrices (default `m·n`). */
+  readonly strideC?: number;
+}
+
+/** Which generated kernel runs a given call (exposed so tests can cover each one). */
+export type MatmulVariant = "outer" | "dot" | "scalar" | "tiled";
+
+/**
+ * The matmul kernel. Pipelines are built on first use of each (layout, variant) and cached in the
+ * runtime; shapes travel as uniforms, so new shapes cost no compile.
+ */
+export class Matmul {
+  readonly #rt: GpuRuntime;
+  /** Kernel shape in use (the runtime profile's unless overridden). */
+  readonly tiling: MatmulTiling;
+
+  constructor(rt: GpuRuntime, tiling: MatmulTiling = rt.profile.matmul) {
+    validateTiling(tiling);
+    this.#rt = rt;
+    this.tiling = tiling;
+  }
+
+  /** The kernel variant {@link encode} will use for these arguments. */
+  variant(args: MatmulArgs): MatmulVariant {
+    if (this.tiling.strategy === "tiled") return "tiled";
+    const layout = args.layout ?? "nn";
+    const s = strides(args);
+    const aligned16 = (v: TensorView) => resolveView(v).offset % 16 === 0;
+    if (layout === "nt") {
+      const ok = args.k % 4 === 0 && s.a % 4 === 0 && s.b % 4 === 0 && aligned16(args.a) &&
+        aligned16(args.b);
+      return ok ? "dot" : "scalar";
+    }
+    const ok = args.n % 4 === 0 && s.b % 4 === 0 && s.c % 4 === 0 && aligned16(args.b) &&
+      aligned16(args.c);
+    return ok ? "outer" : "scalar";
+  }
+
+  /** Encode `c = alpha·op(a)·op(b) (+ c)` into `pass`. */
+  encode(pass: GPUComputePassEncoder, args: MatmulArgs): void {
+    const { m, n, k } = args;
+    const layout = args.layout ?? "nn";
+    const batch = args.batch ?? 1;
+    requireDims("matmul", { m, n, k, batch });
+    if (batch > MAX_GRID) throw new RangeError(`matmul: batch ${batch} exceeds ${MAX_GRID}`);
+    if (layout !== "nn" && layout !== "nt" && layout !== "tn") {
+      throw new RangeError(`matmul: layout must be "nn", "nt" or "tn", got ${layout}`);
+    }
+    const s = strides(args);
+    const aShape = layout === "tn" ? `[k, m] = [${k}, ${m}]` : `[m, k] = [${m}, ${k}]`;
+    const bShape = layout === "nt" ? `[n, k] = [${n}, ${k}]` : `[k, n] = [${k}, ${n}]`;
+    requireLength(`matmul ${layout}: binding "a"`, args.a, (batch - 1) * s.a + m * k, aShape);
+    requireLength(`matmul ${layout}: binding "b"`, args.b, (batch - 1) * s.b + k * n, bShape);
+    requireLength(`matmul ${layout}: binding "c"`, args.c, (batch - 1) * s.c + m * n, `[m, n]`);
+    const variant = this.variant(args);
+    const t = this.tiling;
+    const key = `matmul/${layout}/${variant}/${t.rows}x${t.cols}/${t.workgroup.join("x")}` +
+      (variant === "tiled" ? `/d${t.depth}` : "");
+    const pipeline = this.#rt.pipeline(key, () => {
+      switch (variant) {
+        case "outer":
+          return outerKernel(layout as "nn" | "tn", t);
+        case "dot":
+          return dotKernel(t);
+        case "scalar":
+          return scalarKernel(layout, t);
+        case "tiled":
+          return tiledKernel(layout, t);
+      }
+    });
+    const params = [
+      m,
+      n,
+      k,
+      args.accumulate ? 1 : 0,
+      f32Bits(args.alpha ?? 1),
+      s.a,
+      s.b,
+      s.c,
+    ];
+    const group = bindTensors(this.#rt, pipeline, params, [args.a, args.b, args.c]);
+    const [wx, wy] = t.workgroup;
+    let cols: number, rows: number;
+    switch (variant) {
+      case "outer":
+        cols = ceilDiv(n / 4, t.cols / 4);
+        rows = ceilDiv(m, t.rows);
+        break;
+      case "dot":
+        cols = ceilDiv(n, t.cols / 4);
+        rows = ceilDiv(m, t.rows);
+        break;
+      case "scalar":
+        cols = ceilDiv(n, 4);
+        rows = ceilDiv(m, t.rows);
+        break;
+      case "tiled":
+        cols = ceilDiv(n, t.cols);
+        rows = ceilDiv(m, t.rows);
+        break;
+    }
+    const grid: [number, number, number] = [ceilDiv(cols, wx), ceilDiv(rows, wy), batch];
+    if (grid[0] > MAX_GRID || grid[1] > MAX_GRID) {
+      throw new RangeError(`matmul: [${m}, ${n}] needs a ${grid.join("×")} grid, over ${MAX_GRID}`);
+    }
+    dispatch(pass, pipeline, group, grid);
+  }
+}
+
+function strides(args: MatmulArgs): { a: number; b: number; c: number } {
+  const { m, n, k } = args;
+  return { a: args.strideA ?? m * k, b: args.strideB ?? k * n, c: args.strideC ?? m * n };
+}
+
+function validateTiling(t: MatmulTiling): void {
+  const bad = (why: string) => new RangeError(`matmul tiling ${JSON.stringify(t)}: ${why}`);
+  if (!Number.isInteger(t.rows) || t.rows < 1 || t.rows > 16) throw bad("rows must be 1..16");
+  if (t.strategy === "register" && (t.cols % 4 !== 0 || t.cols < 4 || t.cols > 32)) {
+    throw bad("register cols must be a multiple of 4 in 4..32");
+  }
+  if (t.strategy === "tiled") {
+    if (!Number.isInteger(t.cols) || t.cols < 1 || t.cols > 16) throw bad("cols must be 1..16");
+    if (!Number.isInteger(t.depth) || t.depth < 1) throw bad("depth must be a positive integer");
+  }
+  if (t.workgroup.some((w) => !Number.isInteger(w) || w < 1)) throw bad("workgroup must be >= 1");
+}

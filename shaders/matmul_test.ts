@@ -1,0 +1,143 @@
+import assert from "node:assert/strict";
+import { GpuRuntime } from "./gpu.ts";
+import { Matmul, type MatmulArgs, type MatmulLayout, type MatmulVariant } from "./matmul.ts";
+import { GPU_PROFILE, type MatmulTiling } from "./profile.ts";
+import { matmulRef } from "./reference/matmul.ts";
+import { assertClose, F32_EPS, randomF32 } from "./test_util.ts";
+import { GpuStageError } from "./errors.ts";
+
+interface Case {
+  m: number;
+  n: number;
+  k: number;
+  batch?: number;
+  accumulate?: boolean;
+  alpha?: number;
+}
+
+/** Shapes covering 1×1×1, odd sizes (scalar path), multiples of 4 with ragged edge tiles. */
+const CASES: Case[] = [
+  { m: 1, n: 1, k: 1 },
+  { m: 7, n: 13, k: 5 },
+  { m: 33, n: 20, k: 17 },
+  { m: 17, n: 36, k: 12 },
+  { m: 64, n: 48, k: 40, alpha: 0.5 },
+  { m: 9, n: 12, k: 8, batch: 3, accumulate: true },
+  { m: 5, n: 7, k: 3, batch: 2, accumulate: true, alpha: -2 },
+];
+
+async function runCase(
+  rt: GpuRuntime,
+  mm: Matmul,
+  layout: MatmulLayout,
+  c: Case,
+  seed: number,
+): Promise<MatmulVariant> {
+  const batch = c.batch ?? 1;
+  const a = randomF32(seed, batch * c.m * c.k);
+  const b = randomF32(seed + 1, batch * c.k * c.n);
+  const old = randomF32(seed + 2, batch * c.m * c.n);
+  const args0 = { m: c.m, n: c.n, k: c.k, layout, batch, accumulate: c.accumulate, alpha: c.alpha };
+  const ga = rt.buffer("a", a), gb = rt.buffer("b", b), gc = rt.buffer("c", old);
+  const args: MatmulArgs = { ...args0, a: ga, b: gb, c: gc };
+  const step = rt.beginStep("matmul test");
+  mm.encode(step.pass, args);
+  await step.submit();
+  const got = await rt.read(gc);
+  for (const buf of [ga, gb, gc]) rt.destroyBuffer(buf);
+  const want = matmulRef(a, b, { ...args0, accumulateInto: c.accumulate ? old : undefined });
+  // Error bound of an f32 dot product of length k summed in any order with fma:
+  // |err| <= (k + 2)·2u·(|alpha|·Σ|a||b| + |c_old|), u = 2⁻²⁴. Σ|a||b| comes from the reference
+  // on absolute values, so the bound is per element and tight enough to catch a wrong index.
+  const absA = a.map(Math.abs), absB = b.map(Math.abs);
+  const mag = matmulRef(absA, absB, { ...args0, alpha: Math.abs(c.alpha ?? 1) });
+  const tol = (i: number) =>
+    (c.k + 2) * 2 * F32_EPS * (mag[i] + (c.accumulate ? Math.abs(old[i]) : 0)) + 1e-30;
+  const variant = mm.variant(args);
+  assertClose(got, want, tol, `matmul ${layout} ${variant} ${JSON.stringify(c)}`);
+  return variant;
+}
+
+async function runAll(rt: GpuRuntime, mm: Matmul): Promise<Set<MatmulVariant>> {
+  const seen = new Set<MatmulVariant>();
+  let seed = 1;
+  for (const layout of ["nn", "nt", "tn"] as const) {
+    for (const c of CASES) seen.add(await runCase(rt, mm, layout, c, seed += 3));
+  }
+  return seen;
+}
+
+Deno.test("matmul matches the f64 reference for every layout and kernel variant", async (t) => {
+  using rt = await GpuRuntime.create();
+  await t.step("register profile (outer, dot and scalar kernels)", async () => {
+    const tiling: MatmulTiling = {
+      strategy: "register",
+      rows: 8,
+      cols: 16,
+      workgroup: [8, 8],
+      depth: 0,
+    };
+    const seen = await runAll(rt, new Matmul(rt, tiling));
+    assert.deepEqual([...seen].sort(), ["dot", "outer", "scalar"]);
+  });
+  await t.step("a different register shape gives the same results", async () => {
+    const tiling: MatmulTiling = {
+      strategy: "register",
+      rows: 3,
+      cols: 8,
+      workgroup: [4, 2],
+      depth: 0,
+    };
+    await runAll(rt, new Matmul(rt, tiling));
+  });
+  await t.step("workgroup-tiled kernel (GPU profile), including a small odd tile", async () => {
+    await runAll(rt, new Matmul(rt, GPU_PROFILE.matmul));
+    const odd: MatmulTiling = { strategy: "tiled", rows: 3, cols: 2, workgroup: [4, 8], depth: 5 };
+    await runAll(rt, new Matmul(rt, odd));
+  });
+});
+
+Deno.test("matmul reuses pipelines across shapes", async () => {
+  using rt = await GpuRuntime.create();
+  const mm = new Matmul(rt);
+  const a = rt.buffer("a", 64 * 64 * 4),
+    b = rt.buffer("b", 64 * 64 * 4),
+    c = rt.buffer("c", 64 * 64 * 4);
+  const step = rt.beginStep("shapes");
+  for (const [m, n, k] of [[8, 8, 8], [16, 32, 8], [64, 64, 64]]) {
+    mm.encode(step.pass, { a, b, c, m, n, k, layout: "nt" });
+  }
+  await step.submit();
+  assert.equal(rt.pipelineCount, 1);
+});
+
+Deno.test("matmul rejects bad arguments with the binding and shape named", async () => {
+  using rt = await GpuRuntime.create();
+  const mm = new Matmul(rt);
+  const small = rt.buffer("small", 10 * 4), big = rt.buffer("big", 1000 * 4);
+  const step = rt.beginStep("bad");
+  assert.throws(
+    () => mm.encode(step.pass, { a: small, b: big, c: big, m: 4, n: 4, k: 4 }),
+    /binding "a" holds 12 elements, needs \[m, k\] = \[4, 4\] = 16/,
+  );
+  assert.throws(
+    () => mm.encode(step.pass, { a: big, b: small, c: big, m: 4, n: 4, k: 4, layout: "nt" }),
+    /binding "b" holds 12 elements, needs \[n, k\]/,
+  );
+  assert.throws(() => mm.encode(step.pass, { a: big, b: big, c: big, m: 0, n: 4, k: 4 }), /m must/);
+  assert.throws(
+    () => new Matmul(rt, { strategy: "register", rows: 4, cols: 6, workgroup: [8, 8], depth: 0 }),
+    RangeError,
+  );
+  await step.submit();
+});
+
+Deno.test("a shader that fails to compile is reported with its stage", async () => {
+  using rt = await GpuRuntime.create();
+  rt.pipeline("broken/kernel", () => "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }");
+  await assert.rejects(() => rt.checkErrors(), (e: unknown) => {
+    assert.ok(e instanceof GpuStageError);
+    assert.match(e.message, /pipeline broken\/kernel/);
+    return true;
+  });
+});

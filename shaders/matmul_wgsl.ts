@@ -1,0 +1,264 @@
+/**
+ * WGSL generators for the matmul family. Tiling parameters vary per adapter, so sources are
+ * generated with the loops fully unrolled over each invocation's output block.
+ *
+ * Every kernel shares one uniform block, `MatmulParams` (8 u32 words):
+ * `m, n, k, accumulate, alpha (f32 bits), strideA, strideB, strideC` (strides in elements, one
+ * matrix per `z` workgroup index), and the bindings `1: a`, `2: b`, `3: c` (read-write).
+ *
+ * Layouts (row-major): `nn` C[M,N] = A[M,K]·B[K,N]; `nt` C = A[M,K]·B[N,K]ᵀ;
+ * `tn` C = A[K,M]ᵀ·B[K,N]. The result is `alpha·(A·B) + (accumulate ? C : 0)`.
+ *
+ * @module
+ */
+
+import type { MatmulTiling } from "./profile.ts";
+
+/** Operand layout: which of A and B are stored transposed. */
+export type MatmulLayout = "nn" | "nt" | "tn";
+
+const PARAMS = `struct MatmulParams {
+  m: u32, n: u32, k: u32, accumulate: u32,
+  alpha: f32, stride_a: u32, stride_b: u32, stride_c: u32,
+}
+@group(0) @binding(0) var<uniform> p: MatmulParams;`;
+
+function range(n: number): number[] {
+  return Array.from({ length: n }, (_, i) => i);
+}
+
+/** The final write of one output: scale, optionally add the old value, store. */
+function storeExpr(target: string, value: string): string {
+  return `{ var v = ${value} * p.alpha; if (p.accumulate != 0u) { v += ${target}; } ${target} = v; }`;
+}
+
+/**
+ * Register-blocked kernel for `nn` and `tn` with `n % 4 == 0`: each invocation holds
+ * `rows × cols` outputs as `rows × cols/4` vec4 accumulators, reading B and C as vec4 rows and A
+ * as scalars broadcast across the vec4.
+ */
+export function outerKernel(layout: "nn" | "tn", t: MatmulTiling): string {
+  const tm = t.rows, tnv = t.cols / 4;
+  const [wx, wy] = t.workgroup;
+  const I = range(tm), J = range(tnv);
+  const rowOff = layout === "nn" ? (i: number) => `min(r0 + ${i}u, p.m - 1u) * p.k` : (
+    i: number,
+  ) => `min(r0 + ${i}u, p.m - 1u)`;
+  const aLoad = layout === "nn"
+    ? (i: number) => `a[ab + ra${i} + kk]`
+    : (i: number) => `a[ak + ra${i}]`;
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> c: array<vec4<f32>>;
+
+@compute @workgroup_size(${wx}, ${wy})
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  let nv = p.n / 4u;
+  let c0 = g.x * ${tnv}u;
+  let r0 = g.y * ${tm}u;
+  if (c0 >= nv || r0 >= p.m) { return; }
+  let ab = g.z * p.stride_a;
+  let bb = g.z * (p.stride_b / 4u);
+  let cb = g.z * (p.stride_c / 4u);
+${I.map((i) => `  let ra${i} = ${rowOff(i)};`).join("\n")}
+${J.map((j) => `  let cc${j} = min(c0 + ${j}u, nv - 1u);`).join("\n")}
+${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = vec4<f32>();`)).join("\n")}
+  for (var kk = 0u; kk < p.k; kk++) {
+    let bk = bb + kk * nv;
+    let ak = ab + kk * p.m;
+${J.map((j) => `    let b${j} = b[bk + cc${j}];`).join("\n")}
+${
+    I.map((i) =>
+      `    { let s = vec4<f32>(${aLoad(i)});\n` +
+      J.map((j) => `      acc${i}_${j} = fma(s, b${j}, acc${i}_${j});`).join("\n") + "\n    }"
+    ).join("\n")
+  }
+  }
+${
+    I.map((i) =>
+      `  if (r0 + ${i}u < p.m) {\n    let o = cb + (r0 + ${i}u) * nv + c0;\n` +
+      J.map((j) => `    if (c0 + ${j}u < nv) ${storeExpr(`c[o + ${j}u]`, `acc${i}_${j}`)}`)
+        .join("\n") +
+      "\n  }"
+    ).join("\n")
+  }
+}
+`;
+}
+
+/**
+ * Register-blocked kernel for `nt` with `k % 4 == 0`: each invocation holds `rows × cols/4`
+ * vec4 partial dot products along K, reduced once at the end.
+ */
+export function dotKernel(t: MatmulTiling): string {
+  const tm = t.rows, tn = t.cols / 4;
+  const [wx, wy] = t.workgroup;
+  const I = range(tm), J = range(tn);
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> a: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+
+@compute @workgroup_size(${wx}, ${wy})
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  let kv = p.k / 4u;
+  let c0 = g.x * ${tn}u;
+  let r0 = g.y * ${tm}u;
+  if (c0 >= p.n || r0 >= p.m) { return; }
+  let ab = g.z * (p.stride_a / 4u);
+  let bb = g.z * (p.stride_b / 4u);
+  let cb = g.z * p.stride_c;
+${I.map((i) => `  let ra${i} = ab + min(r0 + ${i}u, p.m - 1u) * kv;`).join("\n")}
+${J.map((j) => `  let rb${j} = bb + min(c0 + ${j}u, p.n - 1u) * kv;`).join("\n")}
+${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = vec4<f32>();`)).join("\n")}
+  for (var kk = 0u; kk < kv; kk++) {
+${J.map((j) => `    let b${j} = b[rb${j} + kk];`).join("\n")}
+${
+    I.map((i) =>
+      `    { let s = a[ra${i} + kk];\n` +
+      J.map((j) => `      acc${i}_${j} = fma(s, b${j}, acc${i}_${j});`).join("\n") + "\n    }"
+    ).join("\n")
+  }
+  }
+${
+    I.map((i) =>
+      `  if (r0 + ${i}u < p.m) {\n    let o = cb + (r0 + ${i}u) * p.n + c0;\n` +
+      J.map((j) =>
+        `    if (c0 + ${j}u < p.n) ${
+          storeExpr(`c[o + ${j}u]`, `dot(acc${i}_${j}, vec4<f32>(1.0))`)
+        }`
+      ).join("\n") + "\n  }"
+    ).join("\n")
+  }
+}
+`;
+}
+
+function aIndex(layout: MatmulLayout, row: string, k: string): string {
+  return layout === "tn" ? `${k} * p.m + ${row}` : `${row} * p.k + ${k}`;
+}
+
+function bIndex(layout: MatmulLayout, k: string, col: string): string {
+  return layout === "nt" ? `${col} * p.k + ${k}` : `${k} * p.n + ${col}`;
+}
+
+/**
+ * Scalar register-blocked kernel for any shape and layout (no divisibility needed): each
+ * invocation computes `rows × 4` outputs, reading scalars with clamped indices.
+ */
+export function scalarKernel(layout: MatmulLayout, t: MatmulTiling): string {
+  const tm = t.rows, tn = 4;
+  const [wx, wy] = t.workgroup;
+  const I = range(tm), J = range(tn);
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+
+@compute @workgroup_size(${wx}, ${wy})
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  let c0 = g.x * ${tn}u;
+  let r0 = g.y * ${tm}u;
+  if (c0 >= p.n || r0 >= p.m) { return; }
+  let ab = g.z * p.stride_a;
+  let bb = g.z * p.stride_b;
+  let cb = g.z * p.stride_c;
+${I.map((i) => `  let ri${i} = min(r0 + ${i}u, p.m - 1u);`).join("\n")}
+${J.map((j) => `  let q${j} = min(c0 + ${j}u, p.n - 1u);`).join("\n")}
+${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = 0.0;`)).join("\n")}
+  for (var kk = 0u; kk < p.k; kk++) {
+${J.map((j) => `    let b${j} = b[bb + ${bIndex(layout, "kk", `q${j}`)}];`).join("\n")}
+${
+    I.map((i) =>
+      `    { let s = a[ab + ${aIndex(layout, `ri${i}`, "kk")}];\n` +
+      J.map((j) => `      acc${i}_${j} = fma(s, b${j}, acc${i}_${j});`).join("\n") + "\n    }"
+    ).join("\n")
+  }
+  }
+${
+    I.map((i) =>
+      `  if (r0 + ${i}u < p.m) {\n    let o = cb + (r0 + ${i}u) * p.n + c0;\n` +
+      J.map((j) => `    if (c0 + ${j}u < p.n) ${storeExpr(`c[o + ${j}u]`, `acc${i}_${j}`)}`)
+        .join("\n") +
+      "\n  }"
+    ).join("\n")
+  }
+}
+`;
+}
+
+/**
+ * Workgroup-tiled kernel for GPUs, any shape and layout: the workgroup stages a
+ * `depth × (rows·wy)` slice of A and a `depth × (cols·wx)` slice of B in workgroup memory (zero
+ * padded at the edges); invocation `(x, y)` owns outputs `(y + i·wy, x + j·wx)` of the tile, so
+ * neighbouring invocations read neighbouring words.
+ */
+export function tiledKernel(layout: MatmulLayout, t: MatmulTiling): string {
+  const [wx, wy] = t.workgroup;
+  const tm = t.rows, tn = t.cols, bk = t.depth;
+  const bm = tm * wy, bn = tn * wx, threads = wx * wy;
+  const I = range(tm), J = range(tn);
+  // Coalesced staging: consecutive invocations read consecutive words of the operand.
+  const aMajorK = layout !== "tn";
+  const bMajorK = layout === "nt";
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+var<workgroup> As: array<f32, ${bk * bm}>;
+var<workgroup> Bs: array<f32, ${bk * bn}>;
+
+@compute @workgroup_size(${wx}, ${wy})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let row0 = wid.y * ${bm}u;
+  let col0 = wid.x * ${bn}u;
+  let ab = wid.z * p.stride_a;
+  let bb = wid.z * p.stride_b;
+  let cb = wid.z * p.stride_c;
+${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = 0.0;`)).join("\n")}
+  for (var k0 = 0u; k0 < p.k; k0 += ${bk}u) {
+    for (var e = li; e < ${bm * bk}u; e += ${threads}u) {
+      let mm = ${aMajorK ? `e / ${bk}u` : `e % ${bm}u`};
+      let kk = ${aMajorK ? `e % ${bk}u` : `e / ${bm}u`};
+      let r = row0 + mm;
+      let k = k0 + kk;
+      var v = 0.0;
+      if (r < p.m && k < p.k) { v = a[ab + ${aIndex(layout, "r", "k")}]; }
+      As[kk * ${bm}u + mm] = v;
+    }
+    for (var e = li; e < ${bn * bk}u; e += ${threads}u) {
+      let nn = ${bMajorK ? `e / ${bk}u` : `e % ${bn}u`};
+      let kk = ${bMajorK ? `e % ${bk}u` : `e / ${bn}u`};
+      let q = col0 + nn;
+      let k = k0 + kk;
+      var v = 0.0;
+      if (q < p.n && k < p.k) { v = b[bb + ${bIndex(layout, "k", "q")}]; }
+      Bs[kk * ${bn}u + nn] = v;
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < ${bk}u; kk++) {
+${I.map((i) => `      let a${i} = As[kk * ${bm}u + lid.y + ${i * wy}u];`).join("\n")}
+${J.map((j) => `      let b${j} = Bs[kk * ${bn}u + lid.x + ${j * wx}u];`).join("\n")}
+${
+    I.flatMap((i) => J.map((j) => `      acc${i}_${j} = fma(a${i}, b${j}, acc${i}_${j});`)).join(
+      "\n",
+    )
+  }
+    }
+    workgroupBarrier();
+  }
+${
+    I.map((i) =>
+      `  { let r = row0 + lid.y + ${i * wy}u;\n    if (r < p.m) {\n` +
+      J.map((j) =>
+        `      { let q = col0 + lid.x + ${j * wx}u; if (q < p.n) ${
+          storeExpr("c[cb + r * p.n + q]", `acc${i}_${j}`)
+        } }`
+      ).join("\n") + "\n    }\n  }"
+    ).join("\n")
+  }
+}
+`;
+}

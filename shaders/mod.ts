@@ -1,0 +1,34 @@
+/**
+ * WebGPU runtime and transformer kernels. See docs/kernels.md for every kernel's bindings and
+ * shapes (dimension names: B batch, T sequence, C model width, V vocabulary, H query heads,
+ * KVH key/value heads, D head size, F MLP width, N = B·T tokens).
+ *
+ * Usage: create one {@link GpuRuntime}, construct kernels once (`new Matmul(rt)`), and per step
+ * encode every kernel into `step.pass` of one {@link GpuStep}, then `await step.submit()`.
+ *
+ * @module
+ */
+
+export { GpuDeviceLostError, GpuStageError, GpuUnavailableError } from "./errors.ts";
+export {
+  f32Bits,
+  GpuRuntime,
+  type GpuRuntimeOptions,
+  GpuStep,
+  resolveView,
+  STORAGE_USAGE,
+  type TensorView,
+  viewLength,
+} from "./gpu.ts";
+export {
+  type AdapterDescription,
+  CPU_PROFILE,
+  GPU_PROFILE,
+  isCpuAdapter,
+  type MatmulTiling,
+  profileFor,
+  type TuningProfile,
+} from "./profile.ts";
+export { BufferArena } from "./arena.ts";
+export { ceilDiv, grid1d } from "./kernel.ts";
+export { Matmul, type MatmulArgs, type MatmulLayout, type MatmulVariant } from "./matmul.ts";

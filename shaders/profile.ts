@@ -1,0 +1,89 @@
+/**
+ * Tuning profiles: the kernel shapes (tile sizes, vector widths, workgroup sizes) chosen per
+ * adapter. CPU rasterizers (Mesa llvmpipe / lavapipe, SwiftShader, WARP) run each invocation as a
+ * SIMD lane on a CPU core: workgroup memory and barriers are slow there, while many outputs per
+ * invocation held in vec4 registers are fast. Discrete GPUs want the opposite: tiles staged in
+ * workgroup memory shared by many invocations. Every field is a parameter a test can vary.
+ *
+ * @module
+ */
+
+/**
+ * Matmul kernel shape. `"register"`: each invocation computes `rows × cols` outputs held in vec4
+ * registers, reading operands straight from storage (CPU adapters). `"tiled"`: a workgroup stages
+ * `tile × depth` slices of both operands in workgroup memory; each invocation computes
+ * `rows × cols` outputs of the tile (GPUs).
+ */
+export interface MatmulTiling {
+  /** Which kernel family. */
+  readonly strategy: "register" | "tiled";
+  /** Output rows per invocation (register: 1..16; tiled: tile/workgroup[1]). */
+  readonly rows: number;
+  /** Output columns per invocation; a multiple of 4 for the register strategy. */
+  readonly cols: number;
+  /** Workgroup size `[x, y]`: x walks output columns, y output rows. */
+  readonly workgroup: readonly [number, number];
+  /** Tiled only: reduction depth staged per barrier (the K slice). */
+  readonly depth: number;
+}
+
+/** Everything a kernel needs to pick its shape on one adapter. */
+export interface TuningProfile {
+  /** Human-readable name (`"cpu"` or `"gpu"`), printed by benchmarks. */
+  readonly name: string;
+  /** True on a CPU rasterizer (llvmpipe, lavapipe, SwiftShader, WARP). */
+  readonly cpu: boolean;
+  /** Matmul kernel shape. */
+  readonly matmul: MatmulTiling;
+  /** Invocations per workgroup of the one-dimensional kernels (elementwise, norms, losses). */
+  readonly workgroupSize: number;
+}
+
+/** Register-blocked matmul for CPU adapters: 8×16 outputs per invocation, 8×8 invocations. */
+export const CPU_PROFILE: TuningProfile = {
+  name: "cpu",
+  cpu: true,
+  matmul: { strategy: "register", rows: 8, cols: 16, workgroup: [8, 8], depth: 0 },
+  workgroupSize: 64,
+};
+
+/** Workgroup-tiled matmul for GPUs: 64×64 tiles, 16 deep, 16×16 invocations of 4×4 outputs. */
+export const GPU_PROFILE: TuningProfile = {
+  name: "gpu",
+  cpu: false,
+  matmul: { strategy: "tiled", rows: 4, cols: 4, workgroup: [16, 16], depth: 16 },
+  workgroupSize: 256,
+};
+
+/** The adapter fields that decide the profile (a subset of `GPUAdapterInfo`). */
+export interface AdapterDescription {
+  readonly vendor?: string;
+  readonly architecture?: string;
+  readonly device?: string;
+  readonly description?: string;
+  readonly isFallbackAdapter?: boolean;
+}
+
+const CPU_NAMES = /llvmpipe|lavapipe|softpipe|swiftshader|warp|microsoft basic render/i;
+
+/**
+ * True when the adapter is a CPU rasterizer. Detected from the adapter's fallback flag or its
+ * description (Mesa reports `"llvmpipe (LLVM 15.0.6, 256 bits)"` for both llvmpipe and lavapipe).
+ *
+ * @example
+ * ```ts
+ * import { isCpuAdapter } from "./profile.ts";
+ * if (!isCpuAdapter({ description: "llvmpipe (LLVM 15.0.6, 256 bits)" })) throw new Error();
+ * if (isCpuAdapter({ description: "NVIDIA H100 80GB HBM3" })) throw new Error();
+ * ```
+ */
+export function isCpuAdapter(info: AdapterDescription): boolean {
+  if (info.isFallbackAdapter) return true;
+  const text = [info.vendor, info.architecture, info.device, info.description].join(" ");
+  return CPU_NAMES.test(text);
+}
+
+/** The profile for an adapter: {@link CPU_PROFILE} on CPU rasterizers, {@link GPU_PROFILE} else. */
+export function profileFor(info: AdapterDescription): TuningProfile {
+  return isCpuAdapter(info) ? CPU_PROFILE : GPU_PROFILE;
+}

@@ -108,3 +108,15 @@ Deno.test("countParameters matches Llama-2-7B's published size", () => {
   });
   assert.equal(countParameters(c), 6_738_415_616);
 });
+
+Deno.test("bundled model configs parse, and llama-20m has about 20M parameters", async () => {
+  const tiny = await readLlamaConfig(
+    new URL("../config/models/llama-tiny/config.json", import.meta.url).pathname,
+  );
+  assert.equal(tiny.numKvHeads, 2);
+  const c20 = await readLlamaConfig(
+    new URL("../config/models/llama-20m/config.json", import.meta.url).pathname,
+  );
+  const n = countParameters(c20);
+  assert.ok(n > 18e6 && n < 22e6, `${n} parameters`);
+});

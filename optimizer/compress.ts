@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { ParamLayout } from "./layout.ts";
+import type { ChunkLayout } from "./layout.ts";
 
 /**
  * One parameter's sparse result: `k` entries per chunk, chunk-major.
@@ -44,7 +44,7 @@ export function signBit(x: number): boolean {
  * (chunk-major, from `encode`). Entries come out by rank: larger magnitude first,
  * equal magnitudes by lower index.
  */
-export function topk(layout: ParamLayout, coeffs: Float32Array): SparseParam {
+export function topk(layout: ChunkLayout, coeffs: Float32Array): SparseParam {
   if (coeffs.length !== layout.size) {
     throw new RangeError(
       `topk "${layout.name}": expected ${layout.size} coefficients, found ${coeffs.length}`,
@@ -98,7 +98,7 @@ export function quantizeSigns(values: Float32Array): Float32Array {
  * `batch_decompress` + `scatter_reduce(mean, include_self=false)`). Sums are f64 in the
  * order given, so pass results in a canonical order when the result must be reproducible.
  */
-export function scatterMean(layout: ParamLayout, results: readonly SparseParam[]): Float32Array {
+export function scatterMean(layout: ChunkLayout, results: readonly SparseParam[]): Float32Array {
   const { chunks, totalk, k } = layout;
   const sum = new Float64Array(layout.size);
   const count = new Uint32Array(layout.size);

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { magnitudeKey, quantizeSigns, scatterMean, signBit, topk } from "./compress.ts";
-import { paramLayout } from "./layout.ts";
+import { chunkLayout } from "./layout.ts";
 
 Deno.test("topk over 4 chunks of 4 matches Psyche's test_compress_2d", () => {
   // Psyche compresses a (4, 4) tensor as 4 chunks of totalk 4 (rows), k = 2.
-  const layout = paramLayout("r", [16], { chunk: 4, topk: 2 });
+  const layout = chunkLayout("r", [16], { chunk: 4, topk: 2 });
   const r = Float32Array.from([
     0.1911,
     0.4076,
@@ -39,19 +39,19 @@ Deno.test("topk over 4 chunks of 4 matches Psyche's test_compress_2d", () => {
 });
 
 Deno.test("topk of one 1-D chunk matches Psyche's test_compress_1d", () => {
-  const layout = paramLayout("r", [8], { chunk: 8, topk: 2 });
+  const layout = chunkLayout("r", [8], { chunk: 8, topk: 2 });
   const r = Float32Array.from([0.5223, 0.9625, 0.5487, 0.2152, 0.2161, 0.0363, 0.4944, 0.0974]);
   assert.deepEqual([...topk(layout, r).indices], [1, 2]);
 });
 
 Deno.test("topk ranks by magnitude, ties to the lower index, NaN highest", () => {
-  const layout = paramLayout("t", [6], { chunk: 6, topk: 3 });
+  const layout = chunkLayout("t", [6], { chunk: 6, topk: 3 });
   assert.deepEqual([...topk(layout, Float32Array.from([1, -2, 2, -0, 2, 0.5])).indices], [1, 2, 4]);
   assert.deepEqual([...topk(layout, Float32Array.from([0, 0, 0, 0, 0, 0])).indices], [0, 1, 2]);
   const withNan = Float32Array.from([1, -Infinity, NaN, 3, 2, 0]);
   assert.deepEqual([...topk(layout, withNan).indices], [2, 1, 3]);
   // k is clamped to the chunk size.
-  const small = paramLayout("s", [2], { chunk: 2, topk: 5 });
+  const small = chunkLayout("s", [2], { chunk: 2, topk: 5 });
   assert.equal(small.k, 2);
   assert.deepEqual([...topk(small, Float32Array.from([1, 5])).indices], [1, 0]);
 });
@@ -62,7 +62,7 @@ Deno.test("topk agrees with a sort-based reference (property)", () => {
       fc.array(fc.float({ noDefaultInfinity: false }), { minLength: 12, maxLength: 12 }),
       fc.integer({ min: 1, max: 6 }),
       (xs, k) => {
-        const layout = paramLayout("p", [12], { chunk: 6, topk: k });
+        const layout = chunkLayout("p", [12], { chunk: 6, topk: k });
         const x = Float32Array.from(xs);
         const got = topk(layout, x);
         for (let c = 0; c < 2; c++) {
@@ -85,7 +85,7 @@ Deno.test("sign quantization: +0 and +inf positive; -0, -inf negative; NaN by it
 });
 
 Deno.test("scatterMean averages coefficients chosen by several results", () => {
-  const layout = paramLayout("p", [8], { chunk: 4, topk: 2 });
+  const layout = chunkLayout("p", [8], { chunk: 4, topk: 2 });
   const a = { indices: Uint32Array.from([0, 3, 1, 2]), values: Float32Array.from([1, -1, 2, 4]) };
   const b = { indices: Uint32Array.from([3, 0, 2, 0]), values: Float32Array.from([1, 1, 8, -6]) };
   assert.deepEqual([...scatterMean(layout, [a, b])], [1, 0, 0, 0, -6, 2, 6, 0]);

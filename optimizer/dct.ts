@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { ParamLayout } from "./layout.ts";
+import type { ChunkLayout } from "./layout.ts";
 
 const basisCache = new Map<number, Float64Array>();
 
@@ -38,7 +38,7 @@ export function dctMatrix(n: number): Float64Array {
   return c;
 }
 
-function checkLength(what: string, layout: ParamLayout, found: number): void {
+function checkLength(what: string, layout: ChunkLayout, found: number): void {
   if (found !== layout.size) {
     throw new RangeError(
       `${what} "${layout.name}": expected ${layout.size} elements (shape [${layout.shape}]), ` +
@@ -51,7 +51,7 @@ function checkLength(what: string, layout: ParamLayout, found: number): void {
  * Blocked DCT of a parameter-shaped tensor `x` (row-major, `layout.shape`) into
  * chunk-major coefficients (`layout.chunks × layout.totalk`).
  */
-export function encode(layout: ParamLayout, x: Float32Array): Float32Array {
+export function encode(layout: ChunkLayout, x: Float32Array): Float32Array {
   checkLength("encode", layout, x.length);
   const { n1, n2, colChunks, chunks, totalk } = layout;
   const b = layout.shape.length === 2 ? layout.shape[1] : 1;
@@ -84,7 +84,7 @@ export function encode(layout: ParamLayout, x: Float32Array): Float32Array {
 /**
  * Inverse of {@link encode}: chunk-major coefficients back to a parameter-shaped tensor.
  */
-export function decode(layout: ParamLayout, y: Float32Array): Float32Array {
+export function decode(layout: ChunkLayout, y: Float32Array): Float32Array {
   checkLength("decode", layout, y.length);
   const { n1, n2, colChunks, chunks, totalk } = layout;
   const b = layout.shape.length === 2 ? layout.shape[1] : 1;

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { dctMatrix, decode, encode } from "./dct.ts";
-import { paramLayout } from "./layout.ts";
+import { chunkLayout } from "./layout.ts";
 
 function close(actual: ArrayLike<number>, expected: ArrayLike<number>, tol: number) {
   assert.equal(actual.length, expected.length);
@@ -36,14 +36,14 @@ Deno.test("DCT basis is orthonormal for every size up to 70", () => {
 });
 
 Deno.test("encode of arange(8) matches Psyche's test_encode_1d", () => {
-  const layout = paramLayout("x", [8], { chunk: 8, topk: 8 });
+  const layout = chunkLayout("x", [8], { chunk: 8, topk: 8 });
   const x = Float32Array.from({ length: 8 }, (_, i) => i);
   close(encode(layout, x), [9.8995, -6.4423, 0, -0.67345, 0, -0.2009, 0, -0.0507], 1e-4);
 });
 
 Deno.test("2-D encode is C X Cᵀ per block, chunk-major", () => {
   // 4×6 with chunk 2 and 3: 2×2 blocks of 2×3.
-  const layout = paramLayout("w", [4, 6], { chunk: 3, topk: 1 });
+  const layout = chunkLayout("w", [4, 6], { chunk: 3, topk: 1 });
   assert.deepEqual(layout.encodedShape, [2, 2, 2, 3]);
   const x = Float32Array.from({ length: 24 }, (_, i) => Math.sin(i * 1.7));
   const y = encode(layout, x);
@@ -74,7 +74,7 @@ Deno.test("decode inverts encode for 1-D and 2-D shapes", () => {
       fc.integer({ min: 1, max: 16 }),
       fc.boolean(),
       (a, b, chunk, twoD) => {
-        const layout = paramLayout("p", twoD ? [a, b] : [a], { chunk, topk: 1 });
+        const layout = chunkLayout("p", twoD ? [a, b] : [a], { chunk, topk: 1 });
         const x = Float32Array.from({ length: layout.size }, (_, i) => Math.cos(i * 0.37) * 3);
         const back = decode(layout, encode(layout, x));
         close(back, x, 1e-5);
@@ -85,6 +85,6 @@ Deno.test("decode inverts encode for 1-D and 2-D shapes", () => {
 });
 
 Deno.test("encode rejects a tensor of the wrong length, naming the parameter", () => {
-  const layout = paramLayout("model.norm.weight", [8], { chunk: 4, topk: 1 });
+  const layout = chunkLayout("model.norm.weight", [8], { chunk: 4, topk: 1 });
   assert.throws(() => encode(layout, new Float32Array(7)), /model\.norm\.weight.*expected 8.*7/);
 });

@@ -23,7 +23,7 @@
 
 import type { SparseParam } from "./compress.ts";
 import { dctMatrix } from "./dct.ts";
-import type { ParamLayout } from "./layout.ts";
+import type { ChunkLayout } from "./layout.ts";
 
 /** Fractional bits of the fixed-point DCT basis table. */
 export const BASIS_BITS = 14;
@@ -91,7 +91,7 @@ export function ceilLog2(x: number): number {
  * results canonically first). Throws `RangeError` on malformed results or non-finite values.
  */
 export function aggregateFixed(
-  layout: ParamLayout,
+  layout: ChunkLayout,
   results: readonly SparseParam[],
 ): AggregatedParam {
   const { chunks, totalk, k } = layout;
@@ -163,7 +163,7 @@ export function aggregateFixed(
  * The exact integer decode `X[i][j] = Σ q·Q₁[u][i]·Q₂[v][j]` of an aggregated parameter,
  * parameter-shaped (row-major). Every value is an integer below 2^52 in magnitude, exact in f64.
  */
-export function decodeFixed(layout: ParamLayout, agg: AggregatedParam): Float64Array {
+export function decodeFixed(layout: ChunkLayout, agg: AggregatedParam): Float64Array {
   const { n1, n2, colChunks, chunks } = layout;
   const b = layout.shape.length === 2 ? layout.shape[1] : 1;
   const q1 = fixedBasis(n1);
@@ -187,7 +187,7 @@ export function decodeFixed(layout: ParamLayout, agg: AggregatedParam): Float64A
 }
 
 /** `sign(X)` per element (-1, 0 or +1) of the exact decode: the update's direction. */
-export function updateSigns(layout: ParamLayout, agg: AggregatedParam): Int8Array {
+export function updateSigns(layout: ChunkLayout, agg: AggregatedParam): Int8Array {
   const x = decodeFixed(layout, agg);
   const out = new Int8Array(x.length);
   for (let i = 0; i < x.length; i++) out[i] = Math.sign(x[i]);
@@ -198,7 +198,7 @@ export function updateSigns(layout: ParamLayout, agg: AggregatedParam): Int8Arra
  * The real value the fixed-point decode approximates at scale: `X · M / 2^(15+28)` per
  * element, for comparison with the float decode (tests, diagnostics).
  */
-export function dequantize(layout: ParamLayout, agg: AggregatedParam, x: Float64Array) {
+export function dequantize(layout: ChunkLayout, agg: AggregatedParam, x: Float64Array) {
   const out = new Float64Array(x.length);
   const b = layout.shape.length === 2 ? layout.shape[1] : 1;
   const unit = 2 ** -(COEFF_BITS + 2 * BASIS_BITS);

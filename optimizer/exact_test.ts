@@ -13,7 +13,7 @@ import {
   fixedErrorBound,
   updateSigns,
 } from "./exact.ts";
-import { MAX_COMPRESSION_CHUNK, type ParamLayout, paramLayout } from "./layout.ts";
+import { type ChunkLayout, chunkLayout, MAX_COMPRESSION_CHUNK } from "./layout.ts";
 
 Deno.test("fixed basis tables exist (no near-ties) for every chunk length up to the maximum", () => {
   for (let n = 1; n <= MAX_COMPRESSION_CHUNK; n++) {
@@ -35,7 +35,7 @@ Deno.test("ceilLog2 reads the exponent exactly", () => {
   assert.throws(() => ceilLog2(0), RangeError);
 });
 
-function randomResult(layout: ParamLayout, seed: number, oneBit: boolean): SparseParam {
+function randomResult(layout: ChunkLayout, seed: number, oneBit: boolean): SparseParam {
   let s = seed >>> 0;
   const next = () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
   const indices = new Uint32Array(layout.chunks * layout.k);
@@ -53,7 +53,7 @@ function randomResult(layout: ParamLayout, seed: number, oneBit: boolean): Spars
 }
 
 /** The real-valued decode of the f64 means (what the fixed point approximates). */
-function realDecode(layout: ParamLayout, results: SparseParam[]): Float64Array {
+function realDecode(layout: ChunkLayout, results: SparseParam[]): Float64Array {
   const sum = new Float64Array(layout.size), cnt = new Float64Array(layout.size);
   for (const r of results) {
     for (let e = 0; e < r.indices.length; e++) {
@@ -83,7 +83,7 @@ function realDecode(layout: ParamLayout, results: SparseParam[]): Float64Array {
 }
 
 Deno.test("aggregateFixed: means, scaling to 2^15 and canonical index order", () => {
-  const layout = paramLayout("p", [8], { chunk: 4, topk: 2 });
+  const layout = chunkLayout("p", [8], { chunk: 4, topk: 2 });
   const a = { indices: Uint32Array.from([3, 0, 1, 2]), values: Float32Array.from([1, -1, 1, 1]) };
   const b = { indices: Uint32Array.from([0, 3, 1, 0]), values: Float32Array.from([1, 1, -1, -1]) };
   const c = { indices: Uint32Array.from([0, 1, 0, 1]), values: Float32Array.from([1, 1, -1, 1]) };
@@ -97,7 +97,7 @@ Deno.test("aggregateFixed: means, scaling to 2^15 and canonical index order", ()
   // Opposite signs cancel: the coefficient is dropped; a lone small value sets the scale.
   const d = { indices: Uint32Array.from([2, 1]), values: Float32Array.from([-1, 0.1]) };
   const e = { indices: Uint32Array.from([2, 3]), values: Float32Array.from([1, 0.3]) };
-  const agg2 = aggregateFixed(paramLayout("q", [8], { chunk: 4, topk: 1 }), [d, e]);
+  const agg2 = aggregateFixed(chunkLayout("q", [8], { chunk: 4, topk: 1 }), [d, e]);
   assert.deepEqual([...agg2.offsets], [0, 0, 2]);
   assert.deepEqual([...agg2.scaleExp], [0, -1]);
   assert.deepEqual([...agg2.coeffs], [
@@ -114,7 +114,7 @@ Deno.test("exact sign agrees with the real decode wherever the error bound allow
       2,
     ]] as const
   ) {
-    const layout = paramLayout("p", shape, { chunk: 16, topk: 4 });
+    const layout = chunkLayout("p", shape, { chunk: 16, topk: 4 });
     const results = Array.from(
       { length: peers },
       (_, p) => randomResult(layout, p * 77 + 5, oneBit),
@@ -145,7 +145,7 @@ Deno.test("exact sign agrees with the real decode wherever the error bound allow
 });
 
 Deno.test("1-bit aggregation is identical under every permutation of 4 results", () => {
-  const layout = paramLayout("w", [32, 48], { chunk: 16, topk: 8 });
+  const layout = chunkLayout("w", [32, 48], { chunk: 16, topk: 8 });
   {
     const results = [0, 1, 2, 3].map((p) => randomResult(layout, 1000 + p, true));
     const ref = aggregateFixed(layout, results);
@@ -180,7 +180,7 @@ Deno.test("decodeFixed stays exact at the worst-case magnitude bound", () => {
   // And decodeFixed reproduces that extreme exactly on a 64×64 chunk.
   const n = 64;
   const q = fixedBasis(n);
-  const layout = paramLayout("big", [n, n], { chunk: n, topk: 1 });
+  const layout = chunkLayout("big", [n, n], { chunk: n, topk: 1 });
   const indices = new Uint32Array(n * n).map((_, i) => i);
   const coeffs = new Int32Array(n * n).map((_, t) =>
     Math.sign(q[Math.floor(t / n) * n] * q[(t % n) * n]) * 2 ** COEFF_BITS
@@ -195,7 +195,7 @@ Deno.test("decodeFixed stays exact at the worst-case magnitude bound", () => {
 });
 
 Deno.test("aggregateFixed rejects non-finite values and bad indices", () => {
-  const layout = paramLayout("p", [4], { chunk: 4, topk: 1 });
+  const layout = chunkLayout("p", [4], { chunk: 4, topk: 1 });
   const nan = { indices: Uint32Array.from([0]), values: Float32Array.from([NaN]) };
   assert.throws(() => aggregateFixed(layout, [nan]), /value NaN/);
   const big = { indices: Uint32Array.from([4]), values: Float32Array.from([1]) };

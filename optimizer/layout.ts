@@ -20,7 +20,7 @@ import { chunkSize } from "./chunking.ts";
 export const MAX_COMPRESSION_CHUNK = 256;
 
 /** The chunking of one parameter; see the module doc for the shapes. */
-export interface ParamLayout {
+export interface ChunkLayout {
   /** Parameter name (e.g. `model.layers.0.mlp.up_proj.weight`). */
   readonly name: string;
   /** The parameter's own shape: `[a]` or `[a, b]`. */
@@ -55,7 +55,7 @@ export interface ChunkingOptions {
  * The layout of a parameter of `shape` under `options`.
  * Throws `RangeError` naming the parameter for unsupported ranks or bad sizes.
  */
-export function paramLayout(name: string, shape: readonly number[], options: ChunkingOptions) {
+export function chunkLayout(name: string, shape: readonly number[], options: ChunkingOptions) {
   const { chunk, topk } = options;
   if (!Number.isInteger(chunk) || chunk < 1 || chunk > MAX_COMPRESSION_CHUNK) {
     throw new RangeError(
@@ -80,7 +80,7 @@ export function paramLayout(name: string, shape: readonly number[], options: Chu
   const rowChunks = shape[0] / n1;
   const colChunks = shape.length === 2 ? shape[1] / n2 : 1;
   const totalk = n1 * n2;
-  const layout: ParamLayout = {
+  const layout: ChunkLayout = {
     name,
     shape: [...shape],
     encodedShape: shape.length === 2 ? [rowChunks, colChunks, n1, n2] : [rowChunks, n1],
@@ -96,9 +96,9 @@ export function paramLayout(name: string, shape: readonly number[], options: Chu
 }
 
 /** Layouts for a list of named parameters, in order. */
-export function modelLayout(
+export function chunkLayouts(
   params: readonly { name: string; shape: readonly number[] }[],
   options: ChunkingOptions,
-): ParamLayout[] {
-  return params.map((p) => paramLayout(p.name, p.shape, options));
+): ChunkLayout[] {
+  return params.map((p) => chunkLayout(p.name, p.shape, options));
 }

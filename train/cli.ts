@@ -1,0 +1,190 @@
+/**
+ * Command-line flags of `deno task train`, parsed into a typed, validated {@link TrainOptions}.
+ * Flag names and defaults follow Psyche's `examples/train.rs`; an unknown flag, a missing value or
+ * an out-of-range number is rejected with the flag's name.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+
+/** Learning-rate schedule shapes the trainer offers (all with linear warmup from 0). */
+export const LR_SCHEDULES = ["constant", "cosine", "linear"] as const;
+/** One of {@link LR_SCHEDULES}. */
+export type LrScheduleName = typeof LR_SCHEDULES[number];
+/** Optimizers the trainer offers. */
+export const OPTIMIZERS = ["adamw", "distro"] as const;
+/** One of {@link OPTIMIZERS}. */
+export type OptimizerName = typeof OPTIMIZERS[number];
+
+/** Everything the single-node trainer needs to know. */
+export interface TrainOptions {
+  /** Folder with `config.json` and optionally `model.safetensors`. */
+  model: string;
+  /** Folder of raw little-endian token files (`.ds`, `.bin`, `.npy`). */
+  dataPath: string;
+  /** Bytes per token in the data files. */
+  tokenSize: 2 | 4;
+  /** T: tokens per sequence. */
+  sequenceLength: number;
+  /** Sequences per forward/backward pass. */
+  microBatch: number;
+  /** Sequences per optimizer step (a multiple of microBatch). */
+  totalBatch: number;
+  /** Optimizer steps to run. */
+  steps: number;
+  optimizer: OptimizerName;
+  learningRate: number;
+  warmupSteps: number;
+  lrSchedule: LrScheduleName;
+  beta1: number;
+  beta2: number;
+  weightDecay: number;
+  eps: number;
+  /** 0 disables clipping. */
+  maxGradNorm: number;
+  /** Seeds the weight init (when the model folder has no weights) and the data shuffle. */
+  seed: number;
+  /** Shuffle the dataset's sequences (seeded by `seed`), as Psyche's train.rs does. */
+  shuffle: boolean;
+  /** Where to write the trained model (HF folder), or null. */
+  savePath: string | null;
+  logs: "console" | "json";
+}
+
+/** A bad command line; the message names the flag. */
+export class TrainUsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "TrainUsageError";
+  }
+}
+
+/** Usage text printed by `--help` and on errors. */
+export const USAGE = `Usage: deno task train --model DIR --data-path DIR [flags]
+
+  --model DIR             config.json (+ optional model.safetensors; else seeded init)
+  --data-path DIR         folder of raw little-endian token files (.ds/.bin/.npy)
+  --token-size 2|4        bytes per token (default 2)
+  --sequence-length N     tokens per sequence (default 2048)
+  --micro-batch N         sequences per forward/backward (default 8)
+  --total-batch N         sequences per optimizer step (default 256)
+  --steps N               optimizer steps (default 25000)
+  --optimizer adamw|distro  (default adamw)
+  --learning-rate X       peak learning rate (default 4e-4)
+  --warmup-steps N        linear warmup from 0 (default 500)
+  --lr-schedule constant|cosine|linear  decay to lr/10 at the last step (default cosine)
+  --beta1 X --beta2 X --weight-decay X --eps X   AdamW (defaults 0.9, 0.95, 0.1, 1e-8)
+  --max-grad-norm X       clip the global gradient norm; 0 disables (default 1.0)
+  --seed N                init and shuffle seed, u32 (default 1)
+  --no-shuffle            read sequences in file order
+  --save-path DIR         write config.json + model.safetensors at the end
+  --logs console|json     human lines, or one JSON object per line (default console)
+`;
+
+const STRING_FLAGS = [
+  "model",
+  "data-path",
+  "token-size",
+  "sequence-length",
+  "micro-batch",
+  "total-batch",
+  "steps",
+  "optimizer",
+  "learning-rate",
+  "warmup-steps",
+  "lr-schedule",
+  "beta1",
+  "beta2",
+  "weight-decay",
+  "eps",
+  "max-grad-norm",
+  "seed",
+  "save-path",
+  "logs",
+] as const;
+
+/**
+ * Parses `argv` (without the program name). Returns `"help"` for `--help`.
+ * Throws {@link TrainUsageError} naming the flag on any problem.
+ */
+export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    const options: Record<string, { type: "string" | "boolean" }> = {
+      help: { type: "boolean" },
+      "no-shuffle": { type: "boolean" },
+    };
+    for (const f of STRING_FLAGS) options[f] = { type: "string" };
+    values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
+  } catch (e) {
+    throw new TrainUsageError((e as Error).message);
+  }
+  if (values.help) return "help";
+  const str = (flag: string): string | undefined => values[flag] as string | undefined;
+  const required = (flag: string): string => {
+    const v = str(flag);
+    if (v === undefined || v === "") throw new TrainUsageError(`--${flag} is required`);
+    return v;
+  };
+  const int = (flag: string, fallback: number, min: number, max = 2 ** 32 - 1): number => {
+    const raw = str(flag);
+    if (raw === undefined) return fallback;
+    const v = Number(raw);
+    if (!/^\d+$/.test(raw) || v < min || v > max) {
+      throw new TrainUsageError(`--${flag} must be an integer in [${min}, ${max}], found "${raw}"`);
+    }
+    return v;
+  };
+  const num = (flag: string, fallback: number, ok: (v: number) => boolean, what: string) => {
+    const raw = str(flag);
+    if (raw === undefined) return fallback;
+    const v = Number(raw);
+    if (raw.trim() === "" || !Number.isFinite(v) || !ok(v)) {
+      throw new TrainUsageError(`--${flag} must be ${what}, found "${raw}"`);
+    }
+    return v;
+  };
+  const choice = <T extends string>(flag: string, choices: readonly T[], fallback: T): T => {
+    const raw = str(flag);
+    if (raw === undefined) return fallback;
+    if (!(choices as readonly string[]).includes(raw)) {
+      throw new TrainUsageError(`--${flag} must be one of ${choices.join(", ")}, found "${raw}"`);
+    }
+    return raw as T;
+  };
+  const unit = (v: number) => v >= 0 && v < 1;
+  const tokenSize = int("token-size", 2, 2, 4);
+  if (tokenSize !== 2 && tokenSize !== 4) {
+    throw new TrainUsageError(`--token-size must be 2 or 4, found "${tokenSize}"`);
+  }
+  const microBatch = int("micro-batch", 8, 1);
+  const totalBatch = int("total-batch", 256, 1);
+  if (totalBatch % microBatch !== 0) {
+    throw new TrainUsageError(
+      `--total-batch ${totalBatch} must be a multiple of --micro-batch ${microBatch}`,
+    );
+  }
+  const savePath = str("save-path");
+  return {
+    model: required("model"),
+    dataPath: required("data-path"),
+    tokenSize,
+    sequenceLength: int("sequence-length", 2048, 2),
+    microBatch,
+    totalBatch,
+    steps: int("steps", 25000, 1),
+    optimizer: choice("optimizer", OPTIMIZERS, "adamw"),
+    learningRate: num("learning-rate", 4e-4, (v) => v > 0, "a positive number"),
+    warmupSteps: int("warmup-steps", 500, 0),
+    lrSchedule: choice("lr-schedule", LR_SCHEDULES, "cosine"),
+    beta1: num("beta1", 0.9, unit, "in [0, 1)"),
+    beta2: num("beta2", 0.95, unit, "in [0, 1)"),
+    weightDecay: num("weight-decay", 0.1, (v) => v >= 0, "a non-negative number"),
+    eps: num("eps", 1e-8, (v) => v > 0, "a positive number"),
+    maxGradNorm: num("max-grad-norm", 1.0, (v) => v >= 0, "a non-negative number"),
+    seed: int("seed", 1, 0),
+    shuffle: !values["no-shuffle"],
+    savePath: savePath === undefined || savePath === "" ? null : savePath,
+    logs: choice("logs", ["console", "json"] as const, "console"),
+  };
+}

@@ -1,0 +1,86 @@
+import assert from "node:assert/strict";
+import { parseTrainArgs, TrainUsageError } from "./cli.ts";
+
+const BASE = ["--model", "m", "--data-path", "d"];
+
+Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
+  const d = parseTrainArgs(BASE);
+  assert.notEqual(d, "help");
+  if (d === "help") return;
+  assert.equal(d.sequenceLength, 2048);
+  assert.equal(d.totalBatch, 256);
+  assert.equal(d.learningRate, 4e-4);
+  assert.equal(d.lrSchedule, "cosine");
+  assert.equal(d.maxGradNorm, 1);
+  assert.equal(d.savePath, null);
+  const o = parseTrainArgs([
+    ...BASE,
+    "--token-size=4",
+    "--sequence-length=64",
+    "--micro-batch=2",
+    "--total-batch=6",
+    "--steps=3",
+    "--optimizer=distro",
+    "--learning-rate=1e-3",
+    "--warmup-steps=0",
+    "--lr-schedule=constant",
+    "--beta1=0.8",
+    "--beta2=0.99",
+    "--weight-decay=0",
+    "--eps=1e-6",
+    "--max-grad-norm=0",
+    "--seed=9",
+    "--no-shuffle",
+    "--save-path=out",
+    "--logs=json",
+  ]);
+  assert.deepEqual(o, {
+    model: "m",
+    dataPath: "d",
+    tokenSize: 4,
+    sequenceLength: 64,
+    microBatch: 2,
+    totalBatch: 6,
+    steps: 3,
+    optimizer: "distro",
+    learningRate: 1e-3,
+    warmupSteps: 0,
+    lrSchedule: "constant",
+    beta1: 0.8,
+    beta2: 0.99,
+    weightDecay: 0,
+    eps: 1e-6,
+    maxGradNorm: 0,
+    seed: 9,
+    shuffle: false,
+    savePath: "out",
+    logs: "json",
+  });
+  assert.equal(parseTrainArgs(["--help"]), "help");
+});
+
+Deno.test("parseTrainArgs: errors name the flag", () => {
+  const cases: [string[], RegExp][] = [
+    [["--data-path", "d"], /--model is required/],
+    [[...BASE, "--token-size=3"], /--token-size must be/],
+    [
+      [...BASE, "--micro-batch=3", "--total-batch=8"],
+      /--total-batch 8 must be a multiple of --micro-batch 3/,
+    ],
+    [[...BASE, "--steps=-1"], /--steps must be an integer/],
+    [[...BASE, "--steps=1.5"], /--steps must be an integer/],
+    [[...BASE, "--beta2=1"], /--beta2 must be in \[0, 1\)/],
+    [[...BASE, "--learning-rate=abc"], /--learning-rate must be a positive number/],
+    [[...BASE, "--optimizer=sgd"], /--optimizer must be one of adamw, distro/],
+    [[...BASE, "--logs=xml"], /--logs must be one of console, json/],
+    [[...BASE, "--lr-schedul=cosine"], /lr-schedul/],
+    [[...BASE, "extra"], /extra/],
+  ];
+  for (const [argv, pattern] of cases) {
+    assert.throws(
+      () => parseTrainArgs(argv),
+      (e: unknown) => e instanceof TrainUsageError && pattern.test(e.message),
+      pattern.source,
+    );
+  }
+});

@@ -1,0 +1,52 @@
+import assert from "node:assert/strict";
+import { consoleLogger, jsonLogger } from "./log.ts";
+
+const START = {
+  model: "m",
+  params: 1234567,
+  optimizer: "adamw",
+  steps: 2,
+  sequenceLength: 8,
+  totalBatch: 4,
+  microBatch: 2,
+  sequences: 10,
+  adapter: "cpu",
+  weights: "seeded" as const,
+};
+const STEP = { step: 1, loss: 6.25, lr: 1e-3, gradNorm: 0.5, tokensPerSec: 100, ms: 320 };
+const END = { steps: 2, finalLoss: 6, seconds: 1.5, tokensPerSec: 90, savedTo: null };
+
+Deno.test("jsonLogger writes one parseable object per line with the step fields", () => {
+  const lines: string[] = [];
+  const log = jsonLogger((l) => lines.push(l));
+  log.start(START);
+  log.step(STEP);
+  log.end(END);
+  assert.equal(lines.length, 3);
+  const objs = lines.map((l) => JSON.parse(l));
+  assert.deepEqual(objs.map((o) => o.event), ["start", "step", "end"]);
+  assert.deepEqual(objs[1], {
+    event: "step",
+    step: 1,
+    loss: 6.25,
+    lr: 1e-3,
+    grad_norm: 0.5,
+    tokens_per_sec: 100,
+    ms: 320,
+  });
+  assert.ok(lines.every((l) => !l.includes("\n")));
+});
+
+Deno.test("consoleLogger writes readable lines", () => {
+  const lines: string[] = [];
+  const log = consoleLogger((l) => lines.push(l));
+  log.start(START);
+  log.step(STEP);
+  log.end({ ...END, savedTo: "out" });
+  assert.match(lines[0], /1\.23M params/);
+  assert.equal(
+    lines[1],
+    "step 1 | loss 6.2500 | lr 1.00e-3 | grad norm 0.500 | 320 ms | 100 tok/s",
+  );
+  assert.match(lines[2], /saved to out$/);
+});

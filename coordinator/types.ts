@@ -237,7 +237,16 @@ export interface Round {
 export interface Client {
   id: NodeIdentity;
   state: ClientState;
+  /**
+   * Height of the first round of the epoch the client is no longer part of (0 when it
+   * left during Warmup). Set when it moves to `exitedClients`.
+   */
   exitedHeight: number;
+  /**
+   * Position in the epoch's starting client list (join order). Fixed for the epoch, so the
+   * client list of any earlier round can be rebuilt after clients left (not in Psyche).
+   */
+  epochIndex: number;
 }
 
 /** Zeroed at the start of every epoch (except `coldStartEpoch`). */

@@ -16,6 +16,7 @@ import {
   outerKernel,
   scalarKernel,
   tiledKernel,
+  transposeKernel,
 } from "./matmul_wgsl.ts";
 import type { MatmulTiling } from "./profile.ts";
 
@@ -56,15 +57,24 @@ export interface MatmulArgs {
   readonly strideC?: number;
 }
 
-/** Which generated kernel runs a given call (exposed so tests can cover each one). */
-export type MatmulVariant = "outer" | "dot" | "scalar" | "tiled";
+/**
+ * Which generated kernel runs a given call (exposed so tests can cover each one): `outer`
+ * (register-blocked, vec4 along N), `transposed` (`nt` as a transpose of B into the kernel's
+ * scratch buffer, then `outer`), `dot` (register-blocked vec4 dot products along K), `scalar`
+ * (any shape), `tiled` (workgroup memory, GPUs).
+ */
+export type MatmulVariant = "outer" | "transposed" | "dot" | "scalar" | "tiled";
 
 /**
  * The matmul kernel. Pipelines are built on first use of each (layout, variant) and cached in the
- * runtime; shapes travel as uniforms, so new shapes cost no compile.
+ * runtime; shapes travel as uniforms, so new shapes cost no compile. The `transposed` variant
+ * keeps one scratch buffer (`batch·n·k` floats at most, grown on demand): dispose the kernel to
+ * free it.
  */
 export class Matmul {
   readonly #rt: GpuRuntime;
+  #scratch: GPUBuffer | undefined;
+  readonly #retired: GPUBuffer[] = [];
   /** Kernel shape in use (the runtime profile's unless overridden). */
   readonly tiling: MatmulTiling;
 
@@ -83,7 +93,9 @@ export class Matmul {
     if (layout === "nt") {
       const ok = args.k % 4 === 0 && s.a % 4 === 0 && s.b % 4 === 0 && aligned16(args.a) &&
         aligned16(args.b);
-      return ok ? "dot" : "scalar";
+      if (!ok) return "scalar";
+      const outerOk = args.n % 4 === 0 && s.c % 4 === 0 && aligned16(args.c);
+      return outerOk ? "transposed" : "dot";
     }
     const ok = args.n % 4 === 0 && s.b % 4 === 0 && s.c % 4 === 0 && aligned16(args.b) &&
       aligned16(args.c);
@@ -107,6 +119,10 @@ export class Matmul {
     requireLength(`matmul ${layout}: binding "b"`, args.b, (batch - 1) * s.b + k * n, bShape);
     requireLength(`matmul ${layout}: binding "c"`, args.c, (batch - 1) * s.c + m * n, `[m, n]`);
     const variant = this.variant(args);
+    if (variant === "transposed") {
+      this.#encodeTransposed(pass, args, batch, s);
+      return;
+    }
     const t = this.tiling;
     const key = `matmul/${layout}/${variant}/${t.rows}x${t.cols}/${t.workgroup.join("x")}` +
       (variant === "tiled" ? `/d${t.depth}` : "");
@@ -158,6 +174,38 @@ export class Matmul {
       throw new RangeError(`matmul: [${m}, ${n}] needs a ${grid.join("×")} grid, over ${MAX_GRID}`);
     }
     dispatch(pass, pipeline, group, grid);
+  }
+
+  /** Free the scratch buffer of the `transposed` variant. */
+  [Symbol.dispose](): void {
+    for (const b of [...this.#retired, ...(this.#scratch ? [this.#scratch] : [])]) {
+      this.#rt.destroyBuffer(b);
+    }
+    this.#retired.length = 0;
+    this.#scratch = undefined;
+  }
+
+  /** `nt` on CPUs: B `[n, k]` → scratch `[k, n]`, then the `nn` outer kernel. */
+  #encodeTransposed(
+    pass: GPUComputePassEncoder,
+    args: MatmulArgs,
+    batch: number,
+    s: { a: number; b: number; c: number },
+  ): void {
+    const { n, k } = args;
+    const bytes = batch * n * k * 4;
+    if (!this.#scratch || this.#scratch.size < bytes) {
+      // The old scratch may already be bound by dispatches of this step: retire, don't destroy.
+      if (this.#scratch) this.#retired.push(this.#scratch);
+      this.#scratch = this.#rt.buffer("matmul transpose scratch", bytes);
+    }
+    const wg = this.tiling.workgroup;
+    const key = `matmul/transpose/${wg.join("x")}`;
+    const pipeline = this.#rt.pipeline(key, () => transposeKernel(wg));
+    const scratch = { buffer: this.#scratch, size: bytes };
+    const group = bindTensors(this.#rt, pipeline, [n, k, s.b, n * k], [args.b, scratch]);
+    dispatch(pass, pipeline, group, [ceilDiv(k / 4, wg[0]), ceilDiv(n / 4, wg[1]), batch]);
+    this.encode(pass, { ...args, b: scratch, layout: "nn", strideB: n * k });
   }
 }
 

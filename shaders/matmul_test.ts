@@ -19,6 +19,7 @@ interface Case {
 const CASES: Case[] = [
   { m: 1, n: 1, k: 1 },
   { m: 7, n: 13, k: 5 },
+  { m: 6, n: 11, k: 16 },
   { m: 33, n: 20, k: 17 },
   { m: 17, n: 36, k: 12 },
   { m: 64, n: 48, k: 40, alpha: 0.5 },
@@ -69,7 +70,7 @@ async function runAll(rt: GpuRuntime, mm: Matmul): Promise<Set<MatmulVariant>> {
 
 Deno.test("matmul matches the f64 reference for every layout and kernel variant", async (t) => {
   using rt = await GpuRuntime.create();
-  await t.step("register profile (outer, dot and scalar kernels)", async () => {
+  await t.step("register profile (outer, transposed, dot and scalar kernels)", async () => {
     const tiling: MatmulTiling = {
       strategy: "register",
       rows: 8,
@@ -77,8 +78,9 @@ Deno.test("matmul matches the f64 reference for every layout and kernel variant"
       workgroup: [8, 8],
       depth: 0,
     };
-    const seen = await runAll(rt, new Matmul(rt, tiling));
-    assert.deepEqual([...seen].sort(), ["dot", "outer", "scalar"]);
+    using mm = new Matmul(rt, tiling);
+    const seen = await runAll(rt, mm);
+    assert.deepEqual([...seen].sort(), ["dot", "outer", "scalar", "transposed"]);
   });
   await t.step("a different register shape gives the same results", async () => {
     const tiling: MatmulTiling = {
@@ -108,7 +110,7 @@ Deno.test("matmul reuses pipelines across shapes", async () => {
     mm.encode(step.pass, { a, b, c, m, n, k, layout: "nt" });
   }
   await step.submit();
-  assert.equal(rt.pipelineCount, 1);
+  assert.equal(rt.pipelineCount, 2, "one transpose and one outer pipeline for every nt shape");
 });
 
 Deno.test("matmul rejects bad arguments with the binding and shape named", async () => {

@@ -262,3 +262,36 @@ ${
 }
 `;
 }
+
+/**
+ * Batched transpose of `[rows, cols]` matrices (both multiples of 4) in 4×4 blocks of vec4:
+ * uniform `rows, cols, strideIn, strideOut` (elements), bindings `1: src`, `2: dst` `[cols, rows]`.
+ * The CPU profile runs `nt` as this transpose of B followed by the `nn` outer kernel, which is
+ * about 1.4× faster on llvmpipe than dot products along K.
+ */
+export function transposeKernel(workgroup: readonly [number, number]): string {
+  const [wx, wy] = workgroup;
+  const rows = [0, 1, 2, 3];
+  const lanes = ["x", "y", "z", "w"];
+  return `struct TransposeParams { rows: u32, cols: u32, stride_in: u32, stride_out: u32 }
+@group(0) @binding(0) var<uniform> p: TransposeParams;
+@group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> dst: array<vec4<f32>>;
+
+@compute @workgroup_size(${wx}, ${wy})
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  let cv = p.cols / 4u;
+  let rv = p.rows / 4u;
+  if (g.x >= cv || g.y >= rv) { return; }
+  let sb = g.z * (p.stride_in / 4u);
+  let db = g.z * (p.stride_out / 4u);
+${rows.map((r) => `  let r${r} = src[sb + (g.y * 4u + ${r}u) * cv + g.x];`).join("\n")}
+${
+    lanes.map((l, i) =>
+      `  dst[db + (g.x * 4u + ${i}u) * rv + g.y] = vec4<f32>(r0.${l}, r1.${l}, r2.${l}, r3.${l});`
+    )
+      .join("\n")
+  }
+}
+`;
+}

@@ -1,0 +1,102 @@
+/**
+ * LSB-first bit streams for the DisTrO payload: a growable writer and a bounds-checked
+ * reader that reports where it ran out.
+ *
+ * @module
+ */
+
+/** Appends bits LSB-first into bytes (bit `i` of the stream is bit `i % 8` of byte `i / 8`). */
+export class BitWriter {
+  #bytes = new Uint8Array(256);
+  #bitLength = 0;
+
+  /** Bits written so far. */
+  get bitLength(): number {
+    return this.#bitLength;
+  }
+
+  /** Writes the low `width` bits of `value` (0 <= width <= 32), least significant first. */
+  write(value: number, width: number): void {
+    this.#reserve(this.#bitLength + width);
+    for (let b = 0; b < width; b++) {
+      if ((value >>> b) & 1) this.#bytes[this.#bitLength >>> 3] |= 1 << (this.#bitLength & 7);
+      this.#bitLength++;
+    }
+  }
+
+  /** Writes one bit. */
+  bit(set: boolean): void {
+    this.#reserve(this.#bitLength + 1);
+    if (set) this.#bytes[this.#bitLength >>> 3] |= 1 << (this.#bitLength & 7);
+    this.#bitLength++;
+  }
+
+  /** Skips `count` zero bits. */
+  zeros(count: number): void {
+    this.#reserve(this.#bitLength + count);
+    this.#bitLength += count;
+  }
+
+  /** The bytes written, the last one zero-padded. */
+  finish(): Uint8Array {
+    return this.#bytes.slice(0, Math.ceil(this.#bitLength / 8));
+  }
+
+  #reserve(bits: number): void {
+    const need = Math.ceil(bits / 8);
+    if (need <= this.#bytes.length) return;
+    const grown = new Uint8Array(Math.max(need, this.#bytes.length * 2));
+    grown.set(this.#bytes);
+    this.#bytes = grown;
+  }
+}
+
+/** Thrown by {@link BitReader} when a read would pass the end of its bytes. */
+export class BitStreamEndError extends Error {
+  constructor(readonly bitOffset: number) {
+    super(`bit stream ends at bit ${bitOffset}`);
+    this.name = "BitStreamEndError";
+  }
+}
+
+/** Reads an LSB-first bit stream from `bytes`; every read is bounds-checked. */
+export class BitReader {
+  #bytes: Uint8Array;
+  #bit = 0;
+  constructor(bytes: Uint8Array) {
+    this.#bytes = bytes;
+  }
+
+  /** Bits consumed so far. */
+  get bitOffset(): number {
+    return this.#bit;
+  }
+
+  /** Reads `width` bits (0..32) as an unsigned number. */
+  read(width: number): number {
+    if (this.#bit + width > this.#bytes.length * 8) throw new BitStreamEndError(this.#bit);
+    let v = 0;
+    for (let b = 0; b < width; b++) {
+      const bit = (this.#bytes[this.#bit >>> 3] >>> (this.#bit & 7)) & 1;
+      v += bit * 2 ** b;
+      this.#bit++;
+    }
+    return v;
+  }
+
+  /** Reads one bit. */
+  bit(): boolean {
+    if (this.#bit >= this.#bytes.length * 8) throw new BitStreamEndError(this.#bit);
+    const set = ((this.#bytes[this.#bit >>> 3] >>> (this.#bit & 7)) & 1) === 1;
+    this.#bit++;
+    return set;
+  }
+
+  /** True when every bit from the current position to the end of the bytes is zero. */
+  restIsZero(): boolean {
+    for (let b = this.#bit; b < this.#bytes.length * 8; b++) {
+      if ((this.#bytes[b >>> 3] >>> (b & 7)) & 1) return false;
+    }
+    return true;
+  }
+}

@@ -1,0 +1,338 @@
+/**
+ * The DisTrO payload: one client's result for one step as compact, versioned bytes, and
+ * the single entry point that decodes and validates untrusted payloads.
+ *
+ * Layout (integers little-endian):
+ *
+ * | field | bytes |
+ * |---|---|
+ * | magic `"DTRO"` | 4 |
+ * | version (1) | 1 |
+ * | flags (bit 0: 1-bit values; others 0) | 1 |
+ * | step u32, batch start u64, batch end u64, trainer nonce u32, parameter count u32 | 28 |
+ * | per parameter: rank u8 (2 or 4), encoded dims u32 × rank, totalk u32, k u32 | 9 + 4·rank |
+ * | per parameter: index code, every chunk (index_code.ts), zero-padded to a byte | ⌈chunks·bits/8⌉ |
+ * | per parameter: values, 1 sign bit each LSB-first padded to a byte, or bf16 u16 each | |
+ *
+ * Within a chunk, entries are sorted by index; values follow that order. With k = 8 in
+ * 64×64 chunks an entry costs 10.9 + 1 bits (Psyche: 16 + 1).
+ *
+ * @module
+ */
+
+import { BitReader, BitStreamEndError, BitWriter } from "./bits.ts";
+import type { SparseParam } from "./compress.ts";
+import { indexCodeBits, readIndices, writeIndices } from "./index_code.ts";
+import type { ChunkLayout } from "./layout.ts";
+import type { DistroResult } from "./result.ts";
+
+/** First four bytes of every payload. */
+export const PAYLOAD_MAGIC = new Uint8Array([0x44, 0x54, 0x52, 0x4f]); // "DTRO"
+/** The format version written and accepted. */
+export const PAYLOAD_VERSION = 1;
+const HEADER_BYTES = 34;
+const FLAG_ONE_BIT = 1;
+
+/** A payload that is not a valid result for the expected model; `where` names the spot. */
+export class PayloadDecodeError extends Error {
+  constructor(readonly where: string, detail: string) {
+    super(`Invalid DisTrO payload at ${where}: ${detail}`);
+    this.name = "PayloadDecodeError";
+  }
+}
+
+/** What a payload must match: the model's chunk layouts (in order) and the value format. */
+export interface PayloadExpectation {
+  readonly layouts: readonly ChunkLayout[];
+  readonly quantize1bit: boolean;
+}
+
+/** f32 → bf16 bits, round to nearest even (as torch's `to(bfloat16)`). */
+export function toBf16(x: number): number {
+  const bits = new Uint32Array(new Float32Array([x]).buffer)[0];
+  return ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16) & 0xffff;
+}
+
+/** bf16 bits → number. */
+export function fromBf16(h: number): number {
+  return new Float32Array(new Uint32Array([h << 16]).buffer)[0];
+}
+
+/** Exact payload size in bytes for a model, without encoding anything. */
+export function payloadBytes(layouts: readonly ChunkLayout[], quantize1bit: boolean): number {
+  let bytes = HEADER_BYTES;
+  for (const l of layouts) {
+    const entries = l.chunks * l.k;
+    bytes += 9 + 4 * l.encodedShape.length;
+    bytes += Math.ceil((l.chunks * indexCodeBits(l.k, l.totalk)) / 8);
+    bytes += quantize1bit ? Math.ceil(entries / 8) : 2 * entries;
+  }
+  return bytes;
+}
+
+/**
+ * Encodes `result` for the model described by `expect`. Throws `RangeError` naming the
+ * parameter when the result does not fit the layout (wrong counts, an index out of range
+ * or repeated in a chunk, a non-finite value in bf16 mode, a value other than ±1 in
+ * 1-bit mode).
+ */
+export function encodePayload(result: DistroResult, expect: PayloadExpectation): Uint8Array {
+  const { layouts, quantize1bit } = expect;
+  const { step, batch, trainerNonce } = result;
+  for (
+    const [what, v, max] of [["step", step, 2 ** 32], ["trainer nonce", trainerNonce, 2 ** 32], [
+      "batch start",
+      batch.start,
+      2 ** 53,
+    ], ["batch end", batch.end, 2 ** 53]] as const
+  ) {
+    if (!Number.isInteger(v) || v < 0 || v >= max) throw new RangeError(`payload ${what}: ${v}`);
+  }
+  if (batch.end < batch.start) {
+    throw new RangeError(`payload batch [${batch.start}, ${batch.end}] ends before it starts`);
+  }
+  if (result.params.length !== layouts.length) {
+    throw new RangeError(
+      `payload has ${result.params.length} parameters, the model has ${layouts.length}`,
+    );
+  }
+  const parts: Uint8Array[] = [];
+  const header = new Uint8Array(HEADER_BYTES);
+  const hv = new DataView(header.buffer);
+  header.set(PAYLOAD_MAGIC, 0);
+  hv.setUint8(4, PAYLOAD_VERSION);
+  hv.setUint8(5, quantize1bit ? FLAG_ONE_BIT : 0);
+  hv.setUint32(6, step, true);
+  hv.setBigUint64(10, BigInt(batch.start), true);
+  hv.setBigUint64(18, BigInt(batch.end), true);
+  hv.setUint32(26, trainerNonce, true);
+  hv.setUint32(30, layouts.length, true);
+  parts.push(header);
+  for (const [n, layout] of layouts.entries()) {
+    parts.push(...encodeParam(layout, result.params[n], quantize1bit));
+  }
+  let total = 0;
+  for (const p of parts) total += p.length;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+function encodeParam(layout: ChunkLayout, p: SparseParam, oneBit: boolean): Uint8Array[] {
+  const { chunks, k, totalk, encodedShape } = layout;
+  const name = `parameter "${layout.name}"`;
+  if (p.indices.length !== chunks * k || p.values.length !== chunks * k) {
+    throw new RangeError(
+      `${name}: ${p.indices.length} indices and ${p.values.length} values, expected ${chunks * k}`,
+    );
+  }
+  const meta = new Uint8Array(9 + 4 * encodedShape.length);
+  const mv = new DataView(meta.buffer);
+  mv.setUint8(0, encodedShape.length);
+  encodedShape.forEach((d, i) => mv.setUint32(1 + 4 * i, d, true));
+  mv.setUint32(1 + 4 * encodedShape.length, totalk, true);
+  mv.setUint32(5 + 4 * encodedShape.length, k, true);
+  const idxBits = new BitWriter();
+  const valBits = new BitWriter();
+  const bf16 = oneBit ? new Uint8Array(0) : new Uint8Array(2 * chunks * k);
+  const order = new Array<number>(k);
+  const sorted = new Uint32Array(k);
+  for (let c = 0; c < chunks; c++) {
+    for (let r = 0; r < k; r++) order[r] = c * k + r;
+    order.sort((a, b) => p.indices[a] - p.indices[b]);
+    for (let r = 0; r < k; r++) {
+      const e = order[r];
+      const i = p.indices[e];
+      if (i >= totalk) throw new RangeError(`${name} chunk ${c}: index ${i} >= totalk ${totalk}`);
+      if (r > 0 && i === sorted[r - 1]) {
+        throw new RangeError(`${name} chunk ${c}: index ${i} appears twice`);
+      }
+      sorted[r] = i;
+      const v = p.values[e];
+      if (oneBit) {
+        if (v !== 1 && v !== -1) throw new RangeError(`${name} chunk ${c}: 1-bit value ${v}`);
+        valBits.bit(v < 0);
+      } else {
+        if (!Number.isFinite(v)) throw new RangeError(`${name} chunk ${c}: value ${v}`);
+        const h = toBf16(v);
+        if ((h & 0x7f80) === 0x7f80) {
+          throw new RangeError(`${name} chunk ${c}: ${v} overflows bf16`);
+        }
+        bf16[2 * (c * k + r)] = h & 0xff;
+        bf16[2 * (c * k + r) + 1] = h >>> 8;
+      }
+    }
+    writeIndices(idxBits, sorted, totalk);
+  }
+  return [meta, idxBits.finish(), oneBit ? valBits.finish() : bf16];
+}
+
+/** A bounds-checked cursor over the payload bytes. */
+class Cursor {
+  at = 0;
+  readonly view: DataView;
+  constructor(readonly bytes: Uint8Array) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+  need(n: number, where: string): void {
+    if (this.at + n > this.bytes.length) {
+      throw new PayloadDecodeError(
+        where,
+        `needs ${n} bytes at offset ${this.at}, payload has ${this.bytes.length}`,
+      );
+    }
+  }
+  u8(where: string): number {
+    this.need(1, where);
+    return this.view.getUint8(this.at++);
+  }
+  u32(where: string): number {
+    this.need(4, where);
+    const v = this.view.getUint32(this.at, true);
+    this.at += 4;
+    return v;
+  }
+  u64(where: string): number {
+    this.need(8, where);
+    const v = this.view.getBigUint64(this.at, true);
+    this.at += 8;
+    if (v > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new PayloadDecodeError(where, `${v} exceeds 2^53 - 1`);
+    }
+    return Number(v);
+  }
+  take(n: number, where: string): Uint8Array {
+    this.need(n, where);
+    const out = this.bytes.subarray(this.at, this.at + n);
+    this.at += n;
+    return out;
+  }
+}
+
+/**
+ * Decodes and validates an untrusted payload against the expected model. Checks the magic,
+ * version, flags, parameter count, every shape, totalk and k, every chunk's index code
+ * (exactly k distinct indices below totalk), value encoding (finite bf16; zero padding) and
+ * that no bytes trail. Throws only {@link PayloadDecodeError}; never returns a partial result.
+ * Entries come out sorted by index within each chunk.
+ */
+export function decodePayload(bytes: Uint8Array, expect: PayloadExpectation): DistroResult {
+  try {
+    return decodeUnchecked(bytes, expect);
+  } catch (e) {
+    if (e instanceof PayloadDecodeError) throw e;
+    // Defensive: any other failure is still reported as a bad payload, with its cause.
+    throw new PayloadDecodeError("payload", `unexpected ${e instanceof Error ? e.name : e}`);
+  }
+}
+
+function decodeUnchecked(bytes: Uint8Array, expect: PayloadExpectation): DistroResult {
+  const cur = new Cursor(bytes);
+  const magic = cur.take(4, "header magic");
+  if (!magic.every((b, i) => b === PAYLOAD_MAGIC[i])) {
+    throw new PayloadDecodeError("header magic", `expected "DTRO", found bytes [${magic}]`);
+  }
+  const version = cur.u8("header version");
+  if (version !== PAYLOAD_VERSION) {
+    throw new PayloadDecodeError("header version", `expected ${PAYLOAD_VERSION}, found ${version}`);
+  }
+  const flags = cur.u8("header flags");
+  const wantFlags = expect.quantize1bit ? FLAG_ONE_BIT : 0;
+  if (flags !== wantFlags) {
+    throw new PayloadDecodeError("header flags", `expected ${wantFlags}, found ${flags}`);
+  }
+  const step = cur.u32("header step");
+  const start = cur.u64("header batch start");
+  const end = cur.u64("header batch end");
+  if (end < start) {
+    throw new PayloadDecodeError("header batch", `end ${end} is before start ${start}`);
+  }
+  const trainerNonce = cur.u32("header trainer nonce");
+  const count = cur.u32("header parameter count");
+  if (count !== expect.layouts.length) {
+    throw new PayloadDecodeError(
+      "header parameter count",
+      `expected ${expect.layouts.length}, found ${count}`,
+    );
+  }
+  const params: SparseParam[] = [];
+  for (const [n, layout] of expect.layouts.entries()) {
+    params.push(decodeParam(cur, layout, `parameter ${n} ("${layout.name}")`, expect.quantize1bit));
+  }
+  if (cur.at !== bytes.length) {
+    throw new PayloadDecodeError("end", `${bytes.length - cur.at} trailing bytes`);
+  }
+  return { step, batch: { start, end }, trainerNonce, params };
+}
+
+function decodeParam(cur: Cursor, layout: ChunkLayout, where: string, oneBit: boolean) {
+  const rank = cur.u8(`${where} rank`);
+  const shape = layout.encodedShape;
+  if (rank !== shape.length) {
+    throw new PayloadDecodeError(`${where} rank`, `expected ${shape.length}, found ${rank}`);
+  }
+  const dims: number[] = [];
+  for (let i = 0; i < rank; i++) dims.push(cur.u32(`${where} shape`));
+  if (dims.some((d, i) => d !== shape[i])) {
+    throw new PayloadDecodeError(`${where} shape`, `expected [${shape}], found [${dims}]`);
+  }
+  const totalk = cur.u32(`${where} totalk`);
+  if (totalk !== layout.totalk) {
+    throw new PayloadDecodeError(`${where} totalk`, `expected ${layout.totalk}, found ${totalk}`);
+  }
+  const k = cur.u32(`${where} k`);
+  if (k !== layout.k) {
+    throw new PayloadDecodeError(`${where} k`, `expected ${layout.k}, found ${k}`);
+  }
+  const { chunks } = layout;
+  const idxBytes = cur.take(Math.ceil((chunks * indexCodeBits(k, totalk)) / 8), `${where} indices`);
+  const reader = new BitReader(idxBytes);
+  const indices = new Uint32Array(chunks * k);
+  for (let c = 0; c < chunks; c++) {
+    let problem;
+    try {
+      problem = readIndices(reader, indices, c * k, k, totalk);
+    } catch (e) {
+      if (e instanceof BitStreamEndError) {
+        throw new PayloadDecodeError(`${where} chunk ${c}`, "index code truncated");
+      }
+      throw e;
+    }
+    if (problem === "ones") {
+      throw new PayloadDecodeError(`${where} chunk ${c}`, `index code does not hold ${k} indices`);
+    }
+    if (problem === "range") {
+      throw new PayloadDecodeError(`${where} chunk ${c}`, `an index is >= totalk ${totalk}`);
+    }
+    if (problem === "order") {
+      throw new PayloadDecodeError(`${where} chunk ${c}`, "indices repeat or are out of order");
+    }
+  }
+  if (!reader.restIsZero()) {
+    throw new PayloadDecodeError(`${where} indices`, "nonzero padding bits");
+  }
+  const values = new Float32Array(chunks * k);
+  if (oneBit) {
+    const signBytes = cur.take(Math.ceil((chunks * k) / 8), `${where} signs`);
+    const signs = new BitReader(signBytes);
+    for (let e = 0; e < values.length; e++) values[e] = signs.bit() ? -1 : 1;
+    if (!signs.restIsZero()) throw new PayloadDecodeError(`${where} signs`, "nonzero padding bits");
+  } else {
+    const raw = cur.take(2 * chunks * k, `${where} values`);
+    for (let e = 0; e < values.length; e++) {
+      const h = raw[2 * e] | (raw[2 * e + 1] << 8);
+      if ((h & 0x7f80) === 0x7f80) {
+        throw new PayloadDecodeError(
+          `${where} chunk ${Math.floor(e / k)}`,
+          "non-finite bf16 value",
+        );
+      }
+      values[e] = fromBf16(h);
+    }
+  }
+  return { indices, values };
+}

@@ -1,0 +1,195 @@
+import assert from "node:assert/strict";
+import { ed25519 } from "@noble/curves/ed25519.js";
+import type { BatchId } from "../coordinator/types.ts";
+import { encodeFrame, FrameReader, writeFrame } from "../net/frame.ts";
+import { clientHandshake } from "../net/handshake.ts";
+import { toHex } from "../net/identity.ts";
+import { DataError } from "./errors.ts";
+import { LocalDataProvider } from "./local.ts";
+import { parseHostPort, TcpDataProvider } from "./tcp_client.ts";
+import {
+  DATA_SERVER_CONTEXT,
+  type DataServerMessage,
+  decodeDataClientMessage,
+  decodeDataServerMessage,
+  encodeDataClientMessage,
+  encodeDataServerMessage,
+} from "./tcp_messages.ts";
+import { type DataServerEvent, startDataServer } from "./tcp_server.ts";
+import { checkProviderCompliance } from "./testing/compliance.ts";
+import { closing, rows, writeFixtureDataset } from "./testing/fixtures.ts";
+
+const alice = new Uint8Array(32).fill(1);
+const mallory = new Uint8Array(32).fill(2);
+const aliceHex = toHex(ed25519.getPublicKey(alice));
+
+Deno.test("data messages round-trip and reject malformed bytes", () => {
+  const messages: DataServerMessage[] = [
+    { kind: "Info", seqLen: 128, numSequences: 2 ** 40 },
+    {
+      kind: "Samples",
+      batch: { start: 5, end: 6 },
+      seqLen: 2,
+      tokens: Uint32Array.of(1, 2, 3, 2 ** 32 - 1),
+    },
+    { kind: "Rejected", batch: { start: 1, end: 1 }, reason: "WrongDataIdForStep", detail: "x" },
+    { kind: "Failed", batch: { start: 0, end: 3 }, message: "disk on fire" },
+  ];
+  for (const m of messages) {
+    assert.deepEqual(decodeDataServerMessage(encodeDataServerMessage(m)), m);
+  }
+  const request = { kind: "RequestSamples" as const, batch: { start: 3, end: 9 } };
+  assert.deepEqual(decodeDataClientMessage(encodeDataClientMessage(request)), request);
+  const samples = encodeDataServerMessage(messages[1]);
+  assert.throws(
+    () => decodeDataServerMessage(samples.subarray(0, samples.length - 1)),
+    /2 sequences of 2 tokens need 16 token bytes, found 15/,
+  );
+  const inverted = encodeDataClientMessage({ kind: "RequestSamples", batch: { start: 9, end: 9 } });
+  inverted[16] = 8;
+  assert.throws(() => decodeDataClientMessage(inverted), /batch 9\.\.8: end is before start/);
+  assert.throws(() => decodeDataClientMessage(new Uint8Array([7])), /unknown tag 7/);
+  const rejected = encodeDataServerMessage(messages[2]);
+  rejected[17] = 99;
+  assert.throws(() => decodeDataServerMessage(rejected), /unknown reason code 99/);
+});
+
+Deno.test("TCP provider serves the same sequences as the local provider", async () => {
+  await using data = await writeFixtureDataset([90, 64, 41], { npy: [0] });
+  const seed = new Uint8Array(32).fill(5);
+  const shuffle = { kind: "Seeded" as const, seed };
+  await using local = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes", shuffle }),
+  );
+  await using server = startDataServer({ provider: local, authorize: () => "Allowed" });
+  await using remote = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+  await checkProviderCompliance(remote, data, 8, shuffle);
+});
+
+Deno.test("the server asks authorize() about each request, by the client's key", async () => {
+  await using data = await writeFixtureDataset([256]);
+  await using local = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes" }),
+  );
+  const asked: Array<[string, BatchId]> = [];
+  const events: DataServerEvent[] = [];
+  await using server = startDataServer({
+    provider: local,
+    authorize: (key, batch) => {
+      asked.push([toHex(key), batch]);
+      if (toHex(key) !== aliceHex) return "NotInThisRound";
+      return batch.start === 4 ? "Allowed" : "WrongDataIdForStep";
+    },
+    onEvent: (e) => events.push(e),
+  });
+  await using a = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+  await using m = closing(await TcpDataProvider.connect(server.address, { secretKey: mallory }));
+  const expected = rows(await local.getSamples({ start: 4, end: 7 }));
+  assert.deepEqual(rows(await a.getSamples({ start: 4, end: 7 })), expected);
+  await assert.rejects(a.getSamples({ start: 0, end: 3 }), (e: unknown) => {
+    assert.ok(e instanceof DataError);
+    assert.match(e.message, /rejected batch 0\.\.3: WrongDataIdForStep/);
+    return true;
+  });
+  await assert.rejects(m.getSamples({ start: 4, end: 7 }), /rejected batch 4\.\.7: NotInThisRound/);
+  // The connection survives a rejection.
+  assert.deepEqual(rows(await a.getSamples({ start: 4, end: 7 })), expected);
+  assert.deepEqual(asked.map(([k, b]) => [k === aliceHex, b.start]), [[true, 4], [true, 0], [
+    false,
+    4,
+  ], [true, 4]]);
+  assert.deepEqual(events.filter((e) => e.kind === "Served").length, 2);
+  assert.deepEqual(events.filter((e) => e.kind === "Rejected").length, 2);
+});
+
+Deno.test("out-of-range requests and provider failures are answered, not dropped", async () => {
+  await using data = await writeFixtureDataset([64]);
+  await using local = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes", vocabSize: 30 }),
+  );
+  await using server = startDataServer({ provider: local, authorize: () => "Allowed" });
+  await using client = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+  await assert.rejects(client.getSamples({ start: 6, end: 8 }), /OutOfRange.*has 8 sequences/);
+  // Token 5 of the first sequence is 36, outside a vocabulary of 30: the server says so.
+  await assert.rejects(client.getSamples({ start: 0, end: 0 }), (e: unknown) => {
+    assert.ok(e instanceof DataError);
+    assert.match(
+      e.message,
+      /failed to read batch 0\.\.0: .*000\.ds: token id >= vocab size 30 \(36\) at byte offset 10/,
+    );
+    assert.equal(e.retryable, true);
+    return true;
+  });
+});
+
+Deno.test("a client without a valid handshake gets no data", async () => {
+  await using data = await writeFixtureDataset([64]);
+  await using local = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes" }),
+  );
+  let authorized = 0;
+  await using server = startDataServer({
+    provider: local,
+    authorize: () => (authorized++, "Allowed"),
+  });
+  const { hostname, port } = parseHostPort(server.address);
+  const conn = await Deno.connect({ hostname, port });
+  try {
+    // Skip the handshake and ask for data straight away.
+    const frames = new FrameReader(conn, { maxFrameBytes: 1 << 20 });
+    await frames.next(); // the Challenge
+    await writeFrame(
+      conn,
+      encodeDataClientMessage({ kind: "RequestSamples", batch: { start: 0, end: 0 } }),
+    );
+    // The server closes the connection without serving anything.
+    assert.equal(await frames.next(), null);
+  } finally {
+    conn.close();
+  }
+  assert.equal(authorized, 0);
+});
+
+Deno.test("a malformed request closes the connection; the client reconnects", async () => {
+  await using data = await writeFixtureDataset([64]);
+  await using local = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes" }),
+  );
+  const events: DataServerEvent[] = [];
+  await using server = startDataServer({
+    provider: local,
+    authorize: () => "Allowed",
+    onEvent: (e) => events.push(e),
+  });
+  const { hostname, port } = parseHostPort(server.address);
+  const conn = await Deno.connect({ hostname, port });
+  try {
+    const frames = new FrameReader(conn, { maxFrameBytes: 1 << 20 });
+    await clientHandshake(conn, frames, { context: DATA_SERVER_CONTEXT, secretKey: alice });
+    await conn.write(encodeFrame(new Uint8Array([1, 0, 0])));
+    assert.equal(await frames.next(), null);
+  } finally {
+    conn.close();
+  }
+  const dropped = events.find((e) => e.kind === "Disconnected" && e.error);
+  assert.match(String((dropped as { error: Error }).error), /ProtocolError: RequestSamples/);
+
+  // A provider whose connection the server cut recovers on the next request.
+  await using client = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+  await server.close();
+  await assert.rejects(client.getSamples({ start: 0, end: 0 }), DataError);
+  await using again = startDataServer({ provider: local, authorize: () => "Allowed", port });
+  assert.deepEqual(
+    rows(await client.getSamples({ start: 1, end: 1 })),
+    rows(await local.getSamples({ start: 1, end: 1 })),
+  );
+  assert.equal(again.port, port);
+});
+
+Deno.test("parseHostPort accepts host:port and [v6]:port only", () => {
+  assert.deepEqual(parseHostPort("127.0.0.1:20001"), { hostname: "127.0.0.1", port: 20001 });
+  assert.deepEqual(parseHostPort("[::1]:8"), { hostname: "::1", port: 8 });
+  for (const bad of ["localhost", "host:0", "host:70000", ":80", "a:b:1"]) {
+    assert.throws(() => parseHostPort(bad), DataError, bad);
+  }
+});

@@ -1,0 +1,129 @@
+/**
+ * Content this node serves over the payload protocol, addressed by sha256 and optionally by name.
+ *
+ * DisTrO results are stored with the step they belong to and dropped with `forgetBefore` once
+ * no peer can still need them (Psyche deletes results older than current step - 2); model
+ * parameters for P2P model sharing are stored under names ("config", a tensor's name) and
+ * replaced or forgotten explicitly. No I/O; hashing is synchronous `node:crypto`.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+
+/** A sha256 content hash as 64 lowercase hex characters (the key used throughout the store). */
+export type ContentHash = string;
+
+/** sha256 of `bytes` as lowercase hex. */
+export function contentHash(bytes: Uint8Array): ContentHash {
+  return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** Hex string to 32 bytes. Throws `RangeError` unless given 64 hex characters. */
+export function hashToBytes(hash: ContentHash): Uint8Array {
+  if (!/^[0-9a-f]{64}$/.test(hash)) {
+    throw new RangeError(`content hash must be 64 lowercase hex characters, found "${hash}"`);
+  }
+  return Uint8Array.from(hash.match(/../g)!, (pair) => parseInt(pair, 16));
+}
+
+/** 32 bytes to a hex content hash. */
+export function hashFromBytes(bytes: Uint8Array): ContentHash {
+  if (bytes.length !== 32) {
+    throw new RangeError(`content hash must be 32 bytes, found ${bytes.length}`);
+  }
+  let out = "";
+  for (const b of bytes) out += b.toString(16).padStart(2, "0");
+  return out;
+}
+
+/** Where a stored item came from and when it may go. */
+export interface ProvideOptions {
+  /** Also serve it under this name (replacing what the name pointed to before). */
+  name?: string;
+  /** The training step it belongs to, for `forgetBefore`. Omit for content kept until forgotten. */
+  step?: number;
+}
+
+interface Entry {
+  bytes: Uint8Array;
+  step?: number;
+}
+
+/** Hash-addressed bytes with an optional name index. */
+export class ContentStore {
+  #byHash = new Map<ContentHash, Entry>();
+  #byName = new Map<string, ContentHash>();
+  #totalBytes = 0;
+
+  /**
+   * Stores `bytes` (without copying: the caller must not change them afterwards) and returns
+   * their hash. Storing the same bytes again keeps one copy; a given `step` replaces the old one.
+   */
+  put(bytes: Uint8Array, options: ProvideOptions = {}): ContentHash {
+    if (options.step !== undefined && (!Number.isSafeInteger(options.step) || options.step < 0)) {
+      throw new RangeError(`step must be a non-negative integer, found ${options.step}`);
+    }
+    const hash = contentHash(bytes);
+    const existing = this.#byHash.get(hash);
+    if (existing === undefined) {
+      this.#byHash.set(hash, { bytes, step: options.step });
+      this.#totalBytes += bytes.length;
+    } else if (options.step !== undefined) {
+      existing.step = options.step;
+    }
+    if (options.name !== undefined) this.#byName.set(options.name, hash);
+    return hash;
+  }
+
+  /** The bytes for `hash`, if stored. */
+  get(hash: ContentHash): Uint8Array | undefined {
+    return this.#byHash.get(hash)?.bytes;
+  }
+
+  /** The hash a name points to, if any. */
+  hashOfName(name: string): ContentHash | undefined {
+    return this.#byName.get(name);
+  }
+
+  /** Whether `hash` is stored. */
+  has(hash: ContentHash): boolean {
+    return this.#byHash.has(hash);
+  }
+
+  /** Number of distinct items stored. */
+  get size(): number {
+    return this.#byHash.size;
+  }
+
+  /** Total bytes stored. */
+  get totalBytes(): number {
+    return this.#totalBytes;
+  }
+
+  /** Drops the given hashes (and any names pointing to them). Returns how many were stored. */
+  forget(hashes: Iterable<ContentHash>): number {
+    let removed = 0;
+    const gone = new Set<ContentHash>();
+    for (const hash of hashes) {
+      const entry = this.#byHash.get(hash);
+      if (entry === undefined) continue;
+      this.#byHash.delete(hash);
+      this.#totalBytes -= entry.bytes.length;
+      gone.add(hash);
+      removed++;
+    }
+    if (gone.size > 0) {
+      for (const [name, hash] of this.#byName) if (gone.has(hash)) this.#byName.delete(name);
+    }
+    return removed;
+  }
+
+  /** Drops every item stored with a step below `step`. Returns how many were dropped. */
+  forgetBefore(step: number): number {
+    const old: ContentHash[] = [];
+    for (const [hash, entry] of this.#byHash) {
+      if (entry.step !== undefined && entry.step < step) old.push(hash);
+    }
+    return this.forget(old);
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * How a download walks its providers: try each usable provider in order with a per-attempt
+ * timeout; a provider that served bytes not matching the requested hash is marked bad and never
+ * asked again; when every provider failed, wait `backoffMs * 2^round` (capped) and go round
+ * again, up to `retries` extra rounds (Psyche's DisTrO-result policy: 2 s x 2^n, 3 retries).
+ *
+ * The transfer itself is the `attempt` callback and time is injected (`sleep`, `timeout`), so
+ * the policy is tested without a network or a clock.
+ *
+ * @module
+ */
+
+/** Retry and timeout settings for one download. */
+export interface RetryPolicy {
+  /** Milliseconds one attempt against one provider may take. */
+  attemptTimeoutMs: number;
+  /** Extra rounds over all providers after the first one fails. */
+  retries: number;
+  /** Wait before the first retry round; doubled each round. */
+  backoffMs: number;
+  /** Longest wait between rounds. */
+  maxBackoffMs: number;
+}
+
+/** Psyche's DisTrO-result policy, with a 30 s attempt timeout for our small payloads. */
+export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = {
+  attemptTimeoutMs: 30_000,
+  retries: 3,
+  backoffMs: 2_000,
+  maxBackoffMs: 30_000,
+};
+
+/** Why one attempt at one provider failed. */
+export type AttemptFailureCode =
+  | "not-found"
+  | "hash-mismatch"
+  | "too-large"
+  | "protocol"
+  | "timeout"
+  | "unreachable";
+
+/** One attempt at one provider failed; `code` says why. Thrown by attempt functions. */
+export class PayloadAttemptError extends Error {
+  /** Why the attempt failed. */
+  readonly code: AttemptFailureCode;
+  /** Builds the error. */
+  constructor(code: AttemptFailureCode, message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "PayloadAttemptError";
+    this.code = code;
+  }
+}
+
+/** One failed attempt, as recorded in a `PayloadFetchError`. */
+export interface FailedAttempt {
+  provider: string;
+  round: number;
+  code: AttemptFailureCode;
+  message: string;
+}
+
+/** Every provider failed in every round (or none was usable). */
+export class PayloadFetchError extends Error {
+  /** What each attempt ran into, in order. */
+  readonly attempts: FailedAttempt[];
+  /** Builds the error; the message summarises the attempts. */
+  constructor(what: string, attempts: FailedAttempt[]) {
+    const summary = attempts.length === 0
+      ? "no usable provider"
+      : attempts.map((a) => `${a.provider.slice(-8)}: ${a.code}`).join(", ");
+    super(`Cannot fetch ${what}: ${summary}`);
+    this.name = "PayloadFetchError";
+    this.attempts = attempts;
+  }
+}
+
+/** Options for `withFallback`. */
+export interface FallbackOptions {
+  /** What is being fetched, for error messages. */
+  what: string;
+  policy: RetryPolicy;
+  /** Aborts the whole download (rejects with the signal's reason). */
+  signal?: AbortSignal;
+  /** Whether a provider is known bad (skipped). */
+  isBad: (provider: string) => boolean;
+  /** Called when a provider served bytes that do not match the hash. */
+  markBad: (provider: string) => void;
+  /** Waits `ms` (rejecting if `signal` aborts). Default: a timer. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** A signal that aborts after `ms`. Default: `AbortSignal.timeout`. */
+  timeout?: (ms: number) => AbortSignal;
+}
+
+/** Waits `ms` milliseconds, or rejects with the signal's reason when it aborts first. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    signal?.throwIfAborted();
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * Runs `attempt(provider, signal)` over `providers` per the policy and returns the first
+ * success. Throws `PayloadFetchError` when all fail, or the caller's abort reason.
+ */
+export async function withFallback<T>(
+  providers: readonly string[],
+  attempt: (provider: string, signal: AbortSignal) => Promise<T>,
+  options: FallbackOptions,
+): Promise<T> {
+  const { policy, signal } = options;
+  const wait = options.sleep ?? sleep;
+  const timeout = options.timeout ?? ((ms: number) => AbortSignal.timeout(ms));
+  const failures: FailedAttempt[] = [];
+  for (let round = 0; round <= policy.retries; round++) {
+    if (round > 0) {
+      const delay = Math.min(policy.maxBackoffMs, policy.backoffMs * 2 ** (round - 1));
+      await wait(delay, signal);
+    }
+    const usable = providers.filter((p) => !options.isBad(p));
+    if (usable.length === 0) break;
+    for (const provider of usable) {
+      signal?.throwIfAborted();
+      const timer = timeout(policy.attemptTimeoutMs);
+      const attemptSignal = signal ? AbortSignal.any([signal, timer]) : timer;
+      try {
+        return await attempt(provider, attemptSignal);
+      } catch (error) {
+        signal?.throwIfAborted();
+        const failure = classify(error, timer);
+        failures.push({ provider, round, ...failure });
+        if (failure.code === "hash-mismatch") options.markBad(provider);
+      }
+    }
+  }
+  throw new PayloadFetchError(options.what, failures);
+}
+
+function classify(
+  error: unknown,
+  timer: AbortSignal,
+): { code: AttemptFailureCode; message: string } {
+  if (error instanceof PayloadAttemptError) return { code: error.code, message: error.message };
+  const message = error instanceof Error ? error.message : String(error);
+  if (timer.aborted) return { code: "timeout", message };
+  return { code: "unreachable", message };
+}

@@ -1,0 +1,108 @@
+import assert from "node:assert/strict";
+import {
+  type AttemptFailureCode,
+  PayloadAttemptError,
+  PayloadFetchError,
+  type RetryPolicy,
+  withFallback,
+} from "./fallback.ts";
+
+const policy: RetryPolicy = {
+  attemptTimeoutMs: 1000,
+  retries: 2,
+  backoffMs: 100,
+  maxBackoffMs: 150,
+};
+
+/** A scripted set of providers: each call consumes the next outcome for that provider. */
+function scripted(outcomes: Record<string, Array<AttemptFailureCode | "ok" | "hang">>) {
+  const calls: string[] = [];
+  const sleeps: number[] = [];
+  const bad = new Set<string>();
+  const attempt = (provider: string, signal: AbortSignal): Promise<string> => {
+    calls.push(provider);
+    const outcome = outcomes[provider].shift() ?? "unreachable";
+    if (outcome === "ok") return Promise.resolve(`bytes from ${provider}`);
+    if (outcome === "hang") {
+      return new Promise((_, reject) =>
+        signal.addEventListener("abort", () => reject(new Error("aborted")))
+      );
+    }
+    return Promise.reject(new PayloadAttemptError(outcome, `${provider} said ${outcome}`));
+  };
+  const timers: AbortController[] = [];
+  const options = {
+    what: "payload x",
+    policy,
+    isBad: (p: string) => bad.has(p),
+    markBad: (p: string) => void bad.add(p),
+    sleep: (ms: number) => {
+      sleeps.push(ms);
+      return Promise.resolve();
+    },
+    timeout: () => {
+      const c = new AbortController();
+      timers.push(c);
+      return c.signal;
+    },
+  };
+  return { attempt, options, calls, sleeps, bad, timers };
+}
+
+Deno.test("the first provider that succeeds wins; earlier ones are tried in order", async () => {
+  const s = scripted({ a: ["not-found"], b: ["ok"], c: ["ok"] });
+  assert.equal(await withFallback(["a", "b", "c"], s.attempt, s.options), "bytes from b");
+  assert.deepEqual(s.calls, ["a", "b"]);
+  assert.deepEqual(s.sleeps, []);
+});
+
+Deno.test("a provider serving mismatching bytes is marked bad and skipped afterwards", async () => {
+  const s = scripted({ a: ["hash-mismatch"], b: ["unreachable", "ok"] });
+  assert.equal(await withFallback(["a", "b"], s.attempt, s.options), "bytes from b");
+  assert.deepEqual(s.calls, ["a", "b", "b"]);
+  assert.deepEqual([...s.bad], ["a"]);
+  assert.deepEqual(s.sleeps, [100]);
+});
+
+Deno.test("rounds back off exponentially up to the cap, then the error lists every attempt", async () => {
+  const s = scripted({ a: [], b: [] });
+  const error = await withFallback(["a", "b"], s.attempt, s.options).catch((e) => e);
+  assert.ok(error instanceof PayloadFetchError);
+  assert.deepEqual(s.sleeps, [100, 150]);
+  assert.equal(error.attempts.length, 6);
+  assert.deepEqual(error.attempts.map((a: { round: number }) => a.round), [0, 0, 1, 1, 2, 2]);
+  assert.match(error.message, /Cannot fetch payload x: a: unreachable, b: unreachable/);
+});
+
+Deno.test("all providers bad or none given: fails at once", async () => {
+  const s = scripted({});
+  s.bad.add("a");
+  const error = await withFallback(["a"], s.attempt, s.options).catch((e) => e);
+  assert.ok(error instanceof PayloadFetchError);
+  assert.match(error.message, /no usable provider/);
+  assert.deepEqual(s.calls, []);
+});
+
+Deno.test("a hung attempt times out and the next provider is tried", async () => {
+  const s = scripted({ a: ["hang"], b: ["ok"] });
+  const result = withFallback(["a", "b"], s.attempt, s.options);
+  await Promise.resolve();
+  s.timers[0].abort();
+  assert.equal(await result, "bytes from b");
+  const s2 = scripted({ a: ["hang"] });
+  const p2 = withFallback(["a"], s2.attempt, { ...s2.options, policy: { ...policy, retries: 0 } });
+  await Promise.resolve();
+  s2.timers[0].abort();
+  const error = await p2.catch((e) => e);
+  assert.equal(error.attempts[0].code, "timeout");
+});
+
+Deno.test("the caller's abort ends the download with its reason", async () => {
+  const s = scripted({ a: ["hang"], b: ["ok"] });
+  const controller = new AbortController();
+  const result = withFallback(["a", "b"], s.attempt, { ...s.options, signal: controller.signal });
+  await Promise.resolve();
+  controller.abort(new Error("round over"));
+  await assert.rejects(result, /round over/);
+  assert.deepEqual(s.calls, ["a"]);
+});

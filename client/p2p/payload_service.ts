@@ -1,0 +1,432 @@
+/**
+ * Payload transfers between participants over the `/psyche/payload/1` stream protocol.
+ *
+ * A node `provide`s bytes (a DisTrO result, a model tensor, a config) and gets back their sha256
+ * hash, which it announces over gossip. Others `fetch(hash, { providers })`: the request goes to
+ * one provider at a time (see `fallback.ts` for the order, timeouts, retries and back-off), the
+ * response's declared length is checked against the caller's limit before a byte of content is
+ * accepted, and the bytes are hashed on arrival: a provider whose bytes do not match is marked
+ * bad and not asked again. At most `maxConcurrentDownloads` transfers run at once.
+ *
+ * Content can also be provided under a name (P2P model sharing asks for "config" and then for
+ * each tensor by name); `fetchNamed` returns the bytes with the hash the provider declared,
+ * checked against the bytes.
+ *
+ * @module
+ */
+import type { Connection, PeerId, Stream } from "@libp2p/interface";
+import { peerIdFromString } from "@libp2p/peer-id";
+import type { PublicKeyBytes } from "../../coordinator/types.ts";
+import {
+  type ContentHash,
+  contentHash,
+  ContentStore,
+  hashFromBytes,
+  hashToBytes,
+  type ProvideOptions,
+} from "./content_store.ts";
+import {
+  DEFAULT_RETRY_POLICY,
+  PayloadAttemptError,
+  type RetryPolicy,
+  withFallback,
+} from "./fallback.ts";
+import { peerIdOf } from "./identity.ts";
+import { Limiter } from "./limiter.ts";
+import type { P2PNode } from "./node.ts";
+import {
+  decodeRequest,
+  decodeResponseHeader,
+  encodeRequest,
+  encodeResponseHeader,
+  MAX_REQUEST_BYTES,
+  PAYLOAD_PROTOCOL,
+  type PayloadRequest,
+  type ResponseHeader,
+} from "./payload_wire.ts";
+import { StreamReader } from "./stream_reader.ts";
+
+/** Largest payload accepted by default: 512 MiB (a 1.2B model's largest tensor is ~130 MB). */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 512 * 1024 * 1024;
+/** Transfers at once, by default (Psyche's `--max-concurrent-parameter-requests`). */
+export const DEFAULT_MAX_CONCURRENT_DOWNLOADS = 8;
+/** Bytes per `stream.send` when serving: large enough to amortise per-frame costs. */
+export const DEFAULT_CHUNK_BYTES = 1024 * 1024;
+/** How long a provider waits for a complete request. */
+export const REQUEST_TIMEOUT_MS = 10_000;
+
+/** Options for `PayloadService.start`. */
+export interface PayloadServiceOptions {
+  /** Transfers (attempts) that may run at once across all fetches. */
+  maxConcurrentDownloads?: number;
+  /** Hard cap on any response's declared length; larger ones are refused before reading. */
+  maxPayloadBytes?: number;
+  /** Retry, timeout and back-off settings for fetches (merged over `DEFAULT_RETRY_POLICY`). */
+  retry?: Partial<RetryPolicy>;
+  /** Bytes per send when serving. */
+  chunkBytes?: number;
+  /** Inbound payload streams a provider serves at once. Default 64. */
+  maxInboundStreams?: number;
+}
+
+/** Options for `fetch` and `fetchNamed`. */
+export interface FetchOptions {
+  /** Who may have the content, by public key, best first. Our own key is skipped. */
+  providers: readonly PublicKeyBytes[];
+  /** Aborts the fetch (all attempts and waits). */
+  signal?: AbortSignal;
+  /** Refuse responses longer than this (and the service's `maxPayloadBytes`). */
+  maxBytes?: number;
+  /** The exact length announced (e.g. `TrainingResult.payloadSize`); anything else is refused. */
+  expectedSize?: number;
+  /** Also provide the fetched bytes from now on, with these options. */
+  provideAs?: ProvideOptions;
+}
+
+/** Counters of this node's transfers. */
+export interface PayloadStats {
+  served: number;
+  servedBytes: number;
+  fetched: number;
+  fetchedBytes: number;
+  failedAttempts: number;
+  peakConcurrentDownloads: number;
+}
+
+/** Serves this node's content and fetches others'. Start with `PayloadService.start(node)`. */
+export class PayloadService {
+  /** What this node serves. */
+  readonly store = new ContentStore();
+  readonly #node: P2PNode;
+  readonly #limiter: Limiter;
+  readonly #maxPayloadBytes: number;
+  readonly #policy: RetryPolicy;
+  readonly #chunkBytes: number;
+  readonly #bad = new Set<string>();
+  readonly #stats = {
+    served: 0,
+    servedBytes: 0,
+    fetched: 0,
+    fetchedBytes: 0,
+    failedAttempts: 0,
+  };
+
+  private constructor(node: P2PNode, options: PayloadServiceOptions) {
+    this.#node = node;
+    this.#limiter = new Limiter(options.maxConcurrentDownloads ?? DEFAULT_MAX_CONCURRENT_DOWNLOADS);
+    this.#maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+    this.#policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+    this.#chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+    checkPositive("maxPayloadBytes", this.#maxPayloadBytes);
+    checkPositive("chunkBytes", this.#chunkBytes);
+  }
+
+  /** Registers the payload protocol on `node` and returns the service. */
+  static async start(node: P2PNode, options: PayloadServiceOptions = {}): Promise<PayloadService> {
+    const service = new PayloadService(node, options);
+    await node.libp2p.handle(
+      PAYLOAD_PROTOCOL,
+      (stream: Stream, connection: Connection) => service.#serve(stream, connection),
+      { maxInboundStreams: options.maxInboundStreams ?? 64, maxOutboundStreams: 64 },
+    );
+    return service;
+  }
+
+  /** A snapshot of the counters. */
+  get stats(): PayloadStats {
+    return { ...this.#stats, peakConcurrentDownloads: this.#limiter.peak };
+  }
+
+  /**
+   * Serves `bytes` from now on (they are not copied: do not change them) and returns their hash.
+   * With `name`, also serves them under that name; with `step`, `forgetBefore` can drop them.
+   */
+  provide(bytes: Uint8Array, options: ProvideOptions = {}): ContentHash {
+    return this.store.put(bytes, options);
+  }
+
+  /** Stops serving the given hashes. Returns how many were served. */
+  forget(hashes: Iterable<ContentHash>): number {
+    return this.store.forget(hashes);
+  }
+
+  /** Stops serving content stored for steps below `step` (Psyche keeps the last two). */
+  forgetBefore(step: number): number {
+    return this.store.forgetBefore(step);
+  }
+
+  /** Peer ids of providers marked bad (they served bytes that did not match their hash). */
+  badProviders(): string[] {
+    return [...this.#bad];
+  }
+
+  /** Gives every provider marked bad another chance (e.g. at a new epoch). */
+  clearBadProviders(): void {
+    this.#bad.clear();
+  }
+
+  /**
+   * Fetches the content with sha256 `hash` from one of `providers`, verified. Throws
+   * `PayloadFetchError` listing each failed attempt when no provider delivered.
+   */
+  async fetch(hash: ContentHash, options: FetchOptions): Promise<Uint8Array> {
+    const expected = hashToBytes(hash);
+    const local = this.store.get(hash);
+    if (local !== undefined) return local;
+    const { bytes } = await this.#fetch(
+      { kind: "ByHash", hash: expected },
+      `payload ${hash}`,
+      options,
+    );
+    return bytes;
+  }
+
+  /**
+   * Fetches the content a provider serves under `name`, with the hash it declared (checked
+   * against the bytes). Different providers may serve different content under a name: compare
+   * the hash with what you expect when you know it.
+   */
+  fetchNamed(
+    name: string,
+    options: FetchOptions,
+  ): Promise<{ hash: ContentHash; bytes: Uint8Array }> {
+    return this.#fetch({ kind: "ByName", name }, `blob "${name}"`, options);
+  }
+
+  /** Stops serving the payload protocol. The node keeps running. */
+  async close(): Promise<void> {
+    if (this.#node.libp2p.status === "started") await this.#node.libp2p.unhandle(PAYLOAD_PROTOCOL);
+  }
+
+  async #fetch(
+    request: PayloadRequest,
+    what: string,
+    options: FetchOptions,
+  ): Promise<{ hash: ContentHash; bytes: Uint8Array }> {
+    const limit = Math.min(options.maxBytes ?? Infinity, this.#maxPayloadBytes);
+    if (options.expectedSize !== undefined && options.expectedSize > limit) {
+      throw new RangeError(
+        `${what}: expected size ${options.expectedSize} exceeds the limit ${limit}`,
+      );
+    }
+    const self = this.#node.peerId.toString();
+    const providers = [...new Set(options.providers.map((key) => peerIdOf(key).toString()))]
+      .filter((id) => id !== self);
+    const result = await withFallback(
+      providers,
+      (provider, signal) =>
+        this.#limiter.run(
+          () => this.#attempt(peerIdFromString(provider), request, { limit, ...options }, signal),
+          signal,
+        ).catch((error) => {
+          this.#stats.failedAttempts++;
+          throw error;
+        }),
+      {
+        what,
+        policy: this.#policy,
+        signal: options.signal,
+        isBad: (p) => this.#bad.has(p),
+        markBad: (p) => this.#bad.add(p),
+      },
+    );
+    this.#stats.fetched++;
+    this.#stats.fetchedBytes += result.bytes.length;
+    if (options.provideAs !== undefined) this.store.put(result.bytes, options.provideAs);
+    return result;
+  }
+
+  async #attempt(
+    peer: PeerId,
+    request: PayloadRequest,
+    checks: { limit: number; expectedSize?: number },
+    signal: AbortSignal,
+  ): Promise<{ hash: ContentHash; bytes: Uint8Array }> {
+    const stream = await this.#node.libp2p.dialProtocol(peer, PAYLOAD_PROTOCOL, { signal });
+    const reader = new StreamReader(stream);
+    const onAbort = () => stream.abort(new Error(`payload request aborted: ${signal.reason}`));
+    signal.addEventListener("abort", onAbort, { once: true });
+    try {
+      stream.send(encodeRequest(request));
+      await stream.close({ signal });
+      const { header, rest } = await readHeader(reader);
+      if (header.status !== "Ok") {
+        throw header.status === "NotFound"
+          ? new PayloadAttemptError("not-found", "provider does not have it")
+          : new PayloadAttemptError("protocol", "provider refused our request as malformed");
+      }
+      if (request.kind === "ByHash" && !equalBytes(header.hash, request.hash)) {
+        throw new PayloadAttemptError(
+          "protocol",
+          `provider answered with hash ${hashFromBytes(header.hash)}`,
+        );
+      }
+      if (header.length > checks.limit) {
+        throw new PayloadAttemptError(
+          "too-large",
+          `response declares ${header.length} bytes, the limit is ${checks.limit}`,
+        );
+      }
+      if (checks.expectedSize !== undefined && header.length !== checks.expectedSize) {
+        throw new PayloadAttemptError(
+          header.length > checks.expectedSize ? "too-large" : "protocol",
+          `response declares ${header.length} bytes, ${checks.expectedSize} were announced`,
+        );
+      }
+      const bytes = await readBody(reader, header.length, rest);
+      const hash = contentHash(bytes);
+      if (hash !== hashFromBytes(header.hash)) {
+        throw new PayloadAttemptError(
+          "hash-mismatch",
+          `received bytes hash to ${hash}, expected ${hashFromBytes(header.hash)}`,
+        );
+      }
+      return { hash, bytes };
+    } catch (error) {
+      stream.abort(error instanceof Error ? error : new Error(String(error)));
+      throw error;
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      reader.release();
+    }
+  }
+
+  async #serve(stream: Stream, _connection: Connection): Promise<void> {
+    const reader = new StreamReader(stream);
+    const timer = setTimeout(
+      () => stream.abort(new Error(`no complete request within ${REQUEST_TIMEOUT_MS} ms`)),
+      REQUEST_TIMEOUT_MS,
+    );
+    try {
+      let request: PayloadRequest | undefined;
+      try {
+        request = await readRequest(reader);
+      } catch (error) {
+        stream.send(encodeResponseHeader({ status: "BadRequest" }));
+        await stream.close();
+        throw error;
+      } finally {
+        clearTimeout(timer);
+      }
+      const hash = request.kind === "ByHash"
+        ? hashFromBytes(request.hash)
+        : this.store.hashOfName(request.name);
+      const bytes = hash === undefined ? undefined : this.store.get(hash);
+      if (hash === undefined || bytes === undefined) {
+        stream.send(encodeResponseHeader({ status: "NotFound" }));
+        await stream.close();
+        return;
+      }
+      const header = encodeResponseHeader({
+        status: "Ok",
+        hash: hashToBytes(hash),
+        length: bytes.length,
+      });
+      await sendChunked(stream, [header, bytes], this.#chunkBytes);
+      await stream.close();
+      this.#stats.served++;
+      this.#stats.servedBytes += bytes.length;
+    } catch (error) {
+      stream.abort(error instanceof Error ? error : new Error(String(error)));
+    } finally {
+      reader.release();
+    }
+  }
+}
+
+/** Sends `parts` in chunks of at most `chunkBytes`, waiting for drain when the muxer asks. */
+export async function sendChunked(
+  stream: Stream,
+  parts: readonly Uint8Array[],
+  chunkBytes: number,
+): Promise<void> {
+  for (const part of parts) {
+    for (let offset = 0; offset < part.length; offset += chunkBytes) {
+      if (!stream.send(part.subarray(offset, offset + chunkBytes))) await stream.onDrain();
+    }
+  }
+}
+
+async function readRequest(reader: StreamReader): Promise<PayloadRequest> {
+  let buffer: Uint8Array = new Uint8Array(0);
+  while (true) {
+    const chunk = await reader.next();
+    if (chunk === undefined) {
+      throw new PayloadAttemptError("protocol", `request ended after ${buffer.length} bytes`);
+    }
+    buffer = concat(buffer, chunk);
+    if (buffer.length > MAX_REQUEST_BYTES) {
+      throw new PayloadAttemptError("protocol", `request longer than ${MAX_REQUEST_BYTES} bytes`);
+    }
+    const request = decodeRequest(buffer);
+    if (request !== undefined) return request;
+  }
+}
+
+async function readHeader(
+  reader: StreamReader,
+): Promise<{ header: ResponseHeader; rest: Uint8Array }> {
+  let buffer: Uint8Array = new Uint8Array(0);
+  while (true) {
+    const chunk = await reader.next();
+    if (chunk === undefined) {
+      throw new PayloadAttemptError(
+        "protocol",
+        `response ended after ${buffer.length} header bytes`,
+      );
+    }
+    buffer = concat(buffer, chunk);
+    let decoded;
+    try {
+      decoded = decodeResponseHeader(buffer);
+    } catch (error) {
+      throw new PayloadAttemptError("protocol", (error as Error).message, { cause: error });
+    }
+    if (decoded !== undefined) {
+      return { header: decoded.header, rest: buffer.subarray(decoded.size) };
+    }
+  }
+}
+
+async function readBody(
+  reader: StreamReader,
+  length: number,
+  first: Uint8Array,
+): Promise<Uint8Array> {
+  const out = new Uint8Array(length);
+  let filled = 0;
+  let chunk: Uint8Array | undefined = first;
+  while (chunk !== undefined) {
+    if (filled + chunk.length > length) {
+      throw new PayloadAttemptError(
+        "protocol",
+        `provider sent more than the ${length} bytes it declared`,
+      );
+    }
+    out.set(chunk, filled);
+    filled += chunk.length;
+    chunk = await reader.next();
+  }
+  if (filled < length) {
+    throw new PayloadAttemptError("protocol", `response ended after ${filled} of ${length} bytes`);
+  }
+  return out;
+}
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  if (a.length === 0) return b;
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
+
+function checkPositive(what: string, value: number): void {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`${what} must be a positive integer, found ${value}`);
+  }
+}

@@ -1,0 +1,192 @@
+import assert from "node:assert/strict";
+import type { Stream } from "@libp2p/interface";
+import { createP2PNode, type P2PNode } from "./node.ts";
+import { PayloadService, type PayloadServiceOptions, sendChunked } from "./payload_service.ts";
+import { PayloadFetchError } from "./fallback.ts";
+import { contentHash, hashToBytes } from "./content_store.ts";
+import { decodeRequest, encodeResponseHeader, PAYLOAD_PROTOCOL } from "./payload_wire.ts";
+import { StreamReader } from "./stream_reader.ts";
+import { testPublic, testSecret } from "./test_util.ts";
+
+const FAST_RETRY = { attemptTimeoutMs: 2000, retries: 1, backoffMs: 10, maxBackoffMs: 10 };
+
+function randomBytes(n: number, seed: number): Uint8Array {
+  const out = new Uint8Array(n);
+  let x = seed * 2654435761 >>> 0 || 1;
+  for (let i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    out[i] = x & 0xff;
+  }
+  return out;
+}
+
+interface Peer {
+  node: P2PNode;
+  payloads: PayloadService;
+}
+
+/** `count` connected participants that all allow each other, each running the payload service. */
+async function swarm(
+  count: number,
+  options: PayloadServiceOptions = {},
+): Promise<Peer[] & AsyncDisposable> {
+  const keys = Array.from({ length: count }, (_, i) => testPublic(i + 1));
+  const peers: Peer[] = [];
+  for (let i = 0; i < count; i++) {
+    const node = await createP2PNode({ secretKey: testSecret(i + 1), allowedPeers: keys });
+    peers.push({
+      node,
+      payloads: await PayloadService.start(node, { retry: FAST_RETRY, ...options }),
+    });
+  }
+  for (let i = 1; i < count; i++) await peers[i].node.connect(peers[0].node.addresses()[0]);
+  // Let everyone learn everyone's address so any pair can dial.
+  for (let i = 1; i < count; i++) {
+    for (let j = 1; j < count; j++) {
+      if (i !== j) {
+        await peers[i].node.libp2p.peerStore.merge(peers[j].node.peerId, {
+          multiaddrs: peers[j].node.addresses(),
+        });
+      }
+    }
+  }
+  return Object.assign(peers, {
+    async [Symbol.asyncDispose]() {
+      await Promise.all(peers.map((p) => p.node.stop()));
+    },
+  });
+}
+
+Deno.test("fetch from a provider returns the verified bytes, and names work too", async () => {
+  await using peers = await swarm(2);
+  const [a, b] = peers;
+  const payload = randomBytes(3 * 1024 * 1024 + 17, 1); // several chunks, odd tail
+  const hash = a.payloads.provide(payload, { step: 4, name: "result-4" });
+  const got = await b.payloads.fetch(hash, {
+    providers: [a.node.publicKey],
+    expectedSize: payload.length,
+  });
+  assert.equal(contentHash(got), hash);
+  assert.deepEqual(got, payload);
+  const named = await b.payloads.fetchNamed("result-4", { providers: [a.node.publicKey] });
+  assert.equal(named.hash, hash);
+  assert.equal(a.payloads.stats.served, 2);
+  assert.equal(b.payloads.stats.fetchedBytes, 2 * payload.length);
+  const empty = a.payloads.provide(new Uint8Array(0));
+  assert.equal((await b.payloads.fetch(empty, { providers: [a.node.publicKey] })).length, 0);
+});
+
+Deno.test("fetch falls back when the first provider is gone or lacks the content", async () => {
+  await using peers = await swarm(4);
+  const [a, b, c, d] = peers;
+  const payload = randomBytes(100_000, 2);
+  const hash = c.payloads.provide(payload);
+  b.payloads.provide(payload);
+  await b.node.stop(); // gone
+  // a has nothing, b is gone, c has it.
+  const got = await d.payloads.fetch(hash, {
+    providers: [a.node.publicKey, b.node.publicKey, c.node.publicKey],
+  });
+  assert.deepEqual(got, payload);
+  assert.equal(d.payloads.stats.failedAttempts, 2);
+});
+
+Deno.test("a provider serving bytes that do not match the hash is rejected and marked bad", async () => {
+  await using peers = await swarm(3);
+  const [honest, liar, fetcher] = peers;
+  const payload = randomBytes(50_000, 3);
+  const hash = honest.payloads.provide(payload);
+  // The liar answers every request with the right header but corrupted content.
+  await liar.node.libp2p.unhandle(PAYLOAD_PROTOCOL);
+  await liar.node.libp2p.handle(PAYLOAD_PROTOCOL, async (stream: Stream) => {
+    const reader = new StreamReader(stream);
+    const request = decodeRequest((await reader.next())!);
+    assert.equal(request?.kind, "ByHash");
+    const corrupted = payload.slice();
+    corrupted[12_345] ^= 1;
+    const header = encodeResponseHeader({
+      status: "Ok",
+      hash: hashToBytes(hash),
+      length: corrupted.length,
+    });
+    await sendChunked(stream, [header, corrupted], 16_384);
+    await stream.close();
+  });
+  const got = await fetcher.payloads.fetch(hash, {
+    providers: [liar.node.publicKey, honest.node.publicKey],
+  });
+  assert.deepEqual(got, payload);
+  assert.deepEqual(fetcher.payloads.badProviders(), [liar.node.peerId.toString()]);
+  // Next time the liar is not asked at all: only the liar offered means no usable provider.
+  const error = await fetcher.payloads.fetch("ab".repeat(32), { providers: [liar.node.publicKey] })
+    .catch((e) => e);
+  assert.ok(error instanceof PayloadFetchError);
+  assert.match(error.message, /no usable provider/);
+});
+
+Deno.test("oversized responses are refused before their content is read", async () => {
+  await using peers = await swarm(2);
+  const [a, b] = peers;
+  const payload = randomBytes(2 * 1024 * 1024, 4);
+  const hash = a.payloads.provide(payload);
+  const tooBig = await b.payloads.fetch(hash, {
+    providers: [a.node.publicKey],
+    maxBytes: 1024 * 1024,
+  }).catch((e) => e);
+  assert.ok(tooBig instanceof PayloadFetchError);
+  assert.deepEqual(new Set(tooBig.attempts.map((x) => x.code)), new Set(["too-large"]));
+  assert.match(tooBig.attempts[0].message, /declares 2097152 bytes, the limit is 1048576/);
+  const wrongSize = await b.payloads.fetch(hash, {
+    providers: [a.node.publicKey],
+    expectedSize: payload.length - 1,
+  }).catch((e) => e);
+  assert.ok(wrongSize instanceof PayloadFetchError);
+  assert.match(wrongSize.attempts[0].message, /2097151 were announced/);
+  await assert.rejects(
+    () => b.payloads.fetch(hash, { providers: [a.node.publicKey], expectedSize: 10, maxBytes: 5 }),
+    RangeError,
+  );
+});
+
+Deno.test("parallel fetches all complete, no more than maxConcurrentDownloads at once", async () => {
+  await using peers = await swarm(3, { maxConcurrentDownloads: 2 });
+  const [a, b, c] = peers;
+  const payloads = Array.from({ length: 8 }, (_, i) => randomBytes(256 * 1024 + i, 10 + i));
+  const hashes = payloads.map((p, i) => (i % 2 === 0 ? a : b).payloads.provide(p, { step: 1 }));
+  const got = await Promise.all(
+    hashes.map((h) => c.payloads.fetch(h, { providers: [a.node.publicKey, b.node.publicKey] })),
+  );
+  got.forEach((bytes, i) => assert.deepEqual(bytes, payloads[i]));
+  assert.equal(c.payloads.stats.peakConcurrentDownloads, 2);
+  assert.equal(c.payloads.stats.fetched, 8);
+});
+
+Deno.test("forgotten content is no longer served; fetched content can be re-provided", async () => {
+  await using peers = await swarm(3);
+  const [a, b, c] = peers;
+  const old = a.payloads.provide(randomBytes(1000, 5), { step: 1 });
+  const recent = a.payloads.provide(randomBytes(1000, 6), { step: 3 });
+  assert.equal(a.payloads.forgetBefore(2), 1);
+  const gone = await b.payloads.fetch(old, { providers: [a.node.publicKey] }).catch((e) => e);
+  assert.ok(gone instanceof PayloadFetchError);
+  assert.equal(gone.attempts[0].code, "not-found");
+  await b.payloads.fetch(recent, { providers: [a.node.publicKey], provideAs: { step: 3 } });
+  a.payloads.forget([recent]);
+  // c gets it from b, who re-provided what it fetched.
+  const got = await c.payloads.fetch(recent, { providers: [a.node.publicKey, b.node.publicKey] });
+  assert.equal(contentHash(got), recent);
+});
+
+Deno.test("an aborted fetch rejects with the caller's reason", async () => {
+  await using peers = await swarm(2);
+  const [a, b] = peers;
+  const hash = a.payloads.provide(randomBytes(1000, 7));
+  const controller = new AbortController();
+  controller.abort(new Error("round ended"));
+  await assert.rejects(
+    () => b.payloads.fetch(hash, { providers: [a.node.publicKey], signal: controller.signal }),
+    /round ended/,
+  );
+});

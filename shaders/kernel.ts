@@ -84,3 +84,25 @@ export function dispatch(
   pass.setBindGroup(0, bindGroup);
   pass.dispatchWorkgroups(workgroups[0], workgroups[1] ?? 1, workgroups[2] ?? 1);
 }
+
+/**
+ * WGSL entry-point header of a one-dimensional kernel: declares `main` with workgroup size `wg` and
+ * binds `i`, the linear invocation index over a {@link grid1d} grid. Follow with the body and `}`.
+ */
+export function main1d(wg: number): string {
+  return `@compute @workgroup_size(${wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let i = (wid.x + wid.y * nwg.x) * ${wg}u + li;`;
+}
+
+/** Dispatch enough workgroups of size `wg` for `threads` invocations of a {@link main1d} kernel. */
+export function dispatch1d(
+  pass: GPUComputePassEncoder,
+  pipeline: GPUComputePipeline,
+  bindGroup: GPUBindGroup,
+  threads: number,
+  wg: number,
+): void {
+  dispatch(pass, pipeline, bindGroup, grid1d(ceilDiv(Math.max(1, threads), wg)));
+}

@@ -30,5 +30,7 @@ export {
   type TuningProfile,
 } from "./profile.ts";
 export { BufferArena } from "./arena.ts";
-export { ceilDiv, grid1d } from "./kernel.ts";
+export { bindTensors, ceilDiv, dispatch, dispatch1d, grid1d, main1d } from "./kernel.ts";
 export { Matmul, type MatmulArgs, type MatmulLayout, type MatmulVariant } from "./matmul.ts";
+export { Elementwise, type ElementwiseOp } from "./elementwise.ts";
+export { CHUNK_ITEMS, SumOfSquares, type SumsqInput } from "./sumsq.ts";

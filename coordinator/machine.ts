@@ -1,0 +1,258 @@
+/**
+ * The coordinator state machine: a run's epochs and rounds as a pure function of
+ * (state, event, time, seed) (psyche.md §2.4). No clock, randomness or I/O: the host (TCP
+ * server, Solana program, simulation) passes `now` in whole seconds and a u64 `seed`.
+ *
+ * ```mermaid
+ * stateDiagram-v2
+ *   WaitingForMembers --> Warmup: enough pending, extra time passed
+ *   Warmup --> RoundTrain: warmup time, or all warmup witnesses
+ *   Warmup --> WaitingForMembers: below minClients (EpochEnd false)
+ *   RoundTrain --> RoundWitness: train timeout, or all witnesses
+ *   RoundWitness --> RoundTrain: witness time passed
+ *   RoundWitness --> Cooldown: last step, too few clients/witnesses, total steps, pause
+ *   Cooldown --> WaitingForMembers: cooldown time (EpochEnd true)
+ *   Cooldown --> Paused: pending pause
+ *   Paused --> WaitingForMembers: resume
+ * ```
+ *
+ * Contract: every entry point mutates `state` in place and returns an {@linkcode Outcome},
+ * or throws a {@linkcode CoordinatorError} (peer input and protocol rules) or a RangeError
+ * (the host's own arguments: time, seed, pending list) **before** changing anything.
+ *
+ * @module
+ */
+
+import {
+  assertNotHalted,
+  CHANGED,
+  changeState,
+  checkEpochTimeout,
+  checkNow,
+  checkSeed,
+  checkTimeout,
+  emptyEpochState,
+  keyString,
+  leaveWarmup,
+  markAllHealthy,
+  moveClientsToExited,
+  type Outcome,
+  startRoundTrain,
+  stateAfterEpoch,
+  UNCHANGED,
+} from "./machine_core.ts";
+import {
+  checkpointAfterCooldown,
+  checkpointWithoutReturningPeers,
+} from "./checkpoint_lifecycle.ts";
+import { roundWitnessQuorum } from "./witness_quorum.ts";
+import { currentRound, roundBatchSize } from "./machine_queries.ts";
+import { validateCoordinatorInputs } from "./machine_validate.ts";
+import {
+  type CoordinatorConfig,
+  type CoordinatorProgress,
+  type CoordinatorState,
+  type LlmModel,
+  type NodeIdentity,
+  NUM_STORED_ROUNDS,
+} from "./types.ts";
+
+/** Options of {@linkcode createCoordinator}. */
+export interface CreateCoordinatorOptions {
+  /** The run's id (at most MAX_RUN_ID_BYTES UTF-8 bytes, not empty). */
+  runId: string;
+  config: CoordinatorConfig;
+  model: LlmModel;
+  /** Where the run stands; defaults to epoch 0, step 1, data index 0 (a fresh run). */
+  progress?: CoordinatorProgress;
+  /** Seconds; the WaitingForMembers timer starts here. */
+  now: number;
+  /** Start Paused (an operator resumes it) instead of WaitingForMembers. */
+  paused?: boolean;
+}
+
+/**
+ * A fresh coordinator in WaitingForMembers (or Paused). Validates the config, model and
+ * progress (RangeError naming the field) so the machine never runs on values it cannot
+ * handle. The objects passed in are copied.
+ *
+ * @example
+ * ```ts ignore
+ * const state = createCoordinator({ runId: "demo", config, model, now: 0 });
+ * tick(state, pendingClients, 10, 1234n);
+ * ```
+ */
+export function createCoordinator(opts: CreateCoordinatorOptions): CoordinatorState {
+  const progress = opts.progress ?? { epoch: 0, step: 1, epochStartDataIndex: 0 };
+  checkNow(opts.now);
+  validateCoordinatorInputs(opts.runId, opts.config, opts.model, progress);
+  return {
+    runId: opts.runId,
+    runState: opts.paused === true ? "Paused" : "WaitingForMembers",
+    model: structuredClone(opts.model),
+    config: { ...opts.config },
+    progress: { ...progress },
+    epochState: emptyEpochState(false),
+    runStateStartUnixTimestamp: opts.now,
+    pendingPause: false,
+  };
+}
+
+/**
+ * Advances the run by time alone (psyche.md §2.4). `pending` is the host's list of
+ * clients waiting to join, in join order (null when it has none to offer: Solana ticks
+ * outside WaitingForMembers); it is only read in WaitingForMembers, where the first
+ * `config.maxClients` of them become the epoch's clients in that order. `seed` seeds the
+ * round that may start.
+ *
+ * Throws `Halted` when Uninitialized, Paused or Finished; RangeError on a bad `now` or
+ * `seed`, or a pending list with a repeated signer or a key that is not 32 bytes.
+ */
+export function tick(
+  state: CoordinatorState,
+  pending: readonly NodeIdentity[] | null,
+  now: number,
+  seed: bigint,
+): Outcome {
+  checkNow(now);
+  checkSeed(seed);
+  const runState = state.runState;
+  switch (runState) {
+    case "Uninitialized":
+    case "Finished":
+    case "Paused":
+      assertNotHalted(state, "tick");
+      return UNCHANGED;
+    case "WaitingForMembers":
+      return tickWaitingForMembers(state, pending, now);
+    case "Warmup":
+      return tickWarmup(state, now, seed);
+    case "RoundTrain":
+      if (!checkTimeout(state, now, state.config.maxRoundTrainTime)) return UNCHANGED;
+      changeState(state, "RoundWitness", now);
+      return CHANGED;
+    case "RoundWitness":
+      return tickRoundWitness(state, now, seed);
+    case "Cooldown":
+      return tickCooldown(state, now);
+    default: {
+      const unreachable: never = runState;
+      throw new Error(`Coordinator bug: unknown run state ${String(unreachable)}`);
+    }
+  }
+}
+
+function checkPending(chosen: readonly NodeIdentity[]): void {
+  const seen = new Set<string>();
+  for (let i = 0; i < chosen.length; i++) {
+    const { signer, p2pIdentity } = chosen[i];
+    if (!(signer instanceof Uint8Array) || signer.length !== 32) {
+      throw new RangeError(`pending[${i}].signer must be 32 bytes`);
+    }
+    if (!(p2pIdentity instanceof Uint8Array) || p2pIdentity.length !== 32) {
+      throw new RangeError(`pending[${i}].p2pIdentity must be 32 bytes`);
+    }
+    const key = keyString(signer);
+    if (seen.has(key)) throw new RangeError(`pending[${i}] repeats an earlier signer`);
+    seen.add(key);
+  }
+}
+
+function tickWaitingForMembers(
+  state: CoordinatorState,
+  pending: readonly NodeIdentity[] | null,
+  now: number,
+): Outcome {
+  const { config } = state;
+  if (pending === null || pending.length < config.initMinClients) return UNCHANGED;
+  if (!checkTimeout(state, now, config.waitingForMembersExtraTime)) return UNCHANGED;
+  const chosen = pending.slice(0, config.maxClients);
+  checkPending(chosen);
+
+  // Did any of the previous epoch's remaining clients come back? They can serve the model.
+  const previous = new Set<string>();
+  for (const c of state.epochState.clients) {
+    if (c.state === "Healthy") previous.add(keyString(c.id.signer));
+  }
+  const returning = chosen.some((id) => previous.has(keyString(id.signer)));
+  if (!returning) state.model.checkpoint = checkpointWithoutReturningPeers(state.model.checkpoint);
+
+  const es = emptyEpochState(state.epochState.coldStartEpoch);
+  es.firstRound = true;
+  es.startStep = state.progress.step;
+  es.startTimestamp = now;
+  es.clients = chosen.map((id, i) => ({
+    id: { signer: id.signer.slice(), p2pIdentity: id.p2pIdentity.slice() },
+    state: "Healthy",
+    exitedHeight: 0,
+    epochIndex: i,
+  }));
+  state.epochState = es;
+  changeState(state, "Warmup", now);
+  return CHANGED;
+}
+
+function tickWarmup(state: CoordinatorState, now: number, seed: bigint): Outcome {
+  if (checkTimeout(state, now, state.config.warmupTime)) return leaveWarmup(state, now, seed);
+  const moved = moveClientsToExited(state, 0);
+  if (state.epochState.clients.length < state.config.minClients) {
+    changeState(state, stateAfterEpoch(state), now);
+    return { kind: "EpochEnd", success: false };
+  }
+  return moved > 0 ? CHANGED : UNCHANGED;
+}
+
+/** Rounds an epoch runs at least before the epoch timer may wind it down. */
+export const MIN_ROUNDS_PER_EPOCH = NUM_STORED_ROUNDS;
+
+function tickRoundWitness(state: CoordinatorState, now: number, seed: bigint): Outcome {
+  const { config, epochState: es, progress } = state;
+  if (!checkTimeout(state, now, config.roundWitnessTime)) return UNCHANGED;
+  const round = currentRound(state);
+  es.firstRound = false;
+  progress.step += 1;
+  moveClientsToExited(state, round.height + 1);
+
+  const numWitnesses = round.witnesses.length;
+  if (numWitnesses === 0) {
+    // Nobody proved they are alive: everyone must rejoin.
+    markAllHealthy(es.clients);
+    changeState(state, "Cooldown", now);
+    return CHANGED;
+  }
+  if (es.lastStep === 0 && checkEpochTimeout(state, now)) {
+    const lastStep = progress.step + 2;
+    if (lastStep - es.startStep >= MIN_ROUNDS_PER_EPOCH) es.lastStep = lastStep;
+  }
+  const windDownDone = es.lastStep !== 0 && progress.step === es.lastStep;
+  const mustStop = es.clients.length < config.minClients ||
+    numWitnesses < roundWitnessQuorum(config, round) ||
+    progress.step >= config.totalSteps ||
+    state.pendingPause;
+  if (windDownDone || mustStop) {
+    changeState(state, "Cooldown", now);
+    return CHANGED;
+  }
+  startRoundTrain(state, now, seed);
+  return CHANGED;
+}
+
+function tickCooldown(state: CoordinatorState, now: number): Outcome {
+  if (!checkTimeout(state, now, state.config.cooldownTime)) return UNCHANGED;
+  const round = currentRound(state);
+  const { progress, epochState: es } = state;
+  progress.epochStartDataIndex = round.dataIndex + roundBatchSize(state, round);
+  progress.epoch += 1;
+  moveClientsToExited(state, round.height + 1);
+  state.model.checkpoint = checkpointAfterCooldown(state.model.checkpoint);
+  if (state.pendingPause) {
+    markAllHealthy(es.clients);
+    state.pendingPause = false;
+    es.coldStartEpoch = true;
+    changeState(state, "Paused", now);
+  } else {
+    es.coldStartEpoch = false;
+    changeState(state, stateAfterEpoch(state), now);
+  }
+  return { kind: "EpochEnd", success: true };
+}

@@ -1,0 +1,233 @@
+/**
+ * The state machine's shared building blocks: outcomes, the table of legal run-state
+ * transitions, timeouts, starting a round, ending an epoch, moving clients out.
+ *
+ * Contract of every function that takes a `CoordinatorState` and is not a query: it
+ * **mutates the state in place** (the state is the run's single source of truth and can
+ * hold 65,535 clients, so copying it per call would dominate the cost) and either
+ * returns an outcome or throws before touching anything. Helpers here assume their caller
+ * already validated the call.
+ *
+ * @module
+ */
+
+import { CoordinatorError } from "./errors.ts";
+import { batchSizeForTokens } from "./data_selection.ts";
+import type {
+  Client,
+  ClientState,
+  CoordinatorState,
+  EpochState,
+  Round,
+  RunState,
+} from "./types.ts";
+import { NUM_STORED_ROUNDS } from "./types.ts";
+
+/** What a call did to the state. */
+export type Outcome =
+  | { kind: "Unchanged" }
+  | { kind: "Changed" }
+  /** The epoch ended: `success` false when it ended in Warmup (no training happened). */
+  | { kind: "EpochEnd"; success: boolean };
+
+/** The outcome of a call that left the state as it was. */
+export const UNCHANGED: Outcome = Object.freeze({ kind: "Unchanged" });
+/** The outcome of a call that changed the state without ending an epoch. */
+export const CHANGED: Outcome = Object.freeze({ kind: "Changed" });
+
+/** Every run-state change the machine may make, by source state. */
+export const LEGAL_TRANSITIONS: Readonly<Record<RunState, readonly RunState[]>> = Object.freeze({
+  Uninitialized: ["WaitingForMembers", "Finished"],
+  WaitingForMembers: ["Warmup", "Paused"],
+  Warmup: ["RoundTrain", "WaitingForMembers", "Finished", "Paused"],
+  RoundTrain: ["RoundWitness"],
+  RoundWitness: ["RoundTrain", "Cooldown"],
+  Cooldown: ["WaitingForMembers", "Finished", "Paused"],
+  Finished: [],
+  Paused: ["WaitingForMembers", "Finished"],
+});
+
+/** Whether the machine may go from `from` to `to` in one step. */
+export function isLegalTransition(from: RunState, to: RunState): boolean {
+  return LEGAL_TRANSITIONS[from].includes(to);
+}
+
+/** Uninitialized, Paused and Finished runs accept no ticks, witnesses or health checks. */
+export function isHalted(state: CoordinatorState): boolean {
+  return state.runState === "Uninitialized" || state.runState === "Paused" ||
+    state.runState === "Finished";
+}
+
+/** Throws `Halted` when the run is halted. */
+export function assertNotHalted(state: CoordinatorState, what: string): void {
+  if (isHalted(state)) {
+    throw new CoordinatorError("Halted", `cannot ${what}: the run is ${state.runState}`);
+  }
+}
+
+/** Checks that `now` is a whole number of seconds (the host's clock, not peer input). */
+export function checkNow(now: number): void {
+  if (!Number.isSafeInteger(now) || now < 0) {
+    throw new RangeError(`now must be whole non-negative seconds, found ${String(now)}`);
+  }
+}
+
+const U64_LIMIT = 1n << 64n;
+
+/** Checks that `seed` is a u64 (the host's randomness, not peer input). */
+export function checkSeed(seed: bigint): void {
+  if (typeof seed !== "bigint" || seed < 0n || seed >= U64_LIMIT) {
+    throw new RangeError(`seed must be a u64 bigint, found ${String(seed)}`);
+  }
+}
+
+/**
+ * Whether `duration` seconds have passed since the current run state began, and not in
+ * the same second it began (Psyche's guard: no two transitions in one second).
+ */
+export function checkTimeout(state: CoordinatorState, now: number, duration: number): boolean {
+  const start = state.runStateStartUnixTimestamp;
+  return start !== now && now >= start + duration;
+}
+
+/** Whether the epoch timer (`epochTime` since the epoch began) has fired, same guard. */
+export function checkEpochTimeout(state: CoordinatorState, now: number): boolean {
+  const start = state.epochState.startTimestamp;
+  return start !== now && now >= start + state.config.epochTime;
+}
+
+/**
+ * Moves the run to `to` at `now`. Throws a plain Error on an illegal edge: that is a bug
+ * in the machine, never a caller's mistake.
+ */
+export function changeState(state: CoordinatorState, to: RunState, now: number): void {
+  if (!isLegalTransition(state.runState, to)) {
+    throw new Error(`Coordinator bug: illegal transition ${state.runState} -> ${to}`);
+  }
+  state.runState = to;
+  state.runStateStartUnixTimestamp = now;
+}
+
+/** A round with no witnesses, seed 0, height 0 and no clients. */
+export function emptyRound(): Round {
+  return {
+    witnesses: [],
+    dataIndex: 0,
+    randomSeed: 0n,
+    height: 0,
+    clientsLen: 0,
+    tieBreakerTasks: 0,
+  };
+}
+
+/** A zeroed epoch state that only keeps `coldStartEpoch`. */
+export function emptyEpochState(coldStartEpoch: boolean): EpochState {
+  const rounds: Round[] = [];
+  for (let i = 0; i < NUM_STORED_ROUNDS; i++) rounds.push(emptyRound());
+  return {
+    rounds,
+    clients: [],
+    exitedClients: [],
+    roundsHead: 0,
+    startStep: 0,
+    lastStep: 0,
+    startTimestamp: 0,
+    firstRound: false,
+    coldStartEpoch,
+  };
+}
+
+/**
+ * Moves every client that is not Healthy to `exitedClients` with `exitedHeight = height`
+ * (the first round height it is absent from), keeping both lists in order. Returns how
+ * many moved.
+ */
+export function moveClientsToExited(state: CoordinatorState, height: number): number {
+  const es = state.epochState;
+  let kept = 0;
+  let moved = 0;
+  for (let i = 0; i < es.clients.length; i++) {
+    const client = es.clients[i];
+    if (client.state === "Healthy") {
+      es.clients[kept++] = client;
+    } else {
+      client.exitedHeight = height;
+      es.exitedClients.push(client);
+      moved++;
+    }
+  }
+  es.clients.length = kept;
+  return moved;
+}
+
+/** Marks every Healthy client `to` (Withdrawn by default). Returns how many changed. */
+export function markAllHealthy(clients: Client[], to: ClientState = "Withdrawn"): number {
+  let n = 0;
+  for (const client of clients) {
+    if (client.state === "Healthy") {
+      client.state = to;
+      n++;
+    }
+  }
+  return n;
+}
+
+/** Where a run goes when an epoch ends without pausing: Finished once `totalSteps` is reached. */
+export function stateAfterEpoch(state: CoordinatorState): RunState {
+  return state.progress.step >= state.config.totalSteps ? "Finished" : "WaitingForMembers";
+}
+
+/**
+ * Starts the next round in RoundTrain (psyche.md §2.4 `start_round_train`): the epoch's
+ * first round takes slot 0, height 0 and the epoch's start data index; later rounds take
+ * the next slot, height + 1 and the previous round's data index plus its batch size.
+ */
+export function startRoundTrain(state: CoordinatorState, now: number, seed: bigint): void {
+  const es = state.epochState;
+  let head = 0;
+  let height = 0;
+  let dataIndex = state.progress.epochStartDataIndex;
+  if (!es.firstRound) {
+    const prev = es.rounds[es.roundsHead];
+    head = (es.roundsHead + 1) % NUM_STORED_ROUNDS;
+    height = prev.height + 1;
+    dataIndex = prev.dataIndex +
+      batchSizeForTokens(state.config, prev.dataIndex * state.model.maxSeqLen);
+  }
+  es.rounds[head] = {
+    witnesses: [],
+    dataIndex,
+    randomSeed: seed,
+    height,
+    clientsLen: es.clients.length,
+    tieBreakerTasks: 0,
+  };
+  es.roundsHead = head;
+  changeState(state, "RoundTrain", now);
+}
+
+/**
+ * Leaves Warmup (timer or enough warmup witnesses): drops clients that left, then either
+ * ends the epoch unsuccessfully when fewer than `minClients` remain, or starts round 0.
+ */
+export function leaveWarmup(state: CoordinatorState, now: number, seed: bigint): Outcome {
+  moveClientsToExited(state, 0);
+  if (state.epochState.clients.length < state.config.minClients) {
+    changeState(state, stateAfterEpoch(state), now);
+    return { kind: "EpochEnd", success: false };
+  }
+  startRoundTrain(state, now, seed);
+  return CHANGED;
+}
+
+/** True when two public keys are the same bytes. */
+export function sameKey(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** A map key for a public key (its bytes as a latin-1 string). */
+export function keyString(key: Uint8Array): string {
+  return String.fromCharCode(...key);
+}

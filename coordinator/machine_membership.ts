@@ -1,0 +1,120 @@
+/**
+ * Operator and membership calls: withdraw clients, pause and resume the run, record a
+ * checkpoint upload (psyche.md §2.5, §2.12).
+ *
+ * Same contract as the rest of the machine: mutate in place, or throw before mutating.
+ *
+ * @module
+ */
+
+import { checkpointAfterReport } from "./checkpoint_lifecycle.ts";
+import { CoordinatorError } from "./errors.ts";
+import {
+  CHANGED,
+  changeState,
+  checkNow,
+  markAllHealthy,
+  type Outcome,
+  sameKey,
+  stateAfterEpoch,
+  UNCHANGED,
+} from "./machine_core.ts";
+import type { Checkpoint, CoordinatorState, NodeIdentity } from "./types.ts";
+
+/**
+ * Marks client `index` Withdrawn (the host saw it disconnect). It leaves the client list
+ * at the next clean-up point (Warmup tick, end of a round, end of Cooldown).
+ * `InvalidWithdraw` if there is no such client or it is no longer Healthy.
+ */
+export function withdraw(state: CoordinatorState, index: number): Outcome {
+  const client = Number.isSafeInteger(index) ? state.epochState.clients[index] : undefined;
+  if (client === undefined) {
+    throw new CoordinatorError(
+      "InvalidWithdraw",
+      `no client ${String(index)} (${state.epochState.clients.length} clients)`,
+    );
+  }
+  if (client.state !== "Healthy") {
+    throw new CoordinatorError("InvalidWithdraw", `client ${index} is already ${client.state}`);
+  }
+  client.state = "Withdrawn";
+  return CHANGED;
+}
+
+/** Marks every Healthy client Withdrawn. */
+export function withdrawAll(state: CoordinatorState): Outcome {
+  return markAllHealthy(state.epochState.clients) > 0 ? CHANGED : UNCHANGED;
+}
+
+/**
+ * Pauses the run. While training (RoundTrain, RoundWitness, Cooldown) the pause is
+ * pending: the epoch goes to Cooldown at the end of the current round and the run is
+ * Paused when Cooldown ends. In WaitingForMembers or Warmup it pauses at once, withdrawing
+ * everyone. Either way the next epoch is a cold start. Pausing twice is Unchanged;
+ * WrongRunState when Uninitialized, Paused or Finished.
+ */
+export function pause(state: CoordinatorState, now: number): Outcome {
+  checkNow(now);
+  switch (state.runState) {
+    case "RoundTrain":
+    case "RoundWitness":
+    case "Cooldown":
+      if (state.pendingPause) return UNCHANGED;
+      state.pendingPause = true;
+      return CHANGED;
+    case "WaitingForMembers":
+    case "Warmup":
+      markAllHealthy(state.epochState.clients);
+      state.epochState.coldStartEpoch = true;
+      changeState(state, "Paused", now);
+      return CHANGED;
+    case "Uninitialized":
+    case "Paused":
+    case "Finished":
+      throw new CoordinatorError("WrongRunState", `cannot pause a run that is ${state.runState}`);
+  }
+}
+
+/**
+ * Resumes a Paused (or never started, Uninitialized) run: it waits for members again, or
+ * is Finished if it already reached `totalSteps`. During training it cancels a pending
+ * pause. `CannotResume` otherwise.
+ */
+export function resume(state: CoordinatorState, now: number): Outcome {
+  checkNow(now);
+  if (state.runState === "Paused" || state.runState === "Uninitialized") {
+    changeState(state, stateAfterEpoch(state), now);
+    return CHANGED;
+  }
+  if (state.pendingPause) {
+    state.pendingPause = false;
+    return CHANGED;
+  }
+  throw new CoordinatorError("CannotResume", `the run is ${state.runState} and not pausing`);
+}
+
+/**
+ * Client `index` (who must be `from`) uploaded the model to `repo` (a `Hub` or `Gcs`
+ * checkpoint); the run's checkpoint now points there (coordinator/checkpoint_lifecycle.ts).
+ * Accepted in any state but Uninitialized: uploads finish after Cooldown, even after the
+ * run paused or finished, and are still the best copy of the model.
+ */
+export function checkpoint(
+  state: CoordinatorState,
+  from: NodeIdentity,
+  index: number,
+  repo: Checkpoint,
+): Outcome {
+  if (state.runState === "Uninitialized") {
+    throw new CoordinatorError("WrongRunState", "checkpoint before the run started");
+  }
+  const client = Number.isSafeInteger(index) ? state.epochState.clients[index] : undefined;
+  if (client === undefined) {
+    throw new CoordinatorError("InvalidCheckpoint", `no client ${String(index)}`);
+  }
+  if (!(from?.signer instanceof Uint8Array) || !sameKey(client.id.signer, from.signer)) {
+    throw new CoordinatorError("InvalidCheckpoint", `client ${index} is not the sender`);
+  }
+  state.model.checkpoint = checkpointAfterReport(state.model.checkpoint, repo);
+  return CHANGED;
+}

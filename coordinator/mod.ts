@@ -1,0 +1,42 @@
+/**
+ * The coordinator: the run's state machine and everything clients and backends need to
+ * follow it (committee and witness selection, data assignment, quorum and health rules,
+ * checkpoint lifecycle). Pure logic only; backends (TCP server, Solana program) and
+ * simulations drive it with their own clock and randomness.
+ *
+ * @module
+ */
+
+export * from "./types.ts";
+export * from "./errors.ts";
+export {
+  CHANGED,
+  isHalted,
+  isLegalTransition,
+  LEGAL_TRANSITIONS,
+  type Outcome,
+  UNCHANGED,
+} from "./machine_core.ts";
+export {
+  createCoordinator,
+  type CreateCoordinatorOptions,
+  MIN_ROUNDS_PER_EPOCH,
+  tick,
+} from "./machine.ts";
+export { checkWitnessShape, warmupWitness, witness } from "./machine_witness.ts";
+export { checkpoint, pause, resume, withdraw, withdrawAll } from "./machine_membership.ts";
+export {
+  type HealthCheck,
+  healthCheck,
+  isHealthy,
+  trainerHealthScore,
+  trainerHealthy,
+} from "./health.ts";
+export * from "./machine_queries.ts";
+export * from "./machine_validate.ts";
+export * from "./witness_quorum.ts";
+export * from "./checkpoint_lifecycle.ts";
+export * from "./committee_selection.ts";
+export * from "./data_selection.ts";
+export * from "./bloom.ts";
+export * from "./hash.ts";

@@ -18,7 +18,11 @@ import type { CoordinatorConfig, CoordinatorProgress, LlmModel, RunState } from 
 
 export { ConfigError, type ConfigIssue, formatIssue } from "./config_error.ts";
 export { DEFAULT_PROGRESS } from "./config_toml.ts";
-export { MAX_GLOBAL_BATCH_SIZE } from "./config_validate.ts";
+export {
+  crossCheckDataConfig,
+  type DataConfigMismatch,
+  MAX_GLOBAL_BATCH_SIZE,
+} from "./config_validate.ts";
 export { runConfigToToml } from "./config_write.ts";
 
 /** A whole, validated run config: what the coordinator starts a run from. */

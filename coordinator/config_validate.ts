@@ -524,3 +524,38 @@ function checkOptimizer(v: Checker, base: string, o: OptimizerDefinition): void 
 function unreachable(value: never): never {
   throw new Error(`unhandled variant ${JSON.stringify(value)}`);
 }
+
+/** The problems of pairing a run config with a TCP data server's `data.toml`. */
+export interface DataConfigMismatch {
+  /** Problems to report against the run config. */
+  run: ConfigIssue[];
+  /** Problems to report against the data config. */
+  data: ConfigIssue[];
+}
+
+/**
+ * Checks that a data-server config fits the run it serves: the run must read its data from
+ * a `Server` location, and the server's sequences must be `max_seq_len` tokens long.
+ */
+export function crossCheckDataConfig(
+  run: { model: Pick<LlmModel, "dataLocation" | "maxSeqLen"> },
+  data: { seqLen: number },
+): DataConfigMismatch {
+  const mismatch: DataConfigMismatch = { run: [], data: [] };
+  const location = run.model.dataLocation;
+  if (location.kind !== "Server") {
+    mismatch.run.push({
+      path: "model.LLM.data_location",
+      found: location.kind,
+      message: "a data config was given, but the run does not read from a TCP data Server",
+    });
+  }
+  if (data.seqLen !== run.model.maxSeqLen) {
+    mismatch.data.push({
+      path: "seq_len",
+      found: String(data.seqLen),
+      message: `must equal the run's model.LLM.max_seq_len (${run.model.maxSeqLen})`,
+    });
+  }
+  return mismatch;
+}

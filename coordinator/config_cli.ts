@@ -1,0 +1,269 @@
+/**
+ * `coordinator validate-config --state FILE [--data-config FILE]`: checks a run config (and
+ * the TCP data server's config, if given) without starting anything, like Psyche's
+ * `psyche-centralized-server validate-config`.
+ *
+ * Exit codes: 0 valid (prints "ok" and a summary), 1 invalid (prints every problem),
+ * 2 usage error or unreadable file.
+ *
+ * @module
+ */
+import { dirname } from "node:path";
+import { parseArgs } from "node:util";
+import {
+  ConfigError,
+  type ConfigIssue,
+  crossCheckDataConfig,
+  parseRunConfig,
+  type RunConfig,
+} from "./config.ts";
+import { type DataServerConfig, parseDataConfig } from "../data/data_config.ts";
+import type { DataLocation, LrSchedule, OptimizerDefinition } from "./types.ts";
+
+/** Exit status: everything checked out. */
+export const EXIT_OK = 0;
+/** Exit status: a config breaks at least one rule. */
+export const EXIT_INVALID = 1;
+/** Exit status: bad command line or a file that could not be read. */
+export const EXIT_USAGE = 2;
+
+/** What a CLI command may touch; tests pass their own to capture output. */
+export interface CliIo {
+  readTextFile(path: string): Promise<string>;
+  /** Whether `path` is an existing directory. */
+  isDirectory(path: string): Promise<boolean>;
+  /** Writes one line to standard output. */
+  out(line: string): void;
+  /** Writes one line to standard error. */
+  err(line: string): void;
+}
+
+/** {@link CliIo} over the real file system and console. */
+export const denoIo: CliIo = {
+  readTextFile: (path) => Deno.readTextFile(path),
+  isDirectory: async (path) => {
+    try {
+      return (await Deno.stat(path)).isDirectory;
+    } catch {
+      return false;
+    }
+  },
+  out: (line) => console.log(line),
+  err: (line) => console.error(line),
+};
+
+/** Usage text of `validate-config`. */
+export const VALIDATE_CONFIG_USAGE =
+  `Usage: deno task coordinator validate-config --state FILE [--data-config FILE]
+
+Checks a run config (state.toml) and, optionally, the TCP data server's data.toml.
+Prints "ok" and a summary when they are valid, or every problem found.
+
+Options:
+  --state FILE        the run config to check (required)
+  --data-config FILE  the data server config to check against the run
+  -h, --help          show this help
+
+Exit status: 0 valid, 1 invalid, 2 bad arguments or unreadable file.`;
+
+/** Runs `validate-config` with the arguments after the subcommand name; returns the exit code. */
+export async function validateConfigCommand(args: string[], io: CliIo): Promise<number> {
+  let values: { state?: string; "data-config"?: string; help?: boolean };
+  try {
+    values = parseArgs({
+      args,
+      options: {
+        state: { type: "string" },
+        "data-config": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (error) {
+    io.err(`validate-config: ${error instanceof Error ? error.message : String(error)}`);
+    io.err("Run with --help for usage.");
+    return EXIT_USAGE;
+  }
+  if (values.help) {
+    io.out(VALIDATE_CONFIG_USAGE);
+    return EXIT_OK;
+  }
+  const statePath = values.state;
+  if (statePath === undefined) {
+    io.err("validate-config: --state FILE is required. Run with --help for usage.");
+    return EXIT_USAGE;
+  }
+  const dataPath = values["data-config"];
+
+  const stateText = await readOrReport(io, statePath, "run config");
+  const dataText = dataPath === undefined ? null : await readOrReport(io, dataPath, "data config");
+  if (stateText === undefined || dataText === undefined) return EXIT_USAGE;
+
+  const failures: ConfigError[] = [];
+  const run = parseOrCollect(failures, () => parseRunConfig(stateText, statePath));
+  let data: DataServerConfig | undefined;
+  if (dataPath !== undefined && dataText !== null) {
+    data = parseOrCollect(
+      failures,
+      () => parseDataConfig(dataText, dataPath, { baseDir: dirname(dataPath) }),
+    );
+  }
+  if (run !== undefined && data !== undefined && dataPath !== undefined) {
+    const mismatch = crossCheckDataConfig(run, data);
+    const dataIssues: ConfigIssue[] = [...mismatch.data];
+    if (!(await io.isDirectory(data.dir))) {
+      dataIssues.unshift({
+        path: "dir",
+        found: JSON.stringify(data.dir),
+        message: "no such directory (relative paths resolve against the data config's folder)",
+      });
+    }
+    if (mismatch.run.length > 0) failures.push(new ConfigError(statePath, mismatch.run));
+    if (dataIssues.length > 0) failures.push(new ConfigError(dataPath, dataIssues));
+  }
+  if (failures.length > 0) {
+    for (const failure of failures) io.err(`invalid: ${failure.message}`);
+    return EXIT_INVALID;
+  }
+  if (run !== undefined) {
+    io.out(`ok: ${statePath}`);
+    for (const line of describeRunConfig(run)) io.out(`  ${line}`);
+  }
+  if (data !== undefined && dataPath !== undefined) {
+    io.out(`ok: ${dataPath}`);
+    for (const line of describeDataConfig(data)) io.out(`  ${line}`);
+  }
+  return EXIT_OK;
+}
+
+async function readOrReport(
+  io: CliIo,
+  path: string,
+  what: string,
+): Promise<string | undefined> {
+  try {
+    return await io.readTextFile(path);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    io.err(`validate-config: cannot read ${what} "${path}": ${reason}`);
+    return undefined;
+  }
+}
+
+function parseOrCollect<T>(failures: ConfigError[], parse: () => T): T | undefined {
+  try {
+    return parse();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    failures.push(error);
+    return undefined;
+  }
+}
+
+/** A short human summary of a valid run config, one fact per line. */
+export function describeRunConfig(run: RunConfig): string[] {
+  const c = run.config;
+  const m = run.model;
+  const witnesses = c.witnessNodes === 0
+    ? "witnesses: every client up to 32"
+    : `${c.witnessNodes} witness${c.witnessNodes === 1 ? "" : "es"} per round`;
+  const batch = c.globalBatchSizeStart === c.globalBatchSizeEnd
+    ? `${c.globalBatchSizeStart}`
+    : `${c.globalBatchSizeStart} -> ${c.globalBatchSizeEnd} (over ${c.globalBatchSizeWarmupTokens} tokens)`;
+  return [
+    `run        ${run.runId} (${run.runState}), ${c.totalSteps} steps, at step ${run.progress.step} ` +
+    `of epoch ${run.progress.epoch}`,
+    `clients    min ${c.minClients}, ${c.initMinClients} to start, at most ${c.maxClients}; ${witnesses}`,
+    `timing     epoch ${c.epochTime} s: warmup <= ${c.warmupTime} s, rounds <= ` +
+    `${c.maxRoundTrainTime} s + ${c.roundWitnessTime} s witness, cooldown ${c.cooldownTime} s`,
+    `batch      ${batch} sequences x ${m.maxSeqLen} tokens per step`,
+    `model      ${m.architecture}, ${m.dataType}, checkpoint ${describeCheckpoint(run)}`,
+    `data       ${describeDataLocation(m.dataLocation)}`,
+    `lr         ${describeLrSchedule(m.lrSchedule)}`,
+    `optimizer  ${describeOptimizer(m.optimizer)}`,
+  ];
+}
+
+/** A short human summary of a data-server config. */
+export function describeDataConfig(data: DataServerConfig): string[] {
+  return [
+    `data server  ${data.dir}: ${data.tokenSize} tokens, ${data.seqLen} per sequence, seeded shuffle`,
+  ];
+}
+
+function describeCheckpoint(run: RunConfig): string {
+  const checkpoint = run.model.checkpoint;
+  switch (checkpoint.kind) {
+    case "Ephemeral":
+      return "Ephemeral";
+    case "Dummy":
+    case "Hub":
+    case "P2P": {
+      const revision = checkpoint.repo.revision === null ? "" : `@${checkpoint.repo.revision}`;
+      return `${checkpoint.kind} ${checkpoint.repo.repoId}${revision}`;
+    }
+    case "Gcs":
+    case "P2PGcs": {
+      const prefix = checkpoint.repo.prefix === null ? "" : `/${checkpoint.repo.prefix}`;
+      return `${checkpoint.kind} gs://${checkpoint.repo.bucket}${prefix}`;
+    }
+  }
+}
+
+function describeDataLocation(location: DataLocation): string {
+  switch (location.kind) {
+    case "Dummy":
+      return "Dummy (zero tokens)";
+    case "Server":
+      return `TCP data server at ${location.address}`;
+    case "Local":
+      return `local folder ${location.path}`;
+    case "WeightedHttp":
+      return `weighted HTTP mix ${location.url}`;
+    case "Preprocessed":
+      return `preprocessed ${location.source}`;
+    case "Http": {
+      const l = location.location;
+      const where = l.kind === "SingleUrl"
+        ? l.url
+        : l.kind === "NumberedFiles"
+        ? `${l.numFiles} files ${l.urlTemplate} from ${l.startIndex}`
+        : `gs://${l.bucketName}/${l.filterDirectory}`;
+      const shuffle = location.shuffle.kind === "Seeded" ? "seeded shuffle" : "no shuffle";
+      return `HTTP ${where}, ${location.tokenSizeInBytes} tokens, ${shuffle}`;
+    }
+  }
+}
+
+function describeLrSchedule(s: LrSchedule): string {
+  const warmup = s.warmupSteps === 0
+    ? `${s.baseLr}`
+    : `${s.warmupInitLr} -> ${s.baseLr} over ${s.warmupSteps} warmup steps`;
+  switch (s.kind) {
+    case "Constant":
+      return `Constant ${warmup}`;
+    case "Linear":
+    case "Cosine":
+      return `${s.kind} ${warmup}, then to ${s.finalLr} at step ${s.totalSteps}`;
+    case "WarmupStableDecay":
+      return `WarmupStableDecay ${warmup}, stable ${s.stableSteps} steps, cosine to ` +
+        `${s.cosineDecayFinalLr} over ${s.cosineDecaySteps}, linear to ${s.linearDecayFinalLr} ` +
+        `over ${s.linearDecaySteps}`;
+  }
+}
+
+function describeOptimizer(o: OptimizerDefinition): string {
+  const clip = (value: number | null) => value === null ? "no clipping" : `clip ${value}`;
+  switch (o.kind) {
+    case "Dummy":
+      return "Dummy";
+    case "AdamW":
+      return `AdamW betas ${o.betas[0]}/${o.betas[1]}, weight decay ${o.weightDecay}, ` +
+        `eps ${o.eps}, ${clip(o.clipGradNorm)}`;
+    case "Distro":
+      return `DisTrO chunk ${o.compressionChunk}, top-k ${o.compressionTopk}, ` +
+        `${o.quantize1bit ? "1-bit signs" : "bf16 values"}, decay ${o.compressionDecay}, ` +
+        `weight decay ${o.weightDecay ?? 0}, ${clip(o.clipGradNorm)}`;
+  }
+}

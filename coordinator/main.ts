@@ -1,0 +1,59 @@
+/**
+ * `deno task coordinator <command>`: the coordinator's command line. Each subcommand lives
+ * in its own module and is registered in {@link COMMANDS}; `run` (the TCP server) will join
+ * `validate-config` there.
+ *
+ * @module
+ */
+import { type CliIo, denoIo, EXIT_USAGE, validateConfigCommand } from "./config_cli.ts";
+
+/** One subcommand: a one-line summary for the help text and its entry point. */
+export interface Command {
+  summary: string;
+  /** Runs with the arguments after the subcommand name; resolves to the exit code. */
+  run(args: string[], io: CliIo): Promise<number>;
+}
+
+/** Every subcommand, by name. */
+export const COMMANDS: Readonly<Record<string, Command>> = {
+  "validate-config": {
+    summary: "check a run config (and a data server config) without starting anything",
+    run: validateConfigCommand,
+  },
+};
+
+/** Top-level usage text, listing the subcommands. */
+export function usage(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  const lines = Object.entries(COMMANDS).map(([name, command]) =>
+    `  ${name.padEnd(width)}  ${command.summary}`
+  );
+  return [
+    "Usage: deno task coordinator <command> [options]",
+    "",
+    "Commands:",
+    ...lines,
+    "",
+    "Run `deno task coordinator <command> --help` for a command's options.",
+  ].join("\n");
+}
+
+/** Dispatches `argv` to its subcommand; resolves to the process exit code. */
+export async function main(argv: string[], io: CliIo = denoIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
+    (name === undefined ? io.err : io.out)(usage());
+    return name === undefined ? EXIT_USAGE : 0;
+  }
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (command === undefined) {
+    io.err(`coordinator: unknown command "${name}"`);
+    io.err(usage());
+    return EXIT_USAGE;
+  }
+  return await command.run(rest, io);
+}
+
+if (import.meta.main) {
+  Deno.exit(await main(Deno.args));
+}

@@ -1,0 +1,257 @@
+/**
+ * fast-check arbitraries of whole coordinator states, for property tests of the
+ * encodings (and of anything else that takes a CoordinatorState). Values respect what
+ * the binary layout can carry (caps, widths, bloom sizes for `config.maxClients`) but
+ * not the state machine's invariants: they are shapes, not reachable states.
+ *
+ * @module
+ */
+
+import fc from "fast-check";
+import { witnessBloomParameters } from "./bloom.ts";
+import { ARCHITECTURE_KINDS, DATA_TYPE_KINDS, TOKEN_SIZE_KINDS } from "./encoding.ts";
+import {
+  type Bloom,
+  type Checkpoint,
+  type Client,
+  CLIENT_STATES,
+  type CoordinatorConfig,
+  type CoordinatorState,
+  type DataLocation,
+  type HttpLocation,
+  type LlmModel,
+  type LrSchedule,
+  MAX_RUN_ID_BYTES,
+  MAX_STRING_BYTES,
+  MAX_URL_BYTES,
+  MAX_WITNESSES,
+  NUM_STORED_ROUNDS,
+  type OptimizerDefinition,
+  type Round,
+  RUN_STATES,
+  type Witness,
+} from "./types.ts";
+
+const utf8 = new TextEncoder();
+
+/** `fc.record` with ordinary prototypes, so decoded values compare deep-equal. */
+function rec<T>(model: { [K in keyof T]: fc.Arbitrary<T[K]> }): fc.Arbitrary<T> {
+  return fc.record(model, { noNullPrototype: true });
+}
+
+/** Any well-formed string of at most `maxBytes` UTF-8 bytes (multi-byte characters included). */
+export function arbString(maxBytes: number): fc.Arbitrary<string> {
+  return fc.string({ unit: "binary", maxLength: Math.ceil(maxBytes / 2) })
+    .filter((s) => s.isWellFormed() && utf8.encode(s).length <= maxBytes);
+}
+
+const u8 = fc.integer({ min: 0, max: 0xff });
+const u16 = fc.integer({ min: 0, max: 0xffff });
+const u32 = fc.integer({ min: 0, max: 0xffff_ffff });
+const u64 = fc.maxSafeNat();
+const u64big = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n });
+/** Finite doubles; -0 is mapped to 0 so JSON text round trips too. */
+const f64 = fc.double({ noNaN: true, noDefaultInfinity: true }).map((x) => (x === 0 ? 0 : x));
+const bytes32 = fc.uint8Array({ minLength: 32, maxLength: 32 });
+const optional = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
+
+const hubRepo = rec({
+  repoId: arbString(MAX_STRING_BYTES),
+  revision: optional(arbString(MAX_STRING_BYTES)),
+});
+const gcsRepo = rec({
+  bucket: arbString(MAX_STRING_BYTES),
+  prefix: optional(arbString(MAX_STRING_BYTES)),
+});
+
+const httpLocation: fc.Arbitrary<HttpLocation> = fc.oneof(
+  rec({ kind: fc.constant("SingleUrl" as const), url: arbString(MAX_URL_BYTES) }),
+  rec({
+    kind: fc.constant("NumberedFiles" as const),
+    urlTemplate: arbString(MAX_URL_BYTES),
+    startIndex: u32,
+    nLeftPadZeros: u8,
+    numFiles: u32,
+  }),
+  rec({
+    kind: fc.constant("Gcp" as const),
+    bucketName: arbString(MAX_STRING_BYTES),
+    filterDirectory: arbString(MAX_URL_BYTES),
+  }),
+);
+
+const dataLocation: fc.Arbitrary<DataLocation> = fc.oneof(
+  rec({ kind: fc.constant("Dummy" as const) }),
+  rec({ kind: fc.constant("Server" as const), address: arbString(MAX_URL_BYTES) }),
+  rec({ kind: fc.constant("Local" as const), path: arbString(MAX_URL_BYTES) }),
+  rec({
+    kind: fc.constant("Http" as const),
+    location: httpLocation,
+    tokenSizeInBytes: fc.constantFrom(...TOKEN_SIZE_KINDS),
+    shuffle: fc.oneof(
+      rec({ kind: fc.constant("DontShuffle" as const) }),
+      rec({ kind: fc.constant("Seeded" as const), seed: bytes32 }),
+    ),
+  }),
+  rec({ kind: fc.constant("WeightedHttp" as const), url: arbString(MAX_URL_BYTES) }),
+  rec({ kind: fc.constant("Preprocessed" as const), source: arbString(MAX_URL_BYTES) }),
+);
+
+const checkpoint: fc.Arbitrary<Checkpoint> = fc.oneof(
+  rec({ kind: fc.constant("Ephemeral" as const) }),
+  rec({
+    kind: fc.constantFrom("Dummy" as const, "Hub" as const, "P2P" as const),
+    repo: hubRepo,
+  }),
+  rec({ kind: fc.constantFrom("Gcs" as const, "P2PGcs" as const), repo: gcsRepo }),
+);
+
+const warm = { baseLr: f64, warmupSteps: u32, warmupInitLr: f64 };
+const lrSchedule: fc.Arbitrary<LrSchedule> = fc.oneof(
+  rec({ kind: fc.constant("Constant" as const), ...warm }),
+  rec({
+    kind: fc.constantFrom("Linear" as const, "Cosine" as const),
+    ...warm,
+    totalSteps: u32,
+    finalLr: f64,
+  }),
+  rec({
+    kind: fc.constant("WarmupStableDecay" as const),
+    ...warm,
+    stableSteps: u32,
+    cosineDecaySteps: u32,
+    cosineDecayFinalLr: f64,
+    linearDecaySteps: u32,
+    linearDecayFinalLr: f64,
+  }),
+);
+
+const optimizer: fc.Arbitrary<OptimizerDefinition> = fc.oneof(
+  rec({ kind: fc.constant("Dummy" as const) }),
+  rec({
+    kind: fc.constant("AdamW" as const),
+    betas: fc.tuple(f64, f64),
+    weightDecay: f64,
+    eps: f64,
+    clipGradNorm: optional(f64),
+  }),
+  rec({
+    kind: fc.constant("Distro" as const),
+    clipGradNorm: optional(f64),
+    weightDecay: optional(f64),
+    compressionDecay: f64,
+    compressionTopk: u32,
+    compressionChunk: u32,
+    quantize1bit: fc.boolean(),
+  }),
+);
+
+const model: fc.Arbitrary<LlmModel> = rec({
+  architecture: fc.constantFrom(...ARCHITECTURE_KINDS),
+  dataType: fc.constantFrom(...DATA_TYPE_KINDS),
+  maxSeqLen: u32,
+  coldStartWarmupSteps: u32,
+  dataLocation,
+  checkpoint,
+  lrSchedule,
+  optimizer,
+});
+
+function config(maxClients: number): fc.Arbitrary<CoordinatorConfig> {
+  return rec({
+    warmupTime: u64,
+    cooldownTime: u64,
+    maxRoundTrainTime: u64,
+    roundWitnessTime: u64,
+    globalBatchSizeWarmupTokens: u64,
+    epochTime: u64,
+    totalSteps: u32,
+    initMinClients: u16,
+    minClients: u16,
+    witnessNodes: u16,
+    globalBatchSizeStart: u16,
+    globalBatchSizeEnd: u16,
+    verificationPercent: u8,
+    waitingForMembersExtraTime: u8,
+    maxClients: fc.constant(maxClients),
+  });
+}
+
+function bloom(maxClients: number): fc.Arbitrary<Bloom> {
+  const { numBits, numKeys } = witnessBloomParameters(maxClients);
+  return rec({
+    keys: fc.array(u64big, { minLength: numKeys, maxLength: numKeys })
+      .map((k) => BigUint64Array.from(k)),
+    bits: fc.uint8Array({ minLength: numBits / 8, maxLength: numBits / 8 }),
+  });
+}
+
+function witness(maxClients: number): fc.Arbitrary<Witness> {
+  return rec({
+    proof: rec({ position: u32, index: u32, witness: fc.boolean() }),
+    participantBloom: bloom(maxClients),
+    broadcastBloom: bloom(maxClients),
+    broadcastMerkle: bytes32,
+  });
+}
+
+function round(maxClients: number, maxWitnesses: number): fc.Arbitrary<Round> {
+  return rec({
+    witnesses: fc.array(witness(maxClients), { maxLength: maxWitnesses }),
+    dataIndex: u64,
+    randomSeed: u64big,
+    height: u32,
+    clientsLen: fc.integer({ min: 0, max: maxClients }),
+    tieBreakerTasks: u16,
+  });
+}
+
+function client(maxClients: number): fc.Arbitrary<Client> {
+  return rec({
+    id: rec({ signer: bytes32, p2pIdentity: bytes32 }),
+    state: fc.constantFrom(...CLIENT_STATES),
+    exitedHeight: u32,
+    epochIndex: fc.integer({ min: 0, max: maxClients - 1 }),
+  });
+}
+
+/** Options of {@linkcode arbCoordinatorState}. */
+export interface StateArbitraryOptions {
+  /** Largest `config.maxClients` drawn (>= 1). Default 6: keeps blooms and lists small. */
+  maxClients?: number;
+  /** Most witnesses per round. Default 2 (MAX_WITNESSES is the cap the layout allows). */
+  maxWitnesses?: number;
+}
+
+/** Arbitrary whole CoordinatorStates that the binary layout can carry. */
+export function arbCoordinatorState(
+  opts: StateArbitraryOptions = {},
+): fc.Arbitrary<CoordinatorState> {
+  const top = opts.maxClients ?? 6;
+  const maxWitnesses = Math.min(opts.maxWitnesses ?? 2, MAX_WITNESSES);
+  return fc.integer({ min: 1, max: top }).chain((maxClients) =>
+    rec({
+      runId: arbString(MAX_RUN_ID_BYTES),
+      runState: fc.constantFrom(...RUN_STATES),
+      model,
+      config: config(maxClients),
+      progress: rec({ epoch: u16, step: u32, epochStartDataIndex: u64 }),
+      epochState: rec({
+        rounds: fc.array(round(maxClients, maxWitnesses), {
+          minLength: NUM_STORED_ROUNDS,
+          maxLength: NUM_STORED_ROUNDS,
+        }),
+        clients: fc.array(client(maxClients), { maxLength: maxClients }),
+        exitedClients: fc.array(client(maxClients), { maxLength: maxClients }),
+        roundsHead: fc.integer({ min: 0, max: NUM_STORED_ROUNDS - 1 }),
+        startStep: u32,
+        lastStep: u32,
+        startTimestamp: u64,
+        firstRound: fc.boolean(),
+        coldStartEpoch: fc.boolean(),
+      }),
+      runStateStartUnixTimestamp: u64,
+      pendingPause: fc.boolean(),
+    })
+  );
+}

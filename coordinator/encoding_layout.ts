@@ -1,0 +1,68 @@
+/**
+ * Constants of the coordinator-state layout shared by the encoder and the decoder:
+ * header bytes, the wire-code tables of every union and enum, and the decode error.
+ * docs/state-encoding.md documents the layout byte by byte.
+ *
+ * @module
+ */
+
+/** First four bytes of every encoded state: ASCII "PSYC". */
+export const STATE_MAGIC: Uint8Array = Uint8Array.of(0x50, 0x53, 0x59, 0x43);
+/** Layout version written by this module; decoders reject any other. */
+export const STATE_ENCODING_VERSION = 1;
+/** Bytes of the header (magic, version, reserved). */
+export const STATE_HEADER_BYTES = 8;
+
+/** Wire codes of `LlmModel.architecture`. */
+export const ARCHITECTURE_KINDS = ["HfLlama", "HfDeepseek", "HfAuto", "Torchtitan"] as const;
+/** Wire codes of `LlmModel.dataType`. */
+export const DATA_TYPE_KINDS = ["Pretraining", "Finetuning"] as const;
+/** Wire codes of `DataLocation.kind`. */
+export const DATA_LOCATION_KINDS = [
+  "Dummy",
+  "Server",
+  "Local",
+  "Http",
+  "WeightedHttp",
+  "Preprocessed",
+] as const;
+/** Wire codes of `HttpLocation.kind`. */
+export const HTTP_LOCATION_KINDS = ["SingleUrl", "NumberedFiles", "Gcp"] as const;
+/** Wire codes of `TokenSize`. */
+export const TOKEN_SIZE_KINDS = ["TwoBytes", "FourBytes"] as const;
+/** Wire codes of `Shuffle.kind`. */
+export const SHUFFLE_KINDS = ["DontShuffle", "Seeded"] as const;
+/** Wire codes of `Checkpoint.kind`. */
+export const CHECKPOINT_KINDS = ["Ephemeral", "Dummy", "Hub", "P2P", "Gcs", "P2PGcs"] as const;
+/** Wire codes of `LrSchedule.kind`. */
+export const LR_SCHEDULE_KINDS = ["Constant", "Linear", "Cosine", "WarmupStableDecay"] as const;
+/** Wire codes of `OptimizerDefinition.kind`. */
+export const OPTIMIZER_KINDS = ["Dummy", "AdamW", "Distro"] as const;
+
+/**
+ * Bytes that are not a valid encoded state. `field` is the dotted path of the value
+ * being read (e.g. `epochState.rounds[2].witnesses[0].participantBloom.keys`), `offset`
+ * the byte offset where it starts.
+ */
+export class StateDecodeError extends Error {
+  /** Dotted path of the field that was wrong. */
+  readonly field: string;
+  /** Byte offset of that field in the input. */
+  readonly offset: number;
+
+  /** `detail` says what was expected and what was found. */
+  constructor(field: string, offset: number, detail: string) {
+    super(`Cannot decode coordinator state: ${field} at byte ${offset}: ${detail}`);
+    this.name = "StateDecodeError";
+    this.field = field;
+    this.offset = offset;
+  }
+}
+
+/** A short description of a value for error messages. */
+export function describe(v: unknown): string {
+  if (typeof v === "bigint") return `${v}n`;
+  if (typeof v === "string") return JSON.stringify(v.length > 40 ? v.slice(0, 40) + "…" : v);
+  if (v instanceof Uint8Array) return `${v.length} bytes`;
+  return String(v);
+}

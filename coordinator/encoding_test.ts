@@ -1,0 +1,442 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { createBloom, witnessBloomParameters } from "./bloom.ts";
+import {
+  decodeCoordinatorState,
+  encodeCoordinatorState,
+  STATE_ENCODING_VERSION,
+  StateDecodeError,
+} from "./encoding.ts";
+import { arbCoordinatorState } from "./encoding_arbitraries.ts";
+import { coordinatorStateFromJson, coordinatorStateToJson } from "./encoding_json.ts";
+import type { Client, CoordinatorState, Round, Witness } from "./types.ts";
+
+const MAX_CLIENTS = 8;
+
+function key(n: number): Uint8Array {
+  return Uint8Array.from({ length: 32 }, (_, i) => (n * 31 + i) & 0xff);
+}
+
+function witness(index: number): Witness {
+  const { numBits, numKeys } = witnessBloomParameters(MAX_CLIENTS);
+  const keys = BigUint64Array.from({ length: numKeys }, (_, i) => BigInt(i + 1) << 40n);
+  const participantBloom = createBloom(numBits, keys);
+  participantBloom.bits[0] = 0b1010_0101;
+  return {
+    proof: { position: index + 1, index, witness: true },
+    participantBloom,
+    broadcastBloom: createBloom(numBits, keys),
+    broadcastMerkle: key(100 + index),
+  };
+}
+
+function round(height: number, witnesses: Witness[] = []): Round {
+  return {
+    witnesses,
+    dataIndex: height * 16,
+    randomSeed: 0xfedcba9876543210n + BigInt(height),
+    height,
+    clientsLen: 3,
+    tieBreakerTasks: 0,
+  };
+}
+
+function client(n: number, state: Client["state"] = "Healthy"): Client {
+  return {
+    id: { signer: key(n), p2pIdentity: key(n + 50) },
+    state,
+    exitedHeight: 0,
+    epochIndex: n,
+  };
+}
+
+/** A small but complete state: every section present, witnesses with blooms, UTF-8 strings. */
+function sampleState(): CoordinatorState {
+  return {
+    runId: "tiny-ø",
+    runState: "RoundTrain",
+    model: {
+      architecture: "HfLlama",
+      dataType: "Pretraining",
+      maxSeqLen: 256,
+      coldStartWarmupSteps: 0,
+      dataLocation: {
+        kind: "Http",
+        location: {
+          kind: "NumberedFiles",
+          urlTemplate: "https://x/{}.ds",
+          startIndex: 0,
+          nLeftPadZeros: 3,
+          numFiles: 10,
+        },
+        tokenSizeInBytes: "TwoBytes",
+        shuffle: { kind: "Seeded", seed: key(7) },
+      },
+      checkpoint: { kind: "Hub", repo: { repoId: "org/model", revision: null } },
+      lrSchedule: {
+        kind: "Cosine",
+        baseLr: 4e-4,
+        warmupSteps: 10,
+        warmupInitLr: 0,
+        totalSteps: 100,
+        finalLr: 4e-5,
+      },
+      optimizer: {
+        kind: "Distro",
+        clipGradNorm: 1,
+        weightDecay: null,
+        compressionDecay: 0.999,
+        compressionTopk: 8,
+        compressionChunk: 64,
+        quantize1bit: true,
+      },
+    },
+    config: {
+      warmupTime: 15,
+      cooldownTime: 5,
+      maxRoundTrainTime: 30,
+      roundWitnessTime: 2,
+      globalBatchSizeWarmupTokens: 0,
+      epochTime: 120,
+      totalSteps: 100,
+      initMinClients: 1,
+      minClients: 1,
+      witnessNodes: 1,
+      globalBatchSizeStart: 8,
+      globalBatchSizeEnd: 8,
+      verificationPercent: 0,
+      waitingForMembersExtraTime: 3,
+      maxClients: MAX_CLIENTS,
+    },
+    progress: { epoch: 2, step: 17, epochStartDataIndex: 128 },
+    epochState: {
+      rounds: [round(4, [witness(0), witness(2)]), round(5, [witness(1)]), round(2), round(3)],
+      clients: [client(0), client(1), client(2, "Dropped")],
+      exitedClients: [{ ...client(3, "Withdrawn"), exitedHeight: 1 }],
+      roundsHead: 1,
+      startStep: 12,
+      lastStep: 0,
+      startTimestamp: 1_700_000_000,
+      firstRound: false,
+      coldStartEpoch: false,
+    },
+    runStateStartUnixTimestamp: 1_700_000_100,
+    pendingPause: false,
+  };
+}
+
+/** Byte offset of the first byte that changes when `mutate` is applied to the sample. */
+function offsetOf(mutate: (s: CoordinatorState) => void): number {
+  const a = encodeCoordinatorState(sampleState());
+  const s = sampleState();
+  mutate(s);
+  const b = encodeCoordinatorState(s);
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return i;
+  throw new Error("mutation changed nothing");
+}
+
+function decodeError(bytes: Uint8Array): StateDecodeError {
+  try {
+    decodeCoordinatorState(bytes);
+  } catch (e) {
+    if (e instanceof StateDecodeError) return e;
+    throw e;
+  }
+  throw new Error("expected a StateDecodeError");
+}
+
+Deno.test("sample state round trips", () => {
+  const s = sampleState();
+  assert.deepEqual(decodeCoordinatorState(encodeCoordinatorState(s)), s);
+});
+
+Deno.test("header and first fields sit where docs/state-encoding.md says", () => {
+  const b = encodeCoordinatorState(sampleState());
+  assert.deepEqual(Array.from(b.subarray(0, 4)), [0x50, 0x53, 0x59, 0x43]); // "PSYC"
+  assert.deepEqual(Array.from(b.subarray(4, 8)), [STATE_ENCODING_VERSION, 0, 0, 0]);
+  // runId "tiny-ø": 7 UTF-8 bytes (ø is c3 b8), then runState RoundTrain = code 3.
+  assert.equal(b[8], 7);
+  assert.deepEqual(Array.from(b.subarray(9, 16)), [0x74, 0x69, 0x6e, 0x79, 0x2d, 0xc3, 0xb8]);
+  assert.equal(b[16], 3);
+  // The last byte is pendingPause; the 8 before it runStateStartUnixTimestamp, little-endian.
+  assert.equal(b[b.length - 1], 0);
+  const ts = new DataView(b.buffer, b.byteOffset + b.length - 9, 8).getBigUint64(0, true);
+  assert.equal(ts, 1_700_000_100n);
+});
+
+Deno.test("a client takes 71 bytes: signer, p2p key, state, exited height, epoch index", () => {
+  const a = sampleState();
+  const b = sampleState();
+  b.epochState.clients.push(client(4));
+  assert.equal(
+    encodeCoordinatorState(b).length - encodeCoordinatorState(a).length,
+    32 + 32 + 1 + 4 + 2,
+  );
+});
+
+Deno.test("a witness takes 9 bytes of proof, two sized blooms and a 32-byte root", () => {
+  // maxClients 8: ceil(8 * 9.585) = 77 → 128 bits (16 bytes); round(128 / 8 * ln 2) = 11 keys.
+  assert.deepEqual(witnessBloomParameters(MAX_CLIENTS), { numBits: 128, numKeys: 11 });
+  const bloomBytes = 1 + 4 + 11 * 8 + 16;
+  const a = sampleState();
+  const b = sampleState();
+  b.epochState.rounds[2].witnesses.push(witness(2));
+  assert.equal(
+    encodeCoordinatorState(b).length - encodeCoordinatorState(a).length,
+    4 + 4 + 1 + 2 * bloomBytes + 32,
+  );
+});
+
+Deno.test("property: every encodable state round trips (binary and JSON text)", () => {
+  fc.assert(
+    fc.property(arbCoordinatorState(), (s) => {
+      const bytes = encodeCoordinatorState(s);
+      assert.deepEqual(decodeCoordinatorState(bytes), s);
+      const text = JSON.stringify(coordinatorStateToJson(s));
+      assert.deepEqual(coordinatorStateFromJson(JSON.parse(text)), s);
+    }),
+    { numRuns: 120 },
+  );
+});
+
+Deno.test("truncation at every byte offset is rejected", () => {
+  const b = encodeCoordinatorState(sampleState());
+  for (let n = 0; n < b.length; n++) {
+    const e = decodeError(b.subarray(0, n));
+    assert.match(e.message, /truncated/, `prefix of ${n} bytes: ${e.message}`);
+  }
+});
+
+Deno.test("trailing bytes are rejected", () => {
+  const b = encodeCoordinatorState(sampleState());
+  const longer = new Uint8Array(b.length + 1);
+  longer.set(b);
+  const e = decodeError(longer);
+  assert.equal(e.field, "end");
+  assert.equal(e.offset, b.length);
+});
+
+Deno.test("property: random corruption never throws anything but StateDecodeError", () => {
+  fc.assert(
+    fc.property(
+      arbCoordinatorState({ maxClients: 4, maxWitnesses: 1 }),
+      fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 7 })), { minLength: 1, maxLength: 4 }),
+      fc.nat(),
+      (s, flips, cut) => {
+        const b = encodeCoordinatorState(s);
+        for (const [at, bit] of flips) b[at % b.length] ^= 1 << bit;
+        for (const candidate of [b, b.subarray(0, cut % (b.length + 1))]) {
+          try {
+            decodeCoordinatorState(candidate);
+          } catch (e) {
+            assert.ok(e instanceof StateDecodeError, `unexpected ${e}`);
+          }
+        }
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
+Deno.test("bad magic, version and reserved bytes", () => {
+  const b = encodeCoordinatorState(sampleState());
+  const bad = (at: number, v: number) => {
+    const c = b.slice();
+    c[at] = v;
+    return decodeError(c);
+  };
+  assert.equal(bad(0, 0x51).field, "header.magic");
+  const v = bad(4, 2);
+  assert.equal(v.field, "header.version");
+  assert.match(v.message, /unsupported version 2/);
+  assert.equal(bad(6, 1).field, "header.reserved");
+});
+
+Deno.test("each defect names its field and offset", () => {
+  const cases: Array<{
+    name: string;
+    mutate: (s: CoordinatorState) => void;
+    patch: (b: Uint8Array, at: number) => void;
+    field: string;
+    message: RegExp;
+    /** Where the error points relative to the first changed byte (default: there). */
+    offsetDelta?: number;
+  }> = [
+    {
+      name: "unknown run state",
+      mutate: (s) => (s.runState = "Cooldown"),
+      patch: (b, at) => (b[at] = 8),
+      field: "runState",
+      message: /unknown code 8/,
+    },
+    {
+      name: "unknown client state",
+      mutate: (s) => (s.epochState.clients[1].state = "Ejected"),
+      patch: (b, at) => (b[at] = 4),
+      field: "epochState.clients[1].state",
+      message: /unknown code 4/,
+    },
+    {
+      name: "boolean other than 0/1",
+      mutate: (s) => (s.epochState.coldStartEpoch = true),
+      patch: (b, at) => (b[at] = 2),
+      field: "epochState.coldStartEpoch",
+      message: /expected a boolean/,
+    },
+    {
+      name: "roundsHead >= 4",
+      mutate: (s) => (s.epochState.roundsHead = 2),
+      patch: (b, at) => (b[at] = 4),
+      field: "epochState.roundsHead",
+      message: /must be below 4/,
+    },
+    {
+      name: "string over its cap",
+      mutate: (s) => (s.runId = "x".repeat(8)),
+      patch: (b, at) => (b[at] = 33),
+      field: "runId",
+      message: /exceeds the cap of 32/,
+    },
+    {
+      name: "bad UTF-8",
+      mutate: (s) => (s.runId = "tiny-ü"),
+      patch: (b, at) => (b[at] = 0xff),
+      field: "runId",
+      message: /not valid UTF-8/,
+      offsetDelta: -6, // the string's first byte; the bad byte is its 7th
+    },
+    {
+      name: "witness list over its cap",
+      mutate: (s) => s.epochState.rounds[3].witnesses.push(witness(0)),
+      patch: (b, at) => (b[at] = 33),
+      field: "epochState.rounds[3].witnesses.length",
+      message: /exceeds the cap of 32/,
+    },
+    {
+      name: "client list over config.maxClients",
+      mutate: (s) => s.epochState.clients.push(client(5)),
+      patch: (b, at) => (b[at] = MAX_CLIENTS + 1),
+      field: "epochState.clients.length",
+      message: /exceeds the cap of 8/,
+    },
+    {
+      name: "bloom sized for another client cap",
+      mutate: (s) => (s.epochState.rounds[0].witnesses[0].participantBloom.bits[0] = 0),
+      patch: (b, at) => (b[at - 11 * 8 - 4 - 1] = 10), // bits[0] → back over keys, bits.length
+      field: "epochState.rounds[0].witnesses[0].participantBloom.keys.length",
+      message: /10 keys, but config.maxClients = 8 requires 11/,
+      offsetDelta: -(11 * 8 + 4 + 1),
+    },
+    {
+      name: "clientsLen over config.maxClients",
+      mutate: (s) => (s.epochState.rounds[1].clientsLen = 2),
+      patch: (b, at) => (b[at] = MAX_CLIENTS + 1),
+      field: "epochState.rounds[1].clientsLen",
+      message: /exceeds config.maxClients/,
+    },
+    {
+      name: "integer beyond 2^53 - 1",
+      mutate: (s) => (s.progress.epochStartDataIndex = 129),
+      patch: (b, at) => (b[at + 7] = 0x01),
+      field: "progress.epochStartDataIndex",
+      message: /exceeds the largest safe integer/,
+    },
+    {
+      name: "non-finite float",
+      // Flip the lowest mantissa bit so the first changed byte is the field's first byte.
+      mutate: (s) => {
+        if (s.model.lrSchedule.kind === "Cosine") {
+          const f = new Float64Array([s.model.lrSchedule.finalLr]);
+          new Uint8Array(f.buffer)[0] ^= 1;
+          s.model.lrSchedule.finalLr = f[0];
+        }
+      },
+      patch: (b, at) => new DataView(b.buffer, b.byteOffset).setFloat64(at, Number.NaN, true),
+      field: "model.lrSchedule.finalLr",
+      message: /expected a finite number/,
+    },
+    {
+      name: "unknown data location kind",
+      mutate: (s) => (s.model.dataLocation = { kind: "Dummy" }),
+      patch: (b, at) => (b[at] = 6),
+      field: "model.dataLocation.kind",
+      message: /unknown code 6/,
+    },
+  ];
+  for (const c of cases) {
+    const s = sampleState();
+    c.mutate(s);
+    const at = offsetOf(c.mutate);
+    const b = encodeCoordinatorState(s);
+    c.patch(b, at);
+    let e: StateDecodeError;
+    try {
+      e = decodeError(b);
+    } catch (err) {
+      throw new Error(`${c.name}: ${err}`);
+    }
+    assert.equal(e.field, c.field, c.name);
+    assert.match(e.message, c.message, c.name);
+    assert.equal(e.offset, at + (c.offsetDelta ?? 0), c.name);
+  }
+});
+
+Deno.test("the encoder refuses what the layout cannot carry, naming the path", () => {
+  const cases: Array<[string, (s: CoordinatorState) => void, RegExp]> = [
+    ["runId too long", (s) => (s.runId = "x".repeat(33)), /runId is 33 UTF-8 bytes/],
+    ["lone surrogate", (s) => (s.runId = "\ud800"), /runId contains a lone UTF-16 surrogate/],
+    ["three rounds", (s) => s.epochState.rounds.pop(), /rounds must hold exactly 4/],
+    [
+      "bloom of the wrong size",
+      (s) => (s.epochState.rounds[0].witnesses[0].broadcastBloom.bits = new Uint8Array(8)),
+      /rounds\[0\]\.witnesses\[0\]\.broadcastBloom has 11 keys and 64 bits/,
+    ],
+    ["u16 overflow", (s) => (s.progress.epoch = 70_000), /progress\.epoch must be an integer/],
+    ["NaN", (s) => (s.model.optimizer = { kind: "Dummy" }, s.model.maxSeqLen = NaN), /maxSeqLen/],
+    ["roundsHead 4", (s) => (s.epochState.roundsHead = 4), /roundsHead must be below 4/],
+    ["unknown kind", (s) => ((s.runState as string) = "Running"), /runState must be one of/],
+    [
+      "epochIndex over the cap",
+      (s) => (s.epochState.clients[0].epochIndex = MAX_CLIENTS),
+      /clients\[0\]\.epochIndex/,
+    ],
+    [
+      "key of 31 bytes",
+      (s) => (s.epochState.clients[0].id.signer = new Uint8Array(31)),
+      /signer must be 32 bytes/,
+    ],
+  ];
+  for (const [name, mutate, message] of cases) {
+    const s = sampleState();
+    mutate(s);
+    assert.throws(() => encodeCoordinatorState(s), message, name);
+  }
+});
+
+Deno.test("JSON form: hex keys, decimal bigints, strict reading", () => {
+  const s = sampleState();
+  // deno-lint-ignore no-explicit-any
+  const json = coordinatorStateToJson(s) as Record<string, any>;
+  const c0 = json.epochState.clients[0];
+  assert.equal(c0.id.signer, Array.from(key(0), (b) => b.toString(16).padStart(2, "0")).join(""));
+  assert.equal(json.epochState.rounds[0].randomSeed, (0xfedcba9876543210n + 4n).toString());
+  assert.equal(json.epochState.rounds[0].witnesses[0].participantBloom.keys[0], String(1n << 40n));
+  assert.deepEqual(coordinatorStateFromJson(json), s);
+
+  const extra = structuredClone(json);
+  extra.epochState.surprise = 1;
+  assert.throws(() => coordinatorStateFromJson(extra), /epochState\.surprise/);
+  const badHex = structuredClone(json);
+  badHex.epochState.clients[1].id.signer = "zz";
+  assert.throws(() => coordinatorStateFromJson(badHex), /epochState\.clients\[1\]\.id\.signer/);
+  const badSeed = structuredClone(json);
+  badSeed.epochState.rounds[2].randomSeed = "-1";
+  assert.throws(
+    () => coordinatorStateFromJson(badSeed),
+    /rounds\[2\]\.randomSeed must be a decimal u64/,
+  );
+  const missing = structuredClone(json);
+  delete missing.progress.step;
+  assert.throws(() => coordinatorStateFromJson(missing), /progress\.step/);
+  assert.throws(() => coordinatorStateFromJson([]), /must be an object/);
+});

@@ -134,27 +134,46 @@ function checkBloom(bloom: Bloom): number {
   return numBits;
 }
 
+/** True when typed arrays store the low half of a u64 first (every platform Deno runs on). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** Calls `visit` with the bit `item` maps to under each key; stops when it returns false. */
+function forEachBit(bloom: Bloom, item: Uint8Array, visit: (bit: number) => boolean): void {
+  const numBits = checkBloom(bloom);
+  const { keys } = bloom;
+  const halves = new Uint32Array(keys.buffer, keys.byteOffset, keys.length * 2);
+  const lo = LITTLE_ENDIAN ? 0 : 1;
+  for (let k = 0; k < keys.length; k++) {
+    const bit = fnvBit(halves[2 * k + 1 - lo], halves[2 * k + lo], item, numBits);
+    if (!visit(bit)) return;
+  }
+}
+
 /** The bit positions `item` sets in `bloom`, one per key (useful for tests and debugging). */
 export function bloomPositions(bloom: Bloom, item: Uint8Array): number[] {
-  const numBits = checkBloom(bloom);
   const out: number[] = [];
-  for (const key of bloom.keys) {
-    out.push(fnvBit(Number(key >> 32n), Number(key & 0xffff_ffffn), item, numBits));
-  }
+  forEachBit(bloom, item, (bit) => {
+    out.push(bit);
+    return true;
+  });
   return out;
 }
 
 /** Adds `item` to `bloom` in place. */
 export function bloomAdd(bloom: Bloom, item: Uint8Array): void {
-  for (const bit of bloomPositions(bloom, item)) bloom.bits[bit >>> 3] |= 1 << (bit & 7);
+  const { bits } = bloom;
+  forEachBit(bloom, item, (bit) => {
+    bits[bit >>> 3] |= 1 << (bit & 7);
+    return true;
+  });
 }
 
 /** True if `item` may be in `bloom` (never false for an added item). */
 export function bloomContains(bloom: Bloom, item: Uint8Array): boolean {
-  for (const bit of bloomPositions(bloom, item)) {
-    if ((bloom.bits[bit >>> 3] & (1 << (bit & 7))) === 0) return false;
-  }
-  return true;
+  const { bits } = bloom;
+  let found = true;
+  forEachBit(bloom, item, (bit) => (found = (bits[bit >>> 3] & (1 << (bit & 7))) !== 0));
+  return found;
 }
 
 /** Clears every bit of `bloom` in place (keys are kept). */

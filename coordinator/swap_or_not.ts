@@ -114,7 +114,8 @@ export function shuffledPositions(total: number, seed: Uint8Array): Uint32Array 
     }
     for (let i = 0; i < total; i++) {
       const idx = current[i];
-      const flip = (pivot + total - idx) % total;
+      let flip = pivot - idx;
+      if (flip < 0) flip += total;
       const pos = idx > flip ? idx : flip;
       if (((bits[pos >>> 3] >> (pos & 7)) & 1) === 1) current[i] = flip;
     }

@@ -3,8 +3,10 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { stringify } from "smol-toml";
+import { parseDataConfig } from "../data/data_config.ts";
 import {
   ConfigError,
+  crossCheckDataConfig,
   DEFAULT_PROGRESS,
   formatIssue,
   parseRunConfig,
@@ -149,6 +151,12 @@ Deno.test("every example config in config/ is accepted and round-trips", async (
     const run = parseRunConfig(text, path);
     assert.deepEqual(parseRunConfig(runConfigToToml(run), "round trip"), run, path);
     count++;
+    const dataPath = join(CONFIG_DIR, entry.name, "data.toml");
+    const dataText = await Deno.readTextFile(dataPath).catch(() => null);
+    if (dataText !== null) {
+      const data = parseDataConfig(dataText, dataPath);
+      assert.deepEqual(crossCheckDataConfig(run, data), { run: [], data: [] }, dataPath);
+    }
   }
   assert.ok(count >= 2, `expected at least 2 example configs, found ${count}`);
 });

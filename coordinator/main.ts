@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type CliIo, denoIo, EXIT_USAGE, validateConfigCommand } from "./config_cli.ts";
+import { type CliIo, denoIo, EXIT_OK, EXIT_USAGE, validateConfigCommand } from "./config_cli.ts";
 
 /** One subcommand: a one-line summary for the help text and its entry point. */
 export interface Command {
@@ -41,9 +41,13 @@ export function usage(): string {
 /** Dispatches `argv` to its subcommand; resolves to the process exit code. */
 export async function main(argv: string[], io: CliIo = denoIo): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === "--help" || name === "-h" || name === "help") {
-    (name === undefined ? io.err : io.out)(usage());
-    return name === undefined ? EXIT_USAGE : 0;
+  if (name === undefined) {
+    io.err(usage());
+    return EXIT_USAGE;
+  }
+  if (name === "--help" || name === "-h" || name === "help") {
+    io.out(usage());
+    return EXIT_OK;
   }
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (command === undefined) {

@@ -164,6 +164,25 @@ Deno.test("header and first fields sit where docs/state-encoding.md says", () =>
   assert.equal(ts, 1_700_000_100n);
 });
 
+Deno.test("the smallest state is 256 bytes, as summed in docs/state-encoding.md", () => {
+  const s = sampleState();
+  s.runId = "";
+  s.model = {
+    ...s.model,
+    dataLocation: { kind: "Dummy" },
+    checkpoint: { kind: "Ephemeral" },
+    lrSchedule: { kind: "Constant", baseLr: 0, warmupSteps: 0, warmupInitLr: 0 },
+    optimizer: { kind: "Dummy" },
+  };
+  s.epochState.rounds = s.epochState.rounds.map((r) => ({ ...r, witnesses: [] }));
+  s.epochState.clients = [];
+  s.epochState.exitedClients = [];
+  // header 8 + runId 1 + runState 1 + model (2 codes + 2 u32 + 1 + 1 + 21 + 1 = 34)
+  // + config 66 + progress 14 + rounds 4 x (1 + 8 + 8 + 4 + 2 + 2) + list counts 4
+  // + epoch tail 19 + timestamp 8 + pendingPause 1.
+  assert.equal(encodeCoordinatorState(s).length, 8 + 2 + 34 + 66 + 14 + 100 + 4 + 19 + 9);
+});
+
 Deno.test("a client takes 71 bytes: signer, p2p key, state, exited height, epoch index", () => {
   const a = sampleState();
   const b = sampleState();

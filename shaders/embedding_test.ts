@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { Embedding } from "./embedding.ts";
+import { GpuRuntime } from "./gpu.ts";
+import { embeddingBackwardRef, embeddingForwardRef } from "./reference/embedding.ts";
+import { assertClose, F32_EPS, randomF32, randomInts } from "./test_util.ts";
+
+Deno.test("embedding forward and deterministic backward match the reference", async () => {
+  using rt = await GpuRuntime.create();
+  const emb = new Embedding(rt);
+  for (const [n, c, vocab] of [[1, 1, 1], [37, 5, 11], [130, 24, 7], [64, 3, 1000]]) {
+    const tokens = randomInts(n, n, vocab);
+    if (n > 1) tokens[n - 1] = vocab + 3; // out of range: NaN row forward, skipped backward
+    const table = randomF32(n + 1, vocab * c);
+    const dOut = randomF32(n + 2, n * c);
+    const init = randomF32(n + 3, vocab * c);
+    const gTokens = rt.buffer("tokens", tokens), gTable = rt.buffer("table", table);
+    const out = rt.buffer("out", n * c * 4), gdOut = rt.buffer("dOut", dOut);
+    const dTable = rt.buffer("dTable", init);
+    const links = rt.buffer("links", Embedding.linksLength(n) * 4);
+    const step = rt.beginStep("embedding");
+    emb.forward(step.pass, { tokens: gTokens, table: gTable, out, n, c, vocab });
+    emb.backward(step.pass, { tokens: gTokens, dTable, dOut: gdOut, links, n, c, vocab });
+    await step.submit();
+    const want = embeddingForwardRef(tokens, table, c, vocab);
+    const got = await rt.read(out);
+    for (let i = 0; i < n * c; i++) {
+      assert.ok(Object.is(got[i], want[i]) || got[i] === want[i], `forward element ${i}`);
+    }
+    // Backward: each row sums k ≤ n terms onto init in f32: error ≤ (n + 1)·u·Σ|terms|.
+    const wantGrad = embeddingBackwardRef(tokens, dOut, init, c, vocab);
+    const mag = embeddingBackwardRef(tokens, dOut.map(Math.abs), init.map(Math.abs), c, vocab);
+    const gotGrad = await rt.read(dTable);
+    assertClose(gotGrad, wantGrad, (i) => (n + 1) * F32_EPS * mag[i], `backward n=${n}`);
+    // Determinism: a second backward onto the same init gives the same bits.
+    rt.write(dTable, init);
+    const again = rt.beginStep("again");
+    emb.backward(again.pass, { tokens: gTokens, dTable, dOut: gdOut, links, n, c, vocab });
+    await again.submit();
+    assert.deepEqual(await rt.read(dTable), gotGrad);
+  }
+});
+
+Deno.test("embedding rejects a short table", async () => {
+  using rt = await GpuRuntime.create();
+  const emb = new Embedding(rt);
+  const step = rt.beginStep("bad");
+  const tokens = rt.buffer("t", 16), small = rt.buffer("small", 16), out = rt.buffer("o", 64);
+  assert.throws(
+    () => emb.forward(step.pass, { tokens, table: small, out, n: 4, c: 4, vocab: 10 }),
+    /binding "table" holds 4 elements, needs \[V, C\] = 40/,
+  );
+  await step.submit();
+});

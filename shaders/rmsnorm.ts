@@ -1,0 +1,182 @@
+/**
+ * RMSNorm as in Hugging Face Llama: `y = x · rstd · w`, `rstd = 1 / sqrt(mean(x²) + eps)`.
+ *
+ * Shapes: x `[N, C]`, weight `[C]`, out `[N, C]`, rstd `[N]` (saved for the backward).
+ *
+ * Backward, with `dot = Σ_j dy_j·w_j·x_j` per row:
+ * `dx_i = rstd·w_i·dy_i − (rstd³/C)·x_i·dot` and `dw_i += Σ_n dy[n, i]·x[n, i]·rstd[n]`.
+ * One invocation per row for y and dx; one per column for dw (rows summed in order, no atomics).
+ *
+ * @module
+ */
+
+import { f32Bits, type GpuRuntime, type TensorView } from "./gpu.ts";
+import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+
+const PARAMS = `struct Params { n: u32, c: u32, eps: f32 }
+@group(0) @binding(0) var<uniform> p: Params;`;
+
+/** Forward, one invocation per row. */
+export function rmsnormForwardKernel(wg: number): string {
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(4) var<storage, read_write> rstd: array<f32>;
+${main1d(wg)}
+  if (i >= p.n) { return; }
+  let base = i * p.c;
+  var ss = 0.0;
+  for (var j = 0u; j < p.c; j++) { let v = x[base + j]; ss += v * v; }
+  let r = inverseSqrt(ss / f32(p.c) + p.eps);
+  for (var j = 0u; j < p.c; j++) { y[base + j] = (x[base + j] * r) * w[j]; }
+  rstd[i] = r;
+}
+`;
+}
+
+/** Backward input gradient, one invocation per row. */
+export function rmsnormBackwardInputKernel(wg: number): string {
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(3) var<storage, read> dy: array<f32>;
+@group(0) @binding(4) var<storage, read> rstd: array<f32>;
+@group(0) @binding(5) var<storage, read_write> dx: array<f32>;
+${main1d(wg)}
+  if (i >= p.n) { return; }
+  let base = i * p.c;
+  var dot = 0.0;
+  for (var j = 0u; j < p.c; j++) { dot += dy[base + j] * w[j] * x[base + j]; }
+  let r = rstd[i];
+  let k = r * r * r * dot / f32(p.c);
+  for (var j = 0u; j < p.c; j++) { dx[base + j] = r * w[j] * dy[base + j] - k * x[base + j]; }
+}
+`;
+}
+
+/** Backward weight gradient (accumulated), one invocation per column. */
+export function rmsnormBackwardWeightKernel(wg: number): string {
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> dy: array<f32>;
+@group(0) @binding(3) var<storage, read> rstd: array<f32>;
+@group(0) @binding(4) var<storage, read_write> dw: array<f32>;
+${main1d(wg)}
+  if (i >= p.c) { return; }
+  var s = 0.0;
+  for (var r = 0u; r < p.n; r++) { s += dy[r * p.c + i] * x[r * p.c + i] * rstd[r]; }
+  dw[i] = dw[i] + s;
+}
+`;
+}
+
+/** Dimensions and epsilon shared by forward and backward. */
+export interface RmsNormDims {
+  /** Rows (tokens, B·T). */
+  readonly n: number;
+  /** Row width C. */
+  readonly c: number;
+  /** `rms_norm_eps` (default 1e-5). */
+  readonly eps?: number;
+}
+
+/** RMSNorm forward and backward. */
+export class RmsNorm {
+  readonly #rt: GpuRuntime;
+  readonly #wg: number;
+
+  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
+    this.#rt = rt;
+    this.#wg = workgroupSize;
+  }
+
+  /** `out [N, C] = rmsnorm(x [N, C]) · weight [C]`; saves `rstd [N]`. */
+  forward(
+    pass: GPUComputePassEncoder,
+    args: RmsNormDims & { x: TensorView; weight: TensorView; out: TensorView; rstd: TensorView },
+  ): void {
+    const { n } = args;
+    this.#check("rmsnorm forward", args, { x: args.x, out: args.out }, args.weight, args.rstd);
+    const wg = this.#wg;
+    const pipeline = this.#rt.pipeline(`rmsnorm/forward/${wg}`, () => rmsnormForwardKernel(wg));
+    const group = bindTensors(this.#rt, pipeline, this.#params(args), [
+      args.x,
+      args.weight,
+      args.out,
+      args.rstd,
+    ]);
+    dispatch1d(pass, pipeline, group, n, wg);
+  }
+
+  /** `dx [N, C]` (overwritten) and `dWeight [C]` (accumulated) from `dOut [N, C]`. */
+  backward(
+    pass: GPUComputePassEncoder,
+    args: RmsNormDims & {
+      x: TensorView;
+      weight: TensorView;
+      dOut: TensorView;
+      rstd: TensorView;
+      dx: TensorView;
+      dWeight: TensorView;
+    },
+  ): void {
+    const { n, c } = args;
+    this.#check(
+      "rmsnorm backward",
+      args,
+      { x: args.x, dOut: args.dOut, dx: args.dx },
+      args.weight,
+      args.rstd,
+    );
+    requireLength('rmsnorm backward: binding "dWeight"', args.dWeight, c, "[C]");
+    const wg = this.#wg;
+    const params = this.#params(args);
+    const input = this.#rt.pipeline(
+      `rmsnorm/backward-input/${wg}`,
+      () => rmsnormBackwardInputKernel(wg),
+    );
+    const weight = this.#rt.pipeline(
+      `rmsnorm/backward-weight/${wg}`,
+      () => rmsnormBackwardWeightKernel(wg),
+    );
+    const inputGroup = bindTensors(this.#rt, input, params, [
+      args.x,
+      args.weight,
+      args.dOut,
+      args.rstd,
+      args.dx,
+    ]);
+    dispatch1d(pass, input, inputGroup, n, wg);
+    const weightGroup = bindTensors(this.#rt, weight, params, [
+      args.x,
+      args.dOut,
+      args.rstd,
+      args.dWeight,
+    ]);
+    dispatch1d(pass, weight, weightGroup, c, wg);
+  }
+
+  #params(args: RmsNormDims): number[] {
+    return [args.n, args.c, f32Bits(args.eps ?? 1e-5)];
+  }
+
+  #check(
+    what: string,
+    dims: RmsNormDims,
+    rows: Record<string, TensorView>,
+    weight: TensorView,
+    rstd: TensorView,
+  ): void {
+    requireDims(what, { n: dims.n, c: dims.c });
+    const eps = dims.eps ?? 1e-5;
+    if (!(eps >= 0) || !Number.isFinite(eps)) {
+      throw new RangeError(`${what}: eps must be a finite non-negative number, got ${eps}`);
+    }
+    for (const [name, view] of Object.entries(rows)) {
+      requireLength(`${what}: binding "${name}"`, view, dims.n * dims.c, "[N, C]");
+    }
+    requireLength(`${what}: binding "weight"`, weight, dims.c, "[C]");
+    requireLength(`${what}: binding "rstd"`, rstd, dims.n, "[N]");
+  }
+}

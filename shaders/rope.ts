@@ -1,0 +1,127 @@
+/**
+ * Rotary position embeddings, Hugging Face Llama convention (`rotate_half`): within each head of
+ * size D, element i < D/2 pairs with i + D/2 and both rotate by the angle `t · θ^(−2i/D)` of
+ * position t:
+ * `y_i = x_i·cos − x_{i+D/2}·sin`, `y_{i+D/2} = x_{i+D/2}·cos + x_i·sin`.
+ * The backward is the inverse rotation (sin negated).
+ *
+ * Shapes: x `[N, heads, D]` with N = B·T tokens and position `t = n mod T`, rotated in place;
+ * table `[T, D/2, 2]` of (cos, sin) from {@link ropeTable}. The table is computed once on the host
+ * in f64 (with HF's f32 inverse frequencies) so every adapter rotates by bit-identical angles;
+ * GPU `sin`/`cos` differ between vendors.
+ *
+ * @module
+ */
+
+import type { GpuRuntime, TensorView } from "./gpu.ts";
+import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+
+/**
+ * The (cos, sin) table `[T, D/2, 2]` for positions `0..T-1`: as HF, the inverse frequency
+ * `1 / θ^(2i/D)` and the angle `t · inv_freq` are rounded to f32, then cos and sin are exact.
+ *
+ * @example
+ * ```ts
+ * import { ropeTable } from "./rope.ts";
+ * const table = ropeTable(2, 4, 10000);   // T = 2, D = 4
+ * if (table[0] !== 1 || table[1] !== 0) throw new Error("position 0 does not rotate");
+ * ```
+ */
+export function ropeTable(t: number, d: number, theta: number): Float32Array {
+  if (!Number.isInteger(t) || t < 1) throw new RangeError(`ropeTable: T must be >= 1, got ${t}`);
+  if (!Number.isInteger(d) || d < 2 || d % 2 !== 0) {
+    throw new RangeError(`ropeTable: head size D must be a positive even integer, got ${d}`);
+  }
+  if (!(theta > 0)) throw new RangeError(`ropeTable: rope_theta must be positive, got ${theta}`);
+  const half = d / 2;
+  const table = new Float32Array(t * half * 2);
+  for (let i = 0; i < half; i++) {
+    const invFreq = Math.fround(1 / Math.fround(theta ** Math.fround((2 * i) / d)));
+    for (let pos = 0; pos < t; pos++) {
+      const angle = Math.fround(pos * invFreq);
+      table[(pos * half + i) * 2] = Math.cos(angle);
+      table[(pos * half + i) * 2 + 1] = Math.sin(angle);
+    }
+  }
+  return table;
+}
+
+/** In-place rotation; `direction` is 1 (forward) or −1 (backward: rotate back). */
+export function ropeKernel(wg: number): string {
+  return `struct Params { n: u32, t: u32, heads: u32, d: u32, direction: f32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@group(0) @binding(2) var<storage, read> table: array<f32>;
+${main1d(wg)}
+  let half = p.d / 2u;
+  if (i >= p.n * p.heads * half) { return; }
+  let pair = i % half;
+  let row = i / half;               // token · heads + head
+  let pos = (row / p.heads) % p.t;
+  let cs = (pos * half + pair) * 2u;
+  let c = table[cs];
+  let s = table[cs + 1u] * p.direction;
+  let o = row * p.d + pair;
+  let x0 = x[o];
+  let x1 = x[o + half];
+  x[o] = x0 * c - x1 * s;
+  x[o + half] = x1 * c + x0 * s;
+}
+`;
+}
+
+/** Dimensions of one rotary call. */
+export interface RopeDims {
+  /** Tokens N = B·T. */
+  readonly n: number;
+  /** Sequence length T (position = token index mod T). */
+  readonly t: number;
+  /** Heads in x (H for queries, KVH for keys). */
+  readonly heads: number;
+  /** Head size D (even). */
+  readonly d: number;
+}
+
+/** Rotary embeddings in place: forward rotates, backward rotates the gradient back. */
+export class Rope {
+  readonly #rt: GpuRuntime;
+  readonly #wg: number;
+
+  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
+    this.#rt = rt;
+    this.#wg = workgroupSize;
+  }
+
+  /** Rotate `x [N, heads, D]` in place by its positions. */
+  forward(
+    pass: GPUComputePassEncoder,
+    args: RopeDims & { x: TensorView; table: TensorView },
+  ): void {
+    this.#run(pass, args, 1);
+  }
+
+  /** Rotate the gradient `dx [N, heads, D]` back in place (the transpose of the forward). */
+  backward(
+    pass: GPUComputePassEncoder,
+    args: RopeDims & { dx: TensorView; table: TensorView },
+  ): void {
+    this.#run(pass, { ...args, x: args.dx }, -1);
+  }
+
+  #run(
+    pass: GPUComputePassEncoder,
+    args: RopeDims & { x: TensorView; table: TensorView },
+    direction: 1 | -1,
+  ): void {
+    const { n, t, heads, d } = args;
+    requireDims("rope", { n, t, heads, d });
+    if (d % 2 !== 0) throw new RangeError(`rope: head size D must be even, got ${d}`);
+    requireLength('rope: binding "x"', args.x, n * heads * d, "[N, heads, D]");
+    requireLength('rope: binding "table"', args.table, t * d, "[T, D/2, 2]");
+    const wg = this.#wg;
+    const pipeline = this.#rt.pipeline(`rope/${wg}`, () => ropeKernel(wg));
+    const params = [n, t, heads, d, direction === 1 ? 0x3f800000 : 0xbf800000];
+    const group = bindTensors(this.#rt, pipeline, params, [args.x, args.table]);
+    dispatch1d(pass, pipeline, group, (n * heads * d) / 2, wg);
+  }
+}

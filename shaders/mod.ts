@@ -34,3 +34,7 @@ export { bindTensors, ceilDiv, dispatch, dispatch1d, grid1d, main1d } from "./ke
 export { Matmul, type MatmulArgs, type MatmulLayout, type MatmulVariant } from "./matmul.ts";
 export { Elementwise, type ElementwiseOp } from "./elementwise.ts";
 export { CHUNK_ITEMS, SumOfSquares, type SumsqInput } from "./sumsq.ts";
+export { Embedding, type EmbeddingDims } from "./embedding.ts";
+export { RmsNorm, type RmsNormDims } from "./rmsnorm.ts";
+export { Rope, type RopeDims, ropeTable } from "./rope.ts";
+export { SwiGlu } from "./swiglu.ts";

@@ -1,0 +1,40 @@
+import assert from "node:assert/strict";
+import { LocalDataProvider } from "./local.ts";
+import type { TokenBatch } from "./provider.ts";
+import { closing, writeFixtureDataset } from "./testing/fixtures.ts";
+import { evaluateLoss } from "./validation.ts";
+
+Deno.test("evaluateLoss walks the provider in order and weights by sequences", async () => {
+  await using data = await writeFixtureDataset([80]);
+  await using provider = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes" }),
+  );
+  const seen: number[] = [];
+  // A stand-in "loss": the batch's first token, so the weighting is checkable by hand.
+  const lossOf = (b: TokenBatch) => {
+    seen.push(b.count);
+    return Promise.resolve(b.tokens[0]);
+  };
+  const report = await evaluateLoss(provider, lossOf, { batchSize: 4 });
+  assert.deepEqual(seen, [4, 4, 2]);
+  const first = (s: number) => data.files[0].tokens[s * 8];
+  const expected = (4 * first(0) + 4 * first(4) + 2 * first(8)) / 10;
+  assert.deepEqual(report, { meanLoss: expected, sequences: 10, batches: 3 });
+  const capped = await evaluateLoss(provider, lossOf, { batchSize: 3, maxBatches: 2 });
+  assert.equal(capped.sequences, 6);
+});
+
+Deno.test("evaluateLoss rejects a non-finite loss and a bad batch size", async () => {
+  await using data = await writeFixtureDataset([40]);
+  await using provider = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes" }),
+  );
+  await assert.rejects(
+    evaluateLoss(provider, () => Promise.resolve(NaN), { batchSize: 2 }),
+    /lossOf returned NaN for validation batch 0\.\.1/,
+  );
+  await assert.rejects(
+    evaluateLoss(provider, () => Promise.resolve(1), { batchSize: 0 }),
+    RangeError,
+  );
+});

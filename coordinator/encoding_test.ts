@@ -257,6 +257,30 @@ Deno.test("property: random corruption never throws anything but StateDecodeErro
   );
 });
 
+Deno.test("every single-bit flip of the sample decodes or throws StateDecodeError", () => {
+  const b = encodeCoordinatorState(sampleState());
+  let rejected = 0;
+  for (let i = 0; i < b.length * 8; i++) {
+    const c = b.slice();
+    c[i >> 3] ^= 1 << (i & 7);
+    try {
+      decodeCoordinatorState(c);
+    } catch (e) {
+      assert.ok(e instanceof StateDecodeError, `bit ${i}: unexpected ${e}`);
+      rejected++;
+    }
+  }
+  // Length, code and flag bytes make many flips fatal; payload bytes (keys, bits) do not.
+  assert.ok(rejected > 0 && rejected < b.length * 8, `${rejected} rejected`);
+});
+
+Deno.test("non-byte input is a StateDecodeError too", () => {
+  assert.throws(
+    () => decodeCoordinatorState("PSYC" as unknown as Uint8Array),
+    (e) => e instanceof StateDecodeError && e.field === "input",
+  );
+});
+
 Deno.test("bad magic, version and reserved bytes", () => {
   const b = encodeCoordinatorState(sampleState());
   const bad = (at: number, v: number) => {

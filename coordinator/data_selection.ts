@@ -15,6 +15,12 @@ import type { CommitteeSelection } from "./committee_selection.ts";
 import { deterministicShuffle } from "./deterministic_shuffle.ts";
 import type { BatchId, CoordinatorConfig } from "./types.ts";
 
+/** The config fields the batch-size ramp reads (a whole CoordinatorConfig also fits). */
+export type BatchRampConfig = Pick<
+  CoordinatorConfig,
+  "globalBatchSizeStart" | "globalBatchSizeEnd" | "globalBatchSizeWarmupTokens"
+>;
+
 /**
  * Sequences in the global batch after `tokens` tokens have been processed: `end` once
  * `tokens >= globalBatchSizeWarmupTokens`, else
@@ -29,11 +35,10 @@ import type { BatchId, CoordinatorConfig } from "./types.ts";
  * import { batchSizeForTokens } from "./data_selection.ts";
  * const config = { globalBatchSizeStart: 8, globalBatchSizeEnd: 16, globalBatchSizeWarmupTokens: 1000 };
  * // 8 + 8 * 500 / 1000 = 12
- * // deno-lint-ignore no-explicit-any
- * if (batchSizeForTokens(config as any, 500) !== 12) throw new Error("halfway is 12");
+ * if (batchSizeForTokens(config, 500) !== 12) throw new Error("halfway is 12");
  * ```
  */
-export function batchSizeForTokens(config: CoordinatorConfig, tokens: number): number {
+export function batchSizeForTokens(config: BatchRampConfig, tokens: number): number {
   if (!Number.isSafeInteger(tokens) || tokens < 0) {
     throw new RangeError(`tokens must be a non-negative safe integer, found ${String(tokens)}`);
   }
@@ -54,7 +59,7 @@ export function batchSizeForTokens(config: CoordinatorConfig, tokens: number): n
  * `get_data_index_for_step` does for `--restart-from-step`. Steps `<= 1` give 0.
  */
 export function dataIndexForStep(
-  config: CoordinatorConfig,
+  config: BatchRampConfig,
   maxSeqLen: number,
   step: number,
 ): number {

@@ -5,11 +5,11 @@ import {
   assignDataForRound,
   batchForClient,
   batchIdsForRound,
+  type BatchRampConfig,
   batchSizeForTokens,
   dataIndexForStep,
 } from "./data_selection.ts";
 import { deterministicShuffle } from "./deterministic_shuffle.ts";
-import type { CoordinatorConfig } from "./types.ts";
 
 function trainersOnly(n: number, seed: bigint): CommitteeSelection {
   return CommitteeSelection.create({
@@ -136,12 +136,11 @@ Deno.test("assignDataForRound rejects a clientsLen that disagrees with the selec
   );
 });
 
-const ramp = (start: number, end: number, warmupTokens: number) =>
-  ({
-    globalBatchSizeStart: start,
-    globalBatchSizeEnd: end,
-    globalBatchSizeWarmupTokens: warmupTokens,
-  }) as CoordinatorConfig;
+const ramp = (start: number, end: number, warmupTokens: number): BatchRampConfig => ({
+  globalBatchSizeStart: start,
+  globalBatchSizeEnd: end,
+  globalBatchSizeWarmupTokens: warmupTokens,
+});
 
 Deno.test("batch-size ramp: start, middle, rounding, end", () => {
   const c = ramp(8, 16, 1000);

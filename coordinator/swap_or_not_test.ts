@@ -69,6 +69,14 @@ Deno.test("shuffledPositions equals computeShuffledIndex for every index of smal
   }
 });
 
+Deno.test("10,000 positions agree with the one-index path at block edges", () => {
+  const seed = sha256(u64le(10_000n));
+  const all = shuffledPositions(10_000, seed);
+  for (const i of [0, 255, 256, 511, 4_999, 9_727, 9_728, 9_999]) {
+    assert.equal(all[i], computeShuffledIndex(i, 10_000, seed), `i=${i}`);
+  }
+});
+
 Deno.test("shuffle is deterministic and seed sensitive", () => {
   const a = shuffledPositions(100, seq32);
   assert.deepEqual(shuffledPositions(100, seq32), a);

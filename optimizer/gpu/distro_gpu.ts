@@ -1,0 +1,386 @@
+/**
+ * DisTrO on the GPU: the optimizer the trainer plugs in as `--optimizer distro`.
+ *
+ * Buffers (P = floats in the flat parameter buffer, E = Σ chunks·k over parameters,
+ * S = largest parameter):
+ * - `delta` `[P]`: residual momentum δ; `saved` `[P]`: θ before the lookahead;
+ * - `ownIdx[2]`, `ownVal[2]` `[E]`: this step's and the previous step's own result
+ *   (indices within chunks, unquantized values), double-buffered;
+ * - `ownQ` `[E]`: fixed-point coefficients of the previous own result (single-node apply);
+ * - `scratchT`, `scratchY` `[S]`: DCT intermediate and coefficients of the current parameter;
+ * - uploaded aggregate (`aggOffsets`, `aggIdx`, `aggQ`), grown on demand.
+ *
+ * Nothing leaves the GPU per parameter per step except the compressed result
+ * ({@link DistroOptimizer.readResult}: indices and values, E each) and the aggregate coming
+ * in ({@link DistroOptimizer.encodeApply}).
+ *
+ * @module
+ */
+
+import type { GpuRuntime, GpuStep, TensorView } from "../../shaders/gpu.ts";
+import type { Optimizer, OptimizerStepArgs } from "../../train/optimizer.ts";
+import { quantizeSigns, type SparseParam } from "../compress.ts";
+import type { DistroConfig } from "../distro.ts";
+import type { AggregatedParam } from "../exact.ts";
+import { type ChunkLayout, chunkLayout } from "../layout.ts";
+import { BasisTables, DistroKernels, type KernelParam } from "./kernels.ts";
+
+/** A parameter in the flat buffer: name, row-major shape and first element (a multiple of 64). */
+export interface FlatParam {
+  readonly name: string;
+  readonly shape: readonly number[];
+  readonly offset: number;
+}
+
+/** Options of {@link DistroOptimizer}. */
+export interface DistroOptimizerOptions {
+  /** The parameters, in model order (e.g. model/params.ts `layout.entries`). */
+  readonly params: readonly FlatParam[];
+  /** Floats in the flat parameter buffer. */
+  readonly size: number;
+  /** DisTrO hyper-parameters. */
+  readonly config: DistroConfig;
+  /** Label prefix of GPU objects. */
+  readonly label?: string;
+}
+
+/** Per-step arguments of {@link DistroOptimizer.encodeGenerate}. */
+export interface GenerateArgs {
+  readonly params: GPUBuffer;
+  readonly grads: GPUBuffer;
+  /** Learning rate of this step. */
+  readonly lr: number;
+  /** `[1]` sum of squared gradients (needed when clipping is configured), else null. */
+  readonly gradSumSq: TensorView | null;
+}
+
+/**
+ * GPU DisTrO. Per step, for a networked client:
+ * `encodeLookahead` (before forward) → forward/backward → `encodeGenerate` → submit →
+ * `readResult` (to encode and send) … later `encodeApply` with the exact aggregate of every
+ * peer's result (exact.ts `aggregateFixed`, canonical order).
+ * For single-node training, {@link encodeStep} does generate, applies the previous own result
+ * and sets up the next lookahead, all on the GPU (Psyche's `examples/train.rs`).
+ */
+export class DistroOptimizer implements Optimizer {
+  readonly name = "distro";
+  /** Hyper-parameters in use. */
+  readonly config: DistroConfig;
+  /** Chunking of every parameter, in order. */
+  readonly layouts: readonly ChunkLayout[];
+  /** `[P]` residual momentum δ. */
+  readonly delta: GPUBuffer;
+  readonly #rt: GpuRuntime;
+  readonly #label: string;
+  readonly #size: number;
+  readonly #params: readonly (KernelParam & { offset: number; spec: number[] })[];
+  readonly #entries: number;
+  readonly #basis: BasisTables;
+  readonly #kernels: DistroKernels;
+  readonly #saved: GPUBuffer;
+  readonly #ownIdx: [GPUBuffer, GPUBuffer];
+  readonly #ownVal: [GPUBuffer, GPUBuffer];
+  readonly #ownQ: GPUBuffer;
+  readonly #scratchT: GPUBuffer;
+  readonly #scratchY: GPUBuffer;
+  readonly #hyperLook: GPUBuffer;
+  readonly #hyperGen: GPUBuffer;
+  readonly #hyperApply: GPUBuffer;
+  readonly #ownMeta: GPUBuffer;
+  readonly #aggMeta: GPUBuffer;
+  readonly #noSumSq: GPUBuffer;
+  readonly #ownFixedHyper: GPUBuffer;
+  #agg: { offsets: GPUBuffer; idx: GPUBuffer; q: GPUBuffer } | null = null;
+  /** Which of the double buffers holds the latest own result. */
+  #cur = 0;
+  #hasOwn = false;
+  #lookaheadActive = false;
+  readonly #owned: GPUBuffer[] = [];
+
+  constructor(rt: GpuRuntime, options: DistroOptimizerOptions) {
+    const { params, size, config } = options;
+    if (!Number.isInteger(size) || size <= 0) {
+      throw new RangeError(`DistroOptimizer: size must be a positive integer, got ${size}`);
+    }
+    const label = this.#label = options.label ?? "distro";
+    this.#rt = rt;
+    this.#size = size;
+    this.config = { ...config };
+    this.layouts = params.map((p) => chunkLayout(p.name, p.shape, config));
+    this.#basis = new BasisTables(rt, this.layouts.flatMap((l) => [l.n1, l.n2]), label);
+    this.#kernels = new DistroKernels(rt, this.#basis);
+    let entry = 0;
+    let largest = 1;
+    this.#params = this.layouts.map((layout, index) => {
+      const p = params[index];
+      if (p.offset % 64 !== 0 || p.offset + layout.size > size) {
+        throw new RangeError(
+          `DistroOptimizer: parameter "${p.name}" at offset ${p.offset} (size ${layout.size}) ` +
+            `must start at a multiple of 64 floats and end within ${size}`,
+        );
+      }
+      const kp = { layout, entry, index, offset: p.offset, spec: [] as number[] };
+      kp.spec = this.#kernels.spec(kp);
+      entry += layout.chunks * layout.k;
+      largest = Math.max(largest, layout.size);
+      return kp;
+    });
+    this.#entries = Math.max(1, entry);
+    const buf = (name: string, init: number | Uint32Array) => {
+      const b = rt.buffer(`${label} ${name}`, init);
+      this.#owned.push(b);
+      return b;
+    };
+    this.delta = buf("delta", size * 4);
+    this.#saved = buf("saved params", size * 4);
+    this.#ownIdx = [buf("own idx 0", this.#entries * 4), buf("own idx 1", this.#entries * 4)];
+    this.#ownVal = [buf("own val 0", this.#entries * 4), buf("own val 1", this.#entries * 4)];
+    this.#ownQ = buf("own q", this.#entries * 4);
+    this.#scratchT = buf("dct scratch", largest * 4);
+    this.#scratchY = buf("dct coefficients", largest * 4);
+    this.#hyperLook = buf("lookahead hyper", 16);
+    this.#hyperGen = buf("generate hyper", 32);
+    this.#hyperApply = buf("apply hyper", 16);
+    this.#noSumSq = buf("unused grad sumsq", 16);
+    this.#ownFixedHyper = buf("own-fixed hyper", new Uint32Array([0, config.quantize1bit ? 1 : 0]));
+    const own = new Uint32Array(4 * this.#params.length);
+    this.#params.forEach((p, n) => own.set([0, p.entry, p.layout.k, 0], 4 * n));
+    this.#ownMeta = buf("own apply meta", own);
+    this.#aggMeta = buf("aggregate apply meta", 16 * this.#params.length);
+  }
+
+  /** True once a result has been generated (error feedback and lookahead are active). */
+  get hasResult(): boolean {
+    return this.#hasOwn;
+  }
+
+  /** Forgets δ and the previous result (cold start, `zero_optim`). Encoded into `step`. */
+  encodeReset(step: GpuStep): void {
+    step.encoder.clearBuffer(this.delta);
+    this.#hasOwn = false;
+    this.#lookaheadActive = false;
+  }
+
+  /**
+   * `saved = θ; θ −= prevLr·sign(δ)`, before forward/backward. A no-op before the first
+   * result (as in Psyche). The next {@link encodeGenerate} restores θ exactly.
+   */
+  encodeLookahead(step: GpuStep, args: { params: GPUBuffer; prevLr: number }): void {
+    if (!this.#hasOwn) return;
+    this.#rt.write(this.#hyperLook, new Float32Array([args.prevLr]));
+    this.#kernels.encodeLookahead(step.pass, this.#size, {
+      hyper: this.#hyperLook,
+      params: args.params,
+      delta: this.delta,
+      saved: this.#saved,
+    });
+    this.#lookaheadActive = true;
+  }
+
+  /** Copies the saved θ back (undoing the lookahead), e.g. before a checkpoint. */
+  encodeUndoLookahead(step: GpuStep, params: GPUBuffer): void {
+    if (!this.#lookaheadActive) return;
+    step.encoder.copyBufferToBuffer(this.#saved, 0, params, 0, this.#size * 4);
+    this.#lookaheadActive = false;
+  }
+
+  /**
+   * Undo the lookahead, fold the gradients into δ (after subtracting the previous own
+   * result), apply weight decay to θ and select this step's coefficients on the GPU.
+   */
+  encodeGenerate(step: GpuStep, args: GenerateArgs): void {
+    const { lr } = args;
+    if (!(lr >= 0 && Number.isFinite(lr))) {
+      throw new RangeError(`DistroOptimizer: bad learning rate ${lr}`);
+    }
+    const clip = this.config.clipGradNorm ?? 0;
+    if (clip > 0 && args.gradSumSq === null) {
+      throw new RangeError("DistroOptimizer: clipGradNorm > 0 needs gradSumSq");
+    }
+    this.encodeUndoLookahead(step, args.params);
+    const hyper = new ArrayBuffer(32);
+    new Float32Array(hyper, 0, 4).set([
+      lr,
+      1 - lr * (this.config.weightDecay ?? 0),
+      this.config.decay,
+      clip > 0 ? clip : 0,
+    ]);
+    new Uint32Array(hyper, 16, 1)[0] = this.#hasOwn ? 1 : 0;
+    this.#rt.write(this.#hyperGen, new Uint32Array(hyper));
+    const prev = this.#cur;
+    const next = this.#hasOwn ? 1 - prev : prev;
+    const pass = step.pass;
+    for (const p of this.#params) {
+      const bytes = { offset: p.offset * 4, size: p.layout.size * 4 };
+      const params = { buffer: args.params, ...bytes };
+      const delta = { buffer: this.delta, ...bytes };
+      this.#kernels.encodeFeedback(pass, p.spec, {
+        hyper: this.#hyperGen,
+        gradSumSq: args.gradSumSq ?? this.#noSumSq,
+        params,
+        grads: { buffer: args.grads, ...bytes },
+        delta,
+        ownIdx: this.#ownIdx[prev],
+        ownVal: this.#ownVal[prev],
+      });
+      this.#kernels.encodeDct(pass, p.spec, { x: delta, t: this.#scratchT, y: this.#scratchY });
+      this.#kernels.encodeTopk(pass, p.spec, {
+        y: this.#scratchY,
+        idx: this.#ownIdx[next],
+        val: this.#ownVal[next],
+      });
+    }
+    this.#cur = next;
+    this.#hasOwn = true;
+  }
+
+  /**
+   * Applies the client's own result from before the latest {@link encodeGenerate} as a
+   * one-peer aggregate: `θ −= lr·sign(update)` (exact fixed point). Must follow a generate
+   * in the same step.
+   */
+  encodeApplyPrevious(step: GpuStep, args: { params: GPUBuffer; lr: number }): void {
+    const prev = 1 - this.#cur;
+    this.#rt.write(this.#hyperApply, new Float32Array([args.lr, 0, 0, 0]));
+    const pass = step.pass;
+    for (const p of this.#params) {
+      this.#kernels.encodeOwnFixed(pass, p.spec, {
+        hyper: this.#ownFixedHyper,
+        val: this.#ownVal[prev],
+        q: this.#ownQ,
+      });
+    }
+    for (const p of this.#params) {
+      this.#kernels.encodeApply(pass, p.spec, {
+        hyper: this.#hyperApply,
+        meta: this.#ownMeta,
+        params: { buffer: args.params, offset: p.offset * 4, size: p.layout.size * 4 },
+        idx: this.#ownIdx[prev],
+        q: this.#ownQ,
+        offsets: this.#ownMeta,
+      });
+    }
+  }
+
+  /**
+   * `θ −= lr·sign(update)` with the exact aggregate of all peers' results, one
+   * {@link AggregatedParam} per parameter (from `aggregateFixed` over canonically ordered
+   * results). The aggregate is uploaded (queued before the step's submit).
+   */
+  encodeApply(
+    step: GpuStep,
+    args: { params: GPUBuffer; lr: number; update: readonly AggregatedParam[] },
+  ): void {
+    const { update } = args;
+    if (update.length !== this.#params.length) {
+      throw new RangeError(
+        `DistroOptimizer: aggregate has ${update.length} parameters, the model has ${this.#params.length}`,
+      );
+    }
+    let offsetsLen = 0, entries = 0;
+    for (const [n, a] of update.entries()) {
+      const chunks = this.#params[n].layout.chunks;
+      if (a.offsets.length !== chunks + 1 || a.indices.length !== a.offsets[chunks]) {
+        throw new RangeError(
+          `DistroOptimizer: aggregate of "${
+            this.#params[n].layout.name
+          }" does not match its ${chunks} chunks`,
+        );
+      }
+      offsetsLen += chunks + 1;
+      entries += a.indices.length;
+    }
+    const offsets = new Uint32Array(offsetsLen);
+    const idx = new Uint32Array(Math.max(1, entries));
+    const q = new Int32Array(Math.max(1, entries));
+    const meta = new Uint32Array(4 * update.length);
+    let o = 0, e = 0;
+    for (const [n, a] of update.entries()) {
+      meta.set([o, 0, 0, 0], 4 * n);
+      for (let c = 0; c < a.offsets.length; c++) offsets[o + c] = a.offsets[c] + e;
+      idx.set(a.indices, e);
+      q.set(a.coeffs, e);
+      o += a.offsets.length;
+      e += a.indices.length;
+    }
+    const agg = this.#aggBuffers(offsets.length, idx.length);
+    this.#rt.write(agg.offsets, offsets);
+    this.#rt.write(agg.idx, idx);
+    this.#rt.write(agg.q, q);
+    this.#rt.write(this.#aggMeta, meta);
+    this.#rt.write(this.#hyperApply, new Float32Array([args.lr, 0, 0, 0]));
+    for (const p of this.#params) {
+      this.#kernels.encodeApply(step.pass, p.spec, {
+        hyper: this.#hyperApply,
+        meta: this.#aggMeta,
+        params: { buffer: args.params, offset: p.offset * 4, size: p.layout.size * 4 },
+        idx: agg.idx,
+        q: agg.q,
+        offsets: agg.offsets,
+      });
+    }
+  }
+
+  /**
+   * Single-node step (the trainer's {@link Optimizer} seam): generate, apply the previous
+   * own result, then the lookahead for the next step (with this step's lr).
+   */
+  encodeStep(step: GpuStep, args: OptimizerStepArgs): void {
+    const hadResult = this.#hasOwn;
+    this.encodeGenerate(step, args);
+    if (hadResult) this.encodeApplyPrevious(step, args);
+    this.encodeLookahead(step, { params: args.params, prevLr: args.lr });
+  }
+
+  /**
+   * Reads back the latest own result (after the generating step was submitted): per
+   * parameter `chunks·k` indices and values, values replaced by ±1 when `quantize1bit`.
+   */
+  async readResult(options: { signal?: AbortSignal } = {}): Promise<SparseParam[]> {
+    if (!this.#hasOwn) throw new Error("DistroOptimizer: no result has been generated yet");
+    const bytes = this.#entries * 4;
+    const idx = await this.#rt.readU32({ buffer: this.#ownIdx[this.#cur], size: bytes }, options);
+    const val = await this.#rt.read({ buffer: this.#ownVal[this.#cur], size: bytes }, options);
+    return this.#params.map((p) => {
+      const n = p.layout.chunks * p.layout.k;
+      const values = val.slice(p.entry, p.entry + n);
+      return {
+        indices: idx.slice(p.entry, p.entry + n),
+        values: this.config.quantize1bit ? quantizeSigns(values) : values,
+      };
+    });
+  }
+
+  /** Reads back the latest own result with unquantized values (tests, diagnostics). */
+  async readOwn(): Promise<SparseParam[]> {
+    const bytes = this.#entries * 4;
+    const idx = await this.#rt.readU32({ buffer: this.#ownIdx[this.#cur], size: bytes });
+    const val = await this.#rt.read({ buffer: this.#ownVal[this.#cur], size: bytes });
+    return this.#params.map((p) => {
+      const n = p.layout.chunks * p.layout.k;
+      return { indices: idx.slice(p.entry, p.entry + n), values: val.slice(p.entry, p.entry + n) };
+    });
+  }
+
+  #aggBuffers(offsets: number, entries: number) {
+    const a = this.#agg;
+    if (a && a.offsets.size >= offsets * 4 && a.idx.size >= entries * 4) return a;
+    if (a) { for (const b of [a.offsets, a.idx, a.q]) this.#rt.destroyBuffer(b); }
+    const grow = (n: number) => Math.ceil(n * 1.25) * 4;
+    this.#agg = {
+      offsets: this.#rt.buffer(`${this.#label} aggregate offsets`, grow(offsets)),
+      idx: this.#rt.buffer(`${this.#label} aggregate idx`, grow(entries)),
+      q: this.#rt.buffer(`${this.#label} aggregate q`, grow(entries)),
+    };
+    return this.#agg;
+  }
+
+  /** Frees every buffer the optimizer made. */
+  [Symbol.dispose](): void {
+    for (const b of this.#owned) this.#rt.destroyBuffer(b);
+    if (this.#agg) {
+      for (const b of [this.#agg.offsets, this.#agg.idx, this.#agg.q]) this.#rt.destroyBuffer(b);
+    }
+    this.#basis[Symbol.dispose]();
+  }
+}

@@ -1,0 +1,175 @@
+import assert from "node:assert/strict";
+import { GpuRuntime } from "../../shaders/gpu.ts";
+import { assertClose, randomF32 } from "../../shaders/test_util.ts";
+import { type DistroConfig, DistroReference, type NamedParam } from "../distro.ts";
+import { aggregateFixed } from "../exact.ts";
+import type { DistroResult } from "../result.ts";
+import { DistroOptimizer, type FlatParam } from "./distro_gpu.ts";
+
+const SHAPES: [string, number[]][] = [["w", [48, 80]], ["norm", [80]], ["proj", [40, 24]]];
+
+function flatLayout(): { params: FlatParam[]; size: number } {
+  let offset = 0;
+  const params = SHAPES.map(([name, shape]) => {
+    const p = { name, shape, offset };
+    offset += Math.ceil(shape.reduce((a, b) => a * b) / 64) * 64;
+    return p;
+  });
+  return { params, size: offset };
+}
+
+function sizeOf(shape: readonly number[]) {
+  return shape.reduce((a, b) => a * b);
+}
+
+async function singleNodeMatchesReference(config: DistroConfig, exactTheta: boolean) {
+  using rt = await GpuRuntime.create();
+  const { params, size } = flatLayout();
+  const flat = randomF32(1, size, -0.5, 0.5);
+  const refParams: NamedParam[] = params.map((p) => ({
+    name: p.name,
+    shape: p.shape,
+    data: flat.slice(p.offset, p.offset + sizeOf(p.shape)),
+  }));
+  const ref = new DistroReference(refParams, config);
+  const theta = rt.buffer("params", flat);
+  const gradsBuf = rt.buffer("grads", size * 4);
+  const sumsq = rt.buffer("sumsq", 4);
+  using opt = new DistroOptimizer(rt, { params, size, config });
+  let prev: DistroResult | null = null;
+  for (let t = 1; t <= 4; t++) {
+    const lr = 0.01 / t;
+    const grads = randomF32(50 + t, size, -2, 2);
+    const refGrads = params.map((p) => grads.slice(p.offset, p.offset + sizeOf(p.shape)));
+    let sq = 0;
+    for (const g of refGrads) for (const x of g) sq += x * x;
+    for (const p of params) {
+      grads.fill(0, p.offset + sizeOf(p.shape), p.offset + Math.ceil(sizeOf(p.shape) / 64) * 64);
+    }
+    rt.write(gradsBuf, grads);
+    rt.write(sumsq, new Float32Array([sq]));
+    const step = rt.beginStep(`distro ${t}`);
+    opt.encodeStep(step, { params: theta, grads: gradsBuf, lr, stepNumber: t, gradSumSq: sumsq });
+    await step.submit();
+
+    if (config.clipGradNorm) {
+      const coef = Math.min(1, config.clipGradNorm / (Math.sqrt(sq) + 1e-6));
+      for (const g of refGrads) for (let i = 0; i < g.length; i++) g[i] *= coef;
+    }
+    const gen = ref.generate(refGrads, lr);
+    if (prev) ref.apply([prev], lr);
+    ref.lookahead(lr);
+    prev = DistroReference.result({ step: t, batch: { start: 0, end: 0 }, trainerNonce: 0 }, gen);
+
+    const own = await opt.readOwn();
+    const delta = await rt.read(opt.delta);
+    const got = await rt.read(theta);
+    for (const [n, p] of params.entries()) {
+      const span = [p.offset, p.offset + sizeOf(p.shape)];
+      assertClose(delta.slice(span[0], span[1]), ref.delta[n], 1e-6, `step ${t} δ ${p.name}`);
+      assert.deepEqual(own[n].indices, gen.own[n].indices, `step ${t} indices of ${p.name}`);
+      assertClose(own[n].values, gen.own[n].values, 1e-6, `step ${t} values of ${p.name}`);
+      const gp = got.slice(span[0], span[1]);
+      if (exactTheta) {
+        assert.deepEqual(gp, refParams[n].data, `step ${t} θ of ${p.name} (bit-identical)`);
+      } else {
+        let differ = 0;
+        for (let i = 0; i < gp.length; i++) if (gp[i] !== refParams[n].data[i]) differ++;
+        assert.ok(differ <= gp.length * 0.002, `step ${t} θ of ${p.name}: ${differ} differ`);
+        assertClose(gp, refParams[n].data, 2.1 * lr, `step ${t} θ of ${p.name}`);
+      }
+    }
+    const sent = await opt.readResult();
+    for (const [n, s] of sent.entries()) {
+      assertClose(s.values, gen.transmit[n].values, 1e-6, `step ${t} sent values`);
+    }
+  }
+}
+
+const BASE: DistroConfig = {
+  chunk: 16,
+  topk: 4,
+  decay: 0.99,
+  weightDecay: 0.1,
+  clipGradNorm: 1,
+  quantize1bit: true,
+};
+
+Deno.test("GPU DisTrO single-node steps are bit-identical to the reference (1-bit)", async () => {
+  await singleNodeMatchesReference(BASE, true);
+});
+
+Deno.test("GPU DisTrO single-node steps match the reference (unquantized values)", async () => {
+  await singleNodeMatchesReference(
+    { ...BASE, quantize1bit: false, clipGradNorm: null, weightDecay: null, chunk: 8 },
+    false,
+  );
+});
+
+Deno.test("GPU apply of an uploaded aggregate equals the reference apply, any order", async () => {
+  using rt = await GpuRuntime.create();
+  const { params, size } = flatLayout();
+  const flat = randomF32(7, size, -0.5, 0.5);
+  using opt = new DistroOptimizer(rt, { params, size, config: BASE });
+  const results: DistroResult[] = [2, 0, 1].map((peer) => {
+    const r = new DistroReference(
+      params.map((p) => ({ ...p, data: new Float32Array(sizeOf(p.shape)) })),
+      { ...BASE, quantize1bit: peer !== 1 },
+    );
+    const gen = r.generate(params.map((p, n) => randomF32(90 + 3 * peer + n, sizeOf(p.shape))), 1);
+    return DistroReference.result(
+      { step: 3, batch: { start: peer, end: peer }, trainerNonce: 0 },
+      gen,
+    );
+  });
+  const refParams = params.map((p) => ({
+    ...p,
+    data: flat.slice(p.offset, p.offset + sizeOf(p.shape)),
+  }));
+  new DistroReference(refParams, BASE).apply(results, 0.05);
+  const ordered = [...results].sort((a, b) => a.batch.start - b.batch.start);
+  const update = opt.layouts.map((l, n) => aggregateFixed(l, ordered.map((r) => r.params[n])));
+  const theta = rt.buffer("params", flat);
+  const step = rt.beginStep("apply");
+  opt.encodeApply(step, { params: theta, lr: 0.05, update });
+  await step.submit();
+  const got = await rt.read(theta);
+  for (const [n, p] of params.entries()) {
+    assert.deepEqual(got.slice(p.offset, p.offset + sizeOf(p.shape)), refParams[n].data, p.name);
+  }
+  assert.throws(
+    () => opt.encodeApply(rt.beginStep("bad"), { params: theta, lr: 1, update: update.slice(1) }),
+    /aggregate has 2 parameters, the model has 3/,
+  );
+});
+
+Deno.test("DistroOptimizer rejects bad layouts and arguments", async () => {
+  using rt = await GpuRuntime.create();
+  const config = BASE;
+  assert.throws(
+    () =>
+      new DistroOptimizer(rt, { params: [{ name: "a", shape: [8], offset: 3 }], size: 64, config }),
+    /"a" at offset 3/,
+  );
+  assert.throws(
+    () =>
+      new DistroOptimizer(rt, {
+        params: [{ name: "a", shape: [80], offset: 0 }],
+        size: 64,
+        config,
+      }),
+    /end within 64/,
+  );
+  using opt = new DistroOptimizer(rt, {
+    params: [{ name: "a", shape: [64], offset: 0 }],
+    size: 64,
+    config,
+  });
+  const buf = rt.buffer("p", 256);
+  assert.throws(
+    () =>
+      opt.encodeGenerate(rt.beginStep("x"), { params: buf, grads: buf, lr: 0.1, gradSumSq: null }),
+    /clipGradNorm > 0 needs gradSumSq/,
+  );
+  await assert.rejects(() => opt.readResult(), /no result has been generated/);
+});

@@ -1,0 +1,297 @@
+/**
+ * WGSL sources of the DisTrO kernels (bindings and maths in distro_gpu.ts and
+ * docs/distro.md). Every kernel reads one parameter's `Spec` uniform:
+ *
+ * - the parameter is `rows × cols` (1-D parameters: `cols = 1`), cut into `n1 × n2` chunks,
+ *   `colChunks` per block row, `chunks` in all, `totalk = n1·n2` coefficients each, `k` kept;
+ * - `fb1`/`fb2` (`qb1`/`qb2`) are offsets of the f32 (fixed-point i32) DCT tables of sizes
+ *   n1 and n2 in the shared basis buffers, row-major `C[u·n + i]`;
+ * - `entry` is the offset of this parameter's `chunks·k` entries in the result buffers and
+ *   `param` its index (into the apply metadata).
+ *
+ * Element `e = r·cols + col` lies in chunk `c = (r/n1)·colChunks + col/n2` at `(i, j) =
+ * (r mod n1, col mod n2)`; coefficient `t = u·n2 + v` of chunk `c` is stored at `c·totalk + t`.
+ *
+ * @module
+ */
+
+import { main1d } from "../../shaders/kernel.ts";
+
+/** Largest `compression_topk` the top-k kernel holds in registers. */
+export const MAX_GPU_TOPK = 64;
+
+const SPEC = /* wgsl */ `
+struct Spec {
+  rows: u32, cols: u32, n1: u32, n2: u32,
+  col_chunks: u32, chunks: u32, totalk: u32, k: u32,
+  fb1: u32, fb2: u32, qb1: u32, qb2: u32,
+  entry: u32, param: u32, _p0: u32, _p1: u32,
+};
+@group(0) @binding(0) var<uniform> spec: Spec;
+
+struct Place { c: u32, i: u32, j: u32 };
+fn place(e: u32) -> Place {
+  let r = e / spec.cols;
+  let col = e % spec.cols;
+  return Place((r / spec.n1) * spec.col_chunks + col / spec.n2, r % spec.n1, col % spec.n2);
+}
+`;
+
+/**
+ * Lookahead over the whole flat buffer: `saved = θ; θ = θ − prevLr·sign(δ)`.
+ * Bindings: 0 dims `{n}`, 1 hyper `[prevLr]`, 2 θ (rw), 3 δ, 4 saved (w).
+ */
+export function lookaheadKernel(wg: number): string {
+  return /* wgsl */ `
+struct Dims { n: u32, _p0: u32, _p1: u32, _p2: u32 };
+@group(0) @binding(0) var<uniform> dims: Dims;
+@group(0) @binding(1) var<storage, read> hyper: array<f32>;
+@group(0) @binding(2) var<storage, read_write> theta: array<f32>;
+@group(0) @binding(3) var<storage, read> delta: array<f32>;
+@group(0) @binding(4) var<storage, read_write> saved: array<f32>;
+${main1d(wg)}
+  if (i >= dims.n) { return; }
+  let p = theta[i];
+  saved[i] = p;
+  theta[i] = p - hyper[0] * sign(delta[i]);
+}
+`;
+}
+
+/**
+ * Error feedback, momentum and weight decay for one parameter, per element:
+ * `δ = decay·(δ − decode(own previous result)) + lr·clip·g; θ = θ·wdFactor`.
+ * Bindings: 0 spec, 1 hyper `{lr, wd_factor, decay, max_norm, has_prev}`, 2 grad sum of
+ * squares `[1]`, 3 θ (rw), 4 g, 5 δ (rw), 6 f32 basis, 7 own indices, 8 own values.
+ */
+export function feedbackKernel(wg: number): string {
+  return /* wgsl */ `${SPEC}
+struct Hyper { lr: f32, wd_factor: f32, decay: f32, max_norm: f32, has_prev: u32 };
+@group(0) @binding(1) var<storage, read> hyper: Hyper;
+@group(0) @binding(2) var<storage, read> grad_sumsq: array<f32>;
+@group(0) @binding(3) var<storage, read_write> theta: array<f32>;
+@group(0) @binding(4) var<storage, read> grads: array<f32>;
+@group(0) @binding(5) var<storage, read_write> delta: array<f32>;
+@group(0) @binding(6) var<storage, read> fbasis: array<f32>;
+@group(0) @binding(7) var<storage, read> own_idx: array<u32>;
+@group(0) @binding(8) var<storage, read> own_val: array<f32>;
+${main1d(wg)}
+  if (i >= spec.rows * spec.cols) { return; }
+  let at = place(i);
+  var d = delta[i];
+  if (hyper.has_prev != 0u) {
+    var sent = 0.0;
+    let base = spec.entry + at.c * spec.k;
+    for (var r = 0u; r < spec.k; r++) {
+      let t = own_idx[base + r];
+      let u = t / spec.n2;
+      let v = t % spec.n2;
+      sent += own_val[base + r] * fbasis[spec.fb1 + u * spec.n1 + at.i] *
+        fbasis[spec.fb2 + v * spec.n2 + at.j];
+    }
+    d = d - sent;
+  }
+  var scale = 1.0;
+  if (hyper.max_norm > 0.0) {
+    scale = min(1.0, hyper.max_norm / (sqrt(grad_sumsq[0]) + 1e-6));
+  }
+  delta[i] = hyper.decay * d + hyper.lr * (scale * grads[i]);
+  theta[i] = theta[i] * hyper.wd_factor;
+}
+`;
+}
+
+/**
+ * First half of the blocked DCT, per element: `T[r0+u][col] = Σ_i C₁[u][i]·X[r0+i][col]`
+ * (parameter-shaped). Bindings: 0 spec, 1 X, 2 T (w), 3 f32 basis.
+ */
+export function dctRowsKernel(wg: number): string {
+  return /* wgsl */ `${SPEC}
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> t: array<f32>;
+@group(0) @binding(3) var<storage, read> fbasis: array<f32>;
+${main1d(wg)}
+  if (i >= spec.rows * spec.cols) { return; }
+  let r = i / spec.cols;
+  let col = i % spec.cols;
+  let u = r % spec.n1;
+  let r0 = r - u;
+  var s = 0.0;
+  for (var a = 0u; a < spec.n1; a++) {
+    s += fbasis[spec.fb1 + u * spec.n1 + a] * x[(r0 + a) * spec.cols + col];
+  }
+  t[i] = s;
+}
+`;
+}
+
+/**
+ * Second half, per coefficient: `Y[c][u·n2+v] = Σ_j T[row][c0+j]·C₂[v][j]` (chunk-major).
+ * Bindings: 0 spec, 1 T, 2 Y (w), 3 f32 basis.
+ */
+export function dctColsKernel(wg: number): string {
+  return /* wgsl */ `${SPEC}
+@group(0) @binding(1) var<storage, read> t: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<storage, read> fbasis: array<f32>;
+${main1d(wg)}
+  if (i >= spec.chunks * spec.totalk) { return; }
+  let c = i / spec.totalk;
+  let q = i % spec.totalk;
+  let u = q / spec.n2;
+  let v = q % spec.n2;
+  let row = (c / spec.col_chunks) * spec.n1 + u;
+  let base = row * spec.cols + (c % spec.col_chunks) * spec.n2;
+  var s = 0.0;
+  for (var j = 0u; j < spec.n2; j++) {
+    s += t[base + j] * fbasis[spec.fb2 + v * spec.n2 + j];
+  }
+  y[i] = s;
+}
+`;
+}
+
+/**
+ * Per-chunk top-k, one invocation per chunk. Key: the f32 bits without the sign (orders
+ * like |x|, NaN highest); ties to the lower index; entries written by rank.
+ * Bindings: 0 spec, 1 Y, 2 indices (w), 3 values (w).
+ */
+export function topkKernel(wg: number): string {
+  return /* wgsl */ `${SPEC}
+@group(0) @binding(1) var<storage, read> y: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out_idx: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out_val: array<f32>;
+${main1d(wg)}
+  if (i >= spec.chunks) { return; }
+  let k = spec.k;
+  let base = i * spec.totalk;
+  var keys: array<u32, ${MAX_GPU_TOPK}>;
+  var ids: array<u32, ${MAX_GPU_TOPK}>;
+  var filled = 0u;
+  for (var t = 0u; t < spec.totalk; t++) {
+    let key = bitcast<u32>(y[base + t]) & 0x7fffffffu;
+    if (filled == k && key <= keys[k - 1u]) { continue; }
+    var pos = filled;
+    if (filled == k) { pos = k - 1u; } else { filled++; }
+    loop {
+      if (pos == 0u || keys[pos - 1u] >= key) { break; }
+      keys[pos] = keys[pos - 1u];
+      ids[pos] = ids[pos - 1u];
+      pos--;
+    }
+    keys[pos] = key;
+    ids[pos] = t;
+  }
+  let out = spec.entry + i * k;
+  for (var r = 0u; r < k; r++) {
+    out_idx[out + r] = ids[r];
+    out_val[out + r] = y[base + ids[r]];
+  }
+}
+`;
+}
+
+/**
+ * Fixed-point coefficients of the client's own result (single-node apply), per chunk:
+ * 1-bit: `q = ∓2^15` by sign bit; else `q = round(v / 2^e · 2^15)` (half away from zero)
+ * with `2^e` the smallest power of two >= the chunk's largest |v| — `aggregateFixed` of
+ * one result. Bindings: 0 spec, 1 hyper `{lr, one_bit}`, 2 own values, 3 q (w).
+ */
+export function ownFixedKernel(wg: number): string {
+  return /* wgsl */ `${SPEC}
+struct Hyper { lr: f32, one_bit: u32 };
+@group(0) @binding(1) var<storage, read> hyper: Hyper;
+@group(0) @binding(2) var<storage, read> own_val: array<f32>;
+@group(0) @binding(3) var<storage, read_write> q: array<i32>;
+
+fn ceil_log2(x: f32) -> i32 {
+  let bits = bitcast<u32>(x);
+  let field = (bits >> 23u) & 0xffu;
+  let mant = bits & 0x7fffffu;
+  if (field == 0u) { return -149 + 32 - i32(countLeadingZeros(mant - 1u)); }
+  return i32(field) - 127 + select(1, 0, mant == 0u);
+}
+${main1d(wg)}
+  if (i >= spec.chunks) { return; }
+  let base = spec.entry + i * spec.k;
+  if (hyper.one_bit != 0u) {
+    for (var r = 0u; r < spec.k; r++) {
+      q[base + r] = select(32768, -32768, (bitcast<u32>(own_val[base + r]) >> 31u) == 1u);
+    }
+    return;
+  }
+  var top = 0.0;
+  for (var r = 0u; r < spec.k; r++) { top = max(top, abs(own_val[base + r])); }
+  if (top == 0.0) {
+    for (var r = 0u; r < spec.k; r++) { q[base + r] = 0; }
+    return;
+  }
+  let shift = 15 - ceil_log2(top);
+  for (var r = 0u; r < spec.k; r++) {
+    let v = ldexp(own_val[base + r], shift);
+    let a = abs(v);
+    let f = floor(a);
+    let m = i32(f) + select(0, 1, a - f >= 0.5);
+    q[base + r] = select(m, -m, v < 0.0);
+  }
+}
+`;
+}
+
+/**
+ * Exact apply, per element: `X = Σ q·Q₁[u][i]·Q₂[v][j]` over the chunk's entries in a
+ * 64-bit two's-complement accumulator emulated with (u32 low, i32 high) words, then
+ * `θ = θ − lr·sign(X)`. Each term is split so every i32 product is exact:
+ * `P = Q₁Q₂` (|P| <= 2^28) `= ph·2^16 + pl`, `q·pl < 2^31`, `q·ph < 2^27`.
+ * Entries of chunk `c`: `[meta.entry + c·k, +k)` when `meta.stride_k` is set (own result),
+ * else `[offsets[meta.offsets + c], offsets[meta.offsets + c + 1])` (uploaded aggregate).
+ * Bindings: 0 spec, 1 hyper `{lr}`, 2 meta `[param]{offsets, entry, stride_k, _}`, 3 θ (rw),
+ * 4 fixed basis (i32), 5 indices, 6 q (i32), 7 offsets.
+ */
+export function applyKernel(wg: number): string {
+  return /* wgsl */ `${SPEC}
+struct Meta { offsets: u32, entry: u32, stride_k: u32, _p: u32 };
+@group(0) @binding(1) var<storage, read> hyper: array<f32>;
+@group(0) @binding(2) var<storage, read> metas: array<Meta>;
+@group(0) @binding(3) var<storage, read_write> theta: array<f32>;
+@group(0) @binding(4) var<storage, read> qbasis: array<i32>;
+@group(0) @binding(5) var<storage, read> idx: array<u32>;
+@group(0) @binding(6) var<storage, read> qv: array<i32>;
+@group(0) @binding(7) var<storage, read> offsets: array<u32>;
+
+struct Acc { lo: u32, hi: i32 };
+fn add64(a: Acc, lo: u32, hi: i32) -> Acc {
+  let s = a.lo + lo;
+  return Acc(s, a.hi + hi + select(0, 1, s < lo));
+}
+${main1d(wg)}
+  if (i >= spec.rows * spec.cols) { return; }
+  let at = place(i);
+  let m = metas[spec.param];
+  var start: u32;
+  var end: u32;
+  if (m.stride_k != 0u) {
+    start = m.entry + at.c * m.stride_k;
+    end = start + m.stride_k;
+  } else {
+    start = offsets[m.offsets + at.c];
+    end = offsets[m.offsets + at.c + 1u];
+  }
+  var acc = Acc(0u, 0);
+  for (var e = start; e < end; e++) {
+    let t = idx[e];
+    let u = t / spec.n2;
+    let v = t % spec.n2;
+    let p = qbasis[spec.qb1 + u * spec.n1 + at.i] * qbasis[spec.qb2 + v * spec.n2 + at.j];
+    let q = qv[e];
+    let lowPart = q * (p & 0xffff);
+    let highPart = q * (p >> 16u);
+    acc = add64(acc, bitcast<u32>(lowPart), lowPart >> 31u);
+    acc = add64(acc, bitcast<u32>(highPart) << 16u, highPart >> 16u);
+  }
+  var s = 0.0;
+  if (acc.hi < 0) { s = -1.0; } else if (acc.hi > 0 || acc.lo != 0u) { s = 1.0; }
+  theta[i] = theta[i] - hyper[0] * s;
+}
+`;
+}

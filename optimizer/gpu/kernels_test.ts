@@ -1,0 +1,146 @@
+import assert from "node:assert/strict";
+import { GpuRuntime } from "../../shaders/gpu.ts";
+import { assertClose, randomF32 } from "../../shaders/test_util.ts";
+import { topk } from "../compress.ts";
+import { encode } from "../dct.ts";
+import { aggregateFixed, COEFF_BITS, decodeFixed, fixedBasis } from "../exact.ts";
+import { type ChunkLayout, chunkLayout } from "../layout.ts";
+import { BasisTables, DistroKernels, type KernelParam } from "./kernels.ts";
+
+const SHAPES: [number[], number, number][] = [
+  [[96, 80], 16, 5], // 6×5 chunks of 16×16
+  [[64, 48], 64, 8], // 64×48 single chunk
+  [[30, 35], 8, 3], // chunks 6×7
+  [[100], 26, 4], // 1-D, chunk 25
+  [[7], 4, 2], // prime, chunk 1
+];
+
+function setup(rt: GpuRuntime, layouts: ChunkLayout[]) {
+  const basis = new BasisTables(rt, layouts.flatMap((l) => [l.n1, l.n2]), "test");
+  const kernels = new DistroKernels(rt, basis);
+  let entry = 0;
+  const params: KernelParam[] = layouts.map((layout, index) => {
+    const p = { layout, entry, index };
+    entry += layout.chunks * layout.k;
+    return p;
+  });
+  return { basis, kernels, params, entries: entry };
+}
+
+Deno.test("GPU blocked DCT matches the reference encode", async () => {
+  using rt = await GpuRuntime.create();
+  const layouts = SHAPES.map(([shape, chunk, topk], n) =>
+    chunkLayout(`p${n}`, shape, { chunk, topk })
+  );
+  const { kernels, params } = setup(rt, layouts);
+  for (const [n, p] of params.entries()) {
+    const x = randomF32(10 + n, p.layout.size);
+    const xb = rt.buffer("x", x);
+    const t = rt.buffer("t", x.byteLength);
+    const y = rt.buffer("y", x.byteLength);
+    const step = rt.beginStep("dct");
+    kernels.encodeDct(step.pass, kernels.spec(p), { x: xb, t, y });
+    await step.submit();
+    const want = encode(p.layout, x);
+    assertClose(await rt.read(y), want, 2e-5 * Math.sqrt(p.layout.totalk), `dct ${p.layout.name}`);
+  }
+});
+
+Deno.test("GPU top-k is bit-identical to the reference on the same coefficients", async () => {
+  using rt = await GpuRuntime.create();
+  const layouts = SHAPES.map(([shape, chunk, topk], n) =>
+    chunkLayout(`p${n}`, shape, { chunk, topk })
+  );
+  const { kernels, params, entries } = setup(rt, layouts);
+  const idx = rt.buffer("idx", entries * 4);
+  const val = rt.buffer("val", entries * 4);
+  const inputs = params.map((p, n) => {
+    const y = randomF32(20 + n, p.layout.size);
+    // Ties, signed zeros, infinities and NaN: ranking reads magnitude bits exactly.
+    for (let i = 0; i < y.length; i += 7) y[i] = 0.5;
+    y[1] = -0;
+    y[2] = -Infinity;
+    if (y.length > 5) y[5] = NaN;
+    return y;
+  });
+  const step = rt.beginStep("topk");
+  for (const [n, p] of params.entries()) {
+    kernels.encodeTopk(step.pass, kernels.spec(p), { y: rt.buffer("y", inputs[n]), idx, val });
+  }
+  await step.submit();
+  const gotIdx = await rt.readU32(idx);
+  const gotVal = await rt.read(val);
+  for (const [n, p] of params.entries()) {
+    const want = topk(p.layout, inputs[n]);
+    const span = [p.entry, p.entry + p.layout.chunks * p.layout.k];
+    assert.deepEqual(gotIdx.slice(span[0], span[1]), want.indices, `indices of ${p.layout.name}`);
+    assert.deepEqual(gotVal.slice(span[0], span[1]), want.values, `values of ${p.layout.name}`);
+  }
+});
+
+function randomAggregate(layout: ChunkLayout, seed: number, peers: number) {
+  const results = Array.from({ length: peers }, (_, p) => {
+    const r = randomF32(seed + p, 2 * layout.chunks * layout.k, 0, 1);
+    const indices = new Uint32Array(layout.chunks * layout.k);
+    const values = new Float32Array(layout.chunks * layout.k);
+    for (let c = 0; c < layout.chunks; c++) {
+      const pool = Array.from({ length: layout.totalk }, (_, i) => i);
+      for (let e = 0; e < layout.k; e++) {
+        const pick = e + Math.floor(r[2 * (c * layout.k + e)] * (pool.length - e));
+        [pool[e], pool[pick]] = [pool[pick], pool[e]];
+        indices[c * layout.k + e] = pool[e];
+        values[c * layout.k + e] = r[2 * (c * layout.k + e) + 1] < 0.5 ? -1 : 1;
+      }
+    }
+    return { indices, values };
+  });
+  return aggregateFixed(layout, results);
+}
+
+Deno.test("GPU exact apply is bit-identical to the TypeScript reference", async () => {
+  using rt = await GpuRuntime.create();
+  const layouts = SHAPES.map(([shape, chunk, topk], n) =>
+    chunkLayout(`p${n}`, shape, { chunk, topk })
+  );
+  // Worst case for the 64-bit accumulator: every coefficient of a 64×64 chunk at ±2^15.
+  layouts.push(chunkLayout("full", [64, 64], { chunk: 64, topk: 1 }));
+  const { kernels, params } = setup(rt, layouts);
+  const aggs = params.map((p, n) => {
+    if (p.layout.name !== "full") return randomAggregate(p.layout, 100 * n, 3);
+    const q = fixedBasis(64);
+    const coeffs = new Int32Array(4096).map((_, t) =>
+      (Math.sign(q[Math.floor(t / 64) * 64 + 5] * q[(t % 64) * 64 + 9]) || 1) * 2 ** COEFF_BITS
+    );
+    return {
+      offsets: Uint32Array.from([0, 4096]),
+      indices: new Uint32Array(4096).map((_, i) => i),
+      coeffs,
+      scaleExp: new Int32Array(1),
+    };
+  });
+  const lr = 0.0123;
+  for (const [n, p] of params.entries()) {
+    const agg = aggs[n];
+    const theta0 = randomF32(300 + n, p.layout.size, -0.1, 0.1);
+    const theta = rt.buffer("theta", theta0);
+    const meta = rt.buffer("meta", new Uint32Array([0, 0, 0, 0]));
+    const step = rt.beginStep("apply");
+    kernels.encodeApply(step.pass, kernels.spec({ ...p, index: 0 }), {
+      hyper: rt.buffer("hyper", new Float32Array([lr])),
+      meta,
+      params: theta,
+      idx: rt.buffer("idx", agg.indices.length ? agg.indices : new Uint32Array(1)),
+      q: rt.buffer("q", agg.coeffs.length ? agg.coeffs : new Int32Array(1)),
+      offsets: rt.buffer("offsets", agg.offsets),
+    });
+    await step.submit();
+    const x = decodeFixed(p.layout, agg);
+    const want = theta0.map((t, i) => Math.fround(t - Math.fround(lr) * Math.sign(x[i])));
+    const got = (await rt.read(theta)).slice(0, p.layout.size);
+    const bad = [...got].flatMap((g, i) => g === want[i] ? [] : [[i, g, want[i], x[i]]]);
+    assert.deepEqual(bad.slice(0, 5), [], `apply ${p.layout.name}: ${bad.length} differ`);
+    if (p.layout.name === "full") {
+      assert.ok(Math.abs(x[5 * 64 + 9]) > 2 ** 48, "hi words exercised");
+    }
+  }
+});

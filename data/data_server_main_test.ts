@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { fileURLToPath as fromFileUrl } from "node:url";
+import { TcpDataProvider } from "./tcp_client.ts";
+import { closing, writeFixtureDataset } from "./testing/fixtures.ts";
+import { identityFromSecretKey, toHex } from "../net/identity.ts";
+
+const main = fromFileUrl(new URL("./data_server_main.ts", import.meta.url));
+const seedList = Array.from({ length: 32 }, () => 7).join(", ");
+
+Deno.test("the data-server command serves only the keys it is told to allow", async () => {
+  await using data = await writeFixtureDataset([256]);
+  await Deno.writeTextFile(
+    `${data.dir}/data.toml`,
+    `dir = "."\ntoken_size = "TwoBytes"\nseq_len = 32\nshuffle_seed = [${seedList}]\n`,
+  );
+  const allowed = identityFromSecretKey(new Uint8Array(32).fill(1));
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      main,
+      "--config",
+      `${data.dir}/data.toml`,
+      "--allow",
+      toHex(allowed.publicKey),
+    ],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  try {
+    let out = "";
+    while (!/on (\S+:\d+)/.test(out)) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error(`data-server exited early: ${out}`);
+      out += value;
+    }
+    assert.match(out, /serving .*: 8 sequences of 32 tokens/);
+    const address = /on (\S+:\d+)/.exec(out)![1];
+    await using ok = closing(
+      await TcpDataProvider.connect(address, { secretKey: allowed.secretKey }),
+    );
+    assert.equal((await ok.getSamples({ start: 0, end: 7 })).count, 8);
+    await using other = closing(
+      await TcpDataProvider.connect(address, { secretKey: new Uint8Array(32).fill(2) }),
+    );
+    await assert.rejects(other.getSamples({ start: 0, end: 0 }), /NotInThisRound/);
+  } finally {
+    child.kill("SIGTERM");
+    await lines.cancel();
+    assert.equal((await child.status).code, 0);
+  }
+});

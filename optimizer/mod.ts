@@ -4,10 +4,54 @@
  * @module
  */
 export {
-  ADAMW_DEFAULTS,
   AdamW,
+  ADAMW_DEFAULTS,
   type AdamWConfig,
   adamwReferenceStep,
   clipScale,
   validateAdamWConfig,
 } from "./adamw.ts";
+
+// DisTrO: reference maths (pure), exact aggregation, payload codec, commitments, GPU optimizer.
+export { chunkSize, divisors, primeFactors } from "./chunking.ts";
+export { type ChunkingOptions, type ChunkLayout, chunkLayout, chunkLayouts } from "./layout.ts";
+export { MAX_COMPRESSION_CHUNK } from "./layout.ts";
+export { dctMatrix, decode, encode } from "./dct.ts";
+export { quantizeSigns, scatterMean, signBit, type SparseParam, topk } from "./compress.ts";
+export {
+  type AggregatedParam,
+  aggregateFixed,
+  decodeFixed,
+  fixedBasis,
+  fixedErrorBound,
+  updateSigns,
+} from "./exact.ts";
+export { canonicalOrder, compareResults, type DistroResult } from "./result.ts";
+export {
+  clipGradNorm,
+  type DistroConfig,
+  distroConfig,
+  DistroReference,
+  type GeneratedResult,
+  type NamedParam,
+} from "./distro.ts";
+export {
+  decodePayload,
+  encodePayload,
+  payloadBytes,
+  PayloadDecodeError,
+  type PayloadExpectation,
+} from "./wire.ts";
+export {
+  commit,
+  type Commitment,
+  commitmentHash,
+  type CommittedPayload,
+  verifyCommitment,
+} from "./commitment.ts";
+export {
+  DistroOptimizer,
+  type DistroOptimizerOptions,
+  type FlatParam,
+  type GenerateArgs,
+} from "./gpu/distro_gpu.ts";

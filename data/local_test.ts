@@ -101,3 +101,18 @@ Deno.test("local provider errors name the folder, file, offset or key", async (t
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("a file that shrinks after opening gives a short-read error, not a short batch", async () => {
+  await using data = await writeFixtureDataset([64]);
+  await using p = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes" }),
+  );
+  await Deno.truncate(`${data.dir}/000.ds`, 100);
+  assert.equal((await p.getSamples({ start: 0, end: 5 })).count, 6);
+  await assert.rejects(p.getSamples({ start: 5, end: 7 }), (e: unknown) => {
+    assert.ok(e instanceof DataError);
+    assert.match(e.message, /000\.ds: short read at byte offset 80: expected 48 bytes, got 20/);
+    assert.equal(e.offset, 100);
+    return true;
+  });
+});

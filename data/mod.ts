@@ -1,0 +1,85 @@
+/**
+ * Training data: token datasets cut into fixed-length sequences, and the providers
+ * that serve them by sequence index (local folder, HTTP, the TCP data server), the
+ * bundled Brown corpus, and a model-independent validation-loss helper.
+ *
+ * @module
+ */
+export { DataError, type DataErrorContext } from "./errors.ts";
+export type { DataProvider, TokenBatch } from "./provider.ts";
+export { type DataServerConfig, parseDataConfig } from "./data_config.ts";
+export {
+  decodeTokens,
+  DTYPE_BYTES,
+  dtypeForTokenSize,
+  type TokenDtype,
+  tokenSizeBytes,
+} from "./token_format.ts";
+export { type NpyHeader, parseNpyHeader } from "./npy.ts";
+export {
+  isTokenFileName,
+  npyLayout,
+  rawLayout,
+  sortByteWise,
+  TOKEN_FILE_EXTENSIONS,
+  type TokenFileLayout,
+} from "./token_file.ts";
+export { Sha256CounterStream, SHUFFLE_SEED_BYTES, shufflePermutation } from "./shuffle.ts";
+export {
+  buildSequenceIndex,
+  checkBatch,
+  planReads,
+  type ReadRun,
+  type SequenceIndex,
+  type SequenceIndexOptions,
+} from "./sequence_index.ts";
+export { type DatasetOptions, LocalDataProvider } from "./local.ts";
+export { backoffDelay, type HttpFetchOptions, HttpRangeClient } from "./http_range.ts";
+export { HttpDataProvider, httpLocationUrls, type HttpProviderOptions } from "./http.ts";
+export {
+  DATA_SERVER_CONTEXT,
+  type DataClientMessage,
+  type DataServerMessage,
+  decodeDataClientMessage,
+  decodeDataServerMessage,
+  encodeDataClientMessage,
+  encodeDataServerMessage,
+  REJECT_REASONS,
+  type RejectReason,
+} from "./tcp_messages.ts";
+export {
+  type AuthorizeFn,
+  type AuthorizeResult,
+  type DataServer,
+  type DataServerEvent,
+  type DataServerOptions,
+  startDataServer,
+} from "./tcp_server.ts";
+export { parseHostPort, TcpDataProvider, type TcpProviderOptions } from "./tcp_client.ts";
+export {
+  type ConfiguredDataServer,
+  loadDataServerConfig,
+  openConfiguredDataset,
+  startDataServerFromConfig,
+} from "./data_server_config.ts";
+export { DummyDataProvider } from "./dummy.ts";
+export { providerForLocation, type ProviderForLocationOptions } from "./factory.ts";
+export { evaluateLoss, type EvaluateLossOptions, type LossReport } from "./validation.ts";
+export {
+  BOS_ID,
+  decodeTokens as decodeLlamaTokens,
+  encodeDocument,
+  EOS_ID,
+  LLAMA2_VOCAB_SIZE,
+} from "./llama_tokenizer.ts";
+export {
+  buildBrownCorpus,
+  BUNDLED_CORPUS_DIR,
+  type CorpusManifest,
+  openBundledCorpus,
+  type Split,
+  SPLITS,
+  VALIDATION_EVERY,
+  verifyCorpus,
+} from "./corpus.ts";
+export { tokenizeFolder } from "./tokenize_folder.ts";

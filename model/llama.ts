@@ -1,0 +1,673 @@
+/**
+ * The Llama model on the GPU: parameters and gradients in one flat buffer each (model/params.ts),
+ * forward and backward of a micro-batch encoded into the caller's training step, activations kept
+ * for the backward in buffers allocated once at construction.
+ *
+ * Same maths as model/reference.ts (which the tests compare against). Shapes, per micro-batch of
+ * B sequences of T tokens (N = B·T):
+ * ```
+ * tokens u32, targets i32 [N]       targets[b,t] = tokens[b,t+1], IGNORE at t = T−1
+ * x[l]             [N, C]            residual stream entering layer l (x[0] = embeddings)
+ * h1[l], h2[l]     [N, C], rstd [N]  RMSNorm outputs before attention / MLP
+ * q[l]             [N, H·D]          after RoPE;  k[l], v[l]  [N, KVH·D]
+ * att[l]           [N, H·D], lse [B, H, T]
+ * xm[l]            [N, C]            x[l] + att·Woᵀ
+ * gate, up, act    [N, F]            act = silu(gate)·up
+ * hf               [N, C]            final RMSNorm; logits are made R rows at a time, [R, V]
+ * ```
+ * The LM head and loss run in chunks of R rows so the logits never exceed a few tens of MB.
+ *
+ * @module
+ */
+import type { GpuRuntime, GpuStep, TensorView } from "../shaders/gpu.ts";
+import type { LlamaConfig } from "./hf_config.ts";
+import { IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
+import { type LayerTensor, layerTensorName, paramEntry, type ParamLayout } from "./params.ts";
+import { shaderKernels } from "./shader_kernels.ts";
+
+/** Most bytes one logits chunk may take. */
+const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
+/** Chunk rows are a multiple of this, so row offsets stay 256-byte aligned. */
+const ROW_ALIGN = 64;
+
+/** What layer l saves for its backward (its input is `#xs[l]`). */
+interface LayerActs {
+  h1: GPUBuffer;
+  rstd1: GPUBuffer;
+  q: GPUBuffer;
+  k: GPUBuffer;
+  v: GPUBuffer;
+  att: GPUBuffer;
+  lse: GPUBuffer;
+  xm: GPUBuffer;
+  h2: GPUBuffer;
+  rstd2: GPUBuffer;
+  gate: GPUBuffer;
+  up: GPUBuffer;
+  act: GPUBuffer;
+}
+
+/** Construction options of {@link LlamaModel}. */
+export interface LlamaModelOptions {
+  config: LlamaConfig;
+  layout: ParamLayout;
+  /** Initial parameters, `[layout.totalSize]`. */
+  weights: Float32Array;
+  /** B: sequences per forward/backward. */
+  microBatch: number;
+  /** T: tokens per sequence (2 ≤ T ≤ max_position_embeddings). */
+  seqLen: number;
+  /** Micro-batches one step can hold (token slots written before a single submission). */
+  slots: number;
+  /** Kernels to use (default: the shaders/ kernels). */
+  kernels?: LlamaKernels;
+}
+
+/** Llama forward/backward on the GPU. Dispose it to free every buffer it made. */
+export class LlamaModel implements Disposable {
+  readonly config: LlamaConfig;
+  readonly layout: ParamLayout;
+  /** B. */
+  readonly microBatch: number;
+  /** T. */
+  readonly seqLen: number;
+  /** Token slots (micro-batches per submission). */
+  readonly slots: number;
+  /** `[P]` parameters. */
+  readonly params: GPUBuffer;
+  /** `[P]` gradients, accumulated over the micro-batches of a step. */
+  readonly grads: GPUBuffer;
+  readonly #rt: GpuRuntime;
+  readonly #k: LlamaKernels;
+  /** Set when the model made its kernels (and so disposes their scratch). */
+  readonly #ownKernels: Disposable | null = null;
+  readonly #owned: GPUBuffer[] = [];
+  readonly #tokens: GPUBuffer[] = [];
+  readonly #targets: GPUBuffer[] = [];
+  readonly #losses: GPUBuffer[] = [];
+  /** `[slots·N + 4]`: gathered per-row losses, then the squared gradient norm. */
+  readonly #stats: GPUBuffer;
+  readonly #gradSumSq: GPUBuffer;
+  /** `[N, C]` residual stream entering each layer; the last one enters the final norm. */
+  readonly #xs: GPUBuffer[] = [];
+  readonly #acts: LayerActs[] = [];
+  readonly #hf: GPUBuffer;
+  readonly #rstdf: GPUBuffer;
+  readonly #logits: GPUBuffer;
+  readonly #chunkRows: number;
+  // Backward scratch.
+  readonly #dx: GPUBuffer;
+  readonly #dxm: GPUBuffer;
+  readonly #dh: GPUBuffer;
+  readonly #dh2: GPUBuffer;
+  readonly #dq: GPUBuffer;
+  readonly #dk: GPUBuffer;
+  readonly #dv: GPUBuffer;
+  readonly #datt: GPUBuffer;
+  readonly #dgate: GPUBuffer;
+  readonly #dup: GPUBuffer;
+  readonly #dact: GPUBuffer;
+
+  constructor(rt: GpuRuntime, options: LlamaModelOptions) {
+    const { config, layout, weights, microBatch, seqLen, slots } = options;
+    for (const [name, v] of [["microBatch", microBatch], ["slots", slots]] as const) {
+      if (!Number.isInteger(v) || v < 1) throw new RangeError(`${name} must be >= 1, got ${v}`);
+    }
+    if (!Number.isInteger(seqLen) || seqLen < 2 || seqLen > config.maxPositionEmbeddings) {
+      throw new RangeError(
+        `seqLen must be in [2, ${config.maxPositionEmbeddings}] (max_position_embeddings), got ${seqLen}`,
+      );
+    }
+    if (weights.length !== layout.totalSize) {
+      throw new RangeError(
+        `weights hold ${weights.length} floats, layout needs ${layout.totalSize}`,
+      );
+    }
+    this.#rt = rt;
+    if (options.kernels) {
+      this.#k = options.kernels;
+    } else {
+      const own = shaderKernels(rt);
+      this.#k = own;
+      this.#ownKernels = own;
+    }
+    this.config = config;
+    this.layout = layout;
+    this.microBatch = microBatch;
+    this.seqLen = seqLen;
+    this.slots = slots;
+    const { hiddenSize: C, intermediateSize: F, vocabSize: V, headDim: D } = config;
+    const H = config.numHeads, KVH = config.numKvHeads;
+    const N = microBatch * seqLen;
+    const f32 = (label: string, count: number) => this.#buffer(label, count * 4);
+    this.params = this.#buffer("params", 0, weights);
+    this.grads = f32("grads", layout.totalSize);
+    for (let s = 0; s < slots; s++) {
+      this.#tokens.push(f32(`tokens slot ${s}`, N));
+      this.#targets.push(f32(`targets slot ${s}`, N));
+      this.#losses.push(f32(`losses slot ${s}`, N));
+    }
+    this.#stats = f32("step stats", slots * N + 4);
+    this.#gradSumSq = f32("grad sumsq", 4);
+    for (let l = 0; l <= config.numLayers; l++) this.#xs.push(f32(`x ${l}`, N * C));
+    for (let l = 0; l < config.numLayers; l++) {
+      const p = `layer ${l}`;
+      this.#acts.push({
+        h1: f32(`${p} h1`, N * C),
+        rstd1: f32(`${p} rstd1`, N),
+        q: f32(`${p} q`, N * H * D),
+        k: f32(`${p} k`, N * KVH * D),
+        v: f32(`${p} v`, N * KVH * D),
+        att: f32(`${p} att`, N * H * D),
+        lse: f32(`${p} lse`, N * H),
+        xm: f32(`${p} xm`, N * C),
+        h2: f32(`${p} h2`, N * C),
+        rstd2: f32(`${p} rstd2`, N),
+        gate: f32(`${p} gate`, N * F),
+        up: f32(`${p} up`, N * F),
+        act: f32(`${p} act`, N * F),
+      });
+    }
+    this.#hf = f32("final norm out", N * C);
+    this.#rstdf = f32("final norm rstd", N);
+    const maxRows = Math.max(
+      ROW_ALIGN,
+      Math.floor(LOGITS_CHUNK_BYTES / (V * 4) / ROW_ALIGN) * ROW_ALIGN,
+    );
+    this.#chunkRows = Math.min(N, maxRows);
+    this.#logits = f32("logits chunk", this.#chunkRows * V);
+    this.#dx = f32("d x", N * C);
+    this.#dxm = f32("d xm", N * C);
+    this.#dh = f32("d h", N * C);
+    this.#dh2 = f32("d h (second input)", N * C);
+    this.#dq = f32("d q", N * H * D);
+    this.#dk = f32("d k", N * KVH * D);
+    this.#dv = f32("d v", N * KVH * D);
+    this.#datt = f32("d att", N * H * D);
+    this.#dgate = f32("d gate", N * F);
+    this.#dup = f32("d up", N * F);
+    this.#dact = f32("d act", N * F);
+  }
+
+  /** N = B·T rows per micro-batch. */
+  get rows(): number {
+    return this.microBatch * this.seqLen;
+  }
+
+  /**
+   * Queues `[B, T]` token ids for micro-batch slot `slot` (and their shifted targets). Written
+   * with `queue.writeBuffer`, so every slot used by one submission needs its own index.
+   */
+  writeTokens(slot: number, tokens: Uint32Array): void {
+    if (!Number.isInteger(slot) || slot < 0 || slot >= this.slots) {
+      throw new RangeError(`slot ${slot} outside [0, ${this.slots})`);
+    }
+    const N = this.rows, T = this.seqLen, V = this.config.vocabSize;
+    if (tokens.length !== N) {
+      throw new RangeError(
+        `expected ${this.microBatch}×${T} = ${N} tokens, found ${tokens.length}`,
+      );
+    }
+    const targets = new Int32Array(N);
+    for (let i = 0; i < N; i++) {
+      if (tokens[i] >= V) {
+        throw new RangeError(
+          `token ${tokens[i]} at position ${i} is outside the vocabulary (${V})`,
+        );
+      }
+      targets[i] = i % T === T - 1 ? IGNORE_TARGET : tokens[i + 1];
+    }
+    this.#rt.write(this.#tokens[slot], tokens);
+    this.#rt.write(this.#targets[slot], targets);
+  }
+
+  /** Encodes zeroing the gradient buffer (start of a step). */
+  encodeZeroGrads(step: GpuStep): void {
+    step.encoder.clearBuffer(this.grads);
+  }
+
+  /**
+   * Encodes forward and backward of the micro-batch in `slot`: gradients of
+   * `lossScale · Σ per-prediction loss` are added to {@link grads}; per-row losses are kept for
+   * {@link readStats}.
+   */
+  encodeForwardBackward(step: GpuStep, args: { slot: number; lossScale: number }): void {
+    const { slot, lossScale } = args;
+    if (!Number.isInteger(slot) || slot < 0 || slot >= this.slots) {
+      throw new RangeError(`slot ${slot} outside [0, ${this.slots})`);
+    }
+    this.#forward(step, slot);
+    this.#headAndLoss(step, slot, lossScale);
+    this.#backward(step, slot);
+    // Gather this slot's per-row losses for the single readback at the end of the step.
+    const N = this.rows;
+    step.encoder.copyBufferToBuffer(this.#losses[slot], 0, this.#stats, slot * N * 4, N * 4);
+  }
+
+  /** Encodes `Σ grads²` into a one-float buffer (returned) for clipping and logging. */
+  encodeGradSumSq(step: GpuStep): TensorView {
+    this.#k.sumSquares(step.pass, {
+      input: this.grads,
+      out: this.#gradSumSq,
+      n: this.layout.totalSize,
+    });
+    const N = this.rows;
+    step.encoder.copyBufferToBuffer(this.#gradSumSq, 0, this.#stats, this.slots * N * 4, 4);
+    return this.#gradSumSq;
+  }
+
+  /**
+   * The last step's summed loss (over the slots it used, in slot then row order, in f64) and
+   * squared gradient norm. Slots a step did not use must hold zeros: call after a step that used
+   * every slot, or read per-slot losses with {@link readLosses}.
+   */
+  async readStats(): Promise<{ lossSum: number; gradSumSq: number }> {
+    const all = await this.#rt.read(this.#stats);
+    const n = this.slots * this.rows;
+    let lossSum = 0;
+    for (let i = 0; i < n; i++) lossSum += all[i];
+    return { lossSum, gradSumSq: all[n] };
+  }
+
+  /** Per-row losses `[N]` of one slot (0 at ignored positions). */
+  readLosses(slot: number): Promise<Float32Array> {
+    return this.#rt.read(this.#losses[slot]);
+  }
+
+  /** The parameters, `[P]`. */
+  readParams(): Promise<Float32Array> {
+    return this.#rt.read(this.params);
+  }
+
+  /** The gradients, `[P]`. */
+  readGrads(): Promise<Float32Array> {
+    return this.#rt.read(this.grads);
+  }
+
+  /** Replaces the parameters (e.g. after loading a checkpoint). */
+  writeParams(weights: Float32Array): void {
+    if (weights.length !== this.layout.totalSize) {
+      throw new RangeError(`expected ${this.layout.totalSize} floats, found ${weights.length}`);
+    }
+    this.#rt.write(this.params, weights);
+  }
+
+  /** Frees every buffer the model made. */
+  [Symbol.dispose](): void {
+    for (const b of this.#owned) this.#rt.destroyBuffer(b);
+    this.#owned.length = 0;
+    this.#ownKernels?.[Symbol.dispose]();
+  }
+
+  // ---- internals ----
+
+  #buffer(label: string, bytes: number, init?: Float32Array): GPUBuffer {
+    const b = this.#rt.buffer(`llama ${label}`, init ?? bytes);
+    this.#owned.push(b);
+    return b;
+  }
+
+  /** View of parameter (or gradient) tensor `name` inside `flat`. */
+  #view(flat: GPUBuffer, name: string): TensorView {
+    const e = paramEntry(this.layout, name);
+    return { buffer: flat, offset: e.offset * 4, size: e.size * 4 };
+  }
+
+  #w(l: number, s: LayerTensor): TensorView {
+    return this.#view(this.params, layerTensorName(l, s));
+  }
+
+  #g(l: number, s: LayerTensor): TensorView {
+    return this.#view(this.grads, layerTensorName(l, s));
+  }
+
+  #forward(step: GpuStep, slot: number): void {
+    const k = this.#k, c = this.config, pass = step.pass;
+    const { hiddenSize: C, intermediateSize: F, vocabSize: V, headDim: D } = c;
+    const H = c.numHeads, KVH = c.numKvHeads, N = this.rows;
+    const dims = {
+      batch: this.microBatch,
+      seqLen: this.seqLen,
+      heads: H,
+      kvHeads: KVH,
+      headDim: D,
+    };
+    k.embedding(pass, {
+      ids: this.#tokens[slot],
+      table: this.#view(this.params, "model.embed_tokens.weight"),
+      out: this.#xs[0],
+      n: N,
+      c: C,
+      v: V,
+    });
+    for (let l = 0; l < c.numLayers; l++) {
+      const a = this.#acts[l], x = this.#xs[l], next = this.#xs[l + 1];
+      k.rmsnorm(pass, {
+        x,
+        weight: this.#w(l, "input_layernorm.weight"),
+        out: a.h1,
+        rstd: a.rstd1,
+        n: N,
+        c: C,
+        eps: c.rmsNormEps,
+      });
+      k.matmul(pass, {
+        a: a.h1,
+        b: this.#w(l, "self_attn.q_proj.weight"),
+        c: a.q,
+        m: N,
+        n: H * D,
+        k: C,
+        layout: "nt",
+      });
+      k.matmul(pass, {
+        a: a.h1,
+        b: this.#w(l, "self_attn.k_proj.weight"),
+        c: a.k,
+        m: N,
+        n: KVH * D,
+        k: C,
+        layout: "nt",
+      });
+      k.matmul(pass, {
+        a: a.h1,
+        b: this.#w(l, "self_attn.v_proj.weight"),
+        c: a.v,
+        m: N,
+        n: KVH * D,
+        k: C,
+        layout: "nt",
+      });
+      const rope = {
+        batch: this.microBatch,
+        seqLen: this.seqLen,
+        headDim: D,
+        theta: c.ropeTheta,
+        inverse: false,
+      };
+      k.rope(pass, { ...rope, x: a.q, heads: H });
+      k.rope(pass, { ...rope, x: a.k, heads: KVH });
+      k.attention(pass, { ...dims, q: a.q, k: a.k, v: a.v, out: a.att, lse: a.lse });
+      // xm = x + att·Woᵀ: write the projection into xm, then add the residual in place.
+      k.matmul(pass, {
+        a: a.att,
+        b: this.#w(l, "self_attn.o_proj.weight"),
+        c: a.xm,
+        m: N,
+        n: C,
+        k: H * D,
+        layout: "nt",
+      });
+      k.accumulate(pass, { x, y: a.xm, n: N * C });
+      k.rmsnorm(pass, {
+        x: a.xm,
+        weight: this.#w(l, "post_attention_layernorm.weight"),
+        out: a.h2,
+        rstd: a.rstd2,
+        n: N,
+        c: C,
+        eps: c.rmsNormEps,
+      });
+      k.matmul(pass, {
+        a: a.h2,
+        b: this.#w(l, "mlp.gate_proj.weight"),
+        c: a.gate,
+        m: N,
+        n: F,
+        k: C,
+        layout: "nt",
+      });
+      k.matmul(pass, {
+        a: a.h2,
+        b: this.#w(l, "mlp.up_proj.weight"),
+        c: a.up,
+        m: N,
+        n: F,
+        k: C,
+        layout: "nt",
+      });
+      k.swiglu(pass, { gate: a.gate, up: a.up, out: a.act, n: N * F });
+      k.matmul(pass, {
+        a: a.act,
+        b: this.#w(l, "mlp.down_proj.weight"),
+        c: next,
+        m: N,
+        n: C,
+        k: F,
+        layout: "nt",
+      });
+      k.accumulate(pass, { x: a.xm, y: next, n: N * C });
+    }
+    k.rmsnorm(pass, {
+      x: this.#xs[c.numLayers],
+      weight: this.#view(this.params, "model.norm.weight"),
+      out: this.#hf,
+      rstd: this.#rstdf,
+      n: N,
+      c: C,
+      eps: c.rmsNormEps,
+    });
+  }
+
+  /** LM head, loss and their backward, R rows at a time; leaves d hf in #dh. */
+  #headAndLoss(step: GpuStep, slot: number, lossScale: number): void {
+    const k = this.#k, pass = step.pass;
+    const { hiddenSize: C, vocabSize: V } = this.config;
+    const N = this.rows;
+    const head = this.#view(this.params, "lm_head.weight");
+    const dhead = this.#view(this.grads, "lm_head.weight");
+    for (let r0 = 0; r0 < N; r0 += this.#chunkRows) {
+      const R = Math.min(this.#chunkRows, N - r0);
+      const rows = (buf: GPUBuffer, width: number): TensorView => ({
+        buffer: buf,
+        offset: r0 * width * 4,
+        size: R * width * 4,
+      });
+      const logits: TensorView = { buffer: this.#logits, offset: 0, size: R * V * 4 };
+      k.matmul(pass, { a: rows(this.#hf, C), b: head, c: logits, m: R, n: V, k: C, layout: "nt" });
+      // Rows at positions T−1 of a sequence have no target.
+      let ignored = 0;
+      for (let r = r0; r < r0 + R; r++) if (r % this.seqLen === this.seqLen - 1) ignored++;
+      k.crossEntropy(pass, {
+        logits,
+        targets: rows(this.#targets[slot], 1),
+        losses: rows(this.#losses[slot], 1),
+        rows: R,
+        vocab: V,
+        scale: lossScale,
+        counted: R - ignored,
+      });
+      // d hf = dlogits·W (W [V, C]);  dW += dlogitsᵀ·hf.
+      k.matmul(pass, { a: logits, b: head, c: rows(this.#dh, C), m: R, n: C, k: V, layout: "nn" });
+      k.matmul(pass, {
+        a: logits,
+        b: rows(this.#hf, C),
+        c: dhead,
+        m: V,
+        n: C,
+        k: R,
+        layout: "tn",
+        accumulate: true,
+      });
+    }
+  }
+
+  #backward(step: GpuStep, slot: number): void {
+    const k = this.#k, c = this.config, pass = step.pass;
+    const { hiddenSize: C, intermediateSize: F, vocabSize: V, headDim: D } = c;
+    const H = c.numHeads, KVH = c.numKvHeads, N = this.rows, L = c.numLayers;
+    const dims = {
+      batch: this.microBatch,
+      seqLen: this.seqLen,
+      heads: H,
+      kvHeads: KVH,
+      headDim: D,
+    };
+    // dx = d(final norm input), from d hf (in #dh).
+    k.rmsnormBackward(pass, {
+      dout: this.#dh,
+      x: this.#xs[L],
+      weight: this.#view(this.params, "model.norm.weight"),
+      rstd: this.#rstdf,
+      dx: this.#dx,
+      dweight: this.#view(this.grads, "model.norm.weight"),
+      n: N,
+      c: C,
+    });
+    for (let l = L - 1; l >= 0; l--) {
+      const a = this.#acts[l];
+      // MLP: x[l+1] = xm + act·Wdᵀ.
+      const wt = (
+        s: LayerTensor,
+        buf: GPUBuffer,
+        m: number,
+        n: number,
+        kk: number,
+        from: GPUBuffer,
+      ) =>
+        k.matmul(pass, {
+          a: from,
+          b: buf,
+          c: this.#g(l, s),
+          m,
+          n,
+          k: kk,
+          layout: "tn",
+          accumulate: true,
+        });
+      k.matmul(pass, {
+        a: this.#dx,
+        b: this.#w(l, "mlp.down_proj.weight"),
+        c: this.#dact,
+        m: N,
+        n: F,
+        k: C,
+        layout: "nn",
+      });
+      wt("mlp.down_proj.weight", a.act, C, F, N, this.#dx);
+      k.swigluBackward(pass, {
+        gate: a.gate,
+        up: a.up,
+        dout: this.#dact,
+        dgate: this.#dgate,
+        dup: this.#dup,
+        n: N * F,
+      });
+      k.matmul(pass, {
+        a: this.#dgate,
+        b: this.#w(l, "mlp.gate_proj.weight"),
+        c: this.#dh,
+        m: N,
+        n: C,
+        k: F,
+        layout: "nn",
+      });
+      k.matmul(pass, {
+        a: this.#dup,
+        b: this.#w(l, "mlp.up_proj.weight"),
+        c: this.#dh,
+        m: N,
+        n: C,
+        k: F,
+        layout: "nn",
+        accumulate: true,
+      });
+      wt("mlp.gate_proj.weight", a.h2, F, C, N, this.#dgate);
+      wt("mlp.up_proj.weight", a.h2, F, C, N, this.#dup);
+      k.rmsnormBackward(pass, {
+        dout: this.#dh,
+        x: a.xm,
+        weight: this.#w(l, "post_attention_layernorm.weight"),
+        rstd: a.rstd2,
+        dx: this.#dxm,
+        dweight: this.#g(l, "post_attention_layernorm.weight"),
+        n: N,
+        c: C,
+      });
+      k.accumulate(pass, { x: this.#dx, y: this.#dxm, n: N * C });
+      // Attention: xm = x + att·Woᵀ.
+      k.matmul(pass, {
+        a: this.#dxm,
+        b: this.#w(l, "self_attn.o_proj.weight"),
+        c: this.#datt,
+        m: N,
+        n: H * D,
+        k: C,
+        layout: "nn",
+      });
+      wt("self_attn.o_proj.weight", a.att, C, H * D, N, this.#dxm);
+      k.attentionBackward(pass, {
+        ...dims,
+        q: a.q,
+        k: a.k,
+        v: a.v,
+        out: a.att,
+        lse: a.lse,
+        dout: this.#datt,
+        dq: this.#dq,
+        dk: this.#dk,
+        dv: this.#dv,
+      });
+      const rope = {
+        batch: this.microBatch,
+        seqLen: this.seqLen,
+        headDim: D,
+        theta: c.ropeTheta,
+        inverse: true,
+      };
+      k.rope(pass, { ...rope, x: this.#dq, heads: H });
+      k.rope(pass, { ...rope, x: this.#dk, heads: KVH });
+      k.matmul(pass, {
+        a: this.#dq,
+        b: this.#w(l, "self_attn.q_proj.weight"),
+        c: this.#dh,
+        m: N,
+        n: C,
+        k: H * D,
+        layout: "nn",
+      });
+      k.matmul(pass, {
+        a: this.#dk,
+        b: this.#w(l, "self_attn.k_proj.weight"),
+        c: this.#dh,
+        m: N,
+        n: C,
+        k: KVH * D,
+        layout: "nn",
+        accumulate: true,
+      });
+      k.matmul(pass, {
+        a: this.#dv,
+        b: this.#w(l, "self_attn.v_proj.weight"),
+        c: this.#dh,
+        m: N,
+        n: C,
+        k: KVH * D,
+        layout: "nn",
+        accumulate: true,
+      });
+      wt("self_attn.q_proj.weight", a.h1, H * D, C, N, this.#dq);
+      wt("self_attn.k_proj.weight", a.h1, KVH * D, C, N, this.#dk);
+      wt("self_attn.v_proj.weight", a.h1, KVH * D, C, N, this.#dv);
+      k.rmsnormBackward(pass, {
+        dout: this.#dh,
+        x: this.#xs[l],
+        weight: this.#w(l, "input_layernorm.weight"),
+        rstd: a.rstd1,
+        dx: this.#dx,
+        dweight: this.#g(l, "input_layernorm.weight"),
+        n: N,
+        c: C,
+      });
+      k.accumulate(pass, { x: this.#dxm, y: this.#dx, n: N * C });
+    }
+    k.embeddingBackward(pass, {
+      ids: this.#tokens[slot],
+      dout: this.#dx,
+      dtable: this.#view(this.grads, "model.embed_tokens.weight"),
+      n: N,
+      c: C,
+      v: V,
+    });
+  }
+}

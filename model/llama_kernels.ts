@@ -1,0 +1,149 @@
+/**
+ * The GPU operations the Llama model is built from, named by what the model needs. Each encodes
+ * into a compute pass and never submits. {@link shaderKernels} binds them to the kernels in
+ * shaders/; the model only sees this interface, so a kernel's calling convention changing touches
+ * one adapter, not the model.
+ *
+ * Dimension names: N = B·T rows, C width, F MLP width, V vocab, H query heads, KVH key/value
+ * heads, D head width. All tensors f32 row-major unless marked u32.
+ *
+ * @module
+ */
+import type { MatmulArgs } from "../shaders/matmul.ts";
+import type { TensorView } from "../shaders/gpu.ts";
+
+/** Attention shapes: q `[B, T, H, D]`, k and v `[B, T, KVH, D]`, out `[B, T, H, D]`. */
+export interface AttentionDims {
+  batch: number;
+  seqLen: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+}
+
+/** Everything the model encodes. "accumulated" outputs are added to, others overwritten. */
+export interface LlamaKernels {
+  /** See shaders/matmul.ts: `c = alpha·op(a)·op(b) (+ c)`. */
+  matmul(pass: GPUComputePassEncoder, args: MatmulArgs): void;
+  /** out `[N, C]` = table `[V, C]` rows at ids (u32 `[N]`). */
+  embedding(
+    pass: GPUComputePassEncoder,
+    a: { ids: TensorView; table: TensorView; out: TensorView; n: number; c: number; v: number },
+  ): void;
+  /** dtable `[V, C]` (accumulated) += Σ over rows with id = row of dout `[N, C]`. */
+  embeddingBackward(
+    pass: GPUComputePassEncoder,
+    a: { ids: TensorView; dout: TensorView; dtable: TensorView; n: number; c: number; v: number },
+  ): void;
+  /** out = x / rms(x) · weight per row of x `[N, C]`; rstd `[N]` = 1 / rms saved for backward. */
+  rmsnorm(
+    pass: GPUComputePassEncoder,
+    a: {
+      x: TensorView;
+      weight: TensorView;
+      out: TensorView;
+      rstd: TensorView;
+      n: number;
+      c: number;
+      eps: number;
+    },
+  ): void;
+  /** dx `[N, C]` (overwritten) and dweight `[C]` (accumulated) from dout. */
+  rmsnormBackward(
+    pass: GPUComputePassEncoder,
+    a: {
+      dout: TensorView;
+      x: TensorView;
+      weight: TensorView;
+      rstd: TensorView;
+      dx: TensorView;
+      dweight: TensorView;
+      n: number;
+      c: number;
+    },
+  ): void;
+  /** Rotates x `[B, T, heads, D]` in place (HF rotate-half); `inverse` is the backward pass. */
+  rope(
+    pass: GPUComputePassEncoder,
+    a: {
+      x: TensorView;
+      batch: number;
+      seqLen: number;
+      heads: number;
+      headDim: number;
+      theta: number;
+      inverse: boolean;
+    },
+  ): void;
+  /** Causal GQA attention; lse `[B, H, T]` saved for backward. */
+  attention(
+    pass: GPUComputePassEncoder,
+    a: AttentionDims & {
+      q: TensorView;
+      k: TensorView;
+      v: TensorView;
+      out: TensorView;
+      lse: TensorView;
+    },
+  ): void;
+  /** dq, dk, dv (overwritten) from dout. */
+  attentionBackward(
+    pass: GPUComputePassEncoder,
+    a: AttentionDims & {
+      q: TensorView;
+      k: TensorView;
+      v: TensorView;
+      out: TensorView;
+      lse: TensorView;
+      dout: TensorView;
+      dq: TensorView;
+      dk: TensorView;
+      dv: TensorView;
+    },
+  ): void;
+  /** out = silu(gate) · up, elementwise over n values. */
+  swiglu(
+    pass: GPUComputePassEncoder,
+    a: { gate: TensorView; up: TensorView; out: TensorView; n: number },
+  ): void;
+  /** dgate, dup (overwritten) from dout. */
+  swigluBackward(
+    pass: GPUComputePassEncoder,
+    a: {
+      gate: TensorView;
+      up: TensorView;
+      dout: TensorView;
+      dgate: TensorView;
+      dup: TensorView;
+      n: number;
+    },
+  ): void;
+  /**
+   * Cross-entropy of logits `[R, V]` against targets (i32 `[R]`, {@link IGNORE_TARGET} = no
+   * loss): losses `[R]` per row (0 when ignored), and the logits overwritten by
+   * `scale · (softmax − onehot)` (zero rows when ignored). `counted` is the number of rows whose
+   * target is not ignored.
+   */
+  crossEntropy(
+    pass: GPUComputePassEncoder,
+    a: {
+      logits: TensorView;
+      targets: TensorView;
+      losses: TensorView;
+      rows: number;
+      vocab: number;
+      scale: number;
+      counted: number;
+    },
+  ): void;
+  /** y += x over n values (residual adds, gradient sums). */
+  accumulate(pass: GPUComputePassEncoder, a: { x: TensorView; y: TensorView; n: number }): void;
+  /** out `[1]` = Σ input² over n values, in a fixed order. */
+  sumSquares(
+    pass: GPUComputePassEncoder,
+    a: { input: TensorView; out: TensorView; n: number },
+  ): void;
+}
+
+/** Target meaning "no prediction here" (the last position of every sequence), as in torch. */
+export const IGNORE_TARGET = -100;

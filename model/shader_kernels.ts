@@ -1,0 +1,155 @@
+/**
+ * {@link LlamaKernels} bound to the kernels in shaders/: the one place that knows their calling
+ * conventions and owns the small scratch buffers they need (embedding links, sum-of-squares
+ * partials, RoPE tables, cross-entropy row statistics).
+ *
+ * @module
+ */
+import { CrossEntropy } from "../shaders/cross_entropy.ts";
+import { Elementwise } from "../shaders/elementwise.ts";
+import { Embedding } from "../shaders/embedding.ts";
+import type { GpuRuntime } from "../shaders/gpu.ts";
+import { Matmul } from "../shaders/matmul.ts";
+import { RmsNorm } from "../shaders/rmsnorm.ts";
+import { Rope, ropeTable } from "../shaders/rope.ts";
+import { SumOfSquares } from "../shaders/sumsq.ts";
+import { SwiGlu } from "../shaders/swiglu.ts";
+import { Attention } from "../shaders/attention.ts";
+import type { LlamaKernels } from "./llama_kernels.ts";
+
+/** The shaders/ kernels behind the {@link LlamaKernels} interface; dispose to free scratch. */
+export function shaderKernels(rt: GpuRuntime): LlamaKernels & Disposable {
+  const matmul = new Matmul(rt);
+  const elementwise = new Elementwise(rt);
+  const embedding = new Embedding(rt);
+  const rmsnorm = new RmsNorm(rt);
+  const rope = new Rope(rt);
+  const swiglu = new SwiGlu(rt);
+  const crossEntropy = new CrossEntropy(rt);
+  const sumsq = new SumOfSquares(rt);
+  const attention = new Attention(rt);
+  const scratch = new Map<string, GPUBuffer>();
+  /** Outgrown scratch, kept until dispose: work already encoded may still bind it. */
+  const retired: GPUBuffer[] = [];
+  /** A scratch buffer for `key` holding at least `floats` elements (grown, never shrunk). */
+  const scratchBuffer = (key: string, floats: number): GPUBuffer => {
+    const have = scratch.get(key);
+    if (have && have.size >= floats * 4) return have;
+    if (have) retired.push(have);
+    const b = rt.buffer(`scratch ${key}`, Math.max(16, floats * 4));
+    scratch.set(key, b);
+    return b;
+  };
+  const ropeTables = new Map<string, GPUBuffer>();
+
+  return {
+    matmul: (pass, args) => matmul.encode(pass, args),
+    embedding: (pass, a) =>
+      embedding.forward(pass, {
+        tokens: a.ids,
+        table: a.table,
+        out: a.out,
+        n: a.n,
+        c: a.c,
+        vocab: a.v,
+      }),
+    embeddingBackward: (pass, a) =>
+      embedding.backward(pass, {
+        tokens: a.ids,
+        dOut: a.dout,
+        dTable: a.dtable,
+        links: scratchBuffer("embedding links", Embedding.linksLength(a.n)),
+        n: a.n,
+        c: a.c,
+        vocab: a.v,
+      }),
+    rmsnorm: (pass, a) => rmsnorm.forward(pass, a),
+    rmsnormBackward: (pass, a) =>
+      rmsnorm.backward(pass, {
+        x: a.x,
+        weight: a.weight,
+        dOut: a.dout,
+        rstd: a.rstd,
+        dx: a.dx,
+        dWeight: a.dweight,
+        n: a.n,
+        c: a.c,
+      }),
+    rope: (pass, a) => {
+      const key = `${a.seqLen}/${a.headDim}/${a.theta}`;
+      let table = ropeTables.get(key);
+      if (!table) {
+        table = rt.buffer(
+          `rope table T=${a.seqLen} D=${a.headDim}`,
+          ropeTable(a.seqLen, a.headDim, a.theta),
+        );
+        ropeTables.set(key, table);
+      }
+      const dims = { n: a.batch * a.seqLen, t: a.seqLen, heads: a.heads, d: a.headDim, table };
+      if (a.inverse) rope.backward(pass, { ...dims, dx: a.x });
+      else rope.forward(pass, { ...dims, x: a.x });
+    },
+    attention: (pass, a) =>
+      attention.forward(pass, {
+        b: a.batch,
+        t: a.seqLen,
+        h: a.heads,
+        kvh: a.kvHeads,
+        d: a.headDim,
+        q: a.q,
+        k: a.k,
+        v: a.v,
+        out: a.out,
+        lse: a.lse,
+      }),
+    attentionBackward: (pass, a) =>
+      attention.backward(pass, {
+        b: a.batch,
+        t: a.seqLen,
+        h: a.heads,
+        kvh: a.kvHeads,
+        d: a.headDim,
+        q: a.q,
+        k: a.k,
+        v: a.v,
+        out: a.out,
+        lse: a.lse,
+        dOut: a.dout,
+        dq: a.dq,
+        dk: a.dk,
+        dv: a.dv,
+        delta: scratchBuffer("attention delta", a.batch * a.heads * a.seqLen),
+      }),
+    swiglu: (pass, a) => swiglu.forward(pass, a),
+    swigluBackward: (pass, a) =>
+      swiglu.backward(pass, {
+        gate: a.gate,
+        up: a.up,
+        dOut: a.dout,
+        dGate: a.dgate,
+        dUp: a.dup,
+        n: a.n,
+      }),
+    crossEntropy: (pass, a) => {
+      const lse = scratchBuffer("cross-entropy lse", a.rows);
+      const out = scratchBuffer("cross-entropy out", 4);
+      const dims = { n: a.rows, v: a.vocab, logits: a.logits, targets: a.targets, lse, out };
+      crossEntropy.forward(pass, { ...dims, losses: a.losses });
+      // The kernel's gradient is of the mean over this chunk's counted rows; rescale to `scale`
+      // per prediction. The count is known on the host from the targets' ignore pattern.
+      crossEntropy.backward(pass, { ...dims, scale: a.scale * a.counted });
+    },
+    accumulate: (pass, a) => elementwise.axpy(pass, { x: a.x, y: a.y, n: a.n, alpha: 1 }),
+    sumSquares: (pass, a) => {
+      const partials = scratchBuffer("sumsq partials", sumsq.partialsLength([a.n]));
+      sumsq.encode(pass, { inputs: [{ x: a.input, length: a.n }], partials, out: a.out });
+    },
+    [Symbol.dispose]() {
+      for (const b of [...scratch.values(), ...retired]) rt.destroyBuffer(b);
+      retired.length = 0;
+      for (const b of ropeTables.values()) rt.destroyBuffer(b);
+      scratch.clear();
+      ropeTables.clear();
+    },
+  };
+}

@@ -1,0 +1,166 @@
+/**
+ * `deno task train`: single-node training of a Hugging Face Llama folder on a local token folder,
+ * with AdamW (or DisTrO once it lands). See train/cli.ts for the flags and train/trainer.ts for
+ * what one step does.
+ *
+ * @module
+ */
+import type { LrSchedule } from "../coordinator/types.ts";
+import { LocalDataProvider } from "../data/local.ts";
+import { readModelDir, writeModelDir } from "../model/checkpoint.ts";
+import { countParameters } from "../model/hf_config.ts";
+import { LlamaModel } from "../model/llama.ts";
+import { initParams } from "../model/params.ts";
+import { AdamW } from "../optimizer/adamw.ts";
+import { GpuRuntime } from "../shaders/gpu.ts";
+import { type LrScheduleName, parseTrainArgs, type TrainOptions, USAGE } from "./cli.ts";
+import { consoleLogger, jsonLogger } from "./log.ts";
+import type { Optimizer } from "./optimizer.ts";
+import { runTraining } from "./trainer.ts";
+
+/** The LR schedule for the CLI's flags: linear warmup from 0, then the shape down to lr/10. */
+export function scheduleFor(
+  name: LrScheduleName,
+  options: { learningRate: number; warmupSteps: number; steps: number },
+): LrSchedule {
+  const base = {
+    baseLr: options.learningRate,
+    warmupSteps: options.warmupSteps,
+    warmupInitLr: 0,
+  };
+  // Psyche's cosine/linear need totalSteps > warmupSteps; a run shorter than its warmup never
+  // leaves warmup, so any larger totalSteps gives the same rates.
+  const totalSteps = Math.max(options.steps, options.warmupSteps + 1);
+  switch (name) {
+    case "constant":
+      return { kind: "Constant", ...base };
+    case "cosine":
+      return { kind: "Cosine", ...base, totalSteps, finalLr: options.learningRate / 10 };
+    case "linear":
+      return { kind: "Linear", ...base, totalSteps, finalLr: options.learningRate / 10 };
+  }
+}
+
+/** The 32-byte shuffle seed of Psyche's train.rs: the u32 seed big-endian in bytes 28..32. */
+export function shuffleSeed(seed: number): Uint8Array {
+  const out = new Uint8Array(32);
+  new DataView(out.buffer).setUint32(28, seed >>> 0, false);
+  return out;
+}
+
+/** Runs a whole training from parsed options; `write` receives each log line. */
+export async function train(
+  options: TrainOptions,
+  io: { write: (line: string) => void; signal?: AbortSignal },
+): Promise<{ losses: number[] }> {
+  if (options.optimizer === "distro") throw new OptimizerUnavailableError("distro");
+  const { config, layout, weights } = await readModelDir(options.model);
+  const logger = options.logs === "json" ? jsonLogger(io.write) : consoleLogger(io.write);
+  const data = await LocalDataProvider.open(options.dataPath, {
+    seqLen: options.sequenceLength,
+    tokenSize: options.tokenSize === 2 ? "TwoBytes" : "FourBytes",
+    shuffle: options.shuffle
+      ? { kind: "Seeded", seed: shuffleSeed(options.seed) }
+      : { kind: "DontShuffle" },
+    vocabSize: config.vocabSize,
+  });
+  try {
+    using rt = await GpuRuntime.create();
+    const initial = weights ?? initParams(layout, config, options.seed);
+    using model = new LlamaModel(rt, {
+      config,
+      layout,
+      weights: initial,
+      microBatch: options.microBatch,
+      seqLen: options.sequenceLength,
+      slots: options.totalBatch / options.microBatch,
+    });
+    using optimizer = makeOptimizer(rt, options, layout.totalSize);
+    logger.start({
+      model: options.model,
+      params: countParameters(config),
+      optimizer: optimizer.name,
+      steps: options.steps,
+      sequenceLength: options.sequenceLength,
+      totalBatch: options.totalBatch,
+      microBatch: options.microBatch,
+      sequences: data.numSequences,
+      adapter: rt.adapterName,
+      weights: weights === null ? "seeded" : "loaded",
+    });
+    const result = await runTraining(
+      { rt, model, optimizer, data, logger, signal: io.signal },
+      {
+        steps: options.steps,
+        totalBatch: options.totalBatch,
+        microBatch: options.microBatch,
+        schedule: scheduleFor(options.lrSchedule, options),
+        clipGradients: options.maxGradNorm > 0,
+      },
+    );
+    if (options.savePath !== null) {
+      await writeModelDir(options.savePath, { config, layout, weights: await model.readParams() });
+    }
+    logger.end({
+      steps: options.steps,
+      finalLoss: result.losses[result.losses.length - 1],
+      seconds: result.seconds,
+      tokensPerSec: result.tokensPerSec,
+      savedTo: options.savePath,
+    });
+    return { losses: result.losses };
+  } finally {
+    await data.close();
+  }
+}
+
+/** Thrown for `--optimizer distro` until the DisTrO optimizer implements the Optimizer seam. */
+export class OptimizerUnavailableError extends Error {
+  constructor(name: string) {
+    super(`--optimizer ${name} is not available yet in the single-node trainer; use adamw`);
+    this.name = "OptimizerUnavailableError";
+  }
+}
+
+function makeOptimizer(rt: GpuRuntime, options: TrainOptions, size: number): Optimizer {
+  switch (options.optimizer) {
+    case "adamw":
+      return new AdamW(rt, {
+        size,
+        config: {
+          beta1: options.beta1,
+          beta2: options.beta2,
+          eps: options.eps,
+          weightDecay: options.weightDecay,
+          maxGradNorm: options.maxGradNorm,
+        },
+      });
+    case "distro":
+      throw new OptimizerUnavailableError("distro");
+  }
+}
+
+if (import.meta.main) {
+  let options;
+  try {
+    options = parseTrainArgs(Deno.args);
+  } catch (e) {
+    console.error(`${(e as Error).message}\n\n${USAGE}`);
+    Deno.exit(2);
+  }
+  if (options === "help") {
+    console.log(USAGE);
+    Deno.exit(0);
+  }
+  const controller = new AbortController();
+  const onInterrupt = () => controller.abort(new Error("interrupted"));
+  Deno.addSignalListener("SIGINT", onInterrupt);
+  try {
+    await train(options, { write: (l) => console.log(l), signal: controller.signal });
+  } catch (e) {
+    console.error(`train: ${(e as Error).message}`);
+    Deno.exit(1);
+  } finally {
+    Deno.removeSignalListener("SIGINT", onInterrupt);
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * The single-node reference trainer: read it top to bottom.
+ *
+ * Contract
+ * - Inputs (all injected, nothing global): a GPU runtime, a {@link LlamaModel} holding the
+ *   parameters and gradient buffers, an {@link Optimizer}, a {@link DataProvider}, a
+ *   {@link TrainLogger}, a millisecond clock and an optional AbortSignal.
+ * - Step `s` (1-based) reads sequences `[(s−1)·G, s·G)` modulo the dataset size (G = total batch),
+ *   in micro-batches of `microBatch` sequences.
+ * - One GPU submission per step: zero the gradients, forward + backward of every micro-batch
+ *   (gradients accumulate, each scaled so their sum is the gradient of the step's mean loss),
+ *   the squared gradient norm, the optimizer update. Then one small readback: the step's loss sum
+ *   and squared gradient norm.
+ * - The loss reported for step `s` is the mean cross-entropy over the step's `G·(T−1)`
+ *   predictions, computed with the weights before the step's update.
+ * - Learning rate of step `s` is `learningRate(schedule, s)` (coordinator/lr_schedule.ts).
+ * - Deterministic: the same weights, data and settings give the same losses, step for step, on
+ *   one adapter (every kernel reduces in a fixed order).
+ *
+ * The networked client reuses {@link trainStep} (gradients of its assigned batch + optimizer);
+ * only the data assignment and the optimizer's exchange differ.
+ *
+ * @module
+ */
+import { learningRate } from "../coordinator/lr_schedule.ts";
+import type { LrSchedule } from "../coordinator/types.ts";
+import type { DataProvider } from "../data/provider.ts";
+import type { LlamaModel } from "../model/llama.ts";
+import type { GpuRuntime } from "../shaders/gpu.ts";
+import { microBatchRanges, readRanges } from "./batches.ts";
+import type { TrainLogger } from "./log.ts";
+import type { Optimizer } from "./optimizer.ts";
+
+/** The parts a training run is built from. */
+export interface TrainerParts {
+  rt: GpuRuntime;
+  model: LlamaModel;
+  optimizer: Optimizer;
+  data: DataProvider;
+  logger: TrainLogger;
+  /** Milliseconds, monotonic (default `performance.now`). */
+  clock?: () => number;
+  signal?: AbortSignal;
+}
+
+/** How long and how big. */
+export interface TrainSettings {
+  /** Optimizer steps to run (steps `1..steps`). */
+  steps: number;
+  /** Sequences per step. */
+  totalBatch: number;
+  /** Sequences per forward/backward; divides totalBatch and is at most the model's capacity. */
+  microBatch: number;
+  schedule: LrSchedule;
+  /** Whether the optimizer clips (the squared gradient norm is then computed every step). */
+  clipGradients: boolean;
+}
+
+/** What one step produced. */
+export interface StepResult {
+  loss: number;
+  /** Global L2 norm of the gradient before clipping. */
+  gradNorm: number;
+}
+
+/**
+ * One optimizer step on the given micro-batches (each `[microBatch, T]` token ids): gradients of
+ * the mean loss over all of them, then the optimizer update, in one GPU submission.
+ */
+export async function trainStep(
+  parts: Pick<TrainerParts, "rt" | "model" | "optimizer">,
+  args: { stepNumber: number; lr: number; microBatches: Uint32Array[]; clipGradients: boolean },
+): Promise<StepResult> {
+  const { model, optimizer, rt } = parts;
+  const { microBatches } = args;
+  const T = model.seqLen;
+  const predictions = microBatches.reduce((a, m) => a + (m.length / T) * (T - 1), 0);
+  for (let i = 0; i < microBatches.length; i++) model.writeTokens(i, microBatches[i]);
+  const step = rt.beginStep(`train step ${args.stepNumber}`);
+  model.encodeZeroGrads(step);
+  for (let i = 0; i < microBatches.length; i++) {
+    model.encodeForwardBackward(step, { slot: i, lossScale: 1 / predictions });
+  }
+  const gradSumSq = model.encodeGradSumSq(step);
+  optimizer.encodeStep(step, {
+    params: model.params,
+    grads: model.grads,
+    lr: args.lr,
+    stepNumber: args.stepNumber,
+    gradSumSq: args.clipGradients ? gradSumSq : null,
+  });
+  await step.submit();
+  const { lossSum, gradSumSq: sumsq } = await model.readStats();
+  return { loss: lossSum / predictions, gradNorm: Math.sqrt(sumsq) };
+}
+
+/** Runs `settings.steps` steps, logging each; returns the per-step losses. */
+export async function runTraining(
+  parts: TrainerParts,
+  settings: TrainSettings,
+): Promise<{ losses: number[]; seconds: number; tokensPerSec: number }> {
+  const { model, data, logger } = parts;
+  const clock = parts.clock ?? (() => performance.now());
+  const { steps, totalBatch, microBatch } = settings;
+  if (totalBatch % microBatch !== 0) {
+    throw new RangeError(
+      `total batch ${totalBatch} is not a multiple of micro-batch ${microBatch}`,
+    );
+  }
+  if (microBatch !== model.microBatch) {
+    throw new RangeError(
+      `micro-batch ${microBatch} but the model was built for ${model.microBatch}`,
+    );
+  }
+  if (data.seqLen !== model.seqLen) {
+    throw new RangeError(
+      `data sequences have ${data.seqLen} tokens, the model expects ${model.seqLen}`,
+    );
+  }
+  const plan = { totalBatch, microBatch, numSequences: data.numSequences };
+  const perStep = totalBatch / microBatch;
+  const tokensPerStep = totalBatch * model.seqLen;
+  const losses: number[] = [];
+  const t0 = clock();
+  for (let s = 1; s <= steps; s++) {
+    parts.signal?.throwIfAborted();
+    const start = clock();
+    const microBatches: Uint32Array[] = [];
+    for (let m = 0; m < perStep; m++) {
+      const ranges = microBatchRanges(s, m, plan);
+      microBatches.push(await readRanges(data, ranges, { signal: parts.signal }));
+    }
+    const lr = learningRate(settings.schedule, s);
+    const result = await trainStep(parts, {
+      stepNumber: s,
+      lr,
+      microBatches,
+      clipGradients: settings.clipGradients,
+    });
+    if (!Number.isFinite(result.loss)) {
+      throw new Error(`step ${s}: loss is ${result.loss} (training diverged)`);
+    }
+    const ms = clock() - start;
+    losses.push(result.loss);
+    logger.step({
+      step: s,
+      loss: result.loss,
+      lr,
+      gradNorm: result.gradNorm,
+      tokensPerSec: tokensPerStep / (ms / 1000),
+      ms,
+    });
+  }
+  const seconds = (clock() - t0) / 1000;
+  return { losses, seconds, tokensPerSec: (tokensPerStep * steps) / seconds };
+}

@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import { LocalDataProvider } from "../data/local.ts";
+import { readLlamaConfig } from "../model/hf_config.ts";
+import { LlamaModel } from "../model/llama.ts";
+import { initParams, llamaParamLayout } from "../model/params.ts";
+import { AdamW } from "../optimizer/adamw.ts";
+import { GpuRuntime } from "../shaders/gpu.ts";
+import { jsonLogger } from "./log.ts";
+import { runTraining } from "./trainer.ts";
+
+const TINY = new URL("../config/models/llama-tiny/config.json", import.meta.url).pathname;
+
+/** Writes `tokens` as one little-endian u16 `.ds` file in a fresh folder. */
+async function tokenFolder(tokens: number[]): Promise<string> {
+  const dir = await Deno.makeTempDir();
+  await Deno.writeFile(`${dir}/000.ds`, new Uint8Array(Uint16Array.from(tokens).buffer));
+  return dir;
+}
+
+Deno.test("a tiny model overfits one short batch with AdamW", async () => {
+  const config = await readLlamaConfig(TINY);
+  const layout = llamaParamLayout(config);
+  const T = 16;
+  // Two sequences (plus one spare token the local provider leaves unused), repeated every step.
+  const seq = Array.from({ length: 2 * T + 1 }, (_, i) => (i * 7919 + 13) % config.vocabSize);
+  const dir = await tokenFolder(seq);
+  const data = await LocalDataProvider.open(dir, { seqLen: T, tokenSize: "TwoBytes" });
+  try {
+    assert.equal(data.numSequences, 2);
+    using rt = await GpuRuntime.create();
+    // Micro-batches of one sequence: the step's gradient is accumulated over two slots.
+    using model = new LlamaModel(rt, {
+      config,
+      layout,
+      weights: initParams(layout, config, 7),
+      microBatch: 1,
+      seqLen: T,
+      slots: 2,
+    });
+    using optimizer = new AdamW(rt, {
+      size: layout.totalSize,
+      config: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 },
+    });
+    const lines: string[] = [];
+    const { losses } = await runTraining(
+      { rt, model, optimizer, data, logger: jsonLogger((l) => lines.push(l)) },
+      {
+        steps: 80,
+        totalBatch: 2,
+        microBatch: 1,
+        schedule: { kind: "Constant", baseLr: 1e-2, warmupSteps: 0, warmupInitLr: 0 },
+        clipGradients: true,
+      },
+    );
+    assert.ok(Math.abs(losses[0] - Math.log(config.vocabSize)) < 0.1, `first loss ${losses[0]}`);
+    assert.ok(losses[losses.length - 1] < 0.2, `final loss ${losses[losses.length - 1]}`);
+    assert.equal(lines.length, 80);
+    const first = JSON.parse(lines[0]);
+    assert.equal(first.step, 1);
+    assert.ok(first.grad_norm > 0);
+  } finally {
+    await data.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,215 @@
+/**
+ * Softmax cross-entropy with an ignore index, mean over the targets that are not ignored (as
+ * `torch.nn.functional.cross_entropy(logits, targets, ignore_index=-100)`).
+ *
+ * Shapes: logits `[N, V]`, targets `[N]` i32 (`IGNORE_INDEX` = −100 skips a row), lse `[N]`
+ * (log-sum-exp, saved for the backward), losses `[N]` (per row, 0 when ignored), out `[2]` =
+ * (mean loss, count of non-ignored targets). With every target ignored the loss is 0 (torch
+ * gives NaN) and so are the gradients. A target outside `[0, V)` other than −100 gives a NaN loss.
+ *
+ * Backward: `dLogits[n, j] = scale/count · (softmax(logits[n])_j − [j = target_n])`, 0 on ignored
+ * rows, where `scale` is dLoss (1 for a plain mean; 1/k to average k micro-batches). The count is
+ * read from `out[1]` on the GPU, so no readback is needed between forward and backward. Without
+ * `dLogits` the gradient overwrites `logits` in place (saves an `[N, V]` buffer).
+ *
+ * @module
+ */
+
+import { f32Bits, type GpuRuntime, type TensorView } from "./gpu.ts";
+import { bindTensors, dispatch, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+
+/** The target value that marks a row as ignored (torch's default `ignore_index`). */
+export const IGNORE_INDEX = -100;
+
+/** Forward pass 1, one invocation per row: log-sum-exp and the row's loss. */
+export function crossEntropyRowsKernel(wg: number): string {
+  return `struct Params { n: u32, v: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> logits: array<f32>;
+@group(0) @binding(2) var<storage, read> targets: array<i32>;
+@group(0) @binding(3) var<storage, read_write> lse: array<f32>;
+@group(0) @binding(4) var<storage, read_write> losses: array<f32>;
+${main1d(wg)}
+  if (i >= p.n) { return; }
+  let base = i * p.v;
+  var m = logits[base];
+  for (var j = 1u; j < p.v; j++) { m = max(m, logits[base + j]); }
+  var s = 0.0;
+  for (var j = 0u; j < p.v; j++) { s += exp(logits[base + j] - m); }
+  let l = m + log(s);
+  lse[i] = l;
+  let t = targets[i];
+  if (t == ${IGNORE_INDEX}) {
+    losses[i] = 0.0;
+  } else if (t < 0 || u32(t) >= p.v) {
+    losses[i] = bitcast<f32>(0x7fc00000u);
+  } else {
+    losses[i] = l - logits[base + u32(t)];
+  }
+}
+`;
+}
+
+/** Forward pass 2, one workgroup: mean over non-ignored rows in a fixed order. */
+export function crossEntropyMeanKernel(wg: number): string {
+  const tree: string[] = [];
+  for (let s = wg / 2; s >= 1; s /= 2) {
+    tree.push(`  if (li < ${s}u) {
+    sums[li] = sums[li] + sums[li + ${s}u];
+    counts[li] = counts[li] + counts[li + ${s}u];
+  }
+  workgroupBarrier();`);
+  }
+  return `struct Params { n: u32, v: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> targets: array<i32>;
+@group(0) @binding(2) var<storage, read> losses: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+var<workgroup> sums: array<f32, ${wg}>;
+var<workgroup> counts: array<u32, ${wg}>;
+
+@compute @workgroup_size(${wg})
+fn main(@builtin(local_invocation_index) li: u32) {
+  var s = 0.0;
+  var c = 0u;
+  for (var r = li; r < p.n; r += ${wg}u) {
+    if (targets[r] != ${IGNORE_INDEX}) { s += losses[r]; c += 1u; }
+  }
+  sums[li] = s;
+  counts[li] = c;
+  workgroupBarrier();
+${tree.join("\n")}
+  if (li == 0u) {
+    let count = counts[0];
+    out[0] = select(0.0, sums[0] / f32(count), count > 0u);
+    out[1] = f32(count);
+  }
+}
+`;
+}
+
+/** Backward, one invocation per logit; `inPlace` writes the gradient over the logits. */
+export function crossEntropyBackwardKernel(wg: number, inPlace: boolean): string {
+  return `struct Params { n: u32, v: u32, scale: f32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, ${inPlace ? "read_write" : "read"}> logits: array<f32>;
+@group(0) @binding(2) var<storage, read> targets: array<i32>;
+@group(0) @binding(3) var<storage, read> lse: array<f32>;
+@group(0) @binding(4) var<storage, read> stats: array<f32>;
+${inPlace ? "" : "@group(0) @binding(5) var<storage, read_write> dlogits: array<f32>;"}
+${main1d(wg)}
+  if (i >= p.n * p.v) { return; }
+  let row = i / p.v;
+  let col = i % p.v;
+  let t = targets[row];
+  let count = stats[1];
+  var g = 0.0;
+  if (t != ${IGNORE_INDEX} && count > 0.0) {
+    let prob = exp(logits[i] - lse[row]);
+    g = (prob - select(0.0, 1.0, i32(col) == t)) * (p.scale / count);
+  }
+  ${inPlace ? "logits" : "dlogits"}[i] = g;
+}
+`;
+}
+
+/** Dimensions shared by forward and backward. */
+export interface CrossEntropyDims {
+  /** Rows (predictions), N = B·T. */
+  readonly n: number;
+  /** Vocabulary size V. */
+  readonly v: number;
+}
+
+/** Cross-entropy forward (mean loss) and backward (logit gradients). */
+export class CrossEntropy {
+  readonly #rt: GpuRuntime;
+  readonly #wg: number;
+
+  /** `workgroupSize` must be a power of two (the mean's tree halves it). */
+  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
+    if (!Number.isInteger(Math.log2(workgroupSize))) {
+      throw new RangeError(
+        `cross-entropy: workgroupSize must be a power of two, got ${workgroupSize}`,
+      );
+    }
+    this.#rt = rt;
+    this.#wg = workgroupSize;
+  }
+
+  /** `out = [mean loss, count]`; also writes `lse [N]` and `losses [N]`. */
+  forward(
+    pass: GPUComputePassEncoder,
+    args: CrossEntropyDims & {
+      logits: TensorView;
+      targets: TensorView;
+      lse: TensorView;
+      losses: TensorView;
+      out: TensorView;
+    },
+  ): void {
+    const { n, v } = args;
+    this.#check("cross-entropy forward", args);
+    requireLength('cross-entropy forward: binding "losses"', args.losses, n, "[N]");
+    const wg = this.#wg;
+    const rows = this.#rt.pipeline(`cross-entropy/rows/${wg}`, () => crossEntropyRowsKernel(wg));
+    const mean = this.#rt.pipeline(`cross-entropy/mean/${wg}`, () => crossEntropyMeanKernel(wg));
+    const rowGroup = bindTensors(this.#rt, rows, [n, v], [
+      args.logits,
+      args.targets,
+      args.lse,
+      args.losses,
+    ]);
+    dispatch1d(pass, rows, rowGroup, n, wg);
+    const meanGroup = bindTensors(this.#rt, mean, [n, v], [args.targets, args.losses, args.out]);
+    dispatch(pass, mean, meanGroup, [1]);
+  }
+
+  /**
+   * `dLogits [N, V] = scale · d(mean loss)/d(logits)`, using `lse` and `out` from the forward.
+   * Without `dLogits`, the gradient overwrites `logits`.
+   */
+  backward(
+    pass: GPUComputePassEncoder,
+    args: CrossEntropyDims & {
+      logits: TensorView;
+      targets: TensorView;
+      lse: TensorView;
+      out: TensorView;
+      dLogits?: TensorView;
+      scale?: number;
+    },
+  ): void {
+    const { n, v } = args;
+    this.#check("cross-entropy backward", args);
+    const inPlace = args.dLogits === undefined;
+    const views = [args.logits, args.targets, args.lse, args.out];
+    if (args.dLogits) {
+      requireLength('cross-entropy backward: binding "dLogits"', args.dLogits, n * v, "[N, V]");
+      views.push(args.dLogits);
+    }
+    const wg = this.#wg;
+    const pipeline = this.#rt.pipeline(
+      `cross-entropy/backward${inPlace ? "-in-place" : ""}/${wg}`,
+      () => crossEntropyBackwardKernel(wg, inPlace),
+    );
+    const group = bindTensors(this.#rt, pipeline, [n, v, f32Bits(args.scale ?? 1)], views);
+    dispatch1d(pass, pipeline, group, n * v, wg);
+  }
+
+  #check(
+    what: string,
+    args: CrossEntropyDims & {
+      logits: TensorView;
+      targets: TensorView;
+      lse: TensorView;
+      out: TensorView;
+    },
+  ): void {
+    requireDims(what, { n: args.n, v: args.v });
+    requireLength(`${what}: binding "logits"`, args.logits, args.n * args.v, "[N, V]");
+    requireLength(`${what}: binding "targets"`, args.targets, args.n, "[N]");
+    requireLength(`${what}: binding "lse"`, args.lse, args.n, "[N]");
+    requireLength(`${what}: binding "out"`, args.out, 2, "[2]");
+  }
+}

@@ -38,3 +38,5 @@ export { Embedding, type EmbeddingDims } from "./embedding.ts";
 export { RmsNorm, type RmsNormDims } from "./rmsnorm.ts";
 export { Rope, type RopeDims, ropeTable } from "./rope.ts";
 export { SwiGlu } from "./swiglu.ts";
+export { CrossEntropy, type CrossEntropyDims, IGNORE_INDEX } from "./cross_entropy.ts";
+export { Attention, type AttentionDims } from "./attention.ts";

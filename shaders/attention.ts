@@ -1,0 +1,321 @@
+/**
+ * Causal self-attention with grouped-query heads, fused (flash-attention style): scores are never
+ * stored. The forward keeps a running max and normaliser per query row and saves the row's
+ * log-sum-exp; the backward recomputes probabilities from it.
+ *
+ * Shapes (row-major, as the QKV projections produce them, no transposes needed):
+ * q `[B, T, H, D]`, k and v `[B, T, KVH, D]`, out `[B, T, H, D]`, lse `[B, H, T]`,
+ * delta scratch `[B, H, T]`. Query head h reads key/value head `h / (H / KVH)` (HF `repeat_kv`).
+ * Scores are `scale · q·k` (scale defaults to `1/sqrt(D)`); query t sees keys 0..t.
+ *
+ * Backward (P = softmax probabilities, dO = output gradient, Δ_t = dO_t·O_t):
+ * `dS = P ⊙ (dO·Vᵀ − Δ)`, `dQ = scale·dS·K`, `dK = scale·dSᵀ·Q`, `dV = Pᵀ·dO`, in three passes:
+ * Δ per query row; dQ per query row (loop over keys); dK and dV per key row (loop over the
+ * group's query heads and later queries). Each output is written by exactly one invocation, in a
+ * fixed loop order: deterministic without atomics.
+ *
+ * D must be a multiple of 4 (rows are read as vec4) and at most 256; it is compiled into the
+ * kernel, so each head size builds its own pipelines.
+ *
+ * @module
+ */
+
+import { f32Bits, type GpuRuntime, type TensorView } from "./gpu.ts";
+import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+
+const PARAMS = `struct Params { b: u32, t: u32, h: u32, kvh: u32, scale: f32 }
+@group(0) @binding(0) var<uniform> p: Params;`;
+
+/** Dot product of two rows of DV vec4s. */
+function rowDot(dv: number, a: string, b: string): string {
+  return `{ var acc = vec4<f32>(); for (var d = 0u; d < ${dv}u; d++) { acc = fma(${a}, ${b}, acc); } dot_out = acc.x + acc.y + acc.z + acc.w; }`;
+}
+
+/** Forward: one invocation per (b, h, t) query row, online softmax over keys 0..t. */
+export function attentionForwardKernel(d: number, wg: number): string {
+  const dv = d / 4;
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
+${main1d(wg)}
+  if (i >= p.b * p.h * p.t) { return; }
+  let tq = i % p.t;
+  let hh = (i / p.t) % p.h;
+  let bb = i / (p.t * p.h);
+  let g = hh / (p.h / p.kvh);
+  let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
+  var qr: array<vec4<f32>, ${dv}>;
+  var acc: array<vec4<f32>, ${dv}>;
+  for (var d = 0u; d < ${dv}u; d++) { qr[d] = q[qo + d]; }
+  var m = -3.0e38;
+  var l = 0.0;
+  for (var s = 0u; s <= tq; s++) {
+    let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
+    var dot_out = 0.0;
+    ${rowDot(dv, "qr[d]", "k[ko + d]")}
+    let score = dot_out * p.scale;
+    let mn = max(m, score);
+    let corr = exp(m - mn);
+    let e = exp(score - mn);
+    l = l * corr + e;
+    for (var d = 0u; d < ${dv}u; d++) { acc[d] = fma(vec4<f32>(e), v[ko + d], acc[d] * corr); }
+    m = mn;
+  }
+  let inv = 1.0 / l;
+  for (var d = 0u; d < ${dv}u; d++) { out[qo + d] = acc[d] * inv; }
+  lse[(bb * p.h + hh) * p.t + tq] = m + log(l);
+}
+`;
+}
+
+/** Backward pass 1: `Δ = dO·O` per query row. */
+export function attentionDeltaKernel(d: number, wg: number): string {
+  const dv = d / 4;
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> out: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> dout: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> delta: array<f32>;
+${main1d(wg)}
+  if (i >= p.b * p.h * p.t) { return; }
+  let tq = i % p.t;
+  let hh = (i / p.t) % p.h;
+  let bb = i / (p.t * p.h);
+  let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
+  var dot_out = 0.0;
+  ${rowDot(dv, "out[qo + d]", "dout[qo + d]")}
+  delta[(bb * p.h + hh) * p.t + tq] = dot_out;
+}
+`;
+}
+
+/** Backward pass 2: dQ, one invocation per query row. */
+export function attentionDqKernel(d: number, wg: number): string {
+  const dv = d / 4;
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> lse: array<f32>;
+@group(0) @binding(5) var<storage, read> dout: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> delta: array<f32>;
+@group(0) @binding(7) var<storage, read_write> dq: array<vec4<f32>>;
+${main1d(wg)}
+  if (i >= p.b * p.h * p.t) { return; }
+  let tq = i % p.t;
+  let hh = (i / p.t) % p.h;
+  let bb = i / (p.t * p.h);
+  let g = hh / (p.h / p.kvh);
+  let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
+  let row = (bb * p.h + hh) * p.t + tq;
+  let lrow = lse[row];
+  let drow = delta[row];
+  var qr: array<vec4<f32>, ${dv}>;
+  var dor: array<vec4<f32>, ${dv}>;
+  var acc: array<vec4<f32>, ${dv}>;
+  for (var d = 0u; d < ${dv}u; d++) { qr[d] = q[qo + d]; dor[d] = dout[qo + d]; }
+  for (var s = 0u; s <= tq; s++) {
+    let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
+    var dot_out = 0.0;
+    ${rowDot(dv, "qr[d]", "k[ko + d]")}
+    let prob = exp(dot_out * p.scale - lrow);
+    ${rowDot(dv, "dor[d]", "v[ko + d]")}
+    let ds = prob * (dot_out - drow);
+    for (var d = 0u; d < ${dv}u; d++) { acc[d] = fma(vec4<f32>(ds), k[ko + d], acc[d]); }
+  }
+  for (var d = 0u; d < ${dv}u; d++) { dq[qo + d] = acc[d] * p.scale; }
+}
+`;
+}
+
+/** Backward pass 3: dK and dV, one invocation per (b, kv head, key position). */
+export function attentionDkvKernel(d: number, wg: number): string {
+  const dv = d / 4;
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> lse: array<f32>;
+@group(0) @binding(5) var<storage, read> dout: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> delta: array<f32>;
+@group(0) @binding(7) var<storage, read_write> dk: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> dvv: array<vec4<f32>>;
+${main1d(wg)}
+  if (i >= p.b * p.kvh * p.t) { return; }
+  let s = i % p.t;
+  let g = (i / p.t) % p.kvh;
+  let bb = i / (p.t * p.kvh);
+  let rep = p.h / p.kvh;
+  let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
+  var kr: array<vec4<f32>, ${dv}>;
+  var vr: array<vec4<f32>, ${dv}>;
+  var dka: array<vec4<f32>, ${dv}>;
+  var dva: array<vec4<f32>, ${dv}>;
+  for (var d = 0u; d < ${dv}u; d++) { kr[d] = k[ko + d]; vr[d] = v[ko + d]; }
+  for (var hh = g * rep; hh < (g + 1u) * rep; hh++) {
+    for (var tq = s; tq < p.t; tq++) {
+      let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
+      let row = (bb * p.h + hh) * p.t + tq;
+      var dot_out = 0.0;
+      ${rowDot(dv, "q[qo + d]", "kr[d]")}
+      let prob = exp(dot_out * p.scale - lse[row]);
+      ${rowDot(dv, "dout[qo + d]", "vr[d]")}
+      let ds = prob * (dot_out - delta[row]);
+      for (var d = 0u; d < ${dv}u; d++) {
+        dva[d] = fma(vec4<f32>(prob), dout[qo + d], dva[d]);
+        dka[d] = fma(vec4<f32>(ds), q[qo + d], dka[d]);
+      }
+    }
+  }
+  for (var d = 0u; d < ${dv}u; d++) { dk[ko + d] = dka[d] * p.scale; dvv[ko + d] = dva[d]; }
+}
+`;
+}
+
+/** Dimensions shared by forward and backward. */
+export interface AttentionDims {
+  /** Batch size B. */
+  readonly b: number;
+  /** Sequence length T. */
+  readonly t: number;
+  /** Query heads H. */
+  readonly h: number;
+  /** Key/value heads KVH (divides H). */
+  readonly kvh: number;
+  /** Head size D (multiple of 4, ≤ 256). */
+  readonly d: number;
+  /** Score scale (default `1/sqrt(D)`). */
+  readonly scale?: number;
+}
+
+/** Fused causal grouped-query attention, forward and backward. */
+export class Attention {
+  readonly #rt: GpuRuntime;
+  readonly #wg: number;
+
+  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
+    this.#rt = rt;
+    this.#wg = workgroupSize;
+  }
+
+  /** `out [B, T, H, D]` and `lse [B, H, T]` from q, k, v. */
+  forward(
+    pass: GPUComputePassEncoder,
+    args: AttentionDims & {
+      q: TensorView;
+      k: TensorView;
+      v: TensorView;
+      out: TensorView;
+      lse: TensorView;
+    },
+  ): void {
+    const what = "attention forward";
+    this.#check(what, args, { q: args.q, out: args.out }, { k: args.k, v: args.v }, {
+      lse: args.lse,
+    });
+    const pipeline = this.#pipeline("forward", args.d, attentionForwardKernel);
+    const group = bindTensors(this.#rt, pipeline, this.#params(args), [
+      args.q,
+      args.k,
+      args.v,
+      args.out,
+      args.lse,
+    ]);
+    dispatch1d(pass, pipeline, group, args.b * args.h * args.t, this.#wg);
+  }
+
+  /** `dq`, `dk`, `dv` (overwritten) from `dOut`; `delta` is `[B, H, T]` scratch. */
+  backward(
+    pass: GPUComputePassEncoder,
+    args: AttentionDims & {
+      q: TensorView;
+      k: TensorView;
+      v: TensorView;
+      out: TensorView;
+      lse: TensorView;
+      dOut: TensorView;
+      dq: TensorView;
+      dk: TensorView;
+      dv: TensorView;
+      delta: TensorView;
+    },
+  ): void {
+    const what = "attention backward";
+    this.#check(
+      what,
+      args,
+      { q: args.q, out: args.out, dOut: args.dOut, dq: args.dq },
+      { k: args.k, v: args.v, dk: args.dk, dv: args.dv },
+      { lse: args.lse, delta: args.delta },
+    );
+    const params = this.#params(args);
+    const { b, h, t, kvh, d } = args;
+    const deltaPipe = this.#pipeline("delta", d, attentionDeltaKernel);
+    dispatch1d(
+      pass,
+      deltaPipe,
+      bindTensors(this.#rt, deltaPipe, params, [args.out, args.dOut, args.delta]),
+      b * h * t,
+      this.#wg,
+    );
+    const dqPipe = this.#pipeline("dq", d, attentionDqKernel);
+    const common = [args.q, args.k, args.v, args.lse, args.dOut, args.delta];
+    dispatch1d(
+      pass,
+      dqPipe,
+      bindTensors(this.#rt, dqPipe, params, [...common, args.dq]),
+      b * h * t,
+      this.#wg,
+    );
+    const dkvPipe = this.#pipeline("dkv", d, attentionDkvKernel);
+    dispatch1d(
+      pass,
+      dkvPipe,
+      bindTensors(this.#rt, dkvPipe, params, [...common, args.dk, args.dv]),
+      b * kvh * t,
+      this.#wg,
+    );
+  }
+
+  #pipeline(
+    name: string,
+    d: number,
+    source: (d: number, wg: number) => string,
+  ): GPUComputePipeline {
+    const wg = this.#wg;
+    return this.#rt.pipeline(`attention/${name}/d${d}/${wg}`, () => source(d, wg));
+  }
+
+  #params(args: AttentionDims): number[] {
+    const scale = args.scale ?? 1 / Math.sqrt(args.d);
+    return [args.b, args.t, args.h, args.kvh, f32Bits(scale)];
+  }
+
+  #check(
+    what: string,
+    dims: AttentionDims,
+    queryRows: Record<string, TensorView>,
+    keyRows: Record<string, TensorView>,
+    perRow: Record<string, TensorView>,
+  ): void {
+    const { b, t, h, kvh, d } = dims;
+    requireDims(what, { b, t, h, kvh, d });
+    if (h % kvh !== 0) {
+      throw new RangeError(`${what}: query heads H = ${h} must be a multiple of KVH = ${kvh}`);
+    }
+    if (d % 4 !== 0 || d > 256) {
+      throw new RangeError(`${what}: head size D must be a multiple of 4 up to 256, got ${d}`);
+    }
+    for (const [name, view] of Object.entries(queryRows)) {
+      requireLength(`${what}: binding "${name}"`, view, b * t * h * d, "[B, T, H, D]");
+    }
+    for (const [name, view] of Object.entries(keyRows)) {
+      requireLength(`${what}: binding "${name}"`, view, b * t * kvh * d, "[B, T, KVH, D]");
+    }
+    for (const [name, view] of Object.entries(perRow)) {
+      requireLength(`${what}: binding "${name}"`, view, b * h * t, "[B, H, T]");
+    }
+  }
+}

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { Attention, type AttentionDims } from "./attention.ts";
+import { GpuRuntime } from "./gpu.ts";
+import { attentionBackwardRef, attentionForwardRef } from "./reference/attention.ts";
+import { assertClose, F32_EPS, randomF32 } from "./test_util.ts";
+
+const maxAbs = (a: ArrayLike<number>) =>
+  Array.from(a).reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+
+Deno.test("attention reference backward matches finite differences", () => {
+  const dims = { b: 1, t: 3, h: 4, kvh: 2, d: 4 };
+  const q = Float64Array.from(randomF32(1, 3 * 4 * 4, -2, 2));
+  const k = Float64Array.from(randomF32(2, 3 * 2 * 4, -2, 2));
+  const v = Float64Array.from(randomF32(3, 3 * 2 * 4));
+  const w = Float64Array.from(randomF32(4, 3 * 4 * 4));
+  const loss = () => attentionForwardRef(q, k, v, dims).out.reduce((s, o, i) => s + o * w[i], 0);
+  const grads = attentionBackwardRef(q, k, v, w, dims);
+  for (
+    const [name, x, g] of [["q", q, grads.dq], ["k", k, grads.dk], ["v", v, grads.dv]] as const
+  ) {
+    for (let i = 0; i < x.length; i += 3) {
+      const x0 = x[i], eps = 1e-6;
+      x[i] = x0 + eps;
+      const up = loss();
+      x[i] = x0 - eps;
+      const down = loss();
+      x[i] = x0;
+      const fd = (up - down) / (2 * eps);
+      assert.ok(
+        Math.abs(fd - g[i]) < 1e-7 + 1e-6 * Math.abs(fd),
+        `d${name}[${i}]: ${g[i]} vs ${fd}`,
+      );
+    }
+  }
+});
+
+Deno.test("fused attention forward and backward match the f64 reference", async () => {
+  using rt = await GpuRuntime.create();
+  const attn = new Attention(rt);
+  const shapes: AttentionDims[] = [
+    { b: 1, t: 1, h: 1, kvh: 1, d: 4 },
+    { b: 2, t: 7, h: 6, kvh: 2, d: 8 },
+    { b: 1, t: 19, h: 3, kvh: 1, d: 12, scale: 0.7 },
+    { b: 3, t: 33, h: 4, kvh: 4, d: 64 },
+  ];
+  for (const dims of shapes) {
+    const { b, t, h, kvh, d } = dims;
+    const nq = b * t * h * d, nk = b * t * kvh * d, rows = b * h * t;
+    const q = randomF32(t + d, nq, -2, 2), k = randomF32(t + d + 1, nk, -2, 2);
+    const v = randomF32(t + d + 2, nk), dOut = randomF32(t + d + 3, nq);
+    const gq = rt.buffer("q", q), gk = rt.buffer("k", k), gv = rt.buffer("v", v);
+    const gdo = rt.buffer("dOut", dOut), out = rt.buffer("out", nq * 4);
+    const lse = rt.buffer("lse", rows * 4), delta = rt.buffer("delta", rows * 4);
+    const dq = rt.buffer("dq", nq * 4), dk = rt.buffer("dk", nk * 4), dv = rt.buffer("dv", nk * 4);
+    const step = rt.beginStep("attention");
+    attn.forward(step.pass, { ...dims, q: gq, k: gk, v: gv, out, lse });
+    attn.backward(step.pass, {
+      ...dims,
+      q: gq,
+      k: gk,
+      v: gv,
+      out,
+      lse,
+      dOut: gdo,
+      dq,
+      dk,
+      dv,
+      delta,
+    });
+    await step.submit();
+    // Each probability carries relative error ε ≤ (D + T + 16 + 4·max|score|)·u: the score's
+    // dot product (D terms), exp (3 + 2|x| ulp), the normaliser (≤ T terms and rescalings).
+    // Outputs are sums of probability-weighted terms, so their error is ε times the sum of the
+    // terms' magnitudes (Σ P|v| for the output). For the gradients, whose terms cancel, we bound
+    // that sum by 8× the largest entry of the tensor, which holds for these random inputs.
+    const scale = dims.scale ?? 1 / Math.sqrt(d);
+    const maxScore = 4 * 4 * d * scale;
+    const eps = (d + t + 16 + 4 * Math.min(maxScore, 20)) * F32_EPS;
+    const ref = attentionForwardRef(q, k, v, dims);
+    const mag = attentionForwardRef(q, k, v.map(Math.abs), dims).out;
+    const name = JSON.stringify(dims);
+    assertClose(await rt.read(out), ref.out, (i) => 2 * eps * mag[i] + 1e-30, `out ${name}`);
+    assertClose(await rt.read(lse), ref.lse, (i) => 2 * eps * (1 + Math.abs(ref.lse[i])), "lse");
+    const grads = attentionBackwardRef(q, k, v, dOut, dims);
+    for (
+      const [label, got, want] of [["dq", dq, grads.dq], ["dk", dk, grads.dk], [
+        "dv",
+        dv,
+        grads.dv,
+      ]] as const
+    ) {
+      assertClose(await rt.read(got), want, 8 * eps * maxAbs(want), `${label} ${name}`);
+    }
+  }
+});
+
+Deno.test("attention rejects bad head counts and sizes", async () => {
+  using rt = await GpuRuntime.create();
+  const attn = new Attention(rt);
+  const big = rt.buffer("big", 4096);
+  const step = rt.beginStep("bad");
+  const base = { q: big, k: big, v: big, out: big, lse: big, b: 1, t: 2 };
+  assert.throws(() => attn.forward(step.pass, { ...base, h: 3, kvh: 2, d: 4 }), /multiple of KVH/);
+  assert.throws(() => attn.forward(step.pass, { ...base, h: 2, kvh: 2, d: 6 }), /multiple of 4/);
+  assert.throws(
+    () => attn.forward(step.pass, { ...base, q: rt.buffer("small", 16), h: 2, kvh: 1, d: 8 }),
+    /binding "q" holds 4 elements, needs \[B, T, H, D\] = 32/,
+  );
+  await step.submit();
+});

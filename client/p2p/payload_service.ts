@@ -14,12 +14,12 @@
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import type { Connection, PeerId, Stream } from "@libp2p/interface";
 import { peerIdFromString } from "@libp2p/peer-id";
 import type { PublicKeyBytes } from "../../coordinator/types.ts";
 import {
   type ContentHash,
-  contentHash,
   ContentStore,
   hashFromBytes,
   hashToBytes,
@@ -52,6 +52,8 @@ export const DEFAULT_MAX_PAYLOAD_BYTES = 512 * 1024 * 1024;
 export const DEFAULT_MAX_CONCURRENT_DOWNLOADS = 8;
 /** Bytes per `stream.send` when serving: large enough to amortise per-frame costs. */
 export const DEFAULT_CHUNK_BYTES = 1024 * 1024;
+/** Received bytes hashed per `update` call: fewer, larger calls than one per network chunk. */
+const HASH_BATCH_BYTES = 1024 * 1024;
 /** How long a provider waits for a complete request. */
 export const REQUEST_TIMEOUT_MS = 10_000;
 
@@ -273,8 +275,7 @@ export class PayloadService {
           `response declares ${header.length} bytes, ${checks.expectedSize} were announced`,
         );
       }
-      const bytes = await readBody(reader, header.length, rest);
-      const hash = contentHash(bytes);
+      const { bytes, hash } = await readBody(reader, header.length, rest);
       if (hash !== hashFromBytes(header.hash)) {
         throw new PayloadAttemptError(
           "hash-mismatch",
@@ -388,13 +389,19 @@ async function readHeader(
   }
 }
 
+/**
+ * Reads exactly `length` content bytes (the first of them already in `first`) and hashes them as
+ * they arrive, so verification costs no extra pass at the end. Returns the bytes and their hash.
+ */
 async function readBody(
   reader: StreamReader,
   length: number,
   first: Uint8Array,
-): Promise<Uint8Array> {
+): Promise<{ bytes: Uint8Array; hash: ContentHash }> {
   const out = new Uint8Array(length);
+  const hasher = createHash("sha256");
   let filled = 0;
+  let hashed = 0;
   let chunk: Uint8Array | undefined = first;
   while (chunk !== undefined) {
     if (filled + chunk.length > length) {
@@ -405,12 +412,17 @@ async function readBody(
     }
     out.set(chunk, filled);
     filled += chunk.length;
+    if (filled - hashed >= HASH_BATCH_BYTES) {
+      hasher.update(out.subarray(hashed, filled));
+      hashed = filled;
+    }
     chunk = await reader.next();
   }
   if (filled < length) {
     throw new PayloadAttemptError("protocol", `response ended after ${filled} of ${length} bytes`);
   }
-  return out;
+  hasher.update(out.subarray(hashed, filled));
+  return { bytes: out, hash: hasher.digest("hex") };
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

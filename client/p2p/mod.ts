@@ -1,0 +1,94 @@
+/**
+ * The client's peer-to-peer layer over js-libp2p: a node whose identity is the client's ed25519
+ * key and which only talks to the epoch's participants; a run's gossip of small signed
+ * announcements; and hash-verified payload transfers over `/psyche/payload/1`.
+ *
+ * Importing this module installs the `BroadcastChannel` fix that lets `deno run` exit after
+ * `node.stop()` (see `exit_fix.ts`); import it before anything else that loads libp2p.
+ *
+ * @example
+ * ```ts ignore
+ * import { createP2PNode, PayloadService, RunGossip } from "./client/p2p/mod.ts";
+ * const node = await createP2PNode({ secretKey, allowedPeers: epochClientKeys });
+ * const gossip = new RunGossip(node, { runId, secretKey, onAnnouncement: (a) => handle(a) });
+ * const payloads = await PayloadService.start(node);
+ * const hash = payloads.provide(resultBytes, { step });
+ * await gossip.publish({ kind: "TrainingResult", step, proof, batch, commitment,
+ *   contentHash: hashToBytes(hash), payloadSize: resultBytes.length });
+ * // elsewhere, on receiving a TrainingResult from `from`:
+ * const bytes = await payloads.fetch(hashFromBytes(message.contentHash),
+ *   { providers: [from, ...others], expectedSize: message.payloadSize, signal });
+ * ```
+ *
+ * @module
+ */
+import "./exit_fix.ts";
+
+export { createP2PNode, P2PNode, type P2PNodeOptions, type P2PServices } from "./node.ts";
+export { Allowlist, allowlistGater } from "./allowlist.ts";
+export {
+  ED25519_KEY_BYTES,
+  ED25519_SIGNATURE_BYTES,
+  libp2pPrivateKey,
+  peerIdOf,
+  publicKeyOf,
+  publicKeyOfPeer,
+} from "./identity.ts";
+export {
+  type Announcement,
+  ANNOUNCEMENT_VERSION,
+  AnnouncementDecodeError,
+  type AnnouncementEnvelope,
+  decodeEnvelope,
+  decodeMessage,
+  encodeMessage,
+  type FinishedAnnouncement,
+  gossipTopic,
+  HASH_BYTES,
+  MAX_ANNOUNCEMENT_BYTES,
+  signAnnouncement,
+  type SignOptions,
+  type TrainingResultAnnouncement,
+  verifyEnvelope,
+} from "./announcement.ts";
+export {
+  type GossipStats,
+  type ReceivedAnnouncement,
+  RunGossip,
+  type RunGossipOptions,
+} from "./gossip.ts";
+export { DEFAULT_REBROADCAST_STEPS, RebroadcastQueue } from "./rebroadcast.ts";
+export {
+  DEFAULT_CHUNK_BYTES,
+  DEFAULT_MAX_CONCURRENT_DOWNLOADS,
+  DEFAULT_MAX_PAYLOAD_BYTES,
+  type FetchOptions,
+  PayloadService,
+  type PayloadServiceOptions,
+  type PayloadStats,
+} from "./payload_service.ts";
+export {
+  type ContentHash,
+  contentHash,
+  ContentStore,
+  hashFromBytes,
+  hashToBytes,
+  type ProvideOptions,
+} from "./content_store.ts";
+export {
+  type AttemptFailureCode,
+  DEFAULT_RETRY_POLICY,
+  type FailedAttempt,
+  PayloadAttemptError,
+  PayloadFetchError,
+  type RetryPolicy,
+} from "./fallback.ts";
+export {
+  MAX_NAME_BYTES,
+  MAX_REQUEST_BYTES,
+  PAYLOAD_PROTOCOL,
+  type PayloadRequest,
+  PayloadWireError,
+  type ResponseHeader,
+  type ResponseStatus,
+} from "./payload_wire.ts";

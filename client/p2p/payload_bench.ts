@@ -1,0 +1,115 @@
+/**
+ * Payload throughput on loopback: a 64 MiB fetch over `/psyche/payload/1` (noise + yamux over
+ * TCP, sha256-verified on arrival) against the same bytes sent as one length-prefixed frame over
+ * plain `Deno.listen`/`Deno.connect`, both served by the same provider. Target: the payload
+ * protocol reaches at least half of raw TCP.
+ *
+ * Two groups: the provider in a child process (as between real peers: sender and receiver work
+ * on different cores), and everything in this process (sender and receiver share one thread).
+ * MB/s = 67.1 MB / the average time `deno bench` prints.
+ *
+ * Run: `deno bench -A client/p2p/payload_bench.ts`
+ *
+ * @module
+ */
+import { benchPayload, spawnProvider } from "./bench_provider.ts";
+import { createP2PNode } from "./node.ts";
+import { PayloadService } from "./payload_service.ts";
+import { testPublic, testSecret } from "./test_util.ts";
+
+const SIZE = 64 * 1024 * 1024;
+const ROUNDS = { n: 8, warmup: 2 };
+
+/** Reads one length-prefixed frame from a plain TCP server on `port`. */
+async function rawFetch(port: number): Promise<Uint8Array> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    const header = new Uint8Array(8);
+    for (let got = 0; got < 8;) got += (await conn.read(header.subarray(got))) ?? 0;
+    const length = Number(new DataView(header.buffer).getBigUint64(0));
+    const out = new Uint8Array(length);
+    for (let got = 0; got < length;) {
+      const n = await conn.read(out.subarray(got));
+      if (n === null) throw new Error(`raw TCP ended after ${got} of ${length} bytes`);
+      got += n;
+    }
+    return out;
+  } finally {
+    conn.close();
+  }
+}
+
+function check(bytes: Uint8Array): void {
+  if (bytes.length !== SIZE) throw new Error(`got ${bytes.length} bytes, expected ${SIZE}`);
+}
+
+// Provider in a child process (secret 1), fetcher here (secret 2).
+const child = await spawnProvider(1, SIZE, [2]);
+const fetcher = await createP2PNode({
+  secretKey: testSecret(2),
+  allowedPeers: [testPublic(1), testPublic(3)],
+});
+const client = await PayloadService.start(fetcher);
+await fetcher.connect(child.address);
+
+// Provider in this process (secret 3), with its own plain TCP server.
+const payload = benchPayload(SIZE);
+const local = await createP2PNode({ secretKey: testSecret(3), allowedPeers: [testPublic(2)] });
+const localHash = (await PayloadService.start(local)).provide(payload);
+await fetcher.connect(local.addresses()[0]);
+const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+(async () => {
+  for await (const conn of listener) {
+    const header = new Uint8Array(8);
+    new DataView(header.buffer).setBigUint64(0, BigInt(SIZE));
+    for (const part of [header, payload]) {
+      for (let off = 0; off < part.length;) off += await conn.write(part.subarray(off));
+    }
+    conn.close();
+  }
+})().catch(() => {});
+
+Deno.bench({
+  name: "raw TCP frame, other process",
+  group: "64 MiB, provider in another process",
+  baseline: true,
+  ...ROUNDS,
+  async fn() {
+    check(await rawFetch(child.rawPort));
+  },
+});
+
+Deno.bench({
+  name: "/psyche/payload/1 fetch, other process",
+  group: "64 MiB, provider in another process",
+  ...ROUNDS,
+  async fn() {
+    check(await client.fetch(child.hash, { providers: [testPublic(1)] }));
+  },
+});
+
+Deno.bench({
+  name: "raw TCP frame, same process",
+  group: "64 MiB, provider in this process",
+  baseline: true,
+  ...ROUNDS,
+  async fn() {
+    check(await rawFetch(listener.addr.port));
+  },
+});
+
+Deno.bench({
+  name: "/psyche/payload/1 fetch, same process",
+  group: "64 MiB, provider in this process",
+  ...ROUNDS,
+  async fn() {
+    check(await client.fetch(localHash, { providers: [testPublic(3)] }));
+  },
+});
+
+addEventListener("unload", () => {
+  listener.close();
+  void child.stop();
+  void local.stop();
+  void fetcher.stop();
+});

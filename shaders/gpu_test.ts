@@ -62,3 +62,11 @@ catch (e) { console.log(e.name + ": " + e.message); }`;
   assert.match(text, /GpuUnavailableError: No WebGPU adapter found with DENO_WEBGPU_BACKEND=""/);
   assert.match(text, /mesa-vulkan-drivers/);
 });
+
+Deno.test("a lost device is reported as GpuDeviceLostError", async () => {
+  const { GpuDeviceLostError } = await import("./errors.ts");
+  using rt = await GpuRuntime.create();
+  rt.device.destroy();
+  await rt.device.lost;
+  await assert.rejects(() => rt.checkErrors(), GpuDeviceLostError);
+});

@@ -1,0 +1,116 @@
+import assert from "node:assert/strict";
+import { Attention } from "./attention.ts";
+import { CrossEntropy } from "./cross_entropy.ts";
+import { Embedding } from "./embedding.ts";
+import { GpuRuntime } from "./gpu.ts";
+import { Matmul } from "./matmul.ts";
+import { RmsNorm } from "./rmsnorm.ts";
+import { SumOfSquares } from "./sumsq.ts";
+import { randomF32, randomInts } from "./test_util.ts";
+
+/**
+ * A small forward and backward chain through every reducing kernel, run twice from the same
+ * inputs: the protocol needs bit-identical results run to run, so every output must match bitwise.
+ */
+Deno.test("every reducing kernel gives bit-identical results when run twice", async () => {
+  using rt = await GpuRuntime.create();
+  using mm = new Matmul(rt);
+  const [b, t, h, kvh, d, v] = [2, 9, 4, 2, 8, 37];
+  const n = b * t, c = h * d;
+  const tokens = rt.buffer("tokens", randomInts(1, n, v));
+  const targets = rt.buffer("targets", Int32Array.from(randomInts(2, n, v)));
+  const table = rt.buffer("table", randomF32(3, v * c));
+  const w = rt.buffer("w", randomF32(4, c * c));
+  const norm = rt.buffer("norm", randomF32(5, c, 0.5, 1.5));
+  const kv = rt.buffer("kv", randomF32(6, n * kvh * d));
+  const names = ["x", "hn", "q", "att", "logits", "dLogits", "dAtt", "dq", "dk", "dv", "dx"];
+  const bufs = Object.fromEntries(names.map((s) => [s, rt.buffer(s, n * Math.max(c, v) * 4)]));
+  const small = Object.fromEntries(
+    ["rstd", "lse", "ceLse", "losses", "ceOut", "delta", "partials", "norm2", "links", "dNorm", "dTable"]
+      .map((s) => [s, rt.buffer(s, Math.max(n * h, v * c) * 4)]),
+  );
+  const run = async () => {
+    rt.write(small.dTable, new Float32Array(v * c));
+    rt.write(small.dNorm, new Float32Array(c));
+    const step = rt.beginStep("chain");
+    const p = step.pass;
+    new Embedding(rt).forward(p, { tokens, table, out: bufs.x, n, c, vocab: v });
+    new RmsNorm(rt).forward(p, { x: bufs.x, weight: norm, out: bufs.hn, rstd: small.rstd, n, c });
+    mm.encode(p, { a: bufs.hn, b: w, c: bufs.q, m: n, n: c, k: c, layout: "nt" });
+    const dims = { b, t, h, kvh, d };
+    const attn = new Attention(rt);
+    attn.forward(p, { ...dims, q: bufs.q, k: kv, v: kv, out: bufs.att, lse: small.lse });
+    mm.encode(p, { a: bufs.att, b: table, c: bufs.logits, m: n, n: v, k: c, layout: "nt" });
+    const ce = new CrossEntropy(rt);
+    ce.forward(p, {
+      logits: bufs.logits,
+      targets,
+      lse: small.ceLse,
+      losses: small.losses,
+      out: small.ceOut,
+      n,
+      v,
+    });
+    ce.backward(p, {
+      logits: bufs.logits,
+      targets,
+      lse: small.ceLse,
+      out: small.ceOut,
+      dLogits: bufs.dLogits,
+      n,
+      v,
+    });
+    mm.encode(p, { a: bufs.dLogits, b: table, c: bufs.dAtt, m: n, n: c, k: v, layout: "nn" });
+    attn.backward(p, {
+      ...dims,
+      q: bufs.q,
+      k: kv,
+      v: kv,
+      out: bufs.att,
+      lse: small.lse,
+      dOut: bufs.dAtt,
+      dq: bufs.dq,
+      dk: bufs.dk,
+      dv: bufs.dv,
+      delta: small.delta,
+    });
+    new RmsNorm(rt).backward(p, {
+      x: bufs.x,
+      weight: norm,
+      dOut: bufs.dq,
+      rstd: small.rstd,
+      dx: bufs.dx,
+      dWeight: small.dNorm,
+      n,
+      c,
+    });
+    new Embedding(rt).backward(p, {
+      tokens,
+      dTable: small.dTable,
+      dOut: bufs.dx,
+      links: small.links,
+      n,
+      c,
+      vocab: v,
+    });
+    new SumOfSquares(rt).encode(p, {
+      inputs: [{ x: small.dTable, length: v * c }, { x: small.dNorm, length: c }],
+      partials: small.partials,
+      out: small.norm2,
+    });
+    await step.submit();
+    return Promise.all([
+      rt.read(small.dTable),
+      rt.read(small.dNorm),
+      rt.read(bufs.dk),
+      rt.read(small.ceOut),
+      rt.read(small.norm2),
+    ]);
+  };
+  const first = await run();
+  const second = await run();
+  assert.ok(first[4][0] > 0 && Number.isFinite(first[4][0]), "the chain produced a gradient");
+  first.forEach((a, i) => {
+    assert.deepEqual(new Uint32Array(second[i].buffer), new Uint32Array(a.buffer), `output ${i}`);
+  });
+});

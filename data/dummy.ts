@@ -13,8 +13,10 @@ export const DUMMY_NUM_SEQUENCES = 2 ** 32 - 1;
 
 /** Serves all-zero sequences of `seqLen` tokens for any in-range batch. */
 export class DummyDataProvider implements DataProvider {
+  /** Tokens per sequence. */
   readonly seqLen: number;
-  readonly numSequences = DUMMY_NUM_SEQUENCES;
+  /** Claims {@linkcode DUMMY_NUM_SEQUENCES} sequences. */
+  readonly numSequences: number = DUMMY_NUM_SEQUENCES;
 
   /** A provider of `seqLen`-token zero sequences. */
   constructor(seqLen: number) {

@@ -23,6 +23,7 @@ export interface DataErrorContext {
  * Providers never return a short or partial batch; they throw this instead.
  */
 export class DataError extends Error {
+  /** Always `"DataError"`. */
   override name = "DataError";
   /** File path or URL, if the problem is in one. */
   readonly file?: string;

@@ -33,6 +33,7 @@ export interface ProviderForLocationOptions {
   http?: HttpFetchOptions;
   /** Milliseconds per request for `Server` (default 30000). */
   serverTimeoutMs?: number;
+  /** Aborts opening the provider. */
   signal?: AbortSignal;
 }
 

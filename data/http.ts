@@ -83,6 +83,7 @@ export function httpLocationUrls(location: HttpLocation): string[] {
 export interface HttpProviderOptions extends DatasetOptions, HttpFetchOptions {
   /** Range requests in flight at once per batch (default 4). */
   concurrency?: number;
+  /** Aborts sizing the files. */
   signal?: AbortSignal;
 }
 

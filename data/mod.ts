@@ -7,13 +7,25 @@
  */
 export { DataError, type DataErrorContext } from "./errors.ts";
 export type { DataProvider, TokenBatch } from "./provider.ts";
-export { type DataServerConfig, parseDataConfig } from "./data_config.ts";
+export type {
+  BatchId,
+  DataLocation,
+  HttpLocation,
+  Shuffle,
+  TokenSize,
+} from "../coordinator/types.ts";
+export {
+  type DataServerConfig,
+  parseDataConfig,
+  type ParseDataConfigOptions,
+} from "./data_config.ts";
 export {
   decodeTokens,
   DTYPE_BYTES,
   dtypeForTokenSize,
   type TokenDtype,
   tokenSizeBytes,
+  type TokenSource,
 } from "./token_format.ts";
 export { type NpyHeader, parseNpyHeader } from "./npy.ts";
 export {
@@ -74,12 +86,17 @@ export {
 } from "./llama_tokenizer.ts";
 export {
   buildBrownCorpus,
+  type BuildCorpusOptions,
+  type BuiltCorpus,
   BUNDLED_CORPUS_DIR,
+  type CorpusFile,
   type CorpusManifest,
+  type CorpusSplit,
   openBundledCorpus,
+  type OpenCorpusOptions,
   type Split,
   SPLITS,
   VALIDATION_EVERY,
   verifyCorpus,
 } from "./corpus.ts";
-export { tokenizeFolder } from "./tokenize_folder.ts";
+export { type TokenizedFile, tokenizeFolder } from "./tokenize_folder.ts";

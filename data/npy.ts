@@ -22,6 +22,7 @@ const DESCR_TO_DTYPE: Record<string, TokenDtype> = { "<u2": "u16", "<u4": "u32",
 export interface NpyHeader {
   /** Byte offset of the first element: the whole header's length. */
   dataOffset: number;
+  /** Element type. */
   dtype: TokenDtype;
   /** Number of elements (the single dimension). */
   length: number;

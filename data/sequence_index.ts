@@ -17,6 +17,7 @@ import { DTYPE_BYTES } from "./token_format.ts";
 
 /** Where every sample lives: file index and byte offset, indexed by sample number. */
 export interface SequenceIndex {
+  /** The files, in sequence-numbering order. */
   readonly files: readonly TokenFileLayout[];
   /** Tokens per sequence. */
   readonly seqLen: number;
@@ -30,6 +31,7 @@ export interface SequenceIndex {
 
 /** Options for {@linkcode buildSequenceIndex}. */
 export interface SequenceIndexOptions {
+  /** Tokens per sequence. */
   seqLen: number;
   /** Default `DontShuffle`. */
   shuffle?: Shuffle;
@@ -108,11 +110,15 @@ export function checkBatch(batch: BatchId, numSequences: number): void {
 
 /** One contiguous read: `rows` whole sequences starting at `byteOffset` in `files[file]`. */
 export interface ReadRun {
+  /** Index into the index's `files`. */
   file: number;
+  /** Where the run starts in the file. */
   byteOffset: number;
+  /** `rows` sequences' worth of bytes. */
   byteLength: number;
   /** Row of the batch the first sequence goes to. */
   firstRow: number;
+  /** Sequences in the run. */
   rows: number;
 }
 

@@ -26,6 +26,7 @@ export interface TcpProviderOptions {
   secretKey: Uint8Array;
   /** Milliseconds for connecting plus handshake, and for each request (default 30000). */
   timeoutMs?: number;
+  /** Aborts connecting, and every later request. */
   signal?: AbortSignal;
 }
 

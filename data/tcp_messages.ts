@@ -28,6 +28,7 @@ export const REJECT_REASONS = [
   "OutOfRange",
   "TooLarge",
 ] as const;
+/** One of {@linkcode REJECT_REASONS}. */
 export type RejectReason = typeof REJECT_REASONS[number];
 
 /** Client → server. */

@@ -47,7 +47,9 @@ export type DataServerEvent =
 
 /** Options of {@linkcode startDataServer}. */
 export interface DataServerOptions {
+  /** The dataset served (the server does not close it). */
   provider: DataProvider;
+  /** Consulted for every request. */
   authorize: AuthorizeFn;
   /** Default `127.0.0.1`. */
   hostname?: string;
@@ -61,12 +63,15 @@ export interface DataServerOptions {
 
 /** A running data server. */
 export interface DataServer {
+  /** The address bound. */
   readonly hostname: string;
+  /** The port bound (the real one when 0 was asked for). */
   readonly port: number;
   /** `host:port`, the form `DataLocation.Server` takes. */
   readonly address: string;
   /** Stops accepting, closes every connection and waits for their handlers. */
   close(): Promise<void>;
+  /** Same as {@linkcode DataServer.close}, for `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
 }
 

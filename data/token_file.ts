@@ -21,6 +21,7 @@ export interface TokenFileLayout {
   dataOffset: number;
   /** Bytes of tokens (a multiple of the token width). */
   dataBytes: number;
+  /** How each token is stored. */
   dtype: TokenDtype;
 }
 

@@ -13,8 +13,11 @@ import { sortByteWise } from "./token_file.ts";
 
 /** One written file. */
 export interface TokenizedFile {
+  /** The `.txt` file read. */
   input: string;
+  /** The `.ds` file written. */
   output: string;
+  /** Tokens written, BOS and EOS included. */
   tokens: number;
 }
 

@@ -14,6 +14,7 @@ export interface EvaluateLossOptions {
   batchSize: number;
   /** Stop after this many batches (default: the whole provider). */
   maxBatches?: number;
+  /** Aborts between and during batch reads. */
   signal?: AbortSignal;
 }
 
@@ -23,6 +24,7 @@ export interface LossReport {
   meanLoss: number;
   /** Sequences evaluated. */
   sequences: number;
+  /** Batches evaluated. */
   batches: number;
 }
 

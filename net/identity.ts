@@ -21,6 +21,7 @@ export interface Identity {
 
 /** Raised when an identity file or hex string is malformed. */
 export class IdentityError extends Error {
+  /** Always `"IdentityError"`. */
   override name = "IdentityError";
 }
 

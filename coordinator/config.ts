@@ -31,7 +31,9 @@ export interface RunConfig {
   runId: string;
   /** State to start in; the TCP server resets it to WaitingForMembers when it loads a run. */
   runState: RunState;
+  /** `[config]`: timing, membership and batch sizes. */
   config: CoordinatorConfig;
+  /** `[model.LLM]`: architecture, data, checkpoint, schedule and optimizer. */
   model: LlmModel;
   /** `[progress]`, or DEFAULT_PROGRESS when the file has none. */
   progress: CoordinatorProgress;
@@ -42,10 +44,15 @@ export interface RunConfig {
  * The validator accepts drafts so that one pass reports every problem.
  */
 export interface RunConfigDraft {
+  /** `run_id`, if it was read. */
   runId?: string;
+  /** `run_state`, if it was read. */
   runState?: RunState;
+  /** `[config]` keys that were read. */
   config: Partial<CoordinatorConfig>;
+  /** `[model.LLM]` keys that were read. */
   model: Partial<LlmModel>;
+  /** `[progress]` keys that were read (defaults filled in). */
   progress: Partial<CoordinatorProgress>;
 }
 

@@ -29,6 +29,7 @@ export const EXIT_USAGE = 2;
 
 /** What a CLI command may touch; tests pass their own to capture output. */
 export interface CliIo {
+  /** Reads a whole UTF-8 file; rejects when it cannot (missing, a directory, no access). */
   readTextFile(path: string): Promise<string>;
   /** Whether `path` is an existing directory. */
   isDirectory(path: string): Promise<boolean>;

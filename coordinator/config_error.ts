@@ -14,8 +14,11 @@
  * or `null` when the key is missing or the problem is not about one value.
  */
 export interface ConfigIssue {
+  /** Dotted key path, `(toml)` for syntax errors. */
   path: string;
+  /** The value found, rendered as TOML; `null` when missing or not about one value. */
   found: string | null;
+  /** The rule broken or what was expected, e.g. `must be > 0`. */
   message: string;
 }
 
@@ -45,6 +48,7 @@ export class ConfigError extends Error {
   /** Every problem found, in file order as far as the reader could tell. */
   readonly issues: readonly ConfigIssue[];
 
+  /** Builds the error; the message lists every issue, one per line. */
   constructor(source: string, issues: readonly ConfigIssue[]) {
     const count = issues.length === 1 ? "1 problem" : `${issues.length} problems`;
     const lines = issues.map((issue) => `  - ${formatIssue(issue)}`);

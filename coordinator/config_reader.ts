@@ -82,6 +82,7 @@ export class TableReader {
   readonly #issues: ConfigIssue[];
   readonly #seen = new Set<string>();
 
+  /** Reads `table`, found at key path `path`, recording problems into `issues`. */
   constructor(table: TomlTable, path: string, issues: ConfigIssue[]) {
     this.path = path;
     this.#table = table;

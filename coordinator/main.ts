@@ -9,6 +9,7 @@ import { type CliIo, denoIo, EXIT_OK, EXIT_USAGE, validateConfigCommand } from "
 
 /** One subcommand: a one-line summary for the help text and its entry point. */
 export interface Command {
+  /** One line for the top-level help. */
   summary: string;
   /** Runs with the arguments after the subcommand name; resolves to the exit code. */
   run(args: string[], io: CliIo): Promise<number>;

@@ -16,13 +16,11 @@
 import { isAbsolute, join } from "node:path";
 import { ConfigError, type ConfigIssue } from "../coordinator/config_error.ts";
 import { parseTomlText, TableReader } from "../coordinator/config_reader.ts";
+import { TOKEN_SIZE_NAMES } from "../coordinator/config_toml.ts";
 import type { TokenSize } from "../coordinator/types.ts";
 
 /** Bytes in a data server's shuffle seed. */
 export const SHUFFLE_SEED_BYTES = 32;
-
-/** Token widths a dataset may use, in `TokenSize` spelling. */
-export const TOKEN_SIZES: readonly TokenSize[] = ["TwoBytes", "FourBytes"];
 
 /** Bytes per token for each {@link TokenSize}. */
 export function tokenSizeBytes(size: TokenSize): 2 | 4 {
@@ -70,7 +68,7 @@ export function parseDataConfig(
   if (doc === undefined) throw new ConfigError(source, issues);
   const root = new TableReader(doc, "", issues);
   const dir = root.string("dir");
-  const tokenSize = root.oneOf("token_size", TOKEN_SIZES);
+  const tokenSize = root.oneOf("token_size", TOKEN_SIZE_NAMES);
   const seqLen = root.integer("seq_len", "u32");
   const shuffleSeed = root.bytes("shuffle_seed", SHUFFLE_SEED_BYTES);
   root.finish();

@@ -90,6 +90,19 @@ export class P2PNode {
     await this.libp2p.dial(addr, { signal: options.signal });
   }
 
+  /**
+   * Records where a participant can be reached, so payload fetches can dial it by key even
+   * when no connection is open (libp2p otherwise learns addresses only from peers it connected
+   * to). Addresses may omit the `/p2p/<peer id>` suffix.
+   */
+  async addPeerAddresses(
+    publicKey: PublicKeyBytes,
+    addresses: Iterable<Multiaddr | string>,
+  ): Promise<void> {
+    const multiaddrs = [...addresses].map((a) => (typeof a === "string" ? multiaddr(a) : a));
+    await this.libp2p.peerStore.merge(peerIdOf(publicKey), { multiaddrs });
+  }
+
   /** Whether an open connection to the peer with this public key exists. */
   isConnected(publicKey: PublicKeyBytes): boolean {
     return this.libp2p.getConnections(peerIdOf(publicKey)).length > 0;

@@ -46,9 +46,7 @@ async function swarm(
   for (let i = 1; i < count; i++) {
     for (let j = 1; j < count; j++) {
       if (i !== j) {
-        await peers[i].node.libp2p.peerStore.merge(peers[j].node.peerId, {
-          multiaddrs: peers[j].node.addresses(),
-        });
+        await peers[i].node.addPeerAddresses(peers[j].node.publicKey, peers[j].node.addresses());
       }
     }
   }

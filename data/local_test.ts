@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { DataError } from "./errors.ts";
 import { LocalDataProvider } from "./local.ts";
 import { shufflePermutation } from "./shuffle.ts";
@@ -115,4 +116,33 @@ Deno.test("a file that shrinks after opening gives a short-read error, not a sho
     assert.equal(e.offset, 100);
     return true;
   });
+});
+
+Deno.test("any file sizes, seq_len and batch give the independently cut sequences", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.integer({ min: 0, max: 120 }), { minLength: 1, maxLength: 4 }),
+      fc.integer({ min: 1, max: 17 }),
+      fc.nat(),
+      fc.nat(),
+      async (counts, seqLen, a, b) => {
+        await using data = await writeFixtureDataset(counts);
+        const expected = expectedSequences(data, seqLen);
+        if (expected.length === 0) {
+          await assert.rejects(
+            LocalDataProvider.open(data.dir, { seqLen, tokenSize: "TwoBytes" }),
+            DataError,
+          );
+          return;
+        }
+        await using p = closing(
+          await LocalDataProvider.open(data.dir, { seqLen, tokenSize: "TwoBytes" }),
+        );
+        const start = Math.min(a, b) % expected.length;
+        const end = start + (Math.max(a, b) % (expected.length - start));
+        assert.deepEqual(rows(await p.getSamples({ start, end })), expected.slice(start, end + 1));
+      },
+    ),
+    { numRuns: 40 },
+  );
 });

@@ -162,7 +162,12 @@ async function answerRequest(
     reason,
     detail,
   });
-  const verdict = await options.authorize(key, batch);
+  let verdict: AuthorizeResult;
+  try {
+    verdict = await options.authorize(key, batch);
+  } catch (e) {
+    return { kind: "Failed", batch, message: `authorization failed: ${(e as Error).message}` };
+  }
   if (verdict !== "Allowed") return reject(verdict, `batch ${batch.start}..${batch.end}`);
   if (batch.end >= provider.numSequences) {
     return reject(

@@ -193,3 +193,24 @@ Deno.test("parseHostPort accepts host:port and [v6]:port only", () => {
     assert.throws(() => parseHostPort(bad), DataError, bad);
   }
 });
+
+Deno.test("an authorize() that throws is answered Failed, and the connection lives on", async () => {
+  await using data = await writeFixtureDataset([64]);
+  await using local = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes" }),
+  );
+  let calls = 0;
+  await using server = startDataServer({
+    provider: local,
+    authorize: () => {
+      if (calls++ === 0) throw new Error("epoch state unavailable");
+      return "Allowed";
+    },
+  });
+  await using client = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+  await assert.rejects(
+    client.getSamples({ start: 0, end: 0 }),
+    /failed to read batch 0\.\.0: authorization failed: epoch state unavailable/,
+  );
+  assert.equal((await client.getSamples({ start: 0, end: 0 })).count, 1);
+});

@@ -841,3 +841,68 @@ Deno.test("property: runConfigToToml then parseRunConfig gives back the same con
     { numRuns: 200 },
   );
 });
+
+/** Every key path of a document, for mutation. */
+function keyPaths(doc: Doc, prefix: string[] = []): string[][] {
+  return Object.entries(doc).flatMap(([key, value]) => {
+    const path = [...prefix, key];
+    return value !== null && typeof value === "object" && !Array.isArray(value)
+      ? [path, ...keyPaths(value, path)]
+      : [path];
+  });
+}
+
+const BASE_PATHS = keyPaths(baseDoc());
+const tomlValue = fc.oneof(
+  fc.integer({ min: -5, max: 70_000 }),
+  fc.double(),
+  fc.boolean(),
+  fc.string({ maxLength: 8 }),
+  fc.constantFrom("Dummy", "Hub", "Ephemeral", "TwoBytes", "WaitingForMembers"),
+  fc.array(fc.integer({ min: -1, max: 300 }), { maxLength: 33 }),
+  fc.dictionary(fc.constantFrom("Server", "Local", "Hub", "x"), fc.string({ maxLength: 4 }), {
+    maxKeys: 2,
+  }),
+);
+
+Deno.test("property: any mutation of a valid config is accepted or rejected with a ConfigError", () => {
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.record({
+          path: fc.constantFrom(...BASE_PATHS),
+          value: fc.option(tomlValue, { nil: undefined }),
+        }),
+        { minLength: 1, maxLength: 4 },
+      ),
+      (mutations) => {
+        const doc = baseDoc();
+        for (const { path, value } of mutations) {
+          let table: Doc = doc;
+          for (const key of path.slice(0, -1)) {
+            if (table[key] === null || typeof table[key] !== "object") break;
+            table = table[key];
+          }
+          const last = path[path.length - 1];
+          if (value === undefined) delete table[last];
+          else table[last] = value;
+        }
+        let text: string;
+        try {
+          text = stringify(doc);
+        } catch {
+          return; // not representable as TOML (e.g. NaN inside an array)
+        }
+        try {
+          const run = parseRunConfig(text, "fuzz.toml");
+          assert.deepEqual(validateRunConfig(run), []);
+        } catch (error) {
+          assert.ok(error instanceof ConfigError, String(error));
+          assert.ok(error.issues.length > 0);
+          for (const issue of error.issues) assert.ok(issue.path.length > 0);
+        }
+      },
+    ),
+    { numRuns: 400 },
+  );
+});

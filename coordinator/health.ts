@@ -60,6 +60,32 @@ export function isHealthy(
 }
 
 /**
+ * What a witness of the previous round reports (psyche.md §2.10): every trainer of the
+ * previous round that is still Healthy in the epoch but was not seen by a quorum of that
+ * round's witnesses, with its committee proof. Empty when there is no previous round.
+ * One pass over the round's clients (no per-client list rebuild).
+ */
+export function unhealthyTrainers(state: CoordinatorState): HealthCheck[] {
+  const prev = previousRound(state);
+  if (prev === null) return [];
+  const selection = roundSelection(state.config, prev);
+  const quorum = roundWitnessQuorum(state.config, prev);
+  const out: HealthCheck[] = [];
+  const prevClients = roundClients(state, prev.height);
+  for (let i = 0; i < prevClients.length; i++) {
+    const client = prevClients[i];
+    if (client.state !== "Healthy" || selection.committee(i) !== "Trainer") continue;
+    const item = sha256(client.id.signer);
+    let score = 0;
+    for (const w of prev.witnesses) {
+      if (bloomContains(w.participantBloom, item) && ++score >= quorum) break;
+    }
+    if (score < quorum) out.push({ id: client.id, proof: selection.committeeProof(i) });
+  }
+  return out;
+}
+
+/**
  * A witness of the previous round reports unhealthy clients; each one still Healthy is
  * marked Dropped (it leaves at the end of the round). Returns how many were dropped.
  *

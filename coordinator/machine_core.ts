@@ -227,7 +227,11 @@ export function sameKey(a: Uint8Array, b: Uint8Array): boolean {
   return true;
 }
 
-/** A map key for a public key (its bytes as a latin-1 string). */
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
+
+/** A map key for a public key (its bytes in hex). */
 export function keyString(key: Uint8Array): string {
-  return String.fromCharCode(...key);
+  let out = "";
+  for (let i = 0; i < key.length; i++) out += HEX[key[i]];
+  return out;
 }

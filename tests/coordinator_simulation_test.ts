@@ -7,7 +7,9 @@
 
 import assert from "node:assert/strict";
 import { type SimClient, type SimOperatorAction, Simulation } from "./support/coordinator_sim.ts";
-import { testState } from "./support/coordinator_fixtures.ts";
+import { identities, RunDriver, testState } from "./support/coordinator_fixtures.ts";
+import { trainerHealthScore } from "../coordinator/health.ts";
+import { withdraw } from "../coordinator/machine_membership.ts";
 import type { CoordinatorConfig } from "../coordinator/types.ts";
 
 function sim(
@@ -144,14 +146,70 @@ Deno.test("simulation: pause during training finishes the epoch, resume starts a
   assert.ok(s.recorder.roundStarts.length > 5);
 });
 
-Deno.test("simulation: many clients (200), several epochs, a few leavers and stallers", () => {
-  const clients: SimClient[] = steady(200).map((c, i) => ({
+Deno.test("simulation: many clients (128), several epochs, a few leavers and stallers", () => {
+  const clients: SimClient[] = steady(128).map((c, i) => ({
     ...c,
-    leaveAt: i % 37 === 5 ? 60 + i : undefined,
+    leaveAt: i % 37 === 5 ? 60 + 2 * i : undefined,
     stallAt: i % 53 === 7 ? 50 : undefined,
   }));
   const s = sim(clients, { maxClients: 256, totalSteps: 1000, epochTime: 80 }, 14);
   s.run(300);
   assert.ok(s.epochEnds.length >= 2);
   assert.ok(s.dropped.size >= 1);
+});
+
+// Ports of Psyche's centralized integration tests (psyche.md §8.2), with its constants:
+// warmup 20 s, train 5 s, witness 2 s, cooldown 3 s, epoch 30 s.
+const PSYCHE_TIMING = {
+  warmupTime: 20,
+  maxRoundTrainTime: 5,
+  roundWitnessTime: 2,
+  cooldownTime: 3,
+  epochTime: 30,
+  totalSteps: 100,
+};
+
+Deno.test("psyche finish_epoch: rounds_head 0 -> 1 -> 2 -> 3, Cooldown, epoch becomes 1", () => {
+  const d = new RunDriver(testState(PSYCHE_TIMING));
+  d.startEpoch(identities(2));
+  d.warmupTimeout();
+  const heads: number[] = [];
+  while (d.state.runState === "RoundTrain") {
+    heads.push(d.state.epochState.roundsHead);
+    d.tick(PSYCHE_TIMING.maxRoundTrainTime); // trains until the timeout
+    d.witnessAll();
+    d.witnessTimeout();
+  }
+  assert.deepEqual(heads, [0, 1, 2, 3]);
+  assert.equal(d.state.runState, "Cooldown");
+  d.tick(PSYCHE_TIMING.cooldownTime);
+  assert.equal(d.state.progress.epoch, 1);
+  assert.equal(d.state.runState, "WaitingForMembers");
+});
+
+Deno.test("psyche validate_all_clients_participate_in_witness_bloom: scores sum to 5", () => {
+  const d = new RunDriver(
+    testState({
+      ...PSYCHE_TIMING,
+      witnessNodes: 1,
+      globalBatchSizeStart: 5,
+      globalBatchSizeEnd: 5,
+    }),
+  );
+  d.startEpoch(identities(5));
+  d.warmupTimeout();
+  d.fullRound();
+  d.fullRound();
+  assert.equal(d.state.epochState.roundsHead, 2);
+  const total = identities(5).reduce((sum, id) => sum + trainerHealthScore(d.state, id), 0);
+  assert.equal(total, 5);
+});
+
+Deno.test("psyche state_change_shutdown_node_in_warmup: back to WaitingForMembers, 1 client", () => {
+  const d = new RunDriver(testState(PSYCHE_TIMING));
+  d.startEpoch(identities(2));
+  withdraw(d.state, 1);
+  assert.deepEqual(d.tick(1), { kind: "EpochEnd", success: false });
+  assert.equal(d.state.runState, "WaitingForMembers");
+  assert.equal(d.state.epochState.clients.length, 1);
 });

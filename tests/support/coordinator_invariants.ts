@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { isLegalTransition } from "../../coordinator/machine_core.ts";
+import { isLegalTransition, keyString } from "../../coordinator/machine_core.ts";
 import { MIN_ROUNDS_PER_EPOCH } from "../../coordinator/machine.ts";
 import {
   currentRound,
@@ -23,7 +23,6 @@ import {
   NUM_STORED_ROUNDS,
   RUN_STATES,
 } from "../../coordinator/types.ts";
-import { toHex } from "../../coordinator/hash.ts";
 
 const IN_ROUND = new Set(["RoundTrain", "RoundWitness"]);
 
@@ -52,8 +51,8 @@ export function checkStateInvariants(state: CoordinatorState): void {
     }
   }
   for (const c of [...es.clients, ...es.exitedClients]) {
-    const key = toHex(c.id.signer);
-    assert.ok(!seenSigners.has(key), `client ${key.slice(0, 8)} listed twice`);
+    const key = keyString(c.id.signer);
+    assert.ok(!seenSigners.has(key), `client with epochIndex ${c.epochIndex} listed twice`);
     assert.ok(!seenIndices.has(c.epochIndex), `epochIndex ${c.epochIndex} used twice`);
     seenSigners.add(key);
     seenIndices.add(c.epochIndex);
@@ -88,7 +87,6 @@ export function checkStateInvariants(state: CoordinatorState): void {
       }
     }
   }
-  if (state.runState === "RoundTrain") checkAssignment(state);
 }
 
 /** The live round's batches cover its data range exactly once, contiguously, one per trainer. */
@@ -110,7 +108,8 @@ export function checkAssignment(state: CoordinatorState): void {
 
 /**
  * Follows a run across calls: each run-state change must be a legal edge, and each new
- * round (new epoch or height) must start at a strictly larger data index.
+ * round (new epoch or height) must start at a strictly larger data index and assign its
+ * batches exactly once ({@linkcode checkAssignment}).
  */
 export class TransitionRecorder {
   #lastState: string;
@@ -148,6 +147,7 @@ export class TransitionRecorder {
         }
         this.#lastRound = key;
         this.roundStarts.push(key.dataIndex);
+        checkAssignment(state);
       }
     }
   }

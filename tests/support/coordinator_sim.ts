@@ -14,7 +14,7 @@
  */
 
 import { CoordinatorError } from "../../coordinator/errors.ts";
-import { type HealthCheck, healthCheck, isHealthy } from "../../coordinator/health.ts";
+import { healthCheck, unhealthyTrainers } from "../../coordinator/health.ts";
 import { tick } from "../../coordinator/machine.ts";
 import { pause, resume, withdraw } from "../../coordinator/machine_membership.ts";
 import {
@@ -24,9 +24,8 @@ import {
   roundSelection,
 } from "../../coordinator/machine_queries.ts";
 import { warmupWitness, witness } from "../../coordinator/machine_witness.ts";
-import { isHalted, type Outcome } from "../../coordinator/machine_core.ts";
-import type { CoordinatorState, NodeIdentity } from "../../coordinator/types.ts";
-import { toHex } from "../../coordinator/hash.ts";
+import { isHalted, keyString, type Outcome } from "../../coordinator/machine_core.ts";
+import type { CoordinatorState, NodeIdentity, Witness } from "../../coordinator/types.ts";
 import { identity, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
 import { checkStateInvariants, TransitionRecorder } from "./coordinator_invariants.ts";
 
@@ -111,6 +110,7 @@ export class Simulation {
   readonly #operator: SimOperatorAction[];
   readonly #prng: Prng;
   #roundWitnessDelay = new Map<string, number>();
+  #roundReport = new Map<string, Witness>();
   #healthSent = new Set<string>();
 
   constructor(opts: SimulationOptions) {
@@ -122,7 +122,7 @@ export class Simulation {
       return {
         spec,
         id,
-        key: toHex(id.signer),
+        key: keyString(id.signer),
         loadTime: spec.loadTime ?? this.#prng.int(2, 6),
         kicked: false,
       };
@@ -166,7 +166,7 @@ export class Simulation {
     }
     if (before !== "Warmup" && this.state.runState === "Warmup") {
       this.epochSizes.push(this.state.epochState.clients.length);
-      this.epochMembers.push(this.state.epochState.clients.map((c) => toHex(c.id.signer)));
+      this.epochMembers.push(this.state.epochState.clients.map((c) => keyString(c.id.signer)));
       this.#roundWitnessDelay.clear();
     }
   }
@@ -208,7 +208,7 @@ export class Simulation {
   #hostWithdrawsDisconnected(): void {
     const clients = this.state.epochState.clients;
     for (let i = 0; i < clients.length; i++) {
-      const rt = this.#runtimeOf(toHex(clients[i].id.signer));
+      const rt = this.#runtimeOf(keyString(clients[i].id.signer));
       if (rt !== undefined && !this.#connected(rt) && clients[i].state === "Healthy") {
         this.#call(() => withdraw(this.state, i));
       }
@@ -218,7 +218,7 @@ export class Simulation {
   /** Like Psyche's server: exited non-Healthy clients leave the pending set. */
   #hostKicksExited(): void {
     for (const c of this.state.epochState.exitedClients) {
-      const rt = this.#runtimeOf(toHex(c.id.signer));
+      const rt = this.#runtimeOf(keyString(c.id.signer));
       if (rt !== undefined) rt.kicked = true;
     }
   }
@@ -238,7 +238,7 @@ export class Simulation {
     for (let i = 0; i < s.epochState.clients.length; i++) {
       if (s.runState !== "Warmup") return;
       const client = s.epochState.clients[i];
-      const rt = this.#runtimeOf(toHex(client.id.signer));
+      const rt = this.#runtimeOf(keyString(client.id.signer));
       if (rt === undefined || sent.has(i) || client.state !== "Healthy") continue;
       if (!this.#connected(rt) || this.#stalled(rt)) continue;
       if (this.now < s.runStateStartUnixTimestamp + rt.loadTime) continue;
@@ -250,7 +250,7 @@ export class Simulation {
   #delivered(): NodeIdentity[] {
     return this.state.epochState.clients
       .filter((c) => {
-        const rt = this.#runtimeOf(toHex(c.id.signer));
+        const rt = this.#runtimeOf(keyString(c.id.signer));
         return rt !== undefined && this.#connected(rt) && !this.#stalled(rt);
       })
       .map((c) => c.id);
@@ -265,7 +265,7 @@ export class Simulation {
     for (const i of selection.witnessIndices()) {
       if (s.runState !== "RoundTrain" && s.runState !== "RoundWitness") return;
       const client = s.epochState.clients[i];
-      const rt = this.#runtimeOf(toHex(client.id.signer));
+      const rt = this.#runtimeOf(keyString(client.id.signer));
       if (rt === undefined || sent.has(i) || rt.spec.silentWitness) continue;
       if (!this.#connected(rt) || this.#stalled(rt)) continue;
       const delayKey = `${roundKey}:${i}`;
@@ -275,7 +275,14 @@ export class Simulation {
         this.#roundWitnessDelay.set(delayKey, delay);
       }
       if (s.runState === "RoundTrain" && this.now < s.runStateStartUnixTimestamp + delay) continue;
-      const report = witnessReport(s, i, this.#delivered());
+      // Every honest witness saw the same deliveries: build the blooms once per round.
+      let base = this.#roundReport.get(roundKey);
+      if (base === undefined) {
+        base = witnessReport(s, i, this.#delivered());
+        this.#roundReport.clear();
+        this.#roundReport.set(roundKey, base);
+      }
+      const report = { ...base, proof: selection.witnessProof(i) };
       this.#call(() => witness(s, client.id, report, this.now));
     }
   }
@@ -292,21 +299,15 @@ export class Simulation {
     const reporter = prevSelection.witnessIndices()
       .map((i) => prevClients[i])
       .find((c) => {
-        const rt = this.#runtimeOf(toHex(c.id.signer));
+        const rt = this.#runtimeOf(keyString(c.id.signer));
         return rt !== undefined && this.#connected(rt) && !this.#stalled(rt) &&
           s.epochState.clients.some((x) => x.id.signer === c.id.signer);
       });
     if (reporter === undefined) return;
     this.#healthSent.add(roundKey);
-    const checks: HealthCheck[] = [];
-    for (let i = 0; i < prevClients.length; i++) {
-      const proof = prevSelection.committeeProof(i);
-      const client = prevClients[i];
-      const stillHealthy = s.epochState.clients.some((c) => c === client && c.state === "Healthy");
-      if (stillHealthy && !isHealthy(s, client.id, proof)) checks.push({ id: client.id, proof });
-    }
+    const checks = unhealthyTrainers(s);
     if (checks.length === 0) return;
-    for (const c of checks) this.dropped.add(toHex(c.id.signer));
+    for (const c of checks) this.dropped.add(keyString(c.id.signer));
     this.#call(() => healthCheck(s, reporter.id, checks));
   }
 }

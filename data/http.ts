@@ -81,7 +81,7 @@ export function httpLocationUrls(location: HttpLocation): string[] {
 
 /** Options of {@linkcode HttpDataProvider.open}. */
 export interface HttpProviderOptions extends DatasetOptions, HttpFetchOptions {
-  /** Range requests in flight at once per batch (default 4). */
+  /** Requests in flight at once, when sizing files and per batch (default 4). */
   concurrency?: number;
   /** Aborts sizing the files. */
   signal?: AbortSignal;
@@ -113,8 +113,17 @@ export class HttpDataProvider implements DataProvider {
   ): Promise<HttpDataProvider> {
     const urls = Array.isArray(location) ? location : httpLocationUrls(location);
     const client = new HttpRangeClient(options);
-    const layouts: TokenFileLayout[] = [];
-    for (const url of urls) layouts.push(await remoteLayout(client, url, options));
+    // Size the files a few at a time (a NumberedFiles location may list hundreds).
+    const layouts: TokenFileLayout[] = new Array(urls.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < urls.length) {
+        const i = next++;
+        layouts[i] = await remoteLayout(client, urls[i], options);
+      }
+    };
+    const lanes = Math.min(options.concurrency ?? 4, urls.length);
+    await Promise.all(Array.from({ length: lanes }, worker));
     return new HttpDataProvider(buildSequenceIndex(layouts, options), client, options);
   }
 

@@ -172,3 +172,24 @@ Deno.test("backoff doubles from the base and is capped", () => {
     1000,
   ]);
 });
+
+Deno.test("a NumberedFiles list with a missing file names that file", async () => {
+  await using data = await writeFixtureDataset([64, 64, 64]);
+  await Deno.remove(`${data.dir}/001.ds`);
+  await using server = startTestHttpServer(data.dir);
+  await assert.rejects(
+    HttpDataProvider.open({
+      kind: "NumberedFiles",
+      urlTemplate: `${server.url}/{}.ds`,
+      startIndex: 0,
+      nLeftPadZeros: 3,
+      numFiles: 3,
+    }, { seqLen: 8, tokenSize: "TwoBytes", ...noSleep }),
+    (e: unknown) => {
+      assert.ok(e instanceof DataError);
+      assert.equal(e.file, `${server.url}/001.ds`);
+      assert.match(e.message, /001\.ds: HTTP 404 Not Found for HEAD/);
+      return true;
+    },
+  );
+});

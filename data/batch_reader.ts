@@ -6,6 +6,7 @@
  * @module
  */
 import type { BatchId } from "../coordinator/types.ts";
+import { forEachLimited } from "./concurrency.ts";
 import { DataError } from "./errors.ts";
 import type { TokenBatch } from "./provider.ts";
 import { planReads, type ReadRun, type SequenceIndex } from "./sequence_index.ts";
@@ -33,27 +34,21 @@ export async function readBatch(
   const runs = planReads(index, batch);
   const count = batch.end - batch.start + 1;
   const tokens = new Uint32Array(count * index.seqLen);
-  let next = 0;
-  const worker = async () => {
-    while (next < runs.length) {
-      options.signal?.throwIfAborted();
-      const run = runs[next++];
-      const file = index.files[run.file];
-      const bytes = await fetchRun(run, options.signal);
-      if (bytes.length !== run.byteLength) {
-        throw new DataError(
-          `${file.name}: short read at byte offset ${run.byteOffset}: expected ` +
-            `${run.byteLength} bytes, got ${bytes.length}`,
-          { file: file.name, offset: run.byteOffset + bytes.length, retryable: true },
-        );
-      }
-      decodeTokens(bytes, file.dtype, tokens, run.firstRow * index.seqLen, {
-        file: file.name,
-        byteOffset: run.byteOffset,
-      }, options.vocabSize);
+  await forEachLimited(runs.length, options.concurrency ?? 4, async (i, signal) => {
+    const run = runs[i];
+    const file = index.files[run.file];
+    const bytes = await fetchRun(run, signal);
+    if (bytes.length !== run.byteLength) {
+      throw new DataError(
+        `${file.name}: short read at byte offset ${run.byteOffset}: expected ` +
+          `${run.byteLength} bytes, got ${bytes.length}`,
+        { file: file.name, offset: run.byteOffset + bytes.length, retryable: true },
+      );
     }
-  };
-  const lanes = Math.max(1, Math.min(options.concurrency ?? 4, runs.length));
-  await Promise.all(Array.from({ length: lanes }, worker));
+    decodeTokens(bytes, file.dtype, tokens, run.firstRow * index.seqLen, {
+      file: file.name,
+      byteOffset: run.byteOffset,
+    }, options.vocabSize);
+  }, options.signal);
   return { count, seqLen: index.seqLen, tokens };
 }

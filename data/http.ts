@@ -12,6 +12,7 @@
  */
 import type { BatchId, HttpLocation } from "../coordinator/types.ts";
 import { readBatch } from "./batch_reader.ts";
+import { forEachLimited } from "./concurrency.ts";
 import { DataError } from "./errors.ts";
 import { type HttpFetchOptions, HttpRangeClient } from "./http_range.ts";
 import type { DatasetOptions } from "./local.ts";
@@ -115,15 +116,9 @@ export class HttpDataProvider implements DataProvider {
     const client = new HttpRangeClient(options);
     // Size the files a few at a time (a NumberedFiles location may list hundreds).
     const layouts: TokenFileLayout[] = new Array(urls.length);
-    let next = 0;
-    const worker = async () => {
-      while (next < urls.length) {
-        const i = next++;
-        layouts[i] = await remoteLayout(client, urls[i], options);
-      }
-    };
-    const lanes = Math.min(options.concurrency ?? 4, urls.length);
-    await Promise.all(Array.from({ length: lanes }, worker));
+    await forEachLimited(urls.length, options.concurrency ?? 4, async (i, signal) => {
+      layouts[i] = await remoteLayout(client, urls[i], { ...options, signal });
+    }, options.signal);
     return new HttpDataProvider(buildSequenceIndex(layouts, options), client, options);
   }
 

@@ -31,6 +31,7 @@ import type {
   PublicKeyBytes,
 } from "../../coordinator/types.ts";
 import { ED25519_KEY_BYTES, ED25519_SIGNATURE_BYTES } from "./identity.ts";
+import { hexToBytes } from "./hex.ts";
 
 /** Envelope format version written in the first byte. */
 export const ANNOUNCEMENT_VERSION = 1;
@@ -265,19 +266,12 @@ function copyOf(bytes: Uint8Array, start: number, end = bytes.length): Uint8Arra
 }
 
 function signingInput(topic: string, signedBytes: Uint8Array): Uint8Array {
-  const topicBytes = hexToBytes(topic);
+  const topicBytes = hexToBytes(topic, 32, "topic");
   const out = new Uint8Array(SIGNING_DOMAIN.length + topicBytes.length + signedBytes.length);
   out.set(SIGNING_DOMAIN, 0);
   out.set(topicBytes, SIGNING_DOMAIN.length);
   out.set(signedBytes, SIGNING_DOMAIN.length + topicBytes.length);
   return out;
-}
-
-function hexToBytes(hex: string): Uint8Array {
-  if (!/^[0-9a-f]{64}$/.test(hex)) {
-    throw new RangeError(`topic must be 64 lowercase hex characters, found "${hex}"`);
-  }
-  return Uint8Array.from(hex.match(/../g)!, (pair) => parseInt(pair, 16));
 }
 
 /** Options for `signAnnouncement`. */

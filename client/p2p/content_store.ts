@@ -9,6 +9,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
+import { bytesToHex, hexToBytes } from "./hex.ts";
 
 /** A sha256 content hash as 64 lowercase hex characters (the key used throughout the store). */
 export type ContentHash = string;
@@ -18,12 +19,9 @@ export function contentHash(bytes: Uint8Array): ContentHash {
   return createHash("sha256").update(bytes).digest("hex");
 }
 
-/** Hex string to 32 bytes. Throws `RangeError` unless given 64 hex characters. */
+/** Hex content hash to its 32 bytes. Throws `RangeError` unless given 64 hex characters. */
 export function hashToBytes(hash: ContentHash): Uint8Array {
-  if (!/^[0-9a-f]{64}$/.test(hash)) {
-    throw new RangeError(`content hash must be 64 lowercase hex characters, found "${hash}"`);
-  }
-  return Uint8Array.from(hash.match(/../g)!, (pair) => parseInt(pair, 16));
+  return hexToBytes(hash, 32, "content hash");
 }
 
 /** 32 bytes to a hex content hash. */
@@ -31,9 +29,7 @@ export function hashFromBytes(bytes: Uint8Array): ContentHash {
   if (bytes.length !== 32) {
     throw new RangeError(`content hash must be 32 bytes, found ${bytes.length}`);
   }
-  let out = "";
-  for (const b of bytes) out += b.toString(16).padStart(2, "0");
-  return out;
+  return bytesToHex(bytes);
 }
 
 /** Where a stored item came from and when it may go. */

@@ -27,6 +27,7 @@ import {
 } from "./announcement.ts";
 import type { P2PNode } from "./node.ts";
 import { peerIdOf } from "./identity.ts";
+import { bytesToHex } from "./hex.ts";
 import { RebroadcastQueue } from "./rebroadcast.ts";
 import { RecentSet } from "./recent_set.ts";
 
@@ -201,11 +202,5 @@ export class RunGossip {
 }
 
 function dedupKey(envelope: AnnouncementEnvelope): string {
-  return toHex(envelope.from) + toHex(envelope.messageBytes);
-}
-
-function toHex(bytes: Uint8Array): string {
-  let out = "";
-  for (const b of bytes) out += b.toString(16).padStart(2, "0");
-  return out;
+  return bytesToHex(envelope.from) + bytesToHex(envelope.messageBytes);
 }

@@ -62,6 +62,7 @@ export {
   DEFAULT_CHUNK_BYTES,
   DEFAULT_MAX_CONCURRENT_DOWNLOADS,
   DEFAULT_MAX_PAYLOAD_BYTES,
+  DEFAULT_REQUEST_TIMEOUT_MS,
   type FetchOptions,
   PayloadService,
   type PayloadServiceOptions,

@@ -42,6 +42,7 @@ import {
   MAX_REQUEST_BYTES,
   PAYLOAD_PROTOCOL,
   type PayloadRequest,
+  PayloadWireError,
   type ResponseHeader,
 } from "./payload_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
@@ -54,8 +55,8 @@ export const DEFAULT_MAX_CONCURRENT_DOWNLOADS = 8;
 export const DEFAULT_CHUNK_BYTES = 1024 * 1024;
 /** Received bytes hashed per `update` call: fewer, larger calls than one per network chunk. */
 const HASH_BATCH_BYTES = 1024 * 1024;
-/** How long a provider waits for a complete request. */
-export const REQUEST_TIMEOUT_MS = 10_000;
+/** How long a provider waits for a complete request, by default. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 
 /** Options for `PayloadService.start`. */
 export interface PayloadServiceOptions {
@@ -69,6 +70,8 @@ export interface PayloadServiceOptions {
   chunkBytes?: number;
   /** Inbound payload streams a provider serves at once. Default 64. */
   maxInboundStreams?: number;
+  /** How long a provider waits for a complete request before resetting the stream. */
+  requestTimeoutMs?: number;
 }
 
 /** Options for `fetch` and `fetchNamed`. */
@@ -92,6 +95,8 @@ export interface PayloadStats {
   fetched: number;
   fetchedBytes: number;
   failedAttempts: number;
+  /** Requests this provider refused as malformed. */
+  badRequests: number;
   peakConcurrentDownloads: number;
 }
 
@@ -104,6 +109,7 @@ export class PayloadService {
   readonly #maxPayloadBytes: number;
   readonly #policy: RetryPolicy;
   readonly #chunkBytes: number;
+  readonly #requestTimeoutMs: number;
   readonly #bad = new Set<string>();
   readonly #stats = {
     served: 0,
@@ -111,6 +117,7 @@ export class PayloadService {
     fetched: 0,
     fetchedBytes: 0,
     failedAttempts: 0,
+    badRequests: 0,
   };
 
   private constructor(node: P2PNode, options: PayloadServiceOptions) {
@@ -119,6 +126,8 @@ export class PayloadService {
     this.#maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
     this.#policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.#chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+    this.#requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    checkPositive("requestTimeoutMs", this.#requestTimeoutMs);
     checkPositive("maxPayloadBytes", this.#maxPayloadBytes);
     checkPositive("chunkBytes", this.#chunkBytes);
   }
@@ -295,17 +304,19 @@ export class PayloadService {
   async #serve(stream: Stream, _connection: Connection): Promise<void> {
     const reader = new StreamReader(stream);
     const timer = setTimeout(
-      () => stream.abort(new Error(`no complete request within ${REQUEST_TIMEOUT_MS} ms`)),
-      REQUEST_TIMEOUT_MS,
+      () => stream.abort(new Error(`no complete request within ${this.#requestTimeoutMs} ms`)),
+      this.#requestTimeoutMs,
     );
     try {
-      let request: PayloadRequest | undefined;
+      let request: PayloadRequest;
       try {
         request = await readRequest(reader);
       } catch (error) {
+        if (!(error instanceof PayloadWireError)) throw error;
+        this.#stats.badRequests++;
         stream.send(encodeResponseHeader({ status: "BadRequest" }));
         await stream.close();
-        throw error;
+        return;
       } finally {
         clearTimeout(timer);
       }
@@ -328,6 +339,7 @@ export class PayloadService {
       this.#stats.served++;
       this.#stats.servedBytes += bytes.length;
     } catch (error) {
+      // The stream failed (reset, timeout, peer gone): nothing to answer, just release it.
       stream.abort(error instanceof Error ? error : new Error(String(error)));
     } finally {
       reader.release();
@@ -348,16 +360,25 @@ export async function sendChunked(
   }
 }
 
+/** Reads one request; throws `PayloadWireError` if the bytes are not exactly one request. */
 async function readRequest(reader: StreamReader): Promise<PayloadRequest> {
   let buffer: Uint8Array = new Uint8Array(0);
   while (true) {
     const chunk = await reader.next();
     if (chunk === undefined) {
-      throw new PayloadAttemptError("protocol", `request ended after ${buffer.length} bytes`);
+      throw new PayloadWireError(
+        "request",
+        "stream ended before the request was complete",
+        buffer.length,
+      );
     }
     buffer = concat(buffer, chunk);
     if (buffer.length > MAX_REQUEST_BYTES) {
-      throw new PayloadAttemptError("protocol", `request longer than ${MAX_REQUEST_BYTES} bytes`);
+      throw new PayloadWireError(
+        "request",
+        `longer than ${MAX_REQUEST_BYTES} bytes`,
+        MAX_REQUEST_BYTES,
+      );
     }
     const request = decodeRequest(buffer);
     if (request !== undefined) return request;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import type { Stream } from "@libp2p/interface";
 import { createP2PNode, type P2PNode } from "./node.ts";
 import { PayloadService, type PayloadServiceOptions, sendChunked } from "./payload_service.ts";
-import { PayloadFetchError } from "./fallback.ts";
+import { PayloadFetchError, sleep } from "./fallback.ts";
 import { contentHash, hashToBytes } from "./content_store.ts";
 import { decodeRequest, encodeResponseHeader, PAYLOAD_PROTOCOL } from "./payload_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
@@ -187,4 +187,27 @@ Deno.test("an aborted fetch rejects with the caller's reason", async () => {
     () => b.payloads.fetch(hash, { providers: [a.node.publicKey], signal: controller.signal }),
     /round ended/,
   );
+});
+
+Deno.test("a provider answers a malformed request with BadRequest and drops a silent one", async () => {
+  await using peers = await swarm(2, { requestTimeoutMs: 200 });
+  const [a, b] = peers;
+  const bad = await b.node.libp2p.dialProtocol(a.node.peerId, PAYLOAD_PROTOCOL);
+  const badReader = new StreamReader(bad);
+  bad.send(Uint8Array.of(1, 9)); // version 1, unknown kind 9
+  await bad.close();
+  assert.deepEqual([...(await badReader.next())!], [2]); // status BadRequest
+  assert.equal(await badReader.next(), undefined);
+  assert.equal(a.payloads.stats.badRequests, 1);
+  // A requester that never completes its request is cut off after requestTimeoutMs.
+  const silent = await b.node.libp2p.dialProtocol(a.node.peerId, PAYLOAD_PROTOCOL);
+  const silentReader = new StreamReader(silent);
+  silent.send(Uint8Array.of(1)); // version only
+  const stopWaiting = new AbortController();
+  const outcome = await Promise.race([
+    silentReader.next().then(() => "ended", () => "reset"),
+    sleep(3000, stopWaiting.signal).then(() => "still open after 3 s", () => "cancelled"),
+  ]);
+  stopWaiting.abort();
+  assert.equal(outcome, "reset");
 });

@@ -1,0 +1,139 @@
+/**
+ * What a training client needs from a coordinator, whoever runs it: the TCP server now
+ * (client/backend/tcp.ts), the Solana program later. The client follows the run by reading
+ * {@linkcode CoordinatorBackend.states} and acts through the `send*` calls; it never sees
+ * sockets, frames or transactions.
+ *
+ * Contract shared by every backend:
+ * - A `send*` call resolves once the coordinator **accepted** it (the TCP server answered
+ *   `Ack`, the transaction confirmed). It rejects with a `CoordinatorError` (from
+ *   coordinator/errors.ts, same codes on every backend) when the coordinator refused it,
+ *   with {@linkcode BackendError} when the backend could not get an answer, and with the
+ *   signal's reason when aborted.
+ * - `states()` yields the newest state the backend knows, then each newer one as it
+ *   arrives. A slow consumer skips intermediate states (latest wins, like a watch
+ *   channel): clients act on what the state says, never on counting transitions.
+ * - Backends carry no training logic.
+ *
+ * @module
+ */
+
+import type {
+  Checkpoint,
+  CoordinatorState,
+  HealthCheck,
+  NodeIdentity,
+  Witness,
+} from "../../coordinator/mod.ts";
+
+/** Most evaluation results a witness reports per round (Psyche's FixedVec<_, 8>). */
+export const MAX_METADATA_EVALS = 8;
+/** Longest evaluation name, in UTF-8 bytes (Psyche's FixedString<32>). */
+export const MAX_EVAL_NAME_BYTES = 32;
+/** Most prompt tokens a witness reports per round (Psyche's FixedVec<i32, 16>). */
+export const MAX_PROMPT_RESULTS = 16;
+
+/** One named evaluation score, e.g. `{ name: "hellaswag", value: 0.31 }`. */
+export interface EvalResult {
+  /** At most MAX_EVAL_NAME_BYTES UTF-8 bytes. */
+  name: string;
+  value: number;
+}
+
+/**
+ * What a witness reports alongside its witness (Psyche's `WitnessMetadata`). Informational
+ * only: the coordinator logs it and never decides anything with it. Non-finite numbers
+ * travel as NaN.
+ */
+export interface WitnessMetadata {
+  /** The step the witness trained. */
+  step: number;
+  tokensPerSec: number;
+  bandwidthPerSec: number;
+  loss: number;
+  /** At most MAX_METADATA_EVALS. */
+  evals: EvalResult[];
+  /** Token ids of a sampled prompt continuation; at most MAX_PROMPT_RESULTS, each an i32. */
+  promptResults: number[];
+  /** Which prompt `promptResults` continues (0..255). */
+  promptIndex: number;
+  /** Fraction of the round spent training (0..1). */
+  efficiency: number;
+}
+
+/** Why a backend failed to get an answer from the coordinator. */
+export type BackendErrorKind =
+  /** `close()` was called (or is in progress). */
+  | "Closed"
+  /** The connection dropped before the coordinator answered this call. */
+  | "Disconnected"
+  /** The coordinator refused this client outright (wrong run id, bad identity). */
+  | "Refused"
+  /** The coordinator sent something this backend cannot decode. */
+  | "Protocol";
+
+/**
+ * The backend could not complete a call. Not a rejection by the coordinator's rules
+ * (that is a `CoordinatorError`), but a transport-level failure the client may retry
+ * (`Disconnected`) or must give up on (`Closed`, `Refused`, `Protocol`).
+ */
+export class BackendError extends Error {
+  /** What went wrong; callers branch on it. */
+  readonly kind: BackendErrorKind;
+
+  constructor(kind: BackendErrorKind, message: string, options?: ErrorOptions) {
+    super(`${kind}: ${message}`, options);
+    this.name = "BackendError";
+    this.kind = kind;
+  }
+}
+
+/** Options every waiting call takes. */
+export interface CallOptions {
+  /** Abandons the wait (the message may still reach the coordinator). */
+  signal?: AbortSignal;
+}
+
+/**
+ * A client's view of one coordinator run. Implementations: `TcpBackend`
+ * (client/backend/tcp.ts). Dispose with `close()`.
+ */
+export interface CoordinatorBackend {
+  /** Who this client is, as the coordinator sees it (its clients list uses this key). */
+  readonly identity: NodeIdentity;
+
+  /**
+   * The run's state: the newest known one first (as soon as there is one), then every
+   * newer state, latest-wins. Ends when the backend closes or `signal` aborts. Several
+   * iterators may run at once; each sees every state that arrives while it waits.
+   */
+  states(options?: CallOptions): AsyncIterable<CoordinatorState>;
+
+  /** The newest state received, or null before the first. */
+  latest(): CoordinatorState | null;
+
+  /**
+   * Asks to join the run: the client waits in the coordinator's pending list (join order)
+   * until the next epoch starts. Resolves once registered. A backend that reconnects
+   * re-joins by itself after a successful join.
+   */
+  join(options?: CallOptions): Promise<void>;
+
+  /** Reports a round as an elected witness (RoundTrain / RoundWitness). */
+  sendWitness(witness: Witness, metadata: WitnessMetadata, options?: CallOptions): Promise<void>;
+
+  /** Reports the model is loaded (Warmup); `witness.proof` is `{position: index, index}`. */
+  sendWarmupWitness(witness: Witness, options?: CallOptions): Promise<void>;
+
+  /** Reports clients the previous round's witnesses did not see (every one unhealthy). */
+  sendHealthCheck(checks: readonly HealthCheck[], options?: CallOptions): Promise<void>;
+
+  /** Reports the model was uploaded to `repo` (a Hub or Gcs checkpoint). */
+  sendCheckpoint(repo: Checkpoint, options?: CallOptions): Promise<void>;
+
+  /**
+   * Leaves: closes the connection (the coordinator may withdraw this client), ends every
+   * `states()` iterator and rejects pending calls with BackendError("Closed"). Idempotent.
+   */
+  close(): Promise<void>;
+}

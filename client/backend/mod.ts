@@ -1,0 +1,17 @@
+/**
+ * Coordinator backends for the training client: the interface every backend implements
+ * and the TCP implementation that talks to `deno task coordinator run`.
+ *
+ * @module
+ */
+export {
+  BackendError,
+  type BackendErrorKind,
+  type CallOptions,
+  type CoordinatorBackend,
+  type EvalResult,
+  MAX_EVAL_NAME_BYTES,
+  MAX_METADATA_EVALS,
+  MAX_PROMPT_RESULTS,
+  type WitnessMetadata,
+} from "./backend.ts";

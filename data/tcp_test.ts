@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { ed25519 } from "@noble/curves/ed25519.js";
+import fc from "fast-check";
+import { ProtocolError } from "../net/errors.ts";
 import type { BatchId } from "../coordinator/types.ts";
 import { encodeFrame, FrameReader, writeFrame } from "../net/frame.ts";
 import { clientHandshake } from "../net/handshake.ts";
@@ -213,4 +215,29 @@ Deno.test("an authorize() that throws is answered Failed, and the connection liv
     /failed to read batch 0\.\.0: authorization failed: epoch state unavailable/,
   );
   assert.equal((await client.getSamples({ start: 0, end: 0 })).count, 1);
+});
+
+Deno.test("decoding arbitrary bytes either yields a message or throws ProtocolError", () => {
+  const bytes = fc.oneof(
+    fc.uint8Array({ maxLength: 64 }),
+    // Valid tags with random bodies reach the field checks.
+    fc.tuple(fc.integer({ min: 0, max: 4 }), fc.uint8Array({ maxLength: 48 })).map(([t, b]) =>
+      Uint8Array.of(t, ...b)
+    ),
+  );
+  const roundTrips = (b: Uint8Array, decodeThenEncode: (b: Uint8Array) => Uint8Array) => {
+    try {
+      // Anything accepted must re-encode to exactly the same bytes.
+      assert.deepEqual(decodeThenEncode(b), b);
+    } catch (e) {
+      if (!(e instanceof ProtocolError)) throw e;
+    }
+  };
+  fc.assert(
+    fc.property(bytes, (b) => {
+      roundTrips(b, (x) => encodeDataServerMessage(decodeDataServerMessage(x)));
+      roundTrips(b, (x) => encodeDataClientMessage(decodeDataClientMessage(x)));
+    }),
+    { numRuns: 2000 },
+  );
 });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { ed25519 } from "@noble/curves/ed25519.js";
+import fc from "fast-check";
 import { HandshakeError, ProtocolError } from "./errors.ts";
 import { FrameReader, writeFrame } from "./frame.ts";
 import {
@@ -146,4 +147,21 @@ Deno.test("a handshake aborts when its signal fires", async () => {
     silent.close();
     listener.close();
   }
+});
+
+Deno.test("decoding arbitrary bytes either yields a handshake message or throws ProtocolError", () => {
+  fc.assert(
+    fc.property(
+      fc.tuple(fc.integer({ min: 0, max: 5 }), fc.uint8Array({ maxLength: 120 })),
+      ([tag, body]) => {
+        const bytes = Uint8Array.of(tag, ...body);
+        try {
+          assert.deepEqual(encodeHandshakeMessage(decodeHandshakeMessage(bytes)), bytes);
+        } catch (e) {
+          if (!(e instanceof ProtocolError)) throw e;
+        }
+      },
+    ),
+    { numRuns: 2000 },
+  );
 });

@@ -101,9 +101,9 @@ function witnessAll(f: Fixture): number {
 }
 
 /** RoundWitness end → RoundTrain (new seed) → selection, assignment, all witnesses. */
-function fullRound(f: Fixture): number {
+function fullRound(f: Fixture, newSeed = true): number {
   f.now += f.state.config.roundWitnessTime;
-  f.seed += 1n;
+  if (newSeed) f.seed += 1n;
   tick(f.state, null, f.now, f.seed);
   if (f.state.runState !== "RoundTrain") throw new Error(`tick reached ${f.state.runState}`);
   return witnessAll(f);
@@ -117,6 +117,20 @@ for (const n of [32, 256, 1024, 10_000]) {
     baseline: n === 1024,
     fn: () => {
       fullRound(f);
+    },
+  });
+}
+
+// The same round with the seed repeated, so the memoized committee selection is reused:
+// what the state machine itself costs (ticks, data assignment, witness checks and copies).
+for (const n of [32, 256, 1024, 10_000]) {
+  const f = fixture(n);
+  Deno.bench({
+    name: `round without selection, ${n} clients`,
+    group: "coordinator round, selection memoized",
+    baseline: n === 1024,
+    fn: () => {
+      fullRound(f, false);
     },
   });
 }

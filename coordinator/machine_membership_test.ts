@@ -126,3 +126,12 @@ Deno.test("checkpoint: wrong sender, unknown index, bad repo or kind is InvalidC
   u.runState = "Uninitialized";
   assertRejected(() => checkpoint(u, identity(0), 0, ok), "WrongRunState", u);
 });
+
+Deno.test("resume starts an Uninitialized run; pause refuses it", () => {
+  const s = testState();
+  s.runState = "Uninitialized";
+  assertRejected(() => pause(s, 1), "WrongRunState", s);
+  assert.deepEqual(resume(s, 4), { kind: "Changed" });
+  assert.equal(s.runState, "WaitingForMembers");
+  assert.equal(s.runStateStartUnixTimestamp, 4);
+});

@@ -391,3 +391,18 @@ function indexToIdentity(state: CoordinatorState, index: number): number {
   }
   return N + 1;
 }
+
+Deno.test("property: the machine is deterministic (same events, byte-identical states)", () => {
+  fc.assert(
+    fc.property(fc.array(event, { minLength: 1, maxLength: 60, size: "max" }), (events) => {
+      const a = new Run();
+      const b = new Run();
+      for (const e of events) {
+        a.apply(e);
+        b.apply(e);
+        assert.deepEqual(encodeCoordinatorState(a.state), encodeCoordinatorState(b.state));
+      }
+    }),
+    { numRuns: 60, seed: 0xd00d },
+  );
+});

@@ -147,6 +147,7 @@ export function shaderKernels(rt: GpuRuntime): LlamaKernels & Disposable {
     [Symbol.dispose]() {
       for (const b of [...scratch.values(), ...retired]) rt.destroyBuffer(b);
       retired.length = 0;
+      matmul[Symbol.dispose]();
       for (const b of ropeTables.values()) rt.destroyBuffer(b);
       scratch.clear();
       ropeTables.clear();

@@ -15,7 +15,7 @@ import { readBatch } from "./batch_reader.ts";
 import { forEachLimited } from "./concurrency.ts";
 import { DataError } from "./errors.ts";
 import { type HttpFetchOptions, HttpRangeClient } from "./http_range.ts";
-import type { DatasetOptions } from "./local.ts";
+import type { DatasetOptions } from "./dataset_options.ts";
 import { NPY_PREAMBLE_BYTES, npyHeaderLength, parseNpyHeader } from "./npy.ts";
 import type { DataProvider, TokenBatch } from "./provider.ts";
 import { buildSequenceIndex, type SequenceIndex } from "./sequence_index.ts";

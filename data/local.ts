@@ -6,8 +6,9 @@
  * @module
  */
 import { type FileHandle, open } from "node:fs/promises";
-import type { BatchId, Shuffle, TokenSize } from "../coordinator/types.ts";
+import type { BatchId } from "../coordinator/types.ts";
 import { readBatch } from "./batch_reader.ts";
+import type { DatasetOptions } from "./dataset_options.ts";
 import { DataError } from "./errors.ts";
 import { NPY_PREAMBLE_BYTES, npyHeaderLength, parseNpyHeader } from "./npy.ts";
 import type { DataProvider, TokenBatch } from "./provider.ts";
@@ -20,18 +21,6 @@ import {
   sortByteWise,
   type TokenFileLayout,
 } from "./token_file.ts";
-
-/** How to cut and check a dataset; shared by every provider. */
-export interface DatasetOptions {
-  /** Tokens per sequence. */
-  seqLen: number;
-  /** Width of raw tokens (and the width `.npy` dtypes must have). */
-  tokenSize: TokenSize;
-  /** Default `DontShuffle`. */
-  shuffle?: Shuffle;
-  /** When given, tokens `>= vocabSize` are rejected with the file and offset. */
-  vocabSize?: number;
-}
 
 /** A dataset in a local folder. */
 export class LocalDataProvider implements DataProvider {

@@ -45,7 +45,8 @@ export {
   type SequenceIndex,
   type SequenceIndexOptions,
 } from "./sequence_index.ts";
-export { type DatasetOptions, LocalDataProvider } from "./local.ts";
+export type { DatasetOptions } from "./dataset_options.ts";
+export { LocalDataProvider } from "./local.ts";
 export { backoffDelay, type HttpFetchOptions, HttpRangeClient } from "./http_range.ts";
 export { HttpDataProvider, httpLocationUrls, type HttpProviderOptions } from "./http.ts";
 export {

@@ -1,0 +1,63 @@
+/**
+ * The Llama model: Hugging Face config and safetensors files, the flat parameter layout with
+ * seeded init, the GPU forward/backward, and the f64 reference it is tested against.
+ *
+ * @module
+ */
+export {
+  countParameters,
+  HfConfigError,
+  type LlamaConfig,
+  llamaConfigToHf,
+  parseLlamaConfig,
+  readLlamaConfig,
+} from "./hf_config.ts";
+export {
+  decodeSafetensors,
+  type Dtype,
+  DTYPE_SIZES,
+  encodeSafetensors,
+  type FloatDtype,
+  readSafetensors,
+  SafetensorsError,
+  type SafetensorsFile,
+  type StoredTensor,
+  tensorFromFloat32,
+  tensorToFloat32,
+  writeSafetensors,
+} from "./safetensors.ts";
+export {
+  bf16BitsToF32,
+  decodeBf16,
+  decodeF16,
+  encodeBf16,
+  encodeF16,
+  f16BitsToF32,
+  f32ToBf16Bits,
+  f32ToF16Bits,
+} from "./float_codec.ts";
+export {
+  initParams,
+  LAYER_TENSORS,
+  layerTensorName,
+  llamaParamLayout,
+  llamaTensorShapes,
+  PARAM_ALIGN,
+  type ParamEntry,
+  paramEntry,
+  type ParamLayout,
+  paramView,
+  seededNormals,
+} from "./params.ts";
+export {
+  CONFIG_FILE,
+  readModelDir,
+  WEIGHTS_FILE,
+  weightsFromSafetensors,
+  weightsToSafetensors,
+  writeModelDir,
+} from "./checkpoint.ts";
+export { LlamaModel, type LlamaModelOptions } from "./llama.ts";
+export { type AttentionDims, IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
+export { shaderKernels } from "./shader_kernels.ts";
+export { referenceLossAndGrad, type ReferenceResult } from "./reference.ts";

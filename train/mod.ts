@@ -1,0 +1,34 @@
+/**
+ * Single-node training: the trainer loop and its reusable step, the Optimizer seam, batch
+ * geometry, progress logs and the `deno task train` command-line.
+ *
+ * @module
+ */
+export {
+  runTraining,
+  type StepResult,
+  type TrainerParts,
+  type TrainSettings,
+  trainStep,
+} from "./trainer.ts";
+export type { Optimizer, OptimizerStepArgs } from "./optimizer.ts";
+export { type BatchPlan, microBatchRanges, readRanges } from "./batches.ts";
+export {
+  consoleLogger,
+  type EndInfo,
+  jsonLogger,
+  type StartInfo,
+  type StepRecord,
+  type TrainLogger,
+} from "./log.ts";
+export {
+  LR_SCHEDULES,
+  type LrScheduleName,
+  type OptimizerName,
+  OPTIMIZERS,
+  parseTrainArgs,
+  type TrainOptions,
+  TrainUsageError,
+  USAGE,
+} from "./cli.ts";
+export { OptimizerUnavailableError, scheduleFor, shuffleSeed, train } from "./main.ts";

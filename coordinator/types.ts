@@ -225,6 +225,40 @@ export interface Witness {
   broadcastMerkle: Uint8Array;
 }
 
+/** Most evaluation results a witness reports per round (Psyche's FixedVec<_, 8>). */
+export const MAX_METADATA_EVALS = 8;
+/** Longest evaluation name, in UTF-8 bytes (Psyche's FixedString<32>). */
+export const MAX_EVAL_NAME_BYTES = 32;
+/** Most prompt tokens a witness reports per round (Psyche's FixedVec<i32, 16>). */
+export const MAX_PROMPT_RESULTS = 16;
+
+/** One named evaluation score, e.g. `{ name: "hellaswag", value: 0.31 }`. */
+export interface EvalResult {
+  /** At most MAX_EVAL_NAME_BYTES UTF-8 bytes. */
+  name: string;
+  value: number;
+}
+
+/**
+ * What a witness reports alongside its witness (Psyche's `WitnessMetadata`), on every
+ * backend. Informational only: coordinators log it and decide nothing with it.
+ */
+export interface WitnessMetadata {
+  /** The step the witness trained. */
+  step: number;
+  tokensPerSec: number;
+  bandwidthPerSec: number;
+  loss: number;
+  /** At most MAX_METADATA_EVALS. */
+  evals: EvalResult[];
+  /** Token ids of a sampled prompt continuation; at most MAX_PROMPT_RESULTS, each an i32. */
+  promptResults: number[];
+  /** Which prompt `promptResults` continues (0..255). */
+  promptIndex: number;
+  /** Fraction of the round spent training (0..1). */
+  efficiency: number;
+}
+
 export interface Round {
   witnesses: Witness[];
   dataIndex: number;

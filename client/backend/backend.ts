@@ -24,42 +24,16 @@ import type {
   HealthCheck,
   NodeIdentity,
   Witness,
+  WitnessMetadata,
 } from "../../coordinator/mod.ts";
 
-/** Most evaluation results a witness reports per round (Psyche's FixedVec<_, 8>). */
-export const MAX_METADATA_EVALS = 8;
-/** Longest evaluation name, in UTF-8 bytes (Psyche's FixedString<32>). */
-export const MAX_EVAL_NAME_BYTES = 32;
-/** Most prompt tokens a witness reports per round (Psyche's FixedVec<i32, 16>). */
-export const MAX_PROMPT_RESULTS = 16;
-
-/** One named evaluation score, e.g. `{ name: "hellaswag", value: 0.31 }`. */
-export interface EvalResult {
-  /** At most MAX_EVAL_NAME_BYTES UTF-8 bytes. */
-  name: string;
-  value: number;
-}
-
-/**
- * What a witness reports alongside its witness (Psyche's `WitnessMetadata`). Informational
- * only: the coordinator logs it and never decides anything with it. Non-finite numbers
- * travel as NaN.
- */
-export interface WitnessMetadata {
-  /** The step the witness trained. */
-  step: number;
-  tokensPerSec: number;
-  bandwidthPerSec: number;
-  loss: number;
-  /** At most MAX_METADATA_EVALS. */
-  evals: EvalResult[];
-  /** Token ids of a sampled prompt continuation; at most MAX_PROMPT_RESULTS, each an i32. */
-  promptResults: number[];
-  /** Which prompt `promptResults` continues (0..255). */
-  promptIndex: number;
-  /** Fraction of the round spent training (0..1). */
-  efficiency: number;
-}
+export {
+  type EvalResult,
+  MAX_EVAL_NAME_BYTES,
+  MAX_METADATA_EVALS,
+  MAX_PROMPT_RESULTS,
+  type WitnessMetadata,
+} from "../../coordinator/types.ts";
 
 /** Why a backend failed to get an answer from the coordinator. */
 export type BackendErrorKind =
@@ -114,8 +88,10 @@ export interface CoordinatorBackend {
 
   /**
    * Asks to join the run: the client waits in the coordinator's pending list (join order)
-   * until the next epoch starts. Resolves once registered. A backend that reconnects
-   * re-joins by itself after a successful join.
+   * until the next epoch starts, and stays pending for later epochs. Resolves once
+   * registered. A backend that reconnects re-joins by itself after a successful join.
+   * When the state shows this client Dropped or Withdrawn, the coordinator has forgotten
+   * the join: call `join()` again to take part in a later epoch.
    */
   join(options?: CallOptions): Promise<void>;
 

@@ -11,6 +11,7 @@
  * @module
  */
 import type { BatchId } from "../coordinator/types.ts";
+import { withAbort } from "../net/abort.ts";
 import { FrameReader, writeFrame } from "../net/frame.ts";
 import { serverHandshake } from "../net/handshake.ts";
 import { toHex } from "../net/identity.ts";
@@ -57,6 +58,8 @@ export interface DataServerOptions {
   port?: number;
   /** Milliseconds a client has to finish the handshake (default 5000). */
   handshakeTimeoutMs?: number;
+  /** Milliseconds an authenticated connection may wait between requests (default 300000). */
+  idleTimeoutMs?: number;
   /** Called for every connection, request and disconnection. */
   onEvent?: (event: DataServerEvent) => void;
 }
@@ -125,7 +128,7 @@ async function serveConnection(
     client = toHex(key);
     emit({ kind: "Connected", client });
     for (;;) {
-      const frame = await frames.next();
+      const frame = await nextWithin(frames, options.idleTimeoutMs ?? 300_000);
       if (frame === null) break;
       const request = decodeDataClientMessage(frame);
       let reply: DataServerMessage;
@@ -187,6 +190,20 @@ async function answerRequest(
     return { kind: "Samples", batch, seqLen: samples.seqLen, tokens: samples.tokens };
   } catch (e) {
     return { kind: "Failed", batch, message: (e as Error).message.slice(0, 2000) };
+  }
+}
+
+/** The next frame, or a `TimeoutError` if none arrives within `ms` (the timer is cleared). */
+async function nextWithin(frames: FrameReader, ms: number): Promise<Uint8Array | null> {
+  const idle = new AbortController();
+  const timer = setTimeout(
+    () => idle.abort(new DOMException(`no request for ${ms} ms`, "TimeoutError")),
+    ms,
+  );
+  try {
+    return await withAbort(frames.next(), idle.signal);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

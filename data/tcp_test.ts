@@ -241,3 +241,29 @@ Deno.test("decoding arbitrary bytes either yields a message or throws ProtocolEr
     { numRuns: 2000 },
   );
 });
+
+Deno.test("the server closes a connection idle for longer than idleTimeoutMs", async () => {
+  await using data = await writeFixtureDataset([64]);
+  await using local = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes" }),
+  );
+  const events: DataServerEvent[] = [];
+  await using server = startDataServer({
+    provider: local,
+    authorize: () => "Allowed",
+    idleTimeoutMs: 100,
+    onEvent: (e) => events.push(e),
+  });
+  const { hostname, port } = parseHostPort(server.address);
+  const conn = await Deno.connect({ hostname, port });
+  try {
+    const frames = new FrameReader(conn, { maxFrameBytes: 1 << 20 });
+    await clientHandshake(conn, frames, { context: DATA_SERVER_CONTEXT, secretKey: alice });
+    assert.equal(await frames.next(), null);
+  } finally {
+    conn.close();
+  }
+  const last = events.at(-1) as { kind: string; error?: Error };
+  assert.equal(last.kind, "Disconnected");
+  assert.equal(last.error?.name, "TimeoutError");
+});

@@ -63,3 +63,51 @@ Deno.test("a tiny model overfits one short batch with AdamW", async () => {
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("training is deterministic: two runs give bit-identical losses and weights", async () => {
+  const config = await readLlamaConfig(TINY);
+  const layout = llamaParamLayout(config);
+  const T = 8;
+  const seq = Array.from({ length: 6 * T + 1 }, (_, i) => (i * 104729 + 3) % config.vocabSize);
+  const dir = await tokenFolder(seq);
+  try {
+    using rt = await GpuRuntime.create();
+    const run = async () => {
+      const data = await LocalDataProvider.open(dir, { seqLen: T, tokenSize: "TwoBytes" });
+      using model = new LlamaModel(rt, {
+        config,
+        layout,
+        weights: initParams(layout, config, 5),
+        microBatch: 2,
+        seqLen: T,
+        slots: 2,
+      });
+      using optimizer = new AdamW(rt, {
+        size: layout.totalSize,
+        config: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 0.5 },
+      });
+      try {
+        const { losses } = await runTraining(
+          { rt, model, optimizer, data, logger: jsonLogger(() => {}) },
+          {
+            steps: 4,
+            totalBatch: 4,
+            microBatch: 2,
+            schedule: { kind: "Constant", baseLr: 3e-3, warmupSteps: 2, warmupInitLr: 0 },
+            clipGradients: true,
+          },
+        );
+        return { losses, weights: await model.readParams() };
+      } finally {
+        await data.close();
+      }
+    };
+    const a = await run();
+    const b = await run();
+    assert.deepEqual(a.losses, b.losses);
+    assert.deepEqual(a.weights, b.weights);
+    assert.ok(a.losses[3] < a.losses[0], `loss did not decrease: ${a.losses}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,218 @@
+/**
+ * The coordinator's TCP protocol after the handshake: two closed unions, one per
+ * direction, each decoded at a single entry point that checks the tag, every count and
+ * length, and that no byte is left over. Any defect throws `ProtocolError` (net/errors.ts)
+ * naming the message and field; the server answers it with `Refused` and closes.
+ *
+ * Every client request carries a `requestId` the server echoes in `Ack` (accepted) or
+ * `Error` (rejected by the coordinator's rules, with the CoordinatorError's wire number),
+ * so a backend call can resolve to the coordinator's verdict, as a Solana transaction does.
+ *
+ * ```text
+ * client -> server                          server -> client
+ *   0 Join          { requestId, runId }      0 State   { bytes: encoded CoordinatorState }
+ *   1 Witness       { requestId, witness,     1 Ack     { requestId }
+ *                     metadata }              2 Error   { requestId, code, message }
+ *   2 WarmupWitness { requestId, witness }    3 Refused { reason }   (then the server closes)
+ *   3 HealthCheck   { requestId, checks }
+ *   4 Checkpoint    { requestId, repo }
+ * ```
+ *
+ * @module
+ */
+import { MessageReader, MessageWriter, ProtocolError } from "../../net/mod.ts";
+import {
+  COORDINATOR_ERROR_CODES,
+  type CoordinatorErrorCode,
+  coordinatorErrorCodeOf,
+  coordinatorErrorNumber,
+} from "../errors.ts";
+import type { HealthCheck } from "../health.ts";
+import { type Checkpoint, MAX_RUN_ID_BYTES, type Witness, type WitnessMetadata } from "../types.ts";
+import {
+  readCheckpoint,
+  readHealthChecks,
+  readMetadata,
+  readWitness,
+  writeCheckpoint,
+  writeHealthChecks,
+  writeMetadata,
+  writeWitness,
+} from "./protocol_fields.ts";
+
+/** The handshake context of the coordinator service (net/handshake.ts). */
+export const COORDINATOR_CONTEXT = "psyche-ts coordinator v1";
+/** Longest `Error.message` / `Refused.reason`, in UTF-8 bytes. */
+export const MAX_REASON_BYTES = 1024;
+
+/** Every message a client sends after the handshake. */
+export type ClientMessage =
+  | { kind: "Join"; requestId: number; runId: string }
+  | { kind: "Witness"; requestId: number; witness: Witness; metadata: WitnessMetadata }
+  | { kind: "WarmupWitness"; requestId: number; witness: Witness }
+  | { kind: "HealthCheck"; requestId: number; checks: HealthCheck[] }
+  | { kind: "Checkpoint"; requestId: number; repo: Checkpoint };
+
+/** Every message the server sends after the handshake. */
+export type ServerMessage =
+  | { kind: "State"; bytes: Uint8Array }
+  | { kind: "Ack"; requestId: number }
+  | { kind: "Error"; requestId: number; code: CoordinatorErrorCode; message: string }
+  | { kind: "Refused"; reason: string };
+
+const CLIENT_TAGS = ["Join", "Witness", "WarmupWitness", "HealthCheck", "Checkpoint"] as const;
+const SERVER_TAGS = ["State", "Ack", "Error", "Refused"] as const;
+
+/** Encodes a client message (tag byte, request id, fields). RangeError on over-cap fields. */
+export function encodeClientMessage(msg: ClientMessage): Uint8Array {
+  const w = new MessageWriter().u8(CLIENT_TAGS.indexOf(msg.kind)).u32(msg.requestId);
+  switch (msg.kind) {
+    case "Join":
+      if (new TextEncoder().encode(msg.runId).length > MAX_RUN_ID_BYTES) {
+        throw new RangeError(`runId exceeds ${MAX_RUN_ID_BYTES} UTF-8 bytes`);
+      }
+      w.string(msg.runId);
+      break;
+    case "Witness":
+      writeWitness(w, msg.witness);
+      writeMetadata(w, msg.metadata);
+      break;
+    case "WarmupWitness":
+      writeWitness(w, msg.witness);
+      break;
+    case "HealthCheck":
+      writeHealthChecks(w, msg.checks);
+      break;
+    case "Checkpoint":
+      writeCheckpoint(w, msg.repo);
+      break;
+    default: {
+      const never: never = msg;
+      throw new TypeError(`Unknown client message ${JSON.stringify(never)}`);
+    }
+  }
+  return w.finish();
+}
+
+/**
+ * Decodes one client frame. Throws {@linkcode ProtocolError} naming the message and
+ * field on an unknown tag, a short or over-long field, a count over its cap, or
+ * trailing bytes.
+ *
+ * @example
+ * ```ts
+ * import { decodeClientMessage, encodeClientMessage } from "./protocol.ts";
+ * const bytes = encodeClientMessage({ kind: "Join", requestId: 7, runId: "demo" });
+ * const msg = decodeClientMessage(bytes);
+ * if (msg.kind !== "Join" || msg.runId !== "demo") throw new Error("round trip failed");
+ * ```
+ */
+export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
+  const r = new MessageReader(bytes, "client message");
+  const tag = r.u8("tag");
+  const kind = CLIENT_TAGS[tag];
+  if (kind === undefined) {
+    throw new ProtocolError(
+      `client message: unknown tag ${tag}, expected 0..${CLIENT_TAGS.length - 1}`,
+    );
+  }
+  const m = r.rename(kind);
+  const requestId = m.u32("requestId");
+  let msg: ClientMessage;
+  try {
+    switch (kind) {
+      case "Join":
+        msg = { kind, requestId, runId: m.string("runId", MAX_RUN_ID_BYTES) };
+        break;
+      case "Witness":
+        msg = { kind, requestId, witness: readWitness(m), metadata: readMetadata(m) };
+        break;
+      case "WarmupWitness":
+        msg = { kind, requestId, witness: readWitness(m) };
+        break;
+      case "HealthCheck":
+        msg = { kind, requestId, checks: readHealthChecks(m) };
+        break;
+      case "Checkpoint":
+        msg = { kind, requestId, repo: readCheckpoint(m) };
+        break;
+    }
+    m.end();
+  } catch (e) {
+    if (e instanceof ProtocolError && !e.message.startsWith(kind)) {
+      throw new ProtocolError(`${kind}: ${e.message}`);
+    }
+    throw e;
+  }
+  return msg;
+}
+
+/** Encodes a server message. */
+export function encodeServerMessage(msg: ServerMessage): Uint8Array {
+  const w = new MessageWriter().u8(SERVER_TAGS.indexOf(msg.kind));
+  switch (msg.kind) {
+    case "State":
+      return w.u32(msg.bytes.length).bytes(msg.bytes).finish();
+    case "Ack":
+      return w.u32(msg.requestId).finish();
+    case "Error":
+      return w.u32(msg.requestId).u16(coordinatorErrorNumber(msg.code))
+        .string(truncateUtf8(msg.message, MAX_REASON_BYTES)).finish();
+    case "Refused":
+      return w.string(truncateUtf8(msg.reason, MAX_REASON_BYTES)).finish();
+    default: {
+      const never: never = msg;
+      throw new TypeError(`Unknown server message ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+/** Decodes one server frame; {@linkcode ProtocolError} on any defect (as the client side). */
+export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
+  const r = new MessageReader(bytes, "server message");
+  const tag = r.u8("tag");
+  const kind = SERVER_TAGS[tag];
+  if (kind === undefined) {
+    throw new ProtocolError(
+      `server message: unknown tag ${tag}, expected 0..${SERVER_TAGS.length - 1}`,
+    );
+  }
+  const m = r.rename(kind);
+  let msg: ServerMessage;
+  switch (kind) {
+    case "State": {
+      const length = m.u32("length");
+      msg = { kind, bytes: m.bytes(length, "bytes") };
+      break;
+    }
+    case "Ack":
+      msg = { kind, requestId: m.u32("requestId") };
+      break;
+    case "Error": {
+      const requestId = m.u32("requestId");
+      const number = m.u16("code");
+      const code = coordinatorErrorCodeOf(number);
+      if (code === undefined) {
+        throw new ProtocolError(
+          `Error: unknown code ${number}, expected 0..${COORDINATOR_ERROR_CODES.length - 1}`,
+        );
+      }
+      msg = { kind, requestId, code, message: m.string("message", MAX_REASON_BYTES) };
+      break;
+    }
+    case "Refused":
+      msg = { kind, reason: m.string("reason", MAX_REASON_BYTES) };
+      break;
+  }
+  m.end();
+  return msg;
+}
+
+/** `text` cut to at most `maxBytes` UTF-8 bytes on a character boundary. */
+function truncateUtf8(text: string, maxBytes: number): string {
+  const bytes = new TextEncoder().encode(text);
+  if (bytes.length <= maxBytes) return text;
+  let end = maxBytes;
+  while (end > 0 && (bytes[end] & 0xc0) === 0x80) end--;
+  return new TextDecoder().decode(bytes.subarray(0, end));
+}

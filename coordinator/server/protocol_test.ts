@@ -1,0 +1,196 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { ProtocolError } from "../../net/mod.ts";
+import { COORDINATOR_ERROR_CODES } from "../errors.ts";
+import type { Bloom, Checkpoint, Witness, WitnessMetadata } from "../types.ts";
+import {
+  type ClientMessage,
+  decodeClientMessage,
+  decodeServerMessage,
+  encodeClientMessage,
+  encodeServerMessage,
+  type ServerMessage,
+} from "./protocol.ts";
+
+const u32 = fc.nat({ max: 0xffff_ffff });
+const key = fc.uint8Array({ minLength: 32, maxLength: 32 });
+const safe = fc.nat({ max: Number.MAX_SAFE_INTEGER });
+const f64 = fc.double();
+
+const bloom: fc.Arbitrary<Bloom> = fc.record({
+  keys: fc.array(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), { minLength: 1, maxLength: 8 })
+    .map((k) => BigUint64Array.from(k)),
+  bits: fc.integer({ min: 1, max: 8 }).chain((words) =>
+    fc.uint8Array({ minLength: words * 8, maxLength: words * 8 })
+  ),
+});
+
+const witness: fc.Arbitrary<Witness> = fc.record({
+  proof: fc.record({ position: safe, index: safe, witness: fc.boolean() }),
+  participantBloom: bloom,
+  broadcastBloom: bloom,
+  broadcastMerkle: key,
+});
+
+const metadata: fc.Arbitrary<WitnessMetadata> = fc.record({
+  step: u32,
+  tokensPerSec: f64,
+  bandwidthPerSec: f64,
+  loss: f64,
+  evals: fc.array(fc.record({ name: fc.string({ maxLength: 8 }), value: f64 }), { maxLength: 8 }),
+  promptResults: fc.array(fc.integer({ min: -0x8000_0000, max: 0x7fff_ffff }), {
+    maxLength: 16,
+  }),
+  promptIndex: fc.nat({ max: 255 }),
+  efficiency: f64,
+});
+
+const optional = (s: fc.Arbitrary<string>) => fc.option(s, { nil: null });
+const repoString = fc.string({ maxLength: 16 });
+const checkpoint: fc.Arbitrary<Checkpoint> = fc.oneof(
+  fc.constant({ kind: "Ephemeral" as const }),
+  fc.record({
+    kind: fc.constantFrom("Dummy" as const, "Hub" as const, "P2P" as const),
+    repo: fc.record({ repoId: repoString, revision: optional(repoString) }),
+  }),
+  fc.record({
+    kind: fc.constantFrom("Gcs" as const, "P2PGcs" as const),
+    repo: fc.record({ bucket: repoString, prefix: optional(repoString) }),
+  }),
+);
+
+const clientMessage: fc.Arbitrary<ClientMessage> = fc.oneof(
+  fc.record({
+    kind: fc.constant("Join" as const),
+    requestId: u32,
+    runId: fc.string({ maxLength: 32 }).filter((s) => new TextEncoder().encode(s).length <= 32),
+  }),
+  fc.record({ kind: fc.constant("Witness" as const), requestId: u32, witness, metadata }),
+  fc.record({ kind: fc.constant("WarmupWitness" as const), requestId: u32, witness }),
+  fc.record({
+    kind: fc.constant("HealthCheck" as const),
+    requestId: u32,
+    checks: fc.array(
+      fc.record({
+        id: fc.record({ signer: key, p2pIdentity: key }),
+        proof: fc.record({
+          committee: fc.constantFrom(
+            "TieBreaker" as const,
+            "Verifier" as const,
+            "Trainer" as const,
+          ),
+          position: safe,
+          index: safe,
+        }),
+      }),
+      { minLength: 1, maxLength: 4 },
+    ),
+  }),
+  fc.record({ kind: fc.constant("Checkpoint" as const), requestId: u32, repo: checkpoint }),
+);
+
+const serverMessage: fc.Arbitrary<ServerMessage> = fc.oneof(
+  fc.record({ kind: fc.constant("State" as const), bytes: fc.uint8Array({ maxLength: 64 }) }),
+  fc.record({ kind: fc.constant("Ack" as const), requestId: u32 }),
+  fc.record({
+    kind: fc.constant("Error" as const),
+    requestId: u32,
+    code: fc.constantFrom(...COORDINATOR_ERROR_CODES),
+    message: fc.string({ maxLength: 40 }),
+  }),
+  fc.record({ kind: fc.constant("Refused" as const), reason: fc.string({ maxLength: 40 }) }),
+);
+
+Deno.test("client messages round-trip, and every truncation or extension is a ProtocolError", () => {
+  fc.assert(
+    fc.property(clientMessage, (msg) => {
+      const bytes = encodeClientMessage(msg);
+      assert.deepEqual(decodeClientMessage(bytes), structuredClone(msg));
+      for (const cut of [0, 1, 4, bytes.length >> 1, bytes.length - 1]) {
+        if (cut >= bytes.length) continue;
+        assert.throws(() => decodeClientMessage(bytes.subarray(0, cut)), ProtocolError);
+      }
+      const longer = new Uint8Array(bytes.length + 1);
+      longer.set(bytes);
+      assert.throws(() => decodeClientMessage(longer), /trailing bytes/);
+    }),
+    { numRuns: 200 },
+  );
+});
+
+Deno.test("server messages round-trip, and truncations are ProtocolErrors", () => {
+  fc.assert(
+    fc.property(serverMessage, (msg) => {
+      const bytes = encodeServerMessage(msg);
+      assert.deepEqual(decodeServerMessage(bytes), structuredClone(msg));
+      assert.throws(() => decodeServerMessage(bytes.subarray(0, bytes.length - 1)), ProtocolError);
+    }),
+    { numRuns: 200 },
+  );
+});
+
+Deno.test("random bytes decode to a message or a ProtocolError, nothing else", () => {
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 300 }), (bytes) => {
+      for (const decode of [decodeClientMessage, decodeServerMessage]) {
+        try {
+          decode(bytes);
+        } catch (e) {
+          assert.ok(e instanceof ProtocolError, String(e));
+        }
+      }
+    }),
+    { numRuns: 500 },
+  );
+});
+
+Deno.test("decoder names the message and field it rejects", () => {
+  assert.throws(() => decodeClientMessage(new Uint8Array([9])), /unknown tag 9, expected 0..4/);
+  const join = encodeClientMessage({ kind: "Join", requestId: 1, runId: "a" });
+  // Declare a 40-byte run id: over the 32-byte cap.
+  const long = new Uint8Array([...join.subarray(0, 5), 0, 40, ...new Uint8Array(40)]);
+  assert.throws(() => decodeClientMessage(long), /Join: field "runId" is 40 bytes, at most 32/);
+  const health = encodeClientMessage({
+    kind: "HealthCheck",
+    requestId: 1,
+    checks: [{
+      id: { signer: new Uint8Array(32), p2pIdentity: new Uint8Array(32) },
+      proof: { committee: "Trainer", position: 0, index: 0 },
+    }],
+  });
+  const bad = health.slice();
+  bad[5 + 4 + 64] = 7; // committee code
+  assert.throws(() => decodeClientMessage(bad), /checks\[0\]\.committee" has code 7/);
+  const zero = health.slice(0, 9);
+  zero[8] = 0; // count 0
+  assert.throws(() => decodeClientMessage(zero), /"checks" counts 0 items, expected 1..65535/);
+  const err = encodeServerMessage({ kind: "Error", requestId: 3, code: "Halted", message: "x" });
+  err[6] = 200;
+  assert.throws(() => decodeServerMessage(err), /unknown code 200/);
+});
+
+Deno.test("encoders refuse values the decoder would refuse", () => {
+  assert.throws(
+    () => encodeClientMessage({ kind: "Join", requestId: 1, runId: "x".repeat(33) }),
+    RangeError,
+  );
+  const w: Witness = {
+    proof: { position: 0, index: 0, witness: true },
+    participantBloom: { keys: new BigUint64Array(1), bits: new Uint8Array(8) },
+    broadcastBloom: { keys: new BigUint64Array(1), bits: new Uint8Array(8) },
+    broadcastMerkle: new Uint8Array(31),
+  };
+  assert.throws(
+    () => encodeClientMessage({ kind: "WarmupWitness", requestId: 1, witness: w }),
+    /broadcastMerkle must be 32 bytes, found 31/,
+  );
+});
+
+Deno.test("long Error messages are cut on a character boundary", () => {
+  const message = "é".repeat(600); // 1200 UTF-8 bytes
+  const decoded = decodeServerMessage(
+    encodeServerMessage({ kind: "Error", requestId: 1, code: "WrongRunState", message }),
+  );
+  assert.equal(decoded.kind, "Error");
+  if (decoded.kind === "Error") assert.equal(decoded.message, "é".repeat(512));
+});

@@ -8,12 +8,17 @@
  *
  * ```
  * envelope  = version u8 (=1) | from [32] | signature [64] | nonce u32 | message
- * message   = kind u8 | step u32 | committee u8 | position u32 | index u32 | fields
- * TrainingResult (kind 0): batch.start u64 | batch.end u64 | commitment [32] | contentHash [32]
- *                          | payloadSize u64
- * Finished (kind 1):       merkleRoot [32] | warmup u8 (0 or 1)
+ * message   = kind u8 | fields
+ * round     = step u32 | committee u8 | position u32 | index u32
+ * TrainingResult (kind 0): round | batch.start u64 | batch.end u64 | commitment [32]
+ *                          | contentHash [32] | payloadSize u64
+ * Finished (kind 1):       round | merkleRoot [32] | warmup u8 (0 or 1)
+ * PeerAddresses (kind 2):  count u8 (1..8) | count x (length u8 (1..128) | multiaddr bytes)
  * signature = ed25519(sender key, "psyche-ts announcement v1" | topic [32] | nonce | message)
  * ```
+ *
+ * `PeerAddresses` is not in Psyche (iroh has its own discovery): it tells the run where the
+ * sender listens, so payloads can be fetched from participants we are not connected to.
  *
  * All integers are big-endian. Binding the topic into the signature stops an announcement from
  * one run being replayed into another. The nonce exists so a rebroadcast is a new gossip message
@@ -36,24 +41,29 @@ import { hexToBytes } from "./hex.ts";
 /** Envelope format version written in the first byte. */
 export const ANNOUNCEMENT_VERSION = 1;
 /**
- * Largest encoded announcement accepted or produced, in bytes. Far below gossipsub's ~4 MiB
- * silent-drop limit; the largest message today is 203 bytes.
+ * Largest encoded announcement accepted, in bytes. Far below gossipsub's ~4 MiB silent-drop
+ * limit (Psyche: 4096). The largest envelope `signAnnouncement` can produce is 1135 bytes
+ * (`PeerAddresses` with 8 addresses of 128 bytes); round announcements are at most 203.
  */
-export const MAX_ANNOUNCEMENT_BYTES = 1024;
+export const MAX_ANNOUNCEMENT_BYTES = 2048;
 /** Length of hashes carried in announcements (sha256), in bytes. */
 export const HASH_BYTES = 32;
 
 const SIGNING_DOMAIN = new TextEncoder().encode("psyche-ts announcement v1");
 const COMMITTEES: readonly Committee[] = ["TieBreaker", "Verifier", "Trainer"];
-const KIND_CODES = { TrainingResult: 0, Finished: 1 } as const;
+const KIND_CODES = { TrainingResult: 0, Finished: 1, PeerAddresses: 2 } as const;
 const HEADER_BYTES = 1 + ED25519_KEY_BYTES + ED25519_SIGNATURE_BYTES; // version, from, signature
 const NONCE_OFFSET = HEADER_BYTES;
 const MESSAGE_OFFSET = NONCE_OFFSET + 4;
 const COMMON_BYTES = 1 + 4 + 1 + 4 + 4; // kind, step, committee, position, index
 const TRAINING_RESULT_BYTES = COMMON_BYTES + 8 + 8 + HASH_BYTES + HASH_BYTES + 8;
 const FINISHED_BYTES = COMMON_BYTES + HASH_BYTES + 1;
+/** Most addresses in one `PeerAddresses` announcement. */
+export const MAX_PEER_ADDRESSES = 8;
+/** Longest binary multiaddr in a `PeerAddresses` announcement, in bytes. */
+export const MAX_ADDRESS_BYTES = 128;
 
-/** Fields every announcement carries. */
+/** Fields every round announcement carries. */
 interface AnnouncementCommon {
   /** The round (coordinator step) this announcement is about; 0 for warmup. */
   step: number;
@@ -80,8 +90,17 @@ export interface FinishedAnnouncement extends AnnouncementCommon {
   warmup: boolean;
 }
 
+/** "You can reach me here": binary multiaddrs (without `/p2p/...`; the sender is `from`). */
+export interface PeerAddressesAnnouncement {
+  kind: "PeerAddresses";
+  addresses: Uint8Array[];
+}
+
+/** Announcements about a round: these are the ones resent by `rebroadcast`. */
+export type RoundAnnouncement = TrainingResultAnnouncement | FinishedAnnouncement;
+
 /** Every message that travels on a run's gossip topic. */
-export type Announcement = TrainingResultAnnouncement | FinishedAnnouncement;
+export type Announcement = RoundAnnouncement | PeerAddressesAnnouncement;
 
 /** A decoded envelope; `verifyEnvelope` says whether its signature holds. */
 export interface AnnouncementEnvelope {
@@ -134,19 +153,6 @@ function checkHash(what: string, value: Uint8Array): void {
 
 /** Encodes a message (no envelope). Throws `RangeError` naming the field that is out of range. */
 export function encodeMessage(message: Announcement): Uint8Array {
-  checkU32("step", message.step);
-  checkU32("proof.position", message.proof.position);
-  checkU32("proof.index", message.proof.index);
-  const committee = COMMITTEES.indexOf(message.proof.committee);
-  if (committee < 0) throw new RangeError(`unknown committee "${message.proof.committee}"`);
-  const size = message.kind === "TrainingResult" ? TRAINING_RESULT_BYTES : FINISHED_BYTES;
-  const out = new Uint8Array(size);
-  const view = new DataView(out.buffer);
-  view.setUint8(0, KIND_CODES[message.kind]);
-  view.setUint32(1, message.step);
-  view.setUint8(5, committee);
-  view.setUint32(6, message.proof.position);
-  view.setUint32(10, message.proof.index);
   switch (message.kind) {
     case "TrainingResult": {
       checkU53("batch.start", message.batch.start);
@@ -159,6 +165,8 @@ export function encodeMessage(message: Announcement): Uint8Array {
       checkHash("commitment", message.commitment);
       checkHash("contentHash", message.contentHash);
       checkU53("payloadSize", message.payloadSize);
+      const out = new Uint8Array(TRAINING_RESULT_BYTES);
+      const view = writeRound(out, message);
       view.setBigUint64(COMMON_BYTES, BigInt(message.batch.start));
       view.setBigUint64(COMMON_BYTES + 8, BigInt(message.batch.end));
       out.set(message.commitment, COMMON_BYTES + 16);
@@ -166,17 +174,61 @@ export function encodeMessage(message: Announcement): Uint8Array {
       view.setBigUint64(COMMON_BYTES + 16 + 2 * HASH_BYTES, BigInt(message.payloadSize));
       return out;
     }
-    case "Finished":
+    case "Finished": {
       checkHash("merkleRoot", message.merkleRoot);
+      const out = new Uint8Array(FINISHED_BYTES);
+      writeRound(out, message);
       out.set(message.merkleRoot, COMMON_BYTES);
-      view.setUint8(COMMON_BYTES + HASH_BYTES, message.warmup ? 1 : 0);
+      out[COMMON_BYTES + HASH_BYTES] = message.warmup ? 1 : 0;
       return out;
+    }
+    case "PeerAddresses": {
+      const { addresses } = message;
+      if (addresses.length < 1 || addresses.length > MAX_PEER_ADDRESSES) {
+        throw new RangeError(
+          `addresses must hold 1..${MAX_PEER_ADDRESSES} entries, found ${addresses.length}`,
+        );
+      }
+      addresses.forEach((a, i) => {
+        if (a.length < 1 || a.length > MAX_ADDRESS_BYTES) {
+          throw new RangeError(
+            `addresses[${i}] must be 1..${MAX_ADDRESS_BYTES} bytes, found ${a.length}`,
+          );
+        }
+      });
+      const out = new Uint8Array(2 + addresses.reduce((n, a) => n + 1 + a.length, 0));
+      out[0] = KIND_CODES.PeerAddresses;
+      out[1] = addresses.length;
+      let at = 2;
+      for (const address of addresses) {
+        out[at] = address.length;
+        out.set(address, at + 1);
+        at += 1 + address.length;
+      }
+      return out;
+    }
     default: {
       const never: never = message;
       const kind = (never as { kind?: unknown }).kind;
       throw new RangeError(`unknown announcement kind ${JSON.stringify(kind)}`);
     }
   }
+}
+
+/** Writes kind, step and committee proof; returns a view for the fields after them. */
+function writeRound(out: Uint8Array, message: RoundAnnouncement): DataView {
+  checkU32("step", message.step);
+  checkU32("proof.position", message.proof.position);
+  checkU32("proof.index", message.proof.index);
+  const committee = COMMITTEES.indexOf(message.proof.committee);
+  if (committee < 0) throw new RangeError(`unknown committee "${message.proof.committee}"`);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  view.setUint8(0, KIND_CODES[message.kind]);
+  view.setUint32(1, message.step);
+  view.setUint8(5, committee);
+  view.setUint32(6, message.proof.position);
+  view.setUint32(10, message.proof.index);
+  return view;
 }
 
 function readU53(view: DataView, offset: number, base: number, what: string): number {
@@ -187,74 +239,122 @@ function readU53(view: DataView, offset: number, base: number, what: string): nu
   return Number(value);
 }
 
-/** Decodes a message (no envelope), checking its exact length and every field. */
-export function decodeMessage(bytes: Uint8Array, base = 0): Announcement {
-  if (bytes.length < COMMON_BYTES) {
+function expectLength(bytes: Uint8Array, expected: number, kind: string, base: number): void {
+  if (bytes.length !== expected) {
     throw new AnnouncementDecodeError(
-      `message is ${bytes.length} bytes, expected at least ${COMMON_BYTES}`,
+      `${kind} message is ${bytes.length} bytes, expected ${expected}`,
       base,
     );
   }
+}
+
+/** Reads step and committee proof of a round announcement whose length was checked. */
+function readRound(bytes: Uint8Array, base: number): { step: number; proof: CommitteeProof } {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const kindCode = view.getUint8(0);
   const committeeCode = view.getUint8(5);
   const committee = COMMITTEES[committeeCode];
   if (committee === undefined) {
     throw new AnnouncementDecodeError(`unknown committee code ${committeeCode}`, base + 5);
   }
-  const step = view.getUint32(1);
-  const proof: CommitteeProof = {
-    committee,
-    position: view.getUint32(6),
-    index: view.getUint32(10),
+  return {
+    step: view.getUint32(1),
+    proof: { committee, position: view.getUint32(6), index: view.getUint32(10) },
   };
-  const expectLength = (expected: number, kind: string) => {
-    if (bytes.length !== expected) {
-      throw new AnnouncementDecodeError(
-        `${kind} message is ${bytes.length} bytes, expected ${expected}`,
-        base,
-      );
+}
+
+/** Decodes a message (no envelope), checking its exact length and every field. */
+export function decodeMessage(bytes: Uint8Array, base = 0): Announcement {
+  if (bytes.length === 0) throw new AnnouncementDecodeError("message is empty", base);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const kindCode = bytes[0];
+  switch (kindCode) {
+    case KIND_CODES.TrainingResult: {
+      expectLength(bytes, TRAINING_RESULT_BYTES, "TrainingResult", base);
+      const { step, proof } = readRound(bytes, base);
+      const start = readU53(view, COMMON_BYTES, base, "batch.start");
+      const end = readU53(view, COMMON_BYTES + 8, base, "batch.end");
+      if (start > end) {
+        throw new AnnouncementDecodeError(
+          `batch.start ${start} > batch.end ${end}`,
+          base + COMMON_BYTES,
+        );
+      }
+      const hashesAt = COMMON_BYTES + 16;
+      return {
+        kind: "TrainingResult",
+        step,
+        proof,
+        batch: { start, end },
+        commitment: copyOf(bytes, hashesAt, hashesAt + HASH_BYTES),
+        contentHash: copyOf(bytes, hashesAt + HASH_BYTES, hashesAt + 2 * HASH_BYTES),
+        payloadSize: readU53(view, hashesAt + 2 * HASH_BYTES, base, "payloadSize"),
+      };
     }
-  };
-  if (kindCode === KIND_CODES.TrainingResult) {
-    expectLength(TRAINING_RESULT_BYTES, "TrainingResult");
-    const start = readU53(view, COMMON_BYTES, base, "batch.start");
-    const end = readU53(view, COMMON_BYTES + 8, base, "batch.end");
-    if (start > end) {
-      throw new AnnouncementDecodeError(
-        `batch.start ${start} > batch.end ${end}`,
-        base + COMMON_BYTES,
-      );
+    case KIND_CODES.Finished: {
+      expectLength(bytes, FINISHED_BYTES, "Finished", base);
+      const { step, proof } = readRound(bytes, base);
+      const warmup = bytes[COMMON_BYTES + HASH_BYTES];
+      if (warmup > 1) {
+        throw new AnnouncementDecodeError(
+          `warmup flag must be 0 or 1, found ${warmup}`,
+          base + COMMON_BYTES + HASH_BYTES,
+        );
+      }
+      return {
+        kind: "Finished",
+        step,
+        proof,
+        merkleRoot: copyOf(bytes, COMMON_BYTES, COMMON_BYTES + HASH_BYTES),
+        warmup: warmup === 1,
+      };
     }
-    const hashesAt = COMMON_BYTES + 16;
-    return {
-      kind: "TrainingResult",
-      step,
-      proof,
-      batch: { start, end },
-      commitment: copyOf(bytes, hashesAt, hashesAt + HASH_BYTES),
-      contentHash: copyOf(bytes, hashesAt + HASH_BYTES, hashesAt + 2 * HASH_BYTES),
-      payloadSize: readU53(view, hashesAt + 2 * HASH_BYTES, base, "payloadSize"),
-    };
+    case KIND_CODES.PeerAddresses:
+      return decodePeerAddresses(bytes, base);
+    default:
+      throw new AnnouncementDecodeError(`unknown announcement kind code ${kindCode}`, base);
   }
-  if (kindCode === KIND_CODES.Finished) {
-    expectLength(FINISHED_BYTES, "Finished");
-    const warmup = view.getUint8(COMMON_BYTES + HASH_BYTES);
-    if (warmup > 1) {
+}
+
+function decodePeerAddresses(bytes: Uint8Array, base: number): PeerAddressesAnnouncement {
+  if (bytes.length < 2) {
+    throw new AnnouncementDecodeError("PeerAddresses message has no address count", base);
+  }
+  const count = bytes[1];
+  if (count < 1 || count > MAX_PEER_ADDRESSES) {
+    throw new AnnouncementDecodeError(
+      `address count must be 1..${MAX_PEER_ADDRESSES}, found ${count}`,
+      base + 1,
+    );
+  }
+  const addresses: Uint8Array[] = [];
+  let at = 2;
+  for (let i = 0; i < count; i++) {
+    if (at >= bytes.length) {
+      throw new AnnouncementDecodeError(`message ends before address ${i} of ${count}`, base + at);
+    }
+    const length = bytes[at];
+    if (length < 1 || length > MAX_ADDRESS_BYTES) {
       throw new AnnouncementDecodeError(
-        `warmup flag must be 0 or 1, found ${warmup}`,
-        base + COMMON_BYTES + HASH_BYTES,
+        `address ${i} length must be 1..${MAX_ADDRESS_BYTES}, found ${length}`,
+        base + at,
       );
     }
-    return {
-      kind: "Finished",
-      step,
-      proof,
-      merkleRoot: copyOf(bytes, COMMON_BYTES, COMMON_BYTES + HASH_BYTES),
-      warmup: warmup === 1,
-    };
+    if (at + 1 + length > bytes.length) {
+      throw new AnnouncementDecodeError(
+        `address ${i} needs ${length} bytes, ${bytes.length - at - 1} remain`,
+        base + at,
+      );
+    }
+    addresses.push(copyOf(bytes, at + 1, at + 1 + length));
+    at += 1 + length;
   }
-  throw new AnnouncementDecodeError(`unknown announcement kind code ${kindCode}`, base);
+  if (at !== bytes.length) {
+    throw new AnnouncementDecodeError(
+      `${bytes.length - at} bytes after the last address`,
+      base + at,
+    );
+  }
+  return { kind: "PeerAddresses", addresses };
 }
 
 /**

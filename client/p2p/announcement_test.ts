@@ -54,6 +54,13 @@ const arbAnnouncement: fc.Arbitrary<Announcement> = fc.oneof(
     payloadSize: fc.maxSafeNat(),
   }, { noNullPrototype: true }),
   fc.record({
+    kind: fc.constant("PeerAddresses" as const),
+    addresses: fc.array(fc.uint8Array({ minLength: 1, maxLength: 128 }), {
+      minLength: 1,
+      maxLength: 8,
+    }),
+  }, { noNullPrototype: true }),
+  fc.record({
     kind: fc.constant("Finished" as const),
     step: u32,
     proof: arbProof,
@@ -78,7 +85,7 @@ Deno.test("envelopes round-trip, verify, and stay well under the size limit", ()
   fc.assert(
     fc.property(arbAnnouncement, u32, (message, nonce) => {
       const bytes = signAnnouncement(message, { secretKey: secret, topic, nonce });
-      assert.ok(bytes.length <= 256 && bytes.length < MAX_ANNOUNCEMENT_BYTES);
+      assert.ok(bytes.length <= 1135 && bytes.length < MAX_ANNOUNCEMENT_BYTES);
       const envelope = decodeEnvelope(bytes);
       assert.deepEqual(envelope.message, message);
       assert.equal(envelope.nonce, nonce);
@@ -141,7 +148,7 @@ Deno.test("bad field values are rejected by name", () => {
   assert.throws(() => decodeEnvelope(badKind), /unknown announcement kind code 9/);
   assert.throws(
     () => decodeEnvelope(new Uint8Array(MAX_ANNOUNCEMENT_BYTES + 1)),
-    /the limit is 1024/,
+    /the limit is 2048/,
   );
   const reversed = { ...result, batch: { start: 5, end: 4 } } as Announcement;
   assert.throws(() => encodeMessage(reversed), /batch.start must be <= batch.end/);
@@ -157,4 +164,26 @@ Deno.test("a batch bound above 2^53 on the wire is refused", () => {
   const bytes = encodeMessage(result);
   new DataView(bytes.buffer).setBigUint64(14, 1n << 60n);
   assert.throws(() => decodeMessage(bytes), /batch.start \d+ exceeds 2\^53-1/);
+});
+
+Deno.test("PeerAddresses: counts and lengths are checked both ways", () => {
+  const one = { kind: "PeerAddresses" as const, addresses: [Uint8Array.of(4, 127, 0, 0, 1)] };
+  const bytes = encodeMessage(one);
+  assert.deepEqual([...bytes], [2, 1, 5, 4, 127, 0, 0, 1]);
+  assert.deepEqual(decodeMessage(bytes), one);
+  assert.throws(() => decodeMessage(Uint8Array.of(2)), /no address count/);
+  assert.throws(() => decodeMessage(Uint8Array.of(2, 0)), /address count must be 1..8, found 0/);
+  assert.throws(() => decodeMessage(Uint8Array.of(2, 9)), /found 9/);
+  assert.throws(() => decodeMessage(Uint8Array.of(2, 1, 0)), /address 0 length must be 1..128/);
+  assert.throws(() => decodeMessage(Uint8Array.of(2, 1, 5, 1)), /needs 5 bytes, 1 remain/);
+  assert.throws(() => decodeMessage(Uint8Array.of(2, 2, 1, 1)), /ends before address 1 of 2/);
+  assert.throws(() => decodeMessage(Uint8Array.of(...bytes, 0)), /1 bytes after the last address/);
+  assert.throws(
+    () => encodeMessage({ kind: "PeerAddresses", addresses: [] }),
+    /1..8 entries, found 0/,
+  );
+  assert.throws(
+    () => encodeMessage({ kind: "PeerAddresses", addresses: [new Uint8Array(129)] }),
+    /addresses\[0\] must be 1..128 bytes, found 129/,
+  );
 });

@@ -12,16 +12,23 @@
  * Accepted messages are forwarded; a resend of something already delivered (same sender and
  * message, new nonce) is forwarded but not delivered again (`duplicates`).
  *
+ * A `PeerAddresses` announcement also records the sender's addresses in the node's peer store,
+ * so payloads can later be fetched from participants we never connected to.
+ *
  * @module
  */
 import type { Message } from "@libp2p/gossipsub";
 import { TopicValidatorResult } from "@libp2p/gossipsub";
 import type { PublicKeyBytes } from "../../coordinator/types.ts";
+import { multiaddr } from "@multiformats/multiaddr";
 import {
   type Announcement,
   type AnnouncementEnvelope,
   decodeEnvelope,
   gossipTopic,
+  MAX_ADDRESS_BYTES,
+  MAX_PEER_ADDRESSES,
+  type RoundAnnouncement,
   signAnnouncement,
   verifyEnvelope,
 } from "./announcement.ts";
@@ -123,13 +130,27 @@ export class RunGossip {
   }
 
   /**
-   * Signs and publishes an announcement, and remembers it for `rebroadcast`. Returns how many
-   * peers it was sent to directly (0 when alone: gossip does not fail for that).
+   * Signs and publishes a round announcement, and remembers it for `rebroadcast`. Returns how
+   * many peers it was sent to directly (0 when alone: gossip does not fail for that).
    */
-  async publish(message: Announcement): Promise<number> {
+  async publish(message: RoundAnnouncement): Promise<number> {
     const sent = await this.#send(message);
     this.#queue.record(message);
     return sent;
+  }
+
+  /**
+   * Tells the run where this node listens (its first `MAX_PEER_ADDRESSES` addresses, without
+   * the `/p2p/...` suffix). Call it after joining and then now and again (e.g. with each
+   * rebroadcast), so participants that join later learn it too. Returns the direct recipients.
+   */
+  async announceAddresses(): Promise<number> {
+    const addresses = this.#node.addresses()
+      .map((a) => a.decapsulateCode(P2P_PROTOCOL_CODE).bytes)
+      .filter((bytes) => bytes.length <= MAX_ADDRESS_BYTES)
+      .slice(0, MAX_PEER_ADDRESSES);
+    if (addresses.length === 0) return 0;
+    return await this.#send({ kind: "PeerAddresses", addresses });
   }
 
   /**
@@ -163,6 +184,20 @@ export class RunGossip {
     return result.recipients.length;
   }
 
+  #remember(from: Uint8Array, addresses: Uint8Array[]): void {
+    const parsed = addresses.flatMap((bytes) => {
+      try {
+        return [multiaddr(bytes)];
+      } catch {
+        return []; // an address we cannot parse is useless to us, not an attack
+      }
+    });
+    if (parsed.length === 0) return;
+    this.#node.addPeerAddresses(from, parsed).catch(() => {
+      // the peer store only fails when the node is stopping; the addresses are then moot
+    });
+  }
+
   #validate(msg: Message): TopicValidatorResult {
     let envelope: AnnouncementEnvelope;
     try {
@@ -193,6 +228,9 @@ export class RunGossip {
       return;
     }
     this.#stats.delivered++;
+    if (envelope.message.kind === "PeerAddresses") {
+      this.#remember(envelope.from, envelope.message.addresses);
+    }
     this.#options.onAnnouncement({
       from: envelope.from,
       message: envelope.message,
@@ -200,6 +238,9 @@ export class RunGossip {
     });
   }
 }
+
+/** Multiaddr protocol code of `/p2p/<peer id>`. */
+const P2P_PROTOCOL_CODE = 421;
 
 function dedupKey(envelope: AnnouncementEnvelope): string {
   return bytesToHex(envelope.from) + bytesToHex(envelope.messageBytes);

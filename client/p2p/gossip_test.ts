@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { createP2PNode, type P2PNode } from "./node.ts";
 import { type ReceivedAnnouncement, RunGossip } from "./gossip.ts";
-import { type Announcement, gossipTopic, signAnnouncement } from "./announcement.ts";
+import { gossipTopic, type RoundAnnouncement, signAnnouncement } from "./announcement.ts";
+import { PayloadService } from "./payload_service.ts";
 import { testPublic, testSecret, waitFor } from "./test_util.ts";
 
 const RUN = "gossip-test-run";
 const proof = { committee: "Trainer", position: 0, index: 0 } as const;
-const result = (step: number, tag: number): Announcement => ({
+const result = (step: number, tag: number): RoundAnnouncement => ({
   kind: "TrainingResult",
   step,
   proof,
@@ -145,4 +146,20 @@ Deno.test("an announcement relayed from a sender outside our allowlist is ignore
   await b.gossip.publish(result(2, 2));
   await waitFor("c to receive b", () => c.inbox.length === 1);
   assert.deepEqual(c.inbox[0].from, b.node.publicKey);
+});
+
+Deno.test("PeerAddresses lets a participant fetch from someone it never connected to", async () => {
+  await using members = await line();
+  const [a, , c] = members;
+  const provider = await PayloadService.start(a.node);
+  const fetcher = await PayloadService.start(c.node, { retry: { retries: 0 } });
+  const hash = provider.provide(new Uint8Array(10_000).fill(7));
+  // Before a announces its addresses, c has no way to reach it.
+  const before = await fetcher.fetch(hash, { providers: [a.node.publicKey] }).catch((e) => e);
+  assert.match(String(before), /unreachable/);
+  await a.gossip.announceAddresses();
+  await waitFor("c to receive a's addresses", () => c.inbox.length === 1);
+  assert.equal(c.inbox[0].message.kind, "PeerAddresses");
+  const bytes = await fetcher.fetch(hash, { providers: [a.node.publicKey] });
+  assert.equal(bytes.length, 10_000);
 });

@@ -34,6 +34,11 @@ export interface P2PNodeOptions {
   host?: string;
   /** TCP port to listen on; 0 (the default) picks a free one. */
   port?: number;
+  /**
+   * Addresses to advertise instead of the listen addresses (e.g. `/ip4/<public ip>/tcp/<port>`
+   * behind NAT or port forwarding). Default: the listen addresses.
+   */
+  publicAddresses?: string[];
   /** Peers allowed from the start (usually none until the first coordinator update). */
   allowedPeers?: Iterable<PublicKeyBytes>;
   /** Gossipsub heartbeat in ms (mesh maintenance). Default 1000; tests use less. */
@@ -141,7 +146,10 @@ export async function createP2PNode(options: P2PNodeOptions): Promise<P2PNode> {
   const allowlist = new Allowlist(options.allowedPeers ?? []);
   const libp2p = await createLibp2p<P2PServices>({
     privateKey,
-    addresses: { listen: [`/ip4/${host}/tcp/${port}`] },
+    addresses: {
+      listen: [`/ip4/${host}/tcp/${port}`],
+      ...(options.publicAddresses ? { announce: options.publicAddresses } : {}),
+    },
     transports: [tcp()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],

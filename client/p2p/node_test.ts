@@ -67,3 +67,11 @@ async function waitFor(cond: () => boolean, ms = 3000): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+Deno.test("publicAddresses replace the advertised addresses", async () => {
+  await using node = await createP2PNode({
+    secretKey: secret(4),
+    publicAddresses: ["/ip4/203.0.113.7/tcp/4001"],
+  });
+  assert.deepEqual(node.addresses().map(String), [`/ip4/203.0.113.7/tcp/4001/p2p/${node.peerId}`]);
+});

@@ -7,14 +7,14 @@
  *
  * @module
  */
-import type { Announcement } from "./announcement.ts";
+import type { RoundAnnouncement } from "./announcement.ts";
 
 /** How many steps back our announcements stay eligible for a resend (Psyche: 2). */
 export const DEFAULT_REBROADCAST_STEPS = 2;
 
 /** Our recent announcements, resent round-robin. */
 export class RebroadcastQueue {
-  #entries: Announcement[] = [];
+  #entries: RoundAnnouncement[] = [];
   #cursor = 0;
   readonly #keepSteps: number;
 
@@ -27,7 +27,7 @@ export class RebroadcastQueue {
   }
 
   /** Remembers an announcement we sent. */
-  record(message: Announcement): void {
+  record(message: RoundAnnouncement): void {
     this.#entries.push(message);
   }
 
@@ -40,7 +40,7 @@ export class RebroadcastQueue {
    * Drops announcements too old for `currentStep` and returns the next one to resend
    * (round-robin), or `undefined` when none is eligible.
    */
-  next(currentStep: number): Announcement | undefined {
+  next(currentStep: number): RoundAnnouncement | undefined {
     const oldest = currentStep - this.#keepSteps;
     const kept = this.#entries.filter((entry) => entry.step > oldest);
     if (kept.length !== this.#entries.length) {

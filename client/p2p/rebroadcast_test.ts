@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import type { Announcement } from "./announcement.ts";
+import type { RoundAnnouncement } from "./announcement.ts";
 import { RebroadcastQueue } from "./rebroadcast.ts";
 
-const finished = (step: number, tag: number): Announcement => ({
+const finished = (step: number, tag: number): RoundAnnouncement => ({
   kind: "Finished",
   step,
   proof: { committee: "Trainer", position: 0, index: 0 },

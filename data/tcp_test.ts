@@ -6,6 +6,7 @@ import type { BatchId } from "../coordinator/types.ts";
 import { encodeFrame, FrameReader, writeFrame } from "../net/frame.ts";
 import { clientHandshake } from "../net/handshake.ts";
 import { toHex } from "../net/identity.ts";
+import { DummyDataProvider } from "./dummy.ts";
 import { DataError } from "./errors.ts";
 import { LocalDataProvider } from "./local.ts";
 import { parseHostPort, TcpDataProvider } from "./tcp_client.ts";
@@ -266,4 +267,18 @@ Deno.test("the server closes a connection idle for longer than idleTimeoutMs", a
   const last = events.at(-1) as { kind: string; error?: Error };
   assert.equal(last.kind, "Disconnected");
   assert.equal(last.error?.name, "TimeoutError");
+});
+
+Deno.test("a batch whose reply would exceed the client's frame limit is refused TooLarge", async () => {
+  // 16 sequences of 2^20 u32 tokens = 64 MiB of tokens, plus the header: over the limit.
+  await using server = startDataServer({
+    provider: new DummyDataProvider(1 << 20),
+    authorize: () => "Allowed",
+  });
+  await using client = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+  await assert.rejects(
+    client.getSamples({ start: 0, end: 15 }),
+    /TooLarge.*67108864-byte frame limit/,
+  );
+  assert.equal((await client.getSamples({ start: 0, end: 0 })).tokens.length, 1 << 20);
 });

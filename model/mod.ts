@@ -37,6 +37,7 @@ export {
   f32ToF16Bits,
 } from "./float_codec.ts";
 export {
+  bindingRanges,
   initParams,
   LAYER_TENSORS,
   layerTensorName,

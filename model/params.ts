@@ -115,6 +115,21 @@ export function paramView(layout: ParamLayout, flat: Float32Array, name: string)
   return flat.subarray(e.offset, e.offset + e.size);
 }
 
+/**
+ * Splits `[0, size)` floats of a flat buffer into `[start, count]` ranges whose bytes fit in one
+ * storage binding of `maxBindingBytes`, each starting at a multiple of PARAM_ALIGN floats (the
+ * binding-offset alignment). Kernels over the whole buffer dispatch once per range.
+ */
+export function bindingRanges(size: number, maxBindingBytes: number): [number, number][] {
+  const per = Math.floor(maxBindingBytes / 4 / PARAM_ALIGN) * PARAM_ALIGN;
+  if (per < PARAM_ALIGN) {
+    throw new RangeError(`storage bindings of ${maxBindingBytes} bytes are too small`);
+  }
+  const out: [number, number][] = [];
+  for (let start = 0; start < size; start += per) out.push([start, Math.min(per, size - start)]);
+  return out;
+}
+
 /** murmur3's 32-bit finaliser: a bijective mix in which every input bit flips ~half the output. */
 function fmix32(h: number): number {
   h ^= h >>> 16;

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { countParameters, parseLlamaConfig } from "./hf_config.ts";
 import {
+  bindingRanges,
   initParams,
   llamaParamLayout,
   PARAM_ALIGN,
@@ -69,4 +70,11 @@ Deno.test("initParams: std initializer_range for matrices, ones for norms, zero 
   w.forEach((x, i) => {
     if (!used[i]) assert.equal(x, 0);
   });
+});
+
+Deno.test("bindingRanges: aligned ranges that cover the buffer and fit the binding", () => {
+  assert.deepEqual(bindingRanges(1000, 1024), [[0, 256], [256, 256], [512, 256], [768, 232]]);
+  assert.deepEqual(bindingRanges(100, 1 << 27), [[0, 100]]);
+  assert.deepEqual(bindingRanges(300, 1100), [[0, 256], [256, 44]]); // 275 floats → 256
+  assert.throws(() => bindingRanges(10, 200), /too small/);
 });

@@ -8,7 +8,7 @@
 import { CrossEntropy } from "../shaders/cross_entropy.ts";
 import { Elementwise } from "../shaders/elementwise.ts";
 import { Embedding } from "../shaders/embedding.ts";
-import type { GpuRuntime } from "../shaders/gpu.ts";
+import { type GpuRuntime, resolveView } from "../shaders/gpu.ts";
 import { Matmul } from "../shaders/matmul.ts";
 import { RmsNorm } from "../shaders/rmsnorm.ts";
 import { Rope, ropeTable } from "../shaders/rope.ts";
@@ -16,9 +16,14 @@ import { SumOfSquares } from "../shaders/sumsq.ts";
 import { SwiGlu } from "../shaders/swiglu.ts";
 import { Attention } from "../shaders/attention.ts";
 import type { LlamaKernels } from "./llama_kernels.ts";
+import { bindingRanges } from "./params.ts";
 
 /** The shaders/ kernels behind the {@link LlamaKernels} interface; dispose to free scratch. */
-export function shaderKernels(rt: GpuRuntime): LlamaKernels & Disposable {
+export function shaderKernels(
+  rt: GpuRuntime,
+  options?: { maxBindingBytes?: number },
+): LlamaKernels & Disposable {
+  const maxBindingBytes = options?.maxBindingBytes ?? rt.limits.maxStorageBufferBindingSize;
   const matmul = new Matmul(rt);
   const elementwise = new Elementwise(rt);
   const embedding = new Embedding(rt);
@@ -141,8 +146,18 @@ export function shaderKernels(rt: GpuRuntime): LlamaKernels & Disposable {
     },
     accumulate: (pass, a) => elementwise.axpy(pass, { x: a.x, y: a.y, n: a.n, alpha: 1 }),
     sumSquares: (pass, a) => {
-      const partials = scratchBuffer("sumsq partials", sumsq.partialsLength([a.n]));
-      sumsq.encode(pass, { inputs: [{ x: a.input, length: a.n }], partials, out: a.out });
+      // One sumsq input per range that fits in a storage binding (whole gradient buffers of
+      // large models exceed it).
+      const { buffer, offset } = resolveView(a.input);
+      const inputs = bindingRanges(a.n, maxBindingBytes).map(([start, count]) => ({
+        x: { buffer, offset: offset + start * 4, size: count * 4 },
+        length: count,
+      }));
+      const partials = scratchBuffer(
+        "sumsq partials",
+        sumsq.partialsLength(inputs.map((i) => i.length)),
+      );
+      sumsq.encode(pass, { inputs, partials, out: a.out });
     },
     [Symbol.dispose]() {
       for (const b of [...scratch.values(), ...retired]) rt.destroyBuffer(b);

@@ -18,6 +18,7 @@
  */
 import { type GpuRuntime, type GpuStep, viewLength } from "../shaders/gpu.ts";
 import { bindTensors, ceilDiv, dispatch, grid1d } from "../shaders/kernel.ts";
+import { bindingRanges } from "../model/params.ts";
 import type { Optimizer, OptimizerStepArgs } from "../train/optimizer.ts";
 import { adamwKernel } from "./adamw_wgsl.ts";
 
@@ -101,7 +102,16 @@ export class AdamW implements Optimizer {
   readonly #unusedSumSq: GPUBuffer;
   readonly #pipeline: GPUComputePipeline;
 
-  constructor(rt: GpuRuntime, options: { size: number; config: AdamWConfig; label?: string }) {
+  readonly #maxBindingBytes: number;
+
+  /**
+   * `maxBindingBytes` (default: the device's maxStorageBufferBindingSize) caps each dispatch's
+   * bindings; larger buffers are updated in several ranges.
+   */
+  constructor(
+    rt: GpuRuntime,
+    options: { size: number; config: AdamWConfig; label?: string; maxBindingBytes?: number },
+  ) {
     const { size, config } = options;
     validateAdamWConfig(config);
     if (!Number.isInteger(size) || size <= 0 || size % 4 !== 0) {
@@ -110,6 +120,7 @@ export class AdamW implements Optimizer {
     const label = options.label ?? "adamw";
     this.#rt = rt;
     this.#size = size;
+    this.#maxBindingBytes = options.maxBindingBytes ?? rt.limits.maxStorageBufferBindingSize;
     this.config = { ...config };
     this.m = rt.buffer(`${label} m`, size * 4);
     this.v = rt.buffer(`${label} v`, size * 4);
@@ -148,16 +159,25 @@ export class AdamW implements Optimizer {
         c.maxGradNorm,
       ]),
     );
-    const n4 = this.#size / 4;
-    const group = bindTensors(this.#rt, this.#pipeline, [n4, 0, 0, 0], [
-      this.#hyper,
-      args.gradSumSq ?? this.#unusedSumSq,
-      { buffer: args.params, size: this.#size * 4 },
-      { buffer: args.grads, size: this.#size * 4 },
-      this.m,
-      this.v,
-    ]);
-    dispatch(step.pass, this.#pipeline, group, grid1d(ceilDiv(n4, this.#rt.profile.workgroupSize)));
+    // Storage bindings are capped (128 MiB on lavapipe): update the buffer in ranges that fit.
+    for (const [start, count] of bindingRanges(this.#size, this.#maxBindingBytes)) {
+      const range = (buffer: GPUBuffer) => ({ buffer, offset: start * 4, size: count * 4 });
+      const n4 = count / 4;
+      const group = bindTensors(this.#rt, this.#pipeline, [n4, 0, 0, 0], [
+        this.#hyper,
+        args.gradSumSq ?? this.#unusedSumSq,
+        range(args.params),
+        range(args.grads),
+        range(this.m),
+        range(this.v),
+      ]);
+      dispatch(
+        step.pass,
+        this.#pipeline,
+        group,
+        grid1d(ceilDiv(n4, this.#rt.profile.workgroupSize)),
+      );
+    }
   }
 
   /** Frees the moment buffers. */

@@ -29,14 +29,14 @@ Deno.test("clipScale follows torch's clip_grad_norm_", () => {
   assert.throws(() => validateAdamWConfig({ ...ADAMW_DEFAULTS, eps: 0 }), /eps/);
 });
 
-async function gpuMatchesReference(config: AdamWConfig, seed: number) {
+async function gpuMatchesReference(config: AdamWConfig, seed: number, maxBindingBytes?: number) {
   using rt = await GpuRuntime.create();
   const size = 4 * 1000 + 64;
   const params0 = randomF32(seed, size);
   const params = rt.buffer("params", params0);
   const grads = rt.buffer("grads", size * 4);
   const sumsq = rt.buffer("sumsq", 4);
-  using opt = new AdamW(rt, { size, config });
+  using opt = new AdamW(rt, { size, config, maxBindingBytes });
   const ref = { params: params0.slice(), m: new Float32Array(size), v: new Float32Array(size) };
   for (let t = 1; t <= 4; t++) {
     const g = randomF32(seed + t, size, -3, 3);
@@ -69,6 +69,10 @@ Deno.test("AdamW on the GPU matches the reference over 4 steps, without clipping
 
 Deno.test("AdamW on the GPU matches the reference over 4 steps, with clipping", async () => {
   await gpuMatchesReference({ ...ADAMW_DEFAULTS, maxGradNorm: 1 }, 2);
+});
+
+Deno.test("AdamW updates large buffers in binding-sized ranges", async () => {
+  await gpuMatchesReference({ ...ADAMW_DEFAULTS, maxGradNorm: 1 }, 3, 1024);
 });
 
 Deno.test("AdamW rejects bad arguments", async () => {

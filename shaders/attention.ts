@@ -26,12 +26,32 @@ import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./k
 const PARAMS = `struct Params { b: u32, t: u32, h: u32, kvh: u32, scale: f32 }
 @group(0) @binding(0) var<uniform> p: Params;`;
 
-/** Dot product of two rows of DV vec4s. */
-function rowDot(dv: number, a: string, b: string): string {
-  return `{ var acc = vec4<f32>(); for (var d = 0u; d < ${dv}u; d++) { acc = fma(${a}, ${b}, acc); } dot_out = acc.x + acc.y + acc.z + acc.w; }`;
+const lanes = (dv: number) => Array.from({ length: dv }, (_, j) => j);
+
+/** `name` = the dot product of two D-rows given per vec4 lane `j` (unrolled, one fma chain). */
+function rowDot(dv: number, name: string, a: (j: number) => string, b: (j: number) => string) {
+  const chain = lanes(dv).reduce(
+    (acc, j) => j === 0 ? `${a(j)} * ${b(j)}` : `fma(${a(j)}, ${b(j)}, ${acc})`,
+    "",
+  );
+  return `let ${name}_v = ${chain};
+    let ${name} = ${name}_v.x + ${name}_v.y + ${name}_v.z + ${name}_v.w;`;
 }
 
-/** Forward: one invocation per (b, h, t) query row, online softmax over keys 0..t. */
+/** `let`/`var` declarations of one register per vec4 lane: `prefix0 .. prefix{dv-1}`. */
+function regs(dv: number, kind: "let" | "var", prefix: string, init: (j: number) => string) {
+  return lanes(dv).map((j) => `  ${kind} ${prefix}${j} = ${init(j)};`).join("\n");
+}
+
+/** One statement per vec4 lane. */
+function each(dv: number, stmt: (j: number) => string, indent = "    "): string {
+  return lanes(dv).map((j) => indent + stmt(j)).join("\n");
+}
+
+/**
+ * Forward: one invocation per (b, h, t) query row, online softmax over keys 0..t. Rows live in
+ * named registers (the loops over D are unrolled), which llvmpipe keeps in SIMD registers.
+ */
 export function attentionForwardKernel(d: number, wg: number): string {
   const dv = d / 4;
   return `${PARAMS}
@@ -47,25 +67,23 @@ ${main1d(wg)}
   let bb = i / (p.t * p.h);
   let g = hh / (p.h / p.kvh);
   let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
-  var qr: array<vec4<f32>, ${dv}>;
-  var acc: array<vec4<f32>, ${dv}>;
-  for (var d = 0u; d < ${dv}u; d++) { qr[d] = q[qo + d]; }
+${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
+${regs(dv, "var", "acc", () => "vec4<f32>()")}
   var m = -3.0e38;
   var l = 0.0;
   for (var s = 0u; s <= tq; s++) {
     let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
-    var dot_out = 0.0;
-    ${rowDot(dv, "qr[d]", "k[ko + d]")}
-    let score = dot_out * p.scale;
+    ${rowDot(dv, "qk", (j) => `q${j}`, (j) => `k[ko + ${j}u]`)}
+    let score = qk * p.scale;
     let mn = max(m, score);
     let corr = exp(m - mn);
     let e = exp(score - mn);
     l = l * corr + e;
-    for (var d = 0u; d < ${dv}u; d++) { acc[d] = fma(vec4<f32>(e), v[ko + d], acc[d] * corr); }
+${each(dv, (j) => `acc${j} = fma(vec4<f32>(e), v[ko + ${j}u], acc${j} * corr);`)}
     m = mn;
   }
   let inv = 1.0 / l;
-  for (var d = 0u; d < ${dv}u; d++) { out[qo + d] = acc[d] * inv; }
+${each(dv, (j) => `out[qo + ${j}u] = acc${j} * inv;`, "  ")}
   lse[(bb * p.h + hh) * p.t + tq] = m + log(l);
 }
 `;
@@ -84,9 +102,8 @@ ${main1d(wg)}
   let hh = (i / p.t) % p.h;
   let bb = i / (p.t * p.h);
   let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
-  var dot_out = 0.0;
-  ${rowDot(dv, "out[qo + d]", "dout[qo + d]")}
-  delta[(bb * p.h + hh) * p.t + tq] = dot_out;
+  ${rowDot(dv, "od", (j) => `out[qo + ${j}u]`, (j) => `dout[qo + ${j}u]`)}
+  delta[(bb * p.h + hh) * p.t + tq] = od;
 }
 `;
 }
@@ -112,20 +129,18 @@ ${main1d(wg)}
   let row = (bb * p.h + hh) * p.t + tq;
   let lrow = lse[row];
   let drow = delta[row];
-  var qr: array<vec4<f32>, ${dv}>;
-  var dor: array<vec4<f32>, ${dv}>;
-  var acc: array<vec4<f32>, ${dv}>;
-  for (var d = 0u; d < ${dv}u; d++) { qr[d] = q[qo + d]; dor[d] = dout[qo + d]; }
+${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
+${regs(dv, "let", "do", (j) => `dout[qo + ${j}u]`)}
+${regs(dv, "var", "acc", () => "vec4<f32>()")}
   for (var s = 0u; s <= tq; s++) {
     let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
-    var dot_out = 0.0;
-    ${rowDot(dv, "qr[d]", "k[ko + d]")}
-    let prob = exp(dot_out * p.scale - lrow);
-    ${rowDot(dv, "dor[d]", "v[ko + d]")}
-    let ds = prob * (dot_out - drow);
-    for (var d = 0u; d < ${dv}u; d++) { acc[d] = fma(vec4<f32>(ds), k[ko + d], acc[d]); }
+    ${rowDot(dv, "qk", (j) => `q${j}`, (j) => `k[ko + ${j}u]`)}
+    let prob = exp(qk * p.scale - lrow);
+    ${rowDot(dv, "dp", (j) => `do${j}`, (j) => `v[ko + ${j}u]`)}
+    let ds = vec4<f32>(prob * (dp - drow));
+${each(dv, (j) => `acc${j} = fma(ds, k[ko + ${j}u], acc${j});`)}
   }
-  for (var d = 0u; d < ${dv}u; d++) { dq[qo + d] = acc[d] * p.scale; }
+${each(dv, (j) => `dq[qo + ${j}u] = acc${j} * p.scale;`, "  ")}
 }
 `;
 }
@@ -141,7 +156,7 @@ export function attentionDkvKernel(d: number, wg: number): string {
 @group(0) @binding(5) var<storage, read> dout: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read> delta: array<f32>;
 @group(0) @binding(7) var<storage, read_write> dk: array<vec4<f32>>;
-@group(0) @binding(8) var<storage, read_write> dvv: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> dv: array<vec4<f32>>;
 ${main1d(wg)}
   if (i >= p.b * p.kvh * p.t) { return; }
   let s = i % p.t;
@@ -149,27 +164,25 @@ ${main1d(wg)}
   let bb = i / (p.t * p.kvh);
   let rep = p.h / p.kvh;
   let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
-  var kr: array<vec4<f32>, ${dv}>;
-  var vr: array<vec4<f32>, ${dv}>;
-  var dka: array<vec4<f32>, ${dv}>;
-  var dva: array<vec4<f32>, ${dv}>;
-  for (var d = 0u; d < ${dv}u; d++) { kr[d] = k[ko + d]; vr[d] = v[ko + d]; }
+${regs(dv, "let", "k", (j) => `k[ko + ${j}u]`)}
+${regs(dv, "let", "v", (j) => `v[ko + ${j}u]`)}
+${regs(dv, "var", "dka", () => "vec4<f32>()")}
+${regs(dv, "var", "dva", () => "vec4<f32>()")}
   for (var hh = g * rep; hh < (g + 1u) * rep; hh++) {
     for (var tq = s; tq < p.t; tq++) {
       let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
       let row = (bb * p.h + hh) * p.t + tq;
-      var dot_out = 0.0;
-      ${rowDot(dv, "q[qo + d]", "kr[d]")}
-      let prob = exp(dot_out * p.scale - lse[row]);
-      ${rowDot(dv, "dout[qo + d]", "vr[d]")}
-      let ds = prob * (dot_out - delta[row]);
-      for (var d = 0u; d < ${dv}u; d++) {
-        dva[d] = fma(vec4<f32>(prob), dout[qo + d], dva[d]);
-        dka[d] = fma(vec4<f32>(ds), q[qo + d], dka[d]);
-      }
+      ${rowDot(dv, "qk", (j) => `q[qo + ${j}u]`, (j) => `k${j}`)}
+      let prob = exp(qk * p.scale - lse[row]);
+      ${rowDot(dv, "dp", (j) => `dout[qo + ${j}u]`, (j) => `v${j}`)}
+      let ds = vec4<f32>(prob * (dp - delta[row]));
+      let pv = vec4<f32>(prob);
+${each(dv, (j) => `dva${j} = fma(pv, dout[qo + ${j}u], dva${j});`, "      ")}
+${each(dv, (j) => `dka${j} = fma(ds, q[qo + ${j}u], dka${j});`, "      ")}
     }
   }
-  for (var d = 0u; d < ${dv}u; d++) { dk[ko + d] = dka[d] * p.scale; dvv[ko + d] = dva[d]; }
+${each(dv, (j) => `dk[ko + ${j}u] = dka${j} * p.scale;`, "  ")}
+${each(dv, (j) => `dv[ko + ${j}u] = dva${j};`, "  ")}
 }
 `;
 }

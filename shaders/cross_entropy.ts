@@ -16,7 +16,16 @@
  */
 
 import { f32Bits, type GpuRuntime, type TensorView } from "./gpu.ts";
-import { bindTensors, dispatch, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+import {
+  bindTensors,
+  ceilDiv,
+  dispatch,
+  dispatch1d,
+  main1d,
+  MAX_GRID,
+  requireDims,
+  requireLength,
+} from "./kernel.ts";
 
 /** The target value that marks a row as ignored (torch's default `ignore_index`). */
 export const IGNORE_INDEX = -100;
@@ -32,10 +41,13 @@ export function crossEntropyRowsKernel(wg: number): string {
 ${main1d(wg)}
   if (i >= p.n) { return; }
   let base = i * p.v;
+  // Online log-sum-exp: one pass, one exp per logit; s is rescaled when the maximum grows.
   var m = logits[base];
-  for (var j = 1u; j < p.v; j++) { m = max(m, logits[base + j]); }
-  var s = 0.0;
-  for (var j = 0u; j < p.v; j++) { s += exp(logits[base + j] - m); }
+  var s = 1.0;
+  for (var j = 1u; j < p.v; j++) {
+    let x = logits[base + j];
+    if (x > m) { s = s * exp(m - x) + 1.0; m = x; } else { s += exp(x - m); }
+  }
   let l = m + log(s);
   lse[i] = l;
   let t = targets[i];
@@ -88,8 +100,12 @@ ${tree.join("\n")}
 `;
 }
 
-/** Backward, one invocation per logit; `inPlace` writes the gradient over the logits. */
-export function crossEntropyBackwardKernel(wg: number, inPlace: boolean): string {
+/**
+ * Backward: workgroup `(x, y + z·ny)` covers columns `x·wg·items ..` of that row, each invocation
+ * `items` columns `wg` apart (no integer division per element). `inPlace` writes the gradient
+ * over the logits.
+ */
+export function crossEntropyBackwardKernel(wg: number, inPlace: boolean, items = 1): string {
   return `struct Params { n: u32, v: u32, scale: f32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, ${inPlace ? "read_write" : "read"}> logits: array<f32>;
@@ -97,18 +113,28 @@ export function crossEntropyBackwardKernel(wg: number, inPlace: boolean): string
 @group(0) @binding(3) var<storage, read> lse: array<f32>;
 @group(0) @binding(4) var<storage, read> stats: array<f32>;
 ${inPlace ? "" : "@group(0) @binding(5) var<storage, read_write> dlogits: array<f32>;"}
-${main1d(wg)}
-  if (i >= p.n * p.v) { return; }
-  let row = i / p.v;
-  let col = i % p.v;
+
+@compute @workgroup_size(${wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let row = wid.y + wid.z * nwg.y;
+  if (row >= p.n) { return; }
   let t = targets[row];
   let count = stats[1];
-  var g = 0.0;
-  if (t != ${IGNORE_INDEX} && count > 0.0) {
-    let prob = exp(logits[i] - lse[row]);
-    g = (prob - select(0.0, 1.0, i32(col) == t)) * (p.scale / count);
+  let live = t != ${IGNORE_INDEX} && count > 0.0;
+  let l = lse[row];
+  let k = p.scale / count;
+  let base = row * p.v;
+  let first = wid.x * ${wg * items}u + li;
+  for (var it = 0u; it < ${items}u; it++) {
+    let col = first + it * ${wg}u;
+    if (col >= p.v) { break; }
+    var g = 0.0;
+    if (live) {
+      g = (exp(logits[base + col] - l) - select(0.0, 1.0, i32(col) == t)) * k;
+    }
+    ${inPlace ? "logits" : "dlogits"}[base + col] = g;
   }
-  ${inPlace ? "logits" : "dlogits"}[i] = g;
 }
 `;
 }
@@ -125,9 +151,17 @@ export interface CrossEntropyDims {
 export class CrossEntropy {
   readonly #rt: GpuRuntime;
   readonly #wg: number;
+  readonly #items: number;
 
-  /** `workgroupSize` must be a power of two (the mean's tree halves it). */
-  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
+  /**
+   * `workgroupSize` must be a power of two (the mean's tree halves it); `items` is the backward's
+   * elements per invocation (the profile's `itemsPerInvocation` by default).
+   */
+  constructor(
+    rt: GpuRuntime,
+    workgroupSize: number = rt.profile.workgroupSize,
+    items: number = rt.profile.itemsPerInvocation,
+  ) {
     if (!Number.isInteger(Math.log2(workgroupSize))) {
       throw new RangeError(
         `cross-entropy: workgroupSize must be a power of two, got ${workgroupSize}`,
@@ -135,6 +169,7 @@ export class CrossEntropy {
     }
     this.#rt = rt;
     this.#wg = workgroupSize;
+    this.#items = items;
   }
 
   /** `out = [mean loss, count]`; also writes `lse [N]` and `losses [N]`. */
@@ -188,13 +223,14 @@ export class CrossEntropy {
       requireLength('cross-entropy backward: binding "dLogits"', args.dLogits, n * v, "[N, V]");
       views.push(args.dLogits);
     }
-    const wg = this.#wg;
+    const [wg, items] = [this.#wg, this.#items];
     const pipeline = this.#rt.pipeline(
-      `cross-entropy/backward${inPlace ? "-in-place" : ""}/${wg}`,
-      () => crossEntropyBackwardKernel(wg, inPlace),
+      `cross-entropy/backward${inPlace ? "-in-place" : ""}/${wg}x${items}`,
+      () => crossEntropyBackwardKernel(wg, inPlace, items),
     );
     const group = bindTensors(this.#rt, pipeline, [n, v, f32Bits(args.scale ?? 1)], views);
-    dispatch1d(pass, pipeline, group, n * v, wg);
+    const rowsY = Math.min(n, MAX_GRID);
+    dispatch(pass, pipeline, group, [ceilDiv(v, wg * items), rowsY, ceilDiv(n, rowsY)]);
   }
 
   #check(

@@ -32,7 +32,7 @@ const OPS: Record<ElementwiseOp, { bindings: [string, "read" | "read_write"][]; 
 };
 
 /** WGSL source of one elementwise op. */
-export function elementwiseKernel(op: ElementwiseOp, wg: number): string {
+export function elementwiseKernel(op: ElementwiseOp, wg: number, items = 1): string {
   const { bindings, body } = OPS[op];
   return `struct Params { n: u32, alpha: f32 }
 @group(0) @binding(0) var<uniform> p: Params;
@@ -41,7 +41,7 @@ ${
       `@group(0) @binding(${i + 1}) var<storage, ${access}> ${name}: array<f32>;`
     ).join("\n")
   }
-${main1d(wg)}
+${main1d(wg, items)}
   if (i >= p.n) { return; }
   ${body}
 }
@@ -52,10 +52,17 @@ ${main1d(wg)}
 export class Elementwise {
   readonly #rt: GpuRuntime;
   readonly #wg: number;
+  readonly #items: number;
 
-  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
+  /** `items`: elements per invocation (the profile's `itemsPerInvocation` by default). */
+  constructor(
+    rt: GpuRuntime,
+    workgroupSize: number = rt.profile.workgroupSize,
+    items: number = rt.profile.itemsPerInvocation,
+  ) {
     this.#rt = rt;
     this.#wg = workgroupSize;
+    this.#items = items;
   }
 
   /** `out[i] = value` for i < n. */
@@ -99,11 +106,12 @@ export class Elementwise {
     requireDims(op, { n }, { allowZero: true });
     if (n === 0) return;
     views.forEach((v, i) => requireLength(`${op}: binding "${OPS[op].bindings[i][0]}"`, v, n, "n"));
+    const [wg, items] = [this.#wg, this.#items];
     const pipeline = this.#rt.pipeline(
-      `elementwise/${op}/${this.#wg}`,
-      () => elementwiseKernel(op, this.#wg),
+      `elementwise/${op}/${wg}x${items}`,
+      () => elementwiseKernel(op, wg, items),
     );
     const group = bindTensors(this.#rt, pipeline, [n, f32Bits(alpha)], views);
-    dispatch1d(pass, pipeline, group, n, this.#wg);
+    dispatch1d(pass, pipeline, group, n, wg, items);
   }
 }

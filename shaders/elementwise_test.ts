@@ -2,13 +2,14 @@ import assert from "node:assert/strict";
 import { Elementwise } from "./elementwise.ts";
 import { GpuRuntime } from "./gpu.ts";
 import { addRef, axpyRef, sumsqRef } from "./reference/elementwise.ts";
-import { SumOfSquares } from "./sumsq.ts";
+import { CHUNK_ITEMS, SumOfSquares } from "./sumsq.ts";
 import { assertClose, F32_EPS, randomF32 } from "./test_util.ts";
 
 Deno.test("elementwise ops match the reference on odd lengths", async () => {
   using rt = await GpuRuntime.create();
-  const ew = new Elementwise(rt);
-  for (const n of [1, 7, 64, 1000, 4099]) {
+  // items: elements per invocation (1 on GPUs, 16 on CPUs); 7 leaves ragged tails.
+  for (const [n, items] of [[1, 1], [7, 16], [64, 7], [1000, 1], [4099, 7], [4099, 16]]) {
+    const ew = new Elementwise(rt, 64, items);
     const a = randomF32(n, n + 5), b = randomF32(n + 1, n + 5);
     const ga = rt.buffer("a", a), gb = rt.buffer("b", b), out = rt.buffer("out", (n + 5) * 4);
     const y = rt.buffer("y", b),
@@ -92,7 +93,7 @@ Deno.test("sum of squares over several buffers is exact to f32 summation error a
     // All terms are non-negative, so the f32 summation error is at most (depth)·u·Σ, with depth
     // the longest chain of additions: items + log2(wg) per pass, two passes, plus the squaring.
     const n = lengths.reduce((a, b) => a + b);
-    const depth = 16 + 2 * Math.log2(wg) + n / (16 * wg) + 2;
+    const depth = CHUNK_ITEMS + 2 * Math.log2(wg) + n / (CHUNK_ITEMS * wg) + 2;
     assertClose([results[0]], [want], depth * F32_EPS * want, `sumsq wg=${wg}`);
     assert.equal(results[0], results[1], "bit-identical on repeat");
   }

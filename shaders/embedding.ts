@@ -20,13 +20,13 @@ import type { GpuRuntime, TensorView } from "./gpu.ts";
 import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
 
 /** Forward: `out[n, c] = table[tokens[n], c]`, one invocation per output element. */
-export function embeddingForwardKernel(wg: number): string {
+export function embeddingForwardKernel(wg: number, items = 1): string {
   return `struct Params { n: u32, c: u32, vocab: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> tokens: array<u32>;
 @group(0) @binding(2) var<storage, read> table: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-${main1d(wg)}
+${main1d(wg, items)}
   if (i >= p.n * p.c) { return; }
   let row = i / p.c;
   let col = i % p.c;
@@ -61,14 +61,14 @@ ${main1d(wg)}
 }
 
 /** Backward pass 2: `dTable[tok, c] += Σ over the chain of dOut[pos, c]`, positions ascending. */
-export function embeddingGradKernel(wg: number): string {
+export function embeddingGradKernel(wg: number, items = 1): string {
   return `struct Params { n: u32, c: u32, vocab: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> tokens: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dtable: array<f32>;
 @group(0) @binding(3) var<storage, read> dout: array<f32>;
 @group(0) @binding(4) var<storage, read> links: array<u32>;
-${main1d(wg)}
+${main1d(wg, items)}
   if (i >= p.n * p.c) { return; }
   let row = i / p.c;
   let col = i % p.c;
@@ -100,10 +100,17 @@ export interface EmbeddingDims {
 export class Embedding {
   readonly #rt: GpuRuntime;
   readonly #wg: number;
+  readonly #items: number;
 
-  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
+  /** `items`: elements per invocation (the profile's `itemsPerInvocation` by default). */
+  constructor(
+    rt: GpuRuntime,
+    workgroupSize: number = rt.profile.workgroupSize,
+    items: number = rt.profile.itemsPerInvocation,
+  ) {
     this.#rt = rt;
     this.#wg = workgroupSize;
+    this.#items = items;
   }
 
   /** Elements of the `links` scratch (u32) the backward needs: `2·N`. */
@@ -120,16 +127,17 @@ export class Embedding {
     this.#check("embedding forward", args);
     requireLength('embedding forward: binding "table"', args.table, vocab * c, "[V, C]");
     requireLength('embedding forward: binding "out"', args.out, n * c, "[N, C]");
+    const [wg, items] = [this.#wg, this.#items];
     const pipeline = this.#rt.pipeline(
-      `embedding/forward/${this.#wg}`,
-      () => embeddingForwardKernel(this.#wg),
+      `embedding/forward/${wg}x${items}`,
+      () => embeddingForwardKernel(wg, items),
     );
     const group = bindTensors(this.#rt, pipeline, [n, c, vocab], [
       args.tokens,
       args.table,
       args.out,
     ]);
-    dispatch1d(pass, pipeline, group, n * c, this.#wg);
+    dispatch1d(pass, pipeline, group, n * c, wg, items);
   }
 
   /**
@@ -150,9 +158,12 @@ export class Embedding {
     requireLength('embedding backward: binding "dTable"', args.dTable, vocab * c, "[V, C]");
     requireLength('embedding backward: binding "dOut"', args.dOut, n * c, "[N, C]");
     requireLength('embedding backward: binding "links"', args.links, 2 * n, "2·N");
-    const wg = this.#wg;
+    const [wg, items] = [this.#wg, this.#items];
     const links = this.#rt.pipeline(`embedding/links/${wg}`, () => embeddingLinksKernel(wg));
-    const grad = this.#rt.pipeline(`embedding/grad/${wg}`, () => embeddingGradKernel(wg));
+    const grad = this.#rt.pipeline(
+      `embedding/grad/${wg}x${items}`,
+      () => embeddingGradKernel(wg, items),
+    );
     const params = [n, c, vocab];
     dispatch1d(
       pass,
@@ -167,7 +178,7 @@ export class Embedding {
       args.dOut,
       args.links,
     ]);
-    dispatch1d(pass, grad, group, n * c, wg);
+    dispatch1d(pass, grad, group, n * c, wg, items);
   }
 
   #check(what: string, args: EmbeddingDims & { tokens: TensorView }): void {

@@ -6,8 +6,9 @@ import { assertClose, F32_EPS, randomF32, randomInts } from "./test_util.ts";
 
 Deno.test("embedding forward and deterministic backward match the reference", async () => {
   using rt = await GpuRuntime.create();
-  const emb = new Embedding(rt);
-  for (const [n, c, vocab] of [[1, 1, 1], [37, 5, 11], [130, 24, 7], [64, 3, 1000]]) {
+  const cases = [[1, 1, 1, 1], [37, 5, 11, 16], [130, 24, 7, 7], [64, 3, 1000, 1]];
+  for (const [n, c, vocab, items] of cases) {
+    const emb = new Embedding(rt, 64, items);
     const tokens = randomInts(n, n, vocab);
     if (n > 1) tokens[n - 1] = vocab + 3; // out of range: NaN row forward, skipped backward
     const table = randomF32(n + 1, vocab * c);

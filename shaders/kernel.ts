@@ -86,23 +86,41 @@ export function dispatch(
 }
 
 /**
- * WGSL entry-point header of a one-dimensional kernel: declares `main` with workgroup size `wg` and
- * binds `i`, the linear invocation index over a {@link grid1d} grid. Follow with the body and `}`.
+ * WGSL entry-point header of a one-dimensional kernel: declares `main` with workgroup size `wg`
+ * and binds `i`, the linear invocation index over a {@link grid1d} grid. Follow with the body
+ * (which may `return` early) and `}`.
+ *
+ * With `items` (elements per invocation, for CPU adapters where each workgroup costs a launch),
+ * `main` calls the body, emitted as `fn item(i: u32)`, for `items` indices `wg` apart; the body
+ * then sees only `i` and module-scope declarations. Dispatch with the same `items`.
  */
-export function main1d(wg: number): string {
-  return `@compute @workgroup_size(${wg})
+export function main1d(wg: number, items?: number): string {
+  const head = `@compute @workgroup_size(${wg})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) li: u32) {
+        @builtin(local_invocation_index) li: u32) {`;
+  if (items === undefined) {
+    return `${head}
   let i = (wid.x + wid.y * nwg.x) * ${wg}u + li;`;
+  }
+  return `${head}
+  let first = (wid.x + wid.y * nwg.x) * ${wg * items}u + li;
+  for (var it = 0u; it < ${items}u; it++) { item(first + it * ${wg}u); }
 }
 
-/** Dispatch enough workgroups of size `wg` for `threads` invocations of a {@link main1d} kernel. */
+fn item(i: u32) {`;
+}
+
+/**
+ * Dispatch enough workgroups of size `wg` for `threads` indices of a {@link main1d} kernel
+ * handling `items` indices per invocation (default 1).
+ */
 export function dispatch1d(
   pass: GPUComputePassEncoder,
   pipeline: GPUComputePipeline,
   bindGroup: GPUBindGroup,
   threads: number,
   wg: number,
+  items = 1,
 ): void {
-  dispatch(pass, pipeline, bindGroup, grid1d(ceilDiv(Math.max(1, threads), wg)));
+  dispatch(pass, pipeline, bindGroup, grid1d(ceilDiv(Math.max(1, threads), wg * items)));
 }

@@ -37,6 +37,12 @@ export interface TuningProfile {
   readonly matmul: MatmulTiling;
   /** Invocations per workgroup of the one-dimensional kernels (elementwise, norms, losses). */
   readonly workgroupSize: number;
+  /**
+   * Elements each invocation of an elementwise-style kernel handles. On CPU adapters every
+   * workgroup is a separate launch (about a microsecond on llvmpipe), so large arrays are covered
+   * by fewer, longer invocations.
+   */
+  readonly itemsPerInvocation: number;
 }
 
 /** Register-blocked matmul for CPU adapters: 8×16 outputs per invocation, 8×8 invocations. */
@@ -45,6 +51,7 @@ export const CPU_PROFILE: TuningProfile = {
   cpu: true,
   matmul: { strategy: "register", rows: 8, cols: 16, workgroup: [8, 8], depth: 0 },
   workgroupSize: 64,
+  itemsPerInvocation: 16,
 };
 
 /** Workgroup-tiled matmul for GPUs: 64×64 tiles, 16 deep, 16×16 invocations of 4×4 outputs. */
@@ -53,6 +60,7 @@ export const GPU_PROFILE: TuningProfile = {
   cpu: false,
   matmul: { strategy: "tiled", rows: 4, cols: 4, workgroup: [16, 16], depth: 16 },
   workgroupSize: 256,
+  itemsPerInvocation: 1,
 };
 
 /** The adapter fields that decide the profile (a subset of `GPUAdapterInfo`). */

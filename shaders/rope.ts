@@ -47,12 +47,12 @@ export function ropeTable(t: number, d: number, theta: number): Float32Array {
 }
 
 /** In-place rotation; `direction` is 1 (forward) or −1 (backward: rotate back). */
-export function ropeKernel(wg: number): string {
+export function ropeKernel(wg: number, items = 1): string {
   return `struct Params { n: u32, t: u32, heads: u32, d: u32, direction: f32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>;
 @group(0) @binding(2) var<storage, read> table: array<f32>;
-${main1d(wg)}
+${main1d(wg, items)}
   let half = p.d / 2u;
   if (i >= p.n * p.heads * half) { return; }
   let pair = i % half;
@@ -86,10 +86,17 @@ export interface RopeDims {
 export class Rope {
   readonly #rt: GpuRuntime;
   readonly #wg: number;
+  readonly #items: number;
 
-  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
+  /** `items`: elements per invocation (the profile's `itemsPerInvocation` by default). */
+  constructor(
+    rt: GpuRuntime,
+    workgroupSize: number = rt.profile.workgroupSize,
+    items: number = rt.profile.itemsPerInvocation,
+  ) {
     this.#rt = rt;
     this.#wg = workgroupSize;
+    this.#items = items;
   }
 
   /** Rotate `x [N, heads, D]` in place by its positions. */
@@ -118,10 +125,10 @@ export class Rope {
     if (d % 2 !== 0) throw new RangeError(`rope: head size D must be even, got ${d}`);
     requireLength('rope: binding "x"', args.x, n * heads * d, "[N, heads, D]");
     requireLength('rope: binding "table"', args.table, t * d, "[T, D/2, 2]");
-    const wg = this.#wg;
-    const pipeline = this.#rt.pipeline(`rope/${wg}`, () => ropeKernel(wg));
+    const [wg, items] = [this.#wg, this.#items];
+    const pipeline = this.#rt.pipeline(`rope/${wg}x${items}`, () => ropeKernel(wg, items));
     const params = [n, t, heads, d, direction === 1 ? 0x3f800000 : 0xbf800000];
     const group = bindTensors(this.#rt, pipeline, params, [args.x, args.table]);
-    dispatch1d(pass, pipeline, group, (n * heads * d) / 2, wg);
+    dispatch1d(pass, pipeline, group, (n * heads * d) / 2, wg, items);
   }
 }

@@ -14,8 +14,8 @@
 import type { GpuRuntime, TensorView } from "./gpu.ts";
 import { bindTensors, ceilDiv, dispatch, grid1d, requireDims, requireLength } from "./kernel.ts";
 
-/** Elements each invocation squares in pass 1. */
-export const CHUNK_ITEMS = 16;
+/** Elements each invocation squares in pass 1 (64: few workgroups, each a launch on CPUs). */
+export const CHUNK_ITEMS = 64;
 
 function treeReduce(wg: number): string {
   const steps: string[] = [];

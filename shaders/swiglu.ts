@@ -11,13 +11,13 @@ import type { GpuRuntime, TensorView } from "./gpu.ts";
 import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
 
 /** Forward, one invocation per element. */
-export function swigluForwardKernel(wg: number): string {
+export function swigluForwardKernel(wg: number, items = 1): string {
   return `struct Params { n: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> gate: array<f32>;
 @group(0) @binding(2) var<storage, read> up: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
-${main1d(wg)}
+${main1d(wg, items)}
   if (i >= p.n) { return; }
   let g = gate[i];
   out[i] = g / (1.0 + exp(-g)) * up[i];
@@ -26,7 +26,7 @@ ${main1d(wg)}
 }
 
 /** Backward, one invocation per element. */
-export function swigluBackwardKernel(wg: number): string {
+export function swigluBackwardKernel(wg: number, items = 1): string {
   return `struct Params { n: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> gate: array<f32>;
@@ -34,7 +34,7 @@ export function swigluBackwardKernel(wg: number): string {
 @group(0) @binding(3) var<storage, read> dout: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dgate: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dup: array<f32>;
-${main1d(wg)}
+${main1d(wg, items)}
   if (i >= p.n) { return; }
   let g = gate[i];
   let sig = 1.0 / (1.0 + exp(-g));
@@ -49,10 +49,17 @@ ${main1d(wg)}
 export class SwiGlu {
   readonly #rt: GpuRuntime;
   readonly #wg: number;
+  readonly #items: number;
 
-  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
+  /** `items`: elements per invocation (the profile's `itemsPerInvocation` by default). */
+  constructor(
+    rt: GpuRuntime,
+    workgroupSize: number = rt.profile.workgroupSize,
+    items: number = rt.profile.itemsPerInvocation,
+  ) {
     this.#rt = rt;
     this.#wg = workgroupSize;
+    this.#items = items;
   }
 
   /** `out = silu(gate) · up`. */
@@ -89,12 +96,12 @@ export class SwiGlu {
     for (const [name, view] of Object.entries(views)) {
       requireLength(`swiglu ${which}: binding "${name}"`, view, n, "[N, F]");
     }
-    const wg = this.#wg;
+    const [wg, items] = [this.#wg, this.#items];
     const pipeline = this.#rt.pipeline(
-      `swiglu/${which}/${wg}`,
-      () => which === "forward" ? swigluForwardKernel(wg) : swigluBackwardKernel(wg),
+      `swiglu/${which}/${wg}x${items}`,
+      () => which === "forward" ? swigluForwardKernel(wg, items) : swigluBackwardKernel(wg, items),
     );
     const group = bindTensors(this.#rt, pipeline, [n], Object.values(views));
-    dispatch1d(pass, pipeline, group, n, wg);
+    dispatch1d(pass, pipeline, group, n, wg, items);
   }
 }

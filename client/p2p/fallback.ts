@@ -89,6 +89,11 @@ export interface FallbackOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** A signal that aborts after `ms`. Default: `AbortSignal.timeout`. */
   timeout?: (ms: number) => AbortSignal;
+  /**
+   * Runs each attempt, e.g. once a download slot is free (`Limiter.run`). The attempt's timeout
+   * starts only when the gate lets it run, so waiting for a slot does not count against it.
+   */
+  gate?: <R>(task: () => Promise<R>, signal?: AbortSignal) => Promise<R>;
 }
 
 /** Waits `ms` milliseconds, or rejects with the signal's reason when it aborts first. */
@@ -119,6 +124,7 @@ export async function withFallback<T>(
   const { policy, signal } = options;
   const wait = options.sleep ?? sleep;
   const timeout = options.timeout ?? ((ms: number) => AbortSignal.timeout(ms));
+  const gate = options.gate ?? (<R>(task: () => Promise<R>) => task());
   const failures: FailedAttempt[] = [];
   for (let round = 0; round <= policy.retries; round++) {
     if (round > 0) {
@@ -129,10 +135,12 @@ export async function withFallback<T>(
     if (usable.length === 0) break;
     for (const provider of usable) {
       signal?.throwIfAborted();
-      const timer = timeout(policy.attemptTimeoutMs);
-      const attemptSignal = signal ? AbortSignal.any([signal, timer]) : timer;
+      let timer: AbortSignal | undefined;
       try {
-        return await attempt(provider, attemptSignal);
+        return await gate(() => {
+          timer = timeout(policy.attemptTimeoutMs);
+          return attempt(provider, signal ? AbortSignal.any([signal, timer]) : timer);
+        }, signal);
       } catch (error) {
         signal?.throwIfAborted();
         const failure = classify(error, timer);
@@ -146,10 +154,10 @@ export async function withFallback<T>(
 
 function classify(
   error: unknown,
-  timer: AbortSignal,
+  timer: AbortSignal | undefined,
 ): { code: AttemptFailureCode; message: string } {
   if (error instanceof PayloadAttemptError) return { code: error.code, message: error.message };
   const message = error instanceof Error ? error.message : String(error);
-  if (timer.aborted) return { code: "timeout", message };
+  if (timer?.aborted) return { code: "timeout", message };
   return { code: "unreachable", message };
 }

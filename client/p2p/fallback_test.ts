@@ -106,3 +106,21 @@ Deno.test("the caller's abort ends the download with its reason", async () => {
   await assert.rejects(result, /round over/);
   assert.deepEqual(s.calls, ["a"]);
 });
+
+Deno.test("the attempt timeout starts only once the gate lets the attempt run", async () => {
+  const s = scripted({ a: ["ok"] });
+  let release!: () => void;
+  const slotFree = new Promise<void>((r) => release = r);
+  const gated = withFallback(["a"], s.attempt, {
+    ...s.options,
+    gate: async (task) => {
+      await slotFree;
+      return await task();
+    },
+  });
+  await Promise.resolve();
+  assert.equal(s.timers.length, 0, "no timer while waiting for a slot");
+  release();
+  assert.equal(await gated, "bytes from a");
+  assert.equal(s.timers.length, 1);
+});

@@ -226,17 +226,16 @@ export class PayloadService {
     const result = await withFallback(
       providers,
       (provider, signal) =>
-        this.#limiter.run(
-          () => this.#attempt(peerIdFromString(provider), request, { limit, ...options }, signal),
-          signal,
-        ).catch((error) => {
-          this.#stats.failedAttempts++;
-          throw error;
-        }),
+        this.#attempt(peerIdFromString(provider), request, { limit, ...options }, signal)
+          .catch((error) => {
+            this.#stats.failedAttempts++;
+            throw error;
+          }),
       {
         what,
         policy: this.#policy,
         signal: options.signal,
+        gate: (task, signal) => this.#limiter.run(task, signal),
         isBad: (p) => this.#bad.has(p),
         markBad: (p) => this.#bad.add(p),
       },

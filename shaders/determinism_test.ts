@@ -26,7 +26,19 @@ Deno.test("every reducing kernel gives bit-identical results when run twice", as
   const names = ["x", "hn", "q", "att", "logits", "dLogits", "dAtt", "dq", "dk", "dv", "dx"];
   const bufs = Object.fromEntries(names.map((s) => [s, rt.buffer(s, n * Math.max(c, v) * 4)]));
   const small = Object.fromEntries(
-    ["rstd", "lse", "ceLse", "losses", "ceOut", "delta", "partials", "norm2", "links", "dNorm", "dTable"]
+    [
+      "rstd",
+      "lse",
+      "ceLse",
+      "losses",
+      "ceOut",
+      "delta",
+      "partials",
+      "norm2",
+      "links",
+      "dNorm",
+      "dTable",
+    ]
       .map((s) => [s, rt.buffer(s, Math.max(n * h, v * c) * 4)]),
   );
   const run = async () => {

@@ -70,3 +70,21 @@ Deno.test("a lost device is reported as GpuDeviceLostError", async () => {
   await rt.device.lost;
   await assert.rejects(() => rt.checkErrors(), GpuDeviceLostError);
 });
+
+Deno.test("a binding over maxStorageBufferBindingSize is refused with the buffer named", async () => {
+  const { bindTensors } = await import("./kernel.ts");
+  using rt = await GpuRuntime.create();
+  const limit = rt.limits.maxStorageBufferBindingSize;
+  const pipeline = rt.pipeline("test/copy", () =>
+    `@group(0) @binding(0) var<uniform> n: vec4<u32>;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@compute @workgroup_size(1) fn main() { x[0] = f32(n.x); }`);
+  const huge = rt.buffer("huge", limit + 256);
+  assert.throws(
+    () => bindTensors(rt, pipeline, [1], [huge]),
+    /binding 1 \("huge", offset 0\) is \d+ bytes, over the device's maxStorageBufferBindingSize/,
+  );
+  bindTensors(rt, pipeline, [1], [{ buffer: huge, offset: 256, size: 1024 }]);
+  rt.destroyBuffer(huge);
+  await rt.checkErrors();
+});

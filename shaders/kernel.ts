@@ -43,9 +43,18 @@ export function bindTensors(
   views: readonly TensorView[],
 ): GPUBindGroup {
   const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: rt.uniform(params) } }];
+  const limit = rt.limits.maxStorageBufferBindingSize;
   views.forEach((view, i) => {
     const { buffer, offset, size } = resolveView(view);
-    entries.push({ binding: i + 1, resource: { buffer, offset, size: Math.ceil(size / 4) * 4 } });
+    const bytes = Math.ceil(size / 4) * 4;
+    if (bytes > limit) {
+      throw new RangeError(
+        `${pipeline.label}: binding ${i + 1} ("${buffer.label}", offset ${offset}) is ${bytes} ` +
+          `bytes, over the device's maxStorageBufferBindingSize ${limit}: pass a view with an ` +
+          `explicit size, or split the work into row ranges`,
+      );
+    }
+    entries.push({ binding: i + 1, resource: { buffer, offset, size: bytes } });
   });
   return rt.device.createBindGroup({
     label: pipeline.label,

@@ -7,7 +7,8 @@
  * - `fb1`/`fb2` (`qb1`/`qb2`) are offsets of the f32 (fixed-point i32) DCT tables of sizes
  *   n1 and n2 in the shared basis buffers, row-major `C[u·n + i]`;
  * - `entry` is the offset of this parameter's `chunks·k` entries in the result buffers and
- *   `param` its index (into the apply metadata).
+ *   `param` its index (into the apply metadata); `fbt2` the offset of the transposed f32
+ *   table `C₂ᵀ` (a multiple of 4, for the vec4 DCT).
  *
  * Element `e = r·cols + col` lies in chunk `c = (r/n1)·colChunks + col/n2` at `(i, j) =
  * (r mod n1, col mod n2)`; coefficient `t = u·n2 + v` of chunk `c` is stored at `c·totalk + t`.
@@ -25,7 +26,7 @@ struct Spec {
   rows: u32, cols: u32, n1: u32, n2: u32,
   col_chunks: u32, chunks: u32, totalk: u32, k: u32,
   fb1: u32, fb2: u32, qb1: u32, qb2: u32,
-  entry: u32, param: u32, _p0: u32, _p1: u32,
+  entry: u32, param: u32, fbt2: u32, _p1: u32,
 };
 @group(0) @binding(0) var<uniform> spec: Spec;
 
@@ -292,6 +293,73 @@ ${main1d(wg)}
   var s = 0.0;
   if (acc.hi < 0) { s = -1.0; } else if (acc.hi > 0 || acc.lo != 0u) { s = 1.0; }
   theta[i] = theta[i] - hyper[0] * s;
+}
+`;
+}
+
+/**
+ * Register-blocked first half of the blocked DCT for chunks whose width n2 is a multiple of 4
+ * (CPU adapters run each invocation as a SIMD lane: vec4 accumulators, no workgroup memory):
+ * `Z[r][bc·n2 + v] = Σ_j X[r][bc·n2 + j]·C₂[v][j]`, parameter-shaped, `rows` rows per
+ * invocation and 4 consecutive v, reading the transposed table `C₂ᵀ[j·n2 + v]` at `fbt2`. Bindings: 0 spec, 1 X (f32), 2 Z (vec4, w), 3 f32 basis (vec4).
+ */
+export function dctColsVec4Kernel(wg: number, rows: number): string {
+  return /* wgsl */ `${SPEC}
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> z: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> fbasis: array<vec4<f32>>;
+${main1d(wg)}
+  let per_row = spec.cols / 4u;
+  if (i >= (spec.rows / ${rows}u) * per_row) { return; }
+  let r0 = (i / per_row) * ${rows}u;
+  let col0 = (i % per_row) * 4u;
+  let start = col0 - col0 % spec.n2;
+  let v0 = col0 % spec.n2;
+  var acc: array<vec4<f32>, ${rows}>;
+  for (var j = 0u; j < spec.n2; j++) {
+    let cv = fbasis[(spec.fbt2 + j * spec.n2 + v0) / 4u];
+    for (var rr = 0u; rr < ${rows}u; rr++) {
+      acc[rr] += x[(r0 + rr) * spec.cols + start + j] * cv;
+    }
+  }
+  for (var rr = 0u; rr < ${rows}u; rr++) {
+    z[((r0 + rr) * spec.cols + col0) / 4u] = acc[rr];
+  }
+}
+`;
+}
+
+/**
+ * Register-blocked second half, for n2 a multiple of 4: `Y[c][u·n2 + v] =
+ * Σ_a C₁[u][a]·Z[br·n1 + a][bc·n2 + v]` into chunk-major coefficients, `rows` values of u
+ * (dividing n1) and 4 consecutive v per invocation.
+ * Bindings: 0 spec, 1 Z (vec4), 2 Y (vec4, w), 3 f32 basis (`C₁[u·n1 + a]` at fb1).
+ */
+export function dctRowsVec4Kernel(wg: number, rows: number): string {
+  return /* wgsl */ `${SPEC}
+@group(0) @binding(1) var<storage, read> z: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> y: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> fbasis: array<f32>;
+${main1d(wg)}
+  let v4 = spec.n2 / 4u;
+  let per_chunk = (spec.n1 / ${rows}u) * v4;
+  if (i >= spec.chunks * per_chunk) { return; }
+  let c = i / per_chunk;
+  let rest = i % per_chunk;
+  let u0 = (rest / v4) * ${rows}u;
+  let v0 = (rest % v4) * 4u;
+  let row0 = (c / spec.col_chunks) * spec.n1;
+  let col = (c % spec.col_chunks) * spec.n2 + v0;
+  var acc: array<vec4<f32>, ${rows}>;
+  for (var a = 0u; a < spec.n1; a++) {
+    let zv = z[((row0 + a) * spec.cols + col) / 4u];
+    for (var rr = 0u; rr < ${rows}u; rr++) {
+      acc[rr] += fbasis[spec.fb1 + (u0 + rr) * spec.n1 + a] * zv;
+    }
+  }
+  for (var rr = 0u; rr < ${rows}u; rr++) {
+    y[(c * spec.totalk + (u0 + rr) * spec.n2 + v0) / 4u] = acc[rr];
+  }
 }
 `;
 }

@@ -15,7 +15,9 @@ import type { ChunkLayout } from "../layout.ts";
 import {
   applyKernel,
   dctColsKernel,
+  dctColsVec4Kernel,
   dctRowsKernel,
+  dctRowsVec4Kernel,
   feedbackKernel,
   lookaheadKernel,
   MAX_GPU_TOPK,
@@ -32,38 +34,48 @@ export interface KernelParam {
   readonly index: number;
 }
 
-/** The f32 and fixed-point DCT tables of every chunk length in use, in two GPU buffers. */
+/**
+ * The DCT tables of every chunk length in use, in two GPU buffers: f32 `C` and `Cᵀ` (each at
+ * an offset that is a multiple of 4, for vec4 reads) and the fixed-point `Q` (exact.ts).
+ */
 export class BasisTables implements Disposable {
-  /** f32 tables, concatenated. */
+  /** f32 tables `C[u·n + i]` and transposes `Cᵀ[i·n + u]`, concatenated. */
   readonly float: GPUBuffer;
-  /** i32 fixed-point tables (exact.ts), concatenated at the same offsets. */
+  /** i32 fixed-point tables `Q[u·n + i]`, concatenated. */
   readonly fixed: GPUBuffer;
-  readonly #offsets = new Map<number, number>();
+  readonly #float = new Map<number, [number, number]>();
+  readonly #fixed = new Map<number, number>();
   readonly #rt: GpuRuntime;
 
   constructor(rt: GpuRuntime, sizes: Iterable<number>, label = "distro") {
     this.#rt = rt;
     const distinct = [...new Set(sizes)].sort((a, b) => a - b);
-    let total = 0;
+    let floats = 0, fixed = 0;
     for (const n of distinct) {
-      this.#offsets.set(n, total);
-      total += n * n;
+      const padded = Math.ceil((n * n) / 4) * 4;
+      this.#float.set(n, [floats, floats + padded]);
+      floats += 2 * padded;
+      this.#fixed.set(n, fixed);
+      fixed += n * n;
     }
-    const f = new Float32Array(Math.max(1, total));
-    const q = new Int32Array(Math.max(1, total));
+    const f = new Float32Array(Math.max(4, floats));
+    const q = new Int32Array(Math.max(1, fixed));
     for (const n of distinct) {
-      f.set(dctMatrix(n), this.#offsets.get(n)!);
-      q.set(fixedBasis(n), this.#offsets.get(n)!);
+      const c = dctMatrix(n);
+      const [at, atT] = this.#float.get(n)!;
+      f.set(c, at);
+      for (let u = 0; u < n; u++) for (let i = 0; i < n; i++) f[atT + i * n + u] = c[u * n + i];
+      q.set(fixedBasis(n), this.#fixed.get(n)!);
     }
     this.float = rt.buffer(`${label} dct basis f32`, f);
     this.fixed = rt.buffer(`${label} dct basis fixed`, q);
   }
 
-  /** Offset of the size-`n` table (RangeError if `n` was not given at construction). */
-  offset(n: number): number {
-    const o = this.#offsets.get(n);
-    if (o === undefined) throw new RangeError(`no DCT basis of size ${n} was built`);
-    return o;
+  /** Offsets of the size-`n` tables: f32 `C`, f32 `Cᵀ`, fixed `Q` (RangeError if not built). */
+  offsets(n: number): { float: number; transposed: number; fixed: number } {
+    const f = this.#float.get(n);
+    if (f === undefined) throw new RangeError(`no DCT basis of size ${n} was built`);
+    return { float: f[0], transposed: f[1], fixed: this.#fixed.get(n)! };
   }
 
   [Symbol.dispose](): void {
@@ -131,6 +143,7 @@ export class DistroKernels {
         `parameter "${l.name}": k = ${l.k} exceeds the GPU top-k limit ${MAX_GPU_TOPK}`,
       );
     }
+    const o1 = basis.offsets(l.n1), o2 = basis.offsets(l.n2);
     return [
       l.shape[0],
       l.shape.length === 2 ? l.shape[1] : 1,
@@ -140,13 +153,13 @@ export class DistroKernels {
       l.chunks,
       l.totalk,
       l.k,
-      basis.offset(l.n1),
-      basis.offset(l.n2),
-      basis.offset(l.n1),
-      basis.offset(l.n2),
+      o1.float,
+      o2.float,
+      o1.fixed,
+      o2.fixed,
       p.entry,
       p.index,
-      0,
+      o2.transposed,
       0,
     ];
   }
@@ -186,13 +199,34 @@ export class DistroKernels {
     dispatch1d(pass, this.#pipes.feedback, g, spec[0] * spec[1], this.#wg);
   }
 
-  /** Blocked DCT of one parameter `x` into chunk-major `y`, through scratch `t`. */
+  /**
+   * Blocked DCT of one parameter `x` into chunk-major `y`, through scratch `t`. Chunks whose
+   * width is a multiple of 4 take the register-blocked vec4 kernels, others the scalar pair.
+   */
   encodeDct(
     pass: GPUComputePassEncoder,
     spec: number[],
     v: { x: TensorView; t: TensorView; y: TensorView },
   ): void {
-    const size = spec[0] * spec[1];
+    const [rowsN, colsN, n1, n2] = spec;
+    const size = rowsN * colsN;
+    if (n2 % 4 === 0) {
+      const block = (n: number) => [8, 4, 2, 1].find((r) => n % r === 0)!;
+      const ra = block(rowsN), rb = block(n1);
+      const colsPipe = this.#rt.pipeline(
+        `distro/dct-cols-vec4/r${ra}/wg${this.#wg}`,
+        () => dctColsVec4Kernel(this.#wg, ra),
+      );
+      const rowsPipe = this.#rt.pipeline(
+        `distro/dct-rows-vec4/r${rb}/wg${this.#wg}`,
+        () => dctRowsVec4Kernel(this.#wg, rb),
+      );
+      const a = bindTensors(this.#rt, colsPipe, spec, [v.x, v.t, this.#basisFloat]);
+      dispatch1d(pass, colsPipe, a, size / 4 / ra, this.#wg);
+      const b = bindTensors(this.#rt, rowsPipe, spec, [v.t, v.y, this.#basisFloat]);
+      dispatch1d(pass, rowsPipe, b, size / 4 / rb, this.#wg);
+      return;
+    }
     const rows = bindTensors(this.#rt, this.#pipes.dctRows, spec, [v.x, v.t, this.#basisFloat]);
     dispatch1d(pass, this.#pipes.dctRows, rows, size, this.#wg);
     const cols = bindTensors(this.#rt, this.#pipes.dctCols, spec, [v.t, v.y, this.#basisFloat]);

@@ -13,6 +13,7 @@ const SHAPES: [number[], number, number][] = [
   [[30, 35], 8, 3], // chunks 6×7
   [[100], 26, 4], // 1-D, chunk 25
   [[7], 4, 2], // prime, chunk 1
+  [[6, 12], 4, 2], // chunks 3×4: vec4 path with 2-row and 1-row blocking
 ];
 
 function setup(rt: GpuRuntime, layouts: ChunkLayout[]) {

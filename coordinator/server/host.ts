@@ -1,0 +1,346 @@
+/**
+ * The TCP server's pure core: one run's {@linkcode CoordinatorState} plus what only a
+ * centralized host knows (who is waiting to join, in join order). Every entry point takes
+ * `now` (whole seconds) and a u64 `seed` from the caller, so this module has no clock,
+ * randomness, sockets or logging; it records {@linkcode HostEvent}s the edge drains with
+ * {@linkcode CoordinatorHost.takeEvents} and turns into log lines and saved files.
+ *
+ * Fixes over Psyche's server: pending clients are kept in join order (Psyche's HashSet
+ * gave every server process a different client order), and a client dropped from the
+ * pending list can join again (Psyche kicked it again on every tick of that epoch).
+ *
+ * @module
+ */
+import { CoordinatorError, type CoordinatorErrorCode } from "../errors.ts";
+import { type HealthCheck, healthCheck } from "../health.ts";
+import { isHalted, keyString, type Outcome, sameKey } from "../machine_core.ts";
+import { tick as machineTick } from "../machine.ts";
+import { checkpoint as machineCheckpoint, withdraw } from "../machine_membership.ts";
+import { currentRound, previousRound, roundAssignments, roundClients } from "../machine_queries.ts";
+import { warmupWitness, witness as machineWitness } from "../machine_witness.ts";
+import type {
+  BatchId,
+  Checkpoint,
+  ClientState,
+  CoordinatorState,
+  EpochState,
+  NodeIdentity,
+  RunState,
+  WitnessMetadata,
+} from "../types.ts";
+import { MAX_CLIENTS_LIMIT } from "../types.ts";
+import type { ClientMessage } from "./protocol.ts";
+
+/** Something the host did, for logs and for the edge's side effects (saving state). */
+export type HostEvent =
+  | { kind: "StateChanged"; from: RunState; to: RunState; epoch: number; step: number }
+  | { kind: "EpochEnd"; epoch: number; step: number; success: boolean }
+  | { kind: "Joined"; client: string; pending: number }
+  | { kind: "JoinRefused"; client: string; reason: string }
+  | { kind: "Left"; client: string; withdrawn: boolean }
+  | { kind: "Kicked"; client: string; state: ClientState }
+  | { kind: "WarmupWitness"; client: string; index: number }
+  | { kind: "Witness"; client: string; index: number; height: number; metadata: WitnessMetadata }
+  | { kind: "HealthCheck"; client: string; dropped: number }
+  | { kind: "Checkpoint"; client: string; repo: Checkpoint }
+  | {
+    kind: "Rejected";
+    client: string;
+    request: ClientMessage["kind"];
+    code: CoordinatorErrorCode;
+    message: string;
+  };
+
+/** The host's answer to one request: accepted, or rejected with the coordinator's error. */
+export type HostReply =
+  | { kind: "Ack" }
+  | { kind: "Error"; code: CoordinatorErrorCode; message: string }
+  /** The client may not take part at all (wrong run id, pending list full): close it. */
+  | { kind: "Refused"; reason: string };
+
+/** The data server's verdict on a batch request (data/tcp_server.ts `AuthorizeResult`). */
+export type DataVerdict = "Allowed" | "NotInThisRound" | "WrongDataIdForStep";
+
+/** Options of {@linkcode CoordinatorHost}. */
+export interface HostOptions {
+  /** The run (from `createCoordinator`); the host mutates it in place. */
+  state: CoordinatorState;
+  /** Withdraw a client of the epoch when its connection closes (Psyche's default: true). */
+  withdrawOnDisconnect: boolean;
+  /**
+   * Seconds of Warmup until the run first trains (Psyche's `--init-warmup-time`: a longer
+   * first download). The configured `warmupTime` is restored once the run reaches RoundTrain.
+   */
+  initWarmupTime?: number;
+  /** Most clients that may wait to join (default MAX_CLIENTS_LIMIT). */
+  maxPending?: number;
+}
+
+/** The coordinator run of a TCP server, with its pending list. */
+export class CoordinatorHost {
+  /** The run's state; read it, never mutate it outside the host. */
+  readonly state: CoordinatorState;
+  readonly #withdrawOnDisconnect: boolean;
+  readonly #maxPending: number;
+  /** `warmupTime` to restore once the run trains, while `--init-warmup-time` is in force. */
+  #configuredWarmup: number | null = null;
+  #pending: NodeIdentity[] = [];
+  /** Signers dropped from the pending list this epoch (each is dropped once). */
+  #kicked = new Set<string>();
+  #epochState: EpochState;
+  #events: HostEvent[] = [];
+  #version = 0;
+
+  constructor(options: HostOptions) {
+    this.state = options.state;
+    this.#withdrawOnDisconnect = options.withdrawOnDisconnect;
+    this.#maxPending = options.maxPending ?? MAX_CLIENTS_LIMIT;
+    this.#epochState = this.state.epochState;
+    const init = options.initWarmupTime;
+    if (init !== undefined) {
+      if (!Number.isSafeInteger(init) || init <= 0) {
+        throw new RangeError(`initWarmupTime must be a positive whole number, found ${init}`);
+      }
+      this.#configuredWarmup = this.state.config.warmupTime;
+      this.state.config.warmupTime = init;
+    }
+  }
+
+  /** Grows by one every time the state changes: the edge pushes the state when it moved. */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** The pending clients, in join order (copies). */
+  pending(): NodeIdentity[] {
+    return this.#pending.map((id) => ({
+      signer: id.signer.slice(),
+      p2pIdentity: id.p2pIdentity.slice(),
+    }));
+  }
+
+  /** The `warmupTime` of the run's configuration (not the `--init-warmup-time` override). */
+  get configuredWarmupTime(): number {
+    return this.#configuredWarmup ?? this.state.config.warmupTime;
+  }
+
+  /** Events recorded since the last call, oldest first. */
+  takeEvents(): HostEvent[] {
+    const out = this.#events;
+    this.#events = [];
+    return out;
+  }
+
+  /** Advances the run by time (a no-op while Paused or Finished). */
+  tick(now: number, seed: bigint): void {
+    if (isHalted(this.state)) return;
+    this.#step(() => machineTick(this.state, this.#pending, now, seed));
+  }
+
+  /**
+   * Handles one request from `client` (its 32-byte key), then ticks. Rejections by the
+   * coordinator's rules come back as `Error`; the state is then unchanged.
+   */
+  handle(client: Uint8Array, msg: ClientMessage, now: number, seed: bigint): HostReply {
+    const id: NodeIdentity = { signer: client, p2pIdentity: client };
+    const name = keyString(client);
+    let reply: HostReply;
+    try {
+      reply = this.#dispatch(id, name, msg, now, seed);
+    } catch (e) {
+      if (!(e instanceof CoordinatorError)) throw e;
+      const message = e.message.startsWith(`${e.code}: `)
+        ? e.message.slice(e.code.length + 2)
+        : e.message;
+      this.#events.push({
+        kind: "Rejected",
+        client: name,
+        request: msg.kind,
+        code: e.code,
+        message,
+      });
+      reply = { kind: "Error", code: e.code, message };
+    }
+    this.tick(now, seed);
+    return reply;
+  }
+
+  #dispatch(
+    id: NodeIdentity,
+    name: string,
+    msg: ClientMessage,
+    now: number,
+    seed: bigint,
+  ): HostReply {
+    switch (msg.kind) {
+      case "Join":
+        return this.#join(id, name, msg.runId);
+      case "WarmupWitness": {
+        this.#step(() => warmupWitness(this.state, id, msg.witness, now, seed));
+        this.#events.push({ kind: "WarmupWitness", client: name, index: msg.witness.proof.index });
+        return { kind: "Ack" };
+      }
+      case "Witness": {
+        const height = currentRound(this.state).height;
+        this.#step(() => machineWitness(this.state, id, msg.witness, now));
+        this.#events.push({
+          kind: "Witness",
+          client: name,
+          index: msg.witness.proof.index,
+          height,
+          metadata: msg.metadata,
+        });
+        return { kind: "Ack" };
+      }
+      case "HealthCheck":
+        return this.#healthCheck(id, name, msg.checks);
+      case "Checkpoint": {
+        const index = this.state.epochState.clients.findIndex((c) =>
+          sameKey(c.id.signer, id.signer)
+        );
+        if (index < 0) {
+          throw new CoordinatorError(
+            "InvalidCheckpoint",
+            "the sender is not a client of this epoch",
+          );
+        }
+        this.#step(() => machineCheckpoint(this.state, id, index, msg.repo));
+        this.#events.push({ kind: "Checkpoint", client: name, repo: msg.repo });
+        return { kind: "Ack" };
+      }
+      default: {
+        const never: never = msg;
+        throw new TypeError(`Unknown client message ${JSON.stringify(never)}`);
+      }
+    }
+  }
+
+  #join(id: NodeIdentity, name: string, runId: string): HostReply {
+    if (runId !== this.state.runId) {
+      const reason =
+        `run id "${runId}" does not match this coordinator's run "${this.state.runId}"`;
+      this.#events.push({ kind: "JoinRefused", client: name, reason });
+      return { kind: "Refused", reason };
+    }
+    if (this.#pending.some((p) => sameKey(p.signer, id.signer))) return { kind: "Ack" };
+    if (this.#pending.length >= this.#maxPending) {
+      const reason = `the pending list is full (${this.#maxPending} clients)`;
+      this.#events.push({ kind: "JoinRefused", client: name, reason });
+      return { kind: "Refused", reason };
+    }
+    this.#pending.push({ signer: id.signer.slice(), p2pIdentity: id.p2pIdentity.slice() });
+    this.#events.push({ kind: "Joined", client: name, pending: this.#pending.length });
+    return { kind: "Ack" };
+  }
+
+  #healthCheck(id: NodeIdentity, name: string, checks: HealthCheck[]): HostReply {
+    let dropped = 0;
+    this.#step(() => {
+      dropped = healthCheck(this.state, id, checks);
+      return dropped > 0 ? { kind: "Changed" } : { kind: "Unchanged" };
+    });
+    this.#events.push({ kind: "HealthCheck", client: name, dropped });
+    return { kind: "Ack" };
+  }
+
+  /**
+   * `client`'s connection closed: it leaves the pending list and, with
+   * withdraw-on-disconnect, is withdrawn from the epoch if it is a Healthy client of it.
+   */
+  disconnect(client: Uint8Array, now: number, seed: bigint): void {
+    const name = keyString(client);
+    this.#pending = this.#pending.filter((p) => !sameKey(p.signer, client));
+    let withdrawn = false;
+    if (this.#withdrawOnDisconnect) {
+      const index = this.state.epochState.clients.findIndex((c) =>
+        c.state === "Healthy" && sameKey(c.id.signer, client)
+      );
+      if (index >= 0) {
+        this.#step(() => withdraw(this.state, index));
+        this.#kicked.add(name);
+        withdrawn = true;
+      }
+    }
+    this.#events.push({ kind: "Left", client: name, withdrawn });
+    this.tick(now, seed);
+  }
+
+  /**
+   * Whether `client` may fetch `batch` from the run's data server now: only a Healthy
+   * client of the epoch, only the batch assigned to it in the current round or the one
+   * before (a slow client may still be fetching that one).
+   */
+  authorizeData(client: Uint8Array, batch: BatchId): DataVerdict {
+    const { state } = this;
+    const inEpoch = state.epochState.clients.some((c) =>
+      c.state === "Healthy" && sameKey(c.id.signer, client)
+    );
+    if (!inEpoch || (state.runState !== "RoundTrain" && state.runState !== "RoundWitness")) {
+      return "NotInThisRound";
+    }
+    const rounds = [currentRound(state), previousRound(state)];
+    for (const round of rounds) {
+      if (round === null) continue;
+      const index = roundClients(state, round.height).findIndex((c) =>
+        sameKey(c.id.signer, client)
+      );
+      if (index < 0) continue;
+      const mine = roundAssignments(state, round).find((a) => a.clientIndex === index);
+      if (mine !== undefined && mine.batch.start === batch.start && mine.batch.end === batch.end) {
+        return "Allowed";
+      }
+    }
+    return "WrongDataIdForStep";
+  }
+
+  /** Runs one machine call and records what it did. Throws (unchanged state) on rejection. */
+  #step(call: () => Outcome): void {
+    const from = this.state.runState;
+    const outcome = call();
+    if (outcome.kind === "Unchanged") return;
+    this.#version++;
+    const { progress, runState } = this.state;
+    if (runState !== from) {
+      this.#events.push({
+        kind: "StateChanged",
+        from,
+        to: runState,
+        epoch: progress.epoch,
+        step: progress.step,
+      });
+    }
+    if (outcome.kind === "EpochEnd") {
+      this.#events.push({
+        kind: "EpochEnd",
+        epoch: progress.epoch,
+        step: progress.step,
+        success: outcome.success,
+      });
+    }
+    if (runState === "RoundTrain" && this.#configuredWarmup !== null) {
+      this.state.config.warmupTime = this.#configuredWarmup;
+      this.#configuredWarmup = null;
+    }
+    this.#kickUnhealthy();
+  }
+
+  /** Drops clients that left the epoch unhealthy from the pending list (once per epoch). */
+  #kickUnhealthy(): void {
+    const es = this.state.epochState;
+    if (es !== this.#epochState) {
+      this.#epochState = es;
+      this.#kicked.clear();
+    }
+    for (const c of [...es.clients, ...es.exitedClients]) {
+      if (c.state === "Healthy") continue;
+      const name = keyString(c.id.signer);
+      if (this.#kicked.has(name)) continue;
+      this.#kicked.add(name);
+      const before = this.#pending.length;
+      this.#pending = this.#pending.filter((p) => !sameKey(p.signer, c.id.signer));
+      if (this.#pending.length < before) {
+        this.#events.push({ kind: "Kicked", client: name, state: c.state });
+      }
+    }
+  }
+}

@@ -1,0 +1,219 @@
+import assert from "node:assert/strict";
+import { encodeCoordinatorState } from "../encoding.ts";
+import { keyString } from "../machine_core.ts";
+import { currentRound, roundAssignments, roundSelection } from "../machine_queries.ts";
+import {
+  identity,
+  testState,
+  warmupReport,
+  witnessReport,
+} from "../../tests/support/coordinator_fixtures.ts";
+import type { WitnessMetadata } from "../types.ts";
+import { CoordinatorHost, type HostEvent } from "./host.ts";
+
+const SEED = 42n;
+const META: WitnessMetadata = {
+  step: 1,
+  tokensPerSec: 10,
+  bandwidthPerSec: 5,
+  loss: 3.5,
+  evals: [],
+  promptResults: [],
+  promptIndex: 0,
+  efficiency: 1,
+};
+
+function newHost(withdrawOnDisconnect = true, initWarmupTime?: number) {
+  const state = testState({ initMinClients: 2, minClients: 2, witnessNodes: 0 }, 100);
+  return new CoordinatorHost({ state, withdrawOnDisconnect, initWarmupTime });
+}
+
+function join(host: CoordinatorHost, i: number, now = 100) {
+  return host.handle(
+    identity(i).signer,
+    { kind: "Join", requestId: i, runId: host.state.runId },
+    now,
+    SEED,
+  );
+}
+
+function kinds(events: HostEvent[]): string[] {
+  return events.map((e) => e.kind);
+}
+
+/** Joins clients `order`, starts the epoch and sends every warmup witness: RoundTrain at 102. */
+function trainingHost(order: number[], withdrawOnDisconnect = true) {
+  const host = newHost(withdrawOnDisconnect);
+  for (const i of order) join(host, i);
+  host.tick(101, SEED);
+  assert.equal(host.state.runState, "Warmup");
+  host.state.epochState.clients.forEach((c, index) => {
+    const reply = host.handle(
+      c.id.signer,
+      { kind: "WarmupWitness", requestId: 9, witness: warmupReport(host.state, index) },
+      102,
+      SEED,
+    );
+    assert.deepEqual(reply, { kind: "Ack" });
+  });
+  assert.equal(host.state.runState, "RoundTrain");
+  return host;
+}
+
+Deno.test("the epoch's clients are the pending clients in join order", () => {
+  const host = newHost();
+  for (const i of [2, 0, 1]) assert.deepEqual(join(host, i), { kind: "Ack" });
+  assert.equal(host.state.runState, "WaitingForMembers", "extra time not yet passed");
+  host.tick(101, SEED);
+  assert.equal(host.state.runState, "Warmup");
+  assert.deepEqual(
+    host.state.epochState.clients.map((c) => keyString(c.id.signer)),
+    [2, 0, 1].map((i) => keyString(identity(i).signer)),
+  );
+  const events = host.takeEvents();
+  assert.deepEqual(kinds(events), ["Joined", "Joined", "Joined", "StateChanged"]);
+  assert.deepEqual(events[3], {
+    kind: "StateChanged",
+    from: "WaitingForMembers",
+    to: "Warmup",
+    epoch: 0,
+    step: 1,
+  });
+});
+
+Deno.test("a join with the wrong run id is refused naming both ids; a repeated join is one entry", () => {
+  const host = newHost();
+  const reply = host.handle(
+    identity(0).signer,
+    { kind: "Join", requestId: 1, runId: "other-run" },
+    100,
+    SEED,
+  );
+  assert.deepEqual(reply, {
+    kind: "Refused",
+    reason: `run id "other-run" does not match this coordinator's run "test-run"`,
+  });
+  assert.equal(host.pending().length, 0);
+  join(host, 1);
+  join(host, 1);
+  assert.equal(host.pending().length, 1);
+});
+
+Deno.test("the pending list has a cap", () => {
+  const host = new CoordinatorHost({
+    state: testState(),
+    withdrawOnDisconnect: true,
+    maxPending: 1,
+  });
+  assert.deepEqual(join(host, 0), { kind: "Ack" });
+  assert.deepEqual(join(host, 1), {
+    kind: "Refused",
+    reason: "the pending list is full (1 clients)",
+  });
+});
+
+Deno.test("warmup witnesses start training; a rejected call leaves the state byte-identical", () => {
+  const host = trainingHost([0, 1]);
+  const before = encodeCoordinatorState(host.state);
+  const version = host.version;
+  // A warmup witness in RoundTrain is ignored; a witness with a forged proof is rejected.
+  const forged = witnessReport(host.state, 0);
+  forged.proof.position += 1;
+  const reply = host.handle(
+    identity(0).signer,
+    { kind: "Witness", requestId: 5, witness: forged, metadata: META },
+    102,
+    SEED,
+  );
+  assert.equal(reply.kind, "Error");
+  if (reply.kind === "Error") assert.equal(reply.code, "InvalidCommitteeProof");
+  assert.deepEqual(encodeCoordinatorState(host.state), before);
+  assert.equal(host.version, version);
+  const rejected = host.takeEvents().find((e) => e.kind === "Rejected");
+  assert.equal(rejected?.kind === "Rejected" && rejected.request, "Witness");
+});
+
+Deno.test("witnesses from every elected client move the round to RoundWitness", () => {
+  const host = trainingHost([0, 1]);
+  host.takeEvents();
+  const selection = roundSelection(host.state.config, currentRound(host.state));
+  for (const index of selection.witnessIndices()) {
+    const client = host.state.epochState.clients[index].id.signer;
+    const reply = host.handle(
+      client,
+      { kind: "Witness", requestId: 7, witness: witnessReport(host.state, index), metadata: META },
+      103,
+      SEED,
+    );
+    assert.deepEqual(reply, { kind: "Ack" });
+  }
+  assert.equal(host.state.runState, "RoundWitness");
+  const events = host.takeEvents();
+  assert.ok(events.some((e) => e.kind === "Witness" && e.metadata.loss === 3.5));
+  assert.ok(events.some((e) => e.kind === "StateChanged" && e.to === "RoundWitness"));
+});
+
+Deno.test("disconnect withdraws a client of the epoch only with the flag", () => {
+  const withFlag = trainingHost([0, 1], true);
+  withFlag.disconnect(identity(1).signer, 103, SEED);
+  assert.equal(withFlag.state.epochState.clients[1].state, "Withdrawn");
+  assert.equal(withFlag.pending().length, 1);
+  const left = withFlag.takeEvents().find((e) => e.kind === "Left");
+  assert.deepEqual(left, { kind: "Left", client: keyString(identity(1).signer), withdrawn: true });
+
+  const withoutFlag = trainingHost([0, 1], false);
+  withoutFlag.disconnect(identity(1).signer, 103, SEED);
+  assert.equal(withoutFlag.state.epochState.clients[1].state, "Healthy");
+  assert.equal(withoutFlag.pending().length, 1, "still leaves the pending list");
+});
+
+Deno.test("clients that leave the epoch unhealthy are dropped from pending once and may rejoin", () => {
+  const host = trainingHost([0, 1]);
+  host.takeEvents();
+  const { maxRoundTrainTime, roundWitnessTime } = host.state.config;
+  host.tick(102 + maxRoundTrainTime, SEED); // RoundWitness, nobody witnessed
+  host.tick(102 + maxRoundTrainTime + roundWitnessTime, SEED); // Cooldown: everyone withdrawn
+  assert.equal(host.state.runState, "Cooldown");
+  assert.equal(host.pending().length, 0);
+  const kicked = host.takeEvents().filter((e) => e.kind === "Kicked");
+  assert.equal(kicked.length, 2);
+  join(host, 0, 200);
+  host.tick(201, SEED);
+  assert.equal(host.pending().length, 1, "a rejoin is not kicked again");
+});
+
+Deno.test("--init-warmup-time holds until the run trains, then the configured time returns", () => {
+  const host = newHost(true, 50);
+  assert.equal(host.state.config.warmupTime, 50);
+  assert.equal(host.configuredWarmupTime, 20);
+  join(host, 0);
+  join(host, 1);
+  host.tick(101, SEED);
+  host.tick(101 + 20, SEED);
+  assert.equal(host.state.runState, "Warmup", "the configured 20 s are not enough");
+  host.tick(101 + 50, SEED);
+  assert.equal(host.state.runState, "RoundTrain");
+  assert.equal(host.state.config.warmupTime, 20);
+  assert.throws(
+    () =>
+      new CoordinatorHost({ state: testState(), withdrawOnDisconnect: true, initWarmupTime: 0 }),
+    /initWarmupTime must be a positive whole number, found 0/,
+  );
+});
+
+Deno.test("the data server admits exactly the epoch's clients for their own batches", () => {
+  const host = newHost();
+  assert.equal(host.authorizeData(identity(0).signer, { start: 0, end: 3 }), "NotInThisRound");
+  const trained = trainingHost([0, 1]);
+  const assignments = roundAssignments(trained.state, currentRound(trained.state));
+  assert.ok(assignments.length > 0);
+  for (const a of assignments) {
+    const client = trained.state.epochState.clients[a.clientIndex].id.signer;
+    assert.equal(trained.authorizeData(client, a.batch), "Allowed");
+    assert.equal(
+      trained.authorizeData(client, { start: a.batch.start, end: a.batch.end + 1 }),
+      "WrongDataIdForStep",
+    );
+  }
+  assert.equal(trained.authorizeData(identity(9).signer, assignments[0].batch), "NotInThisRound");
+});

@@ -26,6 +26,7 @@ import "./exit_fix.ts";
 
 export { createP2PNode, P2PNode, type P2PNodeOptions, type P2PServices } from "./node.ts";
 export { Allowlist, allowlistGater } from "./allowlist.ts";
+export { DEFAULT_TARGET_NEIGHBOURS, peersToDial, type PeersToDialInput } from "./bootstrap.ts";
 export {
   ED25519_KEY_BYTES,
   ED25519_SIGNATURE_BYTES,

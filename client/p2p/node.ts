@@ -108,6 +108,29 @@ export class P2PNode {
     await this.libp2p.peerStore.merge(peerIdOf(publicKey), { multiaddrs });
   }
 
+  /**
+   * Connects to a participant by public key, using the addresses the node knows for it (from a
+   * previous connection, `addPeerAddresses` or a `PeerAddresses` announcement).
+   */
+  async connectTo(
+    publicKey: PublicKeyBytes,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<void> {
+    await this.libp2p.dial(peerIdOf(publicKey), { signal: options.signal });
+  }
+
+  /** Whether the node knows at least one address for this participant. */
+  async knowsAddresses(publicKey: PublicKeyBytes): Promise<boolean> {
+    const id = peerIdOf(publicKey);
+    if (!(await this.libp2p.peerStore.has(id))) return false;
+    return (await this.libp2p.peerStore.get(id)).addresses.length > 0;
+  }
+
+  /** Public keys of the peers this node has open connections to. */
+  connectedPeers(): PublicKeyBytes[] {
+    return this.libp2p.getPeers().flatMap((p) => (p.type === "Ed25519" ? [p.publicKey.raw] : []));
+  }
+
   /** Whether an open connection to the peer with this public key exists. */
   isConnected(publicKey: PublicKeyBytes): boolean {
     return this.libp2p.getConnections(peerIdOf(publicKey)).length > 0;

@@ -75,3 +75,15 @@ Deno.test("publicAddresses replace the advertised addresses", async () => {
   });
   assert.deepEqual(node.addresses().map(String), [`/ip4/203.0.113.7/tcp/4001/p2p/${node.peerId}`]);
 });
+
+Deno.test("connectTo dials a participant by key once its address is known", async () => {
+  const keys = [1, 2].map((n) => publicKeyOf(secret(n)));
+  await using a = await createP2PNode({ secretKey: secret(1), allowedPeers: keys });
+  await using b = await createP2PNode({ secretKey: secret(2), allowedPeers: keys });
+  assert.equal(await a.knowsAddresses(b.publicKey), false);
+  await assert.rejects(() => a.connectTo(b.publicKey));
+  await a.addPeerAddresses(b.publicKey, [b.addresses()[0].toString().replace(/\/p2p\/.*/, "")]);
+  assert.equal(await a.knowsAddresses(b.publicKey), true);
+  await a.connectTo(b.publicKey);
+  assert.deepEqual(a.connectedPeers(), [b.publicKey]);
+});

@@ -257,16 +257,18 @@ export class LlamaModel implements Disposable {
   }
 
   /**
-   * The last step's summed loss (over the slots it used, in slot then row order, in f64) and
-   * squared gradient norm. Slots a step did not use must hold zeros: call after a step that used
-   * every slot, or read per-slot losses with {@link readLosses}.
+   * The last step's summed loss over slots `0..slotsUsed-1` (slot then row order, summed in f64)
+   * and its squared gradient norm (valid when {@link encodeGradSumSq} ran in that step).
    */
-  async readStats(): Promise<{ lossSum: number; gradSumSq: number }> {
+  async readStats(slotsUsed: number = this.slots): Promise<{ lossSum: number; gradSumSq: number }> {
+    if (!Number.isInteger(slotsUsed) || slotsUsed < 1 || slotsUsed > this.slots) {
+      throw new RangeError(`slotsUsed ${slotsUsed} outside [1, ${this.slots}]`);
+    }
     const all = await this.#rt.read(this.#stats);
-    const n = this.slots * this.rows;
+    const n = slotsUsed * this.rows;
     let lossSum = 0;
     for (let i = 0; i < n; i++) lossSum += all[i];
-    return { lossSum, gradSumSq: all[n] };
+    return { lossSum, gradSumSq: all[this.slots * this.rows] };
   }
 
   /** Per-row losses `[N]` of one slot (0 at ignored positions). */

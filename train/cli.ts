@@ -48,6 +48,8 @@ export interface TrainOptions {
   shuffle: boolean;
   /** Where to write the trained model (HF folder), or null. */
   savePath: string | null;
+  /** Storage dtype of the saved weights. */
+  saveDtype: "F32" | "BF16" | "F16";
   logs: "console" | "json";
 }
 
@@ -78,6 +80,7 @@ export const USAGE = `Usage: deno task train --model DIR --data-path DIR [flags]
   --seed N                init and shuffle seed, u32 (default 1)
   --no-shuffle            read sequences in file order
   --save-path DIR         write config.json + model.safetensors at the end
+  --save-dtype f32|bf16|f16  dtype of the saved weights (default f32)
   --logs console|json     human lines, or one JSON object per line (default console)
 `;
 
@@ -100,6 +103,7 @@ const STRING_FLAGS = [
   "max-grad-norm",
   "seed",
   "save-path",
+  "save-dtype",
   "logs",
 ] as const;
 
@@ -185,6 +189,9 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     seed: int("seed", 1, 0),
     shuffle: !values["no-shuffle"],
     savePath: savePath === undefined || savePath === "" ? null : savePath,
+    saveDtype: ({ f32: "F32", bf16: "BF16", f16: "F16" } as const)[
+      choice("save-dtype", ["f32", "bf16", "f16"] as const, "f32")
+    ],
     logs: choice("logs", ["console", "json"] as const, "console"),
   };
 }

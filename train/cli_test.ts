@@ -32,6 +32,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     "--seed=9",
     "--no-shuffle",
     "--save-path=out",
+    "--save-dtype=bf16",
     "--logs=json",
   ]);
   assert.deepEqual(o, {
@@ -54,6 +55,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     seed: 9,
     shuffle: false,
     savePath: "out",
+    saveDtype: "BF16",
     logs: "json",
   });
   assert.equal(parseTrainArgs(["--help"]), "help");
@@ -73,6 +75,7 @@ Deno.test("parseTrainArgs: errors name the flag", () => {
     [[...BASE, "--learning-rate=abc"], /--learning-rate must be a positive number/],
     [[...BASE, "--optimizer=sgd"], /--optimizer must be one of adamw, distro/],
     [[...BASE, "--logs=xml"], /--logs must be one of console, json/],
+    [[...BASE, "--save-dtype=f64"], /--save-dtype must be one of f32, bf16, f16/],
     [[...BASE, "--lr-schedul=cosine"], /lr-schedul/],
     [[...BASE, "extra"], /extra/],
   ];

@@ -99,7 +99,12 @@ export async function train(
       },
     );
     if (options.savePath !== null) {
-      await writeModelDir(options.savePath, { config, layout, weights: await model.readParams() });
+      await writeModelDir(options.savePath, {
+        config,
+        layout,
+        weights: await model.readParams(),
+        dtype: options.saveDtype,
+      });
     }
     logger.end({
       steps: options.steps,

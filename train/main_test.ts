@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { readModelDir } from "../model/checkpoint.ts";
+import { readSafetensors } from "../model/safetensors.ts";
 import { initParams } from "../model/params.ts";
 import { scheduleFor, shuffleSeed } from "./main.ts";
 import { learningRate } from "../coordinator/lr_schedule.ts";
@@ -41,6 +42,7 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
         "--warmup-steps=2",
         "--seed=3",
         `--save-path=${dir}/out`,
+        "--save-dtype=bf16",
         "--logs=json",
       ],
       stdout: "piped",
@@ -63,6 +65,8 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
     }
     assert.deepEqual(lines.slice(1, 4).map((l) => l.lr), [5e-4, 1e-3, 1e-4]);
     const saved = await readModelDir(`${dir}/out`);
+    const file = await readSafetensors(`${dir}/out/model.safetensors`);
+    assert.equal(file.tensors.get("lm_head.weight")?.dtype, "BF16");
     const init = initParams(saved.layout, saved.config, 3);
     assert.ok(saved.weights !== null);
     assert.notDeepEqual(saved.weights, init); // trained, not the seeded init

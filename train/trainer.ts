@@ -74,6 +74,11 @@ export async function trainStep(
   const { model, optimizer, rt } = parts;
   const { microBatches } = args;
   const T = model.seqLen;
+  if (microBatches.length < 1 || microBatches.length > model.slots) {
+    throw new RangeError(
+      `a step needs 1 to ${model.slots} micro-batches (the model's slots), got ${microBatches.length}`,
+    );
+  }
   const predictions = microBatches.reduce((a, m) => a + (m.length / T) * (T - 1), 0);
   for (let i = 0; i < microBatches.length; i++) model.writeTokens(i, microBatches[i]);
   const step = rt.beginStep(`train step ${args.stepNumber}`);
@@ -90,7 +95,7 @@ export async function trainStep(
     gradSumSq: args.clipGradients ? gradSumSq : null,
   });
   await step.submit();
-  const { lossSum, gradSumSq: sumsq } = await model.readStats();
+  const { lossSum, gradSumSq: sumsq } = await model.readStats(microBatches.length);
   return { loss: lossSum / predictions, gradNorm: Math.sqrt(sumsq) };
 }
 

@@ -62,12 +62,13 @@ export function isHealthy(
 /**
  * What a witness of the previous round reports (psyche.md §2.10): every trainer of the
  * previous round that is still Healthy in the epoch but was not seen by a quorum of that
- * round's witnesses, with its committee proof. Empty when there is no previous round.
+ * round's witnesses, with its committee proof. Empty before round 2 (round 0's witnesses
+ * saw no payloads, so round 1 cannot judge anyone).
  * One pass over the round's clients (no per-client list rebuild).
  */
 export function unhealthyTrainers(state: CoordinatorState): HealthCheck[] {
   const prev = previousRound(state);
-  if (prev === null) return [];
+  if (prev === null || prev.height < 1) return [];
   const selection = roundSelection(state.config, prev);
   const quorum = roundWitnessQuorum(state.config, prev);
   const out: HealthCheck[] = [];

@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { CoordinatorError } from "./errors.ts";
-import { healthCheck, isHealthy, trainerHealthScore, trainerHealthy } from "./health.ts";
+import {
+  healthCheck,
+  isHealthy,
+  trainerHealthScore,
+  trainerHealthy,
+  unhealthyTrainers,
+} from "./health.ts";
 import { withdraw } from "./machine_membership.ts";
 import { currentRound, previousRound, roundSelection } from "./machine_queries.ts";
 import type { CoordinatorState } from "./types.ts";
@@ -122,4 +128,19 @@ Deno.test("healthCheck resolves previous-round indices after a client left mid-l
     d.state.epochState.clients.map((c) => [c.epochIndex, c.state]),
     [[0, "Healthy"], [2, "Healthy"], [3, "Healthy"], [4, "Dropped"]],
   );
+});
+
+Deno.test("unhealthyTrainers: exactly the unseen, still-Healthy trainers, none before round 2", () => {
+  const d = roundTwoWithout([1, 3]);
+  const report = unhealthyTrainers(d.state);
+  assert.deepEqual(report.map((c) => c.proof.index), [1, 3]);
+  assert.equal(healthCheck(d.state, identity(0), report), 2);
+  assert.deepEqual(unhealthyTrainers(d.state), []);
+  const early = new RunDriver(testState());
+  early.startEpoch(identities(3));
+  early.warmupTimeout();
+  early.witnessAll([]);
+  early.witnessTimeout();
+  assert.equal(currentRound(early.state).height, 1);
+  assert.deepEqual(unhealthyTrainers(early.state), []);
 });

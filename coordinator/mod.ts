@@ -31,6 +31,7 @@ export {
   isHealthy,
   trainerHealthScore,
   trainerHealthy,
+  unhealthyTrainers,
 } from "./health.ts";
 export * from "./machine_queries.ts";
 export * from "./machine_validate.ts";

@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { CoordinatorError } from "../coordinator/errors.ts";
 import { decodeCoordinatorState, encodeCoordinatorState } from "../coordinator/encoding.ts";
-import { healthCheck } from "../coordinator/health.ts";
+import { healthCheck, unhealthyTrainers } from "../coordinator/health.ts";
 import { tick } from "../coordinator/machine.ts";
 import {
   checkpoint,
@@ -269,14 +269,20 @@ class Run {
   }
 
   /** Runs a call: success, or a CoordinatorError with the state byte-identical. */
-  #run(fn: () => unknown): void {
+  call(fn: () => unknown): boolean {
+    return this.#run(fn);
+  }
+
+  #run(fn: () => unknown): boolean {
     const before = encodeCoordinatorState(this.state);
+    let ok = true;
     try {
       fn();
       this.accepted++;
     } catch (err) {
       if (!(err instanceof CoordinatorError)) throw err;
       this.rejected++;
+      ok = false;
       assert.deepEqual(
         encodeCoordinatorState(this.state),
         before,
@@ -284,6 +290,7 @@ class Run {
       );
     }
     this.#check();
+    return ok;
   }
 
   #expect(fn: () => unknown, code: string): void {
@@ -340,34 +347,71 @@ const honestTick = fc.record({
   seed,
 });
 
+/** All witnesses report what they saw (a random set of the clients). */
+const honestWitness = fc.record({
+  kind: fc.constant("witness" as const),
+  from: fc.constant(0),
+  index: fc.constant(0),
+  forgery: fc.constant<Forgery>("none"),
+  seen: fc.integer({ min: 0, max: (1 << N) - 1 }),
+});
+/** A client reports exactly the unhealthy trainers. */
+const honestHealthCheck = fc.record({
+  kind: fc.constant("healthCheck" as const),
+  from: fc.constant(0),
+  targets: fc.constant<Array<{ id: number; index: number; forge: boolean }>>([]),
+});
+
 Deno.test("property: mostly-honest runs reach every run state through legal edges only", () => {
   const edges = new Set<string>();
+  let healthChecks = 0;
   fc.assert(
     fc.property(
-      fc.array(fc.oneof({ weight: 6, arbitrary: honestTick }, { weight: 4, arbitrary: event }), {
-        minLength: 50,
-        maxLength: 200,
-        size: "max",
-      }),
+      fc.array(
+        fc.oneof(
+          { weight: 6, arbitrary: honestTick },
+          { weight: 4, arbitrary: honestWitness },
+          { weight: 1, arbitrary: honestHealthCheck },
+          { weight: 3, arbitrary: event },
+        ),
+        {
+          minLength: 50,
+          maxLength: 200,
+          size: "max",
+        },
+      ),
       (events) => {
         const run = new Run({ witnessNodes: 0, totalSteps: 12, epochTime: 40 });
         for (const e of events) {
-          // Honest witnesses: every current witness reports whenever a witness event comes up.
-          if (e.kind === "witness" && e.forgery === "none") {
-            const s = run.state;
-            if (s.runState === "RoundTrain" || s.runState === "RoundWitness") {
-              for (const i of roundSelection(s.config, currentRound(s)).witnessIndices()) {
-                run.apply({ ...e, index: i, from: indexToIdentity(s, i), seen: (1 << N) - 1 });
-              }
-              continue;
+          const s = run.state;
+          const inRound = s.runState === "RoundTrain" || s.runState === "RoundWitness";
+          // Honest witnesses: every current witness reports (what it saw) on a witness event.
+          if (e.kind === "witness" && e.forgery === "none" && inRound) {
+            for (const i of roundSelection(s.config, currentRound(s)).witnessIndices()) {
+              run.apply({ ...e, index: i, from: indexToIdentity(s, i) });
             }
+            continue;
+          }
+          // Honest health checks: a client reports exactly the unhealthy trainers.
+          if (e.kind === "healthCheck" && e.from % 2 === 0 && inRound) {
+            const checks = unhealthyTrainers(s);
+            const from = s.epochState.clients[0]?.id;
+            if (checks.length > 0 && from !== undefined) {
+              assert.ok(
+                run.call(() => healthCheck(s, from, checks)),
+                "an honest report is accepted",
+              );
+              healthChecks++;
+              assert.equal(unhealthyTrainers(s).length, 0, "everyone reported is dropped");
+            }
+            continue;
           }
           run.apply(e);
         }
         for (const edge of run.recorder.edges) edges.add(edge);
       },
     ),
-    { numRuns: 120, seed: 0xc0ffee },
+    { numRuns: 60, seed: 0xc0ffee },
   );
   for (
     const edge of [
@@ -381,6 +425,7 @@ Deno.test("property: mostly-honest runs reach every run state through legal edge
   ) {
     assert.ok(edges.has(edge), `never reached ${edge}`);
   }
+  assert.ok(healthChecks > 10, `only ${healthChecks} honest health checks were accepted`);
 });
 
 /** The identity number (0..N+1) of client `index` of the current list. */

@@ -118,6 +118,11 @@ export class LlamaModel implements Disposable {
         `seqLen must be in [2, ${config.maxPositionEmbeddings}] (max_position_embeddings), got ${seqLen}`,
       );
     }
+    if (config.headDim % 4 !== 0 || config.headDim > 256) {
+      throw new RangeError(
+        `head width ${config.headDim} is not supported: the attention kernel needs a multiple of 4, at most 256`,
+      );
+    }
     if (weights.length !== layout.totalSize) {
       throw new RangeError(
         `weights hold ${weights.length} floats, layout needs ${layout.totalSize}`,

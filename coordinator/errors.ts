@@ -5,7 +5,8 @@
  * a client that already left) throws a {@linkcode CoordinatorError} whose `code` comes
  * from one fixed, numbered list. The numbers are part of the protocol: the Solana program
  * returns them as its custom error codes and the TCP server sends them to clients, so a
- * code's number never changes and new codes are only appended.
+ * code's number never changes and new codes are only appended. (The Solana program
+ * reports `6000 + number`, Anchor's convention, since a zero return means success there.)
  *
  * A failed call never changes the state: every entry point validates fully before it
  * mutates anything.

@@ -132,7 +132,7 @@ function checkRoom(witnesses: readonly Witness[], index: number): void {
 export function warmupWitness(
   state: CoordinatorState,
   from: NodeIdentity,
-  witness: Witness,
+  report: Witness,
   now: number,
   seed: bigint,
 ): Outcome {
@@ -143,8 +143,8 @@ export function warmupWitness(
   if (state.runState !== "Warmup") {
     throw new CoordinatorError("WrongRunState", `warmup witness in ${state.runState}`);
   }
-  checkWitnessShape(state, witness);
-  const { index, position } = witness.proof;
+  checkWitnessShape(state, report);
+  const { index, position } = report.proof;
   checkSender(state, from, index);
   if (position !== index) {
     throw new CoordinatorError(
@@ -158,7 +158,7 @@ export function warmupWitness(
   }
   const round = currentRound(state);
   checkRoom(round.witnesses, index);
-  round.witnesses.push(copyWitness(witness));
+  round.witnesses.push(copyWitness(report));
   if (round.witnesses.length >= expectedWitnesses(state.config, clients.length)) {
     return leaveWarmup(state, now, seed);
   }
@@ -175,7 +175,7 @@ export function warmupWitness(
 export function witness(
   state: CoordinatorState,
   from: NodeIdentity,
-  witness: Witness,
+  report: Witness,
   now: number,
 ): Outcome {
   checkNow(now);
@@ -183,8 +183,8 @@ export function witness(
   if (state.runState !== "RoundTrain" && state.runState !== "RoundWitness") {
     throw new CoordinatorError("WrongRunState", `witness in ${state.runState}`);
   }
-  checkWitnessShape(state, witness);
-  const proof = witness.proof;
+  checkWitnessShape(state, report);
+  const proof = report.proof;
   if (!proof.witness) {
     throw new CoordinatorError("InvalidWitness", `client ${proof.index} claims no witness seat`);
   }
@@ -198,7 +198,7 @@ export function witness(
   }
   checkSender(state, from, proof.index);
   checkRoom(round.witnesses, proof.index);
-  round.witnesses.push(copyWitness(witness));
+  round.witnesses.push(copyWitness(report));
   const expected = expectedWitnesses(state.config, round.clientsLen);
   if (state.runState === "RoundTrain" && round.witnesses.length >= expected) {
     changeState(state, "RoundWitness", now);

@@ -1,6 +1,6 @@
 /**
  * Square matmul throughput on whatever adapter this machine has, for real GPUs:
- * `deno run -A shaders/bench_gpu.ts [--size 4096] [--reps 20] [--profile cpu|gpu]`.
+ * `deno run -A shaders/bench_gpu.ts [--size 4096] [--reps 20] [--profile cpu|gpu] [--f16]`.
  * Prints the adapter, then GFLOP/s per layout (mean over `reps` dispatches in one submit) and the
  * max abs error of a few sampled outputs against an f64 dot product.
  *
@@ -19,6 +19,7 @@ const { values } = parseArgs({
     size: { type: "string", default: "4096" },
     reps: { type: "string", default: "20" },
     profile: { type: "string" },
+    f16: { type: "boolean", default: false },
   },
 });
 const size = Number(values.size), reps = Number(values.reps);
@@ -42,15 +43,22 @@ const mm = new Matmul(rt);
 console.log(`adapter: ${rt.adapterName}`);
 console.log(`tiling: ${JSON.stringify(mm.tiling)}, f16: ${rt.hasF16}`);
 const n = size;
-const ha = randomF32(1, n * n), hb = randomF32(2, n * n);
-const a = rt.buffer("a", ha), b = rt.buffer("b", hb), c = rt.buffer("c", n * n * 4);
+const inputType = values.f16 ? "f16" : "f32";
+if (values.f16 && !rt.hasF16) throw new Error(`--f16: adapter has no shader-f16`);
+const round = (x: Float32Array) => values.f16 ? x.map(Math.f16round) : x;
+const ha = round(randomF32(1, n * n)), hb = round(randomF32(2, n * n));
+const upload = (label: string, x: Float32Array) =>
+  values.f16 ? rt.buffer(label, new Uint16Array(new Float16Array(x).buffer)) : rt.buffer(label, x);
+const a = upload("a", ha), b = upload("b", hb), c = rt.buffer("c", n * n * 4);
 for (const layout of ["nn", "nt", "tn"] as MatmulLayout[]) {
   const warm = rt.beginStep("warmup");
-  mm.encode(warm.pass, { a, b, c, m: n, n, k: n, layout });
+  mm.encode(warm.pass, { a, b, c, m: n, n, k: n, layout, inputType });
   await warm.submit();
   const t0 = performance.now();
   const step = rt.beginStep("timed");
-  for (let r = 0; r < reps; r++) mm.encode(step.pass, { a, b, c, m: n, n, k: n, layout });
+  for (let r = 0; r < reps; r++) {
+    mm.encode(step.pass, { a, b, c, m: n, n, k: n, layout, inputType });
+  }
   await step.submit();
   const seconds = (performance.now() - t0) / 1000 / reps;
   const got = await rt.read(c);
@@ -67,7 +75,9 @@ for (const layout of ["nn", "nt", "tn"] as MatmulLayout[]) {
   }
   const gflops = (2 * n ** 3) / seconds / 1e9;
   console.log(
-    `${layout} ${n}^3: ${(seconds * 1e3).toFixed(2)} ms, ${gflops.toFixed(1)} GFLOP/s, ` +
+    `${layout} ${inputType} ${n}^3: ${(seconds * 1e3).toFixed(2)} ms, ${
+      gflops.toFixed(1)
+    } GFLOP/s, ` +
       `max abs err (16 samples) ${err.toExponential(2)}`,
   );
 }

@@ -292,12 +292,13 @@ export class GpuRuntime {
   }
 
   /**
-   * A labelled storage buffer owned by the runtime: `size` bytes of zeros, or a copy of `data`.
+   * A labelled storage buffer owned by the runtime: `size` bytes of zeros, or a copy of `init`
+   * (any typed array: f32, u32, i32, or f16 bits as `Uint16Array`).
    * Sizes are rounded up to 16 bytes so vec4 kernels can bind whole buffers.
    */
   buffer(
     label: string,
-    init: number | Float32Array | Uint32Array | Int32Array,
+    init: number | ArrayBufferView,
     usage: GPUBufferUsageFlags = STORAGE_USAGE,
   ): GPUBuffer {
     const bytes = typeof init === "number" ? init : init.byteLength;
@@ -337,7 +338,7 @@ export class GpuRuntime {
   }
 
   /** Copy host data into a view (queued; ordered before the next submit). */
-  write(view: TensorView, data: Float32Array | Uint32Array | Int32Array): void {
+  write(view: TensorView, data: ArrayBufferView): void {
     const { buffer, offset, size } = resolveView(view);
     if (data.byteLength > size) {
       throw new RangeError(

@@ -6,14 +6,21 @@
  * @module
  */
 
-import { type GpuRuntime, resolveView, type TensorView, viewLength } from "./gpu.ts";
+import { type GpuRuntime, resolveView, type TensorView } from "./gpu.ts";
 
 /**
- * Throw a `RangeError` unless `view` holds at least `needed` 4-byte elements.
- * `what` reads like `matmul: binding "a"` and `shape` explains the count (`m·k = 32·17`).
+ * Throw a `RangeError` unless `view` holds at least `needed` elements of `bytesPerElement` bytes
+ * (default 4; 2 for f16). `what` reads like `matmul: binding "a"` and `shape` explains the count
+ * (`[m, k] = [32, 17]`).
  */
-export function requireLength(what: string, view: TensorView, needed: number, shape: string): void {
-  const have = viewLength(view);
+export function requireLength(
+  what: string,
+  view: TensorView,
+  needed: number,
+  shape: string,
+  bytesPerElement = 4,
+): void {
+  const have = Math.floor(resolveView(view).size / bytesPerElement);
   if (have < needed) {
     throw new RangeError(`${what} holds ${have} elements, needs ${shape} = ${needed}`);
   }

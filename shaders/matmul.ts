@@ -12,6 +12,7 @@ import { f32Bits } from "./gpu.ts";
 import { bindTensors, ceilDiv, dispatch, MAX_GRID, requireDims, requireLength } from "./kernel.ts";
 import {
   dotKernel,
+  type MatmulInputType,
   type MatmulLayout,
   outerKernel,
   scalarKernel,
@@ -20,7 +21,7 @@ import {
 } from "./matmul_wgsl.ts";
 import type { MatmulTiling } from "./profile.ts";
 
-export type { MatmulLayout } from "./matmul_wgsl.ts";
+export type { MatmulInputType, MatmulLayout } from "./matmul_wgsl.ts";
 
 /**
  * Arguments of one matmul. Shapes (row-major, per batch entry):
@@ -55,6 +56,11 @@ export interface MatmulArgs {
   readonly strideB?: number;
   /** Elements between consecutive C matrices (default `m·n`). */
   readonly strideC?: number;
+  /**
+   * Storage type of A and B (default `"f32"`). `"f16"` halves their memory traffic (weights kept
+   * in half precision) and needs the device's `shader-f16` (`rt.hasF16`); sums stay f32.
+   */
+  readonly inputType?: MatmulInputType;
 }
 
 /**
@@ -112,30 +118,42 @@ export class Matmul {
     if (layout !== "nn" && layout !== "nt" && layout !== "tn") {
       throw new RangeError(`matmul: layout must be "nn", "nt" or "tn", got ${layout}`);
     }
+    const type = args.inputType ?? "f32";
+    if (type !== "f32" && type !== "f16") {
+      throw new RangeError(`matmul: inputType must be "f32" or "f16", got ${type}`);
+    }
+    if (type === "f16" && !this.#rt.hasF16) {
+      throw new RangeError(
+        `matmul: inputType "f16" needs the "shader-f16" feature, which adapter ` +
+          `"${this.#rt.info.description}" does not provide (or was not requested)`,
+      );
+    }
+    const bytes = type === "f16" ? 2 : 4;
     const s = strides(args);
     const aShape = layout === "tn" ? `[k, m] = [${k}, ${m}]` : `[m, k] = [${m}, ${k}]`;
     const bShape = layout === "nt" ? `[n, k] = [${n}, ${k}]` : `[k, n] = [${k}, ${n}]`;
-    requireLength(`matmul ${layout}: binding "a"`, args.a, (batch - 1) * s.a + m * k, aShape);
-    requireLength(`matmul ${layout}: binding "b"`, args.b, (batch - 1) * s.b + k * n, bShape);
+    const aNeed = (batch - 1) * s.a + m * k, bNeed = (batch - 1) * s.b + k * n;
+    requireLength(`matmul ${layout}: binding "a" (${type})`, args.a, aNeed, aShape, bytes);
+    requireLength(`matmul ${layout}: binding "b" (${type})`, args.b, bNeed, bShape, bytes);
     requireLength(`matmul ${layout}: binding "c"`, args.c, (batch - 1) * s.c + m * n, `[m, n]`);
     const variant = this.variant(args);
     if (variant === "transposed") {
-      this.#encodeTransposed(pass, args, batch, s);
+      this.#encodeTransposed(pass, args, batch, s, type);
       return;
     }
     const t = this.tiling;
-    const key = `matmul/${layout}/${variant}/${t.rows}x${t.cols}/${t.workgroup.join("x")}` +
+    const key = `matmul/${layout}/${type}/${variant}/${t.rows}x${t.cols}/${t.workgroup.join("x")}` +
       (variant === "tiled" ? `/d${t.depth}` : "");
     const pipeline = this.#rt.pipeline(key, () => {
       switch (variant) {
         case "outer":
-          return outerKernel(layout as "nn" | "tn", t);
+          return outerKernel(layout as "nn" | "tn", t, type);
         case "dot":
-          return dotKernel(t);
+          return dotKernel(t, type);
         case "scalar":
-          return scalarKernel(layout, t);
+          return scalarKernel(layout, t, type);
         case "tiled":
-          return tiledKernel(layout, t);
+          return tiledKernel(layout, t, type);
       }
     });
     const params = [
@@ -191,17 +209,19 @@ export class Matmul {
     args: MatmulArgs,
     batch: number,
     s: { a: number; b: number; c: number },
+    type: MatmulInputType,
   ): void {
     const { n, k } = args;
-    const bytes = batch * n * k * 4;
+    // Rounded up to 16 bytes so the vec4 view covers every element.
+    const bytes = Math.ceil((batch * n * k * (type === "f16" ? 2 : 4)) / 16) * 16;
     if (!this.#scratch || this.#scratch.size < bytes) {
       // The old scratch may already be bound by dispatches of this step: retire, don't destroy.
       if (this.#scratch) this.#retired.push(this.#scratch);
       this.#scratch = this.#rt.buffer("matmul transpose scratch", bytes);
     }
     const wg = this.tiling.workgroup;
-    const key = `matmul/transpose/${wg.join("x")}`;
-    const pipeline = this.#rt.pipeline(key, () => transposeKernel(wg));
+    const key = `matmul/transpose/${type}/${wg.join("x")}`;
+    const pipeline = this.#rt.pipeline(key, () => transposeKernel(wg, type));
     const scratch = { buffer: this.#scratch, size: bytes };
     const group = bindTensors(this.#rt, pipeline, [n, k, s.b, n * k], [args.b, scratch]);
     dispatch(pass, pipeline, group, [ceilDiv(k / 4, wg[0]), ceilDiv(n / 4, wg[1]), batch]);

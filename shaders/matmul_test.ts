@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { GpuRuntime } from "./gpu.ts";
-import { Matmul, type MatmulArgs, type MatmulLayout, type MatmulVariant } from "./matmul.ts";
-import { GPU_PROFILE, type MatmulTiling } from "./profile.ts";
+import {
+  Matmul,
+  type MatmulArgs,
+  type MatmulInputType,
+  type MatmulLayout,
+  type MatmulVariant,
+} from "./matmul.ts";
+import { CPU_PROFILE, GPU_PROFILE, type MatmulTiling } from "./profile.ts";
 import { matmulRef } from "./reference/matmul.ts";
 import { assertClose, F32_EPS, randomF32 } from "./test_util.ts";
 import { GpuStageError } from "./errors.ts";
@@ -33,14 +39,21 @@ async function runCase(
   layout: MatmulLayout,
   c: Case,
   seed: number,
+  inputType: MatmulInputType = "f32",
 ): Promise<MatmulVariant> {
   const batch = c.batch ?? 1;
-  const a = randomF32(seed, batch * c.m * c.k);
-  const b = randomF32(seed + 1, batch * c.k * c.n);
+  // f16 inputs: the reference multiplies the same (rounded) values, so the tolerance is unchanged.
+  const round = (x: Float32Array) => inputType === "f16" ? x.map(Math.f16round) : x;
+  const a = round(randomF32(seed, batch * c.m * c.k));
+  const b = round(randomF32(seed + 1, batch * c.k * c.n));
   const old = randomF32(seed + 2, batch * c.m * c.n);
   const args0 = { m: c.m, n: c.n, k: c.k, layout, batch, accumulate: c.accumulate, alpha: c.alpha };
-  const ga = rt.buffer("a", a), gb = rt.buffer("b", b), gc = rt.buffer("c", old);
-  const args: MatmulArgs = { ...args0, a: ga, b: gb, c: gc };
+  const upload = (label: string, x: Float32Array) =>
+    inputType === "f16"
+      ? rt.buffer(label, new Uint16Array(new Float16Array(x).buffer))
+      : rt.buffer(label, x);
+  const ga = upload("a", a), gb = upload("b", b), gc = rt.buffer("c", old);
+  const args: MatmulArgs = { ...args0, a: ga, b: gb, c: gc, inputType };
   const step = rt.beginStep("matmul test");
   mm.encode(step.pass, args);
   await step.submit();
@@ -59,11 +72,15 @@ async function runCase(
   return variant;
 }
 
-async function runAll(rt: GpuRuntime, mm: Matmul): Promise<Set<MatmulVariant>> {
+async function runAll(
+  rt: GpuRuntime,
+  mm: Matmul,
+  inputType: MatmulInputType = "f32",
+): Promise<Set<MatmulVariant>> {
   const seen = new Set<MatmulVariant>();
   let seed = 1;
   for (const layout of ["nn", "nt", "tn"] as const) {
-    for (const c of CASES) seen.add(await runCase(rt, mm, layout, c, seed += 3));
+    for (const c of CASES) seen.add(await runCase(rt, mm, layout, c, seed += 3, inputType));
   }
   return seen;
 }
@@ -99,6 +116,34 @@ Deno.test("matmul matches the f64 reference for every layout and kernel variant"
   });
 });
 
+Deno.test("matmul with f16 inputs matches the reference on every variant", async (t) => {
+  using rt = await GpuRuntime.create();
+  if (!rt.hasF16) {
+    console.warn(`skipped: adapter "${rt.info.description}" has no shader-f16`);
+    return;
+  }
+  await t.step("register profile", async () => {
+    using mm = new Matmul(rt, CPU_PROFILE.matmul);
+    const seen = await runAll(rt, mm, "f16");
+    assert.deepEqual([...seen].sort(), ["dot", "outer", "scalar", "transposed"]);
+  });
+  await t.step("tiled profile", async () => {
+    await runAll(rt, new Matmul(rt, GPU_PROFILE.matmul), "f16");
+  });
+});
+
+Deno.test("f16 inputs without shader-f16 are refused by name", async () => {
+  using rt = await GpuRuntime.create({ f16: false });
+  const mm = new Matmul(rt);
+  const x = rt.buffer("x", 64);
+  const step = rt.beginStep("no f16");
+  assert.throws(
+    () => mm.encode(step.pass, { a: x, b: x, c: x, m: 2, n: 2, k: 2, inputType: "f16" }),
+    /needs the "shader-f16" feature/,
+  );
+  await step.submit();
+});
+
 Deno.test("matmul reuses pipelines across shapes", async () => {
   using rt = await GpuRuntime.create();
   const mm = new Matmul(rt);
@@ -120,11 +165,11 @@ Deno.test("matmul rejects bad arguments with the binding and shape named", async
   const step = rt.beginStep("bad");
   assert.throws(
     () => mm.encode(step.pass, { a: small, b: big, c: big, m: 4, n: 4, k: 4 }),
-    /binding "a" holds 12 elements, needs \[m, k\] = \[4, 4\] = 16/,
+    /binding "a" \(f32\) holds 12 elements, needs \[m, k\] = \[4, 4\] = 16/,
   );
   assert.throws(
     () => mm.encode(step.pass, { a: big, b: small, c: big, m: 4, n: 4, k: 4, layout: "nt" }),
-    /binding "b" holds 12 elements, needs \[n, k\]/,
+    /binding "b" \(f32\) holds 12 elements, needs \[n, k\]/,
   );
   assert.throws(() => mm.encode(step.pass, { a: big, b: big, c: big, m: 0, n: 4, k: 4 }), /m must/);
   assert.throws(

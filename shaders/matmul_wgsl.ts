@@ -17,6 +17,20 @@ import type { MatmulTiling } from "./profile.ts";
 /** Operand layout: which of A and B are stored transposed. */
 export type MatmulLayout = "nn" | "nt" | "tn";
 
+/** Storage type of the operands A and B (C is always f32; f16 needs `shader-f16`). */
+export type MatmulInputType = "f32" | "f16";
+
+/** WGSL spellings for an operand storage type: scalar type, loads widened to f32, header. */
+function elem(type: MatmulInputType) {
+  const f16 = type === "f16";
+  return {
+    t: type,
+    header: f16 ? "enable f16;\n" : "",
+    s: (x: string) => f16 ? `f32(${x})` : x,
+    v: (x: string) => f16 ? `vec4<f32>(${x})` : x,
+  };
+}
+
 const PARAMS = `struct MatmulParams {
   m: u32, n: u32, k: u32, accumulate: u32,
   alpha: f32, stride_a: u32, stride_b: u32, stride_c: u32,
@@ -37,7 +51,12 @@ function storeExpr(target: string, value: string): string {
  * `rows × cols` outputs as `rows × cols/4` vec4 accumulators, reading B and C as vec4 rows and A
  * as scalars broadcast across the vec4.
  */
-export function outerKernel(layout: "nn" | "tn", t: MatmulTiling): string {
+export function outerKernel(
+  layout: "nn" | "tn",
+  t: MatmulTiling,
+  type: MatmulInputType = "f32",
+): string {
+  const e = elem(type);
   const tm = t.rows, tnv = t.cols / 4;
   const [wx, wy] = t.workgroup;
   const I = range(tm), J = range(tnv);
@@ -45,11 +64,11 @@ export function outerKernel(layout: "nn" | "tn", t: MatmulTiling): string {
     i: number,
   ) => `min(r0 + ${i}u, p.m - 1u)`;
   const aLoad = layout === "nn"
-    ? (i: number) => `a[ab + ra${i} + kk]`
-    : (i: number) => `a[ak + ra${i}]`;
-  return `${PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<vec4<f32>>;
+    ? (i: number) => e.s(`a[ab + ra${i} + kk]`)
+    : (i: number) => e.s(`a[ak + ra${i}]`);
+  return `${e.header}${PARAMS}
+@group(0) @binding(1) var<storage, read> a: array<${e.t}>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<${e.t}>>;
 @group(0) @binding(3) var<storage, read_write> c: array<vec4<f32>>;
 
 @compute @workgroup_size(${wx}, ${wy})
@@ -67,7 +86,7 @@ ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = vec4<f32>();`)).join("\n")
   for (var kk = 0u; kk < p.k; kk++) {
     let bk = bb + kk * nv;
     let ak = ab + kk * p.m;
-${J.map((j) => `    let b${j} = b[bk + cc${j}];`).join("\n")}
+${J.map((j) => `    let b${j} = ${e.v(`b[bk + cc${j}]`)};`).join("\n")}
 ${
     I.map((i) =>
       `    { let s = vec4<f32>(${aLoad(i)});\n` +
@@ -91,13 +110,14 @@ ${
  * Register-blocked kernel for `nt` with `k % 4 == 0`: each invocation holds `rows × cols/4`
  * vec4 partial dot products along K, reduced once at the end.
  */
-export function dotKernel(t: MatmulTiling): string {
+export function dotKernel(t: MatmulTiling, type: MatmulInputType = "f32"): string {
+  const e = elem(type);
   const tm = t.rows, tn = t.cols / 4;
   const [wx, wy] = t.workgroup;
   const I = range(tm), J = range(tn);
-  return `${PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> b: array<vec4<f32>>;
+  return `${e.header}${PARAMS}
+@group(0) @binding(1) var<storage, read> a: array<vec4<${e.t}>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<${e.t}>>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
 @compute @workgroup_size(${wx}, ${wy})
@@ -113,10 +133,10 @@ ${I.map((i) => `  let ra${i} = ab + min(r0 + ${i}u, p.m - 1u) * kv;`).join("\n")
 ${J.map((j) => `  let rb${j} = bb + min(c0 + ${j}u, p.n - 1u) * kv;`).join("\n")}
 ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = vec4<f32>();`)).join("\n")}
   for (var kk = 0u; kk < kv; kk++) {
-${J.map((j) => `    let b${j} = b[rb${j} + kk];`).join("\n")}
+${J.map((j) => `    let b${j} = ${e.v(`b[rb${j} + kk]`)};`).join("\n")}
 ${
     I.map((i) =>
-      `    { let s = a[ra${i} + kk];\n` +
+      `    { let s = ${e.v(`a[ra${i} + kk]`)};\n` +
       J.map((j) => `      acc${i}_${j} = fma(s, b${j}, acc${i}_${j});`).join("\n") + "\n    }"
     ).join("\n")
   }
@@ -147,13 +167,18 @@ function bIndex(layout: MatmulLayout, k: string, col: string): string {
  * Scalar register-blocked kernel for any shape and layout (no divisibility needed): each
  * invocation computes `rows × 4` outputs, reading scalars with clamped indices.
  */
-export function scalarKernel(layout: MatmulLayout, t: MatmulTiling): string {
+export function scalarKernel(
+  layout: MatmulLayout,
+  t: MatmulTiling,
+  type: MatmulInputType = "f32",
+): string {
+  const e = elem(type);
   const tm = t.rows, tn = 4;
   const [wx, wy] = t.workgroup;
   const I = range(tm), J = range(tn);
-  return `${PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
+  return `${e.header}${PARAMS}
+@group(0) @binding(1) var<storage, read> a: array<${e.t}>;
+@group(0) @binding(2) var<storage, read> b: array<${e.t}>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
 @compute @workgroup_size(${wx}, ${wy})
@@ -168,10 +193,10 @@ ${I.map((i) => `  let ri${i} = min(r0 + ${i}u, p.m - 1u);`).join("\n")}
 ${J.map((j) => `  let q${j} = min(c0 + ${j}u, p.n - 1u);`).join("\n")}
 ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = 0.0;`)).join("\n")}
   for (var kk = 0u; kk < p.k; kk++) {
-${J.map((j) => `    let b${j} = b[bb + ${bIndex(layout, "kk", `q${j}`)}];`).join("\n")}
+${J.map((j) => `    let b${j} = ${e.s(`b[bb + ${bIndex(layout, "kk", `q${j}`)}]`)};`).join("\n")}
 ${
     I.map((i) =>
-      `    { let s = a[ab + ${aIndex(layout, `ri${i}`, "kk")}];\n` +
+      `    { let s = ${e.s(`a[ab + ${aIndex(layout, `ri${i}`, "kk")}]`)};\n` +
       J.map((j) => `      acc${i}_${j} = fma(s, b${j}, acc${i}_${j});`).join("\n") + "\n    }"
     ).join("\n")
   }
@@ -194,7 +219,12 @@ ${
  * padded at the edges); invocation `(x, y)` owns outputs `(y + i·wy, x + j·wx)` of the tile, so
  * neighbouring invocations read neighbouring words.
  */
-export function tiledKernel(layout: MatmulLayout, t: MatmulTiling): string {
+export function tiledKernel(
+  layout: MatmulLayout,
+  t: MatmulTiling,
+  type: MatmulInputType = "f32",
+): string {
+  const e = elem(type);
   const [wx, wy] = t.workgroup;
   const tm = t.rows, tn = t.cols, bk = t.depth;
   const bm = tm * wy, bn = tn * wx, threads = wx * wy;
@@ -202,9 +232,9 @@ export function tiledKernel(layout: MatmulLayout, t: MatmulTiling): string {
   // Coalesced staging: consecutive invocations read consecutive words of the operand.
   const aMajorK = layout !== "tn";
   const bMajorK = layout === "nt";
-  return `${PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<f32>;
-@group(0) @binding(2) var<storage, read> b: array<f32>;
+  return `${e.header}${PARAMS}
+@group(0) @binding(1) var<storage, read> a: array<${e.t}>;
+@group(0) @binding(2) var<storage, read> b: array<${e.t}>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 var<workgroup> As: array<f32, ${bk * bm}>;
 var<workgroup> Bs: array<f32, ${bk * bn}>;
@@ -225,7 +255,7 @@ ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = 0.0;`)).join("\n")}
       let r = row0 + mm;
       let k = k0 + kk;
       var v = 0.0;
-      if (r < p.m && k < p.k) { v = a[ab + ${aIndex(layout, "r", "k")}]; }
+      if (r < p.m && k < p.k) { v = ${e.s(`a[ab + ${aIndex(layout, "r", "k")}]`)}; }
       As[kk * ${bm}u + mm] = v;
     }
     for (var e = li; e < ${bn * bk}u; e += ${threads}u) {
@@ -234,7 +264,7 @@ ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = 0.0;`)).join("\n")}
       let q = col0 + nn;
       let k = k0 + kk;
       var v = 0.0;
-      if (q < p.n && k < p.k) { v = b[bb + ${bIndex(layout, "k", "q")}]; }
+      if (q < p.n && k < p.k) { v = ${e.s(`b[bb + ${bIndex(layout, "k", "q")}]`)}; }
       Bs[kk * ${bn}u + nn] = v;
     }
     workgroupBarrier();
@@ -269,14 +299,18 @@ ${
  * The CPU profile runs `nt` as this transpose of B followed by the `nn` outer kernel, which is
  * about 1.4× faster on llvmpipe than dot products along K.
  */
-export function transposeKernel(workgroup: readonly [number, number]): string {
+export function transposeKernel(
+  workgroup: readonly [number, number],
+  type: MatmulInputType = "f32",
+): string {
+  const e = elem(type);
   const [wx, wy] = workgroup;
   const rows = [0, 1, 2, 3];
   const lanes = ["x", "y", "z", "w"];
-  return `struct TransposeParams { rows: u32, cols: u32, stride_in: u32, stride_out: u32 }
+  return `${e.header}struct TransposeParams { rows: u32, cols: u32, stride_in: u32, stride_out: u32 }
 @group(0) @binding(0) var<uniform> p: TransposeParams;
-@group(0) @binding(1) var<storage, read> src: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read_write> dst: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> src: array<vec4<${e.t}>>;
+@group(0) @binding(2) var<storage, read_write> dst: array<vec4<${e.t}>>;
 
 @compute @workgroup_size(${wx}, ${wy})
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
@@ -288,7 +322,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 ${rows.map((r) => `  let r${r} = src[sb + (g.y * 4u + ${r}u) * cv + g.x];`).join("\n")}
 ${
     lanes.map((l, i) =>
-      `  dst[db + (g.x * 4u + ${i}u) * rv + g.y] = vec4<f32>(r0.${l}, r1.${l}, r2.${l}, r3.${l});`
+      `  dst[db + (g.x * 4u + ${i}u) * rv + g.y] = vec4<${e.t}>(r0.${l}, r1.${l}, r2.${l}, r3.${l});`
     )
       .join("\n")
   }

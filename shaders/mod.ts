@@ -30,8 +30,24 @@ export {
   type TuningProfile,
 } from "./profile.ts";
 export { BufferArena } from "./arena.ts";
-export { bindTensors, ceilDiv, dispatch, dispatch1d, grid1d, main1d } from "./kernel.ts";
-export { Matmul, type MatmulArgs, type MatmulLayout, type MatmulVariant } from "./matmul.ts";
+export {
+  bindTensors,
+  ceilDiv,
+  dispatch,
+  dispatch1d,
+  grid1d,
+  main1d,
+  MAX_GRID,
+  requireDims,
+  requireLength,
+} from "./kernel.ts";
+export {
+  Matmul,
+  type MatmulArgs,
+  type MatmulInputType,
+  type MatmulLayout,
+  type MatmulVariant,
+} from "./matmul.ts";
 export { Elementwise, type ElementwiseOp } from "./elementwise.ts";
 export { CHUNK_ITEMS, SumOfSquares, type SumsqInput } from "./sumsq.ts";
 export { Embedding, type EmbeddingDims } from "./embedding.ts";

@@ -44,7 +44,8 @@ export function trainerHealthy(state: CoordinatorState, id: NodeIdentity): boole
 /**
  * Whether `id` was healthy in the previous round, given its committee proof there. A
  * proof that does not verify, or that belongs to another client, is false. Only trainers
- * can be judged (verifiers and tie-breakers are not implemented, as in Psyche).
+ * can be judged: a verifier or tie-breaker counts as healthy, as in Psyche (those
+ * committees are not implemented), so nobody can report it.
  */
 export function isHealthy(
   state: CoordinatorState,
@@ -56,7 +57,7 @@ export function isHealthy(
   if (!roundSelection(state.config, prev).verifyCommittee(proof)) return false;
   const client = roundClients(state, prev.height)[proof.index];
   if (client === undefined || !sameKey(client.id.signer, id.signer)) return false;
-  return proof.committee === "Trainer" && trainerHealthy(state, id);
+  return proof.committee !== "Trainer" || trainerHealthy(state, id);
 }
 
 /**

@@ -120,12 +120,13 @@ export function clientAtHistoricalIndex(
 
 /**
  * The learning-rate warmup window `[start, end]` (steps) of a cold-start epoch (the first
- * epoch after a pause), or null in a normal epoch. Clients scale the LR by
- * `(step - start) / (end - start)` inside it and zero their optimizer state at height 0.
+ * epoch after a pause), or null in a normal epoch or when `coldStartWarmupSteps` is 0.
+ * Clients scale the LR by `(step - start) / (end - start)` inside it and zero their
+ * optimizer state at height 0.
  */
 export function coldStartWarmupBounds(state: CoordinatorState): [number, number] | null {
   const { coldStartEpoch, startStep } = state.epochState;
-  if (!coldStartEpoch) return null;
+  if (!coldStartEpoch || state.model.coldStartWarmupSteps === 0) return null;
   return [startStep, startStep + state.model.coldStartWarmupSteps];
 }
 

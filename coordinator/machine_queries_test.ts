@@ -121,4 +121,6 @@ Deno.test("coldStartWarmupBounds: only in the epoch after a pause", () => {
   resume(d.state, d.now);
   d.startEpoch(identities(2));
   assert.deepEqual(coldStartWarmupBounds(d.state), [2, 4]);
+  d.state.model.coldStartWarmupSteps = 0;
+  assert.equal(coldStartWarmupBounds(d.state), null, "no window without warmup steps");
 });

@@ -33,7 +33,7 @@ import {
   verifyEnvelope,
 } from "./announcement.ts";
 import type { P2PNode } from "./node.ts";
-import { peerIdOf } from "./identity.ts";
+import { peerIdOf, publicKeyOf } from "./identity.ts";
 import { bytesToHex } from "./hex.ts";
 import { RebroadcastQueue } from "./rebroadcast.ts";
 import { RecentSet } from "./recent_set.ts";
@@ -66,7 +66,10 @@ export interface RunGossipOptions {
   runId: string;
   /** Our 32-byte ed25519 secret key (the node's identity) to sign announcements with. */
   secretKey: Uint8Array;
-  /** Called once per distinct verified announcement from another participant. */
+  /**
+   * Called once per distinct verified announcement from another participant, synchronously from
+   * gossipsub's event dispatch: it must not throw, and should hand long work off.
+   */
   onAnnouncement: (received: ReceivedAnnouncement) => void;
   /**
    * First nonce to use; every send (first or resend) takes the next one. Pass a random u32 so
@@ -106,6 +109,9 @@ export class RunGossip {
     this.#nonce = options.firstNonce ?? 0;
     if (!Number.isInteger(this.#nonce) || this.#nonce < 0 || this.#nonce > 0xffff_ffff) {
       throw new RangeError(`firstNonce must be a u32, found ${options.firstNonce}`);
+    }
+    if (bytesToHex(publicKeyOf(options.secretKey)) !== bytesToHex(node.publicKey)) {
+      throw new RangeError("secretKey is not the key of this node's identity");
     }
     this.#seen = new RecentSet(options.dedupCapacity ?? 4096);
     this.#queue = new RebroadcastQueue(options.rebroadcastSteps);

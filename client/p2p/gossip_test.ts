@@ -163,3 +163,11 @@ Deno.test("PeerAddresses lets a participant fetch from someone it never connecte
   const bytes = await fetcher.fetch(hash, { providers: [a.node.publicKey] });
   assert.equal(bytes.length, 10_000);
 });
+
+Deno.test("gossip refuses a signing key that is not the node's identity", async () => {
+  await using node = await createP2PNode({ secretKey: testSecret(1) });
+  assert.throws(
+    () => new RunGossip(node, { runId: RUN, secretKey: testSecret(2), onAnnouncement: () => {} }),
+    /secretKey is not the key of this node's identity/,
+  );
+});

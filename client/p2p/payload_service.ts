@@ -138,7 +138,10 @@ export class PayloadService {
     await node.libp2p.handle(
       PAYLOAD_PROTOCOL,
       (stream: Stream, connection: Connection) => service.#serve(stream, connection),
-      { maxInboundStreams: options.maxInboundStreams ?? 64, maxOutboundStreams: 64 },
+      {
+        maxInboundStreams: options.maxInboundStreams ?? 64,
+        maxOutboundStreams: Math.max(64, options.maxConcurrentDownloads ?? 0),
+      },
     );
     return service;
   }
@@ -226,7 +229,12 @@ export class PayloadService {
     const result = await withFallback(
       providers,
       (provider, signal) =>
-        this.#attempt(peerIdFromString(provider), request, { limit, ...options }, signal)
+        this.#attempt(
+          peerIdFromString(provider),
+          request,
+          { limit, expectedSize: options.expectedSize },
+          signal,
+        )
           .catch((error) => {
             this.#stats.failedAttempts++;
             throw error;

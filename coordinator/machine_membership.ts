@@ -51,7 +51,8 @@ export function withdrawAll(state: CoordinatorState): Outcome {
  * pending: the epoch goes to Cooldown at the end of the current round and the run is
  * Paused when Cooldown ends. In WaitingForMembers or Warmup it pauses at once, withdrawing
  * everyone. Either way the next epoch is a cold start. Pausing twice is Unchanged;
- * `Halted` when Uninitialized, Paused or Finished (as Psyche).
+ * WrongRunState when Uninitialized, Paused or Finished (Psyche says Halted; the run is not
+ * halted for operators, who may still resume it).
  */
 export function pause(state: CoordinatorState, now: number): Outcome {
   checkNow(now);
@@ -71,7 +72,7 @@ export function pause(state: CoordinatorState, now: number): Outcome {
     case "Uninitialized":
     case "Paused":
     case "Finished":
-      throw new CoordinatorError("Halted", `cannot pause a run that is ${state.runState}`);
+      throw new CoordinatorError("WrongRunState", `cannot pause a run that is ${state.runState}`);
   }
 }
 

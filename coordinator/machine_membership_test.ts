@@ -64,7 +64,7 @@ Deno.test("pause while training is pending; twice is Unchanged; halted runs refu
   assert.deepEqual(pause(d.state, d.now), { kind: "Unchanged" });
   const s = testState();
   s.runState = "Finished";
-  assertRejected(() => pause(s, 1), "Halted", s);
+  assertRejected(() => pause(s, 1), "WrongRunState", s);
 });
 
 Deno.test("resume: Paused -> WaitingForMembers, or Finished after totalSteps", () => {
@@ -130,7 +130,7 @@ Deno.test("checkpoint: wrong sender, unknown index, bad repo or kind is InvalidC
 Deno.test("resume starts an Uninitialized run; pause refuses it", () => {
   const s = testState();
   s.runState = "Uninitialized";
-  assertRejected(() => pause(s, 1), "Halted", s);
+  assertRejected(() => pause(s, 1), "WrongRunState", s);
   assert.deepEqual(resume(s, 4), { kind: "Changed" });
   assert.equal(s.runState, "WaitingForMembers");
   assert.equal(s.runStateStartUnixTimestamp, 4);

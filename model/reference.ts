@@ -307,21 +307,28 @@ export function referenceLossAndGrad(
 
   // ---- backward ----
   const dnf = linearBack(dlogits, nf.y, w("lm_head.weight"), g("lm_head.weight"), [n, c, vocab]);
-  let dx = rmsnormBack(dnf, x, w("model.norm.weight"), nf.rstd, g("model.norm.weight"), n, c);
+  let dx: Float64Array = rmsnormBack(
+    dnf,
+    x,
+    w("model.norm.weight"),
+    nf.rstd,
+    g("model.norm.weight"),
+    n,
+    c,
+  );
   for (let l = config.numLayers - 1; l >= 0; l--) {
     const s = saved[l];
-    // MLP: x = x1 + down(act); dx flows to x1 directly and through the MLP.
-    const dact = linearBack(
-      dx,
-      s.act,
-      lw(l, "mlp.down_proj.weight"),
-      lg(l, "mlp.down_proj.weight"),
-      [
-        n,
-        f,
-        c,
-      ],
-    );
+    /** Backward of `y = x·Wᵀ` for layer l's tensor `name` (W `[outDim, inDim]`): returns dx. */
+    const back = (
+      name: LayerTensor,
+      dy: Float64Array,
+      xIn: Float64Array,
+      inDim: number,
+      outDim: number,
+    ) => linearBack(dy, xIn, lw(l, name), lg(l, name), [n, inDim, outDim]);
+    const sum = (a: Float64Array, bb: Float64Array) => a.map((v, i) => v + bb[i]);
+    // MLP: x = x1 + down(silu(gate)·up); dx reaches x1 directly and through the MLP.
+    const dact = back("mlp.down_proj.weight", dx, s.act, f, c);
     const dgate = new Float64Array(n * f), dup = new Float64Array(n * f);
     for (let i = 0; i < n * f; i++) {
       const gv = s.gate[i];
@@ -329,92 +336,26 @@ export function referenceLossAndGrad(
       dup[i] = dact[i] * gv * sig;
       dgate[i] = dact[i] * s.up[i] * sig * (1 + gv * (1 - sig));
     }
-    const dn2 = linearBack(
-      dgate,
-      s.n2.y,
-      lw(l, "mlp.gate_proj.weight"),
-      lg(l, "mlp.gate_proj.weight"),
-      [
-        n,
-        c,
-        f,
-      ],
+    const dn2 = sum(
+      back("mlp.gate_proj.weight", dgate, s.n2.y, c, f),
+      back("mlp.up_proj.weight", dup, s.n2.y, c, f),
     );
-    const dn2u = linearBack(dup, s.n2.y, lw(l, "mlp.up_proj.weight"), lg(l, "mlp.up_proj.weight"), [
-      n,
-      c,
-      f,
-    ]);
-    for (let i = 0; i < n * c; i++) dn2[i] += dn2u[i];
-    const dx1n = rmsnormBack(
-      dn2,
-      s.x1,
-      lw(l, "post_attention_layernorm.weight"),
-      s.n2.rstd,
-      lg(l, "post_attention_layernorm.weight"),
-      n,
-      c,
-    );
-    const dx1 = dx.map((d, i) => d + dx1n[i]);
-    // Attention: x1 = x0 + o(att).
-    const datt = linearBack(
-      dx1,
-      s.att.out,
-      lw(l, "self_attn.o_proj.weight"),
-      lg(l, "self_attn.o_proj.weight"),
-      [
-        n,
-        c,
-        c,
-      ],
-    );
+    const postNorm = "post_attention_layernorm.weight";
+    const dx1 = sum(dx, rmsnormBack(dn2, s.x1, lw(l, postNorm), s.n2.rstd, lg(l, postNorm), n, c));
+    // Attention: x1 = x0 + o(attention(rope(q), rope(k), v)).
+    const datt = back("self_attn.o_proj.weight", dx1, s.att.out, c, c);
     const { dq, dk, dv } = attentionBack(datt, s.q, s.k, s.v, s.att.probs, ad);
     rope(dq, [b, t, nh, hd], config.ropeTheta, -1);
     rope(dk, [b, t, nkv, hd], config.ropeTheta, -1);
-    const dn1 = linearBack(
-      dq,
-      s.n1.y,
-      lw(l, "self_attn.q_proj.weight"),
-      lg(l, "self_attn.q_proj.weight"),
-      [
-        n,
-        c,
-        c,
-      ],
+    const dn1 = sum(
+      sum(
+        back("self_attn.q_proj.weight", dq, s.n1.y, c, c),
+        back("self_attn.k_proj.weight", dk, s.n1.y, c, kvw),
+      ),
+      back("self_attn.v_proj.weight", dv, s.n1.y, c, kvw),
     );
-    const dn1k = linearBack(
-      dk,
-      s.n1.y,
-      lw(l, "self_attn.k_proj.weight"),
-      lg(l, "self_attn.k_proj.weight"),
-      [
-        n,
-        c,
-        kvw,
-      ],
-    );
-    const dn1v = linearBack(
-      dv,
-      s.n1.y,
-      lw(l, "self_attn.v_proj.weight"),
-      lg(l, "self_attn.v_proj.weight"),
-      [
-        n,
-        c,
-        kvw,
-      ],
-    );
-    for (let i = 0; i < n * c; i++) dn1[i] += dn1k[i] + dn1v[i];
-    const dx0n = rmsnormBack(
-      dn1,
-      s.x0,
-      lw(l, "input_layernorm.weight"),
-      s.n1.rstd,
-      lg(l, "input_layernorm.weight"),
-      n,
-      c,
-    );
-    dx = dx1.map((d, i) => d + dx0n[i]);
+    const inNorm = "input_layernorm.weight";
+    dx = sum(dx1, rmsnormBack(dn1, s.x0, lw(l, inNorm), s.n1.rstd, lg(l, inNorm), n, c));
   }
   const dembed = g("model.embed_tokens.weight");
   for (let r = 0; r < n; r++) {

@@ -1,0 +1,58 @@
+import assert from "node:assert/strict";
+import { BitReader, BitStreamEndError, BitWriter } from "./bits.ts";
+import { indexCodeBits, indexCodeShape, readIndices, writeIndices } from "./index_code.ts";
+
+function* subsets(n: number, k: number, from = 0, acc: number[] = []): Generator<number[]> {
+  if (acc.length === k) {
+    yield acc;
+    return;
+  }
+  for (let i = from; i <= n - (k - acc.length); i++) yield* subsets(n, k, i + 1, [...acc, i]);
+}
+
+Deno.test("every k-subset of small chunks round-trips in exactly indexCodeBits bits", () => {
+  for (let totalk = 1; totalk <= 9; totalk++) {
+    for (let k = 1; k <= totalk; k++) {
+      for (const set of subsets(totalk, k)) {
+        const w = new BitWriter();
+        writeIndices(w, set, totalk);
+        assert.equal(w.bitLength, indexCodeBits(k, totalk), `k=${k} totalk=${totalk}`);
+        const out = new Uint32Array(k);
+        const r = new BitReader(w.finish());
+        assert.equal(readIndices(r, out, 0, k, totalk), null);
+        assert.deepEqual([...out], set);
+        assert.equal(r.bitOffset, indexCodeBits(k, totalk));
+      }
+    }
+  }
+});
+
+Deno.test("index code shape: low bits and high vector", () => {
+  assert.deepEqual(indexCodeShape(8, 4096), { low: 8, high: 23 });
+  assert.deepEqual(indexCodeShape(2, 4), { low: 0, high: 4 });
+  assert.deepEqual(indexCodeShape(1, 256), { low: 8, high: 1 });
+});
+
+Deno.test("readIndices reports a wrong count of ones, out-of-range and unordered indices", () => {
+  // k = 2, totalk = 4: U = 3, L = 0, high vector of 4 bits.
+  const read = (bits: number[]) => {
+    const w = new BitWriter();
+    for (const b of bits) w.bit(b === 1);
+    return readIndices(new BitReader(w.finish()), new Uint32Array(2), 0, 2, 4);
+  };
+  assert.equal(read([1, 1, 0, 0]), null);
+  assert.equal(read([1, 0, 0, 0]), "ones");
+  assert.equal(read([1, 1, 1, 0]), "ones");
+  assert.equal(read([1, 0, 0, 1]), null); // y = [0, 2] → x = [0, 3]
+  // k = 2, totalk = 8: U = 7, L = 1, high vector of 5 bits.
+  const read8 = (lows: number[], high: number[]) => {
+    const w = new BitWriter();
+    for (const l of lows) w.write(l, 1);
+    for (const b of high) w.bit(b === 1);
+    return readIndices(new BitReader(w.finish()), new Uint32Array(2), 0, 2, 8);
+  };
+  assert.equal(read8([1, 0], [1, 1, 0, 0, 0]), "order"); // equal highs, lows fall: x = [1, 1]
+  assert.equal(read8([0, 1], [1, 0, 0, 0, 1]), "range"); // y1 = 3·2 + 1 = 7 → x1 = 8
+  assert.equal(read8([0, 0], [1, 0, 0, 0, 1]), null); // y1 = 6 → x1 = 7
+  assert.throws(() => new BitReader(new Uint8Array(1)).read(9), BitStreamEndError);
+});

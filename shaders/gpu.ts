@@ -65,6 +65,11 @@ export interface GpuRuntimeOptions {
   readonly f16?: boolean;
   /** Label of the device. */
   readonly label?: string;
+  /**
+   * Distinct uniform blocks kept before the cache is recycled (default 4096). Training repeats
+   * the same shapes, so the cache stays small; varying scalars (a per-step `alpha`) would grow it.
+   */
+  readonly uniformCacheLimit?: number;
 }
 
 /** Limits requested at the adapter's maximum: large storage bindings and buffers for training. */
@@ -98,14 +103,16 @@ export class GpuStep {
   readonly #rt: GpuRuntime;
   readonly #label: string;
   readonly #encoder: GPUCommandEncoder;
+  readonly #onSubmit: () => void;
   #pass: GPUComputePassEncoder | undefined;
   #passes = 0;
   #done = false;
 
-  /** Use {@link GpuRuntime.beginStep}. */
-  constructor(rt: GpuRuntime, label: string) {
+  /** Use {@link GpuRuntime.beginStep}; `onSubmit` runs once the work is handed to the queue. */
+  constructor(rt: GpuRuntime, label: string, onSubmit: () => void = () => {}) {
     this.#rt = rt;
     this.#label = label;
+    this.#onSubmit = onSubmit;
     rt.device.pushErrorScope("validation");
     this.#encoder = rt.device.createCommandEncoder({ label });
   }
@@ -133,7 +140,11 @@ export class GpuStep {
   async submit(): Promise<void> {
     const encoder = this.encoder;
     this.#done = true;
-    this.#rt.device.queue.submit([encoder.finish({ label: this.#label })]);
+    try {
+      this.#rt.device.queue.submit([encoder.finish({ label: this.#label })]);
+    } finally {
+      this.#onSubmit();
+    }
     const error = await this.#rt.device.popErrorScope();
     // Errors of pipeline and buffer creation name their stage: report those before the step's.
     await this.#rt.checkErrors();
@@ -163,13 +174,23 @@ export class GpuRuntime {
   readonly hasF16: boolean;
   readonly #pipelines = new Map<string, GPUComputePipeline>();
   readonly #uniforms = new Map<string, GPUBuffer>();
+  readonly #uniformLimit: number;
+  /** Uniform buffers dropped from the cache, destroyed once no open step can bind them. */
+  readonly #retired: GPUBuffer[] = [];
+  #openSteps = 0;
   readonly #owned = new Set<GPUBuffer>();
   readonly #pending: Promise<GpuStageError | undefined>[] = [];
   #lost: GpuDeviceLostError | undefined;
   #uncaptured: GpuStageError | undefined;
   #disposed = false;
 
-  private constructor(adapter: GPUAdapter, device: GPUDevice, profile: TuningProfile) {
+  private constructor(
+    adapter: GPUAdapter,
+    device: GPUDevice,
+    profile: TuningProfile,
+    uniformLimit: number,
+  ) {
+    this.#uniformLimit = uniformLimit;
     this.adapter = adapter;
     this.device = device;
     this.info = adapter.info;
@@ -224,7 +245,11 @@ export class GpuRuntime {
         { cause },
       );
     }
-    return new GpuRuntime(adapter, device, options.profile ?? profileFor(adapter.info));
+    const limit = options.uniformCacheLimit ?? 4096;
+    if (!Number.isInteger(limit) || limit < 1) {
+      throw new RangeError(`uniformCacheLimit must be a positive integer, got ${limit}`);
+    }
+    return new GpuRuntime(adapter, device, options.profile ?? profileFor(adapter.info), limit);
   }
 
   /** The device's limits (as granted: the adapter's maxima for the ones training needs). */
@@ -276,6 +301,12 @@ export class GpuRuntime {
     const key = words.join(",");
     const cached = this.#uniforms.get(key);
     if (cached) return cached;
+    if (this.#uniforms.size >= this.#uniformLimit) {
+      // Work already encoded may bind these: retire now, destroy when no step is open.
+      this.#retired.push(...this.#uniforms.values());
+      this.#uniforms.clear();
+      this.#collectRetired();
+    }
     const padded = new Uint32Array(Math.max(4, Math.ceil(words.length / 4) * 4));
     padded.set(words);
     const buffer = this.#scoped("uniform buffer", () =>
@@ -356,7 +387,28 @@ export class GpuRuntime {
 
   /** Start a step: one command encoder shared by every kernel until {@link GpuStep.submit}. */
   beginStep(label: string): GpuStep {
-    return new GpuStep(this, label);
+    this.#openSteps++;
+    return new GpuStep(this, label, () => {
+      this.#openSteps--;
+      this.#collectRetired();
+    });
+  }
+
+  /** Uniform blocks cached now (at most `uniformCacheLimit`). */
+  get uniformCacheSize(): number {
+    return this.#uniforms.size;
+  }
+
+  /** Retired uniform buffers still alive (waiting for open steps to be submitted). */
+  get retiredUniformCount(): number {
+    return this.#retired.length;
+  }
+
+  #collectRetired(): void {
+    // Once no step is open, every encoder that could bind a retired buffer has been submitted;
+    // WebGPU keeps a destroyed buffer alive for work already submitted.
+    if (this.#openSteps > 0) return;
+    for (const b of this.#retired.splice(0)) b.destroy();
   }
 
   /** Read a view back as f32 (waits for all submitted work). */
@@ -415,7 +467,8 @@ export class GpuRuntime {
     if (this.#disposed) return;
     this.#disposed = true;
     for (const b of this.#owned) b.destroy();
-    for (const b of this.#uniforms.values()) b.destroy();
+    for (const b of [...this.#uniforms.values(), ...this.#retired]) b.destroy();
+    this.#retired.length = 0;
     this.#owned.clear();
     this.#uniforms.clear();
     this.#pipelines.clear();

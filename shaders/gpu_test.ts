@@ -88,3 +88,19 @@ Deno.test("a binding over maxStorageBufferBindingSize is refused with the buffer
   rt.destroyBuffer(huge);
   await rt.checkErrors();
 });
+
+Deno.test("the uniform cache is recycled without breaking work already encoded", async () => {
+  const { Elementwise } = await import("./elementwise.ts");
+  using rt = await GpuRuntime.create({ uniformCacheLimit: 4 });
+  const ew = new Elementwise(rt);
+  const x = rt.buffer("x", new Float32Array([1, 1, 1]));
+  const step = rt.beginStep("many scalars");
+  const alphas = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29];
+  for (const alpha of alphas) ew.scale(step.pass, { x, n: 3, alpha });
+  assert.ok(rt.uniformCacheSize <= 4);
+  assert.ok(rt.retiredUniformCount > 0, "overflowing buffers wait for the open step");
+  await step.submit();
+  assert.equal(rt.retiredUniformCount, 0, "destroyed once no step is open");
+  const product = alphas.reduce((a, b) => Math.fround(a * b), 1); // rounded as the GPU does
+  assert.deepEqual([...await rt.read({ buffer: x, size: 12 })], [product, product, product]);
+});

@@ -116,6 +116,8 @@ export function checkpoint(
   if (!(from?.signer instanceof Uint8Array) || !sameKey(client.id.signer, from.signer)) {
     throw new CoordinatorError("InvalidCheckpoint", `client ${index} is not the sender`);
   }
-  state.model.checkpoint = checkpointAfterReport(state.model.checkpoint, repo);
+  const next = checkpointAfterReport(state.model.checkpoint, repo);
+  if (JSON.stringify(next) === JSON.stringify(state.model.checkpoint)) return UNCHANGED;
+  state.model.checkpoint = next;
   return CHANGED;
 }

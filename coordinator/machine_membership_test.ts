@@ -109,6 +109,7 @@ Deno.test("checkpoint: the sender's report moves the run's checkpoint", () => {
   const report = { kind: "Hub" as const, repo: { repoId: "org/new", revision: "r2" } };
   assert.deepEqual(checkpoint(d.state, identity(1), 1, report), { kind: "Changed" });
   assert.deepEqual(d.state.model.checkpoint, report);
+  assert.deepEqual(checkpoint(d.state, identity(0), 0, report), { kind: "Unchanged" });
 });
 
 Deno.test("checkpoint: wrong sender, unknown index, bad repo or kind is InvalidCheckpoint", () => {

@@ -339,3 +339,17 @@ Deno.test("the tick outcome of an in-place call is Unchanged exactly when the st
   assert.deepEqual(d.tick(1), { kind: "Unchanged" });
   assert.deepEqual(d.state, before);
 });
+
+Deno.test("createCoordinator: can start Paused; keeps its own copies of the inputs", () => {
+  const config = testConfig();
+  const model = testModel();
+  const s = createCoordinator({ runId: "r", config, model, now: 7, paused: true });
+  assert.equal(s.runState, "Paused");
+  config.minClients = 99;
+  (model.checkpoint as { repo: { repoId: string } }).repo.repoId = "changed";
+  assert.equal(s.config.minClients, 2);
+  assert.deepEqual(s.model.checkpoint, {
+    kind: "Hub",
+    repo: { repoId: "org/model", revision: null },
+  });
+});

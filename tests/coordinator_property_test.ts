@@ -7,6 +7,7 @@
  * Properties, after every event:
  * - a call either succeeds or throws a CoordinatorError, never anything else;
  * - a call that throws leaves the state byte-identical (its state encoding is unchanged);
+ * - a call's outcome is Unchanged exactly when its state encoding did not change;
  * - the state satisfies every invariant and encodes/decodes losslessly;
  * - run states only move along legal edges and data indices only grow.
  */
@@ -36,6 +37,10 @@ import {
 } from "./support/coordinator_fixtures.ts";
 import { checkStateInvariants, TransitionRecorder } from "./support/coordinator_invariants.ts";
 import { createBloom } from "../coordinator/bloom.ts";
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
 
 /** Identities 0..N-1 may join; N..N+1 never do (outsiders). */
 const N = 7;
@@ -277,8 +282,12 @@ class Run {
     const before = encodeCoordinatorState(this.state);
     let ok = true;
     try {
-      fn();
+      const result = fn();
       this.accepted++;
+      if (typeof result === "object" && result !== null && "kind" in result) {
+        const same = equalBytes(encodeCoordinatorState(this.state), before);
+        assert.equal(same, result.kind === "Unchanged", `outcome ${result.kind} vs state change`);
+      }
     } catch (err) {
       if (!(err instanceof CoordinatorError)) throw err;
       this.rejected++;

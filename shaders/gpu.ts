@@ -152,6 +152,19 @@ export class GpuStep {
     await this.#rt.device.queue.onSubmittedWorkDone();
   }
 
+  /**
+   * Abandon the step if it was not submitted (an exception while encoding): its commands are
+   * dropped, its error scope popped and its uniforms released. `using step = rt.beginStep(...)`.
+   */
+  [Symbol.dispose](): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#pass?.end();
+    this.#pass = undefined;
+    this.#rt.device.popErrorScope().catch(() => {});
+    this.#onSubmit();
+  }
+
   #assertOpen(): void {
     if (this.#done) throw new Error(`Step "${this.#label}" was already submitted`);
   }

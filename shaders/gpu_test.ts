@@ -104,3 +104,21 @@ Deno.test("the uniform cache is recycled without breaking work already encoded",
   const product = alphas.reduce((a, b) => Math.fround(a * b), 1); // rounded as the GPU does
   assert.deepEqual([...await rt.read({ buffer: x, size: 12 })], [product, product, product]);
 });
+
+Deno.test("an abandoned step releases its uniforms and error scope", async () => {
+  const { Elementwise } = await import("./elementwise.ts");
+  using rt = await GpuRuntime.create({ uniformCacheLimit: 1 });
+  const ew = new Elementwise(rt);
+  const x = rt.buffer("x", new Float32Array([1]));
+  {
+    using step = rt.beginStep("abandoned");
+    ew.scale(step.pass, { x, n: 1, alpha: 2 });
+    ew.scale(step.pass, { x, n: 1, alpha: 3 });
+    assert.equal(rt.retiredUniformCount, 1);
+  }
+  assert.equal(rt.retiredUniformCount, 0);
+  const step = rt.beginStep("next");
+  ew.scale(step.pass, { x, n: 1, alpha: 5 });
+  await step.submit();
+  assert.equal((await rt.read(x))[0], 5, "the abandoned step's work never ran");
+});

@@ -328,17 +328,116 @@ export class LlamaModel implements Disposable {
     return this.#view(this.grads, layerTensorName(l, s));
   }
 
-  #forward(step: GpuStep, slot: number): void {
-    const k = this.#k, c = this.config, pass = step.pass;
-    const { hiddenSize: C, intermediateSize: F, vocabSize: V, headDim: D } = c;
-    const H = c.numHeads, KVH = c.numKvHeads, N = this.rows;
-    const dims = {
+  /** `out [N, outDim] = x [N, inDim] · Wᵀ` for layer l's tensor `name` (W `[outDim, inDim]`). */
+  #linear(
+    pass: GPUComputePassEncoder,
+    l: number,
+    name: LayerTensor,
+    io: { x: GPUBuffer; out: GPUBuffer; inDim: number; outDim: number },
+  ): void {
+    this.#k.matmul(pass, {
+      a: io.x,
+      b: this.#w(l, name),
+      c: io.out,
+      m: this.rows,
+      n: io.outDim,
+      k: io.inDim,
+      layout: "nt",
+    });
+  }
+
+  /**
+   * Backward of {@link #linear}: `dx (+)= dy · W` (added when `addToDx`) and `dW += dyᵀ · x`.
+   */
+  #linearBackward(
+    pass: GPUComputePassEncoder,
+    l: number,
+    name: LayerTensor,
+    io: {
+      dy: GPUBuffer;
+      x: GPUBuffer;
+      dx: GPUBuffer;
+      inDim: number;
+      outDim: number;
+      addToDx?: boolean;
+    },
+  ): void {
+    const { dy, x, dx, inDim, outDim } = io;
+    const N = this.rows;
+    this.#k.matmul(pass, {
+      a: dy,
+      b: this.#w(l, name),
+      c: dx,
+      m: N,
+      n: inDim,
+      k: outDim,
+      layout: "nn",
+      accumulate: io.addToDx ?? false,
+    });
+    this.#k.matmul(pass, {
+      a: dy,
+      b: x,
+      c: this.#g(l, name),
+      m: outDim,
+      n: inDim,
+      k: N,
+      layout: "tn",
+      accumulate: true,
+    });
+  }
+
+  /** RMSNorm of `x [N, C]` with gain `weight`, into `out`, saving `rstd [N]`. */
+  #norm(
+    pass: GPUComputePassEncoder,
+    io: { x: GPUBuffer; weight: TensorView; out: GPUBuffer; rstd: GPUBuffer },
+  ): void {
+    const { hiddenSize: C, rmsNormEps: eps } = this.config;
+    this.#k.rmsnorm(pass, { ...io, n: this.rows, c: C, eps });
+  }
+
+  /** Backward of {@link #norm}: `dx` overwritten, the gain's gradient accumulated. */
+  #normBackward(
+    pass: GPUComputePassEncoder,
+    io: {
+      dout: GPUBuffer;
+      x: GPUBuffer;
+      weight: TensorView;
+      dweight: TensorView;
+      rstd: GPUBuffer;
+      dx: GPUBuffer;
+    },
+  ): void {
+    this.#k.rmsnormBackward(pass, { ...io, n: this.rows, c: this.config.hiddenSize });
+  }
+
+  #attentionDims() {
+    const c = this.config;
+    return {
       batch: this.microBatch,
       seqLen: this.seqLen,
-      heads: H,
-      kvHeads: KVH,
-      headDim: D,
+      heads: c.numHeads,
+      kvHeads: c.numKvHeads,
+      headDim: c.headDim,
     };
+  }
+
+  /** RoPE on `x [N, heads, D]` in place (`inverse` for the backward). */
+  #rope(pass: GPUComputePassEncoder, x: GPUBuffer, heads: number, inverse: boolean): void {
+    this.#k.rope(pass, {
+      x,
+      heads,
+      inverse,
+      batch: this.microBatch,
+      seqLen: this.seqLen,
+      headDim: this.config.headDim,
+      theta: this.config.ropeTheta,
+    });
+  }
+
+  #forward(step: GpuStep, slot: number): void {
+    const k = this.#k, c = this.config, pass = step.pass;
+    const { hiddenSize: C, intermediateSize: F, vocabSize: V } = c;
+    const QW = c.numHeads * c.headDim, KVW = c.numKvHeads * c.headDim, N = this.rows;
     k.embedding(pass, {
       ids: this.#tokens[slot],
       table: this.#view(this.params, "model.embed_tokens.weight"),
@@ -349,111 +448,49 @@ export class LlamaModel implements Disposable {
     });
     for (let l = 0; l < c.numLayers; l++) {
       const a = this.#acts[l], x = this.#xs[l], next = this.#xs[l + 1];
-      k.rmsnorm(pass, {
-        x,
-        weight: this.#w(l, "input_layernorm.weight"),
-        out: a.h1,
-        rstd: a.rstd1,
-        n: N,
-        c: C,
-        eps: c.rmsNormEps,
+      const weight = this.#w(l, "input_layernorm.weight");
+      this.#norm(pass, { x, weight, out: a.h1, rstd: a.rstd1 });
+      this.#linear(pass, l, "self_attn.q_proj.weight", { x: a.h1, out: a.q, inDim: C, outDim: QW });
+      this.#linear(pass, l, "self_attn.k_proj.weight", {
+        x: a.h1,
+        out: a.k,
+        inDim: C,
+        outDim: KVW,
       });
-      k.matmul(pass, {
-        a: a.h1,
-        b: this.#w(l, "self_attn.q_proj.weight"),
-        c: a.q,
-        m: N,
-        n: H * D,
-        k: C,
-        layout: "nt",
+      this.#linear(pass, l, "self_attn.v_proj.weight", {
+        x: a.h1,
+        out: a.v,
+        inDim: C,
+        outDim: KVW,
       });
-      k.matmul(pass, {
-        a: a.h1,
-        b: this.#w(l, "self_attn.k_proj.weight"),
-        c: a.k,
-        m: N,
-        n: KVH * D,
-        k: C,
-        layout: "nt",
+      this.#rope(pass, a.q, c.numHeads, false);
+      this.#rope(pass, a.k, c.numKvHeads, false);
+      k.attention(pass, {
+        ...this.#attentionDims(),
+        q: a.q,
+        k: a.k,
+        v: a.v,
+        out: a.att,
+        lse: a.lse,
       });
-      k.matmul(pass, {
-        a: a.h1,
-        b: this.#w(l, "self_attn.v_proj.weight"),
-        c: a.v,
-        m: N,
-        n: KVH * D,
-        k: C,
-        layout: "nt",
-      });
-      const rope = {
-        batch: this.microBatch,
-        seqLen: this.seqLen,
-        headDim: D,
-        theta: c.ropeTheta,
-        inverse: false,
-      };
-      k.rope(pass, { ...rope, x: a.q, heads: H });
-      k.rope(pass, { ...rope, x: a.k, heads: KVH });
-      k.attention(pass, { ...dims, q: a.q, k: a.k, v: a.v, out: a.att, lse: a.lse });
-      // xm = x + att·Woᵀ: write the projection into xm, then add the residual in place.
-      k.matmul(pass, {
-        a: a.att,
-        b: this.#w(l, "self_attn.o_proj.weight"),
-        c: a.xm,
-        m: N,
-        n: C,
-        k: H * D,
-        layout: "nt",
+      // xm = x + att·Woᵀ: the projection goes into xm, then the residual is added in place.
+      this.#linear(pass, l, "self_attn.o_proj.weight", {
+        x: a.att,
+        out: a.xm,
+        inDim: QW,
+        outDim: C,
       });
       k.accumulate(pass, { x, y: a.xm, n: N * C });
-      k.rmsnorm(pass, {
-        x: a.xm,
-        weight: this.#w(l, "post_attention_layernorm.weight"),
-        out: a.h2,
-        rstd: a.rstd2,
-        n: N,
-        c: C,
-        eps: c.rmsNormEps,
-      });
-      k.matmul(pass, {
-        a: a.h2,
-        b: this.#w(l, "mlp.gate_proj.weight"),
-        c: a.gate,
-        m: N,
-        n: F,
-        k: C,
-        layout: "nt",
-      });
-      k.matmul(pass, {
-        a: a.h2,
-        b: this.#w(l, "mlp.up_proj.weight"),
-        c: a.up,
-        m: N,
-        n: F,
-        k: C,
-        layout: "nt",
-      });
+      const post = this.#w(l, "post_attention_layernorm.weight");
+      this.#norm(pass, { x: a.xm, weight: post, out: a.h2, rstd: a.rstd2 });
+      this.#linear(pass, l, "mlp.gate_proj.weight", { x: a.h2, out: a.gate, inDim: C, outDim: F });
+      this.#linear(pass, l, "mlp.up_proj.weight", { x: a.h2, out: a.up, inDim: C, outDim: F });
       k.swiglu(pass, { gate: a.gate, up: a.up, out: a.act, n: N * F });
-      k.matmul(pass, {
-        a: a.act,
-        b: this.#w(l, "mlp.down_proj.weight"),
-        c: next,
-        m: N,
-        n: C,
-        k: F,
-        layout: "nt",
-      });
+      this.#linear(pass, l, "mlp.down_proj.weight", { x: a.act, out: next, inDim: F, outDim: C });
       k.accumulate(pass, { x: a.xm, y: next, n: N * C });
     }
-    k.rmsnorm(pass, {
-      x: this.#xs[c.numLayers],
-      weight: this.#view(this.params, "model.norm.weight"),
-      out: this.#hf,
-      rstd: this.#rstdf,
-      n: N,
-      c: C,
-      eps: c.rmsNormEps,
-    });
+    const weight = this.#view(this.params, "model.norm.weight");
+    this.#norm(pass, { x: this.#xs[c.numLayers], weight, out: this.#hf, rstd: this.#rstdf });
   }
 
   /** LM head, loss and their backward, R rows at a time; leaves d hf in #dh. */
@@ -501,57 +538,28 @@ export class LlamaModel implements Disposable {
 
   #backward(step: GpuStep, slot: number): void {
     const k = this.#k, c = this.config, pass = step.pass;
-    const { hiddenSize: C, intermediateSize: F, vocabSize: V, headDim: D } = c;
-    const H = c.numHeads, KVH = c.numKvHeads, N = this.rows, L = c.numLayers;
-    const dims = {
-      batch: this.microBatch,
-      seqLen: this.seqLen,
-      heads: H,
-      kvHeads: KVH,
-      headDim: D,
-    };
-    // dx = d(final norm input), from d hf (in #dh).
-    k.rmsnormBackward(pass, {
+    const { hiddenSize: C, intermediateSize: F, vocabSize: V } = c;
+    const QW = c.numHeads * c.headDim, KVW = c.numKvHeads * c.headDim, N = this.rows;
+    const L = c.numLayers;
+    // d(final norm input), from d hf (left in #dh by the head).
+    this.#normBackward(pass, {
       dout: this.#dh,
       x: this.#xs[L],
       weight: this.#view(this.params, "model.norm.weight"),
+      dweight: this.#view(this.grads, "model.norm.weight"),
       rstd: this.#rstdf,
       dx: this.#dx,
-      dweight: this.#view(this.grads, "model.norm.weight"),
-      n: N,
-      c: C,
     });
     for (let l = L - 1; l >= 0; l--) {
       const a = this.#acts[l];
-      // MLP: x[l+1] = xm + act·Wdᵀ.
-      const wt = (
-        s: LayerTensor,
-        buf: GPUBuffer,
-        m: number,
-        n: number,
-        kk: number,
-        from: GPUBuffer,
-      ) =>
-        k.matmul(pass, {
-          a: from,
-          b: buf,
-          c: this.#g(l, s),
-          m,
-          n,
-          k: kk,
-          layout: "tn",
-          accumulate: true,
-        });
-      k.matmul(pass, {
-        a: this.#dx,
-        b: this.#w(l, "mlp.down_proj.weight"),
-        c: this.#dact,
-        m: N,
-        n: F,
-        k: C,
-        layout: "nn",
+      // MLP: x[l+1] = xm + (silu(gate)·up)·Wdᵀ. #dx holds d x[l+1].
+      this.#linearBackward(pass, l, "mlp.down_proj.weight", {
+        dy: this.#dx,
+        x: a.act,
+        dx: this.#dact,
+        inDim: F,
+        outDim: C,
       });
-      wt("mlp.down_proj.weight", a.act, C, F, N, this.#dx);
       k.swigluBackward(pass, {
         gate: a.gate,
         up: a.up,
@@ -560,51 +568,40 @@ export class LlamaModel implements Disposable {
         dup: this.#dup,
         n: N * F,
       });
-      k.matmul(pass, {
-        a: this.#dgate,
-        b: this.#w(l, "mlp.gate_proj.weight"),
-        c: this.#dh,
-        m: N,
-        n: C,
-        k: F,
-        layout: "nn",
+      this.#linearBackward(pass, l, "mlp.gate_proj.weight", {
+        dy: this.#dgate,
+        x: a.h2,
+        dx: this.#dh,
+        inDim: C,
+        outDim: F,
       });
-      k.matmul(pass, {
-        a: this.#dup,
-        b: this.#w(l, "mlp.up_proj.weight"),
-        c: this.#dh,
-        m: N,
-        n: C,
-        k: F,
-        layout: "nn",
-        accumulate: true,
+      this.#linearBackward(pass, l, "mlp.up_proj.weight", {
+        dy: this.#dup,
+        x: a.h2,
+        dx: this.#dh,
+        inDim: C,
+        outDim: F,
+        addToDx: true,
       });
-      wt("mlp.gate_proj.weight", a.h2, F, C, N, this.#dgate);
-      wt("mlp.up_proj.weight", a.h2, F, C, N, this.#dup);
-      k.rmsnormBackward(pass, {
+      this.#normBackward(pass, {
         dout: this.#dh,
         x: a.xm,
         weight: this.#w(l, "post_attention_layernorm.weight"),
+        dweight: this.#g(l, "post_attention_layernorm.weight"),
         rstd: a.rstd2,
         dx: this.#dxm,
-        dweight: this.#g(l, "post_attention_layernorm.weight"),
-        n: N,
-        c: C,
       });
       k.accumulate(pass, { x: this.#dx, y: this.#dxm, n: N * C });
-      // Attention: xm = x + att·Woᵀ.
-      k.matmul(pass, {
-        a: this.#dxm,
-        b: this.#w(l, "self_attn.o_proj.weight"),
-        c: this.#datt,
-        m: N,
-        n: H * D,
-        k: C,
-        layout: "nn",
+      // Attention: xm = x + att·Woᵀ. #dxm holds d xm.
+      this.#linearBackward(pass, l, "self_attn.o_proj.weight", {
+        dy: this.#dxm,
+        x: a.att,
+        dx: this.#datt,
+        inDim: QW,
+        outDim: C,
       });
-      wt("self_attn.o_proj.weight", a.att, C, H * D, N, this.#dxm);
       k.attentionBackward(pass, {
-        ...dims,
+        ...this.#attentionDims(),
         q: a.q,
         k: a.k,
         v: a.v,
@@ -615,56 +612,30 @@ export class LlamaModel implements Disposable {
         dk: this.#dk,
         dv: this.#dv,
       });
-      const rope = {
-        batch: this.microBatch,
-        seqLen: this.seqLen,
-        headDim: D,
-        theta: c.ropeTheta,
-        inverse: true,
-      };
-      k.rope(pass, { ...rope, x: this.#dq, heads: H });
-      k.rope(pass, { ...rope, x: this.#dk, heads: KVH });
-      k.matmul(pass, {
-        a: this.#dq,
-        b: this.#w(l, "self_attn.q_proj.weight"),
-        c: this.#dh,
-        m: N,
-        n: C,
-        k: H * D,
-        layout: "nn",
-      });
-      k.matmul(pass, {
-        a: this.#dk,
-        b: this.#w(l, "self_attn.k_proj.weight"),
-        c: this.#dh,
-        m: N,
-        n: C,
-        k: KVH * D,
-        layout: "nn",
-        accumulate: true,
-      });
-      k.matmul(pass, {
-        a: this.#dv,
-        b: this.#w(l, "self_attn.v_proj.weight"),
-        c: this.#dh,
-        m: N,
-        n: C,
-        k: KVH * D,
-        layout: "nn",
-        accumulate: true,
-      });
-      wt("self_attn.q_proj.weight", a.h1, H * D, C, N, this.#dq);
-      wt("self_attn.k_proj.weight", a.h1, KVH * D, C, N, this.#dk);
-      wt("self_attn.v_proj.weight", a.h1, KVH * D, C, N, this.#dv);
-      k.rmsnormBackward(pass, {
+      this.#rope(pass, this.#dq, c.numHeads, true);
+      this.#rope(pass, this.#dk, c.numKvHeads, true);
+      const qkv = [
+        ["self_attn.q_proj.weight", this.#dq, QW],
+        ["self_attn.k_proj.weight", this.#dk, KVW],
+        ["self_attn.v_proj.weight", this.#dv, KVW],
+      ] as const;
+      for (const [i, [name, dy, outDim]] of qkv.entries()) {
+        this.#linearBackward(pass, l, name, {
+          dy,
+          x: a.h1,
+          dx: this.#dh,
+          inDim: C,
+          outDim,
+          addToDx: i > 0,
+        });
+      }
+      this.#normBackward(pass, {
         dout: this.#dh,
         x: this.#xs[l],
         weight: this.#w(l, "input_layernorm.weight"),
+        dweight: this.#g(l, "input_layernorm.weight"),
         rstd: a.rstd1,
         dx: this.#dx,
-        dweight: this.#g(l, "input_layernorm.weight"),
-        n: N,
-        c: C,
       });
       k.accumulate(pass, { x: this.#dxm, y: this.#dx, n: N * C });
     }

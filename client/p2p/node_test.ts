@@ -87,3 +87,19 @@ Deno.test("connectTo dials a participant by key once its address is known", asyn
   await a.connectTo(b.publicKey);
   assert.deepEqual(a.connectedPeers(), [b.publicKey]);
 });
+
+Deno.test("a node listening on 0.0.0.0 advertises its interface addresses and accepts dials", async () => {
+  const keys = [5, 6].map((n) => publicKeyOf(secret(n)));
+  await using wide = await createP2PNode({
+    secretKey: secret(5),
+    host: "0.0.0.0",
+    allowedPeers: keys,
+  });
+  await using other = await createP2PNode({ secretKey: secret(6), allowedPeers: keys });
+  const addrs = wide.addresses().map(String);
+  assert.ok(addrs.every((a) => !a.includes("/0.0.0.0/")), `wildcard advertised: ${addrs}`);
+  const loopback = addrs.find((a) => a.startsWith("/ip4/127.0.0.1/"));
+  assert.ok(loopback, `no loopback address among ${addrs}`);
+  await other.connect(loopback);
+  await waitFor(() => wide.isConnected(other.publicKey));
+});

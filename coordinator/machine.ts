@@ -23,8 +23,8 @@
  * @module
  */
 
+import { CoordinatorError } from "./errors.ts";
 import {
-  assertNotHalted,
   CHANGED,
   changeState,
   checkEpochTimeout,
@@ -121,8 +121,7 @@ export function tick(
     case "Uninitialized":
     case "Finished":
     case "Paused":
-      assertNotHalted(state, "tick");
-      return UNCHANGED;
+      throw new CoordinatorError("Halted", `cannot tick: the run is ${runState}`);
     case "WaitingForMembers":
       return tickWaitingForMembers(state, pending, now);
     case "Warmup":

@@ -1,11 +1,12 @@
 /**
  * `deno task coordinator <command>`: the coordinator's command line. Each subcommand lives
- * in its own module and is registered in {@link COMMANDS}; `run` (the TCP server) will join
- * `validate-config` there.
+ * in its own module and is registered in {@link COMMANDS}: `validate-config` and `run` (the
+ * TCP server, coordinator/server/).
  *
  * @module
  */
 import { type CliIo, denoIo, EXIT_OK, EXIT_USAGE, validateConfigCommand } from "./config_cli.ts";
+import { runCommand } from "./server/run_command.ts";
 
 /** One subcommand: a one-line summary for the help text and its entry point. */
 export interface Command {
@@ -20,6 +21,10 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   "validate-config": {
     summary: "check a run config (and a data server config) without starting anything",
     run: validateConfigCommand,
+  },
+  run: {
+    summary: "run a training run's coordinator over TCP (until SIGINT/SIGTERM)",
+    run: (args, io) => runCommand(args, io),
   },
 };
 

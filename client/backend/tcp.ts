@@ -1,0 +1,399 @@
+/**
+ * {@linkcode CoordinatorBackend} over TCP, for runs coordinated by
+ * `deno task coordinator run`: length-prefixed frames, the ed25519 handshake of net/,
+ * and the messages of coordinator/server/protocol.ts.
+ *
+ * The connection is kept up: when it drops, calls in flight fail with
+ * `BackendError("Disconnected")`, the backend reconnects with exponential back-off and,
+ * if this client had joined, joins again. A `Refused` from the server (wrong run id,
+ * malformed frame) or a state it cannot decode is final: the backend stops and every
+ * later call fails with that error.
+ *
+ * @module
+ */
+import {
+  clientHandshake,
+  DEFAULT_CLIENT_MAX_FRAME_BYTES,
+  FrameReader,
+  type Identity,
+  withAbort,
+  writeFrame,
+} from "../../net/mod.ts";
+import { CoordinatorError } from "../../coordinator/errors.ts";
+import { decodeCoordinatorState } from "../../coordinator/encoding.ts";
+import {
+  type ClientMessage,
+  COORDINATOR_CONTEXT,
+  decodeServerMessage,
+  encodeClientMessage,
+} from "../../coordinator/server/protocol.ts";
+import type {
+  Checkpoint,
+  CoordinatorState,
+  HealthCheck,
+  NodeIdentity,
+  Witness,
+  WitnessMetadata,
+} from "../../coordinator/mod.ts";
+import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
+
+/** Connection changes, for the client's log. */
+export type TcpBackendEvent =
+  | { kind: "Connected"; address: string }
+  | { kind: "Disconnected"; reason: string }
+  | { kind: "Reconnecting"; attempt: number; delayMs: number }
+  | { kind: "Failed"; error: BackendError };
+
+/** Options of {@linkcode TcpBackend.connect}. */
+export interface TcpBackendOptions {
+  /** The coordinator's `host:port` (or `[v6]:port`). */
+  address: string;
+  /** The run to join; the server refuses any other. */
+  runId: string;
+  /** This client's ed25519 key pair (net/identity.ts). */
+  identity: Identity;
+  /** Milliseconds for connecting plus the handshake (default 5000). */
+  connectTimeoutMs?: number;
+  /** First reconnect delay in ms (default 250), doubled per failure up to `maxReconnectDelayMs`. */
+  reconnectDelayMs?: number;
+  /** Longest reconnect delay in ms (default 5000). */
+  maxReconnectDelayMs?: number;
+  /** Reconnect after the connection drops (default true). */
+  reconnect?: boolean;
+  /** Largest frame accepted from the server (default 64 MiB). */
+  maxFrameBytes?: number;
+  /** Connection changes. */
+  onEvent?: (event: TcpBackendEvent) => void;
+  /** Aborts the first connection attempt. */
+  signal?: AbortSignal;
+}
+
+/** Splits `host:port` or `[v6]:port`; TypeError naming the address otherwise. */
+export function parseAddress(address: string): { hostname: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(address.trim());
+  const port = m === null ? NaN : Number(m[3]);
+  if (m === null || port < 1 || port > 65535) {
+    throw new TypeError(`Coordinator address "${address}" is not host:port`);
+  }
+  return { hostname: m[1] ?? m[2], port };
+}
+
+interface Pending {
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+interface Link {
+  conn: Deno.Conn;
+  frames: FrameReader;
+  /** The last write queued: frames are written one after another, never interleaved. */
+  writes: Promise<void>;
+}
+
+/** A client's TCP connection to a coordinator run. */
+export class TcpBackend implements CoordinatorBackend {
+  /** On TCP the signer and the p2p identity are the same key. */
+  readonly identity: NodeIdentity;
+  readonly #options: TcpBackendOptions;
+  readonly #hostname: string;
+  readonly #port: number;
+  #link: Link | null = null;
+  #requests = new Map<number, Pending>();
+  #nextRequestId = 1;
+  #latest: CoordinatorState | null = null;
+  #wake = new Set<() => void>();
+  #joined = false;
+  #closed = false;
+  #failure: BackendError | null = null;
+  #loop: Promise<void> = Promise.resolve();
+  /** Aborts a reconnect back-off when the backend closes. */
+  #closing = new AbortController();
+
+  private constructor(options: TcpBackendOptions) {
+    const { hostname, port } = parseAddress(options.address);
+    this.#options = options;
+    this.#hostname = hostname;
+    this.#port = port;
+    const key = options.identity.publicKey.slice();
+    this.identity = { signer: key, p2pIdentity: key };
+  }
+
+  /**
+   * Connects and completes the handshake; rejects (with the cause) if the first attempt
+   * fails, so a misconfigured address or run is reported at once.
+   */
+  static async connect(options: TcpBackendOptions): Promise<TcpBackend> {
+    const backend = new TcpBackend(options);
+    backend.#link = await backend.#open(options.signal);
+    backend.#emit({ kind: "Connected", address: options.address });
+    backend.#loop = backend.#run();
+    return backend;
+  }
+
+  /** {@inheritDoc CoordinatorBackend.latest} */
+  latest(): CoordinatorState | null {
+    return this.#latest;
+  }
+
+  /**
+   * {@inheritDoc CoordinatorBackend.states}
+   * The yielded objects are shared between iterators: read them, do not mutate them.
+   * Throws the backend's final error (Refused, Protocol) if it failed.
+   */
+  async *states(options: CallOptions = {}): AsyncIterable<CoordinatorState> {
+    let last: CoordinatorState | null = null;
+    for (;;) {
+      if (this.#failure !== null) throw this.#failure;
+      if (this.#closed || options.signal?.aborted) return;
+      const current = this.#latest;
+      if (current !== null && current !== last) {
+        last = current;
+        yield current;
+        continue;
+      }
+      await this.#changed(options.signal);
+    }
+  }
+
+  /** {@inheritDoc CoordinatorBackend.join} */
+  async join(options: CallOptions = {}): Promise<void> {
+    await this.#request(
+      (requestId) => ({ kind: "Join", requestId, runId: this.#options.runId }),
+      options,
+    );
+    this.#joined = true;
+  }
+
+  /** {@inheritDoc CoordinatorBackend.sendWitness} */
+  sendWitness(
+    witness: Witness,
+    metadata: WitnessMetadata,
+    options: CallOptions = {},
+  ): Promise<void> {
+    return this.#request(
+      (requestId) => ({ kind: "Witness", requestId, witness, metadata }),
+      options,
+    );
+  }
+
+  /** {@inheritDoc CoordinatorBackend.sendWarmupWitness} */
+  sendWarmupWitness(witness: Witness, options: CallOptions = {}): Promise<void> {
+    return this.#request((requestId) => ({ kind: "WarmupWitness", requestId, witness }), options);
+  }
+
+  /** {@inheritDoc CoordinatorBackend.sendHealthCheck} */
+  sendHealthCheck(checks: readonly HealthCheck[], options: CallOptions = {}): Promise<void> {
+    return this.#request(
+      (requestId) => ({ kind: "HealthCheck", requestId, checks: [...checks] }),
+      options,
+    );
+  }
+
+  /** {@inheritDoc CoordinatorBackend.sendCheckpoint} */
+  sendCheckpoint(repo: Checkpoint, options: CallOptions = {}): Promise<void> {
+    return this.#request((requestId) => ({ kind: "Checkpoint", requestId, repo }), options);
+  }
+
+  /** {@inheritDoc CoordinatorBackend.close} */
+  async close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#closing.abort();
+      if (this.#link !== null) closeQuietly(this.#link.conn);
+      this.#failAll(new BackendError("Closed", "the backend was closed"));
+      this.#notify();
+    }
+    await this.#loop;
+  }
+
+  /** Same as `close`, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  async #open(signal?: AbortSignal): Promise<Link> {
+    const timeout = AbortSignal.timeout(this.#options.connectTimeoutMs ?? 5000);
+    const abort = signal === undefined ? timeout : AbortSignal.any([timeout, signal]);
+    const conn = await withAbort(
+      Deno.connect({ hostname: this.#hostname, port: this.#port }),
+      abort,
+    );
+    const frames = new FrameReader(conn, {
+      maxFrameBytes: this.#options.maxFrameBytes ?? DEFAULT_CLIENT_MAX_FRAME_BYTES,
+    });
+    try {
+      await clientHandshake(conn, frames, {
+        context: COORDINATOR_CONTEXT,
+        secretKey: this.#options.identity.secretKey,
+        signal: abort,
+      });
+    } catch (e) {
+      closeQuietly(conn);
+      throw e;
+    }
+    return { conn, frames, writes: Promise.resolve() };
+  }
+
+  /** Reads the current link until it ends, then reconnects, until closed or failed. */
+  async #run(): Promise<void> {
+    let attempt = 0;
+    while (!this.#closed && this.#failure === null) {
+      const link = this.#link;
+      if (link !== null) {
+        const reason = await this.#read(link);
+        closeQuietly(link.conn);
+        this.#link = null;
+        this.#failAll(new BackendError("Disconnected", reason));
+        if (this.#closed || this.#failure !== null) break;
+        this.#emit({ kind: "Disconnected", reason });
+        if (this.#options.reconnect === false) {
+          this.#fail(new BackendError("Disconnected", `${reason}; reconnecting is off`));
+          break;
+        }
+      }
+      attempt++;
+      const first = this.#options.reconnectDelayMs ?? 250;
+      const delayMs = Math.min(
+        first * 2 ** (attempt - 1),
+        this.#options.maxReconnectDelayMs ?? 5000,
+      );
+      this.#emit({ kind: "Reconnecting", attempt, delayMs });
+      if (!(await sleep(delayMs, this.#closing.signal))) break;
+      try {
+        this.#link = await this.#open(this.#closing.signal);
+      } catch {
+        continue;
+      }
+      attempt = 0;
+      this.#emit({ kind: "Connected", address: this.#options.address });
+      if (this.#joined) {
+        this.#request((requestId) => ({ kind: "Join", requestId, runId: this.#options.runId }), {})
+          .catch(() => {/* a refusal fails the backend; a drop retries */});
+      }
+    }
+    this.#notify();
+  }
+
+  /** Handles frames until the link ends; returns why it ended. */
+  async #read(link: Link): Promise<string> {
+    try {
+      for (;;) {
+        const frame = await link.frames.next();
+        if (frame === null) return "the coordinator closed the connection";
+        const msg = decodeServerMessage(frame);
+        switch (msg.kind) {
+          case "State":
+            this.#latest = decodeCoordinatorState(msg.bytes);
+            this.#notify();
+            break;
+          case "Ack":
+            this.#settle(msg.requestId, null);
+            break;
+          case "Error":
+            this.#settle(msg.requestId, new CoordinatorError(msg.code, msg.message));
+            break;
+          case "Refused":
+            this.#fail(new BackendError("Refused", msg.reason));
+            return msg.reason;
+        }
+      }
+    } catch (e) {
+      if (this.#closed) return "closed";
+      const error = e as Error;
+      if (
+        error.name === "ProtocolError" || error.name === "StateDecodeError" ||
+        error.name === "FrameError"
+      ) {
+        this.#fail(new BackendError("Protocol", error.message, { cause: error }));
+      }
+      return error.message;
+    }
+  }
+
+  #request(build: (requestId: number) => ClientMessage, options: CallOptions): Promise<void> {
+    if (this.#failure !== null) return Promise.reject(this.#failure);
+    if (this.#closed) return Promise.reject(new BackendError("Closed", "the backend was closed"));
+    const link = this.#link;
+    if (link === null) {
+      return Promise.reject(new BackendError("Disconnected", "not connected to the coordinator"));
+    }
+    const requestId = this.#nextRequestId;
+    this.#nextRequestId = requestId === 0xffff_ffff ? 1 : requestId + 1;
+    const bytes = encodeClientMessage(build(requestId));
+    const answer = new Promise<void>((resolve, reject) => {
+      this.#requests.set(requestId, { resolve, reject });
+    });
+    link.writes = link.writes.then(() => writeFrame(link.conn, bytes)).catch((e) => {
+      this.#settle(requestId, new BackendError("Disconnected", (e as Error).message, { cause: e }));
+      closeQuietly(link.conn);
+    });
+    return withAbort(answer, options.signal).finally(() => this.#requests.delete(requestId));
+  }
+
+  #settle(requestId: number, error: Error | null): void {
+    const pending = this.#requests.get(requestId);
+    if (pending === undefined) return;
+    this.#requests.delete(requestId);
+    if (error === null) pending.resolve();
+    else pending.reject(error);
+  }
+
+  #failAll(error: Error): void {
+    const all = [...this.#requests.values()];
+    this.#requests.clear();
+    for (const p of all) p.reject(error);
+  }
+
+  #fail(error: BackendError): void {
+    if (this.#failure !== null) return;
+    this.#failure = error;
+    this.#failAll(error);
+    this.#emit({ kind: "Failed", error });
+    if (this.#link !== null) closeQuietly(this.#link.conn);
+    this.#notify();
+  }
+
+  #changed(signal: AbortSignal | undefined): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.#wake.delete(done);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      this.#wake.add(done);
+      signal?.addEventListener("abort", done, { once: true });
+    });
+  }
+
+  #notify(): void {
+    for (const wake of [...this.#wake]) wake();
+  }
+
+  #emit(event: TcpBackendEvent): void {
+    this.#options.onEvent?.(event);
+  }
+}
+
+/** Waits `ms`; false if `signal` aborted first. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function closeQuietly(conn: Deno.Conn): void {
+  try {
+    conn.close();
+  } catch {
+    // already closed
+  }
+}

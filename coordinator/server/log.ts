@@ -1,0 +1,144 @@
+/**
+ * What the coordinator server reports: the host's events (state changes, joins, leaves,
+ * witnesses) plus the edge's own (listening, connections refused, state saved, data
+ * server), rendered as one human line each (`--logs console`) or one JSON object per line
+ * (`--logs json`, for log collectors and tests).
+ *
+ * @module
+ */
+import type { Checkpoint } from "../types.ts";
+import type { HostEvent } from "./host.ts";
+
+/** Everything the server reports. */
+export type ServerEvent =
+  | HostEvent
+  | {
+    kind: "Listening";
+    address: string;
+    runId: string;
+    runState: string;
+    epoch: number;
+    step: number;
+  }
+  | { kind: "Connected"; client: string; peer: string }
+  | { kind: "ConnectionRefused"; peer: string; client: string | null; reason: string }
+  | { kind: "Saved"; path: string; step: number }
+  | { kind: "SaveFailed"; path: string; reason: string }
+  | { kind: "DataServer"; address: string; sequences: number }
+  | { kind: "DataRefused"; client: string; start: number; end: number; reason: string }
+  | { kind: "Stopped" };
+
+/** `--logs` formats. */
+export const LOG_FORMATS = ["console", "json"] as const;
+/** One of {@linkcode LOG_FORMATS}. */
+export type LogFormat = typeof LOG_FORMATS[number];
+
+/** The first 8 hex digits of a key, enough to tell clients apart in a human log. */
+function short(key: string): string {
+  return key.length > 8 ? `${key.slice(0, 8)}…` : key;
+}
+
+function describeRepo(repo: Checkpoint): string {
+  switch (repo.kind) {
+    case "Ephemeral":
+      return "Ephemeral";
+    case "Dummy":
+    case "Hub":
+    case "P2P":
+      return `${repo.kind} ${repo.repo.repoId}${
+        repo.repo.revision === null ? "" : `@${repo.repo.revision}`
+      }`;
+    case "Gcs":
+    case "P2PGcs":
+      return `${repo.kind} gs://${repo.repo.bucket}${
+        repo.repo.prefix === null ? "" : `/${repo.repo.prefix}`
+      }`;
+  }
+}
+
+/**
+ * One human-readable line for `event`.
+ *
+ * @example
+ * ```ts
+ * import { formatEvent } from "./log.ts";
+ * const line = formatEvent({
+ *   kind: "StateChanged", from: "Warmup", to: "RoundTrain", epoch: 0, step: 1,
+ * });
+ * if (line !== "state    Warmup -> RoundTrain (epoch 0, step 1)") throw new Error(line);
+ * ```
+ */
+export function formatEvent(event: ServerEvent): string {
+  switch (event.kind) {
+    case "StateChanged":
+      return `state    ${event.from} -> ${event.to} (epoch ${event.epoch}, step ${event.step})`;
+    case "EpochEnd":
+      return `epoch    ended ${event.success ? "after training" : "in Warmup (too few clients)"}` +
+        `, now epoch ${event.epoch} at step ${event.step}`;
+    case "Joined":
+      return `join     ${short(event.client)} (${event.pending} pending)`;
+    case "JoinRefused":
+      return `refuse   ${short(event.client)}: ${event.reason}`;
+    case "Left":
+      return `leave    ${short(event.client)}${
+        event.withdrawn ? " (withdrawn from the epoch)" : ""
+      }`;
+    case "Kicked":
+      return `kick     ${short(event.client)} left the epoch ${event.state}; must join again`;
+    case "WarmupWitness":
+      return `warmup   ${short(event.client)} (client ${event.index}) has the model`;
+    case "Witness": {
+      const m = event.metadata;
+      return `witness  ${short(event.client)} (client ${event.index}) round ${event.height}, ` +
+        `step ${m.step}: loss ${m.loss.toFixed(4)}, ${m.tokensPerSec.toFixed(0)} tok/s`;
+    }
+    case "HealthCheck":
+      return `health   ${short(event.client)} reported unhealthy clients, ${event.dropped} dropped`;
+    case "Checkpoint":
+      return `ckpt     ${short(event.client)} uploaded ${describeRepo(event.repo)}`;
+    case "Rejected":
+      return `reject   ${short(event.client)} ${event.request}: ${event.code}: ${event.message}`;
+    case "Listening":
+      return `listening on ${event.address}: run "${event.runId}" ${event.runState}, ` +
+        `epoch ${event.epoch}, step ${event.step}`;
+    case "Connected":
+      return `connect  ${short(event.client)} from ${event.peer}`;
+    case "ConnectionRefused":
+      return `refuse   ${
+        event.client === null ? event.peer : short(event.client)
+      }: ${event.reason}`;
+    case "Saved":
+      return `saved    step ${event.step} to ${event.path}`;
+    case "SaveFailed":
+      return `error    could not save ${event.path}: ${event.reason}`;
+    case "DataServer":
+      return `data     serving ${event.sequences} sequences on ${event.address}`;
+    case "DataRefused":
+      return `data     refused ${short(event.client)} batch ${event.start}..${event.end}: ` +
+        event.reason;
+    case "Stopped":
+      return "stopped";
+    default: {
+      const never: never = event;
+      throw new TypeError(`Unknown server event ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+/** `event` as one line of JSON: `{"time": ISO-8601, "event": kind, ...fields}`. */
+export function eventJson(event: ServerEvent, timeMs: number): string {
+  const { kind, ...fields } = event;
+  return JSON.stringify({ time: new Date(timeMs).toISOString(), event: kind, ...fields });
+}
+
+/** A sink for server events in `format`, writing lines through `write` (default stdout). */
+export function eventLogger(
+  format: LogFormat,
+  options: { write?: (line: string) => void; clock?: () => number } = {},
+): (event: ServerEvent) => void {
+  const write = options.write ?? ((line: string) => console.log(line));
+  const clock = options.clock ?? Date.now;
+  return format === "json"
+    ? (event) => write(eventJson(event, clock()))
+    : (event) => write(formatEvent(event));
+}

@@ -1,0 +1,73 @@
+/**
+ * Ordered, non-overlapping frame writes to one connection. Replies and state pushes come
+ * from different tasks (the connection's reader, the tick timer); the outbox writes them
+ * one at a time, in order. State pushes coalesce: if one is still waiting when a newer
+ * state comes, the newer one takes its place, so a slow client never queues stale states.
+ *
+ * @module
+ */
+import { type ByteWriter, writeFrame } from "../../net/mod.ts";
+
+/** Writes frames to `writer` in order; the first write error closes the outbox. */
+export class Outbox {
+  readonly #writer: ByteWriter;
+  readonly #onError: (error: Error) => void;
+  #queue: Uint8Array[] = [];
+  /** The newest state frame not yet written (coalesced), or null. */
+  #state: Uint8Array | null = null;
+  #running: Promise<void> | null = null;
+  #closed = false;
+
+  /** `onError` is called once, with the first failed write (the caller closes the connection). */
+  constructor(writer: ByteWriter, onError: (error: Error) => void) {
+    this.#writer = writer;
+    this.#onError = onError;
+  }
+
+  /** Queues a frame (replies: never dropped). */
+  send(payload: Uint8Array): void {
+    if (this.#closed) return;
+    this.#queue.push(payload);
+    this.#pump();
+  }
+
+  /** Queues a state frame, replacing a queued state frame not yet written. */
+  sendState(payload: Uint8Array): void {
+    if (this.#closed) return;
+    this.#state = payload;
+    this.#pump();
+  }
+
+  /** Resolves when everything queued so far has been written (or the outbox failed). */
+  async flush(): Promise<void> {
+    while (this.#running !== null) await this.#running;
+  }
+
+  /** Stops writing; queued frames are dropped. */
+  close(): void {
+    this.#closed = true;
+    this.#queue = [];
+    this.#state = null;
+  }
+
+  #pump(): void {
+    if (this.#running !== null) return;
+    this.#running = (async () => {
+      try {
+        for (;;) {
+          const next = this.#queue.shift() ?? this.#state;
+          if (next === undefined || next === null || this.#closed) break;
+          if (next === this.#state) this.#state = null;
+          await writeFrame(this.#writer, next);
+        }
+      } catch (e) {
+        if (!this.#closed) {
+          this.close();
+          this.#onError(e instanceof Error ? e : new Error(String(e)));
+        }
+      } finally {
+        this.#running = null;
+      }
+    })();
+  }
+}

@@ -1,0 +1,257 @@
+/**
+ * `deno task coordinator run --state state.toml [options]`: runs a coordinator over TCP
+ * (Psyche's `psyche-centralized-server run`). Loads the run (a fresh state.toml, or one
+ * saved by `--save-state-dir` to resume), starts ticking and serving clients, optionally
+ * serves the run's data in-process, and stops cleanly on SIGINT/SIGTERM.
+ *
+ * Exit codes: 0 stopped by a signal, 1 invalid config, 2 usage error or unreadable file.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { ConfigError, crossCheckDataConfig, parseRunConfig, type RunConfig } from "../config.ts";
+import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../config_cli.ts";
+import { startDataServerFromConfig } from "../../data/data_server_config.ts";
+import { DataError } from "../../data/errors.ts";
+import { CoordinatorHost } from "./host.ts";
+import { eventLogger, LOG_FORMATS, type LogFormat, type ServerEvent } from "./log.ts";
+import { coordinatorFromRunConfig } from "./save_state.ts";
+import { startCoordinatorServer } from "./server.ts";
+
+/** Usage text of `run`. */
+export const RUN_USAGE = `Usage: deno task coordinator run --state FILE [options]
+
+Runs a training run's coordinator over TCP until SIGINT or SIGTERM.
+
+Options:
+  --state FILE                       the run config (state.toml, or a saved {run_id}-step{n}.toml)
+  --server-port P                    TCP port for clients (default: any free port, printed)
+  --hostname H                       address to listen on (default 0.0.0.0)
+  --data-config FILE                 serve the run's data in-process (data.toml); the run's
+                                     data_location must be Server = "host:port"
+  --save-state-dir DIR               save the run at every epoch end, to resume with --state
+  --init-warmup-time S               Warmup seconds until the run first trains
+  --withdraw-on-disconnect true|false  withdraw clients whose connection closes (default true)
+  --logs console|json                progress lines or one JSON object per event (default console)
+  -h, --help                         show this help
+
+Exit status: 0 stopped by a signal, 1 invalid config, 2 bad arguments or unreadable file.`;
+
+/** Parsed `run` options. */
+export interface RunOptions {
+  statePath: string;
+  port: number;
+  hostname: string;
+  dataConfigPath?: string;
+  saveStateDir?: string;
+  initWarmupTime?: number;
+  withdrawOnDisconnect: boolean;
+  logs: LogFormat;
+}
+
+/** Thrown for a bad command line; the message says which option and why. */
+export class UsageError extends Error {
+  /** Always `"UsageError"`. */
+  override name = "UsageError";
+}
+
+function integerOption(name: string, text: string | undefined, min: number, max: number) {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!/^\d+$/.test(text.trim()) || value < min || value > max) {
+    throw new UsageError(`--${name} must be a whole number in ${min}..${max}, found "${text}"`);
+  }
+  return value;
+}
+
+/** Parses `run`'s arguments; null when help was asked for. Throws {@linkcode UsageError}. */
+export function parseRunArgs(args: string[]): RunOptions | null {
+  let values;
+  try {
+    values = parseArgs({
+      args,
+      options: {
+        state: { type: "string" },
+        "server-port": { type: "string" },
+        hostname: { type: "string" },
+        "data-config": { type: "string" },
+        "save-state-dir": { type: "string" },
+        "init-warmup-time": { type: "string" },
+        "withdraw-on-disconnect": { type: "string" },
+        logs: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }).values;
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  if (values.help) return null;
+  if (values.state === undefined) throw new UsageError("--state FILE is required");
+  const withdraw = values["withdraw-on-disconnect"] ?? "true";
+  if (withdraw !== "true" && withdraw !== "false") {
+    throw new UsageError(`--withdraw-on-disconnect must be true or false, found "${withdraw}"`);
+  }
+  const logs = values.logs ?? "console";
+  if (!(LOG_FORMATS as readonly string[]).includes(logs)) {
+    throw new UsageError(`--logs must be one of ${LOG_FORMATS.join(", ")}, found "${logs}"`);
+  }
+  return {
+    statePath: values.state,
+    port: integerOption("server-port", values["server-port"], 0, 65535) ?? 0,
+    hostname: values.hostname ?? "0.0.0.0",
+    dataConfigPath: values["data-config"],
+    saveStateDir: values["save-state-dir"],
+    initWarmupTime: integerOption("init-warmup-time", values["init-warmup-time"], 1, 2 ** 32 - 1),
+    withdrawOnDisconnect: withdraw === "true",
+    logs: logs as LogFormat,
+  };
+}
+
+/** Resolves on the first SIGINT or SIGTERM. */
+function signalled(): Promise<void> {
+  return new Promise((resolve) => {
+    const stop = () => {
+      Deno.removeSignalListener("SIGINT", stop);
+      Deno.removeSignalListener("SIGTERM", stop);
+      resolve();
+    };
+    Deno.addSignalListener("SIGINT", stop);
+    Deno.addSignalListener("SIGTERM", stop);
+  });
+}
+
+/** The data server's port: the one in the run's `data_location = { Server = "host:port" }`. */
+function dataServerPort(run: RunConfig, dataConfigPath: string): number {
+  const location = run.model.dataLocation;
+  if (location.kind !== "Server") {
+    throw new UsageError(
+      `--data-config ${dataConfigPath} needs the run's data_location to be Server = "host:port", ` +
+        `found ${location.kind}`,
+    );
+  }
+  const m = /:(\d{1,5})$/.exec(location.address);
+  const port = m === null ? NaN : Number(m[1]);
+  if (!(port >= 1 && port <= 65535)) {
+    throw new UsageError(`data_location Server address "${location.address}" has no port`);
+  }
+  return port;
+}
+
+/**
+ * Runs `coordinator run` with the arguments after the subcommand name until `stop`
+ * resolves (default: SIGINT/SIGTERM); resolves to the exit code.
+ */
+export async function runCommand(
+  args: string[],
+  io: CliIo,
+  options: { stop?: Promise<void>; clock?: () => number } = {},
+): Promise<number> {
+  let opts: RunOptions | null;
+  try {
+    opts = parseRunArgs(args);
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    io.err(`run: ${e.message}. Run with --help for usage.`);
+    return EXIT_USAGE;
+  }
+  if (opts === null) {
+    io.out(RUN_USAGE);
+    return EXIT_OK;
+  }
+  const clock = options.clock ?? Date.now;
+  let text: string;
+  try {
+    text = await io.readTextFile(opts.statePath);
+  } catch (e) {
+    io.err(`run: cannot read run config "${opts.statePath}": ${(e as Error).message}`);
+    return EXIT_USAGE;
+  }
+  let run: RunConfig;
+  try {
+    run = parseRunConfig(text, opts.statePath);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    io.err(`invalid: ${e.message}`);
+    return EXIT_INVALID;
+  }
+  const log = eventLogger(opts.logs, { write: io.out, clock });
+  const stop = options.stop ?? signalled();
+
+  let dataPort: number | undefined;
+  if (opts.dataConfigPath !== undefined) {
+    try {
+      dataPort = dataServerPort(run, opts.dataConfigPath);
+    } catch (e) {
+      io.err(`run: ${(e as Error).message}`);
+      return EXIT_USAGE;
+    }
+  }
+  let host: CoordinatorHost;
+  try {
+    const state = coordinatorFromRunConfig(run, Math.floor(clock() / 1000));
+    host = new CoordinatorHost({
+      state,
+      withdrawOnDisconnect: opts.withdrawOnDisconnect,
+      initWarmupTime: opts.initWarmupTime,
+    });
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e;
+    io.err(`invalid: ${opts.statePath}: ${e.message}`);
+    return EXIT_INVALID;
+  }
+
+  let data: Awaited<ReturnType<typeof startDataServerFromConfig>> | undefined;
+  if (opts.dataConfigPath !== undefined && dataPort !== undefined) {
+    try {
+      data = await startDataServerFromConfig(opts.dataConfigPath, {
+        authorize: (client, batch) => host.authorizeData(client, batch),
+        hostname: opts.hostname,
+        port: dataPort,
+        onEvent: (e) => {
+          if (e.kind === "Rejected") {
+            log({ kind: "DataRefused", client: e.client, ...e.batch, reason: e.reason });
+          }
+        },
+      });
+    } catch (e) {
+      if (!(e instanceof DataError)) throw e;
+      io.err(`run: ${e.message}`);
+      return EXIT_USAGE;
+    }
+    const mismatch = crossCheckDataConfig(run, data.config);
+    const issues = [...mismatch.run, ...mismatch.data];
+    if (issues.length > 0) {
+      await data.close();
+      io.err(
+        `invalid: ${opts.dataConfigPath} does not fit ${opts.statePath}: ` +
+          issues.map((i) => `${i.path}: ${i.message}`).join("; "),
+      );
+      return EXIT_INVALID;
+    }
+    log(
+      {
+        kind: "DataServer",
+        address: data.server.address,
+        sequences: data.provider.numSequences,
+      } satisfies ServerEvent,
+    );
+  }
+
+  const server = startCoordinatorServer({
+    host,
+    hostname: opts.hostname,
+    port: opts.port,
+    clock,
+    saveStateDir: opts.saveStateDir,
+    onEvent: log,
+  });
+  try {
+    await stop;
+  } finally {
+    await server.close();
+    await data?.close();
+  }
+  return EXIT_OK;
+}

@@ -14,7 +14,7 @@
  * 3. `apply(results, lr)`: aggregate every peer's result in canonical order with the
  *    exact fixed-point decode (exact.ts) and `θ ← θ − lr·sign(update)`.
  *
- * Gradient clipping (`clipGradNorm`) is applied by the caller to the gradients first.
+ * With `clipGradNorm` set, `generate` first scales (a copy of) the gradients to that global norm.
  *
  * @module
  */
@@ -149,12 +149,17 @@ export class DistroReference {
   }
 
   /**
-   * Step 2: fold the gradients (already clipped) into δ and select this step's coefficients.
-   * `grads[n]` matches parameter `n`.
+   * Step 2: fold the gradients (clipped to `clipGradNorm` when set; the caller's arrays are
+   * not modified) into δ and select this step's coefficients. `grads[n]` matches parameter `n`.
    */
   generate(grads: readonly Float32Array[], lr: number): GeneratedResult {
     if (grads.length !== this.#params.length) {
       throw new RangeError(`generate: ${grads.length} gradients for ${this.#params.length} params`);
+    }
+    const clip = this.#config.clipGradNorm;
+    if (clip !== null && clip > 0) {
+      grads = grads.map((g) => g.slice());
+      clipGradNorm(grads, clip);
     }
     const { decay, weightDecay, quantize1bit } = this.#config;
     const wdFactor = Math.fround(1 - lr * (weightDecay ?? 0));

@@ -62,6 +62,17 @@ Deno.test("clipGradNorm scales only when the norm exceeds the bound", () => {
   assert.ok(Math.abs(n - 1) < 1e-6, `clipped norm ${n}`);
 });
 
+Deno.test("generate clips the gradients' global norm without touching the caller's arrays", () => {
+  const params = makeParams(5);
+  const opt = new DistroReference(params, { ...CONFIG, clipGradNorm: 0.5, decay: 1 });
+  const grads = params.map((p) => new Float32Array(p.data.length).fill(1));
+  opt.generate(grads, 1);
+  assert.ok(grads.every((g) => g.every((x) => x === 1)));
+  let sq = 0;
+  for (const d of opt.delta) for (const x of d) sq += x * x;
+  assert.ok(Math.abs(Math.sqrt(sq) - 0.5) < 1e-5, `clipped norm ${Math.sqrt(sq)}`);
+});
+
 Deno.test("generate: δ = decay·(δ − own previous transmission) + lr·g, and what is sent", () => {
   const params = makeParams(1);
   const opt = new DistroReference(params, CONFIG);

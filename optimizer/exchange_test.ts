@@ -44,7 +44,7 @@ function cpuPeer(id: number, init: Float32Array[]): Peer {
   const params: NamedParam[] = SHAPES.map((s, n) => ({ ...s, data: init[n].slice() }));
   const opt = new DistroReference(params, CONFIG);
   const secret = new Uint8Array(32).fill(id + 1);
-  const target = SHAPES.map((s, n) => randomF32(100 * id + n, init[n].length));
+  const target = SHAPES.map((_, n) => randomF32(100 * id + n, init[n].length));
   return {
     secret,
     publicKey: ed25519.getPublicKey(secret),

@@ -52,10 +52,6 @@ async function singleNodeMatchesReference(config: DistroConfig, exactTheta: bool
     opt.encodeStep(step, { params: theta, grads: gradsBuf, lr, stepNumber: t, gradSumSq: sumsq });
     await step.submit();
 
-    if (config.clipGradNorm) {
-      const coef = Math.min(1, config.clipGradNorm / (Math.sqrt(sq) + 1e-6));
-      for (const g of refGrads) for (let i = 0; i < g.length; i++) g[i] *= coef;
-    }
     const gen = ref.generate(refGrads, lr);
     if (prev) ref.apply([prev], lr);
     ref.lookahead(lr);
@@ -141,6 +137,24 @@ Deno.test("GPU apply of an uploaded aggregate equals the reference apply, any or
     () => opt.encodeApply(rt.beginStep("bad"), { params: theta, lr: 1, update: update.slice(1) }),
     /aggregate has 2 parameters, the model has 3/,
   );
+});
+
+Deno.test("encodeReset zeroes δ and forgets the previous result", async () => {
+  using rt = await GpuRuntime.create();
+  const { params, size } = flatLayout();
+  using opt = new DistroOptimizer(rt, { params, size, config: { ...BASE, clipGradNorm: null } });
+  const theta = rt.buffer("params", randomF32(3, size));
+  const grads = rt.buffer("grads", randomF32(4, size));
+  const step = rt.beginStep("one");
+  opt.encodeStep(step, { params: theta, grads, lr: 0.1, stepNumber: 1, gradSumSq: null });
+  await step.submit();
+  assert.ok(opt.hasResult);
+  assert.ok((await rt.read(opt.delta)).some((d) => d !== 0));
+  const reset = rt.beginStep("reset");
+  opt.encodeReset(reset);
+  await reset.submit();
+  assert.equal(opt.hasResult, false);
+  assert.ok((await rt.read(opt.delta)).every((d) => d === 0));
 });
 
 Deno.test("DistroOptimizer rejects bad layouts and arguments", async () => {

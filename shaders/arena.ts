@@ -3,11 +3,18 @@
  * instead of created and destroyed every step. Buffers are kept in free lists by exact byte size,
  * which suits training, where every step asks for the same sizes in the same order.
  *
+ * @example
  * ```ts
- * const arena = new BufferArena(rt);
- * const h = arena.acquire("layer0.h", 4 * B * T * C);   // a fresh or recycled buffer
- * // ... encode and submit the step ...
- * arena.releaseAll();                                     // every acquired buffer is free again
+ * import { BufferArena } from "./arena.ts";
+ * import { GpuRuntime } from "./gpu.ts";
+ * using rt = await GpuRuntime.create();
+ * using arena = new BufferArena(rt);
+ * for (let step = 0; step < 3; step++) {
+ *   const h = arena.acquire("layer0.h", 4 * 1024);  // fresh on step 0, recycled after
+ *   // ... encode the step's kernels with h, submit ...
+ *   arena.releaseAll();                             // every acquired buffer is free again
+ * }
+ * if (arena.created !== 1) throw new Error("one buffer serves every step");
  * ```
  *
  * @module

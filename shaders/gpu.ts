@@ -4,13 +4,18 @@
  * labelled buffers, steps (one command encoder per training step), readback and error scopes
  * that name the stage that failed.
  *
+ * @example
  * ```ts
+ * import { GpuRuntime } from "./gpu.ts";
+ * import { Elementwise } from "./elementwise.ts";
  * using rt = await GpuRuntime.create();
+ * const ew = new Elementwise(rt);                     // kernels are built once
  * const x = rt.buffer("x", new Float32Array([1, 2, 3]));
  * const step = rt.beginStep("demo");
- * someKernel.encode(step.pass, { x });   // kernels encode; nothing is submitted per kernel
- * await step.submit();                   // one submit, validation errors thrown here
- * const host = await rt.read(x);
+ * ew.scale(step.pass, { x, n: 3, alpha: 2 });        // kernels encode; no submit per kernel
+ * await step.submit();                                // one submit; errors thrown here
+ * const host = await rt.read({ buffer: x, size: 12 });
+ * if (host[2] !== 6) throw new Error("expected 6");
  * ```
  *
  * @module

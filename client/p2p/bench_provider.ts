@@ -3,15 +3,21 @@
  *
  * `deno run -A client/p2p/bench_provider.ts <secret index> <payload bytes> <allowed index>...`
  * starts a node whose secret is `testSecret(index)`, provides a deterministic payload, also
- * serves the same payload as one length-prefixed frame over plain TCP, prints one JSON line
- * `{ "address", "hash", "rawPort" }` on stdout, and stops when stdin closes. That it then exits
+ * serves the same payload as one length-prefixed frame over plain TCP, joins the gossip of run
+ * `CHILD_RUN_ID` (answering every `TrainingResult` it receives with a `Finished` whose Merkle
+ * root is that result's content hash), prints one JSON line `{ "address", "hash", "rawPort" }`
+ * on stdout, and stops when stdin closes. That it then exits
  * on its own is part of what the two-process test checks (see exit_fix.ts).
  *
  * @module
  */
 import { createP2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
+import { RunGossip } from "./gossip.ts";
 import { testPublic, testSecret } from "./test_util.ts";
+
+/** The run whose gossip the child provider joins. */
+export const CHILD_RUN_ID = "two-process-run";
 
 /** The deterministic payload the provider serves: byte i is a hash of i. */
 export function benchPayload(size: number): Uint8Array {
@@ -92,6 +98,20 @@ if (import.meta.main) {
   });
   const service = await PayloadService.start(node);
   const hash = service.provide(payload);
+  const gossip: RunGossip = new RunGossip(node, {
+    runId: CHILD_RUN_ID,
+    secretKey: testSecret(self),
+    onAnnouncement: ({ message }) => {
+      if (message.kind !== "TrainingResult") return;
+      gossip.publish({
+        kind: "Finished",
+        step: message.step,
+        proof: message.proof,
+        merkleRoot: message.contentHash,
+        warmup: false,
+      }).catch(() => {});
+    },
+  });
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const serving = (async () => {
     for await (const conn of listener) {
@@ -114,5 +134,6 @@ if (import.meta.main) {
   for await (const _ of Deno.stdin.readable) { /* ignore input */ }
   listener.close();
   await serving;
+  gossip.close();
   await node.stop();
 }

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { createP2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
-import { benchPayload, spawnProvider } from "./bench_provider.ts";
-import { testPublic, testSecret } from "./test_util.ts";
+import { benchPayload, CHILD_RUN_ID, spawnProvider } from "./bench_provider.ts";
+import { type ReceivedAnnouncement, RunGossip } from "./gossip.ts";
+import { testPublic, testSecret, waitFor } from "./test_util.ts";
 import { contentHash } from "./content_store.ts";
 
-Deno.test("a payload crosses processes, and the provider process exits after stopping", async () => {
+Deno.test("gossip and a payload cross processes; the other process exits after stopping", async () => {
   const size = 4 * 1024 * 1024 + 3;
   const provider = await spawnProvider(41, size, [42]);
   try {
@@ -15,7 +16,32 @@ Deno.test("a payload crosses processes, and the provider process exits after sto
       allowedPeers: [testPublic(41)],
     });
     const payloads = await PayloadService.start(node);
+    const inbox: ReceivedAnnouncement[] = [];
+    const gossip = new RunGossip(node, {
+      runId: CHILD_RUN_ID,
+      secretKey: testSecret(42),
+      onAnnouncement: (a) => inbox.push(a),
+    });
     await node.connect(provider.address);
+    await waitFor("the child to join the topic", () => gossip.topicPeers().length === 1);
+    const announced = new Uint8Array(32).fill(0x5a);
+    await gossip.publish({
+      kind: "TrainingResult",
+      step: 9,
+      proof: { committee: "Trainer", position: 1, index: 1 },
+      batch: { start: 72, end: 79 },
+      commitment: new Uint8Array(32).fill(1),
+      contentHash: announced,
+      payloadSize: 1,
+    });
+    await waitFor("the child's Finished", () => inbox.length === 1);
+    assert.deepEqual(inbox[0].from, testPublic(41));
+    assert.equal(inbox[0].message.kind, "Finished");
+    assert.deepEqual(
+      inbox[0].message.kind === "Finished" && inbox[0].message.merkleRoot,
+      announced,
+    );
+    gossip.close();
     const bytes = await payloads.fetch(provider.hash, {
       providers: [testPublic(41)],
       expectedSize: size,

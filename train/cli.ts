@@ -42,6 +42,14 @@ export interface TrainOptions {
   eps: number;
   /** 0 disables clipping. */
   maxGradNorm: number;
+  /** DisTrO: chunk length bound per dimension (`--compression-chunk`, 1..256). */
+  compressionChunk: number;
+  /** DisTrO: coefficients kept per chunk (`--compression-topk`). */
+  compressionTopk: number;
+  /** DisTrO: decay of the residual momentum (`--compression-decay`). */
+  compressionDecay: number;
+  /** DisTrO: apply only the signs of the kept coefficients (`--distro-quantization`). */
+  distroQuantization: boolean;
   /** Seeds the weight init (when the model folder has no weights) and the data shuffle. */
   seed: number;
   /** Shuffle the dataset's sequences (seeded by `seed`), as Psyche's train.rs does. */
@@ -77,6 +85,8 @@ export const USAGE = `Usage: deno task train --model DIR --data-path DIR [flags]
   --lr-schedule constant|cosine|linear  decay to lr/10 at the last step (default cosine)
   --beta1 X --beta2 X --weight-decay X --eps X   AdamW (defaults 0.9, 0.95, 0.1, 1e-8)
   --max-grad-norm X       clip the global gradient norm; 0 disables (default 1.0)
+  --compression-chunk N --compression-topk N --compression-decay X   DisTrO (64, 4, 0.999)
+  --distro-quantization   DisTrO: 1-bit (sign) values
   --seed N                init and shuffle seed, u32 (default 1)
   --no-shuffle            read sequences in file order
   --save-path DIR         write config.json + model.safetensors at the end
@@ -101,6 +111,9 @@ const STRING_FLAGS = [
   "weight-decay",
   "eps",
   "max-grad-norm",
+  "compression-chunk",
+  "compression-topk",
+  "compression-decay",
   "seed",
   "save-path",
   "save-dtype",
@@ -117,6 +130,7 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     const options: Record<string, { type: "string" | "boolean" }> = {
       help: { type: "boolean" },
       "no-shuffle": { type: "boolean" },
+      "distro-quantization": { type: "boolean" },
     };
     for (const f of STRING_FLAGS) options[f] = { type: "string" };
     values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
@@ -186,6 +200,10 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     weightDecay: num("weight-decay", 0.1, (v) => v >= 0, "a non-negative number"),
     eps: num("eps", 1e-8, (v) => v > 0, "a positive number"),
     maxGradNorm: num("max-grad-norm", 1.0, (v) => v >= 0, "a non-negative number"),
+    compressionChunk: int("compression-chunk", 64, 1, 256),
+    compressionTopk: int("compression-topk", 4, 1),
+    compressionDecay: num("compression-decay", 0.999, unit, "in [0, 1)"),
+    distroQuantization: values["distro-quantization"] === true,
     seed: int("seed", 1, 0),
     shuffle: !values["no-shuffle"],
     savePath: savePath === undefined || savePath === "" ? null : savePath,

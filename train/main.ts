@@ -1,6 +1,6 @@
 /**
  * `deno task train`: single-node training of a Hugging Face Llama folder on a local token folder,
- * with AdamW (or DisTrO once it lands). See train/cli.ts for the flags and train/trainer.ts for
+ * with AdamW or single-node DisTrO (Psyche's `examples/train.rs`). See train/cli.ts for the flags and train/trainer.ts for
  * what one step does.
  *
  * @module
@@ -10,7 +10,8 @@ import { LocalDataProvider } from "../data/local.ts";
 import { readModelDir, writeModelDir } from "../model/checkpoint.ts";
 import { countParameters } from "../model/hf_config.ts";
 import { LlamaModel } from "../model/llama.ts";
-import { initParams } from "../model/params.ts";
+import { initParams, type ParamLayout } from "../model/params.ts";
+import { DistroOptimizer } from "../optimizer/gpu/distro_gpu.ts";
 import { AdamW } from "../optimizer/adamw.ts";
 import { GpuRuntime } from "../shaders/gpu.ts";
 import { type LrScheduleName, parseTrainArgs, type TrainOptions, USAGE } from "./cli.ts";
@@ -53,7 +54,6 @@ export async function train(
   options: TrainOptions,
   io: { write: (line: string) => void; signal?: AbortSignal },
 ): Promise<{ losses: number[] }> {
-  if (options.optimizer === "distro") throw new OptimizerUnavailableError("distro");
   const { config, layout, weights } = await readModelDir(options.model);
   const logger = options.logs === "json" ? jsonLogger(io.write) : consoleLogger(io.write);
   const data = await LocalDataProvider.open(options.dataPath, {
@@ -75,7 +75,7 @@ export async function train(
       seqLen: options.sequenceLength,
       slots: options.totalBatch / options.microBatch,
     });
-    using optimizer = makeOptimizer(rt, options, layout.totalSize);
+    using optimizer = makeOptimizer(rt, options, layout);
     logger.start({
       model: options.model,
       params: countParameters(config),
@@ -119,15 +119,9 @@ export async function train(
   }
 }
 
-/** Thrown for `--optimizer distro` until the DisTrO optimizer implements the Optimizer seam. */
-export class OptimizerUnavailableError extends Error {
-  constructor(name: string) {
-    super(`--optimizer ${name} is not available yet in the single-node trainer; use adamw`);
-    this.name = "OptimizerUnavailableError";
-  }
-}
-
-function makeOptimizer(rt: GpuRuntime, options: TrainOptions, size: number): Optimizer {
+/** The optimizer the flags ask for, over the flat parameter buffer of `layout`. */
+function makeOptimizer(rt: GpuRuntime, options: TrainOptions, layout: ParamLayout): Optimizer {
+  const size = layout.totalSize;
   switch (options.optimizer) {
     case "adamw":
       return new AdamW(rt, {
@@ -141,7 +135,18 @@ function makeOptimizer(rt: GpuRuntime, options: TrainOptions, size: number): Opt
         },
       });
     case "distro":
-      throw new OptimizerUnavailableError("distro");
+      return new DistroOptimizer(rt, {
+        params: layout.entries,
+        size,
+        config: {
+          chunk: options.compressionChunk,
+          topk: options.compressionTopk,
+          decay: options.compressionDecay,
+          weightDecay: options.weightDecay,
+          clipGradNorm: options.maxGradNorm > 0 ? options.maxGradNorm : null,
+          quantize1bit: options.distroQuantization,
+        },
+      });
   }
 }
 

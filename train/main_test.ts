@@ -20,38 +20,44 @@ Deno.test("scheduleFor: warmup from 0, cosine and linear end at lr/10", () => {
   assert.deepEqual([...shuffleSeed(0x01020304).subarray(26)], [0, 0, 1, 2, 3, 4]);
 });
 
+/** Runs train/main.ts with `args` in a subprocess. */
+async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `${ROOT}train/main.ts`, ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = (b: Uint8Array) => new TextDecoder().decode(b);
+  return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr) };
+}
+
+/** A folder with 8 sequences of 32 generated tokens (vocab 512) for llama-tiny. */
+async function tinyData(dir: string): Promise<string> {
+  const tokens = Uint16Array.from({ length: 8 * 32 + 1 }, (_, i) => (i * 31 + 7) % 512);
+  await Deno.mkdir(`${dir}/data`);
+  await Deno.writeFile(`${dir}/data/train.bin`, new Uint8Array(tokens.buffer));
+  return `${dir}/data`;
+}
+
 Deno.test("deno task train: JSON logs on generated tokens, saves a loadable model", async () => {
   const dir = await Deno.makeTempDir();
   try {
-    const T = 32;
-    const tokens = Uint16Array.from({ length: 8 * T + 1 }, (_, i) => (i * 31 + 7) % 512);
-    await Deno.mkdir(`${dir}/data`);
-    await Deno.writeFile(`${dir}/data/train.bin`, new Uint8Array(tokens.buffer));
-    const cmd = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        `${ROOT}train/main.ts`,
-        `--model=${ROOT}config/models/llama-tiny`,
-        `--data-path=${dir}/data`,
-        "--sequence-length=32",
-        "--micro-batch=2",
-        "--total-batch=4",
-        "--steps=3",
-        "--learning-rate=1e-3",
-        "--warmup-steps=2",
-        "--seed=3",
-        `--save-path=${dir}/out`,
-        "--save-dtype=bf16",
-        "--logs=json",
-      ],
-      stdout: "piped",
-      stderr: "piped",
-    });
-    const out = await cmd.output();
-    const stdout = new TextDecoder().decode(out.stdout);
-    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
-    const lines = stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const out = await runCli([
+      `--model=${ROOT}config/models/llama-tiny`,
+      `--data-path=${await tinyData(dir)}`,
+      "--sequence-length=32",
+      "--micro-batch=2",
+      "--total-batch=4",
+      "--steps=3",
+      "--learning-rate=1e-3",
+      "--warmup-steps=2",
+      "--seed=3",
+      `--save-path=${dir}/out`,
+      "--save-dtype=bf16",
+      "--logs=json",
+    ]);
+    assert.equal(out.code, 0, out.stderr);
+    const lines = out.stdout.trim().split("\n").map((l) => JSON.parse(l));
     assert.deepEqual(lines.map((l) => l.event), ["start", "step", "step", "step", "end"]);
     assert.equal(lines[0].weights, "seeded");
     for (const [i, l] of lines.slice(1, 4).entries()) {
@@ -75,22 +81,40 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
   }
 });
 
-Deno.test("deno task train: bad flags and --optimizer distro fail with a clear message", async () => {
-  const run = async (args: string[]) => {
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", `${ROOT}train/main.ts`, ...args],
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    return { code: out.code, stderr: new TextDecoder().decode(out.stderr) };
-  };
-  const bad = await run(["--model=x", "--data-path=y", "--token-size=3"]);
+Deno.test("deno task train: --optimizer distro trains with single-node DisTrO", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const out = await runCli([
+      `--model=${ROOT}config/models/llama-tiny`,
+      `--data-path=${await tinyData(dir)}`,
+      "--sequence-length=32",
+      "--micro-batch=4",
+      "--total-batch=8",
+      "--steps=6",
+      "--optimizer=distro",
+      "--learning-rate=3e-3",
+      "--warmup-steps=0",
+      "--lr-schedule=constant",
+      "--compression-chunk=16",
+      "--compression-topk=4",
+      "--logs=json",
+    ]);
+    assert.equal(out.code, 0, out.stderr);
+    const lines = out.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    assert.equal(lines[0].optimizer, "distro");
+    const losses = lines.filter((l) => l.event === "step").map((l) => l.loss);
+    assert.equal(losses.length, 6);
+    assert.ok(losses[5] < losses[0] - 0.1, `DisTrO did not reduce the loss: ${losses}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno task train: bad flags fail with a clear message", async () => {
+  const bad = await runCli(["--model=x", "--data-path=y", "--token-size=3"]);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--token-size must be 2 or 4/);
-  const missing = await run(["--model=/nonexistent", "--data-path=y"]);
+  const missing = await runCli(["--model=/nonexistent", "--data-path=y"]);
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /nonexistent/);
-  const distro = await run(["--model=x", "--data-path=y", "--optimizer=distro"]);
-  assert.equal(distro.code, 1);
-  assert.match(distro.stderr, /--optimizer distro is not available yet/);
 });

@@ -31,4 +31,4 @@ export {
   TrainUsageError,
   USAGE,
 } from "./cli.ts";
-export { OptimizerUnavailableError, scheduleFor, shuffleSeed, train } from "./main.ts";
+export { scheduleFor, shuffleSeed, train } from "./main.ts";

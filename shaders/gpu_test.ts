@@ -122,3 +122,13 @@ Deno.test("an abandoned step releases its uniforms and error scope", async () =>
   await step.submit();
   assert.equal((await rt.read(x))[0], 5, "the abandoned step's work never ran");
 });
+
+Deno.test("a readback aborted while mapping rejects with the reason and leaks nothing", async () => {
+  using rt = await GpuRuntime.create();
+  const buf = rt.buffer("big", 1 << 20);
+  const ac = new AbortController();
+  const pending = rt.read(buf, { signal: ac.signal });
+  ac.abort(new Error("cancelled"));
+  await assert.rejects(() => pending, /cancelled/);
+  assert.equal((await rt.read({ buffer: buf, size: 4 }))[0], 0, "the runtime still works");
+});

@@ -15,3 +15,4 @@ export {
   MAX_PROMPT_RESULTS,
   type WitnessMetadata,
 } from "./backend.ts";
+export { parseAddress, TcpBackend, type TcpBackendEvent, type TcpBackendOptions } from "./tcp.ts";

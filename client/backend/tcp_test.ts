@@ -1,0 +1,139 @@
+import assert from "node:assert/strict";
+import { CoordinatorError } from "../../coordinator/errors.ts";
+import { keyString } from "../../coordinator/machine_core.ts";
+import { CoordinatorHost } from "../../coordinator/server/host.ts";
+import { startCoordinatorServer } from "../../coordinator/server/server.ts";
+import { testState, warmupReport } from "../../tests/support/coordinator_fixtures.ts";
+import { generateIdentity } from "../../net/mod.ts";
+import { BackendError } from "./backend.ts";
+import { parseAddress, TcpBackend, type TcpBackendEvent } from "./tcp.ts";
+
+function serve(port = 0) {
+  const host = new CoordinatorHost({ state: testState({}, 0), withdrawOnDisconnect: true });
+  return startCoordinatorServer({ host, hostname: "127.0.0.1", port, tickIntervalMs: 100 });
+}
+
+Deno.test("addresses are host:port or [v6]:port", () => {
+  assert.deepEqual(parseAddress("127.0.0.1:80"), { hostname: "127.0.0.1", port: 80 });
+  assert.deepEqual(parseAddress("[::1]:9000"), { hostname: "::1", port: 9000 });
+  assert.throws(() => parseAddress("localhost"), /"localhost" is not host:port/);
+  assert.throws(() => parseAddress("h:0"), TypeError);
+});
+
+Deno.test("states arrive, join is acknowledged, rejected calls carry the coordinator's code", async () => {
+  await using server = serve();
+  const backend = await TcpBackend.connect({
+    address: server.address,
+    runId: "test-run",
+    identity: generateIdentity(),
+  });
+  try {
+    for await (const state of backend.states()) {
+      assert.equal(state.runId, "test-run");
+      assert.equal(state.runState, "WaitingForMembers");
+      break;
+    }
+    await backend.join();
+    assert.deepEqual(server.host.pending().map((p) => keyString(p.signer)), [
+      keyString(backend.identity.signer),
+    ]);
+    const state = backend.latest();
+    assert.ok(state !== null);
+    await assert.rejects(
+      backend.sendWarmupWitness(warmupReport(state, 0)),
+      (e) => e instanceof CoordinatorError && e.code === "WrongRunState",
+    );
+    await assert.rejects(
+      backend.sendCheckpoint({ kind: "Hub", repo: { repoId: "org/m", revision: "abc" } }),
+      (e) => e instanceof CoordinatorError && e.code === "InvalidCheckpoint",
+    );
+  } finally {
+    await backend.close();
+  }
+});
+
+Deno.test("a wrong run id is refused naming both ids, and the backend stays failed", async () => {
+  await using server = serve();
+  const events: TcpBackendEvent[] = [];
+  const backend = await TcpBackend.connect({
+    address: server.address,
+    runId: "other-run",
+    identity: generateIdentity(),
+    onEvent: (e) => events.push(e),
+  });
+  try {
+    await assert.rejects(
+      backend.join(),
+      (e) =>
+        e instanceof BackendError && e.kind === "Refused" &&
+        /run id "other-run" does not match this coordinator's run "test-run"/.test(e.message),
+    );
+    await assert.rejects(async () => {
+      for await (const _ of backend.states()) {
+        // the first state may have arrived before the refusal; the iterator then throws
+      }
+    }, /Refused/);
+    await assert.rejects(backend.join(), /Refused/);
+    assert.ok(events.some((e) => e.kind === "Failed"));
+    assert.ok(!events.some((e) => e.kind === "Reconnecting"), "a refusal is final");
+  } finally {
+    await backend.close();
+  }
+});
+
+Deno.test("after the connection drops the backend reconnects and joins again", async () => {
+  const first = serve();
+  const port = first.port;
+  const events: TcpBackendEvent[] = [];
+  const backend = await TcpBackend.connect({
+    address: first.address,
+    runId: "test-run",
+    identity: generateIdentity(),
+    reconnectDelayMs: 50,
+    onEvent: (e) => events.push(e),
+  });
+  try {
+    await backend.join();
+    await first.close();
+    await using second = serve(port);
+    const deadline = Date.now() + 5000;
+    while (second.host.pending().length === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    assert.deepEqual(second.host.pending().map((p) => keyString(p.signer)), [
+      keyString(backend.identity.signer),
+    ]);
+    assert.ok(events.some((e) => e.kind === "Disconnected"));
+    assert.equal(events.filter((e) => e.kind === "Connected").length, 2);
+  } finally {
+    await backend.close();
+  }
+});
+
+Deno.test("close ends every states iterator and fails later calls with Closed", async () => {
+  await using server = serve();
+  const backend = await TcpBackend.connect({
+    address: server.address,
+    runId: "test-run",
+    identity: generateIdentity(),
+  });
+  const seen: string[] = [];
+  const reading = (async () => {
+    for await (const s of backend.states()) seen.push(s.runState);
+  })();
+  while (backend.latest() === null) await new Promise((r) => setTimeout(r, 10));
+  await backend.close();
+  await reading;
+  assert.ok(seen.length >= 1);
+  await assert.rejects(backend.join(), (e) => e instanceof BackendError && e.kind === "Closed");
+});
+
+Deno.test("the first connection fails at once when nobody listens", async () => {
+  const server = serve();
+  const address = server.address;
+  await server.close();
+  await assert.rejects(
+    TcpBackend.connect({ address, runId: "test-run", identity: generateIdentity() }),
+    Deno.errors.ConnectionRefused,
+  );
+});

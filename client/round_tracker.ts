@@ -1,0 +1,291 @@
+/**
+ * What a client has heard about one round: the training results announced for it (who
+ * trained which batch, with which commitment and payload), which payloads it downloaded and
+ * verified, and who announced Finished. From these it builds the round's witness report:
+ * the participant bloom (`sha256(signer)` of every trainer whose payload verified), the
+ * broadcast bloom (the commitment of the first verified payload per batch) and the Merkle
+ * root of every accepted commitment.
+ *
+ * Every announcement is judged here before anything is fetched, as Psyche's
+ * `apply_message` does: the step must be this round's, the sender a client of the round,
+ * its committee proof its own and a trainer's, and the batch the one assigned to it.
+ * Signatures were already checked by the gossip layer; payload bytes are checked against the
+ * signed commitment by the caller before {@link RoundTracker.recordVerified}.
+ *
+ * Pure: bloom keys are passed in (the caller draws them at random), no clock, no I/O.
+ *
+ * @module
+ */
+import { bloomAdd, type BloomParameters, createBloom } from "../coordinator/bloom.ts";
+import { sha256, toHex } from "../coordinator/hash.ts";
+import { merkleRoot } from "../coordinator/merkle.ts";
+import type {
+  BatchId,
+  Bloom,
+  PublicKeyBytes,
+  Witness,
+  WitnessProof,
+} from "../coordinator/types.ts";
+import type { DistroResult } from "../optimizer/result.ts";
+import type { FinishedAnnouncement, TrainingResultAnnouncement } from "./p2p/announcement.ts";
+import { indexOfPeer, type RoundView, sameKey } from "./round_view.ts";
+
+/** Why an announcement was refused. */
+export type RefusalReason =
+  | "WrongStep"
+  | "UnknownSender"
+  | "BadProof"
+  | "NotTrainer"
+  | "WrongBatch"
+  | "Equivocation"
+  | "Duplicate"
+  | "WarmupFlag";
+
+/** An announcement's fate: accepted, or refused with a reason and a sentence for the logs. */
+export type Verdict =
+  | { readonly accepted: true }
+  | { readonly accepted: false; readonly reason: RefusalReason; readonly detail: string };
+
+/** An accepted training-result announcement: what to fetch and what it must match. */
+export interface AnnouncedResult {
+  readonly batch: BatchId;
+  /** p2p key of the trainer (the announcement's verified sender). */
+  readonly from: PublicKeyBytes;
+  /** The trainer's signer key (what the participant bloom records). */
+  readonly signer: PublicKeyBytes;
+  /** Commitment hash (what the broadcast bloom and consensus use). */
+  readonly commitment: Uint8Array;
+  /** sha256 of the payload bytes. */
+  readonly contentHash: Uint8Array;
+  readonly payloadSize: number;
+}
+
+/** Bloom geometry and the keys this client hashes with this round. */
+export interface BloomSetup {
+  readonly parameters: BloomParameters;
+  /** Keys of the participant bloom (`parameters.numKeys` of them). */
+  readonly participantKeys: BigUint64Array;
+  /** Keys of the broadcast bloom. */
+  readonly broadcastKeys: BigUint64Array;
+}
+
+const accepted: Verdict = { accepted: true };
+
+function refuse(reason: RefusalReason, detail: string): Verdict {
+  return { accepted: false, reason, detail };
+}
+
+function batchKey(batch: BatchId): string {
+  return `${batch.start}-${batch.end}`;
+}
+
+/** Everything a client knows about one round's results. */
+export class RoundTracker {
+  /** The round this tracker is about. */
+  readonly view: RoundView;
+  readonly #blooms: BloomSetup;
+  /** Accepted announcements by commitment hex, in arrival order. */
+  readonly #announced = new Map<string, AnnouncedResult>();
+  /** Decoded, verified results by commitment hex. */
+  readonly #verified = new Map<string, DistroResult>();
+  /** Commitment hex whose download failed for good. */
+  readonly #failed = new Set<string>();
+  /** p2p keys (hex) that announced Finished for this round. */
+  readonly #finished = new Set<string>();
+
+  constructor(view: RoundView, blooms: BloomSetup) {
+    this.view = view;
+    this.#blooms = blooms;
+  }
+
+  /**
+   * Judges a TrainingResult announcement from `from` (its verified sender) and records it
+   * when valid. A trainer announcing a second, different commitment for its batch is refused
+   * (`Equivocation`): only its first counts. A resend of an accepted one is `Duplicate`.
+   */
+  acceptResult(from: PublicKeyBytes, message: TrainingResultAnnouncement): Verdict {
+    const view = this.view;
+    if (message.step !== view.step) {
+      return refuse("WrongStep", `result for step ${message.step}, this round is ${view.step}`);
+    }
+    const index = indexOfPeer(view, from);
+    if (index < 0) return refuse("UnknownSender", "sender is not a client of this round");
+    const proof = message.proof;
+    if (proof.index !== index || !view.selection.verifyCommittee(proof)) {
+      return refuse("BadProof", `committee proof (index ${proof.index}) is not client ${index}'s`);
+    }
+    if (proof.committee !== "Trainer") {
+      return refuse("NotTrainer", `client ${index} is a ${proof.committee}, not a trainer`);
+    }
+    const assigned = view.assignments.find((a) => a.clientIndex === index);
+    if (
+      assigned === undefined || assigned.batch.start !== message.batch.start ||
+      assigned.batch.end !== message.batch.end
+    ) {
+      return refuse(
+        "WrongBatch",
+        `client ${index} announced batch [${message.batch.start}, ${message.batch.end}], ` +
+          (assigned
+            ? `assigned [${assigned.batch.start}, ${assigned.batch.end}]`
+            : "assigned none"),
+      );
+    }
+    const key = toHex(message.commitment);
+    if (this.#announced.has(key)) return refuse("Duplicate", "commitment already announced");
+    for (const a of this.#announced.values()) {
+      if (sameKey(a.from, from) && batchKey(a.batch) === batchKey(message.batch)) {
+        return refuse("Equivocation", `client ${index} already announced another commitment`);
+      }
+    }
+    this.#announced.set(key, {
+      batch: { ...message.batch },
+      from: from.slice(),
+      signer: view.clients[index].id.signer,
+      commitment: message.commitment.slice(),
+      contentHash: message.contentHash.slice(),
+      payloadSize: message.payloadSize,
+    });
+    return accepted;
+  }
+
+  /** Records that `from` finished this round. Refuses other steps, outsiders and warmup flags. */
+  acceptFinished(from: PublicKeyBytes, message: FinishedAnnouncement): Verdict {
+    if (message.warmup) return refuse("WarmupFlag", "a warmup Finished is not about a round");
+    if (message.step !== this.view.step) {
+      return refuse(
+        "WrongStep",
+        `Finished for step ${message.step}, this round is ${this.view.step}`,
+      );
+    }
+    if (indexOfPeer(this.view, from) < 0) {
+      return refuse("UnknownSender", "sender is not a client of this round");
+    }
+    const key = toHex(from);
+    if (this.#finished.has(key)) return refuse("Duplicate", "already finished");
+    this.#finished.add(key);
+    return accepted;
+  }
+
+  /** The accepted announcement with this commitment, if any. */
+  announced(commitment: Uint8Array): AnnouncedResult | undefined {
+    return this.#announced.get(toHex(commitment));
+  }
+
+  /** Every accepted announcement, in arrival order. */
+  announcements(): AnnouncedResult[] {
+    return [...this.#announced.values()];
+  }
+
+  /**
+   * Records a payload whose bytes matched its signed commitment and decoded for this model.
+   * Throws RangeError for a commitment never accepted, or a result for another batch or step.
+   */
+  recordVerified(commitment: Uint8Array, result: DistroResult): void {
+    const key = toHex(commitment);
+    const a = this.#announced.get(key);
+    if (a === undefined) throw new RangeError(`no accepted announcement for commitment ${key}`);
+    if (
+      result.step !== this.view.step || result.batch.start !== a.batch.start ||
+      result.batch.end !== a.batch.end
+    ) {
+      throw new RangeError(
+        `result for step ${result.step} batch [${result.batch.start}, ${result.batch.end}] does ` +
+          `not match its announcement (step ${this.view.step}, [${a.batch.start}, ${a.batch.end}])`,
+      );
+    }
+    this.#verified.set(key, result);
+  }
+
+  /** Records that a payload could not be fetched or did not verify (it will not be retried). */
+  recordFailed(commitment: Uint8Array): void {
+    this.#failed.add(toHex(commitment));
+  }
+
+  /** The verified result for a commitment, if downloaded. */
+  result(commitment: Uint8Array): DistroResult | undefined {
+    return this.#verified.get(toHex(commitment));
+  }
+
+  /** Whether every accepted announcement was downloaded or given up on. */
+  downloadsSettled(): boolean {
+    for (const key of this.#announced.keys()) {
+      if (!this.#verified.has(key) && !this.#failed.has(key)) return false;
+    }
+    return true;
+  }
+
+  /** Accepted commitments for `batch`, sorted by hash bytes (the same order on every client). */
+  candidates(batch: BatchId): Uint8Array[] {
+    return [...this.#announced.values()]
+      .filter((a) => a.batch.start === batch.start && a.batch.end === batch.end)
+      .map((a) => a.commitment)
+      .sort(compareBytes);
+  }
+
+  /** Whether every key in `peers` (p2p keys) announced Finished. */
+  finishedBy(peers: readonly PublicKeyBytes[]): boolean {
+    return peers.every((p) => this.#finished.has(toHex(p)));
+  }
+
+  /** How many distinct clients announced Finished. */
+  get finishedCount(): number {
+    return this.#finished.size;
+  }
+
+  /**
+   * Merkle root over the accepted commitments, ordered by batch start then hash, so every
+   * client that heard the same announcements computes the same root.
+   */
+  merkleRoot(): Uint8Array {
+    const all = [...this.#announced.values()].sort((a, b) =>
+      a.batch.start - b.batch.start || compareBytes(a.commitment, b.commitment)
+    );
+    return merkleRoot(all.map((a) => a.commitment));
+  }
+
+  /**
+   * The witness report over this round's results: participant bloom of trainers whose
+   * payload verified, broadcast bloom of the first verified commitment per batch (by hash
+   * order), Merkle root of all accepted commitments.
+   */
+  witness(proof: WitnessProof): Witness {
+    const { parameters, participantKeys, broadcastKeys } = this.#blooms;
+    const participantBloom: Bloom = createBloom(parameters.numBits, participantKeys);
+    const broadcastBloom: Bloom = createBloom(parameters.numBits, broadcastKeys);
+    const seenBatch = new Set<string>();
+    const verified = [...this.#announced.entries()]
+      .filter(([key]) => this.#verified.has(key))
+      .map(([, a]) => a)
+      .sort((a, b) => compareBytes(a.commitment, b.commitment));
+    for (const a of verified) {
+      bloomAdd(participantBloom, sha256(a.signer));
+      const key = batchKey(a.batch);
+      if (seenBatch.has(key)) continue;
+      seenBatch.add(key);
+      bloomAdd(broadcastBloom, a.commitment);
+    }
+    return {
+      proof: { ...proof },
+      participantBloom,
+      broadcastBloom,
+      broadcastMerkle: this.merkleRoot(),
+    };
+  }
+}
+
+/** Lexicographic order of byte strings. */
+export function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
+/** An empty report: what a warmup witness carries. */
+export function emptyWitness(proof: WitnessProof, blooms: BloomSetup): Witness {
+  return {
+    proof: { ...proof },
+    participantBloom: createBloom(blooms.parameters.numBits, blooms.participantKeys),
+    broadcastBloom: createBloom(blooms.parameters.numBits, blooms.broadcastKeys),
+    broadcastMerkle: new Uint8Array(32),
+  };
+}

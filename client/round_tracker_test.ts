@@ -1,0 +1,116 @@
+import assert from "node:assert/strict";
+import { bloomContains } from "../coordinator/bloom.ts";
+import { sha256 } from "../coordinator/hash.ts";
+import { currentRound } from "../coordinator/machine_queries.ts";
+import { RoundTracker } from "./round_tracker.ts";
+import { roundView } from "./round_view.ts";
+import { announcementOf, runInRound0, testBlooms } from "./testing/fixtures.ts";
+
+function setup() {
+  const { driver, ids } = runInRound0(3);
+  const state = driver.state;
+  const view = roundView(state, currentRound(state).height, ids[0].signer)!;
+  return { state, ids, view, tracker: new RoundTracker(view, testBlooms(state)) };
+}
+
+Deno.test("RoundTracker: accepts each trainer's announcement for its own batch once", () => {
+  const { ids, view, tracker } = setup();
+  for (const a of view.assignments) {
+    const msg = announcementOf(view, a.clientIndex);
+    assert.deepEqual(tracker.acceptResult(ids[a.clientIndex].p2pIdentity, msg), {
+      accepted: true,
+    });
+    const again = tracker.acceptResult(ids[a.clientIndex].p2pIdentity, msg);
+    assert.equal(again.accepted ? "" : again.reason, "Duplicate");
+  }
+  assert.equal(tracker.announcements().length, view.assignments.length);
+});
+
+Deno.test("RoundTracker: refuses wrong step, outsiders, stolen proofs, wrong batch, equivocation", () => {
+  const { ids, view, tracker } = setup();
+  const [a0, a1] = view.assignments;
+  const msg = announcementOf(view, a0.clientIndex);
+  const from = ids[a0.clientIndex].p2pIdentity;
+  const reason = (v: ReturnType<RoundTracker["acceptResult"]>) =>
+    v.accepted ? "accepted" : v.reason;
+  assert.equal(reason(tracker.acceptResult(from, { ...msg, step: msg.step + 1 })), "WrongStep");
+  assert.equal(reason(tracker.acceptResult(sha256(new Uint8Array([9])), msg)), "UnknownSender");
+  // Another client replaying a0's announcement (its proof names a0's index).
+  assert.equal(reason(tracker.acceptResult(ids[a1.clientIndex].p2pIdentity, msg)), "BadProof");
+  assert.equal(
+    reason(tracker.acceptResult(from, { ...msg, proof: { ...msg.proof, position: 99 } })),
+    "BadProof",
+  );
+  assert.equal(reason(tracker.acceptResult(from, { ...msg, batch: a1.batch })), "WrongBatch");
+  assert.equal(reason(tracker.acceptResult(from, msg)), "accepted");
+  const other = announcementOf(view, a0.clientIndex, 1);
+  assert.equal(reason(tracker.acceptResult(from, other)), "Equivocation");
+  assert.equal(tracker.announcements().length, 1);
+});
+
+Deno.test("RoundTracker: witness blooms hold verified trainers and commitments only", () => {
+  const { ids, view, tracker } = setup();
+  const [a0, a1] = view.assignments;
+  const m0 = announcementOf(view, a0.clientIndex);
+  const m1 = announcementOf(view, a1.clientIndex);
+  tracker.acceptResult(ids[a0.clientIndex].p2pIdentity, m0);
+  tracker.acceptResult(ids[a1.clientIndex].p2pIdentity, m1);
+  assert.equal(tracker.downloadsSettled(), false);
+  tracker.recordVerified(m0.commitment, {
+    step: view.step,
+    batch: m0.batch,
+    trainerNonce: 0,
+    params: [],
+  });
+  tracker.recordFailed(m1.commitment);
+  assert.equal(tracker.downloadsSettled(), true);
+  const w = tracker.witness(view.self!.witnessProof);
+  assert.ok(bloomContains(w.participantBloom, sha256(ids[a0.clientIndex].signer)));
+  assert.ok(!bloomContains(w.participantBloom, sha256(ids[a1.clientIndex].signer)));
+  assert.ok(bloomContains(w.broadcastBloom, m0.commitment));
+  assert.ok(!bloomContains(w.broadcastBloom, m1.commitment));
+  assert.throws(
+    () =>
+      tracker.recordVerified(m1.commitment, {
+        step: view.step,
+        batch: m0.batch,
+        trainerNonce: 0,
+        params: [],
+      }),
+    /does not match its announcement/,
+  );
+});
+
+Deno.test("RoundTracker: the Merkle root does not depend on arrival order", () => {
+  const { state, ids, view } = setup();
+  const roots = [false, true].map((reverse) => {
+    const t = new RoundTracker(view, testBlooms(state));
+    const order = reverse ? [...view.assignments].reverse() : view.assignments;
+    for (const a of order) {
+      t.acceptResult(ids[a.clientIndex].p2pIdentity, announcementOf(view, a.clientIndex));
+    }
+    return t.merkleRoot();
+  });
+  assert.deepEqual(roots[0], roots[1]);
+  assert.notDeepEqual(roots[0], new Uint8Array(32));
+});
+
+Deno.test("RoundTracker: Finished from every client, once, this step only", () => {
+  const { ids, view, tracker } = setup();
+  const finished = (step: number, warmup = false) => ({
+    kind: "Finished" as const,
+    step,
+    proof: view.selection.committeeProof(0),
+    merkleRoot: new Uint8Array(32),
+    warmup,
+  });
+  const peers = ids.map((i) => i.p2pIdentity);
+  assert.equal(tracker.acceptFinished(peers[0], finished(view.step + 1)).accepted, false);
+  assert.equal(tracker.acceptFinished(peers[0], finished(view.step, true)).accepted, false);
+  assert.equal(tracker.acceptFinished(peers[0], finished(view.step)).accepted, true);
+  assert.equal(tracker.acceptFinished(peers[0], finished(view.step)).accepted, false);
+  assert.equal(tracker.finishedBy(peers), false);
+  tracker.acceptFinished(peers[1], finished(view.step));
+  tracker.acceptFinished(peers[2], finished(view.step));
+  assert.equal(tracker.finishedBy(peers), true);
+});

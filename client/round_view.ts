@@ -1,0 +1,137 @@
+/**
+ * A client's view of one round of the current epoch: its step, client list, committee,
+ * data assignment, and where this client stands in it (index, proofs, batch, witness seat).
+ * Every other decision of the client starts from here.
+ *
+ * Pure: a function of the coordinator state and the client's key, no I/O.
+ *
+ * @module
+ */
+import { CommitteeSelection } from "../coordinator/committee_selection.ts";
+import type { DataAssignment } from "../coordinator/data_selection.ts";
+import { learningRate } from "../coordinator/lr_schedule.ts";
+import {
+  coldStartWarmupBounds,
+  isTrainingRound,
+  roundAssignments,
+  roundByHeight,
+  roundClients,
+  roundSelection,
+} from "../coordinator/machine_queries.ts";
+import type {
+  BatchId,
+  Client,
+  CommitteeProof,
+  CoordinatorState,
+  PublicKeyBytes,
+  Round,
+  WitnessProof,
+} from "../coordinator/types.ts";
+
+/** Where this client stands in a round. */
+export interface SelfInRound {
+  /** Index in the round's client list (what proofs name). */
+  readonly index: number;
+  readonly committeeProof: CommitteeProof;
+  readonly witnessProof: WitnessProof;
+  /** Whether this client holds a witness seat this round. */
+  readonly isWitness: boolean;
+  /** The batch this client trains this round, or null (not a trainer, or no sequences left). */
+  readonly batch: BatchId | null;
+}
+
+/** One round of the current epoch as the client sees it. */
+export interface RoundView {
+  /** Height within the epoch (0 = first round). */
+  readonly height: number;
+  /** Coordinator step of the round: `epochState.startStep + height`. */
+  readonly step: number;
+  readonly round: Round;
+  /** The round's clients in index order (including those that left since). */
+  readonly clients: readonly Client[];
+  readonly selection: CommitteeSelection;
+  /** Every trainer's batch, sorted by batch start. */
+  readonly assignments: readonly DataAssignment[];
+  /** False for the apply-only rounds at the end of an epoch. */
+  readonly training: boolean;
+  /** This client's place, or null when it is not in the round. */
+  readonly self: SelfInRound | null;
+}
+
+/** Byte-wise equality of two keys. */
+export function sameKey(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** The coordinator step of round `height` of the current epoch. */
+export function stepOfHeight(state: CoordinatorState, height: number): number {
+  return state.epochState.startStep + height;
+}
+
+/**
+ * The view of round `height` of the current epoch for the client whose signer key is
+ * `signer`, or null when that round is not (or no longer) in the coordinator's ring buffer.
+ */
+export function roundView(
+  state: CoordinatorState,
+  height: number,
+  signer: PublicKeyBytes,
+): RoundView | null {
+  const round = roundByHeight(state, height);
+  if (round === null) return null;
+  const clients = roundClients(state, height);
+  const selection = roundSelection(state.config, round);
+  const assignments = roundAssignments(state, round);
+  const index = clients.findIndex((c) => sameKey(c.id.signer, signer));
+  let self: SelfInRound | null = null;
+  if (index >= 0 && index < round.clientsLen) {
+    const mine = assignments.find((a) => a.clientIndex === index);
+    self = {
+      index,
+      committeeProof: selection.committeeProof(index),
+      witnessProof: selection.witnessProof(index),
+      isWitness: selection.isWitness(index),
+      batch: mine === undefined ? null : mine.batch,
+    };
+  }
+  return {
+    height,
+    step: stepOfHeight(state, height),
+    round,
+    clients,
+    selection,
+    assignments,
+    training: isTrainingRound(state, round),
+    self,
+  };
+}
+
+/** The index of the client with p2p key `p2pKey` in the round, or -1. */
+export function indexOfPeer(view: RoundView, p2pKey: PublicKeyBytes): number {
+  return view.clients.findIndex((c) => sameKey(c.id.p2pIdentity, p2pKey));
+}
+
+/**
+ * The learning rate of `step` in the current epoch: the run's schedule, scaled by
+ * `(step − start) / (end − start)` inside a cold-start epoch's warmup window.
+ */
+export function stepLearningRate(state: CoordinatorState, step: number): number {
+  const lr = learningRate(state.model.lrSchedule, step);
+  const bounds = coldStartWarmupBounds(state);
+  if (bounds === null) return lr;
+  const [start, end] = bounds;
+  if (end <= start || step >= end) return lr;
+  return lr * Math.max(0, step - start) / (end - start);
+}
+
+/** This client's index in the epoch's current client list, or -1 when it is not in it. */
+export function epochIndexOf(state: CoordinatorState, signer: PublicKeyBytes): number {
+  return state.epochState.clients.findIndex((c) => sameKey(c.id.signer, signer));
+}
+
+/** The p2p keys of the epoch's current clients (the allowlist of the libp2p node). */
+export function epochPeerKeys(state: CoordinatorState): PublicKeyBytes[] {
+  return state.epochState.clients.map((c) => c.id.p2pIdentity);
+}

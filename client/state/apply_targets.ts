@@ -1,0 +1,58 @@
+/**
+ * Which results rounds a client must have applied by now, in order. Normally one (round
+ * `h − 2` in round `h`, round `H − 1` at Cooldown, as `applyPlan` says), plus the round
+ * before it when the client skipped a state (the backend's state stream is latest-wins), so
+ * a slow client catches up instead of silently diverging.
+ *
+ * Pure.
+ *
+ * @module
+ */
+import {
+  type ApplyPlan,
+  currentRound,
+  isTrainingRound,
+  roundByHeight,
+} from "../../coordinator/machine_queries.ts";
+import type { CoordinatorState } from "../../coordinator/types.ts";
+import { roundWitnessQuorum } from "../../coordinator/witness_quorum.ts";
+
+/**
+ * The apply plan of round `resultsHeight`'s results (attested by round `resultsHeight + 1`),
+ * or null when either round is gone from the ring buffer or the results round did not train.
+ */
+export function applyPlanFor(state: CoordinatorState, resultsHeight: number): ApplyPlan | null {
+  if (resultsHeight < 0) return null;
+  const resultsRound = roundByHeight(state, resultsHeight);
+  const witnessRound = roundByHeight(state, resultsHeight + 1);
+  if (resultsRound === null || witnessRound === null) return null;
+  if (!isTrainingRound(state, resultsRound)) return null;
+  return { resultsRound, witnessRound, quorum: roundWitnessQuorum(state.config, witnessRound) };
+}
+
+/**
+ * The plans due in the current state, oldest first: rounds `h − 3` and `h − 2` during
+ * RoundTrain/RoundWitness of height `h`; rounds `H − 2` and `H − 1` at Cooldown after round
+ * `H`; none otherwise. The newest is exactly `applyPlan(state)`.
+ */
+export function duePlans(state: CoordinatorState): ApplyPlan[] {
+  const height = currentRound(state).height;
+  let newest: number;
+  switch (state.runState) {
+    case "RoundTrain":
+    case "RoundWitness":
+      newest = height - 2;
+      break;
+    case "Cooldown":
+      newest = height - 1;
+      break;
+    default:
+      return [];
+  }
+  const plans: ApplyPlan[] = [];
+  for (const h of [newest - 1, newest]) {
+    const plan = applyPlanFor(state, h);
+    if (plan !== null) plans.push(plan);
+  }
+  return plans;
+}

@@ -1,0 +1,112 @@
+/**
+ * Plan pieces shared by the per-state planners: applying due results, training the
+ * assigned batch, announcing Finished, and the peers whose announcements a round waits for.
+ *
+ * Pure.
+ *
+ * @module
+ */
+import type { CoordinatorState, PublicKeyBytes } from "../../coordinator/types.ts";
+import { type RoundView, stepLearningRate, stepOfHeight } from "../round_view.ts";
+import { duePlans } from "./apply_targets.ts";
+import { type ApplyIntent, applyKey, type Intent, intentKey, type PlanInput } from "./intent.ts";
+import { roundAssignments } from "../../coordinator/machine_queries.ts";
+
+/** p2p keys of the epoch's Healthy clients: whose announcements a round waits for. */
+export function healthyPeers(state: CoordinatorState): PublicKeyBytes[] {
+  return state.epochState.clients.filter((c) => c.state === "Healthy").map((c) => c.id.p2pIdentity);
+}
+
+/** Apply intents due now and not yet started, oldest first. */
+export function planApplies(input: PlanInput): ApplyIntent[] {
+  const { state, progress } = input;
+  const epoch = state.progress.epoch;
+  const out: ApplyIntent[] = [];
+  for (const plan of duePlans(state)) {
+    if (progress.started(applyKey(epoch, plan.resultsRound.height))) continue;
+    const step = stepOfHeight(state, plan.resultsRound.height);
+    out.push({
+      kind: "Apply",
+      epoch,
+      plan,
+      step,
+      lr: stepLearningRate(state, step),
+      batches: roundAssignments(state, plan.resultsRound).map((a) => a.batch),
+    });
+  }
+  return out;
+}
+
+/** Whether every due apply completed (training must wait for it). */
+export function appliesDone(input: PlanInput): boolean {
+  const epoch = input.state.progress.epoch;
+  return duePlans(input.state).every((p) =>
+    input.progress.done(applyKey(epoch, p.resultsRound.height))
+  );
+}
+
+/** Whether this client has a batch to train in the round. */
+export function needsTraining(view: RoundView): boolean {
+  return view.training && view.self !== null && view.self.batch !== null;
+}
+
+/**
+ * Training of the round, or the load of a missing model first. Training waits for the model
+ * and every due apply; nothing when the round does not train this client or training began.
+ */
+export function planTraining(input: PlanInput, view: RoundView): Intent[] {
+  const { state, progress } = input;
+  const epoch = state.progress.epoch;
+  if (!needsTraining(view) || view.self === null || view.self.batch === null) return [];
+  if (!progress.modelReady) {
+    const load: Intent = { kind: "LoadModel", epoch };
+    return progress.started(intentKey(load)) ? [] : [load];
+  }
+  if (!appliesDone(input)) return [];
+  const train: Intent = {
+    kind: "Train",
+    epoch,
+    height: view.height,
+    step: view.step,
+    batch: view.self.batch,
+    proof: view.self.committeeProof,
+    lr: stepLearningRate(state, view.step),
+    prevLr: stepLearningRate(state, Math.max(0, view.step - 1)),
+  };
+  return progress.started(intentKey(train)) ? [] : [train];
+}
+
+/**
+ * `Finished` for the round once this client's training is done (or it has none) and every
+ * announced payload of the previous round is settled.
+ */
+export function planFinished(input: PlanInput, view: RoundView): Intent[] {
+  const { state, progress, facts } = input;
+  if (view.self === null) return [];
+  const epoch = state.progress.epoch;
+  const intent: Intent = {
+    kind: "AnnounceFinished",
+    epoch,
+    height: view.height,
+    step: view.step,
+    proof: view.self.committeeProof,
+  };
+  if (progress.started(intentKey(intent))) return [];
+  const trained = !needsTraining(view) ||
+    progress.done(`Train:${epoch}:${view.height}`);
+  const settled = view.height === 0 || facts.downloadsSettled(view.height - 1);
+  return trained && settled ? [intent] : [];
+}
+
+/** The witness report of the round, if this client holds a seat and has not sent it. */
+export function witnessIntent(input: PlanInput, view: RoundView): Intent[] {
+  if (view.self === null || !view.self.isWitness) return [];
+  const intent: Intent = {
+    kind: "SendWitness",
+    epoch: input.state.progress.epoch,
+    height: view.height,
+    step: view.step,
+    proof: view.self.witnessProof,
+  };
+  return input.progress.started(intentKey(intent)) ? [] : [intent];
+}

@@ -1,0 +1,191 @@
+/**
+ * The client's vocabulary of actions: what the state machine asks the driver to do, and
+ * the progress record the driver keeps so each action happens once.
+ *
+ * Every intent has a key (`intentKey`); the driver marks it *started* when it dispatches the
+ * intent and *done* when it completes, and planners never emit an intent whose key was
+ * started, so re-planning on every event is safe.
+ *
+ * @module
+ */
+import type { ApplyPlan } from "../../coordinator/machine_queries.ts";
+import type { HealthCheck } from "../../coordinator/health.ts";
+import type {
+  BatchId,
+  CommitteeProof,
+  CoordinatorState,
+  PublicKeyBytes,
+  WitnessProof,
+} from "../../coordinator/types.ts";
+
+/** Ask the coordinator to take this client in a later epoch again (after Dropped/Withdrawn). */
+export interface JoinIntent {
+  readonly kind: "Join";
+  readonly epoch: number;
+}
+/** Load (or keep) the model for this epoch. */
+export interface LoadModelIntent {
+  readonly kind: "LoadModel";
+  readonly epoch: number;
+}
+/** Gossip `Finished{warmup}`: the model is loaded and the p2p node is up. */
+export interface AnnounceWarmupFinishedIntent {
+  readonly kind: "AnnounceWarmupFinished";
+  readonly epoch: number;
+}
+/** Report readiness to the coordinator (every epoch client is ready). */
+export interface SendWarmupWitnessIntent {
+  readonly kind: "SendWarmupWitness";
+  readonly epoch: number;
+  readonly proof: WitnessProof;
+}
+/** Apply the consensus results of `plan.resultsRound` with `lr`. */
+export interface ApplyIntent {
+  readonly kind: "Apply";
+  readonly epoch: number;
+  readonly plan: ApplyPlan;
+  /** Coordinator step of the results round. */
+  readonly step: number;
+  readonly lr: number;
+  /** Every batch of the results round, by start. */
+  readonly batches: readonly BatchId[];
+}
+/** Report the previous round's trainers that a quorum of its witnesses did not see. */
+export interface SendHealthChecksIntent {
+  readonly kind: "SendHealthChecks";
+  readonly epoch: number;
+  readonly height: number;
+  readonly checks: readonly HealthCheck[];
+}
+/** Train `batch` of round `height`, then publish the result. */
+export interface TrainIntent {
+  readonly kind: "Train";
+  readonly epoch: number;
+  readonly height: number;
+  readonly step: number;
+  readonly batch: BatchId;
+  readonly proof: CommitteeProof;
+  readonly lr: number;
+  /** Learning rate of the step before (the lookahead's). */
+  readonly prevLr: number;
+}
+/** Gossip `Finished` for round `height` (trained, previous round's payloads settled). */
+export interface AnnounceFinishedIntent {
+  readonly kind: "AnnounceFinished";
+  readonly epoch: number;
+  readonly height: number;
+  readonly step: number;
+  readonly proof: CommitteeProof;
+}
+/** Send this round's witness report (over round `height − 1`'s results) to the coordinator. */
+export interface SendWitnessIntent {
+  readonly kind: "SendWitness";
+  readonly epoch: number;
+  readonly height: number;
+  readonly step: number;
+  readonly proof: WitnessProof;
+}
+/** Write the model to the checkpoint folder (Cooldown, after the last apply). */
+export interface CheckpointIntent {
+  readonly kind: "Checkpoint";
+  readonly epoch: number;
+  /** `progress.step` at Cooldown: the number of steps the weights went through. */
+  readonly step: number;
+}
+
+/** Everything the state machine can ask for. */
+export type Intent =
+  | JoinIntent
+  | LoadModelIntent
+  | AnnounceWarmupFinishedIntent
+  | SendWarmupWitnessIntent
+  | ApplyIntent
+  | SendHealthChecksIntent
+  | TrainIntent
+  | AnnounceFinishedIntent
+  | SendWitnessIntent
+  | CheckpointIntent;
+
+/** The once-only key of an intent: kind, epoch and the round it is about. */
+export function intentKey(intent: Intent): string {
+  switch (intent.kind) {
+    case "Join":
+    case "LoadModel":
+    case "AnnounceWarmupFinished":
+    case "SendWarmupWitness":
+    case "Checkpoint":
+      return `${intent.kind}:${intent.epoch}`;
+    case "Apply":
+      return applyKey(intent.epoch, intent.plan.resultsRound.height);
+    case "SendHealthChecks":
+    case "Train":
+    case "AnnounceFinished":
+    case "SendWitness":
+      return `${intent.kind}:${intent.epoch}:${intent.height}`;
+    default: {
+      const unreachable: never = intent;
+      throw new Error(`unknown intent ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** Key of the apply of round `resultsHeight`'s results in `epoch`. */
+export function applyKey(epoch: number, resultsHeight: number): string {
+  return `Apply:${epoch}:${resultsHeight}`;
+}
+
+/** What the driver has started and finished, so every intent runs once. */
+export class ClientProgress {
+  readonly #started = new Set<string>();
+  readonly #done = new Set<string>();
+  /** Whether a model is loaded (kept across epochs). */
+  modelReady = false;
+
+  /** Whether an intent with this key was dispatched. */
+  started(key: string): boolean {
+    return this.#started.has(key);
+  }
+  /** Whether an intent with this key completed. */
+  done(key: string): boolean {
+    return this.#done.has(key);
+  }
+  /** Marks `key` dispatched. */
+  markStarted(key: string): void {
+    this.#started.add(key);
+  }
+  /** Marks `key` completed (and dispatched). */
+  markDone(key: string): void {
+    this.#started.add(key);
+    this.#done.add(key);
+  }
+  /** Forgets the records of epochs before `epoch` (keys embed their epoch). */
+  forgetBefore(epoch: number): void {
+    for (const set of [this.#started, this.#done]) {
+      for (const key of set) {
+        const e = Number(key.split(":")[1]);
+        if (e < epoch) set.delete(key);
+      }
+    }
+  }
+}
+
+/** What the p2p exchange knows that the plans depend on. */
+export interface ExchangeFacts {
+  /** Whether each of `peers` (p2p keys) announced it finished warmup this epoch. */
+  warmupFinishedBy(peers: readonly PublicKeyBytes[]): boolean;
+  /** Whether every announced result of round `height` was downloaded or given up on. */
+  downloadsSettled(height: number): boolean;
+  /** Whether each of `peers` announced Finished for round `height`. */
+  finishedBy(height: number, peers: readonly PublicKeyBytes[]): boolean;
+}
+
+/** Everything a plan is a function of. */
+export interface PlanInput {
+  readonly state: CoordinatorState;
+  /** This client's signer key. */
+  readonly signer: PublicKeyBytes;
+  readonly progress: ClientProgress;
+  readonly facts: ExchangeFacts;
+  /** Whether checkpoints are written (a checkpoint folder was given). */
+  readonly checkpoints: boolean;
+}

@@ -1,0 +1,78 @@
+/**
+ * The client state machine: one planner per run state, chosen by a `switch` over
+ * `RunState` with an exhaustiveness check. Given the coordinator's latest state, what this
+ * client has done ({@link ClientProgress}) and what the exchange knows
+ * ({@link ExchangeFacts}), it returns the intents to carry out now. The driver
+ * (client/client.ts) calls it on every coordinator update and every local event.
+ *
+ * ```mermaid
+ * stateDiagram-v2
+ *   WaitingForMembers --> Warmup: LoadModel, Finished{warmup}, warmup witness
+ *   Warmup --> RoundTrain: Apply(h-2), HealthChecks, Train, Finished, Witness
+ *   RoundTrain --> RoundWitness: Witness (if not sent), late Train/Finished
+ *   RoundWitness --> RoundTrain
+ *   RoundWitness --> Cooldown: Apply(H-1), Checkpoint
+ *   Cooldown --> WaitingForMembers: Join again if Dropped/Withdrawn
+ * ```
+ *
+ * Pure.
+ *
+ * @module
+ */
+import { currentRound } from "../../coordinator/machine_queries.ts";
+import type { CoordinatorState, PublicKeyBytes } from "../../coordinator/types.ts";
+import { roundView, sameKey } from "../round_view.ts";
+import { planCooldown } from "./cooldown.ts";
+import { type Intent, intentKey, type PlanInput } from "./intent.ts";
+import { planRoundTrain } from "./train.ts";
+import { planWarmup } from "./warmup.ts";
+import { planRoundWitness } from "./witness.ts";
+
+/** The intents due in `input.state`, in the order they should start. */
+export function planActions(input: PlanInput): Intent[] {
+  const { state } = input;
+  const runState = state.runState;
+  switch (runState) {
+    case "Uninitialized":
+    case "Finished":
+    case "Paused":
+      return [];
+    case "WaitingForMembers":
+      return planRejoin(input);
+    case "Warmup":
+      return planWarmup(input);
+    case "RoundTrain":
+    case "RoundWitness": {
+      const view = roundView(state, currentRound(state).height, input.signer);
+      if (view === null) return [];
+      return runState === "RoundTrain"
+        ? planRoundTrain(input, view)
+        : planRoundWitness(input, view);
+    }
+    case "Cooldown":
+      return planCooldown(input);
+    default: {
+      const unreachable: never = runState;
+      throw new Error(`unknown run state ${String(unreachable)}`);
+    }
+  }
+}
+
+/**
+ * While waiting for members: a client the coordinator dropped or withdrew has been
+ * forgotten, so it asks to join again (once per epoch).
+ */
+export function planRejoin(input: PlanInput): Intent[] {
+  const { state, signer, progress } = input;
+  if (!wasRemoved(state, signer)) return [];
+  const join: Intent = { kind: "Join", epoch: state.progress.epoch };
+  return progress.started(intentKey(join)) ? [] : [join];
+}
+
+/** Whether the state lists this client as Dropped, Withdrawn or Ejected. */
+export function wasRemoved(state: CoordinatorState, signer: PublicKeyBytes): boolean {
+  const { clients, exitedClients } = state.epochState;
+  return [...clients, ...exitedClients].some((c) =>
+    sameKey(c.id.signer, signer) && c.state !== "Healthy"
+  );
+}

@@ -1,0 +1,251 @@
+import assert from "node:assert/strict";
+import { currentRound, roundSelection } from "../../coordinator/machine_queries.ts";
+import { witness as witnessImpl } from "../../coordinator/machine_witness.ts";
+import type { CoordinatorState, NodeIdentity, PublicKeyBytes } from "../../coordinator/types.ts";
+import { toHex } from "../../coordinator/hash.ts";
+import { witnessReport } from "../../tests/support/coordinator_fixtures.ts";
+import { runInRound0 } from "../testing/fixtures.ts";
+import { roundView } from "../round_view.ts";
+import { ClientProgress, type ExchangeFacts, type Intent, intentKey } from "./intent.ts";
+import { planActions } from "./machine.ts";
+
+/** Facts a test sets by hand. */
+class Facts implements ExchangeFacts {
+  warmup = new Set<string>();
+  settled = new Set<number>();
+  finished = new Map<number, Set<string>>();
+  warmupFinishedBy(peers: readonly PublicKeyBytes[]): boolean {
+    return peers.every((p) => this.warmup.has(toHex(p)));
+  }
+  downloadsSettled(height: number): boolean {
+    return this.settled.has(height);
+  }
+  finishedBy(height: number, peers: readonly PublicKeyBytes[]): boolean {
+    const s = this.finished.get(height) ?? new Set();
+    return peers.every((p) => s.has(toHex(p)));
+  }
+  allFinish(height: number, ids: NodeIdentity[]): void {
+    this.finished.set(height, new Set(ids.map((i) => toHex(i.p2pIdentity))));
+  }
+}
+
+function plan(
+  state: CoordinatorState,
+  me: NodeIdentity,
+  progress: ClientProgress,
+  facts: Facts,
+  checkpoints = true,
+): Intent[] {
+  return planActions({ state, signer: me.signer, progress, facts, checkpoints });
+}
+
+const kinds = (intents: Intent[]) => intents.map((i) => i.kind);
+
+/** Marks every intent done, as a driver that completed them would. */
+function complete(progress: ClientProgress, intents: Intent[]): void {
+  for (const i of intents) progress.markDone(intentKey(i));
+}
+
+function witnessIndex(state: CoordinatorState): number {
+  return roundSelection(state.config, currentRound(state)).witnessIndices()[0];
+}
+
+Deno.test("WaitingForMembers: nothing, unless this client was removed: then Join once", () => {
+  const { driver, ids } = runInRound0(3);
+  const progress = new ClientProgress();
+  const facts = new Facts();
+  const state = structuredClone(driver.state);
+  state.runState = "WaitingForMembers";
+  assert.deepEqual(plan(state, ids[0], progress, facts), []);
+  state.epochState.clients[0].state = "Dropped";
+  const out = plan(state, ids[0], progress, facts);
+  assert.deepEqual(kinds(out), ["Join"]);
+  progress.markStarted(intentKey(out[0]));
+  assert.deepEqual(plan(state, ids[0], progress, facts), []);
+});
+
+Deno.test("Warmup: load, announce, then warmup witness with own index once all are ready", () => {
+  const { driver, ids } = runInRound0(3);
+  const state = structuredClone(driver.state);
+  state.runState = "Warmup";
+  const progress = new ClientProgress();
+  const facts = new Facts();
+  const me = ids[1];
+  let out = plan(state, me, progress, facts);
+  assert.deepEqual(kinds(out), ["LoadModel"]);
+  progress.markStarted(intentKey(out[0]));
+  assert.deepEqual(plan(state, me, progress, facts), [], "waits for the load");
+  complete(progress, out);
+  out = plan(state, me, progress, facts);
+  assert.deepEqual(kinds(out), ["AnnounceWarmupFinished"]);
+  complete(progress, out);
+  facts.warmup.add(toHex(ids[0].p2pIdentity));
+  facts.warmup.add(toHex(ids[1].p2pIdentity));
+  assert.deepEqual(plan(state, me, progress, facts), [], "client 2 is not ready");
+  facts.warmup.add(toHex(ids[2].p2pIdentity));
+  out = plan(state, me, progress, facts);
+  assert.deepEqual(out, [{
+    kind: "SendWarmupWitness",
+    epoch: 0,
+    proof: { position: 1, index: 1, witness: false },
+  }]);
+  complete(progress, out);
+  assert.deepEqual(plan(state, me, progress, facts), []);
+});
+
+Deno.test("RoundTrain h=0: train own batch, Finished, witness only after all Finished", () => {
+  const { driver, ids } = runInRound0(3);
+  const state = driver.state;
+  const w = witnessIndex(state);
+  const me = ids[w];
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const facts = new Facts();
+  let out = plan(state, me, progress, facts);
+  assert.deepEqual(kinds(out), ["Train"], "no apply in round 0");
+  const train = out[0] as Extract<Intent, { kind: "Train" }>;
+  const view = roundView(state, 0, me.signer)!;
+  assert.deepEqual(train.batch, view.self!.batch);
+  assert.equal(train.step, state.progress.step);
+  progress.markStarted(intentKey(train));
+  assert.deepEqual(plan(state, me, progress, facts), [], "Finished waits for training");
+  complete(progress, [train]);
+  out = plan(state, me, progress, facts);
+  assert.deepEqual(kinds(out), ["AnnounceFinished"]);
+  complete(progress, out);
+  assert.deepEqual(plan(state, me, progress, facts), [], "witness waits for everyone");
+  facts.allFinish(0, ids);
+  out = plan(state, me, progress, facts);
+  assert.deepEqual(kinds(out), ["SendWitness"]);
+  assert.deepEqual(
+    (out[0] as Extract<Intent, { kind: "SendWitness" }>).proof,
+    view.self!.witnessProof,
+  );
+});
+
+Deno.test("RoundTrain h=0 without a model: LoadModel first", () => {
+  const { driver, ids } = runInRound0(3);
+  const progress = new ClientProgress();
+  assert.deepEqual(kinds(plan(driver.state, ids[0], progress, new Facts())), ["LoadModel"]);
+});
+
+Deno.test("RoundTrain h=1: Finished waits for round 0's payloads to settle", () => {
+  const { driver, ids } = runInRound0(3);
+  driver.fullRound();
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const facts = new Facts();
+  const out = plan(driver.state, ids[0], progress, facts);
+  assert.deepEqual(kinds(out), ["Train"]);
+  complete(progress, out);
+  assert.deepEqual(plan(driver.state, ids[0], progress, facts), []);
+  facts.settled.add(0);
+  assert.deepEqual(kinds(plan(driver.state, ids[0], progress, facts)), ["AnnounceFinished"]);
+});
+
+Deno.test("RoundTrain h=2: apply round 0 (witnessed in round 1) before training", () => {
+  const { driver, ids } = runInRound0(3);
+  driver.fullRound();
+  driver.fullRound();
+  const state = driver.state;
+  assert.equal(currentRound(state).height, 2);
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const out = plan(state, ids[0], progress, new Facts());
+  assert.deepEqual(kinds(out), ["Apply"], "training waits for the apply");
+  const apply = out[0] as Extract<Intent, { kind: "Apply" }>;
+  assert.equal(apply.plan.resultsRound.height, 0);
+  assert.equal(apply.plan.witnessRound.height, 1);
+  assert.equal(apply.step, state.epochState.startStep);
+  assert.equal(apply.batches.length, 3);
+  progress.markStarted(intentKey(apply));
+  assert.deepEqual(plan(state, ids[0], progress, new Facts()), []);
+  complete(progress, [apply]);
+  assert.deepEqual(kinds(plan(state, ids[0], progress, new Facts())), ["Train"]);
+});
+
+Deno.test("RoundTrain: a client that skipped a round catches up on both due applies, in order", () => {
+  const { driver, ids } = runInRound0(3);
+  for (let i = 0; i < 3; i++) driver.fullRound();
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const out = plan(driver.state, ids[0], progress, new Facts());
+  assert.deepEqual(
+    out.filter((i) => i.kind === "Apply").map((i) =>
+      (i as Extract<Intent, { kind: "Apply" }>).plan.resultsRound.height
+    ),
+    [0, 1],
+  );
+});
+
+Deno.test("RoundTrain h=2: a witness of round 1 reports the round-0 trainer nobody saw", () => {
+  const { driver, ids } = runInRound0(3);
+  driver.fullRound(); // round 0 → 1
+  const state = driver.state;
+  const selection = roundSelection(state.config, currentRound(state));
+  const seen = ids.slice(0, 2); // client 2's payload of round 0 never arrived
+  for (const index of selection.witnessIndices()) {
+    witnessImpl(state, ids[index], witnessReport(state, index, seen), driver.now);
+  }
+  driver.witnessTimeout(); // → round 2
+  const witnessOfRound1 = selection.witnessIndices()[0];
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const out = plan(state, ids[witnessOfRound1], progress, new Facts());
+  const checks = out.find((i) => i.kind === "SendHealthChecks") as
+    | Extract<Intent, { kind: "SendHealthChecks" }>
+    | undefined;
+  assert.ok(checks, `expected health checks in ${kinds(out)}`);
+  assert.deepEqual(checks.checks.map((c) => toHex(c.id.signer)), [toHex(ids[2].signer)]);
+});
+
+Deno.test("RoundWitness: a witness reports without waiting for Finished", () => {
+  const { driver, ids } = runInRound0(3);
+  const state = structuredClone(driver.state);
+  state.runState = "RoundWitness";
+  const me = ids[witnessIndex(state)];
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const out = plan(state, me, progress, new Facts());
+  assert.deepEqual(kinds(out), ["SendWitness", "Train"]);
+});
+
+Deno.test("Apply-only rounds after the epoch timer: no training, Finished at once", () => {
+  const { driver, ids } = runInRound0(3);
+  driver.fullRound();
+  const state = structuredClone(driver.state);
+  state.epochState.lastStep = state.progress.step + 1; // this round only applies
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const facts = new Facts();
+  facts.settled.add(0);
+  assert.deepEqual(kinds(plan(state, ids[0], progress, facts)), ["AnnounceFinished"]);
+});
+
+Deno.test("Cooldown: apply round H-1, then checkpoint; no checkpoint without a folder", () => {
+  const { driver, ids } = runInRound0(3);
+  driver.fullRound();
+  driver.fullRound();
+  const state = structuredClone(driver.state);
+  state.runState = "Cooldown"; // after round H = 2
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  progress.markDone("Apply:0:0"); // applied in round 2
+  let out = plan(state, ids[0], progress, new Facts());
+  assert.deepEqual(kinds(out), ["Apply"]);
+  assert.equal((out[0] as Extract<Intent, { kind: "Apply" }>).plan.resultsRound.height, 1);
+  assert.equal((out[0] as Extract<Intent, { kind: "Apply" }>).plan.witnessRound.height, 2);
+  complete(progress, out);
+  out = plan(state, ids[0], progress, new Facts());
+  assert.deepEqual(out, [{ kind: "Checkpoint", epoch: 0, step: state.progress.step }]);
+  assert.deepEqual(plan(state, ids[0], progress, new Facts(), false), []);
+});
+
+Deno.test("Halted states plan nothing", () => {
+  const { driver, ids } = runInRound0(3);
+  for (const runState of ["Uninitialized", "Finished", "Paused"] as const) {
+    const state = structuredClone(driver.state);
+    state.runState = runState;
+    assert.deepEqual(plan(state, ids[0], new ClientProgress(), new Facts()), []);
+  }
+});

@@ -1,0 +1,64 @@
+/**
+ * RoundTrain of height `h` (psyche.md §3.5, §4.4 steps 1–2):
+ * 1. apply the consensus results of round `h − 2` (attested by round `h − 1`'s witnesses);
+ * 2. if this client was a witness of round `h − 1`, report the trainers it did not see;
+ * 3. train the assigned batch (unless the epoch is winding down) and publish the result;
+ * 4. announce Finished once trained and round `h − 1`'s payloads are settled;
+ * 5. as a witness, report as soon as every Healthy client announced Finished
+ *    (opportunistic witnessing), instead of waiting for RoundWitness.
+ *
+ * Pure.
+ *
+ * @module
+ */
+import { unhealthyTrainers } from "../../coordinator/health.ts";
+import {
+  isTrainingRound,
+  roundAssignments,
+  roundByHeight,
+} from "../../coordinator/machine_queries.ts";
+import { type RoundView, roundView, sameKey } from "../round_view.ts";
+import { healthyPeers, planApplies, planFinished, planTraining, witnessIntent } from "./common.ts";
+import { type Intent, intentKey, type PlanInput } from "./intent.ts";
+
+/**
+ * Health checks a witness of round `h − 1` sends in round `h >= 2`: the coordinator's
+ * `unhealthyTrainers`, restricted to clients that had a batch in round `h − 2` (the round
+ * those witnesses attest), and only when round `h − 2` trained.
+ */
+export function planHealthChecks(input: PlanInput, view: RoundView): Intent[] {
+  const { state, signer, progress } = input;
+  if (view.height < 2) return [];
+  const prev = roundView(state, view.height - 1, signer);
+  if (prev === null || prev.self === null || !prev.self.isWitness) return [];
+  const attested = roundByHeight(state, view.height - 2);
+  if (attested === null || !isTrainingRound(state, attested)) return [];
+  const attestedClients = prev.clients;
+  const assigned = roundAssignments(state, attested).map((a) => attestedClients[a.clientIndex]);
+  const checks = unhealthyTrainers(state).filter((c) =>
+    assigned.some((a) => a !== undefined && sameKey(a.id.signer, c.id.signer))
+  );
+  if (checks.length === 0) return [];
+  const intent: Intent = {
+    kind: "SendHealthChecks",
+    epoch: state.progress.epoch,
+    height: view.height,
+    checks,
+  };
+  return progress.started(intentKey(intent)) ? [] : [intent];
+}
+
+/** What to do during RoundTrain. */
+export function planRoundTrain(input: PlanInput, view: RoundView): Intent[] {
+  const out: Intent[] = [...planApplies(input)];
+  if (view.self === null) return out;
+  out.push(...planHealthChecks(input, view));
+  out.push(...planTraining(input, view));
+  out.push(...planFinished(input, view));
+  const epoch = input.state.progress.epoch;
+  const finished = input.progress.done(`AnnounceFinished:${epoch}:${view.height}`);
+  if (finished && input.facts.finishedBy(view.height, healthyPeers(input.state))) {
+    out.push(...witnessIntent(input, view));
+  }
+  return out;
+}

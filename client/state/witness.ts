@@ -1,0 +1,22 @@
+/**
+ * RoundWitness of height `h` (psyche.md §4.4 step 3): the round's time is up, so a witness
+ * that has not reported yet reports what it has now. A client that is behind still applies,
+ * trains and announces (its result is attested by round `h + 1`'s witnesses).
+ *
+ * Pure.
+ *
+ * @module
+ */
+import type { RoundView } from "../round_view.ts";
+import { planApplies, planFinished, planTraining, witnessIntent } from "./common.ts";
+import type { Intent, PlanInput } from "./intent.ts";
+
+/** What to do during RoundWitness. */
+export function planRoundWitness(input: PlanInput, view: RoundView): Intent[] {
+  const out: Intent[] = [...planApplies(input)];
+  if (view.self === null) return out;
+  out.push(...witnessIntent(input, view));
+  out.push(...planTraining(input, view));
+  out.push(...planFinished(input, view));
+  return out;
+}

@@ -6,7 +6,7 @@
  *   parameters and gradient buffers, an {@link Optimizer}, a {@link DataProvider}, a
  *   {@link TrainLogger}, a millisecond clock and an optional AbortSignal.
  * - Step `s` (1-based) reads sequences `[(s−1)·G, s·G)` modulo the dataset size (G = total batch),
- *   in micro-batches of `microBatch` sequences.
+ *   in micro-batches of `microBatch` sequences; step s+1's reads overlap step s's GPU work.
  * - One GPU submission per step: zero the gradients, forward + backward of every micro-batch
  *   (gradients accumulate, each scaled so their sum is the gradient of the step's mean loss),
  *   the squared gradient norm, the optimizer update. Then one small readback: the step's loss sum
@@ -127,13 +127,22 @@ export async function runTraining(
   const tokensPerStep = totalBatch * model.seqLen;
   const losses: number[] = [];
   const t0 = clock();
+  const fetchStep = async (s: number): Promise<Uint32Array[]> => {
+    const out: Uint32Array[] = [];
+    for (let m = 0; m < perStep; m++) {
+      out.push(await readRanges(data, microBatchRanges(s, m, plan), { signal: parts.signal }));
+    }
+    return out;
+  };
+  // The next step's data is read while the GPU runs the current step.
+  let next = fetchStep(1);
   for (let s = 1; s <= steps; s++) {
     parts.signal?.throwIfAborted();
     const start = clock();
-    const microBatches: Uint32Array[] = [];
-    for (let m = 0; m < perStep; m++) {
-      const ranges = microBatchRanges(s, m, plan);
-      microBatches.push(await readRanges(data, ranges, { signal: parts.signal }));
+    const microBatches = await next;
+    if (s < steps) {
+      next = fetchStep(s + 1);
+      next.catch(() => {}); // surfaced by the await above on the next iteration
     }
     const lr = learningRate(settings.schedule, s);
     const result = await trainStep(parts, {

@@ -44,7 +44,16 @@ export class StreamReader {
     stream.addEventListener("message", this.#onMessage);
     stream.addEventListener("remoteCloseWrite", this.#onEnd);
     stream.addEventListener("close", this.#onClose);
+    // A stream can end before its reader exists; a reset or abort is then an error, not an end.
+    if (stream.status === "reset" || stream.status === "aborted") {
+      this.#error = new Error(`stream was ${stream.status} before it was read`);
+    }
     if (stream.readStatus === "closed" || stream.status !== "open") this.#ended = true;
+  }
+
+  /** Bytes received and not yet taken with `next()`. */
+  get queuedBytes(): number {
+    return this.#queued;
   }
 
   /** The next chunk, or `undefined` once the remote finished sending. Rejects on a stream error. */

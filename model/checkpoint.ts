@@ -20,6 +20,8 @@ import {
 
 /** Weights file name inside a model folder. */
 export const WEIGHTS_FILE = "model.safetensors";
+/** Index of a sharded checkpoint (tensor name → shard file). */
+export const INDEX_FILE = "model.safetensors.index.json";
 /** Config file name inside a model folder. */
 export const CONFIG_FILE = "config.json";
 
@@ -79,23 +81,95 @@ export function weightsToSafetensors(
   return { tensors, metadata: { format: "pt" } };
 }
 
-/** Reads `DIR/config.json`, and `DIR/model.safetensors` if present (else `weights` is null). */
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
+
+/**
+ * The shard file of every tensor from a parsed `model.safetensors.index.json`
+ * (`{"weight_map": {tensor: file}}`). Shard names must be plain file names in the same folder.
+ */
+export function parseShardIndex(raw: unknown, file = INDEX_FILE): Map<string, string> {
+  const map = (raw as { weight_map?: unknown } | null)?.weight_map;
+  if (typeof map !== "object" || map === null || Array.isArray(map)) {
+    throw new SafetensorsError(null, `Cannot load "${file}": "weight_map" is not an object`);
+  }
+  const out = new Map<string, string>();
+  for (const [tensor, shard] of Object.entries(map)) {
+    if (
+      typeof shard !== "string" || !/^[\w.-]+\.safetensors$/.test(shard) || shard.startsWith(".")
+    ) {
+      throw new SafetensorsError(
+        tensor,
+        `Cannot load "${file}": tensor "${tensor}" maps to ${JSON.stringify(shard)}, ` +
+          `expected a .safetensors file name in the same folder`,
+      );
+    }
+    out.set(tensor, shard);
+  }
+  return out;
+}
+
+/** Reads a sharded checkpoint: every shard named by the index, each tensor from its own shard. */
+async function readShards(dir: string): Promise<SafetensorsFile> {
+  const indexPath = `${dir}/${INDEX_FILE}`;
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await Deno.readTextFile(indexPath));
+  } catch (e) {
+    throw new SafetensorsError(null, `Cannot load "${indexPath}": ${(e as Error).message}`);
+  }
+  const index = parseShardIndex(raw, indexPath);
+  const tensors = new Map<string, StoredTensor>();
+  for (const shard of new Set(index.values())) {
+    const path = `${dir}/${shard}`;
+    const file = await readSafetensors(path);
+    for (const [name, t] of file.tensors) {
+      if (index.get(name) !== shard) {
+        throw new SafetensorsError(
+          name,
+          `Cannot load "${path}": tensor "${name}" is not assigned to this shard by ${INDEX_FILE}`,
+        );
+      }
+      tensors.set(name, t);
+    }
+  }
+  for (const [name, shard] of index) {
+    if (!tensors.has(name)) {
+      throw new SafetensorsError(
+        name,
+        `Cannot load "${dir}/${shard}": tensor "${name}" is missing`,
+      );
+    }
+  }
+  return { tensors, metadata: null };
+}
+
+/**
+ * Reads `DIR/config.json` and the weights: `DIR/model.safetensors`, or the shards listed in
+ * `DIR/model.safetensors.index.json`; `weights` is null when the folder has neither.
+ */
 export async function readModelDir(
   dir: string,
 ): Promise<{ config: LlamaConfig; layout: ParamLayout; weights: Float32Array | null }> {
   const config = await readLlamaConfig(`${dir}/${CONFIG_FILE}`);
   const layout = llamaParamLayout(config);
-  const path = `${dir}/${WEIGHTS_FILE}`;
-  let exists = true;
-  try {
-    await Deno.stat(path);
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-    exists = false;
+  const single = `${dir}/${WEIGHTS_FILE}`;
+  if (await exists(single)) {
+    const weights = weightsFromSafetensors(layout, await readSafetensors(single), { file: single });
+    return { config, layout, weights };
   }
-  if (!exists) return { config, layout, weights: null };
-  const weights = weightsFromSafetensors(layout, await readSafetensors(path), { file: path });
-  return { config, layout, weights };
+  if (await exists(`${dir}/${INDEX_FILE}`)) {
+    const weights = weightsFromSafetensors(layout, await readShards(dir), { file: dir });
+    return { config, layout, weights };
+  }
+  return { config, layout, weights: null };
 }
 
 /** Writes `DIR/config.json` and `DIR/model.safetensors` (creating DIR). */

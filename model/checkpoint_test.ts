@@ -2,12 +2,18 @@ import assert from "node:assert/strict";
 import { parseLlamaConfig } from "./hf_config.ts";
 import { initParams, llamaParamLayout } from "./params.ts";
 import {
+  parseShardIndex,
   readModelDir,
   weightsFromSafetensors,
   weightsToSafetensors,
   writeModelDir,
 } from "./checkpoint.ts";
-import { decodeSafetensors, encodeSafetensors, SafetensorsError } from "./safetensors.ts";
+import {
+  decodeSafetensors,
+  encodeSafetensors,
+  SafetensorsError,
+  writeSafetensors,
+} from "./safetensors.ts";
 
 const CONFIG = parseLlamaConfig({
   hidden_size: 32,
@@ -61,4 +67,41 @@ Deno.test("loading rejects wrong shapes, missing and unexpected tensors by name"
   const extra = structuredClone(file);
   extra.tensors.set("model.layers.1.mlp.up_proj.weight", head);
   assert.throws(() => weightsFromSafetensors(LAYOUT, extra), /unexpected tensor "model.layers.1/);
+});
+
+Deno.test("sharded checkpoints load through model.safetensors.index.json", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const weights = initParams(LAYOUT, CONFIG, 9);
+    await writeModelDir(dir, { config: CONFIG, layout: LAYOUT, weights });
+    const all = weightsToSafetensors(LAYOUT, weights, "F32");
+    await Deno.remove(`${dir}/model.safetensors`);
+    // Two shards: the embedding alone, everything else in the second.
+    const names = [...all.tensors.keys()];
+    const shardOf = (n: string) => n === names[0] ? "model-1.safetensors" : "model-2.safetensors";
+    for (const shard of ["model-1.safetensors", "model-2.safetensors"]) {
+      const tensors = new Map([...all.tensors].filter(([n]) => shardOf(n) === shard));
+      await writeSafetensors(`${dir}/${shard}`, { tensors, metadata: null });
+    }
+    const index = {
+      metadata: {},
+      weight_map: Object.fromEntries(names.map((n) => [n, shardOf(n)])),
+    };
+    await Deno.writeTextFile(`${dir}/model.safetensors.index.json`, JSON.stringify(index));
+    assert.deepEqual((await readModelDir(dir)).weights, weights);
+    // A tensor the index assigns elsewhere is rejected, naming it.
+    index.weight_map[names[0]] = "model-2.safetensors";
+    await Deno.writeTextFile(`${dir}/model.safetensors.index.json`, JSON.stringify(index));
+    await assert.rejects(
+      () => readModelDir(dir),
+      (e: unknown) => e instanceof SafetensorsError && e.tensor === names[0],
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+  assert.throws(
+    () => parseShardIndex({ weight_map: { a: "../x.safetensors" } }),
+    /tensor "a" maps/,
+  );
+  assert.throws(() => parseShardIndex({}), /"weight_map" is not an object/);
 });

@@ -52,6 +52,8 @@ export {
 } from "./params.ts";
 export {
   CONFIG_FILE,
+  INDEX_FILE,
+  parseShardIndex,
   readModelDir,
   WEIGHTS_FILE,
   weightsFromSafetensors,

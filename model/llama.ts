@@ -265,11 +265,14 @@ export class LlamaModel implements Disposable {
    * The last step's summed loss over slots `0..slotsUsed-1` (slot then row order, summed in f64)
    * and its squared gradient norm (valid when {@link encodeGradSumSq} ran in that step).
    */
-  async readStats(slotsUsed: number = this.slots): Promise<{ lossSum: number; gradSumSq: number }> {
+  async readStats(
+    slotsUsed: number = this.slots,
+    options?: { signal?: AbortSignal },
+  ): Promise<{ lossSum: number; gradSumSq: number }> {
     if (!Number.isInteger(slotsUsed) || slotsUsed < 1 || slotsUsed > this.slots) {
       throw new RangeError(`slotsUsed ${slotsUsed} outside [1, ${this.slots}]`);
     }
-    const all = await this.#rt.read(this.#stats);
+    const all = await this.#rt.read(this.#stats, options);
     const n = slotsUsed * this.rows;
     let lossSum = 0;
     for (let i = 0; i < n; i++) lossSum += all[i];

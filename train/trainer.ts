@@ -68,7 +68,7 @@ export interface StepResult {
  * the mean loss over all of them, then the optimizer update, in one GPU submission.
  */
 export async function trainStep(
-  parts: Pick<TrainerParts, "rt" | "model" | "optimizer">,
+  parts: Pick<TrainerParts, "rt" | "model" | "optimizer" | "signal">,
   args: { stepNumber: number; lr: number; microBatches: Uint32Array[]; clipGradients: boolean },
 ): Promise<StepResult> {
   const { model, optimizer, rt } = parts;
@@ -95,7 +95,9 @@ export async function trainStep(
     gradSumSq: args.clipGradients ? gradSumSq : null,
   });
   await step.submit();
-  const { lossSum, gradSumSq: sumsq } = await model.readStats(microBatches.length);
+  const { lossSum, gradSumSq: sumsq } = await model.readStats(microBatches.length, {
+    signal: parts.signal,
+  });
   return { loss: lossSum / predictions, gradNorm: Math.sqrt(sumsq) };
 }
 

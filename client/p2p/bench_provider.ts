@@ -3,7 +3,8 @@
  *
  * `deno run -A client/p2p/bench_provider.ts <secret index> <payload bytes> <allowed index>...`
  * starts a node whose secret is `testSecret(index)`, provides a deterministic payload, also
- * serves the same payload as one length-prefixed frame over plain TCP, joins the gossip of run
+ * serves the same payload as one length-prefixed frame over plain TCP and unframed over
+ * `BARE_PROTOCOL`, joins the gossip of run
  * `CHILD_RUN_ID` (answering every `TrainingResult` it receives with a `Finished` whose Merkle
  * root is that result's content hash), prints one JSON line `{ "address", "hash", "rawPort" }`
  * on stdout, and stops when stdin closes. That it then exits
@@ -12,9 +13,12 @@
  * @module
  */
 import { createP2PNode } from "./node.ts";
-import { PayloadService } from "./payload_service.ts";
+import { DEFAULT_CHUNK_BYTES, PayloadService, sendChunked } from "./payload_service.ts";
 import { RunGossip } from "./gossip.ts";
 import { testPublic, testSecret } from "./test_util.ts";
+
+/** A bench-only protocol: the provider sends the payload, unframed and unverified. */
+export const BARE_PROTOCOL = "/psyche-bench/bare/1";
 
 /** The run whose gossip the child provider joins. */
 export const CHILD_RUN_ID = "two-process-run";
@@ -98,6 +102,10 @@ if (import.meta.main) {
   });
   const service = await PayloadService.start(node);
   const hash = service.provide(payload);
+  await node.libp2p.handle(BARE_PROTOCOL, async (stream) => {
+    await sendChunked(stream, [payload], DEFAULT_CHUNK_BYTES);
+    await stream.close();
+  });
   const gossip: RunGossip = new RunGossip(node, {
     runId: CHILD_RUN_ID,
     secretKey: testSecret(self),

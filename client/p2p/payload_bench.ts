@@ -4,6 +4,9 @@
  * plain `Deno.listen`/`Deno.connect`, both served by the same provider. Target: the payload
  * protocol reaches at least half of raw TCP.
  *
+ * A third row shows the bare libp2p stream (same bytes, no header, no hashing, no copy into one
+ * buffer), separating the cost of noise + yamux from the cost of verification.
+ *
  * Two groups: the provider in a child process (as between real peers: sender and receiver work
  * on different cores), and everything in this process (sender and receiver share one thread).
  * MB/s = 67.1 MB / the average time `deno bench` prints.
@@ -12,7 +15,9 @@
  *
  * @module
  */
-import { benchPayload, spawnProvider } from "./bench_provider.ts";
+import { BARE_PROTOCOL, benchPayload, spawnProvider } from "./bench_provider.ts";
+import { peerIdOf } from "./identity.ts";
+import { StreamReader } from "./stream_reader.ts";
 import { createP2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
 import { testPublic, testSecret } from "./test_util.ts";
@@ -85,6 +90,23 @@ Deno.bench({
   ...ROUNDS,
   async fn() {
     check(await client.fetch(child.hash, { providers: [testPublic(1)] }));
+  },
+});
+
+Deno.bench({
+  name: "bare libp2p stream (noise, yamux; no framing, no hash), other process",
+  group: "64 MiB, provider in another process",
+  ...ROUNDS,
+  async fn() {
+    const stream = await fetcher.libp2p.dialProtocol(peerIdOf(testPublic(1)), BARE_PROTOCOL);
+    const reader = new StreamReader(stream);
+    await stream.close();
+    let got = 0;
+    for (let chunk = await reader.next(); chunk !== undefined; chunk = await reader.next()) {
+      got += chunk.length;
+    }
+    reader.release();
+    if (got !== SIZE) throw new Error(`got ${got} bytes, expected ${SIZE}`);
   },
 });
 

@@ -1,0 +1,237 @@
+/**
+ * The networked client's model and optimizer on the GPU: train an assigned batch into a
+ * DisTrO result, apply the round's consensus results, hash and save the parameters.
+ *
+ * It reuses the single-node trainer's step (train/trainer.ts `trainStep`) with the DisTrO
+ * optimizer plugged in as "generate only": per round `h`,
+ * 1. `apply(results of h−2)`: `θ −= lr·sign(exact aggregate)` (optimizer/exact.ts), results in
+ *    canonical order, so every honest client computes bit-identical parameters;
+ * 2. `train(batch of h)`: lookahead `θ −= lr_{t−1}·sign(δ)` (own submission), then
+ *    `trainStep`: forward/backward over the batch's micro-batches and DisTrO generate, which
+ *    restores θ exactly, folds the gradient into δ and selects the top-k coefficients;
+ *    the result is read back and encoded (optimizer/wire.ts).
+ *
+ * Between calls θ holds only applied updates (and weight decay from generate), never the
+ * lookahead, so {@link NetworkTrainer.paramsHash} compares across clients.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import type { BatchId } from "../coordinator/types.ts";
+import type { DataProvider } from "../data/provider.ts";
+import type { LlamaConfig } from "../model/hf_config.ts";
+import { LlamaModel } from "../model/llama.ts";
+import type { ParamLayout } from "../model/params.ts";
+import { writeModelDir } from "../model/checkpoint.ts";
+import { aggregateFixed } from "../optimizer/exact.ts";
+import { DistroOptimizer } from "../optimizer/gpu/distro_gpu.ts";
+import type { DistroConfig } from "../optimizer/distro.ts";
+import { canonicalOrder, type DistroResult } from "../optimizer/result.ts";
+import type { PayloadExpectation } from "../optimizer/wire.ts";
+import type { GpuRuntime, GpuStep } from "../shaders/gpu.ts";
+import type { Optimizer, OptimizerStepArgs } from "../train/optimizer.ts";
+import { trainStep } from "../train/trainer.ts";
+
+/** What {@link NetworkTrainer} is built from. */
+export interface NetworkTrainerOptions {
+  readonly rt: GpuRuntime;
+  readonly config: LlamaConfig;
+  readonly layout: ParamLayout;
+  /** Initial parameters `[layout.totalSize]` (identical on every client). */
+  readonly weights: Float32Array;
+  /** The run's `max_seq_len`. */
+  readonly seqLen: number;
+  /** Sequences per forward/backward. */
+  readonly microBatch: number;
+  /** Most sequences one round can assign this client. */
+  readonly maxBatch: number;
+  readonly distro: DistroConfig;
+}
+
+/** One trained round. */
+export interface TrainedRound {
+  readonly result: DistroResult;
+  /** Mean cross-entropy over the batch's predictions (before the update). */
+  readonly loss: number;
+  readonly tokens: number;
+  /** Wall time of data read + GPU work, milliseconds. */
+  readonly ms: number;
+}
+
+/** `encodeGenerate` behind the trainer's Optimizer seam (no apply: that comes from peers). */
+class GenerateOnly implements Optimizer {
+  readonly name = "distro-generate";
+  constructor(readonly distro: DistroOptimizer) {}
+  encodeStep(step: GpuStep, args: OptimizerStepArgs): void {
+    this.distro.encodeGenerate(step, {
+      params: args.params,
+      grads: args.grads,
+      lr: args.lr,
+      gradSumSq: args.gradSumSq,
+    });
+  }
+  [Symbol.dispose](): void {}
+}
+
+/** The inclusive ranges of `batch`, wrapped modulo the dataset size. */
+export function wrappedRanges(batch: BatchId, numSequences: number): BatchId[] {
+  if (numSequences < 1) throw new RangeError("the dataset has no sequences");
+  const out: BatchId[] = [];
+  let left = batch.end - batch.start + 1;
+  let start = batch.start % numSequences;
+  while (left > 0) {
+    const n = Math.min(left, numSequences - start);
+    out.push({ start, end: start + n - 1 });
+    left -= n;
+    start = 0;
+  }
+  return out;
+}
+
+/** A client's model + DisTrO state on one GPU runtime. Dispose to free them. */
+export class NetworkTrainer implements Disposable {
+  readonly config: LlamaConfig;
+  readonly layout: ParamLayout;
+  readonly model: LlamaModel;
+  readonly distro: DistroOptimizer;
+  /** What a payload for this model must look like. */
+  readonly expectation: PayloadExpectation;
+  readonly #rt: GpuRuntime;
+  readonly #generate: GenerateOnly;
+  readonly #microBatch: number;
+  #nonce = 0;
+
+  constructor(options: NetworkTrainerOptions) {
+    const { rt, config, layout, weights, seqLen, microBatch, maxBatch, distro } = options;
+    if (!Number.isInteger(microBatch) || microBatch < 1) {
+      throw new RangeError(`micro-batch size must be a positive integer, found ${microBatch}`);
+    }
+    this.#rt = rt;
+    this.config = config;
+    this.layout = layout;
+    this.#microBatch = microBatch;
+    this.model = new LlamaModel(rt, {
+      config,
+      layout,
+      weights,
+      microBatch,
+      seqLen,
+      slots: Math.max(1, Math.ceil(maxBatch / microBatch)),
+    });
+    this.distro = new DistroOptimizer(rt, {
+      params: layout.entries,
+      size: layout.totalSize,
+      config: distro,
+      label: "client distro",
+    });
+    this.#generate = new GenerateOnly(this.distro);
+    this.expectation = { layouts: this.distro.layouts, quantize1bit: distro.quantize1bit };
+  }
+
+  /**
+   * Trains `batch` for `step` and returns the result to publish. The batch's sequence count
+   * must be a multiple of the micro-batch size.
+   */
+  async train(args: {
+    step: number;
+    batch: BatchId;
+    lr: number;
+    prevLr: number;
+    data: DataProvider;
+    signal?: AbortSignal;
+  }): Promise<TrainedRound> {
+    const t0 = performance.now();
+    const { batch, data } = args;
+    const count = batch.end - batch.start + 1;
+    if (count % this.#microBatch !== 0) {
+      throw new RangeError(
+        `batch [${batch.start}, ${batch.end}] has ${count} sequences, not a multiple of the ` +
+          `micro-batch size ${this.#microBatch}`,
+      );
+    }
+    const micro = count / this.#microBatch;
+    if (micro > this.model.slots) {
+      throw new RangeError(
+        `batch of ${count} sequences needs ${micro} micro-batches, the model holds ${this.model.slots}`,
+      );
+    }
+    const ranges = wrappedRanges(batch, data.numSequences);
+    const parts = [];
+    for (const r of ranges) parts.push((await data.getSamples(r, { signal: args.signal })).tokens);
+    const T = this.model.seqLen;
+    const all = new Uint32Array(count * T);
+    let at = 0;
+    for (const p of parts) {
+      all.set(p, at);
+      at += p.length;
+    }
+    const rows = this.#microBatch * T;
+    const microBatches = Array.from(
+      { length: micro },
+      (_, i) => all.subarray(i * rows, (i + 1) * rows),
+    );
+    {
+      const step = this.#rt.beginStep(`lookahead step ${args.step}`);
+      this.distro.encodeLookahead(step, { params: this.model.params, prevLr: args.prevLr });
+      await step.submit();
+    }
+    const clip = this.distro.config.clipGradNorm;
+    const stats = await trainStep({ rt: this.#rt, model: this.model, optimizer: this.#generate }, {
+      stepNumber: args.step,
+      lr: args.lr,
+      microBatches,
+      clipGradients: clip !== null && clip > 0,
+    });
+    const params = await this.distro.readResult({ signal: args.signal });
+    const result: DistroResult = {
+      step: args.step,
+      batch: { ...batch },
+      trainerNonce: this.#nonce++ >>> 0,
+      params,
+    };
+    return { result, loss: stats.loss, tokens: count * T, ms: performance.now() - t0 };
+  }
+
+  /**
+   * `θ −= lr·sign(aggregate)` over `results` (any order: they are put in canonical order).
+   * Returns false, changing nothing, when there are none.
+   */
+  async apply(results: readonly DistroResult[], lr: number): Promise<boolean> {
+    if (results.length === 0) return false;
+    const ordered = canonicalOrder(results);
+    const update = this.distro.layouts.map((layout, n) =>
+      aggregateFixed(layout, ordered.map((r) => r.params[n]))
+    );
+    const step = this.#rt.beginStep("apply results");
+    this.distro.encodeApply(step, { params: this.model.params, lr, update });
+    await step.submit();
+    return true;
+  }
+
+  /** Zeroes δ and the own previous result (cold-start epochs). */
+  async resetOptimizer(): Promise<void> {
+    const step = this.#rt.beginStep("reset distro");
+    this.distro.encodeReset(step);
+    await step.submit();
+  }
+
+  /** sha256 (hex) of the parameter buffer's bytes. */
+  async paramsHash(): Promise<string> {
+    const params = await this.model.readParams();
+    return createHash("sha256").update(
+      new Uint8Array(params.buffer, params.byteOffset, params.byteLength),
+    ).digest("hex");
+  }
+
+  /** Writes `config.json` + `model.safetensors` (f32) to `dir`. */
+  async save(dir: string): Promise<void> {
+    const weights = await this.model.readParams();
+    await writeModelDir(dir, { config: this.config, layout: this.layout, weights });
+  }
+
+  /** Frees the model and optimizer buffers. */
+  [Symbol.dispose](): void {
+    this.distro[Symbol.dispose]();
+    this.model[Symbol.dispose]();
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * Builds the coordinator program: compiles `program/program.c` with clang-19 to an eBPF
+ * object (`-target bpfel -mcpu=v2`, freestanding, 4 KiB stack frames) and links it with
+ * the project's sBPF linker into an SBPF v0 shared object.
+ *
+ * `deno task build-program` writes `coordinator/solana/build/psyche_coordinator.so`;
+ * tests call {@linkcode buildProgram} (about a second) so they always run the current C.
+ *
+ * @module
+ */
+
+import { type LinkedProgram, linkSbpfV0 } from "./linker/mod.ts";
+
+/** The C entry file of the program. */
+export const PROGRAM_SOURCE: string = new URL("./program/program.c", import.meta.url).pathname;
+/** Where `deno task build-program` writes the shared object. */
+export const PROGRAM_OUTPUT: string =
+  new URL("./build/psyche_coordinator.so", import.meta.url).pathname;
+
+/** The clang command line (without the output path). */
+export const CLANG_ARGS: readonly string[] = [
+  "-target",
+  "bpfel",
+  "-mcpu=v2",
+  "-O2",
+  "-std=c11",
+  "-ffreestanding",
+  "-fno-builtin",
+  "-Wall",
+  "-Wextra",
+  "-Werror",
+  "-mllvm",
+  "-bpf-stack-size=4096",
+  "-c",
+];
+
+/** clang failed or is missing. */
+export class ProgramBuildError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ProgramBuildError";
+  }
+}
+
+/** Options of {@linkcode buildProgram}. */
+export interface BuildOptions {
+  /** The compiler to run (default `clang-19`, or `$CLANG` when set). */
+  clang?: string;
+  /** C source to compile (default {@linkcode PROGRAM_SOURCE}). */
+  source?: string;
+}
+
+/** Compiles `source` to an eBPF object and returns its bytes. */
+export async function compileToObject(opts: BuildOptions = {}): Promise<Uint8Array> {
+  const clang = opts.clang ?? Deno.env.get("CLANG") ?? "clang-19";
+  const source = opts.source ?? PROGRAM_SOURCE;
+  const dir = await Deno.makeTempDir({ prefix: "psyche-sbpf-" });
+  try {
+    const object = `${dir}/program.o`;
+    let out: Deno.CommandOutput;
+    try {
+      out = await new Deno.Command(clang, { args: [...CLANG_ARGS, source, "-o", object] })
+        .output();
+    } catch (err) {
+      throw new ProgramBuildError(
+        `Cannot run "${clang}" (${(err as Error).message}): install clang-19 and llvm-19 ` +
+          "(apt-get install -y clang-19 llvm-19) or set CLANG",
+      );
+    }
+    if (!out.success) {
+      throw new ProgramBuildError(
+        `${clang} failed on ${source}:\n${new TextDecoder().decode(out.stderr)}`,
+      );
+    }
+    return await Deno.readFile(object);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** Compiles and links the program. */
+export async function buildProgram(opts: BuildOptions = {}): Promise<LinkedProgram> {
+  return linkSbpfV0(await compileToObject(opts));
+}
+
+let cached: Promise<LinkedProgram> | undefined;
+
+/** {@linkcode buildProgram} once per process (tests share the build). */
+export function buildProgramOnce(): Promise<LinkedProgram> {
+  cached ??= buildProgram();
+  return cached;
+}
+
+if (import.meta.main) {
+  const program = await buildProgram();
+  await Deno.mkdir(new URL("./build/", import.meta.url), { recursive: true });
+  await Deno.writeFile(PROGRAM_OUTPUT, program.bytes);
+  console.log(
+    `${PROGRAM_OUTPUT}: ${program.bytes.length} bytes (.text ${program.textSize}, .rodata ` +
+      `${program.rodataSize}), syscalls: ${program.syscalls.join(", ")}`,
+  );
+}

@@ -16,7 +16,7 @@ const arbRequest: fc.Arbitrary<PayloadRequest> = fc.oneof(
     kind: "ByHash" as const,
     hash,
   })),
-  fc.string({ minLength: 1, maxLength: 60, unit: "grapheme" }).map((name) => ({
+  fc.string({ minLength: 1, maxLength: 64, unit: "binary" }).map((name) => ({
     kind: "ByName" as const,
     name,
   })),

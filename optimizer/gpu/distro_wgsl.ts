@@ -8,7 +8,7 @@
  *   n1 and n2 in the shared basis buffers, row-major `C[u·n + i]`;
  * - `entry` is the offset of this parameter's `chunks·k` entries in the result buffers and
  *   `param` its index (into the apply metadata); `fbt2` the offset of the transposed f32
- *   table `C₂ᵀ` (a multiple of 4, for the vec4 DCT).
+ *   table `C₂ᵀ` (a multiple of 4, for the vec4 DCT); `inv_n2` is `1/n2` as f32.
  *
  * Element `e = r·cols + col` lies in chunk `c = (r/n1)·colChunks + col/n2` at `(i, j) =
  * (r mod n1, col mod n2)`; coefficient `t = u·n2 + v` of chunk `c` is stored at `c·totalk + t`.
@@ -26,9 +26,17 @@ struct Spec {
   rows: u32, cols: u32, n1: u32, n2: u32,
   col_chunks: u32, chunks: u32, totalk: u32, k: u32,
   fb1: u32, fb2: u32, qb1: u32, qb2: u32,
-  entry: u32, param: u32, fbt2: u32, _p1: u32,
+  entry: u32, param: u32, fbt2: u32, inv_n2: f32,
 };
 @group(0) @binding(0) var<uniform> spec: Spec;
+
+// (t / n2, t mod n2) for a coefficient index t < n1·n2 <= 65536 without an integer division
+// (slow on CPU adapters): (t + 0.5)/n2 < 256 is computed with relative error < 2^-22, far below
+// the 0.5/n2 >= 2^-9 distance of its fractional part from an integer, so the floor is exact.
+fn split_uv(t: u32) -> vec2<u32> {
+  let u = u32((f32(t) + 0.5) * spec.inv_n2);
+  return vec2<u32>(u, t - u * spec.n2);
+}
 
 struct Place { c: u32, i: u32, j: u32 };
 fn place(e: u32) -> Place {
@@ -84,11 +92,9 @@ ${main1d(wg)}
     var sent = 0.0;
     let base = spec.entry + at.c * spec.k;
     for (var r = 0u; r < spec.k; r++) {
-      let t = own_idx[base + r];
-      let u = t / spec.n2;
-      let v = t % spec.n2;
-      sent += own_val[base + r] * fbasis[spec.fb1 + u * spec.n1 + at.i] *
-        fbasis[spec.fb2 + v * spec.n2 + at.j];
+      let uv = split_uv(own_idx[base + r]);
+      sent += own_val[base + r] * fbasis[spec.fb1 + uv.x * spec.n1 + at.i] *
+        fbasis[spec.fb2 + uv.y * spec.n2 + at.j];
     }
     d = d - sent;
   }
@@ -280,10 +286,8 @@ ${main1d(wg)}
   }
   var acc = Acc(0u, 0);
   for (var e = start; e < end; e++) {
-    let t = idx[e];
-    let u = t / spec.n2;
-    let v = t % spec.n2;
-    let p = qbasis[spec.qb1 + u * spec.n1 + at.i] * qbasis[spec.qb2 + v * spec.n2 + at.j];
+    let uv = split_uv(idx[e]);
+    let p = qbasis[spec.qb1 + uv.x * spec.n1 + at.i] * qbasis[spec.qb2 + uv.y * spec.n2 + at.j];
     let q = qv[e];
     let lowPart = q * (p & 0xffff);
     let highPart = q * (p >> 16u);
@@ -360,6 +364,103 @@ ${main1d(wg)}
   for (var rr = 0u; rr < ${rows}u; rr++) {
     y[(c * spec.totalk + (u0 + rr) * spec.n2 + v0) / 4u] = acc[rr];
   }
+}
+`;
+}
+
+/**
+ * {@link feedbackKernel} for chunk widths divisible by 4: each invocation updates 4
+ * consecutive elements of one chunk row (vec4), reading each entry's basis row once.
+ * Bindings as the scalar kernel, with θ, g and δ as `array<vec4<f32>>`.
+ */
+export function feedbackVec4Kernel(wg: number): string {
+  return /* wgsl */ `${SPEC}
+struct Hyper { lr: f32, wd_factor: f32, decay: f32, max_norm: f32, has_prev: u32 };
+@group(0) @binding(1) var<storage, read> hyper: Hyper;
+@group(0) @binding(2) var<storage, read> grad_sumsq: array<f32>;
+@group(0) @binding(3) var<storage, read_write> theta: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> grads: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> delta: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> fbasis: array<f32>;
+@group(0) @binding(7) var<storage, read> own_idx: array<u32>;
+@group(0) @binding(8) var<storage, read> own_val: array<f32>;
+${main1d(wg)}
+  if (i >= spec.rows * spec.cols / 4u) { return; }
+  let at = place(i * 4u);
+  var d = delta[i];
+  if (hyper.has_prev != 0u) {
+    var sent = vec4<f32>(0.0);
+    let base = spec.entry + at.c * spec.k;
+    for (var r = 0u; r < spec.k; r++) {
+      let uv = split_uv(own_idx[base + r]);
+      let a = own_val[base + r] * fbasis[spec.fb1 + uv.x * spec.n1 + at.i];
+      let o = spec.fb2 + uv.y * spec.n2 + at.j;
+      sent += a * vec4<f32>(fbasis[o], fbasis[o + 1u], fbasis[o + 2u], fbasis[o + 3u]);
+    }
+    d = d - sent;
+  }
+  var scale = 1.0;
+  if (hyper.max_norm > 0.0) {
+    scale = min(1.0, hyper.max_norm / (sqrt(grad_sumsq[0]) + 1e-6));
+  }
+  delta[i] = hyper.decay * d + hyper.lr * (scale * grads[i]);
+  theta[i] = theta[i] * hyper.wd_factor;
+}
+`;
+}
+
+/**
+ * {@link applyKernel} for chunk widths divisible by 4: 4 consecutive elements of one chunk
+ * row per invocation, with the same exact split products and per-lane 64-bit accumulators
+ * (vec4 low words, vec4 high words). Bindings as the scalar kernel, θ as `array<vec4<f32>>`.
+ */
+export function applyVec4Kernel(wg: number): string {
+  return /* wgsl */ `${SPEC}
+struct Meta { offsets: u32, entry: u32, stride_k: u32, _p: u32 };
+@group(0) @binding(1) var<storage, read> hyper: array<f32>;
+@group(0) @binding(2) var<storage, read> metas: array<Meta>;
+@group(0) @binding(3) var<storage, read_write> theta: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> qbasis: array<i32>;
+@group(0) @binding(5) var<storage, read> idx: array<u32>;
+@group(0) @binding(6) var<storage, read> qv: array<i32>;
+@group(0) @binding(7) var<storage, read> offsets: array<u32>;
+${main1d(wg)}
+  if (i >= spec.rows * spec.cols / 4u) { return; }
+  let at = place(i * 4u);
+  let m = metas[spec.param];
+  var start: u32;
+  var end: u32;
+  if (m.stride_k != 0u) {
+    start = m.entry + at.c * m.stride_k;
+    end = start + m.stride_k;
+  } else {
+    start = offsets[m.offsets + at.c];
+    end = offsets[m.offsets + at.c + 1u];
+  }
+  let one = vec4<i32>(1);
+  let zero = vec4<i32>(0);
+  var lo = vec4<u32>(0u);
+  var hi = vec4<i32>(0);
+  for (var e = start; e < end; e++) {
+    let uv = split_uv(idx[e]);
+    let a = qbasis[spec.qb1 + uv.x * spec.n1 + at.i];
+    let o = spec.qb2 + uv.y * spec.n2 + at.j;
+    let p = a * vec4<i32>(qbasis[o], qbasis[o + 1u], qbasis[o + 2u], qbasis[o + 3u]);
+    let q = qv[e];
+    let lowPart = q * (p & vec4<i32>(0xffff));
+    let highPart = q * (p >> vec4<u32>(16u));
+    let l1 = bitcast<vec4<u32>>(lowPart);
+    var s = lo + l1;
+    hi = hi + (lowPart >> vec4<u32>(31u)) + select(zero, one, s < l1);
+    lo = s;
+    let l2 = bitcast<vec4<u32>>(highPart) << vec4<u32>(16u);
+    s = lo + l2;
+    hi = hi + (highPart >> vec4<u32>(16u)) + select(zero, one, s < l2);
+    lo = s;
+  }
+  let positive = (hi > zero) | ((hi == zero) & (lo != vec4<u32>(0u)));
+  let sgn = select(select(vec4<f32>(0.0), vec4<f32>(1.0), positive), vec4<f32>(-1.0), hi < zero);
+  theta[i] = theta[i] - hyper[0] * sgn;
 }
 `;
 }

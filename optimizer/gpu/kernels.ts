@@ -7,18 +7,20 @@
  * @module
  */
 
-import { type GpuRuntime, type TensorView, viewLength } from "../../shaders/gpu.ts";
+import { f32Bits, type GpuRuntime, type TensorView, viewLength } from "../../shaders/gpu.ts";
 import { bindTensors, dispatch1d } from "../../shaders/kernel.ts";
 import { dctMatrix } from "../dct.ts";
 import { fixedBasis } from "../exact.ts";
 import type { ChunkLayout } from "../layout.ts";
 import {
   applyKernel,
+  applyVec4Kernel,
   dctColsKernel,
   dctColsVec4Kernel,
   dctRowsKernel,
   dctRowsVec4Kernel,
   feedbackKernel,
+  feedbackVec4Kernel,
   lookaheadKernel,
   MAX_GPU_TOPK,
   ownFixedKernel,
@@ -41,7 +43,7 @@ export interface KernelParam {
 export class BasisTables implements Disposable {
   /** f32 tables `C[u·n + i]` and transposes `Cᵀ[i·n + u]`, concatenated. */
   readonly float: GPUBuffer;
-  /** i32 fixed-point tables `Q[u·n + i]`, concatenated. */
+  /** i32 fixed-point tables `Q[u·n + i]`, concatenated at offsets that are multiples of 4. */
   readonly fixed: GPUBuffer;
   readonly #float = new Map<number, [number, number]>();
   readonly #fixed = new Map<number, number>();
@@ -56,7 +58,7 @@ export class BasisTables implements Disposable {
       this.#float.set(n, [floats, floats + padded]);
       floats += 2 * padded;
       this.#fixed.set(n, fixed);
-      fixed += n * n;
+      fixed += padded;
     }
     const f = new Float32Array(Math.max(4, floats));
     const q = new Int32Array(Math.max(1, fixed));
@@ -126,11 +128,13 @@ export class DistroKernels {
     this.#pipes = {
       lookahead: make("lookahead", lookaheadKernel),
       feedback: make("feedback", feedbackKernel),
+      feedbackVec4: make("feedback-vec4", feedbackVec4Kernel),
       dctRows: make("dct-rows", dctRowsKernel),
       dctCols: make("dct-cols", dctColsKernel),
       topk: make("topk", topkKernel),
       ownFixed: make("own-fixed", ownFixedKernel),
       apply: make("apply", applyKernel),
+      applyVec4: make("apply-vec4", applyVec4Kernel),
     };
   }
 
@@ -160,7 +164,7 @@ export class DistroKernels {
       p.entry,
       p.index,
       o2.transposed,
-      0,
+      f32Bits(1 / l.n2),
     ];
   }
 
@@ -184,9 +188,14 @@ export class DistroKernels {
     dispatch1d(pass, this.#pipes.lookahead, g, n, this.#wg);
   }
 
-  /** Error feedback, momentum and weight decay of one parameter (views start at the param). */
+  /**
+   * Error feedback, momentum and weight decay of one parameter (views start at the param);
+   * the vec4 kernel when the chunk width is divisible by 4.
+   */
   encodeFeedback(pass: GPUComputePassEncoder, spec: number[], v: FeedbackViews): void {
-    const g = bindTensors(this.#rt, this.#pipes.feedback, spec, [
+    const vec4 = spec[3] % 4 === 0;
+    const pipe = vec4 ? this.#pipes.feedbackVec4 : this.#pipes.feedback;
+    const g = bindTensors(this.#rt, pipe, spec, [
       v.hyper,
       v.gradSumSq,
       v.params,
@@ -196,7 +205,7 @@ export class DistroKernels {
       v.ownIdx,
       v.ownVal,
     ]);
-    dispatch1d(pass, this.#pipes.feedback, g, spec[0] * spec[1], this.#wg);
+    dispatch1d(pass, pipe, g, (spec[0] * spec[1]) / (vec4 ? 4 : 1), this.#wg);
   }
 
   /**
@@ -253,9 +262,11 @@ export class DistroKernels {
     dispatch1d(pass, this.#pipes.ownFixed, g, spec[5], this.#wg);
   }
 
-  /** Exact `θ −= lr·sign(decodeFixed(...))` of one parameter. */
+  /** Exact `θ −= lr·sign(decodeFixed(...))` of one parameter (vec4 kernel when n2 % 4 = 0). */
   encodeApply(pass: GPUComputePassEncoder, spec: number[], v: ApplyViews): void {
-    const g = bindTensors(this.#rt, this.#pipes.apply, spec, [
+    const vec4 = spec[3] % 4 === 0;
+    const pipe = vec4 ? this.#pipes.applyVec4 : this.#pipes.apply;
+    const g = bindTensors(this.#rt, pipe, spec, [
       v.hyper,
       v.meta,
       v.params,
@@ -264,6 +275,6 @@ export class DistroKernels {
       v.q,
       v.offsets,
     ]);
-    dispatch1d(pass, this.#pipes.apply, g, spec[0] * spec[1], this.#wg);
+    dispatch1d(pass, pipe, g, (spec[0] * spec[1]) / (vec4 ? 4 : 1), this.#wg);
   }
 }

@@ -128,7 +128,24 @@ Deno.test("simulation: when everyone stalls, rounds end by timeout and the epoch
   const s = sim(clients, { totalSteps: 1000 }, 12);
   s.run(120, (x) => x.epochEnds.length >= 1);
   assert.deepEqual(s.epochEnds, [true]);
-  assert.ok(s.state.epochState.clients.length === 0 || s.state.runState === "WaitingForMembers");
+  // The stalled round: RoundTrain lasted exactly maxRoundTrainTime, then no witness -> Cooldown.
+  const edges = s.timedEdges;
+  const stalled = edges.findIndex(([from, to, t]) =>
+    from === "RoundTrain" && to === "RoundWitness" && t > 40
+  );
+  assert.ok(stalled > 0);
+  const [, , trainStart] = edges[stalled - 1];
+  assert.equal(edges[stalled][2] - trainStart, s.state.config.maxRoundTrainTime);
+  assert.equal(edges[stalled + 1][1], "Cooldown");
+});
+
+Deno.test("simulation: a dropped client that reconnects joins the next epoch", () => {
+  const clients = [...steady(3), { joinAt: 0, stallAt: 20, rejoinAt: 70 }];
+  const s = sim(clients, { totalSteps: 1000, epochTime: 50 }, 15);
+  s.run(300, (x) => x.epochSizes.length >= 3);
+  assert.ok(s.dropped.has(s.keyOf(3)), "dropped while stalled");
+  assert.equal(s.epochSizes[0], 4);
+  assert.ok(s.epochMembers.slice(1).some((m) => m.includes(s.keyOf(3))), "back in a later epoch");
 });
 
 Deno.test("simulation: pause during training finishes the epoch, resume starts a cold start", () => {

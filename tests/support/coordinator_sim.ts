@@ -58,6 +58,8 @@ export interface SimClient {
   joinAt: number;
   /** Disconnects at this time (the host withdraws it). */
   leaveAt?: number;
+  /** Reconnects at this time (after leaving or being dropped), joining the pending list again. */
+  rejoinAt?: number;
   /** From this time on it stays connected but neither trains nor witnesses. */
   stallAt?: number;
   /** Never sends witness reports (still trains). */
@@ -96,6 +98,8 @@ export class Simulation {
   readonly outcomes: Outcome[] = [];
   /** Epoch ends seen: `true` for EpochEnd(true). */
   readonly epochEnds: boolean[] = [];
+  /** Every run-state change with the second it happened: `[from, to, now]`. */
+  readonly timedEdges: Array<[string, string, number]> = [];
   /** For each Cooldown entered: whether the epoch timer's wind-down ended the epoch. */
   readonly cooldownByWindDown: boolean[] = [];
   /** Clients dropped by health checks (keys). */
@@ -139,11 +143,19 @@ export class Simulation {
   }
 
   #connected(c: ClientRuntime): boolean {
-    return c.spec.joinAt <= this.now && (c.spec.leaveAt === undefined || this.now < c.spec.leaveAt);
+    const { joinAt, leaveAt, rejoinAt } = c.spec;
+    if (rejoinAt !== undefined && this.now >= rejoinAt) return true;
+    return joinAt <= this.now && (leaveAt === undefined || this.now < leaveAt);
+  }
+
+  #rejoined(c: ClientRuntime): boolean {
+    return c.spec.rejoinAt !== undefined && this.now >= c.spec.rejoinAt;
   }
 
   #stalled(c: ClientRuntime): boolean {
-    return c.spec.stallAt !== undefined && this.now >= c.spec.stallAt;
+    const { stallAt, rejoinAt } = c.spec;
+    if (rejoinAt !== undefined && this.now >= rejoinAt) return false;
+    return stallAt !== undefined && this.now >= stallAt;
   }
 
   #runtimeOf(key: string): ClientRuntime | undefined {
@@ -161,6 +173,9 @@ export class Simulation {
     checkStateInvariants(this.state);
     this.recorder.observe(this.state);
     const es = this.state.epochState;
+    if (before !== this.state.runState) {
+      this.timedEdges.push([before, this.state.runState, this.now]);
+    }
     if (before !== "Cooldown" && this.state.runState === "Cooldown") {
       this.cooldownByWindDown.push(es.lastStep !== 0 && this.state.progress.step === es.lastStep);
     }
@@ -200,7 +215,7 @@ export class Simulation {
 
   #pending(): NodeIdentity[] {
     return this.#clients
-      .filter((c) => this.#connected(c) && !c.kicked)
+      .filter((c) => this.#connected(c) && (!c.kicked || this.#rejoined(c)))
       .sort((a, b) => a.spec.joinAt - b.spec.joinAt)
       .map((c) => c.id);
   }

@@ -99,8 +99,8 @@ export class DistroOptimizer implements Optimizer {
 
   constructor(rt: GpuRuntime, options: DistroOptimizerOptions) {
     const { params, size, config } = options;
-    if (!Number.isInteger(size) || size <= 0) {
-      throw new RangeError(`DistroOptimizer: size must be a positive integer, got ${size}`);
+    if (!Number.isInteger(size) || size <= 0 || size % 4 !== 0) {
+      throw new RangeError(`DistroOptimizer: size must be a positive multiple of 4, got ${size}`);
     }
     const label = this.#label = options.label ?? "distro";
     this.#rt = rt;

@@ -47,19 +47,20 @@ fn place(e: u32) -> Place {
 `;
 
 /**
- * Lookahead over the whole flat buffer: `saved = θ; θ = θ − prevLr·sign(δ)`.
- * Bindings: 0 dims `{n}`, 1 hyper `[prevLr]`, 2 θ (rw), 3 δ, 4 saved (w).
+ * Lookahead over the whole flat buffer, 4 floats per invocation:
+ * `saved = θ; θ = θ − prevLr·sign(δ)`.
+ * Bindings: 0 dims `{n4}`, 1 hyper `[prevLr]`, 2 θ (rw), 3 δ, 4 saved (w), all vec4.
  */
 export function lookaheadKernel(wg: number): string {
   return /* wgsl */ `
-struct Dims { n: u32, _p0: u32, _p1: u32, _p2: u32 };
+struct Dims { n4: u32, _p0: u32, _p1: u32, _p2: u32 };
 @group(0) @binding(0) var<uniform> dims: Dims;
 @group(0) @binding(1) var<storage, read> hyper: array<f32>;
-@group(0) @binding(2) var<storage, read_write> theta: array<f32>;
-@group(0) @binding(3) var<storage, read> delta: array<f32>;
-@group(0) @binding(4) var<storage, read_write> saved: array<f32>;
+@group(0) @binding(2) var<storage, read_write> theta: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> delta: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> saved: array<vec4<f32>>;
 ${main1d(wg)}
-  if (i >= dims.n) { return; }
+  if (i >= dims.n4) { return; }
   let p = theta[i];
   saved[i] = p;
   theta[i] = p - hyper[0] * sign(delta[i]);

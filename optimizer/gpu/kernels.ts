@@ -168,7 +168,7 @@ export class DistroKernels {
     ];
   }
 
-  /** `saved = θ; θ −= prevLr·sign(δ)` over `n` elements. */
+  /** `saved = θ; θ −= prevLr·sign(δ)` over `n` elements (a multiple of 4). */
   encodeLookahead(
     pass: GPUComputePassEncoder,
     n: number,
@@ -179,13 +179,14 @@ export class DistroKernels {
         throw new RangeError(`distro lookahead: "${name}" holds ${viewLength(view)} < ${n}`);
       }
     }
-    const g = bindTensors(this.#rt, this.#pipes.lookahead, [n, 0, 0, 0], [
+    if (n % 4 !== 0) throw new RangeError(`distro lookahead: ${n} elements, not a multiple of 4`);
+    const g = bindTensors(this.#rt, this.#pipes.lookahead, [n / 4, 0, 0, 0], [
       v.hyper,
       v.params,
       v.delta,
       v.saved,
     ]);
-    dispatch1d(pass, this.#pipes.lookahead, g, n, this.#wg);
+    dispatch1d(pass, this.#pipes.lookahead, g, n / 4, this.#wg);
   }
 
   /**

@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { createHash } from "node:crypto";
 import type { Message } from "@libp2p/gossipsub";
 import { TopicValidatorResult } from "@libp2p/gossipsub";
 import type { PublicKeyBytes } from "../../coordinator/types.ts";
@@ -248,6 +249,7 @@ export class RunGossip {
 /** Multiaddr protocol code of `/p2p/<peer id>`. */
 const P2P_PROTOCOL_CODE = 421;
 
+/** sha256 of sender and message (not nonce): one short key per distinct announcement. */
 function dedupKey(envelope: AnnouncementEnvelope): string {
-  return bytesToHex(envelope.from) + bytesToHex(envelope.messageBytes);
+  return createHash("sha256").update(envelope.from).update(envelope.messageBytes).digest("hex");
 }

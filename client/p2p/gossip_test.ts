@@ -115,6 +115,10 @@ Deno.test("forged, unsigned, unknown-sender and malformed announcements are drop
   }
   await a.gossip.publish(result(1, 5)); // a valid one after them, to know they have all arrived
   await waitFor("the valid announcement at c", () => c.inbox.length === 1);
+  await waitFor("b to have judged all five bad ones", () => {
+    const stats = b.gossip.stats;
+    return stats.malformed + stats.unknownSender + stats.badSignature === 5;
+  });
   assert.deepEqual(b.gossip.stats, {
     delivered: 1,
     duplicates: 0,

@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import type { CliIo } from "../config_cli.ts";
+import { parseRunArgs, runCommand, UsageError } from "./run_command.ts";
+
+function captureIo(files: Record<string, string> = {}) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: CliIo = {
+    readTextFile: (path) =>
+      path in files ? Promise.resolve(files[path]) : Promise.reject(new Error("No such file")),
+    isDirectory: () => Promise.resolve(false),
+    out: (line) => out.push(line),
+    err: (line) => err.push(line),
+  };
+  return { io, out, err };
+}
+
+Deno.test("run options: defaults, every flag, and help", () => {
+  assert.deepEqual(parseRunArgs(["--state", "s.toml"]), {
+    statePath: "s.toml",
+    port: 0,
+    hostname: "0.0.0.0",
+    dataConfigPath: undefined,
+    saveStateDir: undefined,
+    initWarmupTime: undefined,
+    withdrawOnDisconnect: true,
+    logs: "console",
+  });
+  assert.deepEqual(
+    parseRunArgs([
+      "--state=s.toml",
+      "--server-port",
+      "4000",
+      "--data-config",
+      "d.toml",
+      "--save-state-dir",
+      "out",
+      "--init-warmup-time",
+      "60",
+      "--withdraw-on-disconnect",
+      "false",
+      "--logs",
+      "json",
+    ]),
+    {
+      statePath: "s.toml",
+      port: 4000,
+      hostname: "0.0.0.0",
+      dataConfigPath: "d.toml",
+      saveStateDir: "out",
+      initWarmupTime: 60,
+      withdrawOnDisconnect: false,
+      logs: "json",
+    },
+  );
+  assert.equal(parseRunArgs(["-h"]), null);
+});
+
+Deno.test("run options: bad values name the option and what was found", () => {
+  const cases: [string[], RegExp][] = [
+    [[], /--state FILE is required/],
+    [
+      ["--state", "s", "--server-port", "70000"],
+      /--server-port must be a whole number in 0..65535, found "70000"/,
+    ],
+    [["--state", "s", "--init-warmup-time", "0"], /--init-warmup-time must be a whole number/],
+    [["--state", "s", "--withdraw-on-disconnect", "yes"], /must be true or false, found "yes"/],
+    [["--state", "s", "--logs", "tui"], /--logs must be one of console, json, found "tui"/],
+    [["--state", "s", "--bogus"], /bogus/],
+  ];
+  for (const [args] of cases) assert.throws(() => parseRunArgs(args), UsageError);
+  for (const [args, message] of cases) assert.throws(() => parseRunArgs(args), message);
+});
+
+Deno.test("run exits 2 on usage errors and unreadable files, 1 on invalid configs", async () => {
+  let c = captureIo();
+  assert.equal(await runCommand(["--logs", "x"], c.io), 2);
+  assert.match(c.err.join("\n"), /--state FILE is required/);
+  c = captureIo();
+  assert.equal(await runCommand(["--state", "missing.toml"], c.io), 2);
+  assert.match(c.err.join("\n"), /cannot read run config "missing.toml"/);
+  c = captureIo({ "bad.toml": 'run_id = "x"' });
+  assert.equal(await runCommand(["--state", "bad.toml"], c.io), 1);
+  assert.match(c.err.join("\n"), /invalid: .*bad\.toml/);
+  c = captureIo();
+  assert.equal(await runCommand(["--help"], c.io), 0);
+  assert.match(c.out.join("\n"), /--withdraw-on-disconnect/);
+});
+
+Deno.test("--data-config needs a run that reads from a data Server", async () => {
+  const state = await Deno.readTextFile(
+    new URL("../../config/llama-tiny/state.toml", import.meta.url),
+  );
+  const local = state.replace(/Server = "127\.0\.0\.1:20001"/, 'Local = "/data"');
+  const c = captureIo({ "s.toml": local });
+  assert.equal(await runCommand(["--state", "s.toml", "--data-config", "d.toml"], c.io), 2);
+  assert.match(c.err.join("\n"), /data_location to be Server = "host:port", found Local/);
+});

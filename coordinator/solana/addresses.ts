@@ -1,0 +1,42 @@
+/**
+ * Where a run's coordinator account lives. The account (216 KiB) is created by the
+ * run's main authority with the system program's `createAccountWithSeed`, seed = the run
+ * id, owner = the coordinator program; `init_coordinator` checks the address, so anyone
+ * who knows the main authority and the run id finds the run:
+ * `address = sha256(mainAuthority || runId || programId)`.
+ *
+ * (Psyche derives a PDA from `["coordinator", run_id]`; a PDA account that large would
+ * need the program to create it by CPI. The seed address needs no CPI and no PDA bump.)
+ *
+ * @module
+ */
+
+import { type Address, createAddressWithSeed } from "@solana/kit";
+
+/** Options of {@linkcode coordinatorAddress}. */
+export interface CoordinatorAddressOptions {
+  mainAuthority: Address;
+  /** 1..32 UTF-8 bytes. */
+  runId: string;
+  programId: Address;
+}
+
+/**
+ * The address of the run's coordinator account.
+ *
+ * @example
+ * ```ts ignore
+ * const at = await coordinatorAddress({ mainAuthority, runId: "demo", programId });
+ * ```
+ */
+export function coordinatorAddress(opts: CoordinatorAddressOptions): Promise<Address> {
+  const bytes = new TextEncoder().encode(opts.runId);
+  if (bytes.length < 1 || bytes.length > 32) {
+    throw new RangeError(`runId must be 1..32 UTF-8 bytes, found ${bytes.length}`);
+  }
+  return createAddressWithSeed({
+    baseAddress: opts.mainAuthority,
+    programAddress: opts.programId,
+    seed: opts.runId,
+  });
+}

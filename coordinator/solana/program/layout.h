@@ -1,0 +1,254 @@
+/*
+ * layout.h: the coordinator account, version 1. A fixed layout (capacity 256 clients),
+ * every field naturally aligned, little-endian, no pointers; docs/solana-program.md lists
+ * it byte by byte and coordinator/solana/account.ts decodes it. The _Static_asserts pin
+ * every offset the documentation and the decoder rely on: changing one is a new version.
+ */
+#ifndef PSYCHE_LAYOUT_H
+#define PSYCHE_LAYOUT_H
+
+#include "sol.h"
+
+#define ACCOUNT_VERSION 1
+#define MAX_CLIENTS 256
+#define MAX_WITNESSES 32
+#define NUM_ROUNDS 4
+#define MAX_BLOOM_KEYS 32
+/* Bloom bits at the 256-client cap: ceil(256 * 9.585 / 64) * 64 = 2496 bits. */
+#define MAX_BLOOM_BYTES 312
+#define MAX_DELEGATES 256
+#define RUN_ID_BYTES 32
+#define STR_BYTES 64
+#define URL_BYTES 192
+#define NAME_BYTES 64
+#define DESCRIPTION_BYTES 280
+#define DATA_LOCATION_BYTES 296
+#define LR_SCHEDULE_BYTES 56
+#define OPTIMIZER_BYTES 48
+
+/* Account flags. */
+#define FLAG_PERMISSIONLESS 1u
+
+/* Run states (types.ts RUN_STATES). */
+enum {
+  RS_UNINITIALIZED = 0,
+  RS_WAITING_FOR_MEMBERS = 1,
+  RS_WARMUP = 2,
+  RS_ROUND_TRAIN = 3,
+  RS_ROUND_WITNESS = 4,
+  RS_COOLDOWN = 5,
+  RS_FINISHED = 6,
+  RS_PAUSED = 7,
+};
+/* Client states (types.ts CLIENT_STATES). */
+enum { CS_HEALTHY = 0, CS_DROPPED = 1, CS_WITHDRAWN = 2, CS_EJECTED = 3 };
+/* Checkpoint kinds (encoding_layout.ts CHECKPOINT_KINDS). */
+enum { CK_EPHEMERAL = 0, CK_DUMMY = 1, CK_HUB = 2, CK_P2P = 3, CK_GCS = 4, CK_P2PGCS = 5 };
+/* Committees. */
+enum { COMMITTEE_TIE_BREAKER = 0, COMMITTEE_VERIFIER = 1, COMMITTEE_TRAINER = 2 };
+
+typedef struct {
+  u64 warmup_time;
+  u64 cooldown_time;
+  u64 max_round_train_time;
+  u64 round_witness_time;
+  u64 global_batch_size_warmup_tokens;
+  u64 epoch_time;
+  u32 total_steps;
+  u16 init_min_clients;
+  u16 min_clients;
+  u16 witness_nodes;
+  u16 global_batch_size_start;
+  u16 global_batch_size_end;
+  u8 verification_percent;
+  u8 waiting_for_members_extra_time;
+  u16 max_clients;
+  u8 _pad[6];
+} config_t;
+_Static_assert(sizeof(config_t) == 72, "config size");
+_Static_assert(__builtin_offsetof(config_t, max_clients) == 64, "config.max_clients");
+
+/* Hub repos use (repo_id, revision), Gcs repos (bucket, prefix). */
+typedef struct {
+  u8 kind;
+  u8 has_second;
+  u8 first_len;
+  u8 second_len;
+  u8 first[STR_BYTES];
+  u8 second[STR_BYTES];
+} checkpoint_t;
+_Static_assert(sizeof(checkpoint_t) == 132, "checkpoint size");
+
+/* dataLocation, lrSchedule and optimizer are stored as their state-encoding bytes. */
+typedef struct {
+  u8 architecture;
+  u8 data_type;
+  u16 data_location_len;
+  u32 max_seq_len;
+  u32 cold_start_warmup_steps;
+  u16 lr_schedule_len;
+  u16 optimizer_len;
+  checkpoint_t checkpoint;
+  u8 data_location[DATA_LOCATION_BYTES];
+  u8 lr_schedule[LR_SCHEDULE_BYTES];
+  u8 optimizer[OPTIMIZER_BYTES];
+  u8 _pad[4];
+} model_t;
+_Static_assert(sizeof(model_t) == 552, "model size");
+_Static_assert(__builtin_offsetof(model_t, data_location) == 148, "model.data_location");
+
+typedef struct {
+  u64 num_parameters;
+  u64 vocab_size;
+  u16 description_len;
+  u8 name_len;
+  u8 _pad[5];
+  u8 name[NAME_BYTES];
+  u8 description[DESCRIPTION_BYTES];
+} metadata_t;
+_Static_assert(sizeof(metadata_t) == 368, "metadata size");
+
+typedef struct {
+  u64 keys[MAX_BLOOM_KEYS];
+  u8 bits[MAX_BLOOM_BYTES];
+} bloom_t;
+_Static_assert(sizeof(bloom_t) == 568, "bloom size");
+
+typedef struct {
+  u32 position;
+  u32 index;
+  u8 witness;
+  u8 _pad[7];
+  bloom_t participant;
+  bloom_t broadcast;
+  u8 merkle[32];
+} witness_t;
+_Static_assert(sizeof(witness_t) == 1184, "witness size");
+
+typedef struct {
+  u64 data_index;
+  u64 random_seed;
+  u32 height;
+  u16 clients_len;
+  u16 tie_breaker_tasks;
+  u8 witnesses_len;
+  u8 _pad[7];
+  witness_t witnesses[MAX_WITNESSES];
+} round_t;
+_Static_assert(sizeof(round_t) == 37920, "round size");
+
+typedef struct {
+  u8 signer[32];
+  u8 p2p[32];
+  u32 exited_height;
+  u16 epoch_index;
+  u8 state;
+  u8 _pad;
+} client_t;
+_Static_assert(sizeof(client_t) == 72, "client size");
+
+typedef struct {
+  u32 start_step;
+  u32 last_step;
+  u64 start_timestamp;
+  u16 clients_len;
+  u16 exited_len;
+  u8 rounds_head;
+  u8 first_round;
+  u8 cold_start_epoch;
+  u8 _pad;
+  round_t rounds[NUM_ROUNDS];
+  client_t clients[MAX_CLIENTS];
+  client_t exited[MAX_CLIENTS];
+} epoch_state_t;
+_Static_assert(sizeof(epoch_state_t) == 188568, "epoch state size");
+
+/* A client that joined for epoch `active` (the account's next_active when it joined). */
+typedef struct {
+  u8 signer[32];
+  u8 p2p[32];
+  u64 active;
+} registration_t;
+_Static_assert(sizeof(registration_t) == 72, "registration size");
+
+typedef struct {
+  u8 magic[8];
+  u32 version;
+  u32 flags;
+  u64 nonce;
+  u8 main_authority[32];
+  u8 join_authority[32];
+  u8 authorizer[32];
+  u8 run_id[RUN_ID_BYTES];
+  u8 run_id_len;
+  u8 run_state;
+  u8 pending_pause;
+  u8 _pad0;
+  u32 step;
+  u64 epoch_start_data_index;
+  u16 epoch;
+  u16 registry_len;
+  u16 delegates_len;
+  u16 _pad1;
+  u64 run_state_start_unix_timestamp;
+  u64 next_active;
+  config_t config;
+  model_t model;
+  metadata_t metadata;
+  epoch_state_t epoch_state;
+  registration_t registry[MAX_CLIENTS];
+  u8 delegates[MAX_DELEGATES][32];
+} account_t;
+_Static_assert(__builtin_offsetof(account_t, run_id) == 120, "run_id");
+_Static_assert(__builtin_offsetof(account_t, step) == 156, "step");
+_Static_assert(__builtin_offsetof(account_t, config) == 192, "config");
+_Static_assert(__builtin_offsetof(account_t, model) == 264, "model");
+_Static_assert(__builtin_offsetof(account_t, metadata) == 816, "metadata");
+_Static_assert(__builtin_offsetof(account_t, epoch_state) == 1184, "epoch_state");
+_Static_assert(__builtin_offsetof(account_t, registry) == 189752, "registry");
+_Static_assert(__builtin_offsetof(account_t, delegates) == 208184, "delegates");
+_Static_assert(sizeof(account_t) == 216376, "account size");
+
+/* "PSYCOORD": written by init_coordinator, checked by every other instruction. */
+static const u8 ACCOUNT_MAGIC[8] = {'P', 'S', 'Y', 'C', 'O', 'O', 'R', 'D'};
+
+/* Error codes: 6000 + CoordinatorError number (coordinator/errors.ts), then the program's. */
+enum {
+  E_HALTED = 6000,
+  E_WRONG_RUN_STATE,
+  E_INVALID_WITNESS,
+  E_DUPLICATE_WITNESS,
+  E_WITNESSES_FULL,
+  E_INVALID_HEALTH_CHECK,
+  E_INVALID_COMMITTEE_PROOF,
+  E_INVALID_WITHDRAW,
+  E_INVALID_CHECKPOINT,
+  E_CANNOT_RESUME,
+};
+enum {
+  E_INVALID_INSTRUCTION = 6100,
+  E_NOT_ENOUGH_ACCOUNTS,
+  E_INVALID_COORDINATOR_ACCOUNT,
+  E_ALREADY_INITIALIZED,
+  E_MISSING_SIGNATURE,
+  E_NOT_MAIN_AUTHORITY,
+  E_NOT_JOIN_AUTHORITY,
+  E_NOT_AUTHORIZER,
+  E_NOT_AUTHORIZED_TO_JOIN,
+  E_CLIENTS_FULL,
+  E_MORE_CLIENTS_THAN_BATCHES,
+  E_INVALID_RUN_ID,
+  E_INVALID_CONFIG,
+  E_INVALID_MODEL,
+  E_INVALID_PROGRESS,
+  E_NOT_HALTED,
+  E_RUN_FINISHED,
+  E_DELEGATES_FULL,
+  E_WRONG_COORDINATOR_ADDRESS,
+  E_MAX_CLIENTS_FIXED,
+  E_INVALID_METADATA,
+  E_INVALID_CLOCK,
+  E_INVALID_SPILL_ACCOUNT,
+};
+
+#endif

@@ -1,0 +1,345 @@
+/**
+ * The coordinator program's reference model in TypeScript: the program's own rules
+ * (authorities, permissioned joining, the join registry, nonces, metadata, config
+ * updates) around the TypeScript state machine (coordinator/machine*.ts), which is the
+ * reference for everything the coordinator does. The C program must reach the same
+ * state on the same instructions; the differential tests hold it to that.
+ *
+ * Pure: the clock comes in with each instruction, nothing is read from the environment.
+ * A rejected instruction throws {@linkcode CoordinatorProgramError} and leaves the model
+ * as it was (the runtime discards a failed instruction's writes the same way).
+ *
+ * @module
+ */
+
+import { CoordinatorError } from "../errors.ts";
+import { healthCheck } from "../health.ts";
+import { sha256 } from "../hash.ts";
+import { emptyEpochState, isHalted, type Outcome, sameKey } from "../machine_core.ts";
+import { tick } from "../machine.ts";
+import { checkpoint, pause, resume } from "../machine_membership.ts";
+import { validateCoordinatorConfig } from "../machine_validate.ts";
+import { warmupWitness, witness } from "../machine_witness.ts";
+import type { CoordinatorConfig, CoordinatorState, LlmModel, NodeIdentity } from "../types.ts";
+import type { CoordinatorAccount } from "./account.ts";
+import { ACCOUNT_MAX_CLIENTS } from "./account.ts";
+import { CoordinatorProgramError, type CoordinatorProgramErrorName } from "./errors.ts";
+import type { CoordinatorInstruction } from "./instructions.ts";
+import { MAX_DELEGATES } from "./instructions.ts";
+
+/** The Clock sysvar fields the program reads. */
+export interface ProgramClock {
+  unixTimestamp: number;
+  slot: bigint;
+}
+
+/** Options of {@linkcode initialAccount}. */
+export interface InitOptions {
+  runId: string;
+  mainAuthority: Uint8Array;
+  joinAuthority: Uint8Array;
+  permissionless: boolean;
+}
+
+function fail(name: CoordinatorProgramErrorName, message: string): never {
+  throw new CoordinatorProgramError(name, message);
+}
+
+/**
+ * The tick seed of psyche.md §2.6: the first 8 bytes (little-endian) of
+ * `sha256(i64le(unixTimestamp) || u64le(slot))`.
+ */
+export function clockSeed(clock: ProgramClock): bigint {
+  const buf = new Uint8Array(16);
+  const v = new DataView(buf.buffer);
+  v.setBigInt64(0, BigInt(clock.unixTimestamp), true);
+  v.setBigUint64(8, clock.slot, true);
+  return new DataView(sha256(buf).buffer).getBigUint64(0, true);
+}
+
+/** The account `init_coordinator` writes: Uninitialized, no config or model yet. */
+export function initialAccount(opts: InitOptions): CoordinatorAccount {
+  const config: CoordinatorConfig = {
+    warmupTime: 0,
+    cooldownTime: 0,
+    maxRoundTrainTime: 0,
+    roundWitnessTime: 0,
+    globalBatchSizeWarmupTokens: 0,
+    epochTime: 0,
+    totalSteps: 0,
+    initMinClients: 0,
+    minClients: 0,
+    witnessNodes: 0,
+    globalBatchSizeStart: 0,
+    globalBatchSizeEnd: 0,
+    verificationPercent: 0,
+    waitingForMembersExtraTime: 0,
+    maxClients: ACCOUNT_MAX_CLIENTS,
+  };
+  const model: LlmModel = {
+    architecture: "HfLlama",
+    dataType: "Pretraining",
+    maxSeqLen: 0,
+    coldStartWarmupSteps: 0,
+    dataLocation: { kind: "Dummy" },
+    checkpoint: { kind: "Ephemeral" },
+    lrSchedule: { kind: "Constant", baseLr: 0, warmupSteps: 0, warmupInitLr: 0 },
+    optimizer: { kind: "Dummy" },
+  };
+  const state: CoordinatorState = {
+    runId: opts.runId,
+    runState: "Uninitialized",
+    model,
+    config,
+    progress: { epoch: 0, step: 1, epochStartDataIndex: 0 },
+    epochState: emptyEpochState(false),
+    runStateStartUnixTimestamp: 0,
+    pendingPause: false,
+  };
+  return {
+    version: 1,
+    permissionless: opts.permissionless,
+    nonce: 1n,
+    mainAuthority: opts.mainAuthority.slice(),
+    joinAuthority: opts.joinAuthority.slice(),
+    authorizer: null,
+    delegates: [],
+    metadata: { name: "", description: "", numParameters: 0, vocabSize: 0 },
+    nextActive: 1n,
+    registry: [],
+    state,
+  };
+}
+
+function nowOf(clock: ProgramClock): number {
+  if (clock.unixTimestamp < 0) fail("InvalidClock", "negative unix timestamp");
+  return clock.unixTimestamp;
+}
+
+/** Runs a machine call, turning CoordinatorError into the program's error. */
+function machine<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof CoordinatorError) throw new CoordinatorProgramError(err.code, err.message);
+    throw err;
+  }
+}
+
+function identityOf(signer: Uint8Array): NodeIdentity {
+  return { signer, p2pIdentity: signer };
+}
+
+function validateConfig(config: CoordinatorConfig): void {
+  try {
+    validateCoordinatorConfig(config);
+  } catch (err) {
+    if (err instanceof RangeError) fail("InvalidConfig", err.message);
+    throw err;
+  }
+  if (config.maxClients > ACCOUNT_MAX_CLIENTS) {
+    fail("InvalidConfig", `config.maxClients must be at most ${ACCOUNT_MAX_CLIENTS} on Solana`);
+  }
+}
+
+function validateModel(model: LlmModel): void {
+  if (model.maxSeqLen < 1) fail("InvalidModel", "model.maxSeqLen must be at least 1");
+  if (model.checkpoint.kind === "Ephemeral") fail("InvalidModel", "Ephemeral checkpoint");
+  if (model.optimizer.kind === "Dummy") fail("InvalidModel", "Dummy optimizer");
+}
+
+function validateColdStart(model: LlmModel, config: CoordinatorConfig): void {
+  const max = Math.floor((config.epochTime - config.warmupTime) / config.maxRoundTrainTime);
+  if (model.coldStartWarmupSteps > max) {
+    fail("InvalidModel", `model.coldStartWarmupSteps must be at most ${max}`);
+  }
+}
+
+function validateProgress(step: number, epochStartDataIndex: number): void {
+  if (step < 1 || epochStartDataIndex > Number.MAX_SAFE_INTEGER) {
+    fail("InvalidProgress", "progress.step must be >= 1");
+  }
+}
+
+/** The full tick: pending = registrations for the next epoch; a new epoch bumps nextActive. */
+function runTick(account: CoordinatorAccount, clock: ProgramClock): Outcome {
+  const state = account.state;
+  const before = state.runState;
+  const pending = account.registry.filter((r) => r.active === account.nextActive)
+    .map((r) => ({ signer: r.signer, p2pIdentity: r.p2pIdentity }));
+  const outcome = machine(() => tick(state, pending, nowOf(clock), clockSeed(clock)));
+  if (before === "WaitingForMembers" && state.runState === "Warmup") account.nextActive += 1n;
+  return outcome;
+}
+
+function tickIfLive(account: CoordinatorAccount, clock: ProgramClock): void {
+  if (!isHalted(account.state)) runTick(account, clock);
+}
+
+function requireKey(
+  signer: Uint8Array,
+  expected: Uint8Array,
+  name: CoordinatorProgramErrorName,
+): void {
+  if (!sameKey(signer, expected)) fail(name, "wrong signer");
+}
+
+function applyUpdate(
+  a: CoordinatorAccount,
+  ix: CoordinatorInstruction & { kind: "Update" },
+): void {
+  const s = a.state;
+  if (ix.config || ix.model || ix.progress) {
+    if (s.runState === "Finished") fail("RunFinished", "the run is Finished");
+    if (!isHalted(s)) fail("NotHalted", `the run is ${s.runState}`);
+  }
+  if (ix.config) {
+    validateConfig(ix.config);
+    if (s.runState !== "Uninitialized" && ix.config.maxClients !== s.config.maxClients) {
+      fail("MaxClientsFixed", "config.maxClients can only change before the run starts");
+    }
+  }
+  if (ix.model) validateModel(ix.model);
+  if (ix.progress) validateProgress(ix.progress.step, ix.progress.epochStartDataIndex);
+  if (s.runState === "Paused" && (ix.config || ix.model)) {
+    validateColdStart(ix.model ?? s.model, ix.config ?? s.config);
+  }
+  if (ix.metadata) a.metadata = { ...ix.metadata };
+  if (ix.config) s.config = { ...ix.config };
+  if (ix.model) s.model = structuredClone(ix.model);
+  if (ix.progress) s.progress = { ...ix.progress };
+}
+
+function applyJoin(
+  a: CoordinatorAccount,
+  user: Uint8Array,
+  p2p: Uint8Array,
+  clock: ProgramClock,
+): void {
+  if (a.state.runState === "Finished") fail("RunFinished", "the run is Finished");
+  const allowed = a.permissionless ||
+    (a.authorizer !== null &&
+      (sameKey(a.authorizer, user) || a.delegates.some((d) => sameKey(d, user))));
+  if (!allowed) fail("NotAuthorizedToJoin", "not authorized to join");
+  const isPending = (i: number) => a.registry[i].active === a.nextActive;
+  let slot = a.registry.findIndex((r) => sameKey(r.signer, user));
+  const alreadyPending = slot >= 0 && isPending(slot);
+  if (slot < 0) {
+    if (a.registry.length < ACCOUNT_MAX_CLIENTS) slot = a.registry.length;
+    else {
+      slot = a.registry.findIndex((_, i) => !isPending(i));
+      if (slot < 0) fail("ClientsFull", "every registration is pending");
+    }
+  }
+  const pendingCount = a.registry.filter((_, i) => isPending(i)).length;
+  if (!alreadyPending && pendingCount + 1 > a.state.config.globalBatchSizeEnd) {
+    fail("MoreClientsThanBatches", "more pending clients than sequences per step");
+  }
+  a.registry[slot] = { signer: user.slice(), p2pIdentity: p2p.slice(), active: a.nextActive };
+  tickIfLive(a, clock);
+}
+
+/**
+ * Applies `ix`, sent by `signer` (account 1; null when the instruction has none) at
+ * `clock`, to a copy of `account` and returns it; throws
+ * {@linkcode CoordinatorProgramError} when the program would reject it. Returns null
+ * after FreeCoordinator (the account is closed).
+ */
+export function applyInstruction(
+  account: CoordinatorAccount,
+  ix: CoordinatorInstruction,
+  signer: Uint8Array | null,
+  clock: ProgramClock,
+): CoordinatorAccount | null {
+  const a = structuredClone(account);
+  const s = a.state;
+  const user = () => signer ?? fail("NotEnoughAccounts", "no signer");
+  switch (ix.kind) {
+    case "InitCoordinator":
+      fail("AlreadyInitialized", "the account is initialized");
+      break;
+    case "Update":
+      requireKey(user(), a.mainAuthority, "NotMainAuthority");
+      applyUpdate(a, ix);
+      break;
+    case "SetPaused": {
+      requireKey(user(), a.mainAuthority, "NotMainAuthority");
+      const now = nowOf(clock);
+      if (ix.paused) machine(() => pause(s, now));
+      else {
+        if (s.runState === "Paused" || s.runState === "Uninitialized") {
+          validateConfig(s.config);
+          validateModel(s.model);
+          validateColdStart(s.model, s.config);
+          validateProgress(s.progress.step, s.progress.epochStartDataIndex);
+        }
+        machine(() => resume(s, now));
+      }
+      break;
+    }
+    case "JoinRun":
+      applyJoin(a, user(), ix.p2pIdentity, clock);
+      break;
+    case "Tick":
+      runTick(a, clock);
+      break;
+    case "Witness": {
+      const from = identityOf(user());
+      const now = nowOf(clock);
+      machine(() => witness(s, from, ix.witness, now));
+      tickIfLive(a, clock);
+      break;
+    }
+    case "WarmupWitness": {
+      const from = identityOf(user());
+      const now = nowOf(clock);
+      machine(() => warmupWitness(s, from, ix.witness, now, clockSeed(clock)));
+      tickIfLive(a, clock);
+      break;
+    }
+    case "HealthCheck": {
+      const from = identityOf(user());
+      nowOf(clock);
+      const checks = ix.checks.map((c) => ({ id: identityOf(c.signer), proof: c.proof }));
+      machine(() => healthCheck(s, from, checks));
+      tickIfLive(a, clock);
+      break;
+    }
+    case "Checkpoint": {
+      const from = identityOf(user());
+      nowOf(clock);
+      machine(() => checkpoint(s, from, ix.index, ix.repo));
+      tickIfLive(a, clock);
+      break;
+    }
+    case "FreeCoordinator":
+      requireKey(user(), a.mainAuthority, "NotMainAuthority");
+      if (!isHalted(s)) fail("NotHalted", `the run is ${s.runState}`);
+      return null;
+    case "GrantAuthorizer": {
+      requireKey(user(), a.joinAuthority, "NotJoinAuthority");
+      const next = ix.authorizer.every((b) => b === 0) ? null : ix.authorizer.slice();
+      const same = next === null
+        ? a.authorizer === null
+        : a.authorizer !== null && sameKey(a.authorizer, next);
+      if (!same) {
+        a.authorizer = next;
+        a.delegates = [];
+      }
+      break;
+    }
+    case "SetDelegates": {
+      if (a.authorizer === null) fail("NotAuthorizer", "no authorizer is granted");
+      requireKey(user(), a.authorizer, "NotAuthorizer");
+      if (ix.clear) a.delegates = [];
+      for (const key of ix.delegates) {
+        if (a.delegates.some((d) => sameKey(d, key))) continue;
+        if (a.delegates.length >= MAX_DELEGATES) fail("DelegatesFull", "256 delegates");
+        a.delegates.push(key.slice());
+      }
+      break;
+    }
+  }
+  a.nonce += 1n;
+  return a;
+}

@@ -1,0 +1,523 @@
+/**
+ * The coordinator program in litesvm, instruction by instruction: success and failure
+ * paths, authority checks, wrong accounts and malformed data. Every instruction sent
+ * through DualRun is also applied to the TypeScript model, and the account must decode
+ * to the model's state afterwards (so each test is also a small differential test).
+ */
+
+import assert from "node:assert/strict";
+import { AccountRole, type KeyPairSigner } from "@solana/kit";
+import { currentRound, roundSelection } from "../machine_queries.ts";
+import {
+  testConfig,
+  testModel,
+  warmupReport,
+  witnessReport,
+} from "../../tests/support/coordinator_fixtures.ts";
+import { ACCOUNT_SIZE } from "./account.ts";
+import { programErrorNumber } from "./errors.ts";
+import { encodeCoordinatorInstruction } from "./instructions.ts";
+import { CoordinatorSvm } from "./svm.ts";
+import { clientIndex, DualRun, keyOf } from "./test_support.ts";
+
+const svm = await CoordinatorSvm.create();
+const P2P = new Uint8Array(32).fill(7);
+
+async function configured(config = {}, opts: { permissionless?: boolean } = {}) {
+  const run = await DualRun.create({ svm, ...opts });
+  await run.expectOk(
+    { kind: "Update", config: testConfig(config), model: testModel() },
+    run.mainAuthority,
+  );
+  return run;
+}
+
+/** A run in Warmup with `n` clients that joined at t = 10..; returns the clients. */
+async function warmup(n = 3, config = {}): Promise<{ run: DualRun; clients: KeyPairSigner[] }> {
+  const run = await configured({ initMinClients: n, minClients: Math.min(n, 2), ...config });
+  run.setTime(1);
+  await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
+  const clients: KeyPairSigner[] = [];
+  run.setTime(10);
+  for (let i = 0; i < n; i++) {
+    const c = await svm.newSigner();
+    clients.push(c);
+    await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, c);
+  }
+  assert.equal(run.model!.state.runState, "Warmup");
+  return { run, clients };
+}
+
+/** Warmup, then every client's warmup witness: the run is in RoundTrain at height 0. */
+async function training(n = 3, config = {}) {
+  const { run, clients } = await warmup(n, config);
+  run.setTime(11);
+  for (const c of clients) {
+    const index = clientIndex(run, c);
+    await run.expectOk(
+      { kind: "WarmupWitness", witness: warmupReport(run.model!.state, index) },
+      c,
+    );
+  }
+  assert.equal(run.model!.state.runState, "RoundTrain");
+  return { run, clients };
+}
+
+function witnessesOf(run: DualRun, clients: KeyPairSigner[]): KeyPairSigner[] {
+  const state = run.model!.state;
+  const sel = roundSelection(state.config, currentRound(state));
+  return clients.filter((c) => sel.isWitness(clientIndex(run, c)));
+}
+
+Deno.test("init_coordinator: creates an Uninitialized run at its seed address", async () => {
+  const run = await DualRun.create({ svm, runId: "init-ok", permissionless: false });
+  const account = svm.coordinatorAccount(run.coordinator);
+  assert.equal(account.state.runState, "Uninitialized");
+  assert.equal(account.state.runId, "init-ok");
+  assert.equal(account.nonce, 1n);
+  assert.equal(account.permissionless, false);
+  assert.deepEqual(account.mainAuthority, keyOf(run.mainAuthority));
+  assert.equal(svm.accountBytes(run.coordinator)!.length, ACCOUNT_SIZE);
+});
+
+Deno.test("init_coordinator: rejects re-init, a wrong address, a bad run id, no signature", async () => {
+  const run = await DualRun.create({ svm, runId: "twice" });
+  const again = await svm.send(run.coordinator, {
+    kind: "InitCoordinator",
+    runId: "twice",
+    joinAuthority: keyOf(run.joinAuthority),
+    permissionless: true,
+  }, run.mainAuthority);
+  assert.equal(again.code, programErrorNumber("AlreadyInitialized"));
+  run.check();
+
+  const main = await svm.newSigner();
+  const made = await svm.createRun({
+    runId: "other-id",
+    mainAuthority: main,
+    joinAuthority: main.address,
+    permissionless: true,
+  });
+  assert.ok(made.result.ok);
+  // A fresh account created under seed "x" but initialized as run "y".
+  const fresh = await svm.newSigner();
+  const wrong = await svm.createRunUninitialized({ seed: "x", mainAuthority: fresh });
+  const res = await svm.send(wrong, {
+    kind: "InitCoordinator",
+    runId: "y",
+    joinAuthority: keyOf(fresh),
+    permissionless: true,
+  }, fresh);
+  assert.equal(res.code, programErrorNumber("WrongCoordinatorAddress"));
+  const empty = await svm.send(wrong, {
+    kind: "InitCoordinator",
+    runId: "",
+    joinAuthority: keyOf(fresh),
+    permissionless: true,
+  }, fresh);
+  assert.equal(empty.code, programErrorNumber("InvalidRunId"));
+  const unsigned = await svm.sendRaw([{
+    programAddress: svm.programId,
+    accounts: [
+      { address: wrong, role: AccountRole.WRITABLE },
+      { address: fresh.address, role: AccountRole.READONLY },
+    ],
+    data: encodeCoordinatorInstruction({
+      kind: "InitCoordinator",
+      runId: "x",
+      joinAuthority: keyOf(fresh),
+      permissionless: true,
+    }),
+  }]);
+  assert.equal(unsigned.code, programErrorNumber("MissingSignature"));
+  const ok = await svm.send(wrong, {
+    kind: "InitCoordinator",
+    runId: "x",
+    joinAuthority: keyOf(fresh),
+    permissionless: true,
+  }, fresh);
+  assert.ok(ok.ok, ok.logs.join("\n"));
+});
+
+Deno.test("instructions reject wrong coordinator accounts and malformed data", async () => {
+  const run = await configured();
+  const stranger = await svm.newSigner();
+  // A system-owned account in place of the coordinator.
+  const notOurs = await svm.send(stranger.address, { kind: "Tick" }, null, { noSigner: true });
+  assert.equal(notOurs.code, programErrorNumber("InvalidCoordinatorAccount"));
+  const readOnly = await svm.sendRaw([{
+    programAddress: svm.programId,
+    accounts: [{ address: run.coordinator, role: AccountRole.READONLY }],
+    data: Uint8Array.of(4),
+  }]);
+  assert.equal(readOnly.code, programErrorNumber("InvalidCoordinatorAccount"));
+  const noAccounts = await svm.sendRaw([{ programAddress: svm.programId, data: Uint8Array.of(4) }]);
+  assert.equal(noAccounts.code, programErrorNumber("NotEnoughAccounts"));
+  for (
+    const data of [new Uint8Array(0), Uint8Array.of(99), Uint8Array.of(4, 0), Uint8Array.of(2, 2)]
+  ) {
+    const res = await svm.sendRaw([{
+      programAddress: svm.programId,
+      accounts: [
+        { address: run.coordinator, role: AccountRole.WRITABLE },
+        {
+          address: run.mainAuthority.address,
+          role: AccountRole.READONLY_SIGNER,
+          signer: run.mainAuthority,
+        } as never,
+      ],
+      data,
+    }]);
+    assert.equal(res.code, programErrorNumber("InvalidInstruction"), `data ${[...data]}`);
+  }
+  run.check();
+});
+
+Deno.test("update: authority, halted-only, config/model/progress rules, metadata", async () => {
+  const run = await DualRun.create({ svm });
+  const other = await svm.newSigner();
+  await run.expectError({ kind: "Update", config: testConfig() }, other, "NotMainAuthority");
+  await run.expectError(
+    { kind: "Update", config: testConfig({ warmupTime: 30, epochTime: 30 }) },
+    run.mainAuthority,
+    "InvalidConfig",
+  );
+  await run.expectError(
+    { kind: "Update", config: testConfig({ maxClients: 300, minClients: 2 }) },
+    run.mainAuthority,
+    "InvalidConfig",
+  );
+  await run.expectError(
+    { kind: "Update", model: testModel({ checkpoint: { kind: "Ephemeral" } }) },
+    run.mainAuthority,
+    "InvalidModel",
+  );
+  await run.expectError(
+    { kind: "Update", model: testModel({ optimizer: { kind: "Dummy" } }) },
+    run.mainAuthority,
+    "InvalidModel",
+  );
+  await run.expectError(
+    { kind: "Update", progress: { epoch: 0, step: 0, epochStartDataIndex: 0 } },
+    run.mainAuthority,
+    "InvalidProgress",
+  );
+  await run.expectOk({
+    kind: "Update",
+    metadata: {
+      name: "Llama 20M",
+      description: "a réseau test ✓",
+      numParameters: 20_000_000,
+      vocabSize: 32000,
+    },
+    config: testConfig(),
+    model: testModel({
+      dataLocation: {
+        kind: "Http",
+        location: {
+          kind: "NumberedFiles",
+          urlTemplate: "https://x/{}.ds",
+          startIndex: 0,
+          nLeftPadZeros: 3,
+          numFiles: 9,
+        },
+        tokenSizeInBytes: "TwoBytes",
+        shuffle: { kind: "Seeded", seed: new Uint8Array(32).fill(3) },
+      },
+      lrSchedule: {
+        kind: "WarmupStableDecay",
+        baseLr: 3e-4,
+        warmupSteps: 10,
+        warmupInitLr: 0,
+        stableSteps: 100,
+        cosineDecaySteps: 50,
+        cosineDecayFinalLr: 1e-5,
+        linearDecaySteps: 10,
+        linearDecayFinalLr: 0,
+      },
+      optimizer: {
+        kind: "Distro",
+        clipGradNorm: 1,
+        weightDecay: null,
+        compressionDecay: 0.999,
+        compressionTopk: 32,
+        compressionChunk: 64,
+        quantize1bit: true,
+      },
+    }),
+    progress: { epoch: 2, step: 5, epochStartDataIndex: 96 },
+  }, run.mainAuthority);
+  assert.equal(svm.coordinatorAccount(run.coordinator).metadata.name, "Llama 20M");
+  // Running: no config updates; metadata still allowed.
+  run.setTime(5);
+  await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
+  await run.expectError({ kind: "Update", config: testConfig() }, run.mainAuthority, "NotHalted");
+  await run.expectOk({
+    kind: "Update",
+    metadata: { name: "renamed", description: "", numParameters: 1, vocabSize: 2 },
+  }, run.mainAuthority);
+  // Paused: config may change but not maxClients; cold-start steps must fit the new config.
+  await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
+  await run.expectError(
+    { kind: "Update", config: testConfig({ maxClients: 128 }) },
+    run.mainAuthority,
+    "MaxClientsFixed",
+  );
+  await run.expectError(
+    { kind: "Update", model: testModel({ coldStartWarmupSteps: 1000 }) },
+    run.mainAuthority,
+    "InvalidModel",
+  );
+  await run.expectOk({ kind: "Update", config: testConfig({ totalSteps: 5 }) }, run.mainAuthority);
+  // Malformed metadata text is refused by the program itself.
+  const bad = encodeCoordinatorInstruction({
+    kind: "Update",
+    metadata: { name: "ab", description: "", numParameters: 0, vocabSize: 0 },
+  });
+  bad[3] = 0xff;
+  const res = await svm.sendRaw([{
+    programAddress: svm.programId,
+    accounts: [
+      { address: run.coordinator, role: AccountRole.WRITABLE },
+      {
+        address: run.mainAuthority.address,
+        role: AccountRole.READONLY_SIGNER,
+        signer: run.mainAuthority,
+      } as never,
+    ],
+    data: bad,
+  }]);
+  assert.equal(res.code, programErrorNumber("InvalidMetadata"));
+  run.check();
+});
+
+Deno.test("set_paused: validates before resuming; pause, resume, CannotResume, WrongRunState", async () => {
+  const run = await DualRun.create({ svm });
+  await run.expectError({ kind: "SetPaused", paused: false }, run.mainAuthority, "InvalidConfig");
+  await run.expectError({ kind: "SetPaused", paused: true }, run.mainAuthority, "WrongRunState");
+  await run.expectOk({ kind: "Update", config: testConfig() }, run.mainAuthority);
+  await run.expectError({ kind: "SetPaused", paused: false }, run.mainAuthority, "InvalidModel");
+  await run.expectOk({ kind: "Update", model: testModel() }, run.mainAuthority);
+  await run.expectError(
+    { kind: "SetPaused", paused: false },
+    await svm.newSigner(),
+    "NotMainAuthority",
+  );
+  run.setTime(100);
+  await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
+  assert.equal(run.model!.state.runState, "WaitingForMembers");
+  await run.expectError({ kind: "SetPaused", paused: false }, run.mainAuthority, "CannotResume");
+  await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
+  assert.equal(run.model!.state.runState, "Paused");
+  await run.expectError({ kind: "Tick" }, null, "Halted", { noSigner: true });
+  await run.expectError({ kind: "SetPaused", paused: true }, run.mainAuthority, "WrongRunState");
+});
+
+Deno.test("join_run: permissioned runs need the authorizer or a delegate", async () => {
+  const run = await configured({}, { permissionless: false });
+  const authorizer = await svm.newSigner();
+  const delegate = await svm.newSigner();
+  const outsider = await svm.newSigner();
+  await run.expectError({ kind: "JoinRun", p2pIdentity: P2P }, outsider, "NotAuthorizedToJoin");
+  await run.expectError(
+    { kind: "GrantAuthorizer", authorizer: keyOf(authorizer) },
+    run.mainAuthority,
+    "NotJoinAuthority",
+  );
+  await run.expectError(
+    { kind: "SetDelegates", clear: false, delegates: [keyOf(delegate)] },
+    authorizer,
+    "NotAuthorizer",
+  );
+  await run.expectOk({ kind: "GrantAuthorizer", authorizer: keyOf(authorizer) }, run.joinAuthority);
+  await run.expectError(
+    { kind: "SetDelegates", clear: false, delegates: [keyOf(delegate)] },
+    outsider,
+    "NotAuthorizer",
+  );
+  await run.expectOk(
+    { kind: "SetDelegates", clear: false, delegates: [keyOf(delegate), keyOf(delegate)] },
+    authorizer,
+  );
+  assert.equal(run.model!.delegates.length, 1);
+  await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, authorizer);
+  await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, delegate);
+  await run.expectError({ kind: "JoinRun", p2pIdentity: P2P }, outsider, "NotAuthorizedToJoin");
+  // A new authorizer clears the delegates.
+  await run.expectOk({ kind: "GrantAuthorizer", authorizer: keyOf(outsider) }, run.joinAuthority);
+  assert.equal(run.model!.delegates.length, 0);
+  await run.expectError({ kind: "JoinRun", p2pIdentity: P2P }, delegate, "NotAuthorizedToJoin");
+  await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, outsider);
+  await run.expectOk({ kind: "JoinRun", p2pIdentity: new Uint8Array(32).fill(9) }, outsider);
+  assert.equal(run.model!.registry.length, 3, "re-joining updates the registration");
+  assert.deepEqual(run.model!.registry[2].p2pIdentity, new Uint8Array(32).fill(9));
+});
+
+Deno.test("join_run: no more pending clients than the batch has sequences", async () => {
+  const run = await configured({ globalBatchSizeStart: 2, globalBatchSizeEnd: 2 });
+  await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, await svm.newSigner());
+  const second = await svm.newSigner();
+  await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, second);
+  await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, second);
+  await run.expectError(
+    { kind: "JoinRun", p2pIdentity: P2P },
+    await svm.newSigner(),
+    "MoreClientsThanBatches",
+  );
+});
+
+Deno.test("tick: anyone, no signer; WaitingForMembers -> Warmup -> RoundTrain by time", async () => {
+  const { run } = await warmup(2);
+  assert.equal(run.model!.nextActive, 2n, "an epoch start makes everyone join again");
+  run.setTime(20);
+  await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+  assert.equal(run.model!.state.runState, "Warmup");
+  run.setTime(31);
+  await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+  assert.equal(run.model!.state.runState, "RoundTrain");
+  run.setTime(36);
+  await run.expectOk({ kind: "Tick" }, await svm.newSigner());
+  assert.equal(run.model!.state.runState, "RoundWitness");
+});
+
+Deno.test("warmup_witness and witness: elected witnesses only, once each; blooms sized", async () => {
+  const { run, clients } = await warmup(3);
+  const outsider = await svm.newSigner();
+  await run.expectError(
+    { kind: "WarmupWitness", witness: warmupReport(run.model!.state, 0) },
+    outsider,
+    "InvalidWitness",
+  );
+  const first = clients[0];
+  const idx = clientIndex(run, first);
+  await run.expectOk(
+    { kind: "WarmupWitness", witness: warmupReport(run.model!.state, idx) },
+    first,
+  );
+  await run.expectError(
+    { kind: "WarmupWitness", witness: warmupReport(run.model!.state, idx) },
+    first,
+    "DuplicateWitness",
+  );
+  for (const c of clients.slice(1)) {
+    await run.expectOk(
+      { kind: "WarmupWitness", witness: warmupReport(run.model!.state, clientIndex(run, c)) },
+      c,
+    );
+  }
+  assert.equal(run.model!.state.runState, "RoundTrain");
+  const state = run.model!.state;
+  const [w] = witnessesOf(run, clients);
+  const wi = clientIndex(run, w);
+  const report = witnessReport(state, wi, []);
+  const small = {
+    ...report,
+    participantBloom: {
+      keys: report.participantBloom.keys.slice(1),
+      bits: report.participantBloom.bits,
+    },
+  };
+  await run.expectError({ kind: "Witness", witness: small }, w, "InvalidWitness");
+  const forged = {
+    ...report,
+    proof: { ...report.proof, position: (report.proof.position + 1) % 3 },
+  };
+  await run.expectError({ kind: "Witness", witness: forged }, w, "InvalidCommitteeProof");
+  const stolen = clients.find((c) => c !== w)!;
+  await run.expectError({ kind: "Witness", witness: report }, stolen, "InvalidWitness");
+  await run.expectOk({ kind: "Witness", witness: report }, w);
+  await run.expectError({ kind: "Witness", witness: report }, w, "DuplicateWitness");
+  // A late warmup report once training started is accepted and ignored.
+  const before = run.model!.state;
+  await run.expectOk({ kind: "WarmupWitness", witness: warmupReport(state, wi) }, w);
+  assert.deepEqual(run.model!.state, before);
+});
+
+Deno.test("health_check: witnesses drop trainers nobody saw; healthy ones are refused", async () => {
+  const { run, clients } = await training(3, { witnessNodes: 0 });
+  const everyone = clients.map((c) => ({ signer: keyOf(c), p2pIdentity: keyOf(c) }));
+  const lazy = clients[2];
+  let t = 11;
+  // Rounds 0 and 1: every client witnesses; from round 1 on nobody reports seeing `lazy`.
+  for (let round = 0; round < 2; round++) {
+    const seen = round === 0 ? everyone : everyone.filter((id) => id.signer !== everyone[2].signer);
+    for (const w of witnessesOf(run, clients)) {
+      const report = witnessReport(run.model!.state, clientIndex(run, w), seen);
+      await run.expectOk({ kind: "Witness", witness: report }, w);
+    }
+    assert.equal(run.model!.state.runState, "RoundWitness");
+    t += 3;
+    run.setTime(t);
+    await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+    assert.equal(run.model!.state.runState, "RoundTrain");
+  }
+  assert.equal(currentRound(run.model!.state).height, 2);
+  const state = run.model!.state;
+  const prev = state.epochState.rounds[(state.epochState.roundsHead + 3) % 4];
+  const sel = roundSelection(state.config, prev);
+  const proofOf = (c: KeyPairSigner) => sel.committeeProof(clientIndex(run, c));
+  const reporter = clients[0];
+  await run.expectError(
+    { kind: "HealthCheck", checks: [{ signer: keyOf(clients[1]), proof: proofOf(clients[1]) }] },
+    reporter,
+    "InvalidHealthCheck",
+  );
+  await run.expectError(
+    {
+      kind: "HealthCheck",
+      checks: [{ signer: keyOf(lazy), proof: { ...proofOf(lazy), position: 99 } }],
+    },
+    reporter,
+    "InvalidCommitteeProof",
+  );
+  await run.expectError(
+    { kind: "HealthCheck", checks: [{ signer: keyOf(lazy), proof: proofOf(lazy) }] },
+    await svm.newSigner(),
+    "InvalidHealthCheck",
+  );
+  await run.expectOk(
+    { kind: "HealthCheck", checks: [{ signer: keyOf(lazy), proof: proofOf(lazy) }] },
+    reporter,
+  );
+  assert.equal(run.model!.state.epochState.clients[clientIndex(run, lazy)].state, "Dropped");
+});
+
+Deno.test("checkpoint: clients report uploads; wrong sender or kind is refused", async () => {
+  const { run, clients } = await training(2);
+  const idx = clientIndex(run, clients[0]);
+  const hub = { kind: "Hub" as const, repo: { repoId: "org/model", revision: "abc123" } };
+  await run.expectError(
+    { kind: "Checkpoint", index: idx, repo: hub },
+    clients[1],
+    "InvalidCheckpoint",
+  );
+  await run.expectError(
+    { kind: "Checkpoint", index: idx, repo: { kind: "Gcs", repo: { bucket: "b", prefix: null } } },
+    clients[0],
+    "InvalidCheckpoint",
+  );
+  await run.expectError(
+    { kind: "Checkpoint", index: idx, repo: { kind: "Hub", repo: { repoId: "", revision: null } } },
+    clients[0],
+    "InvalidCheckpoint",
+  );
+  await run.expectOk({ kind: "Checkpoint", index: idx, repo: hub }, clients[0]);
+  assert.deepEqual(run.model!.state.model.checkpoint, hub);
+});
+
+Deno.test("free_coordinator: only when halted, by the main authority; rent goes to the spill", async () => {
+  const { run } = await warmup(2);
+  const spill = await svm.newSigner();
+  const extra = { extraAccounts: [{ address: spill.address, role: AccountRole.WRITABLE }] };
+  await run.expectError({ kind: "FreeCoordinator" }, run.mainAuthority, "NotHalted", extra);
+  await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
+  await run.expectError({ kind: "FreeCoordinator" }, spill, "NotMainAuthority", extra);
+  const noSpill = await svm.send(run.coordinator, { kind: "FreeCoordinator" }, run.mainAuthority);
+  assert.equal(noSpill.code, programErrorNumber("NotEnoughAccounts"));
+  run.check();
+  const before = svm.balance(spill.address);
+  const rent = svm.balance(run.coordinator);
+  await run.expectOk({ kind: "FreeCoordinator" }, run.mainAuthority, extra);
+  assert.equal(svm.balance(spill.address), before + rent);
+  assert.equal(svm.accountBytes(run.coordinator), null);
+});

@@ -1,0 +1,111 @@
+/**
+ * The state encoding (docs/state-encoding.md) of single parts of a coordinator state:
+ * an `LlmModel`, a `CoordinatorConfig`. The program stores and receives these parts in
+ * exactly that encoding, so they are produced and checked by the one state codec
+ * (coordinator/encoding.ts) rather than by a second implementation: a part is encoded as
+ * the model/config of a minimal state and cut out of it, and decoded by wrapping it in a
+ * minimal state and running the strict decoder (which names the failing field).
+ *
+ * @module
+ */
+
+import { emptyEpochState } from "../machine_core.ts";
+import { decodeCoordinatorState, encodeCoordinatorState } from "../encoding.ts";
+import type { CoordinatorConfig, CoordinatorState, LlmModel } from "../types.ts";
+
+/** Bytes of an encoded CoordinatorConfig. */
+export const CONFIG_WIRE_BYTES = 66;
+
+/** Header (8), empty run id (1) and run state (1) in front of the model. */
+const MODEL_OFFSET = 10;
+/** Progress, an empty epoch state, the timestamp and the pause flag after the config. */
+const TAIL_AFTER_CONFIG = 14 + 4 * 25 + 4 + 19 + 9;
+
+const PLACEHOLDER_CONFIG: CoordinatorConfig = {
+  warmupTime: 0,
+  cooldownTime: 0,
+  maxRoundTrainTime: 0,
+  roundWitnessTime: 0,
+  globalBatchSizeWarmupTokens: 0,
+  epochTime: 0,
+  totalSteps: 0,
+  initMinClients: 0,
+  minClients: 0,
+  witnessNodes: 0,
+  globalBatchSizeStart: 0,
+  globalBatchSizeEnd: 0,
+  verificationPercent: 0,
+  waitingForMembersExtraTime: 0,
+  maxClients: 1,
+};
+
+const PLACEHOLDER_MODEL: LlmModel = {
+  architecture: "HfLlama",
+  dataType: "Pretraining",
+  maxSeqLen: 0,
+  coldStartWarmupSteps: 0,
+  dataLocation: { kind: "Dummy" },
+  checkpoint: { kind: "Ephemeral" },
+  lrSchedule: { kind: "Constant", baseLr: 0, warmupSteps: 0, warmupInitLr: 0 },
+  optimizer: { kind: "Dummy" },
+};
+
+function minimalState(model: LlmModel, config: CoordinatorConfig): CoordinatorState {
+  return {
+    runId: "",
+    runState: "Uninitialized",
+    model,
+    config,
+    progress: { epoch: 0, step: 1, epochStartDataIndex: 0 },
+    epochState: emptyEpochState(false),
+    runStateStartUnixTimestamp: 0,
+    pendingPause: false,
+  };
+}
+
+/** The state encoding of `model` (RangeError/TypeError naming the field if it cannot be encoded). */
+export function encodeModelBytes(model: LlmModel): Uint8Array {
+  const bytes = encodeCoordinatorState(minimalState(model, PLACEHOLDER_CONFIG));
+  return bytes.slice(MODEL_OFFSET, bytes.length - CONFIG_WIRE_BYTES - TAIL_AFTER_CONFIG);
+}
+
+/** The state encoding of `config` (66 bytes). */
+export function encodeConfigBytes(config: CoordinatorConfig): Uint8Array {
+  const bytes = encodeCoordinatorState(minimalState(PLACEHOLDER_MODEL, config));
+  const start = bytes.length - CONFIG_WIRE_BYTES - TAIL_AFTER_CONFIG;
+  return bytes.slice(start, start + CONFIG_WIRE_BYTES);
+}
+
+/**
+ * Wraps a model's and a config's encodings in a minimal state and decodes it. Throws the
+ * state decoder's `StateDecodeError` (field path and offset) when either is malformed.
+ */
+export function decodeModelAndConfig(
+  modelBytes: Uint8Array,
+  configBytes: Uint8Array,
+): { model: LlmModel; config: CoordinatorConfig } {
+  const head = encodeCoordinatorState(minimalState(PLACEHOLDER_MODEL, PLACEHOLDER_CONFIG));
+  const placeholderModelLength = head.length - MODEL_OFFSET - CONFIG_WIRE_BYTES -
+    TAIL_AFTER_CONFIG;
+  const tail = head.subarray(MODEL_OFFSET + placeholderModelLength + CONFIG_WIRE_BYTES);
+  const bytes = new Uint8Array(MODEL_OFFSET + modelBytes.length + configBytes.length + tail.length);
+  bytes.set(head.subarray(0, MODEL_OFFSET), 0);
+  bytes.set(modelBytes, MODEL_OFFSET);
+  bytes.set(configBytes, MODEL_OFFSET + modelBytes.length);
+  bytes.set(tail, MODEL_OFFSET + modelBytes.length + configBytes.length);
+  const state = decodeCoordinatorState(bytes);
+  return { model: state.model, config: state.config };
+}
+
+/** Decodes an encoded LlmModel (StateDecodeError when malformed). */
+export function decodeModelBytes(bytes: Uint8Array): LlmModel {
+  return decodeModelAndConfig(bytes, encodeConfigBytes(PLACEHOLDER_CONFIG)).model;
+}
+
+/** Decodes an encoded CoordinatorConfig (StateDecodeError when malformed). */
+export function decodeConfigBytes(bytes: Uint8Array): CoordinatorConfig {
+  if (bytes.length !== CONFIG_WIRE_BYTES) {
+    throw new RangeError(`A config is ${CONFIG_WIRE_BYTES} bytes, found ${bytes.length}`);
+  }
+  return decodeModelAndConfig(encodeModelBytes(PLACEHOLDER_MODEL), bytes).config;
+}

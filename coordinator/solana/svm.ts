@@ -1,0 +1,317 @@
+/**
+ * The coordinator program in an in-process SVM (litesvm: Agave's loader, verifier,
+ * interpreter and syscalls), for tests, benchmarks and local tooling. This is a test
+ * harness around the real runtime, not a validator: production clients send the same
+ * instructions to a real cluster.
+ *
+ * {@linkcode CoordinatorSvm} deploys the built program, creates runs (system
+ * `createAccountWithSeed` + `init_coordinator` in one transaction), sends instructions
+ * with their signers, sets the clock, and decodes the coordinator account.
+ *
+ * @module
+ */
+
+import {
+  AccountRole,
+  type Address,
+  address,
+  appendTransactionMessageInstructions,
+  createTransactionMessage,
+  generateKeyPairSigner,
+  getAddressDecoder,
+  getAddressEncoder,
+  getTransactionEncoder,
+  type Instruction,
+  type KeyPairSigner,
+  lamports,
+  pipe,
+  setTransactionMessageFeePayerSigner,
+  setTransactionMessageLifetimeUsingBlockhash,
+  signTransactionMessageWithSigners,
+} from "@solana/kit";
+import { Clock, FailedTransactionMetadata, LiteSVM } from "litesvm";
+import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from "./account.ts";
+import { coordinatorAddress } from "./addresses.ts";
+import { buildProgramOnce } from "./build.ts";
+import { type CoordinatorInstruction, encodeCoordinatorInstruction } from "./instructions.ts";
+import { programErrorName } from "./errors.ts";
+
+const SYSTEM_PROGRAM = address("11111111111111111111111111111111");
+const COMPUTE_BUDGET_PROGRAM = address("ComputeBudget111111111111111111111111111111");
+/** The largest compute budget a transaction may request. */
+export const MAX_COMPUTE_UNITS = 1_400_000;
+/** The most bytes a serialized transaction may have. */
+export const MAX_TRANSACTION_BYTES = 1232;
+
+/** What happened to one transaction. */
+export interface SendResult {
+  ok: boolean;
+  /** The program's custom error code, when it failed with one. */
+  code: number | null;
+  /** The error's name (program error name, or the runtime's description). */
+  error: string | null;
+  /** Compute units the transaction consumed. */
+  computeUnits: number;
+  /** Serialized transaction size in bytes. */
+  transactionBytes: number;
+  logs: string[];
+}
+
+/** Options of {@linkcode CoordinatorSvm.send}. */
+export interface SendOptions {
+  /** Request this compute-unit limit (a ComputeBudget instruction is prepended). */
+  computeUnitLimit?: number;
+  /** Accounts after the coordinator and the signer (free_coordinator's spill account). */
+  extraAccounts?: { address: Address; role: AccountRole }[];
+  /** Leave out the signer account (tick needs none). */
+  noSigner?: boolean;
+}
+
+/** Encodes system `CreateAccountWithSeed` (bincode: u32 tag 3, base, seed, lamports, space, owner). */
+function createAccountWithSeed(
+  payer: KeyPairSigner,
+  base: KeyPairSigner,
+  target: Address,
+  seed: string,
+  rentLamports: bigint,
+  owner: Address,
+): Instruction {
+  const enc = getAddressEncoder();
+  const seedBytes = new TextEncoder().encode(seed);
+  const data = new Uint8Array(4 + 32 + 8 + seedBytes.length + 8 + 8 + 32);
+  const v = new DataView(data.buffer);
+  let at = 0;
+  v.setUint32(at, 3, true);
+  at += 4;
+  data.set(enc.encode(base.address), at);
+  at += 32;
+  v.setBigUint64(at, BigInt(seedBytes.length), true);
+  at += 8;
+  data.set(seedBytes, at);
+  at += seedBytes.length;
+  v.setBigUint64(at, rentLamports, true);
+  at += 8;
+  v.setBigUint64(at, BigInt(ACCOUNT_SIZE), true);
+  at += 8;
+  data.set(enc.encode(owner), at);
+  const accounts = [
+    { address: payer.address, role: AccountRole.WRITABLE_SIGNER, signer: payer },
+    { address: target, role: AccountRole.WRITABLE },
+  ];
+  if (base.address !== payer.address) {
+    accounts.push({ address: base.address, role: AccountRole.READONLY_SIGNER, signer: base });
+  }
+  return { programAddress: SYSTEM_PROGRAM, accounts, data };
+}
+
+function computeUnitLimit(units: number): Instruction {
+  const data = new Uint8Array(5);
+  data[0] = 2;
+  new DataView(data.buffer).setUint32(1, units, true);
+  return { programAddress: COMPUTE_BUDGET_PROGRAM, data };
+}
+
+/** A LiteSVM with the coordinator program deployed and a funded fee payer. */
+export class CoordinatorSvm {
+  readonly svm: LiteSVM;
+  readonly programId: Address;
+  readonly payer: KeyPairSigner;
+  #slot = 1n;
+
+  private constructor(svm: LiteSVM, programId: Address, payer: KeyPairSigner) {
+    this.svm = svm;
+    this.programId = programId;
+    this.payer = payer;
+  }
+
+  /** Builds (once per process) and deploys the program at a fresh address. */
+  static async create(): Promise<CoordinatorSvm> {
+    const program = await buildProgramOnce();
+    const svm = new LiteSVM();
+    const programId = (await generateKeyPairSigner()).address;
+    svm.addProgram(programId, program.bytes);
+    const payer = await generateKeyPairSigner();
+    svm.airdrop(payer.address, lamports(1_000_000_000_000n));
+    return new CoordinatorSvm(svm, programId, payer);
+  }
+
+  /** A new funded keypair. */
+  async newSigner(): Promise<KeyPairSigner> {
+    const s = await generateKeyPairSigner();
+    this.svm.airdrop(s.address, lamports(10_000_000_000n));
+    return s;
+  }
+
+  /** Sets the Clock sysvar (unix time in seconds, slot). */
+  setClock(unixTimestamp: number, slot?: bigint): void {
+    if (slot !== undefined) this.#slot = slot;
+    this.svm.setClock(new Clock(this.#slot, 0n, 0n, 0n, BigInt(unixTimestamp)));
+  }
+
+  /** Sends `instructions` signed by the payer and `signers`; never throws on program errors. */
+  async sendRaw(
+    instructions: Instruction[],
+    opts: { computeUnitLimit?: number } = {},
+  ): Promise<SendResult> {
+    const all = opts.computeUnitLimit === undefined
+      ? instructions
+      : [computeUnitLimit(opts.computeUnitLimit), ...instructions];
+    const message = pipe(
+      createTransactionMessage({ version: 0 }),
+      (m) => setTransactionMessageFeePayerSigner(this.payer, m),
+      (m) =>
+        setTransactionMessageLifetimeUsingBlockhash(
+          { blockhash: this.svm.latestBlockhash(), lastValidBlockHeight: 1_000_000n },
+          m,
+        ),
+      (m) => appendTransactionMessageInstructions(all, m),
+    );
+    const tx = await signTransactionMessageWithSigners(message);
+    const transactionBytes = getTransactionEncoder().encode(tx).length;
+    const result = this.svm.sendTransaction(tx);
+    this.svm.expireBlockhash();
+    if (result instanceof FailedTransactionMetadata) {
+      const meta = result.meta();
+      const err = result.err();
+      let code: number | null = null;
+      if (typeof err === "object" && err !== null && "err" in err) {
+        const inner = (err as { err(): unknown }).err();
+        if (typeof inner === "object" && inner !== null && "code" in inner) {
+          code = (inner as { code: number }).code;
+        }
+      }
+      return {
+        ok: false,
+        code,
+        error: code !== null ? (programErrorName(code) ?? `Custom(${code})`) : result.toString(),
+        computeUnits: Number(meta.computeUnitsConsumed()),
+        transactionBytes,
+        logs: meta.logs(),
+      };
+    }
+    return {
+      ok: true,
+      code: null,
+      error: null,
+      computeUnits: Number(result.computeUnitsConsumed()),
+      transactionBytes,
+      logs: result.logs(),
+    };
+  }
+
+  /** The coordinator instruction `ix` on `coordinator`, with `signer` as account 1. */
+  instruction(
+    coordinator: Address,
+    ix: CoordinatorInstruction,
+    signer: KeyPairSigner | null,
+    extra: { address: Address; role: AccountRole }[] = [],
+  ): Instruction {
+    const accounts: Instruction["accounts"] & object[] = [
+      { address: coordinator, role: AccountRole.WRITABLE },
+    ];
+    if (signer !== null) {
+      accounts.push(
+        { address: signer.address, role: AccountRole.READONLY_SIGNER, signer } as never,
+      );
+    }
+    accounts.push(...extra);
+    return {
+      programAddress: this.programId,
+      accounts,
+      data: encodeCoordinatorInstruction(ix),
+    };
+  }
+
+  /** Sends one coordinator instruction. */
+  send(
+    coordinator: Address,
+    ix: CoordinatorInstruction,
+    signer: KeyPairSigner | null,
+    opts: SendOptions = {},
+  ): Promise<SendResult> {
+    return this.sendRaw(
+      [this.instruction(coordinator, ix, opts.noSigner ? null : signer, opts.extraAccounts)],
+      { computeUnitLimit: opts.computeUnitLimit },
+    );
+  }
+
+  /** Creates the run's account at its seed address and initializes it in one transaction. */
+  async createRun(opts: {
+    runId: string;
+    mainAuthority: KeyPairSigner;
+    joinAuthority: Address;
+    permissionless: boolean;
+  }): Promise<{ coordinator: Address; result: SendResult }> {
+    const coordinator = await coordinatorAddress({
+      mainAuthority: opts.mainAuthority.address,
+      runId: opts.runId,
+      programId: this.programId,
+    });
+    const rent = this.svm.minimumBalanceForRentExemption(BigInt(ACCOUNT_SIZE));
+    const create = createAccountWithSeed(
+      this.payer,
+      opts.mainAuthority,
+      coordinator,
+      opts.runId,
+      rent,
+      this.programId,
+    );
+    const init = this.instruction(coordinator, {
+      kind: "InitCoordinator",
+      runId: opts.runId,
+      joinAuthority: getAddressEncoder().encode(opts.joinAuthority) as Uint8Array,
+      permissionless: opts.permissionless,
+    }, opts.mainAuthority);
+    const result = await this.sendRaw([create, init]);
+    return { coordinator, result };
+  }
+
+  /**
+   * Creates a program-owned account of the coordinator's size at
+   * createWithSeed(mainAuthority, seed, program) without initializing it (tests of init).
+   */
+  async createRunUninitialized(
+    opts: { seed: string; mainAuthority: KeyPairSigner },
+  ): Promise<Address> {
+    const at = await coordinatorAddress({
+      mainAuthority: opts.mainAuthority.address,
+      runId: opts.seed,
+      programId: this.programId,
+    });
+    const rent = this.svm.minimumBalanceForRentExemption(BigInt(ACCOUNT_SIZE));
+    const result = await this.sendRaw([
+      createAccountWithSeed(this.payer, opts.mainAuthority, at, opts.seed, rent, this.programId),
+    ]);
+    if (!result.ok) throw new Error(`createAccountWithSeed failed: ${result.error}`);
+    return at;
+  }
+
+  /** The raw bytes of an account (null when it does not exist). */
+  accountBytes(at: Address): Uint8Array | null {
+    const acc = this.svm.getAccount(at);
+    return acc.exists ? acc.data : null;
+  }
+
+  /** Lamports of an account (0 when it does not exist). */
+  balance(at: Address): bigint {
+    const acc = this.svm.getAccount(at);
+    return acc.exists ? acc.lamports : 0n;
+  }
+
+  /** Decodes the coordinator account at `at` (throws when absent or malformed). */
+  coordinatorAccount(at: Address): CoordinatorAccount {
+    const bytes = this.accountBytes(at);
+    if (bytes === null) throw new Error(`No account at ${at}`);
+    return decodeCoordinatorAccount(bytes);
+  }
+}
+
+/** The 32 bytes of an address. */
+export function addressBytes(a: Address): Uint8Array {
+  return getAddressEncoder().encode(a) as Uint8Array;
+}
+
+/** The address of 32 bytes. */
+export function bytesAddress(b: Uint8Array): Address {
+  return getAddressDecoder().decode(b);
+}

@@ -1,0 +1,54 @@
+import assert from "node:assert/strict";
+import { eventJson, eventLogger, formatEvent, type ServerEvent } from "./log.ts";
+
+const KEY = "ab".repeat(32);
+
+Deno.test("console lines name what happened and shorten keys", () => {
+  assert.equal(
+    formatEvent({ kind: "Joined", client: KEY, pending: 3 }),
+    "join     abababab… (3 pending)",
+  );
+  assert.equal(
+    formatEvent({ kind: "Left", client: KEY, withdrawn: true }),
+    "leave    abababab… (withdrawn from the epoch)",
+  );
+  assert.equal(
+    formatEvent({
+      kind: "Checkpoint",
+      client: KEY,
+      repo: { kind: "Hub", repo: { repoId: "org/m", revision: "r1" } },
+    }),
+    "ckpt     abababab… uploaded Hub org/m@r1",
+  );
+  assert.equal(
+    formatEvent({
+      kind: "Rejected",
+      client: KEY,
+      request: "Witness",
+      code: "DuplicateWitness",
+      message: "client 1 already reported this round",
+    }),
+    "reject   abababab… Witness: DuplicateWitness: client 1 already reported this round",
+  );
+  assert.equal(
+    formatEvent({ kind: "EpochEnd", epoch: 2, step: 9, success: true }),
+    "epoch    ended after training, now epoch 2 at step 9",
+  );
+});
+
+Deno.test("JSON lines carry the time, the event kind and every field", () => {
+  const event: ServerEvent = { kind: "Saved", path: "/s/run-step5.toml", step: 5 };
+  assert.deepEqual(JSON.parse(eventJson(event, 0)), {
+    time: "1970-01-01T00:00:00.000Z",
+    event: "Saved",
+    path: "/s/run-step5.toml",
+    step: 5,
+  });
+  const lines: string[] = [];
+  const log = eventLogger("json", { write: (l) => lines.push(l), clock: () => 1000 });
+  log({ kind: "Stopped" });
+  assert.deepEqual(lines, ['{"time":"1970-01-01T00:00:01.000Z","event":"Stopped"}']);
+  const human: string[] = [];
+  eventLogger("console", { write: (l) => human.push(l) })({ kind: "Stopped" });
+  assert.deepEqual(human, ["stopped"]);
+});

@@ -1,0 +1,55 @@
+import assert from "node:assert/strict";
+import { FRAME_HEADER_BYTES } from "../../net/mod.ts";
+import { Outbox } from "./outbox.ts";
+
+/** A writer whose writes wait until released, recording each frame's first payload byte. */
+function gatedWriter() {
+  const written: number[] = [];
+  let release: () => void = () => {};
+  let gate = new Promise<void>((r) => release = r);
+  return {
+    written,
+    open() {
+      release();
+    },
+    writer: {
+      async write(p: Uint8Array): Promise<number> {
+        await gate;
+        written.push(p[FRAME_HEADER_BYTES]);
+        gate = Promise.resolve();
+        return p.length;
+      },
+    },
+  };
+}
+
+Deno.test("replies keep their order; queued states coalesce to the newest", async () => {
+  const w = gatedWriter();
+  const outbox = new Outbox(w.writer, (e) => assert.fail(e));
+  outbox.sendState(new Uint8Array([1])); // starts writing, blocked on the gate
+  outbox.sendState(new Uint8Array([2]));
+  outbox.send(new Uint8Array([10]));
+  outbox.sendState(new Uint8Array([3]));
+  outbox.send(new Uint8Array([11]));
+  w.open();
+  await outbox.flush();
+  assert.deepEqual(w.written, [1, 10, 11, 3]);
+});
+
+Deno.test("the first failed write closes the outbox and is reported once", async () => {
+  const errors: Error[] = [];
+  let writes = 0;
+  const outbox = new Outbox({
+    write() {
+      writes++;
+      return Promise.reject(new Error("broken pipe"));
+    },
+  }, (e) => errors.push(e));
+  outbox.send(new Uint8Array([1]));
+  outbox.send(new Uint8Array([2]));
+  await outbox.flush();
+  outbox.send(new Uint8Array([3]));
+  await outbox.flush();
+  assert.equal(writes, 1);
+  assert.deepEqual(errors.map((e) => e.message), ["broken pipe"]);
+});

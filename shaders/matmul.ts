@@ -4,6 +4,26 @@
  * is `nt` forward; its backward is `nn` for the input gradient (`dx = dy·W`) and `tn` with
  * `accumulate` for the weight gradient (`dW += dyᵀ·x`).
  *
+ * @example A linear layer, forward and backward (N = 2 rows, in = 3, out = 2)
+ * ```ts
+ * import { GpuRuntime } from "./gpu.ts";
+ * import { Matmul } from "./matmul.ts";
+ * using rt = await GpuRuntime.create();
+ * using mm = new Matmul(rt);
+ * const x = rt.buffer("x", new Float32Array([1, 2, 3, 4, 5, 6]));   // [N, in]
+ * const w = rt.buffer("w", new Float32Array([1, 0, 0, 0, 1, 1]));   // [out, in]
+ * const y = rt.buffer("y", 2 * 2 * 4), dx = rt.buffer("dx", 2 * 3 * 4);
+ * const dw = rt.buffer("dw", 2 * 3 * 4);                             // zeros, accumulated
+ * const step = rt.beginStep("linear");
+ * mm.encode(step.pass, { a: x, b: w, c: y, m: 2, n: 2, k: 3, layout: "nt" });
+ * // Backward with dy = y (as for the loss ½‖y‖²):
+ * mm.encode(step.pass, { a: y, b: w, c: dx, m: 2, n: 3, k: 2, layout: "nn" });
+ * mm.encode(step.pass, { a: y, b: x, c: dw, m: 2, n: 3, k: 2, layout: "tn", accumulate: true });
+ * await step.submit();
+ * const out = await rt.read({ buffer: y, size: 16 });
+ * if (out.join() !== "1,5,4,11") throw new Error(`y = ${out}`);
+ * ```
+ *
  * @module
  */
 

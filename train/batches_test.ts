@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { microBatchRanges } from "./batches.ts";
+import { LocalDataProvider } from "../data/local.ts";
+import { microBatchRanges, readRanges } from "./batches.ts";
 
 Deno.test("microBatchRanges: consecutive steps tile the dataset in order", () => {
   const plan = { totalBatch: 4, microBatch: 2, numSequences: 100 };
@@ -37,4 +38,24 @@ Deno.test("microBatchRanges: every step reads totalBatch indices (i mod N) in or
       assert.deepEqual(seen, want);
     },
   ));
+});
+
+Deno.test("readRanges concatenates wrapped ranges in order", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // Three sequences of 2 tokens: [10, 11], [12, 13], [14, 15] (plus one unused token).
+    const tokens = Uint16Array.from([10, 11, 12, 13, 14, 15, 16]);
+    await Deno.writeFile(`${dir}/a.ds`, new Uint8Array(tokens.buffer));
+    const data = await LocalDataProvider.open(dir, { seqLen: 2, tokenSize: "TwoBytes" });
+    try {
+      const plan = { totalBatch: 2, microBatch: 2, numSequences: data.numSequences };
+      const ranges = microBatchRanges(2, 0, plan); // indices 2, 3 → 2, 0
+      assert.deepEqual(ranges, [{ start: 2, end: 2 }, { start: 0, end: 0 }]);
+      assert.deepEqual([...await readRanges(data, ranges)], [14, 15, 10, 11]);
+    } finally {
+      await data.close();
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -23,7 +23,7 @@ Deno.test("scheduleFor: warmup from 0, cosine and linear end at lr/10", () => {
 /** Runs train/main.ts with `args` in a subprocess. */
 async function runCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${ROOT}train/main.ts`, ...args],
+    args: ["run", "-A", `--config=${ROOT}deno.json`, `${ROOT}train/main.ts`, ...args],
     stdout: "piped",
     stderr: "piped",
   }).output();

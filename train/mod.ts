@@ -5,6 +5,7 @@
  * @module
  */
 export {
+  encodeGradients,
   runTraining,
   type StepResult,
   type TrainerParts,

@@ -17,8 +17,8 @@
  * - Deterministic: the same weights, data and settings give the same losses, step for step, on
  *   one adapter (every kernel reduces in a fixed order).
  *
- * The networked client reuses {@link trainStep} (gradients of its assigned batch + optimizer);
- * only the data assignment and the optimizer's exchange differ.
+ * The networked client reuses {@link encodeGradients} (gradients of its assigned batch) or the
+ * whole {@link trainStep}; only the data assignment and the optimizer's exchange differ.
  *
  * @module
  */
@@ -26,7 +26,7 @@ import { learningRate } from "../coordinator/lr_schedule.ts";
 import type { LrSchedule } from "../coordinator/types.ts";
 import type { DataProvider } from "../data/provider.ts";
 import type { LlamaModel } from "../model/llama.ts";
-import type { GpuRuntime } from "../shaders/gpu.ts";
+import type { GpuRuntime, GpuStep, TensorView } from "../shaders/gpu.ts";
 import { microBatchRanges, readRanges } from "./batches.ts";
 import type { TrainLogger } from "./log.ts";
 import type { Optimizer } from "./optimizer.ts";
@@ -64,15 +64,17 @@ export interface StepResult {
 }
 
 /**
- * One optimizer step on the given micro-batches (each `[microBatch, T]` token ids): gradients of
- * the mean loss over all of them, then the optimizer update, in one GPU submission.
+ * Encodes the gradient half of a step into `step`: queue the micro-batches' tokens, zero the
+ * gradients, forward + backward of each micro-batch (scaled so the sum is the gradient of the mean
+ * loss over all of them), then the squared gradient norm. A networked client calls this and then
+ * its own optimizer calls; {@link trainStep} adds the optimizer and the readback.
+ * Returns the number of predictions (for the mean loss) and the `[1]` squared-norm buffer.
  */
-export async function trainStep(
-  parts: Pick<TrainerParts, "rt" | "model" | "optimizer" | "signal">,
-  args: { stepNumber: number; lr: number; microBatches: Uint32Array[]; clipGradients: boolean },
-): Promise<StepResult> {
-  const { model, optimizer, rt } = parts;
-  const { microBatches } = args;
+export function encodeGradients(
+  model: LlamaModel,
+  step: GpuStep,
+  microBatches: Uint32Array[],
+): { predictions: number; gradSumSq: TensorView } {
   const T = model.seqLen;
   if (microBatches.length < 1 || microBatches.length > model.slots) {
     throw new RangeError(
@@ -81,12 +83,24 @@ export async function trainStep(
   }
   const predictions = microBatches.reduce((a, m) => a + (m.length / T) * (T - 1), 0);
   for (let i = 0; i < microBatches.length; i++) model.writeTokens(i, microBatches[i]);
-  const step = rt.beginStep(`train step ${args.stepNumber}`);
   model.encodeZeroGrads(step);
   for (let i = 0; i < microBatches.length; i++) {
     model.encodeForwardBackward(step, { slot: i, lossScale: 1 / predictions });
   }
-  const gradSumSq = model.encodeGradSumSq(step);
+  return { predictions, gradSumSq: model.encodeGradSumSq(step) };
+}
+
+/**
+ * One optimizer step on the given micro-batches (each `[microBatch, T]` token ids): gradients of
+ * the mean loss over all of them, then the optimizer update, in one GPU submission.
+ */
+export async function trainStep(
+  parts: Pick<TrainerParts, "rt" | "model" | "optimizer" | "signal">,
+  args: { stepNumber: number; lr: number; microBatches: Uint32Array[]; clipGradients: boolean },
+): Promise<StepResult> {
+  const { model, optimizer, rt } = parts;
+  const step = rt.beginStep(`train step ${args.stepNumber}`);
+  const { predictions, gradSumSq } = encodeGradients(model, step, args.microBatches);
   optimizer.encodeStep(step, {
     params: model.params,
     grads: model.grads,
@@ -95,7 +109,7 @@ export async function trainStep(
     gradSumSq: args.clipGradients ? gradSumSq : null,
   });
   await step.submit();
-  const { lossSum, gradSumSq: sumsq } = await model.readStats(microBatches.length, {
+  const { lossSum, gradSumSq: sumsq } = await model.readStats(args.microBatches.length, {
     signal: parts.signal,
   });
   return { loss: lossSum / predictions, gradNorm: Math.sqrt(sumsq) };

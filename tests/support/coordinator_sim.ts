@@ -13,13 +13,17 @@
  * @module
  */
 
+import assert from "node:assert/strict";
 import { CoordinatorError } from "../../coordinator/errors.ts";
 import { healthCheck, unhealthyTrainers } from "../../coordinator/health.ts";
 import { tick } from "../../coordinator/machine.ts";
 import { pause, resume, withdraw } from "../../coordinator/machine_membership.ts";
 import {
+  applyPlan,
   currentRound,
+  isTrainingRound,
   previousRound,
+  roundByHeight,
   roundClients,
   roundSelection,
 } from "../../coordinator/machine_queries.ts";
@@ -177,7 +181,18 @@ export class Simulation {
       this.timedEdges.push([before, this.state.runState, this.now]);
     }
     if (before !== "Cooldown" && this.state.runState === "Cooldown") {
-      this.cooldownByWindDown.push(es.lastStep !== 0 && this.state.progress.step === es.lastStep);
+      const windDown = es.lastStep !== 0 && this.state.progress.step === es.lastStep;
+      this.cooldownByWindDown.push(windDown);
+      // The last two rounds: after a wind-down nothing is left to apply; after an early end,
+      // round H - 1 is applied at Cooldown with round H's witnesses.
+      const plan = applyPlan(this.state);
+      const last = currentRound(this.state);
+      if (windDown || last.height === 0) {
+        assert.equal(plan, null, "nothing to apply at Cooldown");
+      } else if (isTrainingRound(this.state, roundByHeight(this.state, last.height - 1)!)) {
+        assert.equal(plan?.resultsRound.height, last.height - 1, "round H - 1 applied at Cooldown");
+        assert.equal(plan?.witnessRound, last);
+      }
     }
     if (before !== "Warmup" && this.state.runState === "Warmup") {
       this.epochSizes.push(this.state.epochState.clients.length);

@@ -209,7 +209,7 @@ export function parseLlamaConfig(raw: unknown): LlamaConfig {
     headDim,
     vocabSize: positiveInt(obj, "vocab_size"),
     maxPositionEmbeddings: positiveInt(obj, "max_position_embeddings"),
-    rmsNormEps: positiveNumber(obj, "rms_norm_eps"),
+    rmsNormEps: positiveNumber(obj, "rms_norm_eps", 1e-6), // HF LlamaConfig default
     ropeTheta: positiveNumber(obj, "rope_theta", 10000),
     initializerRange: positiveNumber(obj, "initializer_range", 0.02),
     bosTokenId: tokenId(obj, "bos_token_id"),

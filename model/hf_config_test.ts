@@ -42,10 +42,11 @@ Deno.test("parseLlamaConfig reads every field and applies defaults", () => {
     bosTokenId: 1,
     eosTokenId: 2,
   });
-  const { num_key_value_heads: _kv, rope_theta: _rt, ...rest } = BASE;
+  const { num_key_value_heads: _kv, rope_theta: _rt, rms_norm_eps: _eps, ...rest } = BASE;
   const d = parseLlamaConfig(rest);
   assert.equal(d.numKvHeads, 4);
   assert.equal(d.ropeTheta, 10000);
+  assert.equal(d.rmsNormEps, 1e-6);
 });
 
 Deno.test("parseLlamaConfig rejects unsupported features naming the key", () => {

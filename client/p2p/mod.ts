@@ -90,6 +90,18 @@ export {
   type RetryPolicy,
 } from "./fallback.ts";
 export {
+  decodeManifest,
+  encodeManifest,
+  fetchModel,
+  type FetchModelOptions,
+  MANIFEST_NAME,
+  MANIFEST_VERSION,
+  ManifestDecodeError,
+  type ManifestEntry,
+  MAX_MANIFEST_ENTRIES,
+  shareModel,
+} from "./model_share.ts";
+export {
   MAX_NAME_BYTES,
   MAX_REQUEST_BYTES,
   PAYLOAD_PROTOCOL,

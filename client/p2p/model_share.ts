@@ -1,0 +1,196 @@
+/**
+ * P2P model sharing over the payload protocol: a client that holds the model serves every
+ * parameter tensor as a blob and a manifest naming them; a joining client fetches the manifest,
+ * then every tensor by its hash, spread across the providers, each verified on arrival.
+ *
+ * Psyche's `model-sharing/0` asks for the config and then for each parameter by name, trusting
+ * whatever ticket a peer returns. Here only the manifest is fetched by name; every tensor is
+ * fetched by the sha256 the manifest lists, so a single lying provider cannot slip in a bad
+ * tensor. The manifest itself is as trustworthy as its provider: pass `manifestHash` when it is
+ * known from elsewhere (e.g. agreed by several peers) to pin it.
+ *
+ * ```
+ * manifest = version u8 (=1) | count u32 | count x (name length u16 | UTF-8 name | hash [32]
+ *            | size u64)
+ * ```
+ *
+ * @module
+ */
+import type { PublicKeyBytes } from "../../coordinator/types.ts";
+import { type ContentHash, hashFromBytes, hashToBytes } from "./content_store.ts";
+import type { PayloadService } from "./payload_service.ts";
+import { MAX_NAME_BYTES } from "./payload_wire.ts";
+
+/** The blob name under which a model's manifest is served. */
+export const MANIFEST_NAME = "psyche/model-manifest";
+/** Manifest format version. */
+export const MANIFEST_VERSION = 1;
+/** Most entries a manifest may list. */
+export const MAX_MANIFEST_ENTRIES = 65_536;
+
+/** One blob of a shared model: a parameter tensor, or the config. */
+export interface ManifestEntry {
+  name: string;
+  hash: ContentHash;
+  size: number;
+}
+
+/** A manifest's bytes are malformed; `offset` is where decoding stopped. */
+export class ManifestDecodeError extends Error {
+  /** Byte offset of the problem. */
+  readonly offset: number;
+  /** Builds the error; the message names the offset. */
+  constructor(message: string, offset: number) {
+    super(`Malformed model manifest at byte ${offset}: ${message}`);
+    this.name = "ManifestDecodeError";
+    this.offset = offset;
+  }
+}
+
+/** Encodes a manifest. Throws `RangeError` for duplicate, empty or overlong names. */
+export function encodeManifest(entries: readonly ManifestEntry[]): Uint8Array {
+  if (entries.length > MAX_MANIFEST_ENTRIES) {
+    throw new RangeError(
+      `a manifest lists at most ${MAX_MANIFEST_ENTRIES} entries, found ${entries.length}`,
+    );
+  }
+  const encoder = new TextEncoder();
+  const names = entries.map((e) => encoder.encode(e.name));
+  const seen = new Set<string>();
+  entries.forEach((entry, i) => {
+    if (names[i].length === 0 || names[i].length > MAX_NAME_BYTES) {
+      throw new RangeError(`entry "${entry.name}": name must be 1..${MAX_NAME_BYTES} UTF-8 bytes`);
+    }
+    if (seen.has(entry.name)) throw new RangeError(`entry "${entry.name}" is listed twice`);
+    seen.add(entry.name);
+    if (!Number.isSafeInteger(entry.size) || entry.size < 0) {
+      throw new RangeError(
+        `entry "${entry.name}": size must be a non-negative integer, found ${entry.size}`,
+      );
+    }
+  });
+  const out = new Uint8Array(5 + names.reduce((n, name) => n + 2 + name.length + 32 + 8, 0));
+  const view = new DataView(out.buffer);
+  out[0] = MANIFEST_VERSION;
+  view.setUint32(1, entries.length);
+  let at = 5;
+  entries.forEach((entry, i) => {
+    view.setUint16(at, names[i].length);
+    out.set(names[i], at + 2);
+    at += 2 + names[i].length;
+    out.set(hashToBytes(entry.hash), at);
+    view.setBigUint64(at + 32, BigInt(entry.size));
+    at += 40;
+  });
+  return out;
+}
+
+/** Decodes a manifest, checking every length, name and size. Throws `ManifestDecodeError`. */
+export function decodeManifest(bytes: Uint8Array): ManifestEntry[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const need = (at: number, n: number, what: string) => {
+    if (at + n > bytes.length) {
+      throw new ManifestDecodeError(`${what} needs ${n} bytes, ${bytes.length - at} remain`, at);
+    }
+  };
+  need(0, 5, "header");
+  if (bytes[0] !== MANIFEST_VERSION) {
+    throw new ManifestDecodeError(`version is ${bytes[0]}, expected ${MANIFEST_VERSION}`, 0);
+  }
+  const count = view.getUint32(1);
+  if (count > MAX_MANIFEST_ENTRIES) {
+    throw new ManifestDecodeError(`${count} entries, at most ${MAX_MANIFEST_ENTRIES} allowed`, 1);
+  }
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  const entries: ManifestEntry[] = [];
+  const seen = new Set<string>();
+  let at = 5;
+  for (let i = 0; i < count; i++) {
+    need(at, 2, `entry ${i} name length`);
+    const length = view.getUint16(at);
+    if (length === 0 || length > MAX_NAME_BYTES) {
+      throw new ManifestDecodeError(
+        `entry ${i} name length must be 1..${MAX_NAME_BYTES}, found ${length}`,
+        at,
+      );
+    }
+    need(at + 2, length + 40, `entry ${i}`);
+    let name: string;
+    try {
+      name = decoder.decode(bytes.subarray(at + 2, at + 2 + length));
+    } catch {
+      throw new ManifestDecodeError(`entry ${i} name is not valid UTF-8`, at + 2);
+    }
+    if (seen.has(name)) throw new ManifestDecodeError(`entry "${name}" is listed twice`, at);
+    seen.add(name);
+    at += 2 + length;
+    const size = view.getBigUint64(at + 32);
+    if (size > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new ManifestDecodeError(`entry "${name}" size ${size} exceeds 2^53-1`, at + 32);
+    }
+    entries.push({ name, hash: hashFromBytes(bytes.subarray(at, at + 32)), size: Number(size) });
+    at += 40;
+  }
+  if (at !== bytes.length) {
+    throw new ManifestDecodeError(`${bytes.length - at} bytes after the last entry`, at);
+  }
+  return entries;
+}
+
+/**
+ * Serves a model: every blob under its name and a manifest under `MANIFEST_NAME`. Returns the
+ * manifest's hash. Blobs are not copied (do not change them while they are served).
+ */
+export function shareModel(
+  service: PayloadService,
+  blobs: Iterable<[name: string, bytes: Uint8Array]>,
+): ContentHash {
+  const entries: ManifestEntry[] = [];
+  for (const [name, bytes] of blobs) {
+    entries.push({ name, hash: service.provide(bytes, { name }), size: bytes.length });
+  }
+  return service.provide(encodeManifest(entries), { name: MANIFEST_NAME });
+}
+
+/** Options for `fetchModel`. */
+export interface FetchModelOptions {
+  /** Participants that may hold the model. Tensor requests are spread across them. */
+  providers: readonly PublicKeyBytes[];
+  /** Aborts everything. */
+  signal?: AbortSignal;
+  /** Pin the manifest: refuse any other. */
+  manifestHash?: ContentHash;
+  /** Serve what was fetched too, so later joiners can fetch from us. Default true. */
+  reshare?: boolean;
+}
+
+/**
+ * Fetches a model shared with `shareModel`: the manifest, then every blob by hash (verified),
+ * in parallel up to the service's `maxConcurrentDownloads`. Returns blobs by name.
+ */
+export async function fetchModel(
+  service: PayloadService,
+  options: FetchModelOptions,
+): Promise<Map<string, Uint8Array>> {
+  const { providers, signal } = options;
+  const manifest = options.manifestHash === undefined
+    ? (await service.fetchNamed(MANIFEST_NAME, { providers, signal })).bytes
+    : await service.fetch(options.manifestHash, { providers, signal });
+  const entries = decodeManifest(manifest);
+  const reshare = options.reshare ?? true;
+  const fetched = await Promise.all(entries.map(async (entry, i) => {
+    // Rotate the provider list so different tensors start at different providers.
+    const rotated = providers.length === 0
+      ? []
+      : [...providers.slice(i % providers.length), ...providers.slice(0, i % providers.length)];
+    const bytes = await service.fetch(entry.hash, {
+      providers: rotated,
+      signal,
+      expectedSize: entry.size,
+      provideAs: reshare ? { name: entry.name } : undefined,
+    });
+    return [entry.name, bytes] as const;
+  }));
+  if (reshare) service.provide(manifest, { name: MANIFEST_NAME });
+  return new Map(fetched);
+}

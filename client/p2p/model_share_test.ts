@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { contentHash } from "./content_store.ts";
+import {
+  decodeManifest,
+  encodeManifest,
+  fetchModel,
+  MANIFEST_NAME,
+  ManifestDecodeError,
+  shareModel,
+} from "./model_share.ts";
+import { createP2PNode } from "./node.ts";
+import { PayloadService } from "./payload_service.ts";
+import { PayloadFetchError } from "./fallback.ts";
+import { testPublic, testSecret } from "./test_util.ts";
+
+const arbEntry = fc.record({
+  name: fc.string({ minLength: 1, maxLength: 64, unit: "binary" }),
+  hash: fc.uint8Array({ minLength: 32, maxLength: 32 }).map(contentHash),
+  size: fc.maxSafeNat(),
+}, { noNullPrototype: true });
+
+Deno.test("manifests round-trip and every truncation is refused", () => {
+  fc.assert(
+    fc.property(fc.uniqueArray(arbEntry, { selector: (e) => e.name, maxLength: 6 }), (entries) => {
+      const bytes = encodeManifest(entries);
+      assert.deepEqual(decodeManifest(bytes), entries);
+      for (let n = 0; n < bytes.length; n++) {
+        assert.throws(() => decodeManifest(bytes.subarray(0, n)), ManifestDecodeError);
+      }
+    }),
+    { numRuns: 50 },
+  );
+});
+
+Deno.test("bad manifests are refused by name", () => {
+  const entry = { name: "w", hash: contentHash(new Uint8Array(1)), size: 1 };
+  assert.throws(() => encodeManifest([entry, entry]), /entry "w" is listed twice/);
+  assert.throws(() => encodeManifest([{ ...entry, name: "" }]), /name must be 1..256/);
+  const bytes = encodeManifest([entry]);
+  assert.throws(() => decodeManifest(Uint8Array.of(...bytes, 0)), /1 bytes after the last entry/);
+  const badVersion = bytes.slice();
+  badVersion[0] = 7;
+  assert.throws(() => decodeManifest(badVersion), /at byte 0: version is 7, expected 1/);
+  const twice = encodeManifest([entry, { ...entry, name: "x" }]);
+  twice[5 + 2 + 1 + 40 + 2] = "w".charCodeAt(0); // rename x to w
+  assert.throws(() => decodeManifest(twice), /entry "w" is listed twice/);
+});
+
+Deno.test("a joiner fetches every tensor, verified and spread over the providers", async () => {
+  const keys = [1, 2, 3].map(testPublic);
+  const nodes = await Promise.all(
+    [1, 2, 3].map((n) => createP2PNode({ secretKey: testSecret(n), allowedPeers: keys })),
+  );
+  try {
+    const [a, b, c] = await Promise.all(
+      nodes.map((node) => PayloadService.start(node, { retry: { retries: 0 } })),
+    );
+    for (const node of nodes.slice(1)) await node.connect(nodes[0].addresses()[0]);
+    await nodes[2].connect(nodes[1].addresses()[0]);
+    const model = new Map(
+      Array.from({ length: 6 }, (_, i) => [`layer.${i}.weight`, new Uint8Array(5000 + i).fill(i)]),
+    );
+    const manifestHash = shareModel(a, model);
+    assert.equal(shareModel(b, model), manifestHash, "same model, same manifest");
+    const fetched = await fetchModel(c, { providers: [keys[0], keys[1]] });
+    assert.deepEqual(fetched, model);
+    assert.ok(a.stats.served >= 3 && b.stats.served >= 3, "both providers served tensors");
+    // c now serves the model too.
+    assert.equal(c.store.hashOfName(MANIFEST_NAME), manifestHash);
+    // A pinned manifest that nobody has is refused rather than replaced by another.
+    const other = contentHash(new Uint8Array(3));
+    await assert.rejects(
+      () => fetchModel(c, { providers: [keys[0]], manifestHash: other, reshare: false }),
+      PayloadFetchError,
+    );
+  } finally {
+    await Promise.all(nodes.map((n) => n.stop()));
+  }
+});

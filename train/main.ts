@@ -1,7 +1,13 @@
 /**
  * `deno task train`: single-node training of a Hugging Face Llama folder on a local token folder,
- * with AdamW or single-node DisTrO (Psyche's `examples/train.rs`). See train/cli.ts for the flags and train/trainer.ts for
- * what one step does.
+ * with AdamW or single-node DisTrO (Psyche's `examples/train.rs`). See train/cli.ts for the flags
+ * and train/trainer.ts for what one step does. For example, on the bundled corpus:
+ *
+ * ```sh
+ * deno task train --model config/models/llama-20m --data-path data/corpus/brown/train \
+ *   --sequence-length 256 --micro-batch 4 --total-batch 8 --steps 100 --warmup-steps 10 \
+ *   --learning-rate 1e-3 --save-path /tmp/llama-20m-trained
+ * ```
  *
  * @module
  */

@@ -77,9 +77,12 @@ export interface CreateCoordinatorOptions {
  * handle. The objects passed in are copied.
  *
  * @example
- * ```ts ignore
- * const state = createCoordinator({ runId: "demo", config, model, now: 0 });
- * tick(state, pendingClients, 10, 1234n);
+ * ```ts
+ * import { createCoordinator, tick } from "./machine.ts";
+ * import { identities, testConfig, testModel } from "../tests/support/coordinator_fixtures.ts";
+ * const state = createCoordinator({ runId: "demo", config: testConfig(), model: testModel(), now: 0 });
+ * tick(state, identities(2), 1, 1234n); // 2 pending >= initMinClients, extra time passed
+ * if (state.runState !== "Warmup") throw new Error("the epoch starts");
  * ```
  */
 export function createCoordinator(opts: CreateCoordinatorOptions): CoordinatorState {

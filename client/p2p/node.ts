@@ -165,6 +165,9 @@ export async function createP2PNode(options: P2PNodeOptions): Promise<P2PNode> {
   if (!Number.isInteger(port) || port < 0 || port > 65_535) {
     throw new RangeError(`port must be an integer in 0..65535, found ${port}`);
   }
+  if (!/^(\d{1,3})(\.\d{1,3}){3}$/.test(host) || host.split(".").some((o) => Number(o) > 255)) {
+    throw new RangeError(`host must be an IPv4 address such as 127.0.0.1, found "${host}"`);
+  }
   const privateKey = await libp2pPrivateKey(options.secretKey);
   const allowlist = new Allowlist(options.allowedPeers ?? []);
   const libp2p = await createLibp2p<P2PServices>({

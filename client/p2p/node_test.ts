@@ -58,6 +58,11 @@ Deno.test("setAllowedPeers closes connections to peers no longer allowed", async
 
 Deno.test("bad ports are refused before anything starts", async () => {
   await assert.rejects(() => createP2PNode({ secretKey: secret(1), port: 70_000 }), /port must be/);
+  await assert.rejects(
+    () => createP2PNode({ secretKey: secret(1), host: "localhost" }),
+    /host must be an IPv4 address such as 127.0.0.1, found "localhost"/,
+  );
+  await assert.rejects(() => createP2PNode({ secretKey: secret(1), host: "10.0.0.256" }), /host/);
 });
 
 async function waitFor(cond: () => boolean, ms = 3000): Promise<void> {

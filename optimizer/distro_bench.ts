@@ -6,8 +6,9 @@
  *    ~20M model (config/models/llama-20m/config.json) and a 1B-shaped Llama (h=2048,
  *    inter=8192, L=16, vocab 32000), topk 2/4/8 at chunk 64. Throws when the targets fail:
  *    >= 250x smaller than dense bf16 at topk 8 1-bit, and smaller than Psyche.
- * 2. GPU time of one single-node DisTrO step on the 20M model (generate: error feedback,
- *    momentum, blocked DCT, top-k; exact apply of the previous result; lookahead).
+ * 2. GPU time on the 20M model: one single-node step (generate, exact apply of the previous
+ *    own result, lookahead), generate alone (error feedback, momentum, blocked DCT, top-k), and
+ *    the exact apply of a 4-peer aggregate (upload, integer decode, θ update).
  * 3. CPU time of the per-step host work for the 20M model: read back the result, encode the
  *    payload, decode 4 peers' payloads, aggregate them exactly.
  *
@@ -100,25 +101,64 @@ await gpuStep(); // compile pipelines, create the first result
 await gpuStep();
 
 Deno.bench({
-  name: `GPU DisTrO step, ${
-    (layout.paramCount / 1e6).toFixed(1)
-  }M params (generate + apply + lookahead)`,
+  name: `GPU single-node step, ${(layout.paramCount / 1e6).toFixed(1)}M params`,
   group: "gpu",
-  n: 5,
+  n: 3,
   warmup: 1,
   fn: gpuStep,
 });
+Deno.bench({
+  name: "GPU generate (error feedback, momentum, DCT, top-k)",
+  group: "gpu",
+  n: 3,
+  warmup: 1,
+  async fn() {
+    const step = rt.beginStep("distro bench generate");
+    opt.encodeGenerate(step, { params, grads, lr: 1e-4, gradSumSq: sumsq });
+    await step.submit();
+  },
+});
 
 const expect = { layouts: opt.layouts, quantize1bit: true };
+/** Peer 0 sends this client's real result; peers 1..3 random valid results (distinct picks). */
 const own = await opt.readResult();
+let seed = 12345;
+const rand = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+const randomParams = () =>
+  opt.layouts.map((l) => {
+    const indices = new Uint32Array(l.chunks * l.k);
+    const values = new Float32Array(l.chunks * l.k);
+    for (let c = 0; c < l.chunks; c++) {
+      const picked = new Set<number>();
+      while (picked.size < l.k) picked.add(Math.floor(rand() * l.totalk));
+      [...picked].forEach((i, r) => {
+        indices[c * l.k + r] = i;
+        values[c * l.k + r] = rand() < 0.5 ? -1 : 1;
+      });
+    }
+    return { indices, values };
+  });
 const result = (peer: number): DistroResult => ({
   step: 1,
   batch: { start: peer * 64, end: peer * 64 + 63 },
   trainerNonce: 0,
-  params: own,
+  params: peer === 0 ? own : randomParams(),
 });
 const payloads = [0, 1, 2, 3].map((p) => encodePayload(result(p), expect));
 console.log(`20M payload: ${fmt(payloads[0].length)} per peer per step`);
+const decoded = payloads.map((b) => decodePayload(b, expect));
+const update = opt.layouts.map((l, n) => aggregateFixed(l, decoded.map((r) => r.params[n])));
+Deno.bench({
+  name: "GPU apply of a 4-peer aggregate (upload, exact decode, θ update)",
+  group: "gpu",
+  n: 3,
+  warmup: 1,
+  async fn() {
+    const step = rt.beginStep("distro bench apply");
+    opt.encodeApply(step, { params, lr: 1e-4, update });
+    await step.submit();
+  },
+});
 
 Deno.bench({
   name: "read back result (GPU → host)",

@@ -16,3 +16,6 @@ export {
   type WitnessMetadata,
 } from "./backend.ts";
 export { parseAddress, TcpBackend, type TcpBackendEvent, type TcpBackendOptions } from "./tcp.ts";
+export { MemoryBackend, MemoryCoordinator, type MemoryCoordinatorOptions } from "./memory.ts";
+export { StateFeed } from "./state_feed.ts";
+export { COMPLIANCE_RUN_ID, type ComplianceEnv, describeBackendCompliance } from "./compliance.ts";

@@ -36,6 +36,7 @@ import type {
   WitnessMetadata,
 } from "../../coordinator/mod.ts";
 import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
+import { StateFeed } from "./state_feed.ts";
 
 /** Connection changes, for the client's log. */
 export type TcpBackendEvent =
@@ -100,8 +101,7 @@ export class TcpBackend implements CoordinatorBackend {
   #link: Link | null = null;
   #requests = new Map<number, Pending>();
   #nextRequestId = 1;
-  #latest: CoordinatorState | null = null;
-  #wake = new Set<() => void>();
+  #feed = new StateFeed();
   #joined = false;
   #closed = false;
   #failure: BackendError | null = null;
@@ -132,7 +132,7 @@ export class TcpBackend implements CoordinatorBackend {
 
   /** {@inheritDoc CoordinatorBackend.latest} */
   latest(): CoordinatorState | null {
-    return this.#latest;
+    return this.#feed.latest();
   }
 
   /**
@@ -140,19 +140,8 @@ export class TcpBackend implements CoordinatorBackend {
    * The yielded objects are shared between iterators: read them, do not mutate them.
    * Throws the backend's final error (Refused, Protocol) if it failed.
    */
-  async *states(options: CallOptions = {}): AsyncIterable<CoordinatorState> {
-    let last: CoordinatorState | null = null;
-    for (;;) {
-      if (this.#failure !== null) throw this.#failure;
-      if (this.#closed || options.signal?.aborted) return;
-      const current = this.#latest;
-      if (current !== null && current !== last) {
-        last = current;
-        yield current;
-        continue;
-      }
-      await this.#changed(options.signal);
-    }
+  states(options: CallOptions = {}): AsyncIterable<CoordinatorState> {
+    return this.#feed.follow(options.signal);
   }
 
   /** {@inheritDoc CoordinatorBackend.join} */
@@ -201,7 +190,7 @@ export class TcpBackend implements CoordinatorBackend {
       this.#closing.abort();
       if (this.#link !== null) closeQuietly(this.#link.conn);
       this.#failAll(new BackendError("Closed", "the backend was closed"));
-      this.#notify();
+      this.#feed.close();
     }
     await this.#loop;
   }
@@ -271,7 +260,7 @@ export class TcpBackend implements CoordinatorBackend {
           .catch(() => {/* a refusal fails the backend; a drop retries */});
       }
     }
-    this.#notify();
+    this.#feed.close();
   }
 
   /** Handles frames until the link ends; returns why it ended. */
@@ -283,8 +272,7 @@ export class TcpBackend implements CoordinatorBackend {
         const msg = decodeServerMessage(frame);
         switch (msg.kind) {
           case "State":
-            this.#latest = decodeCoordinatorState(msg.bytes);
-            this.#notify();
+            this.#feed.publish(decodeCoordinatorState(msg.bytes));
             break;
           case "Ack":
             this.#settle(msg.requestId, null);
@@ -350,23 +338,7 @@ export class TcpBackend implements CoordinatorBackend {
     this.#failAll(error);
     this.#emit({ kind: "Failed", error });
     if (this.#link !== null) closeQuietly(this.#link.conn);
-    this.#notify();
-  }
-
-  #changed(signal: AbortSignal | undefined): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        this.#wake.delete(done);
-        signal?.removeEventListener("abort", done);
-        resolve();
-      };
-      this.#wake.add(done);
-      signal?.addEventListener("abort", done, { once: true });
-    });
-  }
-
-  #notify(): void {
-    for (const wake of [...this.#wake]) wake();
+    this.#feed.fail(error);
   }
 
   #emit(event: TcpBackendEvent): void {

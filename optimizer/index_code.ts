@@ -31,7 +31,11 @@ export function indexCodeBits(k: number, totalk: number): number {
  * Writes `sorted` (strictly increasing, all < totalk) to `out`. The caller guarantees the
  * preconditions (the wire encoder checks them with messages naming the parameter).
  */
-export function writeIndices(out: BitWriter, sorted: ArrayLike<number>, totalk: number): void {
+export function writeIndices(
+  out: BitWriter,
+  chunk: { sorted: ArrayLike<number>; totalk: number },
+): void {
+  const { sorted, totalk } = chunk;
   const k = sorted.length;
   const { low, high } = indexCodeShape(k, totalk);
   const lowMask = 2 ** low;
@@ -49,19 +53,26 @@ export function writeIndices(out: BitWriter, sorted: ArrayLike<number>, totalk: 
 /** Why a chunk's index code is invalid: wrong count of ones, index too large, or out of order. */
 export type IndexCodeProblem = "ones" | "range" | "order";
 
+/** Where {@link readIndices} puts one chunk's indices, and the chunk's shape. */
+export interface ReadTarget {
+  /** Destination array. */
+  readonly into: Uint32Array;
+  /** First slot written. */
+  readonly at: number;
+  /** Indices in the chunk. */
+  readonly k: number;
+  /** Coefficients in the chunk (every index is below it). */
+  readonly totalk: number;
+}
+
 /**
  * Reads `k` indices into `into[at..at+k)`, ascending. Returns null on success, or what is
  * wrong: the high vector does not hold exactly `k` ones, an index is >= `totalk`, or the
  * indices are not strictly increasing (low bits out of order within a bucket).
  * Reads exactly `indexCodeBits(k, totalk)` bits either way (BitStreamEndError past the end).
  */
-export function readIndices(
-  input: BitReader,
-  into: Uint32Array,
-  at: number,
-  k: number,
-  totalk: number,
-): IndexCodeProblem | null {
+export function readIndices(input: BitReader, target: ReadTarget): IndexCodeProblem | null {
+  const { into, at, k, totalk } = target;
   const { low, high } = indexCodeShape(k, totalk);
   for (let i = 0; i < k; i++) into[at + i] = input.read(low);
   let ones = 0;

@@ -15,11 +15,11 @@ Deno.test("every k-subset of small chunks round-trips in exactly indexCodeBits b
     for (let k = 1; k <= totalk; k++) {
       for (const set of subsets(totalk, k)) {
         const w = new BitWriter();
-        writeIndices(w, set, totalk);
+        writeIndices(w, { sorted: set, totalk });
         assert.equal(w.bitLength, indexCodeBits(k, totalk), `k=${k} totalk=${totalk}`);
         const out = new Uint32Array(k);
         const r = new BitReader(w.finish());
-        assert.equal(readIndices(r, out, 0, k, totalk), null);
+        assert.equal(readIndices(r, { into: out, at: 0, k, totalk }), null);
         assert.deepEqual([...out], set);
         assert.equal(r.bitOffset, indexCodeBits(k, totalk));
       }
@@ -38,7 +38,12 @@ Deno.test("readIndices reports a wrong count of ones, out-of-range and unordered
   const read = (bits: number[]) => {
     const w = new BitWriter();
     for (const b of bits) w.bit(b === 1);
-    return readIndices(new BitReader(w.finish()), new Uint32Array(2), 0, 2, 4);
+    return readIndices(new BitReader(w.finish()), {
+      into: new Uint32Array(2),
+      at: 0,
+      k: 2,
+      totalk: 4,
+    });
   };
   assert.equal(read([1, 1, 0, 0]), null);
   assert.equal(read([1, 0, 0, 0]), "ones");
@@ -49,7 +54,12 @@ Deno.test("readIndices reports a wrong count of ones, out-of-range and unordered
     const w = new BitWriter();
     for (const l of lows) w.write(l, 1);
     for (const b of high) w.bit(b === 1);
-    return readIndices(new BitReader(w.finish()), new Uint32Array(2), 0, 2, 8);
+    return readIndices(new BitReader(w.finish()), {
+      into: new Uint32Array(2),
+      at: 0,
+      k: 2,
+      totalk: 8,
+    });
   };
   assert.equal(read8([1, 0], [1, 1, 0, 0, 0]), "order"); // equal highs, lows fall: x = [1, 1]
   assert.equal(read8([0, 1], [1, 0, 0, 0, 1]), "range"); // y1 = 3·2 + 1 = 7 → x1 = 8

@@ -166,7 +166,7 @@ function encodeParam(layout: ChunkLayout, p: SparseParam, oneBit: boolean): Uint
         bf16[2 * (c * k + r) + 1] = h >>> 8;
       }
     }
-    writeIndices(idxBits, sorted, totalk);
+    writeIndices(idxBits, { sorted, totalk });
   }
   return [meta, idxBits.finish(), oneBit ? valBits.finish() : bf16];
 }
@@ -295,7 +295,7 @@ function decodeParam(cur: Cursor, layout: ChunkLayout, where: string, oneBit: bo
   for (let c = 0; c < chunks; c++) {
     let problem;
     try {
-      problem = readIndices(reader, indices, c * k, k, totalk);
+      problem = readIndices(reader, { into: indices, at: c * k, k, totalk });
     } catch (e) {
       if (e instanceof BitStreamEndError) {
         throw new PayloadDecodeError(`${where} chunk ${c}`, "index code truncated");

@@ -138,14 +138,17 @@ export class AccountDecodeError extends Error {
   }
 }
 
+/** Writes the state encoding; it is never longer than the account it comes from. */
 class Transcriber {
-  readonly out: number[] = [];
-  constructor(readonly a: Uint8Array, readonly v: DataView) {}
+  readonly out = new Uint8Array(ACCOUNT_SIZE);
+  length = 0;
+  constructor(readonly a: Uint8Array) {}
   copy(at: number, n: number): void {
-    for (let i = 0; i < n; i++) this.out.push(this.a[at + i]);
+    this.out.set(this.a.subarray(at, at + n), this.length);
+    this.length += n;
   }
   byte(x: number): void {
-    this.out.push(x & 0xff);
+    this.out[this.length++] = x & 0xff;
   }
   u16(x: number): void {
     this.byte(x);
@@ -204,7 +207,7 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
   }
   const { numBits, numKeys } = witnessBloomParameters(maxClients);
 
-  const t = new Transcriber(bytes, v);
+  const t = new Transcriber(bytes);
   t.copy(0, 4); // "PSYC" is the state encoding's magic too
   t.u16(1);
   t.u16(0);
@@ -293,7 +296,7 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
 
   let state: CoordinatorState;
   try {
-    state = decodeCoordinatorState(Uint8Array.from(t.out));
+    state = decodeCoordinatorState(t.out.subarray(0, t.length));
   } catch (err) {
     if (err instanceof StateDecodeError) {
       throw new AccountDecodeError(err.field, -1, err.message);

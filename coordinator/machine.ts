@@ -34,12 +34,12 @@ import {
   emptyEpochState,
   keyString,
   leaveWarmup,
-  markAllHealthy,
   moveClientsToExited,
   type Outcome,
   startRoundTrain,
   stateAfterEpoch,
   UNCHANGED,
+  withdrawHealthyClients,
 } from "./machine_core.ts";
 import {
   checkpointAfterCooldown,
@@ -218,7 +218,7 @@ function tickRoundWitness(state: CoordinatorState, now: number, seed: bigint): O
   const numWitnesses = round.witnesses.length;
   if (numWitnesses === 0) {
     // Nobody proved they are alive: everyone must rejoin.
-    markAllHealthy(es.clients);
+    withdrawHealthyClients(es.clients);
     changeState(state, "Cooldown", now);
     return CHANGED;
   }
@@ -248,7 +248,7 @@ function tickCooldown(state: CoordinatorState, now: number): Outcome {
   moveClientsToExited(state, round.height + 1);
   state.model.checkpoint = checkpointAfterCooldown(state.model.checkpoint);
   if (state.pendingPause) {
-    markAllHealthy(es.clients);
+    withdrawHealthyClients(es.clients);
     state.pendingPause = false;
     es.coldStartEpoch = true;
     changeState(state, "Paused", now);

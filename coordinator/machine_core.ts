@@ -13,14 +13,7 @@
 
 import { CoordinatorError } from "./errors.ts";
 import { batchSizeForTokens } from "./data_selection.ts";
-import type {
-  Client,
-  ClientState,
-  CoordinatorState,
-  EpochState,
-  Round,
-  RunState,
-} from "./types.ts";
+import type { Client, CoordinatorState, EpochState, Round, RunState } from "./types.ts";
 import { NUM_STORED_ROUNDS } from "./types.ts";
 
 /** What a call did to the state. */
@@ -160,12 +153,12 @@ export function moveClientsToExited(state: CoordinatorState, height: number): nu
   return moved;
 }
 
-/** Marks every Healthy client `to` (Withdrawn by default). Returns how many changed. */
-export function markAllHealthy(clients: Client[], to: ClientState = "Withdrawn"): number {
+/** Marks every still-Healthy client Withdrawn (Psyche's `withdraw_all`). Returns how many changed. */
+export function withdrawHealthyClients(clients: Client[]): number {
   let n = 0;
   for (const client of clients) {
     if (client.state === "Healthy") {
-      client.state = to;
+      client.state = "Withdrawn";
       n++;
     }
   }

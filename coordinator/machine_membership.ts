@@ -13,11 +13,11 @@ import {
   CHANGED,
   changeState,
   checkNow,
-  markAllHealthy,
   type Outcome,
   sameKey,
   stateAfterEpoch,
   UNCHANGED,
+  withdrawHealthyClients,
 } from "./machine_core.ts";
 import type { Checkpoint, CoordinatorState, NodeIdentity } from "./types.ts";
 
@@ -43,7 +43,7 @@ export function withdraw(state: CoordinatorState, index: number): Outcome {
 
 /** Marks every Healthy client Withdrawn. */
 export function withdrawAll(state: CoordinatorState): Outcome {
-  return markAllHealthy(state.epochState.clients) > 0 ? CHANGED : UNCHANGED;
+  return withdrawHealthyClients(state.epochState.clients) > 0 ? CHANGED : UNCHANGED;
 }
 
 /**
@@ -65,7 +65,7 @@ export function pause(state: CoordinatorState, now: number): Outcome {
       return CHANGED;
     case "WaitingForMembers":
     case "Warmup":
-      markAllHealthy(state.epochState.clients);
+      withdrawHealthyClients(state.epochState.clients);
       state.epochState.coldStartEpoch = true;
       changeState(state, "Paused", now);
       return CHANGED;

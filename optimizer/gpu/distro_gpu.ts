@@ -58,7 +58,9 @@ export interface GenerateArgs {
  * GPU DisTrO. Per step, for a networked client:
  * `encodeLookahead` (before forward) → forward/backward → `encodeGenerate` → submit →
  * `readResult` (to encode and send) … later `encodeApply` with the exact aggregate of every
- * peer's result (exact.ts `aggregateFixed`, canonical order).
+ * peer's result (exact.ts `aggregateFixed`, canonical order). Aggregate the *decoded payloads*,
+ * the client's own included: in bf16 mode the local values are not bf16-rounded, and using
+ * them would make this client's update differ from its peers'.
  * For single-node training, {@link encodeStep} does generate, applies the previous own result
  * and sets up the next lookahead, all on the GPU (Psyche's `examples/train.rs`).
  */
@@ -279,13 +281,28 @@ export class DistroOptimizer implements Optimizer {
     }
     let offsetsLen = 0, entries = 0;
     for (const [n, a] of update.entries()) {
-      const chunks = this.#params[n].layout.chunks;
-      if (a.offsets.length !== chunks + 1 || a.indices.length !== a.offsets[chunks]) {
-        throw new RangeError(
-          `DistroOptimizer: aggregate of "${
-            this.#params[n].layout.name
-          }" does not match its ${chunks} chunks`,
-        );
+      const { chunks, totalk, name } = this.#params[n].layout;
+      const bad = (what: string) =>
+        new RangeError(`DistroOptimizer: aggregate of "${name}": ${what}`);
+      if (
+        a.offsets.length !== chunks + 1 || a.offsets[0] !== 0 ||
+        a.indices.length !== a.offsets[chunks] || a.coeffs.length !== a.indices.length
+      ) {
+        throw bad(`offsets and entries do not match its ${chunks} chunks`);
+      }
+      for (let c = 0; c < chunks; c++) {
+        if (a.offsets[c + 1] < a.offsets[c] || a.offsets[c + 1] - a.offsets[c] > totalk) {
+          throw bad(`bad offsets at chunk ${c}`);
+        }
+      }
+      // The exactness bound of the integer decode needs indices < totalk and |q| <= 2^15.
+      for (let e = 0; e < a.indices.length; e++) {
+        if (a.indices[e] >= totalk || Math.abs(a.coeffs[e]) > 32768) {
+          throw bad(
+            `entry ${e}: index ${a.indices[e]} (totalk ${totalk}), ` +
+              `coefficient ${a.coeffs[e]} (limit 2^15)`,
+          );
+        }
       }
       offsetsLen += chunks + 1;
       entries += a.indices.length;

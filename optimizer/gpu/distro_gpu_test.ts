@@ -137,6 +137,16 @@ Deno.test("GPU apply of an uploaded aggregate equals the reference apply, any or
     () => opt.encodeApply(rt.beginStep("bad"), { params: theta, lr: 1, update: update.slice(1) }),
     /aggregate has 2 parameters, the model has 3/,
   );
+  const big = [{ ...update[0], coeffs: update[0].coeffs.map((q, e) => e === 3 ? 40000 : q) }];
+  assert.throws(
+    () =>
+      opt.encodeApply(rt.beginStep("bad"), {
+        params: theta,
+        lr: 1,
+        update: [...big, ...update.slice(1)],
+      }),
+    /"w": entry 3: .* coefficient 40000 \(limit 2\^15\)/,
+  );
 });
 
 Deno.test("encodeReset zeroes δ and forgets the previous result", async () => {

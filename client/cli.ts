@@ -1,0 +1,153 @@
+/**
+ * `deno task client` arguments: `train` and `show-identity`, parsed into typed options with
+ * a clear error naming the flag (never evaluated, unknown flags refused).
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { LOG_FORMATS, type LogFormat } from "./log.ts";
+
+/** Usage text of `deno task client`. */
+export const USAGE = `Usage:
+  deno task client train --run-id ID --server-addr HOST:PORT [options]
+  deno task client show-identity [--identity-secret-key-path FILE]
+
+train options:
+  --run-id ID                         the run to join (required)
+  --server-addr HOST:PORT             the coordinator (required)
+  --identity-secret-key-path FILE     32 raw bytes of ed25519 secret key (else
+                                      RAW_IDENTITY_SECRET_KEY in hex, else a fresh key)
+  --bind-p2p-port P                   libp2p TCP port (default: any free port)
+  --bind-p2p-interface ADDR           libp2p listen address (default 127.0.0.1)
+  --bootstrap-peer MULTIADDR          a participant to dial first (/ip4/../tcp/../p2p/..);
+                                      repeatable
+  --micro-batch-size N                sequences per forward/backward (default 1)
+  --checkpoint-dir DIR                write {run_id}-step{N} checkpoints at each Cooldown
+  --logs tui|console|json             progress lines, or one JSON object per event
+                                      (default tui, which prints console lines)
+  --max-concurrent-downloads N        payload transfers at once (default 8)
+  --model DIR                         local HF model folder (default: the run's checkpoint
+                                      repo id read as a path)
+  -h, --help                          show this help`;
+
+/** A command line that cannot be run; the message names the flag. */
+export class ClientUsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ClientUsageError";
+  }
+}
+
+/** `train` options. */
+export interface TrainArgs {
+  command: "train";
+  runId: string;
+  serverAddr: string;
+  identitySecretKeyPath: string | null;
+  bindP2pPort: number;
+  bindP2pInterface: string;
+  bootstrapPeers: string[];
+  microBatchSize: number;
+  checkpointDir: string | null;
+  logs: LogFormat;
+  maxConcurrentDownloads: number;
+  model: string | null;
+}
+
+/** `show-identity` options. */
+export interface ShowIdentityArgs {
+  command: "show-identity";
+  identitySecretKeyPath: string | null;
+}
+
+/** A parsed command line. */
+export type ClientArgs = TrainArgs | ShowIdentityArgs | { command: "help" };
+
+function integer(
+  name: string,
+  text: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+) {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < min || n > max) {
+    throw new ClientUsageError(
+      `--${name} must be a whole number in ${min}..${max}, found "${text}"`,
+    );
+  }
+  return n;
+}
+
+/** Parses `deno task client` arguments. */
+export function parseClientArgs(args: readonly string[]): ClientArgs {
+  const [command, ...rest] = args;
+  if (command === undefined || command === "-h" || command === "--help" || command === "help") {
+    return { command: "help" };
+  }
+  if (command !== "train" && command !== "show-identity") {
+    throw new ClientUsageError(`unknown command "${command}" (expected train or show-identity)`);
+  }
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...rest],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        "run-id": { type: "string" },
+        "server-addr": { type: "string" },
+        "identity-secret-key-path": { type: "string" },
+        "bind-p2p-port": { type: "string" },
+        "bind-p2p-interface": { type: "string" },
+        "bootstrap-peer": { type: "string", multiple: true },
+        "micro-batch-size": { type: "string" },
+        "checkpoint-dir": { type: "string" },
+        logs: { type: "string" },
+        "max-concurrent-downloads": { type: "string" },
+        model: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (e) {
+    throw new ClientUsageError((e as Error).message);
+  }
+  if (values.help) return { command: "help" };
+  const identitySecretKeyPath = values["identity-secret-key-path"] ?? null;
+  if (command === "show-identity") {
+    const extra = Object.keys(values).filter((k) => k !== "identity-secret-key-path");
+    if (extra.length > 0) {
+      throw new ClientUsageError(`show-identity takes no --${extra[0]}`);
+    }
+    return { command, identitySecretKeyPath };
+  }
+  const runId = values["run-id"];
+  if (runId === undefined || runId === "") throw new ClientUsageError("--run-id ID is required");
+  const serverAddr = values["server-addr"];
+  if (serverAddr === undefined) throw new ClientUsageError("--server-addr HOST:PORT is required");
+  const logs = values.logs ?? "tui";
+  if (!(LOG_FORMATS as readonly string[]).includes(logs)) {
+    throw new ClientUsageError(`--logs must be one of ${LOG_FORMATS.join(", ")}, found "${logs}"`);
+  }
+  return {
+    command,
+    runId,
+    serverAddr,
+    identitySecretKeyPath,
+    bindP2pPort: integer("bind-p2p-port", values["bind-p2p-port"], 0, 0, 65535),
+    bindP2pInterface: values["bind-p2p-interface"] ?? "127.0.0.1",
+    bootstrapPeers: values["bootstrap-peer"] ?? [],
+    microBatchSize: integer("micro-batch-size", values["micro-batch-size"], 1, 1, 4096),
+    checkpointDir: values["checkpoint-dir"] ?? null,
+    logs: logs as LogFormat,
+    maxConcurrentDownloads: integer(
+      "max-concurrent-downloads",
+      values["max-concurrent-downloads"],
+      8,
+      1,
+      1024,
+    ),
+    model: values.model ?? null,
+  };
+}

@@ -1,0 +1,374 @@
+/**
+ * The training client's driver: follows the coordinator's state stream, asks the state
+ * machine (client/state/machine.ts) what is due, and carries the intents out with its parts
+ * (backend, p2p exchange, GPU trainer, data provider, logger). All decisions are in the
+ * planners; this file only performs them and records progress.
+ *
+ * GPU work (load, apply, train, checkpoint) runs on one serial queue, so an apply always
+ * completes before the training that the planner made wait for it; network work (gossip,
+ * coordinator calls) runs at once. Every intent is marked started when dispatched and done
+ * when it settles, whatever the outcome (failures are logged, never retried blindly), and
+ * the machine is asked again after every state update and every completed intent.
+ *
+ * @module
+ */
+import { distroConfig } from "../optimizer/distro.ts";
+import { currentRound } from "../coordinator/machine_queries.ts";
+import { toHex } from "../coordinator/hash.ts";
+import type { CoordinatorState } from "../coordinator/types.ts";
+import { providerForLocation } from "../data/factory.ts";
+import type { DataProvider } from "../data/provider.ts";
+import type { Identity } from "../net/identity.ts";
+import type { DistroResult } from "../optimizer/result.ts";
+import { GpuRuntime } from "../shaders/gpu.ts";
+import { decideApply } from "./apply_decision.ts";
+import type { CoordinatorBackend } from "./backend/backend.ts";
+import type { Exchange } from "./exchange.ts";
+import type { ClientLogger } from "./log.ts";
+import { countParameters } from "../model/hf_config.ts";
+import { loadModel, modelFolder } from "./model_source.ts";
+import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
+import { planActions } from "./state/machine.ts";
+import { NetworkTrainer } from "./trainer.ts";
+
+/** What a {@link TrainingClient} is built from. */
+export interface TrainingClientOptions {
+  readonly backend: CoordinatorBackend;
+  readonly exchange: Exchange;
+  readonly identity: Identity;
+  readonly logger: ClientLogger;
+  /** A local HF folder overriding the run's checkpoint. */
+  readonly modelOverride?: string | null;
+  /** Sequences per forward/backward (default 1). */
+  readonly microBatch?: number;
+  /** Checkpoints go to `{checkpointDir}/{run_id}-step{N}`; none when null. */
+  readonly checkpointDir?: string | null;
+  /** Folder relative model and data paths resolve against (default: the working directory). */
+  readonly baseDir?: string;
+  /** The GPU runtime (default: created at the first model load). */
+  readonly rt?: GpuRuntime;
+}
+
+/** Why `run()` returned. */
+export type StopReason = "Finished" | "Aborted" | "BackendClosed";
+
+/** One client taking part in one run. */
+export class TrainingClient {
+  readonly #o: TrainingClientOptions;
+  readonly #progress = new ClientProgress();
+  #state: CoordinatorState | null = null;
+  #rt: GpuRuntime | null;
+  #ownsRt = false;
+  #trainer: NetworkTrainer | null = null;
+  #data: DataProvider | null = null;
+  #gpu: Promise<void> = Promise.resolve();
+  #inFlight = new Set<Promise<void>>();
+  #last = { loss: NaN, tokensPerSec: 0 };
+  #lastLogged = "";
+  #planning = false;
+  #replan = false;
+  #signal: AbortSignal | undefined;
+
+  constructor(options: TrainingClientOptions) {
+    this.#o = options;
+    this.#rt = options.rt ?? null;
+  }
+
+  /**
+   * Joins the run and follows it until it is Finished, the backend closes or `signal`
+   * aborts. Waits for work in flight before returning; frees the model and data provider.
+   */
+  async run(options: { signal?: AbortSignal } = {}): Promise<StopReason> {
+    const { signal } = options;
+    this.#signal = signal;
+    await this.#o.backend.join({ signal });
+    let reason: StopReason = "BackendClosed";
+    try {
+      for await (const state of this.#o.backend.states({ signal })) {
+        this.#state = state;
+        this.#logState(state);
+        await this.#o.exchange.update(state);
+        this.#plan();
+        if (state.runState === "Finished") {
+          reason = "Finished";
+          break;
+        }
+      }
+      if (signal?.aborted) reason = "Aborted";
+    } catch (e) {
+      if (!signal?.aborted) throw e;
+      reason = "Aborted";
+    } finally {
+      await Promise.allSettled([...this.#inFlight]);
+      await this.#gpu.catch(() => {});
+      this.#trainer?.[Symbol.dispose]();
+      await this.#data?.close();
+      if (this.#ownsRt) this.#rt?.[Symbol.dispose]();
+      this.#o.logger.log("end", { reason });
+    }
+    return reason;
+  }
+
+  /** Something the state machine depends on changed (the exchange calls this). */
+  poke(): void {
+    queueMicrotask(() => this.#plan());
+  }
+
+  /** Asks the state machine what is due and dispatches it (re-entrancy safe). */
+  #plan(): void {
+    if (this.#planning) {
+      this.#replan = true;
+      return;
+    }
+    this.#planning = true;
+    try {
+      do {
+        this.#replan = false;
+        const state = this.#state;
+        if (state === null || this.#signal?.aborted) return;
+        const intents = planActions({
+          state,
+          signer: this.#o.identity.publicKey,
+          progress: this.#progress,
+          facts: this.#o.exchange,
+          checkpoints: (this.#o.checkpointDir ?? null) !== null,
+        });
+        for (const intent of intents) this.#dispatch(intent);
+      } while (this.#replan);
+    } finally {
+      this.#planning = false;
+    }
+  }
+
+  #dispatch(intent: Intent): void {
+    const key = intentKey(intent);
+    this.#progress.markStarted(key);
+    const run = async () => {
+      try {
+        await this.#perform(intent);
+      } catch (e) {
+        this.#o.logger.log("error", { what: key, error: (e as Error).message });
+      } finally {
+        this.#progress.markDone(key);
+        queueMicrotask(() => this.#plan());
+      }
+    };
+    const gpuWork = intent.kind === "LoadModel" || intent.kind === "Apply" ||
+      intent.kind === "Train" || intent.kind === "Checkpoint";
+    const task = gpuWork ? (this.#gpu = this.#gpu.then(run)) : run();
+    this.#inFlight.add(task);
+    task.finally(() => this.#inFlight.delete(task));
+  }
+
+  async #perform(intent: Intent): Promise<void> {
+    const { backend, exchange, logger } = this.#o;
+    const signal = this.#signal;
+    switch (intent.kind) {
+      case "Join":
+        await backend.join({ signal });
+        return;
+      case "LoadModel":
+        await this.#load();
+        return;
+      case "AnnounceWarmupFinished":
+        await exchange.announceWarmupFinished();
+        return;
+      case "SendWarmupWitness":
+        await backend.sendWarmupWitness(exchange.warmupReport(intent.proof), { signal });
+        logger.log("warmup_witness", { epoch: intent.epoch, index: intent.proof.index });
+        return;
+      case "Apply":
+        await this.#apply(intent);
+        return;
+      case "SendHealthChecks":
+        await backend.sendHealthCheck(intent.checks, { signal });
+        logger.log("health_check", {
+          step: this.#state === null ? 0 : this.#state.progress.step,
+          clients: intent.checks.map((c) => toHex(c.id.signer)),
+        });
+        return;
+      case "Train":
+        await this.#train(intent);
+        return;
+      case "AnnounceFinished":
+        await exchange.announceFinished(intent.height, intent.step, intent.proof);
+        return;
+      case "SendWitness":
+        await this.#witness(intent);
+        return;
+      case "Checkpoint": {
+        const trainer = this.#need();
+        const dir = `${this.#o.checkpointDir}/${this.#state?.runId}-step${intent.step}`;
+        await trainer.save(dir);
+        logger.log("checkpoint", { step: intent.step, dir });
+        return;
+      }
+      default: {
+        const unreachable: never = intent;
+        throw new Error(`unknown intent ${JSON.stringify(unreachable)}`);
+      }
+    }
+  }
+
+  #need(): NetworkTrainer {
+    if (this.#trainer === null) throw new Error("the model is not loaded");
+    return this.#trainer;
+  }
+
+  async #load(): Promise<void> {
+    const state = this.#state;
+    if (state === null) return;
+    if (this.#trainer !== null) {
+      this.#progress.modelReady = true;
+      return;
+    }
+    const baseDir = this.#o.baseDir ?? Deno.cwd();
+    const folder = modelFolder(state.model.checkpoint, {
+      override: this.#o.modelOverride,
+      baseDir,
+    });
+    const model = await loadModel(folder, state.runId);
+    if (this.#rt === null) {
+      this.#rt = await GpuRuntime.create();
+      this.#ownsRt = true;
+    }
+    const { config } = state;
+    this.#data = await providerForLocation(state.model.dataLocation, {
+      seqLen: state.model.maxSeqLen,
+      secretKey: this.#o.identity.secretKey,
+      vocabSize: model.config.vocabSize,
+      baseDir,
+      signal: this.#signal,
+    });
+    this.#trainer = new NetworkTrainer({
+      rt: this.#rt,
+      config: model.config,
+      layout: model.layout,
+      weights: model.weights,
+      seqLen: state.model.maxSeqLen,
+      microBatch: this.#o.microBatch ?? 1,
+      maxBatch: Math.max(config.globalBatchSizeStart, config.globalBatchSizeEnd),
+      distro: distroConfig(state.model.optimizer),
+    });
+    this.#o.exchange.setExpectation(this.#trainer.expectation);
+    this.#progress.modelReady = true;
+    this.#o.logger.log("model", {
+      folder,
+      weights: model.source,
+      params: countParameters(model.config),
+      params_hash: await this.#trainer.paramsHash(),
+    });
+  }
+
+  async #apply(intent: Extract<Intent, { kind: "Apply" }>): Promise<void> {
+    const trainer = this.#need();
+    const { exchange, logger } = this.#o;
+    const height = intent.plan.resultsRound.height;
+    const tracker = exchange.tracker(height);
+    const decision = decideApply(
+      intent.plan,
+      intent.batches,
+      (batch) => tracker?.candidates(batch) ?? [],
+    );
+    const results: DistroResult[] = [];
+    const untrained = [...decision.untrained];
+    for (const chosen of decision.chosen) {
+      const result = await exchange.resultFor(height, chosen.commitment);
+      if (result === undefined) {
+        // Consensus says this result exists, but no peer delivered it: this client now
+        // differs from the others, which its parameter hash will show.
+        logger.log("error", {
+          what: `apply step ${intent.step}`,
+          error: `payload of batch [${chosen.batch.start}, ${chosen.batch.end}] unavailable`,
+        });
+        untrained.push(chosen.batch);
+        continue;
+      }
+      results.push(result);
+    }
+    await trainer.apply(results, intent.lr);
+    logger.log("apply", {
+      epoch: intent.epoch,
+      step: intent.step,
+      applied: results.length,
+      untrained_batches: untrained.length,
+      untrained: untrained.map((b) => [b.start, b.end]),
+      lr: intent.lr,
+      params_hash: await trainer.paramsHash(),
+    });
+  }
+
+  async #train(intent: Extract<Intent, { kind: "Train" }>): Promise<void> {
+    const trainer = this.#need();
+    const data = this.#data;
+    if (data === null) throw new Error("no data provider");
+    const trained = await trainer.train({
+      step: intent.step,
+      batch: intent.batch,
+      lr: intent.lr,
+      prevLr: intent.prevLr,
+      data,
+      signal: this.#signal,
+    });
+    const bytes = await this.#o.exchange.publishResult(intent.height, intent.proof, trained.result);
+    const tokensPerSec = trained.tokens / (trained.ms / 1000);
+    this.#last = { loss: trained.loss, tokensPerSec };
+    this.#o.logger.log("train", {
+      epoch: intent.epoch,
+      step: intent.step,
+      batch: [intent.batch.start, intent.batch.end],
+      loss: trained.loss,
+      tokens: trained.tokens,
+      tokens_per_sec: tokensPerSec,
+      ms: trained.ms,
+      payload_bytes: bytes,
+    });
+  }
+
+  async #witness(intent: Extract<Intent, { kind: "SendWitness" }>): Promise<void> {
+    const { backend, exchange, logger } = this.#o;
+    const witness = exchange.witnessReport(intent.height, intent.proof);
+    const previous = exchange.tracker(intent.height - 1);
+    await backend.sendWitness(witness, {
+      step: intent.step,
+      tokensPerSec: this.#last.tokensPerSec,
+      bandwidthPerSec: 0,
+      loss: Number.isFinite(this.#last.loss) ? this.#last.loss : 0,
+      evals: [],
+      promptResults: [],
+      promptIndex: 0,
+      efficiency: 0,
+    }, { signal: this.#signal });
+    logger.log("witness", {
+      step: intent.step,
+      height: intent.height,
+      participants: previous?.announcements().filter((a) => previous.result(a.commitment))
+        .length ?? 0,
+      commitments: previous?.announcements().length ?? 0,
+    });
+  }
+
+  #logState(state: CoordinatorState): void {
+    const inRound = state.runState === "RoundTrain" || state.runState === "RoundWitness" ||
+      state.runState === "Cooldown";
+    const height = inRound ? currentRound(state).height : 0;
+    const key = `${state.runState}:${state.progress.epoch}:${height}`;
+    if (key === this.#lastLogged) return;
+    this.#lastLogged = key;
+    this.#o.logger.log("state", {
+      run_state: state.runState,
+      epoch: state.progress.epoch,
+      step: state.progress.step,
+      height,
+      clients: state.epochState.clients.length,
+    });
+    if (state.runState === "RoundTrain") {
+      const t = this.#o.exchange.traffic();
+      this.#o.logger.log("traffic", {
+        bytes_sent: t.bytesSent,
+        bytes_received: t.bytesReceived,
+        gossip_delivered: t.gossipDelivered,
+      });
+    }
+  }
+}

@@ -1,0 +1,479 @@
+/**
+ * The client's peer-to-peer exchange for one run: the libp2p node (allowlist = the epoch's
+ * clients), the run's gossip, and payload transfers. It turns announcements into
+ * {@link RoundTracker} records, downloads every accepted result from any peer that has it
+ * (the announcer first, then the other participants; retries and fallback in
+ * client/p2p), checks the bytes against the announced commitment, decodes them for this
+ * model, and answers the state machine's questions ({@link ExchangeFacts}).
+ *
+ * What is refused (and logged, never fatal): announcements the tracker rejects (wrong
+ * step, stranger, stolen proof, wrong batch, equivocation), payloads whose commitment hash
+ * does not match, payloads that do not decode for the model. Forged signatures never get
+ * here: the gossip layer drops them before delivery or relay.
+ *
+ * @module
+ */
+import "./p2p/exit_fix.ts";
+import { multiaddr } from "@multiformats/multiaddr";
+import { peerIdFromString } from "@libp2p/peer-id";
+import { witnessBloomParameters } from "../coordinator/bloom.ts";
+import { toHex } from "../coordinator/hash.ts";
+import { currentRound, roundByHeight } from "../coordinator/machine_queries.ts";
+import type {
+  CommitteeProof,
+  CoordinatorState,
+  PublicKeyBytes,
+  Witness,
+  WitnessProof,
+} from "../coordinator/types.ts";
+import { commitmentHash } from "../optimizer/commitment.ts";
+import type { DistroResult } from "../optimizer/result.ts";
+import { decodePayload, encodePayload, type PayloadExpectation } from "../optimizer/wire.ts";
+import type { Announcement } from "./p2p/announcement.ts";
+import { peersToDial } from "./p2p/bootstrap.ts";
+import { hashFromBytes, hashToBytes } from "./p2p/content_store.ts";
+import { RunGossip } from "./p2p/gossip.ts";
+import { createP2PNode, type P2PNode } from "./p2p/node.ts";
+import { PayloadService } from "./p2p/payload_service.ts";
+import type { RetryPolicy } from "./p2p/fallback.ts";
+import type { ClientLogger } from "./log.ts";
+import { type BloomSetup, emptyWitness, RoundTracker } from "./round_tracker.ts";
+import { roundView, sameKey } from "./round_view.ts";
+import type { ExchangeFacts } from "./state/intent.ts";
+
+/** How an {@link Exchange} is set up. */
+export interface ExchangeOptions {
+  readonly runId: string;
+  /** The client's 32-byte ed25519 secret key (also its libp2p identity). */
+  readonly secretKey: Uint8Array;
+  readonly publicKey: PublicKeyBytes;
+  /** Interface and port to listen on (port 0: any free one). */
+  readonly host?: string;
+  readonly port?: number;
+  /** Multiaddrs (with `/p2p/<id>`) of participants to reach before gossip tells us more. */
+  readonly bootstrapPeers?: readonly string[];
+  readonly maxConcurrentDownloads?: number;
+  /** Payload retry settings (tests shorten them). */
+  readonly retry?: Partial<RetryPolicy>;
+  readonly logger: ClientLogger;
+  /** Called whenever something the state machine depends on changed. */
+  readonly onChange: () => void;
+  /** Random u64 bloom keys and a random first nonce: the edge's randomness. */
+  readonly random?: { u64(): bigint; u32(): number; index(n: number): number };
+  /** Gossipsub heartbeat, ms (tests use less). */
+  readonly gossipHeartbeatMs?: number;
+}
+
+const defaultRandom = {
+  u64(): bigint {
+    return new BigUint64Array(crypto.getRandomValues(new Uint32Array(2)).buffer)[0];
+  },
+  u32(): number {
+    return crypto.getRandomValues(new Uint32Array(1))[0];
+  },
+  index(n: number): number {
+    return crypto.getRandomValues(new Uint32Array(1))[0] % n;
+  },
+};
+
+/** Most participants a client keeps connections to (payload fetches dial others as needed). */
+const MAX_NEIGHBOURS = 8;
+
+/** A default (meaningless) proof for warmup announcements, as in Psyche. */
+const WARMUP_PROOF: CommitteeProof = { committee: "Trainer", position: 0, index: 0 };
+
+interface EpochRecord {
+  epoch: number;
+  startStep: number;
+  trackers: Map<number, RoundTracker>;
+  warmupFinished: Set<string>;
+  /** Announcements for steps whose round we have not seen yet, by step. */
+  early: Map<number, { from: PublicKeyBytes; message: Announcement }[]>;
+}
+
+/** One client's p2p exchange. Create with {@link Exchange.start}; `close()` when done. */
+export class Exchange implements ExchangeFacts {
+  readonly node: P2PNode;
+  readonly gossip: RunGossip;
+  readonly payloads: PayloadService;
+  readonly #options: ExchangeOptions;
+  readonly #random: NonNullable<ExchangeOptions["random"]>;
+  readonly #downloads = new AbortController();
+  #epoch: EpochRecord | null = null;
+  #state: CoordinatorState | null = null;
+  #expectation: PayloadExpectation | null = null;
+  #bootstrapped = new Set<string>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #dialing = false;
+
+  private constructor(node: P2PNode, payloads: PayloadService, options: ExchangeOptions) {
+    this.node = node;
+    this.payloads = payloads;
+    this.#options = options;
+    this.#random = options.random ?? defaultRandom;
+    this.gossip = new RunGossip(node, {
+      runId: options.runId,
+      secretKey: options.secretKey,
+      firstNonce: this.#random.u32(),
+      onAnnouncement: ({ from, message }) => this.#receive(from, message),
+    });
+  }
+
+  /** Starts the node, gossip and payload service. */
+  static async start(options: ExchangeOptions): Promise<Exchange> {
+    const node = await createP2PNode({
+      secretKey: options.secretKey,
+      host: options.host,
+      port: options.port ?? 0,
+      gossipHeartbeatMs: options.gossipHeartbeatMs,
+    });
+    try {
+      const payloads = await PayloadService.start(node, {
+        maxConcurrentDownloads: options.maxConcurrentDownloads,
+        retry: options.retry,
+      });
+      const exchange = new Exchange(node, payloads, options);
+      for (const address of options.bootstrapPeers ?? []) await exchange.#addBootstrap(address);
+      exchange.#timer = setInterval(() => exchange.#tick(), 2000);
+      return exchange;
+    } catch (e) {
+      await node.stop();
+      throw e;
+    }
+  }
+
+  /** The decode expectation of payloads (set once the model is loaded). */
+  setExpectation(expectation: PayloadExpectation): void {
+    this.#expectation = expectation;
+  }
+
+  /**
+   * Follows a coordinator update: a new epoch resets the records; the allowlist becomes the
+   * epoch's clients; trackers exist for every round in the ring buffer; old payloads are
+   * forgotten; missing neighbours are dialled.
+   */
+  async update(state: CoordinatorState): Promise<void> {
+    this.#state = state;
+    const epoch = state.progress.epoch;
+    const inEpoch = ["Warmup", "RoundTrain", "RoundWitness", "Cooldown"].includes(state.runState);
+    if (!inEpoch) return;
+    if (this.#epoch === null || this.#epoch.epoch !== epoch) {
+      this.#epoch = {
+        epoch,
+        startStep: state.epochState.startStep,
+        trackers: new Map(),
+        warmupFinished: new Set(),
+        early: new Map(),
+      };
+      this.payloads.clearBadProviders();
+    }
+    const keys = state.epochState.clients.map((c) => c.id.p2pIdentity);
+    await this.node.setAllowedPeers(keys);
+    if (state.runState === "RoundTrain" || state.runState === "RoundWitness") {
+      const height = currentRound(state).height;
+      for (let h = Math.max(0, height - 3); h <= height; h++) this.#ensureTracker(state, h);
+      for (const h of this.#epoch.trackers.keys()) {
+        if (h < height - 3) this.#epoch.trackers.delete(h);
+      }
+      this.payloads.forgetBefore(state.epochState.startStep + height - 2);
+    }
+    void this.#dial();
+  }
+
+  /** The tracker of round `height` of the current epoch, if the round was seen. */
+  tracker(height: number): RoundTracker | undefined {
+    return this.#epoch?.trackers.get(height);
+  }
+
+  /** {@inheritDoc ExchangeFacts.warmupFinishedBy} */
+  warmupFinishedBy(peers: readonly PublicKeyBytes[]): boolean {
+    const set = this.#epoch?.warmupFinished;
+    return set !== undefined && peers.every((p) => set.has(toHex(p)));
+  }
+
+  /** {@inheritDoc ExchangeFacts.downloadsSettled} */
+  downloadsSettled(height: number): boolean {
+    if (height < 0) return true;
+    return this.tracker(height)?.downloadsSettled() ?? true;
+  }
+
+  /** {@inheritDoc ExchangeFacts.finishedBy} */
+  finishedBy(height: number, peers: readonly PublicKeyBytes[]): boolean {
+    return this.tracker(height)?.finishedBy(peers) ?? false;
+  }
+
+  /** Gossips `Finished{warmup}` and counts ourselves ready. */
+  async announceWarmupFinished(): Promise<void> {
+    this.#epoch?.warmupFinished.add(toHex(this.#options.publicKey));
+    await this.gossip.announceAddresses();
+    await this.gossip.publish({
+      kind: "Finished",
+      step: 0,
+      proof: WARMUP_PROOF,
+      merkleRoot: new Uint8Array(32),
+      warmup: true,
+    });
+    this.#options.onChange();
+  }
+
+  /**
+   * Publishes our result of round `height`: encodes it, serves the bytes, gossips the
+   * TrainingResult, and records it in our own tracker exactly as a peer's (decoded from the
+   * bytes, so we apply what everyone else applies). Returns the payload size.
+   */
+  async publishResult(
+    height: number,
+    proof: CommitteeProof,
+    result: DistroResult,
+  ): Promise<number> {
+    const expectation = this.#need();
+    const bytes = encodePayload(result, expectation);
+    const commitment = commitmentHash({ step: result.step, batch: result.batch, payload: bytes });
+    const hash = this.payloads.provide(bytes, { step: result.step });
+    const message = {
+      kind: "TrainingResult" as const,
+      step: result.step,
+      proof,
+      batch: result.batch,
+      commitment,
+      contentHash: hashToBytes(hash),
+      payloadSize: bytes.length,
+    };
+    const tracker = this.tracker(height);
+    if (tracker !== undefined) {
+      const verdict = tracker.acceptResult(this.#options.publicKey, message);
+      if (verdict.accepted) tracker.recordVerified(commitment, decodePayload(bytes, expectation));
+    }
+    await this.gossip.publish(message);
+    this.#options.onChange();
+    return bytes.length;
+  }
+
+  /** Gossips Finished for round `height` (Merkle root over round `height − 1`) and counts us. */
+  async announceFinished(height: number, step: number, proof: CommitteeProof): Promise<void> {
+    const merkleRoot = this.tracker(height - 1)?.merkleRoot() ?? new Uint8Array(32);
+    const message = { kind: "Finished" as const, step, proof, merkleRoot, warmup: false };
+    this.tracker(height)?.acceptFinished(this.#options.publicKey, message);
+    await this.gossip.publish(message);
+    this.#options.onChange();
+  }
+
+  /** Our witness report of round `height`: blooms and Merkle root over round `height − 1`. */
+  witnessReport(height: number, proof: WitnessProof): Witness {
+    const previous = this.tracker(height - 1);
+    return previous === undefined ? emptyWitness(proof, this.#blooms()) : previous.witness(proof);
+  }
+
+  /** A warmup report (empty blooms of the run's size). */
+  warmupReport(proof: WitnessProof): Witness {
+    return emptyWitness(proof, this.#blooms());
+  }
+
+  /**
+   * The verified result for `commitment` of round `height`; fetched now (from anyone
+   * serving it) when the announcement was accepted but the download had not finished.
+   */
+  async resultFor(height: number, commitment: Uint8Array): Promise<DistroResult | undefined> {
+    const tracker = this.tracker(height);
+    if (tracker === undefined) return undefined;
+    const have = tracker.result(commitment);
+    if (have !== undefined) return have;
+    const announced = tracker.announced(commitment);
+    if (announced === undefined) return undefined;
+    await this.#download(tracker, announced.commitment);
+    return tracker.result(commitment);
+  }
+
+  /** Bytes served and fetched, and gossip deliveries, since start. */
+  traffic(): { bytesSent: number; bytesReceived: number; gossipDelivered: number } {
+    const s = this.payloads.stats;
+    return {
+      bytesSent: s.servedBytes,
+      bytesReceived: s.fetchedBytes,
+      gossipDelivered: this.gossip.stats.delivered,
+    };
+  }
+
+  /** Stops downloads, timers, gossip and the node. */
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#downloads.abort(new Error("exchange closed"));
+    this.gossip.close();
+    await this.payloads.close();
+    await this.node.stop();
+  }
+
+  #need(): PayloadExpectation {
+    if (this.#expectation === null) throw new Error("the model is not loaded yet");
+    return this.#expectation;
+  }
+
+  #blooms(): BloomSetup {
+    const maxClients = this.#state?.config.maxClients ?? 256;
+    const parameters = witnessBloomParameters(maxClients);
+    const keys = () =>
+      BigUint64Array.from({ length: parameters.numKeys }, () => this.#random.u64());
+    return { parameters, participantKeys: keys(), broadcastKeys: keys() };
+  }
+
+  #ensureTracker(state: CoordinatorState, height: number): void {
+    const record = this.#epoch;
+    if (record === null || record.trackers.has(height)) return;
+    if (roundByHeight(state, height) === null) return;
+    const view = roundView(state, height, this.#options.publicKey);
+    if (view === null) return;
+    const tracker = new RoundTracker(view, this.#blooms());
+    record.trackers.set(height, tracker);
+    const early = record.early.get(view.step);
+    if (early !== undefined) {
+      record.early.delete(view.step);
+      for (const { from, message } of early) this.#receive(from, message);
+    }
+  }
+
+  #receive(from: PublicKeyBytes, message: Announcement): void {
+    const record = this.#epoch;
+    const state = this.#state;
+    if (message.kind === "PeerAddresses") {
+      void this.#dial();
+      return;
+    }
+    if (record === null || state === null) return;
+    if (message.kind === "Finished" && message.warmup) {
+      const known = state.epochState.clients.some((c) => sameKey(c.id.p2pIdentity, from));
+      if (known) record.warmupFinished.add(toHex(from));
+      else this.#refused("warmup Finished", from, "UnknownSender", "not a client of this epoch");
+      this.#options.onChange();
+      return;
+    }
+    const height = message.step - record.startStep;
+    const tracker = record.trackers.get(height);
+    if (tracker === undefined) {
+      const current = state.runState === "Warmup" ? -1 : currentRound(state).height;
+      if (height > current && height <= current + 2) {
+        const list = record.early.get(message.step) ?? [];
+        if (list.length < 4 * (state.epochState.clients.length + 1)) list.push({ from, message });
+        record.early.set(message.step, list);
+      } else {
+        this.#refused(message.kind, from, "WrongStep", `step ${message.step} is not a live round`);
+      }
+      return;
+    }
+    if (message.kind === "Finished") {
+      const verdict = tracker.acceptFinished(from, message);
+      if (!verdict.accepted && verdict.reason !== "Duplicate") {
+        this.#refused("Finished", from, verdict.reason, verdict.detail);
+      }
+      this.#options.onChange();
+      return;
+    }
+    const verdict = tracker.acceptResult(from, message);
+    if (!verdict.accepted) {
+      if (verdict.reason !== "Duplicate") {
+        this.#refused("TrainingResult", from, verdict.reason, verdict.detail);
+      }
+      return;
+    }
+    void this.#download(tracker, message.commitment).then(() => this.#options.onChange());
+    this.#options.onChange();
+  }
+
+  async #download(tracker: RoundTracker, commitment: Uint8Array): Promise<void> {
+    const announced = tracker.announced(commitment);
+    if (announced === undefined || tracker.result(commitment) !== undefined) return;
+    const step = tracker.view.step;
+    const others = (this.#state?.epochState.clients ?? [])
+      .map((c) => c.id.p2pIdentity)
+      .filter((k) => !sameKey(k, announced.from));
+    try {
+      const bytes = await this.payloads.fetch(hashFromBytes(announced.contentHash), {
+        providers: [announced.from, ...others],
+        expectedSize: announced.payloadSize,
+        provideAs: { step },
+        signal: this.#downloads.signal,
+      });
+      const hash = commitmentHash({ step, batch: announced.batch, payload: bytes });
+      if (!sameKey(hash, announced.commitment)) {
+        tracker.recordFailed(commitment);
+        this.#refused(
+          "payload",
+          announced.from,
+          "CommitmentMismatch",
+          `payload of batch [${announced.batch.start}, ${announced.batch.end}] does not hash to ` +
+            `its commitment ${toHex(announced.commitment).slice(0, 16)}…`,
+        );
+        return;
+      }
+      let result: DistroResult;
+      try {
+        result = decodePayload(bytes, this.#need());
+      } catch (e) {
+        tracker.recordFailed(commitment);
+        this.#refused("payload", announced.from, "Undecodable", (e as Error).message);
+        return;
+      }
+      tracker.recordVerified(commitment, result);
+    } catch (e) {
+      if (this.#downloads.signal.aborted) return;
+      tracker.recordFailed(commitment);
+      this.#options.logger.log("download_failed", {
+        step,
+        from: toHex(announced.from),
+        error: (e as Error).message,
+      });
+    }
+  }
+
+  #refused(what: string, from: PublicKeyBytes, reason: string, detail: string): void {
+    this.#options.logger.log("refused", { what, reason, from: toHex(from), detail });
+  }
+
+  async #addBootstrap(address: string): Promise<void> {
+    const ma = multiaddr(address);
+    const id = ma.getComponents().find((c) => c.name === "p2p")?.value;
+    if (id === undefined) {
+      throw new TypeError(`bootstrap peer "${address}" must end in /p2p/<peer id>`);
+    }
+    const peer = peerIdFromString(id);
+    if (peer.type !== "Ed25519") throw new TypeError(`bootstrap peer "${address}" is not ed25519`);
+    await this.node.addPeerAddresses(peer.publicKey.raw, [ma]);
+    this.#bootstrapped.add(toHex(peer.publicKey.raw));
+  }
+
+  async #dial(): Promise<void> {
+    const state = this.#state;
+    if (this.#dialing || state === null) return;
+    this.#dialing = true;
+    try {
+      const participants = state.epochState.clients.map((c) => c.id.p2pIdentity);
+      const reachable = new Set<string>();
+      for (const key of participants) {
+        if (await this.node.knowsAddresses(key)) reachable.add(toHex(key));
+      }
+      const targets = peersToDial({
+        participants,
+        self: this.#options.publicKey,
+        connected: this.node.connectedPeers(),
+        reachable: (k) => reachable.has(toHex(k)),
+        target: Math.min(participants.length - 1, MAX_NEIGHBOURS),
+        randomIndex: (n) => this.#random.index(n),
+      });
+      await Promise.allSettled(targets.map((k) => this.node.connectTo(k)));
+    } finally {
+      this.#dialing = false;
+    }
+  }
+
+  #tick(): void {
+    void this.#dial();
+    const state = this.#state;
+    if (state === null) return;
+    if (state.runState === "RoundTrain" || state.runState === "RoundWitness") {
+      const step = state.epochState.startStep + currentRound(state).height;
+      this.gossip.rebroadcast(step).catch(() => {});
+    } else if (state.runState === "Warmup") {
+      this.gossip.rebroadcast(0).catch(() => {});
+    }
+    this.gossip.announceAddresses().catch(() => {});
+  }
+}

@@ -1,0 +1,137 @@
+/**
+ * `deno task client <command>`: `train` joins a run through its TCP coordinator and trains
+ * until the run finishes (or SIGINT/SIGTERM); `show-identity` prints the client's public
+ * key and libp2p peer id. See client/cli.ts for the flags.
+ *
+ * @module
+ */
+import "./p2p/exit_fix.ts";
+import {
+  generateIdentity,
+  type Identity,
+  identityFromHex,
+  loadIdentity,
+  toHex,
+} from "../net/identity.ts";
+import { TcpBackend } from "./backend/tcp.ts";
+import { type ClientArgs, parseClientArgs, type TrainArgs, USAGE } from "./cli.ts";
+import { TrainingClient } from "./client.ts";
+import { Exchange } from "./exchange.ts";
+import { type ClientLogger, consoleClientLogger, jsonClientLogger } from "./log.ts";
+import { peerIdOf } from "./p2p/identity.ts";
+
+/** Exit codes. */
+export const EXIT_OK = 0;
+/** A failure while running (coordinator refused, model missing, …). */
+export const EXIT_FAILURE = 1;
+/** The command line is wrong. */
+export const EXIT_USAGE = 2;
+
+/** The identity from `path`, else `RAW_IDENTITY_SECRET_KEY` (hex), else a fresh one. */
+export async function resolveIdentity(path: string | null): Promise<Identity> {
+  if (path !== null) return await loadIdentity(path);
+  const hex = Deno.env.get("RAW_IDENTITY_SECRET_KEY");
+  if (hex !== undefined && hex !== "") return identityFromHex(hex);
+  return generateIdentity();
+}
+
+/** Runs `train` until the run finishes or `signal` aborts. */
+export async function train(
+  args: TrainArgs,
+  io: { write: (line: string) => void; signal?: AbortSignal },
+): Promise<void> {
+  const identity = await resolveIdentity(args.identitySecretKeyPath);
+  const logger: ClientLogger = args.logs === "json"
+    ? jsonClientLogger(io.write)
+    : consoleClientLogger(io.write);
+  let client: TrainingClient | null = null;
+  const exchange = await Exchange.start({
+    runId: args.runId,
+    secretKey: identity.secretKey,
+    publicKey: identity.publicKey,
+    host: args.bindP2pInterface,
+    port: args.bindP2pPort,
+    bootstrapPeers: args.bootstrapPeers,
+    maxConcurrentDownloads: args.maxConcurrentDownloads,
+    logger,
+    onChange: () => client?.poke(),
+  });
+  let backend: TcpBackend | null = null;
+  try {
+    backend = await TcpBackend.connect({
+      address: args.serverAddr,
+      runId: args.runId,
+      identity,
+      signal: io.signal,
+    });
+    logger.log("start", {
+      identity: toHex(identity.publicKey),
+      run_id: args.runId,
+      p2p_addresses: exchange.node.addresses().map((a) => a.toString()),
+      adapter: "webgpu",
+    });
+    client = new TrainingClient({
+      backend,
+      exchange,
+      identity,
+      logger,
+      modelOverride: args.model,
+      microBatch: args.microBatchSize,
+      checkpointDir: args.checkpointDir,
+    });
+    await client.run({ signal: io.signal });
+  } finally {
+    await backend?.close();
+    await exchange.close();
+  }
+}
+
+/** Prints the identity's public key (hex) and libp2p peer id. */
+export async function showIdentity(path: string | null, write: (line: string) => void) {
+  const identity = await resolveIdentity(path);
+  write(`public key: ${toHex(identity.publicKey)}`);
+  write(`peer id:    ${peerIdOf(identity.publicKey).toString()}`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  let args: ClientArgs;
+  try {
+    args = parseClientArgs(argv);
+  } catch (e) {
+    console.error(`${(e as Error).message}\n\n${USAGE}`);
+    return EXIT_USAGE;
+  }
+  const write = (line: string) => console.log(line);
+  try {
+    switch (args.command) {
+      case "help":
+        console.log(USAGE);
+        return EXIT_OK;
+      case "show-identity":
+        await showIdentity(args.identitySecretKeyPath, write);
+        return EXIT_OK;
+      case "train": {
+        const controller = new AbortController();
+        const stop = () => controller.abort(new Error("interrupted"));
+        Deno.addSignalListener("SIGINT", stop);
+        Deno.addSignalListener("SIGTERM", stop);
+        try {
+          await train(args, { write, signal: controller.signal });
+        } finally {
+          Deno.removeSignalListener("SIGINT", stop);
+          Deno.removeSignalListener("SIGTERM", stop);
+        }
+        return EXIT_OK;
+      }
+      default: {
+        const unreachable: never = args;
+        throw new Error(`unknown command ${JSON.stringify(unreachable)}`);
+      }
+    }
+  } catch (e) {
+    console.error(`client: ${(e as Error).message}`);
+    return EXIT_FAILURE;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -145,3 +145,38 @@ Deno.test("GPU exact apply is bit-identical to the TypeScript reference", async 
     }
   }
 });
+
+Deno.test("GPU own-result fixed point equals aggregateFixed of that one result", async () => {
+  using rt = await GpuRuntime.create();
+  const layout = chunkLayout("w", [32, 48], { chunk: 16, topk: 5 });
+  const { kernels, params, entries } = setup(rt, [layout]);
+  const spec = kernels.spec(params[0]);
+  const r = randomF32(77, entries, 0, 1);
+  const indices = new Uint32Array(entries).map((_, e) => (e % 5) * 50 + Math.floor(r[e] * 50));
+  // Values over many magnitudes, exact powers of two, a zero chunk and a subnormal-free tail.
+  const values = randomF32(78, entries, -1, 1).map((v, e) =>
+    e < 5 ? 0 : e % 7 === 0 ? 2 ** -(e % 20) : v * 2 ** -(e % 13)
+  );
+  for (const oneBit of [0, 1]) {
+    const q = rt.buffer("q", entries * 4);
+    const step = rt.beginStep("own-fixed");
+    kernels.encodeOwnFixed(step.pass, spec, {
+      hyper: rt.buffer("hyper", new Uint32Array([0, oneBit, 0, 0])),
+      val: rt.buffer("val", values),
+      q,
+    });
+    await step.submit();
+    const got = new Int32Array((await rt.readBytes(q)).slice(0, entries * 4));
+    const sent = oneBit ? values.map((v) => (Object.is(v, -0) || v < 0 ? -1 : 1)) : values;
+    const agg = aggregateFixed(layout, [{ indices, values: sent }]);
+    for (let c = 0; c < layout.chunks; c++) {
+      const want = new Map<number, number>();
+      for (let e = agg.offsets[c]; e < agg.offsets[c + 1]; e++) {
+        want.set(agg.indices[e], agg.coeffs[e]);
+      }
+      for (let e = c * layout.k; e < (c + 1) * layout.k; e++) {
+        assert.equal(got[e], want.get(indices[e]) ?? 0, `oneBit=${oneBit} chunk ${c} entry ${e}`);
+      }
+    }
+  }
+});

@@ -1,0 +1,82 @@
+import assert from "node:assert/strict";
+import {
+  ACCOUNT_SIZE,
+  AccountDecodeError,
+  decodeCoordinatorAccount,
+  isCoordinatorAccount,
+  OFFSETS,
+  pendingRegistrations,
+} from "./account.ts";
+import { measureComputeUnits } from "./compute_units.ts";
+import { CoordinatorSvm } from "./svm.ts";
+
+const svm = await CoordinatorSvm.create();
+const { coordinator } = await measureComputeUnits(16, svm);
+const BYTES = svm.accountBytes(coordinator)!;
+
+function fails(
+  mutate: (b: Uint8Array, v: DataView) => Uint8Array | void,
+  field: RegExp,
+  offset?: number,
+): void {
+  const b = BYTES.slice();
+  const out = mutate(b, new DataView(b.buffer)) ?? b;
+  assert.throws(
+    () => decodeCoordinatorAccount(out),
+    (e) =>
+      e instanceof AccountDecodeError && field.test(e.field) &&
+      (offset === undefined || e.offset === offset),
+  );
+}
+
+Deno.test("account: a live 16-client run decodes", () => {
+  assert.ok(isCoordinatorAccount(BYTES));
+  const a = decodeCoordinatorAccount(BYTES);
+  assert.equal(a.state.runState, "RoundTrain");
+  assert.equal(a.state.epochState.clients.length, 16);
+  assert.equal(a.state.epochState.rounds.reduce((n, r) => n + r.witnesses.length, 0) > 0, true);
+  assert.equal(a.version, 1);
+  assert.ok(a.nonce > 16n);
+  assert.equal(
+    pendingRegistrations(a).length,
+    0,
+    "everyone must join again after the epoch started",
+  );
+  assert.equal(a.registry.length, 16);
+  assert.equal(a.nextActive, 2n);
+});
+
+Deno.test("account: decoding names what is wrong", () => {
+  fails(() => BYTES.subarray(0, ACCOUNT_SIZE - 1), /^size$/, 0);
+  fails(
+    (b) => {
+      b[0] = 0;
+    },
+    /^magic$/,
+    0,
+  );
+  fails((_, v) => v.setUint32(OFFSETS.version, 2, true), /^version$/, OFFSETS.version);
+  fails((_, v) => v.setUint32(OFFSETS.flags, 4, true), /^flags$/);
+  fails((_, v) => v.setUint16(OFFSETS.config + 64, 0, true), /^config\.maxClients$/);
+  fails((_, v) => v.setUint16(OFFSETS.epochState + 16, 300, true), /^epochState\.clients\.length$/);
+  fails(
+    (b) => {
+      b[OFFSETS.runState] = 9;
+    },
+    /^runState$/,
+    -1,
+  );
+  fails(
+    (b) => {
+      b[OFFSETS.runIdLen] = 33;
+    },
+    /^runId\.length$/,
+    OFFSETS.runIdLen,
+  );
+  fails((_, v) => v.setUint16(OFFSETS.registryLen, 257, true), /^registry\.length$/);
+  fails((b) => {
+    b[OFFSETS.metadata + 18] = 1;
+    b[OFFSETS.metadata + 24] = 0xff;
+  }, /^metadata\.name$/);
+  assert.equal(isCoordinatorAccount(new Uint8Array(ACCOUNT_SIZE)), false);
+});

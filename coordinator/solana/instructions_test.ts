@@ -1,0 +1,155 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { arbCoordinatorState } from "../encoding_arbitraries.ts";
+import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
+import { witnessBloomParameters } from "../bloom.ts";
+import type { Witness } from "../types.ts";
+import {
+  type CoordinatorInstruction,
+  decodeCoordinatorInstruction,
+  encodeCoordinatorInstruction,
+  INSTRUCTION_KINDS,
+  InstructionDecodeError,
+  witnessInstructionBytes,
+} from "./instructions.ts";
+import {
+  decodeConfigBytes,
+  decodeModelBytes,
+  encodeConfigBytes,
+  encodeModelBytes,
+} from "./state_parts.ts";
+
+const key = (b: number) => new Uint8Array(32).fill(b);
+
+function witnessFor(maxClients: number): Witness {
+  const { numBits, numKeys } = witnessBloomParameters(maxClients);
+  const bloom = () => ({
+    keys: new BigUint64Array(numKeys).map((_, i) => BigInt(i) * 0x1234567890abcdefn),
+    bits: new Uint8Array(numBits / 8).map((_, i) => i * 7),
+  });
+  return {
+    proof: { position: 3, index: 9, witness: true },
+    participantBloom: bloom(),
+    broadcastBloom: bloom(),
+    broadcastMerkle: key(5),
+  };
+}
+
+const EXAMPLES: CoordinatorInstruction[] = [
+  { kind: "InitCoordinator", runId: "run-ü", joinAuthority: key(1), permissionless: true },
+  {
+    kind: "Update",
+    metadata: { name: "n", description: "d".repeat(280), numParameters: 2 ** 40, vocabSize: 32000 },
+    config: testConfig(),
+    model: testModel(),
+    progress: { epoch: 3, step: 40, epochStartDataIndex: 1000 },
+  },
+  { kind: "Update", progress: { epoch: 0, step: 1, epochStartDataIndex: 0 } },
+  { kind: "SetPaused", paused: true },
+  { kind: "JoinRun", p2pIdentity: key(2) },
+  { kind: "Tick" },
+  { kind: "Witness", witness: witnessFor(256) },
+  { kind: "WarmupWitness", witness: witnessFor(8) },
+  {
+    kind: "HealthCheck",
+    checks: [
+      { signer: key(3), proof: { committee: "Trainer", position: 4, index: 2 } },
+      { signer: key(4), proof: { committee: "TieBreaker", position: 0, index: 7 } },
+    ],
+  },
+  {
+    kind: "Checkpoint",
+    index: 5,
+    repo: { kind: "Hub", repo: { repoId: "org/m", revision: "r1" } },
+  },
+  { kind: "Checkpoint", index: 0, repo: { kind: "Gcs", repo: { bucket: "b", prefix: null } } },
+  { kind: "FreeCoordinator" },
+  { kind: "GrantAuthorizer", authorizer: key(6) },
+  { kind: "SetDelegates", clear: true, delegates: [key(7), key(8)] },
+];
+
+Deno.test("instructions: every kind round-trips through its bytes", () => {
+  assert.deepEqual(new Set(EXAMPLES.map((e) => e.kind)), new Set(INSTRUCTION_KINDS));
+  for (const ix of EXAMPLES) {
+    const bytes = encodeCoordinatorInstruction(ix);
+    assert.equal(bytes[0], INSTRUCTION_KINDS.indexOf(ix.kind));
+    assert.deepEqual(decodeCoordinatorInstruction(bytes), ix, ix.kind);
+  }
+});
+
+Deno.test("instructions: witness data size matches witnessInstructionBytes", () => {
+  for (const n of [1, 8, 64, 256]) {
+    const bytes = encodeCoordinatorInstruction({ kind: "Witness", witness: witnessFor(n) });
+    assert.equal(bytes.length, witnessInstructionBytes(n), `maxClients ${n}`);
+  }
+  assert.equal(witnessInstructionBytes(256), 1 + 9 + 2 * (5 + 56 + 312) + 32);
+});
+
+Deno.test("instructions: any model and config round-trip through Update", () => {
+  fc.assert(
+    fc.property(arbCoordinatorState({ maxClients: 4, maxWitnesses: 0 }), (state) => {
+      const ix: CoordinatorInstruction = {
+        kind: "Update",
+        model: state.model,
+        config: state.config,
+      };
+      assert.deepEqual(decodeCoordinatorInstruction(encodeCoordinatorInstruction(ix)), ix);
+      assert.deepEqual(decodeModelBytes(encodeModelBytes(state.model)), state.model);
+      assert.deepEqual(decodeConfigBytes(encodeConfigBytes(state.config)), state.config);
+    }),
+    { numRuns: 150 },
+  );
+});
+
+function decodeFails(bytes: number[] | Uint8Array, field: RegExp): void {
+  assert.throws(
+    () => decodeCoordinatorInstruction(Uint8Array.from(bytes)),
+    (e) => e instanceof InstructionDecodeError && field.test(e.field),
+  );
+}
+
+Deno.test("instructions: decoding names the bad field", () => {
+  decodeFails([], /^tag$/);
+  decodeFails([12], /^tag$/);
+  decodeFails([4, 0], /^end$/);
+  decodeFails([2, 2], /^paused$/);
+  decodeFails([3, 1, 2], /^p2pIdentity$/);
+  decodeFails([0, 33, ...new Uint8Array(33)], /^runId$/);
+  decodeFails([0, 2, 0xc3, 0x28, ...key(1), 0], /^runId$/);
+  decodeFails([0, 1, 65, ...key(1), 2], /^flags$/);
+  decodeFails([1, 0], /^parts$/);
+  decodeFails([7, 1, ...key(1), 3, 0, 0, 0, 0, 0, 0, 0, 0], /committee/);
+  decodeFails([11, 0, 2, ...key(1)], /delegates\[1\]/);
+  const witness = encodeCoordinatorInstruction({ kind: "Witness", witness: witnessFor(8) });
+  decodeFails(witness.subarray(0, witness.length - 1), /broadcastMerkle/);
+  const badBloom = witness.slice();
+  badBloom[10] = 40; // 40 keys (tag, position, index and flag take bytes 0..9)
+  decodeFails(badBloom, /participantBloom/);
+});
+
+Deno.test("instructions: encoding refuses values the layout cannot carry", () => {
+  assert.throws(
+    () =>
+      encodeCoordinatorInstruction({
+        kind: "InitCoordinator",
+        runId: "x".repeat(33),
+        joinAuthority: key(1),
+        permissionless: false,
+      }),
+    /runId/,
+  );
+  assert.throws(
+    () => encodeCoordinatorInstruction({ kind: "JoinRun", p2pIdentity: new Uint8Array(31) }),
+    /p2pIdentity/,
+  );
+  assert.throws(() => encodeCoordinatorInstruction({ kind: "Update" }), /at least one part/);
+  const many = Array.from(
+    { length: 256 },
+    () => ({ signer: key(1), proof: { committee: "Trainer" as const, position: 0, index: 0 } }),
+  );
+  assert.throws(
+    () => encodeCoordinatorInstruction({ kind: "HealthCheck", checks: many }),
+    /checks\.length/,
+  );
+  assert.throws(() => decodeConfigBytes(new Uint8Array(65)), /66 bytes/);
+});

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { encodeCoordinatorState } from "../encoding.ts";
 import { keyString } from "../machine_core.ts";
+import { unhealthyTrainers } from "../health.ts";
 import { currentRound, roundAssignments, roundSelection } from "../machine_queries.ts";
 import {
   identity,
@@ -216,4 +217,91 @@ Deno.test("the data server admits exactly the epoch's clients for their own batc
     );
   }
   assert.equal(trained.authorizeData(identity(9).signer, assignments[0].batch), "NotInThisRound");
+});
+
+Deno.test("a health check drops an unseen trainer, who leaves the pending list", () => {
+  const host = trainingHost([0, 1, 2]);
+  const unseen = identity(2).signer;
+  let now = 102;
+  // Every round, the witnesses report seeing clients 0 and 1 only.
+  while (currentRound(host.state).height < 2) {
+    const state = host.state;
+    const seen = state.epochState.clients.map((c) => c.id).filter((id) =>
+      keyString(id.signer) !== keyString(unseen)
+    );
+    for (const index of roundSelection(state.config, currentRound(state)).witnessIndices()) {
+      const reply = host.handle(
+        state.epochState.clients[index].id.signer,
+        {
+          kind: "Witness",
+          requestId: 1,
+          witness: witnessReport(state, index, seen),
+          metadata: META,
+        },
+        now,
+        SEED,
+      );
+      assert.deepEqual(reply, { kind: "Ack" });
+    }
+    now += host.state.config.roundWitnessTime;
+    host.tick(now, SEED);
+    assert.equal(host.state.runState, "RoundTrain");
+  }
+  host.takeEvents();
+  const checks = unhealthyTrainers(host.state);
+  assert.deepEqual(checks.map((c) => keyString(c.id.signer)), [keyString(unseen)]);
+  const reply = host.handle(
+    identity(0).signer,
+    { kind: "HealthCheck", requestId: 2, checks },
+    now,
+    SEED,
+  );
+  assert.deepEqual(reply, { kind: "Ack" });
+  const dropped = host.state.epochState.clients.find((c) =>
+    keyString(c.id.signer) === keyString(unseen)
+  );
+  assert.equal(dropped?.state, "Dropped");
+  assert.deepEqual(
+    host.takeEvents().filter((e) => e.kind === "HealthCheck" || e.kind === "Kicked"),
+    [
+      { kind: "Kicked", client: keyString(unseen), state: "Dropped" },
+      { kind: "HealthCheck", client: keyString(identity(0).signer), dropped: 1 },
+    ],
+  );
+  assert.equal(host.pending().length, 2);
+  // Another witness reporting the same client drops nobody new (as in Psyche).
+  const again = host.handle(
+    identity(1).signer,
+    { kind: "HealthCheck", requestId: 3, checks },
+    now,
+    SEED,
+  );
+  assert.deepEqual(again, { kind: "Ack" });
+  assert.deepEqual(
+    host.takeEvents().filter((e) => e.kind === "HealthCheck").map((e) =>
+      e.kind === "HealthCheck" && e.dropped
+    ),
+    [0],
+  );
+});
+
+Deno.test("a checkpoint report from a client of the epoch moves the run's checkpoint", () => {
+  const host = trainingHost([0, 1]);
+  const repo = { kind: "Hub" as const, repo: { repoId: "org/model", revision: "abc123" } };
+  assert.deepEqual(
+    host.handle(identity(1).signer, { kind: "Checkpoint", requestId: 1, repo }, 103, SEED),
+    { kind: "Ack" },
+  );
+  assert.deepEqual(host.state.model.checkpoint, repo);
+  const stranger = host.handle(
+    identity(7).signer,
+    { kind: "Checkpoint", requestId: 2, repo },
+    103,
+    SEED,
+  );
+  assert.deepEqual(stranger, {
+    kind: "Error",
+    code: "InvalidCheckpoint",
+    message: "the sender is not a client of this epoch",
+  });
 });

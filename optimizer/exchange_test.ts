@@ -40,9 +40,9 @@ interface Peer {
   apply(results: DistroResult[], lr: number): Promise<void>;
 }
 
-function cpuPeer(id: number, init: Float32Array[]): Peer {
+function cpuPeer(id: number, init: Float32Array[], config: DistroConfig): Peer {
   const params: NamedParam[] = SHAPES.map((s, n) => ({ ...s, data: init[n].slice() }));
-  const opt = new DistroReference(params, CONFIG);
+  const opt = new DistroReference(params, config);
   const secret = new Uint8Array(32).fill(id + 1);
   const target = SHAPES.map((_, n) => randomF32(100 * id + n, init[n].length));
   return {
@@ -65,7 +65,12 @@ function cpuPeer(id: number, init: Float32Array[]): Peer {
   };
 }
 
-function gpuPeer(rt: GpuRuntime, id: number, init: Float32Array[]): Peer & Disposable {
+function gpuPeer(
+  rt: GpuRuntime,
+  id: number,
+  options: { init: Float32Array[]; config: DistroConfig },
+): Peer & Disposable {
+  const { init, config } = options;
   const flat = new Float32Array(SIZE);
   init.forEach((t, n) => flat.set(t, OFFSETS[n]));
   const params = rt.buffer("params", flat);
@@ -73,7 +78,7 @@ function gpuPeer(rt: GpuRuntime, id: number, init: Float32Array[]): Peer & Dispo
   const opt = new DistroOptimizer(rt, {
     params: SHAPES.map((s, n) => ({ ...s, offset: OFFSETS[n] })),
     size: SIZE,
-    config: CONFIG,
+    config,
   });
   const secret = new Uint8Array(32).fill(id + 1);
   const target = SHAPES.map((_, n) => randomF32(100 * id + n, init[n].length));
@@ -114,12 +119,12 @@ function gpuPeer(rt: GpuRuntime, id: number, init: Float32Array[]): Peer & Dispo
   };
 }
 
-Deno.test("two CPU peers and a GPU peer stay bit-identical through signed payload exchange", async () => {
+async function exchange(config: DistroConfig) {
   using rt = await GpuRuntime.create();
   const init = SHAPES.map((s, n) => randomF32(7 + n, s.shape.reduce((a, b) => a * b), -1, 1));
-  using gpu = gpuPeer(rt, 2, init);
-  const peers: Peer[] = [cpuPeer(0, init), cpuPeer(1, init), gpu];
-  const expect = { layouts: chunkLayouts(SHAPES, CONFIG), quantize1bit: CONFIG.quantize1bit };
+  using gpu = gpuPeer(rt, 2, { init, config });
+  const peers: Peer[] = [cpuPeer(0, init, config), cpuPeer(1, init, config), gpu];
+  const expect = { layouts: chunkLayouts(SHAPES, config), quantize1bit: config.quantize1bit };
   const orders = [[2, 0, 1], [1, 2, 0], [0, 1, 2]];
   let prevLr = 0;
   const start = await peers[0].theta();
@@ -157,4 +162,12 @@ Deno.test("two CPU peers and a GPU peer stay bit-identical through signed payloa
   }
   const end = await peers[0].theta();
   assert.notDeepEqual(end, start);
+}
+
+Deno.test("two CPU peers and a GPU peer stay bit-identical through signed payload exchange", async () => {
+  await exchange(CONFIG);
+});
+
+Deno.test("the same holds with bf16 values (canonical order, decoded payloads only)", async () => {
+  await exchange({ ...CONFIG, quantize1bit: false });
 });

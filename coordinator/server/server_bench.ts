@@ -1,0 +1,75 @@
+/**
+ * Coordinator TCP costs: encoding and decoding a witness frame at the default client cap,
+ * a state frame of a full 256-client epoch, and one request's round trip over loopback
+ * (backend call → server → host → Error answer).
+ *
+ *     deno bench -A coordinator/server/server_bench.ts
+ */
+import { createBloom, witnessBloomParameters } from "../bloom.ts";
+import { encodeCoordinatorState } from "../encoding.ts";
+import { testState } from "../../tests/support/coordinator_fixtures.ts";
+import { identities } from "../../tests/support/coordinator_fixtures.ts";
+import { TcpBackend } from "../../client/backend/tcp.ts";
+import { generateIdentity } from "../../net/mod.ts";
+import type { Witness } from "../types.ts";
+import { CoordinatorHost } from "./host.ts";
+import { decodeClientMessage, encodeClientMessage, encodeServerMessage } from "./protocol.ts";
+import { startCoordinatorServer } from "./server.ts";
+
+const { numBits, numKeys } = witnessBloomParameters(256);
+const bloom = () => createBloom(numBits, new BigUint64Array(numKeys).fill(7n));
+const witness: Witness = {
+  proof: { position: 3, index: 5, witness: true },
+  participantBloom: bloom(),
+  broadcastBloom: bloom(),
+  broadcastMerkle: new Uint8Array(32),
+};
+const metadata = {
+  step: 10,
+  tokensPerSec: 1000,
+  bandwidthPerSec: 1e6,
+  loss: 3,
+  evals: [],
+  promptResults: [],
+  promptIndex: 0,
+  efficiency: 1,
+};
+const witnessFrame = encodeClientMessage({ kind: "Witness", requestId: 1, witness, metadata });
+
+Deno.bench("encode Witness frame (256-client blooms)", { group: "codec" }, () => {
+  encodeClientMessage({ kind: "Witness", requestId: 1, witness, metadata });
+});
+
+Deno.bench("decode Witness frame (256-client blooms)", { group: "codec" }, () => {
+  decodeClientMessage(witnessFrame);
+});
+
+const full = testState({ maxClients: 256, initMinClients: 256, minClients: 1 }, 0);
+full.epochState.clients = identities(256).map((id, i) => ({
+  id,
+  state: "Healthy",
+  exitedHeight: 0,
+  epochIndex: i,
+}));
+
+Deno.bench("State frame of a 256-client epoch (encode state + frame)", { group: "codec" }, () => {
+  encodeServerMessage({ kind: "State", bytes: encodeCoordinatorState(full) });
+});
+
+const host = new CoordinatorHost({ state: testState({}, 0), withdrawOnDisconnect: true });
+const server = startCoordinatorServer({ host, hostname: "127.0.0.1", tickIntervalMs: 60_000 });
+const backend = await TcpBackend.connect({
+  address: server.address,
+  runId: "test-run",
+  identity: generateIdentity(),
+});
+const repo = { kind: "Hub" as const, repo: { repoId: "org/m", revision: null } };
+
+Deno.bench("request round trip over loopback (answered Error)", { group: "tcp" }, async () => {
+  await backend.sendCheckpoint(repo).catch(() => {});
+});
+
+globalThis.addEventListener("unload", () => {
+  backend.close();
+  server.close();
+});

@@ -23,7 +23,7 @@ import type { BatchId, OptimizerDefinition } from "../coordinator/types.ts";
 import { quantizeSigns, scatterMean, type SparseParam, topk } from "./compress.ts";
 import { decode, encode } from "./dct.ts";
 import { aggregateFixed, updateSigns } from "./exact.ts";
-import { type ChunkLayout, chunkLayouts } from "./layout.ts";
+import { type ChunkLayout, chunkLayouts, MAX_COMPRESSION_CHUNK } from "./layout.ts";
 import { canonicalOrder, type DistroResult } from "./result.ts";
 
 /** DisTrO hyper-parameters (Psyche's `OptimizerDefinition::Distro`). */
@@ -55,6 +55,27 @@ export function distroConfig(def: OptimizerDefinition): DistroConfig {
     clipGradNorm: def.clipGradNorm,
     quantize1bit: def.quantize1bit,
   };
+}
+
+/**
+ * Checks a DisTrO config: `RangeError` naming the field for a chunk outside 1..256, a topk
+ * below 1, a decay outside [0, 1], or a negative or non-finite weight decay or clip.
+ */
+export function validateDistroConfig(c: DistroConfig): void {
+  if (!Number.isInteger(c.chunk) || c.chunk < 1 || c.chunk > MAX_COMPRESSION_CHUNK) {
+    throw new RangeError(`compression_chunk must be an integer in 1..256, found ${c.chunk}`);
+  }
+  if (!Number.isInteger(c.topk) || c.topk < 1) {
+    throw new RangeError(`compression_topk must be a positive integer, found ${c.topk}`);
+  }
+  if (!(c.decay >= 0 && c.decay <= 1)) {
+    throw new RangeError(`compression_decay must be in [0, 1], found ${c.decay}`);
+  }
+  for (const [key, v] of [["weight_decay", c.weightDecay], ["clip_grad_norm", c.clipGradNorm]]) {
+    if (v !== null && !(typeof v === "number" && v >= 0 && Number.isFinite(v))) {
+      throw new RangeError(`${key} must be null or a finite number >= 0, found ${v}`);
+    }
+  }
 }
 
 /** A named f32 parameter tensor (row-major). */
@@ -108,6 +129,7 @@ export class DistroReference {
   #saved: Float32Array[] | null = null;
 
   constructor(params: readonly NamedParam[], config: DistroConfig) {
+    validateDistroConfig(config);
     this.#params = params;
     this.#config = config;
     this.layouts = chunkLayouts(params, config);

@@ -7,6 +7,7 @@ import {
   distroConfig,
   DistroReference,
   type NamedParam,
+  validateDistroConfig,
 } from "./distro.ts";
 import type { DistroResult } from "./result.ts";
 
@@ -51,6 +52,15 @@ Deno.test("distroConfig reads Psyche's OptimizerDefinition", () => {
     quantize1bit: true,
   });
   assert.throws(() => distroConfig({ kind: "Dummy" }), /expected a Distro.*Dummy/);
+});
+
+Deno.test("validateDistroConfig names the bad field", () => {
+  assert.throws(() => validateDistroConfig({ ...CONFIG, chunk: 300 }), /compression_chunk.*300/);
+  assert.throws(() => validateDistroConfig({ ...CONFIG, topk: 0 }), /compression_topk.*0/);
+  assert.throws(() => validateDistroConfig({ ...CONFIG, decay: 1.5 }), /compression_decay.*1.5/);
+  assert.throws(() => validateDistroConfig({ ...CONFIG, weightDecay: -1 }), /weight_decay.*-1/);
+  assert.throws(() => validateDistroConfig({ ...CONFIG, clipGradNorm: NaN }), /clip_grad_norm/);
+  assert.doesNotThrow(() => validateDistroConfig(CONFIG));
 });
 
 Deno.test("clipGradNorm scales only when the norm exceeds the bound", () => {

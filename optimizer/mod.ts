@@ -34,6 +34,7 @@ export {
   DistroReference,
   type GeneratedResult,
   type NamedParam,
+  validateDistroConfig,
 } from "./distro.ts";
 export {
   decodePayload,

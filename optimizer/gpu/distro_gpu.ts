@@ -17,10 +17,10 @@
  * @module
  */
 
-import type { GpuRuntime, GpuStep, TensorView } from "../../shaders/gpu.ts";
+import { type GpuRuntime, type GpuStep, type TensorView, viewLength } from "../../shaders/gpu.ts";
 import type { Optimizer, OptimizerStepArgs } from "../../train/optimizer.ts";
 import { quantizeSigns, type SparseParam } from "../compress.ts";
-import type { DistroConfig } from "../distro.ts";
+import { type DistroConfig, validateDistroConfig } from "../distro.ts";
 import type { AggregatedParam } from "../exact.ts";
 import { type ChunkLayout, chunkLayout } from "../layout.ts";
 import { BasisTables, DistroKernels, type KernelParam } from "./kernels.ts";
@@ -104,6 +104,7 @@ export class DistroOptimizer implements Optimizer {
     if (!Number.isInteger(size) || size <= 0 || size % 4 !== 0) {
       throw new RangeError(`DistroOptimizer: size must be a positive multiple of 4, got ${size}`);
     }
+    validateDistroConfig(config);
     const label = this.#label = options.label ?? "distro";
     this.#rt = rt;
     this.#size = size;
@@ -194,6 +195,13 @@ export class DistroOptimizer implements Optimizer {
     const { lr } = args;
     if (!(lr >= 0 && Number.isFinite(lr))) {
       throw new RangeError(`DistroOptimizer: bad learning rate ${lr}`);
+    }
+    for (const [name, buf] of [["params", args.params], ["grads", args.grads]] as const) {
+      if (viewLength(buf) < this.#size) {
+        throw new RangeError(
+          `DistroOptimizer: ${name} holds ${viewLength(buf)} floats, needs ${this.#size}`,
+        );
+      }
     }
     const clip = this.config.clipGradNorm ?? 0;
     if (clip > 0 && args.gradSumSq === null) {

@@ -173,6 +173,14 @@ Deno.test("a TCP run: epochs, hostile peers refused, disconnect withdraws, resta
         await writeAll(raw.conn, encodeFrame(new Uint8Array([0, 0, 0, 0, 1, 0, 200])));
       });
       assert.match(refusal(frames), /Join: field "runId"/);
+      // Authenticated, then an oversized frame.
+      frames = await hostile(address, async (raw) => {
+        await authenticate(raw, generateIdentity());
+        const header = new Uint8Array(4);
+        new DataView(header.buffer).setUint32(0, 0xffff_ffff);
+        await writeAll(raw.conn, header);
+      });
+      assert.match(refusal(frames), /Frame of 4294967295 bytes exceeds the maximum/);
       // Authenticated with the wrong run id.
       const wrong = await TcpBackend.connect({
         address,

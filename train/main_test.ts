@@ -76,6 +76,21 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
     const init = initParams(saved.layout, saved.config, 3);
     assert.ok(saved.weights !== null);
     assert.notDeepEqual(saved.weights, init); // trained, not the seeded init
+    // Training resumes from the saved folder: its weights are loaded, and its first loss is the
+    // loss of the saved weights (lower than the seeded model's first loss).
+    const again = await runCli([
+      `--model=${dir}/out`,
+      `--data-path=${dir}/data`,
+      "--sequence-length=32",
+      "--micro-batch=2",
+      "--total-batch=4",
+      "--steps=1",
+      "--logs=json",
+    ]);
+    assert.equal(again.code, 0, again.stderr);
+    const resumed = again.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    assert.equal(resumed[0].weights, "loaded");
+    assert.ok(resumed[1].loss < lines[1].loss - 0.01, `${resumed[1].loss} vs ${lines[1].loss}`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

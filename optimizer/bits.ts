@@ -18,9 +18,14 @@ export class BitWriter {
   /** Writes the low `width` bits of `value` (0 <= width <= 32), least significant first. */
   write(value: number, width: number): void {
     this.#reserve(this.#bitLength + width);
-    for (let b = 0; b < width; b++) {
-      if ((value >>> b) & 1) this.#bytes[this.#bitLength >>> 3] |= 1 << (this.#bitLength & 7);
-      this.#bitLength++;
+    let done = 0;
+    while (done < width) {
+      const off = this.#bitLength & 7;
+      const take = Math.min(8 - off, width - done);
+      const part = Math.floor(value / 2 ** done) & ((1 << take) - 1);
+      this.#bytes[this.#bitLength >>> 3] |= part << off;
+      done += take;
+      this.#bitLength += take;
     }
   }
 
@@ -72,14 +77,17 @@ export class BitReader {
     return this.#bit;
   }
 
-  /** Reads `width` bits (0..32) as an unsigned number. */
+  /** Reads `width` bits (0..32) as an unsigned number, a byte's worth at a time. */
   read(width: number): number {
     if (this.#bit + width > this.#bytes.length * 8) throw new BitStreamEndError(this.#bit);
     let v = 0;
-    for (let b = 0; b < width; b++) {
-      const bit = (this.#bytes[this.#bit >>> 3] >>> (this.#bit & 7)) & 1;
-      v += bit * 2 ** b;
-      this.#bit++;
+    let got = 0;
+    while (got < width) {
+      const off = this.#bit & 7;
+      const take = Math.min(8 - off, width - got);
+      v += ((this.#bytes[this.#bit >>> 3] >>> off) & ((1 << take) - 1)) * 2 ** got;
+      got += take;
+      this.#bit += take;
     }
     return v;
   }

@@ -77,15 +77,21 @@ export function readIndices(input: BitReader, target: ReadTarget): IndexCodeProb
   for (let i = 0; i < k; i++) into[at + i] = input.read(low);
   let ones = 0;
   let problem: IndexCodeProblem | null = null;
-  for (let p = 0; p < high; p++) {
-    if (!input.bit()) continue;
-    if (ones < k) {
-      const x = (p - ones) * 2 ** low + into[at + ones] + ones;
-      if (x >= totalk) problem ??= "range";
-      if (ones > 0 && x <= into[at + ones - 1]) problem ??= "order";
-      into[at + ones] = x;
+  // The high vector in words of up to 24 bits; visit each set bit (lowest first).
+  for (let base = 0; base < high; base += 24) {
+    let word = input.read(Math.min(24, high - base));
+    while (word !== 0) {
+      const lowest = word & -word;
+      const p = base + 31 - Math.clz32(lowest);
+      word ^= lowest;
+      if (ones < k) {
+        const x = (p - ones) * 2 ** low + into[at + ones] + ones;
+        if (x >= totalk) problem ??= "range";
+        if (ones > 0 && x <= into[at + ones - 1]) problem ??= "order";
+        into[at + ones] = x;
+      }
+      ones++;
     }
-    ones++;
   }
   if (ones !== k) return "ones";
   return problem;

@@ -142,8 +142,16 @@ function encodeParam(layout: ChunkLayout, p: SparseParam, oneBit: boolean): Uint
   const order = new Array<number>(k);
   const sorted = new Uint32Array(k);
   for (let c = 0; c < chunks; c++) {
-    for (let r = 0; r < k; r++) order[r] = c * k + r;
-    order.sort((a, b) => p.indices[a] - p.indices[b]);
+    for (let r = 0; r < k; r++) {
+      // Insertion sort by index: k is small.
+      const e = c * k + r;
+      let at = r;
+      while (at > 0 && p.indices[order[at - 1]] > p.indices[e]) {
+        order[at] = order[at - 1];
+        at--;
+      }
+      order[at] = e;
+    }
     for (let r = 0; r < k; r++) {
       const e = order[r];
       const i = p.indices[e];
@@ -318,9 +326,13 @@ function decodeParam(cur: Cursor, layout: ChunkLayout, where: string, oneBit: bo
   const values = new Float32Array(chunks * k);
   if (oneBit) {
     const signBytes = cur.take(Math.ceil((chunks * k) / 8), `${where} signs`);
-    const signs = new BitReader(signBytes);
-    for (let e = 0; e < values.length; e++) values[e] = signs.bit() ? -1 : 1;
-    if (!signs.restIsZero()) throw new PayloadDecodeError(`${where} signs`, "nonzero padding bits");
+    for (let e = 0; e < values.length; e++) {
+      values[e] = (signBytes[e >>> 3] >>> (e & 7)) & 1 ? -1 : 1;
+    }
+    const pad = values.length & 7;
+    if (pad !== 0 && signBytes[signBytes.length - 1] >>> pad !== 0) {
+      throw new PayloadDecodeError(`${where} signs`, "nonzero padding bits");
+    }
   } else {
     const raw = cur.take(2 * chunks * k, `${where} values`);
     for (let e = 0; e < values.length; e++) {

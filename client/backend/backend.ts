@@ -1,6 +1,7 @@
 /**
- * What a training client needs from a coordinator, whoever runs it: the TCP server now
- * (client/backend/tcp.ts), the Solana program later. The client follows the run by reading
+ * What a training client needs from a coordinator, whoever runs it: the TCP server
+ * (client/backend/tcp.ts), an in-process coordinator for tests (client/backend/memory.ts),
+ * the Solana program later. Every implementation passes client/backend/compliance.ts. The client follows the run by reading
  * {@linkcode CoordinatorBackend.states} and acts through the `send*` calls; it never sees
  * sockets, frames or transactions.
  *
@@ -69,7 +70,7 @@ export interface CallOptions {
 }
 
 /**
- * A client's view of one coordinator run. Implementations: `TcpBackend`
+ * A client's view of one coordinator run. Implementations: `TcpBackend`, `MemoryBackend`
  * (client/backend/tcp.ts). Dispose with `close()`.
  */
 export interface CoordinatorBackend {

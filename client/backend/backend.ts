@@ -70,8 +70,8 @@ export interface CallOptions {
 }
 
 /**
- * A client's view of one coordinator run. Implementations: `TcpBackend`, `MemoryBackend`
- * (client/backend/tcp.ts). Dispose with `close()`.
+ * A client's view of one coordinator run. Implementations: `TcpBackend`
+ * (client/backend/tcp.ts), `MemoryBackend` (client/backend/memory.ts). Dispose with `close()`.
  */
 export interface CoordinatorBackend {
   /** Who this client is, as the coordinator sees it (its clients list uses this key). */

@@ -521,3 +521,89 @@ Deno.test("free_coordinator: only when halted, by the main authority; rent goes 
   assert.equal(svm.balance(spill.address), before + rent);
   assert.equal(svm.accountBytes(run.coordinator), null);
 });
+
+Deno.test("tick: an epoch takes at most maxClients pending clients, in join order", async () => {
+  const run = await configured({ maxClients: 2, minClients: 1, initMinClients: 1 });
+  run.setTime(1);
+  await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
+  const joined: KeyPairSigner[] = [];
+  for (let i = 0; i < 3; i++) {
+    const c = await svm.newSigner();
+    joined.push(c);
+    await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, c);
+  }
+  run.setTime(3);
+  await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+  const clients = run.model!.state.epochState.clients;
+  assert.equal(run.model!.state.runState, "Warmup");
+  assert.deepEqual(clients.map((c) => c.id.signer), [keyOf(joined[0]), keyOf(joined[1])]);
+  assert.equal(run.model!.registry.filter((r) => r.active === run.model!.nextActive).length, 0);
+});
+
+Deno.test("join_run: a full registry reuses registrations that are not pending", async () => {
+  const run = await configured({
+    globalBatchSizeStart: 300,
+    globalBatchSizeEnd: 300,
+    maxClients: 256,
+  });
+  const first = await svm.newSigner();
+  await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, first);
+  for (let i = 1; i < 256; i++) {
+    const res = await svm.send(
+      run.coordinator,
+      { kind: "JoinRun", p2pIdentity: P2P },
+      await svm.newSigner(),
+    );
+    assert.ok(res.ok);
+  }
+  assert.equal(svm.coordinatorAccount(run.coordinator).registry.length, 256);
+  const late = await svm.newSigner();
+  const full = await svm.send(run.coordinator, { kind: "JoinRun", p2pIdentity: P2P }, late);
+  assert.equal(full.code, programErrorNumber("ClientsFull"));
+  // Starting an epoch takes the pending clients and makes every registration stale, so the
+  // late client now reuses the first slot.
+  run.setTime(1);
+  await svm.send(run.coordinator, { kind: "SetPaused", paused: false }, run.mainAuthority);
+  run.setTime(3);
+  assert.ok((await svm.send(run.coordinator, { kind: "Tick" }, null, { noSigner: true })).ok);
+  const again = await svm.send(run.coordinator, { kind: "JoinRun", p2pIdentity: P2P }, late);
+  assert.ok(again.ok, again.error ?? "");
+  const account = svm.coordinatorAccount(run.coordinator);
+  assert.deepEqual(account.registry[0].signer, keyOf(late), "the first stale slot is reused");
+  assert.equal(account.registry[0].active, account.nextActive);
+});
+
+Deno.test("a whole epoch: rounds, Cooldown, P2P checkpoint, re-join, pause at epoch end", async () => {
+  const { run, clients } = await training(2, { totalSteps: 100, epochTime: 40 });
+  const everyone = clients.map((c) => ({ signer: keyOf(c), p2pIdentity: keyOf(c) }));
+  let t = 11;
+  while (run.model!.state.runState !== "Cooldown") {
+    for (const w of witnessesOf(run, clients)) {
+      const report = witnessReport(run.model!.state, clientIndex(run, w), everyone);
+      await run.expectOk({ kind: "Witness", witness: report }, w);
+    }
+    t += 3;
+    run.setTime(t);
+    await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+  }
+  assert.ok(run.model!.state.progress.step > 4, "the epoch timer allows at least 4 rounds");
+  for (const c of clients) await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, c);
+  await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
+  assert.equal(run.model!.state.pendingPause, true);
+  run.setTime(t + 5);
+  await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+  assert.equal(run.model!.state.runState, "Paused");
+  assert.equal(run.model!.state.model.checkpoint.kind, "P2P");
+  assert.equal(run.model!.state.progress.epoch, 1);
+  run.setTime(t + 6);
+  await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
+  run.setTime(t + 8);
+  await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+  assert.equal(run.model!.state.runState, "Warmup", "the re-joined clients start epoch 1");
+  assert.equal(run.model!.state.epochState.coldStartEpoch, true);
+  assert.equal(
+    run.model!.state.model.checkpoint.kind,
+    "Hub",
+    "the pause withdrew everyone, so no peer serves the model: back to the Hub checkpoint",
+  );
+});

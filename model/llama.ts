@@ -249,6 +249,21 @@ export class LlamaModel implements Disposable {
     step.encoder.copyBufferToBuffer(this.#losses[slot], 0, this.#stats, slot * N * 4, N * 4);
   }
 
+  /**
+   * Encodes the forward pass and per-row losses of the micro-batch in `slot`, without backward
+   * (evaluation). Gradients are untouched; {@link readStats} then sums the losses.
+   */
+  encodeLoss(step: GpuStep, args: { slot: number }): void {
+    const { slot } = args;
+    if (!Number.isInteger(slot) || slot < 0 || slot >= this.slots) {
+      throw new RangeError(`slot ${slot} outside [0, ${this.slots})`);
+    }
+    this.#forward(step, slot);
+    this.#headAndLoss(step, slot, null);
+    const N = this.rows;
+    step.encoder.copyBufferToBuffer(this.#losses[slot], 0, this.#stats, slot * N * 4, N * 4);
+  }
+
   /** Encodes `Σ grads²` into a one-float buffer (returned) for clipping and logging. */
   encodeGradSumSq(step: GpuStep): TensorView {
     this.#k.sumSquares(step.pass, {
@@ -496,8 +511,11 @@ export class LlamaModel implements Disposable {
     this.#norm(pass, { x: this.#xs[c.numLayers], weight, out: this.#hf, rstd: this.#rstdf });
   }
 
-  /** LM head, loss and their backward, R rows at a time; leaves d hf in #dh. */
-  #headAndLoss(step: GpuStep, slot: number, lossScale: number): void {
+  /**
+   * LM head, loss and their backward, R rows at a time; leaves d hf in #dh. With `lossScale`
+   * null only the per-row losses are computed (evaluation).
+   */
+  #headAndLoss(step: GpuStep, slot: number, lossScale: number | null): void {
     const k = this.#k, pass = step.pass;
     const { hiddenSize: C, vocabSize: V } = this.config;
     const N = this.rows;
@@ -512,13 +530,18 @@ export class LlamaModel implements Disposable {
       });
       const logits: TensorView = { buffer: this.#logits, offset: 0, size: R * V * 4 };
       k.matmul(pass, { a: rows(this.#hf, C), b: head, c: logits, m: R, n: V, k: C, layout: "nt" });
+      const targets = rows(this.#targets[slot], 1), losses = rows(this.#losses[slot], 1);
+      if (lossScale === null) {
+        k.crossEntropyLoss(pass, { logits, targets, losses, rows: R, vocab: V });
+        continue;
+      }
       // Rows at positions T−1 of a sequence have no target.
       let ignored = 0;
       for (let r = r0; r < r0 + R; r++) if (r % this.seqLen === this.seqLen - 1) ignored++;
       k.crossEntropy(pass, {
         logits,
-        targets: rows(this.#targets[slot], 1),
-        losses: rows(this.#losses[slot], 1),
+        targets,
+        losses,
         rows: R,
         vocab: V,
         scale: lossScale,

@@ -136,6 +136,17 @@ export interface LlamaKernels {
       counted: number;
     },
   ): void;
+  /** Forward-only cross-entropy: per-row losses `[R]` (0 when ignored); logits untouched. */
+  crossEntropyLoss(
+    pass: GPUComputePassEncoder,
+    a: {
+      logits: TensorView;
+      targets: TensorView;
+      losses: TensorView;
+      rows: number;
+      vocab: number;
+    },
+  ): void;
   /** y += x over n values (residual adds, gradient sums). */
   accumulate(pass: GPUComputePassEncoder, a: { x: TensorView; y: TensorView; n: number }): void;
   /** out `[1]` = Σ input² over n values, in a fixed order. */

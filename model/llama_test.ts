@@ -87,6 +87,31 @@ Deno.test("GPU loss and gradients match the f64 reference over two accumulated m
   assert.ok(Math.abs(gradSumSq - sq) < 1e-4 * sq, `grad sumsq ${gradSumSq} vs ${sq}`);
 });
 
+Deno.test("encodeLoss gives the reference loss without touching the gradients", async () => {
+  using rt = await GpuRuntime.create();
+  const B = 3, T = 6;
+  const w = weights(4);
+  using model = new LlamaModel(rt, {
+    config: CONFIG,
+    layout: LAYOUT,
+    weights: w,
+    microBatch: B,
+    seqLen: T,
+    slots: 1,
+  });
+  const batch = tokens(8, B * T);
+  model.writeTokens(0, batch);
+  const step = rt.beginStep("eval");
+  model.encodeZeroGrads(step);
+  model.encodeLoss(step, { slot: 0 });
+  await step.submit();
+  const { lossSum } = await model.readStats(1);
+  const ref = referenceLossAndGrad(CONFIG, LAYOUT, w, { tokens: batch, count: B, seqLen: T });
+  const loss = lossSum / (B * (T - 1));
+  assert.ok(Math.abs(loss - ref.loss) < 1e-5 * ref.loss, `loss ${loss} vs ${ref.loss}`);
+  assert.ok((await model.readGrads()).every((g) => g === 0));
+});
+
 Deno.test("LlamaModel checks its inputs", async () => {
   using rt = await GpuRuntime.create();
   const opts = {

@@ -144,6 +144,19 @@ export function shaderKernels(
       // per prediction. The count is known on the host from the targets' ignore pattern.
       crossEntropy.backward(pass, { ...dims, scale: a.scale * a.counted });
     },
+    crossEntropyLoss: (pass, a) => {
+      const lse = scratchBuffer("cross-entropy lse", a.rows);
+      const out = scratchBuffer("cross-entropy out", 4);
+      crossEntropy.forward(pass, {
+        n: a.rows,
+        v: a.vocab,
+        logits: a.logits,
+        targets: a.targets,
+        lse,
+        out,
+        losses: a.losses,
+      });
+    },
     accumulate: (pass, a) => elementwise.axpy(pass, { x: a.x, y: a.y, n: a.n, alpha: 1 }),
     sumSquares: (pass, a) => {
       // One sumsq input per range that fits in a storage binding (whole gradient buffers of

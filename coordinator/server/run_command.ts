@@ -109,6 +109,12 @@ export function parseRunArgs(args: string[]): RunOptions | null {
   };
 }
 
+/** Errors of binding a port the operator can fix (in use, not allowed, not an address here). */
+function isListenError(e: unknown): boolean {
+  return e instanceof Deno.errors.AddrInUse || e instanceof Deno.errors.AddrNotAvailable ||
+    e instanceof Deno.errors.PermissionDenied;
+}
+
 /** Resolves on the first SIGINT or SIGTERM. */
 function signalled(): Promise<void> {
   return new Promise((resolve) => {
@@ -177,7 +183,6 @@ export async function runCommand(
     return EXIT_INVALID;
   }
   const log = eventLogger(opts.logs, { write: io.out, clock });
-  const stop = options.stop ?? signalled();
 
   let dataPort: number | undefined;
   if (opts.dataConfigPath !== undefined) {
@@ -216,8 +221,8 @@ export async function runCommand(
         },
       });
     } catch (e) {
-      if (!(e instanceof DataError)) throw e;
-      io.err(`run: ${e.message}`);
+      if (!(e instanceof DataError) && !isListenError(e)) throw e;
+      io.err(`run: data server: ${(e as Error).message}`);
       return EXIT_USAGE;
     }
     const mismatch = crossCheckDataConfig(run, data.config);
@@ -239,16 +244,24 @@ export async function runCommand(
     );
   }
 
-  const server = startCoordinatorServer({
-    host,
-    hostname: opts.hostname,
-    port: opts.port,
-    clock,
-    saveStateDir: opts.saveStateDir,
-    onEvent: log,
-  });
+  let server;
   try {
-    await stop;
+    server = startCoordinatorServer({
+      host,
+      hostname: opts.hostname,
+      port: opts.port,
+      clock,
+      saveStateDir: opts.saveStateDir,
+      onEvent: log,
+    });
+  } catch (e) {
+    if (!isListenError(e)) throw e;
+    await data?.close();
+    io.err(`run: cannot listen on ${opts.hostname}:${opts.port}: ${(e as Error).message}`);
+    return EXIT_USAGE;
+  }
+  try {
+    await (options.stop ?? signalled());
   } finally {
     await server.close();
     await data?.close();

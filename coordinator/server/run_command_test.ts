@@ -96,3 +96,23 @@ Deno.test("--data-config needs a run that reads from a data Server", async () =>
   assert.equal(await runCommand(["--state", "s.toml", "--data-config", "d.toml"], c.io), 2);
   assert.match(c.err.join("\n"), /data_location to be Server = "host:port", found Local/);
 });
+
+Deno.test("a port in use is a usage error naming the address", async () => {
+  const busy = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (busy.addr as Deno.NetAddr).port;
+  try {
+    const state = await Deno.readTextFile(
+      new URL("../../config/llama-tiny/state.toml", import.meta.url),
+    );
+    const c = captureIo({ "s.toml": state });
+    const code = await runCommand(
+      ["--state", "s.toml", "--hostname", "127.0.0.1", "--server-port", String(port)],
+      c.io,
+      { stop: Promise.resolve() },
+    );
+    assert.equal(code, 2);
+    assert.match(c.err.join("\n"), new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}`));
+  } finally {
+    busy.close();
+  }
+});

@@ -25,6 +25,7 @@ export {
 export {
   type CoordinatorServer,
   type CoordinatorServerOptions,
+  DEFAULT_MAX_CONNECTIONS,
   PUSH_INTERVAL_MS,
   startCoordinatorServer,
   TICK_INTERVAL_MS,

@@ -52,6 +52,8 @@ import { resumableRunConfig, saveRunConfig } from "./save_state.ts";
 export const TICK_INTERVAL_MS = 500;
 /** Milliseconds between unconditional state pushes (clients also get every change). */
 export const PUSH_INTERVAL_MS = 5000;
+/** Default cap on open connections (handshaking or authenticated). */
+export const DEFAULT_MAX_CONNECTIONS = 4096;
 
 /** Options of {@linkcode startCoordinatorServer}. */
 export interface CoordinatorServerOptions {
@@ -73,6 +75,8 @@ export interface CoordinatorServerOptions {
   maxFrameBytes?: number;
   /** Milliseconds a client has to finish the handshake (default 5000). */
   handshakeTimeoutMs?: number;
+  /** More connections than this are rejected at once (default DEFAULT_MAX_CONNECTIONS). */
+  maxConnections?: number;
   /** Where to save the run at every successful epoch end (none when absent). */
   saveStateDir?: string;
   /** Receives every event (log lines are the caller's choice). */
@@ -126,6 +130,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
   const emit = options.onEvent ?? (() => {});
   const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_SERVER_MAX_FRAME_BYTES;
   const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5000;
+  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   const now = () => Math.floor(clock() / 1000);
 
   const listener = Deno.listen({
@@ -271,6 +276,12 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
 
   const accepting = (async () => {
     for await (const conn of listener) {
+      if (conns.size >= maxConnections) {
+        const reason = `the server already has ${maxConnections} connections`;
+        refuseHandshake(conn, reason).finally(() => closeQuietly(conn));
+        emit({ kind: "ConnectionRefused", peer: peerName(conn), client: null, reason });
+        continue;
+      }
       conns.add(conn);
       const handler = serve(conn).finally(() => {
         conns.delete(conn);

@@ -96,3 +96,24 @@ Deno.test("closing the server withdraws nobody and reports Stopped", async () =>
     ["Listening", "Connected", "Joined"],
   );
 });
+
+Deno.test("connections over the cap are rejected at once; the others carry on", async () => {
+  const { server, events } = serve({ maxConnections: 1 });
+  await using _ = server;
+  const backend = await TcpBackend.connect({
+    address: server.address,
+    runId: "test-run",
+    identity: generateIdentity(),
+  });
+  try {
+    const raw = await rawConnect(server.address);
+    const frames = await framesUntilClosed(raw, 3000);
+    assert.deepEqual(frames.map((f) => decodeHandshakeMessage(f)), [
+      { kind: "Rejected", reason: "the server already has 1 connections" },
+    ]);
+    assert.ok(events.some((e) => e.kind === "ConnectionRefused" && /1 connections/.test(e.reason)));
+    await backend.join();
+  } finally {
+    await backend.close();
+  }
+});

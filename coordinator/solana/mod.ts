@@ -52,6 +52,17 @@ export {
   witnessInstructionBytes,
 } from "./instructions.ts";
 export {
+  COMPUTE_BUDGET_PROGRAM_ADDRESS,
+  coordinatorInstruction,
+  type CoordinatorInstructionOptions,
+  createAccountWithSeedInstruction,
+  createRunInstructions,
+  type CreateRunOptions,
+  type ExtraAccount,
+  setComputeUnitLimitInstruction,
+  SYSTEM_PROGRAM_ADDRESS,
+} from "./kit.ts";
+export {
   applyInstruction,
   clockSeed,
   initialAccount,

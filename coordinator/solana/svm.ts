@@ -14,7 +14,6 @@
 import {
   AccountRole,
   type Address,
-  address,
   appendTransactionMessageInstructions,
   createTransactionMessage,
   generateKeyPairSigner,
@@ -33,11 +32,16 @@ import { Clock, FailedTransactionMetadata, LiteSVM } from "litesvm";
 import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from "./account.ts";
 import { coordinatorAddress } from "./addresses.ts";
 import { buildProgramOnce } from "./build.ts";
-import { type CoordinatorInstruction, encodeCoordinatorInstruction } from "./instructions.ts";
+import type { CoordinatorInstruction } from "./instructions.ts";
+import {
+  coordinatorInstruction,
+  createAccountWithSeedInstruction,
+  createRunInstructions,
+  type ExtraAccount,
+  setComputeUnitLimitInstruction,
+} from "./kit.ts";
 import { programErrorName } from "./errors.ts";
 
-const SYSTEM_PROGRAM = address("11111111111111111111111111111111");
-const COMPUTE_BUDGET_PROGRAM = address("ComputeBudget111111111111111111111111111111");
 /** The largest compute budget a transaction may request. */
 export const MAX_COMPUTE_UNITS = 1_400_000;
 /** The most bytes a serialized transaction may have. */
@@ -65,50 +69,6 @@ export interface SendOptions {
   extraAccounts?: { address: Address; role: AccountRole }[];
   /** Leave out the signer account (tick needs none). */
   noSigner?: boolean;
-}
-
-/** Encodes system `CreateAccountWithSeed` (bincode: u32 tag 3, base, seed, lamports, space, owner). */
-function createAccountWithSeed(
-  payer: KeyPairSigner,
-  base: KeyPairSigner,
-  target: Address,
-  seed: string,
-  rentLamports: bigint,
-  owner: Address,
-): Instruction {
-  const enc = getAddressEncoder();
-  const seedBytes = new TextEncoder().encode(seed);
-  const data = new Uint8Array(4 + 32 + 8 + seedBytes.length + 8 + 8 + 32);
-  const v = new DataView(data.buffer);
-  let at = 0;
-  v.setUint32(at, 3, true);
-  at += 4;
-  data.set(enc.encode(base.address), at);
-  at += 32;
-  v.setBigUint64(at, BigInt(seedBytes.length), true);
-  at += 8;
-  data.set(seedBytes, at);
-  at += seedBytes.length;
-  v.setBigUint64(at, rentLamports, true);
-  at += 8;
-  v.setBigUint64(at, BigInt(ACCOUNT_SIZE), true);
-  at += 8;
-  data.set(enc.encode(owner), at);
-  const accounts = [
-    { address: payer.address, role: AccountRole.WRITABLE_SIGNER, signer: payer },
-    { address: target, role: AccountRole.WRITABLE },
-  ];
-  if (base.address !== payer.address) {
-    accounts.push({ address: base.address, role: AccountRole.READONLY_SIGNER, signer: base });
-  }
-  return { programAddress: SYSTEM_PROGRAM, accounts, data };
-}
-
-function computeUnitLimit(units: number): Instruction {
-  const data = new Uint8Array(5);
-  data[0] = 2;
-  new DataView(data.buffer).setUint32(1, units, true);
-  return { programAddress: COMPUTE_BUDGET_PROGRAM, data };
 }
 
 /** A LiteSVM with the coordinator program deployed and a funded fee payer. */
@@ -155,7 +115,7 @@ export class CoordinatorSvm {
   ): Promise<SendResult> {
     const all = opts.computeUnitLimit === undefined
       ? instructions
-      : [computeUnitLimit(opts.computeUnitLimit), ...instructions];
+      : [setComputeUnitLimitInstruction(opts.computeUnitLimit), ...instructions];
     const message = pipe(
       createTransactionMessage({ version: 0 }),
       (m) => setTransactionMessageFeePayerSigner(this.payer, m),
@@ -204,22 +164,15 @@ export class CoordinatorSvm {
     coordinator: Address,
     ix: CoordinatorInstruction,
     signer: KeyPairSigner | null,
-    extra: { address: Address; role: AccountRole }[] = [],
+    extraAccounts: ExtraAccount[] = [],
   ): Instruction {
-    const accounts: Instruction["accounts"] & object[] = [
-      { address: coordinator, role: AccountRole.WRITABLE },
-    ];
-    if (signer !== null) {
-      accounts.push(
-        { address: signer.address, role: AccountRole.READONLY_SIGNER, signer } as never,
-      );
-    }
-    accounts.push(...extra);
-    return {
-      programAddress: this.programId,
-      accounts,
-      data: encodeCoordinatorInstruction(ix),
-    };
+    return coordinatorInstruction({
+      programId: this.programId,
+      coordinator,
+      ix,
+      signer,
+      extraAccounts,
+    });
   }
 
   /** Sends one coordinator instruction. */
@@ -242,27 +195,16 @@ export class CoordinatorSvm {
     joinAuthority: Address;
     permissionless: boolean;
   }): Promise<{ coordinator: Address; result: SendResult }> {
-    const coordinator = await coordinatorAddress({
-      mainAuthority: opts.mainAuthority.address,
-      runId: opts.runId,
+    const { coordinator, instructions } = await createRunInstructions({
       programId: this.programId,
-    });
-    const rent = this.svm.minimumBalanceForRentExemption(BigInt(ACCOUNT_SIZE));
-    const create = createAccountWithSeed(
-      this.payer,
-      opts.mainAuthority,
-      coordinator,
-      opts.runId,
-      rent,
-      this.programId,
-    );
-    const init = this.instruction(coordinator, {
-      kind: "InitCoordinator",
+      payer: this.payer,
+      mainAuthority: opts.mainAuthority,
+      joinAuthority: opts.joinAuthority,
       runId: opts.runId,
-      joinAuthority: getAddressEncoder().encode(opts.joinAuthority) as Uint8Array,
       permissionless: opts.permissionless,
-    }, opts.mainAuthority);
-    const result = await this.sendRaw([create, init]);
+      rentLamports: this.svm.minimumBalanceForRentExemption(BigInt(ACCOUNT_SIZE)),
+    });
+    const result = await this.sendRaw(instructions);
     return { coordinator, result };
   }
 
@@ -280,7 +222,14 @@ export class CoordinatorSvm {
     });
     const rent = this.svm.minimumBalanceForRentExemption(BigInt(ACCOUNT_SIZE));
     const result = await this.sendRaw([
-      createAccountWithSeed(this.payer, opts.mainAuthority, at, opts.seed, rent, this.programId),
+      createAccountWithSeedInstruction({
+        payer: this.payer,
+        base: opts.mainAuthority,
+        target: at,
+        seed: opts.seed,
+        lamports: rent,
+        owner: this.programId,
+      }),
     ]);
     if (!result.ok) throw new Error(`createAccountWithSeed failed: ${result.error}`);
     return at;

@@ -1,0 +1,168 @@
+/**
+ * `@solana/kit` instructions for the coordinator program, for clients and tools that
+ * build their own transactions (the SVM harness uses these too):
+ * {@linkcode coordinatorInstruction} for any program instruction with the account list
+ * docs/solana-program.md gives it, {@linkcode createRunInstructions} for the system
+ * `createAccountWithSeed` + `init_coordinator` pair that opens a run, and
+ * {@linkcode setComputeUnitLimitInstruction} for large health-check transactions.
+ *
+ * @module
+ */
+
+import {
+  AccountRole,
+  type Address,
+  address,
+  getAddressEncoder,
+  type Instruction,
+  type TransactionSigner,
+} from "@solana/kit";
+import { ACCOUNT_SIZE } from "./account.ts";
+import { coordinatorAddress } from "./addresses.ts";
+import { type CoordinatorInstruction, encodeCoordinatorInstruction } from "./instructions.ts";
+
+/** The system program. */
+export const SYSTEM_PROGRAM_ADDRESS: Address = address("11111111111111111111111111111111");
+/** The compute-budget program. */
+export const COMPUTE_BUDGET_PROGRAM_ADDRESS: Address = address(
+  "ComputeBudget111111111111111111111111111111",
+);
+
+/** An extra account of an instruction (free_coordinator's spill account). */
+export interface ExtraAccount {
+  address: Address;
+  role: AccountRole;
+}
+
+/** Options of {@linkcode coordinatorInstruction}. */
+export interface CoordinatorInstructionOptions {
+  programId: Address;
+  /** The run's coordinator account. */
+  coordinator: Address;
+  ix: CoordinatorInstruction;
+  /** Account 1: the authority or client wallet; null for tick, which needs no signer. */
+  signer: TransactionSigner | null;
+  /** Accounts after the signer (free_coordinator: the writable spill account). */
+  extraAccounts?: readonly ExtraAccount[];
+}
+
+/**
+ * A kit instruction for the coordinator program: account 0 the coordinator (writable),
+ * account 1 the signer (when given), then `extraAccounts`; data from
+ * {@linkcode encodeCoordinatorInstruction}.
+ */
+export function coordinatorInstruction(opts: CoordinatorInstructionOptions): Instruction {
+  const accounts: (ExtraAccount & { signer?: TransactionSigner })[] = [
+    { address: opts.coordinator, role: AccountRole.WRITABLE },
+  ];
+  if (opts.signer !== null) {
+    accounts.push({
+      address: opts.signer.address,
+      role: AccountRole.READONLY_SIGNER,
+      signer: opts.signer,
+    });
+  }
+  accounts.push(...(opts.extraAccounts ?? []));
+  return {
+    programAddress: opts.programId,
+    accounts,
+    data: encodeCoordinatorInstruction(opts.ix),
+  };
+}
+
+/**
+ * System `CreateAccountWithSeed` (bincode: u32 tag 3, base, u64-length seed, lamports,
+ * space, owner) creating a program-owned account of the coordinator's size at
+ * createWithSeed(base, seed, owner).
+ */
+export function createAccountWithSeedInstruction(opts: {
+  payer: TransactionSigner;
+  base: TransactionSigner;
+  target: Address;
+  seed: string;
+  lamports: bigint;
+  owner: Address;
+  space?: number;
+}): Instruction {
+  const enc = getAddressEncoder();
+  const seed = new TextEncoder().encode(opts.seed);
+  const data = new Uint8Array(4 + 32 + 8 + seed.length + 8 + 8 + 32);
+  const v = new DataView(data.buffer);
+  v.setUint32(0, 3, true);
+  data.set(enc.encode(opts.base.address), 4);
+  v.setBigUint64(36, BigInt(seed.length), true);
+  data.set(seed, 44);
+  let at = 44 + seed.length;
+  v.setBigUint64(at, opts.lamports, true);
+  v.setBigUint64(at + 8, BigInt(opts.space ?? ACCOUNT_SIZE), true);
+  at += 16;
+  data.set(enc.encode(opts.owner), at);
+  const accounts: (ExtraAccount & { signer?: TransactionSigner })[] = [
+    { address: opts.payer.address, role: AccountRole.WRITABLE_SIGNER, signer: opts.payer },
+    { address: opts.target, role: AccountRole.WRITABLE },
+  ];
+  if (opts.base.address !== opts.payer.address) {
+    accounts.push({
+      address: opts.base.address,
+      role: AccountRole.READONLY_SIGNER,
+      signer: opts.base,
+    });
+  }
+  return { programAddress: SYSTEM_PROGRAM_ADDRESS, accounts, data };
+}
+
+/** Options of {@linkcode createRunInstructions}. */
+export interface CreateRunOptions {
+  programId: Address;
+  /** Pays the rent. */
+  payer: TransactionSigner;
+  /** Signs both instructions; the account address derives from it and the run id. */
+  mainAuthority: TransactionSigner;
+  joinAuthority: Address;
+  runId: string;
+  permissionless: boolean;
+  /** Rent-exempt balance for ACCOUNT_SIZE bytes (`getMinimumBalanceForRentExemption`). */
+  rentLamports: bigint;
+}
+
+/** The two instructions (one transaction) that open a run, and the run's account address. */
+export async function createRunInstructions(
+  opts: CreateRunOptions,
+): Promise<{ coordinator: Address; instructions: Instruction[] }> {
+  const coordinator = await coordinatorAddress({
+    mainAuthority: opts.mainAuthority.address,
+    runId: opts.runId,
+    programId: opts.programId,
+  });
+  const create = createAccountWithSeedInstruction({
+    payer: opts.payer,
+    base: opts.mainAuthority,
+    target: coordinator,
+    seed: opts.runId,
+    lamports: opts.rentLamports,
+    owner: opts.programId,
+  });
+  const init = coordinatorInstruction({
+    programId: opts.programId,
+    coordinator,
+    signer: opts.mainAuthority,
+    ix: {
+      kind: "InitCoordinator",
+      runId: opts.runId,
+      joinAuthority: getAddressEncoder().encode(opts.joinAuthority) as Uint8Array,
+      permissionless: opts.permissionless,
+    },
+  });
+  return { coordinator, instructions: [create, init] };
+}
+
+/** Compute-budget `SetComputeUnitLimit(units)` (up to 1.4M per transaction). */
+export function setComputeUnitLimitInstruction(units: number): Instruction {
+  if (!Number.isSafeInteger(units) || units < 0 || units > 0xffff_ffff) {
+    throw new RangeError(`compute unit limit must be a u32, found ${units}`);
+  }
+  const data = new Uint8Array(5);
+  data[0] = 2;
+  new DataView(data.buffer).setUint32(1, units, true);
+  return { programAddress: COMPUTE_BUDGET_PROGRAM_ADDRESS, data };
+}

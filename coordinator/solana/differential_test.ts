@@ -123,7 +123,7 @@ function randomInstruction(
     const paused = state.runState === "Paused" ? rng.int(0, 4) === 0 : rng.int(0, 3) === 0;
     return [{ kind: "SetPaused", paused }, run.mainAuthority];
   }
-  if (roll < 92) {
+  if (roll < 90) {
     const repo = rng.int(0, 3) === 0
       ? { kind: "Gcs" as const, repo: { bucket: "bucket", prefix: null } }
       : {
@@ -132,12 +132,63 @@ function randomInstruction(
       };
     return [{ kind: "Checkpoint", index: Math.max(index, 0), repo }, client];
   }
-  return [{ kind: "Tick" }, client];
+  return adminInstruction(run, rng, clients);
+}
+
+/** Authority instructions: grants, delegates, metadata, config and progress updates. */
+function adminInstruction(
+  run: DualRun,
+  rng: Prng,
+  clients: KeyPairSigner[],
+): [CoordinatorInstruction, KeyPairSigner | null] {
+  const pick = <T>(xs: T[]): T => xs[rng.int(0, xs.length - 1)];
+  const account = run.model!;
+  const authorizer = clients.find((c) =>
+    account.authorizer !== null && keyOf(c).every((b, i) => b === account.authorizer![i])
+  );
+  switch (rng.int(0, 5)) {
+    case 0: {
+      const key = rng.int(0, 4) === 0 ? new Uint8Array(32) : keyOf(pick(clients));
+      const signer = rng.int(0, 4) === 0 ? pick(clients) : run.joinAuthority;
+      return [{ kind: "GrantAuthorizer", authorizer: key }, signer];
+    }
+    case 1: {
+      const delegates = clients.filter(() => rng.int(0, 1) === 0).map(keyOf);
+      const signer = authorizer !== undefined && rng.int(0, 4) > 0 ? authorizer : pick(clients);
+      return [{ kind: "SetDelegates", clear: rng.int(0, 2) === 0, delegates }, signer];
+    }
+    case 2:
+      return [{
+        kind: "Update",
+        metadata: {
+          name: `run ${rng.int(0, 99)}`,
+          description: "é",
+          numParameters: rng.int(0, 1e9),
+          vocabSize: 32000,
+        },
+      }, rng.int(0, 5) === 0 ? pick(clients) : run.mainAuthority];
+    case 3: {
+      const config = randomConfig(rng);
+      if (rng.int(0, 3) > 0) config.maxClients = account.state.config.maxClients;
+      return [{ kind: "Update", config }, run.mainAuthority];
+    }
+    case 4:
+      return [{
+        kind: "Update",
+        progress: {
+          epoch: rng.int(0, 3),
+          step: rng.int(0, 20),
+          epochStartDataIndex: rng.int(0, 500),
+        },
+      }, run.mainAuthority];
+    default:
+      return [{ kind: "Tick" }, pick(clients)];
+  }
 }
 
 async function differential(seed: number, steps: number): Promise<Record<string, number>> {
   const rng = new Prng(seed);
-  const run = await DualRun.create({ svm, runId: `diff-${seed}` });
+  const run = await DualRun.create({ svm, runId: `diff-${seed}`, permissionless: seed % 2 === 0 });
   await run.expectOk({
     kind: "Update",
     config: randomConfig(rng),

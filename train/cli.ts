@@ -56,6 +56,12 @@ export interface TrainOptions {
   shuffle: boolean;
   /** Where to write the trained model (HF folder), or null. */
   savePath: string | null;
+  /** Folder of held-out token files, or null. */
+  evalDataPath: string | null;
+  /** Evaluate every this many steps (0: only after the last step). */
+  evalEvery: number;
+  /** Held-out sequences per evaluation (rounded down to a multiple of the micro-batch). */
+  evalSequences: number;
   /** Storage dtype of the saved weights. */
   saveDtype: "F32" | "BF16" | "F16";
   logs: "console" | "json";
@@ -89,6 +95,9 @@ export const USAGE = `Usage: deno task train --model DIR --data-path DIR [flags]
   --distro-quantization   DisTrO: 1-bit (sign) values
   --seed N                init and shuffle seed, u32 (default 1)
   --no-shuffle            read sequences in file order
+  --eval-data-path DIR    held-out token files: mean loss logged after the last step
+  --eval-every N          ... and every N steps (default 0: only at the end)
+  --eval-sequences N      held-out sequences per evaluation (default 32)
   --save-path DIR         write config.json + model.safetensors at the end
   --save-dtype f32|bf16|f16  dtype of the saved weights (default f32)
   --logs console|json     human lines, or one JSON object per line (default console)
@@ -116,6 +125,9 @@ const STRING_FLAGS = [
   "compression-decay",
   "seed",
   "save-path",
+  "eval-data-path",
+  "eval-every",
+  "eval-sequences",
   "save-dtype",
   "logs",
 ] as const;
@@ -183,6 +195,7 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     );
   }
   const savePath = str("save-path");
+  const evalDataPath = str("eval-data-path");
   return {
     model: required("model"),
     dataPath: required("data-path"),
@@ -207,6 +220,9 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     seed: int("seed", 1, 0),
     shuffle: !values["no-shuffle"],
     savePath: savePath === undefined || savePath === "" ? null : savePath,
+    evalDataPath: evalDataPath === undefined || evalDataPath === "" ? null : evalDataPath,
+    evalEvery: int("eval-every", 0, 0),
+    evalSequences: int("eval-sequences", 32, 1),
     saveDtype: ({ f32: "F32", bf16: "BF16", f16: "F16" } as const)[
       choice("save-dtype", ["f32", "bf16", "f16"] as const, "f32")
     ],

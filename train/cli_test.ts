@@ -13,6 +13,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
   assert.equal(d.lrSchedule, "cosine");
   assert.equal(d.maxGradNorm, 1);
   assert.equal(d.savePath, null);
+  assert.equal(d.evalDataPath, null);
   const o = parseTrainArgs([
     ...BASE,
     "--token-size=4",
@@ -37,6 +38,9 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     "--no-shuffle",
     "--save-path=out",
     "--save-dtype=bf16",
+    "--eval-data-path=v",
+    "--eval-every=5",
+    "--eval-sequences=16",
     "--logs=json",
   ]);
   assert.deepEqual(o, {
@@ -64,6 +68,9 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     shuffle: false,
     savePath: "out",
     saveDtype: "BF16",
+    evalDataPath: "v",
+    evalEvery: 5,
+    evalSequences: 16,
     logs: "json",
   });
   assert.equal(parseTrainArgs(["--help"]), "help");

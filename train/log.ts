@@ -36,6 +36,16 @@ export interface StepRecord {
   ms: number;
 }
 
+/** A held-out loss measurement. */
+export interface EvalRecord {
+  /** Optimizer steps done before the measurement. */
+  step: number;
+  /** Mean cross-entropy over the evaluation sequences' predictions. */
+  loss: number;
+  /** Evaluation sequences used. */
+  sequences: number;
+}
+
 /** What the run did, printed once at the end. */
 export interface EndInfo {
   steps: number;
@@ -49,10 +59,14 @@ export interface EndInfo {
 export interface TrainLogger {
   start(info: StartInfo): void;
   step(record: StepRecord): void;
+  eval(record: EvalRecord): void;
   end(info: EndInfo): void;
 }
 
-/** One JSON object per line: `{"event":"start",...}`, `{"event":"step",...}`, `{"event":"end",...}`. */
+/**
+ * One JSON object per line: `{"event":"start",...}`, `{"event":"step",...}` per step,
+ * `{"event":"eval",...}` per evaluation, `{"event":"end",...}`.
+ */
 export function jsonLogger(write: (line: string) => void): TrainLogger {
   return {
     start: (i) =>
@@ -79,6 +93,8 @@ export function jsonLogger(write: (line: string) => void): TrainLogger {
         tokens_per_sec: r.tokensPerSec,
         ms: r.ms,
       })),
+    eval: (r) =>
+      write(JSON.stringify({ event: "eval", step: r.step, loss: r.loss, sequences: r.sequences })),
     end: (e) =>
       write(JSON.stringify({
         event: "end",
@@ -106,6 +122,8 @@ export function consoleLogger(write: (line: string) => void): TrainLogger {
           (r.gradNorm === null ? "" : `grad norm ${r.gradNorm.toFixed(3)} | `) +
           `${r.ms.toFixed(0)} ms | ${r.tokensPerSec.toFixed(0)} tok/s`,
       ),
+    eval: (r) =>
+      write(`eval after step ${r.step} | loss ${r.loss.toFixed(4)} | ${r.sequences} sequences`),
     end: (e) =>
       write(
         `done: ${e.steps} steps in ${e.seconds.toFixed(1)} s, final loss ${

@@ -21,10 +21,12 @@ Deno.test("jsonLogger writes one parseable object per line with the step fields"
   const log = jsonLogger((l) => lines.push(l));
   log.start(START);
   log.step(STEP);
+  log.eval({ step: 1, loss: 5.5, sequences: 8 });
   log.end(END);
-  assert.equal(lines.length, 3);
+  assert.equal(lines.length, 4);
   const objs = lines.map((l) => JSON.parse(l));
-  assert.deepEqual(objs.map((o) => o.event), ["start", "step", "end"]);
+  assert.deepEqual(objs.map((o) => o.event), ["start", "step", "eval", "end"]);
+  assert.deepEqual(objs[2], { event: "eval", step: 1, loss: 5.5, sequences: 8 });
   assert.deepEqual(objs[1], {
     event: "step",
     step: 1,
@@ -42,11 +44,13 @@ Deno.test("consoleLogger writes readable lines", () => {
   const log = consoleLogger((l) => lines.push(l));
   log.start(START);
   log.step(STEP);
+  log.eval({ step: 1, loss: 5.5, sequences: 8 });
   log.end({ ...END, savedTo: "out" });
   assert.match(lines[0], /1\.23M params/);
+  assert.equal(lines[2], "eval after step 1 | loss 5.5000 | 8 sequences");
   assert.equal(
     lines[1],
     "step 1 | loss 6.2500 | lr 1.00e-3 | grad norm 0.500 | 320 ms | 100 tok/s",
   );
-  assert.match(lines[2], /saved to out$/);
+  assert.match(lines[3], /saved to out$/);
 });

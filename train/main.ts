@@ -62,15 +62,31 @@ export async function train(
 ): Promise<{ losses: number[] }> {
   const { config, layout, weights } = await readModelDir(options.model);
   const logger = options.logs === "json" ? jsonLogger(io.write) : consoleLogger(io.write);
-  const data = await LocalDataProvider.open(options.dataPath, {
+  const dataset = {
     seqLen: options.sequenceLength,
     tokenSize: options.tokenSize === 2 ? "TwoBytes" : "FourBytes",
+    vocabSize: config.vocabSize,
+  } as const;
+  const data = await LocalDataProvider.open(options.dataPath, {
+    ...dataset,
     shuffle: options.shuffle
       ? { kind: "Seeded", seed: shuffleSeed(options.seed) }
       : { kind: "DontShuffle" },
-    vocabSize: config.vocabSize,
   });
+  let evalData: LocalDataProvider | undefined;
   try {
+    let evalSequences = 0;
+    if (options.evalDataPath !== null) {
+      evalData = await LocalDataProvider.open(options.evalDataPath, dataset);
+      const B = options.microBatch;
+      evalSequences = Math.floor(Math.min(options.evalSequences, evalData.numSequences) / B) * B;
+      if (evalSequences === 0) {
+        throw new RangeError(
+          `--eval-data-path ${options.evalDataPath} has ${evalData.numSequences} sequences of ` +
+            `${options.sequenceLength} tokens; evaluation needs at least --micro-batch ${B}`,
+        );
+      }
+    }
     using rt = await GpuRuntime.create();
     const initial = weights ?? initParams(layout, config, options.seed);
     using model = new LlamaModel(rt, {
@@ -95,13 +111,15 @@ export async function train(
       weights: weights === null ? "seeded" : "loaded",
     });
     const result = await runTraining(
-      { rt, model, optimizer, data, logger, signal: io.signal },
+      { rt, model, optimizer, data, evalData, logger, signal: io.signal },
       {
         steps: options.steps,
         totalBatch: options.totalBatch,
         microBatch: options.microBatch,
         schedule: scheduleFor(options.lrSchedule, options),
         clipGradients: options.maxGradNorm > 0,
+        evalEvery: options.evalEvery,
+        evalSequences,
       },
     );
     if (options.savePath !== null) {
@@ -122,6 +140,7 @@ export async function train(
     return { losses: result.losses };
   } finally {
     await data.close();
+    await evalData?.close();
   }
 }
 

@@ -54,13 +54,23 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
       "--seed=3",
       `--save-path=${dir}/out`,
       "--save-dtype=bf16",
+      `--eval-data-path=${dir}/data`,
+      "--eval-every=2",
+      "--eval-sequences=5",
       "--logs=json",
     ]);
     assert.equal(out.code, 0, out.stderr);
     const lines = out.stdout.trim().split("\n").map((l) => JSON.parse(l));
-    assert.deepEqual(lines.map((l) => l.event), ["start", "step", "step", "step", "end"]);
+    assert.deepEqual(
+      lines.map((l) => l.event),
+      ["start", "step", "step", "eval", "step", "eval", "end"],
+    );
+    const evals = lines.filter((l) => l.event === "eval");
+    assert.deepEqual(evals.map((l) => [l.step, l.sequences]), [[2, 4], [3, 4]]);
+    assert.ok(evals.every((l) => Number.isFinite(l.loss) && l.loss > 0));
     assert.equal(lines[0].weights, "seeded");
-    for (const [i, l] of lines.slice(1, 4).entries()) {
+    const steps = lines.filter((l) => l.event === "step");
+    for (const [i, l] of steps.entries()) {
       assert.equal(l.step, i + 1);
       for (const key of ["loss", "lr", "tokens_per_sec", "ms"]) {
         assert.ok(
@@ -69,7 +79,7 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
         );
       }
     }
-    assert.deepEqual(lines.slice(1, 4).map((l) => l.lr), [5e-4, 1e-3, 1e-4]);
+    assert.deepEqual(steps.map((l) => l.lr), [5e-4, 1e-3, 1e-4]);
     const saved = await readModelDir(`${dir}/out`);
     const file = await readSafetensors(`${dir}/out/model.safetensors`);
     assert.equal(file.tensors.get("lm_head.weight")?.dtype, "BF16");
@@ -90,7 +100,7 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
     assert.equal(again.code, 0, again.stderr);
     const resumed = again.stdout.trim().split("\n").map((l) => JSON.parse(l));
     assert.equal(resumed[0].weights, "loaded");
-    assert.ok(resumed[1].loss < lines[1].loss - 0.01, `${resumed[1].loss} vs ${lines[1].loss}`);
+    assert.ok(resumed[1].loss < steps[0].loss - 0.01, `${resumed[1].loss} vs ${steps[0].loss}`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -6,6 +6,7 @@
  */
 export {
   encodeGradients,
+  evaluate,
   runTraining,
   type StepResult,
   type TrainerParts,
@@ -17,6 +18,7 @@ export { type BatchPlan, microBatchRanges, readRanges } from "./batches.ts";
 export {
   consoleLogger,
   type EndInfo,
+  type EvalRecord,
   jsonLogger,
   type StartInfo,
   type StepRecord,

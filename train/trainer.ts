@@ -14,6 +14,8 @@
  * - The loss reported for step `s` is the mean cross-entropy over the step's `G·(T−1)`
  *   predictions, computed with the weights before the step's update.
  * - Learning rate of step `s` is `learningRate(schedule, s)` (coordinator/lr_schedule.ts).
+ * - With held-out data, the mean loss on its first sequences is logged every `evalEvery` steps
+ *   and after the last step (forward only; evaluation time is not counted in the step's ms).
  * - Deterministic: the same weights, data and settings give the same losses, step for step, on
  *   one adapter (every kernel reduces in a fixed order).
  *
@@ -37,6 +39,8 @@ export interface TrainerParts {
   model: LlamaModel;
   optimizer: Optimizer;
   data: DataProvider;
+  /** Held-out sequences for {@link evaluate}, if any. */
+  evalData?: DataProvider;
   logger: TrainLogger;
   /** Milliseconds, monotonic (default `performance.now`). */
   clock?: () => number;
@@ -54,6 +58,10 @@ export interface TrainSettings {
   schedule: LrSchedule;
   /** Whether the optimizer clips (the squared gradient norm is then computed every step). */
   clipGradients: boolean;
+  /** Evaluate every this many steps (0: only after the last step); needs `parts.evalData`. */
+  evalEvery?: number;
+  /** Evaluation sequences (the first ones of `evalData`), a multiple of the micro-batch. */
+  evalSequences?: number;
 }
 
 /** What one step produced. */
@@ -113,6 +121,46 @@ export async function trainStep(
     signal: parts.signal,
   });
   return { loss: lossSum / predictions, gradNorm: Math.sqrt(sumsq) };
+}
+
+/**
+ * Mean loss of the model on sequences `0..sequences−1` of `data`: forward only, in micro-batches
+ * of the model's size, up to `model.slots` of them per GPU submission. Leaves the gradients alone.
+ */
+export async function evaluate(
+  parts: { rt: GpuRuntime; model: LlamaModel; data: DataProvider; signal?: AbortSignal },
+  options: { sequences: number },
+): Promise<number> {
+  const { rt, model, data } = parts;
+  const B = model.microBatch, T = model.seqLen;
+  const { sequences } = options;
+  if (!Number.isInteger(sequences) || sequences < B || sequences % B !== 0) {
+    throw new RangeError(
+      `evaluation needs a positive multiple of ${B} sequences, got ${sequences}`,
+    );
+  }
+  if (sequences > data.numSequences) {
+    throw new RangeError(
+      `evaluation asks for ${sequences} sequences, the data has ${data.numSequences}`,
+    );
+  }
+  if (data.seqLen !== T) {
+    throw new RangeError(`evaluation sequences have ${data.seqLen} tokens, the model expects ${T}`);
+  }
+  let lossSum = 0;
+  for (let first = 0; first < sequences; first += B * model.slots) {
+    const groups = Math.min(model.slots, (sequences - first) / B);
+    for (let g = 0; g < groups; g++) {
+      const start = first + g * B;
+      const batch = await data.getSamples({ start, end: start + B - 1 }, { signal: parts.signal });
+      model.writeTokens(g, batch.tokens);
+    }
+    const step = rt.beginStep(`evaluate sequences ${first}..`);
+    for (let g = 0; g < groups; g++) model.encodeLoss(step, { slot: g });
+    await step.submit();
+    lossSum += (await model.readStats(groups, { signal: parts.signal })).lossSum;
+  }
+  return lossSum / (sequences * (T - 1));
 }
 
 /** Runs `settings.steps` steps, logging each; returns the per-step losses. */
@@ -180,6 +228,12 @@ export async function runTraining(
       tokensPerSec: tokensPerStep / (ms / 1000),
       ms,
     });
+    const every = settings.evalEvery ?? 0;
+    if (parts.evalData && (s === steps || (every > 0 && s % every === 0))) {
+      const sequences = settings.evalSequences ?? model.microBatch;
+      const loss = await evaluate({ ...parts, data: parts.evalData }, { sequences });
+      logger.eval({ step: s, loss, sequences });
+    }
   }
   const seconds = (clock() - t0) / 1000;
   return { losses, seconds, tokensPerSec: (tokensPerStep * steps) / seconds };

@@ -6,7 +6,8 @@ import { initParams, llamaParamLayout } from "../model/params.ts";
 import { AdamW } from "../optimizer/adamw.ts";
 import { GpuRuntime } from "../shaders/gpu.ts";
 import { jsonLogger } from "./log.ts";
-import { runTraining } from "./trainer.ts";
+import { evaluate, runTraining } from "./trainer.ts";
+import { referenceLossAndGrad } from "../model/reference.ts";
 
 const TINY = new URL("../config/models/llama-tiny/config.json", import.meta.url).pathname;
 
@@ -108,6 +109,36 @@ Deno.test("training is deterministic: two runs give bit-identical losses and wei
     assert.deepEqual(a.weights, b.weights);
     assert.ok(a.losses[3] < a.losses[0], `loss did not decrease: ${a.losses}`);
   } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("evaluate: mean loss over sequences grouped into slots matches the reference", async () => {
+  const config = await readLlamaConfig(TINY);
+  const layout = llamaParamLayout(config);
+  const T = 8;
+  const seq = Array.from({ length: 4 * T + 1 }, (_, i) => (i * 7 + 1) % config.vocabSize);
+  const dir = await tokenFolder(seq);
+  const data = await LocalDataProvider.open(dir, { seqLen: T, tokenSize: "TwoBytes" });
+  try {
+    using rt = await GpuRuntime.create();
+    const weights = initParams(layout, config, 2);
+    // Two slots of one sequence: three sequences take two submissions (2 + 1).
+    using model = new LlamaModel(rt, {
+      config,
+      layout,
+      weights,
+      microBatch: 1,
+      seqLen: T,
+      slots: 2,
+    });
+    const loss = await evaluate({ rt, model, data }, { sequences: 3 });
+    const tokens = (await data.getSamples({ start: 0, end: 2 })).tokens;
+    const ref = referenceLossAndGrad(config, layout, weights, { tokens, count: 3, seqLen: T });
+    assert.ok(Math.abs(loss - ref.loss) < 1e-5 * ref.loss, `${loss} vs ${ref.loss}`);
+    await assert.rejects(() => evaluate({ rt, model, data }, { sequences: 5 }), /the data has 4/);
+  } finally {
+    await data.close();
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -1,0 +1,112 @@
+/**
+ * The joining side of P2P model sharing (psyche.md §4.5). During Warmup of an epoch whose
+ * checkpoint is `P2P`, a client that does not hold the model:
+ *
+ * 1. asks every provider (the epoch's other clients) for the manifest it serves, in parallel,
+ *    each within `manifestTimeoutMs` (peers that joined with us answer NotFound and do not vote);
+ * 2. accepts the manifest hash a strict majority of the answering peers report (quorum.ts);
+ * 3. fetches `config.json` and every tensor by the sha256 the manifest lists, spread across the
+ *    peers that reported that manifest, each verified on arrival, with retries on other peers
+ *    (client/p2p/model_share.ts and the payload service's fallback policy);
+ * 4. rebuilds the flat f32 model from the blobs (blobs.ts), checking every tensor's size.
+ *
+ * By default it then serves what it fetched, so later joiners can fetch from it as well.
+ *
+ * @module
+ */
+import type { PublicKeyBytes } from "../../coordinator/types.ts";
+import { bytesToHex } from "../p2p/hex.ts";
+import type { ContentHash } from "../p2p/content_store.ts";
+import {
+  fetchModel as fetchModelBlobs,
+  MANIFEST_NAME,
+  MAX_MANIFEST_ENTRIES,
+} from "../p2p/model_share.ts";
+import type { PayloadService } from "../p2p/payload_service.ts";
+import { MAX_NAME_BYTES } from "../p2p/payload_wire.ts";
+import { modelFromBlobs, type SharedModel } from "./blobs.ts";
+import { agreeOnManifest, type ManifestReport } from "./quorum.ts";
+import { servedHashes, type ServedModel } from "./serve.ts";
+
+/** How long one provider may take to hand over its manifest, by default. */
+export const DEFAULT_MANIFEST_TIMEOUT_MS = 8_000;
+/** Largest manifest accepted: the most entries with the longest names. */
+export const MAX_MANIFEST_BYTES = 5 + MAX_MANIFEST_ENTRIES * (2 + MAX_NAME_BYTES + 40);
+
+/** Options for {@link fetchModel}. */
+export interface FetchModelOptions {
+  /** The peers that may hold the model (the epoch's other clients), by public key. */
+  readonly providers: readonly PublicKeyBytes[];
+  /** Aborts everything. */
+  readonly signal?: AbortSignal;
+  /** Fewest peers that must serve the agreed manifest (default 1). */
+  readonly minSupporters?: number;
+  /** How long each provider may take to answer the manifest request. */
+  readonly manifestTimeoutMs?: number;
+  /** Serve the fetched model afterwards (default true). */
+  readonly reshare?: boolean;
+}
+
+/** A fetched model, with where it came from. */
+export interface FetchedModel extends SharedModel {
+  readonly manifestHash: ContentHash;
+  /** Peers (hex keys) that served the agreed manifest. */
+  readonly supporters: string[];
+  /** Peers that served a different manifest (logged by the caller: lying or stale). */
+  readonly dissenters: string[];
+  /** Peers that did not answer, with why. */
+  readonly silent: { peer: string; error: string }[];
+  /** What this node now serves (pass it as `replaces` to the next `serveModel`); null without reshare. */
+  readonly served: ServedModel | null;
+}
+
+/**
+ * Fetches the model the epoch's peers agree on. Throws `ManifestDisagreementError` when no
+ * manifest has a majority, `PayloadFetchError` when a blob could not be fetched from any
+ * supporter, `ManifestDecodeError` / `ModelBlobError` when the agreed blobs are not a model.
+ */
+export async function fetchModel(
+  payloads: PayloadService,
+  options: FetchModelOptions,
+): Promise<FetchedModel> {
+  const { providers, signal } = options;
+  const timeoutMs = options.manifestTimeoutMs ?? DEFAULT_MANIFEST_TIMEOUT_MS;
+  const reports: ManifestReport[] = [];
+  const silent: { peer: string; error: string }[] = [];
+  await Promise.all(providers.map(async (key) => {
+    const peer = bytesToHex(key);
+    const timeout = AbortSignal.timeout(timeoutMs);
+    try {
+      const { hash } = await payloads.fetchNamed(MANIFEST_NAME, {
+        providers: [key],
+        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+        maxBytes: MAX_MANIFEST_BYTES,
+      });
+      reports.push({ peer, hash });
+    } catch (e) {
+      signal?.throwIfAborted();
+      silent.push({ peer, error: (e as Error).message });
+    }
+  }));
+  // Keep the providers' order (reports arrive in completion order).
+  const order = new Map(providers.map((k, i) => [bytesToHex(k), i]));
+  reports.sort((a, b) => (order.get(a.peer) ?? 0) - (order.get(b.peer) ?? 0));
+  const agreed = agreeOnManifest(reports, { minSupporters: options.minSupporters });
+  const supporterKeys = providers.filter((k) => agreed.supporters.includes(bytesToHex(k)));
+  const reshare = options.reshare ?? true;
+  const blobs = await fetchModelBlobs(payloads, {
+    providers: supporterKeys,
+    manifestHash: agreed.hash,
+    signal,
+    reshare,
+  });
+  const model = modelFromBlobs(blobs);
+  return {
+    ...model,
+    manifestHash: agreed.hash,
+    supporters: agreed.supporters,
+    dissenters: agreed.dissenters,
+    silent,
+    served: reshare ? servedHashes(payloads, agreed.hash) : null,
+  };
+}

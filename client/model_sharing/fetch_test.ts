@@ -1,0 +1,101 @@
+import assert from "node:assert/strict";
+import "../p2p/exit_fix.ts";
+import { createP2PNode, type P2PNode } from "../p2p/node.ts";
+import { MANIFEST_NAME } from "../p2p/model_share.ts";
+import { PayloadService } from "../p2p/payload_service.ts";
+import { testPublic, testSecret } from "../p2p/test_util.ts";
+import { bytesToHex } from "../p2p/hex.ts";
+import { fetchModel } from "./fetch.ts";
+import { ManifestDisagreementError } from "./quorum.ts";
+import { serveModel } from "./serve.ts";
+import { tinyModel } from "./testing_model.ts";
+
+const bits = (a: Float32Array) => new Uint32Array(a.buffer, a.byteOffset, a.length);
+
+/** `n` fully connected nodes with payload services (no retry rounds: failures are immediate). */
+async function network(n: number) {
+  const ids = Array.from({ length: n }, (_, i) => i + 1);
+  const keys = ids.map(testPublic);
+  const nodes: P2PNode[] = await Promise.all(
+    ids.map((i) => createP2PNode({ secretKey: testSecret(i), allowedPeers: keys })),
+  );
+  const services = await Promise.all(
+    nodes.map((node) => PayloadService.start(node, { retry: { retries: 0 } })),
+  );
+  for (let i = 1; i < n; i++) {
+    for (let j = 0; j < i; j++) await nodes[i].connect(nodes[j].addresses()[0]);
+  }
+  return { keys, nodes, services, stop: () => Promise.all(nodes.map((x) => x.stop())) };
+}
+
+Deno.test("a joiner gets the majority's model bit for bit, ignoring a lying peer", async () => {
+  const net = await network(5);
+  try {
+    const [a, b, liar, idle, joiner] = net.services;
+    const model = tinyModel(11);
+    const servedA = serveModel(a, model);
+    const servedB = serveModel(b, { ...model, weights: model.weights.slice() });
+    assert.equal(servedA.manifestHash, servedB.manifestHash, "same parameters, same manifest");
+    const poisoned = model.weights.slice();
+    poisoned[0] += 1;
+    serveModel(liar, { ...model, weights: poisoned });
+    const fetched = await fetchModel(joiner, {
+      providers: net.keys.slice(0, 4),
+      manifestTimeoutMs: 3000,
+    });
+    assert.deepEqual(bits(fetched.weights), bits(model.weights));
+    assert.deepEqual(fetched.config, model.config);
+    assert.equal(fetched.manifestHash, servedA.manifestHash);
+    assert.deepEqual(fetched.supporters, [net.keys[0], net.keys[1]].map(bytesToHex));
+    assert.deepEqual(fetched.dissenters, [bytesToHex(net.keys[2])]);
+    assert.deepEqual(fetched.silent.map((s) => s.peer), [bytesToHex(net.keys[3])]);
+    assert.equal(idle.stats.served, 0);
+    assert.equal(liar.stats.served, 1, "the liar is asked for its manifest, never for a tensor");
+    assert.ok(a.stats.served > 1 && b.stats.served > 1, "tensors came from both supporters");
+    // The joiner now serves the same model.
+    assert.equal(joiner.store.hashOfName(MANIFEST_NAME), servedA.manifestHash);
+    assert.deepEqual(fetched.served, servedA);
+  } finally {
+    await net.stop();
+  }
+});
+
+Deno.test("a tie between an honest peer and a liar is refused, not guessed", async () => {
+  const net = await network(3);
+  try {
+    const [a, liar, joiner] = net.services;
+    const model = tinyModel(12);
+    serveModel(a, model);
+    const other = model.weights.slice();
+    other[5] = -other[5];
+    serveModel(liar, { ...model, weights: other });
+    await assert.rejects(
+      () => fetchModel(joiner, { providers: net.keys.slice(0, 2), manifestTimeoutMs: 3000 }),
+      (e) =>
+        e instanceof ManifestDisagreementError && /majority of the 2 answering/.test(e.message),
+    );
+    assert.equal(joiner.store.hashOfName(MANIFEST_NAME), undefined, "nothing reshared");
+  } finally {
+    await net.stop();
+  }
+});
+
+Deno.test("a new snapshot replaces the old one's blobs", async () => {
+  const net = await network(1);
+  try {
+    const [a] = net.services;
+    const first = serveModel(a, tinyModel(1));
+    const changed = tinyModel(1);
+    const last = changed.layout.entries.at(-1)!;
+    changed.weights[last.offset] += 1;
+    const second = serveModel(a, changed, { replaces: first });
+    const kept = [...first.hashes].filter((h) => second.hashes.has(h));
+    // Only the changed tensor and the manifest differ.
+    assert.equal(kept.length, first.hashes.size - 2);
+    for (const h of first.hashes) assert.equal(a.store.has(h), second.hashes.has(h));
+    assert.equal(a.store.size, second.hashes.size);
+    assert.equal(a.store.hashOfName(MANIFEST_NAME), second.manifestHash);
+  } finally {
+    await net.stop();
+  }
+});

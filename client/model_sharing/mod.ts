@@ -1,0 +1,65 @@
+/**
+ * P2P model sharing and Hub checkpoints: how a client gets the run's model at Warmup and how it
+ * serves its own at Cooldown.
+ *
+ * - `serveModel(payloads, model)`: at Cooldown, snapshot the parameters into f32 blobs plus a
+ *   manifest of their sha256s and serve them (serve.ts, blobs.ts);
+ * - `fetchModel(payloads, { providers })`: at Warmup of a `P2P` epoch, accept the manifest a
+ *   majority of the answering peers serve, fetch every tensor by hash from those peers in
+ *   parallel, verified, with retries, and rebuild the model (fetch.ts, quorum.ts);
+ * - `loadHubCheckpoint(repo)`: a `Hub`/`Dummy` checkpoint from a local folder: a mapping, the
+ *   repo id as a path, a mirror folder, or the Hugging Face cache (hub.ts);
+ * - `downloadHubRepo(repo, { cacheDir })`: fill that cache from the Hub (hub_download.ts; not
+ *   reachable offline).
+ *
+ * Import client/p2p/mod.ts (or its exit fix) before this in an entry point.
+ *
+ * @example
+ * ```ts ignore
+ * import { fetchModel, loadHubCheckpoint, serveModel } from "./client/model_sharing/mod.ts";
+ * const model = checkpoint.kind === "P2P"
+ *   ? await fetchModel(exchange.payloads, { providers: otherClients, signal })
+ *   : await loadHubCheckpoint(checkpoint.repo);
+ * // … train the epoch; at Cooldown, after the last apply:
+ * served = serveModel(exchange.payloads, { config, layout, weights }, { replaces: served });
+ * ```
+ *
+ * @module
+ */
+export {
+  CONFIG_BLOB,
+  ModelBlobError,
+  modelFromBlobs,
+  modelToBlobs,
+  type SharedModel,
+} from "./blobs.ts";
+export {
+  type AgreedManifest,
+  agreeOnManifest,
+  ManifestDisagreementError,
+  type ManifestReport,
+} from "./quorum.ts";
+export { servedHashes, type ServedModel, serveModel } from "./serve.ts";
+export {
+  DEFAULT_MANIFEST_TIMEOUT_MS,
+  type FetchedModel,
+  fetchModel,
+  type FetchModelOptions,
+  MAX_MANIFEST_BYTES,
+} from "./fetch.ts";
+export {
+  defaultHfCache,
+  hfCacheFolderName,
+  type HubCheckpoint,
+  HubCheckpointError,
+  type HubLookupOptions,
+  loadHubCheckpoint,
+  resolveHubRepo,
+} from "./hub.ts";
+export {
+  DEFAULT_HUB_ENDPOINT,
+  downloadHubRepo,
+  HubDownloadError,
+  type HubDownloadOptions,
+  hubFileUrl,
+} from "./hub_download.ts";

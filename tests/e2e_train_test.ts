@@ -1,0 +1,268 @@
+/**
+ * End to end: a coordinator server and three training clients, each a real process on
+ * 127.0.0.1, train the tiny Llama (config/models/llama-tiny, with the LLaMA-2 vocabulary of
+ * the bundled Brown corpus) for two epochs with DisTrO. Checks that every client applied
+ * the same steps with bit-identical parameters (hash per step), that the loss went down,
+ * that no batch went untrained, and that each checkpoint holds the parameters the client
+ * last reported.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { readModelDir } from "../model/checkpoint.ts";
+import { peerIdOf, publicKeyOf } from "../client/p2p/identity.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const CLIENTS = 3;
+const DEADLINE_MS = 200_000;
+
+interface Event {
+  event: string;
+  [field: string]: unknown;
+}
+
+function stateToml(dir: string): string {
+  return `run_id = "e2e-train"
+run_state = "WaitingForMembers"
+
+[config]
+warmup_time = 25
+cooldown_time = 2
+epoch_time = 30
+max_round_train_time = 20
+round_witness_time = 1
+min_clients = 1
+init_min_clients = ${CLIENTS}
+max_clients = 16
+global_batch_size_start = 6
+global_batch_size_end = 6
+global_batch_size_warmup_tokens = 0
+verification_percent = 0
+witness_nodes = 0
+total_steps = 1000
+waiting_for_members_extra_time = 1
+
+[model.LLM]
+architecture = "HfLlama"
+data_type = "Pretraining"
+max_seq_len = 32
+cold_start_warmup_steps = 0
+
+[model.LLM.data_location]
+Local = "${ROOT}data/corpus/brown/train"
+
+[model.LLM.checkpoint.Dummy]
+repo_id = "${dir}/model"
+
+[model.LLM.lr_schedule.Constant]
+base_lr = 5.0e-3
+warmup_steps = 0
+warmup_init_lr = 0.0
+
+[model.LLM.optimizer.Distro]
+clip_grad_norm = 1.0
+compression_decay = 0.999
+compression_chunk = 64
+compression_topk = 8
+quantize_1bit = true
+`;
+}
+
+/** Free TCP ports on 127.0.0.1 (listen on 0, note the port, close). */
+function freePorts(n: number): number[] {
+  const listeners = Array.from(
+    { length: n },
+    () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
+  );
+  const ports = listeners.map((l) => (l.addr as Deno.NetAddr).port);
+  for (const l of listeners) l.close();
+  return ports;
+}
+
+/** Collects a child's stdout lines as JSON events (other lines are kept as text). */
+function collect(child: Deno.ChildProcess, events: Event[], text: string[]): Promise<void> {
+  return (async () => {
+    let rest = "";
+    const decoder = new TextDecoder();
+    for await (const chunk of child.stdout) {
+      rest += decoder.decode(chunk, { stream: true });
+      const lines = rest.split("\n");
+      rest = lines.pop() ?? "";
+      for (const line of lines) {
+        try {
+          events.push(JSON.parse(line));
+        } catch {
+          text.push(line);
+        }
+      }
+    }
+  })();
+}
+
+async function drain(stream: ReadableStream<Uint8Array>, into: string[]): Promise<void> {
+  const decoder = new TextDecoder();
+  for await (const chunk of stream) into.push(decoder.decode(chunk));
+}
+
+async function waitUntil(what: string, cond: () => boolean, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+Deno.test({
+  name: "e2e: three clients train two epochs with identical parameters and falling loss",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "psyche-e2e-" });
+    const children: Deno.ChildProcess[] = [];
+    const stderr: string[][] = [];
+    try {
+      // The tiny model with the corpus's vocabulary (LLaMA-2 token ids go up to 32000).
+      const config = JSON.parse(
+        await Deno.readTextFile(`${ROOT}config/models/llama-tiny/config.json`),
+      );
+      await Deno.mkdir(`${dir}/model`);
+      await Deno.writeTextFile(
+        `${dir}/model/config.json`,
+        JSON.stringify({ ...config, vocab_size: 32000 }),
+      );
+      await Deno.writeTextFile(`${dir}/state.toml`, stateToml(dir));
+      const [serverPort, ...p2pPorts] = freePorts(1 + CLIENTS);
+      const secrets = Array.from(
+        { length: CLIENTS },
+        (_, i) => new Uint8Array(32).map((_, j) => (i * 53 + j * 11 + 5) & 0xff),
+      );
+      const peerIds = secrets.map((s) => peerIdOf(publicKeyOf(s)).toString());
+      for (const [i, s] of secrets.entries()) await Deno.writeFile(`${dir}/key${i}`, s);
+
+      const coordinatorEvents: Event[] = [];
+      const coordinator = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          `${ROOT}coordinator/main.ts`,
+          "run",
+          `--state=${dir}/state.toml`,
+          `--server-port=${serverPort}`,
+          "--hostname=127.0.0.1",
+          "--logs=json",
+        ],
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      children.push(coordinator);
+      stderr.push([]);
+      const readers = [
+        collect(coordinator, coordinatorEvents, []),
+        drain(coordinator.stderr, stderr[0]),
+      ];
+
+      const clientEvents: Event[][] = [];
+      for (let i = 0; i < CLIENTS; i++) {
+        const bootstrap = p2pPorts.flatMap((port, j) =>
+          j === i ? [] : [`--bootstrap-peer=/ip4/127.0.0.1/tcp/${port}/p2p/${peerIds[j]}`]
+        );
+        const child = new Deno.Command(Deno.execPath(), {
+          args: [
+            "run",
+            "-A",
+            `${ROOT}client/main.ts`,
+            "train",
+            "--run-id=e2e-train",
+            `--server-addr=127.0.0.1:${serverPort}`,
+            `--identity-secret-key-path=${dir}/key${i}`,
+            `--bind-p2p-port=${p2pPorts[i]}`,
+            ...bootstrap,
+            `--checkpoint-dir=${dir}/checkpoints${i}`,
+            "--logs=json",
+          ],
+          stdout: "piped",
+          stderr: "piped",
+        }).spawn();
+        children.push(child);
+        clientEvents.push([]);
+        stderr.push([]);
+        readers.push(collect(child, clientEvents[i], []), drain(child.stderr, stderr[i + 1]));
+      }
+
+      // Two epochs are over when every client wrote its second checkpoint.
+      const checkpoints = (i: number) => clientEvents[i].filter((e) => e.event === "checkpoint");
+      try {
+        await waitUntil(
+          "two checkpoints from every client",
+          () => clientEvents.every((_, i) => checkpoints(i).length >= 2),
+          DEADLINE_MS,
+        );
+      } catch (e) {
+        const tail = clientEvents.map((ev, i) =>
+          `client ${i}: ${ev.slice(-5).map((x) => JSON.stringify(x)).join("\n")}\n${
+            stderr[i + 1].join("").slice(-2000)
+          }`
+        );
+        throw new Error(`${(e as Error).message}\n${tail.join("\n")}`);
+      }
+      for (const child of children.slice(1)) child.kill("SIGTERM");
+      const statuses = await Promise.all(children.slice(1).map((c) => c.status));
+      coordinator.kill("SIGTERM");
+      await coordinator.status;
+      await Promise.all(readers);
+      for (const [i, s] of statuses.entries()) {
+        assert.equal(s.code, 0, `client ${i} exit: ${stderr[i + 1].join("").slice(-2000)}`);
+      }
+
+      // Every client applied the same steps, each with the same parameter hash.
+      const applies = clientEvents.map((ev) => ev.filter((e) => e.event === "apply"));
+      const byStep = (list: Event[]) => list.map((e) => `${e.epoch}:${e.step}:${e.params_hash}`);
+      assert.ok(applies[0].length >= 3, `client 0 applied ${applies[0].length} steps`);
+      for (let i = 1; i < CLIENTS; i++) assert.deepEqual(byStep(applies[i]), byStep(applies[0]));
+      assert.deepEqual(new Set(applies[0].map((e) => e.epoch)), new Set([0, 1]), "two epochs");
+      assert.equal(new Set(applies[0].map((e) => e.params_hash)).size, applies[0].length);
+      for (const a of applies.flat()) {
+        assert.equal(a.untrained_batches, 0, `untrained batches in ${JSON.stringify(a)}`);
+        assert.equal(a.applied, CLIENTS);
+      }
+
+      // Training happened in both epochs and the loss went down.
+      const trains = clientEvents.flat().filter((e) => e.event === "train")
+        .sort((a, b) => (a.step as number) - (b.step as number));
+      assert.deepEqual(new Set(trains.map((e) => e.epoch)), new Set([0, 1]));
+      const mean = (xs: Event[]) => xs.reduce((s, e) => s + (e.loss as number), 0) / xs.length;
+      const first = mean(trains.slice(0, CLIENTS));
+      const last = mean(trains.slice(-CLIENTS));
+      assert.ok(last < first - 0.1, `loss ${first} -> ${last}`);
+
+      // Each checkpoint holds the client's parameters as of its last apply.
+      for (let i = 0; i < CLIENTS; i++) {
+        const cp = checkpoints(i)[1];
+        const saved = await readModelDir(cp.dir as string);
+        assert.ok(saved.weights !== null);
+        const hash = createHash("sha256").update(new Uint8Array(saved.weights.buffer)).digest(
+          "hex",
+        );
+        const before = clientEvents[i].filter((e) =>
+          e.event === "apply" && (e.time_ms as number) <= (cp.time_ms as number)
+        );
+        assert.equal(hash, before[before.length - 1].params_hash);
+        assert.match(cp.dir as string, /e2e-train-step\d+$/);
+      }
+      // The coordinator ended the first epoch (the second is in its Cooldown); no client errors.
+      assert.ok(coordinatorEvents.some((e) => e.event === "EpochEnd"));
+      const errors = clientEvents.flat().filter((e) => e.event === "error");
+      assert.deepEqual(errors, []);
+    } finally {
+      for (const child of children) {
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // already exited
+        }
+      }
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

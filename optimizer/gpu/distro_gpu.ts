@@ -275,13 +275,16 @@ export class DistroOptimizer implements Optimizer {
   /**
    * `θ −= lr·sign(update)` with the exact aggregate of all peers' results, one
    * {@link AggregatedParam} per parameter (from `aggregateFixed` over canonically ordered
-   * results). The aggregate is uploaded (queued before the step's submit).
+   * results). The aggregate is uploaded (queued before the step's submit). An active
+   * lookahead is undone first, so the update lands on the canonical θ (Psyche applies at the
+   * start of a round, before the lookahead; this keeps a misordered call harmless).
    */
   encodeApply(
     step: GpuStep,
     args: { params: GPUBuffer; lr: number; update: readonly AggregatedParam[] },
   ): void {
     const { update } = args;
+    this.encodeUndoLookahead(step, args.params);
     if (update.length !== this.#params.length) {
       throw new RangeError(
         `DistroOptimizer: aggregate has ${update.length} parameters, the model has ${this.#params.length}`,

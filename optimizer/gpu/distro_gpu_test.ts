@@ -106,7 +106,8 @@ Deno.test("GPU apply of an uploaded aggregate equals the reference apply, any or
   using rt = await GpuRuntime.create();
   const { params, size } = flatLayout();
   const flat = randomF32(7, size, -0.5, 0.5);
-  using opt = new DistroOptimizer(rt, { params, size, config: BASE });
+  // No weight decay: the generate below must leave θ itself unchanged.
+  using opt = new DistroOptimizer(rt, { params, size, config: { ...BASE, weightDecay: null } });
   const results: DistroResult[] = [2, 0, 1].map((peer) => {
     const r = new DistroReference(
       params.map((p) => ({ ...p, data: new Float32Array(sizeOf(p.shape)) })),
@@ -126,6 +127,13 @@ Deno.test("GPU apply of an uploaded aggregate equals the reference apply, any or
   const ordered = [...results].sort((a, b) => a.batch.start - b.batch.start);
   const update = opt.layouts.map((l, n) => aggregateFixed(l, ordered.map((r) => r.params[n])));
   const theta = rt.buffer("params", flat);
+  // A lookahead still active when the aggregate arrives is undone first.
+  const gen = rt.beginStep("generate and lookahead");
+  const grads = rt.buffer("grads", randomF32(8, size));
+  opt.encodeGenerate(gen, { params: theta, grads, lr: 1e-3, gradSumSq: rt.buffer("s", 4) });
+  opt.encodeLookahead(gen, { params: theta, prevLr: 0.5 });
+  await gen.submit();
+  assert.notDeepEqual(await rt.read(theta), flat);
   const step = rt.beginStep("apply");
   opt.encodeApply(step, { params: theta, lr: 0.05, update });
   await step.submit();

@@ -221,10 +221,15 @@ export class DistroReference {
 
   /**
    * Step 3: `θ ← θ − lr·sign(update)` with the update aggregated exactly from `results`
-   * (any arrival order). Returns false (and changes nothing) when `results` is empty.
+   * (any arrival order). An active lookahead is undone first. Returns false (and changes
+   * nothing) when `results` is empty.
    */
   apply(results: readonly DistroResult[], lr: number): boolean {
     if (results.length === 0) return false;
+    if (this.#saved) {
+      for (const [n, p] of this.#params.entries()) p.data.set(this.#saved[n]);
+      this.#saved = null;
+    }
     const ordered = canonicalOrder(results);
     for (const r of ordered) {
       if (r.params.length !== this.#params.length) {

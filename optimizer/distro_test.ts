@@ -180,6 +180,14 @@ Deno.test("apply: θ moves by exactly lr where the update is nonzero, in any arr
       assert.deepEqual(now, reference, `order ${order}`);
     }
   }
+  // A lookahead still active is undone before the update.
+  const look = makeParams(3);
+  const lookOpt = new DistroReference(look, CONFIG);
+  lookOpt.generate(look.map((p) => p.data.map(() => 1)), 0.01);
+  lookOpt.lookahead(0.5);
+  assert.notDeepEqual(look.map((p) => p.data), makeParams(3).map((p) => p.data));
+  lookOpt.apply(results, 0.125);
+  assert.deepEqual(look.map((p) => p.data), reference);
   const params = makeParams(3);
   const opt = new DistroReference(params, CONFIG);
   assert.equal(opt.apply([], 1), false);

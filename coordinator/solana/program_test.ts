@@ -188,6 +188,11 @@ Deno.test("update: authority, halted-only, config/model/progress rules, metadata
     "InvalidConfig",
   );
   await run.expectError(
+    { kind: "Update", config: testConfig({ initMinClients: 9, globalBatchSizeStart: 8 }) },
+    run.mainAuthority,
+    "InvalidConfig",
+  );
+  await run.expectError(
     { kind: "Update", model: testModel({ checkpoint: { kind: "Ephemeral" } }) },
     run.mainAuthority,
     "InvalidModel",

@@ -1,7 +1,8 @@
 /*
  * validate.c (part of the program.c unity build): the rules a run's config, model and
- * progress must satisfy (coordinator/machine_validate.ts, psyche.md §2.2), plus the
- * program's own cap of MAX_CLIENTS clients. Each failure logs the field and rule.
+ * progress must satisfy (coordinator/machine_validate.ts and config_validate.ts, psyche.md
+ * §2.2), plus the program's own cap of MAX_CLIENTS clients. Each failure logs the field and
+ * rule.
  */
 
 #define MAX_SAFE_INTEGER 9007199254740991ull
@@ -14,7 +15,10 @@
     }                                                                                              \
   } while (0)
 
-/* machine_validate.ts validateCoordinatorConfig, with maxClients <= MAX_CLIENTS. */
+/*
+ * The config rules of machine_validate.ts validateCoordinatorConfig and config_validate.ts
+ * (which adds initMinClients <= globalBatchSizeStart), with maxClients <= MAX_CLIENTS.
+ */
 static u64 validate_config(const config_t *c) {
   REQUIRE(c->epoch_time >= 1 && c->epoch_time <= MAX_SAFE_INTEGER, "config.epochTime must be in [1, 2^53-1]");
   REQUIRE(c->warmup_time <= MAX_SAFE_INTEGER, "config.warmupTime must be at most 2^53-1");
@@ -32,6 +36,8 @@ static u64 validate_config(const config_t *c) {
   REQUIRE(c->min_clients >= 1 && c->min_clients <= c->max_clients, "config.minClients must be in [1, maxClients]");
   REQUIRE(c->init_min_clients >= c->min_clients && c->init_min_clients <= c->max_clients,
           "config.initMinClients must be in [minClients, maxClients]");
+  REQUIRE(c->init_min_clients <= c->global_batch_size_start,
+          "config.initMinClients must be at most globalBatchSizeStart (a sequence per client)");
   REQUIRE(c->witness_nodes <= c->min_clients && c->witness_nodes <= MAX_WITNESSES,
           "config.witnessNodes must be at most min(minClients, 32)");
   REQUIRE(c->global_batch_size_start >= 1, "config.globalBatchSizeStart must be at least 1");

@@ -1,0 +1,182 @@
+import assert from "node:assert/strict";
+import { bloomContains } from "../coordinator/bloom.ts";
+import { sha256 } from "../coordinator/hash.ts";
+import type { NodeIdentity } from "../coordinator/types.ts";
+import { commitmentHash } from "../optimizer/commitment.ts";
+import { chunkLayouts } from "../optimizer/layout.ts";
+import type { DistroResult } from "../optimizer/result.ts";
+import { encodePayload } from "../optimizer/wire.ts";
+import { RunDriver, testState } from "../tests/support/coordinator_fixtures.ts";
+import { Exchange } from "./exchange.ts";
+import type { ClientEventName, ClientEvents, ClientLogger } from "./log.ts";
+import { signAnnouncement } from "./p2p/announcement.ts";
+import { hashToBytes } from "./p2p/content_store.ts";
+import { publicKeyOf } from "./p2p/identity.ts";
+import { roundView } from "./round_view.ts";
+
+const RUN = "exchange-test";
+const expectation = {
+  layouts: chunkLayouts([{ name: "w", shape: [8, 8] }], { chunk: 64, topk: 2 }),
+  quantize1bit: true,
+};
+
+function resultFor(step: number, batch: { start: number; end: number }, v: number): DistroResult {
+  return {
+    step,
+    batch,
+    trainerNonce: 0,
+    params: [{
+      indices: new Uint32Array([v % 64, (v + 1) % 64]),
+      values: new Float32Array([1, -1]),
+    }],
+  };
+}
+
+async function waitFor(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+Deno.test({
+  name:
+    "Exchange: forged gossip and a payload that misses its commitment are refused; the run goes on",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const secrets = [1, 2, 3].map((n) => new Uint8Array(32).fill(n * 17));
+    const ids: NodeIdentity[] = secrets.map((s) => {
+      const key = publicKeyOf(s);
+      return { signer: key, p2pIdentity: key };
+    });
+    const driver = new RunDriver(
+      testState({
+        initMinClients: 3,
+        minClients: 1,
+        globalBatchSizeStart: 6,
+        globalBatchSizeEnd: 6,
+      }),
+    );
+    driver.startEpoch(ids);
+    driver.warmupTimeout();
+    const state = driver.state;
+    const logs: { event: ClientEventName; fields: ClientEvents[ClientEventName] }[][] = [
+      [],
+      [],
+      [],
+    ];
+    const exchanges: Exchange[] = [];
+    try {
+      for (const [i, secretKey] of secrets.entries()) {
+        const logger: ClientLogger = { log: (event, fields) => logs[i].push({ event, fields }) };
+        const ex = await Exchange.start({
+          runId: RUN,
+          secretKey,
+          publicKey: ids[i].p2pIdentity,
+          logger,
+          onChange: () => {},
+          gossipHeartbeatMs: 100,
+          retry: { attemptTimeoutMs: 2000, retries: 0, backoffMs: 10 },
+        });
+        ex.setExpectation(expectation);
+        exchanges.push(ex);
+      }
+      const [honest, observer, rogue] = exchanges;
+      for (const ex of exchanges) {
+        for (const [j, other] of exchanges.entries()) {
+          if (other !== ex) {
+            await ex.node.addPeerAddresses(ids[j].p2pIdentity, other.node.addresses());
+          }
+        }
+        await ex.update(state);
+      }
+      await waitFor(
+        "gossip mesh",
+        () => exchanges.every((ex) => ex.gossip.topicPeers().length === 2),
+      );
+      await new Promise((r) => setTimeout(r, 300)); // a heartbeat or two to graft the mesh
+
+      const view = roundView(state, 0, ids[0].signer)!;
+      const batchOf = (i: number) => view.assignments.find((a) => a.clientIndex === i)!.batch;
+      const proofOf = (i: number) => view.selection.committeeProof(i);
+
+      // 1. The rogue forges an announcement in the honest client's name (its own signature).
+      const forged = signAnnouncement({
+        kind: "TrainingResult",
+        step: view.step,
+        proof: proofOf(0),
+        batch: batchOf(0),
+        commitment: sha256(new Uint8Array([1])),
+        contentHash: sha256(new Uint8Array([2])),
+        payloadSize: 10,
+      }, { secretKey: secrets[2], topic: rogue.gossip.topic, nonce: 7 });
+      forged.set(ids[0].p2pIdentity, 1); // claim to be client 0
+      await rogue.node.libp2p.services.pubsub.publish(rogue.gossip.topic, forged);
+
+      // 2. The rogue announces its own batch, but serves bytes that miss the commitment.
+      const rogueResult = resultFor(view.step, batchOf(2), 5);
+      const announcedBytes = encodePayload(rogueResult, expectation);
+      const servedBytes = encodePayload(resultFor(view.step, batchOf(2), 9), expectation);
+      const servedHash = rogue.payloads.provide(servedBytes, { step: view.step });
+      await rogue.gossip.publish({
+        kind: "TrainingResult",
+        step: view.step,
+        proof: proofOf(2),
+        batch: batchOf(2),
+        commitment: commitmentHash({ step: view.step, batch: batchOf(2), payload: announcedBytes }),
+        contentHash: hashToBytes(servedHash),
+        payloadSize: servedBytes.length,
+      });
+
+      // 3. The rogue claims the honest client's batch under its own name.
+      await rogue.gossip.publish({
+        kind: "TrainingResult",
+        step: view.step,
+        proof: proofOf(2),
+        batch: batchOf(0),
+        commitment: sha256(new Uint8Array([3])),
+        contentHash: sha256(new Uint8Array([4])),
+        payloadSize: 10,
+      });
+
+      // 4. The honest client publishes a real result.
+      const honestResult = resultFor(view.step, batchOf(0), 1);
+      await honest.publishResult(0, proofOf(0), honestResult);
+
+      const tracker = observer.tracker(0)!;
+      await waitFor(
+        "the honest result",
+        () => tracker.announcements().some((a) => tracker.result(a.commitment) !== undefined),
+      );
+      await waitFor(
+        "the rogue's refusals",
+        () => logs[1].filter((l) => l.event === "refused").length >= 2,
+      );
+      await waitFor("downloads settled", () => observer.downloadsSettled(0));
+
+      assert.ok(observer.gossip.stats.badSignature >= 1, "forged signature rejected by gossip");
+      const reasons = logs[1].filter((l) => l.event === "refused")
+        .map((l) => (l.fields as ClientEvents["refused"]).reason).sort();
+      assert.deepEqual(reasons, ["CommitmentMismatch", "WrongBatch"]);
+      // Only the honest result and the rogue's (unverified) announcement were accepted.
+      assert.equal(tracker.announcements().length, 2);
+      const verified = tracker.announcements().filter((a) => tracker.result(a.commitment));
+      assert.deepEqual(verified.map((a) => a.batch), [batchOf(0)]);
+      assert.deepEqual(
+        verified[0] && tracker.result(verified[0].commitment)!.params[0].indices,
+        new Uint32Array([1, 2]),
+      );
+      // The observer's witness report vouches for the honest trainer only.
+      const report = observer.witnessReport(1, { position: 0, index: 1, witness: true });
+      assert.ok(bloomContains(report.participantBloom, sha256(ids[0].signer)));
+      assert.ok(!bloomContains(report.participantBloom, sha256(ids[2].signer)));
+      assert.equal(observer.finishedBy(0, [ids[0].p2pIdentity]), false);
+      await honest.announceFinished(0, view.step, proofOf(0));
+      await waitFor("Finished", () => observer.finishedBy(0, [ids[0].p2pIdentity]));
+    } finally {
+      for (const ex of exchanges) await ex.close();
+    }
+  },
+});

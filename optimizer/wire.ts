@@ -20,6 +20,7 @@
  * @module
  */
 
+import type { BatchId } from "../coordinator/types.ts";
 import { BitReader, BitStreamEndError, BitWriter } from "./bits.ts";
 import type { SparseParam } from "./compress.ts";
 import { indexCodeBits, readIndices, writeIndices } from "./index_code.ts";
@@ -41,10 +42,17 @@ export class PayloadDecodeError extends Error {
   }
 }
 
-/** What a payload must match: the model's chunk layouts (in order) and the value format. */
+/**
+ * What a payload must match: the model's chunk layouts (in order) and the value format; when
+ * given, also the step and batch the payload was announced for.
+ */
 export interface PayloadExpectation {
   readonly layouts: readonly ChunkLayout[];
   readonly quantize1bit: boolean;
+  /** The step the commitment named (checked against the header when set). */
+  readonly step?: number;
+  /** The batch the commitment named (checked against the header when set). */
+  readonly batch?: BatchId;
 }
 
 /** f32 → bf16 bits, round to nearest even (as torch's `to(bfloat16)`). */
@@ -223,7 +231,7 @@ class Cursor {
 
 /**
  * Decodes and validates an untrusted payload against the expected model. Checks the magic,
- * version, flags, parameter count, every shape, totalk and k, every chunk's index code
+ * version, flags, the step and batch when expected, parameter count, every shape, totalk and k, every chunk's index code
  * (exactly k distinct indices below totalk), value encoding (finite bf16; zero padding) and
  * that no bytes trail. Throws only {@link PayloadDecodeError}; never returns a partial result.
  * Entries come out sorted by index within each chunk.
@@ -258,6 +266,15 @@ function decodeUnchecked(bytes: Uint8Array, expect: PayloadExpectation): DistroR
   const end = cur.u64("header batch end");
   if (end < start) {
     throw new PayloadDecodeError("header batch", `end ${end} is before start ${start}`);
+  }
+  if (expect.step !== undefined && step !== expect.step) {
+    throw new PayloadDecodeError("header step", `expected ${expect.step}, found ${step}`);
+  }
+  if (expect.batch && (start !== expect.batch.start || end !== expect.batch.end)) {
+    throw new PayloadDecodeError(
+      "header batch",
+      `expected [${expect.batch.start}, ${expect.batch.end}], found [${start}, ${end}]`,
+    );
   }
   const trainerNonce = cur.u32("header trainer nonce");
   const count = cur.u32("header parameter count");

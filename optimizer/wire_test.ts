@@ -164,6 +164,12 @@ Deno.test("decode names what is wrong", () => {
     err(good, { layouts: k3, quantize1bit: true }),
     /parameter 0 \("w"\) k: expected 3, found 2/,
   );
+  assert.match(err(good, { ...expect, step: 4 }), /header step: expected 4, found 3/);
+  assert.match(
+    err(good, { ...expect, batch: { start: 10, end: 20 } }),
+    /header batch: expected \[10, 20\], found \[10, 19\]/,
+  );
+  assert.equal(decodePayload(good, { ...expect, step: 3, batch: { start: 10, end: 19 } }).step, 3);
   assert.match(
     err(good, { layouts: [...layouts, ...layouts], quantize1bit: true }),
     /count: expected 2, found 1/,

@@ -302,6 +302,7 @@ export class TrainingClient {
     const trainer = this.#need();
     const data = this.#data;
     if (data === null) throw new Error("no data provider");
+    if (intent.resetOptimizer) await trainer.resetOptimizer();
     const trained = await trainer.train({
       step: intent.step,
       batch: intent.batch,

@@ -105,6 +105,8 @@ export class Exchange implements ExchangeFacts {
   #bootstrapped = new Set<string>();
   #timer: ReturnType<typeof setInterval> | undefined;
   #dialing = false;
+  /** The epoch whose warmup Finished we announced (resent while Warmup lasts). */
+  #warmupAnnounced: number | null = null;
 
   private constructor(node: P2PNode, payloads: PayloadService, options: ExchangeOptions) {
     this.node = node;
@@ -204,16 +206,22 @@ export class Exchange implements ExchangeFacts {
 
   /** Gossips `Finished{warmup}` and counts ourselves ready. */
   async announceWarmupFinished(): Promise<void> {
-    this.#epoch?.warmupFinished.add(toHex(this.#options.publicKey));
+    const record = this.#epoch;
+    record?.warmupFinished.add(toHex(this.#options.publicKey));
+    this.#warmupAnnounced = record?.epoch ?? null;
     await this.gossip.announceAddresses();
-    await this.gossip.publish({
+    await this.#publishWarmup();
+    this.#options.onChange();
+  }
+
+  #publishWarmup(): Promise<number> {
+    return this.gossip.publish({
       kind: "Finished",
       step: 0,
       proof: WARMUP_PROOF,
       merkleRoot: new Uint8Array(32),
       warmup: true,
     });
-    this.#options.onChange();
   }
 
   /**
@@ -350,7 +358,9 @@ export class Exchange implements ExchangeFacts {
     const tracker = record.trackers.get(height);
     if (tracker === undefined) {
       const current = state.runState === "Warmup" ? -1 : currentRound(state).height;
-      if (height > current && height <= current + 2) {
+      if (height < 0 || height <= current) return; // a resend from a round already past
+      if (height <= current + 2) {
+        // A peer is ahead of the state we have seen: keep it for when the round shows up.
         const list = record.early.get(message.step) ?? [];
         if (list.length < 4 * (state.epochState.clients.length + 1)) list.push({ from, message });
         record.early.set(message.step, list);
@@ -471,8 +481,9 @@ export class Exchange implements ExchangeFacts {
     if (state.runState === "RoundTrain" || state.runState === "RoundWitness") {
       const step = state.epochState.startStep + currentRound(state).height;
       this.gossip.rebroadcast(step).catch(() => {});
-    } else if (state.runState === "Warmup") {
-      this.gossip.rebroadcast(0).catch(() => {});
+    } else if (state.runState === "Warmup" && this.#warmupAnnounced === state.progress.epoch) {
+      // Readiness gates the epoch's start: resend it on every tick (receivers deduplicate).
+      this.#publishWarmup().catch(() => {});
     }
     this.gossip.announceAddresses().catch(() => {});
   }

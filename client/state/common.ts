@@ -72,6 +72,7 @@ export function planTraining(input: PlanInput, view: RoundView): Intent[] {
     proof: view.self.committeeProof,
     lr: stepLearningRate(state, view.step),
     prevLr: stepLearningRate(state, Math.max(0, view.step - 1)),
+    resetOptimizer: state.epochState.coldStartEpoch && view.height === 0,
   };
   return progress.started(intentKey(train)) ? [] : [train];
 }

@@ -68,6 +68,8 @@ export interface TrainIntent {
   readonly lr: number;
   /** Learning rate of the step before (the lookahead's). */
   readonly prevLr: number;
+  /** Zero the DisTrO state first (round 0 of a cold-start epoch, after a pause). */
+  readonly resetOptimizer: boolean;
 }
 /** Gossip `Finished` for round `height` (trained, previous round's payloads settled). */
 export interface AnnounceFinishedIntent {

@@ -123,6 +123,18 @@ Deno.test("RoundTrain h=0: train own batch, Finished, witness only after all Fin
   );
 });
 
+Deno.test("RoundTrain h=0 of a cold-start epoch: the optimizer state is reset first", () => {
+  const { driver, ids } = runInRound0(3);
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const train = (state: CoordinatorState) =>
+    plan(state, ids[0], progress, new Facts())[0] as Extract<Intent, { kind: "Train" }>;
+  assert.equal(train(driver.state).resetOptimizer, false);
+  const cold = structuredClone(driver.state);
+  cold.epochState.coldStartEpoch = true;
+  assert.equal(train(cold).resetOptimizer, true);
+});
+
 Deno.test("RoundTrain h=0 without a model: LoadModel first", () => {
   const { driver, ids } = runInRound0(3);
   const progress = new ClientProgress();

@@ -1,0 +1,88 @@
+/**
+ * The training client: follows a run's coordinator, trains assigned batches with DisTrO,
+ * exchanges results with its peers over libp2p, witnesses rounds and applies the consensus
+ * results so every honest client holds bit-identical parameters.
+ *
+ * - Pure decisions: {@link roundView} (a round from this client's seat), {@link RoundTracker}
+ *   (what was announced, verified and finished; witness blooms and Merkle root),
+ *   {@link decideApply} (consensus commitment per batch, untrained batches),
+ *   {@link planActions} (the per-RunState state machine, returning {@link Intent}s).
+ * - Edges: {@link NetworkTrainer} (GPU), {@link Exchange} (p2p), {@link TrainingClient}
+ *   (the driver), the command line (`deno task client`, client/main.ts).
+ *
+ * @example
+ * ```ts ignore
+ * import { Exchange, TrainingClient } from "./client/mod.ts";
+ * const exchange = await Exchange.start({ runId, secretKey, publicKey, logger, onChange });
+ * const client = new TrainingClient({ backend, exchange, identity, logger });
+ * await client.run({ signal });
+ * ```
+ *
+ * @module
+ */
+import "./p2p/exit_fix.ts";
+
+export { type ApplyDecision, type ChosenResult, decideApply } from "./apply_decision.ts";
+export { type StopReason, TrainingClient, type TrainingClientOptions } from "./client.ts";
+export {
+  type ClientArgs,
+  ClientUsageError,
+  parseClientArgs,
+  type ShowIdentityArgs,
+  type TrainArgs,
+  USAGE,
+} from "./cli.ts";
+export { Exchange, type ExchangeOptions } from "./exchange.ts";
+export {
+  type ClientEventName,
+  type ClientEvents,
+  type ClientLogger,
+  consoleClientLogger,
+  describeEvent,
+  jsonClientLogger,
+  LOG_FORMATS,
+  type LogFormat,
+} from "./log.ts";
+export {
+  type LoadedModel,
+  loadModel,
+  modelFolder,
+  ModelSourceError,
+  runInitSeed,
+} from "./model_source.ts";
+export {
+  type AnnouncedResult,
+  type BloomSetup,
+  compareBytes,
+  emptyWitness,
+  type RefusalReason,
+  RoundTracker,
+  type Verdict,
+} from "./round_tracker.ts";
+export {
+  epochIndexOf,
+  epochPeerKeys,
+  indexOfPeer,
+  type RoundView,
+  roundView,
+  sameKey,
+  type SelfInRound,
+  stepLearningRate,
+  stepOfHeight,
+} from "./round_view.ts";
+export { applyPlanFor, duePlans } from "./state/apply_targets.ts";
+export {
+  applyKey,
+  ClientProgress,
+  type ExchangeFacts,
+  type Intent,
+  intentKey,
+  type PlanInput,
+} from "./state/intent.ts";
+export { planActions, planRejoin, wasRemoved } from "./state/machine.ts";
+export {
+  NetworkTrainer,
+  type NetworkTrainerOptions,
+  type TrainedRound,
+  wrappedRanges,
+} from "./trainer.ts";

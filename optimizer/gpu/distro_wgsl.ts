@@ -236,7 +236,8 @@ ${main1d(wg)}
   }
   let shift = 15 - ceil_log2(top);
   for (var r = 0u; r < spec.k; r++) {
-    let v = ldexp(own_val[base + r], shift);
+    // Two steps: WGSL leaves ldexp undefined for exponents above 128 (shift reaches 164).
+    let v = ldexp(ldexp(own_val[base + r], shift / 2), shift - shift / 2);
     let a = abs(v);
     let f = floor(a);
     let m = i32(f) + select(0, 1, a - f >= 0.5);

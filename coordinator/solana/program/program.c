@@ -169,8 +169,10 @@ static u64 update(account_t *a, reader_t *r) {
   }
   if (!r->ok || r->pos != r->len) return E_INVALID_INSTRUCTION;
   if (has_meta && (name_len > NAME_BYTES || description_len > DESCRIPTION_BYTES ||
-                   !utf8_valid(name, name_len) || !utf8_valid(description, description_len))) {
-    LOG("update: metadata name is at most 64 and description at most 280 bytes of UTF-8");
+                   !utf8_valid(name, name_len) || !utf8_valid(description, description_len) ||
+                   num_parameters > MAX_SAFE_INTEGER || vocab_size > MAX_SAFE_INTEGER)) {
+    LOG("update: metadata name is at most 64 and description at most 280 bytes of UTF-8, "
+        "numbers at most 2^53-1");
     return E_INVALID_METADATA;
   }
   if (has_config || has_model || has_progress) {

@@ -1,0 +1,124 @@
+/**
+ * Malformed instruction data: valid encodings of every instruction with random bytes
+ * flipped, truncated or extended are sent to the program on a live run. When the
+ * TypeScript decoder still accepts the bytes, the program and the reference model must
+ * agree on the decoded instruction (DualRun); when it rejects them, the program must
+ * reject them too and leave the account byte-for-byte unchanged.
+ */
+
+import assert from "node:assert/strict";
+import { AccountRole, type KeyPairSigner } from "@solana/kit";
+import { currentRound, roundSelection } from "../machine_queries.ts";
+import { Prng } from "../../tests/support/coordinator_sim.ts";
+import {
+  testConfig,
+  testModel,
+  warmupReport,
+  witnessReport,
+} from "../../tests/support/coordinator_fixtures.ts";
+import {
+  type CoordinatorInstruction,
+  decodeCoordinatorInstruction,
+  encodeCoordinatorInstruction,
+} from "./instructions.ts";
+import { CoordinatorSvm } from "./svm.ts";
+import { clientIndex, DualRun, keyOf } from "./test_support.ts";
+
+function mutate(rng: Prng, bytes: Uint8Array): Uint8Array {
+  const out = bytes.slice();
+  switch (rng.int(0, 3)) {
+    case 0:
+      for (let i = rng.int(1, 3); i > 0; i--) out[rng.int(0, out.length - 1)] ^= 1 << rng.int(0, 7);
+      return out;
+    case 1:
+      out[rng.int(0, Math.min(out.length - 1, 12))] = rng.int(0, 255);
+      return out;
+    case 2:
+      return out.subarray(0, rng.int(0, out.length - 1));
+    default:
+      return Uint8Array.from([
+        ...out,
+        ...Array.from({ length: rng.int(1, 4) }, () => rng.int(0, 255)),
+      ]);
+  }
+}
+
+Deno.test("fuzz: mutated instruction data is rejected cleanly or handled like the model", async () => {
+  const svm = await CoordinatorSvm.create();
+  const run = await DualRun.create({ svm, permissionless: true });
+  await run.expectOk({
+    kind: "Update",
+    config: testConfig({ initMinClients: 2 }),
+    model: testModel(),
+  }, run.mainAuthority);
+  run.setTime(1);
+  await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
+  const clients: KeyPairSigner[] = [await svm.newSigner(), await svm.newSigner()];
+  run.setTime(5);
+  for (const c of clients) await run.expectOk({ kind: "JoinRun", p2pIdentity: keyOf(c) }, c);
+  for (const c of clients) {
+    await run.expectOk({
+      kind: "WarmupWitness",
+      witness: warmupReport(run.model!.state, clientIndex(run, c)),
+    }, c);
+  }
+  assert.equal(run.model!.state.runState, "RoundTrain");
+  const state = run.model!.state;
+  const w = roundSelection(state.config, currentRound(state)).witnessIndices()[0];
+  const witnessSender = clients.find((c) => clientIndex(run, c) === w)!;
+  const samples: [CoordinatorInstruction, KeyPairSigner][] = [
+    [{ kind: "Witness", witness: witnessReport(state, w, []) }, witnessSender],
+    [
+      { kind: "Update", metadata: { name: "n", description: "d", numParameters: 1, vocabSize: 2 } },
+      run.mainAuthority,
+    ],
+    [{ kind: "JoinRun", p2pIdentity: new Uint8Array(32) }, clients[0]],
+    [{ kind: "SetPaused", paused: true }, run.mainAuthority],
+    [{
+      kind: "Checkpoint",
+      index: 0,
+      repo: { kind: "Hub", repo: { repoId: "a/b", revision: "c" } },
+    }, clients[0]],
+    [{
+      kind: "HealthCheck",
+      checks: [{
+        signer: keyOf(clients[0]),
+        proof: { committee: "Trainer", position: 0, index: 0 },
+      }],
+    }, clients[0]],
+    [{ kind: "GrantAuthorizer", authorizer: keyOf(clients[1]) }, run.joinAuthority],
+    [{ kind: "SetDelegates", clear: false, delegates: [keyOf(clients[0])] }, clients[1]],
+  ];
+  const rng = new Prng(42);
+  let decoded = 0;
+  let rejected = 0;
+  for (let i = 0; i < 240; i++) {
+    const [ix, signer] = samples[rng.int(0, samples.length - 1)];
+    const data = mutate(rng, encodeCoordinatorInstruction(ix));
+    let parsed: CoordinatorInstruction | null = null;
+    try {
+      parsed = decodeCoordinatorInstruction(data);
+    } catch {
+      parsed = null;
+    }
+    if (parsed !== null && parsed.kind !== "InitCoordinator" && parsed.kind !== "FreeCoordinator") {
+      decoded++;
+      await run.send(parsed, signer);
+      continue;
+    }
+    rejected++;
+    const before = svm.accountBytes(run.coordinator)!;
+    const result = await svm.sendRaw([{
+      programAddress: svm.programId,
+      accounts: [
+        { address: run.coordinator, role: AccountRole.WRITABLE },
+        { address: signer.address, role: AccountRole.READONLY_SIGNER, signer } as never,
+      ],
+      data,
+    }]);
+    assert.equal(result.ok, false, `accepted bytes the decoder rejects: ${[...data]}`);
+    assert.ok(result.code !== null, result.error ?? "");
+    assert.deepEqual(svm.accountBytes(run.coordinator), before);
+  }
+  assert.ok(decoded > 20 && rejected > 20, `decoded ${decoded}, rejected ${rejected}`);
+});

@@ -153,9 +153,16 @@ Deno.test("GPU own-result fixed point equals aggregateFixed of that one result",
   const spec = kernels.spec(params[0]);
   const r = randomF32(77, entries, 0, 1);
   const indices = new Uint32Array(entries).map((_, e) => (e % 5) * 50 + Math.floor(r[e] * 50));
-  // Values over many magnitudes, exact powers of two, a zero chunk and a subnormal-free tail.
+  // Values over many magnitudes, exact powers of two, a zero chunk, and a chunk near 2^-120
+  // (scaled by 2^135: beyond WGSL's single-ldexp range).
   const values = randomF32(78, entries, -1, 1).map((v, e) =>
-    e < 5 ? 0 : e % 7 === 0 ? 2 ** -(e % 20) : v * 2 ** -(e % 13)
+    e < 5
+      ? 0
+      : e < 10
+      ? (0.5 + Math.abs(v) / 2) * Math.sign(v) * 2 ** -120
+      : e % 7 === 0
+      ? 2 ** -(e % 20)
+      : v * 2 ** -(e % 13)
   );
   for (const oneBit of [0, 1]) {
     const q = rt.buffer("q", entries * 4);

@@ -195,10 +195,11 @@ export function updateSigns(layout: ChunkLayout, agg: AggregatedParam): Int8Arra
 }
 
 /**
- * The real value the fixed-point decode approximates at scale: `X · M / 2^(15+28)` per
- * element, for comparison with the float decode (tests, diagnostics).
+ * The real value the fixed-point decode approximates: `X · M / 2^(15+28)` per element, with
+ * `X = decodeFixed(layout, agg)` and `M` each chunk's scale (tests, diagnostics).
  */
-export function dequantize(layout: ChunkLayout, agg: AggregatedParam, x: Float64Array) {
+export function dequantize(layout: ChunkLayout, agg: AggregatedParam): Float64Array {
+  const x = decodeFixed(layout, agg);
   const out = new Float64Array(x.length);
   const b = layout.shape.length === 2 ? layout.shape[1] : 1;
   const unit = 2 ** -(COEFF_BITS + 2 * BASIS_BITS);

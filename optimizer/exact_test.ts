@@ -121,7 +121,7 @@ Deno.test("exact sign agrees with the real decode wherever the error bound allow
     );
     const agg = aggregateFixed(layout, results);
     const exact = decodeFixed(layout, agg);
-    const approx = dequantize(layout, agg, exact);
+    const approx = dequantize(layout, agg);
     const real = realDecode(layout, results);
     const signs = updateSigns(layout, agg);
     const b = shape.length === 2 ? shape[1] : 1;

@@ -112,7 +112,9 @@ export function initialAccount(opts: InitOptions): CoordinatorAccount {
 }
 
 function nowOf(clock: ProgramClock): number {
-  if (clock.unixTimestamp < 0) fail("InvalidClock", "negative unix timestamp");
+  if (clock.unixTimestamp < 0 || clock.unixTimestamp > Number.MAX_SAFE_INTEGER) {
+    fail("InvalidClock", "unix timestamp outside [0, 2^53 - 1]");
+  }
   return clock.unixTimestamp;
 }
 

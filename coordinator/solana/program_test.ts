@@ -612,3 +612,16 @@ Deno.test("a whole epoch: rounds, Cooldown, P2P checkpoint, re-join, pause at ep
     "the pause withdrew everyone, so no peer serves the model: back to the Hub checkpoint",
   );
 });
+
+Deno.test("clock: a negative unix timestamp is InvalidClock wherever the clock is read", async () => {
+  const { run, clients } = await warmup(2);
+  run.setTime(-5);
+  await run.expectError({ kind: "Tick" }, null, "InvalidClock", { noSigner: true });
+  await run.expectError({ kind: "JoinRun", p2pIdentity: P2P }, clients[0], "InvalidClock");
+  await run.expectError({ kind: "SetPaused", paused: true }, run.mainAuthority, "InvalidClock");
+  run.setTime(20);
+  await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
+  run.setTime(-5);
+  // A halted run does not tick after a join, so it never reads the clock.
+  await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, clients[0]);
+});

@@ -26,6 +26,9 @@
 #define LR_SCHEDULE_BYTES 56
 #define OPTIMIZER_BYTES 48
 
+/* 2^53 - 1: the largest u64 the TypeScript side holds as a number (docs/state-encoding.md). */
+#define MAX_SAFE_INTEGER 9007199254740991ull
+
 /* Account flags. */
 #define FLAG_PERMISSIONLESS 1u
 

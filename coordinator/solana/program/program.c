@@ -45,8 +45,8 @@ enum {
 static u64 clock_now(u64 *now, u64 *seed) {
   sol_clock_t clock;
   if (sol_get_clock_sysvar(&clock) != 0) return E_INVALID_CLOCK;
-  if (clock.unix_timestamp < 0) {
-    LOG("clock: negative unix timestamp");
+  if (clock.unix_timestamp < 0 || (u64)clock.unix_timestamp > MAX_SAFE_INTEGER) {
+    LOG("clock: unix timestamp outside [0, 2^53-1]");
     return E_INVALID_CLOCK;
   }
   *now = (u64)clock.unix_timestamp;
@@ -273,9 +273,10 @@ static u64 join_run(account_t *a, const u8 *user, reader_t *r) {
   mem_copy(reg->p2p, p2p, 32);
   reg->active = a->next_active;
   if (slot == a->registry_len) a->registry_len++;
+  if (is_halted(a)) return 0;
   u64 now, seed, err;
   if ((err = clock_now(&now, &seed))) return err;
-  return tick_if_live(a, now, seed);
+  return tick(a, now, seed);
 }
 
 /* Reads a state-encoding Bloom header and body; returns the body (keys then bits). */

@@ -5,8 +5,6 @@
  * rule.
  */
 
-#define MAX_SAFE_INTEGER 9007199254740991ull
-
 #define REQUIRE(cond, msg)                                                                         \
   do {                                                                                             \
     if (!(cond)) {                                                                                 \

@@ -80,3 +80,25 @@ Deno.test("account: decoding names what is wrong", () => {
   }, /^metadata\.name$/);
   assert.equal(isCoordinatorAccount(new Uint8Array(ACCOUNT_SIZE)), false);
 });
+
+Deno.test("account: docs/solana-program.md lists the decoder's header offsets", async () => {
+  const doc = await Deno.readTextFile(new URL("../../docs/solana-program.md", import.meta.url));
+  const rows = new Map<string, number>();
+  for (const line of doc.split("\n")) {
+    const m = /^\|\s*(\d+)\s*\|\s*\d+\s*\|\s*([A-Za-z.]+)\s*\|/.exec(line);
+    if (m) rows.set(m[2], Number(m[1]));
+  }
+  const names: Record<string, string> = {
+    "progress.step": "step",
+    "progress.epochStartDataIndex": "epochStartDataIndex",
+    "progress.epoch": "epoch",
+  };
+  let checked = 0;
+  for (const [docName, offset] of rows) {
+    const key = (names[docName] ?? docName) as keyof typeof OFFSETS;
+    if (!(key in OFFSETS)) continue;
+    assert.equal(offset, OFFSETS[key], `${docName} is documented at ${offset}`);
+    checked++;
+  }
+  assert.ok(checked >= 18, `only ${checked} header rows matched`);
+});

@@ -71,17 +71,16 @@ export interface AggregatedParam {
   readonly scaleExp: Int32Array;
 }
 
-const f64 = new Float64Array(1);
-const u32v = new Uint32Array(f64.buffer);
+const bitsView = new DataView(new ArrayBuffer(8));
 
 /** Exponent `e` of the smallest power of two >= `x` (finite, > 0), read from the bits. */
 export function ceilLog2(x: number): number {
   if (!(x > 0) || !Number.isFinite(x)) throw new RangeError(`ceilLog2: bad input ${x}`);
-  f64[0] = x;
-  const hi = u32v[1];
+  bitsView.setFloat64(0, x); // big-endian view: independent of the host's byte order
+  const hi = bitsView.getUint32(0);
   const biased = (hi >>> 20) & 0x7ff;
   if (biased === 0) return ceilLog2(x * 2 ** 64) - 64; // subnormal
-  const exact = (hi & 0xfffff) === 0 && u32v[0] === 0;
+  const exact = (hi & 0xfffff) === 0 && bitsView.getUint32(4) === 0;
   return biased - 1023 + (exact ? 0 : 1);
 }
 

@@ -37,8 +37,10 @@ export interface ComputeUnitReport {
   witnessMax: number;
   tickNextRound: number;
   healthCheckOne: number;
-  /** Estimate: one-entry cost divided into a transaction's 1.4M compute units. */
-  healthChecksPerTransactionEstimate: number;
+  /** Most health-check entries one transaction carries (compute units or size, 1.4M budget). */
+  healthChecksPerTransaction: number;
+  /** Compute units of that fullest health-check transaction. */
+  healthCheckFull: number;
   witnessTransactionBytes: number;
   accountBytes: number;
 }
@@ -194,6 +196,16 @@ export async function measureComputeUnits(
   const one = await send({ kind: "HealthCheck", checks: [check] }, reporter);
   must(one, "health check");
   const perEntry = one.computeUnits;
+  // The most entries one transaction carries: repeat the (still unhealthy) entry until the
+  // transaction runs out of compute units or bytes.
+  let healthChecksPerTransaction = 1;
+  let healthCheckFull = perEntry;
+  for (let k = 2; k <= 64; k++) {
+    const r = await send({ kind: "HealthCheck", checks: Array(k).fill(check) }, reporter);
+    if (!r.ok || r.transactionBytes > MAX_TRANSACTION_BYTES) break;
+    healthChecksPerTransaction = k;
+    healthCheckFull = r.computeUnits;
+  }
   return {
     coordinator,
     clients: n,
@@ -203,7 +215,8 @@ export async function measureComputeUnits(
     witnessMax,
     tickNextRound,
     healthCheckOne: perEntry,
-    healthChecksPerTransactionEstimate: Math.floor(MAX_COMPUTE_UNITS / perEntry),
+    healthChecksPerTransaction,
+    healthCheckFull,
     witnessTransactionBytes,
     accountBytes: ACCOUNT_SIZE,
   };

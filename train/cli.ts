@@ -92,7 +92,7 @@ export const USAGE = `Usage: deno task train --model DIR --data-path DIR [flags]
   --beta1 X --beta2 X --weight-decay X --eps X   AdamW (defaults 0.9, 0.95, 0.1, 1e-8)
   --max-grad-norm X       clip the global gradient norm; 0 disables (default 1.0)
   --compression-chunk N --compression-topk N --compression-decay X   DisTrO (64, 4, 0.999)
-  --distro-quantization   DisTrO: 1-bit (sign) values
+  --quantize-1bit         DisTrO: send 1-bit (sign) values (alias: --distro-quantization)
   --seed N                init and shuffle seed, u32 (default 1)
   --no-shuffle            read sequences in file order
   --eval-data-path DIR    held-out token files: mean loss logged after the last step
@@ -143,6 +143,7 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
       help: { type: "boolean" },
       "no-shuffle": { type: "boolean" },
       "distro-quantization": { type: "boolean" },
+      "quantize-1bit": { type: "boolean" },
     };
     for (const f of STRING_FLAGS) options[f] = { type: "string" };
     values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
@@ -216,7 +217,8 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     compressionChunk: int("compression-chunk", 64, 1, 256),
     compressionTopk: int("compression-topk", 4, 1),
     compressionDecay: num("compression-decay", 0.999, unit, "in [0, 1)"),
-    distroQuantization: values["distro-quantization"] === true,
+    distroQuantization: values["distro-quantization"] === true ||
+      values["quantize-1bit"] === true,
     seed: int("seed", 1, 0),
     shuffle: !values["no-shuffle"],
     savePath: savePath === undefined || savePath === "" ? null : savePath,

@@ -103,3 +103,12 @@ Deno.test("parseTrainArgs: errors name the flag", () => {
     );
   }
 });
+
+Deno.test("--quantize-1bit selects 1-bit DisTrO values, like --distro-quantization", () => {
+  const base = ["--model=m", "--data-path=d", "--optimizer=distro"];
+  const quantized = parseTrainArgs([...base, "--quantize-1bit"]);
+  const plain = parseTrainArgs(base);
+  assert.ok(quantized !== "help" && plain !== "help");
+  assert.equal(quantized.distroQuantization, true);
+  assert.equal(plain.distroQuantization, false);
+});

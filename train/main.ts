@@ -123,6 +123,11 @@ export async function train(
       },
     );
     if (options.savePath !== null) {
+      if (optimizer.encodeSettle !== undefined) {
+        const step = rt.beginStep("settle parameters");
+        optimizer.encodeSettle(step, model.params);
+        await step.submit();
+      }
       await writeModelDir(options.savePath, {
         config,
         layout,

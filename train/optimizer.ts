@@ -36,4 +36,10 @@ export interface Optimizer extends Disposable {
   readonly name: string;
   /** Records one update of `args.params` from `args.grads` into `step`. */
   encodeStep(step: GpuStep, args: OptimizerStepArgs): void;
+  /**
+   * Brings `params` back to the trained values before they are read out for a checkpoint.
+   * DisTrO leaves the next step's lookahead applied after `encodeStep`; this undoes it.
+   * Optimizers without such state leave it out. Call it only after the last step.
+   */
+  encodeSettle?(step: GpuStep, params: GPUBuffer): void;
 }

@@ -360,6 +360,11 @@ export class DistroOptimizer implements Optimizer {
     this.encodeLookahead(step, { params: args.params, prevLr: args.lr });
   }
 
+  /** The {@link Optimizer} hook: undoes the pending lookahead before a checkpoint. */
+  encodeSettle(step: GpuStep, params: GPUBuffer): void {
+    this.encodeUndoLookahead(step, params);
+  }
+
   /**
    * Reads back the latest own result (after the generating step was submitted): per
    * parameter `chunks·k` indices and values, values replaced by ±1 when `quantize1bit`.

@@ -37,6 +37,7 @@ async function singleNodeMatchesReference(config: DistroConfig, exactTheta: bool
   const sumsq = rt.buffer("sumsq", 4);
   using opt = new DistroOptimizer(rt, { params, size, config });
   let prev: DistroResult | null = null;
+  let settled: Float32Array[] = [];
   for (let t = 1; t <= 4; t++) {
     const lr = 0.01 / t;
     const grads = randomF32(50 + t, size, -2, 2);
@@ -54,6 +55,7 @@ async function singleNodeMatchesReference(config: DistroConfig, exactTheta: bool
 
     const gen = ref.generate(refGrads, lr);
     if (prev) ref.apply([prev], lr);
+    settled = refParams.map((p) => p.data.slice());
     ref.lookahead(lr);
     prev = DistroReference.result({ step: t, batch: { start: 0, end: 0 }, trainerNonce: 0 }, gen);
 
@@ -79,6 +81,16 @@ async function singleNodeMatchesReference(config: DistroConfig, exactTheta: bool
     for (const [n, s] of sent.entries()) {
       assertClose(s.values, gen.transmit[n].values, 1e-6, `step ${t} sent values`);
     }
+  }
+  // A checkpoint must hold the trained θ, not the next step's lookahead.
+  const step = rt.beginStep("settle");
+  opt.encodeSettle(step, theta);
+  await step.submit();
+  const final = await rt.read(theta);
+  for (const [n, p] of params.entries()) {
+    const gp = final.slice(p.offset, p.offset + sizeOf(p.shape));
+    if (exactTheta) assert.deepEqual(gp, settled[n], `settled θ of ${p.name}`);
+    else assertClose(gp, settled[n], 2.1 * 0.01, `settled θ of ${p.name}`);
   }
 }
 

@@ -17,6 +17,8 @@ import {
 import { ACCOUNT_SIZE } from "./account.ts";
 import { programErrorNumber } from "./errors.ts";
 import { encodeCoordinatorInstruction } from "./instructions.ts";
+import { coordinatorAddress } from "./addresses.ts";
+import { createAccountWithSeedInstruction } from "./kit.ts";
 import { CoordinatorSvm } from "./svm.ts";
 import { clientIndex, DualRun, keyOf } from "./test_support.ts";
 
@@ -130,6 +132,30 @@ Deno.test("init_coordinator: rejects re-init, a wrong address, a bad run id, no 
     }),
   }]);
   assert.equal(unsigned.code, programErrorNumber("MissingSignature"));
+  // An account of the wrong size at the right address.
+  const small = await svm.newSigner();
+  const smallAt = await coordinatorAddress({
+    mainAuthority: small.address,
+    runId: "small",
+    programId: svm.programId,
+  });
+  const created = await svm.sendRaw([createAccountWithSeedInstruction({
+    payer: svm.payer,
+    base: small,
+    target: smallAt,
+    seed: "small",
+    lamports: svm.svm.minimumBalanceForRentExemption(100n),
+    owner: svm.programId,
+    space: 100,
+  })]);
+  assert.ok(created.ok);
+  const tooSmall = await svm.send(smallAt, {
+    kind: "InitCoordinator",
+    runId: "small",
+    joinAuthority: keyOf(small),
+    permissionless: true,
+  }, small);
+  assert.equal(tooSmall.code, programErrorNumber("InvalidCoordinatorAccount"));
   const ok = await svm.send(wrong, {
     kind: "InitCoordinator",
     runId: "x",

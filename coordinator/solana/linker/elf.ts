@@ -17,34 +17,48 @@ export const ET_REL = 1;
 /** `e_type` of shared objects (what the linker writes). */
 export const ET_DYN = 3;
 
-/** Section types used here. */
+/** Section type: unused header. */
 export const SHT_NULL = 0;
+/** Section type: program bytes (code, read-only data). */
 export const SHT_PROGBITS = 1;
+/** Section type: the static symbol table. */
 export const SHT_SYMTAB = 2;
+/** Section type: a string table. */
 export const SHT_STRTAB = 3;
+/** Section type: zero-filled data with no bytes in the file (.bss). */
 export const SHT_NOBITS = 8;
+/** Section type: relocations without explicit addends (what BPF objects use). */
 export const SHT_REL = 9;
+/** Section type: the dynamic table. */
 export const SHT_DYNAMIC = 6;
+/** Section type: the dynamic symbol table. */
 export const SHT_DYNSYM = 11;
 
-/** Section flags. */
+/** Section flag: writable at run time. */
 export const SHF_WRITE = 0x1;
+/** Section flag: occupies memory when loaded. */
 export const SHF_ALLOC = 0x2;
+/** Section flag: holds instructions. */
 export const SHF_EXECINSTR = 0x4;
 
-/** Symbol types and bindings. */
+/** Symbol type: unspecified (undefined syscalls). */
 export const STT_NOTYPE = 0;
+/** Symbol type: a data object. */
 export const STT_OBJECT = 1;
+/** Symbol type: a function. */
 export const STT_FUNC = 2;
+/** Symbol type: a section (relocations against a section's start). */
 export const STT_SECTION = 3;
+/** Symbol binding: local to the object. */
 export const STB_LOCAL = 0;
+/** Symbol binding: global. */
 export const STB_GLOBAL = 1;
 /** Section index of an undefined symbol. */
 export const SHN_UNDEF = 0;
 /** Lowest reserved section index (SHN_ABS, SHN_COMMON live above it). */
 export const SHN_LORESERVE = 0xff00;
 
-/** BPF relocation types (LLVM's ELFRelocs/BPF.def). */
+/** BPF relocation type: none (LLVM's ELFRelocs/BPF.def numbers all of these). */
 export const R_BPF_NONE = 0;
 /** `lddw` of an address: 64-bit immediate split across the instruction pair. */
 export const R_BPF_64_64 = 1;
@@ -68,6 +82,7 @@ export class ElfError extends Error {
 
 /** One section header plus its name and (for non-NOBITS sections) its bytes. */
 export interface ElfSection {
+  /** Position in the section header table. */
   index: number;
   name: string;
   type: number;

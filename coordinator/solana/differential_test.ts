@@ -243,3 +243,82 @@ Deno.test("differential: random sequences reach identical states in C and TypeSc
     if (Deno.env.get("S1_DEBUG")) console.log(JSON.stringify(total));
   }
 });
+
+Deno.test("differential at scale: 40 clients, drops every round, historical indices", async () => {
+  const rng = new Prng(99);
+  const run = await DualRun.create({ svm, runId: "diff-scale" });
+  await run.expectOk({
+    kind: "Update",
+    config: testConfig({
+      maxClients: 64,
+      minClients: 8,
+      initMinClients: 40,
+      witnessNodes: 0,
+      globalBatchSizeStart: 40,
+      globalBatchSizeEnd: 64,
+      globalBatchSizeWarmupTokens: 4000,
+      epochTime: 200,
+      totalSteps: 50,
+    }),
+    model: testModel(),
+  }, run.mainAuthority);
+  let now = 5;
+  run.setTime(now);
+  await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
+  const clients: KeyPairSigner[] = [];
+  for (let i = 0; i < 40; i++) clients.push(await svm.newSigner());
+  run.setTime(now += 2);
+  for (const c of clients) await run.expectOk({ kind: "JoinRun", p2pIdentity: keyOf(c) }, c);
+  assert.equal(run.model!.state.runState, "Warmup");
+  const signerOf = (i: number) => {
+    const key = run.model!.state.epochState.clients[i].id.signer;
+    return clients.find((c) => keyOf(c).every((b, k) => b === key[k]))!;
+  };
+  for (let i = 0; run.model!.state.runState === "Warmup"; i++) {
+    await run.expectOk(
+      { kind: "WarmupWitness", witness: warmupReport(run.model!.state, i) },
+      signerOf(i),
+    );
+  }
+  let drops = 0;
+  let rounds = 0;
+  for (let round = 0; round < 7 && run.model!.state.runState === "RoundTrain"; round++) {
+    rounds++;
+    const state = run.model!.state;
+    // Every round a few more clients go unseen by the witnesses.
+    const seen = ids(clients).filter(() => rng.int(0, 9) > 1);
+    for (const i of roundSelection(state.config, currentRound(state)).witnessIndices()) {
+      await run.send(
+        { kind: "Witness", witness: witnessReport(run.model!.state, i, seen) },
+        signerOf(i),
+      );
+    }
+    const prev = previousRound(run.model!.state);
+    if (prev !== null && currentRound(run.model!.state).height >= 2) {
+      const s = run.model!.state;
+      const sel = roundSelection(s.config, prev);
+      const unhealthy = roundClients(s, prev.height)
+        .map((c, i) => ({ signer: c.id.signer, proof: sel.committeeProof(i) }))
+        .filter((c) => !isHealthy(s, { signer: c.signer, p2pIdentity: c.signer }, c.proof));
+      const reporter = signerOf(0);
+      for (let k = 0; k < unhealthy.length; k += 6) {
+        const r = await run.send(
+          { kind: "HealthCheck", checks: unhealthy.slice(k, k + 6) },
+          reporter,
+          { computeUnitLimit: 1_400_000 },
+        );
+        if (r.ok) drops++;
+      }
+    }
+    run.setTime(now += 8);
+    await run.send({ kind: "Tick" }, null, { noSigner: true });
+    run.setTime(now += 1);
+    await run.send({ kind: "Tick" }, null, { noSigner: true });
+  }
+  if (Deno.env.get("S1_DEBUG")) {
+    console.log({ rounds, drops, exited: run.model!.state.epochState.exitedClients.length });
+  }
+  assert.ok(rounds >= 4, `only ${rounds} rounds ran`);
+  assert.ok(drops > 0, "health checks dropped clients");
+  assert.ok(run.model!.state.epochState.exitedClients.length > 0, "dropped clients left");
+});

@@ -1,0 +1,49 @@
+/**
+ * `deno task demo`: the README's main command. A testnet of a coordinator and 3 clients
+ * training the small Llama of config/llama-tiny (state.toml: `config/models/llama-20m`,
+ * seeded init) with DisTrO on the bundled Brown corpus (served by the coordinator from
+ * config/llama-tiny/data.toml), for a few epochs, within about ten minutes on a 2-core CPU
+ * (WebGPU on lavapipe). Then it prints the summary: loss first -> last, steps, epochs, whether
+ * the clients' parameters agree, and the last checkpoint's folder (under runs/demo/).
+ *
+ * Arguments are passed on to the testnet and override the demo's (e.g. `--logs json`).
+ *
+ * @module
+ */
+import "../p2p/exit_fix.ts";
+import { join } from "node:path";
+import { EXIT_USAGE, runUntilSignal } from "./main.ts";
+import { parseTestnetArgs, TESTNET_USAGE, TestnetUsageError } from "./args.ts";
+import { REPO_ROOT } from "./launcher.ts";
+
+/** The demo's testnet arguments (before the user's). */
+export const DEMO_ARGS: readonly string[] = [
+  "--num-clients",
+  "3",
+  "--config-path",
+  join(REPO_ROOT, "config", "llama-tiny"),
+  "--stop-after-epochs",
+  "3",
+  "--stop-after-seconds",
+  "570",
+  "--checkpoint-dir",
+  join(REPO_ROOT, "runs", "demo"),
+];
+
+if (import.meta.main) {
+  let code: number;
+  try {
+    const args = parseTestnetArgs([...DEMO_ARGS, ...Deno.args]);
+    if (args === null) {
+      console.log(TESTNET_USAGE);
+      code = 0;
+    } else {
+      code = await runUntilSignal(args);
+    }
+  } catch (e) {
+    if (!(e instanceof TestnetUsageError)) throw e;
+    console.error(`demo: ${e.message}`);
+    code = EXIT_USAGE;
+  }
+  Deno.exit(code);
+}

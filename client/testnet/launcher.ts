@@ -1,0 +1,390 @@
+/**
+ * A local testnet: one coordinator (`coordinator/main.ts run`, what `deno task coordinator
+ * run` starts) and any number of training clients (`client/main.ts train`), each a child
+ * process on 127.0.0.1, in a temporary folder that holds the run config, the clients'
+ * identities (32-byte ed25519 secret keys), the saved coordinator states and the checkpoints.
+ *
+ * Ports are free ones picked at start: the coordinator's, the data server's (when the run reads
+ * from one, the coordinator serves it with `--data-config`) and each client's libp2p port; each
+ * client is given the other clients' addresses (`--bootstrap-peer /ip4/127.0.0.1/tcp/P/p2p/ID`,
+ * known in advance from the generated identities) so they find each other without discovery.
+ *
+ * Every child logs JSON; each line is shown labelled (output.ts) and handed to `onEvent`, which
+ * is how the demo builds its summary and the end-to-end tests follow the run. `stop()` ends the
+ * children (SIGTERM, then SIGKILL after a grace period) and removes the temporary folder.
+ *
+ * @module
+ */
+import "../p2p/exit_fix.ts";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { generateIdentity, type Identity, saveIdentity, toHex } from "../../net/identity.ts";
+import { peerIdOf } from "../p2p/identity.ts";
+import type { TestnetLogFormat } from "./args.ts";
+import { ChildProcess } from "./child.ts";
+import { formatLine, parseEventLine, type ProcessKind } from "./output.ts";
+import { prepareRunConfig } from "./run_config.ts";
+
+/** The repository root, where children run (deno.json's import map, relative model paths). */
+export const REPO_ROOT: string = fileURLToPath(new URL("../../", import.meta.url));
+
+/** Options for {@link Testnet.start}. */
+export interface TestnetOptions {
+  /** Folder with `state.toml` and, for runs reading a TCP data server, `data.toml`. */
+  readonly configPath: string;
+  /** Clients started at once. */
+  readonly numClients: number;
+  /** How lines are shown (default console). */
+  readonly logs?: TestnetLogFormat;
+  /** Where shown lines go (default stdout); null shows nothing. */
+  readonly write?: ((line: string) => void) | null;
+  /** Colour the labels (default: stdout is a terminal and NO_COLOR is unset). */
+  readonly colour?: boolean;
+  /** Every JSON event of every child, with the child's label and kind. */
+  readonly onEvent?: (label: string, kind: ProcessKind, event: Record<string, unknown>) => void;
+  /** Clients write checkpoints under `checkpointDir/<label>` (default: in the temp folder). */
+  readonly checkpointDir?: string | null;
+  /** Keep the temporary folder after `stop()`. */
+  readonly keepTemp?: boolean;
+  /** Extra arguments for every client (e.g. `--model DIR`). */
+  readonly clientArgs?: readonly string[];
+  /** How long to wait for the coordinator to listen (default 60 s). */
+  readonly startTimeoutMs?: number;
+}
+
+interface ClientSlot {
+  label: string;
+  index: number;
+  identity: Identity;
+  keyPath: string;
+  port: number;
+  process: ChildProcess | null;
+}
+
+/** A free TCP port on 127.0.0.1 (asked of the OS, then released). */
+export function freePort(): number {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (listener.addr as Deno.NetAddr).port;
+  listener.close();
+  return port;
+}
+
+/** The libp2p address of a client listening on `port` with `identity`. */
+export function clientMultiaddr(identity: Identity, port: number): string {
+  return `/ip4/127.0.0.1/tcp/${port}/p2p/${peerIdOf(identity.publicKey).toString()}`;
+}
+
+/** A running testnet. Start with {@link Testnet.start}; always `stop()` it. */
+export class Testnet {
+  /** The temporary folder (config, identities, saved states, default checkpoints). */
+  readonly tempDir: string;
+  /** The run id from the config. */
+  readonly runId: string;
+  /** `host:port` of the coordinator. */
+  readonly serverAddr: string;
+  readonly #options: TestnetOptions;
+  readonly #coordinator: ChildProcess;
+  readonly #clients: ClientSlot[] = [];
+  readonly #labelWidth = 11;
+  #stopped = false;
+
+  private constructor(
+    options: TestnetOptions,
+    fields: { tempDir: string; runId: string; serverAddr: string; coordinator: ChildProcess },
+  ) {
+    this.#options = options;
+    this.tempDir = fields.tempDir;
+    this.runId = fields.runId;
+    this.serverAddr = fields.serverAddr;
+    this.#coordinator = fields.coordinator;
+  }
+
+  /**
+   * Writes the config, starts the coordinator, waits until it listens, then starts
+   * `numClients` clients. Throws (after cleaning up) when the config is invalid or the
+   * coordinator does not come up.
+   */
+  static async start(options: TestnetOptions): Promise<Testnet> {
+    const configDir = resolve(options.configPath);
+    const statePath = join(configDir, "state.toml");
+    const dataPath = join(configDir, "data.toml");
+    const text = await Deno.readTextFile(statePath);
+    const dataPort = freePort();
+    const prepared = prepareRunConfig(text, statePath, { dataPort });
+    if (prepared.servesData && !(await exists(dataPath))) {
+      throw new Error(
+        `${statePath} reads its data from a TCP server, but ${dataPath} (the data server's ` +
+          `config) does not exist`,
+      );
+    }
+    const tempDir = await Deno.makeTempDir({ prefix: "psyche-testnet-" });
+    try {
+      const runConfig = join(tempDir, "state.toml");
+      await Deno.writeTextFile(runConfig, prepared.text);
+      await Deno.mkdir(join(tempDir, "identities"));
+      const port = freePort();
+      const serverAddr = `127.0.0.1:${port}`;
+      let listening: (() => void) | null = null;
+      const ready = new Promise<void>((resolve) => (listening = resolve));
+      const args = [
+        Deno.execPath(),
+        "run",
+        "--allow-read",
+        "--allow-write",
+        "--allow-net",
+        "--allow-env",
+        "coordinator/main.ts",
+        "run",
+        "--state",
+        runConfig,
+        "--server-port",
+        String(port),
+        "--hostname",
+        "127.0.0.1",
+        "--logs",
+        "json",
+        "--save-state-dir",
+        join(tempDir, "saved-states"),
+        ...(prepared.servesData ? ["--data-config", dataPath] : []),
+      ];
+      let testnet: Testnet | null = null;
+      const tail: string[] = [];
+      const coordinator = new ChildProcess("coordinator", {
+        args,
+        cwd: REPO_ROOT,
+        onLine: (line) => {
+          tail.push(line);
+          if (tail.length > 20) tail.shift();
+          const event = parseEventLine(line);
+          if (event?.event === "Listening") listening?.();
+          // Output arrives asynchronously, after `testnet` is assigned below.
+          if (testnet !== null) testnet.#show("coordinator", "coordinator", 0, line, event);
+        },
+      });
+      testnet = new Testnet(options, {
+        tempDir,
+        runId: prepared.run.runId,
+        serverAddr,
+        coordinator,
+      });
+      const timeout = options.startTimeoutMs ?? 60_000;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const outcome = await Promise.race([
+        ready.then(() => "ready" as const),
+        coordinator.status.then(() => "exited" as const),
+        new Promise<"timeout">((
+          resolve,
+        ) => (timer = setTimeout(() => resolve("timeout"), timeout))),
+      ]);
+      clearTimeout(timer);
+      if (outcome !== "ready") {
+        await coordinator.stop(1000);
+        throw new Error(
+          `the coordinator ${
+            outcome === "exited" ? "exited" : `did not listen within ${timeout} ms`
+          }; its last lines:\n${tail.join("\n")}`,
+        );
+      }
+      for (let i = 0; i < options.numClients; i++) await testnet.#newSlot();
+      for (const slot of testnet.#clients) testnet.#spawn(slot);
+      return testnet;
+    } catch (e) {
+      if (!options.keepTemp) await Deno.remove(tempDir, { recursive: true }).catch(() => {});
+      throw e;
+    }
+  }
+
+  /** Labels of the clients whose process is running. */
+  liveClients(): string[] {
+    return this.#clients.filter((c) => c.process !== null && !c.process.exited).map((c) => c.label);
+  }
+
+  /** The hex public key of a client, by label. */
+  clientKey(label: string): string {
+    return toHex(this.#slot(label).identity.publicKey);
+  }
+
+  /** Resolves when the coordinator exits. */
+  get coordinatorExited(): Promise<Deno.CommandStatus> {
+    return this.#coordinator.status;
+  }
+
+  /** Starts one more client with a fresh identity; returns its label. */
+  async addClient(): Promise<string> {
+    const slot = await this.#newSlot();
+    this.#spawn(slot);
+    return slot.label;
+  }
+
+  /** Sends `signal` (default SIGKILL: no goodbye) to a client and waits for it to exit. */
+  async kill(label: string, signal: Deno.Signal = "SIGKILL"): Promise<void> {
+    const slot = this.#slot(label);
+    if (slot.process === null) return;
+    this.#note(`sending ${signal} to ${label} (pid ${slot.process.pid})`);
+    slot.process.signal(signal);
+    await slot.process.status;
+  }
+
+  /** Starts a stopped client again with the same identity (on a fresh libp2p port). */
+  restart(label: string): void {
+    const slot = this.#slot(label);
+    if (slot.process !== null && !slot.process.exited) {
+      throw new Error(`${label} is still running`);
+    }
+    slot.port = freePort();
+    this.#note(`restarting ${label}`);
+    this.#spawn(slot);
+  }
+
+  /**
+   * Kills `count` random running clients, one every `intervalMs`, each restarted `restartMs`
+   * later, until done or `signal` aborts. `randomIndex(n)` picks in 0..n-1.
+   */
+  async randomKills(options: {
+    count: number;
+    intervalMs: number;
+    restartMs?: number;
+    randomIndex?: (n: number) => number;
+    signal?: AbortSignal;
+  }): Promise<void> {
+    const pick = options.randomIndex ?? ((n: number) => Math.floor(Math.random() * n));
+    for (let done = 0; done < options.count; done++) {
+      if (!(await sleep(options.intervalMs, options.signal))) return;
+      const live = this.liveClients();
+      if (live.length === 0) continue;
+      const victim = live[pick(live.length)];
+      await this.kill(victim);
+      this.#note(`random kill ${done + 1}/${options.count}: ${victim}`);
+      if (!(await sleep(options.restartMs ?? 5000, options.signal))) return;
+      if (!this.#stopped) this.restart(victim);
+    }
+  }
+
+  /** Stops every child (SIGTERM, SIGKILL after `graceMs`) and removes the temporary folder. */
+  async stop(graceMs = 5000): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    this.#note("stopping");
+    await Promise.all(this.#clients.map((c) => c.process?.stop(graceMs)));
+    await this.#coordinator.stop(graceMs);
+    if (!this.#options.keepTemp) {
+      await Deno.remove(this.tempDir, { recursive: true }).catch(() => {});
+    }
+  }
+
+  /** Stops the testnet (for `await using`). */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.stop();
+  }
+
+  #slot(label: string): ClientSlot {
+    const slot = this.#clients.find((c) => c.label === label);
+    if (slot === undefined) throw new RangeError(`no client labelled "${label}"`);
+    return slot;
+  }
+
+  async #newSlot(): Promise<ClientSlot> {
+    const index = this.#clients.length + 1;
+    const label = `client-${index}`;
+    const identity = generateIdentity();
+    const keyPath = join(this.tempDir, "identities", `${label}.key`);
+    await saveIdentity(keyPath, identity);
+    const slot = { label, index, identity, keyPath, port: freePort(), process: null };
+    this.#clients.push(slot);
+    return slot;
+  }
+
+  #spawn(slot: ClientSlot): void {
+    const checkpoints = join(
+      this.#options.checkpointDir ?? join(this.tempDir, "checkpoints"),
+      slot.label,
+    );
+    const peers = this.#clients.filter((c) => c !== slot)
+      .flatMap((c) => ["--bootstrap-peer", clientMultiaddr(c.identity, c.port)]);
+    const args = [
+      Deno.execPath(),
+      "run",
+      "-A",
+      "client/main.ts",
+      "train",
+      "--run-id",
+      this.runId,
+      "--server-addr",
+      this.serverAddr,
+      "--identity-secret-key-path",
+      slot.keyPath,
+      "--bind-p2p-port",
+      String(slot.port),
+      "--logs",
+      "json",
+      "--checkpoint-dir",
+      checkpoints,
+      ...peers,
+      ...(this.#options.clientArgs ?? []),
+    ];
+    slot.process = new ChildProcess(slot.label, {
+      args,
+      cwd: REPO_ROOT,
+      onLine: (line) => this.#show(slot.label, "client", slot.index, line, parseEventLine(line)),
+    });
+    this.#note(
+      `${slot.label} started (pid ${slot.process.pid}, key ${
+        toHex(slot.identity.publicKey).slice(0, 12)
+      }…, p2p port ${slot.port})`,
+    );
+  }
+
+  #show(
+    label: string,
+    kind: ProcessKind,
+    index: number,
+    line: string,
+    event: Record<string, unknown> | null,
+  ): void {
+    if (event !== null) this.#options.onEvent?.(label, kind, event);
+    const write = this.#options.write === undefined
+      ? (text: string) => console.log(text)
+      : this.#options.write;
+    if (write === null) return;
+    write(formatLine({ label, kind, index }, line, {
+      format: this.#options.logs ?? "console",
+      colour: this.#options.colour ?? defaultColour(),
+      labelWidth: this.#labelWidth,
+    }));
+  }
+
+  #note(message: string): void {
+    const event = { event: "testnet", time_ms: Date.now(), message };
+    this.#show("testnet", "testnet", 10, JSON.stringify(event), event);
+  }
+}
+
+function defaultColour(): boolean {
+  return Deno.stdout.isTerminal() && !Deno.env.get("NO_COLOR");
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
+
+/** Waits `ms`; false when `signal` aborted first. */
+function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve(false);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

@@ -1,0 +1,133 @@
+/**
+ * `deno task testnet --num-clients N --config-path DIR [options]`: a coordinator and N clients
+ * on this machine (launcher.ts), with random kills when asked, until Ctrl-C, the coordinator
+ * exiting, or a `--stop-after-*` limit; then a summary of the run (summary.ts).
+ *
+ * Exit codes: 0 stopped as asked, 1 the coordinator failed or exited by itself, 2 usage.
+ *
+ * @module
+ */
+import "../p2p/exit_fix.ts";
+import { parseTestnetArgs, TESTNET_USAGE, type TestnetArgs, TestnetUsageError } from "./args.ts";
+import { Testnet } from "./launcher.ts";
+import { formatSummary, type RunSummary, SummaryCollector } from "./summary.ts";
+
+/** Exit code: stopped as asked. */
+export const EXIT_OK = 0;
+/** Exit code: the coordinator did not start or exited by itself. */
+export const EXIT_FAILURE = 1;
+/** Exit code: bad command line. */
+export const EXIT_USAGE = 2;
+
+/** How a testnet run ended. */
+export interface TestnetOutcome {
+  readonly reason: "signal" | "epochs" | "time" | "coordinator-exited";
+  readonly summary: RunSummary;
+}
+
+/**
+ * Runs a testnet until `signal` aborts, the coordinator exits, or a `--stop-after-*` limit;
+ * always stops every child. `write` receives the merged output and the summary lines.
+ */
+export async function runTestnet(
+  args: TestnetArgs,
+  io: { write: (line: string) => void; signal?: AbortSignal; colour?: boolean },
+): Promise<TestnetOutcome> {
+  const collector = new SummaryCollector();
+  const stop = new AbortController();
+  let reason: TestnetOutcome["reason"] = "signal";
+  const finish = (why: TestnetOutcome["reason"]) => {
+    if (stop.signal.aborted) return;
+    reason = why;
+    stop.abort();
+  };
+  io.signal?.addEventListener("abort", () => finish("signal"), { once: true });
+  const testnet = await Testnet.start({
+    configPath: args.configPath,
+    numClients: args.numClients,
+    logs: args.logs,
+    write: io.write,
+    colour: io.colour,
+    checkpointDir: args.checkpointDir,
+    keepTemp: args.keepTemp,
+    onEvent: (label, kind, event) => {
+      if (kind === "testnet") return;
+      collector.add(label, kind, event);
+      if (args.stopAfterEpochs !== null && collector.summary().epochs >= args.stopAfterEpochs) {
+        finish("epochs");
+      }
+    },
+  });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    if (args.stopAfterSeconds !== null) {
+      timer = setTimeout(() => finish("time"), args.stopAfterSeconds * 1000);
+    }
+    testnet.coordinatorExited.then(() => finish("coordinator-exited"));
+    const chaos = args.randomKillNum > 0
+      ? testnet.randomKills({
+        count: args.randomKillNum,
+        intervalMs: args.randomKillIntervalS * 1000,
+        signal: stop.signal,
+      })
+      : Promise.resolve();
+    if (!stop.signal.aborted) {
+      await new Promise((resolve) =>
+        stop.signal.addEventListener("abort", resolve, { once: true })
+      );
+    }
+    await chaos;
+  } finally {
+    clearTimeout(timer);
+    await testnet.stop();
+  }
+  const summary = collector.summary();
+  const where = args.keepTemp
+    ? ` (files kept in ${testnet.tempDir})`
+    : args.checkpointDir === null
+    ? " (temporary folder removed, checkpoints with it: keep them with --checkpoint-dir)"
+    : "";
+  io.write(`--- testnet stopped: ${reason}${where}`);
+  for (const line of formatSummary(summary)) io.write(`--- ${line}`);
+  return { reason, summary };
+}
+
+/** Runs `deno task testnet` with `argv`; resolves to the exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  let args: TestnetArgs | null;
+  try {
+    args = parseTestnetArgs(argv);
+  } catch (e) {
+    if (!(e instanceof TestnetUsageError)) throw e;
+    console.error(`testnet: ${e.message}\n\n${TESTNET_USAGE}`);
+    return EXIT_USAGE;
+  }
+  if (args === null) {
+    console.log(TESTNET_USAGE);
+    return EXIT_OK;
+  }
+  return await runUntilSignal(args);
+}
+
+/** Runs `args` with SIGINT/SIGTERM stopping it; resolves to the exit code. */
+export async function runUntilSignal(args: TestnetArgs): Promise<number> {
+  const controller = new AbortController();
+  const onSignal = () => controller.abort();
+  Deno.addSignalListener("SIGINT", onSignal);
+  Deno.addSignalListener("SIGTERM", onSignal);
+  try {
+    const outcome = await runTestnet(args, {
+      write: (line) => console.log(line),
+      signal: controller.signal,
+    });
+    return outcome.reason === "coordinator-exited" ? EXIT_FAILURE : EXIT_OK;
+  } catch (e) {
+    console.error(`testnet: ${(e as Error).message}`);
+    return EXIT_FAILURE;
+  } finally {
+    Deno.removeSignalListener("SIGINT", onSignal);
+    Deno.removeSignalListener("SIGTERM", onSignal);
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

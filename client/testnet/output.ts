@@ -1,0 +1,102 @@
+/**
+ * The testnet's merged output: every child process runs with `--logs json`, and each line it
+ * prints is shown with its process label, either rendered as the human line the process itself
+ * would print (`console`, coloured per process when the terminal allows) or passed through as
+ * JSON with a `"process"` field added (`json`, for tools and tests). Lines that are not JSON
+ * events (a crash's stack trace, a runtime warning) are shown as they are.
+ *
+ * Pure.
+ *
+ * @module
+ */
+import { formatEvent, type ServerEvent } from "../../coordinator/server/log.ts";
+import { type ClientEventName, type ClientEvents, describeEvent } from "../log.ts";
+import type { TestnetLogFormat } from "./args.ts";
+
+/** Which program a child runs, deciding how its JSON events render. */
+export type ProcessKind = "coordinator" | "client" | "testnet";
+
+/** ANSI foreground colours given to processes in turn (coordinator first). */
+export const PALETTE = [36, 33, 32, 35, 34, 91, 92, 93, 94, 95, 96] as const;
+
+/** The colour code of the `index`-th process. */
+export function colourFor(index: number): number {
+  return PALETTE[index % PALETTE.length];
+}
+
+/** A parsed JSON event line, or null when the line is not one. */
+export function parseEventLine(line: string): Record<string, unknown> | null {
+  if (!line.startsWith("{")) return null;
+  try {
+    const value = JSON.parse(line);
+    return typeof value === "object" && value !== null && !Array.isArray(value) &&
+        typeof value.event === "string"
+      ? value
+      : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The human text of one process's event (the line that process prints with console logs). */
+export function renderEvent(kind: ProcessKind, event: Record<string, unknown>): string {
+  const { event: name, time: _time, time_ms: _timeMs, ...fields } = event;
+  try {
+    switch (kind) {
+      case "coordinator":
+        return formatEvent({ kind: name, ...fields } as ServerEvent);
+      case "client":
+        return describeEvent(
+          name as ClientEventName,
+          fields as unknown as ClientEvents[ClientEventName],
+        );
+      case "testnet":
+        return String(fields.message ?? JSON.stringify(fields));
+    }
+  } catch {
+    // An event this version does not know (or with missing fields): show it raw.
+  }
+  return `${String(name)} ${JSON.stringify(fields)}`;
+}
+
+/** How to format one line of a child. */
+export interface LineFormat {
+  readonly format: TestnetLogFormat;
+  /** Colour the label (console only). */
+  readonly colour: boolean;
+  /** Width labels are padded to. */
+  readonly labelWidth: number;
+}
+
+/**
+ * The line to print for `line` from process `label`.
+ *
+ * @example
+ * ```ts
+ * import { formatLine } from "./output.ts";
+ * const out = formatLine(
+ *   { label: "client-1", kind: "client", index: 1 },
+ *   '{"event":"end","time_ms":0,"reason":"Finished"}',
+ *   { format: "console", colour: false, labelWidth: 11 },
+ * );
+ * if (out !== "client-1    | stopped: Finished") throw new Error(out);
+ * ```
+ */
+export function formatLine(
+  process: { label: string; kind: ProcessKind; index: number },
+  line: string,
+  options: LineFormat,
+): string {
+  const event = parseEventLine(line);
+  if (options.format === "json") {
+    return JSON.stringify(
+      event === null
+        ? { process: process.label, event: "output", line }
+        : { process: process.label, ...event },
+    );
+  }
+  const text = event === null ? line : renderEvent(process.kind, event);
+  const label = process.label.padEnd(options.labelWidth);
+  const prefix = options.colour ? `\x1b[${colourFor(process.index)}m${label}\x1b[0m` : label;
+  return `${prefix} | ${text}`;
+}

@@ -1,0 +1,80 @@
+/**
+ * Small runs for end-to-end tests of the testnet and the client (not part of the public
+ * surface): config/models/llama-tiny (about 0.1 M parameters), all-zero `Dummy` data, and
+ * epochs of a few seconds, written as a config folder `Testnet.start` accepts.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { REPO_ROOT } from "./launcher.ts";
+
+/** Timings and sizes of a tiny run (seconds, sequences). */
+export interface TinyRunOptions {
+  readonly runId?: string;
+  readonly warmupTime?: number;
+  readonly cooldownTime?: number;
+  readonly epochTime?: number;
+  readonly maxRoundTrainTime?: number;
+  readonly roundWitnessTime?: number;
+  readonly minClients?: number;
+  readonly initMinClients?: number;
+  readonly globalBatchSize?: number;
+  readonly witnessNodes?: number;
+  readonly waitingForMembersExtraTime?: number;
+  /** `Dummy` (start from the seeded init) or `Hub` (fall back to it after P2P). */
+  readonly checkpoint?: "Dummy" | "Hub";
+}
+
+/** The state.toml of a tiny run. */
+export function tinyRunToml(options: TinyRunOptions = {}): string {
+  const model = join(REPO_ROOT, "config", "models", "llama-tiny");
+  const batch = options.globalBatchSize ?? 4;
+  return `run_id = "${options.runId ?? "e2e-tiny"}"
+run_state = "WaitingForMembers"
+
+[config]
+warmup_time = ${options.warmupTime ?? 6}
+cooldown_time = ${options.cooldownTime ?? 3}
+epoch_time = ${options.epochTime ?? 10}
+max_round_train_time = ${options.maxRoundTrainTime ?? 8}
+round_witness_time = ${options.roundWitnessTime ?? 1}
+min_clients = ${options.minClients ?? 1}
+init_min_clients = ${options.initMinClients ?? 1}
+global_batch_size_start = ${batch}
+global_batch_size_end = ${batch}
+global_batch_size_warmup_tokens = 0
+verification_percent = 0
+witness_nodes = ${options.witnessNodes ?? 1}
+total_steps = 10000
+waiting_for_members_extra_time = ${options.waitingForMembersExtraTime ?? 1}
+
+[model.LLM]
+architecture = "HfLlama"
+data_type = "Pretraining"
+max_seq_len = 32
+cold_start_warmup_steps = 0
+data_location = "Dummy"
+
+[model.LLM.checkpoint.${options.checkpoint ?? "Dummy"}]
+repo_id = ${JSON.stringify(model)}
+
+[model.LLM.lr_schedule.Constant]
+base_lr = 1.0e-3
+warmup_steps = 0
+warmup_init_lr = 0.0
+
+[model.LLM.optimizer.Distro]
+clip_grad_norm = 1.0
+compression_decay = 0.999
+compression_chunk = 64
+compression_topk = 8
+quantize_1bit = true
+`;
+}
+
+/** A temporary config folder holding the tiny run's state.toml; remove it when done. */
+export async function tinyRunFolder(options: TinyRunOptions = {}): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "psyche-e2e-config-" });
+  await Deno.writeTextFile(join(dir, "state.toml"), tinyRunToml(options));
+  return dir;
+}

@@ -1,0 +1,285 @@
+/**
+ * The state behind the localnet RPC: an in-process litesvm (Agave's runtime) with the
+ * coordinator program deployed, plus what a validator would add around it: slots that
+ * advance with wall time (the Clock sysvar follows, so time-based coordinator transitions
+ * happen), a window of recent blockhashes, signature statuses and change notifications.
+ *
+ * This is a test harness around the real SVM, not a validator: one process, no
+ * consensus, every transaction executes (and "finalizes") the moment it arrives.
+ * Time comes from the injected `now`, so tests drive it.
+ *
+ * @module
+ */
+
+import {
+  type Address,
+  address,
+  getBase58Decoder,
+  getCompiledTransactionMessageDecoder,
+  getTransactionDecoder,
+  lamports,
+  type Transaction,
+} from "@solana/kit";
+import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
+import { buildProgram, PROGRAM_OUTPUT } from "../build.ts";
+import { type RpcTransactionError, transactionErrorJson } from "./tx_error.ts";
+
+/** The program id the localnet deploys the coordinator at (and the tools default to). */
+export const LOCALNET_PROGRAM_ID: Address = address(
+  "PsyCoord11111111111111111111111111111111111",
+);
+/** Milliseconds per slot (Solana's target). */
+export const SLOT_MS = 400;
+/** How many slots a blockhash stays valid (Solana: 150). */
+export const BLOCKHASH_VALID_SLOTS = 150;
+
+/** An account as the ledger holds it. */
+export interface LedgerAccount {
+  lamports: bigint;
+  data: Uint8Array;
+  owner: Address;
+  executable: boolean;
+}
+
+/** What happened to one transaction. */
+export interface ExecutionResult {
+  signature: string;
+  slot: bigint;
+  /** RPC JSON of the error, or null on success. */
+  err: RpcTransactionError | null;
+  logs: string[];
+  unitsConsumed: bigint;
+}
+
+/** A transaction's bytes could not be decoded. */
+export class MalformedTransactionError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "MalformedTransactionError";
+  }
+}
+
+/** Options of {@linkcode Ledger.create}. */
+export interface LedgerOptions {
+  /** Where the coordinator program goes (default {@linkcode LOCALNET_PROGRAM_ID}). */
+  programId?: Address;
+  /** The program's bytes (default: the built .so, built first when missing). */
+  programBytes?: Uint8Array;
+  /** Wall time in ms (default Date.now). */
+  now?: () => number;
+}
+
+/** Reads the built program, building it first when the file is missing. */
+export async function loadProgramBytes(path = PROGRAM_OUTPUT): Promise<Uint8Array> {
+  try {
+    return await Deno.readFile(path);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+  const program = await buildProgram();
+  await Deno.mkdir(new URL(".", `file://${path}`), { recursive: true });
+  await Deno.writeFile(path, program.bytes);
+  return program.bytes;
+}
+
+/** litesvm plus slots, blockhashes, statuses and change listeners. */
+export class Ledger {
+  readonly svm: LiteSVM;
+  readonly programId: Address;
+  readonly #now: () => number;
+  readonly #genesisMs: number;
+  #slot = 0n;
+  /** blockhash → the slot it was issued in. */
+  readonly #blockhashes = new Map<string, bigint>();
+  #latestBlockhash = "";
+  readonly #statuses = new Map<string, ExecutionResult>();
+  readonly #listeners = new Set<() => void>();
+
+  private constructor(svm: LiteSVM, programId: Address, now: () => number) {
+    this.svm = svm;
+    this.programId = programId;
+    this.#now = now;
+    this.#genesisMs = now();
+    this.#enterSlot(1n);
+  }
+
+  /** A ledger with the coordinator program deployed at `programId`. */
+  static async create(opts: LedgerOptions = {}): Promise<Ledger> {
+    const bytes = opts.programBytes ?? await loadProgramBytes();
+    const svm = new LiteSVM().withBlockhashCheck(false).withTransactionHistory(100_000n);
+    const programId = opts.programId ?? LOCALNET_PROGRAM_ID;
+    svm.addProgram(programId, bytes);
+    return new Ledger(svm, programId, opts.now ?? Date.now);
+  }
+
+  /** The current slot, after catching up with wall time. */
+  slot(): bigint {
+    this.advance();
+    return this.#slot;
+  }
+
+  /** Moves to the slot wall time says (one slot per {@linkcode SLOT_MS}); never back. */
+  advance(): void {
+    const target = 1n + BigInt(Math.max(0, Math.floor((this.#now() - this.#genesisMs) / SLOT_MS)));
+    if (target > this.#slot) this.#enterSlot(target);
+  }
+
+  #enterSlot(slot: bigint): void {
+    this.#slot = slot;
+    const unix = BigInt(Math.floor(this.#now() / 1000));
+    this.svm.setClock(new Clock(slot, 0n, 0n, 0n, unix));
+    this.svm.expireBlockhash();
+    this.#latestBlockhash = this.svm.latestBlockhash();
+    this.#blockhashes.set(this.#latestBlockhash, slot);
+    for (const [hash, at] of this.#blockhashes) {
+      if (at + BigInt(BLOCKHASH_VALID_SLOTS) < slot) this.#blockhashes.delete(hash);
+    }
+  }
+
+  /** The newest blockhash and the last block height it is valid at. */
+  latestBlockhash(): { blockhash: string; lastValidBlockHeight: bigint } {
+    this.advance();
+    return {
+      blockhash: this.#latestBlockhash,
+      lastValidBlockHeight: this.#slot + BigInt(BLOCKHASH_VALID_SLOTS),
+    };
+  }
+
+  /** Whether `blockhash` is one of the recent blockhashes. */
+  isBlockhashValid(blockhash: string): boolean {
+    this.advance();
+    return this.#blockhashes.has(blockhash);
+  }
+
+  /** Calls `listener` after every change of account state (transactions, airdrops). */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(): void {
+    for (const l of [...this.#listeners]) l();
+  }
+
+  /** The account at `at`, or null. */
+  account(at: Address): LedgerAccount | null {
+    const acc = this.svm.getAccount(at);
+    if (!acc.exists) return null;
+    return {
+      lamports: acc.lamports,
+      data: acc.data,
+      owner: acc.programAddress,
+      executable: acc.executable,
+    };
+  }
+
+  /** Every account owned by `owner`. */
+  programAccounts(owner: Address): { pubkey: Address; account: LedgerAccount }[] {
+    return this.svm.getProgramAccounts(owner).map((a) => ({
+      pubkey: a.address,
+      account: {
+        lamports: a.lamports,
+        data: a.data as Uint8Array,
+        owner: a.programAddress,
+        executable: a.executable,
+      },
+    }));
+  }
+
+  /** Rent-exempt minimum for `bytes` of data. */
+  minimumBalanceForRentExemption(bytes: bigint): bigint {
+    return this.svm.minimumBalanceForRentExemption(bytes);
+  }
+
+  /** Credits `amount` lamports to `to`; returns a signature-like id for status queries. */
+  airdrop(to: Address, amount: bigint): ExecutionResult {
+    const slot = this.slot();
+    const result = this.svm.airdrop(to, lamports(amount));
+    const signature = result === null || result instanceof FailedTransactionMetadata
+      ? `airdrop-${to}-${slot}`
+      : getBase58Decoder().decode(result.signature());
+    const out: ExecutionResult = {
+      signature,
+      slot,
+      err: result instanceof FailedTransactionMetadata ? transactionErrorJson(result.err()) : null,
+      logs: [],
+      unitsConsumed: 0n,
+    };
+    this.#statuses.set(signature, out);
+    this.#changed();
+    return out;
+  }
+
+  /** Decodes wire bytes into a transaction (MalformedTransactionError naming the problem). */
+  decode(bytes: Uint8Array): { tx: Transaction; signature: string; blockhash: string } {
+    let tx: Transaction;
+    let blockhash: string;
+    try {
+      tx = getTransactionDecoder().decode(bytes);
+      blockhash = getCompiledTransactionMessageDecoder().decode(tx.messageBytes).lifetimeToken;
+    } catch (e) {
+      throw new MalformedTransactionError(
+        `cannot decode transaction (${bytes.length} bytes): ${(e as Error).message}`,
+      );
+    }
+    const first = Object.values(tx.signatures)[0];
+    if (first === undefined || first === null) {
+      throw new MalformedTransactionError("transaction carries no signature");
+    }
+    return { tx, signature: getBase58Decoder().decode(first), blockhash };
+  }
+
+  /** Executes a transaction and records its status. */
+  execute(bytes: Uint8Array): ExecutionResult {
+    const slot = this.slot();
+    const { tx, signature, blockhash } = this.decode(bytes);
+    if (!this.#blockhashes.has(blockhash)) {
+      return { signature, slot, err: "BlockhashNotFound", logs: [], unitsConsumed: 0n };
+    }
+    const result = this.#outcome(signature, slot, this.svm.sendTransaction(tx));
+    // A duplicate is refused without replacing the first execution's status.
+    if (result.err !== "AlreadyProcessed") {
+      this.#statuses.set(signature, result);
+      this.#changed();
+    }
+    return result;
+  }
+
+  /** Runs a transaction without committing it. */
+  simulate(bytes: Uint8Array): ExecutionResult {
+    const slot = this.slot();
+    const { tx, signature, blockhash } = this.decode(bytes);
+    if (!this.#blockhashes.has(blockhash)) {
+      return { signature, slot, err: "BlockhashNotFound", logs: [], unitsConsumed: 0n };
+    }
+    const sim = this.svm.simulateTransaction(tx);
+    return this.#outcome(
+      signature,
+      slot,
+      sim instanceof FailedTransactionMetadata ? sim : sim.meta(),
+    );
+  }
+
+  #outcome(
+    signature: string,
+    slot: bigint,
+    r: TransactionMetadata | FailedTransactionMetadata,
+  ): ExecutionResult {
+    if (r instanceof FailedTransactionMetadata) {
+      const meta = r.meta();
+      return {
+        signature,
+        slot,
+        err: transactionErrorJson(r.err()),
+        logs: meta.logs(),
+        unitsConsumed: meta.computeUnitsConsumed(),
+      };
+    }
+    return { signature, slot, err: null, logs: r.logs(), unitsConsumed: r.computeUnitsConsumed() };
+  }
+
+  /** The recorded status of `signature`, or null when unknown. */
+  status(signature: string): ExecutionResult | null {
+    return this.#statuses.get(signature) ?? null;
+  }
+}

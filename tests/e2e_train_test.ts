@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { readModelDir } from "../model/checkpoint.ts";
 import { peerIdOf, publicKeyOf } from "../client/p2p/identity.ts";
+import { toHex } from "../coordinator/hash.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const CLIENTS = 3;
@@ -22,15 +23,21 @@ interface Event {
   [field: string]: unknown;
 }
 
-function stateToml(dir: string): string {
+/** Timing knobs of a test run. */
+interface Timing {
+  epochTime: number;
+  maxRoundTrainTime: number;
+}
+
+function stateToml(dir: string, t: Timing): string {
   return `run_id = "e2e-train"
 run_state = "WaitingForMembers"
 
 [config]
 warmup_time = 25
 cooldown_time = 2
-epoch_time = 30
-max_round_train_time = 20
+epoch_time = ${t.epochTime}
+max_round_train_time = ${t.maxRoundTrainTime}
 round_witness_time = 1
 min_clients = 1
 init_min_clients = ${CLIENTS}
@@ -80,8 +87,8 @@ function freePorts(n: number): number[] {
   return ports;
 }
 
-/** Collects a child's stdout lines as JSON events (other lines are kept as text). */
-function collect(child: Deno.ChildProcess, events: Event[], text: string[]): Promise<void> {
+/** Collects a child's stdout lines as JSON events. */
+function collect(child: Deno.ChildProcess, events: Event[]): Promise<void> {
   return (async () => {
     let rest = "";
     const decoder = new TextDecoder();
@@ -93,7 +100,7 @@ function collect(child: Deno.ChildProcess, events: Event[], text: string[]): Pro
         try {
           events.push(JSON.parse(line));
         } catch {
-          text.push(line);
+          // not an event (e.g. deno's own output): ignored
         }
       }
     }
@@ -113,113 +120,167 @@ async function waitUntil(what: string, cond: () => boolean, ms: number): Promise
   }
 }
 
+/** A coordinator and its clients, running as child processes, with their JSON events. */
+interface Run {
+  dir: string;
+  coordinatorEvents: Event[];
+  clientEvents: Event[][];
+  children: Deno.ChildProcess[];
+  stderr: string[][];
+  readers: Promise<void>[];
+  /** Public key (hex) of each client. */
+  keys: string[];
+}
+
+/** Starts a coordinator (with `coordinatorArgs`) and `CLIENTS` clients in a fresh folder. */
+async function startRun(timing: Timing, coordinatorArgs: string[] = []): Promise<Run> {
+  const dir = await Deno.makeTempDir({ prefix: "psyche-e2e-" });
+  const run: Run = {
+    dir,
+    coordinatorEvents: [],
+    clientEvents: [],
+    children: [],
+    stderr: [[]],
+    readers: [],
+    keys: [],
+  };
+  // The tiny model with the corpus's vocabulary (LLaMA-2 token ids go up to 32000).
+  const config = JSON.parse(
+    await Deno.readTextFile(`${ROOT}config/models/llama-tiny/config.json`),
+  );
+  await Deno.mkdir(`${dir}/model`);
+  await Deno.writeTextFile(
+    `${dir}/model/config.json`,
+    JSON.stringify({ ...config, vocab_size: 32000 }),
+  );
+  await Deno.writeTextFile(`${dir}/state.toml`, stateToml(dir, timing));
+  const [serverPort, ...p2pPorts] = freePorts(1 + CLIENTS);
+  const secrets = Array.from(
+    { length: CLIENTS },
+    (_, i) => new Uint8Array(32).map((_, j) => (i * 53 + j * 11 + 5) & 0xff),
+  );
+  const peerIds = secrets.map((s) => peerIdOf(publicKeyOf(s)).toString());
+  run.keys = secrets.map((s) => toHex(publicKeyOf(s)));
+  for (const [i, s] of secrets.entries()) await Deno.writeFile(`${dir}/key${i}`, s);
+  const coordinator = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      `${ROOT}coordinator/main.ts`,
+      "run",
+      `--state=${dir}/state.toml`,
+      `--server-port=${serverPort}`,
+      "--hostname=127.0.0.1",
+      "--logs=json",
+      ...coordinatorArgs,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  run.children.push(coordinator);
+  run.readers.push(
+    collect(coordinator, run.coordinatorEvents),
+    drain(coordinator.stderr, run.stderr[0]),
+  );
+  for (let i = 0; i < CLIENTS; i++) {
+    const bootstrap = p2pPorts.flatMap((port, j) =>
+      j === i ? [] : [`--bootstrap-peer=/ip4/127.0.0.1/tcp/${port}/p2p/${peerIds[j]}`]
+    );
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        `${ROOT}client/main.ts`,
+        "train",
+        "--run-id=e2e-train",
+        `--server-addr=127.0.0.1:${serverPort}`,
+        `--identity-secret-key-path=${dir}/key${i}`,
+        `--bind-p2p-port=${p2pPorts[i]}`,
+        ...bootstrap,
+        `--checkpoint-dir=${dir}/checkpoints${i}`,
+        "--logs=json",
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    run.children.push(child);
+    run.clientEvents.push([]);
+    run.stderr.push([]);
+    run.readers.push(collect(child, run.clientEvents[i]), drain(child.stderr, run.stderr[i + 1]));
+  }
+  return run;
+}
+
+/** Waits for `cond`, failing with the clients' last events and stderr. */
+async function waitForRun(run: Run, what: string, cond: () => boolean): Promise<void> {
+  try {
+    await waitUntil(what, cond, DEADLINE_MS);
+  } catch (e) {
+    const tail = run.clientEvents.map((ev, i) =>
+      `client ${i}: ${ev.slice(-5).map((x) => JSON.stringify(x)).join("\n")}\n` +
+      run.stderr[i + 1].join("").slice(-2000)
+    );
+    throw new Error(`${(e as Error).message}\n${tail.join("\n")}`);
+  }
+}
+
+/** Kills whatever still runs and removes the folder. */
+async function cleanUp(run: Run): Promise<void> {
+  for (const child of run.children) {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // already exited
+    }
+  }
+  await Promise.allSettled(run.readers);
+  await Deno.remove(run.dir, { recursive: true });
+}
+
+/** Stops the clients in `which` with SIGTERM and returns their exit codes, then the coordinator. */
+async function stopRun(run: Run, which: number[]): Promise<number[]> {
+  const clients = which.map((i) => run.children[i + 1]);
+  for (const child of clients) child.kill("SIGTERM");
+  const codes = (await Promise.all(clients.map((c) => c.status))).map((s) => s.code);
+  run.children[0].kill("SIGTERM");
+  await run.children[0].status;
+  return codes;
+}
+
+/** `epoch:step:hash` of every apply a client logged. */
+function appliedSteps(events: Event[]): string[] {
+  return events.filter((e) => e.event === "apply").map((e) =>
+    `${e.epoch}:${e.step}:${e.params_hash}`
+  );
+}
+
 Deno.test({
   name: "e2e: three clients train two epochs with identical parameters and falling loss",
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
-    const dir = await Deno.makeTempDir({ prefix: "psyche-e2e-" });
-    const children: Deno.ChildProcess[] = [];
-    const stderr: string[][] = [];
+    const run = await startRun({ epochTime: 30, maxRoundTrainTime: 20 });
+    const { clientEvents } = run;
     try {
-      // The tiny model with the corpus's vocabulary (LLaMA-2 token ids go up to 32000).
-      const config = JSON.parse(
-        await Deno.readTextFile(`${ROOT}config/models/llama-tiny/config.json`),
-      );
-      await Deno.mkdir(`${dir}/model`);
-      await Deno.writeTextFile(
-        `${dir}/model/config.json`,
-        JSON.stringify({ ...config, vocab_size: 32000 }),
-      );
-      await Deno.writeTextFile(`${dir}/state.toml`, stateToml(dir));
-      const [serverPort, ...p2pPorts] = freePorts(1 + CLIENTS);
-      const secrets = Array.from(
-        { length: CLIENTS },
-        (_, i) => new Uint8Array(32).map((_, j) => (i * 53 + j * 11 + 5) & 0xff),
-      );
-      const peerIds = secrets.map((s) => peerIdOf(publicKeyOf(s)).toString());
-      for (const [i, s] of secrets.entries()) await Deno.writeFile(`${dir}/key${i}`, s);
-
-      const coordinatorEvents: Event[] = [];
-      const coordinator = new Deno.Command(Deno.execPath(), {
-        args: [
-          "run",
-          "-A",
-          `${ROOT}coordinator/main.ts`,
-          "run",
-          `--state=${dir}/state.toml`,
-          `--server-port=${serverPort}`,
-          "--hostname=127.0.0.1",
-          "--logs=json",
-        ],
-        stdout: "piped",
-        stderr: "piped",
-      }).spawn();
-      children.push(coordinator);
-      stderr.push([]);
-      const readers = [
-        collect(coordinator, coordinatorEvents, []),
-        drain(coordinator.stderr, stderr[0]),
-      ];
-
-      const clientEvents: Event[][] = [];
-      for (let i = 0; i < CLIENTS; i++) {
-        const bootstrap = p2pPorts.flatMap((port, j) =>
-          j === i ? [] : [`--bootstrap-peer=/ip4/127.0.0.1/tcp/${port}/p2p/${peerIds[j]}`]
-        );
-        const child = new Deno.Command(Deno.execPath(), {
-          args: [
-            "run",
-            "-A",
-            `${ROOT}client/main.ts`,
-            "train",
-            "--run-id=e2e-train",
-            `--server-addr=127.0.0.1:${serverPort}`,
-            `--identity-secret-key-path=${dir}/key${i}`,
-            `--bind-p2p-port=${p2pPorts[i]}`,
-            ...bootstrap,
-            `--checkpoint-dir=${dir}/checkpoints${i}`,
-            "--logs=json",
-          ],
-          stdout: "piped",
-          stderr: "piped",
-        }).spawn();
-        children.push(child);
-        clientEvents.push([]);
-        stderr.push([]);
-        readers.push(collect(child, clientEvents[i], []), drain(child.stderr, stderr[i + 1]));
-      }
-
       // Two epochs are over when every client wrote its second checkpoint.
       const checkpoints = (i: number) => clientEvents[i].filter((e) => e.event === "checkpoint");
-      try {
-        await waitUntil(
-          "two checkpoints from every client",
-          () => clientEvents.every((_, i) => checkpoints(i).length >= 2),
-          DEADLINE_MS,
-        );
-      } catch (e) {
-        const tail = clientEvents.map((ev, i) =>
-          `client ${i}: ${ev.slice(-5).map((x) => JSON.stringify(x)).join("\n")}\n${
-            stderr[i + 1].join("").slice(-2000)
-          }`
-        );
-        throw new Error(`${(e as Error).message}\n${tail.join("\n")}`);
-      }
-      for (const child of children.slice(1)) child.kill("SIGTERM");
-      const statuses = await Promise.all(children.slice(1).map((c) => c.status));
-      coordinator.kill("SIGTERM");
-      await coordinator.status;
-      await Promise.all(readers);
-      for (const [i, s] of statuses.entries()) {
-        assert.equal(s.code, 0, `client ${i} exit: ${stderr[i + 1].join("").slice(-2000)}`);
+      await waitForRun(
+        run,
+        "two checkpoints from every client",
+        () => clientEvents.every((_, i) => checkpoints(i).length >= 2),
+      );
+      const codes = await stopRun(run, [0, 1, 2]);
+      await Promise.all(run.readers);
+      for (const [i, code] of codes.entries()) {
+        assert.equal(code, 0, `client ${i} exit: ${run.stderr[i + 1].join("").slice(-2000)}`);
       }
 
       // Every client applied the same steps, each with the same parameter hash.
       const applies = clientEvents.map((ev) => ev.filter((e) => e.event === "apply"));
-      const byStep = (list: Event[]) => list.map((e) => `${e.epoch}:${e.step}:${e.params_hash}`);
       assert.ok(applies[0].length >= 3, `client 0 applied ${applies[0].length} steps`);
-      for (let i = 1; i < CLIENTS; i++) assert.deepEqual(byStep(applies[i]), byStep(applies[0]));
+      for (let i = 1; i < CLIENTS; i++) {
+        assert.deepEqual(appliedSteps(clientEvents[i]), appliedSteps(clientEvents[0]));
+      }
       assert.deepEqual(new Set(applies[0].map((e) => e.epoch)), new Set([0, 1]), "two epochs");
       assert.equal(new Set(applies[0].map((e) => e.params_hash)).size, applies[0].length);
       for (const a of applies.flat()) {
@@ -251,18 +312,56 @@ Deno.test({
         assert.match(cp.dir as string, /e2e-train-step\d+$/);
       }
       // The coordinator ended the first epoch (the second is in its Cooldown); no client errors.
-      assert.ok(coordinatorEvents.some((e) => e.event === "EpochEnd"));
+      assert.ok(run.coordinatorEvents.some((e) => e.event === "EpochEnd"));
       const errors = clientEvents.flat().filter((e) => e.event === "error");
       assert.deepEqual(errors, []);
     } finally {
-      for (const child of children) {
-        try {
-          child.kill("SIGKILL");
-        } catch {
-          // already exited
-        }
-      }
-      await Deno.remove(dir, { recursive: true });
+      await cleanUp(run);
+    }
+  },
+});
+
+Deno.test({
+  name: "e2e: a client that stops delivering is reported by the witnesses and dropped",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    // The dead client never sends Finished or its witness: rounds end at the train timeout.
+    const run = await startRun({ epochTime: 60, maxRoundTrainTime: 6 }, [
+      "--withdraw-on-disconnect=false",
+    ]);
+    const { clientEvents, coordinatorEvents } = run;
+    try {
+      await waitForRun(
+        run,
+        "a first applied step",
+        () => clientEvents[0].some((e) => e.event === "apply"),
+      );
+      run.children[3].kill("SIGKILL"); // client 2 disappears without a word
+      await run.children[3].status;
+      const dead = run.keys[2];
+      const reports = () =>
+        clientEvents.slice(0, 2).flat().filter((e) => e.event === "health_check");
+      await waitForRun(
+        run,
+        "a health check that drops client 2",
+        () =>
+          coordinatorEvents.some((e) => e.event === "HealthCheck" && (e.dropped as number) > 0) &&
+          reports().length > 0,
+      );
+      for (const r of reports()) assert.deepEqual(r.clients, [dead]);
+      // The survivors go on with identical parameters.
+      const applied = () => appliedSteps(clientEvents[0]).length;
+      const after = applied();
+      await waitForRun(run, "another applied step", () => applied() > after);
+      const codes = await stopRun(run, [0, 1]);
+      assert.deepEqual(codes, [0, 0]);
+      await Promise.all(run.readers);
+      const [a, b] = [appliedSteps(clientEvents[0]), appliedSteps(clientEvents[1])];
+      const common = Math.min(a.length, b.length);
+      assert.deepEqual(a.slice(0, common), b.slice(0, common));
+    } finally {
+      await cleanUp(run);
     }
   },
 });

@@ -211,6 +211,27 @@ Deno.test("RoundTrain h=2: a witness of round 1 reports the round-0 trainer nobo
   assert.deepEqual(checks.checks.map((c) => toHex(c.id.signer)), [toHex(ids[2].signer)]);
 });
 
+Deno.test("RoundTrain h=2: no health checks about a round that did not train", () => {
+  const { driver, ids } = runInRound0(3);
+  driver.fullRound();
+  const state = driver.state;
+  const selection = roundSelection(state.config, currentRound(state));
+  for (const index of selection.witnessIndices()) {
+    witnessImpl(state, ids[index], witnessReport(state, index, []), driver.now); // saw nobody
+  }
+  driver.witnessTimeout();
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const me = ids[selection.witnessIndices()[0]];
+  const report = () =>
+    plan(state, me, progress, new Facts()).filter((i) => i.kind === "SendHealthChecks");
+  assert.equal(report().length, 1, "everyone unseen is reported");
+  const apply = plan(state, me, progress, new Facts())[0];
+  progress.markDone(intentKey(apply));
+  state.epochState.lastStep = state.epochState.startStep + 2; // round 0 was apply-only
+  assert.deepEqual(report(), []);
+});
+
 Deno.test("RoundWitness: a witness reports without waiting for Finished", () => {
   const { driver, ids } = runInRound0(3);
   const state = structuredClone(driver.state);

@@ -12,11 +12,6 @@
  * @module
  */
 import { unhealthyTrainers } from "../../coordinator/health.ts";
-import {
-  isTrainingRound,
-  roundAssignments,
-  roundByHeight,
-} from "../../coordinator/machine_queries.ts";
 import { type RoundView, roundView, sameKey } from "../round_view.ts";
 import { healthyPeers, planApplies, planFinished, planTraining, witnessIntent } from "./common.ts";
 import { type Intent, intentKey, type PlanInput } from "./intent.ts";
@@ -31,10 +26,10 @@ export function planHealthChecks(input: PlanInput, view: RoundView): Intent[] {
   if (view.height < 2) return [];
   const prev = roundView(state, view.height - 1, signer);
   if (prev === null || prev.self === null || !prev.self.isWitness) return [];
-  const attested = roundByHeight(state, view.height - 2);
-  if (attested === null || !isTrainingRound(state, attested)) return [];
-  const attestedClients = prev.clients;
-  const assigned = roundAssignments(state, attested).map((a) => attestedClients[a.clientIndex]);
+  const attested = roundView(state, view.height - 2, signer);
+  if (attested === null || !attested.training) return [];
+  // Indices of round h − 2's assignments name clients of that round's list.
+  const assigned = attested.assignments.map((a) => attested.clients[a.clientIndex]);
   const checks = unhealthyTrainers(state).filter((c) =>
     assigned.some((a) => a !== undefined && sameKey(a.id.signer, c.id.signer))
   );

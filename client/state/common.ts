@@ -17,6 +17,16 @@ export function healthyPeers(state: CoordinatorState): PublicKeyBytes[] {
   return state.epochState.clients.filter((c) => c.state === "Healthy").map((c) => c.id.p2pIdentity);
 }
 
+/**
+ * The model load a round needs before anything else (a client whose Warmup was cut short),
+ * or nothing once the model is ready. Returns null when the model is ready.
+ */
+export function planModel(input: PlanInput): Intent[] | null {
+  if (input.progress.modelReady) return null;
+  const load: Intent = { kind: "LoadModel", epoch: input.state.progress.epoch };
+  return input.progress.started(intentKey(load)) ? [] : [load];
+}
+
 /** Apply intents due now and not yet started, oldest first. */
 export function planApplies(input: PlanInput): ApplyIntent[] {
   const { state, progress } = input;
@@ -58,11 +68,7 @@ export function planTraining(input: PlanInput, view: RoundView): Intent[] {
   const { state, progress } = input;
   const epoch = state.progress.epoch;
   if (!needsTraining(view) || view.self === null || view.self.batch === null) return [];
-  if (!progress.modelReady) {
-    const load: Intent = { kind: "LoadModel", epoch };
-    return progress.started(intentKey(load)) ? [] : [load];
-  }
-  if (!appliesDone(input)) return [];
+  if (!progress.modelReady || !appliesDone(input)) return [];
   const train: Intent = {
     kind: "Train",
     epoch,

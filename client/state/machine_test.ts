@@ -3,7 +3,7 @@ import { currentRound, roundSelection } from "../../coordinator/machine_queries.
 import { witness as witnessImpl } from "../../coordinator/machine_witness.ts";
 import type { CoordinatorState, NodeIdentity, PublicKeyBytes } from "../../coordinator/types.ts";
 import { toHex } from "../../coordinator/hash.ts";
-import { witnessReport } from "../../tests/support/coordinator_fixtures.ts";
+import { identities, witnessReport } from "../../tests/support/coordinator_fixtures.ts";
 import { runInRound0 } from "../testing/fixtures.ts";
 import { roundView } from "../round_view.ts";
 import { ClientProgress, type ExchangeFacts, type Intent, intentKey } from "./intent.ts";
@@ -135,10 +135,27 @@ Deno.test("RoundTrain h=0 of a cold-start epoch: the optimizer state is reset fi
   assert.equal(train(cold).resetOptimizer, true);
 });
 
-Deno.test("RoundTrain h=0 without a model: LoadModel first", () => {
+Deno.test("RoundTrain without a model: LoadModel alone, then the due apply", () => {
   const { driver, ids } = runInRound0(3);
+  driver.fullRound();
+  driver.fullRound();
   const progress = new ClientProgress();
-  assert.deepEqual(kinds(plan(driver.state, ids[0], progress, new Facts())), ["LoadModel"]);
+  const out = plan(driver.state, ids[0], progress, new Facts());
+  assert.deepEqual(kinds(out), ["LoadModel"]);
+  progress.markStarted(intentKey(out[0]));
+  assert.deepEqual(plan(driver.state, ids[0], progress, new Facts()), []);
+  progress.modelReady = true;
+  assert.deepEqual(kinds(plan(driver.state, ids[0], progress, new Facts())), ["Apply"]);
+});
+
+Deno.test("RoundTrain: a client outside the round plans nothing", () => {
+  const { driver } = runInRound0(3);
+  const stranger = identities(4)[3];
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  driver.fullRound();
+  driver.fullRound();
+  assert.deepEqual(plan(driver.state, stranger, progress, new Facts()), []);
 });
 
 Deno.test("RoundTrain h=1: Finished waits for round 0's payloads to settle", () => {

@@ -13,7 +13,14 @@
  */
 import { unhealthyTrainers } from "../../coordinator/health.ts";
 import { type RoundView, roundView, sameKey } from "../round_view.ts";
-import { healthyPeers, planApplies, planFinished, planTraining, witnessIntent } from "./common.ts";
+import {
+  healthyPeers,
+  planApplies,
+  planFinished,
+  planModel,
+  planTraining,
+  witnessIntent,
+} from "./common.ts";
 import { type Intent, intentKey, type PlanInput } from "./intent.ts";
 
 /**
@@ -45,8 +52,10 @@ export function planHealthChecks(input: PlanInput, view: RoundView): Intent[] {
 
 /** What to do during RoundTrain. */
 export function planRoundTrain(input: PlanInput, view: RoundView): Intent[] {
+  if (view.self === null) return [];
+  const load = planModel(input);
+  if (load !== null) return load;
   const out: Intent[] = [...planApplies(input)];
-  if (view.self === null) return out;
   out.push(...planHealthChecks(input, view));
   out.push(...planTraining(input, view));
   out.push(...planFinished(input, view));

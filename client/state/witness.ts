@@ -8,13 +8,15 @@
  * @module
  */
 import type { RoundView } from "../round_view.ts";
-import { planApplies, planFinished, planTraining, witnessIntent } from "./common.ts";
+import { planApplies, planFinished, planModel, planTraining, witnessIntent } from "./common.ts";
 import type { Intent, PlanInput } from "./intent.ts";
 
 /** What to do during RoundWitness. */
 export function planRoundWitness(input: PlanInput, view: RoundView): Intent[] {
+  if (view.self === null) return [];
+  const load = planModel(input);
+  if (load !== null) return load;
   const out: Intent[] = [...planApplies(input)];
-  if (view.self === null) return out;
   out.push(...witnessIntent(input, view));
   out.push(...planTraining(input, view));
   out.push(...planFinished(input, view));

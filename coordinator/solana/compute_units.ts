@@ -121,7 +121,7 @@ export async function measureComputeUnits(
   });
   must(result, "init");
   const send = (ix: CoordinatorInstruction, s: KeyPairSigner | null) =>
-    csvm.send(coordinator, ix, s, { noSigner: s === null, computeUnitLimit: MAX_COMPUTE_UNITS });
+    csvm.send(coordinator, ix, { signer: s, computeUnitLimit: MAX_COMPUTE_UNITS });
   const maxClients = Math.max(n, 16);
   must(
     await send({

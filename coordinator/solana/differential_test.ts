@@ -206,10 +206,7 @@ async function differential(seed: number, steps: number): Promise<Record<string,
       run.setTime(now);
     }
     const [ix, signer] = randomInstruction(run, rng, clients);
-    const result = await run.send(ix, signer, {
-      noSigner: signer === null,
-      computeUnitLimit: 1_400_000,
-    });
+    const result = await run.send(ix, signer, { computeUnitLimit: 1_400_000 });
     const key = `${ix.kind}:${result.ok ? "ok" : result.error}`;
     seen[key] = (seen[key] ?? 0) + 1;
     seen[`state:${run.model!.state.runState}`] = (seen[`state:${run.model!.state.runState}`] ?? 0) +
@@ -311,9 +308,9 @@ Deno.test("differential at scale: 40 clients, drops every round, historical indi
       }
     }
     run.setTime(now += 8);
-    await run.send({ kind: "Tick" }, null, { noSigner: true });
+    await run.send({ kind: "Tick" }, null);
     run.setTime(now += 1);
-    await run.send({ kind: "Tick" }, null, { noSigner: true });
+    await run.send({ kind: "Tick" }, null);
   }
   if (Deno.env.get("S1_DEBUG")) {
     console.log({ rounds, drops, exited: run.model!.state.epochState.exitedClients.length });

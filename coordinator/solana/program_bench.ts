@@ -13,7 +13,7 @@ const { coordinator } = await measureComputeUnits(256, svm);
 const bytes = svm.accountBytes(coordinator)!;
 
 Deno.bench("litesvm: a tick transaction on a 256-client run (216 KiB account)", async () => {
-  await svm.send(coordinator, { kind: "Tick" }, null, { noSigner: true });
+  await svm.send(coordinator, { kind: "Tick" });
 });
 
 Deno.bench("decode a 256-client coordinator account (4 x 32 witnesses)", () => {

@@ -245,18 +245,26 @@ function applyJoin(
   tickIfLive(a, clock);
 }
 
+/** One instruction as the program sees it. */
+export interface InstructionStep {
+  ix: CoordinatorInstruction;
+  /** Account 1's key (the signer); null when the instruction has none. */
+  signer: Uint8Array | null;
+  /** The Clock sysvar when it runs. */
+  clock: ProgramClock;
+}
+
 /**
- * Applies `ix`, sent by `signer` (account 1; null when the instruction has none) at
- * `clock`, to a copy of `account` and returns it; throws
+ * Applies `step.ix`, sent by `step.signer` at `step.clock`, to a copy of `account` and
+ * returns it; throws
  * {@linkcode CoordinatorProgramError} when the program would reject it. Returns null
  * after FreeCoordinator (the account is closed).
  */
 export function applyInstruction(
   account: CoordinatorAccount,
-  ix: CoordinatorInstruction,
-  signer: Uint8Array | null,
-  clock: ProgramClock,
+  step: InstructionStep,
 ): CoordinatorAccount | null {
+  const { ix, signer, clock } = step;
   const a = structuredClone(account);
   const s = a.state;
   const user = () => signer ?? fail("NotEnoughAccounts", "no signer");

@@ -89,7 +89,7 @@ Deno.test("init_coordinator: rejects re-init, a wrong address, a bad run id, no 
     runId: "twice",
     joinAuthority: keyOf(run.joinAuthority),
     permissionless: true,
-  }, run.mainAuthority);
+  }, { signer: run.mainAuthority });
   assert.equal(again.code, programErrorNumber("AlreadyInitialized"));
   run.check();
 
@@ -109,14 +109,14 @@ Deno.test("init_coordinator: rejects re-init, a wrong address, a bad run id, no 
     runId: "y",
     joinAuthority: keyOf(fresh),
     permissionless: true,
-  }, fresh);
+  }, { signer: fresh });
   assert.equal(res.code, programErrorNumber("WrongCoordinatorAddress"));
   const empty = await svm.send(wrong, {
     kind: "InitCoordinator",
     runId: "",
     joinAuthority: keyOf(fresh),
     permissionless: true,
-  }, fresh);
+  }, { signer: fresh });
   assert.equal(empty.code, programErrorNumber("InvalidRunId"));
   const unsigned = await svm.sendRaw([{
     programAddress: svm.programId,
@@ -154,14 +154,14 @@ Deno.test("init_coordinator: rejects re-init, a wrong address, a bad run id, no 
     runId: "small",
     joinAuthority: keyOf(small),
     permissionless: true,
-  }, small);
+  }, { signer: small });
   assert.equal(tooSmall.code, programErrorNumber("InvalidCoordinatorAccount"));
   const ok = await svm.send(wrong, {
     kind: "InitCoordinator",
     runId: "x",
     joinAuthority: keyOf(fresh),
     permissionless: true,
-  }, fresh);
+  }, { signer: fresh });
   assert.ok(ok.ok, ok.logs.join("\n"));
 });
 
@@ -169,7 +169,7 @@ Deno.test("instructions reject wrong coordinator accounts and malformed data", a
   const run = await configured();
   const stranger = await svm.newSigner();
   // A system-owned account in place of the coordinator.
-  const notOurs = await svm.send(stranger.address, { kind: "Tick" }, null, { noSigner: true });
+  const notOurs = await svm.send(stranger.address, { kind: "Tick" });
   assert.equal(notOurs.code, programErrorNumber("InvalidCoordinatorAccount"));
   const readOnly = await svm.sendRaw([{
     programAddress: svm.programId,
@@ -340,7 +340,7 @@ Deno.test("set_paused: validates before resuming; pause, resume, CannotResume, W
   await run.expectError({ kind: "SetPaused", paused: false }, run.mainAuthority, "CannotResume");
   await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
   assert.equal(run.model!.state.runState, "Paused");
-  await run.expectError({ kind: "Tick" }, null, "Halted", { noSigner: true });
+  await run.expectError({ kind: "Tick" }, null, "Halted");
   await run.expectError({ kind: "SetPaused", paused: true }, run.mainAuthority, "WrongRunState");
 });
 
@@ -401,10 +401,10 @@ Deno.test("tick: anyone, no signer; WaitingForMembers -> Warmup -> RoundTrain by
   const { run } = await warmup(2);
   assert.equal(run.model!.nextActive, 2n, "an epoch start makes everyone join again");
   run.setTime(20);
-  await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+  await run.expectOk({ kind: "Tick" }, null);
   assert.equal(run.model!.state.runState, "Warmup");
   run.setTime(31);
-  await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+  await run.expectOk({ kind: "Tick" }, null);
   assert.equal(run.model!.state.runState, "RoundTrain");
   run.setTime(36);
   await run.expectOk({ kind: "Tick" }, await svm.newSigner());
@@ -479,7 +479,7 @@ Deno.test("health_check: witnesses drop trainers nobody saw; healthy ones are re
     assert.equal(run.model!.state.runState, "RoundWitness");
     t += 3;
     run.setTime(t);
-    await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+    await run.expectOk({ kind: "Tick" }, null);
     assert.equal(run.model!.state.runState, "RoundTrain");
   }
   assert.equal(currentRound(run.model!.state).height, 2);
@@ -543,7 +543,9 @@ Deno.test("free_coordinator: only when halted, by the main authority; rent goes 
   await run.expectError({ kind: "FreeCoordinator" }, run.mainAuthority, "NotHalted", extra);
   await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
   await run.expectError({ kind: "FreeCoordinator" }, spill, "NotMainAuthority", extra);
-  const noSpill = await svm.send(run.coordinator, { kind: "FreeCoordinator" }, run.mainAuthority);
+  const noSpill = await svm.send(run.coordinator, { kind: "FreeCoordinator" }, {
+    signer: run.mainAuthority,
+  });
   assert.equal(noSpill.code, programErrorNumber("NotEnoughAccounts"));
   run.check();
   const before = svm.balance(spill.address);
@@ -564,7 +566,7 @@ Deno.test("tick: an epoch takes at most maxClients pending clients, in join orde
     await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, c);
   }
   run.setTime(3);
-  await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+  await run.expectOk({ kind: "Tick" }, null);
   const clients = run.model!.state.epochState.clients;
   assert.equal(run.model!.state.runState, "Warmup");
   assert.deepEqual(clients.map((c) => c.id.signer), [keyOf(joined[0]), keyOf(joined[1])]);
@@ -583,21 +585,27 @@ Deno.test("join_run: a full registry reuses registrations that are not pending",
     const res = await svm.send(
       run.coordinator,
       { kind: "JoinRun", p2pIdentity: P2P },
-      await svm.newSigner(),
+      { signer: await svm.newSigner() },
     );
     assert.ok(res.ok);
   }
   assert.equal(svm.coordinatorAccount(run.coordinator).registry.length, 256);
   const late = await svm.newSigner();
-  const full = await svm.send(run.coordinator, { kind: "JoinRun", p2pIdentity: P2P }, late);
+  const full = await svm.send(run.coordinator, { kind: "JoinRun", p2pIdentity: P2P }, {
+    signer: late,
+  });
   assert.equal(full.code, programErrorNumber("ClientsFull"));
   // Starting an epoch takes the pending clients and makes every registration stale, so the
   // late client now reuses the first slot.
   run.setTime(1);
-  await svm.send(run.coordinator, { kind: "SetPaused", paused: false }, run.mainAuthority);
+  await svm.send(run.coordinator, { kind: "SetPaused", paused: false }, {
+    signer: run.mainAuthority,
+  });
   run.setTime(3);
-  assert.ok((await svm.send(run.coordinator, { kind: "Tick" }, null, { noSigner: true })).ok);
-  const again = await svm.send(run.coordinator, { kind: "JoinRun", p2pIdentity: P2P }, late);
+  assert.ok((await svm.send(run.coordinator, { kind: "Tick" })).ok);
+  const again = await svm.send(run.coordinator, { kind: "JoinRun", p2pIdentity: P2P }, {
+    signer: late,
+  });
   assert.ok(again.ok, again.error ?? "");
   const account = svm.coordinatorAccount(run.coordinator);
   assert.deepEqual(account.registry[0].signer, keyOf(late), "the first stale slot is reused");
@@ -615,21 +623,21 @@ Deno.test("a whole epoch: rounds, Cooldown, P2P checkpoint, re-join, pause at ep
     }
     t += 3;
     run.setTime(t);
-    await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+    await run.expectOk({ kind: "Tick" }, null);
   }
   assert.ok(run.model!.state.progress.step > 4, "the epoch timer allows at least 4 rounds");
   for (const c of clients) await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, c);
   await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
   assert.equal(run.model!.state.pendingPause, true);
   run.setTime(t + 5);
-  await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+  await run.expectOk({ kind: "Tick" }, null);
   assert.equal(run.model!.state.runState, "Paused");
   assert.equal(run.model!.state.model.checkpoint.kind, "P2P");
   assert.equal(run.model!.state.progress.epoch, 1);
   run.setTime(t + 6);
   await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
   run.setTime(t + 8);
-  await run.expectOk({ kind: "Tick" }, null, { noSigner: true });
+  await run.expectOk({ kind: "Tick" }, null);
   assert.equal(run.model!.state.runState, "Warmup", "the re-joined clients start epoch 1");
   assert.equal(run.model!.state.epochState.coldStartEpoch, true);
   assert.equal(
@@ -642,7 +650,7 @@ Deno.test("a whole epoch: rounds, Cooldown, P2P checkpoint, re-join, pause at ep
 Deno.test("clock: a negative unix timestamp is InvalidClock wherever the clock is read", async () => {
   const { run, clients } = await warmup(2);
   run.setTime(-5);
-  await run.expectError({ kind: "Tick" }, null, "InvalidClock", { noSigner: true });
+  await run.expectError({ kind: "Tick" }, null, "InvalidClock");
   await run.expectError({ kind: "JoinRun", p2pIdentity: P2P }, clients[0], "InvalidClock");
   await run.expectError({ kind: "SetPaused", paused: true }, run.mainAuthority, "InvalidClock");
   run.setTime(20);

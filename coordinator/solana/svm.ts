@@ -63,12 +63,12 @@ export interface SendResult {
 
 /** Options of {@linkcode CoordinatorSvm.send}. */
 export interface SendOptions {
+  /** Account 1, signing: an authority or a client wallet; absent or null for tick. */
+  signer?: KeyPairSigner | null;
   /** Request this compute-unit limit (a ComputeBudget instruction is prepended). */
   computeUnitLimit?: number;
   /** Accounts after the coordinator and the signer (free_coordinator's spill account). */
   extraAccounts?: { address: Address; role: AccountRole }[];
-  /** Leave out the signer account (tick needs none). */
-  noSigner?: boolean;
 }
 
 /** A LiteSVM with the coordinator program deployed and a funded fee payer. */
@@ -159,33 +159,30 @@ export class CoordinatorSvm {
     };
   }
 
-  /** The coordinator instruction `ix` on `coordinator`, with `signer` as account 1. */
+  /** The coordinator instruction `ix` on `coordinator` (signer and extra accounts from `opts`). */
   instruction(
     coordinator: Address,
     ix: CoordinatorInstruction,
-    signer: KeyPairSigner | null,
-    extraAccounts: ExtraAccount[] = [],
+    opts: { signer?: KeyPairSigner | null; extraAccounts?: ExtraAccount[] } = {},
   ): Instruction {
     return coordinatorInstruction({
       programId: this.programId,
       coordinator,
       ix,
-      signer,
-      extraAccounts,
+      signer: opts.signer ?? null,
+      extraAccounts: opts.extraAccounts,
     });
   }
 
-  /** Sends one coordinator instruction. */
+  /** Sends one coordinator instruction; never throws on program errors. */
   send(
     coordinator: Address,
     ix: CoordinatorInstruction,
-    signer: KeyPairSigner | null,
     opts: SendOptions = {},
   ): Promise<SendResult> {
-    return this.sendRaw(
-      [this.instruction(coordinator, ix, opts.noSigner ? null : signer, opts.extraAccounts)],
-      { computeUnitLimit: opts.computeUnitLimit },
-    );
+    return this.sendRaw([this.instruction(coordinator, ix, opts)], {
+      computeUnitLimit: opts.computeUnitLimit,
+    });
   }
 
   /** Creates the run's account at its seed address and initializes it in one transaction. */

@@ -95,18 +95,17 @@ export class DualRun {
   async send(
     ix: CoordinatorInstruction,
     signer: KeyPairSigner | null,
-    opts: SendOptions = {},
+    opts: Omit<SendOptions, "signer"> = {},
   ): Promise<SendResult> {
-    const result = await this.svm.send(this.coordinator, ix, signer, opts);
+    const result = await this.svm.send(this.coordinator, ix, { ...opts, signer });
     let expected: CoordinatorProgramError | null = null;
     if (this.model !== null) {
       try {
-        this.model = applyInstruction(
-          this.model,
+        this.model = applyInstruction(this.model, {
           ix,
-          signer === null ? null : addressBytes(signer.address),
-          this.clock,
-        );
+          signer: signer === null ? null : addressBytes(signer.address),
+          clock: this.clock,
+        });
       } catch (err) {
         if (!(err instanceof CoordinatorProgramError)) throw err;
         expected = err;
@@ -126,7 +125,7 @@ export class DualRun {
     ix: CoordinatorInstruction,
     signer: KeyPairSigner | null,
     name: Parameters<typeof programErrorNumber>[0],
-    opts: SendOptions = {},
+    opts: Omit<SendOptions, "signer"> = {},
   ): Promise<SendResult> {
     const result = await this.send(ix, signer, opts);
     assert.equal(result.code, programErrorNumber(name), `${ix.kind} should fail with ${name}`);
@@ -137,7 +136,7 @@ export class DualRun {
   async expectOk(
     ix: CoordinatorInstruction,
     signer: KeyPairSigner | null,
-    opts: SendOptions = {},
+    opts: Omit<SendOptions, "signer"> = {},
   ): Promise<SendResult> {
     const result = await this.send(ix, signer, opts);
     assert.ok(result.ok, `${ix.kind} should succeed`);

@@ -67,6 +67,7 @@ export {
   clockSeed,
   initialAccount,
   type InitOptions,
+  type InstructionStep,
   type ProgramClock,
 } from "./program_model.ts";
 export {

@@ -7,12 +7,13 @@ import { assertClose, F32_EPS, randomF32, randomInts } from "./test_util.ts";
 Deno.test("cross-entropy forward and backward match the f64 reference", async () => {
   using rt = await GpuRuntime.create();
   // [n, v, fraction ignored, logit range R]: R = 60 overflows exp without the max subtraction.
-  const cases = [[1, 1, 0, 8], [37, 5, 0.2, 8], [130, 333, 0.3, 8], [9, 1000, 1, 8], [
-    7,
-    50,
-    0,
-    60,
-  ]];
+  const cases = [
+    [1, 1, 0, 8],
+    [37, 5, 0.2, 8],
+    [130, 333, 0.3, 8],
+    [9, 1000, 1, 8],
+    [7, 50, 0, 60],
+  ];
   for (const [index, [n, v, ignored, range]] of cases.entries()) {
     const ce = new CrossEntropy(rt, 64, [1, 16, 7][index % 3]);
     const logits = randomF32(n * v, n * v, -range, range);
@@ -22,8 +23,21 @@ Deno.test("cross-entropy forward and backward match the f64 reference", async ()
     const gl = rt.buffer("logits", logits), gt = rt.buffer("targets", targets);
     const lse = rt.buffer("lse", n * 4), losses = rt.buffer("losses", n * 4);
     const out = rt.buffer("out", 8), dLogits = rt.buffer("dLogits", n * v * 4);
-    const inPlace = rt.buffer("in place", logits);
+    const inPlace = rt.buffer("in place", logits), fused = rt.buffer("fused", logits);
+    const fusedLse = rt.buffer("fused lse", n * 4), fusedLosses = rt.buffer("fused losses", n * 4);
+    const fusedOut = rt.buffer("fused out", 8);
+    const counted = targets.filter((t) => t !== IGNORE_INDEX).length;
     const step = rt.beginStep("cross-entropy");
+    ce.fused(step.pass, {
+      logits: fused,
+      targets: gt,
+      lse: fusedLse,
+      losses: fusedLosses,
+      out: fusedOut,
+      n,
+      v,
+      gradScale: counted > 0 ? 0.5 / counted : 0,
+    });
     ce.forward(step.pass, { logits: gl, targets: gt, lse, losses, out, n, v });
     ce.backward(step.pass, { logits: gl, targets: gt, lse, out, dLogits, n, v, scale: 0.5 });
     ce.backward(step.pass, { logits: inPlace, targets: gt, lse, out, n, v, scale: 0.5 });
@@ -55,6 +69,16 @@ Deno.test("cross-entropy forward and backward match the f64 reference", async ()
       await rt.read(inPlace),
       await rt.read(dLogits),
       "in place gives the same bits",
+    );
+    // The fused pass computes the same lse, losses and mean bit for bit, and gradients within
+    // one rounding of the separate backward's (scale/count is rounded on the host, not the GPU).
+    assert.deepEqual(await rt.read(fusedLse), await rt.read(lse), "fused lse");
+    assert.deepEqual(await rt.read(fusedOut), await rt.read(out), "fused loss and count");
+    assertClose(
+      await rt.read(fused),
+      want,
+      (i) => dTol(i) + 2 * F32_EPS * Math.abs(want[i]),
+      "fused",
     );
   }
 });

@@ -58,6 +58,10 @@ const bench = (name: string, encode: (pass: GPUComputePassEncoder) => void, n = 
     "cross-entropy backward",
     (p) => ce.backward(p, { ...dims, logits, targets, lse, out, dLogits }),
   );
+  bench(
+    "cross-entropy fused forward + in-place backward",
+    (p) => ce.fused(p, { ...dims, logits, targets, lse, losses, out, gradScale: 1 / N }),
+  );
 }
 {
   const norm = new RmsNorm(rt);

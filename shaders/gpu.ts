@@ -90,6 +90,15 @@ const WANTED_LIMITS = [
   "maxStorageBuffersPerShaderStage",
 ] as const;
 
+/** `DENO_WEBGPU_BACKEND`, or undefined when unset or when env access is not permitted. */
+function backendEnv(): string | undefined {
+  try {
+    return Deno.env.get("DENO_WEBGPU_BACKEND");
+  } catch {
+    return undefined;
+  }
+}
+
 const f32Scratch = new Float32Array(1);
 const u32Scratch = new Uint32Array(f32Scratch.buffer);
 
@@ -228,7 +237,7 @@ export class GpuRuntime {
    * was tried (`DENO_WEBGPU_BACKEND`) and how to get one when there is none.
    */
   static async create(options: GpuRuntimeOptions = {}): Promise<GpuRuntime> {
-    const backend = Deno.env.get("DENO_WEBGPU_BACKEND");
+    const backend = backendEnv();
     const tried = backend === undefined
       ? "the default backend (DENO_WEBGPU_BACKEND unset)"
       : `DENO_WEBGPU_BACKEND=${JSON.stringify(backend)}`;

@@ -7,7 +7,9 @@ import {
   OFFSETS,
   pendingRegistrations,
 } from "./account.ts";
+import { coordinatorAccountFilters } from "./addresses.ts";
 import { measureComputeUnits } from "./compute_units.ts";
+import { getBase58Encoder } from "@solana/kit";
 import { CoordinatorSvm } from "./svm.ts";
 
 const svm = await CoordinatorSvm.create();
@@ -101,4 +103,11 @@ Deno.test("account: docs/solana-program.md lists the decoder's header offsets", 
     checked++;
   }
   assert.ok(checked >= 18, `only ${checked} header rows matched`);
+});
+
+Deno.test("account: getProgramAccounts filters select coordinator accounts", () => {
+  const [size, magic] = coordinatorAccountFilters();
+  assert.equal(size.dataSize, BigInt(BYTES.length));
+  const bytes = getBase58Encoder().encode(magic.memcmp.bytes);
+  assert.deepEqual([...bytes], [...BYTES.subarray(0, 8)]);
 });

@@ -11,7 +11,8 @@
  * @module
  */
 
-import { type Address, createAddressWithSeed } from "@solana/kit";
+import { type Address, createAddressWithSeed, getBase58Decoder } from "@solana/kit";
+import { ACCOUNT_MAGIC, ACCOUNT_SIZE } from "./account.ts";
 
 /** Options of {@linkcode coordinatorAddress}. */
 export interface CoordinatorAddressOptions {
@@ -39,4 +40,25 @@ export function coordinatorAddress(opts: CoordinatorAddressOptions): Promise<Add
     programAddress: opts.programId,
     seed: opts.runId,
   });
+}
+
+/**
+ * `getProgramAccounts` filters that select the program's coordinator accounts (every
+ * run): the layout's size and the `PSYCOORD` magic at offset 0 (base58, as RPC wants it).
+ * Runs are found this way when the main authority is not known.
+ */
+export function coordinatorAccountFilters(): [
+  { dataSize: bigint },
+  { memcmp: { offset: bigint; bytes: string; encoding: "base58" } },
+] {
+  return [
+    { dataSize: BigInt(ACCOUNT_SIZE) },
+    {
+      memcmp: {
+        offset: 0n,
+        bytes: getBase58Decoder().decode(ACCOUNT_MAGIC),
+        encoding: "base58",
+      },
+    },
+  ];
 }

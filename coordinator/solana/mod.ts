@@ -22,7 +22,11 @@ export {
   pendingRegistrations,
   type Registration,
 } from "./account.ts";
-export { coordinatorAddress, type CoordinatorAddressOptions } from "./addresses.ts";
+export {
+  coordinatorAccountFilters,
+  coordinatorAddress,
+  type CoordinatorAddressOptions,
+} from "./addresses.ts";
 export { witnessBloomParametersInteger } from "./bloom_integer.ts";
 export { buildProgram, buildProgramOnce, PROGRAM_OUTPUT, ProgramBuildError } from "./build.ts";
 export {

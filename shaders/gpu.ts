@@ -68,6 +68,8 @@ export interface GpuRuntimeOptions {
   readonly powerPreference?: GPUPowerPreference;
   /** Request `shader-f16` when the adapter has it (default true). */
   readonly f16?: boolean;
+  /** Request `timestamp-query` when the adapter has it (default true), for timed sections. */
+  readonly timestamps?: boolean;
   /** Label of the device. */
   readonly label?: string;
   /**
@@ -108,10 +110,22 @@ export function f32Bits(x: number): number {
   return u32Scratch[0];
 }
 
+/** Most timed sections one step can hold (two timestamp queries each). */
+export const MAX_TIMED_SECTIONS = 512;
+
+/** GPU time of one {@link GpuStep.timed} section. */
+export interface SectionTiming {
+  /** The section's name. */
+  readonly name: string;
+  /** Milliseconds between the start and the end of its compute pass, as the GPU measured. */
+  readonly ms: number;
+}
+
 /**
  * One training step's GPU work: a command encoder and, lazily, a compute pass. Kernels encode into
  * `pass`; taking `encoder` ends the open pass (for copies and clears) and the next `pass` opens a
  * new one. `submit` finishes and submits once, then throws any validation error naming the step.
+ * For profiling, `timed(name)` opens a pass whose GPU time is reported in `timings` after submit.
  */
 export class GpuStep {
   readonly #rt: GpuRuntime;
@@ -121,6 +135,9 @@ export class GpuStep {
   #pass: GPUComputePassEncoder | undefined;
   #passes = 0;
   #done = false;
+  readonly #sections: string[] = [];
+  #querySet: GPUQuerySet | undefined;
+  #timings: SectionTiming[] = [];
 
   /** Use {@link GpuRuntime.beginStep}; `onSubmit` runs once the work is handed to the queue. */
   constructor(rt: GpuRuntime, label: string, onSubmit: () => void = () => {}) {
@@ -142,6 +159,42 @@ export class GpuStep {
     return this.#pass;
   }
 
+  /**
+   * A new compute pass named `name` (the open one is ended): kernels encoded into it, or into
+   * `pass` until the next `timed`/`encoder`, are timed together with GPU timestamps. Without the
+   * device's `timestamp-query` feature the pass is untimed and `timings` stays empty.
+   */
+  timed(name: string): GPUComputePassEncoder {
+    this.#assertOpen();
+    this.#pass?.end();
+    this.#pass = undefined;
+    const label = `${this.#label} / ${name}`;
+    if (!this.#rt.hasTimestamps) return this.#pass = this.#encoder.beginComputePass({ label });
+    if (this.#sections.length >= MAX_TIMED_SECTIONS) {
+      throw new RangeError(`Step "${this.#label}": more than ${MAX_TIMED_SECTIONS} timed sections`);
+    }
+    this.#querySet ??= this.#rt.device.createQuerySet({
+      label: `${this.#label} timestamps`,
+      type: "timestamp",
+      count: 2 * MAX_TIMED_SECTIONS,
+    });
+    const index = this.#sections.push(name) - 1;
+    this.#pass = this.#encoder.beginComputePass({
+      label,
+      timestampWrites: {
+        querySet: this.#querySet,
+        beginningOfPassWriteIndex: 2 * index,
+        endOfPassWriteIndex: 2 * index + 1,
+      },
+    });
+    return this.#pass;
+  }
+
+  /** GPU time of each {@link timed} section, in order; filled in by {@link submit}. */
+  get timings(): readonly SectionTiming[] {
+    return this.#timings;
+  }
+
   /** The command encoder, with any open compute pass ended first. */
   get encoder(): GPUCommandEncoder {
     this.#assertOpen();
@@ -154,16 +207,54 @@ export class GpuStep {
   async submit(): Promise<void> {
     const encoder = this.encoder;
     this.#done = true;
+    let readback: GPUBuffer[] | undefined;
     try {
+      if (this.#querySet && this.#sections.length > 0) {
+        readback = this.#resolveTimestamps(encoder, this.#querySet);
+      }
       this.#rt.device.queue.submit([encoder.finish({ label: this.#label })]);
     } finally {
       this.#onSubmit();
     }
-    const error = await this.#rt.device.popErrorScope();
-    // Errors of pipeline and buffer creation name their stage: report those before the step's.
-    await this.#rt.checkErrors();
-    if (error) throw new GpuStageError(`step "${this.#label}"`, "validation", error.message);
-    await this.#rt.device.queue.onSubmittedWorkDone();
+    try {
+      const error = await this.#rt.device.popErrorScope();
+      // Errors of pipeline and buffer creation name their stage: report those before the step's.
+      await this.#rt.checkErrors();
+      if (error) throw new GpuStageError(`step "${this.#label}"`, "validation", error.message);
+      await this.#rt.device.queue.onSubmittedWorkDone();
+      if (readback) await this.#readTimings(readback);
+    } finally {
+      for (const b of readback ?? []) b.destroy();
+      this.#querySet?.destroy();
+    }
+  }
+
+  /** Encode the resolve of the timestamps; returns [resolve buffer, mappable copy]. */
+  #resolveTimestamps(encoder: GPUCommandEncoder, querySet: GPUQuerySet): GPUBuffer[] {
+    const count = 2 * this.#sections.length;
+    const usage = GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC;
+    const resolved = this.#rt.device.createBuffer({ label: "timestamps", size: count * 8, usage });
+    const readback = this.#rt.device.createBuffer({
+      label: "timestamps readback",
+      size: count * 8,
+      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+    });
+    encoder.resolveQuerySet(querySet, 0, count, resolved, 0);
+    encoder.copyBufferToBuffer(resolved, 0, readback, 0, count * 8);
+    return [resolved, readback];
+  }
+
+  async #readTimings([, readback]: GPUBuffer[]): Promise<void> {
+    try {
+      await readback.mapAsync(GPUMapMode.READ);
+      const ns = new BigInt64Array(readback.getMappedRange());
+      this.#timings = this.#sections.map((name, i) => ({
+        name,
+        ms: Number(ns[2 * i + 1] - ns[2 * i]) / 1e6,
+      }));
+    } finally {
+      readback.unmap();
+    }
   }
 
   /**
@@ -175,6 +266,7 @@ export class GpuStep {
     this.#done = true;
     this.#pass?.end();
     this.#pass = undefined;
+    this.#querySet?.destroy();
     this.#rt.device.popErrorScope().catch(() => {});
     this.#onSubmit();
   }
@@ -199,6 +291,8 @@ export class GpuRuntime {
   readonly profile: TuningProfile;
   /** Whether `shader-f16` was enabled on the device. */
   readonly hasF16: boolean;
+  /** Whether `timestamp-query` was enabled (timed step sections report GPU time). */
+  readonly hasTimestamps: boolean;
   readonly #pipelines = new Map<string, GPUComputePipeline>();
   readonly #uniforms = new Map<string, GPUBuffer>();
   readonly #uniformLimit: number;
@@ -223,6 +317,7 @@ export class GpuRuntime {
     this.info = adapter.info;
     this.profile = profile;
     this.hasF16 = device.features.has("shader-f16");
+    this.hasTimestamps = device.features.has("timestamp-query");
     device.lost.then((info) => {
       this.#lost = new GpuDeviceLostError(info.reason, info.message);
     });
@@ -257,6 +352,9 @@ export class GpuRuntime {
     const requiredFeatures: GPUFeatureName[] = [];
     if (options.f16 !== false && adapter.features.has("shader-f16")) {
       requiredFeatures.push("shader-f16");
+    }
+    if (options.timestamps !== false && adapter.features.has("timestamp-query")) {
+      requiredFeatures.push("timestamp-query");
     }
     let device: GPUDevice;
     try {

@@ -132,3 +132,24 @@ Deno.test("a readback aborted while mapping rejects with the reason and leaks no
   await assert.rejects(() => pending, /cancelled/);
   assert.equal((await rt.read({ buffer: buf, size: 4 }))[0], 0, "the runtime still works");
 });
+
+Deno.test("timed sections report GPU time per section", async () => {
+  const { Elementwise } = await import("./elementwise.ts");
+  using rt = await GpuRuntime.create();
+  const ew = new Elementwise(rt);
+  const x = rt.buffer("x", 1 << 22);
+  const step = rt.beginStep("profiled");
+  ew.fill(step.timed("fill"), { out: x, n: 1 << 20, value: 1 });
+  ew.scale(step.timed("scale"), { x, n: 1 << 20, alpha: 3 });
+  ew.scale(step.pass, { x, n: 1 << 20, alpha: 2 }); // same pass: part of "scale"
+  step.encoder.clearBuffer(rt.buffer("other", 16));
+  ew.axpy(step.pass, { x, y: rt.buffer("y", 1 << 22), n: 1 << 20 }); // untimed pass
+  await step.submit();
+  assert.equal((await rt.read({ buffer: x, size: 4 }))[0], 6);
+  if (!rt.hasTimestamps) {
+    assert.deepEqual(step.timings, []);
+    return;
+  }
+  assert.deepEqual(step.timings.map((t) => t.name), ["fill", "scale"]);
+  for (const t of step.timings) assert.ok(t.ms >= 0 && t.ms < 60_000, `${t.name}: ${t.ms} ms`);
+});

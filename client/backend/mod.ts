@@ -19,3 +19,11 @@ export { parseAddress, TcpBackend, type TcpBackendEvent, type TcpBackendOptions 
 export { MemoryBackend, MemoryCoordinator, type MemoryCoordinatorOptions } from "./memory.ts";
 export { StateFeed } from "./state_feed.ts";
 export { COMPLIANCE_RUN_ID, type ComplianceEnv, describeBackendCompliance } from "./compliance.ts";
+export {
+  nextAccount,
+  SolanaBackend,
+  type SolanaBackendEvent,
+  type SolanaBackendOptions,
+  tickDue,
+  tickProbability,
+} from "./solana.ts";

@@ -187,12 +187,18 @@ export class SolanaRpcClient {
   async subscribeAccount(
     at: Address,
     onData: (data: Uint8Array) => void,
-    opts: { signal: AbortSignal; onError?: (e: Error) => void; retryMs?: number },
+    opts: {
+      signal: AbortSignal;
+      /** Called each time the subscription is confirmed (refetch then: changes in between are not notified). */
+      onOpen?: () => void;
+      onError?: (e: Error) => void;
+      retryMs?: number;
+    },
   ): Promise<void> {
     const retryMs = opts.retryMs ?? 500;
     while (!opts.signal.aborted) {
       try {
-        await this.#subscribeOnce(at, onData, opts.signal);
+        await this.#subscribeOnce(at, onData, opts.signal, opts.onOpen);
       } catch (e) {
         if (opts.signal.aborted) return;
         opts.onError?.(e as Error);
@@ -211,6 +217,7 @@ export class SolanaRpcClient {
     at: Address,
     onData: (data: Uint8Array) => void,
     signal: AbortSignal,
+    onOpen?: () => void,
   ): Promise<void> {
     return new Promise((resolve, reject) => {
       const ws = new WebSocket(this.wsUrl);
@@ -226,6 +233,8 @@ export class SolanaRpcClient {
       };
       ws.onmessage = (event) => {
         let msg: {
+          id?: number;
+          result?: unknown;
           method?: string;
           error?: { message: string };
           params?: { result: { value: { data: [string, string] } } };
@@ -242,6 +251,7 @@ export class SolanaRpcClient {
           reject(new RpcTransportError(`accountSubscribe at ${this.wsUrl}: ${msg.error.message}`));
           return;
         }
+        if (msg.id === 1 && msg.result !== undefined) onOpen?.();
         if (msg.method === "accountNotification" && msg.params !== undefined) {
           onData(decodeAccountData(msg.params.result.value.data));
         }

@@ -1,0 +1,425 @@
+/**
+ * {@linkcode CoordinatorBackend} on Solana: the run is the coordinator program's account
+ * (coordinator/solana/), read through `accountSubscribe` and changed by transactions.
+ *
+ * - **States**: every account notification is decoded; only a higher `nonce` than the
+ *   newest seen is accepted (notifications from two RPCs, or a refetch after a
+ *   reconnect, may arrive out of order). The subscription reconnects by itself and
+ *   refetches the account each time it (re)opens.
+ * - **Joining**: `join()` sends `join_run`; after that the backend joins again whenever it
+ *   sees WaitingForMembers without its registration pending, because the program starts
+ *   every epoch with `nextActive + 1` (each client re-joins per epoch, as in Psyche).
+ * - **Ticks**: nobody else moves the run forward. Every `tickIntervalMs` the backend runs
+ *   the TypeScript machine's `tick` on a copy of the newest state at the current time; when
+ *   the copy changes, it sends a `tick` transaction with probability 2/len(clients)
+ *   (always with at most two), so a few clients, not all, pay for each transition.
+ * - **Reports** (witness, warmup witness, health check, checkpoint) go through
+ *   coordinator/solana/cli/transactions.ts: retries with back-off, then `--rpc-2`.
+ *
+ * Errors: the program's coordinator codes come back as CoordinatorError (same codes as the
+ * TCP server), its own codes as CoordinatorProgramError; `NotAuthorizedToJoin` and a
+ * missing or different run are a final BackendError("Refused"); no confirmation after every
+ * retry is BackendError("Disconnected").
+ *
+ * The program keeps no witness metadata (Psyche's keeps it for event logs only), so
+ * `sendWitness` sends the witness alone. The program has no withdraw instruction: a closed
+ * client stays registered until health checks remove it.
+ *
+ * @module
+ */
+import { type Address, getAddressEncoder, type Instruction, type KeyPairSigner } from "@solana/kit";
+import { CoordinatorError } from "../../coordinator/errors.ts";
+import { tick } from "../../coordinator/machine.ts";
+import { isHalted, keyString } from "../../coordinator/machine_core.ts";
+import type {
+  Checkpoint,
+  CoordinatorState,
+  HealthCheck,
+  NodeIdentity,
+  Witness,
+  WitnessMetadata,
+} from "../../coordinator/mod.ts";
+import {
+  AccountDecodeError,
+  type CoordinatorAccount,
+  decodeCoordinatorAccount,
+  pendingRegistrations,
+} from "../../coordinator/solana/account.ts";
+import { CoordinatorProgramError } from "../../coordinator/solana/errors.ts";
+import type { CoordinatorInstruction } from "../../coordinator/solana/instructions.ts";
+import { coordinatorInstruction } from "../../coordinator/solana/kit.ts";
+import { type SolanaRpcClient } from "../../coordinator/solana/cli/rpc_client.ts";
+import {
+  TransactionSender,
+  TransactionUnconfirmedError,
+} from "../../coordinator/solana/cli/transactions.ts";
+import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
+import { StateFeed } from "./state_feed.ts";
+
+/** What the backend did, for the client's log. */
+export type SolanaBackendEvent =
+  | { kind: "Subscribed"; url: string }
+  | { kind: "SubscriptionLost"; url: string; reason: string }
+  | { kind: "TickSent"; runState: string }
+  | { kind: "Joined"; epoch: number }
+  | { kind: "Retry"; rpc: string; attempt: number; error: string }
+  | { kind: "SendFailed"; what: string; error: string }
+  | { kind: "Failed"; error: BackendError };
+
+/** Options of {@linkcode SolanaBackend.connect}. */
+export interface SolanaBackendOptions {
+  /** RPCs in order of preference (`--rpc`, then `--rpc-2`); the first one's WebSocket is followed. */
+  rpcs: readonly SolanaRpcClient[];
+  /** The wallet: signs and pays; its key is this client's signer on the run. */
+  wallet: KeyPairSigner;
+  /** This client's libp2p public key (32 bytes), registered with `join_run`. */
+  p2pIdentity: Uint8Array;
+  /** The coordinator program. */
+  programId: Address;
+  /** The run's coordinator account. */
+  coordinator: Address;
+  /** The run id this client expects the account to hold. */
+  runId: string;
+  /** Milliseconds between tick checks (default 500, as Psyche's client). */
+  tickIntervalMs?: number;
+  /** Uniform [0, 1) source for the tick lottery (default Math.random). */
+  random?: () => number;
+  /** Wall-clock milliseconds (default Date.now); the chain's clock follows wall time. */
+  now?: () => number;
+  /** Transaction attempts per RPC (default 4). */
+  attemptsPerRpc?: number;
+  /** Backend events. */
+  onEvent?: (event: SolanaBackendEvent) => void;
+  /** Aborts the first fetch. */
+  signal?: AbortSignal;
+}
+
+/** Entries per health-check transaction (fits the 1,232-byte and compute limits). */
+const HEALTH_CHECKS_PER_TX = 16;
+/** A report with this many entries asks for the whole transaction compute budget. */
+const HEALTH_CHECK_UNITS = 1_400_000;
+
+/** Milliseconds before the same state is ticked again when the first tick changed nothing. */
+const TICK_RETRY_MS = 2000;
+
+/** The probability Psyche's client sends a due tick: 2/len(clients), 1 with at most two. */
+export function tickProbability(clients: number): number {
+  return clients <= 2 ? 1 : 2 / clients;
+}
+
+/**
+ * Whether the run's state is due to change at `nowSeconds`: the machine's tick on a copy
+ * of `account.state` (with the registry's pending clients in WaitingForMembers) changes it.
+ * Pure: the account is not touched.
+ */
+export function tickDue(account: CoordinatorAccount, nowSeconds: number): boolean {
+  const state = account.state;
+  if (isHalted(state)) return false;
+  const pending = state.runState === "WaitingForMembers"
+    ? pendingRegistrations(account).slice(0, state.config.maxClients).map((r) => ({
+      signer: r.signer,
+      p2pIdentity: r.p2pIdentity,
+    }))
+    : null;
+  try {
+    return tick(structuredClone(state), pending, nowSeconds, 0n).kind !== "Unchanged";
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What a backend holding `current` does with newly read account bytes: the decoded
+ * account when its nonce is higher, null when it is not newer (a stale notification or
+ * refetch), or the final BackendError when the bytes are no coordinator (Protocol) or hold
+ * another run (Refused, naming both run ids). Pure.
+ */
+export function nextAccount(
+  current: CoordinatorAccount | null,
+  data: Uint8Array,
+  expect: { runId: string; coordinator: Address },
+): CoordinatorAccount | null | BackendError {
+  let account: CoordinatorAccount;
+  try {
+    account = decodeCoordinatorAccount(data);
+  } catch (e) {
+    if (!(e instanceof AccountDecodeError)) throw e;
+    return new BackendError(
+      "Protocol",
+      `the account at ${expect.coordinator} is not a coordinator: ${e.message}`,
+    );
+  }
+  if (account.state.runId !== expect.runId) {
+    return new BackendError(
+      "Refused",
+      `run id "${expect.runId}" does not match this coordinator's run ` +
+        `"${account.state.runId}" (account ${expect.coordinator})`,
+    );
+  }
+  if (current !== null && account.nonce <= current.nonce) return null;
+  return account;
+}
+
+/** The Solana implementation of the coordinator backend. */
+export class SolanaBackend implements CoordinatorBackend {
+  readonly identity: NodeIdentity;
+  readonly #o: SolanaBackendOptions;
+  readonly #feed = new StateFeed();
+  readonly #sender: TransactionSender;
+  readonly #stop = new AbortController();
+  #account: CoordinatorAccount | null = null;
+  #failure: BackendError | null = null;
+  #wantJoin = false;
+  #joining = false;
+  /** The nonce and time of the last tick sent: one tick per state, again after a while. */
+  #tickSent: { nonce: bigint; at: number } | null = null;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #following: Promise<void> = Promise.resolve();
+  #closed = false;
+
+  private constructor(opts: SolanaBackendOptions) {
+    this.#o = opts;
+    if (opts.p2pIdentity.length !== 32) {
+      throw new RangeError(`p2pIdentity must be 32 bytes, found ${opts.p2pIdentity.length}`);
+    }
+    this.identity = {
+      signer: getAddressEncoder().encode(opts.wallet.address) as Uint8Array,
+      p2pIdentity: opts.p2pIdentity,
+    };
+    this.#sender = new TransactionSender({
+      rpcs: opts.rpcs,
+      payer: opts.wallet,
+      attemptsPerRpc: opts.attemptsPerRpc,
+      onRetry: (r) =>
+        opts.onEvent?.({
+          kind: "Retry",
+          rpc: r.rpc,
+          attempt: r.attempt,
+          error: r.error.message,
+        }),
+    });
+  }
+
+  /**
+   * Reads the run's account once (throws the transport error when no RPC answers), then
+   * follows it. A missing account or a different run id makes the backend refused.
+   */
+  static async connect(opts: SolanaBackendOptions): Promise<SolanaBackend> {
+    const backend = new SolanaBackend(opts);
+    await backend.#refresh(opts.signal, true);
+    backend.#start();
+    return backend;
+  }
+
+  /** The newest decoded account (registry, nonce, authorities), or null. */
+  account(): CoordinatorAccount | null {
+    return this.#account;
+  }
+
+  states(options: CallOptions = {}): AsyncIterable<CoordinatorState> {
+    return this.#feed.follow(options.signal);
+  }
+
+  latest(): CoordinatorState | null {
+    return this.#feed.latest();
+  }
+
+  async join(options: CallOptions = {}): Promise<void> {
+    this.#usable(options.signal);
+    await this.#send("join_run", { kind: "JoinRun", p2pIdentity: this.identity.p2pIdentity }, {
+      signal: options.signal,
+    });
+    this.#wantJoin = true;
+    this.#o.onEvent?.({ kind: "Joined", epoch: this.latest()?.progress.epoch ?? 0 });
+  }
+
+  async sendWitness(
+    witness: Witness,
+    _metadata: WitnessMetadata,
+    options: CallOptions = {},
+  ): Promise<void> {
+    this.#usable(options.signal);
+    await this.#send("witness", { kind: "Witness", witness }, { signal: options.signal });
+  }
+
+  async sendWarmupWitness(witness: Witness, options: CallOptions = {}): Promise<void> {
+    this.#usable(options.signal);
+    await this.#send("warmup_witness", { kind: "WarmupWitness", witness }, {
+      signal: options.signal,
+    });
+  }
+
+  async sendHealthCheck(checks: readonly HealthCheck[], options: CallOptions = {}): Promise<void> {
+    this.#usable(options.signal);
+    for (let i = 0; i < checks.length; i += HEALTH_CHECKS_PER_TX) {
+      const batch = checks.slice(i, i + HEALTH_CHECKS_PER_TX);
+      await this.#send("health_check", {
+        kind: "HealthCheck",
+        checks: batch.map((c) => ({ signer: c.id.signer, proof: c.proof })),
+      }, { signal: options.signal, computeUnitLimit: HEALTH_CHECK_UNITS });
+    }
+  }
+
+  async sendCheckpoint(repo: Checkpoint, options: CallOptions = {}): Promise<void> {
+    this.#usable(options.signal);
+    const state = this.latest();
+    const me = keyString(this.identity.signer);
+    const index = state?.epochState.clients.findIndex((c) => keyString(c.id.signer) === me) ??
+      -1;
+    // Not a client: the program refuses it with the coordinator's InvalidCheckpoint.
+    await this.#send("checkpoint", { kind: "Checkpoint", index: Math.max(0, index), repo }, {
+      signal: options.signal,
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#stop.abort(new BackendError("Closed", "the backend was closed"));
+    this.#feed.close();
+    await this.#following;
+  }
+
+  /** Throws when the backend cannot take calls, or `signal` already aborted. */
+  #usable(signal?: AbortSignal): void {
+    signal?.throwIfAborted();
+    if (this.#closed) throw new BackendError("Closed", "the backend was closed");
+    if (this.#failure !== null) throw this.#failure;
+  }
+
+  #fail(error: BackendError): void {
+    if (this.#failure !== null) return;
+    this.#failure = error;
+    this.#o.onEvent?.({ kind: "Failed", error });
+    this.#feed.fail(error);
+  }
+
+  async #send(
+    what: string,
+    ix: CoordinatorInstruction,
+    opts: { signal?: AbortSignal; computeUnitLimit?: number } = {},
+  ): Promise<void> {
+    const instruction: Instruction = coordinatorInstruction({
+      programId: this.#o.programId,
+      coordinator: this.#o.coordinator,
+      signer: ix.kind === "Tick" ? null : this.#o.wallet,
+      ix,
+    });
+    const signal = opts.signal === undefined
+      ? this.#stop.signal
+      : AbortSignal.any([opts.signal, this.#stop.signal]);
+    try {
+      await this.#sender.send([instruction], { signal, computeUnitLimit: opts.computeUnitLimit });
+    } catch (e) {
+      if (opts.signal?.aborted) throw opts.signal.reason;
+      if (this.#stop.signal.aborted) throw this.#stop.signal.reason;
+      if (e instanceof CoordinatorError) throw e;
+      if (e instanceof CoordinatorProgramError) {
+        if (e.errorName === "NotAuthorizedToJoin") {
+          const refused = new BackendError(
+            "Refused",
+            `${what} refused: ${this.#o.wallet.address} may not join run "${this.#o.runId}" ` +
+              `(${e.message})`,
+            { cause: e },
+          );
+          this.#fail(refused);
+          throw refused;
+        }
+        throw e;
+      }
+      if (e instanceof TransactionUnconfirmedError) {
+        throw new BackendError("Disconnected", `${what}: ${e.message}`, { cause: e });
+      }
+      throw e;
+    }
+  }
+
+  /** Fetches the account from the first RPC that answers and takes it if newer. */
+  async #refresh(signal?: AbortSignal, first = false): Promise<void> {
+    let lastError: Error | null = null;
+    for (const rpc of this.#o.rpcs) {
+      let data: Uint8Array | null;
+      try {
+        data = await rpc.accountData(this.#o.coordinator, signal);
+      } catch (e) {
+        if (signal?.aborted) throw signal.reason;
+        lastError = e as Error;
+        continue;
+      }
+      if (data === null) {
+        this.#fail(
+          new BackendError(
+            "Refused",
+            `run "${this.#o.runId}" has no coordinator account at ${this.#o.coordinator}`,
+          ),
+        );
+        return;
+      }
+      this.#accept(data);
+      return;
+    }
+    if (first) throw lastError ?? new Error("no RPC given");
+  }
+
+  /** Decodes account bytes; publishes the state when its nonce is newer. */
+  #accept(data: Uint8Array): void {
+    if (this.#failure !== null || this.#closed) return;
+    const next = nextAccount(this.#account, data, {
+      runId: this.#o.runId,
+      coordinator: this.#o.coordinator,
+    });
+    if (next instanceof BackendError) return this.#fail(next);
+    if (next === null) return;
+    this.#account = next;
+    this.#feed.publish(next.state);
+    this.#maybeRejoin(next);
+  }
+
+  #maybeRejoin(account: CoordinatorAccount): void {
+    if (!this.#wantJoin || this.#joining) return;
+    if (account.state.runState !== "WaitingForMembers") return;
+    const me = keyString(this.identity.signer);
+    const mine = account.registry.find((r) => keyString(r.signer) === me);
+    if (mine !== undefined && mine.active === account.nextActive) return;
+    this.#joining = true;
+    this.#send("join_run", { kind: "JoinRun", p2pIdentity: this.identity.p2pIdentity })
+      .then(() => this.#o.onEvent?.({ kind: "Joined", epoch: account.state.progress.epoch }))
+      .catch((e) => this.#report("join_run", e))
+      .finally(() => this.#joining = false);
+  }
+
+  #report(what: string, e: unknown): void {
+    if (this.#closed) return;
+    this.#o.onEvent?.({ kind: "SendFailed", what, error: (e as Error).message });
+  }
+
+  #start(): void {
+    const rpc = this.#o.rpcs[0];
+    this.#following = rpc.subscribeAccount(this.#o.coordinator, (data) => this.#accept(data), {
+      signal: this.#stop.signal,
+      onOpen: () => {
+        this.#o.onEvent?.({ kind: "Subscribed", url: rpc.wsUrl });
+        this.#refresh(this.#stop.signal).catch(() => {});
+      },
+      onError: (e) =>
+        this.#o.onEvent?.({ kind: "SubscriptionLost", url: rpc.wsUrl, reason: e.message }),
+    });
+    const random = this.#o.random ?? Math.random;
+    const now = this.#o.now ?? Date.now;
+    this.#timer = setInterval(() => {
+      const account = this.#account;
+      if (account === null || this.#failure !== null) return;
+      const t = now();
+      const sent = this.#tickSent;
+      if (sent !== null && sent.nonce === account.nonce && t - sent.at < TICK_RETRY_MS) return;
+      if (!tickDue(account, Math.floor(t / 1000))) return;
+      if (random() >= tickProbability(account.state.epochState.clients.length)) return;
+      this.#tickSent = { nonce: account.nonce, at: t };
+      const runState = account.state.runState;
+      this.#send("tick", { kind: "Tick" })
+        .then(() => this.#o.onEvent?.({ kind: "TickSent", runState }))
+        .catch((e) => this.#report("tick", e));
+    }, this.#o.tickIntervalMs ?? 500);
+  }
+}

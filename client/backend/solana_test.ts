@@ -1,0 +1,157 @@
+import assert from "node:assert/strict";
+import { generateIdentity } from "../../net/identity.ts";
+import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
+import { startTestRun, type TestRun } from "../../coordinator/solana/localnet/test_run.ts";
+import { decodeCoordinatorAccount } from "../../coordinator/solana/account.ts";
+import { SolanaRpcClient } from "../../coordinator/solana/cli/rpc_client.ts";
+import { COMPLIANCE_RUN_ID, describeBackendCompliance } from "./compliance.ts";
+import { nextAccount, SolanaBackend, tickDue, tickProbability } from "./solana.ts";
+import { BackendError } from "./backend.ts";
+
+async function connect(
+  run: TestRun,
+  runId: string,
+  extra: Partial<Parameters<typeof SolanaBackend.connect>[0]> = {},
+) {
+  const wallet = await run.newWallet();
+  return await SolanaBackend.connect({
+    rpcs: [run.rpc],
+    wallet: wallet.signer,
+    p2pIdentity: generateIdentity().publicKey,
+    programId: run.net.ledger.programId,
+    coordinator: run.coordinator,
+    runId,
+    tickIntervalMs: 100,
+    ...extra,
+  });
+}
+
+describeBackendCompliance("solana", async () => {
+  const run = await startTestRun({
+    runId: COMPLIANCE_RUN_ID,
+    config: testConfig({ initMinClients: 2, minClients: 2, waitingForMembersExtraTime: 1 }),
+    model: testModel(),
+  });
+  return {
+    host: { pending: () => run.pending() },
+    leavesOnClose: false,
+    connect: (runId) => connect(run, runId),
+    close: () => run.close(),
+  };
+});
+
+Deno.test("tick lottery: always with two clients or fewer, else 2/len", () => {
+  assert.equal(tickProbability(0), 1);
+  assert.equal(tickProbability(2), 1);
+  assert.equal(tickProbability(8), 0.25);
+});
+
+Deno.test("a tick is due only when the machine would change the state", async () => {
+  await using run = await startTestRun({
+    runId: "due",
+    config: testConfig({ initMinClients: 1, minClients: 1, waitingForMembersExtraTime: 1 }),
+    model: testModel(),
+  });
+  const read = async () => decodeCoordinatorAccount((await run.rpc.accountData(run.coordinator))!);
+  const empty = await read();
+  const start = empty.state.runStateStartUnixTimestamp;
+  assert.equal(tickDue(empty, start + 100), false, "nobody pending");
+  const backend = await connect(run, "due", { tickIntervalMs: 60_000 }); // no ticks of its own
+  try {
+    await backend.join();
+    const account = await read();
+    assert.equal(account.state.runState, "WaitingForMembers");
+    assert.equal(tickDue(account, start), false, "the extra time has not passed");
+    assert.equal(tickDue(account, start + 1), true, "one pending client, extra time over");
+    assert.equal(account.state.runState, "WaitingForMembers", "the account is not touched");
+    const paused = structuredClone(account);
+    paused.state.runState = "Paused";
+    assert.equal(tickDue(paused, start + 100), false, "a halted run never ticks");
+  } finally {
+    await backend.close();
+  }
+});
+
+Deno.test("when the first RPC is down, reads and sends fall back to the second", async () => {
+  await using run = await startTestRun({
+    runId: "fallback",
+    config: testConfig({ initMinClients: 2, minClients: 2 }),
+    model: testModel(),
+  });
+  const dead = new SolanaRpcClient({
+    url: "http://127.0.0.1:9",
+    wsUrl: "ws://127.0.0.1:9",
+    timeoutMs: 500,
+  });
+  const wallet = await run.newWallet();
+  const retries: string[] = [];
+  // The first RPC is down: the initial read and every send fall back to the second.
+  const backend = await SolanaBackend.connect({
+    rpcs: [dead, run.rpc],
+    wallet: wallet.signer,
+    p2pIdentity: generateIdentity().publicKey,
+    programId: run.net.ledger.programId,
+    coordinator: run.coordinator,
+    runId: "fallback",
+    attemptsPerRpc: 2,
+    onEvent: (e) => {
+      if (e.kind === "Retry") retries.push(e.rpc);
+    },
+  });
+  try {
+    const before = backend.account()!.nonce;
+    await backend.join();
+    assert.equal(run.pending().length, 1);
+    assert.deepEqual(retries, ["http://127.0.0.1:9", "http://127.0.0.1:9"]);
+    assert.ok(before >= 1n);
+  } finally {
+    await backend.close();
+  }
+});
+
+Deno.test("a permissioned run refuses a wallet that is not authorized, for good", async () => {
+  await using run = await startTestRun({
+    runId: "closed",
+    config: testConfig(),
+    model: testModel(),
+    permissionless: false,
+  });
+  const backend = await connect(run, "closed");
+  try {
+    await assert.rejects(
+      backend.join(),
+      (e) =>
+        e instanceof BackendError && e.kind === "Refused" && /NotAuthorizedToJoin/.test(e.message),
+    );
+    await assert.rejects(backend.join(), (e) => e instanceof BackendError && e.kind === "Refused");
+    assert.equal(run.pending().length, 0);
+  } finally {
+    await backend.close();
+  }
+});
+
+Deno.test("only higher nonces are taken; another run or foreign bytes are final errors", async () => {
+  await using run = await startTestRun({
+    runId: "nonce",
+    config: testConfig(),
+    model: testModel(),
+  });
+  const expect = { runId: "nonce", coordinator: run.coordinator };
+  const older = (await run.rpc.accountData(run.coordinator))!;
+  await run.operator.update(run.coordinator, {
+    metadata: { name: "n", description: "", numParameters: 1, vocabSize: 1 },
+  });
+  const newer = (await run.rpc.accountData(run.coordinator))!;
+  const first = nextAccount(null, older, expect);
+  assert.ok(first !== null && !(first instanceof BackendError));
+  const second = nextAccount(first, newer, expect);
+  assert.ok(second !== null && !(second instanceof BackendError));
+  assert.equal(second.nonce, first.nonce + 1n);
+  assert.equal(nextAccount(second, older, expect), null, "a stale notification is ignored");
+  assert.equal(nextAccount(second, newer, expect), null, "the same nonce is not new");
+  const other = nextAccount(null, older, { ...expect, runId: "else" });
+  assert.ok(other instanceof BackendError && other.kind === "Refused");
+  assert.match(other.message, /run id "else" does not match this coordinator's run "nonce"/);
+  const junk = nextAccount(null, new Uint8Array(100), expect);
+  assert.ok(junk instanceof BackendError && junk.kind === "Protocol");
+});

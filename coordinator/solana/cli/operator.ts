@@ -1,0 +1,170 @@
+/**
+ * What a run's operator does on chain, as plain async calls (the `deno task solana`
+ * commands are thin wrappers around these): create a run, update its config and model,
+ * pause and resume it, grant join authorization and delegates, tick it, and dump it as
+ * JSON. Each call builds the program's instruction (coordinator/solana/kit.ts) and sends
+ * it with {@linkcode TransactionSender} (retries, RPC fallback, typed program errors).
+ *
+ * @module
+ */
+
+import { type Address, getAddressEncoder, type KeyPairSigner } from "@solana/kit";
+import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../../types.ts";
+import { coordinatorStateToJson } from "../../encoding_json.ts";
+import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from "../account.ts";
+import { coordinatorAddress } from "../addresses.ts";
+import type { CoordinatorInstruction, RunMetadata } from "../instructions.ts";
+import { coordinatorInstruction, createRunInstructions } from "../kit.ts";
+import type { SolanaRpcClient } from "./rpc_client.ts";
+import type { TransactionSender } from "./transactions.ts";
+
+/** The run does not exist or is not a coordinator account. */
+export class RunNotFoundError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RunNotFoundError";
+  }
+}
+
+/** Options of {@linkcode RunOperator}. */
+export interface RunOperatorOptions {
+  rpc: SolanaRpcClient;
+  /** Sends as the operator's wallet (the run's main authority, join authority or authorizer). */
+  sender: TransactionSender;
+  programId: Address;
+}
+
+/** A run's config/model/metadata/progress change (any subset, at least one). */
+export interface RunUpdate {
+  metadata?: RunMetadata;
+  config?: CoordinatorConfig;
+  model?: LlmModel;
+  progress?: CoordinatorProgress;
+}
+
+const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+
+/** Operator actions on coordinator runs, signed by one wallet. */
+export class RunOperator {
+  readonly #o: RunOperatorOptions;
+
+  constructor(opts: RunOperatorOptions) {
+    this.#o = opts;
+  }
+
+  /** The wallet that signs. */
+  get wallet(): KeyPairSigner {
+    return this.#o.sender.payer;
+  }
+
+  /** The account address of `runId` created by `mainAuthority` (default: this wallet). */
+  address(runId: string, mainAuthority: Address = this.wallet.address): Promise<Address> {
+    return coordinatorAddress({ mainAuthority, runId, programId: this.#o.programId });
+  }
+
+  /**
+   * Creates the run's account (rent paid by this wallet, which becomes the main authority)
+   * and initializes it; returns its address.
+   */
+  async createRun(opts: {
+    runId: string;
+    joinAuthority: Address;
+    permissionless: boolean;
+  }): Promise<Address> {
+    const { coordinator, instructions } = await createRunInstructions({
+      programId: this.#o.programId,
+      payer: this.wallet,
+      mainAuthority: this.wallet,
+      joinAuthority: opts.joinAuthority,
+      runId: opts.runId,
+      permissionless: opts.permissionless,
+      rentLamports: await this.#o.rpc.rentExemption(ACCOUNT_SIZE),
+    });
+    await this.#o.sender.send(instructions);
+    return coordinator;
+  }
+
+  async #send(coordinator: Address, ix: CoordinatorInstruction, signed = true): Promise<string> {
+    return await this.#o.sender.send([
+      coordinatorInstruction({
+        programId: this.#o.programId,
+        coordinator,
+        signer: signed ? this.wallet : null,
+        ix,
+      }),
+    ]);
+  }
+
+  /** Updates metadata, config, model and/or progress (config/model/progress only while halted). */
+  update(coordinator: Address, update: RunUpdate): Promise<string> {
+    if (Object.values(update).every((v) => v === undefined)) {
+      throw new TypeError("update needs at least one of metadata, config, model, progress");
+    }
+    return this.#send(coordinator, { kind: "Update", ...update });
+  }
+
+  /** Pauses (`true`) or resumes (`false`) the run. */
+  setPaused(coordinator: Address, paused: boolean): Promise<string> {
+    return this.#send(coordinator, { kind: "SetPaused", paused });
+  }
+
+  /** As the join authority: grants `authorizer` (who may join and name delegates). */
+  grantAuthorizer(coordinator: Address, authorizer: Address): Promise<string> {
+    return this.#send(coordinator, {
+      kind: "GrantAuthorizer",
+      authorizer: getAddressEncoder().encode(authorizer) as Uint8Array,
+    });
+  }
+
+  /** As the authorizer: adds delegates (after clearing the list when `clear`). */
+  setDelegates(coordinator: Address, delegates: Address[], clear = false): Promise<string> {
+    return this.#send(coordinator, {
+      kind: "SetDelegates",
+      clear,
+      delegates: delegates.map((d) => getAddressEncoder().encode(d) as Uint8Array),
+    });
+  }
+
+  /** Sends a tick (anyone may). */
+  tick(coordinator: Address): Promise<string> {
+    return this.#send(coordinator, { kind: "Tick" }, false);
+  }
+
+  /** Reads and decodes the run's account. */
+  async read(coordinator: Address): Promise<CoordinatorAccount> {
+    const data = await this.#o.rpc.accountData(coordinator);
+    if (data === null) throw new RunNotFoundError(`no account at ${coordinator}`);
+    try {
+      return decodeCoordinatorAccount(data);
+    } catch (e) {
+      throw new RunNotFoundError(
+        `the account at ${coordinator} is not a coordinator run: ${(e as Error).message}`,
+      );
+    }
+  }
+}
+
+/**
+ * The run as JSON: the program's fields (authorities hex, nonce, registry) and the
+ * coordinator state in the same JSON the TCP server's tools print (encoding_json.ts).
+ */
+export function runJson(account: CoordinatorAccount): Record<string, unknown> {
+  return {
+    version: account.version,
+    nonce: account.nonce.toString(),
+    permissionless: account.permissionless,
+    mainAuthority: hex(account.mainAuthority),
+    joinAuthority: hex(account.joinAuthority),
+    authorizer: account.authorizer === null ? null : hex(account.authorizer),
+    delegates: account.delegates.map(hex),
+    metadata: account.metadata,
+    nextActive: account.nextActive.toString(),
+    registry: account.registry.map((r) => ({
+      signer: hex(r.signer),
+      p2pIdentity: hex(r.p2pIdentity),
+      active: r.active.toString(),
+      pending: r.active === account.nextActive,
+    })),
+    state: coordinatorStateToJson(account.state),
+  };
+}

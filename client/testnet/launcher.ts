@@ -46,6 +46,8 @@ export interface TestnetOptions {
   readonly checkpointDir?: string | null;
   /** Keep the temporary folder after `stop()`. */
   readonly keepTemp?: boolean;
+  /** Extra arguments for the coordinator (e.g. `--withdraw-on-disconnect false`). */
+  readonly coordinatorArgs?: readonly string[];
   /** Extra arguments for every client (e.g. `--model DIR`). */
   readonly clientArgs?: readonly string[];
   /** How long to wait for the coordinator to listen (default 60 s). */
@@ -146,6 +148,7 @@ export class Testnet {
         "--save-state-dir",
         join(tempDir, "saved-states"),
         ...(prepared.servesData ? ["--data-config", dataPath] : []),
+        ...(options.coordinatorArgs ?? []),
       ];
       let testnet: Testnet | null = null;
       const tail: string[] = [];

@@ -6,6 +6,9 @@
  * @module
  */
 import { join } from "node:path";
+import type { CoordinatorState } from "../../coordinator/types.ts";
+import { generateIdentity } from "../../net/identity.ts";
+import { TcpBackend } from "../backend/tcp.ts";
 import { REPO_ROOT } from "./launcher.ts";
 
 /** Timings and sizes of a tiny run (seconds, sequences). */
@@ -77,4 +80,91 @@ export async function tinyRunFolder(options: TinyRunOptions = {}): Promise<strin
   const dir = await Deno.makeTempDir({ prefix: "psyche-e2e-config-" });
   await Deno.writeTextFile(join(dir, "state.toml"), tinyRunToml(options));
   return dir;
+}
+
+/** One JSON event of one testnet process. */
+export interface SeenEvent {
+  readonly label: string;
+  readonly kind: "coordinator" | "client" | "testnet";
+  readonly event: Record<string, unknown>;
+}
+
+/**
+ * Collects a testnet's events (pass `watcher.onEvent` to `Testnet.start`) and waits for
+ * conditions on them, failing with the condition's name and the last events seen.
+ */
+export class EventWatcher {
+  /** Every event so far, in arrival order. */
+  readonly events: SeenEvent[] = [];
+  readonly #waiters = new Set<() => void>();
+
+  /** Records an event (give this to `Testnet.start`). */
+  readonly onEvent = (
+    label: string,
+    kind: SeenEvent["kind"],
+    event: Record<string, unknown>,
+  ): void => {
+    this.events.push({ label, kind, event });
+    for (const wake of this.#waiters) wake();
+  };
+
+  /** Events of `name` (from `label` when given). */
+  named(name: string, label?: string): SeenEvent[] {
+    return this.events.filter((e) =>
+      e.event.event === name && (label === undefined || e.label === label)
+    );
+  }
+
+  /**
+   * Resolves with the first truthy value of `check()`, re-evaluated on every event; throws
+   * naming `what` after `timeoutMs`.
+   */
+  async waitFor<T>(what: string, check: () => T | undefined | null | false, timeoutMs: number) {
+    const deadline = Date.now() + timeoutMs;
+    while (true) {
+      const value = check();
+      if (value) return value;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        const tail = this.events.slice(-25).map((e) => `${e.label}: ${JSON.stringify(e.event)}`);
+        throw new Error(
+          `timed out after ${timeoutMs} ms waiting for ${what}; last events:\n` +
+            tail.join("\n"),
+        );
+      }
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          clearTimeout(timer);
+          this.#waiters.delete(wake);
+          resolve();
+        };
+        const timer = setTimeout(wake, Math.min(left, 500));
+        this.#waiters.add(wake);
+      });
+    }
+  }
+}
+
+/**
+ * Follows the coordinator's state as an observer (connected, never joined) and hands every
+ * state to `onState`, until `signal` aborts. Tests use it to see what the logs do not say,
+ * such as the checkpoint an epoch starts from.
+ */
+export async function observeCoordinator(
+  options: { address: string; runId: string; signal: AbortSignal },
+  onState: (state: CoordinatorState) => void,
+): Promise<void> {
+  const backend = await TcpBackend.connect({
+    address: options.address,
+    runId: options.runId,
+    identity: generateIdentity(),
+    signal: options.signal,
+  });
+  try {
+    for await (const state of backend.states({ signal: options.signal })) onState(state);
+  } catch (e) {
+    if (!options.signal.aborted) throw e;
+  } finally {
+    await backend.close();
+  }
 }

@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import { parseTestnetArgs, TestnetUsageError } from "./args.ts";
+
+const base = ["--num-clients", "3", "--config-path", "cfg"];
+
+Deno.test("testnet arguments: defaults and every option", () => {
+  assert.deepEqual(parseTestnetArgs(base), {
+    numClients: 3,
+    configPath: "cfg",
+    randomKillNum: 0,
+    randomKillIntervalS: 120,
+    logs: "console",
+    stopAfterEpochs: null,
+    stopAfterSeconds: null,
+    checkpointDir: null,
+    keepTemp: false,
+  });
+  assert.deepEqual(
+    parseTestnetArgs([
+      ...base,
+      "--random-kill-num",
+      "2",
+      "--random-kill-interval",
+      "30",
+      "--logs",
+      "json",
+      "--stop-after-epochs",
+      "4",
+      "--stop-after-seconds",
+      "60",
+      "--checkpoint-dir",
+      "out",
+      "--keep-temp",
+    ]),
+    {
+      numClients: 3,
+      configPath: "cfg",
+      randomKillNum: 2,
+      randomKillIntervalS: 30,
+      logs: "json",
+      stopAfterEpochs: 4,
+      stopAfterSeconds: 60,
+      checkpointDir: "out",
+      keepTemp: true,
+    },
+  );
+  assert.equal(parseTestnetArgs(["-h"]), null);
+  assert.equal(parseTestnetArgs([...base, "--num-clients", "5"])?.numClients, 5, "last wins");
+});
+
+Deno.test("testnet arguments: mistakes name the flag", () => {
+  const cases: [string[], RegExp][] = [
+    [["--config-path", "cfg"], /--num-clients N is required/],
+    [["--num-clients", "2"], /--config-path DIR is required/],
+    [
+      ["--num-clients", "0", "--config-path", "c"],
+      /--num-clients must be a whole number in 1..64, found "0"/,
+    ],
+    [["--num-clients", "2x", "--config-path", "c"], /found "2x"/],
+    [[...base, "--logs", "tui"], /--logs must be one of console, json, found "tui"/],
+    [[...base, "--random-kill-interval", "5"], /needs --random-kill-num/],
+    [[...base, "--bogus"], /bogus/],
+    [[...base, "extra"], /extra/],
+  ];
+  for (const [args, message] of cases) {
+    assert.throws(() => parseTestnetArgs(args), (e) => {
+      assert.ok(e instanceof TestnetUsageError);
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+});

@@ -1,0 +1,69 @@
+import assert from "node:assert/strict";
+import { colourFor, formatLine, parseEventLine, renderEvent } from "./output.ts";
+
+const client = { label: "client-2", kind: "client" as const, index: 2 };
+const coordinator = { label: "coordinator", kind: "coordinator" as const, index: 0 };
+const plain = { format: "console" as const, colour: false, labelWidth: 11 };
+
+Deno.test("event lines are recognised; anything else is not", () => {
+  assert.deepEqual(parseEventLine('{"event":"end","reason":"x"}'), { event: "end", reason: "x" });
+  assert.equal(parseEventLine('{"no_event":1}'), null);
+  assert.equal(parseEventLine("{broken"), null);
+  assert.equal(parseEventLine("error: XDG_RUNTIME_DIR is invalid"), null);
+  assert.equal(parseEventLine("[1]"), null);
+});
+
+Deno.test("console lines render each process's events as it would print them", () => {
+  const train = JSON.stringify({
+    event: "train",
+    time_ms: 5,
+    step: 3,
+    batch: [4, 5],
+    loss: 2.5,
+    tokens: 64,
+    tokens_per_sec: 100,
+    ms: 640,
+    payload_bytes: 975,
+  });
+  assert.equal(
+    formatLine(client, train, plain),
+    "client-2    | trained step 3 batch [4, 5]: loss 2.5000, 100 tokens/s, payload 975 bytes",
+  );
+  const state = JSON.stringify({
+    time: "2026-01-01T00:00:00.000Z",
+    event: "StateChanged",
+    from: "Warmup",
+    to: "RoundTrain",
+    epoch: 0,
+    step: 1,
+  });
+  assert.equal(
+    formatLine(coordinator, state, plain),
+    "coordinator | state    Warmup -> RoundTrain (epoch 0, step 1)",
+  );
+  assert.equal(formatLine(client, "panic: boom", plain), "client-2    | panic: boom");
+  assert.equal(
+    formatLine(client, "x", { ...plain, colour: true }),
+    `\x1b[${colourFor(2)}mclient-2   \x1b[0m | x`,
+  );
+});
+
+Deno.test("unknown or malformed events are shown raw, never dropped", () => {
+  assert.equal(renderEvent("coordinator", { event: "Mystery", a: 1 }), 'Mystery {"a":1}');
+  assert.equal(renderEvent("client", { event: "train" }), "train {}");
+  assert.equal(renderEvent("testnet", { event: "testnet", message: "hi" }), "hi");
+});
+
+Deno.test("json lines carry the process label", () => {
+  const json = { ...plain, format: "json" as const };
+  assert.deepEqual(JSON.parse(formatLine(client, '{"event":"end","reason":"x"}', json)), {
+    process: "client-2",
+    event: "end",
+    reason: "x",
+  });
+  assert.deepEqual(JSON.parse(formatLine(coordinator, "plain text", json)), {
+    process: "coordinator",
+    event: "output",
+    line: "plain text",
+  });
+});

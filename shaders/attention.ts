@@ -203,6 +203,34 @@ export interface AttentionDims {
   readonly scale?: number;
 }
 
+/** Bindings of {@link Attention.forward}. */
+export interface AttentionForwardArgs extends AttentionDims {
+  /** Queries `[B, T, H, D]`, after RoPE. */
+  readonly q: TensorView;
+  /** Keys `[B, T, KVH, D]`, after RoPE. */
+  readonly k: TensorView;
+  /** Values `[B, T, KVH, D]`. */
+  readonly v: TensorView;
+  /** Written: attention output `[B, T, H, D]`. */
+  readonly out: TensorView;
+  /** Written: log-sum-exp of each query row's scores `[B, H, T]`, kept for the backward. */
+  readonly lse: TensorView;
+}
+
+/** Bindings of {@link Attention.backward}: the forward's, then the gradients. */
+export interface AttentionBackwardArgs extends AttentionForwardArgs {
+  /** Gradient of the output `[B, T, H, D]`. */
+  readonly dOut: TensorView;
+  /** Written: query gradient `[B, T, H, D]`. */
+  readonly dq: TensorView;
+  /** Written: key gradient `[B, T, KVH, D]`. */
+  readonly dk: TensorView;
+  /** Written: value gradient `[B, T, KVH, D]`. */
+  readonly dv: TensorView;
+  /** Scratch `[B, H, T]` (Δ = dO·O per query row). */
+  readonly delta: TensorView;
+}
+
 /** Fused causal grouped-query attention, forward and backward. */
 export class Attention {
   readonly #rt: GpuRuntime;
@@ -216,13 +244,7 @@ export class Attention {
   /** `out [B, T, H, D]` and `lse [B, H, T]` from q, k, v. */
   forward(
     pass: GPUComputePassEncoder,
-    args: AttentionDims & {
-      q: TensorView;
-      k: TensorView;
-      v: TensorView;
-      out: TensorView;
-      lse: TensorView;
-    },
+    args: AttentionForwardArgs,
   ): void {
     const what = "attention forward";
     this.#check(what, args, { q: args.q, out: args.out }, { k: args.k, v: args.v }, {
@@ -242,18 +264,7 @@ export class Attention {
   /** `dq`, `dk`, `dv` (overwritten) from `dOut`; `delta` is `[B, H, T]` scratch. */
   backward(
     pass: GPUComputePassEncoder,
-    args: AttentionDims & {
-      q: TensorView;
-      k: TensorView;
-      v: TensorView;
-      out: TensorView;
-      lse: TensorView;
-      dOut: TensorView;
-      dq: TensorView;
-      dk: TensorView;
-      dv: TensorView;
-      delta: TensorView;
-    },
+    args: AttentionBackwardArgs,
   ): void {
     const what = "attention backward";
     this.#check(

@@ -159,6 +159,36 @@ export interface CrossEntropyDims {
   readonly v: number;
 }
 
+/** Bindings of {@link CrossEntropy.forward}. */
+export interface CrossEntropyForwardArgs extends CrossEntropyDims {
+  /** Logits `[N, V]`. */
+  readonly logits: TensorView;
+  /** Targets `[N]`, i32; {@link IGNORE_INDEX} skips a row. */
+  readonly targets: TensorView;
+  /** Written: log-sum-exp of each row `[N]`, kept for the backward. */
+  readonly lse: TensorView;
+  /** Written: loss of each row `[N]` (0 when ignored). */
+  readonly losses: TensorView;
+  /** Written: `[2]` = (mean loss over counted rows, count). */
+  readonly out: TensorView;
+}
+
+/** Bindings of {@link CrossEntropy.backward}. */
+export interface CrossEntropyBackwardArgs extends CrossEntropyDims {
+  /** The forward's logits `[N, V]` (overwritten by the gradient when `dLogits` is absent). */
+  readonly logits: TensorView;
+  /** Targets `[N]`, i32. */
+  readonly targets: TensorView;
+  /** The forward's `lse [N]`. */
+  readonly lse: TensorView;
+  /** The forward's `out [2]` (the count is read from `out[1]`). */
+  readonly out: TensorView;
+  /** Written: logit gradient `[N, V]`; omit to write it over `logits`. */
+  readonly dLogits?: TensorView;
+  /** dLoss (default 1): the gradient of `scale · mean loss`. */
+  readonly scale?: number;
+}
+
 /** Cross-entropy forward (mean loss) and backward (logit gradients). */
 export class CrossEntropy {
   readonly #rt: GpuRuntime;
@@ -187,13 +217,7 @@ export class CrossEntropy {
   /** `out = [mean loss, count]`; also writes `lse [N]` and `losses [N]`. */
   forward(
     pass: GPUComputePassEncoder,
-    args: CrossEntropyDims & {
-      logits: TensorView;
-      targets: TensorView;
-      lse: TensorView;
-      losses: TensorView;
-      out: TensorView;
-    },
+    args: CrossEntropyForwardArgs,
   ): void {
     const { n, v } = args;
     this.#check("cross-entropy forward", args);
@@ -221,13 +245,9 @@ export class CrossEntropy {
    */
   fused(
     pass: GPUComputePassEncoder,
-    args: CrossEntropyDims & {
-      logits: TensorView;
-      targets: TensorView;
-      lse: TensorView;
-      losses: TensorView;
-      out: TensorView;
-      gradScale: number;
+    args: CrossEntropyForwardArgs & {
+      /** Multiplies `softmax − onehot` (dLoss/count for a mean). */
+      readonly gradScale: number;
     },
   ): void {
     const { n, v } = args;
@@ -259,14 +279,7 @@ export class CrossEntropy {
    */
   backward(
     pass: GPUComputePassEncoder,
-    args: CrossEntropyDims & {
-      logits: TensorView;
-      targets: TensorView;
-      lse: TensorView;
-      out: TensorView;
-      dLogits?: TensorView;
-      scale?: number;
-    },
+    args: CrossEntropyBackwardArgs,
   ): void {
     const { n, v } = args;
     this.#check("cross-entropy backward", args);

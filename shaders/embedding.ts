@@ -96,6 +96,28 @@ export interface EmbeddingDims {
   readonly vocab: number;
 }
 
+/** Bindings of {@link Embedding.forward}. */
+export interface EmbeddingForwardArgs extends EmbeddingDims {
+  /** Token ids `[N]`, u32. */
+  readonly tokens: TensorView;
+  /** Embedding table `[V, C]`. */
+  readonly table: TensorView;
+  /** Written: embedded tokens `[N, C]`. */
+  readonly out: TensorView;
+}
+
+/** Bindings of {@link Embedding.backward}. */
+export interface EmbeddingBackwardArgs extends EmbeddingDims {
+  /** Token ids `[N]`, u32 (as in the forward). */
+  readonly tokens: TensorView;
+  /** Accumulated: table gradient `[V, C]` (rows of absent tokens untouched). */
+  readonly dTable: TensorView;
+  /** Gradient of the output `[N, C]`. */
+  readonly dOut: TensorView;
+  /** Scratch `[2N]`, u32: next position of the same token, and first-occurrence flags. */
+  readonly links: TensorView;
+}
+
 /** Embedding lookup (forward) and deterministic scatter-add gradient (backward). */
 export class Embedding {
   readonly #rt: GpuRuntime;
@@ -121,7 +143,7 @@ export class Embedding {
   /** `out [N, C] = table [V, C] [tokens [N]]`. */
   forward(
     pass: GPUComputePassEncoder,
-    args: EmbeddingDims & { tokens: TensorView; table: TensorView; out: TensorView },
+    args: EmbeddingForwardArgs,
   ): void {
     const { n, c, vocab } = args;
     this.#check("embedding forward", args);
@@ -146,12 +168,7 @@ export class Embedding {
    */
   backward(
     pass: GPUComputePassEncoder,
-    args: EmbeddingDims & {
-      tokens: TensorView;
-      dTable: TensorView;
-      dOut: TensorView;
-      links: TensorView;
-    },
+    args: EmbeddingBackwardArgs,
   ): void {
     const { n, c, vocab } = args;
     this.#check("embedding backward", args);

@@ -52,9 +52,36 @@ export {
 } from "./matmul.ts";
 export { Elementwise, type ElementwiseOp } from "./elementwise.ts";
 export { CHUNK_ITEMS, SumOfSquares, type SumsqInput } from "./sumsq.ts";
-export { Embedding, type EmbeddingDims } from "./embedding.ts";
-export { RmsNorm, type RmsNormDims } from "./rmsnorm.ts";
-export { Rope, type RopeDims, ropeTable } from "./rope.ts";
-export { SwiGlu } from "./swiglu.ts";
-export { CrossEntropy, type CrossEntropyDims, IGNORE_INDEX } from "./cross_entropy.ts";
-export { Attention, type AttentionDims } from "./attention.ts";
+export {
+  Embedding,
+  type EmbeddingBackwardArgs,
+  type EmbeddingDims,
+  type EmbeddingForwardArgs,
+} from "./embedding.ts";
+export {
+  RmsNorm,
+  type RmsNormBackwardArgs,
+  type RmsNormDims,
+  type RmsNormForwardArgs,
+} from "./rmsnorm.ts";
+export {
+  Rope,
+  type RopeBackwardArgs,
+  type RopeDims,
+  type RopeForwardArgs,
+  ropeTable,
+} from "./rope.ts";
+export { SwiGlu, type SwiGluBackwardArgs, type SwiGluForwardArgs } from "./swiglu.ts";
+export {
+  CrossEntropy,
+  type CrossEntropyBackwardArgs,
+  type CrossEntropyDims,
+  type CrossEntropyForwardArgs,
+  IGNORE_INDEX,
+} from "./cross_entropy.ts";
+export {
+  Attention,
+  type AttentionBackwardArgs,
+  type AttentionDims,
+  type AttentionForwardArgs,
+} from "./attention.ts";

@@ -81,6 +81,34 @@ export interface RmsNormDims {
   readonly eps?: number;
 }
 
+/** Bindings of {@link RmsNorm.forward}. */
+export interface RmsNormForwardArgs extends RmsNormDims {
+  /** Input rows `[N, C]`. */
+  readonly x: TensorView;
+  /** Scale `[C]`. */
+  readonly weight: TensorView;
+  /** Written: normalised rows `[N, C]`. */
+  readonly out: TensorView;
+  /** Written: `1/rms` of each row `[N]`, kept for the backward. */
+  readonly rstd: TensorView;
+}
+
+/** Bindings of {@link RmsNorm.backward}. */
+export interface RmsNormBackwardArgs extends RmsNormDims {
+  /** The forward's input `[N, C]`. */
+  readonly x: TensorView;
+  /** Scale `[C]`. */
+  readonly weight: TensorView;
+  /** Gradient of the output `[N, C]`. */
+  readonly dOut: TensorView;
+  /** The forward's `rstd [N]`. */
+  readonly rstd: TensorView;
+  /** Written: input gradient `[N, C]`. */
+  readonly dx: TensorView;
+  /** Accumulated: weight gradient `[C]`. */
+  readonly dWeight: TensorView;
+}
+
 /** RMSNorm forward and backward. */
 export class RmsNorm {
   readonly #rt: GpuRuntime;
@@ -94,7 +122,7 @@ export class RmsNorm {
   /** `out [N, C] = rmsnorm(x [N, C]) · weight [C]`; saves `rstd [N]`. */
   forward(
     pass: GPUComputePassEncoder,
-    args: RmsNormDims & { x: TensorView; weight: TensorView; out: TensorView; rstd: TensorView },
+    args: RmsNormForwardArgs,
   ): void {
     const { n } = args;
     this.#check("rmsnorm forward", args, { x: args.x, out: args.out }, args.weight, args.rstd);
@@ -112,14 +140,7 @@ export class RmsNorm {
   /** `dx [N, C]` (overwritten) and `dWeight [C]` (accumulated) from `dOut [N, C]`. */
   backward(
     pass: GPUComputePassEncoder,
-    args: RmsNormDims & {
-      x: TensorView;
-      weight: TensorView;
-      dOut: TensorView;
-      rstd: TensorView;
-      dx: TensorView;
-      dWeight: TensorView;
-    },
+    args: RmsNormBackwardArgs,
   ): void {
     const { n, c } = args;
     this.#check(

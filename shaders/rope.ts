@@ -82,6 +82,22 @@ export interface RopeDims {
   readonly d: number;
 }
 
+/** Bindings of {@link Rope.forward}. */
+export interface RopeForwardArgs extends RopeDims {
+  /** Rotated in place: queries or keys `[N, heads, D]`. */
+  readonly x: TensorView;
+  /** `[T, D/2, 2]` (cos, sin) from {@link ropeTable}. */
+  readonly table: TensorView;
+}
+
+/** Bindings of {@link Rope.backward}. */
+export interface RopeBackwardArgs extends RopeDims {
+  /** Rotated back in place: the gradient `[N, heads, D]` of the rotated tensor. */
+  readonly dx: TensorView;
+  /** The forward's table. */
+  readonly table: TensorView;
+}
+
 /** Rotary embeddings in place: forward rotates, backward rotates the gradient back. */
 export class Rope {
   readonly #rt: GpuRuntime;
@@ -100,24 +116,21 @@ export class Rope {
   }
 
   /** Rotate `x [N, heads, D]` in place by its positions. */
-  forward(
-    pass: GPUComputePassEncoder,
-    args: RopeDims & { x: TensorView; table: TensorView },
-  ): void {
+  forward(pass: GPUComputePassEncoder, args: RopeForwardArgs): void {
     this.#run(pass, args, 1);
   }
 
   /** Rotate the gradient `dx [N, heads, D]` back in place (the transpose of the forward). */
   backward(
     pass: GPUComputePassEncoder,
-    args: RopeDims & { dx: TensorView; table: TensorView },
+    args: RopeBackwardArgs,
   ): void {
     this.#run(pass, { ...args, x: args.dx }, -1);
   }
 
   #run(
     pass: GPUComputePassEncoder,
-    args: RopeDims & { x: TensorView; table: TensorView },
+    args: RopeForwardArgs,
     direction: 1 | -1,
   ): void {
     const { n, t, heads, d } = args;

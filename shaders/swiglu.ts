@@ -45,6 +45,34 @@ ${main1d(wg, items)}
 `;
 }
 
+/** Bindings of {@link SwiGlu.forward}; all `[N, F]`, flattened to `n` elements. */
+export interface SwiGluForwardArgs {
+  /** Gate projection. */
+  readonly gate: TensorView;
+  /** Up projection. */
+  readonly up: TensorView;
+  /** Written: `silu(gate) · up`. */
+  readonly out: TensorView;
+  /** Elements, N·F. */
+  readonly n: number;
+}
+
+/** Bindings of {@link SwiGlu.backward}; all `[N, F]`. */
+export interface SwiGluBackwardArgs {
+  /** The forward's gate. */
+  readonly gate: TensorView;
+  /** The forward's up. */
+  readonly up: TensorView;
+  /** Gradient of the output. */
+  readonly dOut: TensorView;
+  /** Written: gate gradient. */
+  readonly dGate: TensorView;
+  /** Written: up gradient. */
+  readonly dUp: TensorView;
+  /** Elements, N·F. */
+  readonly n: number;
+}
+
 /** SwiGLU forward and backward over `n` elements. */
 export class SwiGlu {
   readonly #rt: GpuRuntime;
@@ -65,7 +93,7 @@ export class SwiGlu {
   /** `out = silu(gate) · up`. */
   forward(
     pass: GPUComputePassEncoder,
-    args: { gate: TensorView; up: TensorView; out: TensorView; n: number },
+    args: SwiGluForwardArgs,
   ): void {
     this.#run(pass, "forward", { gate: args.gate, up: args.up, out: args.out }, args.n);
   }
@@ -73,14 +101,7 @@ export class SwiGlu {
   /** `dGate`, `dUp` (overwritten) from `dOut`. */
   backward(
     pass: GPUComputePassEncoder,
-    args: {
-      gate: TensorView;
-      up: TensorView;
-      dOut: TensorView;
-      dGate: TensorView;
-      dUp: TensorView;
-      n: number;
-    },
+    args: SwiGluBackwardArgs,
   ): void {
     const { gate, up, dOut, dGate, dUp } = args;
     this.#run(pass, "backward", { gate, up, dOut, dGate, dUp }, args.n);

@@ -168,6 +168,28 @@ Deno.test("f16 inputs without shader-f16 are refused by name", async () => {
   await step.submit();
 });
 
+Deno.test("nt matmuls sharing the transpose scratch in one pass stay separate", async () => {
+  using rt = await GpuRuntime.create();
+  using mm = new Matmul(rt, CPU_PROFILE.matmul);
+  const [m, k] = [12, 16];
+  const shapes = [24, 8, 40]; // the scratch grows on the third call while the first two use it
+  const a = randomF32(1, m * k), ga = rt.buffer("a", a);
+  const bs = shapes.map((n, i) => randomF32(10 + i, n * k));
+  const cs = shapes.map((n, i) => rt.buffer(`c${i}`, m * n * 4));
+  const step = rt.beginStep("three nt");
+  shapes.forEach((n, i) => {
+    const args = { a: ga, b: rt.buffer(`b${i}`, bs[i]), c: cs[i], m, n, k, layout: "nt" as const };
+    assert.equal(mm.variant(args), "transposed");
+    mm.encode(step.pass, args);
+  });
+  await step.submit();
+  for (const [i, n] of shapes.entries()) {
+    const want = matmulRef(a, bs[i], { m, n, k, layout: "nt" });
+    // Same bound as runCase, with Σ|a||b| ≤ k for inputs in [-1, 1].
+    assertClose(await rt.read(cs[i]), want, (k + 2) * 2 * F32_EPS * k, `product ${i}`);
+  }
+});
+
 Deno.test("matmul reuses pipelines across shapes", async () => {
   using rt = await GpuRuntime.create();
   const mm = new Matmul(rt);

@@ -1,0 +1,224 @@
+/**
+ * Random instruction sequences for the differential tests: a run with a random config,
+ * five clients and a seeded stream of joins, ticks at random times, warmup witnesses,
+ * witnesses (some forged or misdirected), health checks, pauses and resumes, checkpoints
+ * and authority instructions from right and wrong signers, each sent through a
+ * {@linkcode DualRun} (program and reference model compared after every instruction).
+ *
+ * @module
+ */
+
+import type { KeyPairSigner } from "@solana/kit";
+import { isHealthy } from "../health.ts";
+import { currentRound, previousRound, roundClients, roundSelection } from "../machine_queries.ts";
+import type { CoordinatorConfig, NodeIdentity } from "../types.ts";
+import {
+  testConfig,
+  testModel,
+  warmupReport,
+  witnessReport,
+} from "../../tests/support/coordinator_fixtures.ts";
+import { Prng } from "../../tests/support/coordinator_sim.ts";
+import type { CoordinatorInstruction } from "./instructions.ts";
+import type { CoordinatorSvm } from "./svm.ts";
+import { clientIndex, DualRun, keyOf } from "./test_support.ts";
+
+/** A valid random config (small times, 8/64/256-client caps). */
+export function randomConfig(rng: Prng): CoordinatorConfig {
+  const maxClients = [8, 64, 256][rng.int(0, 2)];
+  const minClients = rng.int(1, 3);
+  const epochTime = rng.int(12, 40);
+  return testConfig({
+    maxClients,
+    minClients,
+    initMinClients: rng.int(minClients, 4),
+    witnessNodes: rng.int(0, 1) === 0 ? 0 : rng.int(1, minClients),
+    warmupTime: rng.int(2, 8),
+    maxRoundTrainTime: rng.int(2, 5),
+    roundWitnessTime: rng.int(1, 3),
+    cooldownTime: rng.int(1, 3),
+    epochTime,
+    totalSteps: rng.int(6, 40),
+    waitingForMembersExtraTime: rng.int(1, 3),
+    globalBatchSizeStart: rng.int(4, 6),
+    globalBatchSizeEnd: rng.int(6, 9),
+    globalBatchSizeWarmupTokens: rng.int(0, 1) * rng.int(50, 400),
+  });
+}
+
+/** Identities of `clients` (signer = p2p key). */
+export function ids(clients: KeyPairSigner[]): NodeIdentity[] {
+  return clients.map((c) => ({ signer: keyOf(c), p2pIdentity: keyOf(c) }));
+}
+
+/** One random instruction (and its signer) for the run's current state. */
+function randomInstruction(
+  run: DualRun,
+  rng: Prng,
+  clients: KeyPairSigner[],
+): [CoordinatorInstruction, KeyPairSigner | null] {
+  const state = run.model!.state;
+  const pick = <T>(xs: T[]): T => xs[rng.int(0, xs.length - 1)];
+  const client = pick(clients);
+  const index = clientIndex(run, client);
+  const training = state.runState === "RoundTrain" || state.runState === "RoundWitness";
+  // Weight the reports the current state can accept, so runs get deep into epochs.
+  let roll = rng.int(0, 99);
+  if (training && roll < 44 && rng.int(0, 1) === 0) roll = rng.int(44, 77);
+  if (state.runState === "Warmup" && roll < 32 && rng.int(0, 1) === 0) roll = rng.int(32, 43);
+  if (roll < 18) return [{ kind: "Tick" }, null];
+  if (roll < 32) {
+    return [{ kind: "JoinRun", p2pIdentity: new Uint8Array(32).fill(rng.int(0, 255)) }, client];
+  }
+  if (roll < 44) {
+    const i = index >= 0 && rng.int(0, 9) > 0 ? index : rng.int(0, 4);
+    return [{ kind: "WarmupWitness", witness: warmupReport(state, i) }, client];
+  }
+  if (roll < 68) {
+    if (state.runState !== "RoundTrain" && state.runState !== "RoundWitness") {
+      return [{ kind: "Witness", witness: warmupReport(state, Math.max(index, 0)) }, client];
+    }
+    const sel = roundSelection(state.config, currentRound(state));
+    const witnesses = sel.witnessIndices();
+    const live = state.epochState.clients;
+    // Usually an elected witness reporting as itself; sometimes someone else or a forgery.
+    let sender = client;
+    let i = Math.max(index, 0);
+    if (witnesses.length > 0 && rng.int(0, 9) > 1) {
+      i = pick(witnesses);
+      const owner = live[i] &&
+        clients.find((c) => keyOf(c).every((b, k) => b === live[i].id.signer[k]));
+      if (owner) sender = owner;
+    }
+    if (i >= currentRound(state).clientsLen) i = 0;
+    const seen = ids(clients).filter(() => rng.int(0, 3) > 0);
+    const report = witnessReport(state, i, seen);
+    if (rng.int(0, 19) === 0) {
+      report.proof = { ...report.proof, position: report.proof.position + 1 };
+    }
+    return [{ kind: "Witness", witness: report }, sender];
+  }
+  if (roll < 78) {
+    const prev = previousRound(state);
+    if (prev === null || currentRound(state).height < 2) {
+      return [{
+        kind: "HealthCheck",
+        checks: [{ signer: keyOf(client), proof: { committee: "Trainer", position: 0, index: 0 } }],
+      }, client];
+    }
+    const sel = roundSelection(state.config, prev);
+    const prevClients = roundClients(state, prev.height);
+    const checks = prevClients.map((c, i) => ({
+      signer: c.id.signer,
+      proof: sel.committeeProof(i),
+    }))
+      .filter((c) =>
+        rng.int(0, 3) === 0 ||
+        !isHealthy(state, { signer: c.signer, p2pIdentity: c.signer }, c.proof)
+      );
+    if (checks.length === 0) checks.push({ signer: keyOf(client), proof: sel.committeeProof(0) });
+    return [{ kind: "HealthCheck", checks: checks.slice(0, 8) }, client];
+  }
+  if (roll < 86) {
+    const paused = state.runState === "Paused" ? rng.int(0, 4) === 0 : rng.int(0, 3) === 0;
+    return [{ kind: "SetPaused", paused }, run.mainAuthority];
+  }
+  if (roll < 90) {
+    const repo = rng.int(0, 3) === 0
+      ? { kind: "Gcs" as const, repo: { bucket: "bucket", prefix: null } }
+      : {
+        kind: "Hub" as const,
+        repo: { repoId: `org/m${rng.int(0, 9)}`, revision: rng.int(0, 1) ? "rev" : null },
+      };
+    return [{ kind: "Checkpoint", index: Math.max(index, 0), repo }, client];
+  }
+  return adminInstruction(run, rng, clients);
+}
+
+/** Authority instructions: grants, delegates, metadata, config and progress updates. */
+function adminInstruction(
+  run: DualRun,
+  rng: Prng,
+  clients: KeyPairSigner[],
+): [CoordinatorInstruction, KeyPairSigner | null] {
+  const pick = <T>(xs: T[]): T => xs[rng.int(0, xs.length - 1)];
+  const account = run.model!;
+  const authorizer = clients.find((c) =>
+    account.authorizer !== null && keyOf(c).every((b, i) => b === account.authorizer![i])
+  );
+  switch (rng.int(0, 5)) {
+    case 0: {
+      const key = rng.int(0, 4) === 0 ? new Uint8Array(32) : keyOf(pick(clients));
+      const signer = rng.int(0, 4) === 0 ? pick(clients) : run.joinAuthority;
+      return [{ kind: "GrantAuthorizer", authorizer: key }, signer];
+    }
+    case 1: {
+      const delegates = clients.filter(() => rng.int(0, 1) === 0).map(keyOf);
+      const signer = authorizer !== undefined && rng.int(0, 4) > 0 ? authorizer : pick(clients);
+      return [{ kind: "SetDelegates", clear: rng.int(0, 2) === 0, delegates }, signer];
+    }
+    case 2:
+      return [{
+        kind: "Update",
+        metadata: {
+          name: `run ${rng.int(0, 99)}`,
+          description: "é",
+          numParameters: rng.int(0, 1e9),
+          vocabSize: 32000,
+        },
+      }, rng.int(0, 5) === 0 ? pick(clients) : run.mainAuthority];
+    case 3: {
+      const config = randomConfig(rng);
+      if (rng.int(0, 3) > 0) config.maxClients = account.state.config.maxClients;
+      return [{ kind: "Update", config }, run.mainAuthority];
+    }
+    case 4:
+      return [{
+        kind: "Update",
+        progress: {
+          epoch: rng.int(0, 3),
+          step: rng.int(0, 20),
+          epochStartDataIndex: rng.int(0, 500),
+        },
+      }, run.mainAuthority];
+    default:
+      return [{ kind: "Tick" }, pick(clients)];
+  }
+}
+
+/**
+ * Runs `steps` random instructions of seed `seed` on a new run of `svm` and the model.
+ * Returns how often each outcome (`Kind:ok`, `Kind:ErrorName`) and run state was seen.
+ */
+export async function differential(
+  svm: CoordinatorSvm,
+  seed: number,
+  steps: number,
+): Promise<Record<string, number>> {
+  const rng = new Prng(seed);
+  const run = await DualRun.create({ svm, runId: `diff-${seed}`, permissionless: seed % 2 === 0 });
+  await run.expectOk({
+    kind: "Update",
+    config: randomConfig(rng),
+    model: testModel({ coldStartWarmupSteps: 1 }),
+  }, run.mainAuthority);
+  let now = 5;
+  run.setTime(now);
+  await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
+  const clients: KeyPairSigner[] = [];
+  for (let i = 0; i < 5; i++) clients.push(await svm.newSigner());
+  const seen: Record<string, number> = {};
+  for (let step = 0; step < steps; step++) {
+    if (rng.int(0, 2) === 0) {
+      now += rng.int(0, 6);
+      run.setTime(now);
+    }
+    const [ix, signer] = randomInstruction(run, rng, clients);
+    const result = await run.send(ix, signer, { computeUnitLimit: 1_400_000 });
+    const key = `${ix.kind}:${result.ok ? "ok" : result.error}`;
+    seen[key] = (seen[key] ?? 0) + 1;
+    seen[`state:${run.model!.state.runState}`] = (seen[`state:${run.model!.state.runState}`] ?? 0) +
+      1;
+  }
+  return seen;
+}

@@ -63,3 +63,9 @@ export {
   type HubDownloadOptions,
   hubFileUrl,
 } from "./hub_download.ts";
+export {
+  loadRunModel,
+  type LoadRunModelOptions,
+  type RunModel,
+  UnsupportedCheckpointError,
+} from "./run_model.ts";

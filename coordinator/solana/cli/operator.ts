@@ -131,16 +131,24 @@ export class RunOperator {
   }
 
   /** Reads and decodes the run's account. */
-  async read(coordinator: Address): Promise<CoordinatorAccount> {
-    const data = await this.#o.rpc.accountData(coordinator);
-    if (data === null) throw new RunNotFoundError(`no account at ${coordinator}`);
-    try {
-      return decodeCoordinatorAccount(data);
-    } catch (e) {
-      throw new RunNotFoundError(
-        `the account at ${coordinator} is not a coordinator run: ${(e as Error).message}`,
-      );
-    }
+  read(coordinator: Address): Promise<CoordinatorAccount> {
+    return readRun(this.#o.rpc, coordinator);
+  }
+}
+
+/** Reads and decodes a run's account (RunNotFoundError when absent or not a run). */
+export async function readRun(
+  rpc: SolanaRpcClient,
+  coordinator: Address,
+): Promise<CoordinatorAccount> {
+  const data = await rpc.accountData(coordinator);
+  if (data === null) throw new RunNotFoundError(`no account at ${coordinator}`);
+  try {
+    return decodeCoordinatorAccount(data);
+  } catch (e) {
+    throw new RunNotFoundError(
+      `the account at ${coordinator} is not a coordinator run: ${(e as Error).message}`,
+    );
   }
 }
 

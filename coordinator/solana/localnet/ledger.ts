@@ -13,7 +13,6 @@
 
 import {
   type Address,
-  address,
   getBase58Decoder,
   getCompiledTransactionMessageDecoder,
   getTransactionDecoder,
@@ -22,12 +21,11 @@ import {
 } from "@solana/kit";
 import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
 import { buildProgram, PROGRAM_OUTPUT } from "../build.ts";
+import { DEFAULT_PROGRAM_ID } from "../cli/defaults.ts";
 import { type RpcTransactionError, transactionErrorJson } from "./tx_error.ts";
 
 /** The program id the localnet deploys the coordinator at (and the tools default to). */
-export const LOCALNET_PROGRAM_ID: Address = address(
-  "PsyCoord11111111111111111111111111111111111",
-);
+export const LOCALNET_PROGRAM_ID: Address = DEFAULT_PROGRAM_ID;
 /** Milliseconds per slot (Solana's target). */
 export const SLOT_MS = 400;
 /** How many slots a blockhash stays valid (Solana: 150). */

@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import { parseSolanaArgs, SolanaUsageError } from "./args.ts";
+import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "./defaults.ts";
+
+const W = ["--wallet-private-key-path", "w.json"];
+const KEY = "11111111111111111111111111111111";
+
+Deno.test("commands parse into typed options with the defaults", () => {
+  const create = parseSolanaArgs(["create-run", "--run-id", "r", "--permissionless", ...W]);
+  assert.deepEqual(create, {
+    command: "create-run",
+    runId: "r",
+    joinAuthority: null,
+    permissionless: true,
+    common: {
+      rpc: DEFAULT_RPC_URL,
+      walletPath: "w.json",
+      programId: DEFAULT_PROGRAM_ID,
+      mainAuthority: null,
+      coordinator: null,
+    },
+  });
+  const pause = parseSolanaArgs(["set-paused", "--run-id", "r", "pause", ...W]);
+  assert.equal(pause.command === "set-paused" && pause.paused, true);
+  const delegate = parseSolanaArgs([
+    "join-authorization",
+    "delegate",
+    "--run-id",
+    "r",
+    "--delegate",
+    KEY,
+    "--delegate",
+    DEFAULT_PROGRAM_ID,
+    ...W,
+  ]);
+  assert.ok(delegate.command === "join-authorization-delegate");
+  assert.deepEqual(delegate.delegates, [KEY, DEFAULT_PROGRAM_ID]);
+  const dump = parseSolanaArgs(["json-dump-run", "--run-id", "r", "--main-authority", KEY]);
+  assert.equal(dump.common.mainAuthority, KEY);
+  assert.equal(dump.common.walletPath, null, "reading needs no wallet");
+});
+
+Deno.test("bad command lines name what is wrong", () => {
+  const bad: [string[], RegExp][] = [
+    [["launch"], /unknown command "launch"/],
+    [["tick", ...W], /tick needs --run-id ID/],
+    [["tick", "--run-id", "r"], /tick needs --wallet-private-key-path FILE/],
+    [["tick", "--run-id", "x".repeat(33), ...W], /--run-id is 33 bytes, at most 32/],
+    [["set-paused", "--run-id", "r", "stop", ...W], /pause or resume, found "stop"/],
+    [["create-run", "--run-id", "r", "--join-authority", "0xabc", ...W], /--join-authority/],
+    [["join-authorization", "--run-id", "r", ...W], /create or delegate, found nothing/],
+    [["join-authorization", "delegate", "--run-id", "r", ...W], /--delegate PUBKEY/],
+    [["update-config", "--run-id", "r", ...W], /--config-path/],
+    [["tick", "--run-id", "r", "--bogus", ...W], /bogus/],
+    [["tick", "--run-id", "r", "--rpc", "nope", ...W], /--rpc must be a URL, found "nope"/],
+    [["airdrop", "--lamports", "1.5", ...W], /whole number/],
+  ];
+  for (const [argv, message] of bad) {
+    assert.throws(() => parseSolanaArgs(argv), (e) => {
+      assert.ok(e instanceof SolanaUsageError, `${argv.join(" ")}: ${e}`);
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+});

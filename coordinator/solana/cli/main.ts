@@ -1,0 +1,169 @@
+/**
+ * `deno task solana <command>`: the operator's commands for coordinator runs on Solana
+ * (create-run, update-config, set-paused, join-authorization create/delegate, tick,
+ * json-dump-run, plus airdrop and keygen for local setups). See args.ts for the flags and
+ * docs/solana.md for a walk-through against `deno task localnet`.
+ *
+ * @module
+ */
+import type { Address } from "@solana/kit";
+import { parseRunConfig } from "../../config.ts";
+import { generateIdentity } from "../../../net/identity.ts";
+import { parseSolanaArgs, type SolanaArgs, SolanaUsageError, USAGE } from "./args.ts";
+import { keypairJson, loadWallet, type Wallet } from "./keypair.ts";
+import { readRun, runJson, RunOperator } from "./operator.ts";
+import { coordinatorAddress } from "../addresses.ts";
+import { SolanaRpcClient } from "./rpc_client.ts";
+import { TransactionSender } from "./transactions.ts";
+
+/** Exit codes. */
+export const EXIT_OK = 0;
+/** The command failed (refused by the program, RPC down, bad file). */
+export const EXIT_FAILURE = 1;
+/** The command line is wrong. */
+export const EXIT_USAGE = 2;
+
+/** Where output goes. */
+export interface CommandIo {
+  write(line: string): void;
+}
+
+/** The command's run account: --coordinator, else derived from main authority and run id. */
+function runAddress(args: SolanaArgs, runId: string, wallet: Wallet | null): Promise<Address> {
+  if (args.common.coordinator !== null) return Promise.resolve(args.common.coordinator);
+  const main = args.common.mainAuthority ?? wallet?.signer.address ?? null;
+  if (main === null) {
+    throw new SolanaUsageError(
+      `${args.command} needs --coordinator, --main-authority or --wallet-private-key-path ` +
+        "to find the run",
+    );
+  }
+  return coordinatorAddress({ mainAuthority: main, runId, programId: args.common.programId });
+}
+
+/** Runs one parsed command. Throws the underlying error (typed) when it fails. */
+export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise<void> {
+  if (args.command === "help") {
+    io.write(USAGE);
+    return;
+  }
+  if (args.command === "keygen") {
+    const id = generateIdentity();
+    await Deno.writeTextFile(args.out, keypairJson(id), { createNew: true, mode: 0o600 });
+    const wallet = await loadWallet(args.out);
+    io.write(`wrote ${args.out}: ${wallet.signer.address}`);
+    return;
+  }
+  const rpc = new SolanaRpcClient({ url: args.common.rpc });
+  const wallet = args.common.walletPath === null ? null : await loadWallet(args.common.walletPath);
+  const operator = wallet === null ? null : new RunOperator({
+    rpc,
+    programId: args.common.programId,
+    sender: new TransactionSender({ rpcs: [rpc], payer: wallet.signer }),
+  });
+  const need = (): RunOperator => {
+    if (operator === null) {
+      throw new SolanaUsageError(`${args.command} needs --wallet-private-key-path FILE`);
+    }
+    return operator;
+  };
+  switch (args.command) {
+    case "create-run": {
+      const op = need();
+      const coordinator = await op.createRun({
+        runId: args.runId,
+        joinAuthority: args.joinAuthority ?? op.wallet.address,
+        permissionless: args.permissionless,
+      });
+      io.write(`created run "${args.runId}" at ${coordinator}`);
+      return;
+    }
+    case "update-config": {
+      const text = await Deno.readTextFile(args.configPath);
+      const run = parseRunConfig(text, args.configPath);
+      if (run.runId !== args.runId) {
+        throw new SolanaUsageError(
+          `${args.configPath} is for run "${run.runId}", but --run-id is "${args.runId}"`,
+        );
+      }
+      const coordinator = await runAddress(args, args.runId, wallet);
+      await need().update(coordinator, { config: run.config, model: run.model });
+      io.write(`updated config and model of run "${args.runId}" from ${args.configPath}`);
+      return;
+    }
+    case "set-paused": {
+      const coordinator = await runAddress(args, args.runId, wallet);
+      await need().setPaused(coordinator, args.paused);
+      io.write(`run "${args.runId}" ${args.paused ? "paused" : "resumed"}`);
+      return;
+    }
+    case "join-authorization-create": {
+      const coordinator = await runAddress(args, args.runId, wallet);
+      await need().grantAuthorizer(coordinator, args.authorizer);
+      io.write(`run "${args.runId}": ${args.authorizer} may join and name delegates`);
+      return;
+    }
+    case "join-authorization-delegate": {
+      const coordinator = await runAddress(args, args.runId, wallet);
+      await need().setDelegates(coordinator, args.delegates, args.clear);
+      io.write(
+        `run "${args.runId}": ${args.clear ? "cleared delegates, " : ""}added ` +
+          `${args.delegates.length} delegate(s)`,
+      );
+      return;
+    }
+    case "tick": {
+      const coordinator = await runAddress(args, args.runId, wallet);
+      await need().tick(coordinator);
+      io.write(`ticked run "${args.runId}"`);
+      return;
+    }
+    case "json-dump-run": {
+      const coordinator = await runAddress(args, args.runId, wallet);
+      const account = await readRun(rpc, coordinator);
+      io.write(JSON.stringify({ address: coordinator, ...runJson(account) }, null, 2));
+      return;
+    }
+    case "airdrop": {
+      const to = need().wallet.address;
+      await rpc.call<string>("requestAirdrop", [to, Number(args.lamports)]);
+      io.write(`airdropped ${args.lamports} lamports to ${to}`);
+      return;
+    }
+    default: {
+      const unreachable: never = args;
+      throw new Error(`unknown command ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+/** Parses and runs; returns the exit code. */
+export async function main(argv: readonly string[], io: CommandIo & { error(line: string): void }) {
+  let args: SolanaArgs;
+  try {
+    args = parseSolanaArgs(argv);
+  } catch (e) {
+    io.error(`${(e as Error).message}\n\n${USAGE}`);
+    return EXIT_USAGE;
+  }
+  try {
+    await runSolanaCommand(args, io);
+    return EXIT_OK;
+  } catch (e) {
+    if (e instanceof SolanaUsageError) {
+      io.error(e.message);
+      return EXIT_USAGE;
+    }
+    io.error(`solana ${args.command}: ${(e as Error).message}`);
+    return EXIT_FAILURE;
+  }
+}
+
+if (import.meta.main) {
+  Deno.exit(
+    await main(Deno.args, {
+      write: (l) => console.log(l),
+      error: (l) => console.error(l),
+    }),
+  );
+}

@@ -1,0 +1,132 @@
+import assert from "node:assert/strict";
+import { startLocalnet } from "../localnet/server.ts";
+import { loadProgramBytes } from "../localnet/ledger.ts";
+import { main } from "./main.ts";
+import { loadWallet } from "./keypair.ts";
+
+const ROOT = new URL("../../../", import.meta.url).pathname;
+
+/** Runs `deno task solana` in-process; returns exit code, stdout and stderr. */
+async function solana(argv: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(argv, { write: (l) => out.push(l), error: (l) => err.push(l) });
+  return { code, out: out.join("\n"), err: err.join("\n") };
+}
+
+Deno.test("operator commands open, configure, authorize, resume and dump a run", async () => {
+  await using net = await startLocalnet({
+    port: 0,
+    wsPort: 0,
+    programBytes: await loadProgramBytes(),
+  });
+  const dir = await Deno.makeTempDir({ prefix: "solana-cli-" });
+  try {
+    const rpc = ["--rpc", net.url];
+    const key = (name: string) => ["--wallet-private-key-path", `${dir}/${name}.json`];
+    for (const name of ["operator", "authorizer", "friend"]) {
+      assert.equal((await solana(["keygen", "--out", `${dir}/${name}.json`])).code, 0);
+    }
+    const friend = (await loadWallet(`${dir}/friend.json`)).signer.address;
+    const authorizer = (await loadWallet(`${dir}/authorizer.json`)).signer.address;
+    const airdrop = await solana([
+      "airdrop",
+      "--lamports",
+      "5000000000",
+      ...rpc,
+      ...key("operator"),
+    ]);
+    assert.equal(airdrop.code, 0, airdrop.err);
+
+    const run = ["--run-id", "llama-tiny-brown"];
+    const created = await solana(["create-run", ...run, ...rpc, ...key("operator")]);
+    assert.equal(created.code, 0, created.err);
+    assert.match(created.out, /created run "llama-tiny-brown" at \w+/);
+
+    // A tick on a run with no config: the program's Halted, exit code 1.
+    const tick = await solana(["tick", ...run, ...rpc, ...key("operator")]);
+    assert.equal(tick.code, 1);
+    assert.match(tick.err, /Halted/);
+
+    const state = `${ROOT}config/llama-tiny/state.toml`;
+    const wrongRun = await solana([
+      "update-config",
+      "--run-id",
+      "other",
+      "--config-path",
+      state,
+      ...rpc,
+      ...key("operator"),
+    ]);
+    assert.equal(wrongRun.code, 2);
+    assert.match(wrongRun.err, /is for run "llama-tiny-brown", but --run-id is "other"/);
+    const updated = await solana([
+      "update-config",
+      ...run,
+      "--config-path",
+      state,
+      ...rpc,
+      ...key("operator"),
+    ]);
+    assert.equal(updated.code, 0, updated.err);
+
+    const grant = await solana([
+      "join-authorization",
+      "create",
+      ...run,
+      "--authorizer",
+      authorizer,
+      ...rpc,
+      ...key("operator"),
+    ]);
+    assert.equal(grant.code, 0, grant.err);
+    // The authorizer signs delegations; it needs the main authority to find the run.
+    const operator = (await loadWallet(`${dir}/operator.json`)).signer.address;
+    await solana(["airdrop", "--lamports", "1000000000", ...rpc, ...key("authorizer")]);
+    const delegated = await solana([
+      "join-authorization",
+      "delegate",
+      ...run,
+      "--delegate",
+      friend,
+      "--main-authority",
+      operator,
+      ...rpc,
+      ...key("authorizer"),
+    ]);
+    assert.equal(delegated.code, 0, delegated.err);
+
+    const resumed = await solana(["set-paused", ...run, "resume", ...rpc, ...key("operator")]);
+    assert.equal(resumed.code, 0, resumed.err);
+
+    const dump = await solana(["json-dump-run", ...run, "--main-authority", operator, ...rpc]);
+    assert.equal(dump.code, 0, dump.err);
+    const json = JSON.parse(dump.out);
+    assert.equal(json.state.runState, "WaitingForMembers");
+    assert.equal(json.state.config.maxClients, 16);
+    assert.equal(json.permissionless, false);
+    assert.equal(json.delegates.length, 1);
+    assert.equal(json.nonce, "5", "init, update, grant, delegate, resume");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a run that does not exist is an error naming the account", async () => {
+  await using net = await startLocalnet({
+    port: 0,
+    wsPort: 0,
+    programBytes: await loadProgramBytes(),
+  });
+  const r = await solana([
+    "json-dump-run",
+    "--run-id",
+    "nothing",
+    "--main-authority",
+    "11111111111111111111111111111111",
+    "--rpc",
+    net.url,
+  ]);
+  assert.equal(r.code, 1);
+  assert.match(r.err, /no account at \w+/);
+});

@@ -144,7 +144,6 @@ export class GpuStep {
     this.#rt = rt;
     this.#label = label;
     this.#onSubmit = onSubmit;
-    rt.device.pushErrorScope("validation");
     this.#encoder = rt.device.createCommandEncoder({ label });
   }
 
@@ -205,19 +204,25 @@ export class GpuStep {
 
   /** Finish, submit, and wait until the queue has run it; throws {@link GpuStageError}. */
   async submit(): Promise<void> {
-    const encoder = this.encoder;
-    this.#done = true;
+    // WebGPU reports encoding errors at finish(): a scope pushed and popped around finish and
+    // submit, with no await between, catches this step's errors even when steps interleave.
+    this.#assertOpen();
+    this.#rt.device.pushErrorScope("validation");
     let readback: GPUBuffer[] | undefined;
+    let scope: Promise<GPUError | null>;
     try {
+      const encoder = this.encoder;
+      this.#done = true;
       if (this.#querySet && this.#sections.length > 0) {
         readback = this.#resolveTimestamps(encoder, this.#querySet);
       }
       this.#rt.device.queue.submit([encoder.finish({ label: this.#label })]);
     } finally {
+      scope = this.#rt.device.popErrorScope();
       this.#onSubmit();
     }
     try {
-      const error = await this.#rt.device.popErrorScope();
+      const error = await scope;
       // Errors of pipeline and buffer creation name their stage: report those before the step's.
       await this.#rt.checkErrors();
       if (error) throw new GpuStageError(`step "${this.#label}"`, "validation", error.message);
@@ -259,7 +264,7 @@ export class GpuStep {
 
   /**
    * Abandon the step if it was not submitted (an exception while encoding): its commands are
-   * dropped, its error scope popped and its uniforms released. `using step = rt.beginStep(...)`.
+   * dropped and its uniforms released. `using step = rt.beginStep(...)`.
    */
   [Symbol.dispose](): void {
     if (this.#done) return;
@@ -267,7 +272,6 @@ export class GpuStep {
     this.#pass?.end();
     this.#pass = undefined;
     this.#querySet?.destroy();
-    this.#rt.device.popErrorScope().catch(() => {});
     this.#onSubmit();
   }
 

@@ -33,6 +33,7 @@ Deno.test("a step is submitted once and reports validation errors by name", asyn
   step.encoder.clearBuffer(rt.buffer("z", 16));
   await step.submit();
   assert.throws(() => step.pass, /already submitted/);
+  await assert.rejects(() => step.submit(), /already submitted/);
   const bad = rt.beginStep("bad step");
   const readOnly = rt.buffer("read only", 16, GPUBufferUsage.COPY_SRC);
   bad.encoder.clearBuffer(readOnly);
@@ -152,4 +153,14 @@ Deno.test("timed sections report GPU time per section", async () => {
   }
   assert.deepEqual(step.timings.map((t) => t.name), ["fill", "scale"]);
   for (const t of step.timings) assert.ok(t.ms >= 0 && t.ms < 60_000, `${t.name}: ${t.ms} ms`);
+});
+
+Deno.test("interleaved steps each report their own validation errors", async () => {
+  using rt = await GpuRuntime.create();
+  const good = rt.beginStep("good step");
+  const bad = rt.beginStep("bad step");
+  bad.encoder.clearBuffer(rt.buffer("read only", 16, GPUBufferUsage.COPY_SRC));
+  good.encoder.clearBuffer(rt.buffer("writable", 16));
+  await assert.rejects(() => bad.submit(), /validation error during step "bad step"/);
+  await good.submit();
 });

@@ -10,11 +10,21 @@ import { LOG_FORMATS, type LogFormat } from "./log.ts";
 /** Usage text of `deno task client`. */
 export const USAGE = `Usage:
   deno task client train --run-id ID --server-addr HOST:PORT [options]
+  deno task client train --run-id ID --rpc URL --wallet-private-key-path FILE
+                         (--main-authority PUBKEY | --coordinator ADDRESS) [options]
   deno task client show-identity [--identity-secret-key-path FILE]
 
 train options:
   --run-id ID                         the run to join (required)
-  --server-addr HOST:PORT             the coordinator (required)
+  --server-addr HOST:PORT             the TCP coordinator (or the Solana flags below)
+  --rpc URL                           Solana JSON-RPC of a run on the coordinator program
+  --ws-rpc URL                        its WebSocket (default: --rpc with port + 1)
+  --rpc-2 URL, --ws-rpc-2 URL         fallback RPC for transactions
+  --wallet-private-key-path FILE      Solana keypair JSON (64 numbers): signs, pays, and is
+                                      also the client's libp2p identity
+  --main-authority PUBKEY             who created the run (finds its account with --run-id)
+  --coordinator ADDRESS               the run's account (instead of --main-authority)
+  --program-id PUBKEY                 the coordinator program (default: the localnet's)
   --identity-secret-key-path FILE     32 raw bytes of ed25519 secret key (else
                                       RAW_IDENTITY_SECRET_KEY in hex, else a fresh key)
   --bind-p2p-port P                   libp2p TCP port (default: any free port)
@@ -38,11 +48,26 @@ export class ClientUsageError extends Error {
   }
 }
 
+/** The Solana backend's flags (`--rpc` and friends). */
+export interface SolanaTrainArgs {
+  rpc: string;
+  wsRpc: string | null;
+  rpc2: string | null;
+  wsRpc2: string | null;
+  walletPrivateKeyPath: string;
+  mainAuthority: string | null;
+  coordinator: string | null;
+  programId: string | null;
+}
+
 /** `train` options. */
 export interface TrainArgs {
   command: "train";
   runId: string;
-  serverAddr: string;
+  /** The TCP coordinator; null when the run is on Solana (`solana` is set then). */
+  serverAddr: string | null;
+  /** Present when the run is on Solana. */
+  solana?: SolanaTrainArgs;
   identitySecretKeyPath: string | null;
   bindP2pPort: number;
   bindP2pInterface: string;
@@ -98,6 +123,14 @@ export function parseClientArgs(args: readonly string[]): ClientArgs {
       options: {
         "run-id": { type: "string" },
         "server-addr": { type: "string" },
+        rpc: { type: "string" },
+        "ws-rpc": { type: "string" },
+        "rpc-2": { type: "string" },
+        "ws-rpc-2": { type: "string" },
+        "wallet-private-key-path": { type: "string" },
+        "main-authority": { type: "string" },
+        coordinator: { type: "string" },
+        "program-id": { type: "string" },
         "identity-secret-key-path": { type: "string" },
         "bind-p2p-port": { type: "string" },
         "bind-p2p-interface": { type: "string" },
@@ -124,8 +157,14 @@ export function parseClientArgs(args: readonly string[]): ClientArgs {
   }
   const runId = values["run-id"];
   if (runId === undefined || runId === "") throw new ClientUsageError("--run-id ID is required");
-  const serverAddr = values["server-addr"];
-  if (serverAddr === undefined) throw new ClientUsageError("--server-addr HOST:PORT is required");
+  const serverAddr = values["server-addr"] ?? null;
+  const solana = solanaArgs(values);
+  if (serverAddr === null && solana === undefined) {
+    throw new ClientUsageError("--server-addr HOST:PORT (TCP) or --rpc URL (Solana) is required");
+  }
+  if (serverAddr !== null && solana !== undefined) {
+    throw new ClientUsageError("--server-addr and --rpc choose different backends: give one");
+  }
   const logs = values.logs ?? "tui";
   if (!(LOG_FORMATS as readonly string[]).includes(logs)) {
     throw new ClientUsageError(`--logs must be one of ${LOG_FORMATS.join(", ")}, found "${logs}"`);
@@ -149,5 +188,65 @@ export function parseClientArgs(args: readonly string[]): ClientArgs {
       1024,
     ),
     model: values.model ?? null,
+    ...(solana === undefined ? {} : { solana }),
+  };
+}
+
+function url(flag: string, text: string | undefined): string | null {
+  if (text === undefined) return null;
+  try {
+    new URL(text);
+  } catch {
+    throw new ClientUsageError(`--${flag} must be a URL, found "${text}"`);
+  }
+  return text;
+}
+
+/** The Solana flags, or undefined when `--rpc` is absent (then none may be given). */
+function solanaArgs(values: Record<string, unknown>): SolanaTrainArgs | undefined {
+  const flags = [
+    "ws-rpc",
+    "rpc-2",
+    "ws-rpc-2",
+    "wallet-private-key-path",
+    "main-authority",
+    "coordinator",
+    "program-id",
+  ];
+  const text = (k: string) => values[k] as string | undefined;
+  const rpc = url("rpc", text("rpc"));
+  if (rpc === null) {
+    const stray = flags.find((f) => values[f] !== undefined);
+    if (stray !== undefined) throw new ClientUsageError(`--${stray} needs --rpc URL`);
+    return undefined;
+  }
+  const walletPrivateKeyPath = text("wallet-private-key-path");
+  if (walletPrivateKeyPath === undefined) {
+    throw new ClientUsageError("--rpc needs --wallet-private-key-path FILE");
+  }
+  if (values["identity-secret-key-path"] !== undefined) {
+    throw new ClientUsageError(
+      "--identity-secret-key-path does not apply with --rpc: the wallet key is the identity",
+    );
+  }
+  const mainAuthority = text("main-authority") ?? null;
+  const coordinator = text("coordinator") ?? null;
+  if ((mainAuthority === null) === (coordinator === null)) {
+    throw new ClientUsageError(
+      "--rpc needs exactly one of --main-authority PUBKEY and --coordinator ADDRESS",
+    );
+  }
+  if (values["rpc-2"] === undefined && values["ws-rpc-2"] !== undefined) {
+    throw new ClientUsageError("--ws-rpc-2 needs --rpc-2 URL");
+  }
+  return {
+    rpc,
+    wsRpc: url("ws-rpc", text("ws-rpc")),
+    rpc2: url("rpc-2", text("rpc-2")),
+    wsRpc2: url("ws-rpc-2", text("ws-rpc-2")),
+    walletPrivateKeyPath,
+    mainAuthority,
+    coordinator,
+    programId: text("program-id") ?? null,
   };
 }

@@ -61,3 +61,43 @@ Deno.test("parseClientArgs: errors name the flag", () => {
   });
   assert.deepEqual(parseClientArgs([]), { command: "help" });
 });
+
+Deno.test("parseClientArgs: --rpc chooses the Solana backend; its flags are checked", () => {
+  const base = ["train", "--run-id", "r", "--rpc", "http://127.0.0.1:8899"];
+  const wallet = ["--wallet-private-key-path", "w.json"];
+  const args = parseClientArgs([
+    ...base,
+    ...wallet,
+    "--main-authority",
+    "K",
+    "--rpc-2",
+    "http://b",
+  ]);
+  assert.ok(args.command === "train");
+  assert.equal(args.serverAddr, null);
+  assert.deepEqual(args.solana, {
+    rpc: "http://127.0.0.1:8899",
+    wsRpc: null,
+    rpc2: "http://b",
+    wsRpc2: null,
+    walletPrivateKeyPath: "w.json",
+    mainAuthority: "K",
+    coordinator: null,
+    programId: null,
+  });
+  const bad = (extra: string[], re: RegExp) =>
+    assert.throws(
+      () => parseClientArgs([...base, ...extra]),
+      (e) => e instanceof ClientUsageError && re.test(e.message),
+    );
+  bad(["--main-authority", "K"], /--rpc needs --wallet-private-key-path/);
+  bad(wallet, /exactly one of --main-authority PUBKEY and --coordinator/);
+  bad([...wallet, "--main-authority", "K", "--server-addr", "h:1"], /give one/);
+  bad([...wallet, "--coordinator", "C", "--identity-secret-key-path", "i"], /wallet key/);
+  bad([...wallet, "--coordinator", "C", "--ws-rpc-2", "ws://x"], /--ws-rpc-2 needs --rpc-2/);
+  assert.throws(
+    () =>
+      parseClientArgs(["train", "--run-id", "r", "--server-addr", "h:1", "--rpc-2", "http://b"]),
+    /--rpc-2 needs --rpc URL/,
+  );
+});

@@ -1,5 +1,6 @@
 /**
- * `deno task client <command>`: `train` joins a run through its TCP coordinator and trains
+ * `deno task client <command>`: `train` joins a run through its TCP coordinator (or the
+ * Solana coordinator program with `--rpc`) and trains
  * until the run finishes (or SIGINT/SIGTERM); `show-identity` prints the client's public
  * key and libp2p peer id. See client/cli.ts for the flags.
  *
@@ -14,11 +15,24 @@ import {
   toHex,
 } from "../net/identity.ts";
 import { TcpBackend } from "./backend/tcp.ts";
-import { type ClientArgs, parseClientArgs, type TrainArgs, USAGE } from "./cli.ts";
+import { SolanaBackend } from "./backend/solana.ts";
+import type { CoordinatorBackend } from "./backend/backend.ts";
+import {
+  type ClientArgs,
+  parseClientArgs,
+  type SolanaTrainArgs,
+  type TrainArgs,
+  USAGE,
+} from "./cli.ts";
 import { TrainingClient } from "./client.ts";
 import { Exchange } from "./exchange.ts";
 import { type ClientLogger, consoleClientLogger, jsonClientLogger } from "./log.ts";
 import { peerIdOf } from "./p2p/identity.ts";
+import { address } from "@solana/kit";
+import { loadWallet } from "../coordinator/solana/cli/keypair.ts";
+import { SolanaRpcClient } from "../coordinator/solana/cli/rpc_client.ts";
+import { DEFAULT_PROGRAM_ID } from "../coordinator/solana/cli/defaults.ts";
+import { coordinatorAddress } from "../coordinator/solana/addresses.ts";
 
 /** Exit codes. */
 export const EXIT_OK = 0;
@@ -40,7 +54,10 @@ export async function train(
   args: TrainArgs,
   io: { write: (line: string) => void; signal?: AbortSignal },
 ): Promise<void> {
-  const identity = await resolveIdentity(args.identitySecretKeyPath);
+  const wallet = args.solana === undefined
+    ? null
+    : await loadWallet(args.solana.walletPrivateKeyPath);
+  const identity = wallet?.identity ?? await resolveIdentity(args.identitySecretKeyPath);
   const logger: ClientLogger = args.logs === "json"
     ? jsonClientLogger(io.write)
     : consoleClientLogger(io.write);
@@ -56,14 +73,23 @@ export async function train(
     logger,
     onChange: () => client?.poke(),
   });
-  let backend: TcpBackend | null = null;
+  let backend: CoordinatorBackend | null = null;
   try {
-    backend = await TcpBackend.connect({
-      address: args.serverAddr,
-      runId: args.runId,
-      identity,
-      signal: io.signal,
-    });
+    if (args.solana !== undefined && wallet !== null) {
+      backend = await connectSolana(args.solana, {
+        runId: args.runId,
+        wallet,
+        logger,
+        signal: io.signal,
+      });
+    } else {
+      backend = await TcpBackend.connect({
+        address: args.serverAddr ?? "",
+        runId: args.runId,
+        identity,
+        signal: io.signal,
+      });
+    }
     logger.log("start", {
       identity: toHex(identity.publicKey),
       run_id: args.runId,
@@ -84,6 +110,45 @@ export async function train(
     await backend?.close();
     await exchange.close();
   }
+}
+
+/** The Solana backend for `--rpc`: the run's account from its creator and id (or given). */
+async function connectSolana(
+  flags: SolanaTrainArgs,
+  o: {
+    runId: string;
+    wallet: Awaited<ReturnType<typeof loadWallet>>;
+    logger: ClientLogger;
+    signal?: AbortSignal;
+  },
+): Promise<SolanaBackend> {
+  const programId = flags.programId === null ? DEFAULT_PROGRAM_ID : address(flags.programId);
+  const coordinator = flags.coordinator !== null
+    ? address(flags.coordinator)
+    : await coordinatorAddress({
+      mainAuthority: address(flags.mainAuthority ?? ""),
+      runId: o.runId,
+      programId,
+    });
+  const rpcs = [new SolanaRpcClient({ url: flags.rpc, wsUrl: flags.wsRpc ?? undefined })];
+  if (flags.rpc2 !== null) {
+    rpcs.push(new SolanaRpcClient({ url: flags.rpc2, wsUrl: flags.wsRpc2 ?? undefined }));
+  }
+  return await SolanaBackend.connect({
+    rpcs,
+    wallet: o.wallet.signer,
+    p2pIdentity: o.wallet.identity.publicKey,
+    programId,
+    coordinator,
+    runId: o.runId,
+    signal: o.signal,
+    onEvent: (e) => {
+      if (e.kind === "SendFailed") o.logger.log("error", { what: e.what, error: e.error });
+      if (e.kind === "SubscriptionLost") {
+        o.logger.log("error", { what: "accountSubscribe", error: e.reason });
+      }
+    },
+  });
 }
 
 /** Prints the identity's public key (hex) and libp2p peer id. */

@@ -35,7 +35,10 @@ export function requireDims(
   for (const [name, value] of Object.entries(dims)) {
     const ok = Number.isInteger(value) && (options.allowZero ? value >= 0 : value > 0) &&
       value < 2 ** 32;
-    if (!ok) throw new RangeError(`${kernel}: ${name} must be a positive integer, got ${value}`);
+    if (!ok) {
+      const kind = options.allowZero ? "a non-negative" : "a positive";
+      throw new RangeError(`${kernel}: ${name} must be ${kind} integer below 2^32, got ${value}`);
+    }
   }
 }
 

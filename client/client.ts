@@ -47,6 +47,8 @@ export interface TrainingClientOptions {
   readonly baseDir?: string;
   /** The GPU runtime (default: created at the first model load). */
   readonly rt?: GpuRuntime;
+  /** Milliseconds, monotonic (default `performance.now`): witness metadata rates. */
+  readonly clock?: () => number;
 }
 
 /** Why `run()` returned. */
@@ -63,7 +65,9 @@ export class TrainingClient {
   #data: DataProvider | null = null;
   #gpu: Promise<void> = Promise.resolve();
   #inFlight = new Set<Promise<void>>();
-  #last = { loss: NaN, tokensPerSec: 0 };
+  #last = { loss: NaN, tokensPerSec: 0, trainMs: 0 };
+  /** When the current round started and the bytes received by then. */
+  #round = { height: -1, startMs: 0, bytes: 0 };
   #lastLogged = "";
   #planning = false;
   #replan = false;
@@ -210,6 +214,10 @@ export class TrainingClient {
     }
   }
 
+  #now(): number {
+    return (this.#o.clock ?? (() => performance.now()))();
+  }
+
   #need(): NetworkTrainer {
     if (this.#trainer === null) throw new Error("the model is not loaded");
     return this.#trainer;
@@ -313,7 +321,7 @@ export class TrainingClient {
     });
     const bytes = await this.#o.exchange.publishResult(intent.height, intent.proof, trained.result);
     const tokensPerSec = trained.tokens / (trained.ms / 1000);
-    this.#last = { loss: trained.loss, tokensPerSec };
+    this.#last = { loss: trained.loss, tokensPerSec, trainMs: trained.ms };
     this.#o.logger.log("train", {
       epoch: intent.epoch,
       step: intent.step,
@@ -330,15 +338,17 @@ export class TrainingClient {
     const { backend, exchange, logger } = this.#o;
     const witness = exchange.witnessReport(intent.height, intent.proof);
     const previous = exchange.tracker(intent.height - 1);
+    const elapsedMs = Math.max(1, this.#now() - this.#round.startMs);
+    const received = exchange.traffic().bytesReceived - this.#round.bytes;
     await backend.sendWitness(witness, {
       step: intent.step,
       tokensPerSec: this.#last.tokensPerSec,
-      bandwidthPerSec: 0,
+      bandwidthPerSec: received / (elapsedMs / 1000),
       loss: Number.isFinite(this.#last.loss) ? this.#last.loss : 0,
       evals: [],
       promptResults: [],
       promptIndex: 0,
-      efficiency: 0,
+      efficiency: Math.min(1, this.#last.trainMs / elapsedMs),
     }, { signal: this.#signal });
     logger.log("witness", {
       step: intent.step,
@@ -365,6 +375,7 @@ export class TrainingClient {
     });
     if (state.runState === "RoundTrain") {
       const t = this.#o.exchange.traffic();
+      this.#round = { height, startMs: this.#now(), bytes: t.bytesReceived };
       this.#o.logger.log("traffic", {
         bytes_sent: t.bytesSent,
         bytes_received: t.bytesReceived,

@@ -87,9 +87,10 @@ interface EpochRecord {
   startStep: number;
   trackers: Map<number, RoundTracker>;
   warmupFinished: Set<string>;
-  /** Announcements for steps whose round we have not seen yet, by step. */
-  early: Map<number, { from: PublicKeyBytes; message: Announcement }[]>;
 }
+
+/** Most announcements kept for steps this client has not reached yet. */
+const MAX_EARLY_ANNOUNCEMENTS = 1024;
 
 /** One client's p2p exchange. Create with {@link Exchange.start}; `close()` when done. */
 export class Exchange implements ExchangeFacts {
@@ -107,6 +108,9 @@ export class Exchange implements ExchangeFacts {
   #dialing = false;
   /** The epoch whose warmup Finished we announced (resent while Warmup lasts). */
   #warmupAnnounced: number | null = null;
+  /** Announcements for steps this client has not reached yet, by step. */
+  #early = new Map<number, { from: PublicKeyBytes; message: Announcement }[]>();
+  #earlyCount = 0;
 
   private constructor(node: P2PNode, payloads: PayloadService, options: ExchangeOptions) {
     this.node = node;
@@ -165,9 +169,12 @@ export class Exchange implements ExchangeFacts {
         startStep: state.epochState.startStep,
         trackers: new Map(),
         warmupFinished: new Set(),
-        early: new Map(),
       };
       this.payloads.clearBadProviders();
+      this.#replay(state.epochState.startStep);
+    }
+    for (const step of this.#early.keys()) {
+      if (step < state.epochState.startStep) this.#dropEarly(step);
     }
     const keys = state.epochState.clients.map((c) => c.id.p2pIdentity);
     await this.node.setAllowedPeers(keys);
@@ -214,10 +221,14 @@ export class Exchange implements ExchangeFacts {
     this.#options.onChange();
   }
 
+  /**
+   * Warmup readiness carries the epoch's start step (Psyche sends 0), so one epoch's
+   * announcement is not taken for a resend of the previous epoch's.
+   */
   #publishWarmup(): Promise<number> {
     return this.gossip.publish({
       kind: "Finished",
-      step: 0,
+      step: this.#epoch?.startStep ?? 0,
       proof: WARMUP_PROOF,
       merkleRoot: new Uint8Array(32),
       warmup: true,
@@ -332,11 +343,32 @@ export class Exchange implements ExchangeFacts {
     if (view === null) return;
     const tracker = new RoundTracker(view, this.#blooms());
     record.trackers.set(height, tracker);
-    const early = record.early.get(view.step);
-    if (early !== undefined) {
-      record.early.delete(view.step);
-      for (const { from, message } of early) this.#receive(from, message);
+    this.#replay(view.step);
+  }
+
+  /** Delivers the announcements kept for `step` now that it is live. */
+  #replay(step: number): void {
+    const early = this.#early.get(step);
+    if (early === undefined) return;
+    this.#dropEarly(step);
+    for (const { from, message } of early) this.#receive(from, message);
+  }
+
+  #dropEarly(step: number): void {
+    this.#earlyCount -= this.#early.get(step)?.length ?? 0;
+    this.#early.delete(step);
+  }
+
+  /** Keeps an announcement for a step this client has not reached (a peer is ahead). */
+  #keepEarly(from: PublicKeyBytes, message: Announcement & { step: number }): void {
+    if (this.#earlyCount >= MAX_EARLY_ANNOUNCEMENTS) {
+      this.#refused(message.kind, from, "WrongStep", `step ${message.step} is too far ahead`);
+      return;
     }
+    const list = this.#early.get(message.step) ?? [];
+    list.push({ from, message });
+    this.#early.set(message.step, list);
+    this.#earlyCount++;
   }
 
   #receive(from: PublicKeyBytes, message: Announcement): void {
@@ -346,8 +378,13 @@ export class Exchange implements ExchangeFacts {
       void this.#dial();
       return;
     }
-    if (record === null || state === null) return;
+    if (record === null || state === null) {
+      this.#keepEarly(from, message);
+      return;
+    }
     if (message.kind === "Finished" && message.warmup) {
+      if (message.step > record.startStep) this.#keepEarly(from, message);
+      if (message.step !== record.startStep) return; // ahead (kept) or an old epoch's
       const known = state.epochState.clients.some((c) => sameKey(c.id.p2pIdentity, from));
       if (known) record.warmupFinished.add(toHex(from));
       else this.#refused("warmup Finished", from, "UnknownSender", "not a client of this epoch");
@@ -357,16 +394,11 @@ export class Exchange implements ExchangeFacts {
     const height = message.step - record.startStep;
     const tracker = record.trackers.get(height);
     if (tracker === undefined) {
-      const current = state.runState === "Warmup" ? -1 : currentRound(state).height;
-      if (height < 0 || height <= current) return; // a resend from a round already past
-      if (height <= current + 2) {
-        // A peer is ahead of the state we have seen: keep it for when the round shows up.
-        const list = record.early.get(message.step) ?? [];
-        if (list.length < 4 * (state.epochState.clients.length + 1)) list.push({ from, message });
-        record.early.set(message.step, list);
-      } else {
-        this.#refused(message.kind, from, "WrongStep", `step ${message.step} is not a live round`);
-      }
+      const current = ["RoundTrain", "RoundWitness", "Cooldown"].includes(state.runState)
+        ? currentRound(state).height
+        : -1;
+      // A resend from a round already past is dropped; a peer ahead of us is kept for later.
+      if (height >= 0 && height > current) this.#keepEarly(from, message);
       return;
     }
     if (message.kind === "Finished") {

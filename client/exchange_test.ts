@@ -90,7 +90,7 @@ Deno.test({
             await ex.node.addPeerAddresses(ids[j].p2pIdentity, other.node.addresses());
           }
         }
-        await ex.update(state);
+        await ex.update(structuredClone(state)); // each client holds its own copy, as in life
       }
       await waitFor(
         "gossip mesh",
@@ -175,6 +175,16 @@ Deno.test({
       assert.equal(observer.finishedBy(0, [ids[0].p2pIdentity]), false);
       await honest.announceFinished(0, view.step, proofOf(0));
       await waitFor("Finished", () => observer.finishedBy(0, [ids[0].p2pIdentity]));
+
+      // 5. A peer ahead of us: its round-1 Finished arrives before we see round 1 and is kept.
+      driver.fullRound();
+      await honest.update(structuredClone(state));
+      const view1 = roundView(state, 1, ids[0].signer)!;
+      await honest.announceFinished(1, view1.step, view1.selection.committeeProof(0));
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(observer.tracker(1), undefined, "the observer is still in round 0");
+      await observer.update(structuredClone(state));
+      await waitFor("the kept Finished", () => observer.finishedBy(1, [ids[0].p2pIdentity]));
     } finally {
       for (const ex of exchanges) await ex.close();
     }

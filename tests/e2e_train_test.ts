@@ -313,6 +313,9 @@ Deno.test({
       }
       // The coordinator ended the first epoch (the second is in its Cooldown); no client errors.
       assert.ok(run.coordinatorEvents.some((e) => e.event === "EpochEnd"));
+      // Both epochs started on readiness (every client's warmup witness), not the warmup timer.
+      const ready = run.coordinatorEvents.filter((e) => e.event === "WarmupWitness");
+      assert.equal(ready.length, 2 * CLIENTS);
       const errors = clientEvents.flat().filter((e) => e.event === "error");
       assert.deepEqual(errors, []);
     } finally {

@@ -42,8 +42,16 @@ export interface TestnetOptions {
   readonly colour?: boolean;
   /** Every JSON event of every child, with the child's label and kind. */
   readonly onEvent?: (label: string, kind: ProcessKind, event: Record<string, unknown>) => void;
-  /** Clients write checkpoints under `checkpointDir/<label>` (default: in the temp folder). */
+  /** Checkpoints go to `checkpointDir/<label>` (default: in the temp folder). */
   readonly checkpointDir?: string | null;
+  /**
+   * Which clients write checkpoints at each Cooldown: `first` (client-1 only, the default:
+   * every honest client holds the same parameters, and a checkpoint of the 20 M model is
+   * 80 MB) or `all`.
+   */
+  readonly checkpointClients?: "first" | "all";
+  /** Called when a client's process exits, whether killed or by itself. */
+  readonly onClientExit?: (label: string, status: Deno.CommandStatus) => void;
   /** Keep the temporary folder after `stop()`. */
   readonly keepTemp?: boolean;
   /** Extra arguments for the coordinator (e.g. `--withdraw-on-disconnect false`). */
@@ -89,6 +97,7 @@ export class Testnet {
   readonly #clients: ClientSlot[] = [];
   readonly #labelWidth = 11;
   #stopped = false;
+  #restartsPending = 0;
 
   private constructor(
     options: TestnetOptions,
@@ -202,6 +211,11 @@ export class Testnet {
     return this.#clients.filter((c) => c.process !== null && !c.process.exited).map((c) => c.label);
   }
 
+  /** Whether no client runs and none is about to be restarted by `randomKills`. */
+  idle(): boolean {
+    return this.#restartsPending === 0 && this.liveClients().length === 0;
+  }
+
   /** The hex public key of a client, by label. */
   clientKey(label: string): string {
     return toHex(this.#slot(label).identity.publicKey);
@@ -256,10 +270,15 @@ export class Testnet {
       const live = this.liveClients();
       if (live.length === 0) continue;
       const victim = live[pick(live.length)];
-      await this.kill(victim);
-      this.#note(`random kill ${done + 1}/${options.count}: ${victim}`);
-      if (!(await sleep(options.restartMs ?? 5000, options.signal))) return;
-      if (!this.#stopped) this.restart(victim);
+      this.#restartsPending++;
+      try {
+        this.#note(`random kill ${done + 1}/${options.count}: ${victim}`);
+        await this.kill(victim);
+        if (!(await sleep(options.restartMs ?? 5000, options.signal))) return;
+        if (!this.#stopped) this.restart(victim);
+      } finally {
+        this.#restartsPending--;
+      }
     }
   }
 
@@ -302,6 +321,8 @@ export class Testnet {
       this.#options.checkpointDir ?? join(this.tempDir, "checkpoints"),
       slot.label,
     );
+    const checkpointing = (this.#options.checkpointClients ?? "first") === "all" ||
+      slot.index === 1;
     const peers = this.#clients.filter((c) => c !== slot)
       .flatMap((c) => ["--bootstrap-peer", clientMultiaddr(c.identity, c.port)]);
     const args = [
@@ -320,8 +341,7 @@ export class Testnet {
       String(slot.port),
       "--logs",
       "json",
-      "--checkpoint-dir",
-      checkpoints,
+      ...(checkpointing ? ["--checkpoint-dir", checkpoints] : []),
       ...peers,
       ...(this.#options.clientArgs ?? []),
     ];
@@ -329,6 +349,17 @@ export class Testnet {
       args,
       cwd: REPO_ROOT,
       onLine: (line) => this.#show(slot.label, "client", slot.index, line, parseEventLine(line)),
+    });
+    const process = slot.process;
+    process.status.then((status) => {
+      if (!this.#stopped) {
+        this.#note(
+          `${slot.label} exited (${
+            status.signal === null ? `code ${status.code}` : `signal ${status.signal}`
+          })`,
+        );
+      }
+      this.#options.onClientExit?.(slot.label, status);
     });
     this.#note(
       `${slot.label} started (pid ${slot.process.pid}, key ${

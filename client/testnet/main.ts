@@ -3,7 +3,8 @@
  * on this machine (launcher.ts), with random kills when asked, until Ctrl-C, the coordinator
  * exiting, or a `--stop-after-*` limit; then a summary of the run (summary.ts).
  *
- * Exit codes: 0 stopped as asked, 1 the coordinator failed or exited by itself, 2 usage.
+ * Exit codes: 0 stopped as asked, 1 the coordinator failed or exited by itself, or every
+ * client exited by itself, 2 usage.
  *
  * @module
  */
@@ -21,7 +22,7 @@ export const EXIT_USAGE = 2;
 
 /** How a testnet run ended. */
 export interface TestnetOutcome {
-  readonly reason: "signal" | "epochs" | "time" | "coordinator-exited";
+  readonly reason: "signal" | "epochs" | "time" | "coordinator-exited" | "clients-exited";
   readonly summary: RunSummary;
 }
 
@@ -42,7 +43,8 @@ export async function runTestnet(
     stop.abort();
   };
   io.signal?.addEventListener("abort", () => finish("signal"), { once: true });
-  const testnet = await Testnet.start({
+  let testnet: Testnet | null = null;
+  testnet = await Testnet.start({
     configPath: args.configPath,
     numClients: args.numClients,
     logs: args.logs,
@@ -50,6 +52,12 @@ export async function runTestnet(
     colour: io.colour,
     checkpointDir: args.checkpointDir,
     keepTemp: args.keepTemp,
+    onClientExit: () => {
+      // Checked after the exit is recorded (a restart in progress is not idle).
+      queueMicrotask(() => {
+        if (testnet?.idle()) finish("clients-exited");
+      });
+    },
     onEvent: (label, kind, event) => {
       if (kind === "testnet") return;
       collector.add(label, kind, event);
@@ -120,7 +128,9 @@ export async function runUntilSignal(args: TestnetArgs): Promise<number> {
       write: (line) => console.log(line),
       signal: controller.signal,
     });
-    return outcome.reason === "coordinator-exited" ? EXIT_FAILURE : EXIT_OK;
+    return outcome.reason === "coordinator-exited" || outcome.reason === "clients-exited"
+      ? EXIT_FAILURE
+      : EXIT_OK;
   } catch (e) {
     console.error(`testnet: ${(e as Error).message}`);
     return EXIT_FAILURE;

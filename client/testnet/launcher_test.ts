@@ -1,0 +1,102 @@
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { Testnet } from "./launcher.ts";
+import { ChildProcess } from "./child.ts";
+import { EventWatcher, observeCoordinator, tinyRunFolder } from "./testing.ts";
+
+const quiet = { write: null, colour: false } as const;
+
+Deno.test({
+  name: "a testnet of the coordinator alone serves the run and cleans up",
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  const config = await tinyRunFolder({ runId: "launcher-alone" });
+  const watcher = new EventWatcher();
+  const net = await Testnet.start({
+    configPath: config,
+    numClients: 0,
+    ...quiet,
+    onEvent: watcher.onEvent,
+  });
+  try {
+    assert.equal(net.runId, "launcher-alone");
+    assert.match(net.serverAddr, /^127\.0\.0\.1:\d+$/);
+    assert.ok((await Deno.stat(join(net.tempDir, "state.toml"))).isFile);
+    assert.equal(watcher.named("Listening").length, 1);
+    const observing = new AbortController();
+    let runState = "";
+    await observeCoordinator(
+      { address: net.serverAddr, runId: net.runId, signal: observing.signal },
+      (s) => {
+        runState = s.runState;
+        observing.abort();
+      },
+    );
+    assert.equal(runState, "WaitingForMembers");
+  } finally {
+    await net.stop();
+    await Deno.remove(config, { recursive: true });
+  }
+  await assert.rejects(() => Deno.stat(net.tempDir), Deno.errors.NotFound);
+  assert.equal((await net.coordinatorExited).success, true, "stopped by SIGTERM, exit 0");
+});
+
+Deno.test("a data-server run without data.toml is refused before anything starts", async () => {
+  const config = await Deno.makeTempDir();
+  try {
+    await Deno.copyFile("config/llama-tiny/state.toml", join(config, "state.toml"));
+    await assert.rejects(
+      () => Testnet.start({ configPath: config, numClients: 1, ...quiet }),
+      /reads its data from a TCP server, but .*data\.toml .*does not exist/,
+    );
+  } finally {
+    await Deno.remove(config, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "deno task testnet stops every child on SIGINT",
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  const config = await tinyRunFolder({ runId: "launcher-sigint" });
+  const lines: string[] = [];
+  let sawClient: () => void;
+  const clientUp = new Promise<void>((resolve) => (sawClient = resolve));
+  const cli = new ChildProcess("testnet", {
+    args: [
+      Deno.execPath(),
+      "run",
+      "-A",
+      "client/testnet/main.ts",
+      "--num-clients",
+      "1",
+      "--config-path",
+      config,
+      "--logs",
+      "json",
+    ],
+    cwd: ".",
+    onLine: (line) => {
+      lines.push(line);
+      if (line.includes('"process":"client-1"') && line.includes('"event":"state"')) sawClient();
+    },
+  });
+  try {
+    await clientUp;
+    cli.signal("SIGINT");
+    const status = await cli.status;
+    assert.equal(status.code, 0, lines.slice(-20).join("\n"));
+    const pids = lines.map((l) => /started \(pid (\d+)/.exec(l)?.[1]).filter((p) => p).map(Number);
+    assert.equal(pids.length, 1);
+    for (const pid of pids) {
+      assert.throws(() => Deno.kill(pid, "SIGCONT"), "the client process is gone");
+    }
+    assert.ok(lines.some((l) => l.includes("--- testnet stopped: signal")));
+    assert.ok(lines.some((l) => l.includes('"process":"coordinator"') && l.includes("Stopped")));
+  } finally {
+    await cli.stop(2000);
+    await Deno.remove(config, { recursive: true });
+  }
+});

@@ -110,3 +110,54 @@ export function attentionBackwardRef(
   }
   return { dq, dk, dv };
 }
+
+/**
+ * Per-element magnitudes that bound the rounding error of a backward computed in f32: for each
+ * gradient entry, the sum of the absolute values of the terms that make it up, with each dS
+ * replaced by `P·(|dP| + |Δ| + Σ|dO·v| + Σ|dO·O|)` (its value plus the magnitudes its two dot
+ * products cancel). An f32 backward is within `(ε + (D + T)·u)·bound` of the exact value, where ε
+ * is the relative error of the probabilities.
+ */
+export function attentionBackwardBounds(
+  q: ArrayLike<number>,
+  k: ArrayLike<number>,
+  v: ArrayLike<number>,
+  dOut: ArrayLike<number>,
+  o: AttentionRefDims,
+): { dq: Float64Array; dk: Float64Array; dv: Float64Array } {
+  const { b, t, h, kvh, d } = o;
+  const { P, scale, qi, ki, rep } = probs(q, k, o);
+  const out = attentionForwardRef(q, k, v, o).out;
+  const dq = new Float64Array(b * t * h * d);
+  const dk = new Float64Array(b * t * kvh * d), dv = new Float64Array(b * t * kvh * d);
+  for (let bb = 0; bb < b; bb++) {
+    for (let hh = 0; hh < h; hh++) {
+      const g = Math.floor(hh / rep);
+      for (let tq = 0; tq < t; tq++) {
+        const row = ((bb * h + hh) * t + tq) * t;
+        const qo = qi(bb, tq, hh);
+        let delta = 0, deltaMag = 0;
+        for (let e = 0; e < d; e++) {
+          delta += dOut[qo + e] * out[qo + e];
+          deltaMag += Math.abs(dOut[qo + e] * out[qo + e]);
+        }
+        for (let s = 0; s <= tq; s++) {
+          const ko = ki(bb, s, g);
+          let dp = 0, dpMag = 0;
+          for (let e = 0; e < d; e++) {
+            dp += dOut[qo + e] * v[ko + e];
+            dpMag += Math.abs(dOut[qo + e] * v[ko + e]);
+          }
+          const p = P[row + s];
+          const dS = p * (Math.abs(dp) + Math.abs(delta) + dpMag + deltaMag) * scale;
+          for (let e = 0; e < d; e++) {
+            dq[qo + e] += dS * Math.abs(k[ko + e]);
+            dk[ko + e] += dS * Math.abs(q[qo + e]);
+            dv[ko + e] += p * Math.abs(dOut[qo + e]);
+          }
+        }
+      }
+    }
+  }
+  return { dq, dk, dv };
+}

@@ -29,3 +29,18 @@ Deno.test("sum of squares over several buffers is exact to f32 summation error a
     assert.equal(results[0], results[1], "bit-identical on repeat");
   }
 });
+
+Deno.test("sum of squares rejects missing inputs and short scratch", async () => {
+  using rt = await GpuRuntime.create();
+  const ss = new SumOfSquares(rt, 64);
+  const x = rt.buffer("x", 4 * 20000), out = rt.buffer("out", 16);
+  const step = rt.beginStep("bad");
+  assert.throws(() => ss.encode(step.pass, { inputs: [], partials: out, out }), /no inputs/);
+  assert.throws(
+    () =>
+      ss.encode(step.pass, { inputs: [{ x, length: 20000 }], partials: rt.buffer("p", 4), out }),
+    /binding "partials" holds 4 elements, needs Σ ceil\(length \/ chunk\) = 5/,
+  );
+  assert.throws(() => new SumOfSquares(rt, 48), /power of two/);
+  await step.submit();
+});

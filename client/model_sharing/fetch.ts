@@ -3,7 +3,8 @@
  * checkpoint is `P2P`, a client that does not hold the model:
  *
  * 1. asks every provider (the epoch's other clients) for the manifest it serves, in parallel,
- *    each within `manifestTimeoutMs` (peers that joined with us answer NotFound and do not vote);
+ *    each within `manifestTimeoutMs` (peers that joined with us answer NotFound and do not vote),
+ *    and stops waiting as soon as one manifest has a majority of all providers;
  * 2. accepts the manifest hash a strict majority of the answering peers report (quorum.ts);
  * 3. fetches `config.json` and every tensor by the sha256 the manifest lists, spread across the
  *    peers that reported that manifest, each verified on arrival, with retries on other peers
@@ -73,19 +74,28 @@ export async function fetchModel(
   const timeoutMs = options.manifestTimeoutMs ?? DEFAULT_MANIFEST_TIMEOUT_MS;
   const reports: ManifestReport[] = [];
   const silent: { peer: string; error: string }[] = [];
+  // Once one hash is reported by more than half of all providers, no other answer can change
+  // the outcome: stop waiting for the rest (e.g. other joiners, who answer NotFound until
+  // their requests time out).
+  const decided = new AbortController();
+  const majority = Math.floor(providers.length / 2) + 1;
+  const votes = new Map<ContentHash, number>();
   await Promise.all(providers.map(async (key) => {
     const peer = bytesToHex(key);
-    const timeout = AbortSignal.timeout(timeoutMs);
+    const limits = [AbortSignal.timeout(timeoutMs), decided.signal];
     try {
       const { hash } = await payloads.fetchNamed(MANIFEST_NAME, {
         providers: [key],
-        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+        signal: AbortSignal.any(signal === undefined ? limits : [signal, ...limits]),
         maxBytes: MAX_MANIFEST_BYTES,
       });
       reports.push({ peer, hash });
+      const count = (votes.get(hash) ?? 0) + 1;
+      votes.set(hash, count);
+      if (count >= majority) decided.abort();
     } catch (e) {
       signal?.throwIfAborted();
-      silent.push({ peer, error: (e as Error).message });
+      silent.push({ peer, error: decided.signal.aborted ? "not needed" : (e as Error).message });
     }
   }));
   // Keep the providers' order (reports arrive in completion order).

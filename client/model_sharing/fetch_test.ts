@@ -13,14 +13,14 @@ import { tinyModel } from "./testing_model.ts";
 const bits = (a: Float32Array) => new Uint32Array(a.buffer, a.byteOffset, a.length);
 
 /** `n` fully connected nodes with payload services (no retry rounds: failures are immediate). */
-async function network(n: number) {
+async function network(n: number, retries = 0) {
   const ids = Array.from({ length: n }, (_, i) => i + 1);
   const keys = ids.map(testPublic);
   const nodes: P2PNode[] = await Promise.all(
     ids.map((i) => createP2PNode({ secretKey: testSecret(i), allowedPeers: keys })),
   );
   const services = await Promise.all(
-    nodes.map((node) => PayloadService.start(node, { retry: { retries: 0 } })),
+    nodes.map((node) => PayloadService.start(node, { retry: { retries } })),
   );
   for (let i = 1; i < n; i++) {
     for (let j = 0; j < i; j++) await nodes[i].connect(nodes[j].addresses()[0]);
@@ -75,6 +75,25 @@ Deno.test("a tie between an honest peer and a liar is refused, not guessed", asy
         e instanceof ManifestDisagreementError && /majority of the 2 answering/.test(e.message),
     );
     assert.equal(joiner.store.hashOfName(MANIFEST_NAME), undefined, "nothing reshared");
+  } finally {
+    await net.stop();
+  }
+});
+
+Deno.test("once a majority of all providers agree, the rest are not waited for", async () => {
+  // With retries, a peer without the model keeps answering NotFound for seconds.
+  const net = await network(4, 3);
+  try {
+    const [a, b, _idle, joiner] = net.services;
+    const model = tinyModel(13);
+    serveModel(a, model);
+    serveModel(b, model);
+    const fetched = await fetchModel(joiner, {
+      providers: net.keys.slice(0, 3),
+      manifestTimeoutMs: 60_000,
+    });
+    assert.deepEqual(bits(fetched.weights), bits(model.weights));
+    assert.deepEqual(fetched.silent, [{ peer: bytesToHex(net.keys[2]), error: "not needed" }]);
   } finally {
     await net.stop();
   }

@@ -26,7 +26,8 @@ import type { CoordinatorBackend } from "./backend/backend.ts";
 import type { Exchange } from "./exchange.ts";
 import type { ClientLogger } from "./log.ts";
 import { countParameters } from "../model/hf_config.ts";
-import { loadModel, modelFolder } from "./model_source.ts";
+import { loadRunModel, type ServedModel, serveModel } from "./model_sharing/mod.ts";
+import { sameKey } from "./round_view.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { planActions } from "./state/machine.ts";
 import { NetworkTrainer } from "./trainer.ts";
@@ -63,6 +64,8 @@ export class TrainingClient {
   #ownsRt = false;
   #trainer: NetworkTrainer | null = null;
   #data: DataProvider | null = null;
+  /** The model snapshot this client serves to joiners (P2P model sharing). */
+  #served: ServedModel | null = null;
   #gpu: Promise<void> = Promise.resolve();
   #inFlight = new Set<Promise<void>>();
   #last = { loss: NaN, tokensPerSec: 0, trainMs: 0 };
@@ -158,7 +161,7 @@ export class TrainingClient {
       }
     };
     const gpuWork = intent.kind === "LoadModel" || intent.kind === "Apply" ||
-      intent.kind === "Train" || intent.kind === "Checkpoint";
+      intent.kind === "Train" || intent.kind === "ShareModel" || intent.kind === "Checkpoint";
     const task = gpuWork ? (this.#gpu = this.#gpu.then(run)) : run();
     this.#inFlight.add(task);
     task.finally(() => this.#inFlight.delete(task));
@@ -200,6 +203,16 @@ export class TrainingClient {
       case "SendWitness":
         await this.#witness(intent);
         return;
+      case "ShareModel": {
+        const trainer = this.#need();
+        const weights = await trainer.model.readParams();
+        this.#served = serveModel(exchange.payloads, {
+          config: trainer.config,
+          layout: trainer.layout,
+          weights,
+        }, { replaces: this.#served });
+        return;
+      }
       case "Checkpoint": {
         const trainer = this.#need();
         const dir = `${this.#o.checkpointDir}/${this.#state?.runId}-step${intent.step}`;
@@ -231,11 +244,17 @@ export class TrainingClient {
       return;
     }
     const baseDir = this.#o.baseDir ?? Deno.cwd();
-    const folder = modelFolder(state.model.checkpoint, {
+    const model = await loadRunModel({
+      checkpoint: state.model.checkpoint,
+      runId: state.runId,
+      payloads: this.#o.exchange.payloads,
+      providers: state.epochState.clients.map((c) => c.id.p2pIdentity)
+        .filter((k) => !sameKey(k, this.#o.identity.publicKey)),
       override: this.#o.modelOverride,
-      baseDir,
+      hub: { baseDir },
+      signal: this.#signal,
     });
-    const model = await loadModel(folder, state.runId);
+    this.#served = model.served;
     if (this.#rt === null) {
       this.#rt = await GpuRuntime.create();
       this.#ownsRt = true;
@@ -261,7 +280,7 @@ export class TrainingClient {
     this.#o.exchange.setExpectation(this.#trainer.expectation);
     this.#progress.modelReady = true;
     this.#o.logger.log("model", {
-      folder,
+      folder: model.origin,
       weights: model.source,
       params: countParameters(model.config),
       params_hash: await this.#trainer.paramsHash(),

@@ -43,13 +43,7 @@ export {
   LOG_FORMATS,
   type LogFormat,
 } from "./log.ts";
-export {
-  type LoadedModel,
-  loadModel,
-  modelFolder,
-  ModelSourceError,
-  runInitSeed,
-} from "./model_source.ts";
+export { type LoadedModel, loadModel, ModelSourceError, runInitSeed } from "./model_source.ts";
 export {
   type AnnouncedResult,
   type BloomSetup,

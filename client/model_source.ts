@@ -1,14 +1,12 @@
 /**
- * Where a client gets the run's model at Warmup. For now a local Hugging Face folder
- * (`config.json`, optionally `model.safetensors`): the `--model` override, else the
- * checkpoint's repo id read as a path. Without weights, every client builds the same seeded
- * init (seed from the run id), so all start bit-identical.
+ * A model from a local Hugging Face folder (`config.json`, optionally `model.safetensors`),
+ * and the run-seeded init every client builds when a folder has no weights, so all start
+ * bit-identical. The client's Warmup load (override, P2P fetch, Hub folder) is
+ * client/model_sharing `loadRunModel`, which uses the same seed.
  *
  * @module
  */
-import { isAbsolute, join } from "node:path";
 import { sha256 } from "../coordinator/hash.ts";
-import type { Checkpoint } from "../coordinator/types.ts";
 import { readModelDir } from "../model/checkpoint.ts";
 import type { LlamaConfig } from "../model/hf_config.ts";
 import { initParams, type ParamLayout } from "../model/params.ts";
@@ -18,31 +16,6 @@ export class ModelSourceError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = "ModelSourceError";
-  }
-}
-
-/**
- * The folder to load: `override` if given, else the repo id of a Hub/Dummy/P2P checkpoint
- * (relative paths against `baseDir`). Gcs checkpoints are refused (no download support yet).
- */
-export function modelFolder(
-  checkpoint: Checkpoint,
-  options: { override?: string | null; baseDir?: string } = {},
-): string {
-  const base = options.baseDir ?? Deno.cwd();
-  const resolve = (p: string) => (isAbsolute(p) ? p : join(base, p));
-  if (options.override) return resolve(options.override);
-  switch (checkpoint.kind) {
-    case "Hub":
-    case "Dummy":
-    case "P2P":
-      return resolve(checkpoint.repo.repoId);
-    case "Gcs":
-    case "P2PGcs":
-    case "Ephemeral":
-      throw new ModelSourceError(
-        `checkpoint ${checkpoint.kind} cannot be loaded yet: pass --model DIR (a local HF folder)`,
-      );
   }
 }
 

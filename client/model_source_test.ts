@@ -1,24 +1,7 @@
 import assert from "node:assert/strict";
-import { loadModel, modelFolder, ModelSourceError, runInitSeed } from "./model_source.ts";
+import { loadModel, runInitSeed } from "./model_source.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
-
-Deno.test("modelFolder: override first, else the checkpoint repo as a path; Gcs refused", () => {
-  const hub = {
-    kind: "Hub" as const,
-    repo: { repoId: "config/models/llama-tiny", revision: null },
-  };
-  assert.equal(modelFolder(hub, { baseDir: "/r" }), "/r/config/models/llama-tiny");
-  assert.equal(modelFolder(hub, { baseDir: "/r", override: "/m" }), "/m");
-  assert.equal(
-    modelFolder({ ...hub, kind: "P2P" }, { baseDir: "/r" }),
-    "/r/config/models/llama-tiny",
-  );
-  assert.throws(
-    () => modelFolder({ kind: "Gcs", repo: { bucket: "b", prefix: null } }),
-    ModelSourceError,
-  );
-});
 
 Deno.test("loadModel: a config-only folder gives the same seeded weights for the same run", async () => {
   const a = await loadModel(`${ROOT}config/models/llama-tiny`, "run-a");

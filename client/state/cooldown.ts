@@ -1,7 +1,8 @@
 /**
  * Cooldown after the epoch's last round `H` (docs/protocol.md, "The end of an epoch"):
  * apply round `H − 1`'s results with round `H`'s witnesses (an epoch that ended early
- * loses only round `H`), then write the checkpoint, so it holds every applied step.
+ * loses only round `H`), then serve the parameters to the next epoch's joiners (P2P model
+ * sharing) and write the checkpoint, so both hold every applied step.
  *
  * Pure.
  *
@@ -17,7 +18,10 @@ export function planCooldown(input: PlanInput): Intent[] {
   if (!progress.modelReady) return [];
   if (epochIndexOf(state, signer) < 0) return [];
   const out: Intent[] = [...planApplies(input)];
-  if (!input.checkpoints || !appliesDone(input)) return out;
+  if (!appliesDone(input)) return out;
+  const share: Intent = { kind: "ShareModel", epoch: state.progress.epoch };
+  if (!progress.started(intentKey(share))) out.push(share);
+  if (!input.checkpoints) return out;
   const checkpoint: Intent = {
     kind: "Checkpoint",
     epoch: state.progress.epoch,

@@ -87,6 +87,11 @@ export interface SendWitnessIntent {
   readonly step: number;
   readonly proof: WitnessProof;
 }
+/** Serve the epoch's final parameters to joiners of the next epoch (P2P model sharing). */
+export interface ShareModelIntent {
+  readonly kind: "ShareModel";
+  readonly epoch: number;
+}
 /** Write the model to the checkpoint folder (Cooldown, after the last apply). */
 export interface CheckpointIntent {
   readonly kind: "Checkpoint";
@@ -106,6 +111,7 @@ export type Intent =
   | TrainIntent
   | AnnounceFinishedIntent
   | SendWitnessIntent
+  | ShareModelIntent
   | CheckpointIntent;
 
 /** The once-only key of an intent: kind, epoch and the round it is about. */
@@ -115,6 +121,7 @@ export function intentKey(intent: Intent): string {
     case "LoadModel":
     case "AnnounceWarmupFinished":
     case "SendWarmupWitness":
+    case "ShareModel":
     case "Checkpoint":
       return `${intent.kind}:${intent.epoch}`;
     case "Apply":

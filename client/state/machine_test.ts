@@ -272,7 +272,7 @@ Deno.test("Apply-only rounds after the epoch timer: no training, Finished at onc
   assert.deepEqual(kinds(plan(state, ids[0], progress, facts)), ["AnnounceFinished"]);
 });
 
-Deno.test("Cooldown: apply round H-1, then checkpoint; no checkpoint without a folder", () => {
+Deno.test("Cooldown: apply round H-1, then share the model and checkpoint (if a folder is set)", () => {
   const { driver, ids } = runInRound0(3);
   driver.fullRound();
   driver.fullRound();
@@ -287,8 +287,13 @@ Deno.test("Cooldown: apply round H-1, then checkpoint; no checkpoint without a f
   assert.equal((out[0] as Extract<Intent, { kind: "Apply" }>).plan.witnessRound.height, 2);
   complete(progress, out);
   out = plan(state, ids[0], progress, new Facts());
-  assert.deepEqual(out, [{ kind: "Checkpoint", epoch: 0, step: state.progress.step }]);
-  assert.deepEqual(plan(state, ids[0], progress, new Facts(), false), []);
+  assert.deepEqual(out, [
+    { kind: "ShareModel", epoch: 0 },
+    { kind: "Checkpoint", epoch: 0, step: state.progress.step },
+  ]);
+  assert.deepEqual(kinds(plan(state, ids[0], progress, new Facts(), false)), ["ShareModel"]);
+  complete(progress, out);
+  assert.deepEqual(plan(state, ids[0], progress, new Facts()), []);
 });
 
 Deno.test("Halted states plan nothing", () => {

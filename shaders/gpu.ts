@@ -101,6 +101,20 @@ function backendEnv(): string | undefined {
   }
 }
 
+/** `promise`, or a rejection with the signal's reason as soon as it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  return Promise.race([promise, aborted]).finally(() => {
+    signal.removeEventListener("abort", onAbort);
+  });
+}
+
 const f32Scratch = new Float32Array(1);
 const u32Scratch = new Uint32Array(f32Scratch.buffer);
 
@@ -202,8 +216,11 @@ export class GpuStep {
     return this.#encoder;
   }
 
-  /** Finish, submit, and wait until the queue has run it; throws {@link GpuStageError}. */
-  async submit(): Promise<void> {
+  /**
+   * Finish, submit, and wait until the queue has run it; throws {@link GpuStageError}. Aborting
+   * `signal` stops the wait (rejecting with its reason), not the GPU work already submitted.
+   */
+  async submit(options: { signal?: AbortSignal } = {}): Promise<void> {
     // WebGPU reports encoding errors at finish(): a scope pushed and popped around finish and
     // submit, with no await between, catches this step's errors even when steps interleave.
     this.#assertOpen();
@@ -226,8 +243,8 @@ export class GpuStep {
       // Errors of pipeline and buffer creation name their stage: report those before the step's.
       await this.#rt.checkErrors();
       if (error) throw new GpuStageError(`step "${this.#label}"`, "validation", error.message);
-      await this.#rt.device.queue.onSubmittedWorkDone();
-      if (readback) await this.#readTimings(readback);
+      await untilAborted(this.#rt.device.queue.onSubmittedWorkDone(), options.signal);
+      if (readback) await untilAborted(this.#readTimings(readback), options.signal);
     } finally {
       for (const b of readback ?? []) b.destroy();
       this.#querySet?.destroy();
@@ -564,18 +581,7 @@ export class GpuRuntime {
       const encoder = this.device.createCommandEncoder({ label: `readback "${buffer.label}"` });
       if (copySize > 0) encoder.copyBufferToBuffer(buffer, offset, staging, 0, copySize);
       this.device.queue.submit([encoder.finish()]);
-      const mapped = staging.mapAsync(GPUMapMode.READ);
-      if (options.signal) {
-        const signal = options.signal;
-        await Promise.race([
-          mapped,
-          new Promise((_, reject) =>
-            signal.addEventListener("abort", () => reject(signal.reason), { once: true })
-          ),
-        ]);
-      } else {
-        await mapped;
-      }
+      await untilAborted(staging.mapAsync(GPUMapMode.READ), options.signal);
       return staging.getMappedRange(0, copySize).slice(0, size);
     } finally {
       staging.destroy();

@@ -164,3 +164,13 @@ Deno.test("interleaved steps each report their own validation errors", async () 
   await assert.rejects(() => bad.submit(), /validation error during step "bad step"/);
   await good.submit();
 });
+
+Deno.test("an aborted submit stops waiting with the signal's reason", async () => {
+  using rt = await GpuRuntime.create();
+  const step = rt.beginStep("aborted wait");
+  step.encoder.clearBuffer(rt.buffer("z", 1 << 20));
+  const ac = new AbortController();
+  ac.abort(new Error("stop waiting"));
+  await assert.rejects(() => step.submit({ signal: ac.signal }), /stop waiting/);
+  assert.equal((await rt.read({ buffer: rt.buffer("w", 16), size: 4 }))[0], 0);
+});

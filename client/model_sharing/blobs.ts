@@ -125,8 +125,9 @@ export function modelFromBlobs(blobs: ReadonlyMap<string, Uint8Array>): SharedMo
           `(f32, shape [${e.shape.join(", ")}])`,
       );
     }
-    // Copy through a fresh aligned buffer: `bytes` may sit at any offset.
-    weights.set(new Float32Array(bytes.slice().buffer), e.offset);
+    // View the bytes as floats where they are 4-byte aligned; otherwise copy them first.
+    const aligned = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
+    weights.set(new Float32Array(aligned.buffer, aligned.byteOffset, e.size), e.offset);
   }
   for (const name of blobs.keys()) {
     if (name !== CONFIG_BLOB && !layout.byName.has(name)) {

@@ -27,6 +27,18 @@ Deno.test("blobs round-trip any f32 bit pattern exactly", () => {
   );
 });
 
+Deno.test("blobs at any byte offset decode the same", () => {
+  const model = tinyModel(9);
+  const shifted = new Map(
+    modelToBlobs(model).map(([name, bytes]) => {
+      const holder = new Uint8Array(bytes.length + 1);
+      holder.set(bytes, 1);
+      return [name, holder.subarray(1)] as const;
+    }),
+  );
+  assert.deepEqual(bits(modelFromBlobs(shifted).weights), bits(model.weights));
+});
+
 Deno.test("blobs are config.json then tensors in layout order, copied", () => {
   const model = tinyModel(2);
   const blobs = modelToBlobs(model);

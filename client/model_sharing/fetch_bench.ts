@@ -1,0 +1,49 @@
+/**
+ * P2P model sharing speed: a joiner fetching the 20 M-parameter Llama (config/models/llama-20m,
+ * 80 MB of f32 blobs) from two providers in the same process, and the blob codec alone.
+ *
+ *   deno bench -A client/model_sharing/fetch_bench.ts
+ *
+ * @module
+ */
+import "../p2p/exit_fix.ts";
+import { readModelDir } from "../../model/checkpoint.ts";
+import { initParams } from "../../model/params.ts";
+import { createP2PNode } from "../p2p/node.ts";
+import { PayloadService } from "../p2p/payload_service.ts";
+import { testPublic, testSecret } from "../p2p/test_util.ts";
+import { modelFromBlobs, modelToBlobs } from "./blobs.ts";
+import { fetchModel } from "./fetch.ts";
+import { serveModel } from "./serve.ts";
+
+const { config, layout } = await readModelDir("config/models/llama-20m");
+const model = { config, layout, weights: initParams(layout, config, 1) };
+const blobs = new Map(modelToBlobs(model));
+
+const keys = [1, 2, 3].map(testPublic);
+const nodes = await Promise.all(
+  [1, 2, 3].map((n) => createP2PNode({ secretKey: testSecret(n), allowedPeers: keys })),
+);
+const services = await Promise.all(nodes.map((node) => PayloadService.start(node)));
+for (let i = 1; i < 3; i++) {
+  for (let j = 0; j < i; j++) await nodes[i].connect(nodes[j].addresses()[0]);
+}
+serveModel(services[0], model);
+serveModel(services[1], model);
+
+Deno.bench("blobs: llama-20m to f32 blobs (80 MB)", { group: "codec" }, () => {
+  modelToBlobs(model);
+});
+
+Deno.bench("blobs: f32 blobs to llama-20m", { group: "codec" }, () => {
+  modelFromBlobs(blobs);
+});
+
+Deno.bench("fetch llama-20m from 2 providers (80 MB, verified)", { n: 5, warmup: 1 }, async () => {
+  // A fresh store each time: no reshare, so nothing is served locally.
+  await fetchModel(services[2], { providers: keys.slice(0, 2), reshare: false });
+});
+
+globalThis.addEventListener("unload", () => {
+  for (const node of nodes) void node.stop();
+});

@@ -70,11 +70,11 @@ export interface MatmulArgs {
   readonly alpha?: number;
   /** Number of independent products (default 1), one per `stride` step of each operand. */
   readonly batch?: number;
-  /** Elements between consecutive A matrices (default `m·k`). */
+  /** Elements between consecutive A matrices (default `m·k`; 0 shares one A across the batch). */
   readonly strideA?: number;
-  /** Elements between consecutive B matrices (default `k·n`). */
+  /** Elements between consecutive B matrices (default `k·n`; 0 shares one B across the batch). */
   readonly strideB?: number;
-  /** Elements between consecutive C matrices (default `m·n`). */
+  /** Elements between consecutive C matrices (default `m·n`; at least `m·n`). */
   readonly strideC?: number;
   /**
    * Storage type of A and B (default `"f32"`). `"f16"` halves their memory traffic (weights kept
@@ -150,6 +150,11 @@ export class Matmul {
     }
     const bytes = type === "f16" ? 2 : 4;
     const s = strides(args);
+    requireDims("matmul", { strideA: s.a, strideB: s.b, strideC: s.c }, { allowZero: true });
+    if (batch > 1 && s.c < m * n) {
+      // Overlapping outputs would be written by several invocations in no fixed order.
+      throw new RangeError(`matmul: strideC ${s.c} is less than m·n = ${m * n}; outputs overlap`);
+    }
     const aShape = layout === "tn" ? `[k, m] = [${k}, ${m}]` : `[m, k] = [${m}, ${k}]`;
     const bShape = layout === "nt" ? `[n, k] = [${n}, ${k}]` : `[k, n] = [${k}, ${n}]`;
     const aNeed = (batch - 1) * s.a + m * k, bNeed = (batch - 1) * s.b + k * n;

@@ -190,6 +190,30 @@ Deno.test("nt matmuls sharing the transpose scratch in one pass stay separate", 
   }
 });
 
+Deno.test("batched matmul can share one operand across the batch (stride 0)", async () => {
+  using rt = await GpuRuntime.create();
+  for (const tiling of [CPU_PROFILE.matmul, GPU_PROFILE.matmul]) {
+    using mm = new Matmul(rt, tiling);
+    for (const layout of ["nn", "nt", "tn"] as const) {
+      const [m, n, k, batch] = [5, 8, 12, 3];
+      const a = randomF32(7, batch * m * k), b = randomF32(8, k * n);
+      const c = rt.buffer("c", batch * m * n * 4);
+      const args = { m, n, k, layout, batch, strideB: 0 };
+      const step = rt.beginStep("shared b");
+      mm.encode(step.pass, { ...args, a: rt.buffer("a", a), b: rt.buffer("b", b), c });
+      await step.submit();
+      const want = matmulRef(a, b, args);
+      // Same bound as runCase, with Σ|a||b| ≤ k for inputs in [-1, 1].
+      assertClose(
+        await rt.read(c),
+        want,
+        (k + 2) * 2 * F32_EPS * k,
+        `${tiling.strategy} ${layout}`,
+      );
+    }
+  }
+});
+
 Deno.test("matmul reuses pipelines across shapes", async () => {
   using rt = await GpuRuntime.create();
   const mm = new Matmul(rt);
@@ -218,6 +242,10 @@ Deno.test("matmul rejects bad arguments with the binding and shape named", async
     /binding "b" \(f32\) holds 12 elements, needs \[n, k\]/,
   );
   assert.throws(() => mm.encode(step.pass, { a: big, b: big, c: big, m: 0, n: 4, k: 4 }), /m must/);
+  assert.throws(
+    () => mm.encode(step.pass, { a: big, b: big, c: big, m: 4, n: 4, k: 4, batch: 2, strideC: 8 }),
+    /strideC 8 is less than m·n = 16; outputs overlap/,
+  );
   assert.throws(
     () => new Matmul(rt, { strategy: "register", rows: 4, cols: 6, workgroup: [8, 8], depth: 0 }),
     RangeError,

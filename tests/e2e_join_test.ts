@@ -1,0 +1,111 @@
+/**
+ * End-to-end P2P model sharing on a real local testnet (after Psyche's
+ * `client_join_in_training_and_get_model_using_p2p`): two clients train the first epoch; a third
+ * joins mid-run, waits for the next epoch, whose checkpoint is `P2P`, fetches the model from the
+ * other two during Warmup (its parameters equal theirs after their last apply), trains, and
+ * applies the same results to the same parameters as the others.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { Testnet } from "../client/testnet/launcher.ts";
+import {
+  EventWatcher,
+  observeCoordinator,
+  type SeenEvent,
+  tinyRunFolder,
+} from "../client/testnet/testing.ts";
+
+const step = (e: SeenEvent) => Number(e.event.step);
+
+Deno.test({
+  name: "a client joining mid-run gets the model over P2P and ends with the others' parameters",
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  const config = await tinyRunFolder({
+    runId: "e2e-join",
+    initMinClients: 2,
+    minClients: 1,
+    epochTime: 10,
+    maxRoundTrainTime: 5,
+    globalBatchSize: 6,
+  });
+  const watcher = new EventWatcher();
+  const lines: string[] = [];
+  const net = await Testnet.start({
+    configPath: config,
+    numClients: 2,
+    write: (line) => lines.push(line),
+    colour: false,
+    onEvent: watcher.onEvent,
+  });
+  const observing = new AbortController();
+  const checkpoints = new Map<number, string>();
+  const observer = observeCoordinator(
+    { address: net.serverAddr, runId: net.runId, signal: observing.signal },
+    (s) => {
+      if (s.runState === "Warmup") checkpoints.set(s.progress.epoch, s.model.checkpoint.kind);
+    },
+  );
+  try {
+    await watcher.waitFor(
+      "the first epoch to train",
+      () => watcher.named("train").length > 0,
+      90_000,
+    );
+    const joiner = await net.addClient();
+    const end = await watcher.waitFor(
+      "the first epoch to end after training",
+      () => watcher.named("EpochEnd").find((e) => e.event.success === true),
+      90_000,
+    );
+    const epoch = Number(end.event.epoch);
+    // The others' parameters after their last apply of the first epoch.
+    const finals = ["client-1", "client-2"].map((l) =>
+      watcher.named("apply", l).filter((e) => Number(e.event.epoch) === epoch - 1).at(-1)
+    );
+    assert.ok(finals.every((e) => e !== undefined), "both applied in the first epoch");
+    assert.equal(finals[0]!.event.params_hash, finals[1]!.event.params_hash);
+
+    const model = await watcher.waitFor(
+      "the joiner to load its model",
+      () => watcher.named("model", joiner)[0],
+      60_000,
+    );
+    assert.equal(checkpoints.get(epoch), "P2P", "the second epoch starts from a P2P checkpoint");
+    assert.equal(model.event.weights, "p2p", "the joiner fetched the model from its peers");
+    assert.equal(model.event.params_hash, finals[0]!.event.params_hash);
+
+    // It trains, and everyone applies the same results to the same parameters.
+    const first = await watcher.waitFor(
+      "the joiner to apply a step",
+      () => watcher.named("apply", joiner).find((e) => Number(e.event.epoch) === epoch),
+      60_000,
+    );
+    assert.ok(watcher.named("train", joiner).length > 0, "the joiner trained");
+    const target = step(first) + 1;
+    await watcher.waitFor(
+      `all three clients to apply step ${target}`,
+      () =>
+        ["client-1", "client-2", joiner].every((l) =>
+          watcher.named("apply", l).some((e) => step(e) === target)
+        ),
+      60_000,
+    );
+    const hashes = ["client-1", "client-2", joiner].map((l) =>
+      watcher.named("apply", l).find((e) => step(e) === target)!.event.params_hash
+    );
+    assert.equal(new Set(hashes).size, 1, `parameters after step ${target}: ${hashes.join(", ")}`);
+    const applied = watcher.named("apply", joiner).find((e) => step(e) === target)!;
+    assert.equal(applied.event.applied, 3, "the joiner's result is applied by everyone");
+  } catch (e) {
+    console.error(lines.slice(-100).join("\n"));
+    throw e;
+  } finally {
+    observing.abort();
+    await observer.catch(() => {});
+    await net.stop();
+    await Deno.remove(config, { recursive: true });
+  }
+});

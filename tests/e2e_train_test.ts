@@ -27,6 +27,8 @@ interface Event {
 interface Timing {
   epochTime: number;
   maxRoundTrainTime: number;
+  /** The run finishes at this step (default 1000: never, in these tests). */
+  totalSteps?: number;
 }
 
 function stateToml(dir: string, t: Timing): string {
@@ -47,7 +49,7 @@ global_batch_size_end = 6
 global_batch_size_warmup_tokens = 0
 verification_percent = 0
 witness_nodes = 0
-total_steps = 1000
+total_steps = ${t.totalSteps ?? 1000}
 waiting_for_members_extra_time = 1
 
 [model.LLM]
@@ -363,6 +365,52 @@ Deno.test({
       const [a, b] = [appliedSteps(clientEvents[0]), appliedSteps(clientEvents[1])];
       const common = Math.min(a.length, b.length);
       assert.deepEqual(a.slice(0, common), b.slice(0, common));
+    } finally {
+      await cleanUp(run);
+    }
+  },
+});
+
+Deno.test({
+  name: "e2e: an epoch cut short by total_steps applies round H-1 at Cooldown, then clients exit",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    // Rounds 0..3 train steps 1..4; the run ends at step 5: Cooldown applies step 3 (round
+    // H - 1 = 2, attested by round 3's witnesses); step 4 is never attested.
+    const run = await startRun({ epochTime: 200, maxRoundTrainTime: 20, totalSteps: 5 });
+    const { clientEvents } = run;
+    try {
+      const statuses = await Promise.race([
+        Promise.all(run.children.slice(1).map((c) => c.status)),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error("clients did not exit")), DEADLINE_MS)
+        ),
+      ]);
+      assert.deepEqual(statuses.map((s) => s.code), [0, 0, 0]);
+      run.children[0].kill("SIGTERM");
+      await run.children[0].status;
+      await Promise.all(run.readers);
+      for (let i = 0; i < CLIENTS; i++) {
+        const events = clientEvents[i];
+        assert.deepEqual(appliedSteps(events), appliedSteps(clientEvents[0]));
+        assert.deepEqual(events.filter((e) => e.event === "end").map((e) => e.reason), [
+          "Finished",
+        ]);
+        const trained = events.filter((e) => e.event === "train").map((e) => e.step as number);
+        const applies = events.filter((e) => e.event === "apply");
+        const last = applies[applies.length - 1];
+        const cooldown = events.find((e) => e.event === "state" && e.run_state === "Cooldown")!;
+        assert.ok((last.time_ms as number) >= (cooldown.time_ms as number), "applied at Cooldown");
+        assert.equal(last.step, Math.max(...trained) - 1);
+        assert.deepEqual(applies.map((a) => a.step), [1, 2, 3]);
+        const cp = events.find((e) => e.event === "checkpoint")!;
+        const saved = await readModelDir(cp.dir as string);
+        const hash = createHash("sha256").update(new Uint8Array(saved.weights!.buffer)).digest(
+          "hex",
+        );
+        assert.equal(hash, last.params_hash);
+      }
     } finally {
       await cleanUp(run);
     }

@@ -36,6 +36,10 @@ import { NetworkTrainer } from "./trainer.ts";
 export interface TrainingClientOptions {
   readonly backend: CoordinatorBackend;
   readonly exchange: Exchange;
+  /**
+   * The client's p2p key pair (libp2p identity, data-server auth). Who the client is in the
+   * coordinator's lists comes from `backend.identity` (on Solana the signer is the wallet).
+   */
   readonly identity: Identity;
   readonly logger: ClientLogger;
   /** A local HF folder overriding the run's checkpoint. */
@@ -135,7 +139,7 @@ export class TrainingClient {
         if (state === null || this.#signal?.aborted) return;
         const intents = planActions({
           state,
-          signer: this.#o.identity.publicKey,
+          signer: this.#o.backend.identity.signer,
           progress: this.#progress,
           facts: this.#o.exchange,
           checkpoints: (this.#o.checkpointDir ?? null) !== null,
@@ -249,7 +253,7 @@ export class TrainingClient {
       runId: state.runId,
       payloads: this.#o.exchange.payloads,
       providers: state.epochState.clients.map((c) => c.id.p2pIdentity)
-        .filter((k) => !sameKey(k, this.#o.identity.publicKey)),
+        .filter((k) => !sameKey(k, this.#o.backend.identity.p2pIdentity)),
       override: this.#o.modelOverride,
       hub: { baseDir },
       signal: this.#signal,

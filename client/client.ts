@@ -165,7 +165,8 @@ export class TrainingClient {
       }
     };
     const gpuWork = intent.kind === "LoadModel" || intent.kind === "Apply" ||
-      intent.kind === "Train" || intent.kind === "ShareModel" || intent.kind === "Checkpoint";
+      intent.kind === "Train" || intent.kind === "DecayWeights" || intent.kind === "ShareModel" ||
+      intent.kind === "Checkpoint";
     const task = gpuWork ? (this.#gpu = this.#gpu.then(run)) : run();
     this.#inFlight.add(task);
     task.finally(() => this.#inFlight.delete(task));
@@ -200,6 +201,9 @@ export class TrainingClient {
         return;
       case "Train":
         await this.#train(intent);
+        return;
+      case "DecayWeights":
+        await this.#need().decayWeights(intent.lr);
         return;
       case "AnnounceFinished":
         await exchange.announceFinished(intent.height, intent.step, intent.proof);

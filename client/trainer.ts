@@ -208,6 +208,21 @@ export class NetworkTrainer implements Disposable {
     return true;
   }
 
+  /**
+   * `θ ← θ·(1 − lr·wd)`: the decoupled weight decay a trainer's DisTrO generate applies, for a
+   * client with no batch in a training round, so it stays bit-identical with the trainers.
+   * The factor is rounded to f32 and each product is one correctly rounded f32 multiply, as
+   * in the generate kernel. Nothing happens without weight decay.
+   */
+  async decayWeights(lr: number): Promise<void> {
+    const wd = this.distro.config.weightDecay;
+    if (wd === null || wd === 0) return;
+    const factor = Math.fround(1 - lr * wd);
+    const params = await this.model.readParams();
+    for (let i = 0; i < params.length; i++) params[i] = Math.fround(params[i] * factor);
+    this.model.writeParams(params);
+  }
+
   /** Zeroes δ and the own previous result (cold-start epochs). */
   async resetOptimizer(): Promise<void> {
     const step = this.#rt.beginStep("reset distro");

@@ -18,7 +18,8 @@ Deno.test("wrappedRanges: splits a batch that runs past the dataset's end", () =
 });
 
 Deno.test({
-  name: "NetworkTrainer: clients applying the same results in any order hold identical weights",
+  name:
+    "NetworkTrainer: trainers and a decaying non-trainer applying the same results in any order hold identical weights",
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
@@ -46,14 +47,15 @@ Deno.test({
             chunk: 64,
             topk: 4,
             decay: 0.999,
-            weightDecay: null,
+            weightDecay: 0.1,
             clipGradNorm: 1,
             quantize1bit: true,
           },
         });
       using a = make();
       using b = make();
-      using c = make(); // trains nothing, only applies
+      using c = make(); // trains nothing: decays and applies
+      using d = make(); // forgets the decay
       const h0 = await c.paramsHash();
       assert.equal(await a.paramsHash(), h0);
       const ra = await a.train({ step: 1, batch: { start: 0, end: 1 }, lr: 1e-3, prevLr: 0, data });
@@ -66,11 +68,14 @@ Deno.test({
       const results = [wire(ra.result), wire(rb.result)];
       assert.equal(await a.apply(results, 1e-3), true);
       assert.equal(await b.apply([...results].reverse(), 1e-3), true);
+      await c.decayWeights(1e-3);
       assert.equal(await c.apply(results, 1e-3), true);
+      assert.equal(await d.apply(results, 1e-3), true);
       const h1 = await a.paramsHash();
       assert.notEqual(h1, h0, "the update changed the weights");
       assert.equal(await b.paramsHash(), h1);
       assert.equal(await c.paramsHash(), h1);
+      assert.notEqual(await d.paramsHash(), h1, "without the decay a non-trainer drifts");
       assert.equal(await c.apply([], 1e-3), false);
       await assert.rejects(
         a.train({ step: 2, batch: { start: 0, end: 2 }, lr: 1e-3, prevLr: 1e-3, data }),

@@ -67,8 +67,10 @@ export function needsTraining(view: RoundView): boolean {
 export function planTraining(input: PlanInput, view: RoundView): Intent[] {
   const { state, progress } = input;
   const epoch = state.progress.epoch;
-  if (!needsTraining(view) || view.self === null || view.self.batch === null) return [];
   if (!progress.modelReady || !appliesDone(input)) return [];
+  if (!needsTraining(view) || view.self === null || view.self.batch === null) {
+    return planDecay(input, view);
+  }
   const train: Intent = {
     kind: "Train",
     epoch,
@@ -81,6 +83,24 @@ export function planTraining(input: PlanInput, view: RoundView): Intent[] {
     resetOptimizer: state.epochState.coldStartEpoch && view.height === 0,
   };
   return progress.started(intentKey(train)) ? [] : [train];
+}
+
+/**
+ * For a client in a training round without a batch, under a DisTrO optimizer with weight
+ * decay: the decay the trainers apply in generate, once per round.
+ */
+function planDecay(input: PlanInput, view: RoundView): Intent[] {
+  const { state, progress } = input;
+  const optimizer = state.model.optimizer;
+  if (!view.training || view.self === null) return [];
+  if (optimizer.kind !== "Distro" || !optimizer.weightDecay) return [];
+  const decay: Intent = {
+    kind: "DecayWeights",
+    epoch: state.progress.epoch,
+    height: view.height,
+    lr: stepLearningRate(state, view.step),
+  };
+  return progress.started(intentKey(decay)) ? [] : [decay];
 }
 
 /**

@@ -71,6 +71,16 @@ export interface TrainIntent {
   /** Zero the DisTrO state first (round 0 of a cold-start epoch, after a pause). */
   readonly resetOptimizer: boolean;
 }
+/**
+ * Apply the decoupled weight decay trainers apply in DisTrO's generate, for a client with no
+ * batch in a training round (it would otherwise drift from them).
+ */
+export interface DecayWeightsIntent {
+  readonly kind: "DecayWeights";
+  readonly epoch: number;
+  readonly height: number;
+  readonly lr: number;
+}
 /** Gossip `Finished` for round `height` (trained, previous round's payloads settled). */
 export interface AnnounceFinishedIntent {
   readonly kind: "AnnounceFinished";
@@ -109,6 +119,7 @@ export type Intent =
   | ApplyIntent
   | SendHealthChecksIntent
   | TrainIntent
+  | DecayWeightsIntent
   | AnnounceFinishedIntent
   | SendWitnessIntent
   | ShareModelIntent
@@ -128,6 +139,7 @@ export function intentKey(intent: Intent): string {
       return applyKey(intent.epoch, intent.plan.resultsRound.height);
     case "SendHealthChecks":
     case "Train":
+    case "DecayWeights":
     case "AnnounceFinished":
     case "SendWitness":
       return `${intent.kind}:${intent.epoch}:${intent.height}`;

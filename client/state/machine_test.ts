@@ -123,6 +123,28 @@ Deno.test("RoundTrain h=0: train own batch, Finished, witness only after all Fin
   );
 });
 
+Deno.test("RoundTrain: a client without a batch applies the trainers' weight decay", () => {
+  const { driver, ids } = runInRound0(3);
+  const state = structuredClone(driver.state);
+  state.config.globalBatchSizeStart = state.config.globalBatchSizeEnd = 2; // 2 batches, 3 clients
+  const idle = ids.find((id) => roundView(state, 0, id.signer)!.self!.batch === null)!;
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  assert.deepEqual(kinds(plan(state, idle, progress, new Facts())), ["AnnounceFinished"]);
+  state.model.optimizer = {
+    kind: "Distro",
+    clipGradNorm: null,
+    weightDecay: 0.1,
+    compressionDecay: 0.999,
+    compressionTopk: 2,
+    compressionChunk: 64,
+    quantize1bit: true,
+  };
+  const out = plan(state, idle, progress, new Facts());
+  assert.deepEqual(kinds(out), ["DecayWeights", "AnnounceFinished"]);
+  assert.equal((out[0] as Extract<Intent, { kind: "DecayWeights" }>).height, 0);
+});
+
 Deno.test("RoundTrain h=0 of a cold-start epoch: the optimizer state is reset first", () => {
   const { driver, ids } = runInRound0(3);
   const progress = new ClientProgress();

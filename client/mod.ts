@@ -72,6 +72,7 @@ export {
   type Intent,
   intentKey,
   type PlanInput,
+  roundKey,
 } from "./state/intent.ts";
 export { planActions, planRejoin, wasRemoved } from "./state/machine.ts";
 export {

@@ -72,6 +72,7 @@ warmup_init_lr = 0.0
 [model.LLM.optimizer.Distro]
 clip_grad_norm = 1.0
 compression_decay = 0.999
+weight_decay = 0.1
 compression_chunk = 64
 compression_topk = 8
 quantize_1bit = true

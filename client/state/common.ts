@@ -9,7 +9,14 @@
 import type { CoordinatorState, PublicKeyBytes } from "../../coordinator/types.ts";
 import { type RoundView, stepLearningRate, stepOfHeight } from "../round_view.ts";
 import { duePlans } from "./apply_targets.ts";
-import { type ApplyIntent, applyKey, type Intent, intentKey, type PlanInput } from "./intent.ts";
+import {
+  type ApplyIntent,
+  applyKey,
+  type Intent,
+  intentKey,
+  type PlanInput,
+  roundKey,
+} from "./intent.ts";
 import { roundAssignments } from "../../coordinator/machine_queries.ts";
 
 /** p2p keys of the epoch's Healthy clients: whose announcements a round waits for. */
@@ -120,7 +127,7 @@ export function planFinished(input: PlanInput, view: RoundView): Intent[] {
   };
   if (progress.started(intentKey(intent))) return [];
   const trained = !needsTraining(view) ||
-    progress.done(`Train:${epoch}:${view.height}`);
+    progress.done(roundKey("Train", epoch, view.height));
   const settled = view.height === 0 || facts.downloadsSettled(view.height - 1);
   return trained && settled ? [intent] : [];
 }

@@ -142,12 +142,21 @@ export function intentKey(intent: Intent): string {
     case "DecayWeights":
     case "AnnounceFinished":
     case "SendWitness":
-      return `${intent.kind}:${intent.epoch}:${intent.height}`;
+      return roundKey(intent.kind, intent.epoch, intent.height);
     default: {
       const unreachable: never = intent;
       throw new Error(`unknown intent ${JSON.stringify(unreachable)}`);
     }
   }
+}
+
+/** Key of a per-round intent (`Train`, `AnnounceFinished`, …) of round `height` in `epoch`. */
+export function roundKey(
+  kind: "SendHealthChecks" | "Train" | "DecayWeights" | "AnnounceFinished" | "SendWitness",
+  epoch: number,
+  height: number,
+): string {
+  return `${kind}:${epoch}:${height}`;
 }
 
 /** Key of the apply of round `resultsHeight`'s results in `epoch`. */

@@ -21,7 +21,7 @@ import {
   planTraining,
   witnessIntent,
 } from "./common.ts";
-import { type Intent, intentKey, type PlanInput } from "./intent.ts";
+import { type Intent, intentKey, type PlanInput, roundKey } from "./intent.ts";
 
 /**
  * Health checks a witness of round `h − 1` sends in round `h >= 2`: the coordinator's
@@ -60,7 +60,7 @@ export function planRoundTrain(input: PlanInput, view: RoundView): Intent[] {
   out.push(...planTraining(input, view));
   out.push(...planFinished(input, view));
   const epoch = input.state.progress.epoch;
-  const finished = input.progress.done(`AnnounceFinished:${epoch}:${view.height}`);
+  const finished = input.progress.done(roundKey("AnnounceFinished", epoch, view.height));
   if (finished && input.facts.finishedBy(view.height, healthyPeers(input.state))) {
     out.push(...witnessIntent(input, view));
   }

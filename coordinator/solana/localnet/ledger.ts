@@ -122,13 +122,17 @@ export class Ledger {
     if (target > this.#slot) this.#enterSlot(target);
   }
 
+  #freshBlockhash(slot: bigint): void {
+    this.svm.expireBlockhash();
+    this.#latestBlockhash = this.svm.latestBlockhash();
+    this.#blockhashes.set(this.#latestBlockhash, slot);
+  }
+
   #enterSlot(slot: bigint): void {
     this.#slot = slot;
     const unix = BigInt(Math.floor(this.#now() / 1000));
     this.svm.setClock(new Clock(slot, 0n, 0n, 0n, unix));
-    this.svm.expireBlockhash();
-    this.#latestBlockhash = this.svm.latestBlockhash();
-    this.#blockhashes.set(this.#latestBlockhash, slot);
+    this.#freshBlockhash(slot);
     for (const [hash, at] of this.#blockhashes) {
       if (at + BigInt(BLOCKHASH_VALID_SLOTS) < slot) this.#blockhashes.delete(hash);
     }
@@ -192,6 +196,9 @@ export class Ledger {
   /** Credits `amount` lamports to `to`; returns a signature-like id for status queries. */
   airdrop(to: Address, amount: bigint): ExecutionResult {
     const slot = this.slot();
+    // litesvm signs airdrops with the latest blockhash: a fresh one keeps two equal
+    // airdrops in one slot from being the same (AlreadyProcessed) transaction.
+    this.#freshBlockhash(slot);
     const result = this.svm.airdrop(to, lamports(amount));
     const signature = result === null || result instanceof FailedTransactionMetadata
       ? `airdrop-${to}-${slot}`

@@ -1,0 +1,53 @@
+import assert from "node:assert/strict";
+import { generateKeyPairSigner } from "@solana/kit";
+import { startLocalnet } from "../localnet/server.ts";
+import { loadProgramBytes } from "../localnet/ledger.ts";
+import {
+  defaultWsUrl,
+  RpcResponseError,
+  RpcTransportError,
+  SolanaRpcClient,
+} from "./rpc_client.ts";
+
+Deno.test("the WebSocket endpoint defaults to the RPC's port + 1", () => {
+  assert.equal(defaultWsUrl("http://127.0.0.1:8899"), "ws://127.0.0.1:8900");
+  assert.equal(defaultWsUrl("https://rpc.example.com"), "wss://rpc.example.com");
+});
+
+Deno.test("answers, error answers and no answer are told apart; u64s stay exact", async () => {
+  await using net = await startLocalnet({
+    port: 0,
+    wsPort: 0,
+    programBytes: await loadProgramBytes(),
+  });
+  const rpc = new SolanaRpcClient({ url: net.url, wsUrl: net.wsUrl });
+  const who = (await generateKeyPairSigner()).address;
+  net.ledger.airdrop(who, 7_000_000_000n);
+  assert.equal(await rpc.balance(who), 7_000_000_000n);
+  const info = await rpc.call<{ value: { rentEpoch: bigint } }>("getAccountInfo", [
+    who,
+    { encoding: "base64" },
+  ]);
+  assert.equal(info.value.rentEpoch, 18_446_744_073_709_551_615n, "u64 max parsed exactly");
+  await assert.rejects(
+    rpc.call("getBlock"),
+    (e) => e instanceof RpcResponseError && e.code === -32601 && /getBlock/.test(e.message),
+  );
+  const dead = new SolanaRpcClient({ url: "http://127.0.0.1:9", timeoutMs: 1000 });
+  await assert.rejects(dead.call("getSlot"), RpcTransportError);
+
+  // The subscription reports its data on change and ends with the signal.
+  const seen: number[] = [];
+  const stop = new AbortController();
+  let opened = 0;
+  const following = rpc.subscribeAccount(who, (d) => seen.push(d.length), {
+    signal: stop.signal,
+    onOpen: () => opened++,
+  });
+  while (opened === 0) await new Promise((r) => setTimeout(r, 10));
+  net.ledger.airdrop(who, 1_000_000_000n);
+  while (seen.length === 0) await new Promise((r) => setTimeout(r, 10));
+  assert.deepEqual(seen, [0]);
+  stop.abort();
+  await following;
+});

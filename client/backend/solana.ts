@@ -48,7 +48,7 @@ import {
 import { CoordinatorProgramError } from "../../coordinator/solana/errors.ts";
 import type { CoordinatorInstruction } from "../../coordinator/solana/instructions.ts";
 import { coordinatorInstruction } from "../../coordinator/solana/kit.ts";
-import { type SolanaRpcClient } from "../../coordinator/solana/cli/rpc_client.ts";
+import { followAccount, type SolanaRpcClient } from "../../coordinator/solana/cli/rpc_client.ts";
 import {
   TransactionSender,
   TransactionUnconfirmedError,
@@ -68,7 +68,10 @@ export type SolanaBackendEvent =
 
 /** Options of {@linkcode SolanaBackend.connect}. */
 export interface SolanaBackendOptions {
-  /** RPCs in order of preference (`--rpc`, then `--rpc-2`); the first one's WebSocket is followed. */
+  /**
+   * RPCs in order of preference (`--rpc`, then `--rpc-2`): transactions fall back along
+   * the list, and the account subscription moves to the next WebSocket when one drops.
+   */
   rpcs: readonly SolanaRpcClient[];
   /** The wallet: signs and pays; its key is this client's signer on the run. */
   wallet: KeyPairSigner;
@@ -395,15 +398,13 @@ export class SolanaBackend implements CoordinatorBackend {
   }
 
   #start(): void {
-    const rpc = this.#o.rpcs[0];
-    this.#following = rpc.subscribeAccount(this.#o.coordinator, (data) => this.#accept(data), {
+    this.#following = followAccount(this.#o.rpcs, this.#o.coordinator, (d) => this.#accept(d), {
       signal: this.#stop.signal,
-      onOpen: () => {
-        this.#o.onEvent?.({ kind: "Subscribed", url: rpc.wsUrl });
+      onOpen: (url) => {
+        this.#o.onEvent?.({ kind: "Subscribed", url });
         this.#refresh(this.#stop.signal).catch(() => {});
       },
-      onError: (e) =>
-        this.#o.onEvent?.({ kind: "SubscriptionLost", url: rpc.wsUrl, reason: e.message }),
+      onError: (url, e) => this.#o.onEvent?.({ kind: "SubscriptionLost", url, reason: e.message }),
     });
     const random = this.#o.random ?? Math.random;
     const now = this.#o.now ?? Date.now;

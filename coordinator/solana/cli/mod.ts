@@ -20,6 +20,8 @@ export { readRun, runJson, RunNotFoundError, RunOperator, type RunUpdate } from 
 export {
   decodeAccountData,
   defaultWsUrl,
+  followAccount,
+  type FollowAccountOptions,
   RpcResponseError,
   RpcTransportError,
   type SignatureStatus,

@@ -180,37 +180,18 @@ export class SolanaRpcClient {
   }
 
   /**
-   * Follows an account: `onData` gets its bytes on every change notification. Reconnects
-   * (after `retryMs`) when the socket drops; `onError` hears about each drop. Ends when
-   * `signal` aborts.
+   * One `accountSubscribe` on this node's WebSocket: `onData` gets the account's bytes on
+   * every change notification, `onOpen` runs when the node confirmed the subscription.
+   * Resolves when `signal` aborts; rejects with RpcTransportError when the socket drops
+   * or the node refuses. {@linkcode followAccount} reconnects around it.
    */
-  async subscribeAccount(
+  subscribeAccountOnce(
     at: Address,
     onData: (data: Uint8Array) => void,
-    opts: {
-      signal: AbortSignal;
-      /** Called each time the subscription is confirmed (refetch then: changes in between are not notified). */
-      onOpen?: () => void;
-      onError?: (e: Error) => void;
-      retryMs?: number;
-    },
+    signal: AbortSignal,
+    onOpen?: () => void,
   ): Promise<void> {
-    const retryMs = opts.retryMs ?? 500;
-    while (!opts.signal.aborted) {
-      try {
-        await this.#subscribeOnce(at, onData, opts.signal, opts.onOpen);
-      } catch (e) {
-        if (opts.signal.aborted) return;
-        opts.onError?.(e as Error);
-      }
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, retryMs);
-        opts.signal.addEventListener("abort", () => {
-          clearTimeout(t);
-          resolve();
-        }, { once: true });
-      });
-    }
+    return this.#subscribeOnce(at, onData, signal, onOpen);
   }
 
   #subscribeOnce(
@@ -273,4 +254,48 @@ export function decodeAccountData(data: [string, string]): Uint8Array {
   }
   const buf = Buffer.from(data[0], "base64");
   return new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+/** Options of {@linkcode followAccount}. */
+export interface FollowAccountOptions {
+  signal: AbortSignal;
+  /** Each time a node confirmed the subscription (refetch then: earlier changes were not notified). */
+  onOpen?: (wsUrl: string) => void;
+  /** Each time a subscription dropped. */
+  onError?: (wsUrl: string, e: Error) => void;
+  /** Pause before the next attempt in ms (default 500). */
+  retryMs?: number;
+}
+
+/**
+ * Follows an account through the nodes' WebSockets: subscribes on the first node and, each
+ * time the subscription drops, on the next one (`--ws-rpc`, then `--ws-rpc-2`, round and
+ * round) after `retryMs`. Resolves when `signal` aborts.
+ */
+export async function followAccount(
+  rpcs: readonly SolanaRpcClient[],
+  at: Address,
+  onData: (data: Uint8Array) => void,
+  opts: FollowAccountOptions,
+): Promise<void> {
+  if (rpcs.length === 0) throw new TypeError("followAccount needs at least one RPC");
+  const retryMs = opts.retryMs ?? 500;
+  for (let i = 0; !opts.signal.aborted; i = (i + 1) % rpcs.length) {
+    const rpc = rpcs[i];
+    try {
+      await rpc.subscribeAccountOnce(at, onData, opts.signal, () => opts.onOpen?.(rpc.wsUrl));
+    } catch (e) {
+      if (opts.signal.aborted) return;
+      opts.onError?.(rpc.wsUrl, e as Error);
+    }
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(done, retryMs);
+      function done() {
+        opts.signal.removeEventListener("abort", done);
+        clearTimeout(t);
+        resolve();
+      }
+      opts.signal.addEventListener("abort", done, { once: true });
+    });
+  }
 }

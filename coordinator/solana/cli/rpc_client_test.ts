@@ -4,6 +4,7 @@ import { startLocalnet } from "../localnet/server.ts";
 import { loadProgramBytes } from "../localnet/ledger.ts";
 import {
   defaultWsUrl,
+  followAccount,
   RpcResponseError,
   RpcTransportError,
   SolanaRpcClient,
@@ -36,18 +37,24 @@ Deno.test("answers, error answers and no answer are told apart; u64s stay exact"
   const dead = new SolanaRpcClient({ url: "http://127.0.0.1:9", timeoutMs: 1000 });
   await assert.rejects(dead.call("getSlot"), RpcTransportError);
 
-  // The subscription reports its data on change and ends with the signal.
+  // The subscription reports the account's data on change and ends with the signal.
   const seen: number[] = [];
   const stop = new AbortController();
   let opened = 0;
-  const following = rpc.subscribeAccount(who, (d) => seen.push(d.length), {
+  // The first node's WebSocket is down: the subscription moves on to the second.
+  const down = new SolanaRpcClient({ url: "http://127.0.0.1:9", wsUrl: "ws://127.0.0.1:9" });
+  const lost: string[] = [];
+  const following = followAccount([down, rpc], who, (d) => seen.push(d.length), {
     signal: stop.signal,
     onOpen: () => opened++,
+    onError: (url) => lost.push(url),
+    retryMs: 10,
   });
   while (opened === 0) await new Promise((r) => setTimeout(r, 10));
   net.ledger.airdrop(who, 1_000_000_000n);
   while (seen.length === 0) await new Promise((r) => setTimeout(r, 10));
   assert.deepEqual(seen, [0]);
+  assert.deepEqual(lost, ["ws://127.0.0.1:9"]);
   stop.abort();
   await following;
 });

@@ -20,8 +20,8 @@ train options:
   --rpc URL                           Solana JSON-RPC of a run on the coordinator program
   --ws-rpc URL                        its WebSocket (default: --rpc with port + 1)
   --rpc-2 URL, --ws-rpc-2 URL         fallback RPC for transactions
-  --wallet-private-key-path FILE      Solana keypair JSON (64 numbers): signs, pays, and is
-                                      also the client's libp2p identity
+  --wallet-private-key-path FILE      Solana keypair JSON (64 numbers): signs and pays; also
+                                      the libp2p identity unless --identity-secret-key-path
   --main-authority PUBKEY             who created the run (finds its account with --run-id)
   --coordinator ADDRESS               the run's account (instead of --main-authority)
   --program-id PUBKEY                 the coordinator program (default: the localnet's)
@@ -223,11 +223,6 @@ function solanaArgs(values: Record<string, unknown>): SolanaTrainArgs | undefine
   const walletPrivateKeyPath = text("wallet-private-key-path");
   if (walletPrivateKeyPath === undefined) {
     throw new ClientUsageError("--rpc needs --wallet-private-key-path FILE");
-  }
-  if (values["identity-secret-key-path"] !== undefined) {
-    throw new ClientUsageError(
-      "--identity-secret-key-path does not apply with --rpc: the wallet key is the identity",
-    );
   }
   const mainAuthority = text("main-authority") ?? null;
   const coordinator = text("coordinator") ?? null;

@@ -93,7 +93,6 @@ Deno.test("parseClientArgs: --rpc chooses the Solana backend; its flags are chec
   bad(["--main-authority", "K"], /--rpc needs --wallet-private-key-path/);
   bad(wallet, /exactly one of --main-authority PUBKEY and --coordinator/);
   bad([...wallet, "--main-authority", "K", "--server-addr", "h:1"], /give one/);
-  bad([...wallet, "--coordinator", "C", "--identity-secret-key-path", "i"], /wallet key/);
   bad([...wallet, "--coordinator", "C", "--ws-rpc-2", "ws://x"], /--ws-rpc-2 needs --rpc-2/);
   assert.throws(
     () =>

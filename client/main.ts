@@ -57,7 +57,10 @@ export async function train(
   const wallet = args.solana === undefined
     ? null
     : await loadWallet(args.solana.walletPrivateKeyPath);
-  const identity = wallet?.identity ?? await resolveIdentity(args.identitySecretKeyPath);
+  // On Solana the wallet key doubles as the libp2p identity unless one is given.
+  const identity = wallet !== null && args.identitySecretKeyPath === null
+    ? wallet.identity
+    : await resolveIdentity(args.identitySecretKeyPath);
   const logger: ClientLogger = args.logs === "json"
     ? jsonClientLogger(io.write)
     : consoleClientLogger(io.write);
@@ -79,6 +82,7 @@ export async function train(
       backend = await connectSolana(args.solana, {
         runId: args.runId,
         wallet,
+        p2pIdentity: identity.publicKey,
         logger,
         signal: io.signal,
       });
@@ -118,6 +122,7 @@ async function connectSolana(
   o: {
     runId: string;
     wallet: Awaited<ReturnType<typeof loadWallet>>;
+    p2pIdentity: Uint8Array;
     logger: ClientLogger;
     signal?: AbortSignal;
   },
@@ -137,7 +142,7 @@ async function connectSolana(
   return await SolanaBackend.connect({
     rpcs,
     wallet: o.wallet.signer,
-    p2pIdentity: o.wallet.identity.publicKey,
+    p2pIdentity: o.p2pIdentity,
     programId,
     coordinator,
     runId: o.runId,

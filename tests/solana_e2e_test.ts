@@ -21,6 +21,7 @@ import { startTestRun, type TestRun } from "../coordinator/solana/localnet/test_
 import { decodeCoordinatorAccount } from "../coordinator/solana/account.ts";
 import { keypairJson, type Wallet } from "../coordinator/solana/cli/keypair.ts";
 import { peerIdOf } from "../client/p2p/identity.ts";
+import { generateIdentity } from "../net/identity.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const DEADLINE_MS = 150_000;
@@ -226,17 +227,24 @@ Deno.test({
     try {
       const wallets = [await run.newWallet(), await run.newWallet()];
       const paths = await Promise.all(wallets.map((w, i) => walletFile(dir, `wallet${i}`, w)));
+      // Client 0 has a libp2p key of its own; client 1's wallet key doubles as its p2p key.
+      const p2p0 = generateIdentity();
+      await Deno.writeFile(`${dir}/p2p0`, p2p0.secretKey);
+      const p2pKeys = [p2p0.publicKey, wallets[1].identity.publicKey];
       const ports = freePorts(3);
       const addr = (i: number, port = ports[i]) =>
-        `/ip4/127.0.0.1/tcp/${port}/p2p/${peerIdOf(wallets[i].identity.publicKey)}`;
+        `/ip4/127.0.0.1/tcp/${port}/p2p/${peerIdOf(p2pKeys[i])}`;
       for (let i = 0; i < 2; i++) {
         clients.push(
-          new ClientProcess(clientArgs(run, {
-            walletPath: paths[i],
-            port: ports[i],
-            bootstrap: [addr(1 - i)],
-            checkpointDir: `${dir}/checkpoints${i}`,
-          })),
+          new ClientProcess([
+            ...clientArgs(run, {
+              walletPath: paths[i],
+              port: ports[i],
+              bootstrap: [addr(1 - i)],
+              checkpointDir: `${dir}/checkpoints${i}`,
+            }),
+            ...(i === 0 ? [`--identity-secret-key-path=${dir}/p2p0`] : []),
+          ]),
         );
       }
       // Epoch 0: both train; it is over when both wrote their Cooldown checkpoint.
@@ -254,6 +262,13 @@ Deno.test({
       }
       for (const c of clients) {
         assert.ok(c.of("warmup_witness").length >= 1, "warmup witnessed by transaction");
+      }
+      // The run lists each wallet with the p2p key it joined with.
+      const listed = decodeCoordinatorAccount((await run.rpc.accountData(run.coordinator))!);
+      for (const [i, w] of wallets.entries()) {
+        const key = getAddressEncoder().encode(w.signer.address);
+        const reg = listed.registry.find((r) => r.signer.every((b, j) => b === key[j]));
+        assert.deepEqual(reg?.p2pIdentity, p2pKeys[i], `client ${i}'s p2p key`);
       }
 
       // Epoch 1: kill client 1 once it trained a step, restart it with the same wallet.

@@ -148,7 +148,10 @@ export class RoundTracker {
     return accepted;
   }
 
-  /** Records that `from` finished this round. Refuses other steps, outsiders and warmup flags. */
+  /**
+   * Records that `from` finished this round. Refuses other steps, outsiders, proofs that are
+   * not the sender's, and warmup flags.
+   */
   acceptFinished(from: PublicKeyBytes, message: FinishedAnnouncement): Verdict {
     if (message.warmup) return refuse("WarmupFlag", "a warmup Finished is not about a round");
     if (message.step !== this.view.step) {
@@ -157,8 +160,11 @@ export class RoundTracker {
         `Finished for step ${message.step}, this round is ${this.view.step}`,
       );
     }
-    if (indexOfPeer(this.view, from) < 0) {
-      return refuse("UnknownSender", "sender is not a client of this round");
+    const index = indexOfPeer(this.view, from);
+    if (index < 0) return refuse("UnknownSender", "sender is not a client of this round");
+    const proof = message.proof;
+    if (proof.index !== index || !this.view.selection.verifyCommittee(proof)) {
+      return refuse("BadProof", `committee proof (index ${proof.index}) is not client ${index}'s`);
     }
     const key = toHex(from);
     if (this.#finished.has(key)) return refuse("Duplicate", "already finished");

@@ -95,22 +95,28 @@ Deno.test("RoundTracker: the Merkle root does not depend on arrival order", () =
   assert.notDeepEqual(roots[0], new Uint8Array(32));
 });
 
-Deno.test("RoundTracker: Finished from every client, once, this step only", () => {
+Deno.test("RoundTracker: Finished from every client, once, this step only, own proof", () => {
   const { ids, view, tracker } = setup();
-  const finished = (step: number, warmup = false) => ({
+  const finished = (step: number, index: number, warmup = false) => ({
     kind: "Finished" as const,
     step,
-    proof: view.selection.committeeProof(0),
+    proof: view.selection.committeeProof(index),
     merkleRoot: new Uint8Array(32),
     warmup,
   });
   const peers = ids.map((i) => i.p2pIdentity);
-  assert.equal(tracker.acceptFinished(peers[0], finished(view.step + 1)).accepted, false);
-  assert.equal(tracker.acceptFinished(peers[0], finished(view.step, true)).accepted, false);
-  assert.equal(tracker.acceptFinished(peers[0], finished(view.step)).accepted, true);
-  assert.equal(tracker.acceptFinished(peers[0], finished(view.step)).accepted, false);
+  const reason = (v: ReturnType<RoundTracker["acceptFinished"]>) =>
+    v.accepted ? "accepted" : v.reason;
+  assert.equal(reason(tracker.acceptFinished(peers[0], finished(view.step + 1, 0))), "WrongStep");
+  assert.equal(
+    reason(tracker.acceptFinished(peers[0], finished(view.step, 0, true))),
+    "WarmupFlag",
+  );
+  assert.equal(reason(tracker.acceptFinished(peers[0], finished(view.step, 1))), "BadProof");
+  assert.equal(reason(tracker.acceptFinished(peers[0], finished(view.step, 0))), "accepted");
+  assert.equal(reason(tracker.acceptFinished(peers[0], finished(view.step, 0))), "Duplicate");
   assert.equal(tracker.finishedBy(peers), false);
-  tracker.acceptFinished(peers[1], finished(view.step));
-  tracker.acceptFinished(peers[2], finished(view.step));
+  tracker.acceptFinished(peers[1], finished(view.step, 1));
+  tracker.acceptFinished(peers[2], finished(view.step, 2));
   assert.equal(tracker.finishedBy(peers), true);
 });

@@ -100,3 +100,40 @@ Deno.test({
     await Deno.remove(config, { recursive: true });
   }
 });
+
+Deno.test({
+  name: "random kills SIGKILL a running client and restart it with the same identity",
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  const config = await tinyRunFolder({ runId: "launcher-kills" });
+  const watcher = new EventWatcher();
+  const exits: string[] = [];
+  const net = await Testnet.start({
+    configPath: config,
+    numClients: 1,
+    ...quiet,
+    onEvent: watcher.onEvent,
+    onClientExit: (label, status) => exits.push(`${label}:${status.signal}`),
+  });
+  try {
+    const key = net.clientKey("client-1");
+    await watcher.waitFor("the client to start", () => watcher.named("start").length === 1, 60_000);
+    await net.randomKills({ count: 1, intervalMs: 100, restartMs: 100, randomIndex: () => 0 });
+    assert.deepEqual(exits, ["client-1:SIGKILL"]);
+    const notes = watcher.named("testnet").map((e) => String(e.event.message));
+    assert.ok(notes.includes("random kill 1/1: client-1"), notes.join("\n"));
+    assert.ok(notes.includes("restarting client-1"));
+    const starts = await watcher.waitFor(
+      "the restarted client to start",
+      () => watcher.named("start", "client-1").length === 2 && watcher.named("start", "client-1"),
+      60_000,
+    );
+    assert.ok(starts.every((e) => e.event.identity === key), "same identity after the restart");
+    assert.deepEqual(net.liveClients(), ["client-1"]);
+    assert.equal(net.idle(), false);
+  } finally {
+    await net.stop();
+    await Deno.remove(config, { recursive: true });
+  }
+});

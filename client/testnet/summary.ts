@@ -16,7 +16,10 @@ export interface RunSummary {
   readonly epochs: number;
   /** Highest step applied by any client. */
   readonly lastAppliedStep: number;
-  /** Batches some client logged as untrained when applying (dropped, counted). */
+  /**
+   * Batches logged as untrained when applying (dropped, counted): per step the most any client
+   * reported (every client applies the same step), summed over steps.
+   */
   readonly untrainedBatches: number;
   /** Health-check reports the clients sent. */
   readonly healthChecks: number;
@@ -31,7 +34,7 @@ export class SummaryCollector {
   readonly #losses = new Map<number, number[]>();
   #epochs = 0;
   #lastApplied = 0;
-  #untrained = 0;
+  readonly #untrained = new Map<number, number>();
   #healthChecks = 0;
   readonly #checkpoints: string[] = [];
   readonly #hashes = new Map<string, { step: number; hash: string }>();
@@ -57,7 +60,8 @@ export class SummaryCollector {
       case "apply": {
         const step = Number(event.step);
         if (Number.isFinite(step)) this.#lastApplied = Math.max(this.#lastApplied, step);
-        this.#untrained += Number(event.untrained_batches) || 0;
+        const untrained = Number(event.untrained_batches) || 0;
+        this.#untrained.set(step, Math.max(this.#untrained.get(step) ?? 0, untrained));
         if (typeof event.params_hash === "string") {
           this.#hashes.set(label, { step, hash: event.params_hash });
         }
@@ -83,7 +87,7 @@ export class SummaryCollector {
       lossByStep,
       epochs: this.#epochs,
       lastAppliedStep: this.#lastApplied,
-      untrainedBatches: this.#untrained,
+      untrainedBatches: [...this.#untrained.values()].reduce((n, x) => n + x, 0),
       healthChecks: this.#healthChecks,
       checkpoints: [...this.#checkpoints],
       paramsHash: new Map(this.#hashes),

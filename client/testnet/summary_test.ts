@@ -19,8 +19,14 @@ Deno.test("the summary averages losses per step and counts what happened", () =>
   c.add("client-2", "client", {
     event: "apply",
     step: 3,
-    untrained_batches: 0,
+    untrained_batches: 1,
     params_hash: "aa",
+  });
+  c.add("client-2", "client", {
+    event: "apply",
+    step: 2,
+    untrained_batches: 2,
+    params_hash: "a0",
   });
   c.add("client-2", "client", { event: "health_check", step: 3, clients: ["x"] });
   c.add("client-1", "client", { event: "checkpoint", step: 5, dir: "/ck/step5" });
@@ -31,11 +37,11 @@ Deno.test("the summary averages losses per step and counts what happened", () =>
   assert.deepEqual(lossTrend(s), { first: 10, last: 7, steps: 4 });
   assert.equal(s.epochs, 1);
   assert.equal(s.lastAppliedStep, 3);
-  assert.equal(s.untrainedBatches, 1);
+  assert.equal(s.untrainedBatches, 3, "per step once, not once per client");
   assert.equal(s.healthChecks, 1);
   assert.deepEqual(formatSummary(s), [
     "loss 10.000 -> 7.000 (mean of first/last steps) over 4 trained steps",
-    "1 epochs completed; last applied step 3; 1 untrained batches; 1 health checks",
+    "1 epochs completed; last applied step 3; 3 untrained batches; 1 health checks",
     "parameters after step 3: 2 clients, identical (sha256 aa…)",
     "checkpoint: /ck/step5",
   ]);

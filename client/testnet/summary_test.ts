@@ -18,15 +18,15 @@ Deno.test("the summary averages losses per step and counts what happened", () =>
   });
   c.add("client-2", "client", {
     event: "apply",
-    step: 3,
-    untrained_batches: 1,
-    params_hash: "aa",
-  });
-  c.add("client-2", "client", {
-    event: "apply",
     step: 2,
     untrained_batches: 2,
     params_hash: "a0",
+  });
+  c.add("client-2", "client", {
+    event: "apply",
+    step: 3,
+    untrained_batches: 1,
+    params_hash: "aa",
   });
   c.add("client-2", "client", { event: "health_check", step: 3, clients: ["x"] });
   c.add("client-1", "client", { event: "checkpoint", step: 5, dir: "/ck/step5" });

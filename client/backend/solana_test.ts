@@ -155,3 +155,43 @@ Deno.test("only higher nonces are taken; another run or foreign bytes are final 
   const junk = nextAccount(null, new Uint8Array(100), expect);
   assert.ok(junk instanceof BackendError && junk.kind === "Protocol");
 });
+
+Deno.test("the backend ticks the run forward and joins again for the next epoch", async () => {
+  // One client that never reports: its ticks alone carry the run through an epoch
+  // (WaitingForMembers -> Warmup ends its registration -> rounds -> the epoch times out),
+  // and when the run waits again it registers again.
+  await using run = await startTestRun({
+    runId: "rejoin",
+    config: testConfig({
+      initMinClients: 1,
+      minClients: 1,
+      warmupTime: 1,
+      epochTime: 3,
+      maxRoundTrainTime: 1,
+      roundWitnessTime: 1,
+      cooldownTime: 1,
+    }),
+    model: testModel(),
+  });
+  const joined: number[] = [];
+  const ticked: string[] = [];
+  const backend = await connect(run, "rejoin", {
+    onEvent: (e) => {
+      if (e.kind === "Joined") joined.push(e.epoch);
+      if (e.kind === "TickSent") ticked.push(e.runState);
+    },
+  });
+  try {
+    await backend.join();
+    const deadline = Date.now() + 20_000;
+    while (joined.length < 2 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(joined.length >= 2, `joins: ${joined.length}, ticks from ${ticked.join(", ")}`);
+    assert.ok(ticked.includes("WaitingForMembers"), "it started the epoch");
+    assert.ok(ticked.includes("Warmup"), "it ended the warmup");
+    assert.equal(backend.latest()?.progress.epoch, 1, "the second epoch's registration");
+  } finally {
+    await backend.close();
+  }
+});

@@ -1,0 +1,130 @@
+import assert from "node:assert/strict";
+import { createCoordinator } from "../coordinator/machine.ts";
+import { CoordinatorHost } from "../coordinator/server/host.ts";
+import { identityFromSecretKey } from "../net/identity.ts";
+import { GpuRuntime } from "../shaders/gpu.ts";
+import { testConfig, testModel } from "../tests/support/coordinator_fixtures.ts";
+import { MemoryCoordinator } from "./backend/memory.ts";
+import { TrainingClient } from "./client.ts";
+import { Exchange } from "./exchange.ts";
+import type { ClientEventName, ClientEvents, ClientLogger } from "./log.ts";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const T = 16;
+
+type Logged = { event: ClientEventName; fields: ClientEvents[ClientEventName] };
+
+Deno.test({
+  name: "TrainingClient: two clients on an in-process coordinator train to Finished in step",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    const tokens = Uint16Array.from({ length: 64 * T }, (_, i) => (i * 37 + 11) % 512);
+    await Deno.mkdir(`${dir}/data`);
+    await Deno.writeFile(`${dir}/data/train.bin`, new Uint8Array(tokens.buffer));
+    const state = createCoordinator({
+      runId: "client-test",
+      config: testConfig({
+        initMinClients: 2,
+        minClients: 1,
+        witnessNodes: 0,
+        globalBatchSizeStart: 4,
+        globalBatchSizeEnd: 4,
+        totalSteps: 5,
+        epochTime: 100,
+        warmupTime: 60,
+        maxRoundTrainTime: 30,
+        roundWitnessTime: 1,
+        cooldownTime: 1,
+      }),
+      model: testModel({
+        maxSeqLen: T,
+        coldStartWarmupSteps: 0,
+        dataLocation: { kind: "Local", path: `${dir}/data` },
+        checkpoint: {
+          kind: "Dummy",
+          repo: { repoId: `${ROOT}config/models/llama-tiny`, revision: null },
+        },
+        lrSchedule: { kind: "Constant", baseLr: 5e-3, warmupSteps: 0, warmupInitLr: 0 },
+        optimizer: {
+          kind: "Distro",
+          clipGradNorm: 1,
+          weightDecay: 0.1,
+          compressionDecay: 0.999,
+          compressionTopk: 4,
+          compressionChunk: 64,
+          quantize1bit: true,
+        },
+      }),
+      now: 0,
+    });
+    // A coordinator whose seconds pass every 100 ms.
+    let now = 0;
+    const coordinator = new MemoryCoordinator({
+      host: new CoordinatorHost({ state, withdrawOnDisconnect: true }),
+      clock: () => now,
+    });
+    const timer = setInterval(() => {
+      now += 1;
+      coordinator.tick();
+    }, 100);
+    const rt = await GpuRuntime.create();
+    const logs: Logged[][] = [[], []];
+    const exchanges: Exchange[] = [];
+    try {
+      const clients: TrainingClient[] = [];
+      for (let i = 0; i < 2; i++) {
+        const identity = identityFromSecretKey(new Uint8Array(32).fill(40 + i));
+        const logger: ClientLogger = { log: (event, fields) => logs[i].push({ event, fields }) };
+        const exchange = await Exchange.start({
+          runId: "client-test",
+          secretKey: identity.secretKey,
+          publicKey: identity.publicKey,
+          bootstrapPeers: exchanges.flatMap((e) => e.node.addresses().map(String)),
+          logger,
+          onChange: () => clients[i]?.poke(),
+          gossipHeartbeatMs: 100,
+        });
+        exchanges.push(exchange);
+        clients.push(
+          new TrainingClient({
+            backend: coordinator.connect(identity.publicKey, "client-test"),
+            exchange,
+            identity,
+            logger,
+            rt,
+            checkpointDir: `${dir}/checkpoints${i}`,
+          }),
+        );
+      }
+      const reasons = await Promise.all(clients.map((c) => c.run()));
+      assert.deepEqual(reasons, ["Finished", "Finished"]);
+      const applies = logs.map((l) =>
+        l.filter((e) => e.event === "apply").map((e) => {
+          const f = e.fields as ClientEvents["apply"];
+          return `${f.step}:${f.applied}:${f.untrained_batches}:${f.params_hash}`;
+        })
+      );
+      // Rounds 0..3 train steps 1..4; rounds 2 and 3 apply steps 1 and 2; Cooldown applies 3.
+      assert.deepEqual(applies[0].map((a) => a.split(":").slice(0, 3).join(":")), [
+        "1:2:0",
+        "2:2:0",
+        "3:2:0",
+      ]);
+      assert.deepEqual(applies[1], applies[0]);
+      const trained = logs.flat().filter((e) => e.event === "train");
+      assert.equal(trained.length, 8, "two clients × four rounds");
+      for (const l of logs) {
+        assert.deepEqual(l.filter((e) => e.event === "error"), []);
+        assert.equal(l.filter((e) => e.event === "checkpoint").length, 1);
+        assert.ok(l.some((e) => e.event === "witness"), "both clients hold witness seats");
+      }
+    } finally {
+      clearInterval(timer);
+      for (const e of exchanges) await e.close();
+      rt[Symbol.dispose]();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

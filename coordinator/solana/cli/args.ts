@@ -15,7 +15,8 @@ Operator commands for the coordinator program (against deno task localnet, a
 solana-test-validator, devnet or mainnet):
 
   create-run --run-id ID [--join-authority PUBKEY] [--permissionless]
-  update-config --run-id ID --config-path state.toml
+  update-config --run-id ID [--config-path state.toml] [--name S] [--description S]
+                [--num-parameters N] [--vocab-size N]
   set-paused --run-id ID pause|resume
   join-authorization create --run-id ID --authorizer PUBKEY
   join-authorization delegate --run-id ID --delegate PUBKEY [--delegate ...] [--clear]
@@ -55,7 +56,14 @@ export interface CommonArgs {
 export type SolanaCommand =
   | { command: "help" }
   | { command: "create-run"; runId: string; joinAuthority: Address | null; permissionless: boolean }
-  | { command: "update-config"; runId: string; configPath: string }
+  | {
+    command: "update-config";
+    runId: string;
+    /** The state.toml whose config and model to set, or null to change metadata only. */
+    configPath: string | null;
+    /** Metadata fields to change (the others keep their on-chain values). */
+    metadata: MetadataChange;
+  }
   | { command: "set-paused"; runId: string; paused: boolean }
   | { command: "join-authorization-create"; runId: string; authorizer: Address }
   | { command: "join-authorization-delegate"; runId: string; delegates: Address[]; clear: boolean }
@@ -63,6 +71,14 @@ export type SolanaCommand =
   | { command: "json-dump-run"; runId: string }
   | { command: "airdrop"; lamports: bigint }
   | { command: "keygen"; out: string };
+
+/** Metadata fields given on the command line. */
+export interface MetadataChange {
+  name?: string;
+  description?: string;
+  numParameters?: number;
+  vocabSize?: number;
+}
 
 /** A parsed command line. */
 export type SolanaArgs = SolanaCommand & { common: CommonArgs };
@@ -120,6 +136,10 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
         "join-authority": { type: "string" },
         permissionless: { type: "boolean" },
         "config-path": { type: "string" },
+        name: { type: "string" },
+        description: { type: "string" },
+        "num-parameters": { type: "string" },
+        "vocab-size": { type: "string" },
         authorizer: { type: "string" },
         delegate: { type: "string", multiple: true },
         clear: { type: "boolean" },
@@ -184,11 +204,29 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
     case "update-config": {
       needWallet();
       noPositionals();
-      const configPath = values["config-path"];
-      if (configPath === undefined) {
-        throw new SolanaUsageError("update-config needs --config-path state.toml");
+      const count = (flag: "num-parameters" | "vocab-size") => {
+        const text = values[flag];
+        if (text === undefined) return undefined;
+        if (!/^\d{1,16}$/.test(text) || !Number.isSafeInteger(Number(text))) {
+          throw new SolanaUsageError(`--${flag} must be a whole number, found "${text}"`);
+        }
+        return Number(text);
+      };
+      const metadata: MetadataChange = {};
+      if (values.name !== undefined) metadata.name = values.name;
+      if (values.description !== undefined) metadata.description = values.description;
+      const numParameters = count("num-parameters");
+      if (numParameters !== undefined) metadata.numParameters = numParameters;
+      const vocabSize = count("vocab-size");
+      if (vocabSize !== undefined) metadata.vocabSize = vocabSize;
+      const configPath = values["config-path"] ?? null;
+      if (configPath === null && Object.keys(metadata).length === 0) {
+        throw new SolanaUsageError(
+          "update-config needs --config-path state.toml or a metadata flag " +
+            "(--name, --description, --num-parameters, --vocab-size)",
+        );
       }
-      return { command, runId: runId(), configPath, common };
+      return { command, runId: runId(), configPath, metadata, common };
     }
     case "set-paused": {
       needWallet();

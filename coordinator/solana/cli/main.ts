@@ -11,7 +11,7 @@ import { parseRunConfig } from "../../config.ts";
 import { generateIdentity } from "../../../net/identity.ts";
 import { parseSolanaArgs, type SolanaArgs, SolanaUsageError, USAGE } from "./args.ts";
 import { keypairJson, loadWallet, type Wallet } from "./keypair.ts";
-import { readRun, runJson, RunOperator } from "./operator.ts";
+import { readRun, runJson, RunOperator, type RunUpdate } from "./operator.ts";
 import { coordinatorAddress } from "../addresses.ts";
 import { SolanaRpcClient } from "./rpc_client.ts";
 import { TransactionSender } from "./transactions.ts";
@@ -79,16 +79,30 @@ export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise
       return;
     }
     case "update-config": {
-      const text = await Deno.readTextFile(args.configPath);
-      const run = parseRunConfig(text, args.configPath);
-      if (run.runId !== args.runId) {
-        throw new SolanaUsageError(
-          `${args.configPath} is for run "${run.runId}", but --run-id is "${args.runId}"`,
-        );
-      }
       const coordinator = await runAddress(args, args.runId, wallet);
-      await need().update(coordinator, { config: run.config, model: run.model });
-      io.write(`updated config and model of run "${args.runId}" from ${args.configPath}`);
+      const update: RunUpdate = {};
+      if (args.configPath !== null) {
+        const text = await Deno.readTextFile(args.configPath);
+        const run = parseRunConfig(text, args.configPath);
+        if (run.runId !== args.runId) {
+          throw new SolanaUsageError(
+            `${args.configPath} is for run "${run.runId}", but --run-id is "${args.runId}"`,
+          );
+        }
+        update.config = run.config;
+        update.model = run.model;
+      }
+      if (Object.keys(args.metadata).length > 0) {
+        // The instruction sets all four fields: keep the ones not given.
+        const current = (await readRun(rpc, coordinator)).metadata;
+        update.metadata = { ...current, ...args.metadata };
+      }
+      await need().update(coordinator, update);
+      const parts = [
+        ...(args.configPath === null ? [] : [`config and model from ${args.configPath}`]),
+        ...Object.keys(args.metadata),
+      ];
+      io.write(`updated run "${args.runId}": ${parts.join(", ")}`);
       return;
     }
     case "set-paused": {

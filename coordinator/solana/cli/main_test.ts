@@ -69,6 +69,18 @@ Deno.test("operator commands open, configure, authorize, resume and dump a run",
       ...key("operator"),
     ]);
     assert.equal(updated.code, 0, updated.err);
+    const named = await solana([
+      "update-config",
+      ...run,
+      "--name",
+      "tiny",
+      "--vocab-size",
+      "32000",
+      ...rpc,
+      ...key("operator"),
+    ]);
+    assert.equal(named.code, 0, named.err);
+    assert.match(named.out, /updated run "llama-tiny-brown": name, vocabSize/);
 
     const grant = await solana([
       "join-authorization",
@@ -106,7 +118,13 @@ Deno.test("operator commands open, configure, authorize, resume and dump a run",
     assert.equal(json.state.config.maxClients, 16);
     assert.equal(json.permissionless, false);
     assert.equal(json.delegates.length, 1);
-    assert.equal(json.nonce, "5", "init, update, grant, delegate, resume");
+    assert.deepEqual(json.metadata, {
+      name: "tiny",
+      description: "",
+      numParameters: 0,
+      vocabSize: 32000,
+    });
+    assert.equal(json.nonce, "6", "init, update, metadata, grant, delegate, resume");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -59,7 +59,7 @@ Deno.test({
       }),
       now: 0,
     });
-    // A coordinator whose seconds pass every 100 ms.
+    // A coordinator whose seconds pass every 150 ms.
     let now = 0;
     const coordinator = new MemoryCoordinator({
       host: new CoordinatorHost({ state, withdrawOnDisconnect: true }),
@@ -68,7 +68,7 @@ Deno.test({
     const timer = setInterval(() => {
       now += 1;
       coordinator.tick();
-    }, 100);
+    }, 150);
     const rt = await GpuRuntime.create();
     const logs: Logged[][] = [[], []];
     const exchanges: Exchange[] = [];

@@ -36,6 +36,8 @@ import { RunGossip } from "./p2p/gossip.ts";
 import { createP2PNode, type P2PNode } from "./p2p/node.ts";
 import { PayloadService } from "./p2p/payload_service.ts";
 import type { RetryPolicy } from "./p2p/fallback.ts";
+import { EarlyBuffer } from "./early_buffer.ts";
+import { checkResultPayload } from "./payload_check.ts";
 import type { ClientLogger } from "./log.ts";
 import { type BloomSetup, emptyWitness, RoundTracker } from "./round_tracker.ts";
 import { roundView, sameKey } from "./round_view.ts";
@@ -89,9 +91,6 @@ interface EpochRecord {
   warmupFinished: Set<string>;
 }
 
-/** Most announcements kept for steps this client has not reached yet. */
-const MAX_EARLY_ANNOUNCEMENTS = 1024;
-
 /** One client's p2p exchange. Create with {@link Exchange.start}; `close()` when done. */
 export class Exchange implements ExchangeFacts {
   readonly node: P2PNode;
@@ -108,9 +107,8 @@ export class Exchange implements ExchangeFacts {
   #dialing = false;
   /** The epoch whose warmup Finished we announced (resent while Warmup lasts). */
   #warmupAnnounced: number | null = null;
-  /** Announcements for steps this client has not reached yet, by step. */
-  #early = new Map<number, { from: PublicKeyBytes; message: Announcement }[]>();
-  #earlyCount = 0;
+  /** Announcements for steps this client has not reached yet. */
+  readonly #early = new EarlyBuffer<{ from: PublicKeyBytes; message: Announcement }>();
 
   private constructor(node: P2PNode, payloads: PayloadService, options: ExchangeOptions) {
     this.node = node;
@@ -173,9 +171,7 @@ export class Exchange implements ExchangeFacts {
       this.payloads.clearBadProviders();
       this.#replay(state.epochState.startStep);
     }
-    for (const step of this.#early.keys()) {
-      if (step < state.epochState.startStep) this.#dropEarly(step);
-    }
+    this.#early.dropBefore(state.epochState.startStep);
     const keys = state.epochState.clients.map((c) => c.id.p2pIdentity);
     await this.node.setAllowedPeers(keys);
     if (state.runState === "RoundTrain" || state.runState === "RoundWitness") {
@@ -348,27 +344,14 @@ export class Exchange implements ExchangeFacts {
 
   /** Delivers the announcements kept for `step` now that it is live. */
   #replay(step: number): void {
-    const early = this.#early.get(step);
-    if (early === undefined) return;
-    this.#dropEarly(step);
-    for (const { from, message } of early) this.#receive(from, message);
-  }
-
-  #dropEarly(step: number): void {
-    this.#earlyCount -= this.#early.get(step)?.length ?? 0;
-    this.#early.delete(step);
+    for (const { from, message } of this.#early.take(step)) this.#receive(from, message);
   }
 
   /** Keeps an announcement for a step this client has not reached (a peer is ahead). */
   #keepEarly(from: PublicKeyBytes, message: Announcement & { step: number }): void {
-    if (this.#earlyCount >= MAX_EARLY_ANNOUNCEMENTS) {
+    if (!this.#early.keep(message.step, { from, message })) {
       this.#refused(message.kind, from, "WrongStep", `step ${message.step} is too far ahead`);
-      return;
     }
-    const list = this.#early.get(message.step) ?? [];
-    list.push({ from, message });
-    this.#early.set(message.step, list);
-    this.#earlyCount++;
   }
 
   #receive(from: PublicKeyBytes, message: Announcement): void {
@@ -434,26 +417,13 @@ export class Exchange implements ExchangeFacts {
         provideAs: { step },
         signal: this.#downloads.signal,
       });
-      const hash = commitmentHash({ step, batch: announced.batch, payload: bytes });
-      if (!sameKey(hash, announced.commitment)) {
+      const check = checkResultPayload(bytes, announced, step, this.#need());
+      if (!check.ok) {
         tracker.recordFailed(commitment);
-        this.#refused(
-          "payload",
-          announced.from,
-          "CommitmentMismatch",
-          `payload of batch [${announced.batch.start}, ${announced.batch.end}] does not hash to ` +
-            `its commitment ${toHex(announced.commitment).slice(0, 16)}…`,
-        );
+        this.#refused("payload", announced.from, check.reason, check.detail);
         return;
       }
-      let result: DistroResult;
-      try {
-        result = decodePayload(bytes, this.#need());
-      } catch (e) {
-        tracker.recordFailed(commitment);
-        this.#refused("payload", announced.from, "Undecodable", (e as Error).message);
-        return;
-      }
+      const result = check.result;
       tracker.recordVerified(commitment, result);
     } catch (e) {
       if (this.#downloads.signal.aborted) return;

@@ -1,0 +1,63 @@
+import assert from "node:assert/strict";
+import { commitmentHash } from "../optimizer/commitment.ts";
+import { chunkLayouts } from "../optimizer/layout.ts";
+import type { DistroResult } from "../optimizer/result.ts";
+import { encodePayload } from "../optimizer/wire.ts";
+import { checkResultPayload } from "./payload_check.ts";
+import type { AnnouncedResult } from "./round_tracker.ts";
+
+const expectation = {
+  layouts: chunkLayouts([{ name: "w", shape: [8, 8] }], { chunk: 64, topk: 2 }),
+  quantize1bit: true,
+};
+const batch = { start: 4, end: 5 };
+
+function payload(step: number, b = batch): Uint8Array {
+  const result: DistroResult = {
+    step,
+    batch: b,
+    trainerNonce: 0,
+    params: [{ indices: new Uint32Array([3, 9]), values: new Float32Array([1, -1]) }],
+  };
+  return encodePayload(result, expectation);
+}
+
+function announced(bytes: Uint8Array, step: number): AnnouncedResult {
+  return {
+    batch,
+    from: new Uint8Array(32),
+    signer: new Uint8Array(32),
+    commitment: commitmentHash({ step, batch, payload: bytes }),
+    contentHash: new Uint8Array(32),
+    payloadSize: bytes.length,
+  };
+}
+
+Deno.test("checkResultPayload: the announced bytes verify and decode", () => {
+  const bytes = payload(7);
+  const check = checkResultPayload(bytes, announced(bytes, 7), 7, expectation);
+  assert.ok(check.ok);
+  assert.deepEqual(check.result.params[0].indices, new Uint32Array([3, 9]));
+});
+
+Deno.test("checkResultPayload: other bytes, garbage and mislabelled content are refused", () => {
+  const bytes = payload(7);
+  const reason = (c: ReturnType<typeof checkResultPayload>) => (c.ok ? "ok" : c.reason);
+  const other = payload(7, { start: 4, end: 5 }).slice();
+  other[other.length - 1] ^= 1;
+  assert.equal(
+    reason(checkResultPayload(other, announced(bytes, 7), 7, expectation)),
+    "CommitmentMismatch",
+  );
+  assert.equal(
+    reason(checkResultPayload(bytes, announced(bytes, 7), 8, expectation)),
+    "CommitmentMismatch",
+  );
+  const junk = new Uint8Array([1, 2, 3]);
+  assert.equal(reason(checkResultPayload(junk, announced(junk, 7), 7, expectation)), "Undecodable");
+  // A trainer that committed to a payload naming another step.
+  const mislabelled = payload(9);
+  const check = checkResultPayload(mislabelled, announced(mislabelled, 7), 7, expectation);
+  assert.equal(reason(check), "WrongContent");
+  assert.match(check.ok ? "" : check.detail, /holds step 9/);
+});

@@ -21,6 +21,7 @@ solana-test-validator, devnet or mainnet):
   join-authorization create --run-id ID --authorizer PUBKEY
   join-authorization delegate --run-id ID --delegate PUBKEY [--delegate ...] [--clear]
   tick --run-id ID
+  close-run --run-id ID [--spill PUBKEY] (halted runs; rent to --spill, default the wallet)
   json-dump-run --run-id ID
   airdrop --lamports N                 (localnet/devnet faucets only)
   keygen --out FILE                    write a new keypair file (solana-keygen format)
@@ -68,6 +69,7 @@ export type SolanaCommand =
   | { command: "join-authorization-create"; runId: string; authorizer: Address }
   | { command: "join-authorization-delegate"; runId: string; delegates: Address[]; clear: boolean }
   | { command: "tick"; runId: string }
+  | { command: "close-run"; runId: string; spill: Address | null }
   | { command: "json-dump-run"; runId: string }
   | { command: "airdrop"; lamports: bigint }
   | { command: "keygen"; out: string };
@@ -89,6 +91,7 @@ const COMMANDS = [
   "set-paused",
   "join-authorization",
   "tick",
+  "close-run",
   "json-dump-run",
   "airdrop",
   "keygen",
@@ -145,6 +148,7 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
         clear: { type: "boolean" },
         lamports: { type: "string" },
         out: { type: "string" },
+        spill: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
     });
@@ -280,6 +284,15 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
       needWallet();
       noPositionals();
       return { command, runId: runId(), common };
+    case "close-run":
+      needWallet();
+      noPositionals();
+      return {
+        command,
+        runId: runId(),
+        spill: values.spill === undefined ? null : pubkey("spill", values.spill),
+        common,
+      };
     case "json-dump-run":
       noPositionals();
       return { command, runId: runId(), common };

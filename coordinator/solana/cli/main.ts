@@ -1,7 +1,7 @@
 /**
  * `deno task solana <command>`: the operator's commands for coordinator runs on Solana
  * (create-run, update-config, set-paused, join-authorization create/delegate, tick,
- * json-dump-run, plus airdrop and keygen for local setups). See args.ts for the flags and
+ * close-run, json-dump-run, plus airdrop and keygen for local setups). See args.ts for the flags and
  * docs/solana.md for a walk-through against `deno task localnet`.
  *
  * @module
@@ -130,6 +130,15 @@ export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise
       const coordinator = await runAddress(args, args.runId, wallet);
       await need().tick(coordinator);
       io.write(`ticked run "${args.runId}"`);
+      return;
+    }
+    case "close-run": {
+      const coordinator = await runAddress(args, args.runId, wallet);
+      const op = need();
+      await op.closeRun(coordinator, args.spill ?? op.wallet.address);
+      io.write(
+        `closed run "${args.runId}" (${coordinator}); rent to ${args.spill ?? op.wallet.address}`,
+      );
       return;
     }
     case "json-dump-run": {

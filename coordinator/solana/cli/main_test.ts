@@ -125,6 +125,34 @@ Deno.test("operator commands open, configure, authorize, resume and dump a run",
       vocabSize: 32000,
     });
     assert.equal(json.nonce, "6", "init, update, metadata, grant, delegate, resume");
+
+    // Only a halted run closes; its rent comes back and the account is gone.
+    const live = await solana(["close-run", ...run, ...rpc, ...key("operator")]);
+    assert.equal(live.code, 1);
+    assert.match(live.err, /NotHalted/);
+    assert.equal(
+      (await solana(["set-paused", ...run, "pause", ...rpc, ...key("operator")])).code,
+      0,
+    );
+    const before = net.ledger.account(friend)?.lamports ?? 0n;
+    const closed = await solana([
+      "close-run",
+      ...run,
+      "--spill",
+      friend,
+      ...rpc,
+      ...key("operator"),
+    ]);
+    assert.equal(closed.code, 0, closed.err);
+    assert.ok((net.ledger.account(friend)?.lamports ?? 0n) > before + 1_000_000_000n, "rent");
+    const gone = await solana(["json-dump-run", ...run, "--main-authority", operator, ...rpc]);
+    assert.match(gone.err, /no account at/);
+    // By default the rent goes back to the wallet that closes (an Uninitialized run is halted).
+    const other = ["--run-id", "other"];
+    assert.equal((await solana(["create-run", ...other, ...rpc, ...key("operator")])).code, 0);
+    const own = await solana(["close-run", ...other, ...rpc, ...key("operator")]);
+    assert.equal(own.code, 0, own.err);
+    assert.match(own.out, new RegExp(`rent to ${operator}`));
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -8,7 +8,7 @@
  * @module
  */
 
-import { type Address, getAddressEncoder, type KeyPairSigner } from "@solana/kit";
+import { AccountRole, type Address, getAddressEncoder, type KeyPairSigner } from "@solana/kit";
 import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../../types.ts";
 import { coordinatorStateToJson } from "../../encoding_json.ts";
 import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from "../account.ts";
@@ -123,6 +123,22 @@ export class RunOperator {
       clear,
       delegates: delegates.map((d) => getAddressEncoder().encode(d) as Uint8Array),
     });
+  }
+
+  /**
+   * Closes a halted run: the account's rent goes to `spill` (default: this wallet) and the
+   * account is deleted.
+   */
+  closeRun(coordinator: Address, spill: Address = this.wallet.address): Promise<string> {
+    return this.#o.sender.send([
+      coordinatorInstruction({
+        programId: this.#o.programId,
+        coordinator,
+        signer: this.wallet,
+        ix: { kind: "FreeCoordinator" },
+        extraAccounts: [{ address: spill, role: AccountRole.WRITABLE }],
+      }),
+    ]);
   }
 
   /** Sends a tick (anyone may). */

@@ -138,11 +138,17 @@ export function shaderKernels(
     crossEntropy: (pass, a) => {
       const lse = scratchBuffer("cross-entropy lse", a.rows);
       const out = scratchBuffer("cross-entropy out", 4);
-      const dims = { n: a.rows, v: a.vocab, logits: a.logits, targets: a.targets, lse, out };
-      crossEntropy.forward(pass, { ...dims, losses: a.losses });
-      // The kernel's gradient is of the mean over this chunk's counted rows; rescale to `scale`
-      // per prediction. The count is known on the host from the targets' ignore pattern.
-      crossEntropy.backward(pass, { ...dims, scale: a.scale * a.counted });
+      // One pass over the logits: loss, then `scale · (softmax − onehot)` written in place.
+      crossEntropy.fused(pass, {
+        n: a.rows,
+        v: a.vocab,
+        logits: a.logits,
+        targets: a.targets,
+        lse,
+        out,
+        losses: a.losses,
+        gradScale: a.scale,
+      });
     },
     crossEntropyLoss: (pass, a) => {
       const lse = scratchBuffer("cross-entropy lse", a.rows);

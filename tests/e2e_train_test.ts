@@ -29,6 +29,11 @@ interface Timing {
   maxRoundTrainTime: number;
   /** The run finishes at this step (default 1000: never, in these tests). */
   totalSteps?: number;
+  /**
+   * Serve the corpus from the coordinator's in-process TCP data server on this port
+   * (`--data-config`) instead of the clients reading the folder themselves.
+   */
+  dataServerPort?: number;
 }
 
 function stateToml(dir: string, t: Timing): string {
@@ -59,7 +64,11 @@ max_seq_len = 32
 cold_start_warmup_steps = 0
 
 [model.LLM.data_location]
-Local = "${ROOT}data/corpus/brown/train"
+${
+    t.dataServerPort === undefined
+      ? `Local = "${ROOT}data/corpus/brown/train"`
+      : `Server = "127.0.0.1:${t.dataServerPort}"`
+  }
 
 [model.LLM.checkpoint.Dummy]
 repo_id = "${dir}/model"
@@ -157,6 +166,14 @@ async function startRun(timing: Timing, coordinatorArgs: string[] = []): Promise
     JSON.stringify({ ...config, vocab_size: 32000 }),
   );
   await Deno.writeTextFile(`${dir}/state.toml`, stateToml(dir, timing));
+  if (timing.dataServerPort !== undefined) {
+    await Deno.writeTextFile(
+      `${dir}/data.toml`,
+      `dir = "${ROOT}data/corpus/brown/train"\ntoken_size = "TwoBytes"\nseq_len = 32\n` +
+        `shuffle_seed = [${Array.from({ length: 32 }, (_, i) => i + 1).join(", ")}]\n`,
+    );
+    coordinatorArgs = [...coordinatorArgs, `--data-config=${dir}/data.toml`];
+  }
   const [serverPort, ...p2pPorts] = freePorts(1 + CLIENTS);
   const secrets = Array.from(
     { length: CLIENTS },
@@ -375,13 +392,21 @@ Deno.test({
 });
 
 Deno.test({
-  name: "e2e: an epoch cut short by total_steps applies round H-1 at Cooldown, then clients exit",
+  name:
+    "e2e: an epoch cut short by total_steps applies round H-1 at Cooldown, then clients exit (data from the data server)",
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
     // Rounds 0..3 train steps 1..4; the run ends at step 5: Cooldown applies step 3 (round
-    // H - 1 = 2, attested by round 3's witnesses); step 4 is never attested.
-    const run = await startRun({ epochTime: 200, maxRoundTrainTime: 20, totalSteps: 5 });
+    // H - 1 = 2, attested by round 3's witnesses); step 4 is never attested. The data comes
+    // from the coordinator's TCP data server this time.
+    const [dataServerPort] = freePorts(1);
+    const run = await startRun({
+      epochTime: 200,
+      maxRoundTrainTime: 20,
+      totalSteps: 5,
+      dataServerPort,
+    });
     const { clientEvents } = run;
     try {
       const statuses = await Promise.race([

@@ -56,6 +56,9 @@ export interface TrainingClientOptions {
   readonly clock?: () => number;
 }
 
+/** Milliseconds before a failed model load is tried again. */
+export const LOAD_RETRY_MS = 5000;
+
 /** Why `run()` returned. */
 export type StopReason = "Finished" | "Aborted" | "BackendClosed";
 
@@ -79,6 +82,7 @@ export class TrainingClient {
   #planning = false;
   #replan = false;
   #signal: AbortSignal | undefined;
+  readonly #retries = new Set<ReturnType<typeof setTimeout>>();
 
   constructor(options: TrainingClientOptions) {
     this.#o = options;
@@ -110,6 +114,7 @@ export class TrainingClient {
       if (!signal?.aborted) throw e;
       reason = "Aborted";
     } finally {
+      for (const timer of this.#retries) clearTimeout(timer);
       await Promise.allSettled([...this.#inFlight]);
       await this.#gpu.catch(() => {});
       this.#trainer?.[Symbol.dispose]();
@@ -159,6 +164,7 @@ export class TrainingClient {
         await this.#perform(intent);
       } catch (e) {
         this.#o.logger.log("error", { what: key, error: (e as Error).message });
+        if (intent.kind === "LoadModel") this.#retryLater(key);
       } finally {
         this.#progress.markDone(key);
         queueMicrotask(() => this.#plan());
@@ -170,6 +176,16 @@ export class TrainingClient {
     const task = gpuWork ? (this.#gpu = this.#gpu.then(run)) : run();
     this.#inFlight.add(task);
     task.finally(() => this.#inFlight.delete(task));
+  }
+
+  /** Plans `key` again after {@link LOAD_RETRY_MS} (a model that could not be loaded yet). */
+  #retryLater(key: string): void {
+    const timer = setTimeout(() => {
+      this.#retries.delete(timer);
+      this.#progress.forget(key);
+      this.#plan();
+    }, LOAD_RETRY_MS);
+    this.#retries.add(timer);
   }
 
   async #perform(intent: Intent): Promise<void> {

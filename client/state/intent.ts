@@ -188,6 +188,12 @@ export class ClientProgress {
     this.#started.add(key);
     this.#done.add(key);
   }
+  /** Forgets one intent, so it is planned again (a failed model load is retried). */
+  forget(key: string): void {
+    this.#started.delete(key);
+    this.#done.delete(key);
+  }
+
   /** Forgets the records of epochs before `epoch` (keys embed their epoch). */
   forgetBefore(epoch: number): void {
     for (const set of [this.#started, this.#done]) {

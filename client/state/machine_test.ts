@@ -76,6 +76,11 @@ Deno.test("Warmup: load, announce, then warmup witness with own index once all a
   progress.markStarted(intentKey(out[0]));
   assert.deepEqual(plan(state, me, progress, facts), [], "waits for the load");
   complete(progress, out);
+  assert.deepEqual(plan(state, me, progress, facts), [], "the load failed: no readiness");
+  progress.forget(intentKey(out[0]));
+  assert.deepEqual(kinds(plan(state, me, progress, facts)), ["LoadModel"], "retried");
+  complete(progress, out); // the retry loaded the model
+  progress.modelReady = true;
   out = plan(state, me, progress, facts);
   assert.deepEqual(kinds(out), ["AnnounceWarmupFinished"]);
   complete(progress, out);

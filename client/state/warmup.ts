@@ -20,7 +20,7 @@ export function planWarmup(input: PlanInput): Intent[] {
   if (index < 0 || state.epochState.clients[index].state !== "Healthy") return [];
   const load: Intent = { kind: "LoadModel", epoch };
   if (!progress.started(intentKey(load))) return [load];
-  if (!progress.done(intentKey(load))) return [];
+  if (!progress.done(intentKey(load)) || !progress.modelReady) return []; // loading, or failed
   const announce: Intent = { kind: "AnnounceWarmupFinished", epoch };
   if (!progress.started(intentKey(announce))) return [announce];
   if (!progress.done(intentKey(announce))) return [];

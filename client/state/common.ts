@@ -17,7 +17,7 @@ import {
   type PlanInput,
   roundKey,
 } from "./intent.ts";
-import { roundAssignments } from "../../coordinator/machine_queries.ts";
+import { currentRound, roundAssignments } from "../../coordinator/machine_queries.ts";
 
 /** p2p keys of the epoch's Healthy clients: whose announcements a round waits for. */
 export function healthyPeers(state: CoordinatorState): PublicKeyBytes[] {
@@ -25,12 +25,26 @@ export function healthyPeers(state: CoordinatorState): PublicKeyBytes[] {
 }
 
 /**
+ * Last round height at which a client without a model may still load one mid-epoch. Peers
+ * serve the epoch's starting model, and the first results (round 0's) are applied at
+ * height 2; a load that starts later has missed applies it can no longer replay.
+ */
+export const LAST_LOAD_HEIGHT = 2;
+
+/**
  * The model load a round needs before anything else (a client whose Warmup was cut short),
- * or nothing once the model is ready. Returns null when the model is ready.
+ * or nothing once the model is ready. Returns null when the model is ready. A client that
+ * arrives too late in the epoch (e.g. a process restarted mid-epoch while still listed as a
+ * member) sits the epoch out rather than train on a model that has diverged from its peers.
  */
 export function planModel(input: PlanInput): Intent[] | null {
   if (input.progress.modelReady) return null;
-  const load: Intent = { kind: "LoadModel", epoch: input.state.progress.epoch };
+  const { state } = input;
+  if (
+    (state.runState === "RoundTrain" || state.runState === "RoundWitness") &&
+    currentRound(state).height > LAST_LOAD_HEIGHT
+  ) return [];
+  const load: Intent = { kind: "LoadModel", epoch: state.progress.epoch };
   return input.progress.started(intentKey(load)) ? [] : [load];
 }
 

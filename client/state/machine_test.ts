@@ -175,6 +175,14 @@ Deno.test("RoundTrain without a model: LoadModel alone, then the due apply", () 
   assert.deepEqual(kinds(plan(driver.state, ids[0], progress, new Facts())), ["Apply"]);
 });
 
+Deno.test("RoundTrain without a model after round 0 was applied: sits the epoch out", () => {
+  const { driver, ids } = runInRound0(3);
+  for (let h = 0; h < 3; h++) driver.fullRound();
+  const progress = new ClientProgress();
+  assert.equal(currentRound(driver.state).height, 3);
+  assert.deepEqual(plan(driver.state, ids[0], progress, new Facts()), []);
+});
+
 Deno.test("RoundTrain: a client outside the round plans nothing", () => {
   const { driver } = runInRound0(3);
   const stranger = identities(4)[3];

@@ -467,7 +467,8 @@ export class Exchange implements ExchangeFacts {
         self: this.#options.publicKey,
         connected: this.node.connectedPeers(),
         reachable: (k) => reachable.has(toHex(k)),
-        target: Math.min(participants.length - 1, MAX_NEIGHBOURS),
+        // No epoch clients yet (WaitingForMembers): nobody to dial.
+        target: Math.max(0, Math.min(participants.length - 1, MAX_NEIGHBOURS)),
         randomIndex: (n) => this.#random.index(n),
       });
       await Promise.allSettled(targets.map((k) => this.node.connectTo(k)));
@@ -477,7 +478,10 @@ export class Exchange implements ExchangeFacts {
   }
 
   #tick(): void {
-    void this.#dial();
+    // Dialing is best effort and retried every tick; a failure must not take the client down.
+    this.#dial().catch((e) =>
+      this.#options.logger.log("error", { what: "dial peers", error: (e as Error).message })
+    );
     const state = this.#state;
     if (state === null) return;
     if (state.runState === "RoundTrain" || state.runState === "RoundWitness") {

@@ -33,6 +33,27 @@ export const DEMO_ARGS: readonly string[] = [
   DEMO_CHECKPOINTS,
 ];
 
+/**
+ * Removes every `*-step{N}` folder in `dir` but the highest step's (a checkpoint of the 20 M
+ * model is 80 MB, one is written per epoch). Missing `dir` is fine.
+ */
+export async function keepLastCheckpoint(dir: string): Promise<void> {
+  const steps: { name: string; step: number }[] = [];
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      const m = /-step(\d+)$/.exec(entry.name);
+      if (entry.isDirectory && m !== null) steps.push({ name: entry.name, step: Number(m[1]) });
+    }
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return;
+    throw e;
+  }
+  steps.sort((a, b) => a.step - b.step);
+  for (const { name } of steps.slice(0, -1)) {
+    await Deno.remove(join(dir, name), { recursive: true });
+  }
+}
+
 if (import.meta.main) {
   let code: number;
   try {
@@ -44,6 +65,7 @@ if (import.meta.main) {
       // Each demo starts afresh: the previous demo's checkpoints (80 MB each) are removed.
       await Deno.remove(DEMO_CHECKPOINTS, { recursive: true }).catch(() => {});
       code = await runUntilSignal(args);
+      await keepLastCheckpoint(join(DEMO_CHECKPOINTS, "client-1"));
     }
   } catch (e) {
     if (!(e instanceof TestnetUsageError)) throw e;

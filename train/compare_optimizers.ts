@@ -109,6 +109,8 @@ if (import.meta.main) {
       "sequence-length": { type: "string", default: "128" },
       batch: { type: "string", default: "8" },
       "learning-rate": { type: "string", default: "1e-3" },
+      // Sign descent moves every weight by lr each step; it may want its own peak rate.
+      "distro-learning-rate": { type: "string" },
       svg: { type: "string" },
       json: { type: "string" },
     },
@@ -122,7 +124,6 @@ if (import.meta.main) {
     `--micro-batch=${values.batch}`,
     `--total-batch=${values.batch}`,
     `--steps=${values.steps}`,
-    `--learning-rate=${values["learning-rate"]}`,
     "--warmup-steps=10",
     "--lr-schedule=cosine",
     "--seed=1",
@@ -132,14 +133,19 @@ if (import.meta.main) {
     "--compression-decay=0.999",
     "--quantize-1bit",
   ];
-  const runs = [await runOne("adamw", common), await runOne("distro", common)];
+  const adamwLr = values["learning-rate"];
+  const distroLr = values["distro-learning-rate"] ?? adamwLr;
+  const runs = [
+    await runOne("adamw", [...common, `--learning-rate=${adamwLr}`]),
+    await runOne("distro", [...common, `--learning-rate=${distroLr}`]),
+  ];
   const [adamw, distro] = runs;
   const gap = distro.evalLoss / adamw.evalLoss - 1;
   const summary = {
     model: values.model,
     steps: Number(values.steps),
     tokens_per_step: Number(values.batch) * Number(values["sequence-length"]),
-    learning_rate: Number(values["learning-rate"]),
+    learning_rate: { adamw: Number(adamwLr), distro: Number(distroLr) },
     adamw: { eval_loss: adamw.evalLoss, final_train_loss: adamw.losses.at(-1), s: adamw.seconds },
     distro: {
       eval_loss: distro.evalLoss,

@@ -1,0 +1,161 @@
+/**
+ * Round overhead of the networked client (issue 6): a real testnet (one coordinator and N
+ * clients, each a process on 127.0.0.1) trains the tiny Llama (config/models/llama-tiny,
+ * `Dummy` data, one sequence of 32 tokens per client per step, DisTrO) with 3 and then 8
+ * clients, and reports per round the time from the last result to the next round's start
+ * (method in round_overhead.ts), median and p90 over the rounds. As a baseline from the same
+ * run: one coordinator request's round trip over loopback TCP (in this process, as
+ * coordinator/server/server_bench.ts measures it).
+ *
+ * A script rather than a `deno bench` file: one sample is a whole multi-process run.
+ *
+ *     deno task bench-rounds [--rounds 12] [--clients 3,8]
+ *
+ * Every client is a witness (`witness_nodes = 0`) and the train timer is long, so rounds close
+ * when the witnesses' reports reach quorum (opportunistic witnessing), not on a timeout;
+ * rounds that the timer closed anyway are left out and counted.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { TcpBackend } from "../backend/tcp.ts";
+import { generateIdentity } from "../../net/mod.ts";
+import { CoordinatorHost } from "../../coordinator/server/host.ts";
+import { startCoordinatorServer } from "../../coordinator/server/server.ts";
+import { testState } from "../../tests/support/coordinator_fixtures.ts";
+import { Testnet } from "./launcher.ts";
+import { quantile, type RoundTiming, roundTimings, type TimedEvent } from "./round_overhead.ts";
+import { tinyRunFolder } from "./testing.ts";
+
+/** The train timer (s): far above a step of the tiny model, so witnessing closes rounds. */
+const MAX_ROUND_TRAIN_TIME = 30;
+/** The witness window (s), the smallest the config allows. */
+const ROUND_WITNESS_TIME = 1;
+
+/** Median and p90 of the request round trip (µs) over `n` requests on loopback. */
+async function tcpRoundTrip(n: number): Promise<{ median: number; p90: number }> {
+  const host = new CoordinatorHost({ state: testState({}, 0), withdrawOnDisconnect: true });
+  const server = startCoordinatorServer({ host, hostname: "127.0.0.1", tickIntervalMs: 60_000 });
+  const backend = await TcpBackend.connect({
+    address: server.address,
+    runId: "test-run",
+    identity: generateIdentity(),
+  });
+  const repo = { kind: "Hub" as const, repo: { repoId: "org/m", revision: null } };
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < n + 200; i++) {
+      const t0 = performance.now();
+      // Answered with an Error frame (no run is going): a full request/response either way.
+      await backend.sendCheckpoint(repo).catch(() => {});
+      if (i >= 200) samples.push((performance.now() - t0) * 1000);
+    }
+  } finally {
+    await backend.close();
+    await server.close();
+  }
+  return { median: quantile(samples, 0.5), p90: quantile(samples, 0.9) };
+}
+
+/** Runs a testnet of `clients` clients until `rounds` rounds were measured (or time runs out). */
+async function measure(
+  clients: number,
+  rounds: number,
+  timeoutMs: number,
+): Promise<ReturnType<typeof roundTimings>> {
+  const config = await tinyRunFolder({
+    runId: `bench-rounds-${clients}`,
+    initMinClients: clients,
+    minClients: 1,
+    witnessNodes: 0,
+    globalBatchSize: clients,
+    warmupTime: 60,
+    epochTime: 3600,
+    maxRoundTrainTime: MAX_ROUND_TRAIN_TIME,
+    roundWitnessTime: ROUND_WITNESS_TIME,
+  });
+  const events: TimedEvent[] = [];
+  let wake = () => {};
+  const net = await Testnet.start({
+    configPath: config,
+    numClients: clients,
+    write: null,
+    onEvent: (_label, kind, event) => {
+      events.push({ kind, event });
+      wake();
+    },
+  });
+  const options = { maxRoundTrainMs: MAX_ROUND_TRAIN_TIME * 1000 };
+  const deadline = Date.now() + timeoutMs;
+  try {
+    while (Date.now() < deadline) {
+      const done = roundTimings(events, options);
+      // One more than asked: the first round after Warmup is dropped by the caller.
+      if (done.rounds.length > rounds) return done;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, 1000);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
+    throw new Error(
+      `${clients} clients: fewer than ${rounds} rounds within ${timeoutMs} ms ` +
+        `(${roundTimings(events, options).rounds.length} measured)`,
+    );
+  } finally {
+    await net.stop();
+    await Deno.remove(config, { recursive: true });
+  }
+}
+
+const ms = (x: number) => `${x.toFixed(0)} ms`;
+
+function row(clients: number, rounds: readonly RoundTiming[]): string {
+  const stat = (pick: (r: RoundTiming) => number) => {
+    const xs = rounds.map(pick);
+    return `${ms(quantile(xs, 0.5))} / ${ms(quantile(xs, 0.9))}`;
+  };
+  return `| ${clients} | ${rounds.length} | ${stat((r) => r.toWitnessMs)} | ${
+    stat((r) => r.witnessWindowMs)
+  } | ${stat((r) => r.totalMs)} | ${stat((r) => r.trainPhaseMs)} |`;
+}
+
+if (import.meta.main) {
+  const { values } = parseArgs({
+    args: Deno.args,
+    options: { rounds: { type: "string", default: "12" }, clients: { type: "string" } },
+  });
+  const rounds = Number(values.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1) {
+    throw new RangeError(`--rounds must be a positive integer, found "${values.rounds}"`);
+  }
+  const sizes = (values.clients ?? "3,8").split(",").map(Number);
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1)) {
+    throw new RangeError(
+      `--clients must be a list of positive integers, found "${values.clients}"`,
+    );
+  }
+  const tcp = await tcpRoundTrip(5000);
+  console.log(
+    `coordinator request round trip over loopback: median ${tcp.median.toFixed(0)} µs, ` +
+      `p90 ${tcp.p90.toFixed(0)} µs`,
+  );
+  const lines = [
+    "| clients | rounds | result → RoundWitness | witness window | result → next RoundTrain | RoundTrain |",
+    "| ------: | -----: | --------------------: | -------------: | -----------------------: | ---------: |",
+  ];
+  for (const clients of sizes) {
+    const { rounds: measured, skipped } = await measure(clients, rounds, 600_000);
+    // Drop the first round after Warmup (first-step shader compilation, model upload).
+    const kept = measured.slice(1);
+    for (const s of skipped) {
+      console.log(`${clients} clients: left out step ${s.step}: ${s.reason}`);
+    }
+    console.log(`${clients} clients: ${JSON.stringify(kept)}`);
+    lines.push(row(clients, kept));
+  }
+  console.log("\nmedian / p90 per round\n");
+  console.log(lines.join("\n"));
+}

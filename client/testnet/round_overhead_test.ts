@@ -1,0 +1,125 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { quantile, roundTimings, type TimedEvent } from "./round_overhead.ts";
+
+const at = (ms: number) => new Date(ms).toISOString();
+
+function change(ms: number, from: string, to: string, step: number, epoch = 0): TimedEvent {
+  return {
+    kind: "coordinator",
+    event: { event: "StateChanged", time: at(ms), from, to, epoch, step },
+  };
+}
+
+function train(ms: number, step: number, epoch = 0): TimedEvent {
+  return { kind: "client", event: { event: "train", time_ms: ms, epoch, step } };
+}
+
+const options = { maxRoundTrainMs: 8000 };
+
+Deno.test("roundTimings measures from the last trainer's result to the next RoundTrain", () => {
+  const { rounds, skipped } = roundTimings([
+    change(10_000, "Warmup", "RoundTrain", 1),
+    train(10_400, 1),
+    train(10_900, 1),
+    train(10_650, 1),
+    change(11_000, "RoundTrain", "RoundWitness", 1),
+    change(12_300, "RoundWitness", "RoundTrain", 2),
+    train(12_500, 2),
+    change(12_540, "RoundTrain", "RoundWitness", 2),
+    change(14_000, "RoundWitness", "RoundTrain", 3),
+    // The last round has no next RoundTrain yet: not counted.
+    train(14_200, 3),
+    change(14_300, "RoundTrain", "RoundWitness", 3),
+  ], options);
+  assert.deepEqual(skipped, []);
+  assert.deepEqual(rounds, [
+    {
+      epoch: 0,
+      step: 1,
+      trainers: 3,
+      toWitnessMs: 100,
+      witnessWindowMs: 1300,
+      totalMs: 1400,
+      trainPhaseMs: 1000,
+    },
+    {
+      epoch: 0,
+      step: 2,
+      trainers: 1,
+      toWitnessMs: 40,
+      witnessWindowMs: 1460,
+      totalMs: 1500,
+      trainPhaseMs: 240,
+    },
+  ]);
+});
+
+Deno.test("roundTimings leaves out rounds closed by the timer or before the last result", () => {
+  const { rounds, skipped } = roundTimings([
+    change(0, "Warmup", "RoundTrain", 1),
+    train(500, 1),
+    change(8_000, "RoundTrain", "RoundWitness", 1),
+    change(9_000, "RoundWitness", "RoundTrain", 2),
+    train(9_500, 2),
+    train(9_900, 2),
+    change(9_800, "RoundTrain", "RoundWitness", 2),
+    change(11_000, "RoundWitness", "RoundTrain", 3),
+    change(11_500, "RoundTrain", "RoundWitness", 3),
+    change(13_000, "RoundWitness", "RoundTrain", 4),
+  ], options);
+  assert.deepEqual(rounds, []);
+  assert.deepEqual(skipped.map((s) => [s.step, s.reason]), [
+    [1, "closed by the train timer after 8000 ms"],
+    [2, "closed before the last result"],
+    [3, "no client trained the step"],
+  ]);
+});
+
+Deno.test("roundTimings tells epochs apart and ignores a round ending in Cooldown", () => {
+  const { rounds } = roundTimings([
+    change(0, "Warmup", "RoundTrain", 1, 0),
+    train(100, 1, 0),
+    change(200, "RoundTrain", "RoundWitness", 1, 0),
+    change(1_000, "RoundWitness", "Cooldown", 2, 0),
+    change(3_000, "Warmup", "RoundTrain", 2, 1),
+    train(3_100, 1, 0), // a stale step-1 result of epoch 0 must not count for epoch 1
+    train(3_300, 2, 1),
+    change(3_400, "RoundTrain", "RoundWitness", 2, 1),
+    change(4_400, "RoundWitness", "RoundTrain", 3, 1),
+  ], options);
+  assert.deepEqual(rounds.map((r) => [r.epoch, r.step, r.totalMs]), [[1, 2, 1100]]);
+});
+
+Deno.test("roundTimings names the field of a malformed event", () => {
+  assert.throws(
+    () => roundTimings([{ kind: "client", event: { event: "train", epoch: 0, step: 1 } }], options),
+    /"time_ms" must be a number, found undefined/,
+  );
+  assert.throws(
+    () =>
+      roundTimings([{
+        kind: "coordinator",
+        event: { event: "StateChanged", time: "yesterday", from: "A", to: "B", epoch: 0, step: 0 },
+      }], options),
+    /"time" must be an ISO-8601 time, found "yesterday"/,
+  );
+});
+
+Deno.test("quantile is the nearest rank and rejects empty input", () => {
+  assert.equal(quantile([5, 1, 3, 2, 4], 0.5), 3);
+  assert.equal(quantile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 0.9), 9);
+  assert.equal(quantile([7], 0), 7);
+  assert.throws(() => quantile([], 0.5), RangeError);
+  assert.throws(() => quantile([1], 1.5), /must be in 0\.\.1, found 1\.5/);
+  fc.assert(fc.property(
+    fc.array(fc.integer(), { minLength: 1 }),
+    fc.double({ min: 0, max: 1, noNaN: true }),
+    (xs, q) => {
+      const v = quantile(xs, q);
+      const atOrBelow = xs.filter((x) => x <= v).length;
+      return xs.includes(v) && atOrBelow >= q * xs.length &&
+        xs.filter((x) => x < v).length < Math.max(1, Math.ceil(q * xs.length));
+    },
+  ));
+});

@@ -9,7 +9,7 @@
  *
  * A script rather than a `deno bench` file: one sample is a whole multi-process run.
  *
- *     deno task bench-rounds [--rounds 12] [--clients 3,8]
+ *     deno task bench-rounds [--rounds 20] [--clients 3,8]
  *
  * Every client is a witness (`witness_nodes = 0`) and the train timer is long, so rounds close
  * when the witnesses' reports reach quorum (opportunistic witnessing), not on a timeout;
@@ -125,7 +125,7 @@ function row(clients: number, rounds: readonly RoundTiming[]): string {
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
-    options: { rounds: { type: "string", default: "12" }, clients: { type: "string" } },
+    options: { rounds: { type: "string", default: "20" }, clients: { type: "string" } },
   });
   const rounds = Number(values.rounds);
   if (!Number.isInteger(rounds) || rounds < 1) {

@@ -74,6 +74,7 @@ export {
   type InstructionStep,
   type ProgramClock,
 } from "./program_model.ts";
+export { type ModelRuleViolation, modelRuleViolation } from "./model_rules.ts";
 export {
   CONFIG_WIRE_BYTES,
   decodeConfigBytes,

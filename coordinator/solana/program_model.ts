@@ -25,6 +25,7 @@ import type { CoordinatorAccount } from "./account.ts";
 import { ACCOUNT_MAX_CLIENTS } from "./account.ts";
 import { CoordinatorProgramError, type CoordinatorProgramErrorName } from "./errors.ts";
 import type { CoordinatorInstruction } from "./instructions.ts";
+import { modelRuleViolation } from "./model_rules.ts";
 import { MAX_DELEGATES } from "./instructions.ts";
 
 /** The Clock sysvar fields the program reads. */
@@ -152,6 +153,8 @@ function validateModel(model: LlmModel): void {
   if (model.maxSeqLen < 1) fail("InvalidModel", "model.maxSeqLen must be at least 1");
   if (model.checkpoint.kind === "Ephemeral") fail("InvalidModel", "Ephemeral checkpoint");
   if (model.optimizer.kind === "Dummy") fail("InvalidModel", "Dummy optimizer");
+  const violation = modelRuleViolation(model);
+  if (violation) fail(violation.name, `${violation.issue.path}: ${violation.issue.message}`);
 }
 
 function validateColdStart(model: LlmModel, config: CoordinatorConfig): void {
@@ -159,6 +162,8 @@ function validateColdStart(model: LlmModel, config: CoordinatorConfig): void {
   if (model.coldStartWarmupSteps > max) {
     fail("InvalidModel", `model.coldStartWarmupSteps must be at most ${max}`);
   }
+  const violation = modelRuleViolation(model, config);
+  if (violation) fail(violation.name, `${violation.issue.path}: ${violation.issue.message}`);
 }
 
 function validateProgress(step: number, epochStartDataIndex: number): void {

@@ -17,6 +17,7 @@
 #include "codec.c"
 #include "selection.c"
 #include "machine.c"
+#include "model_rules.c"
 #include "validate.c"
 
 enum {

@@ -46,7 +46,7 @@ static u64 validate_config(const config_t *c) {
   return 0;
 }
 
-/* The model rules that do not depend on the config. */
+/* The model rules that do not depend on the config (model_rules.c has the content rules). */
 static u64 validate_model(const model_t *m) {
   if (m->max_seq_len < 1) {
     LOG("model.maxSeqLen must be at least 1");
@@ -60,17 +60,20 @@ static u64 validate_model(const model_t *m) {
     LOG("model.optimizer must be a real optimizer (not Dummy)");
     return E_INVALID_MODEL;
   }
-  return 0;
+  return validate_model_content(m);
 }
 
-/* coldStartWarmupSteps <= floor((epochTime - warmupTime) / maxRoundTrainTime). */
+/*
+ * The model rules that depend on the config: coldStartWarmupSteps <= floor((epochTime -
+ * warmupTime) / maxRoundTrainTime), then a Cosine schedule lasting config.totalSteps.
+ */
 static u64 validate_cold_start(const model_t *m, const config_t *c) {
   u64 max_warmup = (c->epoch_time - c->warmup_time) / c->max_round_train_time;
   if (m->cold_start_warmup_steps > max_warmup) {
     LOG("model.coldStartWarmupSteps must be at most (epochTime - warmupTime) / maxRoundTrainTime");
     return E_INVALID_MODEL;
   }
-  return 0;
+  return validate_schedule_length(m, c);
 }
 
 static u64 validate_progress(u32 step, u64 epoch_start_data_index) {

@@ -242,6 +242,24 @@ Deno.test("update: each model-content rule is rejected with its code", async () 
   }
 });
 
+Deno.test("update: blank means blank to String.prototype.trim, code point by code point", async () => {
+  const run = await DualRun.create({ svm, runId: "model-rules-blank" });
+  // Every code point trim() removes, and neighbours it keeps (NEL, ZWSP, 4-byte, U+2000 - 1).
+  const spaces = [0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x20, 0xa0, 0x1680, 0x2028, 0x2029, 0x202f]
+    .concat([0x205f, 0x3000, 0xfeff], Array.from({ length: 11 }, (_, i) => 0x2000 + i));
+  const kept = [0x85, 0x200b, 0x1fff, 0x180e, 0x1f600, 0x21];
+  for (const cp of [...spaces, ...kept]) {
+    const path = ` ${String.fromCodePoint(cp)} `;
+    assert.equal(path.trim() === "", spaces.includes(cp), `U+${cp.toString(16)}`);
+    const ix = {
+      kind: "Update" as const,
+      model: testModel({ dataLocation: { kind: "Local", path } }),
+    };
+    if (spaces.includes(cp)) await run.expectError(ix, run.mainAuthority, "InvalidDataLocation");
+    else await run.expectOk(ix, run.mainAuthority);
+  }
+});
+
 Deno.test("update: a Cosine schedule must last config.totalSteps (checked on resume)", async () => {
   const run = await DualRun.create({ svm });
   const cosine: LrSchedule = {
@@ -291,8 +309,11 @@ Deno.test("update: the example configs are accepted", async () => {
 // Pools biased towards valid values, so both outcomes are common.
 const pick = <T>(...values: T[]) => fc.constantFrom(...values);
 const text = pick("org/model", "main", "ü-ñ ✓", "org/model", "", " ", "\u2028", "a\0b");
-const rate = pick(0, 1e-3, 3e-4, 0.5, 1, 1e-8, -0, -1e-3);
-const steps = pick(0, 1, 10, 100, 1000, 2 ** 31, 0xffff_ffff);
+/** `usual` four times as often as `rare`. */
+const usually = <T>(usual: fc.Arbitrary<T>, rare: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 4, arbitrary: usual }, { weight: 1, arbitrary: rare });
+const rate = usually(pick(0, 1e-3, 3e-4, 0.5, 1, 1e-8, -0), pick(-1e-3, -5e-324));
+const steps = usually(pick(0, 1, 10, 100, 1000), pick(2 ** 31, 0xffff_ffff));
 const unit = pick(0, 0.5, 0.9, 0.95, 0.999, 1, -0.1, 1.5);
 const optionalPositive = pick(null, 1, 0.5, 0, -1);
 const u16ish = pick(1, 4, 16, 64, 4096, 65535, 0, 65536, 70000);
@@ -371,9 +392,9 @@ const arbModel: fc.Arbitrary<LlmModel> = fc.record({
   optimizer: mostly(base.optimizer, arbOptimizer),
 }).map((m) => testModel(m));
 
-Deno.test("differential: the program accepts a model exactly when config_validate.ts does", async () => {
-  // A paused run, so the rules that need the config (cold start, Cosine length) apply too.
-  const run = await DualRun.create({ svm, runId: "model-rules-diff" });
+/** A paused run, so the rules that need the config (cold start, Cosine length) apply too. */
+async function pausedRun(runId: string): Promise<DualRun> {
+  const run = await DualRun.create({ svm, runId });
   await run.expectOk(
     { kind: "Update", config: testConfig(), model: testModel() },
     run.mainAuthority,
@@ -381,9 +402,22 @@ Deno.test("differential: the program accepts a model exactly when config_validat
   run.setTime(5);
   await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
   await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
+  return run;
+}
+
+/**
+ * Sends `numRuns` random models (with a random config.totalSteps) to a paused run and
+ * asserts the program accepts exactly those config_validate.ts finds nothing wrong with.
+ */
+async function differential(
+  runId: string,
+  arb: fc.Arbitrary<LlmModel>,
+  numRuns: number,
+): Promise<void> {
+  const run = await pausedRun(runId);
   const outcomes = { accepted: 0, rejected: 0 };
   await fc.assert(
-    fc.asyncProperty(arbModel, pick(1, 10, 100, 1000), async (model, totalSteps) => {
+    fc.asyncProperty(arb, pick(1, 10, 100, 1000), async (model, totalSteps) => {
       const config: CoordinatorConfig = testConfig({ totalSteps });
       const issues = validateRunConfigDraft({ config, model, progress: {} });
       assert.deepEqual(issues.filter((i) => !i.path.startsWith("model.")), []);
@@ -392,7 +426,24 @@ Deno.test("differential: the program accepts a model exactly when config_validat
       assert.equal(result.ok, issues.length === 0, context);
       outcomes[result.ok ? "accepted" : "rejected"]++;
     }),
-    { seed: 7, numRuns: 200 },
+    { seed: 7, numRuns },
   );
-  assert.ok(outcomes.accepted >= 20 && outcomes.rejected >= 20, JSON.stringify(outcomes));
+  const least = Math.floor(numRuns / 10);
+  assert.ok(outcomes.accepted >= least && outcomes.rejected >= least, JSON.stringify(outcomes));
+}
+
+Deno.test("differential: the program accepts a model exactly when config_validate.ts does", async () => {
+  await differential("model-rules-diff", arbModel, 100);
+});
+
+Deno.test("differential, one part at a time: data location, checkpoint, schedule, optimizer", async () => {
+  const parts: [string, fc.Arbitrary<Partial<LlmModel>>][] = [
+    ["data", arbDataLocation.map((dataLocation) => ({ dataLocation }))],
+    ["checkpoint", arbCheckpoint.map((checkpoint) => ({ checkpoint }))],
+    ["schedule", arbLrSchedule.map((lrSchedule) => ({ lrSchedule }))],
+    ["optimizer", arbOptimizer.map((optimizer) => ({ optimizer }))],
+  ];
+  for (const [name, arb] of parts) {
+    await differential(`model-rules-${name}`, arb.map((part) => testModel(part)), 100);
+  }
 });

@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { freePorts } from "../client/testnet/launcher.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { readModelDir } from "../model/checkpoint.ts";
@@ -86,17 +87,6 @@ compression_chunk = 64
 compression_topk = 8
 quantize_1bit = true
 `;
-}
-
-/** Free TCP ports on 127.0.0.1 (listen on 0, note the port, close). */
-function freePorts(n: number): number[] {
-  const listeners = Array.from(
-    { length: n },
-    () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
-  );
-  const ports = listeners.map((l) => (l.addr as Deno.NetAddr).port);
-  for (const l of listeners) l.close();
-  return ports;
 }
 
 /** Collects a child's stdout lines as JSON events. */

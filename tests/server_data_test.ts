@@ -2,6 +2,7 @@
  * `coordinator run --data-config`: the data server runs in-process and admits exactly the
  * epoch's clients, each for its own batch of the current round.
  */
+import { freePort } from "../client/testnet/launcher.ts";
 import assert from "node:assert/strict";
 import { join, resolve } from "node:path";
 import { runConfigToToml } from "../coordinator/config.ts";
@@ -16,13 +17,6 @@ import { testConfig, testModel, warmupReport } from "./support/coordinator_fixtu
 import type { CoordinatorState } from "../coordinator/types.ts";
 
 const CORPUS = resolve(new URL("../data/corpus/brown/train", import.meta.url).pathname);
-
-function freePort(): number {
-  const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (l.addr as Deno.NetAddr).port;
-  l.close();
-  return port;
-}
 
 async function nextState(
   backend: TcpBackend,

@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { freePorts } from "../client/testnet/launcher.ts";
 import assert from "node:assert/strict";
 import { getAddressEncoder } from "@solana/kit";
 import { parseRunConfig } from "../coordinator/config.ts";
@@ -76,16 +77,6 @@ compression_chunk = 64
 compression_topk = 8
 quantize_1bit = true
 `;
-}
-
-function freePorts(n: number): number[] {
-  const listeners = Array.from(
-    { length: n },
-    () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
-  );
-  const ports = listeners.map((l) => (l.addr as Deno.NetAddr).port);
-  for (const l of listeners) l.close();
-  return ports;
 }
 
 /** One client process with its JSON events and stderr. */

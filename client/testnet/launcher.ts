@@ -71,12 +71,23 @@ interface ClientSlot {
   process: ChildProcess | null;
 }
 
+/**
+ * `n` distinct free TCP ports on 127.0.0.1: all are held open together while the OS picks them,
+ * so no two are the same, then released.
+ */
+export function freePorts(n: number): number[] {
+  const listeners = Array.from(
+    { length: n },
+    () => Deno.listen({ hostname: "127.0.0.1", port: 0 }),
+  );
+  const ports = listeners.map((l) => (l.addr as Deno.NetAddr).port);
+  for (const l of listeners) l.close();
+  return ports;
+}
+
 /** A free TCP port on 127.0.0.1 (asked of the OS, then released). */
 export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (listener.addr as Deno.NetAddr).port;
-  listener.close();
-  return port;
+  return freePorts(1)[0];
 }
 
 /** The libp2p address of a client listening on `port` with `identity`. */

@@ -24,7 +24,14 @@ export {
   TestnetUsageError,
 } from "./args.ts";
 export { ChildProcess, forEachLine } from "./child.ts";
-export { clientMultiaddr, freePort, REPO_ROOT, Testnet, type TestnetOptions } from "./launcher.ts";
+export {
+  clientMultiaddr,
+  freePort,
+  freePorts,
+  REPO_ROOT,
+  Testnet,
+  type TestnetOptions,
+} from "./launcher.ts";
 export { main, runTestnet, runUntilSignal, type TestnetOutcome } from "./main.ts";
 export {
   colourFor,

@@ -15,17 +15,18 @@
 import { CoordinatorError } from "../errors.ts";
 import { healthCheck } from "../health.ts";
 import { sha256 } from "../hash.ts";
-import { emptyEpochState, isHalted, type Outcome, sameKey } from "../machine_core.ts";
+import { isHalted, type Outcome, sameKey } from "../machine_core.ts";
 import { tick } from "../machine.ts";
 import { checkpoint, pause, resume } from "../machine_membership.ts";
 import { validateCoordinatorConfig } from "../machine_validate.ts";
 import { warmupWitness, witness } from "../machine_witness.ts";
-import type { CoordinatorConfig, CoordinatorState, LlmModel, NodeIdentity } from "../types.ts";
+import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../types.ts";
 import type { CoordinatorAccount } from "./account.ts";
 import { ACCOUNT_MAX_CLIENTS } from "./account.ts";
 import { CoordinatorProgramError, type CoordinatorProgramErrorName } from "./errors.ts";
 import type { CoordinatorInstruction } from "./instructions.ts";
 import { modelRuleViolation } from "./model_rules.ts";
+import { placeholderModel, uninitializedState, zeroConfig } from "./state_parts.ts";
 import { MAX_DELEGATES } from "./instructions.ts";
 
 /** The Clock sysvar fields the program reads. */
@@ -60,43 +61,11 @@ export function clockSeed(clock: ProgramClock): bigint {
 
 /** The account `init_coordinator` writes: Uninitialized, no config or model yet. */
 export function initialAccount(opts: InitOptions): CoordinatorAccount {
-  const config: CoordinatorConfig = {
-    warmupTime: 0,
-    cooldownTime: 0,
-    maxRoundTrainTime: 0,
-    roundWitnessTime: 0,
-    globalBatchSizeWarmupTokens: 0,
-    epochTime: 0,
-    totalSteps: 0,
-    initMinClients: 0,
-    minClients: 0,
-    witnessNodes: 0,
-    globalBatchSizeStart: 0,
-    globalBatchSizeEnd: 0,
-    verificationPercent: 0,
-    waitingForMembersExtraTime: 0,
-    maxClients: ACCOUNT_MAX_CLIENTS,
-  };
-  const model: LlmModel = {
-    architecture: "HfLlama",
-    dataType: "Pretraining",
-    maxSeqLen: 0,
-    coldStartWarmupSteps: 0,
-    dataLocation: { kind: "Dummy" },
-    checkpoint: { kind: "Ephemeral" },
-    lrSchedule: { kind: "Constant", baseLr: 0, warmupSteps: 0, warmupInitLr: 0 },
-    optimizer: { kind: "Dummy" },
-  };
-  const state: CoordinatorState = {
-    runId: opts.runId,
-    runState: "Uninitialized",
-    model,
-    config,
-    progress: { epoch: 0, step: 1, epochStartDataIndex: 0 },
-    epochState: emptyEpochState(false),
-    runStateStartUnixTimestamp: 0,
-    pendingPause: false,
-  };
+  const state = uninitializedState(
+    opts.runId,
+    placeholderModel(),
+    zeroConfig(ACCOUNT_MAX_CLIENTS),
+  );
   return {
     version: 1,
     permissionless: opts.permissionless,

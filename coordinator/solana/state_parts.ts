@@ -21,38 +21,49 @@ const MODEL_OFFSET = 10;
 /** Progress, an empty epoch state, the timestamp and the pause flag after the config. */
 const TAIL_AFTER_CONFIG = 14 + 4 * 25 + 4 + 19 + 9;
 
-const PLACEHOLDER_CONFIG: CoordinatorConfig = {
-  warmupTime: 0,
-  cooldownTime: 0,
-  maxRoundTrainTime: 0,
-  roundWitnessTime: 0,
-  globalBatchSizeWarmupTokens: 0,
-  epochTime: 0,
-  totalSteps: 0,
-  initMinClients: 0,
-  minClients: 0,
-  witnessNodes: 0,
-  globalBatchSizeStart: 0,
-  globalBatchSizeEnd: 0,
-  verificationPercent: 0,
-  waitingForMembersExtraTime: 0,
-  maxClients: 1,
-};
-
-const PLACEHOLDER_MODEL: LlmModel = {
-  architecture: "HfLlama",
-  dataType: "Pretraining",
-  maxSeqLen: 0,
-  coldStartWarmupSteps: 0,
-  dataLocation: { kind: "Dummy" },
-  checkpoint: { kind: "Ephemeral" },
-  lrSchedule: { kind: "Constant", baseLr: 0, warmupSteps: 0, warmupInitLr: 0 },
-  optimizer: { kind: "Dummy" },
-};
-
-function minimalState(model: LlmModel, config: CoordinatorConfig): CoordinatorState {
+/** The config an account holds before its first `update`: all zeros, with a client cap. */
+export function zeroConfig(maxClients: number): CoordinatorConfig {
   return {
-    runId: "",
+    warmupTime: 0,
+    cooldownTime: 0,
+    maxRoundTrainTime: 0,
+    roundWitnessTime: 0,
+    globalBatchSizeWarmupTokens: 0,
+    epochTime: 0,
+    totalSteps: 0,
+    initMinClients: 0,
+    minClients: 0,
+    witnessNodes: 0,
+    globalBatchSizeStart: 0,
+    globalBatchSizeEnd: 0,
+    verificationPercent: 0,
+    waitingForMembersExtraTime: 0,
+    maxClients,
+  };
+}
+
+/** The model an account holds before its first `update`: nothing chosen yet. */
+export function placeholderModel(): LlmModel {
+  return {
+    architecture: "HfLlama",
+    dataType: "Pretraining",
+    maxSeqLen: 0,
+    coldStartWarmupSteps: 0,
+    dataLocation: { kind: "Dummy" },
+    checkpoint: { kind: "Ephemeral" },
+    lrSchedule: { kind: "Constant", baseLr: 0, warmupSteps: 0, warmupInitLr: 0 },
+    optimizer: { kind: "Dummy" },
+  };
+}
+
+/** An Uninitialized state holding `model` and `config`: epoch 0, step 1, no clients. */
+export function uninitializedState(
+  runId: string,
+  model: LlmModel,
+  config: CoordinatorConfig,
+): CoordinatorState {
+  return {
+    runId,
     runState: "Uninitialized",
     model,
     config,
@@ -63,15 +74,19 @@ function minimalState(model: LlmModel, config: CoordinatorConfig): CoordinatorSt
   };
 }
 
+// Fillers for the part not being encoded; only read.
+const PLACEHOLDER_CONFIG = zeroConfig(1);
+const PLACEHOLDER_MODEL = placeholderModel();
+
 /** The state encoding of `model` (RangeError/TypeError naming the field if it cannot be encoded). */
 export function encodeModelBytes(model: LlmModel): Uint8Array {
-  const bytes = encodeCoordinatorState(minimalState(model, PLACEHOLDER_CONFIG));
+  const bytes = encodeCoordinatorState(uninitializedState("", model, PLACEHOLDER_CONFIG));
   return bytes.slice(MODEL_OFFSET, bytes.length - CONFIG_WIRE_BYTES - TAIL_AFTER_CONFIG);
 }
 
 /** The state encoding of `config` (66 bytes). */
 export function encodeConfigBytes(config: CoordinatorConfig): Uint8Array {
-  const bytes = encodeCoordinatorState(minimalState(PLACEHOLDER_MODEL, config));
+  const bytes = encodeCoordinatorState(uninitializedState("", PLACEHOLDER_MODEL, config));
   const start = bytes.length - CONFIG_WIRE_BYTES - TAIL_AFTER_CONFIG;
   return bytes.slice(start, start + CONFIG_WIRE_BYTES);
 }
@@ -84,7 +99,9 @@ export function decodeModelAndConfig(
   modelBytes: Uint8Array,
   configBytes: Uint8Array,
 ): { model: LlmModel; config: CoordinatorConfig } {
-  const head = encodeCoordinatorState(minimalState(PLACEHOLDER_MODEL, PLACEHOLDER_CONFIG));
+  const head = encodeCoordinatorState(
+    uninitializedState("", PLACEHOLDER_MODEL, PLACEHOLDER_CONFIG),
+  );
   const placeholderModelLength = head.length - MODEL_OFFSET - CONFIG_WIRE_BYTES -
     TAIL_AFTER_CONFIG;
   const tail = head.subarray(MODEL_OFFSET + placeholderModelLength + CONFIG_WIRE_BYTES);

@@ -9,8 +9,9 @@
  *   (or `< MAX_WITNESSES` when `witnessNodes` is 0).
  *
  * A proof is `(index, position, claim)`; anyone holding the round's seed and sizes can
- * recompute it. Positions are computed once for all clients (two `shuffledPositions`
- * calls), so every lookup and verification afterwards is O(1).
+ * recompute it. Each permutation is computed once for all clients, on first use (one
+ * `shuffledPositions` call), so every lookup and verification afterwards is O(1), and a
+ * caller that only checks witnesses never pays for the committee permutation.
  *
  * @module
  */
@@ -81,8 +82,8 @@ export class CommitteeSelection {
   readonly witnessNodes: number;
   /** `sha256(u64le(randomSeed))`, the base of both salted permutation seeds. */
   readonly seed: Uint8Array;
-  readonly #committeePositions: Uint32Array;
-  readonly #witnessPositions: Uint32Array;
+  #committeePositionsCache: Uint32Array | undefined;
+  #witnessPositionsCache: Uint32Array | undefined;
 
   private constructor(
     opts: CommitteeSelectionOptions,
@@ -94,14 +95,20 @@ export class CommitteeSelection {
     this.totalNodes = opts.totalNodes;
     this.witnessNodes = opts.witnessNodes;
     this.seed = sha256(u64le(opts.randomSeed));
-    this.#committeePositions = shuffledPositions(
-      opts.totalNodes,
-      sha256(this.seed, encoder.encode(COMMITTEE_SALT)),
-    );
-    this.#witnessPositions = shuffledPositions(
-      opts.totalNodes,
-      sha256(this.seed, encoder.encode(WITNESS_SALT)),
-    );
+  }
+
+  get #committeePositions(): Uint32Array {
+    this.#committeePositionsCache ??= this.#positions(COMMITTEE_SALT);
+    return this.#committeePositionsCache;
+  }
+
+  get #witnessPositions(): Uint32Array {
+    this.#witnessPositionsCache ??= this.#positions(WITNESS_SALT);
+    return this.#witnessPositionsCache;
+  }
+
+  #positions(salt: string): Uint32Array {
+    return shuffledPositions(this.totalNodes, sha256(this.seed, encoder.encode(salt)));
   }
 
   /**
@@ -250,8 +257,9 @@ export class CommitteeSelection {
   trainerIndices(): number[] {
     const out: number[] = [];
     const firstTrainer = this.tieBreakerNodes + this.verifierNodes;
+    const positions = this.#committeePositions;
     for (let i = 0; i < this.totalNodes; i++) {
-      if (this.#committeePositions[i] >= firstTrainer) out.push(i);
+      if (positions[i] >= firstTrainer) out.push(i);
     }
     return out;
   }
@@ -259,8 +267,9 @@ export class CommitteeSelection {
   /** Client indices that are witnesses this round, ascending. */
   witnessIndices(): number[] {
     const out: number[] = [];
+    const positions = this.#witnessPositions;
     for (let i = 0; i < this.totalNodes; i++) {
-      if (this.isWitnessPosition(this.#witnessPositions[i])) out.push(i);
+      if (this.isWitnessPosition(positions[i])) out.push(i);
     }
     return out;
   }

@@ -131,7 +131,7 @@ Deno.test("validate-config reports both files' problems together", async () => {
     const args = ["--state", repo("config/invalid/wrong-type.toml"), "--data-config", data];
     assert.equal(await main(["validate-config", ...args], io), EXIT_INVALID);
     const text = io.stderr.join("\n");
-    assert.match(text, /config\.epoch_time = "120": expected a u64 integer/);
+    assert.match(text, /config\.epoch_time = "120": expected seconds/);
     assert.match(text, /token_size = "OneByte"/);
     assert.match(text, /seq_len: missing/);
     assert.match(text, /shuffle_seed: missing/);

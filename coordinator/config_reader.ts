@@ -11,6 +11,7 @@
  */
 import { parse, TomlError } from "smol-toml";
 import { type ConfigIssue, renderValue, tomlTypeName } from "./config_error.ts";
+import { durationProblem, MAX_TIME_SECONDS } from "./time.ts";
 
 /** Unsigned integer widths used by Psyche's config structs. `u64` is capped at 2^53 - 1. */
 export type IntegerKind = "u8" | "u16" | "u32" | "u64";
@@ -159,6 +160,27 @@ export class TableReader {
     if (this.has(key)) return this.integer(key, kind);
     this.#seen.add(key);
     return fallback;
+  }
+
+  /**
+   * A required duration in seconds: a TOML integer (whole seconds) or float with at most
+   * millisecond precision (`0.25`), in [0, `max`]. Rules such as "> 0" are the validator's.
+   */
+  seconds(key: string, max: number = MAX_TIME_SECONDS): number | undefined {
+    const expected = `seconds (0..${max}, at most millisecond precision)`;
+    const value = this.raw(key, expected);
+    if (value === undefined) return undefined;
+    if (typeof value === "bigint") {
+      this.report(key, value, `out of range: expected ${expected}`);
+      return undefined;
+    }
+    if (typeof value !== "number") return this.#wrongType(key, value, expected);
+    const problem = durationProblem(value, max);
+    if (problem !== null) {
+      this.report(key, value, `${problem} (expected ${expected})`);
+      return undefined;
+    }
+    return value;
   }
 
   /** A required float (TOML integers are accepted, as serde does for f32/f64 fields). */

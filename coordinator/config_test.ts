@@ -205,7 +205,8 @@ Deno.test("messages name the key, the value found and the rule", () => {
   typed.config.epoch_time = "600";
   assert.equal(
     formatIssue(issuesOf(stringify(typed)).issues[0]),
-    'config.epoch_time = "600": expected a u64 integer (0..9007199254740991), found a string',
+    'config.epoch_time = "600": expected seconds (0..1125899906842.623, at most millisecond ' +
+      "precision), found a string",
   );
 
   const missing = baseDoc();
@@ -658,7 +659,7 @@ Deno.test("validateRunConfig checks values built in code, integer widths include
   assert.deepEqual(validateRunConfig(run), []);
   const broken: RunConfig = {
     ...run,
-    config: { ...run.config, epochTime: 12.5, minClients: 70000 },
+    config: { ...run.config, epochTime: 12.0005, minClients: 70000 },
     model: { ...run.model, maxSeqLen: -3 },
   };
   assert.deepEqual(validateRunConfig(broken).map((i) => i.path), [

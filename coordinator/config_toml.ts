@@ -11,6 +11,7 @@
  */
 import { type TableReader, type VariantChoice } from "./config_reader.ts";
 import type { RunConfigDraft } from "./config.ts";
+import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME } from "./machine_validate.ts";
 import {
   type Checkpoint,
   type CoordinatorConfig,
@@ -114,12 +115,12 @@ export function readRunConfig(root: TableReader): RunConfigDraft {
 
 function readCoordinatorConfig(t: TableReader): Partial<CoordinatorConfig> {
   const config: Partial<CoordinatorConfig> = {
-    warmupTime: t.integer("warmup_time", "u64"),
-    cooldownTime: t.integer("cooldown_time", "u64"),
-    maxRoundTrainTime: t.integer("max_round_train_time", "u64"),
-    roundWitnessTime: t.integer("round_witness_time", "u64"),
+    warmupTime: t.seconds("warmup_time"),
+    cooldownTime: t.seconds("cooldown_time"),
+    maxRoundTrainTime: t.seconds("max_round_train_time"),
+    roundWitnessTime: t.seconds("round_witness_time"),
     globalBatchSizeWarmupTokens: t.integer("global_batch_size_warmup_tokens", "u64"),
-    epochTime: t.integer("epoch_time", "u64"),
+    epochTime: t.seconds("epoch_time"),
     totalSteps: t.integer("total_steps", "u32"),
     initMinClients: t.integer("init_min_clients", "u16"),
     minClients: t.integer("min_clients", "u16"),
@@ -127,7 +128,10 @@ function readCoordinatorConfig(t: TableReader): Partial<CoordinatorConfig> {
     globalBatchSizeStart: t.integer("global_batch_size_start", "u16"),
     globalBatchSizeEnd: t.integer("global_batch_size_end", "u16"),
     verificationPercent: t.integer("verification_percent", "u8"),
-    waitingForMembersExtraTime: t.integer("waiting_for_members_extra_time", "u8"),
+    waitingForMembersExtraTime: t.seconds(
+      "waiting_for_members_extra_time",
+      MAX_WAITING_FOR_MEMBERS_EXTRA_TIME,
+    ),
     maxClients: t.integerOr("max_clients", "u16", DEFAULT_MAX_CLIENTS),
   };
   t.finish();

@@ -13,6 +13,8 @@
 import { type ConfigIssue, renderValue } from "./config_error.ts";
 import { INTEGER_MAX, type IntegerKind } from "./config_reader.ts";
 import type { RunConfigDraft } from "./config.ts";
+import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME, roundsPerEpoch } from "./machine_validate.ts";
+import { durationProblem } from "./time.ts";
 import {
   type Checkpoint,
   type CoordinatorConfig,
@@ -60,6 +62,19 @@ class Checker {
     if (!Number.isInteger(value) || value < 0 || value > INTEGER_MAX[kind]) {
       this.#mistyped.add(path);
       this.fail(path, value, `expected a ${kind} integer (0..${INTEGER_MAX[kind]})`);
+    }
+  }
+
+  /**
+   * Checks a duration in seconds: finite, >= 0, at most `max`, whole milliseconds (integers
+   * mean whole seconds, as in Psyche; fractions need the TCP coordinator's millisecond clock).
+   */
+  seconds(path: string, value: number | undefined, max?: number): void {
+    if (value === undefined) return;
+    const problem = durationProblem(value, max);
+    if (problem !== null) {
+      this.#mistyped.add(path);
+      this.fail(path, value, `${problem} (a duration in seconds)`);
     }
   }
 
@@ -129,12 +144,12 @@ export function validateRunConfigDraft(draft: RunConfigDraft): ConfigIssue[] {
 
 function checkCoordinatorConfig(v: Checker, c: Partial<CoordinatorConfig>): void {
   const p = (key: string) => `config.${key}`;
-  v.uint(p("warmup_time"), c.warmupTime, "u64");
-  v.uint(p("cooldown_time"), c.cooldownTime, "u64");
-  v.uint(p("max_round_train_time"), c.maxRoundTrainTime, "u64");
-  v.uint(p("round_witness_time"), c.roundWitnessTime, "u64");
+  v.seconds(p("warmup_time"), c.warmupTime);
+  v.seconds(p("cooldown_time"), c.cooldownTime);
+  v.seconds(p("max_round_train_time"), c.maxRoundTrainTime);
+  v.seconds(p("round_witness_time"), c.roundWitnessTime);
   v.uint(p("global_batch_size_warmup_tokens"), c.globalBatchSizeWarmupTokens, "u64");
-  v.uint(p("epoch_time"), c.epochTime, "u64");
+  v.seconds(p("epoch_time"), c.epochTime);
   v.uint(p("total_steps"), c.totalSteps, "u32");
   v.uint(p("init_min_clients"), c.initMinClients, "u16");
   v.uint(p("min_clients"), c.minClients, "u16");
@@ -142,7 +157,11 @@ function checkCoordinatorConfig(v: Checker, c: Partial<CoordinatorConfig>): void
   v.uint(p("global_batch_size_start"), c.globalBatchSizeStart, "u16");
   v.uint(p("global_batch_size_end"), c.globalBatchSizeEnd, "u16");
   v.uint(p("verification_percent"), c.verificationPercent, "u8");
-  v.uint(p("waiting_for_members_extra_time"), c.waitingForMembersExtraTime, "u8");
+  v.seconds(
+    p("waiting_for_members_extra_time"),
+    c.waitingForMembersExtraTime,
+    MAX_WAITING_FOR_MEMBERS_EXTRA_TIME,
+  );
   v.uint(p("max_clients"), c.maxClients, "u16");
 
   const epochTime = v.usable(p("epoch_time"), c.epochTime);
@@ -259,7 +278,7 @@ function checkModel(v: Checker, m: Partial<LlmModel>, c: Partial<CoordinatorConf
     epochTime !== undefined && warmupTime !== undefined && maxRoundTrainTime !== undefined &&
     epochTime > warmupTime && maxRoundTrainTime > 0
   ) {
-    const rounds = Math.floor((epochTime - warmupTime) / maxRoundTrainTime);
+    const rounds = roundsPerEpoch({ epochTime, warmupTime, maxRoundTrainTime });
     v.rule(
       p("cold_start_warmup_steps"),
       m.coldStartWarmupSteps,

@@ -1,7 +1,9 @@
 /**
  * The coordinator state machine: a run's epochs and rounds as a pure function of
  * (state, event, time, seed) (psyche.md §2.4). No clock, randomness or I/O: the host (TCP
- * server, Solana program, simulation) passes `now` in whole seconds and a u64 `seed`.
+ * server, Solana program, simulation) passes `now` in seconds and a u64 `seed`. Times and
+ * durations are whole seconds on Solana (as in Psyche) and may carry whole milliseconds on the
+ * TCP server (coordinator/time.ts); timeouts compare them exactly either way.
  *
  * ```mermaid
  * stateDiagram-v2
@@ -48,6 +50,7 @@ import {
 import { roundWitnessQuorum } from "./witness_quorum.ts";
 import { currentRound, roundBatchSize } from "./machine_queries.ts";
 import { validateCoordinatorInputs } from "./machine_validate.ts";
+import { addTime, fromMillis } from "./time.ts";
 import {
   type CoordinatorConfig,
   type CoordinatorProgress,
@@ -65,7 +68,7 @@ export interface CreateCoordinatorOptions {
   model: LlmModel;
   /** Where the run stands; defaults to epoch 0, step 1, data index 0 (a fresh run). */
   progress?: CoordinatorProgress;
-  /** Seconds; the WaitingForMembers timer starts here. */
+  /** Seconds (whole milliseconds at most); the WaitingForMembers timer starts here. */
   now: number;
   /** Start Paused (an operator resumes it) instead of WaitingForMembers. */
   paused?: boolean;
@@ -142,6 +145,48 @@ export function tick(
       throw new Error(`Coordinator bug: unknown run state ${String(unreachable)}`);
     }
   }
+}
+
+/**
+ * The earliest time (seconds) at which {@linkcode tick} can change the run by time alone, or
+ * null when only an event can (a join, a witness, an operator's resume). `pendingCount` is the
+ * size of the host's pending list (WaitingForMembers waits for `initMinClients` of them).
+ * A host ticks at this moment instead of polling, so a state ends when its timer says, not at
+ * the next poll; events still tick at once. A zero duration (`warmupTime = 0`) gives the
+ * millisecond after the state began (no two transitions at the same instant).
+ *
+ * Contract, checked by machine_test.ts: a tick before the deadline leaves the state's timer
+ * unfired, a tick at the deadline fires it.
+ */
+export function nextTickDeadline(state: CoordinatorState, pendingCount: number): number | null {
+  const { config } = state;
+  const runState = state.runState;
+  switch (runState) {
+    case "Uninitialized":
+    case "Finished":
+    case "Paused":
+      return null;
+    case "WaitingForMembers":
+      if (pendingCount < config.initMinClients) return null;
+      return deadlineAfter(state, config.waitingForMembersExtraTime);
+    case "Warmup":
+      return deadlineAfter(state, config.warmupTime);
+    case "RoundTrain":
+      return deadlineAfter(state, config.maxRoundTrainTime);
+    case "RoundWitness":
+      return deadlineAfter(state, config.roundWitnessTime);
+    case "Cooldown":
+      return deadlineAfter(state, config.cooldownTime);
+    default: {
+      const unreachable: never = runState;
+      throw new Error(`Coordinator bug: unknown run state ${String(unreachable)}`);
+    }
+  }
+}
+
+/** The first millisecond at which `checkTimeout(state, t, duration)` holds. */
+function deadlineAfter(state: CoordinatorState, duration: number): number {
+  return addTime(state.runStateStartUnixTimestamp, duration > 0 ? duration : fromMillis(1));
 }
 
 function checkPending(chosen: readonly NodeIdentity[]): void {

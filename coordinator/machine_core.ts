@@ -15,6 +15,7 @@ import { CoordinatorError } from "./errors.ts";
 import { batchSizeForTokens } from "./data_selection.ts";
 import type { Client, CoordinatorState, EpochState, Round, RunState } from "./types.ts";
 import { NUM_STORED_ROUNDS } from "./types.ts";
+import { isMillisecondTime, timeReached } from "./time.ts";
 
 /** What a call did to the state. */
 export type Outcome =
@@ -58,10 +59,15 @@ export function assertNotHalted(state: CoordinatorState, what: string): void {
   }
 }
 
-/** Checks that `now` is a whole number of seconds (the host's clock, not peer input). */
+/**
+ * Checks that `now` is a valid time in seconds (the host's clock, not peer input): whole
+ * seconds, or whole milliseconds for hosts with a millisecond clock (coordinator/time.ts).
+ */
 export function checkNow(now: number): void {
-  if (!Number.isSafeInteger(now) || now < 0) {
-    throw new RangeError(`now must be whole non-negative seconds, found ${String(now)}`);
+  if (!isMillisecondTime(now)) {
+    throw new RangeError(
+      `now must be non-negative seconds with at most millisecond precision, found ${String(now)}`,
+    );
   }
 }
 
@@ -75,18 +81,19 @@ export function checkSeed(seed: bigint): void {
 }
 
 /**
- * Whether `duration` seconds have passed since the current run state began, and not in
- * the same second it began (Psyche's guard: no two transitions in one second).
+ * Whether `duration` seconds have passed since the current run state began, and not at the
+ * same instant it began (Psyche's guard against two transitions in one second; with a
+ * millisecond clock, in one millisecond). Exact for fractional seconds (coordinator/time.ts).
  */
 export function checkTimeout(state: CoordinatorState, now: number, duration: number): boolean {
   const start = state.runStateStartUnixTimestamp;
-  return start !== now && now >= start + duration;
+  return start !== now && timeReached(now, start, duration);
 }
 
 /** Whether the epoch timer (`epochTime` since the epoch began) has fired, same guard. */
 export function checkEpochTimeout(state: CoordinatorState, now: number): boolean {
   const start = state.epochState.startTimestamp;
-  return start !== now && now >= start + state.config.epochTime;
+  return start !== now && timeReached(now, start, state.config.epochTime);
 }
 
 /**

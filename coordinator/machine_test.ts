@@ -71,7 +71,8 @@ Deno.test("halted states reject ticks with Halted", () => {
 
 Deno.test("tick rejects a bad clock or seed with RangeError before changing anything", () => {
   const s = testState();
-  assert.throws(() => tick(s, identities(2), 1.5, 1n), RangeError);
+  assert.throws(() => tick(s, identities(2), 1.0005, 1n), /millisecond precision, found 1.0005/);
+  assert.throws(() => tick(s, identities(2), -1, 1n), RangeError);
   assert.throws(() => tick(s, identities(2), 5, -1n), RangeError);
   assert.throws(() => tick(s, identities(2), 5, 1n << 64n), RangeError);
   assert.equal(s.runState, "WaitingForMembers");

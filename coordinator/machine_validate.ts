@@ -17,6 +17,13 @@ import {
   MAX_RUN_ID_BYTES,
   MAX_WITNESSES,
 } from "./types.ts";
+import { durationProblem, MAX_TIME_SECONDS, toMillis } from "./time.ts";
+
+/**
+ * Largest `waitingForMembersExtraTime`, in seconds: Psyche stores it as a u8 of seconds, so 255;
+ * fractions are allowed below it.
+ */
+export const MAX_WAITING_FOR_MEMBERS_EXTRA_TIME = 0xff;
 
 function fail(field: string, rule: string, found: unknown): never {
   throw new RangeError(`${field} must be ${rule}, found ${String(found)}`);
@@ -28,20 +35,28 @@ function int(field: string, value: number, min: number, max = Number.MAX_SAFE_IN
   }
 }
 
+/** A duration in seconds: whole milliseconds up to `max`, and > 0 when `positive`. */
+function seconds(field: string, value: number, positive: boolean, max = MAX_TIME_SECONDS): void {
+  const problem = durationProblem(value, max) ?? (positive && value === 0 ? "must be > 0" : null);
+  if (problem !== null) {
+    throw new RangeError(`${field} (seconds) ${problem}, found ${String(value)}`);
+  }
+}
+
 /** Throws RangeError unless `config` satisfies every rule of psyche.md §2.2 plus `maxClients`. */
 export function validateCoordinatorConfig(config: CoordinatorConfig): void {
   const c = config;
-  int("config.epochTime", c.epochTime, 1);
-  int("config.warmupTime", c.warmupTime, 0);
+  seconds("config.epochTime", c.epochTime, true);
+  seconds("config.warmupTime", c.warmupTime, false);
   if (c.warmupTime >= c.epochTime) {
     fail("config.warmupTime", `< epochTime (${c.epochTime})`, c.warmupTime);
   }
-  int("config.cooldownTime", c.cooldownTime, 1);
-  int("config.maxRoundTrainTime", c.maxRoundTrainTime, 1);
+  seconds("config.cooldownTime", c.cooldownTime, true);
+  seconds("config.maxRoundTrainTime", c.maxRoundTrainTime, true);
   if (c.maxRoundTrainTime >= c.epochTime) {
     fail("config.maxRoundTrainTime", `< epochTime (${c.epochTime})`, c.maxRoundTrainTime);
   }
-  int("config.roundWitnessTime", c.roundWitnessTime, 1);
+  seconds("config.roundWitnessTime", c.roundWitnessTime, true);
   int("config.globalBatchSizeWarmupTokens", c.globalBatchSizeWarmupTokens, 0);
   int("config.totalSteps", c.totalSteps, 1, 0xffff_ffff);
   int("config.maxClients", c.maxClients, 1, MAX_CLIENTS_LIMIT);
@@ -52,8 +67,31 @@ export function validateCoordinatorConfig(config: CoordinatorConfig): void {
   int("config.globalBatchSizeEnd", c.globalBatchSizeEnd, c.globalBatchSizeStart, 0xffff);
   // Only 0 is supported for training: verifiers are not implemented (as in Psyche).
   int("config.verificationPercent", c.verificationPercent, 0, 0);
-  int("config.waitingForMembersExtraTime", c.waitingForMembersExtraTime, 1, 0xff);
+  seconds(
+    "config.waitingForMembersExtraTime",
+    c.waitingForMembersExtraTime,
+    true,
+    MAX_WAITING_FOR_MEMBERS_EXTRA_TIME,
+  );
   witnessBloomParameters(c.maxClients);
+}
+
+/**
+ * Rounds that fit in an epoch after Warmup: ⌊(epochTime − warmupTime) / maxRoundTrainTime⌋, in
+ * integer milliseconds so fractional durations divide exactly (the bound of
+ * `coldStartWarmupSteps`, Psyche's `check_cold_start_warmup_steps`).
+ */
+export function roundsPerEpoch(
+  config: Pick<CoordinatorConfig, "epochTime" | "warmupTime" | "maxRoundTrainTime">,
+): number {
+  const { epochTime, warmupTime, maxRoundTrainTime } = config;
+  if (
+    Number.isInteger(epochTime) && Number.isInteger(warmupTime) &&
+    Number.isInteger(maxRoundTrainTime)
+  ) {
+    return Math.floor((epochTime - warmupTime) / maxRoundTrainTime);
+  }
+  return Math.floor((toMillis(epochTime) - toMillis(warmupTime)) / toMillis(maxRoundTrainTime));
 }
 
 /** Throws RangeError unless the model is trainable by the machine (psyche.md §2.2). */
@@ -63,8 +101,7 @@ export function validateModelForCoordinator(model: LlmModel, config: Coordinator
     fail("model.checkpoint", "a stored checkpoint (not Ephemeral)", "Ephemeral");
   }
   if (model.optimizer?.kind === "Dummy") fail("model.optimizer", "a real optimizer", "Dummy");
-  const maxWarmup = Math.floor((config.epochTime - config.warmupTime) / config.maxRoundTrainTime);
-  int("model.coldStartWarmupSteps", model.coldStartWarmupSteps, 0, maxWarmup);
+  int("model.coldStartWarmupSteps", model.coldStartWarmupSteps, 0, roundsPerEpoch(config));
 }
 
 /** Throws RangeError unless `runId`, `config`, `model` and `progress` are all valid. */

@@ -21,8 +21,10 @@ export {
   createCoordinator,
   type CreateCoordinatorOptions,
   MIN_ROUNDS_PER_EPOCH,
+  nextTickDeadline,
   tick,
 } from "./machine.ts";
+export * from "./time.ts";
 export { checkWitnessShape, warmupWitness, witness } from "./machine_witness.ts";
 export { checkpoint, pause, resume, withdraw, withdrawAll } from "./machine_membership.ts";
 export {

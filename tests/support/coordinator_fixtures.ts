@@ -11,6 +11,7 @@ import { sha256 } from "../../coordinator/hash.ts";
 import { createCoordinator, tick as tickImpl } from "../../coordinator/machine.ts";
 import { witness as witnessImpl } from "../../coordinator/machine_witness.ts";
 import { currentRound, roundSelection } from "../../coordinator/machine_queries.ts";
+import { addTime } from "../../coordinator/time.ts";
 import type {
   Bloom,
   CoordinatorConfig,
@@ -150,9 +151,9 @@ export class RunDriver {
     return this.#seed;
   }
 
-  /** Ticks at `now + dt` with `pending`. */
+  /** Ticks at `now + dt` with `pending` (added exactly, in milliseconds, when fractional). */
   tick(dt: number, pending: readonly NodeIdentity[] | null = null) {
-    this.now += dt;
+    this.now = addTime(this.now, dt);
     return tickImpl(this.state, pending, this.now, this.nextSeed());
   }
 

@@ -53,12 +53,29 @@ export class P2PNode {
   readonly allowlist: Allowlist;
   /** This node's 32-byte ed25519 public key. */
   readonly publicKey: PublicKeyBytes;
+  /** The interface it listens on (services such as the bulk listener bind to it too). */
+  readonly host: string;
+  readonly #onStop: (() => Promise<void> | void)[] = [];
 
   /** Use `createP2PNode`; this constructor wraps an already started node. */
-  constructor(libp2p: Libp2p<P2PServices>, allowlist: Allowlist, publicKey: PublicKeyBytes) {
+  constructor(
+    libp2p: Libp2p<P2PServices>,
+    allowlist: Allowlist,
+    publicKey: PublicKeyBytes,
+    host = "127.0.0.1",
+  ) {
     this.libp2p = libp2p;
     this.allowlist = allowlist;
     this.publicKey = publicKey;
+    this.host = host;
+  }
+
+  /**
+   * Runs `hook` when the node stops, before libp2p does: services that own resources outside
+   * libp2p (the payload service's bulk listener) close with the node that carries them.
+   */
+  onStop(hook: () => Promise<void> | void): void {
+    this.#onStop.push(hook);
   }
 
   /** This node's libp2p peer id. */
@@ -138,6 +155,8 @@ export class P2PNode {
 
   /** Stops the node: closes all connections and the listener. Safe to call twice. */
   async stop(): Promise<void> {
+    const hooks = this.#onStop.splice(0);
+    await Promise.allSettled(hooks.map((hook) => hook()));
     await this.libp2p.stop();
   }
 
@@ -193,5 +212,5 @@ export async function createP2PNode(options: P2PNodeOptions): Promise<P2PNode> {
       }),
     },
   });
-  return new P2PNode(libp2p, allowlist, publicKeyOf(options.secretKey));
+  return new P2PNode(libp2p, allowlist, publicKeyOf(options.secretKey), host);
 }

@@ -12,10 +12,18 @@
  * each tensor by name); `fetchNamed` returns the bytes with the hash the provider declared,
  * checked against the bytes.
  *
+ * Large content can skip the encryption: unless `bulk: false`, the service runs a plain-TCP bulk
+ * listener (`bulk_listener.ts`) and a request may accept a `BulkOffer` (a single-use ticket and
+ * the listener's port, sent over the noise-authenticated stream) instead of the bytes. The
+ * fetcher then reads the bytes over plain TCP from the address it reached the provider at,
+ * checked against the offered length and hash, and falls back to the in-band stream if anything
+ * about the bulk connection fails. docs/p2p.md explains why this is safe.
+ *
  * @module
  */
 import { createHash } from "node:crypto";
 import type { Connection, PeerId, Stream } from "@libp2p/interface";
+import type { Multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
 import type { PublicKeyBytes } from "../../coordinator/types.ts";
 import {
@@ -32,6 +40,15 @@ import {
   withFallback,
 } from "./fallback.ts";
 import { peerIdOf } from "./identity.ts";
+import { type BulkFailureCode, bulkFetch, BulkFetchError } from "./bulk_fetch.ts";
+import {
+  BulkListener,
+  type BulkListenerStats,
+  DEFAULT_BULK_IDLE_TIMEOUT_MS,
+  DEFAULT_BULK_MAX_CONNECTIONS,
+  DEFAULT_BULK_REQUEST_TIMEOUT_MS,
+} from "./bulk_listener.ts";
+import { TicketBook } from "./bulk_tickets.ts";
 import { Limiter } from "./limiter.ts";
 import type { P2PNode } from "./node.ts";
 import {
@@ -44,6 +61,7 @@ import {
   type PayloadRequest,
   PayloadWireError,
   type ResponseHeader,
+  TICKET_BYTES,
 } from "./payload_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
 
@@ -57,6 +75,40 @@ export const DEFAULT_CHUNK_BYTES = 1024 * 1024;
 const HASH_BATCH_BYTES = 1024 * 1024;
 /** How long a provider waits for a complete request, by default. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * Smallest content offered over the bulk path, by default: below it the extra connection costs
+ * more than the encryption it saves (a DisTrO result of the 20M model is 58.5 KB).
+ */
+export const DEFAULT_BULK_MIN_BYTES = 1024 * 1024;
+
+/**
+ * Settings of the plain-TCP bulk path. Both roles follow them: a provider with bulk on runs the
+ * listener and may answer with offers; a fetcher with bulk on accepts offers.
+ */
+export interface BulkOptions {
+  /** Interface the bulk listener binds to. Default: the node's listen host. */
+  host?: string;
+  /** Port of the bulk listener; 0 (the default) picks a free one. */
+  port?: number;
+  /** Port named in offers when it differs from the bound one (port forwarding behind NAT). */
+  advertisePort?: number;
+  /** Smallest content offered over bulk; smaller content is sent in-band. */
+  minBytes?: number;
+  /** How long a ticket stays valid. Default 10 s. */
+  ticketLifetimeMs?: number;
+  /** Unspent tickets one peer may hold (beyond it, that peer is served in-band). Default 64. */
+  maxTicketsPerPeer?: number;
+  /** Bulk connections served at once. Default 32. */
+  maxConnections?: number;
+  /** How long the listener waits for a complete bulk request. Default 5 s. */
+  requestTimeoutMs?: number;
+  /** How long one write may make no progress before the listener hangs up. Default 30 s. */
+  idleTimeoutMs?: number;
+  /** Random bytes for tickets. Default `crypto.getRandomValues`. */
+  randomBytes?: (length: number) => Uint8Array;
+  /** Milliseconds now, for ticket expiry. Default `Date.now`. */
+  now?: () => number;
+}
 
 /** Options for `PayloadService.start`. */
 export interface PayloadServiceOptions {
@@ -72,6 +124,11 @@ export interface PayloadServiceOptions {
   maxInboundStreams?: number;
   /** How long a provider waits for a complete request before resetting the stream. */
   requestTimeoutMs?: number;
+  /**
+   * The plain-TCP bulk path for large content (on by default); `false` keeps every byte on the
+   * encrypted stream, for deployments that want that.
+   */
+  bulk?: BulkOptions | false;
 }
 
 /** Options for `fetch` and `fetchNamed`. */
@@ -98,7 +155,28 @@ export interface PayloadStats {
   /** Requests this provider refused as malformed. */
   badRequests: number;
   peakConcurrentDownloads: number;
+  /** Bulk offers made (tickets issued). */
+  bulkOffered: number;
+  /** Of `served`, transfers completed by the bulk listener. */
+  bulkServed: number;
+  /** Of `fetched`, fetches completed over the bulk path. */
+  bulkFetched: number;
+  /** Offers whose bulk fetch failed and fell back to the in-band stream, by reason. */
+  bulkFallbacks: Partial<Record<BulkFailureCode, number>>;
+  /** The bulk listener's refusals (see `BulkListenerStats.refused`). */
+  bulkRefused: BulkListenerStats["refused"];
 }
+
+interface BulkRuntime {
+  listener: BulkListener;
+  tickets: TicketBook;
+  advertisePort: number;
+  minBytes: number;
+  randomBytes: (length: number) => Uint8Array;
+  now: () => number;
+}
+
+type BulkOffer = Extract<ResponseHeader, { status: "BulkOffer" }>;
 
 /** Serves this node's content and fetches others'. Start with `PayloadService.start(node)`. */
 export class PayloadService {
@@ -118,7 +196,12 @@ export class PayloadService {
     fetchedBytes: 0,
     failedAttempts: 0,
     badRequests: 0,
+    bulkOffered: 0,
+    bulkFetched: 0,
   };
+  readonly #bulkFallbacks: Partial<Record<BulkFailureCode, number>> = {};
+  readonly #acceptBulk: boolean;
+  #bulk: BulkRuntime | undefined;
 
   private constructor(node: P2PNode, options: PayloadServiceOptions) {
     this.#node = node;
@@ -130,11 +213,54 @@ export class PayloadService {
     checkPositive("requestTimeoutMs", this.#requestTimeoutMs);
     checkPositive("maxPayloadBytes", this.#maxPayloadBytes);
     checkPositive("chunkBytes", this.#chunkBytes);
+    this.#acceptBulk = options.bulk !== false;
   }
 
-  /** Registers the payload protocol on `node` and returns the service. */
+  /**
+   * Registers the payload protocol on `node`, starts the bulk listener unless `bulk: false`
+   * (it closes when the node stops, or with `close()`), and returns the service.
+   */
   static async start(node: P2PNode, options: PayloadServiceOptions = {}): Promise<PayloadService> {
     const service = new PayloadService(node, options);
+    if (options.bulk !== false) {
+      const bulk = options.bulk ?? {};
+      const minBytes = bulk.minBytes ?? DEFAULT_BULK_MIN_BYTES;
+      if (!Number.isSafeInteger(minBytes) || minBytes < 0) {
+        throw new RangeError(`bulk.minBytes must be a non-negative integer, found ${minBytes}`);
+      }
+      const now = bulk.now ?? Date.now;
+      const tickets = new TicketBook({
+        lifetimeMs: bulk.ticketLifetimeMs,
+        maxPerPeer: bulk.maxTicketsPerPeer,
+      });
+      const listener = BulkListener.start({
+        host: bulk.host ?? node.host,
+        port: bulk.port ?? 0,
+        tickets,
+        content: (hash) => service.store.get(hash),
+        now,
+        maxConnections: bulk.maxConnections ?? DEFAULT_BULK_MAX_CONNECTIONS,
+        requestTimeoutMs: bulk.requestTimeoutMs ?? DEFAULT_BULK_REQUEST_TIMEOUT_MS,
+        idleTimeoutMs: bulk.idleTimeoutMs ?? DEFAULT_BULK_IDLE_TIMEOUT_MS,
+      });
+      const advertisePort = bulk.advertisePort ?? listener.port;
+      if (!Number.isInteger(advertisePort) || advertisePort < 1 || advertisePort > 65_535) {
+        await listener.close();
+        throw new RangeError(
+          `bulk.advertisePort must be an integer in 1..65535, found ${advertisePort}`,
+        );
+      }
+      service.#bulk = {
+        listener,
+        tickets,
+        advertisePort,
+        minBytes,
+        randomBytes: bulk.randomBytes ??
+          ((length) => crypto.getRandomValues(new Uint8Array(length))),
+        now,
+      };
+      node.onStop(() => listener.close());
+    }
     await node.libp2p.handle(
       PAYLOAD_PROTOCOL,
       (stream: Stream, connection: Connection) => service.#serve(stream, connection),
@@ -148,7 +274,22 @@ export class PayloadService {
 
   /** A snapshot of the counters. */
   get stats(): PayloadStats {
-    return { ...this.#stats, peakConcurrentDownloads: this.#limiter.peak };
+    const listener = this.#bulk?.listener.stats;
+    return {
+      ...this.#stats,
+      served: this.#stats.served + (listener?.served ?? 0),
+      servedBytes: this.#stats.servedBytes + (listener?.servedBytes ?? 0),
+      bulkServed: listener?.served ?? 0,
+      bulkFallbacks: { ...this.#bulkFallbacks },
+      bulkRefused: listener?.refused ?? {},
+      peakConcurrentDownloads: this.#limiter.peak,
+    };
+  }
+
+  /** Where the bulk listener listens, or `undefined` when the bulk path is off. */
+  get bulkAddress(): { host: string; port: number } | undefined {
+    const listener = this.#bulk?.listener;
+    return listener === undefined ? undefined : { host: listener.host, port: listener.port };
   }
 
   /**
@@ -207,9 +348,10 @@ export class PayloadService {
     return this.#fetch({ kind: "ByName", name }, `blob "${name}"`, options);
   }
 
-  /** Stops serving the payload protocol. The node keeps running. */
+  /** Stops serving the payload protocol and closes the bulk listener. The node keeps running. */
   async close(): Promise<void> {
     if (this.#node.libp2p.status === "started") await this.#node.libp2p.unhandle(PAYLOAD_PROTOCOL);
+    await this.#bulk?.listener.close();
   }
 
   async #fetch(
@@ -254,13 +396,62 @@ export class PayloadService {
     return result;
   }
 
+  /**
+   * One attempt at one provider: the request over the payload stream and, when the provider
+   * answers with a bulk offer, the bulk fetch. If the bulk fetch fails for any reason, the same
+   * request is made again in-band, refusing offers. A bulk failure never marks the provider bad:
+   * anyone on the path could have tampered with the plain connection; only bytes that came over
+   * the authenticated stream (a hash mismatch there) can.
+   */
   async #attempt(
     peer: PeerId,
     request: PayloadRequest,
     checks: { limit: number; expectedSize?: number },
     signal: AbortSignal,
   ): Promise<{ hash: ContentHash; bytes: Uint8Array }> {
-    const stream = await this.#node.libp2p.dialProtocol(peer, PAYLOAD_PROTOCOL, { signal });
+    const connection = await this.#node.libp2p.dial(peer, { signal });
+    const hostname = this.#acceptBulk ? ipOf(connection.remoteAddr) : undefined;
+    const acceptBulk = hostname !== undefined;
+    const first = await this.#request(connection, { ...request, acceptBulk }, checks, signal);
+    if (!("offer" in first)) return first;
+    const { offer } = first;
+    try {
+      const bytes = await bulkFetch({
+        hostname: hostname!,
+        port: offer.port,
+        ticket: offer.ticket,
+        hash: offer.hash,
+        length: offer.length,
+        signal,
+      });
+      this.#stats.bulkFetched++;
+      return { hash: hashFromBytes(offer.hash), bytes };
+    } catch (error) {
+      if (!(error instanceof BulkFetchError)) throw error;
+      this.#bulkFallbacks[error.code] = (this.#bulkFallbacks[error.code] ?? 0) + 1;
+    }
+    const again = await this.#node.libp2p.dial(peer, { signal });
+    const second = await this.#request(again, { ...request, acceptBulk: false }, checks, signal);
+    if ("offer" in second) {
+      throw new PayloadAttemptError(
+        "protocol",
+        "provider made a bulk offer to a request refusing one",
+      );
+    }
+    return second;
+  }
+
+  /**
+   * Sends `request` on a new payload stream of `connection` and reads the answer: the verified
+   * bytes, or a bulk offer whose hash and length passed the same checks.
+   */
+  async #request(
+    connection: Connection,
+    request: PayloadRequest,
+    checks: { limit: number; expectedSize?: number },
+    signal: AbortSignal,
+  ): Promise<{ hash: ContentHash; bytes: Uint8Array } | { offer: BulkOffer }> {
+    const stream = await connection.newStream(PAYLOAD_PROTOCOL, { signal });
     const reader = new StreamReader(stream);
     const onAbort = () => stream.abort(new Error(`payload request aborted: ${signal.reason}`));
     signal.addEventListener("abort", onAbort, { once: true });
@@ -268,7 +459,7 @@ export class PayloadService {
       stream.send(encodeRequest(request));
       await stream.close({ signal });
       const { header, rest } = await readHeader(reader);
-      if (header.status !== "Ok") {
+      if (header.status !== "Ok" && header.status !== "BulkOffer") {
         throw header.status === "NotFound"
           ? new PayloadAttemptError("not-found", "provider does not have it")
           : new PayloadAttemptError("protocol", "provider refused our request as malformed");
@@ -291,6 +482,15 @@ export class PayloadService {
           `response declares ${header.length} bytes, ${checks.expectedSize} were announced`,
         );
       }
+      if (header.status === "BulkOffer") {
+        if (request.acceptBulk !== true) {
+          throw new PayloadAttemptError("protocol", "provider made a bulk offer unasked");
+        }
+        if (rest.length > 0 || (await reader.next()) !== undefined) {
+          throw new PayloadAttemptError("protocol", "provider sent bytes after its bulk offer");
+        }
+        return { offer: header };
+      }
       const { bytes, hash } = await readBody(reader, header.length, rest);
       if (hash !== hashFromBytes(header.hash)) {
         throw new PayloadAttemptError(
@@ -308,7 +508,33 @@ export class PayloadService {
     }
   }
 
-  async #serve(stream: Stream, _connection: Connection): Promise<void> {
+  /**
+   * Sends a bulk offer for `bytes` if the bulk path is on, the content is large enough and the
+   * peer is under its ticket cap. Returns whether it did (else the caller serves in-band).
+   */
+  #offerBulk(
+    stream: Stream,
+    connection: Connection,
+    hash: ContentHash,
+    bytes: Uint8Array,
+  ): boolean {
+    const bulk = this.#bulk;
+    if (bulk === undefined || bytes.length < bulk.minBytes) return false;
+    const ticket = bulk.randomBytes(TICKET_BYTES);
+    const peer = connection.remotePeer.toString();
+    if (!bulk.tickets.issue({ ticket, peer, hash, now: bulk.now() })) return false;
+    stream.send(encodeResponseHeader({
+      status: "BulkOffer",
+      hash: hashToBytes(hash),
+      length: bytes.length,
+      ticket,
+      port: bulk.advertisePort,
+    }));
+    this.#stats.bulkOffered++;
+    return true;
+  }
+
+  async #serve(stream: Stream, connection: Connection): Promise<void> {
     const reader = new StreamReader(stream);
     const timer = setTimeout(
       () => stream.abort(new Error(`no complete request within ${this.#requestTimeoutMs} ms`)),
@@ -333,6 +559,10 @@ export class PayloadService {
       const bytes = hash === undefined ? undefined : this.store.get(hash);
       if (hash === undefined || bytes === undefined) {
         stream.send(encodeResponseHeader({ status: "NotFound" }));
+        await stream.close();
+        return;
+      }
+      if (request.acceptBulk === true && this.#offerBulk(stream, connection, hash, bytes)) {
         await stream.close();
         return;
       }
@@ -459,6 +689,11 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
   out.set(a);
   out.set(b, a.length);
   return out;
+}
+
+/** The IP address in a connection's remote multiaddr, or undefined (DNS, relay, unknown). */
+function ipOf(address: Multiaddr): string | undefined {
+  return address.getComponents().find((c) => c.name === "ip4" || c.name === "ip6")?.value;
 }
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {

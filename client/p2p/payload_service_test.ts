@@ -5,6 +5,7 @@ import { PayloadService, type PayloadServiceOptions, sendChunked } from "./paylo
 import { PayloadFetchError, sleep } from "./fallback.ts";
 import { contentHash, hashToBytes } from "./content_store.ts";
 import { decodeRequest, encodeResponseHeader, PAYLOAD_PROTOCOL } from "./payload_wire.ts";
+import { BULK_REQUEST_BYTES, encodeBulkResponseHeader } from "./bulk_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
 import { testPublic, testSecret } from "./test_util.ts";
 
@@ -30,7 +31,7 @@ interface Peer {
 /** `count` connected participants that all allow each other, each running the payload service. */
 async function swarm(
   count: number,
-  options: PayloadServiceOptions = {},
+  options: PayloadServiceOptions | ((index: number) => PayloadServiceOptions) = {},
 ): Promise<Peer[] & AsyncDisposable> {
   const keys = Array.from({ length: count }, (_, i) => testPublic(i + 1));
   const peers: Peer[] = [];
@@ -38,7 +39,10 @@ async function swarm(
     const node = await createP2PNode({ secretKey: testSecret(i + 1), allowedPeers: keys });
     peers.push({
       node,
-      payloads: await PayloadService.start(node, { retry: FAST_RETRY, ...options }),
+      payloads: await PayloadService.start(node, {
+        retry: FAST_RETRY,
+        ...(typeof options === "function" ? options(i) : options),
+      }),
     });
   }
   for (let i = 1; i < count; i++) await peers[i].node.connect(peers[0].node.addresses()[0]);
@@ -142,6 +146,9 @@ Deno.test("oversized responses are refused before their content is read", async 
   }).catch((e) => e);
   assert.ok(wrongSize instanceof PayloadFetchError);
   assert.match(wrongSize.attempts[0].message, /2097151 were announced/);
+  // Both were refused at the (bulk) offer, before a byte of content moved.
+  assert.equal(a.payloads.stats.bulkOffered, 2 * (1 + FAST_RETRY.retries));
+  assert.equal(a.payloads.stats.servedBytes, 0);
   await assert.rejects(
     () => b.payloads.fetch(hash, { providers: [a.node.publicKey], expectedSize: 10, maxBytes: 5 }),
     RangeError,
@@ -194,7 +201,7 @@ Deno.test("a provider answers a malformed request with BadRequest and drops a si
   const [a, b] = peers;
   const bad = await b.node.libp2p.dialProtocol(a.node.peerId, PAYLOAD_PROTOCOL);
   const badReader = new StreamReader(bad);
-  bad.send(Uint8Array.of(1, 9)); // version 1, unknown kind 9
+  bad.send(Uint8Array.of(2, 0, 9)); // version 2, no flags, unknown kind 9
   await bad.close();
   assert.deepEqual([...(await badReader.next())!], [2]); // status BadRequest
   assert.equal(await badReader.next(), undefined);
@@ -202,7 +209,7 @@ Deno.test("a provider answers a malformed request with BadRequest and drops a si
   // A requester that never completes its request is cut off after requestTimeoutMs.
   const silent = await b.node.libp2p.dialProtocol(a.node.peerId, PAYLOAD_PROTOCOL);
   const silentReader = new StreamReader(silent);
-  silent.send(Uint8Array.of(1)); // version only
+  silent.send(Uint8Array.of(2)); // version only
   const stopWaiting = new AbortController();
   const outcome = await Promise.race([
     silentReader.next().then(() => "ended", () => "reset"),
@@ -210,4 +217,104 @@ Deno.test("a provider answers a malformed request with BadRequest and drops a si
   ]);
   stopWaiting.abort();
   assert.equal(outcome, "reset");
+});
+
+/** A plain TCP server that reads one bulk request and answers it with `answer`. */
+function fakeBulkListener(answer: Uint8Array[]): { port: number } & AsyncDisposable {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const done = (async () => {
+    for await (const conn of listener) {
+      try {
+        const request = new Uint8Array(BULK_REQUEST_BYTES);
+        for (let got = 0; got < request.length;) got += (await conn.read(request.subarray(got)))!;
+        for (const part of answer) {
+          for (let off = 0; off < part.length;) off += await conn.write(part.subarray(off));
+        }
+      } finally {
+        conn.close();
+      }
+    }
+  })().catch(() => {});
+  return {
+    port: listener.addr.port,
+    async [Symbol.asyncDispose]() {
+      listener.close();
+      await done;
+    },
+  };
+}
+
+Deno.test("large content moves over the bulk path, small content in-band", async () => {
+  await using peers = await swarm(2, { bulk: { minBytes: 1024 * 1024 } });
+  const [a, b] = peers;
+  const large = randomBytes(2 * 1024 * 1024 + 5, 20);
+  const small = randomBytes(64 * 1024, 21);
+  const largeHash = a.payloads.provide(large, { name: "large" });
+  const smallHash = a.payloads.provide(small);
+  const providers = [a.node.publicKey];
+  assert.deepEqual(
+    await b.payloads.fetch(largeHash, { providers, expectedSize: large.length }),
+    large,
+  );
+  assert.deepEqual(await b.payloads.fetch(smallHash, { providers }), small);
+  assert.deepEqual(await b.payloads.fetchNamed("large", { providers }), {
+    hash: largeHash,
+    bytes: large,
+  });
+  assert.equal(b.payloads.stats.bulkFetched, 2);
+  assert.equal(b.payloads.stats.fetched, 3);
+  assert.deepEqual(b.payloads.stats.bulkFallbacks, {});
+  const served = a.payloads.stats;
+  assert.equal(served.bulkOffered, 2);
+  assert.equal(served.bulkServed, 2);
+  assert.equal(served.served, 3);
+  assert.equal(served.servedBytes, 2 * large.length + small.length);
+});
+
+Deno.test("an unreachable bulk listener falls back to the in-band stream", async () => {
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const closedPort = probe.addr.port;
+  probe.close();
+  await using peers = await swarm(2, { bulk: { minBytes: 0, advertisePort: closedPort } });
+  const [a, b] = peers;
+  const payload = randomBytes(200_000, 22);
+  const hash = a.payloads.provide(payload);
+  assert.deepEqual(await b.payloads.fetch(hash, { providers: [a.node.publicKey] }), payload);
+  assert.deepEqual(b.payloads.stats.bulkFallbacks, { unreachable: 1 });
+  assert.equal(b.payloads.stats.bulkFetched, 0);
+  assert.equal(b.payloads.stats.failedAttempts, 0);
+  assert.equal(a.payloads.stats.bulkOffered, 1);
+});
+
+Deno.test("bytes tampered on the bulk path fall back in-band and do not mark the provider bad", async () => {
+  const payload = randomBytes(300_000, 23);
+  const tampered = payload.slice();
+  tampered[99_999] ^= 1;
+  const header = encodeBulkResponseHeader({ status: "Ok", length: payload.length });
+  await using tamperer = fakeBulkListener([header, tampered]);
+  await using peers = await swarm(2, { bulk: { minBytes: 0, advertisePort: tamperer.port } });
+  const [a, b] = peers;
+  const hash = a.payloads.provide(payload);
+  assert.deepEqual(await b.payloads.fetch(hash, { providers: [a.node.publicKey] }), payload);
+  assert.deepEqual(b.payloads.stats.bulkFallbacks, { "hash-mismatch": 1 });
+  assert.deepEqual(b.payloads.badProviders(), []);
+});
+
+Deno.test("bulk: false keeps every byte on the encrypted stream, on either side", async () => {
+  // Peer 1 provides with bulk off; peer 2 fetches with bulk on; peer 3 fetches with bulk off
+  // from peer 2, which provides with bulk on.
+  await using peers = await swarm(
+    3,
+    (i) => (i === 1 ? { bulk: { minBytes: 0 } } : { bulk: false }),
+  );
+  const [a, b, c] = peers;
+  assert.equal(a.payloads.bulkAddress, undefined);
+  assert.equal(b.payloads.bulkAddress?.host, "127.0.0.1");
+  const payload = randomBytes(200_000, 24);
+  const hash = a.payloads.provide(payload);
+  await b.payloads.fetch(hash, { providers: [a.node.publicKey], provideAs: {} });
+  assert.equal(b.payloads.stats.bulkFetched, 0);
+  assert.deepEqual(await c.payloads.fetch(hash, { providers: [b.node.publicKey] }), payload);
+  assert.equal(b.payloads.stats.bulkOffered, 0);
+  assert.equal(c.payloads.stats.bulkFetched, 0);
 });

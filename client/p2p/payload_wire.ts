@@ -4,41 +4,59 @@
  * `payload_service.ts`.
  *
  * ```
- * request  = version u8 (=1) | kind u8 | by-hash: hash [32]
- *                                      | by-name: length u16 | UTF-8 name
- * response = status u8 | (status Ok:) hash [32] | length u64 | <length bytes of content>
+ * request  = version u8 (=2) | flags u8 | kind u8 | by-hash: hash [32]
+ *                                                | by-name: length u16 | UTF-8 name
+ *   flags: bit 0 = the requester accepts a bulk offer; other bits must be 0
+ * response = status u8 | Ok (0):        hash [32] | length u64 | <length bytes of content>
+ *                      | NotFound (1), BadRequest (2): nothing more
+ *                      | BulkOffer (3): hash [32] | length u64 | ticket [32] | port u16
  * ```
  *
  * Integers are big-endian. The requester half-closes after its request; the provider answers
- * and closes.
+ * and closes. A `BulkOffer` says "fetch these `length` bytes from my plain TCP bulk listener
+ * on `port`, at the address you reached me at, presenting `ticket`" (see `bulk_wire.ts`); the
+ * provider only sends one to a request that set the bulk flag.
  *
  * @module
  */
 
 /** libp2p protocol id of payload transfers. */
 export const PAYLOAD_PROTOCOL = "/psyche/payload/1";
-/** Request format version. */
-export const PAYLOAD_REQUEST_VERSION = 1;
+/** Request format version (2 added the flags byte). */
+export const PAYLOAD_REQUEST_VERSION = 2;
+/** Request flag: the requester accepts a `BulkOffer` instead of the bytes in-band. */
+export const FLAG_ACCEPT_BULK = 1;
 /** Longest name of a named blob, in UTF-8 bytes. */
 export const MAX_NAME_BYTES = 256;
 /** Longest possible request, in bytes. */
-export const MAX_REQUEST_BYTES = 4 + MAX_NAME_BYTES;
+export const MAX_REQUEST_BYTES = 5 + MAX_NAME_BYTES;
 /** Length of the response header when the status is Ok (status, hash, length). */
 export const OK_HEADER_BYTES = 1 + 32 + 8;
+/** Length of a bulk ticket, in bytes (random, so 256 bits cannot be guessed). */
+export const TICKET_BYTES = 32;
+/** Length of a `BulkOffer` response (status, hash, length, ticket, port). */
+export const OFFER_BYTES = OK_HEADER_BYTES + TICKET_BYTES + 2;
 
-/** What a requester asks for. */
+/**
+ * What a requester asks for. `acceptBulk` (default false) allows the provider to answer with a
+ * `BulkOffer` instead of the bytes.
+ */
 export type PayloadRequest =
-  | { kind: "ByHash"; hash: Uint8Array }
-  | { kind: "ByName"; name: string };
+  & ({ kind: "ByHash"; hash: Uint8Array } | { kind: "ByName"; name: string })
+  & { acceptBulk?: boolean };
 
-/** Response statuses, in the order of their wire codes (0..2). */
-export const RESPONSE_STATUSES = ["Ok", "NotFound", "BadRequest"] as const;
+/** Response statuses, in the order of their wire codes (0..3). */
+export const RESPONSE_STATUSES = ["Ok", "NotFound", "BadRequest", "BulkOffer"] as const;
 /** A response status. */
 export type ResponseStatus = typeof RESPONSE_STATUSES[number];
 
-/** The response header: status, and for `Ok` the content hash and exact length. */
+/**
+ * The response header: status; for `Ok` the content hash and exact length of the bytes that
+ * follow; for `BulkOffer` the same two plus the ticket and port of the provider's bulk listener.
+ */
 export type ResponseHeader =
   | { status: "Ok"; hash: Uint8Array; length: number }
+  | { status: "BulkOffer"; hash: Uint8Array; length: number; ticket: Uint8Array; port: number }
   | { status: "NotFound" | "BadRequest" };
 
 /** Bytes that are not a valid request or response header. */
@@ -57,15 +75,15 @@ const KINDS = { ByHash: 0, ByName: 1 } as const;
 
 /** Encodes a request. Throws `RangeError` for a hash that is not 32 bytes or a name too long. */
 export function encodeRequest(request: PayloadRequest): Uint8Array {
+  const flags = request.acceptBulk === true ? FLAG_ACCEPT_BULK : 0;
   switch (request.kind) {
     case "ByHash": {
       if (request.hash.length !== 32) {
         throw new RangeError(`request hash must be 32 bytes, found ${request.hash.length}`);
       }
-      const out = new Uint8Array(2 + 32);
-      out[0] = PAYLOAD_REQUEST_VERSION;
-      out[1] = KINDS.ByHash;
-      out.set(request.hash, 2);
+      const out = new Uint8Array(3 + 32);
+      out.set([PAYLOAD_REQUEST_VERSION, flags, KINDS.ByHash]);
+      out.set(request.hash, 3);
       return out;
     }
     case "ByName": {
@@ -75,11 +93,9 @@ export function encodeRequest(request: PayloadRequest): Uint8Array {
           `blob name must be 1..${MAX_NAME_BYTES} UTF-8 bytes, found ${name.length}`,
         );
       }
-      const out = new Uint8Array(4 + name.length);
-      out[0] = PAYLOAD_REQUEST_VERSION;
-      out[1] = KINDS.ByName;
-      new DataView(out.buffer).setUint16(2, name.length);
-      out.set(name, 4);
+      const out = new Uint8Array(5 + name.length);
+      out.set([PAYLOAD_REQUEST_VERSION, flags, KINDS.ByName, name.length >> 8, name.length & 0xff]);
+      out.set(name, 5);
       return out;
     }
     default: {
@@ -93,8 +109,8 @@ export function encodeRequest(request: PayloadRequest): Uint8Array {
 
 /**
  * Decodes a request from the bytes received so far: `undefined` if more bytes are needed,
- * the request once complete. Throws `PayloadWireError` for anything malformed, including bytes
- * after the end of the request.
+ * the request once complete (with `acceptBulk` always set). Throws `PayloadWireError` for
+ * anything malformed, including unknown flags and bytes after the end of the request.
  */
 export function decodeRequest(bytes: Uint8Array): PayloadRequest | undefined {
   if (bytes.length >= 1 && bytes[0] !== PAYLOAD_REQUEST_VERSION) {
@@ -104,37 +120,41 @@ export function decodeRequest(bytes: Uint8Array): PayloadRequest | undefined {
       0,
     );
   }
-  if (bytes.length < 2) return undefined;
-  const kind = bytes[1];
+  if (bytes.length >= 2 && (bytes[1] & ~FLAG_ACCEPT_BULK) !== 0) {
+    throw new PayloadWireError("request", `unknown flags ${bytes[1]}`, 1);
+  }
+  if (bytes.length < 3) return undefined;
+  const acceptBulk = (bytes[1] & FLAG_ACCEPT_BULK) !== 0;
+  const kind = bytes[2];
   let end: number;
   let request: PayloadRequest | undefined;
   if (kind === KINDS.ByHash) {
-    end = 34;
+    end = 3 + 32;
     if (bytes.length >= end) {
-      request = { kind: "ByHash", hash: new Uint8Array(bytes.subarray(2, end)) };
+      request = { kind: "ByHash", hash: new Uint8Array(bytes.subarray(3, end)), acceptBulk };
     }
   } else if (kind === KINDS.ByName) {
-    if (bytes.length < 4) return undefined;
-    const length = (bytes[2] << 8) | bytes[3];
+    if (bytes.length < 5) return undefined;
+    const length = (bytes[3] << 8) | bytes[4];
     if (length === 0 || length > MAX_NAME_BYTES) {
       throw new PayloadWireError(
         "request",
         `name length must be 1..${MAX_NAME_BYTES}, found ${length}`,
-        2,
+        3,
       );
     }
-    end = 4 + length;
+    end = 5 + length;
     if (bytes.length >= end) {
       let name: string;
       try {
-        name = new TextDecoder("utf-8", { fatal: true }).decode(bytes.subarray(4, end));
+        name = new TextDecoder("utf-8", { fatal: true }).decode(bytes.subarray(5, end));
       } catch {
-        throw new PayloadWireError("request", "name is not valid UTF-8", 4);
+        throw new PayloadWireError("request", "name is not valid UTF-8", 5);
       }
-      request = { kind: "ByName", name };
+      request = { kind: "ByName", name, acceptBulk };
     }
   } else {
-    throw new PayloadWireError("request", `unknown request kind ${kind}`, 1);
+    throw new PayloadWireError("request", `unknown request kind ${kind}`, 2);
   }
   if (request !== undefined && bytes.length > end) {
     throw new PayloadWireError("request", `${bytes.length - end} bytes after the request`, end);
@@ -142,9 +162,10 @@ export function decodeRequest(bytes: Uint8Array): PayloadRequest | undefined {
   return request;
 }
 
-/** Encodes a response header. */
+/** Encodes a response header. Throws `RangeError` for a field out of range. */
 export function encodeResponseHeader(header: ResponseHeader): Uint8Array {
-  if (header.status !== "Ok") return Uint8Array.of(RESPONSE_STATUSES.indexOf(header.status));
+  const code = RESPONSE_STATUSES.indexOf(header.status);
+  if (header.status !== "Ok" && header.status !== "BulkOffer") return Uint8Array.of(code);
   if (header.hash.length !== 32) {
     throw new RangeError(`response hash must be 32 bytes, found ${header.hash.length}`);
   }
@@ -153,10 +174,23 @@ export function encodeResponseHeader(header: ResponseHeader): Uint8Array {
       `response length must be a non-negative safe integer, found ${header.length}`,
     );
   }
-  const out = new Uint8Array(OK_HEADER_BYTES);
-  out[0] = 0;
+  const out = new Uint8Array(header.status === "Ok" ? OK_HEADER_BYTES : OFFER_BYTES);
+  const view = new DataView(out.buffer);
+  out[0] = code;
   out.set(header.hash, 1);
-  new DataView(out.buffer).setBigUint64(33, BigInt(header.length));
+  view.setBigUint64(33, BigInt(header.length));
+  if (header.status === "BulkOffer") {
+    if (header.ticket.length !== TICKET_BYTES) {
+      throw new RangeError(
+        `bulk ticket must be ${TICKET_BYTES} bytes, found ${header.ticket.length}`,
+      );
+    }
+    if (!Number.isInteger(header.port) || header.port < 1 || header.port > 65_535) {
+      throw new RangeError(`bulk port must be an integer in 1..65535, found ${header.port}`);
+    }
+    out.set(header.ticket, OK_HEADER_BYTES);
+    view.setUint16(OK_HEADER_BYTES + TICKET_BYTES, header.port);
+  }
   return out;
 }
 
@@ -173,14 +207,20 @@ export function decodeResponseHeader(
   if (status === undefined) {
     throw new PayloadWireError("response", `unknown status code ${code}`, 0);
   }
-  if (status !== "Ok") return { header: { status }, size: 1 };
-  if (bytes.length < OK_HEADER_BYTES) return undefined;
-  const length = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getBigUint64(33);
+  if (status === "NotFound" || status === "BadRequest") return { header: { status }, size: 1 };
+  const size = status === "Ok" ? OK_HEADER_BYTES : OFFER_BYTES;
+  if (bytes.length < size) return undefined;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const length = view.getBigUint64(33);
   if (length > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new PayloadWireError("response", `length ${length} exceeds 2^53-1`, 33);
   }
-  return {
-    header: { status, hash: new Uint8Array(bytes.subarray(1, 33)), length: Number(length) },
-    size: OK_HEADER_BYTES,
-  };
+  const hash = new Uint8Array(bytes.subarray(1, 33));
+  if (status === "Ok") return { header: { status, hash, length: Number(length) }, size };
+  const port = view.getUint16(OK_HEADER_BYTES + TICKET_BYTES);
+  if (port === 0) {
+    throw new PayloadWireError("response", "bulk offer port is 0", OK_HEADER_BYTES + TICKET_BYTES);
+  }
+  const ticket = new Uint8Array(bytes.subarray(OK_HEADER_BYTES, OK_HEADER_BYTES + TICKET_BYTES));
+  return { header: { status, hash, length: Number(length), ticket, port }, size };
 }

@@ -6,20 +6,19 @@ import {
   encodeRequest,
   encodeResponseHeader,
   MAX_NAME_BYTES,
+  OFFER_BYTES,
   OK_HEADER_BYTES,
   type PayloadRequest,
   PayloadWireError,
 } from "./payload_wire.ts";
 
 const arbRequest: fc.Arbitrary<PayloadRequest> = fc.oneof(
-  fc.uint8Array({ minLength: 32, maxLength: 32 }).map((hash) => ({
-    kind: "ByHash" as const,
-    hash,
-  })),
-  fc.string({ minLength: 1, maxLength: 64, unit: "binary" }).map((name) => ({
-    kind: "ByName" as const,
-    name,
-  })),
+  fc.tuple(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.boolean()).map((
+    [hash, acceptBulk],
+  ) => ({ kind: "ByHash" as const, hash, acceptBulk })),
+  fc.tuple(fc.string({ minLength: 1, maxLength: 64, unit: "binary" }), fc.boolean()).map((
+    [name, acceptBulk],
+  ) => ({ kind: "ByName" as const, name, acceptBulk })),
 );
 
 Deno.test("requests round-trip and need every byte", () => {
@@ -34,17 +33,23 @@ Deno.test("requests round-trip and need every byte", () => {
 
 Deno.test("malformed requests are refused with an offset", () => {
   const good = encodeRequest({ kind: "ByHash", hash: new Uint8Array(32) });
-  assert.throws(() => decodeRequest(Uint8Array.of(2)), /at byte 0: version is 2, expected 1/);
-  assert.throws(() => decodeRequest(Uint8Array.of(1, 7)), /at byte 1: unknown request kind 7/);
+  assert.deepEqual(decodeRequest(good), {
+    kind: "ByHash",
+    hash: new Uint8Array(32),
+    acceptBulk: false,
+  });
+  assert.throws(() => decodeRequest(Uint8Array.of(1)), /at byte 0: version is 1, expected 2/);
+  assert.throws(() => decodeRequest(Uint8Array.of(2, 2)), /at byte 1: unknown flags 2/);
+  assert.throws(() => decodeRequest(Uint8Array.of(2, 0, 7)), /at byte 2: unknown request kind 7/);
   assert.throws(
-    () => decodeRequest(Uint8Array.of(1, 1, 0, 0)),
-    /name length must be 1..256, found 0/,
+    () => decodeRequest(Uint8Array.of(2, 0, 1, 0, 0)),
+    /at byte 3: name length must be 1..256, found 0/,
   );
-  assert.throws(() => decodeRequest(Uint8Array.of(1, 1, 0xff, 0xff)), PayloadWireError);
-  assert.throws(() => decodeRequest(Uint8Array.of(1, 1, 0, 1, 0xff)), /not valid UTF-8/);
+  assert.throws(() => decodeRequest(Uint8Array.of(2, 0, 1, 0xff, 0xff)), PayloadWireError);
+  assert.throws(() => decodeRequest(Uint8Array.of(2, 0, 1, 0, 1, 0xff)), /not valid UTF-8/);
   assert.throws(
     () => decodeRequest(Uint8Array.of(...good, 0)),
-    /at byte 34: 1 bytes after the request/,
+    /at byte 35: 1 bytes after the request/,
   );
   assert.throws(
     () => encodeRequest({ kind: "ByName", name: "x".repeat(MAX_NAME_BYTES + 1) }),
@@ -73,6 +78,38 @@ Deno.test("response headers round-trip", () => {
     header: { status: "NotFound" },
     size: 1,
   });
+});
+
+Deno.test("bulk offers round-trip and need every byte", () => {
+  fc.assert(
+    fc.property(
+      fc.uint8Array({ minLength: 32, maxLength: 32 }),
+      fc.maxSafeNat(),
+      fc.uint8Array({ minLength: 32, maxLength: 32 }),
+      fc.integer({ min: 1, max: 65_535 }),
+      (hash, length, ticket, port) => {
+        const header = { status: "BulkOffer" as const, hash, length, ticket, port };
+        const bytes = encodeResponseHeader(header);
+        assert.equal(bytes.length, OFFER_BYTES);
+        assert.deepEqual(decodeResponseHeader(bytes), { header, size: OFFER_BYTES });
+        for (let n = 0; n < OFFER_BYTES; n++) {
+          assert.equal(decodeResponseHeader(bytes.subarray(0, n)), undefined);
+        }
+      },
+    ),
+  );
+  const offer = { status: "BulkOffer" as const, hash: new Uint8Array(32), length: 1, port: 9 };
+  assert.throws(
+    () => encodeResponseHeader({ ...offer, ticket: new Uint8Array(31) }),
+    /bulk ticket must be 32 bytes, found 31/,
+  );
+  assert.throws(
+    () => encodeResponseHeader({ ...offer, ticket: new Uint8Array(32), port: 0 }),
+    /bulk port must be an integer in 1..65535, found 0/,
+  );
+  const zeroPort = encodeResponseHeader({ ...offer, ticket: new Uint8Array(32) });
+  zeroPort[OFFER_BYTES - 1] = 0;
+  assert.throws(() => decodeResponseHeader(zeroPort), /at byte 73: bulk offer port is 0/);
 });
 
 Deno.test("bad response headers are refused", () => {

@@ -1,0 +1,151 @@
+/**
+ * The fetching side of the bulk path: connect to a provider's bulk listener, present the ticket
+ * from its `BulkOffer`, and read the content straight into one buffer of the announced length,
+ * hashing it as it arrives. Nothing is returned unless the length is exactly the offered one and
+ * the bytes hash to the offered hash; the connection is plain TCP, so every byte is checked.
+ *
+ * @module
+ */
+import { createHash } from "node:crypto";
+import {
+  BULK_OK_HEADER_BYTES,
+  BulkWireError,
+  decodeBulkResponseHeader,
+  encodeBulkRequest,
+} from "./bulk_wire.ts";
+import { hashFromBytes } from "./content_store.ts";
+
+/** Received bytes hashed per `update` call while reading. */
+const HASH_BATCH_BYTES = 4 * 1024 * 1024;
+
+/** Why a bulk fetch failed. */
+export type BulkFailureCode =
+  | "unreachable"
+  | "refused"
+  | "protocol"
+  | "too-large"
+  | "hash-mismatch";
+
+/** A bulk fetch failed; `code` says why. The caller falls back to the in-band stream. */
+export class BulkFetchError extends Error {
+  /** Why the fetch failed. */
+  readonly code: BulkFailureCode;
+  /** Builds the error. */
+  constructor(code: BulkFailureCode, message: string, options?: ErrorOptions) {
+    super(`Bulk fetch failed (${code}): ${message}`, options);
+    this.name = "BulkFetchError";
+    this.code = code;
+  }
+}
+
+/** What to fetch, from where, and what it must be (all from the authenticated offer). */
+export interface BulkFetchOptions {
+  /** The provider's address: the one its libp2p connection came from. */
+  hostname: string;
+  /** Its bulk listener's port, from the offer. */
+  port: number;
+  /** The ticket from the offer. */
+  ticket: Uint8Array;
+  /** The content's sha256 (32 bytes), from the offer and the request. */
+  hash: Uint8Array;
+  /** The content's exact length, from the offer (already checked against the caller's limits). */
+  length: number;
+  /** Aborts the fetch, closing the connection. */
+  signal?: AbortSignal;
+}
+
+/**
+ * Fetches and verifies the offered content over the provider's bulk listener. Throws
+ * `BulkFetchError` for anything short of exactly the offered bytes, or the signal's reason.
+ */
+export async function bulkFetch(options: BulkFetchOptions): Promise<Uint8Array> {
+  const { hostname, port, ticket, hash, length, signal } = options;
+  if (!Number.isSafeInteger(length) || length < 0) {
+    throw new RangeError(`bulk length must be a non-negative safe integer, found ${length}`);
+  }
+  const request = encodeBulkRequest({ ticket, hash });
+  signal?.throwIfAborted();
+  let conn: Deno.TcpConn;
+  try {
+    conn = await Deno.connect({ hostname, port, transport: "tcp", signal });
+  } catch (error) {
+    signal?.throwIfAborted();
+    throw new BulkFetchError("unreachable", `cannot connect to ${hostname}:${port}: ${error}`, {
+      cause: error,
+    });
+  }
+  const onAbort = () => closeQuietly(conn);
+  signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    conn.setNoDelay(true);
+    for (let sent = 0; sent < request.length;) sent += await conn.write(request.subarray(sent));
+    const header = new Uint8Array(BULK_OK_HEADER_BYTES);
+    let got = 0;
+    let decoded;
+    while (true) {
+      const n = await conn.read(header.subarray(got, got === 0 ? 1 : BULK_OK_HEADER_BYTES));
+      if (n === null) throw new BulkFetchError("protocol", `response ended after ${got} bytes`);
+      got += n;
+      try {
+        decoded = decodeBulkResponseHeader(header.subarray(0, got));
+      } catch (error) {
+        if (!(error instanceof BulkWireError)) throw error;
+        throw new BulkFetchError("protocol", error.message, { cause: error });
+      }
+      if (decoded !== undefined) break;
+    }
+    if (decoded.header.status !== "Ok") {
+      throw new BulkFetchError("refused", `the listener answered ${decoded.header.status}`);
+    }
+    if (decoded.header.length !== length) {
+      throw new BulkFetchError(
+        decoded.header.length > length ? "too-large" : "protocol",
+        `the listener declares ${decoded.header.length} bytes, the offer said ${length}`,
+      );
+    }
+    const out = new Uint8Array(length);
+    const hasher = createHash("sha256");
+    let filled = 0;
+    let hashed = 0;
+    while (filled < length) {
+      const n = await conn.read(out.subarray(filled));
+      if (n === null) {
+        throw new BulkFetchError("protocol", `response ended after ${filled} of ${length} bytes`);
+      }
+      filled += n;
+      if (filled - hashed >= HASH_BATCH_BYTES) {
+        hasher.update(out.subarray(hashed, filled));
+        hashed = filled;
+      }
+    }
+    hasher.update(out.subarray(hashed, filled));
+    if ((await conn.read(new Uint8Array(1))) !== null) {
+      throw new BulkFetchError("protocol", `the listener sent more than the ${length} bytes`);
+    }
+    const received = hasher.digest("hex");
+    if (received !== hashFromBytes(hash)) {
+      throw new BulkFetchError(
+        "hash-mismatch",
+        `received bytes hash to ${received}, expected ${hashFromBytes(hash)}`,
+      );
+    }
+    return out;
+  } catch (error) {
+    signal?.throwIfAborted();
+    if (error instanceof BulkFetchError) throw error;
+    throw new BulkFetchError("unreachable", `connection to ${hostname}:${port} failed: ${error}`, {
+      cause: error,
+    });
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    closeQuietly(conn);
+  }
+}
+
+function closeQuietly(conn: Deno.Conn): void {
+  try {
+    conn.close();
+  } catch {
+    // Already closed.
+  }
+}

@@ -1,0 +1,205 @@
+import assert from "node:assert/strict";
+import { bulkFetch, BulkFetchError } from "./bulk_fetch.ts";
+import { BulkListener } from "./bulk_listener.ts";
+import { TicketBook } from "./bulk_tickets.ts";
+import { BULK_REQUEST_BYTES, encodeBulkResponseHeader } from "./bulk_wire.ts";
+import { contentHash, hashToBytes } from "./content_store.ts";
+
+function pattern(n: number, seed: number): Uint8Array {
+  return new Uint8Array(n).map((_, i) => (Math.imul(i + seed, 2654435761) >>> 24) & 0xff);
+}
+
+const TICKET = new Uint8Array(32).fill(7);
+
+/** A real listener serving `content`, with one ticket issued for it. */
+function serve(content: Uint8Array): BulkListener & { hash: Uint8Array } {
+  const tickets = new TicketBook();
+  const hash = contentHash(content);
+  tickets.issue({ ticket: TICKET, peer: "fetcher", hash, now: Date.now() });
+  const listener = BulkListener.start({
+    host: "127.0.0.1",
+    tickets,
+    content: (h) => (h === hash ? content : undefined),
+  });
+  return Object.assign(listener, { hash: hashToBytes(hash) });
+}
+
+/** A fake listener that reads a request and answers every connection with `answer`. */
+function fake(answer: Uint8Array[]): { port: number; close(): Promise<void> } {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const done = (async () => {
+    for await (const conn of listener) {
+      try {
+        const request = new Uint8Array(BULK_REQUEST_BYTES);
+        for (let got = 0; got < request.length;) got += (await conn.read(request.subarray(got)))!;
+        for (const part of answer) {
+          for (let off = 0; off < part.length;) off += await conn.write(part.subarray(off));
+        }
+      } finally {
+        conn.close();
+      }
+    }
+  })().catch(() => {});
+  return {
+    port: listener.addr.port,
+    async close() {
+      listener.close();
+      await done;
+    },
+  };
+}
+
+async function rejectsWith(promise: Promise<unknown>, code: string, message: RegExp) {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof BulkFetchError, String(error));
+    assert.equal(error.code, code);
+    assert.match(error.message, message);
+    return true;
+  });
+}
+
+Deno.test("a bulk fetch returns the offered bytes, verified, and counts the transfer", async () => {
+  const content = pattern(5 * 1024 * 1024 + 3, 1);
+  const listener = serve(content);
+  try {
+    const got = await bulkFetch({
+      hostname: "127.0.0.1",
+      port: listener.port,
+      ticket: TICKET,
+      hash: listener.hash,
+      length: content.length,
+    });
+    assert.deepEqual(got, content);
+    assert.equal(listener.stats.served, 1);
+    assert.equal(listener.stats.servedBytes, content.length);
+  } finally {
+    await listener.close();
+  }
+});
+
+Deno.test("a tampered byte, a truncated body, extra bytes or a bigger claim are refused", async () => {
+  const content = pattern(300_000, 2);
+  const hash = hashToBytes(contentHash(content));
+  const header = encodeBulkResponseHeader({ status: "Ok", length: content.length });
+  const tampered = content.slice();
+  tampered[123_456] ^= 0x40;
+  const cases: [Uint8Array[], string, RegExp][] = [
+    [[header, tampered], "hash-mismatch", /received bytes hash to [0-9a-f]{64}, expected/],
+    [[header, content.subarray(0, 200_000)], "protocol", /ended after 200000 of 300000 bytes/],
+    [[header, content, Uint8Array.of(0)], "protocol", /sent more than the 300000 bytes/],
+    [
+      [encodeBulkResponseHeader({ status: "Ok", length: 1 << 30 })],
+      "too-large",
+      /declares 1073741824 bytes, the offer said 300000/,
+    ],
+    [[header.subarray(0, 4)], "protocol", /response ended after 4 bytes/],
+    [[Uint8Array.of(42)], "protocol", /unknown status code 42/],
+  ];
+  for (const [answer, code, message] of cases) {
+    const server = fake(answer);
+    try {
+      await rejectsWith(
+        bulkFetch({
+          hostname: "127.0.0.1",
+          port: server.port,
+          ticket: TICKET,
+          hash,
+          length: content.length,
+        }),
+        code,
+        message,
+      );
+    } finally {
+      await server.close();
+    }
+  }
+});
+
+Deno.test("wrong, replayed and expired tickets are refused with the listener's reason", async () => {
+  const content = pattern(10_000, 3);
+  const hash = contentHash(content);
+  let now = 0;
+  const tickets = new TicketBook({ lifetimeMs: 1000 });
+  const listener = BulkListener.start({
+    host: "127.0.0.1",
+    tickets,
+    content: () => content,
+    now: () => now,
+  });
+  const fetch = (ticket: Uint8Array, forHash = hash) =>
+    bulkFetch({
+      hostname: "127.0.0.1",
+      port: listener.port,
+      ticket,
+      hash: hashToBytes(forHash),
+      length: content.length,
+    });
+  try {
+    const [a, b, c] = [1, 2, 3].map((n) => new Uint8Array(32).fill(n));
+    for (const t of [a, b, c]) tickets.issue({ ticket: t, peer: "p", hash, now });
+    await rejectsWith(fetch(new Uint8Array(32)), "refused", /answered UnknownTicket/);
+    await rejectsWith(fetch(a, "00".repeat(32)), "refused", /answered WrongHash/);
+    assert.deepEqual(await fetch(b), content);
+    await rejectsWith(fetch(b), "refused", /answered UsedTicket/);
+    now = 1000;
+    await rejectsWith(fetch(c), "refused", /answered ExpiredTicket/);
+    assert.deepEqual(listener.stats.refused, {
+      UnknownTicket: 1,
+      WrongHash: 1,
+      UsedTicket: 1,
+      ExpiredTicket: 1,
+    });
+  } finally {
+    await listener.close();
+  }
+});
+
+Deno.test("content forgotten after the offer is refused as NotFound", async () => {
+  const tickets = new TicketBook();
+  const hash = "cd".repeat(32);
+  tickets.issue({ ticket: TICKET, peer: "p", hash, now: Date.now() });
+  const listener = BulkListener.start({ host: "127.0.0.1", tickets, content: () => undefined });
+  try {
+    await rejectsWith(
+      bulkFetch({
+        hostname: "127.0.0.1",
+        port: listener.port,
+        ticket: TICKET,
+        hash: hashToBytes(hash),
+        length: 5,
+      }),
+      "refused",
+      /answered NotFound/,
+    );
+  } finally {
+    await listener.close();
+  }
+});
+
+Deno.test("an unreachable listener and an aborted fetch fail cleanly", async () => {
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const closedPort = probe.addr.port;
+  probe.close();
+  const options = { hostname: "127.0.0.1", ticket: TICKET, hash: new Uint8Array(32), length: 1 };
+  await rejectsWith(
+    bulkFetch({ ...options, port: closedPort }),
+    "unreachable",
+    new RegExp(`cannot connect to 127.0.0.1:${closedPort}`),
+  );
+  // A listener that accepts and then says nothing: the caller's signal ends the wait.
+  const silent = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of silent) held.push(conn);
+  })();
+  try {
+    const controller = new AbortController();
+    const fetching = bulkFetch({ ...options, port: silent.addr.port, signal: controller.signal });
+    setTimeout(() => controller.abort(new Error("round ended")), 50);
+    await assert.rejects(fetching, /round ended/);
+  } finally {
+    silent.close();
+    await accepting;
+    for (const conn of held) conn.close();
+  }
+});

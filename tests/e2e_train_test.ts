@@ -9,6 +9,7 @@
  * @module
  */
 import { freePorts } from "../client/testnet/launcher.ts";
+import { tinyRunToml } from "../client/testnet/testing.ts";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { readModelDir } from "../model/checkpoint.ts";
@@ -38,55 +39,27 @@ interface Timing {
 }
 
 function stateToml(dir: string, t: Timing): string {
-  return `run_id = "e2e-train"
-run_state = "WaitingForMembers"
-
-[config]
-warmup_time = 25
-cooldown_time = 2
-epoch_time = ${t.epochTime}
-max_round_train_time = ${t.maxRoundTrainTime}
-round_witness_time = 1
-min_clients = 1
-init_min_clients = ${CLIENTS}
-max_clients = 16
-global_batch_size_start = 6
-global_batch_size_end = 6
-global_batch_size_warmup_tokens = 0
-verification_percent = 0
-witness_nodes = 0
-total_steps = ${t.totalSteps ?? 1000}
-waiting_for_members_extra_time = 1
-
-[model.LLM]
-architecture = "HfLlama"
-data_type = "Pretraining"
-max_seq_len = 32
-cold_start_warmup_steps = 0
-
-[model.LLM.data_location]
-${
-    t.dataServerPort === undefined
-      ? `Local = "${ROOT}data/corpus/brown/train"`
-      : `Server = "127.0.0.1:${t.dataServerPort}"`
-  }
-
-[model.LLM.checkpoint.Dummy]
-repo_id = "${dir}/model"
-
-[model.LLM.lr_schedule.Constant]
-base_lr = 5.0e-3
-warmup_steps = 0
-warmup_init_lr = 0.0
-
-[model.LLM.optimizer.Distro]
-clip_grad_norm = 1.0
-compression_decay = 0.999
-weight_decay = 0.1
-compression_chunk = 64
-compression_topk = 8
-quantize_1bit = true
-`;
+  return tinyRunToml({
+    runId: "e2e-train",
+    warmupTime: 25,
+    cooldownTime: 2,
+    epochTime: t.epochTime,
+    maxRoundTrainTime: t.maxRoundTrainTime,
+    roundWitnessTime: 1,
+    minClients: 1,
+    initMinClients: CLIENTS,
+    maxClients: 16,
+    globalBatchSize: 6,
+    witnessNodes: 0,
+    totalSteps: t.totalSteps ?? 1000,
+    waitingForMembersExtraTime: 1,
+    modelDir: `${dir}/model`,
+    data: t.dataServerPort === undefined
+      ? { local: `${ROOT}data/corpus/brown/train` }
+      : { server: `127.0.0.1:${t.dataServerPort}` },
+    baseLr: 5e-3,
+    weightDecay: 0.1,
+  });
 }
 
 /** Collects a child's stdout lines as JSON events. */

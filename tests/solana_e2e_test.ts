@@ -15,6 +15,7 @@
  * @module
  */
 import { freePorts } from "../client/testnet/launcher.ts";
+import { tinyRunToml } from "../client/testnet/testing.ts";
 import assert from "node:assert/strict";
 import { getAddressEncoder } from "@solana/kit";
 import { parseRunConfig } from "../coordinator/config.ts";
@@ -33,50 +34,24 @@ interface Event {
 }
 
 function stateToml(runId: string, dir: string): string {
-  return `run_id = "${runId}"
-run_state = "WaitingForMembers"
-
-[config]
-warmup_time = 19
-cooldown_time = 2
-epoch_time = 20
-max_round_train_time = 10
-round_witness_time = 1
-min_clients = 1
-init_min_clients = 2
-max_clients = 16
-global_batch_size_start = 4
-global_batch_size_end = 4
-global_batch_size_warmup_tokens = 0
-verification_percent = 0
-witness_nodes = 0
-total_steps = 1000
-waiting_for_members_extra_time = 2
-
-[model.LLM]
-architecture = "HfLlama"
-data_type = "Pretraining"
-max_seq_len = 32
-cold_start_warmup_steps = 0
-
-[model.LLM.data_location]
-Local = "${ROOT}data/corpus/brown/train"
-
-[model.LLM.checkpoint.Dummy]
-repo_id = "${dir}/model"
-
-[model.LLM.lr_schedule.Constant]
-base_lr = 5.0e-3
-warmup_steps = 0
-warmup_init_lr = 0.0
-
-[model.LLM.optimizer.Distro]
-clip_grad_norm = 1.0
-compression_decay = 0.999
-compression_chunk = 64
-compression_topk = 8
-quantize_1bit = true
-`;
+  return tinyRunToml({
+    runId,
+    warmupTime: 19,
+    cooldownTime: 2,
+    epochTime: 20,
+    maxRoundTrainTime: 10,
+    roundWitnessTime: 1,
+    minClients: 1,
+    initMinClients: 2,
+    maxClients: 16,
+    globalBatchSize: 4,
+    witnessNodes: 0,
+    totalSteps: 1000,
+    waitingForMembersExtraTime: 2,
+    modelDir: `${dir}/model`,
+    data: { local: `${ROOT}data/corpus/brown/train` },
+    baseLr: 5e-3,
+  });
 }
 
 /** One client process with its JSON events and stderr. */

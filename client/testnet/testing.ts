@@ -24,14 +24,41 @@ export interface TinyRunOptions {
   readonly globalBatchSize?: number;
   readonly witnessNodes?: number;
   readonly waitingForMembersExtraTime?: number;
+  /** `max_clients` (left out: the config's default). */
+  readonly maxClients?: number;
+  /** The run finishes at this step (default 10,000: never, in tests). */
+  readonly totalSteps?: number;
   /** `Dummy` (start from the seeded init) or `Hub` (fall back to it after P2P). */
   readonly checkpoint?: "Dummy" | "Hub";
+  /** The checkpoint's model folder (default config/models/llama-tiny). */
+  readonly modelDir?: string;
+  /** Where the tokens come from (default all-zero `Dummy` data). */
+  readonly data?: TinyRunData;
+  /** The constant learning rate (default 1e-3). */
+  readonly baseLr?: number;
+  /** DisTrO's decoupled weight decay (left out: the config's default). */
+  readonly weightDecay?: number;
+}
+
+/** A tiny run's data: zeros, a local token folder, or a TCP data server's `host:port`. */
+export type TinyRunData = "Dummy" | { readonly local: string } | { readonly server: string };
+
+function dataLocationToml(data: TinyRunData): string {
+  if (data === "Dummy") return `data_location = "Dummy"`;
+  if ("local" in data) return `[model.LLM.data_location]\nLocal = ${JSON.stringify(data.local)}`;
+  return `[model.LLM.data_location]\nServer = ${JSON.stringify(data.server)}`;
 }
 
 /** The state.toml of a tiny run. */
 export function tinyRunToml(options: TinyRunOptions = {}): string {
-  const model = join(REPO_ROOT, "config", "models", "llama-tiny");
+  const model = options.modelDir ?? join(REPO_ROOT, "config", "models", "llama-tiny");
   const batch = options.globalBatchSize ?? 4;
+  const maxClients = options.maxClients === undefined
+    ? ""
+    : `max_clients = ${options.maxClients}\n`;
+  const weightDecay = options.weightDecay === undefined
+    ? ""
+    : `weight_decay = ${options.weightDecay}\n`;
   return `run_id = "${options.runId ?? "e2e-tiny"}"
 run_state = "WaitingForMembers"
 
@@ -43,12 +70,12 @@ max_round_train_time = ${options.maxRoundTrainTime ?? 8}
 round_witness_time = ${options.roundWitnessTime ?? 1}
 min_clients = ${options.minClients ?? 1}
 init_min_clients = ${options.initMinClients ?? 1}
-global_batch_size_start = ${batch}
+${maxClients}global_batch_size_start = ${batch}
 global_batch_size_end = ${batch}
 global_batch_size_warmup_tokens = 0
 verification_percent = 0
 witness_nodes = ${options.witnessNodes ?? 1}
-total_steps = 10000
+total_steps = ${options.totalSteps ?? 10000}
 waiting_for_members_extra_time = ${options.waitingForMembersExtraTime ?? 1}
 
 [model.LLM]
@@ -56,20 +83,20 @@ architecture = "HfLlama"
 data_type = "Pretraining"
 max_seq_len = 32
 cold_start_warmup_steps = 0
-data_location = "Dummy"
+${dataLocationToml(options.data ?? "Dummy")}
 
 [model.LLM.checkpoint.${options.checkpoint ?? "Dummy"}]
 repo_id = ${JSON.stringify(model)}
 
 [model.LLM.lr_schedule.Constant]
-base_lr = 1.0e-3
+base_lr = ${options.baseLr ?? 1.0e-3}
 warmup_steps = 0
 warmup_init_lr = 0.0
 
 [model.LLM.optimizer.Distro]
 clip_grad_norm = 1.0
 compression_decay = 0.999
-compression_chunk = 64
+${weightDecay}compression_chunk = 64
 compression_topk = 8
 quantize_1bit = true
 `;

@@ -8,7 +8,8 @@
  *   n1 and n2 in the shared basis buffers, row-major `C[u·n + i]`;
  * - `entry` is the offset of this parameter's `chunks·k` entries in the result buffers and
  *   `param` its index (into the apply metadata); `fbt2` the offset of the transposed f32
- *   table `C₂ᵀ` (a multiple of 4, for the vec4 DCT); `inv_n2` is `1/n2` as f32.
+ *   table `C₂ᵀ` (a multiple of 4, for the vec4 DCT); `inv_n2` is `1/n2` as f32; `qm12` is
+ *   `max|Q₁|·max|Q₂|` rounded up to f32 (the float filter's bound, apply_wgsl.ts).
  *
  * Element `e = r·cols + col` lies in chunk `c = (r/n1)·colChunks + col/n2` at `(i, j) =
  * (r mod n1, col mod n2)`; coefficient `t = u·n2 + v` of chunk `c` is stored at `c·totalk + t`.
@@ -21,12 +22,14 @@ import { main1d } from "../../shaders/kernel.ts";
 /** Largest `compression_topk` the top-k kernel holds in registers. */
 export const MAX_GPU_TOPK = 64;
 
-const SPEC = /* wgsl */ `
+/** The `Spec` uniform at binding 0 and the index helpers every DisTrO kernel shares. */
+export const SPEC_WGSL = /* wgsl */ `
 struct Spec {
   rows: u32, cols: u32, n1: u32, n2: u32,
   col_chunks: u32, chunks: u32, totalk: u32, k: u32,
   fb1: u32, fb2: u32, qb1: u32, qb2: u32,
   entry: u32, param: u32, fbt2: u32, inv_n2: f32,
+  qm12: f32, _s0: u32, _s1: u32, _s2: u32,
 };
 @group(0) @binding(0) var<uniform> spec: Spec;
 
@@ -45,6 +48,7 @@ fn place(e: u32) -> Place {
   return Place((r / spec.n1) * spec.col_chunks + col / spec.n2, r % spec.n1, col % spec.n2);
 }
 `;
+const SPEC = SPEC_WGSL;
 
 /**
  * Lookahead over the whole flat buffer, 4 floats per invocation:

@@ -11,7 +11,10 @@ import { f32Bits, type GpuRuntime, type TensorView, viewLength } from "../../sha
 import { bindTensors, dispatch1d } from "../../shaders/kernel.ts";
 import { dctMatrix } from "../dct.ts";
 import { fixedBasis } from "../exact.ts";
+import { hasFastDct } from "../fast_dct.ts";
 import type { ChunkLayout } from "../layout.ts";
+import { applyFilteredKernel } from "./apply_wgsl.ts";
+import { fastDctColsKernel, fastDctRowsKernel } from "./fast_dct_wgsl.ts";
 import {
   applyKernel,
   applyVec4Kernel,
@@ -26,6 +29,15 @@ import {
   ownFixedKernel,
   topkKernel,
 } from "./distro_wgsl.ts";
+
+/** The smallest f32 ≥ `x` (finite, non-negative, below 2^128). */
+export function f32RoundUp(x: number): number {
+  const f = Math.fround(x);
+  if (f >= x) return f;
+  const bits = new Uint32Array(new Float32Array([f]).buffer);
+  bits[0]++;
+  return new Float32Array(bits.buffer)[0];
+}
 
 /** A parameter as the kernels see it: its chunking plus where its entries live. */
 export interface KernelParam {
@@ -45,6 +57,10 @@ export class BasisTables implements Disposable {
   readonly float: GPUBuffer;
   /** i32 fixed-point tables `Q[u·n + i]`, concatenated at offsets that are multiples of 4. */
   readonly fixed: GPUBuffer;
+  /** The same fixed-point tables as f32 (exact: every entry is an integer below 2^15). */
+  readonly fixedFloat: GPUBuffer;
+  /** `max_{u,i} |Q[u][i]|` per size: the float filter's bound (apply_wgsl.ts). */
+  readonly fixedMax = new Map<number, number>();
   readonly #float = new Map<number, [number, number]>();
   readonly #fixed = new Map<number, number>();
   readonly #rt: GpuRuntime;
@@ -67,10 +83,13 @@ export class BasisTables implements Disposable {
       const [at, atT] = this.#float.get(n)!;
       f.set(c, at);
       for (let u = 0; u < n; u++) for (let i = 0; i < n; i++) f[atT + i * n + u] = c[u * n + i];
-      q.set(fixedBasis(n), this.#fixed.get(n)!);
+      const table = fixedBasis(n);
+      q.set(table, this.#fixed.get(n)!);
+      this.fixedMax.set(n, table.reduce((m, v) => Math.max(m, Math.abs(v)), 0));
     }
     this.float = rt.buffer(`${label} dct basis f32`, f);
     this.fixed = rt.buffer(`${label} dct basis fixed`, q);
+    this.fixedFloat = rt.buffer(`${label} dct basis fixed as f32`, Float32Array.from(q));
   }
 
   /** Offsets of the size-`n` tables: f32 `C`, f32 `Cᵀ`, fixed `Q` (RangeError if not built). */
@@ -83,6 +102,7 @@ export class BasisTables implements Disposable {
   [Symbol.dispose](): void {
     this.#rt.destroyBuffer(this.float);
     this.#rt.destroyBuffer(this.fixed);
+    this.#rt.destroyBuffer(this.fixedFloat);
   }
 }
 
@@ -165,6 +185,10 @@ export class DistroKernels {
       p.index,
       o2.transposed,
       f32Bits(1 / l.n2),
+      f32Bits(f32RoundUp(basis.fixedMax.get(l.n1)! * basis.fixedMax.get(l.n2)!)),
+      0,
+      0,
+      0,
     ];
   }
 
@@ -210,8 +234,9 @@ export class DistroKernels {
   }
 
   /**
-   * Blocked DCT of one parameter `x` into chunk-major `y`, through scratch `t`. Chunks whose
-   * width is a multiple of 4 take the register-blocked vec4 kernels, others the scalar pair.
+   * Blocked DCT of one parameter `x` into chunk-major `y`, through scratch `t`. Power-of-two
+   * chunks (fast_dct.ts) take the unrolled fast kernels; other chunks whose width is a multiple
+   * of 4 the register-blocked dense vec4 kernels, the rest the scalar dense pair.
    */
   encodeDct(
     pass: GPUComputePassEncoder,
@@ -220,6 +245,22 @@ export class DistroKernels {
   ): void {
     const [rowsN, colsN, n1, n2] = spec;
     const size = rowsN * colsN;
+    if (hasFastDct(n1) && hasFastDct(n2)) {
+      const wg = this.#wg;
+      const down = this.#rt.pipeline(
+        `distro/fast-dct-cols/n${n1}/wg${wg}`,
+        () => fastDctColsKernel(wg, n1),
+      );
+      const along = this.#rt.pipeline(
+        `distro/fast-dct-rows/n${n2}/wg${wg}`,
+        () => fastDctRowsKernel(wg, n2),
+      );
+      const a = bindTensors(this.#rt, down, spec, [v.x, v.t]);
+      dispatch1d(pass, down, a, size / n1, wg);
+      const b = bindTensors(this.#rt, along, spec, [v.t, v.y]);
+      dispatch1d(pass, along, b, size / n2, wg);
+      return;
+    }
     if (n2 % 4 === 0) {
       const block = (n: number) => [8, 4, 2, 1].find((r) => n % r === 0)!;
       const ra = block(rowsN), rb = block(n1);
@@ -263,19 +304,32 @@ export class DistroKernels {
     dispatch1d(pass, this.#pipes.ownFixed, g, spec[5], this.#wg);
   }
 
-  /** Exact `θ −= lr·sign(decodeFixed(...))` of one parameter (vec4 kernel when n2 % 4 = 0). */
-  encodeApply(pass: GPUComputePassEncoder, spec: number[], v: ApplyViews): void {
-    const vec4 = spec[3] % 4 === 0;
+  /**
+   * Exact `θ −= lr·sign(decodeFixed(...))` of one parameter: the float-filtered kernel
+   * (apply_wgsl.ts) when n2 % 4 = 0, else the scalar 64-bit integer kernel. `exactOnly` forces
+   * the all-integer vec4 kernel (tests and benchmarks compare the two).
+   */
+  encodeApply(
+    pass: GPUComputePassEncoder,
+    spec: number[],
+    v: ApplyViews,
+    options: { exactOnly?: boolean } = {},
+  ): void {
+    const [rowsN, colsN, n1, n2] = spec;
+    const vec4 = n2 % 4 === 0;
+    const views = [v.hyper, v.meta, v.params, this.#basisFixed, v.idx, v.q, v.offsets];
+    if (vec4 && !options.exactOnly) {
+      const rows = [8, 4, 2, 1].find((r) => n1 % r === 0)!;
+      const pipe = this.#rt.pipeline(
+        `distro/apply-filtered/r${rows}/wg${this.#wg}`,
+        () => applyFilteredKernel(this.#wg, rows),
+      );
+      const g = bindTensors(this.#rt, pipe, spec, [...views, this.#basis.fixedFloat]);
+      dispatch1d(pass, pipe, g, (rowsN * colsN) / 4 / rows, this.#wg);
+      return;
+    }
     const pipe = vec4 ? this.#pipes.applyVec4 : this.#pipes.apply;
-    const g = bindTensors(this.#rt, pipe, spec, [
-      v.hyper,
-      v.meta,
-      v.params,
-      this.#basisFixed,
-      v.idx,
-      v.q,
-      v.offsets,
-    ]);
-    dispatch1d(pass, pipe, g, (spec[0] * spec[1]) / (vec4 ? 4 : 1), this.#wg);
+    const g = bindTensors(this.#rt, pipe, spec, views);
+    dispatch1d(pass, pipe, g, (rowsN * colsN) / (vec4 ? 4 : 1), this.#wg);
   }
 }

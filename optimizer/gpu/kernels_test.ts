@@ -187,3 +187,72 @@ Deno.test("GPU own-result fixed point equals aggregateFixed of that one result",
     }
   }
 });
+
+Deno.test("filtered apply takes the exact path where f32 gets the sign wrong", async () => {
+  using rt = await GpuRuntime.create();
+  const layout = chunkLayout("adversarial", [128, 64], { chunk: 64, topk: 8 });
+  const { kernels, params } = setup(rt, [layout]);
+  const q64 = fixedBasis(64);
+  // Q[0][i] = 2048 and Q[32][i] = ±2048 exactly, so entries (0, v, q) and (32, v, −q) cancel
+  // exactly on the rows where Q[32][i] = +2048: X = 0 there, while the f32 sum of the large
+  // terms (~2^37) in entry order leaves rounding residue. Chunk 1 adds a ±1 entry, so X is
+  // tiny but nonzero on those rows.
+  assert.ok(q64.subarray(0, 64).every((v) => v === 2048));
+  assert.ok(q64.subarray(32 * 64, 33 * 64).every((v) => Math.abs(v) === 2048));
+  const r = randomF32(5, 64, -1, 1);
+  const byIndex = new Map<number, number>();
+  for (let v = 0; v < 24; v++) {
+    const q = Math.round(r[v] * 2 ** 15) || 1;
+    byIndex.set(v, q);
+    byIndex.set(32 * 64 + v, -q);
+  }
+  const chunk = (extra: [number, number][]) => {
+    const m = new Map(byIndex);
+    for (const [i, q] of extra) m.set(i, q);
+    return [...m.entries()].sort((a, b) => a[0] - b[0]);
+  };
+  const chunks = [chunk([]), chunk([[5 * 64 + 7, 1], [9 * 64 + 3, -1]])];
+  const agg = {
+    offsets: Uint32Array.from([0, chunks[0].length, chunks[0].length + chunks[1].length]),
+    indices: Uint32Array.from(chunks.flat().map(([i]) => i)),
+    coeffs: Int32Array.from(chunks.flat().map(([, q]) => q)),
+    scaleExp: new Int32Array(2),
+  };
+  const x = decodeFixed(layout, agg);
+  // Naive f32 accumulation in entry order (what the kernel's float sum does without FMA).
+  let wrong = 0, zeros = 0;
+  for (let c = 0; c < 2; c++) {
+    for (let i = 0; i < 64; i++) {
+      for (let j = 0; j < 64; j++) {
+        let acc = 0;
+        for (let e = agg.offsets[c]; e < agg.offsets[c + 1]; e++) {
+          const t = agg.indices[e];
+          const a = Math.fround(agg.coeffs[e] * q64[Math.floor(t / 64) * 64 + i]);
+          acc = Math.fround(acc + Math.fround(a * q64[(t % 64) * 64 + j]));
+        }
+        const at = (c * 64 + i) * 64 + j;
+        if (x[at] === 0) zeros++;
+        if (Math.sign(acc) !== Math.sign(x[at])) wrong++;
+      }
+    }
+  }
+  assert.ok(zeros >= 64 * 32, `${zeros} exact zeros`);
+  assert.ok(wrong > 100, `naive f32 gets ${wrong} signs wrong: the case must need the exact path`);
+  const lr = 0.25;
+  const theta0 = randomF32(9, layout.size, -1, 1);
+  const theta = rt.buffer("theta", theta0);
+  const step = rt.beginStep("apply");
+  kernels.encodeApply(step.pass, kernels.spec(params[0]), {
+    hyper: rt.buffer("hyper", new Float32Array([lr])),
+    meta: rt.buffer("meta", new Uint32Array([0, 0, 0, 0])),
+    params: theta,
+    idx: rt.buffer("idx", agg.indices),
+    q: rt.buffer("q", agg.coeffs),
+    offsets: rt.buffer("offsets", agg.offsets),
+  });
+  await step.submit();
+  const got = await rt.read(theta);
+  const want = theta0.map((t, i) => Math.fround(t - lr * Math.sign(x[i])));
+  const bad = [...want].flatMap((w, i) => got[i] === w ? [] : [[i, got[i], w, x[i]]]);
+  assert.deepEqual(bad.slice(0, 5), [], `${bad.length} elements differ from the exact sign`);
+});

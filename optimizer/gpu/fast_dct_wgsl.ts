@@ -1,0 +1,92 @@
+/**
+ * WGSL of the fast blocked DCT (sender side): the straight-line plans of optimizer/fast_dct.ts
+ * unrolled into two kernels, one transform line per invocation and no workgroup memory (CPU
+ * adapters run each invocation as a SIMD lane; a GPU runs many lines at once).
+ *
+ * - `fast-dct-cols` (length n1): invocation `(br, col)` transforms column `col` of block row
+ *   `br` of X (`rows × cols`, parameter-shaped) into T (same shape):
+ *   `T[br·n1 + u][col] = Σ_i C₁[u][i]·X[br·n1 + i][col]`; lanes read neighbouring columns.
+ * - `fast-dct-rows` (length n2): invocation `(r, bc)` transforms row `r` of chunk column `bc`
+ *   of T into chunk-major Y: `Y[c][u·n2 + v] = Σ_j T[r][bc·n2 + j]·C₂[v][j]`,
+ *   `c = (r / n1)·colChunks + bc`, `u = r mod n1`.
+ *
+ * Both read the `Spec` uniform of distro_wgsl.ts. The length is baked into the code, so there
+ * is one pipeline per length.
+ *
+ * @module
+ */
+
+import { type FastDctPlan, fastDctPlan } from "../fast_dct.ts";
+import { main1d } from "../../shaders/kernel.ts";
+import { SPEC_WGSL } from "./distro_wgsl.ts";
+
+/** An f32 literal that parses back to exactly `Math.fround(c)`. */
+function f32Literal(c: number): string {
+  const f = Math.fround(c);
+  if (!Number.isFinite(f)) throw new RangeError(`f32Literal: ${c} is not a finite f32`);
+  return `${f.toPrecision(9)}f`;
+}
+
+/**
+ * Straight-line WGSL of `plan`: statements defining `v0..v(n-1)` from `load(i)` and then every
+ * operation; returns the statements and the variable name of each output coefficient.
+ */
+export function fastDctStatements(
+  plan: FastDctPlan,
+  load: (i: number) => string,
+): { code: string; outputs: string[] } {
+  const lines: string[] = [];
+  for (let i = 0; i < plan.n; i++) lines.push(`  let v${i} = ${load(i)};`);
+  for (const o of plan.ops) {
+    const rhs = o.op === "mul"
+      ? `v${o.a} * ${f32Literal(o.c)}`
+      : `v${o.a} ${o.op === "add" ? "+" : "-"} v${o.b}`;
+    lines.push(`  let v${o.dst} = ${rhs};`);
+  }
+  return { code: lines.join("\n"), outputs: plan.outputs.map((v) => `v${v}`) };
+}
+
+/**
+ * Fast DCT down the columns of each block row (length n1 = `n`). Bindings: 0 spec, 1 X, 2 T (w).
+ * Dispatch `(rows / n1)·cols` invocations.
+ */
+export function fastDctColsKernel(wg: number, n: number): string {
+  const { code, outputs } = fastDctStatements(fastDctPlan(n), (i) => `x[base + ${i}u * cols]`);
+  const stores = outputs.map((v, u) => `  t[base + ${u}u * cols] = ${v};`).join("\n");
+  return /* wgsl */ `${SPEC_WGSL}
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> t: array<f32>;
+${main1d(wg)}
+  let cols = spec.cols;
+  if (i >= (spec.rows / ${n}u) * cols) { return; }
+  let br = i / cols;
+  let base = br * ${n}u * cols + (i - br * cols);
+${code}
+${stores}
+}
+`;
+}
+
+/**
+ * Fast DCT along each chunk row (length n2 = `n`) into chunk-major coefficients.
+ * Bindings: 0 spec, 1 T, 2 Y (w). Dispatch `rows·colChunks` invocations.
+ */
+export function fastDctRowsKernel(wg: number, n: number): string {
+  const { code, outputs } = fastDctStatements(fastDctPlan(n), (j) => `t[src + ${j}u]`);
+  const stores = outputs.map((v, u) => `  y[dst + ${u}u] = ${v};`).join("\n");
+  return /* wgsl */ `${SPEC_WGSL}
+@group(0) @binding(1) var<storage, read> t: array<f32>;
+@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+${main1d(wg)}
+  let cc = spec.col_chunks;
+  if (i >= spec.rows * cc) { return; }
+  let r = i / cc;
+  let bc = i - r * cc;
+  let br = r / spec.n1;
+  let src = r * spec.cols + bc * ${n}u;
+  let dst = (br * cc + bc) * spec.totalk + (r - br * spec.n1) * ${n}u;
+${code}
+${stores}
+}
+`;
+}

@@ -29,6 +29,11 @@ train options:
                                       RAW_IDENTITY_SECRET_KEY in hex, else a fresh key)
   --bind-p2p-port P                   libp2p TCP port (default: any free port)
   --bind-p2p-interface ADDR           libp2p listen address (default 127.0.0.1)
+  --no-bulk-transfer                  keep every payload byte on the encrypted libp2p stream
+                                      (default: large payloads move over a plain TCP bulk
+                                      listener, authenticated by ticket and sha256)
+  --bind-bulk-port P                  bulk listener TCP port (default: any free port)
+  --bind-bulk-interface ADDR          bulk listener address (default: the p2p interface)
   --bootstrap-peer MULTIADDR          a participant to dial first (/ip4/../tcp/../p2p/..);
                                       repeatable
   --micro-batch-size N                sequences per forward/backward (default 1)
@@ -71,6 +76,11 @@ export interface TrainArgs {
   identitySecretKeyPath: string | null;
   bindP2pPort: number;
   bindP2pInterface: string;
+  /** Whether large payloads may use the plain-TCP bulk path (`--no-bulk-transfer` turns it off). */
+  bulkTransfer: boolean;
+  bindBulkPort: number;
+  /** The bulk listener's address; null means the p2p interface. */
+  bindBulkInterface: string | null;
   bootstrapPeers: string[];
   microBatchSize: number;
   checkpointDir: string | null;
@@ -134,6 +144,9 @@ export function parseClientArgs(args: readonly string[]): ClientArgs {
         "identity-secret-key-path": { type: "string" },
         "bind-p2p-port": { type: "string" },
         "bind-p2p-interface": { type: "string" },
+        "no-bulk-transfer": { type: "boolean" },
+        "bind-bulk-port": { type: "string" },
+        "bind-bulk-interface": { type: "string" },
         "bootstrap-peer": { type: "string", multiple: true },
         "micro-batch-size": { type: "string" },
         "checkpoint-dir": { type: "string" },
@@ -169,6 +182,15 @@ export function parseClientArgs(args: readonly string[]): ClientArgs {
   if (!(LOG_FORMATS as readonly string[]).includes(logs)) {
     throw new ClientUsageError(`--logs must be one of ${LOG_FORMATS.join(", ")}, found "${logs}"`);
   }
+  const bulkTransfer = values["no-bulk-transfer"] !== true;
+  if (!bulkTransfer) {
+    const stray = (["bind-bulk-port", "bind-bulk-interface"] as const).find((f) =>
+      values[f] !== undefined
+    );
+    if (stray !== undefined) {
+      throw new ClientUsageError(`--${stray} has no effect with --no-bulk-transfer: give one`);
+    }
+  }
   return {
     command,
     runId,
@@ -176,6 +198,9 @@ export function parseClientArgs(args: readonly string[]): ClientArgs {
     identitySecretKeyPath,
     bindP2pPort: integer("bind-p2p-port", values["bind-p2p-port"], 0, 0, 65535),
     bindP2pInterface: values["bind-p2p-interface"] ?? "127.0.0.1",
+    bulkTransfer,
+    bindBulkPort: integer("bind-bulk-port", values["bind-bulk-port"], 0, 0, 65535),
+    bindBulkInterface: values["bind-bulk-interface"] ?? null,
     bootstrapPeers: values["bootstrap-peer"] ?? [],
     microBatchSize: integer("micro-batch-size", values["micro-batch-size"], 1, 1, 4096),
     checkpointDir: values["checkpoint-dir"] ?? null,

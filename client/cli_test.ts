@@ -10,6 +10,9 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     identitySecretKeyPath: null,
     bindP2pPort: 0,
     bindP2pInterface: "127.0.0.1",
+    bulkTransfer: true,
+    bindBulkPort: 0,
+    bindBulkInterface: null,
     bootstrapPeers: [],
     microBatchSize: 1,
     checkpointDir: null,
@@ -23,6 +26,8 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     "--server-addr=h:1",
     "--identity-secret-key-path=k",
     "--bind-p2p-port=4001",
+    "--bind-bulk-port=4002",
+    "--bind-bulk-interface=10.0.0.2",
     "--bootstrap-peer=/a",
     "--bootstrap-peer=/b",
     "--micro-batch-size=2",
@@ -34,6 +39,11 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
   assert.equal(all.command, "train");
   if (all.command !== "train") return;
   assert.equal(all.bindP2pPort, 4001);
+  assert.equal(all.bulkTransfer, true);
+  assert.equal(all.bindBulkPort, 4002);
+  assert.equal(all.bindBulkInterface, "10.0.0.2");
+  const off = parseClientArgs(["train", "--run-id=r", "--server-addr=h:1", "--no-bulk-transfer"]);
+  assert.equal(off.command === "train" && off.bulkTransfer, false);
   assert.deepEqual(all.bootstrapPeers, ["/a", "/b"]);
   assert.equal(all.logs, "json");
   assert.equal(all.model, "m");
@@ -54,6 +64,14 @@ Deno.test("parseClientArgs: errors name the flag", () => {
   );
   bad(["train", "--run-id", "r", "--server-addr", "h:1", "--nope"], /nope/);
   bad(["fly"], /unknown command "fly"/);
+  bad(
+    ["train", "--run-id", "r", "--server-addr", "h:1", "--bind-bulk-port", "70000"],
+    /--bind-bulk-port must be a whole number in 0..65535/,
+  );
+  bad(
+    ["train", "--run-id=r", "--server-addr=h:1", "--no-bulk-transfer", "--bind-bulk-port=9"],
+    /--bind-bulk-port has no effect with --no-bulk-transfer/,
+  );
   bad(["show-identity", "--run-id", "r"], /show-identity takes no --run-id/);
   assert.deepEqual(parseClientArgs(["show-identity"]), {
     command: "show-identity",

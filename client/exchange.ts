@@ -34,7 +34,7 @@ import { peersToDial } from "./p2p/bootstrap.ts";
 import { hashFromBytes, hashToBytes } from "./p2p/content_store.ts";
 import { RunGossip } from "./p2p/gossip.ts";
 import { createP2PNode, type P2PNode } from "./p2p/node.ts";
-import { PayloadService } from "./p2p/payload_service.ts";
+import { type BulkOptions, PayloadService } from "./p2p/payload_service.ts";
 import type { RetryPolicy } from "./p2p/fallback.ts";
 import { EarlyBuffer } from "./early_buffer.ts";
 import { checkResultPayload } from "./payload_check.ts";
@@ -55,6 +55,8 @@ export interface ExchangeOptions {
   /** Multiaddrs (with `/p2p/<id>`) of participants to reach before gossip tells us more. */
   readonly bootstrapPeers?: readonly string[];
   readonly maxConcurrentDownloads?: number;
+  /** The plain-TCP bulk path for large payloads (default on; `false` turns it off). */
+  readonly bulk?: BulkOptions | false;
   /** Payload retry settings (tests shorten them). */
   readonly retry?: Partial<RetryPolicy>;
   readonly logger: ClientLogger;
@@ -135,6 +137,7 @@ export class Exchange implements ExchangeFacts {
       const payloads = await PayloadService.start(node, {
         maxConcurrentDownloads: options.maxConcurrentDownloads,
         retry: options.retry,
+        bulk: options.bulk,
       });
       const exchange = new Exchange(node, payloads, options);
       for (const address of options.bootstrapPeers ?? []) await exchange.#addBootstrap(address);

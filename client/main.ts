@@ -73,6 +73,9 @@ export async function train(
     port: args.bindP2pPort,
     bootstrapPeers: args.bootstrapPeers,
     maxConcurrentDownloads: args.maxConcurrentDownloads,
+    bulk: args.bulkTransfer
+      ? { host: args.bindBulkInterface ?? args.bindP2pInterface, port: args.bindBulkPort }
+      : false,
     logger,
     onChange: () => client?.poke(),
   });

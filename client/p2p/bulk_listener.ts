@@ -105,7 +105,15 @@ export class BulkListener {
     if (!Number.isInteger(port) || port < 0 || port > 65_535) {
       throw new RangeError(`bulk port must be an integer in 0..65535, found ${port}`);
     }
-    const listener = Deno.listen({ hostname: options.host, port, transport: "tcp" });
+    let listener: Deno.TcpListener;
+    try {
+      listener = Deno.listen({ hostname: options.host, port, transport: "tcp" });
+    } catch (error) {
+      throw new Error(
+        `Cannot start the bulk listener on ${options.host}:${port}: ${(error as Error).message}`,
+        { cause: error },
+      );
+    }
     return new BulkListener(listener, options);
   }
 

@@ -1,7 +1,8 @@
 /**
  * The client's peer-to-peer layer over js-libp2p: a node whose identity is the client's ed25519
  * key and which only talks to the epoch's participants; a run's gossip of small signed
- * announcements; and hash-verified payload transfers over `/psyche/payload/1`.
+ * announcements; and hash-verified payload transfers over `/psyche/payload/1`, large ones over an
+ * authenticated plain-TCP bulk path unless it is turned off.
  *
  * Importing this module installs the `BroadcastChannel` fix that lets `deno run` exit after
  * `node.stop()` (see `exit_fix.ts`); import it before anything else that loads libp2p.
@@ -64,6 +65,8 @@ export {
 } from "./gossip.ts";
 export { DEFAULT_REBROADCAST_STEPS, RebroadcastQueue } from "./rebroadcast.ts";
 export {
+  type BulkOptions,
+  DEFAULT_BULK_MIN_BYTES,
   DEFAULT_CHUNK_BYTES,
   DEFAULT_MAX_CONCURRENT_DOWNLOADS,
   DEFAULT_MAX_PAYLOAD_BYTES,
@@ -90,6 +93,37 @@ export {
   type RetryPolicy,
 } from "./fallback.ts";
 export {
+  type BulkFailureCode,
+  bulkFetch,
+  BulkFetchError,
+  type BulkFetchOptions,
+} from "./bulk_fetch.ts";
+export {
+  BulkListener,
+  type BulkListenerOptions,
+  type BulkListenerStats,
+  DEFAULT_BULK_IDLE_TIMEOUT_MS,
+  DEFAULT_BULK_MAX_CONNECTIONS,
+  DEFAULT_BULK_REQUEST_TIMEOUT_MS,
+} from "./bulk_listener.ts";
+export {
+  DEFAULT_MAX_TICKETS,
+  DEFAULT_MAX_TICKETS_PER_PEER,
+  DEFAULT_TICKET_LIFETIME_MS,
+  type Redemption,
+  TicketBook,
+  type TicketBookOptions,
+  type TicketRefusal,
+} from "./bulk_tickets.ts";
+export {
+  BULK_REQUEST_BYTES,
+  BULK_STATUSES,
+  type BulkRequest,
+  type BulkResponseHeader,
+  type BulkStatus,
+  BulkWireError,
+} from "./bulk_wire.ts";
+export {
   decodeManifest,
   encodeManifest,
   fetchModel,
@@ -109,4 +143,5 @@ export {
   PayloadWireError,
   type ResponseHeader,
   type ResponseStatus,
+  TICKET_BYTES,
 } from "./payload_wire.ts";

@@ -2,7 +2,8 @@
  * A stand-alone payload provider for tests and benchmarks that need a second process.
  *
  * `deno run -A client/p2p/bench_provider.ts <secret index> <payload bytes> <allowed index>...`
- * starts a node whose secret is `testSecret(index)`, provides a deterministic payload, also
+ * starts a node whose secret is `testSecret(index)`, provides a deterministic payload (in-band and,
+ * to fetchers that accept offers, over its bulk listener), also
  * serves the same payload as one length-prefixed frame over plain TCP and unframed over
  * `BARE_PROTOCOL`, joins the gossip of run
  * `CHILD_RUN_ID` (answering every `TrainingResult` it receives with a `Finished` whose Merkle

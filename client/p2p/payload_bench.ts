@@ -1,11 +1,14 @@
 /**
- * Payload throughput on loopback: a 64 MiB fetch over `/psyche/payload/1` (noise + yamux over
- * TCP, sha256-verified on arrival) against the same bytes sent as one length-prefixed frame over
- * plain `Deno.listen`/`Deno.connect`, both served by the same provider. Target: the payload
- * protocol reaches at least half of raw TCP.
+ * Payload throughput on loopback, 64 MiB from the same provider four ways:
  *
- * A third row shows the bare libp2p stream (same bytes, no header, no hashing, no copy into one
- * buffer), separating the cost of noise + yamux from the cost of verification.
+ * - raw TCP: one length-prefixed frame over plain `Deno.listen`/`Deno.connect` (the baseline);
+ * - bare libp2p stream: the bytes over noise + yamux, no header, no hashing, no copy into one
+ *   buffer (the cost of the encrypted transport alone);
+ * - in-band fetch: `/psyche/payload/1` with the bulk path off (noise + yamux, framing, sha256);
+ * - bulk fetch: `/psyche/payload/1` with the bulk path on (offer and ticket over the encrypted
+ *   stream, the bytes over the provider's plain TCP bulk listener, sha256-checked).
+ *
+ * Target: a payload fetch reaches at least half of raw TCP.
  *
  * Two groups: the provider in a child process (as between real peers: sender and receiver work
  * on different cores), and everything in this process (sender and receiver share one thread).
@@ -49,19 +52,31 @@ function check(bytes: Uint8Array): void {
 }
 
 // Provider in a child process (secret 1), fetcher here (secret 2).
-const child = await spawnProvider(1, SIZE, [2]);
+// Provider in a child process (secret 1); fetchers here: secret 2 with the bulk path off (the
+// in-band fetch and the bare stream), secret 4 with it on.
+const child = await spawnProvider(1, SIZE, [2, 4]);
 const fetcher = await createP2PNode({
   secretKey: testSecret(2),
   allowedPeers: [testPublic(1), testPublic(3)],
 });
-const client = await PayloadService.start(fetcher);
+const client = await PayloadService.start(fetcher, { bulk: false });
 await fetcher.connect(child.address);
+const bulkFetcher = await createP2PNode({
+  secretKey: testSecret(4),
+  allowedPeers: [testPublic(1), testPublic(3)],
+});
+const bulkClient = await PayloadService.start(bulkFetcher);
+await bulkFetcher.connect(child.address);
 
 // Provider in this process (secret 3), with its own plain TCP server.
 const payload = benchPayload(SIZE);
-const local = await createP2PNode({ secretKey: testSecret(3), allowedPeers: [testPublic(2)] });
+const local = await createP2PNode({
+  secretKey: testSecret(3),
+  allowedPeers: [testPublic(2), testPublic(4)],
+});
 const localHash = (await PayloadService.start(local)).provide(payload);
 await fetcher.connect(local.addresses()[0]);
+await bulkFetcher.connect(local.addresses()[0]);
 const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
 (async () => {
   for await (const conn of listener) {
@@ -85,11 +100,22 @@ Deno.bench({
 });
 
 Deno.bench({
-  name: "/psyche/payload/1 fetch, other process",
+  name: "in-band fetch (noise, yamux, sha256), other process",
   group: "64 MiB, provider in another process",
   ...ROUNDS,
   async fn() {
     check(await client.fetch(child.hash, { providers: [testPublic(1)] }));
+  },
+});
+
+Deno.bench({
+  name: "bulk fetch (ticket over noise, plain TCP, sha256), other process",
+  group: "64 MiB, provider in another process",
+  ...ROUNDS,
+  async fn() {
+    const before = bulkClient.stats.bulkFetched;
+    check(await bulkClient.fetch(child.hash, { providers: [testPublic(1)] }));
+    if (bulkClient.stats.bulkFetched !== before + 1) throw new Error("the bulk path was not used");
   },
 });
 
@@ -121,11 +147,22 @@ Deno.bench({
 });
 
 Deno.bench({
-  name: "/psyche/payload/1 fetch, same process",
+  name: "in-band fetch (noise, yamux, sha256), same process",
   group: "64 MiB, provider in this process",
   ...ROUNDS,
   async fn() {
     check(await client.fetch(localHash, { providers: [testPublic(3)] }));
+  },
+});
+
+Deno.bench({
+  name: "bulk fetch (ticket over noise, plain TCP, sha256), same process",
+  group: "64 MiB, provider in this process",
+  ...ROUNDS,
+  async fn() {
+    const before = bulkClient.stats.bulkFetched;
+    check(await bulkClient.fetch(localHash, { providers: [testPublic(3)] }));
+    if (bulkClient.stats.bulkFetched !== before + 1) throw new Error("the bulk path was not used");
   },
 });
 
@@ -134,4 +171,5 @@ addEventListener("unload", () => {
   void child.stop();
   void local.stop();
   void fetcher.stop();
+  void bulkFetcher.stop();
 });

@@ -4,7 +4,9 @@
  * mirror field by field in C. docs/state-encoding.md documents it byte by byte.
  *
  * Rules: an 8-byte header (magic `PSYC`, u16 version, u16 reserved zero); then every
- * field in declaration order; integers little-endian and fixed-width; floats as IEEE-754
+ * field in declaration order; integers little-endian and fixed-width; times and durations
+ * as integer milliseconds (version 2; version 1, still read and written for the Solana
+ * program, has whole seconds); floats as IEEE-754
  * f64 (finite only); booleans one byte (0 or 1); strings as a u8 byte length and UTF-8
  * bytes, capped by the MAX_* constants; lists as a u16 (clients) or u8 (witnesses) count
  * then the items; unions and enums as a u8 code (their order in the `*_KINDS` tables
@@ -28,10 +30,12 @@ export {
   OPTIMIZER_KINDS,
   SHUFFLE_KINDS,
   STATE_ENCODING_VERSION,
+  STATE_ENCODING_VERSIONS,
   STATE_HEADER_BYTES,
   STATE_MAGIC,
   StateDecodeError,
+  type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
 } from "./encoding_layout.ts";
-export { encodeCoordinatorState } from "./encoding_write.ts";
+export { encodeCoordinatorState, type EncodeStateOptions } from "./encoding_write.ts";
 export { decodeCoordinatorState } from "./encoding_read.ts";

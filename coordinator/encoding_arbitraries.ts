@@ -9,7 +9,13 @@
 
 import fc from "fast-check";
 import { witnessBloomParameters } from "./bloom.ts";
-import { ARCHITECTURE_KINDS, DATA_TYPE_KINDS, TOKEN_SIZE_KINDS } from "./encoding.ts";
+import {
+  ARCHITECTURE_KINDS,
+  DATA_TYPE_KINDS,
+  type StateEncodingVersion,
+  TOKEN_SIZE_KINDS,
+} from "./encoding.ts";
+import { fromMillis, MAX_TIME_MS } from "./time.ts";
 import {
   type Bloom,
   type Checkpoint,
@@ -157,14 +163,28 @@ const model: fc.Arbitrary<LlmModel> = rec({
   optimizer,
 });
 
-function config(maxClients: number): fc.Arbitrary<CoordinatorConfig> {
+/** Times of layout version 2: any whole millisecond up to MAX_TIME_MS. */
+const msTime = fc.integer({ min: 0, max: MAX_TIME_MS }).map(fromMillis);
+/** Version 2's narrow duration (`waitingForMembersExtraTime`): a u32 of milliseconds. */
+const msTimeNarrow = fc.integer({ min: 0, max: 0xffff_ffff }).map(fromMillis);
+
+/** The time arbitraries of one layout version (version 1: whole seconds). */
+function times(version: StateEncodingVersion) {
+  return version === 1 ? { time: u64, narrow: u8 } : { time: msTime, narrow: msTimeNarrow };
+}
+
+function config(
+  maxClients: number,
+  version: StateEncodingVersion,
+): fc.Arbitrary<CoordinatorConfig> {
+  const { time, narrow } = times(version);
   return rec({
-    warmupTime: u64,
-    cooldownTime: u64,
-    maxRoundTrainTime: u64,
-    roundWitnessTime: u64,
+    warmupTime: time,
+    cooldownTime: time,
+    maxRoundTrainTime: time,
+    roundWitnessTime: time,
     globalBatchSizeWarmupTokens: u64,
-    epochTime: u64,
+    epochTime: time,
     totalSteps: u32,
     initMinClients: u16,
     minClients: u16,
@@ -172,7 +192,7 @@ function config(maxClients: number): fc.Arbitrary<CoordinatorConfig> {
     globalBatchSizeStart: u16,
     globalBatchSizeEnd: u16,
     verificationPercent: u8,
-    waitingForMembersExtraTime: u8,
+    waitingForMembersExtraTime: narrow,
     maxClients: fc.constant(maxClients),
   });
 }
@@ -221,6 +241,11 @@ export interface StateArbitraryOptions {
   maxClients?: number;
   /** Most witnesses per round. Default 2 (MAX_WITNESSES is the cap the layout allows). */
   maxWitnesses?: number;
+  /**
+   * The layout version the states must fit (default 2: times in whole milliseconds; 1: times
+   * in whole seconds, up to 2^53 - 1).
+   */
+  version?: StateEncodingVersion;
 }
 
 /** Arbitrary whole CoordinatorStates that the binary layout can carry. */
@@ -229,12 +254,14 @@ export function arbCoordinatorState(
 ): fc.Arbitrary<CoordinatorState> {
   const top = opts.maxClients ?? 6;
   const maxWitnesses = Math.min(opts.maxWitnesses ?? 2, MAX_WITNESSES);
+  const version = opts.version ?? 2;
+  const { time } = times(version);
   return fc.integer({ min: 1, max: top }).chain((maxClients) =>
     rec({
       runId: arbString(MAX_RUN_ID_BYTES),
       runState: fc.constantFrom(...RUN_STATES),
       model,
-      config: config(maxClients),
+      config: config(maxClients, version),
       progress: rec({ epoch: u16, step: u32, epochStartDataIndex: u64 }),
       epochState: rec({
         rounds: fc.array(round(maxClients, maxWitnesses), {
@@ -246,11 +273,11 @@ export function arbCoordinatorState(
         roundsHead: fc.integer({ min: 0, max: NUM_STORED_ROUNDS - 1 }),
         startStep: u32,
         lastStep: u32,
-        startTimestamp: u64,
+        startTimestamp: time,
         firstRound: fc.boolean(),
         coldStartEpoch: fc.boolean(),
       }),
-      runStateStartUnixTimestamp: u64,
+      runStateStartUnixTimestamp: time,
       pendingPause: fc.boolean(),
     })
   );

@@ -8,8 +8,19 @@
 
 /** First four bytes of every encoded state: ASCII "PSYC". */
 export const STATE_MAGIC: Uint8Array = Uint8Array.of(0x50, 0x53, 0x59, 0x43);
-/** Layout version written by this module; decoders reject any other. */
-export const STATE_ENCODING_VERSION = 1;
+/**
+ * Layout version written by default. Version 2 stores times and durations in milliseconds
+ * (fractional seconds of the TCP coordinator); version 1 stored whole seconds.
+ */
+export const STATE_ENCODING_VERSION = 2;
+/**
+ * Layout versions this build reads and writes. Version 1 (whole seconds) is still what the
+ * Solana program speaks: its account is transcribed into it, and the config it receives is
+ * encoded in it.
+ */
+export const STATE_ENCODING_VERSIONS = [1, 2] as const;
+/** One of {@linkcode STATE_ENCODING_VERSIONS}. */
+export type StateEncodingVersion = typeof STATE_ENCODING_VERSIONS[number];
 /** Bytes of the header (magic, version, reserved). */
 export const STATE_HEADER_BYTES = 8;
 

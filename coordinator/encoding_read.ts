@@ -42,15 +42,19 @@ import {
   LR_SCHEDULE_KINDS,
   OPTIMIZER_KINDS,
   SHUFFLE_KINDS,
-  STATE_ENCODING_VERSION,
+  STATE_ENCODING_VERSIONS,
   STATE_MAGIC,
   StateDecodeError,
+  type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
 } from "./encoding_layout.ts";
+import { fromMillis, MAX_TIME_MS } from "./time.ts";
 
 const utf8Strict = new TextDecoder("utf-8", { fatal: true });
 
 class Reader {
+  /** Set from the header before any time field is read. */
+  version: StateEncodingVersion = 2;
   readonly #bytes: Uint8Array;
   readonly #view: DataView;
   #pos = 0;
@@ -92,6 +96,19 @@ class Reader {
       this.fail(field, `value ${v} exceeds the largest safe integer 2^53 - 1`, at);
     }
     return Number(v);
+  }
+  /**
+   * A time or duration in seconds: integer milliseconds in version 2 (u64, or u32 when
+   * `narrow`), whole seconds in version 1 (u64, or u8 when `narrow`).
+   */
+  seconds(field: string, narrow = false): number {
+    if (this.version === 1) return narrow ? this.u8(field) : this.u64(field);
+    const at = this.#pos;
+    const ms = narrow ? this.u32(field) : this.u64(field);
+    if (ms > MAX_TIME_MS) {
+      this.fail(field, `${ms} ms exceeds the largest time, ${MAX_TIME_MS} ms (2^50 - 1)`, at);
+    }
+    return fromMillis(ms);
   }
   u64big(field: string): bigint {
     return this.#view.getBigUint64(this.#take(field, 8), true);
@@ -300,12 +317,12 @@ function readModel(r: Reader, p: string): LlmModel {
 
 function readConfig(r: Reader, p: string): CoordinatorConfig {
   const c = {
-    warmupTime: r.u64(`${p}.warmupTime`),
-    cooldownTime: r.u64(`${p}.cooldownTime`),
-    maxRoundTrainTime: r.u64(`${p}.maxRoundTrainTime`),
-    roundWitnessTime: r.u64(`${p}.roundWitnessTime`),
+    warmupTime: r.seconds(`${p}.warmupTime`),
+    cooldownTime: r.seconds(`${p}.cooldownTime`),
+    maxRoundTrainTime: r.seconds(`${p}.maxRoundTrainTime`),
+    roundWitnessTime: r.seconds(`${p}.roundWitnessTime`),
     globalBatchSizeWarmupTokens: r.u64(`${p}.globalBatchSizeWarmupTokens`),
-    epochTime: r.u64(`${p}.epochTime`),
+    epochTime: r.seconds(`${p}.epochTime`),
     totalSteps: r.u32(`${p}.totalSteps`),
     initMinClients: r.u16(`${p}.initMinClients`),
     minClients: r.u16(`${p}.minClients`),
@@ -313,7 +330,7 @@ function readConfig(r: Reader, p: string): CoordinatorConfig {
     globalBatchSizeStart: r.u16(`${p}.globalBatchSizeStart`),
     globalBatchSizeEnd: r.u16(`${p}.globalBatchSizeEnd`),
     verificationPercent: r.u8(`${p}.verificationPercent`),
-    waitingForMembersExtraTime: r.u8(`${p}.waitingForMembersExtraTime`),
+    waitingForMembersExtraTime: r.seconds(`${p}.waitingForMembersExtraTime`, true),
     maxClients: 0,
   };
   const at = r.pos;
@@ -422,18 +439,23 @@ function readEpochState(r: Reader, p: string, maxClients: number): EpochState {
     roundsHead,
     startStep: r.u32(`${p}.startStep`),
     lastStep: r.u32(`${p}.lastStep`),
-    startTimestamp: r.u64(`${p}.startTimestamp`),
+    startTimestamp: r.seconds(`${p}.startTimestamp`),
     firstRound: r.bool(`${p}.firstRound`),
     coldStartEpoch: r.bool(`${p}.coldStartEpoch`),
   };
 }
 
+function isSupportedVersion(version: number): version is StateEncodingVersion {
+  return (STATE_ENCODING_VERSIONS as readonly number[]).includes(version);
+}
+
 /**
- * The state encoded in `bytes` by {@linkcode encodeCoordinatorState}. Every byte is
+ * The state encoded in `bytes` by {@linkcode encodeCoordinatorState}, in either layout
+ * version (the header says which; version 1 times are whole seconds). Every byte is
  * checked: throws {@linkcode StateDecodeError} (field path and byte offset) on a wrong
  * magic or version, truncation, trailing bytes, an unknown enum code, a list over its cap,
  * a string over its cap or not UTF-8, a boolean other than 0/1, a non-finite float, an
- * integer beyond 2^53 - 1, `roundsHead >= NUM_STORED_ROUNDS`, a `clientsLen` over
+ * integer beyond 2^53 - 1, a time beyond 2^50 - 1 ms, `roundsHead >= NUM_STORED_ROUNDS`, a `clientsLen` over
  * `config.maxClients`, or a bloom not sized for `config.maxClients`.
  */
 export function decodeCoordinatorState(bytes: Uint8Array): CoordinatorState {
@@ -446,13 +468,14 @@ export function decodeCoordinatorState(bytes: Uint8Array): CoordinatorState {
     r.fail("header.magic", `expected "PSYC", found bytes [${magic.join(", ")}]`, 0);
   }
   const version = r.u16("header.version");
-  if (version !== STATE_ENCODING_VERSION) {
-    r.fail(
+  if (!isSupportedVersion(version)) {
+    return r.fail(
       "header.version",
-      `unsupported version ${version} (this build reads ${STATE_ENCODING_VERSION})`,
+      `unsupported version ${version} (this build reads ${STATE_ENCODING_VERSIONS.join(", ")})`,
       4,
     );
   }
+  r.version = version;
   const reserved = r.u16("header.reserved");
   if (reserved !== 0) r.fail("header.reserved", `must be 0, found ${reserved}`, 6);
   const runId = r.str("runId", MAX_RUN_ID_BYTES);
@@ -465,7 +488,7 @@ export function decodeCoordinatorState(bytes: Uint8Array): CoordinatorState {
     epochStartDataIndex: r.u64("progress.epochStartDataIndex"),
   };
   const epochState = readEpochState(r, "epochState", config.maxClients);
-  const runStateStartUnixTimestamp = r.u64("runStateStartUnixTimestamp");
+  const runStateStartUnixTimestamp = r.seconds("runStateStartUnixTimestamp");
   const pendingPause = r.bool("pendingPause");
   r.end();
   return {

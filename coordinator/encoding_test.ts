@@ -158,13 +158,14 @@ Deno.test("header and first fields sit where docs/state-encoding.md says", () =>
   assert.equal(b[8], 7);
   assert.deepEqual(Array.from(b.subarray(9, 16)), [0x74, 0x69, 0x6e, 0x79, 0x2d, 0xc3, 0xb8]);
   assert.equal(b[16], 3);
-  // The last byte is pendingPause; the 8 before it runStateStartUnixTimestamp, little-endian.
+  // The last byte is pendingPause; the 8 before it runStateStartUnixTimestamp in
+  // milliseconds, little-endian.
   assert.equal(b[b.length - 1], 0);
   const ts = new DataView(b.buffer, b.byteOffset + b.length - 9, 8).getBigUint64(0, true);
-  assert.equal(ts, 1_700_000_100n);
+  assert.equal(ts, 1_700_000_100_000n);
 });
 
-Deno.test("the smallest state is 256 bytes, as summed in docs/state-encoding.md", () => {
+Deno.test("the smallest state is 259 bytes, as summed in docs/state-encoding.md", () => {
   const s = sampleState();
   s.runId = "";
   s.model = {
@@ -178,9 +179,10 @@ Deno.test("the smallest state is 256 bytes, as summed in docs/state-encoding.md"
   s.epochState.clients = [];
   s.epochState.exitedClients = [];
   // header 8 + runId 1 + runState 1 + model (2 codes + 2 u32 + 1 + 1 + 21 + 1 = 34)
-  // + config 66 + progress 14 + rounds 4 x (1 + 8 + 8 + 4 + 2 + 2) + list counts 4
-  // + epoch tail 19 + timestamp 8 + pendingPause 1.
-  assert.equal(encodeCoordinatorState(s).length, 8 + 2 + 34 + 66 + 14 + 100 + 4 + 19 + 9);
+  // + config 69 + progress 14 + rounds 4 x (1 + 8 + 8 + 4 + 2 + 2) + list counts 4
+  // + epoch tail 19 + timestamp 8 + pendingPause 1. Layout version 1 has a 66-byte config.
+  assert.equal(encodeCoordinatorState(s).length, 8 + 2 + 34 + 69 + 14 + 100 + 4 + 19 + 9);
+  assert.equal(encodeCoordinatorState(s, { version: 1 }).length, 256);
 });
 
 Deno.test("a client takes 71 bytes: signer, p2p key, state, exited height, epoch index", () => {
@@ -289,9 +291,9 @@ Deno.test("bad magic, version and reserved bytes", () => {
     return decodeError(c);
   };
   assert.equal(bad(0, 0x51).field, "header.magic");
-  const v = bad(4, 2);
+  const v = bad(4, 3);
   assert.equal(v.field, "header.version");
-  assert.match(v.message, /unsupported version 2/);
+  assert.match(v.message, /unsupported version 3 \(this build reads 1, 2\)/);
   assert.equal(bad(6, 1).field, "header.reserved");
 });
 

@@ -42,13 +42,17 @@ import {
   OPTIMIZER_KINDS,
   SHUFFLE_KINDS,
   STATE_ENCODING_VERSION,
+  STATE_ENCODING_VERSIONS,
   STATE_MAGIC,
+  type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
 } from "./encoding_layout.ts";
+import { isMillisecondTime, MAX_TIME_SECONDS, toMillis } from "./time.ts";
 
 const utf8 = new TextEncoder();
 
 class Writer {
+  readonly version: StateEncodingVersion;
   #buf = new Uint8Array(1024);
   #view = new DataView(this.#buf.buffer);
   #len = 0;
@@ -63,6 +67,10 @@ class Writer {
     const at = this.#len;
     this.#len += n;
     return at;
+  }
+
+  constructor(version: StateEncodingVersion) {
+    this.version = version;
   }
 
   #int(path: string, v: unknown, max: number): number {
@@ -92,6 +100,31 @@ class Writer {
     const n = this.#int(path, v, Number.MAX_SAFE_INTEGER);
     const at = this.#reserve(8);
     this.#view.setBigUint64(at, BigInt(n), true);
+  }
+  /**
+   * A time or duration in seconds: integer milliseconds in version 2 (a u64, or a u32 for
+   * `narrow` fields), whole seconds in version 1 (a u64, or a u8 for `narrow` fields).
+   */
+  seconds(path: string, v: unknown, narrow = false): void {
+    if (this.version === 1) {
+      if (typeof v !== "number" || !Number.isInteger(v)) {
+        throw new RangeError(
+          `${path} must be whole seconds in state encoding version 1 (the Solana program's ` +
+            `layout), found ${describe(v)}`,
+        );
+      }
+      if (narrow) this.u8(path, v);
+      else this.u64(path, v);
+      return;
+    }
+    if (typeof v !== "number" || !isMillisecondTime(v) || v > MAX_TIME_SECONDS) {
+      throw new RangeError(
+        `${path} must be seconds in [0, ${MAX_TIME_SECONDS}] with at most millisecond ` +
+          `precision, found ${describe(v)}`,
+      );
+    }
+    if (narrow) this.u32(path, toMillis(v));
+    else this.u64(path, toMillis(v));
   }
   u64big(path: string, v: unknown): void {
     if (typeof v !== "bigint" || v < 0n || v >= 1n << 64n) {
@@ -328,12 +361,12 @@ function writeModel(w: Writer, p: string, m: LlmModel): void {
 
 function writeConfig(w: Writer, p: string, c: CoordinatorConfig): void {
   obj(p, c);
-  w.u64(`${p}.warmupTime`, c.warmupTime);
-  w.u64(`${p}.cooldownTime`, c.cooldownTime);
-  w.u64(`${p}.maxRoundTrainTime`, c.maxRoundTrainTime);
-  w.u64(`${p}.roundWitnessTime`, c.roundWitnessTime);
+  w.seconds(`${p}.warmupTime`, c.warmupTime);
+  w.seconds(`${p}.cooldownTime`, c.cooldownTime);
+  w.seconds(`${p}.maxRoundTrainTime`, c.maxRoundTrainTime);
+  w.seconds(`${p}.roundWitnessTime`, c.roundWitnessTime);
   w.u64(`${p}.globalBatchSizeWarmupTokens`, c.globalBatchSizeWarmupTokens);
-  w.u64(`${p}.epochTime`, c.epochTime);
+  w.seconds(`${p}.epochTime`, c.epochTime);
   w.u32(`${p}.totalSteps`, c.totalSteps);
   w.u16(`${p}.initMinClients`, c.initMinClients);
   w.u16(`${p}.minClients`, c.minClients);
@@ -341,7 +374,7 @@ function writeConfig(w: Writer, p: string, c: CoordinatorConfig): void {
   w.u16(`${p}.globalBatchSizeStart`, c.globalBatchSizeStart);
   w.u16(`${p}.globalBatchSizeEnd`, c.globalBatchSizeEnd);
   w.u8(`${p}.verificationPercent`, c.verificationPercent);
-  w.u8(`${p}.waitingForMembersExtraTime`, c.waitingForMembersExtraTime);
+  w.seconds(`${p}.waitingForMembersExtraTime`, c.waitingForMembersExtraTime, true);
   if (c.maxClients < 1) {
     throw new RangeError(`${p}.maxClients must be at least 1, found ${c.maxClients}`);
   }
@@ -448,7 +481,7 @@ function writeEpochState(w: Writer, p: string, e: EpochState, maxClients: number
   }
   w.u32(`${p}.startStep`, e.startStep);
   w.u32(`${p}.lastStep`, e.lastStep);
-  w.u64(`${p}.startTimestamp`, e.startTimestamp);
+  w.seconds(`${p}.startTimestamp`, e.startTimestamp);
   w.bool(`${p}.firstRound`, e.firstRound);
   w.bool(`${p}.coldStartEpoch`, e.coldStartEpoch);
 }
@@ -457,11 +490,20 @@ function unreachable(x: never): never {
   throw new TypeError(`Unhandled variant ${describe((x as { kind?: unknown })?.kind ?? x)}`);
 }
 
+/** Options of {@linkcode encodeCoordinatorState}. */
+export interface EncodeStateOptions {
+  /**
+   * Layout version to write (default STATE_ENCODING_VERSION, 2). Version 1 is the Solana
+   * program's: it refuses times and durations that are not whole seconds.
+   */
+  version?: StateEncodingVersion;
+}
+
 /**
  * The bytes of `state` (layout: docs/state-encoding.md). Throws RangeError or TypeError
  * naming the field path when a value does not fit its field (wrong type, out of range,
  * over a cap, a bloom not sized for `config.maxClients`, not exactly NUM_STORED_ROUNDS
- * rounds).
+ * rounds, a fractional time in version 1).
  *
  * @example
  * ```ts ignore
@@ -469,10 +511,19 @@ function unreachable(x: never): never {
  * const again = decodeCoordinatorState(bytes); // deep-equal to state
  * ```
  */
-export function encodeCoordinatorState(state: CoordinatorState): Uint8Array {
-  const w = new Writer();
+export function encodeCoordinatorState(
+  state: CoordinatorState,
+  options: EncodeStateOptions = {},
+): Uint8Array {
+  const version = options.version ?? STATE_ENCODING_VERSION;
+  if (!(STATE_ENCODING_VERSIONS as readonly number[]).includes(version)) {
+    throw new RangeError(
+      `version must be one of ${STATE_ENCODING_VERSIONS.join(", ")}, found ${describe(version)}`,
+    );
+  }
+  const w = new Writer(version);
   w.bytes("header.magic", STATE_MAGIC, 4);
-  w.u16("header.version", STATE_ENCODING_VERSION);
+  w.u16("header.version", version);
   w.u16("header.reserved", 0);
   obj("state", state);
   w.str("runId", state.runId, MAX_RUN_ID_BYTES);
@@ -484,7 +535,7 @@ export function encodeCoordinatorState(state: CoordinatorState): Uint8Array {
   w.u32("progress.step", state.progress.step);
   w.u64("progress.epochStartDataIndex", state.progress.epochStartDataIndex);
   writeEpochState(w, "epochState", state.epochState, state.config.maxClients);
-  w.u64("runStateStartUnixTimestamp", state.runStateStartUnixTimestamp);
+  w.seconds("runStateStartUnixTimestamp", state.runStateStartUnixTimestamp);
   w.bool("pendingPause", state.pendingPause);
   return w.finish();
 }

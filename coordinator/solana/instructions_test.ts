@@ -17,6 +17,7 @@ import {
   decodeModelBytes,
   encodeConfigBytes,
   encodeModelBytes,
+  zeroConfig,
 } from "./state_parts.ts";
 
 const key = (b: number) => new Uint8Array(32).fill(b);
@@ -86,8 +87,10 @@ Deno.test("instructions: witness data size matches witnessInstructionBytes", () 
 });
 
 Deno.test("instructions: any model and config round-trip through Update", () => {
+  // Version 1 shapes: the program's config is whole seconds.
+  const states = arbCoordinatorState({ maxClients: 4, maxWitnesses: 0, version: 1 });
   fc.assert(
-    fc.property(arbCoordinatorState({ maxClients: 4, maxWitnesses: 0 }), (state) => {
+    fc.property(states, (state) => {
       const ix: CoordinatorInstruction = {
         kind: "Update",
         model: state.model,
@@ -152,4 +155,21 @@ Deno.test("instructions: encoding refuses values the layout cannot carry", () =>
     /checks\.length/,
   );
   assert.throws(() => decodeConfigBytes(new Uint8Array(65)), /66 bytes/);
+});
+
+Deno.test("instructions: a fractional duration is refused with its run-config key, not rounded", () => {
+  const config = { ...zeroConfig(4), roundWitnessTime: 0.1 };
+  assert.throws(
+    () => encodeCoordinatorInstruction({ kind: "Update", config }),
+    (e: unknown) =>
+      e instanceof RangeError &&
+      e.message === "config.round_witness_time = 0.1: the Solana program keeps durations in " +
+          "whole seconds; use a whole number (fractional seconds need the TCP coordinator)",
+  );
+  assert.throws(
+    () => encodeConfigBytes({ ...zeroConfig(4), waitingForMembersExtraTime: 1.5 }),
+    /^RangeError: config\.waiting_for_members_extra_time = 1\.5: /,
+  );
+  const whole = { ...zeroConfig(4), roundWitnessTime: 2, warmupTime: 30 };
+  assert.deepEqual(decodeConfigBytes(encodeConfigBytes(whole)), whole);
 });

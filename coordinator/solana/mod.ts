@@ -76,6 +76,7 @@ export {
 } from "./program_model.ts";
 export { type ModelRuleViolation, modelRuleViolation } from "./model_rules.ts";
 export {
+  checkWholeSecondDurations,
   CONFIG_WIRE_BYTES,
   decodeConfigBytes,
   decodeModelBytes,

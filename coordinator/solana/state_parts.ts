@@ -1,5 +1,6 @@
 /**
- * The state encoding (docs/state-encoding.md) of single parts of a coordinator state:
+ * The state encoding (docs/state-encoding.md), layout version 1 (whole seconds: the
+ * program's clock and config are whole seconds), of single parts of a coordinator state:
  * an `LlmModel`, a `CoordinatorConfig`. The program stores and receives these parts in
  * exactly that encoding, so they are produced and checked by the one state codec
  * (coordinator/encoding.ts) rather than by a second implementation: a part is encoded as
@@ -13,8 +14,10 @@ import { emptyEpochState } from "../machine_core.ts";
 import { decodeCoordinatorState, encodeCoordinatorState } from "../encoding.ts";
 import type { CoordinatorConfig, CoordinatorState, LlmModel } from "../types.ts";
 
-/** Bytes of an encoded CoordinatorConfig. */
+/** Bytes of an encoded CoordinatorConfig (layout version 1). */
 export const CONFIG_WIRE_BYTES = 66;
+/** The program's layout version of the state encoding. */
+const V1 = { version: 1 } as const;
 
 /** Header (8), empty run id (1) and run state (1) in front of the model. */
 const MODEL_OFFSET = 10;
@@ -80,13 +83,45 @@ const PLACEHOLDER_MODEL = placeholderModel();
 
 /** The state encoding of `model` (RangeError/TypeError naming the field if it cannot be encoded). */
 export function encodeModelBytes(model: LlmModel): Uint8Array {
-  const bytes = encodeCoordinatorState(uninitializedState("", model, PLACEHOLDER_CONFIG));
+  const bytes = encodeCoordinatorState(uninitializedState("", model, PLACEHOLDER_CONFIG), V1);
   return bytes.slice(MODEL_OFFSET, bytes.length - CONFIG_WIRE_BYTES - TAIL_AFTER_CONFIG);
 }
 
-/** The state encoding of `config` (66 bytes). */
+/** The config's durations with their run-config (TOML) keys, for error messages. */
+const DURATION_KEYS: readonly (readonly [keyof CoordinatorConfig, string])[] = [
+  ["warmupTime", "warmup_time"],
+  ["cooldownTime", "cooldown_time"],
+  ["maxRoundTrainTime", "max_round_train_time"],
+  ["roundWitnessTime", "round_witness_time"],
+  ["epochTime", "epoch_time"],
+  ["waitingForMembersExtraTime", "waiting_for_members_extra_time"],
+];
+
+/**
+ * Throws RangeError naming the run-config key and value when a duration of `config` is not
+ * a whole number of seconds. The program's config and clock are whole seconds (as Psyche's);
+ * fractional durations are for the TCP coordinator, and rounding one here would silently
+ * run a different config than the file says.
+ */
+export function checkWholeSecondDurations(config: CoordinatorConfig): void {
+  for (const [field, key] of DURATION_KEYS) {
+    const value = config[field];
+    if (typeof value === "number" && !Number.isInteger(value)) {
+      throw new RangeError(
+        `config.${key} = ${value}: the Solana program keeps durations in whole seconds; ` +
+          "use a whole number (fractional seconds need the TCP coordinator)",
+      );
+    }
+  }
+}
+
+/**
+ * The state encoding of `config` (66 bytes). Throws RangeError naming the key when a
+ * duration is not whole seconds ({@linkcode checkWholeSecondDurations}).
+ */
 export function encodeConfigBytes(config: CoordinatorConfig): Uint8Array {
-  const bytes = encodeCoordinatorState(uninitializedState("", PLACEHOLDER_MODEL, config));
+  checkWholeSecondDurations(config);
+  const bytes = encodeCoordinatorState(uninitializedState("", PLACEHOLDER_MODEL, config), V1);
   const start = bytes.length - CONFIG_WIRE_BYTES - TAIL_AFTER_CONFIG;
   return bytes.slice(start, start + CONFIG_WIRE_BYTES);
 }
@@ -101,6 +136,7 @@ export function decodeModelAndConfig(
 ): { model: LlmModel; config: CoordinatorConfig } {
   const head = encodeCoordinatorState(
     uninitializedState("", PLACEHOLDER_MODEL, PLACEHOLDER_CONFIG),
+    V1,
   );
   const placeholderModelLength = head.length - MODEL_OFFSET - CONFIG_WIRE_BYTES -
     TAIL_AFTER_CONFIG;

@@ -1,0 +1,102 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { decodeCoordinatorState, encodeCoordinatorState, StateDecodeError } from "./encoding.ts";
+import { arbCoordinatorState } from "./encoding_arbitraries.ts";
+import { MAX_TIME_MS, MAX_TIME_SECONDS } from "./time.ts";
+import type { CoordinatorState } from "./types.ts";
+import { testState } from "../tests/support/coordinator_fixtures.ts";
+
+/** A TCP-coordinator state: sub-second durations, a millisecond timestamp. */
+function fractionalState(): CoordinatorState {
+  const s = testState({
+    roundWitnessTime: 0.1,
+    maxRoundTrainTime: 2.5,
+    warmupTime: 0.25,
+    cooldownTime: 1.001,
+    waitingForMembersExtraTime: 0.05,
+    epochTime: 30.5,
+  }, 1763718509.123);
+  s.epochState.startTimestamp = 1763718500.999;
+  return s;
+}
+
+/** The u64 at `at` bytes from the end (the timestamp sits 9 from the end). */
+function u64FromEnd(bytes: Uint8Array, at: number): bigint {
+  return new DataView(bytes.buffer, bytes.byteOffset + bytes.length - at, 8).getBigUint64(0, true);
+}
+
+Deno.test("version 2 carries milliseconds: fractional times round trip exactly", () => {
+  const s = fractionalState();
+  const bytes = encodeCoordinatorState(s);
+  assert.equal(bytes[4], 2);
+  assert.equal(u64FromEnd(bytes, 9), 1_763_718_509_123n);
+  assert.deepEqual(decodeCoordinatorState(bytes), s);
+});
+
+Deno.test("property: version 1 round trips whole-second states; version 2 agrees on them", () => {
+  fc.assert(
+    fc.property(arbCoordinatorState({ version: 1 }), (s) => {
+      const v1 = encodeCoordinatorState(s, { version: 1 });
+      assert.equal(v1[4], 1);
+      assert.deepEqual(decodeCoordinatorState(v1), s);
+      const times = [
+        s.runStateStartUnixTimestamp,
+        s.epochState.startTimestamp,
+        s.config.warmupTime,
+        s.config.cooldownTime,
+        s.config.maxRoundTrainTime,
+        s.config.roundWitnessTime,
+        s.config.epochTime,
+      ];
+      if (times.every((t) => t <= MAX_TIME_SECONDS)) {
+        assert.deepEqual(decodeCoordinatorState(encodeCoordinatorState(s)), s);
+      }
+    }),
+    { numRuns: 60 },
+  );
+});
+
+Deno.test("version 1 (the Solana layout) refuses a fractional time, naming the field", () => {
+  const s = fractionalState();
+  assert.throws(
+    () => encodeCoordinatorState(s, { version: 1 }),
+    (e: Error) =>
+      e instanceof RangeError &&
+      e.message === "config.warmupTime must be whole seconds in state encoding version 1 " +
+          "(the Solana program's layout), found 0.25",
+  );
+  const whole = testState({}, 10);
+  whole.runStateStartUnixTimestamp = 10.5;
+  assert.throws(
+    () => encodeCoordinatorState(whole, { version: 1 }),
+    /^RangeError: runStateStartUnixTimestamp must be whole seconds/,
+  );
+  assert.throws(
+    () => encodeCoordinatorState(whole, { version: 3 as never }),
+    /version must be one of 1, 2, found 3/,
+  );
+});
+
+Deno.test("version 2 refuses sub-millisecond and out-of-range times, naming the field", () => {
+  const fine = testState();
+  fine.config.roundWitnessTime = 0.0005;
+  assert.throws(
+    () => encodeCoordinatorState(fine),
+    /^RangeError: config\.roundWitnessTime must be seconds in \[0, 1125899906842\.623\] with at most millisecond precision, found 0\.0005$/,
+  );
+  const huge = testState();
+  huge.epochState.startTimestamp = Number.MAX_SAFE_INTEGER;
+  assert.throws(() => encodeCoordinatorState(huge), /epochState\.startTimestamp must be seconds/);
+});
+
+Deno.test("decoding version 2 rejects a time above 2^50 - 1 ms, naming field and offset", () => {
+  const bytes = encodeCoordinatorState(testState());
+  const at = bytes.length - 9;
+  new DataView(bytes.buffer, bytes.byteOffset).setBigUint64(at, BigInt(MAX_TIME_MS) + 1n, true);
+  assert.throws(
+    () => decodeCoordinatorState(bytes),
+    (e: unknown) =>
+      e instanceof StateDecodeError && e.field === "runStateStartUnixTimestamp" &&
+      e.offset === at && /exceeds the largest time/.test(e.message),
+  );
+});

@@ -1,7 +1,8 @@
 /**
  * The TCP server's pure core: one run's {@linkcode CoordinatorState} plus what only a
  * centralized host knows (who is waiting to join, in join order). Every entry point takes
- * `now` (whole seconds) and a u64 `seed` from the caller, so this module has no clock,
+ * `now` (seconds, whole milliseconds at most: coordinator/time.ts) and a u64 `seed` from the
+ * caller, so this module has no clock,
  * randomness, sockets or logging; it records {@linkcode HostEvent}s the edge drains with
  * {@linkcode CoordinatorHost.takeEvents} and turns into log lines and saved files.
  *
@@ -14,7 +15,7 @@
 import { CoordinatorError, type CoordinatorErrorCode } from "../errors.ts";
 import { type HealthCheck, healthCheck } from "../health.ts";
 import { isHalted, keyString, type Outcome, sameKey } from "../machine_core.ts";
-import { tick as machineTick } from "../machine.ts";
+import { nextTickDeadline, tick as machineTick } from "../machine.ts";
 import { checkpoint as machineCheckpoint, withdraw } from "../machine_membership.ts";
 import { currentRound, previousRound, roundAssignments, roundClients } from "../machine_queries.ts";
 import { warmupWitness, witness as machineWitness } from "../machine_witness.ts";
@@ -29,6 +30,7 @@ import type {
   WitnessMetadata,
 } from "../types.ts";
 import { MAX_CLIENTS_LIMIT } from "../types.ts";
+import { durationProblem } from "../time.ts";
 import type { ClientMessage } from "./protocol.ts";
 
 /** Something the host did, for logs and for the edge's side effects (saving state). */
@@ -98,8 +100,9 @@ export class CoordinatorHost {
     this.#epochState = this.state.epochState;
     const init = options.initWarmupTime;
     if (init !== undefined) {
-      if (!Number.isSafeInteger(init) || init <= 0) {
-        throw new RangeError(`initWarmupTime must be a positive whole number, found ${init}`);
+      const problem = durationProblem(init) ?? (init === 0 ? "must be > 0" : null);
+      if (problem !== null) {
+        throw new RangeError(`initWarmupTime (seconds) ${problem}, found ${init}`);
       }
       this.#configuredWarmup = this.state.config.warmupTime;
       this.state.config.warmupTime = init;
@@ -129,6 +132,15 @@ export class CoordinatorHost {
     const out = this.#events;
     this.#events = [];
     return out;
+  }
+
+  /**
+   * When the next tick can change the run by time alone (seconds), or null when only a
+   * request can: the edge schedules its tick for this moment rather than polling
+   * ({@linkcode nextTickDeadline}).
+   */
+  nextTickDeadline(): number | null {
+    return nextTickDeadline(this.state, this.#pending.length);
   }
 
   /** Advances the run by time (a no-op while Paused or Finished). */

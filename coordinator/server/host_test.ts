@@ -198,7 +198,7 @@ Deno.test("--init-warmup-time holds until the run trains, then the configured ti
   assert.throws(
     () =>
       new CoordinatorHost({ state: testState(), withdrawOnDisconnect: true, initWarmupTime: 0 }),
-    /initWarmupTime must be a positive whole number, found 0/,
+    /initWarmupTime \(seconds\) must be > 0, found 0/,
   );
 });
 

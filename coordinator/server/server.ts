@@ -5,7 +5,8 @@
  * flowchart LR
  *   conn[client connection] -->|frames| hs[ed25519 handshake]
  *   hs -->|decodeClientMessage| host[CoordinatorHost]
- *   timer[500 ms tick] --> host
+ *   deadline[timer at the next deadline] --> host
+ *   backstop[500 ms backstop tick] --> host
  *   host -->|State / Ack / Error| outbox[Outbox per client]
  *   host -->|events| log[log lines] & save[state.toml at epoch end]
  *   host -->|authorizeData| data[in-process data server]
@@ -19,8 +20,16 @@
  * disturbs the others. A second connection with the same key replaces the first (a
  * reconnecting client) without withdrawing it.
  *
- * Time and randomness enter here: `now` is the injected clock in whole seconds, and every
- * tick and request gets a fresh u64 seed from the system's secure random source.
+ * Ticks come at the right moment rather than on a poll: after every request (the host ticks
+ * then, and a state it moved is pushed to every client at once), and at the run's next
+ * deadline ({@linkcode CoordinatorHost.nextTickDeadline}: the current state's start plus its
+ * timer), rescheduled after anything that moves the state. A slow periodic tick stays as a
+ * backstop. With millisecond time, a 0.1 s witness window lasts 0.1 s, not "0 to 1.5 s" as
+ * with Psyche's whole-second clock polled every 500 ms.
+ *
+ * Time and randomness enter here: `now` is the injected clock in seconds with millisecond
+ * precision, and every tick and request gets a fresh u64 seed from the system's secure random
+ * source.
  *
  * @module
  */
@@ -37,6 +46,7 @@ import {
 } from "../../net/mod.ts";
 import { encodeCoordinatorState } from "../encoding.ts";
 import { keyString } from "../machine_core.ts";
+import { fromMillis, toMillis } from "../time.ts";
 import { CoordinatorHost, type HostEvent } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
 import { Outbox } from "./outbox.ts";
@@ -48,7 +58,10 @@ import {
 } from "./protocol.ts";
 import { resumableRunConfig, saveRunConfig } from "./save_state.ts";
 
-/** Milliseconds between ticks (Psyche's server loop). */
+/**
+ * Milliseconds between backstop ticks (Psyche's server loop ticked this often; here ticks
+ * normally happen at deadlines and after requests).
+ */
 export const TICK_INTERVAL_MS = 500;
 /** Milliseconds between unconditional state pushes (clients also get every change). */
 export const PUSH_INTERVAL_MS = 5000;
@@ -63,7 +76,10 @@ export interface CoordinatorServerOptions {
   hostname?: string;
   /** Default 0 (any free port; read it from the result). */
   port?: number;
-  /** Milliseconds since the epoch (default `Date.now`); the machine sees whole seconds. */
+  /**
+   * Milliseconds since the epoch (default `Date.now`); the machine sees seconds with the
+   * fraction cut to whole milliseconds.
+   */
   clock?: () => number;
   /** A u64 per tick or request (default: the system's secure random source). */
   randomSeed?: () => bigint;
@@ -131,7 +147,8 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
   const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_SERVER_MAX_FRAME_BYTES;
   const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5000;
   const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
-  const now = () => Math.floor(clock() / 1000);
+  const nowMs = () => Math.floor(clock());
+  const now = () => fromMillis(nowMs());
 
   const listener = Deno.listen({
     hostname: options.hostname ?? "0.0.0.0",
@@ -170,19 +187,47 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
     });
   };
 
-  /** Logs and acts on what the host did, then pushes a changed state. */
+  /** Logs and acts on what the host did, pushes a changed state, re-arms the deadline. */
   const afterHost = () => {
     for (const event of host.takeEvents()) {
       emit(event);
       if (event.kind === "EpochEnd") save(event);
     }
     push(false);
+    armDeadline();
   };
 
-  const tickTimer = setInterval(() => {
+  const tickNow = () => {
     host.tick(now(), randomSeed());
     afterHost();
-  }, options.tickIntervalMs ?? TICK_INTERVAL_MS);
+  };
+
+  // The deadline timer: armed for the host's next deadline whenever that changes.
+  let deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  let armedFor: number | null = null;
+  /** The deadline the timer last fired for (a tick there that moved nothing is not retried). */
+  let firedFor: number | null = null;
+  const armDeadline = () => {
+    if (closing) return;
+    const at = host.nextTickDeadline();
+    if (at === armedFor) return;
+    clearTimeout(deadlineTimer);
+    armedFor = null;
+    if (at === null) return;
+    const delay = toMillis(at) - nowMs();
+    // Already due and already tried: the machine did not move (a clock that went back, or a
+    // bug); leave it to the backstop tick rather than spin.
+    if (delay <= 0 && at === firedFor) return;
+    armedFor = at;
+    deadlineTimer = setTimeout(() => {
+      armedFor = null;
+      firedFor = at;
+      tickNow();
+    }, Math.max(0, delay));
+  };
+
+  const tickTimer = setInterval(tickNow, options.tickIntervalMs ?? TICK_INTERVAL_MS);
+  armDeadline();
   const pushTimer = setInterval(() => push(true), options.pushIntervalMs ?? PUSH_INTERVAL_MS);
 
   const refuseHandshake = async (conn: Deno.Conn, reason: string) => {
@@ -311,6 +356,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
       closing = true;
       clearInterval(tickTimer);
       clearInterval(pushTimer);
+      clearTimeout(deadlineTimer);
       closeQuietly(listener);
       for (const c of conns) closeQuietly(c);
       await Promise.all([accepting, ...handlers]);

@@ -4,6 +4,8 @@ import { decodeHandshakeMessage, generateIdentity } from "../../net/mod.ts";
 import { framesUntilClosed, rawConnect } from "../../tests/support/server_driver.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
 import { keyString } from "../machine_core.ts";
+import { toMillis } from "../time.ts";
+import type { CoordinatorState } from "../types.ts";
 import { CoordinatorHost } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
 import { type CoordinatorServerOptions, startCoordinatorServer } from "./server.ts";
@@ -113,6 +115,102 @@ Deno.test("connections over the cap are rejected at once; the others carry on", 
     ]);
     assert.ok(events.some((e) => e.kind === "ConnectionRefused" && /1 connections/.test(e.reason)));
     await backend.join();
+  } finally {
+    await backend.close();
+  }
+});
+
+/** A run whose every timer is sub-second, started at the wall clock's current millisecond. */
+function fastHost(startOffsetMs = 0): CoordinatorHost {
+  const config = {
+    initMinClients: 1,
+    minClients: 1,
+    waitingForMembersExtraTime: 0.06,
+    warmupTime: 0.08,
+    maxRoundTrainTime: 0.07,
+    roundWitnessTime: 0.05,
+    cooldownTime: 0.06,
+  };
+  const start = (Date.now() + startOffsetMs) / 1000;
+  const state = testState(config, start, { coldStartWarmupSteps: 0 });
+  return new CoordinatorHost({ state, withdrawOnDisconnect: true });
+}
+
+Deno.test("each state ends at its own deadline and is pushed at once, with no periodic tick", async () => {
+  const events: ServerEvent[] = [];
+  const host = fastHost();
+  // The periodic tick never fires during this test: only the deadline timer can move the run.
+  const server = startCoordinatorServer({
+    host,
+    hostname: "127.0.0.1",
+    tickIntervalMs: 600_000,
+    pushIntervalMs: 600_000,
+    onEvent: (e) => events.push(e),
+  });
+  await using _ = server;
+  const backend = await TcpBackend.connect({
+    address: server.address,
+    runId: "test-run",
+    identity: generateIdentity(),
+  });
+  try {
+    await backend.join();
+    const seen: CoordinatorState[] = [];
+    for await (const state of backend.states({ signal: AbortSignal.timeout(10_000) })) {
+      seen.push(state);
+      if (state.runState === "Cooldown") break;
+    }
+    const moves = events.flatMap((e) => e.kind === "StateChanged" ? [`${e.from}->${e.to}`] : []);
+    assert.deepEqual(moves.slice(0, 4), [
+      "WaitingForMembers->Warmup",
+      "Warmup->RoundTrain",
+      "RoundTrain->RoundWitness",
+      "RoundWitness->Cooldown", // nobody witnessed: everyone is withdrawn
+    ]);
+    // Each pushed state began no earlier than its predecessor's timer allowed, to the ms.
+    const config = host.state.config;
+    const timer: Partial<Record<string, number>> = {
+      WaitingForMembers: config.waitingForMembersExtraTime,
+      Warmup: config.warmupTime,
+      RoundTrain: config.maxRoundTrainTime,
+      RoundWitness: config.roundWitnessTime,
+    };
+    const distinct = seen.filter((s, i) => i === 0 || s.runState !== seen[i - 1].runState);
+    assert.equal(distinct.at(-1)?.runState, "Cooldown");
+    for (let i = 1; i < distinct.length; i++) {
+      const prev = distinct[i - 1];
+      const gap = toMillis(distinct[i].runStateStartUnixTimestamp) -
+        toMillis(prev.runStateStartUnixTimestamp);
+      assert.ok(gap >= toMillis(timer[prev.runState] ?? 0), `${prev.runState} lasted ${gap} ms`);
+    }
+  } finally {
+    await backend.close();
+  }
+});
+
+Deno.test("a join that completes the quorum moves the run before its Ack is answered", async () => {
+  // The extra time has long passed: the join itself must start the epoch, and the new state
+  // must be pushed right behind the join's answer, with no tick timer involved.
+  const host = fastHost(-60_000);
+  const server = startCoordinatorServer({
+    host,
+    hostname: "127.0.0.1",
+    tickIntervalMs: 600_000,
+    pushIntervalMs: 600_000,
+  });
+  await using _ = server;
+  const backend = await TcpBackend.connect({
+    address: server.address,
+    runId: "test-run",
+    identity: generateIdentity(),
+  });
+  try {
+    const states = backend.states({ signal: AbortSignal.timeout(10_000) })[Symbol.asyncIterator]();
+    assert.equal((await states.next()).value?.runState, "WaitingForMembers");
+    await backend.join();
+    assert.equal(host.state.runState, "Warmup", "the host moved while handling the join");
+    assert.equal((await states.next()).value?.runState, "Warmup");
+    await states.return?.();
   } finally {
     await backend.close();
   }

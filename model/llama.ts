@@ -17,9 +17,19 @@
  * ```
  * The LM head and loss run in chunks of R rows so the logits never exceed a few tens of MB.
  *
+ * Tensors over one storage binding (`rt.limits.maxStorageBufferBindingSize`: 128 MiB on
+ * lavapipe, which a 32000 × 2048 f32 embedding or LM head exceeds): the embedding lookup and its
+ * gradient run one row block of the table at a time (model/shader_kernels.ts); the LM head is
+ * split into vocabulary blocks `[Vb, C]`, with each chunk's logits stored block by block
+ * (`[R, Vb]` each), the cross-entropy carried across blocks, and the input gradient summed over
+ * the blocks as one chained sum. Every result has the bits of the unsplit computation (see
+ * model/llama_split_test.ts); the optimizer and the gradient norm split by ranges.
+ *
  * @module
  */
 import type { GpuRuntime, GpuStep, TensorView } from "../shaders/gpu.ts";
+import { type RowBlock, rowBlocks } from "../shaders/kernel.ts";
+import type { MatmulArgs } from "../shaders/matmul.ts";
 import type { LlamaConfig } from "./hf_config.ts";
 import { IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
 import { type LayerTensor, layerTensorName, paramEntry, type ParamLayout } from "./params.ts";
@@ -95,6 +105,10 @@ export class LlamaModel implements Disposable {
   readonly #rstdf: GPUBuffer;
   readonly #logits: GPUBuffer;
   readonly #chunkRows: number;
+  /** Vocabulary blocks of the LM head (one when `[V, C]` and a logits chunk fit a binding). */
+  readonly #vocabBlocks: RowBlock[];
+  /** Byte offset of each vocabulary block's `[R, Vb]` logits in the chunk buffer. */
+  readonly #blockOffsets: number[];
   // Backward scratch.
   readonly #dx: GPUBuffer;
   readonly #dxm: GPUBuffer;
@@ -180,7 +194,22 @@ export class LlamaModel implements Disposable {
       Math.floor(LOGITS_CHUNK_BYTES / (V * 4) / ROW_ALIGN) * ROW_ALIGN,
     );
     this.#chunkRows = Math.min(N, maxRows);
-    this.#logits = f32("logits chunk", this.#chunkRows * V);
+    const { maxStorageBufferBindingSize: maxBytes, minStorageBufferOffsetAlignment: alignBytes } =
+      rt.limits;
+    // A block's head rows [Vb, C] and logits [R, Vb] must each fit one binding; blocks are a
+    // multiple of 4 rows so every part runs the matmul variant of the whole product.
+    this.#vocabBlocks = rowBlocks(V, 4 * Math.max(C, this.#chunkRows), {
+      maxBytes,
+      alignBytes,
+      multipleOf: 4,
+    });
+    this.#blockOffsets = [];
+    let logitsBytes = 0;
+    for (const b of this.#vocabBlocks) {
+      this.#blockOffsets.push(logitsBytes);
+      logitsBytes += Math.ceil((this.#chunkRows * b.rows * 4) / alignBytes) * alignBytes;
+    }
+    this.#logits = this.#buffer("logits chunk", logitsBytes);
     this.#dx = f32("d x", N * C);
     this.#dxm = f32("d xm", N * C);
     this.#dh = f32("d h", N * C);
@@ -192,6 +221,14 @@ export class LlamaModel implements Disposable {
     this.#dgate = f32("d gate", N * F);
     this.#dup = f32("d up", N * F);
     this.#dact = f32("d act", N * F);
+  }
+
+  /**
+   * The LM head's vocabulary blocks (one block unless `[V, C]` or a logits chunk is over one
+   * storage binding).
+   */
+  get headBlocks(): readonly RowBlock[] {
+    return this.#vocabBlocks;
   }
 
   /** N = B·T rows per micro-batch. */
@@ -521,6 +558,7 @@ export class LlamaModel implements Disposable {
     const N = this.rows;
     const head = this.#view(this.params, "lm_head.weight");
     const dhead = this.#view(this.grads, "lm_head.weight");
+    const split = this.#vocabBlocks.length > 1;
     for (let r0 = 0; r0 < N; r0 += this.#chunkRows) {
       const R = Math.min(this.#chunkRows, N - r0);
       const rows = (buf: GPUBuffer, width: number): TensorView => ({
@@ -528,9 +566,14 @@ export class LlamaModel implements Disposable {
         offset: r0 * width * 4,
         size: R * width * 4,
       });
-      const logits: TensorView = { buffer: this.#logits, offset: 0, size: R * V * 4 };
-      k.matmul(pass, { a: rows(this.#hf, C), b: head, c: logits, m: R, n: V, k: C, layout: "nt" });
+      const hf = rows(this.#hf, C), dh = rows(this.#dh, C);
       const targets = rows(this.#targets[slot], 1), losses = rows(this.#losses[slot], 1);
+      if (split) {
+        this.#splitHeadAndLoss(pass, { R, hf, dh, targets, losses, lossScale });
+        continue;
+      }
+      const logits: TensorView = { buffer: this.#logits, offset: 0, size: R * V * 4 };
+      k.matmul(pass, { a: hf, b: head, c: logits, m: R, n: V, k: C, layout: "nt" });
       if (lossScale === null) {
         k.crossEntropyLoss(pass, { logits, targets, losses, rows: R, vocab: V });
         continue;
@@ -548,16 +591,104 @@ export class LlamaModel implements Disposable {
         counted: R - ignored,
       });
       // d hf = dlogits·W (W [V, C]);  dW += dlogitsᵀ·hf.
-      k.matmul(pass, { a: logits, b: head, c: rows(this.#dh, C), m: R, n: C, k: V, layout: "nn" });
+      k.matmul(pass, { a: logits, b: head, c: dh, m: R, n: C, k: V, layout: "nn" });
       k.matmul(pass, {
         a: logits,
-        b: rows(this.#hf, C),
+        b: hf,
         c: dhead,
         m: V,
         n: C,
         k: R,
         layout: "tn",
         accumulate: true,
+      });
+    }
+  }
+
+  /**
+   * {@link #headAndLoss} for one chunk of R rows with the head split into vocabulary blocks:
+   * logits block by block, the cross-entropy carried across blocks, then
+   * `d hf = Σ_blocks dlogits_b·W_b` as one chained sum and `dW_b += dlogits_bᵀ·hf`. Each matmul
+   * part runs the variant the whole product would use, so the bits are the unsplit ones.
+   */
+  #splitHeadAndLoss(
+    pass: GPUComputePassEncoder,
+    io: {
+      R: number;
+      hf: TensorView;
+      dh: TensorView;
+      targets: TensorView;
+      losses: TensorView;
+      lossScale: number | null;
+    },
+  ): void {
+    const k = this.#k;
+    const { hiddenSize: C, vocabSize: V } = this.config;
+    const { R, hf, dh, targets, losses, lossScale } = io;
+    const headEntry = paramEntry(this.layout, "lm_head.weight");
+    const headBlock = (flat: GPUBuffer, b: RowBlock): TensorView => ({
+      buffer: flat,
+      offset: (headEntry.offset + b.start * C) * 4,
+      size: b.rows * C * 4,
+    });
+    const blocks = this.#vocabBlocks.map((b, i) => ({
+      block: b,
+      logits: { buffer: this.#logits, offset: this.#blockOffsets[i], size: R * b.rows * 4 },
+    }));
+    // The variants of the unsplit products (their views are never bound).
+    const whole = {
+      logits: { buffer: this.#logits, offset: 0, size: R * V * 4 },
+      head: { buffer: this.params, offset: headEntry.offset * 4, size: V * C * 4 },
+      dhead: { buffer: this.grads, offset: headEntry.offset * 4, size: V * C * 4 },
+    };
+    const forward: MatmulArgs = { a: hf, b: whole.head, c: whole.logits, m: R, n: V, k: C };
+    const forwardVariant = k.matmulVariant({ ...forward, layout: "nt" });
+    for (const { block, logits } of blocks) {
+      k.matmul(pass, {
+        ...forward,
+        b: headBlock(this.params, block),
+        c: logits,
+        n: block.rows,
+        layout: "nt",
+        variant: forwardVariant,
+      });
+    }
+    const ceBlocks = blocks.map(({ block, logits }) => ({
+      logits,
+      start: block.start,
+      width: block.rows,
+    }));
+    k.crossEntropyBlocked(pass, {
+      blocks: ceBlocks,
+      targets,
+      losses,
+      rows: R,
+      vocab: V,
+      scale: lossScale,
+    });
+    if (lossScale === null) return;
+    const input: MatmulArgs = { a: whole.logits, b: whole.head, c: dh, m: R, n: C, k: V };
+    const inputVariant = k.matmulVariant({ ...input, layout: "nn" });
+    const weight: MatmulArgs = { a: whole.logits, b: hf, c: whole.dhead, m: V, n: C, k: R };
+    const weightVariant = k.matmulVariant({ ...weight, layout: "tn", accumulate: true });
+    for (const [i, { block, logits }] of blocks.entries()) {
+      k.matmul(pass, {
+        ...input,
+        a: logits,
+        b: headBlock(this.params, block),
+        k: block.rows,
+        layout: "nn",
+        accumulate: i === 0 ? false : "chain",
+        variant: inputVariant,
+      });
+      k.matmul(pass, {
+        ...weight,
+        a: logits,
+        c: headBlock(this.grads, block),
+        m: block.rows,
+        layout: "tn",
+        accumulate: true,
+        variant: weightVariant,
       });
     }
   }

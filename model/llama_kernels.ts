@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { MatmulArgs } from "../shaders/matmul.ts";
+import type { MatmulArgs, MatmulVariant } from "../shaders/matmul.ts";
 import type { TensorView } from "../shaders/gpu.ts";
 
 /** Attention shapes: q `[B, T, H, D]`, k and v `[B, T, KVH, D]`, out `[B, T, H, D]`. */
@@ -25,7 +25,15 @@ export interface AttentionDims {
 export interface LlamaKernels {
   /** See shaders/matmul.ts: `c = alpha·op(a)·op(b) (+ c)`. */
   matmul(pass: GPUComputePassEncoder, args: MatmulArgs): void;
-  /** out `[N, C]` = table `[V, C]` rows at ids (u32 `[N]`). */
+  /**
+   * The kernel variant {@link matmul} picks for `args` (nothing is bound or encoded): a product
+   * split into parts passes it to every part, so the parts add up to the same bits.
+   */
+  matmulVariant(args: MatmulArgs): MatmulVariant;
+  /**
+   * out `[N, C]` = table `[V, C]` rows at ids (u32 `[N]`). A table over one storage binding is
+   * looked up (and its gradient added) one row block at a time, with the same bits.
+   */
   embedding(
     pass: GPUComputePassEncoder,
     a: { ids: TensorView; table: TensorView; out: TensorView; n: number; c: number; v: number },
@@ -134,6 +142,22 @@ export interface LlamaKernels {
       vocab: number;
       scale: number;
       counted: number;
+    },
+  ): void;
+  /**
+   * {@link crossEntropy} (with `scale`) or {@link crossEntropyLoss} (`scale` null) over logits
+   * stored as vocabulary blocks (`[R, width]` each, tiling `[0, V)` in order), for an LM head
+   * split into row blocks; same bits as the unsplit call.
+   */
+  crossEntropyBlocked(
+    pass: GPUComputePassEncoder,
+    a: {
+      blocks: readonly { logits: TensorView; start: number; width: number }[];
+      targets: TensorView;
+      losses: TensorView;
+      rows: number;
+      vocab: number;
+      scale: number | null;
     },
   ): void;
   /** Forward-only cross-entropy: per-row losses `[R]` (0 when ignored); logits untouched. */

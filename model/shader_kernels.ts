@@ -8,22 +8,51 @@
 import { CrossEntropy } from "../shaders/cross_entropy.ts";
 import { Elementwise } from "../shaders/elementwise.ts";
 import { Embedding } from "../shaders/embedding.ts";
-import { type GpuRuntime, resolveView } from "../shaders/gpu.ts";
+import { type GpuRuntime, resolveView, type TensorView } from "../shaders/gpu.ts";
 import { Matmul } from "../shaders/matmul.ts";
 import { RmsNorm } from "../shaders/rmsnorm.ts";
 import { Rope, ropeTable } from "../shaders/rope.ts";
-import { SumOfSquares } from "../shaders/sumsq.ts";
+import { CHUNK_ITEMS, SumOfSquares } from "../shaders/sumsq.ts";
+import { rowBlocks } from "../shaders/kernel.ts";
 import { SwiGlu } from "../shaders/swiglu.ts";
 import { Attention } from "../shaders/attention.ts";
 import type { LlamaKernels } from "./llama_kernels.ts";
 import { bindingRanges } from "./params.ts";
 
-/** The shaders/ kernels behind the {@link LlamaKernels} interface; dispose to free scratch. */
+/**
+ * Ranges of `[0, n)` floats for the sum of squares: multiples of the kernel's chunk
+ * (`CHUNK_ITEMS · wg`) when a binding holds one, so the chunks, their partials and the final sum
+ * are those of one unsplit call, bit for bit; PARAM_ALIGN ranges otherwise.
+ */
+function sumsqRanges(n: number, maxBindingBytes: number, wg: number): [number, number][] {
+  const chunk = CHUNK_ITEMS * wg;
+  const per = Math.floor(maxBindingBytes / 4 / chunk) * chunk;
+  if (per === 0) return bindingRanges(n, maxBindingBytes);
+  const out: [number, number][] = [];
+  for (let start = 0; start < n; start += per) out.push([start, Math.min(per, n - start)]);
+  return out;
+}
+
+/**
+ * The shaders/ kernels behind the {@link LlamaKernels} interface; dispose to free scratch.
+ * `maxBindingBytes` (default: `rt.limits.maxStorageBufferBindingSize`) is where the embedding
+ * table and the gradient's sum of squares are split.
+ */
 export function shaderKernels(
   rt: GpuRuntime,
   options?: { maxBindingBytes?: number },
 ): LlamaKernels & Disposable {
   const maxBindingBytes = options?.maxBindingBytes ?? rt.limits.maxStorageBufferBindingSize;
+  const alignBytes = rt.limits.minStorageBufferOffsetAlignment;
+  /** Row blocks of a `[v, c]` table view that each fit in one binding. */
+  const tableBlocks = (table: TensorView, v: number, c: number) => {
+    const { buffer, offset } = resolveView(table);
+    return rowBlocks(v, c * 4, { maxBytes: maxBindingBytes, alignBytes }).map((b) => ({
+      view: { buffer, offset: offset + b.start * c * 4, size: b.rows * c * 4 },
+      tableStart: b.start,
+      tableRows: b.rows,
+    }));
+  };
   const matmul = new Matmul(rt);
   const elementwise = new Elementwise(rt);
   const embedding = new Embedding(rt);
@@ -49,25 +78,38 @@ export function shaderKernels(
 
   return {
     matmul: (pass, args) => matmul.encode(pass, args),
-    embedding: (pass, a) =>
-      embedding.forward(pass, {
-        tokens: a.ids,
-        table: a.table,
-        out: a.out,
-        n: a.n,
-        c: a.c,
-        vocab: a.v,
-      }),
-    embeddingBackward: (pass, a) =>
-      embedding.backward(pass, {
-        tokens: a.ids,
-        dOut: a.dout,
-        dTable: a.dtable,
-        links: scratchBuffer("embedding links", Embedding.linksLength(a.n)),
-        n: a.n,
-        c: a.c,
-        vocab: a.v,
-      }),
+    matmulVariant: (args) => matmul.variant(args),
+    embedding: (pass, a) => {
+      for (const block of tableBlocks(a.table, a.v, a.c)) {
+        embedding.forward(pass, {
+          tokens: a.ids,
+          table: block.view,
+          tableStart: block.tableStart,
+          tableRows: block.tableRows,
+          out: a.out,
+          n: a.n,
+          c: a.c,
+          vocab: a.v,
+        });
+      }
+    },
+    embeddingBackward: (pass, a) => {
+      const links = scratchBuffer("embedding links", Embedding.linksLength(a.n));
+      for (const [i, block] of tableBlocks(a.dtable, a.v, a.c).entries()) {
+        embedding.backward(pass, {
+          tokens: a.ids,
+          dOut: a.dout,
+          dTable: block.view,
+          tableStart: block.tableStart,
+          tableRows: block.tableRows,
+          links,
+          computeLinks: i === 0,
+          n: a.n,
+          c: a.c,
+          vocab: a.v,
+        });
+      }
+    },
     rmsnorm: (pass, a) => rmsnorm.forward(pass, a),
     rmsnormBackward: (pass, a) =>
       rmsnorm.backward(pass, {
@@ -150,6 +192,19 @@ export function shaderKernels(
         gradScale: a.scale,
       });
     },
+    crossEntropyBlocked: (pass, a) => {
+      crossEntropy.blocked(pass, {
+        n: a.rows,
+        v: a.vocab,
+        blocks: a.blocks,
+        targets: a.targets,
+        lse: scratchBuffer("cross-entropy lse", a.rows),
+        out: scratchBuffer("cross-entropy out", 4),
+        state: scratchBuffer("cross-entropy block state", 2 * a.rows),
+        losses: a.losses,
+        gradScale: a.scale ?? undefined,
+      });
+    },
     crossEntropyLoss: (pass, a) => {
       const lse = scratchBuffer("cross-entropy lse", a.rows);
       const out = scratchBuffer("cross-entropy out", 4);
@@ -168,7 +223,8 @@ export function shaderKernels(
       // One sumsq input per range that fits in a storage binding (whole gradient buffers of
       // large models exceed it).
       const { buffer, offset } = resolveView(a.input);
-      const inputs = bindingRanges(a.n, maxBindingBytes).map(([start, count]) => ({
+      const wg = rt.profile.workgroupSize;
+      const inputs = sumsqRanges(a.n, maxBindingBytes, wg).map(([start, count]) => ({
         x: { buffer, offset: offset + start * 4, size: count * 4 },
         length: count,
       }));

@@ -74,6 +74,86 @@ ${main1d(wg)}
 `;
 }
 
+/**
+ * Blocked forward pass 1a, one invocation per row: the online log-sum-exp of pass 1 carried over
+ * the row's vocabulary blocks, one dispatch per block in order. `state [2N]` holds (max, sum)
+ * between blocks; the first block starts them as pass 1 does and the last writes `lse`, so the
+ * operations, and the bits, are those of one pass over the whole row.
+ */
+export function crossEntropyLseBlockKernel(wg: number): string {
+  return `struct Params { n: u32, width: u32, first: u32, last: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> logits: array<f32>;
+@group(0) @binding(2) var<storage, read_write> state: array<f32>;
+@group(0) @binding(3) var<storage, read_write> lse: array<f32>;
+${main1d(wg)}
+  if (i >= p.n) { return; }
+  let base = i * p.width;
+  var m: f32;
+  var s: f32;
+  var j0 = 0u;
+  if (p.first != 0u) {
+    m = logits[base];
+    s = 1.0;
+    j0 = 1u;
+  } else {
+    m = state[2u * i];
+    s = state[2u * i + 1u];
+  }
+  for (var j = j0; j < p.width; j++) {
+    let x = logits[base + j];
+    if (x > m) { s = s * exp(m - x) + 1.0; m = x; } else { s += exp(x - m); }
+  }
+  if (p.last != 0u) {
+    lse[i] = m + log(s);
+  } else {
+    state[2u * i] = m;
+    state[2u * i + 1u] = s;
+  }
+}
+`;
+}
+
+/**
+ * Blocked forward pass 1b, one invocation per row of one vocabulary block `[start,
+ * start + width)`: the row's loss when its target falls in the block (the first block also
+ * writes 0 for ignored rows and NaN for out-of-range targets), and with `gradient` the block
+ * overwritten by `grad_scale · (softmax − onehot)`, with pass 1's formulas.
+ */
+export function crossEntropyLossBlockKernel(wg: number, gradient: boolean): string {
+  const grad = `
+  var g_scale = p.grad_scale;
+  if (t == ${IGNORE_INDEX}) { g_scale = 0.0; }
+  if (t != ${IGNORE_INDEX} && (t < 0 || u32(t) >= p.vocab)) { g_scale = bitcast<f32>(0x7fc00000u); }
+  for (var j = 0u; j < p.width; j++) {
+    let hit = select(0.0, 1.0, i32(p.start + j) == t);
+    logits[base + j] = (exp(logits[base + j] - l) - hit) * g_scale;
+  }`;
+  return `struct Params { n: u32, width: u32, start: u32, vocab: u32, grad_scale: f32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, ${gradient ? "read_write" : "read"}> logits: array<f32>;
+@group(0) @binding(2) var<storage, read> targets: array<i32>;
+@group(0) @binding(3) var<storage, read> lse: array<f32>;
+@group(0) @binding(4) var<storage, read_write> losses: array<f32>;
+${main1d(wg)}
+  if (i >= p.n) { return; }
+  let base = i * p.width;
+  let l = lse[i];
+  let t = targets[i];
+  if (p.start == 0u) {
+    if (t == ${IGNORE_INDEX}) {
+      losses[i] = 0.0;
+    } else if (t < 0 || u32(t) >= p.vocab) {
+      losses[i] = bitcast<f32>(0x7fc00000u);
+    }
+  }
+  if (t >= 0 && u32(t) >= p.start && u32(t) - p.start < p.width) {
+    losses[i] = l - logits[base + u32(t) - p.start];
+  }${gradient ? grad : ""}
+}
+`;
+}
+
 /** Forward pass 2, one workgroup: mean over non-ignored rows in a fixed order. */
 export function crossEntropyMeanKernel(wg: number): string {
   const tree: string[] = [];
@@ -189,6 +269,37 @@ export interface CrossEntropyBackwardArgs extends CrossEntropyDims {
   readonly scale?: number;
 }
 
+/** One vocabulary block of {@link CrossEntropy.blocked}: columns `[start, start + width)`. */
+export interface CrossEntropyBlock {
+  /** The block's logits `[N, width]`, contiguous (rows of the block, not of the whole row). */
+  readonly logits: TensorView;
+  /** First vocabulary column of the block. */
+  readonly start: number;
+  /** Columns in the block. */
+  readonly width: number;
+}
+
+/** Bindings of {@link CrossEntropy.blocked}. */
+export interface CrossEntropyBlockedArgs extends CrossEntropyDims {
+  /** The vocabulary blocks in order; they must tile `[0, V)`. */
+  readonly blocks: readonly CrossEntropyBlock[];
+  /** Targets `[N]`, i32. */
+  readonly targets: TensorView;
+  /** Written: log-sum-exp of each row `[N]`. */
+  readonly lse: TensorView;
+  /** Written: loss of each row `[N]`. */
+  readonly losses: TensorView;
+  /** Written: `[2]` = (mean loss, count). */
+  readonly out: TensorView;
+  /** Scratch `[2N]`: each row's running (max, sum) between blocks. */
+  readonly state: TensorView;
+  /**
+   * With a value, every block is overwritten by `gradScale · (softmax − onehot)` as in
+   * {@link CrossEntropy.fused}; without, the logits are only read (evaluation).
+   */
+  readonly gradScale?: number;
+}
+
 /** Cross-entropy forward (mean loss) and backward (logit gradients). */
 export class CrossEntropy {
   readonly #rt: GpuRuntime;
@@ -270,6 +381,61 @@ export class CrossEntropy {
     ]);
     dispatch1d(pass, rows, rowGroup, n, wg);
     const meanGroup = bindTensors(this.#rt, mean, [n, v], [args.targets, args.losses, args.out]);
+    dispatch(pass, mean, meanGroup, [1]);
+  }
+
+  /**
+   * {@link fused} (with `gradScale`) or {@link forward} (without) over logits stored as
+   * vocabulary blocks, for rows too wide for one storage binding (the LM head of a large
+   * vocabulary, split by row blocks of its weight): each row's log-sum-exp is carried from block
+   * to block, then each block gets its losses and gradient. Every lse, loss and gradient has the
+   * same bits as the one-pass kernel over whole rows.
+   */
+  blocked(pass: GPUComputePassEncoder, args: CrossEntropyBlockedArgs): void {
+    const { n, v, blocks } = args;
+    const what = "cross-entropy blocked";
+    requireDims(what, { n, v });
+    let next = 0;
+    for (const [i, b] of blocks.entries()) {
+      requireDims(`${what}: block ${i}`, { width: b.width });
+      if (b.start !== next) {
+        throw new RangeError(
+          `${what}: block ${i} starts at column ${b.start}, expected ${next} (blocks tile [0, V))`,
+        );
+      }
+      requireLength(`${what}: block ${i} "logits"`, b.logits, n * b.width, "[N, width]");
+      next += b.width;
+    }
+    if (next !== v) {
+      throw new RangeError(`${what}: blocks cover ${next} columns, the vocabulary has ${v}`);
+    }
+    requireLength(`${what}: binding "targets"`, args.targets, n, "[N]");
+    requireLength(`${what}: binding "lse"`, args.lse, n, "[N]");
+    requireLength(`${what}: binding "losses"`, args.losses, n, "[N]");
+    requireLength(`${what}: binding "out"`, args.out, 2, "[2]");
+    requireLength(`${what}: binding "state"`, args.state, 2 * n, "[2N]");
+    const gradient = args.gradScale !== undefined;
+    if (gradient && !Number.isFinite(args.gradScale)) {
+      throw new RangeError(`${what}: gradScale must be finite, got ${args.gradScale}`);
+    }
+    const wg = this.#wg, rt = this.#rt;
+    const lse = rt.pipeline(`cross-entropy/lse-block/${wg}`, () => crossEntropyLseBlockKernel(wg));
+    const loss = rt.pipeline(
+      `cross-entropy/loss-block${gradient ? "-grad" : ""}/${wg}`,
+      () => crossEntropyLossBlockKernel(wg, gradient),
+    );
+    blocks.forEach((b, i) => {
+      const params = [n, b.width, i === 0 ? 1 : 0, i === blocks.length - 1 ? 1 : 0];
+      const group = bindTensors(rt, lse, params, [b.logits, args.state, args.lse]);
+      dispatch1d(pass, lse, group, n, wg);
+    });
+    for (const b of blocks) {
+      const params = [n, b.width, b.start, v, f32Bits(args.gradScale ?? 0)];
+      const views = [b.logits, args.targets, args.lse, args.losses];
+      dispatch1d(pass, loss, bindTensors(rt, loss, params, views), n, wg);
+    }
+    const mean = rt.pipeline(`cross-entropy/mean/${wg}`, () => crossEntropyMeanKernel(wg));
+    const meanGroup = bindTensors(rt, mean, [n, v], [args.targets, args.losses, args.out]);
     dispatch(pass, mean, meanGroup, [1]);
   }
 

@@ -94,3 +94,91 @@ Deno.test("cross-entropy gives NaN for an out-of-range target", async () => {
   await step.submit();
   assert.ok(Number.isNaN((await rt.read(out))[0]));
 });
+
+Deno.test("cross-entropy over vocabulary blocks equals the one-pass kernel, bit for bit", async () => {
+  using rt = await GpuRuntime.create();
+  const n = 23, v = 101, widths = [32, 40, 8, 21];
+  const ce = new CrossEntropy(rt, 64);
+  const logits = randomF32(1, n * v, -30, 30);
+  const targets = Int32Array.from(randomInts(2, n, v));
+  targets[4] = IGNORE_INDEX;
+  targets[7] = v + 2; // out of range: NaN loss and gradient row, in both
+  targets[9] = 0; // first column of the first block
+  targets[10] = v - 1; // last column of the last block
+  const gt = rt.buffer("targets", targets);
+  const scratch = (label: string, floats: number) => rt.buffer(label, floats * 4);
+  const whole = {
+    logits: rt.buffer("logits", logits),
+    lse: scratch("lse", n),
+    losses: scratch("losses", n),
+    out: scratch("out", 2),
+  };
+  const evalWhole = { ...whole, logits: rt.buffer("eval logits", logits), out: scratch("o", 2) };
+  const blocks = (tag: string) => {
+    let start = 0;
+    return widths.map((width) => {
+      const cols = new Float32Array(n * width);
+      for (let r = 0; r < n; r++) {
+        cols.set(logits.subarray(r * v + start, r * v + start + width), r * width);
+      }
+      const block = { logits: rt.buffer(`${tag} block ${start}`, cols), start, width };
+      start += width;
+      return block;
+    });
+  };
+  const split = {
+    blocks: blocks("train"),
+    lse: scratch("split lse", n),
+    losses: scratch("split losses", n),
+    out: scratch("split out", 2),
+  };
+  const evalSplit = { ...split, blocks: blocks("eval"), losses: scratch("eval losses", n) };
+  const state = scratch("state", 2 * n);
+  const step = rt.beginStep("blocked");
+  const common = { targets: gt, n, v };
+  ce.fused(step.pass, { ...common, ...whole, gradScale: 0.37 });
+  ce.blocked(step.pass, { ...common, ...split, state, gradScale: 0.37 });
+  ce.forward(step.pass, { ...common, ...evalWhole });
+  ce.blocked(step.pass, { ...common, ...evalSplit, state });
+  await step.submit();
+  const bits = async (b: GPUBuffer) => new Uint32Array((await rt.read(b)).buffer);
+  for (const key of ["lse", "losses", "out"] as const) {
+    assert.deepEqual(await bits(split[key]), await bits(whole[key]), key);
+  }
+  assert.deepEqual(await bits(evalSplit.losses), await bits(evalWhole.losses), "eval losses");
+  const grad = new Uint32Array((await rt.read(whole.logits)).buffer);
+  for (const b of split.blocks) {
+    const got = await bits(b.logits);
+    for (let r = 0; r < n; r++) {
+      const want = grad.subarray(r * v + b.start, r * v + b.start + b.width);
+      assert.deepEqual(got.subarray(r * b.width, (r + 1) * b.width), want, `row ${r}`);
+    }
+  }
+  assert.ok(Number.isNaN((await rt.read(split.losses))[7]));
+  // Evaluation leaves the logits alone.
+  assert.deepEqual(await rt.read(evalSplit.blocks[2].logits), await rt.read(blocks("x")[2].logits));
+});
+
+Deno.test("cross-entropy blocked refuses blocks that do not tile the vocabulary", async () => {
+  using rt = await GpuRuntime.create();
+  const ce = new CrossEntropy(rt);
+  using step = rt.beginStep("bad blocks");
+  const b = (start: number, width: number) => ({ logits: rt.buffer("l", 4 * width), start, width });
+  const args = {
+    n: 1,
+    v: 10,
+    targets: rt.buffer("t", 4),
+    lse: rt.buffer("lse", 4),
+    losses: rt.buffer("losses", 4),
+    out: rt.buffer("out", 8),
+    state: rt.buffer("state", 8),
+  };
+  assert.throws(
+    () => ce.blocked(step.pass, { ...args, blocks: [b(0, 4), b(5, 5)] }),
+    /block 1 starts at column 5, expected 4/,
+  );
+  assert.throws(
+    () => ce.blocked(step.pass, { ...args, blocks: [b(0, 4), b(4, 5)] }),
+    /blocks cover 9 columns, the vocabulary has 10/,
+  );
+});

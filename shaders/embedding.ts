@@ -19,10 +19,20 @@
 import type { GpuRuntime, TensorView } from "./gpu.ts";
 import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
 
-/** Forward: `out[n, c] = table[tokens[n], c]`, one invocation per output element. */
+/**
+ * Uniforms of every embedding kernel: the table view holds vocabulary rows
+ * `[first, first + rows)` (a row block of a table too large for one binding; the whole table is
+ * `first = 0, rows = vocab`).
+ */
+const PARAMS = `struct Params { n: u32, c: u32, vocab: u32, first: u32, rows: u32 }
+@group(0) @binding(0) var<uniform> p: Params;`;
+
+/**
+ * Forward: `out[n, c] = table[tokens[n], c]`, one invocation per output element; positions whose
+ * token lies outside the table's row block are left alone (another block's dispatch writes them).
+ */
 export function embeddingForwardKernel(wg: number, items = 1): string {
-  return `struct Params { n: u32, c: u32, vocab: u32 }
-@group(0) @binding(0) var<uniform> p: Params;
+  return `${PARAMS}
 @group(0) @binding(1) var<storage, read> tokens: array<u32>;
 @group(0) @binding(2) var<storage, read> table: array<f32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
@@ -31,16 +41,19 @@ ${main1d(wg, items)}
   let row = i / p.c;
   let col = i % p.c;
   let tok = tokens[row];
-  if (tok >= p.vocab) { out[i] = bitcast<f32>(0x7fc00000u); return; }
-  out[i] = table[tok * p.c + col];
+  if (tok >= p.vocab) {
+    if (p.first + p.rows == p.vocab) { out[i] = bitcast<f32>(0x7fc00000u); }
+    return;
+  }
+  if (tok < p.first || tok >= p.first + p.rows) { return; }
+  out[i] = table[(tok - p.first) * p.c + col];
 }
 `;
 }
 
 /** Backward pass 1: per position, the next position of the same token and a first-seen flag. */
 export function embeddingLinksKernel(wg: number): string {
-  return `struct Params { n: u32, c: u32, vocab: u32 }
-@group(0) @binding(0) var<uniform> p: Params;
+  return `${PARAMS}
 @group(0) @binding(1) var<storage, read> tokens: array<u32>;
 @group(0) @binding(2) var<storage, read_write> links: array<u32>;
 ${main1d(wg)}
@@ -60,10 +73,12 @@ ${main1d(wg)}
 `;
 }
 
-/** Backward pass 2: `dTable[tok, c] += Σ over the chain of dOut[pos, c]`, positions ascending. */
+/**
+ * Backward pass 2: `dTable[tok, c] += Σ over the chain of dOut[pos, c]`, positions ascending, for
+ * the tokens of the table's row block.
+ */
 export function embeddingGradKernel(wg: number, items = 1): string {
-  return `struct Params { n: u32, c: u32, vocab: u32 }
-@group(0) @binding(0) var<uniform> p: Params;
+  return `${PARAMS}
 @group(0) @binding(1) var<storage, read> tokens: array<u32>;
 @group(0) @binding(2) var<storage, read_write> dtable: array<f32>;
 @group(0) @binding(3) var<storage, read> dout: array<f32>;
@@ -73,14 +88,16 @@ ${main1d(wg, items)}
   let row = i / p.c;
   let col = i % p.c;
   let tok = tokens[row];
-  if (links[p.n + row] == 0u || tok >= p.vocab) { return; }
+  if (links[p.n + row] == 0u || tok < p.first || tok >= min(p.first + p.rows, p.vocab)) {
+    return;
+  }
   var sum = 0.0;
   var pos = row;
   while (pos < p.n) {
     sum += dout[pos * p.c + col];
     pos = links[pos];
   }
-  let o = tok * p.c + col;
+  let o = (tok - p.first) * p.c + col;
   dtable[o] = dtable[o] + sum;
 }
 `;
@@ -94,6 +111,15 @@ export interface EmbeddingDims {
   readonly c: number;
   /** Vocabulary size V. */
   readonly vocab: number;
+  /**
+   * The table view holds rows `[tableStart, tableStart + tableRows)` of the `[V, C]` table
+   * (default: all of it). A table over one storage binding is processed one row block per call:
+   * the forward writes the positions whose token is in the block, the backward adds to the block's
+   * rows, and the union of the calls equals one call over the whole table, bit for bit.
+   */
+  readonly tableStart?: number;
+  /** Rows the table view holds (default `vocab − tableStart`). */
+  readonly tableRows?: number;
 }
 
 /** Bindings of {@link Embedding.forward}. */
@@ -116,6 +142,11 @@ export interface EmbeddingBackwardArgs extends EmbeddingDims {
   readonly dOut: TensorView;
   /** Scratch `[2N]`, u32: next position of the same token, and first-occurrence flags. */
   readonly links: TensorView;
+  /**
+   * Compute `links` from the tokens first (default true). Later row blocks of one backward pass
+   * false to reuse the links the first block computed.
+   */
+  readonly computeLinks?: boolean;
 }
 
 /** Embedding lookup (forward) and deterministic scatter-add gradient (backward). */
@@ -145,16 +176,16 @@ export class Embedding {
     pass: GPUComputePassEncoder,
     args: EmbeddingForwardArgs,
   ): void {
-    const { n, c, vocab } = args;
-    this.#check("embedding forward", args);
-    requireLength('embedding forward: binding "table"', args.table, vocab * c, "[V, C]");
+    const { n, c } = args;
+    const block = this.#check("embedding forward", args);
+    requireLength('embedding forward: binding "table"', args.table, block[4] * c, block.shape);
     requireLength('embedding forward: binding "out"', args.out, n * c, "[N, C]");
     const [wg, items] = [this.#wg, this.#items];
     const pipeline = this.#rt.pipeline(
       `embedding/forward/${wg}x${items}`,
       () => embeddingForwardKernel(wg, items),
     );
-    const group = bindTensors(this.#rt, pipeline, [n, c, vocab], [
+    const group = bindTensors(this.#rt, pipeline, block.slice(0, 5), [
       args.tokens,
       args.table,
       args.out,
@@ -170,9 +201,9 @@ export class Embedding {
     pass: GPUComputePassEncoder,
     args: EmbeddingBackwardArgs,
   ): void {
-    const { n, c, vocab } = args;
-    this.#check("embedding backward", args);
-    requireLength('embedding backward: binding "dTable"', args.dTable, vocab * c, "[V, C]");
+    const { n, c } = args;
+    const block = this.#check("embedding backward", args);
+    requireLength('embedding backward: binding "dTable"', args.dTable, block[4] * c, block.shape);
     requireLength('embedding backward: binding "dOut"', args.dOut, n * c, "[N, C]");
     requireLength('embedding backward: binding "links"', args.links, 2 * n, "2·N");
     const [wg, items] = [this.#wg, this.#items];
@@ -181,14 +212,16 @@ export class Embedding {
       `embedding/grad/${wg}x${items}`,
       () => embeddingGradKernel(wg, items),
     );
-    const params = [n, c, vocab];
-    dispatch1d(
-      pass,
-      links,
-      bindTensors(this.#rt, links, params, [args.tokens, args.links]),
-      n,
-      wg,
-    );
+    const params = block.slice(0, 5);
+    if (args.computeLinks !== false) {
+      dispatch1d(
+        pass,
+        links,
+        bindTensors(this.#rt, links, params, [args.tokens, args.links]),
+        n,
+        wg,
+      );
+    }
     const group = bindTensors(this.#rt, grad, params, [
       args.tokens,
       args.dTable,
@@ -198,8 +231,23 @@ export class Embedding {
     dispatch1d(pass, grad, group, n * c, wg, items);
   }
 
-  #check(what: string, args: EmbeddingDims & { tokens: TensorView }): void {
-    requireDims(what, { n: args.n, c: args.c, vocab: args.vocab });
-    requireLength(`${what}: binding "tokens"`, args.tokens, args.n, "[N]");
+  /** Checks shapes; returns the uniforms `[n, c, vocab, first, rows]` and the table's shape. */
+  #check(
+    what: string,
+    args: EmbeddingDims & { tokens: TensorView },
+  ): number[] & { shape: string } {
+    const { n, c, vocab } = args;
+    const first = args.tableStart ?? 0;
+    const rows = args.tableRows ?? vocab - first;
+    requireDims(what, { n, c, vocab, tableRows: rows });
+    requireDims(what, { tableStart: first }, { allowZero: true });
+    if (first + rows > vocab) {
+      throw new RangeError(
+        `${what}: table rows [${first}, ${first + rows}) go past the vocabulary (${vocab})`,
+      );
+    }
+    requireLength(`${what}: binding "tokens"`, args.tokens, n, "[N]");
+    const shape = rows === vocab ? "[V, C]" : `rows [${first}, ${first + rows}) of [V, C]`;
+    return Object.assign([n, c, vocab, first, rows], { shape });
   }
 }

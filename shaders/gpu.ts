@@ -77,6 +77,13 @@ export interface GpuRuntimeOptions {
    * the same shapes, so the cache stays small; varying scalars (a per-step `alpha`) would grow it.
    */
   readonly uniformCacheLimit?: number;
+  /**
+   * Lower `maxStorageBufferBindingSize` to this many bytes (default: the adapter's maximum).
+   * Everything that splits work by binding size reads `rt.limits`, so tests force the splitting
+   * of embedding, LM head, logits, optimizer state and reductions on a tiny model this way; a
+   * binding over it is refused as one over the device's limit would be.
+   */
+  readonly maxBindingBytes?: number;
 }
 
 /** Limits requested at the adapter's maximum: large storage bindings and buffers for training. */
@@ -91,6 +98,22 @@ const WANTED_LIMITS = [
   "maxComputeWorkgroupsPerDimension",
   "maxStorageBuffersPerShaderStage",
 ] as const;
+
+/**
+ * A plain copy of `limits` (WebGPU's object cannot be subclassed or wrapped: its getters check
+ * their receiver) with `maxStorageBufferBindingSize` at most `maxBindingBytes`.
+ */
+function cappedLimits(limits: GPUSupportedLimits, maxBindingBytes?: number): GPUSupportedLimits {
+  const copy: Record<string, number> = {};
+  for (const key in limits) {
+    const value = (limits as unknown as Record<string, unknown>)[key];
+    if (typeof value === "number") copy[key] = value;
+  }
+  if (maxBindingBytes !== undefined) {
+    copy.maxStorageBufferBindingSize = Math.min(copy.maxStorageBufferBindingSize, maxBindingBytes);
+  }
+  return Object.freeze(copy) as unknown as GPUSupportedLimits;
+}
 
 /** `DENO_WEBGPU_BACKEND`, or undefined when unset or when env access is not permitted. */
 function backendEnv(): string | undefined {
@@ -325,14 +348,16 @@ export class GpuRuntime {
   #lost: GpuDeviceLostError | undefined;
   #uncaptured: GpuStageError | undefined;
   #disposed = false;
+  readonly #limits: GPUSupportedLimits;
 
   private constructor(
     adapter: GPUAdapter,
     device: GPUDevice,
     profile: TuningProfile,
-    uniformLimit: number,
+    options: { uniformLimit: number; maxBindingBytes?: number },
   ) {
-    this.#uniformLimit = uniformLimit;
+    this.#uniformLimit = options.uniformLimit;
+    this.#limits = cappedLimits(device.limits, options.maxBindingBytes);
     this.adapter = adapter;
     this.device = device;
     this.info = adapter.info;
@@ -395,12 +420,22 @@ export class GpuRuntime {
     if (!Number.isInteger(limit) || limit < 1) {
       throw new RangeError(`uniformCacheLimit must be a positive integer, got ${limit}`);
     }
-    return new GpuRuntime(adapter, device, options.profile ?? profileFor(adapter.info), limit);
+    const cap = options.maxBindingBytes;
+    if (cap !== undefined && (!Number.isInteger(cap) || cap < 256 || cap % 4 !== 0)) {
+      throw new RangeError(`maxBindingBytes must be a multiple of 4, at least 256, got ${cap}`);
+    }
+    return new GpuRuntime(adapter, device, options.profile ?? profileFor(adapter.info), {
+      uniformLimit: limit,
+      maxBindingBytes: cap,
+    });
   }
 
-  /** The device's limits (as granted: the adapter's maxima for the ones training needs). */
+  /**
+   * The device's limits (as granted: the adapter's maxima for the ones training needs), with
+   * `maxStorageBufferBindingSize` lowered to the `maxBindingBytes` option when one was given.
+   */
   get limits(): GPUSupportedLimits {
-    return this.device.limits;
+    return this.#limits;
   }
 
   /** One-line adapter description for logs and benchmarks. */

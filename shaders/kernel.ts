@@ -73,6 +73,50 @@ export function bindTensors(
   });
 }
 
+/** One block of {@link rowBlocks}: rows `[start, start + rows)`. */
+export interface RowBlock {
+  readonly start: number;
+  readonly rows: number;
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
+/**
+ * Splits `rows` rows of `rowBytes` bytes into consecutive blocks that each fit in one storage
+ * binding of `maxBytes` and start at a multiple of `alignBytes` (the device's
+ * `minStorageBufferOffsetAlignment`) from the tensor's start; every block but the last has the
+ * same size, a multiple of `multipleOf` rows (default 1). One block when the whole tensor fits.
+ * Throws a RangeError when not even one aligned
+ * group of rows fits.
+ */
+export function rowBlocks(
+  rows: number,
+  rowBytes: number,
+  options: { maxBytes: number; alignBytes: number; multipleOf?: number },
+): RowBlock[] {
+  requireDims("rowBlocks", { rows, rowBytes });
+  const { maxBytes, alignBytes } = options;
+  if (rows * rowBytes <= maxBytes) return [{ start: 0, rows }];
+  const aligned = alignBytes / gcd(alignBytes, rowBytes);
+  const multiple = options.multipleOf ?? 1;
+  const step = aligned / gcd(aligned, multiple) * multiple;
+  const per = Math.floor(maxBytes / rowBytes / step) * step;
+  if (per < 1) {
+    throw new RangeError(
+      `rows of ${rowBytes} bytes cannot be split into blocks of at most ${maxBytes} bytes ` +
+        `starting at multiples of ${alignBytes} bytes (${step} rows at least)`,
+    );
+  }
+  const out: RowBlock[] = [];
+  for (let start = 0; start < rows; start += per) {
+    out.push({ start, rows: Math.min(per, rows - start) });
+  }
+  return out;
+}
+
 /** `ceil(a / b)` for positive integers. */
 export function ceilDiv(a: number, b: number): number {
   return Math.floor((a + b - 1) / b);

@@ -64,8 +64,14 @@ export interface MatmulArgs {
   readonly k: number;
   /** Operand layout (default `"nn"`). */
   readonly layout?: MatmulLayout;
-  /** Add into C instead of overwriting it (gradient accumulation). */
-  readonly accumulate?: boolean;
+  /**
+   * `true`: add the product into C (`c = alpha·a·b + c`: gradient accumulation). `"chain"`: carry
+   * on C's sum term by term (each output's accumulator starts at C and every product is added to
+   * it in K order), so a reduction split over K into consecutive calls gives the same bits as one
+   * call over all of K (the LM head's input gradient over vocabulary blocks). Needs `alpha` 1 and
+   * a variant whose sums run along K one term at a time (`outer`, `scalar`, `tiled`; not `dot`).
+   */
+  readonly accumulate?: boolean | "chain";
   /** Scale of the product (default 1): `c = alpha·a·b (+ c)`. */
   readonly alpha?: number;
   /** Number of independent products (default 1), one per `stride` step of each operand. */
@@ -81,6 +87,12 @@ export interface MatmulArgs {
    * in half precision) and needs the device's `shader-f16` (`rt.hasF16`); sums stay f32.
    */
   readonly inputType?: MatmulInputType;
+  /**
+   * Run this kernel variant instead of the fastest valid one (a RangeError if the shape does not
+   * allow it). Callers that split one product into several calls use it to keep every part on the
+   * variant the whole product would use, so the split gives the same bits.
+   */
+  readonly variant?: MatmulVariant;
 }
 
 /**
@@ -112,20 +124,15 @@ export class Matmul {
 
   /** The kernel variant {@link encode} will use for these arguments. */
   variant(args: MatmulArgs): MatmulVariant {
-    if (this.tiling.strategy === "tiled") return "tiled";
-    const layout = args.layout ?? "nn";
-    const s = strides(args);
-    const aligned16 = (v: TensorView) => resolveView(v).offset % 16 === 0;
-    if (layout === "nt") {
-      const ok = args.k % 4 === 0 && s.a % 4 === 0 && s.b % 4 === 0 && aligned16(args.a) &&
-        aligned16(args.b);
-      if (!ok) return "scalar";
-      const outerOk = args.n % 4 === 0 && s.c % 4 === 0 && aligned16(args.c);
-      return outerOk ? "transposed" : "dot";
+    const usable = matmulVariants(args, this.tiling);
+    if (args.variant === undefined) return usable[0];
+    if (!usable.includes(args.variant)) {
+      throw new RangeError(
+        `matmul ${args.layout ?? "nn"} [m, n, k] = [${args.m}, ${args.n}, ${args.k}]: variant ` +
+          `"${args.variant}" cannot run this shape or alignment here; usable: ${usable.join(", ")}`,
+      );
     }
-    const ok = args.n % 4 === 0 && s.b % 4 === 0 && s.c % 4 === 0 && aligned16(args.b) &&
-      aligned16(args.c);
-    return ok ? "outer" : "scalar";
+    return args.variant;
   }
 
   /** Encode `c = alpha·op(a)·op(b) (+ c)` into `pass`. */
@@ -162,6 +169,16 @@ export class Matmul {
     requireLength(`matmul ${layout}: binding "b" (${type})`, args.b, bNeed, bShape, bytes);
     requireLength(`matmul ${layout}: binding "c"`, args.c, (batch - 1) * s.c + m * n, `[m, n]`);
     const variant = this.variant(args);
+    if (args.accumulate === "chain") {
+      if ((args.alpha ?? 1) !== 1) {
+        throw new RangeError(`matmul: accumulate "chain" needs alpha 1, got ${args.alpha}`);
+      }
+      if (variant === "dot") {
+        throw new RangeError(
+          'matmul: accumulate "chain" cannot run on the "dot" variant (its sums are not in K order)',
+        );
+      }
+    }
     if (variant === "transposed") {
       this.#encodeTransposed(pass, args, batch, s, type);
       return;
@@ -185,7 +202,7 @@ export class Matmul {
       m,
       n,
       k,
-      args.accumulate ? 1 : 0,
+      args.accumulate === "chain" ? 2 : args.accumulate ? 1 : 0,
       f32Bits(args.alpha ?? 1),
       s.a,
       s.b,
@@ -250,8 +267,30 @@ export class Matmul {
     const scratch = { buffer: this.#scratch, size: bytes };
     const group = bindTensors(this.#rt, pipeline, [n, k, s.b, n * k], [args.b, scratch]);
     dispatch(pass, pipeline, group, [ceilDiv(k / 4, wg[0]), ceilDiv(n / 4, wg[1]), batch]);
-    this.encode(pass, { ...args, b: scratch, layout: "nn", strideB: n * k });
+    this.encode(pass, { ...args, b: scratch, layout: "nn", strideB: n * k, variant: "outer" });
   }
+}
+
+/**
+ * The variants that can run `args` under `tiling`, fastest first (the first is the default):
+ * `tiled` alone on GPU tilings; on CPU tilings `transposed` then `dot` for `nt` with aligned vec4
+ * operands, `outer` for `nn`/`tn` with vec4 rows of B and C, and `scalar` always.
+ */
+export function matmulVariants(args: MatmulArgs, tiling: MatmulTiling): MatmulVariant[] {
+  if (tiling.strategy === "tiled") return ["tiled"];
+  const layout = args.layout ?? "nn";
+  const s = strides(args);
+  const aligned16 = (v: TensorView) => resolveView(v).offset % 16 === 0;
+  if (layout === "nt") {
+    const ok = args.k % 4 === 0 && s.a % 4 === 0 && s.b % 4 === 0 && aligned16(args.a) &&
+      aligned16(args.b);
+    if (!ok) return ["scalar"];
+    const outerOk = args.n % 4 === 0 && s.c % 4 === 0 && aligned16(args.c);
+    return outerOk ? ["transposed", "dot", "scalar"] : ["dot", "scalar"];
+  }
+  const ok = args.n % 4 === 0 && s.b % 4 === 0 && s.c % 4 === 0 && aligned16(args.b) &&
+    aligned16(args.c);
+  return ok ? ["outer", "scalar"] : ["scalar"];
 }
 
 function strides(args: MatmulArgs): { a: number; b: number; c: number } {

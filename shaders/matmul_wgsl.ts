@@ -3,8 +3,8 @@
  * generated with the loops fully unrolled over each invocation's output block.
  *
  * Every kernel shares one uniform block, `MatmulParams` (8 u32 words):
- * `m, n, k, accumulate, alpha (f32 bits), strideA, strideB, strideC` (strides in elements, one
- * matrix per `z` workgroup index), and the bindings `1: a`, `2: b`, `3: c` (read-write).
+ * `m, n, k, accumulate (0 overwrite, 1 add, 2 chain), alpha (f32 bits), strideA, strideB, strideC`
+ * (strides in elements, one matrix per `z` workgroup index), and the bindings `1: a`, `2: b`, `3: c` (read-write).
  *
  * Layouts (row-major): `nn` C[M,N] = A[M,K]·B[K,N]; `nt` C = A[M,K]·B[N,K]ᵀ;
  * `tn` C = A[K,M]ᵀ·B[K,N]. The result is `alpha·(A·B) + (accumulate ? C : 0)`.
@@ -41,9 +41,17 @@ function range(n: number): number[] {
   return Array.from({ length: n }, (_, i) => i);
 }
 
-/** The final write of one output: scale, optionally add the old value, store. */
+/**
+ * The final write of one output: scale, add the old value when accumulating (1), store. In chain
+ * mode (2) the accumulator already started from the old value and alpha is 1.
+ */
 function storeExpr(target: string, value: string): string {
-  return `{ var v = ${value} * p.alpha; if (p.accumulate != 0u) { v += ${target}; } ${target} = v; }`;
+  return `{ var v = ${value} * p.alpha; if (p.accumulate == 1u) { v += ${target}; } ${target} = v; }`;
+}
+
+/** Chain mode (2): start `acc` from the output it will be stored to (`index` is clamped). */
+function chainStart(acc: string, index: string): string {
+  return `if (p.accumulate == 2u) { ${acc} = c[${index}]; }`;
 }
 
 /**
@@ -83,6 +91,13 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 ${I.map((i) => `  let ra${i} = ${rowOff(i)};`).join("\n")}
 ${J.map((j) => `  let cc${j} = min(c0 + ${j}u, nv - 1u);`).join("\n")}
 ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = vec4<f32>();`)).join("\n")}
+${
+    I.flatMap((i) =>
+      J.map((j) =>
+        `  ${chainStart(`acc${i}_${j}`, `cb + min(r0 + ${i}u, p.m - 1u) * nv + cc${j}`)}`
+      )
+    ).join("\n")
+  }
   for (var kk = 0u; kk < p.k; kk++) {
     let bk = bb + kk * nv;
     let ak = ab + kk * p.m;
@@ -192,6 +207,10 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
 ${I.map((i) => `  let ri${i} = min(r0 + ${i}u, p.m - 1u);`).join("\n")}
 ${J.map((j) => `  let q${j} = min(c0 + ${j}u, p.n - 1u);`).join("\n")}
 ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = 0.0;`)).join("\n")}
+${
+    I.flatMap((i) => J.map((j) => `  ${chainStart(`acc${i}_${j}`, `cb + ri${i} * p.n + q${j}`)}`))
+      .join("\n")
+  }
   for (var kk = 0u; kk < p.k; kk++) {
 ${J.map((j) => `    let b${j} = ${e.s(`b[bb + ${bIndex(layout, "kk", `q${j}`)}]`)};`).join("\n")}
 ${
@@ -248,6 +267,19 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
   let bb = wid.z * p.stride_b;
   let cb = wid.z * p.stride_c;
 ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = 0.0;`)).join("\n")}
+${
+    I.flatMap((i) =>
+      J.map((j) =>
+        `  ${
+          chainStart(
+            `acc${i}_${j}`,
+            `cb + min(row0 + lid.y + ${i * wy}u, p.m - 1u) * p.n + ` +
+              `min(col0 + lid.x + ${j * wx}u, p.n - 1u)`,
+          )
+        }`
+      )
+    ).join("\n")
+  }
   for (var k0 = 0u; k0 < p.k; k0 += ${bk}u) {
     for (var e = li; e < ${bm * bk}u; e += ${threads}u) {
       let mm = ${aMajorK ? `e / ${bk}u` : `e % ${bm}u`};

@@ -42,6 +42,8 @@ export {
   MAX_GRID,
   requireDims,
   requireLength,
+  type RowBlock,
+  rowBlocks,
 } from "./kernel.ts";
 export {
   Matmul,
@@ -49,6 +51,7 @@ export {
   type MatmulInputType,
   type MatmulLayout,
   type MatmulVariant,
+  matmulVariants,
 } from "./matmul.ts";
 export { Elementwise, type ElementwiseOp } from "./elementwise.ts";
 export { CHUNK_ITEMS, SumOfSquares, type SumsqInput } from "./sumsq.ts";
@@ -75,6 +78,8 @@ export { SwiGlu, type SwiGluBackwardArgs, type SwiGluForwardArgs } from "./swigl
 export {
   CrossEntropy,
   type CrossEntropyBackwardArgs,
+  type CrossEntropyBlock,
+  type CrossEntropyBlockedArgs,
   type CrossEntropyDims,
   type CrossEntropyForwardArgs,
   IGNORE_INDEX,

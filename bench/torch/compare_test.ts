@@ -1,0 +1,142 @@
+import assert from "node:assert/strict";
+import { writeModelDir } from "../../model/checkpoint.ts";
+import { readLlamaConfig } from "../../model/hf_config.ts";
+import { initParams, llamaParamLayout } from "../../model/params.ts";
+import { GpuRuntime } from "../../shaders/gpu.ts";
+import { parseCompareArgs } from "./cli.ts";
+import { runComparison } from "./compare.ts";
+import { runEngineSteps } from "./engine_step.ts";
+import { corpusBatch, encodeTokenFile } from "./inputs.ts";
+import { compareReports } from "./report.ts";
+import {
+  findTorchPython,
+  pythonCandidates,
+  runTorchSteps,
+  SCRIPT_PATH,
+  TorchRunError,
+  TorchUnavailableError,
+} from "./torch_runner.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const TINY = `${ROOT}config/models/llama-tiny`;
+const CORPUS = `${ROOT}data/corpus/brown/train`;
+
+/** A Python with torch, or why there is none (CI has none: the torch tests are then skipped). */
+const torchPython = await findTorchPython(pythonCandidates(undefined, Deno.env.get("PYTHON")))
+  .then((p) => p.python, (e: TorchUnavailableError) => e);
+const noTorch = typeof torchPython !== "string";
+
+function options(extra: string[]) {
+  const o = parseCompareArgs([`--config=${TINY}`, `--data=${CORPUS}`, ...extra]);
+  assert.ok(o !== "help");
+  return o;
+}
+
+Deno.test("runComparison without torch still runs the engine, keeps the inputs and says what is missing", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const lines: string[] = [];
+    const run = await runComparison(
+      options([
+        "--batch=2",
+        "--seq-len=16",
+        "--warmup=1",
+        "--steps=1",
+        "--python=/nonexistent/py",
+        `--work-dir=${dir}`,
+      ]),
+      { write: (l) => lines.push(l) },
+    );
+    assert.equal(run.torch, null);
+    assert.equal(run.comparison, null);
+    assert.ok(run.unavailable instanceof TorchUnavailableError);
+    assert.deepEqual(run.unavailable.tried, [{ python: "/nonexistent/py", reason: "not found" }]);
+    assert.equal(run.ours.losses.length, 2);
+    // Seeded init on a 512-token vocabulary: the first loss is near ln 512.
+    assert.ok(Math.abs(run.ours.losses[0] - Math.log(512)) < 0.1, `${run.ours.losses[0]}`);
+    assert.match(lines[0], /llama-tiny: 0\.14M params, batch 2 x 16 tokens/);
+    assert.match(lines.at(-1)!, /^engine only: loss at step 0 /);
+    assert.equal((await Deno.stat(`${dir}/tokens.u32`)).size, 2 * 16 * 4);
+    assert.ok((await Deno.stat(`${dir}/model/model.safetensors`)).isFile);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test({
+  name: "PyTorch agrees with the engine on the tiny model (loss, gradient norms, last loss)",
+  ignore: noTorch,
+  async fn() {
+    const run = await runComparison(
+      options(["--batch=2", "--seq-len=32", "--warmup=1", "--steps=2", `--python=${torchPython}`]),
+      { write: () => {} },
+    );
+    assert.ok(run.comparison !== null && run.torch !== null);
+    for (const row of run.comparison.rows) {
+      assert.ok(row.ok, `${row.quantity}: ${row.ours} vs ${row.torch} (${row.relDiff})`);
+    }
+    assert.equal(run.torch.engine, "pytorch-eager");
+  },
+});
+
+Deno.test({
+  name: "the comparison catches a wrong model: PyTorch with interleaved RoPE pairs fails it",
+  ignore: noTorch,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const config = await readLlamaConfig(`${TINY}/config.json`);
+      const layout = llamaParamLayout(config);
+      const weights = initParams(layout, config, 1);
+      const B = 2, T = 32;
+      const tokens = await corpusBatch(CORPUS, {
+        batch: B,
+        seqLen: T,
+        vocabSize: config.vocabSize,
+      });
+      await Deno.writeFile(`${dir}/tokens.u32`, encodeTokenFile(tokens));
+      const source = await Deno.readTextFile(SCRIPT_PATH);
+      const honest = "emb = torch.cat((angles, angles), dim=-1)";
+      assert.ok(source.includes(honest));
+      await Deno.writeTextFile(
+        `${dir}/wrong.py`,
+        source.replace(honest, "emb = angles.repeat_interleave(2, dim=-1)"),
+      );
+      const shape = { batch: B, seqLen: T, warmup: 1, steps: 1, lr: 1e-3 };
+      using rt = await GpuRuntime.create();
+      // BF16 and F16 weights too: both sides decode the same stored values.
+      for (const dtype of ["F32", "BF16", "F16"] as const) {
+        await writeModelDir(`${dir}/${dtype}`, { config, layout, weights, dtype });
+        const ours = await runEngineSteps(rt, { ...shape, modelDir: `${dir}/${dtype}`, tokens });
+        const io = {
+          modelDir: `${dir}/${dtype}`,
+          tokensFile: `${dir}/tokens.u32`,
+          device: "cpu",
+        } as const;
+        const torch = await runTorchSteps(torchPython as string, { ...shape, ...io });
+        assert.ok(compareReports(ours, torch).ok, `${dtype} weights disagree`);
+        if (dtype !== "F32") continue;
+        const wrong = await runTorchSteps(torchPython as string, { ...shape, ...io }, {
+          script: `${dir}/wrong.py`,
+        });
+        const c = compareReports(ours, wrong);
+        assert.equal(c.ok, false);
+        assert.ok(!c.rows[2].ok, "the worst tensor's gradient norm is beyond tolerance");
+      }
+      // A token file of the wrong size is rejected with the sizes.
+      await assert.rejects(
+        runTorchSteps(torchPython as string, {
+          ...shape,
+          batch: 3,
+          modelDir: `${dir}/F32`,
+          tokensFile: `${dir}/tokens.u32`,
+          device: "cpu",
+        }),
+        (e) =>
+          e instanceof TorchRunError && /256 bytes, expected 384 \(3 x 32 uint32/.test(e.message),
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

@@ -1,0 +1,83 @@
+import assert from "node:assert/strict";
+import { parseLlamaConfig } from "../../model/hf_config.ts";
+import { initParams, llamaParamLayout, paramView } from "../../model/params.ts";
+import { referenceLossAndGrad } from "../../model/reference.ts";
+import { GpuRuntime } from "../../shaders/gpu.ts";
+import { runEngineSteps, tensorNorms } from "./engine_step.ts";
+import { writeSeededModel } from "./inputs.ts";
+
+const CONFIG = parseLlamaConfig({
+  hidden_size: 32,
+  intermediate_size: 48,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  vocab_size: 61,
+  max_position_embeddings: 64,
+  rms_norm_eps: 1e-5,
+});
+const LAYOUT = llamaParamLayout(CONFIG);
+
+Deno.test("tensorNorms gives each tensor's L2 norm by name and checks the length", () => {
+  const flat = new Float32Array(LAYOUT.totalSize);
+  paramView(LAYOUT, flat, "model.norm.weight").set([3, 4]);
+  const norms = tensorNorms(LAYOUT, flat);
+  assert.equal(Object.keys(norms).length, LAYOUT.entries.length);
+  assert.equal(norms["model.norm.weight"], 5);
+  assert.equal(norms["lm_head.weight"], 0);
+  assert.throws(() => tensorNorms(LAYOUT, new Float32Array(3)), /expected \d+ floats, found 3/);
+});
+
+Deno.test("runEngineSteps: step 0's loss and gradient norms are the f64 reference's", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await writeSeededModel(dir, CONFIG, 3);
+    const B = 2, T = 9;
+    const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 37 + 5) % CONFIG.vocabSize);
+    let now = 0;
+    using rt = await GpuRuntime.create();
+    const r = await runEngineSteps(rt, {
+      modelDir: dir,
+      tokens,
+      batch: B,
+      seqLen: T,
+      warmup: 1,
+      steps: 2,
+      lr: 1e-3,
+      clock: () => (now += 5), // every step takes 5 "ms"
+    });
+    const ref = referenceLossAndGrad(CONFIG, LAYOUT, initParams(LAYOUT, CONFIG, 3), {
+      tokens,
+      count: B,
+      seqLen: T,
+    });
+    assert.equal(r.losses.length, 3);
+    // f32 against f64 over a few hundred terms: relative error ~1e-6.
+    assert.ok(Math.abs(r.losses[0] - ref.loss) < 1e-5 * ref.loss, `${r.losses[0]} vs ${ref.loss}`);
+    assert.ok(r.losses[2] < r.losses[0], "AdamW steps on one batch lower its loss");
+    const refNorms = tensorNorms(LAYOUT, Float32Array.from(ref.grads));
+    for (const [name, want] of Object.entries(refNorms)) {
+      const got = r.gradNorms0[name];
+      assert.ok(Math.abs(got - want) <= 1e-4 * want + 1e-9, `${name}: ${got} vs ${want}`);
+    }
+    const total = Math.hypot(...Object.values(refNorms));
+    assert.ok(Math.abs(r.gradNorm0 - total) < 1e-4 * total, `${r.gradNorm0} vs ${total}`);
+    assert.deepEqual(r.stepMs, [5, 5]);
+    assert.equal(r.medianStepMs, 5);
+    assert.deepEqual([r.params, r.batch, r.seqLen], [LAYOUT.paramCount, B, T]);
+    await assert.rejects(
+      runEngineSteps(rt, {
+        modelDir: dir,
+        tokens,
+        batch: B,
+        seqLen: T,
+        warmup: 0,
+        steps: 1,
+        lr: 1,
+      }),
+      /warmup must be >= 1/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,466 @@
+#!/usr/bin/env python3
+"""One Llama training step in plain eager PyTorch, timed: the baseline of `deno task bench-torch`.
+
+Reads a Hugging Face Llama folder (config.json + model.safetensors, F32/BF16/F16 tensors) and a
+batch of token ids, trains for `--warmup + --steps` steps on that one batch (forward, mean
+cross-entropy, backward, global gradient-norm clipping, AdamW) in fp32, and prints one JSON object:
+the loss of every step, the gradient norm of the first step (global and per tensor, before
+clipping) and the step times of the timed steps.
+
+The model is written out here from the HF Llama architecture (no `transformers`):
+
+    x = embed[tokens]                                    [B, T, C]
+    per layer:  h = rmsnorm(x) * w_in
+                q, k, v = h Wq^T, h Wk^T, h Wv^T          [B, T, NH*HD], [B, T, NKV*HD] x2
+                q, k = rope(q), rope(k)                   (rotate-half: pairs i and i + HD/2)
+                a = softmax(q k^T / sqrt(HD), causal) v   (query head h reads kv head h // (NH/NKV))
+                x = x + a Wo^T
+                h = rmsnorm(x) * w_post
+                x = x + (silu(h Wg^T) * h Wu^T) Wd^T
+    logits = (rmsnorm(x) * w_norm) Wlm^T                  (Wlm = embed when tie_word_embeddings)
+    loss = mean over b and t < T-1 of cross_entropy(logits[b, t], tokens[b, t+1])
+
+The optimizer is `torch.optim.AdamW` after `torch.nn.utils.clip_grad_norm_`, the same update the
+Deno engine's AdamW applies (optimizer/adamw.ts). Matmuls stay in true fp32 (TF32 is switched off).
+
+Usage:
+    python3 bench/torch/llama_step.py --model DIR --tokens FILE --batch B --seq-len T \
+        [--steps 5] [--warmup 2] [--lr 1e-3] [--device cpu|cuda] [--threads N]
+
+FILE holds B*T token ids as little-endian uint32, sequence after sequence. Needs only Python 3.8+
+and PyTorch 1.13 or later (numpy is not needed). Errors go to stderr with exit status 1 (bad
+input) or 2 (bad command line).
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import struct
+import sys
+import time
+
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+except ImportError as _e:  # the Deno side reads this line to say what is missing
+    sys.stderr.write(f"llama_step.py: PyTorch is not importable: {_e}\n")
+    sys.exit(3)
+
+
+class InputError(Exception):
+    """A model folder, weights file or token file that cannot be used; the message says why."""
+
+
+# ---------------------------------------------------------------------------------------------
+# config.json
+
+# Keys with one supported value: anything else would need maths this model does not implement.
+_REQUIRED_VALUES = {
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "mlp_bias": False,
+    "rope_scaling": None,
+    "pretraining_tp": 1,
+}
+
+
+def read_config(path):
+    """Parses config.json into a dict of the hyperparameters this model uses."""
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            raw = json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError(f'cannot read "{path}": {e}') from e
+    if not isinstance(raw, dict):
+        raise InputError(f'"{path}" must hold a JSON object')
+    for key, want in _REQUIRED_VALUES.items():
+        if key in raw and raw[key] != want:
+            raise InputError(
+                f'"{path}": key "{key}" is {json.dumps(raw[key])}, '
+                f"only {json.dumps(want)} is supported"
+            )
+
+    def positive_int(key, default=None):
+        v = raw.get(key, default)
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise InputError(
+                f'"{path}": key "{key}" must be a positive integer, found {json.dumps(v)}'
+            )
+        return v
+
+    def positive_number(key, default):
+        v = raw.get(key, default)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0:
+            raise InputError(
+                f'"{path}": key "{key}" must be a positive number, found {json.dumps(v)}'
+            )
+        return float(v)
+
+    hidden = positive_int("hidden_size")
+    heads = positive_int("num_attention_heads")
+    kv_heads = positive_int("num_key_value_heads", heads)
+    if hidden % heads != 0:
+        raise InputError(
+            f'"{path}": num_attention_heads {heads} does not divide hidden_size {hidden}'
+        )
+    if heads % kv_heads != 0:
+        raise InputError(
+            f'"{path}": num_key_value_heads {kv_heads} does not divide num_attention_heads {heads}'
+        )
+    head_dim = raw.get("head_dim") or hidden // heads
+    if head_dim * heads != hidden or head_dim % 2 != 0:
+        raise InputError(f'"{path}": head_dim {head_dim} must be hidden_size / heads and even')
+    tie = raw.get("tie_word_embeddings", False)
+    if not isinstance(tie, bool):
+        raise InputError(f'"{path}": key "tie_word_embeddings" must be true or false')
+    return {
+        "hidden": hidden,
+        "intermediate": positive_int("intermediate_size"),
+        "layers": positive_int("num_hidden_layers"),
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "head_dim": head_dim,
+        "vocab": positive_int("vocab_size"),
+        "eps": positive_number("rms_norm_eps", 1e-6),
+        "theta": positive_number("rope_theta", 10000.0),
+        "tie": tie,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# safetensors: an 8-byte little-endian header length, a JSON header, then the raw tensor bytes.
+
+_DTYPES = {"F32": (torch.float32, 4), "BF16": (torch.bfloat16, 2), "F16": (torch.float16, 2)}
+
+
+def read_safetensors(path):
+    """Returns {name: float32 tensor} of a safetensors file; every range and size is checked."""
+    if sys.byteorder != "little":
+        raise InputError("safetensors data is little-endian; this reader needs such a host")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise InputError(f'cannot read "{path}": {e}') from e
+    if len(data) < 8:
+        raise InputError(f'"{path}": {len(data)} bytes, too short for the 8-byte header length')
+    (header_len,) = struct.unpack("<Q", data[:8])
+    if header_len > len(data) - 8:
+        raise InputError(
+            f'"{path}": header length {header_len} runs past the end of the file '
+            f"({len(data)} bytes)"
+        )
+    try:
+        header = json.loads(data[8 : 8 + header_len].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise InputError(f'"{path}": header is not valid JSON: {e}') from e
+    if not isinstance(header, dict):
+        raise InputError(f'"{path}": header must be a JSON object')
+    body = memoryview(data)[8 + header_len :]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        dtype = info.get("dtype") if isinstance(info, dict) else None
+        if dtype not in _DTYPES:
+            raise InputError(
+                f'"{path}": tensor "{name}" has dtype {json.dumps(dtype)}, '
+                "expected one of F32, BF16, F16"
+            )
+        torch_dtype, size = _DTYPES[dtype]
+        shape, offsets = info.get("shape"), info.get("data_offsets")
+        if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
+            raise InputError(f'"{path}": tensor "{name}" has shape {json.dumps(shape)}')
+        if not (isinstance(offsets, list) and len(offsets) == 2 and 0 <= offsets[0] <= offsets[1]):
+            raise InputError(f'"{path}": tensor "{name}" has data_offsets {json.dumps(offsets)}')
+        begin, end = offsets
+        want = math.prod(shape) * size
+        if end > len(body) or end - begin != want:
+            raise InputError(
+                f'"{path}": tensor "{name}" covers bytes [{begin}, {end}) '
+                f"of a {len(body)}-byte body, "
+                f"expected {want} bytes for shape {shape} {dtype}"
+            )
+        if want == 0:
+            flat = torch.empty(0)
+        else:
+            flat = torch.frombuffer(bytearray(body[begin:end]), dtype=torch_dtype)
+        tensors[name] = flat.to(torch.float32).reshape(shape)
+    return tensors
+
+
+# ---------------------------------------------------------------------------------------------
+# The model. Module names follow HF's LlamaForCausalLM, so state_dict keys are the file's names.
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, width, eps):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+        self.eps = eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.heads, self.kv_heads, self.head_dim = c["heads"], c["kv_heads"], c["head_dim"]
+        self.q_proj = nn.Linear(c["hidden"], c["heads"] * c["head_dim"], bias=False)
+        self.k_proj = nn.Linear(c["hidden"], c["kv_heads"] * c["head_dim"], bias=False)
+        self.v_proj = nn.Linear(c["hidden"], c["kv_heads"] * c["head_dim"], bias=False)
+        self.o_proj = nn.Linear(c["heads"] * c["head_dim"], c["hidden"], bias=False)
+
+    def forward(self, x, cos, sin, mask):
+        b, t, _ = x.shape
+        d = self.head_dim
+        q = self.q_proj(x).view(b, t, self.heads, d).transpose(1, 2)  # [B, NH, T, HD]
+        k = self.k_proj(x).view(b, t, self.kv_heads, d).transpose(1, 2)  # [B, NKV, T, HD]
+        v = self.v_proj(x).view(b, t, self.kv_heads, d).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        group = self.heads // self.kv_heads
+        if group > 1:  # query head h reads kv head h // group
+            k = k.repeat_interleave(group, dim=1)
+            v = v.repeat_interleave(group, dim=1)
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(d) + mask  # [B, NH, T, T]
+        a = torch.softmax(scores, dim=-1) @ v  # [B, NH, T, HD]
+        return self.o_proj(a.transpose(1, 2).reshape(b, t, self.heads * d))
+
+
+class Mlp(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.gate_proj = nn.Linear(c["hidden"], c["intermediate"], bias=False)
+        self.up_proj = nn.Linear(c["hidden"], c["intermediate"], bias=False)
+        self.down_proj = nn.Linear(c["intermediate"], c["hidden"], bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.input_layernorm = RMSNorm(c["hidden"], c["eps"])
+        self.self_attn = Attention(c)
+        self.post_attention_layernorm = RMSNorm(c["hidden"], c["eps"])
+        self.mlp = Mlp(c)
+
+    def forward(self, x, cos, sin, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Backbone(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(c["vocab"], c["hidden"])
+        self.layers = nn.ModuleList(Block(c) for _ in range(c["layers"]))
+        self.norm = RMSNorm(c["hidden"], c["eps"])
+
+
+class LlamaForCausalLM(nn.Module):
+    """HF's Llama maths, eager; `forward(tokens)` returns the mean next-token cross-entropy."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.config = c
+        self.model = Backbone(c)
+        self.lm_head = nn.Linear(c["hidden"], c["vocab"], bias=False)
+        if c["tie"]:
+            self.lm_head.weight = self.model.embed_tokens.weight
+
+    def rope_tables(self, t, device):
+        """cos, sin `[T, HD]` of the angles `pos * theta^(-2i/HD)`, halves repeated (HF's order)."""
+        d = self.config["head_dim"]
+        inv_freq = 1.0 / (self.config["theta"] ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
+        angles = torch.outer(torch.arange(t, dtype=torch.float64), inv_freq)
+        emb = torch.cat((angles, angles), dim=-1)
+        return emb.cos().to(torch.float32).to(device), emb.sin().to(torch.float32).to(device)
+
+    def forward(self, tokens, tables):
+        cos, sin, mask = tables
+        x = self.model.embed_tokens(tokens)
+        for layer in self.model.layers:
+            x = layer(x, cos, sin, mask)
+        logits = self.lm_head(self.model.norm(x))  # [B, T, V]
+        v = logits.shape[-1]
+        return F.cross_entropy(logits[:, :-1].reshape(-1, v), tokens[:, 1:].reshape(-1))
+
+
+def load_model(folder, device):
+    """Builds the model of `folder/config.json` with the weights of `folder/model.safetensors`."""
+    c = read_config(os.path.join(folder, "config.json"))
+    weights_path = os.path.join(folder, "model.safetensors")
+    tensors = read_safetensors(weights_path)
+    if c["tie"]:
+        tensors.pop("lm_head.weight", None)  # the head is the embedding
+    for name in [n for n in tensors if n.endswith("self_attn.rotary_emb.inv_freq")]:
+        del tensors[name]  # a buffer older HF checkpoints carry, not a parameter
+    model = LlamaForCausalLM(c)
+    expected = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    for name, shape in expected.items():
+        if name not in tensors:
+            raise InputError(f'"{weights_path}": tensor "{name}" is missing')
+        if tuple(tensors[name].shape) != shape:
+            raise InputError(
+                f'"{weights_path}": tensor "{name}" has shape {list(tensors[name].shape)}, '
+                f"expected {list(shape)}"
+            )
+    for name in tensors:
+        if name not in expected:
+            raise InputError(
+                f'"{weights_path}": unexpected tensor "{name}" (not part of this config)'
+            )
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(tensors[name])
+    return model.to(device), c
+
+
+def read_tokens(path, batch, seq_len, vocab):
+    """`[B, T]` int64 token ids from a little-endian uint32 file of exactly B*T ids."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise InputError(f'cannot read "{path}": {e}') from e
+    want = batch * seq_len * 4
+    if len(data) != want:
+        raise InputError(
+            f'"{path}": {len(data)} bytes, expected {want} ({batch} x {seq_len} uint32 token ids)'
+        )
+    ids = struct.unpack(f"<{batch * seq_len}I", data)
+    for i, t in enumerate(ids):
+        if t >= vocab:
+            raise InputError(
+                f'"{path}": token {t} at position {i} (byte offset {4 * i}) '
+                f"is outside the vocabulary ({vocab})"
+            )
+    return torch.tensor(ids, dtype=torch.int64).view(batch, seq_len)
+
+
+def loaded_blas():
+    """Paths of the BLAS/LAPACK libraries mapped into this process (Linux), for the report."""
+    try:
+        with open("/proc/self/maps", "r", encoding="utf-8") as f:
+            paths = {line.split()[-1] for line in f if "blas" in line or "mkl" in line}
+        return sorted(p for p in paths if p.startswith("/"))
+    except OSError:
+        return []
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, help="HF folder: config.json + model.safetensors")
+    p.add_argument("--tokens", required=True, help="B*T little-endian uint32 token ids")
+    p.add_argument("--batch", type=int, required=True, help="B: sequences per step")
+    p.add_argument("--seq-len", type=int, required=True, help="T: tokens per sequence (>= 2)")
+    p.add_argument("--steps", type=int, default=5, help="timed steps (default 5)")
+    p.add_argument("--warmup", type=int, default=2, help="untimed steps first (default 2)")
+    p.add_argument("--lr", type=float, default=1e-3, help="constant learning rate (default 1e-3)")
+    p.add_argument("--beta1", type=float, default=0.9)
+    p.add_argument("--beta2", type=float, default=0.95)
+    p.add_argument("--eps", type=float, default=1e-8)
+    p.add_argument("--weight-decay", type=float, default=0.1)
+    p.add_argument("--max-grad-norm", type=float, default=1.0, help="0 disables clipping")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--threads", type=int, default=0, help="CPU threads (default: every core)")
+    a = p.parse_args(argv)
+    for name in ("batch", "steps"):
+        if getattr(a, name) < 1:
+            p.error(f"--{name} must be >= 1, found {getattr(a, name)}")
+    if a.seq_len < 2:
+        p.error(f"--seq-len must be >= 2, found {a.seq_len}")
+    if a.warmup < 1:
+        p.error(f"--warmup must be >= 1 (step 0 gives the gradient norms), found {a.warmup}")
+    return a
+
+
+def main(argv):
+    args = parse_args(argv)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise InputError(f"--device cuda: this PyTorch {torch.__version__} sees no CUDA device")
+    if args.device == "cpu":
+        torch.set_num_threads(args.threads or os.cpu_count() or 1)
+    # True fp32 everywhere: TF32 would change the maths being compared.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    device = torch.device(args.device)
+    model, c = load_model(args.model, device)
+    tokens = read_tokens(args.tokens, args.batch, args.seq_len, c["vocab"]).to(device)
+    cos, sin = model.rope_tables(args.seq_len, device)
+    causal = torch.full((args.seq_len, args.seq_len), float("-inf"), device=device).triu(1)
+    tables = (cos, sin, causal)
+    params = list(model.parameters())
+    opt = torch.optim.AdamW(
+        params,
+        lr=args.lr,
+        betas=(args.beta1, args.beta2),
+        eps=args.eps,
+        weight_decay=args.weight_decay,
+    )
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+
+    losses, times_ms = [], []
+    grad_norm0, grad_norms0 = None, None
+    for step in range(args.warmup + args.steps):
+        sync()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = model(tokens, tables)
+        loss.backward()
+        if step == 0:
+            # Per-tensor norms before clipping, summed in f64: PyTorch 1.13's f32 norm of an
+            # 8M-element tensor can be off by 2e-4, more than the differences being measured.
+            # Untimed (step 0 is a warm-up step).
+            grad_norms0 = {n: p.grad.double().norm().item() for n, p in model.named_parameters()}
+            grad_norm0 = math.sqrt(sum(v * v for v in grad_norms0.values()))
+        if args.max_grad_norm > 0:
+            nn.utils.clip_grad_norm_(params, args.max_grad_norm)
+        opt.step()
+        loss_value = loss.item()  # waits for the step, like the engine's stats readback
+        sync()
+        elapsed = (time.perf_counter() - t0) * 1000
+        if not math.isfinite(loss_value):
+            raise InputError(f"step {step}: loss is {loss_value}")
+        losses.append(loss_value)
+        if step >= args.warmup:
+            times_ms.append(elapsed)
+
+    report = {
+        "engine": "pytorch-eager",
+        "version": torch.__version__,
+        "device": args.device,
+        "deviceName": torch.cuda.get_device_name(device) if args.device == "cuda" else "cpu",
+        "threads": torch.get_num_threads(),
+        "blas": loaded_blas(),
+        "params": sum(p.numel() for p in params),
+        "batch": args.batch,
+        "seqLen": args.seq_len,
+        "losses": losses,
+        "gradNorm0": grad_norm0,
+        "gradNorms0": grad_norms0,
+        "stepMs": times_ms,
+        "medianStepMs": statistics.median(times_ms),
+    }
+    json.dump(report, sys.stdout)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1:])
+    except InputError as e:
+        sys.stderr.write(f"llama_step.py: {e}\n")
+        sys.exit(1)

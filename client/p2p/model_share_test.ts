@@ -54,7 +54,10 @@ Deno.test("a joiner fetches every tensor, verified and spread over the providers
   );
   try {
     const [a, b, c] = await Promise.all(
-      nodes.map((node) => PayloadService.start(node, { retry: { retries: 0 } })),
+      // Tensors (5000+ bytes) move over the bulk path, the manifest in-band.
+      nodes.map((node) =>
+        PayloadService.start(node, { retry: { retries: 0 }, bulk: { minBytes: 4096 } })
+      ),
     );
     for (const node of nodes.slice(1)) await node.connect(nodes[0].addresses()[0]);
     await nodes[2].connect(nodes[1].addresses()[0]);
@@ -66,6 +69,8 @@ Deno.test("a joiner fetches every tensor, verified and spread over the providers
     const fetched = await fetchModel(c, { providers: [keys[0], keys[1]] });
     assert.deepEqual(fetched, model);
     assert.ok(a.stats.served >= 3 && b.stats.served >= 3, "both providers served tensors");
+    assert.equal(c.stats.bulkFetched, model.size, "every tensor came over the bulk path");
+    assert.equal(a.stats.bulkServed + b.stats.bulkServed, model.size);
     // c now serves the model too.
     assert.equal(c.store.hashOfName(MANIFEST_NAME), manifestHash);
     // A pinned manifest that nobody has is refused rather than replaced by another.

@@ -14,7 +14,8 @@
  * @module
  */
 import { createP2PNode } from "./node.ts";
-import { DEFAULT_CHUNK_BYTES, PayloadService, sendChunked } from "./payload_service.ts";
+import { DEFAULT_CHUNK_BYTES, PayloadService } from "./payload_service.ts";
+import { sendChunked } from "./payload_stream.ts";
 import { RunGossip } from "./gossip.ts";
 import { testPublic, testSecret } from "./test_util.ts";
 

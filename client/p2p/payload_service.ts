@@ -21,7 +21,6 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import type { Connection, PeerId, Stream } from "@libp2p/interface";
 import type { Multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
@@ -52,11 +51,8 @@ import { TicketBook } from "./bulk_tickets.ts";
 import { Limiter } from "./limiter.ts";
 import type { P2PNode } from "./node.ts";
 import {
-  decodeRequest,
-  decodeResponseHeader,
   encodeRequest,
   encodeResponseHeader,
-  MAX_REQUEST_BYTES,
   PAYLOAD_PROTOCOL,
   type PayloadRequest,
   PayloadWireError,
@@ -64,6 +60,7 @@ import {
   TICKET_BYTES,
 } from "./payload_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
+import { readBody, readHeader, readRequest, sendChunked } from "./payload_stream.ts";
 
 /** Largest payload accepted by default: 512 MiB (a 1.2B model's largest tensor is ~130 MB). */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 512 * 1024 * 1024;
@@ -71,8 +68,6 @@ export const DEFAULT_MAX_PAYLOAD_BYTES = 512 * 1024 * 1024;
 export const DEFAULT_MAX_CONCURRENT_DOWNLOADS = 8;
 /** Bytes per `stream.send` when serving: large enough to amortise per-frame costs. */
 export const DEFAULT_CHUNK_BYTES = 1024 * 1024;
-/** Received bytes hashed per `update` call: fewer, larger calls than one per network chunk. */
-const HASH_BATCH_BYTES = 1024 * 1024;
 /** How long a provider waits for a complete request, by default. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 /**
@@ -582,113 +577,6 @@ export class PayloadService {
       reader.release();
     }
   }
-}
-
-/** Sends `parts` in chunks of at most `chunkBytes`, waiting for drain when the muxer asks. */
-export async function sendChunked(
-  stream: Stream,
-  parts: readonly Uint8Array[],
-  chunkBytes: number,
-): Promise<void> {
-  for (const part of parts) {
-    for (let offset = 0; offset < part.length; offset += chunkBytes) {
-      if (!stream.send(part.subarray(offset, offset + chunkBytes))) await stream.onDrain();
-    }
-  }
-}
-
-/** Reads one request; throws `PayloadWireError` if the bytes are not exactly one request. */
-async function readRequest(reader: StreamReader): Promise<PayloadRequest> {
-  let buffer: Uint8Array = new Uint8Array(0);
-  while (true) {
-    const chunk = await reader.next();
-    if (chunk === undefined) {
-      throw new PayloadWireError(
-        "request",
-        "stream ended before the request was complete",
-        buffer.length,
-      );
-    }
-    buffer = concat(buffer, chunk);
-    if (buffer.length > MAX_REQUEST_BYTES) {
-      throw new PayloadWireError(
-        "request",
-        `longer than ${MAX_REQUEST_BYTES} bytes`,
-        MAX_REQUEST_BYTES,
-      );
-    }
-    const request = decodeRequest(buffer);
-    if (request !== undefined) return request;
-  }
-}
-
-async function readHeader(
-  reader: StreamReader,
-): Promise<{ header: ResponseHeader; rest: Uint8Array }> {
-  let buffer: Uint8Array = new Uint8Array(0);
-  while (true) {
-    const chunk = await reader.next();
-    if (chunk === undefined) {
-      throw new PayloadAttemptError(
-        "protocol",
-        `response ended after ${buffer.length} header bytes`,
-      );
-    }
-    buffer = concat(buffer, chunk);
-    let decoded;
-    try {
-      decoded = decodeResponseHeader(buffer);
-    } catch (error) {
-      throw new PayloadAttemptError("protocol", (error as Error).message, { cause: error });
-    }
-    if (decoded !== undefined) {
-      return { header: decoded.header, rest: buffer.subarray(decoded.size) };
-    }
-  }
-}
-
-/**
- * Reads exactly `length` content bytes (the first of them already in `first`) and hashes them as
- * they arrive, so verification costs no extra pass at the end. Returns the bytes and their hash.
- */
-async function readBody(
-  reader: StreamReader,
-  length: number,
-  first: Uint8Array,
-): Promise<{ bytes: Uint8Array; hash: ContentHash }> {
-  const out = new Uint8Array(length);
-  const hasher = createHash("sha256");
-  let filled = 0;
-  let hashed = 0;
-  let chunk: Uint8Array | undefined = first;
-  while (chunk !== undefined) {
-    if (filled + chunk.length > length) {
-      throw new PayloadAttemptError(
-        "protocol",
-        `provider sent more than the ${length} bytes it declared`,
-      );
-    }
-    out.set(chunk, filled);
-    filled += chunk.length;
-    if (filled - hashed >= HASH_BATCH_BYTES) {
-      hasher.update(out.subarray(hashed, filled));
-      hashed = filled;
-    }
-    chunk = await reader.next();
-  }
-  if (filled < length) {
-    throw new PayloadAttemptError("protocol", `response ended after ${filled} of ${length} bytes`);
-  }
-  hasher.update(out.subarray(hashed, filled));
-  return { bytes: out, hash: hasher.digest("hex") };
-}
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (a.length === 0) return b;
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
 }
 
 /** The IP address in a connection's remote multiaddr, or undefined (DNS, relay, unknown). */

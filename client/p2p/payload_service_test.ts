@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import type { Stream } from "@libp2p/interface";
 import { createP2PNode, type P2PNode } from "./node.ts";
-import { PayloadService, type PayloadServiceOptions, sendChunked } from "./payload_service.ts";
+import { PayloadService, type PayloadServiceOptions } from "./payload_service.ts";
+import { sendChunked } from "./payload_stream.ts";
 import { PayloadFetchError, sleep } from "./fallback.ts";
 import { contentHash, hashToBytes } from "./content_store.ts";
 import { decodeRequest, encodeResponseHeader, PAYLOAD_PROTOCOL } from "./payload_wire.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { Stream } from "@libp2p/interface";
 import { createP2PNode } from "./node.ts";
-import { sendChunked } from "./payload_service.ts";
+import { sendChunked } from "./payload_stream.ts";
 import { StreamReader } from "./stream_reader.ts";
 import { testPublic, testSecret, waitFor } from "./test_util.ts";
 

@@ -29,7 +29,10 @@
  */
 import type { GpuRuntime, GpuStep, TensorView } from "../shaders/gpu.ts";
 import { type RowBlock, rowBlocks } from "../shaders/kernel.ts";
-import type { MatmulArgs } from "../shaders/matmul.ts";
+import type { MatmulArgs, MatmulInputType } from "../shaders/matmul.ts";
+import { CastF16 } from "../shaders/cast.ts";
+import { HalfWeights, matmulWeightNames } from "./half_weights.ts";
+import type { ModelPrecision } from "./precision.ts";
 import type { LlamaConfig } from "./hf_config.ts";
 import { IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
 import { type LayerTensor, layerTensorName, paramEntry, type ParamLayout } from "./params.ts";
@@ -71,6 +74,15 @@ export interface LlamaModelOptions {
   slots: number;
   /** Kernels to use (default: the shaders/ kernels). */
   kernels?: LlamaKernels;
+  /**
+   * Storage precision of the matmul operands (default `"f32"`). `"f16"` (needs `rt.hasF16`) is
+   * mixed precision: the f32 master weights, gradients and optimizer state stay f32; the matmuls
+   * read f16 copies of the weights made at each step's first forward and f16 copies of the
+   * activations only matmuls read (the normed inputs and the SwiGLU output), saved for the
+   * backward in half the memory; gradients, every sum, softmax, cross-entropy and RMSNorm
+   * statistics stay f32.
+   */
+  precision?: ModelPrecision;
 }
 
 /** Llama forward/backward on the GPU. Dispose it to free every buffer it made. */
@@ -87,7 +99,19 @@ export class LlamaModel implements Disposable {
   readonly params: GPUBuffer;
   /** `[P]` gradients, accumulated over the micro-batches of a step. */
   readonly grads: GPUBuffer;
+  /** Storage precision of the matmul operands. */
+  readonly precision: ModelPrecision;
+  /** Bytes of the activations saved from forward to backward (one micro-batch). */
+  readonly activationBytes: number;
   readonly #rt: GpuRuntime;
+  /** f16 weight copies (f16 precision only). */
+  readonly #half: HalfWeights | null = null;
+  /** Saved activations stored as f16. */
+  readonly #halfActs = new Set<GPUBuffer>();
+  /** f32 output of a norm or SwiGLU before its f16 copy, `[N, max(C, F)]` (f16 only). */
+  readonly #tmp32: GPUBuffer | null = null;
+  /** The step whose forward passes read the current f16 weights. */
+  #refreshedIn: GpuStep | null = null;
   readonly #k: LlamaKernels;
   /** Set when the model made its kernels (and so disposes their scratch). */
   readonly #ownKernels: Disposable | null = null;
@@ -142,6 +166,17 @@ export class LlamaModel implements Disposable {
         `weights hold ${weights.length} floats, layout needs ${layout.totalSize}`,
       );
     }
+    const precision = options.precision ?? "f32";
+    if (precision !== "f32" && precision !== "f16") {
+      throw new RangeError(`precision must be "f32" or "f16", got ${JSON.stringify(precision)}`);
+    }
+    if (precision === "f16" && !rt.hasF16) {
+      throw new RangeError(
+        `precision "f16" needs the "shader-f16" feature, which adapter ` +
+          `"${rt.info.description}" does not provide (or was not requested)`,
+      );
+    }
+    this.precision = precision;
     this.#rt = rt;
     if (options.kernels) {
       this.#k = options.kernels;
@@ -159,7 +194,18 @@ export class LlamaModel implements Disposable {
     const H = config.numHeads, KVH = config.numKvHeads;
     const N = microBatch * seqLen;
     const f32 = (label: string, count: number) => this.#buffer(label, count * 4);
+    // Activations only matmuls read: f16 in mixed precision.
+    const mm = (label: string, count: number) => {
+      if (precision === "f32") return f32(label, count);
+      const b = this.#buffer(label, CastF16.bytes(count));
+      this.#halfActs.add(b);
+      return b;
+    };
     this.params = this.#buffer("params", 0, weights);
+    if (precision === "f16") {
+      this.#half = new HalfWeights(rt, { layout, names: matmulWeightNames(config.numLayers) });
+      this.#tmp32 = f32("f32 before f16 copy", N * Math.max(C, F));
+    }
     this.grads = f32("grads", layout.totalSize);
     for (let s = 0; s < slots; s++) {
       this.#tokens.push(f32(`tokens slot ${s}`, N));
@@ -172,7 +218,7 @@ export class LlamaModel implements Disposable {
     for (let l = 0; l < config.numLayers; l++) {
       const p = `layer ${l}`;
       this.#acts.push({
-        h1: f32(`${p} h1`, N * C),
+        h1: mm(`${p} h1`, N * C),
         rstd1: f32(`${p} rstd1`, N),
         q: f32(`${p} q`, N * H * D),
         k: f32(`${p} k`, N * KVH * D),
@@ -180,15 +226,18 @@ export class LlamaModel implements Disposable {
         att: f32(`${p} att`, N * H * D),
         lse: f32(`${p} lse`, N * H),
         xm: f32(`${p} xm`, N * C),
-        h2: f32(`${p} h2`, N * C),
+        h2: mm(`${p} h2`, N * C),
         rstd2: f32(`${p} rstd2`, N),
         gate: f32(`${p} gate`, N * F),
         up: f32(`${p} up`, N * F),
-        act: f32(`${p} act`, N * F),
+        act: mm(`${p} act`, N * F),
       });
     }
     this.#hf = f32("final norm out", N * C);
     this.#rstdf = f32("final norm rstd", N);
+    this.activationBytes = [...this.#xs, this.#hf, this.#rstdf]
+      .concat(this.#acts.flatMap((a) => Object.values(a)))
+      .reduce((sum, b) => sum + b.size, 0);
     const maxRows = Math.max(
       ROW_ALIGN,
       Math.floor(LOGITS_CHUNK_BYTES / (V * 4) / ROW_ALIGN) * ROW_ALIGN,
@@ -198,9 +247,10 @@ export class LlamaModel implements Disposable {
       rt.limits;
     // A block's head rows [Vb, C] and logits [R, Vb] must each fit one binding; blocks are a
     // multiple of 4 rows so every part runs the matmul variant of the whole product.
+    // With f16 weights, head blocks start at multiples of the alignment in f16 too.
     this.#vocabBlocks = rowBlocks(V, 4 * Math.max(C, this.#chunkRows), {
       maxBytes,
-      alignBytes,
+      alignBytes: precision === "f16" ? 2 * alignBytes : alignBytes,
       multipleOf: 4,
     });
     this.#blockOffsets = [];
@@ -358,6 +408,7 @@ export class LlamaModel implements Disposable {
   [Symbol.dispose](): void {
     for (const b of this.#owned) this.#rt.destroyBuffer(b);
     this.#owned.length = 0;
+    this.#half?.[Symbol.dispose]();
     this.#ownKernels?.[Symbol.dispose]();
   }
 
@@ -383,6 +434,36 @@ export class LlamaModel implements Disposable {
     return this.#view(this.grads, layerTensorName(l, s));
   }
 
+  /** Storage type of a saved activation or scratch buffer. */
+  #type(b: GPUBuffer): MatmulInputType {
+    return this.#halfActs.has(b) ? "f16" : "f32";
+  }
+
+  /** The matmul operand of weight `name`: its f16 copy in mixed precision, else the master. */
+  #mw(name: string): { view: TensorView; type: MatmulInputType } {
+    if (this.#half) return { view: this.#half.view(name), type: "f16" };
+    return { view: this.#view(this.params, name), type: "f32" };
+  }
+
+  /**
+   * Runs `produce` (a kernel writing f32 `[n]`) into `target`; an f16 target gets the output
+   * through the f32 scratch and a conversion.
+   */
+  #store(
+    pass: GPUComputePassEncoder,
+    target: GPUBuffer,
+    n: number,
+    produce: (out: GPUBuffer) => void,
+  ): void {
+    if (!this.#halfActs.has(target)) {
+      produce(target);
+      return;
+    }
+    const tmp = this.#tmp32!;
+    produce(tmp);
+    this.#k.castF16(pass, { x: tmp, out: target, n });
+  }
+
   /** `out [N, outDim] = x [N, inDim] · Wᵀ` for layer l's tensor `name` (W `[outDim, inDim]`). */
   #linear(
     pass: GPUComputePassEncoder,
@@ -390,9 +471,11 @@ export class LlamaModel implements Disposable {
     name: LayerTensor,
     io: { x: GPUBuffer; out: GPUBuffer; inDim: number; outDim: number },
   ): void {
+    const w = this.#mw(layerTensorName(l, name));
     this.#k.matmul(pass, {
       a: io.x,
-      b: this.#w(l, name),
+      b: w.view,
+      inputType: { a: this.#type(io.x), b: w.type },
       c: io.out,
       m: this.rows,
       n: io.outDim,
@@ -419,9 +502,11 @@ export class LlamaModel implements Disposable {
   ): void {
     const { dy, x, dx, inDim, outDim } = io;
     const N = this.rows;
+    const w = this.#mw(layerTensorName(l, name));
     this.#k.matmul(pass, {
       a: dy,
-      b: this.#w(l, name),
+      b: w.view,
+      inputType: { a: "f32", b: w.type },
       c: dx,
       m: N,
       n: inDim,
@@ -432,6 +517,7 @@ export class LlamaModel implements Disposable {
     this.#k.matmul(pass, {
       a: dy,
       b: x,
+      inputType: { a: "f32", b: this.#type(x) },
       c: this.#g(l, name),
       m: outDim,
       n: inDim,
@@ -493,6 +579,15 @@ export class LlamaModel implements Disposable {
     const k = this.#k, c = this.config, pass = step.pass;
     const { hiddenSize: C, intermediateSize: F, vocabSize: V } = c;
     const QW = c.numHeads * c.headDim, KVW = c.numKvHeads * c.headDim, N = this.rows;
+    if (this.#half && this.#refreshedIn !== step) {
+      // The masters may have changed since the last step (optimizer, DisTrO apply, writeParams).
+      this.#half.encodeRefresh(pass, {
+        params: this.params,
+        cast: (p, a) => k.castF16(p, a),
+        maxBindingBytes: this.#rt.limits.maxStorageBufferBindingSize,
+      });
+      this.#refreshedIn = step;
+    }
     k.embedding(pass, {
       ids: this.#tokens[slot],
       table: this.#view(this.params, "model.embed_tokens.weight"),
@@ -504,7 +599,7 @@ export class LlamaModel implements Disposable {
     for (let l = 0; l < c.numLayers; l++) {
       const a = this.#acts[l], x = this.#xs[l], next = this.#xs[l + 1];
       const weight = this.#w(l, "input_layernorm.weight");
-      this.#norm(pass, { x, weight, out: a.h1, rstd: a.rstd1 });
+      this.#store(pass, a.h1, N * C, (out) => this.#norm(pass, { x, weight, out, rstd: a.rstd1 }));
       this.#linear(pass, l, "self_attn.q_proj.weight", { x: a.h1, out: a.q, inDim: C, outDim: QW });
       this.#linear(pass, l, "self_attn.k_proj.weight", {
         x: a.h1,
@@ -537,10 +632,14 @@ export class LlamaModel implements Disposable {
       });
       k.accumulate(pass, { x, y: a.xm, n: N * C });
       const post = this.#w(l, "post_attention_layernorm.weight");
-      this.#norm(pass, { x: a.xm, weight: post, out: a.h2, rstd: a.rstd2 });
+      this.#store(pass, a.h2, N * C, (out) => {
+        this.#norm(pass, { x: a.xm, weight: post, out, rstd: a.rstd2 });
+      });
       this.#linear(pass, l, "mlp.gate_proj.weight", { x: a.h2, out: a.gate, inDim: C, outDim: F });
       this.#linear(pass, l, "mlp.up_proj.weight", { x: a.h2, out: a.up, inDim: C, outDim: F });
-      k.swiglu(pass, { gate: a.gate, up: a.up, out: a.act, n: N * F });
+      this.#store(pass, a.act, N * F, (out) => {
+        k.swiglu(pass, { gate: a.gate, up: a.up, out, n: N * F });
+      });
       this.#linear(pass, l, "mlp.down_proj.weight", { x: a.act, out: next, inDim: F, outDim: C });
       k.accumulate(pass, { x: a.xm, y: next, n: N * C });
     }
@@ -556,7 +655,8 @@ export class LlamaModel implements Disposable {
     const k = this.#k, pass = step.pass;
     const { hiddenSize: C, vocabSize: V } = this.config;
     const N = this.rows;
-    const head = this.#view(this.params, "lm_head.weight");
+    const { view: head, type: headType } = this.#mw("lm_head.weight");
+    const headTypes = { a: "f32", b: headType } as const;
     const dhead = this.#view(this.grads, "lm_head.weight");
     const split = this.#vocabBlocks.length > 1;
     for (let r0 = 0; r0 < N; r0 += this.#chunkRows) {
@@ -573,7 +673,16 @@ export class LlamaModel implements Disposable {
         continue;
       }
       const logits: TensorView = { buffer: this.#logits, offset: 0, size: R * V * 4 };
-      k.matmul(pass, { a: hf, b: head, c: logits, m: R, n: V, k: C, layout: "nt" });
+      k.matmul(pass, {
+        a: hf,
+        b: head,
+        inputType: headTypes,
+        c: logits,
+        m: R,
+        n: V,
+        k: C,
+        layout: "nt",
+      });
       if (lossScale === null) {
         k.crossEntropyLoss(pass, { logits, targets, losses, rows: R, vocab: V });
         continue;
@@ -591,7 +700,16 @@ export class LlamaModel implements Disposable {
         counted: R - ignored,
       });
       // d hf = dlogits·W (W [V, C]);  dW += dlogitsᵀ·hf.
-      k.matmul(pass, { a: logits, b: head, c: dh, m: R, n: C, k: V, layout: "nn" });
+      k.matmul(pass, {
+        a: logits,
+        b: head,
+        inputType: headTypes,
+        c: dh,
+        m: R,
+        n: C,
+        k: V,
+        layout: "nn",
+      });
       k.matmul(pass, {
         a: logits,
         b: hf,
@@ -631,6 +749,14 @@ export class LlamaModel implements Disposable {
       offset: (headEntry.offset + b.start * C) * 4,
       size: b.rows * C * 4,
     });
+    // The matmuls read the f16 copy of the head in mixed precision; its gradient is f32.
+    const half = this.#half;
+    const headRead = (b: RowBlock): TensorView =>
+      half
+        ? half.view("lm_head.weight", { row0: b.start, rows: b.rows, width: C })
+        : headBlock(this.params, b);
+    const headType = half ? "f16" : "f32";
+    const inputType = { a: "f32", b: headType } as const;
     const blocks = this.#vocabBlocks.map((b, i) => ({
       block: b,
       logits: { buffer: this.#logits, offset: this.#blockOffsets[i], size: R * b.rows * 4 },
@@ -638,15 +764,23 @@ export class LlamaModel implements Disposable {
     // The variants of the unsplit products (their views are never bound).
     const whole = {
       logits: { buffer: this.#logits, offset: 0, size: R * V * 4 },
-      head: { buffer: this.params, offset: headEntry.offset * 4, size: V * C * 4 },
+      head: headRead({ start: 0, rows: V }),
       dhead: { buffer: this.grads, offset: headEntry.offset * 4, size: V * C * 4 },
     };
-    const forward: MatmulArgs = { a: hf, b: whole.head, c: whole.logits, m: R, n: V, k: C };
+    const forward: MatmulArgs = {
+      a: hf,
+      b: whole.head,
+      inputType,
+      c: whole.logits,
+      m: R,
+      n: V,
+      k: C,
+    };
     const forwardVariant = k.matmulVariant({ ...forward, layout: "nt" });
     for (const { block, logits } of blocks) {
       k.matmul(pass, {
         ...forward,
-        b: headBlock(this.params, block),
+        b: headRead(block),
         c: logits,
         n: block.rows,
         layout: "nt",
@@ -667,7 +801,15 @@ export class LlamaModel implements Disposable {
       scale: lossScale,
     });
     if (lossScale === null) return;
-    const input: MatmulArgs = { a: whole.logits, b: whole.head, c: dh, m: R, n: C, k: V };
+    const input: MatmulArgs = {
+      a: whole.logits,
+      b: whole.head,
+      inputType,
+      c: dh,
+      m: R,
+      n: C,
+      k: V,
+    };
     const inputVariant = k.matmulVariant({ ...input, layout: "nn" });
     const weight: MatmulArgs = { a: whole.logits, b: hf, c: whole.dhead, m: V, n: C, k: R };
     const weightVariant = k.matmulVariant({ ...weight, layout: "tn", accumulate: true });
@@ -675,7 +817,7 @@ export class LlamaModel implements Disposable {
       k.matmul(pass, {
         ...input,
         a: logits,
-        b: headBlock(this.params, block),
+        b: headRead(block),
         k: block.rows,
         layout: "nn",
         accumulate: i === 0 ? false : "chain",

@@ -171,6 +171,11 @@ export interface LlamaKernels {
       vocab: number;
     },
   ): void;
+  /**
+   * out `[n]` f16 (u32 words of two halves) = x `[n]` f32, rounded: the f16 weight copies and
+   * saved activations of mixed precision.
+   */
+  castF16(pass: GPUComputePassEncoder, a: { x: TensorView; out: TensorView; n: number }): void;
   /** y += x over n values (residual adds, gradient sums). */
   accumulate(pass: GPUComputePassEncoder, a: { x: TensorView; y: TensorView; n: number }): void;
   /** out `[1]` = Σ input² over n values, in a fixed order. */

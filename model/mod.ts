@@ -61,6 +61,20 @@ export {
   writeModelDir,
 } from "./checkpoint.ts";
 export { LlamaModel, type LlamaModelOptions } from "./llama.ts";
+export {
+  type ModelPrecision,
+  PRECISION_CHOICES,
+  type PrecisionChoice,
+  resolvePrecision,
+} from "./precision.ts";
+export {
+  type CastToF16,
+  HALF_ALIGN,
+  type HalfEntry,
+  halfLayout,
+  HalfWeights,
+  matmulWeightNames,
+} from "./half_weights.ts";
 export { type AttentionDims, IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
 export { shaderKernels } from "./shader_kernels.ts";
 export { referenceLossAndGrad, type ReferenceResult } from "./reference.ts";

@@ -6,6 +6,7 @@
  * @module
  */
 import { CrossEntropy } from "../shaders/cross_entropy.ts";
+import { CastF16 } from "../shaders/cast.ts";
 import { Elementwise } from "../shaders/elementwise.ts";
 import { Embedding } from "../shaders/embedding.ts";
 import { type GpuRuntime, resolveView, type TensorView } from "../shaders/gpu.ts";
@@ -62,6 +63,7 @@ export function shaderKernels(
   const crossEntropy = new CrossEntropy(rt);
   const sumsq = new SumOfSquares(rt);
   const attention = new Attention(rt);
+  const cast = new CastF16(rt);
   const scratch = new Map<string, GPUBuffer>();
   /** Outgrown scratch, kept until dispose: work already encoded may still bind it. */
   const retired: GPUBuffer[] = [];
@@ -218,6 +220,7 @@ export function shaderKernels(
         losses: a.losses,
       });
     },
+    castF16: (pass, a) => cast.encode(pass, a),
     accumulate: (pass, a) => elementwise.axpy(pass, { x: a.x, y: a.y, n: a.n, alpha: 1 }),
     sumSquares: (pass, a) => {
       // One sumsq input per range that fits in a storage binding (whole gradient buffers of

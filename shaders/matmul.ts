@@ -34,6 +34,8 @@ import {
   dotKernel,
   type MatmulInputType,
   type MatmulLayout,
+  type MatmulOperandTypes,
+  operandTypes,
   outerKernel,
   scalarKernel,
   tiledKernel,
@@ -41,7 +43,7 @@ import {
 } from "./matmul_wgsl.ts";
 import type { MatmulTiling } from "./profile.ts";
 
-export type { MatmulInputType, MatmulLayout } from "./matmul_wgsl.ts";
+export type { MatmulInputType, MatmulLayout, MatmulOperandTypes } from "./matmul_wgsl.ts";
 
 /**
  * Arguments of one matmul. Shapes (row-major, per batch entry):
@@ -83,10 +85,11 @@ export interface MatmulArgs {
   /** Elements between consecutive C matrices (default `m·n`; at least `m·n`). */
   readonly strideC?: number;
   /**
-   * Storage type of A and B (default `"f32"`). `"f16"` halves their memory traffic (weights kept
-   * in half precision) and needs the device's `shader-f16` (`rt.hasF16`); sums stay f32.
+   * Storage type of A and B (default `"f32"`), or of each (`{ a: "f32", b: "f16" }`: f32
+   * gradients times f16 weights). `"f16"` halves an operand's memory traffic (weights kept in half
+   * precision) and needs the device's `shader-f16` (`rt.hasF16`); products and sums stay f32.
    */
-  readonly inputType?: MatmulInputType;
+  readonly inputType?: MatmulOperandTypes;
   /**
    * Run this kernel variant instead of the fastest valid one (a RangeError if the shape does not
    * allow it). Callers that split one product into several calls use it to keep every part on the
@@ -145,17 +148,20 @@ export class Matmul {
     if (layout !== "nn" && layout !== "nt" && layout !== "tn") {
       throw new RangeError(`matmul: layout must be "nn", "nt" or "tn", got ${layout}`);
     }
-    const type = args.inputType ?? "f32";
-    if (type !== "f32" && type !== "f16") {
-      throw new RangeError(`matmul: inputType must be "f32" or "f16", got ${type}`);
+    const types = operandTypes(args.inputType ?? "f32");
+    for (const t of [types.a, types.b]) {
+      if (t !== "f32" && t !== "f16") {
+        throw new RangeError(`matmul: inputType must be "f32" or "f16", got ${t}`);
+      }
     }
-    if (type === "f16" && !this.#rt.hasF16) {
+    if ((types.a === "f16" || types.b === "f16") && !this.#rt.hasF16) {
       throw new RangeError(
         `matmul: inputType "f16" needs the "shader-f16" feature, which adapter ` +
           `"${this.#rt.info.description}" does not provide (or was not requested)`,
       );
     }
-    const bytes = type === "f16" ? 2 : 4;
+    const bytes = (t: MatmulInputType) => t === "f16" ? 2 : 4;
+    const type = types.a === types.b ? types.a : `${types.a}x${types.b}`;
     const s = strides(args);
     requireDims("matmul", { strideA: s.a, strideB: s.b, strideC: s.c }, { allowZero: true });
     if (batch > 1 && s.c < m * n) {
@@ -165,8 +171,20 @@ export class Matmul {
     const aShape = layout === "tn" ? `[k, m] = [${k}, ${m}]` : `[m, k] = [${m}, ${k}]`;
     const bShape = layout === "nt" ? `[n, k] = [${n}, ${k}]` : `[k, n] = [${k}, ${n}]`;
     const aNeed = (batch - 1) * s.a + m * k, bNeed = (batch - 1) * s.b + k * n;
-    requireLength(`matmul ${layout}: binding "a" (${type})`, args.a, aNeed, aShape, bytes);
-    requireLength(`matmul ${layout}: binding "b" (${type})`, args.b, bNeed, bShape, bytes);
+    requireLength(
+      `matmul ${layout}: binding "a" (${types.a})`,
+      args.a,
+      aNeed,
+      aShape,
+      bytes(types.a),
+    );
+    requireLength(
+      `matmul ${layout}: binding "b" (${types.b})`,
+      args.b,
+      bNeed,
+      bShape,
+      bytes(types.b),
+    );
     requireLength(`matmul ${layout}: binding "c"`, args.c, (batch - 1) * s.c + m * n, `[m, n]`);
     const variant = this.variant(args);
     if (args.accumulate === "chain") {
@@ -180,7 +198,7 @@ export class Matmul {
       }
     }
     if (variant === "transposed") {
-      this.#encodeTransposed(pass, args, batch, s, type);
+      this.#encodeTransposed(pass, args, batch, s, types.b);
       return;
     }
     const t = this.tiling;
@@ -189,13 +207,13 @@ export class Matmul {
     const pipeline = this.#rt.pipeline(key, () => {
       switch (variant) {
         case "outer":
-          return outerKernel(layout as "nn" | "tn", t, type);
+          return outerKernel(layout as "nn" | "tn", t, types);
         case "dot":
-          return dotKernel(t, type);
+          return dotKernel(t, types);
         case "scalar":
-          return scalarKernel(layout, t, type);
+          return scalarKernel(layout, t, types);
         case "tiled":
-          return tiledKernel(layout, t, type);
+          return tiledKernel(layout, t, types);
       }
     });
     const params = [

@@ -6,6 +6,7 @@ import {
   type MatmulArgs,
   type MatmulInputType,
   type MatmulLayout,
+  type MatmulOperandTypes,
   type MatmulVariant,
 } from "./matmul.ts";
 import { CPU_PROFILE, GPU_PROFILE, type MatmulTiling } from "./profile.ts";
@@ -40,20 +41,21 @@ async function runCase(
   layout: MatmulLayout,
   c: Case,
   seed: number,
-  inputType: MatmulInputType = "f32",
+  inputType: MatmulOperandTypes = "f32",
 ): Promise<MatmulVariant> {
   const batch = c.batch ?? 1;
+  const types = typeof inputType === "string" ? { a: inputType, b: inputType } : inputType;
   // f16 inputs: the reference multiplies the same (rounded) values, so the tolerance is unchanged.
-  const round = (x: Float32Array) => inputType === "f16" ? x.map(Math.f16round) : x;
-  const a = round(randomF32(seed, batch * c.m * c.k));
-  const b = round(randomF32(seed + 1, batch * c.k * c.n));
+  const round = (x: Float32Array, t: MatmulInputType) => t === "f16" ? x.map(Math.f16round) : x;
+  const a = round(randomF32(seed, batch * c.m * c.k), types.a);
+  const b = round(randomF32(seed + 1, batch * c.k * c.n), types.b);
   const old = randomF32(seed + 2, batch * c.m * c.n);
   const args0 = { m: c.m, n: c.n, k: c.k, layout, batch, accumulate: c.accumulate, alpha: c.alpha };
-  const upload = (label: string, x: Float32Array) =>
-    inputType === "f16"
+  const upload = (label: string, x: Float32Array, t: MatmulInputType) =>
+    t === "f16"
       ? rt.buffer(label, new Uint16Array(new Float16Array(x).buffer))
       : rt.buffer(label, x);
-  const ga = upload("a", a), gb = upload("b", b), gc = rt.buffer("c", old);
+  const ga = upload("a", a, types.a), gb = upload("b", b, types.b), gc = rt.buffer("c", old);
   const args: MatmulArgs = { ...args0, a: ga, b: gb, c: gc, inputType };
   const step = rt.beginStep("matmul test");
   mm.encode(step.pass, args);
@@ -76,7 +78,7 @@ async function runCase(
 async function runAll(
   rt: GpuRuntime,
   mm: Matmul,
-  inputType: MatmulInputType = "f32",
+  inputType: MatmulOperandTypes = "f32",
 ): Promise<Set<MatmulVariant>> {
   const seen = new Set<MatmulVariant>();
   let seed = 1;
@@ -154,6 +156,20 @@ Deno.test("matmul with f16 inputs matches the reference on every variant", async
   await t.step("tiled profile", async () => {
     await runAll(rt, new Matmul(rt, GPU_PROFILE.matmul), "f16");
   });
+});
+
+Deno.test("matmul with one f16 and one f32 operand matches the reference", async () => {
+  using rt = await GpuRuntime.create();
+  if (!rt.hasF16) {
+    console.warn(`skipped: adapter "${rt.info.description}" has no shader-f16`);
+    return;
+  }
+  for (const types of [{ a: "f32", b: "f16" }, { a: "f16", b: "f32" }] as const) {
+    using mm = new Matmul(rt, CPU_PROFILE.matmul);
+    const seen = await runAll(rt, mm, types);
+    assert.deepEqual([...seen].sort(), ["dot", "outer", "scalar", "transposed"]);
+    await runAll(rt, new Matmul(rt, GPU_PROFILE.matmul), types);
+  }
 });
 
 Deno.test("f16 inputs without shader-f16 are refused by name", async () => {

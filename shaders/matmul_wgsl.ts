@@ -20,14 +20,36 @@ export type MatmulLayout = "nn" | "nt" | "tn";
 /** Storage type of the operands A and B (C is always f32; f16 needs `shader-f16`). */
 export type MatmulInputType = "f32" | "f16";
 
-/** WGSL spellings for an operand storage type: scalar type, loads widened to f32, header. */
-function elem(type: MatmulInputType) {
+/** Storage types of A and B: one for both, or each its own (f16 weights times f32 gradients). */
+export type MatmulOperandTypes = MatmulInputType | {
+  readonly a: MatmulInputType;
+  readonly b: MatmulInputType;
+};
+
+/** The storage types of A and B. */
+export function operandTypes(
+  types: MatmulOperandTypes,
+): { a: MatmulInputType; b: MatmulInputType } {
+  return typeof types === "string" ? { a: types, b: types } : { a: types.a, b: types.b };
+}
+
+/** WGSL spellings for an operand storage type: scalar type and loads widened to f32. */
+function spell(type: MatmulInputType) {
   const f16 = type === "f16";
   return {
     t: type,
-    header: f16 ? "enable f16;\n" : "",
     s: (x: string) => f16 ? `f32(${x})` : x,
     v: (x: string) => f16 ? `vec4<f32>(${x})` : x,
+  };
+}
+
+/** Spellings of A (`a`) and B (`b`), and the `enable f16;` header when either is f16. */
+function elem(types: MatmulOperandTypes) {
+  const t = operandTypes(types);
+  return {
+    a: spell(t.a),
+    b: spell(t.b),
+    header: t.a === "f16" || t.b === "f16" ? "enable f16;\n" : "",
   };
 }
 
@@ -62,7 +84,7 @@ function chainStart(acc: string, index: string): string {
 export function outerKernel(
   layout: "nn" | "tn",
   t: MatmulTiling,
-  type: MatmulInputType = "f32",
+  type: MatmulOperandTypes = "f32",
 ): string {
   const e = elem(type);
   const tm = t.rows, tnv = t.cols / 4;
@@ -72,11 +94,11 @@ export function outerKernel(
     i: number,
   ) => `min(r0 + ${i}u, p.m - 1u)`;
   const aLoad = layout === "nn"
-    ? (i: number) => e.s(`a[ab + ra${i} + kk]`)
-    : (i: number) => e.s(`a[ak + ra${i}]`);
+    ? (i: number) => e.a.s(`a[ab + ra${i} + kk]`)
+    : (i: number) => e.a.s(`a[ak + ra${i}]`);
   return `${e.header}${PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<${e.t}>;
-@group(0) @binding(2) var<storage, read> b: array<vec4<${e.t}>>;
+@group(0) @binding(1) var<storage, read> a: array<${e.a.t}>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<${e.b.t}>>;
 @group(0) @binding(3) var<storage, read_write> c: array<vec4<f32>>;
 
 @compute @workgroup_size(${wx}, ${wy})
@@ -101,7 +123,7 @@ ${
   for (var kk = 0u; kk < p.k; kk++) {
     let bk = bb + kk * nv;
     let ak = ab + kk * p.m;
-${J.map((j) => `    let b${j} = ${e.v(`b[bk + cc${j}]`)};`).join("\n")}
+${J.map((j) => `    let b${j} = ${e.b.v(`b[bk + cc${j}]`)};`).join("\n")}
 ${
     I.map((i) =>
       `    { let s = vec4<f32>(${aLoad(i)});\n` +
@@ -125,14 +147,14 @@ ${
  * Register-blocked kernel for `nt` with `k % 4 == 0`: each invocation holds `rows × cols/4`
  * vec4 partial dot products along K, reduced once at the end.
  */
-export function dotKernel(t: MatmulTiling, type: MatmulInputType = "f32"): string {
+export function dotKernel(t: MatmulTiling, type: MatmulOperandTypes = "f32"): string {
   const e = elem(type);
   const tm = t.rows, tn = t.cols / 4;
   const [wx, wy] = t.workgroup;
   const I = range(tm), J = range(tn);
   return `${e.header}${PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<vec4<${e.t}>>;
-@group(0) @binding(2) var<storage, read> b: array<vec4<${e.t}>>;
+@group(0) @binding(1) var<storage, read> a: array<vec4<${e.a.t}>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<${e.b.t}>>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
 @compute @workgroup_size(${wx}, ${wy})
@@ -148,10 +170,10 @@ ${I.map((i) => `  let ra${i} = ab + min(r0 + ${i}u, p.m - 1u) * kv;`).join("\n")
 ${J.map((j) => `  let rb${j} = bb + min(c0 + ${j}u, p.n - 1u) * kv;`).join("\n")}
 ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = vec4<f32>();`)).join("\n")}
   for (var kk = 0u; kk < kv; kk++) {
-${J.map((j) => `    let b${j} = ${e.v(`b[rb${j} + kk]`)};`).join("\n")}
+${J.map((j) => `    let b${j} = ${e.b.v(`b[rb${j} + kk]`)};`).join("\n")}
 ${
     I.map((i) =>
-      `    { let s = ${e.v(`a[ra${i} + kk]`)};\n` +
+      `    { let s = ${e.a.v(`a[ra${i} + kk]`)};\n` +
       J.map((j) => `      acc${i}_${j} = fma(s, b${j}, acc${i}_${j});`).join("\n") + "\n    }"
     ).join("\n")
   }
@@ -185,15 +207,15 @@ function bIndex(layout: MatmulLayout, k: string, col: string): string {
 export function scalarKernel(
   layout: MatmulLayout,
   t: MatmulTiling,
-  type: MatmulInputType = "f32",
+  type: MatmulOperandTypes = "f32",
 ): string {
   const e = elem(type);
   const tm = t.rows, tn = 4;
   const [wx, wy] = t.workgroup;
   const I = range(tm), J = range(tn);
   return `${e.header}${PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<${e.t}>;
-@group(0) @binding(2) var<storage, read> b: array<${e.t}>;
+@group(0) @binding(1) var<storage, read> a: array<${e.a.t}>;
+@group(0) @binding(2) var<storage, read> b: array<${e.b.t}>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
 @compute @workgroup_size(${wx}, ${wy})
@@ -212,10 +234,10 @@ ${
       .join("\n")
   }
   for (var kk = 0u; kk < p.k; kk++) {
-${J.map((j) => `    let b${j} = ${e.s(`b[bb + ${bIndex(layout, "kk", `q${j}`)}]`)};`).join("\n")}
+${J.map((j) => `    let b${j} = ${e.b.s(`b[bb + ${bIndex(layout, "kk", `q${j}`)}]`)};`).join("\n")}
 ${
     I.map((i) =>
-      `    { let s = ${e.s(`a[ab + ${aIndex(layout, `ri${i}`, "kk")}]`)};\n` +
+      `    { let s = ${e.a.s(`a[ab + ${aIndex(layout, `ri${i}`, "kk")}]`)};\n` +
       J.map((j) => `      acc${i}_${j} = fma(s, b${j}, acc${i}_${j});`).join("\n") + "\n    }"
     ).join("\n")
   }
@@ -241,7 +263,7 @@ ${
 export function tiledKernel(
   layout: MatmulLayout,
   t: MatmulTiling,
-  type: MatmulInputType = "f32",
+  type: MatmulOperandTypes = "f32",
 ): string {
   const e = elem(type);
   const [wx, wy] = t.workgroup;
@@ -252,8 +274,8 @@ export function tiledKernel(
   const aMajorK = layout !== "tn";
   const bMajorK = layout === "nt";
   return `${e.header}${PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<${e.t}>;
-@group(0) @binding(2) var<storage, read> b: array<${e.t}>;
+@group(0) @binding(1) var<storage, read> a: array<${e.a.t}>;
+@group(0) @binding(2) var<storage, read> b: array<${e.b.t}>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 var<workgroup> As: array<f32, ${bk * bm}>;
 var<workgroup> Bs: array<f32, ${bk * bn}>;
@@ -287,7 +309,7 @@ ${
       let r = row0 + mm;
       let k = k0 + kk;
       var v = 0.0;
-      if (r < p.m && k < p.k) { v = ${e.s(`a[ab + ${aIndex(layout, "r", "k")}]`)}; }
+      if (r < p.m && k < p.k) { v = ${e.a.s(`a[ab + ${aIndex(layout, "r", "k")}]`)}; }
       As[kk * ${bm}u + mm] = v;
     }
     for (var e = li; e < ${bn * bk}u; e += ${threads}u) {
@@ -296,7 +318,7 @@ ${
       let q = col0 + nn;
       let k = k0 + kk;
       var v = 0.0;
-      if (q < p.n && k < p.k) { v = ${e.s(`b[bb + ${bIndex(layout, "k", "q")}]`)}; }
+      if (q < p.n && k < p.k) { v = ${e.b.s(`b[bb + ${bIndex(layout, "k", "q")}]`)}; }
       Bs[kk * ${bn}u + nn] = v;
     }
     workgroupBarrier();
@@ -335,7 +357,7 @@ export function transposeKernel(
   workgroup: readonly [number, number],
   type: MatmulInputType = "f32",
 ): string {
-  const e = elem(type);
+  const e = { ...spell(type), header: elem(type).header };
   const [wx, wy] = workgroup;
   const rows = [0, 1, 2, 3];
   const lanes = ["x", "y", "z", "w"];

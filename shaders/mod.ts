@@ -50,10 +50,12 @@ export {
   type MatmulArgs,
   type MatmulInputType,
   type MatmulLayout,
+  type MatmulOperandTypes,
   type MatmulVariant,
   matmulVariants,
 } from "./matmul.ts";
 export { Elementwise, type ElementwiseOp } from "./elementwise.ts";
+export { CastF16, toF16Kernel } from "./cast.ts";
 export { CHUNK_ITEMS, SumOfSquares, type SumsqInput } from "./sumsq.ts";
 export {
   Embedding,

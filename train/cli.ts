@@ -6,6 +6,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { PRECISION_CHOICES, type PrecisionChoice } from "../model/precision.ts";
 
 /** Learning-rate schedule shapes the trainer offers (all with linear warmup from 0). */
 export const LR_SCHEDULES = ["constant", "cosine", "linear"] as const;
@@ -62,6 +63,11 @@ export interface TrainOptions {
   evalEvery: number;
   /** Held-out sequences per evaluation (rounded down to a multiple of the micro-batch). */
   evalSequences: number;
+  /**
+   * Storage precision of the matmul operands: f32, f16 (mixed precision, f32 masters), or auto
+   * (f16 on a GPU with shader-f16, f32 elsewhere: model/precision.ts says why).
+   */
+  precision: PrecisionChoice;
   /** Storage dtype of the saved weights. */
   saveDtype: "F32" | "BF16" | "F16";
   logs: "console" | "json";
@@ -100,6 +106,9 @@ export const USAGE = `Usage: deno task train --model DIR --data-path DIR [flags]
   --eval-sequences N      held-out sequences per evaluation (default 32)
   --save-path DIR         write config.json + model.safetensors at the end
   --save-dtype f32|bf16|f16  dtype of the saved weights (default f32)
+  --precision f32|f16|auto  matmul operands; f16 keeps f32 master weights, gradients and
+                          optimizer state; auto = f16 on a GPU with shader-f16, else f32
+                          (f16 is slower on CPU adapters such as lavapipe) (default auto)
   --logs console|json     human lines, or one JSON object per line (default console)
 `;
 
@@ -129,6 +138,7 @@ const STRING_FLAGS = [
   "eval-every",
   "eval-sequences",
   "save-dtype",
+  "precision",
   "logs",
 ] as const;
 
@@ -228,6 +238,7 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     saveDtype: ({ f32: "F32", bf16: "BF16", f16: "F16" } as const)[
       choice("save-dtype", ["f32", "bf16", "f16"] as const, "f32")
     ],
+    precision: choice("precision", PRECISION_CHOICES, "auto"),
     logs: choice("logs", ["console", "json"] as const, "console"),
   };
 }

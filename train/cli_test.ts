@@ -14,6 +14,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
   assert.equal(d.maxGradNorm, 1);
   assert.equal(d.savePath, null);
   assert.equal(d.evalDataPath, null);
+  assert.equal(d.precision, "auto");
   const o = parseTrainArgs([
     ...BASE,
     "--token-size=4",
@@ -41,6 +42,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     "--eval-data-path=v",
     "--eval-every=5",
     "--eval-sequences=16",
+    "--precision=f16",
     "--logs=json",
   ]);
   assert.deepEqual(o, {
@@ -71,6 +73,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     evalDataPath: "v",
     evalEvery: 5,
     evalSequences: 16,
+    precision: "f16",
     logs: "json",
   });
   assert.equal(parseTrainArgs(["--help"]), "help");
@@ -92,6 +95,7 @@ Deno.test("parseTrainArgs: errors name the flag", () => {
     [[...BASE, "--logs=xml"], /--logs must be one of console, json/],
     [[...BASE, "--compression-chunk=512"], /--compression-chunk must be an integer in \[1, 256\]/],
     [[...BASE, "--save-dtype=f64"], /--save-dtype must be one of f32, bf16, f16/],
+    [[...BASE, "--precision=bf16"], /--precision must be one of f32, f16, auto/],
     [[...BASE, "--lr-schedul=cosine"], /lr-schedul/],
     [[...BASE, "extra"], /extra/],
   ];

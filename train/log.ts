@@ -17,6 +17,8 @@ export interface StartInfo {
   microBatch: number;
   sequences: number;
   adapter: string;
+  /** Storage precision of the matmul operands (`--precision` resolved). */
+  precision: "f32" | "f16";
   weights: "loaded" | "seeded";
 }
 
@@ -81,6 +83,7 @@ export function jsonLogger(write: (line: string) => void): TrainLogger {
         micro_batch: i.microBatch,
         sequences: i.sequences,
         adapter: i.adapter,
+        precision: i.precision,
         weights: i.weights,
       })),
     step: (r) =>
@@ -114,7 +117,8 @@ export function consoleLogger(write: (line: string) => void): TrainLogger {
       write(
         `training ${i.model} (${(i.params / 1e6).toFixed(2)}M params, ${i.weights} weights) ` +
           `with ${i.optimizer} for ${i.steps} steps: ${i.totalBatch}×${i.sequenceLength} tokens ` +
-          `per step in micro-batches of ${i.microBatch}, ${i.sequences} sequences, on ${i.adapter}`,
+          `per step in micro-batches of ${i.microBatch}, ${i.sequences} sequences, on ${i.adapter} ` +
+          `in ${i.precision}`,
       ),
     step: (r) =>
       write(

@@ -11,6 +11,7 @@ const START = {
   microBatch: 2,
   sequences: 10,
   adapter: "cpu",
+  precision: "f32" as const,
   weights: "seeded" as const,
 };
 const STEP = { step: 1, loss: 6.25, lr: 1e-3, gradNorm: 0.5, tokensPerSec: 100, ms: 320 };

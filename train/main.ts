@@ -17,6 +17,7 @@ import { readModelDir, writeModelDir } from "../model/checkpoint.ts";
 import { countParameters } from "../model/hf_config.ts";
 import { LlamaModel } from "../model/llama.ts";
 import { initParams, type ParamLayout } from "../model/params.ts";
+import { resolvePrecision } from "../model/precision.ts";
 import { DistroOptimizer } from "../optimizer/gpu/distro_gpu.ts";
 import { AdamW } from "../optimizer/adamw.ts";
 import { GpuRuntime } from "../shaders/gpu.ts";
@@ -89,7 +90,9 @@ export async function train(
     }
     using rt = await GpuRuntime.create();
     const initial = weights ?? initParams(layout, config, options.seed);
+    const precision = resolvePrecision(options.precision, rt);
     using model = new LlamaModel(rt, {
+      precision,
       config,
       layout,
       weights: initial,
@@ -108,6 +111,7 @@ export async function train(
       microBatch: options.microBatch,
       sequences: data.numSequences,
       adapter: rt.adapterName,
+      precision,
       weights: weights === null ? "seeded" : "loaded",
     });
     const result = await runTraining(

@@ -57,6 +57,7 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
       `--eval-data-path=${dir}/data`,
       "--eval-every=2",
       "--eval-sequences=5",
+      "--precision=f16", // lavapipe has shader-f16; auto would pick f32 on a CPU adapter
       "--logs=json",
     ]);
     assert.equal(out.code, 0, out.stderr);
@@ -69,6 +70,7 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
     assert.deepEqual(evals.map((l) => [l.step, l.sequences]), [[2, 4], [3, 4]]);
     assert.ok(evals.every((l) => Number.isFinite(l.loss) && l.loss > 0));
     assert.equal(lines[0].weights, "seeded");
+    assert.equal(lines[0].precision, "f16");
     const steps = lines.filter((l) => l.event === "step");
     for (const [i, l] of steps.entries()) {
       assert.equal(l.step, i + 1);

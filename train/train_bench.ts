@@ -1,15 +1,18 @@
 /**
  * Training throughput of the ~20M-parameter Llama (config/models/llama-20m) on this machine's
- * WebGPU adapter: one bench iteration is one full optimizer step (forward, backward, gradient
- * norm, AdamW) on B·T = 4·256 = 1024 tokens, with synthetic token ids.
+ * WebGPU adapter, in f32 and (where the adapter has `shader-f16`) mixed f16 precision, in the
+ * same run: one bench iteration is one full optimizer step (forward, backward, gradient norm,
+ * AdamW) on B·T = 4·256 = 1024 tokens, with synthetic token ids.
  *
  * Run: `deno bench -A train/train_bench.ts`; tokens/s = 1024 / (time per iteration). The
- * figure is also printed after a warm-up, so it can be read without the bench table.
+ * figures, with the bytes of activations each precision saves for the backward, are also printed
+ * after a warm-up, so they can be read without the bench table.
  *
  * @module
  */
 import { readLlamaConfig } from "../model/hf_config.ts";
 import { LlamaModel } from "../model/llama.ts";
+import type { ModelPrecision } from "../model/precision.ts";
 import { initParams, llamaParamLayout } from "../model/params.ts";
 import { AdamW, ADAMW_DEFAULTS } from "../optimizer/adamw.ts";
 import { GpuRuntime } from "../shaders/gpu.ts";
@@ -21,50 +24,76 @@ const config = await readLlamaConfig(
 );
 const layout = llamaParamLayout(config);
 const rt = await GpuRuntime.create();
-const model = new LlamaModel(rt, {
-  config,
-  layout,
-  weights: initParams(layout, config, 1),
-  microBatch: B,
-  seqLen: T,
-  slots: 1,
-});
-const optimizer = new AdamW(rt, { size: layout.totalSize, config: ADAMW_DEFAULTS });
+const weights = initParams(layout, config, 1);
 const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 7919 + 11) % config.vocabSize);
-let stepNumber = 0;
-const step = () =>
-  trainStep({ rt, model, optimizer }, {
-    stepNumber: ++stepNumber,
-    lr: 1e-4,
-    microBatches: [tokens],
-    clipGradients: true,
+const precisions: ModelPrecision[] = rt.hasF16 ? ["f32", "f16"] : ["f32"];
+
+/** One model + optimizer per precision, and a function running one training step on it. */
+const runs = precisions.map((precision) => {
+  const model = new LlamaModel(rt, {
+    config,
+    layout,
+    weights,
+    microBatch: B,
+    seqLen: T,
+    slots: 1,
+    precision,
   });
+  const optimizer = new AdamW(rt, { size: layout.totalSize, config: ADAMW_DEFAULTS });
+  let stepNumber = 0;
+  const step = () =>
+    trainStep({ rt, model, optimizer }, {
+      stepNumber: ++stepNumber,
+      lr: 1e-4,
+      microBatches: [tokens],
+      clipGradients: true,
+    });
+  return { precision, model, optimizer, step };
+});
 
 // Free the device before the process exits (the bench runner gives no other hook).
 globalThis.addEventListener("unload", () => {
-  optimizer[Symbol.dispose]();
-  model[Symbol.dispose]();
+  for (const r of runs) {
+    r.optimizer[Symbol.dispose]();
+    r.model[Symbol.dispose]();
+  }
   rt[Symbol.dispose]();
 });
 
-// Warm-up (pipeline compiles), then a printed measurement.
-await step();
-const t0 = performance.now();
-const timed = 2;
-for (let i = 0; i < timed; i++) await step();
-const seconds = (performance.now() - t0) / 1000 / timed;
-console.log(
-  `llama-20m (${(layout.paramCount / 1e6).toFixed(1)}M params) on ${rt.adapterName}: ` +
-    `${(B * T / seconds).toFixed(0)} training tokens/s (${
-      (seconds * 1000).toFixed(0)
-    } ms/step, B=${B}, T=${T})`,
-);
+// Warm-up (pipeline compiles), then printed measurements, alternating precisions so both see
+// the same background load.
+for (const r of runs) await r.step();
+const timed = 3;
+const seconds = new Map<ModelPrecision, number>(precisions.map((p) => [p, 0]));
+for (let i = 0; i < timed; i++) {
+  for (const r of runs) {
+    const t0 = performance.now();
+    await r.step();
+    seconds.set(r.precision, seconds.get(r.precision)! + (performance.now() - t0) / 1000 / timed);
+  }
+}
+for (const r of runs) {
+  const s = seconds.get(r.precision)!;
+  console.log(
+    `llama-20m (${(layout.paramCount / 1e6).toFixed(1)}M params, ${r.precision}) on ` +
+      `${rt.adapterName}: ${(B * T / s).toFixed(0)} training tokens/s (${(s * 1000).toFixed(0)} ` +
+      `ms/step, B=${B}, T=${T}); saved activations ${
+        (r.model.activationBytes / 2 ** 20).toFixed(1)
+      } MiB`,
+  );
+}
+if (runs.length === 2) {
+  const ratio = seconds.get("f32")! / seconds.get("f16")!;
+  console.log(`f16 / f32 tokens/s: ${ratio.toFixed(2)}x`);
+}
 
-Deno.bench({
-  name: `llama-20m train step, ${B}x${T} tokens`,
-  n: 2,
-  warmup: 0,
-  async fn() {
-    await step();
-  },
-});
+for (const r of runs) {
+  Deno.bench({
+    name: `llama-20m train step, ${B}x${T} tokens, ${r.precision}`,
+    n: 2,
+    warmup: 0,
+    async fn() {
+      await r.step();
+    },
+  });
+}

@@ -1,0 +1,66 @@
+/**
+ * f32 → f16 conversion: the half-precision copies of mixed-precision training (f16 weights read
+ * by the matmuls, f16 activations saved for the backward), made from f32 masters on the GPU.
+ *
+ * Shapes: x `[n]` f32 → out `[n]` f16, stored as `ceil(n / 2)` u32 words of two halves (element
+ * `2i` in the low half), which is how WGSL's `array<f16>` and a host `Uint16Array` see them. Each
+ * invocation converts one pair with `pack2x16float`, so no two invocations write one word. Values
+ * round to a neighbouring f16 (WGSL leaves the direction to the adapter; one adapter always
+ * rounds the same way); magnitudes over 65504 become infinite.
+ *
+ * @module
+ */
+
+import type { GpuRuntime, TensorView } from "./gpu.ts";
+import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+
+/** WGSL of the conversion: uniform `n`, bindings `1: x` (f32), `2: out` (u32 pairs of f16). */
+export function toF16Kernel(wg: number, items = 1): string {
+  return `struct Params { n: u32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+${main1d(wg, items)}
+  let e = 2u * i;
+  if (e >= p.n) { return; }
+  var hi = 0.0;
+  if (e + 1u < p.n) { hi = x[e + 1u]; }
+  out[i] = pack2x16float(vec2<f32>(x[e], hi));
+}
+`;
+}
+
+/** The conversion kernel. */
+export class CastF16 {
+  readonly #rt: GpuRuntime;
+  readonly #wg: number;
+  readonly #items: number;
+
+  /** `items`: pairs per invocation (the profile's `itemsPerInvocation` by default). */
+  constructor(
+    rt: GpuRuntime,
+    workgroupSize: number = rt.profile.workgroupSize,
+    items: number = rt.profile.itemsPerInvocation,
+  ) {
+    this.#rt = rt;
+    this.#wg = workgroupSize;
+    this.#items = items;
+  }
+
+  /** Bytes of the f16 copy of `n` elements (whole u32 words). */
+  static bytes(n: number): number {
+    return 4 * Math.ceil(n / 2);
+  }
+
+  /** Encode `out[i] = f16(x[i])` for i < n. */
+  encode(pass: GPUComputePassEncoder, args: { x: TensorView; out: TensorView; n: number }): void {
+    const { n } = args;
+    requireDims("cast to f16", { n });
+    requireLength('cast to f16: binding "x"', args.x, n, "[n]");
+    requireLength('cast to f16: binding "out" (f16)', args.out, n, "[n]", 2);
+    const [wg, items] = [this.#wg, this.#items];
+    const pipeline = this.#rt.pipeline(`cast/f16/${wg}x${items}`, () => toF16Kernel(wg, items));
+    const group = bindTensors(this.#rt, pipeline, [n], [args.x, args.out]);
+    dispatch1d(pass, pipeline, group, Math.ceil(n / 2), wg, items);
+  }
+}

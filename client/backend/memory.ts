@@ -38,7 +38,7 @@ import { StateFeed } from "./state_feed.ts";
 export interface MemoryCoordinatorOptions {
   /** The run (the coordinator mutates it through the host). */
   host: CoordinatorHost;
-  /** Whole seconds (default: the wall clock). */
+  /** Seconds, whole milliseconds at most (default: the wall clock to the millisecond). */
   clock?: () => number;
   /** A u64 per tick or request (default: a fixed sequence, so runs are reproducible). */
   randomSeed?: () => bigint;
@@ -56,7 +56,7 @@ export class MemoryCoordinator {
 
   constructor(options: MemoryCoordinatorOptions) {
     this.host = options.host;
-    this.#clock = options.clock ?? (() => Math.floor(Date.now() / 1000));
+    this.#clock = options.clock ?? (() => Math.floor(Date.now()) / 1000);
     this.#randomSeed = options.randomSeed ?? (() => {
       this.#seed = (this.#seed * 6364136223846793005n + 1442695040888963407n) &
         0xffff_ffff_ffff_ffffn;

@@ -14,8 +14,8 @@
  * In between lie two parts, reported apart: from the last result to the coordinator's
  * `RoundTrain -> RoundWitness` (every client downloads and checks the payloads, the witnesses
  * send their reports, the quorum closes the round: the protocol's own cost), then the
- * witness window (`round_witness_time`, whole seconds on the coordinator's clock, checked on
- * each server tick), which is configured waiting rather than overhead.
+ * witness window (`round_witness_time`, timed to the millisecond by the coordinator, which
+ * ticks at the window's deadline), which is configured waiting rather than overhead.
  *
  * All processes run on one machine, so their wall clocks are the same clock.
  *

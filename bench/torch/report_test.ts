@@ -109,6 +109,7 @@ Deno.test("compareReports passes agreeing runs and gives our time over PyTorch's
   const c = compareReports(report(), torch);
   assert.ok(c.ok);
   assert.equal(c.stepRatio, 2);
+  assert.equal(c.bestRatio, 1); // both fastest steps are 68 ms
   assert.deepEqual(c.rows.map((r) => r.quantity), [
     "loss, step 0",
     "gradient norm, step 0",
@@ -151,10 +152,11 @@ Deno.test("formatComparison prints every row and the step-time ratio", () => {
   const torch = report({ medianStepMs: 140 });
   const text = formatComparison(compareReports(report(), torch), report(), torch);
   const lines = text.split("\n");
-  assert.equal(lines.length, 2 + 4 + 1);
+  assert.equal(lines.length, 2 + 4 + 2);
   assert.match(
     lines[2],
     /^\| loss, step 0 \| 6\.250000 \| 6\.250000 \| 0\.0e\+0 \| 1e-6 \| ok \|$/,
   );
   assert.match(lines[6], /70\.0 ms \| 140 ms \| ratio 0\.50x/);
+  assert.match(lines[7], /^\| fastest step time \| 68\.0 ms \| 68\.0 ms \| ratio 1\.00x/);
 });

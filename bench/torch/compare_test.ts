@@ -140,3 +140,39 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "llama_step.py names the file and key of a bad model folder",
+  ignore: noTorch,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const config = await readLlamaConfig(`${TINY}/config.json`);
+      const layout = llamaParamLayout(config);
+      await writeModelDir(dir, { config, layout, weights: initParams(layout, config, 1) });
+      await Deno.writeFile(`${dir}/tokens.u32`, encodeTokenFile(new Uint32Array(2 * 8)));
+      const io = { modelDir: dir, tokensFile: `${dir}/tokens.u32`, device: "cpu" } as const;
+      const shape = { batch: 2, seqLen: 8, warmup: 1, steps: 1, lr: 1e-3 };
+      const fails = (pattern: RegExp) =>
+        assert.rejects(
+          runTorchSteps(torchPython as string, { ...shape, ...io }),
+          (e) => e instanceof TorchRunError && e.code === 1 && pattern.test(e.message),
+        );
+      // Cut the weights short: the last tensor's byte range runs past the end of the body.
+      const full = await Deno.readFile(`${dir}/model.safetensors`);
+      await Deno.writeFile(`${dir}/model.safetensors`, full.subarray(0, full.length - 4));
+      await fails(
+        /model\.safetensors": tensor "[\w.]+" covers bytes \[\d+, \d+\) of a \d+-byte body/,
+      );
+      await Deno.writeFile(`${dir}/model.safetensors`, full);
+      const raw = JSON.parse(await Deno.readTextFile(`${dir}/config.json`));
+      await Deno.writeTextFile(
+        `${dir}/config.json`,
+        JSON.stringify({ ...raw, rope_scaling: { type: "linear", factor: 2 } }),
+      );
+      await fails(/config\.json": key "rope_scaling" is \{"type": "linear", "factor": 2\}/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

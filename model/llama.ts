@@ -15,33 +15,31 @@
  * gate, up, act    [N, F]            act = silu(gate)·up
  * hf               [N, C]            final RMSNorm; logits are made R rows at a time, [R, V]
  * ```
- * The LM head and loss run in chunks of R rows so the logits never exceed a few tens of MB.
+ * The LM head and loss (model/lm_head.ts) run in chunks of R rows so the logits never exceed a
+ * few tens of MB.
  *
  * Tensors over one storage binding (`rt.limits.maxStorageBufferBindingSize`: 128 MiB on
  * lavapipe, which a 32000 × 2048 f32 embedding or LM head exceeds): the embedding lookup and its
- * gradient run one row block of the table at a time (model/shader_kernels.ts); the LM head is
- * split into vocabulary blocks `[Vb, C]`, with each chunk's logits stored block by block
- * (`[R, Vb]` each), the cross-entropy carried across blocks, and the input gradient summed over
- * the blocks as one chained sum. Every result has the bits of the unsplit computation (see
- * model/llama_split_test.ts); the optimizer and the gradient norm split by ranges.
+ * gradient run one row block of the table at a time (model/shader_kernels.ts), the LM head one
+ * vocabulary block at a time (model/lm_head.ts). Every result has the bits of the unsplit
+ * computation (model/llama_split_test.ts); the optimizer and the gradient norm split by ranges.
+ *
+ * Precision `"f16"` is mixed precision (docs/kernels.md): f32 masters, gradients and optimizer
+ * state; f16 copies of the matmul weights (model/half_weights.ts) and of h1, h2 and act.
  *
  * @module
  */
 import type { GpuRuntime, GpuStep, TensorView } from "../shaders/gpu.ts";
-import { type RowBlock, rowBlocks } from "../shaders/kernel.ts";
-import type { MatmulArgs, MatmulInputType } from "../shaders/matmul.ts";
+import type { RowBlock } from "../shaders/kernel.ts";
+import type { MatmulInputType } from "../shaders/matmul.ts";
 import { CastF16 } from "../shaders/cast.ts";
 import { HalfWeights, matmulWeightNames } from "./half_weights.ts";
+import { LmHead } from "./lm_head.ts";
 import type { ModelPrecision } from "./precision.ts";
 import type { LlamaConfig } from "./hf_config.ts";
 import { IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
 import { type LayerTensor, layerTensorName, paramEntry, type ParamLayout } from "./params.ts";
 import { shaderKernels } from "./shader_kernels.ts";
-
-/** Most bytes one logits chunk may take. */
-const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
-/** Chunk rows are a multiple of this, so row offsets stay 256-byte aligned. */
-const ROW_ALIGN = 64;
 
 /** What layer l saves for its backward (its input is `#xs[l]`). */
 interface LayerActs {
@@ -127,12 +125,8 @@ export class LlamaModel implements Disposable {
   readonly #acts: LayerActs[] = [];
   readonly #hf: GPUBuffer;
   readonly #rstdf: GPUBuffer;
-  readonly #logits: GPUBuffer;
-  readonly #chunkRows: number;
-  /** Vocabulary blocks of the LM head (one when `[V, C]` and a logits chunk fit a binding). */
-  readonly #vocabBlocks: RowBlock[];
-  /** Byte offset of each vocabulary block's `[R, Vb]` logits in the chunk buffer. */
-  readonly #blockOffsets: number[];
+  /** LM head and loss (model/lm_head.ts). */
+  readonly #head: LmHead;
   // Backward scratch.
   readonly #dx: GPUBuffer;
   readonly #dxm: GPUBuffer;
@@ -190,7 +184,7 @@ export class LlamaModel implements Disposable {
     this.microBatch = microBatch;
     this.seqLen = seqLen;
     this.slots = slots;
-    const { hiddenSize: C, intermediateSize: F, vocabSize: V, headDim: D } = config;
+    const { hiddenSize: C, intermediateSize: F, headDim: D } = config;
     const H = config.numHeads, KVH = config.numKvHeads;
     const N = microBatch * seqLen;
     const f32 = (label: string, count: number) => this.#buffer(label, count * 4);
@@ -238,28 +232,16 @@ export class LlamaModel implements Disposable {
     this.activationBytes = [...this.#xs, this.#hf, this.#rstdf]
       .concat(this.#acts.flatMap((a) => Object.values(a)))
       .reduce((sum, b) => sum + b.size, 0);
-    const maxRows = Math.max(
-      ROW_ALIGN,
-      Math.floor(LOGITS_CHUNK_BYTES / (V * 4) / ROW_ALIGN) * ROW_ALIGN,
-    );
-    this.#chunkRows = Math.min(N, maxRows);
-    const { maxStorageBufferBindingSize: maxBytes, minStorageBufferOffsetAlignment: alignBytes } =
-      rt.limits;
-    // A block's head rows [Vb, C] and logits [R, Vb] must each fit one binding; blocks are a
-    // multiple of 4 rows so every part runs the matmul variant of the whole product.
-    // With f16 weights, head blocks start at multiples of the alignment in f16 too.
-    this.#vocabBlocks = rowBlocks(V, 4 * Math.max(C, this.#chunkRows), {
-      maxBytes,
-      alignBytes: precision === "f16" ? 2 * alignBytes : alignBytes,
-      multipleOf: 4,
+    this.#head = new LmHead(rt, {
+      config,
+      layout,
+      kernels: this.#k,
+      params: this.params,
+      grads: this.grads,
+      rows: N,
+      seqLen,
+      half: this.#half,
     });
-    this.#blockOffsets = [];
-    let logitsBytes = 0;
-    for (const b of this.#vocabBlocks) {
-      this.#blockOffsets.push(logitsBytes);
-      logitsBytes += Math.ceil((this.#chunkRows * b.rows * 4) / alignBytes) * alignBytes;
-    }
-    this.#logits = this.#buffer("logits chunk", logitsBytes);
     this.#dx = f32("d x", N * C);
     this.#dxm = f32("d xm", N * C);
     this.#dh = f32("d h", N * C);
@@ -278,7 +260,7 @@ export class LlamaModel implements Disposable {
    * storage binding).
    */
   get headBlocks(): readonly RowBlock[] {
-    return this.#vocabBlocks;
+    return this.#head.blocks;
   }
 
   /** N = B·T rows per micro-batch. */
@@ -408,6 +390,7 @@ export class LlamaModel implements Disposable {
   [Symbol.dispose](): void {
     for (const b of this.#owned) this.#rt.destroyBuffer(b);
     this.#owned.length = 0;
+    this.#head[Symbol.dispose]();
     this.#half?.[Symbol.dispose]();
     this.#ownKernels?.[Symbol.dispose]();
   }
@@ -647,192 +630,15 @@ export class LlamaModel implements Disposable {
     this.#norm(pass, { x: this.#xs[c.numLayers], weight, out: this.#hf, rstd: this.#rstdf });
   }
 
-  /**
-   * LM head, loss and their backward, R rows at a time; leaves d hf in #dh. With `lossScale`
-   * null only the per-row losses are computed (evaluation).
-   */
+  /** LM head, loss and (with `lossScale`) their backward; leaves d hf in #dh. */
   #headAndLoss(step: GpuStep, slot: number, lossScale: number | null): void {
-    const k = this.#k, pass = step.pass;
-    const { hiddenSize: C, vocabSize: V } = this.config;
-    const N = this.rows;
-    const { view: head, type: headType } = this.#mw("lm_head.weight");
-    const headTypes = { a: "f32", b: headType } as const;
-    const dhead = this.#view(this.grads, "lm_head.weight");
-    const split = this.#vocabBlocks.length > 1;
-    for (let r0 = 0; r0 < N; r0 += this.#chunkRows) {
-      const R = Math.min(this.#chunkRows, N - r0);
-      const rows = (buf: GPUBuffer, width: number): TensorView => ({
-        buffer: buf,
-        offset: r0 * width * 4,
-        size: R * width * 4,
-      });
-      const hf = rows(this.#hf, C), dh = rows(this.#dh, C);
-      const targets = rows(this.#targets[slot], 1), losses = rows(this.#losses[slot], 1);
-      if (split) {
-        this.#splitHeadAndLoss(pass, { R, hf, dh, targets, losses, lossScale });
-        continue;
-      }
-      const logits: TensorView = { buffer: this.#logits, offset: 0, size: R * V * 4 };
-      k.matmul(pass, {
-        a: hf,
-        b: head,
-        inputType: headTypes,
-        c: logits,
-        m: R,
-        n: V,
-        k: C,
-        layout: "nt",
-      });
-      if (lossScale === null) {
-        k.crossEntropyLoss(pass, { logits, targets, losses, rows: R, vocab: V });
-        continue;
-      }
-      // Rows at positions T−1 of a sequence have no target.
-      let ignored = 0;
-      for (let r = r0; r < r0 + R; r++) if (r % this.seqLen === this.seqLen - 1) ignored++;
-      k.crossEntropy(pass, {
-        logits,
-        targets,
-        losses,
-        rows: R,
-        vocab: V,
-        scale: lossScale,
-        counted: R - ignored,
-      });
-      // d hf = dlogits·W (W [V, C]);  dW += dlogitsᵀ·hf.
-      k.matmul(pass, {
-        a: logits,
-        b: head,
-        inputType: headTypes,
-        c: dh,
-        m: R,
-        n: C,
-        k: V,
-        layout: "nn",
-      });
-      k.matmul(pass, {
-        a: logits,
-        b: hf,
-        c: dhead,
-        m: V,
-        n: C,
-        k: R,
-        layout: "tn",
-        accumulate: true,
-      });
-    }
-  }
-
-  /**
-   * {@link #headAndLoss} for one chunk of R rows with the head split into vocabulary blocks:
-   * logits block by block, the cross-entropy carried across blocks, then
-   * `d hf = Σ_blocks dlogits_b·W_b` as one chained sum and `dW_b += dlogits_bᵀ·hf`. Each matmul
-   * part runs the variant the whole product would use, so the bits are the unsplit ones.
-   */
-  #splitHeadAndLoss(
-    pass: GPUComputePassEncoder,
-    io: {
-      R: number;
-      hf: TensorView;
-      dh: TensorView;
-      targets: TensorView;
-      losses: TensorView;
-      lossScale: number | null;
-    },
-  ): void {
-    const k = this.#k;
-    const { hiddenSize: C, vocabSize: V } = this.config;
-    const { R, hf, dh, targets, losses, lossScale } = io;
-    const headEntry = paramEntry(this.layout, "lm_head.weight");
-    const headBlock = (flat: GPUBuffer, b: RowBlock): TensorView => ({
-      buffer: flat,
-      offset: (headEntry.offset + b.start * C) * 4,
-      size: b.rows * C * 4,
+    this.#head.encode(step.pass, {
+      hf: this.#hf,
+      dh: this.#dh,
+      targets: this.#targets[slot],
+      losses: this.#losses[slot],
+      lossScale,
     });
-    // The matmuls read the f16 copy of the head in mixed precision; its gradient is f32.
-    const half = this.#half;
-    const headRead = (b: RowBlock): TensorView =>
-      half
-        ? half.view("lm_head.weight", { row0: b.start, rows: b.rows, width: C })
-        : headBlock(this.params, b);
-    const headType = half ? "f16" : "f32";
-    const inputType = { a: "f32", b: headType } as const;
-    const blocks = this.#vocabBlocks.map((b, i) => ({
-      block: b,
-      logits: { buffer: this.#logits, offset: this.#blockOffsets[i], size: R * b.rows * 4 },
-    }));
-    // The variants of the unsplit products (their views are never bound).
-    const whole = {
-      logits: { buffer: this.#logits, offset: 0, size: R * V * 4 },
-      head: headRead({ start: 0, rows: V }),
-      dhead: { buffer: this.grads, offset: headEntry.offset * 4, size: V * C * 4 },
-    };
-    const forward: MatmulArgs = {
-      a: hf,
-      b: whole.head,
-      inputType,
-      c: whole.logits,
-      m: R,
-      n: V,
-      k: C,
-    };
-    const forwardVariant = k.matmulVariant({ ...forward, layout: "nt" });
-    for (const { block, logits } of blocks) {
-      k.matmul(pass, {
-        ...forward,
-        b: headRead(block),
-        c: logits,
-        n: block.rows,
-        layout: "nt",
-        variant: forwardVariant,
-      });
-    }
-    const ceBlocks = blocks.map(({ block, logits }) => ({
-      logits,
-      start: block.start,
-      width: block.rows,
-    }));
-    k.crossEntropyBlocked(pass, {
-      blocks: ceBlocks,
-      targets,
-      losses,
-      rows: R,
-      vocab: V,
-      scale: lossScale,
-    });
-    if (lossScale === null) return;
-    const input: MatmulArgs = {
-      a: whole.logits,
-      b: whole.head,
-      inputType,
-      c: dh,
-      m: R,
-      n: C,
-      k: V,
-    };
-    const inputVariant = k.matmulVariant({ ...input, layout: "nn" });
-    const weight: MatmulArgs = { a: whole.logits, b: hf, c: whole.dhead, m: V, n: C, k: R };
-    const weightVariant = k.matmulVariant({ ...weight, layout: "tn", accumulate: true });
-    for (const [i, { block, logits }] of blocks.entries()) {
-      k.matmul(pass, {
-        ...input,
-        a: logits,
-        b: headRead(block),
-        k: block.rows,
-        layout: "nn",
-        accumulate: i === 0 ? false : "chain",
-        variant: inputVariant,
-      });
-      k.matmul(pass, {
-        ...weight,
-        a: logits,
-        c: headBlock(this.grads, block),
-        m: block.rows,
-        layout: "tn",
-        accumulate: true,
-        variant: weightVariant,
-      });
-    }
   }
 
   #backward(step: GpuStep, slot: number): void {

@@ -61,6 +61,7 @@ export {
   writeModelDir,
 } from "./checkpoint.ts";
 export { LlamaModel, type LlamaModelOptions } from "./llama.ts";
+export { LmHead } from "./lm_head.ts";
 export {
   type ModelPrecision,
   PRECISION_CHOICES,

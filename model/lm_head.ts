@@ -1,0 +1,271 @@
+/**
+ * The LM head and the loss of the Llama model: `logits = hf·Wᵀ`, softmax cross-entropy against
+ * the next tokens, and their backward (`d hf = dlogits·W`, `dW += dlogitsᵀ·hf`), R rows at a time
+ * so the logits never exceed a few tens of MB.
+ *
+ * Shapes: hf, d hf `[N, C]`; W `[V, C]` (`lm_head.weight`); targets i32 and losses `[N]`; one
+ * chunk's logits `[R, V]`, overwritten in place by their gradient.
+ *
+ * A head over one storage binding (a 32000 × 2048 f32 head is 262 MB; lavapipe binds 128 MiB) is
+ * split into vocabulary blocks `[Vb, C]`, and each chunk's logits are stored block by block
+ * (`[R, Vb]` each): logits per block, the cross-entropy carried across blocks
+ * (`CrossEntropy.blocked`), `dW_b += dlogits_bᵀ·hf`, and `d hf = Σ_b dlogits_b·W_b` as one chained
+ * sum (`accumulate: "chain"`). Each matmul part is forced onto the variant of the whole product,
+ * so the split gives the unsplit bits.
+ *
+ * @module
+ */
+import type { GpuRuntime, TensorView } from "../shaders/gpu.ts";
+import { type RowBlock, rowBlocks } from "../shaders/kernel.ts";
+import type { MatmulArgs } from "../shaders/matmul.ts";
+import type { HalfWeights } from "./half_weights.ts";
+import type { LlamaConfig } from "./hf_config.ts";
+import type { LlamaKernels } from "./llama_kernels.ts";
+import { paramEntry, type ParamLayout } from "./params.ts";
+
+/** Most bytes one logits chunk may take. */
+const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
+/** Chunk rows are a multiple of this, so row offsets stay 256-byte aligned. */
+const ROW_ALIGN = 64;
+
+/** The LM head and loss of one model. Dispose it to free the logits buffer. */
+export class LmHead implements Disposable {
+  /** R: rows per chunk. */
+  readonly chunkRows: number;
+  /** Vocabulary blocks (one when `[V, C]` and a logits chunk fit one binding). */
+  readonly blocks: readonly RowBlock[];
+  readonly #rt: GpuRuntime;
+  readonly #k: LlamaKernels;
+  readonly #config: LlamaConfig;
+  readonly #seqLen: number;
+  readonly #rows: number;
+  /** Byte offset of each block's `[R, Vb]` logits in the chunk buffer. */
+  readonly #offsets: number[] = [];
+  readonly #logits: GPUBuffer;
+  /** f32 `[V, C]` head and its gradient, inside the flat parameter and gradient buffers. */
+  readonly #head: { params: TensorView; grads: TensorView };
+  readonly #half: HalfWeights | null;
+
+  /**
+   * `rows` = N = B·T, `seqLen` = T (the last position of each sequence has no target);
+   * `half`: the f16 weight copies the matmuls read in mixed precision (null: the f32 masters).
+   */
+  constructor(
+    rt: GpuRuntime,
+    options: {
+      config: LlamaConfig;
+      layout: ParamLayout;
+      kernels: LlamaKernels;
+      params: GPUBuffer;
+      grads: GPUBuffer;
+      rows: number;
+      seqLen: number;
+      half: HalfWeights | null;
+    },
+  ) {
+    const { config, rows } = options;
+    const { hiddenSize: C, vocabSize: V } = config;
+    this.#rt = rt;
+    this.#k = options.kernels;
+    this.#config = config;
+    this.#seqLen = options.seqLen;
+    this.#rows = rows;
+    this.#half = options.half;
+    const maxRows = Math.max(
+      ROW_ALIGN,
+      Math.floor(LOGITS_CHUNK_BYTES / (V * 4) / ROW_ALIGN) * ROW_ALIGN,
+    );
+    this.chunkRows = Math.min(rows, maxRows);
+    const { maxStorageBufferBindingSize: maxBytes, minStorageBufferOffsetAlignment: alignBytes } =
+      rt.limits;
+    // A block's head rows [Vb, C] and logits [R, Vb] must each fit one binding; blocks are a
+    // multiple of 4 rows so every part can run the variant of the whole product; with f16
+    // weights, blocks start at multiples of the alignment in the f16 copy too.
+    this.blocks = rowBlocks(V, 4 * Math.max(C, this.chunkRows), {
+      maxBytes,
+      alignBytes: options.half ? 2 * alignBytes : alignBytes,
+      multipleOf: 4,
+    });
+    let bytes = 0;
+    for (const b of this.blocks) {
+      this.#offsets.push(bytes);
+      bytes += Math.ceil((this.chunkRows * b.rows * 4) / alignBytes) * alignBytes;
+    }
+    this.#logits = rt.buffer("llama logits chunk", bytes);
+    const e = paramEntry(options.layout, "lm_head.weight");
+    const view = (buffer: GPUBuffer) => ({ buffer, offset: e.offset * 4, size: e.size * 4 });
+    this.#head = { params: view(options.params), grads: view(options.grads) };
+  }
+
+  /**
+   * Encodes the head, the per-row losses and (with `lossScale`) the backward: d hf is written to
+   * `dh`, `lossScale · (softmax − onehot)` back-propagated into the head's gradient (added).
+   * With `lossScale` null only the losses are computed (evaluation; `dh` untouched).
+   */
+  encode(
+    pass: GPUComputePassEncoder,
+    io: {
+      hf: GPUBuffer;
+      dh: GPUBuffer;
+      targets: GPUBuffer;
+      losses: GPUBuffer;
+      lossScale: number | null;
+    },
+  ): void {
+    const N = this.#rows, C = this.#config.hiddenSize;
+    for (let r0 = 0; r0 < N; r0 += this.chunkRows) {
+      const R = Math.min(this.chunkRows, N - r0);
+      const rows = (buffer: GPUBuffer, width: number): TensorView => ({
+        buffer,
+        offset: r0 * width * 4,
+        size: R * width * 4,
+      });
+      this.#chunk(pass, {
+        r0,
+        R,
+        hf: rows(io.hf, C),
+        dh: rows(io.dh, C),
+        targets: rows(io.targets, 1),
+        losses: rows(io.losses, 1),
+        lossScale: io.lossScale,
+      });
+    }
+  }
+
+  /** Frees the logits buffer. */
+  [Symbol.dispose](): void {
+    this.#rt.destroyBuffer(this.#logits);
+  }
+
+  /** The head rows of block `b` the matmuls read: the f16 copy in mixed precision. */
+  #weights(b: RowBlock): TensorView {
+    const C = this.#config.hiddenSize;
+    if (this.#half) {
+      return this.#half.view("lm_head.weight", { row0: b.start, rows: b.rows, width: C });
+    }
+    return this.#rows0(this.#head.params, b);
+  }
+
+  /** Rows `b` of a `[V, C]` view. */
+  #rows0(view: TensorView, b: RowBlock): TensorView {
+    const C = this.#config.hiddenSize;
+    const { buffer, offset } = view as { buffer: GPUBuffer; offset: number };
+    return { buffer, offset: offset + b.start * C * 4, size: b.rows * C * 4 };
+  }
+
+  #chunk(
+    pass: GPUComputePassEncoder,
+    io: {
+      r0: number;
+      R: number;
+      hf: TensorView;
+      dh: TensorView;
+      targets: TensorView;
+      losses: TensorView;
+      lossScale: number | null;
+    },
+  ): void {
+    const k = this.#k;
+    const { hiddenSize: C, vocabSize: V } = this.#config;
+    const { R, hf, dh, targets, losses, lossScale } = io;
+    const inputType = { a: "f32", b: this.#half ? "f16" : "f32" } as const;
+    const parts = this.blocks.map((block, i) => ({
+      block,
+      logits: { buffer: this.#logits, offset: this.#offsets[i], size: R * block.rows * 4 },
+    }));
+    // The whole products, whose variants every part runs (their views are never bound).
+    const all = { start: 0, rows: V };
+    const logits = { buffer: this.#logits, offset: 0, size: R * V * 4 };
+    const forward: MatmulArgs = {
+      a: hf,
+      b: this.#weights(all),
+      inputType,
+      c: logits,
+      m: R,
+      n: V,
+      k: C,
+      layout: "nt",
+    };
+    const forwardVariant = k.matmulVariant(forward);
+    for (const { block, logits } of parts) {
+      k.matmul(pass, {
+        ...forward,
+        b: this.#weights(block),
+        c: logits,
+        n: block.rows,
+        variant: forwardVariant,
+      });
+    }
+    if (parts.length > 1) {
+      k.crossEntropyBlocked(pass, {
+        blocks: parts.map(({ block, logits }) => ({
+          logits,
+          start: block.start,
+          width: block.rows,
+        })),
+        targets,
+        losses,
+        rows: R,
+        vocab: V,
+        scale: lossScale,
+      });
+    } else if (lossScale === null) {
+      k.crossEntropyLoss(pass, { logits, targets, losses, rows: R, vocab: V });
+    } else {
+      // Rows at positions T−1 of a sequence have no target.
+      let ignored = 0;
+      for (let r = io.r0; r < io.r0 + R; r++) if (r % this.#seqLen === this.#seqLen - 1) ignored++;
+      // One pass: loss, then the gradient over the logits in place (same bits as the blocked).
+      k.crossEntropy(pass, {
+        logits,
+        targets,
+        losses,
+        rows: R,
+        vocab: V,
+        scale: lossScale,
+        counted: R - ignored,
+      });
+    }
+    if (lossScale === null) return;
+    // d hf = Σ_b dlogits_b·W_b (W [V, C]), chained over the blocks;  dW_b += dlogits_bᵀ·hf.
+    const input: MatmulArgs = {
+      a: logits,
+      b: this.#weights(all),
+      inputType,
+      c: dh,
+      m: R,
+      n: C,
+      k: V,
+      layout: "nn",
+    };
+    const inputVariant = k.matmulVariant(input);
+    const weight: MatmulArgs = {
+      a: logits,
+      b: hf,
+      c: this.#head.grads,
+      m: V,
+      n: C,
+      k: R,
+      layout: "tn",
+      accumulate: true,
+    };
+    const weightVariant = k.matmulVariant(weight);
+    for (const [i, { block, logits }] of parts.entries()) {
+      k.matmul(pass, {
+        ...input,
+        a: logits,
+        b: this.#weights(block),
+        k: block.rows,
+        accumulate: i === 0 ? false : "chain",
+        variant: inputVariant,
+      });
+      k.matmul(pass, {
+        ...weight,
+        a: logits,
+        c: this.#rows0(this.#head.grads, block),
+        m: block.rows,
+        variant: weightVariant,
+      });
+    }
+  }
+}

@@ -268,7 +268,7 @@ export class DistroOptimizer implements Optimizer {
         idx: this.#ownIdx[prev],
         q: this.#ownQ,
         offsets: this.#ownMeta,
-      });
+      }, { maxEntries: p.layout.k });
     }
   }
 
@@ -291,6 +291,7 @@ export class DistroOptimizer implements Optimizer {
       );
     }
     let offsetsLen = 0, entries = 0;
+    const maxEntries: number[] = [];
     for (const [n, a] of update.entries()) {
       const { chunks, totalk, name } = this.#params[n].layout;
       const bad = (what: string) =>
@@ -301,11 +302,14 @@ export class DistroOptimizer implements Optimizer {
       ) {
         throw bad(`offsets and entries do not match its ${chunks} chunks`);
       }
+      let most = 0;
       for (let c = 0; c < chunks; c++) {
         if (a.offsets[c + 1] < a.offsets[c] || a.offsets[c + 1] - a.offsets[c] > totalk) {
           throw bad(`bad offsets at chunk ${c}`);
         }
+        most = Math.max(most, a.offsets[c + 1] - a.offsets[c]);
       }
+      maxEntries.push(most);
       // The exactness bound of the integer decode needs indices < totalk and |q| <= 2^15.
       for (let e = 0; e < a.indices.length; e++) {
         if (a.indices[e] >= totalk || Math.abs(a.coeffs[e]) > 32768) {
@@ -337,7 +341,7 @@ export class DistroOptimizer implements Optimizer {
     this.#rt.write(agg.q, q);
     this.#rt.write(this.#aggMeta, meta);
     this.#rt.write(this.#hyperApply, new Float32Array([args.lr, 0, 0, 0]));
-    for (const p of this.#params) {
+    for (const [n, p] of this.#params.entries()) {
       this.#kernels.encodeApply(step.pass, p.spec, {
         hyper: this.#hyperApply,
         meta: this.#aggMeta,
@@ -345,7 +349,7 @@ export class DistroOptimizer implements Optimizer {
         idx: agg.idx,
         q: agg.q,
         offsets: agg.offsets,
-      });
+      }, { maxEntries: maxEntries[n] });
     }
   }
 

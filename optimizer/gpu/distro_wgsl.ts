@@ -375,47 +375,6 @@ ${main1d(wg)}
 }
 
 /**
- * {@link feedbackKernel} for chunk widths divisible by 4: each invocation updates 4
- * consecutive elements of one chunk row (vec4), reading each entry's basis row once.
- * Bindings as the scalar kernel, with θ, g and δ as `array<vec4<f32>>`.
- */
-export function feedbackVec4Kernel(wg: number): string {
-  return /* wgsl */ `${SPEC}
-struct Hyper { lr: f32, wd_factor: f32, decay: f32, max_norm: f32, has_prev: u32 };
-@group(0) @binding(1) var<storage, read> hyper: Hyper;
-@group(0) @binding(2) var<storage, read> grad_sumsq: array<f32>;
-@group(0) @binding(3) var<storage, read_write> theta: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> grads: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> delta: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read> fbasis: array<f32>;
-@group(0) @binding(7) var<storage, read> own_idx: array<u32>;
-@group(0) @binding(8) var<storage, read> own_val: array<f32>;
-${main1d(wg)}
-  if (i >= spec.rows * spec.cols / 4u) { return; }
-  let at = place(i * 4u);
-  var d = delta[i];
-  if (hyper.has_prev != 0u) {
-    var sent = vec4<f32>(0.0);
-    let base = spec.entry + at.c * spec.k;
-    for (var r = 0u; r < spec.k; r++) {
-      let uv = split_uv(own_idx[base + r]);
-      let a = own_val[base + r] * fbasis[spec.fb1 + uv.x * spec.n1 + at.i];
-      let o = spec.fb2 + uv.y * spec.n2 + at.j;
-      sent += a * vec4<f32>(fbasis[o], fbasis[o + 1u], fbasis[o + 2u], fbasis[o + 3u]);
-    }
-    d = d - sent;
-  }
-  var scale = 1.0;
-  if (hyper.max_norm > 0.0) {
-    scale = min(1.0, hyper.max_norm / (sqrt(grad_sumsq[0]) + 1e-6));
-  }
-  delta[i] = hyper.decay * d + hyper.lr * (scale * grads[i]);
-  theta[i] = theta[i] * hyper.wd_factor;
-}
-`;
-}
-
-/**
  * {@link applyKernel} for chunk widths divisible by 4: 4 consecutive elements of one chunk
  * row per invocation, with the same exact split products and per-lane 64-bit accumulators
  * (vec4 low words, vec4 high words). Bindings as the scalar kernel, θ as `array<vec4<f32>>`.

@@ -8,12 +8,20 @@
  */
 
 import { f32Bits, type GpuRuntime, type TensorView, viewLength } from "../../shaders/gpu.ts";
-import { bindTensors, dispatch1d } from "../../shaders/kernel.ts";
+import { bindTensors, dispatch, dispatch1d } from "../../shaders/kernel.ts";
 import { dctMatrix } from "../dct.ts";
 import { fixedBasis } from "../exact.ts";
 import { hasFastDct } from "../fast_dct.ts";
 import type { ChunkLayout } from "../layout.ts";
-import { applyFilteredKernel } from "./apply_wgsl.ts";
+import {
+  chunkApplyIterations,
+  chunkApplyKernel,
+  chunkFeedbackKernel,
+  chunkGrid,
+  chunkRows,
+  hasChunkKernels,
+  MAX_LOOP_ITERATIONS,
+} from "./chunk_wgsl.ts";
 import { fastDctColsKernel, fastDctRowsKernel } from "./fast_dct_wgsl.ts";
 import {
   applyKernel,
@@ -23,7 +31,6 @@ import {
   dctRowsKernel,
   dctRowsVec4Kernel,
   feedbackKernel,
-  feedbackVec4Kernel,
   lookaheadKernel,
   MAX_GPU_TOPK,
   ownFixedKernel,
@@ -148,7 +155,6 @@ export class DistroKernels {
     this.#pipes = {
       lookahead: make("lookahead", lookaheadKernel),
       feedback: make("feedback", feedbackKernel),
-      feedbackVec4: make("feedback-vec4", feedbackVec4Kernel),
       dctRows: make("dct-rows", dctRowsKernel),
       dctCols: make("dct-cols", dctColsKernel),
       topk: make("topk", topkKernel),
@@ -214,13 +220,12 @@ export class DistroKernels {
   }
 
   /**
-   * Error feedback, momentum and weight decay of one parameter (views start at the param);
-   * the vec4 kernel when the chunk width is divisible by 4.
+   * Error feedback, momentum and weight decay of one parameter (views start at the param):
+   * the per-chunk kernel (chunk_wgsl.ts) when the chunk width is a multiple of 4, else the
+   * scalar per-element kernel.
    */
   encodeFeedback(pass: GPUComputePassEncoder, spec: number[], v: FeedbackViews): void {
-    const vec4 = spec[3] % 4 === 0;
-    const pipe = vec4 ? this.#pipes.feedbackVec4 : this.#pipes.feedback;
-    const g = bindTensors(this.#rt, pipe, spec, [
+    const views = [
       v.hyper,
       v.gradSumSq,
       v.params,
@@ -229,8 +234,19 @@ export class DistroKernels {
       this.#basisFloat,
       v.ownIdx,
       v.ownVal,
-    ]);
-    dispatch1d(pass, pipe, g, (spec[0] * spec[1]) / (vec4 ? 4 : 1), this.#wg);
+    ];
+    const [rowsN, colsN, n1, n2] = spec;
+    if (hasChunkKernels(n2)) {
+      const rows = chunkRows(n1);
+      const pipe = this.#rt.pipeline(
+        `distro/chunk-feedback/n${n2}/r${rows}`,
+        () => chunkFeedbackKernel(n2, rows),
+      );
+      dispatch(pass, pipe, bindTensors(this.#rt, pipe, spec, views), chunkGrid(spec[5]));
+      return;
+    }
+    const pipe = this.#pipes.feedback;
+    dispatch1d(pass, pipe, bindTensors(this.#rt, pipe, spec, views), rowsN * colsN, this.#wg);
   }
 
   /**
@@ -305,29 +321,32 @@ export class DistroKernels {
   }
 
   /**
-   * Exact `θ −= lr·sign(decodeFixed(...))` of one parameter: the float-filtered kernel
-   * (apply_wgsl.ts) when n2 % 4 = 0, else the scalar 64-bit integer kernel. `exactOnly` forces
-   * the all-integer vec4 kernel (tests and benchmarks compare the two).
+   * Exact `θ −= lr·sign(decodeFixed(...))` of one parameter: the float-filtered per-chunk kernel
+   * (chunk_wgsl.ts) when the chunk width is a multiple of 4, else the scalar 64-bit integer
+   * kernel. `maxEntries` (the most entries any chunk has; default: totalk) keeps the per-chunk
+   * kernel within {@link MAX_LOOP_ITERATIONS}; `exactOnly` forces the all-integer kernels (tests
+   * and benchmarks compare the two).
    */
   encodeApply(
     pass: GPUComputePassEncoder,
     spec: number[],
     v: ApplyViews,
-    options: { exactOnly?: boolean } = {},
+    options: { exactOnly?: boolean; maxEntries?: number } = {},
   ): void {
     const [rowsN, colsN, n1, n2] = spec;
-    const vec4 = n2 % 4 === 0;
     const views = [v.hyper, v.meta, v.params, this.#basisFixed, v.idx, v.q, v.offsets];
-    if (vec4 && !options.exactOnly) {
-      const rows = [8, 4, 2, 1].find((r) => n1 % r === 0)!;
+    const fits = chunkApplyIterations(n1, options.maxEntries ?? spec[6]) <= MAX_LOOP_ITERATIONS;
+    if (hasChunkKernels(n2) && fits && !options.exactOnly) {
+      const rows = chunkRows(n1);
       const pipe = this.#rt.pipeline(
-        `distro/apply-filtered/r${rows}/wg${this.#wg}`,
-        () => applyFilteredKernel(this.#wg, rows),
+        `distro/chunk-apply/n${n2}/r${rows}`,
+        () => chunkApplyKernel(n2, rows),
       );
       const g = bindTensors(this.#rt, pipe, spec, [...views, this.#basis.fixedFloat]);
-      dispatch1d(pass, pipe, g, (rowsN * colsN) / 4 / rows, this.#wg);
+      dispatch(pass, pipe, g, chunkGrid(spec[5]));
       return;
     }
+    const vec4 = n2 % 4 === 0;
     const pipe = vec4 ? this.#pipes.applyVec4 : this.#pipes.apply;
     const g = bindTensors(this.#rt, pipe, spec, views);
     dispatch1d(pass, pipe, g, (rowsN * colsN) / (vec4 ? 4 : 1), this.#wg);

@@ -40,6 +40,8 @@ export interface ChildProvider {
   hash: string;
   /** Port of its plain TCP server. */
   rawPort: number;
+  /** Its process id (the benchmark reads its CPU time). */
+  pid: number;
   /**
    * Closes its stdin and waits for it to exit; resolves with its exit status, or rejects if it
    * has not exited `timeoutMs` after (default 10 s), killing it.
@@ -76,6 +78,7 @@ export async function spawnProvider(
   const info = JSON.parse(text.slice(0, text.indexOf("\n")));
   return {
     ...info,
+    pid: child.pid,
     async stop(timeoutMs = 10_000) {
       await child.stdin.close();
       await reader.cancel();

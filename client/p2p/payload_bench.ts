@@ -14,6 +14,11 @@
  * on different cores), and everything in this process (sender and receiver share one thread).
  * MB/s = 67.1 MB / the average time `deno bench` prints.
  *
+ * On a shared machine wall times swing with the load; CPU time does not. For the child-process
+ * group the benchmark also prints, when it ends, the receiver's and the provider's CPU time per
+ * 64 MiB fetch (this process from `process.cpuUsage`, the child from `/proc/<pid>/stat`), whose
+ * sum bounds what each path can reach once the cores are busy.
+ *
  * Run: `deno bench -A client/p2p/payload_bench.ts`
  *
  * @module
@@ -24,6 +29,7 @@ import { StreamReader } from "./stream_reader.ts";
 import { createP2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
 import { testPublic, testSecret } from "./test_util.ts";
+import process from "node:process";
 
 const SIZE = 64 * 1024 * 1024;
 const ROUNDS = { n: 8, warmup: 2 };
@@ -49,6 +55,34 @@ async function rawFetch(port: number): Promise<Uint8Array> {
 
 function check(bytes: Uint8Array): void {
   if (bytes.length !== SIZE) throw new Error(`got ${bytes.length} bytes, expected ${SIZE}`);
+}
+
+/** CPU milliseconds the process `pid` has used (Linux `/proc`), or NaN where unavailable. */
+function processCpuMs(pid: number): number {
+  try {
+    const fields = Deno.readTextFileSync(`/proc/${pid}/stat`).split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, at 100 ticks/s
+  } catch {
+    return NaN;
+  }
+}
+
+/** Per bench name: fetches timed, this process's and the child's CPU ms over them. */
+const cpu = new Map<string, { runs: number; receiver: number; sender: number }>();
+
+/** Wraps `fetch` so each run adds its CPU time (receiver here, sender in the child) to `cpu`. */
+function withCpu(name: string, fetch: () => Promise<void>): () => Promise<void> {
+  return async () => {
+    const before = process.cpuUsage();
+    const childBefore = processCpuMs(child.pid);
+    await fetch();
+    const used = process.cpuUsage(before);
+    const entry = cpu.get(name) ?? { runs: 0, receiver: 0, sender: 0 };
+    entry.runs++;
+    entry.receiver += (used.user + used.system) / 1000;
+    entry.sender += processCpuMs(child.pid) - childBefore;
+    cpu.set(name, entry);
+  };
 }
 
 // Provider in a child process (secret 1), fetcher here (secret 2).
@@ -94,36 +128,34 @@ Deno.bench({
   group: "64 MiB, provider in another process",
   baseline: true,
   ...ROUNDS,
-  async fn() {
-    check(await rawFetch(child.rawPort));
-  },
+  fn: withCpu("raw TCP", async () => check(await rawFetch(child.rawPort))),
 });
 
 Deno.bench({
   name: "in-band fetch (noise, yamux, sha256), other process",
   group: "64 MiB, provider in another process",
   ...ROUNDS,
-  async fn() {
+  fn: withCpu("in-band fetch", async () => {
     check(await client.fetch(child.hash, { providers: [testPublic(1)] }));
-  },
+  }),
 });
 
 Deno.bench({
   name: "bulk fetch (ticket over noise, plain TCP, sha256), other process",
   group: "64 MiB, provider in another process",
   ...ROUNDS,
-  async fn() {
+  fn: withCpu("bulk fetch", async () => {
     const before = bulkClient.stats.bulkFetched;
     check(await bulkClient.fetch(child.hash, { providers: [testPublic(1)] }));
     if (bulkClient.stats.bulkFetched !== before + 1) throw new Error("the bulk path was not used");
-  },
+  }),
 });
 
 Deno.bench({
   name: "bare libp2p stream (noise, yamux; no framing, no hash), other process",
   group: "64 MiB, provider in another process",
   ...ROUNDS,
-  async fn() {
+  fn: withCpu("bare libp2p stream", async () => {
     const stream = await fetcher.libp2p.dialProtocol(peerIdOf(testPublic(1)), BARE_PROTOCOL);
     const reader = new StreamReader(stream);
     await stream.close();
@@ -133,7 +165,7 @@ Deno.bench({
     }
     reader.release();
     if (got !== SIZE) throw new Error(`got ${got} bytes, expected ${SIZE}`);
-  },
+  }),
 });
 
 Deno.bench({
@@ -167,6 +199,16 @@ Deno.bench({
 });
 
 addEventListener("unload", () => {
+  console.log(
+    "\nCPU ms per 64 MiB fetch, provider in another process (receiver + sender = total):",
+  );
+  for (const [name, { runs, receiver, sender }] of cpu) {
+    const [r, s] = [receiver / runs, sender / runs];
+    console.log(
+      `  ${name.padEnd(20)} ${r.toFixed(0).padStart(4)} + ${s.toFixed(0).padStart(4)} = ` +
+        `${(r + s).toFixed(0).padStart(4)}  (${runs} fetches)`,
+    );
+  }
   listener.close();
   void child.stop();
   void local.stop();

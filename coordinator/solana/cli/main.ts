@@ -8,6 +8,7 @@
  */
 import type { Address } from "@solana/kit";
 import { parseRunConfig } from "../../config.ts";
+import { checkWholeSecondDurations } from "../state_parts.ts";
 import { generateIdentity } from "../../../net/identity.ts";
 import { parseSolanaArgs, type SolanaArgs, SolanaUsageError, USAGE } from "./args.ts";
 import { keypairJson, loadWallet, type Wallet } from "./keypair.ts";
@@ -88,6 +89,11 @@ export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise
           throw new SolanaUsageError(
             `${args.configPath} is for run "${run.runId}", but --run-id is "${args.runId}"`,
           );
+        }
+        try {
+          checkWholeSecondDurations(run.config);
+        } catch (e) {
+          throw new SolanaUsageError(`${args.configPath}: ${(e as Error).message}`);
         }
         update.config = run.config;
         update.model = run.model;

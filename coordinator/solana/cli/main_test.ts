@@ -60,6 +60,26 @@ Deno.test("operator commands open, configure, authorize, resume and dump a run",
     ]);
     assert.equal(wrongRun.code, 2);
     assert.match(wrongRun.err, /is for run "llama-tiny-brown", but --run-id is "other"/);
+    // The chain keeps whole seconds: a fractional duration is refused by name, not rounded.
+    const fractional = `${dir}/fractional.toml`;
+    const text = await Deno.readTextFile(state);
+    await Deno.writeTextFile(
+      fractional,
+      text.replace(/^round_witness_time = .*$/m, "round_witness_time = 0.1"),
+    );
+    const refused = await solana([
+      "update-config",
+      ...run,
+      "--config-path",
+      fractional,
+      ...rpc,
+      ...key("operator"),
+    ]);
+    assert.equal(refused.code, 2);
+    assert.match(
+      refused.err,
+      /fractional\.toml: config\.round_witness_time = 0\.1: the Solana program keeps durations in whole seconds/,
+    );
     const updated = await solana([
       "update-config",
       ...run,

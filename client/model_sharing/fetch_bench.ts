@@ -1,6 +1,7 @@
 /**
  * P2P model sharing speed: a joiner fetching the 20 M-parameter Llama (config/models/llama-20m,
- * 80 MB of f32 blobs) from two providers in the same process, and the blob codec alone.
+ * 80 MB of f32 blobs) from two providers in the same process, over the bulk path (tensors of
+ * 1 MiB and more; the default) and with it off (every byte over noise), and the blob codec alone.
  *
  *   deno bench -A client/model_sharing/fetch_bench.ts
  *
@@ -20,12 +21,15 @@ const { config, layout } = await readModelDir("config/models/llama-20m");
 const model = { config, layout, weights: initParams(layout, config, 1) };
 const blobs = new Map(modelToBlobs(model));
 
-const keys = [1, 2, 3].map(testPublic);
+// Nodes 1 and 2 provide; node 3 fetches with the bulk path on, node 4 with it off.
+const keys = [1, 2, 3, 4].map(testPublic);
 const nodes = await Promise.all(
-  [1, 2, 3].map((n) => createP2PNode({ secretKey: testSecret(n), allowedPeers: keys })),
+  [1, 2, 3, 4].map((n) => createP2PNode({ secretKey: testSecret(n), allowedPeers: keys })),
 );
-const services = await Promise.all(nodes.map((node) => PayloadService.start(node)));
-for (let i = 1; i < 3; i++) {
+const services = await Promise.all(
+  nodes.map((node, i) => PayloadService.start(node, i === 3 ? { bulk: false } : {})),
+);
+for (let i = 1; i < 4; i++) {
   for (let j = 0; j < i; j++) await nodes[i].connect(nodes[j].addresses()[0]);
 }
 serveModel(services[0], model);
@@ -39,10 +43,22 @@ Deno.bench("blobs: f32 blobs to llama-20m", { group: "codec" }, () => {
   modelFromBlobs(blobs);
 });
 
-Deno.bench("fetch llama-20m from 2 providers (80 MB, verified)", { n: 5, warmup: 1 }, async () => {
-  // A fresh store each time: no reshare, so nothing is served locally.
-  await fetchModel(services[2], { providers: keys.slice(0, 2), reshare: false });
-});
+Deno.bench(
+  "fetch llama-20m from 2 providers (80 MB, verified), bulk path",
+  { group: "fetch", baseline: true, n: 5, warmup: 1 },
+  async () => {
+    // A fresh store each time: no reshare, so nothing is served locally.
+    await fetchModel(services[2], { providers: keys.slice(0, 2), reshare: false });
+  },
+);
+
+Deno.bench(
+  "fetch llama-20m from 2 providers (80 MB, verified), in-band only",
+  { group: "fetch", n: 5, warmup: 1 },
+  async () => {
+    await fetchModel(services[3], { providers: keys.slice(0, 2), reshare: false });
+  },
+);
 
 globalThis.addEventListener("unload", () => {
   for (const node of nodes) void node.stop();

@@ -75,6 +75,7 @@ export class BulkListener {
   readonly #stats: BulkListenerStats = { served: 0, servedBytes: 0, refused: {} };
   readonly #accepting: Promise<void>;
   #closed = false;
+  #failure: Error | undefined;
 
   private constructor(listener: Deno.TcpListener, options: BulkListenerOptions) {
     this.#listener = listener;
@@ -132,6 +133,11 @@ export class BulkListener {
     return this.#open.size;
   }
 
+  /** Why the listener stopped accepting on its own, if it did. */
+  get failure(): Error | undefined {
+    return this.#failure;
+  }
+
   /** A snapshot of the counters. */
   get stats(): BulkListenerStats {
     return { ...this.#stats, refused: { ...this.#stats.refused } };
@@ -139,12 +145,19 @@ export class BulkListener {
 
   /** Stops listening and hangs up on every open connection. Safe to call twice. */
   async close(): Promise<void> {
-    if (!this.#closed) {
-      this.#closed = true;
-      this.#listener.close();
-      for (const conn of this.#open) closeQuietly(conn);
-    }
+    this.#shut();
     await this.#accepting;
+  }
+
+  #shut(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      this.#listener.close();
+    } catch {
+      // Already closed by a failed accept.
+    }
+    for (const conn of this.#open) closeQuietly(conn);
   }
 
   async #accept(): Promise<void> {
@@ -155,7 +168,12 @@ export class BulkListener {
         serving.add(task);
       }
     } catch (error) {
-      if (!this.#closed) throw error;
+      // Accepting failed on its own (e.g. out of file descriptors): stop serving rather than
+      // crash the client; fetchers then fall back to the in-band stream.
+      if (!this.#closed) {
+        this.#failure = error as Error;
+        this.#shut();
+      }
     } finally {
       await Promise.allSettled(serving);
     }

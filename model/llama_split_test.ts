@@ -5,6 +5,7 @@ import { CHUNK_ITEMS } from "../shaders/sumsq.ts";
 import { parseLlamaConfig } from "./hf_config.ts";
 import { LlamaModel } from "./llama.ts";
 import { llamaParamLayout, seededNormals } from "./params.ts";
+import type { ModelPrecision } from "./precision.ts";
 
 /**
  * Every tensor but the embedding and LM head ([331, 32] f32: 42 KB) fits in 16 KiB, so a 16 KiB
@@ -37,9 +38,10 @@ function weights(): Float32Array {
 }
 
 /** Forward, backward, gradient norm, one clipped AdamW step and an evaluation, read back. */
-async function run(maxBindingBytes?: number) {
+async function run(maxBindingBytes?: number, precision: ModelPrecision = "f32") {
   using rt = await GpuRuntime.create({ maxBindingBytes });
   using model = new LlamaModel(rt, {
+    precision,
     config: CONFIG,
     layout: LAYOUT,
     weights: weights(),
@@ -94,19 +96,25 @@ function assertSameBits(got: Float32Array, want: Float32Array, what: string): vo
   assert.ok(i < 0, `${what}: element ${i} is ${got[i]}, unsplit ${want[i]}`);
 }
 
-Deno.test("a capped binding splits embedding, LM head, logits, norm and AdamW with identical bits", async () => {
-  assert.equal(CAP % (CHUNK_ITEMS * 64 * 4), 0);
-  const whole = await run();
-  const split = await run(CAP);
-  assert.deepEqual(whole.blocks, [331]);
-  assert.deepEqual(split.blocks, [128, 128, 75]);
-  assert.ok(whole.stats.lossSum > 0 && whole.stats.gradSumSq > 0.25, "the step clips");
-  assert.deepEqual(split.stats, whole.stats);
-  for (const i of [0, 1]) assertSameBits(split.losses[i], whole.losses[i], `losses ${i}`);
-  assertSameBits(split.grads, whole.grads, "gradients");
-  assertSameBits(split.params, whole.params, "parameters after AdamW");
-  assertSameBits(split.evalLosses, whole.evalLosses, "evaluation losses");
-});
+for (const precision of ["f32", "f16"] as const) {
+  Deno.test(`a capped binding splits embedding, LM head, logits, norm and AdamW with identical bits (${precision})`, async () => {
+    if (precision === "f16") {
+      using probe = await GpuRuntime.create();
+      if (!probe.hasF16) return console.warn("skipped: no shader-f16");
+    }
+    assert.equal(CAP % (CHUNK_ITEMS * 64 * 4), 0);
+    const whole = await run(undefined, precision);
+    const split = await run(CAP, precision);
+    assert.deepEqual(whole.blocks, [331]);
+    assert.deepEqual(split.blocks, [128, 128, 75]);
+    assert.ok(whole.stats.lossSum > 0 && whole.stats.gradSumSq > 0.25, "the step clips");
+    assert.deepEqual(split.stats, whole.stats);
+    for (const i of [0, 1]) assertSameBits(split.losses[i], whole.losses[i], `losses ${i}`);
+    assertSameBits(split.grads, whole.grads, "gradients");
+    assertSameBits(split.params, whole.params, "parameters after AdamW");
+    assertSameBits(split.evalLosses, whole.evalLosses, "evaluation losses");
+  });
+}
 
 Deno.test("a binding cap too small for one aligned block of the head is refused by name", async () => {
   using rt = await GpuRuntime.create({ maxBindingBytes: 256 });

@@ -6,7 +6,7 @@ import { type ReceivedAnnouncement, RunGossip } from "./gossip.ts";
 import { testPublic, testSecret, waitFor } from "./test_util.ts";
 import { contentHash } from "./content_store.ts";
 
-Deno.test("gossip and a payload cross processes; the other process exits after stopping", async () => {
+Deno.test("gossip and a bulk payload cross processes; the other process exits after stopping", async () => {
   const size = 4 * 1024 * 1024 + 3;
   const provider = await spawnProvider(41, size, [42]);
   try {
@@ -47,6 +47,9 @@ Deno.test("gossip and a payload cross processes; the other process exits after s
       expectedSize: size,
     });
     assert.equal(contentHash(bytes), provider.hash);
+    // 4 MiB came over the child's bulk listener, which closes with its node: the exit below
+    // checks that too.
+    assert.equal(payloads.stats.bulkFetched, 1);
   } finally {
     const status = await provider.stop(10_000);
     assert.equal(status.code, 0);

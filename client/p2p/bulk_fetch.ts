@@ -15,6 +15,13 @@ import {
 } from "./bulk_wire.ts";
 import { hashFromBytes } from "./content_store.ts";
 
+/**
+ * How long connecting and the listener's answer may take, by default. A listener behind a
+ * firewall that drops packets would otherwise hold the whole attempt until its timeout, leaving
+ * no time for the in-band fallback.
+ */
+export const DEFAULT_BULK_ANSWER_TIMEOUT_MS = 5_000;
+
 /** Received bytes hashed per `update` call while reading. */
 const HASH_BATCH_BYTES = 4 * 1024 * 1024;
 
@@ -52,6 +59,8 @@ export interface BulkFetchOptions {
   length: number;
   /** Aborts the fetch, closing the connection. */
   signal?: AbortSignal;
+  /** Longest wait for the connection and the listener's answer (ms). */
+  answerTimeoutMs?: number;
 }
 
 /**
@@ -63,19 +72,29 @@ export async function bulkFetch(options: BulkFetchOptions): Promise<Uint8Array> 
   if (!Number.isSafeInteger(length) || length < 0) {
     throw new RangeError(`bulk length must be a non-negative safe integer, found ${length}`);
   }
+  const answerTimeoutMs = options.answerTimeoutMs ?? DEFAULT_BULK_ANSWER_TIMEOUT_MS;
   const request = encodeBulkRequest({ ticket, hash });
   signal?.throwIfAborted();
+  const answerTimer = AbortSignal.timeout(answerTimeoutMs);
+  const early = signal === undefined ? answerTimer : AbortSignal.any([signal, answerTimer]);
+  const late = () =>
+    new BulkFetchError(
+      "unreachable",
+      `no answer from ${hostname}:${port} within ${answerTimeoutMs} ms`,
+    );
   let conn: Deno.TcpConn;
   try {
-    conn = await Deno.connect({ hostname, port, transport: "tcp", signal });
+    conn = await Deno.connect({ hostname, port, transport: "tcp", signal: early });
   } catch (error) {
     signal?.throwIfAborted();
+    if (answerTimer.aborted) throw late();
     throw new BulkFetchError("unreachable", `cannot connect to ${hostname}:${port}: ${error}`, {
       cause: error,
     });
   }
   const onAbort = () => closeQuietly(conn);
-  signal?.addEventListener("abort", onAbort, { once: true });
+  early.addEventListener("abort", onAbort, { once: true });
+  let answered = false;
   try {
     conn.setNoDelay(true);
     for (let sent = 0; sent < request.length;) sent += await conn.write(request.subarray(sent));
@@ -94,6 +113,10 @@ export async function bulkFetch(options: BulkFetchOptions): Promise<Uint8Array> 
       }
       if (decoded !== undefined) break;
     }
+    // Answered in time: from here only the caller's signal limits the transfer.
+    answered = true;
+    early.removeEventListener("abort", onAbort);
+    signal?.addEventListener("abort", onAbort, { once: true });
     if (decoded.header.status !== "Ok") {
       throw new BulkFetchError("refused", `the listener answered ${decoded.header.status}`);
     }
@@ -132,11 +155,13 @@ export async function bulkFetch(options: BulkFetchOptions): Promise<Uint8Array> 
     return out;
   } catch (error) {
     signal?.throwIfAborted();
+    if (!answered && answerTimer.aborted) throw late();
     if (error instanceof BulkFetchError) throw error;
     throw new BulkFetchError("unreachable", `connection to ${hostname}:${port} failed: ${error}`, {
       cause: error,
     });
   } finally {
+    early.removeEventListener("abort", onAbort);
     signal?.removeEventListener("abort", onAbort);
     closeQuietly(conn);
   }

@@ -176,7 +176,7 @@ Deno.test("content forgotten after the offer is refused as NotFound", async () =
   }
 });
 
-Deno.test("an unreachable listener and an aborted fetch fail cleanly", async () => {
+Deno.test("an unreachable or silent listener and an aborted fetch fail cleanly", async () => {
   const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const closedPort = probe.addr.port;
   probe.close();
@@ -197,6 +197,12 @@ Deno.test("an unreachable listener and an aborted fetch fail cleanly", async () 
     const fetching = bulkFetch({ ...options, port: silent.addr.port, signal: controller.signal });
     setTimeout(() => controller.abort(new Error("round ended")), 50);
     await assert.rejects(fetching, /round ended/);
+    // Without one, the answer timeout ends it (a firewall dropping packets looks the same).
+    await rejectsWith(
+      bulkFetch({ ...options, port: silent.addr.port, answerTimeoutMs: 100 }),
+      "unreachable",
+      /no answer from 127.0.0.1:\d+ within 100 ms/,
+    );
   } finally {
     silent.close();
     await accepting;

@@ -184,6 +184,8 @@ export class PayloadService {
   readonly #chunkBytes: number;
   readonly #requestTimeoutMs: number;
   readonly #bad = new Set<string>();
+  /** Providers whose bulk listener we could not reach: asked in-band only, until cleared. */
+  readonly #bulkUnreachable = new Set<string>();
   readonly #stats = {
     served: 0,
     servedBytes: 0,
@@ -310,9 +312,13 @@ export class PayloadService {
     return [...this.#bad];
   }
 
-  /** Gives every provider marked bad another chance (e.g. at a new epoch). */
+  /**
+   * Gives every provider marked bad another chance (e.g. at a new epoch), and the bulk path
+   * another try with providers whose bulk listener was unreachable.
+   */
   clearBadProviders(): void {
     this.#bad.clear();
+    this.#bulkUnreachable.clear();
   }
 
   /**
@@ -405,7 +411,9 @@ export class PayloadService {
     signal: AbortSignal,
   ): Promise<{ hash: ContentHash; bytes: Uint8Array }> {
     const connection = await this.#node.libp2p.dial(peer, { signal });
-    const hostname = this.#acceptBulk ? ipOf(connection.remoteAddr) : undefined;
+    const hostname = this.#acceptBulk && !this.#bulkUnreachable.has(peer.toString())
+      ? ipOf(connection.remoteAddr)
+      : undefined;
     const acceptBulk = hostname !== undefined;
     const first = await this.#request(connection, { ...request, acceptBulk }, checks, signal);
     if (!("offer" in first)) return first;
@@ -424,6 +432,8 @@ export class PayloadService {
     } catch (error) {
       if (!(error instanceof BulkFetchError)) throw error;
       this.#bulkFallbacks[error.code] = (this.#bulkFallbacks[error.code] ?? 0) + 1;
+      // A listener we cannot reach (firewall, NAT without the port) stays so: skip the detour.
+      if (error.code === "unreachable") this.#bulkUnreachable.add(peer.toString());
     }
     const again = await this.#node.libp2p.dial(peer, { signal });
     const second = await this.#request(again, { ...request, acceptBulk: false }, checks, signal);

@@ -285,6 +285,14 @@ Deno.test("an unreachable bulk listener falls back to the in-band stream", async
   assert.equal(b.payloads.stats.bulkFetched, 0);
   assert.equal(b.payloads.stats.failedAttempts, 0);
   assert.equal(a.payloads.stats.bulkOffered, 1);
+  // b stops accepting offers from a, until clearBadProviders (a new epoch) gives it a new try.
+  const other = a.payloads.provide(randomBytes(200_000, 27));
+  await b.payloads.fetch(other, { providers: [a.node.publicKey] });
+  assert.equal(a.payloads.stats.bulkOffered, 1);
+  b.payloads.clearBadProviders();
+  await b.payloads.fetch(hash, { providers: [a.node.publicKey] });
+  assert.equal(a.payloads.stats.bulkOffered, 2);
+  assert.deepEqual(b.payloads.stats.bulkFallbacks, { unreachable: 2 });
 });
 
 Deno.test("bytes tampered on the bulk path fall back in-band and do not mark the provider bad", async () => {

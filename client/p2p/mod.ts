@@ -97,6 +97,7 @@ export {
   bulkFetch,
   BulkFetchError,
   type BulkFetchOptions,
+  DEFAULT_BULK_ANSWER_TIMEOUT_MS,
 } from "./bulk_fetch.ts";
 export {
   BulkListener,

@@ -220,43 +220,13 @@ export class PayloadService {
   static async start(node: P2PNode, options: PayloadServiceOptions = {}): Promise<PayloadService> {
     const service = new PayloadService(node, options);
     if (options.bulk !== false) {
-      const bulk = options.bulk ?? {};
-      const minBytes = bulk.minBytes ?? DEFAULT_BULK_MIN_BYTES;
-      if (!Number.isSafeInteger(minBytes) || minBytes < 0) {
-        throw new RangeError(`bulk.minBytes must be a non-negative integer, found ${minBytes}`);
-      }
-      const now = bulk.now ?? Date.now;
-      const tickets = new TicketBook({
-        lifetimeMs: bulk.ticketLifetimeMs,
-        maxPerPeer: bulk.maxTicketsPerPeer,
-      });
-      const listener = BulkListener.start({
-        host: bulk.host ?? node.host,
-        port: bulk.port ?? 0,
-        tickets,
-        content: (hash) => service.store.get(hash),
-        now,
-        maxConnections: bulk.maxConnections ?? DEFAULT_BULK_MAX_CONNECTIONS,
-        requestTimeoutMs: bulk.requestTimeoutMs ?? DEFAULT_BULK_REQUEST_TIMEOUT_MS,
-        idleTimeoutMs: bulk.idleTimeoutMs ?? DEFAULT_BULK_IDLE_TIMEOUT_MS,
-      });
-      const advertisePort = bulk.advertisePort ?? listener.port;
-      if (!Number.isInteger(advertisePort) || advertisePort < 1 || advertisePort > 65_535) {
-        await listener.close();
-        throw new RangeError(
-          `bulk.advertisePort must be an integer in 1..65535, found ${advertisePort}`,
-        );
-      }
-      service.#bulk = {
-        listener,
-        tickets,
-        advertisePort,
-        minBytes,
-        randomBytes: bulk.randomBytes ??
-          ((length) => crypto.getRandomValues(new Uint8Array(length))),
-        now,
-      };
-      node.onStop(() => listener.close());
+      const bulk = await startBulk(
+        options.bulk ?? {},
+        node.host,
+        (hash) => service.store.get(hash),
+      );
+      service.#bulk = bulk;
+      node.onStop(() => bulk.listener.close());
     }
     await node.libp2p.handle(
       PAYLOAD_PROTOCOL,
@@ -589,6 +559,49 @@ export class PayloadService {
       reader.release();
     }
   }
+}
+
+/** Starts the bulk listener and its ticket book per `options` (defaults filled in). */
+async function startBulk(
+  options: BulkOptions,
+  nodeHost: string,
+  content: (hash: ContentHash) => Uint8Array | undefined,
+): Promise<BulkRuntime> {
+  const minBytes = options.minBytes ?? DEFAULT_BULK_MIN_BYTES;
+  if (!Number.isSafeInteger(minBytes) || minBytes < 0) {
+    throw new RangeError(`bulk.minBytes must be a non-negative integer, found ${minBytes}`);
+  }
+  const now = options.now ?? Date.now;
+  const tickets = new TicketBook({
+    lifetimeMs: options.ticketLifetimeMs,
+    maxPerPeer: options.maxTicketsPerPeer,
+  });
+  const listener = BulkListener.start({
+    host: options.host ?? nodeHost,
+    port: options.port ?? 0,
+    tickets,
+    content,
+    now,
+    maxConnections: options.maxConnections ?? DEFAULT_BULK_MAX_CONNECTIONS,
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_BULK_REQUEST_TIMEOUT_MS,
+    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_BULK_IDLE_TIMEOUT_MS,
+  });
+  const advertisePort = options.advertisePort ?? listener.port;
+  if (!Number.isInteger(advertisePort) || advertisePort < 1 || advertisePort > 65_535) {
+    await listener.close();
+    throw new RangeError(
+      `bulk.advertisePort must be an integer in 1..65535, found ${advertisePort}`,
+    );
+  }
+  return {
+    listener,
+    tickets,
+    advertisePort,
+    minBytes,
+    randomBytes: options.randomBytes ??
+      ((length) => crypto.getRandomValues(new Uint8Array(length))),
+    now,
+  };
 }
 
 /** The IP address in a connection's remote multiaddr, or undefined (DNS, relay, unknown). */

@@ -327,3 +327,19 @@ Deno.test("bulk: false keeps every byte on the encrypted stream, on either side"
   assert.equal(b.payloads.stats.bulkOffered, 0);
   assert.equal(c.payloads.stats.bulkFetched, 0);
 });
+
+Deno.test("bad bulk options are refused by name, leaving nothing listening", async () => {
+  await using node = await createP2PNode({ secretKey: testSecret(1) });
+  await assert.rejects(
+    () => PayloadService.start(node, { bulk: { minBytes: -1 } }),
+    /bulk.minBytes must be a non-negative integer, found -1/,
+  );
+  await assert.rejects(
+    () => PayloadService.start(node, { bulk: { advertisePort: 70_000 } }),
+    /bulk.advertisePort must be an integer in 1..65535, found 70000/,
+  );
+  await assert.rejects(
+    () => PayloadService.start(node, { bulk: { host: "not-an-address" } }),
+    /Cannot start the bulk listener on not-an-address:0/,
+  );
+});

@@ -6,11 +6,16 @@
  *    ~20M model (config/models/llama-20m/config.json) and a 1B-shaped Llama (h=2048,
  *    inter=8192, L=16, vocab 32000), topk 2/4/8 at chunk 64. Throws when the targets fail:
  *    >= 250x smaller than dense bf16 at topk 8 1-bit, and smaller than Psyche.
- * 2. GPU time on the 20M model: one single-node step (generate, exact apply of the previous
- *    own result, lookahead), generate alone (error feedback, momentum, blocked DCT, top-k), and
- *    the exact apply of a 4-peer aggregate (upload, integer decode, θ update).
- * 3. CPU time of the per-step host work for the 20M model: read back the result, encode the
- *    payload, decode 4 peers' payloads, aggregate them exactly.
+ * 2. DisTrO's share of a training step on the 20M model, measured in one run against the AdamW
+ *    training step (forward, backward, clip, AdamW; B·T = 4·256 tokens, as train/train_bench.ts)
+ *    so both see the same machine load. A networked client's DisTrO work per step is
+ *    - encode: GPU generate (error feedback, momentum, fast DCT, top-k), read the result back,
+ *      encode the payload;
+ *    - decode: decode 4 peers' payloads and aggregate them exactly (host);
+ *    - apply: upload the aggregate, filtered exact decode and θ update, and the lookahead;
+ *    printed with each kernel's GPU time (timestamped passes) and their sum as a share of the
+ *    AdamW step. Rounds alternate AdamW steps and DisTrO work; the medians are printed.
+ * 3. `Deno.bench` entries for the same pieces and the single-node DisTrO step.
  *
  * Run: `deno bench -A optimizer/distro_bench.ts`
  *
@@ -18,9 +23,12 @@
  */
 
 import { readLlamaConfig } from "../model/hf_config.ts";
-import { llamaParamLayout } from "../model/params.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
+import { LlamaModel } from "../model/llama.ts";
+import { initParams, llamaParamLayout } from "../model/params.ts";
+import { GpuRuntime, type GpuStep } from "../shaders/gpu.ts";
 import { randomF32 } from "../shaders/test_util.ts";
+import { trainStep } from "../train/trainer.ts";
+import { AdamW, ADAMW_DEFAULTS } from "./adamw.ts";
 import { denseBf16Bytes, llamaShapes, psycheResultBytes } from "./baseline.ts";
 import type { DistroConfig } from "./distro.ts";
 import { aggregateFixed } from "./exact.ts";
@@ -75,10 +83,31 @@ for (const [name, shapes] of Object.entries(MODELS)) {
   }
 }
 
-// GPU step and host-side work on the 20M model.
+// DisTrO against the AdamW training step of the 20M model, in the same run.
 const rt = await GpuRuntime.create();
 console.log(`adapter: ${rt.adapterName}`);
 const layout = llamaParamLayout(cfg20m);
+const B = 4, T = 256;
+const model = new LlamaModel(rt, {
+  config: cfg20m,
+  layout,
+  weights: initParams(layout, cfg20m, 1),
+  microBatch: B,
+  seqLen: T,
+  slots: 1,
+  precision: "f32",
+});
+const adamw = new AdamW(rt, { size: layout.totalSize, config: ADAMW_DEFAULTS });
+const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 7919 + 11) % cfg20m.vocabSize);
+let adamwSteps = 0;
+const adamwStep = () =>
+  trainStep({ rt, model, optimizer: adamw }, {
+    stepNumber: ++adamwSteps,
+    lr: 1e-4,
+    microBatches: [tokens],
+    clipGradients: true,
+  });
+
 const config: DistroConfig = {
   chunk: 64,
   topk: 8,
@@ -87,37 +116,45 @@ const config: DistroConfig = {
   clipGradNorm: 1,
   quantize1bit: true,
 };
-const opt = new DistroOptimizer(rt, { params: layout.entries, size: layout.totalSize, config });
+const opt = new DistroOptimizer(rt, {
+  params: layout.entries,
+  size: layout.totalSize,
+  config,
+  profile: true,
+});
 const params = rt.buffer("params", randomF32(1, layout.totalSize, -0.02, 0.02));
 const grads = rt.buffer("grads", randomF32(2, layout.totalSize, -1e-3, 1e-3));
 const sumsq = rt.buffer("sumsq", new Float32Array([1]));
+globalThis.addEventListener("unload", () => {
+  opt[Symbol.dispose]();
+  adamw[Symbol.dispose]();
+  model[Symbol.dispose]();
+  rt[Symbol.dispose]();
+});
+
+/** Kernel name → GPU ms, summed over a step's timed passes. */
+function kernelTimes(step: GpuStep, into: Map<string, number[]>): void {
+  const sums = new Map<string, number>();
+  for (const t of step.timings) sums.set(t.name, (sums.get(t.name) ?? 0) + t.ms);
+  for (const [name, ms] of sums) into.set(name, [...(into.get(name) ?? []), ms]);
+}
+const generateKernels = new Map<string, number[]>();
+const applyKernels = new Map<string, number[]>();
+async function gpuGenerate(record = false) {
+  const step = rt.beginStep("distro generate");
+  opt.encodeGenerate(step, { params, grads, lr: 1e-4, gradSumSq: sumsq });
+  await step.submit();
+  if (record) kernelTimes(step, generateKernels);
+}
 let stepNumber = 0;
-async function gpuStep() {
-  const step = rt.beginStep("distro bench");
+async function singleNodeStep() {
+  const step = rt.beginStep("distro single-node step");
   opt.encodeStep(step, { params, grads, lr: 1e-4, stepNumber: ++stepNumber, gradSumSq: sumsq });
   await step.submit();
 }
-await gpuStep(); // compile pipelines, create the first result
-await gpuStep();
-
-Deno.bench({
-  name: `GPU single-node step, ${(layout.paramCount / 1e6).toFixed(1)}M params`,
-  group: "gpu",
-  n: 3,
-  warmup: 1,
-  fn: gpuStep,
-});
-Deno.bench({
-  name: "GPU generate (error feedback, momentum, DCT, top-k)",
-  group: "gpu",
-  n: 3,
-  warmup: 1,
-  async fn() {
-    const step = rt.beginStep("distro bench generate");
-    opt.encodeGenerate(step, { params, grads, lr: 1e-4, gradSumSq: sumsq });
-    await step.submit();
-  },
-});
+await adamwStep(); // compile pipelines
+await singleNodeStep();
+await gpuGenerate();
 
 const expect = { layouts: opt.layouts, quantize1bit: true };
 /** Peer 0 sends this client's real result; peers 1..3 random valid results (distinct picks). */
@@ -146,20 +183,87 @@ const result = (peer: number): DistroResult => ({
 });
 const payloads = [0, 1, 2, 3].map((p) => encodePayload(result(p), expect));
 console.log(`20M payload: ${fmt(payloads[0].length)} per peer per step`);
-const decoded = payloads.map((b) => decodePayload(b, expect));
-const update = opt.layouts.map((l, n) => aggregateFixed(l, decoded.map((r) => r.params[n])));
+const decodeAggregate = () => {
+  const decoded = payloads.map((b) => decodePayload(b, expect));
+  return opt.layouts.map((l, n) => aggregateFixed(l, decoded.map((r) => r.params[n])));
+};
+const update = decodeAggregate();
+async function gpuApply(record = false) {
+  const step = rt.beginStep("distro apply");
+  opt.encodeApply(step, { params, lr: 1e-4, update });
+  opt.encodeLookahead(step, { params, prevLr: 1e-4 });
+  await step.submit();
+  if (record) kernelTimes(step, applyKernels);
+}
+
+/** Wall-clock milliseconds of `fn`. */
+async function ms(fn: () => unknown): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return performance.now() - t0;
+}
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const rows = new Map<string, number[]>();
+const add = (name: string, v: number) => rows.set(name, [...(rows.get(name) ?? []), v]);
+const ROUNDS = 3;
+for (let round = 0; round < ROUNDS; round++) {
+  add("AdamW training step", await ms(adamwStep));
+  add("encode: GPU generate", await ms(() => gpuGenerate(true)));
+  add("encode: read back the result", await ms(() => opt.readResult()));
+  add("encode: payload", await ms(() => encodePayload(result(0), expect)));
+  add("decode: 4 payloads + exact aggregate", await ms(decodeAggregate));
+  add("apply: GPU apply of 4 peers + lookahead", await ms(() => gpuApply(true)));
+}
+const step = median(rows.get("AdamW training step")!);
+let distro = 0;
+console.log(`| work (median of ${ROUNDS}) | ms | share of the AdamW step |`);
+console.log("|---|---:|---:|");
+for (const [name, xs] of rows) {
+  const m = median(xs);
+  if (name !== "AdamW training step") distro += m;
+  console.log(`| ${name} | ${m.toFixed(1)} | ${(100 * m / step).toFixed(1)}% |`);
+}
+console.log(
+  `| DisTrO total (encode + decode + apply) | ${distro.toFixed(1)} | ${
+    (100 * distro / step).toFixed(1)
+  }% |`,
+);
+for (const [what, kernels] of [["generate", generateKernels], ["apply", applyKernels]] as const) {
+  const parts = [...kernels].map(([k, xs]) => `${k} ${median(xs).toFixed(1)}`).join(", ");
+  console.log(`GPU time per kernel in ${what} (ms, median): ${parts}`);
+}
+
 Deno.bench({
-  name: "GPU apply of a 4-peer aggregate (upload, exact decode, θ update)",
-  group: "gpu",
-  n: 3,
-  warmup: 1,
+  name: `AdamW training step, ${(layout.paramCount / 1e6).toFixed(1)}M params, ${B}x${T} tokens`,
+  group: "step",
+  baseline: true,
+  n: 2,
+  warmup: 0,
   async fn() {
-    const step = rt.beginStep("distro bench apply");
-    opt.encodeApply(step, { params, lr: 1e-4, update });
-    await step.submit();
+    await adamwStep();
   },
 });
-
+Deno.bench({
+  name: "DisTrO single-node optimizer step (generate, apply own, lookahead)",
+  group: "step",
+  n: 3,
+  warmup: 1,
+  fn: singleNodeStep,
+});
+Deno.bench({
+  name: "encode: GPU generate",
+  group: "step",
+  n: 3,
+  warmup: 1,
+  fn: () => gpuGenerate(),
+});
+Deno.bench({
+  name: "apply: GPU apply of a 4-peer aggregate + lookahead",
+  group: "step",
+  n: 3,
+  warmup: 1,
+  fn: () => gpuApply(),
+});
 Deno.bench({
   name: "read back result (GPU → host)",
   group: "host",
@@ -178,8 +282,5 @@ Deno.bench({
   name: "decode 4 payloads + exact aggregate",
   group: "host",
   n: 5,
-  fn() {
-    const decoded = payloads.map((b) => decodePayload(b, expect));
-    opt.layouts.map((l, n) => aggregateFixed(l, decoded.map((r) => r.params[n])));
-  },
+  fn: () => void decodeAggregate(),
 });

@@ -4,14 +4,16 @@
  * of exact.ts behind a float filter). Both sum k-sparse chunks of DCT coefficients back to
  * parameter space, `Σ_e w_e·C₁[u_e][i]·C₂[v_e][j]`.
  *
- * One workgroup per chunk, `n2/4` invocations, each owning 4 consecutive columns of the chunk
- * and walking its rows `rows` at a time. The chunk's entries, their `(u, v)` and the row basis
- * values `C₁[u][i]` then depend only on the workgroup, so adapters load them once per
- * workgroup (CPU adapters: scalar loads instead of per-lane gathers); only `C₂[v][j..j+3]`
- * differs per invocation. Per entry and row block that is one vec4 load for `4·rows` elements.
+ * One workgroup per chunk, `n2/width` invocations, each owning `width` (8 or 4) consecutive
+ * columns of the chunk as one or two vec4 and walking its rows `rows` at a time. The chunk's
+ * entries, their `(u, v)` and the row basis values `C₁[u][i]` depend only on the workgroup, so a
+ * GPU loads them once per workgroup; only `C₂[v][j..j+width)` differs per invocation. On
+ * llvmpipe, which gathers every load per lane, the cost is per entry and row block, so wide
+ * blocks pay: 8 columns × 16 rows ran 1.6× faster than 4 × 16, and 4 × 16 1.25× faster than 4 × 8.
  *
- * Both read the `Spec` uniform of distro_wgsl.ts; n2 (a multiple of 4, at most 256) and `rows`
- * (dividing n1) are baked in. Dispatch one workgroup per chunk ({@link chunkGrid}).
+ * Both read the `Spec` uniform of distro_wgsl.ts; n2 (a multiple of 4, at most 256), `rows`
+ * (dividing n1) and `width` (dividing n2) are baked in. Dispatch one workgroup per chunk
+ * ({@link chunkGrid}).
  *
  * @module
  */
@@ -19,9 +21,9 @@
 import { grid1d } from "../../shaders/kernel.ts";
 import { SPEC_WGSL } from "./distro_wgsl.ts";
 
-/** Rows per block for chunk height `n1`: 8, 4, 2 or 1, the largest dividing it. */
+/** Rows per block for chunk height `n1`: 16, 8, 4, 2 or 1, the largest dividing it. */
 export function chunkRows(n1: number): number {
-  return [8, 4, 2, 1].find((r) => n1 % r === 0)!;
+  return [16, 8, 4, 2, 1].find((r) => n1 % r === 0)!;
 }
 
 /** Whether chunks of width `n2` take the per-chunk kernels (a multiple of 4, at most 256). */
@@ -45,32 +47,54 @@ export function chunkApplyIterations(n1: number, entries: number): number {
   return blocks > 32 ? Infinity : (2 * blocks + 1) * (entries + 1);
 }
 
+/** Columns per invocation for chunk width `n2` (a multiple of 4): 8 where it divides n2, else 4. */
+export function chunkWidth(n2: number): ChunkWidth {
+  return n2 % 8 === 0 ? 8 : 4;
+}
+
+/** Columns one invocation owns: one vec4 or two. */
+export type ChunkWidth = 4 | 8;
+
 /** Workgroup grid of a per-chunk kernel: one workgroup per chunk. */
 export function chunkGrid(chunks: number): [number, number] {
   return grid1d(chunks);
 }
 
-function check(n2: number, rows: number): void {
+function check(n2: number, rows: number, width: number): void {
   if (!hasChunkKernels(n2)) throw new RangeError(`per-chunk kernels: bad chunk width ${n2}`);
-  if (![1, 2, 4, 8].includes(rows)) throw new RangeError(`per-chunk kernels: bad rows ${rows}`);
+  if ((width !== 4 && width !== 8) || n2 % width !== 0) {
+    throw new RangeError(`per-chunk kernels: width ${width} does not divide ${n2}`);
+  }
+  if (![1, 2, 4, 8, 16].includes(rows)) throw new RangeError(`per-chunk kernels: bad rows ${rows}`);
 }
 
-/** `line(r)` for every row r of a block (rows are unrolled: no private arrays). */
-function unroll(rows: number, line: (r: number) => string): string {
-  return Array.from({ length: rows }, (_, r) => line(r)).join("\n");
+/** `line(r, h)` for every row r of a block and vec4 half h of the lane (no private arrays). */
+function unroll(rows: number, halves: number, line: (r: number, h: number) => string): string {
+  const out: string[] = [];
+  for (let r = 0; r < rows; r++) for (let h = 0; h < halves; h++) out.push(line(r, h));
+  return out.join("\n");
 }
 
-/** Entry point: `c` (chunk), `j0` (first column in the chunk), `base4` (vec4 index of row 0). */
-function chunkMain(n2: number): string {
-  return `@compute @workgroup_size(${n2 / 4})
+/** 4 consecutive values of `arr` from index `o + 4h`, as `vec4<type>`. */
+function load4(arr: string, type: string, o: string, h: number): string {
+  const at = (d: number) => `${arr}[${o} + ${4 * h + d}u]`;
+  return `vec4<${type}>(${at(0)}, ${at(1)}, ${at(2)}, ${at(3)})`;
+}
+
+/**
+ * Entry point: `c` (chunk), `j0` (first column in the chunk), `base` (vec4 index of the lane's
+ * first half in row 0 of the chunk), `stride` (one parameter row in vec4).
+ */
+function chunkMain(n2: number, width: ChunkWidth): string {
+  return `@compute @workgroup_size(${n2 / width})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
   let c = wid.x + wid.y * nwg.x;
   if (c >= spec.chunks) { return; }
   let br = c / spec.col_chunks;
-  let j0 = li * 4u;
-  let cols4 = spec.cols / 4u;
-  let base4 = (br * spec.n1 * spec.cols + (c - br * spec.col_chunks) * ${n2}u) / 4u + li;`;
+  let j0 = li * ${width}u;
+  let stride = spec.cols / 4u;
+  let base = (br * spec.n1 * spec.cols + (c - br * spec.col_chunks) * ${n2}u + j0) / 4u;`;
 }
 
 /**
@@ -81,8 +105,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
  * 2 grad sum of squares `[1]`, 3 θ (vec4, rw), 4 g (vec4), 5 δ (vec4, rw), 6 f32 basis,
  * 7 own indices, 8 own values.
  */
-export function chunkFeedbackKernel(n2: number, rows: number): string {
-  check(n2, rows);
+export function chunkFeedbackKernel(n2: number, rows: number, width: ChunkWidth): string {
+  check(n2, rows, width);
+  const H = width / 4;
   return /* wgsl */ `${SPEC_WGSL}
 struct Hyper { lr: f32, wd_factor: f32, decay: f32, max_norm: f32, has_prev: u32 };
 @group(0) @binding(1) var<storage, read> hyper: Hyper;
@@ -93,7 +118,7 @@ struct Hyper { lr: f32, wd_factor: f32, decay: f32, max_norm: f32, has_prev: u32
 @group(0) @binding(6) var<storage, read> fbasis: array<f32>;
 @group(0) @binding(7) var<storage, read> own_idx: array<u32>;
 @group(0) @binding(8) var<storage, read> own_val: array<f32>;
-${chunkMain(n2)}
+${chunkMain(n2, width)}
   var scale = 1.0;
   if (hyper.max_norm > 0.0) {
     scale = min(1.0, hyper.max_norm / (sqrt(grad_sumsq[0]) + 1e-6));
@@ -101,20 +126,22 @@ ${chunkMain(n2)}
   let e0 = spec.entry + c * spec.k;
   let e1 = select(e0, e0 + spec.k, hyper.has_prev != 0u);
   for (var rb = 0u; rb < spec.n1; rb += ${rows}u) {
-${unroll(rows, (r) => `    var s${r} = vec4<f32>(0.0);`)}
+${unroll(rows, H, (r, h) => `    var s${r}_${h} = vec4<f32>(0.0);`)}
     for (var e = e0; e < e1; e++) {
       let uv = split_uv(own_idx[e]);
       let w = own_val[e];
       let o = spec.fb2 + uv.y * spec.n2 + j0;
-      let b = vec4<f32>(fbasis[o], fbasis[o + 1u], fbasis[o + 2u], fbasis[o + 3u]);
+${unroll(1, H, (_, h) => `      let b${h} = ${load4("fbasis", "f32", "o", h)};`)}
       let a = spec.fb1 + uv.x * spec.n1 + rb;
-${unroll(rows, (r) => `      s${r} += (w * fbasis[a + ${r}u]) * b;`)}
+${unroll(rows, 1, (r) => `      let w${r} = w * fbasis[a + ${r}u];`)}
+${unroll(rows, H, (r, h) => `      s${r}_${h} += w${r} * b${h};`)}
     }
 ${
-    unroll(rows, (r) =>
-      `    let at${r} = base4 + (rb + ${r}u) * cols4;
-    delta[at${r}] = hyper.decay * (delta[at${r}] - s${r}) + hyper.lr * (scale * grads[at${r}]);
-    theta[at${r}] = theta[at${r}] * hyper.wd_factor;`)
+    unroll(rows, H, (r, h) =>
+      `    let at${r}_${h} = base + (rb + ${r}u) * stride + ${h}u;
+    delta[at${r}_${h}] = hyper.decay * (delta[at${r}_${h}] - s${r}_${h}) +
+      hyper.lr * (scale * grads[at${r}_${h}]);
+    theta[at${r}_${h}] = theta[at${r}_${h}] * hyper.wd_factor;`)
   }
   }
 }
@@ -129,21 +156,24 @@ ${
  * and `S = Σ_e |q_e|` in u32. With E entries in the chunk and `qm12 ≥ max|Q₁|·max|Q₂|`,
  * `T = fl(fl(f32(S)·qm12)·(E+3)·2^-23) ≥ |X_f32 − X|` for every summation order, with or
  * without FMA contraction (docs/protocol.md, "DisTrO determinism"), so where `|X_f32| > T`
- * its sign is X's. A row block with any `|X_f32| ≤ T` is recomputed exactly with the 64-bit
- * integer emulation of distro_wgsl.ts `applyVec4Kernel`: the update is bit-identical to
+ * its sign is X's. A row block with any `|X_f32| ≤ T` is recomputed after the main loop with
+ * the exact 64-bit integer emulation of distro_wgsl.ts `applyVec4Kernel` (inside the loop, the
+ * large branch slowed llvmpipe down even when no lane took it): the update is bit-identical to
  * exact.ts `updateSigns` on every adapter.
  *
- * An invocation loops at most `(2·n1/rows + 1)·E` times ({@link chunkApplyIterations}); Mesa's
- * llvmpipe silently stops an invocation's loops after {@link MAX_LOOP_ITERATIONS} in all, so
- * callers take the one-pass integer kernel where the count could exceed it.
+ * An invocation loops at most `(2·n1/rows + 1)·(E + 1)` times ({@link chunkApplyIterations});
+ * Mesa's llvmpipe silently stops an invocation's loops after {@link MAX_LOOP_ITERATIONS} in
+ * all, so callers take the one-pass integer kernel where the count could exceed it.
  *
  * Entries of chunk c: `[meta.entry + c·k, +k)` when `meta.stride_k` is set (own result), else
  * `[offsets[meta.offsets + c], offsets[meta.offsets + c + 1])`. Bindings: 0 spec, 1 hyper
  * `{lr}`, 2 meta `[param]{offsets, entry, stride_k, _}`, 3 θ (vec4, rw), 4 fixed basis (i32),
  * 5 indices, 6 q (i32), 7 offsets, 8 fixed basis as f32 (same offsets).
  */
-export function chunkApplyKernel(n2: number, rows: number): string {
-  check(n2, rows);
+export function chunkApplyKernel(n2: number, rows: number, width: ChunkWidth): string {
+  check(n2, rows, width);
+  const H = width / 4;
+  const v4 = (t: string, x: string) => `vec4<${t}>(${x})`;
   return /* wgsl */ `${SPEC_WGSL}
 struct Meta { offsets: u32, entry: u32, stride_k: u32, _p: u32 };
 @group(0) @binding(1) var<storage, read> hyper: array<f32>;
@@ -154,8 +184,7 @@ struct Meta { offsets: u32, entry: u32, stride_k: u32, _p: u32 };
 @group(0) @binding(6) var<storage, read> qv: array<i32>;
 @group(0) @binding(7) var<storage, read> offsets: array<u32>;
 @group(0) @binding(8) var<storage, read> fixedf: array<f32>;
-
-${chunkMain(n2)}
+${chunkMain(n2, width)}
   let m = metas[spec.param];
   var start: u32;
   var end: u32;
@@ -170,25 +199,27 @@ ${chunkMain(n2)}
   for (var e = start; e < end; e++) { sum_abs += u32(abs(qv[e])); }
   let bound = vec4<f32>((f32(sum_abs) * spec.qm12) * (f32(end - start + 3u) * ${2 ** -23}));
   let lr = hyper[0];
-  // Blocks whose sign the filter cannot certify: bit rb / rows, done exactly after the loop
-  // (llvmpipe pays for a large divergent branch even when no lane takes it).
+  // Blocks whose sign the filter cannot certify: bit rb / rows, done exactly after the loop.
   var uncertain = 0u;
   for (var rb = 0u; rb < spec.n1; rb += ${rows}u) {
-${unroll(rows, (r) => `    var x${r} = vec4<f32>(0.0);`)}
+${unroll(rows, H, (r, h) => `    var x${r}_${h} = vec4<f32>(0.0);`)}
     for (var e = start; e < end; e++) {
       let uv = split_uv(idx[e]);
       let qf = f32(qv[e]);
       let o = spec.qb2 + uv.y * spec.n2 + j0;
-      let b = vec4<f32>(fixedf[o], fixedf[o + 1u], fixedf[o + 2u], fixedf[o + 3u]);
+${unroll(1, H, (_, h) => `      let b${h} = ${load4("fixedf", "f32", "o", h)};`)}
       let a = spec.qb1 + uv.x * spec.n1 + rb;
-${unroll(rows, (r) => `      x${r} += (qf * fixedf[a + ${r}u]) * b;`)}
+${unroll(rows, 1, (r) => `      let w${r} = qf * fixedf[a + ${r}u];`)}
+${unroll(rows, H, (r, h) => `      x${r}_${h} += w${r} * b${h};`)}
     }
-    let unsure = ${unroll(rows, (r) => `any(abs(x${r}) <= bound)`).replaceAll("\n", " || ")};
+    let unsure = ${
+    unroll(rows, H, (r, h) => `any(abs(x${r}_${h}) <= bound)`).replaceAll("\n", " || ")
+  };
     uncertain |= select(0u, 1u << (rb / ${rows}u), unsure);
 ${
-    unroll(rows, (r) =>
-      `    let at${r} = base4 + (rb + ${r}u) * cols4;
-    theta[at${r}] = select(theta[at${r}] - lr * sign(x${r}), theta[at${r}], unsure);`)
+    unroll(rows, H, (r, h) =>
+      `    let at${r}_${h} = base + (rb + ${r}u) * stride + ${h}u;
+    theta[at${r}_${h}] = select(theta[at${r}_${h}] - lr * sign(x${r}_${h}), theta[at${r}_${h}], unsure);`)
   }
   }
   for (var rb = 0u; uncertain != 0u && rb < spec.n1; rb += ${rows}u) {
@@ -196,35 +227,38 @@ ${
     // Exact signs of the block: 64-bit two's complement sums of exactly split i32 products
     // (|Q₁Q₂| ≤ 2^28 = ph·2^16 + pl, |q·pl| < 2^31, |q·ph| ≤ 2^27).
 ${
-    unroll(rows, (r) =>
-      `    var lo${r} = vec4<u32>(0u);
-    var hi${r} = vec4<i32>(0);`)
+    unroll(rows, H, (r, h) =>
+      `    var lo${r}_${h} = vec4<u32>(0u);\n    var hi${r}_${h} = vec4<i32>(0);`)
   }
     for (var e = start; e < end; e++) {
       let uv = split_uv(idx[e]);
       let q = qv[e];
       let o = spec.qb2 + uv.y * spec.n2 + j0;
-      let b = vec4<i32>(qbasis[o], qbasis[o + 1u], qbasis[o + 2u], qbasis[o + 3u]);
+${unroll(1, H, (_, h) => `      let b${h} = ${load4("qbasis", "i32", "o", h)};`)}
       let a = spec.qb1 + uv.x * spec.n1 + rb;
 ${
-    unroll(rows, (r) =>
-      `      let p${r} = qbasis[a + ${r}u] * b;
-      let low${r} = q * (p${r} & vec4<i32>(0xffff));
-      let high${r} = q * (p${r} >> vec4<u32>(16u));
-      let l${r} = bitcast<vec4<u32>>(low${r});
-      let m${r} = lo${r} + l${r};
-      let h${r} = bitcast<vec4<u32>>(high${r}) << vec4<u32>(16u);
-      let n${r} = m${r} + h${r};
-      hi${r} += (low${r} >> vec4<u32>(31u)) + vec4<i32>(m${r} < l${r}) +
-        (high${r} >> vec4<u32>(16u)) + vec4<i32>(n${r} < h${r});
-      lo${r} = n${r};`)
+    unroll(rows, H, (r, h) => {
+      const x = `${r}_${h}`;
+      return `      let p${x} = qbasis[a + ${r}u] * b${h};
+      let low${x} = q * (p${x} & ${v4("i32", "0xffff")});
+      let high${x} = q * (p${x} >> ${v4("u32", "16u")});
+      let l${x} = bitcast<vec4<u32>>(low${x});
+      let m${x} = lo${x} + l${x};
+      let h${x} = bitcast<vec4<u32>>(high${x}) << ${v4("u32", "16u")};
+      let n${x} = m${x} + h${x};
+      hi${x} += (low${x} >> ${v4("u32", "31u")}) + vec4<i32>(m${x} < l${x}) +
+        (high${x} >> ${v4("u32", "16u")}) + vec4<i32>(n${x} < h${x});
+      lo${x} = n${x};`;
+    })
   }
     }
 ${
-    unroll(rows, (r) =>
-      `    let pos${r} = (hi${r} > vec4<i32>(0)) | ((hi${r} == vec4<i32>(0)) & (lo${r} != vec4<u32>(0u)));
-    let at${r} = base4 + (rb + ${r}u) * cols4;
-    theta[at${r}] = theta[at${r}] - lr * select(vec4<f32>(pos${r}), vec4<f32>(-1.0), hi${r} < vec4<i32>(0));`)
+    unroll(rows, H, (r, h) => {
+      const x = `${r}_${h}`;
+      return `    let pos${x} = (hi${x} > vec4<i32>(0)) | ((hi${x} == vec4<i32>(0)) & (lo${x} != vec4<u32>(0u)));
+    let at${x} = base + (rb + ${r}u) * stride + ${h}u;
+    theta[at${x}] = theta[at${x}] - lr * select(vec4<f32>(pos${x}), vec4<f32>(-1.0), hi${x} < vec4<i32>(0));`;
+    })
   }
   }
 }

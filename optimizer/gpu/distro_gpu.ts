@@ -42,6 +42,11 @@ export interface DistroOptimizerOptions {
   readonly config: DistroConfig;
   /** Label prefix of GPU objects. */
   readonly label?: string;
+  /**
+   * Time every kernel in its own GPU-timestamped pass, named after the kernel (read them from
+   * `GpuStep.timings` after submit). For benchmarks: each pass boundary costs a little.
+   */
+  readonly profile?: boolean;
 }
 
 /** Per-step arguments of {@link DistroOptimizer.encodeGenerate}. */
@@ -97,6 +102,7 @@ export class DistroOptimizer implements Optimizer {
   #cur = 0;
   #hasOwn = false;
   #lookaheadActive = false;
+  readonly #profile: boolean;
   readonly #owned: GPUBuffer[] = [];
 
   constructor(rt: GpuRuntime, options: DistroOptimizerOptions) {
@@ -107,6 +113,7 @@ export class DistroOptimizer implements Optimizer {
     validateDistroConfig(config);
     const label = this.#label = options.label ?? "distro";
     this.#rt = rt;
+    this.#profile = options.profile ?? false;
     this.#size = size;
     this.config = { ...config };
     this.layouts = params.map((p) => chunkLayout(p.name, p.shape, config));
@@ -171,7 +178,7 @@ export class DistroOptimizer implements Optimizer {
   encodeLookahead(step: GpuStep, args: { params: GPUBuffer; prevLr: number }): void {
     if (!this.#hasOwn) return;
     this.#rt.write(this.#hyperLook, new Float32Array([args.prevLr]));
-    this.#kernels.encodeLookahead(step.pass, this.#size, {
+    this.#kernels.encodeLookahead(this.#pass(step, "lookahead"), this.#size, {
       hyper: this.#hyperLook,
       params: args.params,
       delta: this.delta,
@@ -219,12 +226,11 @@ export class DistroOptimizer implements Optimizer {
     this.#rt.write(this.#hyperGen, new Uint32Array(hyper));
     const prev = this.#cur;
     const next = this.#hasOwn ? 1 - prev : prev;
-    const pass = step.pass;
     for (const p of this.#params) {
       const bytes = { offset: p.offset * 4, size: p.layout.size * 4 };
       const params = { buffer: args.params, ...bytes };
       const delta = { buffer: this.delta, ...bytes };
-      this.#kernels.encodeFeedback(pass, p.spec, {
+      this.#kernels.encodeFeedback(this.#pass(step, "feedback"), p.spec, {
         hyper: this.#hyperGen,
         gradSumSq: args.gradSumSq ?? this.#noSumSq,
         params,
@@ -233,8 +239,12 @@ export class DistroOptimizer implements Optimizer {
         ownIdx: this.#ownIdx[prev],
         ownVal: this.#ownVal[prev],
       });
-      this.#kernels.encodeDct(pass, p.spec, { x: delta, t: this.#scratchT, y: this.#scratchY });
-      this.#kernels.encodeTopk(pass, p.spec, {
+      this.#kernels.encodeDct(this.#pass(step, "dct"), p.spec, {
+        x: delta,
+        t: this.#scratchT,
+        y: this.#scratchY,
+      });
+      this.#kernels.encodeTopk(this.#pass(step, "topk"), p.spec, {
         y: this.#scratchY,
         idx: this.#ownIdx[next],
         val: this.#ownVal[next],
@@ -252,16 +262,15 @@ export class DistroOptimizer implements Optimizer {
   encodeApplyPrevious(step: GpuStep, args: { params: GPUBuffer; lr: number }): void {
     const prev = 1 - this.#cur;
     this.#rt.write(this.#hyperApply, new Float32Array([args.lr, 0, 0, 0]));
-    const pass = step.pass;
     for (const p of this.#params) {
-      this.#kernels.encodeOwnFixed(pass, p.spec, {
+      this.#kernels.encodeOwnFixed(this.#pass(step, "own-fixed"), p.spec, {
         hyper: this.#ownFixedHyper,
         val: this.#ownVal[prev],
         q: this.#ownQ,
       });
     }
     for (const p of this.#params) {
-      this.#kernels.encodeApply(pass, p.spec, {
+      this.#kernels.encodeApply(this.#pass(step, "apply"), p.spec, {
         hyper: this.#hyperApply,
         meta: this.#ownMeta,
         params: { buffer: args.params, offset: p.offset * 4, size: p.layout.size * 4 },
@@ -342,7 +351,7 @@ export class DistroOptimizer implements Optimizer {
     this.#rt.write(this.#aggMeta, meta);
     this.#rt.write(this.#hyperApply, new Float32Array([args.lr, 0, 0, 0]));
     for (const [n, p] of this.#params.entries()) {
-      this.#kernels.encodeApply(step.pass, p.spec, {
+      this.#kernels.encodeApply(this.#pass(step, "apply"), p.spec, {
         hyper: this.#hyperApply,
         meta: this.#aggMeta,
         params: { buffer: args.params, offset: p.offset * 4, size: p.layout.size * 4 },
@@ -397,6 +406,11 @@ export class DistroOptimizer implements Optimizer {
       const n = p.layout.chunks * p.layout.k;
       return { indices: idx.slice(p.entry, p.entry + n), values: val.slice(p.entry, p.entry + n) };
     });
+  }
+
+  /** The pass a kernel encodes into: the step's open pass, or a timed one when profiling. */
+  #pass(step: GpuStep, kernel: string): GPUComputePassEncoder {
+    return this.#profile ? step.timed(kernel) : step.pass;
   }
 
   #aggBuffers(offsets: number, entries: number) {

@@ -19,6 +19,7 @@ import {
   chunkFeedbackKernel,
   chunkGrid,
   chunkRows,
+  chunkWidth,
   hasChunkKernels,
   MAX_LOOP_ITERATIONS,
 } from "./chunk_wgsl.ts";
@@ -237,10 +238,10 @@ export class DistroKernels {
     ];
     const [rowsN, colsN, n1, n2] = spec;
     if (hasChunkKernels(n2)) {
-      const rows = chunkRows(n1);
+      const rows = chunkRows(n1), width = chunkWidth(n2);
       const pipe = this.#rt.pipeline(
-        `distro/chunk-feedback/n${n2}/r${rows}`,
-        () => chunkFeedbackKernel(n2, rows),
+        `distro/chunk-feedback/n${n2}/r${rows}/w${width}`,
+        () => chunkFeedbackKernel(n2, rows, width),
       );
       dispatch(pass, pipe, bindTensors(this.#rt, pipe, spec, views), chunkGrid(spec[5]));
       return;
@@ -337,10 +338,10 @@ export class DistroKernels {
     const views = [v.hyper, v.meta, v.params, this.#basisFixed, v.idx, v.q, v.offsets];
     const fits = chunkApplyIterations(n1, options.maxEntries ?? spec[6]) <= MAX_LOOP_ITERATIONS;
     if (hasChunkKernels(n2) && fits && !options.exactOnly) {
-      const rows = chunkRows(n1);
+      const rows = chunkRows(n1), width = chunkWidth(n2);
       const pipe = this.#rt.pipeline(
-        `distro/chunk-apply/n${n2}/r${rows}`,
-        () => chunkApplyKernel(n2, rows),
+        `distro/chunk-apply/n${n2}/r${rows}/w${width}`,
+        () => chunkApplyKernel(n2, rows, width),
       );
       const g = bindTensors(this.#rt, pipe, spec, [...views, this.#basis.fixedFloat]);
       dispatch(pass, pipe, g, chunkGrid(spec[5]));

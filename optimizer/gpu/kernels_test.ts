@@ -3,6 +3,7 @@ import { GpuRuntime } from "../../shaders/gpu.ts";
 import { assertClose, randomF32 } from "../../shaders/test_util.ts";
 import { topk } from "../compress.ts";
 import { encode } from "../dct.ts";
+import { fastEncodeErrorBound } from "../fast_dct.ts";
 import { aggregateFixed, COEFF_BITS, decodeFixed, fixedBasis } from "../exact.ts";
 import { type ChunkLayout, chunkLayout } from "../layout.ts";
 import { BasisTables, DistroKernels, type KernelParam } from "./kernels.ts";
@@ -44,6 +45,52 @@ Deno.test("GPU blocked DCT matches the reference encode", async () => {
     await step.submit();
     const want = encode(p.layout, x);
     assertClose(await rt.read(y), want, 2e-5 * Math.sqrt(p.layout.totalk), `dct ${p.layout.name}`);
+  }
+});
+
+Deno.test("GPU fast DCT is within its rounding bound and top-k agrees up to near-ties", async () => {
+  using rt = await GpuRuntime.create();
+  const layouts = [
+    chunkLayout("w", [128, 192], { chunk: 64, topk: 8 }), // 2×3 chunks of 64×64
+    chunkLayout("v", [256], { chunk: 64, topk: 4 }), // 1-D: n2 = 1
+    chunkLayout("u", [48, 32], { chunk: 16, topk: 3 }),
+  ];
+  const { kernels, params, entries } = setup(rt, layouts);
+  const idx = rt.buffer("idx", entries * 4);
+  for (const [n, p] of params.entries()) {
+    const l = p.layout;
+    const x = randomF32(40 + n, l.size, -1, 1);
+    const y = rt.buffer("y", l.size * 4);
+    const step = rt.beginStep("fast dct");
+    const spec = kernels.spec(p);
+    kernels.encodeDct(step.pass, spec, { x: rt.buffer("x", x), t: rt.buffer("t", l.size * 4), y });
+    kernels.encodeTopk(step.pass, spec, { y, idx, val: rt.buffer("val", entries * 4) });
+    await step.submit();
+    const got = await rt.read(y);
+    const want = encode(l, x);
+    const bound = fastEncodeErrorBound(l, x);
+    // The reference is f64 rounded to f32: allow its half ulp on top of the GPU's bound.
+    const tol = (i: number) => bound[i] + 2 ** -24 * Math.abs(want[i]);
+    assertClose(got, want, tol, `fast dct ${l.name}`);
+    const picked = await rt.readU32(idx);
+    const ref = topk(l, want);
+    for (let c = 0; c < l.chunks; c++) {
+      const mine = new Set(picked.slice(p.entry + c * l.k, p.entry + (c + 1) * l.k));
+      const theirs = new Set(ref.indices.slice(c * l.k, (c + 1) * l.k));
+      const at = (t: number) => c * l.totalk + t;
+      const onlyMine = [...mine].filter((t) => !theirs.has(t));
+      const onlyTheirs = [...theirs].filter((t) => !mine.has(t));
+      // A different pick is a near-tie: the magnitudes differ by less than both error bounds.
+      for (const a of onlyMine) {
+        for (const b of onlyTheirs) {
+          const gap = Math.abs(want[at(b)]) - Math.abs(want[at(a)]);
+          assert.ok(
+            gap <= tol(at(a)) + tol(at(b)),
+            `${l.name} chunk ${c}: picked ${a} over ${b}, magnitudes ${gap} apart`,
+          );
+        }
+      }
+    }
   }
 });
 

@@ -6,7 +6,8 @@
  * One connection carries one transfer: the fetcher writes a 65-byte request (`bulk_wire.ts`),
  * the listener redeems the ticket in its `TicketBook` and answers with a status, then for `Ok`
  * the length and the bytes, and closes. Limits keep it from being abused: at most
- * `maxConnections` at once (more are answered `Busy`), a complete request within
+ * `maxConnections` at once and `maxConnectionsPerAddress` from one IP address (more are answered
+ * `Busy`, so one host cannot take every slot), a complete request within
  * `requestTimeoutMs`, and every write must make progress within `idleTimeoutMs` (a reader that
  * stops reading is hung up on). It never reads more than the request and never serves content
  * no ticket names.
@@ -27,6 +28,8 @@ import type { TicketBook, TicketRefusal } from "./bulk_tickets.ts";
 
 /** Bulk connections served at once, by default. */
 export const DEFAULT_BULK_MAX_CONNECTIONS = 32;
+/** Bulk connections served at once to one IP address, by default. */
+export const DEFAULT_BULK_MAX_CONNECTIONS_PER_ADDRESS = 16;
 /** How long the listener waits for a complete request, by default. */
 export const DEFAULT_BULK_REQUEST_TIMEOUT_MS = 5_000;
 /** How long one write may make no progress before the listener hangs up, by default. */
@@ -47,6 +50,7 @@ export interface BulkListenerOptions {
   /** Milliseconds now, for ticket expiry. Default `Date.now`. */
   now?: () => number;
   maxConnections?: number;
+  maxConnectionsPerAddress?: number;
   requestTimeoutMs?: number;
   idleTimeoutMs?: number;
 }
@@ -72,6 +76,8 @@ export class BulkListener {
   readonly #listener: Deno.TcpListener;
   readonly #options: Required<Omit<BulkListenerOptions, "port">>;
   readonly #open = new Set<Deno.TcpConn>();
+  /** Open connections per remote IP address. */
+  readonly #perAddress = new Map<string, number>();
   readonly #stats: BulkListenerStats = { served: 0, servedBytes: 0, refused: {} };
   readonly #accepting: Promise<void>;
   #closed = false;
@@ -87,6 +93,10 @@ export class BulkListener {
       maxConnections: positive(
         "maxConnections",
         options.maxConnections ?? DEFAULT_BULK_MAX_CONNECTIONS,
+      ),
+      maxConnectionsPerAddress: positive(
+        "maxConnectionsPerAddress",
+        options.maxConnectionsPerAddress ?? DEFAULT_BULK_MAX_CONNECTIONS_PER_ADDRESS,
       ),
       requestTimeoutMs: positive(
         "requestTimeoutMs",
@@ -181,12 +191,18 @@ export class BulkListener {
 
   async #handle(conn: Deno.TcpConn): Promise<void> {
     if (this.#closed) return closeQuietly(conn);
-    if (this.#open.size >= this.#options.maxConnections) {
+    const address = conn.remoteAddr.hostname;
+    const fromAddress = this.#perAddress.get(address) ?? 0;
+    if (
+      this.#open.size >= this.#options.maxConnections ||
+      fromAddress >= this.#options.maxConnectionsPerAddress
+    ) {
       this.#refuse("Busy");
       await writeQuietly(conn, encodeBulkResponseHeader({ status: "Busy" }));
       return closeQuietly(conn);
     }
     this.#open.add(conn);
+    this.#perAddress.set(address, fromAddress + 1);
     let timer: ReturnType<typeof setTimeout> | undefined;
     let timedOut = false;
     const arm = (ms: number) => {
@@ -230,6 +246,9 @@ export class BulkListener {
     } finally {
       clearTimeout(timer);
       this.#open.delete(conn);
+      const left = (this.#perAddress.get(address) ?? 1) - 1;
+      if (left === 0) this.#perAddress.delete(address);
+      else this.#perAddress.set(address, left);
       closeQuietly(conn);
     }
   }

@@ -79,3 +79,35 @@ Deno.test("close() hangs up on open connections; bad options are refused", async
     /bulk port must be an integer in 0..65535, found 70000/,
   );
 });
+
+Deno.test("one address cannot take every slot", async () => {
+  const listener = BulkListener.start({
+    host: "127.0.0.1",
+    tickets: new TicketBook(),
+    content: () => undefined,
+    maxConnections: 8,
+    maxConnectionsPerAddress: 2,
+    requestTimeoutMs: 100,
+  });
+  try {
+    const held = [
+      await Deno.connect({ hostname: "127.0.0.1", port: listener.port }),
+      await Deno.connect({ hostname: "127.0.0.1", port: listener.port }),
+    ];
+    await waitFor("two connections", () => listener.openConnections === 2);
+    const third = await Deno.connect({ hostname: "127.0.0.1", port: listener.port });
+    assert.deepEqual(await readAll(third), [code("Busy")]);
+    third.close();
+    for (const conn of held) {
+      assert.deepEqual(await readAll(conn), []); // cut off after requestTimeoutMs
+      conn.close();
+    }
+    // The slots are free again once they are gone.
+    const again = await Deno.connect({ hostname: "127.0.0.1", port: listener.port });
+    await waitFor("the new connection", () => listener.openConnections === 1);
+    again.close();
+    assert.deepEqual(listener.stats.refused, { Busy: 1, Timeout: 2 });
+  } finally {
+    await listener.close();
+  }
+});

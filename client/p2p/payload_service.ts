@@ -45,6 +45,7 @@ import {
   type BulkListenerStats,
   DEFAULT_BULK_IDLE_TIMEOUT_MS,
   DEFAULT_BULK_MAX_CONNECTIONS,
+  DEFAULT_BULK_MAX_CONNECTIONS_PER_ADDRESS,
   DEFAULT_BULK_REQUEST_TIMEOUT_MS,
 } from "./bulk_listener.ts";
 import { TicketBook } from "./bulk_tickets.ts";
@@ -95,6 +96,8 @@ export interface BulkOptions {
   maxTicketsPerPeer?: number;
   /** Bulk connections served at once. Default 32. */
   maxConnections?: number;
+  /** Bulk connections served at once to one IP address. Default 16. */
+  maxConnectionsPerAddress?: number;
   /** How long the listener waits for a complete bulk request. Default 5 s. */
   requestTimeoutMs?: number;
   /** How long one write may make no progress before the listener hangs up. Default 30 s. */
@@ -583,6 +586,8 @@ async function startBulk(
     content,
     now,
     maxConnections: options.maxConnections ?? DEFAULT_BULK_MAX_CONNECTIONS,
+    maxConnectionsPerAddress: options.maxConnectionsPerAddress ??
+      DEFAULT_BULK_MAX_CONNECTIONS_PER_ADDRESS,
     requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_BULK_REQUEST_TIMEOUT_MS,
     idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_BULK_IDLE_TIMEOUT_MS,
   });

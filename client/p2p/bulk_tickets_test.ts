@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { TicketBook } from "./bulk_tickets.ts";
 
 const ticket = (n: number) => new Uint8Array(32).fill(n);
@@ -100,4 +101,55 @@ Deno.test("memory stays bounded when tickets turn over fast", () => {
     assert.equal(book.redeem({ ticket: t, hash: HASH, now: n }).ok, true);
   }
   assert.ok(book.size <= 17, `remembered ${book.size} tickets`);
+});
+
+Deno.test("property: a ticket admits once, only before expiry, only for its hash; caps hold", () => {
+  type Op =
+    | { kind: "issue"; peer: number; hash: number; dt: number }
+    | { kind: "redeem"; which: number; hash: number; dt: number };
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({
+      kind: fc.constant("issue" as const),
+      peer: fc.nat(2),
+      hash: fc.nat(1),
+      dt: fc.nat(400),
+    }),
+    fc.record({
+      kind: fc.constant("redeem" as const),
+      which: fc.nat(40),
+      hash: fc.nat(1),
+      dt: fc.nat(400),
+    }),
+  );
+  fc.assert(fc.property(fc.array(op, { maxLength: 80 }), (ops) => {
+    const lifetimeMs = 1000;
+    const [maxPerPeer, maxTotal] = [3, 5];
+    const book = new TicketBook({ lifetimeMs, maxPerPeer, maxTotal });
+    const model: { peer: string; hash: string; expiresAt: number; spent: boolean }[] = [];
+    const hashes = [HASH, OTHER];
+    let now = 0;
+    for (const o of ops) {
+      now += o.dt;
+      if (o.kind === "issue") {
+        const peer = `p${o.peer}`;
+        const live = model.filter((e) => !e.spent && e.expiresAt > now);
+        const expected = live.length < maxTotal &&
+          live.filter((e) => e.peer === peer).length < maxPerPeer;
+        const t = new Uint8Array(32);
+        new DataView(t.buffer).setUint32(0, model.length + 1);
+        const issued = book.issue({ ticket: t, peer, hash: hashes[o.hash], now });
+        assert.equal(issued, expected);
+        model.push({ peer, hash: hashes[o.hash], expiresAt: now + lifetimeMs, spent: !issued });
+      } else {
+        const t = new Uint8Array(32);
+        new DataView(t.buffer).setUint32(0, o.which + 1);
+        const entry = model[o.which];
+        const result = book.redeem({ ticket: t, hash: hashes[o.hash], now });
+        const expected = entry !== undefined && !entry.spent && now < entry.expiresAt &&
+          entry.hash === hashes[o.hash];
+        assert.equal(result.ok, expected);
+        if (entry !== undefined) entry.spent = true;
+      }
+    }
+  }));
 });

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { bulkFetch, BulkFetchError } from "./bulk_fetch.ts";
+import { bulkFetch, BulkFetchError, bulkWorthwhile } from "./bulk_fetch.ts";
 import { BulkListener } from "./bulk_listener.ts";
 import { TicketBook } from "./bulk_tickets.ts";
 import { BULK_REQUEST_BYTES, encodeBulkResponseHeader } from "./bulk_wire.ts";
@@ -208,4 +208,15 @@ Deno.test("an unreachable or silent listener and an aborted fetch fail cleanly",
     await accepting;
     for (const conn of held) conn.close();
   }
+});
+
+Deno.test("bulkWorthwhile weighs the size against two extra round trips", () => {
+  const MiB = 1024 * 1024;
+  assert.equal(bulkWorthwhile(MiB, 1, MiB), true);
+  assert.equal(bulkWorthwhile(MiB - 1, 1, MiB), false);
+  assert.equal(bulkWorthwhile(100 * MiB, 50, MiB), true);
+  assert.equal(bulkWorthwhile(10 * MiB, 50, MiB), false);
+  assert.equal(bulkWorthwhile(undefined, 50, MiB), true);
+  assert.equal(bulkWorthwhile(1, undefined, MiB), true);
+  assert.equal(bulkWorthwhile(1, 50, 0), true);
 });

@@ -97,7 +97,9 @@ export {
   bulkFetch,
   BulkFetchError,
   type BulkFetchOptions,
+  bulkWorthwhile,
   DEFAULT_BULK_ANSWER_TIMEOUT_MS,
+  DEFAULT_BULK_BYTES_PER_RTT_MS,
 } from "./bulk_fetch.ts";
 export {
   BulkListener,

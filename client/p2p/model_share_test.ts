@@ -56,7 +56,10 @@ Deno.test("a joiner fetches every tensor, verified and spread over the providers
     const [a, b, c] = await Promise.all(
       // Tensors (5000+ bytes) move over the bulk path, the manifest in-band.
       nodes.map((node) =>
-        PayloadService.start(node, { retry: { retries: 0 }, bulk: { minBytes: 4096 } })
+        PayloadService.start(node, {
+          retry: { retries: 0 },
+          bulk: { minBytes: 4096, bytesPerRttMs: 0 },
+        })
       ),
     );
     for (const node of nodes.slice(1)) await node.connect(nodes[0].addresses()[0]);

@@ -39,7 +39,13 @@ import {
   withFallback,
 } from "./fallback.ts";
 import { peerIdOf } from "./identity.ts";
-import { type BulkFailureCode, bulkFetch, BulkFetchError } from "./bulk_fetch.ts";
+import {
+  type BulkFailureCode,
+  bulkFetch,
+  BulkFetchError,
+  bulkWorthwhile,
+  DEFAULT_BULK_BYTES_PER_RTT_MS,
+} from "./bulk_fetch.ts";
 import {
   BulkListener,
   type BulkListenerStats,
@@ -88,8 +94,13 @@ export interface BulkOptions {
   port?: number;
   /** Port named in offers when it differs from the bound one (port forwarding behind NAT). */
   advertisePort?: number;
-  /** Smallest content offered over bulk; smaller content is sent in-band. */
+  /** Provider: smallest content offered over bulk; smaller content is sent in-band. */
   minBytes?: number;
+  /**
+   * Fetcher: accept an offer only for payloads of at least this many bytes per millisecond of
+   * round trip to the provider (see `bulkWorthwhile`). Default 1 MiB; 0 accepts every offer.
+   */
+  bytesPerRttMs?: number;
   /** How long a ticket stays valid. Default 10 s. */
   ticketLifetimeMs?: number;
   /** Unspent tickets one peer may hold (beyond it, that peer is served in-band). Default 64. */
@@ -201,6 +212,9 @@ export class PayloadService {
   };
   readonly #bulkFallbacks: Partial<Record<BulkFailureCode, number>> = {};
   readonly #acceptBulk: boolean;
+  readonly #bytesPerRttMs: number;
+  /** The shortest request-to-answer time seen per provider (ms): its round trip, roughly. */
+  readonly #rttMs = new Map<string, number>();
   #bulk: BulkRuntime | undefined;
 
   private constructor(node: P2PNode, options: PayloadServiceOptions) {
@@ -214,6 +228,13 @@ export class PayloadService {
     checkPositive("maxPayloadBytes", this.#maxPayloadBytes);
     checkPositive("chunkBytes", this.#chunkBytes);
     this.#acceptBulk = options.bulk !== false;
+    const bulk = options.bulk === false ? {} : options.bulk ?? {};
+    this.#bytesPerRttMs = bulk.bytesPerRttMs ?? DEFAULT_BULK_BYTES_PER_RTT_MS;
+    if (!(this.#bytesPerRttMs >= 0)) {
+      throw new RangeError(
+        `bulk.bytesPerRttMs must be a non-negative number, found ${this.#bytesPerRttMs}`,
+      );
+    }
   }
 
   /**
@@ -384,7 +405,13 @@ export class PayloadService {
     signal: AbortSignal,
   ): Promise<{ hash: ContentHash; bytes: Uint8Array }> {
     const connection = await this.#node.libp2p.dial(peer, { signal });
-    const hostname = this.#acceptBulk && !this.#bulkUnreachable.has(peer.toString())
+    const key = peer.toString();
+    const worthwhile = bulkWorthwhile(
+      checks.expectedSize,
+      this.#rttMs.get(key),
+      this.#bytesPerRttMs,
+    );
+    const hostname = this.#acceptBulk && worthwhile && !this.#bulkUnreachable.has(key)
       ? ipOf(connection.remoteAddr)
       : undefined;
     const acceptBulk = hostname !== undefined;
@@ -436,9 +463,11 @@ export class PayloadService {
     const onAbort = () => stream.abort(new Error(`payload request aborted: ${signal.reason}`));
     signal.addEventListener("abort", onAbort, { once: true });
     try {
+      const sent = performance.now();
       stream.send(encodeRequest(request));
       await stream.close({ signal });
       const { header, rest } = await readHeader(reader);
+      this.#noteRoundTrip(connection.remotePeer.toString(), performance.now() - sent);
       if (header.status !== "Ok" && header.status !== "BulkOffer") {
         throw header.status === "NotFound"
           ? new PayloadAttemptError("not-found", "provider does not have it")
@@ -486,6 +515,12 @@ export class PayloadService {
       signal.removeEventListener("abort", onAbort);
       reader.release();
     }
+  }
+
+  /** Keeps the shortest request-to-answer time per provider (the first answer's arrival). */
+  #noteRoundTrip(peer: string, ms: number): void {
+    const known = this.#rttMs.get(peer);
+    if (known === undefined || ms < known) this.#rttMs.set(peer, ms);
   }
 
   /**

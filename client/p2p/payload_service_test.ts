@@ -130,7 +130,8 @@ Deno.test("a provider serving bytes that do not match the hash is rejected and m
 });
 
 Deno.test("oversized responses are refused before their content is read", async () => {
-  await using peers = await swarm(2);
+  // bytesPerRttMs 0: every offer is welcome, however slow the loopback is under load.
+  await using peers = await swarm(2, { bulk: { bytesPerRttMs: 0 } });
   const [a, b] = peers;
   const payload = randomBytes(2 * 1024 * 1024, 4);
   const hash = a.payloads.provide(payload);
@@ -342,4 +343,21 @@ Deno.test("bad bulk options are refused by name, leaving nothing listening", asy
     () => PayloadService.start(node, { bulk: { host: "not-an-address" } }),
     /Cannot start the bulk listener on not-an-address:0/,
   );
+});
+
+Deno.test("offers are declined when the payload is too small for the round trip", async () => {
+  // An absurd bytesPerRttMs makes every measured round trip "far": once b has one answer from a,
+  // it only accepts offers for payloads of unknown size.
+  await using peers = await swarm(2, { bulk: { minBytes: 0, bytesPerRttMs: 1e12 } });
+  const [a, b] = peers;
+  const [x, y, z] = [30, 31, 32].map((seed) => randomBytes(100_000, seed));
+  const providers = [a.node.publicKey];
+  const expectedSize = 100_000;
+  await b.payloads.fetch(a.payloads.provide(x), { providers, expectedSize }); // no round trip yet
+  assert.equal(b.payloads.stats.bulkFetched, 1);
+  await b.payloads.fetch(a.payloads.provide(y), { providers, expectedSize });
+  assert.equal(b.payloads.stats.bulkFetched, 1);
+  assert.equal(a.payloads.stats.bulkOffered, 1);
+  await b.payloads.fetch(a.payloads.provide(z), { providers }); // size unknown
+  assert.equal(b.payloads.stats.bulkFetched, 2);
 });

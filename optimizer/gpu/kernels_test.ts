@@ -54,6 +54,7 @@ Deno.test("GPU fast DCT is within its rounding bound and top-k agrees up to near
     chunkLayout("w", [128, 192], { chunk: 64, topk: 8 }), // 2×3 chunks of 64×64
     chunkLayout("v", [256], { chunk: 64, topk: 4 }), // 1-D: n2 = 1
     chunkLayout("u", [48, 32], { chunk: 16, topk: 3 }),
+    chunkLayout("t", [128, 128], { chunk: 128, topk: 5 }), // the largest fast length
   ];
   const { kernels, params, entries } = setup(rt, layouts);
   const idx = rt.buffer("idx", entries * 4);

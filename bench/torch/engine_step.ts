@@ -1,8 +1,8 @@
 /**
  * Our side of the PyTorch comparison: load an HF model folder with `readModelDir`, build the
- * {@link LlamaModel} and {@link AdamW} and run {@link trainStep} — the code `deno task train`
- * runs — for `warmup + steps` steps on one batch, timing each step and reading the step-0
- * gradients for their per-tensor norms.
+ * {@link LlamaModel} (fp32) and {@link AdamW} and run {@link trainStep} — the code
+ * `deno task train --precision f32` runs — for `warmup + steps` steps on one batch, timing each
+ * step and reading the step-0 gradients for their per-tensor norms.
  *
  * @module
  */
@@ -75,6 +75,7 @@ export async function runEngineSteps(
     microBatch: batch,
     seqLen,
     slots: 1,
+    precision: "f32", // issue 3 compares fp32 training, whatever the adapter offers
   });
   const adamw = options.adamw ?? ADAMW_DEFAULTS;
   using optimizer = new AdamW(rt, { size: layout.totalSize, config: adamw });

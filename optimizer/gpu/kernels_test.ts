@@ -107,6 +107,8 @@ Deno.test("GPU top-k is bit-identical to the reference on the same coefficients"
     const y = randomF32(20 + n, p.layout.size);
     // Ties, signed zeros, infinities and NaN: ranking reads magnitude bits exactly.
     for (let i = 0; i < y.length; i += 7) y[i] = 0.5;
+    // Ties at the top, spread over the chunk: the kernel must keep the lower indices.
+    for (let i = 3; i < y.length; i += 5) y[i] = i % 2 ? 2 : -2;
     y[1] = -0;
     y[2] = -Infinity;
     if (y.length > 5) y[5] = NaN;

@@ -217,6 +217,15 @@ export function parseClientArgs(args: readonly string[]): ClientArgs {
   };
 }
 
+/**
+ * The payload service's bulk setting for these arguments: `false` with `--no-bulk-transfer`,
+ * else where its listener binds (default: the p2p interface, any free port).
+ */
+export function bulkOptions(args: TrainArgs): { host: string; port: number } | false {
+  if (!args.bulkTransfer) return false;
+  return { host: args.bindBulkInterface ?? args.bindP2pInterface, port: args.bindBulkPort };
+}
+
 function url(flag: string, text: string | undefined): string | null {
   if (text === undefined) return null;
   try {

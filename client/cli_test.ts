@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ClientUsageError, parseClientArgs } from "./cli.ts";
+import { bulkOptions, ClientUsageError, parseClientArgs, type TrainArgs } from "./cli.ts";
 
 Deno.test("parseClientArgs: train with defaults and every flag", () => {
   const min = parseClientArgs(["train", "--run-id", "r", "--server-addr", "h:1"]);
@@ -116,5 +116,20 @@ Deno.test("parseClientArgs: --rpc chooses the Solana backend; its flags are chec
     () =>
       parseClientArgs(["train", "--run-id", "r", "--server-addr", "h:1", "--rpc-2", "http://b"]),
     /--rpc-2 needs --rpc URL/,
+  );
+});
+
+Deno.test("bulkOptions: --no-bulk-transfer turns the bulk path off; the listener follows the flags", () => {
+  const train = (...flags: string[]) =>
+    parseClientArgs(["train", "--run-id=r", "--server-addr=h:1", ...flags]) as TrainArgs;
+  assert.equal(bulkOptions(train("--no-bulk-transfer")), false);
+  assert.deepEqual(bulkOptions(train()), { host: "127.0.0.1", port: 0 });
+  assert.deepEqual(bulkOptions(train("--bind-p2p-interface=0.0.0.0")), {
+    host: "0.0.0.0",
+    port: 0,
+  });
+  assert.deepEqual(
+    bulkOptions(train("--bind-bulk-interface=10.0.0.2", "--bind-bulk-port=4002")),
+    { host: "10.0.0.2", port: 4002 },
   );
 });

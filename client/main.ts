@@ -18,6 +18,7 @@ import { TcpBackend } from "./backend/tcp.ts";
 import { SolanaBackend } from "./backend/solana.ts";
 import type { CoordinatorBackend } from "./backend/backend.ts";
 import {
+  bulkOptions,
   type ClientArgs,
   parseClientArgs,
   type SolanaTrainArgs,
@@ -73,9 +74,7 @@ export async function train(
     port: args.bindP2pPort,
     bootstrapPeers: args.bootstrapPeers,
     maxConcurrentDownloads: args.maxConcurrentDownloads,
-    bulk: args.bulkTransfer
-      ? { host: args.bindBulkInterface ?? args.bindP2pInterface, port: args.bindBulkPort }
-      : false,
+    bulk: bulkOptions(args),
     logger,
     onChange: () => client?.poke(),
   });

@@ -17,6 +17,15 @@ export { chunkSize, divisors, primeFactors } from "./chunking.ts";
 export { type ChunkingOptions, type ChunkLayout, chunkLayout, chunkLayouts } from "./layout.ts";
 export { MAX_COMPRESSION_CHUNK } from "./layout.ts";
 export { dctMatrix, decode, encode } from "./dct.ts";
+export {
+  FAST_DCT_MAX,
+  fastDctErrorBound,
+  type FastDctPlan,
+  fastDctPlan,
+  fastEncodeErrorBound,
+  hasFastDct,
+  runFastDct,
+} from "./fast_dct.ts";
 export { quantizeSigns, scatterMean, signBit, type SparseParam, topk } from "./compress.ts";
 export {
   type AggregatedParam,

@@ -217,3 +217,32 @@ Deno.test("DistroOptimizer rejects bad layouts and arguments", async () => {
   );
   await assert.rejects(() => opt.readResult(), /no result has been generated/);
 });
+
+Deno.test("profile: every kernel gets its own timed pass, named after it", async () => {
+  using rt = await GpuRuntime.create();
+  const { params, size } = flatLayout();
+  const config: DistroConfig = {
+    chunk: 16,
+    topk: 3,
+    decay: 0.9,
+    weightDecay: null,
+    clipGradNorm: null,
+    quantize1bit: true,
+  };
+  using opt = new DistroOptimizer(rt, { params, size, config, profile: true });
+  const theta = rt.buffer("params", randomF32(3, size));
+  const grads = rt.buffer("grads", randomF32(4, size));
+  for (let t = 1; t <= 2; t++) {
+    const step = rt.beginStep("profiled");
+    opt.encodeStep(step, { params: theta, grads, lr: 0.01, stepNumber: t, gradSumSq: null });
+    await step.submit();
+    if (!rt.hasTimestamps) continue;
+    const count = (name: string) => step.timings.filter((s) => s.name === name).length;
+    const n = params.length;
+    assert.deepEqual(
+      ["feedback", "dct", "topk", "own-fixed", "apply", "lookahead"].map(count),
+      t === 1 ? [n, n, n, 0, 0, 1] : [n, n, n, n, n, 1],
+    );
+    assert.ok(step.timings.every((s) => s.ms >= 0));
+  }
+});

@@ -281,12 +281,14 @@ class LlamaForCausalLM(nn.Module):
             self.lm_head.weight = self.model.embed_tokens.weight
 
     def rope_tables(self, t, device):
-        """cos, sin `[T, HD]` of the angles `pos * theta^(-2i/HD)`, halves repeated (HF's order)."""
+        """cos, sin `[T, HD]` of the angles `pos * theta^(-2i/HD)`, halves repeated, in f32 as
+        HF's LlamaRotaryEmbedding computes them (inverse frequencies, angles, cos and sin)."""
         d = self.config["head_dim"]
-        inv_freq = 1.0 / (self.config["theta"] ** (torch.arange(0, d, 2, dtype=torch.float64) / d))
-        angles = torch.outer(torch.arange(t, dtype=torch.float64), inv_freq)
+        exponents = torch.arange(0, d, 2, dtype=torch.int64).to(torch.float32) / d
+        inv_freq = 1.0 / (self.config["theta"] ** exponents)
+        angles = torch.outer(torch.arange(t, dtype=torch.float32), inv_freq)
         emb = torch.cat((angles, angles), dim=-1)
-        return emb.cos().to(torch.float32).to(device), emb.sin().to(torch.float32).to(device)
+        return emb.cos().to(device), emb.sin().to(device)
 
     def forward(self, tokens, tables):
         cos, sin, mask = tables

@@ -75,6 +75,27 @@ function unroll(rows: number, halves: number, line: (r: number, h: number) => st
   return out.join("\n");
 }
 
+/**
+ * Row factors `w_r = scale·table[a + r]` for the rows of a block, from a `vec4` view of an f32
+ * table (`a` is a multiple of 4 when `rows` is: tables start at multiples of 4, n1 is a multiple
+ * of rows): one vec4 load per 4 rows, as CPU adapters gather every load lane by lane.
+ */
+function rowFactors(rows: number, table: string, scale: string): string {
+  if (rows % 4 === 0) {
+    const lines: string[] = [];
+    for (let g = 0; g < rows / 4; g++) lines.push(`      let c${g} = ${table}[(a >> 2u) + ${g}u];`);
+    for (let r = 0; r < rows; r++) {
+      lines.push(`      let w${r} = ${scale} * c${r >> 2}[${r & 3}];`);
+    }
+    return lines.join("\n");
+  }
+  return unroll(
+    rows,
+    1,
+    (r) => `      let w${r} = ${scale} * ${table}[(a + ${r}u) >> 2u][(a + ${r}u) & 3u];`,
+  );
+}
+
 /** 4 consecutive values of `arr` from index `o + 4h`, as `vec4<type>`. */
 function load4(arr: string, type: string, o: string, h: number): string {
   const at = (d: number) => `${arr}[${o} + ${4 * h + d}u]`;
@@ -102,7 +123,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
  * `δ = decay·(δ − Σ_e val_e·C₁[u_e][i]·C₂[v_e][j]) + lr·clip·g; θ = θ·wdFactor` over the
  * client's previous own result (k entries per chunk at `entry + c·k`, skipped when
  * `has_prev = 0`). Bindings: 0 spec, 1 hyper `{lr, wd_factor, decay, max_norm, has_prev}`,
- * 2 grad sum of squares `[1]`, 3 θ (vec4, rw), 4 g (vec4), 5 δ (vec4, rw), 6 f32 basis,
+ * 2 grad sum of squares `[1]`, 3 θ (vec4, rw), 4 g (vec4), 5 δ (vec4, rw), 6 f32 basis (vec4 view),
  * 7 own indices, 8 own values.
  */
 export function chunkFeedbackKernel(n2: number, rows: number, width: ChunkWidth): string {
@@ -115,7 +136,7 @@ struct Hyper { lr: f32, wd_factor: f32, decay: f32, max_norm: f32, has_prev: u32
 @group(0) @binding(3) var<storage, read_write> theta: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> grads: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> delta: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read> fbasis: array<f32>;
+@group(0) @binding(6) var<storage, read> fbasis: array<vec4<f32>>;
 @group(0) @binding(7) var<storage, read> own_idx: array<u32>;
 @group(0) @binding(8) var<storage, read> own_val: array<f32>;
 ${chunkMain(n2, width)}
@@ -131,9 +152,9 @@ ${unroll(rows, H, (r, h) => `    var s${r}_${h} = vec4<f32>(0.0);`)}
       let uv = split_uv(own_idx[e]);
       let w = own_val[e];
       let o = spec.fb2 + uv.y * spec.n2 + j0;
-${unroll(1, H, (_, h) => `      let b${h} = ${load4("fbasis", "f32", "o", h)};`)}
+${unroll(1, H, (_, h) => `      let b${h} = fbasis[(o >> 2u) + ${h}u];`)}
       let a = spec.fb1 + uv.x * spec.n1 + rb;
-${unroll(rows, 1, (r) => `      let w${r} = w * fbasis[a + ${r}u];`)}
+${rowFactors(rows, "fbasis", "w")}
 ${unroll(rows, H, (r, h) => `      s${r}_${h} += w${r} * b${h};`)}
     }
 ${
@@ -168,7 +189,7 @@ ${
  * Entries of chunk c: `[meta.entry + c·k, +k)` when `meta.stride_k` is set (own result), else
  * `[offsets[meta.offsets + c], offsets[meta.offsets + c + 1])`. Bindings: 0 spec, 1 hyper
  * `{lr}`, 2 meta `[param]{offsets, entry, stride_k, _}`, 3 θ (vec4, rw), 4 fixed basis (i32),
- * 5 indices, 6 q (i32), 7 offsets, 8 fixed basis as f32 (same offsets).
+ * 5 indices, 6 q (i32), 7 offsets, 8 fixed basis as f32 (same offsets, vec4 view).
  */
 export function chunkApplyKernel(n2: number, rows: number, width: ChunkWidth): string {
   check(n2, rows, width);
@@ -183,7 +204,7 @@ struct Meta { offsets: u32, entry: u32, stride_k: u32, _p: u32 };
 @group(0) @binding(5) var<storage, read> idx: array<u32>;
 @group(0) @binding(6) var<storage, read> qv: array<i32>;
 @group(0) @binding(7) var<storage, read> offsets: array<u32>;
-@group(0) @binding(8) var<storage, read> fixedf: array<f32>;
+@group(0) @binding(8) var<storage, read> fixedf: array<vec4<f32>>;
 ${chunkMain(n2, width)}
   let m = metas[spec.param];
   var start: u32;
@@ -207,9 +228,9 @@ ${unroll(rows, H, (r, h) => `    var x${r}_${h} = vec4<f32>(0.0);`)}
       let uv = split_uv(idx[e]);
       let qf = f32(qv[e]);
       let o = spec.qb2 + uv.y * spec.n2 + j0;
-${unroll(1, H, (_, h) => `      let b${h} = ${load4("fixedf", "f32", "o", h)};`)}
+${unroll(1, H, (_, h) => `      let b${h} = fixedf[(o >> 2u) + ${h}u];`)}
       let a = spec.qb1 + uv.x * spec.n1 + rb;
-${unroll(rows, 1, (r) => `      let w${r} = qf * fixedf[a + ${r}u];`)}
+${rowFactors(rows, "fixedf", "qf")}
 ${unroll(rows, H, (r, h) => `      x${r}_${h} += w${r} * b${h};`)}
     }
     let unsure = ${

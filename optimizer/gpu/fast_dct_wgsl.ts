@@ -69,14 +69,28 @@ ${stores}
 
 /**
  * Fast DCT along each chunk row (length n2 = `n`) into chunk-major coefficients.
- * Bindings: 0 spec, 1 T, 2 Y (w). Dispatch `rows·colChunks` invocations.
+ * Bindings: 0 spec, 1 T, 2 Y (w); both `array<vec4<f32>>` when n is a multiple of 4 (each
+ * invocation's row is contiguous, and on llvmpipe 16 vec4 loads and stores ran 2× faster than
+ * 64 scalar ones). Dispatch `rows·colChunks` invocations.
  */
 export function fastDctRowsKernel(wg: number, n: number): string {
-  const { code, outputs } = fastDctStatements(fastDctPlan(n), (j) => `t[src + ${j}u]`);
-  const stores = outputs.map((v, u) => `  y[dst + ${u}u] = ${v};`).join("\n");
+  const vec = n % 4 === 0;
+  const loads: string[] = [];
+  if (vec) { for (let q = 0; q < n / 4; q++) loads.push(`  let a${q} = t[src / 4u + ${q}u];`); }
+  const { code, outputs } = fastDctStatements(
+    fastDctPlan(n),
+    (j) => (vec ? `a${j >> 2}[${j & 3}]` : `t[src + ${j}u]`),
+  );
+  const stores = vec
+    ? Array.from(
+      { length: n / 4 },
+      (_, q) => `  y[dst / 4u + ${q}u] = vec4<f32>(${outputs.slice(4 * q, 4 * q + 4).join(", ")});`,
+    )
+    : outputs.map((v, u) => `  y[dst + ${u}u] = ${v};`);
+  const type = vec ? "vec4<f32>" : "f32";
   return /* wgsl */ `${SPEC_WGSL}
-@group(0) @binding(1) var<storage, read> t: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(1) var<storage, read> t: array<${type}>;
+@group(0) @binding(2) var<storage, read_write> y: array<${type}>;
 ${main1d(wg)}
   let cc = spec.col_chunks;
   if (i >= spec.rows * cc) { return; }
@@ -85,8 +99,9 @@ ${main1d(wg)}
   let br = r / spec.n1;
   let src = r * spec.cols + bc * ${n}u;
   let dst = (br * cc + bc) * spec.totalk + (r - br * spec.n1) * ${n}u;
+${loads.join("\n")}
 ${code}
-${stores}
+${stores.join("\n")}
 }
 `;
 }

@@ -165,12 +165,43 @@ ${main1d(wg)}
 
 /**
  * Per-chunk top-k, one invocation per chunk. Key: the f32 bits without the sign (orders
- * like |x|, NaN highest); ties to the lower index; entries written by rank.
- * Bindings: 0 spec, 1 Y, 2 indices (w), 3 values (w).
+ * like |x|, NaN highest); ties to the lower index; entries written by rank. With `vec4` (totalk a
+ * multiple of 4) the coefficients are read 4 at a time and a group of 4 that cannot enter the
+ * list (all keys ≤ the k-th, kept in a register) is skipped with one compare (21% faster on
+ * llvmpipe; 16 at a time was slower). Bindings: 0 spec, 1 Y (`vec4<f32>` when `vec4`),
+ * 2 indices (w), 3 values (w).
  */
-export function topkKernel(wg: number): string {
+export function topkKernel(wg: number, vec4 = false): string {
+  const insert = (t: string, pad: string) =>
+    `${pad}if (filled == k && key <= low) { continue; }
+${pad}var pos = filled;
+${pad}if (filled == k) { pos = k - 1u; } else { filled++; }
+${pad}loop {
+${pad}  if (pos == 0u || keys[pos - 1u] >= key) { break; }
+${pad}  keys[pos] = keys[pos - 1u];
+${pad}  ids[pos] = ids[pos - 1u];
+${pad}  pos--;
+${pad}}
+${pad}keys[pos] = key;
+${pad}ids[pos] = ${t};
+${pad}if (filled == k) { low = keys[k - 1u]; }`;
+  // An equal key found later ranks below (ties to the lower index): skip it.
+  const scan = vec4
+    ? `  for (var t4 = 0u; t4 < spec.totalk / 4u; t4++) {
+    let q = bitcast<vec4<u32>>(y[base / 4u + t4]) & vec4<u32>(0x7fffffffu);
+    if (filled == k && all(q <= vec4<u32>(low))) { continue; }
+    for (var s = 0u; s < 4u; s++) {
+      let key = q[s];
+${insert("t4 * 4u + s", "      ")}
+    }
+  }`
+    : `  for (var t = 0u; t < spec.totalk; t++) {
+    let key = bitcast<u32>(y[base + t]) & 0x7fffffffu;
+${insert("t", "    ")}
+  }`;
+  const value = vec4 ? "y[(base + ids[r]) / 4u][(base + ids[r]) % 4u]" : "y[base + ids[r]]";
   return /* wgsl */ `${SPEC}
-@group(0) @binding(1) var<storage, read> y: array<f32>;
+@group(0) @binding(1) var<storage, read> y: array<${vec4 ? "vec4<f32>" : "f32"}>;
 @group(0) @binding(2) var<storage, read_write> out_idx: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out_val: array<f32>;
 ${main1d(wg)}
@@ -180,24 +211,12 @@ ${main1d(wg)}
   var keys: array<u32, ${MAX_GPU_TOPK}>;
   var ids: array<u32, ${MAX_GPU_TOPK}>;
   var filled = 0u;
-  for (var t = 0u; t < spec.totalk; t++) {
-    let key = bitcast<u32>(y[base + t]) & 0x7fffffffu;
-    if (filled == k && key <= keys[k - 1u]) { continue; }
-    var pos = filled;
-    if (filled == k) { pos = k - 1u; } else { filled++; }
-    loop {
-      if (pos == 0u || keys[pos - 1u] >= key) { break; }
-      keys[pos] = keys[pos - 1u];
-      ids[pos] = ids[pos - 1u];
-      pos--;
-    }
-    keys[pos] = key;
-    ids[pos] = t;
-  }
+  var low = 0u;
+${scan}
   let out = spec.entry + i * k;
   for (var r = 0u; r < k; r++) {
     out_idx[out + r] = ids[r];
-    out_val[out + r] = y[base + ids[r]];
+    out_val[out + r] = ${value};
   }
 }
 `;

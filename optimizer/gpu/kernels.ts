@@ -159,6 +159,7 @@ export class DistroKernels {
       dctRows: make("dct-rows", dctRowsKernel),
       dctCols: make("dct-cols", dctColsKernel),
       topk: make("topk", topkKernel),
+      topkVec4: make("topk-vec4", (wg) => topkKernel(wg, true)),
       ownFixed: make("own-fixed", ownFixedKernel),
       apply: make("apply", applyKernel),
       applyVec4: make("apply-vec4", applyVec4Kernel),
@@ -301,14 +302,18 @@ export class DistroKernels {
     dispatch1d(pass, this.#pipes.dctCols, cols, size, this.#wg);
   }
 
-  /** Per-chunk top-k of chunk-major `y` into the entry range of `idx`/`val`. */
+  /**
+   * Per-chunk top-k of chunk-major `y` into the entry range of `idx`/`val`; the kernel reading 4
+   * coefficients at a time when totalk is a multiple of 4 (same bits either way).
+   */
   encodeTopk(
     pass: GPUComputePassEncoder,
     spec: number[],
     v: { y: TensorView; idx: TensorView; val: TensorView },
   ): void {
-    const g = bindTensors(this.#rt, this.#pipes.topk, spec, [v.y, v.idx, v.val]);
-    dispatch1d(pass, this.#pipes.topk, g, spec[5], this.#wg);
+    const pipe = spec[6] % 4 === 0 ? this.#pipes.topkVec4 : this.#pipes.topk;
+    const g = bindTensors(this.#rt, pipe, spec, [v.y, v.idx, v.val]);
+    dispatch1d(pass, pipe, g, spec[5], this.#wg);
   }
 
   /** Fixed-point coefficients of an own result (one per entry) into `q`. */

@@ -385,8 +385,11 @@ export class DistroOptimizer implements Optimizer {
   async readResult(options: { signal?: AbortSignal } = {}): Promise<SparseParam[]> {
     if (!this.#hasOwn) throw new Error("DistroOptimizer: no result has been generated yet");
     const bytes = this.#entries * 4;
-    const idx = await this.#rt.readU32({ buffer: this.#ownIdx[this.#cur], size: bytes }, options);
-    const val = await this.#rt.read({ buffer: this.#ownVal[this.#cur], size: bytes }, options);
+    // Both copies are queued before either wait: one round trip instead of two.
+    const [idx, val] = await Promise.all([
+      this.#rt.readU32({ buffer: this.#ownIdx[this.#cur], size: bytes }, options),
+      this.#rt.read({ buffer: this.#ownVal[this.#cur], size: bytes }, options),
+    ]);
     return this.#params.map((p) => {
       const n = p.layout.chunks * p.layout.k;
       const values = val.slice(p.entry, p.entry + n);

@@ -106,54 +106,64 @@ export function aggregateFixed(
   const count = new Uint32Array(totalk);
   const offsets = new Uint32Array(chunks + 1);
   const scaleExp = new Int32Array(chunks);
-  const outIdx: number[] = [];
-  const outQ: number[] = [];
-  const touched: number[] = [];
+  const outIdx = new Uint32Array(chunks * Math.min(totalk, k * results.length));
+  const outQ = new Int32Array(outIdx.length);
+  const touched = new Uint32Array(Math.min(totalk, k * results.length));
+  let out = 0;
   for (let c = 0; c < chunks; c++) {
-    touched.length = 0;
-    for (const [n, r] of results.entries()) {
+    let n = 0;
+    for (let r = 0; r < results.length; r++) {
+      const { indices, values } = results[r];
       for (let e = c * k; e < (c + 1) * k; e++) {
-        const i = r.indices[e];
-        const v = r.values[e];
+        const i = indices[e];
+        const v = values[e];
         if (i >= totalk) {
           throw new RangeError(
-            `aggregate "${layout.name}": result ${n} chunk ${c} index ${i} >= totalk ${totalk}`,
+            `aggregate "${layout.name}": result ${r} chunk ${c} index ${i} >= totalk ${totalk}`,
           );
         }
         if (!Number.isFinite(v)) {
-          throw new RangeError(`aggregate "${layout.name}": result ${n} chunk ${c} value ${v}`);
+          throw new RangeError(`aggregate "${layout.name}": result ${r} chunk ${c} value ${v}`);
         }
-        if (count[i] === 0) touched.push(i);
+        if (count[i] === 0) {
+          // Insertion into the ascending list of this chunk's coefficients (a few dozen).
+          let at = n++;
+          while (at > 0 && touched[at - 1] > i) {
+            touched[at] = touched[at - 1];
+            at--;
+          }
+          touched[at] = i;
+        }
         sum[i] += v;
         count[i]++;
       }
     }
-    touched.sort((a, b) => a - b);
     let max = 0;
-    for (const i of touched) max = Math.max(max, Math.abs(sum[i] / count[i]));
+    for (let t = 0; t < n; t++) max = Math.max(max, Math.abs(sum[touched[t]] / count[touched[t]]));
     if (max > 0) {
       const e = ceilLog2(max);
       const scale = 2 ** e;
       scaleExp[c] = e;
-      for (const i of touched) {
+      for (let t = 0; t < n; t++) {
+        const i = touched[t];
         const v = (sum[i] / count[i] / scale) * 2 ** COEFF_BITS;
         const q = Math.sign(v) * Math.round(Math.abs(v));
         if (q !== 0) {
-          outIdx.push(i);
-          outQ.push(q);
+          outIdx[out] = i;
+          outQ[out++] = q;
         }
       }
     }
-    for (const i of touched) {
-      sum[i] = 0;
-      count[i] = 0;
+    for (let t = 0; t < n; t++) {
+      sum[touched[t]] = 0;
+      count[touched[t]] = 0;
     }
-    offsets[c + 1] = outIdx.length;
+    offsets[c + 1] = out;
   }
   return {
     offsets,
-    indices: Uint32Array.from(outIdx),
-    coeffs: Int32Array.from(outQ),
+    indices: outIdx.slice(0, out),
+    coeffs: outQ.slice(0, out),
     scaleExp,
   };
 }

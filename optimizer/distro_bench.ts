@@ -13,8 +13,9 @@
  *      encode the payload;
  *    - decode: decode 4 peers' payloads and aggregate them exactly (host);
  *    - apply: upload the aggregate, filtered exact decode and θ update, and the lookahead;
- *    printed with each kernel's GPU time (timestamped passes) and their sum as a share of the
- *    AdamW step. Rounds alternate AdamW steps and DisTrO work; the medians are printed.
+ *    printed with their sum as a share of the AdamW step (rounds alternate AdamW steps and
+ *    DisTrO work; medians), then each kernel's GPU time from a profiled twin of the optimizer
+ *    (timestamped passes, one per kernel).
  * 3. `Deno.bench` entries for the same pieces and the single-node DisTrO step.
  *
  * Run: `deno bench -A optimizer/distro_bench.ts`
@@ -116,7 +117,9 @@ const config: DistroConfig = {
   clipGradNorm: 1,
   quantize1bit: true,
 };
-const opt = new DistroOptimizer(rt, {
+const opt = new DistroOptimizer(rt, { params: layout.entries, size: layout.totalSize, config });
+/** A twin that times each kernel in its own pass (the pass boundaries would skew wall times). */
+const profiled = new DistroOptimizer(rt, {
   params: layout.entries,
   size: layout.totalSize,
   config,
@@ -127,6 +130,7 @@ const grads = rt.buffer("grads", randomF32(2, layout.totalSize, -1e-3, 1e-3));
 const sumsq = rt.buffer("sumsq", new Float32Array([1]));
 globalThis.addEventListener("unload", () => {
   opt[Symbol.dispose]();
+  profiled[Symbol.dispose]();
   adamw[Symbol.dispose]();
   model[Symbol.dispose]();
   rt[Symbol.dispose]();
@@ -141,8 +145,9 @@ function kernelTimes(step: GpuStep, into: Map<string, number[]>): void {
 const generateKernels = new Map<string, number[]>();
 const applyKernels = new Map<string, number[]>();
 async function gpuGenerate(record = false) {
+  const o = record ? profiled : opt;
   const step = rt.beginStep("distro generate");
-  opt.encodeGenerate(step, { params, grads, lr: 1e-4, gradSumSq: sumsq });
+  o.encodeGenerate(step, { params, grads, lr: 1e-4, gradSumSq: sumsq });
   await step.submit();
   if (record) kernelTimes(step, generateKernels);
 }
@@ -155,6 +160,7 @@ async function singleNodeStep() {
 await adamwStep(); // compile pipelines
 await singleNodeStep();
 await gpuGenerate();
+await gpuGenerate(true); // the profiled twin's first result
 
 const expect = { layouts: opt.layouts, quantize1bit: true };
 /** Peer 0 sends this client's real result; peers 1..3 random valid results (distinct picks). */
@@ -189,9 +195,10 @@ const decodeAggregate = () => {
 };
 const update = decodeAggregate();
 async function gpuApply(record = false) {
+  const o = record ? profiled : opt;
   const step = rt.beginStep("distro apply");
-  opt.encodeApply(step, { params, lr: 1e-4, update });
-  opt.encodeLookahead(step, { params, prevLr: 1e-4 });
+  o.encodeApply(step, { params, lr: 1e-4, update });
+  o.encodeLookahead(step, { params, prevLr: 1e-4 });
   await step.submit();
   if (record) kernelTimes(step, applyKernels);
 }
@@ -208,11 +215,16 @@ const add = (name: string, v: number) => rows.set(name, [...(rows.get(name) ?? [
 const ROUNDS = 3;
 for (let round = 0; round < ROUNDS; round++) {
   add("AdamW training step", await ms(adamwStep));
-  add("encode: GPU generate", await ms(() => gpuGenerate(true)));
+  add("encode: GPU generate", await ms(() => gpuGenerate()));
   add("encode: read back the result", await ms(() => opt.readResult()));
   add("encode: payload", await ms(() => encodePayload(result(0), expect)));
   add("decode: 4 payloads + exact aggregate", await ms(decodeAggregate));
-  add("apply: GPU apply of 4 peers + lookahead", await ms(() => gpuApply(true)));
+  add("apply: GPU apply of 4 peers + lookahead", await ms(() => gpuApply()));
+}
+generateKernels.clear();
+for (let round = 0; round < ROUNDS; round++) {
+  await gpuGenerate(true);
+  await gpuApply(true);
 }
 const step = median(rows.get("AdamW training step")!);
 let distro = 0;

@@ -19,7 +19,7 @@
  */
 
 import { grid1d } from "../../shaders/kernel.ts";
-import { SPEC_WGSL } from "./distro_wgsl.ts";
+import { FEEDBACK_HYPER, SPEC_WGSL } from "./distro_wgsl.ts";
 
 /** Rows per block for chunk height `n1`: 16, 8, 4, 2 or 1, the largest dividing it. */
 export function chunkRows(n1: number): number {
@@ -120,19 +120,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 
 /**
  * Error feedback, momentum and weight decay, per chunk:
- * `δ = decay·(δ − Σ_e val_e·C₁[u_e][i]·C₂[v_e][j]) + lr·clip·g; θ = θ·wdFactor` over the
+ * `δ = decay·(δ − Σ_e val_e·C₁[u_e][i]·C₂[v_e][j]) + lr·clip·g; θ = θ₀·wdFactor` over the
  * client's previous own result (k entries per chunk at `entry + c·k`, skipped when
- * `has_prev = 0`). Bindings: 0 spec, 1 hyper `{lr, wd_factor, decay, max_norm, has_prev}`,
- * 2 grad sum of squares `[1]`, 3 θ (vec4, rw), 4 g (vec4), 5 δ (vec4, rw), 6 f32 basis (vec4 view),
- * 7 own indices, 8 own values.
+ * `has_prev = 0`), θ₀ the parameters before the step. Bindings: 0 spec, 1 hyper
+ * (distro_wgsl.ts `FEEDBACK_HYPER`), 2 θ₀ (vec4), 3 θ (vec4, w), 4 g (vec4), 5 δ (vec4, rw),
+ * 6 f32 basis (vec4 view), 7 own indices, 8 own values.
  */
 export function chunkFeedbackKernel(n2: number, rows: number, width: ChunkWidth): string {
   check(n2, rows, width);
   const H = width / 4;
   return /* wgsl */ `${SPEC_WGSL}
-struct Hyper { lr: f32, wd_factor: f32, decay: f32, max_norm: f32, has_prev: u32 };
-@group(0) @binding(1) var<storage, read> hyper: Hyper;
-@group(0) @binding(2) var<storage, read> grad_sumsq: array<f32>;
+${FEEDBACK_HYPER}
+@group(0) @binding(2) var<storage, read> source: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> theta: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read> grads: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> delta: array<vec4<f32>>;
@@ -142,7 +141,7 @@ struct Hyper { lr: f32, wd_factor: f32, decay: f32, max_norm: f32, has_prev: u32
 ${chunkMain(n2, width)}
   var scale = 1.0;
   if (hyper.max_norm > 0.0) {
-    scale = min(1.0, hyper.max_norm / (sqrt(grad_sumsq[0]) + 1e-6));
+    scale = min(1.0, hyper.max_norm / (sqrt(hyper.grad_sumsq) + 1e-6));
   }
   let e0 = spec.entry + c * spec.k;
   let e1 = select(e0, e0 + spec.k, hyper.has_prev != 0u);
@@ -162,7 +161,7 @@ ${
       `    let at${r}_${h} = base + (rb + ${r}u) * stride + ${h}u;
     delta[at${r}_${h}] = hyper.decay * (delta[at${r}_${h}] - s${r}_${h}) +
       hyper.lr * (scale * grads[at${r}_${h}]);
-    theta[at${r}_${h}] = theta[at${r}_${h}] * hyper.wd_factor;`)
+    theta[at${r}_${h}] = source[at${r}_${h}] * hyper.wd_factor;`)
   }
   }
 }

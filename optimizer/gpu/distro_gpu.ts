@@ -17,7 +17,13 @@
  * @module
  */
 
-import { type GpuRuntime, type GpuStep, type TensorView, viewLength } from "../../shaders/gpu.ts";
+import {
+  type GpuRuntime,
+  type GpuStep,
+  resolveView,
+  type TensorView,
+  viewLength,
+} from "../../shaders/gpu.ts";
 import type { Optimizer, OptimizerStepArgs } from "../../train/optimizer.ts";
 import { quantizeSigns, type SparseParam } from "../compress.ts";
 import { type DistroConfig, validateDistroConfig } from "../distro.ts";
@@ -95,7 +101,6 @@ export class DistroOptimizer implements Optimizer {
   readonly #hyperApply: GPUBuffer;
   readonly #ownMeta: GPUBuffer;
   readonly #aggMeta: GPUBuffer;
-  readonly #noSumSq: GPUBuffer;
   readonly #ownFixedHyper: GPUBuffer;
   #agg: { offsets: GPUBuffer; idx: GPUBuffer; q: GPUBuffer } | null = null;
   /** Which of the double buffers holds the latest own result. */
@@ -151,7 +156,6 @@ export class DistroOptimizer implements Optimizer {
     this.#hyperLook = buf("lookahead hyper", 16);
     this.#hyperGen = buf("generate hyper", 32);
     this.#hyperApply = buf("apply hyper", 16);
-    this.#noSumSq = buf("unused grad sumsq", 16);
     this.#ownFixedHyper = buf("own-fixed hyper", new Uint32Array([0, config.quantize1bit ? 1 : 0]));
     const own = new Uint32Array(4 * this.#params.length);
     this.#params.forEach((p, n) => own.set([0, p.entry, p.layout.k, 0], 4 * n));
@@ -214,7 +218,14 @@ export class DistroOptimizer implements Optimizer {
     if (clip > 0 && args.gradSumSq === null) {
       throw new RangeError("DistroOptimizer: clipGradNorm > 0 needs gradSumSq");
     }
-    this.encodeUndoLookahead(step, args.params);
+    // θ before this step is read from `saved`: the copy taken before the lookahead, which also
+    // undoes it, so the feedback kernel writes the canonical θ·wd directly. Without an active
+    // lookahead (first step, after a settle) θ is copied there first.
+    const encoder = step.encoder;
+    if (!this.#lookaheadActive) {
+      encoder.copyBufferToBuffer(args.params, 0, this.#saved, 0, this.#size * 4);
+    }
+    this.#lookaheadActive = false;
     const hyper = new ArrayBuffer(32);
     new Float32Array(hyper, 0, 4).set([
       lr,
@@ -224,6 +235,11 @@ export class DistroOptimizer implements Optimizer {
     ]);
     new Uint32Array(hyper, 16, 1)[0] = this.#hasOwn ? 1 : 0;
     this.#rt.write(this.#hyperGen, new Uint32Array(hyper));
+    if (clip > 0) {
+      // The squared norm the model computed earlier in this step, into hyper word 5.
+      const sumSq = resolveView(args.gradSumSq!);
+      encoder.copyBufferToBuffer(sumSq.buffer, sumSq.offset, this.#hyperGen, 20, 4);
+    }
     const prev = this.#cur;
     const next = this.#hasOwn ? 1 - prev : prev;
     for (const p of this.#params) {
@@ -232,7 +248,7 @@ export class DistroOptimizer implements Optimizer {
       const delta = { buffer: this.delta, ...bytes };
       this.#kernels.encodeFeedback(this.#pass(step, "feedback"), p.spec, {
         hyper: this.#hyperGen,
-        gradSumSq: args.gradSumSq ?? this.#noSumSq,
+        source: { buffer: this.#saved, ...bytes },
         params,
         grads: { buffer: args.grads, ...bytes },
         delta,

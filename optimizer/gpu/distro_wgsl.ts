@@ -51,6 +51,15 @@ fn place(e: u32) -> Place {
 const SPEC = SPEC_WGSL;
 
 /**
+ * The feedback kernels' per-step scalars at binding 1 (8 words): `grad_sumsq` is copied in from
+ * the model's buffer inside the step, so the kernels stay within 8 storage bindings.
+ */
+export const FEEDBACK_HYPER = /* wgsl */ `struct Hyper {
+  lr: f32, wd_factor: f32, decay: f32, max_norm: f32, has_prev: u32, grad_sumsq: f32,
+};
+@group(0) @binding(1) var<storage, read> hyper: Hyper;`;
+
+/**
  * Lookahead over the whole flat buffer, 4 floats per invocation:
  * `saved = θ; θ = θ − prevLr·sign(δ)`.
  * Bindings: 0 dims `{n4}`, 1 hyper `[prevLr]`, 2 θ (rw), 3 δ, 4 saved (w), all vec4.
@@ -74,15 +83,15 @@ ${main1d(wg)}
 
 /**
  * Error feedback, momentum and weight decay for one parameter, per element:
- * `δ = decay·(δ − decode(own previous result)) + lr·clip·g; θ = θ·wdFactor`.
- * Bindings: 0 spec, 1 hyper `{lr, wd_factor, decay, max_norm, has_prev}`, 2 grad sum of
- * squares `[1]`, 3 θ (rw), 4 g, 5 δ (rw), 6 f32 basis, 7 own indices, 8 own values.
+ * `δ = decay·(δ − decode(own previous result)) + lr·clip·g; θ = θ₀·wdFactor` with θ₀ the
+ * parameters before the step (the copy saved before the lookahead: this also undoes it).
+ * Bindings: 0 spec, 1 hyper `{lr, wd_factor, decay, max_norm, has_prev, grad_sumsq}`, 2 θ₀,
+ * 3 θ (w), 4 g, 5 δ (rw), 6 f32 basis, 7 own indices, 8 own values.
  */
 export function feedbackKernel(wg: number): string {
   return /* wgsl */ `${SPEC}
-struct Hyper { lr: f32, wd_factor: f32, decay: f32, max_norm: f32, has_prev: u32 };
-@group(0) @binding(1) var<storage, read> hyper: Hyper;
-@group(0) @binding(2) var<storage, read> grad_sumsq: array<f32>;
+${FEEDBACK_HYPER}
+@group(0) @binding(2) var<storage, read> source: array<f32>;
 @group(0) @binding(3) var<storage, read_write> theta: array<f32>;
 @group(0) @binding(4) var<storage, read> grads: array<f32>;
 @group(0) @binding(5) var<storage, read_write> delta: array<f32>;
@@ -105,10 +114,10 @@ ${main1d(wg)}
   }
   var scale = 1.0;
   if (hyper.max_norm > 0.0) {
-    scale = min(1.0, hyper.max_norm / (sqrt(grad_sumsq[0]) + 1e-6));
+    scale = min(1.0, hyper.max_norm / (sqrt(hyper.grad_sumsq) + 1e-6));
   }
   delta[i] = hyper.decay * d + hyper.lr * (scale * grads[i]);
-  theta[i] = theta[i] * hyper.wd_factor;
+  theta[i] = source[i] * hyper.wd_factor;
 }
 `;
 }

@@ -116,8 +116,11 @@ export class BasisTables implements Disposable {
 
 /** Views bound by {@link DistroKernels.encodeFeedback}. */
 export interface FeedbackViews {
+  /** 8 words: lr, weight-decay factor, decay, max norm, has_prev (u32), grad sum of squares. */
   hyper: TensorView;
-  gradSumSq: TensorView;
+  /** The parameters before the step (read; a different buffer from `params`). */
+  source: TensorView;
+  /** The parameters, written `source · weight-decay factor`. */
   params: TensorView;
   grads: TensorView;
   delta: TensorView;
@@ -229,7 +232,7 @@ export class DistroKernels {
   encodeFeedback(pass: GPUComputePassEncoder, spec: number[], v: FeedbackViews): void {
     const views = [
       v.hyper,
-      v.gradSumSq,
+      v.source,
       v.params,
       v.grads,
       v.delta,

@@ -8,6 +8,8 @@
  *   (indices within chunks, unquantized values), double-buffered;
  * - `ownQ` `[E]`: fixed-point coefficients of the previous own result (single-node apply);
  * - `scratchT`, `scratchY` `[S]`: DCT intermediate and coefficients of the current parameter;
+ * - `rowMax` `[max chunks·n1]` (u32): each coefficient row's largest top-k key, from the DCT's
+ *   row pass, so top-k reads only the rows that can hold a winner;
  * - uploaded aggregate (`aggOffsets`, `aggIdx`, `aggQ`), grown on demand.
  *
  * Nothing leaves the GPU per parameter per step except the compressed result
@@ -96,6 +98,7 @@ export class DistroOptimizer implements Optimizer {
   readonly #ownQ: GPUBuffer;
   readonly #scratchT: GPUBuffer;
   readonly #scratchY: GPUBuffer;
+  readonly #rowMax: GPUBuffer;
   readonly #hyperLook: GPUBuffer;
   readonly #hyperGen: GPUBuffer;
   readonly #hyperApply: GPUBuffer;
@@ -126,6 +129,7 @@ export class DistroOptimizer implements Optimizer {
     this.#kernels = new DistroKernels(rt, this.#basis);
     let entry = 0;
     let largest = 1;
+    let rowMaxWords = 1;
     this.#params = this.layouts.map((layout, index) => {
       const p = params[index];
       if (p.offset % 64 !== 0 || p.offset + layout.size > size) {
@@ -138,6 +142,7 @@ export class DistroOptimizer implements Optimizer {
       kp.spec = this.#kernels.spec(kp);
       entry += layout.chunks * layout.k;
       largest = Math.max(largest, layout.size);
+      rowMaxWords = Math.max(rowMaxWords, layout.chunks * layout.n1);
       return kp;
     });
     this.#entries = Math.max(1, entry);
@@ -153,6 +158,7 @@ export class DistroOptimizer implements Optimizer {
     this.#ownQ = buf("own q", this.#entries * 4);
     this.#scratchT = buf("dct scratch", largest * 4);
     this.#scratchY = buf("dct coefficients", largest * 4);
+    this.#rowMax = buf("dct row maxima", rowMaxWords * 4);
     this.#hyperLook = buf("lookahead hyper", 16);
     this.#hyperGen = buf("generate hyper", 32);
     this.#hyperApply = buf("apply hyper", 16);
@@ -255,15 +261,18 @@ export class DistroOptimizer implements Optimizer {
         ownIdx: this.#ownIdx[prev],
         ownVal: this.#ownVal[prev],
       });
+      const rowMax = this.#kernels.hasRowMax(p.spec) ? this.#rowMax : undefined;
       this.#kernels.encodeDct(this.#pass(step, "dct"), p.spec, {
         x: delta,
         t: this.#scratchT,
         y: this.#scratchY,
+        rowMax,
       });
       this.#kernels.encodeTopk(this.#pass(step, "topk"), p.spec, {
         y: this.#scratchY,
         idx: this.#ownIdx[next],
         val: this.#ownVal[next],
+        rowMax,
       });
     }
     this.#cur = next;

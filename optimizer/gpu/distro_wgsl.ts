@@ -22,6 +22,9 @@ import { main1d } from "../../shaders/kernel.ts";
 /** Largest `compression_topk` the top-k kernel holds in registers. */
 export const MAX_GPU_TOPK = 64;
 
+/** Most coefficient rows per chunk the row-skipping top-k handles (`compression_chunk` ≤ 256). */
+export const MAX_GPU_TOPK_ROWS = 256;
+
 /** The `Spec` uniform at binding 0 and the index helpers every DisTrO kernel shares. */
 export const SPEC_WGSL = /* wgsl */ `
 struct Spec {
@@ -172,17 +175,9 @@ ${main1d(wg)}
 `;
 }
 
-/**
- * Per-chunk top-k, one invocation per chunk. Key: the f32 bits without the sign (orders
- * like |x|, NaN highest); ties to the lower index; entries written by rank. With `vec4` (totalk a
- * multiple of 4) the coefficients are read 4 at a time and a group of 4 that cannot enter the
- * list (all keys ≤ the k-th, kept in a register) is skipped with one compare (21% faster on
- * llvmpipe; 16 at a time was slower). Bindings: 0 spec, 1 Y (`vec4<f32>` when `vec4`),
- * 2 indices (w), 3 values (w).
- */
-export function topkKernel(wg: number, vec4 = false): string {
-  const insert = (t: string, pad: string) =>
-    `${pad}if (filled == k && key <= low) { continue; }
+/** The insertion step of the top-k kernels: `key` enters the sorted list as index `t`. */
+function topkInsert(t: string, pad: string): string {
+  return `${pad}if (filled == k && key <= low) { continue; }
 ${pad}var pos = filled;
 ${pad}if (filled == k) { pos = k - 1u; } else { filled++; }
 ${pad}loop {
@@ -194,27 +189,11 @@ ${pad}}
 ${pad}keys[pos] = key;
 ${pad}ids[pos] = ${t};
 ${pad}if (filled == k) { low = keys[k - 1u]; }`;
-  // An equal key found later ranks below (ties to the lower index): skip it.
-  const scan = vec4
-    ? `  for (var t4 = 0u; t4 < spec.totalk / 4u; t4++) {
-    let q = bitcast<vec4<u32>>(y[base / 4u + t4]) & vec4<u32>(0x7fffffffu);
-    if (filled == k && all(q <= vec4<u32>(low))) { continue; }
-    for (var s = 0u; s < 4u; s++) {
-      let key = q[s];
-${insert("t4 * 4u + s", "      ")}
-    }
-  }`
-    : `  for (var t = 0u; t < spec.totalk; t++) {
-    let key = bitcast<u32>(y[base + t]) & 0x7fffffffu;
-${insert("t", "    ")}
-  }`;
-  const value = vec4 ? "y[(base + ids[r]) / 4u][(base + ids[r]) % 4u]" : "y[base + ids[r]]";
-  return /* wgsl */ `${SPEC}
-@group(0) @binding(1) var<storage, read> y: array<${vec4 ? "vec4<f32>" : "f32"}>;
-@group(0) @binding(2) var<storage, read_write> out_idx: array<u32>;
-@group(0) @binding(3) var<storage, read_write> out_val: array<f32>;
-${main1d(wg)}
-  if (i >= spec.chunks) { return; }
+}
+
+/** The top-k kernels' private list and its output, around a `scan` of the chunk `i`. */
+function topkBody(scan: string, value: string): string {
+  return `  if (i >= spec.chunks) { return; }
   let k = spec.k;
   let base = i * spec.totalk;
   var keys: array<u32, ${MAX_GPU_TOPK}>;
@@ -229,6 +208,94 @@ ${scan}
   }
 }
 `;
+}
+
+/**
+ * Per-chunk top-k, one invocation per chunk. Key: the f32 bits without the sign (orders
+ * like |x|, NaN highest); ties to the lower index; entries written by rank. With `vec4` (totalk a
+ * multiple of 4) the coefficients are read 4 at a time and a group of 4 that cannot enter the
+ * list (all keys ≤ the k-th, kept in a register) is skipped with one compare (21% faster on
+ * llvmpipe; 16 at a time was slower). Bindings: 0 spec, 1 Y (`vec4<f32>` when `vec4`),
+ * 2 indices (w), 3 values (w).
+ */
+export function topkKernel(wg: number, vec4 = false): string {
+  // An equal key found later ranks below (ties to the lower index): skip it.
+  const scan = vec4
+    ? `  for (var t4 = 0u; t4 < spec.totalk / 4u; t4++) {
+    let q = bitcast<vec4<u32>>(y[base / 4u + t4]) & vec4<u32>(0x7fffffffu);
+    if (filled == k && all(q <= vec4<u32>(low))) { continue; }
+    for (var s = 0u; s < 4u; s++) {
+      let key = q[s];
+${topkInsert("t4 * 4u + s", "      ")}
+    }
+  }`
+    : `  for (var t = 0u; t < spec.totalk; t++) {
+    let key = bitcast<u32>(y[base + t]) & 0x7fffffffu;
+${topkInsert("t", "    ")}
+  }`;
+  const value = vec4 ? "y[(base + ids[r]) / 4u][(base + ids[r]) % 4u]" : "y[base + ids[r]]";
+  return /* wgsl */ `${SPEC}
+@group(0) @binding(1) var<storage, read> y: array<${vec4 ? "vec4<f32>" : "f32"}>;
+@group(0) @binding(2) var<storage, read_write> out_idx: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out_val: array<f32>;
+${main1d(wg)}
+${topkBody(scan, value)}`;
+}
+
+/**
+ * Per-chunk top-k that reads only the rows that can hold a winner: the same key, order and
+ * tie-break as {@link topkKernel}, from the maximum key of every coefficient row `u` of the
+ * chunk (`rowMax[c·n1 + u]`, written by the DCT's row pass, fast_dct_wgsl.ts).
+ *
+ * With τ the k-th largest row maximum, a coefficient in a row whose maximum is below τ has a
+ * key below the k row maxima ≥ τ, so it ranks below k others and is never picked: scanning
+ * only the rows with maximum ≥ τ, in index order, gives exactly the full scan's list. For a
+ * 64×64 chunk with k = 8 that reads 8 to a few more of the 64 rows instead of all. Chunks with
+ * fewer than k rows scan every row (τ = 0). Needs n2 a multiple of 4. Bindings: 0 spec,
+ * 1 Y (vec4), 2 indices (w), 3 values (w), 4 row maxima (u32).
+ */
+export function topkRowsKernel(wg: number): string {
+  const scan = `  let rows = i * spec.n1;
+  var tau = 0u;
+  if (spec.n1 >= k) {
+    for (var u = 0u; u < spec.n1; u++) {
+      let key = row_max[rows + u];
+${topkInsert("u", "      ")}
+    }
+    tau = keys[k - 1u];
+    filled = 0u;
+    low = 0u;
+  }
+  // The rows to read, in index order: a lane then loops over its own rows only (skipping
+  // inside one loop over all rows ran every row that any of the SIMD lanes needed).
+  var picked: array<u32, ${MAX_GPU_TOPK_ROWS}>;
+  var count = 0u;
+  for (var u = 0u; u < spec.n1; u++) {
+    if (row_max[rows + u] >= tau) {
+      picked[count] = u;
+      count++;
+    }
+  }
+  let q4 = spec.n2 / 4u;
+  for (var n = 0u; n < count; n++) {
+    let u = picked[n];
+    let row = base / 4u + u * q4;
+    for (var t4 = 0u; t4 < q4; t4++) {
+      let q = bitcast<vec4<u32>>(y[row + t4]) & vec4<u32>(0x7fffffffu);
+      if (filled == k && all(q <= vec4<u32>(low))) { continue; }
+      for (var s = 0u; s < 4u; s++) {
+        let key = q[s];
+${topkInsert("(u * q4 + t4) * 4u + s", "        ")}
+      }
+    }
+  }`;
+  return /* wgsl */ `${SPEC}
+@group(0) @binding(1) var<storage, read> y: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out_idx: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out_val: array<f32>;
+@group(0) @binding(4) var<storage, read> row_max: array<u32>;
+${main1d(wg)}
+${topkBody(scan, "y[(base + ids[r]) / 4u][(base + ids[r]) % 4u]")}`;
 }
 
 /**

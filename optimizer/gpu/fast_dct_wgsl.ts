@@ -71,10 +71,15 @@ ${stores}
  * Fast DCT along each chunk row (length n2 = `n`) into chunk-major coefficients.
  * Bindings: 0 spec, 1 T, 2 Y (w); both `array<vec4<f32>>` when n is a multiple of 4 (each
  * invocation's row is contiguous, and on llvmpipe 16 vec4 loads and stores ran 2× faster than
- * 64 scalar ones). Dispatch `rows·colChunks` invocations.
+ * 64 scalar ones). With `rowMax` (n a multiple of 4), binding 3 (u32, w) also receives the
+ * largest top-k key (`bits & 0x7fffffff`) of each coefficient row, at `c·n1 + u`, for
+ * distro_wgsl.ts `topkRowsKernel`. Dispatch `rows·colChunks` invocations.
  */
-export function fastDctRowsKernel(wg: number, n: number): string {
+export function fastDctRowsKernel(wg: number, n: number, rowMax = false): string {
   const vec = n % 4 === 0;
+  if (rowMax && !vec) {
+    throw new RangeError(`fastDctRowsKernel: row maxima need n % 4 = 0, not ${n}`);
+  }
   const loads: string[] = [];
   if (vec) { for (let q = 0; q < n / 4; q++) loads.push(`  let a${q} = t[src / 4u + ${q}u];`); }
   const { code, outputs } = fastDctStatements(
@@ -84,13 +89,22 @@ export function fastDctRowsKernel(wg: number, n: number): string {
   const stores = vec
     ? Array.from(
       { length: n / 4 },
-      (_, q) => `  y[dst / 4u + ${q}u] = vec4<f32>(${outputs.slice(4 * q, 4 * q + 4).join(", ")});`,
+      (_, q) =>
+        `  let o${q} = vec4<f32>(${outputs.slice(4 * q, 4 * q + 4).join(", ")});
+  y[dst / 4u + ${q}u] = o${q};`,
     )
     : outputs.map((v, u) => `  y[dst + ${u}u] = ${v};`);
+  if (rowMax) {
+    const key = (q: number) => `(bitcast<vec4<u32>>(o${q}) & vec4<u32>(0x7fffffffu))`;
+    stores.push(`  var m = ${key(0)};`);
+    for (let q = 1; q < n / 4; q++) stores.push(`  m = max(m, ${key(q)});`);
+    stores.push(`  row_max[dst / ${n}u] = max(max(m.x, m.y), max(m.z, m.w));`);
+  }
   const type = vec ? "vec4<f32>" : "f32";
   return /* wgsl */ `${SPEC_WGSL}
 @group(0) @binding(1) var<storage, read> t: array<${type}>;
 @group(0) @binding(2) var<storage, read_write> y: array<${type}>;
+${rowMax ? "@group(0) @binding(3) var<storage, read_write> row_max: array<u32>;" : ""}
 ${main1d(wg)}
   let cc = spec.col_chunks;
   if (i >= spec.rows * cc) { return; }

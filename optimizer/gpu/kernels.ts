@@ -34,8 +34,10 @@ import {
   feedbackKernel,
   lookaheadKernel,
   MAX_GPU_TOPK,
+  MAX_GPU_TOPK_ROWS,
   ownFixedKernel,
   topkKernel,
+  topkRowsKernel,
 } from "./distro_wgsl.ts";
 
 /** The smallest f32 ≥ `x` (finite, non-negative, below 2^128). */
@@ -163,6 +165,7 @@ export class DistroKernels {
       dctCols: make("dct-cols", dctColsKernel),
       topk: make("topk", topkKernel),
       topkVec4: make("topk-vec4", (wg) => topkKernel(wg, true)),
+      topkRows: make("topk-rows", topkRowsKernel),
       ownFixed: make("own-fixed", ownFixedKernel),
       apply: make("apply", applyKernel),
       applyVec4: make("apply-vec4", applyVec4Kernel),
@@ -255,30 +258,49 @@ export class DistroKernels {
   }
 
   /**
+   * Whether the DCT of a parameter with this `Spec` can write the per-row maxima that the
+   * row-skipping top-k reads ({@link encodeDct}'s `rowMax`): power-of-two chunks (the fast
+   * DCT) whose width is a multiple of 4. `rowMax` then holds `chunks·n1` u32 words.
+   */
+  hasRowMax(spec: number[]): boolean {
+    const [, , n1, n2] = spec;
+    return hasFastDct(n1) && hasFastDct(n2) && n2 % 4 === 0;
+  }
+
+  /**
    * Blocked DCT of one parameter `x` into chunk-major `y`, through scratch `t`. Power-of-two
    * chunks (fast_dct.ts) take the unrolled fast kernels; other chunks whose width is a multiple
-   * of 4 the register-blocked dense vec4 kernels, the rest the scalar dense pair.
+   * of 4 the register-blocked dense vec4 kernels, the rest the scalar dense pair. With `rowMax`
+   * (only where {@link hasRowMax}) the row pass also writes each coefficient row's largest
+   * top-k key there, for {@link encodeTopk}.
    */
   encodeDct(
     pass: GPUComputePassEncoder,
     spec: number[],
-    v: { x: TensorView; t: TensorView; y: TensorView },
+    v: { x: TensorView; t: TensorView; y: TensorView; rowMax?: TensorView },
   ): void {
     const [rowsN, colsN, n1, n2] = spec;
     const size = rowsN * colsN;
+    if (v.rowMax !== undefined) {
+      if (!this.hasRowMax(spec)) {
+        throw new RangeError(`distro DCT: no row maxima for ${n1}×${n2} chunks`);
+      }
+      this.#checkRowMax(spec, v.rowMax);
+    }
     if (hasFastDct(n1) && hasFastDct(n2)) {
       const wg = this.#wg;
+      const rowMax = v.rowMax !== undefined;
       const down = this.#rt.pipeline(
         `distro/fast-dct-cols/n${n1}/wg${wg}`,
         () => fastDctColsKernel(wg, n1),
       );
       const along = this.#rt.pipeline(
-        `distro/fast-dct-rows/n${n2}/wg${wg}`,
-        () => fastDctRowsKernel(wg, n2),
+        `distro/fast-dct-rows${rowMax ? "-max" : ""}/n${n2}/wg${wg}`,
+        () => fastDctRowsKernel(wg, n2, rowMax),
       );
       const a = bindTensors(this.#rt, down, spec, [v.x, v.t]);
       dispatch1d(pass, down, a, size / n1, wg);
-      const b = bindTensors(this.#rt, along, spec, [v.t, v.y]);
+      const b = bindTensors(this.#rt, along, spec, rowMax ? [v.t, v.y, v.rowMax!] : [v.t, v.y]);
       dispatch1d(pass, along, b, size / n2, wg);
       return;
     }
@@ -307,16 +329,40 @@ export class DistroKernels {
 
   /**
    * Per-chunk top-k of chunk-major `y` into the entry range of `idx`/`val`; the kernel reading 4
-   * coefficients at a time when totalk is a multiple of 4 (same bits either way).
+   * coefficients at a time when totalk is a multiple of 4 (same bits either way). With `rowMax`
+   * (each coefficient row's largest key, as {@link encodeDct} writes it) only the rows that can
+   * hold a winner are read: same bits again.
    */
   encodeTopk(
     pass: GPUComputePassEncoder,
     spec: number[],
-    v: { y: TensorView; idx: TensorView; val: TensorView },
+    v: { y: TensorView; idx: TensorView; val: TensorView; rowMax?: TensorView },
   ): void {
+    if (v.rowMax !== undefined) {
+      this.#checkRowMax(spec, v.rowMax);
+      const pipe = this.#pipes.topkRows;
+      const g = bindTensors(this.#rt, pipe, spec, [v.y, v.idx, v.val, v.rowMax]);
+      dispatch1d(pass, pipe, g, spec[5], this.#wg);
+      return;
+    }
     const pipe = spec[6] % 4 === 0 ? this.#pipes.topkVec4 : this.#pipes.topk;
     const g = bindTensors(this.#rt, pipe, spec, [v.y, v.idx, v.val]);
     dispatch1d(pass, pipe, g, spec[5], this.#wg);
+  }
+
+  #checkRowMax(spec: number[], rowMax: TensorView): void {
+    const [, , n1, n2, , chunks] = spec;
+    if (n2 % 4 !== 0 || n1 > MAX_GPU_TOPK_ROWS) {
+      throw new RangeError(
+        `distro row maxima: ${n1}×${n2} chunks (width a multiple of 4, at most ` +
+          `${MAX_GPU_TOPK_ROWS} rows)`,
+      );
+    }
+    if (viewLength(rowMax) < chunks * n1) {
+      throw new RangeError(
+        `distro row maxima: buffer holds ${viewLength(rowMax)} words, needs ${chunks * n1}`,
+      );
+    }
   }
 
   /** Fixed-point coefficients of an own result (one per entry) into `q`. */

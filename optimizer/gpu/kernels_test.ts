@@ -15,7 +15,20 @@ const SHAPES: [number[], number, number][] = [
   [[100], 26, 4], // 1-D, chunk 25
   [[7], 4, 2], // prime, chunk 1
   [[6, 12], 4, 2], // chunks 3×4: vec4 path with 2-row and 1-row blocking
+  [[4, 64], 64, 8], // 4 coefficient rows per chunk, k = 8: the row-skipping top-k reads all
 ];
+
+/** Largest top-k key (`bits & 0x7fffffff`) of each coefficient row `u` of each chunk, `[c·n1 + u]`. */
+function rowMaxKeys(layout: ChunkLayout, y: Float32Array): Uint32Array {
+  const keys = new Uint32Array(y.buffer, y.byteOffset, y.length);
+  const out = new Uint32Array(layout.chunks * layout.n1);
+  for (let r = 0; r < out.length; r++) {
+    for (let v = 0; v < layout.n2; v++) {
+      out[r] = Math.max(out[r], keys[r * layout.n2 + v] & 0x7fffffff);
+    }
+  }
+  return out;
+}
 
 function setup(rt: GpuRuntime, layouts: ChunkLayout[]) {
   const basis = new BasisTables(rt, layouts.flatMap((l) => [l.n1, l.n2]), "test");
@@ -64,10 +77,17 @@ Deno.test("GPU fast DCT is within its rounding bound and top-k agrees up to near
     const y = rt.buffer("y", l.size * 4);
     const step = rt.beginStep("fast dct");
     const spec = kernels.spec(p);
-    kernels.encodeDct(step.pass, spec, { x: rt.buffer("x", x), t: rt.buffer("t", l.size * 4), y });
-    kernels.encodeTopk(step.pass, spec, { y, idx, val: rt.buffer("val", entries * 4) });
+    // Where it applies, the DCT writes row maxima and top-k skips rows by them.
+    const rowMax = kernels.hasRowMax(spec) ? rt.buffer("row max", l.chunks * l.n1 * 4) : undefined;
+    assert.equal(rowMax !== undefined, l.n2 % 4 === 0, l.name);
+    const t = rt.buffer("t", l.size * 4);
+    kernels.encodeDct(step.pass, spec, { x: rt.buffer("x", x), t, y, rowMax });
+    kernels.encodeTopk(step.pass, spec, { y, idx, val: rt.buffer("val", entries * 4), rowMax });
     await step.submit();
     const got = await rt.read(y);
+    if (rowMax) {
+      assert.deepEqual(await rt.readU32(rowMax), rowMaxKeys(l, got), `row maxima of ${l.name}`);
+    }
     const want = encode(l, x);
     const bound = fastEncodeErrorBound(l, x);
     // The reference is f64 rounded to f32: allow its half ulp on top of the GPU's bound.
@@ -114,19 +134,56 @@ Deno.test("GPU top-k is bit-identical to the reference on the same coefficients"
     if (y.length > 5) y[5] = NaN;
     return y;
   });
-  const step = rt.beginStep("topk");
-  for (const [n, p] of params.entries()) {
-    kernels.encodeTopk(step.pass, kernels.spec(p), { y: rt.buffer("y", inputs[n]), idx, val });
+  // Every kernel: the full scan, and the row-skipping scan where chunk rows are vec4-aligned.
+  for (const skip of [false, true]) {
+    const step = rt.beginStep("topk");
+    const checked = params.filter((p) => !skip || p.layout.n2 % 4 === 0);
+    for (const p of checked) {
+      const y = inputs[p.index];
+      const rowMax = skip ? rt.buffer("row max", rowMaxKeys(p.layout, y)) : undefined;
+      kernels.encodeTopk(step.pass, kernels.spec(p), { y: rt.buffer("y", y), idx, val, rowMax });
+    }
+    await step.submit();
+    const gotIdx = await rt.readU32(idx);
+    const gotVal = await rt.read(val);
+    for (const p of checked) {
+      const want = topk(p.layout, inputs[p.index]);
+      const span = [p.entry, p.entry + p.layout.chunks * p.layout.k];
+      const what = `${p.layout.name}${skip ? " (row skipping)" : ""}`;
+      assert.deepEqual(gotIdx.slice(span[0], span[1]), want.indices, `indices of ${what}`);
+      assert.deepEqual(gotVal.slice(span[0], span[1]), want.values, `values of ${what}`);
+    }
+    if (skip) assert.ok(checked.length >= 3, "row-skipping shapes tested");
   }
+});
+
+Deno.test("row-skipping top-k picks winners spread over rows, ties to the lower index", async () => {
+  using rt = await GpuRuntime.create();
+  const layout = chunkLayout("w", [64, 128], { chunk: 64, topk: 8 }); // 2 chunks of 64×64
+  const { kernels, params, entries } = setup(rt, [layout]);
+  const y = randomF32(77, layout.size, -1, 1);
+  // Chunk 0: one huge value per row in rows 3, 9, 20, 21, 40, 50, 61, 63 (every winner is a row
+  // maximum). Chunk 1: nine equal maxima in nine rows, and one row holding two of the top
+  // values (its second is below every other row's maximum: a row-max only pick would miss it).
+  [3, 9, 20, 21, 40, 50, 61, 63].forEach((u, r) => (y[u * 64 + (r * 7) % 64] = 10 + r));
+  const c1 = 4096;
+  [5, 6, 7, 8, 30, 31, 32, 33, 60].forEach((u) => (y[c1 + u * 64 + 1] = -4));
+  y[c1 + 2 * 64 + 10] = 9;
+  y[c1 + 2 * 64 + 11] = 5;
+  const idx = rt.buffer("idx", entries * 4);
+  const val = rt.buffer("val", entries * 4);
+  const step = rt.beginStep("topk rows");
+  kernels.encodeTopk(step.pass, kernels.spec(params[0]), {
+    y: rt.buffer("y", y),
+    idx,
+    val,
+    rowMax: rt.buffer("row max", rowMaxKeys(layout, y)),
+  });
   await step.submit();
-  const gotIdx = await rt.readU32(idx);
-  const gotVal = await rt.read(val);
-  for (const [n, p] of params.entries()) {
-    const want = topk(p.layout, inputs[n]);
-    const span = [p.entry, p.entry + p.layout.chunks * p.layout.k];
-    assert.deepEqual(gotIdx.slice(span[0], span[1]), want.indices, `indices of ${p.layout.name}`);
-    assert.deepEqual(gotVal.slice(span[0], span[1]), want.values, `values of ${p.layout.name}`);
-  }
+  const want = topk(layout, y);
+  assert.deepEqual(await rt.readU32(idx), want.indices);
+  assert.deepEqual(await rt.read(val), want.values);
+  assert.ok(want.indices.slice(8).includes(2 * 64 + 11), "the second value of row 2 is picked");
 });
 
 function randomAggregate(layout: ChunkLayout, seed: number, peers: number) {

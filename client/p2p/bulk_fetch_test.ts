@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { bulkFetch, BulkFetchError, bulkWorthwhile } from "./bulk_fetch.ts";
 import { BulkListener } from "./bulk_listener.ts";
 import { TicketBook } from "./bulk_tickets.ts";
-import { BULK_REQUEST_BYTES, encodeBulkResponseHeader } from "./bulk_wire.ts";
+import { encodeBulkResponseHeader } from "./bulk_wire.ts";
 import { contentHash, hashToBytes } from "./content_store.ts";
+import { fakeBulkListener } from "./test_util.ts";
 
 function pattern(n: number, seed: number): Uint8Array {
   return new Uint8Array(n).map((_, i) => (Math.imul(i + seed, 2654435761) >>> 24) & 0xff);
@@ -22,31 +23,6 @@ function serve(content: Uint8Array): BulkListener & { hash: Uint8Array } {
     content: (h) => (h === hash ? content : undefined),
   });
   return Object.assign(listener, { hash: hashToBytes(hash) });
-}
-
-/** A fake listener that reads a request and answers every connection with `answer`. */
-function fake(answer: Uint8Array[]): { port: number; close(): Promise<void> } {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const done = (async () => {
-    for await (const conn of listener) {
-      try {
-        const request = new Uint8Array(BULK_REQUEST_BYTES);
-        for (let got = 0; got < request.length;) got += (await conn.read(request.subarray(got)))!;
-        for (const part of answer) {
-          for (let off = 0; off < part.length;) off += await conn.write(part.subarray(off));
-        }
-      } finally {
-        conn.close();
-      }
-    }
-  })().catch(() => {});
-  return {
-    port: listener.addr.port,
-    async close() {
-      listener.close();
-      await done;
-    },
-  };
 }
 
 async function rejectsWith(promise: Promise<unknown>, code: string, message: RegExp) {
@@ -96,22 +72,18 @@ Deno.test("a tampered byte, a truncated body, extra bytes or a bigger claim are 
     [[Uint8Array.of(42)], "protocol", /unknown status code 42/],
   ];
   for (const [answer, code, message] of cases) {
-    const server = fake(answer);
-    try {
-      await rejectsWith(
-        bulkFetch({
-          hostname: "127.0.0.1",
-          port: server.port,
-          ticket: TICKET,
-          hash,
-          length: content.length,
-        }),
-        code,
-        message,
-      );
-    } finally {
-      await server.close();
-    }
+    await using server = fakeBulkListener(answer);
+    await rejectsWith(
+      bulkFetch({
+        hostname: "127.0.0.1",
+        port: server.port,
+        ticket: TICKET,
+        hash,
+        length: content.length,
+      }),
+      code,
+      message,
+    );
   }
 });
 

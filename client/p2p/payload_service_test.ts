@@ -6,9 +6,9 @@ import { sendChunked } from "./payload_stream.ts";
 import { PayloadFetchError, sleep } from "./fallback.ts";
 import { contentHash, hashToBytes } from "./content_store.ts";
 import { decodeRequest, encodeResponseHeader, PAYLOAD_PROTOCOL } from "./payload_wire.ts";
-import { BULK_REQUEST_BYTES, encodeBulkResponseHeader } from "./bulk_wire.ts";
+import { encodeBulkResponseHeader } from "./bulk_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
-import { testPublic, testSecret } from "./test_util.ts";
+import { fakeBulkListener, testPublic, testSecret } from "./test_util.ts";
 
 const FAST_RETRY = { attemptTimeoutMs: 2000, retries: 1, backoffMs: 10, maxBackoffMs: 10 };
 
@@ -220,31 +220,6 @@ Deno.test("a provider answers a malformed request with BadRequest and drops a si
   stopWaiting.abort();
   assert.equal(outcome, "reset");
 });
-
-/** A plain TCP server that reads one bulk request and answers it with `answer`. */
-function fakeBulkListener(answer: Uint8Array[]): { port: number } & AsyncDisposable {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const done = (async () => {
-    for await (const conn of listener) {
-      try {
-        const request = new Uint8Array(BULK_REQUEST_BYTES);
-        for (let got = 0; got < request.length;) got += (await conn.read(request.subarray(got)))!;
-        for (const part of answer) {
-          for (let off = 0; off < part.length;) off += await conn.write(part.subarray(off));
-        }
-      } finally {
-        conn.close();
-      }
-    }
-  })().catch(() => {});
-  return {
-    port: listener.addr.port,
-    async [Symbol.asyncDispose]() {
-      listener.close();
-      await done;
-    },
-  };
-}
 
 Deno.test("large content moves over the bulk path, small content in-band", async () => {
   await using peers = await swarm(2, { bulk: { minBytes: 1024 * 1024 } });

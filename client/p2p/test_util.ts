@@ -1,9 +1,10 @@
 /**
- * Helpers for this folder's tests: deterministic keys and polling for network conditions.
- * Not part of the public surface.
+ * Helpers for this folder's tests: deterministic keys, polling for network conditions and a
+ * scripted bulk listener. Not part of the public surface.
  *
  * @module
  */
+import { BULK_REQUEST_BYTES } from "./bulk_wire.ts";
 import { publicKeyOf } from "./identity.ts";
 
 /** A deterministic 32-byte secret key for test participant `n`. */
@@ -23,4 +24,33 @@ export async function waitFor(what: string, cond: () => boolean, ms = 5000): Pro
     if (Date.now() > until) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/**
+ * A plain TCP server on 127.0.0.1 that reads one bulk request per connection and answers it
+ * with the bytes of `answer`, whatever the request said: a provider that can lie, truncate
+ * or tamper. Dispose of it to stop it.
+ */
+export function fakeBulkListener(answer: Uint8Array[]): { port: number } & AsyncDisposable {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const done = (async () => {
+    for await (const conn of listener) {
+      try {
+        const request = new Uint8Array(BULK_REQUEST_BYTES);
+        for (let got = 0; got < request.length;) got += (await conn.read(request.subarray(got)))!;
+        for (const part of answer) {
+          for (let off = 0; off < part.length;) off += await conn.write(part.subarray(off));
+        }
+      } finally {
+        conn.close();
+      }
+    }
+  })().catch(() => {});
+  return {
+    port: listener.addr.port,
+    async [Symbol.asyncDispose]() {
+      listener.close();
+      await done;
+    },
+  };
 }

@@ -2,39 +2,15 @@ import assert from "node:assert/strict";
 import { AdamW } from "../optimizer/adamw.ts";
 import { GpuRuntime } from "../shaders/gpu.ts";
 import { readModelDir, writeModelDir } from "./checkpoint.ts";
-import { parseLlamaConfig } from "./hf_config.ts";
 import { LlamaModel } from "./llama.ts";
-import { llamaParamLayout, seededNormals } from "./params.ts";
+import { llamaParamLayout } from "./params.ts";
 import { referenceLossAndGrad } from "./reference.ts";
+import { seededTokens, smallLlamaConfig, spreadWeights } from "./test_fixtures.ts";
 
-/** The configuration of llama_test.ts: 2 layers, GQA, odd vocabulary. */
-const CONFIG = parseLlamaConfig({
-  hidden_size: 32,
-  intermediate_size: 48,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  vocab_size: 37,
-  max_position_embeddings: 64,
-  rms_norm_eps: 1e-5,
-  rope_theta: 1000,
-});
+/** The configuration of llama_test.ts. */
+const CONFIG = smallLlamaConfig();
 const LAYOUT = llamaParamLayout(CONFIG);
 const B = 2, T = 7;
-
-function weights(seed: number, std: number): Float32Array {
-  const p = new Float32Array(LAYOUT.totalSize);
-  for (const e of LAYOUT.entries) {
-    const z = seededNormals(seed, e.name, e.size);
-    for (let i = 0; i < e.size; i++) p[e.offset + i] = (e.init === "ones" ? 1 : 0) + std * z[i];
-  }
-  return p;
-}
-
-function tokens(seed: number, n: number): Uint32Array {
-  const z = seededNormals(seed, "tokens", n);
-  return Uint32Array.from(z, (x) => Math.floor(Math.abs(x) * 1000) % CONFIG.vocabSize);
-}
 
 async function f16Runtime(): Promise<GpuRuntime | null> {
   const rt = await GpuRuntime.create();
@@ -52,9 +28,9 @@ function model(rt: GpuRuntime, w: Float32Array): LlamaModel {
 Deno.test("f16 model: loss and gradients within f16 rounding of the f64 reference", async () => {
   using rt = await f16Runtime();
   if (!rt) return;
-  const w = weights(11, 0.3);
+  const w = spreadWeights(LAYOUT, 11, 0.3);
   using m = model(rt, w);
-  const batch = tokens(5, B * T);
+  const batch = seededTokens(5, B * T, CONFIG.vocabSize);
   const predictions = B * (T - 1);
   m.writeTokens(0, batch);
   const step = rt.beginStep("f16 step");
@@ -91,12 +67,12 @@ Deno.test("f16 model: loss and gradients within f16 rounding of the f64 referenc
 Deno.test("f16 model overfits one batch, and its f32 master weights round-trip bit for bit", async () => {
   using rt = await f16Runtime();
   if (!rt) return;
-  using m = model(rt, weights(2, 0.02));
+  using m = model(rt, spreadWeights(LAYOUT, 2, 0.02));
   using adamw = new AdamW(rt, {
     size: LAYOUT.totalSize,
     config: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0, maxGradNorm: 1 },
   });
-  const batch = tokens(6, B * T);
+  const batch = seededTokens(6, B * T, CONFIG.vocabSize);
   const predictions = B * (T - 1);
   m.writeTokens(0, batch);
   const losses: number[] = [];
@@ -136,7 +112,7 @@ Deno.test("f16 model overfits one batch, and its f32 master weights round-trip b
 Deno.test("f16 model: saved activations take less memory; f16 without shader-f16 is refused", async () => {
   using rt = await f16Runtime();
   if (!rt) return;
-  const w = weights(1, 0.02);
+  const w = spreadWeights(LAYOUT, 1, 0.02);
   const opts = { config: CONFIG, layout: LAYOUT, weights: w, microBatch: B, seqLen: T, slots: 1 };
   using m32 = new LlamaModel(rt, opts);
   using m16 = model(rt, w);

@@ -1,44 +1,18 @@
 import assert from "node:assert/strict";
 import { GpuRuntime } from "../shaders/gpu.ts";
-import { parseLlamaConfig } from "./hf_config.ts";
 import { LlamaModel } from "./llama.ts";
 import { shaderKernels } from "./shader_kernels.ts";
-import { llamaParamLayout, seededNormals } from "./params.ts";
+import { llamaParamLayout } from "./params.ts";
 import { referenceLossAndGrad } from "./reference.ts";
+import { seededTokens, smallLlamaConfig, spreadWeights } from "./test_fixtures.ts";
 
-/** Small but with every feature: 2 layers, GQA (4 heads on 2 kv heads), RoPE, odd vocab. */
-const CONFIG = parseLlamaConfig({
-  hidden_size: 32,
-  intermediate_size: 48,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  vocab_size: 37,
-  max_position_embeddings: 64,
-  rms_norm_eps: 1e-5,
-  rope_theta: 1000,
-});
+const CONFIG = smallLlamaConfig();
 const LAYOUT = llamaParamLayout(CONFIG);
-
-/** Weights with std 0.3 (norm gains around 1), so activations and gradients are far from zero. */
-function weights(seed: number): Float32Array {
-  const p = new Float32Array(LAYOUT.totalSize);
-  for (const e of LAYOUT.entries) {
-    const z = seededNormals(seed, e.name, e.size);
-    for (let i = 0; i < e.size; i++) p[e.offset + i] = (e.init === "ones" ? 1 : 0) + 0.3 * z[i];
-  }
-  return p;
-}
-
-function tokens(seed: number, n: number): Uint32Array {
-  const z = seededNormals(seed, "tokens", n);
-  return Uint32Array.from(z, (x) => Math.floor(Math.abs(x) * 1000) % CONFIG.vocabSize);
-}
 
 Deno.test("GPU loss and gradients match the f64 reference over two accumulated micro-batches", async () => {
   using rt = await GpuRuntime.create();
   const B = 2, T = 7;
-  const w = weights(11);
+  const w = spreadWeights(LAYOUT, 11, 0.3);
   using kernels = shaderKernels(rt, { maxBindingBytes: 4096 });
   using model = new LlamaModel(rt, {
     config: CONFIG,
@@ -50,7 +24,7 @@ Deno.test("GPU loss and gradients match the f64 reference over two accumulated m
     // Tiny bindings force the gradient norm to be summed over many ranges.
     kernels,
   });
-  const all = tokens(5, 2 * B * T);
+  const all = seededTokens(5, 2 * B * T, CONFIG.vocabSize);
   const predictions = 2 * B * (T - 1);
   model.writeTokens(0, all.subarray(0, B * T));
   model.writeTokens(1, all.subarray(B * T));
@@ -90,7 +64,7 @@ Deno.test("GPU loss and gradients match the f64 reference over two accumulated m
 Deno.test("encodeLoss gives the reference loss without touching the gradients", async () => {
   using rt = await GpuRuntime.create();
   const B = 3, T = 6;
-  const w = weights(4);
+  const w = spreadWeights(LAYOUT, 4, 0.3);
   using model = new LlamaModel(rt, {
     config: CONFIG,
     layout: LAYOUT,
@@ -99,7 +73,7 @@ Deno.test("encodeLoss gives the reference loss without touching the gradients", 
     seqLen: T,
     slots: 1,
   });
-  const batch = tokens(8, B * T);
+  const batch = seededTokens(8, B * T, CONFIG.vocabSize);
   model.writeTokens(0, batch);
   const step = rt.beginStep("eval");
   model.encodeZeroGrads(step);
@@ -117,7 +91,7 @@ Deno.test("LlamaModel checks its inputs", async () => {
   const opts = {
     config: CONFIG,
     layout: LAYOUT,
-    weights: weights(1),
+    weights: spreadWeights(LAYOUT, 1, 0.3),
     microBatch: 1,
     seqLen: 4,
     slots: 1,

@@ -1,21 +1,12 @@
 import assert from "node:assert/strict";
-import { parseLlamaConfig } from "../../model/hf_config.ts";
+import { smallLlamaConfig } from "../../model/test_fixtures.ts";
 import { initParams, llamaParamLayout, paramView } from "../../model/params.ts";
 import { referenceLossAndGrad } from "../../model/reference.ts";
 import { GpuRuntime } from "../../shaders/gpu.ts";
 import { runEngineSteps, tensorNorms } from "./engine_step.ts";
 import { writeSeededModel } from "./inputs.ts";
 
-const CONFIG = parseLlamaConfig({
-  hidden_size: 32,
-  intermediate_size: 48,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  vocab_size: 61,
-  max_position_embeddings: 64,
-  rms_norm_eps: 1e-5,
-});
+const CONFIG = smallLlamaConfig({ vocab_size: 61, rope_theta: 10000 });
 const LAYOUT = llamaParamLayout(CONFIG);
 
 Deno.test("tensorNorms gives each tensor's L2 norm by name and checks the length", () => {

@@ -1,0 +1,46 @@
+/**
+ * Fixtures shared by the model tests (not part of the public surface): a small Llama with
+ * every feature, weights far from zero so gradients are well conditioned, and random tokens.
+ *
+ * @module
+ */
+import { type LlamaConfig, parseLlamaConfig } from "./hf_config.ts";
+import { type ParamLayout, seededNormals } from "./params.ts";
+
+/**
+ * Small but with every feature: 2 layers, GQA (4 heads on 2 kv heads), RoPE, an odd
+ * vocabulary. `overrides` replaces keys of the HF config.json.
+ */
+export function smallLlamaConfig(overrides: Record<string, unknown> = {}): LlamaConfig {
+  return parseLlamaConfig({
+    hidden_size: 32,
+    intermediate_size: 48,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    vocab_size: 37,
+    max_position_embeddings: 64,
+    rms_norm_eps: 1e-5,
+    rope_theta: 1000,
+    ...overrides,
+  });
+}
+
+/**
+ * Seeded weights with standard deviation `std` around each tensor's init (norm gains around
+ * 1), so activations and gradients are far from zero.
+ */
+export function spreadWeights(layout: ParamLayout, seed: number, std: number): Float32Array {
+  const p = new Float32Array(layout.totalSize);
+  for (const e of layout.entries) {
+    const z = seededNormals(seed, e.name, e.size);
+    for (let i = 0; i < e.size; i++) p[e.offset + i] = (e.init === "ones" ? 1 : 0) + std * z[i];
+  }
+  return p;
+}
+
+/** `n` seeded token ids below `vocabSize`. */
+export function seededTokens(seed: number, n: number, vocabSize: number): Uint32Array {
+  const z = seededNormals(seed, "tokens", n);
+  return Uint32Array.from(z, (x) => Math.floor(Math.abs(x) * 1000) % vocabSize);
+}

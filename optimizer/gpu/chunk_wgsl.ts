@@ -119,25 +119,24 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 
 /**
- * Error feedback, momentum and weight decay, per chunk:
- * `δ = decay·(δ − Σ_e val_e·C₁[u_e][i]·C₂[v_e][j]) + lr·clip·g; θ = θ₀·wdFactor` over the
- * client's previous own result (k entries per chunk at `entry + c·k`, skipped when
- * `has_prev = 0`), θ₀ the parameters before the step. Bindings: 0 spec, 1 hyper
- * (distro_wgsl.ts `FEEDBACK_HYPER`), 2 θ₀ (vec4), 3 θ (vec4, w), 4 g (vec4), 5 δ (vec4, rw),
- * 6 f32 basis (vec4 view), 7 own indices, 8 own values.
+ * Error feedback and momentum, per chunk:
+ * `δ = decay·(δ − Σ_e val_e·C₁[u_e][i]·C₂[v_e][j]) + lr·clip·g` over the client's previous own
+ * result (k entries per chunk at `entry + c·k`, skipped when `has_prev = 0`). The weight decay
+ * of θ is a separate streaming pass (distro_wgsl.ts `weightDecayKernel`): on llvmpipe the two
+ * θ streams cost more inside this kernel's chunk-shaped walk than in a flat pass (generate
+ * 255 → 226 ms). Bindings: 0 spec, 1 hyper (distro_wgsl.ts `FEEDBACK_HYPER`), 2 g (vec4),
+ * 3 δ (vec4, rw), 4 f32 basis (vec4 view), 5 own indices, 6 own values.
  */
 export function chunkFeedbackKernel(n2: number, rows: number, width: ChunkWidth): string {
   check(n2, rows, width);
   const H = width / 4;
   return /* wgsl */ `${SPEC_WGSL}
 ${FEEDBACK_HYPER}
-@group(0) @binding(2) var<storage, read> source: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read_write> theta: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> grads: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> delta: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read> fbasis: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read> own_idx: array<u32>;
-@group(0) @binding(8) var<storage, read> own_val: array<f32>;
+@group(0) @binding(2) var<storage, read> grads: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> delta: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> fbasis: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> own_idx: array<u32>;
+@group(0) @binding(6) var<storage, read> own_val: array<f32>;
 ${chunkMain(n2, width)}
   var scale = 1.0;
   if (hyper.max_norm > 0.0) {
@@ -160,8 +159,7 @@ ${
     unroll(rows, H, (r, h) =>
       `    let at${r}_${h} = base + (rb + ${r}u) * stride + ${h}u;
     delta[at${r}_${h}] = hyper.decay * (delta[at${r}_${h}] - s${r}_${h}) +
-      hyper.lr * (scale * grads[at${r}_${h}]);
-    theta[at${r}_${h}] = source[at${r}_${h}] * hyper.wd_factor;`)
+      hyper.lr * (scale * grads[at${r}_${h}]);`)
   }
   }
 }

@@ -225,7 +225,7 @@ export class DistroOptimizer implements Optimizer {
       throw new RangeError("DistroOptimizer: clipGradNorm > 0 needs gradSumSq");
     }
     // θ before this step is read from `saved`: the copy taken before the lookahead, which also
-    // undoes it, so the feedback kernel writes the canonical θ·wd directly. Without an active
+    // undoes it, so the weight-decay pass writes the canonical θ·wd directly. Without an active
     // lookahead (first step, after a settle) θ is copied there first.
     const encoder = step.encoder;
     if (!this.#lookaheadActive) {
@@ -249,13 +249,20 @@ export class DistroOptimizer implements Optimizer {
     const prev = this.#cur;
     const next = this.#hasOwn ? 1 - prev : prev;
     for (const p of this.#params) {
+      // Parameters start at multiples of 64 floats: rounding up to 4 stays in their padding.
+      const n = Math.ceil(p.layout.size / 4) * 4;
+      const range = { offset: p.offset * 4, size: n * 4 };
+      this.#kernels.encodeWeightDecay(this.#pass(step, "weight-decay"), n, {
+        hyper: this.#hyperGen,
+        source: { buffer: this.#saved, ...range },
+        params: { buffer: args.params, ...range },
+      });
+    }
+    for (const p of this.#params) {
       const bytes = { offset: p.offset * 4, size: p.layout.size * 4 };
-      const params = { buffer: args.params, ...bytes };
       const delta = { buffer: this.delta, ...bytes };
       this.#kernels.encodeFeedback(this.#pass(step, "feedback"), p.spec, {
         hyper: this.#hyperGen,
-        source: { buffer: this.#saved, ...bytes },
-        params,
         grads: { buffer: args.grads, ...bytes },
         delta,
         ownIdx: this.#ownIdx[prev],

@@ -85,22 +85,39 @@ ${main1d(wg)}
 }
 
 /**
- * Error feedback, momentum and weight decay for one parameter, per element:
- * `δ = decay·(δ − decode(own previous result)) + lr·clip·g; θ = θ₀·wdFactor` with θ₀ the
- * parameters before the step (the copy saved before the lookahead: this also undoes it).
- * Bindings: 0 spec, 1 hyper `{lr, wd_factor, decay, max_norm, has_prev, grad_sumsq}`, 2 θ₀,
- * 3 θ (w), 4 g, 5 δ (rw), 6 f32 basis, 7 own indices, 8 own values.
+ * Decoupled weight decay, 4 floats per invocation: `θ = θ₀·wdFactor` with θ₀ the parameters
+ * saved before the lookahead (so this also undoes it exactly).
+ * Bindings: 0 dims `{n4}`, 1 hyper (`FEEDBACK_HYPER`), 2 θ₀, 3 θ (w), both vec4.
+ */
+export function weightDecayKernel(wg: number): string {
+  return /* wgsl */ `
+struct Dims { n4: u32, _p0: u32, _p1: u32, _p2: u32 };
+@group(0) @binding(0) var<uniform> dims: Dims;
+${FEEDBACK_HYPER}
+@group(0) @binding(2) var<storage, read> source: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> theta: array<vec4<f32>>;
+${main1d(wg)}
+  if (i >= dims.n4) { return; }
+  theta[i] = source[i] * hyper.wd_factor;
+}
+`;
+}
+
+/**
+ * Error feedback and momentum for one parameter, per element:
+ * `δ = decay·(δ − decode(own previous result)) + lr·clip·g` (the weight decay of θ is
+ * {@link weightDecayKernel}). Bindings: 0 spec, 1 hyper
+ * `{lr, wd_factor, decay, max_norm, has_prev, grad_sumsq}`, 2 g, 3 δ (rw), 4 f32 basis,
+ * 5 own indices, 6 own values.
  */
 export function feedbackKernel(wg: number): string {
   return /* wgsl */ `${SPEC}
 ${FEEDBACK_HYPER}
-@group(0) @binding(2) var<storage, read> source: array<f32>;
-@group(0) @binding(3) var<storage, read_write> theta: array<f32>;
-@group(0) @binding(4) var<storage, read> grads: array<f32>;
-@group(0) @binding(5) var<storage, read_write> delta: array<f32>;
-@group(0) @binding(6) var<storage, read> fbasis: array<f32>;
-@group(0) @binding(7) var<storage, read> own_idx: array<u32>;
-@group(0) @binding(8) var<storage, read> own_val: array<f32>;
+@group(0) @binding(2) var<storage, read> grads: array<f32>;
+@group(0) @binding(3) var<storage, read_write> delta: array<f32>;
+@group(0) @binding(4) var<storage, read> fbasis: array<f32>;
+@group(0) @binding(5) var<storage, read> own_idx: array<u32>;
+@group(0) @binding(6) var<storage, read> own_val: array<f32>;
 ${main1d(wg)}
   if (i >= spec.rows * spec.cols) { return; }
   let at = place(i);
@@ -120,7 +137,6 @@ ${main1d(wg)}
     scale = min(1.0, hyper.max_norm / (sqrt(hyper.grad_sumsq) + 1e-6));
   }
   delta[i] = hyper.decay * d + hyper.lr * (scale * grads[i]);
-  theta[i] = source[i] * hyper.wd_factor;
 }
 `;
 }

@@ -38,6 +38,7 @@ import {
   ownFixedKernel,
   topkKernel,
   topkRowsKernel,
+  weightDecayKernel,
 } from "./distro_wgsl.ts";
 
 /** The smallest f32 ≥ `x` (finite, non-negative, below 2^128). */
@@ -120,10 +121,6 @@ export class BasisTables implements Disposable {
 export interface FeedbackViews {
   /** 8 words: lr, weight-decay factor, decay, max norm, has_prev (u32), grad sum of squares. */
   hyper: TensorView;
-  /** The parameters before the step (read; a different buffer from `params`). */
-  source: TensorView;
-  /** The parameters, written `source · weight-decay factor`. */
-  params: TensorView;
   grads: TensorView;
   delta: TensorView;
   ownIdx: TensorView;
@@ -160,6 +157,7 @@ export class DistroKernels {
       rt.pipeline(`distro/${name}/wg${wg}`, () => src(wg));
     this.#pipes = {
       lookahead: make("lookahead", lookaheadKernel),
+      weightDecay: make("weight-decay", weightDecayKernel),
       feedback: make("feedback", feedbackKernel),
       dctRows: make("dct-rows", dctRowsKernel),
       dctCols: make("dct-cols", dctColsKernel),
@@ -228,21 +226,12 @@ export class DistroKernels {
   }
 
   /**
-   * Error feedback, momentum and weight decay of one parameter (views start at the param):
-   * the per-chunk kernel (chunk_wgsl.ts) when the chunk width is a multiple of 4, else the
-   * scalar per-element kernel.
+   * Error feedback and momentum of one parameter (views start at the param): the per-chunk
+   * kernel (chunk_wgsl.ts) when the chunk width is a multiple of 4, else the scalar
+   * per-element kernel. θ's weight decay is {@link encodeWeightDecay}.
    */
   encodeFeedback(pass: GPUComputePassEncoder, spec: number[], v: FeedbackViews): void {
-    const views = [
-      v.hyper,
-      v.source,
-      v.params,
-      v.grads,
-      v.delta,
-      this.#basisFloat,
-      v.ownIdx,
-      v.ownVal,
-    ];
+    const views = [v.hyper, v.grads, v.delta, this.#basisFloat, v.ownIdx, v.ownVal];
     const [rowsN, colsN, n1, n2] = spec;
     if (hasChunkKernels(n2)) {
       const rows = chunkRows(n1), width = chunkWidth(n2);
@@ -255,6 +244,28 @@ export class DistroKernels {
     }
     const pipe = this.#pipes.feedback;
     dispatch1d(pass, pipe, bindTensors(this.#rt, pipe, spec, views), rowsN * colsN, this.#wg);
+  }
+
+  /**
+   * `θ = θ₀·wdFactor` over `n` elements (a multiple of 4): `source` θ₀, `params` θ (a
+   * different buffer), `hyper` as {@link encodeFeedback}.
+   */
+  encodeWeightDecay(
+    pass: GPUComputePassEncoder,
+    n: number,
+    v: { hyper: TensorView; source: TensorView; params: TensorView },
+  ): void {
+    if (n % 4 !== 0) {
+      throw new RangeError(`distro weight decay: ${n} elements, not a multiple of 4`);
+    }
+    for (const [name, view] of [["source", v.source], ["params", v.params]] as const) {
+      if (viewLength(view) < n) {
+        throw new RangeError(`distro weight decay: "${name}" holds ${viewLength(view)} < ${n}`);
+      }
+    }
+    const pipe = this.#pipes.weightDecay;
+    const g = bindTensors(this.#rt, pipe, [n / 4, 0, 0, 0], [v.hyper, v.source, v.params]);
+    dispatch1d(pass, pipe, g, n / 4, this.#wg);
   }
 
   /**

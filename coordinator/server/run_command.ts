@@ -13,6 +13,7 @@ import { ConfigError, crossCheckDataConfig, parseRunConfig, type RunConfig } fro
 import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../config_cli.ts";
 import { startDataServerFromConfig } from "../../data/data_server_config.ts";
 import { DataError } from "../../data/errors.ts";
+import { durationProblem } from "../time.ts";
 import { CoordinatorHost } from "./host.ts";
 import { eventLogger, LOG_FORMATS, type LogFormat, type ServerEvent } from "./log.ts";
 import { coordinatorFromRunConfig } from "./save_state.ts";
@@ -30,7 +31,7 @@ Options:
   --data-config FILE                 serve the run's data in-process (data.toml); the run's
                                      data_location must be Server = "host:port"
   --save-state-dir DIR               save the run at every epoch end, to resume with --state
-  --init-warmup-time S               Warmup seconds until the run first trains
+  --init-warmup-time S               Warmup seconds until the run first trains (ms precision)
   --withdraw-on-disconnect true|false  withdraw clients whose connection closes (default true)
   --logs console|json                progress lines or one JSON object per event (default console)
   -h, --help                         show this help
@@ -60,6 +61,17 @@ function integerOption(name: string, text: string | undefined, min: number, max:
   const value = Number(text);
   if (!/^\d+$/.test(text.trim()) || value < min || value > max) {
     throw new UsageError(`--${name} must be a whole number in ${min}..${max}, found "${text}"`);
+  }
+  return value;
+}
+
+/** A duration flag in seconds, with at most millisecond precision, like the run config's. */
+function secondsOption(name: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const value = /^\s*\d+(\.\d+)?\s*$/.test(text) ? Number(text) : NaN;
+  const problem = durationProblem(value) ?? (value === 0 ? "must be > 0" : null);
+  if (problem !== null) {
+    throw new UsageError(`--${name} (seconds) ${problem}, found "${text}"`);
   }
   return value;
 }
@@ -103,7 +115,7 @@ export function parseRunArgs(args: string[]): RunOptions | null {
     hostname: values.hostname ?? "0.0.0.0",
     dataConfigPath: values["data-config"],
     saveStateDir: values["save-state-dir"],
-    initWarmupTime: integerOption("init-warmup-time", values["init-warmup-time"], 1, 2 ** 32 - 1),
+    initWarmupTime: secondsOption("init-warmup-time", values["init-warmup-time"]),
     withdrawOnDisconnect: withdraw === "true",
     logs: logs as LogFormat,
   };

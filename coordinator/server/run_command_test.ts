@@ -63,13 +63,24 @@ Deno.test("run options: bad values name the option and what was found", () => {
       ["--state", "s", "--server-port", "70000"],
       /--server-port must be a whole number in 0..65535, found "70000"/,
     ],
-    [["--state", "s", "--init-warmup-time", "0"], /--init-warmup-time must be a whole number/],
+    [["--state", "s", "--init-warmup-time", "0"], /--init-warmup-time \(seconds\) must be > 0/],
+    [
+      ["--state", "s", "--init-warmup-time", "1.0005"],
+      /--init-warmup-time \(seconds\) must be a whole number of milliseconds/,
+    ],
+    [["--state", "s", "--init-warmup-time", "-3"], /--init-warmup-time/],
+    [["--state", "s", "--init-warmup-time", "1e3"], /expected a finite number of seconds/],
     [["--state", "s", "--withdraw-on-disconnect", "yes"], /must be true or false, found "yes"/],
     [["--state", "s", "--logs", "tui"], /--logs must be one of console, json, found "tui"/],
     [["--state", "s", "--bogus"], /bogus/],
   ];
   for (const [args] of cases) assert.throws(() => parseRunArgs(args), UsageError);
   for (const [args, message] of cases) assert.throws(() => parseRunArgs(args), message);
+});
+
+Deno.test("--init-warmup-time takes seconds with millisecond precision", () => {
+  assert.equal(parseRunArgs(["--state", "s", "--init-warmup-time", "0.25"])?.initWarmupTime, 0.25);
+  assert.equal(parseRunArgs(["--state", "s", "--init-warmup-time", "90"])?.initWarmupTime, 90);
 });
 
 Deno.test("run exits 2 on usage errors and unreadable files, 1 on invalid configs", async () => {

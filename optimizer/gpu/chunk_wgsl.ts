@@ -19,7 +19,7 @@
  */
 
 import { grid1d } from "../../shaders/kernel.ts";
-import { FEEDBACK_HYPER, SPEC_WGSL } from "./distro_wgsl.ts";
+import { applyBindings, FEEDBACK_HYPER, SPEC_WGSL } from "./distro_wgsl.ts";
 
 /** Rows per block for chunk height `n1`: 16, 8, 4, 2 or 1, the largest dividing it. */
 export function chunkRows(n1: number): number {
@@ -193,15 +193,7 @@ export function chunkApplyKernel(n2: number, rows: number, width: ChunkWidth): s
   const H = width / 4;
   const v4 = (t: string, x: string) => `vec4<${t}>(${x})`;
   return /* wgsl */ `${SPEC_WGSL}
-struct Meta { offsets: u32, entry: u32, stride_k: u32, _p: u32 };
-@group(0) @binding(1) var<storage, read> hyper: array<f32>;
-@group(0) @binding(2) var<storage, read> metas: array<Meta>;
-@group(0) @binding(3) var<storage, read_write> theta: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> qbasis: array<i32>;
-@group(0) @binding(5) var<storage, read> idx: array<u32>;
-@group(0) @binding(6) var<storage, read> qv: array<i32>;
-@group(0) @binding(7) var<storage, read> offsets: array<u32>;
-@group(0) @binding(8) var<storage, read> fixedf: array<vec4<f32>>;
+${applyBindings("vec4<f32>")}@group(0) @binding(8) var<storage, read> fixedf: array<vec4<f32>>;
 ${chunkMain(n2, width)}
   let m = metas[spec.param];
   var start: u32;

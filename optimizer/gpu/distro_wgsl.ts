@@ -363,6 +363,23 @@ ${main1d(wg)}
 }
 
 /**
+ * The apply kernels' bindings 1-7 (hyper `{lr}`, per-parameter metas, θ read-write as
+ * `theta` elements, the fixed basis, indices, q values, per-chunk offsets), shared by the
+ * exact kernels here and the filtered per-chunk kernel (chunk_wgsl.ts).
+ */
+export function applyBindings(theta: "f32" | "vec4<f32>"): string {
+  return `struct Meta { offsets: u32, entry: u32, stride_k: u32, _p: u32 };
+@group(0) @binding(1) var<storage, read> hyper: array<f32>;
+@group(0) @binding(2) var<storage, read> metas: array<Meta>;
+@group(0) @binding(3) var<storage, read_write> theta: array<${theta}>;
+@group(0) @binding(4) var<storage, read> qbasis: array<i32>;
+@group(0) @binding(5) var<storage, read> idx: array<u32>;
+@group(0) @binding(6) var<storage, read> qv: array<i32>;
+@group(0) @binding(7) var<storage, read> offsets: array<u32>;
+`;
+}
+
+/**
  * Exact apply, per element: `X = Σ q·Q₁[u][i]·Q₂[v][j]` over the chunk's entries in a
  * 64-bit two's-complement accumulator emulated with (u32 low, i32 high) words, then
  * `θ = θ − lr·sign(X)`. Each term is split so every i32 product is exact:
@@ -374,15 +391,7 @@ ${main1d(wg)}
  */
 export function applyKernel(wg: number): string {
   return /* wgsl */ `${SPEC}
-struct Meta { offsets: u32, entry: u32, stride_k: u32, _p: u32 };
-@group(0) @binding(1) var<storage, read> hyper: array<f32>;
-@group(0) @binding(2) var<storage, read> metas: array<Meta>;
-@group(0) @binding(3) var<storage, read_write> theta: array<f32>;
-@group(0) @binding(4) var<storage, read> qbasis: array<i32>;
-@group(0) @binding(5) var<storage, read> idx: array<u32>;
-@group(0) @binding(6) var<storage, read> qv: array<i32>;
-@group(0) @binding(7) var<storage, read> offsets: array<u32>;
-
+${applyBindings("f32")}
 struct Acc { lo: u32, hi: i32 };
 fn add64(a: Acc, lo: u32, hi: i32) -> Acc {
   let s = a.lo + lo;
@@ -492,15 +501,7 @@ ${main1d(wg)}
  */
 export function applyVec4Kernel(wg: number): string {
   return /* wgsl */ `${SPEC}
-struct Meta { offsets: u32, entry: u32, stride_k: u32, _p: u32 };
-@group(0) @binding(1) var<storage, read> hyper: array<f32>;
-@group(0) @binding(2) var<storage, read> metas: array<Meta>;
-@group(0) @binding(3) var<storage, read_write> theta: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> qbasis: array<i32>;
-@group(0) @binding(5) var<storage, read> idx: array<u32>;
-@group(0) @binding(6) var<storage, read> qv: array<i32>;
-@group(0) @binding(7) var<storage, read> offsets: array<u32>;
-${main1d(wg)}
+${applyBindings("vec4<f32>")}${main1d(wg)}
   if (i >= spec.rows * spec.cols / 4u) { return; }
   let at = place(i * 4u);
   let m = metas[spec.param];

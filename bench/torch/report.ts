@@ -67,7 +67,11 @@ export function median(xs: readonly number[]): number {
   if (xs.length === 0) throw new RangeError("median of an empty list");
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
-  return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
+  if (s.length % 2 === 1) return s[mid] + 0; // + 0: -0 and 0 sort as equals, give one answer
+  const [lo, hi] = [s[mid - 1], s[mid]];
+  // Halves first: (lo + hi) / 2 overflows near ±MAX_VALUE; the clamp keeps the result between
+  // the two when halving a subnormal rounds it away.
+  return Math.min(Math.max(lo / 2 + hi / 2, lo), hi) + 0;
 }
 
 /**

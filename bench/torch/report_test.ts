@@ -72,6 +72,12 @@ Deno.test("median of odd and even lists; empty list rejected", () => {
   assert.throws(() => median([]), RangeError);
 });
 
+Deno.test("median of extreme values stays finite and between them", () => {
+  assert.equal(median([-1.7e293, -Number.MAX_VALUE]), -Number.MAX_VALUE / 2 - 1.7e293 / 2);
+  assert.equal(median([Number.MIN_VALUE, Number.MIN_VALUE]), Number.MIN_VALUE);
+  assert.ok(Object.is(median([0, -0, 1]), 0) && Object.is(median([1, -0, 0]), 0));
+});
+
 Deno.test("median is order-independent and lies between the extremes", () => {
   fc.assert(
     fc.property(

@@ -13,7 +13,8 @@ import { sha256 } from "./hash.ts";
 import { createCoordinator, tick } from "./machine.ts";
 import { currentRound, roundAssignments, roundSelection } from "./machine_queries.ts";
 import { witness } from "./machine_witness.ts";
-import type { Bloom, CoordinatorState, NodeIdentity } from "./types.ts";
+import type { Bloom, CoordinatorState } from "./types.ts";
+import { identities, testConfig, testModel } from "../tests/support/coordinator_fixtures.ts";
 
 interface Fixture {
   state: CoordinatorState;
@@ -24,46 +25,28 @@ interface Fixture {
 }
 
 function fixture(n: number): Fixture {
-  const ids: NodeIdentity[] = [];
-  for (let i = 0; i < n; i++) {
-    const key = sha256(new Uint8Array([i & 0xff, (i >> 8) & 0xff, (i >> 16) & 0xff]));
-    ids.push({ signer: key, p2pIdentity: key });
-  }
+  const ids = identities(n);
   const state = createCoordinator({
     runId: "bench",
-    config: {
+    config: testConfig({
       warmupTime: 10,
       cooldownTime: 10,
       maxRoundTrainTime: 10,
       roundWitnessTime: 1,
-      globalBatchSizeWarmupTokens: 0,
       epochTime: 1_000_000_000,
       totalSteps: 0xffff_ffff,
       initMinClients: n,
       minClients: 1,
-      witnessNodes: 0,
       globalBatchSizeStart: 2048,
       globalBatchSizeEnd: 2048,
-      verificationPercent: 0,
-      waitingForMembersExtraTime: 1,
       maxClients: n,
-    },
-    model: {
-      architecture: "HfLlama",
-      dataType: "Pretraining",
+    }),
+    model: testModel({
       maxSeqLen: 2048,
       coldStartWarmupSteps: 0,
-      dataLocation: { kind: "Dummy" },
       checkpoint: { kind: "Hub", repo: { repoId: "bench/model", revision: null } },
       lrSchedule: { kind: "Constant", baseLr: 1e-4, warmupSteps: 0, warmupInitLr: 0 },
-      optimizer: {
-        kind: "AdamW",
-        betas: [0.9, 0.95],
-        weightDecay: 0,
-        eps: 1e-8,
-        clipGradNorm: null,
-      },
-    },
+    }),
     now: 0,
   });
   tick(state, ids, 1, 1n);

@@ -31,19 +31,29 @@ import {
 export const IGNORE_INDEX = -100;
 
 /**
+ * WGSL overwriting a row's logits `[start, start + width)` of a `vocab`-wide row (`base`, with
+ * log-sum-exp `l` and target `t` in scope) with `grad_scale · (softmax − onehot)`: zeros for an
+ * ignored row, NaN for an out-of-range target. One source for the unsplit and the blocked
+ * kernels, so both compute the same bits.
+ */
+function gradientWgsl(e: { vocab: string; width: string; start: string }): string {
+  return `
+  var g_scale = p.grad_scale;
+  if (t == ${IGNORE_INDEX}) { g_scale = 0.0; }
+  if (t != ${IGNORE_INDEX} && (t < 0 || u32(t) >= ${e.vocab})) { g_scale = bitcast<f32>(0x7fc00000u); }
+  for (var j = 0u; j < ${e.width}; j++) {
+    let hit = select(0.0, 1.0, i32(${e.start} + j) == t);
+    logits[base + j] = (exp(logits[base + j] - l) - hit) * g_scale;
+  }`;
+}
+
+/**
  * Forward pass 1, one invocation per row: log-sum-exp and the row's loss. `fused` then overwrites
  * the row with its gradient `grad_scale · (softmax − onehot)` while the row is still in cache
  * (zeros when ignored, NaN for an out-of-range target).
  */
 export function crossEntropyRowsKernel(wg: number, fused = false): string {
-  const gradient = `
-  var g_scale = p.grad_scale;
-  if (t == ${IGNORE_INDEX}) { g_scale = 0.0; }
-  if (t != ${IGNORE_INDEX} && (t < 0 || u32(t) >= p.v)) { g_scale = bitcast<f32>(0x7fc00000u); }
-  for (var j = 0u; j < p.v; j++) {
-    let hit = select(0.0, 1.0, i32(j) == t);
-    logits[base + j] = (exp(logits[base + j] - l) - hit) * g_scale;
-  }`;
+  const gradient = gradientWgsl({ vocab: "p.v", width: "p.v", start: "0u" });
   return `struct Params { n: u32, v: u32, grad_scale: f32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, ${fused ? "read_write" : "read"}> logits: array<f32>;
@@ -121,14 +131,7 @@ ${main1d(wg)}
  * overwritten by `grad_scale · (softmax − onehot)`, with pass 1's formulas.
  */
 export function crossEntropyLossBlockKernel(wg: number, gradient: boolean): string {
-  const grad = `
-  var g_scale = p.grad_scale;
-  if (t == ${IGNORE_INDEX}) { g_scale = 0.0; }
-  if (t != ${IGNORE_INDEX} && (t < 0 || u32(t) >= p.vocab)) { g_scale = bitcast<f32>(0x7fc00000u); }
-  for (var j = 0u; j < p.width; j++) {
-    let hit = select(0.0, 1.0, i32(p.start + j) == t);
-    logits[base + j] = (exp(logits[base + j] - l) - hit) * g_scale;
-  }`;
+  const grad = gradientWgsl({ vocab: "p.vocab", width: "p.width", start: "p.start" });
   return `struct Params { n: u32, width: u32, start: u32, vocab: u32, grad_scale: f32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, ${gradient ? "read_write" : "read"}> logits: array<f32>;

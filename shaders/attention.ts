@@ -26,6 +26,15 @@ import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./k
 const PARAMS = `struct Params { b: u32, t: u32, h: u32, kvh: u32, scale: f32 }
 @group(0) @binding(0) var<uniform> p: Params;`;
 
+/** Parameters and bindings 1-6 (q, k, v, lse, dout, delta) shared by backward passes 2 and 3. */
+const BACKWARD_INPUTS = `${PARAMS}
+@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> lse: array<f32>;
+@group(0) @binding(5) var<storage, read> dout: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read> delta: array<f32>;`;
+
 const lanes = (dv: number) => Array.from({ length: dv }, (_, j) => j);
 
 /** `name` = the dot product of two D-rows given per vec4 lane `j` (unrolled, one fma chain). */
@@ -111,13 +120,7 @@ ${main1d(wg)}
 /** Backward pass 2: dQ, one invocation per query row. */
 export function attentionDqKernel(d: number, wg: number): string {
   const dv = d / 4;
-  return `${PARAMS}
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> lse: array<f32>;
-@group(0) @binding(5) var<storage, read> dout: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read> delta: array<f32>;
+  return `${BACKWARD_INPUTS}
 @group(0) @binding(7) var<storage, read_write> dq: array<vec4<f32>>;
 ${main1d(wg)}
   if (i >= p.b * p.h * p.t) { return; }
@@ -148,13 +151,7 @@ ${each(dv, (j) => `dq[qo + ${j}u] = acc${j} * p.scale;`, "  ")}
 /** Backward pass 3: dK and dV, one invocation per (b, kv head, key position). */
 export function attentionDkvKernel(d: number, wg: number): string {
   const dv = d / 4;
-  return `${PARAMS}
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> lse: array<f32>;
-@group(0) @binding(5) var<storage, read> dout: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read> delta: array<f32>;
+  return `${BACKWARD_INPUTS}
 @group(0) @binding(7) var<storage, read_write> dk: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read_write> dv: array<vec4<f32>>;
 ${main1d(wg)}

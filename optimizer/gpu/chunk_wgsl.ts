@@ -55,9 +55,20 @@ export function chunkWidth(n2: number): ChunkWidth {
 /** Columns one invocation owns: one vec4 or two. */
 export type ChunkWidth = 4 | 8;
 
-/** Workgroup grid of a per-chunk kernel: one workgroup per chunk. */
-export function chunkGrid(chunks: number): [number, number] {
-  return grid1d(chunks);
+/**
+ * Chunks per workgroup for chunk width `n2`, columns per invocation `width` and the profile's
+ * workgroup size `wg`: as many as fill `wg` invocations (at least 1). A chunk needs only
+ * `n2/width` invocations (8 for 64-wide chunks); llvmpipe pays a fixed cost per workgroup
+ * (a flat pass ran 2× slower in workgroups of 8 than of 64) and a GPU would leave most of
+ * each warp idle, so several chunks share a workgroup.
+ */
+export function chunksPerWorkgroup(n2: number, width: ChunkWidth, wg: number): number {
+  return Math.max(1, Math.floor(wg / (n2 / width)));
+}
+
+/** Workgroup grid of a per-chunk kernel: `group` chunks per workgroup. */
+export function chunkGrid(chunks: number, group = 1): [number, number] {
+  return grid1d(Math.ceil(chunks / group));
 }
 
 function check(n2: number, rows: number, width: number): void {
@@ -106,14 +117,15 @@ function load4(arr: string, type: string, o: string, h: number): string {
  * Entry point: `c` (chunk), `j0` (first column in the chunk), `base` (vec4 index of the lane's
  * first half in row 0 of the chunk), `stride` (one parameter row in vec4).
  */
-function chunkMain(n2: number, width: ChunkWidth): string {
-  return `@compute @workgroup_size(${n2 / width})
+function chunkMain(n2: number, width: ChunkWidth, group: number): string {
+  const lanes = n2 / width;
+  return `@compute @workgroup_size(${group * lanes})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
         @builtin(local_invocation_index) li: u32) {
-  let c = wid.x + wid.y * nwg.x;
+  let c = (wid.x + wid.y * nwg.x) * ${group}u + li / ${lanes}u;
   if (c >= spec.chunks) { return; }
   let br = c / spec.col_chunks;
-  let j0 = li * ${width}u;
+  let j0 = (li % ${lanes}u) * ${width}u;
   let stride = spec.cols / 4u;
   let base = (br * spec.n1 * spec.cols + (c - br * spec.col_chunks) * ${n2}u + j0) / 4u;`;
 }
@@ -127,7 +139,12 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
  * 255 → 226 ms). Bindings: 0 spec, 1 hyper (distro_wgsl.ts `FEEDBACK_HYPER`), 2 g (vec4),
  * 3 δ (vec4, rw), 4 f32 basis (vec4 view), 5 own indices, 6 own values.
  */
-export function chunkFeedbackKernel(n2: number, rows: number, width: ChunkWidth): string {
+export function chunkFeedbackKernel(
+  n2: number,
+  rows: number,
+  width: ChunkWidth,
+  group = 1,
+): string {
   check(n2, rows, width);
   const H = width / 4;
   return /* wgsl */ `${SPEC_WGSL}
@@ -137,7 +154,7 @@ ${FEEDBACK_HYPER}
 @group(0) @binding(4) var<storage, read> fbasis: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read> own_idx: array<u32>;
 @group(0) @binding(6) var<storage, read> own_val: array<f32>;
-${chunkMain(n2, width)}
+${chunkMain(n2, width, group)}
   var scale = 1.0;
   if (hyper.max_norm > 0.0) {
     scale = min(1.0, hyper.max_norm / (sqrt(hyper.grad_sumsq) + 1e-6));
@@ -188,13 +205,18 @@ ${
  * `{lr}`, 2 meta `[param]{offsets, entry, stride_k, _}`, 3 θ (vec4, rw), 4 fixed basis (i32),
  * 5 indices, 6 q (i32), 7 offsets, 8 fixed basis as f32 (same offsets, vec4 view).
  */
-export function chunkApplyKernel(n2: number, rows: number, width: ChunkWidth): string {
+export function chunkApplyKernel(
+  n2: number,
+  rows: number,
+  width: ChunkWidth,
+  group = 1,
+): string {
   check(n2, rows, width);
   const H = width / 4;
   const v4 = (t: string, x: string) => `vec4<${t}>(${x})`;
   return /* wgsl */ `${SPEC_WGSL}
 ${applyBindings("vec4<f32>")}@group(0) @binding(8) var<storage, read> fixedf: array<vec4<f32>>;
-${chunkMain(n2, width)}
+${chunkMain(n2, width, group)}
   let m = metas[spec.param];
   var start: u32;
   var end: u32;

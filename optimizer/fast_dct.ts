@@ -97,6 +97,55 @@ export function fastDctPlan(n: number): FastDctPlan {
 }
 
 /**
+ * The fast orthonormal inverse DCT (DCT-III) of length `n`: the transpose of
+ * {@link fastDctPlan}'s linear program (orthonormal, so `C⁻¹ = Cᵀ`), `out[i] = Σ_u C[u][i]·in[u]`.
+ * Built by walking the forward operations backwards and accumulating each variable's adjoint;
+ * a variable's adjoint is kept as `(variable, sign)` so that subtractions need no negations
+ * (one final `·(−1)` only where an output ends up negated). About the forward plan's cost.
+ * Cached; throws `RangeError` unless {@link hasFastDct}.
+ */
+export function fastIdctPlan(n: number): FastDctPlan {
+  const cached = inversePlanCache.get(n);
+  if (cached) return cached;
+  const forward = fastDctPlan(n);
+  const ops: DctOp[] = [];
+  let vars = n;
+  const emit = (op: DctOp["op"], a: number, bc: number) => {
+    ops.push(op === "mul" ? { op, dst: vars, a, c: bc } : { op, dst: vars, a, b: bc });
+    return vars++;
+  };
+  /** Adjoint of each forward variable: `sign·v[variable]` in the new program. */
+  const adjoint = new Map<number, { v: number; sign: 1 | -1 }>();
+  const accumulate = (x: number, v: number, sign: 1 | -1) => {
+    const prev = adjoint.get(x);
+    if (prev === undefined) adjoint.set(x, { v, sign });
+    else if (prev.sign === sign) adjoint.set(x, { v: emit("add", prev.v, v), sign });
+    else adjoint.set(x, { v: emit("sub", prev.v, v), sign: prev.sign });
+  };
+  forward.outputs.forEach((v, u) => accumulate(v, u, 1));
+  for (let k = forward.ops.length - 1; k >= 0; k--) {
+    const o = forward.ops[k];
+    const g = adjoint.get(o.dst);
+    if (g === undefined) continue;
+    if (o.op === "mul") {
+      accumulate(o.a, emit("mul", g.v, g.sign * o.c), 1); // the sign rides on the constant
+    } else {
+      accumulate(o.a, g.v, g.sign);
+      accumulate(o.b, g.v, o.op === "add" ? g.sign : (-g.sign as 1 | -1));
+    }
+  }
+  const outputs = Array.from({ length: n }, (_, i) => {
+    const g = adjoint.get(i)!;
+    return g.sign === 1 ? g.v : emit("mul", g.v, -1);
+  });
+  const plan = { n, vars, ops, outputs };
+  inversePlanCache.set(n, plan);
+  return plan;
+}
+
+const inversePlanCache = new Map<number, FastDctPlan>();
+
+/**
  * Runs `plan` on `x` (length n). With `round = Math.fround` every constant and every result is
  * rounded to f32, as the WGSL kernel computes (without FMA contraction); the default is f64.
  */

@@ -7,6 +7,7 @@ import {
   fastDctErrorBound,
   fastDctPlan,
   fastEncodeErrorBound,
+  fastIdctPlan,
   hasFastDct,
   runFastDct,
 } from "./fast_dct.ts";
@@ -39,6 +40,39 @@ Deno.test("fast DCT plan equals the dense orthonormal DCT-II in f64", () => {
         );
       }
     }
+  }
+});
+
+Deno.test("fast inverse plan equals the transposed DCT matrix and inverts the forward plan", () => {
+  for (const n of SIZES) {
+    const inverse = fastIdctPlan(n);
+    const c = dctMatrix(n);
+    for (let u = 0; u < n; u++) {
+      const e = new Float64Array(n);
+      e[u] = 1;
+      const got = runFastDct(inverse, e);
+      for (let i = 0; i < n; i++) {
+        assert.ok(
+          Math.abs(got[i] - c[u * n + i]) < 1e-13,
+          `n=${n}: Cᵀ[${i}][${u}] = ${c[u * n + i]}, plan gives ${got[i]}`,
+        );
+      }
+    }
+    const x = randomF32(7 * n, n, -1, 1);
+    const back = runFastDct(inverse, runFastDct(fastDctPlan(n), x));
+    for (let i = 0; i < n; i++) assert.ok(Math.abs(back[i] - x[i]) < 1e-12, `n=${n} i=${i}`);
+    // f32 evaluation within the same running bound the forward plan has.
+    const z = randomF32(9 * n, n, -1, 1);
+    const got = runFastDct(inverse, z, Math.fround);
+    const bound = fastDctErrorBound(inverse, z);
+    const want = runFastDct(inverse, z);
+    for (let i = 0; i < n; i++) {
+      assert.ok(Math.abs(got[i] - want[i]) <= bound[i], `n=${n} i=${i}: outside the bound`);
+    }
+    // About the forward plan's cost (the transpose of a linear program has as many operations,
+    // plus the accumulations where a forward variable fans out).
+    const f = fastDctCost(fastDctPlan(n)), b = fastDctCost(inverse);
+    assert.ok(b.mul + b.add <= 1.1 * (f.mul + f.add) + 1, `n=${n}: ${JSON.stringify(b)}`);
   }
 });
 

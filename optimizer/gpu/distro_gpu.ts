@@ -261,20 +261,24 @@ export class DistroOptimizer implements Optimizer {
     for (const p of this.#params) {
       const bytes = { offset: p.offset * 4, size: p.layout.size * 4 };
       const delta = { buffer: this.delta, ...bytes };
-      this.#kernels.encodeFeedback(this.#pass(step, "feedback"), p.spec, {
+      const feedback = {
         hyper: this.#hyperGen,
         grads: { buffer: args.grads, ...bytes },
         delta,
         ownIdx: this.#ownIdx[prev],
         ownVal: this.#ownVal[prev],
-      });
+      };
       const rowMax = this.#kernels.hasRowMax(p.spec) ? this.#rowMax : undefined;
-      this.#kernels.encodeDct(this.#pass(step, "dct"), p.spec, {
-        x: delta,
-        t: this.#scratchT,
-        y: this.#scratchY,
-        rowMax,
-      });
+      const dct = { t: this.#scratchT, y: this.#scratchY, rowMax };
+      if (this.#kernels.hasFusedFeedback(p.spec)) {
+        this.#kernels.encodeFeedbackDct(this.#pass(step, "feedback+dct"), p.spec, {
+          ...feedback,
+          ...dct,
+        });
+      } else {
+        this.#kernels.encodeFeedback(this.#pass(step, "feedback"), p.spec, feedback);
+        this.#kernels.encodeDct(this.#pass(step, "dct"), p.spec, { x: delta, ...dct });
+      }
       this.#kernels.encodeTopk(this.#pass(step, "topk"), p.spec, {
         y: this.#scratchY,
         idx: this.#ownIdx[next],

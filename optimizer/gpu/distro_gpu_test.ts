@@ -3,6 +3,7 @@ import { GpuRuntime } from "../../shaders/gpu.ts";
 import { assertClose, randomF32 } from "../../shaders/test_util.ts";
 import { type DistroConfig, DistroReference, type NamedParam } from "../distro.ts";
 import { aggregateFixed } from "../exact.ts";
+import { hasFastDct } from "../fast_dct.ts";
 import type { DistroResult } from "../result.ts";
 import { DistroOptimizer, type FlatParam } from "./distro_gpu.ts";
 
@@ -239,9 +240,14 @@ Deno.test("profile: every kernel gets its own timed pass, named after it", async
     if (!rt.hasTimestamps) continue;
     const count = (name: string) => step.timings.filter((s) => s.name === name).length;
     const n = params.length;
+    // Power-of-two chunks take the fused feedback + fast DCT kernels, the others two passes.
+    const fused = opt.layouts.filter((l) => hasFastDct(l.n1) && hasFastDct(l.n2)).length;
+    assert.ok(fused > 0 && fused < n, "the layout mixes fused and two-pass parameters");
     assert.deepEqual(
-      ["feedback", "dct", "topk", "own-fixed", "apply", "lookahead"].map(count),
-      t === 1 ? [n, n, n, 0, 0, 1] : [n, n, n, n, n, 1],
+      ["feedback+dct", "feedback", "dct", "topk", "own-fixed", "apply", "lookahead"].map(count),
+      t === 1
+        ? [fused, n - fused, n - fused, n, 0, 0, 1]
+        : [fused, n - fused, n - fused, n, n, n, 1],
     );
     assert.ok(step.timings.every((s) => s.ms >= 0));
   }

@@ -16,9 +16,9 @@
  * @module
  */
 
-import { type FastDctPlan, fastDctPlan } from "../fast_dct.ts";
+import { type FastDctPlan, fastDctPlan, fastIdctPlan } from "../fast_dct.ts";
 import { main1d } from "../../shaders/kernel.ts";
-import { SPEC_WGSL } from "./distro_wgsl.ts";
+import { FEEDBACK_HYPER, SPEC_WGSL } from "./distro_wgsl.ts";
 
 /** An f32 literal that parses back to exactly `Math.fround(c)`. */
 function f32Literal(c: number): string {
@@ -34,16 +34,18 @@ function f32Literal(c: number): string {
 export function fastDctStatements(
   plan: FastDctPlan,
   load: (i: number) => string,
+  prefix = "v",
 ): { code: string; outputs: string[] } {
   const lines: string[] = [];
-  for (let i = 0; i < plan.n; i++) lines.push(`  let v${i} = ${load(i)};`);
+  const v = (k: number) => `${prefix}${k}`;
+  for (let i = 0; i < plan.n; i++) lines.push(`  let ${v(i)} = ${load(i)};`);
   for (const o of plan.ops) {
     const rhs = o.op === "mul"
-      ? `v${o.a} * ${f32Literal(o.c)}`
-      : `v${o.a} ${o.op === "add" ? "+" : "-"} v${o.b}`;
-    lines.push(`  let v${o.dst} = ${rhs};`);
+      ? `${v(o.a)} * ${f32Literal(o.c)}`
+      : `${v(o.a)} ${o.op === "add" ? "+" : "-"} ${v(o.b)}`;
+    lines.push(`  let ${v(o.dst)} = ${rhs};`);
   }
-  return { code: lines.join("\n"), outputs: plan.outputs.map((v) => `v${v}`) };
+  return { code: lines.join("\n"), outputs: plan.outputs.map(v) };
 }
 
 /**
@@ -62,6 +64,71 @@ ${main1d(wg)}
   let br = i / cols;
   let base = br * ${n}u * cols + (i - br * cols);
 ${code}
+${stores}
+}
+`;
+}
+
+/**
+ * Error feedback, momentum and the column pass of the fast DCT in one walk down each chunk
+ * column (length n1 = `n`), for power-of-two chunks:
+ * `δ = decay·(δ − sent) + lr·clip·g`, then `T[br·n1 + u][col] = Σ_i C₁[u][i]·δ[br·n1 + i][col]`.
+ *
+ * `sent` is this column of the client's previous own result decoded to parameter space. Column
+ * j of a chunk's `C₁ᵀ·W·C₂` is `C₁ᵀ·z` with `z[u] = Σ_{e: u_e = u} w_e·C₂[v_e][j]`: the k entries
+ * fill a private `z` (C₂ read once per entry), and the fast inverse DCT turns it into the whole
+ * column, about 12 operations per value whatever k is. The per-chunk kernel (chunk_wgsl.ts)
+ * instead gathers basis values for every entry and row block, and streams δ and g in a
+ * chunk-shaped walk that llvmpipe ran about 2× slower than this kernel's column walk, which
+ * also reads δ once for both jobs. Like the whole forward DCT this is sender-private: the
+ * fast inverse rounds differently from the reference's dense decode, within the same bounds.
+ *
+ * Bindings: 0 spec, 1 hyper (`FEEDBACK_HYPER`), 2 g, 3 δ (rw), 4 f32 basis, 5 own indices,
+ * 6 own values, 7 T (w). Dispatch `(rows / n1)·cols` invocations.
+ */
+export function fastFeedbackColsKernel(wg: number, n: number): string {
+  const inverse = fastDctStatements(fastIdctPlan(n), (u) => `z[${u}]`, "s");
+  const forward = fastDctStatements(fastDctPlan(n), (i) => `d${i}`);
+  const update = Array.from(
+    { length: n },
+    (_, i) =>
+      `  let d${i} = hyper.decay * (delta[base + ${i}u * cols] - ${inverse.outputs[i]}) +
+    lr * grads[base + ${i}u * cols];
+  delta[base + ${i}u * cols] = d${i};`,
+  ).join("\n");
+  const stores = forward.outputs.map((v, u) => `  t[base + ${u}u * cols] = ${v};`).join("\n");
+  return /* wgsl */ `${SPEC_WGSL}
+${FEEDBACK_HYPER}
+@group(0) @binding(2) var<storage, read> grads: array<f32>;
+@group(0) @binding(3) var<storage, read_write> delta: array<f32>;
+@group(0) @binding(4) var<storage, read> fbasis: array<f32>;
+@group(0) @binding(5) var<storage, read> own_idx: array<u32>;
+@group(0) @binding(6) var<storage, read> own_val: array<f32>;
+@group(0) @binding(7) var<storage, read_write> t: array<f32>;
+${main1d(wg)}
+  let cols = spec.cols;
+  if (i >= (spec.rows / ${n}u) * cols) { return; }
+  let br = i / cols;
+  let col = i - br * cols;
+  let base = br * ${n}u * cols + col;
+  let bc = col / spec.n2;
+  let j = col - bc * spec.n2;
+  var scale = 1.0;
+  if (hyper.max_norm > 0.0) {
+    scale = min(1.0, hyper.max_norm / (sqrt(hyper.grad_sumsq) + 1e-6));
+  }
+  let lr = hyper.lr * scale;
+  var z: array<f32, ${n}>;
+  if (hyper.has_prev != 0u) {
+    let e0 = spec.entry + (br * spec.col_chunks + bc) * spec.k;
+    for (var e = e0; e < e0 + spec.k; e++) {
+      let uv = split_uv(own_idx[e]);
+      z[uv.x] += own_val[e] * fbasis[spec.fb2 + uv.y * spec.n2 + j];
+    }
+  }
+${inverse.code}
+${update}
+${forward.code}
 ${stores}
 }
 `;

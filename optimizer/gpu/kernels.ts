@@ -19,11 +19,12 @@ import {
   chunkFeedbackKernel,
   chunkGrid,
   chunkRows,
+  chunksPerWorkgroup,
   chunkWidth,
   hasChunkKernels,
   MAX_LOOP_ITERATIONS,
 } from "./chunk_wgsl.ts";
-import { fastDctColsKernel, fastDctRowsKernel } from "./fast_dct_wgsl.ts";
+import { fastDctColsKernel, fastDctRowsKernel, fastFeedbackColsKernel } from "./fast_dct_wgsl.ts";
 import {
   applyKernel,
   applyVec4Kernel,
@@ -234,12 +235,14 @@ export class DistroKernels {
     const views = [v.hyper, v.grads, v.delta, this.#basisFloat, v.ownIdx, v.ownVal];
     const [rowsN, colsN, n1, n2] = spec;
     if (hasChunkKernels(n2)) {
-      const rows = chunkRows(n1), width = chunkWidth(n2);
+      const rows = Math.min(2, chunkRows(n1)), width = chunkWidth(n2);
+      const group = chunksPerWorkgroup(n2, width, this.#wg);
       const pipe = this.#rt.pipeline(
-        `distro/chunk-feedback/n${n2}/r${rows}/w${width}`,
-        () => chunkFeedbackKernel(n2, rows, width),
+        `distro/chunk-feedback/n${n2}/r${rows}/w${width}/g${group}`,
+        () => chunkFeedbackKernel(n2, rows, width, group),
       );
-      dispatch(pass, pipe, bindTensors(this.#rt, pipe, spec, views), chunkGrid(spec[5]));
+      const g = bindTensors(this.#rt, pipe, spec, views);
+      dispatch(pass, pipe, g, chunkGrid(spec[5], group));
       return;
     }
     const pipe = this.#pipes.feedback;
@@ -276,6 +279,48 @@ export class DistroKernels {
   hasRowMax(spec: number[]): boolean {
     const [, , n1, n2] = spec;
     return hasFastDct(n1) && hasFastDct(n2) && n2 % 4 === 0;
+  }
+
+  /**
+   * Whether {@link encodeFeedbackDct} handles a parameter with this `Spec`: power-of-two chunks
+   * (the fast DCT in both directions).
+   */
+  hasFusedFeedback(spec: number[]): boolean {
+    const [, , n1, n2] = spec;
+    return hasFastDct(n1) && hasFastDct(n2);
+  }
+
+  /**
+   * Error feedback, momentum and the blocked fast DCT of one parameter (only where
+   * {@link hasFusedFeedback}): one walk down the chunk columns updates δ and writes the column
+   * transform to `t` (fast_dct_wgsl.ts `fastFeedbackColsKernel`), then the row pass writes the
+   * chunk-major coefficients `y` and, with `rowMax`, each coefficient row's largest top-k key.
+   * The same result as {@link encodeFeedback} then {@link encodeDct}, up to rounding.
+   */
+  encodeFeedbackDct(
+    pass: GPUComputePassEncoder,
+    spec: number[],
+    v: FeedbackViews & { t: TensorView; y: TensorView; rowMax?: TensorView },
+  ): void {
+    const [rowsN, colsN, n1, n2] = spec;
+    if (!this.hasFusedFeedback(spec)) {
+      throw new RangeError(`distro feedback: no fused kernel for ${n1}×${n2} chunks`);
+    }
+    const rowMax = v.rowMax !== undefined;
+    if (rowMax) this.#checkRowMax(spec, v.rowMax!);
+    const wg = this.#wg;
+    const down = this.#rt.pipeline(
+      `distro/fast-feedback-cols/n${n1}/wg${wg}`,
+      () => fastFeedbackColsKernel(wg, n1),
+    );
+    const along = this.#rt.pipeline(
+      `distro/fast-dct-rows${rowMax ? "-max" : ""}/n${n2}/wg${wg}`,
+      () => fastDctRowsKernel(wg, n2, rowMax),
+    );
+    const views = [v.hyper, v.grads, v.delta, this.#basisFloat, v.ownIdx, v.ownVal, v.t];
+    dispatch1d(pass, down, bindTensors(this.#rt, down, spec, views), (rowsN * colsN) / n1, wg);
+    const b = bindTensors(this.#rt, along, spec, rowMax ? [v.t, v.y, v.rowMax!] : [v.t, v.y]);
+    dispatch1d(pass, along, b, (rowsN * colsN) / n2, wg);
   }
 
   /**
@@ -404,12 +449,13 @@ export class DistroKernels {
     const fits = chunkApplyIterations(n1, options.maxEntries ?? spec[6]) <= MAX_LOOP_ITERATIONS;
     if (hasChunkKernels(n2) && fits && !options.exactOnly) {
       const rows = chunkRows(n1), width = chunkWidth(n2);
+      const group = chunksPerWorkgroup(n2, width, this.#wg);
       const pipe = this.#rt.pipeline(
-        `distro/chunk-apply/n${n2}/r${rows}/w${width}`,
-        () => chunkApplyKernel(n2, rows, width),
+        `distro/chunk-apply/n${n2}/r${rows}/w${width}/g${group}`,
+        () => chunkApplyKernel(n2, rows, width, group),
       );
       const g = bindTensors(this.#rt, pipe, spec, [...views, this.#basis.fixedFloat]);
-      dispatch(pass, pipe, g, chunkGrid(spec[5]));
+      dispatch(pass, pipe, g, chunkGrid(spec[5], group));
       return;
     }
     const vec4 = n2 % 4 === 0;

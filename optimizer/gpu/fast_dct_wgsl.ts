@@ -83,34 +83,40 @@ ${stores}
  * also reads δ once for both jobs. Like the whole forward DCT this is sender-private: the
  * fast inverse rounds differently from the reference's dense decode, within the same bounds.
  *
- * Bindings: 0 spec, 1 hyper (`FEEDBACK_HYPER`), 2 g, 3 δ (rw), 4 f32 basis, 5 own indices,
- * 6 own values, 7 T (w). Dispatch `(rows / n1)·cols` invocations.
+ * Each invocation walks `width` neighbouring columns as one vector (`cols` and n2 multiples of
+ * `width`). Bindings: 0 spec, 1 hyper (`FEEDBACK_HYPER`), 2 g, 3 δ (rw), 4 f32 basis, 5 own
+ * indices, 6 own values, 7 T (w); g, δ and T as `array<vecW<f32>>`. Dispatch
+ * `(rows / n1)·cols / width` invocations.
  */
-export function fastFeedbackColsKernel(wg: number, n: number): string {
+export function fastFeedbackColsKernel(wg: number, n: number, width: 1 | 2 | 4 = 1): string {
+  const type = width === 1 ? "f32" : `vec${width}<f32>`;
   const inverse = fastDctStatements(fastIdctPlan(n), (u) => `z[${u}]`, "s");
   const forward = fastDctStatements(fastDctPlan(n), (i) => `d${i}`);
   const update = Array.from(
     { length: n },
     (_, i) =>
-      `  let d${i} = hyper.decay * (delta[base + ${i}u * cols] - ${inverse.outputs[i]}) +
-    lr * grads[base + ${i}u * cols];
-  delta[base + ${i}u * cols] = d${i};`,
+      `  let d${i} = hyper.decay * (delta[base + ${i}u * stride] - ${inverse.outputs[i]}) +
+    lr * grads[base + ${i}u * stride];
+  delta[base + ${i}u * stride] = d${i};`,
   ).join("\n");
-  const stores = forward.outputs.map((v, u) => `  t[base + ${u}u * cols] = ${v};`).join("\n");
+  const stores = forward.outputs.map((v, u) => `  t[base + ${u}u * stride] = ${v};`).join("\n");
+  const basis = width === 1
+    ? "fbasis[o]"
+    : `${type}(${Array.from({ length: width }, (_, k) => `fbasis[o + ${k}u]`).join(", ")})`;
   return /* wgsl */ `${SPEC_WGSL}
 ${FEEDBACK_HYPER}
-@group(0) @binding(2) var<storage, read> grads: array<f32>;
-@group(0) @binding(3) var<storage, read_write> delta: array<f32>;
+@group(0) @binding(2) var<storage, read> grads: array<${type}>;
+@group(0) @binding(3) var<storage, read_write> delta: array<${type}>;
 @group(0) @binding(4) var<storage, read> fbasis: array<f32>;
 @group(0) @binding(5) var<storage, read> own_idx: array<u32>;
 @group(0) @binding(6) var<storage, read> own_val: array<f32>;
-@group(0) @binding(7) var<storage, read_write> t: array<f32>;
+@group(0) @binding(7) var<storage, read_write> t: array<${type}>;
 ${main1d(wg)}
-  let cols = spec.cols;
-  if (i >= (spec.rows / ${n}u) * cols) { return; }
-  let br = i / cols;
-  let col = i - br * cols;
-  let base = br * ${n}u * cols + col;
+  let stride = spec.cols / ${width}u;
+  if (i >= (spec.rows / ${n}u) * stride) { return; }
+  let br = i / stride;
+  let col = (i - br * stride) * ${width}u;
+  let base = br * ${n}u * stride + col / ${width}u;
   let bc = col / spec.n2;
   let j = col - bc * spec.n2;
   var scale = 1.0;
@@ -118,12 +124,13 @@ ${main1d(wg)}
     scale = min(1.0, hyper.max_norm / (sqrt(hyper.grad_sumsq) + 1e-6));
   }
   let lr = hyper.lr * scale;
-  var z: array<f32, ${n}>;
+  var z: array<${type}, ${n}>;
   if (hyper.has_prev != 0u) {
     let e0 = spec.entry + (br * spec.col_chunks + bc) * spec.k;
     for (var e = e0; e < e0 + spec.k; e++) {
       let uv = split_uv(own_idx[e]);
-      z[uv.x] += own_val[e] * fbasis[spec.fb2 + uv.y * spec.n2 + j];
+      let o = spec.fb2 + uv.y * spec.n2 + j;
+      z[uv.x] += own_val[e] * ${basis};
     }
   }
 ${inverse.code}

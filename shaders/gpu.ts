@@ -242,8 +242,14 @@ export class GpuStep {
   /**
    * Finish, submit, and wait until the queue has run it; throws {@link GpuStageError}. Aborting
    * `signal` stops the wait (rejecting with its reason), not the GPU work already submitted.
+   *
+   * With `wait: false` it returns once the step is validated and queued, without waiting for
+   * the GPU: for a step followed by a read (a read waits for the work queued before it) or by
+   * more steps (the queue runs them in order). Deno resolves every GPU completion promise on a
+   * polling tick, about 11 ms after the work ends even for an empty queue, so each wait a step
+   * can skip is that much latency saved; reads awaited together cost one tick.
    */
-  async submit(options: { signal?: AbortSignal } = {}): Promise<void> {
+  async submit(options: { signal?: AbortSignal; wait?: boolean } = {}): Promise<void> {
     // WebGPU reports encoding errors at finish(): a scope pushed and popped around finish and
     // submit, with no await between, catches this step's errors even when steps interleave.
     this.#assertOpen();
@@ -266,7 +272,9 @@ export class GpuStep {
       // Errors of pipeline and buffer creation name their stage: report those before the step's.
       await this.#rt.checkErrors();
       if (error) throw new GpuStageError(`step "${this.#label}"`, "validation", error.message);
-      await untilAborted(this.#rt.device.queue.onSubmittedWorkDone(), options.signal);
+      if (options.wait !== false || readback) {
+        await untilAborted(this.#rt.device.queue.onSubmittedWorkDone(), options.signal);
+      }
       if (readback) await untilAborted(this.#readTimings(readback), options.signal);
     } finally {
       for (const b of readback ?? []) b.destroy();

@@ -40,6 +40,26 @@ Deno.test("a step is submitted once and reports validation errors by name", asyn
   await assert.rejects(() => bad.submit(), /validation error during step "bad step"/);
 });
 
+Deno.test("submit without waiting still validates, and reads see the queued work in order", async () => {
+  using rt = await GpuRuntime.create();
+  const buf = rt.buffer("queued", new Float32Array([1, 2, 3, 4]));
+  const first = rt.beginStep("clear");
+  first.encoder.clearBuffer(buf);
+  await first.submit({ wait: false });
+  rt.write({ buffer: buf, offset: 4 }, new Float32Array([7]));
+  const second = rt.beginStep("copy");
+  const copy = rt.buffer("copy", 16);
+  second.encoder.copyBufferToBuffer(buf, 0, copy, 0, 16);
+  await second.submit({ wait: false });
+  assert.deepEqual([...await rt.read(copy)], [0, 7, 0, 0]);
+  const bad = rt.beginStep("bad queued step");
+  bad.encoder.clearBuffer(rt.buffer("read only", 16, GPUBufferUsage.COPY_SRC));
+  await assert.rejects(
+    () => bad.submit({ wait: false }),
+    /validation error during step "bad queued step"/,
+  );
+});
+
 Deno.test("profiles are chosen from the adapter description", () => {
   assert.ok(isCpuAdapter({ description: "llvmpipe (LLVM 15.0.6, 256 bits)" }));
   assert.ok(isCpuAdapter({ description: "SwiftShader Device (Subzero)" }));

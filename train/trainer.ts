@@ -116,7 +116,7 @@ export async function trainStep(
     stepNumber: args.stepNumber,
     gradSumSq: args.clipGradients ? gradSumSq : null,
   });
-  await step.submit();
+  await step.submit({ wait: false }); // the read below waits for the step
   const { lossSum, gradSumSq: sumsq } = await model.readStats(args.microBatches.length, {
     signal: parts.signal,
   });
@@ -157,7 +157,7 @@ export async function evaluate(
     }
     const step = rt.beginStep(`evaluate sequences ${first}..`);
     for (let g = 0; g < groups; g++) model.encodeLoss(step, { slot: g });
-    await step.submit();
+    await step.submit({ wait: false });
     lossSum += (await model.readStats(groups, { signal: parts.signal })).lossSum;
   }
   return lossSum / (sequences * (T - 1));

@@ -2,14 +2,16 @@
  * The networked client's model and optimizer on the GPU: train an assigned batch into a
  * DisTrO result, apply the round's consensus results, hash and save the parameters.
  *
- * It reuses the single-node trainer's step (train/trainer.ts `trainStep`) with the DisTrO
- * optimizer plugged in as "generate only": per round `h`,
+ * It builds on the single-node trainer's gradient pass (train/trainer.ts `encodeGradients`):
+ * per round `h`,
  * 1. `apply(results of h−2)`: `θ −= lr·sign(exact aggregate)` (optimizer/exact.ts), results in
- *    canonical order, so every honest client computes bit-identical parameters;
- * 2. `train(batch of h)`: lookahead `θ −= lr_{t−1}·sign(δ)` (own submission), then
- *    `trainStep`: forward/backward over the batch's micro-batches and DisTrO generate, which
- *    restores θ exactly, folds the gradient into δ and selects the top-k coefficients;
- *    the result is read back and encoded (optimizer/wire.ts).
+ *    canonical order, so every honest client computes bit-identical parameters; queued, not
+ *    waited for;
+ * 2. `train(batch of h)`, one GPU submission: lookahead `θ −= lr_{t−1}·sign(δ)`,
+ *    forward/backward over the batch's micro-batches and DisTrO generate, which restores θ
+ *    exactly, folds the gradient into δ and selects the top-k coefficients; the loss and the
+ *    result are read back together (one completion wait, not one per stage) and the result is
+ *    encoded (optimizer/wire.ts).
  *
  * Between calls θ holds only applied updates (and weight decay from generate), never the
  * lookahead, so {@link NetworkTrainer.paramsHash} compares across clients.
@@ -28,9 +30,8 @@ import { DistroOptimizer } from "../optimizer/gpu/distro_gpu.ts";
 import type { DistroConfig } from "../optimizer/distro.ts";
 import { canonicalOrder, type DistroResult } from "../optimizer/result.ts";
 import type { PayloadExpectation } from "../optimizer/wire.ts";
-import type { GpuRuntime, GpuStep } from "../shaders/gpu.ts";
-import type { Optimizer, OptimizerStepArgs } from "../train/optimizer.ts";
-import { trainStep } from "../train/trainer.ts";
+import type { GpuRuntime } from "../shaders/gpu.ts";
+import { encodeGradients } from "../train/trainer.ts";
 
 /** What {@link NetworkTrainer} is built from. */
 export interface NetworkTrainerOptions {
@@ -58,21 +59,6 @@ export interface TrainedRound {
   readonly ms: number;
 }
 
-/** `encodeGenerate` behind the trainer's Optimizer seam (no apply: that comes from peers). */
-class GenerateOnly implements Optimizer {
-  readonly name = "distro-generate";
-  constructor(readonly distro: DistroOptimizer) {}
-  encodeStep(step: GpuStep, args: OptimizerStepArgs): void {
-    this.distro.encodeGenerate(step, {
-      params: args.params,
-      grads: args.grads,
-      lr: args.lr,
-      gradSumSq: args.gradSumSq,
-    });
-  }
-  [Symbol.dispose](): void {}
-}
-
 /** The inclusive ranges of `batch`, wrapped modulo the dataset size. */
 export function wrappedRanges(batch: BatchId, numSequences: number): BatchId[] {
   if (numSequences < 1) throw new RangeError("the dataset has no sequences");
@@ -97,7 +83,6 @@ export class NetworkTrainer implements Disposable {
   /** What a payload for this model must look like. */
   readonly expectation: PayloadExpectation;
   readonly #rt: GpuRuntime;
-  readonly #generate: GenerateOnly;
   readonly #microBatch: number;
   #nonce = 0;
 
@@ -124,7 +109,6 @@ export class NetworkTrainer implements Disposable {
       config: distro,
       label: "client distro",
     });
-    this.#generate = new GenerateOnly(this.distro);
     this.expectation = { layouts: this.distro.layouts, quantize1bit: distro.quantize1bit };
   }
 
@@ -170,26 +154,30 @@ export class NetworkTrainer implements Disposable {
       { length: micro },
       (_, i) => all.subarray(i * rows, (i + 1) * rows),
     );
-    {
-      const step = this.#rt.beginStep(`lookahead step ${args.step}`);
-      this.distro.encodeLookahead(step, { params: this.model.params, prevLr: args.prevLr });
-      await step.submit();
-    }
+    // Lookahead, forward/backward and generate in one submission; the two reads share one wait.
+    const step = this.#rt.beginStep(`train step ${args.step}`);
+    this.distro.encodeLookahead(step, { params: this.model.params, prevLr: args.prevLr });
+    const { predictions, gradSumSq } = encodeGradients(this.model, step, microBatches);
     const clip = this.distro.config.clipGradNorm;
-    const stats = await trainStep({ rt: this.#rt, model: this.model, optimizer: this.#generate }, {
-      stepNumber: args.step,
+    this.distro.encodeGenerate(step, {
+      params: this.model.params,
+      grads: this.model.grads,
       lr: args.lr,
-      microBatches,
-      clipGradients: clip !== null && clip > 0,
+      gradSumSq: clip !== null && clip > 0 ? gradSumSq : null,
     });
-    const params = await this.distro.readResult({ signal: args.signal });
+    await step.submit({ wait: false, signal: args.signal });
+    const [stats, params] = await Promise.all([
+      this.model.readStats(microBatches.length, { signal: args.signal }),
+      this.distro.readResult({ signal: args.signal }),
+    ]);
     const result: DistroResult = {
       step: args.step,
       batch: { ...batch },
       trainerNonce: this.#nonce++ >>> 0,
       params,
     };
-    return { result, loss: stats.loss, tokens: count * T, ms: performance.now() - t0 };
+    const loss = stats.lossSum / predictions;
+    return { result, loss, tokens: count * T, ms: performance.now() - t0 };
   }
 
   /**
@@ -204,7 +192,7 @@ export class NetworkTrainer implements Disposable {
     );
     const step = this.#rt.beginStep("apply results");
     this.distro.encodeApply(step, { params: this.model.params, lr, update });
-    await step.submit();
+    await step.submit({ wait: false }); // later steps and reads queue behind it
     return true;
   }
 

@@ -9,15 +9,16 @@
  * 2. DisTrO's share of a training step on the 20M model, measured in one run against the AdamW
  *    training step (forward, backward, clip, AdamW; B·T = 4·256 tokens, as train/train_bench.ts)
  *    so both see the same machine load. A networked client's DisTrO work per step is
- *    - encode: GPU generate (error feedback, momentum, fast DCT, top-k), read the result back,
- *      encode the payload;
- *    - decode: decode 4 peers' payloads and aggregate them exactly (host);
- *    - apply: upload the aggregate, filtered exact decode and θ update, and the lookahead;
+ *    - GPU: apply the exact aggregate of 4 peers' results and the lookahead (before the
+ *      forward pass), generate (error feedback, momentum, fast DCT, top-k; after the backward
+ *      pass), queued as one submission as client/trainer.ts queues them, and the result read
+ *      back (the one completion wait, which the client shares with reading the loss);
+ *    - encode: the payload; decode: 4 peers' payloads and their exact aggregate (host);
  *    printed with their sum as a share of the AdamW step (rounds alternate AdamW steps and
  *    DisTrO work; medians), then each kernel's GPU time from a profiled twin of the optimizer
  *    (timestamped passes, one per kernel).
- *    With `--large`, a second, separately labelled share: the same DisTrO work against an AdamW
- *    step of 8 x 512 tokens (4 micro-batches of 2 x 512) measured in the same rounds. DisTrO's
+ *    With `--large`, separately labelled shares: the same DisTrO work against AdamW steps of
+ *    4 x 512 and 8 x 512 tokens (2 and 4 micro-batches of 2 x 512) measured in the same rounds. DisTrO's
  *    cost per step is fixed while training cost grows with tokens (Psyche's production config
  *    is ~32K tokens per client-step); the 4 x 256 share stays the headline.
  * 3. `Deno.bench` entries for the same pieces and the single-node DisTrO step.
@@ -113,7 +114,10 @@ const adamwStep = () =>
     microBatches: [tokens],
     clipGradients: true,
   });
-/** `--large`: a bigger client step, 8 x 512 tokens as 4 micro-batches of 2 x 512. */
+/**
+ * `--large`: bigger client steps on a model of 2 x 512-token micro-batches: 2 of them (4 x 512 =
+ * 2048 tokens) and 4 (8 x 512 = 4096 tokens).
+ */
 const LARGE = Deno.args.includes("--large") ? { micro: 2, T: 512, slots: 4 } : null;
 const large = LARGE && new LlamaModel(rt, {
   config: cfg20m,
@@ -124,17 +128,18 @@ const large = LARGE && new LlamaModel(rt, {
   slots: LARGE.slots,
   precision: "f32",
 });
-const largeLabel = LARGE && `${LARGE.micro * LARGE.slots}x${LARGE.T} tokens`;
-const largeStep = () =>
+const largeSizes = LARGE ? [2, LARGE.slots] : [];
+const largeLabel = (m: number) => `${LARGE!.micro * m}x${LARGE!.T} tokens`;
+const largeStep = (m: number) =>
   trainStep({ rt, model: large!, optimizer: adamw }, {
     stepNumber: ++adamwSteps,
     lr: 1e-4,
     microBatches: Array.from(
-      { length: LARGE!.slots },
-      (_, m) =>
+      { length: m },
+      (_, k) =>
         Uint32Array.from(
           { length: LARGE!.micro * LARGE!.T },
-          (_, i) => (i * 7919 + 11 + m * 101) % cfg20m.vocabSize,
+          (_, i) => (i * 7919 + 11 + k * 101) % cfg20m.vocabSize,
         ),
     ),
     clipGradients: true,
@@ -174,14 +179,12 @@ function kernelTimes(step: GpuStep, into: Map<string, number[]>): void {
   for (const t of step.timings) sums.set(t.name, (sums.get(t.name) ?? 0) + t.ms);
   for (const [name, ms] of sums) into.set(name, [...(into.get(name) ?? []), ms]);
 }
-const generateKernels = new Map<string, number[]>();
-const applyKernels = new Map<string, number[]>();
-async function gpuGenerate(record = false) {
-  const o = record ? profiled : opt;
+const roundKernels = new Map<string, number[]>();
+/** Generate on `o` (its first result, which the apply below decodes as peer 0's). */
+async function gpuGenerate(o: DistroOptimizer) {
   const step = rt.beginStep("distro generate");
   o.encodeGenerate(step, { params, grads, lr: 1e-4, gradSumSq: sumsq });
   await step.submit();
-  if (record) kernelTimes(step, generateKernels);
 }
 let stepNumber = 0;
 async function singleNodeStep() {
@@ -190,10 +193,10 @@ async function singleNodeStep() {
   await step.submit();
 }
 await adamwStep(); // compile pipelines
-if (large) await largeStep();
+for (const m of largeSizes) await largeStep(m);
 await singleNodeStep();
-await gpuGenerate();
-await gpuGenerate(true); // the profiled twin's first result
+await gpuGenerate(opt);
+await gpuGenerate(profiled);
 
 const expect = { layouts: opt.layouts, quantize1bit: true };
 /** Peer 0 sends this client's real result; peers 1..3 random valid results (distinct picks). */
@@ -227,13 +230,22 @@ const decodeAggregate = () => {
   return opt.layouts.map((l, n) => aggregateFixed(l, decoded.map((r) => r.params[n])));
 };
 const update = decodeAggregate();
-async function gpuApply(record = false) {
+/**
+ * A networked client's DisTrO GPU work in one round, queued as the client queues it (client/
+ * trainer.ts): apply the peers' aggregate and the lookahead before the forward pass, generate
+ * after the backward pass, then read the result back. The client submits apply and training
+ * without waiting and reads the result together with the loss, so the one completion wait
+ * here (about 11 ms on Deno) is shared with the training step there: counted anyway.
+ */
+async function gpuRound(record = false) {
   const o = record ? profiled : opt;
-  const step = rt.beginStep("distro apply");
+  const step = rt.beginStep("distro round");
   o.encodeApply(step, { params, lr: 1e-4, update });
   o.encodeLookahead(step, { params, prevLr: 1e-4 });
-  await step.submit();
-  if (record) kernelTimes(step, applyKernels);
+  o.encodeGenerate(step, { params, grads, lr: 1e-4, gradSumSq: sumsq });
+  await step.submit({ wait: false });
+  await o.readResult();
+  if (record) kernelTimes(step, roundKernels);
 }
 
 /** Wall-clock milliseconds of `fn`. */
@@ -248,18 +260,20 @@ const add = (name: string, v: number) => rows.set(name, [...(rows.get(name) ?? [
 const ROUNDS = 3;
 for (let round = 0; round < ROUNDS; round++) {
   add("AdamW training step", await ms(adamwStep));
-  add("encode: GPU generate", await ms(() => gpuGenerate()));
-  add("encode: read back the result", await ms(() => opt.readResult()));
+  add(
+    "GPU: apply 4 peers + lookahead + generate (one submission), result read back",
+    await ms(() => gpuRound()),
+  );
   add("encode: payload", await ms(() => encodePayload(result(0), expect)));
   add("decode: 4 payloads + exact aggregate", await ms(decodeAggregate));
-  add("apply: GPU apply of 4 peers + lookahead", await ms(() => gpuApply()));
-  if (large) add(`AdamW training step, ${largeLabel}`, await ms(largeStep));
+  for (const m of largeSizes) {
+    add(
+      `AdamW training step, ${largeLabel(m)}`,
+      await ms(() => largeStep(m)),
+    );
+  }
 }
-generateKernels.clear();
-for (let round = 0; round < ROUNDS; round++) {
-  await gpuGenerate(true);
-  await gpuApply(true);
-}
+for (let round = 0; round < ROUNDS; round++) await gpuRound(true);
 const step = median(rows.get("AdamW training step")!);
 let distro = 0;
 console.log(`| work (median of ${ROUNDS}) | ms | share of the AdamW step |`);
@@ -275,17 +289,18 @@ console.log(
     (100 * distro / step).toFixed(1)
   }% |`,
 );
-if (large) {
-  const big = median(rows.get(`AdamW training step, ${largeLabel}`)!);
+for (const m of largeSizes) {
+  const big = median(rows.get(`AdamW training step, ${largeLabel(m)}`)!);
   console.log(
-    `Second measurement (not the target's): AdamW step of ${largeLabel} ${big.toFixed(1)} ms; ` +
+    `Larger step (not the headline): AdamW step of ${largeLabel(m)} ${big.toFixed(1)} ms; ` +
       `DisTrO total ${distro.toFixed(1)} ms = ${(100 * distro / big).toFixed(1)}% of it`,
   );
 }
-for (const [what, kernels] of [["generate", generateKernels], ["apply", applyKernels]] as const) {
-  const parts = [...kernels].map(([k, xs]) => `${k} ${median(xs).toFixed(1)}`).join(", ");
-  console.log(`GPU time per kernel in ${what} (ms, median): ${parts}`);
-}
+const parts = [...roundKernels].map(([k, xs]) => `${k} ${median(xs).toFixed(1)}`);
+const gpuSum = [...roundKernels.values()].reduce((a, xs) => a + median(xs), 0);
+console.log(
+  `GPU time per kernel in a round (ms, median): ${parts.join(", ")}; sum ${gpuSum.toFixed(1)}`,
+);
 
 Deno.bench({
   name: `AdamW training step, ${(layout.paramCount / 1e6).toFixed(1)}M params, ${B}x${T} tokens`,
@@ -305,18 +320,11 @@ Deno.bench({
   fn: singleNodeStep,
 });
 Deno.bench({
-  name: "encode: GPU generate",
+  name: "GPU: apply a 4-peer aggregate + lookahead + generate, result read back",
   group: "step",
   n: 3,
   warmup: 1,
-  fn: () => gpuGenerate(),
-});
-Deno.bench({
-  name: "apply: GPU apply of a 4-peer aggregate + lookahead",
-  group: "step",
-  n: 3,
-  warmup: 1,
-  fn: () => gpuApply(),
+  fn: () => gpuRound(),
 });
 Deno.bench({
   name: "read back result (GPU → host)",

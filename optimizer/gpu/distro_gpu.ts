@@ -226,9 +226,13 @@ export class DistroOptimizer implements Optimizer {
     }
     // θ before this step is read from `saved`: the copy taken before the lookahead, which also
     // undoes it, so the weight-decay pass writes the canonical θ·wd directly. Without an active
-    // lookahead (first step, after a settle) θ is copied there first.
+    // lookahead (first step, after a settle) θ is copied there first. Without weight decay a
+    // buffer copy restores θ (θ·1 = θ), cheaper than a shader pass on every adapter.
     const encoder = step.encoder;
-    if (!this.#lookaheadActive) {
+    const decays = (this.config.weightDecay ?? 0) !== 0;
+    if (!decays && this.#lookaheadActive) {
+      encoder.copyBufferToBuffer(this.#saved, 0, args.params, 0, this.#size * 4);
+    } else if (decays && !this.#lookaheadActive) {
       encoder.copyBufferToBuffer(args.params, 0, this.#saved, 0, this.#size * 4);
     }
     this.#lookaheadActive = false;
@@ -248,7 +252,7 @@ export class DistroOptimizer implements Optimizer {
     }
     const prev = this.#cur;
     const next = this.#hasOwn ? 1 - prev : prev;
-    for (const p of this.#params) {
+    for (const p of decays ? this.#params : []) {
       // Parameters start at multiples of 64 floats: rounding up to 4 stays in their padding.
       const n = Math.ceil(p.layout.size / 4) * 4;
       const range = { offset: p.offset * 4, size: n * 4 };

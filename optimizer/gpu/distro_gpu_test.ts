@@ -108,6 +108,10 @@ Deno.test("GPU DisTrO single-node steps are bit-identical to the reference (1-bi
   await singleNodeMatchesReference(BASE, true);
 });
 
+Deno.test("without weight decay a buffer copy restores θ: still bit-identical (1-bit)", async () => {
+  await singleNodeMatchesReference({ ...BASE, weightDecay: null }, true);
+});
+
 Deno.test("GPU DisTrO single-node steps match the reference (unquantized values)", async () => {
   await singleNodeMatchesReference(
     { ...BASE, quantize1bit: false, clipGradNorm: null, weightDecay: null, chunk: 8 },

@@ -257,7 +257,8 @@ async function ms(fn: () => unknown): Promise<number> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = new Map<string, number[]>();
 const add = (name: string, v: number) => rows.set(name, [...(rows.get(name) ?? []), v]);
-const ROUNDS = 3;
+const ROUNDS = 5;
+await gpuRound(); // compiles the 4-peer apply's pipelines
 for (let round = 0; round < ROUNDS; round++) {
   add("AdamW training step", await ms(adamwStep));
   add(

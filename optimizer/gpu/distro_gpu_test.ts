@@ -9,9 +9,9 @@ import { DistroOptimizer, type FlatParam } from "./distro_gpu.ts";
 
 const SHAPES: [string, number[]][] = [["w", [48, 80]], ["norm", [80]], ["proj", [40, 24]]];
 
-function flatLayout(): { params: FlatParam[]; size: number } {
+function flatLayout(shapes = SHAPES): { params: FlatParam[]; size: number } {
   let offset = 0;
-  const params = SHAPES.map(([name, shape]) => {
+  const params = shapes.map(([name, shape]) => {
     const p = { name, shape, offset };
     offset += Math.ceil(shape.reduce((a, b) => a * b) / 64) * 64;
     return p;
@@ -23,9 +23,13 @@ function sizeOf(shape: readonly number[]) {
   return shape.reduce((a, b) => a * b);
 }
 
-async function singleNodeMatchesReference(config: DistroConfig, exactTheta: boolean) {
+async function singleNodeMatchesReference(
+  config: DistroConfig,
+  exactTheta: boolean,
+  shapes = SHAPES,
+) {
   using rt = await GpuRuntime.create();
-  const { params, size } = flatLayout();
+  const { params, size } = flatLayout(shapes);
   const flat = randomF32(1, size, -0.5, 0.5);
   const refParams: NamedParam[] = params.map((p) => ({
     name: p.name,
@@ -110,6 +114,11 @@ Deno.test("GPU DisTrO single-node steps are bit-identical to the reference (1-bi
 
 Deno.test("without weight decay a buffer copy restores θ: still bit-identical (1-bit)", async () => {
   await singleNodeMatchesReference({ ...BASE, weightDecay: null }, true);
+});
+
+Deno.test("the largest fast chunk (128) takes the fused kernels and stays bit-identical", async () => {
+  const shapes: [string, number[]][] = [["w", [128, 128]], ["norm", [128]], ["odd", [128, 6]]];
+  await singleNodeMatchesReference({ ...BASE, chunk: 128, topk: 8 }, true, shapes);
 });
 
 Deno.test("GPU DisTrO single-node steps match the reference (unquantized values)", async () => {

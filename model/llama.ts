@@ -110,6 +110,9 @@ export class LlamaModel implements Disposable {
   readonly #tmp32: GPUBuffer | null = null;
   /** The step whose forward passes read the current f16 weights. */
   #refreshedIn: GpuStep | null = null;
+  #refreshedFrom: GPUBuffer | null = null;
+  /** The weights forward and backward read: {@link params}, or a caller's buffer for one call. */
+  #weightsBuffer!: GPUBuffer;
   readonly #k: LlamaKernels;
   /** Set when the model made its kernels (and so disposes their scratch). */
   readonly #ownKernels: Disposable | null = null;
@@ -196,6 +199,7 @@ export class LlamaModel implements Disposable {
       return b;
     };
     this.params = this.#buffer("params", 0, weights);
+    this.#weightsBuffer = this.params;
     if (precision === "f16") {
       this.#half = new HalfWeights(rt, { layout, names: matmulWeightNames(config.numLayers) });
       this.#tmp32 = f32("f32 before f16 copy", N * Math.max(C, F));
@@ -303,16 +307,33 @@ export class LlamaModel implements Disposable {
   /**
    * Encodes forward and backward of the micro-batch in `slot`: gradients of
    * `lossScale · Σ per-prediction loss` are added to {@link grads}; per-row losses are kept for
-   * {@link readStats}.
+   * {@link readStats}. With `weights`, forward and backward read the weights from that buffer
+   * (laid out as {@link params}) instead: DisTrO trains at a lookahead position held apart from
+   * the parameters, which then never leave their canonical values.
    */
-  encodeForwardBackward(step: GpuStep, args: { slot: number; lossScale: number }): void {
+  encodeForwardBackward(
+    step: GpuStep,
+    args: { slot: number; lossScale: number; weights?: GPUBuffer },
+  ): void {
     const { slot, lossScale } = args;
     if (!Number.isInteger(slot) || slot < 0 || slot >= this.slots) {
       throw new RangeError(`slot ${slot} outside [0, ${this.slots})`);
     }
-    this.#forward(step, slot);
-    this.#headAndLoss(step, slot, lossScale);
-    this.#backward(step, slot);
+    const weights = args.weights ?? this.params;
+    if (weights !== this.params && (weights === this.grads || weights.size < this.params.size)) {
+      throw new RangeError(
+        `weights "${weights.label}" must be a buffer of at least ${this.params.size} bytes ` +
+          "laid out as the parameters, other than the gradients",
+      );
+    }
+    this.#weightsBuffer = weights;
+    try {
+      this.#forward(step, slot);
+      this.#headAndLoss(step, slot, lossScale);
+      this.#backward(step, slot);
+    } finally {
+      this.#weightsBuffer = this.params;
+    }
     // Gather this slot's per-row losses for the single readback at the end of the step.
     const N = this.rows;
     step.encoder.copyBufferToBuffer(this.#losses[slot], 0, this.#stats, slot * N * 4, N * 4);
@@ -410,7 +431,7 @@ export class LlamaModel implements Disposable {
   }
 
   #w(l: number, s: LayerTensor): TensorView {
-    return this.#view(this.params, layerTensorName(l, s));
+    return this.#view(this.#weightsBuffer, layerTensorName(l, s));
   }
 
   #g(l: number, s: LayerTensor): TensorView {
@@ -425,7 +446,7 @@ export class LlamaModel implements Disposable {
   /** The matmul operand of weight `name`: its f16 copy in mixed precision, else the master. */
   #mw(name: string): { view: TensorView; type: MatmulInputType } {
     if (this.#half) return { view: this.#half.view(name), type: "f16" };
-    return { view: this.#view(this.params, name), type: "f32" };
+    return { view: this.#view(this.#weightsBuffer, name), type: "f32" };
   }
 
   /**
@@ -562,18 +583,21 @@ export class LlamaModel implements Disposable {
     const k = this.#k, c = this.config, pass = step.pass;
     const { hiddenSize: C, intermediateSize: F, vocabSize: V } = c;
     const QW = c.numHeads * c.headDim, KVW = c.numKvHeads * c.headDim, N = this.rows;
-    if (this.#half && this.#refreshedIn !== step) {
+    if (
+      this.#half && (this.#refreshedIn !== step || this.#refreshedFrom !== this.#weightsBuffer)
+    ) {
       // The masters may have changed since the last step (optimizer, DisTrO apply, writeParams).
       this.#half.encodeRefresh(pass, {
-        params: this.params,
+        params: this.#weightsBuffer,
         cast: (p, a) => k.castF16(p, a),
         maxBindingBytes: this.#rt.limits.maxStorageBufferBindingSize,
       });
       this.#refreshedIn = step;
+      this.#refreshedFrom = this.#weightsBuffer;
     }
     k.embedding(pass, {
       ids: this.#tokens[slot],
-      table: this.#view(this.params, "model.embed_tokens.weight"),
+      table: this.#view(this.#weightsBuffer, "model.embed_tokens.weight"),
       out: this.#xs[0],
       n: N,
       c: C,
@@ -626,13 +650,14 @@ export class LlamaModel implements Disposable {
       this.#linear(pass, l, "mlp.down_proj.weight", { x: a.act, out: next, inDim: F, outDim: C });
       k.accumulate(pass, { x: a.xm, y: next, n: N * C });
     }
-    const weight = this.#view(this.params, "model.norm.weight");
+    const weight = this.#view(this.#weightsBuffer, "model.norm.weight");
     this.#norm(pass, { x: this.#xs[c.numLayers], weight, out: this.#hf, rstd: this.#rstdf });
   }
 
   /** LM head, loss and (with `lossScale`) their backward; leaves d hf in #dh. */
   #headAndLoss(step: GpuStep, slot: number, lossScale: number | null): void {
     this.#head.encode(step.pass, {
+      params: this.#weightsBuffer,
       hf: this.#hf,
       dh: this.#dh,
       targets: this.#targets[slot],
@@ -650,7 +675,7 @@ export class LlamaModel implements Disposable {
     this.#normBackward(pass, {
       dout: this.#dh,
       x: this.#xs[L],
-      weight: this.#view(this.params, "model.norm.weight"),
+      weight: this.#view(this.#weightsBuffer, "model.norm.weight"),
       dweight: this.#view(this.grads, "model.norm.weight"),
       rstd: this.#rstdf,
       dx: this.#dx,

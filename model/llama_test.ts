@@ -86,6 +86,41 @@ Deno.test("encodeLoss gives the reference loss without touching the gradients", 
   assert.ok((await model.readGrads()).every((g) => g === 0));
 });
 
+Deno.test("forward/backward on a separate weights buffer equals a model holding those weights", async () => {
+  using rt = await GpuRuntime.create();
+  const B = 2, T = 5;
+  const own = spreadWeights(LAYOUT, 21, 0.3);
+  const other = spreadWeights(LAYOUT, 22, 0.3);
+  const tokens = seededTokens(9, B * T, CONFIG.vocabSize);
+  for (const precision of ["f32", "f16"] as const) {
+    const options = { config: CONFIG, layout: LAYOUT, microBatch: B, seqLen: T, slots: 1 };
+    using a = new LlamaModel(rt, { ...options, weights: own, precision });
+    using b = new LlamaModel(rt, { ...options, weights: other, precision });
+    const weights = rt.buffer("lookahead weights", other);
+    const run = async (m: LlamaModel, w?: GPUBuffer) => {
+      m.writeTokens(0, tokens);
+      const step = rt.beginStep(`weights ${precision}`);
+      m.encodeZeroGrads(step);
+      m.encodeForwardBackward(step, { slot: 0, lossScale: 1, weights: w });
+      await step.submit();
+      return { loss: (await m.readStats(1)).lossSum, grads: await m.readGrads() };
+    };
+    const got = await run(a, weights);
+    const want = await run(b);
+    assert.equal(got.loss, want.loss, `${precision}: loss`);
+    assert.deepEqual(got.grads, want.grads, `${precision}: gradients bit-identical`);
+    assert.deepEqual(await a.readParams(), own, `${precision}: the parameters are untouched`);
+    // Back on its own parameters, the model computes its own loss again.
+    assert.notEqual((await run(a)).loss, want.loss, `${precision}: own weights again`);
+    const step = rt.beginStep("bad weights");
+    assert.throws(
+      () => a.encodeForwardBackward(step, { slot: 0, lossScale: 1, weights: a.grads }),
+      /must be a buffer of at least .* other than the gradients/,
+    );
+    step[Symbol.dispose]();
+  }
+});
+
 Deno.test("LlamaModel checks its inputs", async () => {
   using rt = await GpuRuntime.create();
   const opts = {

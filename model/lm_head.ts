@@ -105,6 +105,8 @@ export class LmHead implements Disposable {
   encode(
     pass: GPUComputePassEncoder,
     io: {
+      /** The flat buffer holding the head's weights (the parameters unless told otherwise). */
+      params?: GPUBuffer;
       hf: GPUBuffer;
       dh: GPUBuffer;
       targets: GPUBuffer;
@@ -113,6 +115,8 @@ export class LmHead implements Disposable {
     },
   ): void {
     const N = this.#rows, C = this.#config.hiddenSize;
+    const { offset, size } = this.#head.params as { offset: number; size: number };
+    const head: TensorView = io.params ? { buffer: io.params, offset, size } : this.#head.params;
     for (let r0 = 0; r0 < N; r0 += this.chunkRows) {
       const R = Math.min(this.chunkRows, N - r0);
       const rows = (buffer: GPUBuffer, width: number): TensorView => ({
@@ -121,6 +125,7 @@ export class LmHead implements Disposable {
         size: R * width * 4,
       });
       this.#chunk(pass, {
+        head,
         r0,
         R,
         hf: rows(io.hf, C),
@@ -137,13 +142,13 @@ export class LmHead implements Disposable {
     this.#rt.destroyBuffer(this.#logits);
   }
 
-  /** The head rows of block `b` the matmuls read: the f16 copy in mixed precision. */
-  #weights(b: RowBlock): TensorView {
+  /** Rows `b` of `head` as the matmuls read them: the f16 copy in mixed precision. */
+  #weights(head: TensorView, b: RowBlock): TensorView {
     const C = this.#config.hiddenSize;
     if (this.#half) {
       return this.#half.view("lm_head.weight", { row0: b.start, rows: b.rows, width: C });
     }
-    return this.#rows0(this.#head.params, b);
+    return this.#rows0(head, b);
   }
 
   /** Rows `b` of a `[V, C]` view. */
@@ -156,6 +161,7 @@ export class LmHead implements Disposable {
   #chunk(
     pass: GPUComputePassEncoder,
     io: {
+      head: TensorView;
       r0: number;
       R: number;
       hf: TensorView;
@@ -178,7 +184,7 @@ export class LmHead implements Disposable {
     const logits = { buffer: this.#logits, offset: 0, size: R * V * 4 };
     const forward: MatmulArgs = {
       a: hf,
-      b: this.#weights(all),
+      b: this.#weights(io.head, all),
       inputType,
       c: logits,
       m: R,
@@ -190,7 +196,7 @@ export class LmHead implements Disposable {
     for (const { block, logits } of parts) {
       k.matmul(pass, {
         ...forward,
-        b: this.#weights(block),
+        b: this.#weights(io.head, block),
         c: logits,
         n: block.rows,
         variant: forwardVariant,
@@ -230,7 +236,7 @@ export class LmHead implements Disposable {
     // d hf = Σ_b dlogits_b·W_b (W [V, C]), chained over the blocks;  dW_b += dlogits_bᵀ·hf.
     const input: MatmulArgs = {
       a: logits,
-      b: this.#weights(all),
+      b: this.#weights(io.head, all),
       inputType,
       c: dh,
       m: R,
@@ -254,7 +260,7 @@ export class LmHead implements Disposable {
       k.matmul(pass, {
         ...input,
         a: logits,
-        b: this.#weights(block),
+        b: this.#weights(io.head, block),
         k: block.rows,
         accumulate: i === 0 ? false : "chain",
         variant: inputVariant,

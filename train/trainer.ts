@@ -75,13 +75,15 @@ export interface StepResult {
  * Encodes the gradient half of a step into `step`: queue the micro-batches' tokens, zero the
  * gradients, forward + backward of each micro-batch (scaled so the sum is the gradient of the mean
  * loss over all of them), then the squared gradient norm. A networked client calls this and then
- * its own optimizer calls; {@link trainStep} adds the optimizer and the readback.
+ * its own optimizer calls; {@link trainStep} adds the optimizer and the readback. With
+ * `weights`, forward and backward read the weights there instead of the model's parameters.
  * Returns the number of predictions (for the mean loss) and the `[1]` squared-norm buffer.
  */
 export function encodeGradients(
   model: LlamaModel,
   step: GpuStep,
   microBatches: Uint32Array[],
+  weights?: GPUBuffer,
 ): { predictions: number; gradSumSq: TensorView } {
   const T = model.seqLen;
   if (microBatches.length < 1 || microBatches.length > model.slots) {
@@ -93,7 +95,7 @@ export function encodeGradients(
   for (let i = 0; i < microBatches.length; i++) model.writeTokens(i, microBatches[i]);
   model.encodeZeroGrads(step);
   for (let i = 0; i < microBatches.length; i++) {
-    model.encodeForwardBackward(step, { slot: i, lossScale: 1 / predictions });
+    model.encodeForwardBackward(step, { slot: i, lossScale: 1 / predictions, weights });
   }
   return { predictions, gradSumSq: model.encodeGradSumSq(step) };
 }

@@ -7,14 +7,14 @@
  * 1. `apply(results of h−2)`: `θ −= lr·sign(exact aggregate)` (optimizer/exact.ts), results in
  *    canonical order, so every honest client computes bit-identical parameters; queued, not
  *    waited for;
- * 2. `train(batch of h)`, one GPU submission: lookahead `θ −= lr_{t−1}·sign(δ)`,
- *    forward/backward over the batch's micro-batches and DisTrO generate, which restores θ
- *    exactly, folds the gradient into δ and selects the top-k coefficients; the loss and the
- *    result are read back together (one completion wait, not one per stage) and the result is
- *    encoded (optimizer/wire.ts).
+ * 2. `train(batch of h)`, one GPU submission: the lookahead `P = θ − lr_{t−1}·sign(δ)` into a
+ *    buffer of its own, with θ's weight decay for this step in the same pass; forward/backward
+ *    of the batch's micro-batches on P; DisTrO generate, which folds the gradient into δ and
+ *    selects the top-k coefficients. The loss and the result are read back together (one
+ *    completion wait, not one per stage) and the result is encoded (optimizer/wire.ts).
  *
- * Between calls θ holds only applied updates (and weight decay from generate), never the
- * lookahead, so {@link NetworkTrainer.paramsHash} compares across clients.
+ * θ holds only applied updates and weight decay, never the lookahead, so
+ * {@link NetworkTrainer.paramsHash} compares across clients at any time.
  *
  * @module
  */
@@ -156,17 +156,23 @@ export class NetworkTrainer implements Disposable {
     );
     // Lookahead, forward/backward and generate in one submission; the two reads share one wait.
     const step = this.#rt.beginStep(`train step ${args.step}`);
-    this.distro.encodeLookahead(step, { params: this.model.params, prevLr: args.prevLr });
-    const { predictions, gradSumSq } = encodeGradients(this.model, step, microBatches);
+    const params = this.model.params;
+    this.distro.encodeLookaheadApart(step, { params, prevLr: args.prevLr, lr: args.lr });
+    const { predictions, gradSumSq } = encodeGradients(
+      this.model,
+      step,
+      microBatches,
+      this.distro.lookaheadWeights,
+    );
     const clip = this.distro.config.clipGradNorm;
     this.distro.encodeGenerate(step, {
-      params: this.model.params,
+      params,
       grads: this.model.grads,
       lr: args.lr,
       gradSumSq: clip !== null && clip > 0 ? gradSumSq : null,
     });
     await step.submit({ wait: false, signal: args.signal });
-    const [stats, params] = await Promise.all([
+    const [stats, own] = await Promise.all([
       this.model.readStats(microBatches.length, { signal: args.signal }),
       this.distro.readResult({ signal: args.signal }),
     ]);
@@ -174,7 +180,7 @@ export class NetworkTrainer implements Disposable {
       step: args.step,
       batch: { ...batch },
       trainerNonce: this.#nonce++ >>> 0,
-      params,
+      params: own,
     };
     const loss = stats.lossSum / predictions;
     return { result, loss, tokens: count * T, ms: performance.now() - t0 };

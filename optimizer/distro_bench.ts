@@ -241,7 +241,7 @@ async function gpuRound(record = false) {
   const o = record ? profiled : opt;
   const step = rt.beginStep("distro round");
   o.encodeApply(step, { params, lr: 1e-4, update });
-  o.encodeLookahead(step, { params, prevLr: 1e-4 });
+  o.encodeLookaheadApart(step, { params, prevLr: 1e-4, lr: 1e-4 });
   o.encodeGenerate(step, { params, grads, lr: 1e-4, gradSumSq: sumsq });
   await step.submit({ wait: false });
   await o.readResult();

@@ -110,6 +110,8 @@ export class DistroOptimizer implements Optimizer {
   #cur = 0;
   #hasOwn = false;
   #lookaheadActive = false;
+  /** θ's weight decay for the step in training was applied by {@link encodeLookaheadApart}. */
+  #decayedApart = false;
   readonly #profile: boolean;
   readonly #owned: GPUBuffer[] = [];
 
@@ -197,6 +199,48 @@ export class DistroOptimizer implements Optimizer {
     this.#lookaheadActive = true;
   }
 
+  /**
+   * The networked client's lookahead, apart from θ: `P = θ − prevLr·sign(δ)` into
+   * {@link lookaheadWeights} (P = θ before the first result) and, in the same pass, θ's decoupled
+   * weight decay for the step about to be trained, `θ = θ·(1 − lr·wd)`. Forward and backward
+   * then read P (train/trainer.ts `encodeGradients`' `weights`), and the next
+   * {@link encodeGenerate} neither restores nor decays θ. θ never holds the lookahead, so it can
+   * be hashed, saved or served at any time, and the two θ streams of the restoring weight-decay
+   * pass are saved. The values are bit-identical to {@link encodeLookahead}'s: the same
+   * `θ − prevLr·sign(δ)` and the same single multiplication by the same f32 factor.
+   */
+  encodeLookaheadApart(step: GpuStep, args: { params: GPUBuffer; prevLr: number; lr: number }) {
+    const { prevLr, lr } = args;
+    for (const [name, x] of [["prevLr", prevLr], ["lr", lr]] as const) {
+      if (!(x >= 0 && Number.isFinite(x))) {
+        throw new RangeError(`DistroOptimizer: bad learning rate ${name} = ${x}`);
+      }
+    }
+    if (viewLength(args.params) < this.#size) {
+      throw new RangeError(
+        `DistroOptimizer: params hold ${viewLength(args.params)} floats, needs ${this.#size}`,
+      );
+    }
+    const wd = this.config.weightDecay ?? 0;
+    this.#rt.write(
+      this.#hyperLook,
+      new Float32Array([this.#hasOwn ? prevLr : 0, 1 - lr * wd, 0, 0]),
+    );
+    this.#kernels.encodeLookaheadApart(this.#pass(step, "lookahead"), this.#size, wd !== 0, {
+      hyper: this.#hyperLook,
+      params: args.params,
+      delta: this.delta,
+      ahead: this.#saved,
+    });
+    this.#lookaheadActive = false;
+    this.#decayedApart = true;
+  }
+
+  /** `[P]` where {@link encodeLookaheadApart} puts the lookahead weights to train on. */
+  get lookaheadWeights(): GPUBuffer {
+    return this.#saved;
+  }
+
   /** Copies the saved θ back (undoing the lookahead), e.g. before a checkpoint. */
   encodeUndoLookahead(step: GpuStep, params: GPUBuffer): void {
     if (!this.#lookaheadActive) return;
@@ -228,12 +272,15 @@ export class DistroOptimizer implements Optimizer {
     // undoes it, so the weight-decay pass writes the canonical θ·wd directly. Without an active
     // lookahead (first step, after a settle) θ is copied there first. Without weight decay a
     // buffer copy restores θ (θ·1 = θ), cheaper than a shader pass on every adapter.
+    // After encodeLookaheadApart, θ was never moved and is already decayed.
     const encoder = step.encoder;
-    const decays = (this.config.weightDecay ?? 0) !== 0;
-    if (!decays && this.#lookaheadActive) {
-      encoder.copyBufferToBuffer(this.#saved, 0, args.params, 0, this.#size * 4);
-    } else if (decays && !this.#lookaheadActive) {
+    const apart = this.#decayedApart;
+    this.#decayedApart = false;
+    const decays = (this.config.weightDecay ?? 0) !== 0 && !apart;
+    if (decays && !this.#lookaheadActive) {
       encoder.copyBufferToBuffer(args.params, 0, this.#saved, 0, this.#size * 4);
+    } else if (!decays && !apart && this.#lookaheadActive) {
+      encoder.copyBufferToBuffer(this.#saved, 0, args.params, 0, this.#size * 4);
     }
     this.#lookaheadActive = false;
     const hyper = new ArrayBuffer(32);

@@ -121,6 +121,62 @@ Deno.test("the largest fast chunk (128) takes the fused kernels and stays bit-id
   await singleNodeMatchesReference({ ...BASE, chunk: 128, topk: 8 }, true, shapes);
 });
 
+Deno.test("the lookahead apart from θ trains at the same point and leaves the same bits", async () => {
+  for (const weightDecay of [0.1, null]) {
+    using rt = await GpuRuntime.create();
+    const { params, size } = flatLayout();
+    const config = { ...BASE, weightDecay };
+    using inPlace = new DistroOptimizer(rt, { params, size, config });
+    using apart = new DistroOptimizer(rt, { params, size, config });
+    const init = randomF32(31, size, -0.5, 0.5);
+    // Padding between parameters holds zeros, as in a model's flat buffer.
+    for (const p of params) {
+      init.fill(0, p.offset + sizeOf(p.shape), p.offset + Math.ceil(sizeOf(p.shape) / 64) * 64);
+    }
+    const thetaA = rt.buffer("θ in place", init), thetaB = rt.buffer("θ apart", init);
+    const grads = rt.buffer("grads", size * 4);
+    const sumsq = rt.buffer("sumsq", new Float32Array([4]));
+    const sent: DistroResult[] = [];
+    for (let t = 1; t <= 4; t++) {
+      const lr = 0.02 / t, prevLr = 0.02 / Math.max(1, t - 1);
+      rt.write(grads, randomF32(60 + t, size, -1, 1));
+      const step = rt.beginStep(`round ${t}`);
+      if (t >= 3) {
+        // Round t applies round t−2's results: this client's and a peer's (its own in bf16).
+        const results = [sent[t - 3], {
+          ...sent[t - 3],
+          trainerNonce: 9,
+          batch: { start: 5, end: 5 },
+        }];
+        const update = inPlace.layouts.map((l, n) =>
+          aggregateFixed(l, results.map((r) => r.params[n]))
+        );
+        inPlace.encodeApply(step, { params: thetaA, lr: prevLr, update });
+        apart.encodeApply(step, { params: thetaB, lr: prevLr, update });
+      }
+      inPlace.encodeLookahead(step, { params: thetaA, prevLr });
+      apart.encodeLookaheadApart(step, { params: thetaB, prevLr, lr });
+      await step.submit();
+      // Both train at the same point: θA holds it in place, the apart buffer beside θB.
+      assert.deepEqual(
+        await rt.read({ buffer: apart.lookaheadWeights, size: size * 4 }),
+        await rt.read(thetaA),
+        `round ${t} (wd ${weightDecay}): lookahead weights`,
+      );
+      const gen = rt.beginStep(`generate ${t}`);
+      inPlace.encodeGenerate(gen, { params: thetaA, grads, lr, gradSumSq: sumsq });
+      apart.encodeGenerate(gen, { params: thetaB, grads, lr, gradSumSq: sumsq });
+      await gen.submit();
+      const label = `round ${t} (wd ${weightDecay})`;
+      assert.deepEqual(await rt.read(thetaB), await rt.read(thetaA), `${label}: θ`);
+      assert.deepEqual(await rt.read(apart.delta), await rt.read(inPlace.delta), `${label}: δ`);
+      const [a, b] = [await inPlace.readResult(), await apart.readResult()];
+      assert.deepEqual(b, a, `${label}: result`);
+      sent.push({ step: t, batch: { start: 0, end: 0 }, trainerNonce: 0, params: a });
+    }
+  }
+});
+
 Deno.test("GPU DisTrO single-node steps match the reference (unquantized values)", async () => {
   await singleNodeMatchesReference(
     { ...BASE, quantize1bit: false, clipGradNorm: null, weightDecay: null, chunk: 8 },

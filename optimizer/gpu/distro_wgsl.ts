@@ -85,6 +85,30 @@ ${main1d(wg)}
 }
 
 /**
+ * The lookahead apart from θ, 4 floats per invocation: `P = θ − prevLr·sign(δ)` and, with
+ * `decays`, `θ = θ·wdFactor` (the weight decay of the step about to be trained, the same single
+ * multiplication as {@link weightDecayKernel}). Training reads P; θ never holds the lookahead.
+ * Bindings: 0 dims `{n4}`, 1 hyper `[prevLr, wdFactor]`, 2 θ (rw with `decays`), 3 δ, 4 P (w),
+ * all vec4.
+ */
+export function lookaheadApartKernel(wg: number, decays: boolean): string {
+  return /* wgsl */ `
+struct Dims { n4: u32, _p0: u32, _p1: u32, _p2: u32 };
+@group(0) @binding(0) var<uniform> dims: Dims;
+@group(0) @binding(1) var<storage, read> hyper: array<f32>;
+@group(0) @binding(2) var<storage, ${decays ? "read_write" : "read"}> theta: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> delta: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> ahead: array<vec4<f32>>;
+${main1d(wg)}
+  if (i >= dims.n4) { return; }
+  let p = theta[i];
+  ahead[i] = p - hyper[0] * sign(delta[i]);
+  ${decays ? "theta[i] = p * hyper[1];" : ""}
+}
+`;
+}
+
+/**
  * Decoupled weight decay, 4 floats per invocation: `θ = θ₀·wdFactor` with θ₀ the parameters
  * saved before the lookahead (so this also undoes it exactly).
  * Bindings: 0 dims `{n4}`, 1 hyper (`FEEDBACK_HYPER`), 2 θ₀, 3 θ (w), both vec4.

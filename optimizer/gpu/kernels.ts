@@ -33,6 +33,7 @@ import {
   dctRowsKernel,
   dctRowsVec4Kernel,
   feedbackKernel,
+  lookaheadApartKernel,
   lookaheadKernel,
   MAX_GPU_TOPK,
   MAX_GPU_TOPK_ROWS,
@@ -224,6 +225,31 @@ export class DistroKernels {
       v.saved,
     ]);
     dispatch1d(pass, this.#pipes.lookahead, g, n / 4, this.#wg);
+  }
+
+  /**
+   * `ahead = θ − prevLr·sign(δ)` over `n` elements (a multiple of 4) and, with `decays`,
+   * `θ = θ·wdFactor` (distro_wgsl.ts `lookaheadApartKernel`; hyper `[prevLr, wdFactor]`).
+   */
+  encodeLookaheadApart(
+    pass: GPUComputePassEncoder,
+    n: number,
+    decays: boolean,
+    v: { hyper: TensorView; params: TensorView; delta: TensorView; ahead: TensorView },
+  ): void {
+    for (const [name, view] of Object.entries(v)) {
+      if (name !== "hyper" && viewLength(view) < n) {
+        throw new RangeError(`distro lookahead: "${name}" holds ${viewLength(view)} < ${n}`);
+      }
+    }
+    if (n % 4 !== 0) throw new RangeError(`distro lookahead: ${n} elements, not a multiple of 4`);
+    const wg = this.#wg;
+    const pipe = this.#rt.pipeline(
+      `distro/lookahead-apart/${decays ? "decay" : "keep"}/wg${wg}`,
+      () => lookaheadApartKernel(wg, decays),
+    );
+    const views = [v.hyper, v.params, v.delta, v.ahead];
+    dispatch1d(pass, pipe, bindTensors(this.#rt, pipe, [n / 4, 0, 0, 0], views), n / 4, wg);
   }
 
   /**

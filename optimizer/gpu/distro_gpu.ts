@@ -3,7 +3,8 @@
  *
  * Buffers (P = floats in the flat parameter buffer, E = Σ chunks·k over parameters,
  * S = largest parameter):
- * - `delta` `[P]`: residual momentum δ; `saved` `[P]`: θ before the lookahead;
+ * - `delta` `[P]`: residual momentum δ; `saved` `[P]`: θ before the in-place lookahead, or
+ *   the lookahead weights the networked client trains on ({@link DistroOptimizer.lookaheadWeights});
  * - `ownIdx[2]`, `ownVal[2]` `[E]`: this step's and the previous step's own result
  *   (indices within chunks, unquantized values), double-buffered;
  * - `ownQ` `[E]`: fixed-point coefficients of the previous own result (single-node apply);
@@ -69,8 +70,9 @@ export interface GenerateArgs {
 
 /**
  * GPU DisTrO. Per step, for a networked client:
- * `encodeLookahead` (before forward) → forward/backward → `encodeGenerate` → submit →
- * `readResult` (to encode and send) … later `encodeApply` with the exact aggregate of every
+ * `encodeLookaheadApart` (before forward) → forward/backward on {@link lookaheadWeights} →
+ * `encodeGenerate` → submit → `readResult` (to encode and send) … later `encodeApply` with the
+ * exact aggregate of every
  * peer's result (exact.ts `aggregateFixed`, canonical order). Aggregate the *decoded payloads*,
  * the client's own included: in bf16 mode the local values are not bf16-rounded, and using
  * them would make this client's update differ from its peers'.

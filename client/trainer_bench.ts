@@ -65,12 +65,13 @@ const bytes = encodePayload(base, trainer.expectation);
 Deno.bench("client round: train 2 × 32 tokens into a DisTrO result", async () => {
   await train();
 });
-Deno.bench("client round: apply 3 peers' results", async () => {
-  await trainer.apply(three, 1e-4);
-});
-Deno.bench("client round: apply 32 peers' results", async () => {
-  await trainer.apply(thirtyTwo, 1e-4);
-});
+/** The client queues an apply without waiting for it; the bench waits (one Deno tick, ~11 ms). */
+const applied = async (results: DistroResult[]) => {
+  await trainer.apply(results, 1e-4);
+  await rt.beginStep("wait for the apply").submit();
+};
+Deno.bench("client round: apply 3 peers' results", () => applied(three));
+Deno.bench("client round: apply 32 peers' results", () => applied(thirtyTwo));
 Deno.bench(`client round: encode + decode one payload (${bytes.length} bytes)`, () => {
   decodePayload(encodePayload(base, trainer.expectation), trainer.expectation);
 });

@@ -139,6 +139,16 @@ export interface ApplyViews {
   offsets: TensorView;
 }
 
+/** A streaming kernel's `n` (a multiple of 4) and its views other than `hyper` (each ≥ n). */
+function checkFlatViews(kernel: string, n: number, views: Record<string, TensorView>): void {
+  for (const [name, view] of Object.entries(views)) {
+    if (name !== "hyper" && viewLength(view) < n) {
+      throw new RangeError(`${kernel}: "${name}" holds ${viewLength(view)} < ${n}`);
+    }
+  }
+  if (n % 4 !== 0) throw new RangeError(`${kernel}: ${n} elements, not a multiple of 4`);
+}
+
 /** The DisTrO pipelines for one runtime. */
 export class DistroKernels {
   readonly #rt: GpuRuntime;
@@ -212,12 +222,7 @@ export class DistroKernels {
     n: number,
     v: { hyper: TensorView; params: TensorView; delta: TensorView; saved: TensorView },
   ): void {
-    for (const [name, view] of Object.entries(v)) {
-      if (name !== "hyper" && viewLength(view) < n) {
-        throw new RangeError(`distro lookahead: "${name}" holds ${viewLength(view)} < ${n}`);
-      }
-    }
-    if (n % 4 !== 0) throw new RangeError(`distro lookahead: ${n} elements, not a multiple of 4`);
+    checkFlatViews("distro lookahead", n, v);
     const g = bindTensors(this.#rt, this.#pipes.lookahead, [n / 4, 0, 0, 0], [
       v.hyper,
       v.params,
@@ -237,12 +242,7 @@ export class DistroKernels {
     decays: boolean,
     v: { hyper: TensorView; params: TensorView; delta: TensorView; ahead: TensorView },
   ): void {
-    for (const [name, view] of Object.entries(v)) {
-      if (name !== "hyper" && viewLength(view) < n) {
-        throw new RangeError(`distro lookahead: "${name}" holds ${viewLength(view)} < ${n}`);
-      }
-    }
-    if (n % 4 !== 0) throw new RangeError(`distro lookahead: ${n} elements, not a multiple of 4`);
+    checkFlatViews("distro lookahead", n, v);
     const wg = this.#wg;
     const pipe = this.#rt.pipeline(
       `distro/lookahead-apart/${decays ? "decay" : "keep"}/wg${wg}`,
@@ -284,14 +284,7 @@ export class DistroKernels {
     n: number,
     v: { hyper: TensorView; source: TensorView; params: TensorView },
   ): void {
-    if (n % 4 !== 0) {
-      throw new RangeError(`distro weight decay: ${n} elements, not a multiple of 4`);
-    }
-    for (const [name, view] of [["source", v.source], ["params", v.params]] as const) {
-      if (viewLength(view) < n) {
-        throw new RangeError(`distro weight decay: "${name}" holds ${viewLength(view)} < ${n}`);
-      }
-    }
+    checkFlatViews("distro weight decay", n, v);
     const pipe = this.#pipes.weightDecay;
     const g = bindTensors(this.#rt, pipe, [n / 4, 0, 0, 0], [v.hyper, v.source, v.params]);
     dispatch1d(pass, pipe, g, n / 4, this.#wg);

@@ -6,7 +6,7 @@ import { GpuRuntime } from "../../shaders/gpu.ts";
 import { parseCompareArgs } from "./cli.ts";
 import { runComparison } from "./compare.ts";
 import { runEngineSteps } from "./engine_step.ts";
-import { corpusBatch, encodeTokenFile } from "./inputs.ts";
+import { corpusBatch, encodeTokenFile, writeSeededModel } from "./inputs.ts";
 import { compareReports } from "./report.ts";
 import {
   findTorchPython,
@@ -147,9 +147,7 @@ Deno.test({
   async fn() {
     const dir = await Deno.makeTempDir();
     try {
-      const config = await readLlamaConfig(`${TINY}/config.json`);
-      const layout = llamaParamLayout(config);
-      await writeModelDir(dir, { config, layout, weights: initParams(layout, config, 1) });
+      await writeSeededModel(dir, await readLlamaConfig(`${TINY}/config.json`), 1);
       await Deno.writeFile(`${dir}/tokens.u32`, encodeTokenFile(new Uint32Array(2 * 8)));
       const io = { modelDir: dir, tokensFile: `${dir}/tokens.u32`, device: "cpu" } as const;
       const shape = { batch: 2, seqLen: 8, warmup: 1, steps: 1, lr: 1e-3 };

@@ -433,7 +433,7 @@ export class PayloadService {
       if (!(error instanceof BulkFetchError)) throw error;
       this.#bulkFallbacks[error.code] = (this.#bulkFallbacks[error.code] ?? 0) + 1;
       // A listener we cannot reach (firewall, NAT without the port) stays so: skip the detour.
-      if (error.code === "unreachable") this.#bulkUnreachable.add(peer.toString());
+      if (error.code === "unreachable") this.#bulkUnreachable.add(key);
     }
     const again = await this.#node.libp2p.dial(peer, { signal });
     const second = await this.#request(again, { ...request, acceptBulk: false }, checks, signal);

@@ -1,16 +1,14 @@
 import assert from "node:assert/strict";
 import { CoordinatorError } from "../../coordinator/errors.ts";
 import { keyString } from "../../coordinator/machine_core.ts";
-import { CoordinatorHost } from "../../coordinator/server/host.ts";
-import { startCoordinatorServer } from "../../coordinator/server/server.ts";
-import { testState, warmupReport } from "../../tests/support/coordinator_fixtures.ts";
+import { startTestServer } from "../../tests/support/server_driver.ts";
+import { warmupReport } from "../../tests/support/coordinator_fixtures.ts";
 import { generateIdentity } from "../../net/mod.ts";
 import { BackendError } from "./backend.ts";
 import { parseAddress, TcpBackend, type TcpBackendEvent } from "./tcp.ts";
 
 function serve(port = 0) {
-  const host = new CoordinatorHost({ state: testState({}, 0), withdrawOnDisconnect: true });
-  return startCoordinatorServer({ host, hostname: "127.0.0.1", port, tickIntervalMs: 100 });
+  return startTestServer({ port, tickIntervalMs: 100 });
 }
 
 Deno.test("addresses are host:port or [v6]:port", () => {

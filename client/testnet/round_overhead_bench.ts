@@ -21,9 +21,7 @@
 import { parseArgs } from "node:util";
 import { TcpBackend } from "../backend/tcp.ts";
 import { generateIdentity } from "../../net/mod.ts";
-import { CoordinatorHost } from "../../coordinator/server/host.ts";
-import { startCoordinatorServer } from "../../coordinator/server/server.ts";
-import { testState } from "../../tests/support/coordinator_fixtures.ts";
+import { startTestServer } from "../../tests/support/server_driver.ts";
 import { Testnet } from "./launcher.ts";
 import { quantile, type RoundTiming, roundTimings, type TimedEvent } from "./round_overhead.ts";
 import { tinyRunFolder } from "./testing.ts";
@@ -40,8 +38,7 @@ const DEFAULT_ROUND_WITNESS_TIME = 0.1;
 
 /** Median and p90 of the request round trip (µs) over `n` requests on loopback. */
 async function tcpRoundTrip(n: number): Promise<{ median: number; p90: number }> {
-  const host = new CoordinatorHost({ state: testState({}, 0), withdrawOnDisconnect: true });
-  const server = startCoordinatorServer({ host, hostname: "127.0.0.1", tickIntervalMs: 60_000 });
+  const server = startTestServer({ tickIntervalMs: 60_000 });
   const backend = await TcpBackend.connect({
     address: server.address,
     runId: "test-run",

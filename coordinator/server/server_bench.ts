@@ -12,9 +12,8 @@ import { identities } from "../../tests/support/coordinator_fixtures.ts";
 import { TcpBackend } from "../../client/backend/tcp.ts";
 import { generateIdentity } from "../../net/mod.ts";
 import type { Witness } from "../types.ts";
-import { CoordinatorHost } from "./host.ts";
 import { decodeClientMessage, encodeClientMessage, encodeServerMessage } from "./protocol.ts";
-import { startCoordinatorServer } from "./server.ts";
+import { startTestServer } from "../../tests/support/server_driver.ts";
 
 const { numBits, numKeys } = witnessBloomParameters(256);
 const bloom = () => createBloom(numBits, new BigUint64Array(numKeys).fill(7n));
@@ -56,8 +55,7 @@ Deno.bench("State frame of a 256-client epoch (encode state + frame)", { group: 
   encodeServerMessage({ kind: "State", bytes: encodeCoordinatorState(full) });
 });
 
-const host = new CoordinatorHost({ state: testState({}, 0), withdrawOnDisconnect: true });
-const server = startCoordinatorServer({ host, hostname: "127.0.0.1", tickIntervalMs: 60_000 });
+const server = startTestServer({ tickIntervalMs: 60_000 });
 const backend = await TcpBackend.connect({
   address: server.address,
   runId: "test-run",

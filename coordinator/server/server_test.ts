@@ -1,7 +1,11 @@
 import assert from "node:assert/strict";
 import { TcpBackend, type TcpBackendEvent } from "../../client/backend/tcp.ts";
 import { decodeHandshakeMessage, generateIdentity } from "../../net/mod.ts";
-import { framesUntilClosed, rawConnect } from "../../tests/support/server_driver.ts";
+import {
+  framesUntilClosed,
+  rawConnect,
+  startTestServer,
+} from "../../tests/support/server_driver.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
 import { keyString } from "../machine_core.ts";
 import { toMillis } from "../time.ts";
@@ -12,14 +16,7 @@ import { type CoordinatorServerOptions, startCoordinatorServer } from "./server.
 
 function serve(options: Partial<CoordinatorServerOptions> = {}) {
   const events: ServerEvent[] = [];
-  const host = new CoordinatorHost({ state: testState({}, 0), withdrawOnDisconnect: true });
-  const server = startCoordinatorServer({
-    host,
-    hostname: "127.0.0.1",
-    tickIntervalMs: 10_000,
-    onEvent: (e) => events.push(e),
-    ...options,
-  });
+  const server = startTestServer({ onEvent: (e) => events.push(e), ...options });
   return { server, events };
 }
 

@@ -7,11 +7,33 @@
  * @module
  */
 import { sameKey } from "../../coordinator/machine_core.ts";
+import { CoordinatorHost } from "../../coordinator/server/host.ts";
+import {
+  type CoordinatorServer,
+  type CoordinatorServerOptions,
+  startCoordinatorServer,
+} from "../../coordinator/server/server.ts";
 import { currentRound, roundSelection } from "../../coordinator/machine_queries.ts";
 import type { CoordinatorState, RunState, WitnessMetadata } from "../../coordinator/types.ts";
 import type { CoordinatorBackend } from "../../client/backend/backend.ts";
 import { FrameReader } from "../../net/mod.ts";
-import { warmupReport, witnessReport } from "./coordinator_fixtures.ts";
+import { testState, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
+
+/**
+ * A coordinator server on loopback for the test run (`testState`, no clients yet, disconnects
+ * withdraw), ticking every 10 s unless `options` say otherwise.
+ */
+export function startTestServer(
+  options: Partial<Omit<CoordinatorServerOptions, "host">> = {},
+): CoordinatorServer {
+  const host = new CoordinatorHost({ state: testState({}, 0), withdrawOnDisconnect: true });
+  return startCoordinatorServer({
+    host,
+    hostname: "127.0.0.1",
+    tickIntervalMs: 10_000,
+    ...options,
+  });
+}
 
 /** What a scripted client saw: one entry per distinct (run state, epoch, step, height). */
 export interface Observed {

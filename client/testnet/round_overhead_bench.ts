@@ -19,9 +19,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { TcpBackend } from "../backend/tcp.ts";
-import { generateIdentity } from "../../net/mod.ts";
-import { startTestServer } from "../../tests/support/server_driver.ts";
+import { connectTestBackend, startTestServer } from "../../tests/support/server_driver.ts";
 import { Testnet } from "./launcher.ts";
 import { quantile, type RoundTiming, roundTimings, type TimedEvent } from "./round_overhead.ts";
 import { tinyRunFolder } from "./testing.ts";
@@ -39,11 +37,7 @@ const DEFAULT_ROUND_WITNESS_TIME = 0.1;
 /** Median and p90 of the request round trip (µs) over `n` requests on loopback. */
 async function tcpRoundTrip(n: number): Promise<{ median: number; p90: number }> {
   const server = startTestServer({ tickIntervalMs: 60_000 });
-  const backend = await TcpBackend.connect({
-    address: server.address,
-    runId: "test-run",
-    identity: generateIdentity(),
-  });
+  const backend = await connectTestBackend(server);
   const repo = { kind: "Hub" as const, repo: { repoId: "org/m", revision: null } };
   const samples: number[] = [];
   try {

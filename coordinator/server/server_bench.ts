@@ -9,11 +9,9 @@ import { createBloom, witnessBloomParameters } from "../bloom.ts";
 import { encodeCoordinatorState } from "../encoding.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
 import { identities } from "../../tests/support/coordinator_fixtures.ts";
-import { TcpBackend } from "../../client/backend/tcp.ts";
-import { generateIdentity } from "../../net/mod.ts";
 import type { Witness } from "../types.ts";
 import { decodeClientMessage, encodeClientMessage, encodeServerMessage } from "./protocol.ts";
-import { startTestServer } from "../../tests/support/server_driver.ts";
+import { connectTestBackend, startTestServer } from "../../tests/support/server_driver.ts";
 
 const { numBits, numKeys } = witnessBloomParameters(256);
 const bloom = () => createBloom(numBits, new BigUint64Array(numKeys).fill(7n));
@@ -56,11 +54,7 @@ Deno.bench("State frame of a 256-client epoch (encode state + frame)", { group: 
 });
 
 const server = startTestServer({ tickIntervalMs: 60_000 });
-const backend = await TcpBackend.connect({
-  address: server.address,
-  runId: "test-run",
-  identity: generateIdentity(),
-});
+const backend = await connectTestBackend(server);
 const repo = { kind: "Hub" as const, repo: { repoId: "org/m", revision: null } };
 
 Deno.bench("request round trip over loopback (answered Error)", { group: "tcp" }, async () => {

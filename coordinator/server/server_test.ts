@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { TcpBackend, type TcpBackendEvent } from "../../client/backend/tcp.ts";
+import type { TcpBackendEvent } from "../../client/backend/tcp.ts";
 import { decodeHandshakeMessage, generateIdentity } from "../../net/mod.ts";
 import {
+  connectTestBackend,
   framesUntilClosed,
   rawConnect,
   startTestServer,
@@ -25,15 +26,13 @@ Deno.test("a second connection with the same key replaces the first and keeps th
   await using _ = server;
   const identity = generateIdentity();
   const firstEvents: TcpBackendEvent[] = [];
-  const first = await TcpBackend.connect({
-    address: server.address,
-    runId: "test-run",
+  const first = await connectTestBackend(server, {
     identity,
     reconnect: false,
     onEvent: (e) => firstEvents.push(e),
   });
   await first.join();
-  const second = await TcpBackend.connect({ address: server.address, runId: "test-run", identity });
+  const second = await connectTestBackend(server, { identity });
   try {
     while (!firstEvents.some((e) => e.kind === "Failed")) {
       await new Promise((r) => setTimeout(r, 10));
@@ -52,11 +51,7 @@ Deno.test("a second connection with the same key replaces the first and keeps th
 Deno.test("the state is pushed periodically even when nothing changes", async () => {
   const { server } = serve({ pushIntervalMs: 50 });
   await using _ = server;
-  const backend = await TcpBackend.connect({
-    address: server.address,
-    runId: "test-run",
-    identity: generateIdentity(),
-  });
+  const backend = await connectTestBackend(server);
   try {
     let count = 0;
     for await (const _state of backend.states({ signal: AbortSignal.timeout(2000) })) {
@@ -79,12 +74,7 @@ Deno.test("a peer that never answers the challenge is rejected after the handsha
 
 Deno.test("closing the server withdraws nobody and reports Stopped", async () => {
   const { server, events } = serve();
-  const backend = await TcpBackend.connect({
-    address: server.address,
-    runId: "test-run",
-    identity: generateIdentity(),
-    reconnect: false,
-  });
+  const backend = await connectTestBackend(server, { reconnect: false });
   await backend.join();
   await server.close();
   await backend.close();
@@ -99,11 +89,7 @@ Deno.test("closing the server withdraws nobody and reports Stopped", async () =>
 Deno.test("connections over the cap are rejected at once; the others carry on", async () => {
   const { server, events } = serve({ maxConnections: 1 });
   await using _ = server;
-  const backend = await TcpBackend.connect({
-    address: server.address,
-    runId: "test-run",
-    identity: generateIdentity(),
-  });
+  const backend = await connectTestBackend(server);
   try {
     const raw = await rawConnect(server.address);
     const frames = await framesUntilClosed(raw, 3000);
@@ -145,11 +131,7 @@ Deno.test("each state ends at its own deadline and is pushed at once, with no pe
     onEvent: (e) => events.push(e),
   });
   await using _ = server;
-  const backend = await TcpBackend.connect({
-    address: server.address,
-    runId: "test-run",
-    identity: generateIdentity(),
-  });
+  const backend = await connectTestBackend(server);
   try {
     await backend.join();
     const seen: CoordinatorState[] = [];
@@ -196,11 +178,7 @@ Deno.test("a join that completes the quorum moves the run before its Ack is answ
     pushIntervalMs: 600_000,
   });
   await using _ = server;
-  const backend = await TcpBackend.connect({
-    address: server.address,
-    runId: "test-run",
-    identity: generateIdentity(),
-  });
+  const backend = await connectTestBackend(server);
   try {
     const states = backend.states({ signal: AbortSignal.timeout(10_000) })[Symbol.asyncIterator]();
     assert.equal((await states.next()).value?.runState, "WaitingForMembers");

@@ -16,7 +16,8 @@ import {
 import { currentRound, roundSelection } from "../../coordinator/machine_queries.ts";
 import type { CoordinatorState, RunState, WitnessMetadata } from "../../coordinator/types.ts";
 import type { CoordinatorBackend } from "../../client/backend/backend.ts";
-import { FrameReader } from "../../net/mod.ts";
+import { TcpBackend, type TcpBackendOptions } from "../../client/backend/tcp.ts";
+import { FrameReader, generateIdentity } from "../../net/mod.ts";
 import { testState, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
 
 /**
@@ -31,6 +32,19 @@ export function startTestServer(
     host,
     hostname: "127.0.0.1",
     tickIntervalMs: 10_000,
+    ...options,
+  });
+}
+
+/** A {@linkcode TcpBackend} on the test run at `server`, a fresh identity unless `options` give one. */
+export function connectTestBackend(
+  server: { address: string },
+  options: Partial<TcpBackendOptions> = {},
+): Promise<TcpBackend> {
+  return TcpBackend.connect({
+    address: server.address,
+    runId: "test-run",
+    identity: generateIdentity(),
     ...options,
   });
 }

@@ -111,9 +111,11 @@ export class DistroOptimizer implements Optimizer {
   /** Which of the double buffers holds the latest own result. */
   #cur = 0;
   #hasOwn = false;
-  #lookaheadActive = false;
-  /** θ's weight decay for the step in training was applied by {@link encodeLookaheadApart}. */
-  #decayedApart = false;
+  /**
+   * The pending lookahead: none, `in-place` (θ moved, `saved` holds it: generate or an undo
+   * restores it), or `apart` (in `saved`; θ unmoved and already decayed for the step).
+   */
+  #lookahead: "none" | "in-place" | "apart" = "none";
   readonly #profile: boolean;
   readonly #owned: GPUBuffer[] = [];
 
@@ -182,7 +184,8 @@ export class DistroOptimizer implements Optimizer {
   encodeReset(step: GpuStep): void {
     step.encoder.clearBuffer(this.delta);
     this.#hasOwn = false;
-    this.#lookaheadActive = false;
+    // A lookahead apart from θ already decayed θ for its step; generate must still skip that.
+    if (this.#lookahead === "in-place") this.#lookahead = "none";
   }
 
   /**
@@ -198,7 +201,7 @@ export class DistroOptimizer implements Optimizer {
       delta: this.delta,
       saved: this.#saved,
     });
-    this.#lookaheadActive = true;
+    this.#lookahead = "in-place";
   }
 
   /**
@@ -234,8 +237,7 @@ export class DistroOptimizer implements Optimizer {
       delta: this.delta,
       ahead: this.#saved,
     });
-    this.#lookaheadActive = false;
-    this.#decayedApart = true;
+    this.#lookahead = "apart";
   }
 
   /** `[P]` where {@link encodeLookaheadApart} puts the lookahead weights to train on. */
@@ -245,9 +247,9 @@ export class DistroOptimizer implements Optimizer {
 
   /** Copies the saved θ back (undoing the lookahead), e.g. before a checkpoint. */
   encodeUndoLookahead(step: GpuStep, params: GPUBuffer): void {
-    if (!this.#lookaheadActive) return;
+    if (this.#lookahead !== "in-place") return;
     step.encoder.copyBufferToBuffer(this.#saved, 0, params, 0, this.#size * 4);
-    this.#lookaheadActive = false;
+    this.#lookahead = "none";
   }
 
   /**
@@ -276,15 +278,14 @@ export class DistroOptimizer implements Optimizer {
     // buffer copy restores θ (θ·1 = θ), cheaper than a shader pass on every adapter.
     // After encodeLookaheadApart, θ was never moved and is already decayed.
     const encoder = step.encoder;
-    const apart = this.#decayedApart;
-    this.#decayedApart = false;
-    const decays = (this.config.weightDecay ?? 0) !== 0 && !apart;
-    if (decays && !this.#lookaheadActive) {
+    const lookahead = this.#lookahead;
+    this.#lookahead = "none";
+    const decays = (this.config.weightDecay ?? 0) !== 0 && lookahead !== "apart";
+    if (decays && lookahead === "none") {
       encoder.copyBufferToBuffer(args.params, 0, this.#saved, 0, this.#size * 4);
-    } else if (!decays && !apart && this.#lookaheadActive) {
+    } else if (!decays && lookahead === "in-place") {
       encoder.copyBufferToBuffer(this.#saved, 0, args.params, 0, this.#size * 4);
     }
-    this.#lookaheadActive = false;
     const hyper = new ArrayBuffer(32);
     new Float32Array(hyper, 0, 4).set([
       lr,

@@ -325,8 +325,7 @@ export class DistroKernels {
     if (!this.hasFusedFeedback(spec)) {
       throw new RangeError(`distro feedback: no fused kernel for ${n1}×${n2} chunks`);
     }
-    const rowMax = v.rowMax !== undefined;
-    if (rowMax) this.#checkRowMax(spec, v.rowMax!);
+    this.#requireRowMax(spec, v.rowMax);
     const wg = this.#wg;
     // Two columns per invocation where they fit (on llvmpipe 1.26× faster than one; four
     // were slower, as 4 × 64 live values spill).
@@ -335,15 +334,36 @@ export class DistroKernels {
       `distro/fast-feedback-cols/n${n1}/w${width}/wg${wg}`,
       () => fastFeedbackColsKernel(wg, n1, width),
     );
+    const views = [v.hyper, v.grads, v.delta, this.#basisFloat, v.ownIdx, v.ownVal, v.t];
+    const lines = (rowsN * colsN) / n1 / width;
+    dispatch1d(pass, down, bindTensors(this.#rt, down, spec, views), lines, wg);
+    this.#encodeFastRows(pass, spec, v);
+  }
+
+  /** The fast DCT's row pass: T into chunk-major Y and, with `rowMax`, the row maxima. */
+  #encodeFastRows(
+    pass: GPUComputePassEncoder,
+    spec: number[],
+    v: { t: TensorView; y: TensorView; rowMax?: TensorView },
+  ): void {
+    const [rowsN, colsN, , n2] = spec;
+    const wg = this.#wg;
+    const rowMax = v.rowMax !== undefined;
     const along = this.#rt.pipeline(
       `distro/fast-dct-rows${rowMax ? "-max" : ""}/n${n2}/wg${wg}`,
       () => fastDctRowsKernel(wg, n2, rowMax),
     );
-    const views = [v.hyper, v.grads, v.delta, this.#basisFloat, v.ownIdx, v.ownVal, v.t];
-    const lines = (rowsN * colsN) / n1 / width;
-    dispatch1d(pass, down, bindTensors(this.#rt, down, spec, views), lines, wg);
     const b = bindTensors(this.#rt, along, spec, rowMax ? [v.t, v.y, v.rowMax!] : [v.t, v.y]);
     dispatch1d(pass, along, b, (rowsN * colsN) / n2, wg);
+  }
+
+  /** A `rowMax` view (if given) that this parameter's DCT can fill: {@link hasRowMax}, sized. */
+  #requireRowMax(spec: number[], rowMax: TensorView | undefined): void {
+    if (rowMax === undefined) return;
+    if (!this.hasRowMax(spec)) {
+      throw new RangeError(`distro DCT: no row maxima for ${spec[2]}×${spec[3]} chunks`);
+    }
+    this.#checkRowMax(spec, rowMax);
   }
 
   /**
@@ -360,27 +380,16 @@ export class DistroKernels {
   ): void {
     const [rowsN, colsN, n1, n2] = spec;
     const size = rowsN * colsN;
-    if (v.rowMax !== undefined) {
-      if (!this.hasRowMax(spec)) {
-        throw new RangeError(`distro DCT: no row maxima for ${n1}×${n2} chunks`);
-      }
-      this.#checkRowMax(spec, v.rowMax);
-    }
+    this.#requireRowMax(spec, v.rowMax);
     if (hasFastDct(n1) && hasFastDct(n2)) {
       const wg = this.#wg;
-      const rowMax = v.rowMax !== undefined;
       const down = this.#rt.pipeline(
         `distro/fast-dct-cols/n${n1}/wg${wg}`,
         () => fastDctColsKernel(wg, n1),
       );
-      const along = this.#rt.pipeline(
-        `distro/fast-dct-rows${rowMax ? "-max" : ""}/n${n2}/wg${wg}`,
-        () => fastDctRowsKernel(wg, n2, rowMax),
-      );
       const a = bindTensors(this.#rt, down, spec, [v.x, v.t]);
       dispatch1d(pass, down, a, size / n1, wg);
-      const b = bindTensors(this.#rt, along, spec, rowMax ? [v.t, v.y, v.rowMax!] : [v.t, v.y]);
-      dispatch1d(pass, along, b, size / n2, wg);
+      this.#encodeFastRows(pass, spec, v);
       return;
     }
     if (n2 % 4 === 0) {

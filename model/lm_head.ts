@@ -42,8 +42,11 @@ export class LmHead implements Disposable {
   /** Byte offset of each block's `[R, Vb]` logits in the chunk buffer. */
   readonly #offsets: number[] = [];
   readonly #logits: GPUBuffer;
-  /** f32 `[V, C]` head and its gradient, inside the flat parameter and gradient buffers. */
-  readonly #head: { params: TensorView; grads: TensorView };
+  /**
+   * f32 `[V, C]` head: the parameter buffer holding it (unless an encode names another), its
+   * gradient view, and its view inside any buffer laid out as the parameters.
+   */
+  readonly #head: { params: GPUBuffer; grads: TensorView; view: (buffer: GPUBuffer) => TensorView };
   readonly #half: HalfWeights | null;
 
   /**
@@ -94,7 +97,7 @@ export class LmHead implements Disposable {
     this.#logits = rt.buffer("llama logits chunk", bytes);
     const e = paramEntry(options.layout, "lm_head.weight");
     const view = (buffer: GPUBuffer) => ({ buffer, offset: e.offset * 4, size: e.size * 4 });
-    this.#head = { params: view(options.params), grads: view(options.grads) };
+    this.#head = { params: options.params, grads: view(options.grads), view };
   }
 
   /**
@@ -115,8 +118,7 @@ export class LmHead implements Disposable {
     },
   ): void {
     const N = this.#rows, C = this.#config.hiddenSize;
-    const { offset, size } = this.#head.params as { offset: number; size: number };
-    const head: TensorView = io.params ? { buffer: io.params, offset, size } : this.#head.params;
+    const head = this.#head.view(io.params ?? this.#head.params);
     for (let r0 = 0; r0 < N; r0 += this.chunkRows) {
       const R = Math.min(this.chunkRows, N - r0);
       const rows = (buffer: GPUBuffer, width: number): TensorView => ({

@@ -23,6 +23,13 @@ function sizeOf(shape: readonly number[]) {
   return shape.reduce((a, b) => a * b);
 }
 
+/** Zeroes the padding after each parameter (to the next multiple of 64), as in a model's buffer. */
+function zeroPadding(flat: Float32Array, params: readonly FlatParam[]): void {
+  for (const p of params) {
+    flat.fill(0, p.offset + sizeOf(p.shape), p.offset + Math.ceil(sizeOf(p.shape) / 64) * 64);
+  }
+}
+
 async function singleNodeMatchesReference(
   config: DistroConfig,
   exactTheta: boolean,
@@ -49,9 +56,7 @@ async function singleNodeMatchesReference(
     const refGrads = params.map((p) => grads.slice(p.offset, p.offset + sizeOf(p.shape)));
     let sq = 0;
     for (const g of refGrads) for (const x of g) sq += x * x;
-    for (const p of params) {
-      grads.fill(0, p.offset + sizeOf(p.shape), p.offset + Math.ceil(sizeOf(p.shape) / 64) * 64);
-    }
+    zeroPadding(grads, params);
     rt.write(gradsBuf, grads);
     rt.write(sumsq, new Float32Array([sq]));
     const step = rt.beginStep(`distro ${t}`);
@@ -129,10 +134,7 @@ Deno.test("the lookahead apart from θ trains at the same point and leaves the s
     using inPlace = new DistroOptimizer(rt, { params, size, config });
     using apart = new DistroOptimizer(rt, { params, size, config });
     const init = randomF32(31, size, -0.5, 0.5);
-    // Padding between parameters holds zeros, as in a model's flat buffer.
-    for (const p of params) {
-      init.fill(0, p.offset + sizeOf(p.shape), p.offset + Math.ceil(sizeOf(p.shape) / 64) * 64);
-    }
+    zeroPadding(init, params);
     const thetaA = rt.buffer("θ in place", init), thetaB = rt.buffer("θ apart", init);
     const grads = rt.buffer("grads", size * 4);
     const sumsq = rt.buffer("sumsq", new Float32Array([4]));

@@ -14,6 +14,7 @@ import { fixedBasis } from "../exact.ts";
 import { hasFastDct } from "../fast_dct.ts";
 import type { ChunkLayout } from "../layout.ts";
 import {
+  appliesPacked,
   chunkApplyIterations,
   chunkApplyKernel,
   chunkFeedbackKernel,
@@ -23,6 +24,7 @@ import {
   chunkWidth,
   hasChunkKernels,
   MAX_LOOP_ITERATIONS,
+  packBasis16,
 } from "./chunk_wgsl.ts";
 import { fastDctColsKernel, fastDctRowsKernel, fastFeedbackColsKernel } from "./fast_dct_wgsl.ts";
 import {
@@ -68,10 +70,12 @@ export interface KernelParam {
 export class BasisTables implements Disposable {
   /** f32 tables `C[u·n + i]` and transposes `Cᵀ[i·n + u]`, concatenated. */
   readonly float: GPUBuffer;
-  /** i32 fixed-point tables `Q[u·n + i]`, concatenated at offsets that are multiples of 4. */
+  /** i32 fixed-point tables `Q[u·n + i]`, concatenated at offsets that are multiples of 8. */
   readonly fixed: GPUBuffer;
   /** The same fixed-point tables as f32 (exact: every entry is an integer below 2^15). */
   readonly fixedFloat: GPUBuffer;
+  /** The same fixed-point tables as i16 pairs (chunk_wgsl.ts `packBasis16`). */
+  readonly fixedPacked: GPUBuffer;
   /** `max_{u,i} |Q[u][i]|` per size: the float filter's bound (apply_wgsl.ts). */
   readonly fixedMax = new Map<number, number>();
   readonly #float = new Map<number, [number, number]>();
@@ -87,10 +91,10 @@ export class BasisTables implements Disposable {
       this.#float.set(n, [floats, floats + padded]);
       floats += 2 * padded;
       this.#fixed.set(n, fixed);
-      fixed += padded;
+      fixed += Math.ceil((n * n) / 8) * 8; // groups of 8 for the packed table
     }
     const f = new Float32Array(Math.max(4, floats));
-    const q = new Int32Array(Math.max(1, fixed));
+    const q = new Int32Array(Math.max(8, fixed));
     for (const n of distinct) {
       const c = dctMatrix(n);
       const [at, atT] = this.#float.get(n)!;
@@ -103,6 +107,7 @@ export class BasisTables implements Disposable {
     this.float = rt.buffer(`${label} dct basis f32`, f);
     this.fixed = rt.buffer(`${label} dct basis fixed`, q);
     this.fixedFloat = rt.buffer(`${label} dct basis fixed as f32`, Float32Array.from(q));
+    this.fixedPacked = rt.buffer(`${label} dct basis fixed as i16 pairs`, packBasis16(q));
   }
 
   /** Offsets of the size-`n` tables: f32 `C`, f32 `Cᵀ`, fixed `Q` (RangeError if not built). */
@@ -116,6 +121,7 @@ export class BasisTables implements Disposable {
     this.#rt.destroyBuffer(this.float);
     this.#rt.destroyBuffer(this.fixed);
     this.#rt.destroyBuffer(this.fixedFloat);
+    this.#rt.destroyBuffer(this.fixedPacked);
   }
 }
 
@@ -486,7 +492,8 @@ export class DistroKernels {
         `distro/chunk-apply/n${n2}/r${rows}/w${width}/g${group}`,
         () => chunkApplyKernel(n2, rows, width, group),
       );
-      const g = bindTensors(this.#rt, pipe, spec, [...views, this.#basis.fixedFloat]);
+      const table = appliesPacked(rows, width) ? this.#basis.fixedPacked : this.#basis.fixedFloat;
+      const g = bindTensors(this.#rt, pipe, spec, [...views, table]);
       dispatch(pass, pipe, g, chunkGrid(spec[5], group));
       return;
     }

@@ -6,6 +6,7 @@ import { encode } from "../dct.ts";
 import { fastEncodeErrorBound } from "../fast_dct.ts";
 import { aggregateFixed, COEFF_BITS, decodeFixed, fixedBasis } from "../exact.ts";
 import { type ChunkLayout, chunkLayout } from "../layout.ts";
+import { packBasis16 } from "./chunk_wgsl.ts";
 import { BasisTables, DistroKernels, type KernelParam } from "./kernels.ts";
 
 const SHAPES: [number[], number, number][] = [
@@ -362,4 +363,18 @@ Deno.test("filtered apply takes the exact path where f32 gets the sign wrong", a
   const want = theta0.map((t, i) => Math.fround(t - lr * Math.sign(x[i])));
   const bad = [...want].flatMap((w, i) => got[i] === w ? [] : [[i, got[i], w, x[i]]]);
   assert.deepEqual(bad.slice(0, 5), [], `${bad.length} elements differ from the exact sign`);
+});
+
+Deno.test("packBasis16 puts values k and k + 4 of each group of 8 in one word, sign-extended back", () => {
+  const table = new Int32Array([1, -2, 3, -4, 16384, -16384, 0, 7, -1, 2, -3, 4, 5, 6, 7, -8]);
+  const words = packBasis16(table);
+  assert.equal(words.length, 8);
+  const unpacked = Array.from({ length: 16 }, (_, i) => {
+    const g = i >> 3, k = i & 3, high = (i & 4) !== 0;
+    const w = words[g * 4 + k];
+    return high ? (w | 0) >> 16 : ((w << 16) | 0) >> 16;
+  });
+  assert.deepEqual(unpacked, Array.from(table));
+  assert.throws(() => packBasis16(new Int32Array(12)), /12 values/);
+  assert.throws(() => packBasis16(new Int32Array(8).fill(40000)), /beyond 16 bits/);
 });

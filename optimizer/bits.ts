@@ -77,9 +77,17 @@ export class BitReader {
     return this.#bit;
   }
 
-  /** Reads `width` bits (0..32) as an unsigned number, a byte's worth at a time. */
+  /** Reads `width` bits (0..32) as an unsigned number. */
   read(width: number): number {
     if (this.#bit + width > this.#bytes.length * 8) throw new BitStreamEndError(this.#bit);
+    if (width <= 25) {
+      // The bits lie within 4 bytes (offset <= 7); bytes past the end read as 0 (`undefined | 0`).
+      const b = this.#bytes, i = this.#bit >>> 3;
+      const word = b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24);
+      const v = (word >>> (this.#bit & 7)) & ((1 << width) - 1);
+      this.#bit += width;
+      return v;
+    }
     let v = 0;
     let got = 0;
     while (got < width) {

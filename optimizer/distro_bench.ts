@@ -16,12 +16,15 @@
  *    DisTrO work per step is
  *    - GPU: apply the exact aggregate of 4 peers' results and the lookahead (before the
  *      forward pass), generate (error feedback, momentum, fast DCT, top-k; after the backward
- *      pass), queued as one submission as client/trainer.ts queues them, and the result read
- *      back (the one completion wait, which the client shares with reading the loss);
+ *      pass), queued here as one submission, and the result read back (the one completion wait,
+ *      which the client shares with reading the loss). The client (client/trainer.ts) submits
+ *      the apply on its own when the results arrive, without waiting, and the lookahead,
+ *      training and generate as one submission;
  *    - encode: the payload; decode: 4 peers' payloads and their exact aggregate (host);
- *    printed with their sum as a share of the AdamW step (rounds alternate AdamW steps and
- *    DisTrO work; medians), then each kernel's GPU time from a profiled twin of the optimizer
- *    (timestamped passes, one per kernel).
+ *    printed with their sum as a share of the DisTrO step and of the AdamW step (rounds
+ *    alternate the training steps and the DisTrO work; medians), then each kernel's GPU time
+ *    from a profiled twin of the optimizer (timestamped passes, one per kernel), and the
+ *    apply's GPU time for 1, 4 and 16 peers.
  *    With `--large`, separately labelled shares: the same DisTrO work against AdamW steps of
  *    4 x 512 and 8 x 512 tokens (2 and 4 micro-batches of 2 x 512) measured in the same rounds. DisTrO's
  *    cost per step is fixed while training cost grows with tokens (Psyche's production config
@@ -251,11 +254,11 @@ const decodeAggregate = () => {
 };
 const update = decodeAggregate();
 /**
- * A networked client's DisTrO GPU work in one round, queued as the client queues it (client/
- * trainer.ts): apply the peers' aggregate and the lookahead before the forward pass, generate
- * after the backward pass, then read the result back. The client submits apply and training
- * without waiting and reads the result together with the loss, so the one completion wait
- * here (about 11 ms on Deno) is shared with the training step there: counted anyway.
+ * A networked client's DisTrO GPU work in one round (client/trainer.ts): apply the peers'
+ * aggregate and the lookahead before the forward pass, generate after the backward pass, then
+ * read the result back. The client submits apply and training without waiting and reads the
+ * result together with the loss, so the one completion wait here (about 11 ms on Deno) is the
+ * training step's there: the table takes it off once.
  */
 async function gpuRound(record = false) {
   const o = record ? profiled : opt;
@@ -342,6 +345,28 @@ const gpuSum = [...roundKernels.values()].reduce((a, xs) => a + median(xs), 0);
 console.log(
   `GPU time per kernel in a round (ms, median): ${parts.join(", ")}; sum ${gpuSum.toFixed(1)}`,
 );
+
+/*
+ * The apply sums every aggregated entry of a chunk at every element, so its cost grows with the
+ * number of peers (about 8 entries each at topk 8) while the rest of the round does not. Its GPU
+ * time for 1, 4 and 16 peers' random 1-bit results (the profiled twin, medians of 3).
+ */
+const applyByPeers: string[] = [];
+for (const peers of [1, 4, 16]) {
+  const results = Array.from({ length: peers }, () => randomParams());
+  const aggregate = opt.layouts.map((l, n) => aggregateFixed(l, results.map((r) => r[n])));
+  const times: number[] = [];
+  for (let round = 0; round < 4; round++) {
+    const step = rt.beginStep("apply by peers");
+    profiled.encodeApply(step, { params, lr: 1e-4, update: aggregate });
+    await step.submit();
+    const apply = new Map<string, number[]>();
+    kernelTimes(step, apply);
+    if (round > 0) times.push(apply.get("apply")![0]); // the first compiles
+  }
+  applyByPeers.push(`${peers} peer${peers > 1 ? "s" : ""} ${median(times).toFixed(1)}`);
+}
+console.log(`GPU time of the apply by peers (ms, median): ${applyByPeers.join(", ")}`);
 
 Deno.bench({
   name: `AdamW training step, ${(layout.paramCount / 1e6).toFixed(1)}M params, ${B}x${T} tokens`,

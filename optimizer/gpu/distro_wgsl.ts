@@ -215,32 +215,117 @@ ${main1d(wg)}
 `;
 }
 
-/** The insertion step of the top-k kernels: `key` enters the sorted list as index `t`. */
-function topkInsert(t: string, pad: string): string {
-  return `${pad}if (filled == k && key <= low) { continue; }
-${pad}var pos = filled;
-${pad}if (filled == k) { pos = k - 1u; } else { filled++; }
-${pad}loop {
-${pad}  if (pos == 0u || keys[pos - 1u] >= key) { break; }
-${pad}  keys[pos] = keys[pos - 1u];
-${pad}  ids[pos] = ids[pos - 1u];
-${pad}  pos--;
-${pad}}
-${pad}keys[pos] = key;
-${pad}ids[pos] = ${t};
-${pad}if (filled == k) { low = keys[k - 1u]; }`;
+/** `(key a, id a)` ranks below `(key b, id b)`: a smaller key, or an equal key and a larger id. */
+const RANKS_BELOW = /* wgsl */ `fn ranks_below(ka: u32, ia: u32, kb: u32, ib: u32) -> bool {
+  return ka < kb || (ka == kb && ia > ib);
+}`;
+
+/** Moves the list may make in all before a bounded top-k kernel turns it into a heap. */
+export const TOPK_LIST_MOVES = 16384;
+
+/**
+ * Worst-case loop iterations of one invocation of the unbounded top-k kernels (every
+ * coefficient entering the list and moving all k others), row maxima included.
+ */
+export function topkListIterations(n1: number, totalk: number, k: number): number {
+  return (n1 + totalk) * (k + 2) + k;
 }
 
-/** The top-k kernels' private list and its output, around a `scan` of the chunk `i`. */
-function topkBody(scan: string, value: string): string {
+/** Sinks `(key, id)` from the top of the min-heap `keys[0..size)` (lowest rank on top). */
+function siftDown(size: string, key: string, id: string, pad: string): string {
+  return `${pad}{
+${pad}  var pos = 0u;
+${pad}  loop {
+${pad}    let c = 2u * pos + 1u;
+${pad}    if (c >= ${size}) { break; }
+${pad}    var m = c;
+${pad}    if (c + 1u < ${size} && ranks_below(keys[c + 1u], ids[c + 1u], keys[c], ids[c])) { m = c + 1u; }
+${pad}    if (!ranks_below(keys[m], ids[m], ${key}, ${id})) { break; }
+${pad}    keys[pos] = keys[m];
+${pad}    ids[pos] = ids[m];
+${pad}    pos = m;
+${pad}  }
+${pad}  keys[pos] = ${key};
+${pad}  ids[pos] = ${id};
+${pad}}`;
+}
+
+/**
+ * The insertion step of the top-k kernels: `key` enters the kept list as index `t`. The list
+ * is sorted by rank (key, then the lower index first), filled from the top; a late entry
+ * usually lands near the bottom and moves few others. Indices arrive ascending, so a key
+ * equal to the lowest kept one ranks below it and is skipped (ties to the lower index). `low`
+ * is the lowest kept key once the list is full.
+ *
+ * An entry can move all k others, though: ascending magnitudes do that for every coefficient,
+ * which from k = 16 on a 64×64 chunk runs past llvmpipe's limit of 65,535 loop iterations per
+ * invocation, and the adapter then ends the scan silently. With `bounded`, a list that has
+ * made {@link TOPK_LIST_MOVES} moves is reversed, which makes it a min-heap (the lowest rank on
+ * top), and every later entry replaces the top and sinks at most the heap's height (6 for
+ * k = 64); {@link topkBody} then heap-sorts it. A heap throughout was 3-4× slower on usual data.
+ */
+function topkInsert(bounded: boolean, t: string, pad: string): string {
+  const p = bounded ? pad + "  " : pad;
+  const list = `${p}var pos = filled;
+${p}if (filled == k) { pos = k - 1u; } else { filled++; }
+${p}loop {
+${p}  if (pos == 0u || keys[pos - 1u] >= key) { break; }
+${p}  keys[pos] = keys[pos - 1u];
+${p}  ids[pos] = ids[pos - 1u];
+${p}  pos--;${bounded ? `\n${p}  moves++;` : ""}
+${p}}
+${p}keys[pos] = key;
+${p}ids[pos] = ${t};
+${p}if (filled == k) { low = keys[k - 1u]; }`;
+  const skip = `${pad}if (filled == k && key <= low) { continue; }`;
+  if (!bounded) return `${skip}\n${list}`;
+  return `${skip}
+${pad}if (heap_mode) {
+${siftDown("k", "key", t, p)}
+${pad}  low = keys[0];
+${pad}} else {
+${list}
+${pad}  if (filled == k && moves > ${TOPK_LIST_MOVES}u) {
+${pad}    for (var a = 0u; a < k / 2u; a++) {
+${pad}      let b = k - 1u - a;
+${pad}      let ka = keys[a];
+${pad}      let ia = ids[a];
+${pad}      keys[a] = keys[b];
+${pad}      ids[a] = ids[b];
+${pad}      keys[b] = ka;
+${pad}      ids[b] = ia;
+${pad}    }
+${pad}    heap_mode = true;
+${pad}    low = keys[0];
+${pad}  }
+${pad}}`;
+}
+
+/**
+ * The top-k kernels' private list and its output in rank order, around a `scan` of the chunk
+ * `i`. With `bounded`, a list that became a heap is heap-sorted first: the top, the lowest
+ * rank, swapped to the end of the shrinking heap.
+ */
+function topkBody(bounded: boolean, scan: string, value: string): string {
+  const state = bounded ? "\n  var moves = 0u;\n  var heap_mode = false;" : "";
+  const sort = bounded
+    ? `
+  for (var n = k - 1u; heap_mode && n > 0u; n--) {
+    let top_key = keys[n];
+    let top_id = ids[n];
+    keys[n] = keys[0];
+    ids[n] = ids[0];
+${siftDown("n", "top_key", "top_id", "    ")}
+  }`
+    : "";
   return `  if (i >= spec.chunks) { return; }
   let k = spec.k;
   let base = i * spec.totalk;
   var keys: array<u32, ${MAX_GPU_TOPK}>;
   var ids: array<u32, ${MAX_GPU_TOPK}>;
   var filled = 0u;
-  var low = 0u;
-${scan}
+  var low = 0u;${state}
+${scan}${sort}
   let out = spec.entry + i * k;
   for (var r = 0u; r < k; r++) {
     out_idx[out + r] = ids[r];
@@ -258,7 +343,7 @@ ${scan}
  * llvmpipe; 16 at a time was slower). Bindings: 0 spec, 1 Y (`vec4<f32>` when `vec4`),
  * 2 indices (w), 3 values (w).
  */
-export function topkKernel(wg: number, vec4 = false): string {
+export function topkKernel(wg: number, vec4 = false, bounded = false): string {
   // An equal key found later ranks below (ties to the lower index): skip it.
   const scan = vec4
     ? `  for (var t4 = 0u; t4 < spec.totalk / 4u; t4++) {
@@ -266,20 +351,21 @@ export function topkKernel(wg: number, vec4 = false): string {
     if (filled == k && all(q <= vec4<u32>(low))) { continue; }
     for (var s = 0u; s < 4u; s++) {
       let key = q[s];
-${topkInsert("t4 * 4u + s", "      ")}
+${topkInsert(bounded, "t4 * 4u + s", "      ")}
     }
   }`
     : `  for (var t = 0u; t < spec.totalk; t++) {
     let key = bitcast<u32>(y[base + t]) & 0x7fffffffu;
-${topkInsert("t", "    ")}
+${topkInsert(bounded, "t", "    ")}
   }`;
   const value = vec4 ? "y[(base + ids[r]) / 4u][(base + ids[r]) % 4u]" : "y[base + ids[r]]";
   return /* wgsl */ `${SPEC}
 @group(0) @binding(1) var<storage, read> y: array<${vec4 ? "vec4<f32>" : "f32"}>;
 @group(0) @binding(2) var<storage, read_write> out_idx: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out_val: array<f32>;
+${RANKS_BELOW}
 ${main1d(wg)}
-${topkBody(scan, value)}`;
+${topkBody(bounded, scan, value)}`;
 }
 
 /**
@@ -294,17 +380,17 @@ ${topkBody(scan, value)}`;
  * fewer than k rows scan every row (τ = 0). Needs n2 a multiple of 4. Bindings: 0 spec,
  * 1 Y (vec4), 2 indices (w), 3 values (w), 4 row maxima (u32).
  */
-export function topkRowsKernel(wg: number): string {
+export function topkRowsKernel(wg: number, bounded = false): string {
   const scan = `  let rows = i * spec.n1;
   var tau = 0u;
   if (spec.n1 >= k) {
     for (var u = 0u; u < spec.n1; u++) {
       let key = row_max[rows + u];
-${topkInsert("u", "      ")}
+${topkInsert(bounded, "u", "      ")}
     }
-    tau = keys[k - 1u];
+    tau = low;
     filled = 0u;
-    low = 0u;
+    low = 0u;${bounded ? "\n    heap_mode = false;" : ""}
   }
   // The rows to read, in index order: a lane then loops over its own rows only (skipping
   // inside one loop over all rows ran every row that any of the SIMD lanes needed).
@@ -325,7 +411,7 @@ ${topkInsert("u", "      ")}
       if (filled == k && all(q <= vec4<u32>(low))) { continue; }
       for (var s = 0u; s < 4u; s++) {
         let key = q[s];
-${topkInsert("(u * q4 + t4) * 4u + s", "        ")}
+${topkInsert(bounded, "(u * q4 + t4) * 4u + s", "        ")}
       }
     }
   }`;
@@ -334,8 +420,9 @@ ${topkInsert("(u * q4 + t4) * 4u + s", "        ")}
 @group(0) @binding(2) var<storage, read_write> out_idx: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out_val: array<f32>;
 @group(0) @binding(4) var<storage, read> row_max: array<u32>;
+${RANKS_BELOW}
 ${main1d(wg)}
-${topkBody(scan, "y[(base + ids[r]) / 4u][(base + ids[r]) % 4u]")}`;
+${topkBody(bounded, scan, "y[(base + ids[r]) / 4u][(base + ids[r]) % 4u]")}`;
 }
 
 /**

@@ -41,6 +41,7 @@ import {
   MAX_GPU_TOPK_ROWS,
   ownFixedKernel,
   topkKernel,
+  topkListIterations,
   topkRowsKernel,
   weightDecayKernel,
 } from "./distro_wgsl.ts";
@@ -182,6 +183,9 @@ export class DistroKernels {
       topk: make("topk", topkKernel),
       topkVec4: make("topk-vec4", (wg) => topkKernel(wg, true)),
       topkRows: make("topk-rows", topkRowsKernel),
+      topkBounded: make("topk-bounded", (wg) => topkKernel(wg, false, true)),
+      topkVec4Bounded: make("topk-vec4-bounded", (wg) => topkKernel(wg, true, true)),
+      topkRowsBounded: make("topk-rows-bounded", (wg) => topkRowsKernel(wg, true)),
       ownFixed: make("own-fixed", ownFixedKernel),
       apply: make("apply", applyKernel),
       applyVec4: make("apply-vec4", applyVec4Kernel),
@@ -425,21 +429,29 @@ export class DistroKernels {
    * Per-chunk top-k of chunk-major `y` into the entry range of `idx`/`val`; the kernel reading 4
    * coefficients at a time when totalk is a multiple of 4 (same bits either way). With `rowMax`
    * (each coefficient row's largest key, as {@link encodeDct} writes it) only the rows that can
-   * hold a winner are read: same bits again.
+   * hold a winner are read: same bits again. Where the sorted list's worst case could pass
+   * llvmpipe's loop limit (`topkListIterations`: from k = 16 on 64×64 chunks) the bounded
+   * kernels, whose list turns into a heap after many moves: same bits again.
    */
   encodeTopk(
     pass: GPUComputePassEncoder,
     spec: number[],
     v: { y: TensorView; idx: TensorView; val: TensorView; rowMax?: TensorView },
   ): void {
+    const [, , n1, , , , totalk, k] = spec;
+    // The plain sorted list where even its worst case stays within llvmpipe's loop limit.
+    const bounded = topkListIterations(n1, totalk, k) > MAX_LOOP_ITERATIONS;
+    const pipes = this.#pipes;
     if (v.rowMax !== undefined) {
       this.#checkRowMax(spec, v.rowMax);
-      const pipe = this.#pipes.topkRows;
+      const pipe = bounded ? pipes.topkRowsBounded : pipes.topkRows;
       const g = bindTensors(this.#rt, pipe, spec, [v.y, v.idx, v.val, v.rowMax]);
       dispatch1d(pass, pipe, g, spec[5], this.#wg);
       return;
     }
-    const pipe = spec[6] % 4 === 0 ? this.#pipes.topkVec4 : this.#pipes.topk;
+    const pipe = totalk % 4 === 0
+      ? (bounded ? pipes.topkVec4Bounded : pipes.topkVec4)
+      : (bounded ? pipes.topkBounded : pipes.topk);
     const g = bindTensors(this.#rt, pipe, spec, [v.y, v.idx, v.val]);
     dispatch1d(pass, pipe, g, spec[5], this.#wg);
   }

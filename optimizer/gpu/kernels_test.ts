@@ -378,3 +378,46 @@ Deno.test("packBasis16 puts values k and k + 4 of each group of 8 in one word, s
   assert.throws(() => packBasis16(new Int32Array(12)), /12 values/);
   assert.throws(() => packBasis16(new Int32Array(8).fill(40000)), /beyond 16 bits/);
 });
+
+Deno.test("GPU top-k stays exact where every coefficient enters the list (ascending magnitudes)", async () => {
+  using rt = await GpuRuntime.create();
+  // Each new key is the largest so far: with an insertion list every key would shift all k
+  // entries, 4096·k loop iterations per chunk (past llvmpipe's 65,535 per invocation at k = 16).
+  for (const k of [16, 32, 64]) {
+    const layout = chunkLayout("w", [64, 128], { chunk: 64, topk: k });
+    const { kernels, params, entries } = setup(rt, [layout]);
+    const ascending = Float32Array.from(
+      { length: layout.size },
+      (_, i) => (i % 3 ? 1 : -1) * (1 + i),
+    );
+    // Ascending until the list has turned into a heap, then ties, specials and a new maximum:
+    // the heap must rank them as the sorted list does.
+    const mixed = ascending.map((x, i) => {
+      const t = i % 4096;
+      if (t < 2048) return x;
+      if (t % 5 === 0) return t % 2 ? 5000 : -5000; // ties among the kept
+      return [-0, Infinity, NaN, 1e9, -1e9][t % 7] ?? x / 2;
+    });
+    for (
+      const [y, rows] of [[ascending, false], [ascending, true], [mixed, false], [
+        mixed,
+        true,
+      ]] as const
+    ) {
+      const idx = rt.buffer("idx", entries * 4);
+      const val = rt.buffer("val", entries * 4);
+      const step = rt.beginStep("topk ascending");
+      kernels.encodeTopk(step.pass, kernels.spec(params[0]), {
+        y: rt.buffer("y", y),
+        idx,
+        val,
+        rowMax: rows ? rt.buffer("row max", rowMaxKeys(layout, y)) : undefined,
+      });
+      await step.submit();
+      const want = topk(layout, y);
+      const what = `k = ${k}${rows ? ", row skipping" : ""}${y === mixed ? ", mixed" : ""}`;
+      assert.deepEqual(await rt.readU32(idx), want.indices, `indices, ${what}`);
+      assert.deepEqual(await rt.read(val), want.values, `values, ${what}`);
+    }
+  }
+});

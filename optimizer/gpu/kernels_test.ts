@@ -158,10 +158,31 @@ Deno.test("GPU top-k is bit-identical to the reference on the same coefficients"
   }
 });
 
+/** The first parameter's top-k on the GPU (the row-skipping kernel with `rowSkipping`). */
+async function gpuTopk(
+  rt: GpuRuntime,
+  setupOut: ReturnType<typeof setup>,
+  y: Float32Array,
+  rowSkipping: boolean,
+): Promise<{ indices: Uint32Array; values: Float32Array }> {
+  const { kernels, params, entries } = setupOut;
+  const layout = params[0].layout;
+  const idx = rt.buffer("idx", entries * 4);
+  const val = rt.buffer("val", entries * 4);
+  const step = rt.beginStep("topk");
+  kernels.encodeTopk(step.pass, kernels.spec(params[0]), {
+    y: rt.buffer("y", y),
+    idx,
+    val,
+    rowMax: rowSkipping ? rt.buffer("row max", rowMaxKeys(layout, y)) : undefined,
+  });
+  await step.submit();
+  return { indices: await rt.readU32(idx), values: await rt.read(val) };
+}
+
 Deno.test("row-skipping top-k picks winners spread over rows, ties to the lower index", async () => {
   using rt = await GpuRuntime.create();
   const layout = chunkLayout("w", [64, 128], { chunk: 64, topk: 8 }); // 2 chunks of 64×64
-  const { kernels, params, entries } = setup(rt, [layout]);
   const y = randomF32(77, layout.size, -1, 1);
   // Chunk 0: one huge value per row in rows 3, 9, 20, 21, 40, 50, 61, 63 (every winner is a row
   // maximum). Chunk 1: nine equal maxima in nine rows, and one row holding two of the top
@@ -171,19 +192,10 @@ Deno.test("row-skipping top-k picks winners spread over rows, ties to the lower 
   [5, 6, 7, 8, 30, 31, 32, 33, 60].forEach((u) => (y[c1 + u * 64 + 1] = -4));
   y[c1 + 2 * 64 + 10] = 9;
   y[c1 + 2 * 64 + 11] = 5;
-  const idx = rt.buffer("idx", entries * 4);
-  const val = rt.buffer("val", entries * 4);
-  const step = rt.beginStep("topk rows");
-  kernels.encodeTopk(step.pass, kernels.spec(params[0]), {
-    y: rt.buffer("y", y),
-    idx,
-    val,
-    rowMax: rt.buffer("row max", rowMaxKeys(layout, y)),
-  });
-  await step.submit();
+  const got = await gpuTopk(rt, setup(rt, [layout]), y, true);
   const want = topk(layout, y);
-  assert.deepEqual(await rt.readU32(idx), want.indices);
-  assert.deepEqual(await rt.read(val), want.values);
+  assert.deepEqual(got.indices, want.indices);
+  assert.deepEqual(got.values, want.values);
   assert.ok(want.indices.slice(8).includes(2 * 64 + 11), "the second value of row 2 is picked");
 });
 
@@ -385,7 +397,7 @@ Deno.test("GPU top-k stays exact where every coefficient enters the list (ascend
   // entries, 4096·k loop iterations per chunk (past llvmpipe's 65,535 per invocation at k = 16).
   for (const k of [16, 32, 64]) {
     const layout = chunkLayout("w", [64, 128], { chunk: 64, topk: k });
-    const { kernels, params, entries } = setup(rt, [layout]);
+    const kernelSetup = setup(rt, [layout]);
     const ascending = Float32Array.from(
       { length: layout.size },
       (_, i) => (i % 3 ? 1 : -1) * (1 + i),
@@ -398,26 +410,13 @@ Deno.test("GPU top-k stays exact where every coefficient enters the list (ascend
       if (t % 5 === 0) return t % 2 ? 5000 : -5000; // ties among the kept
       return [-0, Infinity, NaN, 1e9, -1e9][t % 7] ?? x / 2;
     });
-    for (
-      const [y, rows] of [[ascending, false], [ascending, true], [mixed, false], [
-        mixed,
-        true,
-      ]] as const
-    ) {
-      const idx = rt.buffer("idx", entries * 4);
-      const val = rt.buffer("val", entries * 4);
-      const step = rt.beginStep("topk ascending");
-      kernels.encodeTopk(step.pass, kernels.spec(params[0]), {
-        y: rt.buffer("y", y),
-        idx,
-        val,
-        rowMax: rows ? rt.buffer("row max", rowMaxKeys(layout, y)) : undefined,
-      });
-      await step.submit();
+    const cases = [[ascending, false], [ascending, true], [mixed, false], [mixed, true]] as const;
+    for (const [y, rows] of cases) {
+      const got = await gpuTopk(rt, kernelSetup, y, rows);
       const want = topk(layout, y);
       const what = `k = ${k}${rows ? ", row skipping" : ""}${y === mixed ? ", mixed" : ""}`;
-      assert.deepEqual(await rt.readU32(idx), want.indices, `indices, ${what}`);
-      assert.deepEqual(await rt.read(val), want.values, `values, ${what}`);
+      assert.deepEqual(got.indices, want.indices, `indices, ${what}`);
+      assert.deepEqual(got.values, want.values, `values, ${what}`);
     }
   }
 });

@@ -224,12 +224,12 @@ export class NetworkTrainer implements Disposable {
     await step.submit();
   }
 
-  /** sha256 (hex) of the parameter buffer's bytes. */
-  async paramsHash(): Promise<string> {
-    const params = await this.model.readParams();
-    return createHash("sha256").update(
-      new Uint8Array(params.buffer, params.byteOffset, params.byteLength),
-    ).digest("hex");
+  /** sha256 (hex) of the parameter buffer's bytes, hashed where they are mapped. */
+  paramsHash(): Promise<string> {
+    return this.#rt.withBytes(
+      this.model.params,
+      (bytes) => createHash("sha256").update(bytes).digest("hex"),
+    );
   }
 
   /** Writes `config.json` + `model.safetensors` (f32) to `dir`. */

@@ -611,7 +611,21 @@ export class GpuRuntime {
   }
 
   /** Read a view back as raw bytes through a temporary staging buffer. */
-  async readBytes(view: TensorView, options: { signal?: AbortSignal } = {}): Promise<ArrayBuffer> {
+  readBytes(view: TensorView, options: { signal?: AbortSignal } = {}): Promise<ArrayBuffer> {
+    return this.withBytes(view, (bytes) => bytes.slice().buffer, options);
+  }
+
+  /**
+   * Reads a view back (after all submitted work) and hands its bytes to `consume`, which must
+   * use them synchronously, during the call: they live in the mapped staging buffer, so one that
+   * only digests them (a hash) saves the copy {@link readBytes} makes to keep them (45 ms for
+   * 80 MB on lavapipe).
+   */
+  async withBytes<T>(
+    view: TensorView,
+    consume: (bytes: Uint8Array) => T,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<T> {
     options.signal?.throwIfAborted();
     const { buffer, offset, size } = resolveView(view);
     const copySize = Math.ceil(size / 4) * 4;
@@ -625,7 +639,7 @@ export class GpuRuntime {
       if (copySize > 0) encoder.copyBufferToBuffer(buffer, offset, staging, 0, copySize);
       this.device.queue.submit([encoder.finish()]);
       await untilAborted(staging.mapAsync(GPUMapMode.READ), options.signal);
-      return staging.getMappedRange(0, copySize).slice(0, size);
+      return consume(new Uint8Array(staging.getMappedRange(0, copySize), 0, size));
     } finally {
       staging.destroy();
     }

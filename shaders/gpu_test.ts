@@ -26,6 +26,23 @@ Deno.test("runtime writes, reads back and caches uniforms", async () => {
   await assert.rejects(() => rt.read(buf, { signal: ac.signal }), /stop/);
 });
 
+Deno.test("withBytes hands a view's bytes to a consumer and returns what it returns", async () => {
+  using rt = await GpuRuntime.create();
+  const buf = rt.buffer("bytes", new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]));
+  const sum = await rt.withBytes({ buffer: buf, offset: 4, size: 6 }, (bytes) => {
+    assert.deepEqual([...bytes], [5, 6, 7, 8, 9, 10]);
+    return bytes.reduce((a, b) => a + b, 0);
+  });
+  assert.equal(sum, 45);
+  const kept = await rt.readBytes({ buffer: buf, offset: 4, size: 6 });
+  assert.deepEqual([...new Uint8Array(kept)], [5, 6, 7, 8, 9, 10], "readBytes keeps its copy");
+  const fails = () =>
+    rt.withBytes(buf, () => {
+      throw new Error("consumer failed");
+    });
+  await assert.rejects(fails, /consumer failed/);
+});
+
 Deno.test("a step is submitted once and reports validation errors by name", async () => {
   using rt = await GpuRuntime.create();
   const step = rt.beginStep("empty step");

@@ -217,10 +217,7 @@ ${FEEDBACK_HYPER}
 @group(0) @binding(5) var<storage, read> own_idx: array<u32>;
 @group(0) @binding(6) var<storage, read> own_val: array<f32>;
 ${chunkMain(n2, width, group)}
-  var scale = 1.0;
-  if (hyper.max_norm > 0.0) {
-    scale = min(1.0, hyper.max_norm / (sqrt(hyper.grad_sumsq) + 1e-6));
-  }
+  let scale = clip_scale();
   let e0 = spec.entry + c * spec.k;
   let e1 = select(e0, e0 + spec.k, hyper.has_prev != 0u);
   for (var rb = 0u; rb < spec.n1; rb += ${rows}u) {

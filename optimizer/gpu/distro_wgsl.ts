@@ -55,12 +55,19 @@ const SPEC = SPEC_WGSL;
 
 /**
  * The feedback kernels' per-step scalars at binding 1 (8 words): `grad_sumsq` is copied in from
- * the model's buffer inside the step, so the kernels stay within 8 storage bindings.
+ * the model's buffer inside the step, so the kernels stay within 8 storage bindings. With them,
+ * `clip_scale()`: the gradient-norm clipping factor every feedback kernel applies to g.
  */
 export const FEEDBACK_HYPER = /* wgsl */ `struct Hyper {
   lr: f32, wd_factor: f32, decay: f32, max_norm: f32, has_prev: u32, grad_sumsq: f32,
 };
-@group(0) @binding(1) var<storage, read> hyper: Hyper;`;
+@group(0) @binding(1) var<storage, read> hyper: Hyper;
+fn clip_scale() -> f32 {
+  if (hyper.max_norm > 0.0) {
+    return min(1.0, hyper.max_norm / (sqrt(hyper.grad_sumsq) + 1e-6));
+  }
+  return 1.0;
+}`;
 
 /**
  * Lookahead over the whole flat buffer, 4 floats per invocation:
@@ -156,10 +163,7 @@ ${main1d(wg)}
     }
     d = d - sent;
   }
-  var scale = 1.0;
-  if (hyper.max_norm > 0.0) {
-    scale = min(1.0, hyper.max_norm / (sqrt(hyper.grad_sumsq) + 1e-6));
-  }
+  let scale = clip_scale();
   delta[i] = hyper.decay * d + hyper.lr * (scale * grads[i]);
 }
 `;

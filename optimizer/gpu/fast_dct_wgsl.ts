@@ -119,10 +119,7 @@ ${main1d(wg)}
   let base = br * ${n}u * stride + col / ${width}u;
   let bc = col / spec.n2;
   let j = col - bc * spec.n2;
-  var scale = 1.0;
-  if (hyper.max_norm > 0.0) {
-    scale = min(1.0, hyper.max_norm / (sqrt(hyper.grad_sumsq) + 1e-6));
-  }
+  let scale = clip_scale();
   let lr = hyper.lr * scale;
   var z: array<${type}, ${n}>;
   if (hyper.has_prev != 0u) {

@@ -306,6 +306,19 @@ ${pad}}`;
 }
 
 /**
+ * Four coefficients read as one vec4 (`load`, indices `first + 0..3`) offered to the list: the
+ * group is skipped with one compare when none of its keys can enter.
+ */
+function topkInsertGroup(bounded: boolean, load: string, first: string, pad: string): string {
+  return `${pad}let q = bitcast<vec4<u32>>(${load}) & vec4<u32>(0x7fffffffu);
+${pad}if (filled == k && all(q <= vec4<u32>(low))) { continue; }
+${pad}for (var s = 0u; s < 4u; s++) {
+${pad}  let key = q[s];
+${topkInsert(bounded, `${first} + s`, pad + "  ")}
+${pad}}`;
+}
+
+/**
  * The top-k kernels' private list and its output in rank order, around a `scan` of the chunk
  * `i`. With `bounded`, a list that became a heap is heap-sorted first: the top, the lowest
  * rank, swapped to the end of the shrinking heap.
@@ -351,12 +364,7 @@ export function topkKernel(wg: number, vec4 = false, bounded = false): string {
   // An equal key found later ranks below (ties to the lower index): skip it.
   const scan = vec4
     ? `  for (var t4 = 0u; t4 < spec.totalk / 4u; t4++) {
-    let q = bitcast<vec4<u32>>(y[base / 4u + t4]) & vec4<u32>(0x7fffffffu);
-    if (filled == k && all(q <= vec4<u32>(low))) { continue; }
-    for (var s = 0u; s < 4u; s++) {
-      let key = q[s];
-${topkInsert(bounded, "t4 * 4u + s", "      ")}
-    }
+${topkInsertGroup(bounded, "y[base / 4u + t4]", "t4 * 4u", "    ")}
   }`
     : `  for (var t = 0u; t < spec.totalk; t++) {
     let key = bitcast<u32>(y[base + t]) & 0x7fffffffu;
@@ -411,12 +419,7 @@ ${topkInsert(bounded, "u", "      ")}
     let u = picked[n];
     let row = base / 4u + u * q4;
     for (var t4 = 0u; t4 < q4; t4++) {
-      let q = bitcast<vec4<u32>>(y[row + t4]) & vec4<u32>(0x7fffffffu);
-      if (filled == k && all(q <= vec4<u32>(low))) { continue; }
-      for (var s = 0u; s < 4u; s++) {
-        let key = q[s];
-${topkInsert(bounded, "(u * q4 + t4) * 4u + s", "        ")}
-      }
+${topkInsertGroup(bounded, "y[row + t4]", "(u * q4 + t4) * 4u", "      ")}
     }
   }`;
   return /* wgsl */ `${SPEC}

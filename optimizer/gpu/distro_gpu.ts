@@ -58,6 +58,13 @@ export interface DistroOptimizerOptions {
   readonly profile?: boolean;
 }
 
+/** Throws unless the learning rate `name` is finite and not negative. */
+function checkLearningRate(name: string, lr: number): void {
+  if (!(lr >= 0 && Number.isFinite(lr))) {
+    throw new RangeError(`DistroOptimizer: bad learning rate ${name} = ${lr}`);
+  }
+}
+
 /** Per-step arguments of {@link DistroOptimizer.encodeGenerate}. */
 export interface GenerateArgs {
   readonly params: GPUBuffer;
@@ -216,16 +223,9 @@ export class DistroOptimizer implements Optimizer {
    */
   encodeLookaheadApart(step: GpuStep, args: { params: GPUBuffer; prevLr: number; lr: number }) {
     const { prevLr, lr } = args;
-    for (const [name, x] of [["prevLr", prevLr], ["lr", lr]] as const) {
-      if (!(x >= 0 && Number.isFinite(x))) {
-        throw new RangeError(`DistroOptimizer: bad learning rate ${name} = ${x}`);
-      }
-    }
-    if (viewLength(args.params) < this.#size) {
-      throw new RangeError(
-        `DistroOptimizer: params hold ${viewLength(args.params)} floats, needs ${this.#size}`,
-      );
-    }
+    checkLearningRate("prevLr", prevLr);
+    checkLearningRate("lr", lr);
+    this.#checkFloats("params", args.params);
     const wd = this.config.weightDecay ?? 0;
     this.#rt.write(
       this.#hyperLook,
@@ -258,16 +258,9 @@ export class DistroOptimizer implements Optimizer {
    */
   encodeGenerate(step: GpuStep, args: GenerateArgs): void {
     const { lr } = args;
-    if (!(lr >= 0 && Number.isFinite(lr))) {
-      throw new RangeError(`DistroOptimizer: bad learning rate ${lr}`);
-    }
-    for (const [name, buf] of [["params", args.params], ["grads", args.grads]] as const) {
-      if (viewLength(buf) < this.#size) {
-        throw new RangeError(
-          `DistroOptimizer: ${name} holds ${viewLength(buf)} floats, needs ${this.#size}`,
-        );
-      }
-    }
+    checkLearningRate("lr", lr);
+    this.#checkFloats("params", args.params);
+    this.#checkFloats("grads", args.grads);
     const clip = this.config.clipGradNorm ?? 0;
     if (clip > 0 && args.gradSumSq === null) {
       throw new RangeError("DistroOptimizer: clipGradNorm > 0 needs gradSumSq");
@@ -499,6 +492,15 @@ export class DistroOptimizer implements Optimizer {
       const n = p.layout.chunks * p.layout.k;
       return { indices: idx.slice(p.entry, p.entry + n), values: val.slice(p.entry, p.entry + n) };
     });
+  }
+
+  /** Throws unless `buffer` holds the whole flat parameter layout. */
+  #checkFloats(name: string, buffer: GPUBuffer): void {
+    if (viewLength(buffer) < this.#size) {
+      throw new RangeError(
+        `DistroOptimizer: ${name} holds ${viewLength(buffer)} floats, needs ${this.#size}`,
+      );
+    }
   }
 
   /** The pass a kernel encodes into: the step's open pass, or a timed one when profiling. */

@@ -46,14 +46,7 @@ import {
   bulkWorthwhile,
   DEFAULT_BULK_BYTES_PER_RTT_MS,
 } from "./bulk_fetch.ts";
-import {
-  BulkListener,
-  type BulkListenerStats,
-  DEFAULT_BULK_IDLE_TIMEOUT_MS,
-  DEFAULT_BULK_MAX_CONNECTIONS,
-  DEFAULT_BULK_MAX_CONNECTIONS_PER_ADDRESS,
-  DEFAULT_BULK_REQUEST_TIMEOUT_MS,
-} from "./bulk_listener.ts";
+import { BulkListener, type BulkListenerStats } from "./bulk_listener.ts";
 import { TicketBook } from "./bulk_tickets.ts";
 import { Limiter } from "./limiter.ts";
 import type { P2PNode } from "./node.ts";
@@ -616,15 +609,15 @@ async function startBulk(
   });
   const listener = BulkListener.start({
     host: options.host ?? nodeHost,
-    port: options.port ?? 0,
+    port: options.port,
     tickets,
     content,
     now,
-    maxConnections: options.maxConnections ?? DEFAULT_BULK_MAX_CONNECTIONS,
-    maxConnectionsPerAddress: options.maxConnectionsPerAddress ??
-      DEFAULT_BULK_MAX_CONNECTIONS_PER_ADDRESS,
-    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_BULK_REQUEST_TIMEOUT_MS,
-    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_BULK_IDLE_TIMEOUT_MS,
+    // Unset limits take the listener's own defaults.
+    maxConnections: options.maxConnections,
+    maxConnectionsPerAddress: options.maxConnectionsPerAddress,
+    requestTimeoutMs: options.requestTimeoutMs,
+    idleTimeoutMs: options.idleTimeoutMs,
   });
   const advertisePort = options.advertisePort ?? listener.port;
   if (!Number.isInteger(advertisePort) || advertisePort < 1 || advertisePort > 65_535) {

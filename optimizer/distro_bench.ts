@@ -37,6 +37,7 @@
  * @module
  */
 
+import { median } from "../bench/torch/report.ts";
 import { readLlamaConfig } from "../model/hf_config.ts";
 import { LlamaModel } from "../model/llama.ts";
 import { initParams, llamaParamLayout } from "../model/params.ts";
@@ -277,7 +278,6 @@ async function ms(fn: () => unknown): Promise<number> {
   await fn();
   return performance.now() - t0;
 }
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = new Map<string, number[]>();
 const add = (name: string, v: number) => rows.set(name, [...(rows.get(name) ?? []), v]);
 const ROUNDS = 5;

@@ -69,15 +69,18 @@ fn clip_scale() -> f32 {
   return 1.0;
 }`;
 
+/** The flat streaming kernels' binding 0: `n4`, the number of vec4 they cover. */
+const FLAT_DIMS = /* wgsl */ `
+struct Dims { n4: u32, _p0: u32, _p1: u32, _p2: u32 };
+@group(0) @binding(0) var<uniform> dims: Dims;`;
+
 /**
  * Lookahead over the whole flat buffer, 4 floats per invocation:
  * `saved = θ; θ = θ − prevLr·sign(δ)`.
  * Bindings: 0 dims `{n4}`, 1 hyper `[prevLr]`, 2 θ (rw), 3 δ, 4 saved (w), all vec4.
  */
 export function lookaheadKernel(wg: number): string {
-  return /* wgsl */ `
-struct Dims { n4: u32, _p0: u32, _p1: u32, _p2: u32 };
-@group(0) @binding(0) var<uniform> dims: Dims;
+  return /* wgsl */ `${FLAT_DIMS}
 @group(0) @binding(1) var<storage, read> hyper: array<f32>;
 @group(0) @binding(2) var<storage, read_write> theta: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> delta: array<vec4<f32>>;
@@ -99,9 +102,7 @@ ${main1d(wg)}
  * all vec4.
  */
 export function lookaheadApartKernel(wg: number, decays: boolean): string {
-  return /* wgsl */ `
-struct Dims { n4: u32, _p0: u32, _p1: u32, _p2: u32 };
-@group(0) @binding(0) var<uniform> dims: Dims;
+  return /* wgsl */ `${FLAT_DIMS}
 @group(0) @binding(1) var<storage, read> hyper: array<f32>;
 @group(0) @binding(2) var<storage, ${decays ? "read_write" : "read"}> theta: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> delta: array<vec4<f32>>;
@@ -121,9 +122,7 @@ ${main1d(wg)}
  * Bindings: 0 dims `{n4}`, 1 hyper (`FEEDBACK_HYPER`), 2 θ₀, 3 θ (w), both vec4.
  */
 export function weightDecayKernel(wg: number): string {
-  return /* wgsl */ `
-struct Dims { n4: u32, _p0: u32, _p1: u32, _p2: u32 };
-@group(0) @binding(0) var<uniform> dims: Dims;
+  return /* wgsl */ `${FLAT_DIMS}
 ${FEEDBACK_HYPER}
 @group(0) @binding(2) var<storage, read> source: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> theta: array<vec4<f32>>;

@@ -11,8 +11,8 @@
 import { freePorts } from "../client/testnet/launcher.ts";
 import { tinyRunToml } from "../client/testnet/testing.ts";
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { readModelDir } from "../model/checkpoint.ts";
+import { digestBytes } from "../shaders/digest.ts";
 import { peerIdOf, publicKeyOf } from "../client/p2p/identity.ts";
 import { toHex } from "../coordinator/hash.ts";
 
@@ -285,9 +285,7 @@ Deno.test({
         const cp = checkpoints(i)[1];
         const saved = await readModelDir(cp.dir as string);
         assert.ok(saved.weights !== null);
-        const hash = createHash("sha256").update(new Uint8Array(saved.weights.buffer)).digest(
-          "hex",
-        );
+        const hash = digestBytes(new Uint8Array(saved.weights.buffer));
         const before = clientEvents[i].filter((e) =>
           e.event === "apply" && (e.time_ms as number) <= (cp.time_ms as number)
         );
@@ -397,9 +395,7 @@ Deno.test({
         assert.deepEqual(applies.map((a) => a.step), [1, 2, 3]);
         const cp = events.find((e) => e.event === "checkpoint")!;
         const saved = await readModelDir(cp.dir as string);
-        const hash = createHash("sha256").update(new Uint8Array(saved.weights!.buffer)).digest(
-          "hex",
-        );
+        const hash = digestBytes(new Uint8Array(saved.weights!.buffer));
         assert.equal(hash, last.params_hash);
       }
     } finally {

@@ -1,0 +1,236 @@
+/**
+ * A content digest of a large buffer, computed where the buffer lives.
+ *
+ * Clients log a digest of their parameters after every apply so that runs and tests can check
+ * that every honest client holds the same bits. Reading all of θ back and hashing it with sha256
+ * took about 130 ms per apply for the 20M model on lavapipe, on the client's path to its next
+ * training step, and would take seconds for a 1B model (4 GB over the bus, then one CPU core).
+ * Here the GPU mixes each block of {@link DIGEST_BLOCK_WORDS} words into 64 bits with integer
+ * operations only, which every adapter computes alike, and the host hashes those block digests
+ * (1/512 of the bytes) with sha256.
+ *
+ * Block `b` (words `w[0..m)`, `m ≤ DIGEST_BLOCK_WORDS`, the last block shorter) is mixed in 4
+ * lanes, word `j` into lane `j mod 4`. Each lane keeps two 32-bit states, `a` and `h`, updated
+ * per word by Murmur3-style steps with different constants. Every step is a bijection of the
+ * state, so changing any one word always changes both states of its lane. At the end the lanes'
+ * `a` states are chained through the bijective `fmix32` into one word, and their `h` states into
+ * another. The digest is sha256 over `"psyche-digest-v1"`, the word count (u64 LE) and every
+ * block's two words (u32 LE), as hex.
+ *
+ * A changed word is always detected; changes that cancel inside a block need both 32-bit chains
+ * to collide. This is an integrity check between cooperating replicas, not a commitment: a peer
+ * that wants to forge it can.
+ *
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import type { GpuRuntime, GpuStep, TensorView } from "./gpu.ts";
+import { resolveView } from "./gpu.ts";
+import { bindTensors, ceilDiv, dispatch, grid1d } from "./kernel.ts";
+
+/** Words mixed into one block digest (4 KB of f32). */
+export const DIGEST_BLOCK_WORDS = 1024;
+
+const TAG = "psyche-digest-v1";
+/** Lane seeds of the two states, and the per-word multipliers of Murmur3 and a second set. */
+const SEED_A = [0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344];
+const SEED_H = [0xa4093822, 0x299f31d0, 0x082efa98, 0xec4e6c89];
+const C1 = 0xcc9e2d51, C2 = 0x1b873593, C3 = 0x85ebca77, C4 = 0xc2b2ae3d;
+const GOLDEN = 0x9e3779b9;
+
+const rotl = (x: number, r: number) => ((x << r) | (x >>> (32 - r))) >>> 0;
+
+function fmix32(x: number): number {
+  x = Math.imul(x ^ (x >>> 16), 0x85ebca6b);
+  x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
+  return (x ^ (x >>> 16)) >>> 0;
+}
+
+/**
+ * Block digests of `words` (two u32 per block of {@link DIGEST_BLOCK_WORDS}), the reference the
+ * GPU kernel is tested against.
+ */
+export function blockDigests(words: Uint32Array): Uint32Array {
+  const blocks = ceilDiv(words.length, DIGEST_BLOCK_WORDS);
+  const out = new Uint32Array(2 * blocks);
+  const a = new Uint32Array(4), h = new Uint32Array(4);
+  for (let b = 0; b < blocks; b++) {
+    const start = b * DIGEST_BLOCK_WORDS;
+    const end = Math.min(words.length, start + DIGEST_BLOCK_WORDS);
+    for (let l = 0; l < 4; l++) {
+      a[l] = SEED_A[l] ^ b;
+      h[l] = SEED_H[l] + b;
+    }
+    for (let j = start; j < end; j++) {
+      const l = (j - start) & 3, k = words[j];
+      a[l] = Math.imul(rotl(a[l] ^ Math.imul(rotl(Math.imul(k, C1), 15), C2), 13), 5) +
+        0xe6546b64;
+      h[l] = Math.imul(rotl(h[l] ^ Math.imul(rotl(Math.imul(k, C3), 17), C4), 11), 9) +
+        0x52dce729;
+    }
+    let x = end - start, y = (b ^ GOLDEN) >>> 0;
+    for (let l = 0; l < 4; l++) {
+      x = fmix32((x ^ a[l]) >>> 0);
+      y = fmix32((y + h[l]) >>> 0);
+    }
+    out[2 * b] = x;
+    out[2 * b + 1] = y;
+  }
+  return out;
+}
+
+/** The digest of `words` words from their block digests (what both paths end with). */
+export function digestOfBlocks(words: number, blocks: Uint32Array): string {
+  if (blocks.length !== 2 * ceilDiv(words, DIGEST_BLOCK_WORDS)) {
+    throw new RangeError(`digest: ${blocks.length} block words for ${words} words`);
+  }
+  const count = new DataView(new ArrayBuffer(8));
+  count.setBigUint64(0, BigInt(words), true);
+  return createHash("sha256")
+    .update(TAG)
+    .update(new Uint8Array(count.buffer))
+    .update(new Uint8Array(blocks.buffer, blocks.byteOffset, blocks.byteLength))
+    .digest("hex");
+}
+
+/** The digest of a buffer's bytes on the host (its length must be a multiple of 4). */
+export function digestBytes(bytes: Uint8Array): string {
+  if (bytes.byteLength % 4 !== 0) {
+    throw new RangeError(`digest: ${bytes.byteLength} bytes is not a whole number of words`);
+  }
+  const words = bytes.byteOffset % 4 === 0
+    ? new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4)
+    : new Uint32Array(bytes.slice().buffer);
+  return digestOfBlocks(words.length, blockDigests(words));
+}
+
+/**
+ * One invocation per block: the block's vec4 groups in order (lane `j mod 4` is vec4
+ * component `j mod 4`), then the two chains. Buffers are digested in whole vec4.
+ */
+export function blockDigestKernel(wg: number): string {
+  const hex = (x: number) => `0x${x.toString(16)}u`;
+  const vec = (xs: number[]) => `vec4<u32>(${xs.map(hex).join(", ")})`;
+  return /* wgsl */ `struct Params { words: u32, blocks: u32, first_block: u32, _p: u32 };
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> out: array<vec2<u32>>;
+
+fn rotl(x: vec4<u32>, r: u32) -> vec4<u32> {
+  return (x << vec4<u32>(r)) | (x >> vec4<u32>(32u - r));
+}
+fn fmix32(v: u32) -> u32 {
+  var x = (v ^ (v >> 16u)) * 0x85ebca6bu;
+  x = (x ^ (x >> 13u)) * 0xc2b2ae35u;
+  return x ^ (x >> 16u);
+}
+
+@compute @workgroup_size(${wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let local = (wid.x + wid.y * nwg.x) * ${wg}u + li;
+  if (local >= p.blocks) { return; }
+  let b = p.first_block + local;
+  let start = local * ${DIGEST_BLOCK_WORDS / 4}u;
+  let groups = min(p.words / 4u - start, ${DIGEST_BLOCK_WORDS / 4}u);
+  var a = ${vec(SEED_A)} ^ vec4<u32>(b);
+  var h = ${vec(SEED_H)} + vec4<u32>(b);
+  for (var g = 0u; g < groups; g++) {
+    let k = w[start + g];
+    a = rotl(a ^ (rotl(k * ${hex(C1)}, 15u) * ${hex(C2)}), 13u) * 5u + 0xe6546b64u;
+    h = rotl(h ^ (rotl(k * ${hex(C3)}, 17u) * ${hex(C4)}), 11u) * 9u + 0x52dce729u;
+  }
+  var x = 4u * groups;
+  var y = b ^ ${hex(GOLDEN)};
+  for (var l = 0u; l < 4u; l++) {
+    x = fmix32(x ^ a[l]);
+    y = fmix32(y + h[l]);
+  }
+  out[local] = vec2<u32>(x, y);
+}
+`;
+}
+
+/** Computes {@link digestBytes} of GPU buffers on the GPU. */
+export class GpuDigest implements Disposable {
+  readonly #rt: GpuRuntime;
+  readonly #wg: number;
+  #out: GPUBuffer | null = null;
+
+  readonly #windowBlocks: number;
+
+  /**
+   * `windowBlocks` caps the blocks bound at once (a multiple of 32; by default as many as the
+   * device's largest storage binding holds).
+   */
+  constructor(
+    rt: GpuRuntime,
+    options: { workgroupSize?: number; windowBlocks?: number } = {},
+  ) {
+    this.#rt = rt;
+    this.#wg = options.workgroupSize ?? rt.profile.workgroupSize;
+    // Windows of a multiple of 32 blocks keep the output views' offsets 256-byte aligned.
+    const fit = Math.floor(rt.limits.maxStorageBufferBindingSize / (DIGEST_BLOCK_WORDS * 4));
+    const blocks = options.windowBlocks ?? Math.max(32, Math.floor(fit / 32) * 32);
+    if (!Number.isInteger(blocks) || blocks <= 0 || blocks % 32 !== 0 || blocks > fit) {
+      throw new RangeError(`digest: windowBlocks must be a positive multiple of 32 up to ${fit}`);
+    }
+    this.#windowBlocks = blocks;
+  }
+
+  /**
+   * Queues the block digests of `view` (a whole number of vec4: 16 bytes) into `step` and
+   * returns a read of the digest, which waits for the step's submission.
+   */
+  encode(step: GpuStep, view: TensorView): () => Promise<string> {
+    const { buffer, offset, size } = resolveView(view);
+    if (size % 16 !== 0) {
+      throw new RangeError(`digest: "${buffer.label}" is ${size} bytes, not a multiple of 16`);
+    }
+    const words = size / 4;
+    const blocks = ceilDiv(words, DIGEST_BLOCK_WORDS);
+    const out = this.#outBuffer(blocks);
+    const wg = this.#wg;
+    const pipeline = this.#rt.pipeline(`digest/${wg}`, () => blockDigestKernel(wg));
+    // Bindings are capped (128 MiB on lavapipe): cover the buffer in windows of whole blocks.
+    const blockBytes = DIGEST_BLOCK_WORDS * 4;
+    const perWindow = this.#windowBlocks;
+    const pass = step.pass;
+    for (let first = 0; first < blocks; first += perWindow) {
+      const count = Math.min(perWindow, blocks - first);
+      const start = first * blockBytes;
+      const bytes = Math.min(size - start, count * blockBytes);
+      const group = bindTensors(this.#rt, pipeline, [bytes / 4, count, first, 0], [
+        { buffer, offset: offset + start, size: bytes },
+        { buffer: out, offset: first * 8, size: count * 8 },
+      ]);
+      dispatch(pass, pipeline, group, grid1d(ceilDiv(count, wg)));
+    }
+    return async () => {
+      const digests = await this.#rt.readU32({ buffer: out, offset: 0, size: blocks * 8 });
+      return digestOfBlocks(words, digests);
+    };
+  }
+
+  /** The digest of `view` now (one submission of its own). */
+  async digest(view: TensorView): Promise<string> {
+    const step = this.#rt.beginStep("digest");
+    const read = this.encode(step, view);
+    await step.submit({ wait: false });
+    return await read();
+  }
+
+  #outBuffer(blocks: number): GPUBuffer {
+    if (this.#out === null || this.#out.size < blocks * 8) {
+      if (this.#out !== null) this.#rt.destroyBuffer(this.#out);
+      this.#out = this.#rt.buffer("digest blocks", blocks * 8);
+    }
+    return this.#out;
+  }
+
+  [Symbol.dispose](): void {
+    if (this.#out !== null) this.#rt.destroyBuffer(this.#out);
+    this.#out = null;
+  }
+}

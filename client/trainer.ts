@@ -205,18 +205,15 @@ export class NetworkTrainer implements Disposable {
   }
 
   /**
-   * `θ ← θ·(1 − lr·wd)`: the decoupled weight decay a trainer's DisTrO generate applies, for a
-   * client with no batch in a training round, so it stays bit-identical with the trainers.
-   * The factor is rounded to f32 and each product is one correctly rounded f32 multiply, as
-   * in the generate kernel. Nothing happens without weight decay.
+   * `θ ← θ·(1 − lr·wd)`: the decoupled weight decay a trainer applies in its lookahead pass,
+   * for a client with no batch in a training round, so it stays bit-identical with the
+   * trainers. On the GPU, in place; queued, not waited for. Nothing happens without weight
+   * decay.
    */
   async decayWeights(lr: number): Promise<void> {
-    const wd = this.distro.config.weightDecay;
-    if (wd === null || wd === 0) return;
-    const factor = Math.fround(1 - lr * wd);
-    const params = await this.model.readParams();
-    for (let i = 0; i < params.length; i++) params[i] = Math.fround(params[i] * factor);
-    this.model.writeParams(params);
+    const step = this.#rt.beginStep("weight decay");
+    this.distro.encodeDecay(step, { params: this.model.params, lr });
+    await step.submit({ wait: false });
   }
 
   /** Zeroes δ and the own previous result (cold-start epochs). */

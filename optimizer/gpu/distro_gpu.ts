@@ -240,6 +240,23 @@ export class DistroOptimizer implements Optimizer {
     this.#lookahead = "apart";
   }
 
+  /**
+   * θ's decoupled weight decay for a step this client does not train, `θ = θ·(1 − lr·wd)`, in
+   * place: the factor and the multiplication of {@link encodeLookaheadApart}, so θ stays
+   * bit-identical with the clients that trained. Nothing is encoded without weight decay.
+   */
+  encodeDecay(step: GpuStep, args: { params: GPUBuffer; lr: number }): void {
+    checkLearningRate("lr", args.lr);
+    this.#checkFloats("params", args.params);
+    const wd = this.config.weightDecay ?? 0;
+    if (wd === 0) return;
+    this.#rt.write(this.#hyperLook, new Float32Array([0, 1 - args.lr * wd, 0, 0]));
+    this.#kernels.encodeDecayInPlace(this.#pass(step, "weight-decay"), this.#size, {
+      hyper: this.#hyperLook,
+      params: args.params,
+    });
+  }
+
   /** `[P]` where {@link encodeLookaheadApart} puts the lookahead weights to train on. */
   get lookaheadWeights(): GPUBuffer {
     return this.#saved;

@@ -117,6 +117,22 @@ ${main1d(wg)}
 }
 
 /**
+ * θ's weight decay alone, in place, 4 floats per invocation: `θ = θ·wdFactor`, the same single
+ * multiplication as {@link lookaheadApartKernel}'s, for a client with no batch in a round.
+ * Bindings: 0 dims `{n4}`, 1 hyper `[_, wdFactor]`, 2 θ (rw, vec4).
+ */
+export function decayInPlaceKernel(wg: number): string {
+  return /* wgsl */ `${FLAT_DIMS}
+@group(0) @binding(1) var<storage, read> hyper: array<f32>;
+@group(0) @binding(2) var<storage, read_write> theta: array<vec4<f32>>;
+${main1d(wg)}
+  if (i >= dims.n4) { return; }
+  theta[i] = theta[i] * hyper[1];
+}
+`;
+}
+
+/**
  * Decoupled weight decay, 4 floats per invocation: `θ = θ₀·wdFactor` with θ₀ the parameters
  * saved before the lookahead (so this also undoes it exactly).
  * Bindings: 0 dims `{n4}`, 1 hyper (`FEEDBACK_HYPER`), 2 θ₀, 3 θ (w), both vec4.

@@ -34,6 +34,7 @@ import {
   dctColsVec4Kernel,
   dctRowsKernel,
   dctRowsVec4Kernel,
+  decayInPlaceKernel,
   feedbackKernel,
   lookaheadApartKernel,
   lookaheadKernel,
@@ -260,6 +261,24 @@ export class DistroKernels {
     );
     const views = [v.hyper, v.params, v.delta, v.ahead];
     dispatch1d(pass, pipe, bindTensors(this.#rt, pipe, [n / 4, 0, 0, 0], views), n / 4, wg);
+  }
+
+  /** `θ = θ·wdFactor` in place over `n` elements (a multiple of 4; hyper `[_, wdFactor]`). */
+  encodeDecayInPlace(
+    pass: GPUComputePassEncoder,
+    n: number,
+    v: { hyper: TensorView; params: TensorView },
+  ): void {
+    checkFlatViews("distro decay", n, v);
+    const wg = this.#wg;
+    const pipe = this.#rt.pipeline(`distro/decay-in-place/wg${wg}`, () => decayInPlaceKernel(wg));
+    dispatch1d(
+      pass,
+      pipe,
+      bindTensors(this.#rt, pipe, [n / 4, 0, 0, 0], [v.hyper, v.params]),
+      n / 4,
+      wg,
+    );
   }
 
   /**

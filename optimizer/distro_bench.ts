@@ -26,9 +26,12 @@
  *    from a profiled twin of the optimizer (timestamped passes, one per kernel), and the
  *    apply's GPU time for 1, 4 and 16 peers.
  *    With `--large`, separately labelled shares: the same DisTrO work against AdamW steps of
- *    4 x 512 and 8 x 512 tokens (2 and 4 micro-batches of 2 x 512) measured in the same rounds. DisTrO's
- *    cost per step is fixed while training cost grows with tokens (Psyche's production config
- *    is ~32K tokens per client-step); the 4 x 256 share stays the headline.
+ *    4 x 512 and 8 x 512 tokens (2 and 4 micro-batches of 2 x 512), and D against the client
+ *    step of Psyche's own run for this model (llama2-20m-dolma: a global batch of 8 x 2048
+ *    tokens, 2 x 2048 per client when 4 clients share it, and 1 x 2048 with 8 peers' results
+ *    applied when 8 do, the most that batch admits), measured in the same rounds.
+ *    DisTrO's cost per step is fixed while training cost grows with tokens; the 4 x 256 share,
+ *    an eighth of Psyche's client step for this model, stays the strictest figure.
  * 3. `Deno.bench` entries for the same pieces and the single-node DisTrO step.
  *
  * Run: `deno bench -A optimizer/distro_bench.ts` (or `deno run -A optimizer/distro_bench.ts
@@ -139,6 +142,27 @@ const large = LARGE && new LlamaModel(rt, {
 });
 const largeSizes = LARGE ? [2, LARGE.slots] : [];
 /**
+ * `--large` also measures the client step of Psyche's own run for this model
+ * (psyche.md §9.3, `llama2-20m-dolma`: global batch 8 sequences of 2048 tokens): shared by the
+ * 4 clients whose results the round applies, 2 x 2048 tokens each, trained without an
+ * optimizer as {@link gradientStep} does.
+ */
+const PSYCHE = { micro: 1, T: 2048, batches: 2 };
+const psyche = LARGE && new LlamaModel(rt, {
+  config: cfg20m,
+  layout,
+  weights: initParams(layout, cfg20m, 1),
+  microBatch: PSYCHE.micro,
+  seqLen: PSYCHE.T,
+  slots: PSYCHE.batches,
+  precision: "f32",
+});
+const psycheTokens = Array.from(
+  { length: PSYCHE.batches },
+  (_, k) =>
+    Uint32Array.from({ length: PSYCHE.T }, (_, i) => (i * 104729 + 7 + k) % cfg20m.vocabSize),
+);
+/**
  * The client's training without an optimizer: forward, backward and the gradient norm in one
  * submission, then the loss read (its one completion wait). A DisTrO client's step is this plus
  * DisTrO's work.
@@ -148,6 +172,13 @@ async function gradientStep() {
   encodeGradients(model, step, [tokens]);
   await step.submit({ wait: false });
   await model.readStats(1);
+}
+/** {@link gradientStep} at the Psyche run's client step: `sequences` x 2048 tokens. */
+async function psycheGradientStep(sequences: number) {
+  const step = rt.beginStep("gradients, Psyche shape");
+  encodeGradients(psyche!, step, psycheTokens.slice(0, sequences));
+  await step.submit({ wait: false });
+  await psyche!.readStats(sequences);
 }
 /** An empty submission's completion wait: what Deno adds to any wait (about 11 ms). */
 async function emptyWait() {
@@ -194,6 +225,7 @@ globalThis.addEventListener("unload", () => {
   adamw[Symbol.dispose]();
   model[Symbol.dispose]();
   large?.[Symbol.dispose]();
+  psyche?.[Symbol.dispose]();
   rt[Symbol.dispose]();
 });
 
@@ -218,6 +250,7 @@ async function singleNodeStep() {
 }
 await adamwStep(); // compile pipelines
 for (const m of largeSizes) await largeStep(m);
+if (psyche) await psycheGradientStep(PSYCHE.batches);
 await singleNodeStep();
 await gpuGenerate(opt);
 await gpuGenerate(profiled);
@@ -249,11 +282,16 @@ const result = (peer: number): DistroResult => ({
 });
 const payloads = [0, 1, 2, 3].map((p) => encodePayload(result(p), expect));
 console.log(`20M payload: ${fmt(payloads[0].length)} per peer per step`);
-const decodeAggregate = () => {
-  const decoded = payloads.map((b) => decodePayload(b, expect));
+/** With `--large`: the most clients Psyche's run for this model admits (a batch of 8). */
+const payloads8 = psyche
+  ? [0, 1, 2, 3, 4, 5, 6, 7].map((p) => encodePayload(result(p), expect))
+  : [];
+const decodeAggregate = (from = payloads) => {
+  const decoded = from.map((b) => decodePayload(b, expect));
   return opt.layouts.map((l, n) => aggregateFixed(l, decoded.map((r) => r.params[n])));
 };
 const update = decodeAggregate();
+const update8 = psyche ? decodeAggregate(payloads8) : null;
 /**
  * A networked client's DisTrO GPU work in one round (client/trainer.ts): apply the peers'
  * aggregate and the lookahead before the forward pass, generate after the backward pass, then
@@ -261,10 +299,10 @@ const update = decodeAggregate();
  * result together with the loss, so the one completion wait here (about 11 ms on Deno) is the
  * training step's there: the table takes it off once.
  */
-async function gpuRound(record = false) {
+async function gpuRound(record = false, aggregate = update) {
   const o = record ? profiled : opt;
   const step = rt.beginStep("distro round");
-  o.encodeApply(step, { params, lr: 1e-4, update });
+  o.encodeApply(step, { params, lr: 1e-4, update: aggregate });
   o.encodeLookaheadApart(step, { params, prevLr: 1e-4, lr: 1e-4 });
   o.encodeGenerate(step, { params, grads, lr: 1e-4, gradSumSq: sumsq });
   await step.submit({ wait: false });
@@ -282,8 +320,13 @@ const rows = new Map<string, number[]>();
 const add = (name: string, v: number) => rows.set(name, [...(rows.get(name) ?? []), v]);
 const ROUNDS = 5;
 await gpuRound(); // compiles the 4-peer apply's pipelines
+if (update8) await gpuRound(false, update8);
 const WAIT = "completion wait alone (an empty submission)";
 const GRADIENTS = "training step without an optimizer (forward, backward, norm; loss read)";
+const PSYCHE_GRADIENTS = `${GRADIENTS}, ${PSYCHE.batches}x${PSYCHE.T} tokens`;
+const PSYCHE_GRADIENTS_1 = `${GRADIENTS}, 1x${PSYCHE.T} tokens`;
+const GPU_8 = "8 peers: GPU round";
+const DECODE_8 = "8 peers: decode 8 payloads + exact aggregate";
 for (let round = 0; round < ROUNDS; round++) {
   add("AdamW training step", await ms(adamwStep));
   add(GRADIENTS, await ms(gradientStep));
@@ -294,6 +337,12 @@ for (let round = 0; round < ROUNDS; round++) {
   );
   add("encode: payload", await ms(() => encodePayload(result(0), expect)));
   add("decode: 4 payloads + exact aggregate", await ms(decodeAggregate));
+  if (psyche) {
+    add(PSYCHE_GRADIENTS, await ms(() => psycheGradientStep(PSYCHE.batches)));
+    add(PSYCHE_GRADIENTS_1, await ms(() => psycheGradientStep(1)));
+    add(GPU_8, await ms(() => gpuRound(false, update8!)));
+    add(DECODE_8, await ms(() => decodeAggregate(payloads8)));
+  }
   for (const m of largeSizes) {
     add(
       `AdamW training step, ${largeLabel(m)}`,
@@ -316,7 +365,8 @@ const pct = (x: number, of: number) => `${(100 * x / of).toFixed(1)}%`;
 console.log(`| work (median of ${ROUNDS}) | ms | share of the DisTrO step | of the AdamW step |`);
 console.log("|---|---:|---:|---:|");
 const distroWork = [...rows.keys()].filter((n) =>
-  !n.startsWith("AdamW training step") && n !== GRADIENTS && n !== WAIT
+  !n.startsWith("AdamW training step") && !n.startsWith(GRADIENTS) && n !== WAIT &&
+  !n.startsWith("8 peers")
 );
 for (const name of distroWork) distroWithWait += med(name);
 const distro = distroWithWait - waitMs;
@@ -338,6 +388,25 @@ for (const m of largeSizes) {
   console.log(
     `Larger step (not the headline): AdamW step of ${largeLabel(m)} ${big.toFixed(1)} ms; ` +
       `DisTrO ${distroWithWait.toFixed(1)} ms with the wait = ${pct(distroWithWait, big)} of it`,
+  );
+}
+if (psyche) {
+  const step = med(PSYCHE_GRADIENTS) + distro;
+  console.log(
+    `Psyche's run shape (llama2-20m-dolma, 4 clients, ${PSYCHE.batches}x${PSYCHE.T} tokens ` +
+      `each): training without an optimizer ${med(PSYCHE_GRADIENTS).toFixed(1)} ms; ` +
+      `D = ${distro.toFixed(1)} ms = ${pct(distro, step)} of the DisTrO step`,
+  );
+  // 8 clients, each applying 8 peers' results: the 4-peer GPU round and decode swapped out.
+  const gpu4 = med("GPU: apply 4 peers + lookahead + generate (one submission), result read back");
+  const distro8 = distro - gpu4 - med("decode: 4 payloads + exact aggregate") + med(GPU_8) +
+    med(DECODE_8);
+  const step8 = med(PSYCHE_GRADIENTS_1) + distro8;
+  console.log(
+    `Psyche's run shape, 8 clients (1x${PSYCHE.T} tokens each, 8 peers' results): training ` +
+      `without an optimizer ${med(PSYCHE_GRADIENTS_1).toFixed(1)} ms; GPU round ` +
+      `${med(GPU_8).toFixed(1)} ms, decode ${med(DECODE_8).toFixed(1)} ms; ` +
+      `D = ${distro8.toFixed(1)} ms = ${pct(distro8, step8)} of the DisTrO step`,
   );
 }
 const parts = [...roundKernels].map(([k, xs]) => `${k} ${median(xs).toFixed(1)}`);

@@ -140,7 +140,7 @@ export function formatSummary(summary: RunSummary): string[] {
     const agree = new Set(atTop.map((h) => h.hash)).size === 1;
     lines.push(
       `parameters after step ${top}: ${atTop.length} clients, ` +
-        (agree ? `identical (sha256 ${atTop[0].hash.slice(0, 16)}…)` : "DIFFER"),
+        (agree ? `identical (digest ${atTop[0].hash.slice(0, 16)}…)` : "DIFFER"),
     );
   }
   lines.push(

@@ -42,7 +42,7 @@ Deno.test("the summary averages losses per step and counts what happened", () =>
   assert.deepEqual(formatSummary(s), [
     "loss 10.000 -> 7.000 (mean of first/last steps) over 4 trained steps",
     "1 epochs completed; last applied step 3; 3 untrained batches; 1 health checks",
-    "parameters after step 3: 2 clients, identical (sha256 aa…)",
+    "parameters after step 3: 2 clients, identical (digest aa…)",
     "checkpoint: /ck/step5",
   ]);
 });

@@ -188,6 +188,12 @@ export class GpuDigest implements Disposable {
     if (size % 16 !== 0) {
       throw new RangeError(`digest: "${buffer.label}" is ${size} bytes, not a multiple of 16`);
     }
+    const align = this.#rt.limits.minStorageBufferOffsetAlignment;
+    if (offset % align !== 0) {
+      throw new RangeError(
+        `digest: a view of "${buffer.label}" at offset ${offset} is not ${align}-byte aligned`,
+      );
+    }
     const words = size / 4;
     const blocks = ceilDiv(words, DIGEST_BLOCK_WORDS);
     const out = this.#outBuffer(blocks);

@@ -86,6 +86,10 @@ Deno.test("digest inputs that are not whole words or vec4 are refused", async ()
     () => digest.digest({ buffer, offset: 0, size: 40 }),
     /"odd" is 40 bytes, not a multiple of 16/,
   );
+  await assert.rejects(
+    () => digest.digest({ buffer, offset: 16, size: 48 }),
+    /a view of "odd" at offset 16 is not \d+-byte aligned/,
+  );
 });
 
 const PINNED_BLOCK = [0x0f54dd4c, 0x004b8141];

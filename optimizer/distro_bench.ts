@@ -24,7 +24,7 @@
  *    printed with their sum as a share of the DisTrO step and of the AdamW step (rounds
  *    alternate the training steps and the DisTrO work; medians), then each kernel's GPU time
  *    from a profiled twin of the optimizer (timestamped passes, one per kernel), and the
- *    apply's GPU time for 1, 4 and 16 peers.
+ *    apply's GPU time for 1, 4, 8 and 16 peers.
  *    With `--large`, separately labelled shares: the same DisTrO work against AdamW steps of
  *    4 x 512 and 8 x 512 tokens (2 and 4 micro-batches of 2 x 512), and D against the client
  *    step of Psyche's own run for this model (llama2-20m-dolma: a global batch of 8 x 2048
@@ -418,10 +418,10 @@ console.log(
 /*
  * The apply sums every aggregated entry of a chunk at every element, so its cost grows with the
  * number of peers (about 8 entries each at topk 8) while the rest of the round does not. Its GPU
- * time for 1, 4 and 16 peers' random 1-bit results (the profiled twin, medians of 3).
+ * time for 1, 4, 8 and 16 peers' random 1-bit results (the profiled twin, medians of 3).
  */
 const applyByPeers: string[] = [];
-for (const peers of [1, 4, 16]) {
+for (const peers of [1, 4, 8, 16]) {
   const results = Array.from({ length: peers }, () => randomParams());
   const aggregate = opt.layouts.map((l, n) => aggregateFixed(l, results.map((r) => r[n])));
   const times: number[] = [];

@@ -25,6 +25,7 @@ import { type LrScheduleName, parseTrainArgs, type TrainOptions, USAGE } from ".
 import { consoleLogger, jsonLogger } from "./log.ts";
 import type { Optimizer } from "./optimizer.ts";
 import { runTraining } from "./trainer.ts";
+import { parseArgsOrExit } from "../cli/entry.ts";
 
 /** The LR schedule for the CLI's flags: linear warmup from 0, then the shape down to lr/10. */
 export function scheduleFor(
@@ -185,17 +186,7 @@ function makeOptimizer(rt: GpuRuntime, options: TrainOptions, layout: ParamLayou
 }
 
 if (import.meta.main) {
-  let options;
-  try {
-    options = parseTrainArgs(Deno.args);
-  } catch (e) {
-    console.error(`${(e as Error).message}\n\n${USAGE}`);
-    Deno.exit(2);
-  }
-  if (options === "help") {
-    console.log(USAGE);
-    Deno.exit(0);
-  }
+  const options = parseArgsOrExit(parseTrainArgs, USAGE);
   const controller = new AbortController();
   const onInterrupt = () => controller.abort(new Error("interrupted"));
   Deno.addSignalListener("SIGINT", onInterrupt);

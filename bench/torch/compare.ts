@@ -36,6 +36,7 @@ import {
   runTorchSteps,
   TorchUnavailableError,
 } from "./torch_runner.ts";
+import { parseArgsOrExit } from "../../cli/entry.ts";
 
 /** Result of {@link runComparison}. */
 export interface ComparisonRun {
@@ -132,17 +133,7 @@ export async function runComparison(
 }
 
 if (import.meta.main) {
-  let options;
-  try {
-    options = parseCompareArgs(Deno.args);
-  } catch (e) {
-    console.error(`${(e as Error).message}\n\n${USAGE}`);
-    Deno.exit(2);
-  }
-  if (options === "help") {
-    console.log(USAGE);
-    Deno.exit(0);
-  }
+  const options = parseArgsOrExit(parseCompareArgs, USAGE);
   try {
     const run = await runComparison(options, { write: (l) => console.log(l) });
     if (options.json) {

@@ -12,6 +12,7 @@
 import { parseArgs } from "node:util";
 import { LOCALNET_PROGRAM_ID } from "./ledger.ts";
 import { startLocalnet } from "./server.ts";
+import { parseArgsOrExit } from "../../../cli/entry.ts";
 
 /** Usage text. */
 export const USAGE =
@@ -57,17 +58,7 @@ export function parseLocalnetArgs(args: readonly string[]): LocalnetArgs | "help
 }
 
 if (import.meta.main) {
-  let args: LocalnetArgs | "help";
-  try {
-    args = parseLocalnetArgs(Deno.args);
-  } catch (e) {
-    console.error(`${(e as Error).message}\n\n${USAGE}`);
-    Deno.exit(2);
-  }
-  if (args === "help") {
-    console.log(USAGE);
-    Deno.exit(0);
-  }
+  const args = parseArgsOrExit(parseLocalnetArgs, USAGE);
   const net = await startLocalnet(args);
   console.log(
     `localnet (litesvm test harness, not a validator)\n  rpc:     ${net.url}\n  ws:      ${net.wsUrl}\n` +

@@ -167,19 +167,15 @@ const psycheTokens = Array.from(
  * submission, then the loss read (its one completion wait). A DisTrO client's step is this plus
  * DisTrO's work.
  */
-async function gradientStep() {
+async function gradientStep(on = model, microBatches = [tokens]) {
   const step = rt.beginStep("gradients");
-  encodeGradients(model, step, [tokens]);
+  encodeGradients(on, step, microBatches);
   await step.submit({ wait: false });
-  await model.readStats(1);
+  await on.readStats(microBatches.length);
 }
 /** {@link gradientStep} at the Psyche run's client step: `sequences` x 2048 tokens. */
-async function psycheGradientStep(sequences: number) {
-  const step = rt.beginStep("gradients, Psyche shape");
-  encodeGradients(psyche!, step, psycheTokens.slice(0, sequences));
-  await step.submit({ wait: false });
-  await psyche!.readStats(sequences);
-}
+const psycheGradientStep = (sequences: number) =>
+  gradientStep(psyche!, psycheTokens.slice(0, sequences));
 /** An empty submission's completion wait: what Deno adds to any wait (about 11 ms). */
 async function emptyWait() {
   await rt.beginStep("empty").submit();
@@ -329,7 +325,7 @@ const GPU_8 = "8 peers: GPU round";
 const DECODE_8 = "8 peers: decode 8 payloads + exact aggregate";
 for (let round = 0; round < ROUNDS; round++) {
   add("AdamW training step", await ms(adamwStep));
-  add(GRADIENTS, await ms(gradientStep));
+  add(GRADIENTS, await ms(() => gradientStep()));
   add(WAIT, await ms(emptyWait));
   add(
     "GPU: apply 4 peers + lookahead + generate (one submission), result read back",
@@ -452,7 +448,7 @@ Deno.bench({
   group: "step",
   n: 2,
   warmup: 0,
-  fn: gradientStep,
+  fn: () => gradientStep(),
 });
 Deno.bench({
   name: "DisTrO single-node optimizer step (generate, apply own, lookahead)",

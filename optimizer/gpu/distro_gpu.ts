@@ -226,12 +226,12 @@ export class DistroOptimizer implements Optimizer {
     checkLearningRate("prevLr", prevLr);
     checkLearningRate("lr", lr);
     this.#checkFloats("params", args.params);
-    const wd = this.config.weightDecay ?? 0;
+    const decays = (this.config.weightDecay ?? 0) !== 0;
     this.#rt.write(
       this.#hyperLook,
-      new Float32Array([this.#hasOwn ? prevLr : 0, 1 - lr * wd, 0, 0]),
+      new Float32Array([this.#hasOwn ? prevLr : 0, this.#decayFactor(lr), 0, 0]),
     );
-    this.#kernels.encodeLookaheadApart(this.#pass(step, "lookahead"), this.#size, wd !== 0, {
+    this.#kernels.encodeLookaheadApart(this.#pass(step, "lookahead"), this.#size, decays, {
       hyper: this.#hyperLook,
       params: args.params,
       delta: this.delta,
@@ -248,9 +248,8 @@ export class DistroOptimizer implements Optimizer {
   encodeDecay(step: GpuStep, args: { params: GPUBuffer; lr: number }): void {
     checkLearningRate("lr", args.lr);
     this.#checkFloats("params", args.params);
-    const wd = this.config.weightDecay ?? 0;
-    if (wd === 0) return;
-    this.#rt.write(this.#hyperLook, new Float32Array([0, 1 - args.lr * wd, 0, 0]));
+    if ((this.config.weightDecay ?? 0) === 0) return;
+    this.#rt.write(this.#hyperLook, new Float32Array([0, this.#decayFactor(args.lr), 0, 0]));
     this.#kernels.encodeDecayInPlace(this.#pass(step, "weight-decay"), this.#size, {
       hyper: this.#hyperLook,
       params: args.params,
@@ -299,7 +298,7 @@ export class DistroOptimizer implements Optimizer {
     const hyper = new ArrayBuffer(32);
     new Float32Array(hyper, 0, 4).set([
       lr,
-      1 - lr * (this.config.weightDecay ?? 0),
+      this.#decayFactor(lr),
       this.config.decay,
       clip > 0 ? clip : 0,
     ]);
@@ -521,6 +520,14 @@ export class DistroOptimizer implements Optimizer {
   }
 
   /** The pass a kernel encodes into: the step's open pass, or a timed one when profiling. */
+  /**
+   * `1 − lr·wd`, θ's decoupled weight-decay factor for a step (rounded to f32 where it is
+   * written): every pass that decays θ takes it from here, so they multiply by the same bits.
+   */
+  #decayFactor(lr: number): number {
+    return 1 - lr * (this.config.weightDecay ?? 0);
+  }
+
   #pass(step: GpuStep, kernel: string): GPUComputePassEncoder {
     return this.#profile ? step.timed(kernel) : step.pass;
   }

@@ -27,7 +27,7 @@
 import { createHash } from "node:crypto";
 import type { GpuRuntime, GpuStep, TensorView } from "./gpu.ts";
 import { resolveView } from "./gpu.ts";
-import { bindTensors, ceilDiv, dispatch, grid1d } from "./kernel.ts";
+import { bindTensors, ceilDiv, dispatch, grid1d, rowBlocks } from "./kernel.ts";
 
 /** Words mixed into one block digest (4 KB of f32). */
 export const DIGEST_BLOCK_WORDS = 1024;
@@ -158,25 +158,9 @@ export class GpuDigest implements Disposable {
   readonly #wg: number;
   #out: GPUBuffer | null = null;
 
-  readonly #windowBlocks: number;
-
-  /**
-   * `windowBlocks` caps the blocks bound at once (a multiple of 32; by default as many as the
-   * device's largest storage binding holds).
-   */
-  constructor(
-    rt: GpuRuntime,
-    options: { workgroupSize?: number; windowBlocks?: number } = {},
-  ) {
+  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
     this.#rt = rt;
-    this.#wg = options.workgroupSize ?? rt.profile.workgroupSize;
-    // Windows of a multiple of 32 blocks keep the output views' offsets 256-byte aligned.
-    const fit = Math.floor(rt.limits.maxStorageBufferBindingSize / (DIGEST_BLOCK_WORDS * 4));
-    const blocks = options.windowBlocks ?? Math.max(32, Math.floor(fit / 32) * 32);
-    if (!Number.isInteger(blocks) || blocks <= 0 || blocks % 32 !== 0 || blocks > fit) {
-      throw new RangeError(`digest: windowBlocks must be a positive multiple of 32 up to ${fit}`);
-    }
-    this.#windowBlocks = blocks;
+    this.#wg = workgroupSize;
   }
 
   /**
@@ -199,12 +183,16 @@ export class GpuDigest implements Disposable {
     const out = this.#outBuffer(blocks);
     const wg = this.#wg;
     const pipeline = this.#rt.pipeline(`digest/${wg}`, () => blockDigestKernel(wg));
-    // Bindings are capped (128 MiB on lavapipe): cover the buffer in windows of whole blocks.
+    // Bindings are capped (128 MiB on lavapipe): cover the buffer in windows of whole blocks,
+    // each a multiple of align/8 blocks so that its 8-byte block digests start aligned too.
     const blockBytes = DIGEST_BLOCK_WORDS * 4;
-    const perWindow = this.#windowBlocks;
+    const windows = rowBlocks(blocks, blockBytes, {
+      maxBytes: this.#rt.limits.maxStorageBufferBindingSize,
+      alignBytes: align,
+      multipleOf: Math.max(1, align / 8),
+    });
     const pass = step.pass;
-    for (let first = 0; first < blocks; first += perWindow) {
-      const count = Math.min(perWindow, blocks - first);
+    for (const { start: first, rows: count } of windows) {
       const start = first * blockBytes;
       const bytes = Math.min(size - start, count * blockBytes);
       const group = bindTensors(this.#rt, pipeline, [bytes / 4, count, first, 0], [

@@ -14,7 +14,7 @@ const bytesOf = (w: Uint32Array) => new Uint8Array(w.buffer, w.byteOffset, w.byt
 Deno.test("GPU digest equals the host reference for whole, partial and many blocks", async () => {
   using rt = await GpuRuntime.create();
   for (const workgroupSize of [64, 256]) {
-    using digest = new GpuDigest(rt, { workgroupSize });
+    using digest = new GpuDigest(rt, workgroupSize);
     for (const words of [4, 1020, DIGEST_BLOCK_WORDS, 1028, 5000, 70004]) {
       const data = randomInts(words, words, 2 ** 32);
       const gpu = await digest.digest(rt.buffer(`d${words}`, data));
@@ -24,14 +24,18 @@ Deno.test("GPU digest equals the host reference for whole, partial and many bloc
 });
 
 Deno.test("GPU digest covers a buffer in windows and digests an offset view", async () => {
-  using rt = await GpuRuntime.create();
   const words = 100 * DIGEST_BLOCK_WORDS + 8;
   const data = randomInts(7, words, 2 ** 32);
-  const buffer = rt.buffer("windowed", data);
-  using windowed = new GpuDigest(rt, { windowBlocks: 32 });
-  using whole = new GpuDigest(rt);
   const want = digestBytes(bytesOf(data));
-  assert.equal(await windowed.digest(buffer), want);
+  {
+    // Bindings capped at 32 blocks: the 101 blocks go through 4 windows.
+    using capped = await GpuRuntime.create({ maxBindingBytes: 32 * 4 * DIGEST_BLOCK_WORDS });
+    using windowed = new GpuDigest(capped);
+    assert.equal(await windowed.digest(capped.buffer("windowed", data)), want);
+  }
+  using rt = await GpuRuntime.create();
+  const buffer = rt.buffer("whole", data);
+  using whole = new GpuDigest(rt);
   assert.equal(await whole.digest(buffer), want);
   const from = 3 * DIGEST_BLOCK_WORDS; // a 256-byte aligned offset
   const view = { buffer, offset: from * 4, size: 4096 * 4 };
@@ -79,7 +83,6 @@ Deno.test("digest inputs that are not whole words or vec4 are refused", async ()
   assert.throws(() => digestBytes(new Uint8Array(6)), /not a whole number of words/);
   assert.throws(() => digestOfBlocks(2048, new Uint32Array(2)), /2 block words for 2048 words/);
   using rt = await GpuRuntime.create();
-  assert.throws(() => new GpuDigest(rt, { windowBlocks: 33 }), /multiple of 32/);
   using digest = new GpuDigest(rt);
   const buffer = rt.buffer("odd", 64);
   await assert.rejects(
@@ -89,6 +92,13 @@ Deno.test("digest inputs that are not whole words or vec4 are refused", async ()
   await assert.rejects(
     () => digest.digest({ buffer, offset: 16, size: 48 }),
     /a view of "odd" at offset 16 is not \d+-byte aligned/,
+  );
+  // A binding cap below one 4 KB block leaves no window to digest through.
+  using tiny = await GpuRuntime.create({ maxBindingBytes: 256 });
+  using cramped = new GpuDigest(tiny);
+  await assert.rejects(
+    () => cramped.digest(tiny.buffer("big", 8192)),
+    /rows of 4096 bytes cannot be split into blocks of at most 256 bytes/,
   );
 });
 

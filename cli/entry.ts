@@ -5,12 +5,14 @@
  * @module
  */
 
-/** Exit status for a bad command line. */
+/** Exit status of every command that did what it was asked. */
+export const EXIT_OK = 0;
+/** Exit status of every command given a bad command line. */
 export const EXIT_USAGE = 2;
 
 /**
  * `parse(argv)`, or exits: with {@link EXIT_USAGE} after printing the parser's error and the
- * usage to stderr, or with 0 after printing the usage to stdout when it returns `"help"`.
+ * usage to stderr, or with {@link EXIT_OK} after printing the usage to stdout when it returns `"help"`.
  */
 export function parseArgsOrExit<T>(
   parse: (argv: string[]) => T | "help",
@@ -26,7 +28,7 @@ export function parseArgsOrExit<T>(
   }
   if (parsed === "help") {
     console.log(usage);
-    Deno.exit(0);
+    Deno.exit(EXIT_OK);
   }
   return parsed as T;
 }

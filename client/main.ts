@@ -34,13 +34,12 @@ import { loadWallet } from "../coordinator/solana/cli/keypair.ts";
 import { SolanaRpcClient } from "../coordinator/solana/cli/rpc_client.ts";
 import { DEFAULT_PROGRAM_ID } from "../coordinator/solana/cli/defaults.ts";
 import { coordinatorAddress } from "../coordinator/solana/addresses.ts";
+import { EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
 
-/** Exit codes. */
-export const EXIT_OK = 0;
+export { EXIT_OK, EXIT_USAGE };
+
 /** A failure while running (coordinator refused, model missing, …). */
 export const EXIT_FAILURE = 1;
-/** The command line is wrong. */
-export const EXIT_USAGE = 2;
 
 /** The identity from `path`, else `RAW_IDENTITY_SECRET_KEY` (hex), else a fresh one. */
 export async function resolveIdentity(path: string | null): Promise<Identity> {

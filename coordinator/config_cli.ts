@@ -19,13 +19,12 @@ import {
 } from "./config.ts";
 import { type DataServerConfig, parseDataConfig } from "../data/data_config.ts";
 import type { DataLocation, LrSchedule, OptimizerDefinition } from "./types.ts";
+import { EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
 
-/** Exit status: everything checked out. */
-export const EXIT_OK = 0;
+export { EXIT_OK, EXIT_USAGE };
+
 /** Exit status: a config breaks at least one rule. */
 export const EXIT_INVALID = 1;
-/** Exit status: bad command line or a file that could not be read. */
-export const EXIT_USAGE = 2;
 
 /** What a CLI command may touch; tests pass their own to capture output. */
 export interface CliIo {

@@ -12,13 +12,12 @@ import "../p2p/exit_fix.ts";
 import { parseTestnetArgs, TESTNET_USAGE, type TestnetArgs, TestnetUsageError } from "./args.ts";
 import { Testnet } from "./launcher.ts";
 import { formatSummary, type RunSummary, SummaryCollector } from "./summary.ts";
+import { EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
 
-/** Exit code: stopped as asked. */
-export const EXIT_OK = 0;
+export { EXIT_OK, EXIT_USAGE };
+
 /** Exit code: the coordinator did not start or exited by itself. */
 export const EXIT_FAILURE = 1;
-/** Exit code: bad command line. */
-export const EXIT_USAGE = 2;
 
 /** How a testnet run ended. */
 export interface TestnetOutcome {

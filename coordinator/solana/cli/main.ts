@@ -16,13 +16,12 @@ import { readRun, runJson, RunOperator, type RunUpdate } from "./operator.ts";
 import { coordinatorAddress } from "../addresses.ts";
 import { SolanaRpcClient } from "./rpc_client.ts";
 import { TransactionSender } from "./transactions.ts";
+import { EXIT_OK, EXIT_USAGE } from "../../../cli/entry.ts";
 
-/** Exit codes. */
-export const EXIT_OK = 0;
+export { EXIT_OK, EXIT_USAGE };
+
 /** The command failed (refused by the program, RPC down, bad file). */
 export const EXIT_FAILURE = 1;
-/** The command line is wrong. */
-export const EXIT_USAGE = 2;
 
 /** Where output goes. */
 export interface CommandIo {

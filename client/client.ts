@@ -31,6 +31,7 @@ import { sameKey } from "./round_view.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { planActions } from "./state/machine.ts";
 import { NetworkTrainer } from "./trainer.ts";
+import { NO_DIGEST } from "../coordinator/params_digest.ts";
 
 /** What a {@link TrainingClient} is built from. */
 export interface TrainingClientOptions {
@@ -202,7 +203,7 @@ export class TrainingClient {
         await exchange.announceWarmupFinished();
         return;
       case "SendWarmupWitness":
-        await backend.sendWarmupWitness(exchange.warmupReport(intent.proof), { signal });
+        await backend.sendWarmupWitness(exchange.warmupReport(intent.proof), NO_DIGEST, { signal });
         logger.log("warmup_witness", { epoch: intent.epoch, index: intent.proof.index });
         return;
       case "Apply":
@@ -383,16 +384,21 @@ export class TrainingClient {
     const previous = exchange.tracker(intent.height - 1);
     const elapsedMs = Math.max(1, this.#now() - this.#round.startMs);
     const received = exchange.traffic().bytesReceived - this.#round.bytes;
-    await backend.sendWitness(witness, {
-      step: intent.step,
-      tokensPerSec: this.#last.tokensPerSec,
-      bandwidthPerSec: received / (elapsedMs / 1000),
-      loss: Number.isFinite(this.#last.loss) ? this.#last.loss : 0,
-      evals: [],
-      promptResults: [],
-      promptIndex: 0,
-      efficiency: Math.min(1, this.#last.trainMs / elapsedMs),
-    }, { signal: this.#signal });
+    await backend.sendWitness(
+      witness,
+      {
+        step: intent.step,
+        tokensPerSec: this.#last.tokensPerSec,
+        bandwidthPerSec: received / (elapsedMs / 1000),
+        loss: Number.isFinite(this.#last.loss) ? this.#last.loss : 0,
+        evals: [],
+        promptResults: [],
+        promptIndex: 0,
+        efficiency: Math.min(1, this.#last.trainMs / elapsedMs),
+      },
+      NO_DIGEST,
+      { signal: this.#signal },
+    );
     logger.log("witness", {
       step: intent.step,
       height: intent.height,

@@ -37,6 +37,12 @@ export interface RunConfig {
   model: LlmModel;
   /** `[progress]`, or DEFAULT_PROGRESS when the file has none. */
   progress: CoordinatorProgress;
+  /**
+   * `progress.params_digest`: the run's recorded digest of the parameters of `progress.step`
+   * (a saved run carries it, so clients that rejoin a restarted coordinator load only the
+   * run's model). Absent (null or undefined) when unknown.
+   */
+  paramsDigest?: Uint8Array | null;
 }
 
 /**
@@ -54,6 +60,8 @@ export interface RunConfigDraft {
   model: Partial<LlmModel>;
   /** `[progress]` keys that were read (defaults filled in). */
   progress: Partial<CoordinatorProgress>;
+  /** `progress.params_digest`: null when absent, undefined after a reported problem. */
+  paramsDigest?: Uint8Array | null;
 }
 
 /**
@@ -106,12 +114,14 @@ function completeDraft(draft: RunConfigDraft): RunConfig | undefined {
     runId === undefined || runState === undefined || config === undefined ||
     model === undefined || progress === undefined
   ) return undefined;
+  if (draft.paramsDigest === undefined) return undefined;
   return {
     runId,
     runState,
     config: config as CoordinatorConfig,
     model: model as LlmModel,
     progress: progress as CoordinatorProgress,
+    ...(draft.paramsDigest === null ? {} : { paramsDigest: draft.paramsDigest }),
   };
 }
 

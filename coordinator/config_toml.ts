@@ -104,13 +104,14 @@ export function readRunConfig(root: TableReader): RunConfigDraft {
     : root.payload(modelChoice, "a table")?.table(modelChoice.tag);
   const model = llmTable === undefined ? {} : readLlm(llmTable);
   const progressTable = root.optionalTable("progress");
+  let paramsDigest: Uint8Array | null | undefined = null;
   const progress = progressTable === null
     ? { ...DEFAULT_PROGRESS }
     : progressTable === undefined
     ? {}
-    : readProgress(progressTable);
+    : readProgress(progressTable, (digest) => (paramsDigest = digest));
   root.finish();
-  return { runId, runState, config, model, progress };
+  return { runId, runState, config, model, progress, paramsDigest };
 }
 
 function readCoordinatorConfig(t: TableReader): Partial<CoordinatorConfig> {
@@ -138,7 +139,11 @@ function readCoordinatorConfig(t: TableReader): Partial<CoordinatorConfig> {
   return config;
 }
 
-function readProgress(t: TableReader): Partial<CoordinatorProgress> {
+function readProgress(
+  t: TableReader,
+  digest: (d: Uint8Array | null | undefined) => void,
+): Partial<CoordinatorProgress> {
+  digest(readParamsDigest(t, "params_digest"));
   const progress: Partial<CoordinatorProgress> = {
     epoch: t.integerOr("epoch", "u16", DEFAULT_PROGRESS.epoch),
     step: t.integerOr("step", "u32", DEFAULT_PROGRESS.step),
@@ -150,6 +155,17 @@ function readProgress(t: TableReader): Partial<CoordinatorProgress> {
   };
   t.finish();
   return progress;
+}
+
+/** An optional parameter digest: 64 hex digits, not all zero. */
+function readParamsDigest(t: TableReader, key: string): Uint8Array | null | undefined {
+  const text = t.optionalString(key);
+  if (text === null || text === undefined) return text;
+  if (!/^[0-9a-f]{64}$/.test(text) || /^0+$/.test(text)) {
+    t.report(key, text, "expected 64 lower-case hex digits (a 32-byte digest), not all zero");
+    return undefined;
+  }
+  return Uint8Array.from(text.match(/../g)!, (pair) => parseInt(pair, 16));
 }
 
 function readLlm(t: TableReader): Partial<LlmModel> {

@@ -7,6 +7,7 @@
  */
 import { stringify } from "smol-toml";
 import type { RunConfig } from "./config.ts";
+import { toHex } from "./hash.ts";
 import type {
   Checkpoint,
   CoordinatorConfig,
@@ -34,11 +35,12 @@ export function runConfigToToml(run: RunConfig): string {
     run_state: run.runState,
     config: coordinatorConfigToToml(run.config),
     model: { LLM: llmToToml(run.model) },
-    progress: {
+    progress: compact({
       epoch: run.progress.epoch,
       step: run.progress.step,
       epoch_start_data_index: run.progress.epochStartDataIndex,
-    },
+      params_digest: run.paramsDigest ? toHex(run.paramsDigest) : null,
+    }),
   };
   return stringify(doc);
 }

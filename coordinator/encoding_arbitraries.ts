@@ -12,9 +12,11 @@ import { witnessBloomParameters } from "./bloom.ts";
 import {
   ARCHITECTURE_KINDS,
   DATA_TYPE_KINDS,
+  STATE_ENCODING_VERSION,
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
 } from "./encoding.ts";
+import { DIGESTS_SINCE_VERSION } from "./encoding_layout.ts";
 import { fromMillis, MAX_TIME_MS } from "./time.ts";
 import {
   type Bloom,
@@ -24,6 +26,8 @@ import {
   type CoordinatorConfig,
   type CoordinatorState,
   type DataLocation,
+  type DigestRecord,
+  type DigestVote,
   type HttpLocation,
   type LlmModel,
   type LrSchedule,
@@ -31,6 +35,7 @@ import {
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
   MAX_WITNESSES,
+  NUM_DIGEST_RECORDS,
   NUM_STORED_ROUNDS,
   type OptimizerDefinition,
   type Round,
@@ -59,6 +64,25 @@ const u64big = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n });
 /** Finite doubles; -0 is mapped to 0 so JSON text round trips too. */
 const f64 = fc.double({ noNaN: true, noDefaultInfinity: true }).map((x) => (x === 0 ? 0 : x));
 const bytes32 = fc.uint8Array({ minLength: 32, maxLength: 32 });
+/** A parameter digest: 32 bytes, not all zero (all zero means "no vote"). */
+const digest32 = bytes32.filter((d) => d.some((b) => b !== 0));
+
+function digestVotes(maxClients: number, maxVotes: number): fc.Arbitrary<DigestVote[]> {
+  return fc.uniqueArray(
+    rec({ index: fc.integer({ min: 0, max: maxClients - 1 }), digest: digest32 }),
+    { maxLength: maxVotes, selector: (v) => v.index },
+  );
+}
+
+const digestRecords: fc.Arbitrary<DigestRecord[]> = fc
+  .uniqueArray(fc.integer({ min: 1, max: 0xffff_ffff }), { maxLength: NUM_DIGEST_RECORDS })
+  .chain((steps) =>
+    fc.tuple(
+      ...steps.sort((a, b) => a - b).map((step) =>
+        rec({ step: fc.constant(step), digest: digest32 })
+      ),
+    )
+  );
 const optional = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: null });
 
 const hubRepo = rec({
@@ -242,8 +266,8 @@ export interface StateArbitraryOptions {
   /** Most witnesses per round. Default 2 (MAX_WITNESSES is the cap the layout allows). */
   maxWitnesses?: number;
   /**
-   * The layout version the states must fit (default 2: times in whole milliseconds; 1: times
-   * in whole seconds, up to 2^53 - 1).
+   * The layout version the states must fit (default 3: times in whole milliseconds, and
+   * digests; 2: no digests; 1: no digests, times in whole seconds, up to 2^53 - 1).
    */
   version?: StateEncodingVersion;
 }
@@ -254,7 +278,7 @@ export function arbCoordinatorState(
 ): fc.Arbitrary<CoordinatorState> {
   const top = opts.maxClients ?? 6;
   const maxWitnesses = Math.min(opts.maxWitnesses ?? 2, MAX_WITNESSES);
-  const version = opts.version ?? 2;
+  const version = opts.version ?? STATE_ENCODING_VERSION;
   const { time } = times(version);
   return fc.integer({ min: 1, max: top }).chain((maxClients) =>
     rec({
@@ -276,9 +300,13 @@ export function arbCoordinatorState(
         startTimestamp: time,
         firstRound: fc.boolean(),
         coldStartEpoch: fc.boolean(),
+        digestVotes: version >= DIGESTS_SINCE_VERSION
+          ? digestVotes(maxClients, maxWitnesses)
+          : fc.constant([]),
       }),
       runStateStartUnixTimestamp: time,
       pendingPause: fc.boolean(),
+      paramsDigests: version >= DIGESTS_SINCE_VERSION ? digestRecords : fc.constant([]),
     })
   );
 }

@@ -81,9 +81,11 @@ function bigState(maxClients: number): CoordinatorState {
       startTimestamp: 1_700_000_000,
       firstRound: false,
       coldStartEpoch: false,
+      digestVotes: [],
     },
     runStateStartUnixTimestamp: 1_700_000_100,
     pendingPause: false,
+    paramsDigests: [{ step: 99, digest: new Uint8Array(32).fill(7) }],
   };
 }
 

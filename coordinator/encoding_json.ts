@@ -20,7 +20,7 @@ import type { CoordinatorState } from "./types.ts";
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 /** Keys whose values are byte strings (hex in JSON). */
-const BYTES_KEYS = new Set(["signer", "p2pIdentity", "seed", "bits", "broadcastMerkle"]);
+const BYTES_KEYS = new Set(["signer", "p2pIdentity", "seed", "bits", "broadcastMerkle", "digest"]);
 /** Keys whose values are u64 bigints (decimal strings in JSON). */
 const BIGINT_KEYS = new Set(["randomSeed"]);
 /** Keys whose values are arrays of u64 bigints (arrays of decimal strings in JSON). */

@@ -9,16 +9,21 @@
 /** First four bytes of every encoded state: ASCII "PSYC". */
 export const STATE_MAGIC: Uint8Array = Uint8Array.of(0x50, 0x53, 0x59, 0x43);
 /**
- * Layout version written by default. Version 2 stores times and durations in milliseconds
- * (fractional seconds of the TCP coordinator); version 1 stored whole seconds.
+ * Layout version written by default. Version 3 is version 2 plus the parameter digests
+ * (the digest votes of the current phase and the recorded digests) after `pendingPause`;
+ * version 2 stores times and durations in milliseconds (fractional seconds of the TCP
+ * coordinator); version 1 stored whole seconds.
  */
-export const STATE_ENCODING_VERSION = 2;
+export const STATE_ENCODING_VERSION = 3;
 /**
  * Layout versions this build reads and writes. Version 1 (whole seconds) is still what the
- * Solana program speaks: its account is transcribed into it, and the config it receives is
- * encoded in it.
+ * Solana program speaks: its account is transcribed into it (the digests, which version 1
+ * lacks, are read from the account beside it), and the config it receives is encoded in it.
+ * Versions 1 and 2 decode with no digests, and encode only a state that has none.
  */
-export const STATE_ENCODING_VERSIONS = [1, 2] as const;
+export const STATE_ENCODING_VERSIONS = [1, 2, 3] as const;
+/** The first layout version that carries the parameter digests. */
+export const DIGESTS_SINCE_VERSION = 3;
 /** One of {@linkcode STATE_ENCODING_VERSIONS}. */
 export type StateEncodingVersion = typeof STATE_ENCODING_VERSIONS[number];
 /** Bytes of the header (magic, version, reserved). */

@@ -15,6 +15,8 @@ import {
   type CoordinatorConfig,
   type CoordinatorState,
   type DataLocation,
+  type DigestRecord,
+  type DigestVote,
   type EpochState,
   type GcsRepo,
   type HttpLocation,
@@ -26,8 +28,10 @@ import {
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
   MAX_WITNESSES,
+  NUM_DIGEST_RECORDS,
   NUM_STORED_ROUNDS,
   type OptimizerDefinition,
+  PARAMS_DIGEST_BYTES,
   type Round,
   RUN_STATES,
   type Witness,
@@ -38,6 +42,7 @@ import {
   DATA_LOCATION_KINDS,
   DATA_TYPE_KINDS,
   describe,
+  DIGESTS_SINCE_VERSION,
   HTTP_LOCATION_KINDS,
   LR_SCHEDULE_KINDS,
   OPTIMIZER_KINDS,
@@ -442,7 +447,53 @@ function readEpochState(r: Reader, p: string, maxClients: number): EpochState {
     startTimestamp: r.seconds(`${p}.startTimestamp`),
     firstRound: r.bool(`${p}.firstRound`),
     coldStartEpoch: r.bool(`${p}.coldStartEpoch`),
+    digestVotes: [],
   };
+}
+
+/** Version 3's tail: the phase's digest votes and the recorded digests. */
+function readDigests(
+  r: Reader,
+  maxClients: number,
+): { votes: DigestVote[]; records: DigestRecord[] } {
+  const votes: DigestVote[] = [];
+  const voteCount = r.u8("epochState.digestVotes.length");
+  if (voteCount > MAX_WITNESSES) {
+    r.fail("epochState.digestVotes.length", `${voteCount} exceeds the cap ${MAX_WITNESSES}`);
+  }
+  for (let i = 0; i < voteCount; i++) {
+    const q = `epochState.digestVotes[${i}]`;
+    const at = r.pos;
+    const index = r.u16(`${q}.index`);
+    if (index >= maxClients) {
+      r.fail(`${q}.index`, `${index} must be below config.maxClients (${maxClients})`, at);
+    }
+    if (votes.some((v) => v.index === index)) r.fail(`${q}.index`, `repeats ${index}`, at);
+    votes.push({ index, digest: nonZeroDigest(r, `${q}.digest`) });
+  }
+  const records: DigestRecord[] = [];
+  const recordCount = r.u8("paramsDigests.length");
+  if (recordCount > NUM_DIGEST_RECORDS) {
+    r.fail("paramsDigests.length", `${recordCount} exceeds the cap ${NUM_DIGEST_RECORDS}`);
+  }
+  for (let i = 0; i < recordCount; i++) {
+    const q = `paramsDigests[${i}]`;
+    const at = r.pos;
+    const step = r.u32(`${q}.step`);
+    const previous = records.at(-1)?.step ?? 0;
+    if (step <= previous) {
+      r.fail(`${q}.step`, `${step} must be above the previous record's step ${previous}`, at);
+    }
+    records.push({ step, digest: nonZeroDigest(r, `${q}.digest`) });
+  }
+  return { votes, records };
+}
+
+function nonZeroDigest(r: Reader, field: string): Uint8Array {
+  const at = r.pos;
+  const digest = r.bytes(field, PARAMS_DIGEST_BYTES);
+  if (digest.every((b) => b === 0)) r.fail(field, "an all-zero digest is not a digest", at);
+  return digest;
 }
 
 function isSupportedVersion(version: number): version is StateEncodingVersion {
@@ -490,6 +541,10 @@ export function decodeCoordinatorState(bytes: Uint8Array): CoordinatorState {
   const epochState = readEpochState(r, "epochState", config.maxClients);
   const runStateStartUnixTimestamp = r.seconds("runStateStartUnixTimestamp");
   const pendingPause = r.bool("pendingPause");
+  const digests = version >= DIGESTS_SINCE_VERSION
+    ? readDigests(r, config.maxClients)
+    : { votes: [], records: [] };
+  epochState.digestVotes = digests.votes;
   r.end();
   return {
     runId,
@@ -500,5 +555,6 @@ export function decodeCoordinatorState(bytes: Uint8Array): CoordinatorState {
     epochState,
     runStateStartUnixTimestamp,
     pendingPause,
+    paramsDigests: digests.records,
   };
 }

@@ -119,9 +119,14 @@ function sampleState(): CoordinatorState {
       startTimestamp: 1_700_000_000,
       firstRound: false,
       coldStartEpoch: false,
+      digestVotes: [{ index: 1, digest: new Uint8Array(32).fill(9) }],
     },
     runStateStartUnixTimestamp: 1_700_000_100,
     pendingPause: false,
+    paramsDigests: [
+      { step: 15, digest: new Uint8Array(32).fill(3) },
+      { step: 17, digest: new Uint8Array(32).fill(4) },
+    ],
   };
 }
 
@@ -158,14 +163,20 @@ Deno.test("header and first fields sit where docs/state-encoding.md says", () =>
   assert.equal(b[8], 7);
   assert.deepEqual(Array.from(b.subarray(9, 16)), [0x74, 0x69, 0x6e, 0x79, 0x2d, 0xc3, 0xb8]);
   assert.equal(b[16], 3);
-  // The last byte is pendingPause; the 8 before it runStateStartUnixTimestamp in
-  // milliseconds, little-endian.
-  assert.equal(b[b.length - 1], 0);
-  const ts = new DataView(b.buffer, b.byteOffset + b.length - 9, 8).getBigUint64(0, true);
+  // The version 3 tail: one digest vote (count, u16 index, 32 bytes), two records (count,
+  // 2 x (u32 step, 32 bytes)). Before it pendingPause, and the 8 bytes before that
+  // runStateStartUnixTimestamp in milliseconds, little-endian.
+  const tail = 1 + 34 + 1 + 2 * 36;
+  const digests = b.subarray(b.length - tail);
+  assert.deepEqual([digests[0], digests[1], digests[2], digests[3]], [1, 1, 0, 9]);
+  assert.deepEqual([digests[35], digests[36], digests[40]], [2, 15, 3]);
+  assert.equal(b[b.length - tail - 1], 0);
+  const ts = new DataView(b.buffer, b.byteOffset + b.length - tail - 9, 8)
+    .getBigUint64(0, true);
   assert.equal(ts, 1_700_000_100_000n);
 });
 
-Deno.test("the smallest state is 259 bytes, as summed in docs/state-encoding.md", () => {
+Deno.test("the smallest state is 261 bytes, as summed in docs/state-encoding.md", () => {
   const s = sampleState();
   s.runId = "";
   s.model = {
@@ -178,10 +189,14 @@ Deno.test("the smallest state is 259 bytes, as summed in docs/state-encoding.md"
   s.epochState.rounds = s.epochState.rounds.map((r) => ({ ...r, witnesses: [] }));
   s.epochState.clients = [];
   s.epochState.exitedClients = [];
+  s.epochState.digestVotes = [];
+  s.paramsDigests = [];
   // header 8 + runId 1 + runState 1 + model (2 codes + 2 u32 + 1 + 1 + 21 + 1 = 34)
   // + config 69 + progress 14 + rounds 4 x (1 + 8 + 8 + 4 + 2 + 2) + list counts 4
-  // + epoch tail 19 + timestamp 8 + pendingPause 1. Layout version 1 has a 66-byte config.
-  assert.equal(encodeCoordinatorState(s).length, 8 + 2 + 34 + 69 + 14 + 100 + 4 + 19 + 9);
+  // + epoch tail 19 + timestamp 8 + pendingPause 1 + digest counts 2. Version 2 has no
+  // digest counts; version 1 also has a 66-byte config.
+  assert.equal(encodeCoordinatorState(s).length, 8 + 2 + 34 + 69 + 14 + 100 + 4 + 19 + 9 + 2);
+  assert.equal(encodeCoordinatorState(s, { version: 2 }).length, 259);
   assert.equal(encodeCoordinatorState(s, { version: 1 }).length, 256);
 });
 
@@ -291,9 +306,9 @@ Deno.test("bad magic, version and reserved bytes", () => {
     return decodeError(c);
   };
   assert.equal(bad(0, 0x51).field, "header.magic");
-  const v = bad(4, 3);
+  const v = bad(4, 4);
   assert.equal(v.field, "header.version");
-  assert.match(v.message, /unsupported version 3 \(this build reads 1, 2\)/);
+  assert.match(v.message, /unsupported version 4 \(this build reads 1, 2, 3\)/);
   assert.equal(bad(6, 1).field, "header.reserved");
 });
 
@@ -484,4 +499,47 @@ Deno.test("JSON form: hex keys, decimal bigints, strict reading", () => {
   delete missing.progress.step;
   assert.throws(() => coordinatorStateFromJson(missing), /progress\.step/);
   assert.throws(() => coordinatorStateFromJson([]), /must be an object/);
+});
+
+Deno.test("versions 1 and 2 carry no digests: they decode with none and refuse to write any", () => {
+  const s = sampleState();
+  assert.throws(
+    () => encodeCoordinatorState(s, { version: 2 }),
+    /epochState.digestVotes cannot be written in state encoding version 2/,
+  );
+  s.epochState.digestVotes = [];
+  assert.throws(
+    () => encodeCoordinatorState(s, { version: 2 }),
+    /paramsDigests cannot be written in state encoding version 2/,
+  );
+  s.paramsDigests = [];
+  const decoded = decodeCoordinatorState(encodeCoordinatorState(s, { version: 2 }));
+  assert.deepEqual(decoded.paramsDigests, []);
+  assert.deepEqual(decoded.epochState.digestVotes, []);
+});
+
+Deno.test("digest defects name their field: zero digest, repeated voter, steps out of order", () => {
+  const tailDefect = (mutate: (s: CoordinatorState) => void, patch: (b: Uint8Array) => void) => {
+    const s = sampleState();
+    mutate(s);
+    const b = encodeCoordinatorState(s);
+    patch(b);
+    return decodeError(b);
+  };
+  // Records are the last 1 + 2 x 36 bytes; the vote is the 35 bytes before them.
+  const zero = tailDefect(() => {}, (b) => b.fill(0, b.length - 32));
+  assert.equal(zero.field, "paramsDigests[1].digest");
+  assert.match(zero.message, /all-zero digest/);
+  const order = tailDefect(() => {}, (b) => (b[b.length - 36] = 15));
+  assert.equal(order.field, "paramsDigests[1].step");
+  assert.match(order.message, /must be above the previous record's step 15/);
+  const repeated = tailDefect(
+    (s) => s.epochState.digestVotes.push({ index: 2, digest: new Uint8Array(32).fill(1) }),
+    (b) => (b[b.length - 73 - 34] = 1),
+  );
+  assert.equal(repeated.field, "epochState.digestVotes[1].index");
+  assert.match(repeated.message, /repeats 1/);
+  const outside = tailDefect(() => {}, (b) => (b[b.length - 73 - 34] = 0xff));
+  assert.equal(outside.field, "epochState.digestVotes[0].index");
+  assert.match(outside.message, /must be below config.maxClients/);
 });

@@ -25,12 +25,17 @@ function u64FromEnd(bytes: Uint8Array, at: number): bigint {
   return new DataView(bytes.buffer, bytes.byteOffset + bytes.length - at, 8).getBigUint64(0, true);
 }
 
-Deno.test("version 2 carries milliseconds: fractional times round trip exactly", () => {
+Deno.test("versions 2 and 3 carry milliseconds: fractional times round trip exactly", () => {
   const s = fractionalState();
-  const bytes = encodeCoordinatorState(s);
-  assert.equal(bytes[4], 2);
-  assert.equal(u64FromEnd(bytes, 9), 1_763_718_509_123n);
-  assert.deepEqual(decodeCoordinatorState(bytes), s);
+  const v2 = encodeCoordinatorState(s, { version: 2 });
+  assert.equal(v2[4], 2);
+  assert.equal(u64FromEnd(v2, 9), 1_763_718_509_123n);
+  assert.deepEqual(decodeCoordinatorState(v2), s);
+  // Version 3 (the default) ends with two empty digest lists after the same fields.
+  const v3 = encodeCoordinatorState(s);
+  assert.equal(v3[4], 3);
+  assert.equal(u64FromEnd(v3, 11), 1_763_718_509_123n);
+  assert.deepEqual(decodeCoordinatorState(v3), s);
 });
 
 Deno.test("property: version 1 round trips whole-second states; version 2 agrees on them", () => {
@@ -72,8 +77,8 @@ Deno.test("version 1 (the Solana layout) refuses a fractional time, naming the f
     /^RangeError: runStateStartUnixTimestamp must be whole seconds/,
   );
   assert.throws(
-    () => encodeCoordinatorState(whole, { version: 3 as never }),
-    /version must be one of 1, 2, found 3/,
+    () => encodeCoordinatorState(whole, { version: 4 as never }),
+    /version must be one of 1, 2, 3, found 4/,
   );
 });
 
@@ -90,7 +95,7 @@ Deno.test("version 2 refuses sub-millisecond and out-of-range times, naming the 
 });
 
 Deno.test("decoding version 2 rejects a time above 2^50 - 1 ms, naming field and offset", () => {
-  const bytes = encodeCoordinatorState(testState());
+  const bytes = encodeCoordinatorState(testState(), { version: 2 });
   const at = bytes.length - 9;
   new DataView(bytes.buffer, bytes.byteOffset).setBigUint64(at, BigInt(MAX_TIME_MS) + 1n, true);
   assert.throws(

@@ -15,6 +15,8 @@ import {
   type CoordinatorConfig,
   type CoordinatorState,
   type DataLocation,
+  type DigestRecord,
+  type DigestVote,
   type EpochState,
   type GcsRepo,
   type HttpLocation,
@@ -25,8 +27,10 @@ import {
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
   MAX_WITNESSES,
+  NUM_DIGEST_RECORDS,
   NUM_STORED_ROUNDS,
   type OptimizerDefinition,
+  PARAMS_DIGEST_BYTES,
   type Round,
   RUN_STATES,
   type Witness,
@@ -37,6 +41,7 @@ import {
   DATA_LOCATION_KINDS,
   DATA_TYPE_KINDS,
   describe,
+  DIGESTS_SINCE_VERSION,
   HTTP_LOCATION_KINDS,
   LR_SCHEDULE_KINDS,
   OPTIMIZER_KINDS,
@@ -493,8 +498,9 @@ function unreachable(x: never): never {
 /** Options of {@linkcode encodeCoordinatorState}. */
 export interface EncodeStateOptions {
   /**
-   * Layout version to write (default STATE_ENCODING_VERSION, 2). Version 1 is the Solana
-   * program's: it refuses times and durations that are not whole seconds.
+   * Layout version to write (default STATE_ENCODING_VERSION, 3). Version 1 is the Solana
+   * program's: it refuses times and durations that are not whole seconds. Versions 1 and 2
+   * refuse a state that holds digests.
    */
   version?: StateEncodingVersion;
 }
@@ -537,5 +543,43 @@ export function encodeCoordinatorState(
   writeEpochState(w, "epochState", state.epochState, state.config.maxClients);
   w.seconds("runStateStartUnixTimestamp", state.runStateStartUnixTimestamp);
   w.bool("pendingPause", state.pendingPause);
+  writeDigests(w, state);
   return w.finish();
+}
+
+/**
+ * Version 3's tail: the current phase's digest votes, then the recorded digests. Older
+ * versions have no room for them and refuse a state that holds any.
+ */
+function writeDigests(w: Writer, state: CoordinatorState): void {
+  const votes = state.epochState.digestVotes;
+  const records = state.paramsDigests;
+  if (w.version < DIGESTS_SINCE_VERSION) {
+    if (votes?.length || records?.length) {
+      throw new RangeError(
+        `${votes?.length ? "epochState.digestVotes" : "paramsDigests"} cannot be written in ` +
+          `state encoding version ${w.version} (digests need version ${DIGESTS_SINCE_VERSION})`,
+      );
+    }
+    return;
+  }
+  const maxClients = state.config.maxClients;
+  w.list<DigestVote>("epochState.digestVotes", votes, MAX_WITNESSES, 1, (v, q) => {
+    obj(q, v);
+    if (v.index >= maxClients) {
+      throw new RangeError(`${q}.index (${v.index}) must be below config.maxClients`);
+    }
+    w.u16(`${q}.index`, v.index);
+    w.bytes(`${q}.digest`, v.digest, PARAMS_DIGEST_BYTES);
+  });
+  let previous = 0;
+  w.list<DigestRecord>("paramsDigests", records, NUM_DIGEST_RECORDS, 1, (r, q) => {
+    obj(q, r);
+    if (r.step <= previous) {
+      throw new RangeError(`${q}.step (${r.step}) must be above the previous record's`);
+    }
+    previous = r.step;
+    w.u32(`${q}.step`, r.step);
+    w.bytes(`${q}.digest`, r.digest, PARAMS_DIGEST_BYTES);
+  });
 }

@@ -48,6 +48,7 @@ import {
   checkpointWithoutReturningPeers,
 } from "./checkpoint_lifecycle.ts";
 import { roundWitnessQuorum } from "./witness_quorum.ts";
+import { tallyDigestVotes } from "./params_digest.ts";
 import { currentRound, roundBatchSize } from "./machine_queries.ts";
 import { validateCoordinatorInputs } from "./machine_validate.ts";
 import { addTime, fromMillis } from "./time.ts";
@@ -55,9 +56,12 @@ import {
   type CoordinatorConfig,
   type CoordinatorProgress,
   type CoordinatorState,
+  type DigestRecord,
   type LlmModel,
   type NodeIdentity,
+  NUM_DIGEST_RECORDS,
   NUM_STORED_ROUNDS,
+  PARAMS_DIGEST_BYTES,
 } from "./types.ts";
 
 /** Options of {@linkcode createCoordinator}. */
@@ -72,6 +76,8 @@ export interface CreateCoordinatorOptions {
   now: number;
   /** Start Paused (an operator resumes it) instead of WaitingForMembers. */
   paused?: boolean;
+  /** Parameter digests the run recorded before (a resumed run's); default none. */
+  paramsDigests?: DigestRecord[];
 }
 
 /**
@@ -101,7 +107,29 @@ export function createCoordinator(opts: CreateCoordinatorOptions): CoordinatorSt
     epochState: emptyEpochState(false),
     runStateStartUnixTimestamp: opts.now,
     pendingPause: false,
+    paramsDigests: checkDigestRecords(opts.paramsDigests ?? []),
   };
+}
+
+/** Copies `records` after checking them (RangeError naming the record otherwise). */
+function checkDigestRecords(records: readonly DigestRecord[]): DigestRecord[] {
+  if (records.length > NUM_DIGEST_RECORDS) {
+    throw new RangeError(`paramsDigests holds at most ${NUM_DIGEST_RECORDS} records`);
+  }
+  let previous = 0;
+  return records.map((r, i) => {
+    if (!Number.isSafeInteger(r.step) || r.step <= previous) {
+      throw new RangeError(`paramsDigests[${i}].step must be an integer above ${previous}`);
+    }
+    previous = r.step;
+    if (!(r.digest instanceof Uint8Array) || r.digest.length !== PARAMS_DIGEST_BYTES) {
+      throw new RangeError(`paramsDigests[${i}].digest must be ${PARAMS_DIGEST_BYTES} bytes`);
+    }
+    if (r.digest.every((b) => b === 0)) {
+      throw new RangeError(`paramsDigests[${i}].digest must not be all zero`);
+    }
+    return { step: r.step, digest: r.digest.slice() };
+  });
 }
 
 /**
@@ -256,6 +284,8 @@ function tickRoundWitness(state: CoordinatorState, now: number, seed: bigint): O
   const { config, epochState: es, progress } = state;
   if (!checkTimeout(state, now, config.roundWitnessTime)) return UNCHANGED;
   const round = currentRound(state);
+  // The round's witnesses voted for the parameters of its step (before the step moves on).
+  tallyDigestVotes(state, roundWitnessQuorum(config, round));
   es.firstRound = false;
   progress.step += 1;
   moveClientsToExited(state, round.height + 1);
@@ -287,6 +317,8 @@ function tickRoundWitness(state: CoordinatorState, now: number, seed: bigint): O
 function tickCooldown(state: CoordinatorState, now: number): Outcome {
   if (!checkTimeout(state, now, state.config.cooldownTime)) return UNCHANGED;
   const round = currentRound(state);
+  // The last round's witnesses voted for the parameters the next epoch starts from.
+  tallyDigestVotes(state, roundWitnessQuorum(state.config, round));
   const { progress, epochState: es } = state;
   progress.epochStartDataIndex = round.dataIndex + roundBatchSize(state, round);
   progress.epoch += 1;

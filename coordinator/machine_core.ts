@@ -16,6 +16,8 @@ import { batchSizeForTokens } from "./data_selection.ts";
 import type { Client, CoordinatorState, EpochState, Round, RunState } from "./types.ts";
 import { NUM_STORED_ROUNDS } from "./types.ts";
 import { isMillisecondTime, timeReached } from "./time.ts";
+import { tallyDigestVotes } from "./params_digest.ts";
+import { expectedWitnesses, witnessQuorum } from "./witness_quorum.ts";
 
 /** What a call did to the state. */
 export type Outcome =
@@ -134,6 +136,7 @@ export function emptyEpochState(coldStartEpoch: boolean): EpochState {
     startTimestamp: 0,
     firstRound: false,
     coldStartEpoch,
+    digestVotes: [],
   };
 }
 
@@ -207,11 +210,14 @@ export function startRoundTrain(state: CoordinatorState, now: number, seed: bigi
 }
 
 /**
- * Leaves Warmup (timer or enough warmup witnesses): drops clients that left, then either
- * ends the epoch unsuccessfully when fewer than `minClients` remain, or starts round 0.
+ * Leaves Warmup (timer or enough warmup witnesses): drops clients that left, records the digest
+ * of the model a quorum of the remaining clients loaded, then either ends the epoch
+ * unsuccessfully when fewer than `minClients` remain, or starts round 0.
  */
 export function leaveWarmup(state: CoordinatorState, now: number, seed: bigint): Outcome {
   moveClientsToExited(state, 0);
+  const voters = expectedWitnesses(state.config, state.epochState.clients.length);
+  tallyDigestVotes(state, witnessQuorum(voters));
   if (state.epochState.clients.length < state.config.minClients) {
     changeState(state, stateAfterEpoch(state), now);
     return { kind: "EpochEnd", success: false };

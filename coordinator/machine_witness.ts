@@ -26,14 +26,22 @@ import {
   sameKey,
   UNCHANGED,
 } from "./machine_core.ts";
-import { currentRound, roundSelection } from "./machine_queries.ts";
+import { currentRound, roundClients, roundSelection } from "./machine_queries.ts";
 import { expectedWitnesses } from "./witness_quorum.ts";
+import {
+  addDigestVote,
+  checkDigestShape,
+  checkVoteRoom,
+  isNoDigest,
+  NO_DIGEST,
+} from "./params_digest.ts";
 import {
   type Bloom,
   type CoordinatorState,
   MAX_WITNESSES,
   type NodeIdentity,
   type Witness,
+  type WitnessProof,
 } from "./types.ts";
 
 const bloomParamsCache = new Map<number, { numBits: number; numKeys: number }>();
@@ -128,6 +136,9 @@ function checkRoom(witnesses: readonly Witness[], index: number): void {
  * (`witnessNodes`, or `min(clients, MAX_WITNESSES)`) reported, training starts at once
  * with `seed`, without waiting for the Warmup timer. Ignored (Unchanged) if training
  * already started; WrongRunState in any other state.
+ *
+ * `paramsDigest` is the digest of the model the client loaded: a vote for the parameters the
+ * epoch starts from (all zero: no vote; coordinator/params_digest.ts).
  */
 export function warmupWitness(
   state: CoordinatorState,
@@ -135,6 +146,7 @@ export function warmupWitness(
   report: Witness,
   now: number,
   seed: bigint,
+  paramsDigest: Uint8Array = NO_DIGEST,
 ): Outcome {
   checkNow(now);
   checkSeed(seed);
@@ -144,6 +156,7 @@ export function warmupWitness(
     throw new CoordinatorError("WrongRunState", `warmup witness in ${state.runState}`);
   }
   checkWitnessShape(state, report);
+  checkDigestShape(paramsDigest);
   const { index, position } = report.proof;
   checkSender(state, from, index);
   if (position !== index) {
@@ -159,6 +172,7 @@ export function warmupWitness(
   const round = currentRound(state);
   checkRoom(round.witnesses, index);
   round.witnesses.push(copyWitness(report));
+  addDigestVote(state, index, paramsDigest);
   if (round.witnesses.length >= expectedWitnesses(state.config, clients.length)) {
     return leaveWarmup(state, now, seed);
   }
@@ -171,12 +185,16 @@ export function warmupWitness(
  * and belongs to the sender; one report per witness. When the round's expected number
  * of witnesses reported during RoundTrain, the round moves to RoundWitness at once
  * (opportunistic witnessing).
+ *
+ * `paramsDigest` is the digest of the parameters the round trains on (the witness's, after
+ * the round's apply): a vote for the parameters of the round's step (all zero: no vote).
  */
 export function witness(
   state: CoordinatorState,
   from: NodeIdentity,
   report: Witness,
   now: number,
+  paramsDigest: Uint8Array = NO_DIGEST,
 ): Outcome {
   checkNow(now);
   assertNotHalted(state, "accept a witness");
@@ -184,6 +202,7 @@ export function witness(
     throw new CoordinatorError("WrongRunState", `witness in ${state.runState}`);
   }
   checkWitnessShape(state, report);
+  checkDigestShape(paramsDigest);
   const proof = report.proof;
   if (!proof.witness) {
     throw new CoordinatorError("InvalidWitness", `client ${proof.index} claims no witness seat`);
@@ -199,9 +218,69 @@ export function witness(
   checkSender(state, from, proof.index);
   checkRoom(round.witnesses, proof.index);
   round.witnesses.push(copyWitness(report));
+  addDigestVote(state, proof.index, paramsDigest);
   const expected = expectedWitnesses(state.config, round.clientsLen);
   if (state.runState === "RoundTrain" && round.witnesses.length >= expected) {
     changeState(state, "RoundWitness", now);
   }
+  return CHANGED;
+}
+
+/**
+ * A witness of the epoch's last round reports, during Cooldown, the digest of the parameters
+ * after the epoch's last apply: a vote for the parameters the next epoch starts from, tallied
+ * when Cooldown ends (coordinator/params_digest.ts). The proof must be a witness proof that
+ * verifies against the last round's selection and belongs to the sender; one report per
+ * witness; the digest must not be all zero.
+ */
+export function cooldownWitness(
+  state: CoordinatorState,
+  from: NodeIdentity,
+  proof: WitnessProof,
+  paramsDigest: Uint8Array,
+  now: number,
+): Outcome {
+  checkNow(now);
+  assertNotHalted(state, "accept a cooldown witness");
+  if (state.runState !== "Cooldown") {
+    throw new CoordinatorError("WrongRunState", `cooldown witness in ${state.runState}`);
+  }
+  if (
+    typeof proof !== "object" || proof === null || !isIndex(proof.index) ||
+    !isIndex(proof.position) || typeof proof.witness !== "boolean"
+  ) {
+    throw new CoordinatorError("InvalidWitness", "proof must have integer index and position");
+  }
+  checkDigestShape(paramsDigest);
+  if (isNoDigest(paramsDigest)) {
+    throw new CoordinatorError("InvalidWitness", "a cooldown witness must carry a digest");
+  }
+  if (!proof.witness) {
+    throw new CoordinatorError("InvalidWitness", `client ${proof.index} claims no witness seat`);
+  }
+  const round = currentRound(state);
+  if (!roundSelection(state.config, round).verifyWitness(proof)) {
+    throw new CoordinatorError(
+      "InvalidCommitteeProof",
+      `witness proof (index ${proof.index}, position ${proof.position}) does not verify ` +
+        `for round ${round.height}`,
+    );
+  }
+  // Proofs index the last round's client list; clients may have left at its end.
+  const voter = roundClients(state, round.height)[proof.index];
+  if (voter === undefined || !(from?.signer instanceof Uint8Array)) {
+    throw new CoordinatorError("InvalidWitness", `proof index ${proof.index} is out of range`);
+  }
+  if (!sameKey(voter.id.signer, from.signer)) {
+    throw new CoordinatorError(
+      "InvalidWitness",
+      `proof index ${proof.index} belongs to another client`,
+    );
+  }
+  if (voter.state !== "Healthy") {
+    throw new CoordinatorError("InvalidWitness", `client ${proof.index} is ${voter.state}`);
+  }
+  checkVoteRoom(state, proof.index);
+  addDigestVote(state, proof.index, paramsDigest);
   return CHANGED;
 }

@@ -40,6 +40,10 @@ export const MAX_RUN_ID_BYTES = 32;
 export const MAX_STRING_BYTES = 64;
 /** Longest URL (data locations), in UTF-8 bytes. */
 export const MAX_URL_BYTES = 192;
+/** Parameter-digest records the coordinator keeps (the newest steps; see {@link DigestRecord}). */
+export const NUM_DIGEST_RECORDS = 8;
+/** Bytes of a parameter digest (shaders/digest.ts: sha256 over the GPU block digests). */
+export const PARAMS_DIGEST_BYTES = 32;
 /** Target false-positive rate of the witness bloom filters at the run's client cap. */
 export const BLOOM_FALSE_POSITIVE_RATE = 0.01;
 
@@ -259,6 +263,27 @@ export interface WitnessMetadata {
   efficiency: number;
 }
 
+/**
+ * The digest of the parameters of `step` that a quorum of voters reported: the parameters the
+ * round of that step trains on (after the apply of step − 2's results), or, for an epoch's
+ * first step, the parameters the epoch starts from. Every honest client holds exactly these
+ * bits at that point; a client whose own digest differs has diverged (docs/protocol.md,
+ * "Parameter digests").
+ */
+export interface DigestRecord {
+  step: number;
+  /** {@link PARAMS_DIGEST_BYTES} bytes, never all zero. */
+  digest: Uint8Array;
+}
+
+/** One client's digest report for the current phase (Warmup, a round, or Cooldown). */
+export interface DigestVote {
+  /** The voter's index in the epoch's client list. */
+  index: number;
+  /** {@link PARAMS_DIGEST_BYTES} bytes, never all zero (all zero means "no vote"). */
+  digest: Uint8Array;
+}
+
 export interface Round {
   witnesses: Witness[];
   dataIndex: number;
@@ -295,6 +320,11 @@ export interface EpochState {
   startTimestamp: number;
   firstRound: boolean;
   coldStartEpoch: boolean;
+  /**
+   * Digest votes of the current phase (at most MAX_WITNESSES, one per client index), for the
+   * parameters of `progress.step`; tallied into `paramsDigests` when the phase ends.
+   */
+  digestVotes: DigestVote[];
 }
 
 /** The whole coordinator: the run's single source of truth. */
@@ -307,4 +337,10 @@ export interface CoordinatorState {
   epochState: EpochState;
   runStateStartUnixTimestamp: number;
   pendingPause: boolean;
+  /**
+   * The recorded parameter digests, oldest first, at most NUM_DIGEST_RECORDS, steps strictly
+   * increasing. Outlives epochs (and is saved with the run), so a joiner can check the model
+   * it loads against the run's.
+   */
+  paramsDigests: DigestRecord[];
 }

@@ -15,6 +15,7 @@ import { TcpDataProvider } from "../data/tcp_client.ts";
 import { generateIdentity } from "../net/mod.ts";
 import { testConfig, testModel, warmupReport } from "./support/coordinator_fixtures.ts";
 import type { CoordinatorState } from "../coordinator/types.ts";
+import { NO_DIGEST } from "../coordinator/params_digest.ts";
 
 const CORPUS = resolve(new URL("../data/corpus/brown/train", import.meta.url).pathname);
 
@@ -104,7 +105,7 @@ Deno.test("the in-process data server serves each epoch client its own batch onl
       const index = warm.epochState.clients.findIndex((c) =>
         sameKey(c.id.signer, b.identity.signer)
       );
-      await b.sendWarmupWitness(warmupReport(warm, index));
+      await b.sendWarmupWitness(warmupReport(warm, index), NO_DIGEST);
     }
     const train = await nextState(backends[0], (s) => s.runState === "RoundTrain");
     const assignments = roundAssignments(train, currentRound(train));

@@ -26,6 +26,7 @@ import type {
   NodeIdentity,
   Witness,
   WitnessMetadata,
+  WitnessProof,
 } from "../../coordinator/mod.ts";
 
 export {
@@ -96,11 +97,36 @@ export interface CoordinatorBackend {
    */
   join(options?: CallOptions): Promise<void>;
 
-  /** Reports a round as an elected witness (RoundTrain / RoundWitness). */
-  sendWitness(witness: Witness, metadata: WitnessMetadata, options?: CallOptions): Promise<void>;
+  /**
+   * Reports a round as an elected witness (RoundTrain / RoundWitness), with the digest of the
+   * parameters the round trains on (all zero when the client has none for this round).
+   */
+  sendWitness(
+    witness: Witness,
+    metadata: WitnessMetadata,
+    paramsDigest: Uint8Array,
+    options?: CallOptions,
+  ): Promise<void>;
 
-  /** Reports the model is loaded (Warmup); `witness.proof` is `{position: index, index}`. */
-  sendWarmupWitness(witness: Witness, options?: CallOptions): Promise<void>;
+  /**
+   * Reports the model is loaded (Warmup), with its digest; `witness.proof` is
+   * `{position: index, index}`.
+   */
+  sendWarmupWitness(
+    witness: Witness,
+    paramsDigest: Uint8Array,
+    options?: CallOptions,
+  ): Promise<void>;
+
+  /**
+   * As a witness of the epoch's last round, reports (Cooldown) the digest of the parameters
+   * after the epoch's last apply: what the next epoch starts from.
+   */
+  sendCooldownWitness(
+    proof: WitnessProof,
+    paramsDigest: Uint8Array,
+    options?: CallOptions,
+  ): Promise<void>;
 
   /** Reports clients the previous round's witnesses did not see (every one unhealthy). */
   sendHealthCheck(checks: readonly HealthCheck[], options?: CallOptions): Promise<void>;

@@ -14,6 +14,7 @@ import type { CoordinatorHost } from "../../coordinator/server/host.ts";
 import type { CoordinatorState, Witness } from "../../coordinator/types.ts";
 import { witnessBloomParameters } from "../../coordinator/bloom.ts";
 import { BackendError, type CoordinatorBackend } from "./backend.ts";
+import { NO_DIGEST } from "../../coordinator/params_digest.ts";
 
 /** The run the suite's host must hold: id `RUN_ID`, 2 clients to start, WaitingForMembers. */
 export const COMPLIANCE_RUN_ID = "test-run";
@@ -122,7 +123,14 @@ export function describeBackendCompliance(
     try {
       const s = await first(backend, () => true);
       await assert.rejects(
-        backend.sendWarmupWitness(emptyWarmupWitness(s)),
+        backend.sendWarmupWitness(emptyWarmupWitness(s), NO_DIGEST),
+        (e) => e instanceof CoordinatorError && e.code === "WrongRunState",
+      );
+      await assert.rejects(
+        backend.sendCooldownWitness(
+          { position: 0, index: 0, witness: true },
+          new Uint8Array(32).fill(1),
+        ),
         (e) => e instanceof CoordinatorError && e.code === "WrongRunState",
       );
       await assert.rejects(

@@ -30,6 +30,7 @@ import type {
   NodeIdentity,
   Witness,
   WitnessMetadata,
+  WitnessProof,
 } from "../../coordinator/mod.ts";
 import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
 import { StateFeed } from "./state_feed.ts";
@@ -145,14 +146,28 @@ export class MemoryBackend implements CoordinatorBackend {
   sendWitness(
     witness: Witness,
     metadata: WitnessMetadata,
+    paramsDigest: Uint8Array,
     options: CallOptions = {},
   ): Promise<void> {
-    return this.#call({ kind: "Witness", requestId: 0, witness, metadata }, options);
+    return this.#call({ kind: "Witness", requestId: 0, witness, metadata, paramsDigest }, options);
   }
 
   /** {@inheritDoc CoordinatorBackend.sendWarmupWitness} */
-  sendWarmupWitness(witness: Witness, options: CallOptions = {}): Promise<void> {
-    return this.#call({ kind: "WarmupWitness", requestId: 0, witness }, options);
+  sendWarmupWitness(
+    witness: Witness,
+    paramsDigest: Uint8Array,
+    options: CallOptions = {},
+  ): Promise<void> {
+    return this.#call({ kind: "WarmupWitness", requestId: 0, witness, paramsDigest }, options);
+  }
+
+  /** {@inheritDoc CoordinatorBackend.sendCooldownWitness} */
+  sendCooldownWitness(
+    proof: WitnessProof,
+    paramsDigest: Uint8Array,
+    options: CallOptions = {},
+  ): Promise<void> {
+    return this.#call({ kind: "CooldownWitness", requestId: 0, proof, paramsDigest }, options);
   }
 
   /** {@inheritDoc CoordinatorBackend.sendHealthCheck} */

@@ -3,6 +3,7 @@ import { CoordinatorHost } from "../../coordinator/server/host.ts";
 import { testState, warmupReport } from "../../tests/support/coordinator_fixtures.ts";
 import { generateIdentity } from "../../net/mod.ts";
 import { MemoryCoordinator } from "./memory.ts";
+import { NO_DIGEST } from "../../coordinator/params_digest.ts";
 
 Deno.test("the memory coordinator runs on the caller's clock", async () => {
   let now = 100;
@@ -19,7 +20,7 @@ Deno.test("the memory coordinator runs on the caller's clock", async () => {
   now += 1;
   coordinator.tick();
   assert.equal(a.latest()?.runState, "Warmup");
-  await a.sendWarmupWitness(warmupReport(a.latest()!, 0));
+  await a.sendWarmupWitness(warmupReport(a.latest()!, 0), NO_DIGEST);
   now += 19;
   coordinator.tick();
   assert.equal(b.latest()?.runState, "Warmup");

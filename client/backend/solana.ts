@@ -38,6 +38,7 @@ import type {
   NodeIdentity,
   Witness,
   WitnessMetadata,
+  WitnessProof,
 } from "../../coordinator/mod.ts";
 import {
   AccountDecodeError,
@@ -239,15 +240,33 @@ export class SolanaBackend implements CoordinatorBackend {
   async sendWitness(
     witness: Witness,
     _metadata: WitnessMetadata,
+    paramsDigest: Uint8Array,
     options: CallOptions = {},
   ): Promise<void> {
     this.#usable(options.signal);
-    await this.#send("witness", { kind: "Witness", witness }, { signal: options.signal });
+    await this.#send("witness", { kind: "Witness", witness, paramsDigest }, {
+      signal: options.signal,
+    });
   }
 
-  async sendWarmupWitness(witness: Witness, options: CallOptions = {}): Promise<void> {
+  async sendWarmupWitness(
+    witness: Witness,
+    paramsDigest: Uint8Array,
+    options: CallOptions = {},
+  ): Promise<void> {
     this.#usable(options.signal);
-    await this.#send("warmup_witness", { kind: "WarmupWitness", witness }, {
+    await this.#send("warmup_witness", { kind: "WarmupWitness", witness, paramsDigest }, {
+      signal: options.signal,
+    });
+  }
+
+  async sendCooldownWitness(
+    proof: WitnessProof,
+    paramsDigest: Uint8Array,
+    options: CallOptions = {},
+  ): Promise<void> {
+    this.#usable(options.signal);
+    await this.#send("cooldown_witness", { kind: "CooldownWitness", proof, paramsDigest }, {
       signal: options.signal,
     });
   }

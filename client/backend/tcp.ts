@@ -34,6 +34,7 @@ import type {
   NodeIdentity,
   Witness,
   WitnessMetadata,
+  WitnessProof,
 } from "../../coordinator/mod.ts";
 import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
 import { StateFeed } from "./state_feed.ts";
@@ -157,17 +158,37 @@ export class TcpBackend implements CoordinatorBackend {
   sendWitness(
     witness: Witness,
     metadata: WitnessMetadata,
+    paramsDigest: Uint8Array,
     options: CallOptions = {},
   ): Promise<void> {
     return this.#request(
-      (requestId) => ({ kind: "Witness", requestId, witness, metadata }),
+      (requestId) => ({ kind: "Witness", requestId, witness, metadata, paramsDigest }),
       options,
     );
   }
 
   /** {@inheritDoc CoordinatorBackend.sendWarmupWitness} */
-  sendWarmupWitness(witness: Witness, options: CallOptions = {}): Promise<void> {
-    return this.#request((requestId) => ({ kind: "WarmupWitness", requestId, witness }), options);
+  sendWarmupWitness(
+    witness: Witness,
+    paramsDigest: Uint8Array,
+    options: CallOptions = {},
+  ): Promise<void> {
+    return this.#request(
+      (requestId) => ({ kind: "WarmupWitness", requestId, witness, paramsDigest }),
+      options,
+    );
+  }
+
+  /** {@inheritDoc CoordinatorBackend.sendCooldownWitness} */
+  sendCooldownWitness(
+    proof: WitnessProof,
+    paramsDigest: Uint8Array,
+    options: CallOptions = {},
+  ): Promise<void> {
+    return this.#request(
+      (requestId) => ({ kind: "CooldownWitness", requestId, proof, paramsDigest }),
+      options,
+    );
   }
 
   /** {@inheritDoc CoordinatorBackend.sendHealthCheck} */

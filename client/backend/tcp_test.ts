@@ -6,6 +6,7 @@ import { warmupReport } from "../../tests/support/coordinator_fixtures.ts";
 import { generateIdentity } from "../../net/mod.ts";
 import { BackendError } from "./backend.ts";
 import { parseAddress, TcpBackend, type TcpBackendEvent } from "./tcp.ts";
+import { NO_DIGEST } from "../../coordinator/params_digest.ts";
 
 function serve(port = 0) {
   return startTestServer({ port, tickIntervalMs: 100 });
@@ -38,7 +39,7 @@ Deno.test("states arrive, join is acknowledged, rejected calls carry the coordin
     const state = backend.latest();
     assert.ok(state !== null);
     await assert.rejects(
-      backend.sendWarmupWitness(warmupReport(state, 0)),
+      backend.sendWarmupWitness(warmupReport(state, 0), NO_DIGEST),
       (e) => e instanceof CoordinatorError && e.code === "WrongRunState",
     );
     await assert.rejects(

@@ -18,7 +18,7 @@ import { isHalted, keyString, type Outcome, sameKey } from "../machine_core.ts";
 import { nextTickDeadline, tick as machineTick } from "../machine.ts";
 import { checkpoint as machineCheckpoint, withdraw } from "../machine_membership.ts";
 import { currentRound, previousRound, roundAssignments, roundClients } from "../machine_queries.ts";
-import { warmupWitness, witness as machineWitness } from "../machine_witness.ts";
+import { cooldownWitness, warmupWitness, witness as machineWitness } from "../machine_witness.ts";
 import type {
   BatchId,
   Checkpoint,
@@ -42,6 +42,9 @@ export type HostEvent =
   | { kind: "Left"; client: string; withdrawn: boolean }
   | { kind: "Kicked"; client: string; state: ClientState }
   | { kind: "WarmupWitness"; client: string; index: number }
+  | { kind: "CooldownWitness"; client: string; index: number }
+  /** A quorum agreed on the digest of the parameters of `step` (hex). */
+  | { kind: "DigestRecorded"; step: number; digest: string }
   | { kind: "Witness"; client: string; index: number; height: number; metadata: WitnessMetadata }
   | { kind: "HealthCheck"; client: string; dropped: number }
   | { kind: "Checkpoint"; client: string; repo: Checkpoint }
@@ -188,13 +191,13 @@ export class CoordinatorHost {
       case "Join":
         return this.#join(id, name, msg.runId);
       case "WarmupWitness": {
-        this.#step(() => warmupWitness(this.state, id, msg.witness, now, seed));
+        this.#step(() => warmupWitness(this.state, id, msg.witness, now, seed, msg.paramsDigest));
         this.#events.push({ kind: "WarmupWitness", client: name, index: msg.witness.proof.index });
         return { kind: "Ack" };
       }
       case "Witness": {
         const height = currentRound(this.state).height;
-        this.#step(() => machineWitness(this.state, id, msg.witness, now));
+        this.#step(() => machineWitness(this.state, id, msg.witness, now, msg.paramsDigest));
         this.#events.push({
           kind: "Witness",
           client: name,
@@ -202,6 +205,11 @@ export class CoordinatorHost {
           height,
           metadata: msg.metadata,
         });
+        return { kind: "Ack" };
+      }
+      case "CooldownWitness": {
+        this.#step(() => cooldownWitness(this.state, id, msg.proof, msg.paramsDigest, now));
+        this.#events.push({ kind: "CooldownWitness", client: name, index: msg.proof.index });
         return { kind: "Ack" };
       }
       case "HealthCheck":
@@ -308,9 +316,18 @@ export class CoordinatorHost {
   /** Runs one machine call and records what it did. Throws (unchanged state) on rejection. */
   #step(call: () => Outcome): void {
     const from = this.state.runState;
+    const recorded = this.state.paramsDigests.at(-1)?.step ?? 0;
     const outcome = call();
     if (outcome.kind === "Unchanged") return;
     this.#version++;
+    const newest = this.state.paramsDigests.at(-1);
+    if (newest !== undefined && newest.step !== recorded) {
+      this.#events.push({
+        kind: "DigestRecorded",
+        step: newest.step,
+        digest: keyString(newest.digest),
+      });
+    }
     const { progress, runState } = this.state;
     if (runState !== from) {
       this.#events.push({

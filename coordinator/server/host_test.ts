@@ -1,3 +1,4 @@
+import { NO_DIGEST } from "../params_digest.ts";
 import assert from "node:assert/strict";
 import { encodeCoordinatorState } from "../encoding.ts";
 import { keyString } from "../machine_core.ts";
@@ -51,7 +52,12 @@ function trainingHost(order: number[], withdrawOnDisconnect = true) {
   host.state.epochState.clients.forEach((c, index) => {
     const reply = host.handle(
       c.id.signer,
-      { kind: "WarmupWitness", requestId: 9, witness: warmupReport(host.state, index) },
+      {
+        kind: "WarmupWitness",
+        requestId: 9,
+        witness: warmupReport(host.state, index),
+        paramsDigest: NO_DIGEST,
+      },
       102,
       SEED,
     );
@@ -122,7 +128,7 @@ Deno.test("warmup witnesses start training; a rejected call leaves the state byt
   forged.proof.position += 1;
   const reply = host.handle(
     identity(0).signer,
-    { kind: "Witness", requestId: 5, witness: forged, metadata: META },
+    { kind: "Witness", requestId: 5, witness: forged, metadata: META, paramsDigest: NO_DIGEST },
     102,
     SEED,
   );
@@ -142,7 +148,13 @@ Deno.test("witnesses from every elected client move the round to RoundWitness", 
     const client = host.state.epochState.clients[index].id.signer;
     const reply = host.handle(
       client,
-      { kind: "Witness", requestId: 7, witness: witnessReport(host.state, index), metadata: META },
+      {
+        kind: "Witness",
+        requestId: 7,
+        witness: witnessReport(host.state, index),
+        metadata: META,
+        paramsDigest: NO_DIGEST,
+      },
       103,
       SEED,
     );
@@ -237,6 +249,7 @@ Deno.test("a health check drops an unseen trainer, who leaves the pending list",
           requestId: 1,
           witness: witnessReport(state, index, seen),
           metadata: META,
+          paramsDigest: NO_DIGEST,
         },
         now,
         SEED,

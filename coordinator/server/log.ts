@@ -87,6 +87,12 @@ export function formatEvent(event: ServerEvent): string {
       return `kick     ${short(event.client)} left the epoch ${event.state}; must join again`;
     case "WarmupWitness":
       return `warmup   ${short(event.client)} (client ${event.index}) has the model`;
+    case "CooldownWitness":
+      return `cooldown ${short(event.client)} (client ${event.index}) reported its parameters`;
+    case "DigestRecorded":
+      return `digest   step ${event.step}: parameters ${
+        event.digest.slice(0, 16)
+      }… (a quorum agrees)`;
     case "Witness": {
       const m = event.metadata;
       return `witness  ${short(event.client)} (client ${event.index}) round ${event.height}, ` +

@@ -9,14 +9,19 @@
  * so a backend call can resolve to the coordinator's verdict, as a Solana transaction does.
  *
  * ```text
- * client -> server                          server -> client
- *   0 Join          { requestId, runId }      0 State   { bytes: encoded CoordinatorState }
- *   1 Witness       { requestId, witness,     1 Ack     { requestId }
- *                     metadata }              2 Error   { requestId, code, message }
- *   2 WarmupWitness { requestId, witness }    3 Refused { reason }   (then the server closes)
- *   3 HealthCheck   { requestId, checks }
- *   4 Checkpoint    { requestId, repo }
+ * client -> server                            server -> client
+ *   0 Join            { requestId, runId }      0 State   { bytes: encoded CoordinatorState }
+ *   1 Witness         { requestId, witness,     1 Ack     { requestId }
+ *                       metadata, digest }      2 Error   { requestId, code, message }
+ *   2 WarmupWitness   { requestId, witness,     3 Refused { reason }   (then the server closes)
+ *                       digest }
+ *   3 HealthCheck     { requestId, checks }
+ *   4 Checkpoint      { requestId, repo }
+ *   5 CooldownWitness { requestId, proof, digest }
  * ```
+ *
+ * `digest` is the client's parameter digest (32 bytes; all zero: none), a vote for the
+ * parameters of the run's current step (coordinator/params_digest.ts).
  *
  * @module
  */
@@ -28,30 +33,51 @@ import {
   coordinatorErrorNumber,
 } from "../errors.ts";
 import type { HealthCheck } from "../health.ts";
-import { type Checkpoint, MAX_RUN_ID_BYTES, type Witness, type WitnessMetadata } from "../types.ts";
+import {
+  type Checkpoint,
+  MAX_RUN_ID_BYTES,
+  type Witness,
+  type WitnessMetadata,
+  type WitnessProof,
+} from "../types.ts";
 import {
   readCheckpoint,
+  readDigest,
   readHealthChecks,
   readMetadata,
+  readProof,
   readWitness,
   writeCheckpoint,
+  writeDigest,
   writeHealthChecks,
   writeMetadata,
+  writeProof,
   writeWitness,
 } from "./protocol_fields.ts";
 
-/** The handshake context of the coordinator service (net/handshake.ts). */
-export const COORDINATOR_CONTEXT = "psyche-ts coordinator v1";
+/**
+ * The handshake context of the coordinator service (net/handshake.ts). Version 2 added the
+ * parameter digests: a client of another version fails the handshake instead of sending
+ * messages this server reads differently.
+ */
+export const COORDINATOR_CONTEXT = "psyche-ts coordinator v2";
 /** Longest `Error.message` / `Refused.reason`, in UTF-8 bytes. */
 export const MAX_REASON_BYTES = 1024;
 
 /** Every message a client sends after the handshake. */
 export type ClientMessage =
   | { kind: "Join"; requestId: number; runId: string }
-  | { kind: "Witness"; requestId: number; witness: Witness; metadata: WitnessMetadata }
-  | { kind: "WarmupWitness"; requestId: number; witness: Witness }
+  | {
+    kind: "Witness";
+    requestId: number;
+    witness: Witness;
+    metadata: WitnessMetadata;
+    paramsDigest: Uint8Array;
+  }
+  | { kind: "WarmupWitness"; requestId: number; witness: Witness; paramsDigest: Uint8Array }
   | { kind: "HealthCheck"; requestId: number; checks: HealthCheck[] }
-  | { kind: "Checkpoint"; requestId: number; repo: Checkpoint };
+  | { kind: "Checkpoint"; requestId: number; repo: Checkpoint }
+  | { kind: "CooldownWitness"; requestId: number; proof: WitnessProof; paramsDigest: Uint8Array };
 
 /** Every message the server sends after the handshake. */
 export type ServerMessage =
@@ -60,7 +86,14 @@ export type ServerMessage =
   | { kind: "Error"; requestId: number; code: CoordinatorErrorCode; message: string }
   | { kind: "Refused"; reason: string };
 
-const CLIENT_TAGS = ["Join", "Witness", "WarmupWitness", "HealthCheck", "Checkpoint"] as const;
+const CLIENT_TAGS = [
+  "Join",
+  "Witness",
+  "WarmupWitness",
+  "HealthCheck",
+  "Checkpoint",
+  "CooldownWitness",
+] as const;
 const SERVER_TAGS = ["State", "Ack", "Error", "Refused"] as const;
 
 /** Encodes a client message (tag byte, request id, fields). RangeError on over-cap fields. */
@@ -76,9 +109,15 @@ export function encodeClientMessage(msg: ClientMessage): Uint8Array {
     case "Witness":
       writeWitness(w, msg.witness);
       writeMetadata(w, msg.metadata);
+      writeDigest(w, msg.paramsDigest);
       break;
     case "WarmupWitness":
       writeWitness(w, msg.witness);
+      writeDigest(w, msg.paramsDigest);
+      break;
+    case "CooldownWitness":
+      writeProof(w, msg.proof);
+      writeDigest(w, msg.paramsDigest);
       break;
     case "HealthCheck":
       writeHealthChecks(w, msg.checks);
@@ -125,10 +164,19 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
         msg = { kind, requestId, runId: m.string("runId", MAX_RUN_ID_BYTES) };
         break;
       case "Witness":
-        msg = { kind, requestId, witness: readWitness(m), metadata: readMetadata(m) };
+        msg = {
+          kind,
+          requestId,
+          witness: readWitness(m),
+          metadata: readMetadata(m),
+          paramsDigest: readDigest(m),
+        };
         break;
       case "WarmupWitness":
-        msg = { kind, requestId, witness: readWitness(m) };
+        msg = { kind, requestId, witness: readWitness(m), paramsDigest: readDigest(m) };
+        break;
+      case "CooldownWitness":
+        msg = { kind, requestId, proof: readProof(m), paramsDigest: readDigest(m) };
         break;
       case "HealthCheck":
         msg = { kind, requestId, checks: readHealthChecks(m) };

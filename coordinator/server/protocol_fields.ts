@@ -19,8 +19,10 @@ import {
   MAX_METADATA_EVALS,
   MAX_PROMPT_RESULTS,
   MAX_STRING_BYTES,
+  PARAMS_DIGEST_BYTES,
   type Witness,
   type WitnessMetadata,
+  type WitnessProof,
 } from "../types.ts";
 
 /** Bytes of a Merkle root. */
@@ -117,11 +119,37 @@ function readBloom(r: MessageReader, field: string): Bloom {
   return { keys, bits: r.bytes(numBytes, `${field}.bits`) };
 }
 
-/** Appends a witness report: proof, participant and broadcast blooms, Merkle root. */
-export function writeWitness(w: MessageWriter, witness: Witness): void {
-  const { proof } = witness;
+/** Appends a witness proof: position, index, seat flag. */
+export function writeProof(w: MessageWriter, proof: WitnessProof): void {
   w.u64(proof.position).u64(proof.index);
   writeBool(w, proof.witness);
+}
+
+/** Reads a witness proof written by {@linkcode writeProof}. */
+export function readProof(r: MessageReader): WitnessProof {
+  const position = r.u64("proof.position");
+  const index = r.u64("proof.index");
+  return { position, index, witness: readBool(r, "proof.witness") };
+}
+
+/** Appends a parameter digest (PARAMS_DIGEST_BYTES bytes; all zero for none). */
+export function writeDigest(w: MessageWriter, digest: Uint8Array): void {
+  if (digest.length !== PARAMS_DIGEST_BYTES) {
+    throw new RangeError(
+      `paramsDigest must be ${PARAMS_DIGEST_BYTES} bytes, found ${digest.length}`,
+    );
+  }
+  w.bytes(digest);
+}
+
+/** Reads a parameter digest written by {@linkcode writeDigest}. */
+export function readDigest(r: MessageReader): Uint8Array {
+  return r.bytes(PARAMS_DIGEST_BYTES, "paramsDigest");
+}
+
+/** Appends a witness report: proof, participant and broadcast blooms, Merkle root. */
+export function writeWitness(w: MessageWriter, witness: Witness): void {
+  writeProof(w, witness.proof);
   writeBloom(w, witness.participantBloom);
   writeBloom(w, witness.broadcastBloom);
   if (witness.broadcastMerkle.length !== MERKLE_ROOT_BYTES) {
@@ -134,11 +162,8 @@ export function writeWitness(w: MessageWriter, witness: Witness): void {
 
 /** Reads a witness report written by {@linkcode writeWitness}. */
 export function readWitness(r: MessageReader): Witness {
-  const position = r.u64("proof.position");
-  const index = r.u64("proof.index");
-  const witness = readBool(r, "proof.witness");
   return {
-    proof: { position, index, witness },
+    proof: readProof(r),
     participantBloom: readBloom(r, "participantBloom"),
     broadcastBloom: readBloom(r, "broadcastBloom"),
     broadcastMerkle: r.bytes(MERKLE_ROOT_BYTES, "broadcastMerkle"),

@@ -1,3 +1,4 @@
+import { NO_DIGEST } from "../params_digest.ts";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ProtocolError } from "../../net/mod.ts";
@@ -65,8 +66,25 @@ const clientMessage: fc.Arbitrary<ClientMessage> = fc.oneof(
     requestId: u32,
     runId: fc.string({ maxLength: 32 }).filter((s) => new TextEncoder().encode(s).length <= 32),
   }),
-  fc.record({ kind: fc.constant("Witness" as const), requestId: u32, witness, metadata }),
-  fc.record({ kind: fc.constant("WarmupWitness" as const), requestId: u32, witness }),
+  fc.record({
+    kind: fc.constant("Witness" as const),
+    requestId: u32,
+    witness,
+    metadata,
+    paramsDigest: key,
+  }),
+  fc.record({
+    kind: fc.constant("WarmupWitness" as const),
+    requestId: u32,
+    witness,
+    paramsDigest: key,
+  }),
+  fc.record({
+    kind: fc.constant("CooldownWitness" as const),
+    requestId: u32,
+    proof: fc.record({ position: u32, index: u32, witness: fc.boolean() }),
+    paramsDigest: key,
+  }),
   fc.record({
     kind: fc.constant("HealthCheck" as const),
     requestId: u32,
@@ -145,7 +163,7 @@ Deno.test("random bytes decode to a message or a ProtocolError, nothing else", (
 });
 
 Deno.test("decoder names the message and field it rejects", () => {
-  assert.throws(() => decodeClientMessage(new Uint8Array([9])), /unknown tag 9, expected 0..4/);
+  assert.throws(() => decodeClientMessage(new Uint8Array([9])), /unknown tag 9, expected 0..5/);
   const join = encodeClientMessage({ kind: "Join", requestId: 1, runId: "a" });
   // Declare a 40-byte run id: over the 32-byte cap.
   const long = new Uint8Array([...join.subarray(0, 5), 0, 40, ...new Uint8Array(40)]);
@@ -181,7 +199,13 @@ Deno.test("encoders refuse values the decoder would refuse", () => {
     broadcastMerkle: new Uint8Array(31),
   };
   assert.throws(
-    () => encodeClientMessage({ kind: "WarmupWitness", requestId: 1, witness: w }),
+    () =>
+      encodeClientMessage({
+        kind: "WarmupWitness",
+        requestId: 1,
+        witness: w,
+        paramsDigest: NO_DIGEST,
+      }),
     /broadcastMerkle must be 32 bytes, found 31/,
   );
 });

@@ -2,8 +2,10 @@
  * Saving and resuming a run (`--save-state-dir`): at every successful epoch end the server
  * writes the run as a state.toml (`{run_id}-step{n}.toml`, Psyche's name) that
  * `coordinator run --state` loads to resume at the saved step and checkpoint. Only what
- * outlives an epoch is saved (config, model with its checkpoint, progress); clients and
- * rounds are per-epoch and start empty, as Psyche's `reset_ephemeral` does.
+ * outlives an epoch is saved (config, model with its checkpoint, progress, and the digest
+ * the run recorded for the parameters of the saved step, so that clients resume only from
+ * those parameters); clients and rounds are per-epoch and start empty, as Psyche's
+ * `reset_ephemeral` does.
  *
  * @module
  */
@@ -11,6 +13,7 @@ import { join } from "node:path";
 import { parseRunConfig, type RunConfig, runConfigToToml } from "../config.ts";
 import { createCoordinator } from "../machine.ts";
 import type { CoordinatorState } from "../types.ts";
+import { recordedDigest } from "../params_digest.ts";
 
 /** File name of the run saved at `step`: unsafe characters of the run id become `_`. */
 export function savedStateFileName(runId: string, step: number): string {
@@ -29,6 +32,7 @@ export function resumableRunConfig(state: CoordinatorState, warmupTime: number):
     config: { ...state.config, warmupTime },
     model: structuredClone(state.model),
     progress: { ...state.progress },
+    paramsDigest: recordedDigest(state.paramsDigests, state.progress.step),
   };
 }
 
@@ -55,6 +59,7 @@ export function coordinatorFromRunConfig(run: RunConfig, now: number): Coordinat
     config: run.config,
     model: run.model,
     progress: run.progress,
+    paramsDigests: run.paramsDigest ? [{ step: run.progress.step, digest: run.paramsDigest }] : [],
     now,
     paused: run.runState === "Paused",
   });

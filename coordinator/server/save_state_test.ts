@@ -1,7 +1,10 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { RunDriver, testState } from "../../tests/support/coordinator_fixtures.ts";
-import { identities } from "../../tests/support/coordinator_fixtures.ts";
+import { identities, witnessIndices } from "../../tests/support/coordinator_fixtures.ts";
+import { cooldownWitness } from "../machine_witness.ts";
+import { currentRound, roundSelection } from "../machine_queries.ts";
+import { runConfigToToml } from "../config.ts";
 import {
   coordinatorFromToml,
   resumableRunConfig,
@@ -30,6 +33,12 @@ Deno.test("a run saved after an epoch resumes at its step and checkpoint", async
     run.fullRound();
   }
   assert.equal(state.runState, "Cooldown");
+  // The last round's witnesses report the parameters the next epoch starts from.
+  const digest = new Uint8Array(32).fill(0xab);
+  for (const index of witnessIndices(state)) {
+    const proof = roundSelection(state.config, currentRound(state)).witnessProof(index);
+    cooldownWitness(state, state.epochState.clients[index].id, proof, digest, run.now);
+  }
   const outcome = run.tick(state.config.cooldownTime);
   assert.deepEqual(outcome, { kind: "EpochEnd", success: true });
   assert.equal(state.model.checkpoint.kind, "P2P", "after Cooldown peers serve the model");
@@ -45,6 +54,8 @@ Deno.test("a run saved after an epoch resumes at its step and checkpoint", async
     assert.deepEqual(resumed.config, state.config);
     assert.equal(resumed.epochState.clients.length, 0);
     assert.equal(resumed.runStateStartUnixTimestamp, 500);
+    assert.match(await Deno.readTextFile(path), new RegExp(`params_digest = "${"ab".repeat(32)}"`));
+    assert.deepEqual(resumed.paramsDigests, [{ step: state.progress.step, digest }]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -56,4 +67,20 @@ Deno.test("the saved config keeps the configured warmup time, not an override", 
   assert.equal(resumableRunConfig(state, 20).config.warmupTime, 20);
   state.runState = "Paused";
   assert.equal(resumableRunConfig(state, 20).runState, "Paused");
+});
+
+Deno.test("a saved digest that is not 64 hex digits is refused naming the key", () => {
+  const state = testState({}, 0);
+  const toml = (digest: string) =>
+    runConfigToToml(resumableRunConfig(state, 3)).replace(
+      /\[progress\]\n/,
+      `[progress]\nparams_digest = "${digest}"\n`,
+    );
+  assert.throws(
+    () => coordinatorFromToml(toml("xyz"), "saved.toml", 0),
+    /progress\.params_digest.*64 lower-case hex digits/s,
+  );
+  assert.throws(() => coordinatorFromToml(toml("0".repeat(64)), "saved.toml", 0), /not all zero/);
+  const ok = coordinatorFromToml(toml("1f".repeat(32)), "saved.toml", 0);
+  assert.deepEqual(ok.paramsDigests, [{ step: 1, digest: new Uint8Array(32).fill(0x1f) }]);
 });

@@ -1,3 +1,4 @@
+import { NO_DIGEST } from "../params_digest.ts";
 /**
  * Coordinator TCP costs: encoding and decoding a witness frame at the default client cap,
  * a state frame of a full 256-client epoch, and one request's round trip over loopback
@@ -31,10 +32,22 @@ const metadata = {
   promptIndex: 0,
   efficiency: 1,
 };
-const witnessFrame = encodeClientMessage({ kind: "Witness", requestId: 1, witness, metadata });
+const witnessFrame = encodeClientMessage({
+  kind: "Witness",
+  requestId: 1,
+  witness,
+  metadata,
+  paramsDigest: NO_DIGEST,
+});
 
 Deno.bench("encode Witness frame (256-client blooms)", { group: "codec" }, () => {
-  encodeClientMessage({ kind: "Witness", requestId: 1, witness, metadata });
+  encodeClientMessage({
+    kind: "Witness",
+    requestId: 1,
+    witness,
+    metadata,
+    paramsDigest: NO_DIGEST,
+  });
 });
 
 Deno.bench("decode Witness frame (256-client blooms)", { group: "codec" }, () => {

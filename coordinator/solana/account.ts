@@ -1,25 +1,35 @@
 /**
- * The coordinator account (layout version 1, coordinator/solana/program/layout.h,
+ * The coordinator account (layout version 2, coordinator/solana/program/layout.h,
  * docs/solana-program.md): its size and offsets, and the decoder that turns the
  * account's bytes into the `CoordinatorState` of coordinator/types.ts plus the
  * program's own fields (authorities, join registry, delegates, metadata, nonce).
  *
  * Decoding transcribes the fixed layout into the state encoding (docs/state-encoding.md)
  * and runs the strict state decoder on it, so an account decodes exactly when it holds a
- * state the TypeScript machine could hold, and every field gets the same checks.
+ * state the TypeScript machine could hold, and every field gets the same checks. The
+ * parameter digests, appended to the account in version 2 after the delegates, have no place
+ * in that encoding's version 1 (whole seconds): they are read beside it, with the checks
+ * the state decoder gives them in version 3.
  *
  * @module
  */
 
 import { witnessBloomParameters } from "../bloom.ts";
 import { decodeCoordinatorState, StateDecodeError } from "../encoding.ts";
-import type { CoordinatorState } from "../types.ts";
+import {
+  type CoordinatorState,
+  type DigestRecord,
+  type DigestVote,
+  MAX_WITNESSES,
+  NUM_DIGEST_RECORDS,
+  PARAMS_DIGEST_BYTES,
+} from "../types.ts";
 import type { RunMetadata } from "./instructions.ts";
 
-/** Layout version this module reads. */
-export const ACCOUNT_VERSION = 1;
+/** Layout version this module reads (2: version 1 plus the parameter digests). */
+export const ACCOUNT_VERSION = 2;
 /** Size of a coordinator account in bytes. */
-export const ACCOUNT_SIZE = 216_376;
+export const ACCOUNT_SIZE = 217_760;
 /** Clients, registrations and delegates the account holds. */
 export const ACCOUNT_MAX_CLIENTS = 256;
 /** The account's first 8 bytes once initialized: "PSYCOORD". */
@@ -51,6 +61,10 @@ export const OFFSETS = Object.freeze({
   epochState: 1184,
   registry: 189_752,
   delegates: 208_184,
+  digestRecordsLen: 216_376,
+  digestVotesLen: 216_377,
+  digestRecords: 216_380,
+  digestVotes: 216_668,
 });
 
 /** Model offsets relative to OFFSETS.model. */
@@ -91,6 +105,8 @@ export const SIZES = Object.freeze({
   round: 37_920,
   client: 72,
   registration: 72,
+  digestRecord: 36,
+  digestVote: 34,
 });
 
 /** A client registered to join (`active == nextActive` means pending for the next epoch). */
@@ -191,7 +207,11 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
   }
   const version = v.getUint32(OFFSETS.version, true);
   if (version !== ACCOUNT_VERSION) {
-    throw new AccountDecodeError("version", OFFSETS.version, `expected 1, found ${version}`);
+    throw new AccountDecodeError(
+      "version",
+      OFFSETS.version,
+      `expected ${ACCOUNT_VERSION}, found ${version}`,
+    );
   }
   const flags = v.getUint32(OFFSETS.flags, true);
   if (flags > 1) throw new AccountDecodeError("flags", OFFSETS.flags, `unknown flags ${flags}`);
@@ -303,6 +323,9 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
     }
     throw err;
   }
+  const digests = readDigests(bytes, maxClients);
+  state.epochState.digestVotes = digests.votes;
+  state.paramsDigests = digests.records;
 
   const registryLen = limit("registry.length", OFFSETS.registryLen, u16(OFFSETS.registryLen), 256);
   const registry: Registration[] = [];
@@ -360,6 +383,58 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
     registry,
     state,
   };
+}
+
+/** The digest votes and records of a version 2 account, checked as the state decoder would. */
+function readDigests(
+  bytes: Uint8Array,
+  maxClients: number,
+): { votes: DigestVote[]; records: DigestRecord[] } {
+  const v = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const digestAt = (field: string, at: number): Uint8Array => {
+    const digest = bytes.slice(at, at + PARAMS_DIGEST_BYTES);
+    if (digest.every((b) => b === 0)) {
+      throw new AccountDecodeError(field, at, "an all-zero digest is not a digest");
+    }
+    return digest;
+  };
+  const votes: DigestVote[] = [];
+  const voteCount = limit(
+    "epochState.digestVotes.length",
+    OFFSETS.digestVotesLen,
+    bytes[OFFSETS.digestVotesLen],
+    MAX_WITNESSES,
+  );
+  for (let i = 0; i < voteCount; i++) {
+    const at = OFFSETS.digestVotes + i * SIZES.digestVote;
+    const field = `epochState.digestVotes[${i}]`;
+    const index = v.getUint16(at, true);
+    if (index >= maxClients || votes.some((x) => x.index === index)) {
+      throw new AccountDecodeError(`${field}.index`, at, `${index} is out of range or repeated`);
+    }
+    votes.push({ index, digest: digestAt(`${field}.digest`, at + 2) });
+  }
+  const records: DigestRecord[] = [];
+  const recordCount = limit(
+    "paramsDigests.length",
+    OFFSETS.digestRecordsLen,
+    bytes[OFFSETS.digestRecordsLen],
+    NUM_DIGEST_RECORDS,
+  );
+  for (let i = 0; i < recordCount; i++) {
+    const at = OFFSETS.digestRecords + i * SIZES.digestRecord;
+    const step = v.getUint32(at, true);
+    const previous = records.at(-1)?.step ?? 0;
+    if (step <= previous) {
+      throw new AccountDecodeError(
+        `paramsDigests[${i}].step`,
+        at,
+        `${step} must be above the previous record's step ${previous}`,
+      );
+    }
+    records.push({ step, digest: digestAt(`paramsDigests[${i}].digest`, at + 4) });
+  }
+  return { votes, records };
 }
 
 /** The registrations pending for the next epoch, in registry order (the tick's pending list). */

@@ -37,7 +37,12 @@ Deno.test("account: a live 16-client run decodes", () => {
   assert.equal(a.state.runState, "RoundTrain");
   assert.equal(a.state.epochState.clients.length, 16);
   assert.equal(a.state.epochState.rounds.reduce((n, r) => n + r.witnesses.length, 0) > 0, true);
-  assert.equal(a.version, 1);
+  assert.equal(a.version, 2);
+  // Warmup recorded the digest every client reported for the model it loaded, and each
+  // finished round the digest its witnesses reported.
+  assert.ok(a.state.paramsDigests.length >= 2);
+  assert.equal(a.state.paramsDigests[0].step, a.state.epochState.startStep);
+  assert.ok(a.state.paramsDigests.every((r) => r.digest.every((b) => b === 0xd1)));
   assert.ok(a.nonce > 16n);
   assert.equal(
     pendingRegistrations(a).length,
@@ -57,7 +62,17 @@ Deno.test("account: decoding names what is wrong", () => {
     /^magic$/,
     0,
   );
-  fails((_, v) => v.setUint32(OFFSETS.version, 2, true), /^version$/, OFFSETS.version);
+  fails((_, v) => v.setUint32(OFFSETS.version, 1, true), /^version$/, OFFSETS.version);
+  fails((b) => {
+    b[OFFSETS.digestRecordsLen] = 9;
+  }, /^paramsDigests\.length$/);
+  fails(
+    (b) => b.fill(0, OFFSETS.digestRecords + 4, OFFSETS.digestRecords + 36),
+    /^paramsDigests\[0\]\.digest$/,
+  );
+  fails((b) => {
+    b[OFFSETS.digestVotesLen] = 33;
+  }, /^epochState\.digestVotes\.length$/);
   fails((_, v) => v.setUint32(OFFSETS.flags, 4, true), /^flags$/);
   fails((_, v) => v.setUint16(OFFSETS.config + 64, 0, true), /^config\.maxClients$/);
   fails((_, v) => v.setUint16(OFFSETS.epochState + 16, 300, true), /^epochState\.clients\.length$/);

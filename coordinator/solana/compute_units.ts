@@ -26,6 +26,9 @@ import {
   type SendResult,
 } from "./svm.ts";
 
+/** The parameter digest reports carry. */
+const DIGEST = new Uint8Array(32).fill(0xd1);
+
 /** Compute units (and sizes) measured for one client count. */
 export interface ComputeUnitReport {
   /** The measured run's coordinator account (left in RoundTrain at height 3). */
@@ -154,7 +157,10 @@ export async function measureComputeUnits(
   let acc = csvm.coordinatorAccount(coordinator);
   for (let i = 0; acc.state.runState === "Warmup"; i++) {
     const r = must(
-      await send({ kind: "WarmupWitness", witness: report(acc, i, [], true) }, signerOf(acc, i)),
+      await send(
+        { kind: "WarmupWitness", witness: report(acc, i, [], true), paramsDigest: DIGEST },
+        signerOf(acc, i),
+      ),
       "warmup witness",
     );
     warmupWitness = Math.max(warmupWitness, r.computeUnits);
@@ -174,7 +180,10 @@ export async function measureComputeUnits(
     const seen = round === 0 ? everyone : everyone.filter((s) => encodeAddress(s) !== lazy);
     for (const i of sel.witnessIndices()) {
       const r = must(
-        await send({ kind: "Witness", witness: report(acc, i, seen, false) }, signerOf(acc, i)),
+        await send(
+          { kind: "Witness", witness: report(acc, i, seen, false), paramsDigest: DIGEST },
+          signerOf(acc, i),
+        ),
         "witness",
       );
       witnessMax = Math.max(witnessMax, r.computeUnits);

@@ -22,6 +22,9 @@ import { differential, ids } from "./random_sequences.ts";
 import { CoordinatorSvm } from "./svm.ts";
 import { DualRun, keyOf } from "./test_support.ts";
 
+/** The parameter digest reports carry. */
+const DIGEST = new Uint8Array(32).fill(0xd1);
+
 const svm = await CoordinatorSvm.create();
 
 Deno.test("differential: random sequences reach identical states in C and TypeScript", async () => {
@@ -43,6 +46,9 @@ Deno.test("differential: random sequences reach identical states in C and TypeSc
       "state:Cooldown",
       "state:Paused",
       "Witness:InvalidCommitteeProof",
+      "CooldownWitness:ok",
+      "CooldownWitness:InvalidWitness",
+      "digest:recorded",
     ]
   ) {
     assert.ok((total[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(total)}`);
@@ -82,7 +88,7 @@ Deno.test("differential at scale: 40 clients, drops every round, historical indi
   };
   for (let i = 0; run.model!.state.runState === "Warmup"; i++) {
     await run.expectOk(
-      { kind: "WarmupWitness", witness: warmupReport(run.model!.state, i) },
+      { kind: "WarmupWitness", witness: warmupReport(run.model!.state, i), paramsDigest: DIGEST },
       signerOf(i),
     );
   }
@@ -95,7 +101,11 @@ Deno.test("differential at scale: 40 clients, drops every round, historical indi
     const seen = ids(clients).filter(() => rng.int(0, 9) > 1);
     for (const i of roundSelection(state.config, currentRound(state)).witnessIndices()) {
       await run.send(
-        { kind: "Witness", witness: witnessReport(run.model!.state, i, seen) },
+        {
+          kind: "Witness",
+          witness: witnessReport(run.model!.state, i, seen),
+          paramsDigest: DIGEST,
+        },
         signerOf(i),
       );
     }

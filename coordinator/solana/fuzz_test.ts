@@ -23,6 +23,10 @@ import {
 } from "./instructions.ts";
 import { CoordinatorSvm } from "./svm.ts";
 import { clientIndex, DualRun, keyOf } from "./test_support.ts";
+import { NO_DIGEST } from "../params_digest.ts";
+
+/** The parameter digest reports carry. */
+const DIGEST = NO_DIGEST;
 
 function mutate(rng: Prng, bytes: Uint8Array): Uint8Array {
   const out = bytes.slice();
@@ -60,6 +64,7 @@ Deno.test("fuzz: mutated instruction data is rejected cleanly or handled like th
     await run.expectOk({
       kind: "WarmupWitness",
       witness: warmupReport(run.model!.state, clientIndex(run, c)),
+      paramsDigest: DIGEST,
     }, c);
   }
   assert.equal(run.model!.state.runState, "RoundTrain");
@@ -67,7 +72,10 @@ Deno.test("fuzz: mutated instruction data is rejected cleanly or handled like th
   const w = roundSelection(state.config, currentRound(state)).witnessIndices()[0];
   const witnessSender = clients.find((c) => clientIndex(run, c) === w)!;
   const samples: [CoordinatorInstruction, KeyPairSigner][] = [
-    [{ kind: "Witness", witness: witnessReport(state, w, []) }, witnessSender],
+    [
+      { kind: "Witness", witness: witnessReport(state, w, []), paramsDigest: DIGEST },
+      witnessSender,
+    ],
     [
       { kind: "Update", metadata: { name: "n", description: "d", numParameters: 1, vocabSize: 2 } },
       run.mainAuthority,

@@ -19,8 +19,9 @@ import type {
   CoordinatorProgress,
   LlmModel,
   Witness,
+  WitnessProof,
 } from "../types.ts";
-import { MAX_RUN_ID_BYTES, MAX_STRING_BYTES } from "../types.ts";
+import { MAX_RUN_ID_BYTES, MAX_STRING_BYTES, PARAMS_DIGEST_BYTES } from "../types.ts";
 import {
   CONFIG_WIRE_BYTES,
   decodeConfigBytes,
@@ -43,6 +44,7 @@ export const INSTRUCTION_KINDS = [
   "FreeCoordinator",
   "GrantAuthorizer",
   "SetDelegates",
+  "CooldownWitness",
 ] as const;
 /** One of {@linkcode INSTRUCTION_KINDS}. */
 export type InstructionKind = typeof INSTRUCTION_KINDS[number];
@@ -91,13 +93,16 @@ export type CoordinatorInstruction =
   | { kind: "SetPaused"; paused: boolean }
   | { kind: "JoinRun"; p2pIdentity: Uint8Array }
   | { kind: "Tick" }
-  | { kind: "Witness"; witness: Witness }
-  | { kind: "WarmupWitness"; witness: Witness }
+  /** `paramsDigest`: the witness's parameter digest (all zero: none), a vote for the step. */
+  | { kind: "Witness"; witness: Witness; paramsDigest: Uint8Array }
+  | { kind: "WarmupWitness"; witness: Witness; paramsDigest: Uint8Array }
   | { kind: "HealthCheck"; checks: HealthCheckEntry[] }
   | { kind: "Checkpoint"; index: number; repo: Checkpoint }
   | { kind: "FreeCoordinator" }
   | { kind: "GrantAuthorizer"; authorizer: Uint8Array }
-  | { kind: "SetDelegates"; clear: boolean; delegates: Uint8Array[] };
+  | { kind: "SetDelegates"; clear: boolean; delegates: Uint8Array[] }
+  /** A witness of the last round reports the parameters the next epoch starts from. */
+  | { kind: "CooldownWitness"; proof: WitnessProof; paramsDigest: Uint8Array };
 
 /** Instruction data that does not decode. */
 export class InstructionDecodeError extends Error {
@@ -182,12 +187,23 @@ export function encodeCheckpointBytes(c: Checkpoint): Uint8Array {
   return o.done();
 }
 
+function writeProof(o: Out, p: string, proof: WitnessProof): void {
+  checkInt(`${p}.position`, proof.position, 0xffff_ffff);
+  checkInt(`${p}.index`, proof.index, 0xffff_ffff);
+  o.u32(proof.position);
+  o.u32(proof.index);
+  o.u8(proof.witness ? 1 : 0);
+}
+
+function writeDigest(o: Out, digest: Uint8Array): void {
+  if (!(digest instanceof Uint8Array) || digest.length !== PARAMS_DIGEST_BYTES) {
+    throw new RangeError(`paramsDigest must be ${PARAMS_DIGEST_BYTES} bytes`);
+  }
+  o.raw(digest);
+}
+
 function writeWitness(o: Out, w: Witness): void {
-  checkInt("witness.proof.position", w.proof.position, 0xffff_ffff);
-  checkInt("witness.proof.index", w.proof.index, 0xffff_ffff);
-  o.u32(w.proof.position);
-  o.u32(w.proof.index);
-  o.u8(w.proof.witness ? 1 : 0);
+  writeProof(o, "witness.proof", w.proof);
   for (const b of [w.participantBloom, w.broadcastBloom]) {
     checkInt("bloom keys", b.keys.length, 32);
     o.u8(b.keys.length);
@@ -270,6 +286,11 @@ export function encodeCoordinatorInstruction(ix: CoordinatorInstruction): Uint8A
     case "Witness":
     case "WarmupWitness":
       writeWitness(o, ix.witness);
+      writeDigest(o, ix.paramsDigest);
+      break;
+    case "CooldownWitness":
+      writeProof(o, "proof", ix.proof);
+      writeDigest(o, ix.paramsDigest);
       break;
     case "HealthCheck":
       checkInt("checks.length", ix.checks.length, 0xff);
@@ -476,8 +497,19 @@ export function decodeCoordinatorInstruction(data: Uint8Array): CoordinatorInstr
       break;
     case "Witness":
     case "WarmupWitness":
-      ix = { kind, witness: readWitness(r) };
+      ix = { kind, witness: readWitness(r), paramsDigest: r.take("paramsDigest", 32) };
       break;
+    case "CooldownWitness": {
+      const position = r.u32("proof.position");
+      const index = r.u32("proof.index");
+      const witness = r.bool("proof.witness");
+      ix = {
+        kind,
+        proof: { position, index, witness },
+        paramsDigest: r.take("paramsDigest", PARAMS_DIGEST_BYTES),
+      };
+      break;
+    }
     case "HealthCheck": {
       const n = r.u8("checks.length");
       const checks: HealthCheckEntry[] = [];
@@ -515,5 +547,5 @@ export function decodeCoordinatorInstruction(data: Uint8Array): CoordinatorInstr
 /** Bytes of a witness instruction's data for a run capped at `maxClients` clients. */
 export function witnessInstructionBytes(maxClients: number): number {
   const { numBits, numKeys } = witnessBloomParameters(maxClients);
-  return 1 + 9 + 2 * (5 + 8 * numKeys + numBits / 8) + 32;
+  return 1 + 9 + 2 * (5 + 8 * numKeys + numBits / 8) + 32 + PARAMS_DIGEST_BYTES;
 }

@@ -19,6 +19,10 @@ import {
   encodeModelBytes,
   zeroConfig,
 } from "./state_parts.ts";
+import { NO_DIGEST } from "../params_digest.ts";
+
+/** The parameter digest reports carry. */
+const DIGEST = NO_DIGEST;
 
 const key = (b: number) => new Uint8Array(32).fill(b);
 
@@ -49,8 +53,8 @@ const EXAMPLES: CoordinatorInstruction[] = [
   { kind: "SetPaused", paused: true },
   { kind: "JoinRun", p2pIdentity: key(2) },
   { kind: "Tick" },
-  { kind: "Witness", witness: witnessFor(256) },
-  { kind: "WarmupWitness", witness: witnessFor(8) },
+  { kind: "Witness", witness: witnessFor(256), paramsDigest: DIGEST },
+  { kind: "WarmupWitness", witness: witnessFor(8), paramsDigest: DIGEST },
   {
     kind: "HealthCheck",
     checks: [
@@ -67,6 +71,11 @@ const EXAMPLES: CoordinatorInstruction[] = [
   { kind: "FreeCoordinator" },
   { kind: "GrantAuthorizer", authorizer: key(6) },
   { kind: "SetDelegates", clear: true, delegates: [key(7), key(8)] },
+  {
+    kind: "CooldownWitness",
+    proof: { position: 2, index: 1, witness: true },
+    paramsDigest: key(9),
+  },
 ];
 
 Deno.test("instructions: every kind round-trips through its bytes", () => {
@@ -80,10 +89,14 @@ Deno.test("instructions: every kind round-trips through its bytes", () => {
 
 Deno.test("instructions: witness data size matches witnessInstructionBytes", () => {
   for (const n of [1, 8, 64, 256]) {
-    const bytes = encodeCoordinatorInstruction({ kind: "Witness", witness: witnessFor(n) });
+    const bytes = encodeCoordinatorInstruction({
+      kind: "Witness",
+      witness: witnessFor(n),
+      paramsDigest: DIGEST,
+    });
     assert.equal(bytes.length, witnessInstructionBytes(n), `maxClients ${n}`);
   }
-  assert.equal(witnessInstructionBytes(256), 1 + 9 + 2 * (5 + 56 + 312) + 32);
+  assert.equal(witnessInstructionBytes(256), 1 + 9 + 2 * (5 + 56 + 312) + 32 + 32);
 });
 
 Deno.test("instructions: any model and config round-trip through Update", () => {
@@ -113,7 +126,9 @@ function decodeFails(bytes: number[] | Uint8Array, field: RegExp): void {
 
 Deno.test("instructions: decoding names the bad field", () => {
   decodeFails([], /^tag$/);
-  decodeFails([12], /^tag$/);
+  decodeFails([13], /^tag$/);
+  decodeFails([12, ...new Uint8Array(8), 2], /^proof\.witness$/);
+  decodeFails([12, ...new Uint8Array(8), 1, ...key(1).subarray(1)], /^paramsDigest$/);
   decodeFails([4, 0], /^end$/);
   decodeFails([2, 2], /^paused$/);
   decodeFails([3, 1, 2], /^p2pIdentity$/);
@@ -123,8 +138,13 @@ Deno.test("instructions: decoding names the bad field", () => {
   decodeFails([1, 0], /^parts$/);
   decodeFails([7, 1, ...key(1), 3, 0, 0, 0, 0, 0, 0, 0, 0], /committee/);
   decodeFails([11, 0, 2, ...key(1)], /delegates\[1\]/);
-  const witness = encodeCoordinatorInstruction({ kind: "Witness", witness: witnessFor(8) });
-  decodeFails(witness.subarray(0, witness.length - 1), /broadcastMerkle/);
+  const witness = encodeCoordinatorInstruction({
+    kind: "Witness",
+    witness: witnessFor(8),
+    paramsDigest: DIGEST,
+  });
+  decodeFails(witness.subarray(0, witness.length - 1), /paramsDigest/);
+  decodeFails(witness.subarray(0, witness.length - 33), /broadcastMerkle/);
   const badBloom = witness.slice();
   badBloom[10] = 40; // 40 keys (tag, position, index and flag take bytes 0..9)
   decodeFails(badBloom, /participantBloom/);

@@ -19,10 +19,10 @@ import { isHalted, type Outcome, sameKey } from "../machine_core.ts";
 import { tick } from "../machine.ts";
 import { checkpoint, pause, resume } from "../machine_membership.ts";
 import { validateCoordinatorConfig } from "../machine_validate.ts";
-import { warmupWitness, witness } from "../machine_witness.ts";
+import { cooldownWitness, warmupWitness, witness } from "../machine_witness.ts";
 import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../types.ts";
 import type { CoordinatorAccount } from "./account.ts";
-import { ACCOUNT_MAX_CLIENTS } from "./account.ts";
+import { ACCOUNT_MAX_CLIENTS, ACCOUNT_VERSION } from "./account.ts";
 import { CoordinatorProgramError, type CoordinatorProgramErrorName } from "./errors.ts";
 import type { CoordinatorInstruction } from "./instructions.ts";
 import { modelRuleViolation } from "./model_rules.ts";
@@ -67,7 +67,7 @@ export function initialAccount(opts: InitOptions): CoordinatorAccount {
     zeroConfig(ACCOUNT_MAX_CLIENTS),
   );
   return {
-    version: 1,
+    version: ACCOUNT_VERSION,
     permissionless: opts.permissionless,
     nonce: 1n,
     mainAuthority: opts.mainAuthority.slice(),
@@ -187,7 +187,11 @@ function applyUpdate(
   if (ix.metadata) a.metadata = { ...ix.metadata };
   if (ix.config) s.config = { ...ix.config };
   if (ix.model) s.model = structuredClone(ix.model);
-  if (ix.progress) s.progress = { ...ix.progress };
+  if (ix.progress) {
+    s.progress = { ...ix.progress };
+    // Digests recorded for other steps say nothing about the run from the new progress.
+    s.paramsDigests = [];
+  }
 }
 
 function applyJoin(
@@ -274,14 +278,21 @@ export function applyInstruction(
     case "Witness": {
       const from = identityOf(user());
       const now = nowOf(clock);
-      machine(() => witness(s, from, ix.witness, now));
+      machine(() => witness(s, from, ix.witness, now, ix.paramsDigest));
       tickIfLive(a, clock);
       break;
     }
     case "WarmupWitness": {
       const from = identityOf(user());
       const now = nowOf(clock);
-      machine(() => warmupWitness(s, from, ix.witness, now, clockSeed(clock)));
+      machine(() => warmupWitness(s, from, ix.witness, now, clockSeed(clock), ix.paramsDigest));
+      tickIfLive(a, clock);
+      break;
+    }
+    case "CooldownWitness": {
+      const from = identityOf(user());
+      const now = nowOf(clock);
+      machine(() => cooldownWitness(s, from, ix.proof, ix.paramsDigest, now));
       tickIfLive(a, clock);
       break;
     }

@@ -21,6 +21,10 @@ import { coordinatorAddress } from "./addresses.ts";
 import { createAccountWithSeedInstruction } from "./kit.ts";
 import { CoordinatorSvm } from "./svm.ts";
 import { clientIndex, DualRun, keyOf } from "./test_support.ts";
+import { NO_DIGEST } from "../params_digest.ts";
+
+/** The parameter digest reports carry. */
+const DIGEST = NO_DIGEST;
 
 const svm = await CoordinatorSvm.create();
 const P2P = new Uint8Array(32).fill(7);
@@ -57,7 +61,11 @@ async function training(n = 3, config = {}) {
   for (const c of clients) {
     const index = clientIndex(run, c);
     await run.expectOk(
-      { kind: "WarmupWitness", witness: warmupReport(run.model!.state, index) },
+      {
+        kind: "WarmupWitness",
+        witness: warmupReport(run.model!.state, index),
+        paramsDigest: DIGEST,
+      },
       c,
     );
   }
@@ -415,24 +423,28 @@ Deno.test("warmup_witness and witness: elected witnesses only, once each; blooms
   const { run, clients } = await warmup(3);
   const outsider = await svm.newSigner();
   await run.expectError(
-    { kind: "WarmupWitness", witness: warmupReport(run.model!.state, 0) },
+    { kind: "WarmupWitness", witness: warmupReport(run.model!.state, 0), paramsDigest: DIGEST },
     outsider,
     "InvalidWitness",
   );
   const first = clients[0];
   const idx = clientIndex(run, first);
   await run.expectOk(
-    { kind: "WarmupWitness", witness: warmupReport(run.model!.state, idx) },
+    { kind: "WarmupWitness", witness: warmupReport(run.model!.state, idx), paramsDigest: DIGEST },
     first,
   );
   await run.expectError(
-    { kind: "WarmupWitness", witness: warmupReport(run.model!.state, idx) },
+    { kind: "WarmupWitness", witness: warmupReport(run.model!.state, idx), paramsDigest: DIGEST },
     first,
     "DuplicateWitness",
   );
   for (const c of clients.slice(1)) {
     await run.expectOk(
-      { kind: "WarmupWitness", witness: warmupReport(run.model!.state, clientIndex(run, c)) },
+      {
+        kind: "WarmupWitness",
+        witness: warmupReport(run.model!.state, clientIndex(run, c)),
+        paramsDigest: DIGEST,
+      },
       c,
     );
   }
@@ -448,19 +460,39 @@ Deno.test("warmup_witness and witness: elected witnesses only, once each; blooms
       bits: report.participantBloom.bits,
     },
   };
-  await run.expectError({ kind: "Witness", witness: small }, w, "InvalidWitness");
+  await run.expectError(
+    { kind: "Witness", witness: small, paramsDigest: DIGEST },
+    w,
+    "InvalidWitness",
+  );
   const forged = {
     ...report,
     proof: { ...report.proof, position: (report.proof.position + 1) % 3 },
   };
-  await run.expectError({ kind: "Witness", witness: forged }, w, "InvalidCommitteeProof");
+  await run.expectError(
+    { kind: "Witness", witness: forged, paramsDigest: DIGEST },
+    w,
+    "InvalidCommitteeProof",
+  );
   const stolen = clients.find((c) => c !== w)!;
-  await run.expectError({ kind: "Witness", witness: report }, stolen, "InvalidWitness");
-  await run.expectOk({ kind: "Witness", witness: report }, w);
-  await run.expectError({ kind: "Witness", witness: report }, w, "DuplicateWitness");
+  await run.expectError(
+    { kind: "Witness", witness: report, paramsDigest: DIGEST },
+    stolen,
+    "InvalidWitness",
+  );
+  await run.expectOk({ kind: "Witness", witness: report, paramsDigest: DIGEST }, w);
+  await run.expectError(
+    { kind: "Witness", witness: report, paramsDigest: DIGEST },
+    w,
+    "DuplicateWitness",
+  );
   // A late warmup report once training started is accepted and ignored.
   const before = run.model!.state;
-  await run.expectOk({ kind: "WarmupWitness", witness: warmupReport(state, wi) }, w);
+  await run.expectOk({
+    kind: "WarmupWitness",
+    witness: warmupReport(state, wi),
+    paramsDigest: DIGEST,
+  }, w);
   assert.deepEqual(run.model!.state, before);
 });
 
@@ -474,7 +506,7 @@ Deno.test("health_check: witnesses drop trainers nobody saw; healthy ones are re
     const seen = round === 0 ? everyone : everyone.filter((id) => id.signer !== everyone[2].signer);
     for (const w of witnessesOf(run, clients)) {
       const report = witnessReport(run.model!.state, clientIndex(run, w), seen);
-      await run.expectOk({ kind: "Witness", witness: report }, w);
+      await run.expectOk({ kind: "Witness", witness: report, paramsDigest: DIGEST }, w);
     }
     assert.equal(run.model!.state.runState, "RoundWitness");
     t += 3;
@@ -619,7 +651,7 @@ Deno.test("a whole epoch: rounds, Cooldown, P2P checkpoint, re-join, pause at ep
   while (run.model!.state.runState !== "Cooldown") {
     for (const w of witnessesOf(run, clients)) {
       const report = witnessReport(run.model!.state, clientIndex(run, w), everyone);
-      await run.expectOk({ kind: "Witness", witness: report }, w);
+      await run.expectOk({ kind: "Witness", witness: report, paramsDigest: DIGEST }, w);
     }
     t += 3;
     run.setTime(t);
@@ -658,4 +690,77 @@ Deno.test("clock: a negative unix timestamp is InvalidClock wherever the clock i
   run.setTime(-5);
   // A halted run does not tick after a join, so it never reads the clock.
   await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, clients[0]);
+});
+
+Deno.test("parameter digests: warmup votes recorded; cooldown witnesses record the next start", async () => {
+  const agreed = new Uint8Array(32).fill(0xa1);
+  const rival = new Uint8Array(32).fill(0xb2);
+  const { run, clients } = await warmup(3, { totalSteps: 2, epochTime: 100 });
+  run.setTime(11);
+  for (const [k, c] of clients.entries()) {
+    await run.expectOk({
+      kind: "WarmupWitness",
+      witness: warmupReport(run.model!.state, clientIndex(run, c)),
+      paramsDigest: k === 0 ? rival : agreed,
+    }, c);
+  }
+  const start = run.model!.state.progress.step;
+  assert.deepEqual(svm.coordinatorAccount(run.coordinator).state.paramsDigests, [
+    { step: start, digest: agreed },
+  ]);
+  // Round 0 (the run's only round: totalSteps 2): its witnesses vote for the step Warmup
+  // already recorded, which keeps its first record.
+  for (const w of witnessesOf(run, clients)) {
+    const report = witnessReport(run.model!.state, clientIndex(run, w), []);
+    await run.expectOk({ kind: "Witness", witness: report, paramsDigest: agreed }, w);
+  }
+  while (run.model!.state.runState !== "Cooldown") {
+    run.setTime(run.clock.unixTimestamp + 10);
+    await run.expectOk({ kind: "Tick" }, null);
+    const state = run.model!.state;
+    if (state.runState === "RoundTrain") {
+      for (const w of witnessesOf(run, clients)) {
+        const report = witnessReport(state, clientIndex(run, w), []);
+        await run.expectOk({ kind: "Witness", witness: report, paramsDigest: NO_DIGEST }, w);
+      }
+    }
+  }
+  const state = run.model!.state;
+  const sel = roundSelection(state.config, currentRound(state));
+  const [w] = witnessesOf(run, clients);
+  const proof = sel.witnessProof(clientIndex(run, w));
+  await run.expectError(
+    { kind: "CooldownWitness", proof, paramsDigest: NO_DIGEST },
+    w,
+    "InvalidWitness",
+  );
+  const other = clients.find((c) => c !== w)!;
+  await run.expectError(
+    { kind: "CooldownWitness", proof, paramsDigest: agreed },
+    other,
+    "InvalidWitness",
+  );
+  await run.expectOk({ kind: "CooldownWitness", proof, paramsDigest: agreed }, w);
+  await run.expectError(
+    { kind: "CooldownWitness", proof, paramsDigest: agreed },
+    w,
+    "DuplicateWitness",
+  );
+  for (const c of witnessesOf(run, clients).filter((c) => c !== w)) {
+    const p = sel.witnessProof(clientIndex(run, c));
+    await run.expectOk({ kind: "CooldownWitness", proof: p, paramsDigest: agreed }, c);
+  }
+  run.setTime(run.clock.unixTimestamp + 10);
+  await run.expectOk({ kind: "Tick" }, null);
+  const end = svm.coordinatorAccount(run.coordinator).state;
+  assert.equal(end.runState, "Finished");
+  assert.deepEqual(end.paramsDigests, [
+    { step: start, digest: agreed },
+    { step: start + 1, digest: agreed },
+  ]);
+  await run.expectError(
+    { kind: "CooldownWitness", proof, paramsDigest: agreed },
+    w,
+    "Halted",
+  );
 });

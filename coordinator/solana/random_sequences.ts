@@ -46,6 +46,18 @@ export function randomConfig(rng: Prng): CoordinatorConfig {
   });
 }
 
+/**
+ * A digest vote: mostly one agreed digest, sometimes a rival, none (all zero) or noise, so
+ * that some phases record a digest, some tie and some lack a quorum.
+ */
+function randomDigest(rng: Prng): Uint8Array {
+  const roll = rng.int(0, 9);
+  if (roll < 2) return new Uint8Array(32);
+  if (roll < 8) return new Uint8Array(32).fill(0xd1);
+  if (roll < 9) return new Uint8Array(32).fill(0xd2);
+  return new Uint8Array(32).map(() => rng.int(0, 255));
+}
+
 /** Identities of `clients` (signer = p2p key). */
 export function ids(clients: KeyPairSigner[]): NodeIdentity[] {
   return clients.map((c) => ({ signer: keyOf(c), p2pIdentity: keyOf(c) }));
@@ -66,17 +78,27 @@ function randomInstruction(
   let roll = rng.int(0, 99);
   if (training && roll < 44 && rng.int(0, 1) === 0) roll = rng.int(44, 77);
   if (state.runState === "Warmup" && roll < 32 && rng.int(0, 1) === 0) roll = rng.int(32, 43);
+  if (state.runState === "Cooldown" && rng.int(0, 2) === 0) {
+    return cooldownReport(run, rng, clients);
+  }
   if (roll < 18) return [{ kind: "Tick" }, null];
   if (roll < 32) {
     return [{ kind: "JoinRun", p2pIdentity: new Uint8Array(32).fill(rng.int(0, 255)) }, client];
   }
   if (roll < 44) {
     const i = index >= 0 && rng.int(0, 9) > 0 ? index : rng.int(0, 4);
-    return [{ kind: "WarmupWitness", witness: warmupReport(state, i) }, client];
+    return [
+      { kind: "WarmupWitness", witness: warmupReport(state, i), paramsDigest: randomDigest(rng) },
+      client,
+    ];
   }
   if (roll < 68) {
     if (state.runState !== "RoundTrain" && state.runState !== "RoundWitness") {
-      return [{ kind: "Witness", witness: warmupReport(state, Math.max(index, 0)) }, client];
+      return [{
+        kind: "Witness",
+        witness: warmupReport(state, Math.max(index, 0)),
+        paramsDigest: randomDigest(rng),
+      }, client];
     }
     const sel = roundSelection(state.config, currentRound(state));
     const witnesses = sel.witnessIndices();
@@ -96,7 +118,7 @@ function randomInstruction(
     if (rng.int(0, 19) === 0) {
       report.proof = { ...report.proof, position: report.proof.position + 1 };
     }
-    return [{ kind: "Witness", witness: report }, sender];
+    return [{ kind: "Witness", witness: report, paramsDigest: randomDigest(rng) }, sender];
   }
   if (roll < 78) {
     const prev = previousRound(state);
@@ -133,6 +155,34 @@ function randomInstruction(
     return [{ kind: "Checkpoint", index: Math.max(index, 0), repo }, client];
   }
   return adminInstruction(run, rng, clients);
+}
+
+/**
+ * A Cooldown witness: usually an elected witness of the last round reporting as itself,
+ * sometimes from the wrong client, with a forged proof, or with no digest.
+ */
+function cooldownReport(
+  run: DualRun,
+  rng: Prng,
+  clients: KeyPairSigner[],
+): [CoordinatorInstruction, KeyPairSigner | null] {
+  const state = run.model!.state;
+  const pick = <T>(xs: T[]): T => xs[rng.int(0, xs.length - 1)];
+  const round = currentRound(state);
+  if (round.clientsLen === 0) return [{ kind: "Tick" }, null];
+  const sel = roundSelection(state.config, round);
+  const witnesses = sel.witnessIndices();
+  const i = witnesses.length > 0 && rng.int(0, 9) > 0
+    ? pick(witnesses)
+    : rng.int(0, round.clientsLen - 1);
+  const owner = roundClients(state, round.height)[i];
+  let sender = pick(clients);
+  if (owner && rng.int(0, 9) > 0) {
+    sender = clients.find((c) => keyOf(c).every((b, k) => b === owner.id.signer[k])) ?? sender;
+  }
+  const proof = sel.witnessProof(i);
+  if (rng.int(0, 19) === 0) proof.position += 1;
+  return [{ kind: "CooldownWitness", proof, paramsDigest: randomDigest(rng) }, sender];
 }
 
 /** Authority instructions: grants, delegates, metadata, config and progress updates. */
@@ -214,7 +264,12 @@ export async function differential(
       run.setTime(now);
     }
     const [ix, signer] = randomInstruction(run, rng, clients);
+    const recorded = run.model!.state.paramsDigests.at(-1)?.step;
     const result = await run.send(ix, signer, { computeUnitLimit: 1_400_000 });
+    const newest = run.model?.state.paramsDigests.at(-1)?.step;
+    if (newest !== undefined && newest !== recorded) {
+      seen["digest:recorded"] = (seen["digest:recorded"] ?? 0) + 1;
+    }
     const key = `${ix.kind}:${result.ok ? "ok" : result.error}`;
     seen[key] = (seen[key] ?? 0) + 1;
     seen[`state:${run.model!.state.runState}`] = (seen[`state:${run.model!.state.runState}`] ?? 0) +

@@ -74,6 +74,7 @@ export function uninitializedState(
     epochState: emptyEpochState(false),
     runStateStartUnixTimestamp: 0,
     pendingPause: false,
+    paramsDigests: [],
   };
 }
 

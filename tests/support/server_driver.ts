@@ -19,6 +19,7 @@ import type { CoordinatorBackend } from "../../client/backend/backend.ts";
 import { TcpBackend, type TcpBackendOptions } from "../../client/backend/tcp.ts";
 import { FrameReader, generateIdentity } from "../../net/mod.ts";
 import { testState, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
+import { NO_DIGEST } from "../../coordinator/params_digest.ts";
 
 /**
  * A coordinator server on loopback for the test run (`testState`, no clients yet, disconnects
@@ -153,7 +154,7 @@ export class ScriptedClient {
     if (state.runState === "Warmup") {
       this.#once(
         `warmup:${epoch}`,
-        () => this.backend.sendWarmupWitness(warmupReport(state, index)),
+        () => this.backend.sendWarmupWitness(warmupReport(state, index), NO_DIGEST),
       );
       return;
     }
@@ -164,7 +165,7 @@ export class ScriptedClient {
     const report = witnessReport(state, index, everyone);
     this.#once(
       `witness:${epoch}:${round.height}`,
-      () => this.backend.sendWitness(report, { ...METADATA, step: state.progress.step }),
+      () => this.backend.sendWitness(report, { ...METADATA, step: state.progress.step }, NO_DIGEST),
     );
   }
 

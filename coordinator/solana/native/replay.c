@@ -9,7 +9,7 @@
  * does), and compares the result code and the SHA-256 of the account with what litesvm
  * recorded. Prints "replayed N steps, M mismatches" and exits non-zero on a mismatch.
  *
- * Trace format (little-endian): program id [32], coordinator key [32], account [216376],
+ * Trace format (little-endian): program id [32], coordinator key [32], account [217760],
  * then per step: unix_timestamp i64, slot u64, has_signer u8, signer [32], data length
  * u64, data, expected result u64 (0 = success), sha256 of the account afterwards [32].
  */
@@ -24,7 +24,7 @@ typedef struct {
   u64 len;
 } slice_t;
 
-#define ACCOUNT_SIZE 216376
+#define ACCOUNT_SIZE 217760
 #define REALLOC_PADDING 10240
 
 /* ---- SHA-256 (FIPS 180-4) ---- */

@@ -1,15 +1,17 @@
 /*
- * layout.h: the coordinator account, version 1. A fixed layout (capacity 256 clients),
+ * layout.h: the coordinator account, version 2. A fixed layout (capacity 256 clients),
  * every field naturally aligned, little-endian, no pointers; docs/solana-program.md lists
  * it byte by byte and coordinator/solana/account.ts decodes it. The _Static_asserts pin
  * every offset the documentation and the decoder rely on: changing one is a new version.
+ * Version 2 appended the parameter digests (records and the current phase's votes) after
+ * the delegates, leaving every version 1 offset where it was.
  */
 #ifndef PSYCHE_LAYOUT_H
 #define PSYCHE_LAYOUT_H
 
 #include "sol.h"
 
-#define ACCOUNT_VERSION 1
+#define ACCOUNT_VERSION 2
 #define MAX_CLIENTS 256
 #define MAX_WITNESSES 32
 #define NUM_ROUNDS 4
@@ -25,6 +27,8 @@
 #define DATA_LOCATION_BYTES 296
 #define LR_SCHEDULE_BYTES 56
 #define OPTIMIZER_BYTES 48
+#define NUM_DIGEST_RECORDS 8
+#define DIGEST_BYTES 32
 
 /* 2^53 - 1: the largest u64 the TypeScript side holds as a number (docs/state-encoding.md). */
 #define MAX_SAFE_INTEGER 9007199254740991ull
@@ -174,6 +178,20 @@ typedef struct {
 } registration_t;
 _Static_assert(sizeof(registration_t) == 72, "registration size");
 
+/* A digest a quorum reported for the parameters of `step` (types.ts DigestRecord). */
+typedef struct {
+  u32 step;
+  u8 digest[DIGEST_BYTES];
+} digest_record_t;
+_Static_assert(sizeof(digest_record_t) == 36, "digest record size");
+
+/* One client's digest vote in the current phase (types.ts DigestVote). */
+typedef struct {
+  u16 index;
+  u8 digest[DIGEST_BYTES];
+} digest_vote_t;
+_Static_assert(sizeof(digest_vote_t) == 34, "digest vote size");
+
 typedef struct {
   u8 magic[8];
   u32 version;
@@ -201,6 +219,13 @@ typedef struct {
   epoch_state_t epoch_state;
   registration_t registry[MAX_CLIENTS];
   u8 delegates[MAX_DELEGATES][32];
+  /* Version 2: parameter digests (coordinator/params_digest.ts), oldest record first. */
+  u8 digest_records_len;
+  u8 digest_votes_len;
+  u8 _pad2[2];
+  digest_record_t digest_records[NUM_DIGEST_RECORDS];
+  digest_vote_t digest_votes[MAX_WITNESSES];
+  u8 _pad3[4];
 } account_t;
 _Static_assert(__builtin_offsetof(account_t, run_id) == 120, "run_id");
 _Static_assert(__builtin_offsetof(account_t, step) == 156, "step");
@@ -210,7 +235,10 @@ _Static_assert(__builtin_offsetof(account_t, metadata) == 816, "metadata");
 _Static_assert(__builtin_offsetof(account_t, epoch_state) == 1184, "epoch_state");
 _Static_assert(__builtin_offsetof(account_t, registry) == 189752, "registry");
 _Static_assert(__builtin_offsetof(account_t, delegates) == 208184, "delegates");
-_Static_assert(sizeof(account_t) == 216376, "account size");
+_Static_assert(__builtin_offsetof(account_t, digest_records_len) == 216376, "digest_records_len");
+_Static_assert(__builtin_offsetof(account_t, digest_records) == 216380, "digest_records");
+_Static_assert(__builtin_offsetof(account_t, digest_votes) == 216668, "digest_votes");
+_Static_assert(sizeof(account_t) == 217760, "account size");
 
 /* "PSYCOORD": written by init_coordinator, checked by every other instruction. */
 static const u8 ACCOUNT_MAGIC[8] = {'P', 'S', 'Y', 'C', 'O', 'O', 'R', 'D'};

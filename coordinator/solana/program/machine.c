@@ -144,8 +144,54 @@ static void start_round_train(account_t *a, u64 now, u64 seed) {
   change_state(a, RS_ROUND_TRAIN, now);
 }
 
+/* params_digest.ts: votes are kept per phase; all-zero digests are no vote. */
+static void add_digest_vote(account_t *a, u64 index, const u8 *digest) {
+  if (is_zero(digest, DIGEST_BYTES)) return;
+  digest_vote_t *v = &a->digest_votes[a->digest_votes_len++];
+  v->index = (u16)index;
+  mem_copy(v->digest, digest, DIGEST_BYTES);
+}
+
+/* params_digest.ts recordDigest: steps only grow; the oldest record falls out past the cap. */
+static void record_digest(account_t *a, u32 step, const u8 *digest) {
+  u64 n = a->digest_records_len;
+  if (n > 0 && a->digest_records[n - 1].step >= step) return;
+  if (n == NUM_DIGEST_RECORDS) {
+    for (u64 i = 1; i < n; i++) a->digest_records[i - 1] = a->digest_records[i];
+    n--;
+  }
+  a->digest_records[n].step = step;
+  mem_copy(a->digest_records[n].digest, digest, DIGEST_BYTES);
+  a->digest_records_len = (u8)(n + 1);
+}
+
+/*
+ * params_digest.ts tallyDigestVotes: the digest with the most votes, at least `quorum` and
+ * more than any other, is recorded for the current step; the votes are cleared.
+ */
+static void tally_digest_votes(account_t *a, u64 quorum) {
+  u64 n = a->digest_votes_len, best = 0, winner = 0;
+  bool tied = false;
+  for (u64 i = 0; i < n; i++) {
+    u64 count = 0;
+    for (u64 j = 0; j < n; j++)
+      if (mem_eq(a->digest_votes[i].digest, a->digest_votes[j].digest, DIGEST_BYTES)) count++;
+    if (count > best) {
+      best = count;
+      winner = i;
+      tied = false;
+    } else if (count == best && !mem_eq(a->digest_votes[i].digest, a->digest_votes[winner].digest, DIGEST_BYTES)) {
+      tied = true;
+    }
+  }
+  if (n > 0 && !tied && best >= quorum) record_digest(a, a->step, a->digest_votes[winner].digest);
+  mem_zero(a->digest_votes, sizeof(a->digest_votes));
+  a->digest_votes_len = 0;
+}
+
 static void leave_warmup(account_t *a, u64 now, u64 seed) {
   move_clients_to_exited(a, 0);
+  tally_digest_votes(a, witness_quorum(expected_witnesses(&a->config, a->epoch_state.clients_len)));
   if (a->epoch_state.clients_len < a->config.min_clients) {
     change_state(a, state_after_epoch(a), now);
     return;
@@ -207,6 +253,8 @@ static void tick_waiting_for_members(account_t *a, u64 now) {
   epoch_state_t *es = &a->epoch_state;
   u8 cold = es->cold_start_epoch;
   mem_zero(es, sizeof(epoch_state_t));
+  mem_zero(a->digest_votes, sizeof(a->digest_votes));
+  a->digest_votes_len = 0;
   es->cold_start_epoch = cold;
   es->first_round = 1;
   es->start_step = a->step;
@@ -244,6 +292,7 @@ static void tick_round_witness(account_t *a, u64 now, u64 seed) {
   const config_t *c = &a->config;
   if (!check_timeout(a, now, c->round_witness_time)) return;
   round_t *round = current_round(a);
+  tally_digest_votes(a, witness_quorum(expected_witnesses(c, round->clients_len)));
   es->first_round = 0;
   a->step++;
   move_clients_to_exited(a, round->height + 1);
@@ -271,6 +320,7 @@ static void tick_round_witness(account_t *a, u64 now, u64 seed) {
 static void tick_cooldown(account_t *a, u64 now) {
   if (!check_timeout(a, now, a->config.cooldown_time)) return;
   round_t *round = current_round(a);
+  tally_digest_votes(a, witness_quorum(expected_witnesses(&a->config, round->clients_len)));
   epoch_state_t *es = &a->epoch_state;
   a->epoch_start_data_index = round->data_index + batch_size_at(a, round->data_index);
   a->epoch++;
@@ -323,6 +373,7 @@ typedef struct {
   const u8 *participant; /* keys then bits */
   const u8 *broadcast;
   const u8 *merkle;
+  const u8 *digest; /* DIGEST_BYTES; all zero: no vote */
 } witness_msg_t;
 
 static u64 check_witness_shape(const account_t *a, const witness_msg_t *w) {
@@ -389,6 +440,7 @@ static u64 warmup_witness(account_t *a, const u8 *from, const witness_msg_t *w, 
   u64 bits, keys;
   bloom_params(a->config.max_clients, &bits, &keys);
   push_witness(r, w, keys, bits);
+  add_digest_vote(a, w->index, w->digest);
   if (r->witnesses_len >= expected_witnesses(&a->config, es->clients_len)) leave_warmup(a, now, seed);
   return 0;
 }
@@ -413,6 +465,7 @@ static u64 witness(account_t *a, const u8 *from, const witness_msg_t *w, u64 now
   u64 bits, keys;
   bloom_params(a->config.max_clients, &bits, &keys);
   push_witness(r, w, keys, bits);
+  add_digest_vote(a, w->index, w->digest);
   if (a->run_state == RS_ROUND_TRAIN &&
       r->witnesses_len >= expected_witnesses(&a->config, r->clients_len))
     change_state(a, RS_ROUND_WITNESS, now);
@@ -449,6 +502,44 @@ static const client_t *round_client(account_t *a, u64 height, u64 index) {
       if (es->exited[i].epoch_index == e && es->exited[i].exited_height > height) return &es->exited[i];
   }
   return NULL;
+}
+
+/* machine_witness.ts cooldownWitness: a witness of the last round reports the next start. */
+typedef struct {
+  u32 position;
+  u32 index;
+  u8 witness;
+  const u8 *digest;
+} cooldown_msg_t;
+
+static u64 cooldown_witness(account_t *a, const u8 *from, const cooldown_msg_t *m) {
+  u64 position = m->position, index = m->index;
+  const u8 *digest = m->digest;
+  if (is_halted(a)) return E_HALTED;
+  if (a->run_state != RS_COOLDOWN) return E_WRONG_RUN_STATE;
+  if (is_zero(digest, DIGEST_BYTES)) {
+    LOG("cooldown witness: a cooldown witness must carry a digest");
+    return E_INVALID_WITNESS;
+  }
+  if (!m->witness) {
+    LOG("cooldown witness: the proof claims no witness seat");
+    return E_INVALID_WITNESS;
+  }
+  round_t *r = current_round(a);
+  if (!verify_witness_proof(&a->config, r, index, position, true)) {
+    LOG("cooldown witness: proof does not verify for the last round");
+    return E_INVALID_COMMITTEE_PROOF;
+  }
+  const client_t *voter = round_client(a, r->height, index);
+  if (voter == NULL || !same_key(voter->signer, from) || voter->state != CS_HEALTHY) {
+    LOG("cooldown witness: the proof is not the sender's, or the sender left");
+    return E_INVALID_WITNESS;
+  }
+  for (u64 i = 0; i < a->digest_votes_len; i++)
+    if (a->digest_votes[i].index == index) return E_DUPLICATE_WITNESS;
+  if (a->digest_votes_len >= MAX_WITNESSES) return E_WITNESSES_FULL;
+  add_digest_vote(a, index, digest);
+  return 0;
 }
 
 /* health.ts trainerHealthy: a quorum of the previous round's witnesses saw the signer. */

@@ -33,6 +33,7 @@ enum {
   IX_FREE_COORDINATOR = 9,
   IX_GRANT_AUTHORIZER = 10,
   IX_SET_DELEGATES = 11,
+  IX_COOLDOWN_WITNESS = 12,
 };
 
 /* Update parts (bit flags of the update instruction's first byte). */
@@ -107,7 +108,7 @@ static u64 init_coordinator(const input_t *in, reader_t *r) {
   if (err) return err;
   if (!mem_eq(info->owner, in->program_id, 32) || info->data_len != sizeof(account_t) ||
       !info->is_writable) {
-    LOG("init: the coordinator account must be writable, owned by this program, 216376 bytes");
+    LOG("init: the coordinator account must be writable, owned by this program, 217760 bytes");
     return E_INVALID_COORDINATOR_ACCOUNT;
   }
   account_t *a = (account_t *)info->data;
@@ -217,6 +218,9 @@ static u64 update(account_t *a, reader_t *r) {
     a->epoch = epoch;
     a->step = step;
     a->epoch_start_data_index = edi;
+    /* Digests recorded for other steps say nothing about the run from the new progress. */
+    mem_zero(a->digest_records, sizeof(a->digest_records));
+    a->digest_records_len = 0;
   }
   return 0;
 }
@@ -295,6 +299,7 @@ static u64 parse_witness(reader_t *r, witness_msg_t *w) {
   w->participant = get_bloom(r, &w->participant_keys, &w->participant_bits);
   w->broadcast = get_bloom(r, &w->broadcast_keys, &w->broadcast_bits);
   w->merkle = take(r, 32);
+  w->digest = take(r, DIGEST_BYTES);
   if (!r->ok || r->pos != r->len) {
     LOG("witness: malformed instruction data");
     return E_INVALID_INSTRUCTION;
@@ -368,6 +373,19 @@ static u64 dispatch(const input_t *in) {
     if ((err = parse_witness(&r, &w))) return err;
     if ((err = clock_now(&now, &seed))) return err;
     err = tag == IX_WITNESS ? witness(a, user, &w, now) : warmup_witness(a, user, &w, now, seed);
+    if (!err) err = tick_if_live(a, now, seed);
+    break;
+  }
+  case IX_COOLDOWN_WITNESS: {
+    if ((err = signer(in, NULL, 0, &user))) return err;
+    cooldown_msg_t m;
+    m.position = get32(&r);
+    m.index = get32(&r);
+    m.witness = get_code(&r, 2);
+    m.digest = take(&r, DIGEST_BYTES);
+    if (!r.ok || r.pos != r.len) return E_INVALID_INSTRUCTION;
+    if ((err = clock_now(&now, &seed))) return err;
+    err = cooldown_witness(a, user, &m);
     if (!err) err = tick_if_live(a, now, seed);
     break;
   }

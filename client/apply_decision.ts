@@ -15,6 +15,8 @@
 import type { ApplyPlan } from "../coordinator/machine_queries.ts";
 import type { BatchId } from "../coordinator/types.ts";
 import { selectConsensusCommitmentByWitnesses } from "../coordinator/witness_quorum.ts";
+import { bloomContains } from "../coordinator/bloom.ts";
+import { sha256 } from "../coordinator/hash.ts";
 
 /** One batch's chosen result. */
 export interface ChosenResult {
@@ -56,4 +58,26 @@ export function decideApply(
     else chosen.push({ batch: { ...batch }, commitment: hashes[pick] });
   }
   return { resultsHeight: plan.resultsRound.height, chosen, untrained };
+}
+
+/**
+ * The untrained batches a quorum of the witnesses nonetheless saw trained: their trainer's
+ * `sha256(signer)` is in at least `plan.quorum` of the witness round's participant blooms.
+ * A client with such a batch lacks results the others apply (it missed the announcement or
+ * the payload), so applying without them would leave the run's parameters; it must not.
+ * `trainerOf(batch)` is the signer key of the batch's trainer (null when unknown).
+ */
+export function attestedButMissing(
+  plan: ApplyPlan,
+  untrained: readonly BatchId[],
+  trainerOf: (batch: BatchId) => Uint8Array | null,
+): BatchId[] {
+  return untrained.filter((batch) => {
+    const signer = trainerOf(batch);
+    if (signer === null) return false;
+    const item = sha256(signer);
+    const seen = plan.witnessRound.witnesses
+      .filter((w) => bloomContains(w.participantBloom, item)).length;
+    return seen >= plan.quorum;
+  });
 }

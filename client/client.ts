@@ -13,25 +13,40 @@
  * @module
  */
 import { distroConfig } from "../optimizer/distro.ts";
-import { currentRound } from "../coordinator/machine_queries.ts";
+import {
+  currentRound,
+  isTrainingRound,
+  roundAssignments,
+  roundByHeight,
+  roundClients,
+} from "../coordinator/machine_queries.ts";
 import { toHex } from "../coordinator/hash.ts";
+import { NO_DIGEST, recordedDigest } from "../coordinator/params_digest.ts";
 import type { CoordinatorState } from "../coordinator/types.ts";
 import { providerForLocation } from "../data/factory.ts";
 import type { DataProvider } from "../data/provider.ts";
 import type { Identity } from "../net/identity.ts";
 import type { DistroResult } from "../optimizer/result.ts";
 import { GpuRuntime } from "../shaders/gpu.ts";
-import { decideApply } from "./apply_decision.ts";
+import { attestedButMissing, decideApply } from "./apply_decision.ts";
 import type { CoordinatorBackend } from "./backend/backend.ts";
 import type { Exchange } from "./exchange.ts";
 import type { ClientLogger } from "./log.ts";
 import { countParameters } from "../model/hf_config.ts";
-import { loadRunModel, type ServedModel, serveModel } from "./model_sharing/mod.ts";
-import { sameKey } from "./round_view.ts";
+import {
+  loadRunModel,
+  ModelUnavailableError,
+  type RunModel,
+  type ServedModel,
+  servedModel,
+  serveModel,
+} from "./model_sharing/mod.ts";
+import { type Divergence, ModelLedger } from "./model_ledger.ts";
+import { sameKey, stepLearningRate, stepOfHeight } from "./round_view.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
+import { hexToBytes } from "./p2p/hex.ts";
 import { planActions } from "./state/machine.ts";
 import { NetworkTrainer } from "./trainer.ts";
-import { NO_DIGEST } from "../coordinator/params_digest.ts";
 
 /** What a {@link TrainingClient} is built from. */
 export interface TrainingClientOptions {
@@ -67,6 +82,8 @@ export type StopReason = "Finished" | "Aborted" | "BackendClosed";
 export class TrainingClient {
   readonly #o: TrainingClientOptions;
   readonly #progress = new ClientProgress();
+  /** The client's own parameter digests, checked against the run's records. */
+  readonly #ledger = new ModelLedger();
   #state: CoordinatorState | null = null;
   #rt: GpuRuntime | null;
   #ownsRt = false;
@@ -103,6 +120,7 @@ export class TrainingClient {
       for await (const state of this.#o.backend.states({ signal })) {
         this.#state = state;
         this.#logState(state);
+        this.#checkDigests(state);
         await this.#o.exchange.update(state);
         this.#plan();
         if (state.runState === "Finished") {
@@ -149,6 +167,7 @@ export class TrainingClient {
           progress: this.#progress,
           facts: this.#o.exchange,
           checkpoints: (this.#o.checkpointDir ?? null) !== null,
+          diverged: this.#ledger.divergence !== null,
         });
         for (const intent of intents) this.#dispatch(intent);
       } while (this.#replan);
@@ -173,7 +192,7 @@ export class TrainingClient {
     };
     const gpuWork = intent.kind === "LoadModel" || intent.kind === "Apply" ||
       intent.kind === "Train" || intent.kind === "DecayWeights" || intent.kind === "ShareModel" ||
-      intent.kind === "Checkpoint";
+      intent.kind === "Checkpoint" || intent.kind === "SendCooldownWitness";
     const task = gpuWork ? (this.#gpu = this.#gpu.then(run)) : run();
     this.#inFlight.add(task);
     task.finally(() => this.#inFlight.delete(task));
@@ -202,10 +221,16 @@ export class TrainingClient {
       case "AnnounceWarmupFinished":
         await exchange.announceWarmupFinished();
         return;
-      case "SendWarmupWitness":
-        await backend.sendWarmupWitness(exchange.warmupReport(intent.proof), NO_DIGEST, { signal });
+      case "SendWarmupWitness": {
+        const step = this.#state?.progress.step ?? 0;
+        await backend.sendWarmupWitness(
+          exchange.warmupReport(intent.proof),
+          this.#ownDigest(step),
+          { signal },
+        );
         logger.log("warmup_witness", { epoch: intent.epoch, index: intent.proof.index });
         return;
+      }
       case "Apply":
         await this.#apply(intent);
         return;
@@ -221,6 +246,7 @@ export class TrainingClient {
         return;
       case "DecayWeights":
         await this.#need().decayWeights(intent.lr);
+        this.#ledger.moved();
         return;
       case "AnnounceFinished":
         await exchange.announceFinished(intent.height, intent.step, intent.proof);
@@ -229,15 +255,21 @@ export class TrainingClient {
         await this.#witness(intent);
         return;
       case "ShareModel": {
+        // The epoch's final parameters: the next epoch's first step's, labelled here.
         const trainer = this.#need();
         const weights = await trainer.model.readParams();
         this.#served = serveModel(exchange.payloads, {
           config: trainer.config,
           layout: trainer.layout,
           weights,
-        }, { replaces: this.#served });
+        }, { step: intent.step, replaces: this.#served });
+        this.#ledger.note(intent.step, this.#served.digest);
+        this.#checkDigests(this.#state);
         return;
       }
+      case "SendCooldownWitness":
+        await backend.sendCooldownWitness(intent.proof, this.#ownDigest(intent.step), { signal });
+        return;
       case "Checkpoint": {
         const trainer = this.#need();
         const dir = `${this.#o.checkpointDir}/${this.#state?.runId}-step${intent.step}`;
@@ -261,38 +293,115 @@ export class TrainingClient {
     return this.#trainer;
   }
 
+  /**
+   * Loads, keeps or resyncs the model for the current epoch: the parameters of its first step
+   * (`epochState.startStep`), accepted only if they are the run's (the recorded digest, when
+   * there is one). In order: the model this client holds, if it is exactly those parameters;
+   * its own served snapshot of them (a coordinator that restarted from its last saved epoch);
+   * any other source model_sharing `loadRunModel` knows. Throws ModelUnavailableError (logged,
+   * retried) when nothing has them.
+   */
   async #load(): Promise<void> {
     const state = this.#state;
     if (state === null) return;
-    if (this.#trainer !== null) {
-      this.#progress.modelReady = true;
-      return;
+    const step = state.epochState.startStep;
+    const record = recordedDigest(state.paramsDigests, step);
+    const expected = record === null ? null : toHex(record);
+    const wasDiverged = this.#ledger.divergence;
+    if (this.#trainer !== null && wasDiverged === null && this.#ledger.currentStep === step) {
+      const own = this.#ledger.digest(step)!;
+      if (expected === null || own === expected) {
+        this.#progress.modelReady = true;
+        return;
+      }
+      this.#diverge({
+        step,
+        digest: own,
+        consensus: expected,
+        reason: "the model it kept differs from the one the run recorded",
+      });
     }
-    const baseDir = this.#o.baseDir ?? Deno.cwd();
-    const model = await loadRunModel({
-      checkpoint: state.model.checkpoint,
-      runId: state.runId,
-      payloads: this.#o.exchange.payloads,
-      providers: state.epochState.clients.map((c) => c.id.p2pIdentity)
-        .filter((k) => !sameKey(k, this.#o.backend.identity.p2pIdentity)),
-      override: this.#o.modelOverride,
-      hub: { baseDir },
-      signal: this.#signal,
-    });
-    this.#served = model.served;
+    let model: RunModel;
+    const snapshot = this.#served;
+    if (
+      snapshot !== null && snapshot.step === step &&
+      (expected ?? snapshot.digest) === snapshot.digest
+    ) {
+      const shared = servedModel(this.#o.exchange.payloads, snapshot);
+      model = {
+        source: "loaded",
+        origin: `snapshot of step ${step}`,
+        ...shared,
+        digest: snapshot.digest,
+        fetched: null,
+        served: snapshot,
+      };
+    } else {
+      const baseDir = this.#o.baseDir ?? Deno.cwd();
+      const dir = this.#o.checkpointDir ?? null;
+      try {
+        model = await loadRunModel({
+          checkpoint: state.model.checkpoint,
+          runId: state.runId,
+          step,
+          recordedDigest: expected,
+          payloads: this.#o.exchange.payloads,
+          providers: state.epochState.clients.map((c) => c.id.p2pIdentity)
+            .filter((k) => !sameKey(k, this.#o.backend.identity.p2pIdentity)),
+          override: this.#o.modelOverride,
+          localCheckpoints: dir === null ? [] : [`${dir}/${state.runId}-step${step}`],
+          hub: { baseDir },
+          signal: this.#signal,
+        });
+      } catch (e) {
+        if (e instanceof ModelUnavailableError) {
+          this.#o.logger.log("waiting_for_model", {
+            step,
+            consensus: expected,
+            reason: e.message,
+            retry_ms: LOAD_RETRY_MS,
+          });
+        }
+        throw e;
+      }
+      if (model.served !== null) this.#served = model.served;
+    }
+    await this.#install(state, model);
+    this.#ledger.reset();
+    this.#ledger.note(step, model.digest);
+    if (wasDiverged !== null) {
+      this.#o.logger.log("resynced", {
+        step,
+        params_hash: model.digest,
+        source: model.origin,
+      });
+    }
+    await this.#catchUpDecays(state);
+    this.#progress.modelReady = true;
+  }
+
+  /**
+   * Puts `model` on the GPU (replacing any model held), opens the data provider once, builds
+   * every pipeline with a dry step (NetworkTrainer.warmUp) and says what a step costs here.
+   */
+  async #install(state: CoordinatorState, model: RunModel): Promise<void> {
     if (this.#rt === null) {
       this.#rt = await GpuRuntime.create();
       this.#ownsRt = true;
     }
+    const baseDir = this.#o.baseDir ?? Deno.cwd();
     const { config } = state;
-    this.#data = await providerForLocation(state.model.dataLocation, {
+    this.#data ??= await providerForLocation(state.model.dataLocation, {
       seqLen: state.model.maxSeqLen,
       secretKey: this.#o.identity.secretKey,
       vocabSize: model.config.vocabSize,
       baseDir,
       signal: this.#signal,
     });
-    this.#trainer = new NetworkTrainer({
+    const fresh = this.#trainer === null;
+    this.#trainer?.[Symbol.dispose]();
+    this.#trainer = null;
+    const trainer = new NetworkTrainer({
       rt: this.#rt,
       config: model.config,
       layout: model.layout,
@@ -302,14 +411,79 @@ export class TrainingClient {
       maxBatch: Math.max(config.globalBatchSizeStart, config.globalBatchSizeEnd),
       distro: distroConfig(state.model.optimizer),
     });
-    this.#o.exchange.setExpectation(this.#trainer.expectation);
-    this.#progress.modelReady = true;
+    this.#trainer = trainer;
+    this.#o.exchange.setExpectation(trainer.expectation);
+    if (fresh) {
+      const clients = Math.max(1, state.epochState.clients.length);
+      const sequences = Math.ceil(config.globalBatchSizeEnd / clients);
+      const timing = await trainer.warmUp(model.weights, sequences, this.#signal);
+      this.#o.logger.log("warmup", {
+        first_step_ms: timing.firstMs,
+        step_ms: timing.stepMs,
+        allowed_ms: config.maxRoundTrainTime * 1000,
+      });
+    }
+    const hash = await trainer.paramsHash();
+    if (hash !== model.digest) {
+      throw new Error(
+        `the GPU holds parameters ${hash.slice(0, 16)}…, not the ${model.digest.slice(0, 16)}… ` +
+          `loaded from ${model.origin}`,
+      );
+    }
     this.#o.logger.log("model", {
       folder: model.origin,
       weights: model.source,
       params: countParameters(model.config),
-      params_hash: await this.#trainer.paramsHash(),
+      params_hash: hash,
+      params_step: state.epochState.startStep,
     });
+  }
+
+  /**
+   * A model loaded after the epoch's first rounds trained (a Warmup that ended before the load
+   * did) misses those rounds' weight decay, which every other client applied in its training
+   * step: apply it now, before any of their results, as a client without a batch would have.
+   */
+  async #catchUpDecays(state: CoordinatorState): Promise<void> {
+    if (state.runState !== "RoundTrain" && state.runState !== "RoundWitness") return;
+    const optimizer = state.model.optimizer;
+    if (optimizer.kind !== "Distro" || !optimizer.weightDecay) return;
+    const trainer = this.#need();
+    for (let h = 0; h < currentRound(state).height; h++) {
+      const round = roundByHeight(state, h);
+      if (round === null || !isTrainingRound(state, round)) continue;
+      await trainer.decayWeights(stepLearningRate(state, stepOfHeight(state, h)));
+      this.#ledger.moved();
+    }
+  }
+
+  /** This client's digest of the parameters of `step`, or no vote (all zero). */
+  #ownDigest(step: number): Uint8Array {
+    const own = this.#ledger.digest(step);
+    return own === null ? NO_DIGEST : hexToBytes(own, 32, "parameter digest");
+  }
+
+  /** Compares the client's digests with the run's records; a difference stops it. */
+  #checkDigests(state: CoordinatorState | null): void {
+    if (state === null || this.#ledger.divergence !== null) return;
+    const found = this.#ledger.check(state.paramsDigests);
+    if (found !== null) this.#reportDivergence(found);
+  }
+
+  /** Records a divergence (once) and says so; the planners stop every contribution. */
+  #diverge(divergence: Divergence): void {
+    if (this.#ledger.divergence !== null) return;
+    this.#reportDivergence(this.#ledger.diverge(divergence));
+  }
+
+  #reportDivergence(d: Divergence): void {
+    this.#o.logger.log("diverged", {
+      step: d.step,
+      params_hash: d.digest,
+      consensus: d.consensus,
+      reason: d.reason,
+    });
+    this.poke();
   }
 
   async #apply(intent: Extract<Intent, { kind: "Apply" }>): Promise<void> {
@@ -324,21 +498,40 @@ export class TrainingClient {
     );
     const results: DistroResult[] = [];
     const untrained = [...decision.untrained];
+    const missing: string[] = [];
     for (const chosen of decision.chosen) {
       const result = await exchange.resultFor(height, chosen.commitment);
-      if (result === undefined) {
-        // Consensus says this result exists, but no peer delivered it: this client now
-        // differs from the others, which its parameter hash will show.
-        logger.log("error", {
-          what: `apply step ${intent.step}`,
-          error: `payload of batch [${chosen.batch.start}, ${chosen.batch.end}] unavailable`,
-        });
-        untrained.push(chosen.batch);
-        continue;
+      if (result === undefined) missing.push(`[${chosen.batch.start}, ${chosen.batch.end}]`);
+      else results.push(result);
+    }
+    // Batches the witnesses saw trained but this client has no result for.
+    const state = this.#state;
+    if (state !== null) {
+      const round = intent.plan.resultsRound;
+      const clients = roundClients(state, round.height);
+      const assignments = roundAssignments(state, round);
+      const trainerOf = (b: { start: number; end: number }) =>
+        clients[assignments.find((a) => a.batch.start === b.start)?.clientIndex ?? -1]?.id
+          .signer ?? null;
+      for (const b of attestedButMissing(intent.plan, decision.untrained, trainerOf)) {
+        missing.push(`[${b.start}, ${b.end}]`);
       }
-      results.push(result);
+    }
+    const paramsStep = intent.step + 2;
+    if (missing.length > 0) {
+      // Applying without them would leave the run's parameters: stop instead.
+      this.#diverge({
+        step: paramsStep,
+        digest: null,
+        consensus: null,
+        reason: `the results of batch ${missing.join(", ")} of step ${intent.step}, which ` +
+          `a quorum of witnesses saw, never reached this client`,
+      });
+      return;
     }
     await trainer.apply(results, intent.lr);
+    const hash = await trainer.paramsHash();
+    this.#ledger.note(paramsStep, hash);
     logger.log("apply", {
       epoch: intent.epoch,
       step: intent.step,
@@ -346,8 +539,10 @@ export class TrainingClient {
       untrained_batches: untrained.length,
       untrained: untrained.map((b) => [b.start, b.end]),
       lr: intent.lr,
-      params_hash: await trainer.paramsHash(),
+      params_hash: hash,
+      params_step: paramsStep,
     });
+    this.#checkDigests(this.#state);
   }
 
   async #train(intent: Extract<Intent, { kind: "Train" }>): Promise<void> {
@@ -363,6 +558,7 @@ export class TrainingClient {
       data,
       signal: this.#signal,
     });
+    if (trainer.distro.config.weightDecay) this.#ledger.moved(); // θ took the step's decay
     const bytes = await this.#o.exchange.publishResult(intent.height, intent.proof, trained.result);
     const tokensPerSec = trained.tokens / (trained.ms / 1000);
     this.#last = { loss: trained.loss, tokensPerSec, trainMs: trained.ms };

@@ -12,7 +12,34 @@
 export interface ClientEvents {
   start: { identity: string; run_id: string; p2p_addresses: string[]; adapter: string };
   state: { run_state: string; epoch: number; step: number; height: number; clients: number };
-  model: { folder: string; weights: string; params: number; params_hash: string };
+  model: {
+    folder: string;
+    weights: string;
+    params: number;
+    params_hash: string;
+    /** The run step whose parameters these are. */
+    params_step: number;
+  };
+  /** The GPU pipelines are built and a dry step ran: what a step costs on this machine. */
+  warmup: {
+    /** The first dry step: pipeline builds included. */
+    first_step_ms: number;
+    /** The second dry step: what a training step costs. */
+    step_ms: number;
+    /** `max_round_train_time` of the run. */
+    allowed_ms: number;
+  };
+  /** The client's parameters are not the run's: it stops contributing until it resyncs. */
+  diverged: {
+    step: number;
+    params_hash: string | null;
+    consensus: string | null;
+    reason: string;
+  };
+  /** After a divergence, the client holds the run's parameters again. */
+  resynced: { step: number; params_hash: string; source: string };
+  /** No source has the run's parameters yet; the client waits and retries. */
+  waiting_for_model: { step: number; consensus: string | null; reason: string; retry_ms: number };
   train: {
     epoch: number;
     step: number;
@@ -32,6 +59,8 @@ export interface ClientEvents {
     untrained: [number, number][];
     lr: number;
     params_hash: string;
+    /** The run step whose parameters the apply produced (`step + 2`). */
+    params_step: number;
   };
   witness: { step: number; height: number; participants: number; commitments: number };
   warmup_witness: { epoch: number; index: number };
@@ -85,6 +114,24 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `model from ${e.folder} (${e.weights}, ${e.params} parameters, hash ${
         e.params_hash.slice(0, 12)
       })`;
+    case "warmup":
+      return `ready to train: a step takes ${fmt(e.step_ms / 1000, 1)} s here (the first, ` +
+        `building the GPU pipelines, ${fmt(e.first_step_ms / 1000, 1)} s); the run allows ` +
+        `${fmt(e.allowed_ms / 1000, 1)} s` +
+        (e.step_ms > e.allowed_ms ? ": THIS CLIENT WILL BE DROPPED (too slow for the run)" : "");
+    case "diverged":
+      return `DIVERGED at step ${e.step}: ${e.reason} (own ${
+        e.params_hash?.slice(0, 12) ?? "none"
+      }, run ${e.consensus?.slice(0, 12) ?? "none"}); no longer training or witnessing ` +
+        `until it resyncs`;
+    case "resynced":
+      return `resynced: parameters of step ${e.step} from ${e.source} (${
+        e.params_hash.slice(0, 12)
+      }), the run's again`;
+    case "waiting_for_model":
+      return `waiting for the parameters of step ${e.step}${
+        e.consensus === null ? "" : ` (run digest ${e.consensus.slice(0, 12)})`
+      }: ${e.reason}; retrying in ${fmt(e.retry_ms / 1000, 0)} s`;
     case "train":
       return `trained step ${e.step} batch [${e.batch[0]}, ${e.batch[1]}]: loss ${fmt(e.loss)}, ${
         fmt(e.tokens_per_sec, 0)

@@ -39,6 +39,7 @@ Deno.test("consoleClientLogger: a readable line per event", () => {
     untrained: [[4, 5]],
     lr: 1e-3,
     params_hash: "abcdef0123456789",
+    params_step: 9,
   });
   assert.equal(
     lines[0],

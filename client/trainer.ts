@@ -28,7 +28,7 @@ import { aggregateFixed } from "../optimizer/exact.ts";
 import { DistroOptimizer } from "../optimizer/gpu/distro_gpu.ts";
 import type { DistroConfig } from "../optimizer/distro.ts";
 import { canonicalOrder, type DistroResult } from "../optimizer/result.ts";
-import type { PayloadExpectation } from "../optimizer/wire.ts";
+import { decodePayload, encodePayload, type PayloadExpectation } from "../optimizer/wire.ts";
 import { GpuDigest } from "../shaders/digest.ts";
 import type { GpuRuntime } from "../shaders/gpu.ts";
 import { encodeGradients } from "../train/trainer.ts";
@@ -214,6 +214,50 @@ export class NetworkTrainer implements Disposable {
     const step = this.#rt.beginStep("weight decay");
     this.distro.encodeDecay(step, { params: this.model.params, lr });
     await step.submit({ wait: false });
+  }
+
+  /**
+   * Builds every GPU pipeline a round uses and measures a step, without changing the model:
+   * two dry training steps (lookahead, forward/backward, DisTrO generate) of `sequences`
+   * zero-token sequences at learning rate 0, the apply of the second's result, the digest;
+   * then θ is written back from `weights` (the parameters just loaded) and δ is zeroed. The
+   * first step pays for the pipeline builds, the second is what a training step costs here.
+   * A client does this before it reports ready, so its first real step is not the slow one.
+   */
+  async warmUp(
+    weights: Float32Array,
+    sequences: number,
+    signal?: AbortSignal,
+  ): Promise<{ firstMs: number; stepMs: number }> {
+    const count = Math.max(1, Math.ceil(sequences / this.#microBatch)) * this.#microBatch;
+    const seqLen = this.model.seqLen;
+    const zeros: DataProvider = {
+      seqLen,
+      numSequences: count,
+      getSamples: (batch) => {
+        const rows = batch.end - batch.start + 1;
+        return Promise.resolve({ count: rows, seqLen, tokens: new Uint32Array(rows * seqLen) });
+      },
+      close: () => Promise.resolve(),
+    };
+    const dry = (step: number) =>
+      this.train({
+        step,
+        batch: { start: 0, end: count - 1 },
+        lr: 0,
+        prevLr: 0,
+        data: zeros,
+        signal,
+      });
+    const first = await dry(0);
+    const second = await dry(1);
+    // Decoded from its bytes, as a peer's result would be, so the decode path is warm too.
+    const result = decodePayload(encodePayload(second.result, this.expectation), this.expectation);
+    await this.apply([result], 0);
+    await this.paramsHash();
+    this.model.writeParams(weights);
+    await this.resetOptimizer();
+    return { firstMs: first.ms, stepMs: second.ms };
   }
 
   /** Zeroes δ and the own previous result (cold-start epochs). */

@@ -3,13 +3,18 @@
  * checkpoint is `P2P`, a client that does not hold the model:
  *
  * 1. asks every provider (the epoch's other clients) for the manifest it serves, in parallel,
- *    each within `manifestTimeoutMs` (peers that joined with us answer NotFound and do not vote),
- *    and stops waiting as soon as one manifest has a majority of all providers;
- * 2. accepts the manifest hash a strict majority of the answering peers report (quorum.ts);
+ *    each within `manifestTimeoutMs` (peers that joined with us answer NotFound and do not vote);
+ *    a manifest labels its parameters with their run step and digest;
+ * 2. when the run recorded a digest for the step it wants (coordinator/params_digest.ts), takes a
+ *    manifest that claims exactly that step and digest, from any peer, and stops waiting at the
+ *    first; otherwise takes the manifest a strict majority of the answering peers report for that
+ *    step (quorum.ts), and stops once one has a majority of all providers;
  * 3. fetches `config.json` and every tensor by the sha256 the manifest lists, spread across the
  *    peers that reported that manifest, each verified on arrival, with retries on other peers
  *    (client/p2p/model_share.ts and the payload service's fallback policy);
- * 4. rebuilds the flat f32 model from the blobs (blobs.ts), checking every tensor's size.
+ * 4. rebuilds the flat f32 model from the blobs (blobs.ts), checking every tensor's size, and
+ *    checks that the parameters have the digest the manifest claims: a peer can lie about the
+ *    label, never get a model with a false label accepted.
  *
  * By default it then serves what it fetched, so later joiners can fetch from it as well.
  *
@@ -19,28 +24,39 @@ import type { PublicKeyBytes } from "../../coordinator/types.ts";
 import { bytesToHex } from "../p2p/hex.ts";
 import type { ContentHash } from "../p2p/content_store.ts";
 import {
+  decodeManifest,
   fetchModel as fetchModelBlobs,
+  MANIFEST_HEADER_BYTES,
   MANIFEST_NAME,
   MAX_MANIFEST_ENTRIES,
 } from "../p2p/model_share.ts";
+import { digestBytes } from "../../shaders/digest.ts";
 import type { PayloadService } from "../p2p/payload_service.ts";
 import { MAX_NAME_BYTES } from "../p2p/payload_wire.ts";
 import { modelFromBlobs, type SharedModel } from "./blobs.ts";
-import { agreeOnManifest, type ManifestReport } from "./quorum.ts";
-import { servedHashes, type ServedModel } from "./serve.ts";
+import { type AgreedManifest, agreeOnManifest, type ManifestReport } from "./quorum.ts";
+import { type ServedModel, serveModel, weightBytes } from "./serve.ts";
 
 /** How long one provider may take to hand over its manifest, by default. */
 export const DEFAULT_MANIFEST_TIMEOUT_MS = 8_000;
 /** Largest manifest accepted: the most entries with the longest names. */
-export const MAX_MANIFEST_BYTES = 5 + MAX_MANIFEST_ENTRIES * (2 + MAX_NAME_BYTES + 40);
+export const MAX_MANIFEST_BYTES = MANIFEST_HEADER_BYTES +
+  MAX_MANIFEST_ENTRIES * (2 + MAX_NAME_BYTES + 40);
 
 /** Options for {@link fetchModel}. */
 export interface FetchModelOptions {
   /** The peers that may hold the model (the epoch's other clients), by public key. */
   readonly providers: readonly PublicKeyBytes[];
+  /** The run step whose parameters are wanted; manifests of other steps are ignored. */
+  readonly step: number;
+  /**
+   * The digest (hex) the run recorded for `step`: only a manifest claiming it is taken. Null
+   * when the run has none: the manifest a majority of the answering peers serve is taken.
+   */
+  readonly expectedDigest: string | null;
   /** Aborts everything. */
   readonly signal?: AbortSignal;
-  /** Fewest peers that must serve the agreed manifest (default 1). */
+  /** Fewest peers that must serve the agreed manifest when there is no digest (default 1). */
   readonly minSupporters?: number;
   /** How long each provider may take to answer the manifest request. */
   readonly manifestTimeoutMs?: number;
@@ -51,7 +67,9 @@ export interface FetchModelOptions {
 /** A fetched model, with where it came from. */
 export interface FetchedModel extends SharedModel {
   readonly manifestHash: ContentHash;
-  /** Peers (hex keys) that served the agreed manifest. */
+  /** The digest of the parameters (hex), checked against the manifest's claim. */
+  readonly digest: string;
+  /** Peers (hex keys) that served the chosen manifest. */
   readonly supporters: string[];
   /** Peers that served a different manifest (logged by the caller: lying or stale). */
   readonly dissenters: string[];
@@ -61,22 +79,48 @@ export interface FetchedModel extends SharedModel {
   readonly served: ServedModel | null;
 }
 
+/** No peer serves the wanted parameters; the message says what the peers serve instead. */
+export class ModelUnavailableError extends Error {
+  /** Builds the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "ModelUnavailableError";
+  }
+}
+
+/** A manifest claimed a digest its parameters do not have. */
+export class ModelDigestMismatchError extends Error {
+  /** Builds the error. */
+  constructor(message: string) {
+    super(message);
+    this.name = "ModelDigestMismatchError";
+  }
+}
+
+interface Report extends ManifestReport {
+  readonly step: number;
+  readonly digest: string;
+}
+
 /**
- * Fetches the model the epoch's peers agree on. Throws `ManifestDisagreementError` when no
- * manifest has a majority, `PayloadFetchError` when a blob could not be fetched from any
- * supporter, `ManifestDecodeError` / `ModelBlobError` when the agreed blobs are not a model.
+ * Fetches the parameters of `options.step` from the peers (see the module doc). Throws
+ * {@link ModelUnavailableError} when no peer serves them (with a recorded digest),
+ * `ManifestDisagreementError` when no manifest has a majority (without one),
+ * {@link ModelDigestMismatchError} when the chosen manifest's parameters do not have the digest
+ * it claims, `PayloadFetchError` when a blob could not be fetched from any supporter,
+ * `ManifestDecodeError` / `ModelBlobError` when the blobs are not a model.
  */
 export async function fetchModel(
   payloads: PayloadService,
   options: FetchModelOptions,
 ): Promise<FetchedModel> {
-  const { providers, signal } = options;
+  const { providers, signal, step, expectedDigest } = options;
   const timeoutMs = options.manifestTimeoutMs ?? DEFAULT_MANIFEST_TIMEOUT_MS;
-  const reports: ManifestReport[] = [];
+  const reports: Report[] = [];
   const silent: { peer: string; error: string }[] = [];
-  // Once one hash is reported by more than half of all providers, no other answer can change
-  // the outcome: stop waiting for the rest (e.g. other joiners, who answer NotFound until
-  // their requests time out).
+  // Stop waiting once the outcome is decided: the first manifest with the recorded digest, or
+  // (without one) a hash reported by more than half of all providers; other joiners answer
+  // NotFound only when their requests time out.
   const decided = new AbortController();
   const majority = Math.floor(providers.length / 2) + 1;
   const votes = new Map<ContentHash, number>();
@@ -84,12 +128,19 @@ export async function fetchModel(
     const peer = bytesToHex(key);
     const limits = [AbortSignal.timeout(timeoutMs), decided.signal];
     try {
-      const { hash } = await payloads.fetchNamed(MANIFEST_NAME, {
+      const { hash, bytes } = await payloads.fetchNamed(MANIFEST_NAME, {
         providers: [key],
         signal: AbortSignal.any(signal === undefined ? limits : [signal, ...limits]),
         maxBytes: MAX_MANIFEST_BYTES,
       });
-      reports.push({ peer, hash });
+      const { label } = decodeManifest(bytes);
+      const report = { peer, hash, step: label.step, digest: bytesToHex(label.digest) };
+      reports.push(report);
+      if (report.step !== step) return;
+      if (expectedDigest !== null) {
+        if (report.digest === expectedDigest) decided.abort();
+        return;
+      }
       const count = (votes.get(hash) ?? 0) + 1;
       votes.set(hash, count);
       if (count >= majority) decided.abort();
@@ -101,22 +152,70 @@ export async function fetchModel(
   // Keep the providers' order (reports arrive in completion order).
   const order = new Map(providers.map((k, i) => [bytesToHex(k), i]));
   reports.sort((a, b) => (order.get(a.peer) ?? 0) - (order.get(b.peer) ?? 0));
-  const agreed = agreeOnManifest(reports, { minSupporters: options.minSupporters });
-  const supporterKeys = providers.filter((k) => agreed.supporters.includes(bytesToHex(k)));
+  const chosen = chooseManifest(reports, options);
+  const supporterKeys = providers.filter((k) => chosen.supporters.includes(bytesToHex(k)));
   const reshare = options.reshare ?? true;
-  const blobs = await fetchModelBlobs(payloads, {
+  const { blobs } = await fetchModelBlobs(payloads, {
     providers: supporterKeys,
-    manifestHash: agreed.hash,
+    manifestHash: chosen.hash,
     signal,
-    reshare,
+    reshare: false,
   });
   const model = modelFromBlobs(blobs);
+  const digest = digestBytes(weightBytes(model));
+  if (digest !== chosen.digest) {
+    throw new ModelDigestMismatchError(
+      `the model manifest ${chosen.hash.slice(0, 12)}… served by ${
+        chosen.supporters.map((p) => p.slice(0, 12)).join(", ")
+      } claims parameters ${chosen.digest.slice(0, 16)}…, the parameters it lists have ` +
+        `${digest.slice(0, 16)}…`,
+    );
+  }
+  // Serve it only once it proved to be what it claims.
+  const served = reshare ? serveModel(payloads, model, { step }) : null;
   return {
     ...model,
-    manifestHash: agreed.hash,
-    supporters: agreed.supporters,
-    dissenters: agreed.dissenters,
+    manifestHash: chosen.hash,
+    digest,
+    supporters: chosen.supporters,
+    dissenters: chosen.dissenters,
     silent,
-    served: reshare ? servedHashes(payloads, agreed.hash) : null,
+    served,
+  };
+}
+
+/** The manifest to fetch: the recorded digest's, or the majority's; see {@link fetchModel}. */
+function chooseManifest(
+  reports: readonly Report[],
+  options: FetchModelOptions,
+): AgreedManifest & { digest: string } {
+  const { step, expectedDigest } = options;
+  const forStep = reports.filter((r) => r.step === step);
+  if (expectedDigest === null) {
+    const agreed = agreeOnManifest(forStep, { minSupporters: options.minSupporters });
+    const digest = forStep.find((r) => r.hash === agreed.hash)!.digest;
+    return {
+      ...agreed,
+      dissenters: reports.filter((r) => r.hash !== agreed.hash).map((r) => r.peer),
+      digest,
+    };
+  }
+  const matching = forStep.filter((r) => r.digest === expectedDigest);
+  if (matching.length === 0) {
+    const served = reports.map((r) =>
+      `${r.peer.slice(0, 12)}… serves step ${r.step} ` +
+      `(${r.digest.slice(0, 12)}…)`
+    );
+    throw new ModelUnavailableError(
+      `no peer serves the parameters of step ${step} (digest ${expectedDigest.slice(0, 16)}…)` +
+        (served.length === 0 ? ": no peer answered" : `: ${served.join("; ")}`),
+    );
+  }
+  // Honest peers at the same step serve byte-identical manifests; take the most served.
+  const agreed = agreeOnManifest(matching);
+  return {
+    ...agreed,
+    dissenters: reports.filter((r) => r.hash !== agreed.hash).map((r) => r.peer),
+    digest: expectedDigest,
   };
 }

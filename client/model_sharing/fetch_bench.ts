@@ -32,8 +32,8 @@ const services = await Promise.all(
 for (let i = 1; i < 4; i++) {
   for (let j = 0; j < i; j++) await nodes[i].connect(nodes[j].addresses()[0]);
 }
-serveModel(services[0], model);
-serveModel(services[1], model);
+serveModel(services[0], model, { step: 1 });
+serveModel(services[1], model, { step: 1 });
 
 Deno.bench("blobs: llama-20m to f32 blobs (80 MB)", { group: "codec" }, () => {
   modelToBlobs(model);
@@ -48,7 +48,12 @@ Deno.bench(
   { group: "fetch", baseline: true, n: 5, warmup: 1 },
   async () => {
     // A fresh store each time: no reshare, so nothing is served locally.
-    await fetchModel(services[2], { providers: keys.slice(0, 2), reshare: false });
+    await fetchModel(services[2], {
+      providers: keys.slice(0, 2),
+      step: 1,
+      expectedDigest: null,
+      reshare: false,
+    });
   },
 );
 
@@ -56,7 +61,12 @@ Deno.bench(
   "fetch llama-20m from 2 providers (80 MB, verified), in-band only",
   { group: "fetch", n: 5, warmup: 1 },
   async () => {
-    await fetchModel(services[3], { providers: keys.slice(0, 2), reshare: false });
+    await fetchModel(services[3], {
+      providers: keys.slice(0, 2),
+      step: 1,
+      expectedDigest: null,
+      reshare: false,
+    });
   },
 );
 

@@ -5,7 +5,10 @@ import { MANIFEST_NAME } from "../p2p/model_share.ts";
 import { PayloadService } from "../p2p/payload_service.ts";
 import { testPublic, testSecret } from "../p2p/test_util.ts";
 import { bytesToHex } from "../p2p/hex.ts";
-import { fetchModel } from "./fetch.ts";
+import { fetchModel, ModelDigestMismatchError, ModelUnavailableError } from "./fetch.ts";
+import { modelToBlobs } from "./blobs.ts";
+import { shareModel } from "../p2p/model_share.ts";
+import { hexToBytes } from "../p2p/hex.ts";
 import { ManifestDisagreementError } from "./quorum.ts";
 import { serveModel } from "./serve.ts";
 import { tinyModel } from "./testing_model.ts";
@@ -33,14 +36,16 @@ Deno.test("a joiner gets the majority's model bit for bit, ignoring a lying peer
   try {
     const [a, b, liar, idle, joiner] = net.services;
     const model = tinyModel(11);
-    const servedA = serveModel(a, model);
-    const servedB = serveModel(b, { ...model, weights: model.weights.slice() });
+    const servedA = serveModel(a, model, { step: 5 });
+    const servedB = serveModel(b, { ...model, weights: model.weights.slice() }, { step: 5 });
     assert.equal(servedA.manifestHash, servedB.manifestHash, "same parameters, same manifest");
     const poisoned = model.weights.slice();
     poisoned[0] += 1;
-    serveModel(liar, { ...model, weights: poisoned });
+    serveModel(liar, { ...model, weights: poisoned }, { step: 5 });
     const fetched = await fetchModel(joiner, {
       providers: net.keys.slice(0, 4),
+      step: 5,
+      expectedDigest: null,
       manifestTimeoutMs: 3000,
     });
     assert.deepEqual(bits(fetched.weights), bits(model.weights));
@@ -65,12 +70,18 @@ Deno.test("a tie between an honest peer and a liar is refused, not guessed", asy
   try {
     const [a, liar, joiner] = net.services;
     const model = tinyModel(12);
-    serveModel(a, model);
+    serveModel(a, model, { step: 5 });
     const other = model.weights.slice();
     other[5] = -other[5];
-    serveModel(liar, { ...model, weights: other });
+    serveModel(liar, { ...model, weights: other }, { step: 5 });
     await assert.rejects(
-      () => fetchModel(joiner, { providers: net.keys.slice(0, 2), manifestTimeoutMs: 3000 }),
+      () =>
+        fetchModel(joiner, {
+          providers: net.keys.slice(0, 2),
+          step: 5,
+          expectedDigest: null,
+          manifestTimeoutMs: 3000,
+        }),
       (e) =>
         e instanceof ManifestDisagreementError && /majority of the 2 answering/.test(e.message),
     );
@@ -86,10 +97,12 @@ Deno.test("once a majority of all providers agree, the rest are not waited for",
   try {
     const [a, b, _idle, joiner] = net.services;
     const model = tinyModel(13);
-    serveModel(a, model);
-    serveModel(b, model);
+    serveModel(a, model, { step: 5 });
+    serveModel(b, model, { step: 5 });
     const fetched = await fetchModel(joiner, {
       providers: net.keys.slice(0, 3),
+      step: 5,
+      expectedDigest: null,
       manifestTimeoutMs: 60_000,
     });
     assert.deepEqual(bits(fetched.weights), bits(model.weights));
@@ -103,17 +116,101 @@ Deno.test("a new snapshot replaces the old one's blobs", async () => {
   const net = await network(1);
   try {
     const [a] = net.services;
-    const first = serveModel(a, tinyModel(1));
+    const first = serveModel(a, tinyModel(1), { step: 5 });
     const changed = tinyModel(1);
     const last = changed.layout.entries.at(-1)!;
     changed.weights[last.offset] += 1;
-    const second = serveModel(a, changed, { replaces: first });
+    const second = serveModel(a, changed, { step: 5, replaces: first });
     const kept = [...first.hashes].filter((h) => second.hashes.has(h));
     // Only the changed tensor and the manifest differ.
     assert.equal(kept.length, first.hashes.size - 2);
     for (const h of first.hashes) assert.equal(a.store.has(h), second.hashes.has(h));
     assert.equal(a.store.size, second.hashes.size);
     assert.equal(a.store.hashOfName(MANIFEST_NAME), second.manifestHash);
+  } finally {
+    await net.stop();
+  }
+});
+
+Deno.test("with a recorded digest, one peer serving it wins over a stale majority", async () => {
+  const net = await network(4);
+  try {
+    const [stale1, stale2, right, joiner] = net.services;
+    const model = tinyModel(21);
+    const old = { ...model, weights: model.weights.map((w) => w * 0.5) };
+    serveModel(stale1, old, { step: 5 });
+    serveModel(stale2, old, { step: 5 });
+    const served = serveModel(right, model, { step: 5 });
+    const fetched = await fetchModel(joiner, {
+      providers: net.keys.slice(0, 3),
+      step: 5,
+      expectedDigest: served.digest,
+      manifestTimeoutMs: 3000,
+    });
+    assert.deepEqual(bits(fetched.weights), bits(model.weights));
+    assert.equal(fetched.digest, served.digest);
+    assert.deepEqual(fetched.supporters, [bytesToHex(net.keys[2])]);
+  } finally {
+    await net.stop();
+  }
+});
+
+Deno.test("a manifest lying about its digest is refused after the download", async () => {
+  const net = await network(2);
+  try {
+    const [liar, joiner] = net.services;
+    const model = tinyModel(22);
+    const honest = serveModel(liar, model, { step: 5 });
+    const poisoned = { ...model, weights: model.weights.slice() };
+    poisoned.weights[3] += 1;
+    // The liar now serves other parameters under the honest label.
+    shareModel(liar, modelToBlobs(poisoned), {
+      step: 5,
+      digest: hexToBytes(honest.digest, 32, "digest"),
+    });
+    await assert.rejects(
+      () =>
+        fetchModel(joiner, {
+          providers: [net.keys[0]],
+          step: 5,
+          expectedDigest: honest.digest,
+          manifestTimeoutMs: 3000,
+        }),
+      (e) => e instanceof ModelDigestMismatchError && /claims parameters/.test(e.message),
+    );
+    assert.equal(joiner.store.hashOfName(MANIFEST_NAME), undefined, "nothing reshared");
+  } finally {
+    await net.stop();
+  }
+});
+
+Deno.test("no peer with the recorded parameters: refused, naming what the peers serve", async () => {
+  const net = await network(3);
+  try {
+    const [a, b, joiner] = net.services;
+    serveModel(a, tinyModel(23), { step: 4 });
+    serveModel(b, tinyModel(23), { step: 5 });
+    await assert.rejects(
+      () =>
+        fetchModel(joiner, {
+          providers: net.keys.slice(0, 2),
+          step: 5,
+          expectedDigest: "ab".repeat(32),
+          manifestTimeoutMs: 3000,
+        }),
+      (e) =>
+        e instanceof ModelUnavailableError &&
+        /no peer serves the parameters of step 5 \(digest abab/.test(e.message) &&
+        /serves step 4/.test(e.message) && /serves step 5/.test(e.message),
+    );
+    // Without a record, a majority of the peers at the wanted step is enough.
+    const fetched = await fetchModel(joiner, {
+      providers: net.keys.slice(0, 2),
+      step: 5,
+      expectedDigest: null,
+      manifestTimeoutMs: 3000,
+    });
+    assert.deepEqual(fetched.supporters, [bytesToHex(net.keys[1])]);
   } finally {
     await net.stop();
   }

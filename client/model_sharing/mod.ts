@@ -39,7 +39,7 @@ export {
   ManifestDisagreementError,
   type ManifestReport,
 } from "./quorum.ts";
-export { servedHashes, type ServedModel, serveModel } from "./serve.ts";
+export { servedHashes, type ServedModel, servedModel, serveModel, weightBytes } from "./serve.ts";
 export {
   DEFAULT_MANIFEST_TIMEOUT_MS,
   type FetchedModel,
@@ -69,3 +69,4 @@ export {
   type RunModel,
   UnsupportedCheckpointError,
 } from "./run_model.ts";
+export { ModelDigestMismatchError, ModelUnavailableError } from "./fetch.ts";

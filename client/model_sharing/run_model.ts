@@ -1,14 +1,26 @@
 /**
- * The client's Warmup model load in one call: where the run's model comes from, given the
- * epoch's checkpoint (psyche.md §2.11):
+ * The client's model load in one call: the parameters an epoch starts from (`step`, the epoch's
+ * first step), from wherever they can be had, accepted only if they are the run's.
  *
- * - `--model DIR` override: that folder (weights, or the run-seeded init when it has none);
- * - `P2P` (a previous epoch trained the model; it lives on the clients): fetched from the
- *   epoch's other clients with {@link fetchModel}. A failure is an error, never a silent
- *   fallback to the Hub repo, whose weights are older than everyone else's;
- * - `Hub` / `Dummy`: the repo found locally by {@link loadHubCheckpoint}; a folder with only
- *   `config.json` gives the init seeded by the run id, identical on every client;
- * - `Gcs`, `P2PGcs`, `Ephemeral`: not supported here (clear error).
+ * Which parameters are the run's: when the coordinator recorded a digest for `step`
+ * (coordinator/params_digest.ts), exactly those; a source whose parameters have another digest
+ * is refused, whatever it is. Without a record, a fresh run (step 1) takes what its checkpoint
+ * says, a P2P epoch takes what a majority of the answering peers serve, and a run that already
+ * trained never uses the seeded init (it would silently restart the model).
+ *
+ * Sources, in order, the first acceptable one wins:
+ * 1. `--model DIR` (override): that folder (weights, or the run-seeded init without them);
+ * 2. the epoch's other clients (P2P model sharing, fetch.ts), when the checkpoint is `P2P` or the
+ *    run has trained (step > 1: someone may hold its model even if the coordinator fell back
+ *    to `Hub` after a restart);
+ * 3. `localCheckpoints`: folders this client wrote itself (`{checkpoint-dir}/{run}-step{N}`),
+ *    taken only with a matching record;
+ * 4. `Hub` / `Dummy` (or `P2P` with a record): the repo found locally (hub.ts); a folder with
+ *    only `config.json` gives the init seeded by the run id, identical on every client;
+ * `Gcs`, `P2PGcs`, `Ephemeral` are not supported (clear error).
+ *
+ * When none is acceptable it throws {@link ModelUnavailableError} listing what each source
+ * offered, so the client can say what it waits for and retry.
  *
  * @module
  */
@@ -16,12 +28,15 @@ import type { Checkpoint, PublicKeyBytes } from "../../coordinator/types.ts";
 import { readModelDir } from "../../model/checkpoint.ts";
 import type { LlamaConfig } from "../../model/hf_config.ts";
 import { initParams, type ParamLayout } from "../../model/params.ts";
+import { digestBytes } from "../../shaders/digest.ts";
 import { isAbsolute, join } from "node:path";
 import { runInitSeed } from "../model_source.ts";
 import type { PayloadService } from "../p2p/payload_service.ts";
-import { type FetchedModel, fetchModel } from "./fetch.ts";
+import { type FetchedModel, fetchModel, ModelUnavailableError } from "./fetch.ts";
 import { type HubLookupOptions, loadHubCheckpoint } from "./hub.ts";
-import type { ServedModel } from "./serve.ts";
+import { type ServedModel, weightBytes } from "./serve.ts";
+
+export { ModelUnavailableError };
 
 /** A checkpoint this client cannot load. */
 export class UnsupportedCheckpointError extends Error {
@@ -41,6 +56,8 @@ export interface RunModel {
   readonly config: LlamaConfig;
   readonly layout: ParamLayout;
   readonly weights: Float32Array;
+  /** The parameters' digest (shaders/digest.ts), hex. */
+  readonly digest: string;
   /** For `p2p`: the fetch's details (supporters, dissenters, silent peers). */
   readonly fetched: FetchedModel | null;
   /** What this node now serves (p2p reshare), to pass as `replaces` to the next `serveModel`. */
@@ -52,41 +69,85 @@ export interface LoadRunModelOptions {
   readonly checkpoint: Checkpoint;
   /** Seeds the init of a weightless folder (client/model_source.ts `runInitSeed`). */
   readonly runId: string;
+  /** The run step whose parameters are loaded: the epoch's first step. */
+  readonly step: number;
+  /** The digest (hex) the run recorded for `step`, or null when it has none. */
+  readonly recordedDigest: string | null;
   /** This client's payload service (P2P fetch). */
   readonly payloads: PayloadService;
   /** The epoch's other clients' p2p keys (P2P fetch). */
   readonly providers: readonly PublicKeyBytes[];
   /** A local HF folder overriding the checkpoint (`--model`). */
   readonly override?: string | null;
+  /** Folders this client saved the run's model to, checked against the record. */
+  readonly localCheckpoints?: readonly string[];
   /** Hub lookup (mapping, base folder, caches). */
   readonly hub?: HubLookupOptions;
+  /** How long each peer may take to hand over its manifest (fetch.ts default). */
+  readonly manifestTimeoutMs?: number;
   readonly signal?: AbortSignal;
 }
 
-/** Loads the epoch's model from where the checkpoint says (see the module doc). */
+type FolderRead = { config: LlamaConfig; layout: ParamLayout; weights: Float32Array | null };
+
+/** Loads the epoch's model from the first source that has the run's (see the module doc). */
 export async function loadRunModel(options: LoadRunModelOptions): Promise<RunModel> {
-  const { checkpoint, runId } = options;
-  const fromFolder = (
-    origin: string,
-    read: { config: LlamaConfig; layout: ParamLayout; weights: Float32Array | null },
-  ): RunModel => ({
-    source: read.weights === null ? "seeded" : "loaded",
-    origin,
-    config: read.config,
-    layout: read.layout,
-    weights: read.weights ?? initParams(read.layout, read.config, runInitSeed(runId)),
-    fetched: null,
-    served: null,
-  });
+  const { checkpoint, runId, step, recordedDigest } = options;
+  const refusals: string[] = [];
+  /** A folder's model if acceptable, else null (and why, in `refusals`). */
+  const fromFolder = (origin: string, read: FolderRead, local = false): RunModel | null => {
+    const seeded = read.weights === null;
+    const weights = read.weights ?? initParams(read.layout, read.config, runInitSeed(runId));
+    const digest = digestBytes(weightBytes({ ...read, weights }));
+    const what = `${seeded ? "the seeded init of" : "the weights in"} ${origin}`;
+    if (recordedDigest !== null && digest !== recordedDigest) {
+      refusals.push(`${what} have digest ${digest.slice(0, 16)}…, not the run's`);
+      return null;
+    }
+    if (recordedDigest === null && local) {
+      refusals.push(`${what}: the run recorded no digest to check them against`);
+      return null;
+    }
+    if (recordedDigest === null && seeded && step > 1) {
+      refusals.push(`${what}: the run is at step ${step}, it does not restart from its init`);
+      return null;
+    }
+    return {
+      source: seeded ? "seeded" : "loaded",
+      origin,
+      config: read.config,
+      layout: read.layout,
+      weights,
+      digest,
+      fetched: null,
+      served: null,
+    };
+  };
+
+  if (
+    checkpoint.kind === "Gcs" || checkpoint.kind === "P2PGcs" || checkpoint.kind === "Ephemeral"
+  ) {
+    if (!options.override) {
+      throw new UnsupportedCheckpointError(
+        `checkpoint ${checkpoint.kind} cannot be loaded by this client: pass --model DIR ` +
+          `(a local HF folder)`,
+      );
+    }
+  }
   if (options.override) {
     const base = options.hub?.baseDir ?? Deno.cwd();
     const folder = isAbsolute(options.override) ? options.override : join(base, options.override);
-    return fromFolder(folder, await readModelDir(folder));
+    const model = fromFolder(folder, await readModelDir(folder));
+    if (model !== null) return model;
   }
-  switch (checkpoint.kind) {
-    case "P2P": {
+  const tryPeers = checkpoint.kind === "P2P" || step > 1 || recordedDigest !== null;
+  if (tryPeers && options.providers.length > 0) {
+    try {
       const fetched = await fetchModel(options.payloads, {
         providers: options.providers,
+        step,
+        expectedDigest: recordedDigest,
+        manifestTimeoutMs: options.manifestTimeoutMs,
         signal: options.signal,
       });
       return {
@@ -95,21 +156,45 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
         config: fetched.config,
         layout: fetched.layout,
         weights: fetched.weights,
+        digest: fetched.digest,
         fetched,
         served: fetched.served,
       };
+    } catch (e) {
+      options.signal?.throwIfAborted();
+      refusals.push(`peers: ${(e as Error).message}`);
     }
-    case "Hub":
-    case "Dummy": {
-      const hub = await loadHubCheckpoint(checkpoint.repo, options.hub);
-      return fromFolder(hub.folder, hub);
-    }
-    case "Gcs":
-    case "P2PGcs":
-    case "Ephemeral":
-      throw new UnsupportedCheckpointError(
-        `checkpoint ${checkpoint.kind} cannot be loaded by this client: pass --model DIR ` +
-          `(a local HF folder)`,
-      );
+  } else if (tryPeers) {
+    refusals.push("peers: this epoch has no other client");
   }
+  for (const folder of options.localCheckpoints ?? []) {
+    let read: FolderRead;
+    try {
+      read = await readModelDir(folder);
+    } catch {
+      continue; // not written (or not this step's): nothing to refuse
+    }
+    const model = fromFolder(folder, read, true);
+    if (model !== null) return model;
+  }
+  // A P2P run's repo holds older weights than the run's: only a record can make them fit.
+  const repo = checkpoint.kind === "Hub" || checkpoint.kind === "Dummy" ||
+      checkpoint.kind === "P2P"
+    ? checkpoint.repo
+    : null;
+  if (repo !== null && (checkpoint.kind !== "P2P" || recordedDigest !== null)) {
+    try {
+      const hub = await loadHubCheckpoint(repo, options.hub);
+      const model = fromFolder(hub.folder, hub);
+      if (model !== null) return model;
+    } catch (e) {
+      refusals.push(`${checkpoint.kind} repo: ${(e as Error).message}`);
+    }
+  } else if (repo !== null) {
+    refusals.push(`the P2P checkpoint's repo "${repo.repoId}" is older than the run's model`);
+  }
+  const wanted = recordedDigest === null
+    ? `the parameters of step ${step}`
+    : `the parameters of step ${step} (digest ${recordedDigest.slice(0, 16)}…)`;
+  throw new ModelUnavailableError(`no source has ${wanted}: ${refusals.join("; ")}`);
 }

@@ -3,61 +3,170 @@ import { join } from "node:path";
 import "../p2p/exit_fix.ts";
 import { writeModelDir } from "../../model/checkpoint.ts";
 import { initParams } from "../../model/params.ts";
+import { digestBytes } from "../../shaders/digest.ts";
 import { runInitSeed } from "../model_source.ts";
 import { createP2PNode } from "../p2p/node.ts";
 import { PayloadService } from "../p2p/payload_service.ts";
 import { testPublic, testSecret } from "../p2p/test_util.ts";
-import { loadRunModel, UnsupportedCheckpointError } from "./run_model.ts";
-import { serveModel } from "./serve.ts";
+import {
+  loadRunModel,
+  type LoadRunModelOptions,
+  ModelUnavailableError,
+  UnsupportedCheckpointError,
+} from "./run_model.ts";
+import { serveModel, weightBytes } from "./serve.ts";
 import { tinyModel } from "./testing_model.ts";
 
-Deno.test("the epoch's checkpoint decides where the model comes from", async () => {
+const repo = { repoId: "repo", revision: null };
+
+/** A peer serving `served` (when given) and this client, plus a temp folder. */
+async function setup(served: { step: number; weights: Float32Array } | null) {
   const keys = [1, 2].map(testPublic);
   const nodes = await Promise.all(
     [1, 2].map((n) => createP2PNode({ secretKey: testSecret(n), allowedPeers: keys })),
   );
   const dir = await Deno.makeTempDir({ prefix: "run_model_test_" });
+  const [peer, self] = await Promise.all(
+    nodes.map((node) => PayloadService.start(node, { retry: { retries: 0 } })),
+  );
+  await nodes[1].connect(nodes[0].addresses()[0]);
+  if (served !== null) {
+    serveModel(peer, { ...tinyModel(21), weights: served.weights }, { step: served.step });
+  }
+  const base: Omit<LoadRunModelOptions, "checkpoint" | "step" | "recordedDigest"> = {
+    runId: "run",
+    payloads: self,
+    providers: [keys[0]],
+    hub: { baseDir: dir },
+    manifestTimeoutMs: 2000,
+  };
+  return {
+    dir,
+    base,
+    async stop() {
+      await Promise.all(nodes.map((n) => n.stop()));
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+const digestOf = (weights: Float32Array) => digestBytes(weightBytes({ weights }));
+
+Deno.test("a fresh run takes what its checkpoint says: seeded init, weights, override", async () => {
+  const env = await setup(null);
   try {
-    const [peer, self] = await Promise.all(
-      nodes.map((node) => PayloadService.start(node, { retry: { retries: 0 } })),
-    );
-    await nodes[1].connect(nodes[0].addresses()[0]);
-    const trained = tinyModel(21);
-    serveModel(peer, trained);
-    const repo = { repoId: "repo", revision: null };
-    const base = { runId: "run", payloads: self, providers: [keys[0]], hub: { baseDir: dir } };
-
-    const p2p = await loadRunModel({ ...base, checkpoint: { kind: "P2P", repo } });
-    assert.equal(p2p.source, "p2p");
-    assert.deepEqual(p2p.weights, trained.weights);
-    assert.match(p2p.origin, /^p2p:[0-9a-f]{64}$/);
-    assert.ok(p2p.served !== null);
-
-    // Hub with only a config: the run-seeded init, as every other client builds it.
     const fresh = tinyModel(0);
-    await writeModelDir(join(dir, "repo"), fresh);
-    await Deno.remove(join(dir, "repo", "model.safetensors"));
-    const seeded = await loadRunModel({ ...base, checkpoint: { kind: "Hub", repo } });
+    await writeModelDir(join(env.dir, "repo"), fresh);
+    await Deno.remove(join(env.dir, "repo", "model.safetensors"));
+    const start = { ...env.base, step: 1, recordedDigest: null };
+    const seeded = await loadRunModel({ ...start, checkpoint: { kind: "Hub", repo } });
     assert.equal(seeded.source, "seeded");
-    assert.deepEqual(seeded.weights, initParams(fresh.layout, fresh.config, runInitSeed("run")));
-    await writeModelDir(join(dir, "repo"), trained);
-    const loaded = await loadRunModel({ ...base, checkpoint: { kind: "Dummy", repo } });
+    const init = initParams(fresh.layout, fresh.config, runInitSeed("run"));
+    assert.deepEqual(seeded.weights, init);
+    assert.equal(seeded.digest, digestOf(init));
+    const trained = tinyModel(21);
+    await writeModelDir(join(env.dir, "repo"), trained);
+    const loaded = await loadRunModel({ ...start, checkpoint: { kind: "Dummy", repo } });
     assert.equal(loaded.source, "loaded");
-    assert.equal(loaded.origin, join(dir, "repo"));
+    assert.equal(loaded.origin, join(env.dir, "repo"));
     assert.deepEqual(loaded.weights, trained.weights);
     // The override wins over a P2P checkpoint.
     const forced = await loadRunModel({
-      ...base,
+      ...start,
       checkpoint: { kind: "P2P", repo },
       override: "repo",
     });
     assert.equal(forced.source, "loaded");
     await assert.rejects(
-      () => loadRunModel({ ...base, checkpoint: { kind: "Ephemeral" } }),
+      () => loadRunModel({ ...start, checkpoint: { kind: "Ephemeral" } }),
       UnsupportedCheckpointError,
     );
   } finally {
-    await Promise.all(nodes.map((n) => n.stop()));
-    await Deno.remove(dir, { recursive: true });
+    await env.stop();
+  }
+});
+
+Deno.test("a P2P epoch takes the peers' model; with a record, only the recorded one", async () => {
+  const trained = tinyModel(21);
+  const env = await setup({ step: 9, weights: trained.weights });
+  try {
+    const p2p = await loadRunModel({
+      ...env.base,
+      checkpoint: { kind: "P2P", repo },
+      step: 9,
+      recordedDigest: digestOf(trained.weights),
+    });
+    assert.equal(p2p.source, "p2p");
+    assert.deepEqual(p2p.weights, trained.weights);
+    assert.match(p2p.origin, /^p2p:[0-9a-f]{64}$/);
+    assert.ok(p2p.served !== null);
+    await assert.rejects(
+      () =>
+        loadRunModel({
+          ...env.base,
+          checkpoint: { kind: "P2P", repo },
+          step: 9,
+          recordedDigest: "cd".repeat(32),
+        }),
+      (e) =>
+        e instanceof ModelUnavailableError &&
+        /no source has the parameters of step 9 \(digest cdcd/.test(e.message) &&
+        /no peer serves the parameters of step 9/.test(e.message),
+    );
+  } finally {
+    await env.stop();
+  }
+});
+
+Deno.test("after training, the seeded init is refused, and a folder counts only with a record", async () => {
+  const env = await setup(null);
+  try {
+    const fresh = tinyModel(0);
+    await writeModelDir(join(env.dir, "repo"), fresh);
+    await Deno.remove(join(env.dir, "repo", "model.safetensors"));
+    // The coordinator fell back to the Hub repo at step 30 (no client returned): no peer has
+    // the model, and the seeded init is not the run's.
+    await assert.rejects(
+      () =>
+        loadRunModel({
+          ...env.base,
+          providers: [],
+          checkpoint: { kind: "Dummy", repo },
+          step: 30,
+          recordedDigest: null,
+        }),
+      (e) =>
+        e instanceof ModelUnavailableError &&
+        /the run is at step 30, it does not restart from its init/.test(e.message),
+    );
+    // The client's own checkpoint of step 30 is taken when it has the recorded digest.
+    const trained = tinyModel(21);
+    const mine = join(env.dir, "run-step30");
+    await writeModelDir(mine, trained);
+    const local = await loadRunModel({
+      ...env.base,
+      providers: [],
+      checkpoint: { kind: "Dummy", repo },
+      step: 30,
+      recordedDigest: digestOf(trained.weights),
+      localCheckpoints: [mine, join(env.dir, "missing")],
+    });
+    assert.equal(local.source, "loaded");
+    assert.equal(local.origin, mine);
+    // ...and refused without a record to check it against.
+    await assert.rejects(
+      () =>
+        loadRunModel({
+          ...env.base,
+          providers: [],
+          checkpoint: { kind: "Dummy", repo },
+          step: 30,
+          recordedDigest: null,
+          localCheckpoints: [mine],
+        }),
+      /recorded no digest to check them against/,
+    );
+  } finally {
+    await env.stop();
   }
 });

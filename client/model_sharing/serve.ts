@@ -1,17 +1,21 @@
 /**
  * The serving side of P2P model sharing: at Cooldown, once the epoch's last results are applied,
  * a client snapshots its parameters into blobs (see blobs.ts) and serves them with a manifest
- * (client/p2p/model_share.ts) until its next snapshot. Joiners of the next epoch fetch it.
+ * (client/p2p/model_share.ts) labelled with the run step they belong to and their digest, until
+ * its next snapshot. Joiners of the next epoch fetch it; the client itself can roll back to it
+ * (a coordinator that restarted from the step of its last saved epoch).
  *
  * A snapshot replaces the previous one: blobs of the old snapshot that the new one does not
  * share are forgotten, so a long run keeps one model's worth of blobs in memory.
  *
  * @module
  */
+import { digestBytes } from "../../shaders/digest.ts";
 import type { ContentHash } from "../p2p/content_store.ts";
 import { decodeManifest, shareModel } from "../p2p/model_share.ts";
 import type { PayloadService } from "../p2p/payload_service.ts";
-import { modelToBlobs, type SharedModel } from "./blobs.ts";
+import { bytesToHex, hexToBytes } from "../p2p/hex.ts";
+import { modelFromBlobs, modelToBlobs, type SharedModel } from "./blobs.ts";
 
 /** What one snapshot serves. */
 export interface ServedModel {
@@ -21,44 +25,74 @@ export interface ServedModel {
   readonly hashes: ReadonlySet<ContentHash>;
   /** Bytes of the blobs (manifest excluded). */
   readonly bytes: number;
+  /** The run step whose parameters these are. */
+  readonly step: number;
+  /** Their digest (shaders/digest.ts), hex. */
+  readonly digest: string;
 }
 
-/** The blob hashes a served manifest lists, plus the manifest's own. */
+/** The blob hashes a served manifest lists, plus the manifest's own, and its label. */
 export function servedHashes(payloads: PayloadService, manifestHash: ContentHash): ServedModel {
   const manifest = payloads.store.get(manifestHash);
   if (manifest === undefined) {
     throw new RangeError(`manifest ${manifestHash} is not served by this node`);
   }
-  const entries = decodeManifest(manifest);
+  const { label, entries } = decodeManifest(manifest);
   return {
     manifestHash,
     hashes: new Set([manifestHash, ...entries.map((e) => e.hash)]),
     bytes: entries.reduce((n, e) => n + e.size, 0),
+    step: label.step,
+    digest: bytesToHex(label.digest),
   };
 }
 
 /**
- * Serves a snapshot of `model` (copied: later training does not change what is served) and
- * returns what is served. With `replaces`, the previous snapshot's blobs that this one does not
- * use are forgotten.
+ * Serves a snapshot of `model` (copied: later training does not change what is served) as the
+ * parameters of run step `step`, and returns what is served. The manifest's digest is computed
+ * here from the weights, so it is true of the bytes served. With `replaces`, the previous
+ * snapshot's blobs that this one does not use are forgotten.
  *
  * @example
  * ```ts ignore
  * // At Cooldown, after the last apply:
  * served = serveModel(exchange.payloads, { config, layout, weights: await model.readParams() },
- *   { replaces: served });
+ *   { step: state.progress.step, replaces: served });
  * ```
  */
 export function serveModel(
   payloads: PayloadService,
   model: SharedModel,
-  options: { replaces?: ServedModel | null } = {},
+  options: { step: number; replaces?: ServedModel | null },
 ): ServedModel {
-  const manifestHash = shareModel(payloads, modelToBlobs(model));
+  const digest = hexToBytes(digestBytes(weightBytes(model)), 32, "parameter digest");
+  const manifestHash = shareModel(payloads, modelToBlobs(model), { step: options.step, digest });
   const served = servedHashes(payloads, manifestHash);
   const old = options.replaces;
   if (old != null) {
     payloads.forget([...old.hashes].filter((h) => !served.hashes.has(h)));
   }
   return served;
+}
+
+/**
+ * The model a snapshot serves, rebuilt from this node's own blobs (a roll back to it). Throws
+ * when a blob is gone from the store (the snapshot was replaced).
+ */
+export function servedModel(payloads: PayloadService, served: ServedModel): SharedModel {
+  const manifest = payloads.store.get(served.manifestHash);
+  if (manifest === undefined) throw new RangeError("the served snapshot is no longer stored");
+  const blobs = new Map<string, Uint8Array>();
+  for (const entry of decodeManifest(manifest).entries) {
+    const bytes = payloads.store.get(entry.hash);
+    if (bytes === undefined) throw new RangeError(`blob "${entry.name}" is no longer stored`);
+    blobs.set(entry.name, bytes);
+  }
+  return modelFromBlobs(blobs);
+}
+
+/** The bytes of a model's flat f32 parameter buffer (what its digest is computed over). */
+export function weightBytes(model: Pick<SharedModel, "weights">): Uint8Array {
+  const { weights } = model;
+  return new Uint8Array(weights.buffer, weights.byteOffset, weights.byteLength);
 }

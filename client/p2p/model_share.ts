@@ -9,9 +9,13 @@
  * tensor. The manifest itself is as trustworthy as its provider: pass `manifestHash` when it is
  * known from elsewhere (e.g. agreed by several peers) to pin it.
  *
+ * The manifest also says which parameters it lists: the run step they belong to and their
+ * digest (shaders/digest.ts), so a joiner can ask for exactly the model the coordinator
+ * recorded, and checks that claim against the bytes it receives.
+ *
  * ```
- * manifest = version u8 (=1) | count u32 | count x (name length u16 | UTF-8 name | hash [32]
- *            | size u64)
+ * manifest = version u8 (=2) | step u32 | digest [32] | count u32
+ *            | count x (name length u16 | UTF-8 name | hash [32] | size u64)
  * ```
  *
  * @module
@@ -23,8 +27,10 @@ import { MAX_NAME_BYTES } from "./payload_wire.ts";
 
 /** The blob name under which a model's manifest is served. */
 export const MANIFEST_NAME = "psyche/model-manifest";
-/** Manifest format version. */
-export const MANIFEST_VERSION = 1;
+/** Manifest format version (2: the step and digest of the parameters it lists). */
+export const MANIFEST_VERSION = 2;
+/** Bytes before the first entry: version, step, digest, count. */
+export const MANIFEST_HEADER_BYTES = 1 + 4 + 32 + 4;
 /** Most entries a manifest may list. */
 export const MAX_MANIFEST_ENTRIES = 65_536;
 
@@ -33,6 +39,20 @@ export interface ManifestEntry {
   name: string;
   hash: ContentHash;
   size: number;
+}
+
+/** Which parameters a manifest lists: the run step they belong to and their digest. */
+export interface ModelLabel {
+  /** The step whose parameters these are (docs/protocol.md, "Parameter digests"). */
+  step: number;
+  /** The parameters' digest, 32 bytes. */
+  digest: Uint8Array;
+}
+
+/** A decoded manifest: its label and entries. */
+export interface Manifest {
+  label: ModelLabel;
+  entries: ManifestEntry[];
 }
 
 /** A manifest's bytes are malformed; `offset` is where decoding stopped. */
@@ -47,8 +67,18 @@ export class ManifestDecodeError extends Error {
   }
 }
 
-/** Encodes a manifest. Throws `RangeError` for duplicate, empty or overlong names. */
-export function encodeManifest(entries: readonly ManifestEntry[]): Uint8Array {
+/**
+ * Encodes a manifest. Throws `RangeError` for duplicate, empty or overlong names, or a label
+ * that does not fit (a step outside u32, a digest that is not 32 bytes).
+ */
+export function encodeManifest(manifest: Manifest): Uint8Array {
+  const { label, entries } = manifest;
+  if (!Number.isInteger(label.step) || label.step < 0 || label.step > 0xffff_ffff) {
+    throw new RangeError(`manifest step must be a u32, found ${label.step}`);
+  }
+  if (!(label.digest instanceof Uint8Array) || label.digest.length !== 32) {
+    throw new RangeError("manifest digest must be 32 bytes");
+  }
   if (entries.length > MAX_MANIFEST_ENTRIES) {
     throw new RangeError(
       `a manifest lists at most ${MAX_MANIFEST_ENTRIES} entries, found ${entries.length}`,
@@ -69,11 +99,15 @@ export function encodeManifest(entries: readonly ManifestEntry[]): Uint8Array {
       );
     }
   });
-  const out = new Uint8Array(5 + names.reduce((n, name) => n + 2 + name.length + 32 + 8, 0));
+  const out = new Uint8Array(
+    MANIFEST_HEADER_BYTES + names.reduce((n, name) => n + 2 + name.length + 32 + 8, 0),
+  );
   const view = new DataView(out.buffer);
   out[0] = MANIFEST_VERSION;
-  view.setUint32(1, entries.length);
-  let at = 5;
+  view.setUint32(1, label.step);
+  out.set(label.digest, 5);
+  view.setUint32(37, entries.length);
+  let at = MANIFEST_HEADER_BYTES;
   entries.forEach((entry, i) => {
     view.setUint16(at, names[i].length);
     out.set(names[i], at + 2);
@@ -86,25 +120,27 @@ export function encodeManifest(entries: readonly ManifestEntry[]): Uint8Array {
 }
 
 /** Decodes a manifest, checking every length, name and size. Throws `ManifestDecodeError`. */
-export function decodeManifest(bytes: Uint8Array): ManifestEntry[] {
+export function decodeManifest(bytes: Uint8Array): Manifest {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const need = (at: number, n: number, what: string) => {
     if (at + n > bytes.length) {
       throw new ManifestDecodeError(`${what} needs ${n} bytes, ${bytes.length - at} remain`, at);
     }
   };
-  need(0, 5, "header");
+  need(0, 1, "version");
   if (bytes[0] !== MANIFEST_VERSION) {
     throw new ManifestDecodeError(`version is ${bytes[0]}, expected ${MANIFEST_VERSION}`, 0);
   }
-  const count = view.getUint32(1);
+  need(0, MANIFEST_HEADER_BYTES, "header");
+  const label = { step: view.getUint32(1), digest: bytes.slice(5, 37) };
+  const count = view.getUint32(37);
   if (count > MAX_MANIFEST_ENTRIES) {
-    throw new ManifestDecodeError(`${count} entries, at most ${MAX_MANIFEST_ENTRIES} allowed`, 1);
+    throw new ManifestDecodeError(`${count} entries, at most ${MAX_MANIFEST_ENTRIES} allowed`, 37);
   }
   const decoder = new TextDecoder("utf-8", { fatal: true });
   const entries: ManifestEntry[] = [];
   const seen = new Set<string>();
-  let at = 5;
+  let at = MANIFEST_HEADER_BYTES;
   for (let i = 0; i < count; i++) {
     need(at, 2, `entry ${i} name length`);
     const length = view.getUint16(at);
@@ -134,22 +170,24 @@ export function decodeManifest(bytes: Uint8Array): ManifestEntry[] {
   if (at !== bytes.length) {
     throw new ManifestDecodeError(`${bytes.length - at} bytes after the last entry`, at);
   }
-  return entries;
+  return { label, entries };
 }
 
 /**
- * Serves a model: every blob under its name and a manifest under `MANIFEST_NAME`. Returns the
- * manifest's hash. Blobs are not copied (do not change them while they are served).
+ * Serves a model: every blob under its name and a manifest under `MANIFEST_NAME` carrying
+ * `label`. Returns the manifest's hash. Blobs are not copied (do not change them while they
+ * are served).
  */
 export function shareModel(
   service: PayloadService,
   blobs: Iterable<[name: string, bytes: Uint8Array]>,
+  label: ModelLabel,
 ): ContentHash {
   const entries: ManifestEntry[] = [];
   for (const [name, bytes] of blobs) {
     entries.push({ name, hash: service.provide(bytes, { name }), size: bytes.length });
   }
-  return service.provide(encodeManifest(entries), { name: MANIFEST_NAME });
+  return service.provide(encodeManifest({ label, entries }), { name: MANIFEST_NAME });
 }
 
 /** Options for `fetchModel`. */
@@ -166,17 +204,18 @@ export interface FetchModelOptions {
 
 /**
  * Fetches a model shared with `shareModel`: the manifest, then every blob by hash (verified),
- * in parallel up to the service's `maxConcurrentDownloads`. Returns blobs by name.
+ * in parallel up to the service's `maxConcurrentDownloads`. Returns the manifest's label and
+ * the blobs by name.
  */
 export async function fetchModel(
   service: PayloadService,
   options: FetchModelOptions,
-): Promise<Map<string, Uint8Array>> {
+): Promise<{ label: ModelLabel; blobs: Map<string, Uint8Array> }> {
   const { providers, signal } = options;
   const manifest = options.manifestHash === undefined
     ? (await service.fetchNamed(MANIFEST_NAME, { providers, signal })).bytes
     : await service.fetch(options.manifestHash, { providers, signal });
-  const entries = decodeManifest(manifest);
+  const { label, entries } = decodeManifest(manifest);
   const reshare = options.reshare ?? true;
   const fetched = await Promise.all(entries.map(async (entry, i) => {
     // Rotate the provider list so different tensors start at different providers.
@@ -192,5 +231,5 @@ export async function fetchModel(
     return [entry.name, bytes] as const;
   }));
   if (reshare) service.provide(manifest, { name: MANIFEST_NAME });
-  return new Map(fetched);
+  return { label, blobs: new Map(fetched) };
 }

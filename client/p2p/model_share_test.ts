@@ -20,11 +20,18 @@ const arbEntry = fc.record({
   size: fc.maxSafeNat(),
 }, { noNullPrototype: true });
 
+const arbLabel = fc.record({
+  step: fc.integer({ min: 0, max: 0xffff_ffff }),
+  digest: fc.uint8Array({ minLength: 32, maxLength: 32 }),
+}, { noNullPrototype: true });
+const LABEL = { step: 7, digest: new Uint8Array(32).fill(7) };
+
 Deno.test("manifests round-trip and every truncation is refused", () => {
+  const entryList = fc.uniqueArray(arbEntry, { selector: (e) => e.name, maxLength: 6 });
   fc.assert(
-    fc.property(fc.uniqueArray(arbEntry, { selector: (e) => e.name, maxLength: 6 }), (entries) => {
-      const bytes = encodeManifest(entries);
-      assert.deepEqual(decodeManifest(bytes), entries);
+    fc.property(entryList, arbLabel, (entries, label) => {
+      const bytes = encodeManifest({ label, entries });
+      assert.deepEqual(decodeManifest(bytes), { label, entries });
       for (let n = 0; n < bytes.length; n++) {
         assert.throws(() => decodeManifest(bytes.subarray(0, n)), ManifestDecodeError);
       }
@@ -35,15 +42,20 @@ Deno.test("manifests round-trip and every truncation is refused", () => {
 
 Deno.test("bad manifests are refused by name", () => {
   const entry = { name: "w", hash: contentHash(new Uint8Array(1)), size: 1 };
-  assert.throws(() => encodeManifest([entry, entry]), /entry "w" is listed twice/);
-  assert.throws(() => encodeManifest([{ ...entry, name: "" }]), /name must be 1..256/);
-  const bytes = encodeManifest([entry]);
+  const manifest = (entries: typeof entry[]) => ({ label: LABEL, entries });
+  assert.throws(() => encodeManifest(manifest([entry, entry])), /entry "w" is listed twice/);
+  assert.throws(() => encodeManifest(manifest([{ ...entry, name: "" }])), /name must be 1..256/);
+  assert.throws(
+    () => encodeManifest({ label: { step: -1, digest: LABEL.digest }, entries: [] }),
+    /manifest step must be a u32/,
+  );
+  const bytes = encodeManifest(manifest([entry]));
   assert.throws(() => decodeManifest(Uint8Array.of(...bytes, 0)), /1 bytes after the last entry/);
   const badVersion = bytes.slice();
-  badVersion[0] = 7;
-  assert.throws(() => decodeManifest(badVersion), /at byte 0: version is 7, expected 1/);
-  const twice = encodeManifest([entry, { ...entry, name: "x" }]);
-  twice[5 + 2 + 1 + 40 + 2] = "w".charCodeAt(0); // rename x to w
+  badVersion[0] = 1;
+  assert.throws(() => decodeManifest(badVersion), /at byte 0: version is 1, expected 2/);
+  const twice = encodeManifest(manifest([entry, { ...entry, name: "x" }]));
+  twice[41 + 2 + 1 + 40 + 2] = "w".charCodeAt(0); // rename x to w
   assert.throws(() => decodeManifest(twice), /entry "w" is listed twice/);
 });
 
@@ -67,10 +79,10 @@ Deno.test("a joiner fetches every tensor, verified and spread over the providers
     const model = new Map(
       Array.from({ length: 6 }, (_, i) => [`layer.${i}.weight`, new Uint8Array(5000 + i).fill(i)]),
     );
-    const manifestHash = shareModel(a, model);
-    assert.equal(shareModel(b, model), manifestHash, "same model, same manifest");
+    const manifestHash = shareModel(a, model, LABEL);
+    assert.equal(shareModel(b, model, LABEL), manifestHash, "same model, same manifest");
     const fetched = await fetchModel(c, { providers: [keys[0], keys[1]] });
-    assert.deepEqual(fetched, model);
+    assert.deepEqual(fetched, { label: LABEL, blobs: model });
     assert.ok(a.stats.served >= 3 && b.stats.served >= 3, "both providers served tensors");
     assert.equal(c.stats.bulkFetched, model.size, "every tensor came over the bulk path");
     assert.equal(a.stats.bulkServed + b.stats.bulkServed, model.size);

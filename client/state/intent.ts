@@ -97,10 +97,23 @@ export interface SendWitnessIntent {
   readonly step: number;
   readonly proof: WitnessProof;
 }
+/**
+ * As a witness of the epoch's last round, report the digest of the parameters the next epoch
+ * starts from (after the Cooldown apply and the snapshot that labels them).
+ */
+export interface SendCooldownWitnessIntent {
+  readonly kind: "SendCooldownWitness";
+  readonly epoch: number;
+  /** `progress.step` at Cooldown: the next epoch's first step. */
+  readonly step: number;
+  readonly proof: WitnessProof;
+}
 /** Serve the epoch's final parameters to joiners of the next epoch (P2P model sharing). */
 export interface ShareModelIntent {
   readonly kind: "ShareModel";
   readonly epoch: number;
+  /** `progress.step` at Cooldown: the step whose parameters these are (the next epoch's first). */
+  readonly step: number;
 }
 /** Write the model to the checkpoint folder (Cooldown, after the last apply). */
 export interface CheckpointIntent {
@@ -123,6 +136,7 @@ export type Intent =
   | AnnounceFinishedIntent
   | SendWitnessIntent
   | ShareModelIntent
+  | SendCooldownWitnessIntent
   | CheckpointIntent;
 
 /** The once-only key of an intent: kind, epoch and the round it is about. */
@@ -133,6 +147,7 @@ export function intentKey(intent: Intent): string {
     case "AnnounceWarmupFinished":
     case "SendWarmupWitness":
     case "ShareModel":
+    case "SendCooldownWitness":
     case "Checkpoint":
       return `${intent.kind}:${intent.epoch}`;
     case "Apply":
@@ -224,4 +239,10 @@ export interface PlanInput {
   readonly facts: ExchangeFacts;
   /** Whether checkpoints are written (a checkpoint folder was given). */
   readonly checkpoints: boolean;
+  /**
+   * Whether this client's parameters are known not to be the run's (client/model_ledger.ts):
+   * it then contributes nothing (no training, witnessing, health checks or sharing) until the
+   * next epoch's load resyncs it.
+   */
+  readonly diverged: boolean;
 }

@@ -11,7 +11,7 @@
  *   Warmup --> RoundTrain: Apply(h-2), HealthChecks, Train, Finished, Witness
  *   RoundTrain --> RoundWitness: Witness (if not sent), late Train/Finished
  *   RoundWitness --> RoundTrain
- *   RoundWitness --> Cooldown: Apply(H-1), Checkpoint
+ *   RoundWitness --> Cooldown: Apply(H-1), ShareModel, CooldownWitness, Checkpoint
  *   Cooldown --> WaitingForMembers: Join again if Dropped/Withdrawn
  * ```
  *
@@ -32,6 +32,8 @@ import { planRoundWitness } from "./witness.ts";
 export function planActions(input: PlanInput): Intent[] {
   const { state } = input;
   const runState = state.runState;
+  // A diverged client only waits: for the next epoch's Warmup, whose load resyncs it.
+  if (input.diverged && runState !== "WaitingForMembers" && runState !== "Warmup") return [];
   switch (runState) {
     case "Uninitialized":
     case "Finished":

@@ -35,8 +35,9 @@ function plan(
   progress: ClientProgress,
   facts: Facts,
   checkpoints = true,
+  diverged = false,
 ): Intent[] {
-  return planActions({ state, signer: me.signer, progress, facts, checkpoints });
+  return planActions({ state, signer: me.signer, progress, facts, checkpoints, diverged });
 }
 
 const kinds = (intents: Intent[]) => intents.map((i) => i.kind);
@@ -307,7 +308,7 @@ Deno.test("Apply-only rounds after the epoch timer: no training, Finished at onc
   assert.deepEqual(kinds(plan(state, ids[0], progress, facts)), ["AnnounceFinished"]);
 });
 
-Deno.test("Cooldown: apply round H-1, then share the model and checkpoint (if a folder is set)", () => {
+Deno.test("Cooldown: apply round H-1, share the model, checkpoint (with a folder), report its digest", () => {
   const { driver, ids } = runInRound0(3);
   driver.fullRound();
   driver.fullRound();
@@ -323,12 +324,41 @@ Deno.test("Cooldown: apply round H-1, then share the model and checkpoint (if a 
   complete(progress, out);
   out = plan(state, ids[0], progress, new Facts());
   assert.deepEqual(out, [
-    { kind: "ShareModel", epoch: 0 },
+    { kind: "ShareModel", epoch: 0, step: state.progress.step },
     { kind: "Checkpoint", epoch: 0, step: state.progress.step },
   ]);
   assert.deepEqual(kinds(plan(state, ids[0], progress, new Facts(), false)), ["ShareModel"]);
   complete(progress, out);
+  // The snapshot labelled the parameters: a witness of round H now reports their digest.
+  const index = state.epochState.clients.findIndex((c) =>
+    toHex(c.id.signer) === toHex(ids[0].signer)
+  );
+  const proof = roundSelection(state.config, currentRound(state)).witnessProof(index);
+  assert.ok(proof.witness, "with 3 clients every client is a witness");
+  out = plan(state, ids[0], progress, new Facts());
+  assert.deepEqual(out, [
+    { kind: "SendCooldownWitness", epoch: 0, step: state.progress.step, proof },
+  ]);
+  complete(progress, out);
   assert.deepEqual(plan(state, ids[0], progress, new Facts()), []);
+});
+
+Deno.test("a diverged client contributes nothing in rounds and Cooldown, and still loads in Warmup", () => {
+  const { driver, ids } = runInRound0(3);
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const facts = new Facts();
+  const training = structuredClone(driver.state);
+  assert.ok(plan(training, ids[0], progress, facts).length > 0, "an in-sync client trains");
+  assert.deepEqual(plan(training, ids[0], progress, facts, true, true), []);
+  const cooldown = structuredClone(driver.state);
+  cooldown.runState = "Cooldown";
+  assert.deepEqual(plan(cooldown, ids[0], progress, facts, true, true), []);
+  const warmup = structuredClone(driver.state);
+  warmup.runState = "Warmup";
+  assert.deepEqual(kinds(plan(warmup, ids[0], new ClientProgress(), facts, true, true)), [
+    "LoadModel",
+  ]);
 });
 
 Deno.test("Halted states plan nothing", () => {

@@ -138,15 +138,16 @@ function readCoordinatorConfig(t: TableReader): Partial<CoordinatorConfig> {
   return config;
 }
 
+/**
+ * A `[progress]` table says where a saved run stands, so every key is required: a missing
+ * `epoch` silently becoming 0 would restart the run's schedule. Without the table a run starts
+ * fresh ({@linkcode DEFAULT_PROGRESS}).
+ */
 function readProgress(t: TableReader): Partial<CoordinatorProgress> {
   const progress: Partial<CoordinatorProgress> = {
-    epoch: t.integerOr("epoch", "u16", DEFAULT_PROGRESS.epoch),
-    step: t.integerOr("step", "u32", DEFAULT_PROGRESS.step),
-    epochStartDataIndex: t.integerOr(
-      "epoch_start_data_index",
-      "u64",
-      DEFAULT_PROGRESS.epochStartDataIndex,
-    ),
+    epoch: t.integer("epoch", "u16"),
+    step: t.integer("step", "u32"),
+    epochStartDataIndex: t.integer("epoch_start_data_index", "u64"),
   };
   t.finish();
   return progress;

@@ -6,6 +6,7 @@
  */
 import { parseArgs } from "node:util";
 import { LOG_FORMATS, type LogFormat } from "./log.ts";
+import { unprintableProblem } from "../coordinator/printable.ts";
 
 /** Usage text of `deno task client`. */
 export const USAGE = `Usage:
@@ -170,6 +171,8 @@ export function parseClientArgs(args: readonly string[]): ClientArgs {
   }
   const runId = values["run-id"];
   if (runId === undefined || runId === "") throw new ClientUsageError("--run-id ID is required");
+  const runIdProblem = unprintableProblem(runId);
+  if (runIdProblem !== null) throw new ClientUsageError(`--run-id ${runIdProblem}`);
   const serverAddr = values["server-addr"] ?? null;
   const solana = solanaArgs(values);
   if (serverAddr === null && solana === undefined) {

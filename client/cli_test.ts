@@ -73,6 +73,12 @@ Deno.test("parseClientArgs: errors name the flag", () => {
     /--bind-bulk-port has no effect with --no-bulk-transfer/,
   );
   bad(["show-identity", "--run-id", "r"], /show-identity takes no --run-id/);
+  bad(
+    ["train", "--run-id", "run\nid", "--server-addr", "h:1"],
+    /^--run-id contains U\+000A at character 4 \(control and bidirectional/,
+  );
+  bad(["train", "--run-id", "a\u202Eb", "--server-addr", "h:1"], /--run-id contains U\+202E/);
+  bad(["train", "--run-id", "\u2066x", "--server-addr", "h:1"], /--run-id contains U\+2066/);
   assert.deepEqual(parseClientArgs(["show-identity"]), {
     command: "show-identity",
     identitySecretKeyPath: null,

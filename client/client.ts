@@ -42,6 +42,7 @@ import {
   serveModel,
 } from "./model_sharing/mod.ts";
 import { type Divergence, ModelLedger } from "./model_ledger.ts";
+import { checkDataVocabulary, DataVocabularyError } from "./data_check.ts";
 import { sameKey, stepLearningRate, stepOfHeight } from "./round_view.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { hexToBytes } from "./p2p/hex.ts";
@@ -101,6 +102,8 @@ export class TrainingClient {
   #replan = false;
   #signal: AbortSignal | undefined;
   readonly #retries = new Set<ReturnType<typeof setTimeout>>();
+  /** Aborted, with the error, when the client cannot go on (its model cannot read the data). */
+  readonly #failed = new AbortController();
 
   constructor(options: TrainingClientOptions) {
     this.#o = options;
@@ -110,12 +113,15 @@ export class TrainingClient {
   /**
    * Joins the run and follows it until it is Finished, the backend closes or `signal`
    * aborts. Waits for work in flight before returning; frees the model and data provider.
+   * Throws {@linkcode DataVocabularyError} when the run's model cannot read its data.
    */
   async run(options: { signal?: AbortSignal } = {}): Promise<StopReason> {
-    const { signal } = options;
+    const signal = options.signal === undefined
+      ? this.#failed.signal
+      : AbortSignal.any([options.signal, this.#failed.signal]);
     this.#signal = signal;
     await this.#o.backend.join({ signal });
-    let reason: StopReason = "BackendClosed";
+    let reason: StopReason | "Failed" = "BackendClosed";
     try {
       for await (const state of this.#o.backend.states({ signal })) {
         this.#state = state;
@@ -133,6 +139,7 @@ export class TrainingClient {
       if (!signal?.aborted) throw e;
       reason = "Aborted";
     } finally {
+      if (this.#failed.signal.aborted) reason = "Failed";
       for (const timer of this.#retries) clearTimeout(timer);
       await Promise.allSettled([...this.#inFlight]);
       await this.#gpu.catch(() => {});
@@ -141,6 +148,7 @@ export class TrainingClient {
       if (this.#ownsRt) this.#rt?.[Symbol.dispose]();
       this.#o.logger.log("end", { reason });
     }
+    if (reason === "Failed") throw this.#failed.signal.reason;
     return reason;
   }
 
@@ -184,7 +192,9 @@ export class TrainingClient {
         await this.#perform(intent);
       } catch (e) {
         this.#o.logger.log("error", { what: key, error: (e as Error).message });
-        if (intent.kind === "LoadModel") this.#retryLater(key);
+        // A model that cannot read the data fails the same way every time: stop the client.
+        if (e instanceof DataVocabularyError) this.#failed.abort(e);
+        else if (intent.kind === "LoadModel") this.#retryLater(key);
       } finally {
         this.#progress.markDone(key);
         queueMicrotask(() => this.#plan());
@@ -385,19 +395,33 @@ export class TrainingClient {
    * every pipeline with a dry step (NetworkTrainer.warmUp) and says what a step costs here.
    */
   async #install(state: CoordinatorState, model: RunModel): Promise<void> {
+    const baseDir = this.#o.baseDir ?? Deno.cwd();
+    const { config } = state;
+    if (this.#data === null) {
+      // The data is opened and checked against the model before any GPU work: a model that
+      // cannot read it stops the client here (DataVocabularyError), with one clear line.
+      const data = await providerForLocation(state.model.dataLocation, {
+        seqLen: state.model.maxSeqLen,
+        secretKey: this.#o.identity.secretKey,
+        vocabSize: model.config.vocabSize,
+        baseDir,
+        signal: this.#signal,
+      });
+      try {
+        await checkDataVocabulary(data, model.config.vocabSize, {
+          model: model.origin,
+          signal: this.#signal,
+        });
+      } catch (e) {
+        await data.close();
+        throw e;
+      }
+      this.#data = data;
+    }
     if (this.#rt === null) {
       this.#rt = await GpuRuntime.create();
       this.#ownsRt = true;
     }
-    const baseDir = this.#o.baseDir ?? Deno.cwd();
-    const { config } = state;
-    this.#data ??= await providerForLocation(state.model.dataLocation, {
-      seqLen: state.model.maxSeqLen,
-      secretKey: this.#o.identity.secretKey,
-      vocabSize: model.config.vocabSize,
-      baseDir,
-      signal: this.#signal,
-    });
     const fresh = this.#trainer === null;
     this.#trainer?.[Symbol.dispose]();
     this.#trainer = null;

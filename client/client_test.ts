@@ -8,6 +8,11 @@ import { MemoryCoordinator } from "./backend/memory.ts";
 import { TrainingClient } from "./client.ts";
 import { Exchange } from "./exchange.ts";
 import type { ClientEventName, ClientEvents, ClientLogger } from "./log.ts";
+import { DataVocabularyError } from "./data_check.ts";
+import type { DataLocation } from "../coordinator/types.ts";
+import { LocalDataProvider } from "../data/local.ts";
+import { startDataServer } from "../data/tcp_server.ts";
+import { closing } from "../data/testing/fixtures.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const T = 16;
@@ -124,6 +129,105 @@ Deno.test({
       clearInterval(timer);
       for (const e of exchanges) await e.close();
       rt[Symbol.dispose]();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+/**
+ * One client of a run whose model (llama-tiny, vocab_size 512) cannot read its data (token ids up
+ * to 31,999), served from `dataLocation`: `run()` must stop with DataVocabularyError at load,
+ * before any GPU work (no runtime is given, so creating one would be the only GPU use).
+ */
+async function runMismatched(
+  dataLocation: DataLocation,
+): Promise<{ error: unknown; logs: Logged[] }> {
+  const state = createCoordinator({
+    runId: "vocab-test",
+    config: testConfig({
+      initMinClients: 1,
+      minClients: 1,
+      globalBatchSizeStart: 2,
+      globalBatchSizeEnd: 2,
+    }),
+    model: testModel({
+      maxSeqLen: T,
+      coldStartWarmupSteps: 0,
+      dataLocation,
+      checkpoint: {
+        kind: "Dummy",
+        repo: { repoId: `${ROOT}config/models/llama-tiny`, revision: null },
+      },
+    }),
+    now: 0,
+  });
+  let now = 0;
+  const coordinator = new MemoryCoordinator({
+    host: new CoordinatorHost({ state, withdrawOnDisconnect: true }),
+    clock: () => now,
+  });
+  const timer = setInterval(() => {
+    now += 1;
+    coordinator.tick();
+  }, 50);
+  const identity = identityFromSecretKey(new Uint8Array(32).fill(60));
+  const logs: Logged[] = [];
+  const logger: ClientLogger = { log: (event, fields) => logs.push({ event, fields }) };
+  const exchange = await Exchange.start({
+    runId: "vocab-test",
+    secretKey: identity.secretKey,
+    publicKey: identity.publicKey,
+    logger,
+    onChange: () => client.poke(),
+  });
+  const client: TrainingClient = new TrainingClient({
+    backend: coordinator.connect(identity.publicKey, "vocab-test"),
+    exchange,
+    identity,
+    logger,
+  });
+  try {
+    await client.run({ signal: AbortSignal.timeout(60_000) });
+    return { error: undefined, logs };
+  } catch (error) {
+    return { error, logs };
+  } finally {
+    clearInterval(timer);
+    await exchange.close();
+  }
+}
+
+Deno.test({
+  name: "TrainingClient: a model that cannot read its data stops the client at load, in one line",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const tokens = Uint16Array.from({ length: 64 * T }, (_, i) => (i * 37 + 11) % 32000);
+      await Deno.mkdir(`${dir}/data`);
+      await Deno.writeFile(`${dir}/data/train.bin`, new Uint8Array(tokens.buffer));
+      const local = await runMismatched({ kind: "Local", path: `${dir}/data` });
+      assert.ok(local.error instanceof DataVocabularyError, String(local.error));
+      assert.match(
+        local.error.message,
+        /^The model's vocabulary \(vocab_size 512 \(.*llama-tiny\)\) cannot read the run's data: .*train\.bin: token id >= vocab size 512 \(\d+\) at byte offset \d+$/,
+      );
+      assert.deepEqual(local.logs.at(-1), { event: "end", fields: { reason: "Failed" } });
+      assert.ok(!local.logs.some((l) => l.event === "model"), "the model was never built on a GPU");
+
+      // The TCP data server sends tokens unchecked: the client compares them itself.
+      await using provider = closing(
+        await LocalDataProvider.open(`${dir}/data`, { seqLen: T, tokenSize: "TwoBytes" }),
+      );
+      await using server = startDataServer({ provider, authorize: () => "Allowed" });
+      const tcp = await runMismatched({ kind: "Server", address: server.address });
+      assert.ok(tcp.error instanceof DataVocabularyError, String(tcp.error));
+      assert.match(
+        tcp.error.message,
+        /cannot read the run's data: sequence 0 holds token id \d+ at position \d+$/,
+      );
+    } finally {
       await Deno.remove(dir, { recursive: true });
     }
   },

@@ -1,6 +1,7 @@
 /**
  * `coordinator validate-config --state FILE [--data-config FILE]`: checks a run config (and
- * the TCP data server's config, if given) without starting anything, like Psyche's
+ * the TCP data server's config, if given, with the model's vocabulary against the data's
+ * largest token id) without starting anything, like Psyche's
  * `psyche-centralized-server validate-config`.
  *
  * Exit codes: 0 valid (prints "ok" and a summary), 1 invalid (prints every problem),
@@ -20,6 +21,7 @@ import {
 import { type DataServerConfig, parseDataConfig } from "../data/data_config.ts";
 import type { DataLocation, LrSchedule, OptimizerDefinition } from "./types.ts";
 import { EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
+import { checkModelVocabulary, type VocabularyCheck } from "./model_data_check.ts";
 
 export { EXIT_OK, EXIT_USAGE };
 
@@ -56,7 +58,9 @@ export const denoIo: CliIo = {
 export const VALIDATE_CONFIG_USAGE =
   `Usage: deno task coordinator validate-config --state FILE [--data-config FILE]
 
-Checks a run config (state.toml) and, optionally, the TCP data server's data.toml.
+Checks a run config (state.toml) and, optionally, the TCP data server's data.toml:
+with both, also that the run's model (its checkpoint's config.json, found as the
+clients find it) has a vocabulary covering every token id in the data folder.
 Prints "ok" and a summary when they are valid, or every problem found.
 
 Options:
@@ -109,6 +113,7 @@ export async function validateConfigCommand(args: string[], io: CliIo): Promise<
       () => parseDataConfig(dataText, dataPath, { baseDir: dirname(dataPath) }),
     );
   }
+  let vocabulary: VocabularyCheck | undefined;
   if (run !== undefined && data !== undefined && dataPath !== undefined) {
     const mismatch = crossCheckDataConfig(run, data);
     const dataIssues: ConfigIssue[] = [...mismatch.data];
@@ -118,6 +123,10 @@ export async function validateConfigCommand(args: string[], io: CliIo): Promise<
         found: JSON.stringify(data.dir),
         message: "no such directory (relative paths resolve against the data config's folder)",
       });
+    } else {
+      vocabulary = await checkModelVocabulary(run, data);
+      const issue = vocabularyIssue(data, vocabulary);
+      if (issue !== null) dataIssues.push(issue);
     }
     if (mismatch.run.length > 0) failures.push(new ConfigError(statePath, mismatch.run));
     if (dataIssues.length > 0) failures.push(new ConfigError(dataPath, dataIssues));
@@ -133,8 +142,54 @@ export async function validateConfigCommand(args: string[], io: CliIo): Promise<
   if (data !== undefined && dataPath !== undefined) {
     io.out(`ok: ${dataPath}`);
     for (const line of describeDataConfig(data)) io.out(`  ${line}`);
+    if (vocabulary !== undefined) io.out(`  ${describeVocabulary(vocabulary)}`);
   }
   return EXIT_OK;
+}
+
+/** The data-config issue a vocabulary check found, or null. */
+function vocabularyIssue(data: DataServerConfig, check: VocabularyCheck): ConfigIssue | null {
+  const found = JSON.stringify(data.dir);
+  switch (check.kind) {
+    case "Fits":
+    case "Skipped":
+      return null;
+    case "BadData":
+      return { path: "dir", found, message: check.reason };
+    case "TooSmall": {
+      const { scan } = check;
+      return {
+        path: "dir",
+        found,
+        message:
+          `holds token id ${scan.maxToken} (${scan.file}, byte offset ${scan.byteOffset}), ` +
+          `outside the model's vocabulary: vocab_size ${check.vocabSize} in ${check.configFile}; ` +
+          "every batch would fail",
+      };
+    }
+  }
+}
+
+/** One summary line about the vocabulary check. */
+export function describeVocabulary(check: VocabularyCheck): string {
+  switch (check.kind) {
+    case "Fits":
+    case "TooSmall": {
+      const { scan } = check;
+      const read = scan.scannedBytes === scan.totalBytes
+        ? "every token read"
+        : `${megabytes(scan.scannedBytes)} of ${megabytes(scan.totalBytes)} sampled`;
+      return `vocabulary   token ids up to ${scan.maxToken} (${read}), model vocab_size ` +
+        `${check.vocabSize} (${check.configFile})`;
+    }
+    case "BadData":
+    case "Skipped":
+      return `vocabulary   not checked: ${check.reason}`;
+  }
+}
+
+function megabytes(bytes: number): string {
+  return `${(bytes / 1e6).toFixed(1)} MB`;
 }
 
 async function readOrReport(

@@ -24,10 +24,12 @@ function capture(): CliIo & { stdout: string[]; stderr: string[] } {
 
 const SEED = Array.from({ length: 32 }, (_, i) => i).join(", ");
 
-/** A temp folder with a data.toml whose corpus folder exists. */
+/** A temp folder with a data.toml whose corpus folder holds two sequences of small token ids. */
 async function dataConfigFixture(seqLen: number): Promise<{ path: string; root: string }> {
   const root = await Deno.makeTempDir({ prefix: "validate-config-" });
   await Deno.mkdir(join(root, "corpus"));
+  const tokens = Uint16Array.from({ length: 2 * seqLen }, (_, i) => i % 500);
+  await Deno.writeFile(join(root, "corpus", "000.ds"), new Uint8Array(tokens.buffer));
   const path = join(root, "data.toml");
   await Deno.writeTextFile(
     path,
@@ -61,6 +63,12 @@ Deno.test("the bundled llama-tiny run and its data server config validate togeth
   ], io);
   assert.equal(code, EXIT_OK, io.stderr.join("\n"));
   assert.ok(io.stdout.some((line) => line.includes(repo("data/corpus/brown/train"))));
+  assert.ok(
+    io.stdout.some((line) =>
+      /vocabulary +token ids up to 29999 \(every token read\), model vocab_size 32000/.test(line)
+    ),
+    io.stdout.join("\n"),
+  );
 });
 
 Deno.test("validate-config checks a data config and its fit with the run", async () => {
@@ -103,7 +111,7 @@ Deno.test("validate-config checks a data config and its fit with the run", async
 Deno.test("validate-config reports a data dir that does not exist", async () => {
   const fixture = await dataConfigFixture(128);
   try {
-    await Deno.remove(join(fixture.root, "corpus"));
+    await Deno.remove(join(fixture.root, "corpus"), { recursive: true });
     const io = capture();
     const args = ["--state", repo("config/llama-tiny/state.toml"), "--data-config", fixture.path];
     assert.equal(await main(["validate-config", ...args], io), EXIT_INVALID);
@@ -195,4 +203,56 @@ Deno.test("the coordinator entry point exits with the command's status", async (
   const bad = await run(["validate-config", "--state", repo("config/invalid/missing-key.toml")]);
   assert.equal(bad.code, EXIT_INVALID);
   assert.match(new TextDecoder().decode(bad.stderr), /config\.total_steps: missing/);
+});
+
+/** A temp state.toml (the llama-tiny run with `model` as its checkpoint) and a data.toml. */
+async function vocabularyFixture(
+  model: string,
+): Promise<{ state: string; data: string; root: string }> {
+  const root = await Deno.makeTempDir({ prefix: "validate-vocab-" });
+  const state = join(root, "state.toml");
+  const text = await Deno.readTextFile(repo("config/llama-tiny/state.toml"));
+  await Deno.writeTextFile(
+    state,
+    text.replace('repo_id = "config/models/llama-20m"', `repo_id = ${JSON.stringify(model)}`),
+  );
+  const data = join(root, "data.toml");
+  await Deno.writeTextFile(
+    data,
+    `dir = ${JSON.stringify(repo("data/corpus/brown/train"))}\ntoken_size = "TwoBytes"\n` +
+      `seq_len = 128\nshuffle_seed = [${SEED}]\n`,
+  );
+  return { state, data, root };
+}
+
+Deno.test("validate-config refuses a 512-token model paired with LLaMA-2 token ids", async () => {
+  const { state, data, root } = await vocabularyFixture(repo("config/models/llama-tiny"));
+  try {
+    const io = capture();
+    const code = await main(["validate-config", "--state", state, "--data-config", data], io);
+    assert.equal(code, EXIT_INVALID, io.stdout.join("\n"));
+    const text = io.stderr.join("\n");
+    assert.match(text, new RegExp(`invalid: ${data}: 1 problem:`));
+    assert.match(
+      text,
+      /dir = ".*brown\/train": holds token id 29999 \(.*000\.ds, byte offset \d+\), outside the model's vocabulary: vocab_size 512 in .*llama-tiny\/config\.json; every batch would fail/,
+    );
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("validate-config says when the model is not here to check its vocabulary", async () => {
+  const { state, data, root } = await vocabularyFixture("no-such-org/no-such-model");
+  try {
+    const io = capture();
+    const code = await main(["validate-config", "--state", state, "--data-config", data], io);
+    assert.equal(code, EXIT_OK, io.stderr.join("\n"));
+    assert.match(
+      io.stdout.join("\n"),
+      /vocabulary +not checked: Hub repo "no-such-org\/no-such-model" is not available locally/,
+    );
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });

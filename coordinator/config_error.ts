@@ -3,8 +3,12 @@
  * problems, each naming the key path, the value found and the rule it broke, so one run of
  * `validate-config` shows the operator everything to fix instead of one mistake at a time.
  *
+ * Values and keys are rendered with every control and bidi character escaped
+ * (coordinator/printable.ts): a config file must not be able to rewrite the operator's terminal.
+ *
  * @module
  */
+import { quoteForTerminal } from "./printable.ts";
 
 /**
  * One problem in a configuration file.
@@ -71,7 +75,7 @@ export function renderValue(value: unknown): string {
 }
 
 function renderUnbounded(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "string") return quoteForTerminal(value);
   if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") {
     return String(value);
   }
@@ -79,9 +83,14 @@ function renderUnbounded(value: unknown): string {
   if (value instanceof Date) return value.toISOString();
   if (value !== null && typeof value === "object") {
     const keys = Object.keys(value);
-    return keys.length === 0 ? "{}" : `{ ${keys.join(", ")} }`;
+    return keys.length === 0 ? "{}" : `{ ${keys.map(renderKey).join(", ")} }`;
   }
   return String(value);
+}
+
+/** A table key as TOML writes it: bare when it can be, else quoted with every escape. */
+export function renderKey(key: string): string {
+  return /^[A-Za-z0-9_-]+$/.test(key) ? key : quoteForTerminal(key);
 }
 
 /** Names the TOML type of a parsed value, for "expected X, found Y" messages. */

@@ -10,7 +10,7 @@
  * @module
  */
 import { parse, TomlError } from "smol-toml";
-import { type ConfigIssue, renderValue, tomlTypeName } from "./config_error.ts";
+import { type ConfigIssue, renderKey, renderValue, tomlTypeName } from "./config_error.ts";
 import { durationProblem, MAX_TIME_SECONDS } from "./time.ts";
 
 /** Unsigned integer widths used by Psyche's config structs. `u64` is capped at 2^53 - 1. */
@@ -23,6 +23,12 @@ export const INTEGER_MAX: Readonly<Record<IntegerKind, number>> = {
   u32: 0xffff_ffff,
   u64: Number.MAX_SAFE_INTEGER,
 };
+
+/**
+ * Why TOML integers past ±(2^53 − 1) are refused: smol-toml returns them as bigints (we ask
+ * for `integersAsBigInt: "asNeeded"`), and a double cannot hold them exactly.
+ */
+const INEXACT_INTEGER = "beyond ±(2^53 − 1) = ±9007199254740991 cannot be held exactly";
 
 /** A parsed TOML table. */
 export type TomlTable = Record<string, unknown>;
@@ -50,7 +56,7 @@ export function parseTomlText(text: string, issues: ConfigIssue[]): TomlTable | 
 
 /** Joins a key onto a dotted path, quoting keys that are not bare TOML keys. */
 export function joinPath(path: string, key: string): string {
-  const part = /^[A-Za-z0-9_-]+$/.test(key) ? key : JSON.stringify(key);
+  const part = renderKey(key);
   return path === "" ? part : `${path}.${part}`;
 }
 
@@ -142,7 +148,8 @@ export class TableReader {
     const value = this.raw(key, expected);
     if (value === undefined) return undefined;
     if (typeof value === "bigint") {
-      this.report(key, value, `out of range: expected ${expected}`);
+      const why = kind === "u64" ? ` (an integer ${INEXACT_INTEGER})` : "";
+      this.report(key, value, `out of range: expected ${expected}${why}`);
       return undefined;
     }
     if (typeof value !== "number" || !Number.isInteger(value)) {
@@ -183,11 +190,18 @@ export class TableReader {
     return value;
   }
 
-  /** A required float (TOML integers are accepted, as serde does for f32/f64 fields). */
+  /**
+   * A required float (TOML integers are accepted, as serde does for f32/f64 fields). An integer
+   * beyond ±(2^53 − 1) is refused: as a double it would silently become another number
+   * (2^53 + 1 reads as 2^53).
+   */
   float(key: string): number | undefined {
     const value = this.raw(key, "a number");
     if (value === undefined) return undefined;
-    if (typeof value === "bigint") return Number(value);
+    if (typeof value === "bigint") {
+      this.report(key, value, `integer ${INEXACT_INTEGER}; write a float if you mean one`);
+      return undefined;
+    }
     return typeof value === "number" ? value : this.#wrongType(key, value, "a number");
   }
 

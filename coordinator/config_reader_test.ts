@@ -114,3 +114,31 @@ Deno.test("rendered values are short and typed names read naturally", () => {
   assert.equal(tomlTypeName([]), "an array");
   assert.equal(tomlTypeName({}), "a table");
 });
+
+Deno.test("integers beyond 2^53 - 1 are refused wherever a number is read, never rounded", () => {
+  const big = "9007199254740993"; // 2^53 + 1: as a double it would read as 2^53
+  const { t, issues } = reader(
+    `a = ${big}\nb = ${big}\nc = -${big}\nd = ${big}\ne = ${big}\nf = 9007199254740991\ng = 1e300`,
+  );
+  assert.equal(t.float("a"), undefined);
+  assert.equal(t.optionalFloat("b"), undefined);
+  assert.equal(t.float("c"), undefined);
+  assert.equal(t.integer("d", "u64"), undefined);
+  assert.equal(t.seconds("e"), undefined);
+  assert.equal(t.float("f"), 9007199254740991, "2^53 - 1 is exact");
+  assert.equal(t.float("g"), 1e300, "floats are the validator's to range-check");
+  const inexact = "beyond ±(2^53 − 1) = ±9007199254740991 cannot be held exactly";
+  assert.deepEqual(issues.map(formatIssue), [
+    `a = ${big}: integer ${inexact}; write a float if you mean one`,
+    `b = ${big}: integer ${inexact}; write a float if you mean one`,
+    `c = -${big}: integer ${inexact}; write a float if you mean one`,
+    `d = ${big}: out of range: expected a u64 integer (0..9007199254740991) (an integer ${inexact})`,
+    `e = ${big}: out of range: expected seconds (0..1125899906842.623, at most millisecond precision)`,
+  ]);
+});
+
+Deno.test("strings and keys are rendered with control and bidi characters escaped", () => {
+  assert.equal(renderValue("run\n\u202Eid"), '"run\\n\\u202eid"');
+  assert.equal(joinPath("config", "a\u2066b"), 'config."a\\u2066b"');
+  assert.equal(renderValue({ "x\ny": 1 }), '{ "x\\ny" }');
+});

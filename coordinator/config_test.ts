@@ -231,7 +231,7 @@ Deno.test("unknown keys are reported at every level", () => {
       (d: Doc) => (d.model.LLM.extra = 1),
       (d: Doc) => (d.model.LLM.checkpoint.Hub.extra = 1),
       (d: Doc) => (d.model.LLM.lr_schedule.Cosine.extra = 1),
-      (d: Doc) => (d.progress = { step: 3, extra: 1 }),
+      (d: Doc) => (d.progress = { epoch: 0, step: 3, epoch_start_data_index: 0, extra: 1 }),
     ]
   ) {
     const doc = baseDoc();
@@ -646,12 +646,26 @@ Deno.test("string capacities and formats", () => {
   assert.equal(parseDoc(ipv6).model.dataLocation.kind, "Server");
 });
 
-Deno.test("[progress] is optional, defaults per key, and step must be > 0", () => {
+Deno.test("[progress] is optional, but a present table needs every key, and step must be > 0", () => {
   const doc = baseDoc();
-  doc.progress = { epoch: 3, step: 1200 };
-  assert.deepEqual(parseDoc(doc).progress, { epoch: 3, step: 1200, epochStartDataIndex: 0 });
-  doc.progress = { step: 0 };
+  doc.progress = { epoch: 3, step: 1200, epoch_start_data_index: 96 };
+  assert.deepEqual(parseDoc(doc).progress, { epoch: 3, step: 1200, epochStartDataIndex: 96 });
+  doc.progress = { epoch: 0, step: 0, epoch_start_data_index: 0 };
   assert.deepEqual(issuePaths(doc), ["progress.step"]);
+  // A saved state without its epoch must not silently restart at epoch 0.
+  doc.progress = { step: 1200, epoch_start_data_index: 96 };
+  assert.throws(
+    () => parseDoc(doc),
+    (e) =>
+      e instanceof ConfigError && e.issues.length === 1 &&
+      formatIssue(e.issues[0]) === "progress.epoch: missing (required: a u16 integer (0..65535))",
+  );
+  doc.progress = {};
+  assert.deepEqual(issuePaths(doc), [
+    "progress.epoch",
+    "progress.step",
+    "progress.epoch_start_data_index",
+  ]);
 });
 
 Deno.test("validateRunConfig checks values built in code, integer widths included", () => {
@@ -906,4 +920,71 @@ Deno.test("property: any mutation of a valid config is accepted or rejected with
     ),
     { numRuns: 400 },
   );
+});
+
+Deno.test("clip_grad_norm = 2^53 + 1 is refused, not rounded to 2^53", () => {
+  const doc = baseDoc();
+  doc.model.LLM.optimizer.Distro.clip_grad_norm = 2n ** 53n + 1n;
+  const text = stringify(doc);
+  assert.match(text, /clip_grad_norm = 9007199254740993/);
+  const error = issuesOf(text);
+  assert.deepEqual(error.issues.map(formatIssue), [
+    "model.LLM.optimizer.Distro.clip_grad_norm = 9007199254740993: integer beyond ±(2^53 − 1) " +
+    "= ±9007199254740991 cannot be held exactly; write a float if you mean one",
+  ]);
+  doc.config.global_batch_size_warmup_tokens = 2n ** 53n + 1n;
+  assert.deepEqual(issuePaths(doc), [
+    "config.global_batch_size_warmup_tokens",
+    "model.LLM.optimizer.Distro.clip_grad_norm",
+  ]);
+});
+
+Deno.test("optimizer and schedule floats must lie in their sane range", () => {
+  const cases: [string, (d: Doc) => void, string][] = [
+    ["base_lr", (d) => (d.model.LLM.lr_schedule.Cosine.base_lr = 1.5), "must be at most 1"],
+    ["final_lr", (d) => (d.model.LLM.lr_schedule.Cosine.final_lr = 2), "must be at most 1"],
+    [
+      "clip_grad_norm",
+      (d) => (d.model.LLM.optimizer.Distro.clip_grad_norm = 9007199254740993.0),
+      "must be at most 1000000 (leave it out for no clipping)",
+    ],
+    ["weight_decay", (d) => (d.model.LLM.optimizer.Distro.weight_decay = 10), "must be at most 1"],
+    ["eps", (d) => {
+      d.model.LLM.optimizer = {
+        AdamW: { betas: [0.9, 0.95], weight_decay: 0.1, eps: 3, clip_grad_norm: 1 },
+      };
+    }, "must be at most 1"],
+  ];
+  for (const [key, mutate, message] of cases) {
+    const doc = baseDoc();
+    mutate(doc);
+    const issues = issuesOf(stringify(doc)).issues;
+    assert.equal(issues.length, 1, key);
+    assert.ok(issues[0].path.endsWith(`.${key}`), issues[0].path);
+    assert.equal(issues[0].message, message, key);
+  }
+  const edge = baseDoc();
+  edge.model.LLM.lr_schedule.Cosine.base_lr = 1;
+  edge.model.LLM.optimizer.Distro.clip_grad_norm = 1e6;
+  edge.model.LLM.optimizer.Distro.weight_decay = 1;
+  assert.equal(parseDoc(edge).model.optimizer.kind, "Distro", "the bounds themselves pass");
+});
+
+Deno.test("a run_id with a control or bidi character is refused, naming the code point", () => {
+  const codePoints = [0x0a, 0x0d, 0x1b, 0x7f, 0x85, 0x200e, 0x200f, 0x202a, 0x202e, 0x2066, 0x2069];
+  for (const codePoint of codePoints) {
+    const doc = baseDoc();
+    doc.run_id = `run${String.fromCodePoint(codePoint)}x`;
+    const issues = issuesOf(stringify(doc)).issues;
+    const hex = codePoint.toString(16).toUpperCase().padStart(4, "0");
+    assert.deepEqual(issues.map((i) => [i.path, i.message]), [[
+      "run_id",
+      `contains U+${hex} at character 4 (control and bidirectional-formatting characters ` +
+      "are not allowed)",
+    ]]);
+    assert.ok(!/[\n\u202E]/.test(formatIssue(issues[0])), "the message itself is escaped");
+  }
+  const accents = baseDoc();
+  accents.run_id = "über-🚀";
+  assert.equal(parseDoc(accents).runId, "über-🚀");
 });

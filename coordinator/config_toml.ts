@@ -139,19 +139,21 @@ function readCoordinatorConfig(t: TableReader): Partial<CoordinatorConfig> {
   return config;
 }
 
+/**
+ * A `[progress]` table says where a saved run stands, so every key is required: a missing
+ * `epoch` silently becoming 0 would restart the run's schedule. Without the table a run starts
+ * fresh ({@linkcode DEFAULT_PROGRESS}). `params_digest` is optional (the run's recorded digest of
+ * the parameters of `step`).
+ */
 function readProgress(
   t: TableReader,
   digest: (d: Uint8Array | null | undefined) => void,
 ): Partial<CoordinatorProgress> {
   digest(readParamsDigest(t, "params_digest"));
   const progress: Partial<CoordinatorProgress> = {
-    epoch: t.integerOr("epoch", "u16", DEFAULT_PROGRESS.epoch),
-    step: t.integerOr("step", "u32", DEFAULT_PROGRESS.step),
-    epochStartDataIndex: t.integerOr(
-      "epoch_start_data_index",
-      "u64",
-      DEFAULT_PROGRESS.epochStartDataIndex,
-    ),
+    epoch: t.integer("epoch", "u16"),
+    step: t.integer("step", "u32"),
+    epochStartDataIndex: t.integer("epoch_start_data_index", "u64"),
   };
   t.finish();
   return progress;

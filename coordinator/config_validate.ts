@@ -2,7 +2,8 @@
  * The rules a run config must satisfy before a coordinator will run it: Psyche's
  * `CoordinatorConfig::check_error`, `Model::check`, `CoordinatorProgress::check` and
  * `check_cold_start_warmup_steps`, plus the sanity checks Psyche leaves to panics at run time
- * (schedule step order, optimizer ranges, string capacities). Pure: values in, issues out.
+ * (schedule step order, optimizer ranges, string capacities, control characters in the run
+ * id). Pure: values in, issues out.
  *
  * Works on a draft whose fields may be `undefined` (a value the TOML reader already
  * rejected); a rule is skipped when a value it needs is missing, so every other problem is
@@ -14,6 +15,7 @@ import { type ConfigIssue, renderValue } from "./config_error.ts";
 import { INTEGER_MAX, type IntegerKind } from "./config_reader.ts";
 import type { RunConfigDraft } from "./config.ts";
 import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME, roundsPerEpoch } from "./machine_validate.ts";
+import { unprintableProblem } from "./printable.ts";
 import { durationProblem } from "./time.ts";
 import {
   type Checkpoint,
@@ -36,6 +38,20 @@ import {
  * state encoding keeps), i.e. 65,535 sequences per step.
  */
 export const MAX_GLOBAL_BATCH_SIZE = 0xffff;
+
+/**
+ * Upper bounds of the optimizer's floats. Psyche has none; a value past these is a typo, not a
+ * choice (AdamW's and DisTrO's step is about `lr` per parameter, so a rate above 1 diverges at
+ * once), and it is refused before a run is started on it. The Solana program checks the same
+ * bounds (program/model_rules.c).
+ */
+export const MAX_LEARNING_RATE = 1;
+/** Largest `weight_decay` (θ shrinks by `lr · weight_decay` per step). */
+export const MAX_WEIGHT_DECAY = 1;
+/** Largest AdamW `eps`. */
+export const MAX_ADAM_EPS = 1;
+/** Largest `clip_grad_norm`; a run that wants no clipping leaves the key out. */
+export const MAX_CLIP_GRAD_NORM = 1e6;
 
 const encoder = new TextEncoder();
 
@@ -111,6 +127,13 @@ class Checker {
     if (value.includes("\0")) this.fail(path, value, "must not contain NUL characters");
   }
 
+  /** An identifier shown on terminals: no control or bidi character (coordinator/printable.ts). */
+  printable(path: string, value: string | null | undefined): void {
+    if (value === undefined || value === null || value.includes("\0")) return; // NUL: see above
+    const problem = unprintableProblem(value);
+    if (problem !== null) this.fail(path, value, problem);
+  }
+
   nonEmpty(path: string, value: string | null | undefined): void {
     this.rule(path, value, (s) => s.trim() !== "", "must not be empty");
   }
@@ -135,6 +158,7 @@ export function validateRunConfigDraft(draft: RunConfigDraft): ConfigIssue[] {
   if (draft.runId !== undefined) {
     v.nonEmpty("run_id", draft.runId);
     v.fixedString("run_id", draft.runId, MAX_RUN_ID_BYTES);
+    v.printable("run_id", draft.runId);
   }
   checkCoordinatorConfig(v, draft.config);
   checkModel(v, draft.model, draft.config);
@@ -416,6 +440,7 @@ function checkLrSchedule(
   const rate = (key: string, value: number) => {
     v.finite(p(key), value);
     v.rule(p(key), value, (x) => x >= 0, "must be >= 0");
+    v.rule(p(key), value, (x) => x <= MAX_LEARNING_RATE, `must be at most ${MAX_LEARNING_RATE}`);
   };
   rate("base_lr", s.baseLr);
   rate("warmup_init_lr", s.warmupInitLr);
@@ -489,10 +514,22 @@ function checkOptimizer(v: Checker, base: string, o: OptimizerDefinition): void 
   const clip = (value: number | null) => {
     v.finite(p("clip_grad_norm"), value);
     v.rule(p("clip_grad_norm"), value, (x) => x > 0, "must be > 0 when given");
+    v.rule(
+      p("clip_grad_norm"),
+      value,
+      (x) => x <= MAX_CLIP_GRAD_NORM,
+      `must be at most ${MAX_CLIP_GRAD_NORM} (leave it out for no clipping)`,
+    );
   };
   const decay = (value: number | null) => {
     v.finite(p("weight_decay"), value);
     v.rule(p("weight_decay"), value, (x) => x >= 0, "must be >= 0");
+    v.rule(
+      p("weight_decay"),
+      value,
+      (x) => x <= MAX_WEIGHT_DECAY,
+      `must be at most ${MAX_WEIGHT_DECAY}`,
+    );
   };
   switch (o.kind) {
     case "Dummy":
@@ -510,6 +547,7 @@ function checkOptimizer(v: Checker, base: string, o: OptimizerDefinition): void 
       decay(o.weightDecay);
       v.finite(p("eps"), o.eps);
       v.rule(p("eps"), o.eps, (x) => x > 0, "must be > 0");
+      v.rule(p("eps"), o.eps, (x) => x <= MAX_ADAM_EPS, `must be at most ${MAX_ADAM_EPS}`);
       clip(o.clipGradNorm);
       return;
     case "Distro":

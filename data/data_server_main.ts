@@ -8,7 +8,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { fromHex, toHex } from "../net/identity.ts";
+import { IdentityError, publicKeyFromHex, toHex } from "../net/identity.ts";
 import { startDataServerFromConfig } from "./data_server_config.ts";
 import { DataError } from "./errors.ts";
 import type { AuthorizeFn } from "./tcp_server.ts";
@@ -37,7 +37,14 @@ async function main(args: string[]): Promise<number> {
     console.error(`error: --port must be 0..65535, found "${values.port}"`);
     return 2;
   }
-  const allowed = new Set((values.allow ?? []).map((hex) => toHex(fromHex(hex))));
+  let allowed: Set<string>;
+  try {
+    allowed = new Set((values.allow ?? []).map((hex) => toHex(publicKeyFromHex(hex))));
+  } catch (e) {
+    if (!(e instanceof IdentityError)) throw e;
+    console.error(`error: --allow: ${e.message}`);
+    return 2;
+  }
   if (allowed.size === 0 && !values["allow-any-client"]) {
     console.error(
       `error: name the clients to serve with --allow, or pass --allow-any-client\n${USAGE}`,

@@ -51,3 +51,16 @@ Deno.test("the data-server command serves only the keys it is told to allow", as
     assert.equal((await child.status).code, 0);
   }
 });
+
+Deno.test("the data-server command refuses to allow a small-order key", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", main, "--config", "unused.toml", "--allow", "00".repeat(32)],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 2);
+  assert.match(
+    new TextDecoder().decode(out.stderr),
+    /--allow: Public key "0{64}" is a small-order point/,
+  );
+});

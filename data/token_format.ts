@@ -80,7 +80,7 @@ export function decodeTokens(
       const token = src[i];
       if (token < 0) throw badToken(source, i * width, token, "negative token id");
       if (token >= limit) {
-        throw badToken(source, i * width, token, `token id >= vocab size ${limit}`);
+        throw badToken(source, i * width, token, `token id >= vocab size ${limit}`, "vocab_size");
       }
     }
     out.set(src, outOffset);
@@ -96,16 +96,24 @@ export function decodeTokens(
       if (token < 0) throw badToken(source, i * width, token, "negative token id");
     }
     if (token >= limit) {
-      throw badToken(source, i * width, token, `token id >= vocab size ${limit}`);
+      throw badToken(source, i * width, token, `token id >= vocab size ${limit}`, "vocab_size");
     }
     out[outOffset + i] = token;
   }
 }
 
-function badToken(source: TokenSource, at: number, token: number, what: string): DataError {
+/** `key` is `"vocab_size"` for a token past the vocabulary: a model/data mismatch, not a bad read. */
+function badToken(
+  source: TokenSource,
+  at: number,
+  token: number,
+  what: string,
+  key?: "vocab_size",
+): DataError {
   const offset = source.byteOffset + at;
   return new DataError(`${source.file}: ${what} (${token}) at byte offset ${offset}`, {
     file: source.file,
     offset,
+    key,
   });
 }

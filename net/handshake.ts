@@ -6,8 +6,9 @@
  * 2. client checks `context` is the service it meant to reach, then
  *    → `ChallengeResponse { publicKey, signature }` where the signature covers
  *    {@linkcode handshakeSigningBytes}`(context, nonce)`
- * 3. server verifies the signature against `publicKey`, binds the connection to that
- *    key and → `Accepted`, or → `Rejected { reason }` and closes.
+ * 3. server refuses a `publicKey` that no secret key stands behind (small-order or
+ *    non-canonical: see ed25519_strict.ts), verifies the signature strictly, binds the
+ *    connection to that key and → `Accepted`, or → `Rejected { reason }` and closes.
  *
  * The context string keeps a signature made for one service (say, the data server)
  * from being replayed to another (the coordinator).
@@ -18,6 +19,7 @@ import { ed25519 } from "@noble/curves/ed25519.js";
 import { MessageReader, MessageWriter } from "./codec.ts";
 import { HandshakeError, ProtocolError } from "./errors.ts";
 import { withAbort } from "./abort.ts";
+import { pointProblem, verifySignature } from "./ed25519_strict.ts";
 import { type ByteWriter, type FrameReader, writeFrame } from "./frame.ts";
 
 /** Bytes of the server's random challenge. */
@@ -121,18 +123,23 @@ export function answerChallenge(
   };
 }
 
-/** Whether `signature` is `publicKey`'s signature over this challenge. Never throws. */
+/**
+ * Whether `signature` is `publicKey`'s signature over this challenge, under the strict rules of
+ * ed25519_strict.ts (small-order and non-canonical keys and R refused). Never throws.
+ */
 export function verifyChallengeAnswer(
   publicKey: Uint8Array,
   signature: Uint8Array,
   context: string,
   nonce: Uint8Array,
 ): boolean {
+  let signed: Uint8Array;
   try {
-    return ed25519.verify(signature, handshakeSigningBytes(context, nonce), publicKey);
+    signed = handshakeSigningBytes(context, nonce);
   } catch {
-    return false;
+    return false; // a nonce of the wrong length was never a challenge of ours
   }
+  return verifySignature(signature, signed, publicKey);
 }
 
 /** Options shared by both sides of the handshake. */
@@ -161,6 +168,11 @@ export async function serverHandshake(
   if (answer.kind !== "ChallengeResponse") {
     await send({ kind: "Rejected", reason: `expected ChallengeResponse, found ${answer.kind}` });
     throw new HandshakeError(`Expected ChallengeResponse, found ${answer.kind}`);
+  }
+  const keyProblem = pointProblem(answer.publicKey);
+  if (keyProblem !== null) {
+    await send({ kind: "Rejected", reason: `public key ${keyProblem}` });
+    throw new HandshakeError(`Client's public key ${keyProblem}`);
   }
   if (!verifyChallengeAnswer(answer.publicKey, answer.signature, options.context, nonce)) {
     await send({ kind: "Rejected", reason: "invalid signature" });

@@ -7,6 +7,7 @@
  * @module
  */
 import { ed25519 } from "@noble/curves/ed25519.js";
+import { pointProblem } from "./ed25519_strict.ts";
 
 /** Bytes of an ed25519 secret key file. */
 export const SECRET_KEY_BYTES = 32;
@@ -91,6 +92,32 @@ export function fromHex(hex: string): Uint8Array {
     out[i] = parseInt(pair, 16);
   }
   return out;
+}
+
+/**
+ * A peer's public key from 64 hex digits (an operator's allow list). Throws
+ * {@linkcode IdentityError} for bad hex, a length other than 32 bytes, or a key no secret key
+ * stands behind (small-order or non-canonical: net/ed25519_strict.ts), since anyone could
+ * authenticate as such a key.
+ *
+ * @example
+ * ```ts
+ * import { publicKeyFromHex } from "./identity.ts";
+ * try {
+ *   publicKeyFromHex("00".repeat(32));
+ *   throw new Error("accepted");
+ * } catch (e) {
+ *   if (!(e as Error).message.includes("small-order")) throw e;
+ * }
+ * ```
+ */
+export function publicKeyFromHex(hex: string): Uint8Array {
+  const key = fromHex(hex);
+  const problem = pointProblem(key);
+  if (problem !== null) {
+    throw new IdentityError(`Public key "${hex.trim()}" ${problem}`);
+  }
+  return key;
 }
 
 /** The identity in a hex secret key string (`RAW_IDENTITY_SECRET_KEY`). */

@@ -6,10 +6,12 @@ import {
   IdentityError,
   identityFromHex,
   loadIdentity,
+  publicKeyFromHex,
   publicKeyHex,
   saveIdentity,
   toHex,
 } from "./identity.ts";
+import { WEAK_POINTS } from "./testing/weak_keys.ts";
 
 Deno.test("identity files round-trip 32 raw bytes", async () => {
   const dir = await Deno.makeTempDir();
@@ -50,4 +52,20 @@ Deno.test("hex helpers round-trip and reject bad digits", () => {
   const id = identityFromHex("07".repeat(32));
   assert.equal(publicKeyHex(id), toHex(ed25519.getPublicKey(new Uint8Array(32).fill(7))));
   assert.throws(() => identityFromHex("07".repeat(31)), /must be 32 bytes, found 31/);
+});
+
+Deno.test("publicKeyFromHex takes an honest key and refuses bad hex, lengths and weak keys", () => {
+  const key = ed25519.getPublicKey(new Uint8Array(32).fill(7));
+  assert.deepEqual(publicKeyFromHex(toHex(key)), key);
+  assert.throws(() => publicKeyFromHex("abc"), /odd length/);
+  assert.throws(() => publicKeyFromHex("00".repeat(31)), /is 31 bytes, expected 32/);
+  for (const weak of WEAK_POINTS) {
+    assert.throws(
+      () => publicKeyFromHex(toHex(weak.bytes)),
+      (e) =>
+        e instanceof IdentityError &&
+        /small-order point|not a canonical encoding/.test(e.message),
+      weak.name,
+    );
+  }
 });

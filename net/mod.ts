@@ -1,12 +1,21 @@
 /**
  * The TCP layer shared by the data server and the coordinator's TCP backend:
  * length-prefixed frames, byte codecs for closed message unions, the ed25519
- * challenge-response handshake, and identity key files.
+ * challenge-response handshake, the one strict ed25519 signature check every verifier calls,
+ * and identity key files.
  *
  * @module
  */
 export { withAbort } from "./abort.ts";
 export { MessageReader, MessageWriter } from "./codec.ts";
+export {
+  ED25519_PUBLIC_KEY_BYTES,
+  ED25519_SIGNATURE_BYTES,
+  isAcceptablePublicKey,
+  isSmallOrderEncoding,
+  pointProblem,
+  verifySignature,
+} from "./ed25519_strict.ts";
 export { FrameError, HandshakeError, ProtocolError } from "./errors.ts";
 export {
   type ByteReader,
@@ -44,6 +53,7 @@ export {
   identityFromHex,
   identityFromSecretKey,
   loadIdentity,
+  publicKeyFromHex,
   publicKeyHex,
   saveIdentity,
   SECRET_KEY_BYTES,

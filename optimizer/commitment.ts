@@ -13,6 +13,7 @@
 import { createHash } from "node:crypto";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import type { BatchId } from "../coordinator/types.ts";
+import { verifySignature } from "../net/ed25519_strict.ts";
 
 /** Prefix of every commitment hash preimage. */
 export const COMMITMENT_DOMAIN = new TextEncoder().encode("psyche-ts distro commitment v1\0");
@@ -65,8 +66,9 @@ export function commit(what: CommittedPayload, secretKey: Uint8Array): Commitmen
 
 /**
  * True when `commitment` is `publicKey`'s signature over exactly `what`: the hash is
- * recomputed from the payload, so a payload that differs in any byte fails. Malformed
- * keys or signatures give false, not an exception.
+ * recomputed from the payload, so a payload that differs in any byte fails. Malformed keys or
+ * signatures, and small-order or non-canonical ones (net/ed25519_strict.ts), give false, not an
+ * exception.
  */
 export function verifyCommitment(
   commitment: Commitment,
@@ -79,9 +81,5 @@ export function verifyCommitment(
   ) {
     return false;
   }
-  try {
-    return ed25519.verify(commitment.signature, expected, publicKey);
-  } catch {
-    return false;
-  }
+  return verifySignature(commitment.signature, expected, publicKey);
 }

@@ -3,6 +3,11 @@ import { createHash } from "node:crypto";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import fc from "fast-check";
 import { commit, COMMITMENT_DOMAIN, commitmentHash, verifyCommitment } from "./commitment.ts";
+import {
+  forgeWithSmallOrderKey,
+  signWithSmallOrderR,
+  WEAK_POINTS,
+} from "../net/testing/weak_keys.ts";
 
 const secret = new Uint8Array(32).fill(7);
 const publicKey = ed25519.getPublicKey(secret);
@@ -58,4 +63,18 @@ Deno.test("a signed commitment verifies, and any change breaks it", () => {
     }),
     { numRuns: 50 },
   );
+});
+
+Deno.test("commitments from small-order or non-canonical keys, or with such an R, never verify", () => {
+  const honest = commit(what, secret);
+  assert.equal(verifyCommitment(honest, publicKey, what), true);
+  for (const weak of WEAK_POINTS) {
+    const forged = { dataHash: honest.dataHash, signature: forgeWithSmallOrderKey() };
+    assert.equal(verifyCommitment(forged, weak.bytes, what), false, `${weak.name} as key`);
+    const badR = {
+      dataHash: honest.dataHash,
+      signature: signWithSmallOrderR(secret, honest.dataHash, weak.bytes),
+    };
+    assert.equal(verifyCommitment(badR, publicKey, what), false, `${weak.name} as R`);
+  }
 });

@@ -56,6 +56,7 @@ import {
 } from "../../coordinator/solana/cli/transactions.ts";
 import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
 import { StateFeed } from "./state_feed.ts";
+import { quoteForTerminal } from "../../coordinator/printable.ts";
 
 /** What the backend did, for the client's log. */
 export type SolanaBackendEvent =
@@ -156,8 +157,8 @@ export function nextAccount(
   if (account.state.runId !== expect.runId) {
     return new BackendError(
       "Refused",
-      `run id "${expect.runId}" does not match this coordinator's run ` +
-        `"${account.state.runId}" (account ${expect.coordinator})`,
+      `run id ${quoteForTerminal(expect.runId)} does not match this coordinator's run ` +
+        `${quoteForTerminal(account.state.runId)} (account ${expect.coordinator})`,
     );
   }
   if (current !== null && account.nonce <= current.nonce) return null;

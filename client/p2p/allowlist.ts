@@ -10,6 +10,7 @@
  */
 import type { ConnectionGater, PeerId } from "@libp2p/interface";
 import type { PublicKeyBytes } from "../../coordinator/types.ts";
+import { isAcceptablePublicKey } from "../../net/ed25519_strict.ts";
 import { peerIdOf } from "./identity.ts";
 
 /** The current set of allowed peers; replaced wholesale each epoch with `set`. */
@@ -23,11 +24,15 @@ export class Allowlist {
 
   /**
    * Replaces the allowed set. Returns the peer ids that were allowed before and are not any
-   * more, so the caller can close their connections.
+   * more, so the caller can close their connections. A key no secret key stands behind
+   * (small-order or non-canonical, net/ed25519_strict.ts) is never allowed, even when the
+   * coordinator lists it: anyone could forge its signatures, so whoever holds it proves nothing.
    */
   set(publicKeys: Iterable<PublicKeyBytes>): string[] {
     const next = new Map<string, PublicKeyBytes>();
-    for (const key of publicKeys) next.set(peerIdOf(key).toString(), key.slice());
+    for (const key of publicKeys) {
+      if (isAcceptablePublicKey(key)) next.set(peerIdOf(key).toString(), key.slice());
+    }
     const removed = [...this.#keys.keys()].filter((id) => !next.has(id));
     this.#keys = next;
     return removed;

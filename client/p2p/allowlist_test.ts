@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { Allowlist, allowlistGater } from "./allowlist.ts";
 import { peerIdOf, publicKeyOf } from "./identity.ts";
+import { WEAK_POINTS } from "../../net/testing/weak_keys.ts";
 
 const keyA = publicKeyOf(new Uint8Array(32).fill(1));
 const keyB = publicKeyOf(new Uint8Array(32).fill(2));
@@ -30,4 +31,14 @@ Deno.test("the allowlist keeps its own copy of the keys", () => {
   const list = new Allowlist([key]);
   key.fill(0);
   assert.deepEqual(list.publicKey(peerIdOf(keyA)), keyA);
+});
+
+Deno.test("a small-order or non-canonical key is never allowed, even when listed", async () => {
+  for (const weak of WEAK_POINTS) {
+    const list = new Allowlist([keyA, weak.bytes]);
+    assert.equal(list.size, 1, weak.name);
+    assert.equal(list.has(peerIdOf(weak.bytes)), false, weak.name);
+    assert.equal(await allowlistGater(list).denyDialPeer!(peerIdOf(weak.bytes)), true, weak.name);
+    assert.equal(list.has(peerIdOf(keyA)), true, "an honest key beside it still is");
+  }
 });

@@ -29,6 +29,7 @@
  */
 import { createHash } from "node:crypto";
 import { ed25519 } from "@noble/curves/ed25519.js";
+import { verifySignature } from "../../net/ed25519_strict.ts";
 import type {
   BatchId,
   Committee,
@@ -450,15 +451,16 @@ export function decodeEnvelope(bytes: Uint8Array): AnnouncementEnvelope {
   };
 }
 
-/** Whether the envelope's signature was made by `envelope.from` for this topic. */
+/**
+ * Whether the envelope's signature was made by `envelope.from` for this topic, under the strict
+ * rules of net/ed25519_strict.ts (a small-order or non-canonical key or R is never valid).
+ */
 export function verifyEnvelope(envelope: AnnouncementEnvelope, topic: string): boolean {
+  let signed: Uint8Array;
   try {
-    return ed25519.verify(
-      envelope.signature,
-      signingInput(topic, envelope.signedBytes),
-      envelope.from,
-    );
+    signed = signingInput(topic, envelope.signedBytes);
   } catch {
-    return false; // a malformed public key or signature point is simply not a valid signature
+    return false; // not a topic of ours
   }
+  return verifySignature(envelope.signature, signed, envelope.from);
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
+import { ed25519 } from "@noble/curves/ed25519.js";
 import {
   type Announcement,
   AnnouncementDecodeError,
@@ -12,6 +13,12 @@ import {
   verifyEnvelope,
 } from "./announcement.ts";
 import { publicKeyOf } from "./identity.ts";
+import { hexToBytes } from "./hex.ts";
+import {
+  forgeWithSmallOrderKey,
+  signWithSmallOrderR,
+  WEAK_POINTS,
+} from "../../net/testing/weak_keys.ts";
 
 const secret = new Uint8Array(32).fill(5);
 const topic = gossipTopic("run-a");
@@ -186,4 +193,43 @@ Deno.test("PeerAddresses: counts and lengths are checked both ways", () => {
     () => encodeMessage({ kind: "PeerAddresses", addresses: [new Uint8Array(129)] }),
     /addresses\[0\] must be 1..128 bytes, found 129/,
   );
+});
+
+/** The bytes an envelope's signature covers (the wire format in the module doc). */
+function signedInput(topicHex: string, envelope: Uint8Array): Uint8Array {
+  const domain = new TextEncoder().encode("psyche-ts announcement v1");
+  return new Uint8Array([
+    ...domain,
+    ...hexToBytes(topicHex, 32, "topic"),
+    ...envelope.subarray(97),
+  ]);
+}
+
+/** `bytes` (a signed envelope) with its sender key and signature replaced. */
+function withSender(bytes: Uint8Array, from: Uint8Array, signature: Uint8Array): Uint8Array {
+  const out = bytes.slice();
+  out.set(from, 1);
+  out.set(signature, 33);
+  return out;
+}
+
+Deno.test("envelopes from small-order or non-canonical keys, or with such an R, never verify", () => {
+  const honest = signAnnouncement(result, { secretKey: secret, topic, nonce: 1 });
+  assert.ok(verifyEnvelope(decodeEnvelope(honest), topic), "the honest envelope verifies");
+  const resigned = withSender(
+    honest,
+    publicKeyOf(secret),
+    ed25519.sign(signedInput(topic, honest), secret),
+  );
+  assert.ok(verifyEnvelope(decodeEnvelope(resigned), topic), "the test's signing input is right");
+  for (const weak of WEAK_POINTS) {
+    const forged = withSender(honest, weak.bytes, forgeWithSmallOrderKey());
+    assert.equal(verifyEnvelope(decodeEnvelope(forged), topic), false, `${weak.name} as sender`);
+    const badR = withSender(
+      honest,
+      publicKeyOf(secret),
+      signWithSmallOrderR(secret, signedInput(topic, honest), weak.bytes),
+    );
+    assert.equal(verifyEnvelope(decodeEnvelope(badR), topic), false, `${weak.name} as R`);
+  }
 });

@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { isSmallOrderEncoding } from "../../net/ed25519_strict.ts";
 import { CoordinatorError, type CoordinatorErrorCode } from "../errors.ts";
 import { type HealthCheck, healthCheck } from "../health.ts";
 import { isHalted, keyString, type Outcome, sameKey } from "../machine_core.ts";
@@ -31,6 +32,7 @@ import type {
 } from "../types.ts";
 import { MAX_CLIENTS_LIMIT } from "../types.ts";
 import { durationProblem } from "../time.ts";
+import { quoteForTerminal } from "../printable.ts";
 import type { ClientMessage } from "./protocol.ts";
 
 /** Something the host did, for logs and for the edge's side effects (saving state). */
@@ -236,9 +238,16 @@ export class CoordinatorHost {
   }
 
   #join(id: NodeIdentity, name: string, runId: string): HostReply {
+    if (isSmallOrderEncoding(id.signer)) {
+      // The TCP handshake already refuses these; no backend may let a forgeable key in.
+      const reason = "public key is a small-order point";
+      this.#events.push({ kind: "JoinRefused", client: name, reason });
+      return { kind: "Refused", reason };
+    }
     if (runId !== this.state.runId) {
-      const reason =
-        `run id "${runId}" does not match this coordinator's run "${this.state.runId}"`;
+      // The peer's run id is quoted escaped: it reaches the operator's terminal.
+      const reason = `run id ${quoteForTerminal(runId)} does not match this coordinator's run ` +
+        quoteForTerminal(this.state.runId);
       this.#events.push({ kind: "JoinRefused", client: name, reason });
       return { kind: "Refused", reason };
     }

@@ -12,6 +12,7 @@ import {
 } from "../../tests/support/coordinator_fixtures.ts";
 import type { WitnessMetadata } from "../types.ts";
 import { CoordinatorHost, type HostEvent } from "./host.ts";
+import { WEAK_POINTS } from "../../net/testing/weak_keys.ts";
 
 const SEED = 42n;
 const META: WitnessMetadata = {
@@ -316,5 +317,34 @@ Deno.test("a checkpoint report from a client of the epoch moves the run's checkp
     kind: "Error",
     code: "InvalidCheckpoint",
     message: "the sender is not a client of this epoch",
+  });
+});
+
+Deno.test("a Join from a small-order key is refused, whatever backend carried it", () => {
+  const host = newHost();
+  for (const weak of WEAK_POINTS) {
+    const reply = host.handle(
+      weak.bytes,
+      { kind: "Join", requestId: 1, runId: host.state.runId },
+      100,
+      SEED,
+    );
+    assert.deepEqual(reply, { kind: "Refused", reason: "public key is a small-order point" });
+  }
+  assert.equal(host.pending().length, 0);
+  assert.deepEqual(join(host, 0), { kind: "Ack" }, "an ordinary key still joins");
+});
+
+Deno.test("a peer's run id is quoted escaped in the refusal: no raw newline or U+202E", () => {
+  const host = newHost();
+  const reply = host.handle(
+    identity(0).signer,
+    { kind: "Join", requestId: 1, runId: "x\nFAKE LOG\u202E" },
+    100,
+    SEED,
+  );
+  assert.deepEqual(reply, {
+    kind: "Refused",
+    reason: `run id "x\\nFAKE LOG\\u202e" does not match this coordinator's run "test-run"`,
   });
 });

@@ -183,6 +183,33 @@ const CASES: [string, Partial<LlmModel>, CoordinatorProgramErrorName][] = [
     { lrSchedule: wsd({ stableSteps: 0xffff_fff0 }) },
     "InvalidLrSchedule",
   ],
+  ["Constant baseLr > 1", {
+    lrSchedule: { kind: "Constant", baseLr: 1.0000000000000002, warmupSteps: 0, warmupInitLr: 0 },
+  }, "InvalidLrSchedule"],
+  ["Constant warmupInitLr > 1", {
+    lrSchedule: { kind: "Constant", baseLr: 1, warmupSteps: 5, warmupInitLr: 2 },
+  }, "InvalidLrSchedule"],
+  ["Linear finalLr > 1", {
+    lrSchedule: {
+      kind: "Linear",
+      baseLr: 1,
+      warmupSteps: 5,
+      warmupInitLr: 0,
+      totalSteps: 5,
+      finalLr: 1.5,
+    },
+  }, "InvalidLrSchedule"],
+  ["AdamW weightDecay > 1", { optimizer: adamW({ weightDecay: 1.5 }) }, "InvalidOptimizer"],
+  ["AdamW eps > 1", { optimizer: adamW({ eps: 2 }) }, "InvalidOptimizer"],
+  ["AdamW clip > 1e6", { optimizer: adamW({ clipGradNorm: 2 ** 53 }) }, "InvalidOptimizer"],
+  ["Distro clip > 1e6", {
+    optimizer: distro({ clipGradNorm: 1000000.0000000001 }),
+  }, "InvalidOptimizer"],
+  [
+    "Distro weightDecay > 1",
+    { optimizer: distro({ weightDecay: 1.0000000000000002 }) },
+    "InvalidOptimizer",
+  ],
   ["AdamW beta 1", { optimizer: adamW({ betas: [0.9, 1] }) }, "InvalidOptimizer"],
   ["AdamW beta < 0", { optimizer: adamW({ betas: [-0.1, 0.9] }) }, "InvalidOptimizer"],
   ["AdamW eps -0", { optimizer: adamW({ eps: -0 }) }, "InvalidOptimizer"],
@@ -232,6 +259,9 @@ Deno.test("update: each model-content rule is rejected with its code", async () 
         }),
       },
       { optimizer: adamW({ betas: [-0, 0.9999999999999999], weightDecay: -0 }) },
+      { optimizer: adamW({ weightDecay: 1, eps: 1, clipGradNorm: 1e6 }) },
+      { optimizer: distro({ weightDecay: 1, clipGradNorm: 1e6 }) },
+      { lrSchedule: { kind: "Constant", baseLr: 1, warmupSteps: 3, warmupInitLr: 1 } },
       {
         optimizer: distro({ compressionDecay: 1, compressionChunk: 65535, compressionTopk: 65535 }),
       },
@@ -312,10 +342,10 @@ const text = pick("org/model", "main", "ü-ñ ✓", "org/model", "", " ", "\u202
 /** `usual` four times as often as `rare`. */
 const usually = <T>(usual: fc.Arbitrary<T>, rare: fc.Arbitrary<T>) =>
   fc.oneof({ weight: 4, arbitrary: usual }, { weight: 1, arbitrary: rare });
-const rate = usually(pick(0, 1e-3, 3e-4, 0.5, 1, 1e-8, -0), pick(-1e-3, -5e-324));
+const rate = usually(pick(0, 1e-3, 3e-4, 0.5, 1, 1e-8, -0), pick(-1e-3, -5e-324, 1.5, 2 ** 53));
 const steps = usually(pick(0, 1, 10, 100, 1000), pick(2 ** 31, 0xffff_ffff));
 const unit = pick(0, 0.5, 0.9, 0.95, 0.999, 1, -0.1, 1.5);
-const optionalPositive = pick(null, 1, 0.5, 0, -1);
+const optionalPositive = pick(null, 1, 0.5, 0, -1, 1e6, 1000000.0000000001);
 const u16ish = pick(1, 4, 16, 64, 4096, 65535, 0, 65536, 70000);
 const url = pick("https://example.com/d.bin", "http://a/b", "https://a/b\0c");
 const template = pick("https://x/{}.ds", "https://x/{}{}.ds", "https://x/a.ds", "https://x/{{}}");
@@ -367,7 +397,7 @@ const arbOptimizer: fc.Arbitrary<OptimizerDefinition> = fc.oneof(
   fc.record({
     betas: fc.tuple(unit, unit),
     weightDecay: rate,
-    eps: pick(1e-8, 1e-6, 0, -1e-8),
+    eps: pick(1e-8, 1e-6, 0, -1e-8, 1, 1.0000000000000002),
     clipGradNorm: optionalPositive,
   }).map((o) => ({ kind: "AdamW" as const, ...o })),
   fc.record({

@@ -7,6 +7,7 @@
 import { parseArgs } from "node:util";
 import { type Address, address } from "@solana/kit";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "./defaults.ts";
+import { unprintableProblem } from "../../printable.ts";
 
 /** Usage text of `deno task solana`. */
 export const USAGE = `Usage: deno task solana <command> [options]
@@ -180,6 +181,8 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
     if (id === undefined || id === "") throw new SolanaUsageError(`${command} needs --run-id ID`);
     const bytes = new TextEncoder().encode(id).length;
     if (bytes > 32) throw new SolanaUsageError(`--run-id is ${bytes} bytes, at most 32 allowed`);
+    const problem = unprintableProblem(id);
+    if (problem !== null) throw new SolanaUsageError(`--run-id ${problem}`);
     return id;
   };
   const needWallet = () => {

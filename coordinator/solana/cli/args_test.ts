@@ -46,6 +46,8 @@ Deno.test("bad command lines name what is wrong", () => {
     [["tick", ...W], /tick needs --run-id ID/],
     [["tick", "--run-id", "r"], /tick needs --wallet-private-key-path FILE/],
     [["tick", "--run-id", "x".repeat(33), ...W], /--run-id is 33 bytes, at most 32/],
+    [["create-run", "--run-id", "r\u202Eun", ...W], /--run-id contains U\+202E at character 2/],
+    [["tick", "--run-id", "r\n", ...W], /--run-id contains U\+000A/],
     [["set-paused", "--run-id", "r", "stop", ...W], /pause or resume, found "stop"/],
     [["create-run", "--run-id", "r", "--join-authority", "0xabc", ...W], /--join-authority/],
     [["join-authorization", "--run-id", "r", ...W], /create or delegate, found nothing/],

@@ -15,6 +15,10 @@
 
 #define F64_SIGN 0x8000000000000000ull
 #define F64_ONE 0x3ff0000000000000ull
+/* config_validate.ts's MAX_LEARNING_RATE, MAX_WEIGHT_DECAY, MAX_ADAM_EPS (1) and
+ * MAX_CLIP_GRAD_NORM (1e6), as bit patterns. */
+#define F64_MAX_RATE F64_ONE
+#define F64_MAX_CLIP 0x412e848000000000ull
 
 #define RULE(cond, code, msg)                                                                      \
   do {                                                                                             \
@@ -54,6 +58,10 @@ static bool f64_nonneg(u64 bits) { return (bits & F64_SIGN) == 0 || bits == F64_
 static bool f64_pos(u64 bits) { return (bits & F64_SIGN) == 0 && bits != 0; }
 /* The order key of a finite double >= 0 (-0 becomes +0). */
 static u64 f64_key(u64 bits) { return bits & ~F64_SIGN; }
+/* A finite double in [0, max] (max given as the bits of a positive double). */
+static bool f64_in(u64 bits, u64 max) { return f64_nonneg(bits) && f64_key(bits) <= max; }
+/* A finite double in (0, max]. */
+static bool f64_pos_upto(u64 bits, u64 max) { return f64_pos(bits) && bits <= max; }
 
 /* Whether code point `cp` is whitespace to JavaScript's String.prototype.trim. */
 static bool js_space(u32 cp) {
@@ -215,12 +223,13 @@ static u64 check_lr_schedule(const model_t *m) {
   u64 base_lr = w64(&w);
   u32 warmup_steps = w32(&w);
   u64 warmup_init_lr = w64(&w);
-  RULE(f64_nonneg(base_lr), E_INVALID_LR_SCHEDULE, "model.lrSchedule.baseLr must be >= 0");
-  RULE(f64_nonneg(warmup_init_lr), E_INVALID_LR_SCHEDULE, "model.lrSchedule.warmupInitLr must be >= 0");
+  RULE(f64_in(base_lr, F64_MAX_RATE), E_INVALID_LR_SCHEDULE, "model.lrSchedule.baseLr must be in [0, 1]");
+  RULE(f64_in(warmup_init_lr, F64_MAX_RATE), E_INVALID_LR_SCHEDULE,
+       "model.lrSchedule.warmupInitLr must be in [0, 1]");
   if (kind == 1 || kind == 2) { /* Linear, Cosine */
     u32 total_steps = w32(&w);
     u64 final_lr = w64(&w);
-    RULE(f64_nonneg(final_lr), E_INVALID_LR_SCHEDULE, "model.lrSchedule.finalLr must be >= 0");
+    RULE(f64_in(final_lr, F64_MAX_RATE), E_INVALID_LR_SCHEDULE, "model.lrSchedule.finalLr must be in [0, 1]");
     if (kind == 1) {
       RULE(total_steps >= warmup_steps, E_INVALID_LR_SCHEDULE,
            "model.lrSchedule.Linear.totalSteps must be at least warmupSteps");
@@ -234,10 +243,10 @@ static u64 check_lr_schedule(const model_t *m) {
     u64 cosine_final = w64(&w);
     u64 linear_steps = w32(&w);
     u64 linear_final = w64(&w);
-    RULE(f64_nonneg(cosine_final), E_INVALID_LR_SCHEDULE,
-         "model.lrSchedule.cosineDecayFinalLr must be >= 0");
-    RULE(f64_nonneg(linear_final), E_INVALID_LR_SCHEDULE,
-         "model.lrSchedule.linearDecayFinalLr must be >= 0");
+    RULE(f64_in(cosine_final, F64_MAX_RATE), E_INVALID_LR_SCHEDULE,
+         "model.lrSchedule.cosineDecayFinalLr must be in [0, 1]");
+    RULE(f64_in(linear_final, F64_MAX_RATE), E_INVALID_LR_SCHEDULE,
+         "model.lrSchedule.linearDecayFinalLr must be in [0, 1]");
     RULE(f64_key(cosine_final) <= f64_key(base_lr), E_INVALID_LR_SCHEDULE,
          "model.lrSchedule.cosineDecayFinalLr must be at most baseLr");
     RULE(f64_key(linear_final) <= f64_key(cosine_final), E_INVALID_LR_SCHEDULE,
@@ -256,14 +265,21 @@ static u64 check_optimizer(const model_t *m) {
          "model.optimizer.AdamW.betas[0] must be in [0, 1)");
     RULE(f64_nonneg(beta1) && f64_key(beta1) < F64_ONE, E_INVALID_OPTIMIZER,
          "model.optimizer.AdamW.betas[1] must be in [0, 1)");
-    RULE(f64_nonneg(weight_decay), E_INVALID_OPTIMIZER, "model.optimizer.AdamW.weightDecay must be >= 0");
-    RULE(f64_pos(eps), E_INVALID_OPTIMIZER, "model.optimizer.AdamW.eps must be > 0");
-    if (w8(&w)) RULE(f64_pos(w64(&w)), E_INVALID_OPTIMIZER, "model.optimizer.clipGradNorm must be > 0");
+    RULE(f64_in(weight_decay, F64_MAX_RATE), E_INVALID_OPTIMIZER,
+         "model.optimizer.AdamW.weightDecay must be in [0, 1]");
+    RULE(f64_pos_upto(eps, F64_MAX_RATE), E_INVALID_OPTIMIZER, "model.optimizer.AdamW.eps must be in (0, 1]");
+    if (w8(&w))
+      RULE(f64_pos_upto(w64(&w), F64_MAX_CLIP), E_INVALID_OPTIMIZER,
+           "model.optimizer.clipGradNorm must be in (0, 1e6]");
     return 0;
   }
   /* Distro (Dummy is rejected earlier). */
-  if (w8(&w)) RULE(f64_pos(w64(&w)), E_INVALID_OPTIMIZER, "model.optimizer.clipGradNorm must be > 0");
-  if (w8(&w)) RULE(f64_nonneg(w64(&w)), E_INVALID_OPTIMIZER, "model.optimizer.weightDecay must be >= 0");
+  if (w8(&w))
+    RULE(f64_pos_upto(w64(&w), F64_MAX_CLIP), E_INVALID_OPTIMIZER,
+         "model.optimizer.clipGradNorm must be in (0, 1e6]");
+  if (w8(&w))
+    RULE(f64_in(w64(&w), F64_MAX_RATE), E_INVALID_OPTIMIZER,
+         "model.optimizer.weightDecay must be in [0, 1]");
   u64 decay = w64(&w);
   u64 topk = w32(&w);
   u64 chunk = w32(&w);

@@ -1,0 +1,61 @@
+import assert from "node:assert/strict";
+import { DataError } from "../data/errors.ts";
+import { LocalDataProvider } from "../data/local.ts";
+import type { DataProvider, TokenBatch } from "../data/provider.ts";
+import { closing, writeFixtureDataset } from "../data/testing/fixtures.ts";
+import { checkDataVocabulary, DataVocabularyError } from "./data_check.ts";
+
+/** A provider of fixed rows (as a TCP data server would send them, unchecked). */
+function rowsProvider(rows: number[][], fail?: Error): DataProvider {
+  const seqLen = rows[0].length;
+  return {
+    seqLen,
+    numSequences: rows.length,
+    getSamples(batch): Promise<TokenBatch> {
+      if (fail !== undefined) return Promise.reject(fail);
+      const picked = rows.slice(batch.start, batch.end + 1);
+      return Promise.resolve({
+        count: picked.length,
+        seqLen,
+        tokens: Uint32Array.from(picked.flat()),
+      });
+    },
+    close: () => Promise.resolve(),
+  };
+}
+
+Deno.test("tokens below the vocabulary pass; the first one at or above it is named", async () => {
+  await checkDataVocabulary(rowsProvider([[0, 511], [5, 6]]), 512);
+  await assert.rejects(
+    checkDataVocabulary(rowsProvider([[0, 1], [2, 512]]), 512, { model: "m" }),
+    (e) =>
+      e instanceof DataVocabularyError &&
+      e.message ===
+        "The model's vocabulary (vocab_size 512 (m)) cannot read the run's data: sequence 1 " +
+          "holds token id 512 at position 1",
+  );
+});
+
+Deno.test("only the first sequences are read", async () => {
+  const rows = Array.from({ length: 20 }, (_, i) => [i === 19 ? 9999 : 1, 2]);
+  await checkDataVocabulary(rowsProvider(rows), 512, { sequences: 16 });
+  await assert.rejects(checkDataVocabulary(rowsProvider(rows), 512, { sequences: 20 }));
+});
+
+Deno.test("a provider's own vocab_size refusal becomes the same error; other failures pass through", async () => {
+  await using data = await writeFixtureDataset([64]);
+  await using local = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes", vocabSize: 100 }),
+  );
+  await assert.rejects(
+    checkDataVocabulary(local, 100),
+    (e) =>
+      e instanceof DataVocabularyError && e.cause instanceof DataError &&
+      /token id >= vocab size 100 \(\d+\) at byte offset \d+$/.test(e.message),
+  );
+  const timeout = new DataError("timed out", { retryable: true });
+  await assert.rejects(
+    checkDataVocabulary(rowsProvider([[1]], timeout), 512),
+    (e) => e === timeout,
+  );
+});

@@ -110,6 +110,7 @@ export {
   DEFAULT_BULK_MAX_CONNECTIONS_PER_ADDRESS,
   DEFAULT_BULK_REQUEST_TIMEOUT_MS,
 } from "./bulk_listener.ts";
+export { type ByteCharge, RoundByteBudget } from "./byte_budget.ts";
 export {
   DEFAULT_MAX_TICKETS,
   DEFAULT_MAX_TICKETS_PER_PEER,

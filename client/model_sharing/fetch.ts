@@ -6,9 +6,11 @@
  *    each within `manifestTimeoutMs` (peers that joined with us answer NotFound and do not vote),
  *    and stops waiting as soon as one manifest has a majority of all providers;
  * 2. accepts the manifest hash a strict majority of the answering peers report (quorum.ts);
- * 3. fetches `config.json` and every tensor by the sha256 the manifest lists, spread across the
- *    peers that reported that manifest, each verified on arrival, with retries on other peers
- *    (client/p2p/model_share.ts and the payload service's fallback policy);
+ * 3. fetches `config.json` (at most 64 KiB), refuses the manifest unless it lists exactly the
+ *    config's tensors at their f32 sizes, then fetches every tensor by the sha256 the manifest
+ *    lists, spread across the peers that reported that manifest, each verified on arrival and
+ *    cut at its size, with retries on other peers (client/p2p/model_share.ts and the payload
+ *    service's fallback policy);
  * 4. rebuilds the flat f32 model from the blobs (blobs.ts), checking every tensor's size.
  *
  * By default it then serves what it fetched, so later joiners can fetch from it as well.
@@ -21,18 +23,23 @@ import type { ContentHash } from "../p2p/content_store.ts";
 import {
   fetchModel as fetchModelBlobs,
   MANIFEST_NAME,
-  MAX_MANIFEST_ENTRIES,
+  MAX_MANIFEST_BYTES,
 } from "../p2p/model_share.ts";
 import type { PayloadService } from "../p2p/payload_service.ts";
-import { MAX_NAME_BYTES } from "../p2p/payload_wire.ts";
-import { modelFromBlobs, type SharedModel } from "./blobs.ts";
+import {
+  CONFIG_BLOB,
+  MAX_CONFIG_BLOB_BYTES,
+  modelFromBlobs,
+  type SharedModel,
+  tensorBlobSizes,
+} from "./blobs.ts";
 import { agreeOnManifest, type ManifestReport } from "./quorum.ts";
 import { servedHashes, type ServedModel } from "./serve.ts";
 
 /** How long one provider may take to hand over its manifest, by default. */
 export const DEFAULT_MANIFEST_TIMEOUT_MS = 8_000;
-/** Largest manifest accepted: the most entries with the longest names. */
-export const MAX_MANIFEST_BYTES = 5 + MAX_MANIFEST_ENTRIES * (2 + MAX_NAME_BYTES + 40);
+/** Largest manifest accepted (client/p2p/model_share.ts). */
+export { MAX_MANIFEST_BYTES };
 
 /** Options for {@link fetchModel}. */
 export interface FetchModelOptions {
@@ -64,7 +71,9 @@ export interface FetchedModel extends SharedModel {
 /**
  * Fetches the model the epoch's peers agree on. Throws `ManifestDisagreementError` when no
  * manifest has a majority, `PayloadFetchError` when a blob could not be fetched from any
- * supporter, `ManifestDecodeError` / `ModelBlobError` when the agreed blobs are not a model.
+ * supporter, `ManifestSizeError` (before any tensor is fetched) when the manifest's sizes are
+ * not its config's, `ManifestDecodeError` / `ModelBlobError` when the agreed blobs are not a
+ * model.
  */
 export async function fetchModel(
   payloads: PayloadService,
@@ -109,6 +118,7 @@ export async function fetchModel(
     manifestHash: agreed.hash,
     signal,
     reshare,
+    sizesFrom: { blob: CONFIG_BLOB, maxBytes: MAX_CONFIG_BLOB_BYTES, sizes: tensorBlobSizes },
   });
   const model = modelFromBlobs(blobs);
   return {

@@ -129,6 +129,7 @@ export {
   BulkWireError,
 } from "./bulk_wire.ts";
 export {
+  checkManifestSizes,
   decodeManifest,
   encodeManifest,
   fetchModel,
@@ -137,6 +138,8 @@ export {
   MANIFEST_VERSION,
   ManifestDecodeError,
   type ManifestEntry,
+  ManifestSizeError,
+  MAX_MANIFEST_BYTES,
   MAX_MANIFEST_ENTRIES,
   shareModel,
 } from "./model_share.ts";

@@ -8,19 +8,14 @@
 import assert from "node:assert/strict";
 import type { Stream } from "@libp2p/interface";
 import { toHex } from "../coordinator/hash.ts";
-import type { NodeIdentity } from "../coordinator/types.ts";
 import { commitmentHash } from "../optimizer/commitment.ts";
 import { chunkLayouts } from "../optimizer/layout.ts";
-import { Exchange } from "../client/exchange.ts";
-import type { ClientEvents, ClientLogger } from "../client/log.ts";
 import { expectedResultBytes } from "../client/payload_check.ts";
-import { roundView } from "../client/round_view.ts";
 import { CONFIG_BLOB, modelToBlobs } from "../client/model_sharing/blobs.ts";
 import { fetchModel } from "../client/model_sharing/fetch.ts";
 import { tinyModel } from "../client/model_sharing/testing_model.ts";
 import { contentHash, hashToBytes } from "../client/p2p/content_store.ts";
 import { PayloadFetchError } from "../client/p2p/fallback.ts";
-import { publicKeyOf } from "../client/p2p/identity.ts";
 import { ManifestSizeError, shareModel } from "../client/p2p/model_share.ts";
 import { createP2PNode, type P2PNode } from "../client/p2p/node.ts";
 import { PayloadService } from "../client/p2p/payload_service.ts";
@@ -33,7 +28,7 @@ import {
 import { encodeBulkResponseHeader } from "../client/p2p/bulk_wire.ts";
 import { StreamReader } from "../client/p2p/stream_reader.ts";
 import { fakeBulkListener, testPublic, testSecret, waitFor } from "../client/p2p/test_util.ts";
-import { RunDriver, testState } from "./support/coordinator_fixtures.ts";
+import { startP2PRun, validResult } from "./support/p2p_run.ts";
 
 /** One muxer frame: the most a stream can deliver past a cut in one piece. */
 const YAMUX_FRAME_BYTES = 64 * 1024;
@@ -99,113 +94,51 @@ Deno.test({
       layouts: chunkLayouts([{ name: "w", shape: [256, 256] }], { chunk: 64, topk: 8 }),
       quantize1bit: true,
     };
-    const secrets = [1, 2, 3].map((n) => new Uint8Array(32).fill(n * 29));
-    const ids: NodeIdentity[] = secrets.map((s) => {
-      const key = publicKeyOf(s);
-      return { signer: key, p2pIdentity: key };
+    await using run = await startP2PRun(expectation);
+    const { honest, observer, attacker, step, batchOf, proofOf } = run;
+    // The attacker serves 32 MiB of junk for its own batch and announces it, correctly signed
+    // and committed: only the size gives it away.
+    const expected = expectedResultBytes(expectation);
+    const payload = junk(JUNK_BYTES, 1);
+    const hash = attacker.payloads.provide(payload, { step });
+    await attacker.gossip.publish({
+      kind: "TrainingResult",
+      step,
+      proof: proofOf(2),
+      batch: batchOf(2),
+      commitment: commitmentHash({ step, batch: batchOf(2), payload }),
+      contentHash: hashToBytes(hash),
+      payloadSize: payload.length,
     });
-    const driver = new RunDriver(
-      testState({
-        initMinClients: 3,
-        minClients: 1,
-        globalBatchSizeStart: 6,
-        globalBatchSizeEnd: 6,
-      }),
+    const size = await honest.publishResult(
+      0,
+      proofOf(0),
+      validResult(expectation, step, batchOf(0)),
     );
-    driver.startEpoch(ids);
-    driver.warmupTimeout();
-    const state = driver.state;
-    const refusals: ClientEvents["refused"][] = [];
-    const exchanges: Exchange[] = [];
-    try {
-      for (const [i, secretKey] of secrets.entries()) {
-        const logger: ClientLogger = {
-          log: (event, fields) => {
-            if (i === 1 && event === "refused") refusals.push(fields as ClientEvents["refused"]);
-          },
-        };
-        const exchange = await Exchange.start({
-          runId: "attack-p2p",
-          secretKey,
-          publicKey: ids[i].p2pIdentity,
-          logger,
-          onChange: () => {},
-          gossipHeartbeatMs: 100,
-          retry: FAST_RETRY,
-        });
-        exchange.setExpectation(expectation);
-        exchanges.push(exchange);
-      }
-      const [honest, observer, rogue] = exchanges;
-      for (const ex of exchanges) {
-        for (const [j, other] of exchanges.entries()) {
-          if (other !== ex) {
-            await ex.node.addPeerAddresses(ids[j].p2pIdentity, other.node.addresses());
-          }
-        }
-        await ex.update(structuredClone(state));
-      }
-      await waitFor(
-        "gossip mesh",
-        () => exchanges.every((ex) => ex.gossip.topicPeers().length === 2),
-        10_000,
-      );
-      await new Promise((r) => setTimeout(r, 300));
-      const view = roundView(state, 0, ids[0].signer)!;
-      const batchOf = (i: number) => view.assignments.find((a) => a.clientIndex === i)!.batch;
+    assert.equal(size, expected);
 
-      // The rogue serves 32 MiB of junk for its own batch and announces it, correctly signed
-      // and committed: only the size gives it away.
-      const expected = expectedResultBytes(expectation);
-      const payload = junk(JUNK_BYTES, 1);
-      const hash = rogue.payloads.provide(payload, { step: view.step });
-      await rogue.gossip.publish({
-        kind: "TrainingResult",
-        step: view.step,
-        proof: view.selection.committeeProof(2),
-        batch: batchOf(2),
-        commitment: commitmentHash({ step: view.step, batch: batchOf(2), payload }),
-        contentHash: hashToBytes(hash),
-        payloadSize: payload.length,
-      });
-      const { chunks, k } = expectation.layouts[0];
-      const honestResult = {
-        step: view.step,
-        batch: batchOf(0),
-        trainerNonce: 0,
-        params: [{
-          indices: Uint32Array.from({ length: chunks * k }, (_, i) => (i % k) * 3),
-          values: new Float32Array(chunks * k).fill(1),
-        }],
-      };
-      const size = await honest.publishResult(0, view.selection.committeeProof(0), honestResult);
-      assert.equal(size, expected);
-
-      const tracker = observer.tracker(0)!;
-      await waitFor("both announcements", () => tracker.announcements().length === 2, 10_000);
-      await waitFor("downloads settled", () => observer.downloadsSettled(0), 10_000);
-      assert.deepEqual(
-        tracker.announcements().filter((a) => tracker.result(a.commitment)).map((a) => a.batch),
-        [batchOf(0)],
-        "the honest result verified",
-      );
-      assert.deepEqual(refusals, [{
-        what: "TrainingResult",
-        reason: "WrongPayloadSize",
-        from: toHex(ids[2].p2pIdentity),
-        detail: `result of batch [${batchOf(2).start}, ${batchOf(2).end}] announced ` +
-          `${JUNK_BYTES} bytes, a result of this model is ${expected} bytes`,
-      }]);
-      assert.equal(
-        observer.payloads.stats.receivedBytes,
-        expected,
-        "the observer downloaded the honest result and nothing of the rogue's",
-      );
-      assert.equal(rogue.payloads.stats.served, 0, "nobody asked the rogue for its junk");
-      assert.equal(rogue.payloads.stats.bulkOffered, 0);
-    } finally {
-      for (const ex of exchanges) await ex.close();
-    }
+    const tracker = observer.tracker(0)!;
+    await waitFor("both announcements", () => tracker.announcements().length === 2, 10_000);
+    await waitFor("downloads settled", () => observer.downloadsSettled(0), 10_000);
+    assert.deepEqual(
+      tracker.announcements().filter((a) => tracker.result(a.commitment)).map((a) => a.batch),
+      [batchOf(0)],
+      "the honest result verified",
+    );
+    assert.deepEqual(run.refusals, [{
+      what: "TrainingResult",
+      reason: "WrongPayloadSize",
+      from: toHex(run.ids[2].p2pIdentity),
+      detail: `result of batch [${batchOf(2).start}, ${batchOf(2).end}] announced ` +
+        `${JUNK_BYTES} bytes, a result of this model is ${expected} bytes`,
+    }]);
+    assert.equal(
+      observer.payloads.stats.receivedBytes,
+      expected,
+      "the observer downloaded the honest result and nothing of the attacker's",
+    );
+    assert.equal(attacker.payloads.stats.served, 0, "nobody asked the attacker for its junk");
+    assert.equal(attacker.payloads.stats.bulkOffered, 0);
   },
 });
 

@@ -21,6 +21,8 @@ Deno.test("the data-server command serves only the keys it is told to allow", as
       main,
       "--config",
       `${data.dir}/data.toml`,
+      "--max-batch-sequences",
+      "8",
       "--allow",
       toHex(allowed.publicKey),
     ],
@@ -35,7 +37,7 @@ Deno.test("the data-server command serves only the keys it is told to allow", as
       if (done) throw new Error(`data-server exited early: ${out}`);
       out += value;
     }
-    assert.match(out, /serving .*: 8 sequences of 32 tokens/);
+    assert.match(out, /serving .*: 8 sequences of 32 tokens, at most 8 per request/);
     const address = /on (\S+:\d+)/.exec(out)![1];
     await using ok = closing(
       await TcpDataProvider.connect(address, { secretKey: allowed.secretKey }),

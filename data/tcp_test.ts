@@ -37,6 +37,8 @@ Deno.test("data messages round-trip and reject malformed bytes", () => {
     },
     { kind: "Rejected", batch: { start: 1, end: 1 }, reason: "WrongDataIdForStep", detail: "x" },
     { kind: "Failed", batch: { start: 0, end: 3 }, message: "disk on fire" },
+    { kind: "Rejected", batch: { start: 0, end: 5 }, reason: "RateLimited", detail: "slow down" },
+    { kind: "Closing", reason: "no request for 30000 ms" },
   ];
   for (const m of messages) {
     assert.deepEqual(decodeDataServerMessage(encodeDataServerMessage(m)), m);

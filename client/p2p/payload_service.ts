@@ -6,7 +6,9 @@
  * one provider at a time (see `fallback.ts` for the order, timeouts, retries and back-off), the
  * response's declared length is checked against the caller's limit before a byte of content is
  * accepted, and the bytes are hashed on arrival: a provider whose bytes do not match is marked
- * bad and not asked again. At most `maxConcurrentDownloads` transfers run at once.
+ * bad and not asked again. At most `maxConcurrentDownloads` transfers run at once. A fetch with a
+ * `budget` charges each attempt to its provider's bytes for the round (`byte_budget.ts`), so no
+ * peer can make this node download more than the caller allows per round.
  *
  * Content can also be provided under a name (P2P model sharing asks for "config" and then for
  * each tensor by name); `fetchNamed` returns the bytes with the hash the provider declared,

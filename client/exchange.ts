@@ -7,9 +7,11 @@
  * model, and answers the state machine's questions ({@link ExchangeFacts}).
  *
  * What is refused (and logged, never fatal): announcements the tracker rejects (wrong
- * step, stranger, stolen proof, wrong batch, equivocation), payloads whose commitment hash
- * does not match, payloads that do not decode for the model. Forged signatures never get
- * here: the gossip layer drops them before delivery or relay.
+ * step, stranger, stolen proof, wrong batch, equivocation), announced sizes other than the
+ * model's payload size and peers past their byte budget for the round (both before a byte is
+ * fetched), payloads whose commitment hash does not match, payloads that do not decode for
+ * the model. Forged signatures never get here: the gossip layer drops them before delivery
+ * or relay.
  *
  * @module
  */
@@ -37,7 +39,7 @@ import { createP2PNode, type P2PNode } from "./p2p/node.ts";
 import { type BulkOptions, PayloadService } from "./p2p/payload_service.ts";
 import type { RetryPolicy } from "./p2p/fallback.ts";
 import { EarlyBuffer } from "./early_buffer.ts";
-import { checkResultPayload } from "./payload_check.ts";
+import { checkAnnouncedResult, checkResultPayload, expectedResultBytes } from "./payload_check.ts";
 import type { ClientLogger } from "./log.ts";
 import { type BloomSetup, emptyWitness, RoundTracker } from "./round_tracker.ts";
 import { roundView, sameKey } from "./round_view.ts";
@@ -414,11 +416,29 @@ export class Exchange implements ExchangeFacts {
       .map((c) => c.id.p2pIdentity)
       .filter((k) => !sameKey(k, announced.from));
     try {
+      const expectedBytes = expectedResultBytes(this.#need());
+      // Twice the round's results per peer: a result may be fetched twice (on announcement and
+      // again when applied while the first fetch runs or after it failed).
+      const budget = {
+        round: step,
+        bytesPerPeer: 2 * expectedBytes * tracker.view.assignments.length,
+      };
+      const spent = this.payloads.budgetSpent(announced.from, step);
+      const verdict = checkAnnouncedResult(announced, {
+        expectedBytes,
+        budgetLeft: budget.bytesPerPeer - spent,
+      });
+      if (!verdict.ok) {
+        tracker.recordFailed(commitment);
+        this.#refused("TrainingResult", announced.from, verdict.reason, verdict.detail);
+        return;
+      }
       const bytes = await this.payloads.fetch(hashFromBytes(announced.contentHash), {
         providers: [announced.from, ...others],
         expectedSize: announced.payloadSize,
         provideAs: { step },
         signal: this.#downloads.signal,
+        budget,
       });
       const check = checkResultPayload(bytes, announced, step, this.#need());
       if (!check.ok) {

@@ -1,8 +1,16 @@
 /**
- * Whether downloaded bytes are the result a trainer announced: they must hash (with the
- * round's step and the batch) to the announced commitment, decode as a DisTrO payload for
- * this model, and name the same step and batch inside. Anything else is refused with a
- * reason, and the trainer gets no credit in this client's witness report.
+ * Whether an announced result is worth fetching, and whether downloaded bytes are the result a
+ * trainer announced.
+ *
+ * Before a byte is fetched ({@link checkAnnouncedResult}): a DisTrO result of this model has
+ * exactly `payloadBytes(layouts, quantize1bit)` bytes (the wire format has no variable part,
+ * in 1-bit or bf16 mode), so any other announced size is refused; and the announcer must still
+ * have that much of its byte budget for the round.
+ *
+ * After ({@link checkResultPayload}): the bytes must hash (with the round's step and the batch)
+ * to the announced commitment, decode as a DisTrO payload for this model, and name the same
+ * step and batch inside. Anything else is refused with a reason, and the trainer gets no
+ * credit in this client's witness report.
  *
  * Pure.
  *
@@ -11,7 +19,7 @@
 import { toHex } from "../coordinator/hash.ts";
 import { commitmentHash } from "../optimizer/commitment.ts";
 import type { DistroResult } from "../optimizer/result.ts";
-import { decodePayload, type PayloadExpectation } from "../optimizer/wire.ts";
+import { decodePayload, payloadBytes, type PayloadExpectation } from "../optimizer/wire.ts";
 import type { AnnouncedResult } from "./round_tracker.ts";
 import { sameKey } from "./round_view.ts";
 
@@ -22,6 +30,56 @@ export type PayloadRefusal = "CommitmentMismatch" | "Undecodable" | "WrongConten
 export type PayloadCheck =
   | { readonly ok: true; readonly result: DistroResult }
   | { readonly ok: false; readonly reason: PayloadRefusal; readonly detail: string };
+
+/** Why an announced result was refused before anything was fetched. */
+export type AnnouncementRefusal = "WrongPayloadSize" | "OverBudget";
+
+/** The verdict on an announced result, before fetching it. */
+export type AnnouncementCheck =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly reason: AnnouncementRefusal; readonly detail: string };
+
+/**
+ * Checks the size `announced` claims against the size every result of this model has, and
+ * against what the announcer may still make this client download this round (`budgetLeft`).
+ *
+ * @example
+ * ```ts
+ * import { checkAnnouncedResult } from "./payload_check.ts";
+ * const announced = { batch: { start: 0, end: 3 }, payloadSize: 32 << 20 };
+ * const check = checkAnnouncedResult(announced, { expectedBytes: 58_476, budgetLeft: 1e9 });
+ * console.assert(!check.ok && check.reason === "WrongPayloadSize");
+ * ```
+ */
+export function checkAnnouncedResult(
+  announced: Pick<AnnouncedResult, "batch" | "payloadSize">,
+  limits: { readonly expectedBytes: number; readonly budgetLeft: number },
+): AnnouncementCheck {
+  const { batch, payloadSize } = announced;
+  const what = `result of batch [${batch.start}, ${batch.end}]`;
+  if (payloadSize !== limits.expectedBytes) {
+    return {
+      ok: false,
+      reason: "WrongPayloadSize",
+      detail: `${what} announced ${payloadSize} bytes, a result of this model is ` +
+        `${limits.expectedBytes} bytes`,
+    };
+  }
+  if (payloadSize > limits.budgetLeft) {
+    return {
+      ok: false,
+      reason: "OverBudget",
+      detail: `${what} needs ${payloadSize} bytes, the announcer has ` +
+        `${Math.max(0, limits.budgetLeft)} bytes of its budget left this round`,
+    };
+  }
+  return { ok: true };
+}
+
+/** The exact size of every result payload of the model `expectation` describes. */
+export function expectedResultBytes(expectation: PayloadExpectation): number {
+  return payloadBytes(expectation.layouts, expectation.quantize1bit);
+}
 
 /** Checks `bytes` against the announcement `announced` of round step `step`. */
 export function checkResultPayload(

@@ -3,7 +3,7 @@ import { commitmentHash } from "../optimizer/commitment.ts";
 import { chunkLayouts } from "../optimizer/layout.ts";
 import type { DistroResult } from "../optimizer/result.ts";
 import { encodePayload } from "../optimizer/wire.ts";
-import { checkResultPayload } from "./payload_check.ts";
+import { checkAnnouncedResult, checkResultPayload, expectedResultBytes } from "./payload_check.ts";
 import type { AnnouncedResult } from "./round_tracker.ts";
 
 const expectation = {
@@ -60,4 +60,26 @@ Deno.test("checkResultPayload: other bytes, garbage and mislabelled content are 
   const check = checkResultPayload(mislabelled, announced(mislabelled, 7), 7, expectation);
   assert.equal(reason(check), "WrongContent");
   assert.match(check.ok ? "" : check.detail, /holds step 9/);
+});
+
+Deno.test("checkAnnouncedResult: only the model's exact size within the budget is fetched", () => {
+  const size = expectedResultBytes(expectation);
+  assert.equal(size, payload(7).length, "every result of the model has this size");
+  const check = (payloadSize: number, budgetLeft = 10 * size) =>
+    checkAnnouncedResult({ batch, payloadSize }, { expectedBytes: size, budgetLeft });
+  assert.deepEqual(check(size), { ok: true });
+  assert.deepEqual(check(size, size), { ok: true }, "a budget of exactly one payload suffices");
+  for (const wrong of [size + 1, size - 1, 0, 32 << 20]) {
+    const c = check(wrong);
+    assert.ok(!c.ok && c.reason === "WrongPayloadSize", `size ${wrong}`);
+    assert.equal(
+      c.detail,
+      `result of batch [4, 5] announced ${wrong} bytes, a result of this model is ${size} bytes`,
+    );
+  }
+  const over = check(size, size - 1);
+  assert.ok(!over.ok && over.reason === "OverBudget");
+  assert.match(over.detail, new RegExp(`needs ${size} bytes, .* has ${size - 1} bytes`));
+  const spent = check(size, -5);
+  assert.ok(!spent.ok && /has 0 bytes of its budget left/.test(spent.detail));
 });

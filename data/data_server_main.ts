@@ -1,65 +1,86 @@
 /**
- * `deno task data-server --config data.toml [--port N] [--hostname H]
- *  (--allow PUBKEY_HEX ... | --allow-any-client)`: serves a tokenized folder to
- * authenticated clients. Standalone there is no coordinator to say who is in the
- * epoch, so the operator lists the public keys allowed (or, for local demos only,
- * allows any client that completes the handshake). Stops on SIGINT/SIGTERM.
+ * `deno task data-server --config data.toml (--state state.toml | --max-batch-sequences N)
+ *  (--allow PUBKEY_HEX ... | --allow-any-client) [options]`: serves a tokenized folder to
+ * authenticated clients (data_server_cli.ts has the flags). Standalone there is no coordinator
+ * to say who is in the epoch and which batch is whose, so the operator lists the public keys
+ * allowed (or, for local demos only, allows any client that completes the handshake), and each
+ * request is capped at the run's largest batch and each client at about one batch per second.
+ * Stops on SIGINT/SIGTERM.
  *
  * @module
  */
-import { parseArgs } from "node:util";
-import { IdentityError, publicKeyFromHex, toHex } from "../net/identity.ts";
+import { parseArgsOrExit } from "../cli/entry.ts";
+import { parseRunConfig } from "../coordinator/config.ts";
+import { ConfigError } from "../coordinator/config_error.ts";
+import { crossCheckDataConfig } from "../coordinator/config_validate.ts";
+import { toHex } from "../net/identity.ts";
+import {
+  DATA_SERVER_USAGE,
+  type DataServerArgs,
+  dataServerLimitsFromRun,
+  defaultRateLimit,
+  parseDataServerArgs,
+} from "./data_server_cli.ts";
 import { startDataServerFromConfig } from "./data_server_config.ts";
 import { DataError } from "./errors.ts";
 import type { AuthorizeFn } from "./tcp_server.ts";
 
-const USAGE = "usage: deno task data-server --config data.toml [--port N] [--hostname H] " +
-  "(--allow PUBKEY_HEX ... | --allow-any-client)";
+const EXIT_INVALID = 1;
 
-async function main(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      config: { type: "string" },
-      port: { type: "string" },
-      hostname: { type: "string" },
-      allow: { type: "string", multiple: true },
-      "allow-any-client": { type: "boolean" },
-      help: { type: "boolean" },
-    },
-  });
-  if (values.help || values.config === undefined) {
-    console.error(USAGE);
-    return values.help ? 0 : 2;
-  }
-  const port = values.port === undefined ? 0 : Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    console.error(`error: --port must be 0..65535, found "${values.port}"`);
-    return 2;
-  }
-  let allowed: Set<string>;
+/**
+ * What `--state` says: the largest batch, the data server's port, and a check of the data
+ * config against it. Throws `DataError` naming the file when it cannot be read or is invalid.
+ */
+async function runLimits(
+  args: DataServerArgs,
+): Promise<{ maxBatchSequences?: number; port?: number; check?: (seqLen: number) => string[] }> {
+  if (args.statePath === undefined) return {};
+  const path = args.statePath;
+  let text: string;
   try {
-    allowed = new Set((values.allow ?? []).map((hex) => toHex(publicKeyFromHex(hex))));
+    text = await Deno.readTextFile(path);
   } catch (e) {
-    if (!(e instanceof IdentityError)) throw e;
-    console.error(`error: --allow: ${e.message}`);
-    return 2;
+    throw new DataError(`Cannot read run config "${path}": ${(e as Error).message}`, {
+      file: path,
+    });
   }
-  if (allowed.size === 0 && !values["allow-any-client"]) {
-    console.error(
-      `error: name the clients to serve with --allow, or pass --allow-any-client\n${USAGE}`,
-    );
-    return 2;
-  }
-  const authorize: AuthorizeFn = (key) =>
-    values["allow-any-client"] || allowed.has(toHex(key)) ? "Allowed" : "NotInThisRound";
+  let run;
   try {
-    const running = await startDataServerFromConfig(values.config, {
+    run = parseRunConfig(text, path);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    throw new DataError(e.message, { file: path, key: e.issues[0]?.path });
+  }
+  return {
+    ...dataServerLimitsFromRun(run),
+    check: (seqLen) => {
+      const mismatch = crossCheckDataConfig(run, { seqLen });
+      return [...mismatch.run, ...mismatch.data].map((i) => `${i.path}: ${i.message}`);
+    },
+  };
+}
+
+async function main(argv: string[]): Promise<number> {
+  const args = parseArgsOrExit(parseDataServerArgs, DATA_SERVER_USAGE, argv);
+  const authorize: AuthorizeFn = (key) =>
+    args.allow === "any" || args.allow.has(toHex(key)) ? "Allowed" : "NotInThisRound";
+  let port = args.port;
+  try {
+    const fromRun = await runLimits(args);
+    const maxBatchSequences = (args.maxBatchSequences ?? fromRun.maxBatchSequences)!;
+    port = args.port ?? fromRun.port ?? 0;
+    const running = await startDataServerFromConfig(args.configPath, {
       authorize,
       port,
-      hostname: values.hostname,
+      hostname: args.hostname,
+      maxBatchSequences,
+      rateLimit: defaultRateLimit(maxBatchSequences, args.sequencesPerSecond),
+      maxConnections: args.maxConnections,
+      maxConnectionsPerAddress: args.maxConnectionsPerAddress,
+      idleTimeoutMs: args.idleTimeoutMs,
       onEvent: (e) => {
         if (e.kind === "Connected") console.log(`client ${e.client} connected`);
+        if (e.kind === "RefusedConnection") console.log(`refused ${e.address}: ${e.reason}`);
         if (e.kind === "Rejected") {
           console.log(`refused ${e.client} batch ${e.batch.start}..${e.batch.end}: ${e.reason}`);
         }
@@ -69,9 +90,17 @@ async function main(args: string[]): Promise<number> {
       },
     });
     const { config, provider, server } = running;
+    const problems = fromRun.check?.(config.seqLen) ?? [];
+    if (problems.length > 0) {
+      await running.close();
+      console.error(
+        `error: ${args.configPath} does not fit ${args.statePath}: ${problems.join("; ")}`,
+      );
+      return EXIT_INVALID;
+    }
     console.log(
-      `serving ${config.dir}: ${provider.numSequences} sequences of ${config.seqLen} tokens ` +
-        `on ${server.address}`,
+      `serving ${config.dir}: ${provider.numSequences} sequences of ${config.seqLen} tokens, ` +
+        `at most ${maxBatchSequences} per request, on ${server.address}`,
     );
     const stopped = new Promise<void>((resolve) => {
       Deno.addSignalListener("SIGINT", resolve);
@@ -83,7 +112,11 @@ async function main(args: string[]): Promise<number> {
   } catch (e) {
     if (e instanceof DataError) {
       console.error(`error: ${e.message}`);
-      return 1;
+      return EXIT_INVALID;
+    }
+    if (e instanceof Deno.errors.AddrInUse || e instanceof Deno.errors.PermissionDenied) {
+      console.error(`error: cannot listen on ${args.hostname}:${port}: ${e.message}`);
+      return EXIT_INVALID;
     }
     throw e;
   }

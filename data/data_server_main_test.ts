@@ -21,6 +21,8 @@ Deno.test("the data-server command serves only the keys it is told to allow", as
       main,
       "--config",
       `${data.dir}/data.toml`,
+      "--max-batch-sequences",
+      "8",
       "--allow",
       toHex(allowed.publicKey),
     ],
@@ -35,7 +37,7 @@ Deno.test("the data-server command serves only the keys it is told to allow", as
       if (done) throw new Error(`data-server exited early: ${out}`);
       out += value;
     }
-    assert.match(out, /serving .*: 8 sequences of 32 tokens/);
+    assert.match(out, /serving .*: 8 sequences of 32 tokens, at most 8 per request/);
     const address = /on (\S+:\d+)/.exec(out)![1];
     await using ok = closing(
       await TcpDataProvider.connect(address, { secretKey: allowed.secretKey }),
@@ -54,7 +56,17 @@ Deno.test("the data-server command serves only the keys it is told to allow", as
 
 Deno.test("the data-server command refuses to allow a small-order key", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", main, "--config", "unused.toml", "--allow", "00".repeat(32)],
+    args: [
+      "run",
+      "-A",
+      main,
+      "--config",
+      "unused.toml",
+      "--max-batch-sequences",
+      "4",
+      "--allow",
+      "00".repeat(32),
+    ],
     stdout: "piped",
     stderr: "piped",
   }).output();

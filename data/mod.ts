@@ -66,8 +66,17 @@ export {
   type DataServer,
   type DataServerEvent,
   type DataServerOptions,
+  DEFAULT_DATA_IDLE_TIMEOUT_MS,
+  DEFAULT_DATA_MAX_CONNECTIONS,
+  DEFAULT_DATA_MAX_CONNECTIONS_PER_ADDRESS,
   startDataServer,
 } from "./tcp_server.ts";
+export {
+  DEFAULT_MAX_RATE_CLIENTS,
+  type RateLimit,
+  type RateVerdict,
+  SequenceRateLimiter,
+} from "./rate_limit.ts";
 export { parseHostPort, TcpDataProvider, type TcpProviderOptions } from "./tcp_client.ts";
 export {
   type ConfiguredDataServer,

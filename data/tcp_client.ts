@@ -1,7 +1,9 @@
 /**
  * The TCP data provider: fetches sequences from a data server (`DataLocation.Server`),
  * authenticating with the client's ed25519 identity. Requests on one connection are
- * sent one at a time; a broken connection is reopened on the next request.
+ * sent one at a time; a broken connection is reopened on the next request. A request on
+ * a kept connection that the server closed meanwhile (idle too long: it says `Closing`, or
+ * just hangs up) is sent once more on a fresh connection; requests are reads, safe to repeat.
  *
  * @module
  */
@@ -96,19 +98,13 @@ export class TcpDataProvider implements DataProvider {
   async #request(batch: BatchId, callerSignal?: AbortSignal): Promise<TokenBatch> {
     if (this.#closed) throw new Error("TcpDataProvider is closed");
     const signal = timeoutSignal(this.#options, callerSignal);
-    const connection = this.#connection ??= await openConnection(
-      this.address,
-      this.#options,
-      signal,
-    );
+    const kept = this.#connection !== null;
     let reply: DataServerMessage;
     try {
-      reply = await exchange(this.address, connection, { kind: "RequestSamples", batch }, signal);
+      reply = await this.#ask(batch, signal);
     } catch (e) {
-      // The connection's state is unknown (a reply may still arrive): drop it.
-      connection.conn.close();
-      this.#connection = null;
-      throw e;
+      if (!kept || signal.aborted) throw e;
+      reply = await this.#ask(batch, signal);
     }
     const what = `batch ${batch.start}..${batch.end}`;
     switch (reply.kind) {
@@ -136,9 +132,39 @@ export class TcpDataProvider implements DataProvider {
           { file: this.address, retryable: true },
         );
       case "Info":
-        throw new DataError(`Data server ${this.address} answered ${what} with Info`, {
+      case "Closing":
+        throw new DataError(`Data server ${this.address} answered ${what} with ${reply.kind}`, {
           file: this.address,
         });
+    }
+  }
+
+  /** Sends `RequestSamples` on the connection (opened if needed); drops it on any failure. */
+  async #ask(batch: BatchId, signal: AbortSignal): Promise<DataServerMessage> {
+    const connection = this.#connection ??= await openConnection(
+      this.address,
+      this.#options,
+      signal,
+    );
+    try {
+      const reply = await exchange(
+        this.address,
+        connection,
+        { kind: "RequestSamples", batch },
+        signal,
+      );
+      if (reply.kind === "Closing") {
+        throw new DataError(
+          `Data server ${this.address} closed the connection: ${reply.reason}`,
+          { file: this.address, retryable: true },
+        );
+      }
+      return reply;
+    } catch (e) {
+      // The connection's state is unknown (a reply may still arrive): drop it.
+      connection.conn.close();
+      if (this.#connection === connection) this.#connection = null;
+      throw e;
     }
   }
 

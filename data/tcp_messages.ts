@@ -21,12 +21,17 @@ export const MAX_TEXT_BYTES = 4096;
 /** Bytes of a `Samples` message before its tokens: tag, start, end, seqLen. */
 export const SAMPLES_HEADER_BYTES = 1 + 8 + 8 + 4;
 
-/** Why the server refused a request. The first two are Psyche's `RejectionReason`. */
+/**
+ * Why the server refused a request. The first two are Psyche's `RejectionReason`; `TooLarge`
+ * is a batch over the frame limit or the server's largest batch; `RateLimited` a client past
+ * its sequences per second.
+ */
 export const REJECT_REASONS = [
   "NotInThisRound",
   "WrongDataIdForStep",
   "OutOfRange",
   "TooLarge",
+  "RateLimited",
 ] as const;
 /** One of {@linkcode REJECT_REASONS}. */
 export type RejectReason = typeof REJECT_REASONS[number];
@@ -36,15 +41,19 @@ export type DataClientMessage =
   | { kind: "GetInfo" }
   | { kind: "RequestSamples"; batch: BatchId };
 
-/** Server → client. */
+/**
+ * Server → client. `Closing` is the one message sent unasked: the server is about to close the
+ * connection (idle too long), and says why.
+ */
 export type DataServerMessage =
   | { kind: "Info"; seqLen: number; numSequences: number }
   | { kind: "Samples"; batch: BatchId; seqLen: number; tokens: Uint32Array }
   | { kind: "Rejected"; batch: BatchId; reason: RejectReason; detail: string }
-  | { kind: "Failed"; batch: BatchId; message: string };
+  | { kind: "Failed"; batch: BatchId; message: string }
+  | { kind: "Closing"; reason: string };
 
 const CLIENT_TAGS = ["GetInfo", "RequestSamples"] as const;
-const SERVER_TAGS = ["Info", "Samples", "Rejected", "Failed"] as const;
+const SERVER_TAGS = ["Info", "Samples", "Rejected", "Failed", "Closing"] as const;
 const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 /** Encodes a client message. */
@@ -102,6 +111,8 @@ export function encodeDataServerMessage(msg: DataServerMessage): Uint8Array {
     case "Failed":
       return new MessageWriter().u8(tag).u64(msg.batch.start).u64(msg.batch.end)
         .string(msg.message).finish();
+    case "Closing":
+      return new MessageWriter().u8(tag).string(msg.reason).finish();
     default: {
       const never: never = msg;
       throw new TypeError(`Unknown data server message ${JSON.stringify(never)}`);
@@ -157,6 +168,9 @@ export function decodeDataServerMessage(bytes: Uint8Array): DataServerMessage {
       msg = { kind, batch, message: m.string("message", MAX_TEXT_BYTES) };
       break;
     }
+    case "Closing":
+      msg = { kind, reason: m.string("reason", MAX_TEXT_BYTES) };
+      break;
   }
   m.end();
   return msg;

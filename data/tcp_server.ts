@@ -8,14 +8,23 @@
  * A malformed frame closes the connection; a refused request is answered `Rejected`
  * and the connection stays open.
  *
+ * Limits, each refused in words: connections at once, in all and per IP address (a
+ * connection over either gets a handshake `Rejected` naming it, then is closed); an
+ * authenticated connection idle for `idleTimeoutMs` (30 s) gets `Closing` and is closed;
+ * with `maxBatchSequences`, a request spanning more sequences is refused `TooLarge`; with
+ * `rateLimit`, a client past its sequences per second (shared by its connections) is
+ * refused `RateLimited`. The coordinator's `authorize` admits only a client's own batch;
+ * the standalone server, which cannot know the assignments, relies on the last two.
+ *
  * @module
  */
 import type { BatchId } from "../coordinator/types.ts";
 import { withAbort } from "../net/abort.ts";
 import { FrameReader, writeFrame } from "../net/frame.ts";
-import { serverHandshake } from "../net/handshake.ts";
+import { encodeHandshakeMessage, serverHandshake } from "../net/handshake.ts";
 import { toHex } from "../net/identity.ts";
 import type { DataProvider } from "./provider.ts";
+import { type RateLimit, SequenceRateLimiter } from "./rate_limit.ts";
 import {
   DATA_SERVER_CONTEXT,
   type DataServerMessage,
@@ -39,8 +48,16 @@ export type AuthorizeFn = (
   batch: BatchId,
 ) => AuthorizeResult | Promise<AuthorizeResult>;
 
+/** Connections served at once, by default (handshaking ones included). */
+export const DEFAULT_DATA_MAX_CONNECTIONS = 256;
+/** Connections served at once to one IP address, by default. */
+export const DEFAULT_DATA_MAX_CONNECTIONS_PER_ADDRESS = 32;
+/** How long an authenticated connection may go without a request, by default. */
+export const DEFAULT_DATA_IDLE_TIMEOUT_MS = 30_000;
+
 /** Something the server did, for logs. */
 export type DataServerEvent =
+  | { kind: "RefusedConnection"; address: string; reason: string }
   | { kind: "Connected"; client: string }
   | { kind: "Served"; client: string; batch: BatchId }
   | { kind: "Rejected"; client: string; batch: BatchId; reason: RejectReason }
@@ -58,8 +75,24 @@ export interface DataServerOptions {
   port?: number;
   /** Milliseconds a client has to finish the handshake (default 5000). */
   handshakeTimeoutMs?: number;
-  /** Milliseconds an authenticated connection may wait between requests (default 300000). */
+  /** Milliseconds an authenticated connection may wait between requests (default 30000). */
   idleTimeoutMs?: number;
+  /** Connections at once, handshaking ones included (default 256). */
+  maxConnections?: number;
+  /** Connections at once from one IP address (default 32). */
+  maxConnectionsPerAddress?: number;
+  /**
+   * Most sequences one request may span; more is refused `TooLarge`. Default: only the
+   * frame limit (an `authorize` that admits only assigned batches bounds it already).
+   */
+  maxBatchSequences?: number;
+  /**
+   * Sequences per second each client (by key, across its connections) may fetch; more is
+   * refused `RateLimited`. The burst must cover `maxBatchSequences`. Default: no limit.
+   */
+  rateLimit?: RateLimit;
+  /** Milliseconds now, for the rate limit (tests drive it). Default `Date.now`. */
+  now?: () => number;
   /** Called for every connection, request and disconnection. */
   onEvent?: (event: DataServerEvent) => void;
 }
@@ -78,24 +111,89 @@ export interface DataServer {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** Starts listening at once; connections are served until {@linkcode DataServer.close}. */
+/** The options with defaults filled in and checked, and the server's shared state. */
+interface ServerContext {
+  readonly options: DataServerOptions;
+  readonly idleTimeoutMs: number;
+  readonly rate: SequenceRateLimiter | null;
+  readonly now: () => number;
+  readonly emit: (event: DataServerEvent) => void;
+}
+
+/**
+ * Starts listening at once; connections are served until {@linkcode DataServer.close}.
+ * Throws `RangeError` naming a bad limit (not a positive integer, or a rate-limit burst
+ * smaller than `maxBatchSequences`).
+ */
 export function startDataServer(options: DataServerOptions): DataServer {
+  const maxConnections = positive(
+    "maxConnections",
+    options.maxConnections ?? DEFAULT_DATA_MAX_CONNECTIONS,
+  );
+  const maxPerAddress = positive(
+    "maxConnectionsPerAddress",
+    options.maxConnectionsPerAddress ?? DEFAULT_DATA_MAX_CONNECTIONS_PER_ADDRESS,
+  );
+  const idleTimeoutMs = positive(
+    "idleTimeoutMs",
+    options.idleTimeoutMs ?? DEFAULT_DATA_IDLE_TIMEOUT_MS,
+  );
+  if (options.maxBatchSequences !== undefined) {
+    positive("maxBatchSequences", options.maxBatchSequences);
+  }
+  const rate = options.rateLimit === undefined ? null : new SequenceRateLimiter(options.rateLimit);
+  if (rate !== null && rate.limit.burstSequences < (options.maxBatchSequences ?? 1)) {
+    throw new RangeError(
+      `rateLimit.burstSequences (${rate.limit.burstSequences}) must be at least ` +
+        `maxBatchSequences (${options.maxBatchSequences}), or no batch could ever be served`,
+    );
+  }
+  const context: ServerContext = {
+    options,
+    idleTimeoutMs,
+    rate,
+    now: options.now ?? Date.now,
+    emit: options.onEvent ?? (() => {}),
+  };
   const listener = Deno.listen({
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port ?? 0,
   });
   const conns = new Set<Deno.Conn>();
+  const perAddress = new Map<string, number>();
   const handlers = new Set<Promise<void>>();
-  const emit = options.onEvent ?? (() => {});
+  const track = (conn: Deno.Conn, work: Promise<void>, release: () => void) => {
+    conns.add(conn);
+    const h = work.finally(() => {
+      conns.delete(conn);
+      handlers.delete(h);
+      release();
+      closeQuietly(conn);
+    });
+    handlers.add(h);
+  };
   const accepting = (async () => {
     for await (const conn of listener) {
-      conns.add(conn);
-      const h = serveConnection(conn, options, emit).finally(() => {
-        conns.delete(conn);
-        handlers.delete(h);
-        closeQuietly(conn);
+      const address = (conn.remoteAddr as Deno.NetAddr).hostname;
+      const fromAddress = perAddress.get(address) ?? 0;
+      const refusal = conns.size >= maxConnections
+        ? `the data server is at its limit of ${maxConnections} connections`
+        : fromAddress >= maxPerAddress
+        ? `the data server is at its limit of ${maxPerAddress} connections from ${address}`
+        : null;
+      if (refusal !== null) {
+        context.emit({ kind: "RefusedConnection", address, reason: refusal });
+        // Refused connections are not counted, but close() still waits for them.
+        const h = refuseConnection(conn, refusal).finally(() => handlers.delete(h));
+        handlers.add(h);
+        continue;
+      }
+      perAddress.set(address, fromAddress + 1);
+      track(conn, serveConnection(conn, context), () => {
+        const left = (perAddress.get(address) ?? 1) - 1;
+        if (left === 0) perAddress.delete(address);
+        else perAddress.set(address, left);
       });
-      handlers.add(h);
     }
   })().catch(() => {/* listener closed */});
   const { hostname, port } = listener.addr;
@@ -113,11 +211,20 @@ export function startDataServer(options: DataServerOptions): DataServer {
   };
 }
 
-async function serveConnection(
-  conn: Deno.Conn,
-  options: DataServerOptions,
-  emit: (event: DataServerEvent) => void,
-): Promise<void> {
+/** Tells a connection over a limit why (as a handshake refusal), then closes it. */
+async function refuseConnection(conn: Deno.Conn, reason: string): Promise<void> {
+  try {
+    const refusal = encodeHandshakeMessage({ kind: "Rejected", reason });
+    await withAbort(writeFrame(conn, refusal), AbortSignal.timeout(1000));
+  } catch {
+    // A peer that does not read gets no explanation.
+  } finally {
+    closeQuietly(conn);
+  }
+}
+
+async function serveConnection(conn: Deno.Conn, context: ServerContext): Promise<void> {
+  const { options, emit } = context;
   const frames = new FrameReader(conn, { maxFrameBytes: MAX_REQUEST_FRAME_BYTES });
   let client: string | null = null;
   try {
@@ -128,7 +235,15 @@ async function serveConnection(
     client = toHex(key);
     emit({ kind: "Connected", client });
     for (;;) {
-      const frame = await nextWithin(frames, options.idleTimeoutMs ?? 300_000);
+      let frame: Uint8Array | null;
+      try {
+        frame = await nextWithin(frames, context.idleTimeoutMs);
+      } catch (e) {
+        if (e instanceof DOMException && e.name === "TimeoutError") {
+          await sayClosing(conn, e.message);
+        }
+        throw e;
+      }
       if (frame === null) break;
       const request = decodeDataClientMessage(frame);
       let reply: DataServerMessage;
@@ -139,7 +254,7 @@ async function serveConnection(
           numSequences: options.provider.numSequences,
         };
       } else {
-        reply = await answerRequest(key, request.batch, options);
+        reply = await answerRequest(key, request.batch, context);
         if (reply.kind === "Samples") emit({ kind: "Served", client, batch: request.batch });
         if (reply.kind === "Rejected") {
           emit({ kind: "Rejected", client, batch: request.batch, reason: reply.reason });
@@ -153,11 +268,22 @@ async function serveConnection(
   }
 }
 
+/** Sends `Closing` before the server hangs up (best effort: the client may be gone). */
+async function sayClosing(conn: Deno.Conn, reason: string): Promise<void> {
+  try {
+    const closing = encodeDataServerMessage({ kind: "Closing", reason });
+    await withAbort(writeFrame(conn, closing), AbortSignal.timeout(1000));
+  } catch {
+    // Nothing more to do: the connection closes either way.
+  }
+}
+
 async function answerRequest(
   key: Uint8Array,
   batch: BatchId,
-  options: DataServerOptions,
+  context: ServerContext,
 ): Promise<DataServerMessage> {
+  const { options } = context;
   const { provider } = options;
   const reject = (reason: RejectReason, detail: string): DataServerMessage => ({
     kind: "Rejected",
@@ -179,10 +305,28 @@ async function answerRequest(
     );
   }
   const count = batch.end - batch.start + 1;
+  const most = options.maxBatchSequences;
+  if (most !== undefined && count > most) {
+    return reject(
+      "TooLarge",
+      `batch ${batch.start}..${batch.end} spans ${count} sequences, this server serves at most ` +
+        `${most} per request (the run's largest batch)`,
+    );
+  }
   if (samplesFrameBytes(count, provider.seqLen) > MAX_RESPONSE_FRAME_BYTES) {
     return reject(
       "TooLarge",
       `batch of ${count} sequences exceeds the ${MAX_RESPONSE_FRAME_BYTES}-byte frame limit`,
+    );
+  }
+  const paced = context.rate?.take(toHex(key), count, context.now());
+  if (paced !== undefined && !paced.ok) {
+    const { sequencesPerSecond } = context.rate!.limit;
+    return reject(
+      "RateLimited",
+      `batch ${batch.start}..${batch.end} needs ${count} sequences, ${paced.available} are ` +
+        `available at ${sequencesPerSecond} sequences/s per client; retry in ` +
+        `${paced.retryInMs} ms`,
     );
   }
   try {
@@ -205,6 +349,13 @@ async function nextWithin(frames: FrameReader, ms: number): Promise<Uint8Array |
   } finally {
     clearTimeout(timer);
   }
+}
+
+function positive(what: string, value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new RangeError(`${what} must be a positive integer, found ${value}`);
+  }
+  return value;
 }
 
 function closeQuietly(resource: { close(): void }): void {

@@ -37,6 +37,8 @@ Deno.test("data messages round-trip and reject malformed bytes", () => {
     },
     { kind: "Rejected", batch: { start: 1, end: 1 }, reason: "WrongDataIdForStep", detail: "x" },
     { kind: "Failed", batch: { start: 0, end: 3 }, message: "disk on fire" },
+    { kind: "Rejected", batch: { start: 0, end: 5 }, reason: "RateLimited", detail: "slow down" },
+    { kind: "Closing", reason: "no request for 30000 ms" },
   ];
   for (const m of messages) {
     assert.deepEqual(decodeDataServerMessage(encodeDataServerMessage(m)), m);
@@ -260,6 +262,11 @@ Deno.test("the server closes a connection idle for longer than idleTimeoutMs", a
   try {
     const frames = new FrameReader(conn, { maxFrameBytes: 1 << 20 });
     await clientHandshake(conn, frames, { context: DATA_SERVER_CONTEXT, secretKey: alice });
+    // The server says why before it hangs up.
+    assert.deepEqual(decodeDataServerMessage((await frames.next())!), {
+      kind: "Closing",
+      reason: "no request for 100 ms",
+    });
     assert.equal(await frames.next(), null);
   } finally {
     conn.close();
@@ -267,7 +274,108 @@ Deno.test("the server closes a connection idle for longer than idleTimeoutMs", a
   const last = events.at(-1) as { kind: string; error?: Error };
   assert.equal(last.kind, "Disconnected");
   assert.equal(last.error?.name, "TimeoutError");
+
+  // A provider whose kept connection was closed while idle asks again on a fresh one.
+  await using client = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal((await client.getSamples({ start: 2, end: 3 })).count, 2);
+  const connected = events.filter((e) => e.kind === "Connected").length;
+  assert.equal(connected, 3, "the handshake above, the provider's, and its reconnection");
 });
+
+Deno.test("a request is capped at the largest batch, and a client at its sequences per second", async () => {
+  await using data = await writeFixtureDataset([256]);
+  await using local = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes" }),
+  );
+  let now = 0;
+  await using server = startDataServer({
+    provider: local,
+    authorize: () => "Allowed",
+    maxBatchSequences: 6,
+    rateLimit: { sequencesPerSecond: 6, burstSequences: 12 },
+    now: () => now,
+  });
+  await using client = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+  await assert.rejects(
+    client.getSamples({ start: 0, end: 31 }),
+    /rejected batch 0\.\.31: TooLarge \(batch 0\.\.31 spans 32 sequences, this server serves at most 6 per request/,
+  );
+  assert.equal((await client.getSamples({ start: 0, end: 5 })).count, 6);
+  assert.equal((await client.getSamples({ start: 6, end: 11 })).count, 6);
+  // The burst is spent; a second connection of the same key shares the bucket.
+  await using again = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+  await assert.rejects(
+    again.getSamples({ start: 12, end: 17 }),
+    /RateLimited \(batch 12\.\.17 needs 6 sequences, 0 are available at 6 sequences\/s per client; retry in 1000 ms\)/,
+  );
+  await using other = closing(
+    await TcpDataProvider.connect(server.address, { secretKey: mallory }),
+  );
+  assert.equal((await other.getSamples({ start: 12, end: 17 })).count, 6, "others are not slowed");
+  now = 1000;
+  assert.equal((await client.getSamples({ start: 12, end: 17 })).count, 6);
+  assert.throws(
+    () =>
+      startDataServer({
+        provider: local,
+        authorize: () => "Allowed",
+        maxBatchSequences: 16,
+        rateLimit: { sequencesPerSecond: 6, burstSequences: 12 },
+      }),
+    /burstSequences \(12\) must be at least maxBatchSequences \(16\)/,
+  );
+});
+
+Deno.test("connections over the total or per-address cap are refused in words", async () => {
+  await using data = await writeFixtureDataset([64]);
+  await using local = closing(
+    await LocalDataProvider.open(data.dir, { seqLen: 8, tokenSize: "TwoBytes" }),
+  );
+  const events: DataServerEvent[] = [];
+  const start = (limits: { maxConnections?: number; maxConnectionsPerAddress?: number }) =>
+    startDataServer({
+      provider: local,
+      authorize: () => "Allowed",
+      onEvent: (e) => events.push(e),
+      ...limits,
+    });
+  {
+    await using server = start({ maxConnections: 2 });
+    await using a = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+    await using b = closing(await TcpDataProvider.connect(server.address, { secretKey: mallory }));
+    await assert.rejects(
+      TcpDataProvider.connect(server.address, { secretKey: alice }),
+      /Server refused the connection: the data server is at its limit of 2 connections$/,
+    );
+    await b.close();
+    await waitUntil(() => events.filter((e) => e.kind === "Disconnected").length === 1);
+    await using c = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+    assert.equal((await a.getSamples({ start: 0, end: 0 })).count, 1, "the others still work");
+    assert.equal((await c.getSamples({ start: 0, end: 0 })).count, 1, "a freed slot is reused");
+  }
+  {
+    await using server = start({ maxConnectionsPerAddress: 1 });
+    await using a = closing(await TcpDataProvider.connect(server.address, { secretKey: alice }));
+    await assert.rejects(
+      TcpDataProvider.connect(server.address, { secretKey: mallory }),
+      /at its limit of 1 connections from 127\.0\.0\.1/,
+    );
+    assert.equal((await a.getSamples({ start: 0, end: 0 })).count, 1);
+  }
+  assert.deepEqual(
+    events.filter((e) => e.kind === "RefusedConnection").map((e) => "address" in e && e.address),
+    ["127.0.0.1", "127.0.0.1"],
+  );
+  assert.throws(() => start({ maxConnections: 0 }), /maxConnections must be a positive integer/);
+});
+
+async function waitUntil(cond: () => boolean): Promise<void> {
+  for (let i = 0; !cond(); i++) {
+    if (i > 500) throw new Error("timed out");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 Deno.test("a batch whose reply would exceed the client's frame limit is refused TooLarge", async () => {
   // 16 sequences of 2^20 u32 tokens = 64 MiB of tokens, plus the header: over the limit.

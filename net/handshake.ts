@@ -184,7 +184,9 @@ export async function serverHandshake(
 
 /**
  * Client side: answers the server's challenge with `secretKey`.
- * Refuses to sign a challenge whose context is not `options.context`.
+ * Refuses to sign a challenge whose context is not `options.context`. A server that refuses
+ * the connection outright (e.g. at its connection limit) sends `Rejected` instead of a
+ * challenge; its reason is in the error.
  */
 export async function clientHandshake(
   writer: ByteWriter,
@@ -192,6 +194,9 @@ export async function clientHandshake(
   options: HandshakeOptions & { secretKey: Uint8Array },
 ): Promise<void> {
   const challenge = await readHandshake(frames, options.signal);
+  if (challenge.kind === "Rejected") {
+    throw new HandshakeError(`Server refused the connection: ${challenge.reason}`);
+  }
   if (challenge.kind !== "Challenge") {
     throw new HandshakeError(`Expected Challenge from the server, found ${challenge.kind}`);
   }

@@ -39,6 +39,8 @@ import { llamaParamLayout, type ParamLayout } from "../../model/params.ts";
 
 /** The blob name of the HF config. */
 export const CONFIG_BLOB = "config.json";
+/** Largest `config.json` blob accepted (an HF Llama config is about 1 KB). */
+export const MAX_CONFIG_BLOB_BYTES = 64 * 1024;
 
 /** A model in memory: config, flat layout and the flat f32 parameter buffer. */
 export interface SharedModel {
@@ -57,6 +59,29 @@ export class ModelBlobError extends Error {
     super(message, options);
     this.name = "ModelBlobError";
     this.blob = blob;
+  }
+}
+
+/**
+ * The byte size of every tensor blob of the model a `config.json` blob describes, by name:
+ * what a manifest must list before any tensor is fetched. Throws {@link ModelBlobError} for
+ * bytes that are not a valid config.
+ */
+export function tensorBlobSizes(configBytes: Uint8Array): Map<string, number> {
+  const layout = llamaParamLayout(parseConfigBlob(configBytes));
+  return new Map(layout.entries.map((e) => [e.name, e.size * 4]));
+}
+
+function parseConfigBlob(bytes: Uint8Array): LlamaConfig {
+  try {
+    return parseLlamaConfig(JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)));
+  } catch (cause) {
+    const why = cause instanceof HfConfigError || cause instanceof SyntaxError
+      ? cause.message
+      : String(cause);
+    throw new ModelBlobError(CONFIG_BLOB, `shared "${CONFIG_BLOB}" is not a valid config: ${why}`, {
+      cause,
+    });
   }
 }
 
@@ -98,19 +123,7 @@ export function modelFromBlobs(blobs: ReadonlyMap<string, Uint8Array>): SharedMo
   if (configBytes === undefined) {
     throw new ModelBlobError(CONFIG_BLOB, `the shared model has no "${CONFIG_BLOB}" blob`);
   }
-  let config: LlamaConfig;
-  try {
-    config = parseLlamaConfig(
-      JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(configBytes)),
-    );
-  } catch (cause) {
-    const why = cause instanceof HfConfigError || cause instanceof SyntaxError
-      ? cause.message
-      : String(cause);
-    throw new ModelBlobError(CONFIG_BLOB, `shared "${CONFIG_BLOB}" is not a valid config: ${why}`, {
-      cause,
-    });
-  }
+  const config = parseConfigBlob(configBytes);
   const layout = llamaParamLayout(config);
   const weights = new Float32Array(layout.totalSize);
   for (const e of layout.entries) {

@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { CONFIG_BLOB, ModelBlobError, modelFromBlobs, modelToBlobs } from "./blobs.ts";
+import {
+  CONFIG_BLOB,
+  ModelBlobError,
+  modelFromBlobs,
+  modelToBlobs,
+  tensorBlobSizes,
+} from "./blobs.ts";
 import { tinyModel } from "./testing_model.ts";
 
 const bits = (a: Float32Array) => new Uint32Array(a.buffer, a.byteOffset, a.length);
@@ -86,4 +92,17 @@ Deno.test("bad blob sets are refused naming the blob", () => {
       return true;
     });
   }
+});
+
+Deno.test("tensorBlobSizes gives every tensor blob's exact size from the config blob alone", () => {
+  const blobs = modelToBlobs(tinyModel(3));
+  const sizes = tensorBlobSizes(blobs[0][1]);
+  assert.deepEqual(
+    [...sizes],
+    blobs.filter(([name]) => name !== CONFIG_BLOB).map(([name, bytes]) => [name, bytes.length]),
+  );
+  assert.throws(
+    () => tensorBlobSizes(new TextEncoder().encode("{}")),
+    (e) => e instanceof ModelBlobError && /not a valid config/.test(e.message),
+  );
 });

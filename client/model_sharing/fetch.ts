@@ -9,9 +9,11 @@
  *    manifest that claims exactly that step and digest, from any peer, and stops waiting at the
  *    first; otherwise takes the manifest a strict majority of the answering peers report for that
  *    step (quorum.ts), and stops once one has a majority of all providers;
- * 3. fetches `config.json` and every tensor by the sha256 the manifest lists, spread across the
- *    peers that reported that manifest, each verified on arrival, with retries on other peers
- *    (client/p2p/model_share.ts and the payload service's fallback policy);
+ * 3. fetches `config.json` (at most 64 KiB), refuses the manifest unless it lists exactly the
+ *    config's tensors at their f32 sizes, then fetches every tensor by the sha256 the manifest
+ *    lists, spread across the peers that reported that manifest, each verified on arrival and
+ *    cut at its size, with retries on other peers (client/p2p/model_share.ts and the payload
+ *    service's fallback policy);
  * 4. rebuilds the flat f32 model from the blobs (blobs.ts), checking every tensor's size, and
  *    checks that the parameters have the digest the manifest claims: a peer can lie about the
  *    label, never get a model with a false label accepted.
@@ -26,22 +28,25 @@ import type { ContentHash } from "../p2p/content_store.ts";
 import {
   decodeManifest,
   fetchModel as fetchModelBlobs,
-  MANIFEST_HEADER_BYTES,
   MANIFEST_NAME,
-  MAX_MANIFEST_ENTRIES,
+  MAX_MANIFEST_BYTES,
 } from "../p2p/model_share.ts";
 import { digestBytes } from "../../shaders/digest.ts";
 import type { PayloadService } from "../p2p/payload_service.ts";
-import { MAX_NAME_BYTES } from "../p2p/payload_wire.ts";
-import { modelFromBlobs, type SharedModel } from "./blobs.ts";
+import {
+  CONFIG_BLOB,
+  MAX_CONFIG_BLOB_BYTES,
+  modelFromBlobs,
+  type SharedModel,
+  tensorBlobSizes,
+} from "./blobs.ts";
 import { type AgreedManifest, agreeOnManifest, type ManifestReport } from "./quorum.ts";
 import { type ServedModel, serveModel, weightBytes } from "./serve.ts";
 
 /** How long one provider may take to hand over its manifest, by default. */
 export const DEFAULT_MANIFEST_TIMEOUT_MS = 8_000;
-/** Largest manifest accepted: the most entries with the longest names. */
-export const MAX_MANIFEST_BYTES = MANIFEST_HEADER_BYTES +
-  MAX_MANIFEST_ENTRIES * (2 + MAX_NAME_BYTES + 40);
+/** Largest manifest accepted (client/p2p/model_share.ts). */
+export { MAX_MANIFEST_BYTES };
 
 /** Options for {@link fetchModel}. */
 export interface FetchModelOptions {
@@ -108,7 +113,8 @@ interface Report extends ManifestReport {
  * `ManifestDisagreementError` when no manifest has a majority (without one),
  * {@link ModelDigestMismatchError} when the chosen manifest's parameters do not have the digest
  * it claims, `PayloadFetchError` when a blob could not be fetched from any supporter,
- * `ManifestDecodeError` / `ModelBlobError` when the blobs are not a model.
+ * `ManifestSizeError` (before any tensor is fetched) when the manifest's sizes are not its
+ * config's, `ManifestDecodeError` / `ModelBlobError` when the blobs are not a model.
  */
 export async function fetchModel(
   payloads: PayloadService,
@@ -160,6 +166,7 @@ export async function fetchModel(
     manifestHash: chosen.hash,
     signal,
     reshare: false,
+    sizesFrom: { blob: CONFIG_BLOB, maxBytes: MAX_CONFIG_BLOB_BYTES, sizes: tensorBlobSizes },
   });
   const model = modelFromBlobs(blobs);
   const digest = digestBytes(weightBytes(model));

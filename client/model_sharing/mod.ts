@@ -28,10 +28,12 @@
  */
 export {
   CONFIG_BLOB,
+  MAX_CONFIG_BLOB_BYTES,
   ModelBlobError,
   modelFromBlobs,
   modelToBlobs,
   type SharedModel,
+  tensorBlobSizes,
 } from "./blobs.ts";
 export {
   type AgreedManifest,

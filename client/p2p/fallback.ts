@@ -35,6 +35,7 @@ export type AttemptFailureCode =
   | "not-found"
   | "hash-mismatch"
   | "too-large"
+  | "over-budget"
   | "protocol"
   | "timeout"
   | "unreachable";

@@ -110,6 +110,7 @@ export {
   DEFAULT_BULK_MAX_CONNECTIONS_PER_ADDRESS,
   DEFAULT_BULK_REQUEST_TIMEOUT_MS,
 } from "./bulk_listener.ts";
+export { type ByteCharge, RoundByteBudget } from "./byte_budget.ts";
 export {
   DEFAULT_MAX_TICKETS,
   DEFAULT_MAX_TICKETS_PER_PEER,
@@ -128,6 +129,7 @@ export {
   BulkWireError,
 } from "./bulk_wire.ts";
 export {
+  checkManifestSizes,
   decodeManifest,
   encodeManifest,
   fetchModel,
@@ -136,6 +138,8 @@ export {
   MANIFEST_VERSION,
   ManifestDecodeError,
   type ManifestEntry,
+  ManifestSizeError,
+  MAX_MANIFEST_BYTES,
   MAX_MANIFEST_ENTRIES,
   shareModel,
 } from "./model_share.ts";

@@ -9,6 +9,12 @@
  * tensor. The manifest itself is as trustworthy as its provider: pass `manifestHash` when it is
  * known from elsewhere (e.g. agreed by several peers) to pin it.
  *
+ * Every byte fetched is bounded before it is fetched: the manifest by `MAX_MANIFEST_BYTES`,
+ * each blob by the size the manifest lists (a longer answer is refused before its content is
+ * read). With `sizesFrom`, the listed sizes are themselves checked before any other blob is
+ * fetched: one small blob (the model's config) says what every other blob must be, so a
+ * manifest listing an oversized, extra or missing tensor is refused (`ManifestSizeError`).
+ *
  * The manifest also says which parameters it lists: the run step they belong to and their
  * digest (shaders/digest.ts), so a joiner can ask for exactly the model the coordinator
  * recorded, and checks that claim against the bytes it receives.
@@ -33,6 +39,9 @@ export const MANIFEST_VERSION = 2;
 export const MANIFEST_HEADER_BYTES = 1 + 4 + 32 + 4;
 /** Most entries a manifest may list. */
 export const MAX_MANIFEST_ENTRIES = 65_536;
+/** Largest manifest accepted: the most entries with the longest names. */
+export const MAX_MANIFEST_BYTES = MANIFEST_HEADER_BYTES +
+  MAX_MANIFEST_ENTRIES * (2 + MAX_NAME_BYTES + 40);
 
 /** One blob of a shared model: a parameter tensor, or the config. */
 export interface ManifestEntry {
@@ -64,6 +73,18 @@ export class ManifestDecodeError extends Error {
     super(`Malformed model manifest at byte ${offset}: ${message}`);
     this.name = "ManifestDecodeError";
     this.offset = offset;
+  }
+}
+
+/** A manifest whose entries are not the blobs its `sizesFrom` blob describes; `blob` names one. */
+export class ManifestSizeError extends Error {
+  /** The entry at fault. */
+  readonly blob: string;
+  /** Builds the error. */
+  constructor(blob: string, message: string) {
+    super(`Model manifest refused: ${message}`);
+    this.name = "ManifestSizeError";
+    this.blob = blob;
   }
 }
 
@@ -200,6 +221,44 @@ export interface FetchModelOptions {
   manifestHash?: ContentHash;
   /** Serve what was fetched too, so later joiners can fetch from us. Default true. */
   reshare?: boolean;
+  /**
+   * The blob that says what every other blob's size must be (the model's config): fetched
+   * first, if the manifest lists it at no more than `maxBytes`; `sizes` maps its bytes to each
+   * other blob's exact size (and may throw for bytes that are not a config). The manifest is
+   * refused unless it lists exactly those blobs at exactly those sizes.
+   */
+  sizesFrom?: {
+    blob: string;
+    maxBytes: number;
+    sizes: (bytes: Uint8Array) => ReadonlyMap<string, number>;
+  };
+}
+
+/**
+ * Checks `entries` (all but the `sizesFrom` blob) against the `expected` size of every blob:
+ * the same names, each at its size. Throws {@link ManifestSizeError} naming the first that
+ * differs. Pure.
+ */
+export function checkManifestSizes(
+  entries: readonly ManifestEntry[],
+  expected: ReadonlyMap<string, number>,
+): void {
+  for (const entry of entries) {
+    const size = expected.get(entry.name);
+    if (size === undefined) {
+      throw new ManifestSizeError(entry.name, `it lists "${entry.name}", not a blob of the model`);
+    }
+    if (entry.size !== size) {
+      throw new ManifestSizeError(
+        entry.name,
+        `it lists "${entry.name}" at ${entry.size} bytes, the model's config makes it ${size}`,
+      );
+    }
+  }
+  const listed = new Set(entries.map((e) => e.name));
+  for (const name of expected.keys()) {
+    if (!listed.has(name)) throw new ManifestSizeError(name, `it does not list "${name}"`);
+  }
 }
 
 /**
@@ -212,13 +271,16 @@ export async function fetchModel(
   options: FetchModelOptions,
 ): Promise<{ label: ModelLabel; blobs: Map<string, Uint8Array> }> {
   const { providers, signal } = options;
+  const limit = { providers, signal, maxBytes: MAX_MANIFEST_BYTES };
   const manifest = options.manifestHash === undefined
-    ? (await service.fetchNamed(MANIFEST_NAME, { providers, signal })).bytes
-    : await service.fetch(options.manifestHash, { providers, signal });
+    ? (await service.fetchNamed(MANIFEST_NAME, limit)).bytes
+    : await service.fetch(options.manifestHash, limit);
   const { label, entries } = decodeManifest(manifest);
   const reshare = options.reshare ?? true;
-  const fetched = await Promise.all(entries.map(async (entry, i) => {
+  const position = new Map(entries.map((entry, i) => [entry, i]));
+  const fetchEntry = async (entry: ManifestEntry) => {
     // Rotate the provider list so different tensors start at different providers.
+    const i = position.get(entry)!;
     const rotated = providers.length === 0
       ? []
       : [...providers.slice(i % providers.length), ...providers.slice(0, i % providers.length)];
@@ -229,7 +291,25 @@ export async function fetchModel(
       provideAs: reshare ? { name: entry.name } : undefined,
     });
     return [entry.name, bytes] as const;
-  }));
+  };
+  const first: (readonly [string, Uint8Array])[] = [];
+  let rest = entries;
+  if (options.sizesFrom !== undefined) {
+    const { blob, maxBytes, sizes } = options.sizesFrom;
+    const entry = entries.find((e) => e.name === blob);
+    if (entry === undefined) throw new ManifestSizeError(blob, `it does not list "${blob}"`);
+    if (entry.size > maxBytes) {
+      throw new ManifestSizeError(
+        blob,
+        `it lists "${blob}" at ${entry.size} bytes, at most ${maxBytes} are accepted`,
+      );
+    }
+    const fetched = await fetchEntry(entry);
+    rest = entries.filter((e) => e !== entry);
+    checkManifestSizes(rest, sizes(fetched[1]));
+    first.push(fetched);
+  }
+  const fetched = await Promise.all(rest.map(fetchEntry));
   if (reshare) service.provide(manifest, { name: MANIFEST_NAME });
-  return { label, blobs: new Map(fetched) };
+  return { label, blobs: new Map([...first, ...fetched]) };
 }

@@ -2,11 +2,13 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { contentHash } from "./content_store.ts";
 import {
+  checkManifestSizes,
   decodeManifest,
   encodeManifest,
   fetchModel,
   MANIFEST_NAME,
   ManifestDecodeError,
+  ManifestSizeError,
   shareModel,
 } from "./model_share.ts";
 import { createP2PNode } from "./node.ts";
@@ -57,6 +59,22 @@ Deno.test("bad manifests are refused by name", () => {
   const twice = encodeManifest(manifest([entry, { ...entry, name: "x" }]));
   twice[41 + 2 + 1 + 40 + 2] = "w".charCodeAt(0); // rename x to w
   assert.throws(() => decodeManifest(twice), /entry "w" is listed twice/);
+});
+
+Deno.test("checkManifestSizes wants exactly the expected blobs at their sizes", () => {
+  const hash = contentHash(new Uint8Array(1));
+  const expected = new Map([["a", 40], ["b", 8]]);
+  const entries = [{ name: "a", hash, size: 40 }, { name: "b", hash, size: 8 }];
+  checkManifestSizes(entries, expected);
+  const refused = (list: typeof entries, blob: string, message: RegExp) =>
+    assert.throws(
+      () => checkManifestSizes(list, expected),
+      (e) => e instanceof ManifestSizeError && e.blob === blob && message.test(e.message),
+    );
+  refused([entries[0], { ...entries[1], size: 9 }], "b", /lists "b" at 9 bytes, .* makes it 8/);
+  refused([entries[0], { ...entries[1], size: 2 ** 40 }], "b", /at 1099511627776 bytes/);
+  refused([...entries, { name: "c", hash, size: 1 }], "c", /lists "c", not a blob of the model/);
+  refused([entries[0]], "b", /does not list "b"/);
 });
 
 Deno.test("a joiner fetches every tensor, verified and spread over the providers", async () => {

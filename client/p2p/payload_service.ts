@@ -6,7 +6,9 @@
  * one provider at a time (see `fallback.ts` for the order, timeouts, retries and back-off), the
  * response's declared length is checked against the caller's limit before a byte of content is
  * accepted, and the bytes are hashed on arrival: a provider whose bytes do not match is marked
- * bad and not asked again. At most `maxConcurrentDownloads` transfers run at once.
+ * bad and not asked again. At most `maxConcurrentDownloads` transfers run at once. A fetch with a
+ * `budget` charges each attempt to its provider's bytes for the round (`byte_budget.ts`), so no
+ * peer can make this node download more than the caller allows per round.
  *
  * Content can also be provided under a name (P2P model sharing asks for "config" and then for
  * each tensor by name); `fetchNamed` returns the bytes with the hash the provider declared,
@@ -47,6 +49,7 @@ import {
   DEFAULT_BULK_BYTES_PER_RTT_MS,
 } from "./bulk_fetch.ts";
 import { BulkListener, type BulkListenerStats } from "./bulk_listener.ts";
+import { RoundByteBudget } from "./byte_budget.ts";
 import { TicketBook } from "./bulk_tickets.ts";
 import { Limiter } from "./limiter.ts";
 import type { P2PNode } from "./node.ts";
@@ -143,6 +146,12 @@ export interface FetchOptions {
   maxBytes?: number;
   /** The exact length announced (e.g. `TrainingResult.payloadSize`); anything else is refused. */
   expectedSize?: number;
+  /**
+   * Charge every attempt to its provider's byte budget for `round`: each attempt charges the
+   * length the provider declared, before a content byte is read, and a provider whose budget
+   * cannot cover it fails the attempt as `over-budget` (see `byte_budget.ts`).
+   */
+  budget?: { round: number; bytesPerPeer: number };
   /** Also provide the fetched bytes from now on, with these options. */
   provideAs?: ProvideOptions;
 }
@@ -153,6 +162,8 @@ export interface PayloadStats {
   servedBytes: number;
   fetched: number;
   fetchedBytes: number;
+  /** Content bytes read off streams and bulk connections, failed attempts included. */
+  receivedBytes: number;
   failedAttempts: number;
   /** Requests this provider refused as malformed. */
   badRequests: number;
@@ -180,6 +191,16 @@ interface BulkRuntime {
 
 type BulkOffer = Extract<ResponseHeader, { status: "BulkOffer" }>;
 
+/** What a response must satisfy before its content is read. */
+interface Checks {
+  /** Largest length accepted. */
+  limit: number;
+  /** The exact length required, when known. */
+  expectedSize?: number;
+  /** The provider's byte budget to charge the length to. */
+  budget?: FetchOptions["budget"];
+}
+
 /** Serves this node's content and fetches others'. Start with `PayloadService.start(node)`. */
 export class PayloadService {
   /** What this node serves. */
@@ -198,6 +219,7 @@ export class PayloadService {
     servedBytes: 0,
     fetched: 0,
     fetchedBytes: 0,
+    receivedBytes: 0,
     failedAttempts: 0,
     badRequests: 0,
     bulkOffered: 0,
@@ -208,6 +230,8 @@ export class PayloadService {
   readonly #bytesPerRttMs: number;
   /** The shortest request-to-answer time seen per provider (ms): its round trip, roughly. */
   readonly #rttMs = new Map<string, number>();
+  /** Bytes each provider made us download per round (fetches with a `budget`). */
+  readonly #budget = new RoundByteBudget();
   #bulk: BulkRuntime | undefined;
 
   private constructor(node: P2PNode, options: PayloadServiceOptions) {
@@ -289,9 +313,18 @@ export class PayloadService {
     return this.store.forget(hashes);
   }
 
-  /** Stops serving content stored for steps below `step` (Psyche keeps the last two). */
+  /**
+   * Stops serving content stored for steps below `step` (Psyche keeps the last two), and
+   * forgets the byte budgets of those rounds.
+   */
   forgetBefore(step: number): number {
+    this.#budget.forgetBefore(step);
     return this.store.forgetBefore(step);
+  }
+
+  /** Bytes `provider` (a public key) made us download in `round`, per the fetches' budgets. */
+  budgetSpent(provider: PublicKeyBytes, round: number): number {
+    return this.#budget.spent(peerIdOf(provider).toString(), round);
   }
 
   /** Peer ids of providers marked bad (they served bytes that did not match their hash). */
@@ -362,7 +395,7 @@ export class PayloadService {
         this.#attempt(
           peerIdFromString(provider),
           request,
-          { limit, expectedSize: options.expectedSize },
+          { limit, expectedSize: options.expectedSize, budget: options.budget },
           signal,
         )
           .catch((error) => {
@@ -394,11 +427,16 @@ export class PayloadService {
   async #attempt(
     peer: PeerId,
     request: PayloadRequest,
-    checks: { limit: number; expectedSize?: number },
+    checks: Checks,
     signal: AbortSignal,
   ): Promise<{ hash: ContentHash; bytes: Uint8Array }> {
-    const connection = await this.#node.libp2p.dial(peer, { signal });
     const key = peer.toString();
+    const { budget, expectedSize } = checks;
+    if (budget !== undefined && expectedSize !== undefined) {
+      // Known over budget: not even dialled.
+      this.#checkBudget(key, expectedSize, budget, false);
+    }
+    const connection = await this.#node.libp2p.dial(peer, { signal });
     const worthwhile = bulkWorthwhile(
       checks.expectedSize,
       this.#rttMs.get(key),
@@ -419,6 +457,7 @@ export class PayloadService {
         hash: offer.hash,
         length: offer.length,
         signal,
+        received: (n) => this.#stats.receivedBytes += n,
       });
       this.#stats.bulkFetched++;
       return { hash: hashFromBytes(offer.hash), bytes };
@@ -429,7 +468,9 @@ export class PayloadService {
       if (error.code === "unreachable") this.#bulkUnreachable.add(key);
     }
     const again = await this.#node.libp2p.dial(peer, { signal });
-    const second = await this.#request(again, { ...request, acceptBulk: false }, checks, signal);
+    // The same content in-band: the offer's length, already charged to the budget.
+    const inBand = { limit: checks.limit, expectedSize: offer.length };
+    const second = await this.#request(again, { ...request, acceptBulk: false }, inBand, signal);
     if ("offer" in second) {
       throw new PayloadAttemptError(
         "protocol",
@@ -446,7 +487,7 @@ export class PayloadService {
   async #request(
     connection: Connection,
     request: PayloadRequest,
-    checks: { limit: number; expectedSize?: number },
+    checks: Checks,
     signal: AbortSignal,
   ): Promise<{ hash: ContentHash; bytes: Uint8Array } | { offer: BulkOffer }> {
     // The protocol name travels with the request instead of a round trip ahead of it: a small
@@ -484,6 +525,9 @@ export class PayloadService {
           `response declares ${header.length} bytes, ${checks.expectedSize} were announced`,
         );
       }
+      if (checks.budget !== undefined) {
+        this.#checkBudget(connection.remotePeer.toString(), header.length, checks.budget, true);
+      }
       if (header.status === "BulkOffer") {
         if (request.acceptBulk !== true) {
           throw new PayloadAttemptError("protocol", "provider made a bulk offer unasked");
@@ -493,7 +537,12 @@ export class PayloadService {
         }
         return { offer: header };
       }
-      const { bytes, hash } = await readBody(reader, header.length, rest);
+      const { bytes, hash } = await readBody(
+        reader,
+        header.length,
+        rest,
+        (n) => this.#stats.receivedBytes += n,
+      );
       if (hash !== hashFromBytes(header.hash)) {
         throw new PayloadAttemptError(
           "hash-mismatch",
@@ -507,6 +556,30 @@ export class PayloadService {
     } finally {
       signal.removeEventListener("abort", onAbort);
       reader.release();
+    }
+  }
+
+  /**
+   * Throws `over-budget` unless `provider` can still make us download `bytes` in the budget's
+   * round; with `charge`, also charges them.
+   */
+  #checkBudget(
+    provider: string,
+    bytes: number,
+    budget: NonNullable<Checks["budget"]>,
+    charge: boolean,
+  ): void {
+    const { round, bytesPerPeer: limit } = budget;
+    const spent = this.#budget.spent(provider, round);
+    const fits = charge
+      ? this.#budget.charge(provider, { round, bytes, limit })
+      : spent + bytes <= limit;
+    if (!fits) {
+      throw new PayloadAttemptError(
+        "over-budget",
+        `provider already made us download ${spent} bytes in round ${round}: ${bytes} more ` +
+          `would pass its ${limit}-byte budget`,
+      );
     }
   }
 

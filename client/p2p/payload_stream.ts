@@ -94,11 +94,15 @@ export async function readHeader(
 /**
  * Reads exactly `length` content bytes (the first of them already in `first`) and hashes them as
  * they arrive, so verification costs no extra pass at the end. Returns the bytes and their hash.
+ * The first chunk that goes past `length` ends the read with an error: the caller aborts the
+ * stream, so a provider that keeps sending gets at most one muxer frame (64 KiB) past it read.
+ * `received` is told the size of every chunk taken off the stream, the refused one included.
  */
 export async function readBody(
   reader: StreamReader,
   length: number,
   first: Uint8Array,
+  received: (bytes: number) => void = () => {},
 ): Promise<{ bytes: Uint8Array; hash: ContentHash }> {
   const out = new Uint8Array(length);
   const hasher = createHash("sha256");
@@ -106,6 +110,7 @@ export async function readBody(
   let hashed = 0;
   let chunk: Uint8Array | undefined = first;
   while (chunk !== undefined) {
+    received(chunk.length);
     if (filled + chunk.length > length) {
       throw new PayloadAttemptError(
         "protocol",

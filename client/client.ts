@@ -355,6 +355,7 @@ export class TrainingClient {
           runId: state.runId,
           step,
           recordedDigest: expected,
+          runDigests: state.paramsDigests.map((r) => toHex(r.digest)),
           payloads: this.#o.exchange.payloads,
           providers: state.epochState.clients.map((c) => c.id.p2pIdentity)
             .filter((k) => !sameKey(k, this.#o.backend.identity.p2pIdentity)),

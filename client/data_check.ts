@@ -6,8 +6,10 @@
  *
  * Providers opened with the vocabulary (local folders, HTTP) refuse such a token themselves
  * (a `DataError` with key `vocab_size`, naming the file and offset); the TCP data server's
- * tokens arrive unchecked and are compared here. Later batches stay checked per batch, by the
- * providers and by the model's token upload.
+ * tokens arrive unchecked and are compared here. A coordinator-hosted data server serves only
+ * the batch the round assigns (it refuses these sequences, a `DataError` with key `batch`): the
+ * check is then left to the first batch ({@linkcode checkTokens}, which the trainer runs on every
+ * batch it reads).
  *
  * @module
  */
@@ -50,9 +52,9 @@ export async function checkDataVocabulary(
 ): Promise<void> {
   const count = Math.min(provider.numSequences, options.sequences ?? VOCABULARY_CHECK_SEQUENCES);
   if (count < 1) return;
-  const model = options.model === undefined ? "" : ` (${options.model})`;
+  const from = options.model === undefined ? "" : ` (${options.model})`;
   const prefix =
-    `The model's vocabulary (vocab_size ${vocabSize}${model}) cannot read the run's data`;
+    `The model's vocabulary (vocab_size ${vocabSize}${from}) cannot read the run's data`;
   let tokens: Uint32Array;
   let seqLen: number;
   try {
@@ -63,12 +65,29 @@ export async function checkDataVocabulary(
     if (e instanceof DataError && e.key === "vocab_size") {
       throw new DataVocabularyError(`${prefix}: ${e.message}`, { cause: e });
     }
+    // A server that serves only the round's batches: the first batch is checked instead.
+    if (e instanceof DataError && e.key === "batch") return;
     throw e;
   }
+  checkTokens(tokens, seqLen, vocabSize, options.model);
+}
+
+/**
+ * Throws {@linkcode DataVocabularyError} when `tokens` (rows of `seqLen`) hold an id
+ * `>= vocabSize`; `model` names the vocabulary's source in the message.
+ */
+export function checkTokens(
+  tokens: Uint32Array,
+  seqLen: number,
+  vocabSize: number,
+  model?: string,
+): void {
   for (let i = 0; i < tokens.length; i++) {
     if (tokens[i] >= vocabSize) {
+      const from = model === undefined ? "" : ` (${model})`;
       throw new DataVocabularyError(
-        `${prefix}: sequence ${Math.floor(i / seqLen)} holds token id ${tokens[i]} at position ` +
+        `The model's vocabulary (vocab_size ${vocabSize}${from}) cannot read the run's data: ` +
+          `sequence ${Math.floor(i / seqLen)} holds token id ${tokens[i]} at position ` +
           `${i % seqLen}`,
       );
     }

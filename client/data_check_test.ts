@@ -3,7 +3,7 @@ import { DataError } from "../data/errors.ts";
 import { LocalDataProvider } from "../data/local.ts";
 import type { DataProvider, TokenBatch } from "../data/provider.ts";
 import { closing, writeFixtureDataset } from "../data/testing/fixtures.ts";
-import { checkDataVocabulary, DataVocabularyError } from "./data_check.ts";
+import { checkDataVocabulary, checkTokens, DataVocabularyError } from "./data_check.ts";
 
 /** A provider of fixed rows (as a TCP data server would send them, unchecked). */
 function rowsProvider(rows: number[][], fail?: Error): DataProvider {
@@ -57,5 +57,19 @@ Deno.test("a provider's own vocab_size refusal becomes the same error; other fai
   await assert.rejects(
     checkDataVocabulary(rowsProvider([[1]], timeout), 512),
     (e) => e === timeout,
+  );
+});
+
+Deno.test("a server that serves only the round's batch is left to the first batch's check", async () => {
+  // The coordinator-hosted data server refuses sequences outside the round (key `batch`).
+  const outOfRound = new DataError("rejected batch 0..15: NotInThisRound", { key: "batch" });
+  await checkDataVocabulary(rowsProvider([[1, 2]], outOfRound), 512);
+  // The trainer checks every batch it reads with checkTokens.
+  checkTokens(Uint32Array.of(0, 511, 3, 4), 2, 512);
+  assert.throws(
+    () => checkTokens(Uint32Array.of(0, 1, 3, 512), 2, 512, "m"),
+    (e) =>
+      e instanceof DataVocabularyError &&
+      /vocab_size 512 \(m\).*sequence 1 holds token id 512 at position 1$/.test(e.message),
   );
 });

@@ -32,6 +32,7 @@ import { decodePayload, encodePayload, type PayloadExpectation } from "../optimi
 import { GpuDigest } from "../shaders/digest.ts";
 import type { GpuRuntime } from "../shaders/gpu.ts";
 import { encodeGradients } from "../train/trainer.ts";
+import { checkTokens } from "./data_check.ts";
 
 /** What {@link NetworkTrainer} is built from. */
 export interface NetworkTrainerOptions {
@@ -151,6 +152,8 @@ export class NetworkTrainer implements Disposable {
       all.set(p, at);
       at += p.length;
     }
+    // A token the model cannot embed would read out of bounds on the GPU: refuse the batch.
+    checkTokens(all, T, this.config.vocabSize);
     const rows = this.#microBatch * T;
     const microBatches = Array.from(
       { length: micro },

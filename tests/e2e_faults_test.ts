@@ -7,12 +7,17 @@
  *   disconnect) is reported by the witnesses' health checks and dropped; its batch is logged
  *   and counted as untrained, never silently lost; the others go on with identical parameters;
  * - when every client of an epoch is gone, the next epoch's checkpoint falls back from `P2P`
- *   to `Hub`, and a new client loads the model from the Hub folder and trains.
+ *   to `Hub`; a new client refuses the repo's seeded init (the run has trained: it would restart
+ *   the model), waits saying so, and loads the repo once it holds the run's parameters (their
+ *   digest is the one the run recorded).
  *
  * @module
  */
 import assert from "node:assert/strict";
-import { Testnet } from "../client/testnet/launcher.ts";
+import { join } from "node:path";
+import { REPO_ROOT, Testnet } from "../client/testnet/launcher.ts";
+import { readModelDir } from "../model/checkpoint.ts";
+import { digestBytes } from "../shaders/digest.ts";
 import {
   EventWatcher,
   observeCoordinator,
@@ -124,10 +129,18 @@ Deno.test({
 });
 
 Deno.test({
-  name: "when every client leaves, the checkpoint falls back to Hub and a newcomer loads it",
+  name: "when every client leaves, a newcomer waits rather than restart from the seeded init, " +
+    "and loads the run's model once its repo has it",
   sanitizeResources: false,
   sanitizeOps: false,
 }, async () => {
+  // The run's repo holds only a config: its weights are the run-seeded init.
+  const repo = await Deno.makeTempDir({ prefix: "psyche-e2e-repo-" });
+  await Deno.copyFile(
+    join(REPO_ROOT, "config", "models", "llama-tiny", "config.json"),
+    join(repo, "config.json"),
+  );
+  const checkpoints = await Deno.makeTempDir({ prefix: "psyche-e2e-checkpoints-" });
   const config = await tinyRunFolder({
     runId: "e2e-hub",
     initMinClients: 1,
@@ -135,6 +148,9 @@ Deno.test({
     epochTime: 10,
     maxRoundTrainTime: 5,
     checkpoint: "Hub",
+    modelDir: repo,
+    // Time to stop the run's only client between two epochs.
+    waitingForMembersExtraTime: 8,
   });
   const watcher = new EventWatcher();
   const out = recorder();
@@ -144,14 +160,15 @@ Deno.test({
     write: out.write,
     colour: false,
     onEvent: watcher.onEvent,
+    checkpointDir: checkpoints,
   });
   const observing = new AbortController();
-  const seen: { epoch: number; runState: string; checkpoint: string; clients: string[] }[] = [];
+  const seen: { runState: string; checkpoint: string; clients: string[]; step: number }[] = [];
   const record = (s: CoordinatorState) =>
     seen.push({
-      epoch: s.progress.epoch,
       runState: s.runState,
       checkpoint: s.model.checkpoint.kind,
+      step: s.progress.step,
       clients: s.epochState.clients.map((c) =>
         [...c.id.signer].map((b) => b.toString(16).padStart(2, "0")).join("")
       ),
@@ -161,15 +178,16 @@ Deno.test({
     record,
   );
   try {
-    await watcher.waitFor(
-      "the first epoch to end after training",
-      () => watcher.named("EpochEnd").find((e) => e.event.success === true),
+    // The first epoch trains and ends; its client checkpoints the parameters it ends with.
+    const saved = await watcher.waitFor(
+      "client-1's checkpoint at the first epoch's end",
+      () => watcher.named("checkpoint", "client-1")[0],
       90_000,
     );
     await watcher.waitFor(
-      "the checkpoint to become P2P",
-      () => seen.some((s) => s.checkpoint === "P2P"),
-      10_000,
+      "the first epoch to end after training",
+      () => watcher.named("EpochEnd").find((e) => e.event.success === true),
+      30_000,
     );
     await net.kill("client-1");
     const newcomer = await net.addClient();
@@ -182,18 +200,38 @@ Deno.test({
         ),
       60_000,
     );
-    assert.equal(warmup.checkpoint, "Hub");
+    assert.equal(warmup.checkpoint, "Hub", "no client of the last epoch came back");
+    assert.equal(warmup.step, saved.event.step, "the epoch starts where the checkpoint is");
+    // The repo's seeded init is not the run's model: the newcomer waits and says why.
+    const waiting = await watcher.waitFor(
+      "the newcomer to wait for the run's model",
+      () => watcher.named("waiting_for_model", newcomer)[0],
+      60_000,
+    );
+    assert.equal(waiting.event.step, saved.event.step);
+    assert.match(String(waiting.event.reason), /seeded init of .* not the run's/);
+    assert.equal(watcher.named("model", newcomer).length, 0, "no model was taken");
+    // The operator puts the run's parameters in the repo: the next try takes them.
+    const dir = String(saved.event.dir);
+    await Deno.copyFile(join(dir, "model.safetensors"), join(repo, "model.safetensors"));
     const model = await watcher.waitFor(
-      "the newcomer to load its model",
+      "the newcomer to load the repo's weights",
       () => watcher.named("model", newcomer)[0],
       60_000,
     );
-    assert.match(String(model.event.folder), /config\/models\/llama-tiny$/);
-    assert.notEqual(model.event.weights, "p2p");
+    assert.equal(model.event.folder, repo);
+    assert.equal(model.event.weights, "loaded");
+    const saved_ = await readModelDir(dir);
+    assert.equal(model.event.params_hash, digestBytes(new Uint8Array(saved_.weights!.buffer)));
     await watcher.waitFor(
       "the newcomer to train",
       () => watcher.named("train", newcomer)[0],
       60_000,
+    );
+    assert.equal(
+      watcher.events.filter((e) => e.label === newcomer && e.event.weights === "seeded").length,
+      0,
+      "the seeded init was never used",
     );
   } catch (e) {
     console.error(out.lines.slice(-80).join("\n"));
@@ -202,6 +240,6 @@ Deno.test({
     observing.abort();
     await observer.catch(() => {});
     await net.stop();
-    await Deno.remove(config, { recursive: true });
+    for (const d of [config, repo, checkpoints]) await Deno.remove(d, { recursive: true });
   }
 });

@@ -389,6 +389,7 @@ Deno.test({
         const trained = events.filter((e) => e.event === "train").map((e) => e.step as number);
         const applies = events.filter((e) => e.event === "apply");
         const last = applies[applies.length - 1];
+        assert.ok(last !== undefined, `client ${i} applied nothing: ${JSON.stringify(events)}`);
         const cooldown = events.find((e) => e.event === "state" && e.run_state === "Cooldown")!;
         assert.ok((last.time_ms as number) >= (cooldown.time_ms as number), "applied at Cooldown");
         assert.equal(last.step, Math.max(...trained) - 1);

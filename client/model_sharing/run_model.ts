@@ -4,9 +4,10 @@
  *
  * Which parameters are the run's: when the coordinator recorded a digest for `step`
  * (coordinator/params_digest.ts), exactly those; a source whose parameters have another digest
- * is refused, whatever it is. Without a record, a fresh run (step 1) takes what its checkpoint
- * says, a P2P epoch takes what a majority of the answering peers serve, and a run that already
- * trained never uses the seeded init (it would silently restart the model).
+ * is refused, whatever it is. Without a record for `step`, a P2P epoch takes what a majority of
+ * the answering peers serve, a repo's weights are taken as the operator's checkpoint, and the
+ * seeded init only while the run has recorded nothing else: a run whose parameters ever moved
+ * away from it never restarts from it (that would silently reset the model).
  *
  * Sources, in order, the first acceptable one wins:
  * 1. `--model DIR` (override): that folder (weights, or the run-seeded init without them);
@@ -73,6 +74,8 @@ export interface LoadRunModelOptions {
   readonly step: number;
   /** The digest (hex) the run recorded for `step`, or null when it has none. */
   readonly recordedDigest: string | null;
+  /** Every digest (hex) the run recorded (coordinator state `paramsDigests`), any step. */
+  readonly runDigests?: readonly string[];
   /** This client's payload service (P2P fetch). */
   readonly payloads: PayloadService;
   /** The epoch's other clients' p2p keys (P2P fetch). */
@@ -108,8 +111,12 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
       refusals.push(`${what}: the run recorded no digest to check them against`);
       return null;
     }
-    if (recordedDigest === null && seeded && step > 1) {
-      refusals.push(`${what}: the run is at step ${step}, it does not restart from its init`);
+    const moved = (options.runDigests ?? []).find((d) => d !== digest);
+    if (recordedDigest === null && seeded && moved !== undefined) {
+      refusals.push(
+        `${what}: the run recorded other parameters (${moved.slice(0, 16)}…), it does not ` +
+          `restart from its init`,
+      );
       return null;
     }
     return {
@@ -140,6 +147,7 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
     const model = fromFolder(folder, await readModelDir(folder));
     if (model !== null) return model;
   }
+  const history = (options.runDigests ?? []).length > 0;
   const tryPeers = checkpoint.kind === "P2P" || step > 1 || recordedDigest !== null;
   if (tryPeers && options.providers.length > 0) {
     try {
@@ -177,12 +185,13 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
     const model = fromFolder(folder, read, true);
     if (model !== null) return model;
   }
-  // A P2P run's repo holds older weights than the run's: only a record can make them fit.
+  // A P2P run's repo holds older weights than the run's: only a record can make them fit (or a
+  // run that never recorded any, whose model nobody ever held).
   const repo = checkpoint.kind === "Hub" || checkpoint.kind === "Dummy" ||
       checkpoint.kind === "P2P"
     ? checkpoint.repo
     : null;
-  if (repo !== null && (checkpoint.kind !== "P2P" || recordedDigest !== null)) {
+  if (repo !== null && (checkpoint.kind !== "P2P" || recordedDigest !== null || !history)) {
     try {
       const hub = await loadHubCheckpoint(repo, options.hub);
       const model = fromFolder(hub.folder, hub);

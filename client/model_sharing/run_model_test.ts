@@ -125,7 +125,7 @@ Deno.test("after training, the seeded init is refused, and a folder counts only 
     await writeModelDir(join(env.dir, "repo"), fresh);
     await Deno.remove(join(env.dir, "repo", "model.safetensors"));
     // The coordinator fell back to the Hub repo at step 30 (no client returned): no peer has
-    // the model, and the seeded init is not the run's.
+    // the model, and the seeded init is not the run's once the run recorded other parameters.
     await assert.rejects(
       () =>
         loadRunModel({
@@ -134,11 +134,25 @@ Deno.test("after training, the seeded init is refused, and a folder counts only 
           checkpoint: { kind: "Dummy", repo },
           step: 30,
           recordedDigest: null,
+          runDigests: ["ee".repeat(32)],
         }),
       (e) =>
         e instanceof ModelUnavailableError &&
-        /the run is at step 30, it does not restart from its init/.test(e.message),
+        /the run recorded other parameters \(eeee.*it does not restart from its init/.test(
+          e.message,
+        ),
     );
+    // A run that never recorded anything (its epochs ended before anyone trained) has only
+    // ever had its init: the seeded init is still the run's at a later step.
+    const init = await loadRunModel({
+      ...env.base,
+      providers: [],
+      checkpoint: { kind: "P2P", repo },
+      step: 30,
+      recordedDigest: null,
+      runDigests: [],
+    });
+    assert.equal(init.source, "seeded");
     // The client's own checkpoint of step 30 is taken when it has the recorded digest.
     const trained = tinyModel(21);
     const mine = join(env.dir, "run-step30");
@@ -162,6 +176,7 @@ Deno.test("after training, the seeded init is refused, and a folder counts only 
           checkpoint: { kind: "Dummy", repo },
           step: 30,
           recordedDigest: null,
+          runDigests: ["ee".repeat(32)],
           localCheckpoints: [mine],
         }),
       /recorded no digest to check them against/,

@@ -95,7 +95,11 @@ function report(
 ): Witness {
   const state = account.state;
   const { numBits, numKeys } = witnessBloomParameters(state.config.maxClients);
-  const keys = new BigUint64Array(numKeys).map((_, k) => BigInt(k + 1) * 0x9e3779b97f4a7c15n);
+  // Keys differ per witness, as real clients' random keys do: with one key set for all, a
+  // false positive for the client never seen would be in every bloom and make it "healthy".
+  const keys = new BigUint64Array(numKeys).map((_, k) =>
+    BigInt(k + 1 + 97 * index) * 0x9e3779b97f4a7c15n
+  );
   const participantBloom = createBloom(numBits, keys);
   for (const s of seen) bloomAdd(participantBloom, sha256(s));
   const proof = warmup

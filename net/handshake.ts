@@ -190,6 +190,10 @@ export async function clientHandshake(
   options: HandshakeOptions & { secretKey: Uint8Array },
 ): Promise<void> {
   const challenge = await readHandshake(frames, options.signal);
+  if (challenge.kind === "Rejected") {
+    // Refused before any challenge: the server is full, or this address has too many.
+    throw new HandshakeError(`Server rejected the connection: ${challenge.reason}`);
+  }
   if (challenge.kind !== "Challenge") {
     throw new HandshakeError(`Expected Challenge from the server, found ${challenge.kind}`);
   }

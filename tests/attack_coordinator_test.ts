@@ -174,9 +174,11 @@ Deno.test("idle connections filling the cap: members keep training, a real joine
   }
 });
 
-Deno.test("one address may not hold more than its share of connections", async () => {
-  const { server, events } = serve(quickHost(), { maxConnectionsPerAddress: 2 });
-  await using _ = server;
+Deno.test("one address may not hold more than its share of connections, nor reconnect at will", async () => {
+  const { server, events } = serve(quickHost(), {
+    maxConnectionsPerAddress: 2,
+    connectsPerSecondPerAddress: 1000,
+  });
   const a = await hostileClient(server.address);
   const b = await hostileClient(server.address);
   try {
@@ -204,7 +206,17 @@ Deno.test("one address may not hold more than its share of connections", async (
   } finally {
     closeQuietly(a);
     closeQuietly(b);
+    await server.close();
   }
+  // With the default rate (a tenth of the cap a second), reconnecting in a loop is refused
+  // before any handshake: the server verifies no signature for it.
+  const limited = serve(quickHost(), { maxConnectionsPerAddress: 3 });
+  await using _ = limited.server;
+  for (let i = 0; i < 3; i++) closeQuietly(await hostileClient(limited.server.address));
+  await assert.rejects(
+    hostileClient(limited.server.address),
+    /Server rejected the connection: 127.0.0.1 opens connections too fast \(at most 0.3 a second\)/,
+  );
 });
 
 Deno.test("a health-check flood is refused cheaply while honest clients keep training", async () => {

@@ -170,7 +170,11 @@ export class CoordinatorHost {
    * The server never closes a member's connection for being idle.
    */
   isMember(client: Uint8Array): boolean {
-    const name = keyString(client);
+    return this.isMemberKey(keyString(client));
+  }
+
+  /** {@linkcode CoordinatorHost.isMember} for a key already in hex (`keyString`). */
+  isMemberKey(name: string): boolean {
     return this.#pendingNames.has(name) || this.#epochClientNames().has(name);
   }
 

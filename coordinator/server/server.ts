@@ -58,7 +58,7 @@ import {
 import { encodeCoordinatorState } from "../encoding.ts";
 import { keyString } from "../machine_core.ts";
 import { fromMillis, toMillis } from "../time.ts";
-import { ConnectionTable } from "./connection_table.ts";
+import { addressKey, ConnectionTable } from "./connection_table.ts";
 import { CoordinatorHost, type HostEvent, type HostReply } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
 import { Outbox } from "./outbox.ts";
@@ -144,8 +144,14 @@ export interface CoordinatorServerOptions {
    * evicts the quietest non-member, or is rejected if every connection is a member's.
    */
   maxConnections?: number;
-  /** Most open connections from one IP address (default DEFAULT_MAX_CONNECTIONS_PER_ADDRESS). */
+  /**
+   * Most open connections from one IP address, or IPv6 /64 (default
+   * DEFAULT_MAX_CONNECTIONS_PER_ADDRESS). An address may also open only a tenth of that
+   * many new connections a second on average, in bursts of all of them.
+   */
   maxConnectionsPerAddress?: number;
+  /** New connections a second from one address (default a tenth of maxConnectionsPerAddress). */
+  connectsPerSecondPerAddress?: number;
   /**
    * Milliseconds an authenticated connection that is neither pending nor a client of the
    * epoch may stay quiet before it is closed (default DEFAULT_IDLE_TIMEOUT_MS). Members are
@@ -241,6 +247,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
   const table = new ConnectionTable<Link>({
     maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
     maxPerAddress: options.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    connectsPerSecond: options.connectsPerSecondPerAddress,
   });
   const frameLimits = clientFrameLimits(host.state.config.maxClients);
   const limitFor = clientFrameLimitFor(frameLimits);
@@ -254,7 +261,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
     : options.rateLimits;
   const nowMs = () => Math.floor(clock());
   const now = () => fromMillis(nowMs());
-  const isMember = (key: Uint8Array) => host.isMember(key);
+  const isMember = (name: string) => host.isMemberKey(name);
 
   const listener = Deno.listen({
     hostname: options.hostname ?? "0.0.0.0",
@@ -342,7 +349,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
       emit({
         kind: "ConnectionClosed",
         peer: peerName(entry.handle.conn),
-        client: entry.key === null ? null : toHex(entry.key),
+        client: entry.key,
         reason: `idle for ${idleTimeoutMs / 1000} s and not a member of the run`,
       });
     }
@@ -356,7 +363,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
     }
   };
 
-  const serve = async (link: Link, entry: { key: Uint8Array | null; lastActiveMs: number }) => {
+  const serve = async (link: Link, entry: { key: string | null; lastActiveMs: number }) => {
     const { conn, stop } = link;
     const peer = peerName(conn);
     const frames = new FrameReader(conn, { maxFrameBytes: readerMaxBytes });
@@ -375,9 +382,9 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
       if (!closing) emit({ kind: "ConnectionRefused", peer, client: null, reason });
       return;
     }
-    entry.key = key;
-    entry.lastActiveMs = nowMs();
     const name = keyString(key);
+    entry.key = name;
+    entry.lastActiveMs = nowMs();
     const session: Session = {
       key,
       conn,
@@ -494,8 +501,8 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
 
   const accepting = (async () => {
     for await (const conn of listener) {
-      const address = (conn.remoteAddr as Deno.NetAddr).hostname;
-      const admission = table.admit(address, isMember);
+      const address = addressKey((conn.remoteAddr as Deno.NetAddr).hostname);
+      const admission = table.admit(address, nowMs(), isMember);
       if (admission.kind === "Refuse") {
         refuseHandshake(conn, admission.reason).finally(() => closeQuietly(conn));
         emit({
@@ -512,11 +519,14 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
         emit({
           kind: "ConnectionClosed",
           peer: peerName(handle.conn),
-          client: key === null ? null : toHex(key),
+          client: key,
           reason: "evicted: the server is at its connection cap and this was its quietest " +
             "non-member",
         });
       }
+      // Frames are written whole: Nagle's algorithm would only hold a reply back until the
+      // previous one is acknowledged (40 ms behind a delayed ACK).
+      conn.setNoDelay(true);
       const link: Link = { conn, stop: new AbortController() };
       const entry = table.add(link, address, nowMs());
       const handler = serve(link, entry).finally(() => {

@@ -59,6 +59,7 @@ export {
   parsePublicKey,
 } from "./authorized_keys.ts";
 export { TokenBucket, type TokenBucketOptions } from "./token_bucket.ts";
+export { DEFAULT_MAX_QUEUED_REPLIES, Outbox, UnreadRepliesError } from "./outbox.ts";
 export {
   coordinatorFromRunConfig,
   coordinatorFromToml,

@@ -61,7 +61,7 @@ import { fromMillis, toMillis } from "../time.ts";
 import { addressKey, ConnectionTable } from "./connection_table.ts";
 import { CoordinatorHost, type HostEvent, type HostReply } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
-import { Outbox } from "./outbox.ts";
+import { Outbox, UnreadRepliesError } from "./outbox.ts";
 import {
   clientFrameLimitFor,
   type ClientFrameLimits,
@@ -388,7 +388,14 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
     const session: Session = {
       key,
       conn,
-      outbox: new Outbox(conn, () => closeQuietly(conn)),
+      outbox: new Outbox(conn, (e) => {
+        closeQuietly(conn);
+        // A failed write means the peer is gone (its read loop reports that); only a
+        // peer that stopped reading its answers is closed for what it did.
+        if (e instanceof UnreadRepliesError && !closing) {
+          emit({ kind: "ConnectionClosed", peer, client: name, reason: e.message });
+        }
+      }),
     };
     const previous = sessions.get(name);
     sessions.set(name, session);

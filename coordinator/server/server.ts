@@ -3,8 +3,11 @@
  *
  * ```mermaid
  * flowchart LR
- *   conn[client connection] -->|frames| hs[ed25519 handshake]
- *   hs -->|decodeClientMessage| host[CoordinatorHost]
+ *   conn[client connection] --> table[ConnectionTable: per-address cap and rate, eviction]
+ *   table --> hs[ed25519 handshake, allowlist]
+ *   hs -->|frames within kind limits and rates| pre[CoordinatorHost.precheck]
+ *   pre -->|decodeClientMessage| host[CoordinatorHost]
+ *   sweep[idle sweep] -->|closes quiet non-members| table
  *   deadline[timer at the next deadline] --> host
  *   backstop[500 ms backstop tick] --> host
  *   host -->|State / Ack / Error| outbox[Outbox per client]

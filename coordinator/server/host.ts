@@ -20,8 +20,7 @@
  */
 import { CoordinatorError, type CoordinatorErrorCode } from "../errors.ts";
 import { type HealthCheck, healthCheck } from "../health.ts";
-import { isHalted, keyString, type Outcome, sameKey } from "../machine_core.ts";
-import { checkTimeout } from "../machine_core.ts";
+import { checkTimeout, isHalted, keyString, type Outcome, sameKey } from "../machine_core.ts";
 import { nextTickDeadline, tick as machineTick } from "../machine.ts";
 import { checkpoint as machineCheckpoint, withdraw } from "../machine_membership.ts";
 import {

@@ -74,6 +74,27 @@ export interface FrameReaderOptions {
 }
 
 /**
+ * A limit that depends on what a frame carries: the payload's first byte (a message tag)
+ * picks it, so a frame too long for its kind is refused from its header and first byte,
+ * before the rest is read.
+ */
+export interface FrameLimit {
+  /** Largest payload of this kind, in bytes. */
+  maxBytes: number;
+  /** The kind, for the error message (e.g. `"HealthCheck"`). */
+  name: string;
+}
+
+/** Options of {@linkcode FrameReader.next}. */
+export interface NextFrameOptions {
+  /**
+   * The limit for a frame whose payload starts with `firstByte`, or null for only the
+   * reader's `maxFrameBytes`. Not called for empty frames.
+   */
+  limitFor?: (firstByte: number) => FrameLimit | null;
+}
+
+/**
  * Reads whole frames from a stream, however the bytes arrive (one byte at a time,
  * several frames per read, a frame split over many reads).
  */
@@ -98,9 +119,11 @@ export class FrameReader {
 
   /**
    * The next frame's payload, or `null` when the stream ends cleanly between frames.
-   * Throws {@linkcode FrameError} if the stream ends inside a frame or a length is too large.
+   * Throws {@linkcode FrameError} if the stream ends inside a frame or a length is too large
+   * (for the reader, or for the frame's kind with `options.limitFor`: checked on the first
+   * payload byte, before the rest of the payload is read).
    */
-  async next(): Promise<Uint8Array | null> {
+  async next(options: NextFrameOptions = {}): Promise<Uint8Array | null> {
     const header = await this.#take(FRAME_HEADER_BYTES, true);
     if (header === null) return null;
     const length = new DataView(header.buffer, header.byteOffset, FRAME_HEADER_BYTES)
@@ -110,8 +133,26 @@ export class FrameReader {
         `Frame of ${length} bytes exceeds the maximum of ${this.#maxFrameBytes} bytes`,
       );
     }
+    if (options.limitFor !== undefined && length > 0) {
+      const limit = options.limitFor(await this.#peekByte());
+      if (limit !== null && length > limit.maxBytes) {
+        throw new FrameError(
+          `${limit.name} frame of ${length} bytes exceeds the maximum of ${limit.maxBytes} bytes`,
+        );
+      }
+    }
     const payload = await this.#take(length, false);
     return payload ?? new Uint8Array(0);
+  }
+
+  /** The next byte, left unread (at least one byte of the payload is due). */
+  async #peekByte(): Promise<number> {
+    while (this.#pending.length === 0) {
+      const got = await this.#source.read(this.#chunk);
+      if (got === null) throw new FrameError("Stream ended inside a frame: expected its payload");
+      this.#pending = this.#chunk.slice(0, got);
+    }
+    return this.#pending[0];
   }
 
   /** Exactly `n` bytes; `null` only if `allowEof` and the stream ended before any byte. */

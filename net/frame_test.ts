@@ -96,3 +96,44 @@ Deno.test("FrameReader round-trips any frames under any read chunking", async ()
     { numRuns: 200 },
   );
 });
+
+Deno.test("FrameReader refuses a frame too long for its kind after its first byte", async () => {
+  const big = new Uint8Array(500).fill(3); // kind 3, limited to 100 bytes
+  const small = new Uint8Array(50).fill(3);
+  const other = new Uint8Array(400).fill(1); // kind 1: only maxFrameBytes applies
+  const limitFor = (tag: number) => tag === 3 ? { maxBytes: 100, name: "Kind3" } : null;
+  const ok = new FrameReader(chunkedReader(concat([small, other].map(encodeFrame)), [7]), {
+    maxFrameBytes: 1000,
+  });
+  assert.deepEqual(await ok.next({ limitFor }), small);
+  assert.deepEqual(await ok.next({ limitFor }), other);
+  assert.equal(await ok.next({ limitFor }), null);
+
+  const source = chunkedReader(encodeFrame(big), [4, 8]);
+  const reader = new FrameReader(source, { maxFrameBytes: 1000 });
+  await assert.rejects(reader.next({ limitFor }), (e: unknown) => {
+    assert.ok(e instanceof FrameError);
+    assert.equal(e.message, "Kind3 frame of 500 bytes exceeds the maximum of 100 bytes");
+    return true;
+  });
+  assert.equal(source.reads, 2, "the header and one chunk, not the payload");
+});
+
+Deno.test("FrameReader with per-kind limits round-trips frames under any chunking", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.uint8Array({ maxLength: 100 }), { maxLength: 8 }),
+      fc.array(fc.integer({ min: 1, max: 300 }), { minLength: 1, maxLength: 5 }),
+      async (frames, sizes) => {
+        const reader = new FrameReader(chunkedReader(concat(frames.map(encodeFrame)), sizes), {
+          maxFrameBytes: 200,
+          chunkBytes: 16,
+        });
+        const limitFor = () => ({ maxBytes: 100, name: "any" });
+        for (const f of frames) assert.deepEqual(await reader.next({ limitFor }), f);
+        assert.equal(await reader.next({ limitFor }), null);
+      },
+    ),
+    { numRuns: 200 },
+  );
+});

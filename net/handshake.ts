@@ -152,13 +152,18 @@ export interface HandshakeOptions {
 
 /**
  * Server side: challenges the peer and returns its verified public key.
- * `nonce` defaults to 32 bytes from the system's secure random source.
- * Throws {@linkcode HandshakeError} (after telling the client) on a bad answer.
+ * `nonce` defaults to 32 bytes from the system's secure random source. `authorize`, if
+ * given, sees the key once its signature verified and returns null to accept it or the
+ * reason it is refused (a permissioned service).
+ * Throws {@linkcode HandshakeError} (after telling the client) on a bad answer or a refusal.
  */
 export async function serverHandshake(
   writer: ByteWriter,
   frames: FrameReader,
-  options: HandshakeOptions & { nonce?: Uint8Array },
+  options: HandshakeOptions & {
+    nonce?: Uint8Array;
+    authorize?: (publicKey: Uint8Array) => string | null;
+  },
 ): Promise<Uint8Array> {
   const nonce = options.nonce ?? crypto.getRandomValues(new Uint8Array(NONCE_BYTES));
   const send = (msg: HandshakeMessage) =>
@@ -178,6 +183,11 @@ export async function serverHandshake(
     await send({ kind: "Rejected", reason: "invalid signature" });
     throw new HandshakeError("Client's challenge signature does not verify");
   }
+  const refusal = options.authorize?.(answer.publicKey) ?? null;
+  if (refusal !== null) {
+    await send({ kind: "Rejected", reason: refusal });
+    throw new HandshakeError(`Client key refused: ${refusal}`);
+  }
   await send({ kind: "Accepted" });
   return answer.publicKey;
 }
@@ -195,6 +205,7 @@ export async function clientHandshake(
 ): Promise<void> {
   const challenge = await readHandshake(frames, options.signal);
   if (challenge.kind === "Rejected") {
+    // Refused before any challenge: the server is full, or this address has too many.
     throw new HandshakeError(`Server refused the connection: ${challenge.reason}`);
   }
   if (challenge.kind !== "Challenge") {

@@ -24,8 +24,10 @@ export {
   DEFAULT_SERVER_MAX_FRAME_BYTES,
   encodeFrame,
   FRAME_HEADER_BYTES,
+  type FrameLimit,
   FrameReader,
   type FrameReaderOptions,
+  type NextFrameOptions,
   writeAll,
   writeFrame,
 } from "./frame.ts";

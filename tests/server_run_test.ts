@@ -143,7 +143,8 @@ Deno.test("a TCP run: epochs, hostile peers refused, disconnect withdraws, resta
         new DataView(header.buffer).setUint32(0, 9 * 1024 * 1024);
         await writeAll(raw.conn, header);
       });
-      assert.match(rejection(frames), /Frame of 9437184 bytes exceeds the maximum of 8388608/);
+      // Before the handshake, no frame may be longer than the run's largest client message.
+      assert.match(rejection(frames), /Frame of 9437184 bytes exceeds the maximum of 1024 bytes/);
       // A signature by another key: unauthenticated.
       frames = await hostile(address, async (raw) => {
         const challenge = await readChallenge(raw);

@@ -167,6 +167,9 @@ export class Testnet {
         "json",
         "--save-state-dir",
         join(tempDir, "saved-states"),
+        // Every client connects from 127.0.0.1: lift the per-address cap meant for the internet.
+        "--max-connections-per-address",
+        "1024",
         ...(prepared.servesData ? ["--data-config", dataPath] : []),
         ...(options.coordinatorArgs ?? []),
       ];

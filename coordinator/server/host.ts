@@ -10,15 +10,27 @@
  * gave every server process a different client order), and a client dropped from the
  * pending list can join again (Psyche kicked it again on every tick of that epoch).
  *
+ * Against hostile clients (docs/server.md, "Hostile clients"): a key dropped by a health
+ * check, or elected witness in a round that failed its quorum without reporting, is backed
+ * off for some epochs ({@linkcode JoinBackoff}); a permissioned run refuses keys outside
+ * its allowlist; a health check is refused on its sender and entry count before its proofs
+ * are checked, and a report naming a client twice is refused before any proof is verified.
+ *
  * @module
  */
 import { isSmallOrderEncoding } from "../../net/ed25519_strict.ts";
 import { CoordinatorError, type CoordinatorErrorCode } from "../errors.ts";
 import { type HealthCheck, healthCheck } from "../health.ts";
-import { isHalted, keyString, type Outcome, sameKey } from "../machine_core.ts";
+import { checkTimeout, isHalted, keyString, type Outcome, sameKey } from "../machine_core.ts";
 import { nextTickDeadline, tick as machineTick } from "../machine.ts";
 import { checkpoint as machineCheckpoint, withdraw } from "../machine_membership.ts";
-import { currentRound, previousRound, roundAssignments, roundClients } from "../machine_queries.ts";
+import {
+  currentRound,
+  previousRound,
+  roundAssignments,
+  roundClients,
+  roundSelection,
+} from "../machine_queries.ts";
 import { cooldownWitness, warmupWitness, witness as machineWitness } from "../machine_witness.ts";
 import type {
   BatchId,
@@ -33,7 +45,14 @@ import type {
 import { MAX_CLIENTS_LIMIT } from "../types.ts";
 import { durationProblem } from "../time.ts";
 import { quoteForTerminal } from "../printable.ts";
-import type { ClientMessage } from "./protocol.ts";
+import { roundWitnessQuorum } from "../witness_quorum.ts";
+import {
+  type BackoffCause,
+  backoffReason,
+  DEFAULT_JOIN_BACKOFF_EPOCHS,
+  JoinBackoff,
+} from "./join_backoff.ts";
+import type { ClientMessage, ClientMessageHead } from "./protocol.ts";
 
 /** Something the host did, for logs and for the edge's side effects (saving state). */
 export type HostEvent =
@@ -43,6 +62,9 @@ export type HostEvent =
   | { kind: "JoinRefused"; client: string; reason: string }
   | { kind: "Left"; client: string; withdrawn: boolean }
   | { kind: "Kicked"; client: string; state: ClientState }
+  | { kind: "BackedOff"; client: string; cause: BackoffCause; epoch: number; until: number }
+  /** A backed-off key joined: it waits in the pending list until its back-off ends. */
+  | { kind: "JoinDeferred"; client: string; reason: string }
   | { kind: "WarmupWitness"; client: string; index: number }
   | { kind: "CooldownWitness"; client: string; index: number }
   /** A quorum agreed on the digest of the parameters of `step` (hex). */
@@ -81,6 +103,15 @@ export interface HostOptions {
   initWarmupTime?: number;
   /** Most clients that may wait to join (default MAX_CLIENTS_LIMIT). */
   maxPending?: number;
+  /**
+   * Epochs a key removed for misbehaving must wait before it may join again (a key dropped
+   * in epoch e may join from e + k); default {@linkcode DEFAULT_JOIN_BACKOFF_EPOCHS}, 0 off.
+   */
+  joinBackoffEpochs?: number;
+  /**
+   * A permissioned run: only these keys (hex, `keyString`) may join. Null or absent: anyone.
+   */
+  authorizedKeys?: ReadonlySet<string> | null;
 }
 
 /** The coordinator run of a TCP server, with its pending list. */
@@ -92,8 +123,14 @@ export class CoordinatorHost {
   /** `warmupTime` to restore once the run trains, while `--init-warmup-time` is in force. */
   #configuredWarmup: number | null = null;
   #pending: NodeIdentity[] = [];
+  /** The pending clients' key strings (membership tests without a scan). */
+  #pendingNames = new Set<string>();
   /** Signers dropped from the pending list this epoch (each is dropped once). */
   #kicked = new Set<string>();
+  readonly #backoff: JoinBackoff;
+  readonly #authorizedKeys: ReadonlySet<string> | null;
+  /** The epoch's client key strings, rebuilt when the state's version or epoch changed. */
+  #epochNames: { version: number; epochState: EpochState; names: Set<string> } | null = null;
   #epochState: EpochState;
   #events: HostEvent[] = [];
   #version = 0;
@@ -102,6 +139,8 @@ export class CoordinatorHost {
     this.state = options.state;
     this.#withdrawOnDisconnect = options.withdrawOnDisconnect;
     this.#maxPending = options.maxPending ?? MAX_CLIENTS_LIMIT;
+    this.#backoff = new JoinBackoff(options.joinBackoffEpochs ?? DEFAULT_JOIN_BACKOFF_EPOCHS);
+    this.#authorizedKeys = options.authorizedKeys ?? null;
     this.#epochState = this.state.epochState;
     const init = options.initWarmupTime;
     if (init !== undefined) {
@@ -127,6 +166,63 @@ export class CoordinatorHost {
     }));
   }
 
+  /** Whether `client` may take part in this run (always true unless it is permissioned). */
+  isAuthorized(client: Uint8Array): boolean {
+    return this.#authorizedKeys === null || this.#authorizedKeys.has(keyString(client));
+  }
+
+  /**
+   * Whether `client` is a member of the run: pending, or listed among the epoch's clients.
+   * The server never closes a member's connection for being idle.
+   */
+  isMember(client: Uint8Array): boolean {
+    return this.isMemberKey(keyString(client));
+  }
+
+  /** {@linkcode CoordinatorHost.isMember} for a key already in hex (`keyString`). */
+  isMemberKey(name: string): boolean {
+    return this.#pendingNames.has(name) || this.#epochClientNames().has(name);
+  }
+
+  #epochClientNames(): Set<string> {
+    const es = this.state.epochState;
+    const cached = this.#epochNames;
+    if (cached !== null && cached.version === this.#version && cached.epochState === es) {
+      return cached.names;
+    }
+    const names = new Set(es.clients.map((c) => keyString(c.id.signer)));
+    this.#epochNames = { version: this.#version, epochState: es, names };
+    return names;
+  }
+
+  /**
+   * The answer to a request known from its head alone (kind, request id, health-check entry
+   * count), or null when the request must be decoded and handled. The server asks before
+   * decoding, so a health check from a non-member, or with more entries than the previous
+   * round had clients, costs neither its decoding nor any proof check.
+   */
+  precheck(client: Uint8Array, head: ClientMessageHead): HostReply | null {
+    if (head.kind !== "HealthCheck" || head.entries === null) return null;
+    let message: string | null = null;
+    if (!this.#epochClientNames().has(keyString(client))) {
+      message = "the sender is not a client of this epoch";
+    } else {
+      const limit = previousRound(this.state)?.clientsLen ?? 0;
+      if (head.entries > limit) {
+        message = `a report lists 1..${limit} clients, found ${head.entries}`;
+      }
+    }
+    if (message === null) return null;
+    this.#events.push({
+      kind: "Rejected",
+      client: keyString(client),
+      request: head.kind,
+      code: "InvalidHealthCheck",
+      message,
+    });
+    return { kind: "Error", code: "InvalidHealthCheck", message };
+  }
+
   /** The `warmupTime` of the run's configuration (not the `--init-warmup-time` override). */
   get configuredWarmupTime(): number {
     return this.#configuredWarmup ?? this.state.config.warmupTime;
@@ -145,13 +241,65 @@ export class CoordinatorHost {
    * ({@linkcode nextTickDeadline}).
    */
   nextTickDeadline(): number | null {
-    return nextTickDeadline(this.state, this.#pending.length);
+    return nextTickDeadline(this.state, this.#eligible().length);
   }
 
   /** Advances the run by time (a no-op while Paused or Finished). */
   tick(now: number, seed: bigint): void {
     if (isHalted(this.state)) return;
-    this.#step(() => machineTick(this.state, this.#pending, now, seed));
+    this.#withdrawSilentWitnesses(now);
+    this.#step(() => machineTick(this.state, this.#eligible(), now, seed));
+  }
+
+  /**
+   * The pending clients an epoch starting now may take: those whose back-off has ended. A
+   * backed-off key stays pending (its join was accepted) and becomes eligible by itself.
+   */
+  #eligible(): NodeIdentity[] {
+    const epoch = this.state.progress.epoch;
+    if (this.#backoff.size === 0) return this.#pending;
+    return this.#pending.filter((p) => this.#backoff.check(keyString(p.signer), epoch) === null);
+  }
+
+  /**
+   * A round about to end without a witness quorum, though some witnesses reported: the
+   * elected witnesses that stayed silent are withdrawn and backed off. The epoch ends
+   * anyway (the machine's quorum rule); this keeps the same keys out of the next epochs,
+   * where they would end every epoch the same way. A round nobody witnessed is left to the
+   * machine, which withdraws everyone (nobody proved the others wrong).
+   */
+  #withdrawSilentWitnesses(now: number): void {
+    const { state } = this;
+    if (state.runState !== "RoundWitness") return;
+    if (!checkTimeout(state, now, state.config.roundWitnessTime)) return;
+    const round = currentRound(state);
+    const reported = new Set(round.witnesses.map((w) => w.proof.index));
+    if (reported.size === 0 || reported.size >= roundWitnessQuorum(state.config, round)) return;
+    const roundClientList = roundClients(state, round.height);
+    const clients = state.epochState.clients;
+    for (const index of roundSelection(state.config, round).witnessIndices()) {
+      if (reported.has(index)) continue;
+      const signer = roundClientList[index]?.id.signer;
+      const at = signer === undefined
+        ? -1
+        : clients.findIndex((c) => c.state === "Healthy" && sameKey(c.id.signer, signer));
+      if (at < 0) continue;
+      this.#step(() => withdraw(state, at));
+      this.#backOff(keyString(signer!), "SilentWitness");
+    }
+  }
+
+  #backOff(name: string, cause: BackoffCause): void {
+    const backoff = this.#backoff.record(name, this.state.progress.epoch, cause);
+    if (backoff !== null) {
+      this.#events.push({
+        kind: "BackedOff",
+        client: name,
+        cause,
+        epoch: backoff.epoch,
+        until: backoff.until,
+      });
+    }
   }
 
   /**
@@ -251,18 +399,49 @@ export class CoordinatorHost {
       this.#events.push({ kind: "JoinRefused", client: name, reason });
       return { kind: "Refused", reason };
     }
-    if (this.#pending.some((p) => sameKey(p.signer, id.signer))) return { kind: "Ack" };
+    if (!this.isAuthorized(id.signer)) {
+      return this.#refuseJoin(name, "this key is not in the run's authorized keys");
+    }
+    if (this.#pendingNames.has(name)) return { kind: "Ack" };
     if (this.#pending.length >= this.#maxPending) {
       const reason = `the pending list is full (${this.#maxPending} clients)`;
       this.#events.push({ kind: "JoinRefused", client: name, reason });
       return { kind: "Refused", reason };
     }
     this.#pending.push({ signer: id.signer.slice(), p2pIdentity: id.p2pIdentity.slice() });
+    this.#pendingNames.add(name);
     this.#events.push({ kind: "Joined", client: name, pending: this.#pending.length });
+    // A backed-off key waits in the pending list, like any client, until it may take part: an
+    // honest client dropped once (slow, or resyncing its model) rejoins by itself.
+    const backoff = this.#backoff.check(name, this.state.progress.epoch);
+    if (backoff !== null) {
+      this.#events.push({ kind: "JoinDeferred", client: name, reason: backoffReason(backoff) });
+    }
     return { kind: "Ack" };
   }
 
+  #refuseJoin(name: string, reason: string): HostReply {
+    this.#events.push({ kind: "JoinRefused", client: name, reason });
+    return { kind: "Refused", reason };
+  }
+
+  /** Removes `name` from the pending list; whether it was there. */
+  #unpend(name: string): boolean {
+    if (!this.#pendingNames.delete(name)) return false;
+    this.#pending = this.#pending.filter((p) => keyString(p.signer) !== name);
+    return true;
+  }
+
   #healthCheck(id: NodeIdentity, name: string, checks: HealthCheck[]): HostReply {
+    // A client named twice would have its proof verified twice: refuse before any is.
+    const named = new Set<string>();
+    for (let i = 0; i < checks.length; i++) {
+      const target = keyString(checks[i].id.signer);
+      if (named.has(target)) {
+        throw new CoordinatorError("InvalidHealthCheck", `entry ${i} names a client listed before`);
+      }
+      named.add(target);
+    }
     let dropped = 0;
     this.#step(() => {
       dropped = healthCheck(this.state, id, checks);
@@ -278,7 +457,7 @@ export class CoordinatorHost {
    */
   disconnect(client: Uint8Array, now: number, seed: bigint): void {
     const name = keyString(client);
-    this.#pending = this.#pending.filter((p) => !sameKey(p.signer, client));
+    this.#unpend(name);
     let withdrawn = false;
     if (this.#withdrawOnDisconnect) {
       const index = this.state.epochState.clients.findIndex((c) =>
@@ -368,17 +547,15 @@ export class CoordinatorHost {
     if (es !== this.#epochState) {
       this.#epochState = es;
       this.#kicked.clear();
+      this.#backoff.prune(this.state.progress.epoch);
     }
     for (const c of [...es.clients, ...es.exitedClients]) {
       if (c.state === "Healthy") continue;
       const name = keyString(c.id.signer);
       if (this.#kicked.has(name)) continue;
       this.#kicked.add(name);
-      const before = this.#pending.length;
-      this.#pending = this.#pending.filter((p) => !sameKey(p.signer, c.id.signer));
-      if (this.#pending.length < before) {
-        this.#events.push({ kind: "Kicked", client: name, state: c.state });
-      }
+      if (this.#unpend(name)) this.#events.push({ kind: "Kicked", client: name, state: c.state });
+      if (c.state === "Dropped") this.#backOff(name, "HealthCheck");
     }
   }
 }

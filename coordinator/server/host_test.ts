@@ -11,7 +11,7 @@ import {
   witnessReport,
 } from "../../tests/support/coordinator_fixtures.ts";
 import type { WitnessMetadata } from "../types.ts";
-import { CoordinatorHost, type HostEvent } from "./host.ts";
+import { CoordinatorHost, type HostEvent, type HostOptions } from "./host.ts";
 import { WEAK_POINTS } from "../../net/testing/weak_keys.ts";
 
 const SEED = 42n;
@@ -346,5 +346,242 @@ Deno.test("a peer's run id is quoted escaped in the refusal: no raw newline or U
   assert.deepEqual(reply, {
     kind: "Refused",
     reason: `run id "x\\nFAKE LOG\\u202e" does not match this coordinator's run "test-run"`,
+  });
+});
+
+/** Rounds with witnesses seeing everyone but `unseen`, until height 2; returns `now`. */
+function trainToHeight2(host: CoordinatorHost, unseen: Uint8Array, start = 102): number {
+  let now = start;
+  while (currentRound(host.state).height < 2) {
+    const state = host.state;
+    const seen = state.epochState.clients.map((c) => c.id).filter((id) =>
+      keyString(id.signer) !== keyString(unseen)
+    );
+    for (const index of roundSelection(state.config, currentRound(state)).witnessIndices()) {
+      host.handle(
+        state.epochState.clients[index].id.signer,
+        {
+          kind: "Witness",
+          requestId: 1,
+          witness: witnessReport(state, index, seen),
+          metadata: META,
+          paramsDigest: NO_DIGEST,
+        },
+        now,
+        SEED,
+      );
+    }
+    now += host.state.config.roundWitnessTime;
+    host.tick(now, SEED);
+  }
+  return now;
+}
+
+/** Ticks until the run waits for members again (nobody witnesses: everyone is withdrawn). */
+function endEpoch(host: CoordinatorHost, now: number): number {
+  const { maxRoundTrainTime, roundWitnessTime, cooldownTime } = host.state.config;
+  for (const step of [maxRoundTrainTime, roundWitnessTime, cooldownTime]) {
+    now += step;
+    host.tick(now, SEED);
+  }
+  assert.equal(host.state.runState, "WaitingForMembers");
+  return now;
+}
+
+function trainingHostWith(order: number[], options: Partial<HostOptions>) {
+  const state = testState({ initMinClients: 2, minClients: 2, witnessNodes: 0 }, 100);
+  const host = new CoordinatorHost({ state, withdrawOnDisconnect: true, ...options });
+  for (const i of order) join(host, i);
+  host.tick(101, SEED);
+  host.state.epochState.clients.forEach((c, index) => {
+    host.handle(
+      c.id.signer,
+      {
+        kind: "WarmupWitness",
+        requestId: 9,
+        witness: warmupReport(host.state, index),
+        paramsDigest: NO_DIGEST,
+      },
+      102,
+      SEED,
+    );
+  });
+  assert.equal(host.state.runState, "RoundTrain");
+  return host;
+}
+
+Deno.test("a key dropped by a health check in epoch e waits in the pending list until epoch e + k", () => {
+  const host = trainingHostWith([0, 1, 2], { joinBackoffEpochs: 1 });
+  const unseen = identity(2).signer;
+  let now = trainToHeight2(host, unseen);
+  const checks = unhealthyTrainers(host.state);
+  host.handle(identity(0).signer, { kind: "HealthCheck", requestId: 2, checks }, now, SEED);
+  const name = keyString(unseen);
+  assert.deepEqual(host.takeEvents().find((e) => e.kind === "BackedOff"), {
+    kind: "BackedOff",
+    client: name,
+    cause: "HealthCheck",
+    epoch: 0,
+    until: 1,
+  });
+  const reason =
+    "this key was dropped by a health check in epoch 0; it may join again from epoch 1";
+  // The join is accepted (an honest client that was dropped rejoins by itself), deferred.
+  assert.deepEqual(join(host, 2, now), { kind: "Ack" });
+  assert.deepEqual(
+    host.takeEvents().filter((e) => e.kind === "JoinDeferred"),
+    [{ kind: "JoinDeferred", client: name, reason }],
+  );
+  assert.ok(host.pending().some((p) => keyString(p.signer) === name));
+  now = endEpoch(host, now);
+  assert.equal(host.state.progress.epoch, 1);
+  // Epoch e + k: the next epoch takes it (with client 0, whom the epoch's end withdrew).
+  assert.deepEqual(join(host, 0, now), { kind: "Ack" });
+  host.tick(now + host.state.config.waitingForMembersExtraTime, SEED);
+  assert.equal(host.state.runState, "Warmup");
+  assert.ok(host.state.epochState.clients.some((c) => keyString(c.id.signer) === name));
+});
+
+Deno.test("the default back-off keeps a dropped key out of the next epoch", () => {
+  const host = trainingHostWith([0, 1, 2], {});
+  const now = trainToHeight2(host, identity(2).signer);
+  host.handle(
+    identity(0).signer,
+    { kind: "HealthCheck", requestId: 2, checks: unhealthyTrainers(host.state) },
+    now,
+    SEED,
+  );
+  const later = endEpoch(host, now);
+  assert.equal(host.state.progress.epoch, 1);
+  assert.deepEqual(join(host, 2, later), { kind: "Ack" });
+  assert.deepEqual(join(host, 0, later), { kind: "Ack" }, "a withdrawn key is not backed off");
+  const deferred = host.takeEvents().flatMap((e) => e.kind === "JoinDeferred" ? [e] : []);
+  assert.deepEqual(deferred.map((e) => e.client), [keyString(identity(2).signer)]);
+  assert.match(deferred[0].reason, /it may join again from epoch 2$/);
+  // Epoch 1 starts with fresh keys and leaves the dropped one waiting.
+  for (const i of [3, 4]) assert.deepEqual(join(host, i, later), { kind: "Ack" });
+  host.tick(later + host.state.config.waitingForMembersExtraTime, SEED);
+  assert.equal(host.state.runState, "Warmup");
+  const taken = host.state.epochState.clients.map((c) => keyString(c.id.signer));
+  assert.ok(taken.includes(keyString(identity(3).signer)));
+  assert.ok(!taken.includes(keyString(identity(2).signer)), "the dropped key sits out epoch 1");
+  assert.ok(host.pending().some((p) => keyString(p.signer) === keyString(identity(2).signer)));
+});
+
+Deno.test("witnesses that stay silent in a round without quorum are withdrawn and backed off", () => {
+  const host = trainingHostWith([0, 1, 2], {});
+  const state = host.state;
+  const elected = roundSelection(state.config, currentRound(state)).witnessIndices();
+  assert.deepEqual(elected, [0, 1, 2], "witnessNodes 0: everyone witnesses, quorum 2");
+  const reporter = state.epochState.clients[0].id.signer;
+  host.handle(
+    reporter,
+    {
+      kind: "Witness",
+      requestId: 1,
+      witness: witnessReport(state, 0),
+      metadata: META,
+      paramsDigest: NO_DIGEST,
+    },
+    103,
+    SEED,
+  );
+  host.tick(102 + state.config.maxRoundTrainTime, SEED);
+  host.takeEvents();
+  host.tick(102 + state.config.maxRoundTrainTime + state.config.roundWitnessTime, SEED);
+  assert.equal(host.state.runState, "Cooldown", "one witness of three is no quorum");
+  const exited = host.state.epochState.exitedClients;
+  assert.deepEqual(exited.map((c) => c.state), ["Withdrawn", "Withdrawn"]);
+  const silent = exited.map((c) => keyString(c.id.signer));
+  assert.ok(!silent.includes(keyString(reporter)));
+  const events = host.takeEvents();
+  assert.deepEqual(
+    events.filter((e) => e.kind === "BackedOff").map((e) => e.kind === "BackedOff" && e.client),
+    silent,
+  );
+  assert.deepEqual(host.pending().map((p) => keyString(p.signer)), [keyString(reporter)]);
+  const deferred = host.handle(
+    exited[0].id.signer,
+    { kind: "Join", requestId: 3, runId: "test-run" },
+    200,
+    SEED,
+  );
+  assert.deepEqual(deferred, { kind: "Ack" });
+  const reasons = host.takeEvents().flatMap((e) => e.kind === "JoinDeferred" ? [e.reason] : []);
+  assert.equal(reasons.length, 1);
+  assert.match(
+    reasons[0],
+    /elected witness and did not report in a round that lacked a witness quorum in epoch 0/,
+  );
+});
+
+Deno.test("a permissioned run refuses the joins of keys outside its allowlist", () => {
+  const state = testState({}, 100);
+  const host = new CoordinatorHost({
+    state,
+    withdrawOnDisconnect: true,
+    authorizedKeys: new Set([keyString(identity(1).signer)]),
+  });
+  assert.equal(host.isAuthorized(identity(0).signer), false);
+  assert.equal(host.isAuthorized(identity(1).signer), true);
+  assert.deepEqual(join(host, 0), {
+    kind: "Refused",
+    reason: "this key is not in the run's authorized keys",
+  });
+  assert.deepEqual(join(host, 1), { kind: "Ack" });
+  assert.equal(host.pending().length, 1);
+});
+
+Deno.test("members are the pending clients and the epoch's clients", () => {
+  const host = trainingHostWith([0, 1], {});
+  assert.ok(host.isMember(identity(0).signer), "a client of the epoch");
+  assert.ok(!host.isMember(identity(5).signer));
+  join(host, 5, 103);
+  assert.ok(host.isMember(identity(5).signer), "pending");
+  host.disconnect(identity(5).signer, 103, SEED);
+  assert.ok(!host.isMember(identity(5).signer), "left");
+});
+
+Deno.test("a health check is refused on its head: non-member sender, more entries than clients", () => {
+  const host = trainingHostWith([0, 1, 2], {});
+  trainToHeight2(host, identity(2).signer);
+  host.takeEvents();
+  const head = (entries: number) => ({ kind: "HealthCheck" as const, requestId: 1, entries });
+  assert.deepEqual(host.precheck(identity(7).signer, head(1)), {
+    kind: "Error",
+    code: "InvalidHealthCheck",
+    message: "the sender is not a client of this epoch",
+  });
+  assert.deepEqual(host.precheck(identity(0).signer, head(65_535)), {
+    kind: "Error",
+    code: "InvalidHealthCheck",
+    message: "a report lists 1..3 clients, found 65535",
+  });
+  assert.equal(host.precheck(identity(0).signer, head(1)), null, "decode and handle it");
+  assert.equal(
+    host.precheck(identity(7).signer, { kind: "Join", requestId: 1, entries: null }),
+    null,
+  );
+  assert.deepEqual(
+    host.takeEvents().map((e) => e.kind === "Rejected" && e.code),
+    ["InvalidHealthCheck", "InvalidHealthCheck"],
+  );
+});
+
+Deno.test("a health check naming a client twice is refused before the second proof is checked", () => {
+  const host = trainingHostWith([0, 1, 2], {});
+  const now = trainToHeight2(host, identity(2).signer);
+  const [check] = unhealthyTrainers(host.state);
+  const forged = { ...check, proof: { ...check.proof, position: check.proof.position + 1 } };
+  const reply = host.handle(
+    identity(0).signer,
+    { kind: "HealthCheck", requestId: 2, checks: [check, forged] },
+    now,
+    SEED,
+  );
+  assert.deepEqual(reply, {
+    kind: "Error",
+    code: "InvalidHealthCheck",
+    message: "entry 1 names a client listed before",
   });
 });

@@ -22,6 +22,16 @@ export type ServerEvent =
   }
   | { kind: "Connected"; client: string; peer: string }
   | { kind: "ConnectionRefused"; peer: string; client: string | null; reason: string }
+  /** The server closed a connection it had accepted: idle non-member, or evicted at the cap. */
+  | { kind: "ConnectionClosed"; peer: string; client: string | null; reason: string }
+  /** A connection went over its rate: the server stops reading it for `waitMs`. */
+  | {
+    kind: "Throttled";
+    peer: string;
+    client: string;
+    limit: "messages" | "bytes";
+    waitMs: number;
+  }
   | { kind: "Saved"; path: string; step: number }
   | { kind: "SaveFailed"; path: string; reason: string }
   | { kind: "DataServer"; address: string; sequences: number }
@@ -85,6 +95,12 @@ export function formatEvent(event: ServerEvent): string {
       }`;
     case "Kicked":
       return `kick     ${short(event.client)} left the epoch ${event.state}; must join again`;
+    case "BackedOff":
+      return `backoff  ${short(event.client)} ${
+        event.cause === "HealthCheck" ? "dropped by a health check" : "silent elected witness"
+      } in epoch ${event.epoch}; may join again from epoch ${event.until}`;
+    case "JoinDeferred":
+      return `defer    ${short(event.client)} joined; ${event.reason}`;
     case "WarmupWitness":
       return `warmup   ${short(event.client)} (client ${event.index}) has the model`;
     case "CooldownWitness":
@@ -113,6 +129,13 @@ export function formatEvent(event: ServerEvent): string {
       return `refuse   ${
         event.client === null ? event.peer : short(event.client)
       }: ${event.reason}`;
+    case "ConnectionClosed":
+      return `close    ${
+        event.client === null ? event.peer : `${short(event.client)} (${event.peer})`
+      }: ${event.reason}`;
+    case "Throttled":
+      return `throttle ${short(event.client)} (${event.peer}) over its ${event.limit} rate; ` +
+        `not read for ${event.waitMs} ms`;
     case "Saved":
       return `saved    step ${event.step} to ${event.path}`;
     case "SaveFailed":

@@ -52,3 +52,29 @@ Deno.test("JSON lines carry the time, the event kind and every field", () => {
   eventLogger("console", { write: (l) => human.push(l) })({ kind: "Stopped" });
   assert.deepEqual(human, ["stopped"]);
 });
+
+Deno.test("defence events say who, why and for how long", () => {
+  assert.equal(
+    formatEvent({ kind: "BackedOff", client: KEY, cause: "HealthCheck", epoch: 3, until: 5 }),
+    "backoff  abababab… dropped by a health check in epoch 3; may join again from epoch 5",
+  );
+  assert.equal(
+    formatEvent({
+      kind: "Throttled",
+      peer: "10.0.0.7:4100",
+      client: KEY,
+      limit: "bytes",
+      waitMs: 250,
+    }),
+    "throttle abababab… (10.0.0.7:4100) over its bytes rate; not read for 250 ms",
+  );
+  assert.equal(
+    formatEvent({
+      kind: "ConnectionClosed",
+      peer: "10.0.0.7:4100",
+      client: KEY,
+      reason: "idle for 30 s and not a member of the run",
+    }),
+    "close    abababab… (10.0.0.7:4100): idle for 30 s and not a member of the run",
+  );
+});

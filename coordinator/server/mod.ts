@@ -6,13 +6,18 @@
  * @module
  */
 export {
+  clientFrameLimitFor,
+  type ClientFrameLimits,
+  clientFrameLimits,
   type ClientMessage,
+  type ClientMessageHead,
   COORDINATOR_CONTEXT,
   decodeClientMessage,
   decodeServerMessage,
   encodeClientMessage,
   encodeServerMessage,
   MAX_REASON_BYTES,
+  peekClientMessage,
   type ServerMessage,
 } from "./protocol.ts";
 export {
@@ -25,11 +30,36 @@ export {
 export {
   type CoordinatorServer,
   type CoordinatorServerOptions,
+  DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+  defaultRateLimits,
   PUSH_INTERVAL_MS,
+  type RateLimits,
   startCoordinatorServer,
   TICK_INTERVAL_MS,
 } from "./server.ts";
+export {
+  type Admission,
+  type ConnectionEntry,
+  type ConnectionLimits,
+  ConnectionTable,
+} from "./connection_table.ts";
+export {
+  type Backoff,
+  type BackoffCause,
+  backoffReason,
+  DEFAULT_JOIN_BACKOFF_EPOCHS,
+  JoinBackoff,
+} from "./join_backoff.ts";
+export {
+  AuthorizedKeysError,
+  decodeBase58,
+  parseAuthorizedKeys,
+  parsePublicKey,
+} from "./authorized_keys.ts";
+export { TokenBucket, type TokenBucketOptions } from "./token_bucket.ts";
+export { DEFAULT_MAX_QUEUED_REPLIES, Outbox, UnreadRepliesError } from "./outbox.ts";
 export {
   coordinatorFromRunConfig,
   coordinatorFromToml,

@@ -3,30 +3,56 @@
  * from different tasks (the connection's reader, the tick timer); the outbox writes them
  * one at a time, in order. State pushes coalesce: if one is still waiting when a newer
  * state comes, the newer one takes its place, so a slow client never queues stale states.
+ * Replies are never dropped, but a peer that does not read them cannot make the server
+ * hold them without end: past `maxQueued` unwritten replies the outbox fails.
  *
  * @module
  */
 import { type ByteWriter, writeFrame } from "../../net/mod.ts";
 
+/** Default most replies waiting to be written (an honest client reads its answers). */
+export const DEFAULT_MAX_QUEUED_REPLIES = 1024;
+
+/** The peer left more replies unread than the outbox holds. */
+export class UnreadRepliesError extends Error {
+  /** Always `"UnreadRepliesError"`. */
+  override name = "UnreadRepliesError";
+}
+
 /** Writes frames to `writer` in order; the first write error closes the outbox. */
 export class Outbox {
   readonly #writer: ByteWriter;
   readonly #onError: (error: Error) => void;
+  readonly #maxQueued: number;
   #queue: Uint8Array[] = [];
   /** The newest state frame not yet written (coalesced), or null. */
   #state: Uint8Array | null = null;
   #running: Promise<void> | null = null;
   #closed = false;
 
-  /** `onError` is called once, with the first failed write (the caller closes the connection). */
-  constructor(writer: ByteWriter, onError: (error: Error) => void) {
+  /**
+   * `onError` is called once, with the first failed write or when more than `maxQueued`
+   * replies (default {@linkcode DEFAULT_MAX_QUEUED_REPLIES}) wait unwritten; the caller
+   * closes the connection.
+   */
+  constructor(
+    writer: ByteWriter,
+    onError: (error: Error) => void,
+    options: { maxQueued?: number } = {},
+  ) {
     this.#writer = writer;
     this.#onError = onError;
+    this.#maxQueued = options.maxQueued ?? DEFAULT_MAX_QUEUED_REPLIES;
   }
 
-  /** Queues a frame (replies: never dropped). */
+  /** Queues a frame (replies: never dropped; too many unwritten fail the outbox). */
   send(payload: Uint8Array): void {
     if (this.#closed) return;
+    if (this.#queue.length >= this.#maxQueued) {
+      this.close();
+      this.#onError(new UnreadRepliesError(`the peer left ${this.#maxQueued} replies unread`));
+      return;
+    }
     this.#queue.push(payload);
     this.#pump();
   }

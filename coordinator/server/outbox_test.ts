@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { FRAME_HEADER_BYTES } from "../../net/mod.ts";
-import { Outbox } from "./outbox.ts";
+import { Outbox, UnreadRepliesError } from "./outbox.ts";
 
 /** A writer whose writes wait until released, recording each frame's first payload byte. */
 function gatedWriter() {
@@ -52,4 +52,18 @@ Deno.test("the first failed write closes the outbox and is reported once", async
   await outbox.flush();
   assert.equal(writes, 1);
   assert.deepEqual(errors.map((e) => e.message), ["broken pipe"]);
+});
+
+Deno.test("a peer that leaves too many replies unread fails the outbox", async () => {
+  const w = gatedWriter(); // never opened: the peer reads nothing
+  const errors: Error[] = [];
+  const outbox = new Outbox(w.writer, (e) => errors.push(e), { maxQueued: 3 });
+  for (let i = 0; i < 6; i++) outbox.send(new Uint8Array([i])); // the first is being written
+  assert.deepEqual(errors.map((e) => e.message), ["the peer left 3 replies unread"]);
+  assert.ok(errors[0] instanceof UnreadRepliesError);
+  outbox.send(new Uint8Array([9]));
+  assert.equal(errors.length, 1, "reported once");
+  w.open();
+  await outbox.flush();
+  assert.deepEqual(w.written, [0], "nothing more is written once it failed");
 });

@@ -25,7 +25,8 @@
  *
  * @module
  */
-import { MessageReader, MessageWriter, ProtocolError } from "../../net/mod.ts";
+import { type FrameLimit, MessageReader, MessageWriter, ProtocolError } from "../../net/mod.ts";
+import { witnessBloomParameters } from "../bloom.ts";
 import {
   COORDINATOR_ERROR_CODES,
   type CoordinatorErrorCode,
@@ -35,7 +36,13 @@ import {
 import type { HealthCheck } from "../health.ts";
 import {
   type Checkpoint,
+  MAX_CLIENTS_LIMIT,
+  MAX_EVAL_NAME_BYTES,
+  MAX_METADATA_EVALS,
+  MAX_PROMPT_RESULTS,
   MAX_RUN_ID_BYTES,
+  MAX_STRING_BYTES,
+  PARAMS_DIGEST_BYTES,
   type Witness,
   type WitnessMetadata,
   type WitnessProof,
@@ -193,6 +200,138 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
     throw e;
   }
   return msg;
+}
+
+/** What a client frame is, read from its first bytes without decoding the rest. */
+export interface ClientMessageHead {
+  kind: ClientMessage["kind"];
+  requestId: number;
+  /** A health check's entry count (as announced; the decoder checks it), else null. */
+  entries: number | null;
+}
+
+/**
+ * Reads a client frame's tag, request id and (for a health check) entry count, so the
+ * server can refuse a request on those alone before paying for its decoding. Throws
+ * {@linkcode ProtocolError} on an unknown tag or a frame too short for its head.
+ */
+export function peekClientMessage(bytes: Uint8Array): ClientMessageHead {
+  const r = new MessageReader(bytes, "client message");
+  const tag = r.u8("tag");
+  const kind = CLIENT_TAGS[tag];
+  if (kind === undefined) {
+    throw new ProtocolError(
+      `client message: unknown tag ${tag}, expected 0..${CLIENT_TAGS.length - 1}`,
+    );
+  }
+  const m = r.rename(kind);
+  const requestId = m.u32("requestId");
+  return { kind, requestId, entries: kind === "HealthCheck" ? m.u32("checks") : null };
+}
+
+/** The largest frame of each client message kind, in bytes. */
+export type ClientFrameLimits = Readonly<Record<ClientMessage["kind"], number>>;
+
+/**
+ * The largest frame each client message kind can have in a run of `maxClients` clients:
+ * the encoding of the largest message of that kind the run can accept (witness blooms of
+ * exactly the run's size, a health check naming `maxClients` clients, every list and
+ * string at its cap). Computed by encoding such messages, so a field added to a message
+ * is counted without touching this; a message kind added to the union must say what its
+ * largest instance is here (the switch is exhaustive).
+ *
+ * @example
+ * ```ts
+ * import { clientFrameLimits } from "./protocol.ts";
+ * const limits = clientFrameLimits(256);
+ * // tag, request id, count, then 81 bytes per client
+ * if (limits.HealthCheck !== 1 + 4 + 4 + 256 * 81) throw new Error("unexpected limit");
+ * ```
+ */
+export function clientFrameLimits(maxClients: number): ClientFrameLimits {
+  if (!Number.isSafeInteger(maxClients) || maxClients < 1 || maxClients > MAX_CLIENTS_LIMIT) {
+    throw new RangeError(`maxClients must be in 1..${MAX_CLIENTS_LIMIT}, found ${maxClients}`);
+  }
+  const size = (msg: ClientMessage) => encodeClientMessage(msg).length;
+  const { numBits, numKeys } = witnessBloomParameters(maxClients);
+  const bloom = () => ({ keys: new BigUint64Array(numKeys), bits: new Uint8Array(numBits / 8) });
+  const witness: Witness = {
+    proof: { position: 0, index: 0, witness: true },
+    participantBloom: bloom(),
+    broadcastBloom: bloom(),
+    broadcastMerkle: new Uint8Array(32),
+  };
+  const metadata: WitnessMetadata = {
+    step: 0,
+    tokensPerSec: 0,
+    bandwidthPerSec: 0,
+    loss: 0,
+    evals: Array.from({ length: MAX_METADATA_EVALS }, () => ({
+      name: "x".repeat(MAX_EVAL_NAME_BYTES),
+      value: 0,
+    })),
+    promptResults: new Array(MAX_PROMPT_RESULTS).fill(0),
+    promptIndex: 0,
+    efficiency: 0,
+  };
+  const key = new Uint8Array(32);
+  const digest = new Uint8Array(PARAMS_DIGEST_BYTES);
+  const check = {
+    id: { signer: key, p2pIdentity: key },
+    proof: { committee: "Trainer" as const, position: 0, index: 0 },
+  };
+  const longest = "x".repeat(MAX_STRING_BYTES);
+  const limit = (kind: ClientMessage["kind"]): number => {
+    switch (kind) {
+      case "Join":
+        return size({ kind, requestId: 0, runId: "x".repeat(MAX_RUN_ID_BYTES) });
+      case "Witness":
+        return size({ kind, requestId: 0, witness, metadata, paramsDigest: digest });
+      case "WarmupWitness":
+        return size({ kind, requestId: 0, witness, paramsDigest: digest });
+      case "CooldownWitness":
+        return size({ kind, requestId: 0, proof: witness.proof, paramsDigest: digest });
+      case "HealthCheck": {
+        // One entry's size times maxClients, without building maxClients entries.
+        const one = size({ kind, requestId: 0, checks: [check] });
+        const two = size({ kind, requestId: 0, checks: [check, check] });
+        return one + (maxClients - 1) * (two - one);
+      }
+      case "Checkpoint":
+        return Math.max(
+          size({
+            kind,
+            requestId: 0,
+            repo: { kind: "Hub", repo: { repoId: longest, revision: longest } },
+          }),
+          size({
+            kind,
+            requestId: 0,
+            repo: { kind: "Gcs", repo: { bucket: longest, prefix: longest } },
+          }),
+        );
+      default: {
+        const never: never = kind;
+        throw new TypeError(`Unknown client message kind ${String(never)}`);
+      }
+    }
+  };
+  return Object.fromEntries(CLIENT_TAGS.map((kind) => [kind, limit(kind)])) as ClientFrameLimits;
+}
+
+/**
+ * The per-kind limit of a client frame whose first byte is `tag`, for
+ * `FrameReader.next({ limitFor })`: an unknown tag gets the largest limit (the decoder
+ * then names the bad tag).
+ */
+export function clientFrameLimitFor(limits: ClientFrameLimits): (tag: number) => FrameLimit {
+  const largest = Math.max(...Object.values(limits));
+  return (tag) => {
+    const kind = CLIENT_TAGS[tag];
+    return kind === undefined
+      ? { maxBytes: largest, name: `client message (tag ${tag})` }
+      : { maxBytes: limits[kind], name: kind };
+  };
 }
 
 /** Encodes a server message. */

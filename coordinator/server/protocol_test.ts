@@ -3,13 +3,17 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ProtocolError } from "../../net/mod.ts";
 import { COORDINATOR_ERROR_CODES } from "../errors.ts";
+import { witnessBloomParameters } from "../bloom.ts";
 import type { Bloom, Checkpoint, Witness, WitnessMetadata } from "../types.ts";
 import {
+  clientFrameLimitFor,
+  clientFrameLimits,
   type ClientMessage,
   decodeClientMessage,
   decodeServerMessage,
   encodeClientMessage,
   encodeServerMessage,
+  peekClientMessage,
   type ServerMessage,
 } from "./protocol.ts";
 
@@ -217,4 +221,79 @@ Deno.test("long Error messages are cut on a character boundary", () => {
   );
   assert.equal(decoded.kind, "Error");
   if (decoded.kind === "Error") assert.equal(decoded.message, "é".repeat(512));
+});
+
+/** `msg` with its witness blooms resized to a run of `maxClients` (random bits kept short). */
+function sizedForRun(msg: ClientMessage, maxClients: number): ClientMessage {
+  if (msg.kind !== "Witness" && msg.kind !== "WarmupWitness") return msg;
+  const { numBits, numKeys } = witnessBloomParameters(maxClients);
+  const resize = (b: Bloom): Bloom => {
+    const bits = new Uint8Array(numBits / 8);
+    bits.set(b.bits.subarray(0, bits.length));
+    return { keys: new BigUint64Array(numKeys).fill(b.keys[0]), bits };
+  };
+  const w = msg.witness;
+  const witness = {
+    ...w,
+    participantBloom: resize(w.participantBloom),
+    broadcastBloom: resize(w.broadcastBloom),
+  };
+  return { ...msg, witness };
+}
+
+Deno.test("every message a run accepts fits its kind's frame limit; a larger one does not", () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 4, max: 400 }), clientMessage, (maxClients, msg) => {
+      const limits = clientFrameLimits(maxClients);
+      const bytes = encodeClientMessage(sizedForRun(msg, maxClients));
+      assert.ok(bytes.length <= limits[msg.kind], `${msg.kind}: ${bytes.length}`);
+      assert.equal(clientFrameLimitFor(limits)(bytes[0]).maxBytes, limits[msg.kind]);
+    }),
+    { numRuns: 200 },
+  );
+  const limits = clientFrameLimits(5);
+  const entry = {
+    id: { signer: new Uint8Array(32), p2pIdentity: new Uint8Array(32) },
+    proof: { committee: "Trainer" as const, position: 0, index: 0 },
+  };
+  const checks = (n: number) =>
+    encodeClientMessage({ kind: "HealthCheck", requestId: 1, checks: new Array(n).fill(entry) });
+  assert.equal(checks(5).length, limits.HealthCheck, "the limit is exactly maxClients entries");
+  assert.ok(checks(6).length > limits.HealthCheck);
+  const oversized = sizedForRun(
+    {
+      kind: "WarmupWitness",
+      requestId: 1,
+      witness: {
+        proof: { position: 0, index: 0, witness: false },
+        participantBloom: { keys: new BigUint64Array(1), bits: new Uint8Array(8) },
+        broadcastBloom: { keys: new BigUint64Array(1), bits: new Uint8Array(8) },
+        broadcastMerkle: new Uint8Array(32),
+      },
+      paramsDigest: NO_DIGEST,
+    },
+    100, // blooms of a larger run
+  );
+  assert.ok(encodeClientMessage(oversized).length > limits.WarmupWitness);
+  assert.equal(
+    clientFrameLimitFor(limits)(9).maxBytes,
+    Math.max(...Object.values(limits)),
+    "an unknown tag gets the largest limit; the decoder names the tag",
+  );
+  assert.throws(() => clientFrameLimits(0), /maxClients must be in 1..65535, found 0/);
+});
+
+Deno.test("peekClientMessage reads the kind, request id and health-check count only", () => {
+  const entry = {
+    id: { signer: new Uint8Array(32), p2pIdentity: new Uint8Array(32) },
+    proof: { committee: "Trainer" as const, position: 0, index: 0 },
+  };
+  const health = encodeClientMessage({ kind: "HealthCheck", requestId: 7, checks: [entry, entry] });
+  assert.deepEqual(peekClientMessage(health), { kind: "HealthCheck", requestId: 7, entries: 2 });
+  // The head alone is enough: the entries need not be there (nor be valid).
+  assert.deepEqual(peekClientMessage(health.subarray(0, 9)).entries, 2);
+  const join = encodeClientMessage({ kind: "Join", requestId: 3, runId: "r" });
+  assert.deepEqual(peekClientMessage(join), { kind: "Join", requestId: 3, entries: null });
+  assert.throws(() => peekClientMessage(new Uint8Array([9, 0, 0, 0, 0])), /unknown tag 9/);
+  assert.throws(() => peekClientMessage(health.subarray(0, 7)), ProtocolError);
 });

@@ -14,10 +14,17 @@ import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../config_cli.ts"
 import { startDataServerFromConfig } from "../../data/data_server_config.ts";
 import { DataError } from "../../data/errors.ts";
 import { durationProblem } from "../time.ts";
+import { AuthorizedKeysError, parseAuthorizedKeys } from "./authorized_keys.ts";
 import { CoordinatorHost } from "./host.ts";
+import { DEFAULT_JOIN_BACKOFF_EPOCHS } from "./join_backoff.ts";
 import { eventLogger, LOG_FORMATS, type LogFormat, type ServerEvent } from "./log.ts";
 import { coordinatorFromRunConfig } from "./save_state.ts";
-import { startCoordinatorServer } from "./server.ts";
+import {
+  DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+  startCoordinatorServer,
+} from "./server.ts";
 
 /** Usage text of `run`. */
 export const RUN_USAGE = `Usage: deno task coordinator run --state FILE [options]
@@ -34,6 +41,18 @@ Options:
   --init-warmup-time S               Warmup seconds until the run first trains (ms precision)
   --withdraw-on-disconnect true|false  withdraw clients whose connection closes (default true)
   --logs console|json                progress lines or one JSON object per event (default console)
+  --authorized-keys FILE             a permissioned run: only the client keys listed in FILE may
+                                     connect (one hex or base58 public key per line, # comments)
+  --max-connections N                open connections in all (default ${DEFAULT_MAX_CONNECTIONS}); at the
+                                     cap a new one evicts the quietest non-member
+  --max-connections-per-address N    open connections from one IP address (default ${DEFAULT_MAX_CONNECTIONS_PER_ADDRESS});
+                                     raise it for many clients on one host (a local testnet)
+  --idle-timeout S                   close a connection that is neither pending nor a client of
+                                     the epoch after S quiet seconds (default ${
+  DEFAULT_IDLE_TIMEOUT_MS / 1000
+})
+  --join-backoff-epochs K            a key dropped by a health check in epoch e may join again
+                                     from epoch e + K (default ${DEFAULT_JOIN_BACKOFF_EPOCHS}; 0: no back-off)
   -h, --help                         show this help
 
 Exit status: 0 stopped by a signal, 1 invalid config, 2 bad arguments or unreadable file.`;
@@ -48,6 +67,13 @@ export interface RunOptions {
   initWarmupTime?: number;
   withdrawOnDisconnect: boolean;
   logs: LogFormat;
+  /** Absent: anyone may connect. */
+  authorizedKeysPath?: string;
+  maxConnections?: number;
+  maxConnectionsPerAddress?: number;
+  /** Seconds. */
+  idleTimeout?: number;
+  joinBackoffEpochs?: number;
 }
 
 /** Thrown for a bad command line; the message says which option and why. */
@@ -91,6 +117,11 @@ export function parseRunArgs(args: string[]): RunOptions | null {
         "init-warmup-time": { type: "string" },
         "withdraw-on-disconnect": { type: "string" },
         logs: { type: "string" },
+        "authorized-keys": { type: "string" },
+        "max-connections": { type: "string" },
+        "max-connections-per-address": { type: "string" },
+        "idle-timeout": { type: "string" },
+        "join-backoff-epochs": { type: "string" },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -118,6 +149,21 @@ export function parseRunArgs(args: string[]): RunOptions | null {
     initWarmupTime: secondsOption("init-warmup-time", values["init-warmup-time"]),
     withdrawOnDisconnect: withdraw === "true",
     logs: logs as LogFormat,
+    authorizedKeysPath: values["authorized-keys"],
+    maxConnections: integerOption("max-connections", values["max-connections"], 1, 1_000_000),
+    maxConnectionsPerAddress: integerOption(
+      "max-connections-per-address",
+      values["max-connections-per-address"],
+      1,
+      1_000_000,
+    ),
+    idleTimeout: secondsOption("idle-timeout", values["idle-timeout"]),
+    joinBackoffEpochs: integerOption(
+      "join-backoff-epochs",
+      values["join-backoff-epochs"],
+      0,
+      1_000_000,
+    ),
   };
 }
 
@@ -194,6 +240,25 @@ export async function runCommand(
     io.err(`invalid: ${e.message}`);
     return EXIT_INVALID;
   }
+  let authorizedKeys: Set<string> | null = null;
+  if (opts.authorizedKeysPath !== undefined) {
+    let keysText: string;
+    try {
+      keysText = await io.readTextFile(opts.authorizedKeysPath);
+    } catch (e) {
+      io.err(
+        `run: cannot read authorized keys "${opts.authorizedKeysPath}": ${(e as Error).message}`,
+      );
+      return EXIT_USAGE;
+    }
+    try {
+      authorizedKeys = parseAuthorizedKeys(keysText, opts.authorizedKeysPath);
+    } catch (e) {
+      if (!(e instanceof AuthorizedKeysError)) throw e;
+      io.err(`invalid: ${e.message}`);
+      return EXIT_INVALID;
+    }
+  }
   const log = eventLogger(opts.logs, { write: io.out, clock });
 
   let dataPort: number | undefined;
@@ -212,6 +277,8 @@ export async function runCommand(
       state,
       withdrawOnDisconnect: opts.withdrawOnDisconnect,
       initWarmupTime: opts.initWarmupTime,
+      joinBackoffEpochs: opts.joinBackoffEpochs,
+      authorizedKeys,
     });
   } catch (e) {
     if (!(e instanceof RangeError)) throw e;
@@ -265,6 +332,9 @@ export async function runCommand(
       clock,
       saveStateDir: opts.saveStateDir,
       onEvent: log,
+      maxConnections: opts.maxConnections,
+      maxConnectionsPerAddress: opts.maxConnectionsPerAddress,
+      idleTimeoutMs: opts.idleTimeout === undefined ? undefined : opts.idleTimeout * 1000,
     });
   } catch (e) {
     if (!isListenError(e)) throw e;

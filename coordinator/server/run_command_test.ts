@@ -25,6 +25,11 @@ Deno.test("run options: defaults, every flag, and help", () => {
     initWarmupTime: undefined,
     withdrawOnDisconnect: true,
     logs: "console",
+    authorizedKeysPath: undefined,
+    maxConnections: undefined,
+    maxConnectionsPerAddress: undefined,
+    idleTimeout: undefined,
+    joinBackoffEpochs: undefined,
   });
   assert.deepEqual(
     parseRunArgs([
@@ -41,6 +46,16 @@ Deno.test("run options: defaults, every flag, and help", () => {
       "false",
       "--logs",
       "json",
+      "--authorized-keys",
+      "keys.txt",
+      "--max-connections",
+      "512",
+      "--max-connections-per-address",
+      "64",
+      "--idle-timeout",
+      "2.5",
+      "--join-backoff-epochs",
+      "0",
     ]),
     {
       statePath: "s.toml",
@@ -51,6 +66,11 @@ Deno.test("run options: defaults, every flag, and help", () => {
       initWarmupTime: 60,
       withdrawOnDisconnect: false,
       logs: "json",
+      authorizedKeysPath: "keys.txt",
+      maxConnections: 512,
+      maxConnectionsPerAddress: 64,
+      idleTimeout: 2.5,
+      joinBackoffEpochs: 0,
     },
   );
   assert.equal(parseRunArgs(["-h"]), null);
@@ -73,6 +93,12 @@ Deno.test("run options: bad values name the option and what was found", () => {
     [["--state", "s", "--withdraw-on-disconnect", "yes"], /must be true or false, found "yes"/],
     [["--state", "s", "--logs", "tui"], /--logs must be one of console, json, found "tui"/],
     [["--state", "s", "--bogus"], /bogus/],
+    [
+      ["--state", "s", "--max-connections-per-address", "0"],
+      /--max-connections-per-address must be a whole number in 1..1000000, found "0"/,
+    ],
+    [["--state", "s", "--idle-timeout", "0"], /--idle-timeout \(seconds\) must be > 0/],
+    [["--state", "s", "--join-backoff-epochs=-1"], /--join-backoff-epochs must be a whole/],
   ];
   for (const [args] of cases) assert.throws(() => parseRunArgs(args), UsageError);
   for (const [args, message] of cases) assert.throws(() => parseRunArgs(args), message);
@@ -125,5 +151,22 @@ Deno.test("a port in use is a usage error naming the address", async () => {
     assert.match(c.err.join("\n"), new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}`));
   } finally {
     busy.close();
+  }
+});
+
+Deno.test("--authorized-keys: an unreadable file exits 2, a bad line exits 1 naming it", async () => {
+  const state = await Deno.readTextFile(
+    new URL("../../config/llama-tiny/state.toml", import.meta.url),
+  );
+  let c = captureIo({ "s.toml": state });
+  assert.equal(await runCommand(["--state", "s.toml", "--authorized-keys", "none.txt"], c.io), 2);
+  assert.match(c.err.join("\n"), /cannot read authorized keys "none.txt"/);
+  c = captureIo({ "s.toml": state, "keys.txt": "# ok\nnope\n" });
+  assert.equal(await runCommand(["--state", "s.toml", "--authorized-keys", "keys.txt"], c.io), 1);
+  assert.match(c.err.join("\n"), /invalid: keys.txt, line 2: "nope" is not a public key/);
+  c = captureIo();
+  assert.equal(await runCommand(["--help"], c.io), 0);
+  for (const flag of ["--authorized-keys", "--max-connections-per-address", "--idle-timeout"]) {
+    assert.ok(c.out.join("\n").includes(flag), flag);
   }
 });

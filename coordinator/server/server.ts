@@ -3,8 +3,11 @@
  *
  * ```mermaid
  * flowchart LR
- *   conn[client connection] -->|frames| hs[ed25519 handshake]
- *   hs -->|decodeClientMessage| host[CoordinatorHost]
+ *   conn[client connection] --> table[ConnectionTable: per-address cap and rate, eviction]
+ *   table --> hs[ed25519 handshake, allowlist]
+ *   hs -->|frames within kind limits and rates| pre[CoordinatorHost.precheck]
+ *   pre -->|decodeClientMessage| host[CoordinatorHost]
+ *   sweep[idle sweep] -->|closes quiet non-members| table
  *   deadline[timer at the next deadline] --> host
  *   backstop[500 ms backstop tick] --> host
  *   host -->|State / Ack / Error| outbox[Outbox per client]
@@ -12,13 +15,23 @@
  *   host -->|authorizeData| data[in-process data server]
  * ```
  *
- * Per connection: the handshake binds it to an ed25519 key (a bad signature, a garbage
- * or oversized frame, or a message before the handshake is answered `Rejected` and
- * closed); then every frame is one {@linkcode ClientMessage}, answered `Ack` or `Error`
- * (rejected by the coordinator's rules; the connection stays open). A frame that does not
- * decode, or a refused join, is answered `Refused` and closed. Nothing one connection does
- * disturbs the others. A second connection with the same key replaces the first (a
- * reconnecting client) without withdrawing it.
+ * Per connection: the handshake binds it to an ed25519 key (a bad signature, a key outside
+ * a permissioned run's allowlist, a garbage or oversized frame, or a message before the
+ * handshake is answered `Rejected` and closed); then every frame is one
+ * {@linkcode ClientMessage}, answered `Ack` or `Error` (rejected by the coordinator's rules;
+ * the connection stays open). A frame that does not decode, or is longer than its kind can
+ * be in this run (checked on its first byte, before the rest is read), or a refused join,
+ * is answered `Refused` and closed. Nothing one connection does disturbs the others. A
+ * second connection with the same key replaces the first (a reconnecting client) without
+ * withdrawing it.
+ *
+ * Against hostile peers (docs/server.md, "Hostile clients"): connections per IP address
+ * are capped; at the global cap a new connection evicts the quietest non-member (never a
+ * member: {@linkcode ConnectionTable}); an authenticated non-member quiet for the idle
+ * timeout is closed; each connection has a token bucket of messages and one of bytes, and
+ * a connection over its rate is not read until it is back within it (TCP flow control
+ * holds the sender); a health check from a non-member, or with more entries than clients,
+ * is answered from its head without being decoded ({@linkcode CoordinatorHost.precheck}).
  *
  * Ticks come at the right moment rather than on a poll: after every request (the host ticks
  * then, and a state it moved is pushed to every client at once), and at the run's next
@@ -36,6 +49,7 @@
 import {
   DEFAULT_SERVER_MAX_FRAME_BYTES,
   encodeHandshakeMessage,
+  FRAME_HEADER_BYTES,
   FrameError,
   FrameReader,
   HandshakeError,
@@ -47,16 +61,22 @@ import {
 import { encodeCoordinatorState } from "../encoding.ts";
 import { keyString } from "../machine_core.ts";
 import { fromMillis, toMillis } from "../time.ts";
-import { CoordinatorHost, type HostEvent } from "./host.ts";
+import { addressKey, ConnectionTable } from "./connection_table.ts";
+import { CoordinatorHost, type HostEvent, type HostReply } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
-import { Outbox } from "./outbox.ts";
+import { Outbox, UnreadRepliesError } from "./outbox.ts";
 import {
+  clientFrameLimitFor,
+  type ClientFrameLimits,
+  clientFrameLimits,
   COORDINATOR_CONTEXT,
   decodeClientMessage,
   encodeServerMessage,
+  peekClientMessage,
   type ServerMessage,
 } from "./protocol.ts";
 import { resumableRunConfig, saveRunConfig } from "./save_state.ts";
+import { TokenBucket } from "./token_bucket.ts";
 
 /**
  * Milliseconds between backstop ticks (Psyche's server loop ticked this often; here ticks
@@ -67,6 +87,37 @@ export const TICK_INTERVAL_MS = 500;
 export const PUSH_INTERVAL_MS = 5000;
 /** Default cap on open connections (handshaking or authenticated). */
 export const DEFAULT_MAX_CONNECTIONS = 4096;
+/**
+ * Default cap on open connections from one IP address: room for a few machines behind
+ * one NAT, too few for one host to hold a run's pending list or the connection cap.
+ * Raise it for many clients on one address (a local testnet on 127.0.0.1).
+ */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 16;
+/** Default milliseconds an authenticated non-member may stay quiet before it is closed. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
+
+/** Per-connection token buckets: one of messages, one of bytes (frames with headers). */
+export interface RateLimits {
+  messagesPerSecond: number;
+  messageBurst: number;
+  bytesPerSecond: number;
+  byteBurst: number;
+}
+
+/**
+ * Default rates for a run with these frame limits: 20 messages a second with bursts of 100
+ * (an honest client sends a few per round), and bytes enough for two of the run's largest
+ * messages a second, with bursts of four (at least 64 KiB a second, 256 KiB bursts).
+ */
+export function defaultRateLimits(limits: ClientFrameLimits): RateLimits {
+  const largest = Math.max(...Object.values(limits)) + FRAME_HEADER_BYTES;
+  return {
+    messagesPerSecond: 20,
+    messageBurst: 100,
+    bytesPerSecond: Math.max(64 * 1024, 2 * largest),
+    byteBurst: Math.max(256 * 1024, 4 * largest),
+  };
+}
 
 /** Options of {@linkcode startCoordinatorServer}. */
 export interface CoordinatorServerOptions {
@@ -91,8 +142,27 @@ export interface CoordinatorServerOptions {
   maxFrameBytes?: number;
   /** Milliseconds a client has to finish the handshake (default 5000). */
   handshakeTimeoutMs?: number;
-  /** More connections than this are rejected at once (default DEFAULT_MAX_CONNECTIONS). */
+  /**
+   * Most open connections (default DEFAULT_MAX_CONNECTIONS); at the cap a new connection
+   * evicts the quietest non-member, or is rejected if every connection is a member's.
+   */
   maxConnections?: number;
+  /**
+   * Most open connections from one IP address, or IPv6 /64 (default
+   * DEFAULT_MAX_CONNECTIONS_PER_ADDRESS). An address may also open only a tenth of that
+   * many new connections a second on average, in bursts of all of them.
+   */
+  maxConnectionsPerAddress?: number;
+  /** New connections a second from one address (default a tenth of maxConnectionsPerAddress). */
+  connectsPerSecondPerAddress?: number;
+  /**
+   * Milliseconds an authenticated connection that is neither pending nor a client of the
+   * epoch may stay quiet before it is closed (default DEFAULT_IDLE_TIMEOUT_MS). Members are
+   * never closed for being idle.
+   */
+  idleTimeoutMs?: number;
+  /** Per-connection rates (default {@linkcode defaultRateLimits} of the run); null: none. */
+  rateLimits?: RateLimits | null;
   /** Where to save the run at every successful epoch end (none when absent). */
   saveStateDir?: string;
   /** Receives every event (log lines are the caller's choice). */
@@ -121,6 +191,28 @@ interface Session {
   readonly outbox: Outbox;
 }
 
+/** A socket and what stops its handler's waits (a throttled read) when it is closed. */
+interface Link {
+  readonly conn: Deno.Conn;
+  readonly stop: AbortController;
+}
+
+/** Waits `ms` unless `signal` fires first; false if it did. */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
 function secureSeed(): bigint {
   return crypto.getRandomValues(new BigUint64Array(1))[0];
 }
@@ -128,6 +220,11 @@ function secureSeed(): bigint {
 function peerName(conn: Deno.Conn): string {
   const addr = conn.remoteAddr as Deno.NetAddr;
   return `${addr.hostname}:${addr.port}`;
+}
+
+function closeLink(link: Link): void {
+  link.stop.abort();
+  closeQuietly(link.conn);
 }
 
 function closeQuietly(c: { close(): void }): void {
@@ -146,16 +243,34 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
   const emit = options.onEvent ?? (() => {});
   const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_SERVER_MAX_FRAME_BYTES;
   const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5000;
-  const maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  if (!(idleTimeoutMs > 0)) {
+    throw new RangeError(`idleTimeoutMs must be > 0, found ${idleTimeoutMs}`);
+  }
+  const table = new ConnectionTable<Link>({
+    maxConnections: options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+    maxPerAddress: options.maxConnectionsPerAddress ?? DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
+    connectsPerSecond: options.connectsPerSecondPerAddress,
+  });
+  const frameLimits = clientFrameLimits(host.state.config.maxClients);
+  const limitFor = clientFrameLimitFor(frameLimits);
+  // No frame, handshake included, may be longer than the run's largest client message.
+  const readerMaxBytes = Math.min(
+    maxFrameBytes,
+    Math.max(1024, ...Object.values(frameLimits)),
+  );
+  const rateLimits = options.rateLimits === undefined
+    ? defaultRateLimits(frameLimits)
+    : options.rateLimits;
   const nowMs = () => Math.floor(clock());
   const now = () => fromMillis(nowMs());
+  const isMember = (name: string) => host.isMemberKey(name);
 
   const listener = Deno.listen({
     hostname: options.hostname ?? "0.0.0.0",
     port: options.port ?? 0,
   });
   const sessions = new Map<string, Session>();
-  const conns = new Set<Deno.Conn>();
   const handlers = new Set<Promise<void>>();
   let closing = false;
   let pushedVersion = -1;
@@ -230,6 +345,19 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
   armDeadline();
   const pushTimer = setInterval(() => push(true), options.pushIntervalMs ?? PUSH_INTERVAL_MS);
 
+  // Idle non-members are looked for a few times per timeout.
+  const idleSweep = setInterval(() => {
+    for (const entry of table.takeIdle(nowMs(), idleTimeoutMs, isMember)) {
+      closeLink(entry.handle);
+      emit({
+        kind: "ConnectionClosed",
+        peer: peerName(entry.handle.conn),
+        client: entry.key,
+        reason: `idle for ${idleTimeoutMs / 1000} s and not a member of the run`,
+      });
+    }
+  }, Math.min(5000, Math.max(10, idleTimeoutMs / 4)));
+
   const refuseHandshake = async (conn: Deno.Conn, reason: string) => {
     try {
       await writeFrame(conn, encodeHandshakeMessage({ kind: "Rejected", reason }));
@@ -238,27 +366,39 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
     }
   };
 
-  const serve = async (conn: Deno.Conn) => {
+  const serve = async (link: Link, entry: { key: string | null; lastActiveMs: number }) => {
+    const { conn, stop } = link;
     const peer = peerName(conn);
-    const frames = new FrameReader(conn, { maxFrameBytes });
+    const frames = new FrameReader(conn, { maxFrameBytes: readerMaxBytes });
     let key: Uint8Array;
     try {
       key = await serverHandshake(conn, frames, {
         context: COORDINATOR_CONTEXT,
         signal: AbortSignal.timeout(handshakeTimeoutMs),
+        authorize: (k) =>
+          host.isAuthorized(k) ? null : "this key is not in the run's authorized keys",
       });
     } catch (e) {
       const reason = e instanceof Error ? e.message : String(e);
-      // serverHandshake already answered a bad signature or a wrong message kind.
+      // serverHandshake already answered a bad signature, a refused key or a wrong message.
       if (!(e instanceof HandshakeError)) await refuseHandshake(conn, reason);
       if (!closing) emit({ kind: "ConnectionRefused", peer, client: null, reason });
       return;
     }
     const name = keyString(key);
+    entry.key = name;
+    entry.lastActiveMs = nowMs();
     const session: Session = {
       key,
       conn,
-      outbox: new Outbox(conn, () => closeQuietly(conn)),
+      outbox: new Outbox(conn, (e) => {
+        closeQuietly(conn);
+        // A failed write means the peer is gone (its read loop reports that); only a
+        // peer that stopped reading its answers is closed for what it did.
+        if (e instanceof UnreadRepliesError && !closing) {
+          emit({ kind: "ConnectionClosed", peer, client: name, reason: e.message });
+        }
+      }),
     };
     const previous = sessions.get(name);
     sessions.set(name, session);
@@ -272,10 +412,74 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
       await session.outbox.flush();
       emit({ kind: "ConnectionRefused", peer, client: name, reason });
     };
+    /** Answers a request; false when the connection must close (a refusal). */
+    const answer = async (answer: HostReply, requestId: number): Promise<boolean> => {
+      if (answer.kind === "Refused") {
+        await refuse(answer.reason);
+        afterHost();
+        return false;
+      }
+      reply(
+        answer.kind === "Ack" ? { kind: "Ack", requestId } : {
+          kind: "Error",
+          requestId,
+          code: answer.code,
+          message: answer.message,
+        },
+      );
+      afterHost();
+      return true;
+    };
+    const buckets = rateLimits === null ? null : {
+      messages: new TokenBucket(
+        { ratePerSecond: rateLimits.messagesPerSecond, burst: rateLimits.messageBurst },
+        nowMs(),
+      ),
+      bytes: new TokenBucket(
+        { ratePerSecond: rateLimits.bytesPerSecond, burst: rateLimits.byteBurst },
+        nowMs(),
+      ),
+    };
+    let throttled = false;
+    /** Waits while the connection is over its rates; false if it was closed meanwhile. */
+    const withinRates = async (frameBytes: number): Promise<boolean> => {
+      if (buckets === null) return true;
+      const t = nowMs();
+      const messageWait = buckets.messages.take(1, t);
+      const byteWait = buckets.bytes.take(frameBytes + FRAME_HEADER_BYTES, t);
+      const waitMs = Math.max(messageWait, byteWait);
+      if (waitMs === 0) {
+        throttled = false;
+        return true;
+      }
+      if (!throttled) {
+        // Once per episode: a flood is one line, not one per frame.
+        throttled = true;
+        const limit = byteWait > messageWait ? "bytes" : "messages";
+        emit({ kind: "Throttled", peer, client: name, limit, waitMs });
+      }
+      return await pause(waitMs, stop.signal);
+    };
     try {
       for (;;) {
-        const frame = await frames.next();
+        const frame = await frames.next({ limitFor });
         if (frame === null) break;
+        entry.lastActiveMs = nowMs();
+        if (!(await withinRates(frame.length))) break;
+        let head;
+        try {
+          head = peekClientMessage(frame);
+        } catch (e) {
+          if (!(e instanceof ProtocolError)) throw e;
+          await refuse(e.message);
+          break;
+        }
+        // Cheap checks first: some requests are answered from their head alone.
+        const early = host.precheck(key, head);
+        if (early !== null) {
+          if (!(await answer(early, head.requestId))) break;
+          continue;
+        }
         let msg;
         try {
           msg = decodeClientMessage(frame);
@@ -284,21 +488,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
           await refuse(e.message);
           break;
         }
-        const answer = host.handle(key, msg, now(), randomSeed());
-        if (answer.kind === "Refused") {
-          await refuse(answer.reason);
-          afterHost();
-          break;
-        }
-        reply(
-          answer.kind === "Ack" ? { kind: "Ack", requestId: msg.requestId } : {
-            kind: "Error",
-            requestId: msg.requestId,
-            code: answer.code,
-            message: answer.message,
-          },
-        );
-        afterHost();
+        if (!(await answer(host.handle(key, msg, now(), randomSeed()), msg.requestId))) break;
       }
     } catch (e) {
       if (e instanceof FrameError) {
@@ -321,17 +511,38 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
 
   const accepting = (async () => {
     for await (const conn of listener) {
-      if (conns.size >= maxConnections) {
-        const reason = `the server already has ${maxConnections} connections`;
-        refuseHandshake(conn, reason).finally(() => closeQuietly(conn));
-        emit({ kind: "ConnectionRefused", peer: peerName(conn), client: null, reason });
+      const address = addressKey((conn.remoteAddr as Deno.NetAddr).hostname);
+      const admission = table.admit(address, nowMs(), isMember);
+      if (admission.kind === "Refuse") {
+        refuseHandshake(conn, admission.reason).finally(() => closeQuietly(conn));
+        emit({
+          kind: "ConnectionRefused",
+          peer: peerName(conn),
+          client: null,
+          reason: admission.reason,
+        });
         continue;
       }
-      conns.add(conn);
-      const handler = serve(conn).finally(() => {
-        conns.delete(conn);
+      if (admission.kind === "Evict") {
+        const { handle, key } = admission.victim;
+        closeLink(handle);
+        emit({
+          kind: "ConnectionClosed",
+          peer: peerName(handle.conn),
+          client: key,
+          reason: "evicted: the server is at its connection cap and this was its quietest " +
+            "non-member",
+        });
+      }
+      // Frames are written whole: Nagle's algorithm would only hold a reply back until the
+      // previous one is acknowledged (40 ms behind a delayed ACK).
+      conn.setNoDelay(true);
+      const link: Link = { conn, stop: new AbortController() };
+      const entry = table.add(link, address, nowMs());
+      const handler = serve(link, entry).finally(() => {
+        table.remove(entry);
         handlers.delete(handler);
-        closeQuietly(conn);
+        closeLink(link);
       });
       handlers.add(handler);
     }
@@ -357,8 +568,9 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
       clearInterval(tickTimer);
       clearInterval(pushTimer);
       clearTimeout(deadlineTimer);
+      clearInterval(idleSweep);
       closeQuietly(listener);
-      for (const c of conns) closeQuietly(c);
+      for (const entry of table.entries()) closeLink(entry.handle);
       await Promise.all([accepting, ...handlers]);
       await saves;
       emit({ kind: "Stopped" });

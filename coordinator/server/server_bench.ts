@@ -66,7 +66,8 @@ Deno.bench("State frame of a 256-client epoch (encode state + frame)", { group: 
   encodeServerMessage({ kind: "State", bytes: encodeCoordinatorState(full) });
 });
 
-const server = startTestServer({ tickIntervalMs: 60_000 });
+// Unthrottled: this measures the round trip itself, back to back.
+const server = startTestServer({ tickIntervalMs: 60_000, rateLimits: null });
 const backend = await connectTestBackend(server);
 const repo = { kind: "Hub" as const, repo: { repoId: "org/m", revision: null } };
 

@@ -13,6 +13,7 @@ import {
   type CoordinatorServerOptions,
   startCoordinatorServer,
 } from "../../coordinator/server/server.ts";
+import { unhealthyTrainers } from "../../coordinator/health.ts";
 import { currentRound, roundSelection } from "../../coordinator/machine_queries.ts";
 import type { CoordinatorState, RunState, WitnessMetadata } from "../../coordinator/types.ts";
 import type { CoordinatorBackend } from "../../client/backend/backend.ts";
@@ -70,21 +71,32 @@ const METADATA: WitnessMetadata = {
   efficiency: 0.9,
 };
 
+/** Options of {@linkcode ScriptedClient}. */
+export interface ScriptedClientOptions {
+  /** Keys this client's witness reports say it never received a payload from. */
+  unseen?: readonly Uint8Array[];
+  /** Report the previous round's unhealthy trainers (from round 2 on), as a witness would. */
+  healthChecks?: boolean;
+}
+
 /**
  * A client that does what an honest trainer does towards the coordinator, without
- * training: warmup witness in Warmup, a witness (participant bloom: every client) when
- * elected in a round. Errors from the coordinator are collected, not thrown.
+ * training: warmup witness in Warmup, a witness (participant bloom: every client, less
+ * `unseen`) when elected in a round, and with `healthChecks` a health check naming the
+ * unhealthy trainers. Errors from the coordinator are collected, not thrown.
  */
 export class ScriptedClient {
   readonly backend: CoordinatorBackend;
   readonly seen: Observed[] = [];
   readonly errors: Error[] = [];
+  readonly #options: ScriptedClientOptions;
   #sent = new Set<string>();
   #loop: Promise<void> | null = null;
   #stop = new AbortController();
 
-  constructor(backend: CoordinatorBackend) {
+  constructor(backend: CoordinatorBackend, options: ScriptedClientOptions = {}) {
     this.backend = backend;
+    this.#options = options;
   }
 
   /** Starts following the run in the background. */
@@ -160,8 +172,20 @@ export class ScriptedClient {
     }
     if (state.runState !== "RoundTrain" && state.runState !== "RoundWitness") return;
     const round = currentRound(state);
+    if (this.#options.healthChecks === true) {
+      const checks = unhealthyTrainers(state);
+      if (checks.length > 0) {
+        this.#once(
+          `health:${epoch}:${round.height}`,
+          () => this.backend.sendHealthCheck(checks),
+        );
+      }
+    }
     if (!roundSelection(state.config, round).isWitness(index)) return;
-    const everyone = clients.map((c) => c.id);
+    const unseen = this.#options.unseen ?? [];
+    const everyone = clients.map((c) => c.id).filter((id) =>
+      !unseen.some((key) => sameKey(key, id.signer))
+    );
     const report = witnessReport(state, index, everyone);
     this.#once(
       `witness:${epoch}:${round.height}`,

@@ -71,7 +71,18 @@ export interface TrainingClientOptions {
   readonly rt?: GpuRuntime;
   /** Milliseconds, monotonic (default `performance.now`): witness metadata rates. */
   readonly clock?: () => number;
+  /** Test hooks that break this client on purpose (none by default). */
+  readonly faults?: ClientFaults;
 }
+
+/** Faults a test can make a client commit, to watch the run catch them. */
+export interface ClientFaults {
+  /** After applying the results of this step, change one parameter (a "bit flip"). */
+  readonly flipWeightAfterStep?: number;
+}
+
+/** Run states inside an epoch (its clients and rounds are the current epoch's). */
+const IN_EPOCH: ReadonlySet<string> = new Set(["Warmup", "RoundTrain", "RoundWitness", "Cooldown"]);
 
 /** Milliseconds before a failed model load is tried again. */
 export const LOAD_RETRY_MS = 5000;
@@ -86,6 +97,8 @@ export class TrainingClient {
   /** The client's own parameter digests, checked against the run's records. */
   readonly #ledger = new ModelLedger();
   #state: CoordinatorState | null = null;
+  /** The epoch this client last saw in progress: its number and start time. */
+  #epochSeen: { epoch: number; started: number } | null = null;
   #rt: GpuRuntime | null;
   #ownsRt = false;
   #trainer: NetworkTrainer | null = null;
@@ -126,6 +139,7 @@ export class TrainingClient {
       for await (const state of this.#o.backend.states({ signal })) {
         this.#state = state;
         this.#logState(state);
+        this.#followEpoch(state);
         this.#checkDigests(state);
         await this.#o.exchange.update(state);
         this.#plan();
@@ -488,6 +502,24 @@ export class TrainingClient {
     return own === null ? NO_DIGEST : hexToBytes(own, 32, "parameter digest");
   }
 
+  /**
+   * Notices an epoch started again under a number this client already worked in (a
+   * coordinator restarted from its saved state, a failed Warmup begun anew): an epoch is
+   * its number and start time. That epoch's intents are then due again, and earlier ones
+   * of the abandoned attempt must not count as done.
+   */
+  #followEpoch(state: CoordinatorState): void {
+    if (!IN_EPOCH.has(state.runState)) return;
+    const epoch = state.progress.epoch;
+    const started = state.epochState.startTimestamp;
+    const seen = this.#epochSeen;
+    if (seen !== null && (seen.epoch !== epoch || seen.started !== started)) {
+      if (epoch <= seen.epoch) this.#progress.forgetFrom(epoch);
+      else this.#progress.forgetBefore(epoch);
+    }
+    this.#epochSeen = { epoch, started };
+  }
+
   /** Compares the client's digests with the run's records; a difference stops it. */
   #checkDigests(state: CoordinatorState | null): void {
     if (state === null || this.#ledger.divergence !== null) return;
@@ -508,6 +540,13 @@ export class TrainingClient {
       consensus: d.consensus,
       reason: d.reason,
     });
+    // Step aside at once, so the run does not wait for it until a health check drops it.
+    const state = this.#state;
+    if (state !== null && IN_EPOCH.has(state.runState) && state.runState !== "Warmup") {
+      this.#o.backend.withdraw({ signal: this.#signal }).catch((e) =>
+        this.#o.logger.log("error", { what: "withdraw", error: (e as Error).message })
+      );
+    }
     this.poke();
   }
 
@@ -555,6 +594,7 @@ export class TrainingClient {
       return;
     }
     await trainer.apply(results, intent.lr);
+    if (this.#o.faults?.flipWeightAfterStep === intent.step) await trainer.flipWeightForTest();
     const hash = await trainer.paramsHash();
     this.#ledger.note(paramsStep, hash);
     logger.log("apply", {

@@ -90,6 +90,8 @@ const WARMUP_PROOF: CommitteeProof = { committee: "Trainer", position: 0, index:
 
 interface EpochRecord {
   epoch: number;
+  /** When the epoch began (`epochState.startTimestamp`). */
+  started: number;
   startStep: number;
   trackers: Map<number, RoundTracker>;
   warmupFinished: Set<string>;
@@ -166,9 +168,12 @@ export class Exchange implements ExchangeFacts {
     const epoch = state.progress.epoch;
     const inEpoch = ["Warmup", "RoundTrain", "RoundWitness", "Cooldown"].includes(state.runState);
     if (!inEpoch) return;
-    if (this.#epoch === null || this.#epoch.epoch !== epoch) {
+    // An epoch is its number and start: a restarted coordinator begins the same number anew.
+    const started = state.epochState.startTimestamp;
+    if (this.#epoch === null || this.#epoch.epoch !== epoch || this.#epoch.started !== started) {
       this.#epoch = {
         epoch,
+        started,
         startStep: state.epochState.startStep,
         trackers: new Map(),
         warmupFinished: new Set(),

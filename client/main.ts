@@ -25,7 +25,7 @@ import {
   type TrainArgs,
   USAGE,
 } from "./cli.ts";
-import { TrainingClient } from "./client.ts";
+import { type ClientFaults, TrainingClient } from "./client.ts";
 import { Exchange } from "./exchange.ts";
 import { type ClientLogger, consoleClientLogger, jsonClientLogger } from "./log.ts";
 import { peerIdOf } from "./p2p/identity.ts";
@@ -109,12 +109,29 @@ export async function train(
       modelOverride: args.model,
       microBatch: args.microBatchSize,
       checkpointDir: args.checkpointDir,
+      faults: faultsFromEnv(),
     });
     await client.run({ signal: io.signal });
   } finally {
     await backend?.close();
     await exchange.close();
   }
+}
+
+/**
+ * Test hooks that break the client on purpose, from the environment (never from a flag, so no
+ * one turns them on by accident): `PSYCHE_FAULT_FLIP_WEIGHT_AFTER_STEP=N` changes one parameter
+ * right after the apply of step N's results, as a bit flip or a bad apply would, so tests can
+ * watch the run notice and the client resync.
+ */
+function faultsFromEnv(): ClientFaults {
+  const flip = Deno.env.get("PSYCHE_FAULT_FLIP_WEIGHT_AFTER_STEP");
+  if (flip === undefined) return {};
+  const step = Number(flip);
+  if (!Number.isSafeInteger(step) || step < 0) {
+    throw new RangeError(`PSYCHE_FAULT_FLIP_WEIGHT_AFTER_STEP must be a step, found "${flip}"`);
+  }
+  return { flipWeightAfterStep: step };
 }
 
 /** The Solana backend for `--rpc`: the run's account from its creator and id (or given). */

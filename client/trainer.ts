@@ -263,6 +263,17 @@ export class NetworkTrainer implements Disposable {
     return { firstMs: first.ms, stepMs: second.ms };
   }
 
+  /**
+   * Test hook: changes the first parameter by one unit in the last place, as a flipped bit or
+   * a wrong apply would, so tests can watch the run catch a client that left it.
+   */
+  async flipWeightForTest(): Promise<void> {
+    const weights = await this.model.readParams();
+    const bits = new Uint32Array(weights.buffer, weights.byteOffset, weights.length);
+    bits[0] ^= 1;
+    this.model.writeParams(weights);
+  }
+
   /** Zeroes δ and the own previous result (cold-start epochs). */
   async resetOptimizer(): Promise<void> {
     const step = this.#rt.beginStep("reset distro");

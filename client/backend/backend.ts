@@ -131,6 +131,13 @@ export interface CoordinatorBackend {
   /** Reports clients the previous round's witnesses did not see (every one unhealthy). */
   sendHealthCheck(checks: readonly HealthCheck[], options?: CallOptions): Promise<void>;
 
+  /**
+   * Leaves the current epoch (the client must `join()` again for a later one): a client
+   * whose parameters left the run's steps aside instead of holding rounds up. Backends with
+   * no such request (Solana) resolve at once; the health checks remove the client there.
+   */
+  withdraw(options?: CallOptions): Promise<void>;
+
   /** Reports the model was uploaded to `repo` (a Hub or Gcs checkpoint). */
   sendCheckpoint(repo: Checkpoint, options?: CallOptions): Promise<void>;
 

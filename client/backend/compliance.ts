@@ -27,9 +27,9 @@ export interface ComplianceEnv {
    */
   host: Pick<CoordinatorHost, "pending">;
   /**
-   * Whether closing a backend takes its client out of the pending list (default true).
-   * False for Solana: the program has no withdraw instruction (as in Psyche), so a closed
-   * client stays registered until health checks remove it.
+   * Whether closing a backend takes its client out of the pending list, and `withdraw()` asks
+   * the coordinator (default true). False for Solana: the program has no withdraw instruction
+   * (as in Psyche), so a closed client stays registered until health checks remove it.
    */
   leavesOnClose?: boolean;
   /** A backend for a fresh identity, following run `runId`. */
@@ -137,6 +137,15 @@ export function describeBackendCompliance(
         backend.sendCheckpoint({ kind: "Hub", repo: { repoId: "org/m", revision: null } }),
         (e) => e instanceof CoordinatorError && e.code === "InvalidCheckpoint",
       );
+      if (env.leavesOnClose ?? true) {
+        // A backend that can withdraw refuses it outside an epoch, with the coordinator's code.
+        await assert.rejects(
+          backend.withdraw(),
+          (e) => e instanceof CoordinatorError && e.code === "InvalidWithdraw",
+        );
+      } else {
+        await backend.withdraw(); // no such instruction: the health checks remove the client
+      }
       await backend.join(); // still usable
     } finally {
       await backend.close();

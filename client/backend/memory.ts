@@ -175,6 +175,11 @@ export class MemoryBackend implements CoordinatorBackend {
     return this.#call({ kind: "HealthCheck", requestId: 0, checks: [...checks] }, options);
   }
 
+  /** {@inheritDoc CoordinatorBackend.withdraw} */
+  withdraw(options: CallOptions = {}): Promise<void> {
+    return this.#call({ kind: "Withdraw", requestId: 0 }, options);
+  }
+
   /** {@inheritDoc CoordinatorBackend.sendCheckpoint} */
   sendCheckpoint(repo: Checkpoint, options: CallOptions = {}): Promise<void> {
     return this.#call({ kind: "Checkpoint", requestId: 0, repo }, options);

@@ -283,6 +283,12 @@ export class SolanaBackend implements CoordinatorBackend {
     }
   }
 
+  /** The program has no withdraw instruction: the health checks remove the client. */
+  withdraw(options: CallOptions = {}): Promise<void> {
+    this.#usable(options.signal);
+    return Promise.resolve();
+  }
+
   async sendCheckpoint(repo: Checkpoint, options: CallOptions = {}): Promise<void> {
     this.#usable(options.signal);
     const state = this.latest();

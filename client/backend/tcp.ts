@@ -199,6 +199,11 @@ export class TcpBackend implements CoordinatorBackend {
     );
   }
 
+  /** {@inheritDoc CoordinatorBackend.withdraw} */
+  withdraw(options: CallOptions = {}): Promise<void> {
+    return this.#request((requestId) => ({ kind: "Withdraw", requestId }), options);
+  }
+
   /** {@inheritDoc CoordinatorBackend.sendCheckpoint} */
   sendCheckpoint(repo: Checkpoint, options: CallOptions = {}): Promise<void> {
     return this.#request((requestId) => ({ kind: "Checkpoint", requestId, repo }), options);

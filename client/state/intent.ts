@@ -209,6 +209,20 @@ export class ClientProgress {
     this.#done.delete(key);
   }
 
+  /**
+   * Forgets the records of `epoch` and later: the run went back to an epoch it had already
+   * numbered (a coordinator restarted from a saved state, or a Warmup that failed and began
+   * again), so that epoch's intents are due afresh.
+   */
+  forgetFrom(epoch: number): void {
+    for (const set of [this.#started, this.#done]) {
+      for (const key of set) {
+        const e = Number(key.split(":")[1]);
+        if (e >= epoch) set.delete(key);
+      }
+    }
+  }
+
   /** Forgets the records of epochs before `epoch` (keys embed their epoch). */
   forgetBefore(epoch: number): void {
     for (const set of [this.#started, this.#done]) {

@@ -369,3 +369,20 @@ Deno.test("Halted states plan nothing", () => {
     assert.deepEqual(plan(state, ids[0], new ClientProgress(), new Facts()), []);
   }
 });
+
+Deno.test("an epoch begun again under the same number plans its Warmup afresh", () => {
+  const { driver, ids } = runInRound0(3);
+  const warmup = structuredClone(driver.state);
+  warmup.runState = "Warmup";
+  const progress = new ClientProgress();
+  const epoch = warmup.progress.epoch;
+  for (const key of [`LoadModel:${epoch}`, `Train:${epoch}:0`, `Apply:${epoch - 1}:4`]) {
+    progress.markDone(key);
+  }
+  assert.deepEqual(plan(warmup, ids[0], progress, new Facts()), [], "loaded in the first try");
+  // The coordinator restarted from its saved state: the same epoch number begins again.
+  progress.forgetFrom(epoch);
+  assert.deepEqual(kinds(plan(warmup, ids[0], progress, new Facts())), ["LoadModel"]);
+  assert.ok(!progress.done(`Train:${epoch}:0`));
+  assert.ok(progress.done(`Apply:${epoch - 1}:4`), "earlier epochs are kept");
+});

@@ -33,13 +33,20 @@ export class ChildProcess {
   /** Spawns `args[0]` with the rest as arguments; every output line goes to `onLine`. */
   constructor(
     label: string,
-    options: { args: readonly string[]; cwd: string; onLine: (line: string) => void },
+    options: {
+      args: readonly string[];
+      cwd: string;
+      onLine: (line: string) => void;
+      /** Variables added to the inherited environment. */
+      env?: Record<string, string>;
+    },
   ) {
     this.label = label;
     const [program, ...rest] = options.args;
     this.#process = new Deno.Command(program, {
       args: rest,
       cwd: options.cwd,
+      env: options.env,
       stdin: "null",
       stdout: "piped",
       stderr: "piped",

@@ -58,6 +58,8 @@ export interface TestnetOptions {
   readonly coordinatorArgs?: readonly string[];
   /** Extra arguments for every client (e.g. `--model DIR`). */
   readonly clientArgs?: readonly string[];
+  /** Extra environment variables of one client, by label (test hooks such as faults). */
+  readonly clientEnv?: (label: string) => Record<string, string> | undefined;
   /** How long to wait for the coordinator to listen (default 60 s). */
   readonly startTimeoutMs?: number;
 }
@@ -362,6 +364,7 @@ export class Testnet {
     slot.process = new ChildProcess(slot.label, {
       args,
       cwd: REPO_ROOT,
+      env: this.#options.clientEnv?.(slot.label),
       onLine: (line) => this.#show(slot.label, "client", slot.index, line, parseEventLine(line)),
     });
     const process = slot.process;

@@ -362,6 +362,8 @@ export class CoordinatorHost {
         this.#events.push({ kind: "CooldownWitness", client: name, index: msg.proof.index });
         return { kind: "Ack" };
       }
+      case "Withdraw":
+        return this.#withdraw(id, name);
       case "HealthCheck":
         return this.#healthCheck(id, name, msg.checks);
       case "Checkpoint": {
@@ -423,6 +425,28 @@ export class CoordinatorHost {
   #refuseJoin(name: string, reason: string): HostReply {
     this.#events.push({ kind: "JoinRefused", client: name, reason });
     return { kind: "Refused", reason };
+  }
+
+  /**
+   * A client leaves the epoch by its own request (a client whose parameters diverged steps
+   * aside rather than hold rounds up until a health check drops it). Withdrawn, as on a
+   * disconnect: not backed off, and it may Join again for a later epoch.
+   */
+  #withdraw(id: NodeIdentity, name: string): HostReply {
+    const index = this.state.epochState.clients.findIndex((c) =>
+      c.state === "Healthy" && sameKey(c.id.signer, id.signer)
+    );
+    if (index < 0) {
+      throw new CoordinatorError(
+        "InvalidWithdraw",
+        "the sender is not a Healthy client of this epoch",
+      );
+    }
+    this.#step(() => withdraw(this.state, index));
+    this.#kicked.add(name); // already out of the pending list: a new Join must stay
+    this.#unpend(name);
+    this.#events.push({ kind: "Left", client: name, withdrawn: true });
+    return { kind: "Ack" };
   }
 
   /** Removes `name` from the pending list; whether it was there. */

@@ -585,3 +585,24 @@ Deno.test("a health check naming a client twice is refused before the second pro
     message: "entry 1 names a client listed before",
   });
 });
+
+Deno.test("a client withdraws itself: Withdrawn, not backed off, and it may join again", () => {
+  const host = trainingHostWith([0, 1, 2], {});
+  const me = identity(1).signer;
+  assert.deepEqual(host.handle(me, { kind: "Withdraw", requestId: 4 }, 103, SEED), {
+    kind: "Ack",
+  });
+  const client = host.state.epochState.clients.find((c) =>
+    keyString(c.id.signer) === keyString(me)
+  );
+  assert.equal(client?.state, "Withdrawn");
+  assert.ok(host.takeEvents().some((e) => e.kind === "Left" && e.withdrawn));
+  // Twice is refused with the coordinator's error; the connection stays.
+  const again = host.handle(me, { kind: "Withdraw", requestId: 5 }, 103, SEED);
+  assert.equal(again.kind === "Error" && again.code, "InvalidWithdraw");
+  // Its Join is taken at once (no back-off) and kept in the pending list.
+  assert.deepEqual(join(host, 1, 104), { kind: "Ack" });
+  assert.ok(!host.takeEvents().some((e) => e.kind === "JoinDeferred"));
+  host.tick(105, SEED);
+  assert.ok(host.pending().some((p) => keyString(p.signer) === keyString(me)));
+});

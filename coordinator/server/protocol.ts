@@ -18,6 +18,7 @@
  *   3 HealthCheck     { requestId, checks }
  *   4 Checkpoint      { requestId, repo }
  *   5 CooldownWitness { requestId, proof, digest }
+ *   6 Withdraw        { requestId }
  * ```
  *
  * `digest` is the client's parameter digest (32 bytes; all zero: none), a vote for the
@@ -84,7 +85,9 @@ export type ClientMessage =
   | { kind: "WarmupWitness"; requestId: number; witness: Witness; paramsDigest: Uint8Array }
   | { kind: "HealthCheck"; requestId: number; checks: HealthCheck[] }
   | { kind: "Checkpoint"; requestId: number; repo: Checkpoint }
-  | { kind: "CooldownWitness"; requestId: number; proof: WitnessProof; paramsDigest: Uint8Array };
+  | { kind: "CooldownWitness"; requestId: number; proof: WitnessProof; paramsDigest: Uint8Array }
+  /** The client leaves the epoch (it must Join again to take part in a later one). */
+  | { kind: "Withdraw"; requestId: number };
 
 /** Every message the server sends after the handshake. */
 export type ServerMessage =
@@ -100,6 +103,7 @@ const CLIENT_TAGS = [
   "HealthCheck",
   "Checkpoint",
   "CooldownWitness",
+  "Withdraw",
 ] as const;
 const SERVER_TAGS = ["State", "Ack", "Error", "Refused"] as const;
 
@@ -125,6 +129,8 @@ export function encodeClientMessage(msg: ClientMessage): Uint8Array {
     case "CooldownWitness":
       writeProof(w, msg.proof);
       writeDigest(w, msg.paramsDigest);
+      break;
+    case "Withdraw":
       break;
     case "HealthCheck":
       writeHealthChecks(w, msg.checks);
@@ -184,6 +190,9 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
         break;
       case "CooldownWitness":
         msg = { kind, requestId, proof: readProof(m), paramsDigest: readDigest(m) };
+        break;
+      case "Withdraw":
+        msg = { kind, requestId };
         break;
       case "HealthCheck":
         msg = { kind, requestId, checks: readHealthChecks(m) };
@@ -291,6 +300,8 @@ export function clientFrameLimits(maxClients: number): ClientFrameLimits {
         return size({ kind, requestId: 0, witness, paramsDigest: digest });
       case "CooldownWitness":
         return size({ kind, requestId: 0, proof: witness.proof, paramsDigest: digest });
+      case "Withdraw":
+        return size({ kind, requestId: 0 });
       case "HealthCheck": {
         // One entry's size times maxClients, without building maxClients entries.
         const one = size({ kind, requestId: 0, checks: [check] });

@@ -83,6 +83,7 @@ const clientMessage: fc.Arbitrary<ClientMessage> = fc.oneof(
     witness,
     paramsDigest: key,
   }),
+  fc.record({ kind: fc.constant("Withdraw" as const), requestId: u32 }),
   fc.record({
     kind: fc.constant("CooldownWitness" as const),
     requestId: u32,
@@ -167,7 +168,7 @@ Deno.test("random bytes decode to a message or a ProtocolError, nothing else", (
 });
 
 Deno.test("decoder names the message and field it rejects", () => {
-  assert.throws(() => decodeClientMessage(new Uint8Array([9])), /unknown tag 9, expected 0..5/);
+  assert.throws(() => decodeClientMessage(new Uint8Array([9])), /unknown tag 9, expected 0..6/);
   const join = encodeClientMessage({ kind: "Join", requestId: 1, runId: "a" });
   // Declare a 40-byte run id: over the 32-byte cap.
   const long = new Uint8Array([...join.subarray(0, 5), 0, 40, ...new Uint8Array(40)]);

@@ -657,7 +657,7 @@ export class TrainingClient {
         promptIndex: 0,
         efficiency: Math.min(1, this.#last.trainMs / elapsedMs),
       },
-      NO_DIGEST,
+      this.#ownDigest(intent.step),
       { signal: this.#signal },
     );
     logger.log("witness", {

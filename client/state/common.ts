@@ -125,8 +125,8 @@ function planDecay(input: PlanInput, view: RoundView): Intent[] {
 }
 
 /**
- * `Finished` for the round once this client's training is done (or it has none) and every
- * announced payload of the previous round is settled.
+ * `Finished` for the round once this client's training is done (or it has none), its due
+ * applies are done, and every announced payload of the previous round is settled.
  */
 export function planFinished(input: PlanInput, view: RoundView): Intent[] {
   const { state, progress, facts } = input;
@@ -143,7 +143,9 @@ export function planFinished(input: PlanInput, view: RoundView): Intent[] {
   const trained = !needsTraining(view) ||
     progress.done(roundKey("Train", epoch, view.height));
   const settled = view.height === 0 || facts.downloadsSettled(view.height - 1);
-  return trained && settled ? [intent] : [];
+  // Applied too, so the witness report that follows carries the digest of this round's
+  // parameters (a round that does not train would otherwise not wait for its apply).
+  return trained && settled && appliesDone(input) ? [intent] : [];
 }
 
 /** The witness report of the round, if this client holds a seat and has not sent it. */

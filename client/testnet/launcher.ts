@@ -106,7 +106,12 @@ export class Testnet {
   /** `host:port` of the coordinator. */
   readonly serverAddr: string;
   readonly #options: TestnetOptions;
-  readonly #coordinator: ChildProcess;
+  /** The coordinator's command line without `--state` (restarts give another file). */
+  readonly #coordinatorArgs: readonly string[];
+  #coordinator: ChildProcess | null = null;
+  /** Resolves when a coordinator exits by itself (not in `restartCoordinator`). */
+  readonly #coordinatorExited: Promise<Deno.CommandStatus>;
+  #coordinatorExit: (status: Deno.CommandStatus) => void = () => {};
   readonly #clients: ClientSlot[] = [];
   readonly #labelWidth = 11;
   #stopped = false;
@@ -114,13 +119,87 @@ export class Testnet {
 
   private constructor(
     options: TestnetOptions,
-    fields: { tempDir: string; runId: string; serverAddr: string; coordinator: ChildProcess },
+    fields: { tempDir: string; runId: string; serverAddr: string; coordinatorArgs: string[] },
   ) {
     this.#options = options;
     this.tempDir = fields.tempDir;
     this.runId = fields.runId;
     this.serverAddr = fields.serverAddr;
-    this.#coordinator = fields.coordinator;
+    this.#coordinatorArgs = fields.coordinatorArgs;
+    this.#coordinatorExited = new Promise((resolve) => (this.#coordinatorExit = resolve));
+  }
+
+  /** The folder the coordinator saves the run to at every epoch end. */
+  get savedStatesDir(): string {
+    return join(this.tempDir, "saved-states");
+  }
+
+  /**
+   * Starts the coordinator on `statePath` and waits until it listens (or throws with its last
+   * lines when it exits or does not listen within the start timeout).
+   */
+  async #startCoordinator(statePath: string): Promise<void> {
+    let listening: (() => void) | null = null;
+    const ready = new Promise<void>((resolve) => (listening = resolve));
+    const tail: string[] = [];
+    const coordinator = new ChildProcess("coordinator", {
+      args: [...this.#coordinatorArgs, "--state", statePath],
+      cwd: REPO_ROOT,
+      onLine: (line) => {
+        tail.push(line);
+        if (tail.length > 20) tail.shift();
+        const event = parseEventLine(line);
+        if (event?.event === "Listening") listening?.();
+        this.#show("coordinator", "coordinator", 0, line, event);
+      },
+    });
+    this.#coordinator = coordinator;
+    coordinator.status.then((status) => {
+      if (this.#coordinator === coordinator) this.#coordinatorExit(status);
+    });
+    const timeout = this.#options.startTimeoutMs ?? 60_000;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const outcome = await Promise.race([
+      ready.then(() => "ready" as const),
+      coordinator.status.then(() => "exited" as const),
+      new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeout))),
+    ]);
+    clearTimeout(timer);
+    if (outcome !== "ready") {
+      await coordinator.stop(1000);
+      throw new Error(
+        `the coordinator ${
+          outcome === "exited" ? "exited" : `did not listen within ${timeout} ms`
+        }; its last lines:\n${tail.join("\n")}`,
+      );
+    }
+  }
+
+  /**
+   * Kills the coordinator (SIGKILL: no goodbye, nothing saved) and starts it again from the
+   * newest run it saved (`{run_id}-step{N}.toml`), on the same port; resolves once it listens.
+   * Returns the saved file used. Throws when it saved nothing yet.
+   */
+  async restartCoordinator(): Promise<string> {
+    const saved: { path: string; step: number }[] = [];
+    for await (const entry of Deno.readDir(this.savedStatesDir)) {
+      const m = /-step(\d+)\.toml$/.exec(entry.name);
+      if (entry.isFile && m) {
+        saved.push({ path: join(this.savedStatesDir, entry.name), step: +m[1] });
+      }
+    }
+    if (saved.length === 0) throw new Error("the coordinator saved no run to restart from");
+    const newest = saved.sort((a, b) => b.step - a.step)[0].path;
+    const old = this.#coordinator;
+    this.#coordinator = null; // its exit is not the testnet's end
+    if (old !== null) {
+      this.#note(`sending SIGKILL to the coordinator (pid ${old.pid})`);
+      old.signal("SIGKILL");
+      await old.status;
+    }
+    this.#note(`restarting the coordinator from ${newest}`);
+    await this.#startCoordinator(newest);
+    return newest;
   }
 
   /**
@@ -148,9 +227,7 @@ export class Testnet {
       await Deno.mkdir(join(tempDir, "identities"));
       const port = freePort();
       const serverAddr = `127.0.0.1:${port}`;
-      let listening: (() => void) | null = null;
-      const ready = new Promise<void>((resolve) => (listening = resolve));
-      const args = [
+      const coordinatorArgs = [
         Deno.execPath(),
         "run",
         "--allow-read",
@@ -159,8 +236,6 @@ export class Testnet {
         "--allow-env",
         "coordinator/main.ts",
         "run",
-        "--state",
-        runConfig,
         "--server-port",
         String(port),
         "--hostname",
@@ -175,43 +250,17 @@ export class Testnet {
         ...(prepared.servesData ? ["--data-config", dataPath] : []),
         ...(options.coordinatorArgs ?? []),
       ];
-      let testnet: Testnet | null = null;
-      const tail: string[] = [];
-      const coordinator = new ChildProcess("coordinator", {
-        args,
-        cwd: REPO_ROOT,
-        onLine: (line) => {
-          tail.push(line);
-          if (tail.length > 20) tail.shift();
-          const event = parseEventLine(line);
-          if (event?.event === "Listening") listening?.();
-          // Output arrives asynchronously, after `testnet` is assigned below.
-          if (testnet !== null) testnet.#show("coordinator", "coordinator", 0, line, event);
-        },
-      });
-      testnet = new Testnet(options, {
+      const testnet = new Testnet(options, {
         tempDir,
         runId: prepared.run.runId,
         serverAddr,
-        coordinator,
+        coordinatorArgs,
       });
-      const timeout = options.startTimeoutMs ?? 60_000;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const outcome = await Promise.race([
-        ready.then(() => "ready" as const),
-        coordinator.status.then(() => "exited" as const),
-        new Promise<"timeout">((
-          resolve,
-        ) => (timer = setTimeout(() => resolve("timeout"), timeout))),
-      ]);
-      clearTimeout(timer);
-      if (outcome !== "ready") {
-        await coordinator.stop(1000);
-        throw new Error(
-          `the coordinator ${
-            outcome === "exited" ? "exited" : `did not listen within ${timeout} ms`
-          }; its last lines:\n${tail.join("\n")}`,
-        );
+      try {
+        await testnet.#startCoordinator(runConfig);
+      } catch (e) {
+        testnet.#stopped = true;
+        throw e;
       }
       for (let i = 0; i < options.numClients; i++) await testnet.#newSlot();
       for (const slot of testnet.#clients) testnet.#spawn(slot);
@@ -239,7 +288,7 @@ export class Testnet {
 
   /** Resolves when the coordinator exits. */
   get coordinatorExited(): Promise<Deno.CommandStatus> {
-    return this.#coordinator.status;
+    return this.#coordinatorExited;
   }
 
   /** Starts one more client with a fresh identity; returns its label. */
@@ -304,7 +353,7 @@ export class Testnet {
     this.#stopped = true;
     this.#note("stopping");
     await Promise.all(this.#clients.map((c) => c.process?.stop(graceMs)));
-    await this.#coordinator.stop(graceMs);
+    await this.#coordinator?.stop(graceMs);
     if (!this.#options.keepTemp) {
       await Deno.remove(this.tempDir, { recursive: true }).catch(() => {});
     }

@@ -45,6 +45,7 @@ import type {
 import { MAX_CLIENTS_LIMIT } from "../types.ts";
 import { durationProblem } from "../time.ts";
 import { quoteForTerminal } from "../printable.ts";
+import { isNoDigest } from "../params_digest.ts";
 import { roundWitnessQuorum } from "../witness_quorum.ts";
 import {
   type BackoffCause,
@@ -65,11 +66,19 @@ export type HostEvent =
   | { kind: "BackedOff"; client: string; cause: BackoffCause; epoch: number; until: number }
   /** A backed-off key joined: it waits in the pending list until its back-off ends. */
   | { kind: "JoinDeferred"; client: string; reason: string }
-  | { kind: "WarmupWitness"; client: string; index: number }
-  | { kind: "CooldownWitness"; client: string; index: number }
+  | { kind: "WarmupWitness"; client: string; index: number; digest: string | null }
+  | { kind: "CooldownWitness"; client: string; index: number; digest: string | null }
   /** A quorum agreed on the digest of the parameters of `step` (hex). */
   | { kind: "DigestRecorded"; step: number; digest: string }
-  | { kind: "Witness"; client: string; index: number; height: number; metadata: WitnessMetadata }
+  | {
+    kind: "Witness";
+    client: string;
+    index: number;
+    height: number;
+    metadata: WitnessMetadata;
+    /** The parameter digest it reported (hex), or null for none. */
+    digest: string | null;
+  }
   | { kind: "HealthCheck"; client: string; dropped: number }
   | { kind: "Checkpoint"; client: string; repo: Checkpoint }
   | {
@@ -79,6 +88,11 @@ export type HostEvent =
     code: CoordinatorErrorCode;
     message: string;
   };
+
+/** A reported parameter digest as hex for the logs, or null for none (all zero). */
+function digestHex(digest: Uint8Array): string | null {
+  return isNoDigest(digest) ? null : keyString(digest);
+}
 
 /** The host's answer to one request: accepted, or rejected with the coordinator's error. */
 export type HostReply =
@@ -342,7 +356,12 @@ export class CoordinatorHost {
         return this.#join(id, name, msg.runId);
       case "WarmupWitness": {
         this.#step(() => warmupWitness(this.state, id, msg.witness, now, seed, msg.paramsDigest));
-        this.#events.push({ kind: "WarmupWitness", client: name, index: msg.witness.proof.index });
+        this.#events.push({
+          kind: "WarmupWitness",
+          client: name,
+          index: msg.witness.proof.index,
+          digest: digestHex(msg.paramsDigest),
+        });
         return { kind: "Ack" };
       }
       case "Witness": {
@@ -354,12 +373,18 @@ export class CoordinatorHost {
           index: msg.witness.proof.index,
           height,
           metadata: msg.metadata,
+          digest: digestHex(msg.paramsDigest),
         });
         return { kind: "Ack" };
       }
       case "CooldownWitness": {
         this.#step(() => cooldownWitness(this.state, id, msg.proof, msg.paramsDigest, now));
-        this.#events.push({ kind: "CooldownWitness", client: name, index: msg.proof.index });
+        this.#events.push({
+          kind: "CooldownWitness",
+          client: name,
+          index: msg.proof.index,
+          digest: digestHex(msg.paramsDigest),
+        });
         return { kind: "Ack" };
       }
       case "Withdraw":

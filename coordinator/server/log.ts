@@ -102,9 +102,13 @@ export function formatEvent(event: ServerEvent): string {
     case "JoinDeferred":
       return `defer    ${short(event.client)} joined; ${event.reason}`;
     case "WarmupWitness":
-      return `warmup   ${short(event.client)} (client ${event.index}) has the model`;
+      return `warmup   ${short(event.client)} (client ${event.index}) has the model${
+        digestNote(event.digest)
+      }`;
     case "CooldownWitness":
-      return `cooldown ${short(event.client)} (client ${event.index}) reported its parameters`;
+      return `cooldown ${short(event.client)} (client ${event.index}) reported its parameters${
+        digestNote(event.digest)
+      }`;
     case "DigestRecorded":
       return `digest   step ${event.step}: parameters ${
         event.digest.slice(0, 16)
@@ -112,7 +116,8 @@ export function formatEvent(event: ServerEvent): string {
     case "Witness": {
       const m = event.metadata;
       return `witness  ${short(event.client)} (client ${event.index}) round ${event.height}, ` +
-        `step ${m.step}: loss ${m.loss.toFixed(4)}, ${m.tokensPerSec.toFixed(0)} tok/s`;
+        `step ${m.step}: loss ${m.loss.toFixed(4)}, ${m.tokensPerSec.toFixed(0)} tok/s` +
+        digestNote(event.digest);
     }
     case "HealthCheck":
       return `health   ${short(event.client)} reported unhealthy clients, ${event.dropped} dropped`;
@@ -152,6 +157,11 @@ export function formatEvent(event: ServerEvent): string {
       throw new TypeError(`Unknown server event ${JSON.stringify(never)}`);
     }
   }
+}
+
+/** ", parameters abcd…" for a reported digest, nothing for none. */
+function digestNote(digest: string | null): string {
+  return digest === null ? "" : `, parameters ${digest.slice(0, 12)}…`;
 }
 
 /** `event` as one line of JSON: `{"time": ISO-8601, "event": kind, ...fields}`. */

@@ -281,18 +281,32 @@ function formatAgreement(a: Agreement): string[] {
 
 const REASON_CHARS = 80;
 
-/** One divergence for a person: where it differed, whether it said so, whether it recovered. */
+/** `step 7` or `steps 7-9, 12`. */
+function stepsText(steps: readonly number[]): string {
+  return `${steps.length === 1 ? "step" : "steps"} ${stepRanges(steps)}`;
+}
+
+/**
+ * One divergence for a person: where it differed, what it logged, which differing steps no
+ * `diverged` event of the same process owned up to, and whether it recovered.
+ */
 export function describeDivergence(d: Divergence): string {
   const parts: string[] = [];
-  if (d.steps.length > 0) parts.push(`differs at steps ${stepRanges(d.steps)}`);
+  // A silent step of a client that logged `diverged` came from another process of it.
+  const unowned = d.logged === null
+    ? "(no diverged event)"
+    : "(no diverged event from that process)";
+  const allSilent = d.steps.length > 0 && d.silentSteps.length === d.steps.length;
+  if (allSilent) parts.push(`differs SILENTLY at ${stepsText(d.steps)} ${unowned}`);
+  else if (d.steps.length > 0) parts.push(`differs at ${stepsText(d.steps)}`);
   if (d.logged !== null) {
     const reason = d.logged.reason.length > REASON_CHARS
       ? `${d.logged.reason.slice(0, REASON_CHARS - 1)}…`
       : d.logged.reason;
     parts.push(`logged diverged at step ${d.logged.step} (${reason})`);
   }
-  if (d.silentSteps.length > 0) {
-    parts.push(`SILENTLY at steps ${stepRanges(d.silentSteps)} (no diverged event)`);
+  if (d.silentSteps.length > 0 && !allSilent) {
+    parts.push(`SILENTLY at ${stepsText(d.silentSteps)} ${unowned}`);
   }
   parts.push(
     d.recoveredAt === null

@@ -194,7 +194,11 @@ Deno.test("a client that differs without saying so is a silent divergence: exit 
     logged: null,
     recoveredAt: 10,
   }]);
-  assert.match(formatSummary(summary)[3], /client-4 .*SILENTLY at steps 8-9 \(no diverged event\)/);
+  assert.equal(
+    formatSummary(summary)[3],
+    "  client-4 differs SILENTLY at steps 8-9 (no diverged event); " +
+      "holds the run's parameters again at step 10",
+  );
   assert.deepEqual(runProblems("epochs", summary), [
     "client-4's parameters were not the run's at steps 8-9 and it never logged diverged " +
     "(silent divergence)",
@@ -215,7 +219,16 @@ Deno.test("a restarted process that differs is silent, whatever the killed one l
     logged: { step: 7, reason: "the run recorded other parameters" },
     recoveredAt: null,
   }]);
-  assert.equal(runProblems("time", summary).length, 2, "silent, and never resynced");
+  assert.equal(
+    formatSummary(summary)[3],
+    "  client-2 differs SILENTLY at step 7 (no diverged event from that process); " +
+      "logged diverged at step 7 (the run recorded other parameters); NOT resynced",
+  );
+  assert.deepEqual(runProblems("time", summary), [
+    "client-2's parameters were not the run's at step 7 and it never logged diverged " +
+    "(silent divergence)",
+    "client-2 diverged at step 7 and did not resync",
+  ]);
 });
 
 Deno.test("a client that diverged and never resynced: exit non-zero", () => {

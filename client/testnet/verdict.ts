@@ -35,7 +35,9 @@ export function runProblems(reason: StopReason, summary: RunSummary): string[] {
   for (const d of summary.agreement.divergences) {
     if (d.silentSteps.length > 0) {
       problems.push(
-        `${d.label}'s parameters were not the run's at steps ${stepRanges(d.silentSteps)} ` +
+        `${d.label}'s parameters were not the run's at ${
+          d.silentSteps.length === 1 ? "step" : "steps"
+        } ${stepRanges(d.silentSteps)} ` +
           `and it never logged diverged (silent divergence)`,
       );
     }

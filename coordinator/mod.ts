@@ -36,6 +36,7 @@ export {
   unhealthyTrainers,
 } from "./health.ts";
 export * from "./machine_queries.ts";
+export { untrainedBatchCount, type UntrainedCount } from "./untrained_batches.ts";
 export * from "./machine_validate.ts";
 export * from "./witness_quorum.ts";
 export * from "./checkpoint_lifecycle.ts";

@@ -3,8 +3,9 @@
  * training the small Llama of config/llama-tiny (state.toml: `config/models/llama-20m`,
  * seeded init) with DisTrO on the bundled Brown corpus (served by the coordinator from
  * config/llama-tiny/data.toml), for a few epochs, within about ten minutes on a 2-core CPU
- * (WebGPU on lavapipe). Then it prints the summary: loss first -> last, steps, epochs, whether
- * the clients' parameters agree, and the last checkpoint's folder (under runs/demo/).
+ * (WebGPU on lavapipe). Then it prints the summary: loss first -> last, steps applied, epochs
+ * and rounds, whether the clients' parameters agreed at every step, and the last checkpoint's
+ * folder (under runs/demo/); it exits as `deno task testnet` does (main.ts, verdict.ts).
  *
  * Arguments are passed on to the testnet and override the demo's (e.g. `--logs json`).
  *

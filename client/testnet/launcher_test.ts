@@ -87,7 +87,9 @@ Deno.test({
     await clientUp;
     cli.signal("SIGINT");
     const status = await cli.status;
-    assert.equal(status.code, 0, lines.slice(-20).join("\n"));
+    // Stopped before any step was applied: the run achieved nothing, and says so in its status.
+    assert.equal(status.code, 1, lines.slice(-20).join("\n"));
+    assert.ok(lines.includes("--- FAILED: no client applied a step"), lines.slice(-20).join("\n"));
     const pids = lines.map((l) => /started \(pid (\d+)/.exec(l)?.[1]).filter((p) => p).map(Number);
     assert.equal(pids.length, 1);
     for (const pid of pids) {

@@ -3,8 +3,9 @@
  * on this machine (launcher.ts), with random kills when asked, until Ctrl-C, the coordinator
  * exiting, or a `--stop-after-*` limit; then a summary of the run (summary.ts).
  *
- * Exit codes: 0 stopped as asked, 1 the coordinator failed or exited by itself, or every
- * client exited by itself, 2 usage.
+ * Exit codes: 0 stopped as asked with every client on the run's parameters; 1 the coordinator
+ * failed or exited by itself, every client exited by itself, no client applied a step, or a
+ * client diverged silently or without resyncing (verdict.ts: a line says which); 2 usage.
  *
  * @module
  */
@@ -12,17 +13,22 @@ import "../p2p/exit_fix.ts";
 import { parseTestnetArgs, TESTNET_USAGE, type TestnetArgs, TestnetUsageError } from "./args.ts";
 import { Testnet } from "./launcher.ts";
 import { formatSummary, type RunSummary, SummaryCollector } from "./summary.ts";
+import { runProblems, type StopReason } from "./verdict.ts";
 import { EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
 
 export { EXIT_OK, EXIT_USAGE };
 
-/** Exit code: the coordinator did not start or exited by itself. */
+/** Exit code: the run failed (the coordinator did not start, or a problem of verdict.ts). */
 export const EXIT_FAILURE = 1;
 
 /** How a testnet run ended. */
 export interface TestnetOutcome {
-  readonly reason: "signal" | "epochs" | "time" | "coordinator-exited" | "clients-exited";
+  readonly reason: StopReason;
   readonly summary: RunSummary;
+  /** What went wrong (verdict.ts `runProblems`); empty when the run went as it should. */
+  readonly problems: readonly string[];
+  /** The exit status this outcome gives: {@link EXIT_OK} or {@link EXIT_FAILURE}. */
+  readonly exitCode: number;
 }
 
 /**
@@ -60,7 +66,7 @@ export async function runTestnet(
     onEvent: (label, kind, event) => {
       if (kind === "testnet") return;
       collector.add(label, kind, event);
-      if (args.stopAfterEpochs !== null && collector.summary().epochs >= args.stopAfterEpochs) {
+      if (args.stopAfterEpochs !== null && collector.epochs >= args.stopAfterEpochs) {
         finish("epochs");
       }
     },
@@ -96,7 +102,9 @@ export async function runTestnet(
     : "";
   io.write(`--- testnet stopped: ${reason}${where}`);
   for (const line of formatSummary(summary)) io.write(`--- ${line}`);
-  return { reason, summary };
+  const problems = runProblems(reason, summary);
+  for (const problem of problems) io.write(`--- FAILED: ${problem}`);
+  return { reason, summary, problems, exitCode: problems.length === 0 ? EXIT_OK : EXIT_FAILURE };
 }
 
 /** Runs `deno task testnet` with `argv`; resolves to the exit code. */
@@ -127,9 +135,7 @@ export async function runUntilSignal(args: TestnetArgs): Promise<number> {
       write: (line) => console.log(line),
       signal: controller.signal,
     });
-    return outcome.reason === "coordinator-exited" || outcome.reason === "clients-exited"
-      ? EXIT_FAILURE
-      : EXIT_OK;
+    return outcome.exitCode;
   } catch (e) {
     console.error(`testnet: ${(e as Error).message}`);
     return EXIT_FAILURE;

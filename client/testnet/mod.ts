@@ -43,4 +43,20 @@ export {
   renderEvent,
 } from "./output.ts";
 export { type PreparedRunConfig, prepareRunConfig } from "./run_config.ts";
-export { formatSummary, lossTrend, type RunSummary, SummaryCollector } from "./summary.ts";
+export {
+  describeDivergence,
+  formatSummary,
+  lossTrend,
+  type RoundTotals,
+  type RunSummary,
+  SummaryCollector,
+} from "./summary.ts";
+export {
+  type Agreement,
+  type AgreementEntry,
+  compareDigests,
+  type Divergence,
+  type StepDisagreement,
+  stepRanges,
+} from "./agreement.ts";
+export { runProblems, type StopReason } from "./verdict.ts";

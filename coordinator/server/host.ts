@@ -46,6 +46,7 @@ import { MAX_CLIENTS_LIMIT } from "../types.ts";
 import { durationProblem } from "../time.ts";
 import { quoteForTerminal } from "../printable.ts";
 import { isNoDigest } from "../params_digest.ts";
+import { untrainedBatchCount } from "../untrained_batches.ts";
 import { roundWitnessQuorum } from "../witness_quorum.ts";
 import {
   type BackoffCause,
@@ -78,6 +79,23 @@ export type HostEvent =
     metadata: WitnessMetadata;
     /** The parameter digest it reported (hex), or null for none. */
     digest: string | null;
+  }
+  /**
+   * Round `height` (of `step`) ended (RoundWitness -> RoundTrain or Cooldown): `witnesses` of
+   * the `quorum` needed reported; `trainTimedOut` when its RoundTrain ended by the
+   * `max_round_train_time` timer rather than by every witness reporting; of the `batches` of
+   * the round it attested (height − 1), `untrainedBatches` had a trainer no quorum of its
+   * witnesses saw (coordinator/untrained_batches.ts).
+   */
+  | {
+    kind: "RoundEnd";
+    height: number;
+    step: number;
+    witnesses: number;
+    quorum: number;
+    trainTimedOut: boolean;
+    batches: number;
+    untrainedBatches: number;
   }
   | { kind: "HealthCheck"; client: string; dropped: number }
   | { kind: "Checkpoint"; client: string; repo: Checkpoint }
@@ -148,6 +166,11 @@ export class CoordinatorHost {
   #epochState: EpochState;
   #events: HostEvent[] = [];
   #version = 0;
+  /**
+   * The round whose RoundTrain this host saw end, and whether its timer ended it (false also
+   * for a round resumed from a saved state in RoundWitness: the host did not see how).
+   */
+  #trainEnd: { height: number; timer: boolean } | null = null;
 
   constructor(options: HostOptions) {
     this.state = options.state;
@@ -262,7 +285,32 @@ export class CoordinatorHost {
   tick(now: number, seed: bigint): void {
     if (isHalted(this.state)) return;
     this.#withdrawSilentWitnesses(now);
-    this.#step(() => machineTick(this.state, this.#eligible(), now, seed));
+    const roundEnd = this.#roundEnding(now);
+    this.#step(() => machineTick(this.state, this.#eligible(), now, seed), { roundEnd });
+  }
+
+  /**
+   * The `RoundEnd` of the round a tick at `now` ends (the witness timer fired), or null.
+   * Taken before the machine moves on: the next round overwrites a slot of the ring buffer and
+   * the step advances.
+   */
+  #roundEnding(now: number): Extract<HostEvent, { kind: "RoundEnd" }> | null {
+    const { state } = this;
+    if (state.runState !== "RoundWitness") return null;
+    if (!checkTimeout(state, now, state.config.roundWitnessTime)) return null;
+    const round = currentRound(state);
+    const count = untrainedBatchCount(state, round);
+    const trainEnd = this.#trainEnd;
+    return {
+      kind: "RoundEnd",
+      height: round.height,
+      step: state.progress.step,
+      witnesses: round.witnesses.length,
+      quorum: roundWitnessQuorum(state.config, round),
+      trainTimedOut: trainEnd !== null && trainEnd.height === round.height && trainEnd.timer,
+      batches: count.batches,
+      untrainedBatches: count.untrained,
+    };
   }
 
   /**
@@ -550,8 +598,14 @@ export class CoordinatorHost {
     return "WrongDataIdForStep";
   }
 
-  /** Runs one machine call and records what it did. Throws (unchanged state) on rejection. */
-  #step(call: () => Outcome): void {
+  /**
+   * Runs one machine call and records what it did. Throws (unchanged state) on rejection.
+   * `roundEnd` is given by a tick: the round it ends, should the call end it.
+   */
+  #step(
+    call: () => Outcome,
+    tick: { roundEnd: Extract<HostEvent, { kind: "RoundEnd" }> | null } | null = null,
+  ): void {
     const from = this.state.runState;
     const recorded = this.state.paramsDigests.at(-1)?.step ?? 0;
     const outcome = call();
@@ -566,6 +620,12 @@ export class CoordinatorHost {
       });
     }
     const { progress, runState } = this.state;
+    if (from === "RoundTrain" && runState === "RoundWitness") {
+      this.#trainEnd = { height: currentRound(this.state).height, timer: tick !== null };
+    }
+    if (from === "RoundWitness" && runState !== "RoundWitness" && tick?.roundEnd) {
+      this.#events.push(tick.roundEnd);
+    }
     if (runState !== from) {
       this.#events.push({
         kind: "StateChanged",

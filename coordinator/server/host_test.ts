@@ -606,3 +606,95 @@ Deno.test("a client withdraws itself: Withdrawn, not backed off, and it may join
   host.tick(105, SEED);
   assert.ok(host.pending().some((p) => keyString(p.signer) === keyString(me)));
 });
+
+Deno.test("a round's end says its witnesses, whether its timer ended training, and untrained batches", () => {
+  const host = trainingHost([0, 1]);
+  const { maxRoundTrainTime, roundWitnessTime } = host.state.config;
+  const witnessAll = (now: number, seen: number[]) => {
+    const state = host.state;
+    for (const index of roundSelection(state.config, currentRound(state)).witnessIndices()) {
+      const reply = host.handle(
+        state.epochState.clients[index].id.signer,
+        {
+          kind: "Witness",
+          requestId: 1,
+          witness: witnessReport(state, index, seen.map(identity)),
+          metadata: META,
+          paramsDigest: NO_DIGEST,
+        },
+        now,
+        SEED,
+      );
+      assert.deepEqual(reply, { kind: "Ack" });
+    }
+  };
+  const roundEnds = () => host.takeEvents().filter((e) => e.kind === "RoundEnd");
+  // Round 0: both witnesses report at once, so RoundTrain ends by them, not by its timer.
+  let now = 103;
+  witnessAll(now, [0, 1]);
+  assert.equal(host.state.runState, "RoundWitness");
+  host.tick(now + roundWitnessTime - 0.001, SEED);
+  assert.deepEqual(roundEnds(), [], "the witness timer has not fired");
+  now += roundWitnessTime;
+  host.tick(now, SEED);
+  const events = host.takeEvents();
+  assert.deepEqual(kinds(events), ["RoundEnd", "StateChanged"]);
+  assert.deepEqual(events[0], {
+    kind: "RoundEnd",
+    height: 0,
+    step: 1,
+    witnesses: 2,
+    quorum: 2,
+    trainTimedOut: false,
+    batches: 0,
+    untrainedBatches: 0,
+  });
+  // Round 1: RoundTrain ends by its timer; the witnesses then saw client 0's payload only.
+  assert.equal(currentRound(host.state).height, 1);
+  now += maxRoundTrainTime;
+  host.tick(now, SEED);
+  assert.equal(host.state.runState, "RoundWitness");
+  witnessAll(now, [0]);
+  now += roundWitnessTime;
+  host.tick(now, SEED);
+  assert.deepEqual(roundEnds(), [{
+    kind: "RoundEnd",
+    height: 1,
+    step: 2,
+    witnesses: 2,
+    quorum: 2,
+    trainTimedOut: true,
+    batches: 2,
+    untrainedBatches: 1,
+  }]);
+  // Round 2: one witness of two is no quorum; the round ends into Cooldown, still counted.
+  const state = host.state;
+  const index = roundSelection(state.config, currentRound(state)).witnessIndices()[0];
+  host.handle(
+    state.epochState.clients[index].id.signer,
+    {
+      kind: "Witness",
+      requestId: 2,
+      witness: witnessReport(state, index, [identity(0), identity(1)]),
+      metadata: META,
+      paramsDigest: NO_DIGEST,
+    },
+    now,
+    SEED,
+  );
+  now += maxRoundTrainTime;
+  host.tick(now, SEED);
+  now += roundWitnessTime;
+  host.tick(now, SEED);
+  assert.equal(host.state.runState, "Cooldown");
+  const last = roundEnds();
+  assert.deepEqual(last.map((e) => e.kind === "RoundEnd" && [e.height, e.witnesses, e.quorum]), [
+    [2, 1, 2],
+  ]);
+  assert.equal(last[0].kind === "RoundEnd" && last[0].trainTimedOut, true);
+  assert.equal(
+    last[0].kind === "RoundEnd" && last[0].untrainedBatches,
+    2,
+    "seen by one witness, below the quorum: nothing of round 1 can be applied",
+  );
+});

@@ -119,6 +119,16 @@ export function formatEvent(event: ServerEvent): string {
         `step ${m.step}: loss ${m.loss.toFixed(4)}, ${m.tokensPerSec.toFixed(0)} tok/s` +
         digestNote(event.digest);
     }
+    case "RoundEnd": {
+      const timer = event.trainTimedOut ? "; training ended by its timer" : "";
+      const batches = event.batches === 0
+        ? ""
+        : `; ${event.untrainedBatches} of ${event.batches} batches of round ${
+          event.height - 1
+        } untrained`;
+      return `round    ${event.height} ended at step ${event.step}: ${event.witnesses} ` +
+        `witnesses (quorum ${event.quorum})${timer}${batches}`;
+    }
     case "HealthCheck":
       return `health   ${short(event.client)} reported unhealthy clients, ${event.dropped} dropped`;
     case "Checkpoint":

@@ -78,3 +78,36 @@ Deno.test("defence events say who, why and for how long", () => {
     "close    abababab… (10.0.0.7:4100): idle for 30 s and not a member of the run",
   );
 });
+
+Deno.test("a round's end says its witnesses, whether training timed out, and untrained batches", () => {
+  const end = {
+    kind: "RoundEnd",
+    height: 4,
+    step: 5,
+    witnesses: 2,
+    quorum: 2,
+    trainTimedOut: true,
+    batches: 6,
+    untrainedBatches: 1,
+  } as const;
+  assert.equal(
+    formatEvent(end),
+    "round    4 ended at step 5: 2 witnesses (quorum 2); training ended by its timer; " +
+      "1 of 6 batches of round 3 untrained",
+  );
+  assert.equal(
+    formatEvent({ ...end, height: 0, step: 1, trainTimedOut: false, batches: 0 }),
+    "round    0 ended at step 1: 2 witnesses (quorum 2)",
+  );
+  assert.deepEqual(JSON.parse(eventJson(end, 0)), {
+    time: "1970-01-01T00:00:00.000Z",
+    event: "RoundEnd",
+    height: 4,
+    step: 5,
+    witnesses: 2,
+    quorum: 2,
+    trainTimedOut: true,
+    batches: 6,
+    untrainedBatches: 1,
+  });
+});

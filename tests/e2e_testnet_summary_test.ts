@@ -35,6 +35,7 @@ Deno.test({
       stopAfterSeconds: 240,
       checkpointDir: null,
       keepTemp: false,
+      calibrate: false,
     }, { write: (line) => lines.push(line), colour: false });
     const context = lines.slice(-60).join("\n");
     assert.equal(outcome.reason, "epochs", context);

@@ -26,6 +26,9 @@ Options:
   --checkpoint-dir DIR          clients write checkpoints under DIR/client-I (default: the
                                 testnet's temporary folder)
   --keep-temp                   keep the temporary folder (identities, logs, checkpoints)
+  --calibrate                   measure a training step of the run's model on this machine
+                                first, and raise the run's round, Warmup and epoch times to
+                                what N clients sharing it need (a busy or slow machine)
   -h, --help                    show this help`;
 
 /** A command line that cannot be run; the message names the flag. */
@@ -53,6 +56,7 @@ export interface TestnetArgs {
   readonly stopAfterSeconds: number | null;
   readonly checkpointDir: string | null;
   readonly keepTemp: boolean;
+  readonly calibrate: boolean;
 }
 
 function whole(name: string, text: string | undefined, min: number, max: number) {
@@ -93,6 +97,7 @@ export function parseTestnetArgs(args: readonly string[]): TestnetArgs | null {
         "stop-after-seconds": { type: "string" },
         "checkpoint-dir": { type: "string" },
         "keep-temp": { type: "boolean" },
+        calibrate: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     }));
@@ -128,5 +133,6 @@ export function parseTestnetArgs(args: readonly string[]): TestnetArgs | null {
       null,
     checkpointDir: values["checkpoint-dir"] ?? null,
     keepTemp: values["keep-temp"] ?? false,
+    calibrate: values.calibrate ?? false,
   };
 }

@@ -14,6 +14,7 @@ Deno.test("testnet arguments: defaults and every option", () => {
     stopAfterSeconds: null,
     checkpointDir: null,
     keepTemp: false,
+    calibrate: false,
   });
   assert.deepEqual(
     parseTestnetArgs([
@@ -31,6 +32,7 @@ Deno.test("testnet arguments: defaults and every option", () => {
       "--checkpoint-dir",
       "out",
       "--keep-temp",
+      "--calibrate",
     ]),
     {
       numClients: 3,
@@ -42,6 +44,7 @@ Deno.test("testnet arguments: defaults and every option", () => {
       stopAfterSeconds: 60,
       checkpointDir: "out",
       keepTemp: true,
+      calibrate: true,
     },
   );
   assert.equal(parseTestnetArgs(["-h"]), null);

@@ -23,7 +23,8 @@ import { peerIdOf } from "../p2p/identity.ts";
 import type { TestnetLogFormat } from "./args.ts";
 import { ChildProcess } from "./child.ts";
 import { formatLine, parseEventLine, type ProcessKind } from "./output.ts";
-import { prepareRunConfig } from "./run_config.ts";
+import { prepareRunConfig, withCoordinatorConfig } from "./run_config.ts";
+import { describeFit, fitBudgets, measureStep } from "./calibrate.ts";
 
 /** The repository root, where children run (deno.json's import map, relative model paths). */
 export const REPO_ROOT: string = fileURLToPath(new URL("../../", import.meta.url));
@@ -60,6 +61,11 @@ export interface TestnetOptions {
   readonly clientArgs?: readonly string[];
   /** Extra environment variables of one client, by label (test hooks such as faults). */
   readonly clientEnv?: (label: string) => Record<string, string> | undefined;
+  /**
+   * Measure a training step of the run's model here first, and raise the run's round, Warmup
+   * and epoch times to what `numClients` clients sharing this machine need (calibrate.ts).
+   */
+  readonly calibrate?: boolean;
   /** How long to wait for the coordinator to listen (default 60 s). */
   readonly startTimeoutMs?: number;
 }
@@ -213,12 +219,24 @@ export class Testnet {
     const dataPath = join(configDir, "data.toml");
     const text = await Deno.readTextFile(statePath);
     const dataPort = freePort();
-    const prepared = prepareRunConfig(text, statePath, { dataPort });
+    let prepared = prepareRunConfig(text, statePath, { dataPort });
     if (prepared.servesData && !(await exists(dataPath))) {
       throw new Error(
         `${statePath} reads its data from a TCP server, but ${dataPath} (the data server's ` +
           `config) does not exist`,
       );
+    }
+    let calibration: string | null = null;
+    if (options.calibrate) {
+      const cost = await measureStep(prepared.run, {
+        clients: options.numClients,
+        baseDir: REPO_ROOT,
+      });
+      const fitted = fitBudgets(prepared.run.config, cost, options.numClients);
+      calibration = `calibration: ${
+        describeFit(cost, options.numClients, prepared.run.config, fitted)
+      }`;
+      prepared = withCoordinatorConfig(prepared, fitted, calibration);
     }
     const tempDir = await Deno.makeTempDir({ prefix: "psyche-testnet-" });
     try {
@@ -256,6 +274,7 @@ export class Testnet {
         serverAddr,
         coordinatorArgs,
       });
+      if (calibration !== null) testnet.#note(calibration);
       try {
         await testnet.#startCoordinator(runConfig);
       } catch (e) {

@@ -57,6 +57,7 @@ export async function runTestnet(
     colour: io.colour,
     checkpointDir: args.checkpointDir,
     keepTemp: args.keepTemp,
+    calibrate: args.calibrate,
     onClientExit: () => {
       // Checked after the exit is recorded (a restart in progress is not idle).
       queueMicrotask(() => {

@@ -9,6 +9,7 @@
  */
 import { parse, stringify } from "smol-toml";
 import { parseRunConfig, type RunConfig } from "../../coordinator/config.ts";
+import type { CoordinatorConfig } from "../../coordinator/types.ts";
 
 /** The config to write for the testnet, and what the launcher needs to know about it. */
 export interface PreparedRunConfig {
@@ -54,4 +55,24 @@ export function prepareRunConfig(
     `# Written by the testnet from ${source} (data server moved to port ${port}).\n` +
     stringify(doc) + "\n";
   return { text: rewritten, run: parseRunConfig(rewritten, source), servesData };
+}
+
+/**
+ * `prepared` with its `[config]` replaced by `config` (the testnet fitted its times to this
+ * machine). Throws `ConfigError` when the result breaks a rule.
+ */
+export function withCoordinatorConfig(
+  prepared: PreparedRunConfig,
+  config: CoordinatorConfig,
+  note: string,
+): PreparedRunConfig {
+  const doc = parse(prepared.text) as { config: Record<string, unknown> };
+  doc.config = {
+    ...doc.config,
+    warmup_time: config.warmupTime,
+    max_round_train_time: config.maxRoundTrainTime,
+    epoch_time: config.epochTime,
+  };
+  const text = `# ${note}\n` + stringify(doc) + "\n";
+  return { ...prepared, text, run: parseRunConfig(text, "the fitted run config") };
 }

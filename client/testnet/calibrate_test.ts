@@ -1,0 +1,32 @@
+import assert from "node:assert/strict";
+import { testConfig } from "../../tests/support/coordinator_fixtures.ts";
+import { describeFit, fitBudgets, MIN_ROUNDS_PER_EPOCH, ROUND_MARGIN } from "./calibrate.ts";
+
+Deno.test("fitBudgets raises the round, Warmup and epoch times to the measured pace, never lowers", () => {
+  const config = testConfig({
+    maxRoundTrainTime: 30,
+    warmupTime: 15,
+    epochTime: 120,
+    roundWitnessTime: 2,
+  });
+  // A busy machine: 8 s a step alone, 3 clients sharing it.
+  const slow = fitBudgets(config, { firstStepMs: 20_000, stepMs: 8_000, sequences: 2 }, 3);
+  assert.equal(slow.maxRoundTrainTime, Math.ceil(ROUND_MARGIN * 8 * 3) + 5);
+  assert.equal(slow.warmupTime, Math.ceil(1.5 * 28 * 3) + 10);
+  assert.equal(
+    slow.epochTime,
+    slow.warmupTime + MIN_ROUNDS_PER_EPOCH * (ROUND_MARGIN * 8 * 3 + 2), // rounds at the pace
+  );
+  assert.ok(slow.warmupTime < slow.epochTime && slow.maxRoundTrainTime < slow.epochTime);
+  // A fast machine keeps the config's own times.
+  const fast = fitBudgets(config, { firstStepMs: 900, stepMs: 200, sequences: 2 }, 3);
+  assert.deepEqual(fast, config);
+  assert.match(
+    describeFit({ firstStepMs: 900, stepMs: 200, sequences: 2 }, 3, config, fast),
+    /takes 0\.2 s here .* already allows 30 s per round, 15 s of Warmup and 120 s per epoch$/,
+  );
+  assert.match(
+    describeFit({ firstStepMs: 20_000, stepMs: 8_000, sequences: 2 }, 3, config, slow),
+    /takes 8\.0 s here \(the first, building the GPU pipelines, 20\.0 s\); with 3 clients .* now allows 53 s per round/,
+  );
+});

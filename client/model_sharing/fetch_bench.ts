@@ -1,7 +1,9 @@
 /**
  * P2P model sharing speed: a joiner fetching the 20 M-parameter Llama (config/models/llama-20m,
  * 80 MB of f32 blobs) from two providers in the same process, over the bulk path (tensors of
- * 1 MiB and more; the default) and with it off (every byte over noise), and the blob codec alone.
+ * 1 MiB and more; the default) and with it off (every byte over noise), and the blob codec alone;
+ * and a resync as a diverged or restarted client does it: the parameters of the recorded step
+ * (their digest checked), then put on the GPU with the dry steps that build its pipelines.
  *
  *   deno bench -A client/model_sharing/fetch_bench.ts
  *
@@ -16,6 +18,8 @@ import { testPublic, testSecret } from "../p2p/test_util.ts";
 import { modelFromBlobs, modelToBlobs } from "./blobs.ts";
 import { fetchModel } from "./fetch.ts";
 import { serveModel } from "./serve.ts";
+import { GpuRuntime } from "../../shaders/gpu.ts";
+import { NetworkTrainer } from "../trainer.ts";
 
 const { config, layout } = await readModelDir("config/models/llama-20m");
 const model = { config, layout, weights: initParams(layout, config, 1) };
@@ -32,7 +36,7 @@ const services = await Promise.all(
 for (let i = 1; i < 4; i++) {
   for (let j = 0; j < i; j++) await nodes[i].connect(nodes[j].addresses()[0]);
 }
-serveModel(services[0], model, { step: 1 });
+const served = serveModel(services[0], model, { step: 1 });
 serveModel(services[1], model, { step: 1 });
 
 Deno.bench("blobs: llama-20m to f32 blobs (80 MB)", { group: "codec" }, () => {
@@ -67,6 +71,52 @@ Deno.bench(
       expectedDigest: null,
       reshare: false,
     });
+  },
+);
+
+Deno.bench(
+  "resync llama-20m: fetch the recorded step's parameters from 2 providers, digest checked",
+  { group: "resync", baseline: true, n: 5, warmup: 1 },
+  async () => {
+    await fetchModel(services[2], {
+      providers: keys.slice(0, 2),
+      step: 1,
+      expectedDigest: served.digest,
+      reshare: false,
+    });
+  },
+);
+
+const rt = await GpuRuntime.create();
+Deno.bench(
+  "resync llama-20m: fetch, then the client's install (GPU upload, 2 dry steps of 2 x 128, digest)",
+  { group: "resync", n: 3, warmup: 1 },
+  async () => {
+    const fetched = await fetchModel(services[2], {
+      providers: keys.slice(0, 2),
+      step: 1,
+      expectedDigest: served.digest,
+      reshare: false,
+    });
+    using trainer = new NetworkTrainer({
+      rt,
+      config: fetched.config,
+      layout: fetched.layout,
+      weights: fetched.weights,
+      seqLen: 128,
+      microBatch: 1,
+      maxBatch: 2,
+      distro: {
+        chunk: 64,
+        topk: 8,
+        decay: 0.999,
+        weightDecay: null,
+        clipGradNorm: 1,
+        quantize1bit: true,
+      },
+    });
+    await trainer.warmUp(fetched.weights, 2);
+    if (await trainer.paramsHash() !== served.digest) throw new Error("resynced to other bits");
   },
 );
 

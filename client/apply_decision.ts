@@ -13,10 +13,10 @@
  * @module
  */
 import type { ApplyPlan } from "../coordinator/machine_queries.ts";
-import type { BatchId } from "../coordinator/types.ts";
 import { selectConsensusCommitmentByWitnesses } from "../coordinator/witness_quorum.ts";
 import { bloomContains } from "../coordinator/bloom.ts";
 import { sha256 } from "../coordinator/hash.ts";
+import type { BatchId } from "../common/types.ts";
 
 /** One batch's chosen result. */
 export interface ChosenResult {

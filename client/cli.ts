@@ -6,7 +6,8 @@
  */
 import { parseArgs } from "node:util";
 import { LOG_FORMATS, type LogFormat } from "./log.ts";
-import { unprintableProblem } from "../coordinator/printable.ts";
+import { unprintableProblem } from "../common/printable.ts";
+import { UsageError } from "../common/usage_error.ts";
 
 /** Usage text of `deno task client`. */
 export const USAGE = `Usage:
@@ -45,14 +46,6 @@ train options:
   --model DIR                         local HF model folder (default: the run's checkpoint
                                       repo id read as a path)
   -h, --help                          show this help`;
-
-/** A command line that cannot be run; the message names the flag. */
-export class ClientUsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ClientUsageError";
-  }
-}
 
 /** The Solana backend's flags (`--rpc` and friends). */
 export interface SolanaTrainArgs {
@@ -109,7 +102,7 @@ function integer(
   if (text === undefined) return fallback;
   const n = Number(text);
   if (!/^\d+$/.test(text) || n < min || n > max) {
-    throw new ClientUsageError(
+    throw new UsageError(
       `--${name} must be a whole number in ${min}..${max}, found "${text}"`,
     );
   }
@@ -123,7 +116,7 @@ export function parseClientArgs(args: readonly string[]): ClientArgs {
     return { command: "help" };
   }
   if (command !== "train" && command !== "show-identity") {
-    throw new ClientUsageError(`unknown command "${command}" (expected train or show-identity)`);
+    throw new UsageError(`unknown command "${command}" (expected train or show-identity)`);
   }
   let values;
   try {
@@ -158,32 +151,32 @@ export function parseClientArgs(args: readonly string[]): ClientArgs {
       },
     }));
   } catch (e) {
-    throw new ClientUsageError((e as Error).message);
+    throw new UsageError((e as Error).message);
   }
   if (values.help) return { command: "help" };
   const identitySecretKeyPath = values["identity-secret-key-path"] ?? null;
   if (command === "show-identity") {
     const extra = Object.keys(values).filter((k) => k !== "identity-secret-key-path");
     if (extra.length > 0) {
-      throw new ClientUsageError(`show-identity takes no --${extra[0]}`);
+      throw new UsageError(`show-identity takes no --${extra[0]}`);
     }
     return { command, identitySecretKeyPath };
   }
   const runId = values["run-id"];
-  if (runId === undefined || runId === "") throw new ClientUsageError("--run-id ID is required");
+  if (runId === undefined || runId === "") throw new UsageError("--run-id ID is required");
   const runIdProblem = unprintableProblem(runId);
-  if (runIdProblem !== null) throw new ClientUsageError(`--run-id ${runIdProblem}`);
+  if (runIdProblem !== null) throw new UsageError(`--run-id ${runIdProblem}`);
   const serverAddr = values["server-addr"] ?? null;
   const solana = solanaArgs(values);
   if (serverAddr === null && solana === undefined) {
-    throw new ClientUsageError("--server-addr HOST:PORT (TCP) or --rpc URL (Solana) is required");
+    throw new UsageError("--server-addr HOST:PORT (TCP) or --rpc URL (Solana) is required");
   }
   if (serverAddr !== null && solana !== undefined) {
-    throw new ClientUsageError("--server-addr and --rpc choose different backends: give one");
+    throw new UsageError("--server-addr and --rpc choose different backends: give one");
   }
   const logs = values.logs ?? "tui";
   if (!(LOG_FORMATS as readonly string[]).includes(logs)) {
-    throw new ClientUsageError(`--logs must be one of ${LOG_FORMATS.join(", ")}, found "${logs}"`);
+    throw new UsageError(`--logs must be one of ${LOG_FORMATS.join(", ")}, found "${logs}"`);
   }
   const bulkTransfer = values["no-bulk-transfer"] !== true;
   if (!bulkTransfer) {
@@ -191,7 +184,7 @@ export function parseClientArgs(args: readonly string[]): ClientArgs {
       values[f] !== undefined
     );
     if (stray !== undefined) {
-      throw new ClientUsageError(`--${stray} has no effect with --no-bulk-transfer: give one`);
+      throw new UsageError(`--${stray} has no effect with --no-bulk-transfer: give one`);
     }
   }
   return {
@@ -234,7 +227,7 @@ function url(flag: string, text: string | undefined): string | null {
   try {
     new URL(text);
   } catch {
-    throw new ClientUsageError(`--${flag} must be a URL, found "${text}"`);
+    throw new UsageError(`--${flag} must be a URL, found "${text}"`);
   }
   return text;
 }
@@ -254,22 +247,22 @@ function solanaArgs(values: Record<string, unknown>): SolanaTrainArgs | undefine
   const rpc = url("rpc", text("rpc"));
   if (rpc === null) {
     const stray = flags.find((f) => values[f] !== undefined);
-    if (stray !== undefined) throw new ClientUsageError(`--${stray} needs --rpc URL`);
+    if (stray !== undefined) throw new UsageError(`--${stray} needs --rpc URL`);
     return undefined;
   }
   const walletPrivateKeyPath = text("wallet-private-key-path");
   if (walletPrivateKeyPath === undefined) {
-    throw new ClientUsageError("--rpc needs --wallet-private-key-path FILE");
+    throw new UsageError("--rpc needs --wallet-private-key-path FILE");
   }
   const mainAuthority = text("main-authority") ?? null;
   const coordinator = text("coordinator") ?? null;
   if ((mainAuthority === null) === (coordinator === null)) {
-    throw new ClientUsageError(
+    throw new UsageError(
       "--rpc needs exactly one of --main-authority PUBKEY and --coordinator ADDRESS",
     );
   }
   if (values["rpc-2"] === undefined && values["ws-rpc-2"] !== undefined) {
-    throw new ClientUsageError("--ws-rpc-2 needs --rpc-2 URL");
+    throw new UsageError("--ws-rpc-2 needs --rpc-2 URL");
   }
   return {
     rpc,

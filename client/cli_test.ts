@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { bulkOptions, ClientUsageError, parseClientArgs, type TrainArgs } from "./cli.ts";
+import { bulkOptions, parseClientArgs, type TrainArgs } from "./cli.ts";
+import { UsageError } from "../common/usage_error.ts";
 
 Deno.test("parseClientArgs: train with defaults and every flag", () => {
   const min = parseClientArgs(["train", "--run-id", "r", "--server-addr", "h:1"]);
@@ -53,7 +54,7 @@ Deno.test("parseClientArgs: errors name the flag", () => {
   const bad = (args: string[], re: RegExp) =>
     assert.throws(
       () => parseClientArgs(args),
-      (e) => e instanceof ClientUsageError && re.test(e.message),
+      (e) => e instanceof UsageError && re.test(e.message),
     );
   bad(["train", "--server-addr", "h:1"], /--run-id/);
   bad(["train", "--run-id", "r"], /--server-addr/);
@@ -112,7 +113,7 @@ Deno.test("parseClientArgs: --rpc chooses the Solana backend; its flags are chec
   const bad = (extra: string[], re: RegExp) =>
     assert.throws(
       () => parseClientArgs([...base, ...extra]),
-      (e) => e instanceof ClientUsageError && re.test(e.message),
+      (e) => e instanceof UsageError && re.test(e.message),
     );
   bad(["--main-authority", "K"], /--rpc needs --wallet-private-key-path/);
   bad(wallet, /exactly one of --main-authority PUBKEY and --coordinator/);

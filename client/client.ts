@@ -20,7 +20,6 @@ import {
   roundByHeight,
   roundClients,
 } from "../coordinator/machine_queries.ts";
-import { toHex } from "../coordinator/hash.ts";
 import { NO_DIGEST, recordedDigest } from "../coordinator/params_digest.ts";
 import type { CoordinatorState } from "../coordinator/types.ts";
 import { providerForLocation } from "../data/factory.ts";
@@ -43,11 +42,11 @@ import {
 } from "./model_sharing/mod.ts";
 import { type Divergence, ModelLedger } from "./model_ledger.ts";
 import { checkDataVocabulary, DataVocabularyError } from "./data_check.ts";
-import { sameKey, stepLearningRate, stepOfHeight } from "./round_view.ts";
+import { stepLearningRate, stepOfHeight } from "./round_view.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
-import { hexToBytes } from "./p2p/hex.ts";
 import { planActions } from "./state/machine.ts";
 import { NetworkTrainer } from "./trainer.ts";
+import { equalBytes, hexToBytes, toHex } from "../common/bytes.ts";
 
 /** What a {@link TrainingClient} is built from. */
 export interface TrainingClientOptions {
@@ -372,7 +371,7 @@ export class TrainingClient {
           runDigests: state.paramsDigests.map((r) => toHex(r.digest)),
           payloads: this.#o.exchange.payloads,
           providers: state.epochState.clients.map((c) => c.id.p2pIdentity)
-            .filter((k) => !sameKey(k, this.#o.backend.identity.p2pIdentity)),
+            .filter((k) => !equalBytes(k, this.#o.backend.identity.p2pIdentity)),
           override: this.#o.modelOverride,
           localCheckpoints: dir === null ? [] : [`${dir}/${state.runId}-step${step}`],
           hub: { baseDir },

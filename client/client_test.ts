@@ -9,10 +9,10 @@ import { TrainingClient } from "./client.ts";
 import { Exchange } from "./exchange.ts";
 import type { ClientEventName, ClientEvents, ClientLogger } from "./log.ts";
 import { DataVocabularyError } from "./data_check.ts";
-import type { DataLocation } from "../coordinator/types.ts";
 import { LocalDataProvider } from "../data/local.ts";
 import { startDataServer } from "../data/tcp_server.ts";
 import { closing } from "../data/testing/fixtures.ts";
+import type { DataLocation } from "../common/types.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const T = 16;

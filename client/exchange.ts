@@ -19,12 +19,10 @@ import "./p2p/exit_fix.ts";
 import { multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
 import { witnessBloomParameters } from "../coordinator/bloom.ts";
-import { toHex } from "../coordinator/hash.ts";
 import { currentRound, roundByHeight } from "../coordinator/machine_queries.ts";
 import type {
   CommitteeProof,
   CoordinatorState,
-  PublicKeyBytes,
   Witness,
   WitnessProof,
 } from "../coordinator/types.ts";
@@ -42,8 +40,10 @@ import { EarlyBuffer } from "./early_buffer.ts";
 import { checkAnnouncedResult, checkResultPayload, expectedResultBytes } from "./payload_check.ts";
 import type { ClientLogger } from "./log.ts";
 import { type BloomSetup, emptyWitness, RoundTracker } from "./round_tracker.ts";
-import { roundView, sameKey } from "./round_view.ts";
+import { roundView } from "./round_view.ts";
 import type { ExchangeFacts } from "./state/intent.ts";
+import { equalBytes, toHex } from "../common/bytes.ts";
+import type { PublicKeyBytes } from "../common/types.ts";
 
 /** How an {@link Exchange} is set up. */
 export interface ExchangeOptions {
@@ -378,7 +378,7 @@ export class Exchange implements ExchangeFacts {
     if (message.kind === "Finished" && message.warmup) {
       if (message.step > record.startStep) this.#keepEarly(from, message);
       if (message.step !== record.startStep) return; // ahead (kept) or an old epoch's
-      const known = state.epochState.clients.some((c) => sameKey(c.id.p2pIdentity, from));
+      const known = state.epochState.clients.some((c) => equalBytes(c.id.p2pIdentity, from));
       if (known) record.warmupFinished.add(toHex(from));
       else this.#refused("warmup Finished", from, "UnknownSender", "not a client of this epoch");
       this.#options.onChange();
@@ -419,7 +419,7 @@ export class Exchange implements ExchangeFacts {
     const step = tracker.view.step;
     const others = (this.#state?.epochState.clients ?? [])
       .map((c) => c.id.p2pIdentity)
-      .filter((k) => !sameKey(k, announced.from));
+      .filter((k) => !equalBytes(k, announced.from));
     try {
       const expectedBytes = expectedResultBytes(this.#need());
       // Twice the round's results per peer: a result may be fetched twice (on announcement and

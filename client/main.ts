@@ -7,13 +7,7 @@
  * @module
  */
 import "./p2p/exit_fix.ts";
-import {
-  generateIdentity,
-  type Identity,
-  identityFromHex,
-  loadIdentity,
-  toHex,
-} from "../net/identity.ts";
+import { generateIdentity, type Identity, identityFromHex, loadIdentity } from "../net/identity.ts";
 import { TcpBackend } from "./backend/tcp.ts";
 import { SolanaBackend } from "./backend/solana.ts";
 import type { CoordinatorBackend } from "./backend/backend.ts";
@@ -35,6 +29,7 @@ import { SolanaRpcClient } from "../coordinator/solana/cli/rpc_client.ts";
 import { DEFAULT_PROGRAM_ID } from "../coordinator/solana/cli/defaults.ts";
 import { coordinatorAddress } from "../coordinator/solana/addresses.ts";
 import { EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
+import { toHex } from "../common/bytes.ts";
 
 export { EXIT_OK, EXIT_USAGE };
 

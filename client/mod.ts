@@ -26,7 +26,6 @@ export { type ApplyDecision, type ChosenResult, decideApply } from "./apply_deci
 export { type StopReason, TrainingClient, type TrainingClientOptions } from "./client.ts";
 export {
   type ClientArgs,
-  ClientUsageError,
   parseClientArgs,
   type ShowIdentityArgs,
   type TrainArgs,
@@ -61,7 +60,6 @@ export {
   indexOfPeer,
   type RoundView,
   roundView,
-  sameKey,
   type SelfInRound,
   stepLearningRate,
   stepOfHeight,

@@ -13,7 +13,7 @@
  * @module
  */
 import type { DigestRecord } from "../coordinator/types.ts";
-import { toHex } from "../coordinator/hash.ts";
+import { toHex } from "../common/bytes.ts";
 
 /** Own digests kept (the coordinator keeps NUM_DIGEST_RECORDS; a margin for late records). */
 export const LEDGER_STEPS = 32;

@@ -16,12 +16,11 @@
  *
  * @module
  */
-import { toHex } from "../coordinator/hash.ts";
 import { commitmentHash } from "../optimizer/commitment.ts";
 import type { DistroResult } from "../optimizer/result.ts";
 import { decodePayload, payloadBytes, type PayloadExpectation } from "../optimizer/wire.ts";
 import type { AnnouncedResult } from "./round_tracker.ts";
-import { sameKey } from "./round_view.ts";
+import { equalBytes, toHex } from "../common/bytes.ts";
 
 /** Why a payload was refused. */
 export type PayloadRefusal = "CommitmentMismatch" | "Undecodable" | "WrongContent";
@@ -91,7 +90,7 @@ export function checkResultPayload(
   const { batch } = announced;
   const where = `payload of batch [${batch.start}, ${batch.end}] at step ${step}`;
   const hash = commitmentHash({ step, batch, payload: bytes });
-  if (!sameKey(hash, announced.commitment)) {
+  if (!equalBytes(hash, announced.commitment)) {
     return {
       ok: false,
       reason: "CommitmentMismatch",

@@ -17,18 +17,14 @@
  * @module
  */
 import { bloomAdd, type BloomParameters, createBloom } from "../coordinator/bloom.ts";
-import { sha256, toHex } from "../coordinator/hash.ts";
+import { sha256 } from "../coordinator/hash.ts";
 import { merkleRoot } from "../coordinator/merkle.ts";
-import type {
-  BatchId,
-  Bloom,
-  PublicKeyBytes,
-  Witness,
-  WitnessProof,
-} from "../coordinator/types.ts";
+import type { Bloom, Witness, WitnessProof } from "../coordinator/types.ts";
 import type { DistroResult } from "../optimizer/result.ts";
 import type { FinishedAnnouncement, TrainingResultAnnouncement } from "./p2p/announcement.ts";
-import { indexOfPeer, type RoundView, sameKey } from "./round_view.ts";
+import { indexOfPeer, type RoundView } from "./round_view.ts";
+import { equalBytes, toHex } from "../common/bytes.ts";
+import type { BatchId, PublicKeyBytes } from "../common/types.ts";
 
 /** Why an announcement was refused. */
 export type RefusalReason =
@@ -133,7 +129,7 @@ export class RoundTracker {
     const key = toHex(message.commitment);
     if (this.#announced.has(key)) return refuse("Duplicate", "commitment already announced");
     for (const a of this.#announced.values()) {
-      if (sameKey(a.from, from) && batchKey(a.batch) === batchKey(message.batch)) {
+      if (equalBytes(a.from, from) && batchKey(a.batch) === batchKey(message.batch)) {
         return refuse("Equivocation", `client ${index} already announced another commitment`);
       }
     }

@@ -9,7 +9,7 @@
  */
 import { CommitteeSelection } from "../coordinator/committee_selection.ts";
 import type { DataAssignment } from "../coordinator/data_selection.ts";
-import { learningRate } from "../coordinator/lr_schedule.ts";
+import { learningRate } from "../common/lr_schedule.ts";
 import {
   coldStartWarmupBounds,
   isTrainingRound,
@@ -19,14 +19,14 @@ import {
   roundSelection,
 } from "../coordinator/machine_queries.ts";
 import type {
-  BatchId,
   Client,
   CommitteeProof,
   CoordinatorState,
-  PublicKeyBytes,
   Round,
   WitnessProof,
 } from "../coordinator/types.ts";
+import { equalBytes } from "../common/bytes.ts";
+import type { BatchId, PublicKeyBytes } from "../common/types.ts";
 
 /** Where this client stands in a round. */
 export interface SelfInRound {
@@ -58,13 +58,6 @@ export interface RoundView {
   readonly self: SelfInRound | null;
 }
 
-/** Byte-wise equality of two keys. */
-export function sameKey(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 /** The coordinator step of round `height` of the current epoch. */
 export function stepOfHeight(state: CoordinatorState, height: number): number {
   return state.epochState.startStep + height;
@@ -84,7 +77,7 @@ export function roundView(
   const clients = roundClients(state, height);
   const selection = roundSelection(state.config, round);
   const assignments = roundAssignments(state, round);
-  const index = clients.findIndex((c) => sameKey(c.id.signer, signer));
+  const index = clients.findIndex((c) => equalBytes(c.id.signer, signer));
   let self: SelfInRound | null = null;
   if (index >= 0 && index < round.clientsLen) {
     const mine = assignments.find((a) => a.clientIndex === index);
@@ -110,7 +103,7 @@ export function roundView(
 
 /** The index of the client with p2p key `p2pKey` in the round, or -1. */
 export function indexOfPeer(view: RoundView, p2pKey: PublicKeyBytes): number {
-  return view.clients.findIndex((c) => sameKey(c.id.p2pIdentity, p2pKey));
+  return view.clients.findIndex((c) => equalBytes(c.id.p2pIdentity, p2pKey));
 }
 
 /**
@@ -128,7 +121,7 @@ export function stepLearningRate(state: CoordinatorState, step: number): number 
 
 /** This client's index in the epoch's current client list, or -1 when it is not in it. */
 export function epochIndexOf(state: CoordinatorState, signer: PublicKeyBytes): number {
-  return state.epochState.clients.findIndex((c) => sameKey(c.id.signer, signer));
+  return state.epochState.clients.findIndex((c) => equalBytes(c.id.signer, signer));
 }
 
 /** The p2p keys of the epoch's current clients (the allowlist of the libp2p node). */

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { learningRate } from "../coordinator/lr_schedule.ts";
+import { learningRate } from "../common/lr_schedule.ts";
 import { sha256 } from "../coordinator/hash.ts";
 import { epochIndexOf, roundView, stepLearningRate, stepOfHeight } from "./round_view.ts";
 import { runInRound0 } from "./testing/fixtures.ts";

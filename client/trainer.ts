@@ -18,7 +18,6 @@
  *
  * @module
  */
-import type { BatchId } from "../coordinator/types.ts";
 import type { DataProvider } from "../data/provider.ts";
 import type { LlamaConfig } from "../model/hf_config.ts";
 import { LlamaModel } from "../model/llama.ts";
@@ -33,6 +32,7 @@ import { GpuDigest } from "../shaders/digest.ts";
 import type { GpuRuntime } from "../shaders/gpu.ts";
 import { encodeGradients } from "../train/trainer.ts";
 import { checkTokens } from "./data_check.ts";
+import type { BatchId } from "../common/types.ts";
 
 /** What {@link NetworkTrainer} is built from. */
 export interface NetworkTrainerOptions {

@@ -16,6 +16,7 @@ import { BUNDLED_CORPUS_DIR } from "../data/corpus.ts";
 import { GpuRuntime } from "../shaders/gpu.ts";
 import { loadModel } from "./model_source.ts";
 import { NetworkTrainer } from "./trainer.ts";
+import { median } from "../common/stats.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const folder = Deno.args[0] ?? `${ROOT}config/models/llama-20m`;
@@ -64,8 +65,7 @@ async function run(warm: boolean): Promise<{ warmUpMs: number; first: number; me
     });
     times.push(trained.ms);
   }
-  const rest = times.slice(1).sort((a, b) => a - b);
-  return { warmUpMs, first: times[0], median: rest[Math.floor(rest.length / 2)] };
+  return { warmUpMs, first: times[0], median: median(times.slice(1)) };
 }
 
 const load = (await Deno.readTextFile("/proc/loadavg").catch(() => "? ? ?")).split(" ")[0];

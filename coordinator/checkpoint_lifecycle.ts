@@ -13,7 +13,8 @@
  */
 
 import { CoordinatorError } from "./errors.ts";
-import { type Checkpoint, type GcsRepo, type HubRepo, MAX_STRING_BYTES } from "./types.ts";
+import { type Checkpoint, MAX_STRING_BYTES } from "./types.ts";
+import type { GcsRepo, HubRepo } from "../common/types.ts";
 
 const encoder = new TextEncoder();
 

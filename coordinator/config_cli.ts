@@ -19,9 +19,9 @@ import {
   type RunConfig,
 } from "./config.ts";
 import { type DataServerConfig, parseDataConfig } from "../data/data_config.ts";
-import type { DataLocation, LrSchedule, OptimizerDefinition } from "./types.ts";
 import { EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
 import { checkModelVocabulary, type VocabularyCheck } from "./model_data_check.ts";
+import type { DataLocation, LrSchedule, OptimizerDefinition } from "../common/types.ts";
 
 export { EXIT_OK, EXIT_USAGE };
 

@@ -10,7 +10,7 @@ import {
   validateRunConfig,
 } from "./config.ts";
 import { createCoordinator } from "./machine.ts";
-import { fromMillis } from "./time.ts";
+import { fromMillis } from "../common/time.ts";
 import { testConfig, testModel } from "../tests/support/coordinator_fixtures.ts";
 
 // deno-lint-ignore no-explicit-any

@@ -14,7 +14,8 @@ import {
   runConfigToToml,
   validateRunConfig,
 } from "./config.ts";
-import type { Checkpoint, DataLocation, LrSchedule, OptimizerDefinition } from "./types.ts";
+import type { Checkpoint } from "./types.ts";
+import type { DataLocation, LrSchedule, OptimizerDefinition } from "../common/types.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const CONFIG_DIR = join(ROOT, "config");

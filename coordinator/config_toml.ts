@@ -9,27 +9,29 @@
  *
  * @module
  */
-import { type TableReader, type VariantChoice } from "./config_reader.ts";
+import { type TableReader, type VariantChoice } from "../common/config_reader.ts";
 import type { RunConfigDraft } from "./config.ts";
 import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME } from "./machine_validate.ts";
 import {
   type Checkpoint,
   type CoordinatorConfig,
   type CoordinatorProgress,
-  type DataLocation,
   DEFAULT_MAX_CLIENTS,
-  type GcsRepo,
-  type HttpLocation,
-  type HubRepo,
   type LlmArchitecture,
   type LlmDataType,
   type LlmModel,
+  RUN_STATES,
+} from "./types.ts";
+import {
+  type DataLocation,
+  type GcsRepo,
+  type HttpLocation,
+  type HubRepo,
   type LrSchedule,
   type OptimizerDefinition,
-  RUN_STATES,
   type Shuffle,
-  type TokenSize,
-} from "./types.ts";
+  TOKEN_SIZE_NAMES,
+} from "../common/types.ts";
 
 /** `[model.LLM] architecture` values. */
 export const LLM_ARCHITECTURES: readonly LlmArchitecture[] = [
@@ -40,8 +42,6 @@ export const LLM_ARCHITECTURES: readonly LlmArchitecture[] = [
 ];
 /** `[model.LLM] data_type` values. */
 export const LLM_DATA_TYPES: readonly LlmDataType[] = ["Pretraining", "Finetuning"];
-/** Token widths, in `TokenSize` spelling. */
-export const TOKEN_SIZE_NAMES: readonly TokenSize[] = ["TwoBytes", "FourBytes"];
 /** `data_location` variants. */
 export const DATA_LOCATION_KINDS: readonly DataLocation["kind"][] = [
   "Dummy",

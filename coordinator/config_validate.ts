@@ -11,27 +11,29 @@
  *
  * @module
  */
-import { type ConfigIssue, renderValue } from "./config_error.ts";
-import { INTEGER_MAX, type IntegerKind } from "./config_reader.ts";
+import { type ConfigIssue, renderValue } from "../common/config_error.ts";
+import { INTEGER_MAX, type IntegerKind } from "../common/config_reader.ts";
 import type { RunConfigDraft } from "./config.ts";
 import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME, roundsPerEpoch } from "./machine_validate.ts";
-import { unprintableProblem } from "./printable.ts";
-import { durationProblem } from "./time.ts";
+import { unprintableProblem } from "../common/printable.ts";
+import { durationProblem } from "../common/time.ts";
 import {
   type Checkpoint,
   type CoordinatorConfig,
   type CoordinatorProgress,
-  type DataLocation,
-  type HttpLocation,
   type LlmModel,
-  type LrSchedule,
   MAX_CLIENTS_LIMIT,
   MAX_RUN_ID_BYTES,
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
   MAX_WITNESSES,
-  type OptimizerDefinition,
 } from "./types.ts";
+import type {
+  DataLocation,
+  HttpLocation,
+  LrSchedule,
+  OptimizerDefinition,
+} from "../common/types.ts";
 
 /**
  * Largest `global_batch_size_start`/`_end`: the u16 width Psyche gives these fields (and our
@@ -127,7 +129,7 @@ class Checker {
     if (value.includes("\0")) this.fail(path, value, "must not contain NUL characters");
   }
 
-  /** An identifier shown on terminals: no control or bidi character (coordinator/printable.ts). */
+  /** An identifier shown on terminals: no control or bidi character (common/printable.ts). */
   printable(path: string, value: string | null | undefined): void {
     if (value === undefined || value === null || value.includes("\0")) return; // NUL: see above
     const problem = unprintableProblem(value);

@@ -7,16 +7,14 @@
  */
 import { stringify } from "smol-toml";
 import type { RunConfig } from "./config.ts";
-import { toHex } from "./hash.ts";
+import type { Checkpoint, CoordinatorConfig, LlmModel } from "./types.ts";
+import { toHex } from "../common/bytes.ts";
 import type {
-  Checkpoint,
-  CoordinatorConfig,
   DataLocation,
   HttpLocation,
-  LlmModel,
   LrSchedule,
   OptimizerDefinition,
-} from "./types.ts";
+} from "../common/types.ts";
 
 type Toml = Record<string, unknown>;
 

@@ -17,7 +17,7 @@ import {
   TOKEN_SIZE_KINDS,
 } from "./encoding.ts";
 import { DIGESTS_SINCE_VERSION } from "./encoding_layout.ts";
-import { fromMillis, MAX_TIME_MS } from "./time.ts";
+import { fromMillis, MAX_TIME_MS } from "../common/time.ts";
 import {
   type Bloom,
   type Checkpoint,
@@ -25,23 +25,25 @@ import {
   CLIENT_STATES,
   type CoordinatorConfig,
   type CoordinatorState,
-  type DataLocation,
   type DigestRecord,
   type DigestVote,
-  type HttpLocation,
   type LlmModel,
-  type LrSchedule,
   MAX_RUN_ID_BYTES,
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
   MAX_WITNESSES,
   NUM_DIGEST_RECORDS,
   NUM_STORED_ROUNDS,
-  type OptimizerDefinition,
   type Round,
   RUN_STATES,
   type Witness,
 } from "./types.ts";
+import type {
+  DataLocation,
+  HttpLocation,
+  LrSchedule,
+  OptimizerDefinition,
+} from "../common/types.ts";
 
 const utf8 = new TextEncoder();
 

@@ -14,15 +14,10 @@ import {
   CLIENT_STATES,
   type CoordinatorConfig,
   type CoordinatorState,
-  type DataLocation,
   type DigestRecord,
   type DigestVote,
   type EpochState,
-  type GcsRepo,
-  type HttpLocation,
-  type HubRepo,
   type LlmModel,
-  type LrSchedule,
   MAX_CLIENTS_LIMIT,
   MAX_RUN_ID_BYTES,
   MAX_STRING_BYTES,
@@ -30,7 +25,6 @@ import {
   MAX_WITNESSES,
   NUM_DIGEST_RECORDS,
   NUM_STORED_ROUNDS,
-  type OptimizerDefinition,
   PARAMS_DIGEST_BYTES,
   type Round,
   RUN_STATES,
@@ -53,7 +47,15 @@ import {
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
 } from "./encoding_layout.ts";
-import { fromMillis, MAX_TIME_MS } from "./time.ts";
+import { fromMillis, MAX_TIME_MS } from "../common/time.ts";
+import type {
+  DataLocation,
+  GcsRepo,
+  HttpLocation,
+  HubRepo,
+  LrSchedule,
+  OptimizerDefinition,
+} from "../common/types.ts";
 
 const utf8Strict = new TextDecoder("utf-8", { fatal: true });
 

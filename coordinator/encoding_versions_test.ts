@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { decodeCoordinatorState, encodeCoordinatorState, StateDecodeError } from "./encoding.ts";
 import { arbCoordinatorState } from "./encoding_arbitraries.ts";
-import { MAX_TIME_MS, MAX_TIME_SECONDS } from "./time.ts";
+import { MAX_TIME_MS, MAX_TIME_SECONDS } from "../common/time.ts";
 import type { CoordinatorState } from "./types.ts";
 import { testState } from "../tests/support/coordinator_fixtures.ts";
 

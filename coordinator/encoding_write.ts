@@ -14,22 +14,16 @@ import {
   CLIENT_STATES,
   type CoordinatorConfig,
   type CoordinatorState,
-  type DataLocation,
   type DigestRecord,
   type DigestVote,
   type EpochState,
-  type GcsRepo,
-  type HttpLocation,
-  type HubRepo,
   type LlmModel,
-  type LrSchedule,
   MAX_RUN_ID_BYTES,
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
   MAX_WITNESSES,
   NUM_DIGEST_RECORDS,
   NUM_STORED_ROUNDS,
-  type OptimizerDefinition,
   PARAMS_DIGEST_BYTES,
   type Round,
   RUN_STATES,
@@ -52,7 +46,15 @@ import {
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
 } from "./encoding_layout.ts";
-import { isMillisecondTime, MAX_TIME_SECONDS, toMillis } from "./time.ts";
+import { isMillisecondTime, MAX_TIME_SECONDS, toMillis } from "../common/time.ts";
+import type {
+  DataLocation,
+  GcsRepo,
+  HttpLocation,
+  HubRepo,
+  LrSchedule,
+  OptimizerDefinition,
+} from "../common/types.ts";
 
 const utf8 = new TextEncoder();
 

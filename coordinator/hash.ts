@@ -75,29 +75,3 @@ export function u32be(x: number): Uint8Array {
   new DataView(out.buffer).setUint32(0, x, false);
   return out;
 }
-
-/** Lower-case hex of `bytes` (for logs, JSON and test vectors). */
-export function toHex(bytes: Uint8Array): string {
-  let s = "";
-  for (const b of bytes) s += b.toString(16).padStart(2, "0");
-  return s;
-}
-
-/**
- * Bytes of a hex string (even length, 0-9a-fA-F only). Throws TypeError naming the
- * first bad character or the odd length.
- */
-export function fromHex(hex: string): Uint8Array {
-  if (hex.length % 2 !== 0) {
-    throw new TypeError(`Hex string has odd length ${hex.length}`);
-  }
-  const out = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < out.length; i++) {
-    const pair = hex.slice(2 * i, 2 * i + 2);
-    if (!/^[0-9a-fA-F]{2}$/.test(pair)) {
-      throw new TypeError(`Hex string has a non-hex character at offset ${2 * i}: "${pair}"`);
-    }
-    out[i] = parseInt(pair, 16);
-  }
-  return out;
-}

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { fromHex, sha256, toHex, u32be, u32le, u64be, u64le } from "./hash.ts";
+import { sha256, u32be, u32le, u64be, u64le } from "./hash.ts";
+import { toHex } from "../common/bytes.ts";
 
 const text = (s: string) => new TextEncoder().encode(s);
 
@@ -43,11 +44,4 @@ Deno.test("integer encoders reject values outside their width", () => {
   assert.throws(() => u32le(2 ** 32), RangeError);
   assert.throws(() => u32be(-1), RangeError);
   assert.throws(() => u32le(1.5), RangeError);
-});
-
-Deno.test("hex round trip and errors", () => {
-  assert.equal(toHex(Uint8Array.of(0, 15, 255)), "000fff");
-  assert.deepEqual(fromHex("000fFF"), Uint8Array.of(0, 15, 255));
-  assert.throws(() => fromHex("abc"), /odd length 3/);
-  assert.throws(() => fromHex("zz00"), /offset 0/);
 });

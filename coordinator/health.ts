@@ -12,11 +12,12 @@
 
 import { bloomContains } from "./bloom.ts";
 import { CoordinatorError } from "./errors.ts";
-import { assertNotHalted, keyString, sameKey } from "./machine_core.ts";
+import { assertNotHalted } from "./machine_core.ts";
 import { currentRound, previousRound, roundClients, roundSelection } from "./machine_queries.ts";
 import { sha256 } from "./hash.ts";
 import { roundWitnessQuorum } from "./witness_quorum.ts";
 import type { CommitteeProof, CoordinatorState, NodeIdentity } from "./types.ts";
+import { equalBytes, toHex } from "../common/bytes.ts";
 
 /** One entry of a health-check report: who is unhealthy and their previous-round proof. */
 export interface HealthCheck {
@@ -56,7 +57,7 @@ export function isHealthy(
   if (prev === null) return false;
   if (!roundSelection(state.config, prev).verifyCommittee(proof)) return false;
   const client = roundClients(state, prev.height)[proof.index];
-  if (client === undefined || !sameKey(client.id.signer, id.signer)) return false;
+  if (client === undefined || !equalBytes(client.id.signer, id.signer)) return false;
   return proof.committee !== "Trainer" || trainerHealthy(state, id);
 }
 
@@ -117,7 +118,8 @@ export function healthCheck(
   if (prev === null) throw new Error("Coordinator bug: no previous round at height >= 2");
   const clients = state.epochState.clients;
   if (
-    !(from?.signer instanceof Uint8Array) || !clients.some((c) => sameKey(c.id.signer, from.signer))
+    !(from?.signer instanceof Uint8Array) ||
+    !clients.some((c) => equalBytes(c.id.signer, from.signer))
   ) {
     throw new CoordinatorError("InvalidHealthCheck", "the sender is not a client of this epoch");
   }
@@ -141,7 +143,7 @@ export function healthCheck(
         `entry ${i}: committee proof (index ${proof.index}) does not verify for round ${prev.height}`,
       );
     }
-    if (!sameKey(prevClients[proof.index].id.signer, id.signer)) {
+    if (!equalBytes(prevClients[proof.index].id.signer, id.signer)) {
       throw new CoordinatorError(
         "InvalidHealthCheck",
         `entry ${i}: proof index ${proof.index} is another client`,
@@ -156,11 +158,11 @@ export function healthCheck(
         `entry ${i}: client ${proof.index} is healthy`,
       );
     }
-    targets.add(keyString(id.signer));
+    targets.add(toHex(id.signer));
   }
   let dropped = 0;
   for (const client of clients) {
-    if (client.state === "Healthy" && targets.has(keyString(client.id.signer))) {
+    if (client.state === "Healthy" && targets.has(toHex(client.id.signer))) {
       client.state = "Dropped";
       dropped++;
     }

@@ -3,7 +3,7 @@
  * (state, event, time, seed) (psyche.md §2.4). No clock, randomness or I/O: the host (TCP
  * server, Solana program, simulation) passes `now` in seconds and a u64 `seed`. Times and
  * durations are whole seconds on Solana (as in Psyche) and may carry whole milliseconds on the
- * TCP server (coordinator/time.ts); timeouts compare them exactly either way.
+ * TCP server (common/time.ts); timeouts compare them exactly either way.
  *
  * ```mermaid
  * stateDiagram-v2
@@ -34,7 +34,6 @@ import {
   checkSeed,
   checkTimeout,
   emptyEpochState,
-  keyString,
   leaveWarmup,
   moveClientsToExited,
   type Outcome,
@@ -51,7 +50,7 @@ import { roundWitnessQuorum } from "./witness_quorum.ts";
 import { tallyDigestVotes } from "./params_digest.ts";
 import { currentRound, roundBatchSize } from "./machine_queries.ts";
 import { validateCoordinatorInputs } from "./machine_validate.ts";
-import { addTime, fromMillis } from "./time.ts";
+import { addTime, fromMillis } from "../common/time.ts";
 import {
   type CoordinatorConfig,
   type CoordinatorProgress,
@@ -63,6 +62,7 @@ import {
   NUM_STORED_ROUNDS,
   PARAMS_DIGEST_BYTES,
 } from "./types.ts";
+import { toHex } from "../common/bytes.ts";
 
 /** Options of {@linkcode createCoordinator}. */
 export interface CreateCoordinatorOptions {
@@ -227,7 +227,7 @@ function checkPending(chosen: readonly NodeIdentity[]): void {
     if (!(p2pIdentity instanceof Uint8Array) || p2pIdentity.length !== 32) {
       throw new RangeError(`pending[${i}].p2pIdentity must be 32 bytes`);
     }
-    const key = keyString(signer);
+    const key = toHex(signer);
     if (seen.has(key)) throw new RangeError(`pending[${i}] repeats an earlier signer`);
     seen.add(key);
   }
@@ -247,9 +247,9 @@ function tickWaitingForMembers(
   // Did any of the previous epoch's remaining clients come back? They can serve the model.
   const previous = new Set<string>();
   for (const c of state.epochState.clients) {
-    if (c.state === "Healthy") previous.add(keyString(c.id.signer));
+    if (c.state === "Healthy") previous.add(toHex(c.id.signer));
   }
-  const returning = chosen.some((id) => previous.has(keyString(id.signer)));
+  const returning = chosen.some((id) => previous.has(toHex(id.signer)));
   if (!returning) state.model.checkpoint = checkpointWithoutReturningPeers(state.model.checkpoint);
 
   const es = emptyEpochState(state.epochState.coldStartEpoch);

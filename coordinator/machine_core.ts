@@ -15,7 +15,7 @@ import { CoordinatorError } from "./errors.ts";
 import { batchSizeForTokens } from "./data_selection.ts";
 import type { Client, CoordinatorState, EpochState, Round, RunState } from "./types.ts";
 import { NUM_STORED_ROUNDS } from "./types.ts";
-import { isMillisecondTime, timeReached } from "./time.ts";
+import { isMillisecondTime, timeReached } from "../common/time.ts";
 import { tallyDigestVotes } from "./params_digest.ts";
 import { expectedWitnesses, witnessQuorum } from "./witness_quorum.ts";
 
@@ -63,7 +63,7 @@ export function assertNotHalted(state: CoordinatorState, what: string): void {
 
 /**
  * Checks that `now` is a valid time in seconds (the host's clock, not peer input): whole
- * seconds, or whole milliseconds for hosts with a millisecond clock (coordinator/time.ts).
+ * seconds, or whole milliseconds for hosts with a millisecond clock (common/time.ts).
  */
 export function checkNow(now: number): void {
   if (!isMillisecondTime(now)) {
@@ -85,7 +85,7 @@ export function checkSeed(seed: bigint): void {
 /**
  * Whether `duration` seconds have passed since the current run state began, and not at the
  * same instant it began (Psyche's guard against two transitions in one second; with a
- * millisecond clock, in one millisecond). Exact for fractional seconds (coordinator/time.ts).
+ * millisecond clock, in one millisecond). Exact for fractional seconds (common/time.ts).
  */
 export function checkTimeout(state: CoordinatorState, now: number, duration: number): boolean {
   const start = state.runStateStartUnixTimestamp;
@@ -224,20 +224,4 @@ export function leaveWarmup(state: CoordinatorState, now: number, seed: bigint):
   }
   startRoundTrain(state, now, seed);
   return CHANGED;
-}
-
-/** True when two public keys are the same bytes. */
-export function sameKey(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
-
-/** A map key for a public key (its bytes in hex). */
-export function keyString(key: Uint8Array): string {
-  let out = "";
-  for (let i = 0; i < key.length; i++) out += HEX[key[i]];
-  return out;
 }

@@ -14,12 +14,12 @@ import {
   changeState,
   checkNow,
   type Outcome,
-  sameKey,
   stateAfterEpoch,
   UNCHANGED,
   withdrawHealthyClients,
 } from "./machine_core.ts";
 import type { Checkpoint, CoordinatorState, NodeIdentity } from "./types.ts";
+import { equalBytes } from "../common/bytes.ts";
 
 /**
  * Marks client `index` Withdrawn (the host saw it disconnect). It leaves the client list
@@ -113,7 +113,7 @@ export function checkpoint(
   if (client === undefined) {
     throw new CoordinatorError("InvalidCheckpoint", `no client ${String(index)}`);
   }
-  if (!(from?.signer instanceof Uint8Array) || !sameKey(client.id.signer, from.signer)) {
+  if (!(from?.signer instanceof Uint8Array) || !equalBytes(client.id.signer, from.signer)) {
     throw new CoordinatorError("InvalidCheckpoint", `client ${index} is not the sender`);
   }
   const next = checkpointAfterReport(state.model.checkpoint, repo);

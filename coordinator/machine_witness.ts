@@ -23,7 +23,6 @@ import {
   checkSeed,
   leaveWarmup,
   type Outcome,
-  sameKey,
   UNCHANGED,
 } from "./machine_core.ts";
 import { currentRound, roundClients, roundSelection } from "./machine_queries.ts";
@@ -43,6 +42,7 @@ import {
   type Witness,
   type WitnessProof,
 } from "./types.ts";
+import { equalBytes } from "../common/bytes.ts";
 
 const bloomParamsCache = new Map<number, { numBits: number; numKeys: number }>();
 
@@ -115,7 +115,7 @@ function checkSender(state: CoordinatorState, from: NodeIdentity, index: number)
       `proof index ${index} is out of range (${state.epochState.clients.length} clients)`,
     );
   }
-  if (!(from?.signer instanceof Uint8Array) || !sameKey(client.id.signer, from.signer)) {
+  if (!(from?.signer instanceof Uint8Array) || !equalBytes(client.id.signer, from.signer)) {
     throw new CoordinatorError("InvalidWitness", `proof index ${index} belongs to another client`);
   }
 }
@@ -271,7 +271,7 @@ export function cooldownWitness(
   if (voter === undefined || !(from?.signer instanceof Uint8Array)) {
     throw new CoordinatorError("InvalidWitness", `proof index ${proof.index} is out of range`);
   }
-  if (!sameKey(voter.id.signer, from.signer)) {
+  if (!equalBytes(voter.id.signer, from.signer)) {
     throw new CoordinatorError(
       "InvalidWitness",
       `proof index ${proof.index} belongs to another client`,

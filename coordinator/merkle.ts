@@ -18,6 +18,7 @@
  */
 
 import { sha256 } from "./hash.ts";
+import { equalBytes } from "../common/bytes.ts";
 
 /** Root of a tree with no leaves: 32 zero bytes. */
 export const EMPTY_MERKLE_ROOT: Uint8Array = new Uint8Array(32);
@@ -96,13 +97,6 @@ export function merkleProof(leaves: readonly Uint8Array[], index: number): Merkl
     i = Math.floor(i / 2);
   }
   return { index, leafCount: leaves.length, siblings };
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  let diff = 0;
-  for (let i = 0; i < a.length; i++) diff |= a[i] ^ b[i];
-  return diff === 0;
 }
 
 /**

@@ -9,6 +9,27 @@
  * @module
  */
 
+import type {
+  DataLocation,
+  GcsRepo,
+  HubRepo,
+  LrSchedule,
+  OptimizerDefinition,
+  PublicKeyBytes,
+} from "../common/types.ts";
+export type {
+  BatchId,
+  DataLocation,
+  GcsRepo,
+  HttpLocation,
+  HubRepo,
+  LrSchedule,
+  OptimizerDefinition,
+  PublicKeyBytes,
+  Shuffle,
+  TokenSize,
+} from "../common/types.ts";
+
 /** Run states, in the order of their wire codes (0..7). */
 export const RUN_STATES = [
   "Uninitialized",
@@ -47,9 +68,6 @@ export const PARAMS_DIGEST_BYTES = 32;
 /** Target false-positive rate of the witness bloom filters at the run's client cap. */
 export const BLOOM_FALSE_POSITIVE_RATE = 0.01;
 
-/** A 32-byte public key (ed25519). */
-export type PublicKeyBytes = Uint8Array;
-
 /**
  * Who a client is. On the TCP backend `signer` and `p2pIdentity` are the same key;
  * on Solana `signer` is the wallet and `p2pIdentity` the libp2p key.
@@ -58,12 +76,6 @@ export type PublicKeyBytes = Uint8Array;
 export interface NodeIdentity {
   signer: PublicKeyBytes;
   p2pIdentity: PublicKeyBytes;
-}
-
-/** Inclusive range of sequence indices: `[start, end]`, `start <= end`. */
-export interface BatchId {
-  start: number;
-  end: number;
 }
 
 /** Coordinator timing, membership and batch-size settings (`[config]` in state.toml). */
@@ -105,37 +117,6 @@ export interface CoordinatorConfig {
 
 export type LlmArchitecture = "HfLlama" | "HfDeepseek" | "HfAuto" | "Torchtitan";
 export type LlmDataType = "Pretraining" | "Finetuning";
-export type TokenSize = "TwoBytes" | "FourBytes";
-/** `DontShuffle`, or a 32-byte seed. */
-export type Shuffle = { kind: "DontShuffle" } | { kind: "Seeded"; seed: Uint8Array };
-
-export type HttpLocation =
-  | { kind: "SingleUrl"; url: string }
-  | {
-    kind: "NumberedFiles";
-    urlTemplate: string;
-    startIndex: number;
-    nLeftPadZeros: number;
-    numFiles: number;
-  }
-  | { kind: "Gcp"; bucketName: string; filterDirectory: string };
-
-export type DataLocation =
-  | { kind: "Dummy" }
-  | { kind: "Server"; address: string }
-  | { kind: "Local"; path: string }
-  | { kind: "Http"; location: HttpLocation; tokenSizeInBytes: TokenSize; shuffle: Shuffle }
-  | { kind: "WeightedHttp"; url: string }
-  | { kind: "Preprocessed"; source: string };
-
-export interface HubRepo {
-  repoId: string;
-  revision: string | null;
-}
-export interface GcsRepo {
-  bucket: string;
-  prefix: string | null;
-}
 export type Checkpoint =
   | { kind: "Ephemeral" }
   | { kind: "Dummy"; repo: HubRepo }
@@ -143,43 +124,6 @@ export type Checkpoint =
   | { kind: "P2P"; repo: HubRepo }
   | { kind: "Gcs"; repo: GcsRepo }
   | { kind: "P2PGcs"; repo: GcsRepo };
-
-interface WarmupFields {
-  baseLr: number;
-  warmupSteps: number;
-  warmupInitLr: number;
-}
-export type LrSchedule =
-  | ({ kind: "Constant" } & WarmupFields)
-  | ({ kind: "Linear"; totalSteps: number; finalLr: number } & WarmupFields)
-  | ({ kind: "Cosine"; totalSteps: number; finalLr: number } & WarmupFields)
-  | ({
-    kind: "WarmupStableDecay";
-    stableSteps: number;
-    cosineDecaySteps: number;
-    cosineDecayFinalLr: number;
-    linearDecaySteps: number;
-    linearDecayFinalLr: number;
-  } & WarmupFields);
-
-export type OptimizerDefinition =
-  | { kind: "Dummy" }
-  | {
-    kind: "AdamW";
-    betas: [number, number];
-    weightDecay: number;
-    eps: number;
-    clipGradNorm: number | null;
-  }
-  | {
-    kind: "Distro";
-    clipGradNorm: number | null;
-    weightDecay: number | null;
-    compressionDecay: number;
-    compressionTopk: number;
-    compressionChunk: number;
-    quantize1bit: boolean;
-  };
 
 /** `[model.LLM]`: the model being trained and how. */
 export interface LlmModel {

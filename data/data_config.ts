@@ -14,10 +14,9 @@
  * @module
  */
 import { isAbsolute, join } from "node:path";
-import { ConfigError, type ConfigIssue } from "../coordinator/config_error.ts";
-import { parseTomlText, TableReader } from "../coordinator/config_reader.ts";
-import { TOKEN_SIZE_NAMES } from "../coordinator/config_toml.ts";
-import type { TokenSize } from "../coordinator/types.ts";
+import { ConfigError, type ConfigIssue } from "../common/config_error.ts";
+import { parseTomlText, TableReader } from "../common/config_reader.ts";
+import { TOKEN_SIZE_NAMES, type TokenSize } from "../common/types.ts";
 
 /** Bytes in a data server's shuffle seed. */
 export const SHUFFLE_SEED_BYTES = 32;

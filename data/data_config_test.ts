@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ConfigError } from "../coordinator/config_error.ts";
+import { ConfigError } from "../common/config_error.ts";
 import { parseDataConfig, tokenSizeBytes } from "./data_config.ts";
 
 const SEED = Array.from({ length: 32 }, (_, i) => i + 1);

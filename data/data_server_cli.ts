@@ -11,14 +11,16 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import type { CoordinatorConfig, LlmModel } from "../coordinator/types.ts";
-import { IdentityError, publicKeyFromHex, toHex } from "../net/identity.ts";
+import { IdentityError, publicKeyFromHex } from "../net/identity.ts";
 import type { RateLimit } from "./rate_limit.ts";
 import {
   DEFAULT_DATA_IDLE_TIMEOUT_MS,
   DEFAULT_DATA_MAX_CONNECTIONS,
   DEFAULT_DATA_MAX_CONNECTIONS_PER_ADDRESS,
 } from "./tcp_server.ts";
+import { toHex } from "../common/bytes.ts";
+import type { DataLocation } from "../common/types.ts";
+import { UsageError } from "../common/usage_error.ts";
 
 /** `deno task data-server --help`. */
 export const DATA_SERVER_USAGE =
@@ -65,18 +67,9 @@ export interface DataServerArgs {
   readonly idleTimeoutMs?: number;
 }
 
-/** A bad command line; the message names the flag and what is wrong. */
-export class DataServerUsageError extends Error {
-  /** Builds the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "DataServerUsageError";
-  }
-}
-
 /**
  * Parses the arguments after `data-server`. Returns "help" for `--help`; throws
- * {@link DataServerUsageError} for anything else that is not a valid command line.
+ * {@link UsageError} for anything else that is not a valid command line.
  *
  * @example
  * ```ts
@@ -110,36 +103,36 @@ export function parseDataServerArgs(args: readonly string[]): DataServerArgs | "
       allowPositionals: false,
     }).values;
   } catch (e) {
-    throw new DataServerUsageError((e as Error).message);
+    throw new UsageError((e as Error).message);
   }
   if (values.help) return "help";
-  if (values.config === undefined) throw new DataServerUsageError("--config FILE is required");
+  if (values.config === undefined) throw new UsageError("--config FILE is required");
   const maxBatchSequences = integer("max-batch-sequences", values["max-batch-sequences"], 1);
   if (values.state === undefined && maxBatchSequences === undefined) {
-    throw new DataServerUsageError(
+    throw new UsageError(
       "name the largest batch a request may ask for: --state FILE (the run config) or " +
         "--max-batch-sequences N",
     );
   }
   const keys = values.allow ?? [];
   if (keys.length > 0 && values["allow-any-client"]) {
-    throw new DataServerUsageError("--allow and --allow-any-client exclude each other");
+    throw new UsageError("--allow and --allow-any-client exclude each other");
   }
   if (keys.length === 0 && !values["allow-any-client"]) {
-    throw new DataServerUsageError(
+    throw new UsageError(
       "name the clients to serve with --allow PUBKEY_HEX, or pass --allow-any-client",
     );
   }
   const allow = values["allow-any-client"] ? "any" as const : new Set(keys.map((hex) => {
     if (!/^[0-9a-fA-F]{64}$/.test(hex.trim())) {
-      throw new DataServerUsageError(`--allow must be a 64-digit hex public key, found "${hex}"`);
+      throw new UsageError(`--allow must be a 64-digit hex public key, found "${hex}"`);
     }
     try {
       // Small-order and non-canonical keys are refused: nobody needs a secret to claim them.
       return toHex(publicKeyFromHex(hex));
     } catch (e) {
       if (!(e instanceof IdentityError)) throw e;
-      throw new DataServerUsageError(`--allow: ${e.message}`);
+      throw new UsageError(`--allow: ${e.message}`);
     }
   }));
   const rate = values["max-sequences-per-second"];
@@ -147,12 +140,12 @@ export function parseDataServerArgs(args: readonly string[]): DataServerArgs | "
   if (
     sequencesPerSecond !== undefined && !(sequencesPerSecond > 0 && isFinite(sequencesPerSecond))
   ) {
-    throw new DataServerUsageError(`--max-sequences-per-second must be > 0, found "${rate}"`);
+    throw new UsageError(`--max-sequences-per-second must be > 0, found "${rate}"`);
   }
   const idle = values["idle-timeout"];
   const idleSeconds = idle === undefined ? undefined : Number(idle);
   if (idleSeconds !== undefined && !(idleSeconds > 0 && idleSeconds <= 86_400)) {
-    throw new DataServerUsageError(
+    throw new UsageError(
       `--idle-timeout must be 0 < S <= 86400 seconds, found "${idle}"`,
     );
   }
@@ -176,8 +169,8 @@ export function parseDataServerArgs(args: readonly string[]): DataServerArgs | "
 
 /** What a run config says about its data server: the largest batch, and its port if any. */
 export function dataServerLimitsFromRun(run: {
-  config: Pick<CoordinatorConfig, "globalBatchSizeStart" | "globalBatchSizeEnd">;
-  model: Pick<LlmModel, "dataLocation">;
+  config: { globalBatchSizeStart: number; globalBatchSizeEnd: number };
+  model: { dataLocation: DataLocation };
 }): { maxBatchSequences: number; port?: number } {
   const { globalBatchSizeStart, globalBatchSizeEnd } = run.config;
   const location = run.model.dataLocation;
@@ -211,7 +204,7 @@ function integer(
   const value = Number(text);
   if (!/^\d+$/.test(text) || value < min || value > max) {
     const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `in ${min}..${max}`;
-    throw new DataServerUsageError(`--${flag} must be an integer ${range}, found "${text}"`);
+    throw new UsageError(`--${flag} must be an integer ${range}, found "${text}"`);
   }
   return value;
 }

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import {
   dataServerLimitsFromRun,
-  DataServerUsageError,
   defaultRateLimit,
   parseDataServerArgs,
 } from "./data_server_cli.ts";
-import { identityFromSecretKey, toHex } from "../net/identity.ts";
+import { identityFromSecretKey } from "../net/identity.ts";
+import { toHex } from "../common/bytes.ts";
+import { UsageError } from "../common/usage_error.ts";
 
 /** A real ed25519 public key (weak or malformed ones are refused). */
 const KEY = toHex(identityFromSecretKey(new Uint8Array(32).fill(3)).publicKey);
@@ -66,7 +67,7 @@ Deno.test("data-server arguments: mistakes are refused naming the flag", () => {
   const bad = (args: string[], message: RegExp) =>
     assert.throws(
       () => parseDataServerArgs(args),
-      (e) => e instanceof DataServerUsageError && message.test(e.message),
+      (e) => e instanceof UsageError && message.test(e.message),
     );
   bad(["--max-batch-sequences", "6", "--allow-any-client"], /--config FILE is required/);
   bad(["--config", "d.toml", "--allow-any-client"], /--state FILE .* or --max-batch-sequences N/);

@@ -6,7 +6,7 @@
  * @module
  */
 import { dirname } from "node:path";
-import { ConfigError } from "../coordinator/config_error.ts";
+import { ConfigError } from "../common/config_error.ts";
 import { type DataServerConfig, parseDataConfig } from "./data_config.ts";
 import { DataError } from "./errors.ts";
 import { LocalDataProvider } from "./local.ts";

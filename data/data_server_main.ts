@@ -11,9 +11,8 @@
  */
 import { parseArgsOrExit } from "../cli/entry.ts";
 import { parseRunConfig } from "../coordinator/config.ts";
-import { ConfigError } from "../coordinator/config_error.ts";
+import { ConfigError } from "../common/config_error.ts";
 import { crossCheckDataConfig } from "../coordinator/config_validate.ts";
-import { toHex } from "../net/identity.ts";
 import {
   DATA_SERVER_USAGE,
   type DataServerArgs,
@@ -24,6 +23,7 @@ import {
 import { startDataServerFromConfig } from "./data_server_config.ts";
 import { DataError } from "./errors.ts";
 import type { AuthorizeFn } from "./tcp_server.ts";
+import { toHex } from "../common/bytes.ts";
 
 const EXIT_INVALID = 1;
 

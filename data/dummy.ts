@@ -4,9 +4,9 @@
  *
  * @module
  */
-import type { BatchId } from "../coordinator/types.ts";
 import type { DataProvider, TokenBatch } from "./provider.ts";
 import { checkBatch } from "./sequence_index.ts";
+import type { BatchId } from "../common/types.ts";
 
 /** Largest number of sequences the dummy provider claims to have. */
 export const DUMMY_NUM_SEQUENCES = 2 ** 32 - 1;

@@ -6,7 +6,6 @@
  * @module
  */
 import { isAbsolute, join } from "node:path";
-import type { DataLocation, Shuffle, TokenSize } from "../coordinator/types.ts";
 import { DummyDataProvider } from "./dummy.ts";
 import { DataError } from "./errors.ts";
 import { HttpDataProvider } from "./http.ts";
@@ -14,6 +13,7 @@ import type { HttpFetchOptions } from "./http_range.ts";
 import { LocalDataProvider } from "./local.ts";
 import type { DataProvider } from "./provider.ts";
 import { TcpDataProvider } from "./tcp_client.ts";
+import type { DataLocation, Shuffle, TokenSize } from "../common/types.ts";
 
 /** What a provider needs beyond the location itself. */
 export interface ProviderForLocationOptions {

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { basename, dirname } from "node:path";
-import type { DataLocation } from "../coordinator/types.ts";
 import { DataError } from "./errors.ts";
 import { providerForLocation } from "./factory.ts";
 import { LocalDataProvider } from "./local.ts";
@@ -8,6 +7,7 @@ import type { DataProvider } from "./provider.ts";
 import { startDataServer } from "./tcp_server.ts";
 import { closing, rows, writeFixtureDataset } from "./testing/fixtures.ts";
 import { startTestHttpServer } from "./testing/http_server.ts";
+import type { DataLocation } from "../common/types.ts";
 
 const secretKey = new Uint8Array(32).fill(9);
 

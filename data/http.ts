@@ -10,7 +10,6 @@
  *
  * @module
  */
-import type { BatchId, HttpLocation } from "../coordinator/types.ts";
 import { readBatch } from "./batch_reader.ts";
 import { forEachLimited } from "./concurrency.ts";
 import { DataError } from "./errors.ts";
@@ -20,6 +19,7 @@ import { NPY_PREAMBLE_BYTES, npyHeaderLength, parseNpyHeader } from "./npy.ts";
 import type { DataProvider, TokenBatch } from "./provider.ts";
 import { buildSequenceIndex, type SequenceIndex } from "./sequence_index.ts";
 import { isNpyFileName, npyLayout, rawLayout, type TokenFileLayout } from "./token_file.ts";
+import type { BatchId, HttpLocation } from "../common/types.ts";
 
 /**
  * The URLs an `HttpLocation` names. `NumberedFiles` fills the template's single `{}`

@@ -6,7 +6,6 @@
  * @module
  */
 import { type FileHandle, open } from "node:fs/promises";
-import type { BatchId } from "../coordinator/types.ts";
 import { readBatch } from "./batch_reader.ts";
 import type { DatasetOptions } from "./dataset_options.ts";
 import { DataError } from "./errors.ts";
@@ -21,6 +20,7 @@ import {
   sortByteWise,
   type TokenFileLayout,
 } from "./token_file.ts";
+import type { BatchId } from "../common/types.ts";
 
 /** A dataset in a local folder. */
 export class LocalDataProvider implements DataProvider {

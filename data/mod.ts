@@ -7,13 +7,6 @@
  */
 export { DataError, type DataErrorContext } from "./errors.ts";
 export type { DataProvider, TokenBatch } from "./provider.ts";
-export type {
-  BatchId,
-  DataLocation,
-  HttpLocation,
-  Shuffle,
-  TokenSize,
-} from "../coordinator/types.ts";
 export {
   type DataServerConfig,
   parseDataConfig,

@@ -7,7 +7,6 @@
  *
  * @module
  */
-import type { BatchId } from "../coordinator/types.ts";
 import { withAbort } from "../net/abort.ts";
 import { FrameReader, writeFrame } from "../net/frame.ts";
 import { clientHandshake } from "../net/handshake.ts";
@@ -21,6 +20,7 @@ import {
   encodeDataClientMessage,
   MAX_RESPONSE_FRAME_BYTES,
 } from "./tcp_messages.ts";
+import type { BatchId } from "../common/types.ts";
 
 /** Options of {@linkcode TcpDataProvider.connect}. */
 export interface TcpProviderOptions {

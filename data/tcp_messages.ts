@@ -5,10 +5,10 @@
  *
  * @module
  */
-import type { BatchId } from "../coordinator/types.ts";
 import { MessageReader, MessageWriter } from "../net/codec.ts";
 import { ProtocolError } from "../net/errors.ts";
 import { DEFAULT_CLIENT_MAX_FRAME_BYTES } from "../net/frame.ts";
+import type { BatchId } from "../common/types.ts";
 
 /** Handshake context string of the data server (a signature for it is useless elsewhere). */
 export const DATA_SERVER_CONTEXT = "psyche-ts data server v1";

@@ -18,11 +18,9 @@
  *
  * @module
  */
-import type { BatchId } from "../coordinator/types.ts";
 import { withAbort } from "../net/abort.ts";
 import { FrameReader, writeFrame } from "../net/frame.ts";
 import { encodeHandshakeMessage, serverHandshake } from "../net/handshake.ts";
-import { toHex } from "../net/identity.ts";
 import type { DataProvider } from "./provider.ts";
 import { type RateLimit, SequenceRateLimiter } from "./rate_limit.ts";
 import {
@@ -35,6 +33,8 @@ import {
   type RejectReason,
   samplesFrameBytes,
 } from "./tcp_messages.ts";
+import { toHex } from "../common/bytes.ts";
+import type { BatchId } from "../common/types.ts";
 
 /** The coordinator's verdict on one request. */
 export type AuthorizeResult = "Allowed" | "NotInThisRound" | "WrongDataIdForStep";

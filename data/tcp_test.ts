@@ -2,10 +2,8 @@ import assert from "node:assert/strict";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import fc from "fast-check";
 import { ProtocolError } from "../net/errors.ts";
-import type { BatchId } from "../coordinator/types.ts";
 import { encodeFrame, FrameReader, writeFrame } from "../net/frame.ts";
 import { clientHandshake } from "../net/handshake.ts";
-import { toHex } from "../net/identity.ts";
 import { DummyDataProvider } from "./dummy.ts";
 import { DataError } from "./errors.ts";
 import { LocalDataProvider } from "./local.ts";
@@ -21,6 +19,8 @@ import {
 import { type DataServerEvent, startDataServer } from "./tcp_server.ts";
 import { checkProviderCompliance } from "./testing/compliance.ts";
 import { closing, rows, writeFixtureDataset } from "./testing/fixtures.ts";
+import { toHex } from "../common/bytes.ts";
+import type { BatchId } from "../common/types.ts";
 
 const alice = new Uint8Array(32).fill(1);
 const mallory = new Uint8Array(32).fill(2);

@@ -5,10 +5,10 @@
  *
  * @module
  */
-import type { TokenSize } from "../coordinator/types.ts";
 import { DataError } from "./errors.ts";
 import type { NpyHeader } from "./npy.ts";
 import { DTYPE_BYTES, dtypeForTokenSize, type TokenDtype } from "./token_format.ts";
+import type { TokenSize } from "../common/types.ts";
 
 /** Extensions of token files (Psyche's `npy|bin|ds`). */
 export const TOKEN_FILE_EXTENSIONS = [".ds", ".bin", ".npy"] as const;

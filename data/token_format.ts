@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { TokenSize } from "../coordinator/types.ts";
 import { DataError } from "./errors.ts";
+import type { TokenSize } from "../common/types.ts";
 
 const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 

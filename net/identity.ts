@@ -8,6 +8,7 @@
  */
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { pointProblem } from "./ed25519_strict.ts";
+import { fromHex, toHex } from "../common/bytes.ts";
 
 /** Bytes of an ed25519 secret key file. */
 export const SECRET_KEY_BYTES = 32;
@@ -65,33 +66,16 @@ export async function saveIdentity(path: string, identity: Identity): Promise<vo
 }
 
 /**
- * Lowercase hex of `bytes` (public keys in logs and configs).
- *
- * @example
- * ```ts
- * import { toHex } from "./identity.ts";
- * if (toHex(new Uint8Array([0, 255])) !== "00ff") throw new Error("bad hex");
- * ```
+ * The bytes of a hex key as an operator or an environment variable gives it (surrounding
+ * whitespace ignored). Throws {@linkcode IdentityError} naming the odd length or the bad
+ * character.
  */
-export function toHex(bytes: Uint8Array): string {
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-/** Parses hex (no prefix, even length). Throws {@linkcode IdentityError} naming the bad character. */
-export function fromHex(hex: string): Uint8Array {
-  const clean = hex.trim();
-  if (clean.length % 2 !== 0) {
-    throw new IdentityError(`Hex string has odd length ${clean.length}`);
+function keyFromHex(hex: string): Uint8Array {
+  try {
+    return fromHex(hex.trim());
+  } catch (e) {
+    throw new IdentityError((e as Error).message);
   }
-  const out = new Uint8Array(clean.length / 2);
-  for (let i = 0; i < out.length; i++) {
-    const pair = clean.slice(2 * i, 2 * i + 2);
-    if (!/^[0-9a-fA-F]{2}$/.test(pair)) {
-      throw new IdentityError(`Invalid hex "${pair}" at character ${2 * i}`);
-    }
-    out[i] = parseInt(pair, 16);
-  }
-  return out;
 }
 
 /**
@@ -112,7 +96,7 @@ export function fromHex(hex: string): Uint8Array {
  * ```
  */
 export function publicKeyFromHex(hex: string): Uint8Array {
-  const key = fromHex(hex);
+  const key = keyFromHex(hex);
   const problem = pointProblem(key);
   if (problem !== null) {
     throw new IdentityError(`Public key "${hex.trim()}" ${problem}`);
@@ -122,7 +106,7 @@ export function publicKeyFromHex(hex: string): Uint8Array {
 
 /** The identity in a hex secret key string (`RAW_IDENTITY_SECRET_KEY`). */
 export function identityFromHex(hex: string): Identity {
-  return identityFromSecretKey(fromHex(hex));
+  return identityFromSecretKey(keyFromHex(hex));
 }
 
 /** Hex of the identity's public key. */

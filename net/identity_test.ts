@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import {
-  fromHex,
   generateIdentity,
   IdentityError,
   identityFromHex,
@@ -9,9 +8,9 @@ import {
   publicKeyFromHex,
   publicKeyHex,
   saveIdentity,
-  toHex,
 } from "./identity.ts";
 import { WEAK_POINTS } from "./testing/weak_keys.ts";
+import { toHex } from "../common/bytes.ts";
 
 Deno.test("identity files round-trip 32 raw bytes", async () => {
   const dir = await Deno.makeTempDir();
@@ -43,15 +42,19 @@ Deno.test("loadIdentity names a file of the wrong size or a missing file", async
   }
 });
 
-Deno.test("hex helpers round-trip and reject bad digits", () => {
-  const bytes = new Uint8Array([0, 1, 0xab, 0xff]);
-  assert.equal(toHex(bytes), "0001abff");
-  assert.deepEqual(fromHex("0001ABff"), bytes);
-  assert.throws(() => fromHex("abc"), /odd length 3/);
-  assert.throws(() => fromHex("zz00"), /Invalid hex "zz" at character 0/);
+Deno.test("hex identities: whitespace ignored, bad digits refused as IdentityError", () => {
   const id = identityFromHex("07".repeat(32));
   assert.equal(publicKeyHex(id), toHex(ed25519.getPublicKey(new Uint8Array(32).fill(7))));
+  assert.deepEqual(identityFromHex(` ${"07".repeat(32)}\n`), id);
   assert.throws(() => identityFromHex("07".repeat(31)), /must be 32 bytes, found 31/);
+  assert.throws(
+    () => identityFromHex("abc"),
+    (e) => e instanceof IdentityError && /odd length 3/.test(e.message),
+  );
+  assert.throws(
+    () => identityFromHex("zz" + "07".repeat(31)),
+    (e) => e instanceof IdentityError && /non-hex character at offset 0: "zz"/.test(e.message),
+  );
 });
 
 Deno.test("publicKeyFromHex takes an honest key and refuses bad hex, lengths and weak keys", () => {

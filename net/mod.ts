@@ -48,7 +48,6 @@ export {
   verifyChallengeAnswer,
 } from "./handshake.ts";
 export {
-  fromHex,
   generateIdentity,
   type Identity,
   IdentityError,
@@ -59,5 +58,4 @@ export {
   publicKeyHex,
   saveIdentity,
   SECRET_KEY_BYTES,
-  toHex,
 } from "./identity.ts";

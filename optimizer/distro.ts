@@ -19,12 +19,12 @@
  * @module
  */
 
-import type { BatchId, OptimizerDefinition } from "../coordinator/types.ts";
 import { quantizeSigns, scatterMean, type SparseParam, topk } from "./compress.ts";
 import { decode, encode } from "./dct.ts";
 import { aggregateFixed, updateSigns } from "./exact.ts";
 import { type ChunkLayout, chunkLayouts, MAX_COMPRESSION_CHUNK } from "./layout.ts";
 import { canonicalOrder, type DistroResult } from "./result.ts";
+import type { BatchId, OptimizerDefinition } from "../common/types.ts";
 
 /** DisTrO hyper-parameters (Psyche's `OptimizerDefinition::Distro`). */
 export interface DistroConfig {

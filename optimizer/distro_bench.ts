@@ -40,7 +40,6 @@
  * @module
  */
 
-import { median } from "../bench/torch/report.ts";
 import { readLlamaConfig } from "../model/hf_config.ts";
 import { LlamaModel } from "../model/llama.ts";
 import { initParams, llamaParamLayout } from "../model/params.ts";
@@ -55,6 +54,7 @@ import { DistroOptimizer } from "./gpu/distro_gpu.ts";
 import { chunkLayouts } from "./layout.ts";
 import type { DistroResult } from "./result.ts";
 import { decodePayload, encodePayload, payloadBytes } from "./wire.ts";
+import { median } from "../common/stats.ts";
 
 const cfg20m = await readLlamaConfig(
   new URL("../config/models/llama-20m/config.json", import.meta.url).pathname,

@@ -5,8 +5,8 @@
  * @module
  */
 
-import type { BatchId } from "../coordinator/types.ts";
 import type { SparseParam } from "./compress.ts";
+import type { BatchId } from "../common/types.ts";
 
 /**
  * What a trainer produced for one step: for every parameter (in model order) the

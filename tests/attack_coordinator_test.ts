@@ -9,7 +9,6 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { TcpBackend } from "../client/backend/tcp.ts";
 import { runConfigToToml } from "../coordinator/config.ts";
-import { keyString, sameKey } from "../coordinator/machine_core.ts";
 import { CoordinatorHost, type HostOptions } from "../coordinator/server/host.ts";
 import type { ServerEvent } from "../coordinator/server/log.ts";
 import {
@@ -31,7 +30,6 @@ import {
   generateIdentity,
   HandshakeError,
   type Identity,
-  toHex,
   writeAll,
 } from "../net/mod.ts";
 import { testConfig, testModel, testState } from "./support/coordinator_fixtures.ts";
@@ -44,6 +42,7 @@ import {
   type ScriptedClientOptions,
   ServerProcess,
 } from "./support/server_driver.ts";
+import { equalBytes, toHex } from "../common/bytes.ts";
 
 /** Sub-second rounds: witnesses end RoundTrain at once, so a step takes about 0.3 s. */
 const QUICK: Partial<CoordinatorConfig> = {
@@ -155,7 +154,7 @@ Deno.test("idle connections filling the cap: members keep training, a real joine
     // A real client arrives at the full cap and joins.
     joiner = await connectTestBackend(server, { reconnect: false });
     await joiner.join();
-    assert.ok(server.host.pending().some((p) => sameKey(p.signer, joiner!.identity.signer)));
+    assert.ok(server.host.pending().some((p) => equalBytes(p.signer, joiner!.identity.signer)));
     const evicted = events.flatMap((e) => e.kind === "ConnectionClosed" ? [e.client] : []);
     assert.equal(evicted.length, 5);
     assert.deepEqual(
@@ -291,7 +290,7 @@ Deno.test("a health-check flood is refused cheaply while honest clients keep tra
     const throttled = events.find((e) => e.kind === "Throttled");
     assert.equal(
       throttled?.kind === "Throttled" && throttled.client,
-      keyString(flood.identity.publicKey),
+      toHex(flood.identity.publicKey),
     );
     // Meanwhile the honest clients were served: the run kept training.
     await clients[0].waitFor(stepAtLeast(step + 2), 20_000, "two more steps");
@@ -378,7 +377,7 @@ Deno.test("a key dropped by a health check waits, pending, until the epoch its b
     );
     assert.deepEqual(dropped, {
       kind: "BackedOff",
-      client: keyString(silentIdentity.publicKey),
+      client: toHex(silentIdentity.publicKey),
       cause: "HealthCheck",
       epoch: 0,
       until: 1,
@@ -392,14 +391,14 @@ Deno.test("a key dropped by a health check waits, pending, until the epoch its b
     );
     assert.deepEqual(deferred, {
       kind: "JoinDeferred",
-      client: keyString(silentIdentity.publicKey),
+      client: toHex(silentIdentity.publicKey),
       reason: "this key was dropped by a health check in epoch 0; it may join again from epoch 1",
     });
     // In epoch 1 the same key is taken again.
     await clients[0].waitFor(
       (s) =>
         s.progress.epoch >= 1 && s.runState === "Warmup" &&
-        s.epochState.clients.some((c) => sameKey(c.id.signer, silentIdentity.publicKey)),
+        s.epochState.clients.some((c) => equalBytes(c.id.signer, silentIdentity.publicKey)),
       30_000,
       "epoch 1 taking the key back",
     );
@@ -433,7 +432,7 @@ Deno.test("joiners that never train cost one short epoch, not every epoch", asyn
     const backedOff = events.flatMap((e) => e.kind === "BackedOff" ? [e.client] : []);
     assert.deepEqual(
       new Set(backedOff),
-      new Set(silent.map((b) => keyString(b.identity.signer))),
+      new Set(silent.map((b) => toHex(b.identity.signer))),
     );
     const firstEnd = events.find((e) => e.kind === "EpochEnd");
     assert.ok(firstEnd?.kind === "EpochEnd" && firstEnd.step <= 3, "epoch 0 was cut short");

@@ -11,7 +11,8 @@ import { parseHostPort, TcpDataProvider } from "../data/tcp_client.ts";
 import { closing } from "../data/testing/fixtures.ts";
 import { FrameReader } from "../net/frame.ts";
 import { clientHandshake } from "../net/handshake.ts";
-import { identityFromSecretKey, toHex } from "../net/identity.ts";
+import { identityFromSecretKey } from "../net/identity.ts";
+import { toHex } from "../common/bytes.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const allowed = identityFromSecretKey(new Uint8Array(32).fill(3));

@@ -8,7 +8,6 @@
  */
 import assert from "node:assert/strict";
 import { ed25519 } from "@noble/curves/ed25519.js";
-import { keyString } from "../coordinator/machine_core.ts";
 import {
   COORDINATOR_CONTEXT,
   decodeServerMessage,
@@ -36,6 +35,7 @@ import {
   ZERO_KEY,
 } from "../net/testing/weak_keys.ts";
 import { rawConnect, type RawConnection, startTestServer } from "./support/server_driver.ts";
+import { toHex } from "../common/bytes.ts";
 
 const honestSecret = new Uint8Array(32).fill(9);
 const honestKey = ed25519.getPublicKey(honestSecret);
@@ -133,8 +133,8 @@ Deno.test("the coordinator refuses every small-order key and R, and an honest ke
   try {
     assert.deepEqual(verdict, { kind: "Accepted" });
     assert.equal(await join(raw), "Ack");
-    assert.deepEqual(server.host.pending().map((p) => keyString(p.signer)), [
-      keyString(honestKey),
+    assert.deepEqual(server.host.pending().map((p) => toHex(p.signer)), [
+      toHex(honestKey),
     ]);
   } finally {
     raw.conn.close();

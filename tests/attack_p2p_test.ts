@@ -7,7 +7,6 @@
  */
 import assert from "node:assert/strict";
 import type { Stream } from "@libp2p/interface";
-import { toHex } from "../coordinator/hash.ts";
 import { commitmentHash } from "../optimizer/commitment.ts";
 import { chunkLayouts } from "../optimizer/layout.ts";
 import { expectedResultBytes } from "../client/payload_check.ts";
@@ -29,6 +28,7 @@ import { encodeBulkResponseHeader } from "../client/p2p/bulk_wire.ts";
 import { StreamReader } from "../client/p2p/stream_reader.ts";
 import { fakeBulkListener, testPublic, testSecret, waitFor } from "../client/p2p/test_util.ts";
 import { startP2PRun, validResult } from "./support/p2p_run.ts";
+import { toHex } from "../common/bytes.ts";
 
 /** One muxer frame: the most a stream can deliver past a cut in one piece. */
 const YAMUX_FRAME_BYTES = 64 * 1024;

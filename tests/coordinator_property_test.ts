@@ -37,10 +37,7 @@ import {
 } from "./support/coordinator_fixtures.ts";
 import { checkStateInvariants, TransitionRecorder } from "./support/coordinator_invariants.ts";
 import { createBloom } from "../coordinator/bloom.ts";
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
-}
+import { equalBytes } from "../common/bytes.ts";
 
 /** Identities 0..N-1 may join; N..N+1 never do (outsiders). */
 const N = 7;

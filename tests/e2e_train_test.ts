@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { readModelDir } from "../model/checkpoint.ts";
 import { digestBytes } from "../shaders/digest.ts";
 import { peerIdOf, publicKeyOf } from "../client/p2p/identity.ts";
-import { toHex } from "../coordinator/hash.ts";
+import { toHex } from "../common/bytes.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const CLIENTS = 3;

@@ -7,7 +7,6 @@ import assert from "node:assert/strict";
 import { join, resolve } from "node:path";
 import { runConfigToToml } from "../coordinator/config.ts";
 import type { CliIo } from "../coordinator/config_cli.ts";
-import { sameKey } from "../coordinator/machine_core.ts";
 import { currentRound, roundAssignments } from "../coordinator/machine_queries.ts";
 import { runCommand } from "../coordinator/server/run_command.ts";
 import { TcpBackend } from "../client/backend/tcp.ts";
@@ -16,6 +15,7 @@ import { generateIdentity } from "../net/mod.ts";
 import { testConfig, testModel, warmupReport } from "./support/coordinator_fixtures.ts";
 import type { CoordinatorState } from "../coordinator/types.ts";
 import { NO_DIGEST } from "../coordinator/params_digest.ts";
+import { equalBytes } from "../common/bytes.ts";
 
 const CORPUS = resolve(new URL("../data/corpus/brown/train", import.meta.url).pathname);
 
@@ -103,7 +103,7 @@ Deno.test("the in-process data server serves each epoch client its own batch onl
     const warm = await nextState(backends[0], (s) => s.runState === "Warmup");
     for (const b of backends) {
       const index = warm.epochState.clients.findIndex((c) =>
-        sameKey(c.id.signer, b.identity.signer)
+        equalBytes(c.id.signer, b.identity.signer)
       );
       await b.sendWarmupWitness(warmupReport(warm, index), NO_DIGEST);
     }
@@ -114,7 +114,7 @@ Deno.test("the in-process data server serves each epoch client its own batch onl
     const dataAddress = `127.0.0.1:${dataPort}`;
     for (const a of assignments) {
       const key = train.epochState.clients[a.clientIndex].id.signer;
-      const identity = ids.find((id) => sameKey(id.publicKey, key))!;
+      const identity = ids.find((id) => equalBytes(id.publicKey, key))!;
       const provider = await TcpDataProvider.connect(dataAddress, {
         secretKey: identity.secretKey,
         timeoutMs: 5000,

@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runConfigToToml } from "../coordinator/config.ts";
-import { sameKey } from "../coordinator/machine_core.ts";
 import type { CoordinatorState } from "../coordinator/types.ts";
 import { TcpBackend } from "../client/backend/tcp.ts";
 import { BackendError } from "../client/backend/backend.ts";
@@ -29,6 +28,7 @@ import {
   ScriptedClient,
   ServerProcess,
 } from "./support/server_driver.ts";
+import { equalBytes } from "../common/bytes.ts";
 
 const RUN_ID = "tcp-e2e";
 
@@ -64,7 +64,7 @@ async function client(address: string, identity = generateIdentity()): Promise<S
 
 function withdrawn(state: CoordinatorState, key: Uint8Array): boolean {
   return [...state.epochState.clients, ...state.epochState.exitedClients].some((c) =>
-    sameKey(c.id.signer, key) && c.state === "Withdrawn"
+    equalBytes(c.id.signer, key) && c.state === "Withdrawn"
   );
 }
 
@@ -214,7 +214,7 @@ Deno.test("a TCP run: epochs, hostile peers refused, disconnect withdraws, resta
       const s = a.backend.latest()!;
       assert.equal(s.progress.epoch, 0);
       assert.ok(
-        !s.epochState.clients.some((c) => sameKey(c.id.signer, joiner.backend.identity.signer)),
+        !s.epochState.clients.some((c) => equalBytes(c.id.signer, joiner.backend.identity.signer)),
       );
     });
 

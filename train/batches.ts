@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { BatchId } from "../coordinator/types.ts";
 import type { DataProvider } from "../data/provider.ts";
+import type { BatchId } from "../common/types.ts";
 
 /** Batch geometry. */
 export interface BatchPlan {

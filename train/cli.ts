@@ -7,6 +7,7 @@
  */
 import { parseArgs } from "node:util";
 import { PRECISION_CHOICES, type PrecisionChoice } from "../model/precision.ts";
+import { UsageError } from "../common/usage_error.ts";
 
 /** Learning-rate schedule shapes the trainer offers (all with linear warmup from 0). */
 export const LR_SCHEDULES = ["constant", "cosine", "linear"] as const;
@@ -73,14 +74,6 @@ export interface TrainOptions {
   logs: "console" | "json";
 }
 
-/** A bad command line; the message names the flag. */
-export class TrainUsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "TrainUsageError";
-  }
-}
-
 /** Usage text printed by `--help` and on errors. */
 export const USAGE = `Usage: deno task train --model DIR --data-path DIR [flags]
 
@@ -144,7 +137,7 @@ const STRING_FLAGS = [
 
 /**
  * Parses `argv` (without the program name). Returns `"help"` for `--help`.
- * Throws {@link TrainUsageError} naming the flag on any problem.
+ * Throws {@link UsageError} naming the flag on any problem.
  */
 export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
   let values: Record<string, string | boolean | undefined>;
@@ -158,13 +151,13 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     for (const f of STRING_FLAGS) options[f] = { type: "string" };
     values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
   } catch (e) {
-    throw new TrainUsageError((e as Error).message);
+    throw new UsageError((e as Error).message);
   }
   if (values.help) return "help";
   const str = (flag: string): string | undefined => values[flag] as string | undefined;
   const required = (flag: string): string => {
     const v = str(flag);
-    if (v === undefined || v === "") throw new TrainUsageError(`--${flag} is required`);
+    if (v === undefined || v === "") throw new UsageError(`--${flag} is required`);
     return v;
   };
   const int = (flag: string, fallback: number, min: number, max = 2 ** 32 - 1): number => {
@@ -172,7 +165,7 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     if (raw === undefined) return fallback;
     const v = Number(raw);
     if (!/^\d+$/.test(raw) || v < min || v > max) {
-      throw new TrainUsageError(`--${flag} must be an integer in [${min}, ${max}], found "${raw}"`);
+      throw new UsageError(`--${flag} must be an integer in [${min}, ${max}], found "${raw}"`);
     }
     return v;
   };
@@ -181,7 +174,7 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     if (raw === undefined) return fallback;
     const v = Number(raw);
     if (raw.trim() === "" || !Number.isFinite(v) || !ok(v)) {
-      throw new TrainUsageError(`--${flag} must be ${what}, found "${raw}"`);
+      throw new UsageError(`--${flag} must be ${what}, found "${raw}"`);
     }
     return v;
   };
@@ -189,19 +182,19 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     const raw = str(flag);
     if (raw === undefined) return fallback;
     if (!(choices as readonly string[]).includes(raw)) {
-      throw new TrainUsageError(`--${flag} must be one of ${choices.join(", ")}, found "${raw}"`);
+      throw new UsageError(`--${flag} must be one of ${choices.join(", ")}, found "${raw}"`);
     }
     return raw as T;
   };
   const unit = (v: number) => v >= 0 && v < 1;
   const tokenSize = int("token-size", 2, 2, 4);
   if (tokenSize !== 2 && tokenSize !== 4) {
-    throw new TrainUsageError(`--token-size must be 2 or 4, found "${tokenSize}"`);
+    throw new UsageError(`--token-size must be 2 or 4, found "${tokenSize}"`);
   }
   const microBatch = int("micro-batch", 8, 1);
   const totalBatch = int("total-batch", 256, 1);
   if (totalBatch % microBatch !== 0) {
-    throw new TrainUsageError(
+    throw new UsageError(
       `--total-batch ${totalBatch} must be a multiple of --micro-batch ${microBatch}`,
     );
   }

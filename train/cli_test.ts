@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { parseTrainArgs, TrainUsageError } from "./cli.ts";
+import { parseTrainArgs } from "./cli.ts";
+import { UsageError } from "../common/usage_error.ts";
 
 const BASE = ["--model", "m", "--data-path", "d"];
 
@@ -102,7 +103,7 @@ Deno.test("parseTrainArgs: errors name the flag", () => {
   for (const [argv, pattern] of cases) {
     assert.throws(
       () => parseTrainArgs(argv),
-      (e: unknown) => e instanceof TrainUsageError && pattern.test(e.message),
+      (e: unknown) => e instanceof UsageError && pattern.test(e.message),
       pattern.source,
     );
   }

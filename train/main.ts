@@ -11,7 +11,6 @@
  *
  * @module
  */
-import type { LrSchedule } from "../coordinator/types.ts";
 import { LocalDataProvider } from "../data/local.ts";
 import { readModelDir, writeModelDir } from "../model/checkpoint.ts";
 import { countParameters } from "../model/hf_config.ts";
@@ -26,6 +25,7 @@ import { consoleLogger, jsonLogger } from "./log.ts";
 import type { Optimizer } from "./optimizer.ts";
 import { runTraining } from "./trainer.ts";
 import { parseArgsOrExit } from "../cli/entry.ts";
+import type { LrSchedule } from "../common/types.ts";
 
 /** The LR schedule for the CLI's flags: linear warmup from 0, then the shape down to lr/10. */
 export function scheduleFor(

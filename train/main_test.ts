@@ -3,7 +3,7 @@ import { readModelDir } from "../model/checkpoint.ts";
 import { readSafetensors } from "../model/safetensors.ts";
 import { initParams } from "../model/params.ts";
 import { scheduleFor, shuffleSeed } from "./main.ts";
-import { learningRate } from "../coordinator/lr_schedule.ts";
+import { learningRate } from "../common/lr_schedule.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 

@@ -31,7 +31,6 @@ export {
   OPTIMIZERS,
   parseTrainArgs,
   type TrainOptions,
-  TrainUsageError,
   USAGE,
 } from "./cli.ts";
 export { scheduleFor, shuffleSeed, train } from "./main.ts";

@@ -13,7 +13,7 @@
  *   and squared gradient norm.
  * - The loss reported for step `s` is the mean cross-entropy over the step's `G·(T−1)`
  *   predictions, computed with the weights before the step's update.
- * - Learning rate of step `s` is `learningRate(schedule, s)` (coordinator/lr_schedule.ts).
+ * - Learning rate of step `s` is `learningRate(schedule, s)` (common/lr_schedule.ts).
  * - With held-out data, the mean loss on its first sequences is logged every `evalEvery` steps
  *   and after the last step (forward only; evaluation time is not counted in the step's ms).
  * - Deterministic: the same weights, data and settings give the same losses, step for step, on
@@ -24,14 +24,14 @@
  *
  * @module
  */
-import { learningRate } from "../coordinator/lr_schedule.ts";
-import type { LrSchedule } from "../coordinator/types.ts";
+import { learningRate } from "../common/lr_schedule.ts";
 import type { DataProvider } from "../data/provider.ts";
 import type { LlamaModel } from "../model/llama.ts";
 import type { GpuRuntime, GpuStep, TensorView } from "../shaders/gpu.ts";
 import { microBatchRanges, readRanges } from "./batches.ts";
 import type { TrainLogger } from "./log.ts";
 import type { Optimizer } from "./optimizer.ts";
+import type { LrSchedule } from "../common/types.ts";
 
 /** The parts a training run is built from. */
 export interface TrainerParts {

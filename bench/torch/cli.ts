@@ -5,6 +5,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { UsageError } from "../../common/usage_error.ts";
 
 /** Everything one comparison run needs. */
 export interface CompareOptions {
@@ -36,14 +37,6 @@ export interface CompareOptions {
   json: boolean;
 }
 
-/** A bad command line; the message names the flag. */
-export class CompareUsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "CompareUsageError";
-  }
-}
-
 /** Usage text for `--help` and errors. */
 export const USAGE = `Usage: deno task bench-torch [flags]
 
@@ -69,7 +62,7 @@ Exit status: 0 agreement within tolerance, 1 disagreement or error, 2 bad flags,
 3 no Python with torch (the engine's figures are still printed).
 `;
 
-/** Parses `argv`; returns `"help"` for `--help`. Throws {@link CompareUsageError}. */
+/** Parses `argv`; returns `"help"` for `--help`. Throws {@link UsageError}. */
 export function parseCompareArgs(argv: string[]): CompareOptions | "help" {
   const strings = [
     "config",
@@ -94,7 +87,7 @@ export function parseCompareArgs(argv: string[]): CompareOptions | "help" {
     for (const s of strings) options[s] = { type: "string" };
     values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
   } catch (e) {
-    throw new CompareUsageError((e as Error).message);
+    throw new UsageError((e as Error).message);
   }
   if (values.help) return "help";
   const str = (flag: string) => values[flag] as string | undefined;
@@ -103,7 +96,7 @@ export function parseCompareArgs(argv: string[]): CompareOptions | "help" {
     if (raw === undefined) return fallback;
     const v = Number(raw);
     if (!/^\d+$/.test(raw) || v < min || v > max) {
-      throw new CompareUsageError(
+      throw new UsageError(
         `--${flag} must be an integer in [${min}, ${max}], found "${raw}"`,
       );
     }
@@ -112,11 +105,11 @@ export function parseCompareArgs(argv: string[]): CompareOptions | "help" {
   const lrRaw = str("lr");
   const lr = lrRaw === undefined ? 1e-3 : Number(lrRaw);
   if (lrRaw !== undefined && (lrRaw.trim() === "" || !Number.isFinite(lr) || lr <= 0)) {
-    throw new CompareUsageError(`--lr must be a positive number, found "${lrRaw}"`);
+    throw new UsageError(`--lr must be a positive number, found "${lrRaw}"`);
   }
   const device = str("device") ?? "cpu";
   if (device !== "cpu" && device !== "cuda") {
-    throw new CompareUsageError(`--device must be cpu or cuda, found "${device}"`);
+    throw new UsageError(`--device must be cpu or cuda, found "${device}"`);
   }
   const workDir = str("work-dir");
   return {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { CompareUsageError, parseCompareArgs } from "./cli.ts";
+import { parseCompareArgs } from "./cli.ts";
+import { UsageError } from "../../common/usage_error.ts";
 
 Deno.test("parseCompareArgs: defaults are the tiny model on the bundled corpus, PyTorch on the CPU", () => {
   assert.deepEqual(parseCompareArgs([]), {
@@ -61,7 +62,7 @@ Deno.test("parseCompareArgs names the flag that is wrong", () => {
   for (const [argv, message] of bad) {
     assert.throws(
       () => parseCompareArgs(argv),
-      (e) => e instanceof CompareUsageError && message.test(e.message),
+      (e) => e instanceof UsageError && message.test(e.message),
     );
   }
 });

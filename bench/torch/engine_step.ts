@@ -12,7 +12,8 @@ import { LlamaModel } from "../../model/llama.ts";
 import type { ParamLayout } from "../../model/params.ts";
 import type { GpuRuntime } from "../../shaders/gpu.ts";
 import { trainStep } from "../../train/trainer.ts";
-import { median, type StepReport } from "./report.ts";
+import type { StepReport } from "./report.ts";
+import { median } from "../../common/stats.ts";
 
 /** What {@link runEngineSteps} runs. */
 export interface EngineStepOptions {

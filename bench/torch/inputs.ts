@@ -5,11 +5,11 @@
  *
  * @module
  */
-import type { TokenSize } from "../../coordinator/types.ts";
 import { LocalDataProvider } from "../../data/local.ts";
 import { writeModelDir } from "../../model/checkpoint.ts";
 import type { LlamaConfig } from "../../model/hf_config.ts";
 import { initParams, llamaParamLayout } from "../../model/params.ts";
+import type { TokenSize } from "../../common/types.ts";
 
 /**
  * Writes `DIR/config.json` and an F32 `DIR/model.safetensors` with the seeded init every client

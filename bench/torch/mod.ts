@@ -11,7 +11,6 @@ export {
   type Comparison,
   DEFAULT_TOLERANCES,
   formatComparison,
-  median,
   parseStepReport,
   relativeDifference,
   ReportError,
@@ -36,5 +35,5 @@ export {
   type TorchStepOptions,
   TorchUnavailableError,
 } from "./torch_runner.ts";
-export { type CompareOptions, CompareUsageError, parseCompareArgs, USAGE } from "./cli.ts";
+export { type CompareOptions, parseCompareArgs, USAGE } from "./cli.ts";
 export { type ComparisonRun, describeRun, describeSide, runComparison } from "./compare.ts";

@@ -62,18 +62,6 @@ export class ReportError extends Error {
   }
 }
 
-/** The median of a non-empty list (mean of the middle two for an even length). */
-export function median(xs: readonly number[]): number {
-  if (xs.length === 0) throw new RangeError("median of an empty list");
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  if (s.length % 2 === 1) return s[mid] + 0; // + 0: -0 and 0 sort as equals, give one answer
-  const [lo, hi] = [s[mid - 1], s[mid]];
-  // Halves first: (lo + hi) / 2 overflows near ±MAX_VALUE; the clamp keeps the result between
-  // the two when halving a subnormal rounds it away.
-  return Math.min(Math.max(lo / 2 + hi / 2, lo), hi) + 0;
-}
-
 /**
  * Parses and checks a {@link StepReport} from JSON text (the last non-empty line, so a script
  * may print other lines first). Throws {@link ReportError} naming `source` and the bad field.

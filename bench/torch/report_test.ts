@@ -4,7 +4,6 @@ import {
   compareReports,
   DEFAULT_TOLERANCES,
   formatComparison,
-  median,
   parseStepReport,
   relativeDifference,
   ReportError,
@@ -64,31 +63,6 @@ Deno.test("parseStepReport names the source and the bad field", () => {
   })();
   assert.ok(err instanceof ReportError);
   assert.equal(err.source, "llama_step.py");
-});
-
-Deno.test("median of odd and even lists; empty list rejected", () => {
-  assert.equal(median([3, 1, 2]), 2);
-  assert.equal(median([4, 1, 3, 2]), 2.5);
-  assert.throws(() => median([]), RangeError);
-});
-
-Deno.test("median of extreme values stays finite and between them", () => {
-  assert.equal(median([-1.7e293, -Number.MAX_VALUE]), -Number.MAX_VALUE / 2 - 1.7e293 / 2);
-  assert.equal(median([Number.MIN_VALUE, Number.MIN_VALUE]), Number.MIN_VALUE);
-  assert.ok(Object.is(median([0, -0, 1]), 0) && Object.is(median([1, -0, 0]), 0));
-});
-
-Deno.test("median is order-independent and lies between the extremes", () => {
-  fc.assert(
-    fc.property(
-      fc.array(fc.double({ noNaN: true, noDefaultInfinity: true }), { minLength: 1 }),
-      (xs) => {
-        const m = median(xs);
-        assert.ok(m >= Math.min(...xs) && m <= Math.max(...xs));
-        assert.equal(median([...xs].reverse()), m);
-      },
-    ),
-  );
 });
 
 Deno.test("relativeDifference is symmetric, 0 for equal values and scaled by the larger", () => {

@@ -9,12 +9,12 @@
  */
 import assert from "node:assert/strict";
 import { CoordinatorError } from "../../coordinator/errors.ts";
-import { keyString } from "../../coordinator/machine_core.ts";
 import type { CoordinatorHost } from "../../coordinator/server/host.ts";
 import type { CoordinatorState, Witness } from "../../coordinator/types.ts";
 import { witnessBloomParameters } from "../../coordinator/bloom.ts";
 import { BackendError, type CoordinatorBackend } from "./backend.ts";
 import { NO_DIGEST } from "../../coordinator/params_digest.ts";
+import { toHex } from "../../common/bytes.ts";
 
 /** The run the suite's host must hold: id `RUN_ID`, 2 clients to start, WaitingForMembers. */
 export const COMPLIANCE_RUN_ID = "test-run";
@@ -101,15 +101,15 @@ export function describeBackendCompliance(
     try {
       await a.join();
       await a.join();
-      assert.deepEqual(env.host.pending().map((p) => keyString(p.signer)), [
-        keyString(a.identity.signer),
+      assert.deepEqual(env.host.pending().map((p) => toHex(p.signer)), [
+        toHex(a.identity.signer),
       ]);
       await b.join();
       for (const backend of [a, b]) {
         const s = await first(backend, (s) => s.runState === "Warmup");
         assert.deepEqual(
-          s.epochState.clients.map((c) => keyString(c.id.signer)),
-          [keyString(a.identity.signer), keyString(b.identity.signer)],
+          s.epochState.clients.map((c) => toHex(c.id.signer)),
+          [toHex(a.identity.signer), toHex(b.identity.signer)],
         );
       }
     } finally {

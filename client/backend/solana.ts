@@ -30,7 +30,7 @@
 import { type Address, getAddressEncoder, type Instruction, type KeyPairSigner } from "@solana/kit";
 import { CoordinatorError } from "../../coordinator/errors.ts";
 import { tick } from "../../coordinator/machine.ts";
-import { isHalted, keyString } from "../../coordinator/machine_core.ts";
+import { isHalted } from "../../coordinator/machine_core.ts";
 import type {
   Checkpoint,
   CoordinatorState,
@@ -56,7 +56,8 @@ import {
 } from "../../coordinator/solana/cli/transactions.ts";
 import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
 import { StateFeed } from "./state_feed.ts";
-import { quoteForTerminal } from "../../coordinator/printable.ts";
+import { quoteForTerminal } from "../../common/printable.ts";
+import { toHex } from "../../common/bytes.ts";
 
 /** What the backend did, for the client's log. */
 export type SolanaBackendEvent =
@@ -292,8 +293,8 @@ export class SolanaBackend implements CoordinatorBackend {
   async sendCheckpoint(repo: Checkpoint, options: CallOptions = {}): Promise<void> {
     this.#usable(options.signal);
     const state = this.latest();
-    const me = keyString(this.identity.signer);
-    const index = state?.epochState.clients.findIndex((c) => keyString(c.id.signer) === me) ??
+    const me = toHex(this.identity.signer);
+    const index = state?.epochState.clients.findIndex((c) => toHex(c.id.signer) === me) ??
       -1;
     // Not a client: the program refuses it with the coordinator's InvalidCheckpoint.
     await this.#send("checkpoint", { kind: "Checkpoint", index: Math.max(0, index), repo }, {
@@ -408,8 +409,8 @@ export class SolanaBackend implements CoordinatorBackend {
   #maybeRejoin(account: CoordinatorAccount): void {
     if (!this.#wantJoin || this.#joining) return;
     if (account.state.runState !== "WaitingForMembers") return;
-    const me = keyString(this.identity.signer);
-    const mine = account.registry.find((r) => keyString(r.signer) === me);
+    const me = toHex(this.identity.signer);
+    const mine = account.registry.find((r) => toHex(r.signer) === me);
     if (mine !== undefined && mine.active === account.nextActive) return;
     this.#joining = true;
     this.#send("join_run", { kind: "JoinRun", p2pIdentity: this.identity.p2pIdentity })

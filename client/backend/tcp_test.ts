@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { CoordinatorError } from "../../coordinator/errors.ts";
-import { keyString } from "../../coordinator/machine_core.ts";
 import { startTestServer } from "../../tests/support/server_driver.ts";
 import { warmupReport } from "../../tests/support/coordinator_fixtures.ts";
 import { generateIdentity } from "../../net/mod.ts";
 import { BackendError } from "./backend.ts";
 import { parseAddress, TcpBackend, type TcpBackendEvent } from "./tcp.ts";
 import { NO_DIGEST } from "../../coordinator/params_digest.ts";
+import { toHex } from "../../common/bytes.ts";
 
 function serve(port = 0) {
   return startTestServer({ port, tickIntervalMs: 100 });
@@ -33,8 +33,8 @@ Deno.test("states arrive, join is acknowledged, rejected calls carry the coordin
       break;
     }
     await backend.join();
-    assert.deepEqual(server.host.pending().map((p) => keyString(p.signer)), [
-      keyString(backend.identity.signer),
+    assert.deepEqual(server.host.pending().map((p) => toHex(p.signer)), [
+      toHex(backend.identity.signer),
     ]);
     const state = backend.latest();
     assert.ok(state !== null);
@@ -99,8 +99,8 @@ Deno.test("after the connection drops the backend reconnects and joins again", a
     while (second.host.pending().length === 0 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 25));
     }
-    assert.deepEqual(second.host.pending().map((p) => keyString(p.signer)), [
-      keyString(backend.identity.signer),
+    assert.deepEqual(second.host.pending().map((p) => toHex(p.signer)), [
+      toHex(backend.identity.signer),
     ]);
     assert.ok(events.some((e) => e.kind === "Disconnected"));
     assert.equal(events.filter((e) => e.kind === "Connected").length, 2);

@@ -22,8 +22,6 @@
  *
  * @module
  */
-import type { PublicKeyBytes } from "../../coordinator/types.ts";
-import { bytesToHex } from "../p2p/hex.ts";
 import type { ContentHash } from "../p2p/content_store.ts";
 import {
   decodeManifest,
@@ -42,6 +40,8 @@ import {
 } from "./blobs.ts";
 import { type AgreedManifest, agreeOnManifest, type ManifestReport } from "./quorum.ts";
 import { type ServedModel, serveModel, weightBytes } from "./serve.ts";
+import { toHex } from "../../common/bytes.ts";
+import type { PublicKeyBytes } from "../../common/types.ts";
 
 /** How long one provider may take to hand over its manifest, by default. */
 export const DEFAULT_MANIFEST_TIMEOUT_MS = 8_000;
@@ -131,7 +131,7 @@ export async function fetchModel(
   const majority = Math.floor(providers.length / 2) + 1;
   const votes = new Map<ContentHash, number>();
   await Promise.all(providers.map(async (key) => {
-    const peer = bytesToHex(key);
+    const peer = toHex(key);
     const limits = [AbortSignal.timeout(timeoutMs), decided.signal];
     try {
       const { hash, bytes } = await payloads.fetchNamed(MANIFEST_NAME, {
@@ -140,7 +140,7 @@ export async function fetchModel(
         maxBytes: MAX_MANIFEST_BYTES,
       });
       const { label } = decodeManifest(bytes);
-      const report = { peer, hash, step: label.step, digest: bytesToHex(label.digest) };
+      const report = { peer, hash, step: label.step, digest: toHex(label.digest) };
       reports.push(report);
       if (report.step !== step) return;
       if (expectedDigest !== null) {
@@ -156,10 +156,10 @@ export async function fetchModel(
     }
   }));
   // Keep the providers' order (reports arrive in completion order).
-  const order = new Map(providers.map((k, i) => [bytesToHex(k), i]));
+  const order = new Map(providers.map((k, i) => [toHex(k), i]));
   reports.sort((a, b) => (order.get(a.peer) ?? 0) - (order.get(b.peer) ?? 0));
   const chosen = chooseManifest(reports, options);
-  const supporterKeys = providers.filter((k) => chosen.supporters.includes(bytesToHex(k)));
+  const supporterKeys = providers.filter((k) => chosen.supporters.includes(toHex(k)));
   const reshare = options.reshare ?? true;
   const { blobs } = await fetchModelBlobs(payloads, {
     providers: supporterKeys,

@@ -4,14 +4,13 @@ import { createP2PNode, type P2PNode } from "../p2p/node.ts";
 import { MANIFEST_NAME } from "../p2p/model_share.ts";
 import { PayloadService } from "../p2p/payload_service.ts";
 import { testPublic, testSecret } from "../p2p/test_util.ts";
-import { bytesToHex } from "../p2p/hex.ts";
 import { fetchModel, ModelDigestMismatchError, ModelUnavailableError } from "./fetch.ts";
 import { modelToBlobs } from "./blobs.ts";
 import { shareModel } from "../p2p/model_share.ts";
-import { hexToBytes } from "../p2p/hex.ts";
 import { ManifestDisagreementError } from "./quorum.ts";
 import { serveModel } from "./serve.ts";
 import { tinyModel } from "./testing_model.ts";
+import { hexToBytes, toHex } from "../../common/bytes.ts";
 
 const bits = (a: Float32Array) => new Uint32Array(a.buffer, a.byteOffset, a.length);
 
@@ -51,9 +50,9 @@ Deno.test("a joiner gets the majority's model bit for bit, ignoring a lying peer
     assert.deepEqual(bits(fetched.weights), bits(model.weights));
     assert.deepEqual(fetched.config, model.config);
     assert.equal(fetched.manifestHash, servedA.manifestHash);
-    assert.deepEqual(fetched.supporters, [net.keys[0], net.keys[1]].map(bytesToHex));
-    assert.deepEqual(fetched.dissenters, [bytesToHex(net.keys[2])]);
-    assert.deepEqual(fetched.silent.map((s) => s.peer), [bytesToHex(net.keys[3])]);
+    assert.deepEqual(fetched.supporters, [net.keys[0], net.keys[1]].map(toHex));
+    assert.deepEqual(fetched.dissenters, [toHex(net.keys[2])]);
+    assert.deepEqual(fetched.silent.map((s) => s.peer), [toHex(net.keys[3])]);
     assert.equal(idle.stats.served, 0);
     assert.equal(liar.stats.served, 1, "the liar is asked for its manifest, never for a tensor");
     assert.ok(a.stats.served > 1 && b.stats.served > 1, "tensors came from both supporters");
@@ -106,7 +105,7 @@ Deno.test("once a majority of all providers agree, the rest are not waited for",
       manifestTimeoutMs: 60_000,
     });
     assert.deepEqual(bits(fetched.weights), bits(model.weights));
-    assert.deepEqual(fetched.silent, [{ peer: bytesToHex(net.keys[2]), error: "not needed" }]);
+    assert.deepEqual(fetched.silent, [{ peer: toHex(net.keys[2]), error: "not needed" }]);
   } finally {
     await net.stop();
   }
@@ -149,7 +148,7 @@ Deno.test("with a recorded digest, one peer serving it wins over a stale majorit
     });
     assert.deepEqual(bits(fetched.weights), bits(model.weights));
     assert.equal(fetched.digest, served.digest);
-    assert.deepEqual(fetched.supporters, [bytesToHex(net.keys[2])]);
+    assert.deepEqual(fetched.supporters, [toHex(net.keys[2])]);
   } finally {
     await net.stop();
   }
@@ -210,7 +209,7 @@ Deno.test("no peer with the recorded parameters: refused, naming what the peers 
       expectedDigest: null,
       manifestTimeoutMs: 3000,
     });
-    assert.deepEqual(fetched.supporters, [bytesToHex(net.keys[1])]);
+    assert.deepEqual(fetched.supporters, [toHex(net.keys[1])]);
   } finally {
     await net.stop();
   }

@@ -12,9 +12,9 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import type { HubRepo } from "../../coordinator/types.ts";
 import { CONFIG_FILE, WEIGHTS_FILE } from "../../model/checkpoint.ts";
 import { hfCacheFolderName } from "./hub.ts";
+import type { HubRepo } from "../../common/types.ts";
 
 /** The public Hub. */
 export const DEFAULT_HUB_ENDPOINT = "https://huggingface.co";

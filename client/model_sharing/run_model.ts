@@ -25,7 +25,7 @@
  *
  * @module
  */
-import type { Checkpoint, PublicKeyBytes } from "../../coordinator/types.ts";
+import type { Checkpoint } from "../../coordinator/types.ts";
 import { readModelDir } from "../../model/checkpoint.ts";
 import type { LlamaConfig } from "../../model/hf_config.ts";
 import { initParams, type ParamLayout } from "../../model/params.ts";
@@ -36,6 +36,7 @@ import type { PayloadService } from "../p2p/payload_service.ts";
 import { type FetchedModel, fetchModel, ModelUnavailableError } from "./fetch.ts";
 import { type HubLookupOptions, loadHubCheckpoint } from "./hub.ts";
 import { type ServedModel, weightBytes } from "./serve.ts";
+import type { PublicKeyBytes } from "../../common/types.ts";
 
 export { ModelUnavailableError };
 

@@ -14,8 +14,8 @@ import { digestBytes } from "../../shaders/digest.ts";
 import type { ContentHash } from "../p2p/content_store.ts";
 import { decodeManifest, shareModel } from "../p2p/model_share.ts";
 import type { PayloadService } from "../p2p/payload_service.ts";
-import { bytesToHex, hexToBytes } from "../p2p/hex.ts";
 import { modelFromBlobs, modelToBlobs, type SharedModel } from "./blobs.ts";
+import { hexToBytes, toHex } from "../../common/bytes.ts";
 
 /** What one snapshot serves. */
 export interface ServedModel {
@@ -43,7 +43,7 @@ export function servedHashes(payloads: PayloadService, manifestHash: ContentHash
     hashes: new Set([manifestHash, ...entries.map((e) => e.hash)]),
     bytes: entries.reduce((n, e) => n + e.size, 0),
     step: label.step,
-    digest: bytesToHex(label.digest),
+    digest: toHex(label.digest),
   };
 }
 

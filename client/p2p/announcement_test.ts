@@ -13,12 +13,12 @@ import {
   verifyEnvelope,
 } from "./announcement.ts";
 import { publicKeyOf } from "./identity.ts";
-import { hexToBytes } from "./hex.ts";
 import {
   forgeWithSmallOrderKey,
   signWithSmallOrderR,
   WEAK_POINTS,
 } from "../../net/testing/weak_keys.ts";
+import { hexToBytes } from "../../common/bytes.ts";
 
 const secret = new Uint8Array(32).fill(5);
 const topic = gossipTopic("run-a");

@@ -8,8 +8,8 @@
  *
  * @module
  */
-import type { PublicKeyBytes } from "../../coordinator/types.ts";
-import { bytesToHex } from "./hex.ts";
+import { toHex } from "../../common/bytes.ts";
+import type { PublicKeyBytes } from "../../common/types.ts";
 
 /** Neighbours Psyche aims for in the gossip mesh. */
 export const DEFAULT_TARGET_NEIGHBOURS = 3;
@@ -39,13 +39,13 @@ export function peersToDial(input: PeersToDialInput): PublicKeyBytes[] {
   if (!Number.isInteger(target) || target < 0) {
     throw new RangeError(`target must be a non-negative integer, found ${target}`);
   }
-  const self = bytesToHex(input.self);
-  const connected = new Set(input.connected.map(bytesToHex));
+  const self = toHex(input.self);
+  const connected = new Set(input.connected.map(toHex));
   const want = target - connected.size;
   if (want <= 0) return [];
   const seen = new Set<string>();
   const candidates = input.participants.filter((key) => {
-    const hex = bytesToHex(key);
+    const hex = toHex(key);
     if (hex === self || connected.has(hex) || seen.has(hex)) return false;
     seen.add(hex);
     return input.reachable(key);

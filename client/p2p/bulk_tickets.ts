@@ -11,8 +11,8 @@
  *
  * @module
  */
-import { bytesToHex } from "./hex.ts";
 import { TICKET_BYTES } from "./payload_wire.ts";
+import { toHex } from "../../common/bytes.ts";
 
 /** How long a ticket may wait for its bulk connection, by default. */
 export const DEFAULT_TICKET_LIFETIME_MS = 10_000;
@@ -76,7 +76,7 @@ export class TicketBook {
     if (ticket.length !== TICKET_BYTES) {
       throw new RangeError(`ticket must be ${TICKET_BYTES} bytes, found ${ticket.length}`);
     }
-    const key = bytesToHex(ticket);
+    const key = toHex(ticket);
     this.#forgetOld(now);
     if (this.#entries.has(key)) throw new RangeError(`ticket ${key.slice(0, 8)}… already issued`);
     let total = 0;
@@ -99,9 +99,7 @@ export class TicketBook {
   redeem(options: { ticket: Uint8Array; hash: string; now: number }): Redemption {
     const { ticket, hash, now } = options;
     this.#forgetOld(now);
-    const entry = ticket.length === TICKET_BYTES
-      ? this.#entries.get(bytesToHex(ticket))
-      : undefined;
+    const entry = ticket.length === TICKET_BYTES ? this.#entries.get(toHex(ticket)) : undefined;
     if (entry === undefined) return { ok: false, reason: "unknown" };
     if (entry.spent) return { ok: false, reason: "used" };
     entry.spent = true;

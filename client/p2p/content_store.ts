@@ -9,7 +9,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { bytesToHex, hexToBytes } from "./hex.ts";
+import { hexToBytes, toHex } from "../../common/bytes.ts";
 
 /** A sha256 content hash as 64 lowercase hex characters (the key used throughout the store). */
 export type ContentHash = string;
@@ -29,7 +29,7 @@ export function hashFromBytes(bytes: Uint8Array): ContentHash {
   if (bytes.length !== 32) {
     throw new RangeError(`content hash must be 32 bytes, found ${bytes.length}`);
   }
-  return bytesToHex(bytes);
+  return toHex(bytes);
 }
 
 /** Where a stored item came from and when it may go. */

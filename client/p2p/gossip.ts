@@ -20,7 +20,6 @@
 import { createHash } from "node:crypto";
 import type { Message } from "@libp2p/gossipsub";
 import { TopicValidatorResult } from "@libp2p/gossipsub";
-import type { PublicKeyBytes } from "../../coordinator/types.ts";
 import { multiaddr } from "@multiformats/multiaddr";
 import {
   type Announcement,
@@ -35,9 +34,10 @@ import {
 } from "./announcement.ts";
 import type { P2PNode } from "./node.ts";
 import { peerIdOf, publicKeyOf } from "./identity.ts";
-import { bytesToHex } from "./hex.ts";
 import { RebroadcastQueue } from "./rebroadcast.ts";
 import { RecentSet } from "./recent_set.ts";
+import { toHex } from "../../common/bytes.ts";
+import type { PublicKeyBytes } from "../../common/types.ts";
 
 /** An announcement delivered to the client. */
 export interface ReceivedAnnouncement {
@@ -111,7 +111,7 @@ export class RunGossip {
     if (!Number.isInteger(this.#nonce) || this.#nonce < 0 || this.#nonce > 0xffff_ffff) {
       throw new RangeError(`firstNonce must be a u32, found ${options.firstNonce}`);
     }
-    if (bytesToHex(publicKeyOf(options.secretKey)) !== bytesToHex(node.publicKey)) {
+    if (toHex(publicKeyOf(options.secretKey)) !== toHex(node.publicKey)) {
       throw new RangeError("secretKey is not the key of this node's identity");
     }
     this.#seen = new RecentSet(options.dedupCapacity ?? 4096);

@@ -26,10 +26,10 @@
  *
  * @module
  */
-import type { PublicKeyBytes } from "../../coordinator/types.ts";
 import { type ContentHash, hashFromBytes, hashToBytes } from "./content_store.ts";
 import type { PayloadService } from "./payload_service.ts";
 import { MAX_NAME_BYTES } from "./payload_wire.ts";
+import type { PublicKeyBytes } from "../../common/types.ts";
 
 /** The blob name under which a model's manifest is served. */
 export const MANIFEST_NAME = "psyche/model-manifest";

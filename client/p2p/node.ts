@@ -16,9 +16,9 @@ import { type Identify, identify } from "@libp2p/identify";
 import { type GossipSub, gossipsub, StrictNoSign } from "@libp2p/gossipsub";
 import { type Multiaddr, multiaddr } from "@multiformats/multiaddr";
 import type { PeerId } from "@libp2p/interface";
-import type { PublicKeyBytes } from "../../coordinator/types.ts";
 import { Allowlist, allowlistGater } from "./allowlist.ts";
 import { libp2pPrivateKey, peerIdOf, publicKeyOf } from "./identity.ts";
+import type { PublicKeyBytes } from "../../common/types.ts";
 
 /** The services every node runs. */
 export interface P2PServices extends Record<string, unknown> {

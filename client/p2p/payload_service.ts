@@ -26,7 +26,6 @@
 import type { Connection, PeerId, Stream } from "@libp2p/interface";
 import type { Multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
-import type { PublicKeyBytes } from "../../coordinator/types.ts";
 import {
   type ContentHash,
   ContentStore,
@@ -64,6 +63,8 @@ import {
 } from "./payload_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
 import { readBody, readHeader, readRequest, sendChunked } from "./payload_stream.ts";
+import { equalBytes } from "../../common/bytes.ts";
+import type { PublicKeyBytes } from "../../common/types.ts";
 
 /** Largest payload accepted by default: 512 MiB (a 1.2B model's largest tensor is ~130 MB). */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 512 * 1024 * 1024;
@@ -713,10 +714,6 @@ async function startBulk(
 /** The IP address in a connection's remote multiaddr, or undefined (DNS, relay, unknown). */
 function ipOf(address: Multiaddr): string | undefined {
   return address.getComponents().find((c) => c.name === "ip4" || c.name === "ip6")?.value;
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 function checkPositive(what: string, value: number): void {

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { CoordinatorState, PublicKeyBytes } from "../../coordinator/types.ts";
+import type { CoordinatorState } from "../../coordinator/types.ts";
 import { type RoundView, stepLearningRate, stepOfHeight } from "../round_view.ts";
 import { duePlans } from "./apply_targets.ts";
 import {
@@ -18,6 +18,7 @@ import {
   roundKey,
 } from "./intent.ts";
 import { currentRound, roundAssignments } from "../../coordinator/machine_queries.ts";
+import type { PublicKeyBytes } from "../../common/types.ts";
 
 /** p2p keys of the epoch's Healthy clients: whose announcements a round waits for. */
 export function healthyPeers(state: CoordinatorState): PublicKeyBytes[] {

@@ -10,13 +10,8 @@
  */
 import type { ApplyPlan } from "../../coordinator/machine_queries.ts";
 import type { HealthCheck } from "../../coordinator/health.ts";
-import type {
-  BatchId,
-  CommitteeProof,
-  CoordinatorState,
-  PublicKeyBytes,
-  WitnessProof,
-} from "../../coordinator/types.ts";
+import type { CommitteeProof, CoordinatorState, WitnessProof } from "../../coordinator/types.ts";
+import type { BatchId, PublicKeyBytes } from "../../common/types.ts";
 
 /** Ask the coordinator to take this client in a later epoch again (after Dropped/Withdrawn). */
 export interface JoinIntent {

@@ -20,13 +20,15 @@
  * @module
  */
 import { currentRound } from "../../coordinator/machine_queries.ts";
-import type { CoordinatorState, PublicKeyBytes } from "../../coordinator/types.ts";
-import { roundView, sameKey } from "../round_view.ts";
+import type { CoordinatorState } from "../../coordinator/types.ts";
+import { roundView } from "../round_view.ts";
 import { planCooldown } from "./cooldown.ts";
 import { type Intent, intentKey, type PlanInput } from "./intent.ts";
 import { planRoundTrain } from "./train.ts";
 import { planWarmup } from "./warmup.ts";
 import { planRoundWitness } from "./witness.ts";
+import { equalBytes } from "../../common/bytes.ts";
+import type { PublicKeyBytes } from "../../common/types.ts";
 
 /** The intents due in `input.state`, in the order they should start. */
 export function planActions(input: PlanInput): Intent[] {
@@ -75,6 +77,6 @@ export function planRejoin(input: PlanInput): Intent[] {
 export function wasRemoved(state: CoordinatorState, signer: PublicKeyBytes): boolean {
   const { clients, exitedClients } = state.epochState;
   return [...clients, ...exitedClients].some((c) =>
-    sameKey(c.id.signer, signer) && c.state !== "Healthy"
+    equalBytes(c.id.signer, signer) && c.state !== "Healthy"
   );
 }

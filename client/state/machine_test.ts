@@ -1,13 +1,14 @@
 import assert from "node:assert/strict";
 import { currentRound, roundSelection } from "../../coordinator/machine_queries.ts";
 import { witness as witnessImpl } from "../../coordinator/machine_witness.ts";
-import type { CoordinatorState, NodeIdentity, PublicKeyBytes } from "../../coordinator/types.ts";
-import { toHex } from "../../coordinator/hash.ts";
+import type { CoordinatorState, NodeIdentity } from "../../coordinator/types.ts";
 import { identities, witnessReport } from "../../tests/support/coordinator_fixtures.ts";
 import { runInRound0 } from "../testing/fixtures.ts";
 import { roundView } from "../round_view.ts";
 import { ClientProgress, type ExchangeFacts, type Intent, intentKey } from "./intent.ts";
 import { planActions } from "./machine.ts";
+import { toHex } from "../../common/bytes.ts";
+import type { PublicKeyBytes } from "../../common/types.ts";
 
 /** Facts a test sets by hand. */
 class Facts implements ExchangeFacts {

@@ -12,7 +12,7 @@
  * @module
  */
 import { unhealthyTrainers } from "../../coordinator/health.ts";
-import { type RoundView, roundView, sameKey } from "../round_view.ts";
+import { type RoundView, roundView } from "../round_view.ts";
 import {
   healthyPeers,
   planApplies,
@@ -22,6 +22,7 @@ import {
   witnessIntent,
 } from "./common.ts";
 import { type Intent, intentKey, type PlanInput, roundKey } from "./intent.ts";
+import { equalBytes } from "../../common/bytes.ts";
 
 /**
  * Health checks a witness of round `h − 1` sends in round `h >= 2`: the coordinator's
@@ -38,7 +39,7 @@ export function planHealthChecks(input: PlanInput, view: RoundView): Intent[] {
   // Indices of round h − 2's assignments name clients of that round's list.
   const assigned = attested.assignments.map((a) => attested.clients[a.clientIndex]);
   const checks = unhealthyTrainers(state).filter((c) =>
-    assigned.some((a) => a !== undefined && sameKey(a.id.signer, c.id.signer))
+    assigned.some((a) => a !== undefined && equalBytes(a.id.signer, c.id.signer))
   );
   if (checks.length === 0) return [];
   const intent: Intent = {

@@ -5,6 +5,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { UsageError } from "../../common/usage_error.ts";
 
 /** Usage text of `deno task testnet`. */
 export const TESTNET_USAGE = `Usage: deno task testnet --num-clients N --config-path DIR [options]
@@ -31,15 +32,6 @@ Options:
                                 what N clients sharing it need (a busy or slow machine)
   -h, --help                    show this help`;
 
-/** A command line that cannot be run; the message names the flag. */
-export class TestnetUsageError extends Error {
-  /** Builds the error. */
-  constructor(message: string) {
-    super(message);
-    this.name = "TestnetUsageError";
-  }
-}
-
 /** Output formats of `--logs`. */
 export const TESTNET_LOG_FORMATS = ["console", "json"] as const;
 /** One of {@link TESTNET_LOG_FORMATS}. */
@@ -63,7 +55,7 @@ function whole(name: string, text: string | undefined, min: number, max: number)
   if (text === undefined) return undefined;
   const n = Number(text);
   if (!/^\d+$/.test(text) || n < min || n > max) {
-    throw new TestnetUsageError(
+    throw new UsageError(
       `--${name} must be a whole number in ${min}..${max}, found "${text}"`,
     );
   }
@@ -71,7 +63,7 @@ function whole(name: string, text: string | undefined, min: number, max: number)
 }
 
 /**
- * Parses the arguments; null when help was asked for. Throws {@link TestnetUsageError}.
+ * Parses the arguments; null when help was asked for. Throws {@link UsageError}.
  *
  * @example
  * ```ts
@@ -102,25 +94,25 @@ export function parseTestnetArgs(args: readonly string[]): TestnetArgs | null {
       },
     }));
   } catch (e) {
-    throw new TestnetUsageError((e as Error).message);
+    throw new UsageError((e as Error).message);
   }
   if (values.help) return null;
   const numClients = whole("num-clients", values["num-clients"], 1, 64);
-  if (numClients === undefined) throw new TestnetUsageError("--num-clients N is required");
+  if (numClients === undefined) throw new UsageError("--num-clients N is required");
   const configPath = values["config-path"];
   if (configPath === undefined || configPath === "") {
-    throw new TestnetUsageError("--config-path DIR is required");
+    throw new UsageError("--config-path DIR is required");
   }
   const logs = values.logs ?? "console";
   if (!(TESTNET_LOG_FORMATS as readonly string[]).includes(logs)) {
-    throw new TestnetUsageError(
+    throw new UsageError(
       `--logs must be one of ${TESTNET_LOG_FORMATS.join(", ")}, found "${logs}"`,
     );
   }
   const randomKillNum = whole("random-kill-num", values["random-kill-num"], 0, 10_000) ?? 0;
   const interval = whole("random-kill-interval", values["random-kill-interval"], 1, 86_400);
   if (interval !== undefined && randomKillNum === 0) {
-    throw new TestnetUsageError("--random-kill-interval needs --random-kill-num K");
+    throw new UsageError("--random-kill-interval needs --random-kill-num K");
   }
   return {
     numClients,

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { parseTestnetArgs, TestnetUsageError } from "./args.ts";
+import { parseTestnetArgs } from "./args.ts";
+import { UsageError } from "../../common/usage_error.ts";
 
 const base = ["--num-clients", "3", "--config-path", "cfg"];
 
@@ -67,7 +68,7 @@ Deno.test("testnet arguments: mistakes name the flag", () => {
   ];
   for (const [args, message] of cases) {
     assert.throws(() => parseTestnetArgs(args), (e) => {
-      assert.ok(e instanceof TestnetUsageError);
+      assert.ok(e instanceof UsageError);
       assert.match(e.message, message);
       return true;
     });

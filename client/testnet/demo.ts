@@ -14,8 +14,9 @@
 import "../p2p/exit_fix.ts";
 import { join } from "node:path";
 import { EXIT_USAGE, runUntilSignal } from "./main.ts";
-import { parseTestnetArgs, TESTNET_USAGE, TestnetUsageError } from "./args.ts";
+import { parseTestnetArgs, TESTNET_USAGE } from "./args.ts";
 import { REPO_ROOT } from "./launcher.ts";
+import { UsageError } from "../../common/usage_error.ts";
 
 /** Where the demo's checkpoints go (git-ignored; emptied at the start of each demo). */
 export const DEMO_CHECKPOINTS: string = join(REPO_ROOT, "runs", "demo");
@@ -71,7 +72,7 @@ if (import.meta.main) {
       await keepLastCheckpoint(join(DEMO_CHECKPOINTS, "client-1"));
     }
   } catch (e) {
-    if (!(e instanceof TestnetUsageError)) throw e;
+    if (!(e instanceof UsageError)) throw e;
     console.error(`demo: ${e.message}`);
     code = EXIT_USAGE;
   }

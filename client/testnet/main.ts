@@ -10,11 +10,12 @@
  * @module
  */
 import "../p2p/exit_fix.ts";
-import { parseTestnetArgs, TESTNET_USAGE, type TestnetArgs, TestnetUsageError } from "./args.ts";
+import { parseTestnetArgs, TESTNET_USAGE, type TestnetArgs } from "./args.ts";
 import { Testnet } from "./launcher.ts";
 import { formatSummary, type RunSummary, SummaryCollector } from "./summary.ts";
 import { runProblems, type StopReason } from "./verdict.ts";
 import { EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
+import { UsageError } from "../../common/usage_error.ts";
 
 export { EXIT_OK, EXIT_USAGE };
 
@@ -114,7 +115,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     args = parseTestnetArgs(argv);
   } catch (e) {
-    if (!(e instanceof TestnetUsageError)) throw e;
+    if (!(e instanceof UsageError)) throw e;
     console.error(`testnet: ${e.message}\n\n${TESTNET_USAGE}`);
     return EXIT_USAGE;
   }

@@ -21,7 +21,6 @@ export {
   TESTNET_USAGE,
   type TestnetArgs,
   type TestnetLogFormat,
-  TestnetUsageError,
 } from "./args.ts";
 export { ChildProcess, forEachLine } from "./child.ts";
 export {

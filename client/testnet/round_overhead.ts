@@ -164,21 +164,3 @@ export function roundTimings(
   }
   return { rounds, skipped };
 }
-
-/**
- * The `q` quantile (0..1) of `values` by the nearest-rank method (the smallest value with at
- * least `q` of the values at or below it). Throws on an empty list or `q` outside 0..1.
- *
- * @example
- * ```ts
- * import { quantile } from "./round_overhead.ts";
- * if (quantile([5, 1, 3, 2, 4], 0.5) !== 3) throw new Error("median");
- * ```
- */
-export function quantile(values: readonly number[], q: number): number {
-  if (values.length === 0) throw new RangeError("quantile of no values");
-  if (!(q >= 0 && q <= 1)) throw new RangeError(`quantile must be in 0..1, found ${q}`);
-  const sorted = [...values].sort((a, b) => a - b);
-  const rank = Math.max(1, Math.ceil(q * sorted.length));
-  return sorted[rank - 1];
-}

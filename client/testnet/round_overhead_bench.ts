@@ -21,8 +21,9 @@
 import { parseArgs } from "node:util";
 import { connectTestBackend, startTestServer } from "../../tests/support/server_driver.ts";
 import { Testnet } from "./launcher.ts";
-import { quantile, type RoundTiming, roundTimings, type TimedEvent } from "./round_overhead.ts";
+import { type RoundTiming, roundTimings, type TimedEvent } from "./round_overhead.ts";
 import { tinyRunFolder } from "./testing.ts";
+import { quantile } from "../../common/stats.ts";
 
 /** The train timer (s): far above a step of the tiny model, so witnessing closes rounds. */
 const MAX_ROUND_TRAIN_TIME = 30;

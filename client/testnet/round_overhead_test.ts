@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
-import fc from "fast-check";
-import { quantile, roundTimings, type TimedEvent } from "./round_overhead.ts";
+import { roundTimings, type TimedEvent } from "./round_overhead.ts";
 
 const at = (ms: number) => new Date(ms).toISOString();
 
@@ -104,22 +103,4 @@ Deno.test("roundTimings names the field of a malformed event", () => {
       }], options),
     /"time" must be an ISO-8601 time, found "yesterday"/,
   );
-});
-
-Deno.test("quantile is the nearest rank and rejects empty input", () => {
-  assert.equal(quantile([5, 1, 3, 2, 4], 0.5), 3);
-  assert.equal(quantile([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 0.9), 9);
-  assert.equal(quantile([7], 0), 7);
-  assert.throws(() => quantile([], 0.5), RangeError);
-  assert.throws(() => quantile([1], 1.5), /must be in 0\.\.1, found 1\.5/);
-  fc.assert(fc.property(
-    fc.array(fc.integer(), { minLength: 1 }),
-    fc.double({ min: 0, max: 1, noNaN: true }),
-    (xs, q) => {
-      const v = quantile(xs, q);
-      const atOrBelow = xs.filter((x) => x <= v).length;
-      return xs.includes(v) && atOrBelow >= q * xs.length &&
-        xs.filter((x) => x < v).length < Math.max(1, Math.ceil(q * xs.length));
-    },
-  ));
 });

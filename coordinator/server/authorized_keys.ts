@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { keyString } from "../machine_core.ts";
+import { toHex } from "../../common/bytes.ts";
 
 /** A line of an authorized-keys file that is not a key, with the file and line number. */
 export class AuthorizedKeysError extends Error {
@@ -55,7 +55,7 @@ export function parsePublicKey(text: string): Uint8Array | null {
 }
 
 /**
- * The keys listed in an authorized-keys file's `text`, as {@linkcode keyString}s (hex).
+ * The keys listed in an authorized-keys file's `text`, as hex ({@linkcode toHex}).
  * Throws {@linkcode AuthorizedKeysError} naming `path` and the line of the first entry that
  * is not a key, or when the file lists no key at all (a run nobody could join).
  *
@@ -79,7 +79,7 @@ export function parseAuthorizedKeys(text: string, path: string): Set<string> {
           "(expected 64 hex digits or a base58 key of 32 bytes)",
       );
     }
-    keys.add(keyString(key));
+    keys.add(toHex(key));
   }
   if (keys.size === 0) {
     throw new AuthorizedKeysError(`${path} lists no keys: nobody could join the run`);

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { getBase58Decoder } from "@solana/kit";
-import { keyString } from "../machine_core.ts";
 import {
   AuthorizedKeysError,
   decodeBase58,
   parseAuthorizedKeys,
   parsePublicKey,
 } from "./authorized_keys.ts";
+import { toHex } from "../../common/bytes.ts";
 
 const base58 = (bytes: Uint8Array) => getBase58Decoder().decode(bytes);
 
@@ -25,9 +25,9 @@ Deno.test("base58 keys decode to the bytes Solana's codec encoded, leading zeros
 
 Deno.test("a key is 64 hex digits or base58 of exactly 32 bytes", () => {
   const key = new Uint8Array(32).map((_, i) => i * 7);
-  assert.deepEqual(parsePublicKey(keyString(key)), key);
-  assert.deepEqual(parsePublicKey(keyString(key).toUpperCase()), key);
-  assert.equal(parsePublicKey(keyString(key).slice(2)), null, "62 hex digits");
+  assert.deepEqual(parsePublicKey(toHex(key)), key);
+  assert.deepEqual(parsePublicKey(toHex(key).toUpperCase()), key);
+  assert.equal(parsePublicKey(toHex(key).slice(2)), null, "62 hex digits");
   assert.equal(parsePublicKey(base58(new Uint8Array(31).fill(9))), null, "31 bytes");
   assert.equal(parsePublicKey(base58(new Uint8Array(33).fill(9))), null, "33 bytes");
 });
@@ -38,16 +38,16 @@ Deno.test("an authorized-keys file: keys in either spelling, comments and blank 
   const text = [
     "# permissioned run",
     "",
-    `${keyString(a)}   # alice, hex`,
+    `${toHex(a)}   # alice, hex`,
     `  ${base58(b)}`,
-    `${keyString(b)}`,
+    `${toHex(b)}`,
     "\t# end",
   ].join("\r\n");
-  assert.deepEqual(parseAuthorizedKeys(text, "keys.txt"), new Set([keyString(a), keyString(b)]));
+  assert.deepEqual(parseAuthorizedKeys(text, "keys.txt"), new Set([toHex(a), toHex(b)]));
 });
 
 Deno.test("an authorized-keys file with a bad line or no key is refused naming the line", () => {
-  const good = keyString(new Uint8Array(32).fill(3));
+  const good = toHex(new Uint8Array(32).fill(3));
   assert.throws(
     () => parseAuthorizedKeys(`${good}\n# ok\nnot-a-key # oops\n`, "keys.txt"),
     (e: unknown) => {

@@ -1,7 +1,7 @@
 /**
  * The TCP server's pure core: one run's {@linkcode CoordinatorState} plus what only a
  * centralized host knows (who is waiting to join, in join order). Every entry point takes
- * `now` (seconds, whole milliseconds at most: coordinator/time.ts) and a u64 `seed` from the
+ * `now` (seconds, whole milliseconds at most: common/time.ts) and a u64 `seed` from the
  * caller, so this module has no clock,
  * randomness, sockets or logging; it records {@linkcode HostEvent}s the edge drains with
  * {@linkcode CoordinatorHost.takeEvents} and turns into log lines and saved files.
@@ -21,7 +21,7 @@
 import { isSmallOrderEncoding } from "../../net/ed25519_strict.ts";
 import { CoordinatorError, type CoordinatorErrorCode } from "../errors.ts";
 import { type HealthCheck, healthCheck } from "../health.ts";
-import { checkTimeout, isHalted, keyString, type Outcome, sameKey } from "../machine_core.ts";
+import { checkTimeout, isHalted, type Outcome } from "../machine_core.ts";
 import { nextTickDeadline, tick as machineTick } from "../machine.ts";
 import { checkpoint as machineCheckpoint, withdraw } from "../machine_membership.ts";
 import {
@@ -33,7 +33,6 @@ import {
 } from "../machine_queries.ts";
 import { cooldownWitness, warmupWitness, witness as machineWitness } from "../machine_witness.ts";
 import type {
-  BatchId,
   Checkpoint,
   ClientState,
   CoordinatorState,
@@ -43,8 +42,8 @@ import type {
   WitnessMetadata,
 } from "../types.ts";
 import { MAX_CLIENTS_LIMIT } from "../types.ts";
-import { durationProblem } from "../time.ts";
-import { quoteForTerminal } from "../printable.ts";
+import { durationProblem } from "../../common/time.ts";
+import { quoteForTerminal } from "../../common/printable.ts";
 import { isNoDigest } from "../params_digest.ts";
 import { untrainedBatchCount } from "../untrained_batches.ts";
 import { roundWitnessQuorum } from "../witness_quorum.ts";
@@ -55,6 +54,8 @@ import {
   JoinBackoff,
 } from "./join_backoff.ts";
 import type { ClientMessage, ClientMessageHead } from "./protocol.ts";
+import { equalBytes, toHex } from "../../common/bytes.ts";
+import type { BatchId } from "../../common/types.ts";
 
 /** Something the host did, for logs and for the edge's side effects (saving state). */
 export type HostEvent =
@@ -109,7 +110,7 @@ export type HostEvent =
 
 /** A reported parameter digest as hex for the logs, or null for none (all zero). */
 function digestHex(digest: Uint8Array): string | null {
-  return isNoDigest(digest) ? null : keyString(digest);
+  return isNoDigest(digest) ? null : toHex(digest);
 }
 
 /** The host's answer to one request: accepted, or rejected with the coordinator's error. */
@@ -141,7 +142,7 @@ export interface HostOptions {
    */
   joinBackoffEpochs?: number;
   /**
-   * A permissioned run: only these keys (hex, `keyString`) may join. Null or absent: anyone.
+   * A permissioned run: only these keys (hex, `toHex`) may join. Null or absent: anyone.
    */
   authorizedKeys?: ReadonlySet<string> | null;
 }
@@ -205,7 +206,7 @@ export class CoordinatorHost {
 
   /** Whether `client` may take part in this run (always true unless it is permissioned). */
   isAuthorized(client: Uint8Array): boolean {
-    return this.#authorizedKeys === null || this.#authorizedKeys.has(keyString(client));
+    return this.#authorizedKeys === null || this.#authorizedKeys.has(toHex(client));
   }
 
   /**
@@ -213,10 +214,10 @@ export class CoordinatorHost {
    * The server never closes a member's connection for being idle.
    */
   isMember(client: Uint8Array): boolean {
-    return this.isMemberKey(keyString(client));
+    return this.isMemberKey(toHex(client));
   }
 
-  /** {@linkcode CoordinatorHost.isMember} for a key already in hex (`keyString`). */
+  /** {@linkcode CoordinatorHost.isMember} for a key already in hex (`toHex`). */
   isMemberKey(name: string): boolean {
     return this.#pendingNames.has(name) || this.#epochClientNames().has(name);
   }
@@ -227,7 +228,7 @@ export class CoordinatorHost {
     if (cached !== null && cached.version === this.#version && cached.epochState === es) {
       return cached.names;
     }
-    const names = new Set(es.clients.map((c) => keyString(c.id.signer)));
+    const names = new Set(es.clients.map((c) => toHex(c.id.signer)));
     this.#epochNames = { version: this.#version, epochState: es, names };
     return names;
   }
@@ -241,7 +242,7 @@ export class CoordinatorHost {
   precheck(client: Uint8Array, head: ClientMessageHead): HostReply | null {
     if (head.kind !== "HealthCheck" || head.entries === null) return null;
     let message: string | null = null;
-    if (!this.#epochClientNames().has(keyString(client))) {
+    if (!this.#epochClientNames().has(toHex(client))) {
       message = "the sender is not a client of this epoch";
     } else {
       const limit = previousRound(this.state)?.clientsLen ?? 0;
@@ -252,7 +253,7 @@ export class CoordinatorHost {
     if (message === null) return null;
     this.#events.push({
       kind: "Rejected",
-      client: keyString(client),
+      client: toHex(client),
       request: head.kind,
       code: "InvalidHealthCheck",
       message,
@@ -320,7 +321,7 @@ export class CoordinatorHost {
   #eligible(): NodeIdentity[] {
     const epoch = this.state.progress.epoch;
     if (this.#backoff.size === 0) return this.#pending;
-    return this.#pending.filter((p) => this.#backoff.check(keyString(p.signer), epoch) === null);
+    return this.#pending.filter((p) => this.#backoff.check(toHex(p.signer), epoch) === null);
   }
 
   /**
@@ -344,10 +345,10 @@ export class CoordinatorHost {
       const signer = roundClientList[index]?.id.signer;
       const at = signer === undefined
         ? -1
-        : clients.findIndex((c) => c.state === "Healthy" && sameKey(c.id.signer, signer));
+        : clients.findIndex((c) => c.state === "Healthy" && equalBytes(c.id.signer, signer));
       if (at < 0) continue;
       this.#step(() => withdraw(state, at));
-      this.#backOff(keyString(signer!), "SilentWitness");
+      this.#backOff(toHex(signer!), "SilentWitness");
     }
   }
 
@@ -370,7 +371,7 @@ export class CoordinatorHost {
    */
   handle(client: Uint8Array, msg: ClientMessage, now: number, seed: bigint): HostReply {
     const id: NodeIdentity = { signer: client, p2pIdentity: client };
-    const name = keyString(client);
+    const name = toHex(client);
     let reply: HostReply;
     try {
       reply = this.#dispatch(id, name, msg, now, seed);
@@ -441,7 +442,7 @@ export class CoordinatorHost {
         return this.#healthCheck(id, name, msg.checks);
       case "Checkpoint": {
         const index = this.state.epochState.clients.findIndex((c) =>
-          sameKey(c.id.signer, id.signer)
+          equalBytes(c.id.signer, id.signer)
         );
         if (index < 0) {
           throw new CoordinatorError(
@@ -507,7 +508,7 @@ export class CoordinatorHost {
    */
   #withdraw(id: NodeIdentity, name: string): HostReply {
     const index = this.state.epochState.clients.findIndex((c) =>
-      c.state === "Healthy" && sameKey(c.id.signer, id.signer)
+      c.state === "Healthy" && equalBytes(c.id.signer, id.signer)
     );
     if (index < 0) {
       throw new CoordinatorError(
@@ -525,7 +526,7 @@ export class CoordinatorHost {
   /** Removes `name` from the pending list; whether it was there. */
   #unpend(name: string): boolean {
     if (!this.#pendingNames.delete(name)) return false;
-    this.#pending = this.#pending.filter((p) => keyString(p.signer) !== name);
+    this.#pending = this.#pending.filter((p) => toHex(p.signer) !== name);
     return true;
   }
 
@@ -533,7 +534,7 @@ export class CoordinatorHost {
     // A client named twice would have its proof verified twice: refuse before any is.
     const named = new Set<string>();
     for (let i = 0; i < checks.length; i++) {
-      const target = keyString(checks[i].id.signer);
+      const target = toHex(checks[i].id.signer);
       if (named.has(target)) {
         throw new CoordinatorError("InvalidHealthCheck", `entry ${i} names a client listed before`);
       }
@@ -553,12 +554,12 @@ export class CoordinatorHost {
    * withdraw-on-disconnect, is withdrawn from the epoch if it is a Healthy client of it.
    */
   disconnect(client: Uint8Array, now: number, seed: bigint): void {
-    const name = keyString(client);
+    const name = toHex(client);
     this.#unpend(name);
     let withdrawn = false;
     if (this.#withdrawOnDisconnect) {
       const index = this.state.epochState.clients.findIndex((c) =>
-        c.state === "Healthy" && sameKey(c.id.signer, client)
+        c.state === "Healthy" && equalBytes(c.id.signer, client)
       );
       if (index >= 0) {
         this.#step(() => withdraw(this.state, index));
@@ -578,7 +579,7 @@ export class CoordinatorHost {
   authorizeData(client: Uint8Array, batch: BatchId): DataVerdict {
     const { state } = this;
     const inEpoch = state.epochState.clients.some((c) =>
-      c.state === "Healthy" && sameKey(c.id.signer, client)
+      c.state === "Healthy" && equalBytes(c.id.signer, client)
     );
     if (!inEpoch || (state.runState !== "RoundTrain" && state.runState !== "RoundWitness")) {
       return "NotInThisRound";
@@ -587,7 +588,7 @@ export class CoordinatorHost {
     for (const round of rounds) {
       if (round === null) continue;
       const index = roundClients(state, round.height).findIndex((c) =>
-        sameKey(c.id.signer, client)
+        equalBytes(c.id.signer, client)
       );
       if (index < 0) continue;
       const mine = roundAssignments(state, round).find((a) => a.clientIndex === index);
@@ -616,7 +617,7 @@ export class CoordinatorHost {
       this.#events.push({
         kind: "DigestRecorded",
         step: newest.step,
-        digest: keyString(newest.digest),
+        digest: toHex(newest.digest),
       });
     }
     const { progress, runState } = this.state;
@@ -660,7 +661,7 @@ export class CoordinatorHost {
     }
     for (const c of [...es.clients, ...es.exitedClients]) {
       if (c.state === "Healthy") continue;
-      const name = keyString(c.id.signer);
+      const name = toHex(c.id.signer);
       if (this.#kicked.has(name)) continue;
       this.#kicked.add(name);
       if (this.#unpend(name)) this.#events.push({ kind: "Kicked", client: name, state: c.state });

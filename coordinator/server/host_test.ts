@@ -1,7 +1,6 @@
 import { NO_DIGEST } from "../params_digest.ts";
 import assert from "node:assert/strict";
 import { encodeCoordinatorState } from "../encoding.ts";
-import { keyString } from "../machine_core.ts";
 import { unhealthyTrainers } from "../health.ts";
 import { currentRound, roundAssignments, roundSelection } from "../machine_queries.ts";
 import {
@@ -13,6 +12,7 @@ import {
 import type { WitnessMetadata } from "../types.ts";
 import { CoordinatorHost, type HostEvent, type HostOptions } from "./host.ts";
 import { WEAK_POINTS } from "../../net/testing/weak_keys.ts";
+import { toHex } from "../../common/bytes.ts";
 
 const SEED = 42n;
 const META: WitnessMetadata = {
@@ -75,8 +75,8 @@ Deno.test("the epoch's clients are the pending clients in join order", () => {
   host.tick(101, SEED);
   assert.equal(host.state.runState, "Warmup");
   assert.deepEqual(
-    host.state.epochState.clients.map((c) => keyString(c.id.signer)),
-    [2, 0, 1].map((i) => keyString(identity(i).signer)),
+    host.state.epochState.clients.map((c) => toHex(c.id.signer)),
+    [2, 0, 1].map((i) => toHex(identity(i).signer)),
   );
   const events = host.takeEvents();
   assert.deepEqual(kinds(events), ["Joined", "Joined", "Joined", "StateChanged"]);
@@ -173,7 +173,7 @@ Deno.test("disconnect withdraws a client of the epoch only with the flag", () =>
   assert.equal(withFlag.state.epochState.clients[1].state, "Withdrawn");
   assert.equal(withFlag.pending().length, 1);
   const left = withFlag.takeEvents().find((e) => e.kind === "Left");
-  assert.deepEqual(left, { kind: "Left", client: keyString(identity(1).signer), withdrawn: true });
+  assert.deepEqual(left, { kind: "Left", client: toHex(identity(1).signer), withdrawn: true });
 
   const withoutFlag = trainingHost([0, 1], false);
   withoutFlag.disconnect(identity(1).signer, 103, SEED);
@@ -240,7 +240,7 @@ Deno.test("a health check drops an unseen trainer, who leaves the pending list",
   while (currentRound(host.state).height < 2) {
     const state = host.state;
     const seen = state.epochState.clients.map((c) => c.id).filter((id) =>
-      keyString(id.signer) !== keyString(unseen)
+      toHex(id.signer) !== toHex(unseen)
     );
     for (const index of roundSelection(state.config, currentRound(state)).witnessIndices()) {
       const reply = host.handle(
@@ -263,7 +263,7 @@ Deno.test("a health check drops an unseen trainer, who leaves the pending list",
   }
   host.takeEvents();
   const checks = unhealthyTrainers(host.state);
-  assert.deepEqual(checks.map((c) => keyString(c.id.signer)), [keyString(unseen)]);
+  assert.deepEqual(checks.map((c) => toHex(c.id.signer)), [toHex(unseen)]);
   const reply = host.handle(
     identity(0).signer,
     { kind: "HealthCheck", requestId: 2, checks },
@@ -271,15 +271,13 @@ Deno.test("a health check drops an unseen trainer, who leaves the pending list",
     SEED,
   );
   assert.deepEqual(reply, { kind: "Ack" });
-  const dropped = host.state.epochState.clients.find((c) =>
-    keyString(c.id.signer) === keyString(unseen)
-  );
+  const dropped = host.state.epochState.clients.find((c) => toHex(c.id.signer) === toHex(unseen));
   assert.equal(dropped?.state, "Dropped");
   assert.deepEqual(
     host.takeEvents().filter((e) => e.kind === "HealthCheck" || e.kind === "Kicked"),
     [
-      { kind: "Kicked", client: keyString(unseen), state: "Dropped" },
-      { kind: "HealthCheck", client: keyString(identity(0).signer), dropped: 1 },
+      { kind: "Kicked", client: toHex(unseen), state: "Dropped" },
+      { kind: "HealthCheck", client: toHex(identity(0).signer), dropped: 1 },
     ],
   );
   assert.equal(host.pending().length, 2);
@@ -355,7 +353,7 @@ function trainToHeight2(host: CoordinatorHost, unseen: Uint8Array, start = 102):
   while (currentRound(host.state).height < 2) {
     const state = host.state;
     const seen = state.epochState.clients.map((c) => c.id).filter((id) =>
-      keyString(id.signer) !== keyString(unseen)
+      toHex(id.signer) !== toHex(unseen)
     );
     for (const index of roundSelection(state.config, currentRound(state)).witnessIndices()) {
       host.handle(
@@ -416,7 +414,7 @@ Deno.test("a key dropped by a health check in epoch e waits in the pending list 
   let now = trainToHeight2(host, unseen);
   const checks = unhealthyTrainers(host.state);
   host.handle(identity(0).signer, { kind: "HealthCheck", requestId: 2, checks }, now, SEED);
-  const name = keyString(unseen);
+  const name = toHex(unseen);
   assert.deepEqual(host.takeEvents().find((e) => e.kind === "BackedOff"), {
     kind: "BackedOff",
     client: name,
@@ -432,14 +430,14 @@ Deno.test("a key dropped by a health check in epoch e waits in the pending list 
     host.takeEvents().filter((e) => e.kind === "JoinDeferred"),
     [{ kind: "JoinDeferred", client: name, reason }],
   );
-  assert.ok(host.pending().some((p) => keyString(p.signer) === name));
+  assert.ok(host.pending().some((p) => toHex(p.signer) === name));
   now = endEpoch(host, now);
   assert.equal(host.state.progress.epoch, 1);
   // Epoch e + k: the next epoch takes it (with client 0, whom the epoch's end withdrew).
   assert.deepEqual(join(host, 0, now), { kind: "Ack" });
   host.tick(now + host.state.config.waitingForMembersExtraTime, SEED);
   assert.equal(host.state.runState, "Warmup");
-  assert.ok(host.state.epochState.clients.some((c) => keyString(c.id.signer) === name));
+  assert.ok(host.state.epochState.clients.some((c) => toHex(c.id.signer) === name));
 });
 
 Deno.test("the default back-off keeps a dropped key out of the next epoch", () => {
@@ -456,16 +454,16 @@ Deno.test("the default back-off keeps a dropped key out of the next epoch", () =
   assert.deepEqual(join(host, 2, later), { kind: "Ack" });
   assert.deepEqual(join(host, 0, later), { kind: "Ack" }, "a withdrawn key is not backed off");
   const deferred = host.takeEvents().flatMap((e) => e.kind === "JoinDeferred" ? [e] : []);
-  assert.deepEqual(deferred.map((e) => e.client), [keyString(identity(2).signer)]);
+  assert.deepEqual(deferred.map((e) => e.client), [toHex(identity(2).signer)]);
   assert.match(deferred[0].reason, /it may join again from epoch 2$/);
   // Epoch 1 starts with fresh keys and leaves the dropped one waiting.
   for (const i of [3, 4]) assert.deepEqual(join(host, i, later), { kind: "Ack" });
   host.tick(later + host.state.config.waitingForMembersExtraTime, SEED);
   assert.equal(host.state.runState, "Warmup");
-  const taken = host.state.epochState.clients.map((c) => keyString(c.id.signer));
-  assert.ok(taken.includes(keyString(identity(3).signer)));
-  assert.ok(!taken.includes(keyString(identity(2).signer)), "the dropped key sits out epoch 1");
-  assert.ok(host.pending().some((p) => keyString(p.signer) === keyString(identity(2).signer)));
+  const taken = host.state.epochState.clients.map((c) => toHex(c.id.signer));
+  assert.ok(taken.includes(toHex(identity(3).signer)));
+  assert.ok(!taken.includes(toHex(identity(2).signer)), "the dropped key sits out epoch 1");
+  assert.ok(host.pending().some((p) => toHex(p.signer) === toHex(identity(2).signer)));
 });
 
 Deno.test("witnesses that stay silent in a round without quorum are withdrawn and backed off", () => {
@@ -492,14 +490,14 @@ Deno.test("witnesses that stay silent in a round without quorum are withdrawn an
   assert.equal(host.state.runState, "Cooldown", "one witness of three is no quorum");
   const exited = host.state.epochState.exitedClients;
   assert.deepEqual(exited.map((c) => c.state), ["Withdrawn", "Withdrawn"]);
-  const silent = exited.map((c) => keyString(c.id.signer));
-  assert.ok(!silent.includes(keyString(reporter)));
+  const silent = exited.map((c) => toHex(c.id.signer));
+  assert.ok(!silent.includes(toHex(reporter)));
   const events = host.takeEvents();
   assert.deepEqual(
     events.filter((e) => e.kind === "BackedOff").map((e) => e.kind === "BackedOff" && e.client),
     silent,
   );
-  assert.deepEqual(host.pending().map((p) => keyString(p.signer)), [keyString(reporter)]);
+  assert.deepEqual(host.pending().map((p) => toHex(p.signer)), [toHex(reporter)]);
   const deferred = host.handle(
     exited[0].id.signer,
     { kind: "Join", requestId: 3, runId: "test-run" },
@@ -520,7 +518,7 @@ Deno.test("a permissioned run refuses the joins of keys outside its allowlist", 
   const host = new CoordinatorHost({
     state,
     withdrawOnDisconnect: true,
-    authorizedKeys: new Set([keyString(identity(1).signer)]),
+    authorizedKeys: new Set([toHex(identity(1).signer)]),
   });
   assert.equal(host.isAuthorized(identity(0).signer), false);
   assert.equal(host.isAuthorized(identity(1).signer), true);
@@ -592,9 +590,7 @@ Deno.test("a client withdraws itself: Withdrawn, not backed off, and it may join
   assert.deepEqual(host.handle(me, { kind: "Withdraw", requestId: 4 }, 103, SEED), {
     kind: "Ack",
   });
-  const client = host.state.epochState.clients.find((c) =>
-    keyString(c.id.signer) === keyString(me)
-  );
+  const client = host.state.epochState.clients.find((c) => toHex(c.id.signer) === toHex(me));
   assert.equal(client?.state, "Withdrawn");
   assert.ok(host.takeEvents().some((e) => e.kind === "Left" && e.withdrawn));
   // Twice is refused with the coordinator's error; the connection stays.
@@ -604,7 +600,7 @@ Deno.test("a client withdraws itself: Withdrawn, not backed off, and it may join
   assert.deepEqual(join(host, 1, 104), { kind: "Ack" });
   assert.ok(!host.takeEvents().some((e) => e.kind === "JoinDeferred"));
   host.tick(105, SEED);
-  assert.ok(host.pending().some((p) => keyString(p.signer) === keyString(me)));
+  assert.ok(host.pending().some((p) => toHex(p.signer) === toHex(me)));
 });
 
 Deno.test("a round's end says its witnesses, whether its timer ended training, and untrained batches", () => {

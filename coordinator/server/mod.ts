@@ -75,4 +75,4 @@ export {
   type LogFormat,
   type ServerEvent,
 } from "./log.ts";
-export { parseRunArgs, RUN_USAGE, runCommand, type RunOptions, UsageError } from "./run_command.ts";
+export { parseRunArgs, RUN_USAGE, runCommand, type RunOptions } from "./run_command.ts";

@@ -13,7 +13,7 @@ import { ConfigError, crossCheckDataConfig, parseRunConfig, type RunConfig } fro
 import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../config_cli.ts";
 import { startDataServerFromConfig } from "../../data/data_server_config.ts";
 import { DataError } from "../../data/errors.ts";
-import { durationProblem } from "../time.ts";
+import { durationProblem } from "../../common/time.ts";
 import { AuthorizedKeysError, parseAuthorizedKeys } from "./authorized_keys.ts";
 import { CoordinatorHost } from "./host.ts";
 import { DEFAULT_JOIN_BACKOFF_EPOCHS } from "./join_backoff.ts";
@@ -25,6 +25,7 @@ import {
   DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
   startCoordinatorServer,
 } from "./server.ts";
+import { UsageError } from "../../common/usage_error.ts";
 
 /** Usage text of `run`. */
 export const RUN_USAGE = `Usage: deno task coordinator run --state FILE [options]
@@ -74,12 +75,6 @@ export interface RunOptions {
   /** Seconds. */
   idleTimeout?: number;
   joinBackoffEpochs?: number;
-}
-
-/** Thrown for a bad command line; the message says which option and why. */
-export class UsageError extends Error {
-  /** Always `"UsageError"`. */
-  override name = "UsageError";
 }
 
 function integerOption(name: string, text: string | undefined, min: number, max: number) {

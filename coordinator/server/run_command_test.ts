@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import type { CliIo } from "../config_cli.ts";
-import { parseRunArgs, runCommand, UsageError } from "./run_command.ts";
+import { parseRunArgs, runCommand } from "./run_command.ts";
+import { UsageError } from "../../common/usage_error.ts";
 
 function captureIo(files: Record<string, string> = {}) {
   const out: string[] = [];

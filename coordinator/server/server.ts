@@ -55,12 +55,10 @@ import {
   HandshakeError,
   ProtocolError,
   serverHandshake,
-  toHex,
   writeFrame,
 } from "../../net/mod.ts";
 import { encodeCoordinatorState } from "../encoding.ts";
-import { keyString } from "../machine_core.ts";
-import { fromMillis, toMillis } from "../time.ts";
+import { fromMillis, toMillis } from "../../common/time.ts";
 import { addressKey, ConnectionTable } from "./connection_table.ts";
 import { CoordinatorHost, type HostEvent, type HostReply } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
@@ -77,6 +75,7 @@ import {
 } from "./protocol.ts";
 import { resumableRunConfig, saveRunConfig } from "./save_state.ts";
 import { TokenBucket } from "./token_bucket.ts";
+import { toHex } from "../../common/bytes.ts";
 
 /**
  * Milliseconds between backstop ticks (Psyche's server loop ticked this often; here ticks
@@ -385,7 +384,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
       if (!closing) emit({ kind: "ConnectionRefused", peer, client: null, reason });
       return;
     }
-    const name = keyString(key);
+    const name = toHex(key);
     entry.key = name;
     entry.lastActiveMs = nowMs();
     const session: Session = {

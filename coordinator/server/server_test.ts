@@ -8,12 +8,12 @@ import {
   startTestServer,
 } from "../../tests/support/server_driver.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
-import { keyString } from "../machine_core.ts";
-import { toMillis } from "../time.ts";
+import { toMillis } from "../../common/time.ts";
 import type { CoordinatorState } from "../types.ts";
 import { CoordinatorHost } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
 import { type CoordinatorServerOptions, startCoordinatorServer } from "./server.ts";
+import { toHex } from "../../common/bytes.ts";
 
 function serve(options: Partial<CoordinatorServerOptions> = {}) {
   const events: ServerEvent[] = [];
@@ -37,8 +37,8 @@ Deno.test("a second connection with the same key replaces the first and keeps th
     while (!firstEvents.some((e) => e.kind === "Failed")) {
       await new Promise((r) => setTimeout(r, 10));
     }
-    assert.deepEqual(server.host.pending().map((p) => keyString(p.signer)), [
-      keyString(identity.publicKey),
+    assert.deepEqual(server.host.pending().map((p) => toHex(p.signer)), [
+      toHex(identity.publicKey),
     ]);
     assert.ok(!events.some((e) => e.kind === "Left"), "a replaced connection is not a leave");
     await second.join();

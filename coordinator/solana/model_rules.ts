@@ -15,7 +15,7 @@
  */
 
 import { validateRunConfigDraft } from "../config_validate.ts";
-import type { ConfigIssue } from "../config_error.ts";
+import type { ConfigIssue } from "../../common/config_error.ts";
 import type { CoordinatorConfig, LlmModel } from "../types.ts";
 import type { ProgramErrorCode } from "./errors.ts";
 

@@ -10,19 +10,13 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseRunConfig } from "../config.ts";
 import { validateRunConfigDraft } from "../config_validate.ts";
-import type {
-  Checkpoint,
-  CoordinatorConfig,
-  DataLocation,
-  LlmModel,
-  LrSchedule,
-  OptimizerDefinition,
-} from "../types.ts";
+import type { Checkpoint, CoordinatorConfig, LlmModel } from "../types.ts";
 import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
 import type { CoordinatorProgramErrorName } from "./errors.ts";
 import { modelRuleViolation } from "./model_rules.ts";
 import { CoordinatorSvm } from "./svm.ts";
 import { DualRun } from "./test_support.ts";
+import type { DataLocation, LrSchedule, OptimizerDefinition } from "../../common/types.ts";
 
 const svm = await CoordinatorSvm.create();
 

@@ -15,7 +15,7 @@
 import { CoordinatorError } from "../errors.ts";
 import { healthCheck } from "../health.ts";
 import { sha256 } from "../hash.ts";
-import { isHalted, type Outcome, sameKey } from "../machine_core.ts";
+import { isHalted, type Outcome } from "../machine_core.ts";
 import { tick } from "../machine.ts";
 import { checkpoint, pause, resume } from "../machine_membership.ts";
 import { validateCoordinatorConfig } from "../machine_validate.ts";
@@ -28,6 +28,7 @@ import type { CoordinatorInstruction } from "./instructions.ts";
 import { modelRuleViolation } from "./model_rules.ts";
 import { placeholderModel, uninitializedState, zeroConfig } from "./state_parts.ts";
 import { MAX_DELEGATES } from "./instructions.ts";
+import { equalBytes } from "../../common/bytes.ts";
 
 /** The Clock sysvar fields the program reads. */
 export interface ProgramClock {
@@ -161,7 +162,7 @@ function requireKey(
   expected: Uint8Array,
   name: CoordinatorProgramErrorName,
 ): void {
-  if (!sameKey(signer, expected)) fail(name, "wrong signer");
+  if (!equalBytes(signer, expected)) fail(name, "wrong signer");
 }
 
 function applyUpdate(
@@ -203,10 +204,10 @@ function applyJoin(
   if (a.state.runState === "Finished") fail("RunFinished", "the run is Finished");
   const allowed = a.permissionless ||
     (a.authorizer !== null &&
-      (sameKey(a.authorizer, user) || a.delegates.some((d) => sameKey(d, user))));
+      (equalBytes(a.authorizer, user) || a.delegates.some((d) => equalBytes(d, user))));
   if (!allowed) fail("NotAuthorizedToJoin", "not authorized to join");
   const isPending = (i: number) => a.registry[i].active === a.nextActive;
-  let slot = a.registry.findIndex((r) => sameKey(r.signer, user));
+  let slot = a.registry.findIndex((r) => equalBytes(r.signer, user));
   const alreadyPending = slot >= 0 && isPending(slot);
   if (slot < 0) {
     if (a.registry.length < ACCOUNT_MAX_CLIENTS) slot = a.registry.length;
@@ -320,7 +321,7 @@ export function applyInstruction(
       const next = ix.authorizer.every((b) => b === 0) ? null : ix.authorizer.slice();
       const same = next === null
         ? a.authorizer === null
-        : a.authorizer !== null && sameKey(a.authorizer, next);
+        : a.authorizer !== null && equalBytes(a.authorizer, next);
       if (!same) {
         a.authorizer = next;
         a.delegates = [];
@@ -332,7 +333,7 @@ export function applyInstruction(
       requireKey(user(), a.authorizer, "NotAuthorizer");
       if (ix.clear) a.delegates = [];
       for (const key of ix.delegates) {
-        if (a.delegates.some((d) => sameKey(d, key))) continue;
+        if (a.delegates.some((d) => equalBytes(d, key))) continue;
         if (a.delegates.length >= MAX_DELEGATES) fail("DelegatesFull", "256 delegates");
         a.delegates.push(key.slice());
       }

@@ -6,11 +6,11 @@
  * @module
  */
 import assert from "node:assert/strict";
-import type { Shuffle } from "../../coordinator/types.ts";
 import { DataError } from "../errors.ts";
 import type { DataProvider } from "../provider.ts";
 import { shufflePermutation } from "../shuffle.ts";
 import { expectedSequences, type FixtureDataset, rows } from "./fixtures.ts";
+import type { Shuffle } from "../../common/types.ts";
 
 /**
  * Checks `provider` serves `data` cut into `seqLen` windows, shuffled by `shuffle`.

@@ -14,6 +14,7 @@
  */
 import { ed25519, ED25519_TORSION_SUBGROUP } from "@noble/curves/ed25519.js";
 import { sha512 } from "@noble/hashes/sha2.js";
+import { fromHex } from "../../common/bytes.ts";
 
 /** One hostile point encoding. */
 export interface WeakPoint {
@@ -23,10 +24,6 @@ export interface WeakPoint {
   readonly bytes: Uint8Array;
   /** Whether the encoding is canonical (y < p, no sign bit on x = 0). */
   readonly canonical: boolean;
-}
-
-function fromHex(hex: string): Uint8Array {
-  return Uint8Array.from(hex.match(/../g)!, (byte) => parseInt(byte, 16));
 }
 
 /** `value` as 32 little-endian bytes, with bit 255 (a point's x sign bit) set when `sign`. */

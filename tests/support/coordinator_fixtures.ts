@@ -11,7 +11,7 @@ import { sha256 } from "../../coordinator/hash.ts";
 import { createCoordinator, tick as tickImpl } from "../../coordinator/machine.ts";
 import { witness as witnessImpl } from "../../coordinator/machine_witness.ts";
 import { currentRound, roundSelection } from "../../coordinator/machine_queries.ts";
-import { addTime } from "../../coordinator/time.ts";
+import { addTime } from "../../common/time.ts";
 import type {
   Bloom,
   CoordinatorConfig,

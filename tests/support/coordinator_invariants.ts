@@ -7,7 +7,7 @@
  */
 
 import assert from "node:assert/strict";
-import { isLegalTransition, keyString } from "../../coordinator/machine_core.ts";
+import { isLegalTransition } from "../../coordinator/machine_core.ts";
 import { MIN_ROUNDS_PER_EPOCH } from "../../coordinator/machine.ts";
 import {
   currentRound,
@@ -23,6 +23,7 @@ import {
   NUM_STORED_ROUNDS,
   RUN_STATES,
 } from "../../coordinator/types.ts";
+import { toHex } from "../../common/bytes.ts";
 
 const IN_ROUND = new Set(["RoundTrain", "RoundWitness"]);
 
@@ -51,7 +52,7 @@ export function checkStateInvariants(state: CoordinatorState): void {
     }
   }
   for (const c of [...es.clients, ...es.exitedClients]) {
-    const key = keyString(c.id.signer);
+    const key = toHex(c.id.signer);
     assert.ok(!seenSigners.has(key), `client with epochIndex ${c.epochIndex} listed twice`);
     assert.ok(!seenIndices.has(c.epochIndex), `epochIndex ${c.epochIndex} used twice`);
     seenSigners.add(key);

@@ -28,10 +28,11 @@ import {
   roundSelection,
 } from "../../coordinator/machine_queries.ts";
 import { warmupWitness, witness } from "../../coordinator/machine_witness.ts";
-import { isHalted, keyString, type Outcome } from "../../coordinator/machine_core.ts";
+import { isHalted, type Outcome } from "../../coordinator/machine_core.ts";
 import type { CoordinatorState, NodeIdentity, Witness } from "../../coordinator/types.ts";
 import { identity, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
 import { checkStateInvariants, TransitionRecorder } from "./coordinator_invariants.ts";
+import { toHex } from "../../common/bytes.ts";
 
 /** A small seeded PRNG (mulberry32): test randomness only, never inside the machine. */
 export class Prng {
@@ -130,7 +131,7 @@ export class Simulation {
       return {
         spec,
         id,
-        key: keyString(id.signer),
+        key: toHex(id.signer),
         loadTime: spec.loadTime ?? this.#prng.int(2, 6),
         kicked: false,
       };
@@ -196,7 +197,7 @@ export class Simulation {
     }
     if (before !== "Warmup" && this.state.runState === "Warmup") {
       this.epochSizes.push(this.state.epochState.clients.length);
-      this.epochMembers.push(this.state.epochState.clients.map((c) => keyString(c.id.signer)));
+      this.epochMembers.push(this.state.epochState.clients.map((c) => toHex(c.id.signer)));
       this.#roundWitnessDelay.clear();
     }
   }
@@ -238,7 +239,7 @@ export class Simulation {
   #hostWithdrawsDisconnected(): void {
     const clients = this.state.epochState.clients;
     for (let i = 0; i < clients.length; i++) {
-      const rt = this.#runtimeOf(keyString(clients[i].id.signer));
+      const rt = this.#runtimeOf(toHex(clients[i].id.signer));
       if (rt !== undefined && !this.#connected(rt) && clients[i].state === "Healthy") {
         this.#call(() => withdraw(this.state, i));
       }
@@ -248,7 +249,7 @@ export class Simulation {
   /** Like Psyche's server: exited non-Healthy clients leave the pending set. */
   #hostKicksExited(): void {
     for (const c of this.state.epochState.exitedClients) {
-      const rt = this.#runtimeOf(keyString(c.id.signer));
+      const rt = this.#runtimeOf(toHex(c.id.signer));
       if (rt !== undefined) rt.kicked = true;
     }
   }
@@ -268,7 +269,7 @@ export class Simulation {
     for (let i = 0; i < s.epochState.clients.length; i++) {
       if (s.runState !== "Warmup") return;
       const client = s.epochState.clients[i];
-      const rt = this.#runtimeOf(keyString(client.id.signer));
+      const rt = this.#runtimeOf(toHex(client.id.signer));
       if (rt === undefined || sent.has(i) || client.state !== "Healthy") continue;
       if (!this.#connected(rt) || this.#stalled(rt)) continue;
       if (this.now < s.runStateStartUnixTimestamp + rt.loadTime) continue;
@@ -280,7 +281,7 @@ export class Simulation {
   #delivered(): NodeIdentity[] {
     return this.state.epochState.clients
       .filter((c) => {
-        const rt = this.#runtimeOf(keyString(c.id.signer));
+        const rt = this.#runtimeOf(toHex(c.id.signer));
         return rt !== undefined && this.#connected(rt) && !this.#stalled(rt);
       })
       .map((c) => c.id);
@@ -295,7 +296,7 @@ export class Simulation {
     for (const i of selection.witnessIndices()) {
       if (s.runState !== "RoundTrain" && s.runState !== "RoundWitness") return;
       const client = s.epochState.clients[i];
-      const rt = this.#runtimeOf(keyString(client.id.signer));
+      const rt = this.#runtimeOf(toHex(client.id.signer));
       if (rt === undefined || sent.has(i) || rt.spec.silentWitness) continue;
       if (!this.#connected(rt) || this.#stalled(rt)) continue;
       const delayKey = `${roundKey}:${i}`;
@@ -329,7 +330,7 @@ export class Simulation {
     const reporter = prevSelection.witnessIndices()
       .map((i) => prevClients[i])
       .find((c) => {
-        const rt = this.#runtimeOf(keyString(c.id.signer));
+        const rt = this.#runtimeOf(toHex(c.id.signer));
         return rt !== undefined && this.#connected(rt) && !this.#stalled(rt) &&
           s.epochState.clients.some((x) => x.id.signer === c.id.signer);
       });
@@ -337,7 +338,7 @@ export class Simulation {
     this.#healthSent.add(roundKey);
     const checks = unhealthyTrainers(s);
     if (checks.length === 0) return;
-    for (const c of checks) this.dropped.add(keyString(c.id.signer));
+    for (const c of checks) this.dropped.add(toHex(c.id.signer));
     this.#call(() => healthCheck(s, reporter.id, checks));
   }
 }

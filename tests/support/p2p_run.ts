@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { BatchId, CommitteeProof, NodeIdentity } from "../../coordinator/types.ts";
+import type { CommitteeProof, NodeIdentity } from "../../coordinator/types.ts";
 import type { DistroResult } from "../../optimizer/result.ts";
 import type { PayloadExpectation } from "../../optimizer/wire.ts";
 import { Exchange } from "../../client/exchange.ts";
@@ -15,6 +15,7 @@ import { publicKeyOf } from "../../client/p2p/identity.ts";
 import { waitFor } from "../../client/p2p/test_util.ts";
 import { roundView } from "../../client/round_view.ts";
 import { RunDriver, testState } from "./coordinator_fixtures.ts";
+import type { BatchId } from "../../common/types.ts";
 
 /** A running three-client exchange in round 0. */
 export interface P2PRun extends AsyncDisposable {

@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { sameKey } from "../../coordinator/machine_core.ts";
 import { CoordinatorHost } from "../../coordinator/server/host.ts";
 import {
   type CoordinatorServer,
@@ -21,6 +20,7 @@ import { TcpBackend, type TcpBackendOptions } from "../../client/backend/tcp.ts"
 import { FrameReader, generateIdentity } from "../../net/mod.ts";
 import { testState, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
 import { NO_DIGEST } from "../../coordinator/params_digest.ts";
+import { equalBytes } from "../../common/bytes.ts";
 
 /**
  * A coordinator server on loopback for the test run (`testState`, no clients yet, disconnects
@@ -160,7 +160,7 @@ export class ScriptedClient {
   #act(state: CoordinatorState): void {
     const me = this.backend.identity.signer;
     const clients = state.epochState.clients;
-    const index = clients.findIndex((c) => c.state === "Healthy" && sameKey(c.id.signer, me));
+    const index = clients.findIndex((c) => c.state === "Healthy" && equalBytes(c.id.signer, me));
     if (index < 0) return;
     const epoch = state.progress.epoch;
     if (state.runState === "Warmup") {
@@ -184,7 +184,7 @@ export class ScriptedClient {
     if (!roundSelection(state.config, round).isWitness(index)) return;
     const unseen = this.#options.unseen ?? [];
     const everyone = clients.map((c) => c.id).filter((id) =>
-      !unseen.some((key) => sameKey(key, id.signer))
+      !unseen.some((key) => equalBytes(key, id.signer))
     );
     const report = witnessReport(state, index, everyone);
     this.#once(

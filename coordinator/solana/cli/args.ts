@@ -7,7 +7,8 @@
 import { parseArgs } from "node:util";
 import { type Address, address } from "@solana/kit";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "./defaults.ts";
-import { unprintableProblem } from "../../printable.ts";
+import { unprintableProblem } from "../../../common/printable.ts";
+import { UsageError } from "../../../common/usage_error.ts";
 
 /** Usage text of `deno task solana`. */
 export const USAGE = `Usage: deno task solana <command> [options]
@@ -36,14 +37,6 @@ Common options:
                                        run id it gives the run's account address
   --coordinator ADDRESS                the run's account address (instead of deriving it)
   -h, --help`;
-
-/** A command line that cannot be run; the message names the flag. */
-export class SolanaUsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "SolanaUsageError";
-  }
-}
 
 /** Options every command shares. */
 export interface CommonArgs {
@@ -102,7 +95,7 @@ function pubkey(flag: string, text: string): Address {
   try {
     return address(text);
   } catch {
-    throw new SolanaUsageError(`--${flag} must be a base58 public key, found "${text}"`);
+    throw new UsageError(`--${flag} must be a base58 public key, found "${text}"`);
   }
 }
 
@@ -120,7 +113,7 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
     return { command: "help", common: common0 };
   }
   if (!(COMMANDS as readonly string[]).includes(command)) {
-    throw new SolanaUsageError(
+    throw new UsageError(
       `unknown command "${command}" (expected one of ${COMMANDS.join(", ")})`,
     );
   }
@@ -154,7 +147,7 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
       },
     });
   } catch (e) {
-    throw new SolanaUsageError((e as Error).message);
+    throw new UsageError((e as Error).message);
   }
   const { values, positionals } = parsed;
   if (values.help) return { command: "help", common: common0 };
@@ -174,25 +167,25 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
   try {
     new URL(common.rpc);
   } catch {
-    throw new SolanaUsageError(`--rpc must be a URL, found "${common.rpc}"`);
+    throw new UsageError(`--rpc must be a URL, found "${common.rpc}"`);
   }
   const runId = () => {
     const id = values["run-id"];
-    if (id === undefined || id === "") throw new SolanaUsageError(`${command} needs --run-id ID`);
+    if (id === undefined || id === "") throw new UsageError(`${command} needs --run-id ID`);
     const bytes = new TextEncoder().encode(id).length;
-    if (bytes > 32) throw new SolanaUsageError(`--run-id is ${bytes} bytes, at most 32 allowed`);
+    if (bytes > 32) throw new UsageError(`--run-id is ${bytes} bytes, at most 32 allowed`);
     const problem = unprintableProblem(id);
-    if (problem !== null) throw new SolanaUsageError(`--run-id ${problem}`);
+    if (problem !== null) throw new UsageError(`--run-id ${problem}`);
     return id;
   };
   const needWallet = () => {
     if (common.walletPath === null) {
-      throw new SolanaUsageError(`${command} needs --wallet-private-key-path FILE`);
+      throw new UsageError(`${command} needs --wallet-private-key-path FILE`);
     }
   };
   const noPositionals = (n = 0) => {
     if (positionals.length > n) {
-      throw new SolanaUsageError(`unexpected argument "${positionals[n]}"`);
+      throw new UsageError(`unexpected argument "${positionals[n]}"`);
     }
   };
   switch (command) {
@@ -215,7 +208,7 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
         const text = values[flag];
         if (text === undefined) return undefined;
         if (!/^\d{1,16}$/.test(text) || !Number.isSafeInteger(Number(text))) {
-          throw new SolanaUsageError(`--${flag} must be a whole number, found "${text}"`);
+          throw new UsageError(`--${flag} must be a whole number, found "${text}"`);
         }
         return Number(text);
       };
@@ -228,7 +221,7 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
       if (vocabSize !== undefined) metadata.vocabSize = vocabSize;
       const configPath = values["config-path"] ?? null;
       if (configPath === null && Object.keys(metadata).length === 0) {
-        throw new SolanaUsageError(
+        throw new UsageError(
           "update-config needs --config-path state.toml or a metadata flag " +
             "(--name, --description, --num-parameters, --vocab-size)",
         );
@@ -240,7 +233,7 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
       noPositionals(1);
       const what = positionals[0];
       if (what !== "pause" && what !== "resume") {
-        throw new SolanaUsageError(
+        throw new UsageError(
           `set-paused takes pause or resume, found ${what === undefined ? "nothing" : `"${what}"`}`,
         );
       }
@@ -253,7 +246,7 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
       if (sub === "create") {
         const authorizer = values.authorizer;
         if (authorizer === undefined) {
-          throw new SolanaUsageError("join-authorization create needs --authorizer PUBKEY");
+          throw new UsageError("join-authorization create needs --authorizer PUBKEY");
         }
         return {
           command: "join-authorization-create",
@@ -265,7 +258,7 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
       if (sub === "delegate") {
         const delegates = (values.delegate ?? []).map((d) => pubkey("delegate", d));
         if (delegates.length === 0 && !values.clear) {
-          throw new SolanaUsageError(
+          throw new UsageError(
             "join-authorization delegate needs --delegate PUBKEY (repeatable) or --clear",
           );
         }
@@ -277,7 +270,7 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
           common,
         };
       }
-      throw new SolanaUsageError(
+      throw new UsageError(
         `join-authorization takes create or delegate, found ${
           sub === undefined ? "nothing" : `"${sub}"`
         }`,
@@ -304,7 +297,7 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
       noPositionals();
       const text = values.lamports;
       if (text === undefined || !/^\d{1,19}$/.test(text)) {
-        throw new SolanaUsageError(
+        throw new UsageError(
           `airdrop needs --lamports N (a whole number), found ${text ?? "nothing"}`,
         );
       }
@@ -312,10 +305,10 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
     }
     case "keygen": {
       noPositionals();
-      if (values.out === undefined) throw new SolanaUsageError("keygen needs --out FILE");
+      if (values.out === undefined) throw new UsageError("keygen needs --out FILE");
       return { command, out: values.out, common };
     }
     default:
-      throw new SolanaUsageError(`unknown command "${command}"`);
+      throw new UsageError(`unknown command "${command}"`);
   }
 }

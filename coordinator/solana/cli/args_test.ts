@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { parseSolanaArgs, SolanaUsageError } from "./args.ts";
+import { parseSolanaArgs } from "./args.ts";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "./defaults.ts";
+import { UsageError } from "../../../common/usage_error.ts";
 
 const W = ["--wallet-private-key-path", "w.json"];
 const KEY = "11111111111111111111111111111111";
@@ -60,7 +61,7 @@ Deno.test("bad command lines name what is wrong", () => {
   ];
   for (const [argv, message] of bad) {
     assert.throws(() => parseSolanaArgs(argv), (e) => {
-      assert.ok(e instanceof SolanaUsageError, `${argv.join(" ")}: ${e}`);
+      assert.ok(e instanceof UsageError, `${argv.join(" ")}: ${e}`);
       assert.match(e.message, message);
       return true;
     });

@@ -10,13 +10,14 @@ import type { Address } from "@solana/kit";
 import { parseRunConfig } from "../../config.ts";
 import { checkWholeSecondDurations } from "../state_parts.ts";
 import { generateIdentity } from "../../../net/identity.ts";
-import { parseSolanaArgs, type SolanaArgs, SolanaUsageError, USAGE } from "./args.ts";
+import { parseSolanaArgs, type SolanaArgs, USAGE } from "./args.ts";
 import { keypairJson, loadWallet, type Wallet } from "./keypair.ts";
 import { readRun, runJson, RunOperator, type RunUpdate } from "./operator.ts";
 import { coordinatorAddress } from "../addresses.ts";
 import { SolanaRpcClient } from "./rpc_client.ts";
 import { TransactionSender } from "./transactions.ts";
 import { EXIT_OK, EXIT_USAGE } from "../../../cli/entry.ts";
+import { UsageError } from "../../../common/usage_error.ts";
 
 export { EXIT_OK, EXIT_USAGE };
 
@@ -33,7 +34,7 @@ function runAddress(args: SolanaArgs, runId: string, wallet: Wallet | null): Pro
   if (args.common.coordinator !== null) return Promise.resolve(args.common.coordinator);
   const main = args.common.mainAuthority ?? wallet?.signer.address ?? null;
   if (main === null) {
-    throw new SolanaUsageError(
+    throw new UsageError(
       `${args.command} needs --coordinator, --main-authority or --wallet-private-key-path ` +
         "to find the run",
     );
@@ -63,7 +64,7 @@ export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise
   });
   const need = (): RunOperator => {
     if (operator === null) {
-      throw new SolanaUsageError(`${args.command} needs --wallet-private-key-path FILE`);
+      throw new UsageError(`${args.command} needs --wallet-private-key-path FILE`);
     }
     return operator;
   };
@@ -85,14 +86,14 @@ export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise
         const text = await Deno.readTextFile(args.configPath);
         const run = parseRunConfig(text, args.configPath);
         if (run.runId !== args.runId) {
-          throw new SolanaUsageError(
+          throw new UsageError(
             `${args.configPath} is for run "${run.runId}", but --run-id is "${args.runId}"`,
           );
         }
         try {
           checkWholeSecondDurations(run.config);
         } catch (e) {
-          throw new SolanaUsageError(`${args.configPath}: ${(e as Error).message}`);
+          throw new UsageError(`${args.configPath}: ${(e as Error).message}`);
         }
         update.config = run.config;
         update.model = run.model;
@@ -178,7 +179,7 @@ export async function main(argv: readonly string[], io: CommandIo & { error(line
     await runSolanaCommand(args, io);
     return EXIT_OK;
   } catch (e) {
-    if (e instanceof SolanaUsageError) {
+    if (e instanceof UsageError) {
       io.error(e.message);
       return EXIT_USAGE;
     }

@@ -6,7 +6,7 @@
  *
  * @module
  */
-export { parseSolanaArgs, type SolanaArgs, type SolanaCommand, SolanaUsageError } from "./args.ts";
+export { parseSolanaArgs, type SolanaArgs, type SolanaCommand } from "./args.ts";
 export { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "./defaults.ts";
 export {
   KeypairFileError,

@@ -4,7 +4,7 @@
  * `validate-config` shows the operator everything to fix instead of one mistake at a time.
  *
  * Values and keys are rendered with every control and bidi character escaped
- * (coordinator/printable.ts): a config file must not be able to rewrite the operator's terminal.
+ * (common/printable.ts): a config file must not be able to rewrite the operator's terminal.
  *
  * @module
  */

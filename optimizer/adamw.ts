@@ -19,7 +19,7 @@
 import { type GpuRuntime, type GpuStep, viewLength } from "../shaders/gpu.ts";
 import { bindTensors, ceilDiv, dispatch, grid1d } from "../shaders/kernel.ts";
 import { bindingRanges } from "../model/params.ts";
-import type { Optimizer, OptimizerStepArgs } from "../train/optimizer.ts";
+import type { Optimizer, OptimizerStepArgs } from "./optimizer.ts";
 import { adamwKernel } from "./adamw_wgsl.ts";
 
 /** AdamW's hyperparameters (Psyche's defaults in brackets: 0.9, 0.95, 1e-8, 0.1, 1.0). */

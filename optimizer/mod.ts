@@ -3,6 +3,7 @@
  *
  * @module
  */
+export type { Optimizer, OptimizerStepArgs } from "./optimizer.ts";
 export {
   AdamW,
   ADAMW_DEFAULTS,

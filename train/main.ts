@@ -22,7 +22,7 @@ import { AdamW } from "../optimizer/adamw.ts";
 import { GpuRuntime } from "../shaders/gpu.ts";
 import { type LrScheduleName, parseTrainArgs, type TrainOptions, USAGE } from "./cli.ts";
 import { consoleLogger, jsonLogger } from "./log.ts";
-import type { Optimizer } from "./optimizer.ts";
+import type { Optimizer } from "../optimizer/optimizer.ts";
 import { runTraining } from "./trainer.ts";
 import { parseArgsOrExit } from "../cli/entry.ts";
 import type { LrSchedule } from "../common/types.ts";

@@ -13,7 +13,6 @@ export {
   type TrainSettings,
   trainStep,
 } from "./trainer.ts";
-export type { Optimizer, OptimizerStepArgs } from "./optimizer.ts";
 export { type BatchPlan, microBatchRanges, readRanges } from "./batches.ts";
 export {
   consoleLogger,

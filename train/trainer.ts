@@ -30,7 +30,7 @@ import type { LlamaModel } from "../model/llama.ts";
 import type { GpuRuntime, GpuStep, TensorView } from "../shaders/gpu.ts";
 import { microBatchRanges, readRanges } from "./batches.ts";
 import type { TrainLogger } from "./log.ts";
-import type { Optimizer } from "./optimizer.ts";
+import type { Optimizer } from "../optimizer/optimizer.ts";
 import type { LrSchedule } from "../common/types.ts";
 
 /** The parts a training run is built from. */

@@ -27,7 +27,7 @@ import {
   type TensorView,
   viewLength,
 } from "../../shaders/gpu.ts";
-import type { Optimizer, OptimizerStepArgs } from "../../train/optimizer.ts";
+import type { Optimizer, OptimizerStepArgs } from "../optimizer.ts";
 import { quantizeSigns, type SparseParam } from "../compress.ts";
 import { type DistroConfig, validateDistroConfig } from "../distro.ts";
 import type { AggregatedParam } from "../exact.ts";

@@ -1,8 +1,9 @@
 /**
  * The seam between the training loop and an optimizer. The trainer computes gradients into one
  * flat GPU buffer laid out like the parameters (model/params.ts) and hands both to an
- * {@link Optimizer}, which updates the parameters in place. AdamW (optimizer/adamw.ts) and DisTrO
- * implement it; the trainer knows nothing else about them.
+ * {@link Optimizer}, which updates the parameters in place. AdamW (adamw.ts) and DisTrO
+ * (gpu/distro_gpu.ts) implement it; the trainer knows nothing else about them. The interface
+ * lives here, beside its implementations, so the optimizer never imports the trainer.
  *
  * @module
  */

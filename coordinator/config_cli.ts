@@ -19,40 +19,9 @@ import {
   type RunConfig,
 } from "./config.ts";
 import { type DataServerConfig, parseDataConfig } from "../data/data_config.ts";
-import { EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
+import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
 import { checkModelVocabulary, type VocabularyCheck } from "./model_data_check.ts";
 import type { DataLocation, LrSchedule, OptimizerDefinition } from "../common/types.ts";
-
-export { EXIT_OK, EXIT_USAGE };
-
-/** Exit status: a config breaks at least one rule. */
-export const EXIT_INVALID = 1;
-
-/** What a CLI command may touch; tests pass their own to capture output. */
-export interface CliIo {
-  /** Reads a whole UTF-8 file; rejects when it cannot (missing, a directory, no access). */
-  readTextFile(path: string): Promise<string>;
-  /** Whether `path` is an existing directory. */
-  isDirectory(path: string): Promise<boolean>;
-  /** Writes one line to standard output. */
-  out(line: string): void;
-  /** Writes one line to standard error. */
-  err(line: string): void;
-}
-
-/** {@link CliIo} over the real file system and console. */
-export const denoIo: CliIo = {
-  readTextFile: (path) => Deno.readTextFile(path),
-  isDirectory: async (path) => {
-    try {
-      return (await Deno.stat(path)).isDirectory;
-    } catch {
-      return false;
-    }
-  },
-  out: (line) => console.log(line),
-  err: (line) => console.error(line),
-};
 
 /** Usage text of `validate-config`. */
 export const VALIDATE_CONFIG_USAGE =

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type CliIo, denoIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "./config_cli.ts";
 import { main } from "./main.ts";
+import { type CliIo, denoIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** Absolute path of a file in the repository, so the tests do not depend on the cwd. */

@@ -5,8 +5,9 @@
  *
  * @module
  */
-import { type CliIo, denoIo, EXIT_OK, EXIT_USAGE, validateConfigCommand } from "./config_cli.ts";
+import { validateConfigCommand } from "./config_cli.ts";
 import { runCommand } from "./server/run_command.ts";
+import { type CliIo, denoIo, EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
 
 /** One subcommand: a one-line summary for the help text and its entry point. */
 export interface Command {

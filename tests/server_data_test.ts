@@ -6,7 +6,6 @@ import { freePort } from "../client/testnet/launcher.ts";
 import assert from "node:assert/strict";
 import { join, resolve } from "node:path";
 import { runConfigToToml } from "../coordinator/config.ts";
-import type { CliIo } from "../coordinator/config_cli.ts";
 import { currentRound, roundAssignments } from "../coordinator/machine_queries.ts";
 import { runCommand } from "../coordinator/server/run_command.ts";
 import { TcpBackend } from "../client/backend/tcp.ts";
@@ -16,6 +15,7 @@ import { testConfig, testModel, warmupReport } from "./support/coordinator_fixtu
 import type { CoordinatorState } from "../coordinator/types.ts";
 import { NO_DIGEST } from "../coordinator/params_digest.ts";
 import { equalBytes } from "../common/bytes.ts";
+import type { CliIo } from "../cli/entry.ts";
 
 const CORPUS = resolve(new URL("../data/corpus/brown/train", import.meta.url).pathname);
 

@@ -10,7 +10,6 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError, crossCheckDataConfig, parseRunConfig, type RunConfig } from "../config.ts";
-import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../config_cli.ts";
 import { startDataServerFromConfig } from "../../data/data_server_config.ts";
 import { DataError } from "../../data/errors.ts";
 import { durationProblem } from "../../common/time.ts";
@@ -26,6 +25,7 @@ import {
   startCoordinatorServer,
 } from "./server.ts";
 import { UsageError } from "../../common/usage_error.ts";
+import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
 
 /** Usage text of `run`. */
 export const RUN_USAGE = `Usage: deno task coordinator run --state FILE [options]

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import type { CliIo } from "../config_cli.ts";
 import { parseRunArgs, runCommand } from "./run_command.ts";
 import { UsageError } from "../../common/usage_error.ts";
+import type { CliIo } from "../../cli/entry.ts";
 
 function captureIo(files: Record<string, string> = {}) {
   const out: string[] = [];

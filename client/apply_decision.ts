@@ -12,10 +12,10 @@
  *
  * @module
  */
-import type { ApplyPlan } from "../coordinator/machine_queries.ts";
-import { selectConsensusCommitmentByWitnesses } from "../coordinator/witness_quorum.ts";
-import { bloomContains } from "../coordinator/bloom.ts";
-import { sha256 } from "../coordinator/hash.ts";
+import type { ApplyPlan } from "../coordinator/core/machine_queries.ts";
+import { selectConsensusCommitmentByWitnesses } from "../coordinator/core/witness_quorum.ts";
+import { bloomContains } from "../coordinator/core/bloom.ts";
+import { sha256 } from "../coordinator/core/hash.ts";
 import type { BatchId } from "../common/types.ts";
 
 /** One batch's chosen result. */

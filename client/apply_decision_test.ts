@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { currentRound } from "../coordinator/machine_queries.ts";
-import { witness as witnessImpl } from "../coordinator/machine_witness.ts";
-import { roundSelection } from "../coordinator/machine_queries.ts";
+import { currentRound } from "../coordinator/core/machine_queries.ts";
+import { witness as witnessImpl } from "../coordinator/core/machine_witness.ts";
+import { roundSelection } from "../coordinator/core/machine_queries.ts";
 import { witnessReport } from "../tests/support/coordinator_fixtures.ts";
 import { decideApply } from "./apply_decision.ts";
 import { applyPlanFor } from "./state/apply_targets.ts";

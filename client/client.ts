@@ -19,9 +19,9 @@ import {
   roundAssignments,
   roundByHeight,
   roundClients,
-} from "../coordinator/machine_queries.ts";
-import { NO_DIGEST, recordedDigest } from "../coordinator/params_digest.ts";
-import type { CoordinatorState } from "../coordinator/types.ts";
+} from "../coordinator/core/machine_queries.ts";
+import { NO_DIGEST, recordedDigest } from "../coordinator/core/params_digest.ts";
+import type { CoordinatorState } from "../coordinator/core/types.ts";
 import { providerForLocation } from "../data/factory.ts";
 import type { DataProvider } from "../data/provider.ts";
 import type { Identity } from "../net/identity.ts";

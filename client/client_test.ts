@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createCoordinator } from "../coordinator/machine.ts";
+import { createCoordinator } from "../coordinator/core/machine.ts";
 import { CoordinatorHost } from "../coordinator/server/host.ts";
 import { identityFromSecretKey } from "../net/identity.ts";
 import { GpuRuntime } from "../shaders/gpu.ts";

@@ -18,14 +18,14 @@
 import "./p2p/exit_fix.ts";
 import { multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
-import { witnessBloomParameters } from "../coordinator/bloom.ts";
-import { currentRound, roundByHeight } from "../coordinator/machine_queries.ts";
+import { witnessBloomParameters } from "../coordinator/core/bloom.ts";
+import { currentRound, roundByHeight } from "../coordinator/core/machine_queries.ts";
 import type {
   CommitteeProof,
   CoordinatorState,
   Witness,
   WitnessProof,
-} from "../coordinator/types.ts";
+} from "../coordinator/core/types.ts";
 import { commitmentHash } from "../optimizer/commitment.ts";
 import type { DistroResult } from "../optimizer/result.ts";
 import { decodePayload, encodePayload, type PayloadExpectation } from "../optimizer/wire.ts";

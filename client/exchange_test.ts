@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { bloomContains } from "../coordinator/bloom.ts";
-import { sha256 } from "../coordinator/hash.ts";
-import type { NodeIdentity } from "../coordinator/types.ts";
+import { bloomContains } from "../coordinator/core/bloom.ts";
+import { sha256 } from "../coordinator/core/hash.ts";
+import type { NodeIdentity } from "../coordinator/core/types.ts";
 import { commitmentHash } from "../optimizer/commitment.ts";
 import { chunkLayouts } from "../optimizer/layout.ts";
 import type { DistroResult } from "../optimizer/result.ts";

@@ -1,7 +1,7 @@
 /**
  * What a client knows about its own parameters, step by step, and whether they still are the
  * run's: the digest it computed at each labelled point (the model it loaded, after each
- * apply), compared with the digests the coordinator recorded (coordinator/params_digest.ts).
+ * apply), compared with the digests the coordinator recorded (coordinator/core/params_digest.ts).
  *
  * Labels follow the coordinator's: "the parameters of step n" are those the round of step n
  * trains on, i.e. after the apply of step n − 2's results, or the parameters an epoch starting
@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { DigestRecord } from "../coordinator/types.ts";
+import type { DigestRecord } from "../coordinator/core/types.ts";
 import { toHex } from "../common/bytes.ts";
 
 /** Own digests kept (the coordinator keeps NUM_DIGEST_RECORDS; a margin for late records). */

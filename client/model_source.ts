@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { sha256 } from "../coordinator/hash.ts";
+import { sha256 } from "../coordinator/core/hash.ts";
 import { readModelDir } from "../model/checkpoint.ts";
 import type { LlamaConfig } from "../model/hf_config.ts";
 import { initParams, type ParamLayout } from "../model/params.ts";

@@ -16,10 +16,10 @@
  *
  * @module
  */
-import { bloomAdd, type BloomParameters, createBloom } from "../coordinator/bloom.ts";
-import { sha256 } from "../coordinator/hash.ts";
-import { merkleRoot } from "../coordinator/merkle.ts";
-import type { Bloom, Witness, WitnessProof } from "../coordinator/types.ts";
+import { bloomAdd, type BloomParameters, createBloom } from "../coordinator/core/bloom.ts";
+import { sha256 } from "../coordinator/core/hash.ts";
+import { merkleRoot } from "../coordinator/core/merkle.ts";
+import type { Bloom, Witness, WitnessProof } from "../coordinator/core/types.ts";
 import type { DistroResult } from "../optimizer/result.ts";
 import type { FinishedAnnouncement, TrainingResultAnnouncement } from "./p2p/announcement.ts";
 import { indexOfPeer, type RoundView } from "./round_view.ts";

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { bloomContains } from "../coordinator/bloom.ts";
-import { sha256 } from "../coordinator/hash.ts";
-import { currentRound } from "../coordinator/machine_queries.ts";
+import { bloomContains } from "../coordinator/core/bloom.ts";
+import { sha256 } from "../coordinator/core/hash.ts";
+import { currentRound } from "../coordinator/core/machine_queries.ts";
 import { RoundTracker } from "./round_tracker.ts";
 import { roundView } from "./round_view.ts";
 import { announcementOf, runInRound0, testBlooms } from "./testing/fixtures.ts";

@@ -7,8 +7,8 @@
  *
  * @module
  */
-import { CommitteeSelection } from "../coordinator/committee_selection.ts";
-import type { DataAssignment } from "../coordinator/data_selection.ts";
+import { CommitteeSelection } from "../coordinator/core/committee_selection.ts";
+import type { DataAssignment } from "../coordinator/core/data_selection.ts";
 import { learningRate } from "../common/lr_schedule.ts";
 import {
   coldStartWarmupBounds,
@@ -17,14 +17,14 @@ import {
   roundByHeight,
   roundClients,
   roundSelection,
-} from "../coordinator/machine_queries.ts";
+} from "../coordinator/core/machine_queries.ts";
 import type {
   Client,
   CommitteeProof,
   CoordinatorState,
   Round,
   WitnessProof,
-} from "../coordinator/types.ts";
+} from "../coordinator/core/types.ts";
 import { equalBytes } from "../common/bytes.ts";
 import type { BatchId, PublicKeyBytes } from "../common/types.ts";
 

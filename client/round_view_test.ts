@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { learningRate } from "../common/lr_schedule.ts";
-import { sha256 } from "../coordinator/hash.ts";
+import { sha256 } from "../coordinator/core/hash.ts";
 import { epochIndexOf, roundView, stepLearningRate, stepOfHeight } from "./round_view.ts";
 import { runInRound0 } from "./testing/fixtures.ts";
 

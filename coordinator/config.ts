@@ -14,7 +14,7 @@ import { ConfigError, type ConfigIssue } from "../common/config_error.ts";
 import { parseTomlText, TableReader } from "../common/config_reader.ts";
 import { readRunConfig } from "./config_toml.ts";
 import { validateRunConfigDraft } from "./config_validate.ts";
-import type { CoordinatorConfig, CoordinatorProgress, LlmModel, RunState } from "./types.ts";
+import type { CoordinatorConfig, CoordinatorProgress, LlmModel, RunState } from "./core/types.ts";
 
 export { ConfigError, type ConfigIssue, formatIssue } from "../common/config_error.ts";
 export { DEFAULT_PROGRESS } from "./config_toml.ts";

@@ -9,7 +9,7 @@ import {
   runConfigToToml,
   validateRunConfig,
 } from "./config.ts";
-import { createCoordinator } from "./machine.ts";
+import { createCoordinator } from "./core/machine.ts";
 import { fromMillis } from "../common/time.ts";
 import { testConfig, testModel } from "../tests/support/coordinator_fixtures.ts";
 

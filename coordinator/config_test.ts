@@ -14,7 +14,7 @@ import {
   runConfigToToml,
   validateRunConfig,
 } from "./config.ts";
-import type { Checkpoint } from "./types.ts";
+import type { Checkpoint } from "./core/types.ts";
 import type { DataLocation, LrSchedule, OptimizerDefinition } from "../common/types.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");

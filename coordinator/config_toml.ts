@@ -1,6 +1,6 @@
 /**
  * state.toml → typed values: reads Psyche's run-config layout (serde's externally tagged
- * enums, snake_case keys) into the camelCase vocabulary of coordinator/types.ts.
+ * enums, snake_case keys) into the camelCase vocabulary of coordinator/core/types.ts.
  *
  * This layer checks presence, TOML types, integer widths and unknown keys only; the rules
  * (timing order, client counts, schedule sanity, ...) live in coordinator/config_validate.ts.
@@ -11,7 +11,7 @@
  */
 import { type TableReader, type VariantChoice } from "../common/config_reader.ts";
 import type { RunConfigDraft } from "./config.ts";
-import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME } from "./machine_validate.ts";
+import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME } from "./core/machine_validate.ts";
 import {
   type Checkpoint,
   type CoordinatorConfig,
@@ -21,7 +21,7 @@ import {
   type LlmDataType,
   type LlmModel,
   RUN_STATES,
-} from "./types.ts";
+} from "./core/types.ts";
 import {
   type DataLocation,
   type GcsRepo,

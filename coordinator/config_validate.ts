@@ -14,7 +14,7 @@
 import { type ConfigIssue, renderValue } from "../common/config_error.ts";
 import { INTEGER_MAX, type IntegerKind } from "../common/config_reader.ts";
 import type { RunConfigDraft } from "./config.ts";
-import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME, roundsPerEpoch } from "./machine_validate.ts";
+import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME, roundsPerEpoch } from "./core/machine_validate.ts";
 import { unprintableProblem } from "../common/printable.ts";
 import { durationProblem } from "../common/time.ts";
 import {
@@ -27,7 +27,7 @@ import {
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
   MAX_WITNESSES,
-} from "./types.ts";
+} from "./core/types.ts";
 import type {
   DataLocation,
   HttpLocation,

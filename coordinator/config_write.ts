@@ -7,7 +7,7 @@
  */
 import { stringify } from "smol-toml";
 import type { RunConfig } from "./config.ts";
-import type { Checkpoint, CoordinatorConfig, LlmModel } from "./types.ts";
+import type { Checkpoint, CoordinatorConfig, LlmModel } from "./core/types.ts";
 import { toHex } from "../common/bytes.ts";
 import type {
   DataLocation,

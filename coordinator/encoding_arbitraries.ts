@@ -8,7 +8,7 @@
  */
 
 import fc from "fast-check";
-import { witnessBloomParameters } from "./bloom.ts";
+import { witnessBloomParameters } from "./core/bloom.ts";
 import {
   ARCHITECTURE_KINDS,
   DATA_TYPE_KINDS,
@@ -37,7 +37,7 @@ import {
   type Round,
   RUN_STATES,
   type Witness,
-} from "./types.ts";
+} from "./core/types.ts";
 import type {
   DataLocation,
   HttpLocation,

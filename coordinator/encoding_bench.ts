@@ -6,9 +6,9 @@
  * Run: `deno bench -A coordinator/encoding_bench.ts`
  */
 
-import { createBloom, witnessBloomParameters } from "./bloom.ts";
+import { createBloom, witnessBloomParameters } from "./core/bloom.ts";
 import { decodeCoordinatorState, encodeCoordinatorState } from "./encoding.ts";
-import type { Client, CoordinatorState, Round } from "./types.ts";
+import type { Client, CoordinatorState, Round } from "./core/types.ts";
 
 function bigState(maxClients: number): CoordinatorState {
   const { numBits, numKeys } = witnessBloomParameters(maxClients);

@@ -13,7 +13,7 @@
  */
 
 import { decodeCoordinatorState, encodeCoordinatorState } from "./encoding.ts";
-import type { CoordinatorState } from "./types.ts";
+import type { CoordinatorState } from "./core/types.ts";
 import { fromHex, toHex } from "../common/bytes.ts";
 
 /** A JSON value. */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { witnessBloomParameters } from "./bloom.ts";
+import { witnessBloomParameters } from "./core/bloom.ts";
 import {
   type Bloom,
   type Checkpoint,
@@ -29,7 +29,7 @@ import {
   type Round,
   RUN_STATES,
   type Witness,
-} from "./types.ts";
+} from "./core/types.ts";
 import {
   ARCHITECTURE_KINDS,
   CHECKPOINT_KINDS,

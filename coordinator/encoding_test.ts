@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { createBloom, witnessBloomParameters } from "./bloom.ts";
+import { createBloom, witnessBloomParameters } from "./core/bloom.ts";
 import {
   decodeCoordinatorState,
   encodeCoordinatorState,
@@ -9,7 +9,7 @@ import {
 } from "./encoding.ts";
 import { arbCoordinatorState } from "./encoding_arbitraries.ts";
 import { coordinatorStateFromJson, coordinatorStateToJson } from "./encoding_json.ts";
-import type { Client, CoordinatorState, Round, Witness } from "./types.ts";
+import type { Client, CoordinatorState, Round, Witness } from "./core/types.ts";
 
 const MAX_CLIENTS = 8;
 

@@ -23,7 +23,7 @@ import {
   type CoordinatorServerOptions,
   startCoordinatorServer,
 } from "../coordinator/server/server.ts";
-import type { CoordinatorConfig, CoordinatorState } from "../coordinator/types.ts";
+import type { CoordinatorConfig, CoordinatorState } from "../coordinator/core/types.ts";
 import {
   clientHandshake,
   encodeFrame,

@@ -14,20 +14,29 @@
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { CoordinatorError } from "../coordinator/errors.ts";
+import { CoordinatorError } from "../coordinator/core/errors.ts";
 import { decodeCoordinatorState, encodeCoordinatorState } from "../coordinator/encoding.ts";
-import { healthCheck, unhealthyTrainers } from "../coordinator/health.ts";
-import { tick } from "../coordinator/machine.ts";
+import { healthCheck, unhealthyTrainers } from "../coordinator/core/health.ts";
+import { tick } from "../coordinator/core/machine.ts";
 import {
   checkpoint,
   pause,
   resume,
   withdraw,
   withdrawAll,
-} from "../coordinator/machine_membership.ts";
-import { currentRound, previousRound, roundSelection } from "../coordinator/machine_queries.ts";
-import { warmupWitness, witness } from "../coordinator/machine_witness.ts";
-import type { Checkpoint, CoordinatorState, NodeIdentity, Witness } from "../coordinator/types.ts";
+} from "../coordinator/core/machine_membership.ts";
+import {
+  currentRound,
+  previousRound,
+  roundSelection,
+} from "../coordinator/core/machine_queries.ts";
+import { warmupWitness, witness } from "../coordinator/core/machine_witness.ts";
+import type {
+  Checkpoint,
+  CoordinatorState,
+  NodeIdentity,
+  Witness,
+} from "../coordinator/core/types.ts";
 import {
   emptyBloom,
   identity,
@@ -36,7 +45,7 @@ import {
   witnessReport,
 } from "./support/coordinator_fixtures.ts";
 import { checkStateInvariants, TransitionRecorder } from "./support/coordinator_invariants.ts";
-import { createBloom } from "../coordinator/bloom.ts";
+import { createBloom } from "../coordinator/core/bloom.ts";
 import { equalBytes } from "../common/bytes.ts";
 
 /** Identities 0..N-1 may join; N..N+1 never do (outsiders). */

@@ -8,9 +8,9 @@
 import assert from "node:assert/strict";
 import { type SimClient, type SimOperatorAction, Simulation } from "./support/coordinator_sim.ts";
 import { identities, RunDriver, testState } from "./support/coordinator_fixtures.ts";
-import { trainerHealthScore } from "../coordinator/health.ts";
-import { withdraw } from "../coordinator/machine_membership.ts";
-import type { CoordinatorConfig } from "../coordinator/types.ts";
+import { trainerHealthScore } from "../coordinator/core/health.ts";
+import { withdraw } from "../coordinator/core/machine_membership.ts";
+import type { CoordinatorConfig } from "../coordinator/core/types.ts";
 
 function sim(
   clients: SimClient[],

@@ -24,7 +24,7 @@ import {
   type SeenEvent,
   tinyRunFolder,
 } from "../client/testnet/testing.ts";
-import type { CoordinatorState } from "../coordinator/types.ts";
+import type { CoordinatorState } from "../coordinator/core/types.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
 

@@ -6,14 +6,14 @@ import { freePort } from "../client/testnet/launcher.ts";
 import assert from "node:assert/strict";
 import { join, resolve } from "node:path";
 import { runConfigToToml } from "../coordinator/config.ts";
-import { currentRound, roundAssignments } from "../coordinator/machine_queries.ts";
+import { currentRound, roundAssignments } from "../coordinator/core/machine_queries.ts";
 import { runCommand } from "../coordinator/server/run_command.ts";
 import { TcpBackend } from "../client/backend/tcp.ts";
 import { TcpDataProvider } from "../data/tcp_client.ts";
 import { generateIdentity } from "../net/mod.ts";
 import { testConfig, testModel, warmupReport } from "./support/coordinator_fixtures.ts";
-import type { CoordinatorState } from "../coordinator/types.ts";
-import { NO_DIGEST } from "../coordinator/params_digest.ts";
+import type { CoordinatorState } from "../coordinator/core/types.ts";
+import { NO_DIGEST } from "../coordinator/core/params_digest.ts";
 import { equalBytes } from "../common/bytes.ts";
 import type { CliIo } from "../cli/entry.ts";
 

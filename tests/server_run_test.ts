@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { runConfigToToml } from "../coordinator/config.ts";
-import type { CoordinatorState } from "../coordinator/types.ts";
+import type { CoordinatorState } from "../coordinator/core/types.ts";
 import { TcpBackend } from "../client/backend/tcp.ts";
 import { BackendError } from "../client/backend/backend.ts";
 import {

@@ -8,7 +8,7 @@
  * Contract shared by every backend:
  * - A `send*` call resolves once the coordinator **accepted** it (the TCP server answered
  *   `Ack`, the transaction confirmed). It rejects with a `CoordinatorError` (from
- *   coordinator/errors.ts, same codes on every backend) when the coordinator refused it,
+ *   coordinator/core/errors.ts, same codes on every backend) when the coordinator refused it,
  *   with {@linkcode BackendError} when the backend could not get an answer, and with the
  *   signal's reason when aborted.
  * - `states()` yields the newest state the backend knows, then each newer one as it
@@ -27,7 +27,7 @@ import type {
   Witness,
   WitnessMetadata,
   WitnessProof,
-} from "../../coordinator/mod.ts";
+} from "../../coordinator/core/mod.ts";
 
 export {
   type EvalResult,
@@ -35,7 +35,7 @@ export {
   MAX_METADATA_EVALS,
   MAX_PROMPT_RESULTS,
   type WitnessMetadata,
-} from "../../coordinator/types.ts";
+} from "../../coordinator/core/types.ts";
 
 /** Why a backend failed to get an answer from the coordinator. */
 export type BackendErrorKind =

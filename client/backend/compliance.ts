@@ -8,12 +8,12 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { CoordinatorError } from "../../coordinator/errors.ts";
+import { CoordinatorError } from "../../coordinator/core/errors.ts";
 import type { CoordinatorHost } from "../../coordinator/server/host.ts";
-import type { CoordinatorState, Witness } from "../../coordinator/types.ts";
-import { witnessBloomParameters } from "../../coordinator/bloom.ts";
+import type { CoordinatorState, Witness } from "../../coordinator/core/types.ts";
+import { witnessBloomParameters } from "../../coordinator/core/bloom.ts";
 import { BackendError, type CoordinatorBackend } from "./backend.ts";
-import { NO_DIGEST } from "../../coordinator/params_digest.ts";
+import { NO_DIGEST } from "../../coordinator/core/params_digest.ts";
 import { toHex } from "../../common/bytes.ts";
 
 /** The run the suite's host must hold: id `RUN_ID`, 2 clients to start, WaitingForMembers. */

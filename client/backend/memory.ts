@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { CoordinatorError } from "../../coordinator/errors.ts";
+import { CoordinatorError } from "../../coordinator/core/errors.ts";
 import { decodeCoordinatorState, encodeCoordinatorState } from "../../coordinator/encoding.ts";
 import type { CoordinatorHost } from "../../coordinator/server/host.ts";
 import type { ClientMessage } from "../../coordinator/server/protocol.ts";
@@ -31,7 +31,7 @@ import type {
   Witness,
   WitnessMetadata,
   WitnessProof,
-} from "../../coordinator/mod.ts";
+} from "../../coordinator/core/mod.ts";
 import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
 import { StateFeed } from "./state_feed.ts";
 

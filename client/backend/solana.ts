@@ -28,9 +28,9 @@
  * @module
  */
 import { type Address, getAddressEncoder, type Instruction, type KeyPairSigner } from "@solana/kit";
-import { CoordinatorError } from "../../coordinator/errors.ts";
-import { tick } from "../../coordinator/machine.ts";
-import { isHalted } from "../../coordinator/machine_core.ts";
+import { CoordinatorError } from "../../coordinator/core/errors.ts";
+import { tick } from "../../coordinator/core/machine.ts";
+import { isHalted } from "../../coordinator/core/machine_core.ts";
 import type {
   Checkpoint,
   CoordinatorState,
@@ -39,7 +39,7 @@ import type {
   Witness,
   WitnessMetadata,
   WitnessProof,
-} from "../../coordinator/mod.ts";
+} from "../../coordinator/core/mod.ts";
 import {
   AccountDecodeError,
   type CoordinatorAccount,

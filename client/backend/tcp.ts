@@ -19,7 +19,7 @@ import {
   withAbort,
   writeFrame,
 } from "../../net/mod.ts";
-import { CoordinatorError } from "../../coordinator/errors.ts";
+import { CoordinatorError } from "../../coordinator/core/errors.ts";
 import { decodeCoordinatorState } from "../../coordinator/encoding.ts";
 import {
   type ClientMessage,
@@ -35,7 +35,7 @@ import type {
   Witness,
   WitnessMetadata,
   WitnessProof,
-} from "../../coordinator/mod.ts";
+} from "../../coordinator/core/mod.ts";
 import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
 import { StateFeed } from "./state_feed.ts";
 

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { CoordinatorError } from "../../coordinator/errors.ts";
+import { CoordinatorError } from "../../coordinator/core/errors.ts";
 import { startTestServer } from "../../tests/support/server_driver.ts";
 import { warmupReport } from "../../tests/support/coordinator_fixtures.ts";
 import { generateIdentity } from "../../net/mod.ts";
 import { BackendError } from "./backend.ts";
 import { parseAddress, TcpBackend, type TcpBackendEvent } from "./tcp.ts";
-import { NO_DIGEST } from "../../coordinator/params_digest.ts";
+import { NO_DIGEST } from "../../coordinator/core/params_digest.ts";
 import { toHex } from "../../common/bytes.ts";
 
 function serve(port = 0) {

@@ -5,7 +5,7 @@
  * 1. asks every provider (the epoch's other clients) for the manifest it serves, in parallel,
  *    each within `manifestTimeoutMs` (peers that joined with us answer NotFound and do not vote);
  *    a manifest labels its parameters with their run step and digest;
- * 2. when the run recorded a digest for the step it wants (coordinator/params_digest.ts), takes a
+ * 2. when the run recorded a digest for the step it wants (coordinator/core/params_digest.ts), takes a
  *    manifest that claims exactly that step and digest, from any peer, and stops waiting at the
  *    first; otherwise takes the manifest a strict majority of the answering peers report for that
  *    step (quorum.ts), and stops once one has a majority of all providers;

@@ -3,7 +3,7 @@
  * first step), from wherever they can be had, accepted only if they are the run's.
  *
  * Which parameters are the run's: when the coordinator recorded a digest for `step`
- * (coordinator/params_digest.ts), exactly those; a source whose parameters have another digest
+ * (coordinator/core/params_digest.ts), exactly those; a source whose parameters have another digest
  * is refused, whatever it is. Without a record for `step`, a P2P epoch takes what a majority of
  * the answering peers serve, a repo's weights are taken as the operator's checkpoint, and the
  * seeded init only while the run has recorded nothing else: a run whose parameters ever moved
@@ -25,7 +25,7 @@
  *
  * @module
  */
-import type { Checkpoint } from "../../coordinator/types.ts";
+import type { Checkpoint } from "../../coordinator/core/types.ts";
 import { readModelDir } from "../../model/checkpoint.ts";
 import type { LlamaConfig } from "../../model/hf_config.ts";
 import { initParams, type ParamLayout } from "../../model/params.ts";

@@ -13,9 +13,9 @@ import {
   currentRound,
   isTrainingRound,
   roundByHeight,
-} from "../../coordinator/machine_queries.ts";
-import type { CoordinatorState } from "../../coordinator/types.ts";
-import { roundWitnessQuorum } from "../../coordinator/witness_quorum.ts";
+} from "../../coordinator/core/machine_queries.ts";
+import type { CoordinatorState } from "../../coordinator/core/types.ts";
+import { roundWitnessQuorum } from "../../coordinator/core/witness_quorum.ts";
 
 /**
  * The apply plan of round `resultsHeight`'s results (attested by round `resultsHeight + 1`),

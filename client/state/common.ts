@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { CoordinatorState } from "../../coordinator/types.ts";
+import type { CoordinatorState } from "../../coordinator/core/types.ts";
 import { type RoundView, stepLearningRate, stepOfHeight } from "../round_view.ts";
 import { duePlans } from "./apply_targets.ts";
 import {
@@ -17,7 +17,7 @@ import {
   type PlanInput,
   roundKey,
 } from "./intent.ts";
-import { currentRound, roundAssignments } from "../../coordinator/machine_queries.ts";
+import { currentRound, roundAssignments } from "../../coordinator/core/machine_queries.ts";
 import type { PublicKeyBytes } from "../../common/types.ts";
 
 /** p2p keys of the epoch's Healthy clients: whose announcements a round waits for. */

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { currentRound } from "../../coordinator/machine_queries.ts";
+import { currentRound } from "../../coordinator/core/machine_queries.ts";
 import { epochIndexOf, roundView } from "../round_view.ts";
 import { appliesDone, planApplies } from "./common.ts";
 import { type Intent, intentKey, type PlanInput } from "./intent.ts";

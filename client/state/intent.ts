@@ -8,9 +8,13 @@
  *
  * @module
  */
-import type { ApplyPlan } from "../../coordinator/machine_queries.ts";
-import type { HealthCheck } from "../../coordinator/health.ts";
-import type { CommitteeProof, CoordinatorState, WitnessProof } from "../../coordinator/types.ts";
+import type { ApplyPlan } from "../../coordinator/core/machine_queries.ts";
+import type { HealthCheck } from "../../coordinator/core/health.ts";
+import type {
+  CommitteeProof,
+  CoordinatorState,
+  WitnessProof,
+} from "../../coordinator/core/types.ts";
 import type { BatchId, PublicKeyBytes } from "../../common/types.ts";
 
 /** Ask the coordinator to take this client in a later epoch again (after Dropped/Withdrawn). */

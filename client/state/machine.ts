@@ -19,8 +19,8 @@
  *
  * @module
  */
-import { currentRound } from "../../coordinator/machine_queries.ts";
-import type { CoordinatorState } from "../../coordinator/types.ts";
+import { currentRound } from "../../coordinator/core/machine_queries.ts";
+import type { CoordinatorState } from "../../coordinator/core/types.ts";
 import { roundView } from "../round_view.ts";
 import { planCooldown } from "./cooldown.ts";
 import { type Intent, intentKey, type PlanInput } from "./intent.ts";

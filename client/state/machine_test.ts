@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { currentRound, roundSelection } from "../../coordinator/machine_queries.ts";
-import { witness as witnessImpl } from "../../coordinator/machine_witness.ts";
-import type { CoordinatorState, NodeIdentity } from "../../coordinator/types.ts";
+import { currentRound, roundSelection } from "../../coordinator/core/machine_queries.ts";
+import { witness as witnessImpl } from "../../coordinator/core/machine_witness.ts";
+import type { CoordinatorState, NodeIdentity } from "../../coordinator/core/types.ts";
 import { identities, witnessReport } from "../../tests/support/coordinator_fixtures.ts";
 import { runInRound0 } from "../testing/fixtures.ts";
 import { roundView } from "../round_view.ts";

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { unhealthyTrainers } from "../../coordinator/health.ts";
+import { unhealthyTrainers } from "../../coordinator/core/health.ts";
 import { type RoundView, roundView } from "../round_view.ts";
 import {
   healthyPeers,

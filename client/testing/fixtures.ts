@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { witnessBloomParameters } from "../../coordinator/bloom.ts";
-import { sha256 } from "../../coordinator/hash.ts";
-import type { CoordinatorState, NodeIdentity } from "../../coordinator/types.ts";
+import { witnessBloomParameters } from "../../coordinator/core/bloom.ts";
+import { sha256 } from "../../coordinator/core/hash.ts";
+import type { CoordinatorState, NodeIdentity } from "../../coordinator/core/types.ts";
 import { identities, RunDriver, testState } from "../../tests/support/coordinator_fixtures.ts";
 import type { TrainingResultAnnouncement } from "../p2p/announcement.ts";
 import type { BloomSetup } from "../round_tracker.ts";

@@ -10,7 +10,7 @@
  * @module
  */
 import type { RunConfig } from "../../coordinator/config.ts";
-import type { CoordinatorConfig } from "../../coordinator/types.ts";
+import type { CoordinatorConfig } from "../../coordinator/core/types.ts";
 import { distroConfig } from "../../optimizer/distro.ts";
 import { initParams } from "../../model/params.ts";
 import { GpuRuntime } from "../../shaders/gpu.ts";

@@ -9,7 +9,7 @@
  */
 import { parse, stringify } from "smol-toml";
 import { parseRunConfig, type RunConfig } from "../../coordinator/config.ts";
-import type { CoordinatorConfig } from "../../coordinator/types.ts";
+import type { CoordinatorConfig } from "../../coordinator/core/types.ts";
 
 /** The config to write for the testnet, and what the launcher needs to know about it. */
 export interface PreparedRunConfig {

@@ -6,7 +6,7 @@
  * @module
  */
 import { join } from "node:path";
-import type { CoordinatorState } from "../../coordinator/types.ts";
+import type { CoordinatorState } from "../../coordinator/core/types.ts";
 import { generateIdentity } from "../../net/identity.ts";
 import { TcpBackend } from "../backend/tcp.ts";
 import { REPO_ROOT } from "./launcher.ts";

@@ -19,19 +19,23 @@
  * @module
  */
 import { isSmallOrderEncoding } from "../../net/ed25519_strict.ts";
-import { CoordinatorError, type CoordinatorErrorCode } from "../errors.ts";
-import { type HealthCheck, healthCheck } from "../health.ts";
-import { checkTimeout, isHalted, type Outcome } from "../machine_core.ts";
-import { nextTickDeadline, tick as machineTick } from "../machine.ts";
-import { checkpoint as machineCheckpoint, withdraw } from "../machine_membership.ts";
+import { CoordinatorError, type CoordinatorErrorCode } from "../core/errors.ts";
+import { type HealthCheck, healthCheck } from "../core/health.ts";
+import { checkTimeout, isHalted, type Outcome } from "../core/machine_core.ts";
+import { nextTickDeadline, tick as machineTick } from "../core/machine.ts";
+import { checkpoint as machineCheckpoint, withdraw } from "../core/machine_membership.ts";
 import {
   currentRound,
   previousRound,
   roundAssignments,
   roundClients,
   roundSelection,
-} from "../machine_queries.ts";
-import { cooldownWitness, warmupWitness, witness as machineWitness } from "../machine_witness.ts";
+} from "../core/machine_queries.ts";
+import {
+  cooldownWitness,
+  warmupWitness,
+  witness as machineWitness,
+} from "../core/machine_witness.ts";
 import type {
   Checkpoint,
   ClientState,
@@ -40,13 +44,13 @@ import type {
   NodeIdentity,
   RunState,
   WitnessMetadata,
-} from "../types.ts";
-import { MAX_CLIENTS_LIMIT } from "../types.ts";
+} from "../core/types.ts";
+import { MAX_CLIENTS_LIMIT } from "../core/types.ts";
 import { durationProblem } from "../../common/time.ts";
 import { quoteForTerminal } from "../../common/printable.ts";
-import { isNoDigest } from "../params_digest.ts";
-import { untrainedBatchCount } from "../untrained_batches.ts";
-import { roundWitnessQuorum } from "../witness_quorum.ts";
+import { isNoDigest } from "../core/params_digest.ts";
+import { untrainedBatchCount } from "../core/untrained_batches.ts";
+import { roundWitnessQuorum } from "../core/witness_quorum.ts";
 import {
   type BackoffCause,
   backoffReason,
@@ -86,7 +90,7 @@ export type HostEvent =
    * the `quorum` needed reported; `trainTimedOut` when its RoundTrain ended by the
    * `max_round_train_time` timer rather than by every witness reporting; of the `batches` of
    * the round it attested (height − 1), `untrainedBatches` had a trainer no quorum of its
-   * witnesses saw (coordinator/untrained_batches.ts).
+   * witnesses saw (coordinator/core/untrained_batches.ts).
    */
   | {
     kind: "RoundEnd";

@@ -1,15 +1,15 @@
-import { NO_DIGEST } from "../params_digest.ts";
+import { NO_DIGEST } from "../core/params_digest.ts";
 import assert from "node:assert/strict";
 import { encodeCoordinatorState } from "../encoding.ts";
-import { unhealthyTrainers } from "../health.ts";
-import { currentRound, roundAssignments, roundSelection } from "../machine_queries.ts";
+import { unhealthyTrainers } from "../core/health.ts";
+import { currentRound, roundAssignments, roundSelection } from "../core/machine_queries.ts";
 import {
   identity,
   testState,
   warmupReport,
   witnessReport,
 } from "../../tests/support/coordinator_fixtures.ts";
-import type { WitnessMetadata } from "../types.ts";
+import type { WitnessMetadata } from "../core/types.ts";
 import { CoordinatorHost, type HostEvent, type HostOptions } from "./host.ts";
 import { WEAK_POINTS } from "../../net/testing/weak_keys.ts";
 import { toHex } from "../../common/bytes.ts";

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Checkpoint } from "../types.ts";
+import type { Checkpoint } from "../core/types.ts";
 import type { HostEvent } from "./host.ts";
 
 /** Everything the server reports. */

@@ -22,19 +22,19 @@
  * ```
  *
  * `digest` is the client's parameter digest (32 bytes; all zero: none), a vote for the
- * parameters of the run's current step (coordinator/params_digest.ts).
+ * parameters of the run's current step (coordinator/core/params_digest.ts).
  *
  * @module
  */
 import { type FrameLimit, MessageReader, MessageWriter, ProtocolError } from "../../net/mod.ts";
-import { witnessBloomParameters } from "../bloom.ts";
+import { witnessBloomParameters } from "../core/bloom.ts";
 import {
   COORDINATOR_ERROR_CODES,
   type CoordinatorErrorCode,
   coordinatorErrorCodeOf,
   coordinatorErrorNumber,
-} from "../errors.ts";
-import type { HealthCheck } from "../health.ts";
+} from "../core/errors.ts";
+import type { HealthCheck } from "../core/health.ts";
 import {
   type Checkpoint,
   MAX_CLIENTS_LIMIT,
@@ -47,7 +47,7 @@ import {
   type Witness,
   type WitnessMetadata,
   type WitnessProof,
-} from "../types.ts";
+} from "../core/types.ts";
 import {
   readCheckpoint,
   readDigest,

@@ -7,9 +7,9 @@
  * @module
  */
 import { type MessageReader, type MessageWriter, ProtocolError } from "../../net/mod.ts";
-import { MAX_BLOOM_BITS, MAX_BLOOM_KEYS } from "../bloom.ts";
+import { MAX_BLOOM_BITS, MAX_BLOOM_KEYS } from "../core/bloom.ts";
 import { CHECKPOINT_KINDS } from "../encoding.ts";
-import type { HealthCheck } from "../health.ts";
+import type { HealthCheck } from "../core/health.ts";
 import {
   type Bloom,
   type Checkpoint,
@@ -23,7 +23,7 @@ import {
   type Witness,
   type WitnessMetadata,
   type WitnessProof,
-} from "../types.ts";
+} from "../core/types.ts";
 
 /** Bytes of a Merkle root. */
 export const MERKLE_ROOT_BYTES = 32;

@@ -1,10 +1,10 @@
-import { NO_DIGEST } from "../params_digest.ts";
+import { NO_DIGEST } from "../core/params_digest.ts";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ProtocolError } from "../../net/mod.ts";
-import { COORDINATOR_ERROR_CODES } from "../errors.ts";
-import { witnessBloomParameters } from "../bloom.ts";
-import type { Bloom, Checkpoint, Witness, WitnessMetadata } from "../types.ts";
+import { COORDINATOR_ERROR_CODES } from "../core/errors.ts";
+import { witnessBloomParameters } from "../core/bloom.ts";
+import type { Bloom, Checkpoint, Witness, WitnessMetadata } from "../core/types.ts";
 import {
   clientFrameLimitFor,
   clientFrameLimits,

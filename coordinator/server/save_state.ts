@@ -11,9 +11,9 @@
  */
 import { join } from "node:path";
 import { parseRunConfig, type RunConfig, runConfigToToml } from "../config.ts";
-import { createCoordinator } from "../machine.ts";
-import type { CoordinatorState } from "../types.ts";
-import { recordedDigest } from "../params_digest.ts";
+import { createCoordinator } from "../core/machine.ts";
+import type { CoordinatorState } from "../core/types.ts";
+import { recordedDigest } from "../core/params_digest.ts";
 
 /** File name of the run saved at `step`: unsafe characters of the run id become `_`. */
 export function savedStateFileName(runId: string, step: number): string {

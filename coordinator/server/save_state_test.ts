@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { RunDriver, testState } from "../../tests/support/coordinator_fixtures.ts";
 import { identities, witnessIndices } from "../../tests/support/coordinator_fixtures.ts";
-import { cooldownWitness } from "../machine_witness.ts";
-import { currentRound, roundSelection } from "../machine_queries.ts";
+import { cooldownWitness } from "../core/machine_witness.ts";
+import { currentRound, roundSelection } from "../core/machine_queries.ts";
 import { runConfigToToml } from "../config.ts";
 import {
   coordinatorFromToml,

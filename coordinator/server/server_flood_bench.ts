@@ -31,7 +31,7 @@ import { generateIdentity } from "../../net/mod.ts";
 import { TcpBackend } from "../../client/backend/tcp.ts";
 import { type AttackerCommand, AttackerProcess } from "../../tests/support/coordinator_attacker.ts";
 import { testConfig, testModel, testState } from "../../tests/support/coordinator_fixtures.ts";
-import { createCoordinator } from "../machine.ts";
+import { createCoordinator } from "../core/machine.ts";
 import { CoordinatorHost } from "./host.ts";
 import { clientFrameLimits } from "./protocol.ts";
 import { defaultRateLimits, startCoordinatorServer } from "./server.ts";

@@ -9,7 +9,7 @@ import {
 } from "../../tests/support/server_driver.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
 import { toMillis } from "../../common/time.ts";
-import type { CoordinatorState } from "../types.ts";
+import type { CoordinatorState } from "../core/types.ts";
 import { CoordinatorHost } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
 import { type CoordinatorServerOptions, startCoordinatorServer } from "./server.ts";

@@ -1,7 +1,7 @@
 /**
  * The coordinator account (layout version 2, coordinator/solana/program/layout.h,
  * docs/solana-program.md): its size and offsets, and the decoder that turns the
- * account's bytes into the `CoordinatorState` of coordinator/types.ts plus the
+ * account's bytes into the `CoordinatorState` of coordinator/core/types.ts plus the
  * program's own fields (authorities, join registry, delegates, metadata, nonce).
  *
  * Decoding transcribes the fixed layout into the state encoding (docs/state-encoding.md)
@@ -14,7 +14,7 @@
  * @module
  */
 
-import { witnessBloomParameters } from "../bloom.ts";
+import { witnessBloomParameters } from "../core/bloom.ts";
 import { decodeCoordinatorState, StateDecodeError } from "../encoding.ts";
 import {
   type CoordinatorState,
@@ -23,7 +23,7 @@ import {
   MAX_WITNESSES,
   NUM_DIGEST_RECORDS,
   PARAMS_DIGEST_BYTES,
-} from "../types.ts";
+} from "../core/types.ts";
 import type { RunMetadata } from "./instructions.ts";
 
 /** Layout version this module reads (2: version 1 plus the parameter digests). */

@@ -1,6 +1,6 @@
 /**
  * Witness bloom sizing in integer arithmetic, as the Solana program computes it (sBPF
- * has no floating point). coordinator/bloom.ts sizes blooms with `Math.log`; this is the
+ * has no floating point). coordinator/core/bloom.ts sizes blooms with `Math.log`; this is the
  * same formula with 40-bit fixed-point constants, and bloom_integer_test.ts checks that
  * both give identical parameters for every client cap from 1 to 65,535, so the program
  * and the TypeScript machine always agree on bloom sizes and bloom.ts did not change.
@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { BloomParameters } from "../bloom.ts";
+import type { BloomParameters } from "../core/bloom.ts";
 
 /** `C * 2^40`, the constant in program/selection.c (BLOOM_C_FP). */
 export const BLOOM_C_FP = 10_538_883_138_827n;

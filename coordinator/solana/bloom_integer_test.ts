@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { witnessBloomParameters } from "../bloom.ts";
+import { witnessBloomParameters } from "../core/bloom.ts";
 import { witnessBloomParametersInteger } from "./bloom_integer.ts";
 
 Deno.test("bloom sizing: the integer formula equals bloom.ts for every cap 1..65535", () => {

@@ -12,10 +12,15 @@
  */
 
 import { type Address, getAddressDecoder, type KeyPairSigner } from "@solana/kit";
-import { bloomAdd, createBloom, witnessBloomParameters } from "../bloom.ts";
-import { sha256 } from "../hash.ts";
-import { currentRound, previousRound, roundClients, roundSelection } from "../machine_queries.ts";
-import type { CoordinatorConfig, LlmModel, Witness } from "../types.ts";
+import { bloomAdd, createBloom, witnessBloomParameters } from "../core/bloom.ts";
+import { sha256 } from "../core/hash.ts";
+import {
+  currentRound,
+  previousRound,
+  roundClients,
+  roundSelection,
+} from "../core/machine_queries.ts";
+import type { CoordinatorConfig, LlmModel, Witness } from "../core/types.ts";
 import { ACCOUNT_SIZE, type CoordinatorAccount } from "./account.ts";
 import type { CoordinatorInstruction } from "./instructions.ts";
 import {

@@ -9,8 +9,13 @@
 
 import assert from "node:assert/strict";
 import type { KeyPairSigner } from "@solana/kit";
-import { isHealthy } from "../health.ts";
-import { currentRound, previousRound, roundClients, roundSelection } from "../machine_queries.ts";
+import { isHealthy } from "../core/health.ts";
+import {
+  currentRound,
+  previousRound,
+  roundClients,
+  roundSelection,
+} from "../core/machine_queries.ts";
 import {
   testConfig,
   testModel,

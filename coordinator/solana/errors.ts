@@ -1,6 +1,6 @@
 /**
  * The coordinator program's error codes. A failed instruction returns a custom error
- * `code`: `6000 + n` for CoordinatorError number `n` (coordinator/errors.ts, same
+ * `code`: `6000 + n` for CoordinatorError number `n` (coordinator/core/errors.ts, same
  * numbering as the TCP server), `6100 + m` for the program's own errors below (account,
  * signer and encoding problems the TypeScript machine never sees). Both lists are
  * append-only, like COORDINATOR_ERROR_CODES.
@@ -8,7 +8,7 @@
  * @module
  */
 
-import { COORDINATOR_ERROR_CODES, type CoordinatorErrorCode } from "../errors.ts";
+import { COORDINATOR_ERROR_CODES, type CoordinatorErrorCode } from "../core/errors.ts";
 
 /** Custom error code of CoordinatorError number 0. */
 export const COORDINATOR_ERROR_BASE = 6000;

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { COORDINATOR_ERROR_CODES } from "../errors.ts";
+import { COORDINATOR_ERROR_CODES } from "../core/errors.ts";
 import {
   CoordinatorProgramError,
   PROGRAM_ERROR_CODES,

@@ -8,7 +8,7 @@
 
 import assert from "node:assert/strict";
 import { AccountRole, type KeyPairSigner } from "@solana/kit";
-import { currentRound, roundSelection } from "../machine_queries.ts";
+import { currentRound, roundSelection } from "../core/machine_queries.ts";
 import { Prng } from "../../tests/support/coordinator_sim.ts";
 import {
   testConfig,
@@ -23,7 +23,7 @@ import {
 } from "./instructions.ts";
 import { CoordinatorSvm } from "./svm.ts";
 import { clientIndex, DualRun, keyOf } from "./test_support.ts";
-import { NO_DIGEST } from "../params_digest.ts";
+import { NO_DIGEST } from "../core/params_digest.ts";
 
 /** The parameter digest reports carry. */
 const DIGEST = NO_DIGEST;

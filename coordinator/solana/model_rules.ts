@@ -16,7 +16,7 @@
 
 import { validateRunConfigDraft } from "../config_validate.ts";
 import type { ConfigIssue } from "../../common/config_error.ts";
-import type { CoordinatorConfig, LlmModel } from "../types.ts";
+import type { CoordinatorConfig, LlmModel } from "../core/types.ts";
 import type { ProgramErrorCode } from "./errors.ts";
 
 /** A model-content rule the program rejects, with the error it returns. */

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseRunConfig } from "../config.ts";
 import { validateRunConfigDraft } from "../config_validate.ts";
-import type { Checkpoint, CoordinatorConfig, LlmModel } from "../types.ts";
+import type { Checkpoint, CoordinatorConfig, LlmModel } from "../core/types.ts";
 import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
 import type { CoordinatorProgramErrorName } from "./errors.ts";
 import { modelRuleViolation } from "./model_rules.ts";

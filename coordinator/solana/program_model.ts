@@ -12,15 +12,15 @@
  * @module
  */
 
-import { CoordinatorError } from "../errors.ts";
-import { healthCheck } from "../health.ts";
-import { sha256 } from "../hash.ts";
-import { isHalted, type Outcome } from "../machine_core.ts";
-import { tick } from "../machine.ts";
-import { checkpoint, pause, resume } from "../machine_membership.ts";
-import { validateCoordinatorConfig } from "../machine_validate.ts";
-import { cooldownWitness, warmupWitness, witness } from "../machine_witness.ts";
-import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../types.ts";
+import { CoordinatorError } from "../core/errors.ts";
+import { healthCheck } from "../core/health.ts";
+import { sha256 } from "../core/hash.ts";
+import { isHalted, type Outcome } from "../core/machine_core.ts";
+import { tick } from "../core/machine.ts";
+import { checkpoint, pause, resume } from "../core/machine_membership.ts";
+import { validateCoordinatorConfig } from "../core/machine_validate.ts";
+import { cooldownWitness, warmupWitness, witness } from "../core/machine_witness.ts";
+import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../core/types.ts";
 import type { CoordinatorAccount } from "./account.ts";
 import { ACCOUNT_MAX_CLIENTS, ACCOUNT_VERSION } from "./account.ts";
 import { CoordinatorProgramError, type CoordinatorProgramErrorName } from "./errors.ts";

@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { AccountRole, type KeyPairSigner } from "@solana/kit";
-import { currentRound, roundSelection } from "../machine_queries.ts";
+import { currentRound, roundSelection } from "../core/machine_queries.ts";
 import {
   testConfig,
   testModel,
@@ -21,7 +21,7 @@ import { coordinatorAddress } from "./addresses.ts";
 import { createAccountWithSeedInstruction } from "./kit.ts";
 import { CoordinatorSvm } from "./svm.ts";
 import { clientIndex, DualRun, keyOf } from "./test_support.ts";
-import { NO_DIGEST } from "../params_digest.ts";
+import { NO_DIGEST } from "../core/params_digest.ts";
 
 /** The parameter digest reports carry. */
 const DIGEST = NO_DIGEST;

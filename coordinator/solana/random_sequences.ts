@@ -9,9 +9,14 @@
  */
 
 import type { KeyPairSigner } from "@solana/kit";
-import { isHealthy } from "../health.ts";
-import { currentRound, previousRound, roundClients, roundSelection } from "../machine_queries.ts";
-import type { CoordinatorConfig, NodeIdentity } from "../types.ts";
+import { isHealthy } from "../core/health.ts";
+import {
+  currentRound,
+  previousRound,
+  roundClients,
+  roundSelection,
+} from "../core/machine_queries.ts";
+import type { CoordinatorConfig, NodeIdentity } from "../core/types.ts";
 import {
   testConfig,
   testModel,

@@ -6,11 +6,11 @@
  * @module
  */
 
-import { bloomAdd, createBloom, witnessBloomParameters } from "../../coordinator/bloom.ts";
-import { sha256 } from "../../coordinator/hash.ts";
-import { createCoordinator, tick as tickImpl } from "../../coordinator/machine.ts";
-import { witness as witnessImpl } from "../../coordinator/machine_witness.ts";
-import { currentRound, roundSelection } from "../../coordinator/machine_queries.ts";
+import { bloomAdd, createBloom, witnessBloomParameters } from "../../coordinator/core/bloom.ts";
+import { sha256 } from "../../coordinator/core/hash.ts";
+import { createCoordinator, tick as tickImpl } from "../../coordinator/core/machine.ts";
+import { witness as witnessImpl } from "../../coordinator/core/machine_witness.ts";
+import { currentRound, roundSelection } from "../../coordinator/core/machine_queries.ts";
 import { addTime } from "../../common/time.ts";
 import type {
   Bloom,
@@ -19,7 +19,7 @@ import type {
   LlmModel,
   NodeIdentity,
   Witness,
-} from "../../coordinator/types.ts";
+} from "../../coordinator/core/types.ts";
 
 /** A valid config for small, fast test runs; override any field. */
 export function testConfig(overrides: Partial<CoordinatorConfig> = {}): CoordinatorConfig {

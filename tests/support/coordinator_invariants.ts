@@ -7,8 +7,8 @@
  */
 
 import assert from "node:assert/strict";
-import { isLegalTransition } from "../../coordinator/machine_core.ts";
-import { MIN_ROUNDS_PER_EPOCH } from "../../coordinator/machine.ts";
+import { isLegalTransition } from "../../coordinator/core/machine_core.ts";
+import { MIN_ROUNDS_PER_EPOCH } from "../../coordinator/core/machine.ts";
 import {
   currentRound,
   roundAssignments,
@@ -16,13 +16,13 @@ import {
   roundByHeight,
   roundClients,
   roundSelection,
-} from "../../coordinator/machine_queries.ts";
+} from "../../coordinator/core/machine_queries.ts";
 import {
   type CoordinatorState,
   MAX_WITNESSES,
   NUM_STORED_ROUNDS,
   RUN_STATES,
-} from "../../coordinator/types.ts";
+} from "../../coordinator/core/types.ts";
 import { toHex } from "../../common/bytes.ts";
 
 const IN_ROUND = new Set(["RoundTrain", "RoundWitness"]);

@@ -14,10 +14,10 @@
  */
 
 import assert from "node:assert/strict";
-import { CoordinatorError } from "../../coordinator/errors.ts";
-import { healthCheck, unhealthyTrainers } from "../../coordinator/health.ts";
-import { tick } from "../../coordinator/machine.ts";
-import { pause, resume, withdraw } from "../../coordinator/machine_membership.ts";
+import { CoordinatorError } from "../../coordinator/core/errors.ts";
+import { healthCheck, unhealthyTrainers } from "../../coordinator/core/health.ts";
+import { tick } from "../../coordinator/core/machine.ts";
+import { pause, resume, withdraw } from "../../coordinator/core/machine_membership.ts";
 import {
   applyPlan,
   currentRound,
@@ -26,10 +26,10 @@ import {
   roundByHeight,
   roundClients,
   roundSelection,
-} from "../../coordinator/machine_queries.ts";
-import { warmupWitness, witness } from "../../coordinator/machine_witness.ts";
-import { isHalted, type Outcome } from "../../coordinator/machine_core.ts";
-import type { CoordinatorState, NodeIdentity, Witness } from "../../coordinator/types.ts";
+} from "../../coordinator/core/machine_queries.ts";
+import { warmupWitness, witness } from "../../coordinator/core/machine_witness.ts";
+import { isHalted, type Outcome } from "../../coordinator/core/machine_core.ts";
+import type { CoordinatorState, NodeIdentity, Witness } from "../../coordinator/core/types.ts";
 import { identity, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
 import { checkStateInvariants, TransitionRecorder } from "./coordinator_invariants.ts";
 import { toHex } from "../../common/bytes.ts";

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { CommitteeProof, NodeIdentity } from "../../coordinator/types.ts";
+import type { CommitteeProof, NodeIdentity } from "../../coordinator/core/types.ts";
 import type { DistroResult } from "../../optimizer/result.ts";
 import type { PayloadExpectation } from "../../optimizer/wire.ts";
 import { Exchange } from "../../client/exchange.ts";

@@ -12,14 +12,14 @@ import {
   type CoordinatorServerOptions,
   startCoordinatorServer,
 } from "../../coordinator/server/server.ts";
-import { unhealthyTrainers } from "../../coordinator/health.ts";
-import { currentRound, roundSelection } from "../../coordinator/machine_queries.ts";
-import type { CoordinatorState, RunState, WitnessMetadata } from "../../coordinator/types.ts";
+import { unhealthyTrainers } from "../../coordinator/core/health.ts";
+import { currentRound, roundSelection } from "../../coordinator/core/machine_queries.ts";
+import type { CoordinatorState, RunState, WitnessMetadata } from "../../coordinator/core/types.ts";
 import type { CoordinatorBackend } from "../../client/backend/backend.ts";
 import { TcpBackend, type TcpBackendOptions } from "../../client/backend/tcp.ts";
 import { FrameReader, generateIdentity } from "../../net/mod.ts";
 import { testState, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
-import { NO_DIGEST } from "../../coordinator/params_digest.ts";
+import { NO_DIGEST } from "../../coordinator/core/params_digest.ts";
 import { equalBytes } from "../../common/bytes.ts";
 
 /**

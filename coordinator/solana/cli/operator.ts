@@ -9,7 +9,7 @@
  */
 
 import { AccountRole, type Address, getAddressEncoder, type KeyPairSigner } from "@solana/kit";
-import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../../types.ts";
+import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../../core/types.ts";
 import { coordinatorStateToJson } from "../../encoding_json.ts";
 import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from "../account.ts";
 import { coordinatorAddress } from "../addresses.ts";

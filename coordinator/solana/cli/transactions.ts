@@ -21,7 +21,7 @@ import {
   setTransactionMessageLifetimeUsingBlockhash,
   signTransactionMessageWithSigners,
 } from "@solana/kit";
-import { CoordinatorError, coordinatorErrorCodeOf } from "../../errors.ts";
+import { CoordinatorError, coordinatorErrorCodeOf } from "../../core/errors.ts";
 import {
   COORDINATOR_ERROR_BASE,
   CoordinatorProgramError,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { generateKeyPairSigner } from "@solana/kit";
-import { CoordinatorError } from "../../errors.ts";
+import { CoordinatorError } from "../../core/errors.ts";
 import { CoordinatorProgramError } from "../errors.ts";
 import { startLocalnet } from "../localnet/server.ts";
 import { loadProgramBytes } from "../localnet/ledger.ts";

@@ -8,7 +8,7 @@
  */
 
 import type { Address } from "@solana/kit";
-import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../../types.ts";
+import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../../core/types.ts";
 import { decodeCoordinatorAccount, pendingRegistrations } from "../account.ts";
 import { loadProgramBytes } from "./ledger.ts";
 import { type LocalnetServer, startLocalnet } from "./server.ts";

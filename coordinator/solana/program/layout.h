@@ -219,7 +219,7 @@ typedef struct {
   epoch_state_t epoch_state;
   registration_t registry[MAX_CLIENTS];
   u8 delegates[MAX_DELEGATES][32];
-  /* Version 2: parameter digests (coordinator/params_digest.ts), oldest record first. */
+  /* Version 2: parameter digests (coordinator/core/params_digest.ts), oldest record first. */
   u8 digest_records_len;
   u8 digest_votes_len;
   u8 _pad2[2];
@@ -243,7 +243,7 @@ _Static_assert(sizeof(account_t) == 217760, "account size");
 /* "PSYCOORD": written by init_coordinator, checked by every other instruction. */
 static const u8 ACCOUNT_MAGIC[8] = {'P', 'S', 'Y', 'C', 'O', 'O', 'R', 'D'};
 
-/* Error codes: 6000 + CoordinatorError number (coordinator/errors.ts), then the program's. */
+/* Error codes: 6000 + CoordinatorError number (coordinator/core/errors.ts), then the program's. */
 enum {
   E_HALTED = 6000,
   E_WRONG_RUN_STATE,

@@ -1,7 +1,7 @@
 /*
  * machine.c (part of the program.c unity build): the coordinator state machine on the
  * account, transition for transition the same as the TypeScript reference
- * (coordinator/machine.ts, machine_core.ts, machine_witness.ts, machine_membership.ts,
+ * (coordinator/core/machine.ts, machine_core.ts, machine_witness.ts, machine_membership.ts,
  * health.ts, checkpoint_lifecycle.ts). Every function either returns 0 after mutating
  * the account or an error code; on an error the runtime discards all account changes.
  */

@@ -1,7 +1,7 @@
 /*
  * selection.c (part of the program.c unity build): witness bloom sizing and lookups,
  * the swap-or-not shuffle and committee/witness proof verification. Mirrors
- * coordinator/bloom.ts, swap_or_not.ts, committee_selection.ts and witness_quorum.ts.
+ * coordinator/core/bloom.ts, swap_or_not.ts, committee_selection.ts and witness_quorum.ts.
  */
 
 /*

@@ -1,6 +1,6 @@
 /*
  * validate.c (part of the program.c unity build): the rules a run's config, model and
- * progress must satisfy (coordinator/machine_validate.ts and config_validate.ts, psyche.md
+ * progress must satisfy (coordinator/core/machine_validate.ts and config_validate.ts, psyche.md
  * §2.2), plus the program's own cap of MAX_CLIENTS clients. Each failure logs the field and
  * rule.
  */

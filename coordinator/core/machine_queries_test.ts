@@ -16,7 +16,7 @@ import {
   identity,
   RunDriver,
   testState,
-} from "../tests/support/coordinator_fixtures.ts";
+} from "../../tests/support/coordinator_fixtures.ts";
 
 function inRoundTrain(n: number, config = {}): RunDriver {
   const d = new RunDriver(testState(config));

@@ -17,7 +17,7 @@ import {
   warmupReport,
   witnessIndices,
   witnessReport,
-} from "../tests/support/coordinator_fixtures.ts";
+} from "../../tests/support/coordinator_fixtures.ts";
 
 const digest = (b: number) => new Uint8Array(32).fill(b);
 

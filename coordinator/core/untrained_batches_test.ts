@@ -10,7 +10,7 @@ import {
   testState,
   witnessIndices,
   witnessReport,
-} from "../tests/support/coordinator_fixtures.ts";
+} from "../../tests/support/coordinator_fixtures.ts";
 
 /** A 5-client run (everyone witnesses, quorum 3) in round 1, after a full round 0. */
 function roundOne(): RunDriver {

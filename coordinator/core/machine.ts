@@ -50,7 +50,7 @@ import { roundWitnessQuorum } from "./witness_quorum.ts";
 import { tallyDigestVotes } from "./params_digest.ts";
 import { currentRound, roundBatchSize } from "./machine_queries.ts";
 import { validateCoordinatorInputs } from "./machine_validate.ts";
-import { addTime, fromMillis } from "../common/time.ts";
+import { addTime, fromMillis } from "../../common/time.ts";
 import {
   type CoordinatorConfig,
   type CoordinatorProgress,
@@ -62,7 +62,7 @@ import {
   NUM_STORED_ROUNDS,
   PARAMS_DIGEST_BYTES,
 } from "./types.ts";
-import { toHex } from "../common/bytes.ts";
+import { toHex } from "../../common/bytes.ts";
 
 /** Options of {@linkcode createCoordinator}. */
 export interface CreateCoordinatorOptions {
@@ -88,7 +88,7 @@ export interface CreateCoordinatorOptions {
  * @example
  * ```ts
  * import { createCoordinator, tick } from "./machine.ts";
- * import { identities, testConfig, testModel } from "../tests/support/coordinator_fixtures.ts";
+ * import { identities, testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
  * const state = createCoordinator({ runId: "demo", config: testConfig(), model: testModel(), now: 0 });
  * tick(state, identities(2), 1, 1234n); // 2 pending >= initMinClients, extra time passed
  * if (state.runState !== "Warmup") throw new Error("the epoch starts");

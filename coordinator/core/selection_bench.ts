@@ -4,7 +4,7 @@
  * computed on first use, so witness-only work pays for one), assigning
  * data, and filling plus querying a witness participant bloom sized for the client count.
  *
- * Run: `deno bench -A coordinator/selection_bench.ts`
+ * Run: `deno bench -A coordinator/core/selection_bench.ts`
  */
 
 import { bloomAdd, bloomContains, createBloom, witnessBloomParameters } from "./bloom.ts";

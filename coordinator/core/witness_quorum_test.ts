@@ -6,7 +6,7 @@ import {
   selectConsensusCommitmentByWitnesses,
   witnessQuorum,
 } from "./witness_quorum.ts";
-import { emptyBloom, testConfig, testState } from "../tests/support/coordinator_fixtures.ts";
+import { emptyBloom, testConfig, testState } from "../../tests/support/coordinator_fixtures.ts";
 import type { Witness } from "./types.ts";
 
 Deno.test("witnessQuorum: 1 -> 1, 2 -> 2, 3 -> 2, then floor(2W/3)", () => {

@@ -16,7 +16,7 @@ import type {
   LrSchedule,
   OptimizerDefinition,
   PublicKeyBytes,
-} from "../common/types.ts";
+} from "../../common/types.ts";
 export type {
   BatchId,
   DataLocation,
@@ -28,7 +28,7 @@ export type {
   PublicKeyBytes,
   Shuffle,
   TokenSize,
-} from "../common/types.ts";
+} from "../../common/types.ts";
 
 /** Run states, in the order of their wire codes (0..7). */
 export const RUN_STATES = [
@@ -159,7 +159,7 @@ export interface WitnessProof {
 
 /**
  * A bloom filter of `bits.length * 8` bits with `keys.length` hash keys
- * (keyed FNV-1a-64; see coordinator/bloom.ts). Sized from the run's client cap.
+ * (keyed FNV-1a-64; see coordinator/core/bloom.ts). Sized from the run's client cap.
  */
 export interface Bloom {
   keys: BigUint64Array;

@@ -5,7 +5,7 @@
  * (which moves the round to RoundWitness), and the witness timer's tick.
  *
  * Target: under 5 ms per round at 1024 clients, growing no faster than n log n.
- * Run: `deno bench -A coordinator/machine_bench.ts`.
+ * Run: `deno bench -A coordinator/core/machine_bench.ts`.
  */
 
 import { bloomAdd, createBloom, witnessBloomParameters } from "./bloom.ts";
@@ -14,7 +14,7 @@ import { createCoordinator, tick } from "./machine.ts";
 import { currentRound, roundAssignments, roundSelection } from "./machine_queries.ts";
 import { witness } from "./machine_witness.ts";
 import type { Bloom, CoordinatorState } from "./types.ts";
-import { identities, testConfig, testModel } from "../tests/support/coordinator_fixtures.ts";
+import { identities, testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
 
 interface Fixture {
   state: CoordinatorState;

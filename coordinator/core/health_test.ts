@@ -15,7 +15,7 @@ import {
   identity,
   RunDriver,
   testState,
-} from "../tests/support/coordinator_fixtures.ts";
+} from "../../tests/support/coordinator_fixtures.ts";
 
 function assertRejected(fn: () => unknown, code: string, state: unknown): void {
   const before = structuredClone(state);

@@ -12,7 +12,7 @@ import {
   warmupReport,
   witnessIndices,
   witnessReport,
-} from "../tests/support/coordinator_fixtures.ts";
+} from "../../tests/support/coordinator_fixtures.ts";
 import { createBloom } from "./bloom.ts";
 
 function assertRejected(fn: () => unknown, code: string, state: unknown): void {

@@ -19,7 +19,7 @@ import {
   withdrawHealthyClients,
 } from "./machine_core.ts";
 import type { Checkpoint, CoordinatorState, NodeIdentity } from "./types.ts";
-import { equalBytes } from "../common/bytes.ts";
+import { equalBytes } from "../../common/bytes.ts";
 
 /**
  * Marks client `index` Withdrawn (the host saw it disconnect). It leaves the client list
@@ -96,7 +96,7 @@ export function resume(state: CoordinatorState, now: number): Outcome {
 
 /**
  * Client `index` (who must be `from`) uploaded the model to `repo` (a `Hub` or `Gcs`
- * checkpoint); the run's checkpoint now points there (coordinator/checkpoint_lifecycle.ts).
+ * checkpoint); the run's checkpoint now points there (coordinator/core/checkpoint_lifecycle.ts).
  * Accepted in any state but Uninitialized: uploads finish after Cooldown, even after the
  * run paused or finished, and are still the best copy of the model.
  */

@@ -24,7 +24,7 @@ export {
   nextTickDeadline,
   tick,
 } from "./machine.ts";
-export * from "../common/time.ts";
+export * from "../../common/time.ts";
 export { checkWitnessShape, warmupWitness, witness } from "./machine_witness.ts";
 export { checkpoint, pause, resume, withdraw, withdrawAll } from "./machine_membership.ts";
 export {
@@ -48,6 +48,6 @@ export * from "./merkle.ts";
 export * from "./swap_or_not.ts";
 export * from "./lcg.ts";
 export * from "./deterministic_shuffle.ts";
-export * from "../common/lr_schedule.ts";
-export * from "./encoding.ts";
-export * from "./config.ts";
+export * from "../../common/lr_schedule.ts";
+export * from "../encoding.ts";
+export * from "../config.ts";

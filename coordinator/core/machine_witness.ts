@@ -6,7 +6,7 @@
  * round's client list. Psyche's `warmup_witness` skipped that check (§10.1 quirk 6), so
  * one client could fill Warmup with reports under other clients' indices and start
  * training before they had the model. Blooms must have exactly the size the run's client
- * cap gives (coordinator/bloom.ts), so a report cannot bloat the state.
+ * cap gives (coordinator/core/bloom.ts), so a report cannot bloat the state.
  *
  * Same contract as the rest of the machine: mutate in place, or throw before mutating.
  *
@@ -42,7 +42,7 @@ import {
   type Witness,
   type WitnessProof,
 } from "./types.ts";
-import { equalBytes } from "../common/bytes.ts";
+import { equalBytes } from "../../common/bytes.ts";
 
 const bloomParamsCache = new Map<number, { numBits: number; numKeys: number }>();
 
@@ -138,7 +138,7 @@ function checkRoom(witnesses: readonly Witness[], index: number): void {
  * already started; WrongRunState in any other state.
  *
  * `paramsDigest` is the digest of the model the client loaded: a vote for the parameters the
- * epoch starts from (all zero: no vote; coordinator/params_digest.ts).
+ * epoch starts from (all zero: no vote; coordinator/core/params_digest.ts).
  */
 export function warmupWitness(
   state: CoordinatorState,
@@ -229,7 +229,7 @@ export function witness(
 /**
  * A witness of the epoch's last round reports, during Cooldown, the digest of the parameters
  * after the epoch's last apply: a vote for the parameters the next epoch starts from, tallied
- * when Cooldown ends (coordinator/params_digest.ts). The proof must be a witness proof that
+ * when Cooldown ends (coordinator/core/params_digest.ts). The proof must be a witness proof that
  * verifies against the last round's selection and belongs to the sender; one report per
  * witness; the digest must not be all zero.
  */

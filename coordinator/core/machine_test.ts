@@ -12,7 +12,7 @@ import {
   testState,
   witnessIndices,
   witnessReport,
-} from "../tests/support/coordinator_fixtures.ts";
+} from "../../tests/support/coordinator_fixtures.ts";
 import { witness } from "./machine_witness.ts";
 
 function assertCode(fn: () => unknown, code: string): void {

@@ -46,7 +46,7 @@ export interface UntrainedCount {
  * ```ts
  * import { untrainedBatchCount } from "./untrained_batches.ts";
  * import { currentRound } from "./machine_queries.ts";
- * import { testState } from "../tests/support/coordinator_fixtures.ts";
+ * import { testState } from "../../tests/support/coordinator_fixtures.ts";
  * const state = testState();
  * const count = untrainedBatchCount(state, currentRound(state));
  * if (count.attestedHeight !== null) throw new Error("round 0 attests nothing");

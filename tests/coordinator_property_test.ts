@@ -15,7 +15,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { CoordinatorError } from "../coordinator/core/errors.ts";
-import { decodeCoordinatorState, encodeCoordinatorState } from "../coordinator/encoding.ts";
+import { decodeCoordinatorState, encodeCoordinatorState } from "../coordinator/encoding/mod.ts";
 import { healthCheck, unhealthyTrainers } from "../coordinator/core/health.ts";
 import { tick } from "../coordinator/core/machine.ts";
 import {

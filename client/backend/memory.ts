@@ -20,7 +20,7 @@
  * @module
  */
 import { CoordinatorError } from "../../coordinator/core/errors.ts";
-import { decodeCoordinatorState, encodeCoordinatorState } from "../../coordinator/encoding.ts";
+import { decodeCoordinatorState, encodeCoordinatorState } from "../../coordinator/encoding/mod.ts";
 import type { CoordinatorHost } from "../../coordinator/server/host.ts";
 import type { ClientMessage } from "../../coordinator/server/protocol.ts";
 import type {

@@ -20,7 +20,7 @@ import {
   writeFrame,
 } from "../../net/mod.ts";
 import { CoordinatorError } from "../../coordinator/core/errors.ts";
-import { decodeCoordinatorState } from "../../coordinator/encoding.ts";
+import { decodeCoordinatorState } from "../../coordinator/encoding/mod.ts";
 import {
   type ClientMessage,
   COORDINATOR_CONTEXT,

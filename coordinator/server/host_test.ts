@@ -1,6 +1,6 @@
 import { NO_DIGEST } from "../core/params_digest.ts";
 import assert from "node:assert/strict";
-import { encodeCoordinatorState } from "../encoding.ts";
+import { encodeCoordinatorState } from "../encoding/mod.ts";
 import { unhealthyTrainers } from "../core/health.ts";
 import { currentRound, roundAssignments, roundSelection } from "../core/machine_queries.ts";
 import {

@@ -8,7 +8,7 @@
  */
 import { type MessageReader, type MessageWriter, ProtocolError } from "../../net/mod.ts";
 import { MAX_BLOOM_BITS, MAX_BLOOM_KEYS } from "../core/bloom.ts";
-import { CHECKPOINT_KINDS } from "../encoding.ts";
+import { CHECKPOINT_KINDS } from "../encoding/mod.ts";
 import type { HealthCheck } from "../core/health.ts";
 import {
   type Bloom,

@@ -57,7 +57,7 @@ import {
   serverHandshake,
   writeFrame,
 } from "../../net/mod.ts";
-import { encodeCoordinatorState } from "../encoding.ts";
+import { encodeCoordinatorState } from "../encoding/mod.ts";
 import { fromMillis, toMillis } from "../../common/time.ts";
 import { addressKey, ConnectionTable } from "./connection_table.ts";
 import { CoordinatorHost, type HostEvent, type HostReply } from "./host.ts";

@@ -7,7 +7,7 @@ import { NO_DIGEST } from "../core/params_digest.ts";
  *     deno bench -A coordinator/server/server_bench.ts
  */
 import { createBloom, witnessBloomParameters } from "../core/bloom.ts";
-import { encodeCoordinatorState } from "../encoding.ts";
+import { encodeCoordinatorState } from "../encoding/mod.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
 import { identities } from "../../tests/support/coordinator_fixtures.ts";
 import type { Witness } from "../core/types.ts";

@@ -15,7 +15,7 @@
  */
 
 import { witnessBloomParameters } from "../core/bloom.ts";
-import { decodeCoordinatorState, StateDecodeError } from "../encoding.ts";
+import { decodeCoordinatorState, StateDecodeError } from "../encoding/mod.ts";
 import {
   type CoordinatorState,
   type DigestRecord,

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { arbCoordinatorState } from "../encoding_arbitraries.ts";
+import { arbCoordinatorState } from "../encoding/testing/arbitraries.ts";
 import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
 import { witnessBloomParameters } from "../core/bloom.ts";
 import type { Witness } from "../core/types.ts";

@@ -3,7 +3,7 @@
  * program's clock and config are whole seconds), of single parts of a coordinator state:
  * an `LlmModel`, a `CoordinatorConfig`. The program stores and receives these parts in
  * exactly that encoding, so they are produced and checked by the one state codec
- * (coordinator/encoding.ts) rather than by a second implementation: a part is encoded as
+ * (coordinator/encoding/mod.ts) rather than by a second implementation: a part is encoded as
  * the model/config of a minimal state and cut out of it, and decoded by wrapping it in a
  * minimal state and running the strict decoder (which names the failing field).
  *
@@ -11,7 +11,7 @@
  */
 
 import { emptyEpochState } from "../core/machine_core.ts";
-import { decodeCoordinatorState, encodeCoordinatorState } from "../encoding.ts";
+import { decodeCoordinatorState, encodeCoordinatorState } from "../encoding/mod.ts";
 import type { CoordinatorConfig, CoordinatorState, LlmModel } from "../core/types.ts";
 
 /** Bytes of an encoded CoordinatorConfig (layout version 1). */

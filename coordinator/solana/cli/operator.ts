@@ -10,7 +10,7 @@
 
 import { AccountRole, type Address, getAddressEncoder, type KeyPairSigner } from "@solana/kit";
 import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../../core/types.ts";
-import { coordinatorStateToJson } from "../../encoding_json.ts";
+import { coordinatorStateToJson } from "../../encoding/json.ts";
 import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from "../account.ts";
 import { coordinatorAddress } from "../addresses.ts";
 import type { CoordinatorInstruction, RunMetadata } from "../instructions.ts";
@@ -170,7 +170,7 @@ export async function readRun(
 
 /**
  * The run as JSON: the program's fields (authorities hex, nonce, registry) and the
- * coordinator state in the same JSON the TCP server's tools print (encoding_json.ts).
+ * coordinator state in the same JSON the TCP server's tools print (encoding/json.ts).
  */
 export function runJson(account: CoordinatorAccount): Record<string, unknown> {
   return {

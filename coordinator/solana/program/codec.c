@@ -2,7 +2,7 @@
  * codec.c (part of the program.c unity build): a bounds-checked reader of instruction
  * data, strict UTF-8 validation, and the parser of the state-encoding LlmModel
  * (docs/state-encoding.md) that the update instruction carries. Everything the decoder
- * (coordinator/encoding_read.ts) would reject is rejected here, so the account always
+ * (coordinator/encoding/read.ts) would reject is rejected here, so the account always
  * decodes.
  */
 

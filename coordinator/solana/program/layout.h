@@ -49,7 +49,7 @@ enum {
 };
 /* Client states (types.ts CLIENT_STATES). */
 enum { CS_HEALTHY = 0, CS_DROPPED = 1, CS_WITHDRAWN = 2, CS_EJECTED = 3 };
-/* Checkpoint kinds (encoding_layout.ts CHECKPOINT_KINDS). */
+/* Checkpoint kinds (encoding/layout.ts CHECKPOINT_KINDS). */
 enum { CK_EPHEMERAL = 0, CK_DUMMY = 1, CK_HUB = 2, CK_P2P = 3, CK_GCS = 4, CK_P2PGCS = 5 };
 /* Committees. */
 enum { COMMITTEE_TIE_BREAKER = 0, COMMITTEE_VERIFIER = 1, COMMITTEE_TRAINER = 2 };

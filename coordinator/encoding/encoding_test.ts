@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { createBloom, witnessBloomParameters } from "./core/bloom.ts";
+import { createBloom, witnessBloomParameters } from "../core/bloom.ts";
 import {
   decodeCoordinatorState,
   encodeCoordinatorState,
   STATE_ENCODING_VERSION,
   StateDecodeError,
-} from "./encoding.ts";
-import { arbCoordinatorState } from "./encoding_arbitraries.ts";
-import { coordinatorStateFromJson, coordinatorStateToJson } from "./encoding_json.ts";
-import type { Client, CoordinatorState, Round, Witness } from "./core/types.ts";
+} from "./mod.ts";
+import { arbCoordinatorState } from "./testing/arbitraries.ts";
+import { coordinatorStateFromJson, coordinatorStateToJson } from "./json.ts";
+import type { Client, CoordinatorState, Round, Witness } from "../core/types.ts";
 
 const MAX_CLIENTS = 8;
 

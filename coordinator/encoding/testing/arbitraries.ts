@@ -8,16 +8,16 @@
  */
 
 import fc from "fast-check";
-import { witnessBloomParameters } from "./core/bloom.ts";
+import { witnessBloomParameters } from "../../core/bloom.ts";
 import {
   ARCHITECTURE_KINDS,
   DATA_TYPE_KINDS,
   STATE_ENCODING_VERSION,
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
-} from "./encoding.ts";
-import { DIGESTS_SINCE_VERSION } from "./encoding_layout.ts";
-import { fromMillis, MAX_TIME_MS } from "../common/time.ts";
+} from "../mod.ts";
+import { DIGESTS_SINCE_VERSION } from "../layout.ts";
+import { fromMillis, MAX_TIME_MS } from "../../../common/time.ts";
 import {
   type Bloom,
   type Checkpoint,
@@ -37,13 +37,13 @@ import {
   type Round,
   RUN_STATES,
   type Witness,
-} from "./core/types.ts";
+} from "../../core/types.ts";
 import type {
   DataLocation,
   HttpLocation,
   LrSchedule,
   OptimizerDefinition,
-} from "../common/types.ts";
+} from "../../../common/types.ts";
 
 const utf8 = new TextEncoder();
 

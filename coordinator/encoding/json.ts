@@ -12,9 +12,9 @@
  * @module
  */
 
-import { decodeCoordinatorState, encodeCoordinatorState } from "./encoding.ts";
-import type { CoordinatorState } from "./core/types.ts";
-import { fromHex, toHex } from "../common/bytes.ts";
+import { decodeCoordinatorState, encodeCoordinatorState } from "./mod.ts";
+import type { CoordinatorState } from "../core/types.ts";
+import { fromHex, toHex } from "../../common/bytes.ts";
 
 /** A JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { witnessBloomParameters } from "./core/bloom.ts";
+import { witnessBloomParameters } from "../core/bloom.ts";
 import {
   type Bloom,
   type Checkpoint,
@@ -28,7 +28,7 @@ import {
   type Round,
   RUN_STATES,
   type Witness,
-} from "./core/types.ts";
+} from "../core/types.ts";
 import {
   ARCHITECTURE_KINDS,
   CHECKPOINT_KINDS,
@@ -45,8 +45,8 @@ import {
   STATE_MAGIC,
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
-} from "./encoding_layout.ts";
-import { isMillisecondTime, MAX_TIME_SECONDS, toMillis } from "../common/time.ts";
+} from "./layout.ts";
+import { isMillisecondTime, MAX_TIME_SECONDS, toMillis } from "../../common/time.ts";
 import type {
   DataLocation,
   GcsRepo,
@@ -54,7 +54,7 @@ import type {
   HubRepo,
   LrSchedule,
   OptimizerDefinition,
-} from "../common/types.ts";
+} from "../../common/types.ts";
 
 const utf8 = new TextEncoder();
 

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { witnessBloomParameters } from "./core/bloom.ts";
+import { witnessBloomParameters } from "../core/bloom.ts";
 import {
   type Bloom,
   type Checkpoint,
@@ -29,7 +29,7 @@ import {
   type Round,
   RUN_STATES,
   type Witness,
-} from "./core/types.ts";
+} from "../core/types.ts";
 import {
   ARCHITECTURE_KINDS,
   CHECKPOINT_KINDS,
@@ -46,8 +46,8 @@ import {
   StateDecodeError,
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
-} from "./encoding_layout.ts";
-import { fromMillis, MAX_TIME_MS } from "../common/time.ts";
+} from "./layout.ts";
+import { fromMillis, MAX_TIME_MS } from "../../common/time.ts";
 import type {
   DataLocation,
   GcsRepo,
@@ -55,7 +55,7 @@ import type {
   HubRepo,
   LrSchedule,
   OptimizerDefinition,
-} from "../common/types.ts";
+} from "../../common/types.ts";
 
 const utf8Strict = new TextDecoder("utf-8", { fatal: true });
 

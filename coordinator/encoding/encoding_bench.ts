@@ -3,12 +3,12 @@
  * and four rounds of 32 witnesses each (the largest state shape the layout allows per
  * client cap).
  *
- * Run: `deno bench -A coordinator/encoding_bench.ts`
+ * Run: `deno bench -A coordinator/encoding/encoding_bench.ts`
  */
 
-import { createBloom, witnessBloomParameters } from "./core/bloom.ts";
-import { decodeCoordinatorState, encodeCoordinatorState } from "./encoding.ts";
-import type { Client, CoordinatorState, Round } from "./core/types.ts";
+import { createBloom, witnessBloomParameters } from "../core/bloom.ts";
+import { decodeCoordinatorState, encodeCoordinatorState } from "./mod.ts";
+import type { Client, CoordinatorState, Round } from "../core/types.ts";
 
 function bigState(maxClients: number): CoordinatorState {
   const { numBits, numKeys } = witnessBloomParameters(maxClients);

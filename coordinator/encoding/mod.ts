@@ -36,6 +36,6 @@ export {
   StateDecodeError,
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
-} from "./encoding_layout.ts";
-export { encodeCoordinatorState, type EncodeStateOptions } from "./encoding_write.ts";
-export { decodeCoordinatorState } from "./encoding_read.ts";
+} from "./layout.ts";
+export { encodeCoordinatorState, type EncodeStateOptions } from "./write.ts";
+export { decodeCoordinatorState } from "./read.ts";

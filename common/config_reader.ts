@@ -4,7 +4,7 @@
  * `undefined`, so a reader walks the whole file and reports every problem in one pass.
  * Unknown keys are reported by {@link TableReader.finish}.
  *
- * Shared by the run-config reader (coordinator/config_toml.ts) and the data-server config
+ * Shared by the run-config reader (coordinator/config/read.ts) and the data-server config
  * (data/data_config.ts).
  *
  * @module

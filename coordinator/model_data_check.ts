@@ -18,7 +18,7 @@ import { LocalDataProvider } from "../data/local.ts";
 import { type ScanOptions, scanTokenFiles, type TokenScan } from "../data/token_scan.ts";
 import { CONFIG_FILE } from "../model/checkpoint.ts";
 import { HfConfigError, readLlamaConfig } from "../model/hf_config.ts";
-import type { RunConfig } from "./config.ts";
+import type { RunConfig } from "./config/types.ts";
 
 /** The outcome of {@linkcode checkModelVocabulary}. */
 export type VocabularyCheck =

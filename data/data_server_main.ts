@@ -10,9 +10,9 @@
  * @module
  */
 import { parseArgsOrExit } from "../cli/entry.ts";
-import { parseRunConfig } from "../coordinator/config.ts";
+import { parseRunConfig } from "../coordinator/config/run_config.ts";
 import { ConfigError } from "../common/config_error.ts";
-import { crossCheckDataConfig } from "../coordinator/config_validate.ts";
+import { crossCheckDataConfig } from "../coordinator/config/validate.ts";
 import {
   DATA_SERVER_USAGE,
   type DataServerArgs,

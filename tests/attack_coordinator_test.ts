@@ -8,7 +8,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { TcpBackend } from "../client/backend/tcp.ts";
-import { runConfigToToml } from "../coordinator/config.ts";
 import { CoordinatorHost, type HostOptions } from "../coordinator/server/host.ts";
 import type { ServerEvent } from "../coordinator/server/log.ts";
 import {
@@ -43,6 +42,7 @@ import {
   ServerProcess,
 } from "./support/server_driver.ts";
 import { equalBytes, toHex } from "../common/bytes.ts";
+import { runConfigToToml } from "../coordinator/config/write.ts";
 
 /** Sub-second rounds: witnesses end RoundTrain at once, so a step takes about 0.3 s. */
 const QUICK: Partial<CoordinatorConfig> = {

@@ -5,7 +5,6 @@
 import { freePort } from "../client/testnet/launcher.ts";
 import assert from "node:assert/strict";
 import { join, resolve } from "node:path";
-import { runConfigToToml } from "../coordinator/config.ts";
 import { currentRound, roundAssignments } from "../coordinator/core/machine_queries.ts";
 import { runCommand } from "../coordinator/server/run_command.ts";
 import { TcpBackend } from "../client/backend/tcp.ts";
@@ -16,6 +15,7 @@ import type { CoordinatorState } from "../coordinator/core/types.ts";
 import { NO_DIGEST } from "../coordinator/core/params_digest.ts";
 import { equalBytes } from "../common/bytes.ts";
 import type { CliIo } from "../cli/entry.ts";
+import { runConfigToToml } from "../coordinator/config/write.ts";
 
 const CORPUS = resolve(new URL("../data/corpus/brown/train", import.meta.url).pathname);
 

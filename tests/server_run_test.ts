@@ -6,7 +6,6 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { runConfigToToml } from "../coordinator/config.ts";
 import type { CoordinatorState } from "../coordinator/core/types.ts";
 import { TcpBackend } from "../client/backend/tcp.ts";
 import { BackendError } from "../client/backend/backend.ts";
@@ -29,6 +28,7 @@ import {
   ServerProcess,
 } from "./support/server_driver.ts";
 import { equalBytes } from "../common/bytes.ts";
+import { runConfigToToml } from "../coordinator/config/write.ts";
 
 const RUN_ID = "tcp-e2e";
 

@@ -18,7 +18,7 @@ import { freePorts } from "../client/testnet/launcher.ts";
 import { tinyRunToml } from "../client/testnet/testing.ts";
 import assert from "node:assert/strict";
 import { getAddressEncoder } from "@solana/kit";
-import { parseRunConfig } from "../coordinator/config.ts";
+import { parseRunConfig } from "../coordinator/config/run_config.ts";
 import { startTestRun, type TestRun } from "../coordinator/solana/localnet/test_run.ts";
 import { decodeCoordinatorAccount } from "../coordinator/solana/account.ts";
 import { keypairJson, type Wallet } from "../coordinator/solana/cli/keypair.ts";

@@ -9,7 +9,6 @@
  *
  * @module
  */
-import type { RunConfig } from "../../coordinator/config.ts";
 import type { CoordinatorConfig } from "../../coordinator/core/types.ts";
 import { distroConfig } from "../../optimizer/distro.ts";
 import { initParams } from "../../model/params.ts";
@@ -17,6 +16,7 @@ import { GpuRuntime } from "../../shaders/gpu.ts";
 import { runInitSeed } from "../model_source.ts";
 import { loadHubCheckpoint } from "../model_sharing/hub.ts";
 import { NetworkTrainer } from "../trainer.ts";
+import type { RunConfig } from "../../coordinator/config/types.ts";
 
 /** What one training step of the run's model cost on this machine. */
 export interface StepCost {

@@ -8,8 +8,9 @@
  * @module
  */
 import { parse, stringify } from "smol-toml";
-import { parseRunConfig, type RunConfig } from "../../coordinator/config.ts";
+import { parseRunConfig } from "../../coordinator/config/run_config.ts";
 import type { CoordinatorConfig } from "../../coordinator/core/types.ts";
+import type { RunConfig } from "../../coordinator/config/types.ts";
 
 /** The config to write for the testnet, and what the launcher needs to know about it. */
 export interface PreparedRunConfig {

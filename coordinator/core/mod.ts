@@ -49,5 +49,3 @@ export * from "./swap_or_not.ts";
 export * from "./lcg.ts";
 export * from "./deterministic_shuffle.ts";
 export * from "../../common/lr_schedule.ts";
-export * from "../encoding/mod.ts";
-export * from "../config.ts";

@@ -9,7 +9,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { ConfigError, crossCheckDataConfig, parseRunConfig, type RunConfig } from "../config.ts";
+import { parseRunConfig } from "../config/run_config.ts";
 import { startDataServerFromConfig } from "../../data/data_server_config.ts";
 import { DataError } from "../../data/errors.ts";
 import { durationProblem } from "../../common/time.ts";
@@ -26,6 +26,9 @@ import {
 } from "./server.ts";
 import { UsageError } from "../../common/usage_error.ts";
 import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
+import type { RunConfig } from "../config/types.ts";
+import { crossCheckDataConfig } from "../config/validate.ts";
+import { ConfigError } from "../../common/config_error.ts";
 
 /** Usage text of `run`. */
 export const RUN_USAGE = `Usage: deno task coordinator run --state FILE [options]

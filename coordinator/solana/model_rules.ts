@@ -1,6 +1,6 @@
 /**
  * The model-content rules the coordinator program enforces on `update`
- * (program/model_rules.c), stated as config_validate.ts's own rules: the program's
+ * (program/model_rules.c), stated as config/validate.ts's own rules: the program's
  * reference model asks {@linkcode validateRunConfigDraft} and maps each model issue to the
  * program error of its part, so every differential test also holds the C rules to the
  * TypeScript config checks.
@@ -14,7 +14,7 @@
  * @module
  */
 
-import { validateRunConfigDraft } from "../config_validate.ts";
+import { validateRunConfigDraft } from "../config/validate.ts";
 import type { ConfigIssue } from "../../common/config_error.ts";
 import type { CoordinatorConfig, LlmModel } from "../core/types.ts";
 import type { ProgramErrorCode } from "./errors.ts";
@@ -23,7 +23,7 @@ import type { ProgramErrorCode } from "./errors.ts";
 export interface ModelRuleViolation {
   /** The program error of the model part that breaks the rule. */
   name: ProgramErrorCode;
-  /** config_validate.ts's issue. */
+  /** config/validate.ts's issue. */
   issue: ConfigIssue;
 }
 

@@ -1,15 +1,15 @@
 /**
  * The program's model-content rules on `update` (program/model_rules.c): each rule rejected
  * with its error code, the example configs accepted, and a differential check that for
- * random models the program accepts exactly when config_validate.ts reports no problem
+ * random models the program accepts exactly when config/validate.ts reports no problem
  * under `model.` (URLs are always well-formed here: the URL rules are not mirrored).
  * Every instruction goes through DualRun, so the reference model agrees on every code too.
  */
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { parseRunConfig } from "../config.ts";
-import { validateRunConfigDraft } from "../config_validate.ts";
+import { parseRunConfig } from "../config/run_config.ts";
+import { validateRunConfigDraft } from "../config/validate.ts";
 import type { Checkpoint, CoordinatorConfig, LlmModel } from "../core/types.ts";
 import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
 import type { CoordinatorProgramErrorName } from "./errors.ts";
@@ -233,7 +233,7 @@ Deno.test("update: each model-content rule is rejected with its code", async () 
   for (const [label, overrides, code] of CASES) {
     const model = testModel(overrides);
     const issues = validateRunConfigDraft({ config: {}, model, progress: {} });
-    assert.ok(issues.length > 0, `${label}: config_validate.ts accepts it`);
+    assert.ok(issues.length > 0, `${label}: config/validate.ts accepts it`);
     await run.expectError({ kind: "Update", model }, run.mainAuthority, code);
   }
   // The boundaries themselves are accepted.
@@ -431,7 +431,7 @@ async function pausedRun(runId: string): Promise<DualRun> {
 
 /**
  * Sends `numRuns` random models (with a random config.totalSteps) to a paused run and
- * asserts the program accepts exactly those config_validate.ts finds nothing wrong with.
+ * asserts the program accepts exactly those config/validate.ts finds nothing wrong with.
  */
 async function differential(
   runId: string,
@@ -456,7 +456,7 @@ async function differential(
   assert.ok(outcomes.accepted >= least && outcomes.rejected >= least, JSON.stringify(outcomes));
 }
 
-Deno.test("differential: the program accepts a model exactly when config_validate.ts does", async () => {
+Deno.test("differential: the program accepts a model exactly when config/validate.ts does", async () => {
   await differential("model-rules-diff", arbModel, 100);
 });
 

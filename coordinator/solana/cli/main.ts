@@ -7,7 +7,7 @@
  * @module
  */
 import type { Address } from "@solana/kit";
-import { parseRunConfig } from "../../config.ts";
+import { parseRunConfig } from "../../config/run_config.ts";
 import { checkWholeSecondDurations } from "../state_parts.ts";
 import { generateIdentity } from "../../../net/identity.ts";
 import { parseSolanaArgs, type SolanaArgs, USAGE } from "./args.ts";

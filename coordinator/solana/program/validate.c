@@ -1,6 +1,6 @@
 /*
  * validate.c (part of the program.c unity build): the rules a run's config, model and
- * progress must satisfy (coordinator/core/machine_validate.ts and config_validate.ts, psyche.md
+ * progress must satisfy (coordinator/core/machine_validate.ts and config/validate.ts, psyche.md
  * §2.2), plus the program's own cap of MAX_CLIENTS clients. Each failure logs the field and
  * rule.
  */
@@ -14,7 +14,7 @@
   } while (0)
 
 /*
- * The config rules of machine_validate.ts validateCoordinatorConfig and config_validate.ts
+ * The config rules of machine_validate.ts validateCoordinatorConfig and config/validate.ts
  * (which adds initMinClients <= globalBatchSizeStart), with maxClients <= MAX_CLIENTS.
  */
 static u64 validate_config(const config_t *c) {

@@ -3,15 +3,14 @@
  * enums, snake_case keys) into the camelCase vocabulary of coordinator/core/types.ts.
  *
  * This layer checks presence, TOML types, integer widths and unknown keys only; the rules
- * (timing order, client counts, schedule sanity, ...) live in coordinator/config_validate.ts.
+ * (timing order, client counts, schedule sanity, ...) live in coordinator/config/validate.ts.
  * A value with a problem is left `undefined` in the draft so validation can still check
  * everything else and report all problems together.
  *
  * @module
  */
-import { type TableReader, type VariantChoice } from "../common/config_reader.ts";
-import type { RunConfigDraft } from "./config.ts";
-import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME } from "./core/machine_validate.ts";
+import { type TableReader, type VariantChoice } from "../../common/config_reader.ts";
+import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME } from "../core/machine_validate.ts";
 import {
   type Checkpoint,
   type CoordinatorConfig,
@@ -21,7 +20,7 @@ import {
   type LlmDataType,
   type LlmModel,
   RUN_STATES,
-} from "./core/types.ts";
+} from "../core/types.ts";
 import {
   type DataLocation,
   type GcsRepo,
@@ -31,7 +30,8 @@ import {
   type OptimizerDefinition,
   type Shuffle,
   TOKEN_SIZE_NAMES,
-} from "../common/types.ts";
+} from "../../common/types.ts";
+import type { RunConfigDraft } from "./types.ts";
 
 /** `[model.LLM] architecture` values. */
 export const LLM_ARCHITECTURES: readonly LlmArchitecture[] = [

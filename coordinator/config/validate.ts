@@ -11,12 +11,11 @@
  *
  * @module
  */
-import { type ConfigIssue, renderValue } from "../common/config_error.ts";
-import { INTEGER_MAX, type IntegerKind } from "../common/config_reader.ts";
-import type { RunConfigDraft } from "./config.ts";
-import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME, roundsPerEpoch } from "./core/machine_validate.ts";
-import { unprintableProblem } from "../common/printable.ts";
-import { durationProblem } from "../common/time.ts";
+import { type ConfigIssue, renderValue } from "../../common/config_error.ts";
+import { INTEGER_MAX, type IntegerKind } from "../../common/config_reader.ts";
+import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME, roundsPerEpoch } from "../core/machine_validate.ts";
+import { unprintableProblem } from "../../common/printable.ts";
+import { durationProblem } from "../../common/time.ts";
 import {
   type Checkpoint,
   type CoordinatorConfig,
@@ -27,13 +26,14 @@ import {
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
   MAX_WITNESSES,
-} from "./core/types.ts";
+} from "../core/types.ts";
 import type {
   DataLocation,
   HttpLocation,
   LrSchedule,
   OptimizerDefinition,
-} from "../common/types.ts";
+} from "../../common/types.ts";
+import type { RunConfigDraft } from "./types.ts";
 
 /**
  * Largest `global_batch_size_start`/`_end`: the u16 width Psyche gives these fields (and our

@@ -6,15 +6,15 @@
  * @module
  */
 import { stringify } from "smol-toml";
-import type { RunConfig } from "./config.ts";
-import type { Checkpoint, CoordinatorConfig, LlmModel } from "./core/types.ts";
-import { toHex } from "../common/bytes.ts";
+import type { Checkpoint, CoordinatorConfig, LlmModel } from "../core/types.ts";
+import { toHex } from "../../common/bytes.ts";
 import type {
   DataLocation,
   HttpLocation,
   LrSchedule,
   OptimizerDefinition,
-} from "../common/types.ts";
+} from "../../common/types.ts";
+import type { RunConfig } from "./types.ts";
 
 type Toml = Record<string, unknown>;
 

@@ -10,59 +10,12 @@
  *
  * @module
  */
-import { ConfigError, type ConfigIssue } from "../common/config_error.ts";
-import { parseTomlText, TableReader } from "../common/config_reader.ts";
-import { readRunConfig } from "./config_toml.ts";
-import { validateRunConfigDraft } from "./config_validate.ts";
-import type { CoordinatorConfig, CoordinatorProgress, LlmModel, RunState } from "./core/types.ts";
-
-export { ConfigError, type ConfigIssue, formatIssue } from "../common/config_error.ts";
-export { DEFAULT_PROGRESS } from "./config_toml.ts";
-export {
-  crossCheckDataConfig,
-  type DataConfigMismatch,
-  MAX_GLOBAL_BATCH_SIZE,
-} from "./config_validate.ts";
-export { runConfigToToml } from "./config_write.ts";
-
-/** A whole, validated run config: what the coordinator starts a run from. */
-export interface RunConfig {
-  /** Run identifier (at most MAX_RUN_ID_BYTES UTF-8 bytes). */
-  runId: string;
-  /** State to start in; the TCP server resets it to WaitingForMembers when it loads a run. */
-  runState: RunState;
-  /** `[config]`: timing, membership and batch sizes. */
-  config: CoordinatorConfig;
-  /** `[model.LLM]`: architecture, data, checkpoint, schedule and optimizer. */
-  model: LlmModel;
-  /** `[progress]`, or DEFAULT_PROGRESS when the file has none. */
-  progress: CoordinatorProgress;
-  /**
-   * `progress.params_digest`: the run's recorded digest of the parameters of `progress.step`
-   * (a saved run carries it, so clients that rejoin a restarted coordinator load only the
-   * run's model). Absent (null or undefined) when unknown.
-   */
-  paramsDigest?: Uint8Array | null;
-}
-
-/**
- * A run config as far as it could be read: any value the reader rejected is `undefined`.
- * The validator accepts drafts so that one pass reports every problem.
- */
-export interface RunConfigDraft {
-  /** `run_id`, if it was read. */
-  runId?: string;
-  /** `run_state`, if it was read. */
-  runState?: RunState;
-  /** `[config]` keys that were read. */
-  config: Partial<CoordinatorConfig>;
-  /** `[model.LLM]` keys that were read. */
-  model: Partial<LlmModel>;
-  /** `[progress]` keys that were read (defaults filled in). */
-  progress: Partial<CoordinatorProgress>;
-  /** `progress.params_digest`: null when absent, undefined after a reported problem. */
-  paramsDigest?: Uint8Array | null;
-}
+import { ConfigError, type ConfigIssue } from "../../common/config_error.ts";
+import { parseTomlText, TableReader } from "../../common/config_reader.ts";
+import { readRunConfig } from "./read.ts";
+import { validateRunConfigDraft } from "./validate.ts";
+import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../core/types.ts";
+import type { RunConfig, RunConfigDraft } from "./types.ts";
 
 /**
  * Parses and validates state.toml text. `source` names the file in error messages.
@@ -70,7 +23,7 @@ export interface RunConfigDraft {
  *
  * @example
  * ```ts
- * import { ConfigError, parseRunConfig } from "./config.ts";
+ * import { ConfigError, parseRunConfig } from "./run_config.ts";
  * try {
  *   parseRunConfig('run_id = "x"', "state.toml");
  * } catch (error) {

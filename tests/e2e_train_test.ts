@@ -149,7 +149,7 @@ async function startRun(timing: Timing, coordinatorArgs: string[] = []): Promise
     args: [
       "run",
       "-A",
-      `${ROOT}coordinator/main.ts`,
+      `${ROOT}coordinator/cli/main.ts`,
       "run",
       `--state=${dir}/state.toml`,
       `--server-port=${serverPort}`,

@@ -1,5 +1,5 @@
 /**
- * A local testnet: one coordinator (`coordinator/main.ts run`, what `deno task coordinator
+ * A local testnet: one coordinator (`coordinator/cli/main.ts run`, what `deno task coordinator
  * run` starts) and any number of training clients (`client/main.ts train`), each a child
  * process on 127.0.0.1, in a temporary folder that holds the run config, the clients'
  * identities (32-byte ed25519 secret keys), the saved coordinator states and the checkpoints.
@@ -253,7 +253,7 @@ export class Testnet {
         "--allow-write",
         "--allow-net",
         "--allow-env",
-        "coordinator/main.ts",
+        "coordinator/cli/main.ts",
         "run",
         "--server-port",
         String(port),

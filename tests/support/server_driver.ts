@@ -238,7 +238,7 @@ export async function framesUntilClosed(
   }
 }
 
-/** A coordinator server child process (`coordinator/main.ts run --logs json`). */
+/** A coordinator server child process (`coordinator/cli/main.ts run --logs json`). */
 export class ServerProcess {
   readonly child: Deno.ChildProcess;
   /** Every JSON event logged so far. */
@@ -261,7 +261,7 @@ export class ServerProcess {
     ]).then(() => {});
   }
 
-  /** Starts `deno run coordinator/main.ts run ...args --logs json --hostname 127.0.0.1`. */
+  /** Starts `deno run coordinator/cli/main.ts run ...args --logs json --hostname 127.0.0.1`. */
   static start(args: string[]): ServerProcess {
     const child = new Deno.Command(Deno.execPath(), {
       args: [
@@ -270,7 +270,7 @@ export class ServerProcess {
         "--allow-write",
         "--allow-net",
         "--allow-env",
-        new URL("../../coordinator/main.ts", import.meta.url).pathname,
+        new URL("../../coordinator/cli/main.ts", import.meta.url).pathname,
         "run",
         "--logs",
         "json",

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { main } from "./main.ts";
-import { type CliIo, denoIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
+import { type CliIo, denoIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
 /** Absolute path of a file in the repository, so the tests do not depend on the cwd. */
 const repo = (path: string) => join(ROOT, path);
 
@@ -192,7 +192,7 @@ Deno.test("help and unknown commands", async () => {
 Deno.test("the coordinator entry point exits with the command's status", async () => {
   const run = (args: string[]) =>
     new Deno.Command(Deno.execPath(), {
-      args: ["run", "--allow-read", repo("coordinator/main.ts"), ...args],
+      args: ["run", "--allow-read", repo("coordinator/cli/main.ts"), ...args],
       cwd: ROOT,
       stdout: "piped",
       stderr: "piped",

@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { validateConfigCommand } from "./config_cli.ts";
-import { runCommand } from "./server/run_command.ts";
-import { type CliIo, denoIo, EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
+import { validateConfigCommand } from "./validate_config.ts";
+import { runCommand } from "../server/run_command.ts";
+import { type CliIo, denoIo, EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
 
 /** One subcommand: a one-line summary for the help text and its entry point. */
 export interface Command {

@@ -28,7 +28,12 @@ export {
   type CoordinatorAddressOptions,
 } from "./addresses.ts";
 export { witnessBloomParametersInteger } from "./bloom_integer.ts";
-export { buildProgram, buildProgramOnce, PROGRAM_OUTPUT, ProgramBuildError } from "./build.ts";
+export {
+  buildProgram,
+  buildProgramOnce,
+  PROGRAM_OUTPUT,
+  ProgramBuildError,
+} from "./toolchain/build.ts";
 export {
   COORDINATOR_ERROR_BASE,
   CoordinatorProgramError,

@@ -31,7 +31,7 @@ import {
 import { Clock, FailedTransactionMetadata, LiteSVM } from "litesvm";
 import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from "./account.ts";
 import { coordinatorAddress } from "./addresses.ts";
-import { buildProgramOnce } from "./build.ts";
+import { buildProgramOnce } from "./toolchain/build.ts";
 import type { CoordinatorInstruction } from "./instructions.ts";
 import {
   coordinatorInstruction,

@@ -20,7 +20,7 @@ import {
   type Transaction,
 } from "@solana/kit";
 import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
-import { buildProgram, PROGRAM_OUTPUT } from "../build.ts";
+import { buildProgram, PROGRAM_OUTPUT } from "../toolchain/build.ts";
 import { DEFAULT_PROGRAM_ID } from "../cli/defaults.ts";
 import { type RpcTransactionError, transactionErrorJson } from "./tx_error.ts";
 

@@ -19,7 +19,7 @@ import {
 } from "@solana/kit";
 import { ACCOUNT_SIZE, decodeCoordinatorAccount } from "../account.ts";
 import { coordinatorInstruction, createRunInstructions } from "../kit.ts";
-import { buildProgramOnce } from "../build.ts";
+import { buildProgramOnce } from "../toolchain/build.ts";
 import { Ledger } from "./ledger.ts";
 import { startLocalnet } from "./server.ts";
 

@@ -8,14 +8,13 @@
  *
  * @module
  */
-
-import { type LinkedProgram, linkSbpfV0 } from "./linker/mod.ts";
+import { type LinkedProgram, linkSbpfV0 } from "./link.ts";
 
 /** The C entry file of the program. */
-export const PROGRAM_SOURCE: string = new URL("./program/program.c", import.meta.url).pathname;
+export const PROGRAM_SOURCE: string = new URL("../program/program.c", import.meta.url).pathname;
 /** Where `deno task build-program` writes the shared object. */
 export const PROGRAM_OUTPUT: string =
-  new URL("./build/psyche_coordinator.so", import.meta.url).pathname;
+  new URL("../build/psyche_coordinator.so", import.meta.url).pathname;
 
 /** The clang command line (without the output path). */
 export const CLANG_ARGS: readonly string[] = [
@@ -93,7 +92,7 @@ export function buildProgramOnce(): Promise<LinkedProgram> {
 
 if (import.meta.main) {
   const program = await buildProgram();
-  await Deno.mkdir(new URL("./build/", import.meta.url), { recursive: true });
+  await Deno.mkdir(new URL("../build/", import.meta.url), { recursive: true });
   await Deno.writeFile(PROGRAM_OUTPUT, program.bytes);
   console.log(
     `${PROGRAM_OUTPUT}: ${program.bytes.length} bytes (.text ${program.textSize}, .rodata ` +

@@ -27,7 +27,7 @@ import { address } from "@solana/kit";
 import { loadWallet } from "../coordinator/solana/cli/keypair.ts";
 import { SolanaRpcClient } from "../coordinator/solana/cli/rpc_client.ts";
 import { DEFAULT_PROGRAM_ID } from "../coordinator/solana/cli/defaults.ts";
-import { coordinatorAddress } from "../coordinator/solana/addresses.ts";
+import { coordinatorAddress } from "../coordinator/solana/abi/addresses.ts";
 import { EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
 import { toHex } from "../common/bytes.ts";
 

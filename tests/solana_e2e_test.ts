@@ -20,7 +20,7 @@ import assert from "node:assert/strict";
 import { getAddressEncoder } from "@solana/kit";
 import { parseRunConfig } from "../coordinator/config/run_config.ts";
 import { startTestRun, type TestRun } from "../coordinator/solana/localnet/test_run.ts";
-import { decodeCoordinatorAccount } from "../coordinator/solana/account.ts";
+import { decodeCoordinatorAccount } from "../coordinator/solana/abi/account.ts";
 import { keypairJson, type Wallet } from "../coordinator/solana/cli/keypair.ts";
 import { peerIdOf } from "../client/p2p/identity.ts";
 import { generateIdentity } from "../net/identity.ts";

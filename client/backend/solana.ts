@@ -45,10 +45,10 @@ import {
   type CoordinatorAccount,
   decodeCoordinatorAccount,
   pendingRegistrations,
-} from "../../coordinator/solana/account.ts";
-import { CoordinatorProgramError } from "../../coordinator/solana/errors.ts";
-import type { CoordinatorInstruction } from "../../coordinator/solana/instructions.ts";
-import { coordinatorInstruction } from "../../coordinator/solana/kit.ts";
+} from "../../coordinator/solana/abi/account.ts";
+import { CoordinatorProgramError } from "../../coordinator/solana/abi/errors.ts";
+import type { CoordinatorInstruction } from "../../coordinator/solana/abi/instructions.ts";
+import { coordinatorInstruction } from "../../coordinator/solana/abi/kit.ts";
 import { followAccount, type SolanaRpcClient } from "../../coordinator/solana/cli/rpc_client.ts";
 import {
   TransactionSender,

@@ -21,8 +21,8 @@ import {
   roundSelection,
 } from "../core/machine_queries.ts";
 import type { CoordinatorConfig, LlmModel, Witness } from "../core/types.ts";
-import { ACCOUNT_SIZE, type CoordinatorAccount } from "./account.ts";
-import type { CoordinatorInstruction } from "./instructions.ts";
+import { ACCOUNT_SIZE, type CoordinatorAccount } from "./abi/account.ts";
+import type { CoordinatorInstruction } from "./abi/instructions.ts";
 import {
   addressBytes,
   CoordinatorSvm,

@@ -20,7 +20,7 @@ import {
   type CoordinatorInstruction,
   decodeCoordinatorInstruction,
   encodeCoordinatorInstruction,
-} from "./instructions.ts";
+} from "./abi/instructions.ts";
 import { CoordinatorSvm } from "./svm.ts";
 import { clientIndex, DualRun, keyOf } from "./test_support.ts";
 import { NO_DIGEST } from "../core/params_digest.ts";

@@ -17,7 +17,7 @@
 import { validateRunConfigDraft } from "../config/validate.ts";
 import type { ConfigIssue } from "../../common/config_error.ts";
 import type { CoordinatorConfig, LlmModel } from "../core/types.ts";
-import type { ProgramErrorCode } from "./errors.ts";
+import type { ProgramErrorCode } from "./abi/errors.ts";
 
 /** A model-content rule the program rejects, with the error it returns. */
 export interface ModelRuleViolation {

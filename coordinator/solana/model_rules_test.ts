@@ -12,7 +12,7 @@ import { parseRunConfig } from "../config/run_config.ts";
 import { validateRunConfigDraft } from "../config/validate.ts";
 import type { Checkpoint, CoordinatorConfig, LlmModel } from "../core/types.ts";
 import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
-import type { CoordinatorProgramErrorName } from "./errors.ts";
+import type { CoordinatorProgramErrorName } from "./abi/errors.ts";
 import { modelRuleViolation } from "./model_rules.ts";
 import { CoordinatorSvm } from "./svm.ts";
 import { DualRun } from "./test_support.ts";

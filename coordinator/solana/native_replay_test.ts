@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import type { Address } from "@solana/kit";
 import { PROGRAM_SOURCE } from "./toolchain/build.ts";
-import { encodeCoordinatorInstruction } from "./instructions.ts";
+import { encodeCoordinatorInstruction } from "./abi/instructions.ts";
 import { differential } from "./random_sequences.ts";
 import { addressBytes, CoordinatorSvm } from "./svm.ts";
 

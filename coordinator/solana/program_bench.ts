@@ -5,7 +5,7 @@
  */
 
 import { CoordinatorSvm } from "./svm.ts";
-import { decodeCoordinatorAccount } from "./account.ts";
+import { decodeCoordinatorAccount } from "./abi/account.ts";
 import { measureComputeUnits } from "./compute_units.ts";
 
 const svm = await CoordinatorSvm.create();

@@ -21,13 +21,13 @@ import { checkpoint, pause, resume } from "../core/machine_membership.ts";
 import { validateCoordinatorConfig } from "../core/machine_validate.ts";
 import { cooldownWitness, warmupWitness, witness } from "../core/machine_witness.ts";
 import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../core/types.ts";
-import type { CoordinatorAccount } from "./account.ts";
-import { ACCOUNT_MAX_CLIENTS, ACCOUNT_VERSION } from "./account.ts";
-import { CoordinatorProgramError, type CoordinatorProgramErrorName } from "./errors.ts";
-import type { CoordinatorInstruction } from "./instructions.ts";
+import type { CoordinatorAccount } from "./abi/account.ts";
+import { ACCOUNT_MAX_CLIENTS, ACCOUNT_VERSION } from "./abi/account.ts";
+import { CoordinatorProgramError, type CoordinatorProgramErrorName } from "./abi/errors.ts";
+import type { CoordinatorInstruction } from "./abi/instructions.ts";
 import { modelRuleViolation } from "./model_rules.ts";
-import { placeholderModel, uninitializedState, zeroConfig } from "./state_parts.ts";
-import { MAX_DELEGATES } from "./instructions.ts";
+import { placeholderModel, uninitializedState, zeroConfig } from "./abi/state_parts.ts";
+import { MAX_DELEGATES } from "./abi/instructions.ts";
 import { equalBytes } from "../../common/bytes.ts";
 
 /** The Clock sysvar fields the program reads. */

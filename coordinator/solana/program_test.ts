@@ -14,11 +14,11 @@ import {
   warmupReport,
   witnessReport,
 } from "../../tests/support/coordinator_fixtures.ts";
-import { ACCOUNT_SIZE } from "./account.ts";
-import { programErrorNumber } from "./errors.ts";
-import { encodeCoordinatorInstruction } from "./instructions.ts";
-import { coordinatorAddress } from "./addresses.ts";
-import { createAccountWithSeedInstruction } from "./kit.ts";
+import { ACCOUNT_SIZE } from "./abi/account.ts";
+import { programErrorNumber } from "./abi/errors.ts";
+import { encodeCoordinatorInstruction } from "./abi/instructions.ts";
+import { coordinatorAddress } from "./abi/addresses.ts";
+import { createAccountWithSeedInstruction } from "./abi/kit.ts";
 import { CoordinatorSvm } from "./svm.ts";
 import { clientIndex, DualRun, keyOf } from "./test_support.ts";
 import { NO_DIGEST } from "../core/params_digest.ts";

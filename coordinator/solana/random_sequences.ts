@@ -24,7 +24,7 @@ import {
   witnessReport,
 } from "../../tests/support/coordinator_fixtures.ts";
 import { Prng } from "../../tests/support/coordinator_sim.ts";
-import type { CoordinatorInstruction } from "./instructions.ts";
+import type { CoordinatorInstruction } from "./abi/instructions.ts";
 import type { CoordinatorSvm } from "./svm.ts";
 import { clientIndex, DualRun, keyOf } from "./test_support.ts";
 

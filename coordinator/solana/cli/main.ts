@@ -8,12 +8,12 @@
  */
 import type { Address } from "@solana/kit";
 import { parseRunConfig } from "../../config/run_config.ts";
-import { checkWholeSecondDurations } from "../state_parts.ts";
+import { checkWholeSecondDurations } from "../abi/state_parts.ts";
 import { generateIdentity } from "../../../net/identity.ts";
 import { parseSolanaArgs, type SolanaArgs, USAGE } from "./args.ts";
 import { keypairJson, loadWallet, type Wallet } from "./keypair.ts";
 import { readRun, runJson, RunOperator, type RunUpdate } from "./operator.ts";
-import { coordinatorAddress } from "../addresses.ts";
+import { coordinatorAddress } from "../abi/addresses.ts";
 import { SolanaRpcClient } from "./rpc_client.ts";
 import { TransactionSender } from "./transactions.ts";
 import { EXIT_OK, EXIT_USAGE } from "../../../cli/entry.ts";

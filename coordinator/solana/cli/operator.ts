@@ -2,7 +2,7 @@
  * What a run's operator does on chain, as plain async calls (the `deno task solana`
  * commands are thin wrappers around these): create a run, update its config and model,
  * pause and resume it, grant join authorization and delegates, tick it, and dump it as
- * JSON. Each call builds the program's instruction (coordinator/solana/kit.ts) and sends
+ * JSON. Each call builds the program's instruction (coordinator/solana/abi/kit.ts) and sends
  * it with {@linkcode TransactionSender} (retries, RPC fallback, typed program errors).
  *
  * @module
@@ -11,10 +11,10 @@
 import { AccountRole, type Address, getAddressEncoder, type KeyPairSigner } from "@solana/kit";
 import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../../core/types.ts";
 import { coordinatorStateToJson } from "../../encoding/json.ts";
-import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from "../account.ts";
-import { coordinatorAddress } from "../addresses.ts";
-import type { CoordinatorInstruction, RunMetadata } from "../instructions.ts";
-import { coordinatorInstruction, createRunInstructions } from "../kit.ts";
+import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from "../abi/account.ts";
+import { coordinatorAddress } from "../abi/addresses.ts";
+import type { CoordinatorInstruction, RunMetadata } from "../abi/instructions.ts";
+import { coordinatorInstruction, createRunInstructions } from "../abi/kit.ts";
 import type { SolanaRpcClient } from "./rpc_client.ts";
 import type { TransactionSender } from "./transactions.ts";
 

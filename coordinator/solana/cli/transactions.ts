@@ -27,8 +27,8 @@ import {
   CoordinatorProgramError,
   PROGRAM_ERROR_BASE,
   programErrorName,
-} from "../errors.ts";
-import { setComputeUnitLimitInstruction } from "../kit.ts";
+} from "../abi/errors.ts";
+import { setComputeUnitLimitInstruction } from "../abi/kit.ts";
 import { RpcResponseError, RpcTransportError, type SolanaRpcClient } from "./rpc_client.ts";
 
 /** The JSON-RPC code of a failed preflight simulation. */

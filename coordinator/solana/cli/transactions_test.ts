@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { generateKeyPairSigner } from "@solana/kit";
 import { CoordinatorError } from "../../core/errors.ts";
-import { CoordinatorProgramError } from "../errors.ts";
+import { CoordinatorProgramError } from "../abi/errors.ts";
 import { startLocalnet } from "../localnet/server.ts";
 import { loadProgramBytes } from "../localnet/ledger.ts";
 import { SolanaRpcClient } from "./rpc_client.ts";

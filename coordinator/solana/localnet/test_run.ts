@@ -9,7 +9,7 @@
 
 import type { Address } from "@solana/kit";
 import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../../core/types.ts";
-import { decodeCoordinatorAccount, pendingRegistrations } from "../account.ts";
+import { decodeCoordinatorAccount, pendingRegistrations } from "../abi/account.ts";
 import { loadProgramBytes } from "./ledger.ts";
 import { type LocalnetServer, startLocalnet } from "./server.ts";
 import { generateIdentity } from "../../../net/identity.ts";

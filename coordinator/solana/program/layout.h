@@ -1,7 +1,7 @@
 /*
  * layout.h: the coordinator account, version 2. A fixed layout (capacity 256 clients),
  * every field naturally aligned, little-endian, no pointers; docs/solana-program.md lists
- * it byte by byte and coordinator/solana/account.ts decodes it. The _Static_asserts pin
+ * it byte by byte and coordinator/solana/abi/account.ts decodes it. The _Static_asserts pin
  * every offset the documentation and the decoder rely on: changing one is a new version.
  * Version 2 appended the parameter digests (records and the current phase's votes) after
  * the delegates, leaving every version 1 offset where it was.

@@ -1,14 +1,14 @@
 /**
- * The coordinator as a Solana program: the C program (program/), the sBPF linker that
- * builds it (linker/), and the TypeScript side clients use with `@solana/kit`:
- * instruction codecs, the account decoder, address helpers, error codes, the reference
- * model the program is tested against, and an in-process SVM harness (litesvm).
+ * The coordinator program's interface, as TypeScript sees it: the account layout and its
+ * decoder, the instruction codecs, the program's addresses and error codes, and the
+ * instructions as `@solana/kit` objects with the accounts each takes. Pure (no RPC, no
+ * files): the client's Solana backend, the operator commands, the localnet and the tests all
+ * speak to the program through it.
  *
  * Layout, instructions and error codes: docs/solana-program.md.
  *
  * @module
  */
-
 export {
   ACCOUNT_MAGIC,
   ACCOUNT_MAX_CLIENTS,
@@ -27,13 +27,6 @@ export {
   coordinatorAddress,
   type CoordinatorAddressOptions,
 } from "./addresses.ts";
-export { witnessBloomParametersInteger } from "./bloom_integer.ts";
-export {
-  buildProgram,
-  buildProgramOnce,
-  PROGRAM_OUTPUT,
-  ProgramBuildError,
-} from "./toolchain/build.ts";
 export {
   COORDINATOR_ERROR_BASE,
   CoordinatorProgramError,
@@ -72,15 +65,6 @@ export {
   SYSTEM_PROGRAM_ADDRESS,
 } from "./kit.ts";
 export {
-  applyInstruction,
-  clockSeed,
-  initialAccount,
-  type InitOptions,
-  type InstructionStep,
-  type ProgramClock,
-} from "./program_model.ts";
-export { type ModelRuleViolation, modelRuleViolation } from "./model_rules.ts";
-export {
   checkWholeSecondDurations,
   CONFIG_WIRE_BYTES,
   decodeConfigBytes,
@@ -88,12 +72,4 @@ export {
   encodeConfigBytes,
   encodeModelBytes,
 } from "./state_parts.ts";
-export {
-  addressBytes,
-  bytesAddress,
-  CoordinatorSvm,
-  MAX_COMPUTE_UNITS,
-  MAX_TRANSACTION_BYTES,
-  type SendOptions,
-  type SendResult,
-} from "./svm.ts";
+export { placeholderModel, uninitializedState, zeroConfig } from "./state_parts.ts";

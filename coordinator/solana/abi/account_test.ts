@@ -8,9 +8,9 @@ import {
   pendingRegistrations,
 } from "./account.ts";
 import { coordinatorAccountFilters } from "./addresses.ts";
-import { measureComputeUnits } from "./compute_units.ts";
+import { measureComputeUnits } from "../compute_units.ts";
 import { getBase58Encoder } from "@solana/kit";
-import { CoordinatorSvm } from "./svm.ts";
+import { CoordinatorSvm } from "../svm.ts";
 
 const svm = await CoordinatorSvm.create();
 const { coordinator } = await measureComputeUnits(16, svm);
@@ -99,7 +99,7 @@ Deno.test("account: decoding names what is wrong", () => {
 });
 
 Deno.test("account: docs/solana-program.md lists the decoder's header offsets", async () => {
-  const doc = await Deno.readTextFile(new URL("../../docs/solana-program.md", import.meta.url));
+  const doc = await Deno.readTextFile(new URL("../../../docs/solana-program.md", import.meta.url));
   const rows = new Map<string, number>();
   for (const line of doc.split("\n")) {
     const m = /^\|\s*(\d+)\s*\|\s*\d+\s*\|\s*([A-Za-z.]+)\s*\|/.exec(line);

@@ -11,7 +11,7 @@
  * @module
  */
 
-import { witnessBloomParameters } from "../core/bloom.ts";
+import { witnessBloomParameters } from "../../core/bloom.ts";
 import type {
   Checkpoint,
   CommitteeProof,
@@ -20,8 +20,8 @@ import type {
   LlmModel,
   Witness,
   WitnessProof,
-} from "../core/types.ts";
-import { MAX_RUN_ID_BYTES, MAX_STRING_BYTES, PARAMS_DIGEST_BYTES } from "../core/types.ts";
+} from "../../core/types.ts";
+import { MAX_RUN_ID_BYTES, MAX_STRING_BYTES, PARAMS_DIGEST_BYTES } from "../../core/types.ts";
 import {
   CONFIG_WIRE_BYTES,
   decodeConfigBytes,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { COORDINATOR_ERROR_CODES } from "../core/errors.ts";
+import { COORDINATOR_ERROR_CODES } from "../../core/errors.ts";
 import {
   CoordinatorProgramError,
   PROGRAM_ERROR_CODES,
@@ -20,7 +20,7 @@ Deno.test("program errors: 6000 + CoordinatorError number, 6100 + program error 
 });
 
 Deno.test("program errors: the C enums list the same names in the same order", async () => {
-  const header = await Deno.readTextFile(new URL("./program/layout.h", import.meta.url));
+  const header = await Deno.readTextFile(new URL("../program/layout.h", import.meta.url));
   const enumAfter = (first: string): string[] => {
     const start = header.indexOf(`${first} =`);
     const body = header.slice(start, header.indexOf("}", start));

@@ -11,7 +11,7 @@ import type { Address, KeyPairSigner } from "@solana/kit";
 import type { CoordinatorAccount } from "./abi/account.ts";
 import { CoordinatorProgramError, programErrorNumber } from "./abi/errors.ts";
 import type { CoordinatorInstruction } from "./abi/instructions.ts";
-import { applyInstruction, initialAccount, type ProgramClock } from "./program_model.ts";
+import { applyInstruction, initialAccount, type ProgramClock } from "./reference/program_model.ts";
 import { addressBytes, CoordinatorSvm, type SendOptions, type SendResult } from "./svm.ts";
 
 /** Options of {@linkcode DualRun.create}. */

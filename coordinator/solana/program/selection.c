@@ -8,7 +8,7 @@
  * Bloom parameters of a run capped at `n` clients, in integers (sBPF has no floats):
  * m = ceil(n * C) rounded up to a multiple of 64 and k = clamp(round(m * ln2 / n), 1, 32),
  * with C = -ln(0.01) / ln(2)^2 and ln 2 as 40-bit fixed-point constants.
- * coordinator/solana/bloom_integer_test.ts checks that this equals bloom.ts's floating-point
+ * coordinator/solana/reference/bloom_integer_test.ts checks that this equals bloom.ts's floating-point
  * witnessBloomParameters for every n in 1..65535.
  */
 #define BLOOM_C_FP 10538883138827ull

@@ -14,10 +14,10 @@
  * @module
  */
 
-import { validateRunConfigDraft } from "../config/validate.ts";
-import type { ConfigIssue } from "../../common/config_error.ts";
-import type { CoordinatorConfig, LlmModel } from "../core/types.ts";
-import type { ProgramErrorCode } from "./abi/errors.ts";
+import { validateRunConfigDraft } from "../../config/validate.ts";
+import type { ConfigIssue } from "../../../common/config_error.ts";
+import type { CoordinatorConfig, LlmModel } from "../../core/types.ts";
+import type { ProgramErrorCode } from "../abi/errors.ts";
 
 /** A model-content rule the program rejects, with the error it returns. */
 export interface ModelRuleViolation {
@@ -48,7 +48,7 @@ function mirrored(issue: ConfigIssue): boolean {
  * @example
  * ```ts
  * import { modelRuleViolation } from "./model_rules.ts";
- * import { testModel } from "../../tests/support/coordinator_fixtures.ts";
+ * import { testModel } from "../../../tests/support/coordinator_fixtures.ts";
  * const bad = testModel({ checkpoint: { kind: "Hub", repo: { repoId: " ", revision: null } } });
  * if (modelRuleViolation(bad)?.name !== "InvalidModelCheckpoint") throw new Error();
  * ```

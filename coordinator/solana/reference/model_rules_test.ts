@@ -8,15 +8,15 @@
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { parseRunConfig } from "../config/run_config.ts";
-import { validateRunConfigDraft } from "../config/validate.ts";
-import type { Checkpoint, CoordinatorConfig, LlmModel } from "../core/types.ts";
-import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
-import type { CoordinatorProgramErrorName } from "./abi/errors.ts";
+import { parseRunConfig } from "../../config/run_config.ts";
+import { validateRunConfigDraft } from "../../config/validate.ts";
+import type { Checkpoint, CoordinatorConfig, LlmModel } from "../../core/types.ts";
+import { testConfig, testModel } from "../../../tests/support/coordinator_fixtures.ts";
+import type { CoordinatorProgramErrorName } from "../abi/errors.ts";
 import { modelRuleViolation } from "./model_rules.ts";
-import { CoordinatorSvm } from "./svm.ts";
-import { DualRun } from "./test_support.ts";
-import type { DataLocation, LrSchedule, OptimizerDefinition } from "../../common/types.ts";
+import { CoordinatorSvm } from "../svm.ts";
+import { DualRun } from "../test_support.ts";
+import type { DataLocation, LrSchedule, OptimizerDefinition } from "../../../common/types.ts";
 
 const svm = await CoordinatorSvm.create();
 
@@ -317,7 +317,7 @@ Deno.test("update: a Cosine schedule must last config.totalSteps (checked on res
 
 Deno.test("update: the example configs are accepted", async () => {
   for (const name of ["llama-tiny", "psyche-production"]) {
-    const path = new URL(`../../config/${name}/state.toml`, import.meta.url);
+    const path = new URL(`../../../config/${name}/state.toml`, import.meta.url);
     const example = parseRunConfig(await Deno.readTextFile(path), path.pathname);
     assert.equal(modelRuleViolation(example.model, example.config), undefined);
     const run = await DualRun.create({ svm, runId: name });

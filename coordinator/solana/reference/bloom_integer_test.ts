@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { witnessBloomParameters } from "../core/bloom.ts";
+import { witnessBloomParameters } from "../../core/bloom.ts";
 import { witnessBloomParametersInteger } from "./bloom_integer.ts";
 
 Deno.test("bloom sizing: the integer formula equals bloom.ts for every cap 1..65535", () => {
@@ -15,7 +15,7 @@ Deno.test("bloom sizing: the integer formula equals bloom.ts for every cap 1..65
 });
 
 Deno.test("bloom sizing: the program's constants are in program/selection.c", async () => {
-  const c = await Deno.readTextFile(new URL("./program/selection.c", import.meta.url));
+  const c = await Deno.readTextFile(new URL("../program/selection.c", import.meta.url));
   assert.match(c, /#define BLOOM_C_FP 10538883138827ull/);
   assert.match(c, /#define BLOOM_LN2_FP 762123384785ull/);
   assert.throws(() => witnessBloomParametersInteger(0), RangeError);

@@ -21,7 +21,7 @@ import { getAddressEncoder } from "@solana/kit";
 import { parseRunConfig } from "../coordinator/config/run_config.ts";
 import { startTestRun, type TestRun } from "../coordinator/solana/localnet/test_run.ts";
 import { decodeCoordinatorAccount } from "../coordinator/solana/abi/account.ts";
-import { keypairJson, type Wallet } from "../coordinator/solana/cli/keypair.ts";
+import { keypairJson, type Wallet } from "../coordinator/solana/rpc/keypair.ts";
 import { peerIdOf } from "../client/p2p/identity.ts";
 import { generateIdentity } from "../net/identity.ts";
 

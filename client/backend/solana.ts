@@ -14,7 +14,7 @@
  *   the copy changes, it sends a `tick` transaction with probability 2/len(clients)
  *   (always with at most two), so a few clients, not all, pay for each transition.
  * - **Reports** (witness, warmup witness, health check, checkpoint) go through
- *   coordinator/solana/cli/transactions.ts: retries with back-off, then `--rpc-2`.
+ *   coordinator/solana/rpc/transactions.ts: retries with back-off, then `--rpc-2`.
  *
  * Errors: the program's coordinator codes come back as CoordinatorError (same codes as the
  * TCP server), its own codes as CoordinatorProgramError; `NotAuthorizedToJoin` and a
@@ -49,11 +49,11 @@ import {
 import { CoordinatorProgramError } from "../../coordinator/solana/abi/errors.ts";
 import type { CoordinatorInstruction } from "../../coordinator/solana/abi/instructions.ts";
 import { coordinatorInstruction } from "../../coordinator/solana/abi/kit.ts";
-import { followAccount, type SolanaRpcClient } from "../../coordinator/solana/cli/rpc_client.ts";
+import { followAccount, type SolanaRpcClient } from "../../coordinator/solana/rpc/rpc_client.ts";
 import {
   TransactionSender,
   TransactionUnconfirmedError,
-} from "../../coordinator/solana/cli/transactions.ts";
+} from "../../coordinator/solana/rpc/transactions.ts";
 import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
 import { StateFeed } from "./state_feed.ts";
 import { quoteForTerminal } from "../../common/printable.ts";

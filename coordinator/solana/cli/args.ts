@@ -6,7 +6,7 @@
  */
 import { parseArgs } from "node:util";
 import { type Address, address } from "@solana/kit";
-import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "./defaults.ts";
+import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/defaults.ts";
 import { unprintableProblem } from "../../../common/printable.ts";
 import { UsageError } from "../../../common/usage_error.ts";
 

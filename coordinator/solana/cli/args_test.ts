@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseSolanaArgs } from "./args.ts";
-import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "./defaults.ts";
+import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/defaults.ts";
 import { UsageError } from "../../../common/usage_error.ts";
 
 const W = ["--wallet-private-key-path", "w.json"];

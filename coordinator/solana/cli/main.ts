@@ -11,11 +11,11 @@ import { parseRunConfig } from "../../config/run_config.ts";
 import { checkWholeSecondDurations } from "../abi/state_parts.ts";
 import { generateIdentity } from "../../../net/identity.ts";
 import { parseSolanaArgs, type SolanaArgs, USAGE } from "./args.ts";
-import { keypairJson, loadWallet, type Wallet } from "./keypair.ts";
+import { keypairJson, loadWallet, type Wallet } from "../rpc/keypair.ts";
 import { readRun, runJson, RunOperator, type RunUpdate } from "./operator.ts";
 import { coordinatorAddress } from "../abi/addresses.ts";
-import { SolanaRpcClient } from "./rpc_client.ts";
-import { TransactionSender } from "./transactions.ts";
+import { SolanaRpcClient } from "../rpc/rpc_client.ts";
+import { TransactionSender } from "../rpc/transactions.ts";
 import { EXIT_OK, EXIT_USAGE } from "../../../cli/entry.ts";
 import { UsageError } from "../../../common/usage_error.ts";
 

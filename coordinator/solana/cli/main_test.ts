@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { startLocalnet } from "../localnet/server.ts";
 import { loadProgramBytes } from "../localnet/ledger.ts";
 import { main } from "./main.ts";
-import { loadWallet } from "./keypair.ts";
+import { loadWallet } from "../rpc/keypair.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
 

@@ -15,8 +15,8 @@ import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from 
 import { coordinatorAddress } from "../abi/addresses.ts";
 import type { CoordinatorInstruction, RunMetadata } from "../abi/instructions.ts";
 import { coordinatorInstruction, createRunInstructions } from "../abi/kit.ts";
-import type { SolanaRpcClient } from "./rpc_client.ts";
-import type { TransactionSender } from "./transactions.ts";
+import type { SolanaRpcClient } from "../rpc/rpc_client.ts";
+import type { TransactionSender } from "../rpc/transactions.ts";
 
 /** The run does not exist or is not a coordinator account. */
 export class RunNotFoundError extends Error {

@@ -21,7 +21,7 @@ import {
 } from "@solana/kit";
 import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
 import { buildProgram, PROGRAM_OUTPUT } from "../toolchain/build.ts";
-import { DEFAULT_PROGRAM_ID } from "../cli/defaults.ts";
+import { DEFAULT_PROGRAM_ID } from "../rpc/defaults.ts";
 import { type RpcTransactionError, transactionErrorJson } from "./tx_error.ts";
 
 /** The program id the localnet deploys the coordinator at (and the tools default to). */

@@ -13,10 +13,10 @@ import { decodeCoordinatorAccount, pendingRegistrations } from "../abi/account.t
 import { loadProgramBytes } from "./ledger.ts";
 import { type LocalnetServer, startLocalnet } from "./server.ts";
 import { generateIdentity } from "../../../net/identity.ts";
-import { type Wallet, walletFromBytes } from "../cli/keypair.ts";
+import { type Wallet, walletFromBytes } from "../rpc/keypair.ts";
 import { RunOperator } from "../cli/operator.ts";
-import { SolanaRpcClient } from "../cli/rpc_client.ts";
-import { TransactionSender } from "../cli/transactions.ts";
+import { SolanaRpcClient } from "../rpc/rpc_client.ts";
+import { TransactionSender } from "../rpc/transactions.ts";
 
 /** A localnet run ready for clients. */
 export interface TestRun extends AsyncDisposable {

@@ -19,7 +19,7 @@ import { tinyRunToml } from "../client/testnet/testing.ts";
 import assert from "node:assert/strict";
 import { getAddressEncoder } from "@solana/kit";
 import { parseRunConfig } from "../coordinator/config/run_config.ts";
-import { startTestRun, type TestRun } from "../coordinator/solana/localnet/test_run.ts";
+import { startTestRun, type TestRun } from "../coordinator/solana/testing/localnet_run.ts";
 import { decodeCoordinatorAccount } from "../coordinator/solana/abi/account.ts";
 import { keypairJson, type Wallet } from "../coordinator/solana/rpc/keypair.ts";
 import { peerIdOf } from "../client/p2p/identity.ts";

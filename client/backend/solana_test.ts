@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { generateIdentity } from "../../net/identity.ts";
 import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
-import { startTestRun, type TestRun } from "../../coordinator/solana/localnet/test_run.ts";
+import { startTestRun, type TestRun } from "../../coordinator/solana/testing/localnet_run.ts";
 import { decodeCoordinatorAccount } from "../../coordinator/solana/abi/account.ts";
 import { SolanaRpcClient } from "../../coordinator/solana/rpc/rpc_client.ts";
 import { COMPLIANCE_RUN_ID, describeBackendCompliance } from "./compliance.ts";

@@ -8,9 +8,9 @@ import {
   pendingRegistrations,
 } from "./account.ts";
 import { coordinatorAccountFilters } from "./addresses.ts";
-import { measureComputeUnits } from "../compute_units.ts";
+import { measureComputeUnits } from "../testing/compute_units.ts";
 import { getBase58Encoder } from "@solana/kit";
-import { CoordinatorSvm } from "../svm.ts";
+import { CoordinatorSvm } from "../testing/svm.ts";
 
 const svm = await CoordinatorSvm.create();
 const { coordinator } = await measureComputeUnits(16, svm);

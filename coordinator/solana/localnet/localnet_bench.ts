@@ -3,7 +3,7 @@
  * preflight and confirmed (sign, simulate, execute, status poll), and a read of the 216 KB
  * run account (base64 over HTTP, then decoded). Figures: docs/solana.md.
  */
-import { startTestRun } from "./test_run.ts";
+import { startTestRun } from "../testing/localnet_run.ts";
 import { testConfig, testModel } from "../../../tests/support/coordinator_fixtures.ts";
 import { decodeCoordinatorAccount } from "../abi/account.ts";
 

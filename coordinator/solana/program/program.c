@@ -5,7 +5,7 @@
  * runtime (sol.h), the account layout (layout.h), the codecs, committee selection,
  * validation and the state machine, then dispatches instructions. The state machine is
  * a transcription of the TypeScript reference in coordinator/ and the differential tests
- * (coordinator/solana/differential_test.ts) hold the two to the same states.
+ * (coordinator/solana/program/differential_test.ts) hold the two to the same states.
  *
  * Instruction data: a u8 tag, then the fields of that instruction, little-endian and
  * packed (docs/solana-program.md). Errors: 6000 + CoordinatorError number, 6100 + the

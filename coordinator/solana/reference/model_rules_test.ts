@@ -14,8 +14,8 @@ import type { Checkpoint, CoordinatorConfig, LlmModel } from "../../core/types.t
 import { testConfig, testModel } from "../../../tests/support/coordinator_fixtures.ts";
 import type { CoordinatorProgramErrorName } from "../abi/errors.ts";
 import { modelRuleViolation } from "./model_rules.ts";
-import { CoordinatorSvm } from "../svm.ts";
-import { DualRun } from "../test_support.ts";
+import { CoordinatorSvm } from "../testing/svm.ts";
+import { DualRun } from "../testing/dual_run.ts";
 import type { DataLocation, LrSchedule, OptimizerDefinition } from "../../../common/types.ts";
 
 const svm = await CoordinatorSvm.create();

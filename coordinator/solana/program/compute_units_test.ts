@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { measureComputeUnits } from "./compute_units.ts";
-import { MAX_COMPUTE_UNITS, MAX_TRANSACTION_BYTES } from "./svm.ts";
+import { measureComputeUnits } from "../testing/compute_units.ts";
+import { MAX_COMPUTE_UNITS, MAX_TRANSACTION_BYTES } from "../testing/svm.ts";
 
 Deno.test("compute units: every instruction at 256 clients fits Solana's limits", async () => {
   const r = await measureComputeUnits(256);

@@ -1,5 +1,5 @@
 /*
- * Native replay of recorded program transactions (coordinator/solana/native_replay_test.ts).
+ * Native replay of recorded program transactions (coordinator/solana/program/native_replay_test.ts).
  *
  * The program's C (program/program.c) is compiled for the host with AddressSanitizer and
  * UndefinedBehaviorSanitizer and linked with this file, which stands in for the Solana

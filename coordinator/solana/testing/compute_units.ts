@@ -5,24 +5,24 @@
  * a one-entry health check and the entries one health-check transaction can carry.
  * Also the witness transaction's size against the 1,232-byte limit.
  *
- * `deno run -A coordinator/solana/compute_units.ts` prints the table for 16 and 256
+ * `deno run -A coordinator/solana/testing/compute_units.ts` prints the table for 16 and 256
  * clients; compute_units_test.ts holds the figures under Solana's limits.
  *
  * @module
  */
 
 import { type Address, getAddressDecoder, type KeyPairSigner } from "@solana/kit";
-import { bloomAdd, createBloom, witnessBloomParameters } from "../core/bloom.ts";
-import { sha256 } from "../core/hash.ts";
+import { bloomAdd, createBloom, witnessBloomParameters } from "../../core/bloom.ts";
+import { sha256 } from "../../core/hash.ts";
 import {
   currentRound,
   previousRound,
   roundClients,
   roundSelection,
-} from "../core/machine_queries.ts";
-import type { CoordinatorConfig, LlmModel, Witness } from "../core/types.ts";
-import { ACCOUNT_SIZE, type CoordinatorAccount } from "./abi/account.ts";
-import type { CoordinatorInstruction } from "./abi/instructions.ts";
+} from "../../core/machine_queries.ts";
+import type { CoordinatorConfig, LlmModel, Witness } from "../../core/types.ts";
+import { ACCOUNT_SIZE, type CoordinatorAccount } from "../abi/account.ts";
+import type { CoordinatorInstruction } from "../abi/instructions.ts";
 import {
   addressBytes,
   CoordinatorSvm,

@@ -9,23 +9,23 @@
 
 import assert from "node:assert/strict";
 import type { KeyPairSigner } from "@solana/kit";
-import { isHealthy } from "../core/health.ts";
+import { isHealthy } from "../../core/health.ts";
 import {
   currentRound,
   previousRound,
   roundClients,
   roundSelection,
-} from "../core/machine_queries.ts";
+} from "../../core/machine_queries.ts";
 import {
   testConfig,
   testModel,
   warmupReport,
   witnessReport,
-} from "../../tests/support/coordinator_fixtures.ts";
-import { Prng } from "../../tests/support/coordinator_sim.ts";
-import { differential, ids } from "./random_sequences.ts";
-import { CoordinatorSvm } from "./svm.ts";
-import { DualRun, keyOf } from "./test_support.ts";
+} from "../../../tests/support/coordinator_fixtures.ts";
+import { Prng } from "../../../tests/support/coordinator_sim.ts";
+import { differential, ids } from "../testing/random_sequences.ts";
+import { CoordinatorSvm } from "../testing/svm.ts";
+import { DualRun, keyOf } from "../testing/dual_run.ts";
 
 /** The parameter digest reports carry. */
 const DIGEST = new Uint8Array(32).fill(0xd1);

@@ -8,22 +8,22 @@
 
 import assert from "node:assert/strict";
 import { AccountRole, type KeyPairSigner } from "@solana/kit";
-import { currentRound, roundSelection } from "../core/machine_queries.ts";
-import { Prng } from "../../tests/support/coordinator_sim.ts";
+import { currentRound, roundSelection } from "../../core/machine_queries.ts";
+import { Prng } from "../../../tests/support/coordinator_sim.ts";
 import {
   testConfig,
   testModel,
   warmupReport,
   witnessReport,
-} from "../../tests/support/coordinator_fixtures.ts";
+} from "../../../tests/support/coordinator_fixtures.ts";
 import {
   type CoordinatorInstruction,
   decodeCoordinatorInstruction,
   encodeCoordinatorInstruction,
-} from "./abi/instructions.ts";
-import { CoordinatorSvm } from "./svm.ts";
-import { clientIndex, DualRun, keyOf } from "./test_support.ts";
-import { NO_DIGEST } from "../core/params_digest.ts";
+} from "../abi/instructions.ts";
+import { CoordinatorSvm } from "../testing/svm.ts";
+import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
+import { NO_DIGEST } from "../../core/params_digest.ts";
 
 /** The parameter digest reports carry. */
 const DIGEST = NO_DIGEST;

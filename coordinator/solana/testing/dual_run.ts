@@ -8,10 +8,10 @@
 
 import assert from "node:assert/strict";
 import type { Address, KeyPairSigner } from "@solana/kit";
-import type { CoordinatorAccount } from "./abi/account.ts";
-import { CoordinatorProgramError, programErrorNumber } from "./abi/errors.ts";
-import type { CoordinatorInstruction } from "./abi/instructions.ts";
-import { applyInstruction, initialAccount, type ProgramClock } from "./reference/program_model.ts";
+import type { CoordinatorAccount } from "../abi/account.ts";
+import { CoordinatorProgramError, programErrorNumber } from "../abi/errors.ts";
+import type { CoordinatorInstruction } from "../abi/instructions.ts";
+import { applyInstruction, initialAccount, type ProgramClock } from "../reference/program_model.ts";
 import { addressBytes, CoordinatorSvm, type SendOptions, type SendResult } from "./svm.ts";
 
 /** Options of {@linkcode DualRun.create}. */

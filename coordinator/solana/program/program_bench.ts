@@ -4,9 +4,9 @@
  * units, the on-chain cost, are measured by compute_units.ts.
  */
 
-import { CoordinatorSvm } from "./svm.ts";
-import { decodeCoordinatorAccount } from "./abi/account.ts";
-import { measureComputeUnits } from "./compute_units.ts";
+import { CoordinatorSvm } from "../testing/svm.ts";
+import { decodeCoordinatorAccount } from "../abi/account.ts";
+import { measureComputeUnits } from "../testing/compute_units.ts";
 
 const svm = await CoordinatorSvm.create();
 const { coordinator } = await measureComputeUnits(256, svm);

@@ -9,24 +9,24 @@
  */
 
 import type { KeyPairSigner } from "@solana/kit";
-import { isHealthy } from "../core/health.ts";
+import { isHealthy } from "../../core/health.ts";
 import {
   currentRound,
   previousRound,
   roundClients,
   roundSelection,
-} from "../core/machine_queries.ts";
-import type { CoordinatorConfig, NodeIdentity } from "../core/types.ts";
+} from "../../core/machine_queries.ts";
+import type { CoordinatorConfig, NodeIdentity } from "../../core/types.ts";
 import {
   testConfig,
   testModel,
   warmupReport,
   witnessReport,
-} from "../../tests/support/coordinator_fixtures.ts";
-import { Prng } from "../../tests/support/coordinator_sim.ts";
-import type { CoordinatorInstruction } from "./abi/instructions.ts";
+} from "../../../tests/support/coordinator_fixtures.ts";
+import { Prng } from "../../../tests/support/coordinator_sim.ts";
+import type { CoordinatorInstruction } from "../abi/instructions.ts";
 import type { CoordinatorSvm } from "./svm.ts";
-import { clientIndex, DualRun, keyOf } from "./test_support.ts";
+import { clientIndex, DualRun, keyOf } from "./dual_run.ts";
 
 /** A valid random config (small times, 8/64/256-client caps). */
 export function randomConfig(rng: Prng): CoordinatorConfig {

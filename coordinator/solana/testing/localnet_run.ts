@@ -10,8 +10,8 @@
 import type { Address } from "@solana/kit";
 import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../../core/types.ts";
 import { decodeCoordinatorAccount, pendingRegistrations } from "../abi/account.ts";
-import { loadProgramBytes } from "./ledger.ts";
-import { type LocalnetServer, startLocalnet } from "./server.ts";
+import { loadProgramBytes } from "../localnet/ledger.ts";
+import { type LocalnetServer, startLocalnet } from "../localnet/server.ts";
 import { generateIdentity } from "../../../net/identity.ts";
 import { type Wallet, walletFromBytes } from "../rpc/keypair.ts";
 import { RunOperator } from "../cli/operator.ts";

@@ -2,7 +2,7 @@
  * The program's C compiled for the host with AddressSanitizer and
  * UndefinedBehaviorSanitizer replays transactions recorded from litesvm (random
  * differential sequences) and must return the same result codes and reach
- * byte-identical accounts (native/replay.c). This checks the C for memory errors and
+ * byte-identical accounts (testing/native_replay.c). This checks the C for memory errors and
  * undefined behaviour the SVM cannot see (the account is one writable region to it), and
  * that nothing depends on the eBPF target.
  */
@@ -10,12 +10,12 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import type { Address } from "@solana/kit";
-import { PROGRAM_SOURCE } from "./toolchain/build.ts";
-import { encodeCoordinatorInstruction } from "./abi/instructions.ts";
-import { differential } from "./random_sequences.ts";
-import { addressBytes, CoordinatorSvm } from "./svm.ts";
+import { PROGRAM_SOURCE } from "../toolchain/build.ts";
+import { encodeCoordinatorInstruction } from "../abi/instructions.ts";
+import { differential } from "../testing/random_sequences.ts";
+import { addressBytes, CoordinatorSvm } from "../testing/svm.ts";
 
-const REPLAY_SOURCE = new URL("./native/replay.c", import.meta.url).pathname;
+const REPLAY_SOURCE = new URL("../testing/native_replay.c", import.meta.url).pathname;
 
 /** Records every coordinator transaction `svm` sends to the first run it touches. */
 function record(svm: CoordinatorSvm): () => Uint8Array {

@@ -5,7 +5,7 @@ import { readModelDir, writeModelDir } from "./checkpoint.ts";
 import { LlamaModel } from "./llama.ts";
 import { llamaParamLayout } from "./params.ts";
 import { referenceLossAndGrad } from "./reference.ts";
-import { seededTokens, smallLlamaConfig, spreadWeights } from "./test_fixtures.ts";
+import { seededTokens, smallLlamaConfig, spreadWeights } from "./testing/fixtures.ts";
 
 /** The configuration of llama_test.ts. */
 const CONFIG = smallLlamaConfig();

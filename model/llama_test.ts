@@ -4,7 +4,7 @@ import { LlamaModel } from "./llama.ts";
 import { shaderKernels } from "./shader_kernels.ts";
 import { llamaParamLayout } from "./params.ts";
 import { referenceLossAndGrad } from "./reference.ts";
-import { seededTokens, smallLlamaConfig, spreadWeights } from "./test_fixtures.ts";
+import { seededTokens, smallLlamaConfig, spreadWeights } from "./testing/fixtures.ts";
 
 const CONFIG = smallLlamaConfig();
 const LAYOUT = llamaParamLayout(CONFIG);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { GpuRuntime } from "../shaders/gpu.ts";
-import { assertClose, randomF32 } from "../shaders/test_util.ts";
+import { assertClose, randomF32 } from "../shaders/testing/kernels.ts";
 import {
   AdamW,
   ADAMW_DEFAULTS,

@@ -44,7 +44,7 @@ import { readLlamaConfig } from "../model/hf_config.ts";
 import { LlamaModel } from "../model/llama.ts";
 import { initParams, llamaParamLayout } from "../model/params.ts";
 import { GpuRuntime, type GpuStep } from "../shaders/gpu.ts";
-import { randomF32 } from "../shaders/test_util.ts";
+import { randomF32 } from "../shaders/testing/kernels.ts";
 import { encodeGradients, trainStep } from "../train/trainer.ts";
 import { AdamW, ADAMW_DEFAULTS } from "./adamw.ts";
 import { denseBf16Bytes, llamaShapes, psycheResultBytes } from "./baseline.ts";

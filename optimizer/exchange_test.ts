@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { GpuRuntime } from "../shaders/gpu.ts";
-import { randomF32 } from "../shaders/test_util.ts";
+import { randomF32 } from "../shaders/testing/kernels.ts";
 import { commit, type Commitment, verifyCommitment } from "./commitment.ts";
 import { type DistroConfig, DistroReference, type NamedParam } from "./distro.ts";
 import { aggregateFixed } from "./exact.ts";

@@ -11,7 +11,7 @@ import {
   hasFastDct,
   runFastDct,
 } from "./fast_dct.ts";
-import { randomF32 } from "../shaders/test_util.ts";
+import { randomF32 } from "../shaders/testing/kernels.ts";
 
 const SIZES = [1, 2, 4, 8, 16, 32, 64, 128];
 

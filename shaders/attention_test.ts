@@ -6,7 +6,7 @@ import {
   attentionBackwardRef,
   attentionForwardRef,
 } from "./reference/attention.ts";
-import { assertClose, F32_EPS, randomF32 } from "./test_util.ts";
+import { assertClose, F32_EPS, randomF32 } from "./testing/kernels.ts";
 
 Deno.test("attention reference backward matches finite differences", () => {
   const dims = { b: 1, t: 3, h: 4, kvh: 2, d: 4 };

@@ -11,7 +11,7 @@ import { parseArgs } from "node:util";
 import { GpuRuntime } from "./gpu.ts";
 import { Matmul, type MatmulLayout } from "./matmul.ts";
 import { CPU_PROFILE, GPU_PROFILE } from "./profile.ts";
-import { randomF32 } from "./test_util.ts";
+import { randomF32 } from "./testing/kernels.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { CastF16 } from "./cast.ts";
 import { GpuRuntime } from "./gpu.ts";
-import { randomF32 } from "./test_util.ts";
+import { randomF32 } from "./testing/kernels.ts";
 
 /** Spacing of f16 values around |x| (subnormal spacing 2⁻²⁴ below 2⁻¹⁴). */
 function f16Ulp(x: number): number {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { CrossEntropy, IGNORE_INDEX } from "./cross_entropy.ts";
 import { GpuRuntime } from "./gpu.ts";
 import { crossEntropyRef } from "./reference/cross_entropy.ts";
-import { assertClose, F32_EPS, randomF32, randomInts } from "./test_util.ts";
+import { assertClose, F32_EPS, randomF32, randomInts } from "./testing/kernels.ts";
 
 Deno.test("cross-entropy forward and backward match the f64 reference", async () => {
   using rt = await GpuRuntime.create();

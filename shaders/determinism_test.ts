@@ -7,7 +7,7 @@ import { Matmul } from "./matmul.ts";
 import { RmsNorm } from "./rmsnorm.ts";
 import { SumOfSquares } from "./sumsq.ts";
 import { CPU_PROFILE, GPU_PROFILE, type TuningProfile } from "./profile.ts";
-import { assertClose, randomF32, randomInts } from "./test_util.ts";
+import { assertClose, randomF32, randomInts } from "./testing/kernels.ts";
 
 /**
  * A small forward and backward chain through every reducing kernel, run twice from the same

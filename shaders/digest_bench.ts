@@ -12,7 +12,7 @@ import { readLlamaConfig } from "../model/hf_config.ts";
 import { llamaParamLayout } from "../model/params.ts";
 import { GpuDigest } from "./digest.ts";
 import { GpuRuntime } from "./gpu.ts";
-import { randomF32 } from "./test_util.ts";
+import { randomF32 } from "./testing/kernels.ts";
 
 const rt = await GpuRuntime.create();
 console.log(`adapter: ${rt.adapterName}`);

@@ -7,7 +7,7 @@ import {
   GpuDigest,
 } from "./digest.ts";
 import { GpuRuntime } from "./gpu.ts";
-import { randomInts } from "./test_util.ts";
+import { randomInts } from "./testing/kernels.ts";
 
 const bytesOf = (w: Uint32Array) => new Uint8Array(w.buffer, w.byteOffset, w.byteLength);
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Elementwise } from "./elementwise.ts";
 import { GpuRuntime } from "./gpu.ts";
 import { addRef, axpyRef } from "./reference/elementwise.ts";
-import { assertClose, F32_EPS, randomF32 } from "./test_util.ts";
+import { assertClose, F32_EPS, randomF32 } from "./testing/kernels.ts";
 
 Deno.test("elementwise ops match the reference on odd lengths", async () => {
   using rt = await GpuRuntime.create();

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Embedding } from "./embedding.ts";
 import { GpuRuntime } from "./gpu.ts";
 import { embeddingBackwardRef, embeddingForwardRef } from "./reference/embedding.ts";
-import { assertClose, F32_EPS, randomF32, randomInts } from "./test_util.ts";
+import { assertClose, F32_EPS, randomF32, randomInts } from "./testing/kernels.ts";
 
 Deno.test("embedding forward and deterministic backward match the reference", async () => {
   using rt = await GpuRuntime.create();

@@ -14,7 +14,7 @@ import { RmsNorm } from "./rmsnorm.ts";
 import { Rope, ropeTable } from "./rope.ts";
 import { SumOfSquares } from "./sumsq.ts";
 import { SwiGlu } from "./swiglu.ts";
-import { randomF32, randomInts } from "./test_util.ts";
+import { randomF32, randomInts } from "./testing/kernels.ts";
 
 const rt = await GpuRuntime.create();
 console.log(`adapter: ${rt.adapterName}`);

@@ -11,7 +11,7 @@
 import { GpuRuntime } from "./gpu.ts";
 import { Matmul, type MatmulLayout } from "./matmul.ts";
 import { matmulNtF32 } from "./reference/matmul.ts";
-import { randomF32 } from "./test_util.ts";
+import { randomF32 } from "./testing/kernels.ts";
 
 const rt = await GpuRuntime.create();
 const mm = new Matmul(rt);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { GpuRuntime } from "./gpu.ts";
 import { Matmul, type MatmulLayout, type MatmulVariant } from "./matmul.ts";
 import { CPU_PROFILE, GPU_PROFILE } from "./profile.ts";
-import { randomF32 } from "./test_util.ts";
+import { randomF32 } from "./testing/kernels.ts";
 
 /** Rows `[r0, r1)` of a row-major `[rows, cols]` matrix. */
 function rowsOf(x: Float32Array, cols: number, r0: number, r1: number): Float32Array {

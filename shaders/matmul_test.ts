@@ -11,7 +11,7 @@ import {
 } from "./matmul.ts";
 import { CPU_PROFILE, GPU_PROFILE, type MatmulTiling } from "./profile.ts";
 import { matmulRef } from "./reference/matmul.ts";
-import { assertClose, F32_EPS, randomF32 } from "./test_util.ts";
+import { assertClose, F32_EPS, randomF32 } from "./testing/kernels.ts";
 import { GpuStageError } from "./errors.ts";
 
 interface Case {

@@ -1,7 +1,7 @@
 import { GpuRuntime } from "./gpu.ts";
 import { rmsnormBackwardRef, rmsnormForwardRef } from "./reference/rmsnorm.ts";
 import { RmsNorm } from "./rmsnorm.ts";
-import { assertClose, F32_EPS, randomF32 } from "./test_util.ts";
+import { assertClose, F32_EPS, randomF32 } from "./testing/kernels.ts";
 
 Deno.test("rmsnorm forward and backward match the f64 reference", async () => {
   using rt = await GpuRuntime.create();

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { GpuRuntime } from "./gpu.ts";
 import { ropeRef } from "./reference/rope.ts";
 import { Rope, ropeTable } from "./rope.ts";
-import { assertClose, F32_EPS, randomF32 } from "./test_util.ts";
+import { assertClose, F32_EPS, randomF32 } from "./testing/kernels.ts";
 
 Deno.test("rope forward and backward match the f64 reference and invert each other", async () => {
   using rt = await GpuRuntime.create();

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { GpuRuntime } from "./gpu.ts";
 import { sumsqRef } from "./reference/elementwise.ts";
 import { CHUNK_ITEMS, SumOfSquares } from "./sumsq.ts";
-import { assertClose, F32_EPS, randomF32 } from "./test_util.ts";
+import { assertClose, F32_EPS, randomF32 } from "./testing/kernels.ts";
 
 Deno.test("sum of squares over several buffers is exact to f32 summation error and repeatable", async () => {
   using rt = await GpuRuntime.create();

@@ -1,7 +1,7 @@
 import { GpuRuntime } from "./gpu.ts";
 import { swigluBackwardRef, swigluForwardRef } from "./reference/swiglu.ts";
 import { SwiGlu } from "./swiglu.ts";
-import { assertClose, F32_EPS, randomF32 } from "./test_util.ts";
+import { assertClose, F32_EPS, randomF32 } from "./testing/kernels.ts";
 
 Deno.test("swiglu forward and backward match the f64 reference", async () => {
   using rt = await GpuRuntime.create();

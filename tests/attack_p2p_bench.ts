@@ -23,7 +23,7 @@ import { parseLlamaConfig } from "../model/hf_config.ts";
 import { llamaParamLayout } from "../model/params.ts";
 import { expectedResultBytes } from "../client/payload_check.ts";
 import { hashToBytes } from "../client/p2p/content_store.ts";
-import { waitFor } from "../client/p2p/test_util.ts";
+import { waitFor } from "../client/testing/p2p.ts";
 import { type P2PRun, startP2PRun, validResult } from "./support/p2p_run.ts";
 
 const JUNK_BYTES = 32 * 1024 * 1024;

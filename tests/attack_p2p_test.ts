@@ -26,7 +26,7 @@ import {
 } from "../client/p2p/payload_wire.ts";
 import { encodeBulkResponseHeader } from "../client/p2p/bulk_wire.ts";
 import { StreamReader } from "../client/p2p/stream_reader.ts";
-import { fakeBulkListener, testPublic, testSecret, waitFor } from "../client/p2p/test_util.ts";
+import { fakeBulkListener, testPublic, testSecret, waitFor } from "../client/testing/p2p.ts";
 import { startP2PRun, validResult } from "./support/p2p_run.ts";
 import { toHex } from "../common/bytes.ts";
 

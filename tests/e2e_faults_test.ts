@@ -23,7 +23,7 @@ import {
   observeCoordinator,
   type SeenEvent,
   tinyRunFolder,
-} from "../client/testnet/testing.ts";
+} from "../client/testing/testnet.ts";
 import type { CoordinatorState } from "../coordinator/core/types.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);

@@ -14,7 +14,7 @@ import {
   observeCoordinator,
   type SeenEvent,
   tinyRunFolder,
-} from "../client/testnet/testing.ts";
+} from "../client/testing/testnet.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
 

@@ -16,7 +16,7 @@
  */
 import assert from "node:assert/strict";
 import { Testnet } from "../client/testnet/launcher.ts";
-import { EventWatcher, type SeenEvent, tinyRunFolder } from "../client/testnet/testing.ts";
+import { EventWatcher, type SeenEvent, tinyRunFolder } from "../client/testing/testnet.ts";
 import { clientDigests, describeDisagreements, disagreements } from "./support/one_model.ts";
 
 /** Shown when a test fails: the testnet's merged console output. */

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { runTestnet } from "../client/testnet/main.ts";
-import { tinyRunFolder } from "../client/testnet/testing.ts";
+import { tinyRunFolder } from "../client/testing/testnet.ts";
 
 Deno.test({
   name: "a healthy testnet run: identical parameters at every step, rounds counted, exit 0",

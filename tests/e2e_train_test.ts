@@ -9,7 +9,7 @@
  * @module
  */
 import { freePorts } from "../client/testnet/launcher.ts";
-import { tinyRunToml } from "../client/testnet/testing.ts";
+import { tinyRunToml } from "../client/testing/testnet.ts";
 import assert from "node:assert/strict";
 import { readModelDir } from "../model/checkpoint.ts";
 import { digestBytes } from "../shaders/digest.ts";

@@ -15,7 +15,7 @@
  * @module
  */
 import { freePorts } from "../client/testnet/launcher.ts";
-import { tinyRunToml } from "../client/testnet/testing.ts";
+import { tinyRunToml } from "../client/testing/testnet.ts";
 import assert from "node:assert/strict";
 import { getAddressEncoder } from "@solana/kit";
 import { parseRunConfig } from "../coordinator/config/run_config.ts";

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { smallLlamaConfig } from "../../model/test_fixtures.ts";
+import { smallLlamaConfig } from "../../model/testing/fixtures.ts";
 import { initParams, llamaParamLayout, paramView } from "../../model/params.ts";
 import { referenceLossAndGrad } from "../../model/reference.ts";
 import { GpuRuntime } from "../../shaders/gpu.ts";

@@ -1,7 +1,7 @@
 /**
  * What a training client needs from a coordinator, whoever runs it: the TCP server
  * (client/backend/tcp.ts), an in-process coordinator for tests (client/backend/memory.ts),
- * the Solana program later. Every implementation passes client/backend/compliance.ts. The client follows the run by reading
+ * the Solana program later. Every implementation passes client/testing/backend_compliance.ts. The client follows the run by reading
  * {@linkcode CoordinatorBackend.states} and acts through the `send*` calls; it never sees
  * sockets, frames or transactions.
  *

@@ -2,7 +2,7 @@ import { CoordinatorHost } from "../../coordinator/server/host.ts";
 import { startCoordinatorServer } from "../../coordinator/server/server.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
 import { generateIdentity } from "../../net/mod.ts";
-import { describeBackendCompliance } from "./compliance.ts";
+import { describeBackendCompliance } from "../testing/backend_compliance.ts";
 import { MemoryCoordinator } from "./memory.ts";
 import { TcpBackend } from "./tcp.ts";
 

@@ -3,7 +3,7 @@
  * {@linkcode CoordinatorHost} the TCP server drives, without sockets, with a clock the
  * caller controls. For client tests and simulations that need a real coordinator but not
  * a network; it passes the same compliance suite as `TcpBackend`
- * (client/backend/compliance.ts).
+ * (client/testing/backend_compliance.ts).
  *
  * States reach backends as the TCP server sends them (encoded, then decoded), so a client
  * sees exactly the values it would see over TCP and cannot mutate the coordinator's state.

@@ -18,7 +18,6 @@ export {
 export { parseAddress, TcpBackend, type TcpBackendEvent, type TcpBackendOptions } from "./tcp.ts";
 export { MemoryBackend, MemoryCoordinator, type MemoryCoordinatorOptions } from "./memory.ts";
 export { StateFeed } from "./state_feed.ts";
-export { COMPLIANCE_RUN_ID, type ComplianceEnv, describeBackendCompliance } from "./compliance.ts";
 export {
   nextAccount,
   SolanaBackend,

@@ -4,7 +4,7 @@ import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.
 import { startTestRun, type TestRun } from "../../coordinator/solana/testing/localnet_run.ts";
 import { decodeCoordinatorAccount } from "../../coordinator/solana/abi/account.ts";
 import { SolanaRpcClient } from "../../coordinator/solana/rpc/rpc_client.ts";
-import { COMPLIANCE_RUN_ID, describeBackendCompliance } from "./compliance.ts";
+import { COMPLIANCE_RUN_ID, describeBackendCompliance } from "../testing/backend_compliance.ts";
 import { nextAccount, SolanaBackend, tickDue, tickProbability } from "./solana.ts";
 import { BackendError } from "./backend.ts";
 

@@ -14,7 +14,7 @@ import { readModelDir } from "../../model/checkpoint.ts";
 import { initParams } from "../../model/params.ts";
 import { createP2PNode } from "../p2p/node.ts";
 import { PayloadService } from "../p2p/payload_service.ts";
-import { testPublic, testSecret } from "../p2p/test_util.ts";
+import { testPublic, testSecret } from "../testing/p2p.ts";
 import { modelFromBlobs, modelToBlobs } from "./blobs.ts";
 import { fetchModel } from "./fetch.ts";
 import { serveModel } from "./serve.ts";

@@ -3,7 +3,7 @@ import "../p2p/exit_fix.ts";
 import { createP2PNode, type P2PNode } from "../p2p/node.ts";
 import { MANIFEST_NAME } from "../p2p/model_share.ts";
 import { PayloadService } from "../p2p/payload_service.ts";
-import { testPublic, testSecret } from "../p2p/test_util.ts";
+import { testPublic, testSecret } from "../testing/p2p.ts";
 import { fetchModel, ModelDigestMismatchError, ModelUnavailableError } from "./fetch.ts";
 import { modelToBlobs } from "./blobs.ts";
 import { shareModel } from "../p2p/model_share.ts";

@@ -7,7 +7,7 @@ import { digestBytes } from "../../shaders/digest.ts";
 import { runInitSeed } from "../model_source.ts";
 import { createP2PNode } from "../p2p/node.ts";
 import { PayloadService } from "../p2p/payload_service.ts";
-import { testPublic, testSecret } from "../p2p/test_util.ts";
+import { testPublic, testSecret } from "../testing/p2p.ts";
 import {
   loadRunModel,
   type LoadRunModelOptions,

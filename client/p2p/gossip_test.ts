@@ -3,7 +3,7 @@ import { createP2PNode, type P2PNode } from "./node.ts";
 import { type ReceivedAnnouncement, RunGossip } from "./gossip.ts";
 import { gossipTopic, type RoundAnnouncement, signAnnouncement } from "./announcement.ts";
 import { PayloadService } from "./payload_service.ts";
-import { testPublic, testSecret, waitFor } from "./test_util.ts";
+import { testPublic, testSecret, waitFor } from "../testing/p2p.ts";
 
 const RUN = "gossip-test-run";
 const proof = { committee: "Trainer", position: 0, index: 0 } as const;

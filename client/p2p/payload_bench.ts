@@ -23,12 +23,12 @@
  *
  * @module
  */
-import { BARE_PROTOCOL, benchPayload, spawnProvider } from "./bench_provider.ts";
+import { BARE_PROTOCOL, benchPayload, spawnProvider } from "../testing/bench_provider.ts";
 import { peerIdOf } from "./identity.ts";
 import { StreamReader } from "./stream_reader.ts";
 import { createP2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
-import { testPublic, testSecret } from "./test_util.ts";
+import { testPublic, testSecret } from "../testing/p2p.ts";
 import process from "node:process";
 
 const SIZE = 64 * 1024 * 1024;

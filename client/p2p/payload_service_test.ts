@@ -8,7 +8,7 @@ import { contentHash, hashToBytes } from "./content_store.ts";
 import { decodeRequest, encodeResponseHeader, PAYLOAD_PROTOCOL } from "./payload_wire.ts";
 import { encodeBulkResponseHeader } from "./bulk_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
-import { fakeBulkListener, testPublic, testSecret } from "./test_util.ts";
+import { fakeBulkListener, testPublic, testSecret } from "../testing/p2p.ts";
 
 const FAST_RETRY = { attemptTimeoutMs: 2000, retries: 1, backoffMs: 10, maxBackoffMs: 10 };
 

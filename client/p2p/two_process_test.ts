@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { createP2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
-import { benchPayload, CHILD_RUN_ID, spawnProvider } from "./bench_provider.ts";
+import { benchPayload, CHILD_RUN_ID, spawnProvider } from "../testing/bench_provider.ts";
 import { type ReceivedAnnouncement, RunGossip } from "./gossip.ts";
-import { testPublic, testSecret, waitFor } from "./test_util.ts";
+import { testPublic, testSecret, waitFor } from "../testing/p2p.ts";
 import { contentHash } from "./content_store.ts";
 
 Deno.test("gossip and a bulk payload cross processes; the other process exits after stopping", async () => {

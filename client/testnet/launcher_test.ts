@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { Testnet } from "./launcher.ts";
 import { ChildProcess } from "./child.ts";
-import { EventWatcher, observeCoordinator, tinyRunFolder } from "./testing.ts";
+import { EventWatcher, observeCoordinator, tinyRunFolder } from "../testing/testnet.ts";
 
 const quiet = { write: null, colour: false } as const;
 

@@ -22,7 +22,7 @@ import { parseArgs } from "node:util";
 import { connectTestBackend, startTestServer } from "../../tests/support/server_driver.ts";
 import { Testnet } from "./launcher.ts";
 import { type RoundTiming, roundTimings, type TimedEvent } from "./round_overhead.ts";
-import { tinyRunFolder } from "./testing.ts";
+import { tinyRunFolder } from "../testing/testnet.ts";
 import { quantile } from "../../common/stats.ts";
 
 /** The train timer (s): far above a step of the tiny model, so witnessing closes rounds. */

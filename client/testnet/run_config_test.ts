@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { prepareRunConfig } from "./run_config.ts";
-import { tinyRunToml } from "./testing.ts";
+import { tinyRunToml } from "../testing/testnet.ts";
 import { ConfigError } from "../../common/config_error.ts";
 
 Deno.test("a data server run is moved to the given port; the rest is unchanged", async () => {

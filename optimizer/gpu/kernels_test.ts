@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { GpuRuntime } from "../../shaders/gpu.ts";
-import { assertClose, randomF32 } from "../../shaders/test_util.ts";
+import { assertClose, randomF32 } from "../../shaders/testing/kernels.ts";
 import { topk } from "../compress.ts";
 import { encode } from "../dct.ts";
 import { fastEncodeErrorBound } from "../fast_dct.ts";

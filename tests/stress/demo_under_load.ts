@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { REPO_ROOT, Testnet } from "../../client/testnet/launcher.ts";
-import { EventWatcher } from "../../client/testnet/testing.ts";
+import { EventWatcher } from "../../client/testing/testnet.ts";
 import { clientDigests, describeDisagreements, disagreements } from "../support/one_model.ts";
 
 /** `n` processes that spin a core each until killed. */

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { SeenEvent } from "../../client/testnet/testing.ts";
+import type { SeenEvent } from "../../client/testing/testnet.ts";
 
 /** One client's digests by step, and the steps it spent diverged. */
 export interface ClientDigests {

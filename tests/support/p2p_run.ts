@@ -12,7 +12,7 @@ import type { PayloadExpectation } from "../../optimizer/wire.ts";
 import { Exchange } from "../../client/exchange.ts";
 import type { ClientEvents, ClientLogger } from "../../client/log.ts";
 import { publicKeyOf } from "../../client/p2p/identity.ts";
-import { waitFor } from "../../client/p2p/test_util.ts";
+import { waitFor } from "../../client/testing/p2p.ts";
 import { roundView } from "../../client/round_view.ts";
 import { RunDriver, testState } from "./coordinator_fixtures.ts";
 import type { BatchId } from "../../common/types.ts";

@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { type LlamaConfig, parseLlamaConfig } from "./hf_config.ts";
-import { type ParamLayout, seededNormals } from "./params.ts";
+import { type LlamaConfig, parseLlamaConfig } from "../hf_config.ts";
+import { type ParamLayout, seededNormals } from "../params.ts";
 
 /**
  * Small but with every feature: 2 layers, GQA (4 heads on 2 kv heads), RoPE, an odd

@@ -12,7 +12,7 @@ import { CoordinatorError } from "../../coordinator/core/errors.ts";
 import type { CoordinatorHost } from "../../coordinator/server/host.ts";
 import type { CoordinatorState, Witness } from "../../coordinator/core/types.ts";
 import { witnessBloomParameters } from "../../coordinator/core/bloom.ts";
-import { BackendError, type CoordinatorBackend } from "./backend.ts";
+import { BackendError, type CoordinatorBackend } from "../backend/backend.ts";
 import { NO_DIGEST } from "../../coordinator/core/params_digest.ts";
 import { toHex } from "../../common/bytes.ts";
 

@@ -1,7 +1,7 @@
 /**
  * A stand-alone payload provider for tests and benchmarks that need a second process.
  *
- * `deno run -A client/p2p/bench_provider.ts <secret index> <payload bytes> <allowed index>...`
+ * `deno run -A client/testing/bench_provider.ts <secret index> <payload bytes> <allowed index>...`
  * starts a node whose secret is `testSecret(index)`, provides a deterministic payload (in-band and,
  * to fetchers that accept offers, over its bulk listener), also
  * serves the same payload as one length-prefixed frame over plain TCP and unframed over
@@ -13,11 +13,11 @@
  *
  * @module
  */
-import { createP2PNode } from "./node.ts";
-import { DEFAULT_CHUNK_BYTES, PayloadService } from "./payload_service.ts";
-import { sendChunked } from "./payload_stream.ts";
-import { RunGossip } from "./gossip.ts";
-import { testPublic, testSecret } from "./test_util.ts";
+import { createP2PNode } from "../p2p/node.ts";
+import { DEFAULT_CHUNK_BYTES, PayloadService } from "../p2p/payload_service.ts";
+import { sendChunked } from "../p2p/payload_stream.ts";
+import { RunGossip } from "../p2p/gossip.ts";
+import { testPublic, testSecret } from "./p2p.ts";
 
 /** A bench-only protocol: the provider sends the payload, unframed and unverified. */
 export const BARE_PROTOCOL = "/psyche-bench/bare/1";

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { CoordinatorState } from "../../coordinator/core/types.ts";
 import { generateIdentity } from "../../net/identity.ts";
 import { TcpBackend } from "../backend/tcp.ts";
-import { REPO_ROOT } from "./launcher.ts";
+import { REPO_ROOT } from "../testnet/launcher.ts";
 
 /** Timings and sizes of a tiny run (seconds, sequences). */
 export interface TinyRunOptions {

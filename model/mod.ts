@@ -79,3 +79,12 @@ export {
 export { type AttentionDims, IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
 export { shaderKernels } from "./shader_kernels.ts";
 export { referenceLossAndGrad, type ReferenceResult } from "./reference.ts";
+export {
+  defaultHfCache,
+  hfCacheFolderName,
+  type HubCheckpoint,
+  HubCheckpointError,
+  type HubLookupOptions,
+  loadHubCheckpoint,
+  resolveHubRepo,
+} from "./hub.ts";

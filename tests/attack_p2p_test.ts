@@ -12,7 +12,6 @@ import { chunkLayouts } from "../optimizer/layout.ts";
 import { expectedResultBytes } from "../client/payload_check.ts";
 import { CONFIG_BLOB, modelToBlobs } from "../client/model_sharing/blobs.ts";
 import { fetchModel } from "../client/model_sharing/fetch.ts";
-import { tinyModel } from "../client/model_sharing/testing_model.ts";
 import { contentHash, hashToBytes } from "../client/p2p/content_store.ts";
 import { PayloadFetchError } from "../client/p2p/fallback.ts";
 import { ManifestSizeError, shareModel } from "../client/p2p/model_share.ts";
@@ -29,6 +28,7 @@ import { StreamReader } from "../client/p2p/stream_reader.ts";
 import { fakeBulkListener, testPublic, testSecret, waitFor } from "../client/testing/p2p.ts";
 import { startP2PRun, validResult } from "./support/p2p_run.ts";
 import { toHex } from "../common/bytes.ts";
+import { tinyModel } from "../model/testing/fixtures.ts";
 
 /** One muxer frame: the most a stream can deliver past a cut in one piece. */
 const YAMUX_FRAME_BYTES = 64 * 1024;

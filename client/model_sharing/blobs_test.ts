@@ -7,7 +7,7 @@ import {
   modelToBlobs,
   tensorBlobSizes,
 } from "./blobs.ts";
-import { tinyModel } from "./testing_model.ts";
+import { tinyModel } from "../../model/testing/fixtures.ts";
 
 const bits = (a: Float32Array) => new Uint32Array(a.buffer, a.byteOffset, a.length);
 

@@ -13,7 +13,7 @@
  */
 import { dirname, join } from "node:path";
 import { CONFIG_FILE, WEIGHTS_FILE } from "../../model/checkpoint.ts";
-import { hfCacheFolderName } from "./hub.ts";
+import { hfCacheFolderName } from "../../model/hub.ts";
 import type { HubRepo } from "../../common/types.ts";
 
 /** The public Hub. */

@@ -7,10 +7,9 @@
  * - `fetchModel(payloads, { providers })`: at Warmup of a `P2P` epoch, accept the manifest a
  *   majority of the answering peers serve, fetch every tensor by hash from those peers in
  *   parallel, verified, with retries, and rebuild the model (fetch.ts, quorum.ts);
- * - `loadHubCheckpoint(repo)`: a `Hub`/`Dummy` checkpoint from a local folder: a mapping, the
- *   repo id as a path, a mirror folder, or the Hugging Face cache (hub.ts);
- * - `downloadHubRepo(repo, { cacheDir })`: fill that cache from the Hub (hub_download.ts; not
- *   reachable offline).
+ * - `downloadHubRepo(repo, { cacheDir })`: fill the Hugging Face cache from the Hub
+ *   (hub_download.ts; not reachable offline). Reading a `Hub`/`Dummy` checkpoint from a local
+ *   folder is model/hub.ts (`loadHubCheckpoint`).
  *
  * Import client/p2p/mod.ts (or its exit fix) before this in an entry point.
  *
@@ -49,15 +48,6 @@ export {
   type FetchModelOptions,
   MAX_MANIFEST_BYTES,
 } from "./fetch.ts";
-export {
-  defaultHfCache,
-  hfCacheFolderName,
-  type HubCheckpoint,
-  HubCheckpointError,
-  type HubLookupOptions,
-  loadHubCheckpoint,
-  resolveHubRepo,
-} from "./hub.ts";
 export {
   DEFAULT_HUB_ENDPOINT,
   downloadHubRepo,

@@ -15,7 +15,7 @@ import {
   UnsupportedCheckpointError,
 } from "./run_model.ts";
 import { serveModel, weightBytes } from "./serve.ts";
-import { tinyModel } from "./testing_model.ts";
+import { tinyModel } from "../../model/testing/fixtures.ts";
 
 const repo = { repoId: "repo", revision: null };
 

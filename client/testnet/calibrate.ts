@@ -14,7 +14,7 @@ import { distroConfig } from "../../optimizer/distro.ts";
 import { initParams } from "../../model/params.ts";
 import { GpuRuntime } from "../../shaders/gpu.ts";
 import { runInitSeed } from "../model_source.ts";
-import { loadHubCheckpoint } from "../model_sharing/hub.ts";
+import { loadHubCheckpoint } from "../../model/hub.ts";
 import { NetworkTrainer } from "../trainer.ts";
 import type { RunConfig } from "../../coordinator/config/types.ts";
 

@@ -1,7 +1,7 @@
 /**
  * `validate-config --data-config`'s check that the run's model can read the data server's
  * tokens: the model's `vocab_size` (the `config.json` of its checkpoint, found as the clients
- * find it: client/model_sharing/hub.ts) against the largest token id in the data folder
+ * find it: model/hub.ts) against the largest token id in the data folder
  * (data/token_scan.ts). A 512-token model paired with LLaMA-2 token ids passes every other
  * rule and then fails on every batch.
  *
@@ -11,7 +11,7 @@
  * @module
  */
 import { join } from "node:path";
-import { HubCheckpointError, resolveHubRepo } from "../../client/model_sharing/hub.ts";
+import { HubCheckpointError, resolveHubRepo } from "../../model/hub.ts";
 import type { DataServerConfig } from "../../data/data_config.ts";
 import { DataError } from "../../data/errors.ts";
 import { LocalDataProvider } from "../../data/local.ts";

@@ -1,11 +1,12 @@
 /**
- * Fixtures shared by the model tests (not part of the public surface): a small Llama with
- * every feature, weights far from zero so gradients are well conditioned, and random tokens.
+ * Fixtures for tests that need a model (not part of the public surface): a small Llama with
+ * every feature, weights far from zero so gradients are well conditioned, random tokens, and a
+ * tiny seeded Llama for tests that move whole models around.
  *
  * @module
  */
 import { type LlamaConfig, parseLlamaConfig } from "../hf_config.ts";
-import { type ParamLayout, seededNormals } from "../params.ts";
+import { initParams, llamaParamLayout, type ParamLayout, seededNormals } from "../params.ts";
 
 /**
  * Small but with every feature: 2 layers, GQA (4 heads on 2 kv heads), RoPE, an odd
@@ -43,4 +44,22 @@ export function spreadWeights(layout: ParamLayout, seed: number, std: number): F
 export function seededTokens(seed: number, n: number, vocabSize: number): Uint32Array {
   const z = seededNormals(seed, "tokens", n);
   return Uint32Array.from(z, (x) => Math.floor(Math.abs(x) * 1000) % vocabSize);
+}
+
+/** A 1-layer Llama of a few thousand parameters, seeded by `seed`. */
+export function tinyModel(
+  seed: number,
+): { config: LlamaConfig; layout: ParamLayout; weights: Float32Array } {
+  const config = parseLlamaConfig({
+    hidden_size: 16,
+    intermediate_size: 32,
+    num_hidden_layers: 1,
+    num_attention_heads: 2,
+    num_key_value_heads: 2,
+    vocab_size: 32,
+    max_position_embeddings: 16,
+    rms_norm_eps: 1e-5,
+  });
+  const layout = llamaParamLayout(config);
+  return { config, layout, weights: initParams(layout, config, seed) };
 }

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { writeModelDir } from "../../model/checkpoint.ts";
+import { writeModelDir } from "./checkpoint.ts";
 import { HubCheckpointError, loadHubCheckpoint, resolveHubRepo } from "./hub.ts";
-import { tinyModel } from "./testing_model.ts";
+import { tinyModel } from "./testing/fixtures.ts";
 
 const noEnv = () => undefined;
 

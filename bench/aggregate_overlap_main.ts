@@ -9,7 +9,7 @@
  * applied every round. Prints the mean entries per chunk each round; independent uniform picks
  * would give `4096·(1 − (1 − 8/4096)^4)` ≈ 31.9. Takes about 20 s per round on lavapipe.
  *
- * Run: `deno run -A optimizer/aggregate_overlap_main.ts [rounds, default 4]`
+ * Run: `deno run -A bench/aggregate_overlap_main.ts [rounds, default 4]`
  *
  * @module
  */
@@ -20,10 +20,10 @@ import { LlamaModel } from "../model/llama.ts";
 import { initParams, llamaParamLayout } from "../model/params.ts";
 import { GpuRuntime } from "../shaders/gpu.ts";
 import { encodeGradients } from "../train/trainer.ts";
-import type { SparseParam } from "./compress.ts";
-import type { DistroConfig } from "./distro.ts";
-import { aggregateFixed } from "./exact.ts";
-import { DistroOptimizer } from "./gpu/distro_gpu.ts";
+import type { SparseParam } from "../optimizer/compress.ts";
+import type { DistroConfig } from "../optimizer/distro.ts";
+import { aggregateFixed } from "../optimizer/exact.ts";
+import { DistroOptimizer } from "../optimizer/gpu/distro_gpu.ts";
 
 const rounds = Number(Deno.args[0] ?? 4);
 if (!(Number.isInteger(rounds) && rounds >= 1)) {

@@ -22,10 +22,10 @@
  * @module
  */
 import { isAbsolute, join } from "node:path";
-import { CONFIG_FILE, readModelDir } from "../../model/checkpoint.ts";
-import type { LlamaConfig } from "../../model/hf_config.ts";
-import type { ParamLayout } from "../../model/params.ts";
-import type { HubRepo } from "../../common/types.ts";
+import { CONFIG_FILE, readModelDir } from "./checkpoint.ts";
+import type { LlamaConfig } from "./hf_config.ts";
+import type { ParamLayout } from "./params.ts";
+import type { HubRepo } from "../common/types.ts";
 
 /** The repo cannot be found or read; the message names every place looked at. */
 export class HubCheckpointError extends Error {

@@ -14,16 +14,16 @@
  * @module
  */
 
-import { openBundledCorpus } from "../data/corpus.ts";
-import { readLlamaConfig } from "../model/hf_config.ts";
-import { LlamaModel } from "../model/llama.ts";
-import { initParams, llamaParamLayout } from "../model/params.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
-import { encodeGradients } from "../train/trainer.ts";
-import type { SparseParam } from "../optimizer/compress.ts";
-import type { DistroConfig } from "../optimizer/distro.ts";
-import { aggregateFixed } from "../optimizer/exact.ts";
-import { DistroOptimizer } from "../optimizer/gpu/distro_gpu.ts";
+import { openBundledCorpus } from "../data/mod.ts";
+import {
+  aggregateFixed,
+  type DistroConfig,
+  DistroOptimizer,
+  type SparseParam,
+} from "../optimizer/mod.ts";
+import { initParams, LlamaModel, llamaParamLayout, readLlamaConfig } from "../model/mod.ts";
+import { encodeGradients } from "../train/mod.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
 
 const rounds = Number(Deno.args[0] ?? 4);
 if (!(Number.isInteger(rounds) && rounds >= 1)) {

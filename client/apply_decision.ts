@@ -12,11 +12,13 @@
  *
  * @module
  */
-import type { ApplyPlan } from "../coordinator/core/machine_queries.ts";
-import { selectConsensusCommitmentByWitnesses } from "../coordinator/core/witness_quorum.ts";
-import { bloomContains } from "../coordinator/core/bloom.ts";
-import { sha256 } from "../coordinator/core/hash.ts";
-import type { BatchId } from "../common/types.ts";
+import type { BatchId } from "../common/mod.ts";
+import {
+  type ApplyPlan,
+  bloomContains,
+  selectConsensusCommitmentByWitnesses,
+  sha256,
+} from "../coordinator/core/mod.ts";
 
 /** One batch's chosen result. */
 export interface ChosenResult {

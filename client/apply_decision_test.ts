@@ -1,13 +1,11 @@
 import assert from "node:assert/strict";
-import { currentRound } from "../coordinator/core/machine_queries.ts";
-import { witness as witnessImpl } from "../coordinator/core/machine_witness.ts";
-import { roundSelection } from "../coordinator/core/machine_queries.ts";
 import { witnessReport } from "../tests/support/coordinator_fixtures.ts";
 import { decideApply } from "./apply_decision.ts";
 import { applyPlanFor } from "./state/apply_targets.ts";
 import { RoundTracker } from "./round_tracker.ts";
 import { roundView } from "./round_view.ts";
 import { announcementOf, runInRound0, testBlooms } from "./testing/fixtures.ts";
+import { currentRound, roundSelection, witness as witnessImpl } from "../coordinator/core/mod.ts";
 
 Deno.test("decideApply: quorum-backed commitments are chosen, the rest counted untrained", () => {
   const { driver, ids } = runInRound0(3);

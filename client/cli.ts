@@ -6,8 +6,7 @@
  */
 import { parseArgs } from "node:util";
 import { LOG_FORMATS, type LogFormat } from "./log.ts";
-import { unprintableProblem } from "../common/printable.ts";
-import { UsageError } from "../common/usage_error.ts";
+import { unprintableProblem, UsageError } from "../common/mod.ts";
 
 /** Usage text of `deno task client`. */
 export const USAGE = `Usage:

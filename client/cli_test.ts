@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { bulkOptions, parseClientArgs, type TrainArgs } from "./cli.ts";
-import { UsageError } from "../common/usage_error.ts";
+import { UsageError } from "../common/mod.ts";
 
 Deno.test("parseClientArgs: train with defaults and every flag", () => {
   const min = parseClientArgs(["train", "--run-id", "r", "--server-addr", "h:1"]);

@@ -12,26 +12,10 @@
  *
  * @module
  */
-import { distroConfig } from "../optimizer/distro.ts";
-import {
-  currentRound,
-  isTrainingRound,
-  roundAssignments,
-  roundByHeight,
-  roundClients,
-} from "../coordinator/core/machine_queries.ts";
-import { NO_DIGEST, recordedDigest } from "../coordinator/core/params_digest.ts";
-import type { CoordinatorState } from "../coordinator/core/types.ts";
-import { providerForLocation } from "../data/factory.ts";
-import type { DataProvider } from "../data/provider.ts";
-import type { Identity } from "../net/identity.ts";
-import type { DistroResult } from "../optimizer/result.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { attestedButMissing, decideApply } from "./apply_decision.ts";
 import type { CoordinatorBackend } from "./backend/backend.ts";
 import type { Exchange } from "./exchange.ts";
 import type { ClientLogger } from "./log.ts";
-import { countParameters } from "../model/hf_config.ts";
 import {
   loadRunModel,
   ModelUnavailableError,
@@ -46,7 +30,22 @@ import { stepLearningRate, stepOfHeight } from "./round_view.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { planActions } from "./state/machine.ts";
 import { NetworkTrainer } from "./trainer.ts";
-import { equalBytes, hexToBytes, toHex } from "../common/bytes.ts";
+import {
+  type CoordinatorState,
+  currentRound,
+  isTrainingRound,
+  NO_DIGEST,
+  recordedDigest,
+  roundAssignments,
+  roundByHeight,
+  roundClients,
+} from "../coordinator/core/mod.ts";
+import { type DataProvider, providerForLocation } from "../data/mod.ts";
+import { countParameters } from "../model/mod.ts";
+import { distroConfig, type DistroResult } from "../optimizer/mod.ts";
+import { equalBytes, hexToBytes, toHex } from "../common/mod.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
+import type { Identity } from "../net/mod.ts";
 
 /** What a {@link TrainingClient} is built from. */
 export interface TrainingClientOptions {

@@ -1,18 +1,17 @@
 import assert from "node:assert/strict";
-import { createCoordinator } from "../coordinator/core/machine.ts";
-import { CoordinatorHost } from "../coordinator/server/host.ts";
-import { identityFromSecretKey } from "../net/identity.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { testConfig, testModel } from "../tests/support/coordinator_fixtures.ts";
 import { MemoryCoordinator } from "./backend/memory.ts";
 import { TrainingClient } from "./client.ts";
 import { Exchange } from "./exchange.ts";
 import type { ClientEventName, ClientEvents, ClientLogger } from "./log.ts";
 import { DataVocabularyError } from "./data_check.ts";
-import { LocalDataProvider } from "../data/local.ts";
-import { startDataServer } from "../data/tcp_server.ts";
 import { closing } from "../data/testing/fixtures.ts";
-import type { DataLocation } from "../common/types.ts";
+import { createCoordinator } from "../coordinator/core/mod.ts";
+import { CoordinatorHost } from "../coordinator/server/mod.ts";
+import type { DataLocation } from "../common/mod.ts";
+import { LocalDataProvider, startDataServer } from "../data/mod.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
+import { identityFromSecretKey } from "../net/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const T = 16;

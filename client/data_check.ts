@@ -13,8 +13,7 @@
  *
  * @module
  */
-import { DataError } from "../data/errors.ts";
-import type { DataProvider } from "../data/provider.ts";
+import { DataError, type DataProvider } from "../data/mod.ts";
 
 /** Sequences read for the check (or fewer, when the data holds fewer). */
 export const VOCABULARY_CHECK_SEQUENCES = 16;

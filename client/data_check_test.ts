@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
-import { DataError } from "../data/errors.ts";
-import { LocalDataProvider } from "../data/local.ts";
-import type { DataProvider, TokenBatch } from "../data/provider.ts";
 import { closing, writeFixtureDataset } from "../data/testing/fixtures.ts";
 import { checkDataVocabulary, checkTokens, DataVocabularyError } from "./data_check.ts";
+import { DataError, type DataProvider, LocalDataProvider, type TokenBatch } from "../data/mod.ts";
 
 /** A provider of fixed rows (as a TCP data server would send them, unchecked). */
 function rowsProvider(rows: number[][], fail?: Error): DataProvider {

@@ -18,17 +18,6 @@
 import "./p2p/exit_fix.ts";
 import { multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
-import { witnessBloomParameters } from "../coordinator/core/bloom.ts";
-import { currentRound, roundByHeight } from "../coordinator/core/machine_queries.ts";
-import type {
-  CommitteeProof,
-  CoordinatorState,
-  Witness,
-  WitnessProof,
-} from "../coordinator/core/types.ts";
-import { commitmentHash } from "../optimizer/commitment.ts";
-import type { DistroResult } from "../optimizer/result.ts";
-import { decodePayload, encodePayload, type PayloadExpectation } from "../optimizer/wire.ts";
 import type { Announcement } from "./p2p/announcement.ts";
 import { peersToDial } from "./p2p/bootstrap.ts";
 import { hashFromBytes, hashToBytes } from "./p2p/content_store.ts";
@@ -42,8 +31,23 @@ import type { ClientLogger } from "./log.ts";
 import { type BloomSetup, emptyWitness, RoundTracker } from "./round_tracker.ts";
 import { roundView } from "./round_view.ts";
 import type { ExchangeFacts } from "./state/intent.ts";
-import { equalBytes, toHex } from "../common/bytes.ts";
-import type { PublicKeyBytes } from "../common/types.ts";
+import { equalBytes, type PublicKeyBytes, toHex } from "../common/mod.ts";
+import {
+  type CommitteeProof,
+  type CoordinatorState,
+  currentRound,
+  roundByHeight,
+  type Witness,
+  witnessBloomParameters,
+  type WitnessProof,
+} from "../coordinator/core/mod.ts";
+import {
+  commitmentHash,
+  decodePayload,
+  type DistroResult,
+  encodePayload,
+  type PayloadExpectation,
+} from "../optimizer/mod.ts";
 
 /** How an {@link Exchange} is set up. */
 export interface ExchangeOptions {

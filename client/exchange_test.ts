@@ -1,11 +1,4 @@
 import assert from "node:assert/strict";
-import { bloomContains } from "../coordinator/core/bloom.ts";
-import { sha256 } from "../coordinator/core/hash.ts";
-import type { NodeIdentity } from "../coordinator/core/types.ts";
-import { commitmentHash } from "../optimizer/commitment.ts";
-import { chunkLayouts } from "../optimizer/layout.ts";
-import type { DistroResult } from "../optimizer/result.ts";
-import { encodePayload } from "../optimizer/wire.ts";
 import { RunDriver, testState } from "../tests/support/coordinator_fixtures.ts";
 import { Exchange } from "./exchange.ts";
 import type { ClientEventName, ClientEvents, ClientLogger } from "./log.ts";
@@ -13,6 +6,13 @@ import { signAnnouncement } from "./p2p/announcement.ts";
 import { hashToBytes } from "./p2p/content_store.ts";
 import { publicKeyOf } from "./p2p/identity.ts";
 import { roundView } from "./round_view.ts";
+import { bloomContains, type NodeIdentity, sha256 } from "../coordinator/core/mod.ts";
+import {
+  chunkLayouts,
+  commitmentHash,
+  type DistroResult,
+  encodePayload,
+} from "../optimizer/mod.ts";
 
 const RUN = "exchange-test";
 const expectation = {

@@ -7,7 +7,6 @@
  * @module
  */
 import "./p2p/exit_fix.ts";
-import { generateIdentity, type Identity, identityFromHex, loadIdentity } from "../net/identity.ts";
 import { TcpBackend } from "./backend/tcp.ts";
 import { SolanaBackend } from "./backend/solana.ts";
 import type { CoordinatorBackend } from "./backend/backend.ts";
@@ -24,12 +23,11 @@ import { Exchange } from "./exchange.ts";
 import { type ClientLogger, consoleClientLogger, jsonClientLogger } from "./log.ts";
 import { peerIdOf } from "./p2p/identity.ts";
 import { address } from "@solana/kit";
-import { loadWallet } from "../coordinator/solana/rpc/keypair.ts";
-import { SolanaRpcClient } from "../coordinator/solana/rpc/rpc_client.ts";
-import { DEFAULT_PROGRAM_ID } from "../coordinator/solana/rpc/defaults.ts";
-import { coordinatorAddress } from "../coordinator/solana/abi/addresses.ts";
 import { EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
-import { toHex } from "../common/bytes.ts";
+import { coordinatorAddress } from "../coordinator/solana/abi/mod.ts";
+import { DEFAULT_PROGRAM_ID, loadWallet, SolanaRpcClient } from "../coordinator/solana/rpc/mod.ts";
+import { toHex } from "../common/mod.ts";
+import { generateIdentity, type Identity, identityFromHex, loadIdentity } from "../net/mod.ts";
 
 export { EXIT_OK, EXIT_USAGE };
 

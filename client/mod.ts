@@ -33,7 +33,12 @@ export {
 } from "./cli.ts";
 export { Exchange, type ExchangeOptions } from "./exchange.ts";
 export { DEFAULT_EARLY_CAPACITY, EarlyBuffer } from "./early_buffer.ts";
-export { checkResultPayload, type PayloadCheck, type PayloadRefusal } from "./payload_check.ts";
+export {
+  checkResultPayload,
+  expectedResultBytes,
+  type PayloadCheck,
+  type PayloadRefusal,
+} from "./payload_check.ts";
 export {
   type ClientEventName,
   type ClientEvents,

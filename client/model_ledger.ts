@@ -12,8 +12,8 @@
  *
  * @module
  */
-import type { DigestRecord } from "../coordinator/core/types.ts";
-import { toHex } from "../common/bytes.ts";
+import { toHex } from "../common/mod.ts";
+import type { DigestRecord } from "../coordinator/core/mod.ts";
 
 /** Own digests kept (the coordinator keeps NUM_DIGEST_RECORDS; a margin for late records). */
 export const LEDGER_STEPS = 32;

@@ -6,10 +6,8 @@
  *
  * @module
  */
-import { sha256 } from "../coordinator/core/hash.ts";
-import { readModelDir } from "../model/checkpoint.ts";
-import type { LlamaConfig } from "../model/hf_config.ts";
-import { initParams, type ParamLayout } from "../model/params.ts";
+import { initParams, type LlamaConfig, type ParamLayout, readModelDir } from "../model/mod.ts";
+import { sha256 } from "../coordinator/core/mod.ts";
 
 /** The model cannot be found or read; the message names the folder and why. */
 export class ModelSourceError extends Error {

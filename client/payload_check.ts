@@ -16,11 +16,15 @@
  *
  * @module
  */
-import { commitmentHash } from "../optimizer/commitment.ts";
-import type { DistroResult } from "../optimizer/result.ts";
-import { decodePayload, payloadBytes, type PayloadExpectation } from "../optimizer/wire.ts";
 import type { AnnouncedResult } from "./round_tracker.ts";
-import { equalBytes, toHex } from "../common/bytes.ts";
+import { equalBytes, toHex } from "../common/mod.ts";
+import {
+  commitmentHash,
+  decodePayload,
+  type DistroResult,
+  payloadBytes,
+  type PayloadExpectation,
+} from "../optimizer/mod.ts";
 
 /** Why a payload was refused. */
 export type PayloadRefusal = "CommitmentMismatch" | "Undecodable" | "WrongContent";

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
-import { commitmentHash } from "../optimizer/commitment.ts";
-import { chunkLayouts } from "../optimizer/layout.ts";
-import type { DistroResult } from "../optimizer/result.ts";
-import { encodePayload } from "../optimizer/wire.ts";
 import { checkAnnouncedResult, checkResultPayload, expectedResultBytes } from "./payload_check.ts";
 import type { AnnouncedResult } from "./round_tracker.ts";
+import {
+  chunkLayouts,
+  commitmentHash,
+  type DistroResult,
+  encodePayload,
+} from "../optimizer/mod.ts";
 
 const expectation = {
   layouts: chunkLayouts([{ name: "w", shape: [8, 8] }], { chunk: 64, topk: 2 }),

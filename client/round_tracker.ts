@@ -16,15 +16,20 @@
  *
  * @module
  */
-import { bloomAdd, type BloomParameters, createBloom } from "../coordinator/core/bloom.ts";
-import { sha256 } from "../coordinator/core/hash.ts";
-import { merkleRoot } from "../coordinator/core/merkle.ts";
-import type { Bloom, Witness, WitnessProof } from "../coordinator/core/types.ts";
-import type { DistroResult } from "../optimizer/result.ts";
 import type { FinishedAnnouncement, TrainingResultAnnouncement } from "./p2p/announcement.ts";
 import { indexOfPeer, type RoundView } from "./round_view.ts";
-import { equalBytes, toHex } from "../common/bytes.ts";
-import type { BatchId, PublicKeyBytes } from "../common/types.ts";
+import { type BatchId, equalBytes, type PublicKeyBytes, toHex } from "../common/mod.ts";
+import {
+  type Bloom,
+  bloomAdd,
+  type BloomParameters,
+  createBloom,
+  merkleRoot,
+  sha256,
+  type Witness,
+  type WitnessProof,
+} from "../coordinator/core/mod.ts";
+import type { DistroResult } from "../optimizer/mod.ts";
 
 /** Why an announcement was refused. */
 export type RefusalReason =

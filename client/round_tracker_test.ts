@@ -1,10 +1,8 @@
 import assert from "node:assert/strict";
-import { bloomContains } from "../coordinator/core/bloom.ts";
-import { sha256 } from "../coordinator/core/hash.ts";
-import { currentRound } from "../coordinator/core/machine_queries.ts";
 import { RoundTracker } from "./round_tracker.ts";
 import { roundView } from "./round_view.ts";
 import { announcementOf, runInRound0, testBlooms } from "./testing/fixtures.ts";
+import { bloomContains, currentRound, sha256 } from "../coordinator/core/mod.ts";
 
 function setup() {
   const { driver, ids } = runInRound0(3);

@@ -7,26 +7,22 @@
  *
  * @module
  */
-import { CommitteeSelection } from "../coordinator/core/committee_selection.ts";
-import type { DataAssignment } from "../coordinator/core/data_selection.ts";
-import { learningRate } from "../common/lr_schedule.ts";
+import { type BatchId, equalBytes, learningRate, type PublicKeyBytes } from "../common/mod.ts";
 import {
+  type Client,
   coldStartWarmupBounds,
+  type CommitteeProof,
+  CommitteeSelection,
+  type CoordinatorState,
+  type DataAssignment,
   isTrainingRound,
+  type Round,
   roundAssignments,
   roundByHeight,
   roundClients,
   roundSelection,
-} from "../coordinator/core/machine_queries.ts";
-import type {
-  Client,
-  CommitteeProof,
-  CoordinatorState,
-  Round,
-  WitnessProof,
-} from "../coordinator/core/types.ts";
-import { equalBytes } from "../common/bytes.ts";
-import type { BatchId, PublicKeyBytes } from "../common/types.ts";
+  type WitnessProof,
+} from "../coordinator/core/mod.ts";
 
 /** Where this client stands in a round. */
 export interface SelfInRound {

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { learningRate } from "../common/lr_schedule.ts";
-import { sha256 } from "../coordinator/core/hash.ts";
 import { epochIndexOf, roundView, stepLearningRate, stepOfHeight } from "./round_view.ts";
 import { runInRound0 } from "./testing/fixtures.ts";
+import { sha256 } from "../coordinator/core/mod.ts";
+import { learningRate } from "../common/mod.ts";
 
 Deno.test("roundView: step, own index, proofs and batch; null for strangers' self", () => {
   const { driver, ids } = runInRound0(3);

@@ -18,21 +18,22 @@
  *
  * @module
  */
-import type { DataProvider } from "../data/provider.ts";
-import type { LlamaConfig } from "../model/hf_config.ts";
-import { LlamaModel } from "../model/llama.ts";
-import type { ParamLayout } from "../model/params.ts";
-import { writeModelDir } from "../model/checkpoint.ts";
-import { aggregateFixed } from "../optimizer/exact.ts";
-import { DistroOptimizer } from "../optimizer/gpu/distro_gpu.ts";
-import type { DistroConfig } from "../optimizer/distro.ts";
-import { canonicalOrder, type DistroResult } from "../optimizer/result.ts";
-import { decodePayload, encodePayload, type PayloadExpectation } from "../optimizer/wire.ts";
-import { GpuDigest } from "../shaders/digest.ts";
-import type { GpuRuntime } from "../shaders/gpu.ts";
-import { encodeGradients } from "../train/trainer.ts";
 import { checkTokens } from "./data_check.ts";
-import type { BatchId } from "../common/types.ts";
+import type { BatchId } from "../common/mod.ts";
+import { type LlamaConfig, LlamaModel, type ParamLayout, writeModelDir } from "../model/mod.ts";
+import {
+  aggregateFixed,
+  canonicalOrder,
+  decodePayload,
+  type DistroConfig,
+  DistroOptimizer,
+  type DistroResult,
+  encodePayload,
+  type PayloadExpectation,
+} from "../optimizer/mod.ts";
+import { GpuDigest, type GpuRuntime } from "../shaders/mod.ts";
+import type { DataProvider } from "../data/mod.ts";
+import { encodeGradients } from "../train/mod.ts";
 
 /** What {@link NetworkTrainer} is built from. */
 export interface NetworkTrainerOptions {

@@ -6,12 +6,11 @@
  *
  * @module
  */
-import { LocalDataProvider } from "../data/local.ts";
-import { decodePayload, encodePayload } from "../optimizer/wire.ts";
-import type { DistroResult } from "../optimizer/result.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { loadModel } from "./model_source.ts";
 import { NetworkTrainer } from "./trainer.ts";
+import { LocalDataProvider } from "../data/mod.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
+import { decodePayload, type DistroResult, encodePayload } from "../optimizer/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const T = 32;

@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
-import { LocalDataProvider } from "../data/local.ts";
 import { loadModel } from "./model_source.ts";
 import { NetworkTrainer, wrappedRanges } from "./trainer.ts";
-import { decodePayload, encodePayload } from "../optimizer/wire.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
-import type { DistroResult } from "../optimizer/result.ts";
+import { LocalDataProvider } from "../data/mod.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
+import { decodePayload, type DistroResult, encodePayload } from "../optimizer/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const T = 16;

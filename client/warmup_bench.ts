@@ -11,12 +11,11 @@
  *
  * @module
  */
-import { LocalDataProvider } from "../data/local.ts";
-import { BUNDLED_CORPUS_DIR } from "../data/corpus.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { loadModel } from "./model_source.ts";
 import { NetworkTrainer } from "./trainer.ts";
-import { median } from "../common/stats.ts";
+import { BUNDLED_CORPUS_DIR, LocalDataProvider } from "../data/mod.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
+import { median } from "../common/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const folder = Deno.args[0] ?? `${ROOT}config/models/llama-20m`;

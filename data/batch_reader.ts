@@ -10,7 +10,7 @@ import { DataError } from "./errors.ts";
 import type { TokenBatch } from "./provider.ts";
 import { planReads, type ReadRun, type SequenceIndex } from "./sequence_index.ts";
 import { decodeTokens } from "./token_format.ts";
-import type { BatchId } from "../common/types.ts";
+import type { BatchId } from "../common/mod.ts";
 
 /** Fetches exactly `run.byteLength` bytes at `run.byteOffset` of `index.files[run.file]`. */
 export type RunFetcher = (run: ReadRun, signal?: AbortSignal) => Promise<Uint8Array>;

@@ -17,7 +17,7 @@ import { BROWN_DOCUMENT_NAME, brownToText } from "./brown.ts";
 import { DataError } from "./errors.ts";
 import { encodeDocument, LLAMA2_VOCAB_SIZE } from "./llama_tokenizer.ts";
 import { LocalDataProvider } from "./local.ts";
-import type { Shuffle } from "../common/types.ts";
+import type { Shuffle } from "../common/mod.ts";
 
 /** Document `i` (in name order) is held out when `i % VALIDATION_EVERY === VALIDATION_EVERY - 1`. */
 export const VALIDATION_EVERY = 10;

@@ -14,9 +14,14 @@
  * @module
  */
 import { isAbsolute, join } from "node:path";
-import { ConfigError, type ConfigIssue } from "../common/config_error.ts";
-import { parseTomlText, TableReader } from "../common/config_reader.ts";
-import { TOKEN_SIZE_NAMES, type TokenSize } from "../common/types.ts";
+import {
+  ConfigError,
+  type ConfigIssue,
+  parseTomlText,
+  TableReader,
+  TOKEN_SIZE_NAMES,
+  type TokenSize,
+} from "../common/mod.ts";
 
 /** Bytes in a data server's shuffle seed. */
 export const SHUFFLE_SEED_BYTES = 32;

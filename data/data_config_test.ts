@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { ConfigError } from "../common/config_error.ts";
 import { parseDataConfig, tokenSizeBytes } from "./data_config.ts";
+import { ConfigError } from "../common/mod.ts";
 
 const SEED = Array.from({ length: 32 }, (_, i) => i + 1);
 

@@ -11,16 +11,14 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { IdentityError, publicKeyFromHex } from "../net/identity.ts";
 import type { RateLimit } from "./rate_limit.ts";
 import {
   DEFAULT_DATA_IDLE_TIMEOUT_MS,
   DEFAULT_DATA_MAX_CONNECTIONS,
   DEFAULT_DATA_MAX_CONNECTIONS_PER_ADDRESS,
 } from "./tcp_server.ts";
-import { toHex } from "../common/bytes.ts";
-import type { DataLocation } from "../common/types.ts";
-import { UsageError } from "../common/usage_error.ts";
+import { type DataLocation, toHex, UsageError } from "../common/mod.ts";
+import { IdentityError, publicKeyFromHex } from "../net/mod.ts";
 
 /** `deno task data-server --help`. */
 export const DATA_SERVER_USAGE =

@@ -4,9 +4,8 @@ import {
   defaultRateLimit,
   parseDataServerArgs,
 } from "./data_server_cli.ts";
-import { identityFromSecretKey } from "../net/identity.ts";
-import { toHex } from "../common/bytes.ts";
-import { UsageError } from "../common/usage_error.ts";
+import { toHex, UsageError } from "../common/mod.ts";
+import { identityFromSecretKey } from "../net/mod.ts";
 
 /** A real ed25519 public key (weak or malformed ones are refused). */
 const KEY = toHex(identityFromSecretKey(new Uint8Array(32).fill(3)).publicKey);

@@ -6,11 +6,11 @@
  * @module
  */
 import { dirname } from "node:path";
-import { ConfigError } from "../common/config_error.ts";
 import { type DataServerConfig, parseDataConfig } from "./data_config.ts";
 import { DataError } from "./errors.ts";
 import { LocalDataProvider } from "./local.ts";
 import { type DataServer, type DataServerOptions, startDataServer } from "./tcp_server.ts";
+import { ConfigError } from "../common/mod.ts";
 
 /**
  * Reads and validates `data.toml` at `path`; a relative `dir` resolves against the

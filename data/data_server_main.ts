@@ -10,9 +10,6 @@
  * @module
  */
 import { parseArgsOrExit } from "../cli/entry.ts";
-import { parseRunConfig } from "../coordinator/config/run_config.ts";
-import { ConfigError } from "../common/config_error.ts";
-import { crossCheckDataConfig } from "../coordinator/config/validate.ts";
 import {
   DATA_SERVER_USAGE,
   type DataServerArgs,
@@ -23,7 +20,8 @@ import {
 import { startDataServerFromConfig } from "./data_server_config.ts";
 import { DataError } from "./errors.ts";
 import type { AuthorizeFn } from "./tcp_server.ts";
-import { toHex } from "../common/bytes.ts";
+import { ConfigError, toHex } from "../common/mod.ts";
+import { crossCheckDataConfig, parseRunConfig } from "../coordinator/config/mod.ts";
 
 const EXIT_INVALID = 1;
 

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { fileURLToPath as fromFileUrl } from "node:url";
 import { TcpDataProvider } from "./tcp_client.ts";
 import { closing, writeFixtureDataset } from "./testing/fixtures.ts";
-import { identityFromSecretKey } from "../net/identity.ts";
-import { toHex } from "../common/bytes.ts";
+import { toHex } from "../common/mod.ts";
+import { identityFromSecretKey } from "../net/mod.ts";
 
 const main = fromFileUrl(new URL("./data_server_main.ts", import.meta.url));
 const seedList = Array.from({ length: 32 }, () => 7).join(", ");

@@ -3,7 +3,7 @@
  *
  * @module
  */
-import type { Shuffle, TokenSize } from "../common/types.ts";
+import type { Shuffle, TokenSize } from "../common/mod.ts";
 
 /** How to cut and check a dataset; shared by every provider. */
 export interface DatasetOptions {

@@ -6,7 +6,7 @@
  */
 import type { DataProvider, TokenBatch } from "./provider.ts";
 import { checkBatch } from "./sequence_index.ts";
-import type { BatchId } from "../common/types.ts";
+import type { BatchId } from "../common/mod.ts";
 
 /** Largest number of sequences the dummy provider claims to have. */
 export const DUMMY_NUM_SEQUENCES = 2 ** 32 - 1;

@@ -13,7 +13,7 @@ import type { HttpFetchOptions } from "./http_range.ts";
 import { LocalDataProvider } from "./local.ts";
 import type { DataProvider } from "./provider.ts";
 import { TcpDataProvider } from "./tcp_client.ts";
-import type { DataLocation, Shuffle, TokenSize } from "../common/types.ts";
+import type { DataLocation, Shuffle, TokenSize } from "../common/mod.ts";
 
 /** What a provider needs beyond the location itself. */
 export interface ProviderForLocationOptions {

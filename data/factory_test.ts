@@ -7,7 +7,7 @@ import type { DataProvider } from "./provider.ts";
 import { startDataServer } from "./tcp_server.ts";
 import { closing, rows, writeFixtureDataset } from "./testing/fixtures.ts";
 import { startTestHttpServer } from "./testing/http_server.ts";
-import type { DataLocation } from "../common/types.ts";
+import type { DataLocation } from "../common/mod.ts";
 
 const secretKey = new Uint8Array(32).fill(9);
 

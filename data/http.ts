@@ -19,7 +19,7 @@ import { NPY_PREAMBLE_BYTES, npyHeaderLength, parseNpyHeader } from "./npy.ts";
 import type { DataProvider, TokenBatch } from "./provider.ts";
 import { buildSequenceIndex, type SequenceIndex } from "./sequence_index.ts";
 import { isNpyFileName, npyLayout, rawLayout, type TokenFileLayout } from "./token_file.ts";
-import type { BatchId, HttpLocation } from "../common/types.ts";
+import type { BatchId, HttpLocation } from "../common/mod.ts";
 
 /**
  * The URLs an `HttpLocation` names. `NumberedFiles` fills the template's single `{}`

@@ -20,7 +20,7 @@ import {
   sortByteWise,
   type TokenFileLayout,
 } from "./token_file.ts";
-import type { BatchId } from "../common/types.ts";
+import type { BatchId } from "../common/mod.ts";
 
 /** A dataset in a local folder. */
 export class LocalDataProvider implements DataProvider {

@@ -103,3 +103,4 @@ export {
   verifyCorpus,
 } from "./corpus.ts";
 export { type TokenizedFile, tokenizeFolder } from "./tokenize_folder.ts";
+export { type ScanOptions, scanTokenFiles, type TokenScan } from "./token_scan.ts";

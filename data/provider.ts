@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { BatchId } from "../common/types.ts";
+import type { BatchId } from "../common/mod.ts";
 
 /**
  * A batch of token sequences, row-major `[count, seqLen]`.

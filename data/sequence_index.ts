@@ -13,7 +13,7 @@ import { DataError } from "./errors.ts";
 import { shufflePermutation } from "./shuffle.ts";
 import type { TokenFileLayout } from "./token_file.ts";
 import { DTYPE_BYTES } from "./token_format.ts";
-import type { BatchId, Shuffle } from "../common/types.ts";
+import type { BatchId, Shuffle } from "../common/mod.ts";
 
 /** Where every sample lives: file index and byte offset, indexed by sample number. */
 export interface SequenceIndex {

@@ -7,9 +7,6 @@
  *
  * @module
  */
-import { withAbort } from "../net/abort.ts";
-import { FrameReader, writeFrame } from "../net/frame.ts";
-import { clientHandshake } from "../net/handshake.ts";
 import { DataError } from "./errors.ts";
 import type { DataProvider, TokenBatch } from "./provider.ts";
 import {
@@ -20,7 +17,8 @@ import {
   encodeDataClientMessage,
   MAX_RESPONSE_FRAME_BYTES,
 } from "./tcp_messages.ts";
-import type { BatchId } from "../common/types.ts";
+import { clientHandshake, FrameReader, withAbort, writeFrame } from "../net/mod.ts";
+import type { BatchId } from "../common/mod.ts";
 
 /** Options of {@linkcode TcpDataProvider.connect}. */
 export interface TcpProviderOptions {

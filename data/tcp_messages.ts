@@ -5,10 +5,13 @@
  *
  * @module
  */
-import { MessageReader, MessageWriter } from "../net/codec.ts";
-import { ProtocolError } from "../net/errors.ts";
-import { DEFAULT_CLIENT_MAX_FRAME_BYTES } from "../net/frame.ts";
-import type { BatchId } from "../common/types.ts";
+import {
+  DEFAULT_CLIENT_MAX_FRAME_BYTES,
+  MessageReader,
+  MessageWriter,
+  ProtocolError,
+} from "../net/mod.ts";
+import type { BatchId } from "../common/mod.ts";
 
 /** Handshake context string of the data server (a signature for it is useless elsewhere). */
 export const DATA_SERVER_CONTEXT = "psyche-ts data server v1";

@@ -18,9 +18,6 @@
  *
  * @module
  */
-import { withAbort } from "../net/abort.ts";
-import { FrameReader, writeFrame } from "../net/frame.ts";
-import { encodeHandshakeMessage, serverHandshake } from "../net/handshake.ts";
 import type { DataProvider } from "./provider.ts";
 import { type RateLimit, SequenceRateLimiter } from "./rate_limit.ts";
 import {
@@ -33,8 +30,14 @@ import {
   type RejectReason,
   samplesFrameBytes,
 } from "./tcp_messages.ts";
-import { toHex } from "../common/bytes.ts";
-import type { BatchId } from "../common/types.ts";
+import { type BatchId, toHex } from "../common/mod.ts";
+import {
+  encodeHandshakeMessage,
+  FrameReader,
+  serverHandshake,
+  withAbort,
+  writeFrame,
+} from "../net/mod.ts";
 
 /** The coordinator's verdict on one request. */
 export type AuthorizeResult = "Allowed" | "NotInThisRound" | "WrongDataIdForStep";

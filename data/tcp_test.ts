@@ -1,9 +1,6 @@
 import assert from "node:assert/strict";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import fc from "fast-check";
-import { ProtocolError } from "../net/errors.ts";
-import { encodeFrame, FrameReader, writeFrame } from "../net/frame.ts";
-import { clientHandshake } from "../net/handshake.ts";
 import { DummyDataProvider } from "./dummy.ts";
 import { DataError } from "./errors.ts";
 import { LocalDataProvider } from "./local.ts";
@@ -19,8 +16,14 @@ import {
 import { type DataServerEvent, startDataServer } from "./tcp_server.ts";
 import { checkProviderCompliance } from "./testing/compliance.ts";
 import { closing, rows, writeFixtureDataset } from "./testing/fixtures.ts";
-import { toHex } from "../common/bytes.ts";
-import type { BatchId } from "../common/types.ts";
+import { type BatchId, toHex } from "../common/mod.ts";
+import {
+  clientHandshake,
+  encodeFrame,
+  FrameReader,
+  ProtocolError,
+  writeFrame,
+} from "../net/mod.ts";
 
 const alice = new Uint8Array(32).fill(1);
 const mallory = new Uint8Array(32).fill(2);

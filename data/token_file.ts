@@ -8,7 +8,7 @@
 import { DataError } from "./errors.ts";
 import type { NpyHeader } from "./npy.ts";
 import { DTYPE_BYTES, dtypeForTokenSize, type TokenDtype } from "./token_format.ts";
-import type { TokenSize } from "../common/types.ts";
+import type { TokenSize } from "../common/mod.ts";
 
 /** Extensions of token files (Psyche's `npy|bin|ds`). */
 export const TOKEN_FILE_EXTENSIONS = [".ds", ".bin", ".npy"] as const;

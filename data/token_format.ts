@@ -5,7 +5,7 @@
  * @module
  */
 import { DataError } from "./errors.ts";
-import type { TokenSize } from "../common/types.ts";
+import type { TokenSize } from "../common/mod.ts";
 
 const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 

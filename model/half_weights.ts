@@ -10,8 +10,8 @@
  *
  * @module
  */
-import type { GpuRuntime, TensorView } from "../shaders/gpu.ts";
 import { LAYER_TENSORS, layerTensorName, paramEntry, type ParamLayout } from "./params.ts";
+import type { GpuRuntime, TensorView } from "../shaders/mod.ts";
 
 /** f16 offsets are multiples of this many elements (256 bytes). */
 export const HALF_ALIGN = 128;

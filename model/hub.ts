@@ -25,7 +25,7 @@ import { isAbsolute, join } from "node:path";
 import { CONFIG_FILE, readModelDir } from "./checkpoint.ts";
 import type { LlamaConfig } from "./hf_config.ts";
 import type { ParamLayout } from "./params.ts";
-import type { HubRepo } from "../common/types.ts";
+import type { HubRepo } from "../common/mod.ts";
 
 /** The repo cannot be found or read; the message names every place looked at. */
 export class HubCheckpointError extends Error {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { shaderKernels } from "./shader_kernels.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
 
 // A 1B-shaped Llama's embedding, [32000, 2048] f32 = 262 MB: over lavapipe's 128 MiB storage
 // binding, so the lookup and its gradient run one row block at a time. One pass, no training.

@@ -29,10 +29,6 @@
  *
  * @module
  */
-import type { GpuRuntime, GpuStep, TensorView } from "../shaders/gpu.ts";
-import type { RowBlock } from "../shaders/kernel.ts";
-import type { MatmulInputType } from "../shaders/matmul.ts";
-import { CastF16 } from "../shaders/cast.ts";
 import { HalfWeights, matmulWeightNames } from "./half_weights.ts";
 import { LmHead } from "./lm_head.ts";
 import type { ModelPrecision } from "./precision.ts";
@@ -40,6 +36,14 @@ import type { LlamaConfig } from "./hf_config.ts";
 import { IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
 import { type LayerTensor, layerTensorName, paramEntry, type ParamLayout } from "./params.ts";
 import { shaderKernels } from "./shader_kernels.ts";
+import {
+  CastF16,
+  type GpuRuntime,
+  type GpuStep,
+  type MatmulInputType,
+  type RowBlock,
+  type TensorView,
+} from "../shaders/mod.ts";
 
 /** What layer l saves for its backward (its input is `#xs[l]`). */
 interface LayerActs {

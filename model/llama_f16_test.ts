@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { AdamW } from "../optimizer/adamw.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { readModelDir, writeModelDir } from "./checkpoint.ts";
 import { LlamaModel } from "./llama.ts";
 import { llamaParamLayout } from "./params.ts";
 import { referenceLossAndGrad } from "./reference.ts";
 import { seededTokens, smallLlamaConfig, spreadWeights } from "./testing/fixtures.ts";
+import { AdamW } from "../optimizer/mod.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
 
 /** The configuration of llama_test.ts. */
 const CONFIG = smallLlamaConfig();

@@ -9,8 +9,7 @@
  *
  * @module
  */
-import type { MatmulArgs, MatmulVariant } from "../shaders/matmul.ts";
-import type { TensorView } from "../shaders/gpu.ts";
+import type { MatmulArgs, MatmulVariant, TensorView } from "../shaders/mod.ts";
 
 /** Attention shapes: q `[B, T, H, D]`, k and v `[B, T, KVH, D]`, out `[B, T, H, D]`. */
 export interface AttentionDims {

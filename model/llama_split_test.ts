@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
-import { AdamW } from "../optimizer/adamw.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
-import { CHUNK_ITEMS } from "../shaders/sumsq.ts";
 import { parseLlamaConfig } from "./hf_config.ts";
 import { LlamaModel } from "./llama.ts";
 import { llamaParamLayout, seededNormals } from "./params.ts";
 import type { ModelPrecision } from "./precision.ts";
+import { CHUNK_ITEMS, GpuRuntime } from "../shaders/mod.ts";
+import { AdamW } from "../optimizer/mod.ts";
 
 /**
  * Every tensor but the embedding and LM head ([331, 32] f32: 42 KB) fits in 16 KiB, so a 16 KiB

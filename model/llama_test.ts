@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { LlamaModel } from "./llama.ts";
 import { shaderKernels } from "./shader_kernels.ts";
 import { llamaParamLayout } from "./params.ts";
 import { referenceLossAndGrad } from "./reference.ts";
 import { seededTokens, smallLlamaConfig, spreadWeights } from "./testing/fixtures.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
 
 const CONFIG = smallLlamaConfig();
 const LAYOUT = llamaParamLayout(CONFIG);

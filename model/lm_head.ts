@@ -15,13 +15,17 @@
  *
  * @module
  */
-import type { GpuRuntime, TensorView } from "../shaders/gpu.ts";
-import { type RowBlock, rowBlocks } from "../shaders/kernel.ts";
-import type { MatmulArgs } from "../shaders/matmul.ts";
 import type { HalfWeights } from "./half_weights.ts";
 import type { LlamaConfig } from "./hf_config.ts";
 import type { LlamaKernels } from "./llama_kernels.ts";
 import { paramEntry, type ParamLayout } from "./params.ts";
+import {
+  type GpuRuntime,
+  type MatmulArgs,
+  type RowBlock,
+  rowBlocks,
+  type TensorView,
+} from "../shaders/mod.ts";
 
 /** Most bytes one logits chunk may take. */
 const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;

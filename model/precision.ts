@@ -9,8 +9,7 @@
  *
  * @module
  */
-import type { GpuRuntime } from "../shaders/gpu.ts";
-import { isCpuAdapter } from "../shaders/profile.ts";
+import { type GpuRuntime, isCpuAdapter } from "../shaders/mod.ts";
 
 /** Storage precision of the model's matmul operands. */
 export type ModelPrecision = "f32" | "f16";

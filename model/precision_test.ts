@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
-import { GpuRuntime } from "../shaders/gpu.ts";
-import { isCpuAdapter } from "../shaders/profile.ts";
 import { resolvePrecision } from "./precision.ts";
+import { GpuRuntime, isCpuAdapter } from "../shaders/mod.ts";
 
 Deno.test("resolvePrecision: explicit choices, auto by adapter, f16 refused without the feature", async () => {
   using rt = await GpuRuntime.create();

@@ -5,20 +5,26 @@
  *
  * @module
  */
-import { CrossEntropy } from "../shaders/cross_entropy.ts";
-import { CastF16 } from "../shaders/cast.ts";
-import { Elementwise } from "../shaders/elementwise.ts";
-import { Embedding } from "../shaders/embedding.ts";
-import { type GpuRuntime, resolveView, type TensorView } from "../shaders/gpu.ts";
-import { Matmul } from "../shaders/matmul.ts";
-import { RmsNorm } from "../shaders/rmsnorm.ts";
-import { Rope, ropeTable } from "../shaders/rope.ts";
-import { CHUNK_ITEMS, SumOfSquares } from "../shaders/sumsq.ts";
-import { rowBlocks } from "../shaders/kernel.ts";
-import { SwiGlu } from "../shaders/swiglu.ts";
-import { Attention } from "../shaders/attention.ts";
 import type { LlamaKernels } from "./llama_kernels.ts";
 import { bindingRanges } from "./params.ts";
+import {
+  Attention,
+  CastF16,
+  CHUNK_ITEMS,
+  CrossEntropy,
+  Elementwise,
+  Embedding,
+  type GpuRuntime,
+  Matmul,
+  resolveView,
+  RmsNorm,
+  Rope,
+  ropeTable,
+  rowBlocks,
+  SumOfSquares,
+  SwiGlu,
+  type TensorView,
+} from "../shaders/mod.ts";
 
 /**
  * Ranges of `[0, n)` floats for the sum of squares: multiples of the kernel's chunk

@@ -8,7 +8,7 @@
  */
 import { ed25519 } from "@noble/curves/ed25519.js";
 import { pointProblem } from "./ed25519_strict.ts";
-import { fromHex, toHex } from "../common/bytes.ts";
+import { fromHex, toHex } from "../common/mod.ts";
 
 /** Bytes of an ed25519 secret key file. */
 export const SECRET_KEY_BYTES = 32;

@@ -10,7 +10,7 @@ import {
   saveIdentity,
 } from "./identity.ts";
 import { WEAK_POINTS } from "./testing/weak_keys.ts";
-import { toHex } from "../common/bytes.ts";
+import { toHex } from "../common/mod.ts";
 
 Deno.test("identity files round-trip 32 raw bytes", async () => {
   const dir = await Deno.makeTempDir();

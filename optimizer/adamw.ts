@@ -16,11 +16,18 @@
  *
  * @module
  */
-import { type GpuRuntime, type GpuStep, viewLength } from "../shaders/gpu.ts";
-import { bindTensors, ceilDiv, dispatch, grid1d } from "../shaders/kernel.ts";
-import { bindingRanges } from "../model/params.ts";
 import type { Optimizer, OptimizerStepArgs } from "./optimizer.ts";
 import { adamwKernel } from "./adamw_wgsl.ts";
+import {
+  bindTensors,
+  ceilDiv,
+  dispatch,
+  type GpuRuntime,
+  type GpuStep,
+  grid1d,
+  viewLength,
+} from "../shaders/mod.ts";
+import { bindingRanges } from "../model/mod.ts";
 
 /** AdamW's hyperparameters (Psyche's defaults in brackets: 0.9, 0.95, 1e-8, 0.1, 1.0). */
 export interface AdamWConfig {

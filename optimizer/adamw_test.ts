@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { assertClose, randomF32 } from "../shaders/testing/kernels.ts";
 import {
   AdamW,
@@ -9,6 +8,7 @@ import {
   clipScale,
   validateAdamWConfig,
 } from "./adamw.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
 
 Deno.test("adamwReferenceStep: first step moves each weight by lr·sign(g) after decay", () => {
   const params = new Float32Array([1, -2, 0.5, 0]);

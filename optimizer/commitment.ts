@@ -12,8 +12,8 @@
 
 import { createHash } from "node:crypto";
 import { ed25519 } from "@noble/curves/ed25519.js";
-import { verifySignature } from "../net/ed25519_strict.ts";
-import type { BatchId } from "../common/types.ts";
+import type { BatchId } from "../common/mod.ts";
+import { verifySignature } from "../net/mod.ts";
 
 /** Prefix of every commitment hash preimage. */
 export const COMMITMENT_DOMAIN = new TextEncoder().encode("psyche-ts distro commitment v1\0");

@@ -24,7 +24,7 @@ import { decode, encode } from "./dct.ts";
 import { aggregateFixed, updateSigns } from "./exact.ts";
 import { type ChunkLayout, chunkLayouts, MAX_COMPRESSION_CHUNK } from "./layout.ts";
 import { canonicalOrder, type DistroResult } from "./result.ts";
-import type { BatchId, OptimizerDefinition } from "../common/types.ts";
+import type { BatchId, OptimizerDefinition } from "../common/mod.ts";
 
 /** DisTrO hyper-parameters (Psyche's `OptimizerDefinition::Distro`). */
 export interface DistroConfig {

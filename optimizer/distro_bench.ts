@@ -40,12 +40,7 @@
  * @module
  */
 
-import { readLlamaConfig } from "../model/hf_config.ts";
-import { LlamaModel } from "../model/llama.ts";
-import { initParams, llamaParamLayout } from "../model/params.ts";
-import { GpuRuntime, type GpuStep } from "../shaders/gpu.ts";
 import { randomF32 } from "../shaders/testing/kernels.ts";
-import { encodeGradients, trainStep } from "../train/trainer.ts";
 import { AdamW, ADAMW_DEFAULTS } from "./adamw.ts";
 import { denseBf16Bytes, llamaShapes, psycheResultBytes } from "./baseline.ts";
 import type { DistroConfig } from "./distro.ts";
@@ -54,7 +49,10 @@ import { DistroOptimizer } from "./gpu/distro_gpu.ts";
 import { chunkLayouts } from "./layout.ts";
 import type { DistroResult } from "./result.ts";
 import { decodePayload, encodePayload, payloadBytes } from "./wire.ts";
-import { median } from "../common/stats.ts";
+import { initParams, LlamaModel, llamaParamLayout, readLlamaConfig } from "../model/mod.ts";
+import { encodeGradients, trainStep } from "../train/mod.ts";
+import { median } from "../common/mod.ts";
+import { GpuRuntime, type GpuStep } from "../shaders/mod.ts";
 
 const cfg20m = await readLlamaConfig(
   new URL("../config/models/llama-20m/config.json", import.meta.url).pathname,

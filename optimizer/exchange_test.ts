@@ -6,7 +6,6 @@
  */
 import assert from "node:assert/strict";
 import { ed25519 } from "@noble/curves/ed25519.js";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { randomF32 } from "../shaders/testing/kernels.ts";
 import { commit, type Commitment, verifyCommitment } from "./commitment.ts";
 import { type DistroConfig, DistroReference, type NamedParam } from "./distro.ts";
@@ -15,6 +14,7 @@ import { DistroOptimizer } from "./gpu/distro_gpu.ts";
 import { chunkLayouts } from "./layout.ts";
 import { canonicalOrder, type DistroResult } from "./result.ts";
 import { decodePayload, encodePayload } from "./wire.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
 
 const SHAPES = [{ name: "w", shape: [32, 48] }, { name: "b", shape: [48] }];
 const OFFSETS = [0, 32 * 48];

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { GpuStep, TensorView } from "../shaders/gpu.ts";
+import type { GpuStep, TensorView } from "../shaders/mod.ts";
 
 /** What one optimizer step receives. All buffers use the flat parameter layout. */
 export interface OptimizerStepArgs {

@@ -6,7 +6,7 @@
  */
 
 import type { SparseParam } from "./compress.ts";
-import type { BatchId } from "../common/types.ts";
+import type { BatchId } from "../common/mod.ts";
 
 /**
  * What a trainer produced for one step: for every parameter (in model order) the

@@ -25,7 +25,7 @@ import type { SparseParam } from "./compress.ts";
 import { indexCodeBits, readIndices, writeIndices } from "./index_code.ts";
 import type { ChunkLayout } from "./layout.ts";
 import type { DistroResult } from "./result.ts";
-import type { BatchId } from "../common/types.ts";
+import type { BatchId } from "../common/mod.ts";
 
 /** First four bytes of every payload. */
 export const PAYLOAD_MAGIC = new Uint8Array([0x44, 0x54, 0x52, 0x4f]); // "DTRO"

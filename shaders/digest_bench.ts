@@ -8,11 +8,10 @@
  */
 
 import { createHash } from "node:crypto";
-import { readLlamaConfig } from "../model/hf_config.ts";
-import { llamaParamLayout } from "../model/params.ts";
 import { GpuDigest } from "./digest.ts";
 import { GpuRuntime } from "./gpu.ts";
 import { randomF32 } from "./testing/kernels.ts";
+import { llamaParamLayout, readLlamaConfig } from "../model/mod.ts";
 
 const rt = await GpuRuntime.create();
 console.log(`adapter: ${rt.adapterName}`);

@@ -92,3 +92,4 @@ export {
   type AttentionDims,
   type AttentionForwardArgs,
 } from "./attention.ts";
+export { digestBytes, GpuDigest } from "./digest.ts";

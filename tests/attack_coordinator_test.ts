@@ -7,22 +7,6 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { TcpBackend } from "../client/backend/tcp.ts";
-import { CoordinatorHost, type HostOptions } from "../coordinator/server/host.ts";
-import type { ServerEvent } from "../coordinator/server/log.ts";
-import {
-  clientFrameLimits,
-  COORDINATOR_CONTEXT,
-  decodeServerMessage,
-  encodeClientMessage,
-  type ServerMessage,
-} from "../coordinator/server/protocol.ts";
-import {
-  type CoordinatorServer,
-  type CoordinatorServerOptions,
-  startCoordinatorServer,
-} from "../coordinator/server/server.ts";
-import type { CoordinatorConfig, CoordinatorState } from "../coordinator/core/types.ts";
 import {
   clientHandshake,
   encodeFrame,
@@ -41,8 +25,23 @@ import {
   type ScriptedClientOptions,
   ServerProcess,
 } from "./support/server_driver.ts";
-import { equalBytes, toHex } from "../common/bytes.ts";
-import { runConfigToToml } from "../coordinator/config/write.ts";
+import {
+  clientFrameLimits,
+  COORDINATOR_CONTEXT,
+  CoordinatorHost,
+  type CoordinatorServer,
+  type CoordinatorServerOptions,
+  decodeServerMessage,
+  encodeClientMessage,
+  type HostOptions,
+  type ServerEvent,
+  type ServerMessage,
+  startCoordinatorServer,
+} from "../coordinator/server/mod.ts";
+import type { CoordinatorConfig, CoordinatorState } from "../coordinator/core/mod.ts";
+import { equalBytes, toHex } from "../common/mod.ts";
+import { runConfigToToml } from "../coordinator/config/mod.ts";
+import { TcpBackend } from "../client/backend/mod.ts";
 
 /** Sub-second rounds: witnesses end RoundTrain at once, so a step takes about 0.3 s. */
 const QUICK: Partial<CoordinatorConfig> = {

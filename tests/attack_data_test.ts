@@ -6,13 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
-import { DATA_SERVER_CONTEXT, decodeDataServerMessage } from "../data/tcp_messages.ts";
-import { parseHostPort, TcpDataProvider } from "../data/tcp_client.ts";
 import { closing } from "../data/testing/fixtures.ts";
-import { FrameReader } from "../net/frame.ts";
-import { clientHandshake } from "../net/handshake.ts";
-import { identityFromSecretKey } from "../net/identity.ts";
-import { toHex } from "../common/bytes.ts";
+import {
+  DATA_SERVER_CONTEXT,
+  decodeDataServerMessage,
+  parseHostPort,
+  TcpDataProvider,
+} from "../data/mod.ts";
+import { toHex } from "../common/mod.ts";
+import { clientHandshake, FrameReader, identityFromSecretKey } from "../net/mod.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const allowed = identityFromSecretKey(new Uint8Array(32).fill(3));

@@ -9,19 +9,6 @@
 import assert from "node:assert/strict";
 import { ed25519 } from "@noble/curves/ed25519.js";
 import {
-  COORDINATOR_CONTEXT,
-  decodeServerMessage,
-  encodeClientMessage,
-} from "../coordinator/server/protocol.ts";
-import type { ServerEvent } from "../coordinator/server/log.ts";
-import { DummyDataProvider } from "../data/dummy.ts";
-import {
-  DATA_SERVER_CONTEXT,
-  decodeDataServerMessage,
-  encodeDataClientMessage,
-} from "../data/tcp_messages.ts";
-import { type DataServerEvent, startDataServer } from "../data/tcp_server.ts";
-import {
   decodeHandshakeMessage,
   encodeHandshakeMessage,
   handshakeSigningBytes,
@@ -35,7 +22,21 @@ import {
   ZERO_KEY,
 } from "../net/testing/weak_keys.ts";
 import { rawConnect, type RawConnection, startTestServer } from "./support/server_driver.ts";
-import { toHex } from "../common/bytes.ts";
+import {
+  DATA_SERVER_CONTEXT,
+  type DataServerEvent,
+  decodeDataServerMessage,
+  DummyDataProvider,
+  encodeDataClientMessage,
+  startDataServer,
+} from "../data/mod.ts";
+import {
+  COORDINATOR_CONTEXT,
+  decodeServerMessage,
+  encodeClientMessage,
+  type ServerEvent,
+} from "../coordinator/server/mod.ts";
+import { toHex } from "../common/mod.ts";
 
 const honestSecret = new Uint8Array(32).fill(9);
 const honestKey = ed25519.getPublicKey(honestSecret);

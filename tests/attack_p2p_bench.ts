@@ -17,14 +17,12 @@
  *
  * @module
  */
-import { commitmentHash } from "../optimizer/commitment.ts";
-import { chunkLayouts } from "../optimizer/layout.ts";
-import { parseLlamaConfig } from "../model/hf_config.ts";
-import { llamaParamLayout } from "../model/params.ts";
-import { expectedResultBytes } from "../client/payload_check.ts";
-import { hashToBytes } from "../client/p2p/content_store.ts";
 import { waitFor } from "../client/testing/p2p.ts";
 import { type P2PRun, startP2PRun, validResult } from "./support/p2p_run.ts";
+import { expectedResultBytes } from "../client/mod.ts";
+import { llamaParamLayout, parseLlamaConfig } from "../model/mod.ts";
+import { chunkLayouts, commitmentHash } from "../optimizer/mod.ts";
+import { hashToBytes } from "../client/p2p/mod.ts";
 
 const JUNK_BYTES = 32 * 1024 * 1024;
 const config = parseLlamaConfig(

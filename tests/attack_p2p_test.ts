@@ -7,28 +7,29 @@
  */
 import assert from "node:assert/strict";
 import type { Stream } from "@libp2p/interface";
-import { commitmentHash } from "../optimizer/commitment.ts";
-import { chunkLayouts } from "../optimizer/layout.ts";
-import { expectedResultBytes } from "../client/payload_check.ts";
-import { CONFIG_BLOB, modelToBlobs } from "../client/model_sharing/blobs.ts";
-import { fetchModel } from "../client/model_sharing/fetch.ts";
-import { contentHash, hashToBytes } from "../client/p2p/content_store.ts";
-import { PayloadFetchError } from "../client/p2p/fallback.ts";
-import { ManifestSizeError, shareModel } from "../client/p2p/model_share.ts";
-import { createP2PNode, type P2PNode } from "../client/p2p/node.ts";
-import { PayloadService } from "../client/p2p/payload_service.ts";
-import { sendChunked } from "../client/p2p/payload_stream.ts";
-import {
-  decodeRequest,
-  encodeResponseHeader,
-  PAYLOAD_PROTOCOL,
-} from "../client/p2p/payload_wire.ts";
-import { encodeBulkResponseHeader } from "../client/p2p/bulk_wire.ts";
-import { StreamReader } from "../client/p2p/stream_reader.ts";
 import { fakeBulkListener, testPublic, testSecret, waitFor } from "../client/testing/p2p.ts";
 import { startP2PRun, validResult } from "./support/p2p_run.ts";
-import { toHex } from "../common/bytes.ts";
 import { tinyModel } from "../model/testing/fixtures.ts";
+import { expectedResultBytes } from "../client/mod.ts";
+import { chunkLayouts, commitmentHash } from "../optimizer/mod.ts";
+import { toHex } from "../common/mod.ts";
+import { CONFIG_BLOB, fetchModel, modelToBlobs } from "../client/model_sharing/mod.ts";
+import {
+  contentHash,
+  createP2PNode,
+  decodeRequest,
+  encodeBulkResponseHeader,
+  encodeResponseHeader,
+  hashToBytes,
+  ManifestSizeError,
+  type P2PNode,
+  PAYLOAD_PROTOCOL,
+  PayloadFetchError,
+  PayloadService,
+  sendChunked,
+  shareModel,
+  StreamReader,
+} from "../client/p2p/mod.ts";
 
 /** One muxer frame: the most a stream can deliver past a cut in one piece. */
 const YAMUX_FRAME_BYTES = 64 * 1024;

@@ -14,29 +14,7 @@
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { CoordinatorError } from "../coordinator/core/errors.ts";
 import { decodeCoordinatorState, encodeCoordinatorState } from "../coordinator/encoding/mod.ts";
-import { healthCheck, unhealthyTrainers } from "../coordinator/core/health.ts";
-import { tick } from "../coordinator/core/machine.ts";
-import {
-  checkpoint,
-  pause,
-  resume,
-  withdraw,
-  withdrawAll,
-} from "../coordinator/core/machine_membership.ts";
-import {
-  currentRound,
-  previousRound,
-  roundSelection,
-} from "../coordinator/core/machine_queries.ts";
-import { warmupWitness, witness } from "../coordinator/core/machine_witness.ts";
-import type {
-  Checkpoint,
-  CoordinatorState,
-  NodeIdentity,
-  Witness,
-} from "../coordinator/core/types.ts";
 import {
   emptyBloom,
   identity,
@@ -45,8 +23,28 @@ import {
   witnessReport,
 } from "./support/coordinator_fixtures.ts";
 import { checkStateInvariants, TransitionRecorder } from "./support/coordinator_invariants.ts";
-import { createBloom } from "../coordinator/core/bloom.ts";
-import { equalBytes } from "../common/bytes.ts";
+import {
+  type Checkpoint,
+  checkpoint,
+  CoordinatorError,
+  type CoordinatorState,
+  createBloom,
+  currentRound,
+  healthCheck,
+  type NodeIdentity,
+  pause,
+  previousRound,
+  resume,
+  roundSelection,
+  tick,
+  unhealthyTrainers,
+  warmupWitness,
+  withdraw,
+  withdrawAll,
+  type Witness,
+  witness,
+} from "../coordinator/core/mod.ts";
+import { equalBytes } from "../common/mod.ts";
 
 /** Identities 0..N-1 may join; N..N+1 never do (outsiders). */
 const N = 7;

@@ -8,9 +8,7 @@
 import assert from "node:assert/strict";
 import { type SimClient, type SimOperatorAction, Simulation } from "./support/coordinator_sim.ts";
 import { identities, RunDriver, testState } from "./support/coordinator_fixtures.ts";
-import { trainerHealthScore } from "../coordinator/core/health.ts";
-import { withdraw } from "../coordinator/core/machine_membership.ts";
-import type { CoordinatorConfig } from "../coordinator/core/types.ts";
+import { type CoordinatorConfig, trainerHealthScore, withdraw } from "../coordinator/core/mod.ts";
 
 function sim(
   clients: SimClient[],

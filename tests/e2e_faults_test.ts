@@ -15,16 +15,16 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { REPO_ROOT, Testnet } from "../client/testnet/launcher.ts";
-import { readModelDir } from "../model/checkpoint.ts";
-import { digestBytes } from "../shaders/digest.ts";
 import {
   EventWatcher,
   observeCoordinator,
   type SeenEvent,
   tinyRunFolder,
 } from "../client/testing/testnet.ts";
-import type { CoordinatorState } from "../coordinator/core/types.ts";
+import type { CoordinatorState } from "../coordinator/core/mod.ts";
+import { readModelDir } from "../model/mod.ts";
+import { digestBytes } from "../shaders/mod.ts";
+import { REPO_ROOT, Testnet } from "../client/testnet/mod.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
 

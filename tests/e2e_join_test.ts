@@ -8,13 +8,13 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { Testnet } from "../client/testnet/launcher.ts";
 import {
   EventWatcher,
   observeCoordinator,
   type SeenEvent,
   tinyRunFolder,
 } from "../client/testing/testnet.ts";
+import { Testnet } from "../client/testnet/mod.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
 

@@ -15,9 +15,9 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { Testnet } from "../client/testnet/launcher.ts";
 import { EventWatcher, type SeenEvent, tinyRunFolder } from "../client/testing/testnet.ts";
 import { clientDigests, describeDisagreements, disagreements } from "./support/one_model.ts";
+import { Testnet } from "../client/testnet/mod.ts";
 
 /** Shown when a test fails: the testnet's merged console output. */
 function recorder() {

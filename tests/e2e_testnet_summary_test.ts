@@ -7,8 +7,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { runTestnet } from "../client/testnet/main.ts";
 import { tinyRunFolder } from "../client/testing/testnet.ts";
+import { runTestnet } from "../client/testnet/mod.ts";
 
 Deno.test({
   name: "a healthy testnet run: identical parameters at every step, rounds counted, exit 0",

@@ -8,13 +8,13 @@
  *
  * @module
  */
-import { freePorts } from "../client/testnet/launcher.ts";
 import { tinyRunToml } from "../client/testing/testnet.ts";
 import assert from "node:assert/strict";
-import { readModelDir } from "../model/checkpoint.ts";
-import { digestBytes } from "../shaders/digest.ts";
-import { peerIdOf, publicKeyOf } from "../client/p2p/identity.ts";
-import { toHex } from "../common/bytes.ts";
+import { readModelDir } from "../model/mod.ts";
+import { digestBytes } from "../shaders/mod.ts";
+import { toHex } from "../common/mod.ts";
+import { freePorts } from "../client/testnet/mod.ts";
+import { peerIdOf, publicKeyOf } from "../client/p2p/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const CLIENTS = 3;

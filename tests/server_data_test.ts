@@ -2,20 +2,23 @@
  * `coordinator run --data-config`: the data server runs in-process and admits exactly the
  * epoch's clients, each for its own batch of the current round.
  */
-import { freePort } from "../client/testnet/launcher.ts";
 import assert from "node:assert/strict";
 import { join, resolve } from "node:path";
-import { currentRound, roundAssignments } from "../coordinator/core/machine_queries.ts";
-import { runCommand } from "../coordinator/server/run_command.ts";
-import { TcpBackend } from "../client/backend/tcp.ts";
-import { TcpDataProvider } from "../data/tcp_client.ts";
 import { generateIdentity } from "../net/mod.ts";
 import { testConfig, testModel, warmupReport } from "./support/coordinator_fixtures.ts";
-import type { CoordinatorState } from "../coordinator/core/types.ts";
-import { NO_DIGEST } from "../coordinator/core/params_digest.ts";
-import { equalBytes } from "../common/bytes.ts";
 import type { CliIo } from "../cli/entry.ts";
-import { runConfigToToml } from "../coordinator/config/write.ts";
+import {
+  type CoordinatorState,
+  currentRound,
+  NO_DIGEST,
+  roundAssignments,
+} from "../coordinator/core/mod.ts";
+import { runCommand } from "../coordinator/server/mod.ts";
+import { equalBytes } from "../common/mod.ts";
+import { runConfigToToml } from "../coordinator/config/mod.ts";
+import { TcpDataProvider } from "../data/mod.ts";
+import { freePort } from "../client/testnet/mod.ts";
+import { TcpBackend } from "../client/backend/mod.ts";
 
 const CORPUS = resolve(new URL("../data/corpus/brown/train", import.meta.url).pathname);
 

@@ -6,9 +6,6 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import type { CoordinatorState } from "../coordinator/core/types.ts";
-import { TcpBackend } from "../client/backend/tcp.ts";
-import { BackendError } from "../client/backend/backend.ts";
 import {
   answerChallenge,
   decodeHandshakeMessage,
@@ -19,7 +16,6 @@ import {
   writeAll,
   writeFrame,
 } from "../net/mod.ts";
-import { decodeServerMessage, encodeClientMessage } from "../coordinator/server/protocol.ts";
 import { testConfig, testModel } from "./support/coordinator_fixtures.ts";
 import {
   framesUntilClosed,
@@ -27,8 +23,11 @@ import {
   ScriptedClient,
   ServerProcess,
 } from "./support/server_driver.ts";
-import { equalBytes } from "../common/bytes.ts";
-import { runConfigToToml } from "../coordinator/config/write.ts";
+import type { CoordinatorState } from "../coordinator/core/mod.ts";
+import { equalBytes } from "../common/mod.ts";
+import { runConfigToToml } from "../coordinator/config/mod.ts";
+import { decodeServerMessage, encodeClientMessage } from "../coordinator/server/mod.ts";
+import { BackendError, TcpBackend } from "../client/backend/mod.ts";
 
 const RUN_ID = "tcp-e2e";
 

@@ -14,16 +14,16 @@
  *
  * @module
  */
-import { freePorts } from "../client/testnet/launcher.ts";
 import { tinyRunToml } from "../client/testing/testnet.ts";
 import assert from "node:assert/strict";
 import { getAddressEncoder } from "@solana/kit";
-import { parseRunConfig } from "../coordinator/config/run_config.ts";
 import { startTestRun, type TestRun } from "../coordinator/solana/testing/localnet_run.ts";
-import { decodeCoordinatorAccount } from "../coordinator/solana/abi/account.ts";
-import { keypairJson, type Wallet } from "../coordinator/solana/rpc/keypair.ts";
-import { peerIdOf } from "../client/p2p/identity.ts";
-import { generateIdentity } from "../net/identity.ts";
+import { parseRunConfig } from "../coordinator/config/mod.ts";
+import { decodeCoordinatorAccount } from "../coordinator/solana/abi/mod.ts";
+import { keypairJson, type Wallet } from "../coordinator/solana/rpc/mod.ts";
+import { generateIdentity } from "../net/mod.ts";
+import { freePorts } from "../client/testnet/mod.ts";
+import { peerIdOf } from "../client/p2p/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const DEADLINE_MS = 150_000;

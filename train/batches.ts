@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { DataProvider } from "../data/provider.ts";
-import type { BatchId } from "../common/types.ts";
+import type { BatchId } from "../common/mod.ts";
+import type { DataProvider } from "../data/mod.ts";
 
 /** Batch geometry. */
 export interface BatchPlan {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { LocalDataProvider } from "../data/local.ts";
 import { microBatchRanges, readRanges } from "./batches.ts";
+import { LocalDataProvider } from "../data/mod.ts";
 
 Deno.test("microBatchRanges: consecutive steps tile the dataset in order", () => {
   const plan = { totalBatch: 4, microBatch: 2, numSequences: 100 };

@@ -6,8 +6,8 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { PRECISION_CHOICES, type PrecisionChoice } from "../model/precision.ts";
-import { UsageError } from "../common/usage_error.ts";
+import { PRECISION_CHOICES, type PrecisionChoice } from "../model/mod.ts";
+import { UsageError } from "../common/mod.ts";
 
 /** Learning-rate schedule shapes the trainer offers (all with linear warmup from 0). */
 export const LR_SCHEDULES = ["constant", "cosine", "linear"] as const;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseTrainArgs } from "./cli.ts";
-import { UsageError } from "../common/usage_error.ts";
+import { UsageError } from "../common/mod.ts";
 
 const BASE = ["--model", "m", "--data-path", "d"];
 

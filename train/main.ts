@@ -11,21 +11,23 @@
  *
  * @module
  */
-import { LocalDataProvider } from "../data/local.ts";
-import { readModelDir, writeModelDir } from "../model/checkpoint.ts";
-import { countParameters } from "../model/hf_config.ts";
-import { LlamaModel } from "../model/llama.ts";
-import { initParams, type ParamLayout } from "../model/params.ts";
-import { resolvePrecision } from "../model/precision.ts";
-import { DistroOptimizer } from "../optimizer/gpu/distro_gpu.ts";
-import { AdamW } from "../optimizer/adamw.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { type LrScheduleName, parseTrainArgs, type TrainOptions, USAGE } from "./cli.ts";
 import { consoleLogger, jsonLogger } from "./log.ts";
-import type { Optimizer } from "../optimizer/optimizer.ts";
 import { runTraining } from "./trainer.ts";
 import { parseArgsOrExit } from "../cli/entry.ts";
-import type { LrSchedule } from "../common/types.ts";
+import type { LrSchedule } from "../common/mod.ts";
+import {
+  countParameters,
+  initParams,
+  LlamaModel,
+  type ParamLayout,
+  readModelDir,
+  resolvePrecision,
+  writeModelDir,
+} from "../model/mod.ts";
+import { AdamW, DistroOptimizer, type Optimizer } from "../optimizer/mod.ts";
+import { LocalDataProvider } from "../data/mod.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
 
 /** The LR schedule for the CLI's flags: linear warmup from 0, then the shape down to lr/10. */
 export function scheduleFor(

@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
-import { readModelDir } from "../model/checkpoint.ts";
-import { readSafetensors } from "../model/safetensors.ts";
-import { initParams } from "../model/params.ts";
 import { scheduleFor, shuffleSeed } from "./main.ts";
-import { learningRate } from "../common/lr_schedule.ts";
+import { initParams, readModelDir, readSafetensors } from "../model/mod.ts";
+import { learningRate } from "../common/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 

@@ -10,13 +10,16 @@
  *
  * @module
  */
-import { readLlamaConfig } from "../model/hf_config.ts";
-import { LlamaModel } from "../model/llama.ts";
-import type { ModelPrecision } from "../model/precision.ts";
-import { initParams, llamaParamLayout } from "../model/params.ts";
-import { AdamW, ADAMW_DEFAULTS } from "../optimizer/adamw.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { trainStep } from "./trainer.ts";
+import {
+  initParams,
+  LlamaModel,
+  llamaParamLayout,
+  type ModelPrecision,
+  readLlamaConfig,
+} from "../model/mod.ts";
+import { AdamW, ADAMW_DEFAULTS } from "../optimizer/mod.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
 
 const B = 4, T = 256;
 const config = await readLlamaConfig(

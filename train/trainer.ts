@@ -24,14 +24,13 @@
  *
  * @module
  */
-import { learningRate } from "../common/lr_schedule.ts";
-import type { DataProvider } from "../data/provider.ts";
-import type { LlamaModel } from "../model/llama.ts";
-import type { GpuRuntime, GpuStep, TensorView } from "../shaders/gpu.ts";
 import { microBatchRanges, readRanges } from "./batches.ts";
 import type { TrainLogger } from "./log.ts";
-import type { Optimizer } from "../optimizer/optimizer.ts";
-import type { LrSchedule } from "../common/types.ts";
+import { learningRate, type LrSchedule } from "../common/mod.ts";
+import type { Optimizer } from "../optimizer/mod.ts";
+import type { DataProvider } from "../data/mod.ts";
+import type { LlamaModel } from "../model/mod.ts";
+import type { GpuRuntime, GpuStep, TensorView } from "../shaders/mod.ts";
 
 /** The parts a training run is built from. */
 export interface TrainerParts {

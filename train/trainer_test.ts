@@ -1,13 +1,16 @@
 import assert from "node:assert/strict";
-import { LocalDataProvider } from "../data/local.ts";
-import { readLlamaConfig } from "../model/hf_config.ts";
-import { LlamaModel } from "../model/llama.ts";
-import { initParams, llamaParamLayout } from "../model/params.ts";
-import { AdamW } from "../optimizer/adamw.ts";
-import { GpuRuntime } from "../shaders/gpu.ts";
 import { jsonLogger } from "./log.ts";
 import { evaluate, runTraining } from "./trainer.ts";
-import { referenceLossAndGrad } from "../model/reference.ts";
+import {
+  initParams,
+  LlamaModel,
+  llamaParamLayout,
+  readLlamaConfig,
+  referenceLossAndGrad,
+} from "../model/mod.ts";
+import { LocalDataProvider } from "../data/mod.ts";
+import { AdamW } from "../optimizer/mod.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
 
 const TINY = new URL("../config/models/llama-tiny/config.json", import.meta.url).pathname;
 

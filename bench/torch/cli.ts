@@ -5,7 +5,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { UsageError } from "../../common/usage_error.ts";
+import { UsageError } from "../../common/mod.ts";
 
 /** Everything one comparison run needs. */
 export interface CompareOptions {

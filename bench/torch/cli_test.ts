@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseCompareArgs } from "./cli.ts";
-import { UsageError } from "../../common/usage_error.ts";
+import { UsageError } from "../../common/mod.ts";
 
 Deno.test("parseCompareArgs: defaults are the tiny model on the bundled corpus, PyTorch on the CPU", () => {
   assert.deepEqual(parseCompareArgs([]), {

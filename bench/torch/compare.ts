@@ -17,9 +17,6 @@
  *
  * @module
  */
-import { countParameters, readLlamaConfig } from "../../model/hf_config.ts";
-import { ADAMW_DEFAULTS } from "../../optimizer/adamw.ts";
-import { GpuRuntime } from "../../shaders/gpu.ts";
 import { type CompareOptions, parseCompareArgs, USAGE } from "./cli.ts";
 import { runEngineSteps } from "./engine_step.ts";
 import { corpusBatch, encodeTokenFile, writeSeededModel } from "./inputs.ts";
@@ -37,6 +34,9 @@ import {
   TorchUnavailableError,
 } from "./torch_runner.ts";
 import { parseArgsOrExit } from "../../cli/entry.ts";
+import { ADAMW_DEFAULTS } from "../../optimizer/mod.ts";
+import { GpuRuntime } from "../../shaders/mod.ts";
+import { countParameters, readLlamaConfig } from "../../model/mod.ts";
 
 /** Result of {@link runComparison}. */
 export interface ComparisonRun {

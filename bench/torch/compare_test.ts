@@ -1,8 +1,4 @@
 import assert from "node:assert/strict";
-import { writeModelDir } from "../../model/checkpoint.ts";
-import { readLlamaConfig } from "../../model/hf_config.ts";
-import { initParams, llamaParamLayout } from "../../model/params.ts";
-import { GpuRuntime } from "../../shaders/gpu.ts";
 import { parseCompareArgs } from "./cli.ts";
 import { runComparison } from "./compare.ts";
 import { runEngineSteps } from "./engine_step.ts";
@@ -16,6 +12,8 @@ import {
   TorchRunError,
   TorchUnavailableError,
 } from "./torch_runner.ts";
+import { initParams, llamaParamLayout, readLlamaConfig, writeModelDir } from "../../model/mod.ts";
+import { GpuRuntime } from "../../shaders/mod.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const TINY = `${ROOT}config/models/llama-tiny`;

@@ -6,14 +6,12 @@
  *
  * @module
  */
-import { AdamW, ADAMW_DEFAULTS, type AdamWConfig } from "../../optimizer/adamw.ts";
-import { readModelDir } from "../../model/checkpoint.ts";
-import { LlamaModel } from "../../model/llama.ts";
-import type { ParamLayout } from "../../model/params.ts";
-import type { GpuRuntime } from "../../shaders/gpu.ts";
-import { trainStep } from "../../train/trainer.ts";
 import type { StepReport } from "./report.ts";
-import { median } from "../../common/stats.ts";
+import { LlamaModel, type ParamLayout, readModelDir } from "../../model/mod.ts";
+import { trainStep } from "../../train/mod.ts";
+import { AdamW, ADAMW_DEFAULTS, type AdamWConfig } from "../../optimizer/mod.ts";
+import { median } from "../../common/mod.ts";
+import type { GpuRuntime } from "../../shaders/mod.ts";
 
 /** What {@link runEngineSteps} runs. */
 export interface EngineStepOptions {

@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
 import { smallLlamaConfig } from "../../model/testing/fixtures.ts";
-import { initParams, llamaParamLayout, paramView } from "../../model/params.ts";
-import { referenceLossAndGrad } from "../../model/reference.ts";
-import { GpuRuntime } from "../../shaders/gpu.ts";
 import { runEngineSteps, tensorNorms } from "./engine_step.ts";
 import { writeSeededModel } from "./inputs.ts";
+import { GpuRuntime } from "../../shaders/mod.ts";
+import { initParams, llamaParamLayout, paramView, referenceLossAndGrad } from "../../model/mod.ts";
 
 const CONFIG = smallLlamaConfig({ vocab_size: 61, rope_theta: 10000 });
 const LAYOUT = llamaParamLayout(CONFIG);

@@ -5,11 +5,9 @@
  *
  * @module
  */
-import { LocalDataProvider } from "../../data/local.ts";
-import { writeModelDir } from "../../model/checkpoint.ts";
-import type { LlamaConfig } from "../../model/hf_config.ts";
-import { initParams, llamaParamLayout } from "../../model/params.ts";
-import type { TokenSize } from "../../common/types.ts";
+import type { TokenSize } from "../../common/mod.ts";
+import { initParams, type LlamaConfig, llamaParamLayout, writeModelDir } from "../../model/mod.ts";
+import { LocalDataProvider } from "../../data/mod.ts";
 
 /**
  * Writes `DIR/config.json` and an F32 `DIR/model.safetensors` with the seeded init every client

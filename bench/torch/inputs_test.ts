@@ -1,7 +1,4 @@
 import assert from "node:assert/strict";
-import { readModelDir } from "../../model/checkpoint.ts";
-import { parseLlamaConfig } from "../../model/hf_config.ts";
-import { initParams, llamaParamLayout } from "../../model/params.ts";
 import {
   corpusBatch,
   decodeTokenFile,
@@ -9,6 +6,7 @@ import {
   foldTokens,
   writeSeededModel,
 } from "./inputs.ts";
+import { initParams, llamaParamLayout, parseLlamaConfig, readModelDir } from "../../model/mod.ts";
 
 const CONFIG = parseLlamaConfig({
   hidden_size: 16,

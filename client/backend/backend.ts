@@ -28,14 +28,13 @@ import type {
   WitnessMetadata,
   WitnessProof,
 } from "../../coordinator/core/mod.ts";
-
 export {
   type EvalResult,
   MAX_EVAL_NAME_BYTES,
   MAX_METADATA_EVALS,
   MAX_PROMPT_RESULTS,
   type WitnessMetadata,
-} from "../../coordinator/core/types.ts";
+} from "../../coordinator/core/mod.ts";
 
 /** Why a backend failed to get an answer from the coordinator. */
 export type BackendErrorKind =

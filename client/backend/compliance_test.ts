@@ -1,10 +1,9 @@
-import { CoordinatorHost } from "../../coordinator/server/host.ts";
-import { startCoordinatorServer } from "../../coordinator/server/server.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
 import { generateIdentity } from "../../net/mod.ts";
 import { describeBackendCompliance } from "../testing/backend_compliance.ts";
 import { MemoryCoordinator } from "./memory.ts";
 import { TcpBackend } from "./tcp.ts";
+import { CoordinatorHost, startCoordinatorServer } from "../../coordinator/server/mod.ts";
 
 function newHost(): CoordinatorHost {
   return new CoordinatorHost({

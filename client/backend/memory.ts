@@ -19,21 +19,20 @@
  *
  * @module
  */
-import { CoordinatorError } from "../../coordinator/core/errors.ts";
 import { decodeCoordinatorState, encodeCoordinatorState } from "../../coordinator/encoding/mod.ts";
-import type { CoordinatorHost } from "../../coordinator/server/host.ts";
-import type { ClientMessage } from "../../coordinator/server/protocol.ts";
-import type {
-  Checkpoint,
-  CoordinatorState,
-  HealthCheck,
-  NodeIdentity,
-  Witness,
-  WitnessMetadata,
-  WitnessProof,
+import {
+  type Checkpoint,
+  CoordinatorError,
+  type CoordinatorState,
+  type HealthCheck,
+  type NodeIdentity,
+  type Witness,
+  type WitnessMetadata,
+  type WitnessProof,
 } from "../../coordinator/core/mod.ts";
 import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
 import { StateFeed } from "./state_feed.ts";
+import type { ClientMessage, CoordinatorHost } from "../../coordinator/server/mod.ts";
 
 /** Options of {@linkcode MemoryCoordinator}. */
 export interface MemoryCoordinatorOptions {

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { CoordinatorHost } from "../../coordinator/server/host.ts";
 import { testState, warmupReport } from "../../tests/support/coordinator_fixtures.ts";
 import { generateIdentity } from "../../net/mod.ts";
 import { MemoryCoordinator } from "./memory.ts";
-import { NO_DIGEST } from "../../coordinator/core/params_digest.ts";
+import { NO_DIGEST } from "../../coordinator/core/mod.ts";
+import { CoordinatorHost } from "../../coordinator/server/mod.ts";
 
 Deno.test("the memory coordinator runs on the caller's clock", async () => {
   let now = 100;

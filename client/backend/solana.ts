@@ -28,36 +28,36 @@
  * @module
  */
 import { type Address, getAddressEncoder, type Instruction, type KeyPairSigner } from "@solana/kit";
-import { CoordinatorError } from "../../coordinator/core/errors.ts";
-import { tick } from "../../coordinator/core/machine.ts";
-import { isHalted } from "../../coordinator/core/machine_core.ts";
-import type {
-  Checkpoint,
-  CoordinatorState,
-  HealthCheck,
-  NodeIdentity,
-  Witness,
-  WitnessMetadata,
-  WitnessProof,
+import {
+  type Checkpoint,
+  CoordinatorError,
+  type CoordinatorState,
+  type HealthCheck,
+  isHalted,
+  type NodeIdentity,
+  tick,
+  type Witness,
+  type WitnessMetadata,
+  type WitnessProof,
 } from "../../coordinator/core/mod.ts";
+import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
+import { StateFeed } from "./state_feed.ts";
 import {
   AccountDecodeError,
   type CoordinatorAccount,
+  type CoordinatorInstruction,
+  coordinatorInstruction,
+  CoordinatorProgramError,
   decodeCoordinatorAccount,
   pendingRegistrations,
-} from "../../coordinator/solana/abi/account.ts";
-import { CoordinatorProgramError } from "../../coordinator/solana/abi/errors.ts";
-import type { CoordinatorInstruction } from "../../coordinator/solana/abi/instructions.ts";
-import { coordinatorInstruction } from "../../coordinator/solana/abi/kit.ts";
-import { followAccount, type SolanaRpcClient } from "../../coordinator/solana/rpc/rpc_client.ts";
+} from "../../coordinator/solana/abi/mod.ts";
+import { quoteForTerminal, toHex } from "../../common/mod.ts";
 import {
+  followAccount,
+  type SolanaRpcClient,
   TransactionSender,
   TransactionUnconfirmedError,
-} from "../../coordinator/solana/rpc/transactions.ts";
-import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
-import { StateFeed } from "./state_feed.ts";
-import { quoteForTerminal } from "../../common/printable.ts";
-import { toHex } from "../../common/bytes.ts";
+} from "../../coordinator/solana/rpc/mod.ts";
 
 /** What the backend did, for the client's log. */
 export type SolanaBackendEvent =

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { generateIdentity } from "../../net/identity.ts";
 import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
 import { startTestRun, type TestRun } from "../../coordinator/solana/testing/localnet_run.ts";
-import { decodeCoordinatorAccount } from "../../coordinator/solana/abi/account.ts";
-import { SolanaRpcClient } from "../../coordinator/solana/rpc/rpc_client.ts";
 import { COMPLIANCE_RUN_ID, describeBackendCompliance } from "../testing/backend_compliance.ts";
 import { nextAccount, SolanaBackend, tickDue, tickProbability } from "./solana.ts";
 import { BackendError } from "./backend.ts";
+import { SolanaRpcClient } from "../../coordinator/solana/rpc/mod.ts";
+import { decodeCoordinatorAccount } from "../../coordinator/solana/abi/mod.ts";
+import { generateIdentity } from "../../net/mod.ts";
 
 async function connect(
   run: TestRun,

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { CoordinatorState } from "../../coordinator/core/types.ts";
+import type { CoordinatorState } from "../../coordinator/core/mod.ts";
 
 /** Latest-wins fan-out of coordinator states. */
 export class StateFeed {

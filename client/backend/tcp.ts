@@ -19,25 +19,25 @@ import {
   withAbort,
   writeFrame,
 } from "../../net/mod.ts";
-import { CoordinatorError } from "../../coordinator/core/errors.ts";
 import { decodeCoordinatorState } from "../../coordinator/encoding/mod.ts";
+import {
+  type Checkpoint,
+  CoordinatorError,
+  type CoordinatorState,
+  type HealthCheck,
+  type NodeIdentity,
+  type Witness,
+  type WitnessMetadata,
+  type WitnessProof,
+} from "../../coordinator/core/mod.ts";
+import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
+import { StateFeed } from "./state_feed.ts";
 import {
   type ClientMessage,
   COORDINATOR_CONTEXT,
   decodeServerMessage,
   encodeClientMessage,
-} from "../../coordinator/server/protocol.ts";
-import type {
-  Checkpoint,
-  CoordinatorState,
-  HealthCheck,
-  NodeIdentity,
-  Witness,
-  WitnessMetadata,
-  WitnessProof,
-} from "../../coordinator/core/mod.ts";
-import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
-import { StateFeed } from "./state_feed.ts";
+} from "../../coordinator/server/mod.ts";
 
 /** Connection changes, for the client's log. */
 export type TcpBackendEvent =

@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
-import { CoordinatorError } from "../../coordinator/core/errors.ts";
 import { startTestServer } from "../../tests/support/server_driver.ts";
 import { warmupReport } from "../../tests/support/coordinator_fixtures.ts";
 import { generateIdentity } from "../../net/mod.ts";
 import { BackendError } from "./backend.ts";
 import { parseAddress, TcpBackend, type TcpBackendEvent } from "./tcp.ts";
-import { NO_DIGEST } from "../../coordinator/core/params_digest.ts";
-import { toHex } from "../../common/bytes.ts";
+import { CoordinatorError, NO_DIGEST } from "../../coordinator/core/mod.ts";
+import { toHex } from "../../common/mod.ts";
 
 function serve(port = 0) {
   return startTestServer({ port, tickIntervalMs: 100 });

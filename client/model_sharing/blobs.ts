@@ -33,9 +33,10 @@ import {
   HfConfigError,
   type LlamaConfig,
   llamaConfigToHf,
+  llamaParamLayout,
+  type ParamLayout,
   parseLlamaConfig,
-} from "../../model/hf_config.ts";
-import { llamaParamLayout, type ParamLayout } from "../../model/params.ts";
+} from "../../model/mod.ts";
 
 /** The blob name of the HF config. */
 export const CONFIG_BLOB = "config.json";

@@ -29,7 +29,6 @@ import {
   MANIFEST_NAME,
   MAX_MANIFEST_BYTES,
 } from "../p2p/model_share.ts";
-import { digestBytes } from "../../shaders/digest.ts";
 import type { PayloadService } from "../p2p/payload_service.ts";
 import {
   CONFIG_BLOB,
@@ -40,8 +39,8 @@ import {
 } from "./blobs.ts";
 import { type AgreedManifest, agreeOnManifest, type ManifestReport } from "./quorum.ts";
 import { type ServedModel, serveModel, weightBytes } from "./serve.ts";
-import { toHex } from "../../common/bytes.ts";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
+import { digestBytes } from "../../shaders/mod.ts";
 
 /** How long one provider may take to hand over its manifest, by default. */
 export const DEFAULT_MANIFEST_TIMEOUT_MS = 8_000;

@@ -10,16 +10,15 @@
  * @module
  */
 import "../p2p/exit_fix.ts";
-import { readModelDir } from "../../model/checkpoint.ts";
-import { initParams } from "../../model/params.ts";
 import { createP2PNode } from "../p2p/node.ts";
 import { PayloadService } from "../p2p/payload_service.ts";
 import { testPublic, testSecret } from "../testing/p2p.ts";
 import { modelFromBlobs, modelToBlobs } from "./blobs.ts";
 import { fetchModel } from "./fetch.ts";
 import { serveModel } from "./serve.ts";
-import { GpuRuntime } from "../../shaders/gpu.ts";
 import { NetworkTrainer } from "../trainer.ts";
+import { GpuRuntime } from "../../shaders/mod.ts";
+import { initParams, readModelDir } from "../../model/mod.ts";
 
 const { config, layout } = await readModelDir("config/models/llama-20m");
 const model = { config, layout, weights: initParams(layout, config, 1) };

@@ -9,8 +9,8 @@ import { modelToBlobs } from "./blobs.ts";
 import { shareModel } from "../p2p/model_share.ts";
 import { ManifestDisagreementError } from "./quorum.ts";
 import { serveModel } from "./serve.ts";
-import { hexToBytes, toHex } from "../../common/bytes.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
+import { hexToBytes, toHex } from "../../common/mod.ts";
 
 const bits = (a: Float32Array) => new Uint32Array(a.buffer, a.byteOffset, a.length);
 

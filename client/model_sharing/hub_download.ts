@@ -12,9 +12,8 @@
  * @module
  */
 import { dirname, join } from "node:path";
-import { CONFIG_FILE, WEIGHTS_FILE } from "../../model/checkpoint.ts";
-import { hfCacheFolderName } from "../../model/hub.ts";
-import type { HubRepo } from "../../common/types.ts";
+import type { HubRepo } from "../../common/mod.ts";
+import { CONFIG_FILE, hfCacheFolderName, WEIGHTS_FILE } from "../../model/mod.ts";
 
 /** The public Hub. */
 export const DEFAULT_HUB_ENDPOINT = "https://huggingface.co";

@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { encodeSafetensors } from "../../model/safetensors.ts";
-import { weightsToSafetensors } from "../../model/checkpoint.ts";
-import { llamaConfigToHf } from "../../model/hf_config.ts";
-import { loadHubCheckpoint } from "../../model/hub.ts";
 import { downloadHubRepo, HubDownloadError, hubFileUrl } from "./hub_download.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
+import {
+  encodeSafetensors,
+  llamaConfigToHf,
+  loadHubCheckpoint,
+  weightsToSafetensors,
+} from "../../model/mod.ts";
 
 Deno.test("hub file URLs follow the resolve API", () => {
   assert.equal(

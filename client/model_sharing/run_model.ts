@@ -25,18 +25,22 @@
  *
  * @module
  */
-import type { Checkpoint } from "../../coordinator/core/types.ts";
-import { readModelDir } from "../../model/checkpoint.ts";
-import type { LlamaConfig } from "../../model/hf_config.ts";
-import { initParams, type ParamLayout } from "../../model/params.ts";
-import { digestBytes } from "../../shaders/digest.ts";
 import { isAbsolute, join } from "node:path";
 import { runInitSeed } from "../model_source.ts";
 import type { PayloadService } from "../p2p/payload_service.ts";
 import { type FetchedModel, fetchModel, ModelUnavailableError } from "./fetch.ts";
-import { type HubLookupOptions, loadHubCheckpoint } from "../../model/hub.ts";
 import { type ServedModel, weightBytes } from "./serve.ts";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import type { PublicKeyBytes } from "../../common/mod.ts";
+import {
+  type HubLookupOptions,
+  initParams,
+  type LlamaConfig,
+  loadHubCheckpoint,
+  type ParamLayout,
+  readModelDir,
+} from "../../model/mod.ts";
+import type { Checkpoint } from "../../coordinator/core/mod.ts";
+import { digestBytes } from "../../shaders/mod.ts";
 
 export { ModelUnavailableError };
 

@@ -1,9 +1,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import "../p2p/exit_fix.ts";
-import { writeModelDir } from "../../model/checkpoint.ts";
-import { initParams } from "../../model/params.ts";
-import { digestBytes } from "../../shaders/digest.ts";
 import { runInitSeed } from "../model_source.ts";
 import { createP2PNode } from "../p2p/node.ts";
 import { PayloadService } from "../p2p/payload_service.ts";
@@ -16,6 +13,8 @@ import {
 } from "./run_model.ts";
 import { serveModel, weightBytes } from "./serve.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
+import { initParams, writeModelDir } from "../../model/mod.ts";
+import { digestBytes } from "../../shaders/mod.ts";
 
 const repo = { repoId: "repo", revision: null };
 

@@ -10,12 +10,12 @@
  *
  * @module
  */
-import { digestBytes } from "../../shaders/digest.ts";
 import type { ContentHash } from "../p2p/content_store.ts";
 import { decodeManifest, shareModel } from "../p2p/model_share.ts";
 import type { PayloadService } from "../p2p/payload_service.ts";
 import { modelFromBlobs, modelToBlobs, type SharedModel } from "./blobs.ts";
-import { hexToBytes, toHex } from "../../common/bytes.ts";
+import { hexToBytes, toHex } from "../../common/mod.ts";
+import { digestBytes } from "../../shaders/mod.ts";
 
 /** What one snapshot serves. */
 export interface ServedModel {

@@ -9,9 +9,9 @@
  * @module
  */
 import type { ConnectionGater, PeerId } from "@libp2p/interface";
-import { isAcceptablePublicKey } from "../../net/ed25519_strict.ts";
 import { peerIdOf } from "./identity.ts";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import type { PublicKeyBytes } from "../../common/mod.ts";
+import { isAcceptablePublicKey } from "../../net/mod.ts";
 
 /** The current set of allowed peers; replaced wholesale each epoch with `set`. */
 export class Allowlist {

@@ -29,11 +29,10 @@
  */
 import { createHash } from "node:crypto";
 import { ed25519 } from "@noble/curves/ed25519.js";
-import { verifySignature } from "../../net/ed25519_strict.ts";
-import type { Committee, CommitteeProof } from "../../coordinator/core/types.ts";
 import { ED25519_KEY_BYTES, ED25519_SIGNATURE_BYTES } from "./identity.ts";
-import { hexToBytes } from "../../common/bytes.ts";
-import type { BatchId, PublicKeyBytes } from "../../common/types.ts";
+import { type BatchId, hexToBytes, type PublicKeyBytes } from "../../common/mod.ts";
+import type { Committee, CommitteeProof } from "../../coordinator/core/mod.ts";
+import { verifySignature } from "../../net/mod.ts";
 
 /** Envelope format version written in the first byte. */
 export const ANNOUNCEMENT_VERSION = 1;

@@ -18,7 +18,7 @@ import {
   signWithSmallOrderR,
   WEAK_POINTS,
 } from "../../net/testing/weak_keys.ts";
-import { hexToBytes } from "../../common/bytes.ts";
+import { hexToBytes } from "../../common/mod.ts";
 
 const secret = new Uint8Array(32).fill(5);
 const topic = gossipTopic("run-a");

@@ -8,8 +8,7 @@
  *
  * @module
  */
-import { toHex } from "../../common/bytes.ts";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
 
 /** Neighbours Psyche aims for in the gossip mesh. */
 export const DEFAULT_TARGET_NEIGHBOURS = 3;

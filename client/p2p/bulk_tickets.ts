@@ -12,7 +12,7 @@
  * @module
  */
 import { TICKET_BYTES } from "./payload_wire.ts";
-import { toHex } from "../../common/bytes.ts";
+import { toHex } from "../../common/mod.ts";
 
 /** How long a ticket may wait for its bulk connection, by default. */
 export const DEFAULT_TICKET_LIFETIME_MS = 10_000;

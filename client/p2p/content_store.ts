@@ -9,7 +9,7 @@
  * @module
  */
 import { createHash } from "node:crypto";
-import { hexToBytes, toHex } from "../../common/bytes.ts";
+import { hexToBytes, toHex } from "../../common/mod.ts";
 
 /** A sha256 content hash as 64 lowercase hex characters (the key used throughout the store). */
 export type ContentHash = string;

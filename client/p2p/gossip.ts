@@ -36,8 +36,7 @@ import type { P2PNode } from "./node.ts";
 import { peerIdOf, publicKeyOf } from "./identity.ts";
 import { RebroadcastQueue } from "./rebroadcast.ts";
 import { RecentSet } from "./recent_set.ts";
-import { toHex } from "../../common/bytes.ts";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
 
 /** An announcement delivered to the client. */
 export interface ReceivedAnnouncement {

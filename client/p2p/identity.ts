@@ -9,7 +9,7 @@ import { generateKeyPairFromSeed, publicKeyFromRaw } from "@libp2p/crypto/keys";
 import { peerIdFromPublicKey } from "@libp2p/peer-id";
 import type { Ed25519PrivateKey, PeerId } from "@libp2p/interface";
 import { ed25519 } from "@noble/curves/ed25519.js";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import type { PublicKeyBytes } from "../../common/mod.ts";
 
 /** Length of an ed25519 secret key (the seed) and of a public key, in bytes. */
 export const ED25519_KEY_BYTES = 32;

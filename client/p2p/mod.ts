@@ -127,6 +127,7 @@ export {
   type BulkResponseHeader,
   type BulkStatus,
   BulkWireError,
+  encodeBulkResponseHeader,
 } from "./bulk_wire.ts";
 export {
   checkManifestSizes,
@@ -144,6 +145,8 @@ export {
   shareModel,
 } from "./model_share.ts";
 export {
+  decodeRequest,
+  encodeResponseHeader,
   MAX_NAME_BYTES,
   MAX_REQUEST_BYTES,
   PAYLOAD_PROTOCOL,
@@ -153,3 +156,5 @@ export {
   type ResponseStatus,
   TICKET_BYTES,
 } from "./payload_wire.ts";
+export { sendChunked } from "./payload_stream.ts";
+export { StreamReader } from "./stream_reader.ts";

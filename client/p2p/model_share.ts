@@ -29,7 +29,7 @@
 import { type ContentHash, hashFromBytes, hashToBytes } from "./content_store.ts";
 import type { PayloadService } from "./payload_service.ts";
 import { MAX_NAME_BYTES } from "./payload_wire.ts";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import type { PublicKeyBytes } from "../../common/mod.ts";
 
 /** The blob name under which a model's manifest is served. */
 export const MANIFEST_NAME = "psyche/model-manifest";

@@ -18,7 +18,7 @@ import { type Multiaddr, multiaddr } from "@multiformats/multiaddr";
 import type { PeerId } from "@libp2p/interface";
 import { Allowlist, allowlistGater } from "./allowlist.ts";
 import { libp2pPrivateKey, peerIdOf, publicKeyOf } from "./identity.ts";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import type { PublicKeyBytes } from "../../common/mod.ts";
 
 /** The services every node runs. */
 export interface P2PServices extends Record<string, unknown> {

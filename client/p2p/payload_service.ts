@@ -63,8 +63,7 @@ import {
 } from "./payload_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
 import { readBody, readHeader, readRequest, sendChunked } from "./payload_stream.ts";
-import { equalBytes } from "../../common/bytes.ts";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import { equalBytes, type PublicKeyBytes } from "../../common/mod.ts";
 
 /** Largest payload accepted by default: 512 MiB (a 1.2B model's largest tensor is ~130 MB). */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 512 * 1024 * 1024;

@@ -10,12 +10,12 @@
  */
 import {
   type ApplyPlan,
+  type CoordinatorState,
   currentRound,
   isTrainingRound,
   roundByHeight,
-} from "../../coordinator/core/machine_queries.ts";
-import type { CoordinatorState } from "../../coordinator/core/types.ts";
-import { roundWitnessQuorum } from "../../coordinator/core/witness_quorum.ts";
+  roundWitnessQuorum,
+} from "../../coordinator/core/mod.ts";
 
 /**
  * The apply plan of round `resultsHeight`'s results (attested by round `resultsHeight + 1`),

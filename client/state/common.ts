@@ -6,7 +6,6 @@
  *
  * @module
  */
-import type { CoordinatorState } from "../../coordinator/core/types.ts";
 import { type RoundView, stepLearningRate, stepOfHeight } from "../round_view.ts";
 import { duePlans } from "./apply_targets.ts";
 import {
@@ -17,8 +16,12 @@ import {
   type PlanInput,
   roundKey,
 } from "./intent.ts";
-import { currentRound, roundAssignments } from "../../coordinator/core/machine_queries.ts";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import type { PublicKeyBytes } from "../../common/mod.ts";
+import {
+  type CoordinatorState,
+  currentRound,
+  roundAssignments,
+} from "../../coordinator/core/mod.ts";
 
 /** p2p keys of the epoch's Healthy clients: whose announcements a round waits for. */
 export function healthyPeers(state: CoordinatorState): PublicKeyBytes[] {

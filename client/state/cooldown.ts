@@ -9,10 +9,10 @@
  *
  * @module
  */
-import { currentRound } from "../../coordinator/core/machine_queries.ts";
 import { epochIndexOf, roundView } from "../round_view.ts";
 import { appliesDone, planApplies } from "./common.ts";
 import { type Intent, intentKey, type PlanInput } from "./intent.ts";
+import { currentRound } from "../../coordinator/core/mod.ts";
 
 /** What to do during Cooldown. */
 export function planCooldown(input: PlanInput): Intent[] {

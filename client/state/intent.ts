@@ -8,14 +8,14 @@
  *
  * @module
  */
-import type { ApplyPlan } from "../../coordinator/core/machine_queries.ts";
-import type { HealthCheck } from "../../coordinator/core/health.ts";
+import type { BatchId, PublicKeyBytes } from "../../common/mod.ts";
 import type {
+  ApplyPlan,
   CommitteeProof,
   CoordinatorState,
+  HealthCheck,
   WitnessProof,
-} from "../../coordinator/core/types.ts";
-import type { BatchId, PublicKeyBytes } from "../../common/types.ts";
+} from "../../coordinator/core/mod.ts";
 
 /** Ask the coordinator to take this client in a later epoch again (after Dropped/Withdrawn). */
 export interface JoinIntent {

@@ -19,16 +19,14 @@
  *
  * @module
  */
-import { currentRound } from "../../coordinator/core/machine_queries.ts";
-import type { CoordinatorState } from "../../coordinator/core/types.ts";
 import { roundView } from "../round_view.ts";
 import { planCooldown } from "./cooldown.ts";
 import { type Intent, intentKey, type PlanInput } from "./intent.ts";
 import { planRoundTrain } from "./train.ts";
 import { planWarmup } from "./warmup.ts";
 import { planRoundWitness } from "./witness.ts";
-import { equalBytes } from "../../common/bytes.ts";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import { equalBytes, type PublicKeyBytes } from "../../common/mod.ts";
+import { type CoordinatorState, currentRound } from "../../coordinator/core/mod.ts";
 
 /** The intents due in `input.state`, in the order they should start. */
 export function planActions(input: PlanInput): Intent[] {

@@ -1,14 +1,17 @@
 import assert from "node:assert/strict";
-import { currentRound, roundSelection } from "../../coordinator/core/machine_queries.ts";
-import { witness as witnessImpl } from "../../coordinator/core/machine_witness.ts";
-import type { CoordinatorState, NodeIdentity } from "../../coordinator/core/types.ts";
 import { identities, witnessReport } from "../../tests/support/coordinator_fixtures.ts";
 import { runInRound0 } from "../testing/fixtures.ts";
 import { roundView } from "../round_view.ts";
 import { ClientProgress, type ExchangeFacts, type Intent, intentKey } from "./intent.ts";
 import { planActions } from "./machine.ts";
-import { toHex } from "../../common/bytes.ts";
-import type { PublicKeyBytes } from "../../common/types.ts";
+import {
+  type CoordinatorState,
+  currentRound,
+  type NodeIdentity,
+  roundSelection,
+  witness as witnessImpl,
+} from "../../coordinator/core/mod.ts";
+import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
 
 /** Facts a test sets by hand. */
 class Facts implements ExchangeFacts {

@@ -11,7 +11,6 @@
  *
  * @module
  */
-import { unhealthyTrainers } from "../../coordinator/core/health.ts";
 import { type RoundView, roundView } from "../round_view.ts";
 import {
   healthyPeers,
@@ -22,7 +21,8 @@ import {
   witnessIntent,
 } from "./common.ts";
 import { type Intent, intentKey, type PlanInput, roundKey } from "./intent.ts";
-import { equalBytes } from "../../common/bytes.ts";
+import { equalBytes } from "../../common/mod.ts";
+import { unhealthyTrainers } from "../../coordinator/core/mod.ts";
 
 /**
  * Health checks a witness of round `h − 1` sends in round `h >= 2`: the coordinator's

@@ -8,13 +8,16 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { CoordinatorError } from "../../coordinator/core/errors.ts";
-import type { CoordinatorHost } from "../../coordinator/server/host.ts";
-import type { CoordinatorState, Witness } from "../../coordinator/core/types.ts";
-import { witnessBloomParameters } from "../../coordinator/core/bloom.ts";
 import { BackendError, type CoordinatorBackend } from "../backend/backend.ts";
-import { NO_DIGEST } from "../../coordinator/core/params_digest.ts";
-import { toHex } from "../../common/bytes.ts";
+import {
+  CoordinatorError,
+  type CoordinatorState,
+  NO_DIGEST,
+  type Witness,
+  witnessBloomParameters,
+} from "../../coordinator/core/mod.ts";
+import type { CoordinatorHost } from "../../coordinator/server/mod.ts";
+import { toHex } from "../../common/mod.ts";
 
 /** The run the suite's host must hold: id `RUN_ID`, 2 clients to start, WaitingForMembers. */
 export const COMPLIANCE_RUN_ID = "test-run";

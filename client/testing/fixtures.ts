@@ -5,13 +5,16 @@
  *
  * @module
  */
-import { witnessBloomParameters } from "../../coordinator/core/bloom.ts";
-import { sha256 } from "../../coordinator/core/hash.ts";
-import type { CoordinatorState, NodeIdentity } from "../../coordinator/core/types.ts";
 import { identities, RunDriver, testState } from "../../tests/support/coordinator_fixtures.ts";
 import type { TrainingResultAnnouncement } from "../p2p/announcement.ts";
 import type { BloomSetup } from "../round_tracker.ts";
 import type { RoundView } from "../round_view.ts";
+import {
+  type CoordinatorState,
+  type NodeIdentity,
+  sha256,
+  witnessBloomParameters,
+} from "../../coordinator/core/mod.ts";
 
 /** Fixed bloom keys for a run's witness bloom size. */
 export function testBlooms(state: CoordinatorState): BloomSetup {

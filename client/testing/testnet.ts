@@ -6,10 +6,10 @@
  * @module
  */
 import { join } from "node:path";
-import type { CoordinatorState } from "../../coordinator/core/types.ts";
-import { generateIdentity } from "../../net/identity.ts";
 import { TcpBackend } from "../backend/tcp.ts";
 import { REPO_ROOT } from "../testnet/launcher.ts";
+import type { CoordinatorState } from "../../coordinator/core/mod.ts";
+import { generateIdentity } from "../../net/mod.ts";
 
 /** Timings and sizes of a tiny run (seconds, sequences). */
 export interface TinyRunOptions {

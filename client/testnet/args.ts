@@ -5,7 +5,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { UsageError } from "../../common/usage_error.ts";
+import { UsageError } from "../../common/mod.ts";
 
 /** Usage text of `deno task testnet`. */
 export const TESTNET_USAGE = `Usage: deno task testnet --num-clients N --config-path DIR [options]

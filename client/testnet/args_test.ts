@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseTestnetArgs } from "./args.ts";
-import { UsageError } from "../../common/usage_error.ts";
+import { UsageError } from "../../common/mod.ts";
 
 const base = ["--num-clients", "3", "--config-path", "cfg"];
 

@@ -9,14 +9,13 @@
  *
  * @module
  */
-import type { CoordinatorConfig } from "../../coordinator/core/types.ts";
-import { distroConfig } from "../../optimizer/distro.ts";
-import { initParams } from "../../model/params.ts";
-import { GpuRuntime } from "../../shaders/gpu.ts";
 import { runInitSeed } from "../model_source.ts";
-import { loadHubCheckpoint } from "../../model/hub.ts";
 import { NetworkTrainer } from "../trainer.ts";
-import type { RunConfig } from "../../coordinator/config/types.ts";
+import type { CoordinatorConfig } from "../../coordinator/core/mod.ts";
+import { initParams, loadHubCheckpoint } from "../../model/mod.ts";
+import type { RunConfig } from "../../coordinator/config/mod.ts";
+import { distroConfig } from "../../optimizer/mod.ts";
+import { GpuRuntime } from "../../shaders/mod.ts";
 
 /** What one training step of the run's model cost on this machine. */
 export interface StepCost {

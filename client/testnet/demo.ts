@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { EXIT_USAGE, runUntilSignal } from "./main.ts";
 import { parseTestnetArgs, TESTNET_USAGE } from "./args.ts";
 import { REPO_ROOT } from "./launcher.ts";
-import { UsageError } from "../../common/usage_error.ts";
+import { UsageError } from "../../common/mod.ts";
 
 /** Where the demo's checkpoints go (git-ignored; emptied at the start of each demo). */
 export const DEMO_CHECKPOINTS: string = join(REPO_ROOT, "runs", "demo");

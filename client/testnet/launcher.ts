@@ -18,14 +18,14 @@
 import "../p2p/exit_fix.ts";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { generateIdentity, type Identity, saveIdentity } from "../../net/identity.ts";
 import { peerIdOf } from "../p2p/identity.ts";
 import type { TestnetLogFormat } from "./args.ts";
 import { ChildProcess } from "./child.ts";
 import { formatLine, parseEventLine, type ProcessKind } from "./output.ts";
 import { prepareRunConfig, withCoordinatorConfig } from "./run_config.ts";
 import { describeFit, fitBudgets, measureStep } from "./calibrate.ts";
-import { toHex } from "../../common/bytes.ts";
+import { toHex } from "../../common/mod.ts";
+import { generateIdentity, type Identity, saveIdentity } from "../../net/mod.ts";
 
 /** The repository root, where children run (deno.json's import map, relative model paths). */
 export const REPO_ROOT: string = fileURLToPath(new URL("../../", import.meta.url));

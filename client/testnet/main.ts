@@ -15,7 +15,7 @@ import { Testnet } from "./launcher.ts";
 import { formatSummary, type RunSummary, SummaryCollector } from "./summary.ts";
 import { runProblems, type StopReason } from "./verdict.ts";
 import { EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
-import { UsageError } from "../../common/usage_error.ts";
+import { UsageError } from "../../common/mod.ts";
 
 export { EXIT_OK, EXIT_USAGE };
 

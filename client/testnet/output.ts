@@ -9,9 +9,9 @@
  *
  * @module
  */
-import { formatEvent, type ServerEvent } from "../../coordinator/server/log.ts";
 import { type ClientEventName, type ClientEvents, describeEvent } from "../log.ts";
 import type { TestnetLogFormat } from "./args.ts";
+import { formatEvent, type ServerEvent } from "../../coordinator/server/mod.ts";
 
 /** Which program a child runs, deciding how its JSON events render. */
 export type ProcessKind = "coordinator" | "client" | "testnet";

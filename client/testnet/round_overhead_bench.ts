@@ -23,7 +23,7 @@ import { connectTestBackend, startTestServer } from "../../tests/support/server_
 import { Testnet } from "./launcher.ts";
 import { type RoundTiming, roundTimings, type TimedEvent } from "./round_overhead.ts";
 import { tinyRunFolder } from "../testing/testnet.ts";
-import { quantile } from "../../common/stats.ts";
+import { quantile } from "../../common/mod.ts";
 
 /** The train timer (s): far above a step of the tiny model, so witnessing closes rounds. */
 const MAX_ROUND_TRAIN_TIME = 30;

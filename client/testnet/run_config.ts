@@ -8,9 +8,8 @@
  * @module
  */
 import { parse, stringify } from "smol-toml";
-import { parseRunConfig } from "../../coordinator/config/run_config.ts";
-import type { CoordinatorConfig } from "../../coordinator/core/types.ts";
-import type { RunConfig } from "../../coordinator/config/types.ts";
+import { parseRunConfig, type RunConfig } from "../../coordinator/config/mod.ts";
+import type { CoordinatorConfig } from "../../coordinator/core/mod.ts";
 
 /** The config to write for the testnet, and what the launcher needs to know about it. */
 export interface PreparedRunConfig {

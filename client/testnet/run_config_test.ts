@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { prepareRunConfig } from "./run_config.ts";
 import { tinyRunToml } from "../testing/testnet.ts";
-import { ConfigError } from "../../common/config_error.ts";
+import { ConfigError } from "../../common/mod.ts";
 
 Deno.test("a data server run is moved to the given port; the rest is unchanged", async () => {
   const text = await Deno.readTextFile("config/llama-tiny/state.toml");

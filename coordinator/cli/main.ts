@@ -6,8 +6,8 @@
  * @module
  */
 import { validateConfigCommand } from "./validate_config.ts";
-import { runCommand } from "../server/run_command.ts";
 import { type CliIo, denoIo, EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
+import { runCommand } from "../server/mod.ts";
 
 /** One subcommand: a one-line summary for the help text and its entry point. */
 export interface Command {

@@ -11,14 +11,22 @@
  * @module
  */
 import { join } from "node:path";
-import { HubCheckpointError, resolveHubRepo } from "../../model/hub.ts";
-import type { DataServerConfig } from "../../data/data_config.ts";
-import { DataError } from "../../data/errors.ts";
-import { LocalDataProvider } from "../../data/local.ts";
-import { type ScanOptions, scanTokenFiles, type TokenScan } from "../../data/token_scan.ts";
-import { CONFIG_FILE } from "../../model/checkpoint.ts";
-import { HfConfigError, readLlamaConfig } from "../../model/hf_config.ts";
-import type { RunConfig } from "../config/types.ts";
+import {
+  DataError,
+  type DataServerConfig,
+  LocalDataProvider,
+  type ScanOptions,
+  scanTokenFiles,
+  type TokenScan,
+} from "../../data/mod.ts";
+import {
+  CONFIG_FILE,
+  HfConfigError,
+  HubCheckpointError,
+  readLlamaConfig,
+  resolveHubRepo,
+} from "../../model/mod.ts";
+import type { RunConfig } from "../config/mod.ts";
 
 /** The outcome of {@linkcode checkModelVocabulary}. */
 export type VocabularyCheck =

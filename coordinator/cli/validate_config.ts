@@ -11,14 +11,17 @@
  */
 import { dirname } from "node:path";
 import { parseArgs } from "node:util";
-import { parseRunConfig } from "../config/run_config.ts";
-import { type DataServerConfig, parseDataConfig } from "../../data/data_config.ts";
 import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
 import { checkModelVocabulary, type VocabularyCheck } from "./model_data_check.ts";
-import type { DataLocation, LrSchedule, OptimizerDefinition } from "../../common/types.ts";
-import type { RunConfig } from "../config/types.ts";
-import { crossCheckDataConfig } from "../config/validate.ts";
-import { ConfigError, type ConfigIssue } from "../../common/config_error.ts";
+import { type DataServerConfig, parseDataConfig } from "../../data/mod.ts";
+import {
+  ConfigError,
+  type ConfigIssue,
+  type DataLocation,
+  type LrSchedule,
+  type OptimizerDefinition,
+} from "../../common/mod.ts";
+import { crossCheckDataConfig, parseRunConfig, type RunConfig } from "../config/mod.ts";
 
 /** Usage text of `validate-config`. */
 export const VALIDATE_CONFIG_USAGE =

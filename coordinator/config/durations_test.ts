@@ -2,12 +2,11 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parse, stringify } from "smol-toml";
 import { parseRunConfig, validateRunConfig } from "./run_config.ts";
-import { createCoordinator } from "../core/machine.ts";
-import { fromMillis } from "../../common/time.ts";
 import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
 import type { RunConfig } from "./types.ts";
 import { runConfigToToml } from "./write.ts";
-import { ConfigError, formatIssue } from "../../common/config_error.ts";
+import { createCoordinator } from "../core/mod.ts";
+import { ConfigError, formatIssue, fromMillis } from "../../common/mod.ts";
 
 // deno-lint-ignore no-explicit-any
 type Doc = Record<string, any>;

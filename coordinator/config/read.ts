@@ -9,18 +9,7 @@
  *
  * @module
  */
-import { type TableReader, type VariantChoice } from "../../common/config_reader.ts";
-import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME } from "../core/machine_validate.ts";
-import {
-  type Checkpoint,
-  type CoordinatorConfig,
-  type CoordinatorProgress,
-  DEFAULT_MAX_CLIENTS,
-  type LlmArchitecture,
-  type LlmDataType,
-  type LlmModel,
-  RUN_STATES,
-} from "../core/types.ts";
+import type { RunConfigDraft } from "./types.ts";
 import {
   type DataLocation,
   type GcsRepo,
@@ -29,9 +18,21 @@ import {
   type LrSchedule,
   type OptimizerDefinition,
   type Shuffle,
+  type TableReader,
   TOKEN_SIZE_NAMES,
-} from "../../common/types.ts";
-import type { RunConfigDraft } from "./types.ts";
+  type VariantChoice,
+} from "../../common/mod.ts";
+import {
+  type Checkpoint,
+  type CoordinatorConfig,
+  type CoordinatorProgress,
+  DEFAULT_MAX_CLIENTS,
+  type LlmArchitecture,
+  type LlmDataType,
+  type LlmModel,
+  MAX_WAITING_FOR_MEMBERS_EXTRA_TIME,
+  RUN_STATES,
+} from "../core/mod.ts";
 
 /** `[model.LLM] architecture` values. */
 export const LLM_ARCHITECTURES: readonly LlmArchitecture[] = [

@@ -10,12 +10,11 @@
  *
  * @module
  */
-import { ConfigError, type ConfigIssue } from "../../common/config_error.ts";
-import { parseTomlText, TableReader } from "../../common/config_reader.ts";
 import { readRunConfig } from "./read.ts";
 import { validateRunConfigDraft } from "./validate.ts";
-import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../core/types.ts";
 import type { RunConfig, RunConfigDraft } from "./types.ts";
+import { ConfigError, type ConfigIssue, parseTomlText, TableReader } from "../../common/mod.ts";
+import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../core/mod.ts";
 
 /**
  * Parses and validates state.toml text. `source` names the file in error messages.

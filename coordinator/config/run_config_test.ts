@@ -3,15 +3,20 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { stringify } from "smol-toml";
-import { parseDataConfig } from "../../data/data_config.ts";
 import { parseRunConfig, validateRunConfig } from "./run_config.ts";
-import type { Checkpoint } from "../core/types.ts";
-import type { DataLocation, LrSchedule, OptimizerDefinition } from "../../common/types.ts";
 import type { RunConfig } from "./types.ts";
 import { DEFAULT_PROGRESS } from "./read.ts";
 import { crossCheckDataConfig } from "./validate.ts";
 import { runConfigToToml } from "./write.ts";
-import { ConfigError, formatIssue } from "../../common/config_error.ts";
+import { parseDataConfig } from "../../data/mod.ts";
+import type { Checkpoint } from "../core/mod.ts";
+import {
+  ConfigError,
+  type DataLocation,
+  formatIssue,
+  type LrSchedule,
+  type OptimizerDefinition,
+} from "../../common/mod.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
 const CONFIG_DIR = join(ROOT, "config");

@@ -11,11 +11,19 @@
  *
  * @module
  */
-import { type ConfigIssue, renderValue } from "../../common/config_error.ts";
-import { INTEGER_MAX, type IntegerKind } from "../../common/config_reader.ts";
-import { MAX_WAITING_FOR_MEMBERS_EXTRA_TIME, roundsPerEpoch } from "../core/machine_validate.ts";
-import { unprintableProblem } from "../../common/printable.ts";
-import { durationProblem } from "../../common/time.ts";
+import type { RunConfigDraft } from "./types.ts";
+import {
+  type ConfigIssue,
+  type DataLocation,
+  durationProblem,
+  type HttpLocation,
+  INTEGER_MAX,
+  type IntegerKind,
+  type LrSchedule,
+  type OptimizerDefinition,
+  renderValue,
+  unprintableProblem,
+} from "../../common/mod.ts";
 import {
   type Checkpoint,
   type CoordinatorConfig,
@@ -25,15 +33,10 @@ import {
   MAX_RUN_ID_BYTES,
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
+  MAX_WAITING_FOR_MEMBERS_EXTRA_TIME,
   MAX_WITNESSES,
-} from "../core/types.ts";
-import type {
-  DataLocation,
-  HttpLocation,
-  LrSchedule,
-  OptimizerDefinition,
-} from "../../common/types.ts";
-import type { RunConfigDraft } from "./types.ts";
+  roundsPerEpoch,
+} from "../core/mod.ts";
 
 /**
  * Largest `global_batch_size_start`/`_end`: the u16 width Psyche gives these fields (and our

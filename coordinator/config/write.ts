@@ -6,15 +6,15 @@
  * @module
  */
 import { stringify } from "smol-toml";
-import type { Checkpoint, CoordinatorConfig, LlmModel } from "../core/types.ts";
-import { toHex } from "../../common/bytes.ts";
-import type {
-  DataLocation,
-  HttpLocation,
-  LrSchedule,
-  OptimizerDefinition,
-} from "../../common/types.ts";
 import type { RunConfig } from "./types.ts";
+import {
+  type DataLocation,
+  type HttpLocation,
+  type LrSchedule,
+  type OptimizerDefinition,
+  toHex,
+} from "../../common/mod.ts";
+import type { Checkpoint, CoordinatorConfig, LlmModel } from "../core/mod.ts";
 
 type Toml = Record<string, unknown>;
 

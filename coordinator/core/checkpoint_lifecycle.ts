@@ -14,7 +14,7 @@
 
 import { CoordinatorError } from "./errors.ts";
 import { type Checkpoint, MAX_STRING_BYTES } from "./types.ts";
-import type { GcsRepo, HubRepo } from "../../common/types.ts";
+import type { GcsRepo, HubRepo } from "../../common/mod.ts";
 
 const encoder = new TextEncoder();
 

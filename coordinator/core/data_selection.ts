@@ -14,7 +14,7 @@
 import type { CommitteeSelection } from "./committee_selection.ts";
 import { deterministicShuffle } from "./deterministic_shuffle.ts";
 import type { CoordinatorConfig } from "./types.ts";
-import type { BatchId } from "../../common/types.ts";
+import type { BatchId } from "../../common/mod.ts";
 
 /** The config fields the batch-size ramp reads (a whole CoordinatorConfig also fits). */
 export type BatchRampConfig = Pick<

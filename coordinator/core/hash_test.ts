@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { sha256, u32be, u32le, u64be, u64le } from "./hash.ts";
-import { toHex } from "../../common/bytes.ts";
+import { toHex } from "../../common/mod.ts";
 
 const text = (s: string) => new TextEncoder().encode(s);
 

@@ -17,7 +17,7 @@ import { currentRound, previousRound, roundClients, roundSelection } from "./mac
 import { sha256 } from "./hash.ts";
 import { roundWitnessQuorum } from "./witness_quorum.ts";
 import type { CommitteeProof, CoordinatorState, NodeIdentity } from "./types.ts";
-import { equalBytes, toHex } from "../../common/bytes.ts";
+import { equalBytes, toHex } from "../../common/mod.ts";
 
 /** One entry of a health-check report: who is unhealthy and their previous-round proof. */
 export interface HealthCheck {

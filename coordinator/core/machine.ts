@@ -50,7 +50,6 @@ import { roundWitnessQuorum } from "./witness_quorum.ts";
 import { tallyDigestVotes } from "./params_digest.ts";
 import { currentRound, roundBatchSize } from "./machine_queries.ts";
 import { validateCoordinatorInputs } from "./machine_validate.ts";
-import { addTime, fromMillis } from "../../common/time.ts";
 import {
   type CoordinatorConfig,
   type CoordinatorProgress,
@@ -62,7 +61,7 @@ import {
   NUM_STORED_ROUNDS,
   PARAMS_DIGEST_BYTES,
 } from "./types.ts";
-import { toHex } from "../../common/bytes.ts";
+import { addTime, fromMillis, toHex } from "../../common/mod.ts";
 
 /** Options of {@linkcode createCoordinator}. */
 export interface CreateCoordinatorOptions {

@@ -15,9 +15,9 @@ import { CoordinatorError } from "./errors.ts";
 import { batchSizeForTokens } from "./data_selection.ts";
 import type { Client, CoordinatorState, EpochState, Round, RunState } from "./types.ts";
 import { NUM_STORED_ROUNDS } from "./types.ts";
-import { isMillisecondTime, timeReached } from "../../common/time.ts";
 import { tallyDigestVotes } from "./params_digest.ts";
 import { expectedWitnesses, witnessQuorum } from "./witness_quorum.ts";
+import { isMillisecondTime, timeReached } from "../../common/mod.ts";
 
 /** What a call did to the state. */
 export type Outcome =

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { nextTickDeadline, tick } from "./machine.ts";
 import { pause } from "./machine_membership.ts";
-import { fromMillis, toMillis } from "../../common/time.ts";
 import type { CoordinatorConfig, CoordinatorState } from "./types.ts";
 import { identities, RunDriver, testState } from "../../tests/support/coordinator_fixtures.ts";
+import { fromMillis, toMillis } from "../../common/mod.ts";
 
 /** A run configured the way a loopback TCP run may be: sub-second timers. */
 const FAST: Partial<CoordinatorConfig> = {

@@ -19,7 +19,7 @@ import {
   withdrawHealthyClients,
 } from "./machine_core.ts";
 import type { Checkpoint, CoordinatorState, NodeIdentity } from "./types.ts";
-import { equalBytes } from "../../common/bytes.ts";
+import { equalBytes } from "../../common/mod.ts";
 
 /**
  * Marks client `index` Withdrawn (the host saw it disconnect). It leaves the client list

@@ -17,7 +17,7 @@ import {
   MAX_RUN_ID_BYTES,
   MAX_WITNESSES,
 } from "./types.ts";
-import { durationProblem, MAX_TIME_SECONDS, toMillis } from "../../common/time.ts";
+import { durationProblem, MAX_TIME_SECONDS, toMillis } from "../../common/mod.ts";
 
 /**
  * Largest `waitingForMembersExtraTime`, in seconds: Psyche stores it as a u8 of seconds, so 255;

@@ -42,7 +42,7 @@ import {
   type Witness,
   type WitnessProof,
 } from "./types.ts";
-import { equalBytes } from "../../common/bytes.ts";
+import { equalBytes } from "../../common/mod.ts";
 
 const bloomParamsCache = new Map<number, { numBits: number; numKeys: number }>();
 

@@ -18,7 +18,7 @@
  */
 
 import { sha256 } from "./hash.ts";
-import { equalBytes } from "../../common/bytes.ts";
+import { equalBytes } from "../../common/mod.ts";
 
 /** Root of a tree with no leaves: 32 zero bytes. */
 export const EMPTY_MERKLE_ROOT: Uint8Array = new Uint8Array(32);

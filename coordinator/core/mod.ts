@@ -11,6 +11,8 @@ export * from "./types.ts";
 export * from "./errors.ts";
 export {
   CHANGED,
+  checkTimeout,
+  emptyEpochState,
   isHalted,
   isLegalTransition,
   LEGAL_TRANSITIONS,
@@ -24,8 +26,7 @@ export {
   nextTickDeadline,
   tick,
 } from "./machine.ts";
-export * from "../../common/time.ts";
-export { checkWitnessShape, warmupWitness, witness } from "./machine_witness.ts";
+export { checkWitnessShape, cooldownWitness, warmupWitness, witness } from "./machine_witness.ts";
 export { checkpoint, pause, resume, withdraw, withdrawAll } from "./machine_membership.ts";
 export {
   type HealthCheck,
@@ -48,4 +49,4 @@ export * from "./merkle.ts";
 export * from "./swap_or_not.ts";
 export * from "./lcg.ts";
 export * from "./deterministic_shuffle.ts";
-export * from "../../common/lr_schedule.ts";
+export { isNoDigest, NO_DIGEST, recordedDigest } from "./params_digest.ts";

@@ -8,7 +8,6 @@
  *
  * @module
  */
-
 import type {
   DataLocation,
   GcsRepo,
@@ -16,7 +15,7 @@ import type {
   LrSchedule,
   OptimizerDefinition,
   PublicKeyBytes,
-} from "../../common/types.ts";
+} from "../../common/mod.ts";
 export type {
   BatchId,
   DataLocation,
@@ -28,7 +27,7 @@ export type {
   PublicKeyBytes,
   Shuffle,
   TokenSize,
-} from "../../common/types.ts";
+} from "../../common/mod.ts";
 
 /** Run states, in the order of their wire codes (0..7). */
 export const RUN_STATES = [

@@ -6,9 +6,14 @@
  * Run: `deno bench -A coordinator/encoding/encoding_bench.ts`
  */
 
-import { createBloom, witnessBloomParameters } from "../core/bloom.ts";
 import { decodeCoordinatorState, encodeCoordinatorState } from "./mod.ts";
-import type { Client, CoordinatorState, Round } from "../core/types.ts";
+import {
+  type Client,
+  type CoordinatorState,
+  createBloom,
+  type Round,
+  witnessBloomParameters,
+} from "../core/mod.ts";
 
 function bigState(maxClients: number): CoordinatorState {
   const { numBits, numKeys } = witnessBloomParameters(maxClients);

@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { createBloom, witnessBloomParameters } from "../core/bloom.ts";
 import {
   decodeCoordinatorState,
   encodeCoordinatorState,
@@ -9,7 +8,14 @@ import {
 } from "./mod.ts";
 import { arbCoordinatorState } from "./testing/arbitraries.ts";
 import { coordinatorStateFromJson, coordinatorStateToJson } from "./json.ts";
-import type { Client, CoordinatorState, Round, Witness } from "../core/types.ts";
+import {
+  type Client,
+  type CoordinatorState,
+  createBloom,
+  type Round,
+  type Witness,
+  witnessBloomParameters,
+} from "../core/mod.ts";
 
 const MAX_CLIENTS = 8;
 

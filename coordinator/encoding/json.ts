@@ -12,9 +12,10 @@
  * @module
  */
 
-import { decodeCoordinatorState, encodeCoordinatorState } from "./mod.ts";
-import type { CoordinatorState } from "../core/types.ts";
-import { fromHex, toHex } from "../../common/bytes.ts";
+import { fromHex, toHex } from "../../common/mod.ts";
+import type { CoordinatorState } from "../core/mod.ts";
+import { decodeCoordinatorState } from "./read.ts";
+import { encodeCoordinatorState } from "./write.ts";
 
 /** A JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

@@ -39,3 +39,4 @@ export {
 } from "./layout.ts";
 export { encodeCoordinatorState, type EncodeStateOptions } from "./write.ts";
 export { decodeCoordinatorState } from "./read.ts";
+export { coordinatorStateFromJson, coordinatorStateToJson, type Json } from "./json.ts";

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { decodeCoordinatorState, encodeCoordinatorState, StateDecodeError } from "./mod.ts";
 import { arbCoordinatorState } from "./testing/arbitraries.ts";
-import { MAX_TIME_MS, MAX_TIME_SECONDS } from "../../common/time.ts";
-import type { CoordinatorState } from "../core/types.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
+import type { CoordinatorState } from "../core/mod.ts";
+import { MAX_TIME_MS, MAX_TIME_SECONDS } from "../../common/mod.ts";
 
 /** A TCP-coordinator state: sub-second durations, a millisecond timestamp. */
 function fractionalState(): CoordinatorState {

@@ -6,7 +6,23 @@
  * @module
  */
 
-import { witnessBloomParameters } from "../core/bloom.ts";
+import {
+  ARCHITECTURE_KINDS,
+  CHECKPOINT_KINDS,
+  DATA_LOCATION_KINDS,
+  DATA_TYPE_KINDS,
+  describe,
+  DIGESTS_SINCE_VERSION,
+  HTTP_LOCATION_KINDS,
+  LR_SCHEDULE_KINDS,
+  OPTIMIZER_KINDS,
+  SHUFFLE_KINDS,
+  STATE_ENCODING_VERSION,
+  STATE_ENCODING_VERSIONS,
+  STATE_MAGIC,
+  type StateEncodingVersion,
+  TOKEN_SIZE_KINDS,
+} from "./layout.ts";
 import {
   type Bloom,
   type Checkpoint,
@@ -28,33 +44,19 @@ import {
   type Round,
   RUN_STATES,
   type Witness,
-} from "../core/types.ts";
+  witnessBloomParameters,
+} from "../core/mod.ts";
 import {
-  ARCHITECTURE_KINDS,
-  CHECKPOINT_KINDS,
-  DATA_LOCATION_KINDS,
-  DATA_TYPE_KINDS,
-  describe,
-  DIGESTS_SINCE_VERSION,
-  HTTP_LOCATION_KINDS,
-  LR_SCHEDULE_KINDS,
-  OPTIMIZER_KINDS,
-  SHUFFLE_KINDS,
-  STATE_ENCODING_VERSION,
-  STATE_ENCODING_VERSIONS,
-  STATE_MAGIC,
-  type StateEncodingVersion,
-  TOKEN_SIZE_KINDS,
-} from "./layout.ts";
-import { isMillisecondTime, MAX_TIME_SECONDS, toMillis } from "../../common/time.ts";
-import type {
-  DataLocation,
-  GcsRepo,
-  HttpLocation,
-  HubRepo,
-  LrSchedule,
-  OptimizerDefinition,
-} from "../../common/types.ts";
+  type DataLocation,
+  type GcsRepo,
+  type HttpLocation,
+  type HubRepo,
+  isMillisecondTime,
+  type LrSchedule,
+  MAX_TIME_SECONDS,
+  type OptimizerDefinition,
+  toMillis,
+} from "../../common/mod.ts";
 
 const utf8 = new TextEncoder();
 

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { toHex } from "../../common/bytes.ts";
+import { toHex } from "../../common/mod.ts";
 
 /** A line of an authorized-keys file that is not a key, with the file and line number. */
 export class AuthorizedKeysError extends Error {

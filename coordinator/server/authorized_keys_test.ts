@@ -7,7 +7,7 @@ import {
   parseAuthorizedKeys,
   parsePublicKey,
 } from "./authorized_keys.ts";
-import { toHex } from "../../common/bytes.ts";
+import { toHex } from "../../common/mod.ts";
 
 const base58 = (bytes: Uint8Array) => getBase58Decoder().decode(bytes);
 

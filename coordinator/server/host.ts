@@ -18,39 +18,6 @@
  *
  * @module
  */
-import { isSmallOrderEncoding } from "../../net/ed25519_strict.ts";
-import { CoordinatorError, type CoordinatorErrorCode } from "../core/errors.ts";
-import { type HealthCheck, healthCheck } from "../core/health.ts";
-import { checkTimeout, isHalted, type Outcome } from "../core/machine_core.ts";
-import { nextTickDeadline, tick as machineTick } from "../core/machine.ts";
-import { checkpoint as machineCheckpoint, withdraw } from "../core/machine_membership.ts";
-import {
-  currentRound,
-  previousRound,
-  roundAssignments,
-  roundClients,
-  roundSelection,
-} from "../core/machine_queries.ts";
-import {
-  cooldownWitness,
-  warmupWitness,
-  witness as machineWitness,
-} from "../core/machine_witness.ts";
-import type {
-  Checkpoint,
-  ClientState,
-  CoordinatorState,
-  EpochState,
-  NodeIdentity,
-  RunState,
-  WitnessMetadata,
-} from "../core/types.ts";
-import { MAX_CLIENTS_LIMIT } from "../core/types.ts";
-import { durationProblem } from "../../common/time.ts";
-import { quoteForTerminal } from "../../common/printable.ts";
-import { isNoDigest } from "../core/params_digest.ts";
-import { untrainedBatchCount } from "../core/untrained_batches.ts";
-import { roundWitnessQuorum } from "../core/witness_quorum.ts";
 import {
   type BackoffCause,
   backoffReason,
@@ -58,8 +25,46 @@ import {
   JoinBackoff,
 } from "./join_backoff.ts";
 import type { ClientMessage, ClientMessageHead } from "./protocol.ts";
-import { equalBytes, toHex } from "../../common/bytes.ts";
-import type { BatchId } from "../../common/types.ts";
+import {
+  type Checkpoint,
+  checkpoint as machineCheckpoint,
+  checkTimeout,
+  type ClientState,
+  cooldownWitness,
+  CoordinatorError,
+  type CoordinatorErrorCode,
+  type CoordinatorState,
+  currentRound,
+  type EpochState,
+  type HealthCheck,
+  healthCheck,
+  isHalted,
+  isNoDigest,
+  MAX_CLIENTS_LIMIT,
+  nextTickDeadline,
+  type NodeIdentity,
+  type Outcome,
+  previousRound,
+  roundAssignments,
+  roundClients,
+  roundSelection,
+  roundWitnessQuorum,
+  type RunState,
+  tick as machineTick,
+  untrainedBatchCount,
+  warmupWitness,
+  withdraw,
+  witness as machineWitness,
+  type WitnessMetadata,
+} from "../core/mod.ts";
+import {
+  type BatchId,
+  durationProblem,
+  equalBytes,
+  quoteForTerminal,
+  toHex,
+} from "../../common/mod.ts";
+import { isSmallOrderEncoding } from "../../net/mod.ts";
 
 /** Something the host did, for logs and for the edge's side effects (saving state). */
 export type HostEvent =

@@ -1,18 +1,22 @@
-import { NO_DIGEST } from "../core/params_digest.ts";
 import assert from "node:assert/strict";
 import { encodeCoordinatorState } from "../encoding/mod.ts";
-import { unhealthyTrainers } from "../core/health.ts";
-import { currentRound, roundAssignments, roundSelection } from "../core/machine_queries.ts";
 import {
   identity,
   testState,
   warmupReport,
   witnessReport,
 } from "../../tests/support/coordinator_fixtures.ts";
-import type { WitnessMetadata } from "../core/types.ts";
 import { CoordinatorHost, type HostEvent, type HostOptions } from "./host.ts";
 import { WEAK_POINTS } from "../../net/testing/weak_keys.ts";
-import { toHex } from "../../common/bytes.ts";
+import {
+  currentRound,
+  NO_DIGEST,
+  roundAssignments,
+  roundSelection,
+  unhealthyTrainers,
+  type WitnessMetadata,
+} from "../core/mod.ts";
+import { toHex } from "../../common/mod.ts";
 
 const SEED = 42n;
 const META: WitnessMetadata = {

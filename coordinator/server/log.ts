@@ -6,8 +6,8 @@
  *
  * @module
  */
-import type { Checkpoint } from "../core/types.ts";
 import type { HostEvent } from "./host.ts";
+import type { Checkpoint } from "../core/mod.ts";
 
 /** Everything the server reports. */
 export type ServerEvent =

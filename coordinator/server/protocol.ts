@@ -27,27 +27,6 @@
  * @module
  */
 import { type FrameLimit, MessageReader, MessageWriter, ProtocolError } from "../../net/mod.ts";
-import { witnessBloomParameters } from "../core/bloom.ts";
-import {
-  COORDINATOR_ERROR_CODES,
-  type CoordinatorErrorCode,
-  coordinatorErrorCodeOf,
-  coordinatorErrorNumber,
-} from "../core/errors.ts";
-import type { HealthCheck } from "../core/health.ts";
-import {
-  type Checkpoint,
-  MAX_CLIENTS_LIMIT,
-  MAX_EVAL_NAME_BYTES,
-  MAX_METADATA_EVALS,
-  MAX_PROMPT_RESULTS,
-  MAX_RUN_ID_BYTES,
-  MAX_STRING_BYTES,
-  PARAMS_DIGEST_BYTES,
-  type Witness,
-  type WitnessMetadata,
-  type WitnessProof,
-} from "../core/types.ts";
 import {
   readCheckpoint,
   readDigest,
@@ -62,6 +41,25 @@ import {
   writeProof,
   writeWitness,
 } from "./protocol_fields.ts";
+import {
+  type Checkpoint,
+  COORDINATOR_ERROR_CODES,
+  type CoordinatorErrorCode,
+  coordinatorErrorCodeOf,
+  coordinatorErrorNumber,
+  type HealthCheck,
+  MAX_CLIENTS_LIMIT,
+  MAX_EVAL_NAME_BYTES,
+  MAX_METADATA_EVALS,
+  MAX_PROMPT_RESULTS,
+  MAX_RUN_ID_BYTES,
+  MAX_STRING_BYTES,
+  PARAMS_DIGEST_BYTES,
+  type Witness,
+  witnessBloomParameters,
+  type WitnessMetadata,
+  type WitnessProof,
+} from "../core/mod.ts";
 
 /**
  * The handshake context of the coordinator service (net/handshake.ts). Version 2 added the

@@ -7,13 +7,14 @@
  * @module
  */
 import { type MessageReader, type MessageWriter, ProtocolError } from "../../net/mod.ts";
-import { MAX_BLOOM_BITS, MAX_BLOOM_KEYS } from "../core/bloom.ts";
 import { CHECKPOINT_KINDS } from "../encoding/mod.ts";
-import type { HealthCheck } from "../core/health.ts";
 import {
   type Bloom,
   type Checkpoint,
   type Committee,
+  type HealthCheck,
+  MAX_BLOOM_BITS,
+  MAX_BLOOM_KEYS,
   MAX_CLIENTS_LIMIT,
   MAX_EVAL_NAME_BYTES,
   MAX_METADATA_EVALS,
@@ -23,7 +24,7 @@ import {
   type Witness,
   type WitnessMetadata,
   type WitnessProof,
-} from "../core/types.ts";
+} from "../core/mod.ts";
 
 /** Bytes of a Merkle root. */
 export const MERKLE_ROOT_BYTES = 32;

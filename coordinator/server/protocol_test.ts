@@ -1,10 +1,6 @@
-import { NO_DIGEST } from "../core/params_digest.ts";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ProtocolError } from "../../net/mod.ts";
-import { COORDINATOR_ERROR_CODES } from "../core/errors.ts";
-import { witnessBloomParameters } from "../core/bloom.ts";
-import type { Bloom, Checkpoint, Witness, WitnessMetadata } from "../core/types.ts";
 import {
   clientFrameLimitFor,
   clientFrameLimits,
@@ -16,6 +12,15 @@ import {
   peekClientMessage,
   type ServerMessage,
 } from "./protocol.ts";
+import {
+  type Bloom,
+  type Checkpoint,
+  COORDINATOR_ERROR_CODES,
+  NO_DIGEST,
+  type Witness,
+  witnessBloomParameters,
+  type WitnessMetadata,
+} from "../core/mod.ts";
 
 const u32 = fc.nat({ max: 0xffff_ffff });
 const key = fc.uint8Array({ minLength: 32, maxLength: 32 });

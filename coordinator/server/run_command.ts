@@ -9,10 +9,6 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { parseRunConfig } from "../config/run_config.ts";
-import { startDataServerFromConfig } from "../../data/data_server_config.ts";
-import { DataError } from "../../data/errors.ts";
-import { durationProblem } from "../../common/time.ts";
 import { AuthorizedKeysError, parseAuthorizedKeys } from "./authorized_keys.ts";
 import { CoordinatorHost } from "./host.ts";
 import { DEFAULT_JOIN_BACKOFF_EPOCHS } from "./join_backoff.ts";
@@ -24,11 +20,10 @@ import {
   DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
   startCoordinatorServer,
 } from "./server.ts";
-import { UsageError } from "../../common/usage_error.ts";
 import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
-import type { RunConfig } from "../config/types.ts";
-import { crossCheckDataConfig } from "../config/validate.ts";
-import { ConfigError } from "../../common/config_error.ts";
+import { DataError, startDataServerFromConfig } from "../../data/mod.ts";
+import { crossCheckDataConfig, parseRunConfig, type RunConfig } from "../config/mod.ts";
+import { ConfigError, durationProblem, UsageError } from "../../common/mod.ts";
 
 /** Usage text of `run`. */
 export const RUN_USAGE = `Usage: deno task coordinator run --state FILE [options]

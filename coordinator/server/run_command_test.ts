@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseRunArgs, runCommand } from "./run_command.ts";
-import { UsageError } from "../../common/usage_error.ts";
 import type { CliIo } from "../../cli/entry.ts";
+import { UsageError } from "../../common/mod.ts";
 
 function captureIo(files: Record<string, string> = {}) {
   const out: string[] = [];

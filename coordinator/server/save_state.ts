@@ -10,12 +10,8 @@
  * @module
  */
 import { join } from "node:path";
-import { parseRunConfig } from "../config/run_config.ts";
-import { createCoordinator } from "../core/machine.ts";
-import type { CoordinatorState } from "../core/types.ts";
-import { recordedDigest } from "../core/params_digest.ts";
-import type { RunConfig } from "../config/types.ts";
-import { runConfigToToml } from "../config/write.ts";
+import { type CoordinatorState, createCoordinator, recordedDigest } from "../core/mod.ts";
+import { parseRunConfig, type RunConfig, runConfigToToml } from "../config/mod.ts";
 
 /** File name of the run saved at `step`: unsafe characters of the run id become `_`. */
 export function savedStateFileName(runId: string, step: number): string {

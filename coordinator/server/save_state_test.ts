@@ -2,15 +2,14 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { RunDriver, testState } from "../../tests/support/coordinator_fixtures.ts";
 import { identities, witnessIndices } from "../../tests/support/coordinator_fixtures.ts";
-import { cooldownWitness } from "../core/machine_witness.ts";
-import { currentRound, roundSelection } from "../core/machine_queries.ts";
 import {
   coordinatorFromToml,
   resumableRunConfig,
   savedStateFileName,
   saveRunConfig,
 } from "./save_state.ts";
-import { runConfigToToml } from "../config/write.ts";
+import { cooldownWitness, currentRound, roundSelection } from "../core/mod.ts";
+import { runConfigToToml } from "../config/mod.ts";
 
 Deno.test("file names follow Psyche and keep the run id file-safe", () => {
   assert.equal(savedStateFileName("llama-20m", 12), "llama-20m-step12.toml");

@@ -58,7 +58,6 @@ import {
   writeFrame,
 } from "../../net/mod.ts";
 import { encodeCoordinatorState } from "../encoding/mod.ts";
-import { fromMillis, toMillis } from "../../common/time.ts";
 import { addressKey, ConnectionTable } from "./connection_table.ts";
 import { CoordinatorHost, type HostEvent, type HostReply } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
@@ -75,7 +74,7 @@ import {
 } from "./protocol.ts";
 import { resumableRunConfig, saveRunConfig } from "./save_state.ts";
 import { TokenBucket } from "./token_bucket.ts";
-import { toHex } from "../../common/bytes.ts";
+import { fromMillis, toHex, toMillis } from "../../common/mod.ts";
 
 /**
  * Milliseconds between backstop ticks (Psyche's server loop ticked this often; here ticks

@@ -1,4 +1,3 @@
-import { NO_DIGEST } from "../core/params_digest.ts";
 /**
  * Coordinator TCP costs: encoding and decoding a witness frame at the default client cap,
  * a state frame of a full 256-client epoch, and one request's round trip over loopback
@@ -6,13 +5,12 @@ import { NO_DIGEST } from "../core/params_digest.ts";
  *
  *     deno bench -A coordinator/server/server_bench.ts
  */
-import { createBloom, witnessBloomParameters } from "../core/bloom.ts";
 import { encodeCoordinatorState } from "../encoding/mod.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
 import { identities } from "../../tests/support/coordinator_fixtures.ts";
-import type { Witness } from "../core/types.ts";
 import { decodeClientMessage, encodeClientMessage, encodeServerMessage } from "./protocol.ts";
 import { connectTestBackend, startTestServer } from "../../tests/support/server_driver.ts";
+import { createBloom, NO_DIGEST, type Witness, witnessBloomParameters } from "../core/mod.ts";
 
 const { numBits, numKeys } = witnessBloomParameters(256);
 const bloom = () => createBloom(numBits, new BigUint64Array(numKeys).fill(7n));

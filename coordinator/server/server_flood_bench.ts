@@ -28,13 +28,13 @@
  *     taskset -c 0 deno bench -A coordinator/server/server_flood_bench.ts
  */
 import { generateIdentity } from "../../net/mod.ts";
-import { TcpBackend } from "../../client/backend/tcp.ts";
 import { type AttackerCommand, AttackerProcess } from "../../tests/support/coordinator_attacker.ts";
 import { testConfig, testModel, testState } from "../../tests/support/coordinator_fixtures.ts";
-import { createCoordinator } from "../core/machine.ts";
 import { CoordinatorHost } from "./host.ts";
 import { clientFrameLimits } from "./protocol.ts";
 import { defaultRateLimits, startCoordinatorServer } from "./server.ts";
+import { createCoordinator } from "../core/mod.ts";
+import { TcpBackend } from "../../client/backend/mod.ts";
 
 const MAX_CLIENTS = 256;
 const IDLE_CONNECTIONS = 4000;

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import type { TcpBackendEvent } from "../../client/backend/tcp.ts";
 import { decodeHandshakeMessage, generateIdentity } from "../../net/mod.ts";
 import {
   connectTestBackend,
@@ -8,12 +7,12 @@ import {
   startTestServer,
 } from "../../tests/support/server_driver.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
-import { toMillis } from "../../common/time.ts";
-import type { CoordinatorState } from "../core/types.ts";
 import { CoordinatorHost } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
 import { type CoordinatorServerOptions, startCoordinatorServer } from "./server.ts";
-import { toHex } from "../../common/bytes.ts";
+import { toHex, toMillis } from "../../common/mod.ts";
+import type { CoordinatorState } from "../core/mod.ts";
+import type { TcpBackendEvent } from "../../client/backend/mod.ts";
 
 function serve(options: Partial<CoordinatorServerOptions> = {}) {
   const events: ServerEvent[] = [];

@@ -10,7 +10,7 @@ import { DataError } from "../errors.ts";
 import type { DataProvider } from "../provider.ts";
 import { shufflePermutation } from "../shuffle.ts";
 import { expectedSequences, type FixtureDataset, rows } from "./fixtures.ts";
-import type { Shuffle } from "../../common/types.ts";
+import type { Shuffle } from "../../common/mod.ts";
 
 /**
  * Checks `provider` serves `data` cut into `seqLen` windows, shuffled by `shuffle`.

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { writeAll } from "../../net/frame.ts";
+import { writeAll } from "../../net/mod.ts";
 
 /** How to answer one request. */
 export type Fault =

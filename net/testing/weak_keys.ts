@@ -14,7 +14,7 @@
  */
 import { ed25519, ED25519_TORSION_SUBGROUP } from "@noble/curves/ed25519.js";
 import { sha512 } from "@noble/hashes/sha2.js";
-import { fromHex } from "../../common/bytes.ts";
+import { fromHex } from "../../common/mod.ts";
 
 /** One hostile point encoding. */
 export interface WeakPoint {

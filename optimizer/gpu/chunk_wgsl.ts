@@ -18,8 +18,8 @@
  * @module
  */
 
-import { grid1d } from "../../shaders/kernel.ts";
 import { applyBindings, FEEDBACK_HYPER, SPEC_WGSL } from "./distro_wgsl.ts";
+import { grid1d } from "../../shaders/mod.ts";
 
 /** Rows per block for chunk height `n1`: 16, 8, 4, 2 or 1, the largest dividing it. */
 export function chunkRows(n1: number): number {

@@ -20,19 +20,19 @@
  * @module
  */
 
-import {
-  type GpuRuntime,
-  type GpuStep,
-  resolveView,
-  type TensorView,
-  viewLength,
-} from "../../shaders/gpu.ts";
 import type { Optimizer, OptimizerStepArgs } from "../optimizer.ts";
 import { quantizeSigns, type SparseParam } from "../compress.ts";
 import { type DistroConfig, validateDistroConfig } from "../distro.ts";
 import type { AggregatedParam } from "../exact.ts";
 import { type ChunkLayout, chunkLayout } from "../layout.ts";
 import { BasisTables, DistroKernels, type KernelParam } from "./kernels.ts";
+import {
+  type GpuRuntime,
+  type GpuStep,
+  resolveView,
+  type TensorView,
+  viewLength,
+} from "../../shaders/mod.ts";
 
 /** A parameter in the flat buffer: name, row-major shape and first element (a multiple of 64). */
 export interface FlatParam {

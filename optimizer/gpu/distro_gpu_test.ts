@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { GpuRuntime } from "../../shaders/gpu.ts";
 import { assertClose, randomF32 } from "../../shaders/testing/kernels.ts";
 import { type DistroConfig, DistroReference, type NamedParam } from "../distro.ts";
 import { aggregateFixed } from "../exact.ts";
 import { hasFastDct } from "../fast_dct.ts";
 import type { DistroResult } from "../result.ts";
 import { DistroOptimizer, type FlatParam } from "./distro_gpu.ts";
+import { GpuRuntime } from "../../shaders/mod.ts";
 
 const SHAPES: [string, number[]][] = [["w", [48, 80]], ["norm", [80]], ["proj", [40, 24]]];
 

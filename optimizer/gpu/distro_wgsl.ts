@@ -16,8 +16,7 @@
  *
  * @module
  */
-
-import { main1d } from "../../shaders/kernel.ts";
+import { main1d } from "../../shaders/mod.ts";
 
 /** Largest `compression_topk` the top-k kernel holds in registers. */
 export const MAX_GPU_TOPK = 64;

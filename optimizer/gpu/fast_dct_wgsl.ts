@@ -17,8 +17,8 @@
  */
 
 import { type FastDctPlan, fastDctPlan, fastIdctPlan } from "../fast_dct.ts";
-import { main1d } from "../../shaders/kernel.ts";
 import { FEEDBACK_HYPER, SPEC_WGSL } from "./distro_wgsl.ts";
+import { main1d } from "../../shaders/mod.ts";
 
 /** An f32 literal that parses back to exactly `Math.fround(c)`. */
 function f32Literal(c: number): string {

@@ -7,8 +7,6 @@
  * @module
  */
 
-import { f32Bits, type GpuRuntime, type TensorView, viewLength } from "../../shaders/gpu.ts";
-import { bindTensors, dispatch, dispatch1d } from "../../shaders/kernel.ts";
 import { dctMatrix } from "../dct.ts";
 import { fixedBasis } from "../exact.ts";
 import { hasFastDct } from "../fast_dct.ts";
@@ -46,6 +44,15 @@ import {
   topkRowsKernel,
   weightDecayKernel,
 } from "./distro_wgsl.ts";
+import {
+  bindTensors,
+  dispatch,
+  dispatch1d,
+  f32Bits,
+  type GpuRuntime,
+  type TensorView,
+  viewLength,
+} from "../../shaders/mod.ts";
 
 /** The smallest f32 ≥ `x` (finite, non-negative, below 2^128). */
 export function f32RoundUp(x: number): number {

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { GpuRuntime } from "../../shaders/gpu.ts";
 import { assertClose, randomF32 } from "../../shaders/testing/kernels.ts";
 import { topk } from "../compress.ts";
 import { encode } from "../dct.ts";
@@ -8,6 +7,7 @@ import { aggregateFixed, COEFF_BITS, decodeFixed, fixedBasis } from "../exact.ts
 import { type ChunkLayout, chunkLayout } from "../layout.ts";
 import { packBasis16 } from "./chunk_wgsl.ts";
 import { BasisTables, DistroKernels, type KernelParam } from "./kernels.ts";
+import { GpuRuntime } from "../../shaders/mod.ts";
 
 const SHAPES: [number[], number, number][] = [
   [[96, 80], 16, 5], // 6×5 chunks of 16×16

@@ -11,9 +11,9 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { REPO_ROOT, Testnet } from "../../client/testnet/launcher.ts";
 import { EventWatcher } from "../../client/testing/testnet.ts";
 import { clientDigests, describeDisagreements, disagreements } from "../support/one_model.ts";
+import { REPO_ROOT, Testnet } from "../../client/testnet/mod.ts";
 
 /** `n` processes that spin a core each until killed. */
 function busyLoops(n: number): Deno.ChildProcess[] {

@@ -18,7 +18,6 @@
  *
  * @module
  */
-import { COORDINATOR_CONTEXT } from "../../coordinator/server/protocol.ts";
 import {
   clientHandshake,
   encodeFrame,
@@ -26,6 +25,7 @@ import {
   generateIdentity,
   writeAll,
 } from "../../net/mod.ts";
+import { COORDINATOR_CONTEXT } from "../../coordinator/server/mod.ts";
 
 /** A command to the attacker worker. */
 export type AttackerCommand =

@@ -6,20 +6,24 @@
  * @module
  */
 
-import { bloomAdd, createBloom, witnessBloomParameters } from "../../coordinator/core/bloom.ts";
-import { sha256 } from "../../coordinator/core/hash.ts";
-import { createCoordinator, tick as tickImpl } from "../../coordinator/core/machine.ts";
-import { witness as witnessImpl } from "../../coordinator/core/machine_witness.ts";
-import { currentRound, roundSelection } from "../../coordinator/core/machine_queries.ts";
-import { addTime } from "../../common/time.ts";
-import type {
-  Bloom,
-  CoordinatorConfig,
-  CoordinatorState,
-  LlmModel,
-  NodeIdentity,
-  Witness,
-} from "../../coordinator/core/types.ts";
+import {
+  type Bloom,
+  bloomAdd,
+  type CoordinatorConfig,
+  type CoordinatorState,
+  createBloom,
+  createCoordinator,
+  currentRound,
+  type LlmModel,
+  type NodeIdentity,
+  roundSelection,
+  sha256,
+  tick as tickImpl,
+  type Witness,
+  witness as witnessImpl,
+  witnessBloomParameters,
+} from "../../coordinator/core/mod.ts";
+import { addTime } from "../../common/mod.ts";
 
 /** A valid config for small, fast test runs; override any field. */
 export function testConfig(overrides: Partial<CoordinatorConfig> = {}): CoordinatorConfig {

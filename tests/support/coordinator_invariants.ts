@@ -7,23 +7,21 @@
  */
 
 import assert from "node:assert/strict";
-import { isLegalTransition } from "../../coordinator/core/machine_core.ts";
-import { MIN_ROUNDS_PER_EPOCH } from "../../coordinator/core/machine.ts";
 import {
+  type CoordinatorState,
   currentRound,
+  isLegalTransition,
+  MAX_WITNESSES,
+  MIN_ROUNDS_PER_EPOCH,
+  NUM_STORED_ROUNDS,
   roundAssignments,
   roundBatchSize,
   roundByHeight,
   roundClients,
   roundSelection,
-} from "../../coordinator/core/machine_queries.ts";
-import {
-  type CoordinatorState,
-  MAX_WITNESSES,
-  NUM_STORED_ROUNDS,
   RUN_STATES,
-} from "../../coordinator/core/types.ts";
-import { toHex } from "../../common/bytes.ts";
+} from "../../coordinator/core/mod.ts";
+import { toHex } from "../../common/mod.ts";
 
 const IN_ROUND = new Set(["RoundTrain", "RoundWitness"]);
 

@@ -14,25 +14,32 @@
  */
 
 import assert from "node:assert/strict";
-import { CoordinatorError } from "../../coordinator/core/errors.ts";
-import { healthCheck, unhealthyTrainers } from "../../coordinator/core/health.ts";
-import { tick } from "../../coordinator/core/machine.ts";
-import { pause, resume, withdraw } from "../../coordinator/core/machine_membership.ts";
+import { identity, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
+import { checkStateInvariants, TransitionRecorder } from "./coordinator_invariants.ts";
 import {
   applyPlan,
+  CoordinatorError,
+  type CoordinatorState,
   currentRound,
+  healthCheck,
+  isHalted,
   isTrainingRound,
+  type NodeIdentity,
+  type Outcome,
+  pause,
   previousRound,
+  resume,
   roundByHeight,
   roundClients,
   roundSelection,
-} from "../../coordinator/core/machine_queries.ts";
-import { warmupWitness, witness } from "../../coordinator/core/machine_witness.ts";
-import { isHalted, type Outcome } from "../../coordinator/core/machine_core.ts";
-import type { CoordinatorState, NodeIdentity, Witness } from "../../coordinator/core/types.ts";
-import { identity, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
-import { checkStateInvariants, TransitionRecorder } from "./coordinator_invariants.ts";
-import { toHex } from "../../common/bytes.ts";
+  tick,
+  unhealthyTrainers,
+  warmupWitness,
+  withdraw,
+  type Witness,
+  witness,
+} from "../../coordinator/core/mod.ts";
+import { toHex } from "../../common/mod.ts";
 
 /** A small seeded PRNG (mulberry32): test randomness only, never inside the machine. */
 export class Prng {

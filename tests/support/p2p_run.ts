@@ -6,16 +6,13 @@
  *
  * @module
  */
-import type { CommitteeProof, NodeIdentity } from "../../coordinator/core/types.ts";
-import type { DistroResult } from "../../optimizer/result.ts";
-import type { PayloadExpectation } from "../../optimizer/wire.ts";
-import { Exchange } from "../../client/exchange.ts";
-import type { ClientEvents, ClientLogger } from "../../client/log.ts";
-import { publicKeyOf } from "../../client/p2p/identity.ts";
 import { waitFor } from "../../client/testing/p2p.ts";
-import { roundView } from "../../client/round_view.ts";
 import { RunDriver, testState } from "./coordinator_fixtures.ts";
-import type { BatchId } from "../../common/types.ts";
+import type { BatchId } from "../../common/mod.ts";
+import type { CommitteeProof, NodeIdentity } from "../../coordinator/core/mod.ts";
+import { type ClientEvents, type ClientLogger, Exchange, roundView } from "../../client/mod.ts";
+import type { DistroResult, PayloadExpectation } from "../../optimizer/mod.ts";
+import { publicKeyOf } from "../../client/p2p/mod.ts";
 
 /** A running three-client exchange in round 0. */
 export interface P2PRun extends AsyncDisposable {

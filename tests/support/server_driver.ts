@@ -6,21 +6,29 @@
  *
  * @module
  */
-import { CoordinatorHost } from "../../coordinator/server/host.ts";
+import { FrameReader, generateIdentity } from "../../net/mod.ts";
+import { testState, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
 import {
+  type CoordinatorState,
+  currentRound,
+  NO_DIGEST,
+  roundSelection,
+  type RunState,
+  unhealthyTrainers,
+  type WitnessMetadata,
+} from "../../coordinator/core/mod.ts";
+import {
+  CoordinatorHost,
   type CoordinatorServer,
   type CoordinatorServerOptions,
   startCoordinatorServer,
-} from "../../coordinator/server/server.ts";
-import { unhealthyTrainers } from "../../coordinator/core/health.ts";
-import { currentRound, roundSelection } from "../../coordinator/core/machine_queries.ts";
-import type { CoordinatorState, RunState, WitnessMetadata } from "../../coordinator/core/types.ts";
-import type { CoordinatorBackend } from "../../client/backend/backend.ts";
-import { TcpBackend, type TcpBackendOptions } from "../../client/backend/tcp.ts";
-import { FrameReader, generateIdentity } from "../../net/mod.ts";
-import { testState, warmupReport, witnessReport } from "./coordinator_fixtures.ts";
-import { NO_DIGEST } from "../../coordinator/core/params_digest.ts";
-import { equalBytes } from "../../common/bytes.ts";
+} from "../../coordinator/server/mod.ts";
+import { equalBytes } from "../../common/mod.ts";
+import {
+  type CoordinatorBackend,
+  TcpBackend,
+  type TcpBackendOptions,
+} from "../../client/backend/mod.ts";
 
 /**
  * A coordinator server on loopback for the test run (`testState`, no clients yet, disconnects

@@ -8,7 +8,6 @@
  */
 
 import fc from "fast-check";
-import { witnessBloomParameters } from "../../core/bloom.ts";
 import {
   ARCHITECTURE_KINDS,
   DATA_TYPE_KINDS,
@@ -17,7 +16,6 @@ import {
   TOKEN_SIZE_KINDS,
 } from "../mod.ts";
 import { DIGESTS_SINCE_VERSION } from "../layout.ts";
-import { fromMillis, MAX_TIME_MS } from "../../../common/time.ts";
 import {
   type Bloom,
   type Checkpoint,
@@ -37,13 +35,16 @@ import {
   type Round,
   RUN_STATES,
   type Witness,
-} from "../../core/types.ts";
-import type {
-  DataLocation,
-  HttpLocation,
-  LrSchedule,
-  OptimizerDefinition,
-} from "../../../common/types.ts";
+  witnessBloomParameters,
+} from "../../core/mod.ts";
+import {
+  type DataLocation,
+  fromMillis,
+  type HttpLocation,
+  type LrSchedule,
+  MAX_TIME_MS,
+  type OptimizerDefinition,
+} from "../../../common/mod.ts";
 
 const utf8 = new TextEncoder();
 

@@ -14,8 +14,8 @@
  * @module
  */
 
-import { witnessBloomParameters } from "../../core/bloom.ts";
 import { decodeCoordinatorState, StateDecodeError } from "../../encoding/mod.ts";
+import type { RunMetadata } from "./instructions.ts";
 import {
   type CoordinatorState,
   type DigestRecord,
@@ -23,8 +23,8 @@ import {
   MAX_WITNESSES,
   NUM_DIGEST_RECORDS,
   PARAMS_DIGEST_BYTES,
-} from "../../core/types.ts";
-import type { RunMetadata } from "./instructions.ts";
+  witnessBloomParameters,
+} from "../../core/mod.ts";
 
 /** Layout version this module reads (2: version 1 plus the parameter digests). */
 export const ACCOUNT_VERSION = 2;

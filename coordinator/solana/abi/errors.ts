@@ -7,8 +7,7 @@
  *
  * @module
  */
-
-import { COORDINATOR_ERROR_CODES, type CoordinatorErrorCode } from "../../core/errors.ts";
+import { COORDINATOR_ERROR_CODES, type CoordinatorErrorCode } from "../../core/mod.ts";
 
 /** Custom error code of CoordinatorError number 0. */
 export const COORDINATOR_ERROR_BASE = 6000;

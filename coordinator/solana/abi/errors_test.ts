@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { COORDINATOR_ERROR_CODES } from "../../core/errors.ts";
 import {
   CoordinatorProgramError,
   PROGRAM_ERROR_CODES,
   programErrorName,
   programErrorNumber,
 } from "./errors.ts";
+import { COORDINATOR_ERROR_CODES } from "../../core/mod.ts";
 
 Deno.test("program errors: 6000 + CoordinatorError number, 6100 + program error number", () => {
   assert.equal(programErrorNumber("Halted"), 6000);

@@ -11,17 +11,6 @@
  * @module
  */
 
-import { witnessBloomParameters } from "../../core/bloom.ts";
-import type {
-  Checkpoint,
-  CommitteeProof,
-  CoordinatorConfig,
-  CoordinatorProgress,
-  LlmModel,
-  Witness,
-  WitnessProof,
-} from "../../core/types.ts";
-import { MAX_RUN_ID_BYTES, MAX_STRING_BYTES, PARAMS_DIGEST_BYTES } from "../../core/types.ts";
 import {
   CONFIG_WIRE_BYTES,
   decodeConfigBytes,
@@ -29,6 +18,19 @@ import {
   encodeConfigBytes,
   encodeModelBytes,
 } from "./state_parts.ts";
+import {
+  type Checkpoint,
+  type CommitteeProof,
+  type CoordinatorConfig,
+  type CoordinatorProgress,
+  type LlmModel,
+  MAX_RUN_ID_BYTES,
+  MAX_STRING_BYTES,
+  PARAMS_DIGEST_BYTES,
+  type Witness,
+  witnessBloomParameters,
+  type WitnessProof,
+} from "../../core/mod.ts";
 
 /** Instruction tags, in wire order (index = tag). */
 export const INSTRUCTION_KINDS = [

@@ -2,8 +2,6 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { arbCoordinatorState } from "../../encoding/testing/arbitraries.ts";
 import { testConfig, testModel } from "../../../tests/support/coordinator_fixtures.ts";
-import { witnessBloomParameters } from "../../core/bloom.ts";
-import type { Witness } from "../../core/types.ts";
 import {
   type CoordinatorInstruction,
   decodeCoordinatorInstruction,
@@ -19,7 +17,7 @@ import {
   encodeModelBytes,
   zeroConfig,
 } from "./state_parts.ts";
-import { NO_DIGEST } from "../../core/params_digest.ts";
+import { NO_DIGEST, type Witness, witnessBloomParameters } from "../../core/mod.ts";
 
 /** The parameter digest reports carry. */
 const DIGEST = NO_DIGEST;

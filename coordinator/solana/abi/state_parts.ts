@@ -10,9 +10,13 @@
  * @module
  */
 
-import { emptyEpochState } from "../../core/machine_core.ts";
 import { decodeCoordinatorState, encodeCoordinatorState } from "../../encoding/mod.ts";
-import type { CoordinatorConfig, CoordinatorState, LlmModel } from "../../core/types.ts";
+import {
+  type CoordinatorConfig,
+  type CoordinatorState,
+  emptyEpochState,
+  type LlmModel,
+} from "../../core/mod.ts";
 
 /** Bytes of an encoded CoordinatorConfig (layout version 1). */
 export const CONFIG_WIRE_BYTES = 66;

@@ -6,9 +6,8 @@
  */
 import { parseArgs } from "node:util";
 import { type Address, address } from "@solana/kit";
-import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/defaults.ts";
-import { unprintableProblem } from "../../../common/printable.ts";
-import { UsageError } from "../../../common/usage_error.ts";
+import { unprintableProblem, UsageError } from "../../../common/mod.ts";
+import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/mod.ts";
 
 /** Usage text of `deno task solana`. */
 export const USAGE = `Usage: deno task solana <command> [options]

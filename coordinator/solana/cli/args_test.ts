@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseSolanaArgs } from "./args.ts";
-import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/defaults.ts";
-import { UsageError } from "../../../common/usage_error.ts";
+import { UsageError } from "../../../common/mod.ts";
+import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/mod.ts";
 
 const W = ["--wallet-private-key-path", "w.json"];
 const KEY = "11111111111111111111111111111111";

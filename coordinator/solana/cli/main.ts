@@ -7,17 +7,20 @@
  * @module
  */
 import type { Address } from "@solana/kit";
-import { parseRunConfig } from "../../config/run_config.ts";
-import { checkWholeSecondDurations } from "../abi/state_parts.ts";
-import { generateIdentity } from "../../../net/identity.ts";
 import { parseSolanaArgs, type SolanaArgs, USAGE } from "./args.ts";
-import { keypairJson, loadWallet, type Wallet } from "../rpc/keypair.ts";
 import { readRun, runJson, RunOperator, type RunUpdate } from "./operator.ts";
-import { coordinatorAddress } from "../abi/addresses.ts";
-import { SolanaRpcClient } from "../rpc/rpc_client.ts";
-import { TransactionSender } from "../rpc/transactions.ts";
 import { EXIT_OK, EXIT_USAGE } from "../../../cli/entry.ts";
-import { UsageError } from "../../../common/usage_error.ts";
+import { checkWholeSecondDurations, coordinatorAddress } from "../abi/mod.ts";
+import { parseRunConfig } from "../../config/mod.ts";
+import { UsageError } from "../../../common/mod.ts";
+import {
+  keypairJson,
+  loadWallet,
+  SolanaRpcClient,
+  TransactionSender,
+  type Wallet,
+} from "../rpc/mod.ts";
+import { generateIdentity } from "../../../net/mod.ts";
 
 export { EXIT_OK, EXIT_USAGE };
 

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
-import { startLocalnet } from "../localnet/server.ts";
-import { loadProgramBytes } from "../localnet/ledger.ts";
 import { main } from "./main.ts";
-import { loadWallet } from "../rpc/keypair.ts";
+import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
+import { loadWallet } from "../rpc/mod.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
 

@@ -9,14 +9,19 @@
  */
 
 import { AccountRole, type Address, getAddressEncoder, type KeyPairSigner } from "@solana/kit";
-import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../../core/types.ts";
-import { coordinatorStateToJson } from "../../encoding/json.ts";
-import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from "../abi/account.ts";
-import { coordinatorAddress } from "../abi/addresses.ts";
-import type { CoordinatorInstruction, RunMetadata } from "../abi/instructions.ts";
-import { coordinatorInstruction, createRunInstructions } from "../abi/kit.ts";
-import type { SolanaRpcClient } from "../rpc/rpc_client.ts";
-import type { TransactionSender } from "../rpc/transactions.ts";
+import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../../core/mod.ts";
+import {
+  ACCOUNT_SIZE,
+  type CoordinatorAccount,
+  coordinatorAddress,
+  type CoordinatorInstruction,
+  coordinatorInstruction,
+  createRunInstructions,
+  decodeCoordinatorAccount,
+  type RunMetadata,
+} from "../abi/mod.ts";
+import type { SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
+import { coordinatorStateToJson } from "../../encoding/mod.ts";
 
 /** The run does not exist or is not a coordinator account. */
 export class RunNotFoundError extends Error {

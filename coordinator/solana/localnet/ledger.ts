@@ -20,9 +20,9 @@ import {
   type Transaction,
 } from "@solana/kit";
 import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
-import { buildProgram, PROGRAM_OUTPUT } from "../toolchain/build.ts";
-import { DEFAULT_PROGRAM_ID } from "../rpc/defaults.ts";
 import { type RpcTransactionError, transactionErrorJson } from "./tx_error.ts";
+import { DEFAULT_PROGRAM_ID } from "../rpc/mod.ts";
+import { buildProgram, PROGRAM_OUTPUT } from "../toolchain/mod.ts";
 
 /** The program id the localnet deploys the coordinator at (and the tools default to). */
 export const LOCALNET_PROGRAM_ID: Address = DEFAULT_PROGRAM_ID;

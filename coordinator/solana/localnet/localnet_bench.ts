@@ -5,7 +5,7 @@
  */
 import { startTestRun } from "../testing/localnet_run.ts";
 import { testConfig, testModel } from "../../../tests/support/coordinator_fixtures.ts";
-import { decodeCoordinatorAccount } from "../abi/account.ts";
+import { decodeCoordinatorAccount } from "../abi/mod.ts";
 
 const run = await startTestRun({ runId: "bench", config: testConfig(), model: testModel() });
 let n = 0;

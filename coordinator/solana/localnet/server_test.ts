@@ -17,11 +17,15 @@ import {
   SOLANA_ERROR__INSTRUCTION_ERROR__CUSTOM,
   SOLANA_ERROR__JSON_RPC__SERVER_ERROR_SEND_TRANSACTION_PREFLIGHT_FAILURE,
 } from "@solana/kit";
-import { ACCOUNT_SIZE, decodeCoordinatorAccount } from "../abi/account.ts";
-import { coordinatorInstruction, createRunInstructions } from "../abi/kit.ts";
-import { buildProgramOnce } from "../toolchain/build.ts";
 import { Ledger } from "./ledger.ts";
 import { startLocalnet } from "./server.ts";
+import {
+  ACCOUNT_SIZE,
+  coordinatorInstruction,
+  createRunInstructions,
+  decodeCoordinatorAccount,
+} from "../abi/mod.ts";
+import { buildProgramOnce } from "../toolchain/mod.ts";
 
 type Rpc = ReturnType<typeof createSolanaRpc>;
 

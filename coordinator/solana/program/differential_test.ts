@@ -9,13 +9,6 @@
 
 import assert from "node:assert/strict";
 import type { KeyPairSigner } from "@solana/kit";
-import { isHealthy } from "../../core/health.ts";
-import {
-  currentRound,
-  previousRound,
-  roundClients,
-  roundSelection,
-} from "../../core/machine_queries.ts";
 import {
   testConfig,
   testModel,
@@ -26,6 +19,13 @@ import { Prng } from "../../../tests/support/coordinator_sim.ts";
 import { differential, ids } from "../testing/random_sequences.ts";
 import { CoordinatorSvm } from "../testing/svm.ts";
 import { DualRun, keyOf } from "../testing/dual_run.ts";
+import {
+  currentRound,
+  isHealthy,
+  previousRound,
+  roundClients,
+  roundSelection,
+} from "../../core/mod.ts";
 
 /** The parameter digest reports carry. */
 const DIGEST = new Uint8Array(32).fill(0xd1);

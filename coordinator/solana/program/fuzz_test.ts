@@ -8,7 +8,6 @@
 
 import assert from "node:assert/strict";
 import { AccountRole, type KeyPairSigner } from "@solana/kit";
-import { currentRound, roundSelection } from "../../core/machine_queries.ts";
 import { Prng } from "../../../tests/support/coordinator_sim.ts";
 import {
   testConfig,
@@ -16,14 +15,14 @@ import {
   warmupReport,
   witnessReport,
 } from "../../../tests/support/coordinator_fixtures.ts";
+import { CoordinatorSvm } from "../testing/svm.ts";
+import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
+import { currentRound, NO_DIGEST, roundSelection } from "../../core/mod.ts";
 import {
   type CoordinatorInstruction,
   decodeCoordinatorInstruction,
   encodeCoordinatorInstruction,
-} from "../abi/instructions.ts";
-import { CoordinatorSvm } from "../testing/svm.ts";
-import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
-import { NO_DIGEST } from "../../core/params_digest.ts";
+} from "../abi/mod.ts";
 
 /** The parameter digest reports carry. */
 const DIGEST = NO_DIGEST;

@@ -10,10 +10,10 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import type { Address } from "@solana/kit";
-import { PROGRAM_SOURCE } from "../toolchain/build.ts";
-import { encodeCoordinatorInstruction } from "../abi/instructions.ts";
 import { differential } from "../testing/random_sequences.ts";
 import { addressBytes, CoordinatorSvm } from "../testing/svm.ts";
+import { encodeCoordinatorInstruction } from "../abi/mod.ts";
+import { PROGRAM_SOURCE } from "../toolchain/mod.ts";
 
 const REPLAY_SOURCE = new URL("../testing/native_replay.c", import.meta.url).pathname;
 

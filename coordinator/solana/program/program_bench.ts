@@ -5,8 +5,8 @@
  */
 
 import { CoordinatorSvm } from "../testing/svm.ts";
-import { decodeCoordinatorAccount } from "../abi/account.ts";
 import { measureComputeUnits } from "../testing/compute_units.ts";
+import { decodeCoordinatorAccount } from "../abi/mod.ts";
 
 const svm = await CoordinatorSvm.create();
 const { coordinator } = await measureComputeUnits(256, svm);

@@ -7,21 +7,22 @@
 
 import assert from "node:assert/strict";
 import { AccountRole, type KeyPairSigner } from "@solana/kit";
-import { currentRound, roundSelection } from "../../core/machine_queries.ts";
 import {
   testConfig,
   testModel,
   warmupReport,
   witnessReport,
 } from "../../../tests/support/coordinator_fixtures.ts";
-import { ACCOUNT_SIZE } from "../abi/account.ts";
-import { programErrorNumber } from "../abi/errors.ts";
-import { encodeCoordinatorInstruction } from "../abi/instructions.ts";
-import { coordinatorAddress } from "../abi/addresses.ts";
-import { createAccountWithSeedInstruction } from "../abi/kit.ts";
 import { CoordinatorSvm } from "../testing/svm.ts";
 import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
-import { NO_DIGEST } from "../../core/params_digest.ts";
+import { currentRound, NO_DIGEST, roundSelection } from "../../core/mod.ts";
+import {
+  ACCOUNT_SIZE,
+  coordinatorAddress,
+  createAccountWithSeedInstruction,
+  encodeCoordinatorInstruction,
+  programErrorNumber,
+} from "../abi/mod.ts";
 
 /** The parameter digest reports carry. */
 const DIGEST = NO_DIGEST;

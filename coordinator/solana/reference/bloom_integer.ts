@@ -10,8 +10,7 @@
  *
  * @module
  */
-
-import type { BloomParameters } from "../../core/bloom.ts";
+import type { BloomParameters } from "../../core/mod.ts";
 
 /** `C * 2^40`, the constant in program/selection.c (BLOOM_C_FP). */
 export const BLOOM_C_FP = 10_538_883_138_827n;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { witnessBloomParameters } from "../../core/bloom.ts";
 import { witnessBloomParametersInteger } from "./bloom_integer.ts";
+import { witnessBloomParameters } from "../../core/mod.ts";
 
 Deno.test("bloom sizing: the integer formula equals bloom.ts for every cap 1..65535", () => {
   for (let n = 1; n <= 0xffff; n++) {

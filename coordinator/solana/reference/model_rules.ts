@@ -14,10 +14,10 @@
  * @module
  */
 
-import { validateRunConfigDraft } from "../../config/validate.ts";
-import type { ConfigIssue } from "../../../common/config_error.ts";
-import type { CoordinatorConfig, LlmModel } from "../../core/types.ts";
-import type { ProgramErrorCode } from "../abi/errors.ts";
+import type { ProgramErrorCode } from "../abi/mod.ts";
+import { validateRunConfigDraft } from "../../config/mod.ts";
+import type { CoordinatorConfig, LlmModel } from "../../core/mod.ts";
+import type { ConfigIssue } from "../../../common/mod.ts";
 
 /** A model-content rule the program rejects, with the error it returns. */
 export interface ModelRuleViolation {

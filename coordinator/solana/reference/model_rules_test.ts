@@ -8,15 +8,14 @@
 
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { parseRunConfig } from "../../config/run_config.ts";
-import { validateRunConfigDraft } from "../../config/validate.ts";
-import type { Checkpoint, CoordinatorConfig, LlmModel } from "../../core/types.ts";
 import { testConfig, testModel } from "../../../tests/support/coordinator_fixtures.ts";
-import type { CoordinatorProgramErrorName } from "../abi/errors.ts";
 import { modelRuleViolation } from "./model_rules.ts";
 import { CoordinatorSvm } from "../testing/svm.ts";
 import { DualRun } from "../testing/dual_run.ts";
-import type { DataLocation, LrSchedule, OptimizerDefinition } from "../../../common/types.ts";
+import type { CoordinatorProgramErrorName } from "../abi/mod.ts";
+import type { DataLocation, LrSchedule, OptimizerDefinition } from "../../../common/mod.ts";
+import type { Checkpoint, CoordinatorConfig, LlmModel } from "../../core/mod.ts";
+import { parseRunConfig, validateRunConfigDraft } from "../../config/mod.ts";
 
 const svm = await CoordinatorSvm.create();
 

@@ -12,23 +12,38 @@
  * @module
  */
 
-import { CoordinatorError } from "../../core/errors.ts";
-import { healthCheck } from "../../core/health.ts";
-import { sha256 } from "../../core/hash.ts";
-import { isHalted, type Outcome } from "../../core/machine_core.ts";
-import { tick } from "../../core/machine.ts";
-import { checkpoint, pause, resume } from "../../core/machine_membership.ts";
-import { validateCoordinatorConfig } from "../../core/machine_validate.ts";
-import { cooldownWitness, warmupWitness, witness } from "../../core/machine_witness.ts";
-import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../../core/types.ts";
-import type { CoordinatorAccount } from "../abi/account.ts";
-import { ACCOUNT_MAX_CLIENTS, ACCOUNT_VERSION } from "../abi/account.ts";
-import { CoordinatorProgramError, type CoordinatorProgramErrorName } from "../abi/errors.ts";
-import type { CoordinatorInstruction } from "../abi/instructions.ts";
 import { modelRuleViolation } from "./model_rules.ts";
-import { placeholderModel, uninitializedState, zeroConfig } from "../abi/state_parts.ts";
-import { MAX_DELEGATES } from "../abi/instructions.ts";
-import { equalBytes } from "../../../common/bytes.ts";
+import {
+  checkpoint,
+  cooldownWitness,
+  type CoordinatorConfig,
+  CoordinatorError,
+  healthCheck,
+  isHalted,
+  type LlmModel,
+  type NodeIdentity,
+  type Outcome,
+  pause,
+  resume,
+  sha256,
+  tick,
+  validateCoordinatorConfig,
+  warmupWitness,
+  witness,
+} from "../../core/mod.ts";
+import {
+  ACCOUNT_MAX_CLIENTS,
+  ACCOUNT_VERSION,
+  type CoordinatorAccount,
+  type CoordinatorInstruction,
+  CoordinatorProgramError,
+  type CoordinatorProgramErrorName,
+  MAX_DELEGATES,
+  placeholderModel,
+  uninitializedState,
+  zeroConfig,
+} from "../abi/mod.ts";
+import { equalBytes } from "../../../common/mod.ts";
 
 /** The Clock sysvar fields the program reads. */
 export interface ProgramClock {

@@ -7,7 +7,7 @@
  */
 
 import { createKeyPairSignerFromBytes, type KeyPairSigner } from "@solana/kit";
-import { type Identity, identityFromSecretKey } from "../../../net/identity.ts";
+import { type Identity, identityFromSecretKey } from "../../../net/mod.ts";
 
 /** A keypair file is missing, malformed or inconsistent; the message names the file. */
 export class KeypairFileError extends Error {

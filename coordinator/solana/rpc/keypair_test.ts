@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { generateIdentity } from "../../../net/identity.ts";
 import { KeypairFileError, keypairJson, loadWallet, parseKeypairJson } from "./keypair.ts";
+import { generateIdentity } from "../../../net/mod.ts";
 
 Deno.test("a keypair file round-trips into a signer and the same identity", async () => {
   const id = generateIdentity();

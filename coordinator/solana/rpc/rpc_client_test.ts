@@ -1,7 +1,5 @@
 import assert from "node:assert/strict";
 import { generateKeyPairSigner } from "@solana/kit";
-import { startLocalnet } from "../localnet/server.ts";
-import { loadProgramBytes } from "../localnet/ledger.ts";
 import {
   defaultWsUrl,
   followAccount,
@@ -9,6 +7,7 @@ import {
   RpcTransportError,
   SolanaRpcClient,
 } from "./rpc_client.ts";
+import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
 
 Deno.test("the WebSocket endpoint defaults to the RPC's port + 1", () => {
   assert.equal(defaultWsUrl("http://127.0.0.1:8899"), "ws://127.0.0.1:8900");

@@ -21,15 +21,15 @@ import {
   setTransactionMessageLifetimeUsingBlockhash,
   signTransactionMessageWithSigners,
 } from "@solana/kit";
-import { CoordinatorError, coordinatorErrorCodeOf } from "../../core/errors.ts";
+import { RpcResponseError, RpcTransportError, type SolanaRpcClient } from "./rpc_client.ts";
 import {
   COORDINATOR_ERROR_BASE,
   CoordinatorProgramError,
   PROGRAM_ERROR_BASE,
   programErrorName,
-} from "../abi/errors.ts";
-import { setComputeUnitLimitInstruction } from "../abi/kit.ts";
-import { RpcResponseError, RpcTransportError, type SolanaRpcClient } from "./rpc_client.ts";
+  setComputeUnitLimitInstruction,
+} from "../abi/mod.ts";
+import { CoordinatorError, coordinatorErrorCodeOf } from "../../core/mod.ts";
 
 /** The JSON-RPC code of a failed preflight simulation. */
 const PREFLIGHT_FAILURE = -32002;

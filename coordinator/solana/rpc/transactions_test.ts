@@ -1,9 +1,5 @@
 import assert from "node:assert/strict";
 import { generateKeyPairSigner } from "@solana/kit";
-import { CoordinatorError } from "../../core/errors.ts";
-import { CoordinatorProgramError } from "../abi/errors.ts";
-import { startLocalnet } from "../localnet/server.ts";
-import { loadProgramBytes } from "../localnet/ledger.ts";
 import { SolanaRpcClient } from "./rpc_client.ts";
 import {
   customErrorCode,
@@ -12,6 +8,9 @@ import {
   TransactionSender,
   TransactionUnconfirmedError,
 } from "./transactions.ts";
+import { CoordinatorProgramError } from "../abi/mod.ts";
+import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
+import { CoordinatorError } from "../../core/mod.ts";
 
 Deno.test("program error codes become the typed errors, with the program's log line", () => {
   const err = (code: number) => ({ InstructionError: [0, { Custom: code }] });

@@ -12,17 +12,6 @@
  */
 
 import { type Address, getAddressDecoder, type KeyPairSigner } from "@solana/kit";
-import { bloomAdd, createBloom, witnessBloomParameters } from "../../core/bloom.ts";
-import { sha256 } from "../../core/hash.ts";
-import {
-  currentRound,
-  previousRound,
-  roundClients,
-  roundSelection,
-} from "../../core/machine_queries.ts";
-import type { CoordinatorConfig, LlmModel, Witness } from "../../core/types.ts";
-import { ACCOUNT_SIZE, type CoordinatorAccount } from "../abi/account.ts";
-import type { CoordinatorInstruction } from "../abi/instructions.ts";
 import {
   addressBytes,
   CoordinatorSvm,
@@ -30,6 +19,20 @@ import {
   MAX_TRANSACTION_BYTES,
   type SendResult,
 } from "./svm.ts";
+import {
+  bloomAdd,
+  type CoordinatorConfig,
+  createBloom,
+  currentRound,
+  type LlmModel,
+  previousRound,
+  roundClients,
+  roundSelection,
+  sha256,
+  type Witness,
+  witnessBloomParameters,
+} from "../../core/mod.ts";
+import { ACCOUNT_SIZE, type CoordinatorAccount, type CoordinatorInstruction } from "../abi/mod.ts";
 
 /** The parameter digest reports carry. */
 const DIGEST = new Uint8Array(32).fill(0xd1);

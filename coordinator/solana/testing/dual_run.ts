@@ -8,11 +8,14 @@
 
 import assert from "node:assert/strict";
 import type { Address, KeyPairSigner } from "@solana/kit";
-import type { CoordinatorAccount } from "../abi/account.ts";
-import { CoordinatorProgramError, programErrorNumber } from "../abi/errors.ts";
-import type { CoordinatorInstruction } from "../abi/instructions.ts";
-import { applyInstruction, initialAccount, type ProgramClock } from "../reference/program_model.ts";
 import { addressBytes, CoordinatorSvm, type SendOptions, type SendResult } from "./svm.ts";
+import {
+  type CoordinatorAccount,
+  type CoordinatorInstruction,
+  CoordinatorProgramError,
+  programErrorNumber,
+} from "../abi/mod.ts";
+import { applyInstruction, initialAccount, type ProgramClock } from "../reference/mod.ts";
 
 /** Options of {@linkcode DualRun.create}. */
 export interface DualRunOptions {

@@ -8,15 +8,12 @@
  */
 
 import type { Address } from "@solana/kit";
-import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../../core/types.ts";
-import { decodeCoordinatorAccount, pendingRegistrations } from "../abi/account.ts";
-import { loadProgramBytes } from "../localnet/ledger.ts";
-import { type LocalnetServer, startLocalnet } from "../localnet/server.ts";
-import { generateIdentity } from "../../../net/identity.ts";
-import { type Wallet, walletFromBytes } from "../rpc/keypair.ts";
-import { RunOperator } from "../cli/operator.ts";
-import { SolanaRpcClient } from "../rpc/rpc_client.ts";
-import { TransactionSender } from "../rpc/transactions.ts";
+import type { CoordinatorConfig, LlmModel, NodeIdentity } from "../../core/mod.ts";
+import { decodeCoordinatorAccount, pendingRegistrations } from "../abi/mod.ts";
+import { SolanaRpcClient, TransactionSender, type Wallet, walletFromBytes } from "../rpc/mod.ts";
+import { RunOperator } from "../cli/mod.ts";
+import { loadProgramBytes, type LocalnetServer, startLocalnet } from "../localnet/mod.ts";
+import { generateIdentity } from "../../../net/mod.ts";
 
 /** A localnet run ready for clients. */
 export interface TestRun extends AsyncDisposable {

@@ -9,14 +9,6 @@
  */
 
 import type { KeyPairSigner } from "@solana/kit";
-import { isHealthy } from "../../core/health.ts";
-import {
-  currentRound,
-  previousRound,
-  roundClients,
-  roundSelection,
-} from "../../core/machine_queries.ts";
-import type { CoordinatorConfig, NodeIdentity } from "../../core/types.ts";
 import {
   testConfig,
   testModel,
@@ -24,9 +16,18 @@ import {
   witnessReport,
 } from "../../../tests/support/coordinator_fixtures.ts";
 import { Prng } from "../../../tests/support/coordinator_sim.ts";
-import type { CoordinatorInstruction } from "../abi/instructions.ts";
 import type { CoordinatorSvm } from "./svm.ts";
 import { clientIndex, DualRun, keyOf } from "./dual_run.ts";
+import type { CoordinatorInstruction } from "../abi/mod.ts";
+import {
+  type CoordinatorConfig,
+  currentRound,
+  isHealthy,
+  type NodeIdentity,
+  previousRound,
+  roundClients,
+  roundSelection,
+} from "../../core/mod.ts";
 
 /** A valid random config (small times, 8/64/256-client caps). */
 export function randomConfig(rng: Prng): CoordinatorConfig {

@@ -29,18 +29,20 @@ import {
   signTransactionMessageWithSigners,
 } from "@solana/kit";
 import { Clock, FailedTransactionMetadata, LiteSVM } from "litesvm";
-import { ACCOUNT_SIZE, type CoordinatorAccount, decodeCoordinatorAccount } from "../abi/account.ts";
-import { coordinatorAddress } from "../abi/addresses.ts";
-import { buildProgramOnce } from "../toolchain/build.ts";
-import type { CoordinatorInstruction } from "../abi/instructions.ts";
 import {
+  ACCOUNT_SIZE,
+  type CoordinatorAccount,
+  coordinatorAddress,
+  type CoordinatorInstruction,
   coordinatorInstruction,
   createAccountWithSeedInstruction,
   createRunInstructions,
+  decodeCoordinatorAccount,
   type ExtraAccount,
+  programErrorName,
   setComputeUnitLimitInstruction,
-} from "../abi/kit.ts";
-import { programErrorName } from "../abi/errors.ts";
+} from "../abi/mod.ts";
+import { buildProgramOnce } from "../toolchain/mod.ts";
 
 /** The largest compute budget a transaction may request. */
 export const MAX_COMPUTE_UNITS = 1_400_000;

@@ -28,18 +28,21 @@ import type { RetryPolicy } from "./p2p/fallback.ts";
 import { EarlyBuffer } from "./early_buffer.ts";
 import { checkAnnouncedResult, checkResultPayload, expectedResultBytes } from "./payload_check.ts";
 import type { ClientLogger } from "./log.ts";
-import { type BloomSetup, emptyWitness, RoundTracker } from "./round_tracker.ts";
-import { roundView } from "./round_view.ts";
+import { type BloomSetup, bloomSetup, emptyWitness, RoundTracker } from "./round_tracker.ts";
+import {
+  currentHeight,
+  epochPeerKeys,
+  isEpochPeer,
+  roundView,
+  stepOfHeight,
+} from "./round_view.ts";
 import type { ExchangeFacts } from "./state/intent.ts";
 import { equalBytes, type PublicKeyBytes, toHex } from "../common/mod.ts";
-import {
-  type CommitteeProof,
-  type CoordinatorState,
-  currentRound,
-  roundByHeight,
-  type Witness,
-  witnessBloomParameters,
-  type WitnessProof,
+import type {
+  CommitteeProof,
+  CoordinatorState,
+  Witness,
+  WitnessProof,
 } from "../coordinator/core/mod.ts";
 import {
   commitmentHash,
@@ -186,15 +189,14 @@ export class Exchange implements ExchangeFacts {
       this.#replay(state.epochState.startStep);
     }
     this.#early.dropBefore(state.epochState.startStep);
-    const keys = state.epochState.clients.map((c) => c.id.p2pIdentity);
-    await this.node.setAllowedPeers(keys);
+    await this.node.setAllowedPeers(epochPeerKeys(state));
     if (state.runState === "RoundTrain" || state.runState === "RoundWitness") {
-      const height = currentRound(state).height;
+      const height = currentHeight(state);
       for (let h = Math.max(0, height - 3); h <= height; h++) this.#ensureTracker(state, h);
       for (const h of this.#epoch.trackers.keys()) {
         if (h < height - 3) this.#epoch.trackers.delete(h);
       }
-      this.payloads.forgetBefore(state.epochState.startStep + height - 2);
+      this.payloads.forgetBefore(stepOfHeight(state, height) - 2);
     }
     void this.#dial();
   }
@@ -338,17 +340,12 @@ export class Exchange implements ExchangeFacts {
   }
 
   #blooms(): BloomSetup {
-    const maxClients = this.#state?.config.maxClients ?? 256;
-    const parameters = witnessBloomParameters(maxClients);
-    const keys = () =>
-      BigUint64Array.from({ length: parameters.numKeys }, () => this.#random.u64());
-    return { parameters, participantKeys: keys(), broadcastKeys: keys() };
+    return bloomSetup(this.#state?.config.maxClients ?? 256, () => this.#random.u64());
   }
 
   #ensureTracker(state: CoordinatorState, height: number): void {
     const record = this.#epoch;
     if (record === null || record.trackers.has(height)) return;
-    if (roundByHeight(state, height) === null) return;
     const view = roundView(state, height, this.#options.publicKey);
     if (view === null) return;
     const tracker = new RoundTracker(view, this.#blooms());
@@ -382,8 +379,7 @@ export class Exchange implements ExchangeFacts {
     if (message.kind === "Finished" && message.warmup) {
       if (message.step > record.startStep) this.#keepEarly(from, message);
       if (message.step !== record.startStep) return; // ahead (kept) or an old epoch's
-      const known = state.epochState.clients.some((c) => equalBytes(c.id.p2pIdentity, from));
-      if (known) record.warmupFinished.add(toHex(from));
+      if (isEpochPeer(state, from)) record.warmupFinished.add(toHex(from));
       else this.#refused("warmup Finished", from, "UnknownSender", "not a client of this epoch");
       this.#options.onChange();
       return;
@@ -392,7 +388,7 @@ export class Exchange implements ExchangeFacts {
     const tracker = record.trackers.get(height);
     if (tracker === undefined) {
       const current = ["RoundTrain", "RoundWitness", "Cooldown"].includes(state.runState)
-        ? currentRound(state).height
+        ? currentHeight(state)
         : -1;
       // A resend from a round already past is dropped; a peer ahead of us is kept for later.
       if (height >= 0 && height > current) this.#keepEarly(from, message);
@@ -421,8 +417,7 @@ export class Exchange implements ExchangeFacts {
     const announced = tracker.announced(commitment);
     if (announced === undefined || tracker.result(commitment) !== undefined) return;
     const step = tracker.view.step;
-    const others = (this.#state?.epochState.clients ?? [])
-      .map((c) => c.id.p2pIdentity)
+    const others = (this.#state === null ? [] : epochPeerKeys(this.#state))
       .filter((k) => !equalBytes(k, announced.from));
     try {
       const expectedBytes = expectedResultBytes(this.#need());
@@ -489,7 +484,7 @@ export class Exchange implements ExchangeFacts {
     if (this.#dialing || state === null) return;
     this.#dialing = true;
     try {
-      const participants = state.epochState.clients.map((c) => c.id.p2pIdentity);
+      const participants = epochPeerKeys(state);
       const reachable = new Set<string>();
       for (const key of participants) {
         if (await this.node.knowsAddresses(key)) reachable.add(toHex(key));
@@ -517,7 +512,7 @@ export class Exchange implements ExchangeFacts {
     const state = this.#state;
     if (state === null) return;
     if (state.runState === "RoundTrain" || state.runState === "RoundWitness") {
-      const step = state.epochState.startStep + currentRound(state).height;
+      const step = stepOfHeight(state, currentHeight(state));
       this.gossip.rebroadcast(step).catch(() => {});
     } else if (state.runState === "Warmup" && this.#warmupAnnounced === state.progress.epoch) {
       // Readiness gates the epoch's start: resend it on every tick (receivers deduplicate).

@@ -53,6 +53,7 @@ export { type LoadedModel, loadModel, ModelSourceError, runInitSeed } from "./mo
 export {
   type AnnouncedResult,
   type BloomSetup,
+  bloomSetup,
   compareBytes,
   emptyWitness,
   type RefusalReason,
@@ -60,9 +61,11 @@ export {
   type Verdict,
 } from "./round_tracker.ts";
 export {
+  currentHeight,
   epochIndexOf,
   epochPeerKeys,
   indexOfPeer,
+  isEpochPeer,
   type RoundView,
   roundView,
   type SelfInRound,

@@ -27,6 +27,7 @@ import {
   merkleRoot,
   sha256,
   type Witness,
+  witnessBloomParameters,
   type WitnessProof,
 } from "../coordinator/core/mod.ts";
 import type { DistroResult } from "../optimizer/mod.ts";
@@ -68,6 +69,16 @@ export interface BloomSetup {
   readonly participantKeys: BigUint64Array;
   /** Keys of the broadcast bloom. */
   readonly broadcastKeys: BigUint64Array;
+}
+
+/**
+ * The bloom geometry of a run with `maxClients` clients, and fresh keys for both blooms drawn
+ * from `nextU64` (the edge's randomness): participant keys first, then broadcast keys.
+ */
+export function bloomSetup(maxClients: number, nextU64: () => bigint): BloomSetup {
+  const parameters = witnessBloomParameters(maxClients);
+  const keys = () => BigUint64Array.from({ length: parameters.numKeys }, nextU64);
+  return { parameters, participantKeys: keys(), broadcastKeys: keys() };
 }
 
 const accepted: Verdict = { accepted: true };

@@ -1,8 +1,13 @@
 import assert from "node:assert/strict";
-import { RoundTracker } from "./round_tracker.ts";
+import { bloomSetup, RoundTracker } from "./round_tracker.ts";
 import { roundView } from "./round_view.ts";
 import { announcementOf, runInRound0, testBlooms } from "./testing/fixtures.ts";
-import { bloomContains, currentRound, sha256 } from "../coordinator/core/mod.ts";
+import {
+  bloomContains,
+  currentRound,
+  sha256,
+  witnessBloomParameters,
+} from "../coordinator/core/mod.ts";
 
 function setup() {
   const { driver, ids } = runInRound0(3);
@@ -117,4 +122,18 @@ Deno.test("RoundTracker: Finished from every client, once, this step only, own p
   tracker.acceptFinished(peers[1], finished(view.step, 1));
   tracker.acceptFinished(peers[2], finished(view.step, 2));
   assert.equal(tracker.finishedBy(peers), true);
+});
+
+Deno.test("bloomSetup: the run's bloom geometry, participant keys drawn before broadcast keys", () => {
+  let next = 0n;
+  const setup = bloomSetup(256, () => ++next);
+  const parameters = witnessBloomParameters(256);
+  assert.deepEqual(setup.parameters, parameters);
+  const n = parameters.numKeys;
+  assert.deepEqual([...setup.participantKeys], Array.from({ length: n }, (_, i) => BigInt(i + 1)));
+  assert.deepEqual(
+    [...setup.broadcastKeys],
+    Array.from({ length: n }, (_, i) => BigInt(n + i + 1)),
+  );
+  assert.notDeepEqual(bloomSetup(16, () => 1n).parameters, parameters);
 });

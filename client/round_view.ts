@@ -14,6 +14,7 @@ import {
   type CommitteeProof,
   CommitteeSelection,
   type CoordinatorState,
+  currentRound,
   type DataAssignment,
   isTrainingRound,
   type Round,
@@ -52,6 +53,14 @@ export interface RoundView {
   readonly training: boolean;
   /** This client's place, or null when it is not in the round. */
   readonly self: SelfInRound | null;
+}
+
+/**
+ * The height of the coordinator's current round (the head of its ring buffer). Meaningful in
+ * RoundTrain, RoundWitness and Cooldown; 0 before the epoch's first round.
+ */
+export function currentHeight(state: CoordinatorState): number {
+  return currentRound(state).height;
 }
 
 /** The coordinator step of round `height` of the current epoch. */
@@ -118,6 +127,11 @@ export function stepLearningRate(state: CoordinatorState, step: number): number 
 /** This client's index in the epoch's current client list, or -1 when it is not in it. */
 export function epochIndexOf(state: CoordinatorState, signer: PublicKeyBytes): number {
   return state.epochState.clients.findIndex((c) => equalBytes(c.id.signer, signer));
+}
+
+/** Whether `p2pKey` belongs to one of the epoch's current clients. */
+export function isEpochPeer(state: CoordinatorState, p2pKey: PublicKeyBytes): boolean {
+  return state.epochState.clients.some((c) => equalBytes(c.id.p2pIdentity, p2pKey));
 }
 
 /** The p2p keys of the epoch's current clients (the allowlist of the libp2p node). */

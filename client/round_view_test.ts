@@ -1,7 +1,15 @@
 import assert from "node:assert/strict";
-import { epochIndexOf, roundView, stepLearningRate, stepOfHeight } from "./round_view.ts";
+import {
+  currentHeight,
+  epochIndexOf,
+  epochPeerKeys,
+  isEpochPeer,
+  roundView,
+  stepLearningRate,
+  stepOfHeight,
+} from "./round_view.ts";
 import { runInRound0 } from "./testing/fixtures.ts";
-import { sha256 } from "../coordinator/core/mod.ts";
+import { currentRound, sha256 } from "../coordinator/core/mod.ts";
 import { learningRate } from "../common/mod.ts";
 
 Deno.test("roundView: step, own index, proofs and batch; null for strangers' self", () => {
@@ -33,4 +41,16 @@ Deno.test("stepLearningRate: the schedule, scaled inside a cold-start window", (
   assert.equal(stepLearningRate(state, 4), 0);
   assert.equal(stepLearningRate(state, 6), 0.5e-3);
   assert.equal(stepLearningRate(state, 8), 1e-3);
+});
+
+Deno.test("currentHeight follows the ring buffer's head; isEpochPeer knows the epoch's p2p keys", () => {
+  const { driver, ids } = runInRound0(3);
+  const state = driver.state;
+  assert.equal(currentHeight(state), 0);
+  driver.fullRound();
+  assert.equal(currentHeight(state), 1);
+  assert.equal(currentHeight(state), currentRound(state).height);
+  for (const id of ids) assert.ok(isEpochPeer(state, id.p2pIdentity));
+  assert.ok(!isEpochPeer(state, sha256(new Uint8Array([9]))));
+  assert.deepEqual(epochPeerKeys(state), ids.map((id) => id.p2pIdentity));
 });

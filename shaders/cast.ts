@@ -11,8 +11,15 @@
  * @module
  */
 
-import type { GpuRuntime, TensorView } from "./gpu.ts";
-import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+import type { TensorView } from "./gpu.ts";
+import {
+  bindTensors,
+  dispatch1d,
+  ElementKernel,
+  main1d,
+  requireDims,
+  requireLength,
+} from "./kernel.ts";
 
 /** WGSL of the conversion: uniform `n`, bindings `1: x` (f32), `2: out` (u32 pairs of f16). */
 export function toF16Kernel(wg: number, items = 1): string {
@@ -30,23 +37,8 @@ ${main1d(wg, items)}
 `;
 }
 
-/** The conversion kernel. */
-export class CastF16 {
-  readonly #rt: GpuRuntime;
-  readonly #wg: number;
-  readonly #items: number;
-
-  /** `items`: pairs per invocation (the profile's `itemsPerInvocation` by default). */
-  constructor(
-    rt: GpuRuntime,
-    workgroupSize: number = rt.profile.workgroupSize,
-    items: number = rt.profile.itemsPerInvocation,
-  ) {
-    this.#rt = rt;
-    this.#wg = workgroupSize;
-    this.#items = items;
-  }
-
+/** The conversion kernel. Its `items` counts pairs: one f16 word holds two elements. */
+export class CastF16 extends ElementKernel {
   /** Bytes of the f16 copy of `n` elements (whole u32 words). */
   static bytes(n: number): number {
     return 4 * Math.ceil(n / 2);
@@ -58,9 +50,9 @@ export class CastF16 {
     requireDims("cast to f16", { n });
     requireLength('cast to f16: binding "x"', args.x, n, "[n]");
     requireLength('cast to f16: binding "out" (f16)', args.out, n, "[n]", 2);
-    const [wg, items] = [this.#wg, this.#items];
-    const pipeline = this.#rt.pipeline(`cast/f16/${wg}x${items}`, () => toF16Kernel(wg, items));
-    const group = bindTensors(this.#rt, pipeline, [n], [args.x, args.out]);
+    const [wg, items] = [this.wg, this.items];
+    const pipeline = this.rt.pipeline(`cast/f16/${wg}x${items}`, () => toF16Kernel(wg, items));
+    const group = bindTensors(this.rt, pipeline, [n], [args.x, args.out]);
     dispatch1d(pass, pipeline, group, Math.ceil(n / 2), wg, items);
   }
 }

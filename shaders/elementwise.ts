@@ -10,8 +10,15 @@
  * @module
  */
 
-import { f32Bits, type GpuRuntime, type TensorView } from "./gpu.ts";
-import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+import { f32Bits, type TensorView } from "./gpu.ts";
+import {
+  bindTensors,
+  dispatch1d,
+  ElementKernel,
+  main1d,
+  requireDims,
+  requireLength,
+} from "./kernel.ts";
 
 /** The elementwise operations. */
 export type ElementwiseOp = "fill" | "copy" | "add" | "axpy" | "scale";
@@ -49,22 +56,7 @@ ${main1d(wg, items)}
 }
 
 /** Elementwise kernels; `n` is the element count, views must hold at least `n` elements. */
-export class Elementwise {
-  readonly #rt: GpuRuntime;
-  readonly #wg: number;
-  readonly #items: number;
-
-  /** `items`: elements per invocation (the profile's `itemsPerInvocation` by default). */
-  constructor(
-    rt: GpuRuntime,
-    workgroupSize: number = rt.profile.workgroupSize,
-    items: number = rt.profile.itemsPerInvocation,
-  ) {
-    this.#rt = rt;
-    this.#wg = workgroupSize;
-    this.#items = items;
-  }
-
+export class Elementwise extends ElementKernel {
   /** `out[i] = value` for i < n. */
   fill(pass: GPUComputePassEncoder, args: { out: TensorView; n: number; value: number }): void {
     this.#run(pass, "fill", [args.out], args.n, args.value);
@@ -106,12 +98,12 @@ export class Elementwise {
     requireDims(op, { n }, { allowZero: true });
     if (n === 0) return;
     views.forEach((v, i) => requireLength(`${op}: binding "${OPS[op].bindings[i][0]}"`, v, n, "n"));
-    const [wg, items] = [this.#wg, this.#items];
-    const pipeline = this.#rt.pipeline(
+    const [wg, items] = [this.wg, this.items];
+    const pipeline = this.rt.pipeline(
       `elementwise/${op}/${wg}x${items}`,
       () => elementwiseKernel(op, wg, items),
     );
-    const group = bindTensors(this.#rt, pipeline, [n, f32Bits(alpha)], views);
+    const group = bindTensors(this.rt, pipeline, [n, f32Bits(alpha)], views);
     dispatch1d(pass, pipeline, group, n, wg, items);
   }
 }

@@ -16,8 +16,15 @@
  * @module
  */
 
-import type { GpuRuntime, TensorView } from "./gpu.ts";
-import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+import type { TensorView } from "./gpu.ts";
+import {
+  bindTensors,
+  dispatch1d,
+  ElementKernel,
+  main1d,
+  requireDims,
+  requireLength,
+} from "./kernel.ts";
 
 /**
  * Uniforms of every embedding kernel: the table view holds vocabulary rows
@@ -150,22 +157,7 @@ export interface EmbeddingBackwardArgs extends EmbeddingDims {
 }
 
 /** Embedding lookup (forward) and deterministic scatter-add gradient (backward). */
-export class Embedding {
-  readonly #rt: GpuRuntime;
-  readonly #wg: number;
-  readonly #items: number;
-
-  /** `items`: elements per invocation (the profile's `itemsPerInvocation` by default). */
-  constructor(
-    rt: GpuRuntime,
-    workgroupSize: number = rt.profile.workgroupSize,
-    items: number = rt.profile.itemsPerInvocation,
-  ) {
-    this.#rt = rt;
-    this.#wg = workgroupSize;
-    this.#items = items;
-  }
-
+export class Embedding extends ElementKernel {
   /** Elements of the `links` scratch (u32) the backward needs: `2·N`. */
   static linksLength(n: number): number {
     return 2 * n;
@@ -180,12 +172,12 @@ export class Embedding {
     const block = this.#check("embedding forward", args);
     requireLength('embedding forward: binding "table"', args.table, block[4] * c, block.shape);
     requireLength('embedding forward: binding "out"', args.out, n * c, "[N, C]");
-    const [wg, items] = [this.#wg, this.#items];
-    const pipeline = this.#rt.pipeline(
+    const [wg, items] = [this.wg, this.items];
+    const pipeline = this.rt.pipeline(
       `embedding/forward/${wg}x${items}`,
       () => embeddingForwardKernel(wg, items),
     );
-    const group = bindTensors(this.#rt, pipeline, block.slice(0, 5), [
+    const group = bindTensors(this.rt, pipeline, block.slice(0, 5), [
       args.tokens,
       args.table,
       args.out,
@@ -206,9 +198,9 @@ export class Embedding {
     requireLength('embedding backward: binding "dTable"', args.dTable, block[4] * c, block.shape);
     requireLength('embedding backward: binding "dOut"', args.dOut, n * c, "[N, C]");
     requireLength('embedding backward: binding "links"', args.links, 2 * n, "2·N");
-    const [wg, items] = [this.#wg, this.#items];
-    const links = this.#rt.pipeline(`embedding/links/${wg}`, () => embeddingLinksKernel(wg));
-    const grad = this.#rt.pipeline(
+    const [wg, items] = [this.wg, this.items];
+    const links = this.rt.pipeline(`embedding/links/${wg}`, () => embeddingLinksKernel(wg));
+    const grad = this.rt.pipeline(
       `embedding/grad/${wg}x${items}`,
       () => embeddingGradKernel(wg, items),
     );
@@ -217,12 +209,12 @@ export class Embedding {
       dispatch1d(
         pass,
         links,
-        bindTensors(this.#rt, links, params, [args.tokens, args.links]),
+        bindTensors(this.rt, links, params, [args.tokens, args.links]),
         n,
         wg,
       );
     }
-    const group = bindTensors(this.#rt, grad, params, [
+    const group = bindTensors(this.rt, grad, params, [
       args.tokens,
       args.dTable,
       args.dOut,

@@ -187,3 +187,28 @@ export function dispatch1d(
 ): void {
   dispatch(pass, pipeline, bindGroup, grid1d(ceilDiv(Math.max(1, threads), wg * items)));
 }
+
+/**
+ * The base of the kernels that give each invocation of a 1-D grid `items` consecutive elements
+ * (cast, elementwise, embedding, rope, swiglu): the runtime that builds and caches their
+ * pipelines, and the launch shape, the device profile's unless a test or a bench pins it.
+ */
+export abstract class ElementKernel {
+  /** The runtime that builds and caches the pipelines. */
+  protected readonly rt: GpuRuntime;
+  /** Invocations per workgroup. */
+  protected readonly wg: number;
+  /** Elements per invocation. */
+  protected readonly items: number;
+
+  /** Defaults: the profile's `workgroupSize` and `itemsPerInvocation`. */
+  constructor(
+    rt: GpuRuntime,
+    workgroupSize: number = rt.profile.workgroupSize,
+    items: number = rt.profile.itemsPerInvocation,
+  ) {
+    this.rt = rt;
+    this.wg = workgroupSize;
+    this.items = items;
+  }
+}

@@ -13,8 +13,15 @@
  * @module
  */
 
-import type { GpuRuntime, TensorView } from "./gpu.ts";
-import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+import type { TensorView } from "./gpu.ts";
+import {
+  bindTensors,
+  dispatch1d,
+  ElementKernel,
+  main1d,
+  requireDims,
+  requireLength,
+} from "./kernel.ts";
 
 /**
  * The (cos, sin) table `[T, D/2, 2]` for positions `0..T-1`: as HF, the inverse frequency
@@ -99,22 +106,7 @@ export interface RopeBackwardArgs extends RopeDims {
 }
 
 /** Rotary embeddings in place: forward rotates, backward rotates the gradient back. */
-export class Rope {
-  readonly #rt: GpuRuntime;
-  readonly #wg: number;
-  readonly #items: number;
-
-  /** `items`: elements per invocation (the profile's `itemsPerInvocation` by default). */
-  constructor(
-    rt: GpuRuntime,
-    workgroupSize: number = rt.profile.workgroupSize,
-    items: number = rt.profile.itemsPerInvocation,
-  ) {
-    this.#rt = rt;
-    this.#wg = workgroupSize;
-    this.#items = items;
-  }
-
+export class Rope extends ElementKernel {
   /** Rotate `x [N, heads, D]` in place by its positions. */
   forward(pass: GPUComputePassEncoder, args: RopeForwardArgs): void {
     this.#run(pass, args, 1);
@@ -138,10 +130,10 @@ export class Rope {
     if (d % 2 !== 0) throw new RangeError(`rope: head size D must be even, got ${d}`);
     requireLength('rope: binding "x"', args.x, n * heads * d, "[N, heads, D]");
     requireLength('rope: binding "table"', args.table, t * d, "[T, D/2, 2]");
-    const [wg, items] = [this.#wg, this.#items];
-    const pipeline = this.#rt.pipeline(`rope/${wg}x${items}`, () => ropeKernel(wg, items));
+    const [wg, items] = [this.wg, this.items];
+    const pipeline = this.rt.pipeline(`rope/${wg}x${items}`, () => ropeKernel(wg, items));
     const params = [n, t, heads, d, direction === 1 ? 0x3f800000 : 0xbf800000];
-    const group = bindTensors(this.#rt, pipeline, params, [args.x, args.table]);
+    const group = bindTensors(this.rt, pipeline, params, [args.x, args.table]);
     dispatch1d(pass, pipeline, group, (n * heads * d) / 2, wg, items);
   }
 }

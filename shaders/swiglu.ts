@@ -7,8 +7,15 @@
  * @module
  */
 
-import type { GpuRuntime, TensorView } from "./gpu.ts";
-import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+import type { TensorView } from "./gpu.ts";
+import {
+  bindTensors,
+  dispatch1d,
+  ElementKernel,
+  main1d,
+  requireDims,
+  requireLength,
+} from "./kernel.ts";
 
 /** Forward, one invocation per element. */
 export function swigluForwardKernel(wg: number, items = 1): string {
@@ -74,22 +81,7 @@ export interface SwiGluBackwardArgs {
 }
 
 /** SwiGLU forward and backward over `n` elements. */
-export class SwiGlu {
-  readonly #rt: GpuRuntime;
-  readonly #wg: number;
-  readonly #items: number;
-
-  /** `items`: elements per invocation (the profile's `itemsPerInvocation` by default). */
-  constructor(
-    rt: GpuRuntime,
-    workgroupSize: number = rt.profile.workgroupSize,
-    items: number = rt.profile.itemsPerInvocation,
-  ) {
-    this.#rt = rt;
-    this.#wg = workgroupSize;
-    this.#items = items;
-  }
-
+export class SwiGlu extends ElementKernel {
   /** `out = silu(gate) · up`. */
   forward(
     pass: GPUComputePassEncoder,
@@ -117,12 +109,12 @@ export class SwiGlu {
     for (const [name, view] of Object.entries(views)) {
       requireLength(`swiglu ${which}: binding "${name}"`, view, n, "[N, F]");
     }
-    const [wg, items] = [this.#wg, this.#items];
-    const pipeline = this.#rt.pipeline(
+    const [wg, items] = [this.wg, this.items];
+    const pipeline = this.rt.pipeline(
       `swiglu/${which}/${wg}x${items}`,
       () => which === "forward" ? swigluForwardKernel(wg, items) : swigluBackwardKernel(wg, items),
     );
-    const group = bindTensors(this.#rt, pipeline, [n], Object.values(views));
+    const group = bindTensors(this.rt, pipeline, [n], Object.values(views));
     dispatch1d(pass, pipeline, group, n, wg, items);
   }
 }

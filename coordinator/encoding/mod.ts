@@ -37,6 +37,11 @@ export {
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
 } from "./layout.ts";
-export { encodeCoordinatorState, type EncodeStateOptions } from "./write.ts";
+export {
+  encodeConfigPart,
+  encodeCoordinatorState,
+  encodeModelPart,
+  type EncodeStateOptions,
+} from "./write.ts";
 export { decodeCoordinatorState } from "./read.ts";
 export { coordinatorStateFromJson, coordinatorStateToJson, type Json } from "./json.ts";

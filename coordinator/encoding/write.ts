@@ -525,12 +525,7 @@ export function encodeCoordinatorState(
   state: CoordinatorState,
   options: EncodeStateOptions = {},
 ): Uint8Array {
-  const version = options.version ?? STATE_ENCODING_VERSION;
-  if (!(STATE_ENCODING_VERSIONS as readonly number[]).includes(version)) {
-    throw new RangeError(
-      `version must be one of ${STATE_ENCODING_VERSIONS.join(", ")}, found ${describe(version)}`,
-    );
-  }
+  const version = checkedVersion(options);
   const w = new Writer(version);
   w.bytes("header.magic", STATE_MAGIC, 4);
   w.u16("header.version", version);
@@ -549,6 +544,40 @@ export function encodeCoordinatorState(
   w.bool("pendingPause", state.pendingPause);
   writeDigests(w, state);
   return w.finish();
+}
+
+/**
+ * The bytes `model` takes inside an encoded state (`model.*` field paths in errors, as
+ * {@linkcode encodeCoordinatorState} names them). The Solana program stores and receives a
+ * model in exactly this form.
+ */
+export function encodeModelPart(model: LlmModel, options: EncodeStateOptions = {}): Uint8Array {
+  const w = new Writer(checkedVersion(options));
+  writeModel(w, "model", model);
+  return w.finish();
+}
+
+/**
+ * The bytes `config` takes inside an encoded state (`config.*` field paths in errors). The
+ * Solana program stores and receives a config in exactly this form.
+ */
+export function encodeConfigPart(
+  config: CoordinatorConfig,
+  options: EncodeStateOptions = {},
+): Uint8Array {
+  const w = new Writer(checkedVersion(options));
+  writeConfig(w, "config", config);
+  return w.finish();
+}
+
+function checkedVersion(options: EncodeStateOptions): StateEncodingVersion {
+  const version = options.version ?? STATE_ENCODING_VERSION;
+  if (!(STATE_ENCODING_VERSIONS as readonly number[]).includes(version)) {
+    throw new RangeError(
+      `version must be one of ${STATE_ENCODING_VERSIONS.join(", ")}, found ${describe(version)}`,
+    );
+  }
+  return version;
 }
 
 /**

@@ -10,7 +10,13 @@
  * @module
  */
 
-import { decodeCoordinatorState, encodeCoordinatorState } from "../../encoding/mod.ts";
+import {
+  decodeCoordinatorState,
+  encodeConfigPart,
+  encodeCoordinatorState,
+  encodeModelPart,
+  STATE_HEADER_BYTES,
+} from "../../encoding/mod.ts";
 import {
   type CoordinatorConfig,
   type CoordinatorState,
@@ -18,15 +24,8 @@ import {
   type LlmModel,
 } from "../../core/mod.ts";
 
-/** Bytes of an encoded CoordinatorConfig (layout version 1). */
-export const CONFIG_WIRE_BYTES = 66;
 /** The program's layout version of the state encoding. */
 const V1 = { version: 1 } as const;
-
-/** Header (8), empty run id (1) and run state (1) in front of the model. */
-const MODEL_OFFSET = 10;
-/** Progress, an empty epoch state, the timestamp and the pause flag after the config. */
-const TAIL_AFTER_CONFIG = 14 + 4 * 25 + 4 + 19 + 9;
 
 /** The config an account holds before its first `update`: all zeros, with a client cap. */
 export function zeroConfig(maxClients: number): CoordinatorConfig {
@@ -86,10 +85,28 @@ export function uninitializedState(
 const PLACEHOLDER_CONFIG = zeroConfig(1);
 const PLACEHOLDER_MODEL = placeholderModel();
 
+/** Bytes of an encoded CoordinatorConfig (layout version 1: 66). */
+export const CONFIG_WIRE_BYTES: number = encodeConfigPart(PLACEHOLDER_CONFIG, V1).length;
+
+/**
+ * A minimal state's encoding cut around its model and config: the header, an empty run id (its
+ * length byte) and the run state in front; progress, an empty epoch state, the timestamp and the
+ * pause flag behind (version 1 has no digest tail). Cut from the codec's own output, so no sum
+ * of field sizes here can drift from the encoding.
+ */
+const MODEL_OFFSET = STATE_HEADER_BYTES + 1 + 1;
+const PLACEHOLDER_STATE = encodeCoordinatorState(
+  uninitializedState("", PLACEHOLDER_MODEL, PLACEHOLDER_CONFIG),
+  V1,
+);
+const HEAD = PLACEHOLDER_STATE.slice(0, MODEL_OFFSET);
+const TAIL = PLACEHOLDER_STATE.slice(
+  MODEL_OFFSET + encodeModelPart(PLACEHOLDER_MODEL, V1).length + CONFIG_WIRE_BYTES,
+);
+
 /** The state encoding of `model` (RangeError/TypeError naming the field if it cannot be encoded). */
 export function encodeModelBytes(model: LlmModel): Uint8Array {
-  const bytes = encodeCoordinatorState(uninitializedState("", model, PLACEHOLDER_CONFIG), V1);
-  return bytes.slice(MODEL_OFFSET, bytes.length - CONFIG_WIRE_BYTES - TAIL_AFTER_CONFIG);
+  return encodeModelPart(model, V1);
 }
 
 /** The config's durations with their run-config (TOML) keys, for error messages. */
@@ -126,9 +143,7 @@ export function checkWholeSecondDurations(config: CoordinatorConfig): void {
  */
 export function encodeConfigBytes(config: CoordinatorConfig): Uint8Array {
   checkWholeSecondDurations(config);
-  const bytes = encodeCoordinatorState(uninitializedState("", PLACEHOLDER_MODEL, config), V1);
-  const start = bytes.length - CONFIG_WIRE_BYTES - TAIL_AFTER_CONFIG;
-  return bytes.slice(start, start + CONFIG_WIRE_BYTES);
+  return encodeConfigPart(config, V1);
 }
 
 /**
@@ -139,18 +154,11 @@ export function decodeModelAndConfig(
   modelBytes: Uint8Array,
   configBytes: Uint8Array,
 ): { model: LlmModel; config: CoordinatorConfig } {
-  const head = encodeCoordinatorState(
-    uninitializedState("", PLACEHOLDER_MODEL, PLACEHOLDER_CONFIG),
-    V1,
-  );
-  const placeholderModelLength = head.length - MODEL_OFFSET - CONFIG_WIRE_BYTES -
-    TAIL_AFTER_CONFIG;
-  const tail = head.subarray(MODEL_OFFSET + placeholderModelLength + CONFIG_WIRE_BYTES);
-  const bytes = new Uint8Array(MODEL_OFFSET + modelBytes.length + configBytes.length + tail.length);
-  bytes.set(head.subarray(0, MODEL_OFFSET), 0);
+  const bytes = new Uint8Array(MODEL_OFFSET + modelBytes.length + configBytes.length + TAIL.length);
+  bytes.set(HEAD, 0);
   bytes.set(modelBytes, MODEL_OFFSET);
   bytes.set(configBytes, MODEL_OFFSET + modelBytes.length);
-  bytes.set(tail, MODEL_OFFSET + modelBytes.length + configBytes.length);
+  bytes.set(TAIL, MODEL_OFFSET + modelBytes.length + configBytes.length);
   const state = decodeCoordinatorState(bytes);
   return { model: state.model, config: state.config };
 }

@@ -1,6 +1,6 @@
 /**
- * The coordinator account (layout version 2, coordinator/solana/program/layout.h,
- * docs/solana-program.md): its size and offsets, and the decoder that turns the
+ * The coordinator account (layout version 2: the table in layout.ts, from which
+ * program/layout.h and docs/solana-program.md are generated): its size and offsets, and the decoder that turns the
  * account's bytes into the `CoordinatorState` of coordinator/core/types.ts plus the
  * program's own fields (authorities, join registry, delegates, metadata, nonce).
  *
@@ -17,6 +17,13 @@
 import { decodeCoordinatorState, StateDecodeError } from "../../encoding/mod.ts";
 import type { RunMetadata } from "./instructions.ts";
 import {
+  ACCOUNT_LAYOUT_VERSION,
+  ACCOUNT_MAGIC_TEXT,
+  layoutConstant,
+  structLayout,
+} from "./layout.ts";
+import { CONFIG_WIRE_BYTES } from "./state_parts.ts";
+import {
   type CoordinatorState,
   type DigestRecord,
   type DigestVote,
@@ -27,87 +34,91 @@ import {
 } from "../../core/mod.ts";
 
 /** Layout version this module reads (2: version 1 plus the parameter digests). */
-export const ACCOUNT_VERSION = 2;
+export const ACCOUNT_VERSION = ACCOUNT_LAYOUT_VERSION;
 /** Size of a coordinator account in bytes. */
-export const ACCOUNT_SIZE = 217_760;
+export const ACCOUNT_SIZE: number = structLayout("account_t").size;
 /** Clients, registrations and delegates the account holds. */
-export const ACCOUNT_MAX_CLIENTS = 256;
+export const ACCOUNT_MAX_CLIENTS: number = layoutConstant("MAX_CLIENTS");
 /** The account's first 8 bytes once initialized: "PSYCOORD". */
-export const ACCOUNT_MAGIC: Uint8Array = new TextEncoder().encode("PSYCOORD");
+export const ACCOUNT_MAGIC: Uint8Array = new TextEncoder().encode(ACCOUNT_MAGIC_TEXT);
 
-/** Byte offsets of the account's fields (layout.h; the docs list every one). */
-export const OFFSETS = Object.freeze({
-  magic: 0,
-  version: 8,
-  flags: 12,
-  nonce: 16,
-  mainAuthority: 24,
-  joinAuthority: 56,
-  authorizer: 88,
-  runId: 120,
-  runIdLen: 152,
-  runState: 153,
-  pendingPause: 154,
-  step: 156,
-  epochStartDataIndex: 160,
-  epoch: 168,
-  registryLen: 170,
-  delegatesLen: 172,
-  runStateStartUnixTimestamp: 176,
-  nextActive: 184,
-  config: 192,
-  model: 264,
-  metadata: 816,
-  epochState: 1184,
-  registry: 189_752,
-  delegates: 208_184,
-  digestRecordsLen: 216_376,
-  digestVotesLen: 216_377,
-  digestRecords: 216_380,
-  digestVotes: 216_668,
-});
+/** Byte offsets of the account's fields (layout.ts; the docs list every one). */
+export const OFFSETS = Object.freeze(structLayout("account_t").offsets) as Readonly<
+  Record<
+    | "magic"
+    | "version"
+    | "flags"
+    | "nonce"
+    | "mainAuthority"
+    | "joinAuthority"
+    | "authorizer"
+    | "runId"
+    | "runIdLen"
+    | "runState"
+    | "pendingPause"
+    | "step"
+    | "epochStartDataIndex"
+    | "epoch"
+    | "registryLen"
+    | "delegatesLen"
+    | "runStateStartUnixTimestamp"
+    | "nextActive"
+    | "config"
+    | "model"
+    | "metadata"
+    | "epochState"
+    | "registry"
+    | "delegates"
+    | "digestRecordsLen"
+    | "digestVotesLen"
+    | "digestRecords"
+    | "digestVotes",
+    number
+  >
+>;
 
-/** Model offsets relative to OFFSETS.model. */
-const M = {
-  architecture: 0,
-  dataType: 1,
-  dataLocationLen: 2,
-  maxSeqLen: 4,
-  coldStart: 8,
-  lrScheduleLen: 12,
-  optimizerLen: 14,
-  checkpoint: 16,
-  dataLocation: 148,
-  lrSchedule: 444,
-  optimizer: 500,
-};
-/** Epoch-state offsets relative to OFFSETS.epochState. */
-const E = {
-  startStep: 0,
-  lastStep: 4,
-  startTimestamp: 8,
-  clientsLen: 16,
-  exitedLen: 18,
-  roundsHead: 20,
-  firstRound: 21,
-  coldStartEpoch: 22,
-  rounds: 24,
-  clients: 151_704,
-  exited: 170_136,
-};
+/** Offsets inside each structure, from its start (layout.ts). */
+const CONFIG = structLayout("config_t").offsets;
+const M = structLayout("model_t").offsets;
+const CP = structLayout("checkpoint_t").offsets;
+const MD = structLayout("metadata_t").offsets;
+const E = structLayout("epoch_state_t").offsets;
+const R = structLayout("round_t").offsets;
+const W = structLayout("witness_t").offsets;
+const B = structLayout("bloom_t").offsets;
+const C = structLayout("client_t").offsets;
+const REG = structLayout("registration_t").offsets;
+const DR = structLayout("digest_record_t").offsets;
+const DV = structLayout("digest_vote_t").offsets;
+
 /** Sizes of the repeated structures. */
 export const SIZES = Object.freeze({
-  config: 72,
-  model: 552,
-  metadata: 368,
-  bloom: 568,
-  witness: 1184,
-  round: 37_920,
-  client: 72,
-  registration: 72,
-  digestRecord: 36,
-  digestVote: 34,
+  config: structLayout("config_t").size,
+  model: structLayout("model_t").size,
+  metadata: structLayout("metadata_t").size,
+  bloom: structLayout("bloom_t").size,
+  witness: structLayout("witness_t").size,
+  round: structLayout("round_t").size,
+  client: structLayout("client_t").size,
+  registration: structLayout("registration_t").size,
+  digestRecord: structLayout("digest_record_t").size,
+  digestVote: structLayout("digest_vote_t").size,
 });
+
+/** Capacities of the account's fixed-size fields (layout.ts). */
+const CAP = {
+  runId: layoutConstant("RUN_ID_BYTES"),
+  str: layoutConstant("STR_BYTES"),
+  dataLocation: layoutConstant("DATA_LOCATION_BYTES"),
+  lrSchedule: layoutConstant("LR_SCHEDULE_BYTES"),
+  optimizer: layoutConstant("OPTIMIZER_BYTES"),
+  witnesses: layoutConstant("MAX_WITNESSES"),
+  rounds: layoutConstant("NUM_ROUNDS"),
+  name: layoutConstant("NAME_BYTES"),
+  description: layoutConstant("DESCRIPTION_BYTES"),
+  delegates: layoutConstant("MAX_DELEGATES"),
+  key: 32,
+};
 
 /** A client registered to join (`active == nextActive` means pending for the next epoch). */
 export interface Registration {
@@ -217,11 +228,11 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
   if (flags > 1) throw new AccountDecodeError("flags", OFFSETS.flags, `unknown flags ${flags}`);
   const u16 = (at: number) => v.getUint16(at, true);
 
-  const maxClients = u16(OFFSETS.config + 64);
+  const maxClients = u16(OFFSETS.config + CONFIG.maxClients);
   if (maxClients < 1 || maxClients > ACCOUNT_MAX_CLIENTS) {
     throw new AccountDecodeError(
       "config.maxClients",
-      OFFSETS.config + 64,
+      OFFSETS.config + CONFIG.maxClients,
       `must be in [1, ${ACCOUNT_MAX_CLIENTS}], found ${maxClients}`,
     );
   }
@@ -231,63 +242,83 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
   t.copy(0, 4); // "PSYC" is the state encoding's magic too
   t.u16(1);
   t.u16(0);
-  const runIdLen = limit("runId.length", OFFSETS.runIdLen, bytes[OFFSETS.runIdLen], 32);
+  const runIdLen = limit("runId.length", OFFSETS.runIdLen, bytes[OFFSETS.runIdLen], CAP.runId);
   t.byte(runIdLen);
   t.copy(OFFSETS.runId, runIdLen);
   t.byte(bytes[OFFSETS.runState]);
 
   const m = OFFSETS.model;
-  t.copy(m + M.architecture, 2);
-  t.copy(m + M.maxSeqLen, 8);
+  t.copy(m + M.architecture, 2); // architecture, dataType
+  t.copy(m + M.maxSeqLen, 8); // maxSeqLen, coldStartWarmupSteps
   t.copy(
     m + M.dataLocation,
-    limit("model.dataLocation.length", m + M.dataLocationLen, u16(m + M.dataLocationLen), 296),
+    limit(
+      "model.dataLocation.length",
+      m + M.dataLocationLen,
+      u16(m + M.dataLocationLen),
+      CAP.dataLocation,
+    ),
   );
   const cp = m + M.checkpoint;
-  t.byte(bytes[cp]);
-  if (bytes[cp] !== 0) {
-    const firstLen = limit("model.checkpoint.repo", cp + 2, bytes[cp + 2], 64);
+  t.byte(bytes[cp + CP.kind]);
+  if (bytes[cp + CP.kind] !== 0) {
+    const firstLen = limit(
+      "model.checkpoint.repo",
+      cp + CP.firstLen,
+      bytes[cp + CP.firstLen],
+      CAP.str,
+    );
     t.byte(firstLen);
-    t.copy(cp + 4, firstLen);
-    t.byte(bytes[cp + 1]);
-    if (bytes[cp + 1] !== 0) {
-      const secondLen = limit("model.checkpoint.repo", cp + 3, bytes[cp + 3], 64);
+    t.copy(cp + CP.first, firstLen);
+    t.byte(bytes[cp + CP.hasSecond]);
+    if (bytes[cp + CP.hasSecond] !== 0) {
+      const secondLen = limit(
+        "model.checkpoint.repo",
+        cp + CP.secondLen,
+        bytes[cp + CP.secondLen],
+        CAP.str,
+      );
       t.byte(secondLen);
-      t.copy(cp + 68, secondLen);
+      t.copy(cp + CP.second, secondLen);
     }
   }
   t.copy(
     m + M.lrSchedule,
-    limit("model.lrSchedule.length", m + M.lrScheduleLen, u16(m + M.lrScheduleLen), 56),
+    limit("model.lrSchedule.length", m + M.lrScheduleLen, u16(m + M.lrScheduleLen), CAP.lrSchedule),
   );
   t.copy(
     m + M.optimizer,
-    limit("model.optimizer.length", m + M.optimizerLen, u16(m + M.optimizerLen), 48),
+    limit("model.optimizer.length", m + M.optimizerLen, u16(m + M.optimizerLen), CAP.optimizer),
   );
 
-  t.copy(OFFSETS.config, 66);
+  t.copy(OFFSETS.config, CONFIG_WIRE_BYTES); // the state encoding's config, verbatim
   t.copy(OFFSETS.epoch, 2);
   t.copy(OFFSETS.step, 4);
   t.copy(OFFSETS.epochStartDataIndex, 8);
 
   const es = OFFSETS.epochState;
-  for (let r = 0; r < 4; r++) {
+  for (let r = 0; r < CAP.rounds; r++) {
     const base = es + E.rounds + r * SIZES.round;
-    const n = limit(`epochState.rounds[${r}].witnesses.length`, base + 24, bytes[base + 24], 32);
+    const n = limit(
+      `epochState.rounds[${r}].witnesses.length`,
+      base + R.witnessesLen,
+      bytes[base + R.witnessesLen],
+      CAP.witnesses,
+    );
     t.byte(n);
     for (let w = 0; w < n; w++) {
-      const wb = base + 32 + w * SIZES.witness;
-      t.copy(wb, 9);
-      for (const bloom of [wb + 16, wb + 16 + SIZES.bloom]) {
+      const wb = base + R.witnesses + w * SIZES.witness;
+      t.copy(wb + W.position, W.witness + 1 - W.position); // position, index, witness
+      for (const bloom of [wb + W.participant, wb + W.broadcast]) {
         t.byte(numKeys);
         t.u16(numBits & 0xffff);
         t.u16(numBits >>> 16);
-        t.copy(bloom, numKeys * 8);
-        t.copy(bloom + 256, numBits / 8);
+        t.copy(bloom + B.keys, numKeys * 8);
+        t.copy(bloom + B.bits, numBits / 8);
       }
-      t.copy(wb + 1152, 32);
+      t.copy(wb + W.merkle, CAP.key);
     }
-    t.copy(base, 8 + 8 + 4 + 2 + 2);
+    t.copy(base + R.dataIndex, R.witnessesLen - R.dataIndex); // dataIndex .. tieBreakerTasks
   }
   for (
     const [name, at, lenAt] of [
@@ -295,14 +326,14 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
       ["exitedClients", es + E.exited, es + E.exitedLen],
     ] as const
   ) {
-    const n = limit(`epochState.${name}.length`, lenAt, u16(lenAt), 256);
+    const n = limit(`epochState.${name}.length`, lenAt, u16(lenAt), ACCOUNT_MAX_CLIENTS);
     t.u16(n);
     for (let i = 0; i < n; i++) {
       const cb = at + i * SIZES.client;
-      t.copy(cb, 64);
-      t.byte(bytes[cb + 70]);
-      t.copy(cb + 64, 4);
-      t.copy(cb + 68, 2);
+      t.copy(cb + C.signer, 2 * CAP.key); // signer, p2p
+      t.byte(bytes[cb + C.state]);
+      t.copy(cb + C.exitedHeight, 4);
+      t.copy(cb + C.epochIndex, 2);
     }
   }
   t.byte(bytes[es + E.roundsHead]);
@@ -327,24 +358,31 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
   state.epochState.digestVotes = digests.votes;
   state.paramsDigests = digests.records;
 
-  const registryLen = limit("registry.length", OFFSETS.registryLen, u16(OFFSETS.registryLen), 256);
+  const registryLen = limit(
+    "registry.length",
+    OFFSETS.registryLen,
+    u16(OFFSETS.registryLen),
+    ACCOUNT_MAX_CLIENTS,
+  );
   const registry: Registration[] = [];
   for (let i = 0; i < registryLen; i++) {
     const at = OFFSETS.registry + i * SIZES.registration;
     registry.push({
-      signer: key(bytes, at),
-      p2pIdentity: key(bytes, at + 32),
-      active: v.getBigUint64(at + 64, true),
+      signer: key(bytes, at + REG.signer),
+      p2pIdentity: key(bytes, at + REG.p2p),
+      active: v.getBigUint64(at + REG.active, true),
     });
   }
   const delegatesLen = limit(
     "delegates.length",
     OFFSETS.delegatesLen,
     u16(OFFSETS.delegatesLen),
-    256,
+    CAP.delegates,
   );
   const delegates: Uint8Array[] = [];
-  for (let i = 0; i < delegatesLen; i++) delegates.push(key(bytes, OFFSETS.delegates + i * 32));
+  for (let i = 0; i < delegatesLen; i++) {
+    delegates.push(key(bytes, OFFSETS.delegates + i * CAP.key));
+  }
 
   const md = OFFSETS.metadata;
   const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -364,10 +402,15 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
     return Number(x);
   };
   const metadata: RunMetadata = {
-    name: text("metadata.name", md + 24, bytes[md + 18], 64),
-    description: text("metadata.description", md + 88, u16(md + 16), 280),
-    numParameters: safe("metadata.numParameters", md),
-    vocabSize: safe("metadata.vocabSize", md + 8),
+    name: text("metadata.name", md + MD.name, bytes[md + MD.nameLen], CAP.name),
+    description: text(
+      "metadata.description",
+      md + MD.description,
+      u16(md + MD.descriptionLen),
+      CAP.description,
+    ),
+    numParameters: safe("metadata.numParameters", md + MD.numParameters),
+    vocabSize: safe("metadata.vocabSize", md + MD.vocabSize),
   };
   const authorizer = key(bytes, OFFSETS.authorizer);
   return {
@@ -408,11 +451,11 @@ function readDigests(
   for (let i = 0; i < voteCount; i++) {
     const at = OFFSETS.digestVotes + i * SIZES.digestVote;
     const field = `epochState.digestVotes[${i}]`;
-    const index = v.getUint16(at, true);
+    const index = v.getUint16(at + DV.index, true);
     if (index >= maxClients || votes.some((x) => x.index === index)) {
       throw new AccountDecodeError(`${field}.index`, at, `${index} is out of range or repeated`);
     }
-    votes.push({ index, digest: digestAt(`${field}.digest`, at + 2) });
+    votes.push({ index, digest: digestAt(`${field}.digest`, at + DV.digest) });
   }
   const records: DigestRecord[] = [];
   const recordCount = limit(
@@ -423,7 +466,7 @@ function readDigests(
   );
   for (let i = 0; i < recordCount; i++) {
     const at = OFFSETS.digestRecords + i * SIZES.digestRecord;
-    const step = v.getUint32(at, true);
+    const step = v.getUint32(at + DR.step, true);
     const previous = records.at(-1)?.step ?? 0;
     if (step <= previous) {
       throw new AccountDecodeError(
@@ -432,7 +475,7 @@ function readDigests(
         `${step} must be above the previous record's step ${previous}`,
       );
     }
-    records.push({ step, digest: digestAt(`paramsDigests[${i}].digest`, at + 4) });
+    records.push({ step, digest: digestAt(`paramsDigests[${i}].digest`, at + DR.digest) });
   }
   return { votes, records };
 }

@@ -73,3 +73,23 @@ export {
   encodeModelBytes,
 } from "./state_parts.ts";
 export { placeholderModel, uninitializedState, zeroConfig } from "./state_parts.ts";
+export {
+  ACCOUNT_LAYOUT_VERSION,
+  ACCOUNT_MAGIC_TEXT,
+  camelCase,
+  ERROR_ENUMS,
+  LAYOUT_CONSTANTS,
+  LAYOUT_ENUMS,
+  LAYOUT_STRUCTS,
+  type LayoutConstant,
+  layoutConstant,
+  type LayoutEnum,
+  type LayoutField,
+  type LayoutStruct,
+  type PlacedField,
+  type Scalar,
+  SCALAR_BYTES,
+  type StructLayout,
+  structLayout,
+  upperSnake,
+} from "./layout.ts";

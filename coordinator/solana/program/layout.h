@@ -3,8 +3,8 @@
  * every field naturally aligned, little-endian, no pointers; docs/solana-program.md lists
  * it byte by byte and coordinator/solana/abi/account.ts decodes it. The _Static_asserts pin
  * every offset the documentation and the decoder rely on: changing one is a new version.
- * Version 2 appended the parameter digests (records and the current phase's votes) after
- * the delegates, leaving every version 1 offset where it was.
+ * GENERATED from coordinator/solana/abi/layout.ts by `deno task layout`: edit the table
+ * there, not this file (`deno task check` fails when the two differ).
  */
 #ifndef PSYCHE_LAYOUT_H
 #define PSYCHE_LAYOUT_H
@@ -24,15 +24,14 @@
 #define URL_BYTES 192
 #define NAME_BYTES 64
 #define DESCRIPTION_BYTES 280
+/* Longest state-encoding of a data location, learning-rate schedule and optimizer. */
 #define DATA_LOCATION_BYTES 296
 #define LR_SCHEDULE_BYTES 56
 #define OPTIMIZER_BYTES 48
 #define NUM_DIGEST_RECORDS 8
 #define DIGEST_BYTES 32
-
 /* 2^53 - 1: the largest u64 the TypeScript side holds as a number (docs/state-encoding.md). */
 #define MAX_SAFE_INTEGER 9007199254740991ull
-
 /* Account flags. */
 #define FLAG_PERMISSIONLESS 1u
 
@@ -47,12 +46,31 @@ enum {
   RS_FINISHED = 6,
   RS_PAUSED = 7,
 };
+
 /* Client states (types.ts CLIENT_STATES). */
-enum { CS_HEALTHY = 0, CS_DROPPED = 1, CS_WITHDRAWN = 2, CS_EJECTED = 3 };
+enum {
+  CS_HEALTHY = 0,
+  CS_DROPPED = 1,
+  CS_WITHDRAWN = 2,
+  CS_EJECTED = 3,
+};
+
 /* Checkpoint kinds (encoding/layout.ts CHECKPOINT_KINDS). */
-enum { CK_EPHEMERAL = 0, CK_DUMMY = 1, CK_HUB = 2, CK_P2P = 3, CK_GCS = 4, CK_P2PGCS = 5 };
+enum {
+  CK_EPHEMERAL = 0,
+  CK_DUMMY = 1,
+  CK_HUB = 2,
+  CK_P2P = 3,
+  CK_GCS = 4,
+  CK_P2PGCS = 5,
+};
+
 /* Committees. */
-enum { COMMITTEE_TIE_BREAKER = 0, COMMITTEE_VERIFIER = 1, COMMITTEE_TRAINER = 2 };
+enum {
+  COMMITTEE_TIE_BREAKER = 0,
+  COMMITTEE_VERIFIER = 1,
+  COMMITTEE_TRAINER = 2,
+};
 
 typedef struct {
   u64 warmup_time;
@@ -72,8 +90,22 @@ typedef struct {
   u16 max_clients;
   u8 _pad[6];
 } config_t;
-_Static_assert(sizeof(config_t) == 72, "config size");
-_Static_assert(__builtin_offsetof(config_t, max_clients) == 64, "config.max_clients");
+_Static_assert(sizeof(config_t) == 72, "config_t size");
+_Static_assert(__builtin_offsetof(config_t, warmup_time) == 0, "config_t.warmup_time");
+_Static_assert(__builtin_offsetof(config_t, cooldown_time) == 8, "config_t.cooldown_time");
+_Static_assert(__builtin_offsetof(config_t, max_round_train_time) == 16, "config_t.max_round_train_time");
+_Static_assert(__builtin_offsetof(config_t, round_witness_time) == 24, "config_t.round_witness_time");
+_Static_assert(__builtin_offsetof(config_t, global_batch_size_warmup_tokens) == 32, "config_t.global_batch_size_warmup_tokens");
+_Static_assert(__builtin_offsetof(config_t, epoch_time) == 40, "config_t.epoch_time");
+_Static_assert(__builtin_offsetof(config_t, total_steps) == 48, "config_t.total_steps");
+_Static_assert(__builtin_offsetof(config_t, init_min_clients) == 52, "config_t.init_min_clients");
+_Static_assert(__builtin_offsetof(config_t, min_clients) == 54, "config_t.min_clients");
+_Static_assert(__builtin_offsetof(config_t, witness_nodes) == 56, "config_t.witness_nodes");
+_Static_assert(__builtin_offsetof(config_t, global_batch_size_start) == 58, "config_t.global_batch_size_start");
+_Static_assert(__builtin_offsetof(config_t, global_batch_size_end) == 60, "config_t.global_batch_size_end");
+_Static_assert(__builtin_offsetof(config_t, verification_percent) == 62, "config_t.verification_percent");
+_Static_assert(__builtin_offsetof(config_t, waiting_for_members_extra_time) == 63, "config_t.waiting_for_members_extra_time");
+_Static_assert(__builtin_offsetof(config_t, max_clients) == 64, "config_t.max_clients");
 
 /* Hub repos use (repo_id, revision), Gcs repos (bucket, prefix). */
 typedef struct {
@@ -84,7 +116,13 @@ typedef struct {
   u8 first[STR_BYTES];
   u8 second[STR_BYTES];
 } checkpoint_t;
-_Static_assert(sizeof(checkpoint_t) == 132, "checkpoint size");
+_Static_assert(sizeof(checkpoint_t) == 132, "checkpoint_t size");
+_Static_assert(__builtin_offsetof(checkpoint_t, kind) == 0, "checkpoint_t.kind");
+_Static_assert(__builtin_offsetof(checkpoint_t, has_second) == 1, "checkpoint_t.has_second");
+_Static_assert(__builtin_offsetof(checkpoint_t, first_len) == 2, "checkpoint_t.first_len");
+_Static_assert(__builtin_offsetof(checkpoint_t, second_len) == 3, "checkpoint_t.second_len");
+_Static_assert(__builtin_offsetof(checkpoint_t, first) == 4, "checkpoint_t.first");
+_Static_assert(__builtin_offsetof(checkpoint_t, second) == 68, "checkpoint_t.second");
 
 /* dataLocation, lrSchedule and optimizer are stored as their state-encoding bytes. */
 typedef struct {
@@ -101,8 +139,18 @@ typedef struct {
   u8 optimizer[OPTIMIZER_BYTES];
   u8 _pad[4];
 } model_t;
-_Static_assert(sizeof(model_t) == 552, "model size");
-_Static_assert(__builtin_offsetof(model_t, data_location) == 148, "model.data_location");
+_Static_assert(sizeof(model_t) == 552, "model_t size");
+_Static_assert(__builtin_offsetof(model_t, architecture) == 0, "model_t.architecture");
+_Static_assert(__builtin_offsetof(model_t, data_type) == 1, "model_t.data_type");
+_Static_assert(__builtin_offsetof(model_t, data_location_len) == 2, "model_t.data_location_len");
+_Static_assert(__builtin_offsetof(model_t, max_seq_len) == 4, "model_t.max_seq_len");
+_Static_assert(__builtin_offsetof(model_t, cold_start_warmup_steps) == 8, "model_t.cold_start_warmup_steps");
+_Static_assert(__builtin_offsetof(model_t, lr_schedule_len) == 12, "model_t.lr_schedule_len");
+_Static_assert(__builtin_offsetof(model_t, optimizer_len) == 14, "model_t.optimizer_len");
+_Static_assert(__builtin_offsetof(model_t, checkpoint) == 16, "model_t.checkpoint");
+_Static_assert(__builtin_offsetof(model_t, data_location) == 148, "model_t.data_location");
+_Static_assert(__builtin_offsetof(model_t, lr_schedule) == 444, "model_t.lr_schedule");
+_Static_assert(__builtin_offsetof(model_t, optimizer) == 500, "model_t.optimizer");
 
 typedef struct {
   u64 num_parameters;
@@ -113,13 +161,21 @@ typedef struct {
   u8 name[NAME_BYTES];
   u8 description[DESCRIPTION_BYTES];
 } metadata_t;
-_Static_assert(sizeof(metadata_t) == 368, "metadata size");
+_Static_assert(sizeof(metadata_t) == 368, "metadata_t size");
+_Static_assert(__builtin_offsetof(metadata_t, num_parameters) == 0, "metadata_t.num_parameters");
+_Static_assert(__builtin_offsetof(metadata_t, vocab_size) == 8, "metadata_t.vocab_size");
+_Static_assert(__builtin_offsetof(metadata_t, description_len) == 16, "metadata_t.description_len");
+_Static_assert(__builtin_offsetof(metadata_t, name_len) == 18, "metadata_t.name_len");
+_Static_assert(__builtin_offsetof(metadata_t, name) == 24, "metadata_t.name");
+_Static_assert(__builtin_offsetof(metadata_t, description) == 88, "metadata_t.description");
 
 typedef struct {
   u64 keys[MAX_BLOOM_KEYS];
   u8 bits[MAX_BLOOM_BYTES];
 } bloom_t;
-_Static_assert(sizeof(bloom_t) == 568, "bloom size");
+_Static_assert(sizeof(bloom_t) == 568, "bloom_t size");
+_Static_assert(__builtin_offsetof(bloom_t, keys) == 0, "bloom_t.keys");
+_Static_assert(__builtin_offsetof(bloom_t, bits) == 256, "bloom_t.bits");
 
 typedef struct {
   u32 position;
@@ -130,7 +186,13 @@ typedef struct {
   bloom_t broadcast;
   u8 merkle[32];
 } witness_t;
-_Static_assert(sizeof(witness_t) == 1184, "witness size");
+_Static_assert(sizeof(witness_t) == 1184, "witness_t size");
+_Static_assert(__builtin_offsetof(witness_t, position) == 0, "witness_t.position");
+_Static_assert(__builtin_offsetof(witness_t, index) == 4, "witness_t.index");
+_Static_assert(__builtin_offsetof(witness_t, witness) == 8, "witness_t.witness");
+_Static_assert(__builtin_offsetof(witness_t, participant) == 16, "witness_t.participant");
+_Static_assert(__builtin_offsetof(witness_t, broadcast) == 584, "witness_t.broadcast");
+_Static_assert(__builtin_offsetof(witness_t, merkle) == 1152, "witness_t.merkle");
 
 typedef struct {
   u64 data_index;
@@ -142,7 +204,14 @@ typedef struct {
   u8 _pad[7];
   witness_t witnesses[MAX_WITNESSES];
 } round_t;
-_Static_assert(sizeof(round_t) == 37920, "round size");
+_Static_assert(sizeof(round_t) == 37920, "round_t size");
+_Static_assert(__builtin_offsetof(round_t, data_index) == 0, "round_t.data_index");
+_Static_assert(__builtin_offsetof(round_t, random_seed) == 8, "round_t.random_seed");
+_Static_assert(__builtin_offsetof(round_t, height) == 16, "round_t.height");
+_Static_assert(__builtin_offsetof(round_t, clients_len) == 20, "round_t.clients_len");
+_Static_assert(__builtin_offsetof(round_t, tie_breaker_tasks) == 22, "round_t.tie_breaker_tasks");
+_Static_assert(__builtin_offsetof(round_t, witnesses_len) == 24, "round_t.witnesses_len");
+_Static_assert(__builtin_offsetof(round_t, witnesses) == 32, "round_t.witnesses");
 
 typedef struct {
   u8 signer[32];
@@ -152,7 +221,12 @@ typedef struct {
   u8 state;
   u8 _pad;
 } client_t;
-_Static_assert(sizeof(client_t) == 72, "client size");
+_Static_assert(sizeof(client_t) == 72, "client_t size");
+_Static_assert(__builtin_offsetof(client_t, signer) == 0, "client_t.signer");
+_Static_assert(__builtin_offsetof(client_t, p2p) == 32, "client_t.p2p");
+_Static_assert(__builtin_offsetof(client_t, exited_height) == 64, "client_t.exited_height");
+_Static_assert(__builtin_offsetof(client_t, epoch_index) == 68, "client_t.epoch_index");
+_Static_assert(__builtin_offsetof(client_t, state) == 70, "client_t.state");
 
 typedef struct {
   u32 start_step;
@@ -168,7 +242,18 @@ typedef struct {
   client_t clients[MAX_CLIENTS];
   client_t exited[MAX_CLIENTS];
 } epoch_state_t;
-_Static_assert(sizeof(epoch_state_t) == 188568, "epoch state size");
+_Static_assert(sizeof(epoch_state_t) == 188568, "epoch_state_t size");
+_Static_assert(__builtin_offsetof(epoch_state_t, start_step) == 0, "epoch_state_t.start_step");
+_Static_assert(__builtin_offsetof(epoch_state_t, last_step) == 4, "epoch_state_t.last_step");
+_Static_assert(__builtin_offsetof(epoch_state_t, start_timestamp) == 8, "epoch_state_t.start_timestamp");
+_Static_assert(__builtin_offsetof(epoch_state_t, clients_len) == 16, "epoch_state_t.clients_len");
+_Static_assert(__builtin_offsetof(epoch_state_t, exited_len) == 18, "epoch_state_t.exited_len");
+_Static_assert(__builtin_offsetof(epoch_state_t, rounds_head) == 20, "epoch_state_t.rounds_head");
+_Static_assert(__builtin_offsetof(epoch_state_t, first_round) == 21, "epoch_state_t.first_round");
+_Static_assert(__builtin_offsetof(epoch_state_t, cold_start_epoch) == 22, "epoch_state_t.cold_start_epoch");
+_Static_assert(__builtin_offsetof(epoch_state_t, rounds) == 24, "epoch_state_t.rounds");
+_Static_assert(__builtin_offsetof(epoch_state_t, clients) == 151704, "epoch_state_t.clients");
+_Static_assert(__builtin_offsetof(epoch_state_t, exited) == 170136, "epoch_state_t.exited");
 
 /* A client that joined for epoch `active` (the account's next_active when it joined). */
 typedef struct {
@@ -176,21 +261,28 @@ typedef struct {
   u8 p2p[32];
   u64 active;
 } registration_t;
-_Static_assert(sizeof(registration_t) == 72, "registration size");
+_Static_assert(sizeof(registration_t) == 72, "registration_t size");
+_Static_assert(__builtin_offsetof(registration_t, signer) == 0, "registration_t.signer");
+_Static_assert(__builtin_offsetof(registration_t, p2p) == 32, "registration_t.p2p");
+_Static_assert(__builtin_offsetof(registration_t, active) == 64, "registration_t.active");
 
 /* A digest a quorum reported for the parameters of `step` (types.ts DigestRecord). */
 typedef struct {
   u32 step;
   u8 digest[DIGEST_BYTES];
 } digest_record_t;
-_Static_assert(sizeof(digest_record_t) == 36, "digest record size");
+_Static_assert(sizeof(digest_record_t) == 36, "digest_record_t size");
+_Static_assert(__builtin_offsetof(digest_record_t, step) == 0, "digest_record_t.step");
+_Static_assert(__builtin_offsetof(digest_record_t, digest) == 4, "digest_record_t.digest");
 
 /* One client's digest vote in the current phase (types.ts DigestVote). */
 typedef struct {
   u16 index;
   u8 digest[DIGEST_BYTES];
 } digest_vote_t;
-_Static_assert(sizeof(digest_vote_t) == 34, "digest vote size");
+_Static_assert(sizeof(digest_vote_t) == 34, "digest_vote_t size");
+_Static_assert(__builtin_offsetof(digest_vote_t, index) == 0, "digest_vote_t.index");
+_Static_assert(__builtin_offsetof(digest_vote_t, digest) == 2, "digest_vote_t.digest");
 
 typedef struct {
   u8 magic[8];
@@ -227,18 +319,35 @@ typedef struct {
   digest_vote_t digest_votes[MAX_WITNESSES];
   u8 _pad3[4];
 } account_t;
-_Static_assert(__builtin_offsetof(account_t, run_id) == 120, "run_id");
-_Static_assert(__builtin_offsetof(account_t, step) == 156, "step");
-_Static_assert(__builtin_offsetof(account_t, config) == 192, "config");
-_Static_assert(__builtin_offsetof(account_t, model) == 264, "model");
-_Static_assert(__builtin_offsetof(account_t, metadata) == 816, "metadata");
-_Static_assert(__builtin_offsetof(account_t, epoch_state) == 1184, "epoch_state");
-_Static_assert(__builtin_offsetof(account_t, registry) == 189752, "registry");
-_Static_assert(__builtin_offsetof(account_t, delegates) == 208184, "delegates");
-_Static_assert(__builtin_offsetof(account_t, digest_records_len) == 216376, "digest_records_len");
-_Static_assert(__builtin_offsetof(account_t, digest_records) == 216380, "digest_records");
-_Static_assert(__builtin_offsetof(account_t, digest_votes) == 216668, "digest_votes");
-_Static_assert(sizeof(account_t) == 217760, "account size");
+_Static_assert(sizeof(account_t) == 217760, "account_t size");
+_Static_assert(__builtin_offsetof(account_t, magic) == 0, "account_t.magic");
+_Static_assert(__builtin_offsetof(account_t, version) == 8, "account_t.version");
+_Static_assert(__builtin_offsetof(account_t, flags) == 12, "account_t.flags");
+_Static_assert(__builtin_offsetof(account_t, nonce) == 16, "account_t.nonce");
+_Static_assert(__builtin_offsetof(account_t, main_authority) == 24, "account_t.main_authority");
+_Static_assert(__builtin_offsetof(account_t, join_authority) == 56, "account_t.join_authority");
+_Static_assert(__builtin_offsetof(account_t, authorizer) == 88, "account_t.authorizer");
+_Static_assert(__builtin_offsetof(account_t, run_id) == 120, "account_t.run_id");
+_Static_assert(__builtin_offsetof(account_t, run_id_len) == 152, "account_t.run_id_len");
+_Static_assert(__builtin_offsetof(account_t, run_state) == 153, "account_t.run_state");
+_Static_assert(__builtin_offsetof(account_t, pending_pause) == 154, "account_t.pending_pause");
+_Static_assert(__builtin_offsetof(account_t, step) == 156, "account_t.step");
+_Static_assert(__builtin_offsetof(account_t, epoch_start_data_index) == 160, "account_t.epoch_start_data_index");
+_Static_assert(__builtin_offsetof(account_t, epoch) == 168, "account_t.epoch");
+_Static_assert(__builtin_offsetof(account_t, registry_len) == 170, "account_t.registry_len");
+_Static_assert(__builtin_offsetof(account_t, delegates_len) == 172, "account_t.delegates_len");
+_Static_assert(__builtin_offsetof(account_t, run_state_start_unix_timestamp) == 176, "account_t.run_state_start_unix_timestamp");
+_Static_assert(__builtin_offsetof(account_t, next_active) == 184, "account_t.next_active");
+_Static_assert(__builtin_offsetof(account_t, config) == 192, "account_t.config");
+_Static_assert(__builtin_offsetof(account_t, model) == 264, "account_t.model");
+_Static_assert(__builtin_offsetof(account_t, metadata) == 816, "account_t.metadata");
+_Static_assert(__builtin_offsetof(account_t, epoch_state) == 1184, "account_t.epoch_state");
+_Static_assert(__builtin_offsetof(account_t, registry) == 189752, "account_t.registry");
+_Static_assert(__builtin_offsetof(account_t, delegates) == 208184, "account_t.delegates");
+_Static_assert(__builtin_offsetof(account_t, digest_records_len) == 216376, "account_t.digest_records_len");
+_Static_assert(__builtin_offsetof(account_t, digest_votes_len) == 216377, "account_t.digest_votes_len");
+_Static_assert(__builtin_offsetof(account_t, digest_records) == 216380, "account_t.digest_records");
+_Static_assert(__builtin_offsetof(account_t, digest_votes) == 216668, "account_t.digest_votes");
 
 /* "PSYCOORD": written by init_coordinator, checked by every other instruction. */
 static const u8 ACCOUNT_MAGIC[8] = {'P', 'S', 'Y', 'C', 'O', 'O', 'R', 'D'};
@@ -256,6 +365,7 @@ enum {
   E_INVALID_CHECKPOINT,
   E_CANNOT_RESUME,
 };
+
 enum {
   E_INVALID_INSTRUCTION = 6100,
   E_NOT_ENOUGH_ACCOUNTS,

@@ -1,6 +1,6 @@
 /**
  * Square matmul throughput on whatever adapter this machine has, for real GPUs:
- * `deno run -A shaders/bench_gpu.ts [--size 4096] [--reps 20] [--profile cpu|gpu] [--f16]`.
+ * `deno run -A bench/matmul_gpu.ts [--size 4096] [--reps 20] [--profile cpu|gpu] [--f16]`.
  * Prints the adapter, then GFLOP/s per layout (mean over `reps` dispatches in one submit) and the
  * max abs error of a few sampled outputs against an f64 dot product.
  *
@@ -8,10 +8,8 @@
  */
 
 import { parseArgs } from "node:util";
-import { GpuRuntime } from "./gpu.ts";
-import { Matmul, type MatmulLayout } from "./matmul.ts";
-import { CPU_PROFILE, GPU_PROFILE } from "./profile.ts";
-import { randomF32 } from "./testing/kernels.ts";
+import { randomF32 } from "../shaders/testing/kernels.ts";
+import { CPU_PROFILE, GPU_PROFILE, GpuRuntime, Matmul, type MatmulLayout } from "../shaders/mod.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

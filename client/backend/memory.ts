@@ -9,12 +9,23 @@
  * sees exactly the values it would see over TCP and cannot mutate the coordinator's state.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import { MemoryCoordinator } from "./memory.ts";
+ * import { CoordinatorHost } from "../../coordinator/server/mod.ts";
+ * import { generateIdentity } from "../../net/mod.ts";
+ * import { testState } from "../../tests/support/coordinator_fixtures.ts";
+ * let now = 100;
+ * const host = new CoordinatorHost({
+ *   state: testState({ initMinClients: 1, minClients: 1 }, now),
+ *   withdrawOnDisconnect: true,
+ * });
  * const coordinator = new MemoryCoordinator({ host, clock: () => now });
- * const backend = coordinator.connect(identity.publicKey, "my-run");
+ * const backend = coordinator.connect(generateIdentity().publicKey, "test-run");
  * await backend.join();
  * now += 2;
  * coordinator.tick();
+ * if (backend.latest()?.runState !== "Warmup") throw new Error(backend.latest()?.runState);
+ * await backend.close();
  * ```
  *
  * @module

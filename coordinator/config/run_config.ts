@@ -22,7 +22,8 @@ import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../core/m
  *
  * @example
  * ```ts
- * import { ConfigError, parseRunConfig } from "./run_config.ts";
+ * import { ConfigError } from "../../common/mod.ts";
+ * import { parseRunConfig } from "./run_config.ts";
  * try {
  *   parseRunConfig('run_id = "x"', "state.toml");
  * } catch (error) {

@@ -44,8 +44,12 @@ function toJsonValue(v: unknown): Json {
  * The JSON form of `state` (hex for byte strings, decimal strings for bigints).
  *
  * @example
- * ```ts ignore
- * console.log(JSON.stringify(coordinatorStateToJson(state), null, 2));
+ * ```ts
+ * import { coordinatorStateFromJson, coordinatorStateToJson } from "./json.ts";
+ * import { testState } from "../../tests/support/coordinator_fixtures.ts";
+ * const text = JSON.stringify(coordinatorStateToJson(testState()), null, 2);
+ * const again = coordinatorStateFromJson(JSON.parse(text));
+ * if (again.config.maxClients !== testState().config.maxClients) throw new Error("round trip");
  * ```
  */
 export function coordinatorStateToJson(state: CoordinatorState): Json {

@@ -516,9 +516,13 @@ export interface EncodeStateOptions {
  * rounds, a fractional time in version 1).
  *
  * @example
- * ```ts ignore
- * const bytes = encodeCoordinatorState(state);
- * const again = decodeCoordinatorState(bytes); // deep-equal to state
+ * ```ts
+ * import { encodeCoordinatorState } from "./write.ts";
+ * import { decodeCoordinatorState } from "./read.ts";
+ * import { testState } from "../../tests/support/coordinator_fixtures.ts";
+ * const state = testState();
+ * const again = decodeCoordinatorState(encodeCoordinatorState(state)); // deep-equal to state
+ * if (again.runId !== state.runId) throw new Error("round trip");
  * ```
  */
 export function encodeCoordinatorState(

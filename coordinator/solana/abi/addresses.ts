@@ -26,8 +26,16 @@ export interface CoordinatorAddressOptions {
  * The address of the run's coordinator account.
  *
  * @example
- * ```ts ignore
+ * ```ts
+ * import { address } from "@solana/kit";
+ * import { coordinatorAddress } from "./addresses.ts";
+ * const mainAuthority = address("11111111111111111111111111111112");
+ * const programId = address("PsyCoord11111111111111111111111111111111111");
  * const at = await coordinatorAddress({ mainAuthority, runId: "demo", programId });
+ * // createWithSeed: the same authority, run id and program always give the same account
+ * if (at !== await coordinatorAddress({ mainAuthority, runId: "demo", programId })) {
+ *   throw new Error("not deterministic");
+ * }
  * ```
  */
 export function coordinatorAddress(opts: CoordinatorAddressOptions): Promise<Address> {

@@ -180,9 +180,11 @@ function classify(obj: ElfObject): { text: ElfSection; rodata: ElfSection[] } {
  * instructions sBPF v0 runs differently.
  *
  * @example
- * ```ts ignore
- * const program = linkSbpfV0(await Deno.readFile("prog.o"));
- * await Deno.writeFile("prog.so", program.bytes);
+ * ```ts
+ * import { linkSbpfV0 } from "./link.ts";
+ * // testdata/tiny.o: clang-19 -target bpfel -mcpu=v2 -O2 -c testdata/tiny.c
+ * const program = linkSbpfV0(await Deno.readFile(new URL("./testdata/tiny.o", import.meta.url)));
+ * if (program.textSize === 0 || program.bytes.length <= program.textSize) throw new Error("empty");
  * ```
  */
 export function linkSbpfV0(object: Uint8Array, opts: LinkOptions = {}): LinkedProgram {

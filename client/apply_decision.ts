@@ -1,8 +1,8 @@
 /**
- * Which results a client applies (psyche.md §3.5, §4.4): for every batch of the results
- * round, the commitment a quorum of the next round's witnesses received
- * (`selectConsensusCommitmentByWitnesses`), or nothing. Batches without consensus are the
- * round's *untrained batches*: logged and counted, never guessed.
+ * Which results a client applies (Psyche's `apply_results`, shared/client/src/state/train.rs): for
+ * every batch of the results round, the commitment a quorum of the next round's witnesses received
+ * (`selectConsensusCommitmentByWitnesses`), or nothing. Batches without consensus are the round's
+ * *untrained batches*: logged and counted, never guessed.
  *
  * The candidates of a batch are ordered by hash before the vote, so two clients that heard
  * the same commitments pick the same one whatever order they arrived in. The chosen results

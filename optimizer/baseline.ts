@@ -1,8 +1,9 @@
 /**
  * Psyche's result size for the same chunking, the baseline our wire format is compared with
- * (psyche.md §3.6–3.7): per parameter, `chunks·k` indices of 1, 2 or 4 bytes (by totalk: u8
- * up to 256, u16 up to 65 536, else u32) and `chunks·k` values as bf16 or bit-packed signs.
- * Postcard framing (a few bytes per tensor) is left out, which flatters the baseline.
+ * (Psyche's shared/network/src/serialized_distro.rs and serializable_tensor.rs): per parameter,
+ * `chunks·k` indices of 1, 2 or 4 bytes (by totalk: u8 up to 256, u16 up to 65 536, else u32) and
+ * `chunks·k` values as bf16 or bit-packed signs. Postcard framing (a few bytes per tensor) is left
+ * out, which flatters the baseline.
  *
  * @module
  */

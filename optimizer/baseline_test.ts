@@ -6,7 +6,7 @@ import { payloadBytes } from "./wire.ts";
 const within = (x: number, want: number, rel: number) =>
   assert.ok(Math.abs(x - want) <= want * rel, `${x} is not within ${rel * 100}% of ${want}`);
 
-Deno.test("Psyche baseline reproduces psyche.md §3.7 (1.2B: 2.41 GB dense, 5.01 MB / 9.44 MB at k=8)", () => {
+Deno.test("Psyche baseline: a 1.2B Llama sends 2.41 GB dense, 5.01 MB / 9.44 MB at k=8", () => {
   const shapes = llamaShapes({ hidden: 2048, intermediate: 8192, layers: 16, vocab: 32000 });
   const layouts = chunkLayouts(shapes, { chunk: 64, topk: 8 });
   within(denseBf16Bytes(layouts), 2.41e9, 0.01);

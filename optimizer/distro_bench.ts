@@ -140,10 +140,10 @@ const large = LARGE && new LlamaModel(rt, {
 });
 const largeSizes = LARGE ? [2, LARGE.slots] : [];
 /**
- * `--large` also measures the client step of Psyche's own run for this model
- * (psyche.md §9.3, `llama2-20m-dolma`: global batch 8 sequences of 2048 tokens): shared by the
- * 4 clients whose results the round applies, 2 x 2048 tokens each, trained without an
- * optimizer as {@link gradientStep} does.
+ * `--large` also measures the client step of Psyche's own run for this model (Psyche's example run
+ * `llama2-20m-dolma`, psyche-book/src/enduser/run-config.md: global batch 8 sequences of 2048
+ * tokens): shared by the 4 clients whose results the round applies, 2 x 2048 tokens each, trained
+ * without an optimizer as {@link gradientStep} does.
  */
 const PSYCHE = { micro: 1, T: 2048, batches: 2 };
 const psyche = LARGE && new LlamaModel(rt, {

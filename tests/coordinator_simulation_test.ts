@@ -173,8 +173,9 @@ Deno.test("simulation: many clients (128), several epochs, a few leavers and sta
   assert.ok(s.dropped.size >= 1);
 });
 
-// Ports of Psyche's centralized integration tests (psyche.md §8.2), with its constants:
-// warmup 20 s, train 5 s, witness 2 s, cooldown 3 s, epoch 30 s.
+// Ports of Psyche's centralized integration tests
+// (architectures/centralized/testing/tests/integration_tests.rs), with its constants: warmup 20 s,
+// train 5 s, witness 2 s, cooldown 3 s, epoch 30 s.
 const PSYCHE_TIMING = {
   warmupTime: 20,
   maxRoundTrainTime: 5,

@@ -1,14 +1,14 @@
 /**
- * The joining side of P2P model sharing (psyche.md §4.5). During Warmup of an epoch whose
- * checkpoint is `P2P`, a client that does not hold the model:
+ * The joining side of P2P model sharing (Psyche's shared/network/src/p2p_model_sharing.rs). During
+ * Warmup of an epoch whose checkpoint is `P2P`, a client that does not hold the model:
  *
  * 1. asks every provider (the epoch's other clients) for the manifest it serves, in parallel,
  *    each within `manifestTimeoutMs` (peers that joined with us answer NotFound and do not vote);
  *    a manifest labels its parameters with their run step and digest;
- * 2. when the run recorded a digest for the step it wants (coordinator/core/params_digest.ts), takes a
- *    manifest that claims exactly that step and digest, from any peer, and stops waiting at the
- *    first; otherwise takes the manifest a strict majority of the answering peers report for that
- *    step (quorum.ts), and stops once one has a majority of all providers;
+ * 2. when the run recorded a digest for the step it wants (coordinator/core/params_digest.ts),
+ *    takes a manifest that claims exactly that step and digest, from any peer, and stops waiting at
+ *    the first; otherwise takes the manifest a strict majority of the answering peers report for
+ *    that step (quorum.ts), and stops once one has a majority of all providers;
  * 3. fetches `config.json` (at most 64 KiB), refuses the manifest unless it lists exactly the
  *    config's tensors at their f32 sizes, then fetches every tensor by the sha256 the manifest
  *    lists, spread across the peers that reported that manifest, each verified on arrival and

@@ -1,5 +1,6 @@
 /**
- * RoundTrain of height `h` (psyche.md §3.5, §4.4 steps 1–2):
+ * RoundTrain of height `h` (Psyche's shared/client/src/state/train.rs and
+ * shared/modeling/src/distro.rs):
  * 1. apply the consensus results of round `h − 2` (attested by round `h − 1`'s witnesses);
  * 2. if this client was a witness of round `h − 1`, report the trainers it did not see;
  * 3. train the assigned batch (unless the epoch is winding down) and publish the result;

@@ -1,7 +1,7 @@
 /**
- * Warmup (psyche.md §4.4 step 4): load the model, tell the epoch's peers over gossip
- * (`Finished{warmup}`), and once every Healthy client of the epoch said so, report to the
- * coordinator with a warmup witness whose proof index is this client's own index. The
+ * Warmup (as Psyche's client, shared/client/src/state/): load the model, tell the epoch's peers
+ * over gossip (`Finished{warmup}`), and once every Healthy client of the epoch said so, report to
+ * the coordinator with a warmup witness whose proof index is this client's own index. The
  * coordinator starts round 0 when all expected warmup witnesses are in (or at its timer).
  *
  * Pure.

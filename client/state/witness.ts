@@ -1,7 +1,7 @@
 /**
- * RoundWitness of height `h` (psyche.md §4.4 step 3): the round's time is up, so a witness
- * that has not reported yet reports what it has now. A client that is behind still applies,
- * trains and announces (its result is attested by round `h + 1`'s witnesses).
+ * RoundWitness of height `h` (as Psyche's client, shared/client/src/state/): the round's time is
+ * up, so a witness that has not reported yet reports what it has now. A client that is behind still
+ * applies, trains and announces (its result is attested by round `h + 1`'s witnesses).
  *
  * Pure.
  *

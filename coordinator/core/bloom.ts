@@ -1,9 +1,9 @@
 /**
  * Sized bloom filters for witness reports (participants seen, broadcasts received).
  *
- * Psyche always uses 1024 bits and 8 keys, which is a 31% false-positive rate at its
- * 256-client cap (psyche.md §2.9, §10.1 quirk 1). Here the size follows the run's client
- * cap: {@linkcode witnessBloomParameters} gives the optimal bit count (rounded up to a
+ * Psyche always uses 1024 bits and 8 keys, which is a 31% false-positive rate at its 256-client cap
+ * (Psyche's shared/core/src/bloom.rs: `(1 − e^(−8·256/1024))^8`). Here the size follows the run's
+ * client cap: {@linkcode witnessBloomParameters} gives the optimal bit count (rounded up to a
  * multiple of 64) and key count for a 1% false-positive rate at `maxClients` items.
  *
  * Hashing: keyed FNV-1a-64 (`h = key; for each byte b: h ^= b; h *= 0x100000001b3 mod 2^64`),

@@ -1,5 +1,6 @@
 /**
- * Where joiners get the model from, epoch by epoch (psyche.md §2.11).
+ * Where joiners get the model from, epoch by epoch (Psyche's `Checkpoint` in
+ * shared/coordinator/src/model.rs).
  *
  * A run starts from a `Hub` (or `Gcs`) checkpoint. After every Cooldown the model lives
  * on the clients, so the checkpoint becomes `P2P` (`P2PGcs`), wrapping the stored repo as a

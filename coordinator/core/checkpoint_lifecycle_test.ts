@@ -39,7 +39,7 @@ Deno.test("no returning peers: P2P -> Hub, P2PGcs -> Gcs, others kept", () => {
   assert.equal(checkpointWithoutReturningPeers(d), d);
 });
 
-Deno.test("reports: the six accepted transitions of psyche.md §2.5", () => {
+Deno.test("reports: the six accepted transitions of Psyche's Coordinator::checkpoint", () => {
   const cases: Array<[Checkpoint, Checkpoint, Checkpoint]> = [
     [{ kind: "P2P", repo: hub }, { kind: "Hub", repo: hub2 }, { kind: "P2P", repo: hub2 }],
     [{ kind: "P2PGcs", repo: gcs }, { kind: "Gcs", repo: gcs2 }, { kind: "P2PGcs", repo: gcs2 }],

@@ -1,5 +1,6 @@
 /**
- * Committee and witness selection for one round (psyche.md §2.7).
+ * Committee and witness selection for one round (Psyche's
+ * shared/coordinator/src/committee_selection.rs).
  *
  * Every client of a round gets two positions in two independent swap-or-not
  * permutations of `[0, clientsLen)`:

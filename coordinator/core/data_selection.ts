@@ -1,6 +1,6 @@
 /**
- * Which sequence indices each trainer works on in a round (psyche.md §2.8), and the
- * global batch-size ramp (§2.2).
+ * Which sequence indices each trainer works on in a round (Psyche's
+ * shared/coordinator/src/data_selection.rs), and the global batch-size ramp (§2.2).
  *
  * Trainers (clients whose committee is Trainer, in index order) are shuffled with the
  * LCG Fisher–Yates of the round's seed; the round's `batchSize` sequences starting at

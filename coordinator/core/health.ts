@@ -1,7 +1,8 @@
 /**
- * Client health: a trainer is healthy when a quorum of the previous round's witnesses
- * saw its payload (its `sha256(signer)` is in their participant blooms); witnesses report
- * the unhealthy ones, and the coordinator drops them (psyche.md §2.5, §2.10).
+ * Client health: a trainer is healthy when a quorum of the previous round's witnesses saw its
+ * payload (its `sha256(signer)` is in their participant blooms); witnesses report the unhealthy
+ * ones, and the coordinator drops them (Psyche's `health_check` in
+ * shared/coordinator/src/coordinator.rs).
  *
  * Proofs name a client by its index in the previous round. Clients may have left since,
  * so the index is resolved with that round's client list (`roundClients`), and the
@@ -62,11 +63,11 @@ export function isHealthy(
 }
 
 /**
- * What a witness of the previous round reports (psyche.md §2.10): every trainer of the
- * previous round that is still Healthy in the epoch but was not seen by a quorum of that
- * round's witnesses, with its committee proof. Empty before round 2 (round 0's witnesses
- * saw no payloads, so round 1 cannot judge anyone).
- * One pass over the round's clients (no per-client list rebuild).
+ * What a witness of the previous round reports (Psyche's `start_sending_health_checks`,
+ * shared/client/src/state/train.rs): every trainer of the previous round that is still Healthy in
+ * the epoch but was not seen by a quorum of that round's witnesses, with its committee proof. Empty
+ * before round 2 (round 0's witnesses saw no payloads, so round 1 cannot judge anyone). One pass
+ * over the round's clients (no per-client list rebuild).
  */
 export function unhealthyTrainers(state: CoordinatorState): HealthCheck[] {
   const prev = previousRound(state);

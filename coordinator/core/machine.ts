@@ -1,9 +1,9 @@
 /**
- * The coordinator state machine: a run's epochs and rounds as a pure function of
- * (state, event, time, seed) (psyche.md §2.4). No clock, randomness or I/O: the host (TCP
- * server, Solana program, simulation) passes `now` in seconds and a u64 `seed`. Times and
- * durations are whole seconds on Solana (as in Psyche) and may carry whole milliseconds on the
- * TCP server (common/time.ts); timeouts compare them exactly either way.
+ * The coordinator state machine: a run's epochs and rounds as a pure function of (state, event,
+ * time, seed) (Psyche's `Coordinator::tick`, shared/coordinator/src/coordinator.rs). No clock,
+ * randomness or I/O: the host (TCP server, Solana program, simulation) passes `now` in seconds and
+ * a u64 `seed`. Times and durations are whole seconds on Solana (as in Psyche) and may carry whole
+ * milliseconds on the TCP server (common/time.ts); timeouts compare them exactly either way.
  *
  * ```mermaid
  * stateDiagram-v2
@@ -132,7 +132,7 @@ function checkDigestRecords(records: readonly DigestRecord[]): DigestRecord[] {
 }
 
 /**
- * Advances the run by time alone (psyche.md §2.4). `pending` is the host's list of
+ * Advances the run by time alone (Psyche's `Coordinator::tick`). `pending` is the host's list of
  * clients waiting to join, in join order (null when it has none to offer: Solana ticks
  * outside WaitingForMembers); it is only read in WaitingForMembers, where the first
  * `config.maxClients` of them become the epoch's clients in that order. `seed` seeds the

@@ -181,9 +181,10 @@ export function stateAfterEpoch(state: CoordinatorState): RunState {
 }
 
 /**
- * Starts the next round in RoundTrain (psyche.md §2.4 `start_round_train`): the epoch's
- * first round takes slot 0, height 0 and the epoch's start data index; later rounds take
- * the next slot, height + 1 and the previous round's data index plus its batch size.
+ * Starts the next round in RoundTrain (Psyche's `start_round_train`,
+ * shared/coordinator/src/coordinator.rs): the epoch's first round takes slot 0, height 0 and the
+ * epoch's start data index; later rounds take the next slot, height + 1 and the previous round's
+ * data index plus its batch size.
  */
 export function startRoundTrain(state: CoordinatorState, now: number, seed: bigint): void {
   const es = state.epochState;

@@ -1,6 +1,7 @@
 /**
- * Operator and membership calls: withdraw clients, pause and resume the run, record a
- * checkpoint upload (psyche.md §2.5, §2.12).
+ * Operator and membership calls: withdraw clients, pause and resume the run, record a checkpoint
+ * upload (Psyche's `withdraw`, `pause`, `resume` and `checkpoint`,
+ * shared/coordinator/src/coordinator.rs).
  *
  * Same contract as the rest of the machine: mutate in place, or throw before mutating.
  *

@@ -77,7 +77,10 @@ export function roundSelection(config: CoordinatorConfig, round: Round): Committ
   return selection;
 }
 
-/** Every trainer's batch in `round`, sorted by batch start (psyche.md §2.8). */
+/**
+ * Every trainer's batch in `round`, sorted by batch start (Psyche's
+ * shared/coordinator/src/data_selection.rs).
+ */
 export function roundAssignments(state: CoordinatorState, round: Round): DataAssignment[] {
   return assignDataForRound({
     clientsLen: round.clientsLen,

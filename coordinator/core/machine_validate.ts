@@ -1,9 +1,10 @@
 /**
- * The checks a coordinator's config, model and progress must pass before the state
- * machine runs on them (Psyche's `check_error`, `Model::check`, `CoordinatorProgress::check`
- * and `check_cold_start_warmup_steps`, psyche.md §2.2). The run-config parser reports TOML
- * problems with file positions; these checks guard the machine itself, whoever built the
- * values, and throw RangeError naming the field, the rule and the value found.
+ * The checks a coordinator's config, model and progress must pass before the state machine runs on
+ * them (Psyche's `check_error`, `Model::check`, `CoordinatorProgress::check` and
+ * `check_cold_start_warmup_steps`, shared/coordinator/src/coordinator.rs and model.rs). The
+ * run-config parser reports TOML problems with file positions; these checks guard the machine
+ * itself, whoever built the values, and throw RangeError naming the field, the rule and the value
+ * found.
  *
  * @module
  */
@@ -43,7 +44,7 @@ function seconds(field: string, value: number, positive: boolean, max = MAX_TIME
   }
 }
 
-/** Throws RangeError unless `config` satisfies every rule of psyche.md §2.2 plus `maxClients`. */
+/** Throws RangeError unless `config` keeps Psyche's `check_error` rules and `maxClients`'s. */
 export function validateCoordinatorConfig(config: CoordinatorConfig): void {
   const c = config;
   seconds("config.epochTime", c.epochTime, true);
@@ -94,7 +95,7 @@ export function roundsPerEpoch(
   return Math.floor((toMillis(epochTime) - toMillis(warmupTime)) / toMillis(maxRoundTrainTime));
 }
 
-/** Throws RangeError unless the model is trainable by the machine (psyche.md §2.2). */
+/** Throws RangeError unless the model is trainable by the machine (Psyche's `Model::check`). */
 export function validateModelForCoordinator(model: LlmModel, config: CoordinatorConfig): void {
   int("model.maxSeqLen", model.maxSeqLen, 1);
   if (model.checkpoint?.kind === "Ephemeral") {

@@ -1,6 +1,7 @@
 /**
- * Witness reports: `warmupWitness` (a client has loaded the model) and `witness` (a
- * round's elected witness reports what it received), psyche.md §2.5.
+ * Witness reports: `warmupWitness` (a client has loaded the model) and `witness` (a round's elected
+ * witness reports what it received), Psyche's `warmup_witness` and `witness` in
+ * shared/coordinator/src/coordinator.rs.
  *
  * Both bind the proof to its sender: `proof.index` must be the index of `from` in the
  * round's client list. Psyche's `warmup_witness` skipped that check (§10.1 quirk 6), so

@@ -1,6 +1,6 @@
 /**
- * Ethereum's swap-or-not shuffle (90 rounds), as Psyche uses it to place clients in
- * committees and witness sets (psyche.md §2.7).
+ * Ethereum's swap-or-not shuffle (90 rounds), as Psyche uses it to place clients in committees and
+ * witness sets (Psyche's shared/core, used by shared/coordinator/src/committee_selection.rs).
  *
  * For round `r` (one byte) and list size `n`:
  * - `pivot = u64le(sha256(seed || r)[0..8]) % n`

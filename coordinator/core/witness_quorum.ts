@@ -1,6 +1,7 @@
 /**
- * How many witnesses a round expects, how many form a quorum, and how clients pick the
- * commitment a quorum of witnesses vouched for (psyche.md §2.5).
+ * How many witnesses a round expects, how many form a quorum, and how clients pick the commitment a
+ * quorum of witnesses vouched for (Psyche's `witness_quorum` and
+ * `select_consensus_commitment_by_witnesses`, shared/coordinator/src/coordinator.rs).
  *
  * Deliberate change from Psyche (§10.1 quirk 9): with `witnessNodes = 0` Psyche takes the
  * quorum of the witnesses that actually reported, so a round never lacks a quorum unless

@@ -4,11 +4,11 @@
  * After every call it checks the state invariants, legal edges and data indices
  * (coordinator_invariants.ts).
  *
- * Client behaviour follows psyche.md §4.4, reduced to what the coordinator sees:
- * clients load the model during Warmup and send a warmup witness; trainers "deliver"
- * their payload unless stalled; elected witnesses report who delivered a few seconds
- * into the round; a previous-round witness reports unhealthy trainers; the host
- * withdraws clients that disconnect and keeps pending clients in join order.
+ * Client behaviour follows Psyche's client (shared/client/src/state/), reduced to what the
+ * coordinator sees: clients load the model during Warmup and send a warmup witness; trainers
+ * "deliver" their payload unless stalled; elected witnesses report who delivered a few seconds into
+ * the round; a previous-round witness reports unhealthy trainers; the host withdraws clients that
+ * disconnect and keeps pending clients in join order.
  *
  * @module
  */
@@ -331,7 +331,8 @@ export class Simulation {
     const prev = previousRound(s);
     const roundKey = `${s.progress.epoch}:${round.height}`;
     if (round.height < 2 || prev === null || this.#healthSent.has(roundKey)) return;
-    // One honest witness of the previous round reports, as psyche.md §2.10.
+    // One honest witness of the previous round reports, as Psyche's clients do
+    // (`start_sending_health_checks`).
     const prevClients = roundClients(s, prev.height);
     const prevSelection = roundSelection(s.config, prev);
     const reporter = prevSelection.witnessIndices()

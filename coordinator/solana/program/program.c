@@ -52,7 +52,8 @@ static u64 clock_now(u64 *now, u64 *seed) {
     return E_INVALID_CLOCK;
   }
   *now = (u64)clock.unix_timestamp;
-  /* psyche.md §2.6: u64le(sha256(i64le(unix_timestamp) || u64le(slot))[0..8]). */
+  /* Psyche's get_random_seed (solana-coordinator/src/instance_state.rs):
+     u64le(sha256(i64le(unix_timestamp) || u64le(slot))[0..8]). */
   u8 buf[16], digest[32];
   wr64(buf, (u64)clock.unix_timestamp);
   wr64(buf + 8, clock.slot);

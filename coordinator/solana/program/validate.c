@@ -1,8 +1,8 @@
 /*
- * validate.c (part of the program.c unity build): the rules a run's config, model and
- * progress must satisfy (coordinator/core/machine_validate.ts and config/validate.ts, psyche.md
- * §2.2), plus the program's own cap of MAX_CLIENTS clients. Each failure logs the field and
- * rule.
+ * validate.c (part of the program.c unity build): the rules a run's config, model and progress must
+ * satisfy (coordinator/core/machine_validate.ts and config/validate.ts; Psyche's
+ * `CoordinatorConfig::check` in shared/coordinator/src/coordinator.rs), plus the program's own cap
+ * of MAX_CLIENTS clients. Each failure logs the field and rule.
  */
 
 #define REQUIRE(cond, msg)                                                                         \

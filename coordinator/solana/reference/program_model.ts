@@ -64,8 +64,9 @@ function fail(name: CoordinatorProgramErrorName, message: string): never {
 }
 
 /**
- * The tick seed of psyche.md §2.6: the first 8 bytes (little-endian) of
- * `sha256(i64le(unixTimestamp) || u64le(slot))`.
+ * The tick seed of Psyche's Solana program (`get_random_seed` in
+ * architectures/decentralized/solana-coordinator/programs/solana-coordinator/src/instance_state.rs):
+ * the first 8 bytes (little-endian) of `sha256(i64le(unixTimestamp) || u64le(slot))`.
  */
 export function clockSeed(clock: ProgramClock): bigint {
   const buf = new Uint8Array(16);

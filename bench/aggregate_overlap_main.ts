@@ -7,7 +7,8 @@
  * do, train the 20M model (config/models/llama-20m) on different batches of the bundled corpus
  * (4 x 256 tokens each; DisTrO at chunk 64, top-8, 1-bit), and their results are aggregated and
  * applied every round. Prints the mean entries per chunk each round; independent uniform picks
- * would give `4096·(1 − (1 − 8/4096)^4)` ≈ 31.9. Takes about 20 s per round on lavapipe.
+ * would give `4096·(1 − (1 − 8/4096)^4)` ≈ 31.9. Slow: each round trains four clients
+ * (docs/benchmarks.md, "Behind the code", has its time on lavapipe).
  *
  * Run: `deno run -A bench/aggregate_overlap_main.ts [rounds, default 4]`
  *

@@ -22,12 +22,12 @@ export const PRECISION_CHOICES: readonly PrecisionChoice[] = ["f32", "f16", "aut
 
 /**
  * The precision to run: `f16` and `f32` as asked (f16 on an adapter without `shader-f16` is an
- * error: a RangeError naming the adapter), `auto` = f16 on a GPU with `shader-f16`, f32
- * otherwise. CPU adapters (lavapipe, SwiftShader) get f32 even with `shader-f16`: on lavapipe
- * the ~20M model trains no faster in f16 (0.98× by the fastest step, 0.85-1.3× by the mean over
- * five noisy runs of `train/train_bench.ts`): the matmuls are compute-bound on a CPU, so halving
- * weight reads saves little and the conversions cost a pass each, while f16 adds rounding. The
- * 14% of saved-activation memory it spares is not worth that where memory is the host's.
+ * error: a RangeError naming the adapter), `auto` = f16 on a GPU with `shader-f16`, f32 otherwise.
+ * CPU adapters (lavapipe, SwiftShader) get f32 even with `shader-f16`: on lavapipe the ~20M model
+ * trains no faster in f16 (docs/benchmarks.md, "GPU engine"): the matmuls are compute-bound on a
+ * CPU, so halving weight reads saves little and the conversions cost a pass each, while f16 adds
+ * rounding. The 14% of saved-activation memory it spares is not worth that where memory is the
+ * host's.
  */
 export function resolvePrecision(choice: PrecisionChoice, rt: GpuRuntime): ModelPrecision {
   switch (choice) {

@@ -290,7 +290,7 @@ const update8 = psyche ? decodeAggregate(payloads8) : null;
  * A networked client's DisTrO GPU work in one round (client/trainer.ts): apply the peers'
  * aggregate and the lookahead before the forward pass, generate after the backward pass, then
  * read the result back. The client submits apply and training without waiting and reads the
- * result together with the loss, so the one completion wait here (about 11 ms on Deno) is the
+ * result together with the loss, so the one completion wait here (Deno's polling tick) is the
  * training step's there: the table takes it off once.
  */
 async function gpuRound(record = false, aggregate = update) {

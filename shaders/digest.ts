@@ -3,8 +3,9 @@
  *
  * Clients log a digest of their parameters after every apply so that runs and tests can check
  * that every honest client holds the same bits. Reading all of θ back and hashing it with sha256
- * took about 130 ms per apply for the 20M model on lavapipe, on the client's path to its next
- * training step, and would take seconds for a 1B model (4 GB over the bus, then one CPU core).
+ * sits on the client's path to its next training step, grows with the model (4 GB over the bus
+ * for a 1B model, then one CPU core), and costs several times this digest (docs/benchmarks.md,
+ * "Parameter digest").
  * Here the GPU mixes each block of {@link DIGEST_BLOCK_WORDS} words into 64 bits with integer
  * operations only, which every adapter computes alike, and the host hashes those block digests
  * (1/512 of the bytes) with sha256.

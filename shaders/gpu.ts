@@ -243,11 +243,12 @@ export class GpuStep {
    * Finish, submit, and wait until the queue has run it; throws {@link GpuStageError}. Aborting
    * `signal` stops the wait (rejecting with its reason), not the GPU work already submitted.
    *
-   * With `wait: false` it returns once the step is validated and queued, without waiting for
-   * the GPU: for a step followed by a read (a read waits for the work queued before it) or by
-   * more steps (the queue runs them in order). Deno resolves every GPU completion promise on a
-   * polling tick, about 11 ms after the work ends even for an empty queue, so each wait a step
-   * can skip is that much latency saved; reads awaited together cost one tick.
+   * With `wait: false` it returns once the step is validated and queued, without waiting for the
+   * GPU: for a step followed by a read (a read waits for the work queued before it) or by more
+   * steps (the queue runs them in order). Deno resolves every GPU completion promise on a polling
+   * tick, some milliseconds after the work ends even for an empty queue (docs/benchmarks.md,
+   * "Behind the code"), so each wait a step can skip is that much latency saved; reads awaited
+   * together cost one tick.
    */
   async submit(options: { signal?: AbortSignal; wait?: boolean } = {}): Promise<void> {
     // WebGPU reports encoding errors at finish(): a scope pushed and popped around finish and
@@ -618,8 +619,8 @@ export class GpuRuntime {
   /**
    * Reads a view back (after all submitted work) and hands its bytes to `consume`, which must
    * use them synchronously, during the call: they live in the mapped staging buffer, so one that
-   * only digests them (a hash) saves the copy {@link readBytes} makes to keep them (45 ms for
-   * 80 MB on lavapipe).
+   * only digests them (a hash) saves the copy {@link readBytes} makes to keep them
+   * (docs/benchmarks.md, "Behind the code").
    */
   async withBytes<T>(
     view: TensorView,

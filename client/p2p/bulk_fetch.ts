@@ -25,9 +25,9 @@ export const DEFAULT_BULK_ANSWER_TIMEOUT_MS = 5_000;
 
 /**
  * Payload bytes per millisecond of round trip a bulk fetch must move to be worth its two extra
- * round trips (connect, then request and answer), by default. It saves the encryption, about
- * 3 ms per MB on two cores (in-band ~200 MB/s, bulk ~600 MB/s on loopback), so it breaks even
- * near 0.6 MB per ms of round trip; 1 MiB leaves a margin for links slower than the CPU.
+ * round trips (connect, then request and answer), by default. It saves the encryption (its
+ * cost per MB on two cores: docs/benchmarks.md, "Networked training"), so it breaks even near
+ * 0.6 MB per ms of round trip; 1 MiB leaves a margin for links slower than the CPU.
  */
 export const DEFAULT_BULK_BYTES_PER_RTT_MS = 1024 * 1024;
 

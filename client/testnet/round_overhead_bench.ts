@@ -28,10 +28,10 @@ import { quantile } from "../../common/mod.ts";
 /** The train timer (s): far above a step of the tiny model, so witnessing closes rounds. */
 const MAX_ROUND_TRAIN_TIME = 30;
 /**
- * The default witness window (s). Short is safe on loopback: the window only has to let late witness
- * reports in after the quorum closed the round, and here a report arrives within a few ms
- * (p90 of the whole protocol part is ~0.1 s with 8 clients). Deployments over the internet
- * should keep seconds (Psyche's example config uses 2 s).
+ * The default witness window (s). Short is safe on loopback: the window only has to let late
+ * witness reports in after the quorum closed the round, and here a report arrives within a few ms
+ * (docs/benchmarks.md, "Networked training", has the protocol's part). Deployments over the
+ * internet should keep seconds (Psyche's example config uses 2 s).
  */
 const DEFAULT_ROUND_WITNESS_TIME = 0.1;
 

@@ -92,10 +92,9 @@ export function createBloom(numBits: number, keys: BigUint64Array): Bloom {
 const TWO_32 = 4294967296;
 
 /**
- * Keyed FNV-1a-64 of `item` reduced mod `numBits`, using 32-bit halves instead of
- * BigInt (about 20x faster). The prime is `2^40 + 0x1b3`, so
- * `h * prime = h * 0x1b3 + (h << 40)` and only the low 32 bits of `h` reach the high word
- * through the shift.
+ * Keyed FNV-1a-64 of `item` reduced mod `numBits`, using 32-bit halves instead of BigInt (many
+ * times faster: docs/benchmarks.md, "Behind the code"). The prime is `2^40 + 0x1b3`, so `h * prime
+ * = h * 0x1b3 + (h << 40)` and only the low 32 bits of `h` reach the high word through the shift.
  */
 function fnvBit(keyHi: number, keyLo: number, item: Uint8Array, numBits: number): number {
   let hi = keyHi;

@@ -4,12 +4,12 @@
  * of exact.ts behind a float filter). Both sum k-sparse chunks of DCT coefficients back to
  * parameter space, `Σ_e w_e·C₁[u_e][i]·C₂[v_e][j]`.
  *
- * One workgroup per chunk, `n2/width` invocations, each owning `width` (8 or 4) consecutive
- * columns of the chunk as one or two vec4 and walking its rows `rows` at a time. The chunk's
- * entries, their `(u, v)` and the row basis values `C₁[u][i]` depend only on the workgroup, so a
- * GPU loads them once per workgroup; only `C₂[v][j..j+width)` differs per invocation. On
- * llvmpipe, which gathers every load per lane, the cost is per entry and row block, so wide
- * blocks pay: 8 columns × 16 rows ran 1.6× faster than 4 × 16, and 4 × 16 1.25× faster than 4 × 8.
+ * One workgroup per chunk, `n2/width` invocations, each owning `width` (8 or 4) consecutive columns
+ * of the chunk as one or two vec4 and walking its rows `rows` at a time. The chunk's entries, their
+ * `(u, v)` and the row basis values `C₁[u][i]` depend only on the workgroup, so a GPU loads them
+ * once per workgroup; only `C₂[v][j..j+width)` differs per invocation. On llvmpipe, which gathers
+ * every load per lane, the cost is per entry and row block, so wide blocks pay: 8 columns × 16 rows
+ * beat 4 × 16, which beat 4 × 8 (docs/benchmarks.md, "Behind the code").
  *
  * Both read the `Spec` uniform of distro_wgsl.ts; n2 (a multiple of 4, at most 256), `rows`
  * (dividing n1) and `width` (dividing n2) are baked in. Dispatch one workgroup per chunk
@@ -57,10 +57,10 @@ export type ChunkWidth = 4 | 8;
 
 /**
  * Chunks per workgroup for chunk width `n2`, columns per invocation `width` and the profile's
- * workgroup size `wg`: as many as fill `wg` invocations (at least 1). A chunk needs only
- * `n2/width` invocations (8 for 64-wide chunks); llvmpipe pays a fixed cost per workgroup
- * (a flat pass ran 2× slower in workgroups of 8 than of 64) and a GPU would leave most of
- * each warp idle, so several chunks share a workgroup.
+ * workgroup size `wg`: as many as fill `wg` invocations (at least 1). A chunk needs only `n2/width`
+ * invocations (8 for 64-wide chunks); llvmpipe pays a fixed cost per workgroup (a flat pass is
+ * slower in workgroups of 8 than of 64: docs/benchmarks.md, "Behind the code") and a GPU would
+ * leave most of each warp idle, so several chunks share a workgroup.
  */
 export function chunksPerWorkgroup(n2: number, width: ChunkWidth, wg: number): number {
   return Math.max(1, Math.floor(wg / (n2 / width)));
@@ -193,13 +193,13 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 
 /**
- * Error feedback and momentum, per chunk:
- * `δ = decay·(δ − Σ_e val_e·C₁[u_e][i]·C₂[v_e][j]) + lr·clip·g` over the client's previous own
- * result (k entries per chunk at `entry + c·k`, skipped when `has_prev = 0`). The weight decay
- * of θ is a separate streaming pass (distro_wgsl.ts `weightDecayKernel`): on llvmpipe the two
- * θ streams cost more inside this kernel's chunk-shaped walk than in a flat pass (generate
- * 255 → 226 ms). Bindings: 0 spec, 1 hyper (distro_wgsl.ts `FEEDBACK_HYPER`), 2 g (vec4),
- * 3 δ (vec4, rw), 4 f32 basis (vec4 view), 5 own indices, 6 own values.
+ * Error feedback and momentum, per chunk: `δ = decay·(δ − Σ_e val_e·C₁[u_e][i]·C₂[v_e][j]) +
+ * lr·clip·g` over the client's previous own result (k entries per chunk at `entry + c·k`, skipped
+ * when `has_prev = 0`). The weight decay of θ is a separate streaming pass (distro_wgsl.ts
+ * `weightDecayKernel`): on llvmpipe the two θ streams cost more inside this kernel's chunk-shaped
+ * walk than in a flat pass (docs/benchmarks.md, "Behind the code"). Bindings: 0 spec, 1 hyper
+ * (distro_wgsl.ts `FEEDBACK_HYPER`), 2 g (vec4), 3 δ (vec4, rw), 4 f32 basis (vec4 view), 5 own
+ * indices, 6 own values.
  */
 export function chunkFeedbackKernel(
   n2: number,
@@ -260,11 +260,10 @@ ${
  * all, so callers take the one-pass integer kernel where the count could exceed it.
  *
  * Entries of chunk c: `[meta.entry + c·k, +k)` when `meta.stride_k` is set (own result), else
- * `[offsets[meta.offsets + c], offsets[meta.offsets + c + 1])`. Bindings: 0 spec, 1 hyper
- * `{lr}`, 2 meta `[param]{offsets, entry, stride_k, _}`, 3 θ (vec4, rw), 4 fixed basis (i32),
- * 5 indices, 6 q (i32), 7 offsets, 8 fixed basis as f32 (same offsets, vec4 view), or as i16
- * pairs where {@link appliesPacked} (1.2× faster apply on llvmpipe: 100 → 83 ms for a 16.4M
- * parameter at 32 entries per chunk).
+ * `[offsets[meta.offsets + c], offsets[meta.offsets + c + 1])`. Bindings: 0 spec, 1 hyper `{lr}`, 2
+ * meta `[param]{offsets, entry, stride_k, _}`, 3 θ (vec4, rw), 4 fixed basis (i32), 5 indices, 6 q
+ * (i32), 7 offsets, 8 fixed basis as f32 (same offsets, vec4 view), or as i16 pairs where {@link
+ * appliesPacked} (a faster apply on llvmpipe: docs/benchmarks.md, "Behind the code").
  */
 export function chunkApplyKernel(
   n2: number,

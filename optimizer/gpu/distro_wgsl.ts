@@ -280,7 +280,8 @@ ${pad}}`;
  * invocation, and the adapter then ends the scan silently. With `bounded`, a list that has
  * made {@link TOPK_LIST_MOVES} moves is reversed, which makes it a min-heap (the lowest rank on
  * top), and every later entry replaces the top and sinks at most the heap's height (6 for
- * k = 64); {@link topkBody} then heap-sorts it. A heap throughout was 3-4× slower on usual data.
+ * k = 64); {@link topkBody} then heap-sorts it. A heap throughout is slower on usual data
+ * (docs/benchmarks.md, "Behind the code").
  */
 function topkInsert(bounded: boolean, t: string, pad: string): string {
   const p = bounded ? pad + "  " : pad;
@@ -367,12 +368,12 @@ ${scan}${sort}
 }
 
 /**
- * Per-chunk top-k, one invocation per chunk. Key: the f32 bits without the sign (orders
- * like |x|, NaN highest); ties to the lower index; entries written by rank. With `vec4` (totalk a
- * multiple of 4) the coefficients are read 4 at a time and a group of 4 that cannot enter the
- * list (all keys ≤ the k-th, kept in a register) is skipped with one compare (21% faster on
- * llvmpipe; 16 at a time was slower). Bindings: 0 spec, 1 Y (`vec4<f32>` when `vec4`),
- * 2 indices (w), 3 values (w).
+ * Per-chunk top-k, one invocation per chunk. Key: the f32 bits without the sign (orders like |x|,
+ * NaN highest); ties to the lower index; entries written by rank. With `vec4` (totalk a multiple of
+ * 4) the coefficients are read 4 at a time and a group of 4 that cannot enter the list (all keys ≤
+ * the k-th, kept in a register) is skipped with one compare (faster on llvmpipe than one at a time
+ * or 16: docs/benchmarks.md, "Behind the code"). Bindings: 0 spec, 1 Y (`vec4<f32>` when `vec4`), 2
+ * indices (w), 3 values (w).
  */
 export function topkKernel(wg: number, vec4 = false, bounded = false): string {
   // An equal key found later ranks below (ties to the lower index): skip it.
@@ -560,10 +561,11 @@ ${main1d(wg)}
 }
 
 /**
- * Register-blocked first half of the blocked DCT for chunks whose width n2 is a multiple of 4
- * (CPU adapters run each invocation as a SIMD lane: vec4 accumulators, no workgroup memory):
- * `Z[r][bc·n2 + v] = Σ_j X[r][bc·n2 + j]·C₂[v][j]`, parameter-shaped, `rows` rows per
- * invocation and 4 consecutive v, reading the transposed table `C₂ᵀ[j·n2 + v]` at `fbt2`. Bindings: 0 spec, 1 X (f32), 2 Z (vec4, w), 3 f32 basis (vec4).
+ * Register-blocked first half of the blocked DCT for chunks whose width n2 is a multiple of 4 (CPU
+ * adapters run each invocation as a SIMD lane: vec4 accumulators, no workgroup memory): `Z[r][bc·n2
+ * + v] = Σ_j X[r][bc·n2 + j]·C₂[v][j]`, parameter-shaped, `rows` rows per invocation and 4
+ * consecutive v, reading the transposed table `C₂ᵀ[j·n2 + v]` at `fbt2`. Bindings: 0 spec, 1 X
+ * (f32), 2 Z (vec4, w), 3 f32 basis (vec4).
  */
 export function dctColsVec4Kernel(wg: number, rows: number): string {
   return /* wgsl */ `${SPEC}

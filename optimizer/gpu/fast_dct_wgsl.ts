@@ -74,13 +74,13 @@ ${stores}
  * column (length n1 = `n`), for power-of-two chunks:
  * `δ = decay·(δ − sent) + lr·clip·g`, then `T[br·n1 + u][col] = Σ_i C₁[u][i]·δ[br·n1 + i][col]`.
  *
- * `sent` is this column of the client's previous own result decoded to parameter space. Column
- * j of a chunk's `C₁ᵀ·W·C₂` is `C₁ᵀ·z` with `z[u] = Σ_{e: u_e = u} w_e·C₂[v_e][j]`: the k entries
- * fill a private `z` (C₂ read once per entry), and the fast inverse DCT turns it into the whole
- * column, about 12 operations per value whatever k is. The per-chunk kernel (chunk_wgsl.ts)
- * instead gathers basis values for every entry and row block, and streams δ and g in a
- * chunk-shaped walk that llvmpipe ran about 2× slower than this kernel's column walk, which
- * also reads δ once for both jobs. Like the whole forward DCT this is sender-private: the
+ * `sent` is this column of the client's previous own result decoded to parameter space. Column j of
+ * a chunk's `C₁ᵀ·W·C₂` is `C₁ᵀ·z` with `z[u] = Σ_{e: u_e = u} w_e·C₂[v_e][j]`: the k entries fill a
+ * private `z` (C₂ read once per entry), and the fast inverse DCT turns it into the whole column,
+ * about 12 operations per value whatever k is. The per-chunk kernel (chunk_wgsl.ts) instead gathers
+ * basis values for every entry and row block, and streams δ and g in a chunk-shaped walk that
+ * llvmpipe runs slower than this kernel's column walk (docs/benchmarks.md, "Behind the code"),
+ * which also reads δ once for both jobs. Like the whole forward DCT this is sender-private: the
  * fast inverse rounds differently from the reference's dense decode, within the same bounds.
  *
  * Each invocation walks `width` neighbouring columns as one vector (`cols` and n2 multiples of
@@ -139,10 +139,10 @@ ${stores}
 }
 
 /**
- * Fast DCT along each chunk row (length n2 = `n`) into chunk-major coefficients.
- * Bindings: 0 spec, 1 T, 2 Y (w); both `array<vec4<f32>>` when n is a multiple of 4 (each
- * invocation's row is contiguous, and on llvmpipe 16 vec4 loads and stores ran 2× faster than
- * 64 scalar ones). With `rowMax` (n a multiple of 4), binding 3 (u32, w) also receives the
+ * Fast DCT along each chunk row (length n2 = `n`) into chunk-major coefficients. Bindings: 0 spec,
+ * 1 T, 2 Y (w); both `array<vec4<f32>>` when n is a multiple of 4 (each invocation's row is
+ * contiguous, and on llvmpipe 16 vec4 loads and stores beat 64 scalar ones: docs/benchmarks.md,
+ * "Behind the code"). With `rowMax` (n a multiple of 4), binding 3 (u32, w) also receives the
  * largest top-k key (`bits & 0x7fffffff`) of each coefficient row, at `c·n1 + u`, for
  * distro_wgsl.ts `topkRowsKernel`. Dispatch `rows·colChunks` invocations.
  */

@@ -363,8 +363,8 @@ export class DistroKernels {
     }
     this.#requireRowMax(spec, v.rowMax);
     const wg = this.#wg;
-    // Two columns per invocation where they fit (on llvmpipe 1.26× faster than one; four
-    // were slower, as 4 × 64 live values spill).
+    // Two columns per invocation where they fit (on llvmpipe faster than one, while four spill
+    // 4 × 64 live values: docs/benchmarks.md, "Behind the code").
     const width = colsN % 2 === 0 && n2 % 2 === 0 ? 2 : 1;
     const down = this.#rt.pipeline(
       `distro/fast-feedback-cols/n${n1}/w${width}/wg${wg}`,

@@ -4,7 +4,8 @@
  * the project's sBPF linker into an SBPF v0 shared object.
  *
  * `deno task build-program` writes `coordinator/solana/build/psyche_coordinator.so`;
- * tests call {@linkcode buildProgram} (about a second) so they always run the current C.
+ * tests call {@linkcode buildProgram} (cheap enough per test process) so they always run the
+ * current C.
  *
  * @module
  */

@@ -62,13 +62,13 @@ export const PROGRAM_ERROR_CODES = [
   "InvalidClock",
   /** free_coordinator: the spill account is not writable or is the coordinator itself. */
   "InvalidSpillAccount",
-  /** A model's data location breaks a rule of config/validate.ts (empty or NUL-bearing
+  /** A model's data location breaks a rule of coordinator/config/validate.ts (empty or NUL-bearing
    * string, Server not host:port or over 64 bytes, NumberedFiles template without exactly
    * one `{}` or with no files). */
   "InvalidDataLocation",
   /** A model's checkpoint has an empty repo id, revision or bucket, or a NUL in a string. */
   "InvalidModelCheckpoint",
-  /** A learning-rate schedule breaks a rule of config/validate.ts (negative rate, steps out
+  /** A learning-rate schedule breaks a rule of coordinator/config/validate.ts (negative rate, steps out
    * of order, WSD final rates above the rate before them, a Cosine shorter than the run). */
   "InvalidLrSchedule",
   /** An optimizer hyperparameter is out of range (AdamW betas/eps, clip, weight decay,

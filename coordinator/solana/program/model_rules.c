@@ -8,14 +8,14 @@
  * clear, the order of the values equals the order of their bits as u64. -0.0 counts as 0
  * (as in JavaScript, -0 >= 0).
  *
- * Not mirrored: config/validate.ts's "expected an http:// or https:// URL" rules
+ * Not mirrored: coordinator/config/validate.ts's "expected an http:// or https:// URL" rules
  * (WeightedHttp, SingleUrl, NumberedFiles' template), which use the WHATWG URL parser
  * (`URL.canParse`); see docs/solana-program.md.
  */
 
 #define F64_SIGN 0x8000000000000000ull
 #define F64_ONE 0x3ff0000000000000ull
-/* config/validate.ts's MAX_LEARNING_RATE, MAX_WEIGHT_DECAY, MAX_ADAM_EPS (1) and
+/* coordinator/config/validate.ts's MAX_LEARNING_RATE, MAX_WEIGHT_DECAY, MAX_ADAM_EPS (1) and
  * MAX_CLIP_GRAD_NORM (1e6), as bit patterns. */
 #define F64_MAX_RATE F64_ONE
 #define F64_MAX_CLIP 0x412e848000000000ull
@@ -107,7 +107,7 @@ static bool is_host_char(u8 c) {
   return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '-';
 }
 
-/* config/validate.ts isHostPort: `host:port` or `[v6]:port`, port 1..65535 in 1-5 digits. */
+/* coordinator/config/validate.ts isHostPort: `host:port` or `[v6]:port`, port 1..65535 in 1-5 digits. */
 static bool host_port(const u8 *s, u8 n) {
   u8 i = 0;
   if (n > 0 && s[0] == '[') {
@@ -294,7 +294,7 @@ static u64 check_optimizer(const model_t *m) {
   return 0;
 }
 
-/* Every model-content rule that needs no config, in config/validate.ts's order. */
+/* Every model-content rule that needs no config, in coordinator/config/validate.ts's order. */
 static u64 validate_model_content(const model_t *m) {
   u64 err;
   if ((err = check_data_location(m))) return err;

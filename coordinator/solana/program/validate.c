@@ -1,6 +1,6 @@
 /*
  * validate.c (part of the program.c unity build): the rules a run's config, model and progress must
- * satisfy (coordinator/core/machine_validate.ts and config/validate.ts; Psyche's
+ * satisfy (coordinator/core/machine_validate.ts and coordinator/config/validate.ts; Psyche's
  * `CoordinatorConfig::check` in shared/coordinator/src/coordinator.rs), plus the program's own cap
  * of MAX_CLIENTS clients. Each failure logs the field and rule.
  */
@@ -14,8 +14,9 @@
   } while (0)
 
 /*
- * The config rules of machine_validate.ts validateCoordinatorConfig and config/validate.ts
- * (which adds initMinClients <= globalBatchSizeStart), with maxClients <= MAX_CLIENTS.
+ * The config rules of machine_validate.ts validateCoordinatorConfig and
+ * coordinator/config/validate.ts (which adds initMinClients <= globalBatchSizeStart), with
+ * maxClients <= MAX_CLIENTS.
  */
 static u64 validate_config(const config_t *c) {
   REQUIRE(c->epoch_time >= 1 && c->epoch_time <= MAX_SAFE_INTEGER, "config.epochTime must be in [1, 2^53-1]");

@@ -1,6 +1,6 @@
 /**
  * The model-content rules the coordinator program enforces on `update`
- * (program/model_rules.c), stated as config/validate.ts's own rules: the program's
+ * (program/model_rules.c), stated as coordinator/config/validate.ts's own rules: the program's
  * reference model asks {@linkcode validateRunConfigDraft} and maps each model issue to the
  * program error of its part, so every differential test also holds the C rules to the
  * TypeScript config checks.
@@ -23,7 +23,7 @@ import type { ConfigIssue } from "../../../common/mod.ts";
 export interface ModelRuleViolation {
   /** The program error of the model part that breaks the rule. */
   name: ProgramErrorCode;
-  /** config/validate.ts's issue. */
+  /** coordinator/config/validate.ts's issue. */
   issue: ConfigIssue;
 }
 

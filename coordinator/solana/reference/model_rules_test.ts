@@ -1,7 +1,7 @@
 /**
  * The program's model-content rules on `update` (program/model_rules.c): each rule rejected
  * with its error code, the example configs accepted, and a differential check that for
- * random models the program accepts exactly when config/validate.ts reports no problem
+ * random models the program accepts exactly when coordinator/config/validate.ts reports no problem
  * under `model.` (URLs are always well-formed here: the URL rules are not mirrored).
  * Every instruction goes through DualRun, so the reference model agrees on every code too.
  */
@@ -232,7 +232,7 @@ Deno.test("update: each model-content rule is rejected with its code", async () 
   for (const [label, overrides, code] of CASES) {
     const model = testModel(overrides);
     const issues = validateRunConfigDraft({ config: {}, model, progress: {} });
-    assert.ok(issues.length > 0, `${label}: config/validate.ts accepts it`);
+    assert.ok(issues.length > 0, `${label}: coordinator/config/validate.ts accepts it`);
     await run.expectError({ kind: "Update", model }, run.mainAuthority, code);
   }
   // The boundaries themselves are accepted.
@@ -429,8 +429,8 @@ async function pausedRun(runId: string): Promise<DualRun> {
 }
 
 /**
- * Sends `numRuns` random models (with a random config.totalSteps) to a paused run and
- * asserts the program accepts exactly those config/validate.ts finds nothing wrong with.
+ * Sends `numRuns` random models (with a random config.totalSteps) to a paused run and asserts the
+ * program accepts exactly those coordinator/config/validate.ts finds nothing wrong with.
  */
 async function differential(
   runId: string,
@@ -455,7 +455,7 @@ async function differential(
   assert.ok(outcomes.accepted >= least && outcomes.rejected >= least, JSON.stringify(outcomes));
 }
 
-Deno.test("differential: the program accepts a model exactly when config/validate.ts does", async () => {
+Deno.test("differential: the program accepts a model exactly when coordinator/config/validate.ts does", async () => {
   await differential("model-rules-diff", arbModel, 100);
 });
 

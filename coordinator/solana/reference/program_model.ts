@@ -126,7 +126,8 @@ function validateConfig(config: CoordinatorConfig): void {
     if (err instanceof RangeError) fail("InvalidConfig", err.message);
     throw err;
   }
-  // config/validate.ts's rule beyond the machine's: every client gets a sequence per step.
+  // coordinator/config/validate.ts's rule beyond the machine's: every client gets a sequence per
+  // step.
   if (config.initMinClients > config.globalBatchSizeStart) {
     fail("InvalidConfig", "config.initMinClients must be at most globalBatchSizeStart");
   }

@@ -40,6 +40,7 @@ import {
   type CoordinatorState,
   MAX_WITNESSES,
   type NodeIdentity,
+  type Round,
   type Witness,
   type WitnessProof,
 } from "./types.ts";
@@ -77,18 +78,39 @@ function isIndex(x: unknown): x is number {
   return typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
 }
 
-/**
- * Throws `InvalidWitness` unless `witness` is well formed for this run: integer proof
- * fields, a boolean flag, blooms of the run's size, a 32-byte Merkle root.
- */
-export function checkWitnessShape(state: CoordinatorState, witness: Witness): void {
-  const proof = witness?.proof;
+/** Throws `InvalidWitness` unless `proof` has integer index and position and a boolean flag. */
+function checkProofShape(proof: WitnessProof | undefined): void {
   if (
     typeof proof !== "object" || proof === null || !isIndex(proof.index) ||
     !isIndex(proof.position) || typeof proof.witness !== "boolean"
   ) {
     throw new CoordinatorError("InvalidWitness", "proof must have integer index and position");
   }
+}
+
+/**
+ * Throws unless `proof` claims a witness seat and the seat verifies against `round`'s
+ * committee selection.
+ */
+function checkElectedWitness(state: CoordinatorState, round: Round, proof: WitnessProof): void {
+  if (!proof.witness) {
+    throw new CoordinatorError("InvalidWitness", `client ${proof.index} claims no witness seat`);
+  }
+  if (!roundSelection(state.config, round).verifyWitness(proof)) {
+    throw new CoordinatorError(
+      "InvalidCommitteeProof",
+      `witness proof (index ${proof.index}, position ${proof.position}) does not verify ` +
+        `for round ${round.height}`,
+    );
+  }
+}
+
+/**
+ * Throws `InvalidWitness` unless `witness` is well formed for this run: integer proof
+ * fields, a boolean flag, blooms of the run's size, a 32-byte Merkle root.
+ */
+export function checkWitnessShape(state: CoordinatorState, witness: Witness): void {
+  checkProofShape(witness?.proof);
   checkBloom("participantBloom", witness.participantBloom, state.config.maxClients);
   checkBloom("broadcastBloom", witness.broadcastBloom, state.config.maxClients);
   if (!(witness.broadcastMerkle instanceof Uint8Array) || witness.broadcastMerkle.length !== 32) {
@@ -205,17 +227,8 @@ export function witness(
   checkWitnessShape(state, report);
   checkDigestShape(paramsDigest);
   const proof = report.proof;
-  if (!proof.witness) {
-    throw new CoordinatorError("InvalidWitness", `client ${proof.index} claims no witness seat`);
-  }
   const round = currentRound(state);
-  if (!roundSelection(state.config, round).verifyWitness(proof)) {
-    throw new CoordinatorError(
-      "InvalidCommitteeProof",
-      `witness proof (index ${proof.index}, position ${proof.position}) does not verify ` +
-        `for round ${round.height}`,
-    );
-  }
+  checkElectedWitness(state, round, proof);
   checkSender(state, from, proof.index);
   checkRoom(round.witnesses, proof.index);
   round.witnesses.push(copyWitness(report));
@@ -246,27 +259,13 @@ export function cooldownWitness(
   if (state.runState !== "Cooldown") {
     throw new CoordinatorError("WrongRunState", `cooldown witness in ${state.runState}`);
   }
-  if (
-    typeof proof !== "object" || proof === null || !isIndex(proof.index) ||
-    !isIndex(proof.position) || typeof proof.witness !== "boolean"
-  ) {
-    throw new CoordinatorError("InvalidWitness", "proof must have integer index and position");
-  }
+  checkProofShape(proof);
   checkDigestShape(paramsDigest);
   if (isNoDigest(paramsDigest)) {
     throw new CoordinatorError("InvalidWitness", "a cooldown witness must carry a digest");
   }
-  if (!proof.witness) {
-    throw new CoordinatorError("InvalidWitness", `client ${proof.index} claims no witness seat`);
-  }
   const round = currentRound(state);
-  if (!roundSelection(state.config, round).verifyWitness(proof)) {
-    throw new CoordinatorError(
-      "InvalidCommitteeProof",
-      `witness proof (index ${proof.index}, position ${proof.position}) does not verify ` +
-        `for round ${round.height}`,
-    );
-  }
+  checkElectedWitness(state, round, proof);
   // Proofs index the last round's client list; clients may have left at its end.
   const voter = roundClients(state, round.height)[proof.index];
   if (voter === undefined || !(from?.signer instanceof Uint8Array)) {

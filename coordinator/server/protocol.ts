@@ -144,6 +144,22 @@ export function encodeClientMessage(msg: ClientMessage): Uint8Array {
   return w.finish();
 }
 
+/** A client message's tag and request id, and a reader named after its kind for the rest. */
+function readClientHead(
+  bytes: Uint8Array,
+): { kind: ClientMessage["kind"]; requestId: number; m: MessageReader } {
+  const r = new MessageReader(bytes, "client message");
+  const tag = r.u8("tag");
+  const kind = CLIENT_TAGS[tag];
+  if (kind === undefined) {
+    throw new ProtocolError(
+      `client message: unknown tag ${tag}, expected 0..${CLIENT_TAGS.length - 1}`,
+    );
+  }
+  const m = r.rename(kind);
+  return { kind, requestId: m.u32("requestId"), m };
+}
+
 /**
  * Decodes one client frame. Throws {@linkcode ProtocolError} naming the message and
  * field on an unknown tag, a short or over-long field, a count over its cap, or
@@ -158,16 +174,7 @@ export function encodeClientMessage(msg: ClientMessage): Uint8Array {
  * ```
  */
 export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
-  const r = new MessageReader(bytes, "client message");
-  const tag = r.u8("tag");
-  const kind = CLIENT_TAGS[tag];
-  if (kind === undefined) {
-    throw new ProtocolError(
-      `client message: unknown tag ${tag}, expected 0..${CLIENT_TAGS.length - 1}`,
-    );
-  }
-  const m = r.rename(kind);
-  const requestId = m.u32("requestId");
+  const { kind, requestId, m } = readClientHead(bytes);
   let msg: ClientMessage;
   try {
     switch (kind) {
@@ -223,16 +230,7 @@ export interface ClientMessageHead {
  * {@linkcode ProtocolError} on an unknown tag or a frame too short for its head.
  */
 export function peekClientMessage(bytes: Uint8Array): ClientMessageHead {
-  const r = new MessageReader(bytes, "client message");
-  const tag = r.u8("tag");
-  const kind = CLIENT_TAGS[tag];
-  if (kind === undefined) {
-    throw new ProtocolError(
-      `client message: unknown tag ${tag}, expected 0..${CLIENT_TAGS.length - 1}`,
-    );
-  }
-  const m = r.rename(kind);
-  const requestId = m.u32("requestId");
+  const { kind, requestId, m } = readClientHead(bytes);
   return { kind, requestId, entries: kind === "HealthCheck" ? m.u32("checks") : null };
 }
 

@@ -9,6 +9,7 @@
  */
 
 import type { KeyPairSigner } from "@solana/kit";
+import { equalBytes } from "../../../common/mod.ts";
 import {
   testConfig,
   testModel,
@@ -114,8 +115,7 @@ function randomInstruction(
     let i = Math.max(index, 0);
     if (witnesses.length > 0 && rng.int(0, 9) > 1) {
       i = pick(witnesses);
-      const owner = live[i] &&
-        clients.find((c) => keyOf(c).every((b, k) => b === live[i].id.signer[k]));
+      const owner = live[i] && signerOf(clients, live[i].id.signer);
       if (owner) sender = owner;
     }
     if (i >= currentRound(state).clientsLen) i = 0;
@@ -184,11 +184,16 @@ function cooldownReport(
   const owner = roundClients(state, round.height)[i];
   let sender = pick(clients);
   if (owner && rng.int(0, 9) > 0) {
-    sender = clients.find((c) => keyOf(c).every((b, k) => b === owner.id.signer[k])) ?? sender;
+    sender = signerOf(clients, owner.id.signer) ?? sender;
   }
   const proof = sel.witnessProof(i);
   if (rng.int(0, 19) === 0) proof.position += 1;
   return [{ kind: "CooldownWitness", proof, paramsDigest: randomDigest(rng) }, sender];
+}
+
+/** The signer among `clients` whose public key is `key`. */
+function signerOf(clients: KeyPairSigner[], key: Uint8Array): KeyPairSigner | undefined {
+  return clients.find((c) => equalBytes(keyOf(c), key));
 }
 
 /** Authority instructions: grants, delegates, metadata, config and progress updates. */
@@ -199,9 +204,9 @@ function adminInstruction(
 ): [CoordinatorInstruction, KeyPairSigner | null] {
   const pick = <T>(xs: T[]): T => xs[rng.int(0, xs.length - 1)];
   const account = run.model!;
-  const authorizer = clients.find((c) =>
-    account.authorizer !== null && keyOf(c).every((b, i) => b === account.authorizer![i])
-  );
+  const authorizer = account.authorizer === null
+    ? undefined
+    : signerOf(clients, account.authorizer);
   switch (rng.int(0, 5)) {
     case 0: {
       const key = rng.int(0, 4) === 0 ? new Uint8Array(32) : keyOf(pick(clients));

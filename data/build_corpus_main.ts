@@ -1,7 +1,7 @@
 /**
- * `deno task build-corpus [--out DIR] [--check]`: builds the bundled Brown corpus
- * (see corpus.ts). With `--check`, rebuilds in memory and compares with the files in
- * DIR instead of writing, exiting 1 if any byte differs.
+ * `deno task build-corpus [--tokenizer llama|bytes] [--out DIR] [--check]`: builds the bundled
+ * Brown corpus in one tokenization (see corpus.ts). With `--check`, rebuilds in memory and
+ * compares with the files in DIR instead of writing, exiting 1 if any byte differs.
  *
  * @module
  */
@@ -9,25 +9,41 @@ import { parseArgs } from "node:util";
 import { join } from "node:path";
 import {
   buildBrownCorpus,
-  BUNDLED_CORPUS_DIR,
+  CORPUS_TOKENIZERS,
   readCorpusManifest,
   sha256Hex,
   SPLITS,
+  TOKENIZER_NAMES,
+  type TokenizerName,
   writeCorpus,
 } from "./corpus.ts";
+
+const USAGE = "usage: deno task build-corpus [--tokenizer llama|bytes] [--out DIR] [--check]";
 
 async function main(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { out: { type: "string" }, check: { type: "boolean" }, help: { type: "boolean" } },
+    options: {
+      tokenizer: { type: "string", default: "llama" },
+      out: { type: "string" },
+      check: { type: "boolean" },
+      help: { type: "boolean" },
+    },
   });
   if (values.help) {
-    console.log("usage: deno task build-corpus [--out DIR] [--check]");
+    console.log(USAGE);
     return 0;
   }
-  const out = values.out ?? BUNDLED_CORPUS_DIR;
+  if (!(TOKENIZER_NAMES as readonly string[]).includes(values.tokenizer)) {
+    console.error(`build-corpus: --tokenizer must be llama or bytes, not "${values.tokenizer}"`);
+    console.error(USAGE);
+    return 2;
+  }
+  const tokenizer = values.tokenizer as TokenizerName;
+  const out = values.out ?? CORPUS_TOKENIZERS[tokenizer].dir;
   const started = performance.now();
   const corpus = await buildBrownCorpus({
+    tokenizer,
     onDocument: (name, i, total) => {
       if ((i + 1) % 50 === 0 || i + 1 === total) {
         console.error(`tokenized ${i + 1}/${total} (${name})`);

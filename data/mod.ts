@@ -92,15 +92,23 @@ export {
   type BuildCorpusOptions,
   type BuiltCorpus,
   BUNDLED_CORPUS_DIR,
+  BYTE_CORPUS_DIR,
+  CORPUS_TOKENIZERS,
   type CorpusFile,
   type CorpusManifest,
   type CorpusSplit,
+  type CorpusTokenizer,
+  ensureCorpus,
+  type EnsureCorpusOptions,
   openBundledCorpus,
   type OpenCorpusOptions,
   type Split,
   SPLITS,
+  TOKENIZER_NAMES,
+  type TokenizerName,
   VALIDATION_EVERY,
   verifyCorpus,
 } from "./corpus.ts";
+export { BYTE_VOCAB_SIZE, decodeByteTokens, encodeByteDocument } from "./byte_tokenizer.ts";
 export { type TokenizedFile, tokenizeFolder } from "./tokenize_folder.ts";
 export { type ScanOptions, scanTokenFiles, type TokenScan } from "./token_scan.ts";

@@ -128,19 +128,25 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 /** Runs `args` with SIGINT/SIGTERM stopping it; resolves to the exit code. */
 export async function runUntilSignal(args: TestnetArgs): Promise<number> {
+  try {
+    return (await runWithSignals(args)).exitCode;
+  } catch (e) {
+    console.error(`testnet: ${(e as Error).message}`);
+    return EXIT_FAILURE;
+  }
+}
+
+/** Runs `args`, printing to stdout, with SIGINT/SIGTERM stopping it; resolves to the outcome. */
+export async function runWithSignals(args: TestnetArgs): Promise<TestnetOutcome> {
   const controller = new AbortController();
   const onSignal = () => controller.abort();
   Deno.addSignalListener("SIGINT", onSignal);
   Deno.addSignalListener("SIGTERM", onSignal);
   try {
-    const outcome = await runTestnet(args, {
+    return await runTestnet(args, {
       write: (line) => console.log(line),
       signal: controller.signal,
     });
-    return outcome.exitCode;
-  } catch (e) {
-    console.error(`testnet: ${(e as Error).message}`);
-    return EXIT_FAILURE;
   } finally {
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);

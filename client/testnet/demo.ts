@@ -1,41 +1,125 @@
 /**
- * `deno task demo`: the README's main command. A testnet of a coordinator and 3 clients
- * training the small Llama of config/llama-tiny (state.toml: `config/models/llama-20m`,
- * seeded init) with DisTrO on the bundled Brown corpus (served by the coordinator from
- * config/llama-tiny/data.toml), for a few epochs, within about ten minutes on a 2-core CPU
- * (WebGPU on lavapipe). Then it prints the summary: loss first -> last, steps applied, epochs
- * and rounds, whether the clients' parameters agreed at every step, and the last checkpoint's
- * folder (under runs/demo/); it exits as `deno task testnet` does (main.ts, verdict.ts).
+ * `deno task demo`: the README's main command. A testnet of a coordinator and 3 clients training
+ * a small Llama with DisTrO on the bundled Brown corpus for three epochs, about five minutes of
+ * training on a 2-core CPU (WebGPU on lavapipe), then the summary (loss first -> last, steps
+ * applied, epochs and rounds, whether the clients' parameters agreed at every step) with the
+ * loss curve, and the held-out loss (validation text no client trained on) of the seeded model
+ * and of the last checkpoint (under runs/demo/).
  *
- * Arguments are passed on to the testnet and override the demo's (e.g. `--logs json`).
+ * `--model bytes` (the default, config/demo: 1.9M parameters over UTF-8 bytes) learns visibly
+ * in minutes; `--model llama-20m` (config/llama-tiny: 20M parameters over LLaMA-2 tokens) is the
+ * bigger, slower run. Other arguments go to the testnet and override the demo's.
+ *
+ * Exits as `deno task testnet` does (main.ts, verdict.ts), and 1 as well when the held-out loss
+ * could not be measured after training or did not fall.
  *
  * @module
  */
 import "../p2p/exit_fix.ts";
 import { join } from "node:path";
-import { EXIT_USAGE, runUntilSignal } from "./main.ts";
-import { parseTestnetArgs, TESTNET_USAGE } from "./args.ts";
-import { REPO_ROOT } from "./launcher.ts";
+import { CORPUS_TOKENIZERS, ensureCorpus, type TokenizerName } from "../../data/mod.ts";
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, runWithSignals } from "./main.ts";
+import { parseTestnetArgs, TESTNET_USAGE, type TestnetArgs } from "./args.ts";
 import { UsageError } from "../../common/mod.ts";
+import { REPO_ROOT } from "./launcher.ts";
+import { formatLine } from "./output.ts";
+import { prepareRunConfig } from "./run_config.ts";
+import { heldOutLoss } from "./held_out.ts";
+import { lossChart } from "./loss_chart.ts";
 
 /** Where the demo's checkpoints go (git-ignored; emptied at the start of each demo). */
 export const DEMO_CHECKPOINTS: string = join(REPO_ROOT, "runs", "demo");
 
-/** The demo's testnet arguments (before the user's). */
-export const DEMO_ARGS: readonly string[] = [
-  "--num-clients",
-  "3",
-  "--config-path",
-  join(REPO_ROOT, "config", "llama-tiny"),
-  "--stop-after-epochs",
-  "3",
-  "--stop-after-seconds",
-  "570",
-  "--checkpoint-dir",
-  DEMO_CHECKPOINTS,
-  // A busy or slow machine gets the round and epoch times it needs, measured first.
-  "--calibrate",
-];
+/** A run the demo can show. */
+export interface DemoModel {
+  /** The run's config folder (state.toml, data.toml). */
+  readonly configPath: string;
+  /** The tokenization of the corpus its data server reads (built first when missing). */
+  readonly corpus: TokenizerName;
+  /** What it is, for the first line. */
+  readonly description: string;
+}
+
+/** The runs of `--model`. */
+export const DEMO_MODELS: Readonly<Record<string, DemoModel>> = {
+  bytes: {
+    configPath: join(REPO_ROOT, "config", "demo"),
+    corpus: "bytes",
+    description: "a 1.9M-parameter Llama over UTF-8 bytes (config/demo)",
+  },
+  "llama-20m": {
+    configPath: join(REPO_ROOT, "config", "llama-tiny"),
+    corpus: "llama",
+    description: "a 20M-parameter Llama over LLaMA-2 tokens (config/llama-tiny)",
+  },
+};
+
+/** The demo model when `--model` is not given. */
+export const DEFAULT_DEMO_MODEL = "bytes";
+
+/** Held-out sequences evaluated before and after training. */
+export const HELD_OUT_SEQUENCES = 64;
+
+/** The demo's testnet arguments for `model` (before the user's). */
+export function demoArgs(model: DemoModel): string[] {
+  return [
+    "--num-clients",
+    "3",
+    "--config-path",
+    model.configPath,
+    "--stop-after-epochs",
+    "3",
+    "--stop-after-seconds",
+    "570",
+    "--checkpoint-dir",
+    DEMO_CHECKPOINTS,
+    // A busy or slow machine gets the round and epoch times it needs, measured first.
+    "--calibrate",
+  ];
+}
+
+/** `--model NAME` (or `--model=NAME`) taken out of `argv`; the rest goes to the testnet. */
+export function parseDemoArgs(argv: readonly string[]): { model: string; rest: string[] } {
+  let model = DEFAULT_DEMO_MODEL;
+  const rest: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--model" || arg.startsWith("--model=")) {
+      const value = arg === "--model" ? argv[++i] : arg.slice("--model=".length);
+      if (value === undefined || !Object.hasOwn(DEMO_MODELS, value)) {
+        throw new UsageError(
+          `--model must be one of ${Object.keys(DEMO_MODELS).join(", ")}, not ${
+            value === undefined ? "nothing" : JSON.stringify(value)
+          }`,
+        );
+      }
+      model = value;
+    } else {
+      rest.push(arg);
+    }
+  }
+  return { model, rest };
+}
+
+/** The demo's usage: its own flag, then the testnet's. */
+export const DEMO_USAGE = `Usage: deno task demo [--model ${Object.keys(DEMO_MODELS).join("|")}] ` +
+  `[testnet options]\n\n` +
+  Object.entries(DEMO_MODELS).map(([name, m]) => `  --model ${name.padEnd(10)} ${m.description}`)
+    .join("\n") +
+  `\n\nThe testnet's options override the demo's:\n\n${TESTNET_USAGE}`;
+
+/** The step of a checkpoint folder `<run>-step<N>`; null for another name. */
+export function checkpointStep(dir: string): number | null {
+  const m = /-step(\d+)\/?$/.exec(dir);
+  return m === null ? null : Number(m[1]);
+}
+
+/** The held-out loss line: before -> after, and the change in percent. */
+export function describeHeldOut(before: number, after: number, step: number): string {
+  const change = ((after - before) / before) * 100;
+  return `held-out loss ${before.toFixed(3)} -> ${after.toFixed(3)} after step ${step} ` +
+    `(${change >= 0 ? "+" : ""}${change.toFixed(1)}%)`;
+}
 
 /**
  * Removes every `*-step{N}` folder in `dir` but the highest step's (a checkpoint of the 20 M
@@ -45,8 +129,8 @@ export async function keepLastCheckpoint(dir: string): Promise<void> {
   const steps: { name: string; step: number }[] = [];
   try {
     for await (const entry of Deno.readDir(dir)) {
-      const m = /-step(\d+)$/.exec(entry.name);
-      if (entry.isDirectory && m !== null) steps.push({ name: entry.name, step: Number(m[1]) });
+      const step = checkpointStep(entry.name);
+      if (entry.isDirectory && step !== null) steps.push({ name: entry.name, step });
     }
   } catch (e) {
     if (e instanceof Deno.errors.NotFound) return;
@@ -58,23 +142,93 @@ export async function keepLastCheckpoint(dir: string): Promise<void> {
   }
 }
 
-if (import.meta.main) {
-  let code: number;
+/** Runs the demo; resolves to the exit code. */
+export async function runDemo(argv: readonly string[]): Promise<number> {
+  let args: TestnetArgs | null;
+  let model: DemoModel;
   try {
-    const args = parseTestnetArgs([...DEMO_ARGS, ...Deno.args]);
-    if (args === null) {
-      console.log(TESTNET_USAGE);
-      code = 0;
-    } else {
-      // Each demo starts afresh: the previous demo's checkpoints (80 MB each) are removed.
-      await Deno.remove(DEMO_CHECKPOINTS, { recursive: true }).catch(() => {});
-      code = await runUntilSignal(args);
-      await keepLastCheckpoint(join(DEMO_CHECKPOINTS, "client-1"));
-    }
+    const parsed = parseDemoArgs(argv);
+    model = DEMO_MODELS[parsed.model];
+    args = parseTestnetArgs([...demoArgs(model), ...parsed.rest]);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    console.error(`demo: ${e.message}`);
-    code = EXIT_USAGE;
+    console.error(`demo: ${e.message}\n\n${DEMO_USAGE}`);
+    return EXIT_USAGE;
   }
-  Deno.exit(code);
+  if (args === null) {
+    console.log(DEMO_USAGE);
+    return EXIT_OK;
+  }
+  const say = (message: string, fields: Record<string, unknown> = {}) =>
+    console.log(formatLine(
+      { label: "demo", kind: "testnet", index: 10 },
+      JSON.stringify({ event: "demo", time_ms: Date.now(), message, ...fields }),
+      {
+        format: args.logs,
+        colour: Deno.stdout.isTerminal() && !Deno.env.get("NO_COLOR"),
+        labelWidth: 11,
+      },
+    ));
+
+  say(`training ${model.description} with 3 clients`);
+  await ensureCorpus(model.corpus, {
+    onBuild: (dir) => say(`building the ${model.corpus} corpus in ${dir} (first run)`),
+  });
+  const statePath = join(args.configPath, "state.toml");
+  const { run } = prepareRunConfig(await Deno.readTextFile(statePath), statePath);
+  if (run.model.checkpoint.kind !== "Dummy") {
+    throw new Error(`${statePath}: the demo builds its model from a config folder (Dummy)`);
+  }
+  const heldOut = (modelFolder: string) =>
+    heldOutLoss({
+      modelFolder,
+      runId: run.runId,
+      validationDir: join(CORPUS_TOKENIZERS[model.corpus].dir, "validation"),
+      seqLen: run.model.maxSeqLen,
+      sequences: HELD_OUT_SEQUENCES,
+    });
+  const before = await heldOut(join(REPO_ROOT, run.model.checkpoint.repo.repoId));
+  say(
+    `held-out loss of the seeded model: ${before.loss.toFixed(3)} (${before.sequences} ` +
+      `sequences of ${run.model.maxSeqLen} tokens of validation text no client trains on)`,
+    { heldOutLoss: before.loss, step: 0 },
+  );
+
+  // Each demo starts afresh: the previous demo's checkpoints (80 MB each for 20M) are removed.
+  await Deno.remove(DEMO_CHECKPOINTS, { recursive: true }).catch(() => {});
+  let outcome;
+  try {
+    outcome = await runWithSignals(args);
+  } catch (e) {
+    console.error(`demo: ${(e as Error).message}`);
+    return EXIT_FAILURE;
+  }
+  await keepLastCheckpoint(join(DEMO_CHECKPOINTS, "client-1"));
+  if (args.logs === "console") {
+    const points = [...outcome.summary.lossByStep].map(([step, loss]) => ({ step, loss }));
+    for (const line of lossChart(points)) console.log(`--- ${line}`);
+  }
+
+  const last = outcome.summary.checkpoints
+    .map((dir) => ({ dir, step: checkpointStep(dir) }))
+    .filter((c): c is { dir: string; step: number } => c.step !== null)
+    .sort((a, b) => a.step - b.step)
+    .at(-1);
+  if (last === undefined) {
+    console.log(
+      "--- FAILED: no checkpoint was written, so the held-out loss after training is unknown",
+    );
+    return EXIT_FAILURE;
+  }
+  const after = await heldOut(last.dir);
+  const line = describeHeldOut(before.loss, after.loss, last.step);
+  if (args.logs === "json") say(line, { heldOutLoss: after.loss, step: last.step });
+  else console.log(`--- ${line}`);
+  if (!(after.loss < before.loss)) {
+    console.log("--- FAILED: the held-out loss did not fall");
+    return EXIT_FAILURE;
+  }
+  return outcome.exitCode;
 }
+
+if (import.meta.main) Deno.exit(await runDemo(Deno.args));

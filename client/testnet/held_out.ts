@@ -6,10 +6,10 @@
  *
  * @module
  */
-import { LocalDataProvider } from "../../data/local.ts";
-import { LlamaModel } from "../../model/llama.ts";
-import { GpuRuntime } from "../../shaders/gpu.ts";
-import { evaluate } from "../../train/trainer.ts";
+import { LocalDataProvider } from "../../data/mod.ts";
+import { LlamaModel } from "../../model/mod.ts";
+import { GpuRuntime } from "../../shaders/mod.ts";
+import { evaluate } from "../../train/mod.ts";
 import { loadModel } from "../model_source.ts";
 
 /** What {@linkcode heldOutLoss} evaluates. */

@@ -1,7 +1,8 @@
 /**
- * The demo's run on a busy machine (`deno task stress`, too slow for `deno task test`): the
- * demo's config (config/llama-tiny: the 20M Llama, 3 clients, DisTrO) on a testnet that
- * calibrates first, while two busy-loop processes take both cores of a 2-core machine. It
+ * The demo's runs on a busy machine (`deno task stress`, too slow for `deno task test`): each
+ * of the demo's configs (config/demo: the byte-level Llama the demo trains by default, and
+ * config/llama-tiny: the 20M Llama of `--model llama-20m`; 3 clients, DisTrO) on a testnet that
+ * calibrates first, while two busy-loop processes take both cores of a 2-core machine. Each
  * must still train: at least 10 applied steps, with the loss falling and every client holding
  * the same parameters at every step. Before the warm-up and calibration work, the first
  * step (compiling every GPU pipeline) outlasted `max_round_train_time` on such a machine and
@@ -14,6 +15,7 @@ import { join } from "node:path";
 import { EventWatcher } from "../../client/testing/testnet.ts";
 import { clientDigests, describeDisagreements, disagreements } from "../support/one_model.ts";
 import { REPO_ROOT, Testnet } from "../../client/testnet/mod.ts";
+import { ensureCorpus, type TokenizerName } from "../../data/mod.ts";
 
 /** `n` processes that spin a core each until killed. */
 function busyLoops(n: number): Deno.ChildProcess[] {
@@ -25,18 +27,29 @@ function busyLoops(n: number): Deno.ChildProcess[] {
     }).spawn());
 }
 
-Deno.test({
-  name: "the demo's run trains on a machine whose cores are busy: 10 applied steps, loss falls",
-  sanitizeResources: false,
-  sanitizeOps: false,
-}, async () => {
+/** The demo's runs: its config folder and the corpus its data server reads. */
+const DEMO_RUNS: readonly { config: string; corpus: TokenizerName }[] = [
+  { config: "demo", corpus: "bytes" },
+  { config: "llama-tiny", corpus: "llama" },
+];
+
+for (const { config, corpus } of DEMO_RUNS) {
+  Deno.test({
+    name: `config/${config} trains on a machine whose cores are busy: 10 applied steps, loss falls`,
+    sanitizeResources: false,
+    sanitizeOps: false,
+  }, () => trainsWhileBusy(config, corpus));
+}
+
+async function trainsWhileBusy(config: string, corpus: TokenizerName): Promise<void> {
+  await ensureCorpus(corpus);
   const hogs = busyLoops(2);
   const watcher = new EventWatcher();
   const lines: string[] = [];
   let net: Testnet | null = null;
   try {
     net = await Testnet.start({
-      configPath: join(REPO_ROOT, "config", "llama-tiny"),
+      configPath: join(REPO_ROOT, "config", config),
       numClients: 3,
       write: (line) => lines.push(line),
       colour: false,
@@ -74,4 +87,4 @@ Deno.test({
     await Promise.all(hogs.map((h) => h.status));
     await net?.stop();
   }
-});
+}

@@ -103,3 +103,24 @@ export {
   loadHubCheckpoint,
   resolveHubRepo,
 } from "./hub.ts";
+export {
+  checkMemoryPlan,
+  formatBytes,
+  formatCount,
+  formatMemoryPlan,
+  type MemoryFix,
+  type MemoryItem,
+  type MemoryLimits,
+  type MemoryPlan,
+  type MemoryPlanInput,
+  type MemoryProblem,
+  type MemoryVerdict,
+  planMemory,
+} from "./memory_plan.ts";
+export {
+  adapterMemoryLimits,
+  largestWeightsFile,
+  MemoryPlanError,
+  reportMemoryPlan,
+  runtimeMemoryLimits,
+} from "./memory_check.ts";

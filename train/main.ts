@@ -142,6 +142,7 @@ export async function train(
         layout,
         weights: await model.readParams(),
         dtype: options.saveDtype,
+        maxShardBytes: options.maxShardBytes,
       });
     }
     logger.end({

@@ -41,7 +41,12 @@ import {
   roundClients,
 } from "../coordinator/core/mod.ts";
 import { type DataProvider, providerForLocation } from "../data/mod.ts";
-import { countParameters } from "../model/mod.ts";
+import {
+  countParameters,
+  formatMemoryPlan,
+  MemoryPlanError,
+  runtimeMemoryLimits,
+} from "../model/mod.ts";
 import { distroConfig, type DistroResult } from "../optimizer/mod.ts";
 import { equalBytes, hexToBytes, toHex } from "../common/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
@@ -87,6 +92,9 @@ export const LOAD_RETRY_MS = 5000;
 
 /** Why `run()` returned. */
 export type StopReason = "Finished" | "Aborted" | "BackendClosed";
+
+/** Where a client's memory-plan fixes are set. */
+const CLIENT_MEMORY_FLAGS = { microBatch: "--micro-batch-size", seqLen: "the run's max_seq_len" };
 
 /** One client taking part in one run. */
 export class TrainingClient {
@@ -204,9 +212,11 @@ export class TrainingClient {
         await this.#perform(intent);
       } catch (e) {
         this.#o.logger.log("error", { what: key, error: (e as Error).message });
-        // A model that cannot read the data fails the same way every time: stop the client.
-        if (e instanceof DataVocabularyError) this.#failed.abort(e);
-        else if (intent.kind === "LoadModel") this.#retryLater(key);
+        // A model that cannot read the data, or cannot fit this machine, fails the same way
+        // every time: stop the client.
+        if (e instanceof DataVocabularyError || e instanceof MemoryPlanError) {
+          this.#failed.abort(e);
+        } else if (intent.kind === "LoadModel") this.#retryLater(key);
       } finally {
         this.#progress.markDone(key);
         queueMicrotask(() => this.#plan());
@@ -438,14 +448,36 @@ export class TrainingClient {
     const fresh = this.#trainer === null;
     this.#trainer?.[Symbol.dispose]();
     this.#trainer = null;
+    // The plan first: a model that cannot fit stops the client here, naming what would fit.
+    const microBatch = this.#o.microBatch ?? 1;
+    const maxBatch = Math.max(config.globalBatchSizeStart, config.globalBatchSizeEnd);
+    const memory = formatMemoryPlan(
+      {
+        config: model.config,
+        microBatch,
+        seqLen: state.model.maxSeqLen,
+        slots: Math.max(1, Math.ceil(maxBatch / microBatch)),
+        optimizer: "distro",
+        distro: distroConfig(state.model.optimizer),
+        precision: "f32",
+      },
+      runtimeMemoryLimits(this.#rt),
+      { flags: CLIENT_MEMORY_FLAGS },
+    );
+    this.#o.logger.log("memory_plan", {
+      fits: memory.verdict.fits,
+      peak_bytes: memory.verdict.peakBytes,
+      lines: memory.lines,
+    });
+    if (memory.refusal !== null) throw new MemoryPlanError(memory.refusal, memory.verdict);
     const trainer = new NetworkTrainer({
       rt: this.#rt,
       config: model.config,
       layout: model.layout,
       weights: model.weights,
       seqLen: state.model.maxSeqLen,
-      microBatch: this.#o.microBatch ?? 1,
-      maxBatch: Math.max(config.globalBatchSizeStart, config.globalBatchSizeEnd),
+      microBatch,
+      maxBatch,
       distro: distroConfig(state.model.optimizer),
     });
     this.#trainer = trainer;

@@ -20,6 +20,8 @@ export interface ClientEvents {
     /** The run step whose parameters these are. */
     params_step: number;
   };
+  /** The model's memory plan (model/memory_plan.ts), before its buffers are made. */
+  memory_plan: { fits: boolean; peak_bytes: number; lines: string[] };
   /** The GPU pipelines are built and a dry step ran: what a step costs on this machine. */
   warmup: {
     /** The first dry step: pipeline builds included. */
@@ -114,6 +116,8 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `model from ${e.folder} (${e.weights}, ${e.params} parameters, hash ${
         e.params_hash.slice(0, 12)
       })`;
+    case "memory_plan":
+      return e.lines.join("\n");
     case "warmup":
       return `ready to train: a step takes ${fmt(e.step_ms / 1000, 1)} s here (the first, ` +
         `building the GPU pipelines, ${fmt(e.first_step_ms / 1000, 1)} s); the run allows ` +

@@ -1,5 +1,6 @@
 /**
- * Hugging Face model folders: `config.json` + `model.safetensors`, mapped onto the flat
+ * Hugging Face model folders: `config.json` + `model.safetensors` (or the shards of
+ * `model.safetensors.index.json`, model/shards.ts), mapped onto the flat
  * parameter buffer of params.ts. Loading checks that every expected tensor is present with the
  * expected shape and that nothing unexpected is there; saving writes the same names back.
  *
@@ -8,20 +9,30 @@
 import { type LlamaConfig, llamaConfigToHf, readLlamaConfig } from "./hf_config.ts";
 import { llamaParamLayout, type ParamLayout, paramView } from "./params.ts";
 import {
+  encodeSafetensors,
   type FloatDtype,
   readSafetensors,
+  readSafetensorsHeader,
   SafetensorsError,
   type SafetensorsFile,
+  type SafetensorsHeader,
   type StoredTensor,
   tensorFromFloat32,
   tensorToFloat32,
-  writeSafetensors,
 } from "./safetensors.ts";
+import {
+  checkShardIndex,
+  DEFAULT_MAX_SHARD_BYTES,
+  formatShardIndex,
+  INDEX_FILE,
+  parseShardIndex,
+  planShards,
+  SHARD_FILE_PATTERN,
+  shardFileName,
+} from "./shards.ts";
 
 /** Weights file name inside a model folder. */
 export const WEIGHTS_FILE = "model.safetensors";
-/** Index of a sharded checkpoint (tensor name → shard file). */
-export const INDEX_FILE = "model.safetensors.index.json";
 /** Config file name inside a model folder. */
 export const CONFIG_FILE = "config.json";
 
@@ -91,33 +102,21 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-/**
- * The shard file of every tensor from a parsed `model.safetensors.index.json`
- * (`{"weight_map": {tensor: file}}`). Shard names must be plain file names in the same folder.
- */
-export function parseShardIndex(raw: unknown, file = INDEX_FILE): Map<string, string> {
-  const map = (raw as { weight_map?: unknown } | null)?.weight_map;
-  if (typeof map !== "object" || map === null || Array.isArray(map)) {
-    throw new SafetensorsError(null, `Cannot load "${file}": "weight_map" is not an object`);
+/** Files in `dir` named like HF shards (`model-0000K-of-0000N.safetensors`). */
+async function shardFilesIn(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (e.isFile && SHARD_FILE_PATTERN.test(e.name)) out.push(e.name);
   }
-  const out = new Map<string, string>();
-  for (const [tensor, shard] of Object.entries(map)) {
-    if (
-      typeof shard !== "string" || !/^[\w.-]+\.safetensors$/.test(shard) || shard.startsWith(".")
-    ) {
-      throw new SafetensorsError(
-        tensor,
-        `Cannot load "${file}": tensor "${tensor}" maps to ${JSON.stringify(shard)}, ` +
-          `expected a .safetensors file name in the same folder`,
-      );
-    }
-    out.set(tensor, shard);
-  }
-  return out;
+  return out.sort();
 }
 
-/** Reads a sharded checkpoint: every shard named by the index, each tensor from its own shard. */
-async function readShards(dir: string): Promise<SafetensorsFile> {
+/**
+ * Reads a sharded checkpoint into a new flat buffer. Every shard's header is read and checked
+ * against the index and the layout first (model/shards.ts `checkShardIndex`); then the shards
+ * are read one at a time, so a load holds at most one shard's bytes besides the f32 weights.
+ */
+async function readShardedWeights(dir: string, layout: ParamLayout): Promise<Float32Array> {
   const indexPath = `${dir}/${INDEX_FILE}`;
   let raw: unknown;
   try {
@@ -126,34 +125,39 @@ async function readShards(dir: string): Promise<SafetensorsFile> {
     throw new SafetensorsError(null, `Cannot load "${indexPath}": ${(e as Error).message}`);
   }
   const index = parseShardIndex(raw, indexPath);
-  const tensors = new Map<string, StoredTensor>();
-  for (const shard of new Set(index.values())) {
+  const headers = new Map<string, SafetensorsHeader>();
+  for (const [tensor, shard] of index.weightMap) {
+    if (headers.has(shard)) continue;
+    const path = `${dir}/${shard}`;
+    if (!(await exists(path))) {
+      throw new SafetensorsError(
+        tensor,
+        `Cannot load "${path}": the file is missing (${INDEX_FILE} puts "${tensor}" in it)`,
+      );
+    }
+    headers.set(shard, await readSafetensorsHeader(path));
+  }
+  checkShardIndex(index, headers, {
+    expected: layout.entries,
+    ignored: IGNORED_TENSOR,
+    dir,
+  });
+  const flat = new Float32Array(layout.totalSize);
+  for (const shard of headers.keys()) {
     const path = `${dir}/${shard}`;
     const file = await readSafetensors(path);
     for (const [name, t] of file.tensors) {
-      if (index.get(name) !== shard) {
-        throw new SafetensorsError(
-          name,
-          `Cannot load "${path}": tensor "${name}" is not assigned to this shard by ${INDEX_FILE}`,
-        );
-      }
-      tensors.set(name, t);
+      const e = layout.byName.get(name);
+      if (e !== undefined) flat.set(tensorToFloat32(name, t), e.offset);
     }
   }
-  for (const [name, shard] of index) {
-    if (!tensors.has(name)) {
-      throw new SafetensorsError(
-        name,
-        `Cannot load "${dir}/${shard}": tensor "${name}" is missing`,
-      );
-    }
-  }
-  return { tensors, metadata: null };
+  return flat;
 }
 
 /**
- * Reads `DIR/config.json` and the weights: `DIR/model.safetensors`, or the shards listed in
- * `DIR/model.safetensors.index.json`; `weights` is null when the folder has neither.
+ * Reads `DIR/config.json` and the weights: `DIR/model.safetensors`, else the shards listed in
+ * `DIR/model.safetensors.index.json` (as Hugging Face looks for them); `weights` is null when
+ * the folder has neither. F32, BF16 and F16 tensors load into the f32 layout (exactly).
  */
 export async function readModelDir(
   dir: string,
@@ -166,24 +170,104 @@ export async function readModelDir(
     return { config, layout, weights };
   }
   if (await exists(`${dir}/${INDEX_FILE}`)) {
-    const weights = weightsFromSafetensors(layout, await readShards(dir), { file: dir });
-    return { config, layout, weights };
+    return { config, layout, weights: await readShardedWeights(dir, layout) };
+  }
+  const orphans = await shardFilesIn(dir);
+  if (orphans.length > 0) {
+    // Shards without their index: an interrupted save, or an incomplete download.
+    throw new SafetensorsError(
+      null,
+      `Cannot load "${dir}": it holds ${orphans[0]} but no ${INDEX_FILE} (an interrupted save ` +
+        `or download?); restore the index or remove the shards`,
+    );
   }
   return { config, layout, weights: null };
 }
 
-/** Writes `DIR/config.json` and `DIR/model.safetensors` (creating DIR). */
-export async function writeModelDir(
-  dir: string,
-  model: { config: LlamaConfig; layout: ParamLayout; weights: Float32Array; dtype?: FloatDtype },
-): Promise<void> {
-  await Deno.mkdir(dir, { recursive: true });
-  await Deno.writeTextFile(
-    `${dir}/${CONFIG_FILE}`,
-    JSON.stringify(llamaConfigToHf(model.config), null, 2) + "\n",
-  );
-  await writeSafetensors(
-    `${dir}/${WEIGHTS_FILE}`,
-    weightsToSafetensors(model.layout, model.weights, model.dtype ?? "F32"),
-  );
+/** Writes `bytes` to `path` through a temporary file and a rename. */
+async function writeAtomically(path: string, bytes: Uint8Array): Promise<void> {
+  const tmp = `${path}.tmp`;
+  await Deno.writeFile(tmp, bytes);
+  await Deno.rename(tmp, path);
 }
+
+async function removeIfPresent(path: string): Promise<void> {
+  try {
+    await Deno.remove(path);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+  }
+}
+
+/** What {@link writeModelDir} writes. */
+export interface ModelDirContents {
+  config: LlamaConfig;
+  layout: ParamLayout;
+  /** `[layout.totalSize]` f32 weights. */
+  weights: Float32Array;
+  /** Storage dtype of the weights (default F32); config.json's `torch_dtype` follows it. */
+  dtype?: FloatDtype;
+  /**
+   * Largest shard's tensor bytes (default {@link DEFAULT_MAX_SHARD_BYTES}). Weights over it are
+   * split into `model-0000K-of-0000N.safetensors` with `model.safetensors.index.json`.
+   */
+  maxShardBytes?: number;
+}
+
+/**
+ * Writes `DIR/config.json` and the weights (creating DIR): `model.safetensors`, or shards and
+ * their index when the weights exceed `maxShardBytes`, as `save_pretrained` lays them out.
+ *
+ * Every file is written to a temporary name and renamed. A sharded save first removes the old
+ * index, renames the shards in, and writes the new index last, so an interrupted save leaves
+ * shards without an index (which {@link readModelDir} refuses) rather than a mix of two saves.
+ * Weight files of an earlier save in the other form are removed afterwards.
+ */
+export async function writeModelDir(dir: string, model: ModelDirContents): Promise<void> {
+  const dtype = model.dtype ?? "F32";
+  await Deno.mkdir(dir, { recursive: true });
+  const hf = llamaConfigToHf(model.config, { torchDtype: TORCH_DTYPES[dtype] });
+  await writeAtomically(
+    `${dir}/${CONFIG_FILE}`,
+    new TextEncoder().encode(JSON.stringify(hf, null, 2) + "\n"),
+  );
+  const all = weightsToSafetensors(model.layout, model.weights, dtype);
+  const plan = planShards(
+    [...all.tensors].map(([name, t]) => ({ name, bytes: t.bytes.length })),
+    model.maxShardBytes ?? DEFAULT_MAX_SHARD_BYTES,
+  );
+  const stale = await shardFilesIn(dir);
+  if (plan.length === 1) {
+    await writeAtomically(`${dir}/${WEIGHTS_FILE}`, encodeSafetensors(all));
+    await removeIfPresent(`${dir}/${INDEX_FILE}`);
+    for (const name of stale) await removeIfPresent(`${dir}/${name}`);
+    return;
+  }
+  const weightMap = new Map<string, string>();
+  const names = plan.map((_, k) => shardFileName(k + 1, plan.length));
+  for (const [k, tensorNames] of plan.entries()) {
+    const tensors = new Map(tensorNames.map((n) => [n, all.tensors.get(n)!]));
+    await Deno.writeFile(
+      `${dir}/${names[k]}.tmp`,
+      encodeSafetensors({ tensors, metadata: all.metadata }),
+    );
+    for (const n of tensorNames) weightMap.set(n, names[k]);
+  }
+  await removeIfPresent(`${dir}/${INDEX_FILE}`);
+  for (const name of names) await Deno.rename(`${dir}/${name}.tmp`, `${dir}/${name}`);
+  let totalSize = 0;
+  for (const t of all.tensors.values()) totalSize += t.bytes.length;
+  await writeAtomically(
+    `${dir}/${INDEX_FILE}`,
+    new TextEncoder().encode(formatShardIndex({ weightMap, totalSize })),
+  );
+  await removeIfPresent(`${dir}/${WEIGHTS_FILE}`);
+  for (const name of stale) if (!names.includes(name)) await removeIfPresent(`${dir}/${name}`);
+}
+
+/** config.json's `torch_dtype` for each storage dtype. */
+const TORCH_DTYPES: Record<FloatDtype, "float32" | "bfloat16" | "float16"> = {
+  F32: "float32",
+  BF16: "bfloat16",
+  F16: "float16",
+};

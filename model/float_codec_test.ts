@@ -83,3 +83,44 @@ Deno.test("f32 → bf16 rounds to nearest even", () => {
   assert.equal(f32ToBf16Bits(-Infinity), 0xff80);
   assert.equal(f32ToBf16Bits(f32FromBits(0x7f800001)) & 0x7f, 0x40); // NaN stays NaN
 });
+
+Deno.test("f32 → bf16 matches hand-computed vectors (ties, overflow, inf, NaN, zeros)", () => {
+  // [f32 bits, bf16 bits]: bf16 keeps the top 16 bits; the low 16 decide the rounding.
+  const cases: [number, number][] = [
+    [0x3f800000, 0x3f80], // 1.0 exact
+    [0x3f807fff, 0x3f80], // just below half an ulp: down
+    [0x3f808000, 0x3f80], // exactly half, kept bits even (…80): stays
+    [0x3f808001, 0x3f81], // just above half: up
+    [0x3f818000, 0x3f82], // exactly half, kept bits odd (…81): up to even
+    [0xbfc00000, 0xbfc0], // -1.5 exact
+    [0xbf808000, 0xbf80], // -(1 + 2^-8): tie to even, sign kept
+    [0x7f7f7fff, 0x7f7f], // below the tie at the largest finite bf16
+    [0x7f7f8000, 0x7f80], // tie with odd kept bits: rounds up to +inf
+    [0x7f7fffff, 0x7f80], // largest f32 → +inf
+    [0x7f800000, 0x7f80], // +inf
+    [0xff800000, 0xff80], // -inf
+    [0x7fc00000, 0x7fc0], // quiet NaN
+    [0x7f800001, 0x7fc0], // NaN whose payload is all in the dropped bits: stays NaN (not inf)
+    [0xffffffff, 0xffff], // NaN with every bit set: no carry into the sign
+    [0x7fbfffff, 0x7fbf], // signalling NaN keeps its high payload (no rounding up)
+    [0x00000000, 0x0000], // +0
+    [0x80000000, 0x8000], // -0
+    [0x00000001, 0x0000], // smallest subnormal: below half an ulp
+    [0x00008000, 0x0000], // subnormal tie, even: stays 0
+    [0x00018000, 0x0002], // subnormal tie, odd: up
+    [0x0000ffff, 0x0001], // subnormal above half
+    [0x807fffff, 0x8080], // largest negative subnormal rounds up to the smallest normal
+  ];
+  for (const [f32, bf16] of cases) {
+    // A JS number cannot carry a signalling NaN (reading it as f64 quiets it): the array path
+    // below, which works on the raw bits, covers that case.
+    if (f32 === 0x7fbfffff) continue;
+    const hex = (x: number) => `0x${x.toString(16).padStart(8, "0")}`;
+    assert.equal(f32ToBf16Bits(f32FromBits(f32)), bf16, `${hex(f32)} → ${hex(bf16)}`);
+  }
+  const input = new Uint32Array(cases.map(([f]) => f));
+  assert.deepEqual(
+    encodeBf16(new Float32Array(input.buffer)),
+    Uint16Array.from(cases, ([, b]) => b),
+  );
+});

@@ -2,7 +2,8 @@
  * Reads and writes a Hugging Face Llama `config.json`.
  *
  * Only the plain Llama architecture is supported (RMSNorm, RoPE without scaling, grouped-query
- * attention without biases, SwiGLU MLP, untied output head). Anything else is rejected by the
+ * attention without biases, SwiGLU MLP). Tied embeddings are parsed (for planning) but the
+ * trainer's parameter layout refuses them. Anything else is rejected by the
  * name of the key that asks for it, so a model never trains silently with the wrong maths.
  *
  * @module
@@ -36,6 +37,12 @@ export interface LlamaConfig {
   bosTokenId: number | null;
   /** End-of-sequence token id, if the config names one. */
   eosTokenId: number | null;
+  /**
+   * The LM head reuses the embedding matrix (`tie_word_embeddings`, as Llama 3.2 1B/3B do).
+   * Parsed so such configs can be planned and sized; the trainer's layout does not support it
+   * yet (model/params.ts refuses it by name).
+   */
+  tieWordEmbeddings: boolean;
 }
 
 /** A `config.json` that cannot be used: the message names the key and what was wrong with it. */
@@ -74,7 +81,6 @@ const REQUIRED_VALUES: Record<string, unknown> = {
   hidden_act: "silu",
   attention_bias: false,
   mlp_bias: false,
-  tie_word_embeddings: false,
   pretraining_tp: 1,
   attention_dropout: 0,
   rope_scaling: null,
@@ -95,6 +101,7 @@ const KNOWN_KEYS = new Set([
   "initializer_range",
   "bos_token_id",
   "eos_token_id",
+  "tie_word_embeddings",
   ...Object.keys(REQUIRED_VALUES),
 ]);
 
@@ -130,7 +137,7 @@ function tokenId(raw: Record<string, unknown>, key: string): number | null {
 /**
  * Validates a parsed `config.json` object and returns the typed config.
  * Throws {@link HfConfigError} naming the first key that is missing, mistyped, unknown or asks
- * for an unsupported feature (rope_scaling, biases, tied embeddings, another activation, ...).
+ * for an unsupported feature (rope_scaling, biases, another activation, ...).
  *
  * @example
  * ```ts
@@ -188,6 +195,13 @@ export function parseLlamaConfig(raw: unknown): LlamaConfig {
       `must divide num_attention_heads ${numHeads}, found ${numKvHeads}`,
     );
   }
+  const tie = obj.tie_word_embeddings ?? false;
+  if (typeof tie !== "boolean") {
+    throw new HfConfigError(
+      "tie_word_embeddings",
+      `must be a boolean, found ${JSON.stringify(tie)}`,
+    );
+  }
   const headDim = hiddenSize / numHeads;
   if (obj.head_dim !== undefined && obj.head_dim !== null && obj.head_dim !== headDim) {
     throw new HfConfigError(
@@ -214,11 +228,18 @@ export function parseLlamaConfig(raw: unknown): LlamaConfig {
     initializerRange: positiveNumber(obj, "initializer_range", 0.02),
     bosTokenId: tokenId(obj, "bos_token_id"),
     eosTokenId: tokenId(obj, "eos_token_id"),
+    tieWordEmbeddings: tie,
   };
 }
 
-/** The `config.json` object HF's `LlamaForCausalLM` loads for this config (written on save). */
-export function llamaConfigToHf(config: LlamaConfig): Record<string, unknown> {
+/**
+ * The `config.json` object HF's `LlamaForCausalLM` loads for this config (written on save).
+ * `torchDtype` is the dtype the weights are stored in (default `"float32"`).
+ */
+export function llamaConfigToHf(
+  config: LlamaConfig,
+  options?: { torchDtype?: "float32" | "bfloat16" | "float16" },
+): Record<string, unknown> {
   const out: Record<string, unknown> = {
     architectures: ["LlamaForCausalLM"],
     model_type: "llama",
@@ -236,9 +257,9 @@ export function llamaConfigToHf(config: LlamaConfig): Record<string, unknown> {
     initializer_range: config.initializerRange,
     attention_bias: false,
     mlp_bias: false,
-    tie_word_embeddings: false,
+    tie_word_embeddings: config.tieWordEmbeddings,
     rope_scaling: null,
-    torch_dtype: "float32",
+    torch_dtype: options?.torchDtype ?? "float32",
   };
   if (config.bosTokenId !== null) out.bos_token_id = config.bosTokenId;
   if (config.eosTokenId !== null) out.eos_token_id = config.eosTokenId;
@@ -267,5 +288,5 @@ export function countParameters(config: LlamaConfig): number {
   const { hiddenSize: c, intermediateSize: f, vocabSize: v, headDim: hd } = config;
   const kv = config.numKvHeads * hd;
   const perLayer = c * c * 2 + c * kv * 2 + c * f * 3 + c * 2;
-  return v * c * 2 + c + config.numLayers * perLayer;
+  return v * c * (config.tieWordEmbeddings ? 1 : 2) + c + config.numLayers * perLayer;
 }

@@ -41,6 +41,7 @@ Deno.test("parseLlamaConfig reads every field and applies defaults", () => {
     initializerRange: 0.02,
     bosTokenId: 1,
     eosTokenId: 2,
+    tieWordEmbeddings: false,
   });
   const { num_key_value_heads: _kv, rope_theta: _rt, rms_norm_eps: _eps, ...rest } = BASE;
   const d = parseLlamaConfig(rest);
@@ -55,7 +56,7 @@ Deno.test("parseLlamaConfig rejects unsupported features naming the key", () => 
     [{ attention_bias: true }, "attention_bias"],
     [{ mlp_bias: true }, "mlp_bias"],
     [{ hidden_act: "gelu" }, "hidden_act"],
-    [{ tie_word_embeddings: true }, "tie_word_embeddings"],
+    [{ tie_word_embeddings: "yes" }, "tie_word_embeddings"],
     [{ head_dim: 32 }, "head_dim"],
     [{ architectures: ["MistralForCausalLM"] }, "architectures"],
     [{ sliding_window: 4096 }, "sliding_window"],
@@ -120,4 +121,14 @@ Deno.test("bundled model configs parse, and llama-20m has about 20M parameters",
   );
   const n = countParameters(c20);
   assert.ok(n > 18e6 && n < 22e6, `${n} parameters`);
+});
+
+Deno.test("llama-1b has Llama-3.2-1B's published size, with tied embeddings", async () => {
+  const c = await readLlamaConfig(
+    new URL("../config/models/llama-1b/config.json", import.meta.url).pathname,
+  );
+  assert.equal(c.tieWordEmbeddings, true);
+  assert.equal(countParameters(c), 1_235_814_400);
+  assert.equal(countParameters({ ...c, tieWordEmbeddings: false }), 1_235_814_400 + 128256 * 2048);
+  assert.equal(llamaConfigToHf(c).tie_word_embeddings, true);
 });

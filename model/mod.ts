@@ -18,11 +18,15 @@ export {
   DTYPE_SIZES,
   encodeSafetensors,
   type FloatDtype,
+  parseSafetensorsHeader,
   readSafetensors,
+  readSafetensorsHeader,
   SafetensorsError,
   type SafetensorsFile,
+  type SafetensorsHeader,
   type StoredTensor,
   tensorFromFloat32,
+  type TensorHeader,
   tensorToFloat32,
   writeSafetensors,
 } from "./safetensors.ts";
@@ -51,9 +55,20 @@ export {
   seededNormals,
 } from "./params.ts";
 export {
-  CONFIG_FILE,
+  checkShardIndex,
+  DEFAULT_MAX_SHARD_BYTES,
+  type ExpectedTensor,
+  formatShardIndex,
   INDEX_FILE,
+  parseByteSize,
   parseShardIndex,
+  planShards,
+  shardFileName,
+  type ShardIndex,
+} from "./shards.ts";
+export {
+  CONFIG_FILE,
+  type ModelDirContents,
   readModelDir,
   WEIGHTS_FILE,
   weightsFromSafetensors,
@@ -88,3 +103,24 @@ export {
   loadHubCheckpoint,
   resolveHubRepo,
 } from "./hub.ts";
+export {
+  checkMemoryPlan,
+  formatBytes,
+  formatCount,
+  formatMemoryPlan,
+  type MemoryFix,
+  type MemoryItem,
+  type MemoryLimits,
+  type MemoryPlan,
+  type MemoryPlanInput,
+  type MemoryProblem,
+  type MemoryVerdict,
+  planMemory,
+} from "./memory_plan.ts";
+export {
+  adapterMemoryLimits,
+  largestWeightsFile,
+  MemoryPlanError,
+  reportMemoryPlan,
+  runtimeMemoryLimits,
+} from "./memory_check.ts";

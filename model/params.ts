@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { LlamaConfig } from "./hf_config.ts";
+import { HfConfigError, type LlamaConfig } from "./hf_config.ts";
 
 /** Offsets are multiples of this many floats (256 bytes: WebGPU's storage-binding alignment). */
 export const PARAM_ALIGN = 64;
@@ -83,8 +83,19 @@ export function llamaTensorShapes(config: LlamaConfig): [string, number[], "norm
   return out;
 }
 
-/** Lays the model's tensors out in one flat buffer, each aligned to PARAM_ALIGN floats. */
+/**
+ * Lays the model's tensors out in one flat buffer, each aligned to PARAM_ALIGN floats.
+ * Throws {@link HfConfigError} for `tie_word_embeddings: true`, which the layout (a separate
+ * `lm_head.weight`) cannot express yet.
+ */
 export function llamaParamLayout(config: LlamaConfig): ParamLayout {
+  if (config.tieWordEmbeddings) {
+    throw new HfConfigError(
+      "tie_word_embeddings",
+      "is true, which the trainer does not support yet (it keeps a separate lm_head.weight); " +
+        "the memory plan can still size this model",
+    );
+  }
   const entries: ParamEntry[] = [];
   let offset = 0;
   let paramCount = 0;

@@ -71,38 +71,69 @@ function isDtype(x: unknown): x is Dtype {
   return typeof x === "string" && Object.hasOwn(DTYPE_SIZES, x);
 }
 
+/** One tensor's header entry: dtype, shape and its byte range within the data section. */
+export interface TensorHeader {
+  dtype: Dtype;
+  shape: number[];
+  /** Byte offsets relative to the start of the data section (`8 + header length`). */
+  begin: number;
+  end: number;
+}
+
+/** A validated safetensors header: what a file holds, known before any tensor byte is read. */
+export interface SafetensorsHeader {
+  tensors: Map<string, TensorHeader>;
+  metadata: Record<string, string> | null;
+  /** Where the data section starts in the file: 8 + the header length. */
+  dataStart: number;
+  /** Bytes of the data section (the file's size minus {@link dataStart}). */
+  dataBytes: number;
+}
+
+/** Reads the 8-byte header length; throws naming the file when it cannot fit `fileBytes`. */
+function headerLength(prefix: Uint8Array, fileBytes: number, where: string): number {
+  if (fileBytes < 8) {
+    throw new SafetensorsError(
+      null,
+      `Cannot load "${where}": file is ${fileBytes} bytes, shorter than the 8-byte header`,
+    );
+  }
+  const len = new DataView(prefix.buffer, prefix.byteOffset, 8).getBigUint64(0, true);
+  if (len > BigInt(Math.min(MAX_HEADER_BYTES, fileBytes - 8))) {
+    throw new SafetensorsError(
+      null,
+      `Cannot load "${where}": header length ${len} exceeds the ${fileBytes - 8} bytes after it`,
+    );
+  }
+  return Number(len);
+}
+
 /**
- * Parses the bytes of a `.safetensors` file. `file` is only used in error messages.
- * The returned tensors' `bytes` are views into `data` (no copy).
+ * Validates the JSON header of a file whose data section is `dataBytes` long: every entry's
+ * dtype, shape and offsets, byte size = product of shape × dtype size, and tensors tiling the
+ * data section exactly. Throws {@link SafetensorsError} naming the file and tensor.
  */
-export function decodeSafetensors(
-  data: Uint8Array,
+export function parseSafetensorsHeader(
+  json: Uint8Array,
+  dataBytes: number,
   options?: { file?: string },
-): SafetensorsFile {
+): SafetensorsHeader {
   const where = options?.file ?? "safetensors";
   const fail = (tensor: string | null, msg: string): never => {
     throw new SafetensorsError(tensor, `Cannot load "${where}": ${msg}`);
   };
-  if (data.length < 8) fail(null, `file is ${data.length} bytes, shorter than the 8-byte header`);
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  const headerLen = view.getBigUint64(0, true);
-  if (headerLen > BigInt(Math.min(MAX_HEADER_BYTES, data.length - 8))) {
-    fail(null, `header length ${headerLen} exceeds the ${data.length - 8} bytes after it`);
-  }
-  const n = Number(headerLen);
   let header: unknown;
   try {
-    header = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(data.subarray(8, 8 + n)));
+    header = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(json));
   } catch (e) {
     fail(null, `header is not valid UTF-8 JSON: ${(e as Error).message}`);
   }
   if (typeof header !== "object" || header === null || Array.isArray(header)) {
     fail(null, "header is not a JSON object");
   }
-  const body = data.subarray(8 + n);
   let metadata: Record<string, string> | null = null;
   const spans: { name: string; begin: number; end: number }[] = [];
-  const tensors = new Map<string, StoredTensor>();
+  const tensors = new Map<string, TensorHeader>();
   for (const [name, entry] of Object.entries(header as Record<string, unknown>)) {
     if (name === "__metadata__") {
       if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
@@ -132,10 +163,10 @@ export function decodeSafetensors(
       fail(name, `tensor "${name}" has invalid data_offsets ${JSON.stringify(offsets)}`);
     }
     const [begin, end] = offsets as [number, number];
-    if (begin > end || end > body.length) {
+    if (begin > end || end > dataBytes) {
       fail(
         name,
-        `tensor "${name}" data_offsets [${begin}, ${end}] lie outside the ${body.length} data bytes`,
+        `tensor "${name}" data_offsets [${begin}, ${end}] lie outside the ${dataBytes} data bytes`,
       );
     }
     const dims = shape as number[];
@@ -148,7 +179,7 @@ export function decodeSafetensors(
       );
     }
     spans.push({ name, begin, end });
-    tensors.set(name, { dtype: dt, shape: [...dims], bytes: body.subarray(begin, end) });
+    tensors.set(name, { dtype: dt, shape: [...dims], begin, end });
   }
   // Tensors must tile the data section exactly: no overlaps, no holes, nothing trailing.
   spans.sort((a, b) => a.begin - b.begin || a.end - b.end);
@@ -158,8 +189,29 @@ export function decodeSafetensors(
     if (s.begin > pos) fail(s.name, `${s.begin - pos} unused bytes before tensor "${s.name}"`);
     pos = s.end;
   }
-  if (pos !== body.length) fail(null, `${body.length - pos} unused bytes after the last tensor`);
-  return { tensors, metadata };
+  if (pos !== dataBytes) fail(null, `${dataBytes - pos} unused bytes after the last tensor`);
+  return { tensors, metadata, dataStart: 8 + json.length, dataBytes };
+}
+
+/**
+ * Parses the bytes of a `.safetensors` file. `file` is only used in error messages.
+ * The returned tensors' `bytes` are views into `data` (no copy).
+ */
+export function decodeSafetensors(
+  data: Uint8Array,
+  options?: { file?: string },
+): SafetensorsFile {
+  const where = options?.file ?? "safetensors";
+  const n = headerLength(data, data.length, where);
+  const header = parseSafetensorsHeader(data.subarray(8, 8 + n), data.length - 8 - n, {
+    file: where,
+  });
+  const body = data.subarray(header.dataStart);
+  const tensors = new Map<string, StoredTensor>();
+  for (const [name, t] of header.tensors) {
+    tensors.set(name, { dtype: t.dtype, shape: t.shape, bytes: body.subarray(t.begin, t.end) });
+  }
+  return { tensors, metadata: header.metadata };
 }
 
 /**
@@ -257,6 +309,30 @@ export function tensorFromFloat32(
 /** Reads and decodes a `.safetensors` file; errors name the path. */
 export async function readSafetensors(path: string): Promise<SafetensorsFile> {
   return decodeSafetensors(await Deno.readFile(path), { file: path });
+}
+
+/**
+ * Reads and validates only the header of a `.safetensors` file (against the file's size), so
+ * a caller can check names, dtypes and shapes before reading any tensor data.
+ */
+export async function readSafetensorsHeader(path: string): Promise<SafetensorsHeader> {
+  using file = await Deno.open(path, { read: true });
+  const size = (await file.stat()).size;
+  const prefix = new Uint8Array(8);
+  if (size >= 8) await readExactly(file, prefix);
+  const n = headerLength(prefix, size, path);
+  const json = new Uint8Array(n);
+  await readExactly(file, json);
+  return parseSafetensorsHeader(json, size - 8 - n, { file: path });
+}
+
+async function readExactly(file: Deno.FsFile, into: Uint8Array): Promise<void> {
+  let got = 0;
+  while (got < into.length) {
+    const n = await file.read(into.subarray(got));
+    if (n === null) throw new Deno.errors.UnexpectedEof(`file ended after ${got} bytes`);
+    got += n;
+  }
 }
 
 /** Encodes and writes a `.safetensors` file (via a temporary file, then rename). */

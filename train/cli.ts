@@ -6,7 +6,12 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { PRECISION_CHOICES, type PrecisionChoice } from "../model/mod.ts";
+import {
+  DEFAULT_MAX_SHARD_BYTES,
+  parseByteSize,
+  PRECISION_CHOICES,
+  type PrecisionChoice,
+} from "../model/mod.ts";
 import { UsageError } from "../common/mod.ts";
 
 /** Learning-rate schedule shapes the trainer offers (all with linear warmup from 0). */
@@ -71,6 +76,8 @@ export interface TrainOptions {
   precision: PrecisionChoice;
   /** Storage dtype of the saved weights. */
   saveDtype: "F32" | "BF16" | "F16";
+  /** Largest shard of a saved model; larger weights are split as HF does (model/shards.ts). */
+  maxShardBytes: number;
   logs: "console" | "json";
 }
 
@@ -99,6 +106,8 @@ export const USAGE = `Usage: deno task train --model DIR --data-path DIR [flags]
   --eval-sequences N      held-out sequences per evaluation (default 32)
   --save-path DIR         write config.json + model.safetensors at the end
   --save-dtype f32|bf16|f16  dtype of the saved weights (default f32)
+  --max-shard-size SIZE   split saved weights into model-0000K-of-0000N.safetensors shards
+                          of at most SIZE (bytes, or 500MB, 2GB, 1GiB; default 2GB)
   --precision f32|f16|auto  matmul operands; f16 keeps f32 master weights, gradients and
                           optimizer state; auto = f16 on a GPU with shader-f16, else f32
                           (f16 is slower on CPU adapters such as lavapipe) (default auto)
@@ -131,6 +140,7 @@ const STRING_FLAGS = [
   "eval-every",
   "eval-sequences",
   "save-dtype",
+  "max-shard-size",
   "precision",
   "logs",
 ] as const;
@@ -186,6 +196,15 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     }
     return raw as T;
   };
+  const byteSize = (flag: string, fallback: number): number => {
+    const raw = str(flag);
+    if (raw === undefined) return fallback;
+    try {
+      return parseByteSize(raw);
+    } catch (e) {
+      throw new UsageError(`--${flag}: ${(e as Error).message}`);
+    }
+  };
   const unit = (v: number) => v >= 0 && v < 1;
   const tokenSize = int("token-size", 2, 2, 4);
   if (tokenSize !== 2 && tokenSize !== 4) {
@@ -231,6 +250,7 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
     saveDtype: ({ f32: "F32", bf16: "BF16", f16: "F16" } as const)[
       choice("save-dtype", ["f32", "bf16", "f16"] as const, "f32")
     ],
+    maxShardBytes: byteSize("max-shard-size", DEFAULT_MAX_SHARD_BYTES),
     precision: choice("precision", PRECISION_CHOICES, "auto"),
     logs: choice("logs", ["console", "json"] as const, "console"),
   };

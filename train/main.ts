@@ -14,6 +14,7 @@
 import { type LrScheduleName, parseTrainArgs, type TrainOptions, USAGE } from "./cli.ts";
 import { consoleLogger, jsonLogger } from "./log.ts";
 import { runTraining } from "./trainer.ts";
+import { checkTrainingMemory } from "./memory_plan.ts";
 import { parseArgsOrExit } from "../cli/entry.ts";
 import type { LrSchedule } from "../common/mod.ts";
 import {
@@ -64,6 +65,7 @@ export async function train(
   options: TrainOptions,
   io: { write: (line: string) => void; signal?: AbortSignal },
 ): Promise<{ losses: number[] }> {
+  await checkTrainingMemory(options, io.write);
   const { config, layout, weights } = await readModelDir(options.model);
   const logger = options.logs === "json" ? jsonLogger(io.write) : consoleLogger(io.write);
   const dataset = {
@@ -140,6 +142,7 @@ export async function train(
         layout,
         weights: await model.readParams(),
         dtype: options.saveDtype,
+        maxShardBytes: options.maxShardBytes,
       });
     }
     logger.end({

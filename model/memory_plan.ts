@@ -1,0 +1,355 @@
+/**
+ * The memory plan of a training run, worked out from the config before any weight is loaded:
+ * parameters, gradients, optimizer state, activations and scratch on the device, the host's
+ * share while loading, and the peak, checked against the adapter's buffer limits and the
+ * machine's memory. Pure: the caller supplies the limits (model/memory_check.ts reads them).
+ *
+ * The figures follow what the code allocates (model/llama.ts, model/lm_head.ts,
+ * optimizer/adamw.ts, optimizer/gpu/distro_gpu.ts), with B sequences of T tokens per
+ * micro-batch (N = B·T rows), C hidden, F intermediate, H/KVH heads of D, V vocabulary:
+ * ```
+ * parameters, gradients   4·P each, one buffer each (P = tensors padded to 64 floats)
+ * AdamW                   m, v: 4·P each
+ * DisTrO                  momentum with error feedback δ 4·P, saved/lookahead θ 4·P,
+ *                         top-k entries 5·4·E (E ≈ Σ chunks·topk), DCT scratch 2·4·largest tensor
+ * activations (saved)     per layer h1 h2 xm [N,C], q att [N,H·D], k v [N,KVH·D], gate up act
+ *                         [N,F], rstd ×2 [N], lse [N,H]; plus L+1 residuals [N,C], final norm
+ * backward scratch        N·(4C + 2H·D + 2KVH·D + 3F) floats
+ * LM head                 logits chunk R·V (R ≈ 32 MiB / 4V rows)
+ * f16 precision           f16 copies of the matmul weights, f16 saved norm/SwiGLU outputs
+ * ```
+ * Buffers no flag can split (the parameters, gradients and each optimizer state are one buffer
+ * each) are checked against `maxBufferSize`; tensors bound whole (layer weights, activations)
+ * against `maxStorageBufferBindingSize` (the embedding and LM head are split by row blocks).
+ *
+ * @module
+ */
+import { countParameters, type LlamaConfig } from "./hf_config.ts";
+import { llamaTensorShapes, PARAM_ALIGN } from "./params.ts";
+
+/** What the run will hold. */
+export interface MemoryPlanInput {
+  config: LlamaConfig;
+  /** B: sequences per forward/backward. */
+  microBatch: number;
+  /** T: tokens per sequence. */
+  seqLen: number;
+  /** Micro-batches one submission holds token slots for (total batch / micro-batch). */
+  slots: number;
+  optimizer: "adamw" | "distro";
+  /** DisTrO's chunk and top-k (default 64 and 4). */
+  distro?: { chunk: number; topk: number };
+  /** Matmul operand storage (f16 adds weight copies, halves some activations). */
+  precision: "f32" | "f16";
+  /** Bytes of the largest weights file read while loading (null or absent: seeded init). */
+  loadFileBytes?: number | null;
+}
+
+/** One line of the plan. */
+export interface MemoryItem {
+  label: string;
+  bytes: number;
+}
+
+/** What the adapter and the machine offer. */
+export interface MemoryLimits {
+  maxBufferSize: number;
+  maxStorageBufferBindingSize: number;
+  /** The machine's total memory (`Deno.systemMemoryInfo().total`), or null if unknown. */
+  systemTotal: number | null;
+  /** Memory available to a new process (`.available`), or null if unknown. */
+  systemAvailable: number | null;
+  /** Device buffers live in system memory (CPU adapters such as lavapipe, integrated GPUs). */
+  unified: boolean;
+}
+
+/** The plan: device items, host items, the largest buffer and binding, and the peak. */
+export interface MemoryPlan {
+  input: MemoryPlanInput;
+  /** Trainable parameters (tied embeddings counted once). */
+  parameters: number;
+  device: MemoryItem[];
+  deviceBytes: number;
+  host: MemoryItem[];
+  hostBytes: number;
+  /** The parameters' one buffer (as large as the gradients' and each optimizer state's). */
+  parameterBuffer: MemoryItem;
+  /** The largest activation, a buffer bound whole (must fit both limits). */
+  largestActivation: MemoryItem;
+  /** The largest per-layer weight, bound whole (must fit `maxStorageBufferBindingSize`). */
+  largestLayerTensor: MemoryItem;
+  /** The largest single buffer (must fit `maxBufferSize`). */
+  largestBuffer: MemoryItem;
+  /** The largest tensor bound whole to one shader binding. */
+  largestBinding: MemoryItem;
+}
+
+const F32 = 4;
+
+/** The device and host memory a run of `input` needs. */
+export function planMemory(input: MemoryPlanInput): MemoryPlan {
+  const { config, microBatch: B, seqLen: T, slots } = input;
+  for (const [name, v] of [["microBatch", B], ["seqLen", T], ["slots", slots]] as const) {
+    if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`${name} must be >= 1, got ${v}`);
+  }
+  const { hiddenSize: C, intermediateSize: F, headDim: D, vocabSize: V } = config;
+  const H = config.numHeads, KVH = config.numKvHeads, L = config.numLayers;
+  const N = B * T;
+  const shapes = llamaTensorShapes(config)
+    .filter(([name]) => !(config.tieWordEmbeddings && name === "lm_head.weight"));
+  const sizes = shapes.map(([name, shape]) => ({ name, shape, size: product(shape) }));
+  const P = sizes.reduce((s, t) => s + Math.ceil(t.size / PARAM_ALIGN) * PARAM_ALIGN, 0);
+  const largestTensor = sizes.reduce((a, b) => (b.size > a.size ? b : a));
+  const half = input.precision === "f16";
+  const mmBytes = half ? 2 : F32; // activations only matmuls read
+  const perLayer = N * C * mmBytes * 2 + // h1, h2
+    N * F * mmBytes + // act
+    F32 * (N * 2 + // rstd1, rstd2
+        N * H * D * 2 + // q, att
+        N * KVH * D * 2 + // k, v
+        N * H + // lse
+        N * C + // xm
+        N * F * 2); // gate, up
+  const activations = L * perLayer + F32 * ((L + 1) * N * C + N * C + N);
+  const scratch = F32 * N * (4 * C + 2 * H * D + 2 * KVH * D + 3 * F);
+  const chunkRows = Math.min(N, Math.max(64, Math.floor(32 * 2 ** 20 / (V * F32) / 64) * 64));
+  const device: MemoryItem[] = [
+    { label: "parameters (f32 masters)", bytes: F32 * P },
+    { label: "gradients", bytes: F32 * P },
+  ];
+  if (input.optimizer === "adamw") {
+    device.push({ label: "AdamW moments m, v", bytes: 2 * F32 * P });
+  } else {
+    const { chunk, topk } = input.distro ?? { chunk: 64, topk: 4 };
+    const entries = sizes.reduce(
+      (s, t) => s + Math.ceil(t.size / (t.shape.length === 2 ? chunk * chunk : chunk)) * topk,
+      0,
+    );
+    device.push(
+      { label: "DisTrO momentum + error feedback (δ)", bytes: F32 * P },
+      { label: "DisTrO saved parameters (lookahead)", bytes: F32 * P },
+      {
+        label: "DisTrO top-k and DCT scratch",
+        bytes: F32 * (5 * entries + 2 * largestTensor.size),
+      },
+    );
+  }
+  device.push(
+    { label: `activations saved for backward (${B}×${T} tokens)`, bytes: activations },
+    { label: "backward scratch", bytes: scratch },
+    { label: `LM head logits chunk (${chunkRows}×${V})`, bytes: F32 * chunkRows * V },
+    { label: `token slots (${slots})`, bytes: F32 * (3 * N * slots + N * slots + 4) },
+  );
+  if (half) {
+    const matmul = sizes.filter((t) =>
+      t.shape.length === 2 && t.name !== "model.embed_tokens.weight"
+    )
+      .reduce((s, t) => s + t.size, 0);
+    device.push(
+      { label: "f16 copies of the matmul weights", bytes: 2 * matmul },
+      { label: "f32 staging before f16 copies", bytes: F32 * N * Math.max(C, F) },
+    );
+  }
+  const host: MemoryItem[] = [{ label: "f32 weights in host memory", bytes: F32 * P }];
+  if (input.loadFileBytes) {
+    host.push({ label: "largest weights file while converting", bytes: input.loadFileBytes });
+  }
+  host.push({ label: "upload staging (one parameter copy)", bytes: F32 * P });
+  const deviceBytes = sum(device);
+  const hostBytes = sum(host);
+  const activation = largest([
+    { label: `[N, F] activation (N = ${N})`, bytes: F32 * N * F },
+    { label: `[N, H·D] activation (N = ${N})`, bytes: F32 * N * H * D },
+  ]);
+  const layerTensor = largest(
+    sizes.filter((t) => t.name.startsWith("model.layers."))
+      .map((t) => ({ label: `tensor ${t.name}`, bytes: F32 * t.size })),
+  );
+  const params = { label: "parameters", bytes: F32 * P };
+  return {
+    input,
+    parameters: countParameters(config),
+    device,
+    deviceBytes,
+    host,
+    hostBytes,
+    parameterBuffer: params,
+    largestActivation: activation,
+    largestLayerTensor: layerTensor,
+    largestBuffer: largest([params, activation]),
+    largestBinding: largest([layerTensor, activation]),
+  };
+}
+
+/** A limit the plan exceeds, and what would make it fit (null when no setting can). */
+export interface MemoryProblem {
+  message: string;
+  fix: MemoryFix | null;
+}
+
+/** A setting that would make the plan fit. */
+export type MemoryFix =
+  | { kind: "microBatch"; value: number }
+  | { kind: "seqLen"; value: number };
+
+/** The verdict: fits, or the problems (each with its fix); warnings never block. */
+export interface MemoryVerdict {
+  fits: boolean;
+  problems: MemoryProblem[];
+  warnings: string[];
+  /** Device + host when memory is unified, else host. */
+  peakBytes: number;
+}
+
+/** Whether `input`'s plan fits `limits`: every problem names the smallest change that fixes it. */
+export function checkMemoryPlan(input: MemoryPlanInput, limits: MemoryLimits): MemoryVerdict {
+  const plan = planMemory(input);
+  const peak = (p: MemoryPlan) => p.hostBytes + (limits.unified ? p.deviceBytes : 0);
+  const activationLimit = Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize);
+  const problems: MemoryProblem[] = [];
+  const warnings: string[] = [];
+  const P = plan.parameterBuffer.bytes;
+  if (P > limits.maxBufferSize) {
+    problems.push({
+      message: `the parameters need one buffer of ${formatBytes(P)}, over the adapter's ` +
+        `maxBufferSize of ${formatBytes(limits.maxBufferSize)} (so do the gradients and each ` +
+        `optimizer state): parameters are not split over several buffers yet, so this adapter ` +
+        `holds at most about ${formatCount(limits.maxBufferSize / F32)} parameters`,
+      fix: null,
+    });
+  }
+  if (plan.largestLayerTensor.bytes > limits.maxStorageBufferBindingSize) {
+    problems.push({
+      message: `the ${plan.largestLayerTensor.label} takes ` +
+        `${formatBytes(plan.largestLayerTensor.bytes)}, over the adapter's ` +
+        `maxStorageBufferBindingSize of ${formatBytes(limits.maxStorageBufferBindingSize)} ` +
+        `(layer weights are bound whole)`,
+      fix: null,
+    });
+  }
+  // Settings only change activations and the peak: search the largest micro-batch that fits,
+  // else the longest sequence (halving) at micro-batch 1.
+  const fitsWith = (p: MemoryPlan) =>
+    p.largestActivation.bytes <= activationLimit &&
+    (limits.systemTotal === null || peak(p) <= limits.systemTotal);
+  const fix = (): MemoryFix | null => {
+    for (let b = input.microBatch - 1; b >= 1; b--) {
+      if (fitsWith(planMemory({ ...input, microBatch: b }))) {
+        return { kind: "microBatch", value: b };
+      }
+    }
+    for (let t = Math.floor(input.seqLen / 2); t >= 2; t = Math.floor(t / 2)) {
+      if (fitsWith(planMemory({ ...input, microBatch: 1, seqLen: t }))) {
+        return { kind: "seqLen", value: t };
+      }
+    }
+    return null;
+  };
+  const over: string[] = [];
+  if (plan.largestActivation.bytes > activationLimit) {
+    over.push(
+      `the ${plan.largestActivation.label} takes ${formatBytes(plan.largestActivation.bytes)}, ` +
+        `over the adapter's ${
+          limits.maxBufferSize < limits.maxStorageBufferBindingSize
+            ? "maxBufferSize"
+            : "maxStorageBufferBindingSize"
+        } of ${formatBytes(activationLimit)}`,
+    );
+  }
+  if (limits.systemTotal !== null && peak(plan) > limits.systemTotal) {
+    over.push(
+      `the peak of ${formatBytes(peak(plan))} is over this machine's ` +
+        `${formatBytes(limits.systemTotal)} of memory`,
+    );
+  } else if (limits.systemAvailable !== null && peak(plan) > limits.systemAvailable) {
+    warnings.push(
+      `the peak of ${formatBytes(peak(plan))} is over the ${
+        formatBytes(limits.systemAvailable)
+      } available now: expect swapping, or stop other work first`,
+    );
+  }
+  if (over.length > 0) {
+    // When the parameters cannot fit at all, no setting helps: skip the search.
+    problems.push({ message: over.join("; "), fix: problems.length > 0 ? null : fix() });
+  }
+  return { fits: problems.length === 0, problems, warnings, peakBytes: peak(plan) };
+}
+
+/** The plan as printable lines; `flags` names the setting behind each fix (e.g. CLI flags). */
+export function formatMemoryPlan(
+  input: MemoryPlanInput,
+  limits: MemoryLimits,
+  options: { flags: Record<MemoryFix["kind"], string> },
+): { lines: string[]; verdict: MemoryVerdict; refusal: string | null } {
+  const plan = planMemory(input);
+  const verdict = checkMemoryPlan(input, limits);
+  const pad = (label: string) => `  ${label.padEnd(46)}`;
+  const lines = [
+    `memory plan: ${formatCount(plan.parameters)} parameters, ${input.optimizer}, ` +
+    `${input.precision}, micro-batch ${input.microBatch} × ${input.seqLen} tokens`,
+    ...plan.device.map((i) => pad(i.label) + formatBytes(i.bytes).padStart(10)),
+    pad("device total") + formatBytes(plan.deviceBytes).padStart(10),
+    ...plan.host.map((i) => pad(`host: ${i.label}`) + formatBytes(i.bytes).padStart(10)),
+    pad(limits.unified ? "peak (device buffers are system memory)" : "peak host") +
+    formatBytes(verdict.peakBytes).padStart(10),
+    pad(`largest buffer: ${plan.largestBuffer.label}`) +
+    `${formatBytes(plan.largestBuffer.bytes).padStart(10)} of maxBufferSize ` +
+    formatBytes(limits.maxBufferSize),
+    pad(`largest binding: ${plan.largestBinding.label}`) +
+    `${formatBytes(plan.largestBinding.bytes).padStart(10)} of maxStorageBufferBindingSize ` +
+    formatBytes(limits.maxStorageBufferBindingSize),
+  ];
+  if (limits.systemTotal !== null) {
+    lines.push(
+      pad("machine memory") + formatBytes(limits.systemTotal).padStart(10) +
+        (limits.systemAvailable === null
+          ? ""
+          : ` (${formatBytes(limits.systemAvailable)} available)`),
+    );
+  }
+  for (const w of verdict.warnings) lines.push(`  warning: ${w}`);
+  if (verdict.fits) return { lines, verdict, refusal: null };
+  const reasons = verdict.problems.map((p) => {
+    if (p.fix === null) return p.message;
+    return `${p.message}; ${options.flags[p.fix.kind]} ${p.fix.value} would fit`;
+  });
+  const fixable = verdict.problems.length === 1 && verdict.problems[0].fix !== null;
+  if (!fixable) {
+    reasons.push(
+      `no smaller ${options.flags.microBatch} or ${options.flags.seqLen} makes it fit: it needs ` +
+        `a smaller model or a larger adapter/machine`,
+    );
+  }
+  return { lines, verdict, refusal: `the model does not fit: ${reasons.join("; ")}` };
+}
+
+function product(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+function sum(items: readonly MemoryItem[]): number {
+  return items.reduce((s, i) => s + i.bytes, 0);
+}
+
+function largest(items: readonly MemoryItem[]): MemoryItem {
+  return items.reduce((a, b) => (b.bytes > a.bytes ? b : a));
+}
+
+/** Bytes in binary units with three significant digits: `1.50 GiB`, `640 MiB`. */
+export function formatBytes(bytes: number): string {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let v = bytes, u = 0;
+  while (v >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u++;
+  }
+  return u === 0 ? `${v} B` : `${v.toPrecision(3)} ${units[u]}`;
+}
+
+/** A count with a metric suffix: `1.24B`, `19.6M`. */
+export function formatCount(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toPrecision(3)}B`;
+  if (n >= 1e6) return `${(n / 1e6).toPrecision(3)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toPrecision(3)}K`;
+  return String(Math.round(n));
+}

@@ -1,0 +1,171 @@
+import assert from "node:assert/strict";
+import {
+  checkMemoryPlan,
+  formatBytes,
+  formatMemoryPlan,
+  type MemoryLimits,
+  planMemory,
+} from "./memory_plan.ts";
+import { parseLlamaConfig, readLlamaConfig } from "./hf_config.ts";
+import { initParams, llamaParamLayout } from "./params.ts";
+import { LlamaModel } from "./llama.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
+
+const GiB = 2 ** 30, MiB = 2 ** 20;
+const TINY = parseLlamaConfig({
+  hidden_size: 32,
+  intermediate_size: 48,
+  num_hidden_layers: 2,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  vocab_size: 40,
+  max_position_embeddings: 64,
+});
+const LLAMA_1B = await readLlamaConfig(
+  new URL("../config/models/llama-1b/config.json", import.meta.url).pathname,
+);
+/** lavapipe's limits on a 24 GiB machine. */
+const LAVAPIPE: MemoryLimits = {
+  maxBufferSize: 2 ** 31 - 1,
+  maxStorageBufferBindingSize: 128 * MiB,
+  systemTotal: 24 * GiB,
+  systemAvailable: 20 * GiB,
+  unified: true,
+};
+const FLAGS = { flags: { microBatch: "--micro-batch", seqLen: "--sequence-length" } };
+
+Deno.test("the plan's parameters and activations are what LlamaModel allocates", async () => {
+  const layout = llamaParamLayout(TINY);
+  const plan = planMemory({
+    config: TINY,
+    microBatch: 3,
+    seqLen: 8,
+    slots: 2,
+    optimizer: "adamw",
+    precision: "f32",
+  });
+  assert.equal(plan.device[0].bytes, layout.totalSize * 4);
+  assert.equal(plan.device[2].bytes, 2 * layout.totalSize * 4); // m, v
+  using rt = await GpuRuntime.create();
+  using model = new LlamaModel(rt, {
+    config: TINY,
+    layout,
+    weights: initParams(layout, TINY, 1),
+    microBatch: 3,
+    seqLen: 8,
+    slots: 2,
+  });
+  const saved = plan.device.find((i) => i.label.startsWith("activations saved"))!;
+  assert.equal(saved.bytes, model.activationBytes);
+});
+
+Deno.test("DisTrO holds momentum with error feedback and the saved parameters", () => {
+  const base = { config: TINY, microBatch: 1, seqLen: 8, slots: 1, precision: "f32" } as const;
+  const adamw = planMemory({ ...base, optimizer: "adamw" });
+  const distro = planMemory({ ...base, optimizer: "distro" });
+  const P = adamw.parameterBuffer.bytes;
+  assert.deepEqual(distro.device.slice(2, 4).map((i) => i.bytes), [P, P]);
+  assert.ok(distro.deviceBytes > adamw.deviceBytes);
+});
+
+Deno.test("a plan that fits passes; activations grow with micro-batch × sequence", () => {
+  const input = {
+    config: TINY,
+    microBatch: 2,
+    seqLen: 16,
+    slots: 1,
+    optimizer: "adamw",
+    precision: "f32",
+  } as const;
+  const v = checkMemoryPlan(input, LAVAPIPE);
+  assert.deepEqual(v.problems, []);
+  assert.ok(v.fits);
+  const act = (b: number, t: number) =>
+    planMemory({ ...input, microBatch: b, seqLen: t }).device[3].bytes;
+  assert.equal(act(4, 16), 2 * act(2, 16));
+  assert.equal(act(2, 32), 2 * act(2, 16));
+  const out = formatMemoryPlan(input, LAVAPIPE, FLAGS);
+  assert.equal(out.refusal, null);
+  assert.match(
+    out.lines[0],
+    /^memory plan: 18.1K parameters, adamw, f32, micro-batch 2 × 16 tokens/,
+  );
+});
+
+Deno.test("too large a micro-batch is refused, naming the micro-batch that fits", () => {
+  const input = {
+    config: TINY,
+    microBatch: 64,
+    seqLen: 64,
+    slots: 1,
+    optimizer: "adamw",
+    precision: "f32",
+  } as const;
+  // [N, F] = 64·64·48·4 bytes = 768 KiB; a 200 KiB binding holds N ≤ 1066, so B ≤ 16.
+  const limits = { ...LAVAPIPE, maxStorageBufferBindingSize: 200 * 1024 };
+  const v = checkMemoryPlan(input, limits);
+  assert.equal(v.fits, false);
+  assert.deepEqual(v.problems.map((p) => p.fix), [{ kind: "microBatch", value: 16 }]);
+  const out = formatMemoryPlan(input, limits, FLAGS);
+  assert.equal(
+    out.refusal,
+    "the model does not fit: the [N, F] activation (N = 4096) takes 768 KiB, over the " +
+      "adapter's maxStorageBufferBindingSize of 200 KiB; --micro-batch 16 would fit",
+  );
+  // At micro-batch 1 only a shorter sequence helps.
+  const long = { ...input, microBatch: 1, seqLen: 4096 };
+  assert.deepEqual(checkMemoryPlan(long, limits).problems.map((p) => p.fix), [
+    { kind: "seqLen", value: 1024 },
+  ]);
+});
+
+Deno.test("a peak over the machine's memory is refused; over what is available, a warning", () => {
+  const input = {
+    config: TINY,
+    microBatch: 8,
+    seqLen: 64,
+    slots: 1,
+    optimizer: "distro",
+    precision: "f32",
+  } as const;
+  const peak = checkMemoryPlan(input, LAVAPIPE).peakBytes;
+  const small = { ...LAVAPIPE, systemTotal: peak - 1, systemAvailable: peak - 1 };
+  const v = checkMemoryPlan(input, small);
+  assert.equal(v.fits, false);
+  assert.match(v.problems[0].message, /the peak of .* is over this machine's .* of memory/);
+  assert.equal(v.problems[0].fix?.kind, "microBatch");
+  const tight = checkMemoryPlan(input, { ...LAVAPIPE, systemAvailable: peak - 1 });
+  assert.ok(tight.fits);
+  assert.match(tight.warnings[0], /available now/);
+  // Discrete GPUs: device buffers are not host memory.
+  const discrete = { ...small, unified: false };
+  assert.ok(checkMemoryPlan(input, discrete).fits);
+});
+
+Deno.test("Llama-3.2-1B's plan says it exceeds lavapipe's maxBufferSize, and by how much", () => {
+  const input = {
+    config: LLAMA_1B,
+    microBatch: 1,
+    seqLen: 128,
+    slots: 1,
+    optimizer: "distro",
+    precision: "f32",
+  } as const;
+  const plan = planMemory(input);
+  assert.equal(plan.parameters, 1_235_814_400);
+  // Tied: one [V, C] matrix; padded to 64 floats per tensor.
+  assert.ok(plan.parameterBuffer.bytes >= 4 * 1_235_814_400);
+  assert.ok(plan.parameterBuffer.bytes < 4 * 1_235_814_400 + 4 * 64 * 200);
+  const out = formatMemoryPlan(input, LAVAPIPE, FLAGS);
+  assert.equal(out.verdict.fits, false);
+  assert.match(
+    out.refusal!,
+    /the parameters need one buffer of 4\.60 GiB, over the adapter's maxBufferSize of 2\.00 GiB/,
+  );
+  assert.match(out.refusal!, /holds at most about 537M parameters/);
+  assert.match(out.refusal!, /no smaller --micro-batch or --sequence-length makes it fit/);
+  const text = out.lines.join("\n");
+  assert.match(text, /DisTrO momentum \+ error feedback \(δ\)\s+4\.60 GiB/);
+  assert.match(text, /device total\s+2\d\.\d GiB/);
+  assert.equal(formatBytes(1536 * MiB), "1.50 GiB");
+});

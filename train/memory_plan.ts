@@ -1,0 +1,51 @@
+/**
+ * `deno task train`'s memory plan: printed before the weights are loaded, and a refusal (naming
+ * the flag that would make the run fit) when the model cannot fit the adapter or the machine.
+ * The planning itself is model/memory_plan.ts.
+ *
+ * @module
+ */
+import type { TrainOptions } from "./cli.ts";
+import {
+  adapterMemoryLimits,
+  largestWeightsFile,
+  readLlamaConfig,
+  reportMemoryPlan,
+} from "../model/mod.ts";
+
+/** Flags behind each fix the plan can suggest. */
+export const TRAIN_MEMORY_FLAGS = { microBatch: "--micro-batch", seqLen: "--sequence-length" };
+
+/**
+ * Prints the plan for `options` (to `write`; to stderr with `--logs json`, whose stdout holds
+ * only JSON events) and throws `MemoryPlanError` when it cannot fit. Without a WebGPU adapter it
+ * prints nothing: creating the runtime reports that more clearly.
+ */
+export async function checkTrainingMemory(
+  options: TrainOptions,
+  write: (line: string) => void,
+): Promise<void> {
+  const limits = await adapterMemoryLimits();
+  if (limits === null) return;
+  const config = await readLlamaConfig(`${options.model}/config.json`);
+  const precision = options.precision === "auto"
+    ? (limits.hasF16 && !limits.unified ? "f16" : "f32")
+    : options.precision;
+  reportMemoryPlan(
+    {
+      config,
+      microBatch: options.microBatch,
+      seqLen: options.sequenceLength,
+      slots: options.totalBatch / options.microBatch,
+      optimizer: options.optimizer,
+      distro: { chunk: options.compressionChunk, topk: options.compressionTopk },
+      precision,
+      loadFileBytes: await largestWeightsFile(options.model),
+    },
+    limits,
+    {
+      flags: TRAIN_MEMORY_FLAGS,
+      write: options.logs === "json" ? (line) => console.error(line) : write,
+    },
+  );
+}

@@ -1,10 +1,29 @@
 /**
  * What the command-line entry points share: the exit statuses, the file system and console a
  * command may touch ({@link CliIo}, which tests replace), and parsing the arguments or printing
- * the usage and exiting.
+ * the usage and exiting. Flags are declared once in a {@link CommandSpec} (cli/flags.ts), which
+ * parses them, reads their environment variables and writes the help.
  *
  * @module
  */
+import { UsageError } from "../common/mod.ts";
+import { type CommandSpec, explainEnv, helpText, type ParsedFlags, parseFlags } from "./flags.ts";
+
+export {
+  commandsHelp,
+  type CommandSpec,
+  editDistance,
+  type EnvLookup,
+  envName,
+  explainEnv,
+  type FlagSpec,
+  type FlagValues,
+  helpText,
+  type ParsedFlags,
+  parseFlags,
+  suggest,
+  unknownCommand,
+} from "./flags.ts";
 
 /** Exit status of every command that did what it was asked. */
 export const EXIT_OK = 0;
@@ -60,4 +79,53 @@ export function parseArgsOrExit<T>(
     Deno.exit(EXIT_OK);
   }
   return parsed as T;
+}
+
+/**
+ * The process environment as flags read it: only `PSYCHE_*` variables (tasks grant
+ * `--allow-env=PSYCHE_*`), and nothing when the permission is missing.
+ */
+export function denoEnv(name: string): string | undefined {
+  if (!name.startsWith("PSYCHE_")) return undefined;
+  try {
+    return Deno.env.get(name);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Parses `argv` against `spec` and hands the flags to `build` (the command's own checks), or
+ * exits: with {@link EXIT_OK} after printing the generated help for `-h`/`--help`, or with
+ * {@link EXIT_USAGE} after printing the {@link UsageError} (naming the environment variable
+ * when the bad value came from one) and the usage lines.
+ */
+export function parseOrExit<S extends CommandSpec, T>(
+  spec: S,
+  build: (parsed: ParsedFlags<S>) => T,
+  options: { argv?: readonly string[]; env?: (name: string) => string | undefined } = {},
+): T {
+  const argv = options.argv ?? Deno.args;
+  try {
+    const parsed = parseFlags(spec, argv, { env: options.env ?? denoEnv });
+    if (parsed.help) {
+      console.log(helpText(spec));
+      Deno.exit(EXIT_OK);
+    }
+    return explainEnv(parsed, () => build(parsed));
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    console.error(`error: ${e.message}\n\n${usageLines(spec)}`);
+    Deno.exit(EXIT_USAGE);
+  }
+}
+
+/** The usage lines of `spec` and a pointer to `--help`. */
+export function usageLines(spec: CommandSpec): string {
+  const usage = typeof spec.usage === "string" ? [spec.usage] : spec.usage;
+  return [
+    ...usage.map((line, i) => (i === 0 ? "Usage: " : "       ") + line),
+    "",
+    "Run with --help for every option.",
+  ].join("\n");
 }

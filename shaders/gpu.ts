@@ -23,6 +23,7 @@
 
 import { GpuDeviceLostError, GpuStageError, GpuUnavailableError } from "./errors.ts";
 import { profileFor, type TuningProfile } from "./profile.ts";
+import { ensureRuntimeDir } from "./runtime_dir.ts";
 
 /**
  * A range of a GPU buffer seen as f32 (or u32) elements. A bare `GPUBuffer` means the whole buffer.
@@ -396,6 +397,8 @@ export class GpuRuntime {
     if (typeof navigator === "undefined" || !("gpu" in navigator)) {
       throw new GpuUnavailableError(`WebGPU is not available in this runtime. ${help}`, backend);
     }
+    // Before the first adapter: else Mesa prints an XDG_RUNTIME_DIR warning that means nothing.
+    ensureRuntimeDir();
     const adapter = await navigator.gpu.requestAdapter({
       powerPreference: options.powerPreference,
     });

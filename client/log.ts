@@ -72,6 +72,12 @@ export interface ClientEvents {
   traffic: { bytes_sent: number; bytes_received: number; gossip_delivered: number };
   checkpoint: { step: number; dir: string };
   error: { what: string; error: string };
+  /** The connection to the coordinator at `address` dropped; the client reconnects. */
+  disconnected: { address: string; reason: string };
+  /** The `attempt`-th try to reach the coordinator again, after `delay_ms` of back-off. */
+  reconnecting: { address: string; attempt: number; delay_ms: number; error: string | null };
+  /** Connected to the coordinator again (and joined again, if it had joined). */
+  reconnected: { address: string; attempts: number };
   end: { reason: string };
 }
 
@@ -159,6 +165,17 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `checkpoint of step ${e.step} written to ${e.dir}`;
     case "error":
       return `error in ${e.what}: ${e.error}`;
+    case "disconnected":
+      return `lost the coordinator at ${e.address}: ${e.reason}; reconnecting`;
+    case "reconnecting":
+      return `reconnecting to ${e.address} (attempt ${e.attempt}, in ${
+        fmt(e.delay_ms / 1000, 2)
+      } s)` +
+        (e.error === null ? "" : `; last try: ${e.error}`);
+    case "reconnected":
+      return `reconnected to ${e.address} after ${e.attempts} attempt${
+        e.attempts === 1 ? "" : "s"
+      }`;
     case "end":
       return `stopped: ${e.reason}`;
     default: {

@@ -7,7 +7,7 @@
  * @module
  */
 import "./p2p/exit_fix.ts";
-import { TcpBackend } from "./backend/tcp.ts";
+import { TcpBackend, type TcpBackendEvent } from "./backend/tcp.ts";
 import { SolanaBackend } from "./backend/solana.ts";
 import type { CoordinatorBackend } from "./backend/backend.ts";
 import {
@@ -86,6 +86,7 @@ export async function train(
         runId: args.runId,
         identity,
         signal: io.signal,
+        onEvent: (e) => logConnection(logger, e),
       });
     }
     logger.log("start", {
@@ -108,6 +109,30 @@ export async function train(
   } finally {
     await backend?.close();
     await exchange.close();
+  }
+}
+
+/** Narrates the coordinator connection, so a client that lost it never waits in silence. */
+export function logConnection(logger: ClientLogger, e: TcpBackendEvent): void {
+  switch (e.kind) {
+    case "Connected":
+    case "Failed":
+      return; // the start line and the run's error say these
+    case "Disconnected":
+      return logger.log("disconnected", { address: e.address, reason: e.reason });
+    case "Reconnecting":
+      return logger.log("reconnecting", {
+        address: e.address,
+        attempt: e.attempt,
+        delay_ms: e.delayMs,
+        error: e.error,
+      });
+    case "Reconnected":
+      return logger.log("reconnected", { address: e.address, attempts: e.attempts });
+    default: {
+      const unreachable: never = e;
+      throw new Error(`unknown backend event ${JSON.stringify(unreachable)}`);
+    }
   }
 }
 

@@ -42,8 +42,17 @@ import {
 /** Connection changes, for the client's log. */
 export type TcpBackendEvent =
   | { kind: "Connected"; address: string }
-  | { kind: "Disconnected"; reason: string }
-  | { kind: "Reconnecting"; attempt: number; delayMs: number }
+  | { kind: "Disconnected"; address: string; reason: string }
+  /** `error`: why the previous attempt failed (null before the first one after a drop). */
+  | {
+    kind: "Reconnecting";
+    address: string;
+    attempt: number;
+    delayMs: number;
+    error: string | null;
+  }
+  /** Connected again after a drop, at the `attempts`-th try. */
+  | { kind: "Reconnected"; address: string; attempts: number }
   | { kind: "Failed"; error: BackendError };
 
 /** Options of {@linkcode TcpBackend.connect}. */
@@ -226,7 +235,20 @@ export class TcpBackend implements CoordinatorBackend {
     return this.close();
   }
 
+  /** {@link #connect}, with the coordinator's address in the message of any error. */
   async #open(signal?: AbortSignal): Promise<Link> {
+    try {
+      return await this.#connect(signal);
+    } catch (e) {
+      const address = this.#options.address;
+      if (e instanceof Error && !e.message.includes(address)) {
+        e.message = `cannot reach the coordinator at ${address}: ${e.message}`;
+      }
+      throw e;
+    }
+  }
+
+  async #connect(signal?: AbortSignal): Promise<Link> {
     const timeout = AbortSignal.timeout(this.#options.connectTimeoutMs ?? 5000);
     const abort = signal === undefined ? timeout : AbortSignal.any([timeout, signal]);
     const conn = await withAbort(
@@ -252,6 +274,8 @@ export class TcpBackend implements CoordinatorBackend {
   /** Reads the current link until it ends, then reconnects, until closed or failed. */
   async #run(): Promise<void> {
     let attempt = 0;
+    let lastError: string | null = null;
+    const address = this.#options.address;
     while (!this.#closed && this.#failure === null) {
       const link = this.#link;
       if (link !== null) {
@@ -260,7 +284,7 @@ export class TcpBackend implements CoordinatorBackend {
         this.#link = null;
         this.#failAll(new BackendError("Disconnected", reason));
         if (this.#closed || this.#failure !== null) break;
-        this.#emit({ kind: "Disconnected", reason });
+        this.#emit({ kind: "Disconnected", address, reason });
         if (this.#options.reconnect === false) {
           this.#fail(new BackendError("Disconnected", `${reason}; reconnecting is off`));
           break;
@@ -272,15 +296,18 @@ export class TcpBackend implements CoordinatorBackend {
         first * 2 ** (attempt - 1),
         this.#options.maxReconnectDelayMs ?? 5000,
       );
-      this.#emit({ kind: "Reconnecting", attempt, delayMs });
+      this.#emit({ kind: "Reconnecting", address, attempt, delayMs, error: lastError });
       if (!(await sleep(delayMs, this.#closing.signal))) break;
       try {
         this.#link = await this.#open(this.#closing.signal);
-      } catch {
+      } catch (e) {
+        lastError = (e as Error).message;
         continue;
       }
+      this.#emit({ kind: "Connected", address });
+      this.#emit({ kind: "Reconnected", address, attempts: attempt });
       attempt = 0;
-      this.#emit({ kind: "Connected", address: this.#options.address });
+      lastError = null;
       if (this.#joined) {
         this.#request((requestId) => ({ kind: "Join", requestId, runId: this.#options.runId }), {})
           .catch(() => {/* a refusal fails the backend; a drop retries */});

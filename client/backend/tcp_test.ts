@@ -130,8 +130,13 @@ Deno.test("the first connection fails at once when nobody listens", async () => 
   const server = serve();
   const address = server.address;
   await server.close();
-  await assert.rejects(
-    TcpBackend.connect({ address, runId: "test-run", identity: generateIdentity() }),
-    Deno.errors.ConnectionRefused,
-  );
+  const error = await TcpBackend.connect({
+    address,
+    runId: "test-run",
+    identity: generateIdentity(),
+  })
+    .then(() => null, (e) => e);
+  assert.ok(error instanceof Deno.errors.ConnectionRefused, String(error));
+  // The message names the address tried.
+  assert.match(error.message, new RegExp(`^cannot reach the coordinator at ${address}: `));
 });

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import { parseOrExit } from "../cli/entry.ts";
 import { parseTrainArgs } from "./cli.ts";
 import { train } from "./main.ts";
 
@@ -97,24 +97,60 @@ async function runOne(optimizer: string, common: string[]): Promise<RunCurve> {
   return { optimizer, losses, evalLoss, seconds };
 }
 
-if (import.meta.main) {
-  const { values } = parseArgs({
-    args: Deno.args,
-    strict: true,
-    options: {
-      model: { type: "string", default: "config/models/llama-mini" },
-      "data-path": { type: "string", default: "data/corpus/brown/train" },
-      "eval-data-path": { type: "string", default: "data/corpus/brown/validation" },
-      steps: { type: "string", default: "150" },
-      "sequence-length": { type: "string", default: "128" },
-      batch: { type: "string", default: "8" },
-      "learning-rate": { type: "string", default: "1e-3" },
-      // Sign descent moves every weight by lr each step; it may want its own peak rate.
-      "distro-learning-rate": { type: "string" },
-      svg: { type: "string" },
-      json: { type: "string" },
+/** The flags of `deno task compare-optimizers`. */
+export const COMPARE_OPTIMIZERS_SPEC = {
+  usage: "deno task compare-optimizers [options]",
+  summary: "Trains the same model from the same seeded weights on the same tokens twice, with " +
+    "AdamW and with DisTrO, then evaluates both on the held-out split and writes a loss plot " +
+    "and a JSON summary.",
+  flags: {
+    model: {
+      type: "string",
+      value: "DIR",
+      description: "HF model folder (config.json)",
+      default: "config/models/llama-mini",
     },
-  });
+    "data-path": {
+      type: "string",
+      value: "DIR",
+      description: "training tokens",
+      default: "data/corpus/brown/train",
+    },
+    "eval-data-path": {
+      type: "string",
+      value: "DIR",
+      description: "held-out tokens",
+      default: "data/corpus/brown/validation",
+    },
+    steps: { type: "string", value: "N", description: "steps per optimizer", default: "150" },
+    "sequence-length": {
+      type: "string",
+      value: "T",
+      description: "tokens per sequence",
+      default: "128",
+    },
+    batch: { type: "string", value: "B", description: "sequences per step", default: "8" },
+    "learning-rate": {
+      type: "string",
+      value: "LR",
+      description: "peak learning rate (cosine schedule, 10 warmup steps)",
+      default: "1e-3",
+    },
+    // Sign descent moves every weight by lr each step; it may want its own peak rate.
+    "distro-learning-rate": {
+      type: "string",
+      value: "LR",
+      description: "DisTrO's peak learning rate",
+      defaultText: "--learning-rate",
+    },
+    svg: { type: "string", value: "FILE", description: "write the loss plot here" },
+    json: { type: "string", value: "FILE", description: "write the summary here" },
+  },
+} as const;
+
+if (import.meta.main) {
+  // The values are checked by the trainer's own parser, which these become flags of.
+  const values = parseOrExit(COMPARE_OPTIMIZERS_SPEC, (parsed) => parsed.values);
   const common = [
     `--model=${values.model}`,
     `--data-path=${values["data-path"]}`,

@@ -18,12 +18,12 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import { type FlagValues, parseOrExit } from "../../cli/entry.ts";
 import { connectTestBackend, startTestServer } from "../../tests/support/server_driver.ts";
 import { Testnet } from "./launcher.ts";
 import { type RoundTiming, roundTimings, type TimedEvent } from "./round_overhead.ts";
 import { tinyRunFolder } from "../testing/testnet.ts";
-import { quantile } from "../../common/mod.ts";
+import { quantile, UsageError } from "../../common/mod.ts";
 
 /** The train timer (s): far above a step of the tiny model, so witnessing closes rounds. */
 const MAX_ROUND_TRAIN_TIME = 30;
@@ -121,32 +121,58 @@ function row(clients: number, rounds: readonly RoundTiming[]): string {
   } | ${stat((r) => r.totalMs)} | ${stat((r) => r.trainPhaseMs)} |`;
 }
 
-if (import.meta.main) {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: {
-      rounds: { type: "string", default: "20" },
-      clients: { type: "string" },
-      "witness-time": { type: "string", default: String(DEFAULT_ROUND_WITNESS_TIME) },
+/** The flags of `deno task bench-rounds`. */
+export const BENCH_ROUNDS_SPEC = {
+  usage: "deno task bench-rounds [--rounds N] [--clients 3,8] [--witness-time S]",
+  summary: "Round overhead of a real testnet (a coordinator and N client processes on " +
+    "127.0.0.1 training the tiny Llama): per round, the time from the last result to the next " +
+    "round's start, median and p90, against one coordinator round trip over loopback TCP.",
+  flags: {
+    rounds: { type: "string", value: "N", description: "rounds measured per size", default: "20" },
+    clients: {
+      type: "string",
+      value: "N,N",
+      description: "testnet sizes, comma-separated",
+      default: "3,8",
     },
-  });
+    "witness-time": {
+      type: "string",
+      value: "S",
+      description: "round_witness_time in seconds (whole milliseconds)",
+      default: String(DEFAULT_ROUND_WITNESS_TIME),
+    },
+  },
+} as const;
+
+/** The checked options of `deno task bench-rounds`; {@link UsageError} names a bad flag. */
+export function benchRoundsOptions(
+  values: FlagValues<typeof BENCH_ROUNDS_SPEC>,
+): { rounds: number; sizes: number[]; witnessTime: number } {
   const rounds = Number(values.rounds);
   if (!Number.isInteger(rounds) || rounds < 1) {
-    throw new RangeError(`--rounds must be a positive integer, found "${values.rounds}"`);
+    throw new UsageError(`--rounds must be a positive integer, found "${values.rounds}"`);
   }
   const sizes = (values.clients ?? "3,8").split(",").map(Number);
   if (sizes.some((n) => !Number.isInteger(n) || n < 1)) {
-    throw new RangeError(
+    throw new UsageError(
       `--clients must be a list of positive integers, found "${values.clients}"`,
     );
   }
   const witnessTime = Number(values["witness-time"]);
   if (!(witnessTime > 0) || Math.round(witnessTime * 1000) / 1000 !== witnessTime) {
-    throw new RangeError(
+    throw new UsageError(
       `--witness-time must be positive seconds in whole milliseconds, found ` +
         `"${values["witness-time"]}"`,
     );
   }
+  return { rounds, sizes, witnessTime };
+}
+
+if (import.meta.main) {
+  const { rounds, sizes, witnessTime } = parseOrExit(
+    BENCH_ROUNDS_SPEC,
+    (parsed) => benchRoundsOptions(parsed.values),
+  );
   const tcp = await tcpRoundTrip(5000);
   console.log(
     `coordinator request round trip over loopback: median ${tcp.median.toFixed(0)} µs, ` +

@@ -138,7 +138,7 @@ export const ROOMS: readonly Room[] = [
   {
     path: "coordinator/solana/toolchain/",
     job: "what builds the program: the sBPF linker and lint, the build, the layout generator",
-    uses: ["coordinator/solana/abi/"],
+    uses: ["cli/", "coordinator/solana/abi/"],
   },
   {
     path: "coordinator/solana/rpc/",

@@ -10,6 +10,7 @@
  * @module
  */
 import { type LinkedProgram, linkSbpfV0 } from "./link.ts";
+import { parseOrExit } from "../../../cli/entry.ts";
 
 /** The C entry file of the program. */
 export const PROGRAM_SOURCE: string = new URL("../program/program.c", import.meta.url).pathname;
@@ -91,12 +92,36 @@ export function buildProgramOnce(): Promise<LinkedProgram> {
   return cached;
 }
 
+/** The flags of `deno task build-program`. */
+export const BUILD_PROGRAM_SPEC = {
+  usage: "deno task build-program [--clang PATH] [--out FILE]",
+  summary: "Compiles the coordinator program (program/program.c) with clang to an eBPF object " +
+    "and links it with the project's sBPF linker into an SBPF v0 shared object.",
+  flags: {
+    clang: {
+      type: "string",
+      value: "PATH",
+      description: "the C compiler (clang 19, with the bpfel target)",
+      defaultText: "$CLANG, else clang-19",
+    },
+    out: {
+      type: "string",
+      value: "FILE",
+      description: "where to write the program",
+      defaultText: "coordinator/solana/build/psyche_coordinator.so",
+    },
+  },
+} as const;
+
 if (import.meta.main) {
-  const program = await buildProgram();
-  await Deno.mkdir(new URL("../build/", import.meta.url), { recursive: true });
-  await Deno.writeFile(PROGRAM_OUTPUT, program.bytes);
+  const flags = parseOrExit(BUILD_PROGRAM_SPEC, (parsed) => parsed.values);
+  const output = flags.out ?? PROGRAM_OUTPUT;
+  const program = await buildProgram({ clang: flags.clang });
+  const folder = output.slice(0, output.lastIndexOf("/") + 1);
+  if (folder !== "") await Deno.mkdir(folder, { recursive: true });
+  await Deno.writeFile(output, program.bytes);
   console.log(
-    `${PROGRAM_OUTPUT}: ${program.bytes.length} bytes (.text ${program.textSize}, .rodata ` +
+    `${output}: ${program.bytes.length} bytes (.text ${program.textSize}, .rodata ` +
       `${program.rodataSize}), syscalls: ${program.syscalls.join(", ")}`,
   );
 }

@@ -60,22 +60,25 @@ export const denoIo: CliIo = {
 
 /**
  * `parse(argv)`, or exits: with {@link EXIT_USAGE} after printing the parser's error and the
- * usage to stderr, or with {@link EXIT_OK} after printing the usage to stdout when it returns `"help"`.
+ * usage to stderr, or with {@link EXIT_OK} after printing the usage to stdout when it returns
+ * `"help"`. Given a {@link CommandSpec} instead of a usage text, help is its generated help and
+ * an error is followed by the usage lines only.
  */
 export function parseArgsOrExit<T>(
   parse: (argv: string[]) => T | "help",
-  usage: string,
+  usage: string | CommandSpec,
   argv: string[] = Deno.args,
 ): T {
   let parsed: T | "help";
   try {
     parsed = parse(argv);
   } catch (e) {
-    console.error(`${(e as Error).message}\n\n${usage}`);
+    if (typeof usage === "string") console.error(`${(e as Error).message}\n\n${usage}`);
+    else console.error(`error: ${(e as Error).message}\n\n${usageLines(usage)}`);
     Deno.exit(EXIT_USAGE);
   }
   if (parsed === "help") {
-    console.log(usage);
+    console.log(typeof usage === "string" ? usage : helpText(usage));
     Deno.exit(EXIT_OK);
   }
   return parsed as T;

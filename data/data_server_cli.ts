@@ -10,7 +10,7 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import { type EnvLookup, explainEnv, type FlagValues, helpText, parseFlags } from "../cli/entry.ts";
 import type { RateLimit } from "./rate_limit.ts";
 import {
   DEFAULT_DATA_IDLE_TIMEOUT_MS,
@@ -20,35 +20,86 @@ import {
 import { type DataLocation, toHex, UsageError } from "../common/mod.ts";
 import { IdentityError, publicKeyFromHex } from "../net/mod.ts";
 
+/** The flags of `deno task data-server`. */
+export const DATA_SERVER_SPEC = {
+  usage: [
+    "deno task data-server --config FILE (--state FILE | --max-batch-sequences N)",
+    "  (--allow PUBKEY_HEX ... | --allow-any-client) [options]",
+  ],
+  summary: "Serves a tokenized folder to authenticated clients over TCP until SIGINT or " +
+    "SIGTERM. Without a coordinator to say which batch is whose, it serves at most the run's " +
+    "largest batch per request and about one such batch per second per client.",
+  flags: {
+    config: {
+      type: "string",
+      value: "FILE",
+      description: "the data.toml to serve",
+      required: true,
+    },
+    state: {
+      type: "string",
+      value: "FILE",
+      description: "the run config: its largest batch (global_batch_size_end) caps each " +
+        "request, its data_location Server port is the default port, and seq_len must equal " +
+        "its max_seq_len",
+    },
+    "max-batch-sequences": {
+      type: "string",
+      value: "N",
+      description: "the largest batch one request may ask for (overrides --state)",
+    },
+    allow: {
+      type: "string",
+      value: "PUBKEY_HEX",
+      multiple: true,
+      description: "a client key to serve (`deno task client show-identity` prints it)",
+    },
+    "allow-any-client": {
+      type: "boolean",
+      description: "serve any client that completes the handshake (local demos)",
+    },
+    port: {
+      type: "string",
+      value: "N",
+      description: "port to listen on",
+      defaultText: "the run's data_location port, else any free port",
+    },
+    hostname: {
+      type: "string",
+      value: "H",
+      description: "address to listen on",
+      defaultText: "127.0.0.1",
+    },
+    "max-sequences-per-second": {
+      type: "string",
+      value: "R",
+      description: "per client, across its connections",
+      defaultText: "the largest batch per second, with a burst of two batches",
+    },
+    "max-connections": {
+      type: "string",
+      value: "N",
+      description: "connections at once",
+      defaultText: String(DEFAULT_DATA_MAX_CONNECTIONS),
+    },
+    "max-connections-per-address": {
+      type: "string",
+      value: "N",
+      description: "connections at once from one IP address",
+      defaultText: String(DEFAULT_DATA_MAX_CONNECTIONS_PER_ADDRESS),
+    },
+    "idle-timeout": {
+      type: "string",
+      value: "S",
+      description: "seconds a connection may go without a request",
+      defaultText: String(DEFAULT_DATA_IDLE_TIMEOUT_MS / 1000),
+    },
+  },
+  footer: "Exit status: 0 stopped by a signal, 1 invalid config or data, 2 bad arguments.",
+} as const;
+
 /** `deno task data-server --help`. */
-export const DATA_SERVER_USAGE =
-  `Usage: deno task data-server --config data.toml (--state state.toml | --max-batch-sequences N)
-         (--allow PUBKEY_HEX ... | --allow-any-client) [options]
-
-Serves a tokenized folder to authenticated clients over TCP until SIGINT or SIGTERM. Without a
-coordinator to say which batch is whose, it serves at most the run's largest batch per request
-and about one such batch per second per client.
-
-Options:
-  --config FILE                      the data.toml to serve
-  --state FILE                       the run config: its largest batch (global_batch_size_end)
-                                     caps each request, its data_location Server port is the
-                                     default port, and seq_len must equal its max_seq_len
-  --max-batch-sequences N            the largest batch one request may ask for (overrides --state)
-  --allow PUBKEY_HEX                 a client key to serve (repeat the flag for more)
-  --allow-any-client                 serve any client that completes the handshake (local demos)
-  --port N                           port (default: the run's data_location port, else any free)
-  --hostname H                       address to listen on (default 127.0.0.1)
-  --max-sequences-per-second R       per client, across its connections (default: the largest
-                                     batch per second, with a burst of two batches)
-  --max-connections N                connections at once (default ${DEFAULT_DATA_MAX_CONNECTIONS})
-  --max-connections-per-address N    connections at once from one IP (default ${DEFAULT_DATA_MAX_CONNECTIONS_PER_ADDRESS})
-  --idle-timeout S                   seconds a connection may go without a request (default ${
-    DEFAULT_DATA_IDLE_TIMEOUT_MS / 1000
-  })
-  -h, --help                         show this help
-
-Exit status: 0 stopped by a signal, 1 invalid config or data, 2 bad arguments.`;
+export const DATA_SERVER_USAGE: string = helpText(DATA_SERVER_SPEC);
 
 /** Parsed `data-server` arguments. */
 export interface DataServerArgs {
@@ -78,32 +129,16 @@ export interface DataServerArgs {
  * if (args === "help" || args.maxBatchSequences !== 8 || args.allow !== "any") throw new Error();
  * ```
  */
-export function parseDataServerArgs(args: readonly string[]): DataServerArgs | "help" {
-  let values;
-  try {
-    values = parseArgs({
-      args: [...args],
-      options: {
-        config: { type: "string" },
-        state: { type: "string" },
-        "max-batch-sequences": { type: "string" },
-        allow: { type: "string", multiple: true },
-        "allow-any-client": { type: "boolean" },
-        port: { type: "string" },
-        hostname: { type: "string" },
-        "max-sequences-per-second": { type: "string" },
-        "max-connections": { type: "string" },
-        "max-connections-per-address": { type: "string" },
-        "idle-timeout": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }).values;
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  if (values.help) return "help";
+export function parseDataServerArgs(
+  args: readonly string[],
+  env: EnvLookup = {},
+): DataServerArgs | "help" {
+  const parsed = parseFlags(DATA_SERVER_SPEC, args, { env });
+  if (parsed.help) return "help";
+  return explainEnv(parsed, () => checkDataServerArgs(parsed.values));
+}
+
+function checkDataServerArgs(values: FlagValues<typeof DATA_SERVER_SPEC>): DataServerArgs {
   if (values.config === undefined) throw new UsageError("--config FILE is required");
   const maxBatchSequences = integer("max-batch-sequences", values["max-batch-sequences"], 1);
   if (values.state === undefined && maxBatchSequences === undefined) {

@@ -9,9 +9,9 @@
  *
  * @module
  */
-import { parseArgsOrExit } from "../cli/entry.ts";
+import { denoEnv, parseArgsOrExit } from "../cli/entry.ts";
 import {
-  DATA_SERVER_USAGE,
+  DATA_SERVER_SPEC,
   type DataServerArgs,
   dataServerLimitsFromRun,
   defaultRateLimit,
@@ -59,7 +59,7 @@ async function runLimits(
 }
 
 async function main(argv: string[]): Promise<number> {
-  const args = parseArgsOrExit(parseDataServerArgs, DATA_SERVER_USAGE, argv);
+  const args = parseArgsOrExit((a) => parseDataServerArgs(a, denoEnv), DATA_SERVER_SPEC, argv);
   const authorize: AuthorizeFn = (key) =>
     args.allow === "any" || args.allow.has(toHex(key)) ? "Allowed" : "NotInThisRound";
   let port = args.port;

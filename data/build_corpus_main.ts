@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import { parseOrExit } from "../cli/entry.ts";
+import { UsageError } from "../common/mod.ts";
 import { join } from "node:path";
 import {
   buildBrownCorpus,
@@ -18,27 +19,40 @@ import {
   writeCorpus,
 } from "./corpus.ts";
 
-const USAGE = "usage: deno task build-corpus [--tokenizer llama|bytes] [--out DIR] [--check]";
+/** The flags of `deno task build-corpus`. */
+export const BUILD_CORPUS_SPEC = {
+  usage: "deno task build-corpus [--tokenizer llama|bytes] [--out DIR] [--check]",
+  summary: "Builds the bundled Brown corpus (train and validation splits) in one tokenization, " +
+    "or with --check rebuilds it in memory and compares it with the files in DIR.",
+  flags: {
+    tokenizer: {
+      type: "string",
+      value: TOKENIZER_NAMES.join("|"),
+      description: "LLaMA-2 tokens (two bytes each) or raw bytes",
+      default: "llama",
+    },
+    out: {
+      type: "string",
+      value: "DIR",
+      description: "where to write the corpus",
+      defaultText: "data/corpus/brown (llama), data/corpus/brown-bytes (bytes)",
+    },
+    check: {
+      type: "boolean",
+      description: "compare a rebuild with DIR instead of writing; exit 1 if any byte differs",
+    },
+  },
+} as const;
 
 async function main(args: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args,
-    options: {
-      tokenizer: { type: "string", default: "llama" },
-      out: { type: "string" },
-      check: { type: "boolean" },
-      help: { type: "boolean" },
-    },
-  });
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
-  if (!(TOKENIZER_NAMES as readonly string[]).includes(values.tokenizer)) {
-    console.error(`build-corpus: --tokenizer must be llama or bytes, not "${values.tokenizer}"`);
-    console.error(USAGE);
-    return 2;
-  }
+  const values = parseOrExit(BUILD_CORPUS_SPEC, ({ values }) => {
+    if (!(TOKENIZER_NAMES as readonly string[]).includes(values.tokenizer ?? "")) {
+      throw new UsageError(
+        `--tokenizer must be ${TOKENIZER_NAMES.join(" or ")}, found "${values.tokenizer}"`,
+      );
+    }
+    return values;
+  }, { argv: args });
   const tokenizer = values.tokenizer as TokenizerName;
   const out = values.out ?? CORPUS_TOKENIZERS[tokenizer].dir;
   const started = performance.now();

@@ -4,47 +4,112 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import {
+  commandsHelp,
+  type EnvLookup,
+  explainEnv,
+  type FlagSpec,
+  type FlagValues,
+  helpText,
+  parseFlags,
+  unknownCommand,
+} from "../cli/entry.ts";
 import { LOG_FORMATS, type LogFormat } from "./log.ts";
 import { unprintableProblem, UsageError } from "../common/mod.ts";
 
-/** Usage text of `deno task client`. */
-export const USAGE = `Usage:
-  deno task client train --run-id ID --server-addr HOST:PORT [options]
-  deno task client train --run-id ID --rpc URL --wallet-private-key-path FILE
-                         (--main-authority PUBKEY | --coordinator ADDRESS) [options]
-  deno task client show-identity [--identity-secret-key-path FILE]
+/** A string flag: its placeholder, description and the rest of its spec. */
+function str<const E extends Omit<FlagSpec, "type" | "value" | "description">>(
+  value: string,
+  description: string,
+  extra: E = {} as E,
+): { type: "string"; value: string; description: string } & E {
+  return { type: "string", value, description, ...extra };
+}
 
-train options:
-  --run-id ID                         the run to join (required)
-  --server-addr HOST:PORT             the TCP coordinator (or the Solana flags below)
-  --rpc URL                           Solana JSON-RPC of a run on the coordinator program
-  --ws-rpc URL                        its WebSocket (default: --rpc with port + 1)
-  --rpc-2 URL, --ws-rpc-2 URL         fallback RPC for transactions
-  --wallet-private-key-path FILE      Solana keypair JSON (64 numbers): signs and pays; also
-                                      the libp2p identity unless --identity-secret-key-path
-  --main-authority PUBKEY             who created the run (finds its account with --run-id)
-  --coordinator ADDRESS               the run's account (instead of --main-authority)
-  --program-id PUBKEY                 the coordinator program (default: the localnet's)
-  --identity-secret-key-path FILE     32 raw bytes of ed25519 secret key (else
-                                      RAW_IDENTITY_SECRET_KEY in hex, else a fresh key)
-  --bind-p2p-port P                   libp2p TCP port (default: any free port)
-  --bind-p2p-interface ADDR           libp2p listen address (default 127.0.0.1)
-  --no-bulk-transfer                  keep every payload byte on the encrypted libp2p stream
-                                      (default: large payloads move over a plain TCP bulk
-                                      listener, authenticated by ticket and sha256)
-  --bind-bulk-port P                  bulk listener TCP port (default: any free port)
-  --bind-bulk-interface ADDR          bulk listener address (default: the p2p interface)
-  --bootstrap-peer MULTIADDR          a participant to dial first (/ip4/../tcp/../p2p/..);
-                                      repeatable
-  --micro-batch-size N                sequences per forward/backward (default 1)
-  --checkpoint-dir DIR                write {run_id}-step{N} checkpoints at each Cooldown
-  --logs tui|console|json             progress lines, or one JSON object per event
-                                      (default tui, which prints console lines)
-  --max-concurrent-downloads N        payload transfers at once (default 8)
-  --model DIR                         local HF model folder (default: the run's checkpoint
-                                      repo id read as a path)
-  -h, --help                          show this help`;
+/** The flags of `deno task client train`. */
+export const TRAIN_SPEC = {
+  usage: [
+    "deno task client train --run-id ID --server-addr HOST:PORT [options]",
+    "deno task client train --run-id ID --rpc URL --wallet-private-key-path FILE",
+    "  (--main-authority PUBKEY | --coordinator ADDRESS) [options]",
+  ],
+  summary: "Joins a run through its TCP coordinator (or the Solana coordinator program with " +
+    "--rpc) and trains until the run finishes or SIGINT/SIGTERM.",
+  flags: {
+    "run-id": str("ID", "the run to join", { required: true }),
+    "server-addr": str("HOST:PORT", "the TCP coordinator (or the Solana flags below)"),
+    rpc: str("URL", "Solana JSON-RPC of a run on the coordinator program"),
+    "ws-rpc": str("URL", "its WebSocket", { defaultText: "--rpc with port + 1" }),
+    "rpc-2": str("URL", "fallback RPC for transactions"),
+    "ws-rpc-2": str("URL", "the fallback's WebSocket"),
+    "wallet-private-key-path": str(
+      "FILE",
+      "Solana keypair JSON (64 numbers): signs and pays; also the libp2p identity unless " +
+        "--identity-secret-key-path",
+      { short: "w" },
+    ),
+    "main-authority": str("PUBKEY", "who created the run (finds its account with --run-id)"),
+    coordinator: str("ADDRESS", "the run's account (instead of --main-authority)"),
+    "program-id": str("PUBKEY", "the coordinator program", { defaultText: "the localnet's" }),
+    "identity-secret-key-path": str(
+      "FILE",
+      "32 raw bytes of ed25519 secret key (else RAW_IDENTITY_SECRET_KEY in hex, else a fresh key)",
+      { short: "i" },
+    ),
+    "bind-p2p-port": str("P", "libp2p TCP port", { defaultText: "any free port" }),
+    "bind-p2p-interface": str("ADDR", "libp2p listen address", { defaultText: "127.0.0.1" }),
+    "no-bulk-transfer": {
+      type: "boolean",
+      description: "keep every payload byte on the encrypted libp2p stream (by default large " +
+        "payloads move over a plain TCP bulk listener, authenticated by ticket and sha256)",
+    },
+    "bind-bulk-port": str("P", "bulk listener TCP port", { defaultText: "any free port" }),
+    "bind-bulk-interface": str("ADDR", "bulk listener address", {
+      defaultText: "the p2p interface",
+    }),
+    "bootstrap-peer": str("MULTIADDR", "a participant to dial first (/ip4/../tcp/../p2p/..)", {
+      multiple: true,
+    }),
+    "micro-batch-size": str("N", "sequences per forward/backward", { defaultText: "1" }),
+    "checkpoint-dir": str("DIR", "write {run_id}-step{N} checkpoints at each Cooldown"),
+    logs: str(
+      LOG_FORMATS.join("|"),
+      "progress lines, or one JSON object per event (tui " +
+        "prints console lines)",
+      { defaultText: "tui" },
+    ),
+    "max-concurrent-downloads": str("N", "payload transfers at once", { defaultText: "8" }),
+    model: str("DIR", "local HF model folder", {
+      defaultText: "the run's checkpoint repo id read as a path",
+    }),
+  },
+} as const;
+
+/** The flags of `deno task client show-identity`. */
+export const SHOW_IDENTITY_SPEC = {
+  usage: "deno task client show-identity [--identity-secret-key-path FILE]",
+  summary: "Prints the client's public key (hex) and libp2p peer id.",
+  flags: {
+    "identity-secret-key-path": TRAIN_SPEC.flags["identity-secret-key-path"],
+  },
+} as const;
+
+/** The client's subcommands, for the top-level help. */
+export const CLIENT_COMMANDS = {
+  train: { summary: "join a run and train", spec: TRAIN_SPEC },
+  "show-identity": {
+    summary: "print the client's public key and peer id",
+    spec: SHOW_IDENTITY_SPEC,
+  },
+} as const;
+
+/** Usage text of `deno task client`. */
+export const USAGE: string = commandsHelp("deno task client", CLIENT_COMMANDS);
+
+/** The help text for `topic` (a subcommand), or the top-level one. */
+export function clientHelp(topic?: keyof typeof CLIENT_COMMANDS): string {
+  return topic === undefined ? USAGE : helpText(CLIENT_COMMANDS[topic].spec);
+}
 
 /** The Solana backend's flags (`--rpc` and friends). */
 export interface SolanaTrainArgs {
@@ -89,7 +154,11 @@ export interface ShowIdentityArgs {
 }
 
 /** A parsed command line. */
-export type ClientArgs = TrainArgs | ShowIdentityArgs | { command: "help" };
+export type ClientArgs = TrainArgs | ShowIdentityArgs | {
+  command: "help";
+  /** The subcommand whose help was asked for; absent: the top-level help. */
+  topic?: keyof typeof CLIENT_COMMANDS;
+};
 
 function integer(
   name: string,
@@ -108,59 +177,35 @@ function integer(
   return n;
 }
 
-/** Parses `deno task client` arguments. */
-export function parseClientArgs(args: readonly string[]): ClientArgs {
+/** Parses `deno task client` arguments; `env` fills flags not given (`PSYCHE_*`). */
+export function parseClientArgs(args: readonly string[], env: EnvLookup = {}): ClientArgs {
   const [command, ...rest] = args;
   if (command === undefined || command === "-h" || command === "--help" || command === "help") {
     return { command: "help" };
   }
   if (command !== "train" && command !== "show-identity") {
-    throw new UsageError(`unknown command "${command}" (expected train or show-identity)`);
+    throw unknownCommand(command, Object.keys(CLIENT_COMMANDS));
   }
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...rest],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        "run-id": { type: "string" },
-        "server-addr": { type: "string" },
-        rpc: { type: "string" },
-        "ws-rpc": { type: "string" },
-        "rpc-2": { type: "string" },
-        "ws-rpc-2": { type: "string" },
-        "wallet-private-key-path": { type: "string" },
-        "main-authority": { type: "string" },
-        coordinator: { type: "string" },
-        "program-id": { type: "string" },
-        "identity-secret-key-path": { type: "string" },
-        "bind-p2p-port": { type: "string" },
-        "bind-p2p-interface": { type: "string" },
-        "no-bulk-transfer": { type: "boolean" },
-        "bind-bulk-port": { type: "string" },
-        "bind-bulk-interface": { type: "string" },
-        "bootstrap-peer": { type: "string", multiple: true },
-        "micro-batch-size": { type: "string" },
-        "checkpoint-dir": { type: "string" },
-        logs: { type: "string" },
-        "max-concurrent-downloads": { type: "string" },
-        model: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  if (values.help) return { command: "help" };
-  const identitySecretKeyPath = values["identity-secret-key-path"] ?? null;
   if (command === "show-identity") {
-    const extra = Object.keys(values).filter((k) => k !== "identity-secret-key-path");
-    if (extra.length > 0) {
-      throw new UsageError(`show-identity takes no --${extra[0]}`);
-    }
-    return { command, identitySecretKeyPath };
+    const trainOnly = rest.map((a) => a.replace(/^--/, "").split("=")[0]).find((name) =>
+      Object.hasOwn(TRAIN_SPEC.flags, name) && !Object.hasOwn(SHOW_IDENTITY_SPEC.flags, name)
+    );
+    if (trainOnly !== undefined) throw new UsageError(`show-identity takes no --${trainOnly}`);
+    const parsed = parseFlags(SHOW_IDENTITY_SPEC, rest, { env });
+    if (parsed.help) return { command: "help", topic: command };
+    return {
+      command,
+      identitySecretKeyPath: parsed.values["identity-secret-key-path"] ?? null,
+    };
   }
+  const parsed = parseFlags(TRAIN_SPEC, rest, { env });
+  if (parsed.help) return { command: "help", topic: command };
+  return explainEnv(parsed, () => checkTrainArgs(parsed.values));
+}
+
+function checkTrainArgs(values: FlagValues<typeof TRAIN_SPEC>): TrainArgs {
+  const command = "train";
+  const identitySecretKeyPath = values["identity-secret-key-path"] ?? null;
   const runId = values["run-id"];
   if (runId === undefined || runId === "") throw new UsageError("--run-id ID is required");
   const runIdProblem = unprintableProblem(runId);

@@ -140,3 +140,28 @@ Deno.test("bulkOptions: --no-bulk-transfer turns the bulk path off; the listener
     { host: "10.0.0.2", port: 4002 },
   );
 });
+
+Deno.test("parseClientArgs: PSYCHE_* variables fill flags; a flag wins; a bad one is named", () => {
+  const env = { PSYCHE_RUN_ID: "from-env", PSYCHE_SERVER_ADDR: "h:1", PSYCHE_LOGS: "json" };
+  const args = parseClientArgs(["train", "--logs", "console"], env);
+  assert.ok(args.command === "train");
+  assert.equal(args.runId, "from-env");
+  assert.equal(args.serverAddr, "h:1");
+  assert.equal(args.logs, "console");
+  assert.throws(
+    () => parseClientArgs(["train"], { ...env, PSYCHE_MICRO_BATCH_SIZE: "0" }),
+    /--micro-batch-size must be .* \(PSYCHE_MICRO_BATCH_SIZE is set in the environment\)/,
+  );
+  assert.deepEqual(parseClientArgs(["show-identity", "-i", "k.bin"]), {
+    command: "show-identity",
+    identitySecretKeyPath: "k.bin",
+  });
+  assert.deepEqual(parseClientArgs(["show-identity", "--help"]), {
+    command: "help",
+    topic: "show-identity",
+  });
+  assert.throws(
+    () => parseClientArgs(["train", "--sever-addr", "h:1"]),
+    /did you mean --server-addr\?/,
+  );
+});

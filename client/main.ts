@@ -13,6 +13,7 @@ import type { CoordinatorBackend } from "./backend/backend.ts";
 import {
   bulkOptions,
   type ClientArgs,
+  clientHelp,
   parseClientArgs,
   type SolanaTrainArgs,
   type TrainArgs,
@@ -23,7 +24,7 @@ import { Exchange } from "./exchange.ts";
 import { type ClientLogger, consoleClientLogger, jsonClientLogger } from "./log.ts";
 import { peerIdOf } from "./p2p/identity.ts";
 import { address } from "@solana/kit";
-import { EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
+import { denoEnv, EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
 import { coordinatorAddress } from "../coordinator/solana/abi/mod.ts";
 import { DEFAULT_PROGRAM_ID, loadWallet, SolanaRpcClient } from "../coordinator/solana/rpc/mod.ts";
 import { toHex } from "../common/mod.ts";
@@ -202,16 +203,16 @@ export async function showIdentity(path: string | null, write: (line: string) =>
 async function main(argv: string[]): Promise<number> {
   let args: ClientArgs;
   try {
-    args = parseClientArgs(argv);
+    args = parseClientArgs(argv, denoEnv);
   } catch (e) {
-    console.error(`${(e as Error).message}\n\n${USAGE}`);
+    console.error(`error: ${(e as Error).message}\n\n${USAGE}`);
     return EXIT_USAGE;
   }
   const write = (line: string) => console.log(line);
   try {
     switch (args.command) {
       case "help":
-        console.log(USAGE);
+        console.log(clientHelp(args.topic));
         return EXIT_OK;
       case "show-identity":
         await showIdentity(args.identitySecretKeyPath, write);

@@ -148,7 +148,7 @@ export const ROOMS: readonly Room[] = [
   {
     path: "coordinator/solana/localnet/",
     job: "`deno task localnet`: a JSON-RPC and WebSocket endpoint around litesvm",
-    uses: ["cli/", "coordinator/solana/toolchain/", "coordinator/solana/rpc/"],
+    uses: ["common/", "cli/", "coordinator/solana/toolchain/", "coordinator/solana/rpc/"],
   },
   {
     path: "coordinator/solana/cli/",

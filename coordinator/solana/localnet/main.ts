@@ -9,17 +9,38 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
 import { LOCALNET_PROGRAM_ID } from "./ledger.ts";
 import { startLocalnet } from "./server.ts";
-import { parseArgsOrExit } from "../../../cli/entry.ts";
+import {
+  denoEnv,
+  type EnvLookup,
+  explainEnv,
+  type FlagValues,
+  helpText,
+  parseArgsOrExit,
+  parseFlags,
+} from "../../../cli/entry.ts";
+import { UsageError } from "../../../common/mod.ts";
+
+/** The flags of `deno task localnet`. */
+export const LOCALNET_SPEC = {
+  usage: "deno task localnet [--port 8899] [--ws-port 8900] [--hostname 127.0.0.1]",
+  summary: "A Solana JSON-RPC endpoint around an in-process litesvm (Agave's runtime) with the " +
+    `coordinator program deployed at ${LOCALNET_PROGRAM_ID}. A test harness, not a validator.`,
+  flags: {
+    port: { type: "string", value: "P", description: "JSON-RPC port", defaultText: "8899" },
+    "ws-port": { type: "string", value: "P", description: "WebSocket port", defaultText: "8900" },
+    hostname: {
+      type: "string",
+      value: "H",
+      description: "address to listen on",
+      defaultText: "127.0.0.1",
+    },
+  },
+} as const;
 
 /** Usage text. */
-export const USAGE =
-  `Usage: deno task localnet [--port 8899] [--ws-port 8900] [--hostname 127.0.0.1]
-
-A Solana JSON-RPC endpoint around an in-process litesvm (Agave's runtime) with the
-coordinator program deployed at ${LOCALNET_PROGRAM_ID}. A test harness, not a validator.`;
+export const USAGE: string = helpText(LOCALNET_SPEC);
 
 /** Parsed flags. */
 export interface LocalnetArgs {
@@ -28,25 +49,22 @@ export interface LocalnetArgs {
   wsPort: number;
 }
 
-/** Parses the flags; a TypeError names the bad one. */
-export function parseLocalnetArgs(args: readonly string[]): LocalnetArgs | "help" {
-  const { values } = parseArgs({
-    args: [...args],
-    strict: true,
-    allowPositionals: false,
-    options: {
-      port: { type: "string" },
-      "ws-port": { type: "string" },
-      hostname: { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
-  if (values.help) return "help";
+/** Parses the flags; a {@link UsageError} names the bad one. */
+export function parseLocalnetArgs(
+  args: readonly string[],
+  env: EnvLookup = {},
+): LocalnetArgs | "help" {
+  const parsed = parseFlags(LOCALNET_SPEC, args, { env });
+  if (parsed.help) return "help";
+  return explainEnv(parsed, () => checkLocalnetArgs(parsed.values));
+}
+
+function checkLocalnetArgs(values: FlagValues<typeof LOCALNET_SPEC>): LocalnetArgs {
   const port = (name: string, text: string | undefined, fallback: number) => {
     if (text === undefined) return fallback;
     const n = Number(text);
     if (!/^\d+$/.test(text) || n > 65535) {
-      throw new TypeError(`--${name} must be a port number 0..65535, found "${text}"`);
+      throw new UsageError(`--${name} must be a port number 0..65535, found "${text}"`);
     }
     return n;
   };
@@ -58,7 +76,7 @@ export function parseLocalnetArgs(args: readonly string[]): LocalnetArgs | "help
 }
 
 if (import.meta.main) {
-  const args = parseArgsOrExit(parseLocalnetArgs, USAGE);
+  const args = parseArgsOrExit((a) => parseLocalnetArgs(a, denoEnv), LOCALNET_SPEC);
   const net = await startLocalnet(args);
   console.log(
     `localnet (litesvm test harness, not a validator)\n  rpc:     ${net.url}\n  ws:      ${net.wsUrl}\n` +

@@ -6,15 +6,27 @@
  * @module
  */
 import { validateConfigCommand } from "./validate_config.ts";
-import { type CliIo, denoIo, EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
+import {
+  type CliIo,
+  commandsHelp,
+  denoEnv,
+  denoIo,
+  type EnvLookup,
+  EXIT_OK,
+  EXIT_USAGE,
+  unknownCommand,
+} from "../../cli/entry.ts";
 import { runCommand } from "../server/mod.ts";
 
 /** One subcommand: a one-line summary for the help text and its entry point. */
 export interface Command {
   /** One line for the top-level help. */
   summary: string;
-  /** Runs with the arguments after the subcommand name; resolves to the exit code. */
-  run(args: string[], io: CliIo): Promise<number>;
+  /**
+   * Runs with the arguments after the subcommand name; `env` fills flags not given
+   * (`PSYCHE_*`). Resolves to the exit code.
+   */
+  run(args: string[], io: CliIo, env: EnvLookup): Promise<number>;
 }
 
 /** Every subcommand, by name. */
@@ -25,28 +37,21 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   },
   run: {
     summary: "run a training run's coordinator over TCP (until SIGINT/SIGTERM)",
-    run: (args, io) => runCommand(args, io),
+    run: (args, io, env) => runCommand(args, io, { env }),
   },
 };
 
 /** Top-level usage text, listing the subcommands. */
 export function usage(): string {
-  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
-  const lines = Object.entries(COMMANDS).map(([name, command]) =>
-    `  ${name.padEnd(width)}  ${command.summary}`
-  );
-  return [
-    "Usage: deno task coordinator <command> [options]",
-    "",
-    "Commands:",
-    ...lines,
-    "",
-    "Run `deno task coordinator <command> --help` for a command's options.",
-  ].join("\n");
+  return commandsHelp("deno task coordinator", COMMANDS);
 }
 
 /** Dispatches `argv` to its subcommand; resolves to the process exit code. */
-export async function main(argv: string[], io: CliIo = denoIo): Promise<number> {
+export async function main(
+  argv: string[],
+  io: CliIo = denoIo,
+  env: EnvLookup = {},
+): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined) {
     io.err(usage());
@@ -58,13 +63,13 @@ export async function main(argv: string[], io: CliIo = denoIo): Promise<number> 
   }
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (command === undefined) {
-    io.err(`coordinator: unknown command "${name}"`);
+    io.err(`coordinator: ${unknownCommand(name, Object.keys(COMMANDS)).message}`);
     io.err(usage());
     return EXIT_USAGE;
   }
-  return await command.run(rest, io);
+  return await command.run(rest, io, env);
 }
 
 if (import.meta.main) {
-  Deno.exit(await main(Deno.args));
+  Deno.exit(await main(Deno.args, denoIo, denoEnv));
 }

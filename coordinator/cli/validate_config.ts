@@ -10,8 +10,15 @@
  * @module
  */
 import { dirname } from "node:path";
-import { parseArgs } from "node:util";
-import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
+import {
+  type CliIo,
+  type EnvLookup,
+  EXIT_INVALID,
+  EXIT_OK,
+  EXIT_USAGE,
+  helpText,
+  parseFlags,
+} from "../../cli/entry.ts";
 import { checkModelVocabulary, type VocabularyCheck } from "./model_data_check.ts";
 import { type DataServerConfig, parseDataConfig } from "../../data/mod.ts";
 import {
@@ -20,45 +27,56 @@ import {
   type DataLocation,
   type LrSchedule,
   type OptimizerDefinition,
+  UsageError,
 } from "../../common/mod.ts";
 import { crossCheckDataConfig, parseRunConfig, type RunConfig } from "../config/mod.ts";
 
-/** Usage text of `validate-config`. */
-export const VALIDATE_CONFIG_USAGE =
-  `Usage: deno task coordinator validate-config --state FILE [--data-config FILE]
+/** The flags of `deno task coordinator validate-config`. */
+export const VALIDATE_CONFIG_SPEC = {
+  usage: "deno task coordinator validate-config --state FILE [--data-config FILE]",
+  summary: "Checks a run config (state.toml) and, optionally, the TCP data server's data.toml: " +
+    "with both, also that the run's model (its checkpoint's config.json, found as the clients " +
+    'find it) has a vocabulary covering every token id in the data folder. Prints "ok" and a ' +
+    "summary when they are valid, or every problem found.",
+  flags: {
+    state: {
+      type: "string",
+      value: "FILE",
+      description: "the run config to check",
+      required: true,
+    },
+    "data-config": {
+      type: "string",
+      value: "FILE",
+      description: "the data server config to check against the run",
+    },
+  },
+  footer: "Exit status: 0 valid, 1 invalid, 2 bad arguments or unreadable file.",
+} as const;
 
-Checks a run config (state.toml) and, optionally, the TCP data server's data.toml:
-with both, also that the run's model (its checkpoint's config.json, found as the
-clients find it) has a vocabulary covering every token id in the data folder.
-Prints "ok" and a summary when they are valid, or every problem found.
+/** Help text of `validate-config`. */
+export const VALIDATE_CONFIG_USAGE: string = helpText(VALIDATE_CONFIG_SPEC);
 
-Options:
-  --state FILE        the run config to check (required)
-  --data-config FILE  the data server config to check against the run
-  -h, --help          show this help
-
-Exit status: 0 valid, 1 invalid, 2 bad arguments or unreadable file.`;
-
-/** Runs `validate-config` with the arguments after the subcommand name; returns the exit code. */
-export async function validateConfigCommand(args: string[], io: CliIo): Promise<number> {
-  let values: { state?: string; "data-config"?: string; help?: boolean };
+/**
+ * Runs `validate-config` with the arguments after the subcommand name; returns the exit code.
+ * `env` fills flags not given (`PSYCHE_STATE`, `PSYCHE_DATA_CONFIG`).
+ */
+export async function validateConfigCommand(
+  args: string[],
+  io: CliIo,
+  env: EnvLookup = {},
+): Promise<number> {
+  let parsed;
   try {
-    values = parseArgs({
-      args,
-      options: {
-        state: { type: "string" },
-        "data-config": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }).values;
+    parsed = parseFlags(VALIDATE_CONFIG_SPEC, args, { env });
   } catch (error) {
-    io.err(`validate-config: ${error instanceof Error ? error.message : String(error)}`);
+    if (!(error instanceof UsageError)) throw error;
+    io.err(`validate-config: ${error.message}`);
     io.err("Run with --help for usage.");
     return EXIT_USAGE;
   }
-  if (values.help) {
+  const values = parsed.values;
+  if (parsed.help) {
     io.out(VALIDATE_CONFIG_USAGE);
     return EXIT_OK;
   }

@@ -161,7 +161,7 @@ Deno.test("validate-config: unreadable files and bad arguments exit 2", async ()
     ],
     [[], /--state FILE is required/],
     [["--state"], /validate-config: .*state/],
-    [["--state", "a", "--bogus"], /Unknown option '--bogus'/],
+    [["--state", "a", "--sate"], /unknown flag --sate \(did you mean --state\?\)/],
     [["extra"], /validate-config: .*extra/],
   ];
   for (const [args, pattern] of cases) {

@@ -8,7 +8,6 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
 import { AuthorizedKeysError, parseAuthorizedKeys } from "./authorized_keys.ts";
 import { CoordinatorHost } from "./host.ts";
 import { DEFAULT_JOIN_BACKOFF_EPOCHS } from "./join_backoff.ts";
@@ -20,41 +19,113 @@ import {
   DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
   startCoordinatorServer,
 } from "./server.ts";
-import { type CliIo, EXIT_INVALID, EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
+import {
+  type CliIo,
+  type EnvLookup,
+  EXIT_INVALID,
+  EXIT_OK,
+  EXIT_USAGE,
+  explainEnv,
+  type FlagValues,
+  helpText,
+  parseFlags,
+} from "../../cli/entry.ts";
 import { DataError, startDataServerFromConfig } from "../../data/mod.ts";
 import { crossCheckDataConfig, parseRunConfig, type RunConfig } from "../config/mod.ts";
 import { ConfigError, durationProblem, UsageError } from "../../common/mod.ts";
 
-/** Usage text of `run`. */
-export const RUN_USAGE = `Usage: deno task coordinator run --state FILE [options]
+/** The flags of `deno task coordinator run`. */
+export const RUN_SPEC = {
+  usage: "deno task coordinator run --state FILE [options]",
+  summary: "Runs a training run's coordinator over TCP until SIGINT or SIGTERM.",
+  flags: {
+    state: {
+      type: "string",
+      value: "FILE",
+      description: "the run config (state.toml, or a saved {run_id}-step{n}.toml)",
+      required: true,
+    },
+    "server-port": {
+      type: "string",
+      value: "P",
+      short: "s",
+      description: "TCP port for clients (the port taken is printed)",
+      defaultText: "any free port",
+    },
+    hostname: {
+      type: "string",
+      value: "H",
+      description: "address to listen on",
+      defaultText: "0.0.0.0",
+    },
+    "data-config": {
+      type: "string",
+      value: "FILE",
+      description: "serve the run's data in-process (data.toml); the run's data_location must be " +
+        'Server = "host:port"',
+    },
+    "save-state-dir": {
+      type: "string",
+      value: "DIR",
+      description: "save the run at every epoch end, to resume with --state",
+    },
+    "init-warmup-time": {
+      type: "string",
+      value: "S",
+      description: "Warmup seconds until the run first trains (ms precision)",
+    },
+    "withdraw-on-disconnect": {
+      type: "string",
+      value: "true|false",
+      description: "withdraw clients whose connection closes",
+      defaultText: "true",
+    },
+    logs: {
+      type: "string",
+      value: LOG_FORMATS.join("|"),
+      description: "progress lines or one JSON object per event (docs/logs.md)",
+      defaultText: "console",
+    },
+    "authorized-keys": {
+      type: "string",
+      value: "FILE",
+      description: "a permissioned run: only the client keys listed in FILE may connect " +
+        "(one hex or base58 public key per line, # comments)",
+    },
+    "max-connections": {
+      type: "string",
+      value: "N",
+      description: "open connections in all; at the cap a new one evicts the quietest non-member",
+      defaultText: String(DEFAULT_MAX_CONNECTIONS),
+    },
+    "max-connections-per-address": {
+      type: "string",
+      value: "N",
+      description: "open connections from one IP address; raise it for many clients on one " +
+        "host (a local testnet)",
+      defaultText: String(DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
+    },
+    "idle-timeout": {
+      type: "string",
+      value: "S",
+      description: "close a connection that is neither pending nor a client of the epoch " +
+        "after S quiet seconds",
+      defaultText: String(DEFAULT_IDLE_TIMEOUT_MS / 1000),
+    },
+    "join-backoff-epochs": {
+      type: "string",
+      value: "K",
+      description: "a key dropped by a health check in epoch e may join again from epoch e + K " +
+        "(0: no back-off)",
+      defaultText: String(DEFAULT_JOIN_BACKOFF_EPOCHS),
+    },
+  },
+  footer:
+    "Exit status: 0 stopped by a signal, 1 invalid config, 2 bad arguments or unreadable file.",
+} as const;
 
-Runs a training run's coordinator over TCP until SIGINT or SIGTERM.
-
-Options:
-  --state FILE                       the run config (state.toml, or a saved {run_id}-step{n}.toml)
-  --server-port P                    TCP port for clients (default: any free port, printed)
-  --hostname H                       address to listen on (default 0.0.0.0)
-  --data-config FILE                 serve the run's data in-process (data.toml); the run's
-                                     data_location must be Server = "host:port"
-  --save-state-dir DIR               save the run at every epoch end, to resume with --state
-  --init-warmup-time S               Warmup seconds until the run first trains (ms precision)
-  --withdraw-on-disconnect true|false  withdraw clients whose connection closes (default true)
-  --logs console|json                progress lines or one JSON object per event (default console)
-  --authorized-keys FILE             a permissioned run: only the client keys listed in FILE may
-                                     connect (one hex or base58 public key per line, # comments)
-  --max-connections N                open connections in all (default ${DEFAULT_MAX_CONNECTIONS}); at the
-                                     cap a new one evicts the quietest non-member
-  --max-connections-per-address N    open connections from one IP address (default ${DEFAULT_MAX_CONNECTIONS_PER_ADDRESS});
-                                     raise it for many clients on one host (a local testnet)
-  --idle-timeout S                   close a connection that is neither pending nor a client of
-                                     the epoch after S quiet seconds (default ${
-  DEFAULT_IDLE_TIMEOUT_MS / 1000
-})
-  --join-backoff-epochs K            a key dropped by a health check in epoch e may join again
-                                     from epoch e + K (default ${DEFAULT_JOIN_BACKOFF_EPOCHS}; 0: no back-off)
-  -h, --help                         show this help
-
-Exit status: 0 stopped by a signal, 1 invalid config, 2 bad arguments or unreadable file.`;
+/** Help text of `run`. */
+export const RUN_USAGE: string = helpText(RUN_SPEC);
 
 /** Parsed `run` options. */
 export interface RunOptions {
@@ -95,35 +166,17 @@ function secondsOption(name: string, text: string | undefined): number | undefin
   return value;
 }
 
-/** Parses `run`'s arguments; null when help was asked for. Throws {@linkcode UsageError}. */
-export function parseRunArgs(args: string[]): RunOptions | null {
-  let values;
-  try {
-    values = parseArgs({
-      args,
-      options: {
-        state: { type: "string" },
-        "server-port": { type: "string" },
-        hostname: { type: "string" },
-        "data-config": { type: "string" },
-        "save-state-dir": { type: "string" },
-        "init-warmup-time": { type: "string" },
-        "withdraw-on-disconnect": { type: "string" },
-        logs: { type: "string" },
-        "authorized-keys": { type: "string" },
-        "max-connections": { type: "string" },
-        "max-connections-per-address": { type: "string" },
-        "idle-timeout": { type: "string" },
-        "join-backoff-epochs": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }).values;
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  if (values.help) return null;
+/**
+ * Parses `run`'s arguments; null when help was asked for. `env` fills flags not given
+ * (`PSYCHE_*`). Throws {@linkcode UsageError}.
+ */
+export function parseRunArgs(args: readonly string[], env: EnvLookup = {}): RunOptions | null {
+  const parsed = parseFlags(RUN_SPEC, args, { env });
+  if (parsed.help) return null;
+  return explainEnv(parsed, () => checkRunArgs(parsed.values));
+}
+
+function checkRunArgs(values: FlagValues<typeof RUN_SPEC>): RunOptions {
   if (values.state === undefined) throw new UsageError("--state FILE is required");
   const withdraw = values["withdraw-on-disconnect"] ?? "true";
   if (withdraw !== "true" && withdraw !== "false") {
@@ -203,11 +256,11 @@ function dataServerPort(run: RunConfig, dataConfigPath: string): number {
 export async function runCommand(
   args: string[],
   io: CliIo,
-  options: { stop?: Promise<void>; clock?: () => number } = {},
+  options: { stop?: Promise<void>; clock?: () => number; env?: EnvLookup } = {},
 ): Promise<number> {
   let opts: RunOptions | null;
   try {
-    opts = parseRunArgs(args);
+    opts = parseRunArgs(args, options.env);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
     io.err(`run: ${e.message}. Run with --help for usage.`);

@@ -77,6 +77,25 @@ Deno.test("run options: defaults, every flag, and help", () => {
   assert.equal(parseRunArgs(["-h"]), null);
 });
 
+Deno.test("run options: Psyche's -s for --server-port, and PSYCHE_* variables", () => {
+  assert.equal(parseRunArgs(["--state", "s", "-s", "4001"])?.port, 4001);
+  assert.equal(parseRunArgs(["--state", "s", "-s4002"])?.port, 4002);
+  const env = { PSYCHE_STATE: "e.toml", PSYCHE_SERVER_PORT: "4003", PSYCHE_LOGS: "json" };
+  const fromEnv = parseRunArgs([], env);
+  assert.equal(fromEnv?.statePath, "e.toml");
+  assert.equal(fromEnv?.port, 4003);
+  assert.equal(fromEnv?.logs, "json");
+  assert.equal(parseRunArgs(["-s", "4004"], env)?.port, 4004, "the command line wins");
+  assert.throws(
+    () => parseRunArgs([], { ...env, PSYCHE_SERVER_PORT: "x" }),
+    /--server-port must be .* \(PSYCHE_SERVER_PORT is set in the environment\)/,
+  );
+  assert.throws(
+    () => parseRunArgs(["--state", "s", "--sever-port", "1"]),
+    /unknown flag --sever-port \(did you mean --server-port\?\)/,
+  );
+});
+
 Deno.test("run options: bad values name the option and what was found", () => {
   const cases: [string[], RegExp][] = [
     [[], /--state FILE is required/],

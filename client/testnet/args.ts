@@ -4,33 +4,90 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import {
+  type EnvLookup,
+  explainEnv,
+  type FlagValues,
+  helpText,
+  parseFlags,
+} from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
 
-/** Usage text of `deno task testnet`. */
-export const TESTNET_USAGE = `Usage: deno task testnet --num-clients N --config-path DIR [options]
+/** The flags of `deno task testnet`. */
+export const TESTNET_SPEC = {
+  usage: "deno task testnet --num-clients N --config-path DIR [options]",
+  summary: "Starts a coordinator (deno task coordinator run) and N training clients on " +
+    "127.0.0.1, each a child process with its own labelled, coloured output, until Ctrl-C (or " +
+    "--stop-after-epochs), then prints a summary of the run.",
+  flags: {
+    "num-clients": {
+      type: "string",
+      value: "N",
+      description: "clients to start (1..64)",
+      required: true,
+    },
+    "config-path": {
+      type: "string",
+      value: "DIR",
+      description: "folder with state.toml (and data.toml when the run's data comes from a TCP " +
+        "data server: served by the coordinator)",
+      required: true,
+    },
+    "random-kill-num": {
+      type: "string",
+      value: "K",
+      description: "kill K clients at random, one every --random-kill-interval seconds; each is " +
+        "restarted (same identity) 5 s later",
+    },
+    "random-kill-interval": {
+      type: "string",
+      value: "S",
+      description: "seconds between random kills",
+      defaultText: "120",
+    },
+    logs: {
+      type: "string",
+      value: "console|json",
+      description:
+        'human lines, or one JSON object per line: each child\'s events with a "process" ' +
+        "field, and the testnet's own (docs/logs.md)",
+      defaultText: "console",
+    },
+    "stop-after-epochs": {
+      type: "string",
+      value: "E",
+      description: "stop cleanly after E epochs ended with training",
+    },
+    "stop-after-seconds": {
+      type: "string",
+      value: "S",
+      description: "stop cleanly after S seconds",
+    },
+    "checkpoint-dir": {
+      type: "string",
+      value: "DIR",
+      description: "clients write checkpoints under DIR/client-I",
+      defaultText: "the testnet's temporary folder",
+    },
+    "keep-temp": {
+      type: "boolean",
+      description: "keep the temporary folder (identities, logs, checkpoints)",
+    },
+    calibrate: {
+      type: "boolean",
+      description: "measure a training step of the run's model on this machine first, and raise " +
+        "the run's round, Warmup and epoch times to what N clients sharing it need (a busy or " +
+        "slow machine)",
+    },
+  },
+  footer:
+    "Children get every setting as a flag: PSYCHE_* variables are not passed on to them.\n\n" +
+    "Exit status: 0 stopped as asked with every client on the run's parameters, 1 the run failed " +
+    "(a --- FAILED line says why), 2 bad arguments.",
+} as const;
 
-Starts a coordinator (deno task coordinator run) and N training clients on 127.0.0.1, each a
-child process with its own labelled, coloured output, until Ctrl-C (or --stop-after-epochs).
-
-Options:
-  --num-clients N               clients to start (1..64)
-  --config-path DIR             folder with state.toml (and data.toml when the run's data
-                                comes from a TCP data server: served by the coordinator)
-  --random-kill-num K           kill K clients at random, one every --random-kill-interval
-                                seconds; each is restarted (same identity) 5 s later
-  --random-kill-interval S      seconds between random kills (default 120)
-  --logs console|json           human lines, or each child's JSON events with a "process"
-                                field (default console)
-  --stop-after-epochs E         stop cleanly after E epochs ended with training
-  --stop-after-seconds S        stop cleanly after S seconds
-  --checkpoint-dir DIR          clients write checkpoints under DIR/client-I (default: the
-                                testnet's temporary folder)
-  --keep-temp                   keep the temporary folder (identities, logs, checkpoints)
-  --calibrate                   measure a training step of the run's model on this machine
-                                first, and raise the run's round, Warmup and epoch times to
-                                what N clients sharing it need (a busy or slow machine)
-  -h, --help                    show this help`;
+/** Help text of `deno task testnet`. */
+export const TESTNET_USAGE: string = helpText(TESTNET_SPEC);
 
 /** Output formats of `--logs`. */
 export const TESTNET_LOG_FORMATS = ["console", "json"] as const;
@@ -63,7 +120,8 @@ function whole(name: string, text: string | undefined, min: number, max: number)
 }
 
 /**
- * Parses the arguments; null when help was asked for. Throws {@link UsageError}.
+ * Parses the arguments; null when help was asked for. `env` fills flags not given
+ * (`PSYCHE_*`). Throws {@link UsageError}.
  *
  * @example
  * ```ts
@@ -72,31 +130,16 @@ function whole(name: string, text: string | undefined, min: number, max: number)
  * if (a?.numClients !== 3 || a.logs !== "console") throw new Error("unexpected");
  * ```
  */
-export function parseTestnetArgs(args: readonly string[]): TestnetArgs | null {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: [...args],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        "num-clients": { type: "string" },
-        "config-path": { type: "string" },
-        "random-kill-num": { type: "string" },
-        "random-kill-interval": { type: "string" },
-        logs: { type: "string" },
-        "stop-after-epochs": { type: "string" },
-        "stop-after-seconds": { type: "string" },
-        "checkpoint-dir": { type: "string" },
-        "keep-temp": { type: "boolean" },
-        calibrate: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  if (values.help) return null;
+export function parseTestnetArgs(
+  args: readonly string[],
+  env: EnvLookup = {},
+): TestnetArgs | null {
+  const parsed = parseFlags(TESTNET_SPEC, args, { env });
+  if (parsed.help) return null;
+  return explainEnv(parsed, () => checkTestnetArgs(parsed.values));
+}
+
+function checkTestnetArgs(values: FlagValues<typeof TESTNET_SPEC>): TestnetArgs {
   const numClients = whole("num-clients", values["num-clients"], 1, 64);
   if (numClients === undefined) throw new UsageError("--num-clients N is required");
   const configPath = values["config-path"];

@@ -74,3 +74,16 @@ Deno.test("testnet arguments: mistakes name the flag", () => {
     });
   }
 });
+
+Deno.test("testnet arguments: PSYCHE_* variables fill flags; a flag wins; a bad one is named", () => {
+  const env = { PSYCHE_NUM_CLIENTS: "2", PSYCHE_CONFIG_PATH: "cfg", PSYCHE_KEEP_TEMP: "yes" };
+  const a = parseTestnetArgs([], env);
+  assert.equal(a?.numClients, 2);
+  assert.equal(a?.configPath, "cfg");
+  assert.equal(a?.keepTemp, true);
+  assert.equal(parseTestnetArgs(["--num-clients", "5"], env)?.numClients, 5);
+  assert.throws(
+    () => parseTestnetArgs([], { ...env, PSYCHE_NUM_CLIENTS: "99" }),
+    /--num-clients must be a whole number in 1..64, found "99" \(PSYCHE_NUM_CLIENTS is set/,
+  );
+});

@@ -22,6 +22,13 @@ export async function forEachLine(
   if (pending !== "") onLine(pending);
 }
 
+/** This process's environment less its `PSYCHE_*` variables (the flags' variables). */
+export function inheritedEnv(): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(Deno.env.toObject()).filter(([name]) => !name.startsWith("PSYCHE_")),
+  );
+}
+
 /** A running child process. */
 export class ChildProcess {
   /** The label shown in front of its lines. */
@@ -37,7 +44,7 @@ export class ChildProcess {
       args: readonly string[];
       cwd: string;
       onLine: (line: string) => void;
-      /** Variables added to the inherited environment. */
+      /** Variables added to the inherited environment (less its `PSYCHE_*` variables). */
       env?: Record<string, string>;
     },
   ) {
@@ -46,7 +53,10 @@ export class ChildProcess {
     this.#process = new Deno.Command(program, {
       args: rest,
       cwd: options.cwd,
-      env: options.env,
+      // The parent passes every setting as a flag; a PSYCHE_* variable meant for the testnet
+      // (PSYCHE_LOGS, PSYCHE_CHECKPOINT_DIR) would otherwise fill a child's flag of that name.
+      clearEnv: true,
+      env: { ...inheritedEnv(), ...options.env },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",

@@ -40,3 +40,26 @@ Deno.test("stop escalates to SIGKILL when SIGTERM is ignored", async () => {
   const status = await child.stop(300);
   assert.equal(status.signal, "SIGKILL");
 });
+
+Deno.test("a child inherits the environment but not the PSYCHE_* variables of the flags", async () => {
+  Deno.env.set("PSYCHE_LOGS", "json");
+  Deno.env.set("PSYCHE_CHILD_TEST_OTHER", "x");
+  try {
+    const lines: string[] = [];
+    const child = new ChildProcess("env", {
+      args: [
+        "sh",
+        "-c",
+        'echo "logs=$PSYCHE_LOGS other=$PSYCHE_CHILD_TEST_OTHER path=${PATH:+set} given=$GIVEN"',
+      ],
+      cwd: ".",
+      onLine: (l) => lines.push(l),
+      env: { GIVEN: "yes" },
+    });
+    assert.equal((await child.status).code, 0);
+    assert.deepEqual(lines, ["logs= other= path=set given=yes"]);
+  } finally {
+    Deno.env.delete("PSYCHE_LOGS");
+    Deno.env.delete("PSYCHE_CHILD_TEST_OTHER");
+  }
+});

@@ -19,7 +19,16 @@ import "../p2p/exit_fix.ts";
 import { join } from "node:path";
 import { CORPUS_TOKENIZERS, ensureCorpus, type TokenizerName } from "../../data/mod.ts";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, runWithSignals } from "./main.ts";
-import { parseTestnetArgs, TESTNET_USAGE, type TestnetArgs } from "./args.ts";
+import { parseTestnetArgs, TESTNET_SPEC, type TestnetArgs } from "./args.ts";
+import {
+  denoEnv,
+  type EnvLookup,
+  envName,
+  type FlagSpec,
+  helpText,
+  parseFlags,
+  usageLines,
+} from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
 import { REPO_ROOT } from "./launcher.ts";
 import { formatLine } from "./output.ts";
@@ -60,53 +69,99 @@ export const DEFAULT_DEMO_MODEL = "bytes";
 /** Held-out sequences evaluated before and after training. */
 export const HELD_OUT_SEQUENCES = 64;
 
-/** The demo's testnet arguments for `model` (before the user's). */
-export function demoArgs(model: DemoModel): string[] {
-  return [
-    "--num-clients",
-    "3",
-    "--config-path",
-    model.configPath,
-    "--stop-after-epochs",
-    "3",
-    "--stop-after-seconds",
-    "570",
-    "--checkpoint-dir",
-    DEMO_CHECKPOINTS,
+/** The demo's testnet settings for `model`: flag name to value (`true` for a boolean). */
+export function demoSettings(model: DemoModel): Record<string, string | true> {
+  return {
+    "num-clients": "3",
+    "config-path": model.configPath,
+    "stop-after-epochs": "3",
+    "stop-after-seconds": "570",
+    "checkpoint-dir": DEMO_CHECKPOINTS,
     // A busy or slow machine gets the round and epoch times it needs, measured first.
-    "--calibrate",
-  ];
+    calibrate: true,
+  };
 }
 
-/** `--model NAME` (or `--model=NAME`) taken out of `argv`; the rest goes to the testnet. */
-export function parseDemoArgs(argv: readonly string[]): { model: string; rest: string[] } {
-  let model = DEFAULT_DEMO_MODEL;
+/**
+ * The demo's testnet arguments for `model` (they go before the user's, which win), less those
+ * whose `PSYCHE_*` variable `env` sets: the environment wins over the demo's settings too.
+ */
+export function demoArgs(model: DemoModel, env: EnvLookup = {}): string[] {
+  const set = (name: string) =>
+    (typeof env === "function" ? env(envName(name)) : env[envName(name)]) !== undefined;
+  return Object.entries(demoSettings(model)).filter(([name]) => !set(name)).flatMap((
+    [name, value],
+  ) => value === true ? [`--${name}`] : [`--${name}`, value]);
+}
+
+/** The flags of `deno task demo`: `--model`, then the testnet's, none of them required. */
+export const DEMO_SPEC = {
+  usage: `deno task demo [--model ${Object.keys(DEMO_MODELS).join("|")}] [testnet options]`,
+  summary: "A testnet of a coordinator and 3 clients training a small Llama on the bundled " +
+    "Brown corpus for 3 epochs, then the loss curve and the held-out loss before and after. " +
+    "The testnet's options override the demo's settings (" +
+    Object.entries(demoSettings(DEMO_MODELS[DEFAULT_DEMO_MODEL])).filter(([n]) =>
+      n !== "config-path" && n !== "checkpoint-dir"
+    ).map(([n, v]) => v === true ? `--${n}` : `--${n} ${v}`).join(", ") +
+    ", checkpoints under runs/demo/).",
+  flags: {
+    model: {
+      type: "string",
+      value: Object.keys(DEMO_MODELS).join("|"),
+      description: Object.entries(DEMO_MODELS).map(([name, m]) => `${name}: ${m.description}`)
+        .join("; "),
+      default: DEFAULT_DEMO_MODEL,
+    },
+    ...Object.fromEntries(
+      Object.entries(TESTNET_SPEC.flags).map(([name, flag]) => {
+        const { required: _, ...rest } = flag as FlagSpec;
+        return [name, rest];
+      }),
+    ) as { [K in keyof typeof TESTNET_SPEC.flags]: FlagSpec },
+  },
+  footer: "Exit status: as deno task testnet's, and 1 as well when the held-out loss could not " +
+    "be measured after training or did not fall.",
+} as const;
+
+/** What `deno task demo` was asked for. */
+export interface DemoArgs {
+  /** A key of {@link DEMO_MODELS}. */
+  readonly model: string;
+  /** The user's testnet arguments (`--model` taken out). */
+  readonly rest: string[];
+}
+
+/**
+ * `--model NAME` (or `--model=NAME`, or `PSYCHE_MODEL`) taken out of `argv`; the rest goes to
+ * the testnet. Every flag is checked against {@link DEMO_SPEC} first (a misspelt one is refused
+ * with the one meant). Null when help was asked for.
+ */
+export function parseDemoArgs(argv: readonly string[], env: EnvLookup = {}): DemoArgs | null {
+  const parsed = parseFlags(DEMO_SPEC, argv, { env });
+  if (parsed.help) return null;
+  const model = parsed.values.model ?? DEFAULT_DEMO_MODEL;
+  if (!Object.hasOwn(DEMO_MODELS, model)) {
+    throw explainEnvError(
+      parsed.fromEnv.get("model"),
+      `--model must be one of ${Object.keys(DEMO_MODELS).join(", ")}, not ${JSON.stringify(model)}`,
+    );
+  }
   const rest: string[] = [];
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    if (arg === "--model" || arg.startsWith("--model=")) {
-      const value = arg === "--model" ? argv[++i] : arg.slice("--model=".length);
-      if (value === undefined || !Object.hasOwn(DEMO_MODELS, value)) {
-        throw new UsageError(
-          `--model must be one of ${Object.keys(DEMO_MODELS).join(", ")}, not ${
-            value === undefined ? "nothing" : JSON.stringify(value)
-          }`,
-        );
-      }
-      model = value;
-    } else {
-      rest.push(arg);
-    }
+    if (argv[i] === "--model") i++;
+    else if (!argv[i].startsWith("--model=")) rest.push(argv[i]);
   }
   return { model, rest };
 }
 
-/** The demo's usage: its own flag, then the testnet's. */
-export const DEMO_USAGE = `Usage: deno task demo [--model ${Object.keys(DEMO_MODELS).join("|")}] ` +
-  `[testnet options]\n\n` +
-  Object.entries(DEMO_MODELS).map(([name, m]) => `  --model ${name.padEnd(10)} ${m.description}`)
-    .join("\n") +
-  `\n\nThe testnet's options override the demo's:\n\n${TESTNET_USAGE}`;
+function explainEnvError(variable: string | undefined, message: string): UsageError {
+  return new UsageError(
+    variable === undefined ? message : `${message} (${variable} is set in the environment)`,
+  );
+}
+
+/** The demo's help: its own flag, then the testnet's. */
+export const DEMO_USAGE: string = helpText(DEMO_SPEC);
 
 /** The step of a checkpoint folder `<run>-step<N>`; null for another name. */
 export function checkpointStep(dir: string): number | null {
@@ -142,17 +197,21 @@ export async function keepLastCheckpoint(dir: string): Promise<void> {
   }
 }
 
-/** Runs the demo; resolves to the exit code. */
-export async function runDemo(argv: readonly string[]): Promise<number> {
+/** Runs the demo, `env` filling flags not given (`PSYCHE_*`); resolves to the exit code. */
+export async function runDemo(argv: readonly string[], env: EnvLookup = denoEnv): Promise<number> {
   let args: TestnetArgs | null;
   let model: DemoModel;
   try {
-    const parsed = parseDemoArgs(argv);
+    const parsed = parseDemoArgs(argv, env);
+    if (parsed === null) {
+      console.log(DEMO_USAGE);
+      return EXIT_OK;
+    }
     model = DEMO_MODELS[parsed.model];
-    args = parseTestnetArgs([...demoArgs(model), ...parsed.rest]);
+    args = parseTestnetArgs([...demoArgs(model, env), ...parsed.rest], env);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    console.error(`demo: ${e.message}\n\n${DEMO_USAGE}`);
+    console.error(`demo: ${e.message}\n\n${usageLines(DEMO_SPEC)}`);
     return EXIT_USAGE;
   }
   if (args === null) {

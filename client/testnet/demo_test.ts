@@ -35,14 +35,40 @@ Deno.test("--model picks the demo's run; the other flags go to the testnet", () 
     model: "llama-20m",
     rest: ["--logs", "json"],
   });
-  assert.equal(parseDemoArgs(["--model=bytes"]).model, "bytes");
+  assert.equal(parseDemoArgs(["--model=bytes"])?.model, "bytes");
+  assert.equal(parseDemoArgs(["-h"]), null);
   assert.throws(() => parseDemoArgs(["--model", "gpt"]), UsageError);
-  assert.throws(() => parseDemoArgs(["--model"]), /must be one of bytes, llama-20m, not nothing/);
+  assert.throws(() => parseDemoArgs(["--model", "gpt"]), /must be one of bytes, llama-20m/);
+  assert.throws(() => parseDemoArgs(["--model"]), /--model needs a value \(bytes\|llama-20m\)/);
+  // A misspelt testnet flag is refused here, with the one meant.
+  assert.throws(
+    () => parseDemoArgs(["--stop-after-epoch", "1"]),
+    /unknown flag --stop-after-epoch \(did you mean --stop-after-epochs\?\)/,
+  );
   // The user's testnet flags come after the demo's, and win.
   const args = parseTestnetArgs([...demoArgs(DEMO_MODELS.bytes), "--stop-after-epochs", "1"]);
   assert.equal(args?.stopAfterEpochs, 1);
   assert.equal(args?.numClients, 3);
   assert.equal(args?.calibrate, true);
+});
+
+Deno.test("the environment wins over the demo's settings, the command line over both", () => {
+  const env = { PSYCHE_MODEL: "llama-20m", PSYCHE_NUM_CLIENTS: "2", PSYCHE_CALIBRATE: "0" };
+  const demo = parseDemoArgs([], env);
+  assert.equal(demo?.model, "llama-20m");
+  const model = DEMO_MODELS[demo!.model];
+  const args = parseTestnetArgs(demoArgs(model, env), env);
+  assert.equal(args?.numClients, 2);
+  assert.equal(args?.calibrate, false);
+  assert.equal(args?.stopAfterEpochs, 3, "a setting the environment leaves is the demo's");
+  assert.equal(
+    parseTestnetArgs([...demoArgs(model, env), "--num-clients", "4"], env)?.numClients,
+    4,
+  );
+  assert.throws(
+    () => parseDemoArgs([], { PSYCHE_MODEL: "/models/x" }),
+    /not "\/models\/x" \(PSYCHE_MODEL is set in the environment\)/,
+  );
 });
 
 Deno.test("every demo run names a config folder that exists", async () => {

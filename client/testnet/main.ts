@@ -10,11 +10,11 @@
  * @module
  */
 import "../p2p/exit_fix.ts";
-import { parseTestnetArgs, TESTNET_USAGE, type TestnetArgs } from "./args.ts";
+import { parseTestnetArgs, TESTNET_SPEC, TESTNET_USAGE, type TestnetArgs } from "./args.ts";
 import { Testnet } from "./launcher.ts";
 import { formatSummary, type RunSummary, SummaryCollector } from "./summary.ts";
 import { runProblems, type StopReason } from "./verdict.ts";
-import { EXIT_OK, EXIT_USAGE } from "../../cli/entry.ts";
+import { denoEnv, type EnvLookup, EXIT_OK, EXIT_USAGE, usageLines } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
 
 export { EXIT_OK, EXIT_USAGE };
@@ -109,14 +109,17 @@ export async function runTestnet(
   return { reason, summary, problems, exitCode: problems.length === 0 ? EXIT_OK : EXIT_FAILURE };
 }
 
-/** Runs `deno task testnet` with `argv`; resolves to the exit code. */
-export async function main(argv: readonly string[]): Promise<number> {
+/**
+ * Runs `deno task testnet` with `argv`, `env` filling flags not given (`PSYCHE_*`); resolves
+ * to the exit code.
+ */
+export async function main(argv: readonly string[], env: EnvLookup = denoEnv): Promise<number> {
   let args: TestnetArgs | null;
   try {
-    args = parseTestnetArgs(argv);
+    args = parseTestnetArgs(argv, env);
   } catch (e) {
     if (!(e instanceof UsageError)) throw e;
-    console.error(`testnet: ${e.message}\n\n${TESTNET_USAGE}`);
+    console.error(`testnet: ${e.message}\n\n${usageLines(TESTNET_SPEC)}`);
     return EXIT_USAGE;
   }
   if (args === null) {

@@ -40,10 +40,7 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
  */
 const NOT_YET_MIGRATED = new Set([
   "train",
-  "bench-torch",
-  "layout",
   "solana",
-  "rooms",
 ]);
 
 async function task(name: string, args: string[]) {

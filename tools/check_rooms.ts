@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import { denoEnv, parseOrExit } from "../cli/entry.ts";
 import { join, relative, resolve } from "node:path";
 import { fileURLToPath as fromFileUrl, pathToFileURL } from "node:url";
 import {
@@ -128,12 +128,31 @@ async function missingRooms(root: string, rooms: readonly Room[]): Promise<Viola
   return out;
 }
 
+/** The flags of `deno task rooms`. */
+export const ROOMS_SPEC = {
+  usage: "deno task rooms [--root DIR] [--rules FILE]",
+  summary: "Reads the module graph with `deno info` and holds it to the room rules of " +
+    "tools/rooms.ts: one line per broken rule, naming the file, the line, the import and the rule.",
+  flags: {
+    root: {
+      type: "string",
+      value: "DIR",
+      description: "the tree to check",
+      defaultText: "this repository",
+    },
+    rules: {
+      type: "string",
+      value: "FILE",
+      description: "a module exporting ROOMS to check against",
+      defaultText: "tools/rooms.ts",
+    },
+  },
+  footer: "Exit status: 0 every rule kept, 1 a rule broken, 2 bad arguments.",
+} as const;
+
 /** Checks `root` against the rooms `rulesModule` exports; resolves to the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: { root: { type: "string" }, rules: { type: "string" } },
-  });
+  const values = parseOrExit(ROOMS_SPEC, (p) => p.values, { argv, env: denoEnv });
   const root = values.root ?? fromFileUrl(new URL("../", import.meta.url));
   const rulesUrl = values.rules === undefined
     ? new URL("./rooms.ts", import.meta.url).href

@@ -203,7 +203,7 @@ export const ROOMS: readonly Room[] = [
   {
     path: "tools/",
     job: "the project's own checks: these room rules",
-    uses: [],
+    uses: ["common/", "cli/"],
   },
   {
     path: "tests/",

@@ -4,7 +4,13 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import {
+  type EnvLookup,
+  explainEnv,
+  type FlagValues,
+  helpText,
+  parseFlags,
+} from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
 
 /** Everything one comparison run needs. */
@@ -37,61 +43,96 @@ export interface CompareOptions {
   json: boolean;
 }
 
-/** Usage text for `--help` and errors. */
-export const USAGE = `Usage: deno task bench-torch [flags]
+/** The flags of `deno task bench-torch`. */
+export const COMPARE_SPEC = {
+  usage: "deno task bench-torch [flags]",
+  summary: "Trains one batch for a few steps with our WebGPU engine and with eager PyTorch " +
+    "(bench/torch/llama_step.py) from the same seeded weights, and prints loss and " +
+    "gradient-norm agreement and the step-time ratio.",
+  flags: {
+    config: {
+      type: "string",
+      value: "DIR",
+      description: "model folder with config.json",
+      defaultText: "config/models/llama-tiny",
+    },
+    data: {
+      type: "string",
+      value: "DIR",
+      description: "token folder for the batch",
+      defaultText: "data/corpus/brown/train",
+    },
+    batch: { type: "string", value: "N", description: "sequences per step", defaultText: "4" },
+    "seq-len": {
+      type: "string",
+      value: "N",
+      description: "tokens per sequence",
+      defaultText: "64",
+    },
+    warmup: {
+      type: "string",
+      value: "N",
+      description: "untimed steps first, at least 1",
+      defaultText: "2",
+    },
+    steps: { type: "string", value: "N", description: "timed steps", defaultText: "5" },
+    lr: {
+      type: "string",
+      value: "X",
+      description: "constant AdamW learning rate",
+      defaultText: "1e-3",
+    },
+    seed: { type: "string", value: "N", description: "weight-init seed, u32", defaultText: "1" },
+    device: {
+      type: "string",
+      value: "cpu|cuda",
+      description: "PyTorch's device; the engine uses the WebGPU adapter",
+      defaultText: "cpu",
+    },
+    python: {
+      type: "string",
+      value: "PATH",
+      description: "Python with torch",
+      defaultText: "$PYTHON, python3, /usr/bin/python3",
+    },
+    threads: {
+      type: "string",
+      value: "N",
+      description: "PyTorch CPU threads",
+      defaultText: "every core",
+    },
+    "work-dir": {
+      type: "string",
+      value: "DIR",
+      description: "keep the model folder and token file there",
+      defaultText: "a temporary folder",
+    },
+    json: {
+      type: "boolean",
+      description: "also print both reports and the comparison as one JSON line",
+    },
+  },
+  footer: "Exit status: 0 agreement within tolerance, 1 disagreement or error, 2 bad flags,\n" +
+    "3 no Python with torch (the engine's figures are still printed).",
+} as const;
 
-Trains one batch for a few steps with our WebGPU engine and with eager PyTorch (bench/torch/
-llama_step.py) from the same seeded weights, and prints loss and gradient-norm agreement and the
-step-time ratio.
+/** Help text. */
+export const USAGE: string = helpText(COMPARE_SPEC);
 
-  --config DIR      model folder with config.json (default config/models/llama-tiny)
-  --data DIR        token folder for the batch (default data/corpus/brown/train)
-  --batch N         sequences per step (default 4)
-  --seq-len N       tokens per sequence (default 64)
-  --warmup N        untimed steps first, at least 1 (default 2)
-  --steps N         timed steps (default 5)
-  --lr X            constant AdamW learning rate (default 1e-3)
-  --seed N          weight-init seed, u32 (default 1)
-  --device cpu|cuda PyTorch's device (default cpu); the engine uses the WebGPU adapter
-  --python PATH     Python with torch (default: $PYTHON, python3, /usr/bin/python3)
-  --threads N       PyTorch CPU threads (default: every core)
-  --work-dir DIR    keep the model folder and token file there (default: temporary)
-  --json            also print both reports and the comparison as one JSON line
+/**
+ * Parses `argv`, `env` filling flags not given (`PSYCHE_*`); returns `"help"` for `--help`.
+ * Throws {@link UsageError}.
+ */
+export function parseCompareArgs(argv: string[], env: EnvLookup = {}): CompareOptions | "help" {
+  const parsed = parseFlags(COMPARE_SPEC, argv, { env });
+  if (parsed.help) return "help";
+  return explainEnv(parsed, () => checkCompareArgs(parsed.values));
+}
 
-Exit status: 0 agreement within tolerance, 1 disagreement or error, 2 bad flags,
-3 no Python with torch (the engine's figures are still printed).
-`;
-
-/** Parses `argv`; returns `"help"` for `--help`. Throws {@link UsageError}. */
-export function parseCompareArgs(argv: string[]): CompareOptions | "help" {
-  const strings = [
-    "config",
-    "data",
-    "batch",
-    "seq-len",
-    "warmup",
-    "steps",
-    "lr",
-    "seed",
-    "device",
-    "python",
-    "threads",
-    "work-dir",
-  ];
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    const options: Record<string, { type: "string" | "boolean" }> = {
-      help: { type: "boolean" },
-      json: { type: "boolean" },
-    };
-    for (const s of strings) options[s] = { type: "string" };
-    values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  if (values.help) return "help";
-  const str = (flag: string) => values[flag] as string | undefined;
-  const int = (flag: string, fallback: number, min: number, max = 2 ** 32 - 1): number => {
+function checkCompareArgs(values: FlagValues<typeof COMPARE_SPEC>): CompareOptions {
+  type StringFlag = Exclude<keyof typeof COMPARE_SPEC.flags, "json">;
+  const str = (flag: StringFlag) => values[flag];
+  const int = (flag: StringFlag, fallback: number, min: number, max = 2 ** 32 - 1): number => {
     const raw = str(flag);
     if (raw === undefined) return fallback;
     const v = Number(raw);

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import { type CompareOptions, parseCompareArgs, USAGE } from "./cli.ts";
+import { COMPARE_SPEC, type CompareOptions, parseCompareArgs } from "./cli.ts";
 import { runEngineSteps } from "./engine_step.ts";
 import { corpusBatch, encodeTokenFile, writeSeededModel } from "./inputs.ts";
 import {
@@ -33,7 +33,7 @@ import {
   runTorchSteps,
   TorchUnavailableError,
 } from "./torch_runner.ts";
-import { parseArgsOrExit } from "../../cli/entry.ts";
+import { denoEnv, parseArgsOrExit } from "../../cli/entry.ts";
 import { ADAMW_DEFAULTS } from "../../optimizer/mod.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
 import { countParameters, readLlamaConfig } from "../../model/mod.ts";
@@ -133,7 +133,7 @@ export async function runComparison(
 }
 
 if (import.meta.main) {
-  const options = parseArgsOrExit(parseCompareArgs, USAGE);
+  const options = parseArgsOrExit((a) => parseCompareArgs(a, denoEnv), COMPARE_SPEC);
   try {
     const run = await runComparison(options, { write: (l) => console.log(l) });
     if (options.json) {

@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { denoEnv, parseOrExit } from "../../../cli/entry.ts";
 import {
   ACCOUNT_MAGIC_TEXT,
   camelCase,
@@ -256,11 +257,30 @@ export function staleLayoutFiles(read: (path: string) => string): StaleFile[] {
   }));
 }
 
-/** `--check`: 0 when every file matches, else 1 with one line per stale file. Otherwise writes. */
+/** The flags of `deno task layout`. */
+export const LAYOUT_SPEC = {
+  usage: "deno task layout [--check]",
+  summary: `Writes what the account layout table (coordinator/solana/abi/layout.ts) decides: ` +
+    `${HEADER_PATH} and the layout section of ${DOCS_PATH}.`,
+  flags: {
+    check: {
+      type: "boolean",
+      description: "change nothing; exit 1 naming each file that no longer matches the table",
+    },
+  },
+  footer: "Exit status: 0 written (or, with --check, up to date), 1 a file is stale (--check), " +
+    "2 bad arguments.",
+} as const;
+
+/**
+ * `--check`: 0 when every file matches, else 1 with one line per stale file. Otherwise writes.
+ * `-h`/`--help` prints the help and a bad flag the usage (exit 2), before anything is written.
+ */
 export async function main(args: string[], root: string): Promise<number> {
+  const { check } = parseOrExit(LAYOUT_SPEC, (p) => p.values, { argv: args, env: denoEnv });
   const read = (path: string) => Deno.readTextFileSync(`${root}/${path}`);
   const stale = staleLayoutFiles(read);
-  if (args.includes("--check")) {
+  if (check) {
     for (const file of stale) {
       console.error(
         `${file.path} does not match coordinator/solana/abi/layout.ts: run \`deno task layout\``,

@@ -40,7 +40,6 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
  */
 const NOT_YET_MIGRATED = new Set([
   "train",
-  "solana",
 ]);
 
 async function task(name: string, args: string[]) {

@@ -4,38 +4,179 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import {
+  commandsHelp,
+  type CommandSpec,
+  type EnvLookup,
+  explainEnv,
+  type FlagSpec,
+  type FlagValues,
+  parseFlags,
+  unknownCommand,
+} from "../../../cli/entry.ts";
 import { type Address, address } from "@solana/kit";
 import { unprintableProblem, UsageError } from "../../../common/mod.ts";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/mod.ts";
 
+/** A string flag of the operator commands. */
+function str(value: string, description: string, extra: Partial<FlagSpec> = {}): FlagSpec {
+  return { type: "string", value, description, ...extra };
+}
+
+/** Flags every command takes. */
+const COMMON_FLAGS = {
+  rpc: str("URL", "JSON-RPC endpoint", { default: DEFAULT_RPC_URL }),
+  "wallet-private-key-path": str(
+    "FILE",
+    "keypair JSON (64 numbers, as solana-keygen writes); signs and pays (every command but " +
+      "json-dump-run and keygen)",
+  ),
+  "program-id": str("PUBKEY", "coordinator program", { default: DEFAULT_PROGRAM_ID }),
+  "main-authority": str(
+    "PUBKEY",
+    "who created the run; with the run id it gives the run's account address",
+    { defaultText: "the wallet" },
+  ),
+  coordinator: str("ADDRESS", "the run's account address (instead of deriving it)"),
+} as const;
+
+const RUN_ID = { "run-id": str("ID", "the run (at most 32 bytes)", { required: true }) };
+
+/** One operator command: its summary for the top-level help and its flags. */
+interface SolanaCommandSpec {
+  readonly summary: string;
+  readonly spec: CommandSpec;
+}
+
+function command(
+  name: string,
+  summary: string,
+  usage: string | string[],
+  flags: Record<string, FlagSpec>,
+  positionals?: CommandSpec["positionals"],
+): SolanaCommandSpec {
+  return {
+    summary,
+    spec: {
+      usage: (typeof usage === "string" ? [usage] : usage).map((u) =>
+        `deno task solana ${name} ${u}`
+      ),
+      summary: summary[0].toUpperCase() + summary.slice(1) + ".",
+      flags: { ...flags, ...COMMON_FLAGS },
+      positionals,
+    },
+  };
+}
+
+/** Every operator command, by name: its summary and its flags (with the common ones). */
+export const SOLANA_COMMANDS: Readonly<Record<string, SolanaCommandSpec>> = {
+  "create-run": command(
+    "create-run",
+    "create a run's account, paused, owned by the wallet",
+    "--run-id ID [--join-authority PUBKEY] [--permissionless] [options]",
+    {
+      ...RUN_ID,
+      "join-authority": str("PUBKEY", "who may authorize joins", { defaultText: "the wallet" }),
+      permissionless: { type: "boolean", description: "anyone may join (no authorization)" },
+    },
+  ),
+  "update-config": command(
+    "update-config",
+    "set a run's config and model from a state.toml, and/or its metadata",
+    "--run-id ID [--config-path state.toml] [--name S] [--description S] [--num-parameters N] " +
+      "[--vocab-size N] [options]",
+    {
+      ...RUN_ID,
+      "config-path": str("FILE", "the state.toml whose config and model to set"),
+      name: str("S", "the run's name (metadata)"),
+      description: str("S", "the run's description (metadata)"),
+      "num-parameters": str("N", "the model's parameter count (metadata)"),
+      "vocab-size": str("N", "the model's vocabulary size (metadata)"),
+    },
+  ),
+  "set-paused": command(
+    "set-paused",
+    "pause or resume a run",
+    "--run-id ID pause|resume [options]",
+    RUN_ID,
+    [{ name: "pause|resume", description: "what to do" }],
+  ),
+  "join-authorization": command(
+    "join-authorization",
+    "create a join authorization, or set its delegates",
+    [
+      "create --run-id ID --authorizer PUBKEY [options]",
+      "delegate --run-id ID --delegate PUBKEY [--delegate ...] [--clear] [options]",
+    ],
+    {
+      ...RUN_ID,
+      authorizer: str("PUBKEY", "who is authorized (create)"),
+      delegate: str("PUBKEY", "a key that may join for the authorizer (delegate)", {
+        multiple: true,
+      }),
+      clear: { type: "boolean", description: "remove the delegates first (delegate)" },
+    },
+    [{ name: "create|delegate", description: "what to do" }],
+  ),
+  tick: command("tick", "advance a run's state machine", "--run-id ID [options]", RUN_ID),
+  "close-run": command(
+    "close-run",
+    "close a halted run's account",
+    "--run-id ID [--spill PUBKEY] [options]",
+    {
+      ...RUN_ID,
+      spill: str("PUBKEY", "who receives the account's rent", { defaultText: "the wallet" }),
+    },
+  ),
+  "json-dump-run": command(
+    "json-dump-run",
+    "print a run's account as JSON",
+    "--run-id ID [options]",
+    RUN_ID,
+  ),
+  airdrop: command(
+    "airdrop",
+    "ask the faucet for lamports (localnet/devnet only)",
+    "--lamports N [options]",
+    { lamports: str("N", "how many", { required: true }) },
+  ),
+  keygen: command(
+    "keygen",
+    "write a new keypair file (solana-keygen format)",
+    "--out FILE",
+    { out: str("FILE", "where (not overwritten)", { required: true }) },
+  ),
+};
+
 /** Usage text of `deno task solana`. */
-export const USAGE = `Usage: deno task solana <command> [options]
+export const USAGE: string = commandsHelp(
+  "deno task solana",
+  SOLANA_COMMANDS,
+  "Operator commands for the coordinator program (against deno task localnet, a " +
+    "solana-test-validator, devnet or mainnet).",
+);
 
-Operator commands for the coordinator program (against deno task localnet, a
-solana-test-validator, devnet or mainnet):
-
-  create-run --run-id ID [--join-authority PUBKEY] [--permissionless]
-  update-config --run-id ID [--config-path state.toml] [--name S] [--description S]
-                [--num-parameters N] [--vocab-size N]
-  set-paused --run-id ID pause|resume
-  join-authorization create --run-id ID --authorizer PUBKEY
-  join-authorization delegate --run-id ID --delegate PUBKEY [--delegate ...] [--clear]
-  tick --run-id ID
-  close-run --run-id ID [--spill PUBKEY] (halted runs; rent to --spill, default the wallet)
-  json-dump-run --run-id ID
-  airdrop --lamports N                 (localnet/devnet faucets only)
-  keygen --out FILE                    write a new keypair file (solana-keygen format)
-
-Common options:
-  --rpc URL                            JSON-RPC endpoint (default ${DEFAULT_RPC_URL})
-  --wallet-private-key-path FILE       keypair JSON (64 numbers, as solana-keygen writes);
-                                       signs and pays (every command but json-dump-run)
-  --program-id PUBKEY                  coordinator program (default ${DEFAULT_PROGRAM_ID})
-  --main-authority PUBKEY              who created the run (default: the wallet); with the
-                                       run id it gives the run's account address
-  --coordinator ADDRESS                the run's account address (instead of deriving it)
-  -h, --help`;
+/** Every flag of every command, to type the parsed values with. */
+const ALL_FLAGS_SPEC = {
+  usage: "",
+  flags: {
+    ...COMMON_FLAGS,
+    ...RUN_ID,
+    "join-authority": str("", ""),
+    permissionless: { type: "boolean", description: "" },
+    "config-path": str("", ""),
+    name: str("", ""),
+    description: str("", ""),
+    "num-parameters": str("", ""),
+    "vocab-size": str("", ""),
+    authorizer: str("", ""),
+    delegate: { type: "string", description: "", multiple: true },
+    clear: { type: "boolean", description: "" },
+    lamports: str("", ""),
+    out: str("", ""),
+    spill: str("", ""),
+  },
+} as const;
 
 /** Options every command shares. */
 export interface CommonArgs {
@@ -48,7 +189,8 @@ export interface CommonArgs {
 
 /** One operator command. */
 export type SolanaCommand =
-  | { command: "help" }
+  /** Help: the top-level one, or a command's (`topic`). */
+  | { command: "help"; topic?: string }
   | { command: "create-run"; runId: string; joinAuthority: Address | null; permissionless: boolean }
   | {
     command: "update-config";
@@ -78,17 +220,7 @@ export interface MetadataChange {
 /** A parsed command line. */
 export type SolanaArgs = SolanaCommand & { common: CommonArgs };
 
-const COMMANDS = [
-  "create-run",
-  "update-config",
-  "set-paused",
-  "join-authorization",
-  "tick",
-  "close-run",
-  "json-dump-run",
-  "airdrop",
-  "keygen",
-] as const;
+const COMMANDS = Object.keys(SOLANA_COMMANDS);
 
 function pubkey(flag: string, text: string): Address {
   try {
@@ -98,8 +230,11 @@ function pubkey(flag: string, text: string): Address {
   }
 }
 
-/** Parses `deno task solana` arguments. */
-export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
+/**
+ * Parses `deno task solana` arguments; `env` fills flags not given (`PSYCHE_*`). A help
+ * request comes back as `{ command: "help", topic }`.
+ */
+export function parseSolanaArgs(argv: readonly string[], env: EnvLookup = {}): SolanaArgs {
   const [command, ...rest] = argv;
   const common0: CommonArgs = {
     rpc: DEFAULT_RPC_URL,
@@ -111,45 +246,30 @@ export function parseSolanaArgs(argv: readonly string[]): SolanaArgs {
   if (command === undefined || command === "-h" || command === "--help" || command === "help") {
     return { command: "help", common: common0 };
   }
-  if (!(COMMANDS as readonly string[]).includes(command)) {
-    throw new UsageError(
-      `unknown command "${command}" (expected one of ${COMMANDS.join(", ")})`,
-    );
-  }
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: [...rest],
-      strict: true,
-      allowPositionals: true,
-      options: {
-        rpc: { type: "string" },
-        "wallet-private-key-path": { type: "string" },
-        "program-id": { type: "string" },
-        "main-authority": { type: "string" },
-        coordinator: { type: "string" },
-        "run-id": { type: "string" },
-        "join-authority": { type: "string" },
-        permissionless: { type: "boolean" },
-        "config-path": { type: "string" },
-        name: { type: "string" },
-        description: { type: "string" },
-        "num-parameters": { type: "string" },
-        "vocab-size": { type: "string" },
-        authorizer: { type: "string" },
-        delegate: { type: "string", multiple: true },
-        clear: { type: "boolean" },
-        lamports: { type: "string" },
-        out: { type: "string" },
-        spill: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  const { values, positionals } = parsed;
-  if (values.help) return { command: "help", common: common0 };
+  if (!COMMANDS.includes(command)) throw unknownCommand(command, COMMANDS);
+  const spec = SOLANA_COMMANDS[command].spec;
+  const other = rest.filter((a) => a.startsWith("--")).map((a) => a.slice(2).split("=")[0]).find((
+    name,
+  ) => Object.hasOwn(ALL_FLAGS_SPEC.flags, name) && !Object.hasOwn(spec.flags, name));
+  if (other !== undefined) throw new UsageError(`${command} takes no --${other}`);
+  const parsed = parseFlags(spec, rest, { env });
+  if (parsed.help) return { command: "help", topic: command, common: common0 };
+  return explainEnv(
+    parsed,
+    () =>
+      checkSolanaArgs(
+        command,
+        parsed.values as FlagValues<typeof ALL_FLAGS_SPEC>,
+        parsed.positionals,
+      ),
+  );
+}
+
+function checkSolanaArgs(
+  command: string,
+  values: FlagValues<typeof ALL_FLAGS_SPEC>,
+  positionals: readonly string[],
+): SolanaArgs {
   const common: CommonArgs = {
     rpc: values.rpc ?? DEFAULT_RPC_URL,
     walletPath: values["wallet-private-key-path"] ?? null,

@@ -67,3 +67,39 @@ Deno.test("bad command lines name what is wrong", () => {
     });
   }
 });
+
+Deno.test("each command takes its own flags; PSYCHE_* variables fill the rest", () => {
+  assert.throws(() => parseSolanaArgs(["tick", "--run-id", "r", "--spill", KEY, ...W]), {
+    message: "tick takes no --spill",
+  });
+  assert.throws(
+    () => parseSolanaArgs(["tick", "--run-idd", "r", ...W]),
+    /unknown flag --run-idd \(did you mean --run-id\?\)/,
+  );
+  assert.throws(() => parseSolanaArgs(["tikc"]), /unknown command "tikc" \(did you mean tick\?\)/);
+  assert.deepEqual(parseSolanaArgs(["tick", "-h"]), {
+    command: "help",
+    topic: "tick",
+    common: {
+      rpc: DEFAULT_RPC_URL,
+      walletPath: null,
+      programId: DEFAULT_PROGRAM_ID,
+      mainAuthority: null,
+      coordinator: null,
+    },
+  });
+  const env = {
+    PSYCHE_RUN_ID: "r",
+    PSYCHE_WALLET_PRIVATE_KEY_PATH: "w.json",
+    PSYCHE_RPC: "http://10.0.0.1:8899",
+  };
+  const tick = parseSolanaArgs(["tick"], env);
+  assert.ok(tick.command === "tick");
+  assert.equal(tick.runId, "r");
+  assert.equal(tick.common.walletPath, "w.json");
+  assert.equal(tick.common.rpc, "http://10.0.0.1:8899");
+  assert.throws(
+    () => parseSolanaArgs(["tick"], { ...env, PSYCHE_RPC: "nope" }),
+    /--rpc must be a URL, found "nope" \(PSYCHE_RPC is set in the environment\)/,
+  );
+});

@@ -7,9 +7,16 @@
  * @module
  */
 import type { Address } from "@solana/kit";
-import { parseSolanaArgs, type SolanaArgs, USAGE } from "./args.ts";
+import { parseSolanaArgs, SOLANA_COMMANDS, type SolanaArgs, USAGE } from "./args.ts";
 import { readRun, runJson, RunOperator, type RunUpdate } from "./operator.ts";
-import { EXIT_OK, EXIT_USAGE } from "../../../cli/entry.ts";
+import {
+  denoEnv,
+  type EnvLookup,
+  EXIT_OK,
+  EXIT_USAGE,
+  helpText,
+  usageLines,
+} from "../../../cli/entry.ts";
 import { checkWholeSecondDurations, coordinatorAddress } from "../abi/mod.ts";
 import { parseRunConfig } from "../../config/mod.ts";
 import { UsageError } from "../../../common/mod.ts";
@@ -48,7 +55,7 @@ function runAddress(args: SolanaArgs, runId: string, wallet: Wallet | null): Pro
 /** Runs one parsed command. Throws the underlying error (typed) when it fails. */
 export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise<void> {
   if (args.command === "help") {
-    io.write(USAGE);
+    io.write(args.topic === undefined ? USAGE : helpText(SOLANA_COMMANDS[args.topic].spec));
     return;
   }
   if (args.command === "keygen") {
@@ -169,13 +176,21 @@ export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise
   }
 }
 
-/** Parses and runs; returns the exit code. */
-export async function main(argv: readonly string[], io: CommandIo & { error(line: string): void }) {
+/** Parses (`env` filling flags not given: `PSYCHE_*`) and runs; returns the exit code. */
+export async function main(
+  argv: readonly string[],
+  io: CommandIo & { error(line: string): void },
+  env: EnvLookup = {},
+) {
   let args: SolanaArgs;
   try {
-    args = parseSolanaArgs(argv);
+    args = parseSolanaArgs(argv, env);
   } catch (e) {
-    io.error(`${(e as Error).message}\n\n${USAGE}`);
+    if (!(e instanceof UsageError)) throw e;
+    const command = argv[0] !== undefined && Object.hasOwn(SOLANA_COMMANDS, argv[0])
+      ? SOLANA_COMMANDS[argv[0]].spec
+      : undefined;
+    io.error(`error: ${e.message}\n\n${command === undefined ? USAGE : usageLines(command)}`);
     return EXIT_USAGE;
   }
   try {
@@ -196,6 +211,6 @@ if (import.meta.main) {
     await main(Deno.args, {
       write: (l) => console.log(l),
       error: (l) => console.error(l),
-    }),
+    }, denoEnv),
   );
 }

@@ -692,7 +692,7 @@ export class TrainingClient {
     );
     logger.log("witness", {
       step: intent.step,
-      height: intent.height,
+      round: intent.height,
       participants: previous?.announcements().filter((a) => previous.result(a.commitment))
         .length ?? 0,
       commitments: previous?.announcements().length ?? 0,
@@ -710,7 +710,7 @@ export class TrainingClient {
       run_state: state.runState,
       epoch: state.progress.epoch,
       step: state.progress.step,
-      height,
+      round: height,
       clients: state.epochState.clients.length,
     });
     if (state.runState === "RoundTrain") {

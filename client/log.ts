@@ -7,11 +7,12 @@
  *
  * @module
  */
+import { type LogLevel, logLine } from "../common/mod.ts";
 
 /** Every event the client logs, with its fields. */
 export interface ClientEvents {
   start: { identity: string; run_id: string; p2p_addresses: string[]; adapter: string };
-  state: { run_state: string; epoch: number; step: number; height: number; clients: number };
+  state: { run_state: string; epoch: number; step: number; round: number; clients: number };
   model: {
     folder: string;
     weights: string;
@@ -64,7 +65,7 @@ export interface ClientEvents {
     /** The run step whose parameters the apply produced (`step + 2`). */
     params_step: number;
   };
-  witness: { step: number; height: number; participants: number; commitments: number };
+  witness: { step: number; round: number; participants: number; commitments: number };
   warmup_witness: { epoch: number; index: number };
   health_check: { step: number; clients: string[] };
   refused: { what: string; reason: string; from: string; detail: string };
@@ -94,14 +95,34 @@ export const LOG_FORMATS = ["tui", "console", "json"] as const;
 /** One of {@link LOG_FORMATS}. */
 export type LogFormat = typeof LOG_FORMATS[number];
 
-/** One JSON object per line: `{"event": name, "time_ms": …, …fields}`. */
+/** How much each event matters in a log (docs/logs.md). */
+export function clientEventLevel(event: ClientEventName): LogLevel {
+  switch (event) {
+    case "error":
+      return "error";
+    case "diverged":
+    case "waiting_for_model":
+    case "refused":
+    case "download_failed":
+    case "disconnected":
+    case "reconnecting":
+      return "warn";
+    default:
+      return "info";
+  }
+}
+
+/**
+ * One JSON object per line, in the log schema of docs/logs.md:
+ * `{"time": ISO-8601, "level", "event": name, …fields}`.
+ */
 export function jsonClientLogger(
   write: (line: string) => void,
   clock: () => number = Date.now,
 ): ClientLogger {
   return {
     log(event, fields) {
-      write(JSON.stringify({ event, time_ms: clock(), ...fields }));
+      write(logLine(clock(), clientEventLevel(event), event, fields));
     },
   };
 }
@@ -117,7 +138,7 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
     case "start":
       return `client ${e.identity.slice(0, 12)}… joining run "${e.run_id}" on ${e.adapter}`;
     case "state":
-      return `${e.run_state} (epoch ${e.epoch}, step ${e.step}, round ${e.height}, ${e.clients} clients)`;
+      return `${e.run_state} (epoch ${e.epoch}, step ${e.step}, round ${e.round}, ${e.clients} clients)`;
     case "model":
       return `model from ${e.folder} (${e.weights}, ${e.params} parameters, hash ${
         e.params_hash.slice(0, 12)

@@ -15,8 +15,9 @@ Deno.test("jsonClientLogger: one JSON object per event with its fields", () => {
     payload_bytes: 900,
   });
   assert.deepEqual(JSON.parse(lines[0]), {
+    time: "1970-01-01T00:00:00.042Z",
+    level: "info",
     event: "train",
-    time_ms: 42,
     epoch: 0,
     step: 3,
     batch: [4, 5],
@@ -26,6 +27,14 @@ Deno.test("jsonClientLogger: one JSON object per event with its fields", () => {
     ms: 640,
     payload_bytes: 900,
   });
+});
+
+Deno.test("jsonClientLogger: warnings and errors carry their level", () => {
+  const lines: string[] = [];
+  const log = jsonClientLogger((l) => lines.push(l), () => 0);
+  log.log("reconnecting", { address: "h:1", attempt: 1, delay_ms: 100, error: null });
+  log.log("error", { what: "train", error: "device lost" });
+  assert.deepEqual(lines.map((l) => JSON.parse(l).level), ["warn", "error"]);
 });
 
 Deno.test("consoleClientLogger: a readable line per event", () => {

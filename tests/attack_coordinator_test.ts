@@ -334,7 +334,7 @@ Deno.test("a permissioned run (--authorized-keys) refuses unknown keys at the ha
     );
     await process.waitForEvent(
       (e) =>
-        e.event === "ConnectionRefused" && /not in the run's authorized keys/.test(`${e.reason}`),
+        e.event === "connection_refused" && /not in the run's authorized keys/.test(`${e.reason}`),
       5000,
       "the refusal logged",
     );

@@ -100,7 +100,7 @@ Deno.test("client logs disconnected, reconnecting (with the address) and reconne
     assert.equal(back.address, address);
     assert.ok((back.attempts as number) >= 2);
     // It joins the run again on the new coordinator.
-    await server.waitForEvent((e) => e.event === "Joined", 30_000, "the client joining again");
+    await server.waitForEvent((e) => e.event === "joined", 30_000, "the client joining again");
   } finally {
     client.kill("SIGTERM");
     await client.status;

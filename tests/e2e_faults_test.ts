@@ -68,10 +68,10 @@ Deno.test({
       90_000,
     );
     // Kill the victim right as a round starts (its batch is assigned, not yet published).
-    const rounds = watcher.named("StateChanged").length;
+    const rounds = watcher.named("state_changed").length;
     const roundStart = await watcher.waitFor(
       "the next round",
-      () => watcher.named("StateChanged").slice(rounds).find((e) => e.event.to === "RoundTrain"),
+      () => watcher.named("state_changed").slice(rounds).find((e) => e.event.to === "RoundTrain"),
       30_000,
     );
     const killedAtStep = step(roundStart);
@@ -88,7 +88,7 @@ Deno.test({
     assert.notEqual(reported.label, victim);
     await watcher.waitFor(
       "the coordinator to drop it",
-      () => watcher.named("HealthCheck").some((e) => Number(e.event.dropped) > 0),
+      () => watcher.named("health_check").some((e) => Number(e.event.dropped) > 0),
       30_000,
     );
     const untrained = await watcher.waitFor(
@@ -186,7 +186,7 @@ Deno.test({
     );
     await watcher.waitFor(
       "the first epoch to end after training",
-      () => watcher.named("EpochEnd").find((e) => e.event.success === true),
+      () => watcher.named("epoch_end").find((e) => e.event.success === true),
       30_000,
     );
     await net.kill("client-1");

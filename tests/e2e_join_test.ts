@@ -57,7 +57,7 @@ Deno.test({
     const joiner = await net.addClient();
     const end = await watcher.waitFor(
       "the first epoch to end after training",
-      () => watcher.named("EpochEnd").find((e) => e.event.success === true),
+      () => watcher.named("epoch_end").find((e) => e.event.success === true),
       90_000,
     );
     const epoch = Number(end.event.epoch);

@@ -86,13 +86,14 @@ Deno.test({
     );
     // Between the two it contributed nothing: no result, no witness report.
     const between = watcher.events.filter((e) =>
-      e.label === "client-2" && Number(e.event.time_ms) > Number(diverged.event.time_ms) &&
-      Number(e.event.time_ms) < Number(resynced.event.time_ms)
+      e.label === "client-2" &&
+      Date.parse(String(e.event.time)) > Date.parse(String(diverged.event.time)) &&
+      Date.parse(String(e.event.time)) < Date.parse(String(resynced.event.time))
     );
     assert.deepEqual(between.filter((e) => e.event.event === "train"), []);
     assert.deepEqual(between.filter((e) => e.event.event === "witness"), []);
     assert.ok(
-      watcher.named("Left").some((e) => e.event.withdrawn === true),
+      watcher.named("left").some((e) => e.event.withdrawn === true),
       "the diverged client withdrew from the epoch",
     );
     // Back in the run: it trains again and applies what the others apply.
@@ -151,10 +152,10 @@ Deno.test({
     // One epoch saved, then into the second: kill the coordinator in the middle of a round.
     await watcher.waitFor(
       "the first epoch saved",
-      () => watcher.named("Saved")[0],
+      () => watcher.named("saved")[0],
       150_000,
     );
-    const savedStep = num(watcher.named("Saved")[0], "step");
+    const savedStep = num(watcher.named("saved")[0], "step");
     await watcher.waitFor(
       "every client to apply a step of the next epoch",
       () =>
@@ -170,7 +171,8 @@ Deno.test({
     for (const label of ["client-1", "client-2", "client-3"]) {
       const loaded = await watcher.waitFor(
         `${label} to load the saved step's parameters again`,
-        () => named(watcher, "model", label).find((e) => Number(e.event.time_ms) > killedAt),
+        () =>
+          named(watcher, "model", label).find((e) => Date.parse(String(e.event.time)) > killedAt),
         150_000,
       );
       assert.equal(num(loaded, "params_step"), savedStep);
@@ -178,7 +180,7 @@ Deno.test({
         `${label} to train again after the restart`,
         () =>
           named(watcher, "train", label).find((e) =>
-            Number(e.event.time_ms) > Number(loaded.event.time_ms)
+            Date.parse(String(e.event.time)) > Date.parse(String(loaded.event.time))
           ),
         150_000,
       );
@@ -187,7 +189,7 @@ Deno.test({
       "two applied steps past the restart",
       () =>
         named(watcher, "apply").filter((e) =>
-          Number(e.event.time_ms) > killedAt && num(e, "params_step") > savedStep + 1
+          Date.parse(String(e.event.time)) > killedAt && num(e, "params_step") > savedStep + 1
         ).length >= 6,
       120_000,
     );
@@ -241,20 +243,21 @@ Deno.test({
     for (const label of ["client-1", "client-2", "client-3", "client-4"]) {
       await watcher.waitFor(
         `${label} to apply a step after the chaos`,
-        () => named(watcher, "apply", label).find((e) => Number(e.event.time_ms) > killedAt),
+        () =>
+          named(watcher, "apply", label).find((e) => Date.parse(String(e.event.time)) > killedAt),
         180_000,
       );
     }
     const kills = watcher.named("testnet").flatMap((e) => {
       const m = /random kill \d+\/\d+: (client-\d+)/.exec(String(e.event.message));
-      return m === null ? [] : [{ victim: m[1], at: Number(e.event.time_ms) }];
+      return m === null ? [] : [{ victim: m[1], at: Date.parse(String(e.event.time)) }];
     });
     assert.equal(kills.length, 3);
     // A killed client starts with nothing: it loads the run's parameters from its peers.
     for (const { victim, at } of kills) {
       const loaded = await watcher.waitFor(
         `${victim} to load the model again after its kill`,
-        () => named(watcher, "model", victim).find((e) => Number(e.event.time_ms) > at),
+        () => named(watcher, "model", victim).find((e) => Date.parse(String(e.event.time)) > at),
         120_000,
       );
       assert.equal(loaded.event.weights, "p2p", `${victim} fetched the model from its peers`);

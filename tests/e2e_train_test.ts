@@ -287,15 +287,15 @@ Deno.test({
         assert.ok(saved.weights !== null);
         const hash = digestBytes(new Uint8Array(saved.weights.buffer));
         const before = clientEvents[i].filter((e) =>
-          e.event === "apply" && (e.time_ms as number) <= (cp.time_ms as number)
+          e.event === "apply" && Date.parse(e.time as string) <= Date.parse(cp.time as string)
         );
         assert.equal(hash, before[before.length - 1].params_hash);
         assert.match(cp.dir as string, /e2e-train-step\d+$/);
       }
       // The coordinator ended the first epoch (the second is in its Cooldown); no client errors.
-      assert.ok(run.coordinatorEvents.some((e) => e.event === "EpochEnd"));
+      assert.ok(run.coordinatorEvents.some((e) => e.event === "epoch_end"));
       // Both epochs started on readiness (every client's warmup witness), not the warmup timer.
-      const ready = run.coordinatorEvents.filter((e) => e.event === "WarmupWitness");
+      const ready = run.coordinatorEvents.filter((e) => e.event === "warmup_witness");
       assert.equal(ready.length, 2 * CLIENTS);
       const errors = clientEvents.flat().filter((e) =>
         e.event === "error" || e.event === "refused" || e.event === "download_failed"
@@ -332,7 +332,7 @@ Deno.test({
         run,
         "a health check that drops client 2",
         () =>
-          coordinatorEvents.some((e) => e.event === "HealthCheck" && (e.dropped as number) > 0) &&
+          coordinatorEvents.some((e) => e.event === "health_check" && (e.dropped as number) > 0) &&
           reports().length > 0,
       );
       for (const r of reports()) assert.deepEqual(r.clients, [dead]);
@@ -391,7 +391,10 @@ Deno.test({
         const last = applies[applies.length - 1];
         assert.ok(last !== undefined, `client ${i} applied nothing: ${JSON.stringify(events)}`);
         const cooldown = events.find((e) => e.event === "state" && e.run_state === "Cooldown")!;
-        assert.ok((last.time_ms as number) >= (cooldown.time_ms as number), "applied at Cooldown");
+        assert.ok(
+          Date.parse(last.time as string) >= Date.parse(cooldown.time as string),
+          "applied at Cooldown",
+        );
         assert.equal(last.step, Math.max(...trained) - 1);
         assert.deepEqual(applies.map((a) => a.step), [1, 2, 3]);
         const cp = events.find((e) => e.event === "checkpoint")!;

@@ -77,7 +77,7 @@ Deno.test("the in-process data server serves each epoch client its own batch onl
     out: (line) => {
       lines.push(line);
       const e = JSON.parse(line);
-      if (e.event === "Listening") listening(e.address);
+      if (e.event === "listening") listening(e.address);
     },
     err: (line) => lines.push(line),
   };
@@ -135,7 +135,7 @@ Deno.test("the in-process data server serves each epoch client its own batch onl
     });
     providers.push(stranger);
     await assert.rejects(stranger.getSamples(assignments[0].batch), /NotInThisRound/);
-    assert.ok(lines.some((l) => JSON.parse(l).event === "DataRefused"));
+    assert.ok(lines.some((l) => JSON.parse(l).event === "data_refused"));
   } finally {
     for (const p of providers) await p.close();
     for (const b of backends) await b.close();

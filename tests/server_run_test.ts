@@ -229,14 +229,14 @@ Deno.test("a TCP run: epochs, hostile peers refused, disconnect withdraws, resta
       for (const s of ["WaitingForMembers", "Warmup", "RoundTrain", "RoundWitness", "Cooldown"]) {
         assert.ok(states.includes(s as never), `client A never saw ${s}: ${states.join(",")}`);
       }
-      const saved = await server.waitForEvent((e) => e.event === "Saved", 5_000, "Saved");
+      const saved = await server.waitForEvent((e) => e.event === "saved", 5_000, "Saved");
       savedPath = String(saved.path);
       savedStep = Number(saved.step);
       assert.equal(savedPath, join(saveDir, `${RUN_ID}-step${savedStep}.toml`));
       assert.ok(savedStep > 4, `an epoch runs at least 4 steps, saved at ${savedStep}`);
       assert.deepEqual(a.errors, []);
       assert.deepEqual(b.errors, []);
-      const witnesses = server.events.filter((e) => e.event === "Witness");
+      const witnesses = server.events.filter((e) => e.event === "witness");
       assert.ok(witnesses.length >= 8, `only ${witnesses.length} witnesses logged`);
     });
   } finally {
@@ -253,7 +253,7 @@ Deno.test("a TCP run: epochs, hostile peers refused, disconnect withdraws, resta
       const resumed = ServerProcess.start(["--state", savedPath]);
       try {
         const listening = await resumed.waitForEvent(
-          (e) => e.event === "Listening",
+          (e) => e.event === "listening",
           15_000,
           "Listening",
         );

@@ -29,7 +29,7 @@ import {
   parseFlags,
   usageLines,
 } from "../../cli/entry.ts";
-import { UsageError } from "../../common/mod.ts";
+import { type LogLevel, logLine, UsageError } from "../../common/mod.ts";
 import { REPO_ROOT } from "./launcher.ts";
 import { formatLine } from "./output.ts";
 import { prepareRunConfig } from "./run_config.ts";
@@ -218,10 +218,10 @@ export async function runDemo(argv: readonly string[], env: EnvLookup = denoEnv)
     console.log(DEMO_USAGE);
     return EXIT_OK;
   }
-  const say = (message: string, fields: Record<string, unknown> = {}) =>
+  const say = (message: string, fields: Record<string, unknown> = {}, level: LogLevel = "info") =>
     console.log(formatLine(
       { label: "demo", kind: "testnet", index: 10 },
-      JSON.stringify({ event: "demo", time_ms: Date.now(), message, ...fields }),
+      logLine(Date.now(), level, "demo", { message, ...fields }),
       {
         format: args.logs,
         colour: Deno.stdout.isTerminal() && !Deno.env.get("NO_COLOR"),
@@ -250,7 +250,7 @@ export async function runDemo(argv: readonly string[], env: EnvLookup = denoEnv)
   say(
     `held-out loss of the seeded model: ${before.loss.toFixed(3)} (${before.sequences} ` +
       `sequences of ${run.model.maxSeqLen} tokens of validation text no client trains on)`,
-    { heldOutLoss: before.loss, step: 0 },
+    { held_out_loss: before.loss, step: 0 },
   );
 
   // Each demo starts afresh: the previous demo's checkpoints (80 MB each for 20M) are removed.
@@ -274,17 +274,18 @@ export async function runDemo(argv: readonly string[], env: EnvLookup = denoEnv)
     .sort((a, b) => a.step - b.step)
     .at(-1);
   if (last === undefined) {
-    console.log(
-      "--- FAILED: no checkpoint was written, so the held-out loss after training is unknown",
-    );
+    const problem = "no checkpoint was written, so the held-out loss after training is unknown";
+    if (args.logs === "json") say(problem, {}, "error");
+    else console.log(`--- FAILED: ${problem}`);
     return EXIT_FAILURE;
   }
   const after = await heldOut(last.dir);
   const line = describeHeldOut(before.loss, after.loss, last.step);
-  if (args.logs === "json") say(line, { heldOutLoss: after.loss, step: last.step });
+  if (args.logs === "json") say(line, { held_out_loss: after.loss, step: last.step });
   else console.log(`--- ${line}`);
   if (!(after.loss < before.loss)) {
-    console.log("--- FAILED: the held-out loss did not fall");
+    if (args.logs === "json") say("the held-out loss did not fall", {}, "error");
+    else console.log("--- FAILED: the held-out loss did not fall");
     return EXIT_FAILURE;
   }
   return outcome.exitCode;

@@ -24,7 +24,7 @@ import { ChildProcess } from "./child.ts";
 import { formatLine, parseEventLine, type ProcessKind } from "./output.ts";
 import { prepareRunConfig, withCoordinatorConfig } from "./run_config.ts";
 import { describeFit, fitBudgets, measureStep } from "./calibrate.ts";
-import { toHex } from "../../common/mod.ts";
+import { logLine, toHex } from "../../common/mod.ts";
 import { generateIdentity, type Identity, saveIdentity } from "../../net/mod.ts";
 
 /** The repository root, where children run (deno.json's import map, relative model paths). */
@@ -156,7 +156,7 @@ export class Testnet {
         tail.push(line);
         if (tail.length > 20) tail.shift();
         const event = parseEventLine(line);
-        if (event?.event === "Listening") listening?.();
+        if (event?.event === "listening") listening?.();
         this.#show("coordinator", "coordinator", 0, line, event);
       },
     });
@@ -470,12 +470,13 @@ export class Testnet {
       format: this.#options.logs ?? "console",
       colour: this.#options.colour ?? defaultColour(),
       labelWidth: this.#labelWidth,
+      timeMs: Date.now(),
     }));
   }
 
   #note(message: string): void {
-    const event = { event: "testnet", time_ms: Date.now(), message };
-    this.#show("testnet", "testnet", 10, JSON.stringify(event), event);
+    const line = logLine(Date.now(), "info", "testnet", { message });
+    this.#show("testnet", "testnet", 10, line, JSON.parse(line));
   }
 }
 

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { logSchemaProblem } from "../testing/log_schema.ts";
 import { join } from "node:path";
 import { Testnet } from "./launcher.ts";
 import { ChildProcess } from "./child.ts";
@@ -23,7 +24,7 @@ Deno.test({
     assert.equal(net.runId, "launcher-alone");
     assert.match(net.serverAddr, /^127\.0\.0\.1:\d+$/);
     assert.ok((await Deno.stat(join(net.tempDir, "state.toml"))).isFile);
-    assert.equal(watcher.named("Listening").length, 1);
+    assert.equal(watcher.named("listening").length, 1);
     const observing = new AbortController();
     let runState = "";
     await observeCoordinator(
@@ -89,14 +90,28 @@ Deno.test({
     const status = await cli.status;
     // Stopped before any step was applied: the run achieved nothing, and says so in its status.
     assert.equal(status.code, 1, lines.slice(-20).join("\n"));
-    assert.ok(lines.includes("--- FAILED: no client applied a step"), lines.slice(-20).join("\n"));
+    // Every line, the coordinator's, the client's and the testnet's own, keeps one schema.
+    const problems = lines.map(logSchemaProblem).filter((p) => p !== null);
+    assert.deepEqual(problems, [], "every line in the log schema of docs/logs.md");
+    const events = lines.map((l) => JSON.parse(l));
+    for (const process of ["coordinator", "client-1", "testnet"]) {
+      assert.ok(events.some((e) => e.process === process), `no line of ${process}`);
+    }
+    assert.ok(
+      events.some((e) => e.event === "failed" && e.problem === "no client applied a step"),
+      lines.slice(-20).join("\n"),
+    );
+    const summary = events.find((e) => e.event === "summary");
+    assert.equal(summary?.applied_steps, 0);
     const pids = lines.map((l) => /started \(pid (\d+)/.exec(l)?.[1]).filter((p) => p).map(Number);
     assert.equal(pids.length, 1);
     for (const pid of pids) {
       assert.throws(() => Deno.kill(pid, "SIGCONT"), "the client process is gone");
     }
-    assert.ok(lines.some((l) => l.includes("--- testnet stopped: signal")));
-    assert.ok(lines.some((l) => l.includes('"process":"coordinator"') && l.includes("Stopped")));
+    assert.ok(events.some((e) => e.event === "stopped" && e.reason === "signal"));
+    assert.ok(
+      lines.some((l) => l.includes('"process":"coordinator"') && l.includes('"event":"stopped"')),
+    );
   } finally {
     await cli.stop(2000);
     await Deno.remove(config, { recursive: true });

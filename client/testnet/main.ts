@@ -12,10 +12,10 @@
 import "../p2p/exit_fix.ts";
 import { parseTestnetArgs, TESTNET_SPEC, TESTNET_USAGE, type TestnetArgs } from "./args.ts";
 import { Testnet } from "./launcher.ts";
-import { formatSummary, type RunSummary, SummaryCollector } from "./summary.ts";
+import { formatSummary, type RunSummary, SummaryCollector, summaryFields } from "./summary.ts";
 import { runProblems, type StopReason } from "./verdict.ts";
 import { denoEnv, type EnvLookup, EXIT_OK, EXIT_USAGE, usageLines } from "../../cli/entry.ts";
-import { UsageError } from "../../common/mod.ts";
+import { type LogLevel, logLine, UsageError } from "../../common/mod.ts";
 
 export { EXIT_OK, EXIT_USAGE };
 
@@ -102,10 +102,24 @@ export async function runTestnet(
     : args.checkpointDir === null
     ? " (temporary folder removed, checkpoints with it: keep them with --checkpoint-dir)"
     : "";
-  io.write(`--- testnet stopped: ${reason}${where}`);
-  for (const line of formatSummary(summary)) io.write(`--- ${line}`);
   const problems = runProblems(reason, summary);
-  for (const problem of problems) io.write(`--- FAILED: ${problem}`);
+  if (args.logs === "json") {
+    // The same schema as every other line (docs/logs.md), so a log reader needs no other parser.
+    const emit = (level: LogLevel, event: string, fields: Record<string, unknown>) =>
+      io.write(logLine(Date.now(), level, event, { ...fields, process: "testnet" }));
+    emit("info", "stopped", {
+      reason,
+      temp_dir: testnet.tempDir,
+      temp_kept: args.keepTemp,
+      checkpoint_dir: args.checkpointDir,
+    });
+    emit("info", "summary", summaryFields(summary));
+    for (const problem of problems) emit("error", "failed", { problem });
+  } else {
+    io.write(`--- testnet stopped: ${reason}${where}`);
+    for (const line of formatSummary(summary)) io.write(`--- ${line}`);
+    for (const problem of problems) io.write(`--- FAILED: ${problem}`);
+  }
   return { reason, summary, problems, exitCode: problems.length === 0 ? EXIT_OK : EXIT_FAILURE };
 }
 

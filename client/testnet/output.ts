@@ -2,8 +2,9 @@
  * The testnet's merged output: every child process runs with `--logs json`, and each line it
  * prints is shown with its process label, either rendered as the human line the process itself
  * would print (`console`, coloured per process when the terminal allows) or passed through as
- * JSON with a `"process"` field added (`json`, for tools and tests). Lines that are not JSON
- * events (a crash's stack trace, a runtime warning) are shown as they are.
+ * JSON with a `"process"` field added (`json`, for tools and tests; docs/logs.md). Lines that
+ * are not JSON events (a crash's stack trace, a runtime warning) are shown as they are, or as
+ * an `output` event in JSON.
  *
  * Pure.
  *
@@ -11,7 +12,8 @@
  */
 import { type ClientEventName, type ClientEvents, describeEvent } from "../log.ts";
 import type { TestnetLogFormat } from "./args.ts";
-import { formatEvent, type ServerEvent } from "../../coordinator/server/mod.ts";
+import { eventFromJson, formatEvent } from "../../coordinator/server/mod.ts";
+import { logLine } from "../../common/mod.ts";
 
 /** Which program a child runs, deciding how its JSON events render. */
 export type ProcessKind = "coordinator" | "client" | "testnet";
@@ -40,11 +42,11 @@ export function parseEventLine(line: string): Record<string, unknown> | null {
 
 /** The human text of one process's event (the line that process prints with console logs). */
 export function renderEvent(kind: ProcessKind, event: Record<string, unknown>): string {
-  const { event: name, time: _time, time_ms: _timeMs, ...fields } = event;
+  const { event: name, time: _time, level: _level, ...fields } = event;
   try {
     switch (kind) {
       case "coordinator":
-        return formatEvent({ kind: name, ...fields } as ServerEvent);
+        return formatEvent(eventFromJson(event));
       case "client":
         return describeEvent(
           name as ClientEventName,
@@ -66,6 +68,8 @@ export interface LineFormat {
   readonly colour: boolean;
   /** Width labels are padded to. */
   readonly labelWidth: number;
+  /** When the line arrived: the `time` of a JSON `output` event (a line that is not JSON). */
+  readonly timeMs?: number;
 }
 
 /**
@@ -76,7 +80,7 @@ export interface LineFormat {
  * import { formatLine } from "./output.ts";
  * const out = formatLine(
  *   { label: "client-1", kind: "client", index: 1 },
- *   '{"event":"end","time_ms":0,"reason":"Finished"}',
+ *   '{"time":"1970-01-01T00:00:00.000Z","level":"info","event":"end","reason":"Finished"}',
  *   { format: "console", colour: false, labelWidth: 11 },
  * );
  * if (out !== "client-1    | stopped: Finished") throw new Error(out);
@@ -89,11 +93,9 @@ export function formatLine(
 ): string {
   const event = parseEventLine(line);
   if (options.format === "json") {
-    return JSON.stringify(
-      event === null
-        ? { process: process.label, event: "output", line }
-        : { process: process.label, ...event },
-    );
+    return event === null
+      ? logLine(options.timeMs ?? 0, "info", "output", { process: process.label, line })
+      : JSON.stringify({ ...event, process: process.label });
   }
   const text = event === null ? line : renderEvent(process.kind, event);
   const label = process.label.padEnd(options.labelWidth);

@@ -15,8 +15,9 @@ Deno.test("event lines are recognised; anything else is not", () => {
 
 Deno.test("console lines render each process's events as it would print them", () => {
   const train = JSON.stringify({
+    time: "2026-01-01T00:00:00.005Z",
+    level: "info",
     event: "train",
-    time_ms: 5,
     step: 3,
     batch: [4, 5],
     loss: 2.5,
@@ -31,7 +32,8 @@ Deno.test("console lines render each process's events as it would print them", (
   );
   const state = JSON.stringify({
     time: "2026-01-01T00:00:00.000Z",
-    event: "StateChanged",
+    level: "info",
+    event: "state_changed",
     from: "Warmup",
     to: "RoundTrain",
     epoch: 0,
@@ -61,9 +63,11 @@ Deno.test("json lines carry the process label", () => {
     event: "end",
     reason: "x",
   });
-  assert.deepEqual(JSON.parse(formatLine(coordinator, "plain text", json)), {
-    process: "coordinator",
+  assert.deepEqual(JSON.parse(formatLine(coordinator, "plain text", { ...json, timeMs: 7 })), {
+    time: "1970-01-01T00:00:00.007Z",
+    level: "info",
     event: "output",
+    process: "coordinator",
     line: "plain text",
   });
 });

@@ -7,7 +7,7 @@
  * - "last result available" is the latest `train` event of the step among the clients. A
  *   client logs `train` right after it has published its result's announcement on gossip
  *   (`client.ts`, `#train`: `publishResult`, then the log line), so it marks the moment the
- *   payload can be fetched by everyone. Its timestamp is the client's `time_ms`.
+ *   payload can be fetched by everyone. Its timestamp is the client's `time`.
  * - "next round's start" is the coordinator's `StateChanged` event `RoundWitness -> RoundTrain`
  *   (its `time`, ISO-8601 with milliseconds).
  *
@@ -71,22 +71,27 @@ function num(event: Record<string, unknown>, key: string, what: string): number 
   return value;
 }
 
-function stateChange(event: Record<string, unknown>): StateChange {
+/** An event's `time` (ISO-8601, docs/logs.md) in milliseconds; a TypeError naming it if not. */
+function timeOf(event: Record<string, unknown>, what: string): number {
   const time = event.time;
   const atMs = typeof time === "string" ? Date.parse(time) : NaN;
   if (!Number.isFinite(atMs)) {
     throw new TypeError(
-      `coordinator event ${JSON.stringify(event)}: "time" must be an ISO-8601 time, found ${
+      `${what} event ${JSON.stringify(event)}: "time" must be an ISO-8601 time, found ${
         JSON.stringify(time)
       }`,
     );
   }
+  return atMs;
+}
+
+function stateChange(event: Record<string, unknown>): StateChange {
   return {
-    atMs,
+    atMs: timeOf(event, "state_changed"),
     from: String(event.from),
     to: String(event.to),
-    epoch: num(event, "epoch", "StateChanged"),
-    step: num(event, "step", "StateChanged"),
+    epoch: num(event, "epoch", "state_changed"),
+    step: num(event, "step", "state_changed"),
   };
 }
 
@@ -102,10 +107,10 @@ function stateChange(event: Record<string, unknown>): StateChange {
  * import { roundTimings } from "./round_overhead.ts";
  * const at = (ms: number) => new Date(ms).toISOString();
  * const { rounds } = roundTimings([
- *   { kind: "coordinator", event: { event: "StateChanged", time: at(1000), from: "Warmup", to: "RoundTrain", epoch: 0, step: 1 } },
- *   { kind: "client", event: { event: "train", time_ms: 1500, epoch: 0, step: 1 } },
- *   { kind: "coordinator", event: { event: "StateChanged", time: at(1600), from: "RoundTrain", to: "RoundWitness", epoch: 0, step: 1 } },
- *   { kind: "coordinator", event: { event: "StateChanged", time: at(2700), from: "RoundWitness", to: "RoundTrain", epoch: 0, step: 2 } },
+ *   { kind: "coordinator", event: { event: "state_changed", time: at(1000), from: "Warmup", to: "RoundTrain", epoch: 0, step: 1 } },
+ *   { kind: "client", event: { event: "train", time: at(1500), epoch: 0, step: 1 } },
+ *   { kind: "coordinator", event: { event: "state_changed", time: at(1600), from: "RoundTrain", to: "RoundWitness", epoch: 0, step: 1 } },
+ *   { kind: "coordinator", event: { event: "state_changed", time: at(2700), from: "RoundWitness", to: "RoundTrain", epoch: 0, step: 2 } },
  * ], { maxRoundTrainMs: 8000 });
  * if (rounds[0].totalMs !== 1200 || rounds[0].toWitnessMs !== 100) throw new Error("wrong");
  * ```
@@ -117,11 +122,11 @@ export function roundTimings(
   const changes: StateChange[] = [];
   const lastTrain = new Map<string, { atMs: number; trainers: number }>();
   for (const { kind, event } of events) {
-    if (kind === "coordinator" && event.event === "StateChanged") {
+    if (kind === "coordinator" && event.event === "state_changed") {
       changes.push(stateChange(event));
     } else if (kind === "client" && event.event === "train") {
       const key = `${num(event, "epoch", "train")}:${num(event, "step", "train")}`;
-      const atMs = num(event, "time_ms", "train");
+      const atMs = timeOf(event, "train");
       const seen = lastTrain.get(key);
       lastTrain.set(key, {
         atMs: Math.max(atMs, seen?.atMs ?? -Infinity),

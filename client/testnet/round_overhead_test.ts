@@ -6,12 +6,15 @@ const at = (ms: number) => new Date(ms).toISOString();
 function change(ms: number, from: string, to: string, step: number, epoch = 0): TimedEvent {
   return {
     kind: "coordinator",
-    event: { event: "StateChanged", time: at(ms), from, to, epoch, step },
+    event: { event: "state_changed", time: at(ms), from, to, epoch, step },
   };
 }
 
 function train(ms: number, step: number, epoch = 0): TimedEvent {
-  return { kind: "client", event: { event: "train", time_ms: ms, epoch, step } };
+  return {
+    kind: "client",
+    event: { event: "train", time: new Date(ms).toISOString(), epoch, step },
+  };
 }
 
 const options = { maxRoundTrainMs: 8000 };
@@ -93,13 +96,13 @@ Deno.test("roundTimings tells epochs apart and ignores a round ending in Cooldow
 Deno.test("roundTimings names the field of a malformed event", () => {
   assert.throws(
     () => roundTimings([{ kind: "client", event: { event: "train", epoch: 0, step: 1 } }], options),
-    /"time_ms" must be a number, found undefined/,
+    /train event .*"time" must be an ISO-8601 time, found undefined/,
   );
   assert.throws(
     () =>
       roundTimings([{
         kind: "coordinator",
-        event: { event: "StateChanged", time: "yesterday", from: "A", to: "B", epoch: 0, step: 0 },
+        event: { event: "state_changed", time: "yesterday", from: "A", to: "B", epoch: 0, step: 0 },
       }], options),
     /"time" must be an ISO-8601 time, found "yesterday"/,
   );

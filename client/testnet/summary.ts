@@ -83,10 +83,10 @@ export class SummaryCollector {
 
   #addCoordinator(event: Record<string, unknown>): void {
     switch (event.event) {
-      case "EpochEnd":
+      case "epoch_end":
         if (event.success === true) this.#epochs++;
         return;
-      case "DigestRecorded": {
+      case "digest_recorded": {
         const step = Number(event.step);
         // The first record of a step is final (docs/protocol.md, "Parameter digests").
         if (isStep(step) && typeof event.digest === "string" && !this.#records.has(step)) {
@@ -94,12 +94,12 @@ export class SummaryCollector {
         }
         return;
       }
-      case "RoundEnd":
+      case "round_end":
         this.#rounds = {
           ended: this.#rounds.ended + 1,
-          timedOut: this.#rounds.timedOut + (event.trainTimedOut === true ? 1 : 0),
+          timedOut: this.#rounds.timedOut + (event.train_timed_out === true ? 1 : 0),
           batches: this.#rounds.batches + count(event.batches),
-          untrainedBatches: this.#rounds.untrainedBatches + count(event.untrainedBatches),
+          untrainedBatches: this.#rounds.untrainedBatches + count(event.untrained_batches),
         };
         return;
     }
@@ -256,6 +256,36 @@ export function formatSummary(summary: RunSummary): string[] {
       : `checkpoint: ${summary.checkpoints[summary.checkpoints.length - 1]}`,
   );
   return lines;
+}
+
+/**
+ * The fields of the testnet's JSON `summary` event (docs/logs.md): what {@link formatSummary}
+ * says, as numbers; `loss_first`/`loss_last` are null when no step was trained.
+ */
+export function summaryFields(summary: RunSummary): Record<string, unknown> {
+  const trend = lossTrend(summary);
+  const a = summary.agreement;
+  return {
+    loss_first: trend?.first ?? null,
+    loss_last: trend?.last ?? null,
+    trained_steps: trend?.steps ?? 0,
+    epochs: summary.epochs,
+    applied_steps: summary.appliedSteps,
+    last_applied_step: summary.lastAppliedStep,
+    rounds: summary.rounds.ended,
+    rounds_timed_out: summary.rounds.timedOut,
+    batches: summary.rounds.batches,
+    untrained_batches: summary.rounds.untrainedBatches,
+    untrained_batches_clients: summary.untrainedBatches,
+    health_checks: summary.healthChecks,
+    clients: a.clients,
+    digests: a.digests,
+    steps_compared: a.stepsCompared,
+    steps_recorded: a.stepsRecorded,
+    disagreement_steps: a.disagreements.map((d) => d.step),
+    divergences: a.divergences.length,
+    checkpoint: summary.checkpoints.at(-1) ?? null,
+  };
 }
 
 /** The agreement line, then one indented line per divergence. */

@@ -12,12 +12,22 @@ class Stream {
   readonly collector = new SummaryCollector();
 
   client(label: string, event: string, fields: Record<string, unknown> = {}): this {
-    this.collector.add(label, "client", { event, time_ms: 0, ...fields });
+    this.collector.add(label, "client", {
+      time: new Date(0).toISOString(),
+      level: "info",
+      event,
+      ...fields,
+    });
     return this;
   }
 
   coordinator(event: string, fields: Record<string, unknown> = {}): this {
-    this.collector.add("coordinator", "coordinator", { event, time: "", ...fields });
+    this.collector.add("coordinator", "coordinator", {
+      time: new Date(0).toISOString(),
+      level: "info",
+      event,
+      ...fields,
+    });
     return this;
   }
 
@@ -72,7 +82,7 @@ class Stream {
   agree(labels: readonly string[], from: number, to: number): this {
     for (let step = from; step <= to; step++) {
       for (const label of labels) this.apply(label, step);
-      this.coordinator("DigestRecorded", { step: step + 2, digest: good(step + 2) });
+      this.coordinator("digest_recorded", { step: step + 2, digest: good(step + 2) });
     }
     return this;
   }
@@ -94,8 +104,8 @@ Deno.test("the summary averages losses per step and counts what happened", () =>
   s.apply("client-2", 3, good(5), 1);
   s.client("client-2", "health_check", { step: 3, clients: ["x"] });
   s.client("client-1", "checkpoint", { step: 5, dir: "/ck/step5" });
-  s.coordinator("EpochEnd", { success: true });
-  s.coordinator("EpochEnd", { success: false });
+  s.coordinator("epoch_end", { success: true });
+  s.coordinator("epoch_end", { success: false });
   const summary = s.collector.summary();
   assert.deepEqual([...summary.lossByStep], [[1, 11], [2, 9], [3, 8], [4, 6]]);
   assert.deepEqual(lossTrend(summary), { first: 10, last: 7, steps: 4 });
@@ -118,7 +128,7 @@ Deno.test("the summary averages losses per step and counts what happened", () =>
 Deno.test("every client agreeing at every step: identical, exit 0", () => {
   const s = new Stream();
   for (const label of FOUR) s.start(label).model(label, 1);
-  s.coordinator("DigestRecorded", { step: 1, digest: good(1) });
+  s.coordinator("digest_recorded", { step: 1, digest: good(1) });
   s.agree(FOUR, 1, 60);
   const summary = s.collector.summary();
   const a = summary.agreement;
@@ -265,14 +275,14 @@ Deno.test("a run that applied no step: exit non-zero", () => {
 Deno.test("rounds, timed-out rounds and the coordinator's untrained batches are summed", () => {
   const s = new Stream();
   const roundEnd = (height: number, trainTimedOut: boolean, batches: number, untrained: number) =>
-    s.coordinator("RoundEnd", {
-      height,
+    s.coordinator("round_end", {
+      round: height,
       step: height + 1,
       witnesses: 3,
       quorum: 2,
-      trainTimedOut,
+      train_timed_out: trainTimedOut,
       batches,
-      untrainedBatches: untrained,
+      untrained_batches: untrained,
     });
   roundEnd(0, false, 0, 0);
   roundEnd(1, true, 6, 2);
@@ -291,8 +301,8 @@ Deno.test("rounds, timed-out rounds and the coordinator's untrained batches are 
 Deno.test("the coordinator's record is the run's digest, over the clients' majority", () => {
   const s = new Stream();
   s.apply("client-1", 3, bad(5)).apply("client-2", 3, bad(5)).apply("client-3", 3);
-  s.coordinator("DigestRecorded", { step: 5, digest: good(5).toUpperCase() });
-  s.coordinator("DigestRecorded", { step: 5, digest: bad(5) }); // the first record is final
+  s.coordinator("digest_recorded", { step: 5, digest: good(5).toUpperCase() });
+  s.coordinator("digest_recorded", { step: 5, digest: bad(5) }); // the first record is final
   const a = s.collector.summary().agreement;
   assert.deepEqual(a.disagreements, [{
     step: 5,
@@ -307,8 +317,8 @@ Deno.test("malformed events are ignored, not counted", () => {
   const s = new Stream();
   s.client("client-1", "apply", { step: "x", params_hash: good(3), params_step: 3 });
   s.client("client-1", "model", { params_hash: 7, params_step: 1 });
-  s.coordinator("DigestRecorded", { step: -1, digest: good(1) });
-  s.coordinator("RoundEnd", { batches: -4, untrainedBatches: "2" });
+  s.coordinator("digest_recorded", { step: -1, digest: good(1) });
+  s.coordinator("round_end", { batches: -4, untrained_batches: "2" });
   const summary = s.collector.summary();
   assert.equal(summary.appliedSteps, 0);
   assert.equal(summary.agreement.digests, 0);

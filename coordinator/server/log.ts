@@ -8,6 +8,7 @@
  */
 import type { HostEvent } from "./host.ts";
 import type { Checkpoint } from "../core/mod.ts";
+import { fromSnakeCase, type LogLevel, logLine, snakeCase } from "../../common/mod.ts";
 
 /** Everything the server reports. */
 export type ServerEvent =
@@ -174,10 +175,71 @@ function digestNote(digest: string | null): string {
   return digest === null ? "" : `, parameters ${digest.slice(0, 12)}…`;
 }
 
-/** `event` as one line of JSON: `{"time": ISO-8601, "event": kind, ...fields}`. */
+/** How much each event matters in a log (docs/logs.md). */
+export function eventLevel(event: ServerEvent): LogLevel {
+  switch (event.kind) {
+    case "SaveFailed":
+      return "error";
+    case "JoinRefused":
+    case "Kicked":
+    case "BackedOff":
+    case "HealthCheck":
+    case "Rejected":
+    case "ConnectionRefused":
+    case "Throttled":
+    case "DataRefused":
+      return "warn";
+    default:
+      return "info";
+  }
+}
+
+/** A field's name in the JSON log: snake_case, and a round's `height` is its `round`. */
+function jsonKey(key: string): string {
+  return key === "height" ? "round" : snakeCase(key);
+}
+
+function mapKeys(value: unknown, key: (k: string) => string): unknown {
+  if (Array.isArray(value)) return value.map((v) => mapKeys(v, key));
+  if (typeof value !== "object" || value === null) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [key(k), mapKeys(v, key)]));
+}
+
+/**
+ * `event` as one line of the JSON log schema (docs/logs.md): `{"time": ISO-8601, "level",
+ * "event": snake_case kind, ...fields in snake_case}`.
+ *
+ * @example
+ * ```ts
+ * import { eventJson } from "./log.ts";
+ * const line = eventJson({ kind: "Saved", path: "a.toml", step: 3 }, 0);
+ * if (line !== '{"time":"1970-01-01T00:00:00.000Z","level":"info","event":"saved","path":"a.toml","step":3}') {
+ *   throw new Error(line);
+ * }
+ * ```
+ */
 export function eventJson(event: ServerEvent, timeMs: number): string {
   const { kind, ...fields } = event;
-  return JSON.stringify({ time: new Date(timeMs).toISOString(), event: kind, ...fields });
+  return logLine(
+    timeMs,
+    eventLevel(event),
+    snakeCase(kind),
+    mapKeys(fields, jsonKey) as Record<string, unknown>,
+  );
+}
+
+/**
+ * The {@link ServerEvent} a JSON log line's object describes (the inverse of {@link eventJson},
+ * without `time` and `level`): how the testnet renders a coordinator's JSON as its human line.
+ * Unchecked: the result is only as well formed as the line.
+ */
+export function eventFromJson(object: Readonly<Record<string, unknown>>): ServerEvent {
+  const { event, time: _time, level: _level, ...fields } = object;
+  const key = (k: string) => k === "round" ? "height" : fromSnakeCase(k);
+  return {
+    kind: fromSnakeCase(String(event), true),
+    ...(mapKeys(fields, key) as Record<string, unknown>),
+  } as ServerEvent;
 }
 
 /** A sink for server events in `format`, writing lines through `write` (default stdout). */

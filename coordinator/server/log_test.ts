@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { eventJson, eventLogger, formatEvent, type ServerEvent } from "./log.ts";
+import { eventFromJson, eventJson, eventLogger, formatEvent, type ServerEvent } from "./log.ts";
 
 const KEY = "ab".repeat(32);
 
@@ -40,14 +40,15 @@ Deno.test("JSON lines carry the time, the event kind and every field", () => {
   const event: ServerEvent = { kind: "Saved", path: "/s/run-step5.toml", step: 5 };
   assert.deepEqual(JSON.parse(eventJson(event, 0)), {
     time: "1970-01-01T00:00:00.000Z",
-    event: "Saved",
+    level: "info",
+    event: "saved",
     path: "/s/run-step5.toml",
     step: 5,
   });
   const lines: string[] = [];
   const log = eventLogger("json", { write: (l) => lines.push(l), clock: () => 1000 });
   log({ kind: "Stopped" });
-  assert.deepEqual(lines, ['{"time":"1970-01-01T00:00:01.000Z","event":"Stopped"}']);
+  assert.deepEqual(lines, ['{"time":"1970-01-01T00:00:01.000Z","level":"info","event":"stopped"}']);
   const human: string[] = [];
   eventLogger("console", { write: (l) => human.push(l) })({ kind: "Stopped" });
   assert.deepEqual(human, ["stopped"]);
@@ -101,13 +102,47 @@ Deno.test("a round's end says its witnesses, whether training timed out, and unt
   );
   assert.deepEqual(JSON.parse(eventJson(end, 0)), {
     time: "1970-01-01T00:00:00.000Z",
-    event: "RoundEnd",
-    height: 4,
+    level: "info",
+    event: "round_end",
+    round: 4,
     step: 5,
     witnesses: 2,
     quorum: 2,
-    trainTimedOut: true,
+    train_timed_out: true,
     batches: 6,
-    untrainedBatches: 1,
+    untrained_batches: 1,
   });
+  assert.deepEqual(eventFromJson(JSON.parse(eventJson(end, 0))), end, "read back");
+});
+
+Deno.test("JSON lines: nested fields in snake_case too, and a level for what was refused", () => {
+  const witness: ServerEvent = {
+    kind: "Witness",
+    client: "ab",
+    index: 1,
+    height: 2,
+    digest: null,
+    metadata: {
+      step: 3,
+      tokensPerSec: 40,
+      bandwidthPerSec: 0,
+      loss: 1.5,
+      evals: [],
+      promptResults: [],
+    },
+  } as unknown as ServerEvent;
+  const line = JSON.parse(eventJson(witness, 0));
+  assert.equal(line.event, "witness");
+  assert.equal(line.round, 2);
+  assert.equal(line.metadata.tokens_per_sec, 40);
+  assert.deepEqual(eventFromJson(line), witness);
+  const refused = JSON.parse(
+    eventJson({ kind: "ConnectionRefused", peer: "p", client: null, reason: "r" }, 0),
+  );
+  assert.equal(refused.event, "connection_refused");
+  assert.equal(refused.level, "warn");
+  assert.equal(
+    JSON.parse(eventJson({ kind: "SaveFailed", path: "p", reason: "disk full" }, 0)).level,
+    "error",
+  );
 });

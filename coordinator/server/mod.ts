@@ -68,7 +68,9 @@ export {
   saveRunConfig,
 } from "./save_state.ts";
 export {
+  eventFromJson,
   eventJson,
+  eventLevel,
   eventLogger,
   formatEvent,
   LOG_FORMATS,

@@ -337,7 +337,7 @@ export class ServerProcess {
 
   /** The `host:port` from the Listening event. */
   async address(timeoutMs = 15_000): Promise<string> {
-    const e = await this.waitForEvent((e) => e.event === "Listening", timeoutMs, "Listening");
+    const e = await this.waitForEvent((e) => e.event === "listening", timeoutMs, "Listening");
     return String(e.address);
   }
 

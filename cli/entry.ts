@@ -24,6 +24,14 @@ export {
   suggest,
   unknownCommand,
 } from "./flags.ts";
+export {
+  fromSnakeCase,
+  LOG_LEVELS,
+  type LogLevel,
+  logLine,
+  SNAKE_CASE,
+  snakeCase,
+} from "./log_line.ts";
 
 /** Exit status of every command that did what it was asked. */
 export const EXIT_OK = 0;

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { type LogLevel, logLine } from "../common/mod.ts";
+import { type LogLevel, logLine } from "../cli/entry.ts";
 
 /** Every event the client logs, with its fields. */
 export interface ClientEvents {

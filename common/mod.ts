@@ -21,4 +21,3 @@ export * from "./config_error.ts";
 export * from "./config_reader.ts";
 export * from "./printable.ts";
 export * from "./stats.ts";
-export * from "./log_line.ts";

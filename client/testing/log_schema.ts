@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { LOG_LEVELS, type LogLevel, SNAKE_CASE } from "../../common/mod.ts";
+import { LOG_LEVELS, type LogLevel, SNAKE_CASE } from "../../cli/entry.ts";
 
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 

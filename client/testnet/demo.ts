@@ -29,7 +29,8 @@ import {
   parseFlags,
   usageLines,
 } from "../../cli/entry.ts";
-import { type LogLevel, logLine, UsageError } from "../../common/mod.ts";
+import { type LogLevel, logLine } from "../../cli/entry.ts";
+import { UsageError } from "../../common/mod.ts";
 import { REPO_ROOT } from "./launcher.ts";
 import { formatLine } from "./output.ts";
 import { prepareRunConfig } from "./run_config.ts";

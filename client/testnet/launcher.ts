@@ -24,7 +24,8 @@ import { ChildProcess } from "./child.ts";
 import { formatLine, parseEventLine, type ProcessKind } from "./output.ts";
 import { prepareRunConfig, withCoordinatorConfig } from "./run_config.ts";
 import { describeFit, fitBudgets, measureStep } from "./calibrate.ts";
-import { logLine, toHex } from "../../common/mod.ts";
+import { logLine } from "../../cli/entry.ts";
+import { toHex } from "../../common/mod.ts";
 import { generateIdentity, type Identity, saveIdentity } from "../../net/mod.ts";
 
 /** The repository root, where children run (deno.json's import map, relative model paths). */

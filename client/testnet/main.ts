@@ -15,7 +15,8 @@ import { Testnet } from "./launcher.ts";
 import { formatSummary, type RunSummary, SummaryCollector, summaryFields } from "./summary.ts";
 import { runProblems, type StopReason } from "./verdict.ts";
 import { denoEnv, type EnvLookup, EXIT_OK, EXIT_USAGE, usageLines } from "../../cli/entry.ts";
-import { type LogLevel, logLine, UsageError } from "../../common/mod.ts";
+import { type LogLevel, logLine } from "../../cli/entry.ts";
+import { UsageError } from "../../common/mod.ts";
 
 export { EXIT_OK, EXIT_USAGE };
 

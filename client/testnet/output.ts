@@ -13,7 +13,7 @@
 import { type ClientEventName, type ClientEvents, describeEvent } from "../log.ts";
 import type { TestnetLogFormat } from "./args.ts";
 import { eventFromJson, formatEvent } from "../../coordinator/server/mod.ts";
-import { logLine } from "../../common/mod.ts";
+import { logLine } from "../../cli/entry.ts";
 
 /** Which program a child runs, deciding how its JSON events render. */
 export type ProcessKind = "coordinator" | "client" | "testnet";

@@ -8,7 +8,7 @@
  */
 import type { HostEvent } from "./host.ts";
 import type { Checkpoint } from "../core/mod.ts";
-import { fromSnakeCase, type LogLevel, logLine, snakeCase } from "../../common/mod.ts";
+import { fromSnakeCase, type LogLevel, logLine, snakeCase } from "../../cli/entry.ts";
 
 /** Everything the server reports. */
 export type ServerEvent =

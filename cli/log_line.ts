@@ -4,7 +4,7 @@
  * event's fields in snake_case, with the same name for the same thing in every program
  * (`step`, `epoch`, `round`, `loss`, `tokens_per_sec`, `bytes_*`).
  *
- * Pure: the time comes in as milliseconds.
+ * Pure apart from formatting the given time (`Date`): the time comes in as milliseconds.
  *
  * @example
  * ```ts

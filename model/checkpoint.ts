@@ -162,6 +162,12 @@ async function readShardedWeights(dir: string, layout: ParamLayout): Promise<Flo
 export async function readModelDir(
   dir: string,
 ): Promise<{ config: LlamaConfig; layout: ParamLayout; weights: Float32Array | null }> {
+  if (!(await exists(dir)) && (await exists(`${dir}${PREVIOUS_SUFFIX}`))) {
+    throw new Deno.errors.NotFound(
+      `Cannot load "${dir}": it is missing, but "${dir}${PREVIOUS_SUFFIX}" holds the checkpoint ` +
+        `it replaced (a save was cut off between its two renames): rename that folder back`,
+    );
+  }
   const config = await readLlamaConfig(`${dir}/${CONFIG_FILE}`);
   const layout = llamaParamLayout(config);
   const single = `${dir}/${WEIGHTS_FILE}`;
@@ -189,6 +195,49 @@ async function writeAtomically(path: string, bytes: Uint8Array): Promise<void> {
   const tmp = `${path}.tmp`;
   await Deno.writeFile(tmp, bytes);
   await Deno.rename(tmp, path);
+}
+
+/** Suffix of the folder a replaced checkpoint waits in until its successor is in place. */
+export const PREVIOUS_SUFFIX = ".previous";
+
+/**
+ * Fills a folder atomically: `fill` writes into a fresh temporary folder beside `dir` (same
+ * parent, so the renames never cross a file system), which then takes `dir`'s place. A crash
+ * before that leaves only the temporary folder (`.DIR.tmp-*`, removed on the next call's
+ * failure path or by hand); `dir` is either the old complete folder or the new one. Linux
+ * cannot rename a folder over a non-empty one, so an existing `dir` is first moved to
+ * `DIR.previous` and removed once the new folder is in place: a crash between those two
+ * renames leaves no `dir` but a complete `DIR.previous` ({@link readModelDir}'s error says so).
+ */
+export async function writeDirAtomically(
+  dir: string,
+  fill: (tmp: string) => Promise<void>,
+): Promise<void> {
+  const trimmed = dir.replace(/\/+$/, "");
+  const slash = trimmed.lastIndexOf("/");
+  const parent = slash < 0 ? "." : slash === 0 ? "/" : trimmed.slice(0, slash);
+  const base = trimmed.slice(slash + 1);
+  await Deno.mkdir(parent, { recursive: true });
+  const tmp = await Deno.makeTempDir({ dir: parent, prefix: `.${base}.tmp-` });
+  try {
+    await fill(tmp);
+    const previous = `${trimmed}${PREVIOUS_SUFFIX}`;
+    await Deno.remove(previous, { recursive: true }).catch((e) => {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    });
+    let moved = false;
+    try {
+      await Deno.rename(trimmed, previous);
+      moved = true;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+    await Deno.rename(tmp, trimmed);
+    if (moved) await Deno.remove(previous, { recursive: true });
+  } catch (e) {
+    await Deno.remove(tmp, { recursive: true }).catch(() => {});
+    throw e;
+  }
 }
 
 async function removeIfPresent(path: string): Promise<void> {

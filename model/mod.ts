@@ -69,10 +69,12 @@ export {
 export {
   CONFIG_FILE,
   type ModelDirContents,
+  PREVIOUS_SUFFIX,
   readModelDir,
   WEIGHTS_FILE,
   weightsFromSafetensors,
   weightsToSafetensors,
+  writeDirAtomically,
   writeModelDir,
 } from "./checkpoint.ts";
 export { LlamaModel, type LlamaModelOptions } from "./llama.ts";

@@ -16,7 +16,7 @@
  *
  * @module
  */
-import type { Optimizer, OptimizerStepArgs } from "./optimizer.ts";
+import type { AdamWState, Optimizer, OptimizerState, OptimizerStepArgs } from "./optimizer.ts";
 import { adamwKernel } from "./adamw_wgsl.ts";
 import {
   bindTensors,
@@ -110,6 +110,8 @@ export class AdamW implements Optimizer {
   readonly #pipeline: GPUComputePipeline;
 
   readonly #maxBindingBytes: number;
+  /** The step number of the last encoded step (0 before the first). */
+  #step = 0;
 
   /**
    * `maxBindingBytes` (default: the device's maxStorageBufferBindingSize) caps each dispatch's
@@ -166,6 +168,7 @@ export class AdamW implements Optimizer {
         c.maxGradNorm,
       ]),
     );
+    this.#step = stepNumber;
     // Storage bindings are capped (128 MiB on lavapipe): update the buffer in ranges that fit.
     for (const [start, count] of bindingRanges(this.#size, this.#maxBindingBytes)) {
       const range = (buffer: GPUBuffer) => ({ buffer, offset: start * 4, size: count * 4 });
@@ -185,6 +188,36 @@ export class AdamW implements Optimizer {
         grid1d(ceilDiv(n4, this.#rt.profile.workgroupSize)),
       );
     }
+  }
+
+  /** The moments and the last step number; see {@link Optimizer.readState}. */
+  async readState(options: { signal?: AbortSignal } = {}): Promise<AdamWState> {
+    const bytes = this.#size * 4;
+    const [m, v] = await Promise.all([
+      this.#rt.read({ buffer: this.m, size: bytes }, options),
+      this.#rt.read({ buffer: this.v, size: bytes }, options),
+    ]);
+    return { kind: "adamw", step: this.#step, m, v };
+  }
+
+  /** Replaces the moments and the step count; see {@link Optimizer.loadState}. */
+  loadState(state: OptimizerState): void {
+    if (state.kind !== "adamw") {
+      throw new RangeError(`AdamW: cannot load the state of a ${state.kind} optimizer`);
+    }
+    for (const [name, a] of [["m", state.m], ["v", state.v]] as const) {
+      if (a.length !== this.#size) {
+        throw new RangeError(
+          `AdamW: state ${name} holds ${a.length} floats, expected ${this.#size}`,
+        );
+      }
+    }
+    if (!Number.isSafeInteger(state.step) || state.step < 0) {
+      throw new RangeError(`AdamW: state step must be an integer >= 0, found ${state.step}`);
+    }
+    this.#rt.write(this.m, state.m);
+    this.#rt.write(this.v, state.v);
+    this.#step = state.step;
   }
 
   /** Frees the moment buffers. */

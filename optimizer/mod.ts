@@ -3,7 +3,13 @@
  *
  * @module
  */
-export type { Optimizer, OptimizerStepArgs } from "./optimizer.ts";
+export type {
+  AdamWState,
+  DistroState,
+  Optimizer,
+  OptimizerState,
+  OptimizerStepArgs,
+} from "./optimizer.ts";
 export {
   AdamW,
   ADAMW_DEFAULTS,

@@ -43,4 +43,45 @@ export interface Optimizer extends Disposable {
    * Optimizers without such state leave it out. Call it only after the last step.
    */
   encodeSettle?(step: GpuStep, params: GPUBuffer): void;
+  /**
+   * Re-establishes what {@link encodeSettle} undid, so training continues bit for bit: after a
+   * checkpoint taken mid-run, or after {@link loadState} on resume. `lastLr` is the learning rate
+   * of the last step done. Optimizers without such state leave it out.
+   */
+  encodeResume?(step: GpuStep, args: { params: GPUBuffer; lastLr: number }): void;
+  /** Reads the optimizer's state back to the host (after the last step was submitted). */
+  readState(options?: { signal?: AbortSignal }): Promise<OptimizerState>;
+  /**
+   * Replaces the optimizer's state with `state` (from {@link readState}, possibly through a
+   * checkpoint). Throws a RangeError naming what does not fit: another optimizer kind, or a
+   * tensor of the wrong length. Call {@link encodeResume} afterwards, before the next step.
+   */
+  loadState(state: OptimizerState): void;
 }
+
+/** AdamW's state: the moments over the flat parameter layout and the steps taken. */
+export interface AdamWState {
+  readonly kind: "adamw";
+  /** Steps taken: the `t` of the bias correction of the last step (0 before the first). */
+  readonly step: number;
+  /** `[P]` first moments (torch's `exp_avg`). */
+  readonly m: Float32Array;
+  /** `[P]` second moments (torch's `exp_avg_sq`). */
+  readonly v: Float32Array;
+}
+
+/** Single-node DisTrO's state: the residual momentum and the own result not yet applied. */
+export interface DistroState {
+  readonly kind: "distro";
+  /** `[P]` residual momentum δ. */
+  readonly delta: Float32Array;
+  /**
+   * The latest own result (unquantized, E = Σ chunks·k entries in parameter order): error
+   * feedback for the next step, and the update the next single-node step applies. Null before
+   * the first step.
+   */
+  readonly own: { readonly indices: Uint32Array; readonly values: Float32Array } | null;
+}
+
+/** What a checkpoint keeps of an optimizer, as host arrays. */
+export type OptimizerState = AdamWState | DistroState;

@@ -6,6 +6,8 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import { basename } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   DEFAULT_MAX_SHARD_BYTES,
   parseByteSize,
@@ -23,16 +25,40 @@ export const OPTIMIZERS = ["adamw", "distro"] as const;
 /** One of {@link OPTIMIZERS}. */
 export type OptimizerName = typeof OPTIMIZERS[number];
 
+/** The bundled demo model (a 1.9M-parameter byte-level Llama), the default `--model`. */
+export const DEMO_MODEL: string = fileURLToPath(
+  new URL("../config/models/llama-bytes", import.meta.url),
+);
+/** The bundled byte corpus (data/corpus.ts builds it on first use), the default data. */
+export const DEMO_CORPUS: string = fileURLToPath(
+  new URL("../data/corpus/brown-bytes", import.meta.url),
+);
+/**
+ * Defaults of the demo (no `--model`, no `--resume`): sized so the bundled model learns
+ * visibly in a few minutes on two CPU cores.
+ */
+export const DEMO_DEFAULTS = {
+  sequenceLength: 256,
+  microBatch: 4,
+  totalBatch: 8,
+  steps: 300,
+  learningRate: 3e-3,
+  warmupSteps: 10,
+  evalEvery: 100,
+} as const;
+
 /** Everything the single-node trainer needs to know. */
 export interface TrainOptions {
   /** Folder with `config.json` and optionally `model.safetensors`. */
   model: string;
   /** Folder of raw little-endian token files (`.ds`, `.bin`, `.npy`). */
   dataPath: string;
+  /** True when `dataPath` is the bundled byte corpus, built on first use. */
+  demoData: boolean;
   /** Bytes per token in the data files. */
   tokenSize: 2 | 4;
-  /** T: tokens per sequence. */
-  sequenceLength: number;
+  /** T: tokens per sequence; null: the model's `max_position_embeddings`, at most 2048. */
+  sequenceLength: number | null;
   /** Sequences per forward/backward pass. */
   microBatch: number;
   /** Sequences per optimizer step (a multiple of microBatch). */
@@ -61,8 +87,16 @@ export interface TrainOptions {
   seed: number;
   /** Shuffle the dataset's sequences (seeded by `seed`), as Psyche's train.rs does. */
   shuffle: boolean;
-  /** Where to write the trained model (HF folder), or null. */
+  /**
+   * Where checkpoints go (HF folder + trainer state): at the end, every `saveEvery` steps and on
+   * SIGINT/SIGTERM. Default `checkpoints/<model folder name>`, or the `--resume` folder; null
+   * (`--no-save`) saves nothing.
+   */
   savePath: string | null;
+  /** Save a checkpoint every this many steps (0: only at the end and on interrupt). */
+  saveEvery: number;
+  /** A checkpoint folder to continue from, or null. */
+  resume: string | null;
   /** Folder of held-out token files, or null. */
   evalDataPath: string | null;
   /** Evaluate every this many steps (0: only after the last step). */
@@ -82,18 +116,25 @@ export interface TrainOptions {
 }
 
 /** Usage text printed by `--help` and on errors. */
-export const USAGE = `Usage: deno task train --model DIR --data-path DIR [flags]
+export const USAGE = `Usage: deno task train [--model DIR] [--data-path DIR] [flags]
+
+With no flags: trains the bundled demo model (config/models/llama-bytes) on the bundled Brown
+corpus as bytes (data/corpus/brown-bytes, built on first use) with the demo defaults in [].
+Ctrl-C (SIGINT) or SIGTERM saves a resumable checkpoint to --save-path and exits 0.
 
   --model DIR             config.json (+ optional model.safetensors; else seeded init)
+                          [config/models/llama-bytes]
   --data-path DIR         folder of raw little-endian token files (.ds/.bin/.npy)
+                          (default data/corpus/brown-bytes/train)
   --token-size 2|4        bytes per token (default 2)
-  --sequence-length N     tokens per sequence (default 2048)
-  --micro-batch N         sequences per forward/backward (default 8)
-  --total-batch N         sequences per optimizer step (default 256)
-  --steps N               optimizer steps (default 25000)
+  --sequence-length N     tokens per sequence (default: the model's max_position_embeddings,
+                          at most 2048) [256]
+  --micro-batch N         sequences per forward/backward (default 8) [4]
+  --total-batch N         sequences per optimizer step (default 256) [8]
+  --steps N               the run's last step (default 25000) [300]
   --optimizer adamw|distro  (default adamw)
-  --learning-rate X       peak learning rate (default 4e-4)
-  --warmup-steps N        linear warmup from 0 (default 500)
+  --learning-rate X       peak learning rate (default 4e-4) [3e-3]
+  --warmup-steps N        linear warmup from 0 (default 500) [10]
   --lr-schedule constant|cosine|linear  decay to lr/10 at the last step (default cosine)
   --beta1 X --beta2 X --weight-decay X --eps X   AdamW (defaults 0.9, 0.95, 0.1, 1e-8)
   --max-grad-norm X       clip the global gradient norm; 0 disables (default 1.0)
@@ -102,9 +143,17 @@ export const USAGE = `Usage: deno task train --model DIR --data-path DIR [flags]
   --seed N                init and shuffle seed, u32 (default 1)
   --no-shuffle            read sequences in file order
   --eval-data-path DIR    held-out token files: mean loss logged after the last step
-  --eval-every N          ... and every N steps (default 0: only at the end)
+                          [data/corpus/brown-bytes/validation]
+  --eval-every N          ... and every N steps (default 0: only at the end) [100]
   --eval-sequences N      held-out sequences per evaluation (default 32)
-  --save-path DIR         write config.json + model.safetensors at the end
+  --save-path DIR         checkpoint folder: config.json + model.safetensors (a Hugging Face
+                          folder) + trainer_state.json + optimizer.safetensors, written
+                          atomically at the end, every --save-every steps and on SIGINT/SIGTERM
+                          (default checkpoints/<model folder name>, or the --resume folder)
+  --save-every N          also save every N steps (default 0: only at the end and on interrupt)
+  --no-save               save nothing
+  --resume DIR            continue a checkpoint: weights, optimizer state, step, data position;
+                          --steps is the run's last step (the same flags as the saved run)
   --save-dtype f32|bf16|f16  dtype of the saved weights (default f32)
   --max-shard-size SIZE   split saved weights into model-0000K-of-0000N.safetensors shards
                           of at most SIZE (bytes, or 500MB, 2GB, 1GiB; default 2GB)
@@ -143,6 +192,8 @@ const STRING_FLAGS = [
   "max-shard-size",
   "precision",
   "logs",
+  "save-every",
+  "resume",
 ] as const;
 
 /**
@@ -157,6 +208,7 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
       "no-shuffle": { type: "boolean" },
       "distro-quantization": { type: "boolean" },
       "quantize-1bit": { type: "boolean" },
+      "no-save": { type: "boolean" },
     };
     for (const f of STRING_FLAGS) options[f] = { type: "string" };
     values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
@@ -165,11 +217,6 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
   }
   if (values.help) return "help";
   const str = (flag: string): string | undefined => values[flag] as string | undefined;
-  const required = (flag: string): string => {
-    const v = str(flag);
-    if (v === undefined || v === "") throw new UsageError(`--${flag} is required`);
-    return v;
-  };
   const int = (flag: string, fallback: number, min: number, max = 2 ** 32 - 1): number => {
     const raw = str(flag);
     if (raw === undefined) return fallback;
@@ -210,26 +257,55 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
   if (tokenSize !== 2 && tokenSize !== 4) {
     throw new UsageError(`--token-size must be 2 or 4, found "${tokenSize}"`);
   }
-  const microBatch = int("micro-batch", 8, 1);
-  const totalBatch = int("total-batch", 256, 1);
+  const resumeFlag = str("resume");
+  const resume = resumeFlag === undefined || resumeFlag === "" ? null : resumeFlag;
+  const modelFlag = str("model");
+  // The demo's defaults apply when no model is named (a resumed run names its own).
+  const demo = (modelFlag === undefined || modelFlag === "") && resume === null;
+  const model = modelFlag !== undefined && modelFlag !== "" ? modelFlag : resume ?? DEMO_MODEL;
+  const dataFlag = str("data-path");
+  const demoData = dataFlag === undefined || dataFlag === "";
+  const microBatch = int("micro-batch", demo ? DEMO_DEFAULTS.microBatch : 8, 1);
+  const totalBatch = int("total-batch", demo ? DEMO_DEFAULTS.totalBatch : 256, 1);
   if (totalBatch % microBatch !== 0) {
     throw new UsageError(
       `--total-batch ${totalBatch} must be a multiple of --micro-batch ${microBatch}`,
     );
   }
-  const savePath = str("save-path");
-  const evalDataPath = str("eval-data-path");
+  const savePathFlag = str("save-path");
+  const savePath = values["no-save"]
+    ? null
+    : savePathFlag !== undefined && savePathFlag !== ""
+    ? savePathFlag
+    : resume ?? `checkpoints/${basename(model.replace(/\/+$/, "")) || "model"}`;
+  const evalFlag = str("eval-data-path");
+  const evalDataPath = evalFlag !== undefined && evalFlag !== ""
+    ? evalFlag
+    : demo && demoData
+    ? `${DEMO_CORPUS}/validation`
+    : null;
+  const sequenceLengthFlag = int("sequence-length", 0, 2);
   return {
-    model: required("model"),
-    dataPath: required("data-path"),
+    model,
+    dataPath: demoData ? `${DEMO_CORPUS}/train` : dataFlag,
+    demoData,
     tokenSize,
-    sequenceLength: int("sequence-length", 2048, 2),
+    sequenceLength: sequenceLengthFlag !== 0
+      ? sequenceLengthFlag
+      : demo
+      ? DEMO_DEFAULTS.sequenceLength
+      : null,
     microBatch,
     totalBatch,
-    steps: int("steps", 25000, 1),
+    steps: int("steps", demo ? DEMO_DEFAULTS.steps : 25000, 1),
     optimizer: choice("optimizer", OPTIMIZERS, "adamw"),
-    learningRate: num("learning-rate", 4e-4, (v) => v > 0, "a positive number"),
-    warmupSteps: int("warmup-steps", 500, 0),
+    learningRate: num(
+      "learning-rate",
+      demo ? DEMO_DEFAULTS.learningRate : 4e-4,
+      (v) => v > 0,
+      "a positive number",
+    ),
+    warmupSteps: int("warmup-steps", demo ? DEMO_DEFAULTS.warmupSteps : 500, 0),
     lrSchedule: choice("lr-schedule", LR_SCHEDULES, "cosine"),
     beta1: num("beta1", 0.9, unit, "in [0, 1)"),
     beta2: num("beta2", 0.95, unit, "in [0, 1)"),
@@ -243,9 +319,11 @@ export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
       values["quantize-1bit"] === true,
     seed: int("seed", 1, 0),
     shuffle: !values["no-shuffle"],
-    savePath: savePath === undefined || savePath === "" ? null : savePath,
-    evalDataPath: evalDataPath === undefined || evalDataPath === "" ? null : evalDataPath,
-    evalEvery: int("eval-every", 0, 0),
+    savePath,
+    saveEvery: int("save-every", 0, 0),
+    resume,
+    evalDataPath,
+    evalEvery: int("eval-every", demo && evalFlag === undefined ? DEMO_DEFAULTS.evalEvery : 0, 0),
     evalSequences: int("eval-sequences", 32, 1),
     saveDtype: ({ f32: "F32", bf16: "BF16", f16: "F16" } as const)[
       choice("save-dtype", ["f32", "bf16", "f16"] as const, "f32")

@@ -19,13 +19,17 @@ export interface StartInfo {
   adapter: string;
   /** Storage precision of the matmul operands (`--precision` resolved). */
   precision: "f32" | "f16";
-  weights: "loaded" | "seeded";
+  weights: "loaded" | "seeded" | "resumed";
+  /** The first step this run takes (above 1 when resumed). */
+  firstStep: number;
 }
 
 /** One optimizer step's figures. */
 export interface StepRecord {
   /** 1-based step number. */
   step: number;
+  /** The run's last step number. */
+  steps: number;
   /** Mean cross-entropy over the step's predictions. */
   loss: number;
   /** Learning rate used. */
@@ -36,6 +40,17 @@ export interface StepRecord {
   tokensPerSec: number;
   /** Wall time of the step in milliseconds (data, GPU work and readback). */
   ms: number;
+  /** Seconds left at this run's mean step time so far. */
+  etaSeconds: number;
+}
+
+/** A checkpoint written (periodic, on interrupt, or at the end). */
+export interface SaveRecord {
+  /** Optimizer steps done in the saved state. */
+  step: number;
+  /** The checkpoint folder. */
+  path: string;
+  reason: "periodic" | "interrupt" | "end";
 }
 
 /** A held-out loss measurement. */
@@ -50,7 +65,10 @@ export interface EvalRecord {
 
 /** What the run did, printed once at the end. */
 export interface EndInfo {
+  /** The last step done. */
   steps: number;
+  /** True when a signal ended the run before its last step. */
+  interrupted: boolean;
   finalLoss: number;
   seconds: number;
   tokensPerSec: number;
@@ -62,12 +80,14 @@ export interface TrainLogger {
   start(info: StartInfo): void;
   step(record: StepRecord): void;
   eval(record: EvalRecord): void;
+  save(record: SaveRecord): void;
   end(info: EndInfo): void;
 }
 
 /**
  * One JSON object per line: `{"event":"start",...}`, `{"event":"step",...}` per step,
- * `{"event":"eval",...}` per evaluation, `{"event":"end",...}`.
+ * `{"event":"eval",...}` per evaluation, `{"event":"checkpoint",...}` per save,
+ * `{"event":"end",...}`.
  */
 export function jsonLogger(write: (line: string) => void): TrainLogger {
   return {
@@ -85,23 +105,29 @@ export function jsonLogger(write: (line: string) => void): TrainLogger {
         adapter: i.adapter,
         precision: i.precision,
         weights: i.weights,
+        first_step: i.firstStep,
       })),
     step: (r) =>
       write(JSON.stringify({
         event: "step",
         step: r.step,
+        steps: r.steps,
         loss: r.loss,
         lr: r.lr,
         grad_norm: r.gradNorm,
         tokens_per_sec: r.tokensPerSec,
         ms: r.ms,
+        eta_s: r.etaSeconds,
       })),
     eval: (r) =>
       write(JSON.stringify({ event: "eval", step: r.step, loss: r.loss, sequences: r.sequences })),
+    save: (r) =>
+      write(JSON.stringify({ event: "checkpoint", step: r.step, path: r.path, reason: r.reason })),
     end: (e) =>
       write(JSON.stringify({
         event: "end",
         steps: e.steps,
+        interrupted: e.interrupted,
         final_loss: e.finalLoss,
         seconds: e.seconds,
         tokens_per_sec: e.tokensPerSec,
@@ -116,24 +142,45 @@ export function consoleLogger(write: (line: string) => void): TrainLogger {
     start: (i) =>
       write(
         `training ${i.model} (${(i.params / 1e6).toFixed(2)}M params, ${i.weights} weights) ` +
-          `with ${i.optimizer} for ${i.steps} steps: ${i.totalBatch}×${i.sequenceLength} tokens ` +
+          `with ${i.optimizer} ` +
+          (i.firstStep > 1 ? `from step ${i.firstStep} to ${i.steps}` : `for ${i.steps} steps`) +
+          `: ${i.totalBatch}×${i.sequenceLength} tokens ` +
           `per step in micro-batches of ${i.microBatch}, ${i.sequences} sequences, on ${i.adapter} ` +
           `in ${i.precision}`,
       ),
     step: (r) =>
       write(
-        `step ${r.step} | loss ${r.loss.toFixed(4)} | lr ${r.lr.toExponential(2)} | ` +
+        `step ${r.step}/${r.steps} | loss ${r.loss.toFixed(4)} | lr ${r.lr.toExponential(2)} | ` +
           (r.gradNorm === null ? "" : `grad norm ${r.gradNorm.toFixed(3)} | `) +
-          `${r.ms.toFixed(0)} ms | ${r.tokensPerSec.toFixed(0)} tok/s`,
+          `${r.ms.toFixed(0)} ms | ${r.tokensPerSec.toFixed(0)} tok/s | ETA ${
+            formatDuration(r.etaSeconds)
+          }`,
       ),
     eval: (r) =>
       write(`eval after step ${r.step} | loss ${r.loss.toFixed(4)} | ${r.sequences} sequences`),
+    save: (r) =>
+      write(
+        r.reason === "interrupt"
+          ? `interrupted: saved the state after step ${r.step} to ${r.path} ` +
+            `(continue with --resume ${r.path})`
+          : `checkpoint of step ${r.step} saved to ${r.path}`,
+      ),
     end: (e) =>
       write(
-        `done: ${e.steps} steps in ${e.seconds.toFixed(1)} s, final loss ${
-          e.finalLoss.toFixed(4)
-        }, ` +
+        `${e.interrupted ? "stopped after" : "done:"} ${e.steps} steps in ${
+          e.seconds.toFixed(1)
+        } s, final loss ${Number.isFinite(e.finalLoss) ? e.finalLoss.toFixed(4) : "n/a"}, ` +
           `${e.tokensPerSec.toFixed(0)} tok/s` + (e.savedTo ? `, saved to ${e.savedTo}` : ""),
       ),
   };
+}
+
+/** `42s`, `3m05s`, `2h07m`: a duration for the ETA. */
+export function formatDuration(seconds: number): string {
+  if (!Number.isFinite(seconds) || seconds < 0) return "?";
+  const s = Math.round(seconds);
+  if (s < 60) return `${s}s`;
+  const pad = (n: number) => String(n).padStart(2, "0");
+  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`;
+  return `${Math.floor(s / 3600)}h${pad(Math.floor(s / 60) % 60)}m`;
 }

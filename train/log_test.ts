@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { consoleLogger, jsonLogger } from "./log.ts";
+import { consoleLogger, formatDuration, jsonLogger } from "./log.ts";
 
 const START = {
   model: "m",
@@ -13,9 +13,26 @@ const START = {
   adapter: "cpu",
   precision: "f32" as const,
   weights: "seeded" as const,
+  firstStep: 1,
 };
-const STEP = { step: 1, loss: 6.25, lr: 1e-3, gradNorm: 0.5, tokensPerSec: 100, ms: 320 };
-const END = { steps: 2, finalLoss: 6, seconds: 1.5, tokensPerSec: 90, savedTo: null };
+const STEP = {
+  step: 1,
+  steps: 2,
+  loss: 6.25,
+  lr: 1e-3,
+  gradNorm: 0.5,
+  tokensPerSec: 100,
+  ms: 320,
+  etaSeconds: 0.32,
+};
+const END = {
+  steps: 2,
+  interrupted: false,
+  finalLoss: 6,
+  seconds: 1.5,
+  tokensPerSec: 90,
+  savedTo: null,
+};
 
 Deno.test("jsonLogger writes one parseable object per line with the step fields", () => {
   const lines: string[] = [];
@@ -23,19 +40,24 @@ Deno.test("jsonLogger writes one parseable object per line with the step fields"
   log.start(START);
   log.step(STEP);
   log.eval({ step: 1, loss: 5.5, sequences: 8 });
+  log.save({ step: 1, path: "ck", reason: "interrupt" });
   log.end(END);
-  assert.equal(lines.length, 4);
+  assert.equal(lines.length, 5);
   const objs = lines.map((l) => JSON.parse(l));
-  assert.deepEqual(objs.map((o) => o.event), ["start", "step", "eval", "end"]);
+  assert.deepEqual(objs.map((o) => o.event), ["start", "step", "eval", "checkpoint", "end"]);
+  assert.deepEqual(objs[3], { event: "checkpoint", step: 1, path: "ck", reason: "interrupt" });
+  assert.equal(objs[4].interrupted, false);
   assert.deepEqual(objs[2], { event: "eval", step: 1, loss: 5.5, sequences: 8 });
   assert.deepEqual(objs[1], {
     event: "step",
     step: 1,
+    steps: 2,
     loss: 6.25,
     lr: 1e-3,
     grad_norm: 0.5,
     tokens_per_sec: 100,
     ms: 320,
+    eta_s: 0.32,
   });
   assert.ok(lines.every((l) => !l.includes("\n")));
 });
@@ -46,12 +68,21 @@ Deno.test("consoleLogger writes readable lines", () => {
   log.start(START);
   log.step(STEP);
   log.eval({ step: 1, loss: 5.5, sequences: 8 });
-  log.end({ ...END, savedTo: "out" });
+  log.save({ step: 1, path: "ck", reason: "interrupt" });
+  log.end({ ...END, steps: 1, interrupted: true, savedTo: "ck" });
   assert.match(lines[0], /1\.23M params/);
   assert.equal(lines[2], "eval after step 1 | loss 5.5000 | 8 sequences");
   assert.equal(
     lines[1],
-    "step 1 | loss 6.2500 | lr 1.00e-3 | grad norm 0.500 | 320 ms | 100 tok/s",
+    "step 1/2 | loss 6.2500 | lr 1.00e-3 | grad norm 0.500 | 320 ms | 100 tok/s | ETA 0s",
   );
-  assert.match(lines[3], /saved to out$/);
+  assert.equal(
+    lines[3],
+    "interrupted: saved the state after step 1 to ck (continue with --resume ck)",
+  );
+  assert.match(lines[4], /^stopped after 1 steps .*saved to ck$/);
+  assert.deepEqual(
+    [5, 65, 3725, NaN].map(formatDuration),
+    ["5s", "1m05s", "1h02m", "?"],
+  );
 });

@@ -12,22 +12,30 @@
  * @module
  */
 import { type LrScheduleName, parseTrainArgs, type TrainOptions, USAGE } from "./cli.ts";
-import { consoleLogger, jsonLogger } from "./log.ts";
+import {
+  captureTraining,
+  optimizerGeometry,
+  readTrainingCheckpoint,
+  restoreTraining,
+  writeTrainingCheckpoint,
+} from "./checkpoint.ts";
+import { consoleLogger, jsonLogger, type SaveRecord } from "./log.ts";
+import { nextSequence, type TrainerState, TrainerStateError } from "./train_state.ts";
 import { runTraining } from "./trainer.ts";
 import { checkTrainingMemory } from "./memory_plan.ts";
 import { parseArgsOrExit } from "../cli/entry.ts";
-import type { LrSchedule } from "../common/mod.ts";
+import { learningRate, type LrSchedule } from "../common/mod.ts";
 import {
   countParameters,
   initParams,
+  llamaConfigToHf,
   LlamaModel,
   type ParamLayout,
   readModelDir,
   resolvePrecision,
-  writeModelDir,
 } from "../model/mod.ts";
 import { AdamW, DistroOptimizer, type Optimizer } from "../optimizer/mod.ts";
-import { LocalDataProvider } from "../data/mod.ts";
+import { ensureCorpus, LocalDataProvider } from "../data/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
 
 /** The LR schedule for the CLI's flags: linear warmup from 0, then the shape down to lr/10. */
@@ -60,16 +68,76 @@ export function shuffleSeed(seed: number): Uint8Array {
   return out;
 }
 
-/** Runs a whole training from parsed options; `write` receives each log line. */
+/** What {@link train} did. */
+export interface TrainOutcome {
+  /** Per-step losses of the steps this call ran. */
+  losses: number[];
+  /** The last step done. */
+  lastStep: number;
+  /** True when `io.stop` ended the run before its last step. */
+  stopped: boolean;
+  /** The checkpoint folder written last, or null. */
+  savedTo: string | null;
+}
+
+/** The sequence length for `options` on a model of `maxPositions` positions. */
+export function sequenceLengthFor(options: TrainOptions, maxPositions: number): number {
+  const T = options.sequenceLength ?? Math.min(2048, maxPositions);
+  if (T > maxPositions) {
+    throw new RangeError(
+      `--sequence-length ${T} does not fit ${options.model}: its max_position_embeddings is ` +
+        `${maxPositions}`,
+    );
+  }
+  return T;
+}
+
+/**
+ * Runs a whole training from parsed options; `write` receives each log line. `io.stop` ends the
+ * run after the step in flight and saves a checkpoint (SIGINT/SIGTERM); `io.signal` aborts at
+ * once.
+ */
 export async function train(
   options: TrainOptions,
-  io: { write: (line: string) => void; signal?: AbortSignal },
-): Promise<{ losses: number[] }> {
-  await checkTrainingMemory(options, io.write);
-  const { config, layout, weights } = await readModelDir(options.model);
+  io: { write: (line: string) => void; signal?: AbortSignal; stop?: AbortSignal },
+): Promise<TrainOutcome> {
+  const chunking = { chunk: options.compressionChunk, topk: options.compressionTopk };
+  const resumed = options.resume === null
+    ? null
+    : await readTrainingCheckpoint(options.resume, { optimizer: options.optimizer, chunking });
+  const { config, layout, weights } = resumed ?? await readModelDir(options.model);
+  if (resumed !== null && options.model !== options.resume) {
+    const named = await readModelDir(options.model);
+    const a = llamaConfigToHf(named.config), b = llamaConfigToHf(resumed.config);
+    const differ = Object.keys(b).filter((k) =>
+      JSON.stringify(a[k as keyof typeof a]) !== JSON.stringify(b[k as keyof typeof b])
+    );
+    if (differ.length > 0) {
+      throw new RangeError(
+        `--model ${options.model} is not the model of --resume ${options.resume}: ` +
+          differ.map((k) =>
+            `${k} ${JSON.stringify(a[k as keyof typeof a])} vs ` +
+            JSON.stringify(b[k as keyof typeof b])
+          ).join(", "),
+      );
+    }
+  }
+  const sequenceLength = sequenceLengthFor(options, config.maxPositionEmbeddings);
+  // Before any GPU buffer is made: a run that cannot fit is refused with what would make it fit.
+  await checkTrainingMemory({ ...options, sequenceLength }, io.write);
   const logger = options.logs === "json" ? jsonLogger(io.write) : consoleLogger(io.write);
+  if (options.demoData) {
+    await ensureCorpus("bytes", {
+      onBuild: (dir, why) =>
+        io.write(
+          options.logs === "json"
+            ? JSON.stringify({ event: "build_corpus", dir, reason: why })
+            : `building the byte corpus in ${dir} (${why})`,
+        ),
+    });
+  }
   const dataset = {
-    seqLen: options.sequenceLength,
+    seqLen: sequenceLength,
     tokenSize: options.tokenSize === 2 ? "TwoBytes" : "FourBytes",
     vocabSize: config.vocabSize,
   } as const;
@@ -81,6 +149,23 @@ export async function train(
   });
   let evalData: LocalDataProvider | undefined;
   try {
+    const schedule = scheduleFor(options.lrSchedule, options);
+    const trainerState = (step: number): TrainerState => ({
+      step,
+      optimizer: options.optimizer,
+      totalBatch: options.totalBatch,
+      sequenceLength,
+      data: {
+        sequences: data.numSequences,
+        shuffleSeed: options.shuffle ? options.seed : null,
+        nextSequence: nextSequence(step, options.totalBatch, data.numSequences),
+      },
+      lrSchedule: schedule,
+      weightsDtype: options.saveDtype,
+    });
+    if (resumed !== null) {
+      checkResumable(resumed.trainer, trainerState(resumed.trainer.step), options);
+    }
     let evalSequences = 0;
     if (options.evalDataPath !== null) {
       evalData = await LocalDataProvider.open(options.evalDataPath, dataset);
@@ -89,7 +174,7 @@ export async function train(
       if (evalSequences === 0) {
         throw new RangeError(
           `--eval-data-path ${options.evalDataPath} has ${evalData.numSequences} sequences of ` +
-            `${options.sequenceLength} tokens; evaluation needs at least --micro-batch ${B}`,
+            `${sequenceLength} tokens; evaluation needs at least --micro-batch ${B}`,
         );
       }
     }
@@ -102,61 +187,116 @@ export async function train(
       layout,
       weights: initial,
       microBatch: options.microBatch,
-      seqLen: options.sequenceLength,
+      seqLen: sequenceLength,
       slots: options.totalBatch / options.microBatch,
     });
     using optimizer = makeOptimizer(rt, options, layout);
+    const parts = { rt, model, optimizer, signal: io.signal };
+    const firstStep = resumed === null ? 1 : resumed.trainer.step + 1;
+    if (resumed !== null) {
+      const lastLr = learningRate(schedule, resumed.trainer.step);
+      await restoreTraining(parts, { optimizer: resumed.optimizer, lastLr });
+    }
     logger.start({
       model: options.model,
       params: countParameters(config),
       optimizer: optimizer.name,
       steps: options.steps,
-      sequenceLength: options.sequenceLength,
+      sequenceLength,
       totalBatch: options.totalBatch,
       microBatch: options.microBatch,
       sequences: data.numSequences,
       adapter: rt.adapterName,
       precision,
-      weights: weights === null ? "seeded" : "loaded",
+      weights: resumed !== null ? "resumed" : weights === null ? "seeded" : "loaded",
+      firstStep,
     });
+    const geometry = optimizerGeometry(layout, options.optimizer, chunking);
+    let savedTo: string | null = null;
+    const save = async (step: number, lastLr: number, reason: SaveRecord["reason"]) => {
+      if (options.savePath === null) return;
+      const state = await captureTraining(parts, { lastLr });
+      await writeTrainingCheckpoint(options.savePath, {
+        config,
+        layout,
+        weights: state.weights,
+        trainer: trainerState(step),
+        optimizer: state.optimizer,
+      }, { geometry, dtype: options.saveDtype, maxShardBytes: options.maxShardBytes });
+      savedTo = options.savePath;
+      logger.save({ step, path: options.savePath, reason });
+    };
     const result = await runTraining(
-      { rt, model, optimizer, data, evalData, logger, signal: io.signal },
+      {
+        ...parts,
+        data,
+        evalData,
+        logger,
+        stop: io.stop,
+        checkpoint: (step, lr) => save(step, lr, "periodic"),
+      },
       {
         steps: options.steps,
         totalBatch: options.totalBatch,
         microBatch: options.microBatch,
-        schedule: scheduleFor(options.lrSchedule, options),
+        schedule,
         clipGradients: options.maxGradNorm > 0,
         evalEvery: options.evalEvery,
         evalSequences,
+        firstStep,
+        saveEvery: options.saveEvery,
       },
     );
-    if (options.savePath !== null) {
-      if (optimizer.encodeSettle !== undefined) {
-        const step = rt.beginStep("settle parameters");
-        optimizer.encodeSettle(step, model.params);
-        await step.submit();
-      }
-      await writeModelDir(options.savePath, {
-        config,
-        layout,
-        weights: await model.readParams(),
-        dtype: options.saveDtype,
-        maxShardBytes: options.maxShardBytes,
-      });
+    // A run stopped before its first step has nothing new: the resumed folder already holds it.
+    if (result.lastStep >= firstStep) {
+      await save(result.lastStep, result.lastLr, result.stopped ? "interrupt" : "end");
     }
     logger.end({
-      steps: options.steps,
-      finalLoss: result.losses[result.losses.length - 1],
+      steps: result.lastStep,
+      interrupted: result.stopped,
+      finalLoss: result.losses.length > 0 ? result.losses[result.losses.length - 1] : NaN,
       seconds: result.seconds,
       tokensPerSec: result.tokensPerSec,
-      savedTo: options.savePath,
+      savedTo,
     });
-    return { losses: result.losses };
+    return { losses: result.losses, lastStep: result.lastStep, stopped: result.stopped, savedTo };
   } finally {
     await data.close();
     await evalData?.close();
   }
+}
+
+/**
+ * Throws a TrainerStateError naming every setting of this run that would not continue the saved
+ * one: the data position and batch geometry must match, and there must be steps left.
+ */
+function checkResumable(saved: TrainerState, now: TrainerState, options: TrainOptions): void {
+  const where = `Cannot resume from "${options.resume}"`;
+  const problems: string[] = [];
+  if (saved.totalBatch !== now.totalBatch) {
+    problems.push(`it used --total-batch ${saved.totalBatch}, this run ${now.totalBatch}`);
+  }
+  if (saved.sequenceLength !== now.sequenceLength) {
+    problems.push(
+      `it used --sequence-length ${saved.sequenceLength}, this run ${now.sequenceLength}`,
+    );
+  }
+  if (saved.data.sequences !== now.data.sequences) {
+    problems.push(
+      `its data had ${saved.data.sequences} sequences, --data-path ${options.dataPath} has ` +
+        now.data.sequences,
+    );
+  }
+  if (saved.data.shuffleSeed !== now.data.shuffleSeed) {
+    const show = (s: number | null) => s === null ? "--no-shuffle" : `--seed ${s}`;
+    problems.push(
+      `it shuffled with ${show(saved.data.shuffleSeed)}, this run ${show(now.data.shuffleSeed)}`,
+    );
+  }
+  if (saved.step >= options.steps) {
+    problems.push(`it is at step ${saved.step}, --steps ${options.steps} leaves nothing to run`);
+  }
+  if (problems.length > 0) throw new TrainerStateError(`${where}: ${problems.join("; ")}`);
 }
 
 /** The optimizer the flags ask for, over the flat parameter buffer of `layout`. */
@@ -192,15 +332,27 @@ function makeOptimizer(rt: GpuRuntime, options: TrainOptions, layout: ParamLayou
 
 if (import.meta.main) {
   const options = parseArgsOrExit(parseTrainArgs, USAGE);
-  const controller = new AbortController();
-  const onInterrupt = () => controller.abort(new Error("interrupted"));
-  Deno.addSignalListener("SIGINT", onInterrupt);
+  // The first SIGINT/SIGTERM finishes the step in flight, saves and exits 0; a second aborts.
+  const stop = new AbortController();
+  const abort = new AbortController();
+  const onSignal = () => {
+    if (!stop.signal.aborted) {
+      stop.abort(new Error("interrupted"));
+      console.error("train: stopping after this step and saving (again to abort without saving)");
+    } else abort.abort(new Error("interrupted twice: aborted without saving"));
+  };
+  const signals = ["SIGINT", "SIGTERM"] as const;
+  for (const s of signals) Deno.addSignalListener(s, onSignal);
   try {
-    await train(options, { write: (l) => console.log(l), signal: controller.signal });
+    await train(options, {
+      write: (l) => console.log(l),
+      signal: abort.signal,
+      stop: stop.signal,
+    });
   } catch (e) {
     console.error(`train: ${(e as Error).message}`);
     Deno.exit(1);
   } finally {
-    Deno.removeSignalListener("SIGINT", onInterrupt);
+    for (const s of signals) Deno.removeSignalListener(s, onSignal);
   }
 }

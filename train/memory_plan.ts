@@ -22,7 +22,7 @@ export const TRAIN_MEMORY_FLAGS = { microBatch: "--micro-batch", seqLen: "--sequ
  * prints nothing: creating the runtime reports that more clearly.
  */
 export async function checkTrainingMemory(
-  options: TrainOptions,
+  options: TrainOptions & { sequenceLength: number },
   write: (line: string) => void,
 ): Promise<void> {
   const limits = await adapterMemoryLimits();

@@ -3,10 +3,11 @@ import { checkTrainingMemory } from "./memory_plan.ts";
 import { parseTrainArgs, type TrainOptions } from "./cli.ts";
 import { MemoryPlanError } from "../model/mod.ts";
 
-function options(args: string[]): TrainOptions {
+function options(args: string[]): TrainOptions & { sequenceLength: number } {
   const o = parseTrainArgs(["--data-path=unused", "--logs=console", ...args]);
   if (o === "help") throw new Error("unexpected help");
-  return o;
+  if (o.sequenceLength === null) throw new Error("the tests give --sequence-length");
+  return { ...o, sequenceLength: o.sequenceLength };
 }
 
 Deno.test("train prints the memory plan before loading, for the tiny and the 1B model", async () => {

@@ -18,6 +18,10 @@
  *   and after the last step (forward only; evaluation time is not counted in the step's ms).
  * - Deterministic: the same weights, data and settings give the same losses, step for step, on
  *   one adapter (every kernel reduces in a fixed order).
+ * - Resumable: a run may start at `firstStep` > 1 with the weights and optimizer state saved
+ *   after step `firstStep − 1` (train/checkpoint.ts); it then continues bit for bit as if it had
+ *   never stopped. `stop` ends the run cleanly between two steps (the step in flight finishes);
+ *   `checkpoint` is called every `saveEvery` steps, between steps.
  *
  * The networked client reuses {@link encodeGradients} (gradients of its assigned batch) or the
  * whole {@link trainStep}; only the data assignment and the optimizer's exchange differ.
@@ -43,7 +47,12 @@ export interface TrainerParts {
   logger: TrainLogger;
   /** Milliseconds, monotonic (default `performance.now`). */
   clock?: () => number;
+  /** Aborts at once (the step in flight is lost): a second Ctrl-C. */
   signal?: AbortSignal;
+  /** Ends the run after the step in flight: the run returns with `stopped` set. */
+  stop?: AbortSignal;
+  /** Saves a checkpoint after step `step` (trained with `lr`); called every `saveEvery` steps. */
+  checkpoint?: (step: number, lr: number) => Promise<void>;
 }
 
 /** How long and how big. */
@@ -61,6 +70,24 @@ export interface TrainSettings {
   evalEvery?: number;
   /** Evaluation sequences (the first ones of `evalData`), a multiple of the micro-batch. */
   evalSequences?: number;
+  /** The first step to run (default 1); the state must be that after step `firstStep − 1`. */
+  firstStep?: number;
+  /** Call `parts.checkpoint` after every this many steps (0, the default: never). */
+  saveEvery?: number;
+}
+
+/** What {@link runTraining} did. */
+export interface TrainingResult {
+  /** The loss of every step run, in order (from `firstStep`). */
+  losses: number[];
+  /** The last step done (`firstStep − 1` when stopped before the first). */
+  lastStep: number;
+  /** The learning rate of the last step done (0 when none was). */
+  lastLr: number;
+  /** True when `parts.stop` ended the run before `steps`. */
+  stopped: boolean;
+  seconds: number;
+  tokensPerSec: number;
 }
 
 /** What one step produced. */
@@ -164,14 +191,19 @@ export async function evaluate(
   return lossSum / (sequences * (T - 1));
 }
 
-/** Runs `settings.steps` steps, logging each; returns the per-step losses. */
+/**
+ * Runs steps `firstStep..steps`, logging each, until done or `parts.stop` aborts; returns the
+ * per-step losses.
+ */
 export async function runTraining(
   parts: TrainerParts,
   settings: TrainSettings,
-): Promise<{ losses: number[]; seconds: number; tokensPerSec: number }> {
+): Promise<TrainingResult> {
   const { model, data, logger } = parts;
   const clock = parts.clock ?? (() => performance.now());
   const { steps, totalBatch, microBatch } = settings;
+  const firstStep = settings.firstStep ?? 1;
+  const saveEvery = settings.saveEvery ?? 0;
   if (totalBatch % microBatch !== 0) {
     throw new RangeError(
       `total batch ${totalBatch} is not a multiple of micro-batch ${microBatch}`,
@@ -187,6 +219,9 @@ export async function runTraining(
       `data sequences have ${data.seqLen} tokens, the model expects ${model.seqLen}`,
     );
   }
+  if (!Number.isInteger(firstStep) || firstStep < 1 || firstStep > steps) {
+    throw new RangeError(`first step ${firstStep} outside [1, ${steps}]`);
+  }
   const plan = { totalBatch, microBatch, numSequences: data.numSequences };
   const perStep = totalBatch / microBatch;
   const tokensPerStep = totalBatch * model.seqLen;
@@ -200,42 +235,74 @@ export async function runTraining(
     return out;
   };
   // The next step's data is read while the GPU runs the current step.
-  let next = fetchStep(1);
-  for (let s = 1; s <= steps; s++) {
-    parts.signal?.throwIfAborted();
-    const start = clock();
-    const microBatches = await next;
-    if (s < steps) {
-      next = fetchStep(s + 1);
-      next.catch(() => {}); // surfaced by the await above on the next iteration
+  let next: Promise<Uint32Array[]> | null = fetchStep(firstStep);
+  next.catch(() => {}); // surfaced by the await below, or dropped when the run stops first
+  let lastStep = firstStep - 1;
+  let lastLr = 0;
+  let stopped = false;
+  try {
+    for (let s = firstStep; s <= steps; s++) {
+      parts.signal?.throwIfAborted();
+      if (parts.stop?.aborted) {
+        stopped = true;
+        break;
+      }
+      const start = clock();
+      const microBatches: Uint32Array[] = await next!;
+      next = null;
+      if (s < steps) {
+        next = fetchStep(s + 1);
+        next.catch(() => {});
+      }
+      const lr = learningRate(settings.schedule, s);
+      const result = await trainStep(parts, {
+        stepNumber: s,
+        lr,
+        microBatches,
+        clipGradients: settings.clipGradients,
+      });
+      if (!Number.isFinite(result.loss)) {
+        throw new Error(`step ${s}: loss is ${result.loss} (training diverged)`);
+      }
+      lastStep = s;
+      lastLr = lr;
+      const now = clock();
+      const ms = now - start;
+      losses.push(result.loss);
+      // ETA from the mean wall time of this run's steps so far (evaluations and saves included).
+      const done = s - firstStep + 1;
+      logger.step({
+        step: s,
+        steps,
+        loss: result.loss,
+        lr,
+        gradNorm: result.gradNorm,
+        tokensPerSec: tokensPerStep / (ms / 1000),
+        ms,
+        etaSeconds: ((now - t0) / done) * (steps - s) / 1000,
+      });
+      const every = settings.evalEvery ?? 0;
+      if (parts.evalData && (s === steps || (every > 0 && s % every === 0))) {
+        const sequences = settings.evalSequences ?? model.microBatch;
+        const loss = await evaluate({ ...parts, data: parts.evalData }, { sequences });
+        logger.eval({ step: s, loss, sequences });
+      }
+      if (parts.checkpoint && saveEvery > 0 && s % saveEvery === 0 && s < steps) {
+        await parts.checkpoint(s, lr);
+      }
     }
-    const lr = learningRate(settings.schedule, s);
-    const result = await trainStep(parts, {
-      stepNumber: s,
-      lr,
-      microBatches,
-      clipGradients: settings.clipGradients,
-    });
-    if (!Number.isFinite(result.loss)) {
-      throw new Error(`step ${s}: loss is ${result.loss} (training diverged)`);
-    }
-    const ms = clock() - start;
-    losses.push(result.loss);
-    logger.step({
-      step: s,
-      loss: result.loss,
-      lr,
-      gradNorm: result.gradNorm,
-      tokensPerSec: tokensPerStep / (ms / 1000),
-      ms,
-    });
-    const every = settings.evalEvery ?? 0;
-    if (parts.evalData && (s === steps || (every > 0 && s % every === 0))) {
-      const sequences = settings.evalSequences ?? model.microBatch;
-      const loss = await evaluate({ ...parts, data: parts.evalData }, { sequences });
-      logger.eval({ step: s, loss, sequences });
-    }
+  } finally {
+    // No read may outlive the run: the caller closes the data provider next.
+    await next?.catch(() => {});
   }
   const seconds = (clock() - t0) / 1000;
-  return { losses, seconds, tokensPerSec: (tokensPerStep * steps) / seconds };
+  const ran = lastStep - firstStep + 1;
+  return {
+    losses,
+    lastStep,
+    lastLr,
+    stopped,
+    seconds,
+    tokensPerSec: seconds > 0 ? (tokensPerStep * ran) / seconds : 0,
+  };
 }

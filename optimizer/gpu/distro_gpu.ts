@@ -20,7 +20,7 @@
  * @module
  */
 
-import type { Optimizer, OptimizerStepArgs } from "../optimizer.ts";
+import type { DistroState, Optimizer, OptimizerState, OptimizerStepArgs } from "../optimizer.ts";
 import { quantizeSigns, type SparseParam } from "../compress.ts";
 import { type DistroConfig, validateDistroConfig } from "../distro.ts";
 import type { AggregatedParam } from "../exact.ts";
@@ -475,6 +475,79 @@ export class DistroOptimizer implements Optimizer {
   /** The {@link Optimizer} hook: undoes the pending lookahead before a checkpoint. */
   encodeSettle(step: GpuStep, params: GPUBuffer): void {
     this.encodeUndoLookahead(step, params);
+  }
+
+  /**
+   * The lookahead {@link encodeSettle} undid, with the last step's lr: `θ` is saved and moved to
+   * `θ − lastLr·sign(δ)` again, the same bits a straight run holds. A no-op before the first
+   * result.
+   */
+  encodeResume(step: GpuStep, args: { params: GPUBuffer; lastLr: number }): void {
+    checkLearningRate("lastLr", args.lastLr);
+    if (this.#lookahead !== "none") {
+      throw new Error(
+        `DistroOptimizer: resume needs a settled optimizer, found ${this.#lookahead}`,
+      );
+    }
+    this.encodeLookahead(step, { params: args.params, prevLr: args.lastLr });
+  }
+
+  /** δ and the latest own result (unquantized); see {@link Optimizer.readState}. */
+  async readState(options: { signal?: AbortSignal } = {}): Promise<DistroState> {
+    const delta = await this.#rt.read({ buffer: this.delta, size: this.#size * 4 }, options);
+    if (!this.#hasOwn) return { kind: "distro", delta, own: null };
+    const bytes = this.#entries * 4;
+    const [indices, values] = await Promise.all([
+      this.#rt.readU32({ buffer: this.#ownIdx[this.#cur], size: bytes }, options),
+      this.#rt.read({ buffer: this.#ownVal[this.#cur], size: bytes }, options),
+    ]);
+    return { kind: "distro", delta, own: { indices, values } };
+  }
+
+  /**
+   * Replaces δ and the own result; see {@link Optimizer.loadState}. The optimizer must be
+   * settled (no pending lookahead); {@link encodeResume} sets the lookahead up again.
+   */
+  loadState(state: OptimizerState): void {
+    if (state.kind !== "distro") {
+      throw new RangeError(`DistroOptimizer: cannot load the state of a ${state.kind} optimizer`);
+    }
+    if (state.delta.length !== this.#size) {
+      throw new RangeError(
+        `DistroOptimizer: state delta holds ${state.delta.length} floats, expected ${this.#size}`,
+      );
+    }
+    const entries = this.#params.reduce((a, p) => a + p.layout.chunks * p.layout.k, 0);
+    if (state.own !== null) {
+      for (const [name, a] of [["indices", state.own.indices], ["values", state.own.values]]) {
+        if (a.length !== entries) {
+          throw new RangeError(
+            `DistroOptimizer: own result ${name} hold ${a.length} entries, expected ${entries}`,
+          );
+        }
+      }
+      this.#params.forEach((p, n) => {
+        const { totalk, chunks, k, name } = p.layout;
+        const idx = state.own!.indices.subarray(p.entry, p.entry + chunks * k);
+        const bad = idx.findIndex((i) => i >= totalk);
+        if (bad >= 0) {
+          throw new RangeError(
+            `DistroOptimizer: own result of parameter ${n} "${name}": index ${idx[bad]} at ` +
+              `entry ${bad} is not below its chunk size ${totalk}`,
+          );
+        }
+      });
+    }
+    if (this.#lookahead !== "none") {
+      throw new Error(`DistroOptimizer: load needs a settled optimizer, found ${this.#lookahead}`);
+    }
+    this.#rt.write(this.delta, state.delta);
+    this.#cur = 0;
+    this.#hasOwn = state.own !== null;
+    if (state.own !== null) {
+      this.#rt.write(this.#ownIdx[0], state.own.indices);
+      this.#rt.write(this.#ownVal[0], state.own.values);
+    }
   }
 
   /**

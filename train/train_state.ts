@@ -1,0 +1,311 @@
+/**
+ * The training-state half of a resumable checkpoint, beside the Hugging Face model files
+ * (`config.json`, `model.safetensors`): pure encoders and validating decoders, no I/O
+ * (train/checkpoint.ts reads and writes the folder). docs/training.md documents the format.
+ *
+ * - `trainer_state.json`: the format tag and version, the optimizer steps done (`step`), the
+ *   optimizer kind, the batch geometry and data position (`total_batch`, `sequence_length`,
+ *   `data.sequences`, `data.shuffle_seed`, `data.next_sequence`), the learning-rate schedule the
+ *   run used, and the dtype of the saved weights.
+ * - `optimizer.safetensors`: the optimizer's tensors, per parameter, named after the
+ *   parameter: AdamW `{param}.exp_avg` and `{param}.exp_avg_sq` (F32, the parameter's shape);
+ *   DisTrO `{param}.delta` (F32, the parameter's shape) and, once a step was taken,
+ *   `{param}.own_indices` (U32) and `{param}.own_values` (F32), both `[chunks, k]`. The
+ *   `__metadata__` repeats the format, the optimizer kind and (AdamW) its step count.
+ *
+ * @module
+ */
+import type { LrSchedule } from "../common/mod.ts";
+import {
+  type FloatDtype,
+  type ParamLayout,
+  type SafetensorsFile,
+  type StoredTensor,
+  tensorFromFloat32,
+} from "../model/mod.ts";
+import type { ChunkLayout, OptimizerState } from "../optimizer/mod.ts";
+
+/** File of the trainer state inside a checkpoint folder. */
+export const TRAINER_STATE_FILE = "trainer_state.json";
+/** File of the optimizer tensors inside a checkpoint folder. */
+export const OPTIMIZER_FILE = "optimizer.safetensors";
+/** The `format` tag of both files. */
+export const STATE_FORMAT = "psyche-ts/trainer-state";
+/** The version this code writes and reads. */
+export const STATE_VERSION = 1;
+
+/** What `trainer_state.json` holds. */
+export interface TrainerState {
+  /** Optimizer steps done; the resumed run's first step is `step + 1`. */
+  step: number;
+  optimizer: "adamw" | "distro";
+  /** Sequences per step (G). */
+  totalBatch: number;
+  /** Tokens per sequence (T). */
+  sequenceLength: number;
+  /** Sequences in the dataset, its shuffle seed (null: file order) and the next to read. */
+  data: { sequences: number; shuffleSeed: number | null; nextSequence: number };
+  /** The schedule of the run that saved (the resumed run uses its own flags' schedule). */
+  lrSchedule: LrSchedule;
+  /** Dtype of `model.safetensors`: a resume is bit-exact only from F32 weights. */
+  weightsDtype: FloatDtype;
+}
+
+/** A checkpoint folder's training state that cannot be used; the message names what is wrong. */
+export class TrainerStateError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "TrainerStateError";
+  }
+}
+
+/** The sequence step `step + 1` reads first: `step·G mod N` (train/batches.ts). */
+export function nextSequence(step: number, totalBatch: number, sequences: number): number {
+  return (step * totalBatch) % sequences;
+}
+
+/** `trainer_state.json`'s text. */
+export function encodeTrainerState(s: TrainerState): string {
+  return JSON.stringify(
+    {
+      format: STATE_FORMAT,
+      version: STATE_VERSION,
+      step: s.step,
+      optimizer: s.optimizer,
+      total_batch: s.totalBatch,
+      sequence_length: s.sequenceLength,
+      data: {
+        sequences: s.data.sequences,
+        shuffle_seed: s.data.shuffleSeed,
+        next_sequence: s.data.nextSequence,
+      },
+      lr_schedule: s.lrSchedule,
+      weights_dtype: s.weightsDtype,
+    },
+    null,
+    2,
+  ) + "\n";
+}
+
+/** Parses and checks `trainer_state.json`; `file` names it in errors. */
+export function decodeTrainerState(text: string, file = TRAINER_STATE_FILE): TrainerState {
+  const fail = (what: string): never => {
+    throw new TrainerStateError(`Cannot resume from "${file}": ${what}`);
+  };
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    fail(`not JSON (${(e as Error).message})`);
+  }
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) fail("not a JSON object");
+  const o = raw as Record<string, unknown>;
+  if (o.format !== STATE_FORMAT) {
+    fail(`"format" is ${JSON.stringify(o.format)}, expected "${STATE_FORMAT}"`);
+  }
+  if (o.version !== STATE_VERSION) {
+    fail(`"version" is ${JSON.stringify(o.version)}, this build reads version ${STATE_VERSION}`);
+  }
+  const int = (v: unknown, key: string, min: number): number => {
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < min) {
+      fail(`"${key}" must be an integer >= ${min}, found ${JSON.stringify(v)}`);
+    }
+    return v as number;
+  };
+  const step = int(o.step, "step", 1);
+  if (o.optimizer !== "adamw" && o.optimizer !== "distro") {
+    fail(`"optimizer" must be "adamw" or "distro", found ${JSON.stringify(o.optimizer)}`);
+  }
+  const totalBatch = int(o.total_batch, "total_batch", 1);
+  const sequenceLength = int(o.sequence_length, "sequence_length", 2);
+  const d = o.data as Record<string, unknown> | null;
+  if (typeof d !== "object" || d === null || Array.isArray(d)) fail(`"data" is not an object`);
+  const sequences = int(d!.sequences, "data.sequences", 1);
+  const seed = d!.shuffle_seed;
+  if (seed !== null && (typeof seed !== "number" || !Number.isInteger(seed) || seed < 0)) {
+    fail(`"data.shuffle_seed" must be null or an integer >= 0, found ${JSON.stringify(seed)}`);
+  }
+  const next = int(d!.next_sequence, "data.next_sequence", 0);
+  if (next !== nextSequence(step, totalBatch, sequences)) {
+    fail(
+      `"data.next_sequence" is ${next}, but step ${step} of ${totalBatch} sequences over ` +
+        `${sequences} ends at ${nextSequence(step, totalBatch, sequences)}`,
+    );
+  }
+  const schedule = o.lr_schedule as Record<string, unknown> | null;
+  if (typeof schedule !== "object" || schedule === null || typeof schedule.kind !== "string") {
+    fail(`"lr_schedule" is not a schedule object`);
+  }
+  if (!["F32", "BF16", "F16"].includes(o.weights_dtype as string)) {
+    fail(`"weights_dtype" must be F32, BF16 or F16, found ${JSON.stringify(o.weights_dtype)}`);
+  }
+  return {
+    step,
+    optimizer: o.optimizer as "adamw" | "distro",
+    totalBatch,
+    sequenceLength,
+    data: { sequences, shuffleSeed: seed as number | null, nextSequence: next },
+    lrSchedule: schedule as unknown as LrSchedule,
+    weightsDtype: o.weights_dtype as FloatDtype,
+  };
+}
+
+/** How `optimizer.safetensors` maps onto the flat buffers: the parameters and DisTrO's chunks. */
+export interface OptimizerGeometry {
+  layout: ParamLayout;
+  /** DisTrO's chunk layout per parameter (in `layout.entries` order); unused for AdamW. */
+  chunks?: readonly ChunkLayout[];
+}
+
+function u32Tensor(values: Uint32Array, shape: number[]): StoredTensor {
+  return { dtype: "U32", shape, bytes: new Uint8Array(values.slice().buffer) };
+}
+
+/** The optimizer state as `optimizer.safetensors`' tensors, per parameter. */
+export function optimizerToSafetensors(
+  state: OptimizerState,
+  geometry: OptimizerGeometry,
+): SafetensorsFile {
+  const { layout } = geometry;
+  const tensors = new Map<string, StoredTensor>();
+  const view = (flat: Float32Array, e: { offset: number; size: number }) =>
+    flat.subarray(e.offset, e.offset + e.size);
+  const metadata: Record<string, string> = { format: STATE_FORMAT, optimizer: state.kind };
+  switch (state.kind) {
+    case "adamw":
+      metadata.step = String(state.step);
+      for (const e of layout.entries) {
+        tensors.set(`${e.name}.exp_avg`, tensorFromFloat32(view(state.m, e), e.shape, "F32"));
+        tensors.set(`${e.name}.exp_avg_sq`, tensorFromFloat32(view(state.v, e), e.shape, "F32"));
+      }
+      break;
+    case "distro": {
+      const chunks = distroChunks(geometry);
+      metadata.has_result = String(state.own !== null);
+      let entry = 0;
+      for (const [n, e] of layout.entries.entries()) {
+        tensors.set(`${e.name}.delta`, tensorFromFloat32(view(state.delta, e), e.shape, "F32"));
+        const { chunks: c, k } = chunks[n];
+        if (state.own !== null) {
+          const span = [entry, entry + c * k] as const;
+          tensors.set(
+            `${e.name}.own_indices`,
+            u32Tensor(state.own.indices.subarray(...span), [c, k]),
+          );
+          tensors.set(
+            `${e.name}.own_values`,
+            tensorFromFloat32(state.own.values.subarray(...span), [c, k], "F32"),
+          );
+        }
+        entry += c * k;
+      }
+      break;
+    }
+  }
+  return { tensors, metadata };
+}
+
+function distroChunks(geometry: OptimizerGeometry): readonly ChunkLayout[] {
+  const chunks = geometry.chunks;
+  if (chunks === undefined || chunks.length !== geometry.layout.entries.length) {
+    throw new RangeError("DisTrO state needs the chunk layout of every parameter");
+  }
+  return chunks;
+}
+
+/**
+ * The optimizer state of `optimizer.safetensors`, checked against the expected `kind` and the
+ * model's geometry: a TrainerStateError names the missing, unexpected or misshaped tensor, or
+ * the optimizer kind that does not match. `step` is the trainer's (AdamW's count must equal it).
+ */
+export function optimizerFromSafetensors(
+  file: SafetensorsFile,
+  expect: OptimizerGeometry & { kind: "adamw" | "distro"; step: number; path?: string },
+): OptimizerState {
+  const where = expect.path ?? OPTIMIZER_FILE;
+  const fail = (what: string): never => {
+    throw new TrainerStateError(`Cannot resume from "${where}": ${what}`);
+  };
+  const meta = file.metadata ?? {};
+  if (meta.format !== STATE_FORMAT) {
+    fail(`__metadata__.format is ${JSON.stringify(meta.format)}, expected "${STATE_FORMAT}"`);
+  }
+  if (meta.optimizer !== expect.kind) {
+    fail(
+      `it holds the state of ${JSON.stringify(meta.optimizer)}, but this run uses ` +
+        `--optimizer ${expect.kind}`,
+    );
+  }
+  const { layout } = expect;
+  const used = new Set<string>();
+  const take = (name: string, dtype: "F32" | "U32", shape: readonly number[]): Uint8Array => {
+    const t = file.tensors.get(name);
+    if (t === undefined) return fail(`tensor "${name}" is missing`);
+    if (t.dtype !== dtype) fail(`tensor "${name}" has dtype ${t.dtype}, expected ${dtype}`);
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+      fail(
+        `tensor "${name}" has shape [${t.shape.join(", ")}], expected [${shape.join(", ")}] ` +
+          `(a checkpoint of another model shape?)`,
+      );
+    }
+    used.add(name);
+    return t.bytes;
+  };
+  const floats = (bytes: Uint8Array) => new Float32Array(bytes.slice().buffer);
+  let state: OptimizerState;
+  if (expect.kind === "adamw") {
+    const step = Number(meta.step);
+    if (meta.step !== String(step) || step !== expect.step) {
+      fail(
+        `AdamW's step count ${JSON.stringify(meta.step)} differs from the trainer's ${expect.step}`,
+      );
+    }
+    const m = new Float32Array(layout.totalSize);
+    const v = new Float32Array(layout.totalSize);
+    for (const e of layout.entries) {
+      m.set(floats(take(`${e.name}.exp_avg`, "F32", e.shape)), e.offset);
+      v.set(floats(take(`${e.name}.exp_avg_sq`, "F32", e.shape)), e.offset);
+    }
+    state = { kind: "adamw", step, m, v };
+  } else {
+    const chunks = distroChunks(expect);
+    if (meta.has_result !== "true" && meta.has_result !== "false") {
+      fail(
+        `__metadata__.has_result must be "true" or "false", found ${
+          JSON.stringify(meta.has_result)
+        }`,
+      );
+    }
+    const hasResult = meta.has_result === "true";
+    const delta = new Float32Array(layout.totalSize);
+    const entries = chunks.reduce((a, c) => a + c.chunks * c.k, 0);
+    const indices = new Uint32Array(entries);
+    const values = new Float32Array(entries);
+    let entry = 0;
+    for (const [n, e] of layout.entries.entries()) {
+      delta.set(floats(take(`${e.name}.delta`, "F32", e.shape)), e.offset);
+      const { chunks: c, k } = chunks[n];
+      if (hasResult) {
+        const idx = new Uint32Array(take(`${e.name}.own_indices`, "U32", [c, k]).slice().buffer);
+        const bad = idx.findIndex((i) => i >= chunks[n].totalk);
+        if (bad >= 0) {
+          fail(
+            `tensor "${e.name}.own_indices" entry ${bad} is ${idx[bad]}, not below ${
+              chunks[n].totalk
+            }`,
+          );
+        }
+        indices.set(idx, entry);
+        values.set(floats(take(`${e.name}.own_values`, "F32", [c, k])), entry);
+      }
+      entry += c * k;
+    }
+    state = { kind: "distro", delta, own: hasResult ? { indices, values } : null };
+  }
+  for (const name of file.tensors.keys()) {
+    if (!used.has(name)) {
+      fail(`unexpected tensor "${name}" (not part of this model's ${expect.kind} state)`);
+    }
+  }
+  return state;
+}

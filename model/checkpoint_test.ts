@@ -6,6 +6,7 @@ import {
   readModelDir,
   weightsFromSafetensors,
   weightsToSafetensors,
+  writeDirAtomically,
   writeModelDir,
 } from "./checkpoint.ts";
 import {
@@ -327,4 +328,30 @@ Deno.test("broken shard sets are refused, naming the file and the tensor", async
       `Cannot load "${dir}": it holds ${S1} but no model.safetensors.index.json (an ` +
       `interrupted save or download?); restore the index or remove the shards`,
   );
+});
+
+Deno.test("writeDirAtomically replaces a folder whole, and a failed fill leaves the old one", async () => {
+  const root = await Deno.makeTempDir();
+  const dir = `${root}/ck`;
+  const names = () => [...Deno.readDirSync(root)].map((e) => e.name).sort();
+  try {
+    await writeDirAtomically(dir, (tmp) => Deno.writeTextFile(`${tmp}/a`, "1"));
+    await writeDirAtomically(dir, (tmp) => Deno.writeTextFile(`${tmp}/b`, "2"));
+    assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["b"]);
+    await assert.rejects(
+      () =>
+        writeDirAtomically(dir, async (tmp) => {
+          await Deno.writeTextFile(`${tmp}/half`, "");
+          throw new Error("disk full");
+        }),
+      /disk full/,
+    );
+    assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["b"]);
+    assert.deepEqual(names(), ["ck"]); // no temporary folder left behind
+    // A save cut off between its renames: the error points at the complete previous folder.
+    await Deno.rename(dir, `${dir}.previous`);
+    await assert.rejects(() => readModelDir(dir), /ck\.previous" holds the checkpoint it replaced/);
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
 });

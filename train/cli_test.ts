@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { parseTrainArgs } from "./cli.ts";
+import { DEMO_CORPUS, DEMO_DEFAULTS, DEMO_MODEL, parseTrainArgs } from "./cli.ts";
 import { UsageError } from "../common/mod.ts";
 
 const BASE = ["--model", "m", "--data-path", "d"];
@@ -8,12 +8,14 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
   const d = parseTrainArgs(BASE);
   assert.notEqual(d, "help");
   if (d === "help") return;
-  assert.equal(d.sequenceLength, 2048);
+  assert.equal(d.sequenceLength, null); // the model's max_position_embeddings, at most 2048
   assert.equal(d.totalBatch, 256);
   assert.equal(d.learningRate, 4e-4);
   assert.equal(d.lrSchedule, "cosine");
   assert.equal(d.maxGradNorm, 1);
-  assert.equal(d.savePath, null);
+  assert.equal(d.savePath, "checkpoints/m");
+  assert.equal(d.saveEvery, 0);
+  assert.equal(d.resume, null);
   assert.equal(d.evalDataPath, null);
   assert.equal(d.precision, "auto");
   const o = parseTrainArgs([
@@ -39,6 +41,8 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     "--seed=9",
     "--no-shuffle",
     "--save-path=out",
+    "--save-every=7",
+    "--resume=ck",
     "--save-dtype=bf16",
     "--max-shard-size=1GiB",
     "--eval-data-path=v",
@@ -50,6 +54,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
   assert.deepEqual(o, {
     model: "m",
     dataPath: "d",
+    demoData: false,
     tokenSize: 4,
     sequenceLength: 64,
     microBatch: 2,
@@ -71,6 +76,8 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     seed: 9,
     shuffle: false,
     savePath: "out",
+    saveEvery: 7,
+    resume: "ck",
     saveDtype: "BF16",
     maxShardBytes: 2 ** 30,
     evalDataPath: "v",
@@ -84,7 +91,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
 
 Deno.test("parseTrainArgs: errors name the flag", () => {
   const cases: [string[], RegExp][] = [
-    [["--data-path", "d"], /--model is required/],
+    [[...BASE, "--save-every=x"], /--save-every must be an integer/],
     [[...BASE, "--token-size=3"], /--token-size must be/],
     [
       [...BASE, "--micro-batch=3", "--total-batch=8"],
@@ -119,4 +126,24 @@ Deno.test("--quantize-1bit selects 1-bit DisTrO values, like --distro-quantizati
   assert.ok(quantized !== "help" && plain !== "help");
   assert.equal(quantized.distroQuantization, true);
   assert.equal(plain.distroQuantization, false);
+});
+
+Deno.test("parseTrainArgs: no flags is the demo; --resume names the model and the save path", () => {
+  const demo = parseTrainArgs([]);
+  assert.ok(demo !== "help");
+  assert.equal(demo.model, DEMO_MODEL);
+  assert.equal(demo.dataPath, `${DEMO_CORPUS}/train`);
+  assert.equal(demo.demoData, true);
+  assert.equal(demo.evalDataPath, `${DEMO_CORPUS}/validation`);
+  assert.equal(demo.sequenceLength, DEMO_DEFAULTS.sequenceLength);
+  assert.equal(demo.totalBatch, DEMO_DEFAULTS.totalBatch);
+  assert.equal(demo.steps, DEMO_DEFAULTS.steps);
+  assert.equal(demo.savePath, "checkpoints/llama-bytes");
+  const resumed = parseTrainArgs(["--resume=runs/ck/", "--data-path=d"]);
+  assert.ok(resumed !== "help");
+  assert.deepEqual([resumed.model, resumed.savePath], ["runs/ck/", "runs/ck/"]);
+  assert.equal(resumed.totalBatch, 256); // Psyche's defaults, not the demo's
+  const unsaved = parseTrainArgs([...BASE, "--no-save"]);
+  assert.ok(unsaved !== "help");
+  assert.equal(unsaved.savePath, null);
 });

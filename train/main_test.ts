@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { scheduleFor, shuffleSeed } from "./main.ts";
+import { readTrainingCheckpoint } from "./checkpoint.ts";
 import { initParams, readModelDir, readSafetensors } from "../model/mod.ts";
 import { learningRate } from "../common/mod.ts";
 
@@ -62,7 +63,7 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
     const lines = out.stdout.trim().split("\n").map((l) => JSON.parse(l));
     assert.deepEqual(
       lines.map((l) => l.event),
-      ["start", "step", "step", "eval", "step", "eval", "end"],
+      ["start", "step", "step", "eval", "step", "eval", "checkpoint", "end"],
     );
     const evals = lines.filter((l) => l.event === "eval");
     assert.deepEqual(evals.map((l) => [l.step, l.sequences]), [[2, 4], [3, 4]]);
@@ -95,6 +96,7 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
       "--micro-batch=2",
       "--total-batch=4",
       "--steps=1",
+      "--no-save",
       "--logs=json",
     ]);
     assert.equal(again.code, 0, again.stderr);
@@ -122,6 +124,7 @@ Deno.test("deno task train: --optimizer distro trains with single-node DisTrO", 
       "--lr-schedule=constant",
       "--compression-chunk=16",
       "--compression-topk=4",
+      "--no-save",
       "--logs=json",
     ]);
     assert.equal(out.code, 0, out.stderr);
@@ -142,4 +145,74 @@ Deno.test("deno task train: bad flags fail with a clear message", async () => {
   const missing = await runCli(["--model=/nonexistent", "--data-path=y"]);
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /nonexistent/);
+});
+
+Deno.test("deno task train: SIGINT mid-run saves a complete, resumable checkpoint and exits 0", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        `--config=${ROOT}deno.json`,
+        `${ROOT}train/main.ts`,
+        `--model=${ROOT}config/models/llama-tiny`,
+        `--data-path=${await tinyData(dir)}`,
+        "--sequence-length=32",
+        "--micro-batch=2",
+        "--total-batch=4",
+        "--steps=100000",
+        "--optimizer=distro",
+        "--compression-chunk=16",
+        `--save-path=${dir}/ck`,
+        "--logs=json",
+      ],
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const stderr = new Response(child.stderr).text();
+    const events: Record<string, unknown>[] = [];
+    let buffered = "";
+    for await (const chunk of child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffered += chunk;
+      const lines = buffered.split("\n");
+      buffered = lines.pop()!;
+      for (const line of lines) {
+        const e = JSON.parse(line);
+        events.push(e);
+        if (e.event === "step" && e.step === 2) child.kill("SIGINT");
+      }
+    }
+    const status = await child.status;
+    assert.equal(status.code, 0, await stderr);
+    const saved = events.find((e) => e.event === "checkpoint");
+    const lastStep = events.filter((e) => e.event === "step").at(-1)!.step as number;
+    assert.ok(lastStep >= 2 && lastStep < 100000);
+    assert.deepEqual(saved, {
+      event: "checkpoint",
+      step: lastStep,
+      path: `${dir}/ck`,
+      reason: "interrupt",
+    });
+    assert.equal(events.at(-1)!.event, "end");
+    assert.equal(events.at(-1)!.interrupted, true);
+    // Complete and loadable: the HF folder and the training state, nothing half-written beside.
+    const files = [...Deno.readDirSync(`${dir}/ck`)].map((e) => e.name).sort();
+    assert.deepEqual(files, [
+      "config.json",
+      "model.safetensors",
+      "optimizer.safetensors",
+      "trainer_state.json",
+    ]);
+    assert.deepEqual([...Deno.readDirSync(dir)].map((e) => e.name).sort(), ["ck", "data"]);
+    const ck = await readTrainingCheckpoint(`${dir}/ck`, {
+      optimizer: "distro",
+      chunking: { chunk: 16, topk: 4 },
+    });
+    assert.equal(ck.trainer.step, lastStep);
+    assert.ok(ck.optimizer.kind === "distro" && ck.optimizer.own !== null);
+    assert.ok((await readModelDir(`${dir}/ck`)).weights !== null);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

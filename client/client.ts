@@ -163,6 +163,7 @@ export class TrainingClient {
       for (const timer of this.#retries) clearTimeout(timer);
       await Promise.allSettled([...this.#inFlight]);
       await this.#gpu.catch(() => {});
+      if (reason === "Aborted") await this.#saveOnExit();
       this.#trainer?.[Symbol.dispose]();
       await this.#data?.close();
       if (this.#ownsRt) this.#rt?.[Symbol.dispose]();
@@ -170,6 +171,40 @@ export class TrainingClient {
     }
     if (reason === "Failed") throw this.#failed.signal.reason;
     return reason;
+  }
+
+  /**
+   * SIGINT/SIGTERM: the parameters this client holds, saved atomically (NetworkTrainer.save)
+   * before it leaves, where the client writes its Cooldown checkpoints:
+   * `{checkpointDir}/{run_id}-step{N}` when θ is exactly the parameters of step N (a later
+   * Warmup loads it from there, once its digest matches the run's), else
+   * `{checkpointDir}/{run_id}-interrupted`. Nothing is saved without a checkpoint folder, a
+   * model, or with parameters known to differ from the run's. Never throws: leaving must work.
+   */
+  async #saveOnExit(): Promise<void> {
+    const { logger } = this.#o;
+    const root = this.#o.checkpointDir ?? null;
+    const step = this.#ledger.currentStep;
+    const skip = (note: string) => logger.log("saved_on_exit", { dir: null, step, note });
+    if (this.#trainer === null) return skip("no model loaded yet");
+    if (root === null) return skip("no --checkpoint-dir");
+    if (this.#ledger.divergence !== null) {
+      return skip("its parameters differ from the run's (diverged)");
+    }
+    const runId = this.#state?.runId ?? "run";
+    const dir = step === null ? `${root}/${runId}-interrupted` : `${root}/${runId}-step${step}`;
+    try {
+      await this.#trainer.save(dir);
+      logger.log("saved_on_exit", {
+        dir,
+        step,
+        note: step === null
+          ? "between steps: the next step's weight decay is applied, its results are not"
+          : `the parameters of step ${step}`,
+      });
+    } catch (e) {
+      logger.log("error", { what: "save on exit", error: (e as Error).message });
+    }
   }
 
   /** Something the state machine depends on changed (the exchange calls this). */

@@ -11,6 +11,7 @@ import { CoordinatorHost } from "../coordinator/server/mod.ts";
 import type { DataLocation } from "../common/mod.ts";
 import { LocalDataProvider, startDataServer } from "../data/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
+import { readModelDir } from "../model/mod.ts";
 import { identityFromSecretKey } from "../net/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -227,6 +228,109 @@ Deno.test({
         /cannot read the run's data: sequence 0 holds token id \d+ at position \d+$/,
       );
     } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "TrainingClient: interrupted, it saves its parameters atomically before leaving",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    const tokens = Uint16Array.from({ length: 64 * T }, (_, i) => (i * 37 + 11) % 512);
+    await Deno.mkdir(`${dir}/data`);
+    await Deno.writeFile(`${dir}/data/train.bin`, new Uint8Array(tokens.buffer));
+    const state = createCoordinator({
+      runId: "exit-test",
+      config: testConfig({
+        initMinClients: 1,
+        minClients: 1,
+        witnessNodes: 0,
+        globalBatchSizeStart: 2,
+        globalBatchSizeEnd: 2,
+        totalSteps: 50,
+        epochTime: 1000,
+        warmupTime: 60,
+        maxRoundTrainTime: 30,
+        roundWitnessTime: 1,
+        cooldownTime: 1,
+      }),
+      model: testModel({
+        maxSeqLen: T,
+        coldStartWarmupSteps: 0,
+        dataLocation: { kind: "Local", path: `${dir}/data` },
+        checkpoint: {
+          kind: "Dummy",
+          repo: { repoId: `${ROOT}config/models/llama-tiny`, revision: null },
+        },
+        optimizer: {
+          kind: "Distro",
+          clipGradNorm: 1,
+          weightDecay: 0.1,
+          compressionDecay: 0.999,
+          compressionTopk: 4,
+          compressionChunk: 64,
+          quantize1bit: true,
+        },
+      }),
+      now: 0,
+    });
+    let now = 0;
+    const coordinator = new MemoryCoordinator({
+      host: new CoordinatorHost({ state, withdrawOnDisconnect: true }),
+      clock: () => now,
+    });
+    const timer = setInterval(() => {
+      now += 1;
+      coordinator.tick();
+    }, 150);
+    const identity = identityFromSecretKey(new Uint8Array(32).fill(70));
+    const logs: Logged[] = [];
+    const interrupt = new AbortController();
+    const logger: ClientLogger = {
+      log: (event, fields) => {
+        logs.push({ event, fields });
+        // SIGINT as client/main.ts delivers it: the run's signal aborts mid-run.
+        if (event === "apply") interrupt.abort(new Error("interrupted"));
+      },
+    };
+    const exchange = await Exchange.start({
+      runId: "exit-test",
+      secretKey: identity.secretKey,
+      publicKey: identity.publicKey,
+      logger,
+      onChange: () => client.poke(),
+    });
+    const client: TrainingClient = new TrainingClient({
+      backend: coordinator.connect(identity.publicKey, "exit-test"),
+      exchange,
+      identity,
+      logger,
+      checkpointDir: `${dir}/checkpoints`,
+    });
+    try {
+      // A run that never applies (a hang) ends by the timeout, and fails the check below.
+      const signal = AbortSignal.any([interrupt.signal, AbortSignal.timeout(180_000)]);
+      assert.equal(await client.run({ signal }), "Aborted");
+      assert.ok(interrupt.signal.aborted, "interrupted after an apply");
+      const saved = logs.find((l) => l.event === "saved_on_exit")?.fields as
+        | ClientEvents["saved_on_exit"]
+        | undefined;
+      assert.ok(saved !== undefined && saved.dir !== null, JSON.stringify(saved));
+      const expected = saved.step === null
+        ? "exit-test-interrupted"
+        : `exit-test-step${saved.step}`;
+      assert.equal(saved.dir, `${dir}/checkpoints/${expected}`);
+      // The folder is complete and the only entry: no temporary folder left beside it.
+      assert.deepEqual([...Deno.readDirSync(`${dir}/checkpoints`)].map((e) => e.name), [expected]);
+      const model = await readModelDir(saved.dir);
+      assert.ok(model.weights !== null);
+      assert.deepEqual(logs.at(-1), { event: "end", fields: { reason: "Aborted" } });
+    } finally {
+      clearInterval(timer);
+      await exchange.close();
       await Deno.remove(dir, { recursive: true });
     }
   },

@@ -72,6 +72,12 @@ export interface ClientEvents {
   download_failed: { step: number; from: string; error: string };
   traffic: { bytes_sent: number; bytes_received: number; gossip_delivered: number };
   checkpoint: { step: number; dir: string };
+  /**
+   * What an interrupted client (SIGINT/SIGTERM) did with its parameters: saved to `dir` (null:
+   * nothing saved, `note` says why); `step` is the run step whose parameters they are exactly,
+   * or null between two labelled points (a step's weight decay applied, its results not yet).
+   */
+  saved_on_exit: { dir: string | null; step: number | null; note: string };
   error: { what: string; error: string };
   /** The connection to the coordinator at `address` dropped; the client reconnects. */
   disconnected: { address: string; reason: string };
@@ -184,6 +190,10 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `sent ${e.bytes_sent} bytes, received ${e.bytes_received} bytes`;
     case "checkpoint":
       return `checkpoint of step ${e.step} written to ${e.dir}`;
+    case "saved_on_exit":
+      return e.dir === null
+        ? `interrupted: parameters not saved (${e.note})`
+        : `interrupted: parameters saved to ${e.dir} (${e.note})`;
     case "error":
       return `error in ${e.what}: ${e.error}`;
     case "disconnected":

@@ -20,7 +20,13 @@
  */
 import { checkTokens } from "./data_check.ts";
 import type { BatchId } from "../common/mod.ts";
-import { type LlamaConfig, LlamaModel, type ParamLayout, writeModelDir } from "../model/mod.ts";
+import {
+  type LlamaConfig,
+  LlamaModel,
+  type ParamLayout,
+  writeDirAtomically,
+  writeModelDir,
+} from "../model/mod.ts";
 import {
   aggregateFixed,
   canonicalOrder,
@@ -290,10 +296,16 @@ export class NetworkTrainer implements Disposable {
     return this.#digest.digest(this.model.params);
   }
 
-  /** Writes `config.json` + `model.safetensors` (f32) to `dir`. */
+  /**
+   * Writes `config.json` + `model.safetensors` (f32) to `dir` atomically: into a temporary
+   * folder beside it, then renamed into place, so `dir` is never half written.
+   */
   async save(dir: string): Promise<void> {
     const weights = await this.model.readParams();
-    await writeModelDir(dir, { config: this.config, layout: this.layout, weights });
+    await writeDirAtomically(
+      dir,
+      (tmp) => writeModelDir(tmp, { config: this.config, layout: this.layout, weights }),
+    );
   }
 
   /** Frees the model and optimizer buffers. */

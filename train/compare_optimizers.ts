@@ -80,7 +80,13 @@ export function lossChartSvg(runs: readonly RunCurve[], title: string): string {
 }
 
 async function runOne(optimizer: string, common: string[]): Promise<RunCurve> {
-  const options = parseTrainArgs([...common, `--optimizer=${optimizer}`, "--logs=json"]);
+  // A comparison keeps its curves, not its models: nothing is saved.
+  const options = parseTrainArgs([
+    ...common,
+    `--optimizer=${optimizer}`,
+    "--logs=json",
+    "--no-save",
+  ]);
   if (options === "help") throw new Error("unreachable");
   let evalLoss = Number.NaN;
   let seconds = 0;

@@ -1,6 +1,6 @@
 /**
  * Single-node training: the trainer loop and its reusable step, the Optimizer seam, batch
- * geometry, progress logs and the `deno task train` command-line.
+ * geometry, progress logs, resumable checkpoints and the `deno task train` command-line.
  *
  * @module
  */
@@ -10,20 +10,49 @@ export {
   runTraining,
   type StepResult,
   type TrainerParts,
+  type TrainingResult,
   type TrainSettings,
   trainStep,
 } from "./trainer.ts";
+export {
+  captureTraining,
+  optimizerGeometry,
+  readTrainingCheckpoint,
+  restoreTraining,
+  type TrainingCheckpoint,
+  type TrainingParts,
+  writeTrainingCheckpoint,
+} from "./checkpoint.ts";
+export {
+  decodeTrainerState,
+  encodeTrainerState,
+  nextSequence,
+  OPTIMIZER_FILE,
+  optimizerFromSafetensors,
+  type OptimizerGeometry,
+  optimizerToSafetensors,
+  STATE_FORMAT,
+  STATE_VERSION,
+  TRAINER_STATE_FILE,
+  type TrainerState,
+  TrainerStateError,
+} from "./train_state.ts";
 export { type BatchPlan, microBatchRanges, readRanges } from "./batches.ts";
 export {
   consoleLogger,
   type EndInfo,
   type EvalRecord,
+  formatDuration,
   jsonLogger,
+  type SaveRecord,
   type StartInfo,
   type StepRecord,
   type TrainLogger,
 } from "./log.ts";
 export {
+  DEMO_CORPUS,
+  DEMO_DEFAULTS,
+  DEMO_MODEL,
   LR_SCHEDULES,
   type LrScheduleName,
   type OptimizerName,
@@ -32,4 +61,4 @@ export {
   type TrainOptions,
   USAGE,
 } from "./cli.ts";
-export { scheduleFor, shuffleSeed, train } from "./main.ts";
+export { scheduleFor, sequenceLengthFor, shuffleSeed, train, type TrainOutcome } from "./main.ts";

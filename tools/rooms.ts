@@ -112,9 +112,23 @@ export const ROOMS: readonly Room[] = [
     ],
   },
   {
+    path: "coordinator/dashboard/",
+    job: "the live web dashboard and Prometheus metrics of a TCP run: a pure view reducer, " +
+      "the page, its HTTP edge",
+    uses: ["common/", "coordinator/core/", "coordinator/server/"],
+  },
+  {
     path: "coordinator/cli/",
     job: "`deno task coordinator`: validate-config (run, data and model together) and run",
-    uses: ["common/", "cli/", "model/", "data/", "coordinator/config/", "coordinator/server/"],
+    uses: [
+      "common/",
+      "cli/",
+      "model/",
+      "data/",
+      "coordinator/config/",
+      "coordinator/server/",
+      "coordinator/dashboard/",
+    ],
   },
   {
     path: "coordinator/solana/abi/",

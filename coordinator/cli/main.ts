@@ -16,7 +16,16 @@ import {
   EXIT_USAGE,
   unknownCommand,
 } from "../../cli/entry.ts";
-import { runCommand } from "../server/mod.ts";
+import { type DashboardStarter, runCommand } from "../server/mod.ts";
+import { snapshotOf, startDashboard } from "../dashboard/mod.ts";
+
+/** `run --dashboard-port`: the dashboard of coordinator/dashboard/, reading the host's state. */
+const runDashboard: DashboardStarter = ({ hostname, port, host }) =>
+  startDashboard({
+    hostname,
+    port,
+    snapshot: () => snapshotOf(host.state, host.pending().map((p) => p.signer)),
+  });
 
 /** One subcommand: a one-line summary for the help text and its entry point. */
 export interface Command {
@@ -37,7 +46,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   },
   run: {
     summary: "run a training run's coordinator over TCP (until SIGINT/SIGTERM)",
-    run: (args, io, env) => runCommand(args, io, { env }),
+    run: (args, io, env) => runCommand(args, io, { env, startDashboard: runDashboard }),
   },
 };
 

@@ -36,6 +36,8 @@ export type ServerEvent =
   | { kind: "Saved"; path: string; step: number }
   | { kind: "SaveFailed"; path: string; reason: string }
   | { kind: "DataServer"; address: string; sequences: number }
+  /** The live dashboard and `/metrics` listen at `url` (`--dashboard-port`). */
+  | { kind: "Dashboard"; url: string }
   | { kind: "DataRefused"; client: string; start: number; end: number; reason: string }
   | { kind: "Stopped" };
 
@@ -158,6 +160,8 @@ export function formatEvent(event: ServerEvent): string {
       return `error    could not save ${event.path}: ${event.reason}`;
     case "DataServer":
       return `data     serving ${event.sequences} sequences on ${event.address}`;
+    case "Dashboard":
+      return `dashboard ${event.url} (metrics at ${event.url}/metrics)`;
     case "DataRefused":
       return `data     refused ${short(event.client)} batch ${event.start}..${event.end}: ` +
         event.reason;

@@ -77,4 +77,11 @@ export {
   type LogFormat,
   type ServerEvent,
 } from "./log.ts";
-export { parseRunArgs, RUN_USAGE, runCommand, type RunOptions } from "./run_command.ts";
+export {
+  type DashboardStarter,
+  parseRunArgs,
+  RUN_USAGE,
+  runCommand,
+  type RunDashboard,
+  type RunOptions,
+} from "./run_command.ts";

@@ -119,6 +119,19 @@ export const RUN_SPEC = {
         "(0: no back-off)",
       defaultText: String(DEFAULT_JOIN_BACKOFF_EPOCHS),
     },
+    "dashboard-port": {
+      type: "string",
+      value: "P",
+      description: "serve a live web dashboard and Prometheus /metrics on port P (0: any free " +
+        "port, printed); docs/dashboard.md",
+      defaultText: "none",
+    },
+    "dashboard-hostname": {
+      type: "string",
+      value: "H",
+      description: "address the dashboard listens on",
+      defaultText: "127.0.0.1",
+    },
   },
   footer:
     "Exit status: 0 stopped by a signal, 1 invalid config, 2 bad arguments or unreadable file.",
@@ -144,7 +157,25 @@ export interface RunOptions {
   /** Seconds. */
   idleTimeout?: number;
   joinBackoffEpochs?: number;
+  /** Absent: no dashboard. */
+  dashboardPort?: number;
+  dashboardHostname: string;
 }
+
+/** A running dashboard, fed every server event (coordinator/dashboard/). */
+export interface RunDashboard {
+  readonly url: string;
+  publish(event: ServerEvent): void;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a dashboard of `host` on `hostname:port`; the CLI passes coordinator/dashboard's (this
+ * room may not import it: the dashboard reads this room's events).
+ */
+export type DashboardStarter = (
+  options: { hostname: string; port: number; host: CoordinatorHost },
+) => RunDashboard;
 
 function integerOption(name: string, text: string | undefined, min: number, max: number) {
   if (text === undefined) return undefined;
@@ -210,6 +241,8 @@ function checkRunArgs(values: FlagValues<typeof RUN_SPEC>): RunOptions {
       0,
       1_000_000,
     ),
+    dashboardPort: integerOption("dashboard-port", values["dashboard-port"], 0, 65535),
+    dashboardHostname: values["dashboard-hostname"] ?? "127.0.0.1",
   };
 }
 
@@ -256,7 +289,12 @@ function dataServerPort(run: RunConfig, dataConfigPath: string): number {
 export async function runCommand(
   args: string[],
   io: CliIo,
-  options: { stop?: Promise<void>; clock?: () => number; env?: EnvLookup } = {},
+  options: {
+    stop?: Promise<void>;
+    clock?: () => number;
+    env?: EnvLookup;
+    startDashboard?: DashboardStarter;
+  } = {},
 ): Promise<number> {
   let opts: RunOptions | null;
   try {
@@ -305,7 +343,12 @@ export async function runCommand(
       return EXIT_INVALID;
     }
   }
-  const log = eventLogger(opts.logs, { write: io.out, clock });
+  const logEvent = eventLogger(opts.logs, { write: io.out, clock });
+  let dashboard: RunDashboard | null = null;
+  const log = (event: ServerEvent) => {
+    logEvent(event);
+    dashboard?.publish(event);
+  };
 
   let dataPort: number | undefined;
   if (opts.dataConfigPath !== undefined) {
@@ -332,6 +375,28 @@ export async function runCommand(
     return EXIT_INVALID;
   }
 
+  if (opts.dashboardPort !== undefined) {
+    if (options.startDashboard === undefined) {
+      io.err("run: --dashboard-port: this build of the command has no dashboard");
+      return EXIT_USAGE;
+    }
+    try {
+      dashboard = options.startDashboard({
+        hostname: opts.dashboardHostname,
+        port: opts.dashboardPort,
+        host,
+      });
+    } catch (e) {
+      if (!isListenError(e)) throw e;
+      io.err(
+        `run: dashboard: cannot listen on ${opts.dashboardHostname}:${opts.dashboardPort}: ` +
+          (e as Error).message,
+      );
+      return EXIT_USAGE;
+    }
+    log({ kind: "Dashboard", url: dashboard.url });
+  }
+
   let data: Awaited<ReturnType<typeof startDataServerFromConfig>> | undefined;
   if (opts.dataConfigPath !== undefined && dataPort !== undefined) {
     try {
@@ -347,6 +412,7 @@ export async function runCommand(
       });
     } catch (e) {
       if (!(e instanceof DataError) && !isListenError(e)) throw e;
+      await dashboard?.close();
       io.err(`run: data server: ${(e as Error).message}`);
       return EXIT_USAGE;
     }
@@ -354,6 +420,7 @@ export async function runCommand(
     const issues = [...mismatch.run, ...mismatch.data];
     if (issues.length > 0) {
       await data.close();
+      await dashboard?.close();
       io.err(
         `invalid: ${opts.dataConfigPath} does not fit ${opts.statePath}: ` +
           issues.map((i) => `${i.path}: ${i.message}`).join("; "),
@@ -385,6 +452,7 @@ export async function runCommand(
   } catch (e) {
     if (!isListenError(e)) throw e;
     await data?.close();
+    await dashboard?.close();
     io.err(`run: cannot listen on ${opts.hostname}:${opts.port}: ${(e as Error).message}`);
     return EXIT_USAGE;
   }
@@ -393,6 +461,7 @@ export async function runCommand(
   } finally {
     await server.close();
     await data?.close();
+    await dashboard?.close();
   }
   return EXIT_OK;
 }

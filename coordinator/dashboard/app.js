@@ -1,0 +1,197 @@
+// The dashboard page's script (served at /app.js): renders the view model (view.ts) the page
+// was served with, then every view the server streams at /events. uPlot (served at /uplot.js)
+// draws the loss curves. Browser code: no modules, no build step.
+/* global uPlot */
+"use strict";
+
+const STATE_COLOURS = {
+  Uninitialized: "#9e9e9e",
+  WaitingForMembers: "#b0bec5",
+  Warmup: "#ffb74d",
+  RoundTrain: "#4caf50",
+  RoundWitness: "#2196f3",
+  Cooldown: "#9c27b0",
+  Finished: "#263238",
+  Paused: "#f44336",
+};
+const SERIES_COLOURS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4"];
+
+const $ = (id) => document.getElementById(id);
+const short = (key) => key.slice(0, 8);
+const fixed = (x, digits) => (x === null || x === undefined ? "–" : x.toFixed(digits));
+
+function cell(row, text, className) {
+  const td = document.createElement("td");
+  td.textContent = String(text);
+  if (className) td.className = className;
+  row.appendChild(td);
+  return td;
+}
+
+function renderRun(view) {
+  const state = $("run-state");
+  state.textContent = view.runState ?? "unknown";
+  state.style.background = STATE_COLOURS[view.runState] ?? "#ccc";
+  document.body.dataset.runState = view.runState ?? "";
+  $("run-id").textContent = view.runId ?? "";
+  $("epoch").textContent = String(view.epoch);
+  $("step").textContent = view.config
+    ? `${view.step} / ${view.config.totalSteps}`
+    : String(view.step);
+  $("round").textContent = view.roundHeight === null ? "–" : String(view.roundHeight);
+  const t = view.totals;
+  $("totals").textContent = `${t.witnesses} witness reports, ${t.rounds} rounds, ${t.epochs} ` +
+    `epochs ended, ${t.divergences} divergences, ${t.rejections} refusals`;
+}
+
+function renderTimeline(view) {
+  const bar = $("timeline");
+  bar.replaceChildren();
+  const now = Math.max(view.updatedMs, ...view.timeline.map((p) => p.startMs));
+  const phases = view.timeline;
+  if (phases.length === 0) return;
+  const start = phases[0].startMs;
+  const span = Math.max(1, now - start);
+  for (const p of phases) {
+    const end = p.endMs ?? now;
+    const div = document.createElement("div");
+    div.className = "phase";
+    div.style.flexGrow = String(Math.max(0.002, (end - p.startMs) / span));
+    div.style.background = STATE_COLOURS[p.state] ?? "#ccc";
+    div.title = `${p.state}: epoch ${p.epoch}, step ${p.step}, ${
+      ((end - p.startMs) / 1000).toFixed(1)
+    } s`;
+    bar.appendChild(div);
+  }
+  const legend = $("phase-times");
+  legend.replaceChildren();
+  for (const [state, spent] of Object.entries(view.phaseSeconds)) {
+    if (spent.count === 0) continue;
+    const span = document.createElement("span");
+    span.className = "legend";
+    span.innerHTML = `<i style="background:${STATE_COLOURS[state]}"></i>`;
+    span.append(`${state} ${(spent.sum / spent.count).toFixed(1)} s × ${spent.count}`);
+    legend.appendChild(span);
+  }
+}
+
+function renderClients(view) {
+  const body = $("clients-body");
+  body.replaceChildren();
+  for (const c of view.clients) {
+    const row = document.createElement("tr");
+    row.className = "client";
+    row.dataset.key = c.key;
+    cell(row, short(c.key), "mono");
+    cell(row, c.status, `status ${c.status}`);
+    cell(row, c.lastStep ?? "–");
+    cell(row, fixed(c.loss, 4));
+    cell(row, fixed(c.tokensPerSec, 0));
+    cell(row, c.witnesses);
+    cell(row, c.divergences, c.divergences > 0 ? "bad" : "");
+    body.appendChild(row);
+  }
+  $("client-count").textContent = String(view.clients.length);
+}
+
+function renderDigests(view) {
+  const list = $("digests");
+  list.replaceChildren();
+  for (const d of [...view.digests].reverse()) {
+    const li = document.createElement("li");
+    li.textContent = `step ${d.step}: ${d.digest.slice(0, 16)}… (${d.agreeing} agree` +
+      (d.differing > 0 ? `, ${d.differing} differ)` : ")");
+    if (d.differing > 0) li.className = "bad";
+    list.appendChild(li);
+  }
+}
+
+function renderConfig(view) {
+  const body = $("config-body");
+  body.replaceChildren();
+  for (const [name, value] of Object.entries(view.config ?? {})) {
+    const row = document.createElement("tr");
+    cell(row, name);
+    cell(row, value, "mono");
+    body.appendChild(row);
+  }
+}
+
+/** Aligned uPlot data: x = every reported step, one series per client, then the mean. */
+function lossData(view) {
+  const keys = view.clients.map((c) => c.key).filter((k) => (view.loss[k] ?? []).length > 0);
+  const steps = [...new Set(view.meanLoss.map((p) => p.step))].sort((a, b) => a - b);
+  const at = new Map(steps.map((s, i) => [s, i]));
+  const series = keys.map((k) => {
+    const ys = new Array(steps.length).fill(null);
+    for (const p of view.loss[k]) if (at.has(p.step)) ys[at.get(p.step)] = p.loss;
+    return ys;
+  });
+  const mean = steps.map((s) => view.meanLoss.find((p) => p.step === s)?.loss ?? null);
+  const points = series.reduce((n, ys) => n + ys.filter((y) => y !== null).length, 0);
+  return { keys, data: [steps, ...series, mean], points };
+}
+
+let chart = null;
+let chartKeys = "";
+
+function renderLoss(view) {
+  const box = $("loss-chart");
+  const { keys, data, points } = lossData(view);
+  box.dataset.points = String(points);
+  box.dataset.steps = String(data[0].length);
+  if (typeof uPlot !== "function") {
+    box.textContent = "uPlot did not load";
+    return;
+  }
+  const signature = keys.join(",");
+  if (chart === null || signature !== chartKeys) {
+    chart?.destroy();
+    chartKeys = signature;
+    chart = new uPlot(
+      {
+        width: Math.max(320, box.clientWidth || 720),
+        height: 300,
+        scales: { x: { time: false } },
+        axes: [{ label: "step" }, { label: "loss" }],
+        series: [
+          { label: "step" },
+          ...keys.map((k, i) => ({
+            label: short(k),
+            stroke: SERIES_COLOURS[i % SERIES_COLOURS.length],
+            width: 1,
+            spanGaps: true,
+            points: { show: true, size: 4 },
+          })),
+          { label: "mean", stroke: "#000", width: 2.5, spanGaps: true },
+        ],
+      },
+      data,
+      box,
+    );
+  } else {
+    chart.setData(data);
+  }
+}
+
+function render(view) {
+  renderRun(view);
+  renderTimeline(view);
+  renderClients(view);
+  renderLoss(view);
+  renderDigests(view);
+  renderConfig(view);
+  $("updated").textContent = view.updatedMs ? new Date(view.updatedMs).toLocaleTimeString() : "";
+}
+
+const initial = JSON.parse($("initial-view").textContent);
+render(initial);
+
+// Live updates start after the page has loaded, so a one-shot reader (a headless browser's
+// --dump-dom) sees the page rendered from the view it was served with.
+addEventListener("load", () => {
+  const source = new EventSource("/events");
+  source.addEventListener("view", (e) => render(JSON.parse(e.data)));
+  source.onopen = () => ($("live").textContent = "live");
+  source.onerror = () => ($("live").textContent = "reconnecting…");
+});

@@ -1,0 +1,151 @@
+/**
+ * The dashboard's view in the Prometheus text exposition format (version 0.0.4), served at
+ * `/metrics`. Every metric is listed in {@linkcode METRICS} with its type and help text, which
+ * docs/dashboard.md repeats. Clients are labelled by the first 16 hex digits of their key.
+ *
+ * Pure.
+ *
+ * @module
+ */
+import { RUN_STATES } from "../core/mod.ts";
+import type { DashboardView } from "./view.ts";
+
+/** The content type of the exposition format. */
+export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+/** Hex digits of a key used as the `client` label. */
+export const CLIENT_LABEL_DIGITS = 16;
+
+/** Every metric: its name, Prometheus type and help line. */
+export const METRICS = {
+  psyche_coordinator_info: ["gauge", "Always 1; the run id as a label."],
+  psyche_coordinator_epoch: ["gauge", "The run's current epoch."],
+  psyche_coordinator_step: ["gauge", "The run's current step (starts at 1)."],
+  psyche_coordinator_round_height: ["gauge", "The current round's height (absent outside rounds)."],
+  psyche_coordinator_total_steps: ["gauge", "The steps the run is configured to train."],
+  psyche_coordinator_clients: ["gauge", "Clients the dashboard knows, by status."],
+  psyche_run_state: ["gauge", "1 for the run's current state, 0 for the others."],
+  psyche_loss: ["gauge", "Loss in a client's last witness report."],
+  psyche_loss_mean: ["gauge", "Mean loss of the reports of the latest reported step."],
+  psyche_tokens_per_second: ["gauge", "Tokens/s in a client's last witness report."],
+  psyche_client_last_step: ["gauge", "The step of a client's last witness report."],
+  psyche_witnesses_total: ["counter", "Witness reports accepted."],
+  psyche_rounds_total: ["counter", "Rounds ended (witness phase over)."],
+  psyche_epochs_total: ["counter", "Epochs ended."],
+  psyche_divergences_total: [
+    "counter",
+    "Witness reports whose parameter digest differs from the one a quorum recorded.",
+  ],
+  psyche_rejections_total: ["counter", "Requests and joins the coordinator refused."],
+  psyche_run_phase_seconds: [
+    "summary",
+    "Seconds spent in each run state, over the phases that ended (sum and count).",
+  ],
+} as const satisfies Record<string, readonly ["gauge" | "counter" | "summary", string]>;
+
+type MetricName = keyof typeof METRICS;
+
+/** A label value escaped as the format asks (backslash, double quote, newline). */
+export function escapeLabel(value: string): string {
+  return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
+}
+
+function labels(pairs: Record<string, string>): string {
+  const parts = Object.entries(pairs).map(([k, v]) => `${k}="${escapeLabel(v)}"`);
+  return parts.length === 0 ? "" : `{${parts.join(",")}}`;
+}
+
+function number(value: number): string {
+  if (Number.isNaN(value)) return "NaN";
+  if (value === Infinity) return "+Inf";
+  if (value === -Infinity) return "-Inf";
+  return String(value);
+}
+
+/**
+ * `view` in the Prometheus text format.
+ *
+ * @example
+ * ```ts
+ * import { emptyView } from "./view.ts";
+ * import { metricsText } from "./metrics.ts";
+ * const text = metricsText(emptyView());
+ * if (!text.includes("psyche_divergences_total 0")) throw new Error(text);
+ * ```
+ */
+export function metricsText(view: DashboardView): string {
+  const out: string[] = [];
+  const family = (
+    name: MetricName,
+    samples: readonly { suffix?: string; labels?: Record<string, string>; value: number }[],
+  ) => {
+    const [type, help] = METRICS[name];
+    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    for (const s of samples) {
+      out.push(`${name}${s.suffix ?? ""}${labels(s.labels ?? {})} ${number(s.value)}`);
+    }
+  };
+  const client = (key: string) => ({ client: key.slice(0, CLIENT_LABEL_DIGITS) });
+
+  family(
+    "psyche_coordinator_info",
+    view.runId === null ? [] : [{ labels: { run_id: view.runId }, value: 1 }],
+  );
+  family("psyche_coordinator_epoch", [{ value: view.epoch }]);
+  family("psyche_coordinator_step", [{ value: view.step }]);
+  family(
+    "psyche_coordinator_round_height",
+    view.roundHeight === null ? [] : [{ value: view.roundHeight }],
+  );
+  family(
+    "psyche_coordinator_total_steps",
+    view.config === null ? [] : [{ value: view.config.totalSteps }],
+  );
+  const byStatus = new Map<string, number>();
+  for (const c of view.clients) byStatus.set(c.status, (byStatus.get(c.status) ?? 0) + 1);
+  family(
+    "psyche_coordinator_clients",
+    [...byStatus].map(([status, n]) => ({ labels: { status }, value: n })),
+  );
+  family(
+    "psyche_run_state",
+    RUN_STATES.map((state) => ({ labels: { state }, value: view.runState === state ? 1 : 0 })),
+  );
+  const reporting = view.clients.filter((c) => c.lastStep !== null);
+  family(
+    "psyche_loss",
+    reporting.filter((c) => c.loss !== null).map((c) => ({
+      labels: client(c.key),
+      value: c.loss!,
+    })),
+  );
+  const mean = view.meanLoss.at(-1);
+  family("psyche_loss_mean", mean === undefined ? [] : [{ value: mean.loss }]);
+  family(
+    "psyche_tokens_per_second",
+    reporting.filter((c) => c.tokensPerSec !== null).map((c) => ({
+      labels: client(c.key),
+      value: c.tokensPerSec!,
+    })),
+  );
+  family(
+    "psyche_client_last_step",
+    reporting.map((c) => ({ labels: client(c.key), value: c.lastStep! })),
+  );
+  family("psyche_witnesses_total", [{ value: view.totals.witnesses }]);
+  family("psyche_rounds_total", [{ value: view.totals.rounds }]);
+  family("psyche_epochs_total", [{ value: view.totals.epochs }]);
+  family("psyche_divergences_total", [{ value: view.totals.divergences }]);
+  family("psyche_rejections_total", [{ value: view.totals.rejections }]);
+  family(
+    "psyche_run_phase_seconds",
+    RUN_STATES.flatMap((state) => {
+      const spent = view.phaseSeconds[state];
+      return [
+        { suffix: "_sum", labels: { state }, value: spent.sum },
+        { suffix: "_count", labels: { state }, value: spent.count },
+      ];
+    }),
+  );
+  return out.join("\n") + "\n";
+}

@@ -31,6 +31,8 @@ Deno.test("run options: defaults, every flag, and help", () => {
     maxConnectionsPerAddress: undefined,
     idleTimeout: undefined,
     joinBackoffEpochs: undefined,
+    dashboardPort: undefined,
+    dashboardHostname: "127.0.0.1",
   });
   assert.deepEqual(
     parseRunArgs([
@@ -57,6 +59,10 @@ Deno.test("run options: defaults, every flag, and help", () => {
       "2.5",
       "--join-backoff-epochs",
       "0",
+      "--dashboard-port",
+      "20003",
+      "--dashboard-hostname",
+      "0.0.0.0",
     ]),
     {
       statePath: "s.toml",
@@ -72,6 +78,8 @@ Deno.test("run options: defaults, every flag, and help", () => {
       maxConnectionsPerAddress: 64,
       idleTimeout: 2.5,
       joinBackoffEpochs: 0,
+      dashboardPort: 20003,
+      dashboardHostname: "0.0.0.0",
     },
   );
   assert.equal(parseRunArgs(["-h"]), null);
@@ -119,6 +127,7 @@ Deno.test("run options: bad values name the option and what was found", () => {
     ],
     [["--state", "s", "--idle-timeout", "0"], /--idle-timeout \(seconds\) must be > 0/],
     [["--state", "s", "--join-backoff-epochs=-1"], /--join-backoff-epochs must be a whole/],
+    [["--state", "s", "--dashboard-port", "http"], /--dashboard-port must be a whole number/],
   ];
   for (const [args] of cases) assert.throws(() => parseRunArgs(args), UsageError);
   for (const [args, message] of cases) assert.throws(() => parseRunArgs(args), message);
@@ -189,4 +198,16 @@ Deno.test("--authorized-keys: an unreadable file exits 2, a bad line exits 1 nam
   for (const flag of ["--authorized-keys", "--max-connections-per-address", "--idle-timeout"]) {
     assert.ok(c.out.join("\n").includes(flag), flag);
   }
+});
+
+Deno.test("--dashboard-port without a dashboard to start is a usage error", async () => {
+  const state = await Deno.readTextFile(
+    new URL("../../config/llama-tiny/state.toml", import.meta.url),
+  );
+  const c = captureIo({ "s.toml": state });
+  const code = await runCommand(["--state", "s.toml", "--dashboard-port", "0"], c.io, {
+    stop: Promise.resolve(),
+  });
+  assert.equal(code, 2);
+  assert.match(c.err.join("\n"), /--dashboard-port: this build of the command has no dashboard/);
 });

@@ -1,0 +1,241 @@
+import assert from "node:assert/strict";
+import type { ServerEvent } from "../server/mod.ts";
+import type { RunSnapshot } from "./snapshot.ts";
+import {
+  type DashboardView,
+  emptyView,
+  MAX_LOSS_POINTS,
+  MAX_TIMELINE,
+  reduceEvent,
+  reduceSnapshot,
+} from "./view.ts";
+
+const A = "aa".repeat(32);
+const B = "bb".repeat(32);
+const C = "cc".repeat(32);
+const DIGEST = "d1".repeat(32);
+const OTHER = "e2".repeat(32);
+
+function witness(client: string, step: number, loss: number, digest: string | null = null) {
+  return {
+    kind: "Witness",
+    client,
+    index: 0,
+    height: step,
+    metadata: {
+      step,
+      tokensPerSec: 185,
+      bandwidthPerSec: 0,
+      loss,
+      evals: [],
+      promptResults: [],
+      promptIndex: 0,
+      efficiency: 1,
+    },
+    digest,
+  } satisfies ServerEvent;
+}
+
+/** The view after `events`, the i-th seen at second i. */
+function fold(events: ServerEvent[], view: DashboardView = emptyView()): DashboardView {
+  return events.reduce((v, e, i) => reduceEvent(v, e, i * 1000), view);
+}
+
+function snapshot(overrides: Partial<RunSnapshot> = {}): RunSnapshot {
+  return {
+    runId: "run",
+    runState: "RoundTrain",
+    epoch: 0,
+    step: 3,
+    roundHeight: 2,
+    clients: [],
+    pending: [],
+    config: {
+      warmupTime: 15,
+      cooldownTime: 5,
+      maxRoundTrainTime: 20,
+      roundWitnessTime: 2,
+      epochTime: 100,
+      totalSteps: 300,
+      initMinClients: 1,
+      minClients: 1,
+      maxClients: 16,
+      witnessNodes: 1,
+      globalBatchSizeStart: 8,
+      globalBatchSizeEnd: 8,
+      verificationPercent: 0,
+      architecture: "HfLlama",
+      maxSeqLen: 128,
+    },
+    ...overrides,
+  };
+}
+
+Deno.test("Listening starts the run's first phase; StateChanged ends it and starts the next", () => {
+  const view = fold([
+    {
+      kind: "Listening",
+      address: "x",
+      runId: "r",
+      runState: "WaitingForMembers",
+      epoch: 0,
+      step: 1,
+    },
+    { kind: "StateChanged", from: "WaitingForMembers", to: "Warmup", epoch: 0, step: 1 },
+    { kind: "StateChanged", from: "Warmup", to: "RoundTrain", epoch: 0, step: 1 },
+  ]);
+  assert.equal(view.runId, "r");
+  assert.equal(view.runState, "RoundTrain");
+  assert.deepEqual(view.timeline.map((p) => [p.state, p.startMs, p.endMs]), [
+    ["WaitingForMembers", 0, 1000],
+    ["Warmup", 1000, 2000],
+    ["RoundTrain", 2000, null],
+  ]);
+  assert.deepEqual(view.phaseSeconds.Warmup, { sum: 1, count: 1 });
+  assert.deepEqual(view.phaseSeconds.RoundTrain, { sum: 0, count: 0 });
+  assert.equal(view.updatedMs, 2000);
+});
+
+Deno.test("the timeline keeps the newest phases only", () => {
+  const events: ServerEvent[] = [];
+  for (let i = 0; i < MAX_TIMELINE + 10; i++) {
+    const train = i % 2 === 0;
+    events.push({
+      kind: "StateChanged",
+      from: train ? "RoundWitness" : "RoundTrain",
+      to: train ? "RoundTrain" : "RoundWitness",
+      epoch: 0,
+      step: i,
+    });
+  }
+  const view = fold(events);
+  assert.equal(view.timeline.length, MAX_TIMELINE);
+  assert.equal(view.timeline.at(-1)!.step, MAX_TIMELINE + 9);
+  assert.equal(view.phaseSeconds.RoundTrain.count + view.phaseSeconds.RoundWitness.count, 73);
+});
+
+Deno.test("a witness report sets the client's step, loss and tokens/s, its curve and the mean", () => {
+  const view = fold([witness(A, 1, 5.5), witness(B, 1, 5.0), witness(A, 2, 4.0)]);
+  const a = view.clients.find((c) => c.key === A)!;
+  assert.deepEqual([a.lastStep, a.loss, a.tokensPerSec, a.witnesses], [2, 4.0, 185, 2]);
+  assert.deepEqual(view.loss[A], [{ step: 1, loss: 5.5 }, { step: 2, loss: 4.0 }]);
+  assert.deepEqual(view.loss[B], [{ step: 1, loss: 5.0 }]);
+  assert.deepEqual(view.meanLoss, [
+    { step: 1, loss: 5.25, reports: 2 },
+    { step: 2, loss: 4.0, reports: 1 },
+  ]);
+  assert.equal(view.totals.witnesses, 3);
+});
+
+Deno.test("a non-finite loss is not plotted", () => {
+  const view = fold([witness(A, 1, NaN)]);
+  assert.equal(view.loss[A], undefined);
+  assert.deepEqual(view.meanLoss, []);
+  assert.equal(view.clients[0].loss, null);
+});
+
+Deno.test("loss curves keep the newest points only", () => {
+  const events = Array.from({ length: MAX_LOSS_POINTS + 5 }, (_, i) => witness(A, i + 1, 1));
+  const view = fold(events);
+  assert.equal(view.loss[A].length, MAX_LOSS_POINTS);
+  assert.equal(view.loss[A][0].step, 6);
+  assert.equal(view.meanLoss.length, MAX_LOSS_POINTS);
+});
+
+Deno.test("a digest that differs from the quorum's is a divergence, before or after the record", () => {
+  const before = fold([
+    witness(A, 4, 3, DIGEST),
+    witness(B, 4, 3, OTHER),
+    { kind: "DigestRecorded", step: 4, digest: DIGEST },
+    witness(C, 4, 3, OTHER),
+    witness(A, 5, 3, DIGEST),
+  ]);
+  assert.equal(before.totals.divergences, 2);
+  assert.deepEqual(before.clients.map((c) => [c.key, c.divergences]), [[A, 0], [B, 1], [C, 1]]);
+  assert.deepEqual(before.digests, [{ step: 4, digest: DIGEST, agreeing: 1, differing: 2 }]);
+  assert.deepEqual(Object.keys(before.openDigests), ["5"]);
+});
+
+Deno.test("agreeing digests are no divergence", () => {
+  const view = fold([
+    witness(A, 4, 3, DIGEST),
+    witness(B, 4, 3, DIGEST),
+    { kind: "DigestRecorded", step: 4, digest: DIGEST },
+  ]);
+  assert.equal(view.totals.divergences, 0);
+  assert.deepEqual(view.digests[0], { step: 4, digest: DIGEST, agreeing: 2, differing: 0 });
+});
+
+Deno.test("joins, leaves and kicks set a client's status; counters count", () => {
+  const view = fold([
+    { kind: "Joined", client: A, pending: 1 },
+    { kind: "Joined", client: B, pending: 2 },
+    { kind: "Left", client: A, withdrawn: false },
+    { kind: "Kicked", client: B, state: "Dropped" },
+    { kind: "JoinRefused", client: C, reason: "no" },
+    {
+      kind: "RoundEnd",
+      height: 1,
+      step: 2,
+      witnesses: 1,
+      quorum: 1,
+      trainTimedOut: false,
+      batches: 0,
+      untrainedBatches: 0,
+    },
+    { kind: "EpochEnd", epoch: 1, step: 9, success: true },
+  ]);
+  assert.deepEqual(view.clients.map((c) => [c.key, c.status]), [[A, "Left"], [B, "Dropped"]]);
+  assert.deepEqual(view.totals, {
+    witnesses: 0,
+    rounds: 1,
+    epochs: 1,
+    divergences: 0,
+    rejections: 1,
+    joins: 2,
+  });
+  assert.deepEqual([view.epoch, view.step], [1, 9]);
+});
+
+Deno.test("events the view does not show leave it unchanged", () => {
+  const view = emptyView();
+  assert.equal(reduceEvent(view, { kind: "Saved", path: "p", step: 1 }, 5), view);
+  assert.equal(reduceEvent(view, { kind: "Stopped" }, 5), view);
+});
+
+Deno.test("a snapshot sets progress, config and each client's health", () => {
+  let view = fold([{ kind: "Joined", client: A, pending: 1 }, {
+    kind: "Joined",
+    client: C,
+    pending: 2,
+  }]);
+  view = reduceSnapshot(
+    view,
+    snapshot({
+      clients: [{ key: A, state: "Healthy" }, { key: B, state: "Withdrawn" }],
+      pending: [],
+    }),
+    9000,
+  );
+  assert.deepEqual(view.clients.map((c) => [c.key, c.status]), [
+    [A, "Healthy"],
+    [C, "Left"],
+    [B, "Withdrawn"],
+  ]);
+  assert.deepEqual([view.runId, view.runState, view.step, view.roundHeight], [
+    "run",
+    "RoundTrain",
+    3,
+    2,
+  ]);
+  assert.equal(view.config?.totalSteps, 300);
+  assert.equal(view.timeline.at(-1)!.state, "RoundTrain");
+  assert.equal(view.timeline.at(-1)!.startMs, 9000);
+});
+
+Deno.test("a snapshot in the state the view already shows starts no phase", () => {
+  const first = reduceSnapshot(emptyView(), snapshot({ pending: [A] }), 1000);
+  const again = reduceSnapshot(first, snapshot({ pending: [A] }), 2000);
+  assert.equal(again.timeline.length, 1);
+  assert.equal(again.clients[0].status, "Pending");
+});

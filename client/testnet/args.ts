@@ -73,6 +73,12 @@ export const TESTNET_SPEC = {
       type: "boolean",
       description: "keep the temporary folder (identities, logs, checkpoints)",
     },
+    "dashboard-port": {
+      type: "string",
+      value: "P",
+      description: "the coordinator serves its live dashboard and /metrics on 127.0.0.1:P (0: a " +
+        "free port); the URL is printed at start",
+    },
     calibrate: {
       type: "boolean",
       description: "measure a training step of the run's model on this machine first, and raise " +
@@ -106,6 +112,8 @@ export interface TestnetArgs {
   readonly checkpointDir: string | null;
   readonly keepTemp: boolean;
   readonly calibrate: boolean;
+  /** The coordinator's dashboard port (0: a free one); null: no dashboard. */
+  readonly dashboardPort: number | null;
 }
 
 function whole(name: string, text: string | undefined, min: number, max: number) {
@@ -169,5 +177,6 @@ function checkTestnetArgs(values: FlagValues<typeof TESTNET_SPEC>): TestnetArgs 
     checkpointDir: values["checkpoint-dir"] ?? null,
     keepTemp: values["keep-temp"] ?? false,
     calibrate: values.calibrate ?? false,
+    dashboardPort: whole("dashboard-port", values["dashboard-port"], 0, 65535) ?? null,
   };
 }

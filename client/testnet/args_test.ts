@@ -16,6 +16,7 @@ Deno.test("testnet arguments: defaults and every option", () => {
     checkpointDir: null,
     keepTemp: false,
     calibrate: false,
+    dashboardPort: null,
   });
   assert.deepEqual(
     parseTestnetArgs([
@@ -34,6 +35,8 @@ Deno.test("testnet arguments: defaults and every option", () => {
       "out",
       "--keep-temp",
       "--calibrate",
+      "--dashboard-port",
+      "20003",
     ]),
     {
       numClients: 3,
@@ -46,6 +49,7 @@ Deno.test("testnet arguments: defaults and every option", () => {
       checkpointDir: "out",
       keepTemp: true,
       calibrate: true,
+      dashboardPort: 20003,
     },
   );
   assert.equal(parseTestnetArgs(["-h"]), null);

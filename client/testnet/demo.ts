@@ -64,6 +64,9 @@ export const DEMO_MODELS: Readonly<Record<string, DemoModel>> = {
   },
 };
 
+/** Where the demo's coordinator serves its dashboard (`--dashboard-port 0` picks a free one). */
+export const DEMO_DASHBOARD_PORT = 20003;
+
 /** The demo model when `--model` is not given. */
 export const DEFAULT_DEMO_MODEL = "bytes";
 
@@ -80,6 +83,7 @@ export function demoSettings(model: DemoModel): Record<string, string | true> {
     "checkpoint-dir": DEMO_CHECKPOINTS,
     // A busy or slow machine gets the round and epoch times it needs, measured first.
     calibrate: true,
+    "dashboard-port": String(DEMO_DASHBOARD_PORT),
   };
 }
 

@@ -50,6 +50,7 @@ Deno.test("--model picks the demo's run; the other flags go to the testnet", () 
   assert.equal(args?.stopAfterEpochs, 1);
   assert.equal(args?.numClients, 3);
   assert.equal(args?.calibrate, true);
+  assert.equal(args?.dashboardPort, 20003);
 });
 
 Deno.test("the environment wins over the demo's settings, the command line over both", () => {

@@ -70,6 +70,8 @@ export interface TestnetOptions {
   readonly calibrate?: boolean;
   /** How long to wait for the coordinator to listen (default 60 s). */
   readonly startTimeoutMs?: number;
+  /** The coordinator serves its dashboard on 127.0.0.1 at this port (0: a free one). */
+  readonly dashboardPort?: number | null;
 }
 
 interface ClientSlot {
@@ -113,6 +115,8 @@ export class Testnet {
   readonly runId: string;
   /** `host:port` of the coordinator. */
   readonly serverAddr: string;
+  /** `http://127.0.0.1:port` of the coordinator's dashboard; null when it serves none. */
+  readonly dashboardUrl: string | null;
   readonly #options: TestnetOptions;
   /** The coordinator's command line without `--state` (restarts give another file). */
   readonly #coordinatorArgs: readonly string[];
@@ -127,12 +131,19 @@ export class Testnet {
 
   private constructor(
     options: TestnetOptions,
-    fields: { tempDir: string; runId: string; serverAddr: string; coordinatorArgs: string[] },
+    fields: {
+      tempDir: string;
+      runId: string;
+      serverAddr: string;
+      coordinatorArgs: string[];
+      dashboardUrl: string | null;
+    },
   ) {
     this.#options = options;
     this.tempDir = fields.tempDir;
     this.runId = fields.runId;
     this.serverAddr = fields.serverAddr;
+    this.dashboardUrl = fields.dashboardUrl;
     this.#coordinatorArgs = fields.coordinatorArgs;
     this.#coordinatorExited = new Promise((resolve) => (this.#coordinatorExit = resolve));
   }
@@ -247,6 +258,8 @@ export class Testnet {
       await Deno.mkdir(join(tempDir, "identities"));
       const port = freePort();
       const serverAddr = `127.0.0.1:${port}`;
+      const dashboardPort = options.dashboardPort === 0 ? freePort() : options.dashboardPort;
+      const dashboardUrl = dashboardPort == null ? null : `http://127.0.0.1:${dashboardPort}`;
       const coordinatorArgs = [
         Deno.execPath(),
         "run",
@@ -268,6 +281,7 @@ export class Testnet {
         "--max-connections-per-address",
         "1024",
         ...(prepared.servesData ? ["--data-config", dataPath] : []),
+        ...(dashboardPort == null ? [] : ["--dashboard-port", String(dashboardPort)]),
         ...(options.coordinatorArgs ?? []),
       ];
       const testnet = new Testnet(options, {
@@ -275,8 +289,10 @@ export class Testnet {
         runId: prepared.run.runId,
         serverAddr,
         coordinatorArgs,
+        dashboardUrl,
       });
       if (calibration !== null) testnet.#note(calibration);
+      if (dashboardUrl !== null) testnet.#note(`dashboard: ${dashboardUrl}`);
       try {
         await testnet.#startCoordinator(runConfig);
       } catch (e) {

@@ -60,6 +60,7 @@ export async function runTestnet(
     checkpointDir: args.checkpointDir,
     keepTemp: args.keepTemp,
     calibrate: args.calibrate,
+    dashboardPort: args.dashboardPort,
     onClientExit: () => {
       // Checked after the exit is recorded (a restart in progress is not idle).
       queueMicrotask(() => {

@@ -169,7 +169,10 @@ function withClient(
   return { ...view, clients };
 }
 
-/** The run entered `state` at `timeMs`: the phase it was in ends, a new one starts. */
+/**
+ * The run entered `state` at `timeMs`: the phase it was in ends, a new one starts (unless it is
+ * already in `state`: a Listening event after the first snapshot).
+ */
 function enterPhase(
   view: DashboardView,
   state: RunState,
@@ -178,6 +181,7 @@ function enterPhase(
   timeMs: number,
 ): DashboardView {
   const last = view.timeline.at(-1);
+  if (last !== undefined && last.endMs === null && last.state === state) return view;
   let { phaseSeconds } = view;
   const timeline = [...view.timeline];
   if (last !== undefined && last.endMs === null) {
@@ -384,10 +388,11 @@ export function reduceSnapshot(
   snapshot: RunSnapshot,
   timeMs: number,
 ): DashboardView {
-  let next: DashboardView = view;
-  if (view.runState !== snapshot.runState || view.timeline.length === 0) {
-    next = enterPhase(next, snapshot.runState, snapshot.epoch, snapshot.step, timeMs);
-  }
+  // The timeline follows the events (a snapshot taken after a burst of them is ahead of the
+  // ones not reduced yet); a snapshot only starts it.
+  let next: DashboardView = view.timeline.length === 0
+    ? enterPhase(view, snapshot.runState, snapshot.epoch, snapshot.step, timeMs)
+    : view;
   const health = new Map<string, ClientStatus>(snapshot.clients.map((c) => [c.key, c.state]));
   for (const key of snapshot.pending) if (!health.has(key)) health.set(key, "Pending");
   for (const key of health.keys()) {

@@ -233,9 +233,40 @@ Deno.test("a snapshot sets progress, config and each client's health", () => {
   assert.equal(view.timeline.at(-1)!.startMs, 9000);
 });
 
-Deno.test("a snapshot in the state the view already shows starts no phase", () => {
+Deno.test("only events move the timeline once it started: each phase is counted once", () => {
+  let view = reduceSnapshot(emptyView(), snapshot({ runState: "WaitingForMembers" }), 0);
+  view = reduceEvent(view, {
+    kind: "Listening",
+    address: "x",
+    runId: "run",
+    runState: "WaitingForMembers",
+    epoch: 0,
+    step: 1,
+  }, 500);
+  // A burst: the snapshot after its first event already shows where the last one leads.
+  const ahead = snapshot({ runState: "RoundTrain" });
+  for (
+    const [from, to] of [["RoundTrain", "RoundWitness"], ["RoundWitness", "RoundTrain"]] as const
+  ) {
+    view = reduceSnapshot(
+      reduceEvent(view, { kind: "StateChanged", from, to, epoch: 0, step: 2 }, 1000),
+      ahead,
+      1000,
+    );
+  }
+  assert.deepEqual(view.timeline.map((p) => p.state), [
+    "WaitingForMembers",
+    "RoundWitness",
+    "RoundTrain",
+  ]);
+  assert.deepEqual(view.phaseSeconds.WaitingForMembers, { sum: 1, count: 1 });
+  assert.deepEqual(view.phaseSeconds.RoundTrain, { sum: 0, count: 0 });
+});
+
+Deno.test("a later snapshot keeps each client's status current", () => {
   const first = reduceSnapshot(emptyView(), snapshot({ pending: [A] }), 1000);
-  const again = reduceSnapshot(first, snapshot({ pending: [A] }), 2000);
+  assert.equal(first.clients[0].status, "Pending");
+  const again = reduceSnapshot(first, snapshot({ clients: [{ key: A, state: "Healthy" }] }), 2000);
   assert.equal(again.timeline.length, 1);
-  assert.equal(again.clients[0].status, "Pending");
+  assert.equal(again.clients[0].status, "Healthy");
 });

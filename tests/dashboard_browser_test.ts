@@ -1,0 +1,135 @@
+/**
+ * The coordinator's dashboard in a real browser: a testnet (a coordinator and two clients as
+ * processes, training the demo's byte-level Llama on the Brown corpus) serves its dashboard;
+ * once the coordinator has taken a few witness reports, headless Chromium loads the page and
+ * the DOM it renders must show the run's state, both clients and a loss chart with points.
+ * `/metrics` is scraped in the same run. Set PSYCHE_DASHBOARD_SCREENSHOT=docs/dashboard.png
+ * to keep the screenshot.
+ *
+ * Needs Debian's `chromium` (`./psyche test` installs it); skipped, saying so, without it.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { EventWatcher } from "../client/testing/testnet.ts";
+import { REPO_ROOT, Testnet } from "../client/testnet/mod.ts";
+import { ensureCorpus } from "../data/mod.ts";
+import {
+  parsePrometheusText,
+  sampleValue,
+} from "../coordinator/dashboard/testing/prometheus_text.ts";
+
+const CHROMIUM_NAMES = ["chromium", "chromium-browser", "google-chrome"];
+
+/** The first Chromium on PATH, or null. */
+function findChromium(): string | null {
+  for (const dir of (Deno.env.get("PATH") ?? "").split(":")) {
+    for (const name of CHROMIUM_NAMES) {
+      try {
+        if (Deno.statSync(join(dir, name)).isFile) return join(dir, name);
+      } catch { /* not here */ }
+    }
+  }
+  return null;
+}
+
+const chromium = findChromium();
+if (chromium === null) {
+  console.warn(
+    "dashboard_browser_test: SKIPPED: no chromium on PATH (apt-get install chromium; " +
+      "./psyche test installs it)",
+  );
+}
+
+/** Runs headless Chromium with `args` then `url`; its stdout. */
+async function headless(args: string[], url: string, profile: string): Promise<string> {
+  const out = await new Deno.Command(chromium!, {
+    args: [
+      "--headless=new",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--no-first-run",
+      `--user-data-dir=${profile}`,
+      "--window-size=1280,1100",
+      ...args,
+      url,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+    signal: AbortSignal.timeout(90_000),
+  }).output();
+  const stdout = new TextDecoder().decode(out.stdout);
+  assert.ok(out.success, `chromium failed: ${new TextDecoder().decode(out.stderr).slice(-2000)}`);
+  return stdout;
+}
+
+Deno.test({
+  name: "the dashboard of a live run renders its state, clients and loss chart in Chromium",
+  ignore: chromium === null,
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  await ensureCorpus("bytes");
+  const watcher = new EventWatcher();
+  const testnet = await Testnet.start({
+    configPath: join(REPO_ROOT, "config", "demo"),
+    numClients: 2,
+    logs: "json",
+    write: null,
+    onEvent: watcher.onEvent,
+    dashboardPort: 0,
+  });
+  const profile = await Deno.makeTempDir({ prefix: "psyche-chromium-" });
+  try {
+    const url = testnet.dashboardUrl!;
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+$/);
+    assert.ok(
+      watcher.named("testnet").some((e) => e.event.message === `dashboard: ${url}`),
+      "the testnet prints the dashboard's URL",
+    );
+    await watcher.waitFor(
+      "4 witness reports from 2 clients at the coordinator",
+      () => {
+        const witnesses = watcher.named("Witness", "coordinator");
+        return witnesses.length >= 4 && new Set(witnesses.map((w) => w.event.client)).size >= 2;
+      },
+      300_000,
+    );
+
+    const dom = await headless(["--virtual-time-budget=3000", "--dump-dom"], url, profile);
+    const state = /<body[^>]*data-run-state="([A-Za-z]+)"/.exec(dom)?.[1];
+    assert.ok(
+      ["Warmup", "RoundTrain", "RoundWitness", "Cooldown"].includes(state ?? ""),
+      `run state shown: ${state}`,
+    );
+    assert.match(dom, /<span id="run-state"[^>]*>(Warmup|RoundTrain|RoundWitness|Cooldown)</);
+    const rows = [...dom.matchAll(/<tr class="client" data-key="([0-9a-f]{64})">/g)];
+    assert.equal(rows.length, 2, "both clients listed");
+    for (const label of ["client-1", "client-2"]) {
+      assert.ok(rows.some((r) => r[1] === testnet.clientKey(label)), `${label} listed`);
+    }
+    assert.match(dom, /class="status Healthy"/);
+    const points = Number(/id="loss-chart"[^>]*data-points="(\d+)"/.exec(dom)?.[1]);
+    assert.ok(points >= 4, `the loss chart plots ${points} points`);
+    assert.match(dom, /<div class="uplot/, "uPlot drew the chart");
+    assert.match(dom, /<canvas/);
+
+    const scraped = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
+    assert.ok(sampleValue(scraped, "psyche_witnesses_total")! >= 4);
+    assert.ok(sampleValue(scraped, "psyche_coordinator_step")! >= 2);
+    const losses = scraped.samples.filter((s) => s.name === "psyche_loss");
+    assert.equal(losses.length, 2, "a loss per reporting client");
+    assert.ok(losses.every((s) => s.value > 0 && s.value < 10), JSON.stringify(losses));
+
+    const shot = join(profile, "dashboard.png");
+    await headless(["--virtual-time-budget=3000", `--screenshot=${shot}`], url, profile);
+    const png = await Deno.readFile(shot);
+    assert.deepEqual([...png.slice(1, 4)], [0x50, 0x4e, 0x47], "a PNG");
+    const keep = Deno.env.get("PSYCHE_DASHBOARD_SCREENSHOT");
+    if (keep) await Deno.copyFile(shot, keep);
+  } finally {
+    await testnet.stop();
+    await Deno.remove(profile, { recursive: true }).catch(() => {});
+  }
+});

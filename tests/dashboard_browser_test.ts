@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { EventWatcher } from "../client/testing/testnet.ts";
 import { REPO_ROOT, Testnet } from "../client/testnet/mod.ts";
-import { ensureCorpus } from "../data/mod.ts";
+import { CORPUS_TOKENIZERS, ensureCorpus } from "../data/mod.ts";
 import {
   parsePrometheusText,
   sampleValue,
@@ -40,6 +40,29 @@ if (chromium === null) {
     "dashboard_browser_test: SKIPPED: no chromium on PATH (apt-get install chromium; " +
       "./psyche test installs it)",
   );
+}
+
+/**
+ * The demo's run for two clients that both train from the first epoch and both witness every
+ * round (`init_min_clients = 2`, `witness_nodes = 0`), so each plots a loss curve: a temporary
+ * folder, its data.toml pointing at the bundled corpus.
+ */
+async function demoConfigForTwo(): Promise<string> {
+  const demo = join(REPO_ROOT, "config", "demo");
+  const dir = await Deno.makeTempDir({ prefix: "psyche-dashboard-config-" });
+  const state = (await Deno.readTextFile(join(demo, "state.toml")))
+    .replace(/^init_min_clients = \d+/m, "init_min_clients = 2")
+    .replace(/^witness_nodes = \d+/m, "witness_nodes = 0");
+  const data = (await Deno.readTextFile(join(demo, "data.toml")))
+    .replace(
+      /^dir = "[^"]*"/m,
+      `dir = ${JSON.stringify(join(CORPUS_TOKENIZERS.bytes.dir, "train"))}`,
+    );
+  assert.match(state, /init_min_clients = 2/);
+  assert.match(data, /brown-bytes\/train"/);
+  await Deno.writeTextFile(join(dir, "state.toml"), state);
+  await Deno.writeTextFile(join(dir, "data.toml"), data);
+  return dir;
 }
 
 /** Runs headless Chromium with `args` then `url`; its stdout. */
@@ -71,9 +94,10 @@ Deno.test({
   sanitizeOps: false,
 }, async () => {
   await ensureCorpus("bytes");
+  const config = await demoConfigForTwo();
   const watcher = new EventWatcher();
   const testnet = await Testnet.start({
-    configPath: join(REPO_ROOT, "config", "demo"),
+    configPath: config,
     numClients: 2,
     logs: "json",
     write: null,
@@ -97,7 +121,12 @@ Deno.test({
       300_000,
     );
 
-    const dom = await headless(["--virtual-time-budget=3000", "--dump-dom"], url, profile);
+    // The live page (its event stream open) as a one-shot reader gets it at load.
+    const livePage = await headless(["--dump-dom"], url, profile);
+    assert.match(livePage, /data-run-state="[A-Za-z]+"/);
+    // `?live=0`: no stream, so virtual time runs out and uPlot has drawn.
+    const snapshotUrl = `${url}/?live=0`;
+    const dom = await headless(["--virtual-time-budget=3000", "--dump-dom"], snapshotUrl, profile);
     const state = /<body[^>]*data-run-state="([A-Za-z]+)"/.exec(dom)?.[1];
     assert.ok(
       ["Warmup", "RoundTrain", "RoundWitness", "Cooldown"].includes(state ?? ""),
@@ -123,7 +152,7 @@ Deno.test({
     assert.ok(losses.every((s) => s.value > 0 && s.value < 10), JSON.stringify(losses));
 
     const shot = join(profile, "dashboard.png");
-    await headless(["--virtual-time-budget=3000", `--screenshot=${shot}`], url, profile);
+    await headless(["--virtual-time-budget=3000", `--screenshot=${shot}`], snapshotUrl, profile);
     const png = await Deno.readFile(shot);
     assert.deepEqual([...png.slice(1, 4)], [0x50, 0x4e, 0x47], "a PNG");
     const keep = Deno.env.get("PSYCHE_DASHBOARD_SCREENSHOT");
@@ -131,5 +160,6 @@ Deno.test({
   } finally {
     await testnet.stop();
     await Deno.remove(profile, { recursive: true }).catch(() => {});
+    await Deno.remove(config, { recursive: true }).catch(() => {});
   }
 });

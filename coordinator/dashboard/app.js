@@ -188,8 +188,12 @@ const initial = JSON.parse($("initial-view").textContent);
 render(initial);
 
 // Live updates start after the page has loaded, so a one-shot reader (a headless browser's
-// --dump-dom) sees the page rendered from the view it was served with.
+// --dump-dom) sees the page rendered from the view it was served with. `?live=0` opens no stream
+// at all: a headless browser's --virtual-time-budget waits for open requests to end.
+const live = new URLSearchParams(location.search).get("live") !== "0";
+if (!live) $("live").textContent = "snapshot";
 addEventListener("load", () => {
+  if (!live) return;
   const source = new EventSource("/events");
   source.addEventListener("view", (e) => render(JSON.parse(e.data)));
   source.onopen = () => ($("live").textContent = "live");

@@ -244,23 +244,28 @@ Deno.test("only events move the timeline once it started: each phase is counted 
     step: 1,
   }, 500);
   // A burst: the snapshot after its first event already shows where the last one leads.
-  const ahead = snapshot({ runState: "RoundTrain" });
+  const ahead = snapshot({ runState: "Warmup" });
   for (
-    const [from, to] of [["RoundTrain", "RoundWitness"], ["RoundWitness", "RoundTrain"]] as const
+    const [from, to] of [
+      ["WaitingForMembers", "Warmup"],
+      ["Warmup", "WaitingForMembers"],
+      ["WaitingForMembers", "Warmup"],
+    ] as const
   ) {
     view = reduceSnapshot(
-      reduceEvent(view, { kind: "StateChanged", from, to, epoch: 0, step: 2 }, 1000),
+      reduceEvent(view, { kind: "StateChanged", from, to, epoch: 0, step: 1 }, 1000),
       ahead,
       1000,
     );
   }
   assert.deepEqual(view.timeline.map((p) => p.state), [
     "WaitingForMembers",
-    "RoundWitness",
-    "RoundTrain",
+    "Warmup",
+    "WaitingForMembers",
+    "Warmup",
   ]);
-  assert.deepEqual(view.phaseSeconds.WaitingForMembers, { sum: 1, count: 1 });
-  assert.deepEqual(view.phaseSeconds.RoundTrain, { sum: 0, count: 0 });
+  assert.deepEqual(view.phaseSeconds.WaitingForMembers, { sum: 1, count: 2 });
+  assert.deepEqual(view.phaseSeconds.Warmup, { sum: 0, count: 1 });
 });
 
 Deno.test("a later snapshot keeps each client's status current", () => {

@@ -36,6 +36,7 @@ Deno.test({
       checkpointDir: null,
       keepTemp: false,
       calibrate: false,
+      dashboardPort: null,
     }, { write: (line) => lines.push(line), colour: false });
     const context = lines.slice(-60).join("\n");
     assert.equal(outcome.reason, "epochs", context);

@@ -235,10 +235,10 @@ Deno.test("a manifest whose tensor sizes disagree with the config is refused bef
   const model = tinyModel(5);
   const blobs = modelToBlobs(model);
   // The liar serves the real config, but lists (and serves) one tensor at 8 MiB.
-  const [name, tensor] = blobs[1];
+  const [name, tensor, dtype] = blobs.find(([, , d]) => d === "f32")!;
   const big = new Uint8Array(8 * 1024 * 1024);
   const label = { step: 1, digest: new Uint8Array(32).fill(1) };
-  shareModel(liar, blobs.map(([n, bytes]) => [n, n === name ? big : bytes]), label);
+  shareModel(liar, blobs.map(([n, bytes, d]) => [n, n === name ? big : bytes, d]), label);
   await assert.rejects(
     fetchModel(joiner, {
       providers: [net.keys[0]],
@@ -249,8 +249,8 @@ Deno.test("a manifest whose tensor sizes disagree with the config is refused bef
     (e) =>
       e instanceof ManifestSizeError && e.blob === name &&
       e.message ===
-        `Model manifest refused: it lists "${name}" at ${big.length} bytes, the model's ` +
-          `config makes it ${tensor.length}`,
+        `Model manifest refused: it lists "${name}" at ${big.length} bytes (${dtype}), the ` +
+          `model's config makes it ${tensor.length} (${tensor.length / 4} elements)`,
   );
   const configBytes = blobs.find(([n]) => n === CONFIG_BLOB)![1].length;
   const manifestBytes = liar.store.get(liar.store.hashOfName("psyche/model-manifest")!)!.length;

@@ -1,16 +1,26 @@
 /**
  * A model as the named blobs P2P model sharing serves: `config.json` (the HF config, UTF-8
- * JSON) and one blob per parameter tensor under its Hugging Face name, holding the tensor's
- * values as **f32 little-endian**, row-major (shape from the config).
+ * JSON, dtype `raw`) and one blob per parameter tensor under its Hugging Face name, holding the
+ * tensor's values row-major (shape from the config) as **bf16** little-endian when every value
+ * of the tensor is exactly a bf16 value, else as **f32** little-endian. The manifest records
+ * each blob's dtype.
  *
- * Why f32 and not bf16 as in Psyche: every honest client must hold bit-identical parameters
- * (results are applied to the same bits everywhere, and the run compares parameter hashes).
- * A joiner that received bf16-truncated weights would start from different bits and drift;
- * f32 blobs make the joiner's parameters exactly the others'. The cost is 2x the bytes of
- * bf16, once per joiner per epoch.
+ * Why bf16 only where it is exact (Psyche always sends bf16): every honest client must hold
+ * bit-identical parameters (results are applied to the same bits everywhere, and the run
+ * compares parameter digests). A joiner that received rounded weights would start from
+ * different bits than the f32 masters of the others and drift. Sharing a tensor in bf16 only
+ * when its f32 values have zero low halves makes the encoding lossless, so the joiner's f32
+ * expansion is the others' parameters bit for bit, and it halves the bytes of every such
+ * tensor: a model just loaded from a bf16 checkpoint, RMSNorm weights still at 1, or a run
+ * whose clients round their masters to bf16 at the epoch boundary (docs/testnet.md). The rule
+ * is a function of the parameters alone, so every honest client of an epoch still serves the
+ * same manifest bytes.
+ *
+ * For a bf16-exact f32 the bf16 bits are its high half, which is what round-to-nearest-even
+ * (`encodeBf16`, model/float_codec.ts) gives; expanding is `decodeBf16` (exact).
  *
  * Pure: no I/O. Decoding checks that the config parses, that every tensor of that config is
- * present with exactly the right byte length, and that nothing else is there.
+ * present as f32 or bf16 with exactly the right byte length, and that nothing else is there.
  *
  * @example
  * ```ts
@@ -23,13 +33,14 @@
  * });
  * const layout = llamaParamLayout(config);
  * const weights = initParams(layout, config, 7);
- * const back = modelFromBlobs(new Map(modelToBlobs({ config, layout, weights })));
+ * const back = modelFromBlobs(modelToBlobs({ config, layout, weights }));
  * if (!back.weights.every((w, i) => w === weights[i])) throw new Error("not bit-identical");
  * ```
  *
  * @module
  */
 import {
+  decodeBf16,
   HfConfigError,
   type LlamaConfig,
   llamaConfigToHf,
@@ -37,6 +48,7 @@ import {
   type ParamLayout,
   parseLlamaConfig,
 } from "../../model/mod.ts";
+import { type BlobDtype, type BlobToShare, TENSOR_DTYPE_BYTES } from "../p2p/model_share.ts";
 
 /** The blob name of the HF config. */
 export const CONFIG_BLOB = "config.json";
@@ -64,13 +76,13 @@ export class ModelBlobError extends Error {
 }
 
 /**
- * The byte size of every tensor blob of the model a `config.json` blob describes, by name:
- * what a manifest must list before any tensor is fetched. Throws {@link ModelBlobError} for
- * bytes that are not a valid config.
+ * The element count of every tensor blob of the model a `config.json` blob describes, by name:
+ * with each blob's dtype, what a manifest must list before any tensor is fetched. Throws
+ * {@link ModelBlobError} for bytes that are not a valid config.
  */
-export function tensorBlobSizes(configBytes: Uint8Array): Map<string, number> {
+export function tensorElements(configBytes: Uint8Array): Map<string, number> {
   const layout = llamaParamLayout(parseConfigBlob(configBytes));
-  return new Map(layout.entries.map((e) => [e.name, e.size * 4]));
+  return new Map(layout.entries.map((e) => [e.name, e.size]));
 }
 
 function parseConfigBlob(bytes: Uint8Array): LlamaConfig {
@@ -95,32 +107,65 @@ function requireLittleEndian(): void {
 }
 
 /**
- * The blobs of `model`: `config.json` first, then every tensor in layout order. Each tensor
- * blob is a fresh copy, so later changes to `weights` do not change what is served.
+ * True when every value of `values` is exactly a bf16 value (the low 16 bits of each f32 are
+ * zero), so sharing it as bf16 loses nothing.
  */
-export function modelToBlobs(model: SharedModel): [name: string, bytes: Uint8Array][] {
+export function isBf16Exact(values: Float32Array): boolean {
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  for (let i = 0; i < bits.length; i++) {
+    if ((bits[i] & 0xffff) !== 0) return false;
+  }
+  return true;
+}
+
+/** The high halves of bf16-exact f32 values: their bf16 bits, little-endian. */
+function bf16Bytes(values: Float32Array): Uint8Array {
+  const halves = new Uint16Array(values.buffer, values.byteOffset, values.length * 2);
+  const out = new Uint16Array(values.length);
+  for (let i = 0; i < values.length; i++) out[i] = halves[2 * i + 1];
+  return new Uint8Array(out.buffer);
+}
+
+/**
+ * The blobs of `model`: `config.json` first, then every tensor in layout order, each as bf16
+ * when that is exact and as f32 otherwise. Each tensor blob is a fresh copy, so later changes
+ * to `weights` do not change what is served.
+ */
+export function modelToBlobs(model: SharedModel): [name: string, bytes: Uint8Array, BlobDtype][] {
   requireLittleEndian();
   const { config, layout, weights } = model;
   if (weights.length !== layout.totalSize) {
     throw new RangeError(`expected ${layout.totalSize} floats, found ${weights.length}`);
   }
   const json = JSON.stringify(llamaConfigToHf(config));
-  const out: [string, Uint8Array][] = [[CONFIG_BLOB, new TextEncoder().encode(json)]];
+  const out: [string, Uint8Array, BlobDtype][] = [
+    [CONFIG_BLOB, new TextEncoder().encode(json), "raw"],
+  ];
   for (const e of layout.entries) {
-    const copy = weights.slice(e.offset, e.offset + e.size);
-    out.push([e.name, new Uint8Array(copy.buffer)]);
+    const values = weights.subarray(e.offset, e.offset + e.size);
+    if (isBf16Exact(values)) {
+      out.push([e.name, bf16Bytes(values), "bf16"]);
+    } else {
+      out.push([e.name, new Uint8Array(values.slice().buffer), "f32"]);
+    }
   }
   return out;
 }
 
 /**
- * Rebuilds a model from its blobs. Throws {@link ModelBlobError} when `config.json` is missing
- * or invalid, a tensor is missing or has the wrong byte length, or a blob is not part of the
- * config's model.
+ * Rebuilds a model from its blobs (name, bytes, dtype, as a manifest lists them). Throws
+ * {@link ModelBlobError} when `config.json` is missing or invalid, a blob is listed twice, a
+ * tensor is missing, is not f32 or bf16, or has the wrong byte length for its dtype, or a blob
+ * is not part of the config's model.
  */
-export function modelFromBlobs(blobs: ReadonlyMap<string, Uint8Array>): SharedModel {
+export function modelFromBlobs(blobs: Iterable<BlobToShare>): SharedModel {
   requireLittleEndian();
-  const configBytes = blobs.get(CONFIG_BLOB);
+  const byName = new Map<string, { bytes: Uint8Array; dtype: BlobDtype }>();
+  for (const [name, bytes, dtype = "raw"] of blobs) {
+    if (byName.has(name)) throw new ModelBlobError(name, `blob "${name}" is given twice`);
+    byName.set(name, { bytes, dtype });
+  }
+  const configBytes = byName.get(CONFIG_BLOB)?.bytes;
   if (configBytes === undefined) {
     throw new ModelBlobError(CONFIG_BLOB, `the shared model has no "${CONFIG_BLOB}" blob`);
   }
@@ -128,22 +173,30 @@ export function modelFromBlobs(blobs: ReadonlyMap<string, Uint8Array>): SharedMo
   const layout = llamaParamLayout(config);
   const weights = new Float32Array(layout.totalSize);
   for (const e of layout.entries) {
-    const bytes = blobs.get(e.name);
-    if (bytes === undefined) {
+    const blob = byName.get(e.name);
+    if (blob === undefined) {
       throw new ModelBlobError(e.name, `the shared model has no tensor "${e.name}"`);
     }
-    if (bytes.length !== e.size * 4) {
+    const { bytes, dtype } = blob;
+    if (dtype !== "f32" && dtype !== "bf16") {
+      throw new ModelBlobError(e.name, `tensor "${e.name}" is ${dtype}, expected f32 or bf16`);
+    }
+    const width = TENSOR_DTYPE_BYTES[dtype];
+    if (bytes.length !== e.size * width) {
       throw new ModelBlobError(
         e.name,
-        `tensor "${e.name}" has ${bytes.length} bytes, expected ${e.size * 4} ` +
-          `(f32, shape [${e.shape.join(", ")}])`,
+        `tensor "${e.name}" has ${bytes.length} bytes, expected ${e.size * width} ` +
+          `(${dtype}, shape [${e.shape.join(", ")}])`,
       );
     }
-    // View the bytes as floats where they are 4-byte aligned; otherwise copy them first.
-    const aligned = bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
-    weights.set(new Float32Array(aligned.buffer, aligned.byteOffset, e.size), e.offset);
+    // View the bytes as numbers where they are aligned; otherwise copy them first.
+    const aligned = bytes.byteOffset % width === 0 ? bytes : bytes.slice();
+    const values = dtype === "f32"
+      ? new Float32Array(aligned.buffer, aligned.byteOffset, e.size)
+      : decodeBf16(new Uint16Array(aligned.buffer, aligned.byteOffset, e.size));
+    weights.set(values, e.offset);
   }
-  for (const name of blobs.keys()) {
+  for (const name of byName.keys()) {
     if (name !== CONFIG_BLOB && !layout.byName.has(name)) {
       throw new ModelBlobError(name, `blob "${name}" is not a tensor of this Llama config`);
     }

@@ -2,12 +2,15 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
   CONFIG_BLOB,
+  isBf16Exact,
   ModelBlobError,
   modelFromBlobs,
   modelToBlobs,
-  tensorBlobSizes,
+  tensorElements,
 } from "./blobs.ts";
+import type { BlobToShare } from "../p2p/model_share.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
+import { decodeBf16, encodeBf16 } from "../../model/mod.ts";
 
 const bits = (a: Float32Array) => new Uint32Array(a.buffer, a.byteOffset, a.length);
 
@@ -24,7 +27,7 @@ Deno.test("blobs round-trip any f32 bit pattern exactly", () => {
         for (const e of entries) {
           expected.set(weights.subarray(e.offset, e.offset + e.size), e.offset);
         }
-        const back = modelFromBlobs(new Map(modelToBlobs({ ...model, weights })));
+        const back = modelFromBlobs(modelToBlobs({ ...model, weights }));
         assert.deepEqual(bits(back.weights), bits(expected));
         assert.deepEqual(back.config, model.config);
       },
@@ -35,14 +38,46 @@ Deno.test("blobs round-trip any f32 bit pattern exactly", () => {
 
 Deno.test("blobs at any byte offset decode the same", () => {
   const model = tinyModel(9);
-  const shifted = new Map(
-    modelToBlobs(model).map(([name, bytes]) => {
+  const rounded = { ...model, weights: decodeBf16(encodeBf16(model.weights)) };
+  for (const m of [model, rounded]) {
+    const shifted = modelToBlobs(m).map(([name, bytes, dtype]): BlobToShare => {
       const holder = new Uint8Array(bytes.length + 1);
       holder.set(bytes, 1);
-      return [name, holder.subarray(1)] as const;
-    }),
+      return [name, holder.subarray(1), dtype];
+    });
+    assert.deepEqual(bits(modelFromBlobs(shifted).weights), bits(m.weights));
+  }
+});
+
+Deno.test("a tensor is shared as bf16 exactly when all its values are bf16, and comes back bit for bit", () => {
+  const model = tinyModel(4);
+  // Two tensors of random values (norm gains start at 1, which bf16 holds exactly).
+  const [first, second] = model.layout.entries.filter((e) => e.init !== "ones");
+  const weights = model.weights.slice();
+  // First tensor rounded to bf16 (round-to-nearest-even), the second left f32.
+  weights.set(
+    decodeBf16(encodeBf16(weights.subarray(first.offset, first.offset + first.size))),
+    first.offset,
   );
-  assert.deepEqual(bits(modelFromBlobs(shifted).weights), bits(model.weights));
+  assert.ok(isBf16Exact(weights.subarray(first.offset, first.offset + first.size)));
+  assert.ok(!isBf16Exact(weights.subarray(second.offset, second.offset + second.size)));
+  const blobs = modelToBlobs({ ...model, weights });
+  const byName = new Map(blobs.map(([name, bytes, dtype]) => [name, { bytes, dtype }]));
+  assert.equal(byName.get(CONFIG_BLOB)!.dtype, "raw");
+  assert.equal(byName.get(first.name)!.dtype, "bf16");
+  assert.equal(byName.get(first.name)!.bytes.length, first.size * 2);
+  // The bf16 bytes are what the project's round-to-nearest-even conversion gives.
+  const expected = encodeBf16(weights.subarray(first.offset, first.offset + first.size));
+  assert.deepEqual(byName.get(first.name)!.bytes, new Uint8Array(expected.buffer));
+  assert.equal(byName.get(second.name)!.dtype, "f32");
+  assert.equal(byName.get(second.name)!.bytes.length, second.size * 4);
+  assert.deepEqual(bits(modelFromBlobs(blobs).weights), bits(weights));
+  // A value one ulp off a bf16 value keeps its tensor f32: nothing is ever rounded.
+  const off = weights.slice();
+  new Uint32Array(off.buffer)[first.offset + 3] ^= 1;
+  const offBlobs = modelToBlobs({ ...model, weights: off });
+  assert.equal(offBlobs.find(([n]) => n === first.name)![2], "f32");
+  assert.deepEqual(bits(modelFromBlobs(offBlobs).weights), bits(off));
 });
 
 Deno.test("blobs are config.json then tensors in layout order, copied", () => {
@@ -65,27 +100,50 @@ Deno.test("blobs are config.json then tensors in layout order, copied", () => {
 
 Deno.test("bad blob sets are refused naming the blob", () => {
   const model = tinyModel(3);
-  const good = () => new Map(modelToBlobs(model));
-  const name = model.layout.entries[1].name;
-  const cases: [string, (m: Map<string, Uint8Array>) => void, RegExp][] = [
+  const good = () => new Map(modelToBlobs(model).map((b) => [b[0], b]));
+  const name = model.layout.entries.find((e) => e.init !== "ones")!.name;
+  const cases: [string, (m: Map<string, BlobToShare>) => void, RegExp][] = [
     ["no config", (m) => m.delete(CONFIG_BLOB), /has no "config.json" blob/],
     [
       "bad config",
-      (m) => m.set(CONFIG_BLOB, new TextEncoder().encode('{"hidden_size": "x"}')),
+      (m) => m.set(CONFIG_BLOB, [CONFIG_BLOB, new TextEncoder().encode('{"hidden_size": "x"}')]),
       /"config.json" is not a valid config/,
     ],
-    ["not json", (m) => m.set(CONFIG_BLOB, Uint8Array.of(0x7b)), /not a valid config/],
+    [
+      "not json",
+      (m) => m.set(CONFIG_BLOB, [CONFIG_BLOB, Uint8Array.of(0x7b)]),
+      /not a valid config/,
+    ],
     [
       "missing",
       (m) => m.delete(name),
       new RegExp(`has no tensor "${name.replaceAll(".", "\\.")}"`),
     ],
-    ["short", (m) => m.set(name, m.get(name)!.subarray(4)), /bytes, expected \d+ \(f32, shape \[/],
-    ["extra", (m) => m.set("lm_head.bias", new Uint8Array(4)), /"lm_head.bias" is not a tensor/],
+    [
+      "short",
+      (m) => m.set(name, [name, m.get(name)![1].subarray(4), "f32"]),
+      /bytes, expected \d+ \(f32, shape \[/,
+    ],
+    [
+      "f32 bytes called bf16",
+      (m) => m.set(name, [name, m.get(name)![1], "bf16"]),
+      /bytes, expected \d+ \(bf16, shape \[/,
+    ],
+    [
+      "raw tensor",
+      (m) => m.set(name, [name, m.get(name)![1], "raw"]),
+      /is raw, expected f32 or bf16/,
+    ],
+    [
+      "extra",
+      (m) => m.set("lm_head.bias", ["lm_head.bias", new Uint8Array(4), "f32"]),
+      /"lm_head.bias" is not a tensor/,
+    ],
   ];
   for (const [what, spoil, message] of cases) {
-    const blobs = good();
-    spoil(blobs);
+    const map = good();
+    spoil(map);
+    const blobs = [...map.values()];
     assert.throws(() => modelFromBlobs(blobs), (e) => {
       assert.ok(e instanceof ModelBlobError, what);
       assert.match(e.message, message, what);
@@ -94,15 +152,26 @@ Deno.test("bad blob sets are refused naming the blob", () => {
   }
 });
 
-Deno.test("tensorBlobSizes gives every tensor blob's exact size from the config blob alone", () => {
+Deno.test("a blob given twice is refused", () => {
   const blobs = modelToBlobs(tinyModel(3));
-  const sizes = tensorBlobSizes(blobs[0][1]);
+  assert.throws(
+    () => modelFromBlobs([...blobs, blobs[1]]),
+    (e) => e instanceof ModelBlobError && /is given twice/.test(e.message),
+  );
+});
+
+Deno.test("tensorElements gives every tensor blob's element count from the config blob alone", () => {
+  const blobs = modelToBlobs(tinyModel(3));
+  const elements = tensorElements(blobs[0][1]);
   assert.deepEqual(
-    [...sizes],
-    blobs.filter(([name]) => name !== CONFIG_BLOB).map(([name, bytes]) => [name, bytes.length]),
+    [...elements],
+    blobs.filter(([name]) => name !== CONFIG_BLOB).map(([name, bytes, dtype]) => [
+      name,
+      bytes.length / (dtype === "bf16" ? 2 : 4),
+    ]),
   );
   assert.throws(
-    () => tensorBlobSizes(new TextEncoder().encode("{}")),
+    () => tensorElements(new TextEncoder().encode("{}")),
     (e) => e instanceof ModelBlobError && /not a valid config/.test(e.message),
   );
 });

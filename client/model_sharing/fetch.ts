@@ -10,11 +10,12 @@
  *    the first; otherwise takes the manifest a strict majority of the answering peers report for
  *    that step (quorum.ts), and stops once one has a majority of all providers;
  * 3. fetches `config.json` (at most 64 KiB), refuses the manifest unless it lists exactly the
- *    config's tensors at their f32 sizes, then fetches every tensor by the sha256 the manifest
+ *    config's tensors, each as f32 or bf16 at its size in that dtype, then fetches every tensor by the sha256 the manifest
  *    lists, spread across the peers that reported that manifest, each verified on arrival and
  *    cut at its size, with retries on other peers (client/p2p/model_share.ts and the payload
  *    service's fallback policy);
- * 4. rebuilds the flat f32 model from the blobs (blobs.ts), checking every tensor's size, and
+ * 4. rebuilds the flat f32 model from the blobs (blobs.ts; bf16 blobs expand exactly),
+ *    checking every tensor's size, and
  *    checks that the parameters have the digest the manifest claims: a peer can lie about the
  *    label, never get a model with a false label accepted.
  *
@@ -35,7 +36,7 @@ import {
   MAX_CONFIG_BLOB_BYTES,
   modelFromBlobs,
   type SharedModel,
-  tensorBlobSizes,
+  tensorElements,
 } from "./blobs.ts";
 import { type AgreedManifest, agreeOnManifest, type ManifestReport } from "./quorum.ts";
 import { type ServedModel, serveModel, weightBytes } from "./serve.ts";
@@ -160,14 +161,14 @@ export async function fetchModel(
   const chosen = chooseManifest(reports, options);
   const supporterKeys = providers.filter((k) => chosen.supporters.includes(toHex(k)));
   const reshare = options.reshare ?? true;
-  const { blobs } = await fetchModelBlobs(payloads, {
+  const { entries, blobs } = await fetchModelBlobs(payloads, {
     providers: supporterKeys,
     manifestHash: chosen.hash,
     signal,
     reshare: false,
-    sizesFrom: { blob: CONFIG_BLOB, maxBytes: MAX_CONFIG_BLOB_BYTES, sizes: tensorBlobSizes },
+    sizesFrom: { blob: CONFIG_BLOB, maxBytes: MAX_CONFIG_BLOB_BYTES, elements: tensorElements },
   });
-  const model = modelFromBlobs(blobs);
+  const model = modelFromBlobs(entries.map((e) => [e.name, blobs.get(e.name)!, e.dtype]));
   const digest = digestBytes(weightBytes(model));
   if (digest !== chosen.digest) {
     throw new ModelDigestMismatchError(

@@ -4,6 +4,8 @@
  * 1 MiB and more; the default) and with it off (every byte over noise), and the blob codec alone;
  * and a resync as a diverged or restarted client does it: the parameters of the recorded step
  * (their digest checked), then put on the GPU with the dry steps that build its pipelines.
+ * Group "dtype" fetches the same model with its parameters rounded to bf16 (as right after a
+ * bf16 checkpoint load), which travels as bf16 blobs (40 MB), against the f32 fetch.
  *
  *   deno bench -A client/model_sharing/fetch_bench.ts
  *
@@ -18,25 +20,33 @@ import { fetchModel } from "./fetch.ts";
 import { serveModel } from "./serve.ts";
 import { NetworkTrainer } from "../trainer.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
-import { initParams, readModelDir } from "../../model/mod.ts";
+import { decodeBf16, encodeBf16, initParams, readModelDir } from "../../model/mod.ts";
 
 const { config, layout } = await readModelDir("config/models/llama-20m");
 const model = { config, layout, weights: initParams(layout, config, 1) };
-const blobs = new Map(modelToBlobs(model));
+const blobs = modelToBlobs(model);
+const rounded = { ...model, weights: decodeBf16(encodeBf16(model.weights)) };
+const bf16Blobs = modelToBlobs(rounded);
 
-// Nodes 1 and 2 provide; node 3 fetches with the bulk path on, node 4 with it off.
-const keys = [1, 2, 3, 4].map(testPublic);
+// Nodes 1 and 2 provide; node 3 fetches with the bulk path on, node 4 with it off; nodes 5
+// and 6 provide the bf16-exact model.
+const ids = [1, 2, 3, 4, 5, 6];
+const keys = ids.map(testPublic);
 const nodes = await Promise.all(
-  [1, 2, 3, 4].map((n) => createP2PNode({ secretKey: testSecret(n), allowedPeers: keys })),
+  ids.map((n) => createP2PNode({ secretKey: testSecret(n), allowedPeers: keys })),
 );
 const services = await Promise.all(
   nodes.map((node, i) => PayloadService.start(node, i === 3 ? { bulk: false } : {})),
 );
-for (let i = 1; i < 4; i++) {
+for (let i = 1; i < ids.length; i++) {
   for (let j = 0; j < i; j++) await nodes[i].connect(nodes[j].addresses()[0]);
 }
 const served = serveModel(services[0], model, { step: 1 });
 serveModel(services[1], model, { step: 1 });
+const servedBf16 = serveModel(services[4], rounded, { step: 1 });
+serveModel(services[5], rounded, { step: 1 });
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+console.log(`f32 snapshot: ${served.bytes} bytes; bf16-exact snapshot: ${servedBf16.bytes} bytes`);
 
 Deno.bench("blobs: llama-20m to f32 blobs (80 MB)", { group: "codec" }, () => {
   modelToBlobs(model);
@@ -45,6 +55,41 @@ Deno.bench("blobs: llama-20m to f32 blobs (80 MB)", { group: "codec" }, () => {
 Deno.bench("blobs: f32 blobs to llama-20m", { group: "codec" }, () => {
   modelFromBlobs(blobs);
 });
+
+Deno.bench("blobs: bf16-exact llama-20m to bf16 blobs (40 MB)", { group: "codec" }, () => {
+  modelToBlobs(rounded);
+});
+
+Deno.bench("blobs: bf16 blobs to llama-20m", { group: "codec" }, () => {
+  modelFromBlobs(bf16Blobs);
+});
+
+Deno.bench(
+  `dtype: fetch llama-20m as f32 (${mb(served.bytes)}) from 2 providers, digest checked`,
+  { group: "dtype", baseline: true, n: 8, warmup: 2 },
+  async () => {
+    await fetchModel(services[2], {
+      providers: keys.slice(0, 2),
+      step: 1,
+      expectedDigest: served.digest,
+      reshare: false,
+    });
+  },
+);
+
+Deno.bench(
+  `dtype: fetch llama-20m as bf16 (${mb(servedBf16.bytes)}) from 2 providers, digest checked`,
+  { group: "dtype", n: 8, warmup: 2 },
+  async () => {
+    const fetched = await fetchModel(services[2], {
+      providers: keys.slice(4, 6),
+      step: 1,
+      expectedDigest: servedBf16.digest,
+      reshare: false,
+    });
+    if (fetched.weights.length !== rounded.weights.length) throw new Error("wrong model");
+  },
+);
 
 Deno.bench(
   "fetch llama-20m from 2 providers (80 MB, verified), bulk path",

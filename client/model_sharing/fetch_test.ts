@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import "../p2p/exit_fix.ts";
 import { createP2PNode, type P2PNode } from "../p2p/node.ts";
-import { MANIFEST_NAME } from "../p2p/model_share.ts";
+import { decodeManifest, MANIFEST_NAME } from "../p2p/model_share.ts";
 import { PayloadService } from "../p2p/payload_service.ts";
 import { testPublic, testSecret } from "../testing/p2p.ts";
 import { fetchModel, ModelDigestMismatchError, ModelUnavailableError } from "./fetch.ts";
@@ -10,6 +10,7 @@ import { shareModel } from "../p2p/model_share.ts";
 import { ManifestDisagreementError } from "./quorum.ts";
 import { serveModel } from "./serve.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
+import { decodeBf16, encodeBf16 } from "../../model/mod.ts";
 import { hexToBytes, toHex } from "../../common/mod.ts";
 
 const bits = (a: Float32Array) => new Uint32Array(a.buffer, a.byteOffset, a.length);
@@ -164,6 +165,68 @@ Deno.test("a manifest lying about its digest is refused after the download", asy
     poisoned.weights[3] += 1;
     // The liar now serves other parameters under the honest label.
     shareModel(liar, modelToBlobs(poisoned), {
+      step: 5,
+      digest: hexToBytes(honest.digest, 32, "digest"),
+    });
+    await assert.rejects(
+      () =>
+        fetchModel(joiner, {
+          providers: [net.keys[0]],
+          step: 5,
+          expectedDigest: honest.digest,
+          manifestTimeoutMs: 3000,
+        }),
+      (e) => e instanceof ModelDigestMismatchError && /claims parameters/.test(e.message),
+    );
+    assert.equal(joiner.store.hashOfName(MANIFEST_NAME), undefined, "nothing reshared");
+  } finally {
+    await net.stop();
+  }
+});
+
+Deno.test("bf16-exact parameters travel as bf16, half the bytes, and arrive bit for bit", async () => {
+  const net = await network(4);
+  try {
+    const [a, b, joiner, other] = net.services;
+    const model = tinyModel(24);
+    // As after loading a bf16 checkpoint: every parameter is a bf16 value held in f32.
+    const rounded = { ...model, weights: decodeBf16(encodeBf16(model.weights)) };
+    const servedA = serveModel(a, rounded, { step: 5 });
+    serveModel(b, { ...rounded, weights: rounded.weights.slice() }, { step: 5 });
+    const asF32 = serveModel(other, model, { step: 5 });
+    const tensorElements = model.layout.entries.reduce((n, e) => n + e.size, 0);
+    const configBytes = modelToBlobs(model)[0][1].length;
+    assert.equal(servedA.bytes, configBytes + 2 * tensorElements, "every tensor in bf16");
+    // Unrounded, only the norm gains (still exactly 1) go as bf16.
+    const ones = model.layout.entries.filter((e) => e.init === "ones");
+    const onesElements = ones.reduce((n, e) => n + e.size, 0);
+    assert.equal(asF32.bytes, configBytes + 4 * tensorElements - 2 * onesElements);
+    const fetched = await fetchModel(joiner, {
+      providers: net.keys.slice(0, 2),
+      step: 5,
+      expectedDigest: servedA.digest,
+      manifestTimeoutMs: 3000,
+    });
+    // The joiner holds exactly the servers' parameters, and serves the same manifest.
+    assert.deepEqual(bits(fetched.weights), bits(rounded.weights));
+    assert.equal(fetched.digest, servedA.digest);
+    assert.deepEqual(fetched.served, servedA);
+    const entries = decodeManifest(a.store.get(servedA.manifestHash)!).entries;
+    assert.ok(entries.slice(1).every((e) => e.dtype === "bf16"));
+  } finally {
+    await net.stop();
+  }
+});
+
+Deno.test("a peer that rounds the parameters to bf16 under the honest label is refused", async () => {
+  const net = await network(2);
+  try {
+    const [liar, joiner] = net.services;
+    const model = tinyModel(25);
+    const honest = serveModel(liar, model, { step: 5 });
+    // Psyche-style bf16 sharing of f32 masters: half the bytes, but not the run's parameters.
+    const rounded = { ...model, weights: decodeBf16(encodeBf16(model.weights)) };
+    shareModel(liar, modelToBlobs(rounded), {
       step: 5,
       digest: hexToBytes(honest.digest, 32, "digest"),
     });

@@ -2,8 +2,9 @@
  * P2P model sharing and Hub checkpoints: how a client gets the run's model at Warmup and how it
  * serves its own at Cooldown.
  *
- * - `serveModel(payloads, model)`: at Cooldown, snapshot the parameters into f32 blobs plus a
- *   manifest of their sha256s and serve them (serve.ts, blobs.ts);
+ * - `serveModel(payloads, model)`: at Cooldown, snapshot the parameters into blobs (bf16 for a
+ *   tensor whose values are all exactly bf16, f32 otherwise) plus a manifest of their sha256s
+ *   and dtypes, and serve them (serve.ts, blobs.ts);
  * - `fetchModel(payloads, { providers })`: at Warmup of a `P2P` epoch, accept the manifest a
  *   majority of the answering peers serve, fetch every tensor by hash from those peers in
  *   parallel, verified, with retries, and rebuild the model (fetch.ts, quorum.ts);
@@ -27,12 +28,13 @@
  */
 export {
   CONFIG_BLOB,
+  isBf16Exact,
   MAX_CONFIG_BLOB_BYTES,
   ModelBlobError,
   modelFromBlobs,
   modelToBlobs,
   type SharedModel,
-  tensorBlobSizes,
+  tensorElements,
 } from "./blobs.ts";
 export {
   type AgreedManifest,

@@ -1,6 +1,6 @@
 /**
  * The serving side of P2P model sharing: at Cooldown, once the epoch's last results are applied,
- * a client snapshots its parameters into blobs (see blobs.ts) and serves them with a manifest
+ * a client snapshots its parameters into blobs (see blobs.ts: bf16 where exact, f32 otherwise) and serves them with a manifest
  * (client/p2p/model_share.ts) labelled with the run step they belong to and their digest, until
  * its next snapshot. Joiners of the next epoch fetch it; the client itself can roll back to it
  * (a coordinator that restarted from the step of its last saved epoch).
@@ -11,7 +11,7 @@
  * @module
  */
 import type { ContentHash } from "../p2p/content_store.ts";
-import { decodeManifest, shareModel } from "../p2p/model_share.ts";
+import { type BlobToShare, decodeManifest, shareModel } from "../p2p/model_share.ts";
 import type { PayloadService } from "../p2p/payload_service.ts";
 import { modelFromBlobs, modelToBlobs, type SharedModel } from "./blobs.ts";
 import { hexToBytes, toHex } from "../../common/mod.ts";
@@ -23,7 +23,7 @@ export interface ServedModel {
   readonly manifestHash: ContentHash;
   /** Every blob hash served for it (manifest included). */
   readonly hashes: ReadonlySet<ContentHash>;
-  /** Bytes of the blobs (manifest excluded). */
+  /** Bytes of the blobs (manifest excluded; bf16 tensors count their bf16 bytes). */
   readonly bytes: number;
   /** The run step whose parameters these are. */
   readonly step: number;
@@ -82,11 +82,11 @@ export function serveModel(
 export function servedModel(payloads: PayloadService, served: ServedModel): SharedModel {
   const manifest = payloads.store.get(served.manifestHash);
   if (manifest === undefined) throw new RangeError("the served snapshot is no longer stored");
-  const blobs = new Map<string, Uint8Array>();
+  const blobs: BlobToShare[] = [];
   for (const entry of decodeManifest(manifest).entries) {
     const bytes = payloads.store.get(entry.hash);
     if (bytes === undefined) throw new RangeError(`blob "${entry.name}" is no longer stored`);
-    blobs.set(entry.name, bytes);
+    blobs.push([entry.name, bytes, entry.dtype]);
   }
   return modelFromBlobs(blobs);
 }

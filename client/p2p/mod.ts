@@ -130,6 +130,9 @@ export {
   encodeBulkResponseHeader,
 } from "./bulk_wire.ts";
 export {
+  BLOB_DTYPES,
+  type BlobDtype,
+  type BlobToShare,
   checkManifestSizes,
   decodeManifest,
   encodeManifest,
@@ -143,6 +146,7 @@ export {
   MAX_MANIFEST_BYTES,
   MAX_MANIFEST_ENTRIES,
   shareModel,
+  TENSOR_DTYPE_BYTES,
 } from "./model_share.ts";
 export {
   decodeRequest,

@@ -17,11 +17,14 @@
  *
  * The manifest also says which parameters it lists: the run step they belong to and their
  * digest (shaders/digest.ts), so a joiner can ask for exactly the model the coordinator
- * recorded, and checks that claim against the bytes it receives.
+ * recorded, and checks that claim against the bytes it receives. Each entry names the dtype of
+ * its blob (raw bytes, f32 or bf16 little-endian), so the manifest hash covers how every tensor
+ * is encoded and a tensor's byte size follows from its element count and its dtype.
  *
  * ```
- * manifest = version u8 (=2) | step u32 | digest [32] | count u32
- *            | count x (name length u16 | UTF-8 name | hash [32] | size u64)
+ * manifest = version u8 (=3) | step u32 | digest [32] | count u32
+ *            | count x (name length u16 | UTF-8 name | dtype u8 | hash [32] | size u64)
+ * dtype    = 0 raw | 1 f32 | 2 bf16
  * ```
  *
  * @module
@@ -33,22 +36,41 @@ import type { PublicKeyBytes } from "../../common/mod.ts";
 
 /** The blob name under which a model's manifest is served. */
 export const MANIFEST_NAME = "psyche/model-manifest";
-/** Manifest format version (2: the step and digest of the parameters it lists). */
-export const MANIFEST_VERSION = 2;
+/**
+ * Manifest format version (2: the step and digest of the parameters it lists; 3: the dtype of
+ * every blob).
+ */
+export const MANIFEST_VERSION = 3;
 /** Bytes before the first entry: version, step, digest, count. */
 export const MANIFEST_HEADER_BYTES = 1 + 4 + 32 + 4;
 /** Most entries a manifest may list. */
 export const MAX_MANIFEST_ENTRIES = 65_536;
+/** Bytes of an entry besides its name: name length, dtype, hash, size. */
+const ENTRY_FIXED_BYTES = 2 + 1 + 32 + 8;
 /** Largest manifest accepted: the most entries with the longest names. */
 export const MAX_MANIFEST_BYTES = MANIFEST_HEADER_BYTES +
-  MAX_MANIFEST_ENTRIES * (2 + MAX_NAME_BYTES + 40);
+  MAX_MANIFEST_ENTRIES * (MAX_NAME_BYTES + ENTRY_FIXED_BYTES);
+
+/**
+ * How a blob's bytes are encoded: `raw` (opaque, e.g. the config), or a tensor's values as
+ * `f32` or `bf16` little-endian, row-major.
+ */
+export type BlobDtype = "raw" | "f32" | "bf16";
+/** Wire codes of {@link BlobDtype}, by position. */
+export const BLOB_DTYPES: readonly BlobDtype[] = ["raw", "f32", "bf16"];
+/** Bytes per element of each tensor dtype. */
+export const TENSOR_DTYPE_BYTES: Readonly<Record<"f32" | "bf16", number>> = { f32: 4, bf16: 2 };
 
 /** One blob of a shared model: a parameter tensor, or the config. */
 export interface ManifestEntry {
   name: string;
   hash: ContentHash;
   size: number;
+  dtype: BlobDtype;
 }
+
+/** A blob to share: name, bytes and (default `raw`) how they are encoded. */
+export type BlobToShare = readonly [name: string, bytes: Uint8Array, dtype?: BlobDtype];
 
 /** Which parameters a manifest lists: the run step they belong to and their digest. */
 export interface ModelLabel {
@@ -119,9 +141,15 @@ export function encodeManifest(manifest: Manifest): Uint8Array {
         `entry "${entry.name}": size must be a non-negative integer, found ${entry.size}`,
       );
     }
+    if (!BLOB_DTYPES.includes(entry.dtype)) {
+      throw new RangeError(
+        `entry "${entry.name}": dtype must be one of ${BLOB_DTYPES.join(", ")}, found ` +
+          `${entry.dtype}`,
+      );
+    }
   });
   const out = new Uint8Array(
-    MANIFEST_HEADER_BYTES + names.reduce((n, name) => n + 2 + name.length + 32 + 8, 0),
+    MANIFEST_HEADER_BYTES + names.reduce((n, name) => n + name.length + ENTRY_FIXED_BYTES, 0),
   );
   const view = new DataView(out.buffer);
   out[0] = MANIFEST_VERSION;
@@ -133,9 +161,10 @@ export function encodeManifest(manifest: Manifest): Uint8Array {
     view.setUint16(at, names[i].length);
     out.set(names[i], at + 2);
     at += 2 + names[i].length;
-    out.set(hashToBytes(entry.hash), at);
-    view.setBigUint64(at + 32, BigInt(entry.size));
-    at += 40;
+    out[at] = BLOB_DTYPES.indexOf(entry.dtype);
+    out.set(hashToBytes(entry.hash), at + 1);
+    view.setBigUint64(at + 33, BigInt(entry.size));
+    at += 41;
   });
   return out;
 }
@@ -171,7 +200,7 @@ export function decodeManifest(bytes: Uint8Array): Manifest {
         at,
       );
     }
-    need(at + 2, length + 40, `entry ${i}`);
+    need(at + 2, length + ENTRY_FIXED_BYTES - 2, `entry ${i}`);
     let name: string;
     try {
       name = decoder.decode(bytes.subarray(at + 2, at + 2 + length));
@@ -181,12 +210,20 @@ export function decodeManifest(bytes: Uint8Array): Manifest {
     if (seen.has(name)) throw new ManifestDecodeError(`entry "${name}" is listed twice`, at);
     seen.add(name);
     at += 2 + length;
-    const size = view.getBigUint64(at + 32);
-    if (size > BigInt(Number.MAX_SAFE_INTEGER)) {
-      throw new ManifestDecodeError(`entry "${name}" size ${size} exceeds 2^53-1`, at + 32);
+    const dtype = BLOB_DTYPES[bytes[at]];
+    if (dtype === undefined) {
+      throw new ManifestDecodeError(
+        `entry "${name}" dtype code ${bytes[at]} is unknown (0..${BLOB_DTYPES.length - 1})`,
+        at,
+      );
     }
-    entries.push({ name, hash: hashFromBytes(bytes.subarray(at, at + 32)), size: Number(size) });
-    at += 40;
+    const size = view.getBigUint64(at + 33);
+    if (size > BigInt(Number.MAX_SAFE_INTEGER)) {
+      throw new ManifestDecodeError(`entry "${name}" size ${size} exceeds 2^53-1`, at + 33);
+    }
+    const hash = hashFromBytes(bytes.subarray(at + 1, at + 33));
+    entries.push({ name, hash, size: Number(size), dtype });
+    at += 41;
   }
   if (at !== bytes.length) {
     throw new ManifestDecodeError(`${bytes.length - at} bytes after the last entry`, at);
@@ -196,17 +233,17 @@ export function decodeManifest(bytes: Uint8Array): Manifest {
 
 /**
  * Serves a model: every blob under its name and a manifest under `MANIFEST_NAME` carrying
- * `label`. Returns the manifest's hash. Blobs are not copied (do not change them while they
- * are served).
+ * `label` and each blob's dtype. Returns the manifest's hash. Blobs are not copied (do not
+ * change them while they are served).
  */
 export function shareModel(
   service: PayloadService,
-  blobs: Iterable<[name: string, bytes: Uint8Array]>,
+  blobs: Iterable<BlobToShare>,
   label: ModelLabel,
 ): ContentHash {
   const entries: ManifestEntry[] = [];
-  for (const [name, bytes] of blobs) {
-    entries.push({ name, hash: service.provide(bytes, { name }), size: bytes.length });
+  for (const [name, bytes, dtype = "raw"] of blobs) {
+    entries.push({ name, hash: service.provide(bytes, { name }), size: bytes.length, dtype });
   }
   return service.provide(encodeManifest({ label, entries }), { name: MANIFEST_NAME });
 }
@@ -223,53 +260,62 @@ export interface FetchModelOptions {
   reshare?: boolean;
   /**
    * The blob that says what every other blob's size must be (the model's config): fetched
-   * first, if the manifest lists it at no more than `maxBytes`; `sizes` maps its bytes to each
-   * other blob's exact size (and may throw for bytes that are not a config). The manifest is
-   * refused unless it lists exactly those blobs at exactly those sizes.
+   * first, if the manifest lists it at no more than `maxBytes`; `elements` maps its bytes to
+   * each tensor's element count (and may throw for bytes that are not a config). The manifest
+   * is refused unless it lists exactly those tensors, each as f32 or bf16 at exactly its
+   * element count times the dtype's width.
    */
   sizesFrom?: {
     blob: string;
     maxBytes: number;
-    sizes: (bytes: Uint8Array) => ReadonlyMap<string, number>;
+    elements: (bytes: Uint8Array) => ReadonlyMap<string, number>;
   };
 }
 
 /**
- * Checks `entries` (all but the `sizesFrom` blob) against the `expected` size of every blob:
- * the same names, each at its size. Throws {@link ManifestSizeError} naming the first that
- * differs. Pure.
+ * Checks `entries` (all but the `sizesFrom` blob) against the `elements` of every tensor: the
+ * same names, each a tensor dtype (f32 or bf16) at its element count times that dtype's width.
+ * Throws {@link ManifestSizeError} naming the first that differs. Pure.
  */
 export function checkManifestSizes(
   entries: readonly ManifestEntry[],
-  expected: ReadonlyMap<string, number>,
+  elements: ReadonlyMap<string, number>,
 ): void {
   for (const entry of entries) {
-    const size = expected.get(entry.name);
-    if (size === undefined) {
+    const count = elements.get(entry.name);
+    if (count === undefined) {
       throw new ManifestSizeError(entry.name, `it lists "${entry.name}", not a blob of the model`);
     }
+    if (entry.dtype !== "f32" && entry.dtype !== "bf16") {
+      throw new ManifestSizeError(
+        entry.name,
+        `it lists tensor "${entry.name}" as ${entry.dtype}, expected f32 or bf16`,
+      );
+    }
+    const size = count * TENSOR_DTYPE_BYTES[entry.dtype];
     if (entry.size !== size) {
       throw new ManifestSizeError(
         entry.name,
-        `it lists "${entry.name}" at ${entry.size} bytes, the model's config makes it ${size}`,
+        `it lists "${entry.name}" at ${entry.size} bytes (${entry.dtype}), the model's config ` +
+          `makes it ${size} (${count} elements)`,
       );
     }
   }
   const listed = new Set(entries.map((e) => e.name));
-  for (const name of expected.keys()) {
+  for (const name of elements.keys()) {
     if (!listed.has(name)) throw new ManifestSizeError(name, `it does not list "${name}"`);
   }
 }
 
 /**
  * Fetches a model shared with `shareModel`: the manifest, then every blob by hash (verified),
- * in parallel up to the service's `maxConcurrentDownloads`. Returns the manifest's label and
- * the blobs by name.
+ * in parallel up to the service's `maxConcurrentDownloads`. Returns the manifest's label, its
+ * entries (with each blob's dtype) and the blobs by name.
  */
 export async function fetchModel(
   service: PayloadService,
   options: FetchModelOptions,
-): Promise<{ label: ModelLabel; blobs: Map<string, Uint8Array> }> {
+): Promise<{ label: ModelLabel; entries: ManifestEntry[]; blobs: Map<string, Uint8Array> }> {
   const { providers, signal } = options;
   const limit = { providers, signal, maxBytes: MAX_MANIFEST_BYTES };
   const manifest = options.manifestHash === undefined
@@ -295,7 +341,7 @@ export async function fetchModel(
   const first: (readonly [string, Uint8Array])[] = [];
   let rest = entries;
   if (options.sizesFrom !== undefined) {
-    const { blob, maxBytes, sizes } = options.sizesFrom;
+    const { blob, maxBytes, elements } = options.sizesFrom;
     const entry = entries.find((e) => e.name === blob);
     if (entry === undefined) throw new ManifestSizeError(blob, `it does not list "${blob}"`);
     if (entry.size > maxBytes) {
@@ -306,10 +352,10 @@ export async function fetchModel(
     }
     const fetched = await fetchEntry(entry);
     rest = entries.filter((e) => e !== entry);
-    checkManifestSizes(rest, sizes(fetched[1]));
+    checkManifestSizes(rest, elements(fetched[1]));
     first.push(fetched);
   }
   const fetched = await Promise.all(rest.map(fetchEntry));
   if (reshare) service.provide(manifest, { name: MANIFEST_NAME });
-  return { label, blobs: new Map([...first, ...fetched]) };
+  return { label, entries, blobs: new Map([...first, ...fetched]) };
 }

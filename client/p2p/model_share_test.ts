@@ -2,12 +2,15 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { contentHash } from "./content_store.ts";
 import {
+  BLOB_DTYPES,
+  type BlobToShare,
   checkManifestSizes,
   decodeManifest,
   encodeManifest,
   fetchModel,
   MANIFEST_NAME,
   ManifestDecodeError,
+  type ManifestEntry,
   ManifestSizeError,
   shareModel,
 } from "./model_share.ts";
@@ -20,6 +23,7 @@ const arbEntry = fc.record({
   name: fc.string({ minLength: 1, maxLength: 64, unit: "binary" }),
   hash: fc.uint8Array({ minLength: 32, maxLength: 32 }).map(contentHash),
   size: fc.maxSafeNat(),
+  dtype: fc.constantFrom(...BLOB_DTYPES),
 }, { noNullPrototype: true });
 
 const arbLabel = fc.record({
@@ -43,7 +47,7 @@ Deno.test("manifests round-trip and every truncation is refused", () => {
 });
 
 Deno.test("bad manifests are refused by name", () => {
-  const entry = { name: "w", hash: contentHash(new Uint8Array(1)), size: 1 };
+  const entry = { name: "w", hash: contentHash(new Uint8Array(1)), size: 1, dtype: "f32" as const };
   const manifest = (entries: typeof entry[]) => ({ label: LABEL, entries });
   assert.throws(() => encodeManifest(manifest([entry, entry])), /entry "w" is listed twice/);
   assert.throws(() => encodeManifest(manifest([{ ...entry, name: "" }])), /name must be 1..256/);
@@ -55,25 +59,59 @@ Deno.test("bad manifests are refused by name", () => {
   assert.throws(() => decodeManifest(Uint8Array.of(...bytes, 0)), /1 bytes after the last entry/);
   const badVersion = bytes.slice();
   badVersion[0] = 1;
-  assert.throws(() => decodeManifest(badVersion), /at byte 0: version is 1, expected 2/);
+  assert.throws(() => decodeManifest(badVersion), /at byte 0: version is 1, expected 3/);
   const twice = encodeManifest(manifest([entry, { ...entry, name: "x" }]));
-  twice[41 + 2 + 1 + 40 + 2] = "w".charCodeAt(0); // rename x to w
+  twice[41 + 2 + 1 + 41 + 2] = "w".charCodeAt(0); // rename x to w
   assert.throws(() => decodeManifest(twice), /entry "w" is listed twice/);
+  const badDtype = bytes.slice();
+  badDtype[41 + 2 + 1] = 3;
+  assert.throws(() => decodeManifest(badDtype), /at byte 44: entry "w" dtype code 3 is unknown/);
+  assert.throws(
+    () => encodeManifest(manifest([{ ...entry, dtype: "f16" as unknown as "f32" }])),
+    /dtype must be one of raw, f32, bf16, found f16/,
+  );
 });
 
-Deno.test("checkManifestSizes wants exactly the expected blobs at their sizes", () => {
+Deno.test("the manifest hash covers each blob's dtype", () => {
+  const entry = { name: "w", hash: contentHash(new Uint8Array(1)), size: 8, dtype: "f32" as const };
+  const f32 = encodeManifest({ label: LABEL, entries: [entry] });
+  const bf16 = encodeManifest({ label: LABEL, entries: [{ ...entry, dtype: "bf16" }] });
+  assert.notEqual(contentHash(f32), contentHash(bf16));
+  assert.equal(decodeManifest(bf16).entries[0].dtype, "bf16");
+});
+
+Deno.test("checkManifestSizes wants exactly the expected tensors at their sizes in their dtypes", () => {
   const hash = contentHash(new Uint8Array(1));
-  const expected = new Map([["a", 40], ["b", 8]]);
-  const entries = [{ name: "a", hash, size: 40 }, { name: "b", hash, size: 8 }];
-  checkManifestSizes(entries, expected);
-  const refused = (list: typeof entries, blob: string, message: RegExp) =>
+  const elements = new Map([["a", 10], ["b", 2]]);
+  const entries: ManifestEntry[] = [
+    { name: "a", hash, size: 40, dtype: "f32" },
+    { name: "b", hash, size: 8, dtype: "f32" },
+  ];
+  checkManifestSizes(entries, elements);
+  checkManifestSizes([entries[0], { ...entries[1], size: 4, dtype: "bf16" }], elements);
+  const refused = (list: ManifestEntry[], blob: string, message: RegExp) =>
     assert.throws(
-      () => checkManifestSizes(list, expected),
+      () => checkManifestSizes(list, elements),
       (e) => e instanceof ManifestSizeError && e.blob === blob && message.test(e.message),
     );
-  refused([entries[0], { ...entries[1], size: 9 }], "b", /lists "b" at 9 bytes, .* makes it 8/);
+  refused(
+    [entries[0], { ...entries[1], size: 9 }],
+    "b",
+    /lists "b" at 9 bytes \(f32\), .* makes it 8/,
+  );
   refused([entries[0], { ...entries[1], size: 2 ** 40 }], "b", /at 1099511627776 bytes/);
-  refused([...entries, { name: "c", hash, size: 1 }], "c", /lists "c", not a blob of the model/);
+  // f32 bytes announced as bf16 would be twice the size the dtype allows.
+  refused(
+    [entries[0], { ...entries[1], dtype: "bf16" }],
+    "b",
+    /at 8 bytes \(bf16\), .* makes it 4/,
+  );
+  refused([entries[0], { ...entries[1], dtype: "raw" }], "b", /tensor "b" as raw, expected f32/);
+  refused(
+    [...entries, { name: "c", hash, size: 1, dtype: "f32" }],
+    "c",
+    /lists "c", not a blob of the model/,
+  );
   refused([entries[0]], "b", /does not list "b"/);
 });
 
@@ -94,13 +132,20 @@ Deno.test("a joiner fetches every tensor, verified and spread over the providers
     );
     for (const node of nodes.slice(1)) await node.connect(nodes[0].addresses()[0]);
     await nodes[2].connect(nodes[1].addresses()[0]);
-    const model = new Map(
-      Array.from({ length: 6 }, (_, i) => [`layer.${i}.weight`, new Uint8Array(5000 + i).fill(i)]),
+    const shared: BlobToShare[] = Array.from(
+      { length: 6 },
+      (_, i) => [`layer.${i}.weight`, new Uint8Array(5000 + i * 2).fill(i), i % 2 ? "bf16" : "f32"],
     );
-    const manifestHash = shareModel(a, model, LABEL);
-    assert.equal(shareModel(b, model, LABEL), manifestHash, "same model, same manifest");
+    const model = new Map(shared.map(([name, bytes]) => [name, bytes]));
+    const manifestHash = shareModel(a, shared, LABEL);
+    assert.equal(shareModel(b, shared, LABEL), manifestHash, "same model, same manifest");
     const fetched = await fetchModel(c, { providers: [keys[0], keys[1]] });
-    assert.deepEqual(fetched, { label: LABEL, blobs: model });
+    assert.deepEqual(fetched.label, LABEL);
+    assert.deepEqual(fetched.blobs, model);
+    assert.deepEqual(
+      fetched.entries.map((e) => [e.name, e.size, e.dtype]),
+      shared.map(([name, bytes, dtype]) => [name, bytes.length, dtype]),
+    );
     assert.ok(a.stats.served >= 3 && b.stats.served >= 3, "both providers served tensors");
     assert.equal(c.stats.bulkFetched, model.size, "every tensor came over the bulk path");
     assert.equal(a.stats.bulkServed + b.stats.bulkServed, model.size);

@@ -69,7 +69,10 @@ export function weightsFromSafetensors(
     if (!layout.byName.has(name) && !IGNORED_TENSOR.test(name)) {
       throw new SafetensorsError(
         name,
-        `Cannot load "${where}": unexpected tensor "${name}" (not part of this Llama config)`,
+        `Cannot load "${where}": unexpected tensor "${name}" (` +
+          (name === "lm_head.weight"
+            ? "the config ties the LM head to model.embed_tokens.weight: tie_word_embeddings)"
+            : "not part of this Llama config)"),
       );
     }
   }

@@ -44,6 +44,41 @@ Deno.test("model folder round trip keeps config and f32 weights bit for bit", as
   }
 });
 
+Deno.test("tied embeddings: HF-style files without lm_head.weight load and save, sharded too", async () => {
+  const tied = { ...CONFIG, tieWordEmbeddings: true };
+  const layout = llamaParamLayout(tied);
+  const dir = await Deno.makeTempDir();
+  try {
+    // A file as HF writes a tied model: the untied tensors minus lm_head.weight.
+    const untied = weightsToSafetensors(LAYOUT, initParams(LAYOUT, CONFIG, 4), "BF16");
+    untied.tensors.delete("lm_head.weight");
+    await Deno.writeTextFile(`${dir}/config.json`, JSON.stringify(llamaConfigToHf(tied)));
+    await writeSafetensors(`${dir}/model.safetensors`, untied);
+    const loaded = await readModelDir(dir);
+    assert.equal(loaded.config.tieWordEmbeddings, true);
+    assert.equal(loaded.layout.byName.has("lm_head.weight"), false);
+    for (const s of [undefined, 16384]) {
+      await writeModelDir(dir, { ...loaded, weights: loaded.weights!, maxShardBytes: s });
+      const back = await readModelDir(dir);
+      assert.deepEqual(back.weights, loaded.weights);
+      assert.equal(
+        JSON.parse(await Deno.readTextFile(`${dir}/config.json`)).tie_word_embeddings,
+        true,
+      );
+    }
+    const single = await readSafetensors(`${dir}/model.safetensors`).catch(() => null);
+    assert.equal(single?.tensors.has("lm_head.weight") ?? false, false);
+    // A tied config with a separate head in the file is refused, saying why.
+    const withHead = weightsToSafetensors(LAYOUT, initParams(LAYOUT, CONFIG, 4), "F32");
+    assert.throws(
+      () => weightsFromSafetensors(layout, withHead),
+      (e) => e instanceof SafetensorsError && /ties the LM head/.test(e.message),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("bf16 checkpoint: save → load → save is bit-exact", () => {
   const weights = initParams(LAYOUT, CONFIG, 5);
   const bytes = encodeSafetensors(weightsToSafetensors(LAYOUT, weights, "BF16"));

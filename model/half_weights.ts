@@ -10,7 +10,14 @@
  *
  * @module
  */
-import { LAYER_TENSORS, layerTensorName, paramEntry, type ParamLayout } from "./params.ts";
+import type { LlamaConfig } from "./hf_config.ts";
+import {
+  LAYER_TENSORS,
+  layerTensorName,
+  lmHeadWeightName,
+  paramEntry,
+  type ParamLayout,
+} from "./params.ts";
 import type { GpuRuntime, TensorView } from "../shaders/mod.ts";
 
 /** f16 offsets are multiples of this many elements (256 bytes). */
@@ -24,13 +31,18 @@ export interface HalfEntry {
   readonly size: number;
 }
 
-/** The matmul weights of a Llama: every `*_proj.weight` of every layer and `lm_head.weight`. */
-export function matmulWeightNames(numLayers: number): string[] {
+/**
+ * The matmul weights of a Llama: every `*_proj.weight` of every layer and the LM head's weight
+ * (`lm_head.weight`, or the embedding matrix when tied).
+ */
+export function matmulWeightNames(
+  config: Pick<LlamaConfig, "numLayers" | "tieWordEmbeddings">,
+): string[] {
   const out: string[] = [];
-  for (let l = 0; l < numLayers; l++) {
+  for (let l = 0; l < config.numLayers; l++) {
     for (const s of LAYER_TENSORS) if (s.endsWith("_proj.weight")) out.push(layerTensorName(l, s));
   }
-  out.push("lm_head.weight");
+  out.push(lmHeadWeightName(config));
   return out;
 }
 

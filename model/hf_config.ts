@@ -2,9 +2,9 @@
  * Reads and writes a Hugging Face Llama `config.json`.
  *
  * Only the plain Llama architecture is supported (RMSNorm, RoPE without scaling, grouped-query
- * attention without biases, SwiGLU MLP). Tied embeddings are parsed (for planning) but the
- * trainer's parameter layout refuses them. Anything else is rejected by the
- * name of the key that asks for it, so a model never trains silently with the wrong maths.
+ * attention without biases, SwiGLU MLP), with or without tied embeddings (the LM head reusing
+ * the embedding matrix; model/params.ts). Anything else is rejected by the name of the key that
+ * asks for it, so a model never trains silently with the wrong maths.
  *
  * @module
  */
@@ -38,9 +38,8 @@ export interface LlamaConfig {
   /** End-of-sequence token id, if the config names one. */
   eosTokenId: number | null;
   /**
-   * The LM head reuses the embedding matrix (`tie_word_embeddings`, as Llama 3.2 1B/3B do).
-   * Parsed so such configs can be planned and sized; the trainer's layout does not support it
-   * yet (model/params.ts refuses it by name).
+   * The LM head reuses the embedding matrix (`tie_word_embeddings`, as Llama 3.2 1B/3B do):
+   * the layout has no `lm_head.weight` (model/params.ts `lmHeadWeightName`).
    */
   tieWordEmbeddings: boolean;
 }

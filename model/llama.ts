@@ -205,7 +205,7 @@ export class LlamaModel implements Disposable {
     this.params = this.#buffer("params", 0, weights);
     this.#weightsBuffer = this.params;
     if (precision === "f16") {
-      this.#half = new HalfWeights(rt, { layout, names: matmulWeightNames(config.numLayers) });
+      this.#half = new HalfWeights(rt, { layout, names: matmulWeightNames(config) });
       this.#tmp32 = f32("f32 before f16 copy", N * Math.max(C, F));
     }
     this.grads = f32("grads", layout.totalSize);

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { LlamaModel } from "./llama.ts";
 import { shaderKernels } from "./shader_kernels.ts";
-import { llamaParamLayout } from "./params.ts";
+import { llamaParamLayout, type ParamLayout } from "./params.ts";
+import type { LlamaConfig } from "./hf_config.ts";
 import { referenceLossAndGrad } from "./reference.ts";
 import { seededTokens, smallLlamaConfig, spreadWeights } from "./testing/fixtures.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
@@ -9,7 +10,8 @@ import { GpuRuntime } from "../shaders/mod.ts";
 const CONFIG = smallLlamaConfig();
 const LAYOUT = llamaParamLayout(CONFIG);
 
-Deno.test("GPU loss and gradients match the f64 reference over two accumulated micro-batches", async () => {
+/** Loss and every gradient of the GPU model against the f64 reference, two micro-batches. */
+async function checkAgainstReference(CONFIG: LlamaConfig, LAYOUT: ParamLayout): Promise<void> {
   using rt = await GpuRuntime.create();
   const B = 2, T = 7;
   const w = spreadWeights(LAYOUT, 11, 0.3);
@@ -59,6 +61,47 @@ Deno.test("GPU loss and gradients match the f64 reference over two accumulated m
   let sq = 0;
   for (const g of ref.grads) sq += g * g;
   assert.ok(Math.abs(gradSumSq - sq) < 1e-4 * sq, `grad sumsq ${gradSumSq} vs ${sq}`);
+}
+
+Deno.test("GPU loss and gradients match the f64 reference over two accumulated micro-batches", async () => {
+  await checkAgainstReference(CONFIG, LAYOUT);
+});
+
+Deno.test("tied embeddings: GPU loss and gradients match the f64 reference, bits repeat", async () => {
+  const tied = smallLlamaConfig({ tie_word_embeddings: true });
+  const layout = llamaParamLayout(tied);
+  assert.equal(layout.byName.has("lm_head.weight"), false);
+  await checkAgainstReference(tied, layout);
+  // The embedding gradient (head part, then lookup part) has the same bits every time, in f32
+  // and with f16 matmul copies (where the head reads the embedding's f16 copy).
+  using rt = await GpuRuntime.create();
+  const B = 2, T = 5;
+  const w = spreadWeights(layout, 31, 0.3);
+  const tokens = seededTokens(6, B * T, tied.vocabSize);
+  for (const precision of ["f32", "f16"] as const) {
+    const run = async () => {
+      using model = new LlamaModel(rt, {
+        config: tied,
+        layout,
+        weights: w,
+        microBatch: B,
+        seqLen: T,
+        slots: 1,
+        precision,
+      });
+      model.writeTokens(0, tokens);
+      const step = rt.beginStep(`tied ${precision}`);
+      model.encodeZeroGrads(step);
+      model.encodeForwardBackward(step, { slot: 0, lossScale: 1 });
+      await step.submit();
+      return { loss: (await model.readStats(1)).lossSum, grads: await model.readGrads() };
+    };
+    const first = await run();
+    const second = await run();
+    assert.equal(first.loss, second.loss, precision);
+    assert.deepEqual(first.grads, second.grads, precision);
+    assert.ok(Number.isFinite(first.loss) && first.loss > 0, precision);
+  }
 });
 
 Deno.test("encodeLoss gives the reference loss without touching the gradients", async () => {

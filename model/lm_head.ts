@@ -6,6 +6,11 @@
  * Shapes: hf, d hf `[N, C]`; W `[V, C]` (`lm_head.weight`); targets i32 and losses `[N]`; one
  * chunk's logits `[R, V]`, overwritten in place by their gradient.
  *
+ * Tied embeddings (`tie_word_embeddings`): W is `model.embed_tokens.weight`, and `dW` is added
+ * into the embedding's gradient. The model encodes this head's backward before the embedding
+ * lookup's (a scatter-add into the same gradient), so the embedding gradient is the head's
+ * contribution, chunk by chunk, then the lookup's: the same order on every client.
+ *
  * A head over one storage binding (a 32000 × 2048 f32 head is 262 MB; lavapipe binds 128 MiB) is
  * split into vocabulary blocks `[Vb, C]`, and each chunk's logits are stored block by block
  * (`[R, Vb]` each): logits per block, the cross-entropy carried across blocks
@@ -18,7 +23,7 @@
 import type { HalfWeights } from "./half_weights.ts";
 import type { LlamaConfig } from "./hf_config.ts";
 import type { LlamaKernels } from "./llama_kernels.ts";
-import { paramEntry, type ParamLayout } from "./params.ts";
+import { lmHeadWeightName, paramEntry, type ParamLayout } from "./params.ts";
 import {
   type GpuRuntime,
   type MatmulArgs,
@@ -52,6 +57,8 @@ export class LmHead implements Disposable {
    */
   readonly #head: { params: GPUBuffer; grads: TensorView; view: (buffer: GPUBuffer) => TensorView };
   readonly #half: HalfWeights | null;
+  /** `lm_head.weight`, or the embedding matrix of a tied model. */
+  readonly #weightName: string;
 
   /**
    * `rows` = N = B·T, `seqLen` = T (the last position of each sequence has no target);
@@ -99,7 +106,8 @@ export class LmHead implements Disposable {
       bytes += Math.ceil((this.chunkRows * b.rows * 4) / alignBytes) * alignBytes;
     }
     this.#logits = rt.buffer("llama logits chunk", bytes);
-    const e = paramEntry(options.layout, "lm_head.weight");
+    this.#weightName = lmHeadWeightName(config);
+    const e = paramEntry(options.layout, this.#weightName);
     const view = (buffer: GPUBuffer) => ({ buffer, offset: e.offset * 4, size: e.size * 4 });
     this.#head = { params: options.params, grads: view(options.grads), view };
   }
@@ -152,7 +160,7 @@ export class LmHead implements Disposable {
   #weights(head: TensorView, b: RowBlock): TensorView {
     const C = this.#config.hiddenSize;
     if (this.#half) {
-      return this.#half.view("lm_head.weight", { row0: b.start, rows: b.rows, width: C });
+      return this.#half.view(this.#weightName, { row0: b.start, rows: b.rows, width: C });
     }
     return this.#rows0(head, b);
   }

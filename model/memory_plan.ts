@@ -95,8 +95,8 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const { hiddenSize: C, intermediateSize: F, headDim: D, vocabSize: V } = config;
   const H = config.numHeads, KVH = config.numKvHeads, L = config.numLayers;
   const N = B * T;
-  const shapes = llamaTensorShapes(config)
-    .filter(([name]) => !(config.tieWordEmbeddings && name === "lm_head.weight"));
+  // A tied model has no lm_head.weight (its head is the embedding matrix).
+  const shapes = llamaTensorShapes(config);
   const sizes = shapes.map(([name, shape]) => ({ name, shape, size: product(shape) }));
   const P = sizes.reduce((s, t) => s + Math.ceil(t.size / PARAM_ALIGN) * PARAM_ALIGN, 0);
   const largestTensor = sizes.reduce((a, b) => (b.size > a.size ? b : a));
@@ -142,7 +142,8 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   );
   if (half) {
     const matmul = sizes.filter((t) =>
-      t.shape.length === 2 && t.name !== "model.embed_tokens.weight"
+      t.shape.length === 2 &&
+      (t.name !== "model.embed_tokens.weight" || config.tieWordEmbeddings)
     )
       .reduce((s, t) => s + t.size, 0);
     device.push(

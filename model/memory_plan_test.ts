@@ -59,6 +59,20 @@ Deno.test("the plan's parameters and activations are what LlamaModel allocates",
   assert.equal(saved.bytes, model.activationBytes);
 });
 
+Deno.test("a tied model holds one [V, C] matrix, and its f16 head copy is the embedding's", () => {
+  const base = { microBatch: 1, seqLen: 8, slots: 1, optimizer: "adamw" } as const;
+  const tied = { ...TINY, tieWordEmbeddings: true };
+  const vc = TINY.vocabSize * TINY.hiddenSize;
+  const untiedPlan = planMemory({ ...base, config: TINY, precision: "f16" });
+  const tiedPlan = planMemory({ ...base, config: tied, precision: "f16" });
+  assert.equal(tiedPlan.parameterBuffer.bytes, llamaParamLayout(tied).totalSize * 4);
+  assert.equal(untiedPlan.parameterBuffer.bytes - tiedPlan.parameterBuffer.bytes, vc * 4);
+  // Mixed precision copies every matmul weight, the head's included, tied or not.
+  const copies = (p: typeof tiedPlan) =>
+    p.device.find((i) => i.label.startsWith("f16 copies"))!.bytes;
+  assert.equal(copies(tiedPlan), copies(untiedPlan));
+});
+
 Deno.test("DisTrO holds momentum with error feedback and the saved parameters", () => {
   const base = { config: TINY, microBatch: 1, seqLen: 8, slots: 1, precision: "f32" } as const;
   const adamw = planMemory({ ...base, optimizer: "adamw" });

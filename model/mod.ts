@@ -47,6 +47,7 @@ export {
   layerTensorName,
   llamaParamLayout,
   llamaTensorShapes,
+  lmHeadWeightName,
   PARAM_ALIGN,
   type ParamEntry,
   paramEntry,

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { HfConfigError, type LlamaConfig } from "./hf_config.ts";
+import type { LlamaConfig } from "./hf_config.ts";
 
 /** Offsets are multiples of this many floats (256 bytes: WebGPU's storage-binding alignment). */
 export const PARAM_ALIGN = 64;
@@ -58,7 +58,19 @@ export function layerTensorName(layer: number, suffix: LayerTensor): string {
   return `model.layers.${layer}.${suffix}`;
 }
 
-/** The expected shape of every tensor, in buffer order. */
+/**
+ * The tensor the LM head multiplies by: `lm_head.weight`, or with `tie_word_embeddings` the
+ * embedding matrix itself (`model.embed_tokens.weight`, `[V, C]` either way).
+ */
+export function lmHeadWeightName(config: Pick<LlamaConfig, "tieWordEmbeddings">): string {
+  return config.tieWordEmbeddings ? "model.embed_tokens.weight" : "lm_head.weight";
+}
+
+/**
+ * The expected shape of every tensor, in buffer order. A tied model (`tie_word_embeddings`) has
+ * no `lm_head.weight`: its head is the embedding matrix, as in HF, whose tied checkpoints do
+ * not store it either.
+ */
 export function llamaTensorShapes(config: LlamaConfig): [string, number[], "normal" | "ones"][] {
   const { hiddenSize: c, intermediateSize: f, vocabSize: v, numLayers: l } = config;
   const kv = config.numKvHeads * config.headDim;
@@ -79,23 +91,16 @@ export function llamaTensorShapes(config: LlamaConfig): [string, number[], "norm
   for (let i = 0; i < l; i++) {
     for (const s of LAYER_TENSORS) out.push([layerTensorName(i, s), ...perLayer[s]]);
   }
-  out.push(["model.norm.weight", [c], "ones"], ["lm_head.weight", [v, c], "normal"]);
+  out.push(["model.norm.weight", [c], "ones"]);
+  if (!config.tieWordEmbeddings) out.push(["lm_head.weight", [v, c], "normal"]);
   return out;
 }
 
 /**
- * Lays the model's tensors out in one flat buffer, each aligned to PARAM_ALIGN floats.
- * Throws {@link HfConfigError} for `tie_word_embeddings: true`, which the layout (a separate
- * `lm_head.weight`) cannot express yet.
+ * Lays the model's tensors out in one flat buffer, each aligned to PARAM_ALIGN floats (a tied
+ * model without `lm_head.weight`, see {@link llamaTensorShapes}).
  */
 export function llamaParamLayout(config: LlamaConfig): ParamLayout {
-  if (config.tieWordEmbeddings) {
-    throw new HfConfigError(
-      "tie_word_embeddings",
-      "is true, which the trainer does not support yet (it keeps a separate lm_head.weight); " +
-        "the memory plan can still size this model",
-    );
-  }
   const entries: ParamEntry[] = [];
   let offset = 0;
   let paramCount = 0;

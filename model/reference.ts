@@ -12,14 +12,20 @@
  *             x = x + a Wo^T
  *             h = rmsnorm(x) * w_post
  *             x = x + (silu(h Wg^T) ⊙ h Wu^T) Wd^T
- * logits = (rmsnorm(x) * w_norm) Wlm^T                 [B, T, V]
+ * logits = (rmsnorm(x) * w_norm) Wlm^T                 [B, T, V]  (Wlm = embed when tied)
  * loss = mean over b and t < T-1 of cross-entropy(logits[b, t], tokens[b, t+1])
  * ```
  *
  * @module
  */
 import type { LlamaConfig } from "./hf_config.ts";
-import { type LayerTensor, layerTensorName, paramEntry, type ParamLayout } from "./params.ts";
+import {
+  type LayerTensor,
+  layerTensorName,
+  lmHeadWeightName,
+  paramEntry,
+  type ParamLayout,
+} from "./params.ts";
 
 /** Result of {@link referenceLossAndGrad}. */
 export interface ReferenceResult {
@@ -281,7 +287,9 @@ export function referenceLossAndGrad(
     saved.push({ x0, n1, q, k, v, att, x1, n2, gate, up, act });
   }
   const nf = rmsnorm(x, w("model.norm.weight"), n, c, eps);
-  const logits = linear(nf.y, w("lm_head.weight"), n, c, vocab);
+  // A tied head (tie_word_embeddings) multiplies by the embedding matrix.
+  const head = lmHeadWeightName(config);
+  const logits = linear(nf.y, w(head), n, c, vocab);
 
   // ---- loss and its gradient w.r.t. logits ----
   const predictions = b * (t - 1);
@@ -306,7 +314,8 @@ export function referenceLossAndGrad(
   loss /= predictions;
 
   // ---- backward ----
-  const dnf = linearBack(dlogits, nf.y, w("lm_head.weight"), g("lm_head.weight"), [n, c, vocab]);
+  // Tied: the head's weight gradient goes into the embedding's, before the lookup's below.
+  const dnf = linearBack(dlogits, nf.y, w(head), g(head), [n, c, vocab]);
   let dx: Float64Array = rmsnormBack(
     dnf,
     x,

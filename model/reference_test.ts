@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { parseLlamaConfig } from "./hf_config.ts";
-import { llamaParamLayout, seededNormals } from "./params.ts";
+import { type LlamaConfig, parseLlamaConfig } from "./hf_config.ts";
+import { llamaParamLayout, type ParamLayout, seededNormals } from "./params.ts";
 import { referenceLossAndGrad } from "./reference.ts";
 
 /** Two layers, grouped-query attention (4 heads on 2 kv heads), odd vocab: every code path. */
@@ -16,11 +16,14 @@ const CONFIG = parseLlamaConfig({
   rope_theta: 100,
 });
 const LAYOUT = llamaParamLayout(CONFIG);
+/** The same with tied embeddings: no lm_head.weight, the head multiplies by the embedding. */
+const TIED = { ...CONFIG, tieWordEmbeddings: true };
+const TIED_LAYOUT = llamaParamLayout(TIED);
 
 /** Weights far from init (std 0.5, norm gains around 1) so every gradient term is sizeable. */
-function randomParams(seed: number): Float64Array {
-  const p = new Float64Array(LAYOUT.totalSize);
-  for (const e of LAYOUT.entries) {
+function randomParams(seed: number, layout = LAYOUT): Float64Array {
+  const p = new Float64Array(layout.totalSize);
+  for (const e of layout.entries) {
     const z = seededNormals(seed, e.name, e.size);
     for (let i = 0; i < e.size; i++) p[e.offset + i] = (e.init === "ones" ? 1 : 0) + 0.5 * z[i];
   }
@@ -29,8 +32,10 @@ function randomParams(seed: number): Float64Array {
 
 const BATCH = { count: 2, seqLen: 5, tokens: new Uint32Array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3]) };
 
-Deno.test("reference gradients match central finite differences for every parameter", () => {
-  const params = randomParams(1);
+/** Checks every analytic gradient of the reference against central finite differences. */
+function checkFiniteDifferences(config: LlamaConfig, layout: ParamLayout): void {
+  const CONFIG = config, LAYOUT = layout;
+  const params = randomParams(1, layout);
   const { loss, grads } = referenceLossAndGrad(CONFIG, LAYOUT, params, BATCH);
   assert.ok(loss > 0 && Number.isFinite(loss));
   const h = 1e-5;
@@ -54,6 +59,35 @@ Deno.test("reference gradients match central finite differences for every parame
     }
   }
   assert.equal(checked, LAYOUT.paramCount);
+}
+
+Deno.test("reference gradients match central finite differences for every parameter", () => {
+  checkFiniteDifferences(CONFIG, LAYOUT);
+});
+
+Deno.test("tied embeddings: gradients match finite differences, the embedding's gets both parts", () => {
+  assert.equal(TIED_LAYOUT.byName.has("lm_head.weight"), false);
+  const vc = CONFIG.vocabSize * CONFIG.hiddenSize;
+  assert.equal(TIED_LAYOUT.paramCount, LAYOUT.paramCount - vc);
+  checkFiniteDifferences(TIED, TIED_LAYOUT);
+  // An untied model whose head equals its embedding computes the same function; the tied
+  // embedding gradient is its embedding gradient plus its head gradient.
+  const tied = randomParams(2, TIED_LAYOUT);
+  const untied = new Float64Array(LAYOUT.totalSize);
+  for (const e of TIED_LAYOUT.entries) {
+    untied.set(tied.subarray(e.offset, e.offset + e.size), LAYOUT.byName.get(e.name)!.offset);
+  }
+  const embed = TIED_LAYOUT.byName.get("model.embed_tokens.weight")!;
+  const head = LAYOUT.byName.get("lm_head.weight")!;
+  untied.set(tied.subarray(embed.offset, embed.offset + embed.size), head.offset);
+  const a = referenceLossAndGrad(TIED, TIED_LAYOUT, tied, BATCH);
+  const b = referenceLossAndGrad(CONFIG, LAYOUT, untied, BATCH);
+  assert.equal(a.loss, b.loss);
+  const uEmbed = LAYOUT.byName.get("model.embed_tokens.weight")!;
+  for (let i = 0; i < vc; i++) {
+    const sum = b.grads[uEmbed.offset + i] + b.grads[head.offset + i];
+    assert.ok(Math.abs(a.grads[embed.offset + i] - sum) <= 1e-12 * (1 + Math.abs(sum)), `[${i}]`);
+  }
 });
 
 Deno.test("reference loss of a uniform model is ln(V), and logits are causal", () => {

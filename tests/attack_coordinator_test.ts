@@ -184,7 +184,8 @@ Deno.test("one address may not hold more than its share of connections, nor reco
       (e) =>
         e instanceof HandshakeError &&
         e.message ===
-          "Server refused the connection: 127.0.0.1 already has 2 connections " +
+          `cannot reach the coordinator at ${server.address}: ` +
+            "Server refused the connection: 127.0.0.1 already has 2 connections " +
             "(the most per address)",
     );
     assert.ok(
@@ -330,7 +331,9 @@ Deno.test("a permissioned run (--authorized-keys) refuses unknown keys at the ha
       TcpBackend.connect({ address, runId: "test-run", identity: stranger, reconnect: false }),
       (e) =>
         e instanceof HandshakeError &&
-        e.message === "Server rejected the handshake: this key is not in the run's authorized keys",
+        e.message ===
+          `cannot reach the coordinator at ${address}: ` +
+            "Server rejected the handshake: this key is not in the run's authorized keys",
     );
     await process.waitForEvent(
       (e) =>

@@ -115,7 +115,7 @@ Deno.test({
     await watcher.waitFor(
       "4 witness reports from 2 clients at the coordinator",
       () => {
-        const witnesses = watcher.named("Witness", "coordinator");
+        const witnesses = watcher.named("witness", "coordinator");
         return witnesses.length >= 4 && new Set(witnesses.map((w) => w.event.client)).size >= 2;
       },
       300_000,

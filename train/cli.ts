@@ -5,7 +5,6 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
 import { basename } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -15,6 +14,14 @@ import {
   type PrecisionChoice,
 } from "../model/mod.ts";
 import { UsageError } from "../common/mod.ts";
+import {
+  type CommandSpec,
+  type EnvLookup,
+  explainEnv,
+  type FlagSpec,
+  type FlagValues,
+  parseFlags,
+} from "../cli/entry.ts";
 
 /** Learning-rate schedule shapes the trainer offers (all with linear warmup from 0). */
 export const LR_SCHEDULES = ["constant", "cosine", "linear"] as const;
@@ -115,221 +122,339 @@ export interface TrainOptions {
   logs: "console" | "json";
 }
 
-/** Usage text printed by `--help` and on errors. */
-export const USAGE = `Usage: deno task train [--model DIR] [--data-path DIR] [flags]
+/**
+ * The flags of `deno task train`, declared once: cli/flags.ts parses them, reads `PSYCHE_*`
+ * variables, suggests the flag meant and writes `--help`. Defaults that differ in the demo (no
+ * `--model`, no `--resume`) are computed by {@link trainOptions} and shown as `defaultText`.
+ */
+export const TRAIN_SPEC = {
+  usage: "deno task train [--model DIR] [--data-path DIR] [options]",
+  summary: "Trains a Hugging Face Llama folder on a local token folder with AdamW or single-node " +
+    "DisTrO (Psyche's examples/train.rs). With no --model and no --data-path: trains the bundled " +
+    "demo model (config/models/llama-bytes) on the bundled Brown corpus as bytes " +
+    "(data/corpus/brown-bytes, built on first use) with the demo defaults. Ctrl-C (SIGINT) or " +
+    "SIGTERM saves a resumable checkpoint to --save-path and exits 0; a second one aborts.",
+  flags: {
+    model: {
+      type: "string",
+      value: "DIR",
+      description: "config.json (+ optional model.safetensors; else seeded init)",
+      defaultText: "the demo's config/models/llama-bytes, or the --resume folder",
+    },
+    "data-path": {
+      type: "string",
+      value: "DIR",
+      description: "folder of raw little-endian token files (.ds/.bin/.npy)",
+      defaultText: "the demo's data/corpus/brown-bytes/train",
+    },
+    "token-size": { type: "string", value: "2|4", description: "bytes per token", default: "2" },
+    "sequence-length": {
+      type: "string",
+      value: "N",
+      description: "tokens per sequence",
+      defaultText: "the model's max_position_embeddings, at most 2048; demo 256",
+    },
+    "micro-batch": {
+      type: "string",
+      value: "N",
+      description: "sequences per forward/backward pass",
+      defaultText: "8; demo 4",
+    },
+    "total-batch": {
+      type: "string",
+      value: "N",
+      description: "sequences per optimizer step (a multiple of --micro-batch)",
+      defaultText: "256; demo 4",
+    },
+    steps: {
+      type: "string",
+      value: "N",
+      description: "the run's last step",
+      defaultText: "25000; demo 150",
+    },
+    optimizer: {
+      type: "string",
+      value: OPTIMIZERS.join("|"),
+      description: "the optimizer",
+      default: "adamw",
+    },
+    "learning-rate": {
+      type: "string",
+      value: "X",
+      description: "peak learning rate",
+      defaultText: "4e-4; demo 3e-3",
+    },
+    "warmup-steps": {
+      type: "string",
+      value: "N",
+      description: "linear warmup from 0",
+      defaultText: "500; demo 10",
+    },
+    "lr-schedule": {
+      type: "string",
+      value: LR_SCHEDULES.join("|"),
+      description: "after warmup: constant, or decay to lr/10 at the last step",
+      default: "cosine",
+    },
+    beta1: { type: "string", value: "X", description: "AdamW beta1", default: "0.9" },
+    beta2: { type: "string", value: "X", description: "AdamW beta2", default: "0.95" },
+    "weight-decay": { type: "string", value: "X", description: "weight decay", default: "0.1" },
+    eps: { type: "string", value: "X", description: "AdamW epsilon", default: "1e-8" },
+    "max-grad-norm": {
+      type: "string",
+      value: "X",
+      description: "clip the global gradient norm; 0 disables",
+      default: "1.0",
+    },
+    "compression-chunk": {
+      type: "string",
+      value: "N",
+      description: "DisTrO: chunk length bound per dimension, 1..256",
+      default: "64",
+    },
+    "compression-topk": {
+      type: "string",
+      value: "N",
+      description: "DisTrO: coefficients kept per chunk",
+      default: "4",
+    },
+    "compression-decay": {
+      type: "string",
+      value: "X",
+      description: "DisTrO: decay of the residual momentum",
+      default: "0.999",
+    },
+    "quantize-1bit": {
+      type: "boolean",
+      description: "DisTrO: send 1-bit (sign) values",
+    },
+    "distro-quantization": { type: "boolean", description: "the same as --quantize-1bit" },
+    seed: {
+      type: "string",
+      value: "N",
+      description: "init and shuffle seed, u32",
+      default: "1",
+    },
+    "no-shuffle": { type: "boolean", description: "read sequences in file order" },
+    "eval-data-path": {
+      type: "string",
+      value: "DIR",
+      description: "held-out token files: mean loss logged after the last step",
+      defaultText: "none; demo data/corpus/brown-bytes/validation",
+    },
+    "eval-every": {
+      type: "string",
+      value: "N",
+      description: "also evaluate every N steps (0: only after the last step)",
+      defaultText: "0; demo 50",
+    },
+    "eval-sequences": {
+      type: "string",
+      value: "N",
+      description: "held-out sequences per evaluation",
+      default: "32",
+    },
+    "save-path": {
+      type: "string",
+      value: "DIR",
+      description: "checkpoint folder: config.json + model.safetensors (a Hugging Face folder) + " +
+        "trainer_state.json + optimizer.safetensors, written atomically at the end, every " +
+        "--save-every steps and on SIGINT/SIGTERM",
+      defaultText: "checkpoints/<model folder name>, or the --resume folder",
+    },
+    "save-every": {
+      type: "string",
+      value: "N",
+      description: "also save every N steps (0: only at the end and on interrupt)",
+      default: "0",
+    },
+    "no-save": { type: "boolean", description: "save nothing" },
+    resume: {
+      type: "string",
+      value: "DIR",
+      description: "continue a checkpoint: weights, optimizer state, step, data position; " +
+        "--steps is the run's last step (give the same flags as the saved run)",
+    },
+    "save-dtype": {
+      type: "string",
+      value: "f32|bf16|f16",
+      description: "dtype of the saved weights",
+      default: "f32",
+    },
+    "max-shard-size": {
+      type: "string",
+      value: "SIZE",
+      description: "split saved weights into model-0000K-of-0000N.safetensors shards of at most " +
+        "SIZE (bytes, or 500MB, 2GB, 1GiB)",
+      defaultText: "2GB",
+    },
+    precision: {
+      type: "string",
+      value: PRECISION_CHOICES.join("|"),
+      description: "matmul operands; f16 keeps f32 master weights, gradients and optimizer " +
+        "state; auto is f16 on a GPU with shader-f16, else f32 (f16 is slower on CPU adapters " +
+        "such as lavapipe)",
+      default: "auto",
+    },
+    logs: {
+      type: "string",
+      value: "console|json",
+      description: "human lines, or one JSON object per line (docs/logs.md)",
+      default: "console",
+    },
+  },
+  footer: "Exit status: 0 done (or stopped by a signal and saved), 1 the run failed (a model, " +
+    "data or checkpoint that cannot be used, a run that cannot fit), 2 bad arguments.",
+} as const satisfies CommandSpec;
 
-With no flags: trains the bundled demo model (config/models/llama-bytes) on the bundled Brown
-corpus as bytes (data/corpus/brown-bytes, built on first use) with the demo defaults in [].
-Ctrl-C (SIGINT) or SIGTERM saves a resumable checkpoint to --save-path and exits 0.
-
-  --model DIR             config.json (+ optional model.safetensors; else seeded init)
-                          [config/models/llama-bytes]
-  --data-path DIR         folder of raw little-endian token files (.ds/.bin/.npy)
-                          (default data/corpus/brown-bytes/train)
-  --token-size 2|4        bytes per token (default 2)
-  --sequence-length N     tokens per sequence (default: the model's max_position_embeddings,
-                          at most 2048) [256]
-  --micro-batch N         sequences per forward/backward (default 8) [4]
-  --total-batch N         sequences per optimizer step (default 256) [4]
-  --steps N               the run's last step (default 25000) [150]
-  --optimizer adamw|distro  (default adamw)
-  --learning-rate X       peak learning rate (default 4e-4) [3e-3]
-  --warmup-steps N        linear warmup from 0 (default 500) [10]
-  --lr-schedule constant|cosine|linear  decay to lr/10 at the last step (default cosine)
-  --beta1 X --beta2 X --weight-decay X --eps X   AdamW (defaults 0.9, 0.95, 0.1, 1e-8)
-  --max-grad-norm X       clip the global gradient norm; 0 disables (default 1.0)
-  --compression-chunk N --compression-topk N --compression-decay X   DisTrO (64, 4, 0.999)
-  --quantize-1bit         DisTrO: send 1-bit (sign) values (alias: --distro-quantization)
-  --seed N                init and shuffle seed, u32 (default 1)
-  --no-shuffle            read sequences in file order
-  --eval-data-path DIR    held-out token files: mean loss logged after the last step
-                          [data/corpus/brown-bytes/validation]
-  --eval-every N          ... and every N steps (default 0: only at the end) [50]
-  --eval-sequences N      held-out sequences per evaluation (default 32)
-  --save-path DIR         checkpoint folder: config.json + model.safetensors (a Hugging Face
-                          folder) + trainer_state.json + optimizer.safetensors, written
-                          atomically at the end, every --save-every steps and on SIGINT/SIGTERM
-                          (default checkpoints/<model folder name>, or the --resume folder)
-  --save-every N          also save every N steps (default 0: only at the end and on interrupt)
-  --no-save               save nothing
-  --resume DIR            continue a checkpoint: weights, optimizer state, step, data position;
-                          --steps is the run's last step (the same flags as the saved run)
-  --save-dtype f32|bf16|f16  dtype of the saved weights (default f32)
-  --max-shard-size SIZE   split saved weights into model-0000K-of-0000N.safetensors shards
-                          of at most SIZE (bytes, or 500MB, 2GB, 1GiB; default 2GB)
-  --precision f32|f16|auto  matmul operands; f16 keeps f32 master weights, gradients and
-                          optimizer state; auto = f16 on a GPU with shader-f16, else f32
-                          (f16 is slower on CPU adapters such as lavapipe) (default auto)
-  --logs console|json     human lines, or one JSON object per line (default console)
-`;
-
-const STRING_FLAGS = [
-  "model",
-  "data-path",
-  "token-size",
-  "sequence-length",
-  "micro-batch",
-  "total-batch",
-  "steps",
-  "optimizer",
-  "learning-rate",
-  "warmup-steps",
-  "lr-schedule",
-  "beta1",
-  "beta2",
-  "weight-decay",
-  "eps",
-  "max-grad-norm",
-  "compression-chunk",
-  "compression-topk",
-  "compression-decay",
-  "seed",
-  "save-path",
-  "eval-data-path",
-  "eval-every",
-  "eval-sequences",
-  "save-dtype",
-  "max-shard-size",
-  "precision",
-  "logs",
-  "save-every",
-  "resume",
-] as const;
+/** The parsed flags of `deno task train`, before {@link trainOptions} checks them. */
+export type TrainFlags = FlagValues<typeof TRAIN_SPEC>;
 
 /**
- * Parses `argv` (without the program name). Returns `"help"` for `--help`.
- * Throws {@link UsageError} naming the flag on any problem.
+ * Parses `argv` (without the program name) against {@link TRAIN_SPEC}, reading `PSYCHE_*`
+ * variables from `options.env` when given (none by default: a caller that builds its own
+ * arguments, such as compare-optimizers, is not steered by the environment). Returns `"help"`
+ * for `-h`/`--help`. Throws {@link UsageError} naming the flag on any problem.
  */
-export function parseTrainArgs(argv: string[]): TrainOptions | "help" {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    const options: Record<string, { type: "string" | "boolean" }> = {
-      help: { type: "boolean" },
-      "no-shuffle": { type: "boolean" },
-      "distro-quantization": { type: "boolean" },
-      "quantize-1bit": { type: "boolean" },
-      "no-save": { type: "boolean" },
-    };
-    for (const f of STRING_FLAGS) options[f] = { type: "string" };
-    values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values;
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
-  if (values.help) return "help";
-  const str = (flag: string): string | undefined => values[flag] as string | undefined;
-  const int = (flag: string, fallback: number, min: number, max = 2 ** 32 - 1): number => {
-    const raw = str(flag);
-    if (raw === undefined) return fallback;
-    const v = Number(raw);
-    if (!/^\d+$/.test(raw) || v < min || v > max) {
-      throw new UsageError(`--${flag} must be an integer in [${min}, ${max}], found "${raw}"`);
+export function parseTrainArgs(
+  argv: readonly string[],
+  options: { env?: EnvLookup } = {},
+): TrainOptions | "help" {
+  const parsed = parseFlags(TRAIN_SPEC, argv, options);
+  if (parsed.help) return "help";
+  return explainEnv(parsed, () => trainOptions(parsed.values));
+}
+
+/**
+ * The checked {@link TrainOptions} of flags parsed against {@link TRAIN_SPEC} (which filled in
+ * the spec's defaults): ranges, choices, the demo's defaults when no model is named, the save
+ * path. Throws {@link UsageError} naming the flag.
+ */
+export function trainOptions(values: TrainFlags): TrainOptions {
+  type Flag = keyof TrainFlags;
+  // The value given, else the spec's default, else `computed` (the defaults that depend on
+  // other flags: the demo's, the save path's).
+  const raw = (flag: Flag, computed?: string): string | undefined => {
+    const v = values[flag];
+    if (typeof v === "string") return v;
+    const spec: FlagSpec = TRAIN_SPEC.flags[flag];
+    return spec.default ?? computed;
+  };
+  // An empty folder flag (`--model=`, `PSYCHE_RESUME=`) is not given.
+  const folder = (flag: Flag): string | undefined => {
+    const v = raw(flag);
+    return v === "" ? undefined : v;
+  };
+  const text = (flag: Flag): string => {
+    const r = raw(flag);
+    if (r === undefined) throw new Error(`--${flag} has no default in TRAIN_SPEC`);
+    return r;
+  };
+  const int = (flag: Flag, min: number, max = 2 ** 32 - 1, computed?: number): number => {
+    const r = raw(flag, computed === undefined ? undefined : String(computed)) ?? text(flag);
+    const v = Number(r);
+    if (!/^\d+$/.test(r) || v < min || v > max) {
+      throw new UsageError(`--${flag} must be an integer in [${min}, ${max}], found "${r}"`);
     }
     return v;
   };
-  const num = (flag: string, fallback: number, ok: (v: number) => boolean, what: string) => {
-    const raw = str(flag);
-    if (raw === undefined) return fallback;
-    const v = Number(raw);
-    if (raw.trim() === "" || !Number.isFinite(v) || !ok(v)) {
-      throw new UsageError(`--${flag} must be ${what}, found "${raw}"`);
+  const num = (flag: Flag, ok: (v: number) => boolean, what: string, computed?: number) => {
+    const r = raw(flag, computed === undefined ? undefined : String(computed)) ?? text(flag);
+    const v = Number(r);
+    if (r.trim() === "" || !Number.isFinite(v) || !ok(v)) {
+      throw new UsageError(`--${flag} must be ${what}, found "${r}"`);
     }
     return v;
   };
-  const choice = <T extends string>(flag: string, choices: readonly T[], fallback: T): T => {
-    const raw = str(flag);
-    if (raw === undefined) return fallback;
-    if (!(choices as readonly string[]).includes(raw)) {
-      throw new UsageError(`--${flag} must be one of ${choices.join(", ")}, found "${raw}"`);
+  const choice = <T extends string>(flag: Flag, choices: readonly T[]): T => {
+    const r = text(flag);
+    if (!(choices as readonly string[]).includes(r)) {
+      throw new UsageError(`--${flag} must be one of ${choices.join(", ")}, found "${r}"`);
     }
-    return raw as T;
-  };
-  const byteSize = (flag: string, fallback: number): number => {
-    const raw = str(flag);
-    if (raw === undefined) return fallback;
-    try {
-      return parseByteSize(raw);
-    } catch (e) {
-      throw new UsageError(`--${flag}: ${(e as Error).message}`);
-    }
+    return r as T;
   };
   const unit = (v: number) => v >= 0 && v < 1;
-  const tokenSize = int("token-size", 2, 2, 4);
+  const tokenSize = int("token-size", 2, 4);
   if (tokenSize !== 2 && tokenSize !== 4) {
     throw new UsageError(`--token-size must be 2 or 4, found "${tokenSize}"`);
   }
-  const resumeFlag = str("resume");
-  const resume = resumeFlag === undefined || resumeFlag === "" ? null : resumeFlag;
-  const modelFlag = str("model");
+  const resume = folder("resume") ?? null;
+  const modelFlag = folder("model");
   // The demo's defaults apply when no model is named (a resumed run names its own).
-  const demo = (modelFlag === undefined || modelFlag === "") && resume === null;
-  const model = modelFlag !== undefined && modelFlag !== "" ? modelFlag : resume ?? DEMO_MODEL;
-  const dataFlag = str("data-path");
-  const demoData = dataFlag === undefined || dataFlag === "";
-  const microBatch = int("micro-batch", demo ? DEMO_DEFAULTS.microBatch : 8, 1);
-  const totalBatch = int("total-batch", demo ? DEMO_DEFAULTS.totalBatch : 256, 1);
+  const demo = modelFlag === undefined && resume === null;
+  const model = modelFlag ?? resume ?? DEMO_MODEL;
+  const dataFlag = folder("data-path");
+  const microBatch = int("micro-batch", 1, undefined, demo ? DEMO_DEFAULTS.microBatch : 8);
+  const totalBatch = int("total-batch", 1, undefined, demo ? DEMO_DEFAULTS.totalBatch : 256);
   if (totalBatch % microBatch !== 0) {
     throw new UsageError(
       `--total-batch ${totalBatch} must be a multiple of --micro-batch ${microBatch}`,
     );
   }
-  const savePathFlag = str("save-path");
-  const savePath = values["no-save"]
+  const savePath = values["no-save"] === true ? null : folder("save-path") ?? resume ??
+    `checkpoints/${basename(model.replace(/\/+$/, "")) || "model"}`;
+  const evalFlag = folder("eval-data-path");
+  const evalDataPath = evalFlag ??
+    (demo && dataFlag === undefined ? `${DEMO_CORPUS}/validation` : null);
+  const sequenceLength = raw("sequence-length") === undefined && !demo
     ? null
-    : savePathFlag !== undefined && savePathFlag !== ""
-    ? savePathFlag
-    : resume ?? `checkpoints/${basename(model.replace(/\/+$/, "")) || "model"}`;
-  const evalFlag = str("eval-data-path");
-  const evalDataPath = evalFlag !== undefined && evalFlag !== ""
-    ? evalFlag
-    : demo && demoData
-    ? `${DEMO_CORPUS}/validation`
-    : null;
-  const sequenceLengthFlag = int("sequence-length", 0, 2);
+    : int("sequence-length", 2, undefined, DEMO_DEFAULTS.sequenceLength);
+  const maxShard = raw("max-shard-size");
+  let maxShardBytes = DEFAULT_MAX_SHARD_BYTES;
+  if (maxShard !== undefined) {
+    try {
+      maxShardBytes = parseByteSize(maxShard);
+    } catch (e) {
+      throw new UsageError(`--max-shard-size: ${(e as Error).message}`);
+    }
+  }
   return {
     model,
-    dataPath: demoData ? `${DEMO_CORPUS}/train` : dataFlag,
-    demoData,
+    dataPath: dataFlag ?? `${DEMO_CORPUS}/train`,
+    demoData: dataFlag === undefined,
     tokenSize,
-    sequenceLength: sequenceLengthFlag !== 0
-      ? sequenceLengthFlag
-      : demo
-      ? DEMO_DEFAULTS.sequenceLength
-      : null,
+    sequenceLength,
     microBatch,
     totalBatch,
-    steps: int("steps", demo ? DEMO_DEFAULTS.steps : 25000, 1),
-    optimizer: choice("optimizer", OPTIMIZERS, "adamw"),
+    steps: int("steps", 1, undefined, demo ? DEMO_DEFAULTS.steps : 25000),
+    optimizer: choice("optimizer", OPTIMIZERS),
     learningRate: num(
       "learning-rate",
-      demo ? DEMO_DEFAULTS.learningRate : 4e-4,
       (v) => v > 0,
       "a positive number",
+      demo ? DEMO_DEFAULTS.learningRate : 4e-4,
     ),
-    warmupSteps: int("warmup-steps", demo ? DEMO_DEFAULTS.warmupSteps : 500, 0),
-    lrSchedule: choice("lr-schedule", LR_SCHEDULES, "cosine"),
-    beta1: num("beta1", 0.9, unit, "in [0, 1)"),
-    beta2: num("beta2", 0.95, unit, "in [0, 1)"),
-    weightDecay: num("weight-decay", 0.1, (v) => v >= 0, "a non-negative number"),
-    eps: num("eps", 1e-8, (v) => v > 0, "a positive number"),
-    maxGradNorm: num("max-grad-norm", 1.0, (v) => v >= 0, "a non-negative number"),
-    compressionChunk: int("compression-chunk", 64, 1, 256),
-    compressionTopk: int("compression-topk", 4, 1),
-    compressionDecay: num("compression-decay", 0.999, unit, "in [0, 1)"),
+    warmupSteps: int("warmup-steps", 0, undefined, demo ? DEMO_DEFAULTS.warmupSteps : 500),
+    lrSchedule: choice("lr-schedule", LR_SCHEDULES),
+    beta1: num("beta1", unit, "in [0, 1)"),
+    beta2: num("beta2", unit, "in [0, 1)"),
+    weightDecay: num("weight-decay", (v) => v >= 0, "a non-negative number"),
+    eps: num("eps", (v) => v > 0, "a positive number"),
+    maxGradNorm: num("max-grad-norm", (v) => v >= 0, "a non-negative number"),
+    compressionChunk: int("compression-chunk", 1, 256),
+    compressionTopk: int("compression-topk", 1),
+    compressionDecay: num("compression-decay", unit, "in [0, 1)"),
     distroQuantization: values["distro-quantization"] === true ||
       values["quantize-1bit"] === true,
-    seed: int("seed", 1, 0),
-    shuffle: !values["no-shuffle"],
+    seed: int("seed", 0),
+    shuffle: values["no-shuffle"] !== true,
     savePath,
-    saveEvery: int("save-every", 0, 0),
+    saveEvery: int("save-every", 0),
     resume,
     evalDataPath,
-    evalEvery: int("eval-every", demo && evalFlag === undefined ? DEMO_DEFAULTS.evalEvery : 0, 0),
-    evalSequences: int("eval-sequences", 32, 1),
+    // The demo evaluates every 50 steps on its own held-out split, not on one the user names.
+    evalEvery: int(
+      "eval-every",
+      0,
+      undefined,
+      demo && evalFlag === undefined ? DEMO_DEFAULTS.evalEvery : 0,
+    ),
+    evalSequences: int("eval-sequences", 1),
     saveDtype: ({ f32: "F32", bf16: "BF16", f16: "F16" } as const)[
-      choice("save-dtype", ["f32", "bf16", "f16"] as const, "f32")
+      choice("save-dtype", ["f32", "bf16", "f16"] as const)
     ],
-    maxShardBytes: byteSize("max-shard-size", DEFAULT_MAX_SHARD_BYTES),
-    precision: choice("precision", PRECISION_CHOICES, "auto"),
-    logs: choice("logs", ["console", "json"] as const, "console"),
+    maxShardBytes,
+    precision: choice("precision", PRECISION_CHOICES),
+    logs: choice("logs", ["console", "json"] as const),
   };
 }

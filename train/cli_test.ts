@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { DEMO_CORPUS, DEMO_DEFAULTS, DEMO_MODEL, parseTrainArgs } from "./cli.ts";
+import { DEMO_CORPUS, DEMO_DEFAULTS, DEMO_MODEL, parseTrainArgs, TRAIN_SPEC } from "./cli.ts";
+import { helpText } from "../cli/entry.ts";
 import { UsageError } from "../common/mod.ts";
 
 const BASE = ["--model", "m", "--data-path", "d"];
@@ -107,8 +108,12 @@ Deno.test("parseTrainArgs: errors name the flag", () => {
     [[...BASE, "--save-dtype=f64"], /--save-dtype must be one of f32, bf16, f16/],
     [[...BASE, "--max-shard-size=5XB"], /--max-shard-size: size "5XB" is not a positive byte/],
     [[...BASE, "--precision=bf16"], /--precision must be one of f32, f16, auto/],
-    [[...BASE, "--lr-schedul=cosine"], /lr-schedul/],
-    [[...BASE, "extra"], /extra/],
+    [
+      [...BASE, "--lr-schedul=cosine"],
+      /unknown flag --lr-schedul \(did you mean --lr-schedule\?\)/,
+    ],
+    [[...BASE, "--steps"], /--steps needs a value \(N\)/],
+    [[...BASE, "extra"], /unexpected argument "extra"/],
   ];
   for (const [argv, pattern] of cases) {
     assert.throws(
@@ -146,4 +151,34 @@ Deno.test("parseTrainArgs: no flags is the demo; --resume names the model and th
   const unsaved = parseTrainArgs([...BASE, "--no-save"]);
   assert.ok(unsaved !== "help");
   assert.equal(unsaved.savePath, null);
+});
+
+Deno.test("parseTrainArgs: PSYCHE_* variables set flags, the command line wins, errors name them", () => {
+  const env = { PSYCHE_STEPS: "7", PSYCHE_NO_SAVE: "1", PSYCHE_OPTIMIZER: "distro" };
+  const o = parseTrainArgs([...BASE, "--optimizer=adamw"], { env });
+  assert.ok(o !== "help");
+  assert.deepEqual([o.steps, o.savePath, o.optimizer], [7, null, "adamw"]);
+  // Without `env`, nothing is read: compare-optimizers builds its arguments itself.
+  const plain = parseTrainArgs(BASE);
+  assert.ok(plain !== "help");
+  assert.equal(plain.steps, 25000);
+  assert.throws(
+    () => parseTrainArgs(BASE, { env: { PSYCHE_MICRO_BATCH: "0" } }),
+    (e: unknown) =>
+      e instanceof UsageError &&
+      /--micro-batch must be .* \(PSYCHE_MICRO_BATCH is set in the environment\)/.test(e.message),
+  );
+});
+
+Deno.test("TRAIN_SPEC: --help lists every flag with its default and variable", () => {
+  const help = helpText(TRAIN_SPEC).replace(/\s+/g, " "); // help wraps at 100 columns
+  for (const flag of Object.keys(TRAIN_SPEC.flags)) assert.match(help, new RegExp(`--${flag}\\b`));
+  assert.match(
+    help,
+    /--micro-batch N sequences per forward\/backward pass \[default: 8; demo 4; env: PSYCHE_MICRO_BATCH\]/,
+  );
+  assert.match(
+    help,
+    /--optimizer adamw\|distro the optimizer \[default: adamw; env: PSYCHE_OPTIMIZER\]/,
+  );
 });

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { type LrScheduleName, parseTrainArgs, type TrainOptions, USAGE } from "./cli.ts";
+import { type LrScheduleName, TRAIN_SPEC, type TrainOptions, trainOptions } from "./cli.ts";
 import {
   captureTraining,
   optimizerGeometry,
@@ -23,7 +23,7 @@ import { consoleLogger, jsonLogger, type SaveRecord } from "./log.ts";
 import { nextSequence, type TrainerState, TrainerStateError } from "./train_state.ts";
 import { runTraining } from "./trainer.ts";
 import { checkTrainingMemory } from "./memory_plan.ts";
-import { parseArgsOrExit } from "../cli/entry.ts";
+import { parseOrExit } from "../cli/entry.ts";
 import { learningRate, type LrSchedule } from "../common/mod.ts";
 import {
   countParameters,
@@ -331,7 +331,7 @@ function makeOptimizer(rt: GpuRuntime, options: TrainOptions, layout: ParamLayou
 }
 
 if (import.meta.main) {
-  const options = parseArgsOrExit(parseTrainArgs, USAGE);
+  const options = parseOrExit(TRAIN_SPEC, (parsed) => trainOptions(parsed.values));
   // The first SIGINT/SIGTERM finishes the step in flight, saves and exits 0; a second aborts.
   const stop = new AbortController();
   const abort = new AbortController();

@@ -58,7 +58,9 @@ export {
   type OptimizerName,
   OPTIMIZERS,
   parseTrainArgs,
+  TRAIN_SPEC,
+  type TrainFlags,
   type TrainOptions,
-  USAGE,
+  trainOptions,
 } from "./cli.ts";
 export { scheduleFor, sequenceLengthFor, shuffleSeed, train, type TrainOutcome } from "./main.ts";

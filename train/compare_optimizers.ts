@@ -93,8 +93,8 @@ async function runOne(optimizer: string, common: string[]): Promise<RunCurve> {
   const { losses } = await train(options, {
     write: (line) => {
       const event = JSON.parse(line);
-      if (event.event === "eval") evalLoss = event.loss;
-      if (event.event === "end") seconds = event.seconds;
+      if (event.event === "eval") evalLoss = event.held_out_loss;
+      if (event.event === "end") seconds = event.elapsed_ms / 1000;
       if (event.event === "step" && event.step % 10 === 0) {
         console.error(`${optimizer} step ${event.step}: loss ${event.loss.toFixed(4)}`);
       }

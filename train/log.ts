@@ -1,10 +1,12 @@
 /**
  * Training progress output: a human line per step (`console`), or exactly one JSON object per
- * line (`json`): a `start` event, one `step` event per optimizer step, an `end` event. The writer
- * is injected, so tests capture lines and the CLI writes to stdout.
+ * line (`json`, the log schema of docs/logs.md): a `start` event, one `step` event per optimizer
+ * step, an `end` event. The writer and the clock are injected, so tests capture lines and the
+ * CLI writes to stdout.
  *
  * @module
  */
+import { logLine } from "../cli/entry.ts";
 
 /** What the run is, printed once before the first step. */
 export interface StartInfo {
@@ -75,8 +77,17 @@ export interface EndInfo {
   savedTo: string | null;
 }
 
+/** The bundled corpus being built before the run (the demo, on first use). */
+export interface CorpusRecord {
+  /** The corpus folder. */
+  dir: string;
+  /** Why it is built (missing, stale). */
+  reason: string;
+}
+
 /** Receives the trainer's progress. */
 export interface TrainLogger {
+  corpus(record: CorpusRecord): void;
   start(info: StartInfo): void;
   step(record: StepRecord): void;
   eval(record: EvalRecord): void;
@@ -85,15 +96,21 @@ export interface TrainLogger {
 }
 
 /**
- * One JSON object per line: `{"event":"start",...}`, `{"event":"step",...}` per step,
- * `{"event":"eval",...}` per evaluation, `{"event":"checkpoint",...}` per save,
- * `{"event":"end",...}`.
+ * One JSON object per line in the log schema of docs/logs.md (`logLine`: `time`, `level`,
+ * snake_case `event` and fields, the client's names for the same things): `build_corpus`,
+ * `start`, `step` per optimizer step, `eval` per evaluation, `checkpoint` per save, `end`.
+ * Every event is `info`: the trainer reports failures on stderr and by its exit status.
  */
-export function jsonLogger(write: (line: string) => void): TrainLogger {
+export function jsonLogger(
+  write: (line: string) => void,
+  clock: () => number = Date.now,
+): TrainLogger {
+  const log = (event: string, fields: Record<string, unknown>) =>
+    write(logLine(clock(), "info", event, fields));
   return {
+    corpus: (r) => log("build_corpus", { dir: r.dir, reason: r.reason }),
     start: (i) =>
-      write(JSON.stringify({
-        event: "start",
+      log("start", {
         model: i.model,
         params: i.params,
         optimizer: i.optimizer,
@@ -106,10 +123,9 @@ export function jsonLogger(write: (line: string) => void): TrainLogger {
         precision: i.precision,
         weights: i.weights,
         first_step: i.firstStep,
-      })),
+      }),
     step: (r) =>
-      write(JSON.stringify({
-        event: "step",
+      log("step", {
         step: r.step,
         steps: r.steps,
         loss: r.loss,
@@ -117,28 +133,26 @@ export function jsonLogger(write: (line: string) => void): TrainLogger {
         grad_norm: r.gradNorm,
         tokens_per_sec: r.tokensPerSec,
         ms: r.ms,
-        eta_s: r.etaSeconds,
-      })),
-    eval: (r) =>
-      write(JSON.stringify({ event: "eval", step: r.step, loss: r.loss, sequences: r.sequences })),
-    save: (r) =>
-      write(JSON.stringify({ event: "checkpoint", step: r.step, path: r.path, reason: r.reason })),
+        eta_ms: Number.isFinite(r.etaSeconds) ? Math.round(r.etaSeconds * 1000) : null,
+      }),
+    eval: (r) => log("eval", { step: r.step, held_out_loss: r.loss, sequences: r.sequences }),
+    save: (r) => log("checkpoint", { step: r.step, dir: r.path, reason: r.reason }),
     end: (e) =>
-      write(JSON.stringify({
-        event: "end",
-        steps: e.steps,
+      log("end", {
+        step: e.steps,
         interrupted: e.interrupted,
-        final_loss: e.finalLoss,
-        seconds: e.seconds,
+        final_loss: Number.isFinite(e.finalLoss) ? e.finalLoss : null,
+        elapsed_ms: Math.round(e.seconds * 1000),
         tokens_per_sec: e.tokensPerSec,
         saved_to: e.savedTo,
-      })),
+      }),
   };
 }
 
 /** Human-readable lines. */
 export function consoleLogger(write: (line: string) => void): TrainLogger {
   return {
+    corpus: (r) => write(`building the byte corpus in ${r.dir} (${r.reason})`),
     start: (i) =>
       write(
         `training ${i.model} (${(i.params / 1e6).toFixed(2)}M params, ${i.weights} weights) ` +

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { consoleLogger, formatDuration, jsonLogger } from "./log.ts";
+import { logSchemaProblem } from "../client/testing/log_schema.ts";
 
 const START = {
   model: "m",
@@ -34,21 +35,26 @@ const END = {
   savedTo: null,
 };
 
-Deno.test("jsonLogger writes one parseable object per line with the step fields", () => {
+Deno.test("jsonLogger writes the log schema: time, level, snake_case events and fields", () => {
   const lines: string[] = [];
-  const log = jsonLogger((l) => lines.push(l));
+  const log = jsonLogger((l) => lines.push(l), () => 1000);
+  log.corpus({ dir: "c", reason: "missing" });
   log.start(START);
   log.step(STEP);
   log.eval({ step: 1, loss: 5.5, sequences: 8 });
   log.save({ step: 1, path: "ck", reason: "interrupt" });
   log.end(END);
-  assert.equal(lines.length, 5);
+  assert.equal(lines.length, 6);
+  assert.deepEqual(lines.map(logSchemaProblem), lines.map(() => null));
   const objs = lines.map((l) => JSON.parse(l));
-  assert.deepEqual(objs.map((o) => o.event), ["start", "step", "eval", "checkpoint", "end"]);
-  assert.deepEqual(objs[3], { event: "checkpoint", step: 1, path: "ck", reason: "interrupt" });
-  assert.equal(objs[4].interrupted, false);
-  assert.deepEqual(objs[2], { event: "eval", step: 1, loss: 5.5, sequences: 8 });
-  assert.deepEqual(objs[1], {
+  assert.deepEqual(
+    objs.map((o) => o.event),
+    ["build_corpus", "start", "step", "eval", "checkpoint", "end"],
+  );
+  const head = { time: "1970-01-01T00:00:01.000Z", level: "info" };
+  assert.deepEqual(objs[0], { ...head, event: "build_corpus", dir: "c", reason: "missing" });
+  assert.deepEqual(objs[2], {
+    ...head,
     event: "step",
     step: 1,
     steps: 2,
@@ -57,9 +63,28 @@ Deno.test("jsonLogger writes one parseable object per line with the step fields"
     grad_norm: 0.5,
     tokens_per_sec: 100,
     ms: 320,
-    eta_s: 0.32,
+    eta_ms: 320,
   });
-  assert.ok(lines.every((l) => !l.includes("\n")));
+  assert.deepEqual(objs[3], { ...head, event: "eval", step: 1, held_out_loss: 5.5, sequences: 8 });
+  assert.deepEqual(objs[4], {
+    ...head,
+    event: "checkpoint",
+    step: 1,
+    dir: "ck",
+    reason: "interrupt",
+  });
+  assert.deepEqual(objs[5], {
+    ...head,
+    event: "end",
+    step: 2,
+    interrupted: false,
+    final_loss: 6,
+    elapsed_ms: 1500,
+    tokens_per_sec: 90,
+    saved_to: null,
+  });
+  assert.equal(objs[1].sequence_length, 8);
+  assert.equal(objs[1].first_step, 1);
 });
 
 Deno.test("consoleLogger writes readable lines", () => {
@@ -70,6 +95,7 @@ Deno.test("consoleLogger writes readable lines", () => {
   log.eval({ step: 1, loss: 5.5, sequences: 8 });
   log.save({ step: 1, path: "ck", reason: "interrupt" });
   log.end({ ...END, steps: 1, interrupted: true, savedTo: "ck" });
+  log.corpus({ dir: "c", reason: "missing" });
   assert.match(lines[0], /1\.23M params/);
   assert.equal(lines[2], "eval after step 1 | loss 5.5000 | 8 sequences");
   assert.equal(
@@ -81,6 +107,7 @@ Deno.test("consoleLogger writes readable lines", () => {
     "interrupted: saved the state after step 1 to ck (continue with --resume ck)",
   );
   assert.match(lines[4], /^stopped after 1 steps .*saved to ck$/);
+  assert.equal(lines[5], "building the byte corpus in c (missing)");
   assert.deepEqual(
     [5, 65, 3725, NaN].map(formatDuration),
     ["5s", "1m05s", "1h02m", "?"],

@@ -23,7 +23,7 @@ import { consoleLogger, jsonLogger, type SaveRecord } from "./log.ts";
 import { nextSequence, type TrainerState, TrainerStateError } from "./train_state.ts";
 import { runTraining } from "./trainer.ts";
 import { checkTrainingMemory } from "./memory_plan.ts";
-import { parseOrExit } from "../cli/entry.ts";
+import { logLine, parseOrExit } from "../cli/entry.ts";
 import { learningRate, type LrSchedule } from "../common/mod.ts";
 import {
   countParameters,
@@ -127,14 +127,7 @@ export async function train(
   await checkTrainingMemory({ ...options, sequenceLength }, io.write);
   const logger = options.logs === "json" ? jsonLogger(io.write) : consoleLogger(io.write);
   if (options.demoData) {
-    await ensureCorpus("bytes", {
-      onBuild: (dir, why) =>
-        io.write(
-          options.logs === "json"
-            ? JSON.stringify({ event: "build_corpus", dir, reason: why })
-            : `building the byte corpus in ${dir} (${why})`,
-        ),
-    });
+    await ensureCorpus("bytes", { onBuild: (dir, reason) => logger.corpus({ dir, reason }) });
   }
   const dataset = {
     seqLen: sequenceLength,
@@ -350,7 +343,12 @@ if (import.meta.main) {
       stop: stop.signal,
     });
   } catch (e) {
-    console.error(`train: ${(e as Error).message}`);
+    const message = (e as Error).message;
+    // A JSON log's reader learns why it ended from the log itself, as from the client's.
+    if (options.logs === "json") {
+      console.log(logLine(Date.now(), "error", "error", { what: "train", error: message }));
+    }
+    console.error(`train: ${message}`);
     Deno.exit(1);
   } finally {
     for (const s of signals) Deno.removeSignalListener(s, onSignal);

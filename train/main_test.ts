@@ -3,6 +3,7 @@ import { scheduleFor, shuffleSeed } from "./main.ts";
 import { readTrainingCheckpoint } from "./checkpoint.ts";
 import { initParams, readModelDir, readSafetensors } from "../model/mod.ts";
 import { learningRate } from "../common/mod.ts";
+import { logSchemaProblem } from "../client/testing/log_schema.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 
@@ -60,14 +61,21 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
       "--logs=json",
     ]);
     assert.equal(out.code, 0, out.stderr);
-    const lines = out.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    // Every stdout line keeps the one log schema (docs/logs.md), as the client's do.
+    const raw = out.stdout.trim().split("\n");
+    assert.deepEqual(raw.map(logSchemaProblem), raw.map(() => null));
+    const lines = raw.map((l) => JSON.parse(l));
     assert.deepEqual(
       lines.map((l) => l.event),
       ["start", "step", "step", "eval", "step", "eval", "checkpoint", "end"],
     );
     const evals = lines.filter((l) => l.event === "eval");
     assert.deepEqual(evals.map((l) => [l.step, l.sequences]), [[2, 4], [3, 4]]);
-    assert.ok(evals.every((l) => Number.isFinite(l.loss) && l.loss > 0));
+    assert.ok(evals.every((l) => Number.isFinite(l.held_out_loss) && l.held_out_loss > 0));
+    assert.deepEqual(
+      [lines.at(-1).step, lines.at(-1).interrupted, lines.at(-1).saved_to],
+      [3, false, `${dir}/out`],
+    );
     assert.equal(lines[0].weights, "seeded");
     assert.equal(lines[0].precision, "f16");
     const steps = lines.filter((l) => l.event === "step");
@@ -142,9 +150,23 @@ Deno.test("deno task train: bad flags fail with a clear message", async () => {
   const bad = await runCli(["--model=x", "--data-path=y", "--token-size=3"]);
   assert.equal(bad.code, 2);
   assert.match(bad.stderr, /--token-size must be 2 or 4/);
+  const misspelt = await runCli(["--model=x", "--data-path=y", "--sequence-lenght=8"]);
+  assert.equal(misspelt.code, 2);
+  assert.match(
+    misspelt.stderr,
+    /unknown flag --sequence-lenght \(did you mean --sequence-length\?\)/,
+  );
   const missing = await runCli(["--model=/nonexistent", "--data-path=y"]);
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /nonexistent/);
+  // With --logs json the failure is also an `error` event, so a log reader sees why it ended.
+  const json = await runCli(["--model=/nonexistent", "--data-path=y", "--logs=json"]);
+  assert.equal(json.code, 1);
+  const lines = json.stdout.trim().split("\n");
+  assert.deepEqual(lines.map(logSchemaProblem), [null]);
+  const event = JSON.parse(lines[0]);
+  assert.deepEqual([event.level, event.event, event.what], ["error", "error", "train"]);
+  assert.match(event.error, /nonexistent/);
 });
 
 Deno.test("deno task train: SIGINT mid-run saves a complete, resumable checkpoint and exits 0", async () => {
@@ -188,10 +210,13 @@ Deno.test("deno task train: SIGINT mid-run saves a complete, resumable checkpoin
     const saved = events.find((e) => e.event === "checkpoint");
     const lastStep = events.filter((e) => e.event === "step").at(-1)!.step as number;
     assert.ok(lastStep >= 2 && lastStep < 100000);
-    assert.deepEqual(saved, {
+    assert.ok(saved !== undefined, "no checkpoint event");
+    const { time: _, ...checkpoint } = saved;
+    assert.deepEqual(checkpoint, {
+      level: "info",
       event: "checkpoint",
       step: lastStep,
-      path: `${dir}/ck`,
+      dir: `${dir}/ck`,
       reason: "interrupt",
     });
     assert.equal(events.at(-1)!.event, "end");

@@ -33,12 +33,6 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
   rooms: { flag: "--root" },
 };
 
-/**
- * Entry points not yet moved onto cli/flags.ts: their --help works but is written by hand, and a
- * misspelt flag is refused without a suggestion. Each leaves this set when it moves (all have).
- */
-const NOT_YET_MIGRATED = new Set<string>([]);
-
 async function task(name: string, args: string[]) {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["task", "-q", name, ...args],
@@ -58,10 +52,7 @@ Deno.test("every task of deno.json is listed here or runs a Deno tool", () => {
 
 for (const [name, { flag, sub }] of Object.entries(EXPECTED)) {
   const prefix = sub === undefined ? [] : [sub];
-  Deno.test({
-    name: `deno task ${[name, ...prefix].join(" ")} --help and a misspelt flag`,
-    ignore: NOT_YET_MIGRATED.has(name),
-  }, async () => {
+  Deno.test(`deno task ${[name, ...prefix].join(" ")} --help and a misspelt flag`, async () => {
     assert.ok(name in TASKS, `deno.json has no task "${name}"`);
     for (const help of ["--help", "-h"]) {
       const r = await task(name, [...prefix, help]);

@@ -1,7 +1,8 @@
 /**
- * Command-line flags of `deno task train`, parsed into a typed, validated {@link TrainOptions}.
- * Flag names and defaults follow Psyche's `examples/train.rs`; an unknown flag, a missing value or
- * an out-of-range number is rejected with the flag's name.
+ * Command-line flags of `deno task train`, declared once in {@link TRAIN_SPEC} (cli/flags.ts:
+ * generated help, did-you-mean, `PSYCHE_*` variables) and checked into a typed
+ * {@link TrainOptions}. Flag names and defaults follow Psyche's `examples/train.rs`; an unknown
+ * flag, a missing value or an out-of-range number is rejected with the flag's name.
  *
  * @module
  */

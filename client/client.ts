@@ -755,6 +755,7 @@ export class TrainingClient {
         bytes_sent: t.bytesSent,
         bytes_received: t.bytesReceived,
         gossip_delivered: t.gossipDelivered,
+        peers: t.peers,
       });
     }
   }

@@ -315,13 +315,14 @@ export class Exchange implements ExchangeFacts {
     return tracker.result(commitment);
   }
 
-  /** Bytes served and fetched, and gossip deliveries, since start. */
-  traffic(): { bytesSent: number; bytesReceived: number; gossipDelivered: number } {
+  /** Bytes served and fetched, and gossip deliveries, since start; peers connected now. */
+  traffic(): { bytesSent: number; bytesReceived: number; gossipDelivered: number; peers: number } {
     const s = this.payloads.stats;
     return {
       bytesSent: s.servedBytes,
       bytesReceived: s.fetchedBytes,
       gossipDelivered: this.gossip.stats.delivered,
+      peers: this.node.connectedPeers().length,
     };
   }
 

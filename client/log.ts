@@ -70,7 +70,8 @@ export interface ClientEvents {
   health_check: { step: number; clients: string[] };
   refused: { what: string; reason: string; from: string; detail: string };
   download_failed: { step: number; from: string; error: string };
-  traffic: { bytes_sent: number; bytes_received: number; gossip_delivered: number };
+  /** Totals since start (`peers`: libp2p connections open now), logged at each RoundTrain. */
+  traffic: { bytes_sent: number; bytes_received: number; gossip_delivered: number; peers: number };
   checkpoint: { step: number; dir: string };
   /**
    * What an interrupted client (SIGINT/SIGTERM) did with its parameters: saved to `dir` (null:
@@ -187,7 +188,7 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
     case "download_failed":
       return `payload of step ${e.step} from ${e.from.slice(0, 12)}… failed: ${e.error}`;
     case "traffic":
-      return `sent ${e.bytes_sent} bytes, received ${e.bytes_received} bytes`;
+      return `sent ${e.bytes_sent} bytes, received ${e.bytes_received} bytes, ${e.peers} peers`;
     case "checkpoint":
       return `checkpoint of step ${e.step} written to ${e.dir}`;
     case "saved_on_exit":

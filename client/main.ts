@@ -22,6 +22,7 @@ import {
 import { type ClientFaults, TrainingClient } from "./client.ts";
 import { Exchange } from "./exchange.ts";
 import { type ClientLogger, consoleClientLogger, jsonClientLogger } from "./log.ts";
+import { openTerminalTui } from "./tui/screen.ts";
 import { peerIdOf } from "./p2p/identity.ts";
 import { address } from "@solana/kit";
 import { denoEnv, EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
@@ -43,10 +44,56 @@ export async function resolveIdentity(path: string | null): Promise<Identity> {
   return generateIdentity();
 }
 
-/** Runs `train` until the run finishes or `signal` aborts. */
+/** What `--logs` turns into: the logger, and what to do when the client stops. */
+interface ChosenLogger {
+  logger: ClientLogger;
+  /** Ends the display (the TUI gives the terminal back and leaves a summary). */
+  close(): void;
+}
+
+/**
+ * The logger for `--logs`: JSON lines, console lines, or the full-screen TUI when stdout is a
+ * terminal (else console lines after a one-line notice, so a pipe or a file never gets escape
+ * codes).
+ */
+function chooseLogger(
+  args: TrainArgs,
+  io: { write: (line: string) => void; terminal?: boolean },
+): ChosenLogger {
+  if (args.logs === "json") return { logger: jsonClientLogger(io.write), close() {} };
+  if (args.logs === "tui" && io.terminal === true) {
+    const tui = openTerminalTui({
+      runId: args.runId,
+      coordinator: args.serverAddr ?? args.solana?.rpc ?? "?",
+    });
+    return { logger: tui.logger, close: () => tui.close().forEach(io.write) };
+  }
+  if (args.logs === "tui") {
+    io.write("--logs tui: stdout is not a terminal, printing console lines instead");
+  }
+  return { logger: consoleClientLogger(io.write), close() {} };
+}
+
+/**
+ * Runs `train` until the run finishes or `signal` aborts. `terminal`: whether `write` reaches a
+ * terminal (where `--logs tui` draws its screen).
+ */
 export async function train(
   args: TrainArgs,
-  io: { write: (line: string) => void; signal?: AbortSignal },
+  io: { write: (line: string) => void; signal?: AbortSignal; terminal?: boolean },
+): Promise<void> {
+  const chosen = chooseLogger(args, io);
+  try {
+    await trainWith(args, chosen.logger, io.signal);
+  } finally {
+    chosen.close();
+  }
+}
+
+async function trainWith(
+  args: TrainArgs,
+  logger: ClientLogger,
+  signal: AbortSignal | undefined,
 ): Promise<void> {
   const wallet = args.solana === undefined
     ? null
@@ -55,9 +102,6 @@ export async function train(
   const identity = wallet !== null && args.identitySecretKeyPath === null
     ? wallet.identity
     : await resolveIdentity(args.identitySecretKeyPath);
-  const logger: ClientLogger = args.logs === "json"
-    ? jsonClientLogger(io.write)
-    : consoleClientLogger(io.write);
   let client: TrainingClient | null = null;
   const exchange = await Exchange.start({
     runId: args.runId,
@@ -79,14 +123,14 @@ export async function train(
         wallet,
         p2pIdentity: identity.publicKey,
         logger,
-        signal: io.signal,
+        signal,
       });
     } else {
       backend = await TcpBackend.connect({
         address: args.serverAddr ?? "",
         runId: args.runId,
         identity,
-        signal: io.signal,
+        signal,
         onEvent: (e) => logConnection(logger, e),
       });
     }
@@ -106,7 +150,7 @@ export async function train(
       checkpointDir: args.checkpointDir,
       faults: faultsFromEnv(),
     });
-    await client.run({ signal: io.signal });
+    await client.run({ signal });
   } finally {
     await backend?.close();
     await exchange.close();
@@ -223,7 +267,11 @@ async function main(argv: string[]): Promise<number> {
         Deno.addSignalListener("SIGINT", stop);
         Deno.addSignalListener("SIGTERM", stop);
         try {
-          await train(args, { write, signal: controller.signal });
+          await train(args, {
+            write,
+            signal: controller.signal,
+            terminal: Deno.stdout.isTerminal(),
+          });
         } finally {
           Deno.removeSignalListener("SIGINT", stop);
           Deno.removeSignalListener("SIGTERM", stop);

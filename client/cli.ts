@@ -74,8 +74,8 @@ export const TRAIN_SPEC = {
     "checkpoint-dir": str("DIR", "write {run_id}-step{N} checkpoints at each Cooldown"),
     logs: str(
       LOG_FORMATS.join("|"),
-      "progress lines, or one JSON object per event (tui " +
-        "prints console lines)",
+      "a full-screen view of the run (tui, on a terminal; else console lines), progress " +
+        "lines, or one JSON object per event",
       { defaultText: "tui" },
     ),
     "max-concurrent-downloads": str("N", "payload transfers at once", { defaultText: "8" }),

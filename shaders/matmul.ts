@@ -40,6 +40,7 @@ import {
   scalarKernel,
   tiledKernel,
   transposeKernel,
+  vec4Kernel,
 } from "./matmul_wgsl.ts";
 import type { MatmulTiling } from "./profile.ts";
 
@@ -104,7 +105,7 @@ export interface MatmulArgs {
  * scratch buffer, then `outer`), `dot` (register-blocked vec4 dot products along K), `scalar`
  * (any shape), `tiled` (workgroup memory, GPUs).
  */
-export type MatmulVariant = "outer" | "transposed" | "dot" | "scalar" | "tiled";
+export type MatmulVariant = "packed" | "vec4" | "outer" | "transposed" | "dot" | "scalar" | "tiled";
 
 /**
  * The matmul kernel. Pipelines are built on first use of each (layout, variant) and cached in the
@@ -114,7 +115,8 @@ export type MatmulVariant = "outer" | "transposed" | "dot" | "scalar" | "tiled";
  */
 export class Matmul {
   readonly #rt: GpuRuntime;
-  #scratch: GPUBuffer | undefined;
+  /** Transpose scratch: A (`packed`), B (`transposed`, `packed` for `nt`). */
+  #scratch: [GPUBuffer | undefined, GPUBuffer | undefined] = [undefined, undefined];
   readonly #retired: GPUBuffer[] = [];
   /** Kernel shape in use (the runtime profile's unless overridden). */
   readonly tiling: MatmulTiling;
@@ -201,6 +203,10 @@ export class Matmul {
       this.#encodeTransposed(pass, args, batch, s, types.b);
       return;
     }
+    if (variant === "packed") {
+      this.#encodePacked(pass, args, batch, s, types);
+      return;
+    }
     const t = this.tiling;
     const key = `matmul/${layout}/${type}/${variant}/${t.rows}x${t.cols}/${t.workgroup.join("x")}` +
       (variant === "tiled" ? `/d${t.depth}` : "");
@@ -214,6 +220,8 @@ export class Matmul {
           return scalarKernel(layout, t, types);
         case "tiled":
           return tiledKernel(layout, t, types);
+        case "vec4":
+          return vec4Kernel(layout, t, types);
       }
     });
     const params = [
@@ -230,6 +238,7 @@ export class Matmul {
     const [wx, wy] = t.workgroup;
     let cols: number, rows: number;
     switch (variant) {
+      case "vec4":
       case "outer":
         cols = ceilDiv(n / 4, t.cols / 4);
         rows = ceilDiv(m, t.rows);
@@ -254,13 +263,13 @@ export class Matmul {
     dispatch(pass, pipeline, group, grid);
   }
 
-  /** Free the scratch buffer of the `transposed` variant. */
+  /** Free the scratch buffers of the `transposed` and `packed` variants. */
   [Symbol.dispose](): void {
-    for (const b of [...this.#retired, ...(this.#scratch ? [this.#scratch] : [])]) {
+    for (const b of [...this.#retired, ...this.#scratch.filter((x) => x !== undefined)]) {
       this.#rt.destroyBuffer(b);
     }
     this.#retired.length = 0;
-    this.#scratch = undefined;
+    this.#scratch = [undefined, undefined];
   }
 
   /** `nt` on CPUs: B `[n, k]` → scratch `[k, n]`, then the `nn` outer kernel. */
@@ -272,20 +281,71 @@ export class Matmul {
     type: MatmulInputType,
   ): void {
     const { n, k } = args;
+    const b = this.#transpose(pass, { src: args.b, rows: n, cols: k, stride: s.b, batch, type }, 1);
+    this.encode(pass, { ...args, b, layout: "nn", strideB: n * k, variant: "outer" });
+  }
+
+  /**
+   * `nn` and `nt` on CPUs: the operands stored with K slowest go through a transpose into
+   * scratch (A `[m, k]` → `[k, m]`, for `nt` also B `[n, k]` → `[k, n]`), then the `tn` vec4
+   * kernel, whose loads per FMA are the fewest (see {@link vec4Kernel}).
+   */
+  #encodePacked(
+    pass: GPUComputePassEncoder,
+    args: MatmulArgs,
+    batch: number,
+    s: { a: number; b: number; c: number },
+    types: { a: MatmulInputType; b: MatmulInputType },
+  ): void {
+    const { m, n, k } = args;
+    const layout = args.layout ?? "nn";
+    const src = { rows: m, cols: k, stride: s.a, batch, type: types.a };
+    const a = this.#transpose(pass, { ...src, src: args.a }, 0);
+    let b = args.b, strideB = s.b;
+    if (layout === "nt") {
+      const bt = { src: args.b, rows: n, cols: k, stride: s.b, batch, type: types.b };
+      b = this.#transpose(pass, bt, 1);
+      strideB = n * k;
+    }
+    this.encode(pass, { ...args, a, b, layout: "tn", strideA: m * k, strideB, variant: "vec4" });
+  }
+
+  /**
+   * Encode a transpose of `batch` matrices `[rows, cols]` (`stride` elements apart) into scratch
+   * slot `slot` (grown on demand), packed `[cols, rows]` per batch entry; returns its view.
+   */
+  #transpose(
+    pass: GPUComputePassEncoder,
+    t: {
+      src: TensorView;
+      rows: number;
+      cols: number;
+      stride: number;
+      batch: number;
+      type: MatmulInputType;
+    },
+    slot: 0 | 1,
+  ): TensorView {
+    const { rows, cols, batch, type } = t;
     // Rounded up to 16 bytes so the vec4 view covers every element.
-    const bytes = Math.ceil((batch * n * k * (type === "f16" ? 2 : 4)) / 16) * 16;
-    if (!this.#scratch || this.#scratch.size < bytes) {
+    const bytes = Math.ceil((batch * rows * cols * (type === "f16" ? 2 : 4)) / 16) * 16;
+    let buffer = this.#scratch[slot];
+    if (!buffer || buffer.size < bytes) {
       // The old scratch may already be bound by dispatches of this step: retire, don't destroy.
-      if (this.#scratch) this.#retired.push(this.#scratch);
-      this.#scratch = this.#rt.buffer("matmul transpose scratch", bytes);
+      if (buffer) this.#retired.push(buffer);
+      buffer = this.#rt.buffer(`matmul transpose scratch ${slot === 0 ? "A" : "B"}`, bytes);
+      this.#scratch[slot] = buffer;
     }
     const wg = this.tiling.workgroup;
     const key = `matmul/transpose/${type}/${wg.join("x")}`;
     const pipeline = this.#rt.pipeline(key, () => transposeKernel(wg, type));
-    const scratch = { buffer: this.#scratch, size: bytes };
-    const group = bindTensors(this.#rt, pipeline, [n, k, s.b, n * k], [args.b, scratch]);
-    dispatch(pass, pipeline, group, [ceilDiv(k / 4, wg[0]), ceilDiv(n / 4, wg[1]), batch]);
-    this.encode(pass, { ...args, b: scratch, layout: "nn", strideB: n * k, variant: "outer" });
+    const view = { buffer, size: bytes };
+    const group = bindTensors(this.#rt, pipeline, [rows, cols, t.stride, rows * cols], [
+      t.src,
+      view,
+    ]);
+    dispatch(pass, pipeline, group, [ceilDiv(cols / 4, wg[0]), ceilDiv(rows / 4, wg[1]), batch]);
+    return view;
   }
 }
 
@@ -299,16 +359,37 @@ export function matmulVariants(args: MatmulArgs, tiling: MatmulTiling): MatmulVa
   const layout = args.layout ?? "nn";
   const s = strides(args);
   const aligned16 = (v: TensorView) => resolveView(v).offset % 16 === 0;
+  const vec4 = vec4Usable(args, tiling, s, aligned16) ? ["vec4" as const] : [];
+  // packed: transposes to the tn vec4 kernel, so M and K must be multiples of 4 too.
+  const packed = layout !== "tn" && vec4.length > 0 && args.m % 4 === 0 && tiling.rows % 4 === 0
+    ? ["packed" as const]
+    : [];
   if (layout === "nt") {
     const ok = args.k % 4 === 0 && s.a % 4 === 0 && s.b % 4 === 0 && aligned16(args.a) &&
       aligned16(args.b);
     if (!ok) return ["scalar"];
     const outerOk = args.n % 4 === 0 && s.c % 4 === 0 && aligned16(args.c);
-    return outerOk ? ["transposed", "dot", "scalar"] : ["dot", "scalar"];
+    return outerOk ? ["transposed", "dot", ...packed, ...vec4, "scalar"] : ["dot", "scalar"];
   }
   const ok = args.n % 4 === 0 && s.b % 4 === 0 && s.c % 4 === 0 && aligned16(args.b) &&
     aligned16(args.c);
-  return ok ? ["outer", "scalar"] : ["scalar"];
+  return ok ? ["outer", ...packed, ...vec4, "scalar"] : ["scalar"];
+}
+
+/**
+ * The `vec4` variant reads A, B and C as vec4: every row it reads is a whole number of vec4
+ * (N, and K or for `tn` M, multiples of 4; strides too) and every view starts on 16 bytes.
+ */
+function vec4Usable(
+  args: MatmulArgs,
+  tiling: MatmulTiling,
+  s: { a: number; b: number; c: number },
+  aligned16: (v: TensorView) => boolean,
+): boolean {
+  const layout = args.layout ?? "nn";
+  const along = layout === "tn" ? args.m % 4 === 0 && tiling.rows % 4 === 0 : args.k % 4 === 0;
+  return along && args.n % 4 === 0 && s.a % 4 === 0 && s.b % 4 === 0 && s.c % 4 === 0 &&
+    aligned16(args.a) && aligned16(args.b) && aligned16(args.c);
 }
 
 function strides(args: MatmulArgs): { a: number; b: number; c: number } {

@@ -278,3 +278,49 @@ Deno.test("a shader that fails to compile is reported with its stage", async () 
     return true;
   });
 });
+
+Deno.test("the vec4 variant gives the bits of the K-order variants (outer, transposed, scalar)", async () => {
+  // Every CPU variant but `dot` adds each output's products one at a time in K order with fma,
+  // so they must agree bit for bit: swapping them (profile, shape) never changes a client's result.
+  using rt = await GpuRuntime.create();
+  const tilings: MatmulTiling[] = [
+    { strategy: "register", rows: 16, cols: 32, workgroup: [8, 8], depth: 0 },
+    { strategy: "register", rows: 8, cols: 16, workgroup: [8, 8], depth: 0 },
+    { strategy: "register", rows: 4, cols: 8, workgroup: [3, 2], depth: 0 },
+  ];
+  // [m, n, k, batch]: ragged against every tile (n, k and m multiples of 4 only), and batched.
+  const shapes = [[4, 4, 4, 1], [36, 44, 20, 1], [68, 52, 36, 1], [12, 8, 40, 2]];
+  let seed = 100;
+  for (const tiling of tilings) {
+    using mm = new Matmul(rt, tiling);
+    for (const [m, n, k, batch] of shapes) {
+      for (const layout of ["nn", "nt", "tn"] as const) {
+        for (const accumulate of [false, true, "chain"] as const) {
+          const a = rt.buffer("a", randomF32(seed++, batch * m * k));
+          const b = rt.buffer("b", randomF32(seed++, batch * n * k));
+          const old = randomF32(seed++, batch * m * n);
+          const args = { a, b, m, n, k, layout, batch, accumulate, alpha: accumulate ? 1 : 0.5 };
+          const outs = new Map<MatmulVariant, GPUBuffer>();
+          const step = rt.beginStep("vec4 bits");
+          for (const variant of ["vec4", layout === "nt" ? "transposed" : "outer", "scalar"]) {
+            const c = rt.buffer(`c ${variant}`, old);
+            outs.set(variant as MatmulVariant, c);
+            mm.encode(step.pass, { ...args, c, variant: variant as MatmulVariant });
+          }
+          await step.submit();
+          const [want, ...others] = await Promise.all([...outs.values()].map((c) => rt.read(c)));
+          const what = `${layout} [${m}, ${n}, ${k}] batch ${batch} accumulate ${accumulate} ` +
+            `tiling ${tiling.rows}x${tiling.cols}/${tiling.workgroup}`;
+          for (const [i, got] of others.entries()) {
+            assert.deepEqual(
+              new Uint32Array(got.buffer),
+              new Uint32Array(want.buffer),
+              `${[...outs.keys()][i + 1]} vs vec4: ${what}`,
+            );
+          }
+          for (const buf of [a, b, ...outs.values()]) rt.destroyBuffer(buf);
+        }
+      }
+    }
+  }
+});

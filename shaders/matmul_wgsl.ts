@@ -383,3 +383,116 @@ ${
 }
 `;
 }
+
+/**
+ * Register-blocked kernel that reads both operands as vec4 (all layouts; CPU adapters). On
+ * llvmpipe every load whose address differs between invocations is a loop over the SIMD lanes,
+ * one scalar load per lane, but one iteration of that loop fetches all four components of a vec4:
+ * a vec4 load costs far less than four scalar loads, so loads, not FMAs, bound the kernel and
+ * both operands are read four elements at a time. Per four steps of K an invocation loads
+ * `rows + cols` vec4 and issues `4·rows·cols` FMAs:
+ * - A: `nn`/`nt` a vec4 along K of each row (`k % 4 == 0`); `tn` a vec4 along M (`m % 4 == 0`);
+ * - B: `nn`/`tn` a vec4 along N of each K row; `nt` a vec4 along K of each column
+ *   (`k % 4 == 0`);
+ * - C: vec4 rows (`n % 4 == 0`).
+ * Each output's accumulator takes its products one at a time in K order (`fma`), as `outer` and
+ * `scalar` do, so the variants give the same bits.
+ */
+export function vec4Kernel(
+  layout: MatmulLayout,
+  t: MatmulTiling,
+  type: MatmulOperandTypes = "f32",
+): string {
+  const e = elem(type);
+  const tm = t.rows, tnv = t.cols / 4;
+  const [wx, wy] = t.workgroup;
+  const I = range(tm), J = range(tnv), T = range(4), L = ["x", "y", "z", "w"];
+  const kStep = layout === "tn" ? 1 : 4;
+  // Loads of one step of the K loop, and the scalar `a(i, t)` / vec4 `b(j, t)` of K index kk + t.
+  let loads: string[];
+  let aAt: (i: number, t: number) => string;
+  let bAt: (j: number, t: number) => string;
+  let setup: string[];
+  let stepLoads: (t: number) => string[] = () => [];
+  if (layout === "tn") {
+    // One K index per step: A[k, m] gives rows as vec4 lanes, B[k, n] columns as vec4 lanes.
+    setup = range(tm / 4).map((q) => `  let ra${q} = min(r0 / 4u + ${q}u, mv - 1u);`);
+    loads = [
+      ...range(tm / 4).map((q) => `let a${q} = ${e.a.v(`a[ab + kk * mv + ra${q}]`)};`),
+      ...J.map((j) => `let b${j}_0 = ${e.b.v(`b[bb + kk * nv + cc${j}]`)};`),
+    ];
+    aAt = (i) => `a${Math.floor(i / 4)}.${L[i % 4]}`;
+    bAt = (j) => `b${j}_0`;
+  } else {
+    setup = I.map((i) => `  let ra${i} = ab + min(r0 + ${i}u, p.m - 1u) * kv;`);
+    loads = I.map((i) => `let a${i} = ${e.a.v(`a[ra${i} + kk / 4u]`)};`);
+    aAt = (i, t) => `a${i}.${L[t]}`;
+    if (layout === "nn") {
+      // Loaded just before the FMAs of their K index: fewer values live at once.
+      stepLoads = (t) =>
+        J.map((j) => `let b${j}_${t} = ${e.b.v(`b[bb + (kk + ${t}u) * nv + cc${j}]`)};`);
+      bAt = (j, t) => `b${j}_${t}`;
+    } else {
+      // nt: B[n, k], one vec4 along K per output column q = 4·cc + l.
+      setup.push(
+        ...J.flatMap((j) =>
+          T.map((l) => `  let rb${j}_${l} = bb + min(cc${j} * 4u + ${l}u, p.n - 1u) * kv;`)
+        ),
+      );
+      loads.push(
+        ...J.flatMap((j) => T.map((l) => `let q${j}_${l} = ${e.b.v(`b[rb${j}_${l} + kk / 4u]`)};`)),
+      );
+      bAt = (j, t) => `vec4<f32>(${T.map((l) => `q${j}_${l}.${L[t]}`).join(", ")})`;
+    }
+  }
+  const steps = layout === "tn" ? [0] : T;
+  return `${e.header}${PARAMS}
+@group(0) @binding(1) var<storage, read> a: array<vec4<${e.a.t}>>;
+@group(0) @binding(2) var<storage, read> b: array<vec4<${e.b.t}>>;
+@group(0) @binding(3) var<storage, read_write> c: array<vec4<f32>>;
+
+@compute @workgroup_size(${wx}, ${wy})
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  let nv = p.n / 4u;
+  let kv = p.k / 4u;
+  let mv = p.m / 4u;
+  let c0 = g.x * ${tnv}u;
+  let r0 = g.y * ${tm}u;
+  if (c0 >= nv || r0 >= p.m) { return; }
+  let ab = g.z * (p.stride_a / 4u);
+  let bb = g.z * (p.stride_b / 4u);
+  let cb = g.z * (p.stride_c / 4u);
+${J.map((j) => `  let cc${j} = min(c0 + ${j}u, nv - 1u);`).join("\n")}
+${setup.join("\n")}
+${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = vec4<f32>();`)).join("\n")}
+${
+    I.flatMap((i) =>
+      J.map((j) =>
+        `  ${chainStart(`acc${i}_${j}`, `cb + min(r0 + ${i}u, p.m - 1u) * nv + cc${j}`)}`
+      )
+    ).join("\n")
+  }
+  for (var kk = 0u; kk < p.k; kk += ${kStep}u) {
+${loads.map((l) => `    ${l}`).join("\n")}
+${
+    steps.flatMap((s) => [
+      ...stepLoads(s).map((l) => `    ${l}`),
+      ...I.flatMap((i) =>
+        J.map((j) =>
+          `    acc${i}_${j} = fma(vec4<f32>(${aAt(i, s)}), ${bAt(j, s)}, acc${i}_${j});`
+        )
+      ),
+    ]).join("\n")
+  }
+  }
+${
+    I.map((i) =>
+      `  if (r0 + ${i}u < p.m) {\n    let o = cb + (r0 + ${i}u) * nv + c0;\n` +
+      J.map((j) => `    if (c0 + ${j}u < nv) ${storeExpr(`c[o + ${j}u]`, `acc${i}_${j}`)}`)
+        .join("\n") +
+      "\n  }"
+    ).join("\n")
+  }
+}
+`;
+}

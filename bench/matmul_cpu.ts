@@ -91,7 +91,9 @@ using rt = await GpuRuntime.create();
 const cpuModel = (await Deno.readTextFile("/proc/cpuinfo").catch(() => ""))
   .match(/model name\s*:\s*(.*)/)?.[1] ?? "unknown";
 console.log(`adapter: ${rt.adapterName}; driver: ${rt.info.description || "?"}`);
-console.log(`cpu: ${cpuModel}, ${navigator.hardwareConcurrency} threads; ${new Date().toISOString()}`);
+console.log(
+  `cpu: ${cpuModel}, ${navigator.hardwareConcurrency} threads; ${new Date().toISOString()}`,
+);
 console.log(`load average at start: ${Deno.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
 
 // --- the ceiling: independent vec4 FMA chains, no loads in the loop ---
@@ -206,7 +208,9 @@ console.log(
     `(${spread(ceiling.map((r) => r.wall))}), ${ceil.cpu.toFixed(1)} GFLOP per CPU-second ` +
     `(${spread(ceiling.map((r) => r.cpu))}); load average ${spread(loads)}`,
 );
-console.log(`Medians of ${rounds} rounds: GFLOP/s wall, % of wall ceiling | per CPU-s, % of CPU ceiling`);
+console.log(
+  `Medians of ${rounds} rounds: GFLOP/s wall, % of wall ceiling | per CPU-s, % of CPU ceiling`,
+);
 for (let s = 0; s < shapes.length; s++) {
   const [name, layout, m, n, k] = shapes[s];
   console.log(`\n${layout} ${name}`);

@@ -100,18 +100,20 @@ export interface MatmulArgs {
 }
 
 /**
- * Which generated kernel runs a given call (exposed so tests can cover each one): `outer`
- * (register-blocked, vec4 along N), `transposed` (`nt` as a transpose of B into the kernel's
- * scratch buffer, then `outer`), `dot` (register-blocked vec4 dot products along K), `scalar`
- * (any shape), `tiled` (workgroup memory, GPUs).
+ * Which generated kernel runs a given call (exposed so tests can cover each one): `packed`
+ * (`nn`/`nt` as transposes of the K-fastest operands into scratch, then `vec4` as `tn`), `vec4`
+ * (register-blocked, both operands read as vec4), `outer` (register-blocked, vec4 along N, A
+ * scalar), `transposed` (`nt` as a transpose of B into scratch, then `outer`), `dot`
+ * (register-blocked vec4 dot products along K), `scalar` (any shape), `tiled` (workgroup memory,
+ * GPUs).
  */
 export type MatmulVariant = "packed" | "vec4" | "outer" | "transposed" | "dot" | "scalar" | "tiled";
 
 /**
  * The matmul kernel. Pipelines are built on first use of each (layout, variant) and cached in the
- * runtime; shapes travel as uniforms, so new shapes cost no compile. The `transposed` variant
- * keeps one scratch buffer (`batch·n·k` floats at most, grown on demand): dispose the kernel to
- * free it.
+ * runtime; shapes travel as uniforms, so new shapes cost no compile. The `transposed` and
+ * `packed` variants keep two scratch buffers (A: `batch·m·k` floats, B: `batch·n·k`, each grown
+ * on demand to the largest call's): dispose the kernel to free them.
  */
 export class Matmul {
   readonly #rt: GpuRuntime;
@@ -351,8 +353,10 @@ export class Matmul {
 
 /**
  * The variants that can run `args` under `tiling`, fastest first (the first is the default):
- * `tiled` alone on GPU tilings; on CPU tilings `transposed` then `dot` for `nt` with aligned vec4
- * operands, `outer` for `nn`/`tn` with vec4 rows of B and C, and `scalar` always.
+ * `tiled` alone on GPU tilings; on CPU tilings `packed` (`nn`/`nt`) and `vec4` where every
+ * operand row is whole vec4 (M too for `packed` and `tn`), then `transposed` and `dot` for `nt`,
+ * `outer` for `nn`/`tn` with vec4 rows of B and C, and `scalar` always. All but `dot` add each
+ * output's products in K order, so on one adapter they give the same bits.
  */
 export function matmulVariants(args: MatmulArgs, tiling: MatmulTiling): MatmulVariant[] {
   if (tiling.strategy === "tiled") return ["tiled"];
@@ -369,11 +373,13 @@ export function matmulVariants(args: MatmulArgs, tiling: MatmulTiling): MatmulVa
       aligned16(args.b);
     if (!ok) return ["scalar"];
     const outerOk = args.n % 4 === 0 && s.c % 4 === 0 && aligned16(args.c);
-    return outerOk ? ["transposed", "dot", ...packed, ...vec4, "scalar"] : ["dot", "scalar"];
+    return outerOk
+      ? [...packed, ...vec4, "transposed", "dot", "scalar"]
+      : [...packed, ...vec4, "dot", "scalar"];
   }
   const ok = args.n % 4 === 0 && s.b % 4 === 0 && s.c % 4 === 0 && aligned16(args.b) &&
     aligned16(args.c);
-  return ok ? ["outer", ...packed, ...vec4, "scalar"] : ["scalar"];
+  return ok ? [...packed, ...vec4, "outer", "scalar"] : ["scalar"];
 }
 
 /**

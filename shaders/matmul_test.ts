@@ -8,6 +8,7 @@ import {
   type MatmulLayout,
   type MatmulOperandTypes,
   type MatmulVariant,
+  matmulVariants,
 } from "./matmul.ts";
 import { CPU_PROFILE, GPU_PROFILE, type MatmulTiling } from "./profile.ts";
 import { matmulRef } from "./reference/matmul.ts";
@@ -42,7 +43,8 @@ async function runCase(
   c: Case,
   seed: number,
   inputType: MatmulOperandTypes = "f32",
-): Promise<MatmulVariant> {
+  variant?: MatmulVariant,
+): Promise<MatmulVariant | undefined> {
   const batch = c.batch ?? 1;
   const types = typeof inputType === "string" ? { a: inputType, b: inputType } : inputType;
   // f16 inputs: the reference multiplies the same (rounded) values, so the tolerance is unchanged.
@@ -56,7 +58,11 @@ async function runCase(
       ? rt.buffer(label, new Uint16Array(new Float16Array(x).buffer))
       : rt.buffer(label, x);
   const ga = upload("a", a, types.a), gb = upload("b", b, types.b), gc = rt.buffer("c", old);
-  const args: MatmulArgs = { ...args0, a: ga, b: gb, c: gc, inputType };
+  const args: MatmulArgs = { ...args0, a: ga, b: gb, c: gc, inputType, variant };
+  if (variant !== undefined && !matmulVariants(args, mm.tiling).includes(variant)) {
+    for (const buf of [ga, gb, gc]) rt.destroyBuffer(buf);
+    return undefined;
+  }
   const step = rt.beginStep("matmul test");
   mm.encode(step.pass, args);
   await step.submit();
@@ -70,27 +76,37 @@ async function runCase(
   const mag = matmulRef(absA, absB, { ...args0, alpha: Math.abs(c.alpha ?? 1) });
   const tol = (i: number) =>
     (c.k + 2) * 2 * F32_EPS * (mag[i] + (c.accumulate ? Math.abs(old[i]) : 0)) + 1e-30;
-  const variant = mm.variant(args);
-  assertClose(got, want, tol, `matmul ${layout} ${variant} ${JSON.stringify(c)}`);
-  return variant;
+  const used = mm.variant(args);
+  assertClose(got, want, tol, `matmul ${layout} ${used} ${JSON.stringify(c)}`);
+  return used;
 }
 
 async function runAll(
   rt: GpuRuntime,
   mm: Matmul,
   inputType: MatmulOperandTypes = "f32",
+  variant?: MatmulVariant,
 ): Promise<Set<MatmulVariant>> {
   const seen = new Set<MatmulVariant>();
   let seed = 1;
   for (const layout of ["nn", "nt", "tn"] as const) {
-    for (const c of CASES) seen.add(await runCase(rt, mm, layout, c, seed += 3, inputType));
+    for (const c of CASES) {
+      const used = await runCase(rt, mm, layout, c, seed += 3, inputType, variant);
+      if (used) seen.add(used);
+    }
   }
   return seen;
 }
 
+/** The variants the CPU profile picks on {@link CASES} (each layout). */
+const CPU_DEFAULTS: MatmulVariant[] = ["dot", "outer", "packed", "scalar", "vec4"];
+
+/** The CPU (register) variants, each forced wherever it can run. */
+const CPU_VARIANTS: MatmulVariant[] = ["packed", "vec4", "outer", "transposed", "dot", "scalar"];
+
 Deno.test("matmul matches the f64 reference for every layout and kernel variant", async (t) => {
   using rt = await GpuRuntime.create();
-  await t.step("register profile (outer, transposed, dot and scalar kernels)", async () => {
+  await t.step("register tiling: defaults, then every CPU variant forced", async () => {
     const tiling: MatmulTiling = {
       strategy: "register",
       rows: 8,
@@ -100,7 +116,11 @@ Deno.test("matmul matches the f64 reference for every layout and kernel variant"
     };
     using mm = new Matmul(rt, tiling);
     const seen = await runAll(rt, mm);
-    assert.deepEqual([...seen].sort(), ["dot", "outer", "scalar", "transposed"]);
+    assert.deepEqual([...seen].sort(), CPU_DEFAULTS);
+    for (const variant of CPU_VARIANTS) {
+      const used = await runAll(rt, mm, "f32", variant);
+      assert.deepEqual([...used], [variant], `${variant} ran on some case`);
+    }
   });
   await t.step("a different register shape gives the same results", async () => {
     const tiling: MatmulTiling = {
@@ -151,7 +171,8 @@ Deno.test("matmul with f16 inputs matches the reference on every variant", async
   await t.step("register profile", async () => {
     using mm = new Matmul(rt, CPU_PROFILE.matmul);
     const seen = await runAll(rt, mm, "f16");
-    assert.deepEqual([...seen].sort(), ["dot", "outer", "scalar", "transposed"]);
+    assert.deepEqual([...seen].sort(), CPU_DEFAULTS);
+    assert.deepEqual([...await runAll(rt, mm, "f16", "transposed")], ["transposed"]);
   });
   await t.step("tiled profile", async () => {
     await runAll(rt, new Matmul(rt, GPU_PROFILE.matmul), "f16");
@@ -167,7 +188,7 @@ Deno.test("matmul with one f16 and one f32 operand matches the reference", async
   for (const types of [{ a: "f32", b: "f16" }, { a: "f16", b: "f32" }] as const) {
     using mm = new Matmul(rt, CPU_PROFILE.matmul);
     const seen = await runAll(rt, mm, types);
-    assert.deepEqual([...seen].sort(), ["dot", "outer", "scalar", "transposed"]);
+    assert.deepEqual([...seen].sort(), CPU_DEFAULTS);
     await runAll(rt, new Matmul(rt, GPU_PROFILE.matmul), types);
   }
 });
@@ -191,18 +212,20 @@ Deno.test("nt matmuls sharing the transpose scratch in one pass stay separate", 
   const shapes = [24, 8, 40]; // the scratch grows on the third call while the first two use it
   const a = randomF32(1, m * k), ga = rt.buffer("a", a);
   const bs = shapes.map((n, i) => randomF32(10 + i, n * k));
-  const cs = shapes.map((n, i) => rt.buffer(`c${i}`, m * n * 4));
-  const step = rt.beginStep("three nt");
-  shapes.forEach((n, i) => {
-    const args = { a: ga, b: rt.buffer(`b${i}`, bs[i]), c: cs[i], m, n, k, layout: "nt" as const };
-    assert.equal(mm.variant(args), "transposed");
-    mm.encode(step.pass, args);
-  });
-  await step.submit();
-  for (const [i, n] of shapes.entries()) {
-    const want = matmulRef(a, bs[i], { m, n, k, layout: "nt" });
-    // Same bound as runCase, with Σ|a||b| ≤ k for inputs in [-1, 1].
-    assertClose(await rt.read(cs[i]), want, (k + 2) * 2 * F32_EPS * k, `product ${i}`);
+  for (const variant of ["transposed", "packed"] as const) {
+    const cs = shapes.map((n, i) => rt.buffer(`c${i}`, m * n * 4));
+    const step = rt.beginStep("three nt");
+    shapes.forEach((n, i) => {
+      const b = rt.buffer(`b${i}`, bs[i]);
+      mm.encode(step.pass, { a: ga, b, c: cs[i], m, n, k, layout: "nt", variant });
+    });
+    await step.submit();
+    for (const [i, n] of shapes.entries()) {
+      const want = matmulRef(a, bs[i], { m, n, k, layout: "nt" });
+      // Same bound as runCase, with Σ|a||b| ≤ k for inputs in [-1, 1].
+      const tol = (k + 2) * 2 * F32_EPS * k;
+      assertClose(await rt.read(cs[i]), want, tol, `${variant} product ${i}`);
+    }
   }
 });
 
@@ -241,7 +264,7 @@ Deno.test("matmul reuses pipelines across shapes", async () => {
     mm.encode(step.pass, { a, b, c, m, n, k, layout: "nt" });
   }
   await step.submit();
-  assert.equal(rt.pipelineCount, 2, "one transpose and one outer pipeline for every nt shape");
+  assert.equal(rt.pipelineCount, 2, "one transpose and one vec4 pipeline for every nt shape");
 });
 
 Deno.test("matmul rejects bad arguments with the binding and shape named", async () => {
@@ -279,13 +302,12 @@ Deno.test("a shader that fails to compile is reported with its stage", async () 
   });
 });
 
-Deno.test("the vec4 variant gives the bits of the K-order variants (outer, transposed, scalar)", async () => {
+Deno.test("vec4 and packed give the bits of the K-order variants (outer, transposed, scalar)", async () => {
   // Every CPU variant but `dot` adds each output's products one at a time in K order with fma,
   // so they must agree bit for bit: swapping them (profile, shape) never changes a client's result.
   using rt = await GpuRuntime.create();
   const tilings: MatmulTiling[] = [
-    { strategy: "register", rows: 16, cols: 32, workgroup: [8, 8], depth: 0 },
-    { strategy: "register", rows: 8, cols: 16, workgroup: [8, 8], depth: 0 },
+    CPU_PROFILE.matmul,
     { strategy: "register", rows: 4, cols: 8, workgroup: [3, 2], depth: 0 },
   ];
   // [m, n, k, batch]: ragged against every tile (n, k and m multiples of 4 only), and batched.
@@ -302,7 +324,13 @@ Deno.test("the vec4 variant gives the bits of the K-order variants (outer, trans
           const args = { a, b, m, n, k, layout, batch, accumulate, alpha: accumulate ? 1 : 0.5 };
           const outs = new Map<MatmulVariant, GPUBuffer>();
           const step = rt.beginStep("vec4 bits");
-          for (const variant of ["vec4", layout === "nt" ? "transposed" : "outer", "scalar"]) {
+          const variants = [
+            "vec4",
+            layout === "tn" ? [] : "packed",
+            layout === "nt" ? "transposed" : "outer",
+            "scalar",
+          ].flat();
+          for (const variant of variants) {
             const c = rt.buffer(`c ${variant}`, old);
             outs.set(variant as MatmulVariant, c);
             mm.encode(step.pass, { ...args, c, variant: variant as MatmulVariant });

@@ -478,9 +478,7 @@ ${
     steps.flatMap((s) => [
       ...stepLoads(s).map((l) => `    ${l}`),
       ...I.flatMap((i) =>
-        J.map((j) =>
-          `    acc${i}_${j} = fma(vec4<f32>(${aAt(i, s)}), ${bAt(j, s)}, acc${i}_${j});`
-        )
+        J.map((j) => `    acc${i}_${j} = fma(vec4<f32>(${aAt(i, s)}), ${bAt(j, s)}, acc${i}_${j});`)
       ),
     ]).join("\n")
   }

@@ -45,11 +45,16 @@ export interface TuningProfile {
   readonly itemsPerInvocation: number;
 }
 
-/** Register-blocked matmul for CPU adapters: 8×16 outputs per invocation, 8×8 invocations. */
+/**
+ * Register-blocked matmul for CPU adapters: 16×32 outputs per invocation, 8×8 invocations. On
+ * llvmpipe loads, not FMAs, bound the matmul (each one a loop over the SIMD lanes), so the block
+ * is as large as the tiling allows: 1.4-2.5x the FMAs per second of 8×16 in
+ * `bench/matmul_cpu.ts` (docs/benchmarks.md), although its accumulators spill.
+ */
 export const CPU_PROFILE: TuningProfile = {
   name: "cpu",
   cpu: true,
-  matmul: { strategy: "register", rows: 8, cols: 16, workgroup: [8, 8], depth: 0 },
+  matmul: { strategy: "register", rows: 16, cols: 32, workgroup: [8, 8], depth: 0 },
   workgroupSize: 64,
   itemsPerInvocation: 16,
 };

@@ -60,13 +60,12 @@ const shapes = values.shapes === "small"
     throw new RangeError(`--shapes must be all or small, got ${values.shapes}`);
   })();
 
-/** A matmul candidate: the variant forced on every shape, under one tiling. */
+/** A matmul candidate: the variant forced on every shape (or per layout), under one tiling. */
 interface Candidate {
   readonly name: string;
-  readonly variant?: MatmulVariant;
+  readonly variant?: MatmulVariant | Partial<Record<MatmulLayout, MatmulVariant>>;
   readonly tiling: MatmulTiling;
 }
-const cpu = CPU_PROFILE.matmul;
 const reg = (rows: number, cols: number, wx: number, wy: number): MatmulTiling => ({
   strategy: "register",
   rows,
@@ -74,15 +73,21 @@ const reg = (rows: number, cols: number, wx: number, wy: number): MatmulTiling =
   workgroup: [wx, wy],
   depth: 0,
 });
+/** The CPU profile before the vec4/packed variants: `outer`, `nt` via `transposed`, 8×16. */
+const BEFORE = "before: outer/transposed 8x16";
 const CANDIDATES: Candidate[] = [
-  { name: "profile", tiling: cpu },
-  { name: "outer 8x16 (transposed for nt)", variant: "outer", tiling: reg(8, 16, 8, 8) },
-  { name: "vec4 8x16 wg 8x8", variant: "vec4", tiling: reg(8, 16, 8, 8) },
-  { name: "vec4 16x16 wg 8x8", variant: "vec4", tiling: reg(16, 16, 8, 8) },
-  { name: "vec4 16x32 wg 8x8", variant: "vec4", tiling: reg(16, 32, 8, 8) },
+  {
+    name: BEFORE,
+    variant: { nn: "outer", tn: "outer", nt: "transposed" },
+    tiling: reg(8, 16, 8, 8),
+  },
+  { name: "profile", tiling: CPU_PROFILE.matmul },
+  { name: "vec4 8x16", variant: "vec4", tiling: reg(8, 16, 8, 8) },
+  { name: "vec4 16x16", variant: "vec4", tiling: reg(16, 16, 8, 8) },
+  { name: "vec4 16x32", variant: "vec4", tiling: reg(16, 32, 8, 8) },
   { name: "vec4 16x16 wg 64x1", variant: "vec4", tiling: reg(16, 16, 64, 1) },
-  { name: "packed 16x16 wg 8x8", variant: "packed", tiling: reg(16, 16, 8, 8) },
-  { name: "packed 16x32 wg 8x8", variant: "packed", tiling: reg(16, 32, 8, 8) },
+  { name: "packed 16x16", variant: "packed", tiling: reg(16, 16, 8, 8) },
+  { name: "packed 16x32", variant: "packed", tiling: reg(16, 32, 8, 8) },
 ];
 const picked = values.variants?.split(",");
 const candidates = picked ? CANDIDATES.filter((c) => picked.includes(c.name)) : CANDIDATES;
@@ -164,7 +169,7 @@ const operands = shapes.map(([, , m, n, k]) => ({
 async function timeMatmul(shape: number, cand: Candidate): Promise<Rate | undefined> {
   const [, layout, m, n, k] = shapes[shape];
   const mm = kernels.get(cand.name)!;
-  const args = { ...operands[shape], m, n, k, layout, variant: cand.variant };
+  const args = { ...operands[shape], m, n, k, layout, variant: variantOf(cand, layout) };
   try {
     mm.variant(args);
   } catch {
@@ -218,17 +223,23 @@ for (let s = 0; s < shapes.length; s++) {
     const xs = results.get(`${s}|${c.name}`);
     if (!xs) continue;
     const mm = kernels.get(c.name)!;
-    const used = mm.variant({ ...operands[s], m, n, k, layout, variant: c.variant });
+    const used = mm.variant({ ...operands[s], m, n, k, layout, variant: variantOf(c, layout) });
     const wall = median(xs.map((r) => r.wall)), cpu = median(xs.map((r) => r.cpu));
+    const before = results.get(`${s}|${BEFORE}`);
+    const gain = before ? `  ${(cpu / median(before.map((r) => r.cpu))).toFixed(2)}x before` : "";
     console.log(
       `  ${c.name.padEnd(30)} ${used.padEnd(10)} ${wall.toFixed(2).padStart(6)} ` +
         `${(100 * wall / ceil.wall).toFixed(1).padStart(5)}% | ${cpu.toFixed(2).padStart(6)} ` +
-        `${(100 * cpu / ceil.cpu).toFixed(1).padStart(5)}%`,
+        `${(100 * cpu / ceil.cpu).toFixed(1).padStart(5)}%${gain}`,
     );
   }
 }
 console.log(`\nload average at end: ${Deno.loadavg().map((x) => x.toFixed(2)).join(" ")}`);
 for (const mm of kernels.values()) mm[Symbol.dispose]();
+
+function variantOf(c: Candidate, layout: MatmulLayout): MatmulVariant | undefined {
+  return typeof c.variant === "object" ? c.variant[layout] : c.variant;
+}
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -1,12 +1,14 @@
 /**
  * Matmul against the adapter's own FMA ceiling, for CPU adapters (lavapipe/llvmpipe):
- * `deno run -A bench/matmul_cpu.ts [--rounds 5] [--shapes all|small] [--variants a,b]`.
+ * `deno run -A bench/matmul_cpu.ts [--rounds 5] [--shapes all|small] [--variants a,b] [--numpy]`.
  *
  * One run measures, round after round (so every kernel sees the same load from other work): a
  * pure-FMA WGSL kernel (no memory traffic in its loop: the most GFLOP/s WGSL gets from this
  * adapter), then every matmul candidate at the ~20M Llama's training shapes (N = B·T = 1024, C =
  * 256, F = 768, V = 32000; forward `nt`, input gradient `nn`, weight gradient `tn`). It prints the
  * median GFLOP/s of each and its ratio to the median ceiling, plus the adapter, CPU and load.
+ * `--numpy` adds numpy's matmul (a native BLAS, OpenBLAS in most wheels) at the same shapes in the
+ * same rounds, run by `python3` on host arrays: the gap a native path would close.
  *
  * Two clocks: wall time, and CPU time (every thread of this process, lavapipe's workers
  * included, from `/proc/self/task/* /schedstat`). Other work on a shared machine stretches wall
@@ -34,6 +36,7 @@ const { values } = parseArgs({
     rounds: { type: "string", default: "5" },
     shapes: { type: "string", default: "all" },
     variants: { type: "string" },
+    numpy: { type: "boolean", default: false },
   },
 });
 const rounds = Number(values.rounds);
@@ -182,6 +185,32 @@ async function timeMatmul(shape: number, cand: Candidate): Promise<Rate | undefi
   });
 }
 
+/**
+ * numpy's matmul at shape `s`, timed inside Python (so interpreter start-up is not counted): wall
+ * and CPU time of one product, after one warm-up product.
+ */
+async function timeNumpy(s: number): Promise<Rate> {
+  const [, layout, m, n, k] = shapes[s];
+  const a = layout === "tn" ? `(${k}, ${m})` : `(${m}, ${k})`;
+  const b = layout === "nt" ? `(${n}, ${k})` : `(${k}, ${n})`;
+  const product = layout === "nt" ? "a @ b.T" : layout === "tn" ? "a.T @ b" : "a @ b";
+  const script = [
+    "import json, time, numpy as np",
+    "r = np.random.default_rng(1)",
+    `a = r.random(${a}, dtype=np.float32); b = r.random(${b}, dtype=np.float32)`,
+    product,
+    "w, c = time.perf_counter(), time.process_time()",
+    product,
+    "print(json.dumps([time.perf_counter() - w, time.process_time() - c]))",
+  ].join("\n");
+  const out = await new Deno.Command("python3", { args: ["-c", script], stderr: "inherit" })
+    .output();
+  if (!out.success) throw new Error(`--numpy: python3 failed (exit ${out.code})`);
+  const [wall, cpu] = JSON.parse(new TextDecoder().decode(out.stdout)) as [number, number];
+  const gflop = (2 * m * n * k) / 1e9;
+  return { wall: gflop / wall, cpu: gflop / cpu };
+}
+
 // Warm up: compile every pipeline once.
 await timeCeiling();
 for (let s = 0; s < shapes.length; s++) {
@@ -200,6 +229,10 @@ for (let r = 0; r < rounds; r++) {
       if (g === undefined) continue;
       const key = `${s}|${c.name}`;
       results.set(key, [...(results.get(key) ?? []), g]);
+    }
+    if (values.numpy) {
+      const key = `${s}|numpy`;
+      results.set(key, [...(results.get(key) ?? []), await timeNumpy(s)]);
     }
     ceiling.push(await timeCeiling());
   }
@@ -231,6 +264,20 @@ for (let s = 0; s < shapes.length; s++) {
       `  ${c.name.padEnd(30)} ${used.padEnd(10)} ${wall.toFixed(2).padStart(6)} ` +
         `${(100 * wall / ceil.wall).toFixed(1).padStart(5)}% | ${cpu.toFixed(2).padStart(6)} ` +
         `${(100 * cpu / ceil.cpu).toFixed(1).padStart(5)}%${gain}`,
+    );
+  }
+  const np = results.get(`${s}|numpy`);
+  if (np) {
+    const wall = median(np.map((r) => r.wall)), cpu = median(np.map((r) => r.cpu));
+    const profile = results.get(`${s}|profile`);
+    const gap = profile
+      ? `  numpy ÷ profile: ${(wall / median(profile.map((r) => r.wall))).toFixed(2)}x wall, ` +
+        `${(cpu / median(profile.map((r) => r.cpu))).toFixed(2)}x CPU`
+      : "";
+    console.log(
+      `  ${"numpy (host BLAS)".padEnd(30)} ${"".padEnd(10)} ${wall.toFixed(2).padStart(6)} ` +
+        `${(100 * wall / ceil.wall).toFixed(1).padStart(5)}% | ${cpu.toFixed(2).padStart(6)} ` +
+        `${(100 * cpu / ceil.cpu).toFixed(1).padStart(5)}%${gap}`,
     );
   }
 }

@@ -72,7 +72,7 @@ export interface MatmulArgs {
    * on C's sum term by term (each output's accumulator starts at C and every product is added to
    * it in K order), so a reduction split over K into consecutive calls gives the same bits as one
    * call over all of K (the LM head's input gradient over vocabulary blocks). Needs `alpha` 1 and
-   * a variant whose sums run along K one term at a time (`outer`, `scalar`, `tiled`; not `dot`).
+   * a variant whose sums run along K one term at a time (every variant but `dot`).
    */
   readonly accumulate?: boolean | "chain";
   /** Scale of the product (default 1): `c = alpha·a·b (+ c)`. */

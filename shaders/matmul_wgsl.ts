@@ -391,7 +391,8 @@ ${
  * a vec4 load costs far less than four scalar loads, so loads, not FMAs, bound the kernel and
  * both operands are read four elements at a time. Per four steps of K an invocation loads
  * `rows + cols` vec4 and issues `4·rows·cols` FMAs:
- * - A: `nn`/`nt` a vec4 along K of each row (`k % 4 == 0`); `tn` a vec4 along M (`m % 4 == 0`);
+ * - A: `nn`/`nt` a vec4 along K of each row (`k % 4 == 0`); `tn` a vec4 along M (`m % 4 == 0`,
+ *   `rows % 4 == 0`);
  * - B: `nn`/`tn` a vec4 along N of each K row; `nt` a vec4 along K of each column
  *   (`k % 4 == 0`);
  * - C: vec4 rows (`n % 4 == 0`).

@@ -7,11 +7,19 @@
  *
  * @module
  */
+import {
+  escapeLabel,
+  type MetricFamily,
+  type MetricSample,
+  type MetricSpec,
+  PROMETHEUS_CONTENT_TYPE,
+  prometheusText,
+} from "../../common/mod.ts";
 import { RUN_STATES } from "../core/mod.ts";
 import type { DashboardView } from "./view.ts";
 
 /** The content type of the exposition format. */
-export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+export const METRICS_CONTENT_TYPE = PROMETHEUS_CONTENT_TYPE;
 
 /** Hex digits of a key used as the `client` label. */
 export const CLIENT_LABEL_DIGITS = 16;
@@ -41,26 +49,11 @@ export const METRICS = {
     "summary",
     "Seconds spent in each run state, over the phases that ended (sum and count).",
   ],
-} as const satisfies Record<string, readonly ["gauge" | "counter" | "summary", string]>;
+} as const satisfies Record<string, MetricSpec>;
 
 type MetricName = keyof typeof METRICS;
 
-/** A label value escaped as the format asks (backslash, double quote, newline). */
-export function escapeLabel(value: string): string {
-  return value.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
-}
-
-function labels(pairs: Record<string, string>): string {
-  const parts = Object.entries(pairs).map(([k, v]) => `${k}="${escapeLabel(v)}"`);
-  return parts.length === 0 ? "" : `{${parts.join(",")}}`;
-}
-
-function number(value: number): string {
-  if (Number.isNaN(value)) return "NaN";
-  if (value === Infinity) return "+Inf";
-  if (value === -Infinity) return "-Inf";
-  return String(value);
-}
+export { escapeLabel };
 
 /**
  * `view` in the Prometheus text format.
@@ -74,17 +67,9 @@ function number(value: number): string {
  * ```
  */
 export function metricsText(view: DashboardView): string {
-  const out: string[] = [];
-  const family = (
-    name: MetricName,
-    samples: readonly { suffix?: string; labels?: Record<string, string>; value: number }[],
-  ) => {
-    const [type, help] = METRICS[name];
-    out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-    for (const s of samples) {
-      out.push(`${name}${s.suffix ?? ""}${labels(s.labels ?? {})} ${number(s.value)}`);
-    }
-  };
+  const families: MetricFamily<MetricName>[] = [];
+  const family = (name: MetricName, samples: readonly MetricSample[]) =>
+    families.push({ name, samples });
   const client = (key: string) => ({ client: key.slice(0, CLIENT_LABEL_DIGITS) });
 
   family(
@@ -147,5 +132,5 @@ export function metricsText(view: DashboardView): string {
       ];
     }),
   );
-  return out.join("\n") + "\n";
+  return prometheusText(METRICS, families);
 }

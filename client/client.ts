@@ -658,9 +658,11 @@ export class TrainingClient {
       });
       return;
     }
+    const applyStart = this.#now();
     await trainer.apply(results, intent.lr);
     if (this.#o.faults?.flipWeightAfterStep === intent.step) await trainer.flipWeightForTest();
     const hash = await trainer.paramsHash();
+    const applyMs = this.#now() - applyStart;
     this.#ledger.note(paramsStep, hash);
     logger.log("apply", {
       epoch: intent.epoch,
@@ -671,6 +673,7 @@ export class TrainingClient {
       lr: intent.lr,
       params_hash: hash,
       params_step: paramsStep,
+      ms: applyMs,
     });
     this.#checkDigests(this.#state);
   }
@@ -689,7 +692,9 @@ export class TrainingClient {
       signal: this.#signal,
     });
     if (trainer.distro.config.weightDecay) this.#ledger.moved(); // θ took the step's decay
+    const publishStart = this.#now();
     const bytes = await this.#o.exchange.publishResult(intent.height, intent.proof, trained.result);
+    const publishMs = this.#now() - publishStart;
     const tokensPerSec = trained.tokens / (trained.ms / 1000);
     this.#last = { loss: trained.loss, tokensPerSec, trainMs: trained.ms };
     this.#o.logger.log("train", {
@@ -701,6 +706,7 @@ export class TrainingClient {
       tokens_per_sec: tokensPerSec,
       ms: trained.ms,
       payload_bytes: bytes,
+      publish_ms: publishMs,
     });
   }
 

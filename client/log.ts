@@ -50,8 +50,11 @@ export interface ClientEvents {
     loss: number;
     tokens: number;
     tokens_per_sec: number;
+    /** Forward, backward and DisTrO compression of the batch. */
     ms: number;
     payload_bytes: number;
+    /** Encoding the payload and announcing it to the peers. */
+    publish_ms: number;
   };
   apply: {
     epoch: number;
@@ -64,6 +67,8 @@ export interface ClientEvents {
     params_hash: string;
     /** The run step whose parameters the apply produced (`step + 2`). */
     params_step: number;
+    /** Applying the results (decode, aggregate, update) and hashing the parameters. */
+    ms: number;
   };
   witness: { step: number; round: number; participants: number; commitments: number };
   warmup_witness: { epoch: number; index: number };

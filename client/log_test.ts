@@ -13,6 +13,7 @@ Deno.test("jsonClientLogger: one JSON object per event with its fields", () => {
     tokens_per_sec: 100,
     ms: 640,
     payload_bytes: 900,
+    publish_ms: 3,
   });
   assert.deepEqual(JSON.parse(lines[0]), {
     time: "1970-01-01T00:00:00.042Z",
@@ -26,6 +27,7 @@ Deno.test("jsonClientLogger: one JSON object per event with its fields", () => {
     tokens_per_sec: 100,
     ms: 640,
     payload_bytes: 900,
+    publish_ms: 3,
   });
 });
 
@@ -49,6 +51,7 @@ Deno.test("consoleClientLogger: a readable line per event", () => {
     lr: 1e-3,
     params_hash: "abcdef0123456789",
     params_step: 9,
+    ms: 4,
   });
   assert.equal(
     lines[0],

@@ -25,6 +25,7 @@ Deno.test("console lines render each process's events as it would print them", (
     tokens_per_sec: 100,
     ms: 640,
     payload_bytes: 975,
+    publish_ms: 3,
   });
   assert.equal(
     formatLine(client, train, plain),

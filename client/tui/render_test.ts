@@ -51,6 +51,7 @@ function busyView(o: { runId?: string; coordinator?: string } = {}): TuiView {
         tokens_per_sec: 1234.5,
         ms: 820,
         payload_bytes: 12345,
+        publish_ms: 3,
       },
     });
   }
@@ -70,6 +71,7 @@ function busyView(o: { runId?: string; coordinator?: string } = {}): TuiView {
       lr: 1e-3,
       params_hash: "ff".repeat(32),
       params_step: 5,
+      ms: 4,
     },
   });
   at({
@@ -144,6 +146,7 @@ Deno.test("render: the sparkline takes the width left after its label, newest lo
         tokens_per_sec: 1,
         ms: 1,
         payload_bytes: 1,
+        publish_ms: 3,
       },
     }, T0);
   }

@@ -23,6 +23,7 @@ const train = (step: number, loss: number): LoggedEvent => ({
     tokens_per_sec: 100,
     ms: 640,
     payload_bytes: 10,
+    publish_ms: 3,
   },
 });
 const traffic = (sent: number, received: number, peers = 1): LoggedEvent => ({
@@ -93,6 +94,7 @@ Deno.test("view: apply → apply status and the model's new hash; witness → wi
         lr: 1e-3,
         params_hash: "ff",
         params_step: 5,
+        ms: 4,
       },
     },
   ]);

@@ -12,6 +12,8 @@ import { type LogLevel, logLine } from "../cli/entry.ts";
 /** Every event the client logs, with its fields. */
 export interface ClientEvents {
   start: { identity: string; run_id: string; p2p_addresses: string[]; adapter: string };
+  /** `--metrics-port`: where the Prometheus metrics are served (`url` ends in `/metrics`). */
+  metrics: { url: string };
   state: { run_state: string; epoch: number; step: number; round: number; clients: number };
   model: {
     folder: string;
@@ -149,6 +151,8 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
   switch (e.event) {
     case "start":
       return `client ${e.identity.slice(0, 12)}… joining run "${e.run_id}" on ${e.adapter}`;
+    case "metrics":
+      return `Prometheus metrics at ${e.url}`;
     case "state":
       return `${e.run_state} (epoch ${e.epoch}, step ${e.step}, round ${e.round}, ${e.clients} clients)`;
     case "model":

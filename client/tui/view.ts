@@ -245,6 +245,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
       return { ...view, connection: "connected" };
     case "end":
       return { ...view, ended: e.fields.reason };
+    case "metrics":
     case "memory_plan":
     case "warmup":
     case "warmup_witness":

@@ -79,6 +79,14 @@ export const TRAIN_SPEC = {
       { defaultText: "tui" },
     ),
     "max-concurrent-downloads": str("N", "payload transfers at once", { defaultText: "8" }),
+    "metrics-port": str(
+      "P",
+      "serve Prometheus metrics at http://HOST:P/metrics (0: any free port)",
+      {
+        defaultText: "off",
+      },
+    ),
+    "metrics-hostname": str("HOST", "the metrics' listen address", { defaultText: "127.0.0.1" }),
     model: str("DIR", "local HF model folder", {
       defaultText: "the run's checkpoint repo id read as a path",
     }),
@@ -145,6 +153,8 @@ export interface TrainArgs {
   logs: LogFormat;
   maxConcurrentDownloads: number;
   model: string | null;
+  /** `--metrics-port`: where to serve `/metrics`; null: off. */
+  metrics: { hostname: string; port: number } | null;
 }
 
 /** `show-identity` options. */
@@ -222,6 +232,14 @@ function checkTrainArgs(values: FlagValues<typeof TRAIN_SPEC>): TrainArgs {
   if (!(LOG_FORMATS as readonly string[]).includes(logs)) {
     throw new UsageError(`--logs must be one of ${LOG_FORMATS.join(", ")}, found "${logs}"`);
   }
+  const metricsPort = values["metrics-port"];
+  if (metricsPort === undefined && values["metrics-hostname"] !== undefined) {
+    throw new UsageError("--metrics-hostname needs --metrics-port P");
+  }
+  const metrics = metricsPort === undefined ? null : {
+    hostname: values["metrics-hostname"] ?? "127.0.0.1",
+    port: integer("metrics-port", metricsPort, 0, 0, 65535),
+  };
   const bulkTransfer = values["no-bulk-transfer"] !== true;
   if (!bulkTransfer) {
     const stray = (["bind-bulk-port", "bind-bulk-interface"] as const).find((f) =>
@@ -253,6 +271,7 @@ function checkTrainArgs(values: FlagValues<typeof TRAIN_SPEC>): TrainArgs {
       1024,
     ),
     model: values.model ?? null,
+    metrics,
     ...(solana === undefined ? {} : { solana }),
   };
 }

@@ -20,6 +20,7 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     logs: "tui",
     maxConcurrentDownloads: 8,
     model: null,
+    metrics: null,
   });
   const all = parseClientArgs([
     "train",
@@ -36,6 +37,8 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     "--logs=json",
     "--max-concurrent-downloads=3",
     "--model=m",
+    "--metrics-port=9100",
+    "--metrics-hostname=0.0.0.0",
   ]);
   assert.equal(all.command, "train");
   if (all.command !== "train") return;
@@ -48,6 +51,14 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
   assert.deepEqual(all.bootstrapPeers, ["/a", "/b"]);
   assert.equal(all.logs, "json");
   assert.equal(all.model, "m");
+  assert.deepEqual(all.metrics, { hostname: "0.0.0.0", port: 9100 });
+  const fromEnv = parseClientArgs(["train", "--run-id=r", "--server-addr=h:1"], {
+    PSYCHE_METRICS_PORT: "0",
+  });
+  assert.deepEqual(fromEnv.command === "train" && fromEnv.metrics, {
+    hostname: "127.0.0.1",
+    port: 0,
+  });
 });
 
 Deno.test("parseClientArgs: errors name the flag", () => {
@@ -74,6 +85,14 @@ Deno.test("parseClientArgs: errors name the flag", () => {
     /--bind-bulk-port has no effect with --no-bulk-transfer/,
   );
   bad(["show-identity", "--run-id", "r"], /show-identity takes no --run-id/);
+  bad(
+    ["train", "--run-id=r", "--server-addr=h:1", "--metrics-port=x"],
+    /--metrics-port must be a whole number in 0..65535, found "x"/,
+  );
+  bad(
+    ["train", "--run-id=r", "--server-addr=h:1", "--metrics-hostname=0.0.0.0"],
+    /--metrics-hostname needs --metrics-port P/,
+  );
   bad(
     ["train", "--run-id", "run\nid", "--server-addr", "h:1"],
     /^--run-id contains U\+000A at character 4 \(control and bidirectional/,

@@ -104,6 +104,15 @@ export interface ClientLogger {
   log<K extends ClientEventName>(event: K, fields: ClientEvents[K]): void;
 }
 
+/** A logger that passes every event to each of `loggers`, in order. */
+export function teeClientLogger(...loggers: ClientLogger[]): ClientLogger {
+  return {
+    log(event, fields) {
+      for (const l of loggers) l.log(event, fields);
+    },
+  };
+}
+
 /** Output formats of `--logs`. */
 export const LOG_FORMATS = ["tui", "console", "json"] as const;
 /** One of {@link LOG_FORMATS}. */

@@ -21,7 +21,13 @@ import {
 } from "./cli.ts";
 import { type ClientFaults, TrainingClient } from "./client.ts";
 import { Exchange } from "./exchange.ts";
-import { type ClientLogger, consoleClientLogger, jsonClientLogger } from "./log.ts";
+import {
+  type ClientLogger,
+  consoleClientLogger,
+  jsonClientLogger,
+  teeClientLogger,
+} from "./log.ts";
+import { startClientMetrics } from "./metrics_server.ts";
 import { openTerminalTui } from "./tui/screen.ts";
 import { peerIdOf } from "./p2p/identity.ts";
 import { address } from "@solana/kit";
@@ -82,11 +88,28 @@ export async function train(
   args: TrainArgs,
   io: { write: (line: string) => void; signal?: AbortSignal; terminal?: boolean },
 ): Promise<void> {
+  const metrics = args.metrics === null ? null : serveMetrics(args.runId, args.metrics);
   const chosen = chooseLogger(args, io);
   try {
-    await trainWith(args, chosen.logger, io.signal);
+    const logger = metrics === null ? chosen.logger : teeClientLogger(chosen.logger, metrics);
+    if (metrics !== null) logger.log("metrics", { url: metrics.url });
+    await trainWith(args, logger, io.signal);
   } finally {
+    await metrics?.close();
     chosen.close();
+  }
+}
+
+/** `--metrics-port`: the endpoint, or an error naming the flag when it cannot listen. */
+function serveMetrics(runId: string, at: { hostname: string; port: number }) {
+  try {
+    return startClientMetrics({ runId, ...at });
+  } catch (e) {
+    throw new Error(
+      `--metrics-port ${at.port}: cannot listen on ${at.hostname}:${at.port}: ${
+        (e as Error).message
+      }`,
+    );
   }
 }
 

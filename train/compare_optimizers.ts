@@ -1,114 +1,53 @@
 /**
- * `deno task compare-optimizers`: the evidence that DisTrO trains as well as AdamW. Trains the
- * same model from the same seeded weights on the same token sequences twice, once per optimizer,
- * then evaluates both on the held-out split and writes a loss plot (SVG) and a JSON summary.
+ * `deno task compare-optimizers`: the evidence that DisTrO trains as well as AdamW for far fewer
+ * bytes. Trains the same model from the same seeded weights on the same token sequences twice,
+ * once per optimizer, evaluates both on the held-out split, then writes a loss plot (SVG: loss by
+ * step, and loss by the bytes one client sends its peers) and, when asked, a JSON summary.
  *
  * ```sh
- * deno task compare-optimizers --steps 150 --svg docs/distro-vs-adamw.svg \
- *   --json docs/distro-vs-adamw.json
+ * deno task compare-optimizers --plot docs/distro-vs-adamw.svg --json docs/distro-vs-adamw.json
  * ```
+ *
+ * Bytes sent per step: DisTrO's compressed result at its exact wire size (optimizer/wire.ts
+ * `payloadBytes`, the size `encodePayload` writes); AdamW, as plain data-parallel training, the
+ * full f32 gradient (4 bytes per parameter). Both count one copy of what a client shares.
  *
  * @module
  */
+import { basename, dirname, resolve } from "node:path";
 import { parseOrExit } from "../cli/entry.ts";
-import { parseTrainArgs } from "./cli.ts";
+import { UsageError } from "../common/mod.ts";
+import { ensureCorpus } from "../data/mod.ts";
+import { CORPUS_TOKENIZERS } from "../data/mod.ts";
+import { formatCount, llamaParamLayout, type ParamEntry, readLlamaConfig } from "../model/mod.ts";
+import { type ChunkingOptions, chunkLayouts, payloadBytes } from "../optimizer/mod.ts";
+import { parseTrainArgs, type TrainOptions } from "./cli.ts";
+import { type LossPlot, lossPlotSvg, type PlotRun } from "./loss_plot.ts";
 import { train } from "./main.ts";
+
+export { smooth } from "./loss_plot.ts";
+
+/** DisTrO as Psyche runs it: chunk 64, top-8 per chunk, 1-bit signs. */
+export const COMPARED_DISTRO = { chunk: 64, topk: 8, decay: 0.999, quantize1bit: true } as const;
+
+/** Steps each point of the plot averages. */
+export const PLOT_SMOOTHING = 10;
 
 /** One optimizer's run: per-step training losses and the final held-out loss. */
 export interface RunCurve {
-  optimizer: string;
+  optimizer: "adamw" | "distro";
   losses: number[];
   evalLoss: number;
   seconds: number;
-}
-
-/** Mean over a trailing window of `width` values (the first points average what exists). */
-export function smooth(values: readonly number[], width: number): number[] {
-  const out: number[] = [];
-  let sum = 0;
-  for (let i = 0; i < values.length; i++) {
-    sum += values[i];
-    if (i >= width) sum -= values[i - width];
-    out.push(sum / Math.min(i + 1, width));
-  }
-  return out;
-}
-
-/** A self-contained SVG line chart of the smoothed training losses, one line per run. */
-export function lossChartSvg(runs: readonly RunCurve[], title: string): string {
-  const W = 720, H = 420, left = 60, right = 20, top = 40, bottom = 50;
-  const curves = runs.map((r) => smooth(r.losses, 10));
-  const all = curves.flat();
-  const steps = Math.max(...runs.map((r) => r.losses.length));
-  const lo = Math.floor(Math.min(...all) * 2) / 2, hi = Math.ceil(Math.max(...all) * 2) / 2;
-  const x = (i: number) => left + (i / Math.max(1, steps - 1)) * (W - left - right);
-  const y = (v: number) => top + (1 - (v - lo) / (hi - lo || 1)) * (H - top - bottom);
-  const colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
-  const parts: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif" font-size="12">`,
-    `<rect width="${W}" height="${H}" fill="white"/>`,
-    `<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">${title}</text>`,
-  ];
-  for (let t = 0; t <= 4; t++) {
-    const v = lo + (t / 4) * (hi - lo);
-    parts.push(
-      `<line x1="${left}" x2="${W - right}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/>`,
-      `<text x="${left - 6}" y="${y(v) + 4}" text-anchor="end">${v.toFixed(2)}</text>`,
-    );
-    const s = Math.round((t / 4) * (steps - 1));
-    parts.push(`<text x="${x(s)}" y="${H - bottom + 18}" text-anchor="middle">${s + 1}</text>`);
-  }
-  parts.push(
-    `<text x="${W / 2}" y="${H - 12}" text-anchor="middle">step</text>`,
-    `<text x="16" y="${H / 2}" transform="rotate(-90 16 ${H / 2})" text-anchor="middle">` +
-      `training loss (mean of last 10 steps)</text>`,
-  );
-  curves.forEach((c, k) => {
-    const points = c.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(" ");
-    const color = colors[k % colors.length];
-    parts.push(
-      `<polyline fill="none" stroke="${color}" stroke-width="2" points="${points}"/>`,
-      `<rect x="${W - right - 250}" y="${
-        top + 10 + k * 20
-      }" width="14" height="4" fill="${color}"/>`,
-      `<text x="${W - right - 230}" y="${top + 16 + k * 20}">${runs[k].optimizer}: held-out ` +
-        `loss ${runs[k].evalLoss.toFixed(4)}</text>`,
-    );
-  });
-  parts.push("</svg>");
-  return parts.join("\n") + "\n";
-}
-
-async function runOne(optimizer: string, common: string[]): Promise<RunCurve> {
-  // A comparison keeps its curves, not its models: nothing is saved.
-  const options = parseTrainArgs([
-    ...common,
-    `--optimizer=${optimizer}`,
-    "--logs=json",
-    "--no-save",
-  ]);
-  if (options === "help") throw new Error("unreachable");
-  let evalLoss = Number.NaN;
-  let seconds = 0;
-  const { losses } = await train(options, {
-    write: (line) => {
-      const event = JSON.parse(line);
-      if (event.event === "eval") evalLoss = event.held_out_loss;
-      if (event.event === "end") seconds = event.elapsed_ms / 1000;
-      if (event.event === "step" && event.step % 10 === 0) {
-        console.error(`${optimizer} step ${event.step}: loss ${event.loss.toFixed(4)}`);
-      }
-    },
-  });
-  return { optimizer, losses, evalLoss, seconds };
 }
 
 /** The flags of `deno task compare-optimizers`. */
 export const COMPARE_OPTIMIZERS_SPEC = {
   usage: "deno task compare-optimizers [options]",
   summary: "Trains the same model from the same seeded weights on the same tokens twice, with " +
-    "AdamW and with DisTrO, then evaluates both on the held-out split and writes a loss plot " +
-    "and a JSON summary.",
+    "AdamW and with DisTrO (chunk 64, top-8, 1-bit), evaluates both on the held-out split, " +
+    "then writes a loss plot (loss by step, and loss by the bytes one client sends its peers) " +
+    "and prints a JSON summary.",
   flags: {
     model: {
       type: "string",
@@ -119,7 +58,8 @@ export const COMPARE_OPTIMIZERS_SPEC = {
     "data-path": {
       type: "string",
       value: "DIR",
-      description: "training tokens",
+      description: "training tokens (the byte corpus, data/corpus/brown-bytes/train, is built " +
+        "on first use)",
       default: "data/corpus/brown/train",
     },
     "eval-data-path": {
@@ -139,28 +79,93 @@ export const COMPARE_OPTIMIZERS_SPEC = {
     "learning-rate": {
       type: "string",
       value: "LR",
-      description: "peak learning rate (cosine schedule, 10 warmup steps)",
+      description: "AdamW's peak learning rate (cosine schedule, 10 warmup steps)",
       default: "1e-3",
     },
-    // Sign descent moves every weight by lr each step; it may want its own peak rate.
+    // Sign descent moves every weight by lr each step: it wants its own scale (docs/benchmarks.md:
+    // 3e-3 ends within 3% of AdamW at 1e-3 on llama-mini, 1e-3 trails by 8.5%).
     "distro-learning-rate": {
       type: "string",
       value: "LR",
       description: "DisTrO's peak learning rate",
-      defaultText: "--learning-rate",
+      default: "3e-3",
     },
-    svg: { type: "string", value: "FILE", description: "write the loss plot here" },
-    json: { type: "string", value: "FILE", description: "write the summary here" },
+    plot: {
+      type: "string",
+      value: "FILE",
+      description: "write the loss plot (SVG) here",
+      defaultText: "runs/compare-optimizers/<model folder name>.svg",
+    },
+    "no-plot": { type: "boolean", description: "write no plot" },
+    svg: { type: "string", value: "FILE", description: "the same as --plot" },
+    json: { type: "string", value: "FILE", description: "also write the summary here" },
   },
 } as const;
 
-if (import.meta.main) {
-  // The values are checked by the trainer's own parser, which these become flags of.
-  const values = parseOrExit(COMPARE_OPTIMIZERS_SPEC, (parsed) => parsed.values);
+type CompareFlags = {
+  -readonly [K in keyof typeof COMPARE_OPTIMIZERS_SPEC.flags]?: string | boolean;
+};
+
+/** What the command does, checked before any training starts. */
+export interface CompareSettings {
+  readonly model: string;
+  readonly dataPath: string;
+  readonly evalDataPath: string;
+  /** The trainer's options for each run. */
+  readonly adamw: TrainOptions;
+  readonly distro: TrainOptions;
+  /** Where the plot goes; null with `--no-plot`. */
+  readonly plotPath: string | null;
+  readonly jsonPath: string | null;
+}
+
+/** The default plot file of a model folder: `runs/compare-optimizers/<folder name>.svg`. */
+export function defaultPlotPath(model: string): string {
+  return `runs/compare-optimizers/${basename(model.replace(/\/+$/, "")) || "model"}.svg`;
+}
+
+/** `--plot`, its older name `--svg`, or `--no-plot`, reconciled; throws on a contradiction. */
+export function plotPathOf(values: CompareFlags, model: string): string | null {
+  const plot = values.plot as string | undefined, svg = values.svg as string | undefined;
+  if (plot !== undefined && svg !== undefined && plot !== svg) {
+    throw new UsageError(`--plot ${plot} and --svg ${svg} name two files; give one`);
+  }
+  const path = plot ?? svg;
+  if (values["no-plot"] === true) {
+    if (path !== undefined) {
+      throw new UsageError(
+        `--no-plot contradicts --${plot !== undefined ? "plot" : "svg"} ${path}`,
+      );
+    }
+    return null;
+  }
+  return path ?? defaultPlotPath(model);
+}
+
+function learningRateOf(values: CompareFlags, flag: "learning-rate" | "distro-learning-rate") {
+  const text = values[flag] as string;
+  const v = Number(text);
+  if (text.trim() === "" || !Number.isFinite(v) || v <= 0) {
+    throw new UsageError(`--${flag} must be a positive number, found "${text}"`);
+  }
+  return v;
+}
+
+/**
+ * The checked settings of parsed flags (their defaults filled in). Both runs' trainer options
+ * are parsed here, so a bad value stops the command before the first run, not after it. Throws
+ * {@link UsageError} naming the flag.
+ */
+export function compareSettings(values: CompareFlags): CompareSettings {
+  const model = values.model as string;
+  const dataPath = values["data-path"] as string;
+  const evalDataPath = values["eval-data-path"] as string;
+  const adamwLr = learningRateOf(values, "learning-rate");
+  const distroLr = learningRateOf(values, "distro-learning-rate");
   const common = [
-    `--model=${values.model}`,
-    `--data-path=${values["data-path"]}`,
-    `--eval-data-path=${values["eval-data-path"]}`,
+    `--model=${model}`,
+    `--data-path=${dataPath}`,
+    `--eval-data-path=${evalDataPath}`,
     `--eval-sequences=64`,
     `--sequence-length=${values["sequence-length"]}`,
     `--micro-batch=${values.batch}`,
@@ -169,39 +174,179 @@ if (import.meta.main) {
     "--warmup-steps=10",
     "--lr-schedule=cosine",
     "--seed=1",
-    // DisTrO as Psyche runs it: chunk 64, top-8 per chunk, 1-bit signs.
-    "--compression-chunk=64",
-    "--compression-topk=8",
-    "--compression-decay=0.999",
-    "--quantize-1bit",
+    `--compression-chunk=${COMPARED_DISTRO.chunk}`,
+    `--compression-topk=${COMPARED_DISTRO.topk}`,
+    `--compression-decay=${COMPARED_DISTRO.decay}`,
+    ...(COMPARED_DISTRO.quantize1bit ? ["--quantize-1bit"] : []),
+    // A comparison keeps its curves, not its models: nothing is saved.
+    "--logs=json",
+    "--no-save",
   ];
-  const adamwLr = values["learning-rate"];
-  const distroLr = values["distro-learning-rate"] ?? adamwLr;
-  const runs = [
-    await runOne("adamw", [...common, `--learning-rate=${adamwLr}`]),
-    await runOne("distro", [...common, `--learning-rate=${distroLr}`]),
-  ];
-  const [adamw, distro] = runs;
-  const gap = distro.evalLoss / adamw.evalLoss - 1;
-  const summary = {
-    model: values.model,
-    steps: Number(values.steps),
-    tokens_per_step: Number(values.batch) * Number(values["sequence-length"]),
-    learning_rate: { adamw: Number(adamwLr), distro: Number(distroLr) },
-    adamw: { eval_loss: adamw.evalLoss, final_train_loss: adamw.losses.at(-1), s: adamw.seconds },
-    distro: {
-      eval_loss: distro.evalLoss,
-      final_train_loss: distro.losses.at(-1),
-      s: distro.seconds,
-    },
-    distro_vs_adamw: gap,
+  const options = (optimizer: string, lr: number): TrainOptions => {
+    const parsed = parseTrainArgs([...common, `--optimizer=${optimizer}`, `--learning-rate=${lr}`]);
+    if (parsed === "help") throw new Error("unreachable: no --help was passed");
+    return parsed;
   };
-  console.log(JSON.stringify(summary, null, 2));
-  if (values.svg) {
-    await Deno.writeTextFile(
-      values.svg,
-      lossChartSvg(runs, `DisTrO (top-8, 1-bit) vs AdamW, ${values.model}, bundled Brown corpus`),
-    );
+  return {
+    model,
+    dataPath,
+    evalDataPath,
+    adamw: options("adamw", adamwLr),
+    distro: options("distro", distroLr),
+    plotPath: plotPathOf(values, model),
+    jsonPath: (values.json as string | undefined) ?? null,
+  };
+}
+
+/** Bytes one client sends its peers per step, and the parameters that sets them. */
+export interface WireBytes {
+  /** DisTrO's compressed result, as optimizer/wire.ts encodes it. */
+  readonly distro: number;
+  /** The full f32 gradient of plain data-parallel training: 4 bytes per parameter. */
+  readonly adamw: number;
+  readonly parameters: number;
+}
+
+/** {@link WireBytes} of a model's parameters under DisTrO's chunking and value format. */
+export function wireBytesPerStep(
+  entries: readonly Pick<ParamEntry, "name" | "shape">[],
+  options: ChunkingOptions & { quantize1bit: boolean },
+): WireBytes {
+  const parameters = entries.reduce((n, e) => n + e.shape.reduce((a, b) => a * b, 1), 0);
+  return {
+    distro: payloadBytes(chunkLayouts(entries, options), options.quantize1bit),
+    adamw: 4 * parameters,
+    parameters,
+  };
+}
+
+/** A learning rate as people write it: 0.003 is `3e-3`. */
+export function formatLearningRate(lr: number): string {
+  return lr.toExponential().replace("e+", "e");
+}
+
+/** The plot of two finished runs, titled from the data they used. */
+export function comparisonPlot(
+  settings: CompareSettings,
+  runs: readonly RunCurve[],
+  bytes: WireBytes,
+): LossPlot {
+  const { adamw } = settings;
+  const T = adamw.sequenceLength ?? 0, B = adamw.totalBatch;
+  const modelName = basename(settings.model.replace(/\/+$/, "")) || settings.model;
+  const quantized = COMPARED_DISTRO.quantize1bit ? ", 1-bit" : "";
+  const plotted: PlotRun[] = runs.map((run) => {
+    const options = settings[run.optimizer];
+    const name = run.optimizer === "distro" ? "DisTrO" : "AdamW";
+    return {
+      id: run.optimizer,
+      label: `${name} (lr ${formatLearningRate(options.learningRate)})`,
+      losses: run.losses,
+      evalLoss: run.evalLoss,
+      bytesPerStep: bytes[run.optimizer],
+      bytesWhat: run.optimizer === "distro" ? "compressed result" : "f32 gradient",
+    };
+  });
+  return {
+    title: `DisTrO (chunk ${COMPARED_DISTRO.chunk}, top-${COMPARED_DISTRO.topk}${quantized}) ` +
+      `vs AdamW: ${modelName}, ${formatCount(bytes.parameters)} parameters`,
+    subtitle: `${settings.dataPath}: ${adamw.steps} steps × ${B} × ${T} tokens = ` +
+      `${(adamw.steps * B * T).toLocaleString("en-US")} tokens per optimizer`,
+    runs: plotted,
+    smoothing: PLOT_SMOOTHING,
+  };
+}
+
+/** The summary printed and written with `--json`: the plot can be drawn again from it. */
+export function comparisonSummary(
+  settings: CompareSettings,
+  runs: readonly RunCurve[],
+  bytes: WireBytes,
+) {
+  const { adamw } = settings;
+  const byName = Object.fromEntries(runs.map((r) => [r.optimizer, r])) as Record<
+    RunCurve["optimizer"],
+    RunCurve
+  >;
+  const tokensPerStep = adamw.totalBatch * (adamw.sequenceLength ?? 0);
+  const run = (name: RunCurve["optimizer"]) => ({
+    eval_loss: byName[name].evalLoss,
+    final_train_loss: byName[name].losses.at(-1),
+    s: byName[name].seconds,
+    bytes_per_step: bytes[name],
+    bytes_sent: bytes[name] * byName[name].losses.length,
+    losses: byName[name].losses,
+  });
+  return {
+    model: settings.model,
+    parameters: bytes.parameters,
+    data_path: settings.dataPath,
+    eval_data_path: settings.evalDataPath,
+    steps: adamw.steps,
+    tokens_per_step: tokensPerStep,
+    tokens: tokensPerStep * adamw.steps,
+    learning_rate: { adamw: settings.adamw.learningRate, distro: settings.distro.learningRate },
+    distro_settings: COMPARED_DISTRO,
+    adamw: run("adamw"),
+    distro: run("distro"),
+    distro_vs_adamw: byName.distro.evalLoss / byName.adamw.evalLoss - 1,
+    adamw_bytes_per_distro_byte: bytes.adamw / bytes.distro,
+  };
+}
+
+async function runOne(optimizer: RunCurve["optimizer"], options: TrainOptions): Promise<RunCurve> {
+  let evalLoss = Number.NaN;
+  let seconds = 0;
+  const { losses } = await train(options, {
+    write: (line) => {
+      const event = JSON.parse(line);
+      if (event.event === "eval") evalLoss = event.held_out_loss;
+      if (event.event === "end") seconds = event.elapsed_ms / 1000;
+      if (event.event === "step" && event.step % 10 === 0) {
+        console.error(`${optimizer} step ${event.step}: loss ${event.loss.toFixed(4)}`);
+      }
+    },
+  });
+  return { optimizer, losses, evalLoss, seconds };
+}
+
+/** Builds the byte corpus first when a path reads from it (the LLaMA corpus is committed). */
+async function ensureByteCorpus(paths: readonly string[]): Promise<void> {
+  const dir = CORPUS_TOKENIZERS.bytes.dir;
+  if (paths.some((p) => resolve(p).startsWith(dir))) {
+    await ensureCorpus("bytes", {
+      onBuild: (at, reason) => console.error(`building the byte corpus in ${at}: ${reason}`),
+    });
   }
-  if (values.json) await Deno.writeTextFile(values.json, JSON.stringify(summary, null, 2) + "\n");
+}
+
+async function writeFileMakingFolder(path: string, text: string): Promise<void> {
+  await Deno.mkdir(dirname(path), { recursive: true });
+  await Deno.writeTextFile(path, text);
+}
+
+if (import.meta.main) {
+  const settings = parseOrExit(COMPARE_OPTIMIZERS_SPEC, (parsed) => compareSettings(parsed.values));
+  await ensureByteCorpus([settings.dataPath, settings.evalDataPath]);
+  const config = await readLlamaConfig(`${settings.model}/config.json`);
+  const bytes = wireBytesPerStep(llamaParamLayout(config).entries, COMPARED_DISTRO);
+  const runs = [
+    await runOne("adamw", settings.adamw),
+    await runOne("distro", settings.distro),
+  ];
+  const summary = comparisonSummary(settings, runs, bytes);
+  const { losses: _a, ...adamwShown } = summary.adamw;
+  const { losses: _d, ...distroShown } = summary.distro;
+  console.log(JSON.stringify({ ...summary, adamw: adamwShown, distro: distroShown }, null, 2));
+  if (settings.plotPath !== null) {
+    await writeFileMakingFolder(
+      settings.plotPath,
+      lossPlotSvg(comparisonPlot(settings, runs, bytes)),
+    );
+    console.error(`plot written to ${settings.plotPath}`);
+  }
+  if (settings.jsonPath !== null) {
+    await writeFileMakingFolder(settings.jsonPath, JSON.stringify(summary, null, 2) + "\n");
+    console.error(`summary written to ${settings.jsonPath}`);
+  }
 }

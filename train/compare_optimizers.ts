@@ -254,6 +254,12 @@ export function comparisonPlot(
       `${(adamw.steps * B * T).toLocaleString("en-US")} tokens per optimizer`,
     runs: plotted,
     smoothing: PLOT_SMOOTHING,
+    headings: [
+      "Training loss by step",
+      `Training loss by bytes sent: DisTrO sends ${
+        Math.round(bytes.adamw / bytes.distro).toLocaleString("en-US")
+      }× fewer bytes per step than AdamW`,
+    ],
   };
 }
 

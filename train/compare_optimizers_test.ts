@@ -102,6 +102,10 @@ Deno.test("comparisonPlot: titled from the data, each run labelled with its lear
     ["AdamW (lr 1e-3)", 560_000],
     ["DisTrO (lr 3e-3)", 5_000],
   ]);
+  assert.deepEqual(plot.headings, [
+    "Training loss by step",
+    "Training loss by bytes sent: DisTrO sends 112× fewer bytes per step than AdamW",
+  ]);
   const svg = lossPlotSvg(plot);
   assert.match(svg, /AdamW \(lr 1e-3\): held-out loss 4\.500/);
   assert.match(svg, /DisTrO \(lr 3e-3\): compressed result, 5 kB per step/);

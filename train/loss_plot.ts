@@ -38,6 +38,8 @@ export interface LossPlot {
   readonly runs: readonly PlotRun[];
   /** Width of the trailing mean, in steps (1: raw losses). */
   readonly smoothing: number;
+  /** A line above each panel: loss by step, loss by bytes sent. */
+  readonly headings?: readonly [string, string];
 }
 
 /**
@@ -95,7 +97,7 @@ function decimals(ticks: readonly number[]): number {
 }
 
 const W = 760, LEFT = 78, RIGHT = 24;
-const PANEL_H = 300, GAP = 96, FIRST_TOP = 78;
+const PANEL_H = 300, GAP = 100, FIRST_TOP = 88;
 const COLORS = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd"];
 const f = (v: number) => v.toFixed(1);
 
@@ -108,13 +110,19 @@ interface Axis {
 /** One panel: frame, grid, tick labels, axis titles, one polyline per run, a legend. */
 function panel(
   id: string,
-  box: { top: number; bottom: number },
+  box: { top: number; bottom: number; heading?: string },
   axes: { x: Axis; y: Axis; xTitle: string; yTitle: string },
   curves: readonly { run: PlotRun; color: string; points: [number, number][]; legend: string }[],
 ): string[] {
   const { top, bottom } = box;
   const { x, y } = axes;
   const out = [`<g class="panel" id="${id}">`];
+  if (box.heading !== undefined) {
+    out.push(
+      `<text class="heading" x="${LEFT}" y="${top - 10}" font-weight="bold">` +
+        `${escapeXml(box.heading)}</text>`,
+    );
+  }
   out.push(
     `<rect x="${LEFT}" y="${top}" width="${W - LEFT - RIGHT}" height="${bottom - top}" ` +
       `fill="none" stroke="#333"/>`,
@@ -190,7 +198,7 @@ export function lossPlotSvg(plot: LossPlot): string {
   const yDigits = decimals(yValues);
   const boxes = [0, 1].map((i) => {
     const top = FIRST_TOP + i * (PANEL_H + GAP);
-    return { top, bottom: top + PANEL_H };
+    return { top, bottom: top + PANEL_H, heading: plot.headings?.[i] };
   });
   const yAxis = (box: { top: number; bottom: number }): Axis => {
     const lo = yValues[0], hi = yValues[yValues.length - 1];

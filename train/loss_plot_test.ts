@@ -43,7 +43,13 @@ const RUNS: PlotRun[] = [
     bytesWhat: "f32 gradient",
   },
 ];
-const SVG = lossPlotSvg({ title: "T <&>", subtitle: "data/x: 4 steps", runs: RUNS, smoothing: 1 });
+const SVG = lossPlotSvg({
+  title: "T <&>",
+  subtitle: "data/x: 4 steps",
+  runs: RUNS,
+  smoothing: 1,
+  headings: ["by step", "by bytes"],
+});
 
 function panelOf(svg: string, id: string): string {
   const start = svg.indexOf(`<g class="panel" id="${id}">`);
@@ -71,6 +77,8 @@ Deno.test("lossPlotSvg: title and subtitle escaped, both panels with axis titles
   assert.match(SVG, /class="title"[^>]*>T &lt;&amp;&gt;</);
   assert.match(SVG, /class="subtitle"[^>]*>data\/x: 4 steps</);
   const steps = panelOf(SVG, "loss-by-step"), bytes = panelOf(SVG, "loss-by-bytes");
+  assert.match(steps, /class="heading"[^>]*>by step</);
+  assert.match(bytes, /class="heading"[^>]*>by bytes</);
   assert.match(steps, /class="x-title"[^>]*>training step</);
   assert.match(steps, /class="y-title"[^>]*>training loss \(nats per token\)</);
   assert.match(bytes, /class="x-title"[^>]*>bytes one client has sent its peers \(cumulative, log/);

@@ -99,6 +99,10 @@ Deno.test("lossPlotSvg: ticks on both axes of both panels; bytes on whole decade
   assert.deepEqual([...ticks(bytes, "y").keys()], [...ticks(steps, "y").keys()]);
   assert.deepEqual([...ticks(steps, "x").keys()], ["0", "1", "2", "3", "4"]);
   assert.deepEqual([...ticks(bytes, "x").keys()], ["10 B", "100 B", "1 kB", "10 kB"]);
+  // Loss rises up the page; steps and bytes grow to the right.
+  const y = [...ticks(steps, "y").values()], x = [...ticks(bytes, "x").values()];
+  assert.ok(y.every((v, i) => i === 0 || v < y[i - 1]), `y ticks ${y}`);
+  assert.ok(x.every((v, i) => i === 0 || v > x[i - 1]), `x ticks ${x}`);
 });
 
 Deno.test("lossPlotSvg: each point sits on the ticks of its values", () => {

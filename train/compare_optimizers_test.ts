@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { UsageError } from "../common/mod.ts";
-import { parseFlags } from "../cli/flags.ts";
+import { parseFlags } from "../cli/entry.ts";
 import { llamaParamLayout, parseLlamaConfig } from "../model/mod.ts";
 import { chunkLayouts, payloadBytes } from "../optimizer/mod.ts";
 import {

@@ -25,6 +25,7 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
   train: { flag: "--data-path" },
   "bench-torch": { flag: "--steps" },
   "bench-rounds": { flag: "--rounds" },
+  "bench-report": { flag: "--quick" },
   "compare-optimizers": { flag: "--learning-rate" },
   "build-program": { flag: "--clang" },
   layout: { flag: "--check" },

@@ -50,7 +50,7 @@ export const SUITE: readonly SuiteEntry[] = [
     id: "client-round",
     title: "a client's round on the tiny Llama: train into a DisTrO result, apply peers' results",
     file: "client/trainer_bench.ts",
-    quick: false,
+    quick: true,
   },
   {
     id: "distro",

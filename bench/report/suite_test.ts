@@ -8,7 +8,7 @@ Deno.test("selectEntries: --quick keeps the quick entries, --only narrows by id"
   const ids = (q: boolean, only: string[] = []) =>
     selectEntries({ quick: q, only }).map((e) => e.id);
   assert.deepEqual(ids(false), SUITE.map((e) => e.id));
-  assert.deepEqual(ids(true), ["coordinator-round", "state-encoding", "matmul"]);
+  assert.deepEqual(ids(true), ["coordinator-round", "state-encoding", "matmul", "client-round"]);
   assert.deepEqual(ids(false, ["distro", "matmul"]), ["matmul", "distro"]);
   assert.deepEqual(ids(true, ["distro"]), []);
   assert.throws(() => ids(false, ["matmull"]), /--only: no bench "matmull" \(expected one of/);

@@ -8,7 +8,7 @@
  * import { parseCpuinfo } from "./environment.ts";
  * const cpu = parseCpuinfo("processor\t: 0\nmodel name\t: AMD EPYC\n\nprocessor\t: 1\n" +
  *   "model name\t: AMD EPYC\n");
- * if (cpu.model !== "AMD EPYC" || cpu.cores !== 2) throw new Error("cpuinfo misread");
+ * if (cpu?.model !== "AMD EPYC" || cpu.cores !== 2) throw new Error("cpuinfo misread");
  * ```
  *
  * @module

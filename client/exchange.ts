@@ -116,6 +116,8 @@ export class Exchange implements ExchangeFacts {
   #state: CoordinatorState | null = null;
   #expectation: PayloadExpectation | null = null;
   #bootstrapped = new Set<string>();
+  /** The last dial error of each peer that could not be reached (hex key). */
+  #dialErrors = new Map<string, string>();
   #timer: ReturnType<typeof setInterval> | undefined;
   #dialing = false;
   /** The epoch whose warmup Finished we announced (resent while Warmup lasts). */
@@ -499,10 +501,26 @@ export class Exchange implements ExchangeFacts {
         target: Math.max(0, Math.min(participants.length - 1, MAX_NEIGHBOURS)),
         randomIndex: (n) => this.#random.index(n),
       });
-      await Promise.allSettled(targets.map((k) => this.node.connectTo(k)));
+      const dials = await Promise.allSettled(targets.map((k) => this.node.connectTo(k)));
+      for (const [i, dial] of dials.entries()) this.#noteDial(toHex(targets[i]), dial);
     } finally {
       this.#dialing = false;
     }
+  }
+
+  /**
+   * Says when a participant cannot be reached (a wrong address, a peer listening only on
+   * 127.0.0.1), once per peer and error: dials are retried every tick.
+   */
+  #noteDial(peer: string, dial: PromiseSettledResult<unknown>): void {
+    if (dial.status === "fulfilled") {
+      this.#dialErrors.delete(peer);
+      return;
+    }
+    const error = dial.reason instanceof Error ? dial.reason.message : String(dial.reason);
+    if (this.#dialErrors.get(peer) === error) return;
+    this.#dialErrors.set(peer, error);
+    this.#options.logger.log("peer_unreachable", { peer, error });
   }
 
   #tick(): void {

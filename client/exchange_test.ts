@@ -1,4 +1,8 @@
 import assert from "node:assert/strict";
+import { publicKeyFromRaw } from "@libp2p/crypto/keys";
+import { peerIdFromPublicKey } from "@libp2p/peer-id";
+import { multiaddr } from "@multiformats/multiaddr";
+import { toHex } from "../common/mod.ts";
 import { RunDriver, testState } from "../tests/support/coordinator_fixtures.ts";
 import { Exchange } from "./exchange.ts";
 import type { ClientEventName, ClientEvents, ClientLogger } from "./log.ts";
@@ -187,6 +191,51 @@ Deno.test({
       await waitFor("the kept Finished", () => observer.finishedBy(1, [ids[0].p2pIdentity]));
     } finally {
       for (const ex of exchanges) await ex.close();
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "Exchange: a participant it cannot dial is named once, with the error, however often it retries",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const secrets = [1, 2].map((n) => new Uint8Array(32).fill(n * 29));
+    const ids: NodeIdentity[] = secrets.map((s) => {
+      const key = publicKeyOf(s);
+      return { signer: key, p2pIdentity: key };
+    });
+    const driver = new RunDriver(testState({ initMinClients: 2, minClients: 1 }));
+    driver.startEpoch(ids);
+    driver.warmupTimeout();
+    // A port nobody listens on: a peer that bound 127.0.0.1 on another machine looks like this.
+    const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (closed.addr as Deno.NetAddr).port;
+    closed.close();
+    const events: { event: ClientEventName; fields: ClientEvents[ClientEventName] }[] = [];
+    const ex = await Exchange.start({
+      runId: RUN,
+      secretKey: secrets[0],
+      publicKey: ids[0].p2pIdentity,
+      logger: { log: (event, fields) => events.push({ event, fields }) },
+      onChange: () => {},
+    });
+    try {
+      const peerId = peerIdFromPublicKey(publicKeyFromRaw(ids[1].p2pIdentity));
+      await ex.node.addPeerAddresses(ids[1].p2pIdentity, [
+        multiaddr(`/ip4/127.0.0.1/tcp/${port}/p2p/${peerId.toString()}`),
+      ]);
+      await ex.update(structuredClone(driver.state));
+      const unreachable = () => events.filter((e) => e.event === "peer_unreachable");
+      await waitFor("a peer_unreachable event", () => unreachable().length > 0, 15_000);
+      await new Promise((r) => setTimeout(r, 4500)); // two more ticks, two more failed dials
+      assert.equal(unreachable().length, 1, JSON.stringify(unreachable()));
+      const fields = unreachable()[0].fields as ClientEvents["peer_unreachable"];
+      assert.equal(fields.peer, toHex(ids[1].p2pIdentity));
+      assert.ok(fields.error.length > 0);
+    } finally {
+      await ex.close();
     }
   },
 });

@@ -77,6 +77,8 @@ export interface ClientEvents {
   health_check: { step: number; clients: string[] };
   refused: { what: string; reason: string; from: string; detail: string };
   download_failed: { step: number; from: string; error: string };
+  /** A dial to a participant failed (logged again only when its error changes). */
+  peer_unreachable: { peer: string; error: string };
   /** Totals since start (`peers`: libp2p connections open now), logged at each RoundTrain. */
   traffic: { bytes_sent: number; bytes_received: number; gossip_delivered: number; peers: number };
   checkpoint: { step: number; dir: string };
@@ -127,6 +129,7 @@ export function clientEventLevel(event: ClientEventName): LogLevel {
     case "waiting_for_model":
     case "refused":
     case "download_failed":
+    case "peer_unreachable":
     case "disconnected":
     case "reconnecting":
       return "warn";
@@ -205,6 +208,8 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `refused ${e.what} from ${e.from.slice(0, 12)}…: ${e.reason} (${e.detail})`;
     case "download_failed":
       return `payload of step ${e.step} from ${e.from.slice(0, 12)}… failed: ${e.error}`;
+    case "peer_unreachable":
+      return `cannot reach peer ${e.peer.slice(0, 12)}…: ${e.error}`;
     case "traffic":
       return `sent ${e.bytes_sent} bytes, received ${e.bytes_received} bytes, ${e.peers} peers`;
     case "checkpoint":

@@ -59,6 +59,10 @@ export const CLIENT_METRICS = {
   psyche_client_reconnects_total: ["counter", "Times the client reached its coordinator again."],
   psyche_client_refused_total: ["counter", "Announcements and payloads refused from peers."],
   psyche_client_download_failures_total: ["counter", "Payload downloads that failed."],
+  psyche_client_peer_dial_failures_total: [
+    "counter",
+    "Dials to a participant that failed with a new error.",
+  ],
   psyche_client_errors_total: ["counter", "Errors logged."],
   psyche_client_phase_seconds: [
     "summary",
@@ -120,6 +124,7 @@ export interface ClientMetricsView {
     readonly reconnects: number;
     readonly refused: number;
     readonly downloadFailures: number;
+    readonly peerDialFailures: number;
     readonly errors: number;
   };
   readonly phaseSeconds: Readonly<Record<ClientPhase, Spent>>;
@@ -149,6 +154,7 @@ export function initialClientMetrics(runId: string): ClientMetricsView {
       reconnects: 0,
       refused: 0,
       downloadFailures: 0,
+      peerDialFailures: 0,
       errors: 0,
     },
     phaseSeconds: { train: NOTHING, publish: NOTHING, apply: NOTHING },
@@ -240,6 +246,8 @@ export function reduceClientMetrics(
       return count(m, "refused");
     case "download_failed":
       return count(m, "downloadFailures");
+    case "peer_unreachable":
+      return count(m, "peerDialFailures");
     case "error":
       return count(m, "errors");
     case "end":
@@ -302,6 +310,7 @@ export function clientMetricsText(m: ClientMetricsView): string {
   family("psyche_client_reconnects_total", [{ value: t.reconnects }]);
   family("psyche_client_refused_total", [{ value: t.refused }]);
   family("psyche_client_download_failures_total", [{ value: t.downloadFailures }]);
+  family("psyche_client_peer_dial_failures_total", [{ value: t.peerDialFailures }]);
   family("psyche_client_errors_total", [{ value: t.errors }]);
   const summary = (label: string, key: string, spent: Spent) => [
     { suffix: "_sum" as const, labels: { [label]: key }, value: spent.sum },

@@ -252,6 +252,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "health_check":
     case "refused":
     case "download_failed":
+    case "peer_unreachable":
     case "checkpoint":
     case "saved_on_exit":
     case "error":

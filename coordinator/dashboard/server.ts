@@ -35,6 +35,8 @@ export interface DashboardServer {
   readonly port: number;
   /** Feeds one coordinator event (then the state snapshot) into the view. */
   publish(event: ServerEvent): void;
+  /** Re-reads the snapshot with no event: a poller's new state (the Solana dashboard). */
+  refresh(): void;
   /** The view now. */
   view(): DashboardView;
   /** Ends the live streams and stops listening. */
@@ -122,6 +124,10 @@ export function startDashboard(options: DashboardOptions): DashboardServer {
     publish(event) {
       const now = clock();
       view = reduceSnapshot(reduceEvent(view, event, now), options.snapshot(), now);
+      pushTimer ??= setTimeout(push, PUSH_INTERVAL_MS);
+    },
+    refresh() {
+      view = reduceSnapshot(view, options.snapshot(), clock());
       pushTimer ??= setTimeout(push, PUSH_INTERVAL_MS);
     },
     view: () => view,

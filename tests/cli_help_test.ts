@@ -31,6 +31,7 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
   layout: { flag: "--check" },
   localnet: { flag: "--port" },
   solana: { sub: "create-run", flag: "--rpc" },
+  dashboard: { flag: "--run-id" },
   rooms: { flag: "--root" },
 };
 

@@ -113,8 +113,8 @@ export const ROOMS: readonly Room[] = [
   },
   {
     path: "coordinator/dashboard/",
-    job: "the live web dashboard and Prometheus metrics of a TCP run: a pure view reducer, " +
-      "the page, its HTTP edge",
+    job: "the live web dashboard and Prometheus metrics of a run (TCP or Solana): a pure view " +
+      "reducer, the page, its HTTP edge",
     uses: ["common/", "coordinator/core/", "coordinator/server/"],
   },
   {
@@ -166,7 +166,8 @@ export const ROOMS: readonly Room[] = [
   },
   {
     path: "coordinator/solana/cli/",
-    job: "`deno task solana`: the run operator's commands",
+    job: "`deno task solana`: the run operator's commands; `deno task dashboard`: a run's " +
+      "live dashboard",
     uses: [
       "common/",
       "cli/",
@@ -174,6 +175,7 @@ export const ROOMS: readonly Room[] = [
       "coordinator/core/",
       "coordinator/encoding/",
       "coordinator/config/",
+      "coordinator/dashboard/",
       "coordinator/solana/abi/",
       "coordinator/solana/rpc/",
     ],

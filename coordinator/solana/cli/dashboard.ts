@@ -1,0 +1,204 @@
+/**
+ * `deno task dashboard --rpc URL --run-id ID (--main-authority PUBKEY | --coordinator ADDRESS)`:
+ * the live dashboard of coordinator/dashboard/ for a run on Solana. It reads the run's account
+ * over JSON-RPC every `--poll-ms`, turns its coordinator state (and the registry's pending keys)
+ * into the dashboard's snapshot and serves the page, `/events`, `/view.json` and `/metrics`.
+ * Read-only: it needs no wallet. See docs/dashboard.md.
+ *
+ * @module
+ */
+import type { Address } from "@solana/kit";
+import { address } from "@solana/kit";
+import {
+  denoEnv,
+  type EnvLookup,
+  explainEnv,
+  type FlagValues,
+  helpText,
+  parseArgsOrExit,
+  parseFlags,
+} from "../../../cli/entry.ts";
+import { unprintableProblem, UsageError } from "../../../common/mod.ts";
+import { type RunSnapshot, snapshotOf, startDashboard } from "../../dashboard/mod.ts";
+import { type CoordinatorAccount, coordinatorAddress } from "../abi/mod.ts";
+import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL, SolanaRpcClient } from "../rpc/mod.ts";
+import { readRun } from "./operator.ts";
+
+/** The flags of `deno task dashboard`. */
+export const DASHBOARD_SPEC = {
+  usage: "deno task dashboard --run-id ID (--main-authority PUBKEY | --coordinator ADDRESS) " +
+    "[--rpc URL] [--program-id PUBKEY] [--port P] [--hostname H] [--poll-ms N]",
+  summary: "The live dashboard and Prometheus metrics of a run on Solana: reads the run's " +
+    "account over JSON-RPC every --poll-ms and serves the page at the printed URL.",
+  flags: {
+    rpc: {
+      type: "string",
+      value: "URL",
+      description: "JSON-RPC endpoint",
+      default: DEFAULT_RPC_URL,
+    },
+    "run-id": { type: "string", value: "ID", description: "the run", required: true },
+    "main-authority": {
+      type: "string",
+      value: "PUBKEY",
+      description: "who created the run; with the run id it gives the run's account address",
+    },
+    coordinator: {
+      type: "string",
+      value: "ADDRESS",
+      description: "the run's account address (instead of deriving it)",
+    },
+    "program-id": {
+      type: "string",
+      value: "PUBKEY",
+      description: "coordinator program",
+      default: DEFAULT_PROGRAM_ID,
+    },
+    port: { type: "string", value: "P", description: "dashboard port (0: any free)", default: "0" },
+    hostname: {
+      type: "string",
+      value: "H",
+      description: "address to listen on",
+      default: "127.0.0.1",
+    },
+    "poll-ms": {
+      type: "string",
+      value: "N",
+      description: "how often to read the account (ms)",
+      default: "1000",
+    },
+  },
+} as const;
+
+/** Usage text. */
+export const USAGE: string = helpText(DASHBOARD_SPEC);
+
+/** Parsed flags. */
+export interface DashboardArgs {
+  rpc: string;
+  runId: string;
+  /** The run's account, or how to derive it. */
+  run: { coordinator: Address } | { mainAuthority: Address; programId: Address };
+  port: number;
+  hostname: string;
+  pollMs: number;
+}
+
+/** Parses the flags; a {@link UsageError} names the bad one. */
+export function parseDashboardArgs(
+  argv: readonly string[],
+  env: EnvLookup = {},
+): DashboardArgs | "help" {
+  const parsed = parseFlags(DASHBOARD_SPEC, argv, { env });
+  if (parsed.help) return "help";
+  if (parsed.positionals.length > 0) {
+    throw new UsageError(`unexpected argument "${parsed.positionals[0]}"`);
+  }
+  return explainEnv(parsed, () => checkDashboardArgs(parsed.values));
+}
+
+function pubkey(flag: string, text: string): Address {
+  try {
+    return address(text);
+  } catch {
+    throw new UsageError(`--${flag} must be a base58 public key, found "${text}"`);
+  }
+}
+
+function checkDashboardArgs(values: FlagValues<typeof DASHBOARD_SPEC>): DashboardArgs {
+  const rpc = values.rpc ?? DEFAULT_RPC_URL;
+  try {
+    new URL(rpc);
+  } catch {
+    throw new UsageError(`--rpc must be a URL, found "${rpc}"`);
+  }
+  const runId = values["run-id"];
+  if (runId === undefined || runId === "") throw new UsageError("dashboard needs --run-id ID");
+  const bytes = new TextEncoder().encode(runId).length;
+  if (bytes > 32) throw new UsageError(`--run-id is ${bytes} bytes, at most 32 allowed`);
+  const problem = unprintableProblem(runId);
+  if (problem !== null) throw new UsageError(`--run-id ${problem}`);
+  const main = values["main-authority"];
+  const given = values.coordinator;
+  if ((main === undefined) === (given === undefined)) {
+    throw new UsageError(
+      "dashboard needs one of --main-authority PUBKEY or --coordinator ADDRESS to find the run",
+    );
+  }
+  const run = given !== undefined ? { coordinator: pubkey("coordinator", given) } : {
+    mainAuthority: pubkey("main-authority", main!),
+    programId: pubkey("program-id", values["program-id"] ?? DEFAULT_PROGRAM_ID),
+  };
+  const port = values.port ?? "0";
+  if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) {
+    throw new UsageError(`--port must be a port number 0..65535, found "${port}"`);
+  }
+  const poll = values["poll-ms"] ?? "1000";
+  if (!/^\d{1,7}$/.test(poll) || Number(poll) < 50) {
+    throw new UsageError(`--poll-ms must be a whole number of milliseconds >= 50, found "${poll}"`);
+  }
+  return {
+    rpc,
+    runId,
+    run,
+    port: Number(port),
+    hostname: values.hostname ?? "127.0.0.1",
+    pollMs: Number(poll),
+  };
+}
+
+/**
+ * The dashboard's snapshot of a run account: its coordinator state, and as pending the
+ * registrations waiting for the next epoch (`active == nextActive`). Pure.
+ */
+export function accountSnapshot(account: CoordinatorAccount): RunSnapshot {
+  const pending = account.registry.filter((r) => r.active === account.nextActive);
+  return snapshotOf(account.state, pending.map((r) => r.signer));
+}
+
+if (import.meta.main) {
+  const args = parseArgsOrExit((a) => parseDashboardArgs(a, denoEnv), DASHBOARD_SPEC);
+  const rpc = new SolanaRpcClient({ url: args.rpc });
+  const at = "coordinator" in args.run
+    ? args.run.coordinator
+    : await coordinatorAddress({ runId: args.runId, ...args.run });
+  let snapshot: RunSnapshot;
+  try {
+    const account = await readRun(rpc, at);
+    if (account.state.runId !== args.runId) {
+      throw new Error(`the account at ${at} is run "${account.state.runId}", not "${args.runId}"`);
+    }
+    snapshot = accountSnapshot(account);
+  } catch (e) {
+    console.error(`dashboard: ${(e as Error).message}`);
+    Deno.exit(1);
+  }
+  const dashboard = startDashboard({
+    hostname: args.hostname,
+    port: args.port,
+    snapshot: () => snapshot,
+  });
+  console.log(`dashboard ${dashboard.url} (run "${args.runId}" at ${at} via ${args.rpc})`);
+  // A failed read keeps the last state on the page; each distinct error is logged once.
+  let lastError: string | null = null;
+  const poll = async () => {
+    try {
+      snapshot = accountSnapshot(await readRun(rpc, at));
+      dashboard.refresh();
+      if (lastError !== null) console.error("dashboard: reading the run again");
+      lastError = null;
+    } catch (e) {
+      const message = (e as Error).message;
+      if (message !== lastError) console.error(`dashboard: cannot read the run: ${message}`);
+      lastError = message;
+    }
+    timer = setTimeout(poll, args.pollMs);
+  };
+  let timer = setTimeout(poll, args.pollMs);
+  const stop = () => {
+    clearTimeout(timer);
+    dashboard.close().then(() => Deno.exit(0));
+  };
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+}

@@ -1,0 +1,133 @@
+import assert from "node:assert/strict";
+import { parseDashboardArgs } from "./dashboard.ts";
+import { main } from "./main.ts";
+import { loadWallet } from "../rpc/mod.ts";
+import { UsageError } from "../../../common/mod.ts";
+
+const ROOT = new URL("../../../", import.meta.url).pathname;
+const KEY = "11111111111111111111111111111111";
+
+Deno.test("dashboard flags: the run is found by main authority or address, not both", () => {
+  const byMain = parseDashboardArgs(["--run-id", "r", "--main-authority", KEY]);
+  assert.notEqual(byMain, "help");
+  if (byMain === "help") return;
+  assert.deepEqual(byMain.run, {
+    mainAuthority: KEY,
+    programId: "PsyCoord11111111111111111111111111111111111",
+  });
+  assert.equal(byMain.pollMs, 1000);
+  assert.equal(byMain.port, 0);
+  const byAddress = parseDashboardArgs(["--run-id", "r", "--coordinator", KEY, "--port", "8080"]);
+  assert.ok(byAddress !== "help" && "coordinator" in byAddress.run && byAddress.port === 8080);
+  assert.throws(() => parseDashboardArgs(["--run-id", "r"]), /--main-authority PUBKEY or/);
+  assert.throws(
+    () => parseDashboardArgs(["--run-id", "r", "--coordinator", KEY, "--main-authority", KEY]),
+    UsageError,
+  );
+  assert.throws(() => parseDashboardArgs(["--main-authority", KEY]), /needs --run-id/);
+  assert.throws(
+    () => parseDashboardArgs(["--run-id", "r", "--coordinator", "not-a-key"]),
+    /--coordinator must be a base58 public key/,
+  );
+  assert.throws(
+    () => parseDashboardArgs(["--run-id", "r", "--coordinator", KEY, "--poll-ms", "5"]),
+    /--poll-ms must be/,
+  );
+  assert.throws(
+    () => parseDashboardArgs(["--run-id", "r", "--coordinator", KEY, "--rpc", "nowhere"]),
+    /--rpc must be a URL/,
+  );
+});
+
+/** A `deno task` process whose stdout lines are read until one matches. */
+function spawnTask(args: string[]) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["task", "-q", ...args],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = "";
+  return {
+    child,
+    async waitFor(pattern: RegExp): Promise<RegExpMatchArray> {
+      for (;;) {
+        const found = buffered.match(pattern);
+        if (found !== null) return found;
+        const { value, done } = await lines.read();
+        if (done) throw new Error(`${args[0]} ended before printing ${pattern}: ${buffered}`);
+        buffered += value;
+      }
+    },
+    async [Symbol.asyncDispose]() {
+      try {
+        child.kill("SIGTERM");
+      } catch { /* already gone */ }
+      await lines.cancel().catch(() => {});
+      await child.status;
+    },
+  };
+}
+
+Deno.test({
+  name: "deno task dashboard serves a Solana run's state from the localnet",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    await using localnet = spawnTask(["localnet", "--port", "0", "--ws-port", "0"]);
+    const rpcUrl = (await localnet.waitFor(/rpc:\s+(http:\/\/\S+)/))[1];
+    const dir = await Deno.makeTempDir({ prefix: "solana-dashboard-" });
+    try {
+      const quiet = { write: () => {}, error: (l: string) => console.error(l) };
+      const wallet = ["--wallet-private-key-path", `${dir}/operator.json`, "--rpc", rpcUrl];
+      const run = ["--run-id", "llama-bytes-brown"];
+      for (
+        const argv of [
+          ["keygen", "--out", `${dir}/operator.json`],
+          ["airdrop", "--lamports", "10000000000", ...wallet],
+          ["create-run", ...run, "--permissionless", ...wallet],
+          ["update-config", ...run, "--config-path", `${ROOT}config/demo/state.toml`, ...wallet],
+          ["set-paused", ...run, "resume", ...wallet],
+        ]
+      ) {
+        assert.equal(await main(argv, quiet), 0, `solana ${argv[0]}`);
+      }
+      const operator = (await loadWallet(`${dir}/operator.json`)).signer.address;
+
+      await using dashboard = spawnTask([
+        "dashboard",
+        "--port",
+        "0",
+        "--rpc",
+        rpcUrl,
+        ...run,
+        "--main-authority",
+        operator,
+        "--poll-ms",
+        "200",
+      ]);
+      const url = (await dashboard.waitFor(/^dashboard (http:\/\/\S+)/m))[1];
+      const view = await (await fetch(`${url}/view.json`)).json();
+      assert.equal(view.runId, "llama-bytes-brown");
+      assert.equal(view.runState, "WaitingForMembers");
+      assert.equal(view.config.architecture, "HfLlama");
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      assert.match(metrics, /run_id="llama-bytes-brown"/);
+      assert.match(metrics, /psyche_run_state\{state="WaitingForMembers"\} 1/);
+
+      // The poller follows the chain: pausing the run shows on the page.
+      assert.equal(await main(["set-paused", ...run, "pause", ...wallet], quiet), 0);
+      const deadline = Date.now() + 10_000;
+      let state = "";
+      while (Date.now() < deadline) {
+        state = (await (await fetch(`${url}/view.json`)).json()).runState;
+        if (state === "Paused") break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.equal(state, "Paused");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

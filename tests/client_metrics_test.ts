@@ -8,32 +8,13 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ServerProcess } from "./support/server_driver.ts";
 import { tinyRunToml } from "../client/testing/testnet.ts";
-import { forEachLine, freePort } from "../client/testnet/mod.ts";
+import { freePort } from "../client/testnet/mod.ts";
+import { ClientProcess } from "./support/client_process.ts";
 import {
   parsePrometheusText,
   sampleValue,
 } from "../coordinator/dashboard/testing/prometheus_text.ts";
 import { RUN_STATES } from "../coordinator/core/mod.ts";
-
-const CLIENT = new URL("../client/main.ts", import.meta.url).pathname;
-
-async function waitFor(
-  events: Record<string, unknown>[],
-  predicate: (e: Record<string, unknown>) => boolean,
-  what: string,
-  output: string[],
-  timeoutMs = 150_000,
-): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const hit = events.find(predicate);
-    if (hit !== undefined) return hit;
-    if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}; client output:\n${output.join("\n")}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 Deno.test({
   name: "client --metrics-port serves its step, loss and counters while it trains",
@@ -45,36 +26,19 @@ Deno.test({
   await Deno.writeTextFile(state, tinyRunToml({ runId: "metrics-run" }));
   const server = ServerProcess.start(["--state", state, "--server-port", String(await freePort())]);
   const address = await server.address();
-  const client = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", CLIENT, "train", "--run-id", "metrics-run", "--server-addr", address]
+  const client = ClientProcess.start(
+    ["train", "--run-id", "metrics-run", "--server-addr", address]
       .concat(["--logs", "json", "--metrics-port", "0"]),
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const events: Record<string, unknown>[] = [];
-  const output: string[] = [];
-  const onLine = (line: string) => {
-    output.push(line);
-    try {
-      events.push(JSON.parse(line));
-    } catch {
-      // not an event (stderr)
-    }
-  };
-  const reading = Promise.all([
-    forEachLine(client.stdout, onLine),
-    forEachLine(client.stderr, onLine),
-  ]);
-  let stopped = false;
+  );
   try {
-    const announced = await waitFor(events, (e) => e.event === "metrics", "metrics", output);
+    const announced = await client.waitFor((e) => e.event === "metrics", "metrics", 150_000);
     const url = String(announced.url);
     assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
-    await waitFor(events, (e) => e.event === "apply", "an applied step", output);
+    await client.waitFor((e) => e.event === "apply", "an applied step", 150_000);
     const scrape = await fetch(url);
     assert.equal(scrape.headers.get("content-type"), "text/plain; version=0.0.4; charset=utf-8");
     const body = await scrape.text();
-    const logged = [...events]; // what the client had logged by the scrape (at least)
+    const logged = [...client.events]; // what the client had logged by the scrape (at least)
     const scraped = parsePrometheusText(body);
     const trains = logged.filter((e) => e.event === "train");
     const lastTrain = trains.at(-1)!;
@@ -105,16 +69,10 @@ Deno.test({
     assert.equal(states.filter((s) => s.value === 1).length, 1);
     assert.equal((await fetch(url.replace("/metrics", "/"))).status, 404);
 
-    client.kill("SIGTERM");
-    assert.equal((await client.status).code, 0);
-    stopped = true;
+    assert.equal((await client.stop()).code, 0);
     await assert.rejects(fetch(url), "the endpoint closes with the client");
   } finally {
-    if (!stopped) {
-      client.kill("SIGTERM");
-      await client.status;
-    }
-    await reading;
+    await client.stop(); // again after a failed assertion: a no-op once it exited
     await server.stop();
     await Deno.remove(dir, { recursive: true });
   }

@@ -24,6 +24,9 @@
 import { GpuDeviceLostError, GpuStageError, GpuUnavailableError } from "./errors.ts";
 import { profileFor, type TuningProfile } from "./profile.ts";
 import { ensureRuntimeDir } from "./runtime_dir.ts";
+import { ProfilingPass, type SectionTiming } from "./dispatch_profile.ts";
+
+export type { SectionTiming } from "./dispatch_profile.ts";
 
 /**
  * A range of a GPU buffer seen as f32 (or u32) elements. A bare `GPUBuffer` means the whole buffer.
@@ -85,6 +88,12 @@ export interface GpuRuntimeOptions {
    * binding over it is refused as one over the device's limit would be.
    */
   readonly maxBindingBytes?: number;
+  /**
+   * Time every dispatch (shaders/dispatch_profile.ts): each step's `pass` runs each dispatch in a
+   * timed pass of its own, and every step's timings are appended to `rt.dispatchTimings`. For
+   * profiling tools only; needs `timestamp-query`.
+   */
+  readonly profileDispatches?: boolean;
 }
 
 /** Limits requested at the adapter's maximum: large storage bindings and buffers for training. */
@@ -151,13 +160,11 @@ export function f32Bits(x: number): number {
 /** Most timed sections one step can hold (two timestamp queries each). */
 export const MAX_TIMED_SECTIONS = 512;
 
-/** GPU time of one {@link GpuStep.timed} section. */
-export interface SectionTiming {
-  /** The section's name. */
-  readonly name: string;
-  /** Milliseconds between the start and the end of its compute pass, as the GPU measured. */
-  readonly ms: number;
-}
+/** Most timed sections one profiled step can hold (one per dispatch when profiling dispatches). */
+export const MAX_PROFILED_SECTIONS = 1 << 15;
+
+/** Sections per query set: WebGPU caps a query set at 4096 queries, two per section. */
+const SECTIONS_PER_QUERY_SET = 2048;
 
 /**
  * One training step's GPU work: a command encoder and, lazily, a compute pass. Kernels encode into
@@ -174,8 +181,9 @@ export class GpuStep {
   #passes = 0;
   #done = false;
   readonly #sections: string[] = [];
-  #querySet: GPUQuerySet | undefined;
+  readonly #querySets: GPUQuerySet[] = [];
   #timings: SectionTiming[] = [];
+  #profiling: ProfilingPass | undefined;
 
   /** Use {@link GpuRuntime.beginStep}; `onSubmit` runs once the work is handed to the queue. */
   constructor(rt: GpuRuntime, label: string, onSubmit: () => void = () => {}) {
@@ -188,6 +196,10 @@ export class GpuStep {
   /** The open compute pass (opened on first use). */
   get pass(): GPUComputePassEncoder {
     this.#assertOpen();
+    if (this.#rt.dispatchTimings) {
+      this.#profiling ??= new ProfilingPass((name) => this.timed(name));
+      return this.#profiling.asPass();
+    }
     if (!this.#pass) {
       this.#pass = this.#encoder.beginComputePass({
         label: `${this.#label} pass ${this.#passes++}`,
@@ -207,21 +219,26 @@ export class GpuStep {
     this.#pass = undefined;
     const label = `${this.#label} / ${name}`;
     if (!this.#rt.hasTimestamps) return this.#pass = this.#encoder.beginComputePass({ label });
-    if (this.#sections.length >= MAX_TIMED_SECTIONS) {
-      throw new RangeError(`Step "${this.#label}": more than ${MAX_TIMED_SECTIONS} timed sections`);
+    const most = this.#rt.dispatchTimings ? MAX_PROFILED_SECTIONS : MAX_TIMED_SECTIONS;
+    if (this.#sections.length >= most) {
+      throw new RangeError(`Step "${this.#label}": more than ${most} timed sections`);
     }
-    this.#querySet ??= this.#rt.device.createQuerySet({
-      label: `${this.#label} timestamps`,
-      type: "timestamp",
-      count: 2 * MAX_TIMED_SECTIONS,
-    });
     const index = this.#sections.push(name) - 1;
+    const set = Math.floor(index / SECTIONS_PER_QUERY_SET);
+    if (set === this.#querySets.length) {
+      this.#querySets.push(this.#rt.device.createQuerySet({
+        label: `${this.#label} timestamps ${set}`,
+        type: "timestamp",
+        count: 2 * Math.min(most, SECTIONS_PER_QUERY_SET),
+      }));
+    }
+    const slot = index % SECTIONS_PER_QUERY_SET;
     this.#pass = this.#encoder.beginComputePass({
       label,
       timestampWrites: {
-        querySet: this.#querySet,
-        beginningOfPassWriteIndex: 2 * index,
-        endOfPassWriteIndex: 2 * index + 1,
+        querySet: this.#querySets[set],
+        beginningOfPassWriteIndex: 2 * slot,
+        endOfPassWriteIndex: 2 * slot + 1,
       },
     });
     return this.#pass;
@@ -261,9 +278,7 @@ export class GpuStep {
     try {
       const encoder = this.encoder;
       this.#done = true;
-      if (this.#querySet && this.#sections.length > 0) {
-        readback = this.#resolveTimestamps(encoder, this.#querySet);
-      }
+      if (this.#sections.length > 0) readback = this.#resolveTimestamps(encoder);
       this.#rt.device.queue.submit([encoder.finish({ label: this.#label })]);
     } finally {
       scope = this.#rt.device.popErrorScope();
@@ -277,15 +292,18 @@ export class GpuStep {
       if (options.wait !== false || readback) {
         await untilAborted(this.#rt.device.queue.onSubmittedWorkDone(), options.signal);
       }
-      if (readback) await untilAborted(this.#readTimings(readback), options.signal);
+      if (readback) {
+        await untilAborted(this.#readTimings(readback), options.signal);
+        this.#rt.dispatchTimings?.push(...this.#timings);
+      }
     } finally {
       for (const b of readback ?? []) b.destroy();
-      this.#querySet?.destroy();
+      for (const set of this.#querySets) set.destroy();
     }
   }
 
   /** Encode the resolve of the timestamps; returns [resolve buffer, mappable copy]. */
-  #resolveTimestamps(encoder: GPUCommandEncoder, querySet: GPUQuerySet): GPUBuffer[] {
+  #resolveTimestamps(encoder: GPUCommandEncoder): GPUBuffer[] {
     const count = 2 * this.#sections.length;
     const usage = GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC;
     const resolved = this.#rt.device.createBuffer({ label: "timestamps", size: count * 8, usage });
@@ -294,7 +312,11 @@ export class GpuStep {
       size: count * 8,
       usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
     });
-    encoder.resolveQuerySet(querySet, 0, count, resolved, 0);
+    // Every set but the last is full; byte offsets stay multiples of 256 (2048 x 16 bytes).
+    this.#querySets.forEach((set, i) => {
+      const queries = Math.min(2 * SECTIONS_PER_QUERY_SET, count - i * 2 * SECTIONS_PER_QUERY_SET);
+      encoder.resolveQuerySet(set, 0, queries, resolved, i * 2 * SECTIONS_PER_QUERY_SET * 8);
+    });
     encoder.copyBufferToBuffer(resolved, 0, readback, 0, count * 8);
     return [resolved, readback];
   }
@@ -321,7 +343,7 @@ export class GpuStep {
     this.#done = true;
     this.#pass?.end();
     this.#pass = undefined;
-    this.#querySet?.destroy();
+    for (const set of this.#querySets) set.destroy();
     this.#onSubmit();
   }
 
@@ -347,6 +369,11 @@ export class GpuRuntime {
   readonly hasF16: boolean;
   /** Whether `timestamp-query` was enabled (timed step sections report GPU time). */
   readonly hasTimestamps: boolean;
+  /**
+   * With the `profileDispatches` option: the GPU time of every dispatch of every step submitted
+   * so far, in order (a profiler reads and clears it); otherwise undefined.
+   */
+  readonly dispatchTimings: SectionTiming[] | undefined;
   readonly #pipelines = new Map<string, GPUComputePipeline>();
   readonly #uniforms = new Map<string, GPUBuffer>();
   readonly #uniformLimit: number;
@@ -364,7 +391,7 @@ export class GpuRuntime {
     adapter: GPUAdapter,
     device: GPUDevice,
     profile: TuningProfile,
-    options: { uniformLimit: number; maxBindingBytes?: number },
+    options: { uniformLimit: number; maxBindingBytes?: number; profileDispatches?: boolean },
   ) {
     this.#uniformLimit = options.uniformLimit;
     this.#limits = cappedLimits(device.limits, options.maxBindingBytes);
@@ -374,6 +401,7 @@ export class GpuRuntime {
     this.profile = profile;
     this.hasF16 = device.features.has("shader-f16");
     this.hasTimestamps = device.features.has("timestamp-query");
+    this.dispatchTimings = options.profileDispatches ? [] : undefined;
     device.lost.then((info) => {
       this.#lost = new GpuDeviceLostError(info.reason, info.message);
     });
@@ -414,6 +442,13 @@ export class GpuRuntime {
     if (options.timestamps !== false && adapter.features.has("timestamp-query")) {
       requiredFeatures.push("timestamp-query");
     }
+    if (options.profileDispatches && !requiredFeatures.includes("timestamp-query")) {
+      throw new GpuUnavailableError(
+        `profileDispatches needs the "timestamp-query" feature, which adapter ` +
+          `"${adapter.info.description}" does not offer (or timestamps: false was given)`,
+        backend,
+      );
+    }
     let device: GPUDevice;
     try {
       device = await adapter.requestDevice({
@@ -439,6 +474,7 @@ export class GpuRuntime {
     return new GpuRuntime(adapter, device, options.profile ?? profileFor(adapter.info), {
       uniformLimit: limit,
       maxBindingBytes: cap,
+      profileDispatches: options.profileDispatches,
     });
   }
 

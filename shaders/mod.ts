@@ -15,6 +15,7 @@ export {
   GpuRuntime,
   type GpuRuntimeOptions,
   GpuStep,
+  MAX_PROFILED_SECTIONS,
   MAX_TIMED_SECTIONS,
   resolveView,
   type SectionTiming,
@@ -22,6 +23,7 @@ export {
   type TensorView,
   viewLength,
 } from "./gpu.ts";
+export { type KernelTotal, ProfilingPass, summarizeTimings } from "./dispatch_profile.ts";
 export {
   type AdapterDescription,
   CPU_PROFILE,

@@ -1,0 +1,51 @@
+#!/bin/sh
+# Every figure of docs/gpu-benchmarks.md in one device call, each part under its own time limit so
+# that one slow part cannot cost the rest. Run from the repository root on the lent machine, with
+# `.gl`, `.denobin` and `.gpucache` carried (docs/gpu-benchmarks.md makes them); results go to $OUT
+# (the device tool's folder) or ./gpu-out.
+set -u
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+xz -dc .denobin/deno.xz >/tmp/deno && chmod +x /tmp/deno
+# The machine reaches no registry: the few npm packages these entry points import come from the
+# carried cache, resolved through a small import map instead of the project's whole lock.
+export PATH=/tmp:$PATH DENO_DIR=$PWD/.gpucache PYTHONUNBUFFERED=1 DENO_WEBGPU_BACKEND=vulkan
+deno_run="deno run --cached-only --no-config --no-lock --node-modules-dir=none"
+deno_run="$deno_run --import-map bench/gpu/import_map.json -A"
+# The NVIDIA Vulkan manifest sits outside the loader's default search path on these machines.
+icd=$(find /usr/local/nvidia /usr/share/vulkan /etc/vulkan -name 'nvidia_icd*.json' 2>/dev/null | head -1)
+[ -n "$icd" ] && export VK_DRIVER_FILES="$icd"
+egl=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+[ -f "$egl" ] && export __EGL_VENDOR_LIBRARY_FILENAMES="$egl"
+run() { # run LIMIT_S FILE COMMAND...: one part, its output kept whatever happens
+  limit=$1 file=$2
+  shift 2
+  echo "== $* (limit ${limit}s)" >"$out/$file"
+  start=$(date +%s)
+  timeout "$limit" "$@" >>"$out/$file" 2>&1
+  echo "== exit $? after $(($(date +%s) - start)) s" >>"$out/$file"
+  cat "$out/$file"
+}
+{
+  date -u +%FT%TZ
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
+  deno --version | head -1
+  nproc
+  uptime
+  echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}"
+} >"$out/env.txt" 2>&1
+cat "$out/env.txt"
+step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
+  run "$1" "step-$(basename "$2")-$3x$4.txt" $deno_run bench/torch/compare.ts \
+    --config "$2" --batch "$3" --seq-len "$4" --device cuda --warmup 3 --steps 20 --json
+}
+run 60 matmul-f32.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20
+step 90 config/models/llama-20m 4 256
+run 60 distro.txt $deno_run optimizer/distro_bench.ts --large
+step 120 config/models/llama-20m 16 1024
+run 45 matmul-f16.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 --f16
+run 90 step-llama-1b-1x128.txt $deno_run bench/torch/compare.ts \
+  --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3 --json

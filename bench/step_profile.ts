@@ -1,0 +1,131 @@
+/**
+ * Where a training step's GPU time goes, kernel by kernel, on whatever adapter this machine has:
+ * `deno run -A bench/step_profile.ts [--config DIR] [--batch B] [--seq-len T] [--steps N]
+ * [--precision f32|f16]`.
+ *
+ * It builds the model of `--config` from seeded weights (no weights file is read or written, so a
+ * 1B model starts in seconds), prints the adapter's limits and the memory plan, times `--steps`
+ * plain AdamW steps (the step `deno task train` runs), then reruns them on a profiled runtime
+ * (shaders/dispatch_profile.ts: every dispatch in a timed pass of its own) and prints each
+ * pipeline's share of the GPU time, the kernel families' shares, and the sum against the plain
+ * step's wall time. The gap between the two is what the GPU did not spend in kernels: launch and
+ * pass overheads, waits and host work.
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import {
+  formatMemoryPlan,
+  initParams,
+  LlamaModel,
+  llamaParamLayout,
+  type ModelPrecision,
+  readLlamaConfig,
+  runtimeMemoryLimits,
+} from "../model/mod.ts";
+import { trainStep } from "../train/mod.ts";
+import { AdamW, ADAMW_DEFAULTS } from "../optimizer/mod.ts";
+import { GpuRuntime, summarizeTimings } from "../shaders/mod.ts";
+import { median } from "../common/mod.ts";
+
+const { values } = parseArgs({
+  args: Deno.args,
+  options: {
+    config: { type: "string", default: "config/models/llama-20m" },
+    batch: { type: "string", default: "4" },
+    "seq-len": { type: "string", default: "256" },
+    steps: { type: "string", default: "3" },
+    precision: { type: "string", default: "f32" },
+  },
+});
+const B = Number(values.batch), T = Number(values["seq-len"]), steps = Number(values.steps);
+for (const [flag, v] of [["--batch", B], ["--seq-len", T], ["--steps", steps]] as const) {
+  if (!Number.isInteger(v) || v < 1) throw new RangeError(`${flag} must be a positive integer`);
+}
+if (values.precision !== "f32" && values.precision !== "f16") {
+  throw new RangeError(`--precision must be f32 or f16, got ${values.precision}`);
+}
+const precision = values.precision as ModelPrecision;
+const config = await readLlamaConfig(`${values.config}/config.json`);
+const layout = llamaParamLayout(config);
+const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 7919 + 11) % config.vocabSize);
+let t0 = performance.now();
+const weights = initParams(layout, config, 1);
+console.log(
+  `${values.config}: ${(layout.paramCount / 1e6).toFixed(2)}M params, ${B}x${T} tokens, ` +
+    `${precision}, seeded init ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+);
+
+/** Runs `warmup + steps` AdamW steps on a fresh runtime; the wall time of each timed one. */
+async function run(profileDispatches: boolean, warmup: number) {
+  using rt = await GpuRuntime.create({ profileDispatches });
+  if (!profileDispatches) {
+    const l = rt.limits;
+    console.log(`adapter: ${rt.adapterName}`);
+    console.log(
+      `limits: maxBufferSize ${l.maxBufferSize}, maxStorageBufferBindingSize ` +
+        `${l.maxStorageBufferBindingSize}`,
+    );
+    const plan = formatMemoryPlan(
+      { config, microBatch: B, seqLen: T, slots: 1, optimizer: "adamw", precision },
+      runtimeMemoryLimits(rt),
+      { flags: { microBatch: "--batch", seqLen: "--seq-len" } },
+    );
+    for (const line of plan.lines) console.log(line);
+  }
+  t0 = performance.now();
+  using model = new LlamaModel(rt, {
+    config,
+    layout,
+    weights,
+    microBatch: B,
+    seqLen: T,
+    slots: 1,
+    precision,
+  });
+  using optimizer = new AdamW(rt, { size: layout.totalSize, config: ADAMW_DEFAULTS });
+  const buildMs = performance.now() - t0;
+  const wall: number[] = [];
+  for (let s = 0; s < warmup + steps; s++) {
+    if (s === warmup) rt.dispatchTimings?.splice(0);
+    const start = performance.now();
+    const result = await trainStep({ rt, model, optimizer }, {
+      stepNumber: s + 1,
+      lr: 1e-4,
+      microBatches: [tokens],
+      clipGradients: true,
+    });
+    if (!Number.isFinite(result.loss)) throw new Error(`step ${s}: loss is ${result.loss}`);
+    if (s >= warmup) wall.push(performance.now() - start);
+  }
+  return { wall, buildMs, timings: rt.dispatchTimings ? [...rt.dispatchTimings] : [] };
+}
+
+const plain = await run(false, 2);
+console.log(
+  `model upload ${plain.buildMs.toFixed(0)} ms; plain step: median ${
+    median(plain.wall).toFixed(1)
+  } ms over ${steps} (${(B * T / median(plain.wall) * 1000).toFixed(0)} tokens/s)`,
+);
+const profiled = await run(true, 1);
+const gpuMs = profiled.timings.reduce((s, t) => s + t.ms, 0) / steps;
+console.log(
+  `profiled step: median wall ${median(profiled.wall).toFixed(1)} ms, ` +
+    `${profiled.timings.length / steps} dispatches per step, GPU time in kernels ${
+      gpuMs.toFixed(1)
+    } ms per step = ${
+      (100 * gpuMs / median(plain.wall)).toFixed(0)
+    }% of the plain step's wall time`,
+);
+const row = (name: string, dispatches: number, ms: number, share: number) =>
+  `| ${name} | ${dispatches / steps} | ${(ms / steps).toFixed(2)} | ${(100 * share).toFixed(1)}% |`;
+console.log("\n| kernel family | dispatches per step | ms per step | share of kernel time |");
+console.log("|---|---:|---:|---:|");
+for (const r of summarizeTimings(profiled.timings, (name) => name.split("/")[0])) {
+  console.log(row(r.name, r.dispatches, r.ms, r.share));
+}
+console.log("\n| pipeline (top 25) | dispatches per step | ms per step | share of kernel time |");
+console.log("|---|---:|---:|---:|");
+for (const r of summarizeTimings(profiled.timings).slice(0, 25)) {
+  console.log(row(r.name, r.dispatches, r.ms, r.share));
+}

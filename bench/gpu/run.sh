@@ -42,10 +42,27 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
   run "$1" "step-$(basename "$2")-$3x$4.txt" $deno_run bench/torch/compare.ts \
     --config "$2" --batch "$3" --seq-len "$4" --device cuda --warmup 3 --steps 20 --json
 }
-run 60 matmul-f32.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20
-step 90 config/models/llama-20m 4 256
-run 60 distro.txt $deno_run optimizer/distro_bench.ts --large
-step 120 config/models/llama-20m 16 1024
-run 45 matmul-f16.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 --f16
-run 90 step-llama-1b-1x128.txt $deno_run bench/torch/compare.ts \
-  --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3 --json
+# Parts to run: the arguments, or every part (in this order: the most wanted first).
+parts=${*:-"matmul steps distro profile matmul-f16 1b"}
+for part in $parts; do
+  case $part in
+  matmul) run 60 matmul-f32.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 ;;
+  matmul-f16) run 45 matmul-f16.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 --f16 ;;
+  steps)
+    step 90 config/models/llama-20m 4 256
+    step 120 config/models/llama-20m 16 1024
+    ;;
+  distro) run 60 distro.txt $deno_run optimizer/distro_bench.ts --large ;;
+  profile)
+    run 90 profile-20m.txt sh -c "$deno_run bench/step_profile.ts --batch 4 --seq-len 256 &&
+      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024"
+    ;;
+  1b)
+    run 100 profile-1b.txt $deno_run bench/step_profile.ts --config config/models/llama-1b \
+      --batch 1 --seq-len 128 --steps 2
+    run 150 step-llama-1b-1x128.txt $deno_run bench/torch/compare.ts \
+      --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3
+    ;;
+  *) echo "unknown part $part (matmul, matmul-f16, steps, distro, profile, 1b)" && exit 2 ;;
+  esac
+done

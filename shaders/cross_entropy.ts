@@ -16,11 +16,13 @@
  */
 
 import { f32Bits, type GpuRuntime, type TensorView } from "./gpu.ts";
+import type { TuningProfile } from "./profile.ts";
 import {
   bindTensors,
   ceilDiv,
   dispatch,
   dispatch1d,
+  grid1d,
   main1d,
   MAX_GRID,
   requireDims,
@@ -80,6 +82,92 @@ ${main1d(wg)}
   } else {
     losses[i] = l - logits[base + u32(t)];
   }${fused ? gradient : ""}
+}
+`;
+}
+
+/**
+ * Forward pass 1 with a workgroup per row (GPUs): each invocation keeps an online log-sum-exp over
+ * the columns `li, li + wg, …` (coalesced reads), the workgroup combines the `wg` partial (max,
+ * sum) pairs in a fixed tree, and invocation 0 writes lse and the loss. `fused` then has every
+ * invocation overwrite its columns with the gradient, as {@link crossEntropyRowsKernel} does.
+ * The order of the additions differs from the one-invocation kernel, so the bits do too; each
+ * kernel always gives the same bits for the same input.
+ */
+export function crossEntropyRowsWideKernel(wg: number, fused = false): string {
+  const tree: string[] = [];
+  for (let s = wg / 2; s >= 1; s /= 2) {
+    tree.push(`  if (li < ${s}u) { combine(li, li + ${s}u); }
+  workgroupBarrier();`);
+  }
+  return `struct Params { n: u32, v: u32, grad_scale: f32 }
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, ${fused ? "read_write" : "read"}> logits: array<f32>;
+@group(0) @binding(2) var<storage, read> targets: array<i32>;
+@group(0) @binding(3) var<storage, read_write> lse: array<f32>;
+@group(0) @binding(4) var<storage, read_write> losses: array<f32>;
+var<workgroup> maxes: array<f32, ${wg}>;
+var<workgroup> sums: array<f32, ${wg}>;
+var<workgroup> row_lse: f32;
+
+// (maxes[a], sums[a]) <- the log-sum-exp pair of both; an empty pair has sum 0.
+fn combine(a: u32, b: u32) {
+  let ma = maxes[a];
+  let mb = maxes[b];
+  if (sums[b] == 0.0) { return; }
+  if (sums[a] == 0.0) { maxes[a] = mb; sums[a] = sums[b]; return; }
+  let m = max(ma, mb);
+  sums[a] = sums[a] * exp(ma - m) + sums[b] * exp(mb - m);
+  maxes[a] = m;
+}
+
+@compute @workgroup_size(${wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let i = wid.x + wid.y * nwg.x;
+  if (i >= p.n) { return; }
+  let base = i * p.v;
+  var m = 0.0;
+  var s = 0.0;
+  if (li < p.v) {
+    m = logits[base + li];
+    s = 1.0;
+    for (var j = li + ${wg}u; j < p.v; j += ${wg}u) {
+      let x = logits[base + j];
+      if (x > m) { s = s * exp(m - x) + 1.0; m = x; } else { s += exp(x - m); }
+    }
+  }
+  maxes[li] = m;
+  sums[li] = s;
+  workgroupBarrier();
+${tree.join("\n")}
+  let t = targets[i];
+  if (li == 0u) {
+    let l = maxes[0] + log(sums[0]);
+    lse[i] = l;
+    row_lse = l;
+    if (t == ${IGNORE_INDEX}) {
+      losses[i] = 0.0;
+    } else if (t < 0 || u32(t) >= p.v) {
+      losses[i] = bitcast<f32>(0x7fc00000u);
+    } else {
+      losses[i] = l - logits[base + u32(t)];
+    }
+  }${
+    fused
+      ? `
+  // Every read of the row (the loss's included) is done before any write below.
+  workgroupBarrier();
+  let l = row_lse;
+  var g_scale = p.grad_scale;
+  if (t == ${IGNORE_INDEX}) { g_scale = 0.0; }
+  if (t != ${IGNORE_INDEX} && (t < 0 || u32(t) >= p.v)) { g_scale = bitcast<f32>(0x7fc00000u); }
+  for (var j = li; j < p.v; j += ${wg}u) {
+    let hit = select(0.0, 1.0, i32(j) == t);
+    logits[base + j] = (exp(logits[base + j] - l) - hit) * g_scale;
+  }`
+      : ""
+  }
 }
 `;
 }
@@ -308,15 +396,18 @@ export class CrossEntropy {
   readonly #rt: GpuRuntime;
   readonly #wg: number;
   readonly #items: number;
+  readonly #rowReduction: TuningProfile["rowReduction"];
 
   /**
-   * `workgroupSize` must be a power of two (the mean's tree halves it); `items` is the backward's
-   * elements per invocation (the profile's `itemsPerInvocation` by default).
+   * `workgroupSize` must be a power of two (the mean's and the rows' trees halve it); `items` is
+   * the backward's elements per invocation (the profile's `itemsPerInvocation` by default);
+   * `rowReduction` how the forward reduces each row (the profile's by default).
    */
   constructor(
     rt: GpuRuntime,
     workgroupSize: number = rt.profile.workgroupSize,
     items: number = rt.profile.itemsPerInvocation,
+    rowReduction: TuningProfile["rowReduction"] = rt.profile.rowReduction,
   ) {
     if (!Number.isInteger(Math.log2(workgroupSize))) {
       throw new RangeError(
@@ -326,6 +417,24 @@ export class CrossEntropy {
     this.#rt = rt;
     this.#wg = workgroupSize;
     this.#items = items;
+    this.#rowReduction = rowReduction;
+  }
+
+  /** Encode the per-row forward pass (lse, losses; with `fused` the in-place gradient). */
+  #rows(
+    pass: GPUComputePassEncoder,
+    fused: boolean,
+    params: number[],
+    views: TensorView[],
+    n: number,
+  ): void {
+    const wg = this.#wg, wide = this.#rowReduction === "workgroup";
+    const name = `cross-entropy/${wide ? "wide-" : ""}rows${fused ? "-fused" : ""}/${wg}`;
+    const kernel = wide ? crossEntropyRowsWideKernel : crossEntropyRowsKernel;
+    const rows = this.#rt.pipeline(name, () => kernel(wg, fused));
+    const group = bindTensors(this.#rt, rows, params, views);
+    if (wide) dispatch(pass, rows, group, grid1d(n));
+    else dispatch1d(pass, rows, group, n, wg);
   }
 
   /** `out = [mean loss, count]`; also writes `lse [N]` and `losses [N]`. */
@@ -337,15 +446,8 @@ export class CrossEntropy {
     this.#check("cross-entropy forward", args);
     requireLength('cross-entropy forward: binding "losses"', args.losses, n, "[N]");
     const wg = this.#wg;
-    const rows = this.#rt.pipeline(`cross-entropy/rows/${wg}`, () => crossEntropyRowsKernel(wg));
     const mean = this.#rt.pipeline(`cross-entropy/mean/${wg}`, () => crossEntropyMeanKernel(wg));
-    const rowGroup = bindTensors(this.#rt, rows, [n, v], [
-      args.logits,
-      args.targets,
-      args.lse,
-      args.losses,
-    ]);
-    dispatch1d(pass, rows, rowGroup, n, wg);
+    this.#rows(pass, false, [n, v], [args.logits, args.targets, args.lse, args.losses], n);
     const meanGroup = bindTensors(this.#rt, mean, [n, v], [args.targets, args.losses, args.out]);
     dispatch(pass, mean, meanGroup, [1]);
   }
@@ -371,18 +473,13 @@ export class CrossEntropy {
       throw new RangeError(`cross-entropy fused: gradScale must be finite, got ${args.gradScale}`);
     }
     const wg = this.#wg;
-    const rows = this.#rt.pipeline(
-      `cross-entropy/rows-fused/${wg}`,
-      () => crossEntropyRowsKernel(wg, true),
-    );
     const mean = this.#rt.pipeline(`cross-entropy/mean/${wg}`, () => crossEntropyMeanKernel(wg));
-    const rowGroup = bindTensors(this.#rt, rows, [n, v, f32Bits(args.gradScale)], [
+    this.#rows(pass, true, [n, v, f32Bits(args.gradScale)], [
       args.logits,
       args.targets,
       args.lse,
       args.losses,
-    ]);
-    dispatch1d(pass, rows, rowGroup, n, wg);
+    ], n);
     const meanGroup = bindTensors(this.#rt, mean, [n, v], [args.targets, args.losses, args.out]);
     dispatch(pass, mean, meanGroup, [1]);
   }
@@ -392,7 +489,7 @@ export class CrossEntropy {
    * vocabulary blocks, for rows too wide for one storage binding (the LM head of a large
    * vocabulary, split by row blocks of its weight): each row's log-sum-exp is carried from block
    * to block, then each block gets its losses and gradient. Every lse, loss and gradient has the
-   * same bits as the one-pass kernel over whole rows.
+   * same bits as the one-pass kernel over whole rows with `rowReduction: "invocation"`.
    */
   blocked(pass: GPUComputePassEncoder, args: CrossEntropyBlockedArgs): void {
     const { n, v, blocks } = args;

@@ -4,84 +4,87 @@ import { GpuRuntime } from "./gpu.ts";
 import { crossEntropyRef } from "./reference/cross_entropy.ts";
 import { assertClose, F32_EPS, randomF32, randomInts } from "./testing/kernels.ts";
 
-Deno.test("cross-entropy forward and backward match the f64 reference", async () => {
-  using rt = await GpuRuntime.create();
-  // [n, v, fraction ignored, logit range R]: R = 60 overflows exp without the max subtraction.
-  const cases = [
-    [1, 1, 0, 8],
-    [37, 5, 0.2, 8],
-    [130, 333, 0.3, 8],
-    [9, 1000, 1, 8],
-    [7, 50, 0, 60],
-  ];
-  for (const [index, [n, v, ignored, range]] of cases.entries()) {
-    const ce = new CrossEntropy(rt, 64, [1, 16, 7][index % 3]);
-    const logits = randomF32(n * v, n * v, -range, range);
-    const targets = Int32Array.from(randomInts(n + v, n, v));
-    const drop = randomF32(n + v + 1, n, 0, 1);
-    for (let i = 0; i < n; i++) if (drop[i] < ignored) targets[i] = IGNORE_INDEX;
-    const gl = rt.buffer("logits", logits), gt = rt.buffer("targets", targets);
-    const lse = rt.buffer("lse", n * 4), losses = rt.buffer("losses", n * 4);
-    const out = rt.buffer("out", 8), dLogits = rt.buffer("dLogits", n * v * 4);
-    const inPlace = rt.buffer("in place", logits), fused = rt.buffer("fused", logits);
-    const fusedLse = rt.buffer("fused lse", n * 4), fusedLosses = rt.buffer("fused losses", n * 4);
-    const fusedOut = rt.buffer("fused out", 8);
-    const counted = targets.filter((t) => t !== IGNORE_INDEX).length;
-    const step = rt.beginStep("cross-entropy");
-    ce.fused(step.pass, {
-      logits: fused,
-      targets: gt,
-      lse: fusedLse,
-      losses: fusedLosses,
-      out: fusedOut,
-      n,
-      v,
-      gradScale: counted > 0 ? 0.5 / counted : 0,
-    });
-    ce.forward(step.pass, { logits: gl, targets: gt, lse, losses, out, n, v });
-    ce.backward(step.pass, { logits: gl, targets: gt, lse, out, dLogits, n, v, scale: 0.5 });
-    ce.backward(step.pass, { logits: inPlace, targets: gt, lse, out, n, v, scale: 0.5 });
-    await step.submit();
-    const ref = crossEntropyRef(logits, targets, n, v);
-    const [loss, count] = await rt.read(out);
-    assert.equal(count, ref.count);
-    // lse: the sum of v exponentials (exp ≤ 3 + 2·2R ulp each, |logit − max| ≤ 2R) has relative
-    // error ≤ (v + 8 + 4R)·u; log adds 3 ulp. The mean adds n roundings.
-    const lseTol = (i: number) => (v + 8 + 4 * range + 4 * Math.abs(ref.lse[i])) * F32_EPS;
-    assertClose(await rt.read(lse), ref.lse, lseTol, `lse n=${n} v=${v}`);
-    const maxLse = Math.max(...Array.from(ref.lse, Math.abs));
-    assertClose(
-      [loss],
-      [ref.loss],
-      (v + 8 + 4 * range + n + 4 * maxLse) * F32_EPS * (1 + ref.loss),
-      "loss",
-    );
-    // dLogits: prob = exp(l − lse) with relative error ≤ lse's error + (3 + 2|l − lse|) ulp.
-    const dTol = (i: number) => {
-      const r = Math.floor(i / v);
-      const prob = Math.exp(logits[i] - ref.lse[r]);
-      const rel = lseTol(r) + (6 + 2 * Math.abs(logits[i] - ref.lse[r])) * F32_EPS;
-      return 0.5 * (prob * rel * 2 + 2 * F32_EPS) / Math.max(1, ref.count) + 1e-30;
-    };
-    const want = ref.dLogits.map((g) => g * 0.5);
-    assertClose(await rt.read(dLogits), want, dTol, `dLogits n=${n} v=${v}`);
-    assert.deepEqual(
-      await rt.read(inPlace),
-      await rt.read(dLogits),
-      "in place gives the same bits",
-    );
-    // The fused pass computes the same lse, losses and mean bit for bit, and gradients within
-    // one rounding of the separate backward's (scale/count is rounded on the host, not the GPU).
-    assert.deepEqual(await rt.read(fusedLse), await rt.read(lse), "fused lse");
-    assert.deepEqual(await rt.read(fusedOut), await rt.read(out), "fused loss and count");
-    assertClose(
-      await rt.read(fused),
-      want,
-      (i) => dTol(i) + 2 * F32_EPS * Math.abs(want[i]),
-      "fused",
-    );
-  }
-});
+for (const rowReduction of ["invocation", "workgroup"] as const) {
+  Deno.test(`cross-entropy forward and backward match the f64 reference (${rowReduction} rows)`, async () => {
+    using rt = await GpuRuntime.create();
+    // [n, v, fraction ignored, logit range R]: R = 60 overflows exp without the max subtraction.
+    const cases = [
+      [1, 1, 0, 8],
+      [37, 5, 0.2, 8],
+      [130, 333, 0.3, 8],
+      [9, 1000, 1, 8],
+      [7, 50, 0, 60],
+    ];
+    for (const [index, [n, v, ignored, range]] of cases.entries()) {
+      const ce = new CrossEntropy(rt, 64, [1, 16, 7][index % 3], rowReduction);
+      const logits = randomF32(n * v, n * v, -range, range);
+      const targets = Int32Array.from(randomInts(n + v, n, v));
+      const drop = randomF32(n + v + 1, n, 0, 1);
+      for (let i = 0; i < n; i++) if (drop[i] < ignored) targets[i] = IGNORE_INDEX;
+      const gl = rt.buffer("logits", logits), gt = rt.buffer("targets", targets);
+      const lse = rt.buffer("lse", n * 4), losses = rt.buffer("losses", n * 4);
+      const out = rt.buffer("out", 8), dLogits = rt.buffer("dLogits", n * v * 4);
+      const inPlace = rt.buffer("in place", logits), fused = rt.buffer("fused", logits);
+      const fusedLse = rt.buffer("fused lse", n * 4),
+        fusedLosses = rt.buffer("fused losses", n * 4);
+      const fusedOut = rt.buffer("fused out", 8);
+      const counted = targets.filter((t) => t !== IGNORE_INDEX).length;
+      const step = rt.beginStep("cross-entropy");
+      ce.fused(step.pass, {
+        logits: fused,
+        targets: gt,
+        lse: fusedLse,
+        losses: fusedLosses,
+        out: fusedOut,
+        n,
+        v,
+        gradScale: counted > 0 ? 0.5 / counted : 0,
+      });
+      ce.forward(step.pass, { logits: gl, targets: gt, lse, losses, out, n, v });
+      ce.backward(step.pass, { logits: gl, targets: gt, lse, out, dLogits, n, v, scale: 0.5 });
+      ce.backward(step.pass, { logits: inPlace, targets: gt, lse, out, n, v, scale: 0.5 });
+      await step.submit();
+      const ref = crossEntropyRef(logits, targets, n, v);
+      const [loss, count] = await rt.read(out);
+      assert.equal(count, ref.count);
+      // lse: the sum of v exponentials (exp ≤ 3 + 2·2R ulp each, |logit − max| ≤ 2R) has relative
+      // error ≤ (v + 8 + 4R)·u; log adds 3 ulp. The mean adds n roundings.
+      const lseTol = (i: number) => (v + 8 + 4 * range + 4 * Math.abs(ref.lse[i])) * F32_EPS;
+      assertClose(await rt.read(lse), ref.lse, lseTol, `lse n=${n} v=${v}`);
+      const maxLse = Math.max(...Array.from(ref.lse, Math.abs));
+      assertClose(
+        [loss],
+        [ref.loss],
+        (v + 8 + 4 * range + n + 4 * maxLse) * F32_EPS * (1 + ref.loss),
+        "loss",
+      );
+      // dLogits: prob = exp(l − lse) with relative error ≤ lse's error + (3 + 2|l − lse|) ulp.
+      const dTol = (i: number) => {
+        const r = Math.floor(i / v);
+        const prob = Math.exp(logits[i] - ref.lse[r]);
+        const rel = lseTol(r) + (6 + 2 * Math.abs(logits[i] - ref.lse[r])) * F32_EPS;
+        return 0.5 * (prob * rel * 2 + 2 * F32_EPS) / Math.max(1, ref.count) + 1e-30;
+      };
+      const want = ref.dLogits.map((g) => g * 0.5);
+      assertClose(await rt.read(dLogits), want, dTol, `dLogits n=${n} v=${v}`);
+      assert.deepEqual(
+        await rt.read(inPlace),
+        await rt.read(dLogits),
+        "in place gives the same bits",
+      );
+      // The fused pass computes the same lse, losses and mean bit for bit, and gradients within
+      // one rounding of the separate backward's (scale/count is rounded on the host, not the GPU).
+      assert.deepEqual(await rt.read(fusedLse), await rt.read(lse), "fused lse");
+      assert.deepEqual(await rt.read(fusedOut), await rt.read(out), "fused loss and count");
+      assertClose(
+        await rt.read(fused),
+        want,
+        (i) => dTol(i) + 2 * F32_EPS * Math.abs(want[i]),
+        "fused",
+      );
+    }
+  });
+}
 
 Deno.test("cross-entropy gives NaN for an out-of-range target", async () => {
   using rt = await GpuRuntime.create();

@@ -43,6 +43,21 @@ export interface TuningProfile {
    * by fewer, longer invocations.
    */
   readonly itemsPerInvocation: number;
+  /**
+   * How a kernel reduces a long row (the cross-entropy's log-sum-exp over the vocabulary):
+   * `"invocation"`, one invocation walks each row (CPU adapters: a row is a long vector loop and
+   * workgroup barriers are slow); `"workgroup"`, a workgroup shares each row and reduces it in
+   * workgroup memory (GPUs: one invocation per row leaves all but one multiprocessor idle and
+   * reads the logits uncoalesced; on an H200 it was 57% of the 20M model's step).
+   */
+  readonly rowReduction: "invocation" | "workgroup";
+  /**
+   * Most bytes of one LM-head logits chunk (model/lm_head.ts), which sets the rows of the head's
+   * matmuls and of the cross-entropy per dispatch. CPU adapters keep it cache-sized; GPUs want
+   * thousands of rows per dispatch to fill their multiprocessors (at 256 rows, the head's
+   * input-gradient matmul ran 16 workgroups on an H200's 132 multiprocessors).
+   */
+  readonly logitsChunkBytes: number;
 }
 
 /**
@@ -57,6 +72,8 @@ export const CPU_PROFILE: TuningProfile = {
   matmul: { strategy: "register", rows: 16, cols: 32, workgroup: [8, 8], depth: 0 },
   workgroupSize: 64,
   itemsPerInvocation: 16,
+  rowReduction: "invocation",
+  logitsChunkBytes: 32 * 2 ** 20,
 };
 
 /** Workgroup-tiled matmul for GPUs: 64×64 tiles, 16 deep, 16×16 invocations of 4×4 outputs. */
@@ -66,6 +83,8 @@ export const GPU_PROFILE: TuningProfile = {
   matmul: { strategy: "tiled", rows: 4, cols: 4, workgroup: [16, 16], depth: 16 },
   workgroupSize: 256,
   itemsPerInvocation: 1,
+  rowReduction: "workgroup",
+  logitsChunkBytes: 512 * 2 ** 20,
 };
 
 /** The adapter fields that decide the profile (a subset of `GPUAdapterInfo`). */

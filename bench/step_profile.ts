@@ -67,11 +67,20 @@ async function run(profileDispatches: boolean, warmup: number) {
         `${l.maxStorageBufferBindingSize}`,
     );
     const plan = formatMemoryPlan(
-      { config, microBatch: B, seqLen: T, slots: 1, optimizer: "adamw", precision },
+      {
+        config,
+        microBatch: B,
+        seqLen: T,
+        slots: 1,
+        optimizer: "adamw",
+        precision,
+        logitsChunkBytes: rt.profile.logitsChunkBytes,
+      },
       runtimeMemoryLimits(rt),
       { flags: { microBatch: "--batch", seqLen: "--seq-len" } },
     );
     for (const line of plan.lines) console.log(line);
+    if (plan.refusal !== null) throw new Error(plan.refusal);
   }
   t0 = performance.now();
   using model = new LlamaModel(rt, {

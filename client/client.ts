@@ -495,6 +495,7 @@ export class TrainingClient {
         optimizer: "distro",
         distro: distroConfig(state.model.optimizer),
         precision: "f32",
+        logitsChunkBytes: this.#rt.profile.logitsChunkBytes,
       },
       runtimeMemoryLimits(this.#rt),
       { flags: CLIENT_MEMORY_FLAGS },

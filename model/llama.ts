@@ -271,6 +271,11 @@ export class LlamaModel implements Disposable {
     return this.#head.blocks;
   }
 
+  /** Rows of one LM-head logits chunk (the adapter profile's `logitsChunkBytes` sets it). */
+  get lmHeadChunkRows(): number {
+    return this.#head.chunkRows;
+  }
+
   /** N = B·T rows per micro-batch. */
   get rows(): number {
     return this.microBatch * this.seqLen;

@@ -31,11 +31,7 @@ import {
   rowBlocks,
   type TensorView,
 } from "../shaders/mod.ts";
-
-/** Most bytes one logits chunk may take. */
-const LOGITS_CHUNK_BYTES = 32 * 1024 * 1024;
-/** Chunk rows are a multiple of this, so row offsets stay 256-byte aligned. */
-const ROW_ALIGN = 64;
+import { logitsChunkRows } from "./memory_plan.ts";
 
 /** The LM head and loss of one model. Dispose it to free the logits buffer. */
 export class LmHead implements Disposable {
@@ -85,11 +81,7 @@ export class LmHead implements Disposable {
     this.#seqLen = options.seqLen;
     this.#rows = rows;
     this.#half = options.half;
-    const maxRows = Math.max(
-      ROW_ALIGN,
-      Math.floor(LOGITS_CHUNK_BYTES / (V * 4) / ROW_ALIGN) * ROW_ALIGN,
-    );
-    this.chunkRows = Math.min(rows, maxRows);
+    this.chunkRows = logitsChunkRows(rows, V, rt.profile.logitsChunkBytes);
     const { maxStorageBufferBindingSize: maxBytes, minStorageBufferOffsetAlignment: alignBytes } =
       rt.limits;
     // A block's head rows [Vb, C] and logits [R, Vb] must each fit one binding; blocks are a

@@ -43,6 +43,20 @@ export interface MemoryPlanInput {
   precision: "f32" | "f16";
   /** Bytes of the largest weights file read while loading (null or absent: seeded init). */
   loadFileBytes?: number | null;
+  /** Most bytes of one LM-head logits chunk: the adapter profile's (default: the CPU's, 32 MiB). */
+  logitsChunkBytes?: number;
+}
+
+/** Chunk rows are a multiple of this, so row offsets stay 256-byte aligned. */
+const LOGITS_ROW_ALIGN = 64;
+
+/**
+ * Rows of one LM-head logits chunk `[R, V]` for `rows` = B·T: as many as `chunkBytes` holds, a
+ * multiple of 64 (at least 64), and at most `rows`.
+ */
+export function logitsChunkRows(rows: number, vocab: number, chunkBytes: number): number {
+  const fit = Math.floor(chunkBytes / (vocab * F32) / LOGITS_ROW_ALIGN) * LOGITS_ROW_ALIGN;
+  return Math.min(rows, Math.max(LOGITS_ROW_ALIGN, fit));
 }
 
 /** One line of the plan. */
@@ -112,7 +126,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
         N * F * 2); // gate, up
   const activations = L * perLayer + F32 * ((L + 1) * N * C + N * C + N);
   const scratch = F32 * N * (4 * C + 2 * H * D + 2 * KVH * D + 3 * F);
-  const chunkRows = Math.min(N, Math.max(64, Math.floor(32 * 2 ** 20 / (V * F32) / 64) * 64));
+  const chunkRows = logitsChunkRows(N, V, input.logitsChunkBytes ?? 32 * 2 ** 20);
   const device: MemoryItem[] = [
     { label: "parameters (f32 masters)", bytes: F32 * P },
     { label: "gradients", bytes: F32 * P },

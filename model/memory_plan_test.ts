@@ -3,6 +3,7 @@ import {
   checkMemoryPlan,
   formatBytes,
   formatMemoryPlan,
+  logitsChunkRows,
   type MemoryLimits,
   planMemory,
 } from "./memory_plan.ts";
@@ -182,4 +183,14 @@ Deno.test("Llama-3.2-1B's plan says it exceeds lavapipe's maxBufferSize, and by 
   assert.match(text, /DisTrO momentum \+ error feedback \(δ\)\s+4\.60 GiB/);
   assert.match(text, /device total\s+2\d\.\d GiB/);
   assert.equal(formatBytes(1536 * MiB), "1.50 GiB");
+});
+
+Deno.test("logits chunks hold as many 64-row blocks as the profile's bytes allow, up to B·T", () => {
+  // 32 MiB of a 32000-wide vocabulary: 262 rows, so 256.
+  assert.equal(logitsChunkRows(16384, 32000, 32 * 2 ** 20), 256);
+  // 512 MiB (the GPU profile): 4194 rows, so 4160.
+  assert.equal(logitsChunkRows(16384, 32000, 512 * 2 ** 20), 4160);
+  // Never fewer than 64 rows, never more than the batch.
+  assert.equal(logitsChunkRows(16384, 128256, 1), 64);
+  assert.equal(logitsChunkRows(100, 32000, 512 * 2 ** 20), 100);
 });

@@ -6,6 +6,7 @@
  * @module
  */
 import type { TrainOptions } from "./cli.ts";
+import { CPU_PROFILE, GPU_PROFILE } from "../shaders/mod.ts";
 import {
   adapterMemoryLimits,
   largestWeightsFile,
@@ -41,6 +42,8 @@ export async function checkTrainingMemory(
       distro: { chunk: options.compressionChunk, topk: options.compressionTopk },
       precision,
       loadFileBytes: await largestWeightsFile(options.model),
+      // The profile the runtime will choose for this adapter (shaders/profile.ts).
+      logitsChunkBytes: (limits.unified ? CPU_PROFILE : GPU_PROFILE).logitsChunkBytes,
     },
     limits,
     {

@@ -44,7 +44,8 @@ export interface TuningProfile {
    */
   readonly itemsPerInvocation: number;
   /**
-   * How a kernel reduces a long row (the cross-entropy's log-sum-exp over the vocabulary):
+   * How a kernel reduces a long row (the cross-entropy's log-sum-exp over the vocabulary, the
+   * RMSNorm weight gradient's sum over tokens):
    * `"invocation"`, one invocation walks each row (CPU adapters: a row is a long vector loop and
    * workgroup barriers are slow); `"workgroup"`, a workgroup shares each row and reduces it in
    * workgroup memory (GPUs: one invocation per row leaves all but one multiprocessor idle and

@@ -5,13 +5,24 @@
  *
  * Backward, with `dot = Σ_j dy_j·w_j·x_j` per row:
  * `dx_i = rstd·w_i·dy_i − (rstd³/C)·x_i·dot` and `dw_i += Σ_n dy[n, i]·x[n, i]·rstd[n]`.
- * One invocation per row for y and dx; one per column for dw (rows summed in order, no atomics).
+ * One invocation per row for y and dx; for dw, one invocation per column (rows summed in order; CPU
+ * adapters) or one workgroup per column (rows strided over its invocations, then a fixed tree;
+ * GPUs, where C invocations would be one workgroup). No atomics, so each is deterministic.
  *
  * @module
  */
 
 import { f32Bits, type GpuRuntime, type TensorView } from "./gpu.ts";
-import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+import {
+  bindTensors,
+  dispatch,
+  dispatch1d,
+  grid1d,
+  main1d,
+  requireDims,
+  requireLength,
+} from "./kernel.ts";
+import type { TuningProfile } from "./profile.ts";
 
 const PARAMS = `struct Params { n: u32, c: u32, eps: f32 }
 @group(0) @binding(0) var<uniform> p: Params;`;
@@ -71,6 +82,39 @@ ${main1d(wg)}
 `;
 }
 
+/**
+ * Backward weight gradient (accumulated), one workgroup of `wg` (a power of two) per column: each
+ * invocation sums the rows `li, li + wg, …`, then the workgroup adds the partial sums in a fixed
+ * tree.
+ */
+export function rmsnormBackwardWeightWideKernel(wg: number): string {
+  const tree: string[] = [];
+  for (let s = wg / 2; s >= 1; s /= 2) {
+    tree.push(`  if (li < ${s}u) { sums[li] = sums[li] + sums[li + ${s}u]; }
+  workgroupBarrier();`);
+  }
+  return `${PARAMS}
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> dy: array<f32>;
+@group(0) @binding(3) var<storage, read> rstd: array<f32>;
+@group(0) @binding(4) var<storage, read_write> dw: array<f32>;
+var<workgroup> sums: array<f32, ${wg}>;
+
+@compute @workgroup_size(${wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let i = wid.x + wid.y * nwg.x;
+  if (i >= p.c) { return; }
+  var s = 0.0;
+  for (var r = li; r < p.n; r += ${wg}u) { s += dy[r * p.c + i] * x[r * p.c + i] * rstd[r]; }
+  sums[li] = s;
+  workgroupBarrier();
+${tree.join("\n")}
+  if (li == 0u) { dw[i] = dw[i] + sums[0]; }
+}
+`;
+}
+
 /** Dimensions and epsilon shared by forward and backward. */
 export interface RmsNormDims {
   /** Rows (tokens, B·T). */
@@ -113,10 +157,20 @@ export interface RmsNormBackwardArgs extends RmsNormDims {
 export class RmsNorm {
   readonly #rt: GpuRuntime;
   readonly #wg: number;
+  readonly #rowReduction: TuningProfile["rowReduction"];
 
-  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
+  /** With `rowReduction: "workgroup"`, `workgroupSize` must be a power of two (a tree halves it). */
+  constructor(
+    rt: GpuRuntime,
+    workgroupSize: number = rt.profile.workgroupSize,
+    rowReduction: TuningProfile["rowReduction"] = rt.profile.rowReduction,
+  ) {
+    if (rowReduction === "workgroup" && !Number.isInteger(Math.log2(workgroupSize))) {
+      throw new RangeError(`rmsnorm: workgroupSize must be a power of two, got ${workgroupSize}`);
+    }
     this.#rt = rt;
     this.#wg = workgroupSize;
+    this.#rowReduction = rowReduction;
   }
 
   /** `out [N, C] = rmsnorm(x [N, C]) · weight [C]`; saves `rstd [N]`. */
@@ -157,9 +211,10 @@ export class RmsNorm {
       `rmsnorm/backward-input/${wg}`,
       () => rmsnormBackwardInputKernel(wg),
     );
+    const wide = this.#rowReduction === "workgroup";
     const weight = this.#rt.pipeline(
-      `rmsnorm/backward-weight/${wg}`,
-      () => rmsnormBackwardWeightKernel(wg),
+      `rmsnorm/backward-weight${wide ? "-wide" : ""}/${wg}`,
+      () => (wide ? rmsnormBackwardWeightWideKernel(wg) : rmsnormBackwardWeightKernel(wg)),
     );
     const inputGroup = bindTensors(this.#rt, input, params, [
       args.x,
@@ -175,7 +230,8 @@ export class RmsNorm {
       args.rstd,
       args.dWeight,
     ]);
-    dispatch1d(pass, weight, weightGroup, c, wg);
+    if (wide) dispatch(pass, weight, weightGroup, grid1d(c));
+    else dispatch1d(pass, weight, weightGroup, c, wg);
   }
 
   #params(args: RmsNormDims): number[] {

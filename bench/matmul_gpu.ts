@@ -1,15 +1,25 @@
 /**
  * Square matmul throughput on whatever adapter this machine has, for real GPUs:
- * `deno run -A bench/matmul_gpu.ts [--size 4096] [--reps 20] [--profile cpu|gpu] [--f16]`.
+ * `deno run -A bench/matmul_gpu.ts [--size 4096] [--reps 20] [--profile cpu|gpu] [--f16]
+ * [--tiling rows,cols,wx,wy,depth]... [--sweep]`.
  * Prints the adapter, then GFLOP/s per layout (mean over `reps` dispatches in one submit) and the
- * max abs error of a few sampled outputs against an f64 dot product.
+ * max abs error of a few sampled outputs against an f64 dot product, for the profile's tiling, each
+ * `--tiling` given, or (`--sweep`) a set of workgroup-tiled shapes worth trying on a GPU.
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
 import { randomF32 } from "../shaders/testing/kernels.ts";
-import { CPU_PROFILE, GPU_PROFILE, GpuRuntime, Matmul, type MatmulLayout } from "../shaders/mod.ts";
+import {
+  CPU_PROFILE,
+  GPU_PROFILE,
+  GpuRuntime,
+  Matmul,
+  type MatmulLayout,
+  type MatmulTiling,
+} from "../shaders/mod.ts";
+import { formatTiling, parseTiling } from "../shaders/tiling_arg.ts";
 
 const { values } = parseArgs({
   args: Deno.args,
@@ -18,6 +28,8 @@ const { values } = parseArgs({
     reps: { type: "string", default: "20" },
     profile: { type: "string" },
     f16: { type: "boolean", default: false },
+    tiling: { type: "string", multiple: true },
+    sweep: { type: "boolean", default: false },
   },
 });
 const size = Number(values.size), reps = Number(values.reps);
@@ -36,10 +48,20 @@ const profile = values.profile === "cpu"
     throw new RangeError(`--profile must be cpu or gpu, got ${values.profile}`);
   })();
 
+/** Workgroup-tiled shapes worth timing on a GPU (`--sweep`): tile sizes 64 to 128, depth 8-32. */
+const SWEEP = [
+  "4,4,16,16,16",
+  "4,4,16,16,32",
+  "8,8,16,16,8",
+  "8,8,16,16,16",
+  "8,4,16,16,16",
+  "4,8,16,16,16",
+  "8,8,8,8,16",
+  "4,4,8,8,16",
+];
+
 using rt = await GpuRuntime.create({ profile });
-const mm = new Matmul(rt);
-console.log(`adapter: ${rt.adapterName}`);
-console.log(`tiling: ${JSON.stringify(mm.tiling)}, f16: ${rt.hasF16}`);
+console.log(`adapter: ${rt.adapterName}, f16: ${rt.hasF16}`);
 const n = size;
 const inputType = values.f16 ? "f16" : "f32";
 if (values.f16 && !rt.hasF16) throw new Error(`--f16: adapter has no shader-f16`);
@@ -48,34 +70,42 @@ const ha = round(randomF32(1, n * n)), hb = round(randomF32(2, n * n));
 const upload = (label: string, x: Float32Array) =>
   values.f16 ? rt.buffer(label, new Uint16Array(new Float16Array(x).buffer)) : rt.buffer(label, x);
 const a = upload("a", ha), b = upload("b", hb), c = rt.buffer("c", n * n * 4);
-for (const layout of ["nn", "nt", "tn"] as MatmulLayout[]) {
-  const warm = rt.beginStep("warmup");
-  mm.encode(warm.pass, { a, b, c, m: n, n, k: n, layout, inputType });
-  await warm.submit();
-  const t0 = performance.now();
-  const step = rt.beginStep("timed");
-  for (let r = 0; r < reps; r++) {
-    mm.encode(step.pass, { a, b, c, m: n, n, k: n, layout, inputType });
-  }
-  await step.submit();
-  const seconds = (performance.now() - t0) / 1000 / reps;
-  const got = await rt.read(c);
-  let err = 0;
-  for (let s = 0; s < 16; s++) {
-    const i = (s * 7919) % n, j = (s * 104729) % n;
-    let want = 0;
-    for (let p = 0; p < n; p++) {
-      const av = layout === "tn" ? ha[p * n + i] : ha[i * n + p];
-      const bv = layout === "nt" ? hb[j * n + p] : hb[p * n + j];
-      want += av * bv;
+const tilings: MatmulTiling[] = values.sweep
+  ? SWEEP.map(parseTiling)
+  : values.tiling?.length
+  ? values.tiling.map(parseTiling)
+  : [rt.profile.matmul];
+for (const tiling of tilings) {
+  const mm = new Matmul(rt, tiling);
+  console.log(`tiling ${formatTiling(tiling)} (${tiling.strategy}):`);
+  for (const layout of ["nn", "nt", "tn"] as MatmulLayout[]) {
+    const warm = rt.beginStep("warmup");
+    mm.encode(warm.pass, { a, b, c, m: n, n, k: n, layout, inputType });
+    await warm.submit();
+    const t0 = performance.now();
+    const step = rt.beginStep("timed");
+    for (let r = 0; r < reps; r++) {
+      mm.encode(step.pass, { a, b, c, m: n, n, k: n, layout, inputType });
     }
-    err = Math.max(err, Math.abs(got[i * n + j] - want));
+    await step.submit();
+    const seconds = (performance.now() - t0) / 1000 / reps;
+    const got = await rt.read(c);
+    let err = 0;
+    for (let s = 0; s < 16; s++) {
+      const i = (s * 7919) % n, j = (s * 104729) % n;
+      let want = 0;
+      for (let p = 0; p < n; p++) {
+        const av = layout === "tn" ? ha[p * n + i] : ha[i * n + p];
+        const bv = layout === "nt" ? hb[j * n + p] : hb[p * n + j];
+        want += av * bv;
+      }
+      err = Math.max(err, Math.abs(got[i * n + j] - want));
+    }
+    const gflops = (2 * n ** 3) / seconds / 1e9;
+    console.log(
+      `  ${layout} ${inputType} ${n}^3: ${(seconds * 1e3).toFixed(2)} ms, ${
+        gflops.toFixed(1)
+      } GFLOP/s, max abs err (16 samples) ${err.toExponential(2)}`,
+    );
   }
-  const gflops = (2 * n ** 3) / seconds / 1e9;
-  console.log(
-    `${layout} ${inputType} ${n}^3: ${(seconds * 1e3).toFixed(2)} ms, ${
-      gflops.toFixed(1)
-    } GFLOP/s, ` +
-      `max abs err (16 samples) ${err.toExponential(2)}`,
-  );
 }

@@ -1,7 +1,7 @@
 /**
  * Where a training step's GPU time goes, kernel by kernel, on whatever adapter this machine has:
  * `deno run -A bench/step_profile.ts [--config DIR] [--batch B] [--seq-len T] [--steps N]
- * [--precision f32|f16]`.
+ * [--precision f32|f16] [--tiling rows,cols,wx,wy,depth]`.
  *
  * It builds the model of `--config` from seeded weights (no weights file is read or written, so a
  * 1B model starts in seconds), prints the adapter's limits and the memory plan, times `--steps`
@@ -9,7 +9,8 @@
  * (shaders/dispatch_profile.ts: every dispatch in a timed pass of its own) and prints each
  * pipeline's share of the GPU time, the kernel families' shares, and the sum against the plain
  * step's wall time. The gap between the two is what the GPU did not spend in kernels: launch and
- * pass overheads, waits and host work.
+ * pass overheads, waits and host work. `--tiling` replaces the adapter profile's matmul tiling, to
+ * try a kernel shape on a whole step.
  *
  * @module
  */
@@ -25,7 +26,8 @@ import {
 } from "../model/mod.ts";
 import { trainStep } from "../train/mod.ts";
 import { AdamW, ADAMW_DEFAULTS } from "../optimizer/mod.ts";
-import { GpuRuntime, summarizeTimings } from "../shaders/mod.ts";
+import { GpuRuntime, profileFor, summarizeTimings, type TuningProfile } from "../shaders/mod.ts";
+import { parseTiling } from "../shaders/tiling_arg.ts";
 import { median } from "../common/mod.ts";
 
 const { values } = parseArgs({
@@ -36,6 +38,7 @@ const { values } = parseArgs({
     "seq-len": { type: "string", default: "256" },
     steps: { type: "string", default: "3" },
     precision: { type: "string", default: "f32" },
+    tiling: { type: "string" },
   },
 });
 const B = Number(values.batch), T = Number(values["seq-len"]), steps = Number(values.steps);
@@ -56,12 +59,21 @@ console.log(
     `${precision}, seeded init ${((performance.now() - t0) / 1000).toFixed(1)} s`,
 );
 
+/** The adapter's own profile with the `--tiling` matmul, or undefined (the adapter's profile). */
+async function chosenProfile(): Promise<TuningProfile | undefined> {
+  if (values.tiling === undefined) return undefined;
+  const adapter = await navigator.gpu.requestAdapter();
+  if (!adapter) throw new Error("no WebGPU adapter");
+  return { ...profileFor(adapter.info), matmul: parseTiling(values.tiling) };
+}
+const profile = await chosenProfile();
+
 /** Runs `warmup + steps` AdamW steps on a fresh runtime; the wall time of each timed one. */
 async function run(profileDispatches: boolean, warmup: number) {
-  using rt = await GpuRuntime.create({ profileDispatches });
+  using rt = await GpuRuntime.create({ profileDispatches, profile });
   if (!profileDispatches) {
     const l = rt.limits;
-    console.log(`adapter: ${rt.adapterName}`);
+    console.log(`adapter: ${rt.adapterName}, matmul tiling ${JSON.stringify(rt.profile.matmul)}`);
     console.log(
       `limits: maxBufferSize ${l.maxBufferSize}, maxStorageBufferBindingSize ` +
         `${l.maxStorageBufferBindingSize}`,

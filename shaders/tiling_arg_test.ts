@@ -1,0 +1,18 @@
+import assert from "node:assert/strict";
+import { formatTiling, parseTiling } from "./tiling_arg.ts";
+import { CPU_PROFILE, GPU_PROFILE } from "./profile.ts";
+
+Deno.test("tilings round-trip through their command-line text", () => {
+  assert.deepEqual(parseTiling(formatTiling(GPU_PROFILE.matmul)), GPU_PROFILE.matmul);
+  assert.deepEqual(parseTiling(formatTiling(CPU_PROFILE.matmul)), CPU_PROFILE.matmul);
+  assert.deepEqual(parseTiling("8,8,16,16,8"), {
+    strategy: "tiled",
+    rows: 8,
+    cols: 8,
+    workgroup: [16, 16],
+    depth: 8,
+  });
+  for (const bad of ["", "4,4,16,16", "4,4,16,16,x", "4,4,-1,16,16", "4,4,16,16,1.5"]) {
+    assert.throws(() => parseTiling(bad), /expected rows,cols,wx,wy,depth/, bad);
+  }
+});

@@ -13,13 +13,14 @@ import { parseArgs } from "node:util";
 import { randomF32 } from "../shaders/testing/kernels.ts";
 import {
   CPU_PROFILE,
+  formatTiling,
   GPU_PROFILE,
   GpuRuntime,
   Matmul,
   type MatmulLayout,
   type MatmulTiling,
+  parseTiling,
 } from "../shaders/mod.ts";
-import { formatTiling, parseTiling } from "../shaders/tiling_arg.ts";
 
 const { values } = parseArgs({
   args: Deno.args,

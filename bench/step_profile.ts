@@ -27,7 +27,6 @@ import {
 import { trainStep } from "../train/mod.ts";
 import { AdamW, ADAMW_DEFAULTS } from "../optimizer/mod.ts";
 import { GpuRuntime, profileFor, summarizeTimings, type TuningProfile } from "../shaders/mod.ts";
-import { parseTiling } from "../shaders/tiling_arg.ts";
 import { median } from "../common/mod.ts";
 
 const { values } = parseArgs({

@@ -24,6 +24,7 @@ export {
   viewLength,
 } from "./gpu.ts";
 export { type KernelTotal, ProfilingPass, summarizeTimings } from "./dispatch_profile.ts";
+export { formatTiling, parseTiling } from "./tiling_arg.ts";
 export {
   type AdapterDescription,
   CPU_PROFILE,

@@ -26,7 +26,13 @@ import {
 } from "../model/mod.ts";
 import { trainStep } from "../train/mod.ts";
 import { AdamW, ADAMW_DEFAULTS } from "../optimizer/mod.ts";
-import { GpuRuntime, profileFor, summarizeTimings, type TuningProfile } from "../shaders/mod.ts";
+import {
+  GpuRuntime,
+  parseTiling,
+  profileFor,
+  summarizeTimings,
+  type TuningProfile,
+} from "../shaders/mod.ts";
 import { median } from "../common/mod.ts";
 
 const { values } = parseArgs({

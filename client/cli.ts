@@ -71,6 +71,12 @@ export const TRAIN_SPEC = {
       multiple: true,
     }),
     "micro-batch-size": str("N", "sequences per forward/backward", { defaultText: "1" }),
+    recompute: {
+      type: "boolean",
+      description: "keep one layer's activations and recompute each layer's in the backward: " +
+        "the same bits, about a third more compute, for a model or micro-batch that does not " +
+        "fit otherwise",
+    },
     "checkpoint-dir": str("DIR", "write {run_id}-step{N} checkpoints at each Cooldown"),
     logs: str(
       LOG_FORMATS.join("|"),
@@ -149,6 +155,8 @@ export interface TrainArgs {
   bindBulkInterface: string | null;
   bootstrapPeers: string[];
   microBatchSize: number;
+  /** `--recompute`: recompute activations in the backward (model/recompute.ts). */
+  recompute: boolean;
   checkpointDir: string | null;
   logs: LogFormat;
   maxConcurrentDownloads: number;
@@ -261,6 +269,7 @@ function checkTrainArgs(values: FlagValues<typeof TRAIN_SPEC>): TrainArgs {
     bindBulkInterface: values["bind-bulk-interface"] ?? null,
     bootstrapPeers: values["bootstrap-peer"] ?? [],
     microBatchSize: integer("micro-batch-size", values["micro-batch-size"], 1, 1, 4096),
+    recompute: values.recompute === true,
     checkpointDir: values["checkpoint-dir"] ?? null,
     logs: logs as LogFormat,
     maxConcurrentDownloads: integer(

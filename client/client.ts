@@ -66,6 +66,8 @@ export interface TrainingClientOptions {
   readonly modelOverride?: string | null;
   /** Sequences per forward/backward (default 1). */
   readonly microBatch?: number;
+  /** Recompute activations in the backward (`--recompute`, default false). */
+  readonly recompute?: boolean;
   /** Checkpoints go to `{checkpointDir}/{run_id}-step{N}`; none when null. */
   readonly checkpointDir?: string | null;
   /** Folder relative model and data paths resolve against (default: the working directory). */
@@ -94,7 +96,11 @@ export const LOAD_RETRY_MS = 5000;
 export type StopReason = "Finished" | "Aborted" | "BackendClosed";
 
 /** Where a client's memory-plan fixes are set. */
-const CLIENT_MEMORY_FLAGS = { microBatch: "--micro-batch-size", seqLen: "the run's max_seq_len" };
+const CLIENT_MEMORY_FLAGS = {
+  microBatch: "--micro-batch-size",
+  seqLen: "the run's max_seq_len",
+  recompute: "--recompute",
+};
 
 /** One client taking part in one run. */
 export class TrainingClient {
@@ -496,6 +502,7 @@ export class TrainingClient {
         distro: distroConfig(state.model.optimizer),
         precision: "f32",
         logitsChunkBytes: this.#rt.profile.logitsChunkBytes,
+        recompute: this.#o.recompute ?? false,
       },
       runtimeMemoryLimits(this.#rt),
       { flags: CLIENT_MEMORY_FLAGS },
@@ -515,6 +522,7 @@ export class TrainingClient {
       microBatch,
       maxBatch,
       distro: distroConfig(state.model.optimizer),
+      recompute: this.#o.recompute ?? false,
     });
     this.#trainer = trainer;
     this.#o.exchange.setExpectation(trainer.expectation);

@@ -170,6 +170,7 @@ async function trainWith(
       logger,
       modelOverride: args.model,
       microBatch: args.microBatchSize,
+      recompute: args.recompute,
       checkpointDir: args.checkpointDir,
       faults: faultsFromEnv(),
     });

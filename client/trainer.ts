@@ -55,6 +55,8 @@ export interface NetworkTrainerOptions {
   /** Most sequences one round can assign this client. */
   readonly maxBatch: number;
   readonly distro: DistroConfig;
+  /** Recompute activations in the backward (default false): same bits, less memory. */
+  readonly recompute?: boolean;
 }
 
 /** One trained round. */
@@ -111,6 +113,7 @@ export class NetworkTrainer implements Disposable {
       microBatch,
       seqLen,
       slots: Math.max(1, Math.ceil(maxBatch / microBatch)),
+      recompute: options.recompute ?? false,
     });
     this.distro = new DistroOptimizer(rt, {
       params: layout.entries,

@@ -13,7 +13,8 @@
  * DisTrO                  momentum with error feedback δ 4·P, saved/lookahead θ 4·P,
  *                         top-k entries 5·4·E (E ≈ Σ chunks·topk), DCT scratch 2·4·largest tensor
  * activations (saved)     per layer h1 h2 xm [N,C], q att [N,H·D], k v [N,KVH·D], gate up act
- *                         [N,F], rstd ×2 [N], lse [N,H]; plus L+1 residuals [N,C], final norm
+ *                         [N,F], rstd ×2 [N], lse [N,H]; plus L+1 residuals [N,C], final norm;
+ *                         with recomputation (model/recompute.ts) one layer's set, not L
  * backward scratch        N·(4C + 2H·D + 2KVH·D + 3F) floats
  * LM head                 logits chunk R·V (R ≈ 32 MiB / 4V rows)
  * f16 precision           f16 copies of the matmul weights, f16 saved norm/SwiGLU outputs
@@ -41,6 +42,11 @@ export interface MemoryPlanInput {
   distro?: { chunk: number; topk: number };
   /** Matmul operand storage (f16 adds weight copies, halves some activations). */
   precision: "f32" | "f16";
+  /**
+   * Recompute activations in the backward (default false): one layer's activation set is kept
+   * instead of L (the L+1 residuals stay).
+   */
+  recompute?: boolean;
   /** Bytes of the largest weights file read while loading (null or absent: seeded init). */
   loadFileBytes?: number | null;
   /** Most bytes of one LM-head logits chunk: the adapter profile's (default: the CPU's, 32 MiB). */
@@ -124,7 +130,8 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
         N * H + // lse
         N * C + // xm
         N * F * 2); // gate, up
-  const activations = L * perLayer + F32 * ((L + 1) * N * C + N * C + N);
+  const sets = input.recompute ? 1 : L;
+  const activations = sets * perLayer + F32 * ((L + 1) * N * C + N * C + N);
   const scratch = F32 * N * (4 * C + 2 * H * D + 2 * KVH * D + 3 * F);
   const chunkRows = logitsChunkRows(N, V, input.logitsChunkBytes ?? 32 * 2 ** 20);
   const device: MemoryItem[] = [
@@ -149,7 +156,12 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     );
   }
   device.push(
-    { label: `activations saved for backward (${B}×${T} tokens)`, bytes: activations },
+    {
+      label: `activations saved for backward (${B}×${T} tokens${
+        input.recompute ? ", recomputed" : ""
+      })`,
+      bytes: activations,
+    },
     { label: "backward scratch", bytes: scratch },
     { label: `LM head logits chunk (${chunkRows}×${V})`, bytes: F32 * chunkRows * V },
     { label: `token slots (${slots})`, bytes: F32 * (3 * N * slots + N * slots + 4) },
@@ -204,8 +216,8 @@ export interface MemoryProblem {
 
 /** A setting that would make the plan fit. */
 export type MemoryFix =
-  | { kind: "microBatch"; value: number }
-  | { kind: "seqLen"; value: number };
+  | { kind: "recompute" }
+  | { kind: "microBatch" | "seqLen"; value: number; recompute?: true };
 
 /** The verdict: fits, or the problems (each with its fix); warnings never block. */
 export interface MemoryVerdict {
@@ -242,23 +254,32 @@ export function checkMemoryPlan(input: MemoryPlanInput, limits: MemoryLimits): M
       fix: null,
     });
   }
-  // Settings only change activations and the peak: search the largest micro-batch that fits,
-  // else the longest sequence (halving) at micro-batch 1.
+  // Settings only change activations and the peak: recomputation first (it keeps the batch
+  // shape), else the largest micro-batch that fits, else the longest sequence (halving) at
+  // micro-batch 1.
   const fitsWith = (p: MemoryPlan) =>
     p.largestActivation.bytes <= activationLimit &&
     (limits.systemTotal === null || peak(p) <= limits.systemTotal);
-  const fix = (): MemoryFix | null => {
+  const shrink = (recompute: boolean): MemoryFix | null => {
+    // Marks a fix that also needs recomputation the run did not ask for.
+    const also = recompute && !input.recompute ? { recompute: true as const } : {};
     for (let b = input.microBatch - 1; b >= 1; b--) {
-      if (fitsWith(planMemory({ ...input, microBatch: b }))) {
-        return { kind: "microBatch", value: b };
+      if (fitsWith(planMemory({ ...input, recompute, microBatch: b }))) {
+        return { kind: "microBatch", value: b, ...also };
       }
     }
     for (let t = Math.floor(input.seqLen / 2); t >= 2; t = Math.floor(t / 2)) {
-      if (fitsWith(planMemory({ ...input, microBatch: 1, seqLen: t }))) {
-        return { kind: "seqLen", value: t };
+      if (fitsWith(planMemory({ ...input, recompute, microBatch: 1, seqLen: t }))) {
+        return { kind: "seqLen", value: t, ...also };
       }
     }
     return null;
+  };
+  const fix = (): MemoryFix | null => {
+    const recompute = input.recompute ?? false;
+    if (recompute) return shrink(true);
+    if (fitsWith(planMemory({ ...input, recompute: true }))) return { kind: "recompute" };
+    return shrink(false) ?? shrink(true);
   };
   const over: string[] = [];
   if (plan.largestActivation.bytes > activationLimit) {
@@ -301,7 +322,8 @@ export function formatMemoryPlan(
   const pad = (label: string) => `  ${label.padEnd(46)}`;
   const lines = [
     `memory plan: ${formatCount(plan.parameters)} parameters, ${input.optimizer}, ` +
-    `${input.precision}, micro-batch ${input.microBatch} × ${input.seqLen} tokens`,
+    `${input.precision}, micro-batch ${input.microBatch} × ${input.seqLen} tokens` +
+    (input.recompute ? ", activations recomputed" : ""),
     ...plan.device.map((i) => pad(i.label) + formatBytes(i.bytes).padStart(10)),
     pad("device total") + formatBytes(plan.deviceBytes).padStart(10),
     ...plan.host.map((i) => pad(`host: ${i.label}`) + formatBytes(i.bytes).padStart(10)),
@@ -326,12 +348,19 @@ export function formatMemoryPlan(
   if (verdict.fits) return { lines, verdict, refusal: null };
   const reasons = verdict.problems.map((p) => {
     if (p.fix === null) return p.message;
-    return `${p.message}; ${options.flags[p.fix.kind]} ${p.fix.value} would fit`;
+    if (p.fix.kind === "recompute") {
+      return `${p.message}; ${options.flags.recompute} would fit (the same training, about a ` +
+        "third more compute: each layer's activations are recomputed in the backward)";
+    }
+    const also = p.fix.recompute ? `${options.flags.recompute} and ` : "";
+    return `${p.message}; ${also}${options.flags[p.fix.kind]} ${p.fix.value} would fit`;
   });
   const fixable = verdict.problems.length === 1 && verdict.problems[0].fix !== null;
   if (!fixable) {
     reasons.push(
-      `no smaller ${options.flags.microBatch} or ${options.flags.seqLen} makes it fit: it needs ` +
+      `no smaller ${options.flags.microBatch} or ${options.flags.seqLen}${
+        input.recompute ? "" : `, with or without ${options.flags.recompute},`
+      } makes it fit: it needs ` +
         `a smaller model or a larger adapter/machine`,
     );
   }

@@ -116,6 +116,11 @@ export interface TrainOptions {
    * (f16 on a GPU with shader-f16, f32 elsewhere: model/precision.ts says why).
    */
   precision: PrecisionChoice;
+  /**
+   * Keep one layer's activations and recompute each layer's in the backward (`--recompute`,
+   * model/recompute.ts): bit-identical training, less memory, more compute.
+   */
+  recompute: boolean;
   /** Storage dtype of the saved weights. */
   saveDtype: "F32" | "BF16" | "F16";
   /** Largest shard of a saved model; larger weights are split as HF does (model/shards.ts). */
@@ -297,6 +302,12 @@ export const TRAIN_SPEC = {
         "such as lavapipe)",
       default: "auto",
     },
+    recompute: {
+      type: "boolean",
+      description: "keep one layer's activations and recompute each layer's in the backward: " +
+        "the same bits, about a third more compute, for a model or micro-batch that does not " +
+        "fit otherwise",
+    },
     logs: {
       type: "string",
       value: "console|json",
@@ -456,6 +467,7 @@ export function trainOptions(values: TrainFlags): TrainOptions {
     ],
     maxShardBytes,
     precision: choice("precision", PRECISION_CHOICES),
+    recompute: values.recompute === true,
     logs: choice("logs", ["console", "json"] as const),
   };
 }

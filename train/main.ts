@@ -182,6 +182,7 @@ export async function train(
       microBatch: options.microBatch,
       seqLen: sequenceLength,
       slots: options.totalBatch / options.microBatch,
+      recompute: options.recompute,
     });
     using optimizer = makeOptimizer(rt, options, layout);
     const parts = { rt, model, optimizer, signal: io.signal };

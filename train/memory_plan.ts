@@ -15,7 +15,11 @@ import {
 } from "../model/mod.ts";
 
 /** Flags behind each fix the plan can suggest. */
-export const TRAIN_MEMORY_FLAGS = { microBatch: "--micro-batch", seqLen: "--sequence-length" };
+export const TRAIN_MEMORY_FLAGS = {
+  microBatch: "--micro-batch",
+  seqLen: "--sequence-length",
+  recompute: "--recompute",
+};
 
 /**
  * Prints the plan for `options` (to `write`; to stderr with `--logs json`, whose stdout holds
@@ -41,6 +45,7 @@ export async function checkTrainingMemory(
       optimizer: options.optimizer,
       distro: { chunk: options.compressionChunk, topk: options.compressionTopk },
       precision,
+      recompute: options.recompute,
       loadFileBytes: await largestWeightsFile(options.model),
       // The profile the runtime will choose for this adapter (shaders/profile.ts).
       logitsChunkBytes: (limits.unified ? CPU_PROFILE : GPU_PROFILE).logitsChunkBytes,

@@ -16,6 +16,7 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     bindBulkInterface: null,
     bootstrapPeers: [],
     microBatchSize: 1,
+    recompute: false,
     checkpointDir: null,
     logs: "tui",
     maxConcurrentDownloads: 8,
@@ -33,6 +34,7 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     "--bootstrap-peer=/a",
     "--bootstrap-peer=/b",
     "--micro-batch-size=2",
+    "--recompute",
     "--checkpoint-dir=c",
     "--logs=json",
     "--max-concurrent-downloads=3",
@@ -43,6 +45,7 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
   assert.equal(all.command, "train");
   if (all.command !== "train") return;
   assert.equal(all.bindP2pPort, 4001);
+  assert.equal(all.recompute, true);
   assert.equal(all.bulkTransfer, true);
   assert.equal(all.bindBulkPort, 4002);
   assert.equal(all.bindBulkInterface, "10.0.0.2");

@@ -254,32 +254,38 @@ export function checkMemoryPlan(input: MemoryPlanInput, limits: MemoryLimits): M
       fix: null,
     });
   }
-  // Settings only change activations and the peak: recomputation first (it keeps the batch
-  // shape), else the largest micro-batch that fits, else the longest sequence (halving) at
-  // micro-batch 1.
+  // Settings only change activations and the peak: recomputation alone first (it keeps the
+  // batch shape), else the largest micro-batch that fits (with recomputation if need be), else
+  // the longest sequence (halving) at micro-batch 1.
   const fitsWith = (p: MemoryPlan) =>
     p.largestActivation.bytes <= activationLimit &&
     (limits.systemTotal === null || peak(p) <= limits.systemTotal);
-  const shrink = (recompute: boolean): MemoryFix | null => {
-    // Marks a fix that also needs recomputation the run did not ask for.
-    const also = recompute && !input.recompute ? { recompute: true as const } : {};
+  // What changes the training least comes first: recomputation and the micro-batch leave the
+  // maths alone (gradients are accumulated), a shorter sequence does not.
+  const smallerBatch = (recompute: boolean): MemoryFix | null => {
     for (let b = input.microBatch - 1; b >= 1; b--) {
       if (fitsWith(planMemory({ ...input, recompute, microBatch: b }))) {
-        return { kind: "microBatch", value: b, ...also };
-      }
-    }
-    for (let t = Math.floor(input.seqLen / 2); t >= 2; t = Math.floor(t / 2)) {
-      if (fitsWith(planMemory({ ...input, recompute, microBatch: 1, seqLen: t }))) {
-        return { kind: "seqLen", value: t, ...also };
+        return { kind: "microBatch", value: b, ...alsoRecompute(recompute) };
       }
     }
     return null;
   };
+  const shorterSequence = (recompute: boolean): MemoryFix | null => {
+    for (let t = Math.floor(input.seqLen / 2); t >= 2; t = Math.floor(t / 2)) {
+      if (fitsWith(planMemory({ ...input, recompute, microBatch: 1, seqLen: t }))) {
+        return { kind: "seqLen", value: t, ...alsoRecompute(recompute) };
+      }
+    }
+    return null;
+  };
+  // Marks a fix that also needs the recomputation the run did not ask for.
+  const alsoRecompute = (recompute: boolean) =>
+    recompute && !input.recompute ? { recompute: true as const } : {};
   const fix = (): MemoryFix | null => {
-    const recompute = input.recompute ?? false;
-    if (recompute) return shrink(true);
+    if (input.recompute) return smallerBatch(true) ?? shorterSequence(true);
     if (fitsWith(planMemory({ ...input, recompute: true }))) return { kind: "recompute" };
-    return shrink(false) ?? shrink(true);
+    return smallerBatch(false) ?? smallerBatch(true) ?? shorterSequence(false) ??
+      shorterSequence(true);
   };
   const over: string[] = [];
   if (plan.largestActivation.bytes > activationLimit) {

@@ -33,7 +33,9 @@ const LAVAPIPE: MemoryLimits = {
   systemAvailable: 20 * GiB,
   unified: true,
 };
-const FLAGS = { flags: { microBatch: "--micro-batch", seqLen: "--sequence-length" } };
+const FLAGS = {
+  flags: { microBatch: "--micro-batch", seqLen: "--sequence-length", recompute: "--recompute" },
+};
 
 Deno.test("the plan's parameters and activations are what LlamaModel allocates", async () => {
   const layout = llamaParamLayout(TINY);
@@ -58,6 +60,28 @@ Deno.test("the plan's parameters and activations are what LlamaModel allocates",
   });
   const saved = plan.device.find((i) => i.label.startsWith("activations saved"))!;
   assert.equal(saved.bytes, model.activationBytes);
+  // With recomputation: one layer's set instead of L, the residuals unchanged.
+  using recomputed = new LlamaModel(rt, {
+    config: TINY,
+    layout,
+    weights: initParams(layout, TINY, 1),
+    microBatch: 3,
+    seqLen: 8,
+    slots: 2,
+    recompute: true,
+  });
+  const lean = planMemory({
+    config: TINY,
+    microBatch: 3,
+    seqLen: 8,
+    slots: 2,
+    optimizer: "adamw",
+    precision: "f32",
+    recompute: true,
+  }).device.find((i) => i.label.startsWith("activations saved"))!;
+  assert.equal(lean.label, "activations saved for backward (3×8 tokens, recomputed)");
+  assert.equal(lean.bytes, recomputed.activationBytes);
+  assert.ok(lean.bytes < saved.bytes);
 });
 
 Deno.test("a tied model holds one [V, C] matrix, and its f16 head copy is the embedding's", () => {
@@ -148,7 +172,17 @@ Deno.test("a peak over the machine's memory is refused; over what is available, 
   const v = checkMemoryPlan(input, small);
   assert.equal(v.fits, false);
   assert.match(v.problems[0].message, /the peak of .* is over this machine's .* of memory/);
-  assert.equal(v.problems[0].fix?.kind, "microBatch");
+  // Recomputation keeps the batch shape, so it is named first; once on, a smaller micro-batch.
+  assert.deepEqual(v.problems[0].fix, { kind: "recompute" });
+  assert.match(
+    formatMemoryPlan(input, small, FLAGS).refusal!,
+    /of memory; --recompute would fit \(the same training, about a third more compute/,
+  );
+  const recomputing = checkMemoryPlan({ ...input, recompute: true }, {
+    ...small,
+    systemTotal: checkMemoryPlan({ ...input, recompute: true }, LAVAPIPE).peakBytes - 1,
+  });
+  assert.equal(recomputing.problems[0].fix?.kind, "microBatch");
   const tight = checkMemoryPlan(input, { ...LAVAPIPE, systemAvailable: peak - 1 });
   assert.ok(tight.fits);
   assert.match(tight.warnings[0], /available now/);
@@ -178,7 +212,10 @@ Deno.test("Llama-3.2-1B's plan says it exceeds lavapipe's maxBufferSize, and by 
     /the parameters need one buffer of 4\.60 GiB, over the adapter's maxBufferSize of 2\.00 GiB/,
   );
   assert.match(out.refusal!, /holds at most about 537M parameters/);
-  assert.match(out.refusal!, /no smaller --micro-batch or --sequence-length makes it fit/);
+  assert.match(
+    out.refusal!,
+    /no smaller --micro-batch or --sequence-length, with or without --recompute, makes it fit/,
+  );
   const text = out.lines.join("\n");
   assert.match(text, /DisTrO momentum \+ error feedback \(δ\)\s+4\.60 GiB/);
   assert.match(text, /device total\s+2\d\.\d GiB/);
@@ -193,4 +230,31 @@ Deno.test("logits chunks hold as many 64-row blocks as the profile's bytes allow
   // Never fewer than 64 rows, never more than the batch.
   assert.equal(logitsChunkRows(16384, 128256, 1), 64);
   assert.equal(logitsChunkRows(100, 32000, 512 * 2 ** 20), 100);
+});
+
+Deno.test("a run that fits only with recomputation and a smaller micro-batch names both", () => {
+  // Deep and narrow: activations dominate, so recomputation saves most of the peak.
+  const input = {
+    config: { ...TINY, numLayers: 16 },
+    microBatch: 8,
+    seqLen: 64,
+    slots: 1,
+    optimizer: "adamw",
+    precision: "f32",
+  } as const;
+  const at = (microBatch: number, recompute: boolean) =>
+    checkMemoryPlan({ ...input, microBatch, recompute }, LAVAPIPE).peakBytes;
+  // A machine just large enough for micro-batch 4 with recomputation; without it, not even 1.
+  const total = at(4, true);
+  assert.ok(at(1, false) > total && at(5, true) > total, `${at(1, false)} vs ${total}`);
+  const limits = { ...LAVAPIPE, systemTotal: total, systemAvailable: total };
+  assert.deepEqual(checkMemoryPlan(input, limits).problems[0].fix, {
+    kind: "microBatch",
+    value: 4,
+    recompute: true,
+  });
+  assert.match(
+    formatMemoryPlan(input, limits, FLAGS).refusal!,
+    /; --recompute and --micro-batch 4 would fit$/,
+  );
 });

@@ -79,6 +79,7 @@ export {
   writeModelDir,
 } from "./checkpoint.ts";
 export { LlamaModel, type LlamaModelOptions } from "./llama.ts";
+export { type ActivationPlan, activationPlan } from "./recompute.ts";
 export { LmHead } from "./lm_head.ts";
 export {
   type ModelPrecision,

@@ -19,6 +19,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
   assert.equal(d.resume, null);
   assert.equal(d.evalDataPath, null);
   assert.equal(d.precision, "auto");
+  assert.equal(d.recompute, false);
   const o = parseTrainArgs([
     ...BASE,
     "--token-size=4",
@@ -50,6 +51,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     "--eval-every=5",
     "--eval-sequences=16",
     "--precision=f16",
+    "--recompute",
     "--logs=json",
   ]);
   assert.deepEqual(o, {
@@ -85,6 +87,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     evalEvery: 5,
     evalSequences: 16,
     precision: "f16",
+    recompute: true,
     logs: "json",
   });
   assert.equal(parseTrainArgs(["--help"]), "help");

@@ -41,6 +41,8 @@ export interface CompareOptions {
   workDir: string | null;
   /** Also print both reports and the comparison as one JSON line. */
   json: boolean;
+  /** Our engine recomputes activations in the backward (`--recompute`; PyTorch does not). */
+  recompute: boolean;
 }
 
 /** The flags of `deno task bench-torch`. */
@@ -111,6 +113,11 @@ export const COMPARE_SPEC = {
       type: "boolean",
       description: "also print both reports and the comparison as one JSON line",
     },
+    recompute: {
+      type: "boolean",
+      description: "our engine recomputes each layer's activations in the backward, as " +
+        "deno task train --recompute (the same bits; PyTorch keeps them)",
+    },
   },
   footer: "Exit status: 0 agreement within tolerance, 1 disagreement or error, 2 bad flags,\n" +
     "3 no Python with torch (the engine's figures are still printed).",
@@ -130,7 +137,7 @@ export function parseCompareArgs(argv: string[], env: EnvLookup = {}): CompareOp
 }
 
 function checkCompareArgs(values: FlagValues<typeof COMPARE_SPEC>): CompareOptions {
-  type StringFlag = Exclude<keyof typeof COMPARE_SPEC.flags, "json">;
+  type StringFlag = Exclude<keyof typeof COMPARE_SPEC.flags, "json" | "recompute">;
   const str = (flag: StringFlag) => values[flag];
   const int = (flag: StringFlag, fallback: number, min: number, max = 2 ** 32 - 1): number => {
     const raw = str(flag);
@@ -167,5 +174,6 @@ function checkCompareArgs(values: FlagValues<typeof COMPARE_SPEC>): CompareOptio
     threads: int("threads", 0, 0, 1024),
     workDir: workDir === undefined || workDir === "" ? null : workDir,
     json: values.json === true,
+    recompute: values.recompute === true,
   };
 }

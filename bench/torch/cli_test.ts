@@ -17,6 +17,7 @@ Deno.test("parseCompareArgs: defaults are the tiny model on the bundled corpus, 
     threads: 0,
     workDir: null,
     json: false,
+    recompute: false,
   });
   assert.equal(parseCompareArgs(["--help"]), "help");
 });
@@ -35,15 +36,17 @@ Deno.test("parseCompareArgs reads every flag", () => {
     "--threads=2",
     "--work-dir=/tmp/x",
     "--json",
+    "--recompute",
   ]);
   assert.ok(o !== "help");
   assert.equal(o.config, "config/models/llama-20m");
   assert.deepEqual([o.batch, o.seqLen, o.warmup, o.steps, o.lr, o.seed], [8, 256, 3, 10, 3e-4, 9]);
-  assert.deepEqual([o.device, o.python, o.threads, o.workDir, o.json], [
+  assert.deepEqual([o.device, o.python, o.threads, o.workDir, o.json, o.recompute], [
     "cuda",
     "/opt/py",
     2,
     "/tmp/x",
+    true,
     true,
   ]);
 });

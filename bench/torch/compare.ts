@@ -52,7 +52,8 @@ export interface ComparisonRun {
 export function describeRun(options: CompareOptions, params: number): string {
   return `${options.config}: ${(params / 1e6).toFixed(2)}M params, batch ${options.batch} x ` +
     `${options.seqLen} tokens from ${options.data}, seed ${options.seed}, AdamW lr ${options.lr}, ` +
-    `${options.warmup} warm-up + ${options.steps} timed steps`;
+    `${options.warmup} warm-up + ${options.steps} timed steps` +
+    (options.recompute ? ", our activations recomputed" : "");
 }
 
 /** A line naming what one side ran on. */
@@ -105,7 +106,13 @@ export async function runComparison(
     let ours: StepReport;
     {
       using rt = await GpuRuntime.create();
-      ours = await runEngineSteps(rt, { ...shape, modelDir, tokens, signal: io.signal });
+      ours = await runEngineSteps(rt, {
+        ...shape,
+        modelDir,
+        tokens,
+        recompute: options.recompute,
+        signal: io.signal,
+      });
     }
     io.write(`engine:  ${describeSide(ours)}`);
     if (python === null) {

@@ -27,6 +27,8 @@ export interface EngineStepOptions {
   steps: number;
   /** Constant learning rate. */
   lr: number;
+  /** Recompute activations in the backward (default false), as `deno task train --recompute`. */
+  recompute?: boolean;
   /** AdamW settings (default: Psyche's, as `deno task train`). */
   adamw?: AdamWConfig;
   /** Milliseconds, monotonic (default `performance.now`). */
@@ -75,6 +77,7 @@ export async function runEngineSteps(
     seqLen,
     slots: 1,
     precision: "f32", // issue 3 compares fp32 training, whatever the adapter offers
+    recompute: options.recompute ?? false,
   });
   const adamw = options.adamw ?? ADAMW_DEFAULTS;
   using optimizer = new AdamW(rt, { size: layout.totalSize, config: adamw });

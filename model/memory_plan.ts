@@ -157,9 +157,10 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   }
   device.push(
     {
-      label: `activations saved for backward (${B}×${T} tokens${
-        input.recompute ? ", recomputed" : ""
-      })`,
+      // Short enough for the plan's label column either way.
+      label: input.recompute
+        ? `activations saved (${B}×${T} tokens, recomputed)`
+        : `activations saved for backward (${B}×${T} tokens)`,
       bytes: activations,
     },
     { label: "backward scratch", bytes: scratch },

@@ -79,7 +79,7 @@ Deno.test("the plan's parameters and activations are what LlamaModel allocates",
     precision: "f32",
     recompute: true,
   }).device.find((i) => i.label.startsWith("activations saved"))!;
-  assert.equal(lean.label, "activations saved for backward (3×8 tokens, recomputed)");
+  assert.equal(lean.label, "activations saved (3×8 tokens, recomputed)");
   assert.equal(lean.bytes, recomputed.activationBytes);
   assert.ok(lean.bytes < saved.bytes);
 });

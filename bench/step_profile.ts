@@ -94,7 +94,7 @@ async function run(profileDispatches: boolean, warmup: number) {
         logitsChunkBytes: rt.profile.logitsChunkBytes,
       },
       runtimeMemoryLimits(rt),
-      { flags: { microBatch: "--batch", seqLen: "--seq-len" } },
+      { flags: { microBatch: "--batch", seqLen: "--seq-len", recompute: "--recompute" } },
     );
     for (const line of plan.lines) console.log(line);
     if (plan.refusal !== null) throw new Error(plan.refusal);

@@ -1,7 +1,7 @@
 /**
  * Where a training step's GPU time goes, kernel by kernel, on whatever adapter this machine has:
  * `deno run -A bench/step_profile.ts [--config DIR] [--batch B] [--seq-len T] [--steps N]
- * [--precision f32|f16] [--tiling rows,cols,wx,wy,depth]`.
+ * [--precision f32|f16] [--recompute] [--tiling rows,cols,wx,wy,depth]`.
  *
  * It builds the model of `--config` from seeded weights (no weights file is read or written, so a
  * 1B model starts in seconds), prints the adapter's limits and the memory plan, times `--steps`
@@ -44,6 +44,7 @@ const { values } = parseArgs({
     steps: { type: "string", default: "3" },
     precision: { type: "string", default: "f32" },
     tiling: { type: "string" },
+    recompute: { type: "boolean", default: false },
   },
 });
 const B = Number(values.batch), T = Number(values["seq-len"]), steps = Number(values.steps);
@@ -61,7 +62,9 @@ let t0 = performance.now();
 const weights = initParams(layout, config, 1);
 console.log(
   `${values.config}: ${(layout.paramCount / 1e6).toFixed(2)}M params, ${B}x${T} tokens, ` +
-    `${precision}, seeded init ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    `${precision}${values.recompute ? ", recompute" : ""}, seeded init ${
+      ((performance.now() - t0) / 1000).toFixed(1)
+    } s`,
 );
 
 /** The adapter's own profile with the `--tiling` matmul, or undefined (the adapter's profile). */
@@ -92,6 +95,7 @@ async function run(profileDispatches: boolean, warmup: number) {
         optimizer: "adamw",
         precision,
         logitsChunkBytes: rt.profile.logitsChunkBytes,
+        recompute: values.recompute,
       },
       runtimeMemoryLimits(rt),
       { flags: { microBatch: "--batch", seqLen: "--seq-len", recompute: "--recompute" } },
@@ -108,6 +112,7 @@ async function run(profileDispatches: boolean, warmup: number) {
     seqLen: T,
     slots: 1,
     precision,
+    recompute: values.recompute,
   });
   using optimizer = new AdamW(rt, { size: layout.totalSize, config: ADAMW_DEFAULTS });
   const buildMs = performance.now() - t0;

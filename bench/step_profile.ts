@@ -3,8 +3,9 @@
  * `deno run -A bench/step_profile.ts [--config DIR] [--batch B] [--seq-len T] [--steps N]
  * [--precision f32|f16] [--recompute] [--tiling rows,cols,wx,wy,depth]`.
  *
- * It builds the model of `--config` from seeded weights (no weights file is read or written, so a
- * 1B model starts in seconds), prints the adapter's limits and the memory plan, times `--steps`
+ * It builds the model of `--config` from quick pseudo-random weights (uniform with the init's
+ * variance: timing does not depend on the values, and the seeded normals of `initParams` take a
+ * minute for a 1B model; no weights file is read or written), prints the adapter's limits and the memory plan, times `--steps`
  * plain AdamW steps (the step `deno task train` runs), then reruns them on a profiled runtime
  * (shaders/dispatch_profile.ts: every dispatch in a timed pass of its own) and prints each
  * pipeline's share of the GPU time, the kernel families' shares, and the sum against the plain
@@ -17,7 +18,6 @@
 import { parseArgs } from "node:util";
 import {
   formatMemoryPlan,
-  initParams,
   LlamaModel,
   llamaParamLayout,
   type ModelPrecision,
@@ -59,10 +59,10 @@ const config = await readLlamaConfig(`${values.config}/config.json`);
 const layout = llamaParamLayout(config);
 const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 7919 + 11) % config.vocabSize);
 let t0 = performance.now();
-const weights = initParams(layout, config, 1);
+const weights = quickWeights();
 console.log(
   `${values.config}: ${(layout.paramCount / 1e6).toFixed(2)}M params, ${B}x${T} tokens, ` +
-    `${precision}${values.recompute ? ", recompute" : ""}, seeded init ${
+    `${precision}${values.recompute ? ", recompute" : ""}, init ${
       ((performance.now() - t0) / 1000).toFixed(1)
     } s`,
 );
@@ -75,6 +75,30 @@ async function chosenProfile(): Promise<TuningProfile | undefined> {
   return { ...profileFor(adapter.info), matmul: parseTiling(values.tiling) };
 }
 const profile = await chosenProfile();
+
+/**
+ * Weights for timing only: xorshift32 uniforms in ±√3·σ (the variance of HF's normal init), norm
+ * gains 1. About 20x faster than the seeded normals.
+ */
+function quickWeights(): Float32Array {
+  const flat = new Float32Array(layout.totalSize);
+  const half = Math.sqrt(3) * config.initializerRange;
+  let x = 2463534242;
+  for (const e of layout.entries) {
+    const view = flat.subarray(e.offset, e.offset + e.size);
+    if (e.init === "ones") {
+      view.fill(1);
+      continue;
+    }
+    for (let i = 0; i < view.length; i++) {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      view[i] = ((x >>> 0) / 4294967296 * 2 - 1) * half;
+    }
+  }
+  return flat;
+}
 
 /** Runs `warmup + steps` AdamW steps on a fresh runtime; the wall time of each timed one. */
 async function run(profileDispatches: boolean, warmup: number) {

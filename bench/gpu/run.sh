@@ -43,26 +43,44 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
     --config "$2" --batch "$3" --seq-len "$4" --device cuda --warmup 3 --steps 20 --json
 }
 # Parts to run: the arguments, or every part (in this order: the most wanted first).
-parts=${*:-"matmul steps distro profile matmul-f16 1b"}
+parts=${*:-"matmul steps distro sweep profile matmul-f16 1b 1b-torch"}
+best=""
 for part in $parts; do
   case $part in
   matmul) run 60 matmul-f32.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 ;;
   matmul-f16) run 45 matmul-f16.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 --f16 ;;
+  sweep)
+    # Time the tilings worth trying; the one with the least time over the three layouts is the
+    # candidate the profile part tries on a whole step.
+    run 60 matmul-sweep.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 10 --sweep
+    best=$(awk '/^tiling /{t=$2} / GFLOP\/s/{ms[t]+=$4} END{for(t in ms) print ms[t], t}' \
+      "$out/matmul-sweep.txt" | sort -n | head -1 | cut -d' ' -f2)
+    echo "fastest tiling over nn+nt+tn: ${best:-none}" | tee -a "$out/matmul-sweep.txt"
+    ;;
   steps)
     step 90 config/models/llama-20m 4 256
     step 120 config/models/llama-20m 16 1024
     ;;
   distro) run 60 distro.txt $deno_run optimizer/distro_bench.ts --large ;;
   profile)
-    run 90 profile-20m.txt sh -c "$deno_run bench/step_profile.ts --batch 4 --seq-len 256 &&
-      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024"
+    tiled=""
+    [ -n "$best" ] && tiled="&& $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --tiling $best"
+    run 120 profile-20m.txt sh -c "$deno_run bench/step_profile.ts --batch 4 --seq-len 256 &&
+      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 $tiled"
     ;;
   1b)
-    run 100 profile-1b.txt $deno_run bench/step_profile.ts --config config/models/llama-1b \
-      --batch 1 --seq-len 128 --steps 2
+    run 100 profile-1b.txt sh -c "$deno_run bench/step_profile.ts --config config/models/llama-1b \
+      --batch 1 --seq-len 128 --steps 2 &&
+      $deno_run bench/step_profile.ts --config config/models/llama-1b --batch 1 --seq-len 128 \
+      --steps 2 --recompute"
+    ;;
+  1b-torch)
     run 150 step-llama-1b-1x128.txt $deno_run bench/torch/compare.ts \
       --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3
     ;;
-  *) echo "unknown part $part (matmul, matmul-f16, steps, distro, profile, 1b)" && exit 2 ;;
+  *)
+    echo "unknown part $part (matmul, matmul-f16, sweep, steps, distro, profile, 1b, 1b-torch)"
+    exit 2
+    ;;
   esac
 done

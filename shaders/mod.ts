@@ -58,7 +58,7 @@ export {
   matmulVariants,
 } from "./matmul.ts";
 export { Elementwise, type ElementwiseOp } from "./elementwise.ts";
-export { CastF16, toF16Kernel } from "./cast.ts";
+export { CastBf16, CastF16, toBf16Kernel, toF16Kernel } from "./cast.ts";
 export { CHUNK_ITEMS, SumOfSquares, type SumsqInput } from "./sumsq.ts";
 export {
   Embedding,

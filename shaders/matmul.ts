@@ -88,7 +88,9 @@ export interface MatmulArgs {
   /**
    * Storage type of A and B (default `"f32"`), or of each (`{ a: "f32", b: "f16" }`: f32
    * gradients times f16 weights). `"f16"` halves an operand's memory traffic (weights kept in half
-   * precision) and needs the device's `shader-f16` (`rt.hasF16`); products and sums stay f32.
+   * precision) and needs the device's `shader-f16` (`rt.hasF16`). `"bf16"` (bfloat16, `Uint16Array`
+   * bits on the host, element 2i in the low half of word i) does the same on any adapter, with f32's
+   * range and 8 bits of mantissa. Products and sums stay f32.
    */
   readonly inputType?: MatmulOperandTypes;
   /**
@@ -154,8 +156,8 @@ export class Matmul {
     }
     const types = operandTypes(args.inputType ?? "f32");
     for (const t of [types.a, types.b]) {
-      if (t !== "f32" && t !== "f16") {
-        throw new RangeError(`matmul: inputType must be "f32" or "f16", got ${t}`);
+      if (t !== "f32" && t !== "f16" && t !== "bf16") {
+        throw new RangeError(`matmul: inputType must be "f32", "f16" or "bf16", got ${t}`);
       }
     }
     if ((types.a === "f16" || types.b === "f16") && !this.#rt.hasF16) {
@@ -164,7 +166,7 @@ export class Matmul {
           `"${this.#rt.info.description}" does not provide (or was not requested)`,
       );
     }
-    const bytes = (t: MatmulInputType) => t === "f16" ? 2 : 4;
+    const bytes = elementBytes;
     const type = types.a === types.b ? types.a : `${types.a}x${types.b}`;
     const s = strides(args);
     requireDims("matmul", { strideA: s.a, strideB: s.b, strideC: s.c }, { allowZero: true });
@@ -330,7 +332,7 @@ export class Matmul {
   ): TensorView {
     const { rows, cols, batch, type } = t;
     // Rounded up to 16 bytes so the vec4 view covers every element.
-    const bytes = Math.ceil((batch * rows * cols * (type === "f16" ? 2 : 4)) / 16) * 16;
+    const bytes = Math.ceil((batch * rows * cols * elementBytes(type)) / 16) * 16;
     let buffer = this.#scratch[slot];
     if (!buffer || buffer.size < bytes) {
       // The old scratch may already be bound by dispatches of this step: retire, don't destroy.
@@ -396,6 +398,11 @@ function vec4Usable(
   const along = layout === "tn" ? args.m % 4 === 0 && tiling.rows % 4 === 0 : args.k % 4 === 0;
   return along && args.n % 4 === 0 && s.a % 4 === 0 && s.b % 4 === 0 && s.c % 4 === 0 &&
     aligned16(args.a) && aligned16(args.b) && aligned16(args.c);
+}
+
+/** Bytes of one stored operand element. */
+function elementBytes(t: MatmulInputType): number {
+  return t === "f32" ? 4 : 2;
 }
 
 function strides(args: MatmulArgs): { a: number; b: number; c: number } {

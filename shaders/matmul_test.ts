@@ -12,8 +12,22 @@ import {
 } from "./matmul.ts";
 import { CPU_PROFILE, GPU_PROFILE, type MatmulTiling } from "./profile.ts";
 import { matmulRef } from "./reference/matmul.ts";
+import { bf16RoundRef, bf16Value } from "./reference/cast.ts";
 import { assertClose, F32_EPS, randomF32 } from "./testing/kernels.ts";
 import { GpuStageError } from "./errors.ts";
+
+/** bf16 bits of f32 values (round to nearest even), padded to whole u32 words. */
+function bf16Bits(x: Float32Array): Uint16Array {
+  const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
+  const out = new Uint16Array(x.length + (x.length % 2));
+  for (let i = 0; i < x.length; i++) out[i] = bf16RoundRef(bits[i]);
+  return out;
+}
+
+/** The bf16 value nearest `x` (an f32). */
+function bf16Round(x: number): number {
+  return bf16Value(bf16RoundRef(new Uint32Array(new Float32Array([x]).buffer)[0]));
+}
 
 interface Case {
   m: number;
@@ -47,8 +61,9 @@ async function runCase(
 ): Promise<MatmulVariant | undefined> {
   const batch = c.batch ?? 1;
   const types = typeof inputType === "string" ? { a: inputType, b: inputType } : inputType;
-  // f16 inputs: the reference multiplies the same (rounded) values, so the tolerance is unchanged.
-  const round = (x: Float32Array, t: MatmulInputType) => t === "f16" ? x.map(Math.f16round) : x;
+  // 16-bit inputs: the reference multiplies the same (rounded) values, so the tolerance is f32's.
+  const round = (x: Float32Array, t: MatmulInputType) =>
+    t === "f16" ? x.map(Math.f16round) : t === "bf16" ? x.map(bf16Round) : x;
   const a = round(randomF32(seed, batch * c.m * c.k), types.a);
   const b = round(randomF32(seed + 1, batch * c.k * c.n), types.b);
   const old = randomF32(seed + 2, batch * c.m * c.n);
@@ -56,6 +71,8 @@ async function runCase(
   const upload = (label: string, x: Float32Array, t: MatmulInputType) =>
     t === "f16"
       ? rt.buffer(label, new Uint16Array(new Float16Array(x).buffer))
+      : t === "bf16"
+      ? rt.buffer(label, bf16Bits(x))
       : rt.buffer(label, x);
   const ga = upload("a", a, types.a), gb = upload("b", b, types.b), gc = rt.buffer("c", old);
   const args: MatmulArgs = { ...args0, a: ga, b: gb, c: gc, inputType, variant };
@@ -202,6 +219,35 @@ Deno.test("matmul with one f16 and one f32 operand matches the reference", async
     using mm = new Matmul(rt, SMALL_REGISTER);
     const seen = await runAll(rt, mm, types);
     assert.deepEqual([...seen].sort(), CPU_DEFAULTS);
+    await runAll(rt, new Matmul(rt, GPU_PROFILE.matmul), types);
+  }
+});
+
+Deno.test("matmul with bf16 inputs matches the reference on both profiles and every variant", async (t) => {
+  using rt = await GpuRuntime.create();
+  await t.step("CPU profile: the variants it picks", async () => {
+    using mm = new Matmul(rt, CPU_PROFILE.matmul);
+    assert.deepEqual([...await runAll(rt, mm, "bf16")].sort(), CPU_DEFAULTS);
+  });
+  await t.step("register tiling (8×16): every CPU variant forced", async () => {
+    using mm = new Matmul(rt, SMALL_REGISTER);
+    for (const variant of CPU_VARIANTS) {
+      assert.deepEqual([...await runAll(rt, mm, "bf16", variant)], [variant]);
+    }
+  });
+  await t.step("GPU profile (tiled), and a small odd tile", async () => {
+    await runAll(rt, new Matmul(rt, GPU_PROFILE.matmul), "bf16");
+    const odd: MatmulTiling = { strategy: "tiled", rows: 3, cols: 2, workgroup: [4, 8], depth: 5 };
+    await runAll(rt, new Matmul(rt, odd), "bf16");
+  });
+});
+
+Deno.test("matmul with one bf16 and one f32 operand matches the reference", async () => {
+  using rt = await GpuRuntime.create();
+  for (const types of [{ a: "f32", b: "bf16" }, { a: "bf16", b: "f32" }] as const) {
+    using mm = new Matmul(rt, SMALL_REGISTER);
+    assert.deepEqual([...await runAll(rt, mm, types)].sort(), CPU_DEFAULTS);
+    assert.deepEqual([...await runAll(rt, mm, types, "transposed")], ["transposed"]);
     await runAll(rt, new Matmul(rt, GPU_PROFILE.matmul), types);
   }
 });

@@ -17,8 +17,12 @@ import type { MatmulTiling } from "./profile.ts";
 /** Operand layout: which of A and B are stored transposed. */
 export type MatmulLayout = "nn" | "nt" | "tn";
 
-/** Storage type of the operands A and B (C is always f32; f16 needs `shader-f16`). */
-export type MatmulInputType = "f32" | "f16";
+/**
+ * Storage type of the operands A and B (C is always f32). f16 needs `shader-f16`; bf16 (bfloat16:
+ * the top half of an f32) has no WGSL type and is stored as u32 words of two elements, element
+ * `2i` in the low half, widened by a shift or mask (`bitcast<f32>(w << 16u)`).
+ */
+export type MatmulInputType = "f32" | "f16" | "bf16";
 
 /** Storage types of A and B: one for both, or each its own (f16 weights times f32 gradients). */
 export type MatmulOperandTypes = MatmulInputType | {
@@ -33,23 +37,55 @@ export function operandTypes(
   return typeof types === "string" ? { a: types, b: types } : { a: types.a, b: types.b };
 }
 
-/** WGSL spellings for an operand storage type: scalar type and loads widened to f32. */
-function spell(type: MatmulInputType) {
-  const f16 = type === "f16";
-  return {
-    t: type,
-    s: (x: string) => f16 ? `f32(${x})` : x,
-    v: (x: string) => f16 ? `vec4<f32>(${x})` : x,
-  };
+/**
+ * WGSL spellings for operand binding `name` of a storage type: the array element types of scalar
+ * (`t`) and vec4 (`t4`) bindings, and loads of element `i` widened to f32 (`s`: scalar binding,
+ * `v`: vec4 `i` of a vec4 binding).
+ */
+function spell(type: MatmulInputType, name: string) {
+  switch (type) {
+    case "f32":
+      return {
+        t: "f32",
+        t4: "vec4<f32>",
+        s: (i: string) => `${name}[${i}]`,
+        v: (i: string) => `${name}[${i}]`,
+      };
+    case "f16":
+      return {
+        t: "f16",
+        t4: "vec4<f16>",
+        s: (i: string) => `f32(${name}[${i}])`,
+        v: (i: string) => `vec4<f32>(${name}[${i}])`,
+      };
+    case "bf16":
+      // Four bf16 are two words (vec2<u32>), so vec4 indices are the same as f32's.
+      return {
+        t: "u32",
+        t4: "vec2<u32>",
+        s: (i: string) => `bf16_at(${name}[(${i}) / 2u], ${i})`,
+        v: (i: string) => `bf16x4(${name}[${i}])`,
+      };
+  }
 }
 
-/** Spellings of A (`a`) and B (`b`), and the `enable f16;` header when either is f16. */
+/** Widening of bf16 words: element `i` of its pair in `w`, and the four elements of `w`. */
+const BF16_LOADS = `fn bf16_at(w: u32, i: u32) -> f32 {
+  return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (i & 1u) == 1u));
+}
+fn bf16x4(w: vec2<u32>) -> vec4<f32> {
+  return bitcast<vec4<f32>>(vec4<u32>(w.x << 16u, w.x & 0xffff0000u, w.y << 16u, w.y & 0xffff0000u));
+}
+`;
+
+/** Spellings of A (`a`) and B (`b`), and the header: `enable f16;`, the bf16 loads. */
 function elem(types: MatmulOperandTypes) {
   const t = operandTypes(types);
+  const any = (x: MatmulInputType) => t.a === x || t.b === x;
   return {
-    a: spell(t.a),
-    b: spell(t.b),
-    header: t.a === "f16" || t.b === "f16" ? "enable f16;\n" : "",
+    a: spell(t.a, "a"),
+    b: spell(t.b, "b"),
+    header: (any("f16") ? "enable f16;\n" : "") + (any("bf16") ? BF16_LOADS : ""),
   };
 }
 
@@ -94,11 +130,11 @@ export function outerKernel(
     i: number,
   ) => `min(r0 + ${i}u, p.m - 1u)`;
   const aLoad = layout === "nn"
-    ? (i: number) => e.a.s(`a[ab + ra${i} + kk]`)
-    : (i: number) => e.a.s(`a[ak + ra${i}]`);
+    ? (i: number) => e.a.s(`ab + ra${i} + kk`)
+    : (i: number) => e.a.s(`ak + ra${i}`);
   return `${e.header}${PARAMS}
 @group(0) @binding(1) var<storage, read> a: array<${e.a.t}>;
-@group(0) @binding(2) var<storage, read> b: array<vec4<${e.b.t}>>;
+@group(0) @binding(2) var<storage, read> b: array<${e.b.t4}>;
 @group(0) @binding(3) var<storage, read_write> c: array<vec4<f32>>;
 
 @compute @workgroup_size(${wx}, ${wy})
@@ -123,7 +159,7 @@ ${
   for (var kk = 0u; kk < p.k; kk++) {
     let bk = bb + kk * nv;
     let ak = ab + kk * p.m;
-${J.map((j) => `    let b${j} = ${e.b.v(`b[bk + cc${j}]`)};`).join("\n")}
+${J.map((j) => `    let b${j} = ${e.b.v(`bk + cc${j}`)};`).join("\n")}
 ${
     I.map((i) =>
       `    { let s = vec4<f32>(${aLoad(i)});\n` +
@@ -153,8 +189,8 @@ export function dotKernel(t: MatmulTiling, type: MatmulOperandTypes = "f32"): st
   const [wx, wy] = t.workgroup;
   const I = range(tm), J = range(tn);
   return `${e.header}${PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<vec4<${e.a.t}>>;
-@group(0) @binding(2) var<storage, read> b: array<vec4<${e.b.t}>>;
+@group(0) @binding(1) var<storage, read> a: array<${e.a.t4}>;
+@group(0) @binding(2) var<storage, read> b: array<${e.b.t4}>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 
 @compute @workgroup_size(${wx}, ${wy})
@@ -170,10 +206,10 @@ ${I.map((i) => `  let ra${i} = ab + min(r0 + ${i}u, p.m - 1u) * kv;`).join("\n")
 ${J.map((j) => `  let rb${j} = bb + min(c0 + ${j}u, p.n - 1u) * kv;`).join("\n")}
 ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = vec4<f32>();`)).join("\n")}
   for (var kk = 0u; kk < kv; kk++) {
-${J.map((j) => `    let b${j} = ${e.b.v(`b[rb${j} + kk]`)};`).join("\n")}
+${J.map((j) => `    let b${j} = ${e.b.v(`rb${j} + kk`)};`).join("\n")}
 ${
     I.map((i) =>
-      `    { let s = ${e.a.v(`a[ra${i} + kk]`)};\n` +
+      `    { let s = ${e.a.v(`ra${i} + kk`)};\n` +
       J.map((j) => `      acc${i}_${j} = fma(s, b${j}, acc${i}_${j});`).join("\n") + "\n    }"
     ).join("\n")
   }
@@ -234,10 +270,10 @@ ${
       .join("\n")
   }
   for (var kk = 0u; kk < p.k; kk++) {
-${J.map((j) => `    let b${j} = ${e.b.s(`b[bb + ${bIndex(layout, "kk", `q${j}`)}]`)};`).join("\n")}
+${J.map((j) => `    let b${j} = ${e.b.s(`bb + ${bIndex(layout, "kk", `q${j}`)}`)};`).join("\n")}
 ${
     I.map((i) =>
-      `    { let s = ${e.a.s(`a[ab + ${aIndex(layout, `ri${i}`, "kk")}]`)};\n` +
+      `    { let s = ${e.a.s(`ab + ${aIndex(layout, `ri${i}`, "kk")}`)};\n` +
       J.map((j) => `      acc${i}_${j} = fma(s, b${j}, acc${i}_${j});`).join("\n") + "\n    }"
     ).join("\n")
   }
@@ -309,7 +345,7 @@ ${
       let r = row0 + mm;
       let k = k0 + kk;
       var v = 0.0;
-      if (r < p.m && k < p.k) { v = ${e.a.s(`a[ab + ${aIndex(layout, "r", "k")}]`)}; }
+      if (r < p.m && k < p.k) { v = ${e.a.s(`ab + ${aIndex(layout, "r", "k")}`)}; }
       As[kk * ${bm}u + mm] = v;
     }
     for (var e = li; e < ${bn * bk}u; e += ${threads}u) {
@@ -318,7 +354,7 @@ ${
       let q = col0 + nn;
       let k = k0 + kk;
       var v = 0.0;
-      if (q < p.n && k < p.k) { v = ${e.b.s(`b[bb + ${bIndex(layout, "k", "q")}]`)}; }
+      if (q < p.n && k < p.k) { v = ${e.b.s(`bb + ${bIndex(layout, "k", "q")}`)}; }
       Bs[kk * ${bn}u + nn] = v;
     }
     workgroupBarrier();
@@ -357,14 +393,26 @@ export function transposeKernel(
   workgroup: readonly [number, number],
   type: MatmulInputType = "f32",
 ): string {
-  const e = { ...spell(type), header: elem(type).header };
+  const e = spell(type, "src");
   const [wx, wy] = workgroup;
   const rows = [0, 1, 2, 3];
   const lanes = ["x", "y", "z", "w"];
-  return `${e.header}struct TransposeParams { rows: u32, cols: u32, stride_in: u32, stride_out: u32 }
+  // Output row i of the block gathers lane i of the four input rows. bf16 vec4s are two words:
+  // lane i is half i % 2 of word i / 2, and the gathered lanes are packed back in pairs.
+  const half = (r: number, i: number) => {
+    const w = `r${r}.${i < 2 ? "x" : "y"}`;
+    return i % 2 === 0 ? `(${w} & 0xffffu)` : `(${w} >> 16u)`;
+  };
+  const gather = (l: string, i: number) =>
+    type === "bf16"
+      ? `vec2<u32>(${half(0, i)} | (${half(1, i)} << 16u), ${half(2, i)} | (${half(3, i)} << 16u))`
+      : `${e.t4}(r0.${l}, r1.${l}, r2.${l}, r3.${l})`;
+  return `${
+    type === "f16" ? "enable f16;\n" : ""
+  }struct TransposeParams { rows: u32, cols: u32, stride_in: u32, stride_out: u32 }
 @group(0) @binding(0) var<uniform> p: TransposeParams;
-@group(0) @binding(1) var<storage, read> src: array<vec4<${e.t}>>;
-@group(0) @binding(2) var<storage, read_write> dst: array<vec4<${e.t}>>;
+@group(0) @binding(1) var<storage, read> src: array<${e.t4}>;
+@group(0) @binding(2) var<storage, read_write> dst: array<${e.t4}>;
 
 @compute @workgroup_size(${wx}, ${wy})
 fn main(@builtin(global_invocation_id) g: vec3<u32>) {
@@ -374,12 +422,7 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   let sb = g.z * (p.stride_in / 4u);
   let db = g.z * (p.stride_out / 4u);
 ${rows.map((r) => `  let r${r} = src[sb + (g.y * 4u + ${r}u) * cv + g.x];`).join("\n")}
-${
-    lanes.map((l, i) =>
-      `  dst[db + (g.x * 4u + ${i}u) * rv + g.y] = vec4<${e.t}>(r0.${l}, r1.${l}, r2.${l}, r3.${l});`
-    )
-      .join("\n")
-  }
+${lanes.map((l, i) => `  dst[db + (g.x * 4u + ${i}u) * rv + g.y] = ${gather(l, i)};`).join("\n")}
 }
 `;
 }
@@ -419,19 +462,19 @@ export function vec4Kernel(
     // One K index per step: A[k, m] gives rows as vec4 lanes, B[k, n] columns as vec4 lanes.
     setup = range(tm / 4).map((q) => `  let ra${q} = min(r0 / 4u + ${q}u, mv - 1u);`);
     loads = [
-      ...range(tm / 4).map((q) => `let a${q} = ${e.a.v(`a[ab + kk * mv + ra${q}]`)};`),
-      ...J.map((j) => `let b${j}_0 = ${e.b.v(`b[bb + kk * nv + cc${j}]`)};`),
+      ...range(tm / 4).map((q) => `let a${q} = ${e.a.v(`ab + kk * mv + ra${q}`)};`),
+      ...J.map((j) => `let b${j}_0 = ${e.b.v(`bb + kk * nv + cc${j}`)};`),
     ];
     aAt = (i) => `a${Math.floor(i / 4)}.${L[i % 4]}`;
     bAt = (j) => `b${j}_0`;
   } else {
     setup = I.map((i) => `  let ra${i} = ab + min(r0 + ${i}u, p.m - 1u) * kv;`);
-    loads = I.map((i) => `let a${i} = ${e.a.v(`a[ra${i} + kk / 4u]`)};`);
+    loads = I.map((i) => `let a${i} = ${e.a.v(`ra${i} + kk / 4u`)};`);
     aAt = (i, t) => `a${i}.${L[t]}`;
     if (layout === "nn") {
       // Loaded just before the FMAs of their K index: fewer values live at once.
       stepLoads = (t) =>
-        J.map((j) => `let b${j}_${t} = ${e.b.v(`b[bb + (kk + ${t}u) * nv + cc${j}]`)};`);
+        J.map((j) => `let b${j}_${t} = ${e.b.v(`bb + (kk + ${t}u) * nv + cc${j}`)};`);
       bAt = (j, t) => `b${j}_${t}`;
     } else {
       // nt: B[n, k], one vec4 along K per output column q = 4·cc + l.
@@ -441,15 +484,15 @@ export function vec4Kernel(
         ),
       );
       loads.push(
-        ...J.flatMap((j) => T.map((l) => `let q${j}_${l} = ${e.b.v(`b[rb${j}_${l} + kk / 4u]`)};`)),
+        ...J.flatMap((j) => T.map((l) => `let q${j}_${l} = ${e.b.v(`rb${j}_${l} + kk / 4u`)};`)),
       );
       bAt = (j, t) => `vec4<f32>(${T.map((l) => `q${j}_${l}.${L[t]}`).join(", ")})`;
     }
   }
   const steps = layout === "tn" ? [0] : T;
   return `${e.header}${PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<vec4<${e.a.t}>>;
-@group(0) @binding(2) var<storage, read> b: array<vec4<${e.b.t}>>;
+@group(0) @binding(1) var<storage, read> a: array<${e.a.t4}>;
+@group(0) @binding(2) var<storage, read> b: array<${e.b.t4}>;
 @group(0) @binding(3) var<storage, read_write> c: array<vec4<f32>>;
 
 @compute @workgroup_size(${wx}, ${wy})

@@ -2,8 +2,9 @@
  * The half-precision copies of the weights that mixed-precision training multiplies with: the
  * f32 masters stay in the flat parameter buffer (model/params.ts), where the optimizer and the
  * DisTrO apply update them; before each step's first forward pass, every matmul weight is
- * converted into one f16 buffer, which the forward and backward matmuls read at half the memory
- * traffic. Gradients never pass through f16.
+ * converted into one f16 (or bf16) buffer, which the forward and backward matmuls read at half
+ * the memory traffic. Gradients never pass through f16. Both 16-bit types have the same layout
+ * (two elements per u32 word), so only the conversion and the matmuls' operand type differ.
  *
  * Offsets in the f16 buffer are multiples of {@link HALF_ALIGN} elements (256 bytes, WebGPU's
  * storage-binding alignment), so they differ from the f32 layout's.
@@ -19,6 +20,9 @@ import {
   type ParamLayout,
 } from "./params.ts";
 import type { GpuRuntime, TensorView } from "../shaders/mod.ts";
+
+/** The 16-bit storage types of mixed precision. */
+export type HalfType = "f16" | "bf16";
 
 /** f16 offsets are multiples of this many elements (256 bytes). */
 export const HALF_ALIGN = 128;
@@ -61,26 +65,32 @@ export function halfLayout(
   return { entries, total };
 }
 
-/** The conversion the refresh runs (model/llama_kernels.ts `castF16`). */
+/** The conversion the refresh runs (model/llama_kernels.ts `castF16` or `castBf16`). */
 export type CastToF16 = (
   pass: GPUComputePassEncoder,
   a: { x: TensorView; out: TensorView; n: number },
 ) => void;
 
-/** f16 copies of a model's matmul weights, in one GPU buffer. Dispose to free it. */
+/** f16 (or bf16) copies of a model's matmul weights, in one GPU buffer. Dispose to free it. */
 export class HalfWeights implements Disposable {
   /** The f16 buffer. */
   readonly buffer: GPUBuffer;
+  /** Storage type of the copies (the matmuls' operand type). */
+  readonly type: HalfType;
   readonly #rt: GpuRuntime;
   readonly #layout: ParamLayout;
   readonly #entries: Map<string, HalfEntry>;
 
-  constructor(rt: GpuRuntime, options: { layout: ParamLayout; names: readonly string[] }) {
+  constructor(
+    rt: GpuRuntime,
+    options: { layout: ParamLayout; names: readonly string[]; type?: HalfType },
+  ) {
     this.#rt = rt;
+    this.type = options.type ?? "f16";
     this.#layout = options.layout;
     const { entries, total } = halfLayout(options.layout, options.names);
     this.#entries = entries;
-    this.buffer = rt.buffer("llama f16 weights", total * 2);
+    this.buffer = rt.buffer(`llama ${this.type} weights`, total * 2);
   }
 
   /** Bytes of the f16 buffer. */

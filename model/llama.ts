@@ -26,6 +26,7 @@
  *
  * Precision `"f16"` is mixed precision (docs/kernels.md): f32 masters, gradients and optimizer
  * state; f16 copies of the matmul weights (model/half_weights.ts) and of h1, h2 and act.
+ * `"bf16"` is the same with bfloat16 copies (any adapter).
  *
  * With `recompute` (model/recompute.ts) the layers share one activation set: the backward
  * re-runs each layer's forward from its saved input `x[l]` just before that layer's backward.
@@ -86,7 +87,7 @@ export interface LlamaModelOptions {
    * read f16 copies of the weights made at each step's first forward and f16 copies of the
    * activations only matmuls read (the normed inputs and the SwiGLU output), saved for the
    * backward in half the memory; gradients, every sum, softmax, cross-entropy and RMSNorm
-   * statistics stay f32.
+   * statistics stay f32. `"bf16"` is the same with bfloat16 copies, on any adapter.
    */
   precision?: ModelPrecision;
   /**
@@ -181,8 +182,10 @@ export class LlamaModel implements Disposable {
       );
     }
     const precision = options.precision ?? "f32";
-    if (precision !== "f32" && precision !== "f16") {
-      throw new RangeError(`precision must be "f32" or "f16", got ${JSON.stringify(precision)}`);
+    if (precision !== "f32" && precision !== "f16" && precision !== "bf16") {
+      throw new RangeError(
+        `precision must be "f32", "f16" or "bf16", got ${JSON.stringify(precision)}`,
+      );
     }
     if (precision === "f16" && !rt.hasF16) {
       throw new RangeError(
@@ -217,8 +220,9 @@ export class LlamaModel implements Disposable {
     };
     this.params = this.#buffer("params", 0, weights);
     this.#weightsBuffer = this.params;
-    if (precision === "f16") {
-      this.#half = new HalfWeights(rt, { layout, names: matmulWeightNames(config) });
+    if (precision !== "f32") {
+      const names = matmulWeightNames(config);
+      this.#half = new HalfWeights(rt, { layout, names, type: precision });
       this.#tmp32 = f32("f32 before f16 copy", N * Math.max(C, F));
     }
     this.grads = f32("grads", layout.totalSize);
@@ -463,12 +467,12 @@ export class LlamaModel implements Disposable {
 
   /** Storage type of a saved activation or scratch buffer. */
   #type(b: GPUBuffer): MatmulInputType {
-    return this.#halfActs.has(b) ? "f16" : "f32";
+    return this.#halfActs.has(b) ? this.precision : "f32";
   }
 
   /** The matmul operand of weight `name`: its f16 copy in mixed precision, else the master. */
   #mw(name: string): { view: TensorView; type: MatmulInputType } {
-    if (this.#half) return { view: this.#half.view(name), type: "f16" };
+    if (this.#half) return { view: this.#half.view(name), type: this.#half.type };
     return { view: this.#view(this.#weightsBuffer, name), type: "f32" };
   }
 
@@ -488,7 +492,13 @@ export class LlamaModel implements Disposable {
     }
     const tmp = this.#tmp32!;
     produce(tmp);
-    this.#k.castF16(pass, { x: tmp, out: target, n });
+    this.#cast(pass, { x: tmp, out: target, n });
+  }
+
+  /** f32 → the 16-bit type of this precision (f16 or bf16). */
+  #cast(pass: GPUComputePassEncoder, a: { x: TensorView; out: TensorView; n: number }): void {
+    if (this.precision === "bf16") this.#k.castBf16(pass, a);
+    else this.#k.castF16(pass, a);
   }
 
   /** `out [N, outDim] = x [N, inDim] · Wᵀ` for layer l's tensor `name` (W `[outDim, inDim]`). */
@@ -611,7 +621,7 @@ export class LlamaModel implements Disposable {
       // The masters may have changed since the last step (optimizer, DisTrO apply, writeParams).
       this.#half.encodeRefresh(pass, {
         params: this.#weightsBuffer,
-        cast: (p, a) => k.castF16(p, a),
+        cast: (p, a) => this.#cast(p, a),
         maxBindingBytes: this.#rt.limits.maxStorageBufferBindingSize,
       });
       this.#refreshedIn = step;

@@ -175,6 +175,8 @@ export interface LlamaKernels {
    * saved activations of mixed precision.
    */
   castF16(pass: GPUComputePassEncoder, a: { x: TensorView; out: TensorView; n: number }): void;
+  /** out `[n]` bf16 (u32 words of two) = x `[n]` f32, round to nearest even: bf16 precision. */
+  castBf16(pass: GPUComputePassEncoder, a: { x: TensorView; out: TensorView; n: number }): void;
   /** y += x over n values (residual adds, gradient sums). */
   accumulate(pass: GPUComputePassEncoder, a: { x: TensorView; y: TensorView; n: number }): void;
   /** out `[1]` = Σ input² over n values, in a fixed order. */

@@ -180,7 +180,7 @@ export class LmHead implements Disposable {
     const k = this.#k;
     const { hiddenSize: C, vocabSize: V } = this.#config;
     const { R, hf, dh, targets, losses, lossScale } = io;
-    const inputType = { a: "f32", b: this.#half ? "f16" : "f32" } as const;
+    const inputType = { a: "f32", b: this.#half?.type ?? "f32" } as const;
     const parts = this.blocks.map((block, i) => ({
       block,
       logits: { buffer: this.#logits, offset: this.#offsets[i], size: R * block.rows * 4 },

@@ -17,7 +17,7 @@
  *                         with recomputation (model/recompute.ts) one layer's set, not L
  * backward scratch        N·(4C + 2H·D + 2KVH·D + 3F) floats
  * LM head                 logits chunk R·V (R ≈ 32 MiB / 4V rows)
- * f16 precision           f16 copies of the matmul weights, f16 saved norm/SwiGLU outputs
+ * f16/bf16 precision      16-bit copies of the matmul weights, 16-bit saved norm/SwiGLU outputs
  * ```
  * Buffers no flag can split (the parameters, gradients and each optimizer state are one buffer
  * each) are checked against `maxBufferSize`; tensors bound whole (layer weights, activations)
@@ -27,6 +27,7 @@
  */
 import { countParameters, type LlamaConfig } from "./hf_config.ts";
 import { llamaTensorShapes, PARAM_ALIGN } from "./params.ts";
+import type { ModelPrecision } from "./precision.ts";
 
 /** What the run will hold. */
 export interface MemoryPlanInput {
@@ -40,8 +41,8 @@ export interface MemoryPlanInput {
   optimizer: "adamw" | "distro";
   /** DisTrO's chunk and top-k (default 64 and 4). */
   distro?: { chunk: number; topk: number };
-  /** Matmul operand storage (f16 adds weight copies, halves some activations). */
-  precision: "f32" | "f16";
+  /** Matmul operand storage (f16 or bf16 adds weight copies, halves some activations). */
+  precision: ModelPrecision;
   /**
    * Recompute activations in the backward (default false): one layer's activation set is kept
    * instead of L (the L+1 residuals stay).
@@ -120,7 +121,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const sizes = shapes.map(([name, shape]) => ({ name, shape, size: product(shape) }));
   const P = sizes.reduce((s, t) => s + Math.ceil(t.size / PARAM_ALIGN) * PARAM_ALIGN, 0);
   const largestTensor = sizes.reduce((a, b) => (b.size > a.size ? b : a));
-  const half = input.precision === "f16";
+  const half = input.precision !== "f32";
   const mmBytes = half ? 2 : F32; // activations only matmuls read
   const perLayer = N * C * mmBytes * 2 + // h1, h2
     N * F * mmBytes + // act
@@ -174,8 +175,8 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     )
       .reduce((s, t) => s + t.size, 0);
     device.push(
-      { label: "f16 copies of the matmul weights", bytes: 2 * matmul },
-      { label: "f32 staging before f16 copies", bytes: F32 * N * Math.max(C, F) },
+      { label: `${input.precision} copies of the matmul weights`, bytes: 2 * matmul },
+      { label: `f32 staging before ${input.precision} copies`, bytes: F32 * N * Math.max(C, F) },
     );
   }
   const host: MemoryItem[] = [{ label: "f32 weights in host memory", bytes: F32 * P }];

@@ -82,6 +82,18 @@ Deno.test("the plan's parameters and activations are what LlamaModel allocates",
   assert.equal(lean.label, "activations saved (3×8 tokens, recomputed)");
   assert.equal(lean.bytes, recomputed.activationBytes);
   assert.ok(lean.bytes < saved.bytes);
+  // bf16 (no device feature needed) saves 16-bit activations and adds the weight copies.
+  const args = { config: TINY, microBatch: 3, seqLen: 8, slots: 2, optimizer: "adamw" } as const;
+  const planBf16 = planMemory({ ...args, precision: "bf16" });
+  using bf16 = new LlamaModel(rt, {
+    ...args,
+    layout,
+    weights: initParams(layout, TINY, 1),
+    precision: "bf16",
+  });
+  const savedBf16 = planBf16.device.find((i) => i.label.startsWith("activations saved"))!;
+  assert.equal(savedBf16.bytes, bf16.activationBytes);
+  assert.ok(planBf16.device.some((i) => i.label === "bf16 copies of the matmul weights"));
 });
 
 Deno.test("a tied model holds one [V, C] matrix, and its f16 head copy is the embedding's", () => {

@@ -9,6 +9,7 @@ import type { LlamaKernels } from "./llama_kernels.ts";
 import { bindingRanges } from "./params.ts";
 import {
   Attention,
+  CastBf16,
   CastF16,
   CHUNK_ITEMS,
   CrossEntropy,
@@ -70,6 +71,7 @@ export function shaderKernels(
   const sumsq = new SumOfSquares(rt);
   const attention = new Attention(rt);
   const cast = new CastF16(rt);
+  const castBf16 = new CastBf16(rt);
   const scratch = new Map<string, GPUBuffer>();
   /** Outgrown scratch, kept until dispose: work already encoded may still bind it. */
   const retired: GPUBuffer[] = [];
@@ -227,6 +229,7 @@ export function shaderKernels(
       });
     },
     castF16: (pass, a) => cast.encode(pass, a),
+    castBf16: (pass, a) => castBf16.encode(pass, a),
     accumulate: (pass, a) => elementwise.axpy(pass, { x: a.x, y: a.y, n: a.n, alpha: 1 }),
     sumSquares: (pass, a) => {
       // One sumsq input per range that fits in a storage binding (whole gradient buffers of

@@ -12,22 +12,9 @@ import {
 } from "./matmul.ts";
 import { CPU_PROFILE, GPU_PROFILE, type MatmulTiling } from "./profile.ts";
 import { matmulRef } from "./reference/matmul.ts";
-import { bf16RoundRef, bf16Value } from "./reference/cast.ts";
+import { bf16Encode, bf16Round } from "./reference/cast.ts";
 import { assertClose, F32_EPS, randomF32 } from "./testing/kernels.ts";
 import { GpuStageError } from "./errors.ts";
-
-/** bf16 bits of f32 values (round to nearest even), padded to whole u32 words. */
-function bf16Bits(x: Float32Array): Uint16Array {
-  const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
-  const out = new Uint16Array(x.length + (x.length % 2));
-  for (let i = 0; i < x.length; i++) out[i] = bf16RoundRef(bits[i]);
-  return out;
-}
-
-/** The bf16 value nearest `x` (an f32). */
-function bf16Round(x: number): number {
-  return bf16Value(bf16RoundRef(new Uint32Array(new Float32Array([x]).buffer)[0]));
-}
 
 interface Case {
   m: number;
@@ -72,7 +59,7 @@ async function runCase(
     t === "f16"
       ? rt.buffer(label, new Uint16Array(new Float16Array(x).buffer))
       : t === "bf16"
-      ? rt.buffer(label, bf16Bits(x))
+      ? rt.buffer(label, bf16Encode(x))
       : rt.buffer(label, x);
   const ga = upload("a", a, types.a), gb = upload("b", b, types.b), gc = rt.buffer("c", old);
   const args: MatmulArgs = { ...args0, a: ga, b: gb, c: gc, inputType, variant };

@@ -1,6 +1,6 @@
 /**
  * Square matmul throughput on whatever adapter this machine has, for real GPUs:
- * `deno run -A bench/matmul_gpu.ts [--size 4096] [--reps 20] [--profile cpu|gpu] [--f16]
+ * `deno run -A bench/matmul_gpu.ts [--size 4096] [--reps 20] [--profile cpu|gpu] [--f16 | --bf16]
  * [--tiling rows,cols,wx,wy,depth]... [--sweep]`.
  * Prints the adapter, then GFLOP/s per layout (mean over `reps` dispatches in one submit) and the
  * max abs error of a few sampled outputs against an f64 dot product, for the profile's tiling, each
@@ -10,6 +10,7 @@
  */
 
 import { parseArgs } from "node:util";
+import { bf16Encode, bf16Round } from "../shaders/reference/cast.ts";
 import { randomF32 } from "../shaders/testing/kernels.ts";
 import {
   CPU_PROFILE,
@@ -29,6 +30,7 @@ const { values } = parseArgs({
     reps: { type: "string", default: "20" },
     profile: { type: "string" },
     f16: { type: "boolean", default: false },
+    bf16: { type: "boolean", default: false },
     tiling: { type: "string", multiple: true },
     sweep: { type: "boolean", default: false },
   },
@@ -64,12 +66,18 @@ const SWEEP = [
 using rt = await GpuRuntime.create({ profile });
 console.log(`adapter: ${rt.adapterName}, f16: ${rt.hasF16}`);
 const n = size;
-const inputType = values.f16 ? "f16" : "f32";
+if (values.f16 && values.bf16) throw new RangeError("--f16 and --bf16 exclude each other");
+const inputType = values.f16 ? "f16" : values.bf16 ? "bf16" : "f32";
 if (values.f16 && !rt.hasF16) throw new Error(`--f16: adapter has no shader-f16`);
-const round = (x: Float32Array) => values.f16 ? x.map(Math.f16round) : x;
+const round = (x: Float32Array) =>
+  values.f16 ? x.map(Math.f16round) : values.bf16 ? x.map(bf16Round) : x;
 const ha = round(randomF32(1, n * n)), hb = round(randomF32(2, n * n));
 const upload = (label: string, x: Float32Array) =>
-  values.f16 ? rt.buffer(label, new Uint16Array(new Float16Array(x).buffer)) : rt.buffer(label, x);
+  values.f16
+    ? rt.buffer(label, new Uint16Array(new Float16Array(x).buffer))
+    : values.bf16
+    ? rt.buffer(label, bf16Encode(x))
+    : rt.buffer(label, x);
 const a = upload("a", ha), b = upload("b", hb), c = rt.buffer("c", n * n * 4);
 const tilings: MatmulTiling[] = values.sweep
   ? SWEEP.map(parseTiling)

@@ -112,8 +112,8 @@ export interface TrainOptions {
   /** Held-out sequences per evaluation (rounded down to a multiple of the micro-batch). */
   evalSequences: number;
   /**
-   * Storage precision of the matmul operands: f32, f16 (mixed precision, f32 masters), or auto
-   * (f16 on a GPU with shader-f16, f32 elsewhere: model/precision.ts says why).
+   * Storage precision of the matmul operands: f32, f16 or bf16 (mixed precision, f32 masters),
+   * or auto (f16 on a GPU with shader-f16, f32 elsewhere: model/precision.ts says why).
    */
   precision: PrecisionChoice;
   /**
@@ -297,8 +297,8 @@ export const TRAIN_SPEC = {
     precision: {
       type: "string",
       value: PRECISION_CHOICES.join("|"),
-      description: "matmul operands; f16 keeps f32 master weights, gradients and optimizer " +
-        "state; auto is f16 on a GPU with shader-f16, else f32 (f16 is slower on CPU adapters " +
+      description: "matmul operands; f16 and bf16 keep f32 master weights, gradients and " +
+        "optimizer state (bf16 needs no shader-f16); auto is f16 on a GPU with shader-f16, else f32 (f16 is slower on CPU adapters " +
         "such as lavapipe)",
       default: "auto",
     },

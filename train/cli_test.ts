@@ -91,6 +91,8 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     logs: "json",
   });
   assert.equal(parseTrainArgs(["--help"]), "help");
+  const bf16 = parseTrainArgs([...BASE, "--precision", "bf16"]);
+  assert.equal(bf16 !== "help" && bf16.precision, "bf16");
 });
 
 Deno.test("parseTrainArgs: errors name the flag", () => {
@@ -110,7 +112,7 @@ Deno.test("parseTrainArgs: errors name the flag", () => {
     [[...BASE, "--compression-chunk=512"], /--compression-chunk must be an integer in \[1, 256\]/],
     [[...BASE, "--save-dtype=f64"], /--save-dtype must be one of f32, bf16, f16/],
     [[...BASE, "--max-shard-size=5XB"], /--max-shard-size: size "5XB" is not a positive byte/],
-    [[...BASE, "--precision=bf16"], /--precision must be one of f32, f16, auto/],
+    [[...BASE, "--precision=fp8"], /--precision must be one of f32, f16, bf16, auto/],
     [
       [...BASE, "--lr-schedul=cosine"],
       /unknown flag --lr-schedul \(did you mean --lr-schedule\?\)/,

@@ -7,6 +7,7 @@
  * @module
  */
 import { logLine } from "../cli/entry.ts";
+import type { ModelPrecision } from "../model/mod.ts";
 
 /** What the run is, printed once before the first step. */
 export interface StartInfo {
@@ -20,7 +21,7 @@ export interface StartInfo {
   sequences: number;
   adapter: string;
   /** Storage precision of the matmul operands (`--precision` resolved). */
-  precision: "f32" | "f16";
+  precision: ModelPrecision;
   weights: "loaded" | "seeded" | "resumed";
   /** The first step this run takes (above 1 when resumed). */
   firstStep: number;

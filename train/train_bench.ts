@@ -1,7 +1,7 @@
 /**
  * Training throughput of the ~20M-parameter Llama (config/models/llama-20m) on this machine's
- * WebGPU adapter, in f32 and (where the adapter has `shader-f16`) mixed f16 precision, in the
- * same run: one bench iteration is one full optimizer step (forward, backward, gradient norm,
+ * WebGPU adapter, in f32, mixed bf16 and (where the adapter has `shader-f16`) mixed f16
+ * precision, in the same run: one bench iteration is one full optimizer step (forward, backward, gradient norm,
  * AdamW) on B·T = 4·256 = 1024 tokens, with synthetic token ids.
  *
  * Run: `deno bench -A train/train_bench.ts`; tokens/s = 1024 / (time per iteration). The
@@ -29,7 +29,7 @@ const layout = llamaParamLayout(config);
 const rt = await GpuRuntime.create();
 const weights = initParams(layout, config, 1);
 const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 7919 + 11) % config.vocabSize);
-const precisions: ModelPrecision[] = rt.hasF16 ? ["f32", "f16"] : ["f32"];
+const precisions: ModelPrecision[] = rt.hasF16 ? ["f32", "bf16", "f16"] : ["f32", "bf16"];
 
 /** One model + optimizer per precision, and a function running one training step on it. */
 const runs = precisions.map((precision) => {
@@ -87,11 +87,12 @@ for (const r of runs) {
       `T=${T}); saved activations ${(r.model.activationBytes / 2 ** 20).toFixed(1)} MiB`,
   );
 }
-if (runs.length === 2) {
-  const [f32, f16] = [times.get("f32")!, times.get("f16")!];
+const f32 = times.get("f32")!;
+for (const p of precisions.filter((p) => p !== "f32")) {
+  const half = times.get(p)!;
   console.log(
-    `f16 / f32 tokens/s: ${(mean(f32) / mean(f16)).toFixed(2)}x mean, ` +
-      `${(Math.min(...f32) / Math.min(...f16)).toFixed(2)}x best`,
+    `${p} / f32 tokens/s: ${(mean(f32) / mean(half)).toFixed(2)}x mean, ` +
+      `${(Math.min(...f32) / Math.min(...half)).toFixed(2)}x best`,
   );
 }
 

@@ -10,8 +10,7 @@
  */
 
 import { parseArgs } from "node:util";
-import { bf16Encode, bf16Round } from "../shaders/reference/cast.ts";
-import { randomF32 } from "../shaders/testing/kernels.ts";
+import { bf16Encode, bf16Round, randomF32 } from "../shaders/testing/kernels.ts";
 import {
   CPU_PROFILE,
   formatTiling,

@@ -12,8 +12,7 @@ import {
 } from "./matmul.ts";
 import { CPU_PROFILE, GPU_PROFILE, type MatmulTiling } from "./profile.ts";
 import { matmulRef } from "./reference/matmul.ts";
-import { bf16Encode, bf16Round } from "./reference/cast.ts";
-import { assertClose, F32_EPS, randomF32 } from "./testing/kernels.ts";
+import { assertClose, bf16Encode, bf16Round, F32_EPS, randomF32 } from "./testing/kernels.ts";
 import { GpuStageError } from "./errors.ts";
 
 interface Case {

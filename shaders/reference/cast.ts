@@ -39,17 +39,3 @@ export function bf16RoundRef(bits: number): number {
   const pick = dLo < dHi ? lo : dHi < dLo ? hi : (lo & 1) === 0 ? lo : hi;
   return sign | pick;
 }
-
-/** bf16 bits of f32 values (round to nearest even), padded to whole u32 words for upload. */
-export function bf16Encode(x: Float32Array): Uint16Array {
-  const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
-  const out = new Uint16Array(x.length + (x.length % 2));
-  for (let i = 0; i < x.length; i++) out[i] = bf16RoundRef(bits[i]);
-  return out;
-}
-
-/** The bf16 value nearest `x` (rounded to f32 first). */
-export function bf16Round(x: number): number {
-  f32[0] = x;
-  return bf16Value(bf16RoundRef(u32[0]));
-}

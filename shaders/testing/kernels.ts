@@ -1,9 +1,10 @@
 /**
- * Helpers for kernel tests: a seeded random source (tests are reproducible) and closeness checks
- * that report the worst element.
+ * Helpers for kernel tests: a seeded random source (tests are reproducible), closeness checks
+ * that report the worst element, and bf16 operands rounded and encoded as the kernels read them.
  *
  * @module
  */
+import { bf16RoundRef, bf16Value } from "../reference/cast.ts";
 
 /** Deterministic uniform floats in `[lo, hi)` from a 32-bit seed (mulberry32). */
 export function randomF32(seed: number, length: number, lo = -1, hi = 1): Float32Array {
@@ -58,3 +59,16 @@ export function assertClose(
 
 /** Unit roundoff of f32 (2⁻²⁴). */
 export const F32_EPS = 2 ** -24;
+
+/** bf16 bits of f32 values (round to nearest even), padded to whole u32 words for upload. */
+export function bf16Encode(x: Float32Array): Uint16Array {
+  const bits = new Uint32Array(x.buffer, x.byteOffset, x.length);
+  const out = new Uint16Array(x.length + (x.length % 2));
+  for (let i = 0; i < x.length; i++) out[i] = bf16RoundRef(bits[i]);
+  return out;
+}
+
+/** The bf16 value nearest `x` (rounded to f32 first). */
+export function bf16Round(x: number): number {
+  return bf16Value(bf16RoundRef(new Uint32Array(Float32Array.of(x).buffer)[0]));
+}

@@ -1,7 +1,7 @@
 /**
  * Where a training step's GPU time goes, kernel by kernel, on whatever adapter this machine has:
  * `deno run -A bench/step_profile.ts [--config DIR] [--batch B] [--seq-len T] [--steps N]
- * [--precision f32|f16] [--recompute] [--tiling rows,cols,wx,wy,depth]`.
+ * [--precision f32|f16|bf16] [--recompute] [--tiling rows,cols,wx,wy,depth]`.
  *
  * It builds the model of `--config` from quick pseudo-random weights (uniform with the init's
  * variance: timing does not depend on the values, and the seeded normals of `initParams` take a
@@ -51,8 +51,8 @@ const B = Number(values.batch), T = Number(values["seq-len"]), steps = Number(va
 for (const [flag, v] of [["--batch", B], ["--seq-len", T], ["--steps", steps]] as const) {
   if (!Number.isInteger(v) || v < 1) throw new RangeError(`${flag} must be a positive integer`);
 }
-if (values.precision !== "f32" && values.precision !== "f16") {
-  throw new RangeError(`--precision must be f32 or f16, got ${values.precision}`);
+if (!["f32", "f16", "bf16"].includes(values.precision)) {
+  throw new RangeError(`--precision must be f32, f16 or bf16, got ${values.precision}`);
 }
 const precision = values.precision as ModelPrecision;
 const config = await readLlamaConfig(`${values.config}/config.json`);

@@ -43,12 +43,15 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
     --config "$2" --batch "$3" --seq-len "$4" --device cuda --warmup 3 --steps 20 --json
 }
 # Parts to run: the arguments, or every part (in this order: the most wanted first).
-parts=${*:-"matmul steps distro sweep profile matmul-f16 1b 1b-torch"}
+parts=${*:-"matmul steps distro sweep profile matmul-16 1b 1b-torch"}
 best=""
 for part in $parts; do
   case $part in
   matmul) run 60 matmul-f32.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 ;;
-  matmul-f16) run 45 matmul-f16.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 --f16 ;;
+  matmul-16)
+    run 45 matmul-16bit.txt sh -c "$deno_run bench/matmul_gpu.ts --size 4096 --reps 20 --f16 &&
+      $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 --bf16"
+    ;;
   sweep)
     # Time the tilings worth trying; the one with the least time over the three layouts is the
     # candidate the profile part tries on a whole step.
@@ -66,7 +69,8 @@ for part in $parts; do
     tiled=""
     [ -n "$best" ] && tiled="&& $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --tiling $best"
     run 120 profile-20m.txt sh -c "$deno_run bench/step_profile.ts --batch 4 --seq-len 256 &&
-      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 $tiled"
+      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 &&
+      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --precision bf16 $tiled"
     ;;
   1b)
     run 100 profile-1b.txt sh -c "$deno_run bench/step_profile.ts --config config/models/llama-1b \
@@ -79,7 +83,7 @@ for part in $parts; do
       --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3
     ;;
   *)
-    echo "unknown part $part (matmul, matmul-f16, sweep, steps, distro, profile, 1b, 1b-torch)"
+    echo "unknown part $part (matmul, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
     exit 2
     ;;
   esac

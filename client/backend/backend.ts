@@ -28,6 +28,8 @@ import type {
   WitnessMetadata,
   WitnessProof,
 } from "../../coordinator/core/mod.ts";
+import type { ClientTelemetry } from "../../coordinator/server/mod.ts";
+export type { ClientTelemetry, StepPhase } from "../../coordinator/server/mod.ts";
 export {
   type EvalResult,
   MAX_EVAL_NAME_BYTES,
@@ -136,6 +138,14 @@ export interface CoordinatorBackend {
    * no such request (Solana) resolve at once; the health checks remove the client there.
    */
   withdraw(options?: CallOptions): Promise<void>;
+
+  /**
+   * Tells the coordinator this client's telemetry after a step (traffic totals, tokens/s, the
+   * step's time breakdown): informational, for its dashboard. Resolves once sent (the TCP
+   * server never answers it; a backend with nowhere to send it, Solana, resolves at once);
+   * rejects only as any call does when the backend cannot send.
+   */
+  sendTelemetry(telemetry: ClientTelemetry, options?: CallOptions): Promise<void>;
 
   /** Reports the model was uploaded to `repo` (a Hub or Gcs checkpoint). */
   sendCheckpoint(repo: Checkpoint, options?: CallOptions): Promise<void>;

@@ -41,7 +41,12 @@ import {
   type WitnessMetadata,
   type WitnessProof,
 } from "../../coordinator/core/mod.ts";
-import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
+import {
+  BackendError,
+  type CallOptions,
+  type ClientTelemetry,
+  type CoordinatorBackend,
+} from "./backend.ts";
 import { StateFeed } from "./state_feed.ts";
 import type { ClientMessage, CoordinatorHost } from "../../coordinator/server/mod.ts";
 
@@ -188,6 +193,11 @@ export class MemoryBackend implements CoordinatorBackend {
   /** {@inheritDoc CoordinatorBackend.withdraw} */
   withdraw(options: CallOptions = {}): Promise<void> {
     return this.#call({ kind: "Withdraw", requestId: 0 }, options);
+  }
+
+  /** {@inheritDoc CoordinatorBackend.sendTelemetry} */
+  sendTelemetry(telemetry: ClientTelemetry, options: CallOptions = {}): Promise<void> {
+    return this.#call({ kind: "Telemetry", requestId: 0, telemetry }, options);
   }
 
   /** {@inheritDoc CoordinatorBackend.sendCheckpoint} */

@@ -40,7 +40,12 @@ import {
   type WitnessMetadata,
   type WitnessProof,
 } from "../../coordinator/core/mod.ts";
-import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
+import {
+  BackendError,
+  type CallOptions,
+  type ClientTelemetry,
+  type CoordinatorBackend,
+} from "./backend.ts";
 import { StateFeed } from "./state_feed.ts";
 import {
   AccountDecodeError,
@@ -286,6 +291,12 @@ export class SolanaBackend implements CoordinatorBackend {
 
   /** The program has no withdraw instruction: the health checks remove the client. */
   withdraw(options: CallOptions = {}): Promise<void> {
+    this.#usable(options.signal);
+    return Promise.resolve();
+  }
+
+  /** The program keeps no telemetry (its witness metadata carries the loss): nothing to send. */
+  sendTelemetry(_telemetry: ClientTelemetry, options: CallOptions = {}): Promise<void> {
     this.#usable(options.signal);
     return Promise.resolve();
   }

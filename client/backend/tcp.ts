@@ -34,6 +34,7 @@ import { BackendError, type CallOptions, type CoordinatorBackend } from "./backe
 import { StateFeed } from "./state_feed.ts";
 import {
   type ClientMessage,
+  type ClientTelemetry,
   COORDINATOR_CONTEXT,
   decodeServerMessage,
   encodeClientMessage,
@@ -211,6 +212,28 @@ export class TcpBackend implements CoordinatorBackend {
   /** {@inheritDoc CoordinatorBackend.withdraw} */
   withdraw(options: CallOptions = {}): Promise<void> {
     return this.#request((requestId) => ({ kind: "Withdraw", requestId }), options);
+  }
+
+  /**
+   * {@inheritDoc CoordinatorBackend.sendTelemetry}
+   * Resolves once the frame is written: the server never answers a notice.
+   */
+  sendTelemetry(telemetry: ClientTelemetry, options: CallOptions = {}): Promise<void> {
+    if (this.#failure !== null) return Promise.reject(this.#failure);
+    if (this.#closed) return Promise.reject(new BackendError("Closed", "the backend was closed"));
+    const link = this.#link;
+    if (link === null) {
+      return Promise.reject(new BackendError("Disconnected", "not connected to the coordinator"));
+    }
+    const bytes = encodeClientMessage({ kind: "Telemetry", requestId: 0, telemetry });
+    const written = link.writes.then(() => writeFrame(link.conn, bytes));
+    link.writes = written.catch(() => closeQuietly(link.conn));
+    return withAbort(
+      written.catch((e) => {
+        throw new BackendError("Disconnected", (e as Error).message, { cause: e });
+      }),
+      options.signal,
+    );
   }
 
   /** {@inheritDoc CoordinatorBackend.sendCheckpoint} */

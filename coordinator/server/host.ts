@@ -25,6 +25,7 @@ import {
   JoinBackoff,
 } from "./join_backoff.ts";
 import type { ClientMessage, ClientMessageHead } from "./protocol.ts";
+import type { ClientTelemetry } from "./telemetry.ts";
 import {
   type Checkpoint,
   checkpoint as machineCheckpoint,
@@ -108,6 +109,10 @@ export type HostEvent =
     untrainedBatches: number;
   }
   | { kind: "HealthCheck"; client: string; dropped: number }
+  /** A member's telemetry notice for a step it had not reported yet (the latest is kept). */
+  | { kind: "Telemetry"; client: string; telemetry: ClientTelemetry }
+  /** A telemetry notice from a non-member, or for a step the run has not reached, dropped. */
+  | { kind: "TelemetryDropped"; client: string; step: number; reason: string }
   | { kind: "Checkpoint"; client: string; repo: Checkpoint }
   | {
     kind: "Rejected";
@@ -127,7 +132,9 @@ export type HostReply =
   | { kind: "Ack" }
   | { kind: "Error"; code: CoordinatorErrorCode; message: string }
   /** The client may not take part at all (wrong run id, pending list full): close it. */
-  | { kind: "Refused"; reason: string };
+  | { kind: "Refused"; reason: string }
+  /** A notice (telemetry), kept or dropped: nothing is sent back. */
+  | { kind: "Noted" };
 
 /** The data server's verdict on a batch request (data/tcp_server.ts `AuthorizeResult`). */
 export type DataVerdict = "Allowed" | "NotInThisRound" | "WrongDataIdForStep";
@@ -176,6 +183,10 @@ export class CoordinatorHost {
   #epochState: EpochState;
   #events: HostEvent[] = [];
   #version = 0;
+  /** Each member's latest telemetry notice, by key (hex); only members have an entry. */
+  #telemetry = new Map<string, ClientTelemetry>();
+  /** Notices dropped silently: for a step their sender had already reported (a flood). */
+  #staleTelemetry = 0;
   /**
    * The round whose RoundTrain this host saw end, and whether its timer ended it (false also
    * for a round resumed from a saved state in RoundWitness: the host did not see how).
@@ -268,6 +279,21 @@ export class CoordinatorHost {
       message,
     });
     return { kind: "Error", code: "InvalidHealthCheck", message };
+  }
+
+  /** `client`'s (hex key) latest telemetry notice, or null. */
+  telemetry(client: string): ClientTelemetry | null {
+    return this.#telemetry.get(client) ?? null;
+  }
+
+  /** How many clients have a telemetry notice kept (at most the run's members). */
+  get telemetryClients(): number {
+    return this.#telemetry.size;
+  }
+
+  /** Telemetry notices dropped because their sender had already reported that step. */
+  get staleTelemetry(): number {
+    return this.#staleTelemetry;
   }
 
   /** The `warmupTime` of the run's configuration (not the `--init-warmup-time` override). */
@@ -381,6 +407,8 @@ export class CoordinatorHost {
   handle(client: Uint8Array, msg: ClientMessage, now: number, seed: bigint): HostReply {
     const id: NodeIdentity = { signer: client, p2pIdentity: client };
     const name = toHex(client);
+    // A notice changes no state: no tick, so a flood of them costs a lookup each.
+    if (msg.kind === "Telemetry") return this.#noteTelemetry(name, msg.telemetry);
     let reply: HostReply;
     try {
       reply = this.#dispatch(id, name, msg, now, seed);
@@ -447,6 +475,8 @@ export class CoordinatorHost {
       }
       case "Withdraw":
         return this.#withdraw(id, name);
+      case "Telemetry":
+        return this.#noteTelemetry(name, msg.telemetry);
       case "HealthCheck":
         return this.#healthCheck(id, name, msg.checks);
       case "Checkpoint": {
@@ -468,6 +498,33 @@ export class CoordinatorHost {
         throw new TypeError(`Unknown client message ${JSON.stringify(never)}`);
       }
     }
+  }
+
+  /**
+   * Keeps a member's telemetry notice if it is for a step the run has reached and the member
+   * had not reported yet: at most one notice per member per step reaches the events (the
+   * dashboard), whatever the sender floods. Never touches the run's state.
+   */
+  #noteTelemetry(name: string, telemetry: ClientTelemetry): HostReply {
+    const { step } = telemetry;
+    let reason: string | null = null;
+    if (!this.isMemberKey(name)) {
+      reason = "the sender is not a member of the run";
+    } else if (step > this.state.progress.step) {
+      reason = `it reports step ${step}, the run is at step ${this.state.progress.step}`;
+    }
+    if (reason !== null) {
+      this.#events.push({ kind: "TelemetryDropped", client: name, step, reason });
+      return { kind: "Noted" };
+    }
+    const previous = this.#telemetry.get(name);
+    if (previous !== undefined && step <= previous.step) {
+      this.#staleTelemetry++;
+      return { kind: "Noted" };
+    }
+    this.#telemetry.set(name, telemetry);
+    this.#events.push({ kind: "Telemetry", client: name, telemetry });
+    return { kind: "Noted" };
   }
 
   #join(id: NodeIdentity, name: string, runId: string): HostReply {
@@ -565,6 +622,7 @@ export class CoordinatorHost {
   disconnect(client: Uint8Array, now: number, seed: bigint): void {
     const name = toHex(client);
     this.#unpend(name);
+    this.#telemetry.delete(name);
     let withdrawn = false;
     if (this.#withdrawOnDisconnect) {
       const index = this.state.epochState.clients.findIndex((c) =>
@@ -667,6 +725,9 @@ export class CoordinatorHost {
       this.#epochState = es;
       this.#kicked.clear();
       this.#backoff.prune(this.state.progress.epoch);
+      for (const name of this.#telemetry.keys()) {
+        if (!this.isMemberKey(name)) this.#telemetry.delete(name);
+      }
     }
     for (const c of [...es.clients, ...es.exitedClients]) {
       if (c.state === "Healthy") continue;

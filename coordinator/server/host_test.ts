@@ -698,3 +698,76 @@ Deno.test("a round's end says its witnesses, whether its timer ended training, a
     "seen by one witness, below the quorum: nothing of round 1 can be applied",
   );
 });
+
+const NOTICE = {
+  step: 1,
+  bytesSent: 1000,
+  bytesReceived: 2000,
+  tokensPerSec: 50,
+  breakdownMs: { train: 100, encode: 10, exchange: 40, apply: 5, wait: 1 },
+};
+
+function notify(host: CoordinatorHost, i: number, step: number, bytesSent = 1000) {
+  return host.handle(
+    identity(i).signer,
+    { kind: "Telemetry", requestId: 0, telemetry: { ...NOTICE, step, bytesSent } },
+    103,
+    SEED,
+  );
+}
+
+Deno.test("a member's telemetry is kept once per step; it never touches the run's state", () => {
+  const host = trainingHost([0, 1]);
+  host.takeEvents();
+  const before = encodeCoordinatorState(host.state);
+  const version = host.version;
+  const step = host.state.progress.step;
+  assert.deepEqual(notify(host, 0, step), { kind: "Noted" }, "a notice is never answered");
+  assert.deepEqual(host.takeEvents(), [{
+    kind: "Telemetry",
+    client: toHex(identity(0).signer),
+    telemetry: { ...NOTICE, step },
+  }]);
+  assert.equal(host.telemetry(toHex(identity(0).signer))?.bytesSent, 1000);
+  assert.equal(host.telemetry(toHex(identity(1).signer)), null, "one client's notice only");
+  notify(host, 0, step, 9999); // the same step again: dropped silently
+  assert.deepEqual(host.takeEvents(), []);
+  assert.equal(host.telemetry(toHex(identity(0).signer))?.bytesSent, 1000, "the first kept");
+  assert.equal(host.staleTelemetry, 1);
+  assert.equal(host.version, version, "no state change");
+  assert.deepEqual(encodeCoordinatorState(host.state), before, "state byte-identical");
+  host.disconnect(identity(0).signer, 104, SEED);
+  assert.equal(host.telemetry(toHex(identity(0).signer)), null, "forgotten when it leaves");
+});
+
+Deno.test("telemetry from a non-member, or for a step the run has not reached, is dropped", () => {
+  const host = trainingHost([0, 1]);
+  host.takeEvents();
+  const step = host.state.progress.step;
+  notify(host, 7, step);
+  assert.deepEqual(host.takeEvents(), [{
+    kind: "TelemetryDropped",
+    client: toHex(identity(7).signer),
+    step,
+    reason: "the sender is not a member of the run",
+  }]);
+  notify(host, 0, step + 1);
+  const [future] = host.takeEvents();
+  assert.equal(future.kind, "TelemetryDropped");
+  assert.match(
+    (future as { reason: string }).reason,
+    new RegExp(`reports step ${step + 1}, the run is at step ${step}`),
+  );
+  assert.equal(host.telemetryClients, 0);
+});
+
+Deno.test("a flood of telemetry keeps one entry and one event per member and step", () => {
+  const host = trainingHost([0, 1]);
+  host.takeEvents();
+  const step = host.state.progress.step;
+  for (let n = 0; n < 10_000; n++) notify(host, 0, step - (n % 2), n);
+  const events = host.takeEvents();
+  assert.equal(events.length, 1, "one event for the step reported first");
+  assert.equal(host.telemetryClients, 1);
+  assert.equal(host.staleTelemetry, 9_999);
+});

@@ -136,6 +136,18 @@ export function formatEvent(event: ServerEvent): string {
       return `health   ${short(event.client)} reported unhealthy clients, ${event.dropped} dropped`;
     case "Checkpoint":
       return `ckpt     ${short(event.client)} uploaded ${describeRepo(event.repo)}`;
+    case "Telemetry": {
+      const t = event.telemetry;
+      const ms = t.breakdownMs;
+      return `telemetry ${short(event.client)} step ${t.step}: ${
+        t.tokensPerSec.toFixed(0)
+      } tok/s, ` +
+        `sent ${t.bytesSent} B, received ${t.bytesReceived} B; train ${ms.train.toFixed(0)} ms, ` +
+        `encode ${ms.encode.toFixed(0)}, exchange ${ms.exchange.toFixed(0)}, apply ` +
+        `${ms.apply.toFixed(0)}, wait ${ms.wait.toFixed(0)}`;
+    }
+    case "TelemetryDropped":
+      return `drop     ${short(event.client)} telemetry of step ${event.step}: ${event.reason}`;
     case "Rejected":
       return `reject   ${short(event.client)} ${event.request}: ${event.code}: ${event.message}`;
     case "Listening":
@@ -189,6 +201,7 @@ export function eventLevel(event: ServerEvent): LogLevel {
     case "BackedOff":
     case "HealthCheck":
     case "Rejected":
+    case "TelemetryDropped":
     case "ConnectionRefused":
     case "Throttled":
     case "DataRefused":

@@ -21,6 +21,16 @@ export {
   type ServerMessage,
 } from "./protocol.ts";
 export {
+  type ClientTelemetry,
+  MAX_PHASE_MS,
+  MAX_TOKENS_PER_SEC,
+  readTelemetry,
+  STEP_PHASES,
+  type StepPhase,
+  TELEMETRY_BYTES,
+  writeTelemetry,
+} from "./telemetry.ts";
+export {
   CoordinatorHost,
   type DataVerdict,
   type HostEvent,

@@ -19,6 +19,7 @@
  *   4 Checkpoint      { requestId, repo }
  *   5 CooldownWitness { requestId, proof, digest }
  *   6 Withdraw        { requestId }
+ *   7 Telemetry       { requestId, telemetry }  (a notice: never answered)
  * ```
  *
  * `digest` is the client's parameter digest (32 bytes; all zero: none), a vote for the
@@ -41,6 +42,7 @@ import {
   writeProof,
   writeWitness,
 } from "./protocol_fields.ts";
+import { type ClientTelemetry, readTelemetry, writeTelemetry } from "./telemetry.ts";
 import {
   type Checkpoint,
   COORDINATOR_ERROR_CODES,
@@ -85,7 +87,12 @@ export type ClientMessage =
   | { kind: "Checkpoint"; requestId: number; repo: Checkpoint }
   | { kind: "CooldownWitness"; requestId: number; proof: WitnessProof; paramsDigest: Uint8Array }
   /** The client leaves the epoch (it must Join again to take part in a later one). */
-  | { kind: "Withdraw"; requestId: number };
+  | { kind: "Withdraw"; requestId: number }
+  /**
+   * Informational, after each step: the server keeps the latest per member and never answers
+   * it (`requestId` is only echoed in logs), so a client never waits on it.
+   */
+  | { kind: "Telemetry"; requestId: number; telemetry: ClientTelemetry };
 
 /** Every message the server sends after the handshake. */
 export type ServerMessage =
@@ -102,6 +109,7 @@ const CLIENT_TAGS = [
   "Checkpoint",
   "CooldownWitness",
   "Withdraw",
+  "Telemetry",
 ] as const;
 const SERVER_TAGS = ["State", "Ack", "Error", "Refused"] as const;
 
@@ -129,6 +137,9 @@ export function encodeClientMessage(msg: ClientMessage): Uint8Array {
       writeDigest(w, msg.paramsDigest);
       break;
     case "Withdraw":
+      break;
+    case "Telemetry":
+      writeTelemetry(w, msg.telemetry);
       break;
     case "HealthCheck":
       writeHealthChecks(w, msg.checks);
@@ -198,6 +209,9 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
         break;
       case "Withdraw":
         msg = { kind, requestId };
+        break;
+      case "Telemetry":
+        msg = { kind, requestId, telemetry: readTelemetry(m) };
         break;
       case "HealthCheck":
         msg = { kind, requestId, checks: readHealthChecks(m) };
@@ -298,6 +312,18 @@ export function clientFrameLimits(maxClients: number): ClientFrameLimits {
         return size({ kind, requestId: 0, proof: witness.proof, paramsDigest: digest });
       case "Withdraw":
         return size({ kind, requestId: 0 });
+      case "Telemetry":
+        return size({
+          kind,
+          requestId: 0,
+          telemetry: {
+            step: 0,
+            bytesSent: 0,
+            bytesReceived: 0,
+            tokensPerSec: 0,
+            breakdownMs: { train: 0, encode: 0, exchange: 0, apply: 0, wait: 0 },
+          },
+        });
       case "HealthCheck": {
         // One entry's size times maxClients, without building maxClients entries.
         const one = size({ kind, requestId: 0, checks: [check] });

@@ -115,6 +115,23 @@ const clientMessage: fc.Arbitrary<ClientMessage> = fc.oneof(
     ),
   }),
   fc.record({ kind: fc.constant("Checkpoint" as const), requestId: u32, repo: checkpoint }),
+  fc.record({
+    kind: fc.constant("Telemetry" as const),
+    requestId: u32,
+    telemetry: fc.record({
+      step: u32,
+      bytesSent: safe,
+      bytesReceived: safe,
+      tokensPerSec: fc.double({ min: 0, max: 1e12, noNaN: true }),
+      breakdownMs: fc.record({
+        train: fc.double({ min: 0, max: 86_400_000, noNaN: true }),
+        encode: fc.double({ min: 0, max: 86_400_000, noNaN: true }),
+        exchange: fc.double({ min: 0, max: 86_400_000, noNaN: true }),
+        apply: fc.double({ min: 0, max: 86_400_000, noNaN: true }),
+        wait: fc.double({ min: 0, max: 86_400_000, noNaN: true }),
+      }),
+    }),
+  }),
 );
 
 const serverMessage: fc.Arbitrary<ServerMessage> = fc.oneof(
@@ -173,7 +190,7 @@ Deno.test("random bytes decode to a message or a ProtocolError, nothing else", (
 });
 
 Deno.test("decoder names the message and field it rejects", () => {
-  assert.throws(() => decodeClientMessage(new Uint8Array([9])), /unknown tag 9, expected 0..6/);
+  assert.throws(() => decodeClientMessage(new Uint8Array([9])), /unknown tag 9, expected 0..7/);
   const join = encodeClientMessage({ kind: "Join", requestId: 1, runId: "a" });
   // Declare a 40-byte run id: over the 32-byte cap.
   const long = new Uint8Array([...join.subarray(0, 5), 0, 40, ...new Uint8Array(40)]);

@@ -417,6 +417,10 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
         afterHost();
         return false;
       }
+      if (answer.kind === "Noted") {
+        afterHost(); // a notice: its events, no answer
+        return true;
+      }
       reply(
         answer.kind === "Ack" ? { kind: "Ack", requestId } : {
           kind: "Error",

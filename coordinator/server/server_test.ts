@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { decodeHandshakeMessage, generateIdentity } from "../../net/mod.ts";
+import {
+  clientHandshake,
+  decodeHandshakeMessage,
+  generateIdentity,
+  writeFrame,
+} from "../../net/mod.ts";
 import {
   connectTestBackend,
   framesUntilClosed,
@@ -9,6 +14,13 @@ import {
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
 import { CoordinatorHost } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
+import {
+  COORDINATOR_CONTEXT,
+  decodeServerMessage,
+  encodeClientMessage,
+  type ServerMessage,
+} from "./protocol.ts";
+import type { ClientTelemetry } from "./telemetry.ts";
 import { type CoordinatorServerOptions, startCoordinatorServer } from "./server.ts";
 import { toHex, toMillis } from "../../common/mod.ts";
 import type { CoordinatorState } from "../core/mod.ts";
@@ -187,5 +199,110 @@ Deno.test("a join that completes the quorum moves the run before its Ack is answ
     await states.return?.();
   } finally {
     await backend.close();
+  }
+});
+
+const NOTICE: ClientTelemetry = {
+  step: 0,
+  bytesSent: 4096,
+  bytesReceived: 8192,
+  tokensPerSec: 320,
+  breakdownMs: { train: 900, encode: 20, exchange: 300, apply: 40, wait: 5 },
+};
+
+/** Polls until `find` finds something (every 10 ms, up to 5 s). */
+async function eventually<T>(what: string, find: () => T | undefined): Promise<T> {
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const hit = find();
+    if (hit !== undefined) return hit;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+Deno.test("telemetry over TCP: a member's is kept unanswered under its own key; a non-member's is dropped", async () => {
+  const { server, events } = serve();
+  await using _ = server;
+  const member = await connectTestBackend(server);
+  const stranger = await connectTestBackend(server);
+  try {
+    await member.join();
+    const step = server.host.state.progress.step;
+    await member.sendTelemetry({ ...NOTICE, step });
+    const kept = await eventually(
+      "the member's telemetry",
+      () => events.find((e) => e.kind === "Telemetry"),
+    );
+    assert.deepEqual(kept, {
+      kind: "Telemetry",
+      client: toHex(member.identity.signer),
+      telemetry: { ...NOTICE, step },
+    });
+    await member.join(); // request ids still pair up: the notice took no answer
+
+    await stranger.sendTelemetry({ ...NOTICE, step });
+    const dropped = await eventually(
+      "the stranger's telemetry dropped",
+      () => events.find((e) => e.kind === "TelemetryDropped"),
+    );
+    assert.equal(
+      dropped.kind === "TelemetryDropped" && dropped.client,
+      toHex(stranger.identity.signer),
+    );
+    assert.equal(server.host.telemetry(toHex(stranger.identity.signer)), null);
+    assert.equal(server.host.telemetryClients, 1);
+    await stranger.join(); // its connection is still open
+  } finally {
+    await member.close();
+    await stranger.close();
+  }
+});
+
+Deno.test("a telemetry frame with a NaN is refused and closed; no notice is kept", async () => {
+  const { server, events } = serve();
+  await using _ = server;
+  const raw = await rawConnect(server.address);
+  const identity = generateIdentity();
+  await clientHandshake(raw.conn, raw.frames, {
+    context: COORDINATOR_CONTEXT,
+    secretKey: identity.secretKey,
+  });
+  const bytes = encodeClientMessage({ kind: "Telemetry", requestId: 1, telemetry: NOTICE });
+  new DataView(bytes.buffer).setFloat64(1 + 4 + 4 + 8 + 8, NaN, false); // tokensPerSec
+  await writeFrame(raw.conn, bytes);
+  const replies = (await framesUntilClosed(raw)).map(decodeServerMessage)
+    .filter((m: ServerMessage) => m.kind !== "State");
+  assert.equal(replies.length, 1);
+  assert.equal(replies[0].kind, "Refused");
+  assert.match(
+    (replies[0] as { reason: string }).reason,
+    /Telemetry: .*telemetry\.tokensPerSec" must be finite, found NaN/,
+  );
+  assert.ok(!events.some((e) => e.kind === "Telemetry" || e.kind === "TelemetryDropped"));
+  assert.equal(server.host.telemetryClients, 0);
+});
+
+Deno.test("a member flooding telemetry gets one notice kept and one event per step", async () => {
+  const { server, events } = serve({ rateLimits: null });
+  await using _ = server;
+  const member = await connectTestBackend(server);
+  try {
+    await member.join();
+    const step = server.host.state.progress.step;
+    const flood = 2000;
+    await Promise.all(
+      Array.from(
+        { length: flood },
+        (_, n) => member.sendTelemetry({ ...NOTICE, step, bytesSent: n }),
+      ),
+    );
+    await member.join(); // answered after every notice before it was handled
+    assert.equal(events.filter((e) => e.kind === "Telemetry").length, 1);
+    assert.equal(server.host.telemetryClients, 1);
+    assert.equal(server.host.staleTelemetry, flood - 1);
+    assert.equal(server.host.telemetry(toHex(member.identity.signer))?.bytesSent, 0);
+  } finally {
+    await member.close();
   }
 });

@@ -16,9 +16,31 @@ const STATE_COLOURS = {
 };
 const SERIES_COLOURS = ["#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4"];
 
+// The parts of a step, bottom to top in the stacked chart (server/telemetry.ts STEP_PHASES).
+const STEP_PHASES = ["train", "encode", "exchange", "apply", "wait"];
+const PHASE_COLOURS = {
+  train: "#4caf50",
+  encode: "#ff9800",
+  exchange: "#2196f3",
+  apply: "#9c27b0",
+  wait: "#bdbdbd",
+};
+
 const $ = (id) => document.getElementById(id);
 const short = (key) => key.slice(0, 8);
 const fixed = (x, digits) => (x === null || x === undefined ? "–" : x.toFixed(digits));
+
+/** Bytes in binary units (B, KiB, MiB, GiB). */
+function bytes(n) {
+  if (n === null || n === undefined) return "–";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
+}
 
 function cell(row, text, className) {
   const td = document.createElement("td");
@@ -87,6 +109,10 @@ function renderClients(view) {
     cell(row, c.lastStep ?? "–");
     cell(row, fixed(c.loss, 4));
     cell(row, fixed(c.tokensPerSec, 0));
+    cell(row, bytes(c.bytesSent), "bytes-sent").dataset.bytes = String(c.bytesSent ?? "");
+    cell(row, bytes(c.bytesReceived), "bytes-received").dataset.bytes = String(
+      c.bytesReceived ?? "",
+    );
     cell(row, c.witnesses);
     cell(row, c.divergences, c.divergences > 0 ? "bad" : "");
     body.appendChild(row);
@@ -174,11 +200,72 @@ function renderLoss(view) {
   }
 }
 
+/**
+ * Stacked uPlot data of the mean breakdown: x = step, then one series per phase holding the
+ * sum of that phase and every phase below it, top phase first so each fill paints over the one
+ * above it (uPlot has no stacking of its own).
+ */
+function breakdownData(view) {
+  const points = view.breakdown;
+  const steps = points.map((p) => p.step);
+  const sums = [];
+  let below = points.map(() => 0);
+  for (const phase of STEP_PHASES) {
+    below = points.map((p, i) => below[i] + p[phase]);
+    sums.push(below);
+  }
+  return [steps, ...sums.reverse()];
+}
+
+let breakdownChart = null;
+
+function renderBreakdown(view) {
+  const box = $("breakdown-chart");
+  const data = breakdownData(view);
+  box.dataset.steps = String(data[0].length);
+  if (typeof uPlot !== "function" || data[0].length === 0) return;
+  if (breakdownChart !== null) {
+    breakdownChart.setData(data);
+    return;
+  }
+  const phases = [...STEP_PHASES].reverse();
+  // The legend shows each phase's own time, not the stacked sum.
+  const own = (u, si, i) => {
+    const top = u.data[si][i];
+    const under = si < phases.length ? u.data[si + 1][i] : 0;
+    return top === null || top === undefined ? null : top - under;
+  };
+  breakdownChart = new uPlot(
+    {
+      width: Math.max(320, box.clientWidth || 720),
+      height: 240,
+      scales: { x: { time: false } },
+      axes: [{ label: "step" }, { label: "ms" }],
+      series: [
+        { label: "step" },
+        ...phases.map((phase) => ({
+          label: phase,
+          stroke: PHASE_COLOURS[phase],
+          fill: PHASE_COLOURS[phase] + "cc",
+          width: 1,
+          value: (u, _v, si, i) => {
+            const ms = i === null ? null : own(u, si, i);
+            return ms === null ? "–" : ms.toFixed(0);
+          },
+        })),
+      ],
+    },
+    data,
+    box,
+  );
+}
+
 function render(view) {
   renderRun(view);
   renderTimeline(view);
   renderClients(view);
   renderLoss(view);
+  renderBreakdown(view);
   renderDigests(view);
   renderConfig(view);
   $("updated").textContent = view.updatedMs ? new Date(view.updatedMs).toLocaleTimeString() : "";

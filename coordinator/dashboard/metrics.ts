@@ -16,6 +16,7 @@ import {
   prometheusText,
 } from "../../common/mod.ts";
 import { RUN_STATES } from "../core/mod.ts";
+import { STEP_PHASES } from "../server/mod.ts";
 import type { DashboardView } from "./view.ts";
 
 /** The content type of the exposition format. */
@@ -35,7 +36,28 @@ export const METRICS = {
   psyche_run_state: ["gauge", "1 for the run's current state, 0 for the others."],
   psyche_loss: ["gauge", "Loss in a client's last witness report."],
   psyche_loss_mean: ["gauge", "Mean loss of the reports of the latest reported step."],
-  psyche_tokens_per_second: ["gauge", "Tokens/s in a client's last witness report."],
+  psyche_tokens_per_second: [
+    "gauge",
+    "Tokens/s in a client's last witness report or telemetry notice, whichever came last.",
+  ],
+  psyche_client_bytes_sent_total: [
+    "counter",
+    "Bytes a client sent to its peers, as its last telemetry notice says.",
+  ],
+  psyche_client_bytes_received_total: [
+    "counter",
+    "Bytes a client received from its peers, as its last telemetry notice says.",
+  ],
+  psyche_client_telemetry_step: ["gauge", "The step of a client's last telemetry notice."],
+  psyche_client_step_phase_milliseconds: [
+    "gauge",
+    "Milliseconds of each part (train, encode, exchange, apply, wait) of a client's last " +
+    "reported step.",
+  ],
+  psyche_step_phase_mean_milliseconds: [
+    "gauge",
+    "Mean milliseconds of each part of the latest step any client reported, over its reports.",
+  ],
   psyche_client_last_step: ["gauge", "The step of a client's last witness report."],
   psyche_witnesses_total: ["counter", "Witness reports accepted."],
   psyche_rounds_total: ["counter", "Rounds ended (witness phase over)."],
@@ -112,6 +134,35 @@ export function metricsText(view: DashboardView): string {
       labels: client(c.key),
       value: c.tokensPerSec!,
     })),
+  );
+  const telemetry = view.clients.filter((c) => c.telemetryStep !== null);
+  family(
+    "psyche_client_bytes_sent_total",
+    telemetry.map((c) => ({ labels: client(c.key), value: c.bytesSent! })),
+  );
+  family(
+    "psyche_client_bytes_received_total",
+    telemetry.map((c) => ({ labels: client(c.key), value: c.bytesReceived! })),
+  );
+  family(
+    "psyche_client_telemetry_step",
+    telemetry.map((c) => ({ labels: client(c.key), value: c.telemetryStep! })),
+  );
+  family(
+    "psyche_client_step_phase_milliseconds",
+    telemetry.flatMap((c) =>
+      STEP_PHASES.map((phase) => ({
+        labels: { ...client(c.key), phase },
+        value: c.breakdownMs![phase],
+      }))
+    ),
+  );
+  const latest = view.breakdown.at(-1);
+  family(
+    "psyche_step_phase_mean_milliseconds",
+    latest === undefined
+      ? []
+      : STEP_PHASES.map((phase) => ({ labels: { phase }, value: latest[phase] })),
   );
   family(
     "psyche_client_last_step",

@@ -36,6 +36,17 @@ function runView(): DashboardView {
     witness(B, 1, 4.5, "22".repeat(32)),
     { kind: "DigestRecorded", step: 1, digest: "11".repeat(32) },
     { kind: "StateChanged", from: "RoundTrain", to: "RoundWitness", epoch: 0, step: 1 },
+    {
+      kind: "Telemetry",
+      client: A,
+      telemetry: {
+        step: 1,
+        bytesSent: 1_000_000,
+        bytesReceived: 3_000_000,
+        tokensPerSec: 160,
+        breakdownMs: { train: 800, encode: 20, exchange: 300, apply: 40, wait: 10 },
+      },
+    },
   ];
   return events.reduce((v, e, i) => reduceEvent(v, e, i * 500), emptyView());
 }
@@ -49,7 +60,25 @@ Deno.test("metrics parse as Prometheus text and carry the run's numbers", () => 
   assert.equal(sampleValue(scraped, "psyche_loss", { client: "aa".repeat(8) }), 5.5);
   assert.equal(sampleValue(scraped, "psyche_loss", { client: "bb".repeat(8) }), 4.5);
   assert.equal(sampleValue(scraped, "psyche_loss_mean"), 5);
-  assert.equal(sampleValue(scraped, "psyche_tokens_per_second", { client: "aa".repeat(8) }), 151);
+  assert.equal(sampleValue(scraped, "psyche_tokens_per_second", { client: "aa".repeat(8) }), 160);
+  assert.equal(sampleValue(scraped, "psyche_tokens_per_second", { client: "bb".repeat(8) }), 151);
+  const a = { client: "aa".repeat(8) };
+  assert.equal(sampleValue(scraped, "psyche_client_bytes_sent_total", a), 1_000_000);
+  assert.equal(sampleValue(scraped, "psyche_client_bytes_received_total", a), 3_000_000);
+  assert.equal(sampleValue(scraped, "psyche_client_telemetry_step", a), 1);
+  assert.equal(
+    sampleValue(scraped, "psyche_client_step_phase_milliseconds", { ...a, phase: "exchange" }),
+    300,
+  );
+  assert.equal(
+    sampleValue(scraped, "psyche_client_bytes_sent_total", { client: "bb".repeat(8) }),
+    undefined,
+    "no notice from B",
+  );
+  assert.equal(
+    sampleValue(scraped, "psyche_step_phase_mean_milliseconds", { phase: "train" }),
+    800,
+  );
   assert.equal(sampleValue(scraped, "psyche_client_last_step", { client: "bb".repeat(8) }), 1);
   assert.equal(sampleValue(scraped, "psyche_witnesses_total"), 2);
   assert.equal(sampleValue(scraped, "psyche_divergences_total"), 1);

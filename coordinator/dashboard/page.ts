@@ -34,7 +34,7 @@ h1 { font-size: 1.3em; margin: 0 0 .5em; } h2 { font-size: 1.05em; margin: 1.2em
 table { border-collapse: collapse; } td, th { padding: .2em .8em; border-bottom: 1px solid #eee; text-align: left; }
 .status.Healthy { color: #2e7d32; } .status.Dropped, .status.Ejected, .bad { color: #c62828; }
 .status.Pending { color: #ef6c00; } .status.Left, .status.Withdrawn { color: #777; }
-#loss-chart { max-width: 900px; } .grid { display: flex; gap: 3em; flex-wrap: wrap; }
+#loss-chart, #breakdown-chart { max-width: 900px; } .grid { display: flex; gap: 3em; flex-wrap: wrap; }
 `;
 
 /** `json` made safe inside a `<script>` element. */
@@ -58,9 +58,11 @@ export function dashboardPage(view: DashboardView): string {
 <h2>Timeline</h2><div id="timeline"></div><div id="phase-times"></div>
 <h2>Clients (<span id="client-count">0</span>)</h2>
 <table id="clients"><thead><tr><th>key</th><th>status</th><th>last step</th><th>loss</th>
-<th>tok/s</th><th>witness reports</th><th>divergences</th></tr></thead>
+<th>tok/s</th><th>sent</th><th>received</th><th>witness reports</th><th>divergences</th></tr>
+</thead>
 <tbody id="clients-body"></tbody></table>
 <h2>Loss</h2><div id="loss-chart" data-points="0"></div>
+<h2>Step time (mean of the clients' reports, ms)</h2><div id="breakdown-chart" data-steps="0"></div>
 <div class="grid"><div><h2>Parameter digests a quorum agreed on</h2><ul id="digests"></ul></div>
 <div><h2>Run config</h2><table><tbody id="config-body"></tbody></table></div></div>
 <script id="initial-view" type="application/json">${scriptJson(view)}</script>

@@ -8,12 +8,19 @@
  *
  * @module
  */
-import type { ServerEvent } from "../server/mod.ts";
+import {
+  type ClientTelemetry,
+  type ServerEvent,
+  STEP_PHASES,
+  type StepPhase,
+} from "../server/mod.ts";
 import { RUN_STATES, type RunState } from "../core/mod.ts";
 import type { ConfigView, RunSnapshot } from "./snapshot.ts";
 
 /** Loss points kept per client (and for the mean); older ones are dropped first. */
 export const MAX_LOSS_POINTS = 2000;
+/** Steps whose mean time breakdown is kept; older ones are dropped first. */
+export const MAX_BREAKDOWN_POINTS = 500;
 /** Run phases kept on the timeline. */
 export const MAX_TIMELINE = 64;
 /** Recorded digests kept. */
@@ -41,9 +48,16 @@ export interface ClientView {
   readonly status: ClientStatus;
   /** The last step it witnessed (its witness report's step); null before its first. */
   readonly lastStep: number | null;
-  /** Loss and tokens/s of its last witness report. */
+  /** Loss of its last witness report. */
   readonly loss: number | null;
+  /** Tokens/s of its last witness report or telemetry notice, whichever came last. */
   readonly tokensPerSec: number | null;
+  /** Bytes it sent to and received from peers (totals of its last telemetry notice). */
+  readonly bytesSent: number | null;
+  readonly bytesReceived: number | null;
+  /** The step of its last telemetry notice and that step's time breakdown (ms). */
+  readonly telemetryStep: number | null;
+  readonly breakdownMs: Readonly<Record<StepPhase, number>> | null;
   readonly witnesses: number;
   /** Witness reports whose parameter digest was not the one a quorum recorded. */
   readonly divergences: number;
@@ -61,6 +75,11 @@ export interface LossPoint {
 export interface MeanLossPoint extends LossPoint {
   readonly reports: number;
 }
+
+/** The mean time breakdown (ms) of the telemetry notices of a step. */
+export type BreakdownPoint =
+  & { readonly step: number; readonly reports: number }
+  & Readonly<Record<StepPhase, number>>;
 
 /** A stretch of time in one run state. */
 export interface Phase {
@@ -95,6 +114,8 @@ export interface DashboardView {
   readonly loss: Readonly<Record<string, readonly LossPoint[]>>;
   /** The mean loss of each step's reports, by step. */
   readonly meanLoss: readonly MeanLossPoint[];
+  /** The mean time breakdown of each step's telemetry notices, by step. */
+  readonly breakdown: readonly BreakdownPoint[];
   readonly timeline: readonly Phase[];
   /** Seconds spent in each run state (phases that ended) and how many such phases. */
   readonly phaseSeconds: Readonly<
@@ -130,6 +151,7 @@ export function emptyView(): DashboardView {
     clients: [],
     loss: {},
     meanLoss: [],
+    breakdown: [],
     timeline: [],
     phaseSeconds,
     digests: [],
@@ -158,6 +180,10 @@ function withClient(
     lastStep: null,
     loss: null,
     tokensPerSec: null,
+    bytesSent: null,
+    bytesReceived: null,
+    telemetryStep: null,
+    breakdownMs: null,
     witnesses: 0,
     divergences: 0,
     lastSeenMs: timeMs,
@@ -218,6 +244,37 @@ function withLoss(view: DashboardView, key: string, step: number, loss: number):
     loss: { ...view.loss, [key]: own },
     meanLoss: bounded(meanLoss, MAX_LOSS_POINTS),
   };
+}
+
+/** A client's telemetry notice: its traffic and rate, and the step's mean breakdown. */
+function withTelemetry(
+  view: DashboardView,
+  key: string,
+  t: ClientTelemetry,
+  timeMs: number,
+): DashboardView {
+  const next = withClient(view, key, timeMs, () => ({
+    tokensPerSec: t.tokensPerSec,
+    bytesSent: t.bytesSent,
+    bytesReceived: t.bytesReceived,
+    telemetryStep: t.step,
+    breakdownMs: { ...t.breakdownMs },
+  }));
+  const breakdown = [...view.breakdown];
+  const at = breakdown.findLastIndex((p) => p.step === t.step);
+  if (at >= 0) {
+    const p = breakdown[at];
+    const reports = p.reports + 1;
+    const mean = { ...p, reports };
+    for (const phase of STEP_PHASES) {
+      mean[phase] = p[phase] + (t.breakdownMs[phase] - p[phase]) / reports;
+    }
+    breakdown[at] = mean;
+  } else {
+    breakdown.push({ step: t.step, reports: 1, ...t.breakdownMs });
+    breakdown.sort((a, b) => a.step - b.step);
+  }
+  return { ...next, breakdown: bounded(breakdown, MAX_BREAKDOWN_POINTS) };
 }
 
 /** A witness reported `digest` for the parameters of `step`: compared with the record. */
@@ -348,12 +405,15 @@ function applyEvent(view: DashboardView, event: ServerEvent, timeMs: number): Da
       }
       return { ...next, totals: { ...next.totals, witnesses: next.totals.witnesses + 1 } };
     }
+    case "Telemetry":
+      return withTelemetry(view, event.client, event.telemetry, timeMs);
     case "DigestRecorded":
       return withRecordedDigest(view, event.step, event.digest, timeMs);
     case "RoundEnd":
       return { ...view, totals: { ...view.totals, rounds: view.totals.rounds + 1 } };
     case "Rejected":
     case "JoinRefused":
+    case "TelemetryDropped":
       return { ...view, totals: { ...view.totals, rejections: view.totals.rejections + 1 } };
     case "WarmupWitness":
     case "CooldownWitness":

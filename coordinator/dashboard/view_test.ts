@@ -4,6 +4,7 @@ import type { RunSnapshot } from "./snapshot.ts";
 import {
   type DashboardView,
   emptyView,
+  MAX_BREAKDOWN_POINTS,
   MAX_LOSS_POINTS,
   MAX_TIMELINE,
   reduceEvent,
@@ -274,4 +275,56 @@ Deno.test("a later snapshot keeps each client's status current", () => {
   const again = reduceSnapshot(first, snapshot({ clients: [{ key: A, state: "Healthy" }] }), 2000);
   assert.equal(again.timeline.length, 1);
   assert.equal(again.clients[0].status, "Healthy");
+});
+
+function telemetry(client: string, step: number, trainMs: number, bytesSent = 1000) {
+  return {
+    kind: "Telemetry",
+    client,
+    telemetry: {
+      step,
+      bytesSent,
+      bytesReceived: 2 * bytesSent,
+      tokensPerSec: 400,
+      breakdownMs: { train: trainMs, encode: 10, exchange: 50, apply: 20, wait: 4 },
+    },
+  } satisfies ServerEvent;
+}
+
+Deno.test("telemetry fills a client's traffic and rate, and the mean breakdown of each step", () => {
+  const view = fold([
+    witness(A, 2, 3.0),
+    telemetry(A, 2, 100, 5000),
+    telemetry(B, 2, 300),
+    telemetry(A, 3, 120, 9000),
+  ]);
+  const a = view.clients.find((c) => c.key === A)!;
+  assert.equal(a.bytesSent, 9000, "the latest notice's totals");
+  assert.equal(a.bytesReceived, 18000);
+  assert.equal(a.tokensPerSec, 400, "the notice's rate replaces the witness report's");
+  assert.equal(a.telemetryStep, 3);
+  assert.deepEqual(a.breakdownMs, { train: 120, encode: 10, exchange: 50, apply: 20, wait: 4 });
+  assert.equal(a.witnesses, 1, "a notice is not a witness report");
+  assert.deepEqual(view.breakdown, [
+    { step: 2, reports: 2, train: 200, encode: 10, exchange: 50, apply: 20, wait: 4 },
+    { step: 3, reports: 1, train: 120, encode: 10, exchange: 50, apply: 20, wait: 4 },
+  ]);
+  const dropped = reduceEvent(view, {
+    kind: "TelemetryDropped",
+    client: C,
+    step: 9,
+    reason: "the sender is not a member of the run",
+  }, 9000);
+  assert.equal(dropped.totals.rejections, view.totals.rejections + 1);
+  assert.equal(dropped.clients.length, view.clients.length, "a dropped notice adds no client");
+});
+
+Deno.test("the breakdown keeps the newest steps only", () => {
+  let view = emptyView();
+  for (let step = 1; step <= MAX_BREAKDOWN_POINTS + 50; step++) {
+    view = reduceEvent(view, telemetry(A, step, step), step);
+  }
+  assert.equal(view.breakdown.length, MAX_BREAKDOWN_POINTS);
+  assert.equal(view.breakdown[0].step, 51);
+  assert.equal(view.breakdown.at(-1)!.step, MAX_BREAKDOWN_POINTS + 50);
 });

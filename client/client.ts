@@ -27,6 +27,7 @@ import {
 import { type Divergence, ModelLedger } from "./model_ledger.ts";
 import { checkDataVocabulary, DataVocabularyError } from "./data_check.ts";
 import { stepLearningRate, stepOfHeight } from "./round_view.ts";
+import { stepBreakdown, type StepMoments } from "./step_breakdown.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { planActions } from "./state/machine.ts";
 import { NetworkTrainer } from "./trainer.ts";
@@ -122,6 +123,16 @@ export class TrainingClient {
   #last = { loss: NaN, tokensPerSec: 0, trainMs: 0 };
   /** When the current round started and the bytes received by then. */
   #round = { height: -1, startMs: 0, bytes: 0 };
+  /**
+   * The moments noted for steps this client trained and has not applied yet (a few at most:
+   * older entries are dropped at each apply), with their tokens/s, for the telemetry notice.
+   */
+  readonly #trained = new Map<
+    number,
+    { moments: Omit<StepMoments, "applyQueued" | "applyStart" | "applyEnd">; tokensPerSec: number }
+  >();
+  /** When each step's apply was dispatched (its results due), by step. */
+  readonly #applyQueued = new Map<number, number>();
   #lastLogged = "";
   #planning = false;
   #replan = false;
@@ -247,6 +258,12 @@ export class TrainingClient {
 
   #dispatch(intent: Intent): void {
     const key = intentKey(intent);
+    if (intent.kind === "Apply") {
+      this.#applyQueued.set(intent.step, this.#now());
+      for (const old of this.#applyQueued.keys()) {
+        if (this.#applyQueued.size > 4) this.#applyQueued.delete(old);
+      }
+    }
     this.#progress.markStarted(key);
     const run = async () => {
       try {
@@ -671,8 +688,10 @@ export class TrainingClient {
     await trainer.apply(results, intent.lr);
     if (this.#o.faults?.flipWeightAfterStep === intent.step) await trainer.flipWeightForTest();
     const hash = await trainer.paramsHash();
-    const applyMs = this.#now() - applyStart;
+    const applyEnd = this.#now();
+    const applyMs = applyEnd - applyStart;
     this.#ledger.note(paramsStep, hash);
+    this.#sendTelemetry(intent.step, applyStart, applyEnd);
     logger.log("apply", {
       epoch: intent.epoch,
       step: intent.step,
@@ -687,11 +706,34 @@ export class TrainingClient {
     this.#checkDigests(this.#state);
   }
 
+  /**
+   * Tells the coordinator, after applying `step`, its traffic and where the step's time went
+   * (only for a step this client trained). Informational: never awaited, errors ignored.
+   */
+  #sendTelemetry(step: number, applyStart: number, applyEnd: number): void {
+    const trained = this.#trained.get(step);
+    const applyQueued = this.#applyQueued.get(step) ?? applyStart;
+    for (const old of this.#trained.keys()) if (old <= step) this.#trained.delete(old);
+    for (const old of this.#applyQueued.keys()) if (old <= step) this.#applyQueued.delete(old);
+    if (trained === undefined) return;
+    const traffic = this.#o.exchange.traffic();
+    const tokensPerSec = Number.isFinite(trained.tokensPerSec) ? trained.tokensPerSec : 0;
+    this.#o.backend.sendTelemetry({
+      step,
+      bytesSent: traffic.bytesSent,
+      bytesReceived: traffic.bytesReceived,
+      tokensPerSec: Math.max(0, tokensPerSec),
+      breakdownMs: stepBreakdown({ ...trained.moments, applyQueued, applyStart, applyEnd }),
+    }, { signal: this.#signal }).catch(() => {/* informational: a lost notice is fine */});
+  }
+
   async #train(intent: Extract<Intent, { kind: "Train" }>): Promise<void> {
     const trainer = this.#need();
     const data = this.#data;
     if (data === null) throw new Error("no data provider");
     if (intent.resetOptimizer) await trainer.resetOptimizer();
+    const trainStart = this.#now();
+    const roundStart = this.#round.height === intent.height ? this.#round.startMs : trainStart;
     const trained = await trainer.train({
       step: intent.step,
       batch: intent.batch,
@@ -703,8 +745,15 @@ export class TrainingClient {
     if (trainer.distro.config.weightDecay) this.#ledger.moved(); // θ took the step's decay
     const publishStart = this.#now();
     const bytes = await this.#o.exchange.publishResult(intent.height, intent.proof, trained.result);
-    const publishMs = this.#now() - publishStart;
+    const publishEnd = this.#now();
+    const publishMs = publishEnd - publishStart;
     const tokensPerSec = trained.tokens / (trained.ms / 1000);
+    this.#trained.set(intent.step, {
+      moments: { roundStart, trainStart, trainEnd: publishStart, publishEnd },
+      tokensPerSec,
+    });
+    // Bounded even if applies stop (a divergence): only the newest few steps matter.
+    for (const old of this.#trained.keys()) if (this.#trained.size > 4) this.#trained.delete(old);
     this.#last = { loss: trained.loss, tokensPerSec, trainMs: trained.ms };
     this.#o.logger.log("train", {
       epoch: intent.epoch,

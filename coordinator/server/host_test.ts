@@ -707,11 +707,11 @@ const NOTICE = {
   breakdownMs: { train: 100, encode: 10, exchange: 40, apply: 5, wait: 1 },
 };
 
-function notify(host: CoordinatorHost, i: number, step: number, bytesSent = 1000) {
+function notify(host: CoordinatorHost, i: number, step: number, bytesSent = 1000, now = 103) {
   return host.handle(
     identity(i).signer,
     { kind: "Telemetry", requestId: 0, telemetry: { ...NOTICE, step, bytesSent } },
-    103,
+    now,
     SEED,
   );
 }
@@ -770,4 +770,14 @@ Deno.test("a flood of telemetry keeps one entry and one event per member and ste
   assert.equal(events.length, 1, "one event for the step reported first");
   assert.equal(host.telemetryClients, 1);
   assert.equal(host.staleTelemetry, 9_999);
+});
+
+Deno.test("a notice never ticks: past a deadline, the run waits for its own tick", () => {
+  const host = trainingHost([0, 1]);
+  const version = host.version;
+  notify(host, 0, host.state.progress.step, 1000, 1_000_000);
+  assert.equal(host.state.runState, "RoundTrain");
+  assert.equal(host.version, version);
+  host.tick(1_000_000, SEED);
+  assert.notEqual(host.state.runState, "RoundTrain", "a tick then moves it");
 });

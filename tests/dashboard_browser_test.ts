@@ -1,9 +1,10 @@
 /**
  * The coordinator's dashboard in a real browser: a testnet (a coordinator and two clients as
  * processes, training the demo's byte-level Llama on the Brown corpus) serves its dashboard;
- * once the coordinator has taken a few witness reports, headless Chromium loads the page and
- * the DOM it renders must show the run's state, both clients and a loss chart with points.
- * `/metrics` is scraped in the same run. Set PSYCHE_DASHBOARD_SCREENSHOT=docs/dashboard.png
+ * once the coordinator has taken a few witness reports and both clients' telemetry notices,
+ * headless Chromium loads the page and the DOM it renders must show the run's state, both
+ * clients with the bytes they sent and received, a loss chart with points and the step-time
+ * breakdown chart. `/metrics` is scraped in the same run. Set PSYCHE_DASHBOARD_SCREENSHOT=docs/dashboard.png
  * to keep the screenshot.
  *
  * Needs Debian's `chromium` (`./psyche test` installs it); skipped, saying so, without it.
@@ -120,6 +121,11 @@ Deno.test({
       },
       300_000,
     );
+    await watcher.waitFor(
+      "telemetry notices from 2 clients at the coordinator",
+      () => new Set(watcher.named("telemetry", "coordinator").map((e) => e.event.client)).size >= 2,
+      300_000,
+    );
 
     // The live page (its event stream open) as a one-shot reader gets it at load.
     const livePage = await headless(["--dump-dom"], url, profile);
@@ -143,6 +149,19 @@ Deno.test({
     assert.ok(points >= 4, `the loss chart plots ${points} points`);
     assert.match(dom, /<div class="uplot/, "uPlot drew the chart");
     assert.match(dom, /<canvas/);
+    for (const column of ["bytes-sent", "bytes-received"]) {
+      const shown = [...dom.matchAll(new RegExp(`<td class="${column}" data-bytes="(\\d*)">`, "g"))]
+        .map((m) => Number(m[1]));
+      assert.equal(shown.length, 2, `a ${column} cell per client`);
+      assert.ok(shown.every((n) => n > 0), `${column}: ${shown}`);
+    }
+    const breakdownSteps = Number(/id="breakdown-chart"[^>]*data-steps="(\d+)"/.exec(dom)?.[1]);
+    assert.ok(breakdownSteps >= 1, `the breakdown chart has ${breakdownSteps} steps`);
+    assert.match(
+      dom,
+      /id="breakdown-chart"[^>]*><div class="uplot/,
+      "uPlot drew the breakdown chart",
+    );
 
     const scraped = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
     assert.ok(sampleValue(scraped, "psyche_witnesses_total")! >= 4);
@@ -150,6 +169,18 @@ Deno.test({
     const losses = scraped.samples.filter((s) => s.name === "psyche_loss");
     assert.equal(losses.length, 2, "a loss per reporting client");
     assert.ok(losses.every((s) => s.value > 0 && s.value < 10), JSON.stringify(losses));
+    for (
+      const name of ["psyche_reported_bytes_sent_total", "psyche_reported_bytes_received_total"]
+    ) {
+      const bytes = scraped.samples.filter((s) => s.name === name);
+      assert.equal(bytes.length, 2, `${name} per reporting client`);
+      assert.ok(bytes.every((s) => s.value > 0), JSON.stringify(bytes));
+    }
+    const trains = scraped.samples.filter((s) =>
+      s.name === "psyche_reported_step_phase_milliseconds" && s.labels.phase === "train"
+    );
+    assert.equal(trains.length, 2, "a train time per reporting client");
+    assert.ok(trains.every((s) => s.value > 0), JSON.stringify(trains));
 
     const shot = join(profile, "dashboard.png");
     await headless(["--virtual-time-budget=3000", `--screenshot=${shot}`], snapshotUrl, profile);

@@ -40,16 +40,16 @@ export const METRICS = {
     "gauge",
     "Tokens/s in a client's last witness report or telemetry notice, whichever came last.",
   ],
-  psyche_client_bytes_sent_total: [
+  psyche_reported_bytes_sent_total: [
     "counter",
     "Bytes a client sent to its peers, as its last telemetry notice says.",
   ],
-  psyche_client_bytes_received_total: [
+  psyche_reported_bytes_received_total: [
     "counter",
     "Bytes a client received from its peers, as its last telemetry notice says.",
   ],
-  psyche_client_telemetry_step: ["gauge", "The step of a client's last telemetry notice."],
-  psyche_client_step_phase_milliseconds: [
+  psyche_reported_step: ["gauge", "The step of a client's last telemetry notice."],
+  psyche_reported_step_phase_milliseconds: [
     "gauge",
     "Milliseconds of each part (train, encode, exchange, apply, wait) of a client's last " +
     "reported step.",
@@ -137,19 +137,19 @@ export function metricsText(view: DashboardView): string {
   );
   const telemetry = view.clients.filter((c) => c.telemetryStep !== null);
   family(
-    "psyche_client_bytes_sent_total",
+    "psyche_reported_bytes_sent_total",
     telemetry.map((c) => ({ labels: client(c.key), value: c.bytesSent! })),
   );
   family(
-    "psyche_client_bytes_received_total",
+    "psyche_reported_bytes_received_total",
     telemetry.map((c) => ({ labels: client(c.key), value: c.bytesReceived! })),
   );
   family(
-    "psyche_client_telemetry_step",
+    "psyche_reported_step",
     telemetry.map((c) => ({ labels: client(c.key), value: c.telemetryStep! })),
   );
   family(
-    "psyche_client_step_phase_milliseconds",
+    "psyche_reported_step_phase_milliseconds",
     telemetry.flatMap((c) =>
       STEP_PHASES.map((phase) => ({
         labels: { ...client(c.key), phase },

@@ -63,15 +63,15 @@ Deno.test("metrics parse as Prometheus text and carry the run's numbers", () => 
   assert.equal(sampleValue(scraped, "psyche_tokens_per_second", { client: "aa".repeat(8) }), 160);
   assert.equal(sampleValue(scraped, "psyche_tokens_per_second", { client: "bb".repeat(8) }), 151);
   const a = { client: "aa".repeat(8) };
-  assert.equal(sampleValue(scraped, "psyche_client_bytes_sent_total", a), 1_000_000);
-  assert.equal(sampleValue(scraped, "psyche_client_bytes_received_total", a), 3_000_000);
-  assert.equal(sampleValue(scraped, "psyche_client_telemetry_step", a), 1);
+  assert.equal(sampleValue(scraped, "psyche_reported_bytes_sent_total", a), 1_000_000);
+  assert.equal(sampleValue(scraped, "psyche_reported_bytes_received_total", a), 3_000_000);
+  assert.equal(sampleValue(scraped, "psyche_reported_step", a), 1);
   assert.equal(
-    sampleValue(scraped, "psyche_client_step_phase_milliseconds", { ...a, phase: "exchange" }),
+    sampleValue(scraped, "psyche_reported_step_phase_milliseconds", { ...a, phase: "exchange" }),
     300,
   );
   assert.equal(
-    sampleValue(scraped, "psyche_client_bytes_sent_total", { client: "bb".repeat(8) }),
+    sampleValue(scraped, "psyche_reported_bytes_sent_total", { client: "bb".repeat(8) }),
     undefined,
     "no notice from B",
   );

@@ -1,13 +1,15 @@
 /**
  * Coordinator TCP costs: encoding and decoding a witness frame at the default client cap,
- * a state frame of a full 256-client epoch, and one request's round trip over loopback
- * (backend call → server → host → Error answer).
+ * a state frame of a full 256-client epoch, one request's round trip over loopback
+ * (backend call → server → host → Error answer), and what a flood of telemetry notices costs
+ * the host per frame against a rejected request (group `host`).
  *
  *     deno bench -A coordinator/server/server_bench.ts
  */
 import { encodeCoordinatorState } from "../encoding/mod.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
-import { identities } from "../../tests/support/coordinator_fixtures.ts";
+import { identities, identity } from "../../tests/support/coordinator_fixtures.ts";
+import { CoordinatorHost } from "./host.ts";
 import { decodeClientMessage, encodeClientMessage, encodeServerMessage } from "./protocol.ts";
 import { connectTestBackend, startTestServer } from "../../tests/support/server_driver.ts";
 import { createBloom, NO_DIGEST, type Witness, witnessBloomParameters } from "../core/mod.ts";
@@ -62,6 +64,38 @@ full.epochState.clients = identities(256).map((id, i) => ({
 
 Deno.bench("State frame of a 256-client epoch (encode state + frame)", { group: "codec" }, () => {
   encodeServerMessage({ kind: "State", bytes: encodeCoordinatorState(full) });
+});
+
+// A member that already reported this step: every further notice for it is a flood frame.
+const host = new CoordinatorHost({ state: testState({}, 0), withdrawOnDisconnect: true });
+const member = identity(0).signer;
+host.handle(member, { kind: "Join", requestId: 1, runId: host.state.runId }, 1, 1n);
+const notice = encodeClientMessage({
+  kind: "Telemetry",
+  requestId: 0,
+  telemetry: {
+    step: host.state.progress.step,
+    bytesSent: 1e9,
+    bytesReceived: 2e9,
+    tokensPerSec: 5000,
+    breakdownMs: { train: 900, encode: 20, exchange: 300, apply: 40, wait: 5 },
+  },
+});
+host.handle(member, decodeClientMessage(notice), 1, 1n);
+host.takeEvents();
+const withdraw = encodeClientMessage({ kind: "Withdraw", requestId: 2 });
+
+Deno.bench("baseline: decode + host handles a Withdraw it rejects", {
+  group: "host",
+  baseline: true,
+}, () => {
+  host.handle(member, decodeClientMessage(withdraw), 1, 1n);
+  host.takeEvents();
+});
+
+Deno.bench("decode + host handles a repeated telemetry notice (a flood)", { group: "host" }, () => {
+  host.handle(member, decodeClientMessage(notice), 1, 1n);
+  host.takeEvents();
 });
 
 // Unthrottled: this measures the round trip itself, back to back.

@@ -21,8 +21,10 @@
  * missing or different run are a final BackendError("Refused"); no confirmation after every
  * retry is BackendError("Disconnected").
  *
- * The program keeps no witness metadata (Psyche's keeps it for event logs only), so
- * `sendWitness` sends the witness alone. The program has no withdraw instruction: a closed
+ * The program keeps no witness metadata (Psyche's keeps it for event logs only): `sendWitness`
+ * appends its loss, rates and step as the instruction's optional tail, which the program checks
+ * and ignores, so a dashboard can read the loss curve back from the transactions (a non-finite
+ * number is sent as 0, which the program would refuse). The program has no withdraw instruction: a closed
  * client stays registered until health checks remove it.
  *
  * @module
@@ -246,12 +248,20 @@ export class SolanaBackend implements CoordinatorBackend {
 
   async sendWitness(
     witness: Witness,
-    _metadata: WitnessMetadata,
+    metadata: WitnessMetadata,
     paramsDigest: Uint8Array,
     options: CallOptions = {},
   ): Promise<void> {
     this.#usable(options.signal);
-    await this.#send("witness", { kind: "Witness", witness, paramsDigest }, {
+    const finite = (x: number) => Number.isFinite(x) ? x : 0;
+    const tail = {
+      step: metadata.step,
+      loss: finite(metadata.loss),
+      tokensPerSec: finite(metadata.tokensPerSec),
+      bandwidthPerSec: finite(metadata.bandwidthPerSec),
+      efficiency: finite(metadata.efficiency),
+    };
+    await this.#send("witness", { kind: "Witness", witness, paramsDigest, metadata: tail }, {
       signal: options.signal,
     });
   }

@@ -95,8 +95,12 @@ export type CoordinatorInstruction =
   | { kind: "SetPaused"; paused: boolean }
   | { kind: "JoinRun"; p2pIdentity: Uint8Array }
   | { kind: "Tick" }
-  /** `paramsDigest`: the witness's parameter digest (all zero: none), a vote for the step. */
-  | { kind: "Witness"; witness: Witness; paramsDigest: Uint8Array }
+  /**
+   * `paramsDigest`: the witness's parameter digest (all zero: none), a vote for the step.
+   * `metadata`: an optional tail the program checks (size, finite numbers) and otherwise
+   * ignores; dashboards read it back from the transaction (the loss curve).
+   */
+  | { kind: "Witness"; witness: Witness; paramsDigest: Uint8Array; metadata?: WitnessTail }
   | { kind: "WarmupWitness"; witness: Witness; paramsDigest: Uint8Array }
   | { kind: "HealthCheck"; checks: HealthCheckEntry[] }
   | { kind: "Checkpoint"; index: number; repo: Checkpoint }
@@ -105,6 +109,24 @@ export type CoordinatorInstruction =
   | { kind: "SetDelegates"; clear: boolean; delegates: Uint8Array[] }
   /** A witness of the last round reports the parameters the next epoch starts from. */
   | { kind: "CooldownWitness"; proof: WitnessProof; paramsDigest: Uint8Array };
+
+/**
+ * The witness instruction's optional metadata tail: the part of Psyche's WitnessMetadata a loss
+ * curve needs, at a fixed size (the evals and prompt results stay off the chain).
+ */
+export interface WitnessTail {
+  readonly step: number;
+  readonly loss: number;
+  readonly tokensPerSec: number;
+  readonly bandwidthPerSec: number;
+  readonly efficiency: number;
+}
+
+/** Bytes of a {@linkcode WitnessTail}: step u32, then four finite f64 (little-endian). */
+export const WITNESS_TAIL_BYTES = 4 + 4 * 8;
+
+/** The tail's f64 fields, in wire order. */
+const TAIL_NUMBERS = ["loss", "tokensPerSec", "bandwidthPerSec", "efficiency"] as const;
 
 /** Instruction data that does not decode. */
 export class InstructionDecodeError extends Error {
@@ -137,6 +159,11 @@ class Out {
   }
   u64(v: bigint): void {
     for (let i = 0n; i < 8n; i++) this.u8(Number((v >> (8n * i)) & 0xffn));
+  }
+  f64(v: number): void {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setFloat64(0, v, true);
+    this.raw(b);
   }
   raw(b: Uint8Array): void {
     for (const x of b) this.bytes.push(x);
@@ -217,6 +244,17 @@ function writeWitness(o: Out, w: Witness): void {
   o.raw(w.broadcastMerkle);
 }
 
+function writeTail(o: Out, t: WitnessTail): void {
+  checkInt("metadata.step", t.step, 0xffff_ffff);
+  o.u32(t.step);
+  for (const name of TAIL_NUMBERS) {
+    if (!Number.isFinite(t[name])) {
+      throw new RangeError(`metadata.${name} must be finite, found ${t[name]}`);
+    }
+    o.f64(t[name]);
+  }
+}
+
 /**
  * The instruction data of `ix`. Throws RangeError naming the field when a value cannot be
  * carried (a run id over 32 bytes, a key that is not 32 bytes, too many entries).
@@ -289,6 +327,7 @@ export function encodeCoordinatorInstruction(ix: CoordinatorInstruction): Uint8A
     case "WarmupWitness":
       writeWitness(o, ix.witness);
       writeDigest(o, ix.paramsDigest);
+      if (ix.kind === "Witness" && ix.metadata !== undefined) writeTail(o, ix.metadata);
       break;
     case "CooldownWitness":
       writeProof(o, "proof", ix.proof);
@@ -368,6 +407,14 @@ class In {
     const at = this.pos;
     this.take(field, 8);
     return this.view.getBigUint64(at, true);
+  }
+  /** A finite f64, as the program's `skip_f64` checks it. */
+  finite(field: string): number {
+    const at = this.pos;
+    this.take(field, 8);
+    const v = this.view.getFloat64(at, true);
+    if (!Number.isFinite(v)) this.fail(field, `${v} is not finite`, at);
+    return v;
   }
   safe(field: string): number {
     const at = this.pos;
@@ -498,9 +545,21 @@ export function decodeCoordinatorInstruction(data: Uint8Array): CoordinatorInstr
       ix = { kind };
       break;
     case "Witness":
-    case "WarmupWitness":
-      ix = { kind, witness: readWitness(r), paramsDigest: r.take("paramsDigest", 32) };
+    case "WarmupWitness": {
+      const witness = readWitness(r);
+      const paramsDigest = r.take("paramsDigest", 32);
+      if (kind === "Witness" && r.pos < data.length) {
+        const step = r.u32("metadata.step");
+        const [loss, tokensPerSec, bandwidthPerSec, efficiency] = TAIL_NUMBERS.map((n) =>
+          r.finite(`metadata.${n}`)
+        );
+        const metadata = { step, loss, tokensPerSec, bandwidthPerSec, efficiency };
+        ix = { kind, witness, paramsDigest, metadata };
+      } else {
+        ix = { kind, witness, paramsDigest };
+      }
       break;
+    }
     case "CooldownWitness": {
       const position = r.u32("proof.position");
       const index = r.u32("proof.index");
@@ -546,7 +605,10 @@ export function decodeCoordinatorInstruction(data: Uint8Array): CoordinatorInstr
   return ix;
 }
 
-/** Bytes of a witness instruction's data for a run capped at `maxClients` clients. */
+/**
+ * Bytes of a witness instruction's data for a run capped at `maxClients` clients, without the
+ * optional metadata tail ({@linkcode WITNESS_TAIL_BYTES} more with it).
+ */
 export function witnessInstructionBytes(maxClients: number): number {
   const { numBits, numKeys } = witnessBloomParameters(maxClients);
   return 1 + 9 + 2 * (5 + 8 * numKeys + numBits / 8) + 32 + PARAMS_DIGEST_BYTES;

@@ -8,6 +8,7 @@ import {
   encodeCoordinatorInstruction,
   INSTRUCTION_KINDS,
   InstructionDecodeError,
+  WITNESS_TAIL_BYTES,
   witnessInstructionBytes,
 } from "./instructions.ts";
 import {
@@ -190,4 +191,41 @@ Deno.test("instructions: a fractional duration is refused with its run-config ke
   );
   const whole = { ...zeroConfig(4), roundWitnessTime: 2, warmupTime: 30 };
   assert.deepEqual(decodeConfigBytes(encodeConfigBytes(whole)), whole);
+});
+
+Deno.test("instructions: a witness's metadata tail round-trips; a bad or misplaced one does not decode", () => {
+  const metadata = {
+    step: 12,
+    loss: 2.5,
+    tokensPerSec: 800,
+    bandwidthPerSec: 3e5,
+    efficiency: 0.9,
+  };
+  const ix: CoordinatorInstruction = {
+    kind: "Witness",
+    witness: witnessFor(8),
+    paramsDigest: DIGEST,
+    metadata,
+  };
+  const bytes = encodeCoordinatorInstruction(ix);
+  assert.equal(bytes.length, witnessInstructionBytes(8) + WITNESS_TAIL_BYTES);
+  assert.deepEqual(decodeCoordinatorInstruction(bytes), ix);
+  const loss = bytes.slice();
+  new DataView(loss.buffer).setFloat64(bytes.length - 32, NaN, true);
+  assert.throws(
+    () => decodeCoordinatorInstruction(loss),
+    (e) =>
+      e instanceof InstructionDecodeError && /"metadata\.loss".*NaN is not finite/.test(e.message),
+  );
+  assert.throws(
+    () => decodeCoordinatorInstruction(bytes.subarray(0, bytes.length - 1)),
+    /truncated/,
+  );
+  const warmup = bytes.slice();
+  warmup[0] = INSTRUCTION_KINDS.indexOf("WarmupWitness");
+  assert.throws(() => decodeCoordinatorInstruction(warmup), /trailing bytes/);
+  assert.throws(
+    () => encodeCoordinatorInstruction({ ...ix, metadata: { ...metadata, efficiency: Infinity } }),
+    /metadata\.efficiency must be finite/,
+  );
 });

@@ -40,7 +40,12 @@ import {
 } from "../../core/mod.ts";
 import { CHECKPOINT_KINDS } from "../../encoding/mod.ts";
 import { COORDINATOR_ERROR_BASE, PROGRAM_ERROR_BASE, PROGRAM_ERROR_CODES } from "./errors.ts";
-import { MAX_DELEGATES, MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES } from "./instructions.ts";
+import {
+  MAX_DELEGATES,
+  MAX_DESCRIPTION_BYTES,
+  MAX_NAME_BYTES,
+  WITNESS_TAIL_BYTES,
+} from "./instructions.ts";
 
 /** The account's layout version (2: version 1 plus the parameter digests). */
 export const ACCOUNT_LAYOUT_VERSION = 2;
@@ -92,6 +97,11 @@ export const LAYOUT_CONSTANTS: readonly LayoutConstant[] = [
   { name: "OPTIMIZER_BYTES", value: 48 },
   { name: "NUM_DIGEST_RECORDS", value: NUM_DIGEST_RECORDS },
   { name: "DIGEST_BYTES", value: PARAMS_DIGEST_BYTES },
+  {
+    name: "WITNESS_TAIL_BYTES",
+    value: WITNESS_TAIL_BYTES,
+    doc: "The witness instruction's optional metadata tail: step u32, four finite f64.",
+  },
   {
     name: "MAX_SAFE_INTEGER",
     value: Number.MAX_SAFE_INTEGER,

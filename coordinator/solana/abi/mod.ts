@@ -51,7 +51,9 @@ export {
   MAX_DESCRIPTION_BYTES,
   MAX_NAME_BYTES,
   type RunMetadata,
+  WITNESS_TAIL_BYTES,
   witnessInstructionBytes,
+  type WitnessTail,
 } from "./instructions.ts";
 export {
   COMPUTE_BUDGET_PROGRAM_ADDRESS,

@@ -30,6 +30,8 @@
 #define OPTIMIZER_BYTES 48
 #define NUM_DIGEST_RECORDS 8
 #define DIGEST_BYTES 32
+/* The witness instruction's optional metadata tail: step u32, four finite f64. */
+#define WITNESS_TAIL_BYTES 36
 /* 2^53 - 1: the largest u64 the TypeScript side holds as a number (docs/state-encoding.md). */
 #define MAX_SAFE_INTEGER 9007199254740991ull
 /* Account flags. */

@@ -293,7 +293,12 @@ static const u8 *get_bloom(reader_t *r, u8 *keys, u32 *bits) {
   return r->ok ? take(r, (u64)*keys * 8 + *bits / 8) : NULL;
 }
 
-static u64 parse_witness(reader_t *r, witness_msg_t *w) {
+/*
+ * `tail`: a witness (not a warmup witness) may end with the metadata tail (step u32, loss,
+ * tokens/s, bandwidth/s, efficiency as f64): checked for size and finite numbers, then ignored.
+ * It is informational, for dashboards that read it back from the transaction.
+ */
+static u64 parse_witness(reader_t *r, witness_msg_t *w, bool tail) {
   w->position = get32(r);
   w->index = get32(r);
   w->witness = get_code(r, 2);
@@ -301,6 +306,10 @@ static u64 parse_witness(reader_t *r, witness_msg_t *w) {
   w->broadcast = get_bloom(r, &w->broadcast_keys, &w->broadcast_bits);
   w->merkle = take(r, 32);
   w->digest = take(r, DIGEST_BYTES);
+  if (tail && r->ok && r->pos < r->len) {
+    take(r, 4);
+    for (u64 i = 0; i < (WITNESS_TAIL_BYTES - 4) / 8; i++) skip_f64(r);
+  }
   if (!r->ok || r->pos != r->len) {
     LOG("witness: malformed instruction data");
     return E_INVALID_INSTRUCTION;
@@ -371,7 +380,7 @@ static u64 dispatch(const input_t *in) {
   case IX_WARMUP_WITNESS: {
     if ((err = signer(in, NULL, 0, &user))) return err;
     witness_msg_t w;
-    if ((err = parse_witness(&r, &w))) return err;
+    if ((err = parse_witness(&r, &w, tag == IX_WITNESS))) return err;
     if ((err = clock_now(&now, &seed))) return err;
     err = tag == IX_WITNESS ? witness(a, user, &w, now) : warmup_witness(a, user, &w, now, seed);
     if (!err) err = tick_if_live(a, now, seed);

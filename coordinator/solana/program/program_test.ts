@@ -21,6 +21,7 @@ import {
   coordinatorAddress,
   createAccountWithSeedInstruction,
   encodeCoordinatorInstruction,
+  INSTRUCTION_KINDS,
   programErrorNumber,
 } from "../abi/mod.ts";
 
@@ -764,4 +765,57 @@ Deno.test("parameter digests: warmup votes recorded; cooldown witnesses record t
     w,
     "Halted",
   );
+});
+
+Deno.test("witness: an optional metadata tail is checked (size, finite numbers) and otherwise ignored", async () => {
+  const { run, clients } = await warmup(3);
+  for (const c of clients) {
+    await run.expectOk(
+      {
+        kind: "WarmupWitness",
+        witness: warmupReport(run.model!.state, clientIndex(run, c)),
+        paramsDigest: DIGEST,
+      },
+      c,
+    );
+  }
+  const state = run.model!.state;
+  const [w] = witnessesOf(run, clients);
+  const report = witnessReport(state, clientIndex(run, w), []);
+  const metadata = {
+    step: 1,
+    loss: 3.25,
+    tokensPerSec: 900,
+    bandwidthPerSec: 1e5,
+    efficiency: 0.5,
+  };
+  const good = encodeCoordinatorInstruction({
+    kind: "Witness",
+    witness: report,
+    paramsDigest: DIGEST,
+    metadata,
+  });
+  const nan = good.slice();
+  new DataView(nan.buffer).setFloat64(good.length - 32, NaN, true); // the loss
+  const infinite = good.slice();
+  new DataView(infinite.buffer).setFloat64(good.length - 8, -Infinity, true); // efficiency
+  const warmupWithTail = good.slice();
+  warmupWithTail[0] = INSTRUCTION_KINDS.indexOf("WarmupWitness");
+  for (const data of [nan, infinite, good.subarray(0, good.length - 1), warmupWithTail]) {
+    const res = await svm.sendRaw([{
+      programAddress: svm.programId,
+      accounts: [
+        { address: run.coordinator, role: AccountRole.WRITABLE },
+        { address: w.address, role: AccountRole.READONLY_SIGNER, signer: w } as never,
+      ],
+      data,
+    }]);
+    assert.equal(
+      res.code,
+      programErrorNumber("InvalidInstruction"),
+      `data of ${data.length} bytes`,
+    );
+  }
+  await run.expectOk({ kind: "Witness", witness: report, paramsDigest: DIGEST, metadata }, w);
+  run.check();
 });

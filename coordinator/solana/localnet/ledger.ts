@@ -2,7 +2,9 @@
  * The state behind the localnet RPC: an in-process litesvm (Agave's runtime) with the
  * coordinator program deployed, plus what a validator would add around it: slots that
  * advance with wall time (the Clock sysvar follows, so time-based coordinator transitions
- * happen), a window of recent blockhashes, signature statuses and change notifications.
+ * happen), a window of recent blockhashes, signature statuses, change notifications, and a
+ * bounded history of executed transactions by account (for `getSignaturesForAddress` and
+ * `getTransaction`).
  *
  * This is a test harness around the real SVM, not a validator: one process, no
  * consensus, every transaction executes (and "finalizes") the moment it arrives.
@@ -37,6 +39,20 @@ export interface LedgerAccount {
   data: Uint8Array;
   owner: Address;
   executable: boolean;
+}
+
+/** Executed transactions kept for `getTransaction`, oldest dropped first. */
+export const MAX_KEPT_TRANSACTIONS = 20_000;
+/** Signatures kept per account for `getSignaturesForAddress`, oldest dropped first. */
+export const MAX_SIGNATURES_PER_ADDRESS = 1000;
+
+/** An executed transaction as `getTransaction` returns it. */
+export interface KeptTransaction {
+  /** Its wire bytes. */
+  bytes: Uint8Array;
+  result: ExecutionResult;
+  /** Seconds since the Unix epoch at execution. */
+  blockTime: number;
 }
 
 /** What happened to one transaction. */
@@ -91,6 +107,10 @@ export class Ledger {
   readonly #blockhashes = new Map<string, bigint>();
   #latestBlockhash = "";
   readonly #statuses = new Map<string, ExecutionResult>();
+  /** signature -> the executed transaction (insertion order: oldest first). */
+  readonly #transactions = new Map<string, KeptTransaction>();
+  /** account -> the signatures of executed transactions naming it, oldest first. */
+  readonly #byAddress = new Map<string, string[]>();
   readonly #listeners = new Set<() => void>();
 
   private constructor(svm: LiteSVM, programId: Address, now: () => number) {
@@ -245,9 +265,54 @@ export class Ledger {
     // A duplicate is refused without replacing the first execution's status.
     if (result.err !== "AlreadyProcessed") {
       this.#statuses.set(signature, result);
+      this.#keep(tx, bytes, result);
       this.#changed();
     }
     return result;
+  }
+
+  /** Records an executed transaction under every account its message names. */
+  #keep(tx: Transaction, bytes: Uint8Array, result: ExecutionResult): void {
+    const { signature } = result;
+    this.#transactions.set(signature, {
+      bytes: bytes.slice(),
+      result,
+      blockTime: Math.floor(this.#now() / 1000),
+    });
+    if (this.#transactions.size > MAX_KEPT_TRANSACTIONS) {
+      this.#transactions.delete(this.#transactions.keys().next().value!);
+    }
+    const accounts = getCompiledTransactionMessageDecoder().decode(tx.messageBytes).staticAccounts;
+    for (const account of new Set(accounts)) {
+      const list = this.#byAddress.get(account) ?? [];
+      list.push(signature);
+      if (list.length > MAX_SIGNATURES_PER_ADDRESS) list.shift();
+      this.#byAddress.set(account, list);
+    }
+  }
+
+  /**
+   * The signatures of executed transactions that named `at`, newest first, at most `limit`,
+   * starting after `before` when given (as `getSignaturesForAddress` pages).
+   */
+  signaturesFor(at: Address, opts: { limit: number; before?: string }): KeptTransaction[] {
+    const list = this.#byAddress.get(at) ?? [];
+    let end = list.length;
+    if (opts.before !== undefined) {
+      const i = list.lastIndexOf(opts.before);
+      end = i < 0 ? 0 : i;
+    }
+    const out: KeptTransaction[] = [];
+    for (let i = end - 1; i >= 0 && out.length < opts.limit; i--) {
+      const kept = this.#transactions.get(list[i]);
+      if (kept !== undefined) out.push(kept);
+    }
+    return out;
+  }
+
+  /** An executed transaction still kept, or null. */
+  transaction(signature: string): KeptTransaction | null {
+    return this.#transactions.get(signature) ?? null;
   }
 
   /** Runs a transaction without committing it. */

@@ -263,6 +263,50 @@ export class RpcMethods {
           const sim = l.simulate(transactionBytes(params));
           return { context: this.#context(), value: simulationValue(sim) };
         }
+        case "getSignaturesForAddress": {
+          const at = pubkey(params, 0);
+          const cfg = config(params, 1);
+          const limit = cfg.limit === undefined ? 1000 : cfg.limit;
+          if (!isInteger(limit) || limit < 1 || limit > 1000) {
+            throw new RpcError(RPC_ERRORS.InvalidParams, `Invalid limit; max 1000, found ${limit}`);
+          }
+          const before = typeof cfg.before === "string" ? cfg.before : undefined;
+          return l.signaturesFor(at, { limit: Number(limit), before }).map((k) => ({
+            signature: k.result.signature,
+            slot: k.result.slot,
+            err: k.result.err,
+            memo: null,
+            blockTime: k.blockTime,
+            confirmationStatus: "finalized",
+          }));
+        }
+        case "getTransaction": {
+          const signature = param(params, 0, "expected a signature", isString);
+          const cfg = config(params, 1);
+          const kept = l.transaction(signature);
+          if (kept === null) return null;
+          const r = kept.result;
+          return {
+            slot: r.slot,
+            blockTime: kept.blockTime,
+            version: "legacy",
+            transaction: encodeData(kept.bytes, cfg.encoding ?? "base64"),
+            meta: {
+              err: r.err,
+              status: r.err === null ? { Ok: null } : { Err: r.err },
+              fee: 5000,
+              logMessages: r.logs,
+              computeUnitsConsumed: r.unitsConsumed,
+              preBalances: [],
+              postBalances: [],
+              innerInstructions: [],
+              preTokenBalances: [],
+              postTokenBalances: [],
+              loadedAddresses: { writable: [], readonly: [] },
+              rewards: [],
+            },
+          };
+        }
         case "getSignatureStatuses": {
           const sigs = param(params, 0, "expected an array of signatures", isStringArray);
           return {

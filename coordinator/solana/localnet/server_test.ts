@@ -6,6 +6,8 @@ import {
   createTransactionMessage,
   generateKeyPairSigner,
   getBase64EncodedWireTransaction,
+  getCompiledTransactionMessageDecoder,
+  getTransactionDecoder,
   type Instruction,
   isSolanaError,
   type KeyPairSigner,
@@ -24,6 +26,7 @@ import {
   coordinatorInstruction,
   createRunInstructions,
   decodeCoordinatorAccount,
+  decodeCoordinatorInstruction,
 } from "../abi/mod.ts";
 import { buildProgramOnce } from "../toolchain/mod.ts";
 
@@ -196,4 +199,60 @@ Deno.test("bad requests get JSON-RPC errors naming the problem", async () => {
   ]));
   assert.equal(batch.length, 2);
   assert.equal(batch[0].result, "ok");
+});
+
+Deno.test("getSignaturesForAddress lists an account's transactions newest first; getTransaction returns them", async () => {
+  const program = await buildProgramOnce();
+  await using net = await startLocalnet({ port: 0, wsPort: 0, programBytes: program.bytes });
+  const rpc = createSolanaRpc(net.url);
+  const authority = await generateKeyPairSigner();
+  await rpc.requestAirdrop(authority.address, lamports(5_000_000_000n)).send();
+  const rent = await rpc.getMinimumBalanceForRentExemption(BigInt(ACCOUNT_SIZE)).send();
+  const { coordinator, instructions } = await createRunInstructions({
+    programId: net.ledger.programId,
+    payer: authority,
+    mainAuthority: authority,
+    joinAuthority: authority.address,
+    runId: "history",
+    permissionless: true,
+    rentLamports: rent,
+  });
+  const send = async (ixs: Instruction[]) =>
+    await rpc.sendTransaction(await signed(rpc, authority, ixs), { encoding: "base64" }).send();
+  const created = await send(instructions);
+  const updates = [];
+  for (const name of ["a", "b"]) {
+    updates.push(
+      await send([coordinatorInstruction({
+        programId: net.ledger.programId,
+        coordinator,
+        signer: authority,
+        ix: { kind: "Update", metadata: { name, description: "", numParameters: 1, vocabSize: 2 } },
+      })]),
+    );
+  }
+  const listed = await rpc.getSignaturesForAddress(coordinator).send();
+  assert.deepEqual(listed.map((s) => s.signature), [updates[1], updates[0], created]);
+  assert.ok(listed.every((s) => s.err === null && s.confirmationStatus === "finalized"));
+  const page = await rpc.getSignaturesForAddress(coordinator, { before: updates[1], limit: 1 })
+    .send();
+  assert.deepEqual(page.map((s) => s.signature), [updates[0]]);
+
+  const tx = await rpc.getTransaction(updates[1], {
+    encoding: "base64",
+    maxSupportedTransactionVersion: 0,
+  }).send();
+  assert.ok(tx !== null);
+  assert.equal(tx.meta?.err, null);
+  const bytes = Uint8Array.from(atob(tx.transaction[0]), (c) => c.charCodeAt(0));
+  const message = getCompiledTransactionMessageDecoder().decode(
+    getTransactionDecoder().decode(bytes).messageBytes,
+  );
+  assert.ok("instructions" in message);
+  const decoded = decodeCoordinatorInstruction(message.instructions[0].data as Uint8Array);
+  assert.equal(decoded.kind === "Update" && decoded.metadata?.name, "b");
+  assert.equal(
+    await rpc.getTransaction("1".repeat(64) as never, { encoding: "base64" }).send(),
+    null,
+  );
 });

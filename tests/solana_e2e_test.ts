@@ -24,6 +24,8 @@ import { keypairJson, type Wallet } from "../coordinator/solana/rpc/mod.ts";
 import { generateIdentity } from "../net/mod.ts";
 import { freePorts } from "../client/testnet/mod.ts";
 import { peerIdOf } from "../client/p2p/mod.ts";
+import { newWitnessEvents } from "../coordinator/solana/cli/dashboard.ts";
+import { toHex } from "../common/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const DEADLINE_MS = 150_000;
@@ -228,6 +230,21 @@ Deno.test({
       }
       for (const c of clients) {
         assert.ok(c.of("warmup_witness").length >= 1, "warmup witnessed by transaction");
+      }
+      // The witnesses' losses ride in their transactions: what `deno task dashboard` draws.
+      const losses = await newWitnessEvents(run.rpc, {
+        coordinator: run.coordinator,
+        programId: run.net.ledger.programId,
+        seen: new Set(),
+      });
+      const reporters = wallets.map((w) =>
+        toHex(new Uint8Array(getAddressEncoder().encode(w.signer.address)))
+      );
+      assert.ok(losses.length >= 1, "witness losses read back from the transactions");
+      for (const e of losses) {
+        assert.ok(reporters.includes(e.client), `a loss from ${e.client}`);
+        assert.ok(e.metadata.loss > 0 && e.metadata.loss < 30, JSON.stringify(e.metadata));
+        assert.ok(e.metadata.step >= 1);
       }
       // The run lists each wallet with the p2p key it joined with.
       const listed = decodeCoordinatorAccount((await run.rpc.accountData(run.coordinator))!);

@@ -3,7 +3,9 @@
  * the live dashboard of coordinator/dashboard/ for a run on Solana. It reads the run's account
  * over JSON-RPC every `--poll-ms`, turns its coordinator state (and the registry's pending keys)
  * into the dashboard's snapshot and serves the page, `/events`, `/view.json` and `/metrics`.
- * Read-only: it needs no wallet. See docs/dashboard.md.
+ * Each poll also reads the run's newest transactions (`getSignaturesForAddress`,
+ * `getTransaction`) for the loss curve: the metadata tail of each accepted witness instruction
+ * (witness_losses.ts). Read-only: it needs no wallet. See docs/dashboard.md.
  *
  * @module
  */
@@ -23,6 +25,12 @@ import { type RunSnapshot, snapshotOf, startDashboard } from "../../dashboard/mo
 import { type CoordinatorAccount, coordinatorAddress } from "../abi/mod.ts";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL, SolanaRpcClient } from "../rpc/mod.ts";
 import { readRun } from "./operator.ts";
+import { type WitnessEvent, witnessEventsOf } from "./witness_losses.ts";
+
+/** Newest transactions of the run read per poll for witness losses. */
+const SIGNATURES_PER_POLL = 100;
+/** Signatures remembered as read (more than one poll's worth; oldest forgotten first). */
+const MAX_SEEN_SIGNATURES = 1000;
 
 /** The flags of `deno task dashboard`. */
 export const DASHBOARD_SPEC = {
@@ -79,6 +87,8 @@ export interface DashboardArgs {
   runId: string;
   /** The run's account, or how to derive it. */
   run: { coordinator: Address } | { mainAuthority: Address; programId: Address };
+  /** The coordinator program (witness instructions to any other program are not the run's). */
+  programId: Address;
   port: number;
   hostname: string;
   pollMs: number;
@@ -125,10 +135,10 @@ function checkDashboardArgs(values: FlagValues<typeof DASHBOARD_SPEC>): Dashboar
       "dashboard needs one of --main-authority PUBKEY or --coordinator ADDRESS to find the run",
     );
   }
-  const run = given !== undefined ? { coordinator: pubkey("coordinator", given) } : {
-    mainAuthority: pubkey("main-authority", main!),
-    programId: pubkey("program-id", values["program-id"] ?? DEFAULT_PROGRAM_ID),
-  };
+  const programId = pubkey("program-id", values["program-id"] ?? DEFAULT_PROGRAM_ID);
+  const run = given !== undefined
+    ? { coordinator: pubkey("coordinator", given) }
+    : { mainAuthority: pubkey("main-authority", main!), programId };
   const port = values.port ?? "0";
   if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) {
     throw new UsageError(`--port must be a port number 0..65535, found "${port}"`);
@@ -141,6 +151,7 @@ function checkDashboardArgs(values: FlagValues<typeof DASHBOARD_SPEC>): Dashboar
     rpc,
     runId,
     run,
+    programId,
     port: Number(port),
     hostname: values.hostname ?? "127.0.0.1",
     pollMs: Number(poll),
@@ -154,6 +165,29 @@ function checkDashboardArgs(values: FlagValues<typeof DASHBOARD_SPEC>): Dashboar
 export function accountSnapshot(account: CoordinatorAccount): RunSnapshot {
   const pending = account.registry.filter((r) => r.active === account.nextActive);
   return snapshotOf(account.state, pending.map((r) => r.signer));
+}
+
+/**
+ * The witness reports (with their loss) of the run's newest transactions not in `seen`, oldest
+ * first; `seen` then holds them (at most {@linkcode MAX_SEEN_SIGNATURES}, oldest forgotten).
+ * Transactions the program refused carry no report.
+ */
+export async function newWitnessEvents(
+  rpc: SolanaRpcClient,
+  opts: { coordinator: Address; programId: Address; seen: Set<string> },
+): Promise<WitnessEvent[]> {
+  const { coordinator, programId, seen } = opts;
+  const listed = await rpc.signaturesForAddress(coordinator, { limit: SIGNATURES_PER_POLL });
+  const out: WitnessEvent[] = [];
+  for (const { signature, failed } of listed.reverse()) {
+    if (seen.has(signature)) continue;
+    seen.add(signature);
+    if (seen.size > MAX_SEEN_SIGNATURES) seen.delete(seen.values().next().value!);
+    if (failed) continue;
+    const bytes = await rpc.transactionBytes(signature);
+    if (bytes !== null) out.push(...witnessEventsOf(bytes, programId, coordinator));
+  }
+  return out;
 }
 
 if (import.meta.main) {
@@ -181,10 +215,17 @@ if (import.meta.main) {
   console.log(`dashboard ${dashboard.url} (run "${args.runId}" at ${at} via ${args.rpc})`);
   // A failed read keeps the last state on the page; each distinct error is logged once.
   let lastError: string | null = null;
+  const seen = new Set<string>();
+  const readLosses = async () => {
+    for (const event of await newWitnessEvents(rpc, { coordinator: at, ...args, seen })) {
+      dashboard.publish(event);
+    }
+  };
   const poll = async () => {
     try {
       snapshot = accountSnapshot(await readRun(rpc, at));
       dashboard.refresh();
+      await readLosses();
       if (lastError !== null) console.error("dashboard: reading the run again");
       lastError = null;
     } catch (e) {

@@ -180,6 +180,37 @@ export class SolanaRpcClient {
   }
 
   /**
+   * Signatures of the newest confirmed transactions that named `at`, newest first (at most
+   * `limit`, at most 1000), with whether each failed.
+   */
+  async signaturesForAddress(
+    at: Address,
+    opts: { limit: number },
+    signal?: AbortSignal,
+  ): Promise<{ signature: string; failed: boolean }[]> {
+    const r = await this.call<{ signature: string; err: unknown }[]>(
+      "getSignaturesForAddress",
+      [at, { limit: opts.limit, commitment: "confirmed" }],
+      signal,
+    );
+    return r.map((s) => ({ signature: s.signature, failed: s.err !== null }));
+  }
+
+  /** The wire bytes of a confirmed transaction, or null when the node does not know it. */
+  async transactionBytes(signature: string, signal?: AbortSignal): Promise<Uint8Array | null> {
+    const r = await this.call<{ transaction: [string, string] } | null>(
+      "getTransaction",
+      [signature, {
+        encoding: "base64",
+        commitment: "confirmed",
+        maxSupportedTransactionVersion: 0,
+      }],
+      signal,
+    );
+    return r === null ? null : decodeAccountData(r.transaction);
+  }
+
+  /**
    * One `accountSubscribe` on this node's WebSocket: `onData` gets the account's bytes on
    * every change notification, `onOpen` runs when the node confirmed the subscription.
    * Resolves when `signal` aborts; rejects with RpcTransportError when the socket drops

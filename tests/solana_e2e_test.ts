@@ -24,7 +24,7 @@ import { keypairJson, type Wallet } from "../coordinator/solana/rpc/mod.ts";
 import { generateIdentity } from "../net/mod.ts";
 import { freePorts } from "../client/testnet/mod.ts";
 import { peerIdOf } from "../client/p2p/mod.ts";
-import { newWitnessEvents } from "../coordinator/solana/cli/dashboard.ts";
+import { newWitnessEvents } from "../coordinator/solana/cli/mod.ts";
 import { toHex } from "../common/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;

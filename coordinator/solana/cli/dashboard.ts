@@ -25,12 +25,7 @@ import { type RunSnapshot, snapshotOf, startDashboard } from "../../dashboard/mo
 import { type CoordinatorAccount, coordinatorAddress } from "../abi/mod.ts";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL, SolanaRpcClient } from "../rpc/mod.ts";
 import { readRun } from "./operator.ts";
-import { type WitnessEvent, witnessEventsOf } from "./witness_losses.ts";
-
-/** Newest transactions of the run read per poll for witness losses. */
-const SIGNATURES_PER_POLL = 100;
-/** Signatures remembered as read (more than one poll's worth; oldest forgotten first). */
-const MAX_SEEN_SIGNATURES = 1000;
+import { newWitnessEvents } from "./witness_losses.ts";
 
 /** The flags of `deno task dashboard`. */
 export const DASHBOARD_SPEC = {
@@ -165,29 +160,6 @@ function checkDashboardArgs(values: FlagValues<typeof DASHBOARD_SPEC>): Dashboar
 export function accountSnapshot(account: CoordinatorAccount): RunSnapshot {
   const pending = account.registry.filter((r) => r.active === account.nextActive);
   return snapshotOf(account.state, pending.map((r) => r.signer));
-}
-
-/**
- * The witness reports (with their loss) of the run's newest transactions not in `seen`, oldest
- * first; `seen` then holds them (at most {@linkcode MAX_SEEN_SIGNATURES}, oldest forgotten).
- * Transactions the program refused carry no report.
- */
-export async function newWitnessEvents(
-  rpc: SolanaRpcClient,
-  opts: { coordinator: Address; programId: Address; seen: Set<string> },
-): Promise<WitnessEvent[]> {
-  const { coordinator, programId, seen } = opts;
-  const listed = await rpc.signaturesForAddress(coordinator, { limit: SIGNATURES_PER_POLL });
-  const out: WitnessEvent[] = [];
-  for (const { signature, failed } of listed.reverse()) {
-    if (seen.has(signature)) continue;
-    seen.add(signature);
-    if (seen.size > MAX_SEEN_SIGNATURES) seen.delete(seen.values().next().value!);
-    if (failed) continue;
-    const bytes = await rpc.transactionBytes(signature);
-    if (bytes !== null) out.push(...witnessEventsOf(bytes, programId, coordinator));
-  }
-  return out;
 }
 
 if (import.meta.main) {

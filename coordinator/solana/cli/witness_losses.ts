@@ -3,7 +3,8 @@
  * instruction may end with a metadata tail (step, loss, tokens/s, bandwidth/s, efficiency) the
  * program checks and ignores (coordinator/solana/abi/instructions.ts, `WitnessTail`); this reads
  * it back from a transaction's wire bytes as the dashboard's `Witness` events, so the same reducer
- * draws the curve as for the TCP coordinator. Pure.
+ * draws the curve as for the TCP coordinator. {@linkcode witnessEventsOf} is pure;
+ * {@linkcode newWitnessEvents} reads the run's newest transactions through an RPC client.
  *
  * @module
  */
@@ -16,6 +17,12 @@ import {
 import type { DashboardServer } from "../../dashboard/mod.ts";
 import { decodeCoordinatorInstruction } from "../abi/mod.ts";
 import { toHex } from "../../../common/mod.ts";
+import type { SolanaRpcClient } from "../rpc/mod.ts";
+
+/** Newest transactions of the run read per call of {@linkcode newWitnessEvents}. */
+export const SIGNATURES_PER_POLL = 100;
+/** Signatures remembered as read (more than one poll's worth; oldest forgotten first). */
+export const MAX_SEEN_SIGNATURES = 1000;
 
 /** A witness report read from a transaction, as the dashboard's reducer takes it. */
 export type WitnessEvent = Extract<Parameters<DashboardServer["publish"]>[0], { kind: "Witness" }>;
@@ -71,6 +78,29 @@ export function witnessEventsOf(
       },
       digest: null,
     });
+  }
+  return out;
+}
+
+/**
+ * The witness reports (with their loss) of the run's newest transactions not in `seen`, oldest
+ * first; `seen` then holds them (at most {@linkcode MAX_SEEN_SIGNATURES}, oldest forgotten).
+ * Transactions the program refused carry no report.
+ */
+export async function newWitnessEvents(
+  rpc: SolanaRpcClient,
+  opts: { coordinator: Address; programId: Address; seen: Set<string> },
+): Promise<WitnessEvent[]> {
+  const { coordinator, programId, seen } = opts;
+  const listed = await rpc.signaturesForAddress(coordinator, { limit: SIGNATURES_PER_POLL });
+  const out: WitnessEvent[] = [];
+  for (const { signature, failed } of listed.reverse()) {
+    if (seen.has(signature)) continue;
+    seen.add(signature);
+    if (seen.size > MAX_SEEN_SIGNATURES) seen.delete(seen.values().next().value!);
+    if (failed) continue;
+    const bytes = await rpc.transactionBytes(signature);
+    if (bytes !== null) out.push(...witnessEventsOf(bytes, programId, coordinator));
   }
   return out;
 }

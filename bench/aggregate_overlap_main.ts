@@ -58,7 +58,13 @@ const config: DistroConfig = {
 };
 const peers = Array.from(
   { length: PEERS },
-  () => new DistroOptimizer(rt, { params: layout.entries, size: layout.totalSize, config }),
+  () =>
+    new DistroOptimizer(rt, {
+      params: layout.entries,
+      size: layout.totalSize,
+      segments: model.params.segments,
+      config,
+    }),
 );
 const independent = 4096 * (1 - (1 - 8 / 4096) ** PEERS);
 let next = 0;

@@ -118,6 +118,7 @@ export class NetworkTrainer implements Disposable {
     this.distro = new DistroOptimizer(rt, {
       params: layout.entries,
       size: layout.totalSize,
+      segments: this.model.params.segments,
       config: distro,
       label: "client distro",
     });
@@ -293,10 +294,11 @@ export class NetworkTrainer implements Disposable {
 
   /**
    * The parameter buffer's digest (shaders/digest.ts `digestBytes` of its bytes), computed on
-   * the GPU: only 1/512 of the bytes come back, instead of all of θ for a host sha256.
+   * the GPU: only 1/512 of the bytes come back, instead of all of θ for a host sha256. Over the
+   * flat layout, whatever its split into segment buffers: every client gets the same value.
    */
   paramsHash(): Promise<string> {
-    return this.#digest.digest(this.model.params);
+    return this.#digest.digest(this.model.params.buffers);
   }
 
   /**

@@ -12,6 +12,7 @@
  * @module
  */
 import type { LlamaConfig } from "./hf_config.ts";
+import type { ParamBuffers } from "./param_buffers.ts";
 import {
   LAYER_TENSORS,
   layerTensorName,
@@ -113,7 +114,7 @@ export class HalfWeights implements Disposable {
    */
   encodeRefresh(
     pass: GPUComputePassEncoder,
-    args: { params: GPUBuffer; cast: CastToF16; maxBindingBytes: number },
+    args: { params: ParamBuffers; cast: CastToF16; maxBindingBytes: number },
   ): void {
     const per = Math.floor(args.maxBindingBytes / 4 / HALF_ALIGN) * HALF_ALIGN;
     if (per < HALF_ALIGN) {
@@ -126,7 +127,7 @@ export class HalfWeights implements Disposable {
       for (let start = 0; start < e.size; start += per) {
         const n = Math.min(per, e.size - start);
         args.cast(pass, {
-          x: { buffer: args.params, offset: (src.offset + start) * 4, size: n * 4 },
+          x: args.params.slice(src.offset + start, n),
           out: { buffer: this.buffer, offset: (e.offset + start) * 2, size: Math.ceil(n / 2) * 4 },
           n,
         });

@@ -1,6 +1,7 @@
 /**
- * The Llama model on the GPU: parameters and gradients in one flat buffer each (model/params.ts),
- * forward and backward of a micro-batch encoded into the caller's training step, activations kept
+ * The Llama model on the GPU: parameters and gradients each in the flat layout of
+ * model/params.ts, split into as many buffers as `maxBufferSize` requires (model/param_buffers.ts;
+ * one for models up to ~500M parameters), forward and backward of a micro-batch encoded into the caller's training step, activations kept
  * for the backward in buffers allocated once at construction.
  *
  * Same maths as model/reference.ts (which the tests compare against). Shapes, per micro-batch of
@@ -39,12 +40,14 @@ import type { ModelPrecision } from "./precision.ts";
 import type { LlamaConfig } from "./hf_config.ts";
 import { type ActivationPlan, activationPlan } from "./recompute.ts";
 import { IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
-import { type LayerTensor, layerTensorName, paramEntry, type ParamLayout } from "./params.ts";
+import { type LayerTensor, layerTensorName, type ParamLayout, paramSegments } from "./params.ts";
+import { ParamBuffers } from "./param_buffers.ts";
 import { shaderKernels } from "./shader_kernels.ts";
 import {
   CastF16,
   type GpuRuntime,
   type GpuStep,
+  granuleStretches,
   type MatmulInputType,
   type RowBlock,
   type TensorView,
@@ -110,9 +113,9 @@ export class LlamaModel implements Disposable {
   /** Token slots (micro-batches per submission). */
   readonly slots: number;
   /** `[P]` parameters. */
-  readonly params: GPUBuffer;
-  /** `[P]` gradients, accumulated over the micro-batches of a step. */
-  readonly grads: GPUBuffer;
+  readonly params: ParamBuffers;
+  /** `[P]` gradients, accumulated over the micro-batches of a step (split like the params). */
+  readonly grads: ParamBuffers;
   /** Storage precision of the matmul operands. */
   readonly precision: ModelPrecision;
   /** Bytes of the activations saved from forward to backward (one micro-batch). */
@@ -128,9 +131,9 @@ export class LlamaModel implements Disposable {
   readonly #tmp32: GPUBuffer | null = null;
   /** The step whose forward passes read the current f16 weights. */
   #refreshedIn: GpuStep | null = null;
-  #refreshedFrom: GPUBuffer | null = null;
-  /** The weights forward and backward read: {@link params}, or a caller's buffer for one call. */
-  #weightsBuffer!: GPUBuffer;
+  #refreshedFrom: ParamBuffers | null = null;
+  /** The weights forward and backward read: {@link params}, or a caller's buffers for one call. */
+  #weightsBuffer!: ParamBuffers;
   readonly #k: LlamaKernels;
   /** Set when the model made its kernels (and so disposes their scratch). */
   readonly #ownKernels: Disposable | null = null;
@@ -141,6 +144,8 @@ export class LlamaModel implements Disposable {
   /** `[slots·N + 4]`: gathered per-row losses, then the squared gradient norm. */
   readonly #stats: GPUBuffer;
   readonly #gradSumSq: GPUBuffer;
+  /** Sum-of-squares chunks that straddle gradient segments, gathered (null with one segment). */
+  readonly #sumsqGather: GPUBuffer | null = null;
   /** `[N, C]` residual stream entering each layer; the last one enters the final norm. */
   readonly #xs: GPUBuffer[] = [];
   readonly #acts: LayerActs[] = [];
@@ -218,14 +223,20 @@ export class LlamaModel implements Disposable {
       this.#halfActs.add(b);
       return b;
     };
-    this.params = this.#buffer("params", 0, weights);
+    const segments = paramSegments(layout, rt.limits.maxBufferSize);
+    this.params = new ParamBuffers(rt, { label: "llama params", layout, segments, init: weights });
+    this.grads = new ParamBuffers(rt, { label: "llama grads", layout, segments });
     this.#weightsBuffer = this.params;
+    const straddles = granuleStretches(segments, this.#k.sumSquaresGranule)
+      .filter((s) => s.parts.length > 1).length;
+    if (straddles > 0) {
+      this.#sumsqGather = f32("sumsq gather", straddles * this.#k.sumSquaresGranule);
+    }
     if (precision !== "f32") {
       const names = matmulWeightNames(config);
       this.#half = new HalfWeights(rt, { layout, names, type: precision });
       this.#tmp32 = f32("f32 before f16 copy", N * Math.max(C, F));
     }
-    this.grads = f32("grads", layout.totalSize);
     for (let s = 0; s < slots; s++) {
       this.#tokens.push(f32(`tokens slot ${s}`, N));
       this.#targets.push(f32(`targets slot ${s}`, N));
@@ -328,7 +339,7 @@ export class LlamaModel implements Disposable {
 
   /** Encodes zeroing the gradient buffer (start of a step). */
   encodeZeroGrads(step: GpuStep): void {
-    step.encoder.clearBuffer(this.grads);
+    this.grads.encodeClear(step.encoder);
   }
 
   /**
@@ -340,17 +351,17 @@ export class LlamaModel implements Disposable {
    */
   encodeForwardBackward(
     step: GpuStep,
-    args: { slot: number; lossScale: number; weights?: GPUBuffer },
+    args: { slot: number; lossScale: number; weights?: ParamBuffers },
   ): void {
     const { slot, lossScale } = args;
     if (!Number.isInteger(slot) || slot < 0 || slot >= this.slots) {
       throw new RangeError(`slot ${slot} outside [0, ${this.slots})`);
     }
     const weights = args.weights ?? this.params;
-    if (weights !== this.params && (weights === this.grads || weights.size < this.params.size)) {
+    if (weights !== this.params && (weights === this.grads || !this.params.sameSegments(weights))) {
       throw new RangeError(
-        `weights "${weights.label}" must be a buffer of at least ${this.params.size} bytes ` +
-          "laid out as the parameters, other than the gradients",
+        `weights "${weights.buffers[0]?.label}" must be laid out and split as the parameters, ` +
+          "other than the gradients",
       );
     }
     this.#weightsBuffer = weights;
@@ -383,11 +394,35 @@ export class LlamaModel implements Disposable {
 
   /** Encodes `Σ grads²` into a one-float buffer (returned) for clipping and logging. */
   encodeGradSumSq(step: GpuStep): TensorView {
-    this.#k.sumSquares(step.pass, {
-      input: this.grads,
-      out: this.#gradSumSq,
-      n: this.layout.totalSize,
-    });
+    // Chunks straddling segments are gathered whole, so the sum has the bits of one buffer's.
+    const granule = this.#k.sumSquaresGranule;
+    const inputs: { x: TensorView; n: number }[] = [];
+    let gathered = 0;
+    for (const stretch of granuleStretches(this.grads.segments, granule)) {
+      if (stretch.parts.length === 1) {
+        inputs.push({ x: this.grads.slice(stretch.start, stretch.size), n: stretch.size });
+        continue;
+      }
+      const at = gathered++ * granule * 4;
+      for (const part of stretch.parts) {
+        const { buffer, offset } = this.grads.slice(part.start, part.size) as {
+          buffer: GPUBuffer;
+          offset: number;
+        };
+        step.encoder.copyBufferToBuffer(
+          buffer,
+          offset,
+          this.#sumsqGather!,
+          at + (part.start - stretch.start) * 4,
+          part.size * 4,
+        );
+      }
+      inputs.push({
+        x: { buffer: this.#sumsqGather!, offset: at, size: stretch.size * 4 },
+        n: stretch.size,
+      });
+    }
+    this.#k.sumSquares(step.pass, { inputs, out: this.#gradSumSq });
     const N = this.rows;
     step.encoder.copyBufferToBuffer(this.#gradSumSq, 0, this.#stats, this.slots * N * 4, 4);
     return this.#gradSumSq;
@@ -418,12 +453,12 @@ export class LlamaModel implements Disposable {
 
   /** The parameters, `[P]`. */
   readParams(): Promise<Float32Array> {
-    return this.#rt.read(this.params);
+    return this.params.read();
   }
 
   /** The gradients, `[P]`. */
   readGrads(): Promise<Float32Array> {
-    return this.#rt.read(this.grads);
+    return this.grads.read();
   }
 
   /** Replaces the parameters (e.g. after loading a checkpoint). */
@@ -431,13 +466,15 @@ export class LlamaModel implements Disposable {
     if (weights.length !== this.layout.totalSize) {
       throw new RangeError(`expected ${this.layout.totalSize} floats, found ${weights.length}`);
     }
-    this.#rt.write(this.params, weights);
+    this.params.write(weights);
   }
 
   /** Frees every buffer the model made. */
   [Symbol.dispose](): void {
     for (const b of this.#owned) this.#rt.destroyBuffer(b);
     this.#owned.length = 0;
+    this.params[Symbol.dispose]();
+    this.grads[Symbol.dispose]();
     this.#head[Symbol.dispose]();
     this.#half?.[Symbol.dispose]();
     this.#ownKernels?.[Symbol.dispose]();
@@ -451,10 +488,9 @@ export class LlamaModel implements Disposable {
     return b;
   }
 
-  /** View of parameter (or gradient) tensor `name` inside `flat`. */
-  #view(flat: GPUBuffer, name: string): TensorView {
-    const e = paramEntry(this.layout, name);
-    return { buffer: flat, offset: e.offset * 4, size: e.size * 4 };
+  /** View of parameter (or gradient) tensor `name` in its segment of `flat`. */
+  #view(flat: ParamBuffers, name: string): TensorView {
+    return flat.view(name);
   }
 
   #w(l: number, s: LayerTensor): TensorView {

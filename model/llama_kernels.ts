@@ -179,11 +179,17 @@ export interface LlamaKernels {
   castBf16(pass: GPUComputePassEncoder, a: { x: TensorView; out: TensorView; n: number }): void;
   /** y += x over n values (residual adds, gradient sums). */
   accumulate(pass: GPUComputePassEncoder, a: { x: TensorView; y: TensorView; n: number }): void;
-  /** out `[1]` = Σ input² over n values, in a fixed order. */
+  /**
+   * out `[1]` = Σ x² over the inputs' values taken as one sequence, in a fixed order. Every input
+   * but the last holds a multiple of {@link sumSquaresGranule} values; the result then has the
+   * bits of one input holding them all (segmented gradients sum like one flat buffer).
+   */
   sumSquares(
     pass: GPUComputePassEncoder,
-    a: { input: TensorView; out: TensorView; n: number },
+    a: { inputs: readonly { x: TensorView; n: number }[]; out: TensorView },
   ): void;
+  /** The granule of {@link sumSquares} in values (its chunk). */
+  readonly sumSquaresGranule: number;
 }
 
 /** Target meaning "no prediction here" (the last position of every sequence), as in torch. */

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { LlamaModel } from "./llama.ts";
+import { ParamBuffers } from "./param_buffers.ts";
 import { shaderKernels } from "./shader_kernels.ts";
 import { llamaParamLayout, type ParamLayout } from "./params.ts";
 import type { LlamaConfig } from "./hf_config.ts";
@@ -139,8 +140,13 @@ Deno.test("forward/backward on a separate weights buffer equals a model holding 
     const options = { config: CONFIG, layout: LAYOUT, microBatch: B, seqLen: T, slots: 1 };
     using a = new LlamaModel(rt, { ...options, weights: own, precision });
     using b = new LlamaModel(rt, { ...options, weights: other, precision });
-    const weights = rt.buffer("lookahead weights", other);
-    const run = async (m: LlamaModel, w?: GPUBuffer) => {
+    using weights = new ParamBuffers(rt, {
+      label: "lookahead weights",
+      layout: LAYOUT,
+      segments: a.params.segments,
+      init: other,
+    });
+    const run = async (m: LlamaModel, w?: ParamBuffers) => {
       m.writeTokens(0, tokens);
       const step = rt.beginStep(`weights ${precision}`);
       m.encodeZeroGrads(step);
@@ -158,7 +164,7 @@ Deno.test("forward/backward on a separate weights buffer equals a model holding 
     const step = rt.beginStep("bad weights");
     assert.throws(
       () => a.encodeForwardBackward(step, { slot: 0, lossScale: 1, weights: a.grads }),
-      /must be a buffer of at least .* other than the gradients/,
+      /must be laid out and split as the parameters, other than the gradients/,
     );
     step[Symbol.dispose]();
   }

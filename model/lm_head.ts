@@ -24,6 +24,7 @@ import type { HalfWeights } from "./half_weights.ts";
 import type { LlamaConfig } from "./hf_config.ts";
 import type { LlamaKernels } from "./llama_kernels.ts";
 import { lmHeadWeightName, paramEntry, type ParamLayout } from "./params.ts";
+import type { ParamBuffers } from "./param_buffers.ts";
 import {
   type GpuRuntime,
   type MatmulArgs,
@@ -51,7 +52,11 @@ export class LmHead implements Disposable {
    * f32 `[V, C]` head: the parameter buffer holding it (unless an encode names another), its
    * gradient view, and its view inside any buffer laid out as the parameters.
    */
-  readonly #head: { params: GPUBuffer; grads: TensorView; view: (buffer: GPUBuffer) => TensorView };
+  readonly #head: {
+    params: ParamBuffers;
+    grads: TensorView;
+    view: (flat: ParamBuffers) => TensorView;
+  };
   readonly #half: HalfWeights | null;
   /** `lm_head.weight`, or the embedding matrix of a tied model. */
   readonly #weightName: string;
@@ -66,8 +71,8 @@ export class LmHead implements Disposable {
       config: LlamaConfig;
       layout: ParamLayout;
       kernels: LlamaKernels;
-      params: GPUBuffer;
-      grads: GPUBuffer;
+      params: ParamBuffers;
+      grads: ParamBuffers;
       rows: number;
       seqLen: number;
       half: HalfWeights | null;
@@ -99,8 +104,8 @@ export class LmHead implements Disposable {
     }
     this.#logits = rt.buffer("llama logits chunk", bytes);
     this.#weightName = lmHeadWeightName(config);
-    const e = paramEntry(options.layout, this.#weightName);
-    const view = (buffer: GPUBuffer) => ({ buffer, offset: e.offset * 4, size: e.size * 4 });
+    paramEntry(options.layout, this.#weightName);
+    const view = (flat: ParamBuffers) => flat.view(this.#weightName);
     this.#head = { params: options.params, grads: view(options.grads), view };
   }
 
@@ -112,8 +117,8 @@ export class LmHead implements Disposable {
   encode(
     pass: GPUComputePassEncoder,
     io: {
-      /** The flat buffer holding the head's weights (the parameters unless told otherwise). */
-      params?: GPUBuffer;
+      /** The flat buffers holding the head's weights (the parameters unless told otherwise). */
+      params?: ParamBuffers;
       hf: GPUBuffer;
       dh: GPUBuffer;
       targets: GPUBuffer;

@@ -52,9 +52,13 @@ export {
   type ParamEntry,
   paramEntry,
   type ParamLayout,
+  type ParamSegment,
+  paramSegments,
   paramView,
   seededNormals,
+  segmentIndex,
 } from "./params.ts";
+export { ParamBuffers } from "./param_buffers.ts";
 export {
   checkShardIndex,
   DEFAULT_MAX_SHARD_BYTES,

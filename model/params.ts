@@ -198,3 +198,70 @@ export function initParams(layout: ParamLayout, config: LlamaConfig, seed: numbe
   }
   return flat;
 }
+
+/**
+ * One GPU buffer's share of the flat layout: the floats `[start, start + size)`, a run of whole
+ * tensors `entries[first..end)` with their padding. A tensor at flat offset `o` sits at
+ * `o − start` inside its segment's buffer.
+ */
+export interface ParamSegment {
+  /** First float of the segment in the flat layout (a tensor's offset). */
+  start: number;
+  /** Floats in the segment (up to the next segment's start, or `totalSize`). */
+  size: number;
+  /** Index of the segment's first entry. */
+  first: number;
+  /** One past the index of its last entry. */
+  end: number;
+}
+
+/**
+ * Splits the layout into as few segments as buffers of `maxBufferBytes` allow (WebGPU's
+ * `maxBufferSize`): consecutive whole tensors, greedily. Parameters, gradients and every
+ * optimizer state share this split, so a tensor is (segment, offset) in each. When everything
+ * fits, the result is the one segment `[0, totalSize)`. Throws a RangeError naming a tensor too
+ * large for any buffer.
+ */
+export function paramSegments(layout: ParamLayout, maxBufferBytes: number): ParamSegment[] {
+  const maxFloats = Math.floor(maxBufferBytes / 4);
+  const { entries, totalSize } = layout;
+  const segments: ParamSegment[] = [];
+  const close = (first: number, end: number) => {
+    const start = entries[first].offset;
+    const stop = end < entries.length ? entries[end].offset : totalSize;
+    segments.push({ start, size: stop - start, first, end });
+  };
+  let first = 0;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    const stop = i + 1 < entries.length ? entries[i + 1].offset : totalSize;
+    if (stop - e.offset > maxFloats) {
+      throw new RangeError(
+        `tensor "${e.name}" ${JSON.stringify(e.shape)} holds ${e.size} floats ` +
+          `(${(stop - e.offset) * 4} bytes padded), more than one GPU buffer ` +
+          `(maxBufferSize ${maxBufferBytes} bytes)`,
+      );
+    }
+    if (stop - entries[first].offset > maxFloats) {
+      close(first, i);
+      first = i;
+    }
+  }
+  if (entries.length > 0) close(first, entries.length);
+  return segments;
+}
+
+/** Index of the segment holding flat float `offset` (binary search). */
+export function segmentIndex(segments: readonly ParamSegment[], offset: number): number {
+  let lo = 0, hi = segments.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (segments[mid].start <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  const s = segments[lo];
+  if (s === undefined || offset < s.start || offset >= s.start + s.size) {
+    throw new RangeError(`flat offset ${offset} is outside every parameter segment`);
+  }
+  return lo;
+}

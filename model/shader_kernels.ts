@@ -231,15 +231,23 @@ export function shaderKernels(
     castF16: (pass, a) => cast.encode(pass, a),
     castBf16: (pass, a) => castBf16.encode(pass, a),
     accumulate: (pass, a) => elementwise.axpy(pass, { x: a.x, y: a.y, n: a.n, alpha: 1 }),
+    sumSquaresGranule: CHUNK_ITEMS * rt.profile.workgroupSize,
     sumSquares: (pass, a) => {
       // One sumsq input per range that fits in a storage binding (whole gradient buffers of
       // large models exceed it).
-      const { buffer, offset } = resolveView(a.input);
       const wg = rt.profile.workgroupSize;
-      const inputs = sumsqRanges(a.n, maxBindingBytes, wg).map(([start, count]) => ({
-        x: { buffer, offset: offset + start * 4, size: count * 4 },
-        length: count,
-      }));
+      const inputs = a.inputs.flatMap((input, i) => {
+        if (i < a.inputs.length - 1 && input.n % (CHUNK_ITEMS * wg) !== 0) {
+          throw new RangeError(
+            `sumSquares: input ${i} holds ${input.n} values, not a multiple of ${CHUNK_ITEMS * wg}`,
+          );
+        }
+        const { buffer, offset } = resolveView(input.x);
+        return sumsqRanges(input.n, maxBindingBytes, wg).map(([start, count]) => ({
+          x: { buffer, offset: offset + start * 4, size: count * 4 },
+          length: count,
+        }));
+      });
       const partials = scratchBuffer(
         "sumsq partials",
         sumsq.partialsLength(inputs.map((i) => i.length)),

@@ -16,7 +16,13 @@
  *
  * @module
  */
-import type { AdamWState, Optimizer, OptimizerState, OptimizerStepArgs } from "./optimizer.ts";
+import {
+  type AdamWState,
+  type Optimizer,
+  type OptimizerState,
+  type OptimizerStepArgs,
+  segmentBuffers,
+} from "./optimizer.ts";
 import { adamwKernel } from "./adamw_wgsl.ts";
 import {
   bindTensors,
@@ -25,9 +31,8 @@ import {
   type GpuRuntime,
   type GpuStep,
   grid1d,
-  viewLength,
 } from "../shaders/mod.ts";
-import { bindingRanges } from "../model/mod.ts";
+import { bindingRanges, type ParamSegment } from "../model/mod.ts";
 
 /** AdamW's hyperparameters (Psyche's defaults in brackets: 0.9, 0.95, 1e-8, 0.1, 1.0). */
 export interface AdamWConfig {
@@ -91,19 +96,22 @@ export function adamwReferenceStep(
 }
 
 /**
- * AdamW on the GPU for a flat buffer of `size` floats (a multiple of 4). Owns its moment
- * buffers (zeros at construction) and a small buffer of per-step constants.
+ * AdamW on the GPU for a flat buffer of `size` floats (a multiple of 4), or for the same floats
+ * split into `segments` (model/params.ts `paramSegments`: one buffer each for θ, g, m and v;
+ * one dispatch per segment). Owns its moment buffers (zeros at construction) and a small buffer
+ * of per-step constants.
  */
 export class AdamW implements Optimizer {
   readonly name = "adamw";
   /** Hyperparameters in use. */
   readonly config: AdamWConfig;
-  /** `[P]` first moments. */
-  readonly m: GPUBuffer;
-  /** `[P]` second moments. */
-  readonly v: GPUBuffer;
+  /** `[P]` first moments, one buffer per segment. */
+  readonly m: readonly GPUBuffer[];
+  /** `[P]` second moments, one buffer per segment. */
+  readonly v: readonly GPUBuffer[];
   readonly #rt: GpuRuntime;
   readonly #size: number;
+  readonly #segments: readonly { start: number; size: number }[];
   readonly #hyper: GPUBuffer;
   /** Bound when clipping is off, so the kernel always has a buffer at that binding. */
   readonly #unusedSumSq: GPUBuffer;
@@ -119,20 +127,45 @@ export class AdamW implements Optimizer {
    */
   constructor(
     rt: GpuRuntime,
-    options: { size: number; config: AdamWConfig; label?: string; maxBindingBytes?: number },
+    options: {
+      size: number;
+      config: AdamWConfig;
+      label?: string;
+      maxBindingBytes?: number;
+      segments?: readonly ParamSegment[];
+    },
   ) {
     const { size, config } = options;
     validateAdamWConfig(config);
     if (!Number.isInteger(size) || size <= 0 || size % 4 !== 0) {
       throw new RangeError(`AdamW: size must be a positive multiple of 4, got ${size}`);
     }
+    const segments = options.segments ?? [{ start: 0, size }];
+    let covered = 0;
+    for (const seg of segments) {
+      if (seg.start !== covered || seg.size <= 0 || seg.size % 4 !== 0) {
+        throw new RangeError(
+          `AdamW: segment [${seg.start}, ${
+            seg.start + seg.size
+          }) does not continue at ${covered} ` +
+            "with a positive multiple of 4 floats",
+        );
+      }
+      covered += seg.size;
+    }
+    if (covered !== size) {
+      throw new RangeError(`AdamW: segments cover ${covered} floats, size is ${size}`);
+    }
+    this.#segments = segments.map(({ start, size }) => ({ start, size }));
     const label = options.label ?? "adamw";
     this.#rt = rt;
     this.#size = size;
     this.#maxBindingBytes = options.maxBindingBytes ?? rt.limits.maxStorageBufferBindingSize;
     this.config = { ...config };
-    this.m = rt.buffer(`${label} m`, size * 4);
-    this.v = rt.buffer(`${label} v`, size * 4);
+    const name = (role: string, i: number) =>
+      segments.length === 1 ? `${label} ${role}` : `${label} ${role} segment ${i}`;
+    this.m = segments.map((seg, i) => rt.buffer(name("m", i), seg.size * 4));
+    this.v = segments.map((seg, i) => rt.buffer(name("v", i), seg.size * 4));
     this.#hyper = rt.buffer(`${label} hyperparameters`, 32);
     this.#unusedSumSq = rt.buffer(`${label} unused grad sumsq`, 16);
     const wg = rt.profile.workgroupSize;
@@ -146,10 +179,22 @@ export class AdamW implements Optimizer {
     if (!Number.isInteger(stepNumber) || stepNumber < 1) {
       throw new RangeError(`AdamW: stepNumber must be an integer >= 1, got ${stepNumber}`);
     }
-    for (const [name, buf] of [["params", args.params], ["grads", args.grads]] as const) {
-      if (viewLength(buf) < this.#size) {
-        throw new RangeError(`AdamW: ${name} holds ${viewLength(buf)} floats, needs ${this.#size}`);
+    const params = segmentBuffers(args.params), grads = segmentBuffers(args.grads);
+    for (const [name, bufs] of [["params", params], ["grads", grads]] as const) {
+      if (bufs.length !== this.#segments.length) {
+        throw new RangeError(
+          `AdamW: ${name} come in ${bufs.length} buffers, the state in ${this.#segments.length}`,
+        );
       }
+      bufs.forEach((b, i) => {
+        if (b.size < this.#segments[i].size * 4) {
+          throw new RangeError(
+            `AdamW: ${name}${bufs.length > 1 ? ` buffer ${i}` : ""} holds ${
+              b.size / 4
+            } floats, needs ${this.#segments[i].size}`,
+          );
+        }
+      });
     }
     const c = this.config;
     if (c.maxGradNorm > 0 && args.gradSumSq === null) {
@@ -169,33 +214,34 @@ export class AdamW implements Optimizer {
       ]),
     );
     this.#step = stepNumber;
-    // Storage bindings are capped (128 MiB on lavapipe): update the buffer in ranges that fit.
-    for (const [start, count] of bindingRanges(this.#size, this.#maxBindingBytes)) {
-      const range = (buffer: GPUBuffer) => ({ buffer, offset: start * 4, size: count * 4 });
-      const n4 = count / 4;
-      const group = bindTensors(this.#rt, this.#pipeline, [n4, 0, 0, 0], [
-        this.#hyper,
-        args.gradSumSq ?? this.#unusedSumSq,
-        range(args.params),
-        range(args.grads),
-        range(this.m),
-        range(this.v),
-      ]);
-      dispatch(
-        step.pass,
-        this.#pipeline,
-        group,
-        grid1d(ceilDiv(n4, this.#rt.profile.workgroupSize)),
-      );
-    }
+    // Storage bindings are capped (128 MiB on lavapipe): update each segment in ranges that fit.
+    this.#segments.forEach((seg, s) => {
+      for (const [start, count] of bindingRanges(seg.size, this.#maxBindingBytes)) {
+        const range = (buffer: GPUBuffer) => ({ buffer, offset: start * 4, size: count * 4 });
+        const n4 = count / 4;
+        const group = bindTensors(this.#rt, this.#pipeline, [n4, 0, 0, 0], [
+          this.#hyper,
+          args.gradSumSq ?? this.#unusedSumSq,
+          range(params[s]),
+          range(grads[s]),
+          range(this.m[s]),
+          range(this.v[s]),
+        ]);
+        dispatch(
+          step.pass,
+          this.#pipeline,
+          group,
+          grid1d(ceilDiv(n4, this.#rt.profile.workgroupSize)),
+        );
+      }
+    });
   }
 
   /** The moments and the last step number; see {@link Optimizer.readState}. */
   async readState(options: { signal?: AbortSignal } = {}): Promise<AdamWState> {
-    const bytes = this.#size * 4;
     const [m, v] = await Promise.all([
-      this.#rt.read({ buffer: this.m, size: bytes }, options),
-      this.#rt.read({ buffer: this.v, size: bytes }, options),
+      this.#readFlat(this.m, options),
+      this.#readFlat(this.v, options),
     ]);
     return { kind: "adamw", step: this.#step, m, v };
   }
@@ -215,13 +261,35 @@ export class AdamW implements Optimizer {
     if (!Number.isSafeInteger(state.step) || state.step < 0) {
       throw new RangeError(`AdamW: state step must be an integer >= 0, found ${state.step}`);
     }
-    this.#rt.write(this.m, state.m);
-    this.#rt.write(this.v, state.v);
+    this.#segments.forEach((seg, s) => {
+      this.#rt.write(this.m[s], state.m.subarray(seg.start, seg.start + seg.size));
+      this.#rt.write(this.v[s], state.v.subarray(seg.start, seg.start + seg.size));
+    });
     this.#step = state.step;
+  }
+
+  /** One flat `[P]` array of a state split into segment buffers. */
+  async #readFlat(
+    buffers: readonly GPUBuffer[],
+    options: { signal?: AbortSignal },
+  ): Promise<Float32Array> {
+    if (buffers.length === 1) {
+      return await this.#rt.read({ buffer: buffers[0], size: this.#size * 4 }, options);
+    }
+    const parts = await Promise.all(
+      buffers.map((buffer, s) =>
+        this.#rt.read({ buffer, size: this.#segments[s].size * 4 }, options)
+      ),
+    );
+    const flat = new Float32Array(this.#size);
+    parts.forEach((p, s) => flat.set(p, this.#segments[s].start));
+    return flat;
   }
 
   /** Frees the moment buffers. */
   [Symbol.dispose](): void {
-    for (const b of [this.m, this.v, this.#hyper, this.#unusedSumSq]) this.#rt.destroyBuffer(b);
+    for (const b of [...this.m, ...this.v, this.#hyper, this.#unusedSumSq]) {
+      this.#rt.destroyBuffer(b);
+    }
   }
 }

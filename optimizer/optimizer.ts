@@ -8,13 +8,25 @@
  * @module
  */
 import type { GpuStep, TensorView } from "../shaders/mod.ts";
+import type { ParamBuffers } from "../model/mod.ts";
+
+/**
+ * A role of the flat parameter layout on the GPU: one buffer, or one per segment when the model
+ * is over `maxBufferSize` (model/param_buffers.ts).
+ */
+export type FlatBuffers = GPUBuffer | ParamBuffers;
+
+/** The buffers of `flat`, one per segment. */
+export function segmentBuffers(flat: FlatBuffers): readonly GPUBuffer[] {
+  return "buffers" in flat ? flat.buffers : [flat];
+}
 
 /** What one optimizer step receives. All buffers use the flat parameter layout. */
 export interface OptimizerStepArgs {
   /** `[P]` parameters, updated in place. */
-  params: GPUBuffer;
-  /** `[P]` gradients of the mean loss (already averaged over micro-batches). */
-  grads: GPUBuffer;
+  params: FlatBuffers;
+  /** `[P]` gradients of the mean loss (already averaged over micro-batches), split alike. */
+  grads: FlatBuffers;
   /** Learning rate for this step (from the schedule). */
   lr: number;
   /** 1-based optimizer step number (AdamW's bias correction counts from 1). */
@@ -42,13 +54,13 @@ export interface Optimizer extends Disposable {
    * DisTrO leaves the next step's lookahead applied after `encodeStep`; this undoes it.
    * Optimizers without such state leave it out. Call it only after the last step.
    */
-  encodeSettle?(step: GpuStep, params: GPUBuffer): void;
+  encodeSettle?(step: GpuStep, params: FlatBuffers): void;
   /**
    * Re-establishes what {@link encodeSettle} undid, so training continues bit for bit: after a
    * checkpoint taken mid-run, or after {@link loadState} on resume. `lastLr` is the learning rate
    * of the last step done. Optimizers without such state leave it out.
    */
-  encodeResume?(step: GpuStep, args: { params: GPUBuffer; lastLr: number }): void;
+  encodeResume?(step: GpuStep, args: { params: FlatBuffers; lastLr: number }): void;
   /** Reads the optimizer's state back to the host (after the last step was submitted). */
   readState(options?: { signal?: AbortSignal }): Promise<OptimizerState>;
   /**

@@ -28,7 +28,7 @@
 import { createHash } from "node:crypto";
 import type { GpuRuntime, GpuStep, TensorView } from "./gpu.ts";
 import { resolveView } from "./gpu.ts";
-import { bindTensors, ceilDiv, dispatch, grid1d, rowBlocks } from "./kernel.ts";
+import { bindTensors, ceilDiv, dispatch, granuleStretches, grid1d, rowBlocks } from "./kernel.ts";
 
 /** Words mixed into one block digest (4 KB of f32). */
 export const DIGEST_BLOCK_WORDS = 1024;
@@ -158,6 +158,8 @@ export class GpuDigest implements Disposable {
   readonly #rt: GpuRuntime;
   readonly #wg: number;
   #out: GPUBuffer | null = null;
+  /** Blocks straddling two views, gathered whole. */
+  #gather: GPUBuffer | null = null;
 
   constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
     this.#rt = rt;
@@ -166,28 +168,92 @@ export class GpuDigest implements Disposable {
 
   /**
    * Queues the block digests of `view` (a whole number of vec4: 16 bytes) into `step` and
-   * returns a read of the digest, which waits for the step's submission.
+   * returns a read of the digest, which waits for the step's submission. Several views are
+   * digested as their concatenation (parameters split into segment buffers): blocks straddling
+   * two views are gathered whole first, so the digest is that of one buffer holding them all.
    */
-  encode(step: GpuStep, view: TensorView): () => Promise<string> {
-    const { buffer, offset, size } = resolveView(view);
-    if (size % 16 !== 0) {
-      throw new RangeError(`digest: "${buffer.label}" is ${size} bytes, not a multiple of 16`);
-    }
+  encode(step: GpuStep, view: TensorView | readonly TensorView[]): () => Promise<string> {
+    const views = (Array.isArray(view) ? view : [view]).map(resolveView);
     const align = this.#rt.limits.minStorageBufferOffsetAlignment;
-    if (offset % align !== 0) {
-      throw new RangeError(
-        `digest: a view of "${buffer.label}" at offset ${offset} is not ${align}-byte aligned`,
-      );
+    const segments: { start: number; size: number }[] = [];
+    let words = 0;
+    for (const { buffer, offset, size } of views) {
+      if (size % 16 !== 0) {
+        throw new RangeError(`digest: "${buffer.label}" is ${size} bytes, not a multiple of 16`);
+      }
+      if (offset % align !== 0) {
+        throw new RangeError(
+          `digest: a view of "${buffer.label}" at offset ${offset} is not ${align}-byte aligned`,
+        );
+      }
+      segments.push({ start: words, size: size / 4 });
+      words += size / 4;
     }
-    const words = size / 4;
-    const blocks = ceilDiv(words, DIGEST_BLOCK_WORDS);
-    const out = this.#outBuffer(blocks);
+    const blockBytes = DIGEST_BLOCK_WORDS * 4;
+    const stretches = granuleStretches(segments, DIGEST_BLOCK_WORDS);
+    // Each stretch's block digests go to an aligned region of `out`; the host puts them in order.
+    const regions: { at: number; first: number; blocks: number }[] = [];
+    let outBytes = 0;
+    for (const st of stretches) {
+      const at = Math.ceil(outBytes / align) * align;
+      const blocks = ceilDiv(st.size, DIGEST_BLOCK_WORDS);
+      regions.push({ at, first: st.start / DIGEST_BLOCK_WORDS, blocks });
+      outBytes = at + blocks * 8;
+    }
+    const gathered = stretches.filter((st) => st.parts.length > 1).length;
+    const out = this.#outBuffer(outBytes / 8);
+    const gather = gathered > 0 ? this.#gatherBuffer(gathered * blockBytes) : null;
+    let g = 0;
+    stretches.forEach((st, i) => {
+      if (st.parts.length === 1) {
+        const v = views[st.parts[0].segment];
+        const offset = v.offset + (st.start - segments[st.parts[0].segment].start) * 4;
+        this.#encodeRun(step, { buffer: v.buffer, offset, size: st.size * 4 }, out, regions[i]);
+        return;
+      }
+      const at = g++ * blockBytes;
+      for (const part of st.parts) {
+        const v = views[part.segment];
+        step.encoder.copyBufferToBuffer(
+          v.buffer,
+          v.offset + (part.start - segments[part.segment].start) * 4,
+          gather!,
+          at + (part.start - st.start) * 4,
+          part.size * 4,
+        );
+      }
+      this.#encodeRun(step, { buffer: gather!, offset: at, size: st.size * 4 }, out, regions[i]);
+    });
+    const total = ceilDiv(words, DIGEST_BLOCK_WORDS);
+    return async () => {
+      const all = await this.#rt.readU32({ buffer: out, offset: 0, size: outBytes });
+      if (regions.length === 1) return digestOfBlocks(words, all.subarray(0, 2 * total));
+      const digests = new Uint32Array(2 * total);
+      for (const r of regions) {
+        digests.set(all.subarray(r.at / 4, r.at / 4 + 2 * r.blocks), 2 * r.first);
+      }
+      return digestOfBlocks(words, digests);
+    };
+  }
+
+  /**
+   * The block digests of a run of whole blocks (`view`, the last maybe short) that starts at
+   * block `region.first` of the whole, into `out` from byte `region.at`.
+   */
+  #encodeRun(
+    step: GpuStep,
+    view: { buffer: GPUBuffer; offset: number; size: number },
+    out: GPUBuffer,
+    region: { at: number; first: number; blocks: number },
+  ): void {
+    const { buffer, offset, size } = view;
     const wg = this.#wg;
     const pipeline = this.#rt.pipeline(`digest/${wg}`, () => blockDigestKernel(wg));
     // Bindings are capped (128 MiB on lavapipe): cover the buffer in windows of whole blocks,
     // each a multiple of align/8 blocks so that its 8-byte block digests start aligned too.
+    const align = this.#rt.limits.minStorageBufferOffsetAlignment;
     const blockBytes = DIGEST_BLOCK_WORDS * 4;
-    const windows = rowBlocks(blocks, blockBytes, {
+    const windows = rowBlocks(region.blocks, blockBytes, {
       maxBytes: this.#rt.limits.maxStorageBufferBindingSize,
       alignBytes: align,
       multipleOf: Math.max(1, align / 8),
@@ -196,24 +262,28 @@ export class GpuDigest implements Disposable {
     for (const { start: first, rows: count } of windows) {
       const start = first * blockBytes;
       const bytes = Math.min(size - start, count * blockBytes);
-      const group = bindTensors(this.#rt, pipeline, [bytes / 4, count, first, 0], [
+      const group = bindTensors(this.#rt, pipeline, [bytes / 4, count, region.first + first, 0], [
         { buffer, offset: offset + start, size: bytes },
-        { buffer: out, offset: first * 8, size: count * 8 },
+        { buffer: out, offset: region.at + first * 8, size: count * 8 },
       ]);
       dispatch(pass, pipeline, group, grid1d(ceilDiv(count, wg)));
     }
-    return async () => {
-      const digests = await this.#rt.readU32({ buffer: out, offset: 0, size: blocks * 8 });
-      return digestOfBlocks(words, digests);
-    };
   }
 
-  /** The digest of `view` now (one submission of its own). */
-  async digest(view: TensorView): Promise<string> {
+  /** The digest of `view` (or of several views' concatenation) now, in a submission of its own. */
+  async digest(view: TensorView | readonly TensorView[]): Promise<string> {
     const step = this.#rt.beginStep("digest");
     const read = this.encode(step, view);
     await step.submit({ wait: false });
     return await read();
+  }
+
+  #gatherBuffer(bytes: number): GPUBuffer {
+    if (this.#gather === null || this.#gather.size < bytes) {
+      if (this.#gather !== null) this.#rt.destroyBuffer(this.#gather);
+      this.#gather = this.#rt.buffer("digest gathered blocks", bytes);
+    }
+    return this.#gather;
   }
 
   #outBuffer(blocks: number): GPUBuffer {
@@ -227,5 +297,7 @@ export class GpuDigest implements Disposable {
   [Symbol.dispose](): void {
     if (this.#out !== null) this.#rt.destroyBuffer(this.#out);
     this.#out = null;
+    if (this.#gather !== null) this.#rt.destroyBuffer(this.#gather);
+    this.#gather = null;
   }
 }

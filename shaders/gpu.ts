@@ -94,6 +94,12 @@ export interface GpuRuntimeOptions {
    * profiling tools only; needs `timestamp-query`.
    */
   readonly profileDispatches?: boolean;
+  /**
+   * Lower `maxBufferSize` to this many bytes (default: the adapter's maximum). Parameters,
+   * gradients and optimizer state split into as many buffers as it requires (model/params.ts
+   * `paramSegments`), so tests force that split on a tiny model this way.
+   */
+  readonly maxBufferBytes?: number;
 }
 
 /** Limits requested at the adapter's maximum: large storage bindings and buffers for training. */
@@ -113,7 +119,11 @@ const WANTED_LIMITS = [
  * A plain copy of `limits` (WebGPU's object cannot be subclassed or wrapped: its getters check
  * their receiver) with `maxStorageBufferBindingSize` at most `maxBindingBytes`.
  */
-function cappedLimits(limits: GPUSupportedLimits, maxBindingBytes?: number): GPUSupportedLimits {
+function cappedLimits(
+  limits: GPUSupportedLimits,
+  caps: { maxBindingBytes?: number; maxBufferBytes?: number },
+): GPUSupportedLimits {
+  const { maxBindingBytes, maxBufferBytes } = caps;
   const copy: Record<string, number> = {};
   for (const key in limits) {
     const value = (limits as unknown as Record<string, unknown>)[key];
@@ -121,6 +131,9 @@ function cappedLimits(limits: GPUSupportedLimits, maxBindingBytes?: number): GPU
   }
   if (maxBindingBytes !== undefined) {
     copy.maxStorageBufferBindingSize = Math.min(copy.maxStorageBufferBindingSize, maxBindingBytes);
+  }
+  if (maxBufferBytes !== undefined) {
+    copy.maxBufferSize = Math.min(copy.maxBufferSize, maxBufferBytes);
   }
   return Object.freeze(copy) as unknown as GPUSupportedLimits;
 }
@@ -391,10 +404,15 @@ export class GpuRuntime {
     adapter: GPUAdapter,
     device: GPUDevice,
     profile: TuningProfile,
-    options: { uniformLimit: number; maxBindingBytes?: number; profileDispatches?: boolean },
+    options: {
+      uniformLimit: number;
+      maxBindingBytes?: number;
+      maxBufferBytes?: number;
+      profileDispatches?: boolean;
+    },
   ) {
     this.#uniformLimit = options.uniformLimit;
-    this.#limits = cappedLimits(device.limits, options.maxBindingBytes);
+    this.#limits = cappedLimits(device.limits, options);
     this.adapter = adapter;
     this.device = device;
     this.info = adapter.info;
@@ -471,16 +489,27 @@ export class GpuRuntime {
     if (cap !== undefined && (!Number.isInteger(cap) || cap < 256 || cap % 4 !== 0)) {
       throw new RangeError(`maxBindingBytes must be a multiple of 4, at least 256, got ${cap}`);
     }
+    const bufferCap = options.maxBufferBytes;
+    if (
+      bufferCap !== undefined &&
+      (!Number.isInteger(bufferCap) || bufferCap < 256 || bufferCap % 4 !== 0)
+    ) {
+      throw new RangeError(
+        `maxBufferBytes must be a multiple of 4, at least 256, got ${bufferCap}`,
+      );
+    }
     return new GpuRuntime(adapter, device, options.profile ?? profileFor(adapter.info), {
       uniformLimit: limit,
       maxBindingBytes: cap,
+      maxBufferBytes: bufferCap,
       profileDispatches: options.profileDispatches,
     });
   }
 
   /**
    * The device's limits (as granted: the adapter's maxima for the ones training needs), with
-   * `maxStorageBufferBindingSize` lowered to the `maxBindingBytes` option when one was given.
+   * `maxStorageBufferBindingSize` lowered to the `maxBindingBytes` option and `maxBufferSize` to
+   * the `maxBufferBytes` option when given.
    */
   get limits(): GPUSupportedLimits {
     return this.#limits;

@@ -212,3 +212,58 @@ export abstract class ElementKernel {
     this.items = items;
   }
 }
+
+/** A piece of one segment: concatenated elements `[start, start + size)` of segment `segment`. */
+export interface SegmentPart {
+  segment: number;
+  start: number;
+  size: number;
+}
+
+/**
+ * Covers the concatenation of `segments` (consecutive `{start, size}` ranges of one sequence,
+ * e.g. the parameters split into GPU buffers) for a reduction that works in granules of `granule` floats
+ * (sumsq chunks, digest blocks), so that its result does not depend on the segmentation: a
+ * stretch with one part is a run of whole granules inside one segment (the last may be short at
+ * the very end); a stretch with several parts is one granule straddling segments, which the
+ * caller gathers into scratch first. With one segment there is one stretch, `[0, total)`.
+ */
+export function granuleStretches(
+  segments: readonly { start: number; size: number }[],
+  granule: number,
+): { start: number; size: number; parts: SegmentPart[] }[] {
+  if (!Number.isInteger(granule) || granule < 1) {
+    throw new RangeError(`granule must be a positive integer, got ${granule}`);
+  }
+  const last = segments[segments.length - 1];
+  const total = last ? last.start + last.size : 0;
+  const out: { start: number; size: number; parts: SegmentPart[] }[] = [];
+  let pos = 0;
+  while (pos < total) {
+    let s = 0;
+    while (segments[s].start + segments[s].size <= pos) s++;
+    const segEnd = segments[s].start + segments[s].size;
+    const granuleEnd = Math.min(pos + granule, total);
+    if (granuleEnd <= segEnd) {
+      const runEnd = segEnd === total
+        ? total
+        : pos + Math.floor((segEnd - pos) / granule) * granule;
+      out.push({
+        start: pos,
+        size: runEnd - pos,
+        parts: [{ segment: s, start: pos, size: runEnd - pos }],
+      });
+      pos = runEnd;
+      continue;
+    }
+    const parts: SegmentPart[] = [];
+    for (let p = pos; p < granuleEnd; s++) {
+      const stop = Math.min(granuleEnd, segments[s].start + segments[s].size);
+      parts.push({ segment: s, start: p, size: stop - p });
+      p = stop;
+    }
+    out.push({ start: pos, size: granuleEnd - pos, parts });
+    pos = granuleEnd;
+  }
+  return out;
+}

@@ -40,6 +40,7 @@ export {
   ceilDiv,
   dispatch,
   dispatch1d,
+  granuleStretches,
   grid1d,
   main1d,
   MAX_GRID,
@@ -47,6 +48,7 @@ export {
   requireLength,
   type RowBlock,
   rowBlocks,
+  type SegmentPart,
 } from "./kernel.ts";
 export {
   Matmul,

@@ -31,6 +31,7 @@ import {
   llamaConfigToHf,
   LlamaModel,
   type ParamLayout,
+  paramSegments,
   readModelDir,
   resolvePrecision,
 } from "../model/mod.ts";
@@ -296,10 +297,13 @@ function checkResumable(saved: TrainerState, now: TrainerState, options: TrainOp
 /** The optimizer the flags ask for, over the flat parameter buffer of `layout`. */
 function makeOptimizer(rt: GpuRuntime, options: TrainOptions, layout: ParamLayout): Optimizer {
   const size = layout.totalSize;
+  // Split like the model's parameters (model/llama.ts makes them the same way).
+  const segments = paramSegments(layout, rt.limits.maxBufferSize);
   switch (options.optimizer) {
     case "adamw":
       return new AdamW(rt, {
         size,
+        segments,
         config: {
           beta1: options.beta1,
           beta2: options.beta2,
@@ -312,6 +316,7 @@ function makeOptimizer(rt: GpuRuntime, options: TrainOptions, layout: ParamLayou
       return new DistroOptimizer(rt, {
         params: layout.entries,
         size,
+        segments,
         config: {
           chunk: options.compressionChunk,
           topk: options.compressionTopk,

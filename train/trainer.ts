@@ -33,7 +33,7 @@ import type { TrainLogger } from "./log.ts";
 import { learningRate, type LrSchedule } from "../common/mod.ts";
 import type { Optimizer } from "../optimizer/mod.ts";
 import type { DataProvider } from "../data/mod.ts";
-import type { LlamaModel } from "../model/mod.ts";
+import type { LlamaModel, ParamBuffers } from "../model/mod.ts";
 import type { GpuRuntime, GpuStep, TensorView } from "../shaders/mod.ts";
 
 /** The parts a training run is built from. */
@@ -109,7 +109,7 @@ export function encodeGradients(
   model: LlamaModel,
   step: GpuStep,
   microBatches: Uint32Array[],
-  weights?: GPUBuffer,
+  weights?: ParamBuffers,
 ): { predictions: number; gradSumSq: TensorView } {
   const T = model.seqLen;
   if (microBatches.length < 1 || microBatches.length > model.slots) {

@@ -2,7 +2,8 @@
  * DisTrO on the GPU: the optimizer the trainer plugs in as `--optimizer distro`.
  *
  * Buffers (P = floats in the flat parameter buffer, E = Σ chunks·k over parameters,
- * S = largest parameter):
+ * S = largest parameter). The `[P]` ones are split into segments like the parameters when those
+ * exceed one buffer (model/params.ts `paramSegments`; options `segments`):
  * - `delta` `[P]`: residual momentum δ; `saved` `[P]`: θ before the in-place lookahead, or
  *   the lookahead weights the networked client trains on ({@link DistroOptimizer.lookaheadWeights});
  * - `ownIdx[2]`, `ownVal[2]` `[E]`: this step's and the previous step's own result
@@ -20,19 +21,27 @@
  * @module
  */
 
-import type { DistroState, Optimizer, OptimizerState, OptimizerStepArgs } from "../optimizer.ts";
+import {
+  type DistroState,
+  type FlatBuffers,
+  type Optimizer,
+  type OptimizerState,
+  type OptimizerStepArgs,
+  segmentBuffers,
+} from "../optimizer.ts";
 import { quantizeSigns, type SparseParam } from "../compress.ts";
 import { type DistroConfig, validateDistroConfig } from "../distro.ts";
 import type { AggregatedParam } from "../exact.ts";
 import { type ChunkLayout, chunkLayout } from "../layout.ts";
 import { BasisTables, DistroKernels, type KernelParam } from "./kernels.ts";
+import { type GpuRuntime, type GpuStep, resolveView, type TensorView } from "../../shaders/mod.ts";
 import {
-  type GpuRuntime,
-  type GpuStep,
-  resolveView,
-  type TensorView,
-  viewLength,
-} from "../../shaders/mod.ts";
+  bindingRanges,
+  ParamBuffers,
+  type ParamLayout,
+  type ParamSegment,
+  segmentIndex,
+} from "../../model/mod.ts";
 
 /** A parameter in the flat buffer: name, row-major shape and first element (a multiple of 64). */
 export interface FlatParam {
@@ -47,6 +56,11 @@ export interface DistroOptimizerOptions {
   readonly params: readonly FlatParam[];
   /** Floats in the flat parameter buffer. */
   readonly size: number;
+  /**
+   * How the parameters are split into buffers (model/params.ts `paramSegments`); δ and the saved
+   * weights are split alike. Default: one buffer of `size` floats.
+   */
+  readonly segments?: readonly ParamSegment[];
   /** DisTrO hyper-parameters. */
   readonly config: DistroConfig;
   /** Label prefix of GPU objects. */
@@ -67,8 +81,8 @@ function checkLearningRate(name: string, lr: number): void {
 
 /** Per-step arguments of {@link DistroOptimizer.encodeGenerate}. */
 export interface GenerateArgs {
-  readonly params: GPUBuffer;
-  readonly grads: GPUBuffer;
+  readonly params: FlatBuffers;
+  readonly grads: FlatBuffers;
   /** Learning rate of this step. */
   readonly lr: number;
   /** `[1]` sum of squared gradients (needed when clipping is configured), else null. */
@@ -93,7 +107,7 @@ export class DistroOptimizer implements Optimizer {
   /** Chunking of every parameter, in order. */
   readonly layouts: readonly ChunkLayout[];
   /** `[P]` residual momentum δ. */
-  readonly delta: GPUBuffer;
+  readonly delta: ParamBuffers;
   readonly #rt: GpuRuntime;
   readonly #label: string;
   readonly #size: number;
@@ -101,7 +115,8 @@ export class DistroOptimizer implements Optimizer {
   readonly #entries: number;
   readonly #basis: BasisTables;
   readonly #kernels: DistroKernels;
-  readonly #saved: GPUBuffer;
+  readonly #saved: ParamBuffers;
+  readonly #segments: readonly ParamSegment[];
   readonly #ownIdx: [GPUBuffer, GPUBuffer];
   readonly #ownVal: [GPUBuffer, GPUBuffer];
   readonly #ownQ: GPUBuffer;
@@ -164,8 +179,23 @@ export class DistroOptimizer implements Optimizer {
       this.#owned.push(b);
       return b;
     };
-    this.delta = buf("delta", size * 4);
-    this.#saved = buf("saved params", size * 4);
+    const segments = options.segments ?? [{ start: 0, size, first: 0, end: params.length }];
+    const last = segments[segments.length - 1];
+    if (segments[0]?.start !== 0 || last.start + last.size !== size) {
+      throw new RangeError(`DistroOptimizer: segments must cover [0, ${size})`);
+    }
+    this.#params.forEach((p) => {
+      const seg = segments[segmentIndex(segments, p.offset)];
+      if (p.offset + p.layout.size > seg.start + seg.size) {
+        throw new RangeError(
+          `DistroOptimizer: parameter "${p.layout.name}" crosses the end of its segment`,
+        );
+      }
+    });
+    this.#segments = segments;
+    const flat = flatLayout(params, this.layouts, size);
+    this.delta = new ParamBuffers(rt, { label: `${label} delta`, layout: flat, segments });
+    this.#saved = new ParamBuffers(rt, { label: `${label} saved params`, layout: flat, segments });
     this.#ownIdx = [buf("own idx 0", this.#entries * 4), buf("own idx 1", this.#entries * 4)];
     this.#ownVal = [buf("own val 0", this.#entries * 4), buf("own val 1", this.#entries * 4)];
     this.#ownQ = buf("own q", this.#entries * 4);
@@ -189,7 +219,7 @@ export class DistroOptimizer implements Optimizer {
 
   /** Forgets δ and the previous result (cold start, `zero_optim`). Encoded into `step`. */
   encodeReset(step: GpuStep): void {
-    step.encoder.clearBuffer(this.delta);
+    this.delta.encodeClear(step.encoder);
     this.#hasOwn = false;
     // A lookahead apart from θ already decayed θ for its step; generate must still skip that.
     if (this.#lookahead === "in-place") this.#lookahead = "none";
@@ -199,15 +229,18 @@ export class DistroOptimizer implements Optimizer {
    * `saved = θ; θ −= prevLr·sign(δ)`, before forward/backward. A no-op before the first
    * result (as in Psyche). The next {@link encodeGenerate} restores θ exactly.
    */
-  encodeLookahead(step: GpuStep, args: { params: GPUBuffer; prevLr: number }): void {
+  encodeLookahead(step: GpuStep, args: { params: FlatBuffers; prevLr: number }): void {
     if (!this.#hasOwn) return;
+    const params = this.#flat("params", args.params);
     this.#rt.write(this.#hyperLook, new Float32Array([args.prevLr]));
-    this.#kernels.encodeLookahead(this.#pass(step, "lookahead"), this.#size, {
-      hyper: this.#hyperLook,
-      params: args.params,
-      delta: this.delta,
-      saved: this.#saved,
-    });
+    for (const r of this.#ranges()) {
+      this.#kernels.encodeLookahead(this.#pass(step, "lookahead"), r.n, {
+        hyper: this.#hyperLook,
+        params: r.view(params),
+        delta: r.view(this.delta.buffers),
+        saved: r.view(this.#saved.buffers),
+      });
+    }
     this.#lookahead = "in-place";
   }
 
@@ -221,22 +254,24 @@ export class DistroOptimizer implements Optimizer {
    * pass are saved. The values are bit-identical to {@link encodeLookahead}'s: the same
    * `θ − prevLr·sign(δ)` and the same single multiplication by the same f32 factor.
    */
-  encodeLookaheadApart(step: GpuStep, args: { params: GPUBuffer; prevLr: number; lr: number }) {
+  encodeLookaheadApart(step: GpuStep, args: { params: FlatBuffers; prevLr: number; lr: number }) {
     const { prevLr, lr } = args;
     checkLearningRate("prevLr", prevLr);
     checkLearningRate("lr", lr);
-    this.#checkFloats("params", args.params);
+    const params = this.#flat("params", args.params);
     const decays = (this.config.weightDecay ?? 0) !== 0;
     this.#rt.write(
       this.#hyperLook,
       new Float32Array([this.#hasOwn ? prevLr : 0, this.#decayFactor(lr), 0, 0]),
     );
-    this.#kernels.encodeLookaheadApart(this.#pass(step, "lookahead"), this.#size, decays, {
-      hyper: this.#hyperLook,
-      params: args.params,
-      delta: this.delta,
-      ahead: this.#saved,
-    });
+    for (const r of this.#ranges()) {
+      this.#kernels.encodeLookaheadApart(this.#pass(step, "lookahead"), r.n, decays, {
+        hyper: this.#hyperLook,
+        params: r.view(params),
+        delta: r.view(this.delta.buffers),
+        ahead: r.view(this.#saved.buffers),
+      });
+    }
     this.#lookahead = "apart";
   }
 
@@ -245,26 +280,28 @@ export class DistroOptimizer implements Optimizer {
    * place: the factor and the multiplication of {@link encodeLookaheadApart}, so θ stays
    * bit-identical with the clients that trained. Nothing is encoded without weight decay.
    */
-  encodeDecay(step: GpuStep, args: { params: GPUBuffer; lr: number }): void {
+  encodeDecay(step: GpuStep, args: { params: FlatBuffers; lr: number }): void {
     checkLearningRate("lr", args.lr);
-    this.#checkFloats("params", args.params);
+    const params = this.#flat("params", args.params);
     if ((this.config.weightDecay ?? 0) === 0) return;
     this.#rt.write(this.#hyperLook, new Float32Array([0, this.#decayFactor(args.lr), 0, 0]));
-    this.#kernels.encodeDecayInPlace(this.#pass(step, "weight-decay"), this.#size, {
-      hyper: this.#hyperLook,
-      params: args.params,
-    });
+    for (const r of this.#ranges()) {
+      this.#kernels.encodeDecayInPlace(this.#pass(step, "weight-decay"), r.n, {
+        hyper: this.#hyperLook,
+        params: r.view(params),
+      });
+    }
   }
 
   /** `[P]` where {@link encodeLookaheadApart} puts the lookahead weights to train on. */
-  get lookaheadWeights(): GPUBuffer {
+  get lookaheadWeights(): ParamBuffers {
     return this.#saved;
   }
 
   /** Copies the saved θ back (undoing the lookahead), e.g. before a checkpoint. */
-  encodeUndoLookahead(step: GpuStep, params: GPUBuffer): void {
+  encodeUndoLookahead(step: GpuStep, params: FlatBuffers): void {
     if (this.#lookahead !== "in-place") return;
-    step.encoder.copyBufferToBuffer(this.#saved, 0, params, 0, this.#size * 4);
+    this.#copy(step.encoder, this.#saved.buffers, this.#flat("params", params));
     this.#lookahead = "none";
   }
 
@@ -275,8 +312,8 @@ export class DistroOptimizer implements Optimizer {
   encodeGenerate(step: GpuStep, args: GenerateArgs): void {
     const { lr } = args;
     checkLearningRate("lr", lr);
-    this.#checkFloats("params", args.params);
-    this.#checkFloats("grads", args.grads);
+    const params = this.#flat("params", args.params);
+    const grads = this.#flat("grads", args.grads);
     const clip = this.config.clipGradNorm ?? 0;
     if (clip > 0 && args.gradSumSq === null) {
       throw new RangeError("DistroOptimizer: clipGradNorm > 0 needs gradSumSq");
@@ -291,9 +328,9 @@ export class DistroOptimizer implements Optimizer {
     this.#lookahead = "none";
     const decays = (this.config.weightDecay ?? 0) !== 0 && lookahead !== "apart";
     if (decays && lookahead === "none") {
-      encoder.copyBufferToBuffer(args.params, 0, this.#saved, 0, this.#size * 4);
+      this.#copy(encoder, params, this.#saved.buffers);
     } else if (!decays && lookahead === "in-place") {
-      encoder.copyBufferToBuffer(this.#saved, 0, args.params, 0, this.#size * 4);
+      this.#copy(encoder, this.#saved.buffers, params);
     }
     const hyper = new ArrayBuffer(32);
     new Float32Array(hyper, 0, 4).set([
@@ -314,19 +351,17 @@ export class DistroOptimizer implements Optimizer {
     for (const p of decays ? this.#params : []) {
       // Parameters start at multiples of 64 floats: rounding up to 4 stays in their padding.
       const n = Math.ceil(p.layout.size / 4) * 4;
-      const range = { offset: p.offset * 4, size: n * 4 };
       this.#kernels.encodeWeightDecay(this.#pass(step, "weight-decay"), n, {
         hyper: this.#hyperGen,
-        source: { buffer: this.#saved, ...range },
-        params: { buffer: args.params, ...range },
+        source: this.#at(this.#saved.buffers, p.offset, n),
+        params: this.#at(params, p.offset, n),
       });
     }
     for (const p of this.#params) {
-      const bytes = { offset: p.offset * 4, size: p.layout.size * 4 };
-      const delta = { buffer: this.delta, ...bytes };
+      const delta = this.#at(this.delta.buffers, p.offset, p.layout.size);
       const feedback = {
         hyper: this.#hyperGen,
-        grads: { buffer: args.grads, ...bytes },
+        grads: this.#at(grads, p.offset, p.layout.size),
         delta,
         ownIdx: this.#ownIdx[prev],
         ownVal: this.#ownVal[prev],
@@ -358,7 +393,8 @@ export class DistroOptimizer implements Optimizer {
    * one-peer aggregate: `θ −= lr·sign(update)` (exact fixed point). Must follow a generate
    * in the same step.
    */
-  encodeApplyPrevious(step: GpuStep, args: { params: GPUBuffer; lr: number }): void {
+  encodeApplyPrevious(step: GpuStep, args: { params: FlatBuffers; lr: number }): void {
+    const params = this.#flat("params", args.params);
     const prev = 1 - this.#cur;
     this.#rt.write(this.#hyperApply, new Float32Array([args.lr, 0, 0, 0]));
     for (const p of this.#params) {
@@ -372,7 +408,7 @@ export class DistroOptimizer implements Optimizer {
       this.#kernels.encodeApply(this.#pass(step, "apply"), p.spec, {
         hyper: this.#hyperApply,
         meta: this.#ownMeta,
-        params: { buffer: args.params, offset: p.offset * 4, size: p.layout.size * 4 },
+        params: this.#at(params, p.offset, p.layout.size),
         idx: this.#ownIdx[prev],
         q: this.#ownQ,
         offsets: this.#ownMeta,
@@ -389,9 +425,10 @@ export class DistroOptimizer implements Optimizer {
    */
   encodeApply(
     step: GpuStep,
-    args: { params: GPUBuffer; lr: number; update: readonly AggregatedParam[] },
+    args: { params: FlatBuffers; lr: number; update: readonly AggregatedParam[] },
   ): void {
     const { update } = args;
+    const params = this.#flat("params", args.params);
     this.encodeUndoLookahead(step, args.params);
     if (update.length !== this.#params.length) {
       throw new RangeError(
@@ -453,7 +490,7 @@ export class DistroOptimizer implements Optimizer {
       this.#kernels.encodeApply(this.#pass(step, "apply"), p.spec, {
         hyper: this.#hyperApply,
         meta: this.#aggMeta,
-        params: { buffer: args.params, offset: p.offset * 4, size: p.layout.size * 4 },
+        params: this.#at(params, p.offset, p.layout.size),
         idx: agg.idx,
         q: agg.q,
         offsets: agg.offsets,
@@ -473,7 +510,7 @@ export class DistroOptimizer implements Optimizer {
   }
 
   /** The {@link Optimizer} hook: undoes the pending lookahead before a checkpoint. */
-  encodeSettle(step: GpuStep, params: GPUBuffer): void {
+  encodeSettle(step: GpuStep, params: FlatBuffers): void {
     this.encodeUndoLookahead(step, params);
   }
 
@@ -482,7 +519,7 @@ export class DistroOptimizer implements Optimizer {
    * `θ − lastLr·sign(δ)` again, the same bits a straight run holds. A no-op before the first
    * result.
    */
-  encodeResume(step: GpuStep, args: { params: GPUBuffer; lastLr: number }): void {
+  encodeResume(step: GpuStep, args: { params: FlatBuffers; lastLr: number }): void {
     checkLearningRate("lastLr", args.lastLr);
     if (this.#lookahead !== "none") {
       throw new Error(
@@ -494,7 +531,7 @@ export class DistroOptimizer implements Optimizer {
 
   /** δ and the latest own result (unquantized); see {@link Optimizer.readState}. */
   async readState(options: { signal?: AbortSignal } = {}): Promise<DistroState> {
-    const delta = await this.#rt.read({ buffer: this.delta, size: this.#size * 4 }, options);
+    const delta = await this.delta.read(options);
     if (!this.#hasOwn) return { kind: "distro", delta, own: null };
     const bytes = this.#entries * 4;
     const [indices, values] = await Promise.all([
@@ -541,7 +578,7 @@ export class DistroOptimizer implements Optimizer {
     if (this.#lookahead !== "none") {
       throw new Error(`DistroOptimizer: load needs a settled optimizer, found ${this.#lookahead}`);
     }
-    this.#rt.write(this.delta, state.delta);
+    this.delta.write(state.delta);
     this.#cur = 0;
     this.#hasOwn = state.own !== null;
     if (state.own !== null) {
@@ -583,13 +620,54 @@ export class DistroOptimizer implements Optimizer {
     });
   }
 
-  /** Throws unless `buffer` holds the whole flat parameter layout. */
-  #checkFloats(name: string, buffer: GPUBuffer): void {
-    if (viewLength(buffer) < this.#size) {
+  /** The segment buffers of `flat`; throws unless they hold the layout split like δ. */
+  #flat(name: string, flat: FlatBuffers): readonly GPUBuffer[] {
+    const buffers = segmentBuffers(flat);
+    if (buffers.length !== this.#segments.length) {
       throw new RangeError(
-        `DistroOptimizer: ${name} holds ${viewLength(buffer)} floats, needs ${this.#size}`,
+        `DistroOptimizer: ${name} come in ${buffers.length} buffers, the state in ` +
+          `${this.#segments.length}`,
       );
     }
+    buffers.forEach((b, s) => {
+      if (b.size < this.#segments[s].size * 4) {
+        throw new RangeError(
+          `DistroOptimizer: ${name}${buffers.length > 1 ? ` buffer ${s}` : ""} holds ${
+            b.size / 4
+          } floats, needs ` +
+            `${this.#segments[s].size}`,
+        );
+      }
+    });
+    return buffers;
+  }
+
+  /** The view of flat floats `[offset, offset + n)` (inside one segment) in `buffers`. */
+  #at(buffers: readonly GPUBuffer[], offset: number, n: number): TensorView {
+    const s = segmentIndex(this.#segments, offset);
+    return { buffer: buffers[s], offset: (offset - this.#segments[s].start) * 4, size: n * 4 };
+  }
+
+  /** Ranges of whole-layout kernels: per segment, pieces that fit one storage binding. */
+  #ranges(): { n: number; view: (buffers: readonly GPUBuffer[]) => TensorView }[] {
+    const max = this.#rt.limits.maxStorageBufferBindingSize;
+    return this.#segments.flatMap((seg, s) =>
+      bindingRanges(seg.size, max).map(([start, n]) => ({
+        n,
+        view: (buffers: readonly GPUBuffer[]) => ({
+          buffer: buffers[s],
+          offset: start * 4,
+          size: n * 4,
+        }),
+      }))
+    );
+  }
+
+  /** Encodes copying every segment of `from` into `to`. */
+  #copy(encoder: GPUCommandEncoder, from: readonly GPUBuffer[], to: readonly GPUBuffer[]): void {
+    this.#segments.forEach((seg, s) => {
+      encoder.copyBufferToBuffer(from[s], 0, to[s], 0, seg.size * 4);
+    });
   }
 
   /** The pass a kernel encodes into: the step's open pass, or a timed one when profiling. */
@@ -621,9 +699,32 @@ export class DistroOptimizer implements Optimizer {
   /** Frees every buffer the optimizer made. */
   [Symbol.dispose](): void {
     for (const b of this.#owned) this.#rt.destroyBuffer(b);
+    this.delta[Symbol.dispose]();
+    this.#saved[Symbol.dispose]();
     if (this.#agg) {
       for (const b of [this.#agg.offsets, this.#agg.idx, this.#agg.q]) this.#rt.destroyBuffer(b);
     }
     this.#basis[Symbol.dispose]();
   }
+}
+
+/** A {@link ParamLayout} of the flat parameters, for the state's segment buffers. */
+function flatLayout(
+  params: readonly FlatParam[],
+  layouts: readonly ChunkLayout[],
+  size: number,
+): ParamLayout {
+  const entries = params.map((p, i) => ({
+    name: p.name,
+    shape: [...p.shape],
+    offset: p.offset,
+    size: layouts[i].size,
+    init: "normal" as const,
+  }));
+  return {
+    entries,
+    byName: new Map(entries.map((e) => [e.name, e])),
+    totalSize: size,
+    paramCount: entries.reduce((a, e) => a + e.size, 0),
+  };
 }

@@ -70,7 +70,7 @@ async function singleNodeMatchesReference(
     prev = DistroReference.result({ step: t, batch: { start: 0, end: 0 }, trainerNonce: 0 }, gen);
 
     const own = await opt.readOwn();
-    const delta = await rt.read(opt.delta);
+    const delta = await opt.delta.read();
     const got = await rt.read(theta);
     for (const [n, p] of params.entries()) {
       const span = [p.offset, p.offset + sizeOf(p.shape)];
@@ -161,7 +161,7 @@ Deno.test("the lookahead apart from θ trains at the same point and leaves the s
       await step.submit();
       // Both train at the same point: θA holds it in place, the apart buffer beside θB.
       assert.deepEqual(
-        await rt.read({ buffer: apart.lookaheadWeights, size: size * 4 }),
+        await apart.lookaheadWeights.read(),
         await rt.read(thetaA),
         `round ${t} (wd ${weightDecay}): lookahead weights`,
       );
@@ -171,7 +171,7 @@ Deno.test("the lookahead apart from θ trains at the same point and leaves the s
       await gen.submit();
       const label = `round ${t} (wd ${weightDecay})`;
       assert.deepEqual(await rt.read(thetaB), await rt.read(thetaA), `${label}: θ`);
-      assert.deepEqual(await rt.read(apart.delta), await rt.read(inPlace.delta), `${label}: δ`);
+      assert.deepEqual(await apart.delta.read(), await inPlace.delta.read(), `${label}: δ`);
       const [a, b] = [await inPlace.readResult(), await apart.readResult()];
       assert.deepEqual(b, a, `${label}: result`);
       sent.push({ step: t, batch: { start: 0, end: 0 }, trainerNonce: 0, params: a });
@@ -251,12 +251,12 @@ Deno.test("encodeReset zeroes δ and forgets the previous result", async () => {
   opt.encodeStep(step, { params: theta, grads, lr: 0.1, stepNumber: 1, gradSumSq: null });
   await step.submit();
   assert.ok(opt.hasResult);
-  assert.ok((await rt.read(opt.delta)).some((d) => d !== 0));
+  assert.ok((await opt.delta.read()).some((d) => d !== 0));
   const reset = rt.beginStep("reset");
   opt.encodeReset(reset);
   await reset.submit();
   assert.equal(opt.hasResult, false);
-  assert.ok((await rt.read(opt.delta)).every((d) => d === 0));
+  assert.ok((await opt.delta.read()).every((d) => d === 0));
 });
 
 Deno.test("DistroOptimizer rejects bad layouts and arguments", async () => {

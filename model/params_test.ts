@@ -6,8 +6,10 @@ import {
   llamaParamLayout,
   PARAM_ALIGN,
   paramEntry,
+  paramSegments,
   paramView,
   seededNormals,
+  segmentIndex,
 } from "./params.ts";
 
 const CONFIG = parseLlamaConfig({
@@ -77,4 +79,49 @@ Deno.test("bindingRanges: aligned ranges that cover the buffer and fit the bindi
   assert.deepEqual(bindingRanges(100, 1 << 27), [[0, 100]]);
   assert.deepEqual(bindingRanges(300, 1100), [[0, 256], [256, 44]]); // 275 floats → 256
   assert.throws(() => bindingRanges(10, 200), /too small/);
+});
+
+Deno.test("paramSegments: one segment when everything fits, else runs of whole tensors", () => {
+  const config = parseLlamaConfig({
+    hidden_size: 64,
+    intermediate_size: 128,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    vocab_size: 512,
+    max_position_embeddings: 64,
+    rms_norm_eps: 1e-5,
+  });
+  const layout = llamaParamLayout(config);
+  assert.deepEqual(paramSegments(layout, layout.totalSize * 4), [
+    { start: 0, size: layout.totalSize, first: 0, end: layout.entries.length },
+  ]);
+  const cap = 512 * 64 * 4; // the embedding and the LM head exactly
+  const segments = paramSegments(layout, cap);
+  assert.ok(segments.length > 2);
+  let next = 0, entry = 0;
+  for (const s of segments) {
+    assert.equal(s.start, next, "contiguous");
+    assert.equal(s.first, entry, "whole tensors, in order");
+    assert.equal(s.start, layout.entries[s.first].offset);
+    assert.ok(s.size * 4 <= cap, `segment of ${s.size * 4} bytes`);
+    // Greedy: the next tensor would not have fitted.
+    if (s.end < layout.entries.length) {
+      const e = layout.entries[s.end];
+      assert.ok((e.offset + Math.ceil(e.size / PARAM_ALIGN) * PARAM_ALIGN - s.start) * 4 > cap);
+    }
+    next = s.start + s.size;
+    entry = s.end;
+  }
+  assert.equal(next, layout.totalSize);
+  assert.equal(entry, layout.entries.length);
+  for (const [i, s] of segments.entries()) {
+    assert.equal(segmentIndex(segments, s.start), i);
+    assert.equal(segmentIndex(segments, s.start + s.size - 1), i);
+  }
+  assert.throws(() => segmentIndex(segments, layout.totalSize), /outside every parameter segment/);
+  assert.throws(
+    () => paramSegments(layout, cap - 4),
+    /tensor "model\.embed_tokens\.weight" \[512,64\] holds 32768 floats .* more than one GPU buffer/,
+  );
 });

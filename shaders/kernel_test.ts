@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { rowBlocks } from "./kernel.ts";
+import { granuleStretches, rowBlocks } from "./kernel.ts";
 
 Deno.test("rowBlocks: one block when the tensor fits", () => {
   assert.deepEqual(rowBlocks(100, 64, { maxBytes: 6400, alignBytes: 256 }), [
@@ -59,4 +59,51 @@ Deno.test("rowBlocks property: blocks tile the rows, fit, and start aligned", ()
       },
     ),
   );
+});
+
+Deno.test("granuleStretches: one stretch for one segment; straddling granules gathered", () => {
+  assert.deepEqual(granuleStretches([{ start: 0, size: 1000 }], 64), [
+    { start: 0, size: 1000, parts: [{ segment: 0, start: 0, size: 1000 }] },
+  ]);
+  assert.deepEqual(
+    granuleStretches(
+      [{ start: 0, size: 160 }, { start: 160, size: 32 }, { start: 192, size: 100 }],
+      64,
+    ),
+    [
+      { start: 0, size: 128, parts: [{ segment: 0, start: 0, size: 128 }] },
+      {
+        start: 128,
+        size: 64,
+        parts: [{ segment: 0, start: 128, size: 32 }, { segment: 1, start: 160, size: 32 }],
+      },
+      { start: 192, size: 100, parts: [{ segment: 2, start: 192, size: 100 }] },
+    ],
+  );
+});
+
+Deno.test("granuleStretches: every stretch but the last is whole granules from a granule boundary", () => {
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 1, max: 300 }), { minLength: 1, maxLength: 8 }),
+    fc.integer({ min: 1, max: 100 }),
+    (sizes, granule) => {
+      let start = 0;
+      const segments = sizes.map((size) => ({ start: (start += size) - size, size }));
+      const stretches = granuleStretches(segments, granule);
+      let pos = 0;
+      for (const [i, st] of stretches.entries()) {
+        assert.equal(st.start, pos);
+        assert.equal(st.start % granule, 0);
+        if (i < stretches.length - 1) assert.equal(st.size % granule, 0);
+        assert.equal(st.parts.reduce((a, p) => a + p.size, 0), st.size);
+        if (st.parts.length > 1) assert.ok(st.size <= granule);
+        for (const p of st.parts) {
+          const seg = segments[p.segment];
+          assert.ok(p.start >= seg.start && p.start + p.size <= seg.start + seg.size);
+        }
+        pos += st.size;
+      }
+      assert.equal(pos, start);
+    },
+  ));
 });

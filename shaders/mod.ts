@@ -97,4 +97,4 @@ export {
   type AttentionDims,
   type AttentionForwardArgs,
 } from "./attention.ts";
-export { digestBytes, GpuDigest } from "./digest.ts";
+export { DIGEST_BLOCK_WORDS, digestBytes, GpuDigest } from "./digest.ts";

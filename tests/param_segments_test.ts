@@ -1,0 +1,250 @@
+/**
+ * A model whose parameters, gradients and optimizer state are split into several GPU buffers
+ * (GpuRuntime's `maxBufferBytes` forces the split on the tiny model) trains with the bits of the
+ * same model in one buffer each: AdamW and DisTrO steps, the parameter digest, and a checkpoint
+ * saved from the split run and resumed.
+ */
+import assert from "node:assert/strict";
+import {
+  encodeGradients,
+  optimizerGeometry,
+  readTrainingCheckpoint,
+  restoreTraining,
+  trainStep,
+  writeTrainingCheckpoint,
+} from "../train/mod.ts";
+import { captureTraining } from "../train/mod.ts";
+import {
+  initParams,
+  LlamaModel,
+  llamaParamLayout,
+  ParamBuffers,
+  paramSegments,
+  readLlamaConfig,
+} from "../model/mod.ts";
+import {
+  AdamW,
+  aggregateFixed,
+  type DistroConfig,
+  DistroOptimizer,
+  type Optimizer,
+} from "../optimizer/mod.ts";
+import {
+  DIGEST_BLOCK_WORDS,
+  digestBytes,
+  GpuDigest,
+  GpuRuntime,
+  granuleStretches,
+} from "../shaders/mod.ts";
+import { seededTokens } from "../model/testing/fixtures.ts";
+
+const TINY = new URL("../config/models/llama-tiny/config.json", import.meta.url).pathname;
+const CONFIG = await readLlamaConfig(TINY);
+const LAYOUT = llamaParamLayout(CONFIG);
+/** The largest tensor's bytes: the embedding and the LM head get a buffer each. */
+const CAP = Math.max(...LAYOUT.entries.map((e) => e.size)) * 4;
+const T = 8;
+const LR = 1e-2;
+const ADAMW = { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 0.5 };
+const DISTRO: DistroConfig = {
+  chunk: 32,
+  topk: 8,
+  decay: 0.999,
+  weightDecay: 0.1,
+  clipGradNorm: 0.5,
+  quantize1bit: false,
+};
+
+/** Two micro-batches of one sequence for step `step`. */
+function batches(step: number): Uint32Array[] {
+  return [0, 1].map((i) => seededTokens(100 * step + i, T, CONFIG.vocabSize));
+}
+
+type Kind = "adamw" | "distro";
+
+function makeParts(rt: GpuRuntime, kind: Kind, weights: Float32Array) {
+  const model = new LlamaModel(rt, {
+    config: CONFIG,
+    layout: LAYOUT,
+    weights,
+    microBatch: 1,
+    seqLen: T,
+    slots: 2,
+  });
+  const segments = model.params.segments;
+  const optimizer: Optimizer = kind === "adamw"
+    ? new AdamW(rt, { size: LAYOUT.totalSize, segments, config: ADAMW })
+    : new DistroOptimizer(rt, {
+      params: LAYOUT.entries,
+      size: LAYOUT.totalSize,
+      segments,
+      config: DISTRO,
+    });
+  return { rt, model, optimizer };
+}
+
+/** Steps `from..to` (1-based) on the parts; the step statistics. */
+async function steps(parts: ReturnType<typeof makeParts>, from: number, to: number) {
+  const stats = [];
+  for (let s = from; s <= to; s++) {
+    stats.push(
+      await trainStep(parts, {
+        stepNumber: s,
+        lr: LR,
+        microBatches: batches(s),
+        clipGradients: true,
+      }),
+    );
+  }
+  return stats;
+}
+
+/** Everything a run leaves on the GPU, read back. */
+async function snapshot(parts: ReturnType<typeof makeParts>) {
+  return {
+    params: await parts.model.readParams(),
+    grads: await parts.model.readGrads(),
+    state: await parts.optimizer.readState(),
+  };
+}
+
+/** A fresh run of `count` steps: how many buffers the parameters took, statistics, results. */
+async function run(rt: GpuRuntime, kind: Kind, count: number) {
+  const parts = makeParts(rt, kind, initParams(LAYOUT, CONFIG, 7));
+  using _model = parts.model;
+  using _optimizer = parts.optimizer;
+  const stats = await steps(parts, 1, count);
+  return { segments: parts.model.params.buffers.length, stats, ...(await snapshot(parts)) };
+}
+
+Deno.test("the tiny model under the test cap really is split, and reductions straddle segments", async () => {
+  using rt = await GpuRuntime.create({ maxBufferBytes: CAP });
+  assert.equal(rt.limits.maxBufferSize, CAP);
+  const segments = paramSegments(LAYOUT, CAP);
+  assert.ok(segments.length >= 3, `${segments.length} segments`);
+  for (const granule of [64 * rt.profile.workgroupSize, DIGEST_BLOCK_WORDS]) {
+    assert.ok(
+      granuleStretches(segments, granule).some((s) => s.parts.length > 1),
+      `a granule of ${granule} straddles two segments`,
+    );
+  }
+});
+
+for (const kind of ["adamw", "distro"] as const) {
+  Deno.test(`${kind} steps on parameters split into segments have the bits of one buffer`, async () => {
+    using flatRt = await GpuRuntime.create();
+    using splitRt = await GpuRuntime.create({ maxBufferBytes: CAP });
+    const flat = await run(flatRt, kind, 3);
+    const split = await run(splitRt, kind, 3);
+    assert.equal(flat.segments, 1);
+    assert.ok(split.segments >= 3, `${split.segments} segments`);
+    // Clipping is active, so the gradient norm's bits reach the parameters.
+    assert.ok(flat.stats[0].gradNorm > 0.5, `grad norm ${flat.stats[0].gradNorm}`);
+    assert.deepEqual(split.stats, flat.stats, "losses and gradient norms");
+    assert.deepEqual(split.grads, flat.grads, "gradients");
+    assert.deepEqual(split.params, flat.params, "parameters");
+    assert.deepEqual(split.state, flat.state, "optimizer state");
+  });
+}
+
+Deno.test("a networked DisTrO round (lookahead apart, apply) on split parameters has the bits of one buffer", async () => {
+  const round = async (rt: GpuRuntime) => {
+    const parts = makeParts(rt, "distro", initParams(LAYOUT, CONFIG, 3));
+    using model = parts.model;
+    using opt = parts.optimizer as DistroOptimizer;
+    for (let r = 1; r <= 2; r++) {
+      const step = rt.beginStep(`round ${r}`);
+      opt.encodeLookaheadApart(step, { params: model.params, prevLr: LR, lr: LR });
+      const { gradSumSq } = encodeGradients(model, step, batches(r), opt.lookaheadWeights);
+      opt.encodeGenerate(step, { params: model.params, grads: model.grads, lr: LR, gradSumSq });
+      await step.submit();
+      const own = await opt.readResult();
+      const update = opt.layouts.map((l, n) => aggregateFixed(l, [own[n]]));
+      const apply = rt.beginStep(`apply ${r}`);
+      opt.encodeApply(apply, { params: model.params, lr: LR, update });
+      await apply.submit();
+    }
+    return {
+      params: await model.readParams(),
+      ahead: await opt.lookaheadWeights.read(),
+      state: await opt.readState(),
+      own: await opt.readOwn(),
+    };
+  };
+  using flatRt = await GpuRuntime.create();
+  using splitRt = await GpuRuntime.create({ maxBufferBytes: CAP });
+  const flat = await round(flatRt);
+  const split = await round(splitRt);
+  assert.deepEqual(split, flat);
+});
+
+Deno.test("the parameter digest is the same over one buffer or several segments", async () => {
+  using flatRt = await GpuRuntime.create();
+  using splitRt = await GpuRuntime.create({ maxBufferBytes: CAP });
+  const weights = initParams(LAYOUT, CONFIG, 11);
+  const host = digestBytes(new Uint8Array(weights.buffer));
+  const digestOn = async (rt: GpuRuntime) => {
+    using params = new ParamBuffers(rt, {
+      label: "params",
+      layout: LAYOUT,
+      segments: paramSegments(LAYOUT, rt.limits.maxBufferSize),
+      init: weights,
+    });
+    using digest = new GpuDigest(rt);
+    return { buffers: params.buffers.length, digest: await digest.digest(params.buffers) };
+  };
+  const flat = await digestOn(flatRt);
+  const split = await digestOn(splitRt);
+  assert.equal(flat.buffers, 1);
+  assert.ok(split.buffers >= 3);
+  assert.equal(flat.digest, host);
+  assert.equal(split.digest, host);
+});
+
+for (const kind of ["adamw", "distro"] as const) {
+  Deno.test(`${kind}: a checkpoint saved from split parameters resumes with the bits of a straight run`, async () => {
+    using flatRt = await GpuRuntime.create();
+    using splitRt = await GpuRuntime.create({ maxBufferBytes: CAP });
+    const straight = await run(flatRt, kind, 4);
+    const dir = await Deno.makeTempDir();
+    try {
+      const chunking = { chunk: DISTRO.chunk, topk: DISTRO.topk };
+      const geometry = optimizerGeometry(LAYOUT, kind, chunking);
+      {
+        const parts = makeParts(splitRt, kind, initParams(LAYOUT, CONFIG, 7));
+        using _model = parts.model;
+        using _optimizer = parts.optimizer;
+        await steps(parts, 1, 2);
+        const captured = await captureTraining(parts, { lastLr: LR });
+        await writeTrainingCheckpoint(dir, {
+          config: CONFIG,
+          layout: LAYOUT,
+          weights: captured.weights,
+          optimizer: captured.optimizer,
+          trainer: {
+            step: 2,
+            optimizer: kind,
+            totalBatch: 2,
+            sequenceLength: T,
+            data: { sequences: 8, shuffleSeed: null, nextSequence: 4 },
+            lrSchedule: { kind: "Constant", baseLr: LR, warmupSteps: 0, warmupInitLr: 0 },
+            weightsDtype: "F32",
+          },
+        }, { geometry });
+      }
+      const saved = await readTrainingCheckpoint(dir, { optimizer: kind, chunking });
+      const parts = makeParts(splitRt, kind, saved.weights);
+      using _model = parts.model;
+      using _optimizer = parts.optimizer;
+      assert.ok(parts.model.params.buffers.length >= 3);
+      await restoreTraining(parts, { optimizer: saved.optimizer, lastLr: LR });
+      const stats = await steps(parts, 3, 4);
+      assert.deepEqual(stats, straight.stats.slice(2), "losses and gradient norms after resume");
+      const resumed = await snapshot(parts);
+      assert.deepEqual(resumed.params, straight.params, "parameters");
+      assert.deepEqual(resumed.state, straight.state, "optimizer state");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}

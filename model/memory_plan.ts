@@ -8,7 +8,8 @@
  * optimizer/adamw.ts, optimizer/gpu/distro_gpu.ts), with B sequences of T tokens per
  * micro-batch (N = B·T rows), C hidden, F intermediate, H/KVH heads of D, V vocabulary:
  * ```
- * parameters, gradients   4·P each, one buffer each (P = tensors padded to 64 floats)
+ * parameters, gradients   4·P each (P = tensors padded to 64 floats), each in as many buffers
+ *                         (segments of whole tensors) as maxBufferSize requires
  * AdamW                   m, v: 4·P each
  * DisTrO                  momentum with error feedback δ 4·P, saved/lookahead θ 4·P,
  *                         top-k entries 5·4·E (E ≈ Σ chunks·topk), DCT scratch 2·4·largest tensor
@@ -19,14 +20,15 @@
  * LM head                 logits chunk R·V (R ≈ 32 MiB / 4V rows)
  * f16/bf16 precision      16-bit copies of the matmul weights, 16-bit saved norm/SwiGLU outputs
  * ```
- * Buffers no flag can split (the parameters, gradients and each optimizer state are one buffer
- * each) are checked against `maxBufferSize`; tensors bound whole (layer weights, activations)
- * against `maxStorageBufferBindingSize` (the embedding and LM head are split by row blocks).
+ * The parameters, gradients and each optimizer state are split into segment buffers of whole
+ * tensors (model/params.ts `paramSegments`), so only each tensor must fit `maxBufferSize`, as
+ * must each activation; tensors bound whole (layer weights, activations) are checked against
+ * `maxStorageBufferBindingSize` (the embedding and LM head are split by row blocks).
  *
  * @module
  */
 import { countParameters, type LlamaConfig } from "./hf_config.ts";
-import { llamaTensorShapes, PARAM_ALIGN } from "./params.ts";
+import { llamaParamLayout, llamaTensorShapes, PARAM_ALIGN, paramSegments } from "./params.ts";
 import type { ModelPrecision } from "./precision.ts";
 
 /** What the run will hold. */
@@ -93,19 +95,24 @@ export interface MemoryPlan {
   deviceBytes: number;
   host: MemoryItem[];
   hostBytes: number;
-  /** The parameters' one buffer (as large as the gradients' and each optimizer state's). */
+  /** All parameters (as large as the gradients and each optimizer state), in segment buffers. */
   parameterBuffer: MemoryItem;
+  /** The largest tensor with its padding: the least a parameter segment buffer must hold. */
+  largestTensor: MemoryItem;
   /** The largest activation, a buffer bound whole (must fit both limits). */
   largestActivation: MemoryItem;
   /** The largest per-layer weight, bound whole (must fit `maxStorageBufferBindingSize`). */
   largestLayerTensor: MemoryItem;
-  /** The largest single buffer (must fit `maxBufferSize`). */
+  /** The largest buffer that cannot be split: a tensor or an activation (must fit `maxBufferSize`). */
   largestBuffer: MemoryItem;
   /** The largest tensor bound whole to one shader binding. */
   largestBinding: MemoryItem;
 }
 
 const F32 = 4;
+/** The plan item of model/half_weights.ts's buffer. */
+/** The label's end of the 16-bit weight copies (after their precision). */
+const HALF_COPIES = "copies of the matmul weights";
 
 /** The device and host memory a run of `input` needs. */
 export function planMemory(input: MemoryPlanInput): MemoryPlan {
@@ -175,7 +182,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     )
       .reduce((s, t) => s + t.size, 0);
     device.push(
-      { label: `${input.precision} copies of the matmul weights`, bytes: 2 * matmul },
+      { label: `${input.precision} ${HALF_COPIES}`, bytes: 2 * matmul },
       { label: `f32 staging before ${input.precision} copies`, bytes: F32 * N * Math.max(C, F) },
     );
   }
@@ -195,6 +202,10 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
       .map((t) => ({ label: `tensor ${t.name}`, bytes: F32 * t.size })),
   );
   const params = { label: "parameters", bytes: F32 * P };
+  const tensor = {
+    label: `tensor ${largestTensor.name}`,
+    bytes: F32 * Math.ceil(largestTensor.size / PARAM_ALIGN) * PARAM_ALIGN,
+  };
   return {
     input,
     parameters: countParameters(config),
@@ -203,9 +214,10 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     host,
     hostBytes,
     parameterBuffer: params,
+    largestTensor: tensor,
     largestActivation: activation,
     largestLayerTensor: layerTensor,
-    largestBuffer: largest([params, activation]),
+    largestBuffer: largest([tensor, activation]),
     largestBinding: largest([layerTensor, activation]),
   };
 }
@@ -228,6 +240,11 @@ export interface MemoryVerdict {
   warnings: string[];
   /** Device + host when memory is unified, else host. */
   peakBytes: number;
+  /**
+   * Buffers the parameters take (as do the gradients and each optimizer state): 1 when they
+   * fit `maxBufferSize`; null when a tensor alone is over it.
+   */
+  parameterSegments: number | null;
 }
 
 /** Whether `input`'s plan fits `limits`: every problem names the smallest change that fixes it. */
@@ -237,13 +254,23 @@ export function checkMemoryPlan(input: MemoryPlanInput, limits: MemoryLimits): M
   const activationLimit = Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize);
   const problems: MemoryProblem[] = [];
   const warnings: string[] = [];
-  const P = plan.parameterBuffer.bytes;
-  if (P > limits.maxBufferSize) {
+  let parameterSegments: number | null = null;
+  if (plan.largestTensor.bytes > limits.maxBufferSize) {
     problems.push({
-      message: `the parameters need one buffer of ${formatBytes(P)}, over the adapter's ` +
-        `maxBufferSize of ${formatBytes(limits.maxBufferSize)} (so do the gradients and each ` +
-        `optimizer state): parameters are not split over several buffers yet, so this adapter ` +
-        `holds at most about ${formatCount(limits.maxBufferSize / F32)} parameters`,
+      message: `the ${plan.largestTensor.label} takes ${formatBytes(plan.largestTensor.bytes)}, ` +
+        `over the adapter's maxBufferSize of ${formatBytes(limits.maxBufferSize)} ` +
+        `(parameters are split into buffers between tensors, never inside one)`,
+      fix: null,
+    });
+  } else {
+    parameterSegments = paramSegments(llamaParamLayout(input.config), limits.maxBufferSize).length;
+  }
+  const halfCopies = plan.device.find((i) => i.label.endsWith(HALF_COPIES));
+  if (halfCopies !== undefined && halfCopies.bytes > limits.maxBufferSize) {
+    problems.push({
+      message: `the ${halfCopies.label} take one buffer of ${formatBytes(halfCopies.bytes)}, ` +
+        `over the adapter's maxBufferSize of ${formatBytes(limits.maxBufferSize)} (` +
+        `${input.precision} precision keeps them in one buffer; f32 precision has no copies)`,
       fix: null,
     });
   }
@@ -316,7 +343,13 @@ export function checkMemoryPlan(input: MemoryPlanInput, limits: MemoryLimits): M
     // When the parameters cannot fit at all, no setting helps: skip the search.
     problems.push({ message: over.join("; "), fix: problems.length > 0 ? null : fix() });
   }
-  return { fits: problems.length === 0, problems, warnings, peakBytes: peak(plan) };
+  return {
+    fits: problems.length === 0,
+    problems,
+    warnings,
+    peakBytes: peak(plan),
+    parameterSegments,
+  };
 }
 
 /** The plan as printable lines; `flags` names the setting behind each fix (e.g. CLI flags). */
@@ -337,6 +370,11 @@ export function formatMemoryPlan(
     ...plan.host.map((i) => pad(`host: ${i.label}`) + formatBytes(i.bytes).padStart(10)),
     pad(limits.unified ? "peak (device buffers are system memory)" : "peak host") +
     formatBytes(verdict.peakBytes).padStart(10),
+    pad("parameter buffers (so gradients, each state)") +
+    (verdict.parameterSegments === null
+      ? "none fits"
+      : `${verdict.parameterSegments}`.padStart(10) +
+        ` of at most ${formatBytes(Math.min(limits.maxBufferSize, plan.parameterBuffer.bytes))}`),
     pad(`largest buffer: ${plan.largestBuffer.label}`) +
     `${formatBytes(plan.largestBuffer.bytes).padStart(10)} of maxBufferSize ` +
     formatBytes(limits.maxBufferSize),

@@ -211,3 +211,14 @@ Deno.test("an aborted submit stops waiting with the signal's reason", async () =
   await assert.rejects(() => step.submit({ signal: ac.signal }), /stop waiting/);
   assert.equal((await rt.read({ buffer: rt.buffer("w", 16), size: 4 }))[0], 0);
 });
+
+Deno.test("maxBufferBytes caps maxBufferSize; a larger buffer is refused; bad caps are named", async () => {
+  using rt = await GpuRuntime.create({ maxBufferBytes: 4096 });
+  assert.equal(rt.limits.maxBufferSize, 4096);
+  rt.destroyBuffer(rt.buffer("fits", 4096));
+  assert.throws(
+    () => rt.buffer("too big", 4100),
+    /"too big": 4100 bytes exceeds .* maxBufferSize 4096/,
+  );
+  await assert.rejects(() => GpuRuntime.create({ maxBufferBytes: 100 }), /maxBufferBytes must be/);
+});

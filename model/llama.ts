@@ -1,8 +1,9 @@
 /**
  * The Llama model on the GPU: parameters and gradients each in the flat layout of
  * model/params.ts, split into as many buffers as `maxBufferSize` requires (model/param_buffers.ts;
- * one for models up to ~500M parameters), forward and backward of a micro-batch encoded into the caller's training step, activations kept
- * for the backward in buffers allocated once at construction.
+ * one up to ~500M parameters on a 2 GiB adapter), forward and backward of a micro-batch encoded
+ * into the caller's training step, activations kept for the backward in buffers allocated once at
+ * construction.
  *
  * Same maths as model/reference.ts (which the tests compare against). Shapes, per micro-batch of
  * B sequences of T tokens (N = B·T):
@@ -405,10 +406,7 @@ export class LlamaModel implements Disposable {
       }
       const at = gathered++ * granule * 4;
       for (const part of stretch.parts) {
-        const { buffer, offset } = this.grads.slice(part.start, part.size) as {
-          buffer: GPUBuffer;
-          offset: number;
-        };
+        const { buffer, offset } = this.grads.slice(part.start, part.size);
         step.encoder.copyBufferToBuffer(
           buffer,
           offset,

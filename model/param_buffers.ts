@@ -58,7 +58,7 @@ export class ParamBuffers implements Disposable {
    * The view of flat floats `[start, start + size)`, which must lie in one segment (a RangeError
    * says which segments it spans otherwise).
    */
-  slice(start: number, size: number): TensorView {
+  slice(start: number, size: number): { buffer: GPUBuffer; offset: number; size: number } {
     const s = this.segmentOf(start);
     const seg = this.segments[s];
     if (start + size > seg.start + seg.size) {
@@ -73,17 +73,6 @@ export class ParamBuffers implements Disposable {
   /** Index of the segment holding flat float `offset`. */
   segmentOf(offset: number): number {
     return segmentIndex(this.segments, offset);
-  }
-
-  /** The one buffer; throws naming `user` when the role is split into several segments. */
-  single(user: string): GPUBuffer {
-    if (this.buffers.length !== 1) {
-      throw new RangeError(
-        `${user} needs the parameters in one GPU buffer, but they are split into ` +
-          `${this.buffers.length} (maxBufferSize ${this.#rt.limits.maxBufferSize} bytes)`,
-      );
-    }
-    return this.buffers[0];
   }
 
   /** Encodes zeroing every segment. */

@@ -42,7 +42,11 @@ const runs = precisions.map((precision) => {
     slots: 1,
     precision,
   });
-  const optimizer = new AdamW(rt, { size: layout.totalSize, config: ADAMW_DEFAULTS });
+  const optimizer = new AdamW(rt, {
+    size: layout.totalSize,
+    segments: model.params.segments,
+    config: ADAMW_DEFAULTS,
+  });
   let stepNumber = 0;
   const step = () =>
     trainStep({ rt, model, optimizer }, {

@@ -80,7 +80,11 @@ export async function runEngineSteps(
     recompute: options.recompute ?? false,
   });
   const adamw = options.adamw ?? ADAMW_DEFAULTS;
-  using optimizer = new AdamW(rt, { size: layout.totalSize, config: adamw });
+  using optimizer = new AdamW(rt, {
+    size: layout.totalSize,
+    segments: model.params.segments,
+    config: adamw,
+  });
   const losses: number[] = [];
   const stepMs: number[] = [];
   let gradNorm0 = NaN;

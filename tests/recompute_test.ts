@@ -10,6 +10,7 @@ import {
   LlamaModel,
   llamaParamLayout,
   type ModelPrecision,
+  ParamBuffers,
   parseLlamaConfig,
 } from "../model/mod.ts";
 import { AdamW, encodePayload } from "../optimizer/mod.ts";
@@ -74,10 +75,12 @@ for (const [name, profile] of PROFILES) {
         `${recomputed.activationBytes} vs ${plain.activationBytes}`,
       );
       // Weights held apart from the parameters, as DisTrO's lookahead is.
-      const apart = rt.buffer(
-        "apart weights",
-        initParams(LAYOUT, CONFIG, 4).map((w, i) => w * (1 + (i % 5) / 50)),
-      );
+      const apart = new ParamBuffers(rt, {
+        label: "apart weights",
+        layout: LAYOUT,
+        segments: plain.params.segments,
+        init: initParams(LAYOUT, CONFIG, 4).map((w, i) => w * (1 + (i % 5) / 50)),
+      });
       try {
         for (const weights of [undefined, apart]) {
           const run = async (model: LlamaModel) => {
@@ -97,7 +100,7 @@ for (const [name, profile] of PROFILES) {
           assertSameBits(a.losses[1], b.losses[1], `slot 1 losses (${what})`);
         }
       } finally {
-        rt.destroyBuffer(apart);
+        apart[Symbol.dispose]();
       }
     }
   });

@@ -75,8 +75,11 @@ interface LayerActs {
 export interface LlamaModelOptions {
   config: LlamaConfig;
   layout: ParamLayout;
-  /** Initial parameters, `[layout.totalSize]`. */
-  weights: Float32Array;
+  /**
+   * Initial parameters, `[layout.totalSize]`; absent: zeros, for a caller that writes them
+   * itself (model/seeded_upload.ts streams a seeded start without a host copy of the model).
+   */
+  weights?: Float32Array;
   /** B: sequences per forward/backward. */
   microBatch: number;
   /** T: tokens per sequence (2 ≤ T ≤ max_position_embeddings). */
@@ -182,7 +185,7 @@ export class LlamaModel implements Disposable {
         `head width ${config.headDim} is not supported: the attention kernel needs a multiple of 4, at most 256`,
       );
     }
-    if (weights.length !== layout.totalSize) {
+    if (weights !== undefined && weights.length !== layout.totalSize) {
       throw new RangeError(
         `weights hold ${weights.length} floats, layout needs ${layout.totalSize}`,
       );

@@ -43,6 +43,7 @@ export {
 export {
   bindingRanges,
   initParams,
+  initTensorSlice,
   LAYER_TENSORS,
   layerTensorName,
   llamaParamLayout,
@@ -55,10 +56,12 @@ export {
   type ParamSegment,
   paramSegments,
   paramView,
+  SEEDED_CHUNK_FLOATS,
   seededNormals,
   segmentIndex,
 } from "./params.ts";
 export { ParamBuffers } from "./param_buffers.ts";
+export { uploadSeededParams } from "./seeded_upload.ts";
 export {
   checkShardIndex,
   DEFAULT_MAX_SHARD_BYTES,

@@ -163,6 +163,18 @@ function fnv1a32(s: string): number {
   return h >>> 0;
 }
 
+/** The key every element of tensor `name` mixes in (see {@link seededNormals}). */
+function tensorKey(seed: number, name: string): number {
+  return fmix32((seed >>> 0) ^ fnv1a32(name));
+}
+
+/** Element `i` of the normals keyed by `key` (see {@link seededNormals}). */
+function normalAt(key: number, i: number): number {
+  const u0 = (fmix32(key ^ fmix32(2 * i)) + 0.5) / 4294967296;
+  const u1 = (fmix32(key ^ fmix32(2 * i + 1)) + 0.5) / 4294967296;
+  return Math.sqrt(-2 * Math.log(u0)) * Math.cos(2 * Math.PI * u1);
+}
+
 /**
  * Deterministic standard normals for one tensor: element `i` uses the counter-based uniforms
  * `u_k = (fmix32(key ^ fmix32(2i + k)) + 0.5) / 2^32` for k = 0, 1 with
@@ -171,14 +183,41 @@ function fnv1a32(s: string): number {
  * and every client gets the same bits for the same seed.
  */
 export function seededNormals(seed: number, name: string, count: number): Float64Array {
-  const key = fmix32((seed >>> 0) ^ fnv1a32(name));
+  const key = tensorKey(seed, name);
   const out = new Float64Array(count);
-  for (let i = 0; i < count; i++) {
-    const u0 = (fmix32(key ^ fmix32(2 * i)) + 0.5) / 4294967296;
-    const u1 = (fmix32(key ^ fmix32(2 * i + 1)) + 0.5) / 4294967296;
-    out[i] = Math.sqrt(-2 * Math.log(u0)) * Math.cos(2 * Math.PI * u1);
-  }
+  for (let i = 0; i < count; i++) out[i] = normalAt(key, i);
   return out;
+}
+
+/**
+ * Floats a seeded upload generates and writes at a time (16 MiB of f32): the host's share of a
+ * seeded start, whatever the model's size (model/seeded_upload.ts, model/memory_plan.ts).
+ */
+export const SEEDED_CHUNK_FLOATS = 1 << 22;
+
+/**
+ * Writes elements `[start, start + out.length)` of tensor `entry`'s seeded initial value into
+ * `out`: the same bits as that range of {@link initParams}, without the rest of the model, so
+ * a large model can be initialised one slice at a time (model/seeded_upload.ts).
+ */
+export function initTensorSlice(
+  entry: ParamEntry,
+  options: { config: Pick<LlamaConfig, "initializerRange">; seed: number; start: number },
+  out: Float32Array,
+): void {
+  const { config, seed, start } = options;
+  if (!Number.isInteger(start) || start < 0 || start + out.length > entry.size) {
+    throw new RangeError(
+      `slice [${start}, ${start + out.length}) is outside tensor "${entry.name}" of ${entry.size}`,
+    );
+  }
+  if (entry.init === "ones") {
+    out.fill(1);
+    return;
+  }
+  const key = tensorKey(seed, entry.name);
+  // The product in f64, then rounded to f32: as initParams does with seededNormals' values.
+  for (let j = 0; j < out.length; j++) out[j] = normalAt(key, start + j) * config.initializerRange;
 }
 
 /**

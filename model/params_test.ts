@@ -3,6 +3,7 @@ import { countParameters, parseLlamaConfig } from "./hf_config.ts";
 import {
   bindingRanges,
   initParams,
+  initTensorSlice,
   llamaParamLayout,
   PARAM_ALIGN,
   paramEntry,
@@ -123,5 +124,24 @@ Deno.test("paramSegments: one segment when everything fits, else runs of whole t
   assert.throws(
     () => paramSegments(layout, cap - 4),
     /tensor "model\.embed_tokens\.weight" \[512,64\] holds 32768 floats .* more than one GPU buffer/,
+  );
+});
+
+Deno.test("initTensorSlice: any slice has the bits of that range of initParams", () => {
+  const layout = llamaParamLayout(CONFIG);
+  const flat = initParams(layout, CONFIG, 99);
+  for (const name of ["model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"]) {
+    const e = paramEntry(layout, name);
+    for (const [start, count] of [[0, e.size], [0, 1], [17, 40], [e.size - 3, 3]]) {
+      const out = new Float32Array(count);
+      initTensorSlice(e, { config: CONFIG, seed: 99, start }, out);
+      const want = flat.subarray(e.offset + start, e.offset + start + count);
+      assert.deepEqual(new Uint32Array(out.buffer), new Uint32Array(want.slice().buffer), name);
+    }
+  }
+  const e = paramEntry(layout, "model.norm.weight");
+  assert.throws(
+    () => initTensorSlice(e, { config: CONFIG, seed: 99, start: 60 }, new Float32Array(5)),
+    /slice \[60, 65\) is outside tensor "model.norm.weight" of 64/,
   );
 });

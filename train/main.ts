@@ -27,13 +27,13 @@ import { logLine, parseOrExit } from "../cli/entry.ts";
 import { learningRate, type LrSchedule } from "../common/mod.ts";
 import {
   countParameters,
-  initParams,
   llamaConfigToHf,
   LlamaModel,
   type ParamLayout,
   paramSegments,
   readModelDir,
   resolvePrecision,
+  uploadSeededParams,
 } from "../model/mod.ts";
 import { AdamW, DistroOptimizer, type Optimizer } from "../optimizer/mod.ts";
 import { ensureCorpus, LocalDataProvider } from "../data/mod.ts";
@@ -173,18 +173,26 @@ export async function train(
       }
     }
     using rt = await GpuRuntime.create();
-    const initial = weights ?? initParams(layout, config, options.seed);
     const precision = resolvePrecision(options.precision, rt);
     using model = new LlamaModel(rt, {
       precision,
       config,
       layout,
-      weights: initial,
+      weights: weights ?? undefined,
       microBatch: options.microBatch,
       seqLen: sequenceLength,
       slots: options.totalBatch / options.microBatch,
       recompute: options.recompute,
     });
+    if (weights === null) {
+      // A seeded start goes straight into the parameter buffers, a chunk at a time: the host
+      // never holds the model (the memory plan's seeded host lines count one chunk).
+      await uploadSeededParams(rt, model.params, {
+        config,
+        seed: options.seed,
+        signal: io.signal,
+      });
+    }
     using optimizer = makeOptimizer(rt, options, layout);
     const parts = { rt, model, optimizer, signal: io.signal };
     const firstStep = resumed === null ? 1 : resumed.trainer.step + 1;

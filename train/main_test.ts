@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { scheduleFor, shuffleSeed } from "./main.ts";
 import { readTrainingCheckpoint } from "./checkpoint.ts";
-import { initParams, readModelDir, readSafetensors } from "../model/mod.ts";
+import { initParams, readModelDir, readSafetensors, writeModelDir } from "../model/mod.ts";
 import { learningRate } from "../common/mod.ts";
 import { logSchemaProblem } from "../client/testing/log_schema.ts";
 
@@ -111,6 +111,39 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
     const resumed = again.stdout.trim().split("\n").map((l) => JSON.parse(l));
     assert.equal(resumed[0].weights, "loaded");
     assert.ok(resumed[1].loss < steps[0].loss - 0.01, `${resumed[1].loss} vs ${steps[0].loss}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deno task train: a seeded start (streamed to the GPU) trains from initParams' bits", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const run = (model: string) =>
+      runCli([
+        `--model=${model}`,
+        `--data-path=${dir}/data`,
+        "--sequence-length=32",
+        "--micro-batch=2",
+        "--total-batch=4",
+        "--steps=2",
+        "--seed=5",
+        "--no-save",
+        "--logs=json",
+      ]);
+    await tinyData(dir);
+    // The same initial weights, built on the host and loaded from a file.
+    const { config, layout } = await readModelDir(`${ROOT}config/models/llama-tiny`);
+    await writeModelDir(`${dir}/init`, { config, layout, weights: initParams(layout, config, 5) });
+    const runs = [await run(`${ROOT}config/models/llama-tiny`), await run(`${dir}/init`)];
+    const logs = runs.map((out) => {
+      assert.equal(out.code, 0, out.stderr);
+      return out.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    });
+    assert.deepEqual(logs.map((l) => l[0].weights), ["seeded", "loaded"]);
+    const losses = logs.map((l) => l.filter((e) => e.event === "step").map((e) => e.loss));
+    assert.equal(losses[0].length, 2);
+    assert.deepEqual(losses[0], losses[1]);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

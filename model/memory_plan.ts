@@ -18,6 +18,8 @@
  *                         with recomputation (model/recompute.ts) one layer's set, not L
  * backward scratch        N·(4C + 2H·D + 2KVH·D + 3F) floats
  * LM head                 logits chunk R·V (R ≈ 32 MiB / 4V rows)
+ * host, weights loaded     f32 weights 4·P, the largest weights file, one upload staging 4·P
+ * host, seeded streamed    one init chunk and its staging copy (16 MiB each at most)
  * f16/bf16 precision      16-bit copies of the matmul weights, 16-bit saved norm/SwiGLU outputs
  * ```
  * The parameters, gradients and each optimizer state are split into segment buffers of whole
@@ -28,7 +30,13 @@
  * @module
  */
 import { countParameters, type LlamaConfig } from "./hf_config.ts";
-import { llamaParamLayout, llamaTensorShapes, PARAM_ALIGN, paramSegments } from "./params.ts";
+import {
+  llamaParamLayout,
+  llamaTensorShapes,
+  PARAM_ALIGN,
+  paramSegments,
+  SEEDED_CHUNK_FLOATS,
+} from "./params.ts";
 import type { ModelPrecision } from "./precision.ts";
 
 /** What the run will hold. */
@@ -52,6 +60,13 @@ export interface MemoryPlanInput {
   recompute?: boolean;
   /** Bytes of the largest weights file read while loading (null or absent: seeded init). */
   loadFileBytes?: number | null;
+  /**
+   * The initial weights are seeded and streamed to the device a chunk at a time
+   * (model/seeded_upload.ts, `deno task train` without weights): the host holds one chunk and
+   * its staging copy, not the model. Default false: the host builds or loads the f32 weights
+   * whole, then uploads them through one staging copy.
+   */
+  seededStream?: boolean;
   /** Most bytes of one LM-head logits chunk: the adapter profile's (default: the CPU's, 32 MiB). */
   logitsChunkBytes?: number;
 }
@@ -186,11 +201,20 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
       { label: `f32 staging before ${input.precision} copies`, bytes: F32 * N * Math.max(C, F) },
     );
   }
-  const host: MemoryItem[] = [{ label: "f32 weights in host memory", bytes: F32 * P }];
-  if (input.loadFileBytes) {
-    host.push({ label: "largest weights file while converting", bytes: input.loadFileBytes });
+  const host: MemoryItem[] = [];
+  if (input.seededStream) {
+    const chunk = F32 * Math.min(SEEDED_CHUNK_FLOATS, largestTensor.size);
+    host.push(
+      { label: "seeded init, one chunk at a time", bytes: chunk },
+      { label: "upload staging (one chunk)", bytes: chunk },
+    );
+  } else {
+    host.push({ label: "f32 weights in host memory", bytes: F32 * P });
+    if (input.loadFileBytes) {
+      host.push({ label: "largest weights file while converting", bytes: input.loadFileBytes });
+    }
+    host.push({ label: "upload staging (one parameter copy)", bytes: F32 * P });
   }
-  host.push({ label: "upload staging (one parameter copy)", bytes: F32 * P });
   const deviceBytes = sum(device);
   const hostBytes = sum(host);
   const activation = largest([

@@ -246,6 +246,45 @@ Deno.test("Llama-3.2-1B's parameters split into three 2 GiB buffers on lavapipe"
   );
 });
 
+Deno.test("a streamed seeded start holds one chunk on the host: the 1B with AdamW fits lavapipe", () => {
+  const input = {
+    config: LLAMA_1B,
+    microBatch: 1,
+    seqLen: 128,
+    slots: 1,
+    optimizer: "adamw",
+    precision: "f32",
+  } as const;
+  const machine = { ...LAVAPIPE, systemTotal: 23.5 * GiB, systemAvailable: 22.5 * GiB };
+  // Built whole on the host (the client's seeded init) or loaded: the model twice more.
+  const whole = planMemory(input);
+  assert.deepEqual(whole.host.map((i) => [i.label, i.bytes]), [
+    ["f32 weights in host memory", whole.parameterBuffer.bytes],
+    ["upload staging (one parameter copy)", whole.parameterBuffer.bytes],
+  ]);
+  const loaded = planMemory({ ...input, loadFileBytes: 2.5 * GiB });
+  assert.equal(loaded.host[1].label, "largest weights file while converting");
+  assert.equal(loaded.hostBytes, 2 * whole.parameterBuffer.bytes + 2.5 * GiB);
+  assert.match(
+    formatMemoryPlan(input, machine, FLAGS).refusal!,
+    /the peak of 2\d\.\d GiB is over this machine's 23\.5 GiB of memory/,
+  );
+  // Streamed: one 16 MiB chunk and its staging copy, whatever the model's size.
+  const streamed = planMemory({ ...input, seededStream: true });
+  assert.deepEqual(streamed.host.map((i) => [i.label, i.bytes]), [
+    ["seeded init, one chunk at a time", 16 * MiB],
+    ["upload staging (one chunk)", 16 * MiB],
+  ]);
+  assert.deepEqual(streamed.device, whole.device);
+  const out = formatMemoryPlan({ ...input, seededStream: true }, machine, FLAGS);
+  assert.equal(out.refusal, null);
+  assert.ok(out.verdict.peakBytes < 19 * GiB, formatBytes(out.verdict.peakBytes));
+  assert.match(out.lines.join("\n"), /host: seeded init, one chunk at a time\s+16\.0 MiB/);
+  // A model smaller than a chunk holds its largest tensor, not a whole chunk.
+  const tiny = planMemory({ ...input, config: TINY, seededStream: true });
+  assert.equal(tiny.host[0].bytes, 4 * 48 * 32);
+});
+
 Deno.test("a tensor over maxBufferSize is refused by name; a model that fits is one segment", () => {
   const input = {
     config: TINY,

@@ -36,6 +36,7 @@ export async function checkTrainingMemory(
   const precision = options.precision === "auto"
     ? (limits.hasF16 && !limits.unified ? "f16" : "f32")
     : options.precision;
+  const loadFileBytes = await largestWeightsFile(options.model);
   reportMemoryPlan(
     {
       config,
@@ -46,7 +47,10 @@ export async function checkTrainingMemory(
       distro: { chunk: options.compressionChunk, topk: options.compressionTopk },
       precision,
       recompute: options.recompute,
-      loadFileBytes: await largestWeightsFile(options.model),
+      loadFileBytes,
+      // train/main.ts streams a seeded start (model/seeded_upload.ts); resumed and loaded
+      // weights are read whole.
+      seededStream: loadFileBytes === null && options.resume === null,
       // The profile the runtime will choose for this adapter (shaders/profile.ts).
       logitsChunkBytes: (limits.unified ? CPU_PROFILE : GPU_PROFILE).logitsChunkBytes,
     },

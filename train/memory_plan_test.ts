@@ -18,6 +18,9 @@ Deno.test("train prints the memory plan before loading, for the tiny and the 1B 
   );
   assert.match(lines[0], /^memory plan: .* parameters, adamw, f32, micro-batch 2 × 64 tokens$/);
   assert.ok(lines.some((l) => l.includes("of maxBufferSize")));
+  // llama-tiny has no weights file: its seeded start is streamed, one chunk on the host.
+  assert.ok(lines.some((l) => /host: seeded init, one chunk at a time/.test(l)), lines.join("\n"));
+  assert.ok(!lines.some((l) => /f32 weights in host memory/.test(l)), lines.join("\n"));
   // Llama-1B: lavapipe's 2 GiB maxBufferSize refuses it (model/memory_plan_test.ts checks the
   // message); a GPU with larger buffers may accept it. Either way the plan is printed first.
   const big: string[] = [];

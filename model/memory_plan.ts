@@ -384,7 +384,8 @@ export function formatMemoryPlan(
 ): { lines: string[]; verdict: MemoryVerdict; refusal: string | null } {
   const plan = planMemory(input);
   const verdict = checkMemoryPlan(input, limits);
-  const pad = (label: string) => `  ${label.padEnd(46)}`;
+  // A label longer than the column still gets a space before its figure.
+  const pad = (label: string) => `  ${label.padEnd(45)} `;
   const lines = [
     `memory plan: ${formatCount(plan.parameters)} parameters, ${input.optimizer}, ` +
     `${input.precision}, micro-batch ${input.microBatch} × ${input.seqLen} tokens` +
@@ -449,7 +450,7 @@ function largest(items: readonly MemoryItem[]): MemoryItem {
   return items.reduce((a, b) => (b.bytes > a.bytes ? b : a));
 }
 
-/** Bytes in binary units with three significant digits: `1.50 GiB`, `640 MiB`. */
+/** Bytes in binary units with three significant digits: `1.50 GiB`, `640 MiB`, `1000 MiB`. */
 export function formatBytes(bytes: number): string {
   const units = ["B", "KiB", "MiB", "GiB", "TiB"];
   let v = bytes, u = 0;
@@ -457,7 +458,9 @@ export function formatBytes(bytes: number): string {
     v /= 1024;
     u++;
   }
-  return u === 0 ? `${v} B` : `${v.toPrecision(3)} ${units[u]}`;
+  // 1000-1023 of a unit: whole numbers (toPrecision(3) would write 1.00e+3).
+  const figure = v >= 1000 ? v.toFixed(0) : v.toPrecision(3);
+  return u === 0 ? `${v} B` : `${figure} ${units[u]}`;
 }
 
 /** A count with a metric suffix: `1.24B`, `19.6M`. */

@@ -233,6 +233,11 @@ Deno.test("Llama-3.2-1B's parameters split into three 2 GiB buffers on lavapipe"
   assert.match(text, /DisTrO momentum \+ error feedback \(δ\)\s+4\.60 GiB/);
   assert.match(text, /device total\s+2\d\.\d GiB/);
   assert.equal(formatBytes(1536 * MiB), "1.50 GiB");
+  assert.equal(formatBytes(1002 * MiB), "1002 MiB");
+  assert.match(
+    text,
+    /largest buffer: tensor model\.embed_tokens\.weight\s+1002 MiB of maxBufferSize/,
+  );
   // With the memory (a 64 GiB machine) the plan is accepted.
   const roomy = { ...LAVAPIPE, systemTotal: 64 * GiB, systemAvailable: 60 * GiB };
   const fits = formatMemoryPlan(input, roomy, FLAGS);

@@ -21,8 +21,8 @@ Deno.test("train prints the memory plan before loading, for the tiny and the 1B 
   // llama-tiny has no weights file: its seeded start is streamed, one chunk on the host.
   assert.ok(lines.some((l) => /host: seeded init, one chunk at a time/.test(l)), lines.join("\n"));
   assert.ok(!lines.some((l) => /f32 weights in host memory/.test(l)), lines.join("\n"));
-  // Llama-1B: lavapipe's 2 GiB maxBufferSize refuses it (model/memory_plan_test.ts checks the
-  // message); a GPU with larger buffers may accept it. Either way the plan is printed first.
+  // Llama-1B: accepted or refused by this machine's memory (model/memory_plan_test.ts checks
+  // both on a fixed machine); either way the plan is printed first, its seeded start streamed.
   const big: string[] = [];
   try {
     await checkTrainingMemory(
@@ -39,4 +39,8 @@ Deno.test("train prints the memory plan before loading, for the tiny and the 1B 
     if (!(e instanceof MemoryPlanError)) throw e;
   }
   assert.match(big[0], /^memory plan: 1\.24B parameters, distro/);
+  assert.ok(
+    big.some((l) => /host: upload staging \(one chunk\)\s+16\.0 MiB/.test(l)),
+    big.join("\n"),
+  );
 });

@@ -197,7 +197,8 @@ export const SEEDED_CHUNK_FLOATS = 1 << 22;
 
 /**
  * Writes elements `[start, start + out.length)` of tensor `entry`'s seeded initial value into
- * `out`: the same bits as that range of {@link initParams}, without the rest of the model, so
+ * `out` (norm gains 1, else {@link seededNormals} × initializer_range rounded to f32): the same
+ * bits as that range of {@link initParams}, without the rest of the model, so
  * a large model can be initialised one slice at a time (model/seeded_upload.ts).
  */
 export function initTensorSlice(
@@ -216,7 +217,7 @@ export function initTensorSlice(
     return;
   }
   const key = tensorKey(seed, entry.name);
-  // The product in f64, then rounded to f32: as initParams does with seededNormals' values.
+  // The product in f64, then rounded to f32.
   for (let j = 0; j < out.length; j++) out[j] = normalAt(key, start + j) * config.initializerRange;
 }
 
@@ -226,14 +227,9 @@ export function initTensorSlice(
  */
 export function initParams(layout: ParamLayout, config: LlamaConfig, seed: number): Float32Array {
   const flat = new Float32Array(layout.totalSize);
+  // Straight into the flat array: no f64 copy of a tensor (2 GiB for a 1B model's embedding).
   for (const e of layout.entries) {
-    const view = flat.subarray(e.offset, e.offset + e.size);
-    if (e.init === "ones") {
-      view.fill(1);
-      continue;
-    }
-    const z = seededNormals(seed, e.name, e.size);
-    for (let i = 0; i < e.size; i++) view[i] = z[i] * config.initializerRange;
+    initTensorSlice(e, { config, seed, start: 0 }, flat.subarray(e.offset, e.offset + e.size));
   }
   return flat;
 }

@@ -137,6 +137,13 @@ Deno.test("initTensorSlice: any slice has the bits of that range of initParams",
       initTensorSlice(e, { config: CONFIG, seed: 99, start }, out);
       const want = flat.subarray(e.offset + start, e.offset + start + count);
       assert.deepEqual(new Uint32Array(out.buffer), new Uint32Array(want.slice().buffer), name);
+      // Independently: seededNormals × initializer_range, rounded to f32 (gains are 1).
+      const z = seededNormals(99, name, start + count).subarray(start);
+      const direct = Float32Array.from(
+        z,
+        (v) => e.init === "ones" ? 1 : v * CONFIG.initializerRange,
+      );
+      assert.deepEqual(new Uint32Array(out.buffer), new Uint32Array(direct.buffer), name);
     }
   }
   const e = paramEntry(layout, "model.norm.weight");

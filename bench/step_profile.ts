@@ -30,6 +30,7 @@ import {
   GpuRuntime,
   parseTiling,
   profileFor,
+  requestGpuAdapter,
   summarizeTimings,
   type TuningProfile,
 } from "../shaders/mod.ts";
@@ -70,7 +71,7 @@ console.log(
 /** The adapter's own profile with the `--tiling` matmul, or undefined (the adapter's profile). */
 async function chosenProfile(): Promise<TuningProfile | undefined> {
   if (values.tiling === undefined) return undefined;
-  const adapter = await navigator.gpu.requestAdapter();
+  const adapter = await requestGpuAdapter();
   if (!adapter) throw new Error("no WebGPU adapter");
   return { ...profileFor(adapter.info), matmul: parseTiling(values.tiling) };
 }

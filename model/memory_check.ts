@@ -12,7 +12,7 @@ import {
   type MemoryPlanInput,
   type MemoryVerdict,
 } from "./memory_plan.ts";
-import { type GpuRuntime, isCpuAdapter } from "../shaders/mod.ts";
+import { type GpuRuntime, isCpuAdapter, requestGpuAdapter } from "../shaders/mod.ts";
 
 /** The run cannot fit this adapter or machine; the message names what would make it fit. */
 export class MemoryPlanError extends Error {
@@ -53,8 +53,7 @@ export function runtimeMemoryLimits(rt: GpuRuntime): MemoryLimits {
 export async function adapterMemoryLimits(): Promise<
   (MemoryLimits & { hasF16: boolean }) | null
 > {
-  if (typeof navigator === "undefined" || !("gpu" in navigator)) return null;
-  const adapter = await navigator.gpu.requestAdapter();
+  const adapter = await requestGpuAdapter();
   if (!adapter) return null;
   return {
     maxBufferSize: adapter.limits.maxBufferSize,

@@ -23,7 +23,7 @@
 
 import { GpuDeviceLostError, GpuStageError, GpuUnavailableError } from "./errors.ts";
 import { profileFor, type TuningProfile } from "./profile.ts";
-import { ensureRuntimeDir } from "./runtime_dir.ts";
+import { requestGpuAdapter } from "./runtime_dir.ts";
 import { ProfilingPass, type SectionTiming } from "./dispatch_profile.ts";
 
 export type { SectionTiming } from "./dispatch_profile.ts";
@@ -443,11 +443,8 @@ export class GpuRuntime {
     if (typeof navigator === "undefined" || !("gpu" in navigator)) {
       throw new GpuUnavailableError(`WebGPU is not available in this runtime. ${help}`, backend);
     }
-    // Before the first adapter: else Mesa prints an XDG_RUNTIME_DIR warning that means nothing.
-    ensureRuntimeDir();
-    const adapter = await navigator.gpu.requestAdapter({
-      powerPreference: options.powerPreference,
-    });
+    // Sets up the runtime folder first: else Mesa prints an XDG_RUNTIME_DIR warning.
+    const adapter = await requestGpuAdapter({ powerPreference: options.powerPreference });
     if (!adapter) {
       throw new GpuUnavailableError(`No WebGPU adapter found with ${tried}. ${help}`, backend);
     }

@@ -58,3 +58,16 @@ export function ensureRuntimeDir(): string | null {
     return null;
   }
 }
+
+/**
+ * `navigator.gpu.requestAdapter` with the runtime folder set up first: every adapter request in
+ * the project goes through here (GpuRuntime, the memory plan's limits, benchmarks), so none
+ * makes Mesa print its XDG warning. Null without WebGPU or without an adapter.
+ */
+export async function requestGpuAdapter(
+  options?: GPURequestAdapterOptions,
+): Promise<GPUAdapter | null> {
+  if (typeof navigator === "undefined" || !("gpu" in navigator)) return null;
+  ensureRuntimeDir();
+  return await navigator.gpu.requestAdapter(options);
+}

@@ -57,3 +57,30 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "requestGpuAdapter: no XDG_RUNTIME_DIR warning when a bare adapter is asked for",
+  ignore: Deno.build.os !== "linux",
+  fn: async () => {
+    const env: Record<string, string> = {};
+    for (const name of ["PATH", "HOME", "TMPDIR", "DENO_DIR", "DENO_WEBGPU_BACKEND"]) {
+      const value = Deno.env.get(name);
+      if (value !== undefined) env[name] = value;
+    }
+    // The memory plan reads an adapter's limits before any GpuRuntime exists (train/main.ts).
+    const script = `import { requestGpuAdapter } from "${MOD}";
+const adapter = await requestGpuAdapter();
+console.log(adapter === null ? "none" : "adapter");`;
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", "--ext=ts", script],
+      env,
+      clearEnv: true,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stderr = new TextDecoder().decode(out.stderr);
+    assert.equal(out.code, 0, stderr);
+    assert.equal(new TextDecoder().decode(out.stdout).trim(), "adapter");
+    assert.ok(!stderr.includes(WARNING), stderr);
+  },
+});

@@ -18,6 +18,7 @@ import { BenchOutputError, parseBenchJson } from "./figures.ts";
 import { type EntryResult, formatJson, formatMarkdown, type Report, reportOk } from "./format.ts";
 import { benchArgs, selectEntries, type SuiteEntry } from "./suite.ts";
 import { EXIT_INVALID, parseOrExit } from "../../cli/entry.ts";
+import { requestGpuAdapter } from "../../shaders/mod.ts";
 
 const ROOT = new URL("../../", import.meta.url);
 
@@ -31,7 +32,7 @@ async function readOrNull(path: string): Promise<string | null> {
 
 /** The adapter's info without opening a device; null when there is no WebGPU adapter. */
 async function adapterInfo(): Promise<AdapterInfo | null> {
-  const adapter = await navigator.gpu?.requestAdapter();
+  const adapter = await requestGpuAdapter();
   if (!adapter) return null;
   const { vendor, architecture, device, description } = adapter.info;
   return { vendor, architecture, device, description };

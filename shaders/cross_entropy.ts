@@ -36,14 +36,17 @@ export const IGNORE_INDEX = -100;
  * WGSL overwriting a row's logits `[start, start + width)` of a `vocab`-wide row (`base`, with
  * log-sum-exp `l` and target `t` in scope) with `grad_scale · (softmax − onehot)`: zeros for an
  * ignored row, NaN for an out-of-range target. One source for the unsplit and the blocked
- * kernels, so both compute the same bits.
+ * kernels, so both compute the same bits; the wide kernel's invocations each take the columns
+ * `first, first + stride, …`.
  */
-function gradientWgsl(e: { vocab: string; width: string; start: string }): string {
+function gradientWgsl(
+  e: { vocab: string; width: string; start: string; first?: string; stride?: string },
+): string {
   return `
   var g_scale = p.grad_scale;
   if (t == ${IGNORE_INDEX}) { g_scale = 0.0; }
   if (t != ${IGNORE_INDEX} && (t < 0 || u32(t) >= ${e.vocab})) { g_scale = bitcast<f32>(0x7fc00000u); }
-  for (var j = 0u; j < ${e.width}; j++) {
+  for (var j = ${e.first ?? "0u"}; j < ${e.width}; j += ${e.stride ?? "1u"}) {
     let hit = select(0.0, 1.0, i32(${e.start} + j) == t);
     logits[base + j] = (exp(logits[base + j] - l) - hit) * g_scale;
   }`;
@@ -158,14 +161,9 @@ ${tree.join("\n")}
       ? `
   // Every read of the row (the loss's included) is done before any write below.
   workgroupBarrier();
-  let l = row_lse;
-  var g_scale = p.grad_scale;
-  if (t == ${IGNORE_INDEX}) { g_scale = 0.0; }
-  if (t != ${IGNORE_INDEX} && (t < 0 || u32(t) >= p.v)) { g_scale = bitcast<f32>(0x7fc00000u); }
-  for (var j = li; j < p.v; j += ${wg}u) {
-    let hit = select(0.0, 1.0, i32(j) == t);
-    logits[base + j] = (exp(logits[base + j] - l) - hit) * g_scale;
-  }`
+  let l = row_lse;${
+        gradientWgsl({ vocab: "p.v", width: "p.v", start: "0u", first: "li", stride: `${wg}u` })
+      }`
       : ""
   }
 }

@@ -3,18 +3,14 @@ import assert from "node:assert/strict";
 const MOD = new URL("./mod.ts", import.meta.url).href;
 const WARNING = "XDG_RUNTIME_DIR is invalid or not set";
 
-/** Runs a child that opens the GPU through GpuRuntime, with `xdg` as its XDG_RUNTIME_DIR. */
-async function gpuChild(xdg: string | undefined) {
+/** Runs `script` in a child whose only environment is ours but for XDG_RUNTIME_DIR = `xdg`. */
+async function child(script: string, xdg?: string) {
   const env: Record<string, string> = {};
   for (const name of ["PATH", "HOME", "TMPDIR", "DENO_DIR", "DENO_WEBGPU_BACKEND"]) {
     const value = Deno.env.get(name);
     if (value !== undefined) env[name] = value;
   }
   if (xdg !== undefined) env.XDG_RUNTIME_DIR = xdg;
-  const script = `import { GpuRuntime } from "${MOD}";
-const rt = await GpuRuntime.create();
-console.log(JSON.stringify({ dir: Deno.env.get("XDG_RUNTIME_DIR") ?? null }));
-rt[Symbol.dispose]();`;
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["eval", "--ext=ts", script],
     env,
@@ -24,6 +20,17 @@ rt[Symbol.dispose]();`;
   }).output();
   const text = (b: Uint8Array) => new TextDecoder().decode(b);
   return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr) };
+}
+
+/** Runs a child that opens the GPU through GpuRuntime, with `xdg` as its XDG_RUNTIME_DIR. */
+function gpuChild(xdg: string | undefined) {
+  return child(
+    `import { GpuRuntime } from "${MOD}";
+const rt = await GpuRuntime.create();
+console.log(JSON.stringify({ dir: Deno.env.get("XDG_RUNTIME_DIR") ?? null }));
+rt[Symbol.dispose]();`,
+    xdg,
+  );
 }
 
 Deno.test({
@@ -62,25 +69,12 @@ Deno.test({
   name: "requestGpuAdapter: no XDG_RUNTIME_DIR warning when a bare adapter is asked for",
   ignore: Deno.build.os !== "linux",
   fn: async () => {
-    const env: Record<string, string> = {};
-    for (const name of ["PATH", "HOME", "TMPDIR", "DENO_DIR", "DENO_WEBGPU_BACKEND"]) {
-      const value = Deno.env.get(name);
-      if (value !== undefined) env[name] = value;
-    }
     // The memory plan reads an adapter's limits before any GpuRuntime exists (train/main.ts).
-    const script = `import { requestGpuAdapter } from "${MOD}";
+    const out = await child(`import { requestGpuAdapter } from "${MOD}";
 const adapter = await requestGpuAdapter();
-console.log(adapter === null ? "none" : "adapter");`;
-    const out = await new Deno.Command(Deno.execPath(), {
-      args: ["eval", "--ext=ts", script],
-      env,
-      clearEnv: true,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stderr = new TextDecoder().decode(out.stderr);
-    assert.equal(out.code, 0, stderr);
-    assert.equal(new TextDecoder().decode(out.stdout).trim(), "adapter");
-    assert.ok(!stderr.includes(WARNING), stderr);
+console.log(adapter === null ? "none" : "adapter");`);
+    assert.equal(out.code, 0, out.stderr);
+    assert.equal(out.stdout.trim(), "adapter");
+    assert.ok(!out.stderr.includes(WARNING), out.stderr);
   },
 });

@@ -9,7 +9,6 @@
 import { type LlamaConfig, llamaConfigToHf, readLlamaConfig } from "./hf_config.ts";
 import { llamaParamLayout, type ParamLayout, paramView } from "./params.ts";
 import {
-  encodeSafetensors,
   type FloatDtype,
   readSafetensors,
   readSafetensorsHeader,
@@ -17,9 +16,16 @@ import {
   type SafetensorsFile,
   type SafetensorsHeader,
   type StoredTensor,
+  tensorByteSize,
   tensorFromFloat32,
   tensorToFloat32,
 } from "./safetensors.ts";
+import { encodeBf16, encodeF16 } from "./float_codec.ts";
+import {
+  SAVE_CHUNK_FLOATS,
+  type StreamedTensor,
+  writeSafetensorsStreamed,
+} from "./safetensors_stream.ts";
 import {
   checkShardIndex,
   DEFAULT_MAX_SHARD_BYTES,
@@ -251,12 +257,18 @@ async function removeIfPresent(path: string): Promise<void> {
   }
 }
 
+/**
+ * Reads flat floats `[start, start + count)` of the weights, a range inside one tensor (a chunk
+ * read off the GPU, for a streamed save). The array may be reused once the next range is asked.
+ */
+export type FloatRangeReader = (start: number, count: number) => Promise<Float32Array>;
+
 /** What {@link writeModelDir} writes. */
 export interface ModelDirContents {
   config: LlamaConfig;
   layout: ParamLayout;
-  /** `[layout.totalSize]` f32 weights. */
-  weights: Float32Array;
+  /** `[layout.totalSize]` f32 weights, or a reader of them (the save then streams). */
+  weights: Float32Array | FloatRangeReader;
   /** Storage dtype of the weights (default F32); config.json's `torch_dtype` follows it. */
   dtype?: FloatDtype;
   /**
@@ -264,11 +276,50 @@ export interface ModelDirContents {
    * split into `model-0000K-of-0000N.safetensors` with `model.safetensors.index.json`.
    */
   maxShardBytes?: number;
+  /** Floats read and written at a time (default {@link SAVE_CHUNK_FLOATS}). */
+  chunkFloats?: number;
+}
+
+/** f32 values as `dtype`'s bytes (f32: a view, no copy). */
+function floatBytes(values: Float32Array, dtype: FloatDtype): Uint8Array {
+  switch (dtype) {
+    case "F32":
+      return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+    case "F16":
+      return new Uint8Array(encodeF16(values).buffer);
+    case "BF16":
+      return new Uint8Array(encodeBf16(values).buffer);
+  }
+}
+
+/** The weights' tensors in layout order, each streamed from `read` a chunk at a time. */
+function streamedWeights(
+  layout: ParamLayout,
+  read: FloatRangeReader,
+  options: { dtype: FloatDtype; chunkFloats: number },
+): StreamedTensor[] {
+  const { dtype, chunkFloats } = options;
+  if (!Number.isInteger(chunkFloats) || chunkFloats < 1) {
+    throw new RangeError(`chunkFloats must be a positive integer, got ${chunkFloats}`);
+  }
+  return layout.entries.map((e) => ({
+    name: e.name,
+    dtype,
+    shape: e.shape,
+    async *chunks() {
+      for (let start = 0; start < e.size; start += chunkFloats) {
+        const count = Math.min(chunkFloats, e.size - start);
+        yield floatBytes(await read(e.offset + start, count), dtype);
+      }
+    },
+  }));
 }
 
 /**
  * Writes `DIR/config.json` and the weights (creating DIR): `model.safetensors`, or shards and
- * their index when the weights exceed `maxShardBytes`, as `save_pretrained` lays them out.
+ * their index when the weights exceed `maxShardBytes`, as `save_pretrained` lays them out. The
+ * tensor files are streamed (model/safetensors_stream.ts): the host holds one chunk of weights
+ * besides whatever `weights` itself holds.
  *
  * Every file is written to a temporary name and renamed. A sharded save first removes the old
  * index, renames the shards in, and writes the new index last, so an interrupted save leaves
@@ -277,20 +328,34 @@ export interface ModelDirContents {
  */
 export async function writeModelDir(dir: string, model: ModelDirContents): Promise<void> {
   const dtype = model.dtype ?? "F32";
+  const { layout, weights } = model;
+  if (weights instanceof Float32Array && weights.length !== layout.totalSize) {
+    throw new RangeError(`expected ${layout.totalSize} floats, found ${weights.length}`);
+  }
+  const read: FloatRangeReader = weights instanceof Float32Array
+    ? (start, count) => Promise.resolve(weights.subarray(start, start + count))
+    : weights;
   await Deno.mkdir(dir, { recursive: true });
   const hf = llamaConfigToHf(model.config, { torchDtype: TORCH_DTYPES[dtype] });
   await writeAtomically(
     `${dir}/${CONFIG_FILE}`,
     new TextEncoder().encode(JSON.stringify(hf, null, 2) + "\n"),
   );
-  const all = weightsToSafetensors(model.layout, model.weights, dtype);
+  const all = streamedWeights(layout, read, {
+    dtype,
+    chunkFloats: model.chunkFloats ?? SAVE_CHUNK_FLOATS,
+  });
+  const byName = new Map(all.map((t) => [t.name, t]));
   const plan = planShards(
-    [...all.tensors].map(([name, t]) => ({ name, bytes: t.bytes.length })),
+    all.map((t) => ({ name: t.name, bytes: tensorByteSize(t) })),
     model.maxShardBytes ?? DEFAULT_MAX_SHARD_BYTES,
   );
+  const metadata = { format: "pt" };
   const stale = await shardFilesIn(dir);
   if (plan.length === 1) {
-    await writeAtomically(`${dir}/${WEIGHTS_FILE}`, encodeSafetensors(all));
+    const path = `${dir}/${WEIGHTS_FILE}`;
+    await writeSafetensorsStreamed(`${path}.tmp`, { tensors: all, metadata });
+    await Deno.rename(`${path}.tmp`, path);
     await removeIfPresent(`${dir}/${INDEX_FILE}`);
     for (const name of stale) await removeIfPresent(`${dir}/${name}`);
     return;
@@ -298,17 +363,15 @@ export async function writeModelDir(dir: string, model: ModelDirContents): Promi
   const weightMap = new Map<string, string>();
   const names = plan.map((_, k) => shardFileName(k + 1, plan.length));
   for (const [k, tensorNames] of plan.entries()) {
-    const tensors = new Map(tensorNames.map((n) => [n, all.tensors.get(n)!]));
-    await Deno.writeFile(
-      `${dir}/${names[k]}.tmp`,
-      encodeSafetensors({ tensors, metadata: all.metadata }),
-    );
+    await writeSafetensorsStreamed(`${dir}/${names[k]}.tmp`, {
+      tensors: tensorNames.map((n) => byName.get(n)!),
+      metadata,
+    });
     for (const n of tensorNames) weightMap.set(n, names[k]);
   }
   await removeIfPresent(`${dir}/${INDEX_FILE}`);
   for (const name of names) await Deno.rename(`${dir}/${name}.tmp`, `${dir}/${name}`);
-  let totalSize = 0;
-  for (const t of all.tensors.values()) totalSize += t.bytes.length;
+  const totalSize = all.reduce((a, t) => a + tensorByteSize(t), 0);
   await writeAtomically(
     `${dir}/${INDEX_FILE}`,
     new TextEncoder().encode(formatShardIndex({ weightMap, totalSize })),

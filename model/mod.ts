@@ -17,6 +17,7 @@ export {
   type Dtype,
   DTYPE_SIZES,
   encodeSafetensors,
+  encodeSafetensorsHeader,
   type FloatDtype,
   parseSafetensorsHeader,
   readSafetensors,
@@ -25,11 +26,18 @@ export {
   type SafetensorsFile,
   type SafetensorsHeader,
   type StoredTensor,
+  tensorByteSize,
   tensorFromFloat32,
   type TensorHeader,
+  type TensorSpec,
   tensorToFloat32,
   writeSafetensors,
 } from "./safetensors.ts";
+export {
+  SAVE_CHUNK_FLOATS,
+  type StreamedTensor,
+  writeSafetensorsStreamed,
+} from "./safetensors_stream.ts";
 export {
   bf16BitsToF32,
   decodeBf16,
@@ -76,6 +84,7 @@ export {
 } from "./shards.ts";
 export {
   CONFIG_FILE,
+  type FloatRangeReader,
   type ModelDirContents,
   PREVIOUS_SUFFIX,
   readModelDir,

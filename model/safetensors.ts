@@ -214,37 +214,68 @@ export function decodeSafetensors(
   return { tensors, metadata: header.metadata };
 }
 
+/** What a safetensors header records of one tensor: everything but its bytes. */
+export interface TensorSpec {
+  name: string;
+  dtype: Dtype;
+  shape: readonly number[];
+}
+
+/** Bytes of a tensor of `spec`'s dtype and shape. */
+export function tensorByteSize(spec: Pick<TensorSpec, "dtype" | "shape">): number {
+  return spec.shape.reduce((a, b) => a * b, 1) * DTYPE_SIZES[spec.dtype];
+}
+
+/**
+ * The file's first bytes: the 8-byte length and the JSON header of `tensors` (in file order),
+ * padded with spaces so the data section starts 8-byte aligned, as the reference writer does.
+ * The tensors' bytes follow in the same order ({@link encodeSafetensors}, or a streamed writer).
+ */
+export function encodeSafetensorsHeader(
+  tensors: readonly TensorSpec[],
+  metadata: Record<string, string> | null,
+): Uint8Array {
+  const header: Record<string, unknown> = {};
+  if (metadata !== null) header.__metadata__ = metadata;
+  let offset = 0;
+  for (const t of tensors) {
+    if (t.name === "__metadata__") {
+      throw new RangeError(`"__metadata__" is not a valid tensor name`);
+    }
+    const bytes = tensorByteSize(t);
+    header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
+  }
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  const padded = Math.ceil(json.length / 8) * 8;
+  const out = new Uint8Array(8 + padded).fill(0x20);
+  new DataView(out.buffer).setBigUint64(0, BigInt(padded), true);
+  out.set(json, 8);
+  return out;
+}
+
 /**
  * Serializes tensors in the given order. The header is padded with spaces so the data section
  * starts 8-byte aligned, as the reference writer does.
  */
 export function encodeSafetensors(file: SafetensorsFile): Uint8Array {
-  const header: Record<string, unknown> = {};
-  if (file.metadata !== null) header.__metadata__ = file.metadata;
-  let offset = 0;
+  const specs: TensorSpec[] = [];
+  let data = 0;
   for (const [name, t] of file.tensors) {
-    if (name === "__metadata__") throw new RangeError(`"__metadata__" is not a valid tensor name`);
-    const expected = t.shape.reduce((a, b) => a * b, 1) * DTYPE_SIZES[t.dtype];
+    const expected = tensorByteSize(t);
     if (t.bytes.length !== expected) {
       throw new RangeError(
         `tensor "${name}" of dtype ${t.dtype} and shape [${t.shape.join(", ")}] needs ` +
           `${expected} bytes, found ${t.bytes.length}`,
       );
     }
-    header[name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + expected] };
-    offset += expected;
+    specs.push({ name, dtype: t.dtype, shape: t.shape });
+    data += expected;
   }
-  let json = new TextEncoder().encode(JSON.stringify(header));
-  const padded = Math.ceil(json.length / 8) * 8;
-  if (padded !== json.length) {
-    const p = new Uint8Array(padded).fill(0x20);
-    p.set(json);
-    json = p;
-  }
-  const out = new Uint8Array(8 + json.length + offset);
-  new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
-  out.set(json, 8);
-  let pos = 8 + json.length;
+  const head = encodeSafetensorsHeader(specs, file.metadata);
+  const out = new Uint8Array(head.length + data);
+  out.set(head);
+  let pos = head.length;
   for (const t of file.tensors.values()) {
     out.set(t.bytes, pos);
     pos += t.bytes.length;

@@ -20,6 +20,7 @@ import {
   type AdamWState,
   type Optimizer,
   type OptimizerState,
+  type OptimizerStateBuffers,
   type OptimizerStepArgs,
   segmentBuffers,
 } from "./optimizer.ts";
@@ -244,6 +245,17 @@ export class AdamW implements Optimizer {
       this.#readFlat(this.v, options),
     ]);
     return { kind: "adamw", step: this.#step, m, v };
+  }
+
+  /** The moment buffers and the last step number; see {@link Optimizer.stateBuffers}. */
+  stateBuffers(): OptimizerStateBuffers {
+    const segments = this.#segments;
+    return {
+      kind: "adamw",
+      step: this.#step,
+      m: { segments, buffers: this.m },
+      v: { segments, buffers: this.v },
+    };
   }
 
   /** Replaces the moments and the step count; see {@link Optimizer.loadState}. */

@@ -8,7 +8,9 @@ export type {
   DistroState,
   Optimizer,
   OptimizerState,
+  OptimizerStateBuffers,
   OptimizerStepArgs,
+  SegmentedBuffers,
 } from "./optimizer.ts";
 export {
   AdamW,

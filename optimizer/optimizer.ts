@@ -64,6 +64,12 @@ export interface Optimizer extends Disposable {
   /** Reads the optimizer's state back to the host (after the last step was submitted). */
   readState(options?: { signal?: AbortSignal }): Promise<OptimizerState>;
   /**
+   * Where the state {@link readState} reads lives on the GPU, so a checkpoint save can read it a
+   * chunk at a time instead of whole (train/checkpoint.ts `saveTraining`). Valid until the next
+   * step is encoded.
+   */
+  stateBuffers(): OptimizerStateBuffers;
+  /**
    * Replaces the optimizer's state with `state` (from {@link readState}, possibly through a
    * checkpoint). Throws a RangeError naming what does not fit: another optimizer kind, or a
    * tensor of the wrong length. Call {@link encodeResume} afterwards, before the next step.
@@ -94,6 +100,25 @@ export interface DistroState {
    */
   readonly own: { readonly indices: Uint32Array; readonly values: Float32Array } | null;
 }
+
+/**
+ * A flat array on the GPU split into segment buffers: flat element `i` of segment `s` lives at
+ * `i − segments[s].start` in `buffers[s]` ({@link ParamBuffers} is one).
+ */
+export interface SegmentedBuffers {
+  readonly segments: readonly { readonly start: number; readonly size: number }[];
+  readonly buffers: readonly GPUBuffer[];
+}
+
+/** {@link OptimizerState}'s arrays where they live on the GPU (same lengths and order). */
+export type OptimizerStateBuffers =
+  | { readonly kind: "adamw"; readonly step: number; m: SegmentedBuffers; v: SegmentedBuffers }
+  | {
+    readonly kind: "distro";
+    readonly delta: SegmentedBuffers;
+    /** `[E]` u32 indices and f32 values, one buffer each; null before the first step. */
+    readonly own: { readonly indices: GPUBuffer; readonly values: GPUBuffer } | null;
+  };
 
 /** What a checkpoint keeps of an optimizer, as host arrays. */
 export type OptimizerState = AdamWState | DistroState;

@@ -12,13 +12,8 @@
  * @module
  */
 import { type LrScheduleName, TRAIN_SPEC, type TrainOptions, trainOptions } from "./cli.ts";
-import {
-  captureTraining,
-  optimizerGeometry,
-  readTrainingCheckpoint,
-  restoreTraining,
-  writeTrainingCheckpoint,
-} from "./checkpoint.ts";
+import { optimizerGeometry, readTrainingCheckpoint, restoreTraining } from "./checkpoint.ts";
+import { saveTraining } from "./streamed_save.ts";
 import { consoleLogger, jsonLogger, type SaveRecord } from "./log.ts";
 import { nextSequence, type TrainerState, TrainerStateError } from "./train_state.ts";
 import { runTraining } from "./trainer.ts";
@@ -218,14 +213,16 @@ export async function train(
     let savedTo: string | null = null;
     const save = async (step: number, lastLr: number, reason: SaveRecord["reason"]) => {
       if (options.savePath === null) return;
-      const state = await captureTraining(parts, { lastLr });
-      await writeTrainingCheckpoint(options.savePath, {
+      // Streamed off the GPU a chunk at a time: the host never holds the model for a save.
+      await saveTraining(options.savePath, parts, {
         config,
         layout,
-        weights: state.weights,
         trainer: trainerState(step),
-        optimizer: state.optimizer,
-      }, { geometry, dtype: options.saveDtype, maxShardBytes: options.maxShardBytes });
+        geometry,
+        lastLr,
+        dtype: options.saveDtype,
+        maxShardBytes: options.maxShardBytes,
+      });
       savedTo = options.savePath;
       logger.save({ step, path: options.savePath, reason });
     };

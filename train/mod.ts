@@ -23,13 +23,17 @@ export {
   type TrainingParts,
   writeTrainingCheckpoint,
 } from "./checkpoint.ts";
+export { type SaveOptions, saveTraining } from "./streamed_save.ts";
 export {
   decodeTrainerState,
   encodeTrainerState,
   nextSequence,
   OPTIMIZER_FILE,
+  type OptimizerArray,
+  optimizerFilePlan,
   optimizerFromSafetensors,
   type OptimizerGeometry,
+  type OptimizerTensor,
   optimizerToSafetensors,
   STATE_FORMAT,
   STATE_VERSION,

@@ -21,7 +21,6 @@ import {
   type ParamLayout,
   type SafetensorsFile,
   type StoredTensor,
-  tensorFromFloat32,
 } from "../model/mod.ts";
 import type { ChunkLayout, OptimizerState } from "../optimizer/mod.ts";
 
@@ -157,45 +156,64 @@ export interface OptimizerGeometry {
   chunks?: readonly ChunkLayout[];
 }
 
-function u32Tensor(values: Uint32Array, shape: number[]): StoredTensor {
-  return { dtype: "U32", shape, bytes: new Uint8Array(values.slice().buffer) };
+/** Which array of {@link OptimizerState} a tensor of `optimizer.safetensors` is cut from. */
+export type OptimizerArray = "m" | "v" | "delta" | "own_indices" | "own_values";
+
+/** One tensor of `optimizer.safetensors`: its header entry and where its values come from. */
+export interface OptimizerTensor {
+  name: string;
+  dtype: "F32" | "U32";
+  shape: number[];
+  /** Elements `[start, start + count)` of `array`. */
+  array: OptimizerArray;
+  start: number;
+  count: number;
 }
 
-/** The optimizer state as `optimizer.safetensors`' tensors, per parameter. */
-export function optimizerToSafetensors(
-  state: OptimizerState,
+/**
+ * The tensors of `optimizer.safetensors` in file order and its `__metadata__`, from what the
+ * state is (not its values): the one description both the host-array encoder
+ * ({@link optimizerToSafetensors}) and the streamed save from the GPU (train/streamed_save.ts)
+ * write from.
+ */
+export function optimizerFilePlan(
+  state: { kind: "adamw"; step: number } | { kind: "distro"; hasOwn: boolean },
   geometry: OptimizerGeometry,
-): SafetensorsFile {
+): { tensors: OptimizerTensor[]; metadata: Record<string, string> } {
   const { layout } = geometry;
-  const tensors = new Map<string, StoredTensor>();
-  const view = (flat: Float32Array, e: { offset: number; size: number }) =>
-    flat.subarray(e.offset, e.offset + e.size);
+  const tensors: OptimizerTensor[] = [];
   const metadata: Record<string, string> = { format: STATE_FORMAT, optimizer: state.kind };
+  const whole = (name: string, array: OptimizerArray, e: ParamLayout["entries"][number]) =>
+    tensors.push({ name, dtype: "F32", shape: e.shape, array, start: e.offset, count: e.size });
   switch (state.kind) {
     case "adamw":
       metadata.step = String(state.step);
       for (const e of layout.entries) {
-        tensors.set(`${e.name}.exp_avg`, tensorFromFloat32(view(state.m, e), e.shape, "F32"));
-        tensors.set(`${e.name}.exp_avg_sq`, tensorFromFloat32(view(state.v, e), e.shape, "F32"));
+        whole(`${e.name}.exp_avg`, "m", e);
+        whole(`${e.name}.exp_avg_sq`, "v", e);
       }
       break;
     case "distro": {
       const chunks = distroChunks(geometry);
-      metadata.has_result = String(state.own !== null);
+      metadata.has_result = String(state.hasOwn);
       let entry = 0;
       for (const [n, e] of layout.entries.entries()) {
-        tensors.set(`${e.name}.delta`, tensorFromFloat32(view(state.delta, e), e.shape, "F32"));
+        whole(`${e.name}.delta`, "delta", e);
         const { chunks: c, k } = chunks[n];
-        if (state.own !== null) {
-          const span = [entry, entry + c * k] as const;
-          tensors.set(
-            `${e.name}.own_indices`,
-            u32Tensor(state.own.indices.subarray(...span), [c, k]),
-          );
-          tensors.set(
-            `${e.name}.own_values`,
-            tensorFromFloat32(state.own.values.subarray(...span), [c, k], "F32"),
-          );
+        if (state.hasOwn) {
+          const span = { shape: [c, k], start: entry, count: c * k };
+          tensors.push({
+            name: `${e.name}.own_indices`,
+            dtype: "U32",
+            array: "own_indices",
+            ...span,
+          });
+          tensors.push({
+            name: `${e.name}.own_values`,
+            dtype: "F32",
+            array: "own_values",
+            ...span,
+          });
         }
         entry += c * k;
       }
@@ -203,6 +221,33 @@ export function optimizerToSafetensors(
     }
   }
   return { tensors, metadata };
+}
+
+/** The optimizer state as `optimizer.safetensors`' tensors, per parameter. */
+export function optimizerToSafetensors(
+  state: OptimizerState,
+  geometry: OptimizerGeometry,
+): SafetensorsFile {
+  const plan = optimizerFilePlan(
+    state.kind === "adamw" ? state : { kind: "distro", hasOwn: state.own !== null },
+    geometry,
+  );
+  const arrays = (array: OptimizerArray): Float32Array | Uint32Array => {
+    if (state.kind === "adamw") {
+      if (array === "m" || array === "v") return state[array];
+    } else if (array === "delta") {
+      return state.delta;
+    } else if (state.own !== null) {
+      return array === "own_indices" ? state.own.indices : state.own.values;
+    }
+    throw new RangeError(`a ${state.kind} state has no ${array}`);
+  };
+  const tensors = new Map<string, StoredTensor>();
+  for (const t of plan.tensors) {
+    const values = arrays(t.array).slice(t.start, t.start + t.count);
+    tensors.set(t.name, { dtype: t.dtype, shape: t.shape, bytes: new Uint8Array(values.buffer) });
+  }
+  return { tensors, metadata: plan.metadata };
 }
 
 function distroChunks(geometry: OptimizerGeometry): readonly ChunkLayout[] {

@@ -26,6 +26,7 @@ import {
   type FlatBuffers,
   type Optimizer,
   type OptimizerState,
+  type OptimizerStateBuffers,
   type OptimizerStepArgs,
   segmentBuffers,
 } from "../optimizer.ts";
@@ -539,6 +540,14 @@ export class DistroOptimizer implements Optimizer {
       this.#rt.read({ buffer: this.#ownVal[this.#cur], size: bytes }, options),
     ]);
     return { kind: "distro", delta, own: { indices, values } };
+  }
+
+  /** δ and the latest own result's buffers; see {@link Optimizer.stateBuffers}. */
+  stateBuffers(): OptimizerStateBuffers {
+    const own = this.#hasOwn
+      ? { indices: this.#ownIdx[this.#cur], values: this.#ownVal[this.#cur] }
+      : null;
+    return { kind: "distro", delta: this.delta, own };
   }
 
   /**

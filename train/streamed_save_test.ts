@@ -1,0 +1,175 @@
+/**
+ * The streamed save writes the files the whole-array path writes, byte for byte: the tiny model
+ * after two steps of AdamW and of DisTrO (own result pending), in one buffer and split into
+ * segments (`maxBufferBytes`), F32 and BF16, one weights file and shards, with chunks small
+ * enough that every large tensor is read in several pieces.
+ */
+import assert from "node:assert/strict";
+import {
+  captureTraining,
+  optimizerGeometry,
+  optimizerToSafetensors,
+  saveTraining,
+  type TrainerState,
+  trainStep,
+  writeTrainingCheckpoint,
+} from "./mod.ts";
+import {
+  DEFAULT_MAX_SHARD_BYTES,
+  encodeSafetensors,
+  type FloatDtype,
+  initParams,
+  LlamaModel,
+  llamaParamLayout,
+  planShards,
+  readLlamaConfig,
+  shardFileName,
+  weightsToSafetensors,
+} from "../model/mod.ts";
+import { AdamW, DistroOptimizer, type Optimizer } from "../optimizer/mod.ts";
+import { GpuRuntime } from "../shaders/mod.ts";
+import { seededTokens } from "../model/testing/fixtures.ts";
+
+const TINY = new URL("../config/models/llama-tiny/config.json", import.meta.url).pathname;
+const CONFIG = await readLlamaConfig(TINY);
+const LAYOUT = llamaParamLayout(CONFIG);
+/** The largest tensor's bytes: the embedding and the LM head get a buffer each. */
+const CAP = Math.max(...LAYOUT.entries.map((e) => e.size)) * 4;
+const T = 8;
+const LR = 1e-2;
+const CHUNKING = { chunk: 32, topk: 8 };
+/** Not a divisor of any tensor's size: the last chunk of a tensor is a short one. */
+const CHUNK_FLOATS = 1000;
+/** Splits the tiny model's weights into several shards. */
+const SHARD_BYTES = 200_000;
+
+type Kind = "adamw" | "distro";
+
+function makeParts(rt: GpuRuntime, kind: Kind) {
+  const model = new LlamaModel(rt, {
+    config: CONFIG,
+    layout: LAYOUT,
+    weights: initParams(LAYOUT, CONFIG, 7),
+    microBatch: 1,
+    seqLen: T,
+    slots: 2,
+  });
+  const segments = model.params.segments;
+  const optimizer: Optimizer = kind === "adamw"
+    ? new AdamW(rt, {
+      size: LAYOUT.totalSize,
+      segments,
+      config: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 0 },
+    })
+    : new DistroOptimizer(rt, {
+      params: LAYOUT.entries,
+      size: LAYOUT.totalSize,
+      segments,
+      config: { ...CHUNKING, decay: 0.999, weightDecay: 0.1, clipGradNorm: 0, quantize1bit: false },
+    });
+  return { rt, model, optimizer };
+}
+
+function trainer(kind: Kind, dtype: FloatDtype): TrainerState {
+  return {
+    step: 2,
+    optimizer: kind,
+    totalBatch: 2,
+    sequenceLength: T,
+    data: { sequences: 8, shuffleSeed: null, nextSequence: 4 },
+    lrSchedule: { kind: "Constant", baseLr: LR, warmupSteps: 0, warmupInitLr: 0 },
+    weightsDtype: dtype,
+  };
+}
+
+/** Every file of `dir` by name. */
+async function files(dir: string): Promise<Map<string, Uint8Array>> {
+  const out = new Map<string, Uint8Array>();
+  for await (const e of Deno.readDir(dir)) out.set(e.name, await Deno.readFile(`${dir}/${e.name}`));
+  return new Map([...out].sort(([a], [b]) => a.localeCompare(b)));
+}
+
+const cases = [
+  { kind: "adamw", split: false, dtype: "F32", shards: false },
+  { kind: "adamw", split: true, dtype: "F32", shards: true },
+  { kind: "adamw", split: true, dtype: "BF16", shards: false },
+  { kind: "distro", split: false, dtype: "F32", shards: false },
+  { kind: "distro", split: true, dtype: "F16", shards: true },
+] as const;
+
+for (const { kind, split, dtype, shards } of cases) {
+  const what = `${kind}, ${split ? "split into segments" : "one buffer"}, ${dtype}` +
+    (shards ? ", sharded" : "");
+  Deno.test(`streamed save (${what}) writes the whole-array path's files byte for byte`, async () => {
+    using rt = await GpuRuntime.create(split ? { maxBufferBytes: CAP } : {});
+    const parts = makeParts(rt, kind);
+    using _model = parts.model;
+    using _optimizer = parts.optimizer;
+    if (split) assert.ok(parts.model.params.buffers.length >= 3, "the model is split");
+    for (const step of [1, 2]) {
+      await trainStep(parts, {
+        stepNumber: step,
+        lr: LR,
+        microBatches: [0, 1].map((i) => seededTokens(100 * step + i, T, CONFIG.vocabSize)),
+        clipGradients: false,
+      });
+    }
+    const geometry = optimizerGeometry(LAYOUT, kind, CHUNKING);
+    const maxShardBytes = shards ? SHARD_BYTES : undefined;
+    const dir = await Deno.makeTempDir();
+    try {
+      const captured = await captureTraining(parts, { lastLr: LR });
+      if (kind === "distro") {
+        assert.notEqual(captured.optimizer.kind === "distro" && captured.optimizer.own, null);
+      }
+      await writeTrainingCheckpoint(`${dir}/whole`, {
+        config: CONFIG,
+        layout: LAYOUT,
+        weights: captured.weights,
+        trainer: trainer(kind, dtype),
+        optimizer: captured.optimizer,
+      }, { geometry, dtype, maxShardBytes });
+      await saveTraining(`${dir}/streamed`, parts, {
+        config: CONFIG,
+        layout: LAYOUT,
+        trainer: trainer(kind, dtype),
+        geometry,
+        lastLr: LR,
+        dtype,
+        maxShardBytes,
+        chunkFloats: CHUNK_FLOATS,
+      });
+      const whole = await files(`${dir}/whole`);
+      const streamed = await files(`${dir}/streamed`);
+      assert.deepEqual([...streamed.keys()], [...whole.keys()], "the same files");
+      for (const [name, bytes] of whole) {
+        assert.ok(bytes.length > 0);
+        assert.deepEqual(streamed.get(name), bytes, name);
+      }
+      // The whole-array encoders give these bytes too (the format as it was before streaming).
+      assert.deepEqual(
+        streamed.get("optimizer.safetensors"),
+        encodeSafetensors(optimizerToSafetensors(captured.optimizer, geometry)),
+      );
+      const all = weightsToSafetensors(LAYOUT, captured.weights, dtype);
+      const plan = planShards(
+        [...all.tensors].map(([name, t]) => ({ name, bytes: t.bytes.length })),
+        maxShardBytes ?? DEFAULT_MAX_SHARD_BYTES,
+      );
+      assert.equal(plan.length > 1, shards);
+      plan.forEach((names, k) => {
+        const file = plan.length === 1 ? "model.safetensors" : shardFileName(k + 1, plan.length);
+        const tensors = new Map(names.map((n) => [n, all.tensors.get(n)!]));
+        assert.deepEqual(
+          streamed.get(file),
+          encodeSafetensors({ tensors, metadata: all.metadata }),
+        );
+      });
+      // The save left the run as it was: a second capture reads the same state.
+      const again = await captureTraining(parts, { lastLr: LR });
+      assert.deepEqual(again, captured);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}

@@ -20,6 +20,7 @@
  * LM head                 logits chunk R·V (R ≈ 32 MiB / 4V rows)
  * host, weights loaded     f32 weights 4·P, the largest weights file, one upload staging 4·P
  * host, seeded streamed    one init chunk and its staging copy (16 MiB each at most)
+ * host, checkpoint saves   one chunk read back and its staging copy (16 MiB each at most)
  * f16/bf16 precision      16-bit copies of the matmul weights, 16-bit saved norm/SwiGLU outputs
  * ```
  * The parameters, gradients and each optimizer state are split into segment buffers of whole
@@ -38,6 +39,7 @@ import {
   SEEDED_CHUNK_FLOATS,
 } from "./params.ts";
 import type { ModelPrecision } from "./precision.ts";
+import { SAVE_CHUNK_FLOATS } from "./safetensors_stream.ts";
 
 /** What the run will hold. */
 export interface MemoryPlanInput {
@@ -67,6 +69,12 @@ export interface MemoryPlanInput {
    * whole, then uploads them through one staging copy.
    */
   seededStream?: boolean;
+  /**
+   * Checkpoints are saved (`deno task train` without `--no-save`): each save streams the
+   * parameters and optimizer state off the device a chunk at a time (train/streamed_save.ts),
+   * so the host holds one chunk and its readback copy. Default false.
+   */
+  saves?: boolean;
   /** Most bytes of one LM-head logits chunk: the adapter profile's (default: the CPU's, 32 MiB). */
   logitsChunkBytes?: number;
 }
@@ -214,6 +222,13 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
       host.push({ label: "largest weights file while converting", bytes: input.loadFileBytes });
     }
     host.push({ label: "upload staging (one parameter copy)", bytes: F32 * P });
+  }
+  if (input.saves) {
+    const chunk = F32 * Math.min(SAVE_CHUNK_FLOATS, largestTensor.size);
+    host.push(
+      { label: "checkpoint save, one chunk at a time", bytes: chunk },
+      { label: "save readback staging (one chunk)", bytes: chunk },
+    );
   }
   const deviceBytes = sum(device);
   const hostBytes = sum(host);

@@ -288,6 +288,14 @@ Deno.test("a streamed seeded start holds one chunk on the host: the 1B with Adam
   // A model smaller than a chunk holds its largest tensor, not a whole chunk.
   const tiny = planMemory({ ...input, config: TINY, seededStream: true });
   assert.equal(tiny.host[0].bytes, 4 * 48 * 32);
+  // Saves stream the state off the device: one more chunk and its readback, not 3·4·P.
+  const saving = planMemory({ ...input, seededStream: true, saves: true });
+  assert.deepEqual(saving.host.slice(2).map((i) => [i.label, i.bytes]), [
+    ["checkpoint save, one chunk at a time", 16 * MiB],
+    ["save readback staging (one chunk)", 16 * MiB],
+  ]);
+  assert.equal(saving.hostBytes, streamed.hostBytes + 32 * MiB);
+  assert.equal(planMemory({ ...input, config: TINY, saves: true }).host.at(-1)!.bytes, 4 * 48 * 32);
 });
 
 Deno.test("a tensor over maxBufferSize is refused by name; a model that fits is one segment", () => {

@@ -51,6 +51,8 @@ export async function checkTrainingMemory(
       // train/main.ts streams a seeded start (model/seeded_upload.ts); resumed and loaded
       // weights are read whole.
       seededStream: loadFileBytes === null && options.resume === null,
+      // Saves stream the GPU state a chunk at a time (train/streamed_save.ts).
+      saves: options.savePath !== null,
       // The profile the runtime will choose for this adapter (shaders/profile.ts).
       logitsChunkBytes: (limits.unified ? CPU_PROFILE : GPU_PROFILE).logitsChunkBytes,
     },

@@ -100,5 +100,6 @@ export function formatLine(
   const text = event === null ? line : renderEvent(process.kind, event);
   const label = process.label.padEnd(options.labelWidth);
   const prefix = options.colour ? `\x1b[${colourFor(process.index)}m${label}\x1b[0m` : label;
-  return `${prefix} | ${text}`;
+  // An event rendered over several lines (a client's memory plan) keeps its label on each.
+  return text.split("\n").map((part) => `${prefix} | ${part}`).join("\n");
 }

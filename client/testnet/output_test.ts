@@ -72,3 +72,17 @@ Deno.test("json lines carry the process label", () => {
     line: "plain text",
   });
 });
+
+Deno.test("an event rendered over several lines keeps the process label on each", () => {
+  const plan = JSON.stringify({
+    time: "2026-01-01T00:00:00.000Z",
+    level: "info",
+    event: "memory_plan",
+    fits: true,
+    peak_bytes: 1024,
+    lines: ["memory plan: 1.87M parameters", "  parameters (f32 masters)  7.13 MiB"],
+  });
+  const out = formatLine(client, plan, plain).split("\n");
+  assert.ok(out.length >= 2, out.join("\n"));
+  for (const line of out) assert.match(line, /^client-2 {4}\| /);
+});

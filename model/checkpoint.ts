@@ -386,3 +386,71 @@ const TORCH_DTYPES: Record<FloatDtype, "float32" | "bfloat16" | "float16"> = {
   BF16: "bfloat16",
   F16: "float16",
 };
+
+/** Where one f32 tensor's bytes lie in a weights file: read a chunk at a time on a resume. */
+export interface F32TensorSource {
+  /** Absolute byte offset of the tensor's first value in `path`. */
+  fileOffset: number;
+  path: string;
+  /** The tensor's place in the flat layout. */
+  offset: number;
+  size: number;
+}
+
+/**
+ * The byte ranges of a model folder's weights when every tensor is F32, from the headers alone
+ * (checked against `layout` and, for shards, the index, like {@link readModelDir}); null when
+ * a tensor has another dtype or the folder has no weights (the caller reads them whole).
+ */
+export async function f32WeightSources(
+  dir: string,
+  layout: ParamLayout,
+): Promise<F32TensorSource[] | null> {
+  const single = `${dir}/${WEIGHTS_FILE}`;
+  let index: { weightMap: Map<string, string>; totalSize: number | null };
+  if (await exists(single)) {
+    const header = await readSafetensorsHeader(single);
+    index = {
+      weightMap: new Map([...header.tensors.keys()].map((n) => [n, WEIGHTS_FILE])),
+      totalSize: null,
+    };
+  } else if (await exists(`${dir}/${INDEX_FILE}`)) {
+    const indexPath = `${dir}/${INDEX_FILE}`;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(await Deno.readTextFile(indexPath));
+    } catch (e) {
+      throw new SafetensorsError(null, `Cannot load "${indexPath}": ${(e as Error).message}`);
+    }
+    index = parseShardIndex(raw, indexPath);
+  } else {
+    return null;
+  }
+  const headers = new Map<string, SafetensorsHeader>();
+  for (const [tensor, shard] of index.weightMap) {
+    if (headers.has(shard)) continue;
+    const path = `${dir}/${shard}`;
+    if (!(await exists(path))) {
+      throw new SafetensorsError(
+        tensor,
+        `Cannot load "${path}": the file is missing (${INDEX_FILE} puts "${tensor}" in it)`,
+      );
+    }
+    headers.set(shard, await readSafetensorsHeader(path));
+  }
+  checkShardIndex(index, headers, { expected: layout.entries, ignored: IGNORED_TENSOR, dir });
+  const sources: F32TensorSource[] = [];
+  for (const e of layout.entries) {
+    const shard = index.weightMap.get(e.name)!;
+    const header = headers.get(shard)!;
+    const t = header.tensors.get(e.name)!;
+    if (t.dtype !== "F32") return null;
+    sources.push({
+      path: `${dir}/${shard}`,
+      fileOffset: header.dataStart + t.begin,
+      offset: e.offset,
+      size: e.size,
+    });
+  }
+  return sources;
+}

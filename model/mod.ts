@@ -70,6 +70,7 @@ export {
 } from "./params.ts";
 export { ParamBuffers } from "./param_buffers.ts";
 export { uploadSeededParams } from "./seeded_upload.ts";
+export { uploadF32Weights } from "./streamed_load.ts";
 export {
   checkShardIndex,
   DEFAULT_MAX_SHARD_BYTES,
@@ -84,6 +85,8 @@ export {
 } from "./shards.ts";
 export {
   CONFIG_FILE,
+  type F32TensorSource,
+  f32WeightSources,
   type FloatRangeReader,
   type ModelDirContents,
   PREVIOUS_SUFFIX,

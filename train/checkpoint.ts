@@ -12,10 +12,15 @@
  */
 import {
   CONFIG_FILE,
+  type F32TensorSource,
+  f32WeightSources,
   type FloatDtype,
   type LlamaConfig,
   type LlamaModel,
+  llamaParamLayout,
   type ParamLayout,
+  PREVIOUS_SUFFIX,
+  readLlamaConfig,
   readModelDir,
   readSafetensors,
   WEIGHTS_FILE,
@@ -150,11 +155,69 @@ export async function readTrainingCheckpoint(
   expect: { optimizer: "adamw" | "distro"; chunking?: ChunkingOptions },
 ): Promise<TrainingCheckpoint> {
   const { config, layout, weights } = await readModelDir(dir);
-  if (weights === null) {
-    throw new TrainerStateError(
-      `Cannot resume from "${dir}": it has ${CONFIG_FILE} but no ${WEIGHTS_FILE}`,
-    );
+  if (weights === null) throw noWeights(dir);
+  return { config, layout, weights, ...await readTrainingState(dir, layout, expect) };
+}
+
+/** A checkpoint for `--resume` whose f32 weights are left in their files, to upload in chunks. */
+export type OpenedCheckpoint = Omit<TrainingCheckpoint, "weights"> & {
+  /** The weights whole (BF16/F16 files), or where each f32 tensor lies in its file. */
+  weights: Float32Array | F32TensorSource[];
+};
+
+/**
+ * {@link readTrainingCheckpoint} without reading f32 weights: their headers are checked against
+ * the model (and the shard index) and only their byte ranges kept, for model/streamed_load.ts
+ * `uploadF32Weights`. BF16/F16 weights are still read whole (they convert on the host).
+ */
+export async function openTrainingCheckpoint(
+  dir: string,
+  expect: { optimizer: "adamw" | "distro"; chunking?: ChunkingOptions },
+): Promise<OpenedCheckpoint> {
+  const { config, layout } = await readModelConfig(dir);
+  const sources = await f32WeightSources(dir, layout);
+  let weights: Float32Array | F32TensorSource[];
+  if (sources !== null) {
+    weights = sources;
+  } else {
+    const whole = await readModelDir(dir);
+    if (whole.weights === null) throw noWeights(dir);
+    weights = whole.weights;
   }
+  return { config, layout, weights, ...await readTrainingState(dir, layout, expect) };
+}
+
+function noWeights(dir: string): TrainerStateError {
+  return new TrainerStateError(
+    `Cannot resume from "${dir}": it has ${CONFIG_FILE} but no ${WEIGHTS_FILE}`,
+  );
+}
+
+/** The config of `dir` and its layout (readModelDir's checks, without the weights). */
+async function readModelConfig(dir: string): Promise<{ config: LlamaConfig; layout: ParamLayout }> {
+  if (!(await exists(dir)) && (await exists(`${dir}${PREVIOUS_SUFFIX}`))) {
+    // readModelDir names the cut-off save and how to recover from it.
+    await readModelDir(dir);
+  }
+  const config = await readLlamaConfig(`${dir}/${CONFIG_FILE}`);
+  return { config, layout: llamaParamLayout(config) };
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
+
+async function readTrainingState(
+  dir: string,
+  layout: ParamLayout,
+  expect: { optimizer: "adamw" | "distro"; chunking?: ChunkingOptions },
+): Promise<{ trainer: TrainerState; optimizer: OptimizerState }> {
   let text: string;
   try {
     text = await Deno.readTextFile(`${dir}/${TRAINER_STATE_FILE}`);
@@ -186,5 +249,5 @@ export async function readTrainingCheckpoint(
     step: trainer.step,
     path,
   });
-  return { config, layout, weights, trainer, optimizer };
+  return { trainer, optimizer };
 }

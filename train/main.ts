@@ -12,7 +12,7 @@
  * @module
  */
 import { type LrScheduleName, TRAIN_SPEC, type TrainOptions, trainOptions } from "./cli.ts";
-import { optimizerGeometry, readTrainingCheckpoint, restoreTraining } from "./checkpoint.ts";
+import { openTrainingCheckpoint, optimizerGeometry, restoreTraining } from "./checkpoint.ts";
 import { saveTraining } from "./streamed_save.ts";
 import { consoleLogger, jsonLogger, type SaveRecord } from "./log.ts";
 import { nextSequence, type TrainerState, TrainerStateError } from "./train_state.ts";
@@ -28,6 +28,7 @@ import {
   paramSegments,
   readModelDir,
   resolvePrecision,
+  uploadF32Weights,
   uploadSeededParams,
 } from "../model/mod.ts";
 import { AdamW, DistroOptimizer, type Optimizer } from "../optimizer/mod.ts";
@@ -100,8 +101,11 @@ export async function train(
   const chunking = { chunk: options.compressionChunk, topk: options.compressionTopk };
   const resumed = options.resume === null
     ? null
-    : await readTrainingCheckpoint(options.resume, { optimizer: options.optimizer, chunking });
+    : await openTrainingCheckpoint(options.resume, { optimizer: options.optimizer, chunking });
   const { config, layout, weights } = resumed ?? await readModelDir(options.model);
+  // F32 checkpoint weights stay in their files and go up a chunk at a time (streamed_load.ts).
+  const streamed = Array.isArray(weights) ? weights : null;
+  const whole = Array.isArray(weights) ? null : weights;
   if (resumed !== null && options.model !== options.resume) {
     const named = await readModelDir(options.model);
     const a = llamaConfigToHf(named.config), b = llamaConfigToHf(resumed.config);
@@ -173,13 +177,15 @@ export async function train(
       precision,
       config,
       layout,
-      weights: weights ?? undefined,
+      weights: whole ?? undefined,
       microBatch: options.microBatch,
       seqLen: sequenceLength,
       slots: options.totalBatch / options.microBatch,
       recompute: options.recompute,
     });
-    if (weights === null) {
+    if (streamed !== null) {
+      await uploadF32Weights(rt, model.params, streamed, { signal: io.signal });
+    } else if (weights === null) {
       // A seeded start goes straight into the parameter buffers, a chunk at a time: the host
       // never holds the model (the memory plan's seeded host lines count one chunk).
       await uploadSeededParams(rt, model.params, {

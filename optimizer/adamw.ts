@@ -21,6 +21,7 @@ import {
   type Optimizer,
   type OptimizerState,
   type OptimizerStateBuffers,
+  type OptimizerStateScalars,
   type OptimizerStepArgs,
   segmentBuffers,
 } from "./optimizer.ts";
@@ -278,6 +279,18 @@ export class AdamW implements Optimizer {
       this.#rt.write(this.v[s], state.v.subarray(seg.start, seg.start + seg.size));
     });
     this.#step = state.step;
+  }
+
+  /** Sets the step count; the moments are written into the buffers returned. */
+  prepareLoad(state: OptimizerStateScalars): OptimizerStateBuffers {
+    if (state.kind !== "adamw") {
+      throw new RangeError(`AdamW: cannot load the state of a ${state.kind} optimizer`);
+    }
+    if (!Number.isSafeInteger(state.step) || state.step < 0) {
+      throw new RangeError(`AdamW: state step must be an integer >= 0, found ${state.step}`);
+    }
+    this.#step = state.step;
+    return this.stateBuffers();
   }
 
   /** One flat `[P]` array of a state split into segment buffers. */

@@ -9,6 +9,7 @@ export type {
   Optimizer,
   OptimizerState,
   OptimizerStateBuffers,
+  OptimizerStateScalars,
   OptimizerStepArgs,
   SegmentedBuffers,
 } from "./optimizer.ts";

@@ -75,7 +75,19 @@ export interface Optimizer extends Disposable {
    * tensor of the wrong length. Call {@link encodeResume} afterwards, before the next step.
    */
   loadState(state: OptimizerState): void;
+  /**
+   * The streamed form of {@link loadState}: takes the scalars of the state (AdamW's step count,
+   * whether DisTrO has an own result) and returns the buffers the caller then fills a chunk at a
+   * time (train/streamed_load.ts), with the lengths {@link stateBuffers} gives. Call
+   * {@link encodeResume} once they are filled, before the next step.
+   */
+  prepareLoad(state: OptimizerStateScalars): OptimizerStateBuffers;
 }
+
+/** What {@link Optimizer.prepareLoad} takes: the state without its arrays. */
+export type OptimizerStateScalars =
+  | { readonly kind: "adamw"; readonly step: number }
+  | { readonly kind: "distro"; readonly hasOwn: boolean };
 
 /** AdamW's state: the moments over the flat parameter layout and the steps taken. */
 export interface AdamWState {

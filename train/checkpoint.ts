@@ -46,6 +46,7 @@ import {
   type TrainerState,
   TrainerStateError,
 } from "./train_state.ts";
+import { openOptimizerFile, type OptimizerFile } from "./streamed_load.ts";
 
 /** The GPU side of a run, as far as a checkpoint is concerned. */
 export interface TrainingParts {
@@ -160,15 +161,19 @@ export async function readTrainingCheckpoint(
 }
 
 /** A checkpoint for `--resume` whose f32 weights are left in their files, to upload in chunks. */
-export type OpenedCheckpoint = Omit<TrainingCheckpoint, "weights"> & {
+export type OpenedCheckpoint = Omit<TrainingCheckpoint, "weights" | "optimizer"> & {
   /** The weights whole (BF16/F16 files), or where each f32 tensor lies in its file. */
   weights: Float32Array | F32TensorSource[];
+  /** `optimizer.safetensors` with its header checked, for `restoreTrainingStreamed`. */
+  optimizer: OptimizerFile;
 };
 
 /**
- * {@link readTrainingCheckpoint} without reading f32 weights: their headers are checked against
- * the model (and the shard index) and only their byte ranges kept, for model/streamed_load.ts
- * `uploadF32Weights`. BF16/F16 weights are still read whole (they convert on the host).
+ * {@link readTrainingCheckpoint} without reading the f32 weights or the optimizer state: their
+ * headers are checked against the model (and the shard index) and the optimizer, and only where
+ * their bytes lie is kept, for model/streamed_load.ts `uploadF32Weights` and
+ * train/streamed_load.ts `restoreTrainingStreamed`. BF16/F16 weights are still read whole (they
+ * convert on the host).
  */
 export async function openTrainingCheckpoint(
   dir: string,
@@ -184,7 +189,13 @@ export async function openTrainingCheckpoint(
     if (whole.weights === null) throw noWeights(dir);
     weights = whole.weights;
   }
-  return { config, layout, weights, ...await readTrainingState(dir, layout, expect) };
+  const trainer = await readTrainerFile(dir, expect);
+  const optimizer = await openOptimizerFile(dir, {
+    kind: expect.optimizer,
+    step: trainer.step,
+    geometry: optimizerGeometry(layout, expect.optimizer, expect.chunking),
+  });
+  return { config, layout, weights, trainer, optimizer };
 }
 
 function noWeights(dir: string): TrainerStateError {
@@ -218,6 +229,29 @@ async function readTrainingState(
   layout: ParamLayout,
   expect: { optimizer: "adamw" | "distro"; chunking?: ChunkingOptions },
 ): Promise<{ trainer: TrainerState; optimizer: OptimizerState }> {
+  const trainer = await readTrainerFile(dir, expect);
+  const path = `${dir}/${OPTIMIZER_FILE}`;
+  let file;
+  try {
+    file = await readSafetensors(path);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    throw new TrainerStateError(`Cannot resume from "${dir}": ${OPTIMIZER_FILE} is missing`);
+  }
+  const optimizer = optimizerFromSafetensors(file, {
+    ...optimizerGeometry(layout, expect.optimizer, expect.chunking),
+    kind: expect.optimizer,
+    step: trainer.step,
+    path,
+  });
+  return { trainer, optimizer };
+}
+
+/** `trainer_state.json`, checked against the run's optimizer. */
+async function readTrainerFile(
+  dir: string,
+  expect: { optimizer: "adamw" | "distro" },
+): Promise<TrainerState> {
   let text: string;
   try {
     text = await Deno.readTextFile(`${dir}/${TRAINER_STATE_FILE}`);
@@ -235,19 +269,5 @@ async function readTrainingState(
         `this run uses --optimizer ${expect.optimizer}`,
     );
   }
-  const path = `${dir}/${OPTIMIZER_FILE}`;
-  let file;
-  try {
-    file = await readSafetensors(path);
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-    throw new TrainerStateError(`Cannot resume from "${dir}": ${OPTIMIZER_FILE} is missing`);
-  }
-  const optimizer = optimizerFromSafetensors(file, {
-    ...optimizerGeometry(layout, expect.optimizer, expect.chunking),
-    kind: expect.optimizer,
-    step: trainer.step,
-    path,
-  });
-  return { trainer, optimizer };
+  return trainer;
 }

@@ -12,7 +12,8 @@
  * @module
  */
 import { type LrScheduleName, TRAIN_SPEC, type TrainOptions, trainOptions } from "./cli.ts";
-import { openTrainingCheckpoint, optimizerGeometry, restoreTraining } from "./checkpoint.ts";
+import { openTrainingCheckpoint, optimizerGeometry } from "./checkpoint.ts";
+import { restoreTrainingStreamed } from "./streamed_load.ts";
 import { saveTraining } from "./streamed_save.ts";
 import { consoleLogger, jsonLogger, type SaveRecord } from "./log.ts";
 import { nextSequence, type TrainerState, TrainerStateError } from "./train_state.ts";
@@ -199,7 +200,8 @@ export async function train(
     const firstStep = resumed === null ? 1 : resumed.trainer.step + 1;
     if (resumed !== null) {
       const lastLr = learningRate(schedule, resumed.trainer.step);
-      await restoreTraining(parts, { optimizer: resumed.optimizer, lastLr });
+      // Read a chunk at a time into the optimizer's buffers, as the weights were.
+      await restoreTrainingStreamed(parts, resumed.optimizer, { lastLr });
     }
     logger.start({
       model: options.model,

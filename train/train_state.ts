@@ -354,3 +354,76 @@ export function optimizerFromSafetensors(
   }
   return state;
 }
+
+/**
+ * Checks `optimizer.safetensors`' header (metadata, and every tensor's name, dtype and shape)
+ * against the expected `kind` and geometry, before any of its data is read, and gives the plan
+ * to read it by (model/safetensors.ts `TensorHeader` offsets per tensor). The errors are
+ * {@link optimizerFromSafetensors}'s; the index range of DisTRO's `own_indices` is checked as
+ * they are read (train/streamed_load.ts).
+ */
+export function checkOptimizerHeader(
+  header: {
+    tensors: ReadonlyMap<string, { dtype: string; shape: readonly number[]; begin: number }>;
+    metadata: Record<string, string> | null;
+  },
+  expect: OptimizerGeometry & { kind: "adamw" | "distro"; step: number; path?: string },
+): {
+  state: { kind: "adamw"; step: number } | { kind: "distro"; hasOwn: boolean };
+  tensors: (OptimizerTensor & { begin: number })[];
+} {
+  const where = expect.path ?? OPTIMIZER_FILE;
+  const fail = (what: string): never => {
+    throw new TrainerStateError(`Cannot resume from "${where}": ${what}`);
+  };
+  const meta = header.metadata ?? {};
+  if (meta.format !== STATE_FORMAT) {
+    fail(`__metadata__.format is ${JSON.stringify(meta.format)}, expected "${STATE_FORMAT}"`);
+  }
+  if (meta.optimizer !== expect.kind) {
+    fail(
+      `it holds the state of ${JSON.stringify(meta.optimizer)}, but this run uses ` +
+        `--optimizer ${expect.kind}`,
+    );
+  }
+  let state: { kind: "adamw"; step: number } | { kind: "distro"; hasOwn: boolean };
+  if (expect.kind === "adamw") {
+    const step = Number(meta.step);
+    if (meta.step !== String(step) || step !== expect.step) {
+      fail(
+        `AdamW's step count ${JSON.stringify(meta.step)} differs from the trainer's ${expect.step}`,
+      );
+    }
+    state = { kind: "adamw", step };
+  } else {
+    if (meta.has_result !== "true" && meta.has_result !== "false") {
+      fail(
+        `__metadata__.has_result must be "true" or "false", found ${
+          JSON.stringify(meta.has_result)
+        }`,
+      );
+    }
+    state = { kind: "distro", hasOwn: meta.has_result === "true" };
+  }
+  const plan = optimizerFilePlan(state, expect);
+  const tensors = plan.tensors.map((p) => {
+    const t = header.tensors.get(p.name);
+    if (t === undefined) return fail(`tensor "${p.name}" is missing`);
+    if (t.dtype !== p.dtype) fail(`tensor "${p.name}" has dtype ${t.dtype}, expected ${p.dtype}`);
+    if (t.shape.length !== p.shape.length || t.shape.some((d, i) => d !== p.shape[i])) {
+      fail(
+        `tensor "${p.name}" has shape [${t.shape.join(", ")}], expected [${
+          p.shape.join(", ")
+        }] (a checkpoint of another model shape?)`,
+      );
+    }
+    return { ...p, begin: t.begin };
+  });
+  const used = new Set(plan.tensors.map((t) => t.name));
+  for (const name of header.tensors.keys()) {
+    if (!used.has(name)) {
+      fail(`unexpected tensor "${name}" (not part of this model's ${expect.kind} state)`);
+    }
+  }
+  return { state, tensors };
+}

@@ -27,6 +27,7 @@ import {
   type Optimizer,
   type OptimizerState,
   type OptimizerStateBuffers,
+  type OptimizerStateScalars,
   type OptimizerStepArgs,
   segmentBuffers,
 } from "../optimizer.ts";
@@ -594,6 +595,22 @@ export class DistroOptimizer implements Optimizer {
       this.#rt.write(this.#ownIdx[0], state.own.indices);
       this.#rt.write(this.#ownVal[0], state.own.values);
     }
+  }
+
+  /**
+   * Sets whether there is an own result; δ and that result are written into the buffers
+   * returned. The optimizer must be settled, as for {@link loadState}.
+   */
+  prepareLoad(state: OptimizerStateScalars): OptimizerStateBuffers {
+    if (state.kind !== "distro") {
+      throw new RangeError(`DistroOptimizer: cannot load the state of a ${state.kind} optimizer`);
+    }
+    if (this.#lookahead !== "none") {
+      throw new Error(`DistroOptimizer: load needs a settled optimizer, found ${this.#lookahead}`);
+    }
+    this.#cur = 0;
+    this.#hasOwn = state.hasOwn;
+    return this.stateBuffers();
   }
 
   /**

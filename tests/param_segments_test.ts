@@ -7,9 +7,11 @@
 import assert from "node:assert/strict";
 import {
   encodeGradients,
+  openTrainingCheckpoint,
   optimizerGeometry,
   readTrainingCheckpoint,
   restoreTraining,
+  restoreTrainingStreamed,
   trainStep,
   writeTrainingCheckpoint,
 } from "../train/mod.ts";
@@ -21,6 +23,7 @@ import {
   ParamBuffers,
   paramSegments,
   readLlamaConfig,
+  uploadF32Weights,
 } from "../model/mod.ts";
 import {
   AdamW,
@@ -263,6 +266,68 @@ for (const kind of ["adamw", "distro"] as const) {
       const resumed = await snapshot(parts);
       assert.deepEqual(resumed.params, straight.params, "parameters");
       assert.deepEqual(resumed.state, straight.state, "optimizer state");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+}
+
+for (const kind of ["adamw", "distro"] as const) {
+  Deno.test(`${kind}: the streamed resume equals the whole-array resume bit for bit, one buffer or segments`, async () => {
+    const chunking = { chunk: DISTRO.chunk, topk: DISTRO.topk };
+    const dir = await Deno.makeTempDir();
+    try {
+      {
+        using rt = await GpuRuntime.create();
+        const parts = makeParts(rt, kind, initParams(LAYOUT, CONFIG, 7));
+        using _model = parts.model;
+        using _optimizer = parts.optimizer;
+        await steps(parts, 1, 2);
+        const captured = await captureTraining(parts, { lastLr: LR });
+        await writeTrainingCheckpoint(dir, {
+          config: CONFIG,
+          layout: LAYOUT,
+          weights: captured.weights,
+          optimizer: captured.optimizer,
+          trainer: {
+            step: 2,
+            optimizer: kind,
+            totalBatch: 2,
+            sequenceLength: T,
+            data: { sequences: 8, shuffleSeed: null, nextSequence: 4 },
+            lrSchedule: { kind: "Constant", baseLr: LR, warmupSteps: 0, warmupInitLr: 0 },
+            weightsDtype: "F32",
+          },
+          // Shards: the weights come from several files.
+        }, { geometry: optimizerGeometry(LAYOUT, kind, chunking), maxShardBytes: 40_000 });
+      }
+      for (const cap of [undefined, CAP]) {
+        using rt = await GpuRuntime.create(cap === undefined ? {} : { maxBufferBytes: cap });
+        const whole = await readTrainingCheckpoint(dir, { optimizer: kind, chunking });
+        const old = makeParts(rt, kind, whole.weights);
+        using _oldModel = old.model;
+        using _oldOptimizer = old.optimizer;
+        await restoreTraining(old, { optimizer: whole.optimizer, lastLr: LR });
+
+        const opened = await openTrainingCheckpoint(dir, { optimizer: kind, chunking });
+        assert.ok(Array.isArray(opened.weights), "f32 weights are left in their files");
+        const streamed = makeParts(rt, kind, new Float32Array(LAYOUT.totalSize));
+        using _model = streamed.model;
+        using _optimizer = streamed.optimizer;
+        assert.equal(streamed.model.params.buffers.length > 1, cap !== undefined);
+        // Chunks of 100 floats cut every tensor and segment anywhere.
+        await uploadF32Weights(rt, streamed.model.params, opened.weights, { chunkFloats: 100 });
+        await restoreTrainingStreamed(streamed, opened.optimizer, { lastLr: LR, chunkFloats: 100 });
+
+        const what = `${cap === undefined ? "one buffer" : "segments"}`;
+        const [a, b] = [await snapshot(streamed), await snapshot(old)];
+        assert.deepEqual(a.params, b.params, `${what}: parameters after resume`);
+        assert.deepEqual(a.state, b.state, `${what}: optimizer state after resume`);
+        assert.deepEqual(await steps(streamed, 3, 4), await steps(old, 3, 4), `${what}: losses`);
+        const [c, d] = [await snapshot(streamed), await snapshot(old)];
+        assert.deepEqual(c.params, d.params, `${what}: parameters after two more steps`);
+        assert.deepEqual(c.state, d.state, `${what}: optimizer state after two more steps`);
+      }
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

@@ -16,6 +16,8 @@ export {
 } from "./trainer.ts";
 export {
   captureTraining,
+  type OpenedCheckpoint,
+  openTrainingCheckpoint,
   optimizerGeometry,
   readTrainingCheckpoint,
   restoreTraining,
@@ -24,6 +26,7 @@ export {
   writeTrainingCheckpoint,
 } from "./checkpoint.ts";
 export { type SaveOptions, saveTraining } from "./streamed_save.ts";
+export { openOptimizerFile, type OptimizerFile, restoreTrainingStreamed } from "./streamed_load.ts";
 export {
   decodeTrainerState,
   encodeTrainerState,

@@ -70,6 +70,12 @@ export interface MemoryPlanInput {
    */
   seededStream?: boolean;
   /**
+   * A resume from F32 weights: they and the optimizer state are read from their files a chunk
+   * at a time into the device buffers (model/streamed_load.ts, train/streamed_load.ts), so the
+   * host holds one chunk and its staging copy. Default false.
+   */
+  streamedResume?: boolean;
+  /**
    * Checkpoints are saved (`deno task train` without `--no-save`): each save streams the
    * parameters and optimizer state off the device a chunk at a time (train/streamed_save.ts),
    * so the host holds one chunk and its readback copy. Default false.
@@ -214,6 +220,12 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     const chunk = F32 * Math.min(SEEDED_CHUNK_FLOATS, largestTensor.size);
     host.push(
       { label: "seeded init, one chunk at a time", bytes: chunk },
+      { label: "upload staging (one chunk)", bytes: chunk },
+    );
+  } else if (input.streamedResume) {
+    const chunk = F32 * Math.min(SAVE_CHUNK_FLOATS, largestTensor.size);
+    host.push(
+      { label: "resume: weights and optimizer state, one chunk at a time", bytes: chunk },
       { label: "upload staging (one chunk)", bytes: chunk },
     );
   } else {

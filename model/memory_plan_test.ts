@@ -296,6 +296,13 @@ Deno.test("a streamed seeded start holds one chunk on the host: the 1B with Adam
   ]);
   assert.equal(saving.hostBytes, streamed.hostBytes + 32 * MiB);
   assert.equal(planMemory({ ...input, config: TINY, saves: true }).host.at(-1)!.bytes, 4 * 48 * 32);
+  // A resume from F32 weights streams them and the optimizer state in: one chunk, not 4·P + 4·P.
+  const resumed = planMemory({ ...input, streamedResume: true, saves: true });
+  assert.deepEqual(resumed.host.slice(0, 2).map((i) => [i.label, i.bytes]), [
+    ["resume: weights and optimizer state, one chunk at a time", 16 * MiB],
+    ["upload staging (one chunk)", 16 * MiB],
+  ]);
+  assert.equal(resumed.hostBytes, saving.hostBytes);
 });
 
 Deno.test("a tensor over maxBufferSize is refused by name; a model that fits is one segment", () => {

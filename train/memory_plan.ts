@@ -9,7 +9,9 @@ import type { TrainOptions } from "./cli.ts";
 import { CPU_PROFILE, GPU_PROFILE } from "../shaders/mod.ts";
 import {
   adapterMemoryLimits,
+  f32WeightSources,
   largestWeightsFile,
+  llamaParamLayout,
   readLlamaConfig,
   reportMemoryPlan,
 } from "../model/mod.ts";
@@ -48,9 +50,10 @@ export async function checkTrainingMemory(
       precision,
       recompute: options.recompute,
       loadFileBytes,
-      // train/main.ts streams a seeded start (model/seeded_upload.ts); resumed and loaded
-      // weights are read whole.
+      // train/main.ts streams a seeded start (model/seeded_upload.ts) and a resume from F32
+      // weights (model/streamed_load.ts); loaded and BF16/F16 weights are read whole.
       seededStream: loadFileBytes === null && options.resume === null,
+      streamedResume: options.resume !== null && await resumesStreamed(options.resume),
       // Saves stream the GPU state a chunk at a time (train/streamed_save.ts).
       saves: options.savePath !== null,
       // The profile the runtime will choose for this adapter (shaders/profile.ts).
@@ -62,4 +65,14 @@ export async function checkTrainingMemory(
       write: options.logs === "json" ? (line) => console.error(line) : write,
     },
   );
+}
+
+/** Whether `--resume dir` streams: its weights are all F32 (a bad folder is reported later). */
+async function resumesStreamed(dir: string): Promise<boolean> {
+  try {
+    const config = await readLlamaConfig(`${dir}/config.json`);
+    return (await f32WeightSources(dir, llamaParamLayout(config))) !== null;
+  } catch {
+    return false;
+  }
 }

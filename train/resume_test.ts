@@ -128,8 +128,14 @@ Deno.test("--resume refuses a checkpoint that does not fit, naming what is wrong
     file.tensors.delete(name);
     await writeSafetensors(`${dir}/ck/${OPTIMIZER_FILE}`, file);
     await assert.rejects(() => resume([]), /tensor "model\.norm\.weight\.exp_avg" is missing/);
+    // Truncated files are refused by name from their headers, before any data is read.
+    const cut = async (path: string) => await Deno.truncate(path, (await Deno.stat(path)).size - 4);
+    await cut(`${dir}/ck/${OPTIMIZER_FILE}`);
+    await assert.rejects(() => resume([]), /Cannot load ".*\/ck\/optimizer\.safetensors"/);
     await Deno.remove(`${dir}/ck/${TRAINER_STATE_FILE}`);
     await assert.rejects(() => resume([]), /no trainer_state\.json \(a model folder/);
+    await cut(`${dir}/ck/${WEIGHTS_FILE}`);
+    await assert.rejects(() => resume([]), /Cannot load ".*\/ck\/model\.safetensors"/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -55,6 +55,16 @@ export const DEMO_DEFAULTS = {
   evalEvery: 50,
 } as const;
 
+/** Settings a resumed run takes from its checkpoint unless the command line gives them. */
+export const CHECKPOINT_SETTINGS = [
+  "total-batch",
+  "micro-batch",
+  "sequence-length",
+  "shuffle",
+] as const;
+/** One of {@link CHECKPOINT_SETTINGS}. */
+export type CheckpointSetting = typeof CHECKPOINT_SETTINGS[number];
+
 /** Everything the single-node trainer needs to know. */
 export interface TrainOptions {
   /** Folder with `config.json` and optionally `model.safetensors`. */
@@ -105,6 +115,12 @@ export interface TrainOptions {
   saveEvery: number;
   /** A checkpoint folder to continue from, or null. */
   resume: string | null;
+  /**
+   * With `resume`: the settings the command line left unset, which the run takes from the
+   * checkpoint's `trainer_state.json` (train/resume_options.ts) rather than from the defaults.
+   * Empty without `resume`.
+   */
+  fromCheckpoint: readonly CheckpointSetting[];
   /** Folder of held-out token files, or null. */
   evalDataPath: string | null;
   /** Evaluate every this many steps (0: only after the last step). */
@@ -158,19 +174,20 @@ export const TRAIN_SPEC = {
       type: "string",
       value: "N",
       description: "tokens per sequence",
-      defaultText: "the model's max_position_embeddings, at most 2048; demo 256",
+      defaultText:
+        "the model's max_position_embeddings, at most 2048; demo 256; a resume: the checkpoint's",
     },
     "micro-batch": {
       type: "string",
       value: "N",
       description: "sequences per forward/backward pass",
-      defaultText: "8; demo 4",
+      defaultText: "8; demo 4; a resume: the checkpoint's",
     },
     "total-batch": {
       type: "string",
       value: "N",
       description: "sequences per optimizer step (a multiple of --micro-batch)",
-      defaultText: "256; demo 4",
+      defaultText: "256; demo 4; a resume: the checkpoint's",
     },
     steps: {
       type: "string",
@@ -238,8 +255,9 @@ export const TRAIN_SPEC = {
     seed: {
       type: "string",
       value: "N",
-      description: "init and shuffle seed, u32",
-      default: "1",
+      description: "init and shuffle seed, u32 (a resume: the checkpoint's shuffle seed)",
+      // Computed, not a spec default, so a resume can tell a given seed from the default.
+      defaultText: "1",
     },
     "no-shuffle": { type: "boolean", description: "read sequences in file order" },
     "eval-data-path": {
@@ -279,7 +297,8 @@ export const TRAIN_SPEC = {
       type: "string",
       value: "DIR",
       description: "continue a checkpoint: weights, optimizer state, step, data position; " +
-        "--steps is the run's last step (give the same flags as the saved run)",
+        "--steps is the run's last step; batch sizes, sequence length and shuffle seed not given " +
+        "are the saved run's (give its learning-rate flags again)",
     },
     "save-dtype": {
       type: "string",
@@ -398,7 +417,17 @@ export function trainOptions(values: TrainFlags): TrainOptions {
   const dataFlag = folder("data-path");
   const microBatch = int("micro-batch", 1, undefined, demo ? DEMO_DEFAULTS.microBatch : 8);
   const totalBatch = int("total-batch", 1, undefined, demo ? DEMO_DEFAULTS.totalBatch : 256);
-  if (totalBatch % microBatch !== 0) {
+  // A resume checks these once the checkpoint's values have filled in what is not given.
+  const given = (flag: Flag) => typeof values[flag] === "string";
+  const fromCheckpoint = resume === null
+    ? []
+    : CHECKPOINT_SETTINGS.filter((s) =>
+      s === "shuffle" ? !given("seed") && values["no-shuffle"] !== true : !given(s)
+    );
+  const batchFromCheckpoint = fromCheckpoint.some((s) =>
+    s === "total-batch" || s === "micro-batch"
+  );
+  if (!batchFromCheckpoint && totalBatch % microBatch !== 0) {
     throw new UsageError(
       `--total-batch ${totalBatch} must be a multiple of --micro-batch ${microBatch}`,
     );
@@ -448,11 +477,12 @@ export function trainOptions(values: TrainFlags): TrainOptions {
     compressionDecay: num("compression-decay", unit, "in [0, 1)"),
     distroQuantization: values["distro-quantization"] === true ||
       values["quantize-1bit"] === true,
-    seed: int("seed", 0),
+    seed: int("seed", 0, undefined, 1),
     shuffle: values["no-shuffle"] !== true,
     savePath,
     saveEvery: int("save-every", 0),
     resume,
+    fromCheckpoint,
     evalDataPath,
     // The demo evaluates every 50 steps on its own held-out split, not on one the user names.
     evalEvery: int(

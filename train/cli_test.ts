@@ -81,6 +81,7 @@ Deno.test("parseTrainArgs: Psyche's defaults, and every flag read", () => {
     savePath: "out",
     saveEvery: 7,
     resume: "ck",
+    fromCheckpoint: [], // every setting is given
     saveDtype: "BF16",
     maxShardBytes: 2 ** 30,
     evalDataPath: "v",
@@ -152,7 +153,14 @@ Deno.test("parseTrainArgs: no flags is the demo; --resume names the model and th
   const resumed = parseTrainArgs(["--resume=runs/ck/", "--data-path=d"]);
   assert.ok(resumed !== "help");
   assert.deepEqual([resumed.model, resumed.savePath], ["runs/ck/", "runs/ck/"]);
-  assert.equal(resumed.totalBatch, 256); // Psyche's defaults, not the demo's
+  assert.equal(resumed.totalBatch, 256); // Psyche's defaults, not the demo's, until the
+  // checkpoint's trainer_state.json fills in what is not given (train/resume_options.ts).
+  assert.deepEqual(resumed.fromCheckpoint, [
+    "total-batch",
+    "micro-batch",
+    "sequence-length",
+    "shuffle",
+  ]);
   const unsaved = parseTrainArgs([...BASE, "--no-save"]);
   assert.ok(unsaved !== "help");
   assert.equal(unsaved.savePath, null);
@@ -180,7 +188,7 @@ Deno.test("TRAIN_SPEC: --help lists every flag with its default and variable", (
   for (const flag of Object.keys(TRAIN_SPEC.flags)) assert.match(help, new RegExp(`--${flag}\\b`));
   assert.match(
     help,
-    /--micro-batch N sequences per forward\/backward pass \[default: 8; demo 4; env: PSYCHE_MICRO_BATCH\]/,
+    /--micro-batch N sequences per forward\/backward pass \[default: 8; demo 4; a resume: the checkpoint's; env: PSYCHE_MICRO_BATCH\]/,
   );
   assert.match(
     help,

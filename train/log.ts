@@ -25,6 +25,8 @@ export interface StartInfo {
   weights: "loaded" | "seeded" | "resumed";
   /** The first step this run takes (above 1 when resumed). */
   firstStep: number;
+  /** Settings a resumed run took from its checkpoint, as flags (`--total-batch 4`). */
+  fromCheckpoint?: readonly string[];
 }
 
 /** One optimizer step's figures. */
@@ -124,6 +126,7 @@ export function jsonLogger(
         precision: i.precision,
         weights: i.weights,
         first_step: i.firstStep,
+        from_checkpoint: i.fromCheckpoint ?? [],
       }),
     step: (r) =>
       log("step", {
@@ -161,7 +164,10 @@ export function consoleLogger(write: (line: string) => void): TrainLogger {
           (i.firstStep > 1 ? `from step ${i.firstStep} to ${i.steps}` : `for ${i.steps} steps`) +
           `: ${i.totalBatch}×${i.sequenceLength} tokens ` +
           `per step in micro-batches of ${i.microBatch}, ${i.sequences} sequences, on ${i.adapter} ` +
-          `in ${i.precision}`,
+          `in ${i.precision}` +
+          ((i.fromCheckpoint?.length ?? 0) > 0
+            ? ` (from the checkpoint: ${i.fromCheckpoint!.join(", ")})`
+            : ""),
       ),
     step: (r) =>
       write(

@@ -19,6 +19,7 @@ import { consoleLogger, jsonLogger, type SaveRecord } from "./log.ts";
 import { nextSequence, type TrainerState, TrainerStateError } from "./train_state.ts";
 import { runTraining } from "./trainer.ts";
 import { checkTrainingMemory } from "./memory_plan.ts";
+import { resumeOptions } from "./resume_options.ts";
 import { logLine, parseOrExit } from "../cli/entry.ts";
 import { learningRate, type LrSchedule } from "../common/mod.ts";
 import {
@@ -96,13 +97,17 @@ export function sequenceLengthFor(options: TrainOptions, maxPositions: number): 
  * once.
  */
 export async function train(
-  options: TrainOptions,
+  flags: TrainOptions,
   io: { write: (line: string) => void; signal?: AbortSignal; stop?: AbortSignal },
 ): Promise<TrainOutcome> {
-  const chunking = { chunk: options.compressionChunk, topk: options.compressionTopk };
-  const resumed = options.resume === null
+  const chunking = { chunk: flags.compressionChunk, topk: flags.compressionTopk };
+  const resumed = flags.resume === null
     ? null
-    : await openTrainingCheckpoint(options.resume, { optimizer: options.optimizer, chunking });
+    : await openTrainingCheckpoint(flags.resume, { optimizer: flags.optimizer, chunking });
+  // What the command line left unset continues the saved run (before the memory plan is made).
+  const { options, inherited } = resumed === null
+    ? { options: flags, inherited: [] }
+    : resumeOptions(flags, resumed.trainer);
   const { config, layout, weights } = resumed ?? await readModelDir(options.model);
   // F32 checkpoint weights stay in their files and go up a chunk at a time (streamed_load.ts).
   const streamed = Array.isArray(weights) ? weights : null;
@@ -148,6 +153,7 @@ export async function train(
       step,
       optimizer: options.optimizer,
       totalBatch: options.totalBatch,
+      microBatch: options.microBatch,
       sequenceLength,
       data: {
         sequences: data.numSequences,
@@ -216,6 +222,7 @@ export async function train(
       precision,
       weights: resumed !== null ? "resumed" : weights === null ? "seeded" : "loaded",
       firstStep,
+      fromCheckpoint: inherited,
     });
     const geometry = optimizerGeometry(layout, options.optimizer, chunking);
     let savedTo: string | null = null;

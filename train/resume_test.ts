@@ -101,6 +101,45 @@ for (const optimizer of ["adamw", "distro"]) {
   });
 }
 
+Deno.test("--resume alone takes the batch geometry and shuffle from the checkpoint: the same bits", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await tokenFolder(dir);
+    const straight = await train(
+      options(dir, "adamw", ["--steps=4", `--save-path=${dir}/straight`]),
+      { write: () => {} },
+    );
+    await train(options(dir, "adamw", ["--steps=2", `--save-path=${dir}/ck`]), {
+      write: () => {},
+    });
+    // Only what the trainer state does not hold: the data, the last step, the optimizer's flags.
+    const flags = parseTrainArgs([
+      `--resume=${dir}/ck`,
+      `--data-path=${dir}/data`,
+      "--steps=4",
+      "--optimizer=adamw",
+      "--learning-rate=3e-3",
+      "--warmup-steps=3",
+      "--lr-schedule=cosine",
+      "--logs=json",
+    ]);
+    assert.ok(flags !== "help");
+    const lines: string[] = [];
+    const resumed = await train(flags, { write: (l) => lines.push(l) });
+    assert.deepEqual(resumed.losses, straight.losses.slice(2));
+    const start = lines.map((l) => JSON.parse(l)).find((e) => e.event === "start");
+    assert.deepEqual(
+      [start.total_batch, start.micro_batch, start.sequence_length, start.from_checkpoint],
+      [4, 2, 16, ["--total-batch 4", "--micro-batch 2", "--sequence-length 16", "--seed 4"]],
+    );
+    for (const file of [WEIGHTS_FILE, OPTIMIZER_FILE]) {
+      assert.deepEqual(await read(`${dir}/ck/${file}`), await read(`${dir}/straight/${file}`));
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("--resume refuses a checkpoint that does not fit, naming what is wrong", async () => {
   const dir = await Deno.makeTempDir();
   try {

@@ -4,8 +4,8 @@
  * (train/checkpoint.ts reads and writes the folder). docs/training.md documents the format.
  *
  * - `trainer_state.json`: the format tag and version, the optimizer steps done (`step`), the
- *   optimizer kind, the batch geometry and data position (`total_batch`, `sequence_length`,
- *   `data.sequences`, `data.shuffle_seed`, `data.next_sequence`), the learning-rate schedule the
+ *   optimizer kind, the batch geometry and data position (`total_batch`, `micro_batch`,
+ *   `sequence_length`, `data.sequences`, `data.shuffle_seed`, `data.next_sequence`), the learning-rate schedule the
  *   run used, and the dtype of the saved weights.
  * - `optimizer.safetensors`: the optimizer's tensors, per parameter, named after the
  *   parameter: AdamW `{param}.exp_avg` and `{param}.exp_avg_sq` (F32, the parameter's shape);
@@ -40,6 +40,11 @@ export interface TrainerState {
   optimizer: "adamw" | "distro";
   /** Sequences per step (G). */
   totalBatch: number;
+  /**
+   * Sequences per forward/backward pass; absent in checkpoints written before it was recorded.
+   * A resume that keeps it sums the micro-batches' gradients in the same order: the same bits.
+   */
+  microBatch?: number;
   /** Tokens per sequence (T). */
   sequenceLength: number;
   /** Sequences in the dataset, its shuffle seed (null: file order) and the next to read. */
@@ -72,6 +77,7 @@ export function encodeTrainerState(s: TrainerState): string {
       step: s.step,
       optimizer: s.optimizer,
       total_batch: s.totalBatch,
+      ...(s.microBatch === undefined ? {} : { micro_batch: s.microBatch }),
       sequence_length: s.sequenceLength,
       data: {
         sequences: s.data.sequences,
@@ -116,6 +122,10 @@ export function decodeTrainerState(text: string, file = TRAINER_STATE_FILE): Tra
     fail(`"optimizer" must be "adamw" or "distro", found ${JSON.stringify(o.optimizer)}`);
   }
   const totalBatch = int(o.total_batch, "total_batch", 1);
+  const microBatch = o.micro_batch === undefined ? undefined : int(o.micro_batch, "micro_batch", 1);
+  if (microBatch !== undefined && totalBatch % microBatch !== 0) {
+    fail(`"micro_batch" ${microBatch} does not divide "total_batch" ${totalBatch}`);
+  }
   const sequenceLength = int(o.sequence_length, "sequence_length", 2);
   const d = o.data as Record<string, unknown> | null;
   if (typeof d !== "object" || d === null || Array.isArray(d)) fail(`"data" is not an object`);
@@ -142,6 +152,7 @@ export function decodeTrainerState(text: string, file = TRAINER_STATE_FILE): Tra
     step,
     optimizer: o.optimizer as "adamw" | "distro",
     totalBatch,
+    ...(microBatch === undefined ? {} : { microBatch }),
     sequenceLength,
     data: { sequences, shuffleSeed: seed as number | null, nextSequence: next },
     lrSchedule: schedule as unknown as LrSchedule,

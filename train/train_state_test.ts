@@ -39,7 +39,19 @@ Deno.test("trainer_state.json round trips, and a bad field is named", () => {
     /"data.next_sequence" is 0, but step 5 of 4 sequences over 7 ends at 6/,
   );
   bad({ weights_dtype: "F64" }, /"weights_dtype"/);
+  bad({ micro_batch: 3 }, /"micro_batch" 3 does not divide "total_batch" 4/);
+  bad({ micro_batch: 0 }, /"micro_batch" must be an integer >= 1/);
   assert.throws(() => decodeTrainerState("{"), /not JSON/);
+});
+
+Deno.test("trainer_state.json: micro_batch is written when known and optional when read", () => {
+  const withMicro = { ...STATE, microBatch: 2 };
+  const text = encodeTrainerState(withMicro);
+  assert.equal(JSON.parse(text).micro_batch, 2);
+  assert.deepEqual(decodeTrainerState(text), withMicro);
+  // A checkpoint from before micro_batch was recorded still reads, without it.
+  const { micro_batch: _, ...old } = JSON.parse(text);
+  assert.equal(decodeTrainerState(JSON.stringify(old)).microBatch, undefined);
 });
 
 Deno.test("optimizer.safetensors: DisTrO per-parameter tensors round trip bit for bit", () => {

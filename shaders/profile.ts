@@ -59,7 +59,34 @@ export interface TuningProfile {
    * input-gradient matmul ran 16 workgroups on an H200's 132 multiprocessors).
    */
   readonly logitsChunkBytes: number;
+  /**
+   * When a tiled matmul splits its reduction over K across workgroups (shaders/split_k.ts): a
+   * product with a small output and a long K (the weight gradients, K = B·T tokens) otherwise
+   * runs a few workgroups on a GPU with a hundred multiprocessors.
+   */
+  readonly splitK: SplitKPolicy;
 }
+
+/**
+ * Split-K policy of a profile: split when a matmul's output tiles are fewer than
+ * `targetWorkgroups` and K holds at least two slices of `minSliceK`. `targetWorkgroups: 0` turns
+ * split-K off.
+ */
+export interface SplitKPolicy {
+  /** Workgroups a matmul should launch; fewer output tiles than this split K. 0: never split. */
+  readonly targetWorkgroups: number;
+  /** Fewest K elements per slice: below this the partial sums cost more than they save. */
+  readonly minSliceK: number;
+  /**
+   * Most bytes of f32 partial sums one matmul may hold (`slices · batch · m · n · 4`). At most
+   * 128 MiB, the `maxStorageBufferBindingSize` every WebGPU device has, so the slicing (and so
+   * the bits) depends on the profile alone, not on the adapter's limits.
+   */
+  readonly scratchBytes: number;
+}
+
+/** Split-K off: the policy of profiles whose matmul never splits K. */
+export const SPLIT_K_OFF: SplitKPolicy = { targetWorkgroups: 0, minSliceK: 0, scratchBytes: 0 };
 
 /**
  * Register-blocked matmul for CPU adapters: 16×32 outputs per invocation, 8×8 invocations. On
@@ -75,9 +102,15 @@ export const CPU_PROFILE: TuningProfile = {
   itemsPerInvocation: 16,
   rowReduction: "invocation",
   logitsChunkBytes: 32 * 2 ** 20,
+  // Two lavapipe threads are kept busy by a handful of workgroups already.
+  splitK: SPLIT_K_OFF,
 };
 
-/** Workgroup-tiled matmul for GPUs: 64×64 tiles, 16 deep, 16×16 invocations of 4×4 outputs. */
+/**
+ * Workgroup-tiled matmul for GPUs: 64×64 tiles, 16 deep, 16×16 invocations of 4×4 outputs. Split-K
+ * aims at 512 workgroups (about four per multiprocessor on a 132-multiprocessor H100/H200) with
+ * slices of at least 256 (16 tiles deep) and at most 64 MiB of partial sums.
+ */
 export const GPU_PROFILE: TuningProfile = {
   name: "gpu",
   cpu: false,
@@ -86,6 +119,7 @@ export const GPU_PROFILE: TuningProfile = {
   itemsPerInvocation: 1,
   rowReduction: "workgroup",
   logitsChunkBytes: 512 * 2 ** 20,
+  splitK: { targetWorkgroups: 512, minSliceK: 256, scratchBytes: 64 * 2 ** 20 },
 };
 
 /** The adapter fields that decide the profile (a subset of `GPUAdapterInfo`). */

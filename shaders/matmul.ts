@@ -29,7 +29,15 @@
 
 import { type GpuRuntime, resolveView, type TensorView } from "./gpu.ts";
 import { f32Bits } from "./gpu.ts";
-import { bindTensors, ceilDiv, dispatch, MAX_GRID, requireDims, requireLength } from "./kernel.ts";
+import {
+  bindTensors,
+  ceilDiv,
+  dispatch,
+  dispatch1d,
+  MAX_GRID,
+  requireDims,
+  requireLength,
+} from "./kernel.ts";
 import {
   dotKernel,
   type MatmulInputType,
@@ -38,11 +46,13 @@ import {
   operandTypes,
   outerKernel,
   scalarKernel,
+  splitReduceKernel,
   tiledKernel,
   transposeKernel,
   vec4Kernel,
 } from "./matmul_wgsl.ts";
-import type { MatmulTiling } from "./profile.ts";
+import type { MatmulTiling, SplitKPolicy } from "./profile.ts";
+import { pinnedSplitK, type SplitKPlan, splitKPlan, validateSplitKPolicy } from "./split_k.ts";
 
 export type { MatmulInputType, MatmulLayout, MatmulOperandTypes } from "./matmul_wgsl.ts";
 
@@ -99,6 +109,20 @@ export interface MatmulArgs {
    * variant the whole product would use, so the split gives the same bits.
    */
   readonly variant?: MatmulVariant;
+  /**
+   * K indices per split-K slice, instead of the length the split-K policy picks (`k` or more:
+   * unsplit). Callers that split one product into several calls pass the whole product's
+   * `mm.splitK(args).sliceK` to every part, so the parts sum in the same slices and give the
+   * whole's bits. A length below `k` needs the `tiled` variant, a multiple of its depth, and not
+   * `accumulate: "chain"`.
+   */
+  readonly sliceK?: number;
+}
+
+/** Options of a {@link Matmul} beyond its tiling. */
+export interface MatmulOptions {
+  /** When to split K (default: the runtime profile's `splitK`; `SPLIT_K_OFF` never splits). */
+  readonly splitK?: SplitKPolicy;
 }
 
 /**
@@ -115,20 +139,60 @@ export type MatmulVariant = "packed" | "vec4" | "outer" | "transposed" | "dot" |
  * The matmul kernel. Pipelines are built on first use of each (layout, variant) and cached in the
  * runtime; shapes travel as uniforms, so new shapes cost no compile. The `transposed` and
  * `packed` variants keep two scratch buffers (A: `batch·m·k` floats, B: `batch·n·k`, each grown
- * on demand to the largest call's): dispose the kernel to free them.
+ * on demand to the largest call's), and split-K a third (its partial sums, at most the policy's
+ * `scratchBytes`): dispose the kernel to free them.
  */
 export class Matmul {
   readonly #rt: GpuRuntime;
-  /** Transpose scratch: A (`packed`), B (`transposed`, `packed` for `nt`). */
-  #scratch: [GPUBuffer | undefined, GPUBuffer | undefined] = [undefined, undefined];
+  /** Scratch: transposed A (`packed`), B (`transposed`, `packed` for `nt`), split-K partials. */
+  #scratch: [GPUBuffer | undefined, GPUBuffer | undefined, GPUBuffer | undefined] = [
+    undefined,
+    undefined,
+    undefined,
+  ];
   readonly #retired: GPUBuffer[] = [];
   /** Kernel shape in use (the runtime profile's unless overridden). */
   readonly tiling: MatmulTiling;
+  /** When the `tiled` variant splits K (shaders/split_k.ts). */
+  readonly splitKPolicy: SplitKPolicy;
 
-  constructor(rt: GpuRuntime, tiling: MatmulTiling = rt.profile.matmul) {
+  constructor(
+    rt: GpuRuntime,
+    tiling: MatmulTiling = rt.profile.matmul,
+    options: MatmulOptions = {},
+  ) {
     validateTiling(tiling);
+    const policy = options.splitK ?? rt.profile.splitK;
+    validateSplitKPolicy(policy);
     this.#rt = rt;
     this.tiling = tiling;
+    this.splitKPolicy = policy;
+  }
+
+  /**
+   * How {@link encode} cuts K for these arguments: `slices: 1` unsplit. Split-K runs on the
+   * `tiled` variant only, never for `accumulate: "chain"` (whose sum runs through C in K order);
+   * `args.sliceK` pins the slice length, else the policy picks ({@link splitKPlan}).
+   */
+  splitK(args: MatmulArgs): SplitKPlan {
+    const { m, n, k } = args;
+    const shape = { m, n, k, batch: args.batch ?? 1 };
+    const limits = this.#rt.limits;
+    let plan: SplitKPlan;
+    if (args.sliceK !== undefined) {
+      plan = pinnedSplitK(args.sliceK, this.tiling, shape, limits);
+    } else if (args.accumulate === "chain" || this.variant(args) !== "tiled") {
+      return { slices: 1, sliceK: k };
+    } else {
+      plan = splitKPlan(this.splitKPolicy, this.tiling, shape, limits);
+    }
+    if (plan.slices > 1 && args.accumulate === "chain") {
+      throw new RangeError(
+        `matmul: accumulate "chain" cannot split K (sliceK ${args.sliceK} < k ${k}): its sum ` +
+          `runs through C in K order`,
+      );
+    }
+    return plan;
   }
 
   /** The kernel variant {@link encode} will use for these arguments. */
@@ -203,12 +267,18 @@ export class Matmul {
         );
       }
     }
+    // Checked for every variant, so a pinned slice length no variant can run is refused.
+    const split = this.splitK(args);
     if (variant === "transposed") {
       this.#encodeTransposed(pass, args, batch, s, types.b);
       return;
     }
     if (variant === "packed") {
       this.#encodePacked(pass, args, batch, s, types);
+      return;
+    }
+    if (split.slices > 1) {
+      this.#encodeSplit(pass, args, split, batch, s, types);
       return;
     }
     const t = this.tiling;
@@ -267,13 +337,80 @@ export class Matmul {
     dispatch(pass, pipeline, group, grid);
   }
 
-  /** Free the scratch buffers of the `transposed` and `packed` variants. */
+  /** Free the scratch buffers of the `transposed` and `packed` variants and of split-K. */
   [Symbol.dispose](): void {
     for (const b of [...this.#retired, ...this.#scratch.filter((x) => x !== undefined)]) {
       this.#rt.destroyBuffer(b);
     }
     this.#retired.length = 0;
-    this.#scratch = [undefined, undefined];
+    this.#scratch = [undefined, undefined, undefined];
+  }
+
+  /**
+   * Split-K (shaders/split_k.ts): the tiled kernel sums each slice of K into partials
+   * `[batch, slices, m, n]` in scratch (one workgroup per tile and slice), then one invocation
+   * per output adds its slices in order and applies alpha and accumulation. Both dispatches sit
+   * in the same pass, which orders them; later split matmuls of the pass reuse the scratch.
+   */
+  #encodeSplit(
+    pass: GPUComputePassEncoder,
+    args: MatmulArgs,
+    plan: SplitKPlan,
+    batch: number,
+    s: { a: number; b: number; c: number },
+    types: { a: MatmulInputType; b: MatmulInputType },
+  ): void {
+    const { m, n, k } = args;
+    const layout = args.layout ?? "nn";
+    const t = this.tiling;
+    const type = types.a === types.b ? types.a : `${types.a}x${types.b}`;
+    const partials = this.#grow(2, plan.slices * batch * m * n * 4, "matmul split-K partials");
+    const key = `matmul/${layout}/${type}/tiled-split/${t.rows}x${t.cols}/` +
+      `${t.workgroup.join("x")}/d${t.depth}`;
+    const pipeline = this.#rt.pipeline(key, () => tiledKernel(layout, t, types, true));
+    const params = [m, n, k, plan.slices, plan.sliceK, s.a, s.b, 0];
+    const view = { buffer: partials, size: plan.slices * batch * m * n * 4 };
+    const group = bindTensors(this.#rt, pipeline, params, [args.a, args.b, view]);
+    const [wx, wy] = t.workgroup;
+    const grid: [number, number, number] = [
+      ceilDiv(n, t.cols * wx),
+      ceilDiv(m, t.rows * wy),
+      batch * plan.slices,
+    ];
+    if (grid[0] > MAX_GRID || grid[1] > MAX_GRID) {
+      throw new RangeError(`matmul: [${m}, ${n}] needs a ${grid.join("×")} grid, over ${MAX_GRID}`);
+    }
+    dispatch(pass, pipeline, group, grid);
+    const wg = wx * wy;
+    const reduce = this.#rt.pipeline(`matmul/split-k-reduce/${wg}`, () => splitReduceKernel(wg));
+    const accumulate = args.accumulate ? 1 : 0;
+    const reduceParams = [
+      m * n,
+      plan.slices,
+      accumulate,
+      f32Bits(args.alpha ?? 1),
+      s.c,
+      batch,
+      0,
+      0,
+    ];
+    const reduceGroup = bindTensors(this.#rt, reduce, reduceParams, [view, args.c]);
+    dispatch1d(pass, reduce, reduceGroup, batch * m * n, wg);
+  }
+
+  /**
+   * Scratch slot `slot`, grown to at least `bytes` (rounded up to 16 so vec4 views cover it).
+   * An outgrown buffer may already be bound by dispatches of this step: retired, not destroyed.
+   */
+  #grow(slot: 0 | 1 | 2, bytes: number, label: string): GPUBuffer {
+    const size = Math.ceil(bytes / 16) * 16;
+    let buffer = this.#scratch[slot];
+    if (!buffer || buffer.size < size) {
+      if (buffer) this.#retired.push(buffer);
+      buffer = this.#rt.buffer(label, size);
+      this.#scratch[slot] = buffer;
+    }
+    return buffer;
   }
 
   /** `nt` on CPUs: B `[n, k]` → scratch `[k, n]`, then the `nn` outer kernel. */
@@ -333,13 +470,8 @@ export class Matmul {
     const { rows, cols, batch, type } = t;
     // Rounded up to 16 bytes so the vec4 view covers every element.
     const bytes = Math.ceil((batch * rows * cols * elementBytes(type)) / 16) * 16;
-    let buffer = this.#scratch[slot];
-    if (!buffer || buffer.size < bytes) {
-      // The old scratch may already be bound by dispatches of this step: retire, don't destroy.
-      if (buffer) this.#retired.push(buffer);
-      buffer = this.#rt.buffer(`matmul transpose scratch ${slot === 0 ? "A" : "B"}`, bytes);
-      this.#scratch[slot] = buffer;
-    }
+    const label = `matmul transpose scratch ${slot === 0 ? "A" : "B"}`;
+    const buffer = this.#grow(slot, bytes, label);
     const wg = this.tiling.workgroup;
     const key = `matmul/transpose/${type}/${wg.join("x")}`;
     const pipeline = this.#rt.pipeline(key, () => transposeKernel(wg, type));

@@ -12,6 +12,7 @@
  * @module
  */
 
+import { main1d } from "./kernel.ts";
 import type { MatmulTiling } from "./profile.ts";
 
 /** Operand layout: which of A and B are stored transposed. */
@@ -92,6 +93,16 @@ function elem(types: MatmulOperandTypes) {
 const PARAMS = `struct MatmulParams {
   m: u32, n: u32, k: u32, accumulate: u32,
   alpha: f32, stride_a: u32, stride_b: u32, stride_c: u32,
+}
+@group(0) @binding(0) var<uniform> p: MatmulParams;`;
+
+/**
+ * Uniform block of the split-K tiled kernel: `m, n, k, slices, slice_k, strideA, strideB` and a
+ * pad word (C's stride is the reduction's business).
+ */
+const SPLIT_PARAMS = `struct MatmulParams {
+  m: u32, n: u32, k: u32, slices: u32,
+  slice_k: u32, stride_a: u32, stride_b: u32, pad: u32,
 }
 @group(0) @binding(0) var<uniform> p: MatmulParams;`;
 
@@ -295,11 +306,18 @@ ${
  * `depth × (rows·wy)` slice of A and a `depth × (cols·wx)` slice of B in workgroup memory (zero
  * padded at the edges); invocation `(x, y)` owns outputs `(y + i·wy, x + j·wx)` of the tile, so
  * neighbouring invocations read neighbouring words.
+ *
+ * With `split` (split-K, shaders/split_k.ts) the uniform block is {@link SPLIT_PARAMS} and
+ * workgroup `z = batch entry · slices + slice` sums only K indices
+ * `[slice · slice_k, min((slice + 1) · slice_k, k))`, from 0 and in K order as the unsplit kernel
+ * does, and stores the plain sum into binding 3, the partials `[batch, slices, m, n]`: no alpha,
+ * no accumulation ({@link splitReduceKernel} applies both).
  */
 export function tiledKernel(
   layout: MatmulLayout,
   t: MatmulTiling,
   type: MatmulOperandTypes = "f32",
+  split = false,
 ): string {
   const e = elem(type);
   const [wx, wy] = t.workgroup;
@@ -309,7 +327,22 @@ export function tiledKernel(
   // Coalesced staging: consecutive invocations read consecutive words of the operand.
   const aMajorK = layout !== "tn";
   const bMajorK = layout === "nt";
-  return `${e.header}${PARAMS}
+  // Which matrices and K range this workgroup sums, and where its outputs go.
+  const bases = split
+    ? `  let bz = wid.z / p.slices;
+  let ab = bz * p.stride_a;
+  let bb = bz * p.stride_b;
+  let cb = wid.z * p.m * p.n;
+  let k_lo = (wid.z % p.slices) * p.slice_k;
+  let k_hi = min(k_lo + p.slice_k, p.k);`
+    : `  let ab = wid.z * p.stride_a;
+  let bb = wid.z * p.stride_b;
+  let cb = wid.z * p.stride_c;
+  let k_lo = 0u;
+  let k_hi = p.k;`;
+  const store = (target: string, value: string) =>
+    split ? `${target} = ${value};` : storeExpr(target, value);
+  return `${e.header}${split ? SPLIT_PARAMS : PARAMS}
 @group(0) @binding(1) var<storage, read> a: array<${e.a.t}>;
 @group(0) @binding(2) var<storage, read> b: array<${e.b.t}>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
@@ -321,12 +354,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid
         @builtin(local_invocation_index) li: u32) {
   let row0 = wid.y * ${bm}u;
   let col0 = wid.x * ${bn}u;
-  let ab = wid.z * p.stride_a;
-  let bb = wid.z * p.stride_b;
-  let cb = wid.z * p.stride_c;
+${bases}
 ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = 0.0;`)).join("\n")}
 ${
-    I.flatMap((i) =>
+    split ? "" : I.flatMap((i) =>
       J.map((j) =>
         `  ${
           chainStart(
@@ -338,14 +369,14 @@ ${
       )
     ).join("\n")
   }
-  for (var k0 = 0u; k0 < p.k; k0 += ${bk}u) {
+  for (var k0 = k_lo; k0 < k_hi; k0 += ${bk}u) {
     for (var e = li; e < ${bm * bk}u; e += ${threads}u) {
       let mm = ${aMajorK ? `e / ${bk}u` : `e % ${bm}u`};
       let kk = ${aMajorK ? `e % ${bk}u` : `e / ${bm}u`};
       let r = row0 + mm;
       let k = k0 + kk;
       var v = 0.0;
-      if (r < p.m && k < p.k) { v = ${e.a.s(`ab + ${aIndex(layout, "r", "k")}`)}; }
+      if (r < p.m && k < k_hi) { v = ${e.a.s(`ab + ${aIndex(layout, "r", "k")}`)}; }
       As[kk * ${bm}u + mm] = v;
     }
     for (var e = li; e < ${bn * bk}u; e += ${threads}u) {
@@ -354,7 +385,7 @@ ${
       let q = col0 + nn;
       let k = k0 + kk;
       var v = 0.0;
-      if (q < p.n && k < p.k) { v = ${e.b.s(`bb + ${bIndex(layout, "k", "q")}`)}; }
+      if (q < p.n && k < k_hi) { v = ${e.b.s(`bb + ${bIndex(layout, "k", "q")}`)}; }
       Bs[kk * ${bn}u + nn] = v;
     }
     workgroupBarrier();
@@ -373,12 +404,40 @@ ${
     I.map((i) =>
       `  { let r = row0 + lid.y + ${i * wy}u;\n    if (r < p.m) {\n` +
       J.map((j) =>
-        `      { let q = col0 + lid.x + ${j * wx}u; if (q < p.n) ${
-          storeExpr("c[cb + r * p.n + q]", `acc${i}_${j}`)
-        } }`
+        `      { let q = col0 + lid.x + ${j * wx}u; if (q < p.n) { ${
+          store("c[cb + r * p.n + q]", `acc${i}_${j}`)
+        } } }`
       ).join("\n") + "\n    }\n  }"
     ).join("\n")
   }
+}
+`;
+}
+
+/**
+ * Second half of split-K: `c = alpha·(Σ_s partials[s]) (+ c)`, one invocation per output, over a
+ * `grid1d` grid of `workgroupSize`-wide workgroups. Uniform `count (m·n), slices, accumulate (0
+ * overwrite, 1 add), alpha (f32 bits), strideC, batch` and two pad words; bindings
+ * `1: partials [batch, slices, m, n]`, `2: c`. Each output adds its partials in slice order,
+ * 0, 1, …, S−1, starting from slice 0's: a fixed order, so the same bits on every run.
+ */
+export function splitReduceKernel(workgroupSize: number): string {
+  return `struct ReduceParams {
+  count: u32, slices: u32, accumulate: u32, alpha: f32,
+  stride_c: u32, batch: u32, pad0: u32, pad1: u32,
+}
+@group(0) @binding(0) var<uniform> p: ReduceParams;
+@group(0) @binding(1) var<storage, read> partials: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+
+${main1d(workgroupSize)}
+  if (i >= p.count * p.batch) { return; }
+  let bz = i / p.count;
+  let e = i % p.count;
+  let base = bz * p.slices * p.count + e;
+  var sum = partials[base];
+  for (var s = 1u; s < p.slices; s++) { sum += partials[base + s * p.count]; }
+  ${storeExpr("c[bz * p.stride_c + e]", "sum")}
 }
 `;
 }

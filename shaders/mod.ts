@@ -33,8 +33,19 @@ export {
   isCpuAdapter,
   type MatmulTiling,
   profileFor,
+  SPLIT_K_OFF,
+  type SplitKPolicy,
   type TuningProfile,
 } from "./profile.ts";
+export {
+  MAX_SPLIT_K_SCRATCH,
+  pinnedSplitK,
+  type SplitKLimits,
+  type SplitKPlan,
+  splitKPlan,
+  type SplitKShape,
+  validateSplitKPolicy,
+} from "./split_k.ts";
 export { BufferArena } from "./arena.ts";
 export {
   bindTensors,
@@ -57,6 +68,7 @@ export {
   type MatmulInputType,
   type MatmulLayout,
   type MatmulOperandTypes,
+  type MatmulOptions,
   type MatmulVariant,
   matmulVariants,
 } from "./matmul.ts";

@@ -1,0 +1,204 @@
+/**
+ * Split-K on lavapipe: the workgroup-tiled kernel with K cut into slices (shaders/split_k.ts)
+ * against the f64 reference, bit-identical reruns, and the slicing a caller pins. A small policy
+ * (64 target workgroups, slices of 16) makes small shapes split, so the GPU profile's split path
+ * runs here on the CPU adapter.
+ */
+import assert from "node:assert/strict";
+import { GpuRuntime } from "./gpu.ts";
+import { Matmul, type MatmulArgs, type MatmulLayout, type MatmulOperandTypes } from "./matmul.ts";
+import { GPU_PROFILE, type MatmulTiling, type SplitKPolicy } from "./profile.ts";
+import { matmulRef } from "./reference/matmul.ts";
+import { assertClose, bf16Encode, bf16Round, F32_EPS, randomF32 } from "./testing/kernels.ts";
+
+const POLICY: SplitKPolicy = { targetWorkgroups: 64, minSliceK: 16, scratchBytes: 4 << 20 };
+
+/** A small odd tile: 24 × 8 outputs per workgroup, depth 5 (slices of 20). */
+const ODD: MatmulTiling = { strategy: "tiled", rows: 3, cols: 2, workgroup: [4, 8], depth: 5 };
+
+interface Case {
+  m: number;
+  n: number;
+  k: number;
+  batch?: number;
+  accumulate?: boolean;
+  alpha?: number;
+  strideC?: number;
+}
+
+/**
+ * Every case splits under {@link POLICY} with both tilings; K is ragged against slices × depth in
+ * the first three (the last slice short), whole in the fourth.
+ */
+const CASES: Case[] = [
+  { m: 20, n: 24, k: 100 },
+  { m: 70, n: 65, k: 77, accumulate: true, alpha: 0.5 },
+  { m: 9, n: 12, k: 48, batch: 3 },
+  // Accumulating, so the gaps strideC leaves between outputs keep C's old values.
+  { m: 5, n: 7, k: 256, batch: 2, accumulate: true, alpha: -2, strideC: 40 },
+];
+
+type Types = { a: "f32" | "f16" | "bf16"; b: "f32" | "f16" | "bf16" };
+
+function operand(rt: GpuRuntime, label: string, x: Float32Array, t: Types["a"]) {
+  if (t === "f16") return rt.buffer(label, new Uint16Array(new Float16Array(x).buffer));
+  if (t === "bf16") return rt.buffer(label, bf16Encode(x));
+  return rt.buffer(label, x);
+}
+
+/**
+ * Runs case `c` twice in one pass (the second reusing the partials' scratch) into two copies of
+ * the same old C; checks the first against the reference within the f32 bound and the second
+ * against the first bit for bit. Returns the slices it ran.
+ */
+async function runCase(
+  rt: GpuRuntime,
+  mm: Matmul,
+  layout: MatmulLayout,
+  c: Case,
+  seed: number,
+  types: Types,
+): Promise<number> {
+  const batch = c.batch ?? 1;
+  const round = (x: Float32Array, t: Types["a"]) =>
+    t === "f16" ? x.map(Math.f16round) : t === "bf16" ? x.map(bf16Round) : x;
+  const a = round(randomF32(seed, batch * c.m * c.k), types.a);
+  const b = round(randomF32(seed + 1, batch * c.k * c.n), types.b);
+  const strideC = c.strideC ?? c.m * c.n;
+  const old = randomF32(seed + 2, batch * strideC);
+  const shape = { m: c.m, n: c.n, k: c.k, layout, batch, strideC, alpha: c.alpha };
+  const ga = operand(rt, "a", a, types.a), gb = operand(rt, "b", b, types.b);
+  const outs = [rt.buffer("c0", old), rt.buffer("c1", old)];
+  const inputType: MatmulOperandTypes = types.a === types.b ? types.a : types;
+  const args = (out: GPUBuffer): MatmulArgs => ({
+    ...shape,
+    a: ga,
+    b: gb,
+    c: out,
+    accumulate: c.accumulate,
+    inputType,
+  });
+  const plan = mm.splitK(args(outs[0]));
+  const step = rt.beginStep("split-K test");
+  for (const out of outs) mm.encode(step.pass, args(out));
+  await step.submit();
+  const [got, again] = await Promise.all(outs.map((o) => rt.read(o)));
+  for (const buf of [ga, gb, ...outs]) rt.destroyBuffer(buf);
+  const what = `${layout} ${JSON.stringify(types)} ${JSON.stringify(c)} in ${plan.slices} slices`;
+  const want = matmulRef(a, b, { ...shape, accumulateInto: c.accumulate ? old : undefined });
+  // As matmul_test.ts: an f32 dot product of length k summed in any order (split-K's slices
+  // then their sum is one such order) with fma is within (k + 2)·2u·(|alpha|·Σ|a||b| + |c_old|).
+  const mag = matmulRef(a.map(Math.abs), b.map(Math.abs), {
+    ...shape,
+    alpha: Math.abs(c.alpha ?? 1),
+  });
+  const tol = (i: number) =>
+    (c.k + 2) * 2 * F32_EPS * (mag[i] + (c.accumulate ? Math.abs(old[i]) : 0)) + 1e-30;
+  assertClose(got, want, tol, what);
+  assert.deepEqual(new Uint32Array(again.buffer), new Uint32Array(got.buffer), `rerun: ${what}`);
+  return plan.slices;
+}
+
+Deno.test("split-K matches the f64 reference on every layout, ragged K, accumulate, 16-bit operands", async (t) => {
+  using rt = await GpuRuntime.create();
+  const typeSets: Types[] = [
+    { a: "f32", b: "f32" },
+    { a: "bf16", b: "bf16" },
+    { a: "f32", b: "bf16" },
+  ];
+  if (rt.hasF16) typeSets.push({ a: "f16", b: "f16" }, { a: "f32", b: "f16" });
+  for (const [name, tiling] of [["GPU profile", GPU_PROFILE.matmul], ["odd tile", ODD]] as const) {
+    await t.step(name, async () => {
+      using mm = new Matmul(rt, tiling, { splitK: POLICY });
+      let seed = 1;
+      for (const types of typeSets) {
+        for (const layout of ["nn", "nt", "tn"] as const) {
+          for (const c of CASES) {
+            const slices = await runCase(rt, mm, layout, c, seed += 3, types);
+            assert.ok(slices > 1, `${layout} ${JSON.stringify(c)} must split, ran unsplit`);
+          }
+        }
+      }
+    });
+  }
+});
+
+Deno.test("split matmuls of growing size share the partials' scratch in one pass", async () => {
+  using rt = await GpuRuntime.create();
+  using mm = new Matmul(rt, GPU_PROFILE.matmul, { splitK: POLICY });
+  const k = 96;
+  const shapes = [[16, 24], [8, 8], [40, 64]]; // the scratch grows on the third
+  const a = shapes.map(([m], i) => randomF32(20 + i, k * m));
+  const b = shapes.map(([, n], i) => randomF32(30 + i, k * n));
+  const cs = shapes.map(([m, n], i) => rt.buffer(`c${i}`, m * n * 4));
+  const step = rt.beginStep("three split tn");
+  for (const [i, [m, n]] of shapes.entries()) {
+    const args = { a: rt.buffer(`a${i}`, a[i]), b: rt.buffer(`b${i}`, b[i]), c: cs[i], m, n, k };
+    assert.ok(mm.splitK({ ...args, layout: "tn" }).slices > 1);
+    mm.encode(step.pass, { ...args, layout: "tn" });
+  }
+  await step.submit();
+  for (const [i, [m, n]] of shapes.entries()) {
+    const want = matmulRef(a[i], b[i], { m, n, k, layout: "tn" });
+    // The bound of runCase with Σ|a||b| ≤ k for inputs in [-1, 1].
+    assertClose(await rt.read(cs[i]), want, (k + 2) * 2 * F32_EPS * k, `product ${i}`);
+  }
+});
+
+Deno.test("parts pinned to the whole product's slices give its bits; chain never splits", async () => {
+  // The LM head splits its weight gradient dW [V, C] += dlogitsᵀ·hf over vocabulary blocks: rows
+  // of C here. The whole (130 rows, 3 row tiles) takes 64 slices of 32; alone, its first 64 rows
+  // (1 tile) would take 128 of 16, so only pinning `sliceK` keeps the whole's bits.
+  using rt = await GpuRuntime.create();
+  const policy = { targetWorkgroups: 128, minSliceK: 16, scratchBytes: 8 << 20 };
+  using mm = new Matmul(rt, GPU_PROFILE.matmul, { splitK: policy });
+  const [m, n, k, split] = [130, 64, 2048, 64];
+  const a = rt.buffer("a", randomF32(1, k * m)), b = rt.buffer("b", randomF32(2, k * n));
+  const old = randomF32(3, m * n);
+  const whole = rt.buffer("whole", old), parts = rt.buffer("parts", old);
+  // nn: A [m, k] rows split at `split` (its byte offset a multiple of 256).
+  const args: MatmulArgs = { a, b, c: whole, m, n, k, layout: "nn", accumulate: true };
+  const plan = mm.splitK(args);
+  assert.deepEqual(plan, { slices: 64, sliceK: 32 });
+  const rows = (start: number, count: number): MatmulArgs => ({
+    ...args,
+    a: { buffer: a, offset: start * k * 4, size: count * k * 4 },
+    c: { buffer: parts, offset: start * n * 4, size: count * n * 4 },
+    m: count,
+    sliceK: plan.sliceK,
+  });
+  const { sliceK: _, ...unpinned } = rows(0, split);
+  assert.equal(mm.splitK(unpinned).sliceK, 16, "alone, the part would slice differently");
+  const step = rt.beginStep("pinned parts");
+  mm.encode(step.pass, args);
+  mm.encode(step.pass, rows(0, split));
+  mm.encode(step.pass, rows(split, m - split));
+  await step.submit();
+  const [w, p] = [await rt.read(whole), await rt.read(parts)];
+  assert.deepEqual(new Uint32Array(p.buffer), new Uint32Array(w.buffer));
+  // A chained sum runs through C in K order: the policy leaves it unsplit, a pin is refused.
+  assert.equal(mm.splitK({ ...args, accumulate: "chain" }).slices, 1);
+  const bad = rt.beginStep("chain pinned");
+  assert.throws(
+    () => mm.encode(bad.pass, { ...args, accumulate: "chain", sliceK: 32 }),
+    /accumulate "chain" cannot split K/,
+  );
+  await bad.submit();
+});
+
+Deno.test("the CPU profile's matmul never splits, and refuses a pinned split", async () => {
+  using rt = await GpuRuntime.create({ profile: undefined });
+  using mm = new Matmul(rt, {
+    strategy: "register",
+    rows: 8,
+    cols: 16,
+    workgroup: [8, 8],
+    depth: 0,
+  });
+  const x = rt.buffer("x", 4 * 4096 * 4);
+  const args: MatmulArgs = { a: x, b: x, c: x, m: 4, n: 4, k: 4096, layout: "tn" };
+  assert.equal(mm.splitK(args).slices, 1);
+  const step = rt.beginStep("pinned on register");
+  assert.throws(() => mm.encode(step.pass, { ...args, sliceK: 64 }), /only the workgroup-tiled/);
+  await step.submit();
+});

@@ -30,6 +30,11 @@ export interface LlamaKernels {
    */
   matmulVariant(args: MatmulArgs): MatmulVariant;
   /**
+   * The K indices per split-K slice {@link matmul} uses for `args` (`k`: unsplit): a product split
+   * into parts passes it to every part as `sliceK`, so the parts sum in the same slices.
+   */
+  matmulSliceK(args: MatmulArgs): number;
+  /**
    * out `[N, C]` = table `[V, C]` rows at ids (u32 `[N]`). A table over one storage binding is
    * looked up (and its gradient added) one row block at a time, with the same bits.
    */

@@ -15,8 +15,9 @@
  * split into vocabulary blocks `[Vb, C]`, and each chunk's logits are stored block by block
  * (`[R, Vb]` each): logits per block, the cross-entropy carried across blocks
  * (`CrossEntropy.blocked`), `dW_b += dlogits_bᵀ·hf`, and `d hf = Σ_b dlogits_b·W_b` as one chained
- * sum (`accumulate: "chain"`). Each matmul part is forced onto the variant of the whole product,
- * so the split gives the unsplit bits.
+ * sum (`accumulate: "chain"`). Each matmul part is forced onto the variant and the split-K slices
+ * of the whole product, so the split gives the unsplit bits. The input gradient never splits K
+ * (a chained sum cannot), blocked or not.
  *
  * @module
  */
@@ -204,6 +205,7 @@ export class LmHead implements Disposable {
       layout: "nt",
     };
     const forwardVariant = k.matmulVariant(forward);
+    const forwardSliceK = k.matmulSliceK(forward);
     for (const { block, logits } of parts) {
       k.matmul(pass, {
         ...forward,
@@ -211,6 +213,7 @@ export class LmHead implements Disposable {
         c: logits,
         n: block.rows,
         variant: forwardVariant,
+        sliceK: forwardSliceK,
       });
     }
     if (parts.length > 1) {
@@ -267,6 +270,7 @@ export class LmHead implements Disposable {
       accumulate: true,
     };
     const weightVariant = k.matmulVariant(weight);
+    const weightSliceK = k.matmulSliceK(weight);
     for (const [i, { block, logits }] of parts.entries()) {
       k.matmul(pass, {
         ...input,
@@ -275,6 +279,7 @@ export class LmHead implements Disposable {
         k: block.rows,
         accumulate: i === 0 ? false : "chain",
         variant: inputVariant,
+        sliceK: V,
       });
       k.matmul(pass, {
         ...weight,
@@ -282,6 +287,7 @@ export class LmHead implements Disposable {
         c: this.#rows0(this.#head.grads, block),
         m: block.rows,
         variant: weightVariant,
+        sliceK: weightSliceK,
       });
     }
   }

@@ -89,6 +89,7 @@ export function shaderKernels(
   return {
     matmul: (pass, args) => matmul.encode(pass, args),
     matmulVariant: (args) => matmul.variant(args),
+    matmulSliceK: (args) => matmul.splitK(args).sliceK,
     embedding: (pass, a) => {
       for (const block of tableBlocks(a.table, a.v, a.c)) {
         embedding.forward(pass, {

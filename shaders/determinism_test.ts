@@ -7,6 +7,7 @@ import { Matmul } from "./matmul.ts";
 import { RmsNorm } from "./rmsnorm.ts";
 import { SumOfSquares } from "./sumsq.ts";
 import { CPU_PROFILE, GPU_PROFILE, type TuningProfile } from "./profile.ts";
+import { splitKPlan } from "./split_k.ts";
 import { assertClose, randomF32, randomInts } from "./testing/kernels.ts";
 
 /**
@@ -123,10 +124,25 @@ async function chainTwice(profile: TuningProfile): Promise<Float32Array[][]> {
   return [await run(), await run()];
 }
 
+/**
+ * The GPU profile with a split-K policy small enough for the chain's matmuls: the projection and
+ * logits (`nt`, K = 32) split into 2 slices of 16, the logits' gradient (`nn`, K = 37) into 2 of 32
+ * (the last 5).
+ */
+const SPLIT_PROFILE: TuningProfile = {
+  ...GPU_PROFILE,
+  name: "gpu, split-K",
+  splitK: { targetWorkgroups: 64, minSliceK: 16, scratchBytes: 1 << 20 },
+};
+
 /** The protocol needs bit-identical results run to run: every output must match bitwise. */
 Deno.test("every reducing kernel gives bit-identical results when run twice", async () => {
+  const limits = { maxStorageBufferBindingSize: 128 << 20, maxBufferSize: 256 << 20 };
+  const plan = (k: number) =>
+    splitKPlan(SPLIT_PROFILE.splitK, SPLIT_PROFILE.matmul, { m: 18, n: 32, k, batch: 1 }, limits);
+  assert.deepEqual([plan(32), plan(37)], [{ slices: 2, sliceK: 16 }, { slices: 2, sliceK: 32 }]);
   const results: Float32Array[][] = [];
-  for (const profile of [CPU_PROFILE, GPU_PROFILE]) {
+  for (const profile of [CPU_PROFILE, GPU_PROFILE, SPLIT_PROFILE]) {
     const [first, second] = await chainTwice(profile);
     assert.ok(first[4][0] > 0 && Number.isFinite(first[4][0]), "the chain produced a gradient");
     first.forEach((a, i) => {
@@ -138,10 +154,13 @@ Deno.test("every reducing kernel gives bit-identical results when run twice", as
     });
     results.push(first);
   }
-  // The GPU profile (tiled matmul, 256-wide workgroups, one element per invocation) computes the
-  // same chain in another order: equal up to f32 rounding, relative to each output's scale.
-  results[0].forEach((cpu, i) => {
-    const scale = Math.max(...Array.from(cpu, Math.abs));
-    assertClose(results[1][i], cpu, 1e-4 * scale, `cpu vs gpu profile, output ${i}`);
-  });
+  // The GPU profile (tiled matmul, 256-wide workgroups, one element per invocation), with or
+  // without split-K, computes the same chain in another order: equal up to f32 rounding,
+  // relative to each output's scale.
+  for (const [p, name] of [[1, "gpu"], [2, "gpu split-K"]] as const) {
+    results[0].forEach((cpu, i) => {
+      const scale = Math.max(...Array.from(cpu, Math.abs));
+      assertClose(results[p][i], cpu, 1e-4 * scale, `cpu vs ${name} profile, output ${i}`);
+    });
+  }
 });

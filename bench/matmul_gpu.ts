@@ -1,10 +1,14 @@
 /**
- * Square matmul throughput on whatever adapter this machine has, for real GPUs:
- * `deno run -A bench/matmul_gpu.ts [--size 4096] [--reps 20] [--profile cpu|gpu] [--f16 | --bf16]
- * [--tiling rows,cols,wx,wy,depth]... [--sweep]`.
+ * Matmul throughput on whatever adapter this machine has, for real GPUs:
+ * `deno run -A bench/matmul_gpu.ts [--size 4096 | --shape m,n,k...] [--layout nn|nt|tn...]
+ * [--reps 20] [--profile cpu|gpu] [--f16 | --bf16] [--tiling rows,cols,wx,wy,depth]... [--sweep]
+ * [--split-k auto|off|both]`.
  * Prints the adapter, then GFLOP/s per layout (mean over `reps` dispatches in one submit) and the
  * max abs error of a few sampled outputs against an f64 dot product, for the profile's tiling, each
- * `--tiling` given, or (`--sweep`) a set of workgroup-tiled shapes worth trying on a GPU.
+ * `--tiling` given, or (`--sweep`) a set of workgroup-tiled shapes worth trying on a GPU. Shapes
+ * are `size`³ unless `--shape` names others (a weight gradient: `--layout tn --shape
+ * 256,256,16384`). `--split-k` runs the profile's split-K policy (`auto`, the default), none
+ * (`off`), or both, one after the other, with the ratio (`both`).
  *
  * @module
  */
@@ -17,9 +21,11 @@ import {
   GPU_PROFILE,
   GpuRuntime,
   Matmul,
+  type MatmulArgs,
   type MatmulLayout,
   type MatmulTiling,
   parseTiling,
+  SPLIT_K_OFF,
 } from "../shaders/mod.ts";
 
 const { values } = parseArgs({
@@ -32,6 +38,9 @@ const { values } = parseArgs({
     bf16: { type: "boolean", default: false },
     tiling: { type: "string", multiple: true },
     sweep: { type: "boolean", default: false },
+    shape: { type: "string", multiple: true },
+    layout: { type: "string", multiple: true },
+    "split-k": { type: "string", default: "auto" },
   },
 });
 const size = Number(values.size), reps = Number(values.reps);
@@ -62,58 +71,101 @@ const SWEEP = [
   "4,4,8,8,16",
 ];
 
+/** `--shape m,n,k` values, or the `size`³ cube. */
+function shapes(): [number, number, number][] {
+  if (!values.shape?.length) return [[size, size, size]];
+  return values.shape.map((text) => {
+    const dims = text.split(",").map(Number);
+    if (dims.length !== 3 || dims.some((d) => !Number.isInteger(d) || d < 1)) {
+      throw new RangeError(`--shape must be m,n,k with positive integers, got "${text}"`);
+    }
+    return dims as [number, number, number];
+  });
+}
+const LAYOUTS: readonly MatmulLayout[] = ["nn", "nt", "tn"];
+const layouts = (values.layout?.length ? values.layout : LAYOUTS) as MatmulLayout[];
+for (const l of layouts) {
+  if (!LAYOUTS.includes(l)) throw new RangeError(`--layout must be nn, nt or tn, got ${l}`);
+}
+const SPLIT_MODES: Record<string, ("auto" | "off")[]> = {
+  auto: ["auto"],
+  off: ["off"],
+  both: ["off", "auto"],
+};
+const splitModes = SPLIT_MODES[values["split-k"]];
+if (!splitModes) {
+  throw new RangeError(`--split-k must be auto, off or both, got ${values["split-k"]}`);
+}
+
 using rt = await GpuRuntime.create({ profile });
-console.log(`adapter: ${rt.adapterName}, f16: ${rt.hasF16}`);
-const n = size;
+console.log(
+  `adapter: ${rt.adapterName}, f16: ${rt.hasF16}, split-K policy ` +
+    JSON.stringify(rt.profile.splitK),
+);
 if (values.f16 && values.bf16) throw new RangeError("--f16 and --bf16 exclude each other");
 const inputType = values.f16 ? "f16" : values.bf16 ? "bf16" : "f32";
 if (values.f16 && !rt.hasF16) throw new Error(`--f16: adapter has no shader-f16`);
 const round = (x: Float32Array) =>
   values.f16 ? x.map(Math.f16round) : values.bf16 ? x.map(bf16Round) : x;
-const ha = round(randomF32(1, n * n)), hb = round(randomF32(2, n * n));
 const upload = (label: string, x: Float32Array) =>
   values.f16
     ? rt.buffer(label, new Uint16Array(new Float16Array(x).buffer))
     : values.bf16
     ? rt.buffer(label, bf16Encode(x))
     : rt.buffer(label, x);
-const a = upload("a", ha), b = upload("b", hb), c = rt.buffer("c", n * n * 4);
 const tilings: MatmulTiling[] = values.sweep
   ? SWEEP.map(parseTiling)
   : values.tiling?.length
   ? values.tiling.map(parseTiling)
   : [rt.profile.matmul];
-for (const tiling of tilings) {
-  const mm = new Matmul(rt, tiling);
-  console.log(`tiling ${formatTiling(tiling)} (${tiling.strategy}):`);
-  for (const layout of ["nn", "nt", "tn"] as MatmulLayout[]) {
-    const warm = rt.beginStep("warmup");
-    mm.encode(warm.pass, { a, b, c, m: n, n, k: n, layout, inputType });
-    await warm.submit();
-    const t0 = performance.now();
-    const step = rt.beginStep("timed");
-    for (let r = 0; r < reps; r++) {
-      mm.encode(step.pass, { a, b, c, m: n, n, k: n, layout, inputType });
-    }
-    await step.submit();
-    const seconds = (performance.now() - t0) / 1000 / reps;
-    const got = await rt.read(c);
-    let err = 0;
-    for (let s = 0; s < 16; s++) {
-      const i = (s * 7919) % n, j = (s * 104729) % n;
-      let want = 0;
-      for (let p = 0; p < n; p++) {
-        const av = layout === "tn" ? ha[p * n + i] : ha[i * n + p];
-        const bv = layout === "nt" ? hb[j * n + p] : hb[p * n + j];
-        want += av * bv;
+for (const [m, n, k] of shapes()) {
+  const ha = round(randomF32(1, m * k)), hb = round(randomF32(2, k * n));
+  const a = upload("a", ha), b = upload("b", hb), c = rt.buffer("c", m * n * 4);
+  const cube = m === n && n === k ? "" : ` [m, n, k] = [${m}, ${n}, ${k}]`;
+  for (const tiling of tilings) {
+    console.log(`tiling ${formatTiling(tiling)} (${tiling.strategy})${cube}:`);
+    for (const layout of layouts) {
+      const ms = new Map<string, number>();
+      for (const mode of splitModes) {
+        using mm = new Matmul(rt, tiling, mode === "off" ? { splitK: SPLIT_K_OFF } : {});
+        const args: MatmulArgs = { a, b, c, m, n, k, layout, inputType };
+        const plan = mm.splitK(args);
+        const warm = rt.beginStep("warmup");
+        mm.encode(warm.pass, args);
+        await warm.submit();
+        const t0 = performance.now();
+        const step = rt.beginStep("timed");
+        for (let r = 0; r < reps; r++) mm.encode(step.pass, args);
+        await step.submit();
+        const seconds = (performance.now() - t0) / 1000 / reps;
+        ms.set(mode, seconds);
+        const got = await rt.read(c);
+        let err = 0;
+        for (let s = 0; s < 16; s++) {
+          const i = (s * 7919) % m, j = (s * 104729) % n;
+          let want = 0;
+          for (let p = 0; p < k; p++) {
+            const av = layout === "tn" ? ha[p * m + i] : ha[i * k + p];
+            const bv = layout === "nt" ? hb[j * k + p] : hb[p * n + j];
+            want += av * bv;
+          }
+          err = Math.max(err, Math.abs(got[i * n + j] - want));
+        }
+        const gflops = (2 * m * n * k) / seconds / 1e9;
+        const split = plan.slices > 1 ? `${plan.slices} slices of ${plan.sliceK}` : "unsplit";
+        // The name of the square runs stays as it was (the GFLOP/s column run.sh's sweep reads).
+        const what = values["split-k"] === "auto" ? "" : ` split-K ${mode} (${split})`;
+        console.log(
+          `  ${layout} ${inputType} ${cube ? `${m}x${n}x${k}` : `${n}^3`}${what}: ${
+            (seconds * 1e3).toFixed(3)
+          } ms, ${gflops.toFixed(1)} GFLOP/s, max abs err (16 samples) ${err.toExponential(2)}`,
+        );
       }
-      err = Math.max(err, Math.abs(got[i * n + j] - want));
+      if (ms.size === 2) {
+        const ratio = ms.get("off")! / ms.get("auto")!;
+        console.log(`  ${layout} time with split-K off ÷ auto: ${ratio.toFixed(2)}x`);
+      }
     }
-    const gflops = (2 * n ** 3) / seconds / 1e9;
-    console.log(
-      `  ${layout} ${inputType} ${n}^3: ${(seconds * 1e3).toFixed(2)} ms, ${
-        gflops.toFixed(1)
-      } GFLOP/s, max abs err (16 samples) ${err.toExponential(2)}`,
-    );
   }
+  for (const buf of [a, b, c]) rt.destroyBuffer(buf);
 }

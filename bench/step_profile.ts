@@ -1,7 +1,7 @@
 /**
  * Where a training step's GPU time goes, kernel by kernel, on whatever adapter this machine has:
  * `deno run -A bench/step_profile.ts [--config DIR] [--batch B] [--seq-len T] [--steps N]
- * [--precision f32|f16|bf16] [--recompute] [--tiling rows,cols,wx,wy,depth]`.
+ * [--precision f32|f16|bf16] [--recompute] [--tiling rows,cols,wx,wy,depth] [--split-k auto|off]`.
  *
  * It builds the model of `--config` from quick pseudo-random weights (uniform with the init's
  * variance: timing does not depend on the values, and the seeded normals of `initParams` take a
@@ -11,7 +11,8 @@
  * pipeline's share of the GPU time, the kernel families' shares, and the sum against the plain
  * step's wall time. The gap between the two is what the GPU did not spend in kernels: launch and
  * pass overheads, waits and host work. `--tiling` replaces the adapter profile's matmul tiling, to
- * try a kernel shape on a whole step.
+ * try a kernel shape on a whole step; `--split-k off` turns the profile's split-K off (the
+ * baseline the split is measured against).
  *
  * @module
  */
@@ -31,6 +32,7 @@ import {
   parseTiling,
   profileFor,
   requestGpuAdapter,
+  SPLIT_K_OFF,
   summarizeTimings,
   type TuningProfile,
 } from "../shaders/mod.ts";
@@ -46,6 +48,7 @@ const { values } = parseArgs({
     precision: { type: "string", default: "f32" },
     tiling: { type: "string" },
     recompute: { type: "boolean", default: false },
+    "split-k": { type: "string", default: "auto" },
   },
 });
 const B = Number(values.batch), T = Number(values["seq-len"]), steps = Number(values.steps);
@@ -68,12 +71,24 @@ console.log(
     } s`,
 );
 
-/** The adapter's own profile with the `--tiling` matmul, or undefined (the adapter's profile). */
+/**
+ * The adapter's own profile with the `--tiling` matmul and `--split-k off`, or undefined (the
+ * adapter's profile).
+ */
 async function chosenProfile(): Promise<TuningProfile | undefined> {
-  if (values.tiling === undefined) return undefined;
+  const splitK = values["split-k"];
+  if (splitK !== "auto" && splitK !== "off") {
+    throw new RangeError(`--split-k must be auto or off, got ${splitK}`);
+  }
+  if (values.tiling === undefined && splitK === "auto") return undefined;
   const adapter = await requestGpuAdapter();
   if (!adapter) throw new Error("no WebGPU adapter");
-  return { ...profileFor(adapter.info), matmul: parseTiling(values.tiling) };
+  const own = profileFor(adapter.info);
+  return {
+    ...own,
+    matmul: values.tiling === undefined ? own.matmul : parseTiling(values.tiling),
+    splitK: splitK === "off" ? SPLIT_K_OFF : own.splitK,
+  };
 }
 const profile = await chosenProfile();
 
@@ -106,7 +121,10 @@ async function run(profileDispatches: boolean, warmup: number) {
   using rt = await GpuRuntime.create({ profileDispatches, profile });
   if (!profileDispatches) {
     const l = rt.limits;
-    console.log(`adapter: ${rt.adapterName}, matmul tiling ${JSON.stringify(rt.profile.matmul)}`);
+    console.log(
+      `adapter: ${rt.adapterName}, matmul tiling ${JSON.stringify(rt.profile.matmul)}, ` +
+        `split-K ${JSON.stringify(rt.profile.splitK)}`,
+    );
     console.log(
       `limits: maxBufferSize ${l.maxBufferSize}, maxStorageBufferBindingSize ` +
         `${l.maxStorageBufferBindingSize}`,

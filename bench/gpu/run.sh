@@ -43,7 +43,7 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
     --config "$2" --batch "$3" --seq-len "$4" --device cuda --warmup 3 --steps 20 --json
 }
 # Parts to run: the arguments, or every part (in this order: the most wanted first).
-parts=${*:-"matmul steps distro sweep profile matmul-16 1b 1b-torch"}
+parts=${*:-"matmul splitk steps distro sweep profile matmul-16 1b 1b-torch"}
 best=""
 for part in $parts; do
   case $part in
@@ -64,6 +64,18 @@ for part in $parts; do
     step 90 config/models/llama-20m 4 256
     step 120 config/models/llama-20m 16 1024
     ;;
+  splitk)
+    # Split-K off, then on, in one call: the tn matmul at weight-gradient shapes (K = 16 x 1024
+    # tokens; 2048 x 2048 has enough tiles not to split, a control), then the 20M step.
+    run 90 splitk-matmul.txt $deno_run bench/matmul_gpu.ts --layout tn --split-k both --reps 20 \
+      --shape 256,256,16384 --shape 768,256,16384 --shape 256,768,16384 --shape 512,512,16384 \
+      --shape 1024,1024,16384 --shape 2048,2048,16384 --shape 256,256,1024
+    run 90 splitk-step-4x256.txt sh -c "$deno_run bench/step_profile.ts --batch 4 --seq-len 256 \
+      --split-k off && $deno_run bench/step_profile.ts --batch 4 --seq-len 256 --split-k auto"
+    run 150 splitk-step-16x1024.txt sh -c "$deno_run bench/step_profile.ts --batch 16 \
+      --seq-len 1024 --split-k off &&
+      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --split-k auto"
+    ;;
   distro) run 60 distro.txt $deno_run optimizer/distro_bench.ts --large ;;
   profile)
     tiled=""
@@ -83,7 +95,7 @@ for part in $parts; do
       --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3
     ;;
   *)
-    echo "unknown part $part (matmul, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
+    echo "unknown part $part (matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
     exit 2
     ;;
   esac

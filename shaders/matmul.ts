@@ -131,7 +131,7 @@ export interface MatmulOptions {
  * (register-blocked, both operands read as vec4), `outer` (register-blocked, vec4 along N, A
  * scalar), `transposed` (`nt` as a transpose of B into scratch, then `outer`), `dot`
  * (register-blocked vec4 dot products along K), `scalar` (any shape), `tiled` (workgroup memory,
- * GPUs).
+ * GPUs; splits K into slices where the split-K policy says, {@link Matmul.splitK}).
  */
 export type MatmulVariant = "packed" | "vec4" | "outer" | "transposed" | "dot" | "scalar" | "tiled";
 

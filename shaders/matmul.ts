@@ -381,7 +381,8 @@ export class Matmul {
       throw new RangeError(`matmul: [${m}, ${n}] needs a ${grid.join("×")} grid, over ${MAX_GRID}`);
     }
     dispatch(pass, pipeline, group, grid);
-    const wg = wx * wy;
+    // One-dimensional, so within every adapter's maxComputeWorkgroupSizeX (256 at least).
+    const wg = Math.min(wx * wy, 256);
     const reduce = this.#rt.pipeline(`matmul/split-k-reduce/${wg}`, () => splitReduceKernel(wg));
     const accumulate = args.accumulate ? 1 : 0;
     const reduceParams = [

@@ -6,20 +6,70 @@
  * @module
  */
 import type { TokenSize } from "../../common/mod.ts";
-import { initParams, type LlamaConfig, llamaParamLayout, writeModelDir } from "../../model/mod.ts";
+import {
+  type FloatRangeReader,
+  initTensorSlice,
+  type LlamaConfig,
+  llamaParamLayout,
+  type ParamLayout,
+  SAVE_CHUNK_FLOATS,
+  writeModelDir,
+} from "../../model/mod.ts";
 import { LocalDataProvider } from "../../data/mod.ts";
 
 /**
- * Writes `DIR/config.json` and an F32 `DIR/model.safetensors` with the seeded init every client
- * derives from `seed` (model/params.ts), so both sides start from the same bits.
+ * A reader of the seeded init's flat floats (model/params.ts `initTensorSlice`, the bits of
+ * `initParams`) for `writeModelDir`: each range, which lies inside one tensor, is generated into
+ * one reused chunk of at most `chunkFloats`, so the whole model is never on the host.
+ */
+export function seededRangeReader(
+  layout: ParamLayout,
+  config: Pick<LlamaConfig, "initializerRange">,
+  seed: number,
+  chunkFloats: number = SAVE_CHUNK_FLOATS,
+): FloatRangeReader {
+  const largest = layout.entries.reduce((m, e) => Math.max(m, e.size), 0);
+  const chunk = new Float32Array(Math.min(chunkFloats, largest));
+  const entries = layout.entries;
+  // deno-lint-ignore require-await -- a FloatRangeReader's errors are rejections
+  return async (start, count) => {
+    // Entries are in flat order: the last one starting at or before `start` holds it.
+    let lo = 0, hi = entries.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (entries[mid].offset <= start) lo = mid;
+      else hi = mid - 1;
+    }
+    const e = entries[lo];
+    if (count > chunk.length) {
+      throw new RangeError(`a range of ${count} floats is over the chunk of ${chunk.length}`);
+    }
+    const out = chunk.subarray(0, count);
+    initTensorSlice(e, { config, seed, start: start - e.offset }, out);
+    return out;
+  };
+}
+
+/**
+ * Writes `DIR/config.json` and F32 weights with the seeded init every client derives from
+ * `seed` (model/params.ts), so both sides start from the same bits: `model.safetensors`, or the
+ * HF shards and their index once the weights are over model/shards.ts's shard size (a 1B model).
+ * Streamed a chunk at a time: the host never holds the model (4.9 GB at 1B).
  */
 export async function writeSeededModel(
   dir: string,
   config: LlamaConfig,
   seed: number,
+  options?: { chunkFloats?: number },
 ): Promise<void> {
   const layout = llamaParamLayout(config);
-  await writeModelDir(dir, { config, layout, weights: initParams(layout, config, seed) });
+  const chunkFloats = options?.chunkFloats ?? SAVE_CHUNK_FLOATS;
+  await writeModelDir(dir, {
+    config,
+    layout,
+    weights: seededRangeReader(layout, config, seed, chunkFloats),
+    chunkFloats,
+  });
 }
 
 /**

@@ -4,9 +4,17 @@ import {
   decodeTokenFile,
   encodeTokenFile,
   foldTokens,
+  seededRangeReader,
   writeSeededModel,
 } from "./inputs.ts";
-import { initParams, llamaParamLayout, parseLlamaConfig, readModelDir } from "../../model/mod.ts";
+import {
+  initParams,
+  llamaParamLayout,
+  parseLlamaConfig,
+  readLlamaConfig,
+  readModelDir,
+  writeModelDir,
+} from "../../model/mod.ts";
 
 const CONFIG = parseLlamaConfig({
   hidden_size: 16,
@@ -75,4 +83,48 @@ Deno.test("token files are little-endian uint32 and round-trip", () => {
     () => decodeTokenFile(bytes, { batch: 2, seqLen: 4 }),
     /token file has 24 bytes, expected 32 \(2 x 4 uint32 ids\)/,
   );
+});
+
+Deno.test("writeSeededModel streams the same bytes as writing initParams whole (llama-20m)", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const config = await readLlamaConfig(
+      new URL("../../config/models/llama-20m/config.json", import.meta.url).pathname,
+    );
+    const layout = llamaParamLayout(config);
+    await writeModelDir(`${dir}/whole`, { config, layout, weights: initParams(layout, config, 1) });
+    await writeSeededModel(`${dir}/streamed`, config, 1);
+    for (const file of ["config.json", "model.safetensors"]) {
+      const [a, b] = await Promise.all(
+        ["whole", "streamed"].map((d) => Deno.readFile(`${dir}/${d}/${file}`)),
+      );
+      assert.equal(a.length, b.length, file);
+      assert.ok(a.every((x, i) => x === b[i]), `${file} differs`);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("seededRangeReader gives each range of the seeded init, chunk boundaries anywhere", async () => {
+  const layout = llamaParamLayout(CONFIG);
+  const whole = initParams(layout, CONFIG, 4);
+  // Chunks of 5 floats: ranges start inside tensors and end before their ends.
+  const read = seededRangeReader(layout, CONFIG, 4, 5);
+  for (const e of layout.entries) {
+    for (let start = 0; start < e.size; start += 5) {
+      const count = Math.min(5, e.size - start);
+      const got = await read(e.offset + start, count);
+      assert.deepEqual(got, whole.subarray(e.offset + start, e.offset + start + count), e.name);
+    }
+  }
+  await assert.rejects(read(0, 6), /a range of 6 floats is over the chunk of 5/);
+  // Written with those chunks, the file holds the same init.
+  const dir = await Deno.makeTempDir();
+  try {
+    await writeSeededModel(dir, CONFIG, 4, { chunkFloats: 5 });
+    assert.deepEqual((await readModelDir(dir)).weights, whole);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

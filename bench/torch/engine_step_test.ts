@@ -1,9 +1,15 @@
 import assert from "node:assert/strict";
 import { smallLlamaConfig } from "../../model/testing/fixtures.ts";
-import { runEngineSteps, tensorNorms } from "./engine_step.ts";
+import { runEngineSteps, tensorNorms, tensorNormsStreamed } from "./engine_step.ts";
 import { writeSeededModel } from "./inputs.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
-import { initParams, llamaParamLayout, paramView, referenceLossAndGrad } from "../../model/mod.ts";
+import {
+  initParams,
+  llamaParamLayout,
+  paramView,
+  readLlamaConfig,
+  referenceLossAndGrad,
+} from "../../model/mod.ts";
 
 const CONFIG = smallLlamaConfig({ vocab_size: 61, rope_theta: 10000 });
 const LAYOUT = llamaParamLayout(CONFIG);
@@ -67,6 +73,59 @@ Deno.test("runEngineSteps: step 0's loss and gradient norms are the f64 referenc
       }),
       /warmup must be >= 1/,
     );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("tensorNormsStreamed sums each tensor in chunks to tensorNorms' bits", async () => {
+  const flat = Float32Array.from({ length: LAYOUT.totalSize }, (_, i) => Math.sin(i) * (i % 7));
+  const want = tensorNorms(LAYOUT, flat);
+  for (const chunk of [1, 3, 64, 1 << 22]) {
+    const reads: number[] = [];
+    const got = await tensorNormsStreamed(LAYOUT, (start, count, visit) => {
+      reads.push(count);
+      visit(flat.slice(start, start + count));
+      return Promise.resolve();
+    }, chunk);
+    assert.deepEqual(got, want, `chunks of ${chunk}`);
+    assert.ok(Math.max(...reads) <= chunk);
+  }
+  await assert.rejects(
+    tensorNormsStreamed(LAYOUT, (_s, _c, visit) => Promise.resolve(visit(new Float32Array(2))), 3),
+    /asked for 3 floats of "model\.embed_tokens\.weight", got 2/,
+  );
+  await assert.rejects(tensorNormsStreamed(LAYOUT, () => Promise.resolve(), 0), /chunkFloats/);
+});
+
+Deno.test("runEngineSteps: streamed and whole loads of llama-20m give the same step-0 figures", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const config = await readLlamaConfig(
+      new URL("../../config/models/llama-20m/config.json", import.meta.url).pathname,
+    );
+    await writeSeededModel(dir, config, 1);
+    const B = 1, T = 16;
+    const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 131 + 7) % config.vocabSize);
+    using rt = await GpuRuntime.create();
+    const run = (load: "streamed" | "whole") =>
+      runEngineSteps(rt, {
+        modelDir: dir,
+        tokens,
+        batch: B,
+        seqLen: T,
+        warmup: 1,
+        steps: 1,
+        lr: 1e-3,
+        load,
+      });
+    const streamed = await run("streamed");
+    const whole = await run("whole");
+    assert.deepEqual(streamed.losses, whole.losses);
+    assert.equal(streamed.gradNorm0, whole.gradNorm0);
+    assert.deepEqual(streamed.gradNorms0, whole.gradNorms0);
+    // Seeded init on a 32000-token vocabulary: the first loss is near ln 32000.
+    assert.ok(Math.abs(streamed.losses[0] - Math.log(config.vocabSize)) < 0.1);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """One Llama training step in plain eager PyTorch, timed: the baseline of `deno task bench-torch`.
 
-Reads a Hugging Face Llama folder (config.json + model.safetensors, F32/BF16/F16 tensors) and a
-batch of token ids, trains for `--warmup + --steps` steps on that one batch (forward, mean
+Reads a Hugging Face Llama folder (config.json + model.safetensors or its shards with
+model.safetensors.index.json, F32/BF16/F16 tensors) and a batch of token ids, trains for `--warmup + --steps` steps on that one batch (forward, mean
 cross-entropy, backward, global gradient-norm clipping, AdamW) in fp32, and prints one JSON object:
 the loss of every step, the gradient norm of the first step (global and per tensor, before
-clipping) and the step times of the timed steps.
+clipping), the step times of the timed steps and the process's peak RSS.
+
+Memory is kept to what training needs (a 1B model: weights, gradients and AdamW's two moments,
+about 20 GB): the model is built uninitialised and each tensor is read into its parameter a chunk
+at a time, and the step-0 gradient norms are summed in f64 a chunk at a time.
 
 The model is written out here from the HF Llama architecture (no `transformers`):
 
@@ -132,34 +136,54 @@ def read_config(path):
 
 # ---------------------------------------------------------------------------------------------
 # safetensors: an 8-byte little-endian header length, a JSON header, then the raw tensor bytes.
+# Only headers are read whole; tensor data is copied a chunk at a time straight into the model's
+# parameters, so a load holds no second copy of the weights (4.9 GB for a 1B model).
 
 _DTYPES = {"F32": (torch.float32, 4), "BF16": (torch.bfloat16, 2), "F16": (torch.float16, 2)}
+# Bytes read at a time while loading (the engine's SAVE_CHUNK_FLOATS f32 values).
+CHUNK_BYTES = 16 << 20
+# A header is JSON for a few hundred tensors: anything near this size is not one.
+_MAX_HEADER_BYTES = 100 << 20
 
 
-def read_safetensors(path):
-    """Returns {name: float32 tensor} of a safetensors file; every range and size is checked."""
+class StoredTensor:
+    """Where one tensor's bytes lie in a safetensors file (its header checked)."""
+
+    def __init__(self, path, name, dtype, shape, file_offset):
+        self.path, self.name, self.dtype = path, name, dtype
+        self.shape, self.file_offset = shape, file_offset
+
+
+def read_safetensors_header(path):
+    """Returns {name: StoredTensor} of a safetensors file from its header alone; every range and
+    size is checked against the file's size before any tensor byte is read."""
     if sys.byteorder != "little":
         raise InputError("safetensors data is little-endian; this reader needs such a host")
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            file_size = os.fstat(f.fileno()).st_size
+            head = f.read(8)
+            if len(head) < 8:
+                raise InputError(
+                    f'"{path}": {len(head)} bytes, too short for the 8-byte header length'
+                )
+            (header_len,) = struct.unpack("<Q", head)
+            if header_len > file_size - 8 or header_len > _MAX_HEADER_BYTES:
+                raise InputError(
+                    f'"{path}": header length {header_len} runs past the end of the file '
+                    f"({file_size} bytes)"
+                )
+            raw = f.read(header_len)
     except OSError as e:
         raise InputError(f'cannot read "{path}": {e}') from e
-    if len(data) < 8:
-        raise InputError(f'"{path}": {len(data)} bytes, too short for the 8-byte header length')
-    (header_len,) = struct.unpack("<Q", data[:8])
-    if header_len > len(data) - 8:
-        raise InputError(
-            f'"{path}": header length {header_len} runs past the end of the file '
-            f"({len(data)} bytes)"
-        )
     try:
-        header = json.loads(data[8 : 8 + header_len].decode("utf-8"))
+        header = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise InputError(f'"{path}": header is not valid JSON: {e}') from e
     if not isinstance(header, dict):
         raise InputError(f'"{path}": header must be a JSON object')
-    body = memoryview(data)[8 + header_len :]
+    data_start = 8 + header_len
+    body = file_size - data_start
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
@@ -170,7 +194,7 @@ def read_safetensors(path):
                 f'"{path}": tensor "{name}" has dtype {json.dumps(dtype)}, '
                 "expected one of F32, BF16, F16"
             )
-        torch_dtype, size = _DTYPES[dtype]
+        size = _DTYPES[dtype][1]
         shape, offsets = info.get("shape"), info.get("data_offsets")
         if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
             raise InputError(f'"{path}": tensor "{name}" has shape {json.dumps(shape)}')
@@ -178,18 +202,63 @@ def read_safetensors(path):
             raise InputError(f'"{path}": tensor "{name}" has data_offsets {json.dumps(offsets)}')
         begin, end = offsets
         want = math.prod(shape) * size
-        if end > len(body) or end - begin != want:
+        if end > body or end - begin != want:
             raise InputError(
                 f'"{path}": tensor "{name}" covers bytes [{begin}, {end}) '
-                f"of a {len(body)}-byte body, "
+                f"of a {body}-byte body, "
                 f"expected {want} bytes for shape {shape} {dtype}"
             )
-        if want == 0:
-            flat = torch.empty(0)
-        else:
-            flat = torch.frombuffer(bytearray(body[begin:end]), dtype=torch_dtype)
-        tensors[name] = flat.to(torch.float32).reshape(shape)
+        tensors[name] = StoredTensor(path, name, dtype, shape, data_start + begin)
     return tensors
+
+
+def read_model_headers(folder):
+    """{name: StoredTensor} of `folder`'s weights: model.safetensors, else the shards that
+    model.safetensors.index.json lists (as HF's from_pretrained looks for them)."""
+    single = os.path.join(folder, "model.safetensors")
+    index_path = os.path.join(folder, "model.safetensors.index.json")
+    if os.path.exists(single) or not os.path.exists(index_path):
+        return single, read_safetensors_header(single)
+    try:
+        with open(index_path, "r", encoding="utf-8") as f:
+            index = json.load(f)
+    except (OSError, ValueError) as e:
+        raise InputError(f'cannot read "{index_path}": {e}') from e
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict) or not all(
+        isinstance(v, str) and "/" not in v for v in weight_map.values()
+    ):
+        raise InputError(f'"{index_path}": "weight_map" must map tensor names to file names')
+    tensors = {}
+    for shard in sorted(set(weight_map.values())):
+        for name, t in read_safetensors_header(os.path.join(folder, shard)).items():
+            if weight_map.get(name) != shard:
+                raise InputError(
+                    f'"{t.path}": tensor "{name}" is not in {index_path} under this file'
+                )
+            tensors[name] = t
+    for name, shard in weight_map.items():
+        if name not in tensors:
+            raise InputError(f'"{index_path}": tensor "{name}" is not in "{shard}"')
+    return index_path, tensors
+
+
+def copy_stored(f, stored, dst):
+    """Copies `stored`'s values into `dst` (a contiguous parameter of its shape) CHUNK_BYTES at a
+    time, converting BF16/F16 to f32 exactly."""
+    torch_dtype, size = _DTYPES[stored.dtype]
+    flat = dst.view(-1)
+    n = flat.numel()
+    per = max(1, CHUNK_BYTES // size)
+    buf = bytearray(min(per, max(n, 1)) * size)
+    view = memoryview(buf)
+    f.seek(stored.file_offset)
+    for start in range(0, n, per):
+        count = min(per, n - start)
+        got = f.readinto(view[: count * size])
+        if got != count * size:
+            raise InputError(f'"{stored.path}": it ended inside tensor "{stored.name}"')
+        flat[start : start + count].copy_(torch.frombuffer(buf, dtype=torch_dtype, count=count))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,9 +266,9 @@ def read_safetensors(path):
 
 
 class RMSNorm(nn.Module):
-    def __init__(self, width, eps):
+    def __init__(self, width, eps, device=None):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(width))
+        self.weight = nn.Parameter(torch.ones(width, device=device))
         self.eps = eps
 
     def forward(self, x):
@@ -212,13 +281,14 @@ def rotate_half(x):
 
 
 class Attention(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, device=None):
         super().__init__()
         self.heads, self.kv_heads, self.head_dim = c["heads"], c["kv_heads"], c["head_dim"]
-        self.q_proj = nn.Linear(c["hidden"], c["heads"] * c["head_dim"], bias=False)
-        self.k_proj = nn.Linear(c["hidden"], c["kv_heads"] * c["head_dim"], bias=False)
-        self.v_proj = nn.Linear(c["hidden"], c["kv_heads"] * c["head_dim"], bias=False)
-        self.o_proj = nn.Linear(c["heads"] * c["head_dim"], c["hidden"], bias=False)
+        q, kv = c["heads"] * c["head_dim"], c["kv_heads"] * c["head_dim"]
+        self.q_proj = nn.Linear(c["hidden"], q, bias=False, device=device)
+        self.k_proj = nn.Linear(c["hidden"], kv, bias=False, device=device)
+        self.v_proj = nn.Linear(c["hidden"], kv, bias=False, device=device)
+        self.o_proj = nn.Linear(q, c["hidden"], bias=False, device=device)
 
     def forward(self, x, cos, sin, mask):
         b, t, _ = x.shape
@@ -238,23 +308,23 @@ class Attention(nn.Module):
 
 
 class Mlp(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, device=None):
         super().__init__()
-        self.gate_proj = nn.Linear(c["hidden"], c["intermediate"], bias=False)
-        self.up_proj = nn.Linear(c["hidden"], c["intermediate"], bias=False)
-        self.down_proj = nn.Linear(c["intermediate"], c["hidden"], bias=False)
+        self.gate_proj = nn.Linear(c["hidden"], c["intermediate"], bias=False, device=device)
+        self.up_proj = nn.Linear(c["hidden"], c["intermediate"], bias=False, device=device)
+        self.down_proj = nn.Linear(c["intermediate"], c["hidden"], bias=False, device=device)
 
     def forward(self, x):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 class Block(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, device=None):
         super().__init__()
-        self.input_layernorm = RMSNorm(c["hidden"], c["eps"])
-        self.self_attn = Attention(c)
-        self.post_attention_layernorm = RMSNorm(c["hidden"], c["eps"])
-        self.mlp = Mlp(c)
+        self.input_layernorm = RMSNorm(c["hidden"], c["eps"], device)
+        self.self_attn = Attention(c, device)
+        self.post_attention_layernorm = RMSNorm(c["hidden"], c["eps"], device)
+        self.mlp = Mlp(c, device)
 
     def forward(self, x, cos, sin, mask):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, mask)
@@ -262,22 +332,27 @@ class Block(nn.Module):
 
 
 class Backbone(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, device=None):
         super().__init__()
-        self.embed_tokens = nn.Embedding(c["vocab"], c["hidden"])
-        self.layers = nn.ModuleList(Block(c) for _ in range(c["layers"]))
-        self.norm = RMSNorm(c["hidden"], c["eps"])
+        self.embed_tokens = nn.Embedding(c["vocab"], c["hidden"], device=device)
+        self.layers = nn.ModuleList(Block(c, device) for _ in range(c["layers"]))
+        self.norm = RMSNorm(c["hidden"], c["eps"], device)
 
 
 class LlamaForCausalLM(nn.Module):
     """HF's Llama maths, eager; `forward(tokens)` returns the mean next-token cross-entropy."""
 
-    def __init__(self, c):
+    def __init__(self, c, device=None):
         super().__init__()
         self.config = c
-        self.model = Backbone(c)
-        self.lm_head = nn.Linear(c["hidden"], c["vocab"], bias=False)
-        if c["tie"]:
+        self.model = Backbone(c, device)
+        self.lm_head = nn.Linear(c["hidden"], c["vocab"], bias=False, device=device)
+        self.tie()
+
+    def tie(self):
+        """Makes the head the embedding matrix when the config ties them (again after
+        `to_empty`, which gives each module its own new parameter)."""
+        if self.config["tie"]:
             self.lm_head.weight = self.model.embed_tokens.weight
 
     def rope_tables(self, t, device):
@@ -301,33 +376,46 @@ class LlamaForCausalLM(nn.Module):
 
 
 def load_model(folder, device):
-    """Builds the model of `folder/config.json` with the weights of `folder/model.safetensors`."""
+    """Builds the model of `folder/config.json` with the weights of `folder` (model.safetensors or
+    its shards). The parameters are made uninitialised (no random init to overwrite) and each
+    tensor is copied in from its file a chunk at a time: no second copy of the weights."""
     c = read_config(os.path.join(folder, "config.json"))
-    weights_path = os.path.join(folder, "model.safetensors")
-    tensors = read_safetensors(weights_path)
+    weights_path, stored = read_model_headers(folder)
     if c["tie"]:
-        tensors.pop("lm_head.weight", None)  # the head is the embedding
-    for name in [n for n in tensors if n.endswith("self_attn.rotary_emb.inv_freq")]:
-        del tensors[name]  # a buffer older HF checkpoints carry, not a parameter
-    model = LlamaForCausalLM(c)
+        stored.pop("lm_head.weight", None)  # the head is the embedding
+    for name in [n for n in stored if n.endswith("self_attn.rotary_emb.inv_freq")]:
+        del stored[name]  # a buffer older HF checkpoints carry, not a parameter
+    model = LlamaForCausalLM(c, device="meta")  # shapes only, no memory
     expected = {n: tuple(p.shape) for n, p in model.named_parameters()}
     for name, shape in expected.items():
-        if name not in tensors:
+        if name not in stored:
             raise InputError(f'"{weights_path}": tensor "{name}" is missing')
-        if tuple(tensors[name].shape) != shape:
+        if tuple(stored[name].shape) != shape:
             raise InputError(
-                f'"{weights_path}": tensor "{name}" has shape {list(tensors[name].shape)}, '
+                f'"{weights_path}": tensor "{name}" has shape {list(stored[name].shape)}, '
                 f"expected {list(shape)}"
             )
-    for name in tensors:
+    for name in stored:
         if name not in expected:
             raise InputError(
                 f'"{weights_path}": unexpected tensor "{name}" (not part of this config)'
             )
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.copy_(tensors[name])
-    return model.to(device), c
+    model = model.to_empty(device=device)
+    model.tie()
+    files = {}
+    try:
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                s = stored[name]
+                if s.path not in files:
+                    files[s.path] = open(s.path, "rb")
+                copy_stored(files[s.path], s, p.data)
+    except OSError as e:
+        raise InputError(f"cannot read the weights: {e}") from e
+    finally:
+        for f in files.values():
+            f.close()
+    return model, c
 
 
 def read_tokens(path, batch, seq_len, vocab):
@@ -350,6 +438,28 @@ def read_tokens(path, batch, seq_len, vocab):
                 f"is outside the vocabulary ({vocab})"
             )
     return torch.tensor(ids, dtype=torch.int64).view(batch, seq_len)
+
+
+def sum_squares_f64(t):
+    """Sum of the squares of `t`'s values in f64, CHUNK_BYTES of f32 at a time: no f64 copy of
+    the tensor (2.1 GB for a 1B model's embedding gradient)."""
+    flat = t.detach().reshape(-1)
+    per = CHUNK_BYTES // 4
+    total = 0.0
+    for start in range(0, flat.numel(), per):
+        part = flat[start : start + per].double()
+        total += torch.dot(part, part).item()
+    return total
+
+
+def peak_rss_bytes():
+    """This process's peak resident set (Linux reports ru_maxrss in KiB), or None."""
+    try:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    except (ImportError, OSError):
+        return None
 
 
 def loaded_blas():
@@ -423,10 +533,12 @@ def main(argv):
         loss = model(tokens, tables)
         loss.backward()
         if step == 0:
-            # Per-tensor norms before clipping, summed in f64: PyTorch 1.13's f32 norm of an
-            # 8M-element tensor can be off by 2e-4, more than the differences being measured.
-            # Untimed (step 0 is a warm-up step).
-            grad_norms0 = {n: p.grad.double().norm().item() for n, p in model.named_parameters()}
+            # Per-tensor norms before clipping, summed in f64 a chunk at a time: PyTorch 1.13's
+            # f32 norm of an 8M-element tensor can be off by 2e-4, more than the differences
+            # being measured. Untimed (step 0 is a warm-up step).
+            grad_norms0 = {
+                n: math.sqrt(sum_squares_f64(p.grad)) for n, p in model.named_parameters()
+            }
             grad_norm0 = math.sqrt(sum(v * v for v in grad_norms0.values()))
         if args.max_grad_norm > 0:
             nn.utils.clip_grad_norm_(params, args.max_grad_norm)
@@ -456,6 +568,9 @@ def main(argv):
         "stepMs": times_ms,
         "medianStepMs": statistics.median(times_ms),
     }
+    peak = peak_rss_bytes()
+    if peak:
+        report["peakRssBytes"] = peak
     json.dump(report, sys.stdout)
     sys.stdout.write("\n")
 

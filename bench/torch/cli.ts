@@ -43,6 +43,8 @@ export interface CompareOptions {
   json: boolean;
   /** Our engine recomputes activations in the backward (`--recompute`; PyTorch does not). */
   recompute: boolean;
+  /** Only print each side's expected peak memory and MemAvailable, then exit. */
+  memoryPlan: boolean;
 }
 
 /** The flags of `deno task bench-torch`. */
@@ -118,9 +120,15 @@ export const COMPARE_SPEC = {
       description: "our engine recomputes each layer's activations in the backward, as " +
         "deno task train --recompute (the same bits; PyTorch keeps them)",
     },
+    "memory-plan": {
+      type: "boolean",
+      description: "only print each side's expected peak memory against MemAvailable, then " +
+        "exit (every run prints it and refuses a side whose peak is over MemAvailable)",
+    },
   },
   footer: "Exit status: 0 agreement within tolerance, 1 disagreement or error, 2 bad flags,\n" +
-    "3 no Python with torch (the engine's figures are still printed).",
+    "3 no Python with torch (the engine's figures are still printed),\n" +
+    "4 a side's expected peak memory is over MemAvailable (refused before it started).",
 } as const;
 
 /** Help text. */
@@ -137,7 +145,10 @@ export function parseCompareArgs(argv: string[], env: EnvLookup = {}): CompareOp
 }
 
 function checkCompareArgs(values: FlagValues<typeof COMPARE_SPEC>): CompareOptions {
-  type StringFlag = Exclude<keyof typeof COMPARE_SPEC.flags, "json" | "recompute">;
+  type StringFlag = Exclude<
+    keyof typeof COMPARE_SPEC.flags,
+    "json" | "recompute" | "memory-plan"
+  >;
   const str = (flag: StringFlag) => values[flag];
   const int = (flag: StringFlag, fallback: number, min: number, max = 2 ** 32 - 1): number => {
     const raw = str(flag);
@@ -175,5 +186,6 @@ function checkCompareArgs(values: FlagValues<typeof COMPARE_SPEC>): CompareOptio
     workDir: workDir === undefined || workDir === "" ? null : workDir,
     json: values.json === true,
     recompute: values.recompute === true,
+    memoryPlan: values["memory-plan"] === true,
   };
 }

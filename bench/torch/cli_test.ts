@@ -18,6 +18,7 @@ Deno.test("parseCompareArgs: defaults are the tiny model on the bundled corpus, 
     workDir: null,
     json: false,
     recompute: false,
+    memoryPlan: false,
   });
   assert.equal(parseCompareArgs(["--help"]), "help");
 });
@@ -37,6 +38,7 @@ Deno.test("parseCompareArgs reads every flag", () => {
     "--work-dir=/tmp/x",
     "--json",
     "--recompute",
+    "--memory-plan",
   ]);
   assert.ok(o !== "help");
   assert.equal(o.config, "config/models/llama-20m");
@@ -49,6 +51,7 @@ Deno.test("parseCompareArgs reads every flag", () => {
     true,
     true,
   ]);
+  assert.equal(o.memoryPlan, true);
 });
 
 Deno.test("parseCompareArgs names the flag that is wrong", () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseCompareArgs } from "./cli.ts";
-import { runComparison } from "./compare.ts";
+import { MemoryRefusalError, runComparison } from "./compare.ts";
 import { runEngineSteps } from "./engine_step.ts";
 import { corpusBatch, encodeTokenFile, writeSeededModel } from "./inputs.ts";
 import { compareReports } from "./report.ts";
@@ -13,6 +13,7 @@ import {
   TorchUnavailableError,
 } from "./torch_runner.ts";
 import { initParams, llamaParamLayout, readLlamaConfig, writeModelDir } from "../../model/mod.ts";
+import { smallLlamaConfig } from "../../model/testing/fixtures.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
@@ -59,6 +60,92 @@ Deno.test("runComparison without torch still runs the engine, keeps the inputs a
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("runComparison refuses our side before it starts when MemAvailable is below its peak", async () => {
+  const lines: string[] = [];
+  const run = runComparison(
+    options(["--batch=2", "--seq-len=16", "--warmup=1", "--steps=1", "--python=/nonexistent/py"]),
+    { write: (l) => lines.push(l), available: () => 100 * 2 ** 20 },
+  );
+  await assert.rejects(
+    run,
+    (e) =>
+      e instanceof MemoryRefusalError && e.plan.side === "ours" &&
+      /^ours would need about [\d.]+ MiB at its peak, but MemAvailable is 100 MiB/.test(e.message),
+  );
+  assert.match(
+    lines.at(-1)!,
+    /^memory, ours: expected peak [\d.]+ MiB \(.*\); MemAvailable 100 MiB$/,
+  );
+  assert.ok(!lines.some((l) => l.startsWith("engine:")), "our engine did not run");
+});
+
+Deno.test({
+  name: "runComparison refuses PyTorch after our side when MemAvailable has fallen below its peak",
+  ignore: noTorch,
+  async fn() {
+    const lines: string[] = [];
+    const readings = [2 ** 40, 2 ** 20]; // plenty for ours, then 1 MiB
+    await assert.rejects(
+      runComparison(
+        options([
+          "--batch=2",
+          "--seq-len=16",
+          "--warmup=1",
+          "--steps=1",
+          `--python=${torchPython}`,
+        ]),
+        { write: (l) => lines.push(l), available: () => readings.shift()! },
+      ),
+      (e) => e instanceof MemoryRefusalError && e.plan.side === "PyTorch",
+    );
+    assert.ok(lines.some((l) => l.startsWith("engine:")), "our engine ran first");
+    assert.match(lines.at(-1)!, /^memory, PyTorch: expected peak .*; MemAvailable 1\.00 MiB$/);
+  },
+});
+
+Deno.test({
+  name: "llama_step.py reads HF shards and a tied head to the same figures as one file",
+  ignore: noTorch,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const config = smallLlamaConfig({ tie_word_embeddings: true });
+      const layout = llamaParamLayout(config);
+      const weights = initParams(layout, config, 3);
+      await writeModelDir(`${dir}/one`, { config, layout, weights });
+      await writeModelDir(`${dir}/shards`, { config, layout, weights, maxShardBytes: 8192 });
+      const shards = [...Deno.readDirSync(`${dir}/shards`)].filter((e) => /^model-/.test(e.name));
+      assert.ok(shards.length > 2, `${shards.length} shards`);
+      const tokens = Uint32Array.from({ length: 16 }, (_, i) => (i * 7 + 1) % config.vocabSize);
+      await Deno.writeFile(`${dir}/tokens.u32`, encodeTokenFile(tokens));
+      const shape = { batch: 2, seqLen: 8, warmup: 1, steps: 1, lr: 1e-3, device: "cpu" } as const;
+      const run = (model: string) =>
+        runTorchSteps(torchPython as string, {
+          ...shape,
+          modelDir: `${dir}/${model}`,
+          tokensFile: `${dir}/tokens.u32`,
+        });
+      const one = await run("one"), sharded = await run("shards");
+      assert.deepEqual(sharded.losses, one.losses);
+      assert.deepEqual(sharded.gradNorms0, one.gradNorms0);
+      assert.ok(!("lm_head.weight" in one.gradNorms0), "the head is the embedding");
+      assert.ok(one.peakRssBytes !== undefined && one.peakRssBytes > 2 ** 20);
+      using rt = await GpuRuntime.create();
+      const ours = await runEngineSteps(rt, { ...shape, modelDir: `${dir}/shards`, tokens });
+      assert.ok(compareReports(ours, sharded).ok, "the engine agrees on the tied model");
+      // A shard the index names but that is gone is named.
+      const first = shards.map((e) => e.name).sort()[0];
+      await Deno.remove(`${dir}/shards/${first}`);
+      await assert.rejects(
+        run("shards"),
+        (e) => e instanceof TorchRunError && new RegExp(`cannot read ".*${first}"`).test(e.message),
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
 });
 
 Deno.test({

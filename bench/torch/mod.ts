@@ -22,9 +22,35 @@ export {
   decodeTokenFile,
   encodeTokenFile,
   foldTokens,
+  seededRangeReader,
   writeSeededModel,
 } from "./inputs.ts";
-export { type EngineStepOptions, runEngineSteps, tensorNorms } from "./engine_step.ts";
+export {
+  addSquares,
+  type EngineStepOptions,
+  type FloatRangeVisitor,
+  runEngineSteps,
+  tensorNorms,
+  tensorNormsStreamed,
+} from "./engine_step.ts";
+export {
+  ENGINE_SCRIPT,
+  type EngineJob,
+  EngineRunError,
+  parseEngineJob,
+  parsePeakRss,
+  runEngineProcess,
+} from "./engine_process.ts";
+export {
+  ENGINE_PROCESS_BYTES,
+  enginePlan,
+  formatSidePlan,
+  memoryRefusal,
+  type PlanShape,
+  type SidePlan,
+  TORCH_PROCESS_BYTES,
+  torchPlan,
+} from "./memory.ts";
 export {
   findTorchPython,
   pythonCandidates,
@@ -36,4 +62,12 @@ export {
   TorchUnavailableError,
 } from "./torch_runner.ts";
 export { type CompareOptions, parseCompareArgs, USAGE } from "./cli.ts";
-export { type ComparisonRun, describeRun, describeSide, runComparison } from "./compare.ts";
+export {
+  availableMemory,
+  comparisonPlans,
+  type ComparisonRun,
+  describeRun,
+  describeSide,
+  MemoryRefusalError,
+  runComparison,
+} from "./compare.ts";

@@ -49,6 +49,8 @@ export interface StepReport {
   threads?: number;
   /** BLAS libraries PyTorch had loaded (absent for the engine). */
   blas?: string[];
+  /** The process's peak resident set, bytes (absent where the side could not tell). */
+  peakRssBytes?: number;
 }
 
 /** A report that is not valid JSON or lacks a field; the message names the source and field. */
@@ -138,6 +140,7 @@ export function parseStepReport(text: string, source: string): StepReport {
     }
     report.blas = o.blas as string[];
   }
+  if (o.peakRssBytes !== undefined) report.peakRssBytes = count("peakRssBytes");
   return report;
 }
 

@@ -1,0 +1,75 @@
+import assert from "node:assert/strict";
+import {
+  EngineRunError,
+  parseEngineJob,
+  parsePeakRss,
+  runEngineProcess,
+} from "./engine_process.ts";
+import { runEngineSteps } from "./engine_step.ts";
+import { encodeTokenFile, writeSeededModel } from "./inputs.ts";
+import { GpuRuntime } from "../../shaders/mod.ts";
+import { smallLlamaConfig } from "../../model/testing/fixtures.ts";
+
+const JOB = {
+  modelDir: "/m",
+  tokensFile: "/t",
+  batch: 2,
+  seqLen: 8,
+  warmup: 1,
+  steps: 1,
+  lr: 1e-3,
+  recompute: false,
+};
+
+Deno.test("parseEngineJob reads a job and names the field that is wrong", () => {
+  assert.deepEqual(parseEngineJob(JSON.stringify(JOB)), JOB);
+  const bad: [unknown, RegExp][] = [
+    [{ ...JOB, modelDir: "" }, /job field "modelDir" must be a path, found ""/],
+    [{ ...JOB, seqLen: 1 }, /job field "seqLen" must be an integer >= 2, found 1/],
+    [{ ...JOB, warmup: 0 }, /job field "warmup" must be an integer >= 1/],
+    [{ ...JOB, batch: 1.5 }, /job field "batch" must be an integer/],
+    [{ ...JOB, lr: -1 }, /job field "lr" must be a positive number, found -1/],
+    [{ ...JOB, recompute: "yes" }, /job field "recompute" must be true or false/],
+    [[1], /must be a JSON object/],
+  ];
+  for (const [job, message] of bad) {
+    assert.throws(() => parseEngineJob(JSON.stringify(job)), message);
+  }
+  assert.throws(() => parseEngineJob("{"), /the job argument is not JSON/);
+});
+
+Deno.test("parsePeakRss reads VmHWM in bytes", () => {
+  const status = "Name:\tdeno\nVmPeak:\t  900 kB\nVmHWM:\t  1536 kB\nVmRSS:\t  1024 kB\n";
+  assert.equal(parsePeakRss(status), 1536 * 1024);
+  assert.equal(parsePeakRss("Name:\tx\n"), null);
+});
+
+Deno.test("runEngineProcess: the child's figures are the in-process run's, with its peak RSS", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const config = smallLlamaConfig({ tie_word_embeddings: true });
+    await writeSeededModel(`${dir}/model`, config, 2);
+    const tokens = Uint32Array.from({ length: 2 * 8 }, (_, i) => (i * 11 + 3) % config.vocabSize);
+    await Deno.writeFile(`${dir}/tokens.u32`, encodeTokenFile(tokens));
+    const job = { ...JOB, modelDir: `${dir}/model`, tokensFile: `${dir}/tokens.u32` };
+    const child = await runEngineProcess(job);
+    let here;
+    {
+      using rt = await GpuRuntime.create();
+      here = await runEngineSteps(rt, { ...job, tokens });
+    }
+    assert.deepEqual(child.losses, here.losses);
+    assert.deepEqual(child.gradNorms0, here.gradNorms0);
+    assert.equal(child.gradNorm0, here.gradNorm0);
+    assert.ok(child.peakRssBytes !== undefined && child.peakRssBytes > 2 ** 20);
+    // A token file of the wrong size: the child's error comes back with its status.
+    await assert.rejects(
+      runEngineProcess({ ...job, batch: 3 }),
+      (e) =>
+        e instanceof EngineRunError && e.code === 1 &&
+        /token file has 64 bytes, expected 96/.test(e.message),
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -29,7 +29,7 @@ function report(overrides: Partial<StepReport> = {}): StepReport {
 }
 
 Deno.test("parseStepReport reads the last line and keeps the optional fields", () => {
-  const r = report({ threads: 2, blas: ["/usr/lib/libblas.so.3"] });
+  const r = report({ threads: 2, blas: ["/usr/lib/libblas.so.3"], peakRssBytes: 6706606080 });
   const parsed = parseStepReport(`warming up\n${JSON.stringify(r)}\n\n`, "script");
   assert.deepEqual(parsed, r);
 });
@@ -54,6 +54,10 @@ Deno.test("parseStepReport names the source and the bad field", () => {
     /field "gradNorms0.w" must be a finite number/,
   );
   assert.throws(() => parseStepReport(bad({ blas: [1] }), "s"), /field "blas"/);
+  assert.throws(
+    () => parseStepReport(bad({ peakRssBytes: -1 }), "s"),
+    /field "peakRssBytes" must be a positive integer, found -1/,
+  );
   const err = (() => {
     try {
       parseStepReport(bad({ gradNorm0: null }), "llama_step.py");

@@ -55,6 +55,9 @@ Deno.test("runComparison without torch still runs the engine, keeps the inputs a
     assert.ok(Math.abs(run.ours.losses[0] - Math.log(512)) < 0.1, `${run.ours.losses[0]}`);
     assert.match(lines[0], /llama-tiny: 0\.14M params, batch 2 x 16 tokens/);
     assert.match(lines.at(-1)!, /^engine only: loss at step 0 /);
+    // Our side ran in its own process, which reported its peak and exited before any PyTorch.
+    assert.match(lines.find((l) => l.startsWith("engine:"))!, /, peak RSS [\d.]+ MiB$/);
+    assert.match(lines[1], /^memory, ours: expected peak [\d.]+ MiB \(/);
     assert.equal((await Deno.stat(`${dir}/tokens.u32`)).size, 2 * 16 * 4);
     assert.ok((await Deno.stat(`${dir}/model/model.safetensors`)).isFile);
   } finally {

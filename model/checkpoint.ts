@@ -120,12 +120,18 @@ async function shardFilesIn(dir: string): Promise<string[]> {
   return out.sort();
 }
 
+/** A sharded folder's index and the header of each shard it names, keyed by shard file name. */
+interface ShardHeaders {
+  index: { weightMap: Map<string, string>; totalSize: number | null };
+  headers: Map<string, SafetensorsHeader>;
+}
+
 /**
- * Reads a sharded checkpoint into a new flat buffer. Every shard's header is read and checked
- * against the index and the layout first (model/shards.ts `checkShardIndex`); then the shards
- * are read one at a time, so a load holds at most one shard's bytes besides the f32 weights.
+ * Reads `DIR/model.safetensors.index.json` and one header per shard it names. Throws
+ * {@link SafetensorsError} naming the index when it is not valid JSON or not an index, and
+ * naming a shard (and a tensor the index puts in it) when that file is missing.
  */
-async function readShardedWeights(dir: string, layout: ParamLayout): Promise<Float32Array> {
+async function readShardHeaders(dir: string): Promise<ShardHeaders> {
   const indexPath = `${dir}/${INDEX_FILE}`;
   let raw: unknown;
   try {
@@ -146,6 +152,16 @@ async function readShardedWeights(dir: string, layout: ParamLayout): Promise<Flo
     }
     headers.set(shard, await readSafetensorsHeader(path));
   }
+  return { index, headers };
+}
+
+/**
+ * Reads a sharded checkpoint into a new flat buffer. Every shard's header is read and checked
+ * against the index and the layout first (model/shards.ts `checkShardIndex`); then the shards
+ * are read one at a time, so a load holds at most one shard's bytes besides the f32 weights.
+ */
+async function readShardedWeights(dir: string, layout: ParamLayout): Promise<Float32Array> {
+  const { index, headers } = await readShardHeaders(dir);
   checkShardIndex(index, headers, {
     expected: layout.entries,
     ignored: IGNORED_TENSOR,
@@ -407,37 +423,22 @@ export async function f32WeightSources(
   layout: ParamLayout,
 ): Promise<F32TensorSource[] | null> {
   const single = `${dir}/${WEIGHTS_FILE}`;
-  let index: { weightMap: Map<string, string>; totalSize: number | null };
+  let shards: ShardHeaders;
   if (await exists(single)) {
     const header = await readSafetensorsHeader(single);
-    index = {
-      weightMap: new Map([...header.tensors.keys()].map((n) => [n, WEIGHTS_FILE])),
-      totalSize: null,
+    shards = {
+      index: {
+        weightMap: new Map([...header.tensors.keys()].map((n) => [n, WEIGHTS_FILE])),
+        totalSize: null,
+      },
+      headers: new Map([[WEIGHTS_FILE, header]]),
     };
   } else if (await exists(`${dir}/${INDEX_FILE}`)) {
-    const indexPath = `${dir}/${INDEX_FILE}`;
-    let raw: unknown;
-    try {
-      raw = JSON.parse(await Deno.readTextFile(indexPath));
-    } catch (e) {
-      throw new SafetensorsError(null, `Cannot load "${indexPath}": ${(e as Error).message}`);
-    }
-    index = parseShardIndex(raw, indexPath);
+    shards = await readShardHeaders(dir);
   } else {
     return null;
   }
-  const headers = new Map<string, SafetensorsHeader>();
-  for (const [tensor, shard] of index.weightMap) {
-    if (headers.has(shard)) continue;
-    const path = `${dir}/${shard}`;
-    if (!(await exists(path))) {
-      throw new SafetensorsError(
-        tensor,
-        `Cannot load "${path}": the file is missing (${INDEX_FILE} puts "${tensor}" in it)`,
-      );
-    }
-    headers.set(shard, await readSafetensorsHeader(path));
-  }
+  const { index, headers } = shards;
   checkShardIndex(index, headers, { expected: layout.entries, ignored: IGNORED_TENSOR, dir });
   const sources: F32TensorSource[] = [];
   for (const e of layout.entries) {

@@ -8,7 +8,12 @@
  *
  * @module
  */
-import { readSafetensorsHeader, type SafetensorsHeader, SAVE_CHUNK_FLOATS } from "../model/mod.ts";
+import {
+  readSafetensorsHeader,
+  type SafetensorsHeader,
+  SAVE_CHUNK_FLOATS,
+  type TensorHeader,
+} from "../model/mod.ts";
 import type { SegmentedBuffers } from "../optimizer/mod.ts";
 import type { TrainingParts } from "./checkpoint.ts";
 import {
@@ -16,6 +21,8 @@ import {
   OPTIMIZER_FILE,
   type OptimizerArray,
   type OptimizerGeometry,
+  type OptimizerHeaderPlan,
+  ownIndexLimits,
   TrainerStateError,
 } from "./train_state.ts";
 
@@ -25,7 +32,7 @@ export interface OptimizerFile {
   /** Where the data section starts in the file. */
   dataStart: number;
   geometry: OptimizerGeometry;
-  plan: ReturnType<typeof checkOptimizerHeader>;
+  plan: OptimizerHeaderPlan<TensorHeader>;
 }
 
 /**
@@ -76,10 +83,7 @@ export async function restoreTrainingStreamed(
   }
   const { path, plan, geometry } = file;
   // DisTrO's own indices must lie inside their chunk: checked per chunk before it is written.
-  const totalk = new Map<string, number>();
-  geometry.chunks?.forEach((c, n) => {
-    totalk.set(`${geometry.layout.entries[n].name}.own_indices`, c.totalk);
-  });
+  const totalk = ownIndexLimits(geometry);
   const state = optimizer.prepareLoad(plan.state);
   const buffers = (array: OptimizerArray): SegmentedBuffers => {
     if (state.kind === "adamw") {
@@ -98,7 +102,7 @@ export async function restoreTrainingStreamed(
   {
     using handle = await Deno.open(path, { read: true });
     for (const t of plan.tensors) {
-      await handle.seek(file.dataStart + t.begin, Deno.SeekMode.Start);
+      await handle.seek(file.dataStart + t.stored.begin, Deno.SeekMode.Start);
       const flat = buffers(t.array);
       const limit = totalk.get(t.name);
       for (let done = 0; done < t.count; done += chunk.length) {

@@ -271,99 +271,70 @@ function distroChunks(geometry: OptimizerGeometry): readonly ChunkLayout[] {
 
 /**
  * The optimizer state of `optimizer.safetensors`, checked against the expected `kind` and the
- * model's geometry: a TrainerStateError names the missing, unexpected or misshaped tensor, or
- * the optimizer kind that does not match. `step` is the trainer's (AdamW's count must equal it).
+ * model's geometry ({@link checkOptimizerHeader}): a TrainerStateError names the missing,
+ * unexpected or misshaped tensor, the optimizer kind that does not match, or a DisTrO index
+ * outside its chunk. `step` is the trainer's (AdamW's count must equal it).
  */
 export function optimizerFromSafetensors(
   file: SafetensorsFile,
   expect: OptimizerGeometry & { kind: "adamw" | "distro"; step: number; path?: string },
 ): OptimizerState {
-  const where = expect.path ?? OPTIMIZER_FILE;
-  const fail = (what: string): never => {
-    throw new TrainerStateError(`Cannot resume from "${where}": ${what}`);
-  };
-  const meta = file.metadata ?? {};
-  if (meta.format !== STATE_FORMAT) {
-    fail(`__metadata__.format is ${JSON.stringify(meta.format)}, expected "${STATE_FORMAT}"`);
-  }
-  if (meta.optimizer !== expect.kind) {
-    fail(
-      `it holds the state of ${JSON.stringify(meta.optimizer)}, but this run uses ` +
-        `--optimizer ${expect.kind}`,
-    );
-  }
+  const { state, tensors } = checkOptimizerHeader(file, expect);
   const { layout } = expect;
-  const used = new Set<string>();
-  const take = (name: string, dtype: "F32" | "U32", shape: readonly number[]): Uint8Array => {
-    const t = file.tensors.get(name);
-    if (t === undefined) return fail(`tensor "${name}" is missing`);
-    if (t.dtype !== dtype) fail(`tensor "${name}" has dtype ${t.dtype}, expected ${dtype}`);
-    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
-      fail(
-        `tensor "${name}" has shape [${t.shape.join(", ")}], expected [${shape.join(", ")}] ` +
-          `(a checkpoint of another model shape?)`,
-      );
+  if (state.kind === "adamw") {
+    const arrays = {
+      m: new Float32Array(layout.totalSize),
+      v: new Float32Array(layout.totalSize),
+    };
+    for (const t of tensors) {
+      arrays[t.array as "m" | "v"].set(new Float32Array(t.stored.bytes.slice().buffer), t.start);
     }
-    used.add(name);
-    return t.bytes;
+    return { kind: "adamw", step: state.step, m: arrays.m, v: arrays.v };
+  }
+  const entries = distroChunks(expect).reduce((a, c) => a + c.chunks * c.k, 0);
+  const arrays = {
+    delta: new Float32Array(layout.totalSize),
+    own_indices: new Uint32Array(entries),
+    own_values: new Float32Array(entries),
   };
-  const floats = (bytes: Uint8Array) => new Float32Array(bytes.slice().buffer);
-  let state: OptimizerState;
-  if (expect.kind === "adamw") {
-    const step = Number(meta.step);
-    if (meta.step !== String(step) || step !== expect.step) {
-      fail(
-        `AdamW's step count ${JSON.stringify(meta.step)} differs from the trainer's ${expect.step}`,
-      );
-    }
-    const m = new Float32Array(layout.totalSize);
-    const v = new Float32Array(layout.totalSize);
-    for (const e of layout.entries) {
-      m.set(floats(take(`${e.name}.exp_avg`, "F32", e.shape)), e.offset);
-      v.set(floats(take(`${e.name}.exp_avg_sq`, "F32", e.shape)), e.offset);
-    }
-    state = { kind: "adamw", step, m, v };
-  } else {
-    const chunks = distroChunks(expect);
-    if (meta.has_result !== "true" && meta.has_result !== "false") {
-      fail(
-        `__metadata__.has_result must be "true" or "false", found ${
-          JSON.stringify(meta.has_result)
-        }`,
-      );
-    }
-    const hasResult = meta.has_result === "true";
-    const delta = new Float32Array(layout.totalSize);
-    const entries = chunks.reduce((a, c) => a + c.chunks * c.k, 0);
-    const indices = new Uint32Array(entries);
-    const values = new Float32Array(entries);
-    let entry = 0;
-    for (const [n, e] of layout.entries.entries()) {
-      delta.set(floats(take(`${e.name}.delta`, "F32", e.shape)), e.offset);
-      const { chunks: c, k } = chunks[n];
-      if (hasResult) {
-        const idx = new Uint32Array(take(`${e.name}.own_indices`, "U32", [c, k]).slice().buffer);
-        const bad = idx.findIndex((i) => i >= chunks[n].totalk);
-        if (bad >= 0) {
-          fail(
-            `tensor "${e.name}.own_indices" entry ${bad} is ${idx[bad]}, not below ${
-              chunks[n].totalk
-            }`,
-          );
-        }
-        indices.set(idx, entry);
-        values.set(floats(take(`${e.name}.own_values`, "F32", [c, k])), entry);
+  const limits = ownIndexLimits(expect);
+  for (const t of tensors) {
+    const values = t.dtype === "U32"
+      ? new Uint32Array(t.stored.bytes.slice().buffer)
+      : new Float32Array(t.stored.bytes.slice().buffer);
+    const limit = limits.get(t.name);
+    if (limit !== undefined) {
+      const bad = values.findIndex((i) => i >= limit);
+      if (bad >= 0) {
+        throw new TrainerStateError(
+          `Cannot resume from "${expect.path ?? OPTIMIZER_FILE}": tensor "${t.name}" entry ` +
+            `${bad} is ${values[bad]}, not below ${limit}`,
+        );
       }
-      entry += c * k;
     }
-    state = { kind: "distro", delta, own: hasResult ? { indices, values } : null };
+    arrays[t.array as "delta" | "own_indices" | "own_values"].set(values, t.start);
   }
-  for (const name of file.tensors.keys()) {
-    if (!used.has(name)) {
-      fail(`unexpected tensor "${name}" (not part of this model's ${expect.kind} state)`);
-    }
-  }
-  return state;
+  const { delta, own_indices: indices, own_values: values } = arrays;
+  return { kind: "distro", delta, own: state.hasOwn ? { indices, values } : null };
+}
+
+/**
+ * The bound every entry of DisTrO's `PARAM.own_indices` tensors must stay below (its chunk's
+ * size), by tensor name: the indices are checked as they are read, not in the header.
+ */
+export function ownIndexLimits(geometry: OptimizerGeometry): ReadonlyMap<string, number> {
+  const limits = new Map<string, number>();
+  geometry.chunks?.forEach((c, n) => {
+    limits.set(`${geometry.layout.entries[n].name}.own_indices`, c.totalk);
+  });
+  return limits;
+}
+
+/** What {@link checkOptimizerHeader} found: the state's kind and each tensor, planned and stored. */
+export interface OptimizerHeaderPlan<T> {
+  state: { kind: "adamw"; step: number } | { kind: "distro"; hasOwn: boolean };
+  /** In file order, each with its entry in the file (`T`: a header's, or a decoded tensor). */
+  tensors: (OptimizerTensor & { stored: T })[];
 }
 
 /**
@@ -373,16 +344,10 @@ export function optimizerFromSafetensors(
  * {@link optimizerFromSafetensors}'s; the index range of DisTRO's `own_indices` is checked as
  * they are read (train/streamed_load.ts).
  */
-export function checkOptimizerHeader(
-  header: {
-    tensors: ReadonlyMap<string, { dtype: string; shape: readonly number[]; begin: number }>;
-    metadata: Record<string, string> | null;
-  },
+export function checkOptimizerHeader<T extends { dtype: string; shape: readonly number[] }>(
+  header: { tensors: ReadonlyMap<string, T>; metadata: Record<string, string> | null },
   expect: OptimizerGeometry & { kind: "adamw" | "distro"; step: number; path?: string },
-): {
-  state: { kind: "adamw"; step: number } | { kind: "distro"; hasOwn: boolean };
-  tensors: (OptimizerTensor & { begin: number })[];
-} {
+): OptimizerHeaderPlan<T> {
   const where = expect.path ?? OPTIMIZER_FILE;
   const fail = (what: string): never => {
     throw new TrainerStateError(`Cannot resume from "${where}": ${what}`);
@@ -428,7 +393,7 @@ export function checkOptimizerHeader(
         }] (a checkpoint of another model shape?)`,
       );
     }
-    return { ...p, begin: t.begin };
+    return { ...p, stored: t };
   });
   const used = new Set(plan.tensors.map((t) => t.name));
   for (const name of header.tensors.keys()) {

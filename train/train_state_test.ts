@@ -86,6 +86,19 @@ Deno.test("optimizer.safetensors: DisTrO per-parameter tensors round trip bit fo
     () => optimizerFromSafetensors(file, { layout, kind: "adamw", step: 5 }),
     /holds the state of "distro", but this run uses --optimizer adamw/,
   );
+  const own = file.tensors.get("model.norm.weight.own_indices")!;
+  const outside = new Uint32Array(own.bytes.slice().buffer);
+  const { totalk } = chunks[layout.entries.findIndex((e) => e.name === "model.norm.weight")];
+  outside[2] = totalk;
+  file.tensors.set("model.norm.weight.own_indices", {
+    ...own,
+    bytes: new Uint8Array(outside.buffer),
+  });
+  assert.throws(
+    () => optimizerFromSafetensors(file, { layout, chunks, kind: "distro", step: 5 }),
+    new RegExp(`tensor "model.norm.weight.own_indices" entry 2 is ${totalk}, not below ${totalk}`),
+  );
+  file.tensors.set("model.norm.weight.own_indices", own);
   file.tensors.set("extra", file.tensors.get("model.norm.weight.delta")!);
   assert.throws(
     () => optimizerFromSafetensors(file, { layout, chunks, kind: "distro", step: 5 }),

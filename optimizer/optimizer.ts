@@ -65,7 +65,7 @@ export interface Optimizer extends Disposable {
   readState(options?: { signal?: AbortSignal }): Promise<OptimizerState>;
   /**
    * Where the state {@link readState} reads lives on the GPU, so a checkpoint save can read it a
-   * chunk at a time instead of whole (train/checkpoint.ts `saveTraining`). Valid until the next
+   * chunk at a time instead of whole (train/streamed_save.ts `saveTraining`). Valid until the next
    * step is encoded.
    */
   stateBuffers(): OptimizerStateBuffers;

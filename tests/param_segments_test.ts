@@ -9,13 +9,15 @@ import {
   encodeGradients,
   openTrainingCheckpoint,
   optimizerGeometry,
-  readTrainingCheckpoint,
-  restoreTraining,
   restoreTrainingStreamed,
   trainStep,
-  writeTrainingCheckpoint,
 } from "../train/mod.ts";
-import { captureTraining } from "../train/mod.ts";
+import {
+  captureTraining,
+  readTrainingCheckpoint,
+  restoreTraining,
+  writeTrainingCheckpoint,
+} from "../train/testing/whole_checkpoint.ts";
 import {
   initParams,
   LlamaModel,

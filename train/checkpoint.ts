@@ -5,8 +5,10 @@
  * written atomically (model/checkpoint.ts `writeDirAtomically`): a crash mid-save never leaves
  * a half-written folder where a checkpoint is expected.
  *
- * {@link captureTraining} reads the state off the GPU without disturbing the run, so a periodic
- * save followed by more steps gives the same bits as no save at all.
+ * The save streams the GPU state into the files (train/streamed_save.ts); a resume opens the
+ * folder here ({@link openTrainingCheckpoint}) and streams it back (model/streamed_load.ts,
+ * train/streamed_load.ts). The whole-array save and load they are tested against lives in
+ * train/testing/whole_checkpoint.ts.
  *
  * @module
  */
@@ -14,7 +16,6 @@ import {
   CONFIG_FILE,
   type F32TensorSource,
   f32WeightSources,
-  type FloatDtype,
   type LlamaConfig,
   type LlamaModel,
   llamaParamLayout,
@@ -22,11 +23,7 @@ import {
   PREVIOUS_SUFFIX,
   readLlamaConfig,
   readModelDir,
-  readSafetensors,
   WEIGHTS_FILE,
-  writeDirAtomically,
-  writeModelDir,
-  writeSafetensors,
 } from "../model/mod.ts";
 import {
   type ChunkingOptions,
@@ -37,11 +34,7 @@ import {
 import type { GpuRuntime } from "../shaders/mod.ts";
 import {
   decodeTrainerState,
-  encodeTrainerState,
-  OPTIMIZER_FILE,
-  optimizerFromSafetensors,
   type OptimizerGeometry,
-  optimizerToSafetensors,
   TRAINER_STATE_FILE,
   type TrainerState,
   TrainerStateError,
@@ -77,89 +70,6 @@ export function optimizerGeometry(
   return { layout, chunks: chunkLayouts(layout.entries, chunking) };
 }
 
-/**
- * The parameters and optimizer state after the last step, read off the GPU. DisTrO's lookahead
- * is undone for the read and set up again with `lastLr` (the last step's learning rate), so the
- * run goes on exactly as before.
- */
-export async function captureTraining(
-  parts: TrainingParts,
-  options: { lastLr: number },
-): Promise<{ weights: Float32Array; optimizer: OptimizerState }> {
-  const { rt, model, optimizer } = parts;
-  const settle = rt.beginStep("settle for checkpoint");
-  optimizer.encodeSettle?.(settle, model.params);
-  await settle.submit();
-  const weights = await model.readParams();
-  const state = await optimizer.readState({ signal: parts.signal });
-  const resume = rt.beginStep("resume after checkpoint");
-  optimizer.encodeResume?.(resume, { params: model.params, lastLr: options.lastLr });
-  await resume.submit();
-  return { weights: weights.slice(0, model.layout.totalSize), optimizer: state };
-}
-
-/**
- * Loads `state` into the optimizer of a model built with the checkpoint's weights, and sets up
- * what the last step (trained with `lastLr`) left pending (DisTrO's lookahead).
- */
-export async function restoreTraining(
-  parts: TrainingParts,
-  options: { optimizer: OptimizerState; lastLr: number },
-): Promise<void> {
-  const { rt, model, optimizer } = parts;
-  optimizer.loadState(options.optimizer);
-  const step = rt.beginStep("resume from checkpoint");
-  optimizer.encodeResume?.(step, { params: model.params, lastLr: options.lastLr });
-  await step.submit();
-}
-
-/**
- * Writes the checkpoint into `dir` atomically (replacing any folder there). `dtype` stores the
- * weights (default F32; only F32 resumes bit for bit).
- */
-export async function writeTrainingCheckpoint(
-  dir: string,
-  checkpoint: TrainingCheckpoint,
-  options: { geometry: OptimizerGeometry; dtype?: FloatDtype; maxShardBytes?: number },
-): Promise<void> {
-  const dtype = options.dtype ?? "F32";
-  if (checkpoint.trainer.weightsDtype !== dtype) {
-    throw new RangeError(
-      `trainer state says weights are ${checkpoint.trainer.weightsDtype}, writing ${dtype}`,
-    );
-  }
-  const optimizerFile = optimizerToSafetensors(checkpoint.optimizer, options.geometry);
-  await writeDirAtomically(dir, async (tmp) => {
-    await writeModelDir(tmp, {
-      config: checkpoint.config,
-      layout: checkpoint.layout,
-      weights: checkpoint.weights,
-      dtype,
-      maxShardBytes: options.maxShardBytes,
-    });
-    await writeSafetensors(`${tmp}/${OPTIMIZER_FILE}`, optimizerFile);
-    // Written last: its presence marks a complete resumable checkpoint.
-    await Deno.writeTextFile(
-      `${tmp}/${TRAINER_STATE_FILE}`,
-      encodeTrainerState(checkpoint.trainer),
-    );
-  });
-}
-
-/**
- * Reads a checkpoint folder for `--resume`: the model, the trainer state and the optimizer
- * state, checked against the optimizer the run uses. Errors name the folder and what is wrong
- * (no weights, no trainer state, another optimizer, a missing or misshaped tensor).
- */
-export async function readTrainingCheckpoint(
-  dir: string,
-  expect: { optimizer: "adamw" | "distro"; chunking?: ChunkingOptions },
-): Promise<TrainingCheckpoint> {
-  const { config, layout, weights } = await readModelDir(dir);
-  if (weights === null) throw noWeights(dir);
-  return { config, layout, weights, ...await readTrainingState(dir, layout, expect) };
-}
-
 /** A checkpoint for `--resume` whose f32 weights are left in their files, to upload in chunks. */
 export type OpenedCheckpoint = Omit<TrainingCheckpoint, "weights" | "optimizer"> & {
   /** The weights whole (BF16/F16 files), or where each f32 tensor lies in its file. */
@@ -169,7 +79,7 @@ export type OpenedCheckpoint = Omit<TrainingCheckpoint, "weights" | "optimizer">
 };
 
 /**
- * {@link readTrainingCheckpoint} without reading the f32 weights or the optimizer state: their
+ * A checkpoint folder for `--resume`, without reading the f32 weights or the optimizer state: their
  * headers are checked against the model (and the shard index) and the optimizer, and only where
  * their bytes lie is kept, for model/streamed_load.ts `uploadF32Weights` and
  * train/streamed_load.ts `restoreTrainingStreamed`. BF16/F16 weights are still read whole (they
@@ -198,7 +108,8 @@ export async function openTrainingCheckpoint(
   return { config, layout, weights, trainer, optimizer };
 }
 
-function noWeights(dir: string): TrainerStateError {
+/** The error for a checkpoint folder with a config but no weights. */
+export function noWeights(dir: string): TrainerStateError {
   return new TrainerStateError(
     `Cannot resume from "${dir}": it has ${CONFIG_FILE} but no ${WEIGHTS_FILE}`,
   );
@@ -224,31 +135,8 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-async function readTrainingState(
-  dir: string,
-  layout: ParamLayout,
-  expect: { optimizer: "adamw" | "distro"; chunking?: ChunkingOptions },
-): Promise<{ trainer: TrainerState; optimizer: OptimizerState }> {
-  const trainer = await readTrainerFile(dir, expect);
-  const path = `${dir}/${OPTIMIZER_FILE}`;
-  let file;
-  try {
-    file = await readSafetensors(path);
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-    throw new TrainerStateError(`Cannot resume from "${dir}": ${OPTIMIZER_FILE} is missing`);
-  }
-  const optimizer = optimizerFromSafetensors(file, {
-    ...optimizerGeometry(layout, expect.optimizer, expect.chunking),
-    kind: expect.optimizer,
-    step: trainer.step,
-    path,
-  });
-  return { trainer, optimizer };
-}
-
 /** `trainer_state.json`, checked against the run's optimizer. */
-async function readTrainerFile(
+export async function readTrainerFile(
   dir: string,
   expect: { optimizer: "adamw" | "distro" },
 ): Promise<TrainerState> {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { scheduleFor, shuffleSeed } from "./main.ts";
-import { readTrainingCheckpoint } from "./checkpoint.ts";
+import { readTrainingCheckpoint } from "./testing/whole_checkpoint.ts";
 import { initParams, readModelDir, readSafetensors, writeModelDir } from "../model/mod.ts";
 import { learningRate } from "../common/mod.ts";
 import { logSchemaProblem } from "../client/testing/log_schema.ts";

@@ -15,15 +15,11 @@ export {
   trainStep,
 } from "./trainer.ts";
 export {
-  captureTraining,
   type OpenedCheckpoint,
   openTrainingCheckpoint,
   optimizerGeometry,
-  readTrainingCheckpoint,
-  restoreTraining,
   type TrainingCheckpoint,
   type TrainingParts,
-  writeTrainingCheckpoint,
 } from "./checkpoint.ts";
 export { type SaveOptions, saveTraining } from "./streamed_save.ts";
 export { openOptimizerFile, type OptimizerFile, restoreTrainingStreamed } from "./streamed_load.ts";

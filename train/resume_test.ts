@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { parseTrainArgs, type TrainOptions } from "./cli.ts";
-import { readTrainingCheckpoint } from "./checkpoint.ts";
+import { readTrainingCheckpoint } from "./testing/whole_checkpoint.ts";
 import { train } from "./main.ts";
 import { OPTIMIZER_FILE, TRAINER_STATE_FILE } from "./train_state.ts";
 import { WEIGHTS_FILE } from "../model/mod.ts";

@@ -3,8 +3,9 @@
  * against the run's optimizer and model (every name, dtype and shape) before any of its data is
  * read, then each tensor is read {@link SAVE_CHUNK_FLOATS} at a time and written straight into
  * the optimizer's state buffers (`Optimizer.prepareLoad`), each write flushed before the next
- * read: the host holds one chunk, where `readTrainingCheckpoint` then `restoreTraining` holds
- * the whole state (2·4·P bytes for AdamW: 9.2 GiB for a 1B model).
+ * read: the host holds one chunk, where the whole-array reference (train/testing/
+ * whole_checkpoint.ts `readTrainingCheckpoint` then `restoreTraining`) holds the whole state
+ * (2·4·P bytes for AdamW: 9.2 GiB for a 1B model).
  *
  * @module
  */
@@ -64,8 +65,8 @@ export async function openOptimizerFile(
 /**
  * Loads `optimizer.safetensors` (checked by {@link openOptimizerFile}) into the optimizer of a
  * model holding the checkpoint's weights, a chunk at a time, and sets up what the last step
- * (trained with `lastLr`) left pending (DisTrO's lookahead), as train/checkpoint.ts
- * `restoreTraining` does from host arrays.
+ * (trained with `lastLr`) left pending (DisTrO's lookahead), as the reference's
+ * `restoreTraining` (train/testing/whole_checkpoint.ts) does from host arrays.
  */
 export async function restoreTrainingStreamed(
   parts: TrainingParts,

@@ -2,9 +2,10 @@
  * A checkpoint save that reads the GPU a chunk at a time: every tensor of `model.safetensors`
  * (or its shards) and `optimizer.safetensors` is read off its buffer in ranges of
  * {@link SAVE_CHUNK_FLOATS} and appended to the file being written, so the host holds about one
- * chunk, where reading the parameters and optimizer state whole (train/checkpoint.ts
- * `captureTraining`) holds them all (3·4·P bytes for AdamW: 14 GiB for a 1B model). The files
- * are byte-identical to `writeTrainingCheckpoint`'s for the same state (streamed_save_test.ts).
+ * chunk, where reading the parameters and optimizer state whole (the reference in
+ * train/testing/whole_checkpoint.ts, `captureTraining`) holds them all (3·4·P bytes for AdamW:
+ * 14 GiB for a 1B model). The files are byte-identical to that reference's
+ * `writeTrainingCheckpoint` for the same state (streamed_save_test.ts).
  *
  * @module
  */

@@ -6,14 +6,13 @@
  */
 import assert from "node:assert/strict";
 import {
-  captureTraining,
   optimizerGeometry,
   optimizerToSafetensors,
   saveTraining,
   type TrainerState,
   trainStep,
-  writeTrainingCheckpoint,
 } from "./mod.ts";
+import { captureTraining, writeTrainingCheckpoint } from "./testing/whole_checkpoint.ts";
 import {
   DEFAULT_MAX_SHARD_BYTES,
   encodeSafetensors,

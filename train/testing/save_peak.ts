@@ -1,7 +1,7 @@
 /**
  * Peak host memory (VmHWM) of one AdamW checkpoint save, for docs/benchmarks.md: `stream`
- * (train/streamed_save.ts `saveTraining`) or `whole` (`captureTraining`, then
- * `writeTrainingCheckpoint`). Run each mode in its own process, since the high-water mark never
+ * (train/streamed_save.ts `saveTraining`) or `whole` (whole_checkpoint.ts `captureTraining`,
+ * then `writeTrainingCheckpoint`). Run each mode in its own process, since the high-water mark never
  * falls:
  *
  * ```sh
@@ -24,9 +24,10 @@ import {
 } from "../../model/mod.ts";
 import { AdamW } from "../../optimizer/mod.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
-import { captureTraining, optimizerGeometry, writeTrainingCheckpoint } from "../checkpoint.ts";
+import { optimizerGeometry } from "../checkpoint.ts";
 import { saveTraining } from "../streamed_save.ts";
 import type { TrainerState } from "../train_state.ts";
+import { captureTraining, writeTrainingCheckpoint } from "./whole_checkpoint.ts";
 
 function vm(key: "VmHWM" | "VmRSS"): number {
   const line = Deno.readTextFileSync("/proc/self/status").split("\n").find((l) =>

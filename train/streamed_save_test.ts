@@ -5,81 +5,31 @@
  * enough that every large tensor is read in several pieces.
  */
 import assert from "node:assert/strict";
-import {
-  optimizerGeometry,
-  optimizerToSafetensors,
-  saveTraining,
-  type TrainerState,
-  trainStep,
-} from "./mod.ts";
+import { optimizerGeometry, optimizerToSafetensors, saveTraining } from "./mod.ts";
 import { captureTraining, writeTrainingCheckpoint } from "./testing/whole_checkpoint.ts";
 import {
   DEFAULT_MAX_SHARD_BYTES,
   encodeSafetensors,
-  type FloatDtype,
-  initParams,
-  LlamaModel,
-  llamaParamLayout,
   planShards,
-  readLlamaConfig,
   shardFileName,
   weightsToSafetensors,
 } from "../model/mod.ts";
-import { AdamW, DistroOptimizer, type Optimizer } from "../optimizer/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
-import { seededTokens } from "../model/testing/fixtures.ts";
+import {
+  CHUNKING,
+  LR,
+  SEGMENT_CAP,
+  TINY_CONFIG,
+  TINY_LAYOUT,
+  tinyParts,
+  trainerAfterStep2,
+  trainSteps,
+} from "../tests/support/tiny_training.ts";
 
-const TINY = new URL("../config/models/llama-tiny/config.json", import.meta.url).pathname;
-const CONFIG = await readLlamaConfig(TINY);
-const LAYOUT = llamaParamLayout(CONFIG);
-/** The largest tensor's bytes: the embedding and the LM head get a buffer each. */
-const CAP = Math.max(...LAYOUT.entries.map((e) => e.size)) * 4;
-const T = 8;
-const LR = 1e-2;
-const CHUNKING = { chunk: 32, topk: 8 };
 /** Not a divisor of any tensor's size: the last chunk of a tensor is a short one. */
 const CHUNK_FLOATS = 1000;
 /** Splits the tiny model's weights into several shards. */
 const SHARD_BYTES = 200_000;
-
-type Kind = "adamw" | "distro";
-
-function makeParts(rt: GpuRuntime, kind: Kind) {
-  const model = new LlamaModel(rt, {
-    config: CONFIG,
-    layout: LAYOUT,
-    weights: initParams(LAYOUT, CONFIG, 7),
-    microBatch: 1,
-    seqLen: T,
-    slots: 2,
-  });
-  const segments = model.params.segments;
-  const optimizer: Optimizer = kind === "adamw"
-    ? new AdamW(rt, {
-      size: LAYOUT.totalSize,
-      segments,
-      config: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 0 },
-    })
-    : new DistroOptimizer(rt, {
-      params: LAYOUT.entries,
-      size: LAYOUT.totalSize,
-      segments,
-      config: { ...CHUNKING, decay: 0.999, weightDecay: 0.1, clipGradNorm: 0, quantize1bit: false },
-    });
-  return { rt, model, optimizer };
-}
-
-function trainer(kind: Kind, dtype: FloatDtype): TrainerState {
-  return {
-    step: 2,
-    optimizer: kind,
-    totalBatch: 2,
-    sequenceLength: T,
-    data: { sequences: 8, shuffleSeed: null, nextSequence: 4 },
-    lrSchedule: { kind: "Constant", baseLr: LR, warmupSteps: 0, warmupInitLr: 0 },
-    weightsDtype: dtype,
-  };
-}
 
 /** Asserts equal bytes, naming the first difference (a deepEqual diff of big arrays is slow). */
 function assertSameBytes(actual: Uint8Array | undefined, expected: Uint8Array, what: string) {
@@ -108,20 +58,13 @@ for (const { kind, split, dtype, shards } of cases) {
   const what = `${kind}, ${split ? "split into segments" : "one buffer"}, ${dtype}` +
     (shards ? ", sharded" : "");
   Deno.test(`streamed save (${what}) writes the whole-array path's files byte for byte`, async () => {
-    using rt = await GpuRuntime.create(split ? { maxBufferBytes: CAP } : {});
-    const parts = makeParts(rt, kind);
+    using rt = await GpuRuntime.create(split ? { maxBufferBytes: SEGMENT_CAP } : {});
+    const parts = tinyParts(rt, kind);
     using _model = parts.model;
     using _optimizer = parts.optimizer;
     if (split) assert.ok(parts.model.params.buffers.length >= 3, "the model is split");
-    for (const step of [1, 2]) {
-      await trainStep(parts, {
-        stepNumber: step,
-        lr: LR,
-        microBatches: [0, 1].map((i) => seededTokens(100 * step + i, T, CONFIG.vocabSize)),
-        clipGradients: false,
-      });
-    }
-    const geometry = optimizerGeometry(LAYOUT, kind, CHUNKING);
+    await trainSteps(parts, 1, 2);
+    const geometry = optimizerGeometry(TINY_LAYOUT, kind, CHUNKING);
     const maxShardBytes = shards ? SHARD_BYTES : undefined;
     const dir = await Deno.makeTempDir();
     try {
@@ -130,18 +73,18 @@ for (const { kind, split, dtype, shards } of cases) {
         assert.notEqual(captured.optimizer.kind === "distro" && captured.optimizer.own, null);
       }
       await writeTrainingCheckpoint(`${dir}/whole`, {
-        config: CONFIG,
-        layout: LAYOUT,
+        config: TINY_CONFIG,
+        layout: TINY_LAYOUT,
         weights: captured.weights,
-        trainer: trainer(kind, dtype),
+        trainer: trainerAfterStep2(kind, dtype),
         optimizer: captured.optimizer,
       }, { geometry, dtype, maxShardBytes });
       // The parameters as the run holds them (DisTrO: with the next step's lookahead applied).
       const running = await parts.model.readParams();
       await saveTraining(`${dir}/streamed`, parts, {
-        config: CONFIG,
-        layout: LAYOUT,
-        trainer: trainer(kind, dtype),
+        config: TINY_CONFIG,
+        layout: TINY_LAYOUT,
+        trainer: trainerAfterStep2(kind, dtype),
         geometry,
         lastLr: LR,
         dtype,
@@ -161,7 +104,7 @@ for (const { kind, split, dtype, shards } of cases) {
         encodeSafetensors(optimizerToSafetensors(captured.optimizer, geometry)),
         "optimizer.safetensors against the whole-array encoder",
       );
-      const all = weightsToSafetensors(LAYOUT, captured.weights, dtype);
+      const all = weightsToSafetensors(TINY_LAYOUT, captured.weights, dtype);
       const plan = planShards(
         [...all.tensors].map(([name, t]) => ({ name, bytes: t.bytes.length })),
         maxShardBytes ?? DEFAULT_MAX_SHARD_BYTES,

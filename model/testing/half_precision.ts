@@ -5,6 +5,7 @@
  *
  * @module
  */
+import assert from "node:assert/strict";
 import type { LlamaConfig } from "../hf_config.ts";
 import { LlamaModel } from "../llama.ts";
 import { llamaParamLayout, type ParamLayout } from "../params.ts";
@@ -28,22 +29,17 @@ export function model(rt: GpuRuntime, w: Float32Array, precision: ModelPrecision
   return new LlamaModel(rt, { ...opts, precision });
 }
 
-/** One tensor's gradient against the reference's: `‖got − want‖ / ‖want‖` and `‖want‖`. */
-export interface GradientError {
-  name: string;
-  relative: number;
-  referenceNorm: number;
-}
-
 /**
  * One forward and backward in `precision` of a seeded batch on weights spread far from zero
- * (so every gradient is well conditioned): the mean loss and each tensor's gradient error,
- * beside the f64 reference's loss.
+ * (so every gradient is well conditioned), held against the f64 reference: asserts the mean
+ * loss within `tolerance.loss` of the reference's, relative, and every tensor's gradient error
+ * `‖got − want‖ / ‖want‖` below `tolerance.gradient`.
  */
-export async function againstReference(
+export async function assertNearReference(
   rt: GpuRuntime,
   precision: ModelPrecision,
-): Promise<{ loss: number; referenceLoss: number; gradients: GradientError[] }> {
+  tolerance: { loss: number; gradient: number },
+): Promise<void> {
   const w = spreadWeights(LAYOUT, 11, 0.3);
   using m = model(rt, w, precision);
   const batch = seededTokens(5, B * T, CONFIG.vocabSize);
@@ -55,7 +51,11 @@ export async function againstReference(
   const loss = (await m.readStats(1)).lossSum / PREDICTIONS;
   const grads = await m.readGrads();
   const ref = referenceLossAndGrad(CONFIG, LAYOUT, w, { tokens: batch, count: B, seqLen: T });
-  const gradients = LAYOUT.entries.map((e) => {
+  assert.ok(
+    Math.abs(loss - ref.loss) < tolerance.loss * ref.loss,
+    `loss ${loss} vs ${ref.loss}`,
+  );
+  for (const e of LAYOUT.entries) {
     const want = ref.grads.subarray(e.offset, e.offset + e.size);
     const got = grads.subarray(e.offset, e.offset + e.size);
     let err = 0, norm = 0;
@@ -63,9 +63,13 @@ export async function againstReference(
       err += (got[i] - want[i]) ** 2;
       norm += want[i] ** 2;
     }
-    return { name: e.name, relative: Math.sqrt(err / norm), referenceNorm: Math.sqrt(norm) };
-  });
-  return { loss, referenceLoss: ref.loss, gradients };
+    assert.ok(norm > 0, `${e.name}: reference gradient is zero`);
+    const rel = Math.sqrt(err / norm);
+    assert.ok(
+      rel < tolerance.gradient,
+      `${e.name}: relative gradient error ${rel.toExponential(2)}`,
+    );
+  }
 }
 
 /** `steps` AdamW steps on one batch from seeded weights: the losses and the final masters. */

@@ -19,14 +19,12 @@
 import { parseArgs } from "node:util";
 import {
   formatMemoryPlan,
-  LlamaModel,
   llamaParamLayout,
   type ModelPrecision,
   readLlamaConfig,
   runtimeMemoryLimits,
 } from "../model/mod.ts";
-import { trainStep } from "../train/mod.ts";
-import { AdamW, ADAMW_DEFAULTS } from "../optimizer/mod.ts";
+import { adamwSteps } from "../train/testing/timed_steps.ts";
 import {
   GpuRuntime,
   parseTiling,
@@ -61,7 +59,6 @@ if (!["f32", "f16", "bf16"].includes(values.precision)) {
 const precision = values.precision as ModelPrecision;
 const config = await readLlamaConfig(`${values.config}/config.json`);
 const layout = llamaParamLayout(config);
-const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 7919 + 11) % config.vocabSize);
 let t0 = performance.now();
 const weights = quickWeights();
 console.log(
@@ -147,28 +144,21 @@ async function run(profileDispatches: boolean, warmup: number) {
     if (plan.refusal !== null) throw new Error(plan.refusal);
   }
   t0 = performance.now();
-  using model = new LlamaModel(rt, {
+  using stepper = adamwSteps(rt, {
     config,
     layout,
     weights,
     microBatch: B,
     seqLen: T,
-    slots: 1,
     precision,
     recompute: values.recompute,
   });
-  using optimizer = new AdamW(rt, { size: layout.totalSize, config: ADAMW_DEFAULTS });
   const buildMs = performance.now() - t0;
   const wall: number[] = [];
   for (let s = 0; s < warmup + steps; s++) {
     if (s === warmup) rt.dispatchTimings?.splice(0);
     const start = performance.now();
-    const result = await trainStep({ rt, model, optimizer }, {
-      stepNumber: s + 1,
-      lr: 1e-4,
-      microBatches: [tokens],
-      clipGradients: true,
-    });
+    const result = await stepper.step();
     if (!Number.isFinite(result.loss)) throw new Error(`step ${s}: loss is ${result.loss}`);
     if (s >= warmup) wall.push(performance.now() - start);
   }

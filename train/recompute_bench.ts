@@ -12,17 +12,15 @@
  *
  * @module
  */
-import { trainStep } from "./trainer.ts";
 import {
   formatBytes,
   initParams,
-  LlamaModel,
   llamaParamLayout,
   planMemory,
   readLlamaConfig,
 } from "../model/mod.ts";
-import { AdamW, ADAMW_DEFAULTS } from "../optimizer/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
+import { adamwSteps, disposeOnUnload, mean, timeInTurn } from "./testing/timed_steps.ts";
 
 const B = 2, T = 128;
 const config = await readLlamaConfig(
@@ -31,21 +29,9 @@ const config = await readLlamaConfig(
 const layout = llamaParamLayout(config);
 const rt = await GpuRuntime.create();
 const weights = initParams(layout, config, 1);
-const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 7919 + 11) % config.vocabSize);
 
 /** One model + optimizer per setting, and a function running one training step on it. */
 const runs = [false, true].map((recompute) => {
-  const model = new LlamaModel(rt, {
-    config,
-    layout,
-    weights,
-    microBatch: B,
-    seqLen: T,
-    slots: 1,
-    precision: "f32",
-    recompute,
-  });
-  const optimizer = new AdamW(rt, { size: layout.totalSize, config: ADAMW_DEFAULTS });
   const plan = planMemory({
     config,
     microBatch: B,
@@ -55,39 +41,17 @@ const runs = [false, true].map((recompute) => {
     precision: "f32",
     recompute,
   });
-  let stepNumber = 0;
-  const step = () =>
-    trainStep({ rt, model, optimizer }, {
-      stepNumber: ++stepNumber,
-      lr: 1e-4,
-      microBatches: [tokens],
-      clipGradients: true,
-    });
-  const name = recompute ? "recompute" : "keep";
-  return { name, model, optimizer, plan, step, times: [] as number[] };
+  const steps = adamwSteps(rt, { config, layout, weights, microBatch: B, seqLen: T, recompute });
+  return { name: recompute ? "recompute" : "keep", plan, ...steps };
 });
-
-// Free the device before the process exits (the bench runner gives no other hook).
-globalThis.addEventListener("unload", () => {
-  for (const r of runs) {
-    r.optimizer[Symbol.dispose]();
-    r.model[Symbol.dispose]();
-  }
-  rt[Symbol.dispose]();
-});
+disposeOnUnload(rt, runs);
 
 for (const r of runs) await r.step();
-for (let i = 0; i < 6; i++) {
-  for (const r of runs) {
-    const t0 = performance.now();
-    await r.step();
-    r.times.push(performance.now() - t0);
-  }
-}
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const planned = (r: typeof runs[number]) =>
+const stepTimes = await timeInTurn(runs, 6);
+const timed = runs.map((r, k) => ({ ...r, times: stepTimes[k] }));
+const planned = (r: typeof timed[number]) =>
   r.plan.device.find((i) => i.label.startsWith("activations saved"))!.bytes;
-for (const r of runs) {
+for (const r of timed) {
   console.log(
     `llama-20m ${B}x${T} f32 ${r.name} on ${rt.adapterName}: activations ` +
       `${formatBytes(planned(r))} planned, ${formatBytes(r.model.activationBytes)} allocated; ` +
@@ -95,7 +59,7 @@ for (const r of runs) {
       `mean, ${Math.min(...r.times).toFixed(0)} ms best`,
   );
 }
-const [keep, recompute] = runs;
+const [keep, recompute] = timed;
 console.log(
   `recompute / keep: activations ${(planned(recompute) / planned(keep)).toFixed(3)}x planned, ` +
     `${(recompute.model.activationBytes / keep.model.activationBytes).toFixed(3)}x allocated; ` +

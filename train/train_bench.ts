@@ -10,16 +10,14 @@
  *
  * @module
  */
-import { trainStep } from "./trainer.ts";
 import {
   initParams,
-  LlamaModel,
   llamaParamLayout,
   type ModelPrecision,
   readLlamaConfig,
 } from "../model/mod.ts";
-import { AdamW, ADAMW_DEFAULTS } from "../optimizer/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
+import { adamwSteps, disposeOnUnload, mean, timeInTurn } from "./testing/timed_steps.ts";
 
 const B = 4, T = 256;
 const config = await readLlamaConfig(
@@ -28,59 +26,21 @@ const config = await readLlamaConfig(
 const layout = llamaParamLayout(config);
 const rt = await GpuRuntime.create();
 const weights = initParams(layout, config, 1);
-const tokens = Uint32Array.from({ length: B * T }, (_, i) => (i * 7919 + 11) % config.vocabSize);
 const precisions: ModelPrecision[] = rt.hasF16 ? ["f32", "bf16", "f16"] : ["f32", "bf16"];
 
 /** One model + optimizer per precision, and a function running one training step on it. */
-const runs = precisions.map((precision) => {
-  const model = new LlamaModel(rt, {
-    config,
-    layout,
-    weights,
-    microBatch: B,
-    seqLen: T,
-    slots: 1,
-    precision,
-  });
-  const optimizer = new AdamW(rt, {
-    size: layout.totalSize,
-    segments: model.params.segments,
-    config: ADAMW_DEFAULTS,
-  });
-  let stepNumber = 0;
-  const step = () =>
-    trainStep({ rt, model, optimizer }, {
-      stepNumber: ++stepNumber,
-      lr: 1e-4,
-      microBatches: [tokens],
-      clipGradients: true,
-    });
-  return { precision, model, optimizer, step };
-});
-
-// Free the device before the process exits (the bench runner gives no other hook).
-globalThis.addEventListener("unload", () => {
-  for (const r of runs) {
-    r.optimizer[Symbol.dispose]();
-    r.model[Symbol.dispose]();
-  }
-  rt[Symbol.dispose]();
-});
+const runs = precisions.map((precision) => ({
+  precision,
+  ...adamwSteps(rt, { config, layout, weights, microBatch: B, seqLen: T, precision }),
+}));
+disposeOnUnload(rt, runs);
 
 // Warm-up (pipeline compiles), then printed measurements, alternating precisions so both see
 // the same background load. The fastest step is reported beside the mean: on a shared machine it
 // is the figure least disturbed by other work.
 for (const r of runs) await r.step();
-const timed = 3;
-const times = new Map<ModelPrecision, number[]>(precisions.map((p) => [p, []]));
-for (let i = 0; i < timed; i++) {
-  for (const r of runs) {
-    const t0 = performance.now();
-    await r.step();
-    times.get(r.precision)!.push((performance.now() - t0) / 1000);
-  }
-}
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const seconds = (await timeInTurn(runs, 3)).map((ms) => ms.map((t) => t / 1000));
+const times = new Map(precisions.map((p, k) => [p, seconds[k]]));
 for (const r of runs) {
   const ts = times.get(r.precision)!;
   const [avg, best] = [mean(ts), Math.min(...ts)];

@@ -230,6 +230,13 @@ export class TableReader {
     return value as T;
   }
 
+  /** An optional string from `allowed`: `fallback` when absent. */
+  oneOfOr<T extends string>(key: string, allowed: readonly T[], fallback: T): T | undefined {
+    if (this.has(key)) return this.oneOf(key, allowed);
+    this.#seen.add(key);
+    return fallback;
+  }
+
   /** A required array (element types are the caller's to check). */
   array(key: string, expected: string): unknown[] | undefined {
     const value = this.raw(key, expected);

@@ -32,6 +32,7 @@ import {
   type LlmModel,
   MAX_WAITING_FOR_MEMBERS_EXTRA_TIME,
   RUN_STATES,
+  SNAPSHOT_DTYPES,
 } from "../core/mod.ts";
 
 /** `[model.LLM] architecture` values. */
@@ -177,6 +178,7 @@ function readLlm(t: TableReader): Partial<LlmModel> {
     dataType: t.oneOf("data_type", LLM_DATA_TYPES),
     maxSeqLen: t.integer("max_seq_len", "u32"),
     coldStartWarmupSteps: t.integerOr("cold_start_warmup_steps", "u32", 0),
+    snapshotDtype: t.oneOfOr("snapshot_dtype", SNAPSHOT_DTYPES, "f32"),
     dataLocation: readDataLocation(t),
     checkpoint: readCheckpoint(t),
     lrSchedule: readLrSchedule(t),

@@ -6,7 +6,7 @@ import { stringify } from "smol-toml";
 import { parseRunConfig, validateRunConfig } from "./run_config.ts";
 import type { RunConfig } from "./types.ts";
 import { DEFAULT_PROGRESS } from "./read.ts";
-import { crossCheckDataConfig } from "./validate.ts";
+import { crossCheckDataConfig, validateRunConfigDraft } from "./validate.ts";
 import { runConfigToToml } from "./write.ts";
 import { parseDataConfig } from "../../data/mod.ts";
 import type { Checkpoint } from "../core/mod.ts";
@@ -617,6 +617,30 @@ Deno.test("cold_start_warmup_steps is bounded by the rounds one epoch can hold",
   assert.equal(parseDoc(absent).model.coldStartWarmupSteps, 0);
 });
 
+Deno.test("snapshot_dtype is f32 or bf16, f32 when absent, and survives a write", () => {
+  const absent = baseDoc();
+  assert.equal(parseDoc(absent).model.snapshotDtype, "f32");
+  for (const dtype of ["f32", "bf16"] as const) {
+    const doc = baseDoc();
+    doc.model.LLM.snapshot_dtype = dtype;
+    const parsed = parseDoc(doc);
+    assert.equal(parsed.model.snapshotDtype, dtype);
+    assert.equal(parseRunConfig(runConfigToToml(parsed), "rt").model.snapshotDtype, dtype);
+  }
+  for (const wrong of ["f16", "BF16", 16]) {
+    const bad = baseDoc();
+    (bad.model.LLM as Record<string, unknown>).snapshot_dtype = wrong;
+    const [issue] = issuesOf(stringify(bad)).issues;
+    assert.equal(issue.path, "model.LLM.snapshot_dtype");
+    assert.match(issue.message, /one of "f32", "bf16"/);
+  }
+  // A model built in code (not read from TOML) gets the same check.
+  const model = { ...parseDoc(baseDoc()).model, snapshotDtype: "fp8" as "f32" };
+  const [issue] = validateRunConfigDraft({ config: {}, model, progress: {} });
+  assert.equal(issue.path, "model.LLM.snapshot_dtype");
+  assert.match(issue.message, /expected one of "f32", "bf16"/);
+});
+
 Deno.test("string capacities and formats", () => {
   const cases: [(d: Doc) => void, string][] = [
     [(d) => (d.run_id = "x".repeat(33)), "run_id"],
@@ -835,6 +859,7 @@ const runConfigArb: fc.Arbitrary<RunConfig> = fc.record({
       dataType: fc.constantFrom("Pretraining" as const, "Finetuning" as const),
       maxSeqLen: fc.integer({ min: 1, max: 0xffff_ffff }),
       coldStartWarmupSteps: fc.constant(0),
+      snapshotDtype: fc.constantFrom("f32" as const, "bf16" as const),
       dataLocation: dataLocationArb,
       checkpoint: checkpointArb,
       lrSchedule: lrArb(base.totalSteps),

@@ -36,6 +36,7 @@ import {
   MAX_WAITING_FOR_MEMBERS_EXTRA_TIME,
   MAX_WITNESSES,
   roundsPerEpoch,
+  SNAPSHOT_DTYPES,
 } from "../core/mod.ts";
 
 /**
@@ -303,6 +304,12 @@ function checkModel(v: Checker, m: Partial<LlmModel>, c: Partial<CoordinatorConf
   v.uint(p("max_seq_len"), m.maxSeqLen, "u32");
   v.uint(p("cold_start_warmup_steps"), m.coldStartWarmupSteps, "u32");
   v.rule(p("max_seq_len"), m.maxSeqLen, (x) => x > 0, "must be > 0");
+  v.rule(
+    p("snapshot_dtype"),
+    m.snapshotDtype,
+    (x) => SNAPSHOT_DTYPES.includes(x),
+    `expected one of ${SNAPSHOT_DTYPES.map((d) => JSON.stringify(d)).join(", ")}`,
+  );
   if (
     epochTime !== undefined && warmupTime !== undefined && maxRoundTrainTime !== undefined &&
     epochTime > warmupTime && maxRoundTrainTime > 0

@@ -69,6 +69,7 @@ function llmToToml(m: LlmModel): Toml {
     data_type: m.dataType,
     max_seq_len: m.maxSeqLen,
     cold_start_warmup_steps: m.coldStartWarmupSteps,
+    snapshot_dtype: m.snapshotDtype,
     data_location: dataLocationToToml(m.dataLocation),
     checkpoint: checkpointToToml(m.checkpoint),
     lr_schedule: lrScheduleToToml(m.lrSchedule),

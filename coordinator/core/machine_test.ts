@@ -57,6 +57,18 @@ Deno.test("createCoordinator: fresh run waits for members; rejects bad config fi
     () => createCoordinator({ runId: "", config: testConfig(), model: testModel(), now: 0 }),
     /runId/,
   );
+  assert.throws(
+    () =>
+      createCoordinator({
+        runId: "x",
+        config: testConfig(),
+        model: testModel({ snapshotDtype: "f16" as "f32" }),
+        now: 0,
+      }),
+    /^RangeError: model\.snapshotDtype must be one of "f32", "bf16", found "f16"$/,
+  );
+  const bf16 = testState({}, 0, { snapshotDtype: "bf16" });
+  assert.equal(bf16.model.snapshotDtype, "bf16");
 });
 
 Deno.test("halted states reject ticks with Halted", () => {

@@ -17,6 +17,7 @@ import {
   MAX_CLIENTS_LIMIT,
   MAX_RUN_ID_BYTES,
   MAX_WITNESSES,
+  SNAPSHOT_DTYPES,
 } from "./types.ts";
 import { durationProblem, MAX_TIME_SECONDS, toMillis } from "../../common/mod.ts";
 
@@ -103,6 +104,13 @@ export function validateModelForCoordinator(model: LlmModel, config: Coordinator
   }
   if (model.optimizer?.kind === "Dummy") fail("model.optimizer", "a real optimizer", "Dummy");
   int("model.coldStartWarmupSteps", model.coldStartWarmupSteps, 0, roundsPerEpoch(config));
+  if (!SNAPSHOT_DTYPES.includes(model.snapshotDtype)) {
+    fail(
+      "model.snapshotDtype",
+      `one of ${SNAPSHOT_DTYPES.map((d) => JSON.stringify(d)).join(", ")}`,
+      JSON.stringify(model.snapshotDtype),
+    );
+  }
 }
 
 /** Throws RangeError unless `runId`, `config`, `model` and `progress` are all valid. */

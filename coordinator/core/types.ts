@@ -116,6 +116,15 @@ export interface CoordinatorConfig {
 
 export type LlmArchitecture = "HfLlama" | "HfDeepseek" | "HfAuto" | "Torchtitan";
 export type LlmDataType = "Pretraining" | "Finetuning";
+/**
+ * How the parameters are shared at each epoch's end (`[model.LLM] snapshot_dtype`): `f32`
+ * serves the f32 masters as they are; `bf16` has every client round its masters to the nearest
+ * bf16 at Cooldown, before the digest and the snapshot, so the snapshot travels as bf16 (half
+ * the bytes) and every replica stays bit-identical (docs/testnet.md, "Blobs and manifest").
+ */
+export type SnapshotDtype = "f32" | "bf16";
+/** Every {@link SnapshotDtype}, in wire-code order (0 f32, 1 bf16). */
+export const SNAPSHOT_DTYPES: readonly SnapshotDtype[] = ["f32", "bf16"];
 export type Checkpoint =
   | { kind: "Ephemeral" }
   | { kind: "Dummy"; repo: HubRepo }
@@ -130,6 +139,8 @@ export interface LlmModel {
   dataType: LlmDataType;
   maxSeqLen: number;
   coldStartWarmupSteps: number;
+  /** What every client rounds its parameters to at Cooldown before sharing them. */
+  snapshotDtype: SnapshotDtype;
   dataLocation: DataLocation;
   checkpoint: Checkpoint;
   lrSchedule: LrSchedule;

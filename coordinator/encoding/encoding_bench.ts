@@ -45,6 +45,7 @@ function bigState(maxClients: number): CoordinatorState {
       dataType: "Pretraining",
       maxSeqLen: 2048,
       coldStartWarmupSteps: 0,
+      snapshotDtype: "f32",
       dataLocation: { kind: "Server", address: "127.0.0.1:9000" },
       checkpoint: { kind: "Hub", repo: { repoId: "org/model", revision: null } },
       lrSchedule: { kind: "Constant", baseLr: 1e-4, warmupSteps: 10, warmupInitLr: 0 },

@@ -66,6 +66,7 @@ function sampleState(): CoordinatorState {
       dataType: "Pretraining",
       maxSeqLen: 256,
       coldStartWarmupSteps: 0,
+      snapshotDtype: "f32",
       dataLocation: {
         kind: "Http",
         location: {
@@ -182,7 +183,7 @@ Deno.test("header and first fields sit where docs/state-encoding.md says", () =>
   assert.equal(ts, 1_700_000_100_000n);
 });
 
-Deno.test("the smallest state is 261 bytes, as summed in docs/state-encoding.md", () => {
+Deno.test("the smallest state is 262 bytes, as summed in docs/state-encoding.md", () => {
   const s = sampleState();
   s.runId = "";
   s.model = {
@@ -197,11 +198,13 @@ Deno.test("the smallest state is 261 bytes, as summed in docs/state-encoding.md"
   s.epochState.exitedClients = [];
   s.epochState.digestVotes = [];
   s.paramsDigests = [];
-  // header 8 + runId 1 + runState 1 + model (2 codes + 2 u32 + 1 + 1 + 21 + 1 = 34)
+  // header 8 + runId 1 + runState 1 + model (2 codes + 2 u32 + 1 + 1 + 21 + 1 + 1 = 35)
   // + config 69 + progress 14 + rounds 4 x (1 + 8 + 8 + 4 + 2 + 2) + list counts 4
-  // + epoch tail 19 + timestamp 8 + pendingPause 1 + digest counts 2. Version 2 has no
-  // digest counts; version 1 also has a 66-byte config.
-  assert.equal(encodeCoordinatorState(s).length, 8 + 2 + 34 + 69 + 14 + 100 + 4 + 19 + 9 + 2);
+  // + epoch tail 19 + timestamp 8 + pendingPause 1 + digest counts 2. Version 3 has no
+  // snapshot dtype (a 34-byte model); version 2 no digest counts either; version 1 also
+  // has a 66-byte config.
+  assert.equal(encodeCoordinatorState(s).length, 8 + 2 + 35 + 69 + 14 + 100 + 4 + 19 + 9 + 2);
+  assert.equal(encodeCoordinatorState(s, { version: 3 }).length, 261);
   assert.equal(encodeCoordinatorState(s, { version: 2 }).length, 259);
   assert.equal(encodeCoordinatorState(s, { version: 1 }).length, 256);
 });
@@ -312,9 +315,9 @@ Deno.test("bad magic, version and reserved bytes", () => {
     return decodeError(c);
   };
   assert.equal(bad(0, 0x51).field, "header.magic");
-  const v = bad(4, 4);
+  const v = bad(4, 5);
   assert.equal(v.field, "header.version");
-  assert.match(v.message, /unsupported version 4 \(this build reads 1, 2, 3\)/);
+  assert.match(v.message, /unsupported version 5 \(this build reads 1, 2, 3, 4\)/);
   assert.equal(bad(6, 1).field, "header.reserved");
 });
 

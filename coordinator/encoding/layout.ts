@@ -9,21 +9,26 @@
 /** First four bytes of every encoded state: ASCII "PSYC". */
 export const STATE_MAGIC: Uint8Array = Uint8Array.of(0x50, 0x53, 0x59, 0x43);
 /**
- * Layout version written by default. Version 3 is version 2 plus the parameter digests
- * (the digest votes of the current phase and the recorded digests) after `pendingPause`;
- * version 2 stores times and durations in milliseconds (fractional seconds of the TCP
- * coordinator); version 1 stored whole seconds.
+ * Layout version written by default. Version 4 is version 3 plus the model's
+ * `snapshotDtype` at the end of the LlmModel; version 3 is version 2 plus the parameter
+ * digests (the digest votes of the current phase and the recorded digests) after
+ * `pendingPause`; version 2 stores times and durations in milliseconds (fractional seconds of
+ * the TCP coordinator); version 1 stored whole seconds.
  */
-export const STATE_ENCODING_VERSION = 3;
+export const STATE_ENCODING_VERSION = 4;
 /**
  * Layout versions this build reads and writes. Version 1 (whole seconds) is still what the
- * Solana program speaks: its account is transcribed into it (the digests, which version 1
- * lacks, are read from the account beside it), and the config it receives is encoded in it.
- * Versions 1 and 2 decode with no digests, and encode only a state that has none.
+ * Solana program speaks: its account is transcribed into it (the digests and the snapshot
+ * dtype, which version 1 lacks, are read from the account beside it), and the config it
+ * receives is encoded in it; the model it receives is version 4's, snapshot dtype included.
+ * Versions 1 and 2 decode with no digests, and encode only a state that has none; versions 1
+ * to 3 decode with snapshot dtype f32, and encode only a model whose snapshot dtype is f32.
  */
-export const STATE_ENCODING_VERSIONS = [1, 2, 3] as const;
+export const STATE_ENCODING_VERSIONS = [1, 2, 3, 4] as const;
 /** The first layout version that carries the parameter digests. */
 export const DIGESTS_SINCE_VERSION = 3;
+/** The first layout version whose LlmModel carries `snapshotDtype`. */
+export const SNAPSHOT_DTYPE_SINCE_VERSION = 4;
 /** One of {@linkcode STATE_ENCODING_VERSIONS}. */
 export type StateEncodingVersion = typeof STATE_ENCODING_VERSIONS[number];
 /** Bytes of the header (magic, version, reserved). */
@@ -54,6 +59,8 @@ export const CHECKPOINT_KINDS = ["Ephemeral", "Dummy", "Hub", "P2P", "Gcs", "P2P
 export const LR_SCHEDULE_KINDS = ["Constant", "Linear", "Cosine", "WarmupStableDecay"] as const;
 /** Wire codes of `OptimizerDefinition.kind`. */
 export const OPTIMIZER_KINDS = ["Dummy", "AdamW", "Distro"] as const;
+/** Wire codes of `LlmModel.snapshotDtype`. */
+export const SNAPSHOT_DTYPE_KINDS = ["f32", "bf16"] as const;
 
 /**
  * Bytes that are not a valid encoded state. `field` is the dotted path of the value

@@ -17,6 +17,8 @@ import {
   LR_SCHEDULE_KINDS,
   OPTIMIZER_KINDS,
   SHUFFLE_KINDS,
+  SNAPSHOT_DTYPE_KINDS,
+  SNAPSHOT_DTYPE_SINCE_VERSION,
   STATE_ENCODING_VERSIONS,
   STATE_MAGIC,
   StateDecodeError,
@@ -311,15 +313,28 @@ function readOptimizer(r: Reader, p: string): OptimizerDefinition {
 }
 
 function readModel(r: Reader, p: string): LlmModel {
+  const architecture = r.code(`${p}.architecture`, ARCHITECTURE_KINDS);
+  const dataType = r.code(`${p}.dataType`, DATA_TYPE_KINDS);
+  const maxSeqLen = r.u32(`${p}.maxSeqLen`);
+  const coldStartWarmupSteps = r.u32(`${p}.coldStartWarmupSteps`);
+  const dataLocation = readDataLocation(r, `${p}.dataLocation`);
+  const checkpoint = readCheckpoint(r, `${p}.checkpoint`);
+  const lrSchedule = readLrSchedule(r, `${p}.lrSchedule`);
+  const optimizer = readOptimizer(r, `${p}.optimizer`);
+  // Last in the model since version 4; earlier versions shared the f32 masters as they are.
+  const snapshotDtype = r.version >= SNAPSHOT_DTYPE_SINCE_VERSION
+    ? r.code(`${p}.snapshotDtype`, SNAPSHOT_DTYPE_KINDS)
+    : "f32";
   return {
-    architecture: r.code(`${p}.architecture`, ARCHITECTURE_KINDS),
-    dataType: r.code(`${p}.dataType`, DATA_TYPE_KINDS),
-    maxSeqLen: r.u32(`${p}.maxSeqLen`),
-    coldStartWarmupSteps: r.u32(`${p}.coldStartWarmupSteps`),
-    dataLocation: readDataLocation(r, `${p}.dataLocation`),
-    checkpoint: readCheckpoint(r, `${p}.checkpoint`),
-    lrSchedule: readLrSchedule(r, `${p}.lrSchedule`),
-    optimizer: readOptimizer(r, `${p}.optimizer`),
+    architecture,
+    dataType,
+    maxSeqLen,
+    coldStartWarmupSteps,
+    snapshotDtype,
+    dataLocation,
+    checkpoint,
+    lrSchedule,
+    optimizer,
   };
 }
 

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { decodeCoordinatorState, encodeCoordinatorState, StateDecodeError } from "./mod.ts";
+import {
+  decodeCoordinatorState,
+  encodeCoordinatorState,
+  encodeModelPart,
+  StateDecodeError,
+} from "./mod.ts";
 import { arbCoordinatorState } from "./testing/arbitraries.ts";
 import { testState } from "../../tests/support/coordinator_fixtures.ts";
 import type { CoordinatorState } from "../core/mod.ts";
@@ -25,17 +30,67 @@ function u64FromEnd(bytes: Uint8Array, at: number): bigint {
   return new DataView(bytes.buffer, bytes.byteOffset + bytes.length - at, 8).getBigUint64(0, true);
 }
 
-Deno.test("versions 2 and 3 carry milliseconds: fractional times round trip exactly", () => {
+Deno.test("versions 2 to 4 carry milliseconds: fractional times round trip exactly", () => {
   const s = fractionalState();
   const v2 = encodeCoordinatorState(s, { version: 2 });
   assert.equal(v2[4], 2);
   assert.equal(u64FromEnd(v2, 9), 1_763_718_509_123n);
   assert.deepEqual(decodeCoordinatorState(v2), s);
-  // Version 3 (the default) ends with two empty digest lists after the same fields.
-  const v3 = encodeCoordinatorState(s);
+  // Version 3 ends with two empty digest lists after the same fields.
+  const v3 = encodeCoordinatorState(s, { version: 3 });
   assert.equal(v3[4], 3);
   assert.equal(u64FromEnd(v3, 11), 1_763_718_509_123n);
   assert.deepEqual(decodeCoordinatorState(v3), s);
+  // Version 4 (the default) is version 3 with one more byte, the model's snapshot dtype.
+  const v4 = encodeCoordinatorState(s);
+  assert.equal(v4[4], 4);
+  assert.equal(v4.length, v3.length + 1);
+  assert.deepEqual(decodeCoordinatorState(v4), s);
+});
+
+Deno.test("version 4 carries the snapshot dtype; older versions read f32 and refuse bf16", () => {
+  const s = testState();
+  s.model.snapshotDtype = "bf16";
+  const v4 = encodeCoordinatorState(s);
+  assert.deepEqual(decodeCoordinatorState(v4), s);
+  for (const version of [1, 2, 3] as const) {
+    assert.throws(
+      () => encodeCoordinatorState(s, { version }),
+      (e: Error) =>
+        e instanceof RangeError &&
+        e.message === `model.snapshotDtype "bf16" cannot be written in state encoding version ` +
+            `${version} (only "f32"; another needs version 4)`,
+    );
+    s.model.snapshotDtype = "f32";
+    assert.equal(
+      decodeCoordinatorState(encodeCoordinatorState(s, { version })).model
+        .snapshotDtype,
+      "f32",
+    );
+    s.model.snapshotDtype = "bf16";
+  }
+  // The byte ends the model: header, run id, run state, then the model's version 3 bytes.
+  s.model.snapshotDtype = "f32";
+  const runIdBytes = new TextEncoder().encode(s.runId).length;
+  const at = 8 + 1 + runIdBytes + 1 + encodeModelPart(s.model, { version: 3 }).length;
+  assert.equal(v4[at], 1);
+  for (const [code, accepted] of [[0, true], [1, true], [2, false], [255, false]] as const) {
+    const bytes = v4.slice();
+    bytes[at] = code;
+    if (accepted) {
+      assert.equal(
+        decodeCoordinatorState(bytes).model.snapshotDtype,
+        code === 0 ? "f32" : "bf16",
+      );
+    } else {
+      assert.throws(
+        () => decodeCoordinatorState(bytes),
+        (e: unknown) =>
+          e instanceof StateDecodeError && e.field === "model.snapshotDtype" && e.offset === at &&
+          /unknown code \d+ \(expected 0\.\.1: f32, bf16\)/.test(e.message),
+      );
+    }
+  }
 });
 
 Deno.test("property: version 1 round trips whole-second states; version 2 agrees on them", () => {
@@ -77,8 +132,8 @@ Deno.test("version 1 (the Solana layout) refuses a fractional time, naming the f
     /^RangeError: runStateStartUnixTimestamp must be whole seconds/,
   );
   assert.throws(
-    () => encodeCoordinatorState(whole, { version: 4 as never }),
-    /version must be one of 1, 2, 3, found 4/,
+    () => encodeCoordinatorState(whole, { version: 5 as never }),
+    /version must be one of 1, 2, 3, 4, found 5/,
   );
 });
 

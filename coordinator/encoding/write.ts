@@ -17,6 +17,8 @@ import {
   LR_SCHEDULE_KINDS,
   OPTIMIZER_KINDS,
   SHUFFLE_KINDS,
+  SNAPSHOT_DTYPE_KINDS,
+  SNAPSHOT_DTYPE_SINCE_VERSION,
   STATE_ENCODING_VERSION,
   STATE_ENCODING_VERSIONS,
   STATE_MAGIC,
@@ -366,6 +368,15 @@ function writeModel(w: Writer, p: string, m: LlmModel): void {
   writeCheckpoint(w, `${p}.checkpoint`, m.checkpoint);
   writeLrSchedule(w, `${p}.lrSchedule`, m.lrSchedule);
   writeOptimizer(w, `${p}.optimizer`, m.optimizer);
+  if (w.version >= SNAPSHOT_DTYPE_SINCE_VERSION) {
+    w.code(`${p}.snapshotDtype`, m.snapshotDtype, SNAPSHOT_DTYPE_KINDS);
+  } else if (m.snapshotDtype !== "f32") {
+    // Older versions decode as f32: writing bf16 in them would silently change the run.
+    throw new RangeError(
+      `${p}.snapshotDtype ${describe(m.snapshotDtype)} cannot be written in state encoding ` +
+        `version ${w.version} (only "f32"; another needs version ${SNAPSHOT_DTYPE_SINCE_VERSION})`,
+    );
+  }
 }
 
 function writeConfig(w: Writer, p: string, c: CoordinatorConfig): void {
@@ -502,9 +513,9 @@ function unreachable(x: never): never {
 /** Options of {@linkcode encodeCoordinatorState}. */
 export interface EncodeStateOptions {
   /**
-   * Layout version to write (default STATE_ENCODING_VERSION, 3). Version 1 is the Solana
+   * Layout version to write (default STATE_ENCODING_VERSION, 4). Version 1 is the Solana
    * program's: it refuses times and durations that are not whole seconds. Versions 1 and 2
-   * refuse a state that holds digests.
+   * refuse a state that holds digests; versions 1 to 3 a model whose snapshot dtype is not f32.
    */
   version?: StateEncodingVersion;
 }
@@ -513,7 +524,8 @@ export interface EncodeStateOptions {
  * The bytes of `state` (layout: docs/state-encoding.md). Throws RangeError or TypeError
  * naming the field path when a value does not fit its field (wrong type, out of range,
  * over a cap, a bloom not sized for `config.maxClients`, not exactly NUM_STORED_ROUNDS
- * rounds, a fractional time in version 1).
+ * rounds, a fractional time in version 1, digests before version 3, a bf16 snapshot dtype
+ * before version 4).
  *
  * @example
  * ```ts

@@ -54,6 +54,7 @@ export function testModel(overrides: Partial<LlmModel> = {}): LlmModel {
     dataType: "Pretraining",
     maxSeqLen: 16,
     coldStartWarmupSteps: 2,
+    snapshotDtype: "f32",
     dataLocation: { kind: "Dummy" },
     checkpoint: { kind: "Hub", repo: { repoId: "org/model", revision: null } },
     lrSchedule: { kind: "Constant", baseLr: 1e-3, warmupSteps: 0, warmupInitLr: 0 },

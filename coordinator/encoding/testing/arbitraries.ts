@@ -15,7 +15,11 @@ import {
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
 } from "../mod.ts";
-import { DIGESTS_SINCE_VERSION } from "../layout.ts";
+import {
+  DIGESTS_SINCE_VERSION,
+  SNAPSHOT_DTYPE_KINDS,
+  SNAPSHOT_DTYPE_SINCE_VERSION,
+} from "../layout.ts";
 import {
   type Bloom,
   type Checkpoint,
@@ -179,16 +183,22 @@ const optimizer: fc.Arbitrary<OptimizerDefinition> = fc.oneof(
   }),
 );
 
-const model: fc.Arbitrary<LlmModel> = rec({
-  architecture: fc.constantFrom(...ARCHITECTURE_KINDS),
-  dataType: fc.constantFrom(...DATA_TYPE_KINDS),
-  maxSeqLen: u32,
-  coldStartWarmupSteps: u32,
-  dataLocation,
-  checkpoint,
-  lrSchedule,
-  optimizer,
-});
+/** Models of one layout version (before version 4 the snapshot dtype is always f32). */
+function model(version: StateEncodingVersion): fc.Arbitrary<LlmModel> {
+  return rec({
+    architecture: fc.constantFrom(...ARCHITECTURE_KINDS),
+    dataType: fc.constantFrom(...DATA_TYPE_KINDS),
+    maxSeqLen: u32,
+    coldStartWarmupSteps: u32,
+    snapshotDtype: version >= SNAPSHOT_DTYPE_SINCE_VERSION
+      ? fc.constantFrom(...SNAPSHOT_DTYPE_KINDS)
+      : fc.constant("f32" as const),
+    dataLocation,
+    checkpoint,
+    lrSchedule,
+    optimizer,
+  });
+}
 
 /** Times of layout version 2: any whole millisecond up to MAX_TIME_MS. */
 const msTime = fc.integer({ min: 0, max: MAX_TIME_MS }).map(fromMillis);
@@ -269,8 +279,9 @@ export interface StateArbitraryOptions {
   /** Most witnesses per round. Default 2 (MAX_WITNESSES is the cap the layout allows). */
   maxWitnesses?: number;
   /**
-   * The layout version the states must fit (default 3: times in whole milliseconds, and
-   * digests; 2: no digests; 1: no digests, times in whole seconds, up to 2^53 - 1).
+   * The layout version the states must fit (default 4: times in whole milliseconds, digests,
+   * either snapshot dtype; 3: snapshot dtype f32; 2: no digests either; 1: times in whole
+   * seconds too, up to 2^53 - 1).
    */
   version?: StateEncodingVersion;
 }
@@ -287,7 +298,7 @@ export function arbCoordinatorState(
     rec({
       runId: arbString(MAX_RUN_ID_BYTES),
       runState: fc.constantFrom(...RUN_STATES),
-      model,
+      model: model(version),
       config: config(maxClients, version),
       progress: rec({ epoch: u16, step: u32, epochStartDataIndex: u64 }),
       epochState: rec({

@@ -55,6 +55,7 @@ export function placeholderModel(): LlmModel {
     dataType: "Pretraining",
     maxSeqLen: 0,
     coldStartWarmupSteps: 0,
+    snapshotDtype: "f32",
     dataLocation: { kind: "Dummy" },
     checkpoint: { kind: "Ephemeral" },
     lrSchedule: { kind: "Constant", baseLr: 0, warmupSteps: 0, warmupInitLr: 0 },

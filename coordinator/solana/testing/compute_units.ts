@@ -76,6 +76,7 @@ const MODEL: LlmModel = {
   dataType: "Pretraining",
   maxSeqLen: 2048,
   coldStartWarmupSteps: 0,
+  snapshotDtype: "f32",
   dataLocation: { kind: "Dummy" },
   checkpoint: { kind: "Hub", repo: { repoId: "org/model", revision: null } },
   lrSchedule: { kind: "Constant", baseLr: 3e-4, warmupSteps: 0, warmupInitLr: 0 },

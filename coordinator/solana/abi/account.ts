@@ -7,14 +7,18 @@
  * Decoding transcribes the fixed layout into the state encoding (docs/state-encoding.md)
  * and runs the strict state decoder on it, so an account decodes exactly when it holds a
  * state the TypeScript machine could hold, and every field gets the same checks. The
- * parameter digests, appended to the account in version 2 after the delegates, have no place
- * in that encoding's version 1 (whole seconds): they are read beside it, with the checks
- * the state decoder gives them in version 3.
+ * parameter digests, appended to the account in version 2 after the delegates, and the
+ * model's snapshot dtype, have no place in that encoding's version 1 (whole seconds): they are
+ * read beside it, with the checks the state decoder gives them in versions 3 and 4.
  *
  * @module
  */
 
-import { decodeCoordinatorState, StateDecodeError } from "../../encoding/mod.ts";
+import {
+  decodeCoordinatorState,
+  SNAPSHOT_DTYPE_KINDS,
+  StateDecodeError,
+} from "../../encoding/mod.ts";
 import type { RunMetadata } from "./instructions.ts";
 import {
   ACCOUNT_LAYOUT_VERSION,
@@ -30,6 +34,7 @@ import {
   MAX_WITNESSES,
   NUM_DIGEST_RECORDS,
   PARAMS_DIGEST_BYTES,
+  type SnapshotDtype,
   witnessBloomParameters,
 } from "../../core/mod.ts";
 
@@ -181,6 +186,20 @@ class Transcriber {
     this.byte(x);
     this.byte(x >>> 8);
   }
+}
+
+/** The model's snapshot dtype, which version 1 of the state encoding has no place for. */
+function readSnapshotDtype(a: Uint8Array, at: number): SnapshotDtype {
+  const code = a[at];
+  if (code >= SNAPSHOT_DTYPE_KINDS.length) {
+    throw new AccountDecodeError(
+      "model.snapshotDtype",
+      at,
+      `unknown code ${code} (expected 0..${SNAPSHOT_DTYPE_KINDS.length - 1}: ` +
+        `${SNAPSHOT_DTYPE_KINDS.join(", ")})`,
+    );
+  }
+  return SNAPSHOT_DTYPE_KINDS[code];
 }
 
 function limit(field: string, at: number, value: number, max: number): number {
@@ -357,6 +376,7 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
   const digests = readDigests(bytes, maxClients);
   state.epochState.digestVotes = digests.votes;
   state.paramsDigests = digests.records;
+  state.model.snapshotDtype = readSnapshotDtype(bytes, m + M.snapshotDtype);
 
   const registryLen = limit(
     "registry.length",

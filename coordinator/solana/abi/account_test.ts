@@ -8,6 +8,7 @@ import {
   pendingRegistrations,
 } from "./account.ts";
 import { coordinatorAccountFilters } from "./addresses.ts";
+import { structLayout } from "./layout.ts";
 import { measureComputeUnits } from "../testing/compute_units.ts";
 import { getBase58Encoder } from "@solana/kit";
 import { CoordinatorSvm } from "../testing/svm.ts";
@@ -90,12 +91,30 @@ Deno.test("account: decoding names what is wrong", () => {
     /^runId\.length$/,
     OFFSETS.runIdLen,
   );
+  const snapshotDtype = OFFSETS.model + structLayout("model_t").offsets.snapshotDtype;
+  fails(
+    (b) => {
+      b[snapshotDtype] = 2;
+    },
+    /^model\.snapshotDtype$/,
+    snapshotDtype,
+  );
   fails((_, v) => v.setUint16(OFFSETS.registryLen, 257, true), /^registry\.length$/);
   fails((b) => {
     b[OFFSETS.metadata + 18] = 1;
     b[OFFSETS.metadata + 24] = 0xff;
   }, /^metadata\.name$/);
   assert.equal(isCoordinatorAccount(new Uint8Array(ACCOUNT_SIZE)), false);
+});
+
+Deno.test("account: the model's snapshot dtype is read from the byte after the optimizer", () => {
+  const at = OFFSETS.model + structLayout("model_t").offsets.snapshotDtype;
+  assert.equal(at, OFFSETS.model + 548);
+  assert.equal(BYTES[at], 0);
+  assert.equal(decodeCoordinatorAccount(BYTES).state.model.snapshotDtype, "f32");
+  const bf16 = BYTES.slice();
+  bf16[at] = 1;
+  assert.equal(decodeCoordinatorAccount(bf16).state.model.snapshotDtype, "bf16");
 });
 
 Deno.test("account: docs/solana-program.md lists the decoder's header offsets", async () => {

@@ -294,7 +294,12 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
         doc: "its state-encoding bytes",
       },
       { c: "optimizer", type: "u8", dims: ["OPTIMIZER_BYTES"], doc: "its state-encoding bytes" },
-      pad("_pad", 4),
+      {
+        c: "snapshot_dtype",
+        type: "u8",
+        doc: "`SNAPSHOT_DTYPE_KINDS` code: 0 f32, 1 bf16 (was padding: older accounts hold 0)",
+      },
+      pad("_pad", 3),
     ],
   },
   {

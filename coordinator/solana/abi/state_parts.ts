@@ -1,7 +1,8 @@
 /**
- * The state encoding (docs/state-encoding.md), layout version 1 (whole seconds: the
- * program's clock and config are whole seconds), of single parts of a coordinator state:
- * an `LlmModel`, a `CoordinatorConfig`. The program stores and receives these parts in
+ * The state encoding (docs/state-encoding.md) of single parts of a coordinator state: a
+ * `CoordinatorConfig` in layout version 1 (whole seconds: the program's clock and config are
+ * whole seconds), an `LlmModel` in version 4 (version 1's bytes, then the snapshot dtype, which
+ * version 1 lacks). The program stores and receives these parts in
  * exactly that encoding, so they are produced and checked by the one state codec
  * (coordinator/encoding/mod.ts) rather than by a second implementation: a part is encoded as
  * the model/config of a minimal state and cut out of it, and decoded by wrapping it in a
@@ -15,6 +16,7 @@ import {
   encodeConfigPart,
   encodeCoordinatorState,
   encodeModelPart,
+  SNAPSHOT_DTYPE_SINCE_VERSION,
   STATE_HEADER_BYTES,
 } from "../../encoding/mod.ts";
 import {
@@ -24,8 +26,13 @@ import {
   type LlmModel,
 } from "../../core/mod.ts";
 
-/** The program's layout version of the state encoding. */
+/** The program's layout version of the state encoding (whole seconds). */
 const V1 = { version: 1 } as const;
+/**
+ * The layout version of the model the program receives: the model of version 1, then the
+ * snapshot dtype (a model has no times, so nothing else differs).
+ */
+const MODEL_VERSION = { version: SNAPSHOT_DTYPE_SINCE_VERSION } as const;
 
 /** The config an account holds before its first `update`: all zeros, with a client cap. */
 export function zeroConfig(maxClients: number): CoordinatorConfig {
@@ -90,24 +97,37 @@ const PLACEHOLDER_MODEL = placeholderModel();
 export const CONFIG_WIRE_BYTES: number = encodeConfigPart(PLACEHOLDER_CONFIG, V1).length;
 
 /**
- * A minimal state's encoding cut around its model and config: the header, an empty run id (its
- * length byte) and the run state in front; progress, an empty epoch state, the timestamp and the
- * pause flag behind (version 1 has no digest tail). Cut from the codec's own output, so no sum
- * of field sizes here can drift from the encoding.
+ * A minimal state's encoding of `version`, cut around its model and config: the header, an empty
+ * run id (its length byte) and the run state in front; progress, an empty epoch state, the
+ * timestamp, the pause flag and the digest counts of that version behind. Cut from the codec's
+ * own output, so no sum of field sizes here can drift from the encoding.
  */
+function minimalState(options: { version: 1 | typeof SNAPSHOT_DTYPE_SINCE_VERSION }) {
+  const state = encodeCoordinatorState(
+    uninitializedState("", PLACEHOLDER_MODEL, PLACEHOLDER_CONFIG),
+    options,
+  );
+  const model = encodeModelPart(PLACEHOLDER_MODEL, options);
+  const config = encodeConfigPart(PLACEHOLDER_CONFIG, options);
+  return {
+    head: state.slice(0, MODEL_OFFSET),
+    model,
+    config,
+    tail: state.slice(MODEL_OFFSET + model.length + config.length),
+  };
+}
 const MODEL_OFFSET = STATE_HEADER_BYTES + 1 + 1;
-const PLACEHOLDER_STATE = encodeCoordinatorState(
-  uninitializedState("", PLACEHOLDER_MODEL, PLACEHOLDER_CONFIG),
-  V1,
-);
-const HEAD = PLACEHOLDER_STATE.slice(0, MODEL_OFFSET);
-const TAIL = PLACEHOLDER_STATE.slice(
-  MODEL_OFFSET + encodeModelPart(PLACEHOLDER_MODEL, V1).length + CONFIG_WIRE_BYTES,
-);
+/** Around a config the program receives (version 1). */
+const CONFIG_FRAME = minimalState(V1);
+/** Around a model the program receives (version 4). */
+const MODEL_FRAME = minimalState(MODEL_VERSION);
 
-/** The state encoding of `model` (RangeError/TypeError naming the field if it cannot be encoded). */
+/**
+ * The state encoding of `model` as the program receives it: version 1's bytes, then the
+ * snapshot dtype (RangeError/TypeError naming the field if it cannot be encoded).
+ */
 export function encodeModelBytes(model: LlmModel): Uint8Array {
-  return encodeModelPart(model, V1);
+  return encodeModelPart(model, MODEL_VERSION);
 }
 
 /** The config's durations with their run-config (TOML) keys, for error messages. */
@@ -147,32 +167,28 @@ export function encodeConfigBytes(config: CoordinatorConfig): Uint8Array {
   return encodeConfigPart(config, V1);
 }
 
-/**
- * Wraps a model's and a config's encodings in a minimal state and decodes it. Throws the
- * state decoder's `StateDecodeError` (field path and offset) when either is malformed.
- */
-export function decodeModelAndConfig(
-  modelBytes: Uint8Array,
-  configBytes: Uint8Array,
-): { model: LlmModel; config: CoordinatorConfig } {
-  const bytes = new Uint8Array(MODEL_OFFSET + modelBytes.length + configBytes.length + TAIL.length);
-  bytes.set(HEAD, 0);
-  bytes.set(modelBytes, MODEL_OFFSET);
-  bytes.set(configBytes, MODEL_OFFSET + modelBytes.length);
-  bytes.set(TAIL, MODEL_OFFSET + modelBytes.length + configBytes.length);
-  const state = decodeCoordinatorState(bytes);
-  return { model: state.model, config: state.config };
+/** `parts` in one buffer, decoded as a state (StateDecodeError names the failing field). */
+function decodeFramed(parts: readonly Uint8Array[]): CoordinatorState {
+  const bytes = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.length;
+  }
+  return decodeCoordinatorState(bytes);
 }
 
-/** Decodes an encoded LlmModel (StateDecodeError when malformed). */
+/** Decodes an encoded LlmModel, version 4 (StateDecodeError when malformed). */
 export function decodeModelBytes(bytes: Uint8Array): LlmModel {
-  return decodeModelAndConfig(bytes, encodeConfigBytes(PLACEHOLDER_CONFIG)).model;
+  const f = MODEL_FRAME;
+  return decodeFramed([f.head, bytes, f.config, f.tail]).model;
 }
 
-/** Decodes an encoded CoordinatorConfig (StateDecodeError when malformed). */
+/** Decodes an encoded CoordinatorConfig, version 1 (StateDecodeError when malformed). */
 export function decodeConfigBytes(bytes: Uint8Array): CoordinatorConfig {
   if (bytes.length !== CONFIG_WIRE_BYTES) {
     throw new RangeError(`A config is ${CONFIG_WIRE_BYTES} bytes, found ${bytes.length}`);
   }
-  return decodeModelAndConfig(encodeModelBytes(PLACEHOLDER_MODEL), bytes).config;
+  const f = CONFIG_FRAME;
+  return decodeFramed([f.head, f.model, bytes, f.tail]).config;
 }

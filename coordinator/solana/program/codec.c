@@ -199,7 +199,8 @@ static void blob_after(reader_t *r, u64 start, u8 *dst, u16 *dst_len, u64 cap) {
 }
 
 /*
- * Parses a state-encoding LlmModel occupying exactly `len` bytes into `out`.
+ * Parses a state-encoding LlmModel (version 4: ending with the snapshot dtype) occupying
+ * exactly `len` bytes into `out`.
  * Returns false (and logs) when it is malformed.
  */
 static bool parse_model(const u8 *bytes, u64 len, model_t *out) {
@@ -219,6 +220,7 @@ static bool parse_model(const u8 *bytes, u64 len, model_t *out) {
   start = r.pos;
   skip_optimizer(&r);
   blob_after(&r, start, out->optimizer, &out->optimizer_len, OPTIMIZER_BYTES);
+  out->snapshot_dtype = get_code(&r, 2); /* state encoding version 4: 0 f32, 1 bf16 */
   if (!r.ok || r.pos != len) {
     LOG("model: malformed state-encoding LlmModel");
     sol_log_64_(len, r.pos, r.ok, 0, 0);

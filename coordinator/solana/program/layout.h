@@ -139,7 +139,8 @@ typedef struct {
   u8 data_location[DATA_LOCATION_BYTES];
   u8 lr_schedule[LR_SCHEDULE_BYTES];
   u8 optimizer[OPTIMIZER_BYTES];
-  u8 _pad[4];
+  u8 snapshot_dtype;
+  u8 _pad[3];
 } model_t;
 _Static_assert(sizeof(model_t) == 552, "model_t size");
 _Static_assert(__builtin_offsetof(model_t, architecture) == 0, "model_t.architecture");
@@ -153,6 +154,7 @@ _Static_assert(__builtin_offsetof(model_t, checkpoint) == 16, "model_t.checkpoin
 _Static_assert(__builtin_offsetof(model_t, data_location) == 148, "model_t.data_location");
 _Static_assert(__builtin_offsetof(model_t, lr_schedule) == 444, "model_t.lr_schedule");
 _Static_assert(__builtin_offsetof(model_t, optimizer) == 500, "model_t.optimizer");
+_Static_assert(__builtin_offsetof(model_t, snapshot_dtype) == 548, "model_t.snapshot_dtype");
 
 typedef struct {
   u64 num_parameters;

@@ -22,7 +22,9 @@ import {
   createAccountWithSeedInstruction,
   encodeCoordinatorInstruction,
   INSTRUCTION_KINDS,
+  OFFSETS,
   programErrorNumber,
+  structLayout,
 } from "../abi/mod.ts";
 
 /** The parameter digest reports carry. */
@@ -329,6 +331,42 @@ Deno.test("update: authority, halted-only, config/model/progress rules, metadata
     data: bad,
   }]);
   assert.equal(res.code, programErrorNumber("InvalidMetadata"));
+  run.check();
+});
+
+Deno.test("update: the model's snapshot dtype is stored; a code other than f32/bf16 is refused", async () => {
+  const run = await DualRun.create({ svm });
+  await run.expectOk(
+    { kind: "Update", config: testConfig(), model: testModel({ snapshotDtype: "bf16" }) },
+    run.mainAuthority,
+  );
+  const account = svm.accountBytes(run.coordinator)!;
+  assert.equal(account[OFFSETS.model + structLayout("model_t").offsets.snapshotDtype], 1);
+  assert.equal(svm.coordinatorAccount(run.coordinator).state.model.snapshotDtype, "bf16");
+  await run.expectOk({ kind: "Update", model: testModel() }, run.mainAuthority);
+  assert.equal(svm.coordinatorAccount(run.coordinator).state.model.snapshotDtype, "f32");
+  // The model part ends with the snapshot dtype: the instruction's last byte here.
+  for (const code of [2, 0xff]) {
+    const bad = encodeCoordinatorInstruction({
+      kind: "Update",
+      model: testModel({ snapshotDtype: "bf16" }),
+    });
+    bad[bad.length - 1] = code;
+    const res = await svm.sendRaw([{
+      programAddress: svm.programId,
+      accounts: [
+        { address: run.coordinator, role: AccountRole.WRITABLE },
+        {
+          address: run.mainAuthority.address,
+          role: AccountRole.READONLY_SIGNER,
+          signer: run.mainAuthority,
+        } as never,
+      ],
+      data: bad,
+    }]);
+    assert.equal(res.code, programErrorNumber("InvalidModel"), `code ${code}`);
+  }
+  assert.equal(svm.coordinatorAccount(run.coordinator).state.model.snapshotDtype, "f32");
   run.check();
 });
 

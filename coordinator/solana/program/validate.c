@@ -61,6 +61,10 @@ static u64 validate_model(const model_t *m) {
     LOG("model.optimizer must be a real optimizer (not Dummy)");
     return E_INVALID_MODEL;
   }
+  if (m->snapshot_dtype > 1) {
+    LOG("model.snapshotDtype must be 0 (f32) or 1 (bf16)");
+    return E_INVALID_MODEL;
+  }
   return validate_model_content(m);
 }
 

@@ -409,6 +409,7 @@ const base = testModel();
 const arbModel: fc.Arbitrary<LlmModel> = fc.record({
   maxSeqLen: mostly(base.maxSeqLen, pick(2048, 0)),
   coldStartWarmupSteps: mostly(base.coldStartWarmupSteps, pick(0, 1, 1000)),
+  snapshotDtype: mostly(base.snapshotDtype, pick("f32" as const, "bf16" as const)),
   dataLocation: mostly(base.dataLocation, arbDataLocation),
   checkpoint: mostly(base.checkpoint, arbCheckpoint),
   lrSchedule: mostly(base.lrSchedule, arbLrSchedule),

@@ -26,6 +26,7 @@ import {
   pause,
   resume,
   sha256,
+  SNAPSHOT_DTYPES,
   tick,
   validateCoordinatorConfig,
   warmupWitness,
@@ -140,6 +141,9 @@ function validateModel(model: LlmModel): void {
   if (model.maxSeqLen < 1) fail("InvalidModel", "model.maxSeqLen must be at least 1");
   if (model.checkpoint.kind === "Ephemeral") fail("InvalidModel", "Ephemeral checkpoint");
   if (model.optimizer.kind === "Dummy") fail("InvalidModel", "Dummy optimizer");
+  if (!SNAPSHOT_DTYPES.includes(model.snapshotDtype)) {
+    fail("InvalidModel", "model.snapshotDtype must be f32 or bf16");
+  }
   const violation = modelRuleViolation(model);
   if (violation) fail(violation.name, `${violation.issue.path}: ${violation.issue.message}`);
 }

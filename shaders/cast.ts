@@ -64,6 +64,20 @@ export class CastF16 extends ElementKernel {
 }
 
 /**
+ * WGSL `fn bf16_bits(u: u32) -> u32`: the bf16 bits nearest to the f32 whose bits are `u` (ties to
+ * even, NaN kept a NaN), as model/float_codec.ts computes them. Shared by every kernel that rounds
+ * to bf16, so they all round alike.
+ */
+export const BF16_BITS_WGSL = `fn bf16_bits(u: u32) -> u32 {
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
+    // NaN: the top half alone could read as infinity, so keep a mantissa bit set.
+    let hi = u >> 16u;
+    return select(hi, hi | 0x40u, (hi & 0x7fu) == 0u);
+  }
+  return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
+}`;
+
+/**
  * WGSL of the f32 → bf16 conversion: uniform `n`, bindings `1: x` (f32, read as bits), `2: out`
  * (u32 pairs of bf16).
  */
@@ -72,14 +86,7 @@ export function toBf16Kernel(wg: number, items = 1): string {
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<u32>;
 @group(0) @binding(2) var<storage, read_write> out: array<u32>;
-fn bf16_bits(u: u32) -> u32 {
-  if ((u & 0x7fffffffu) > 0x7f800000u) {
-    // NaN: the top half alone could read as infinity, so keep a mantissa bit set.
-    let hi = u >> 16u;
-    return select(hi, hi | 0x40u, (hi & 0x7fu) == 0u);
-  }
-  return (u + 0x7fffu + ((u >> 16u) & 1u)) >> 16u;
-}
+${BF16_BITS_WGSL}
 ${main1d(wg, items)}
   let e = 2u * i;
   if (e >= p.n) { return; }

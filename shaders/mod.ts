@@ -73,7 +73,8 @@ export {
   matmulVariants,
 } from "./matmul.ts";
 export { Elementwise, type ElementwiseOp } from "./elementwise.ts";
-export { CastBf16, CastF16, toBf16Kernel, toF16Kernel } from "./cast.ts";
+export { BF16_BITS_WGSL, CastBf16, CastF16, toBf16Kernel, toF16Kernel } from "./cast.ts";
+export { RoundBf16, roundBf16Kernel } from "./round_bf16.ts";
 export { CHUNK_ITEMS, SumOfSquares, type SumsqInput } from "./sumsq.ts";
 export {
   Embedding,

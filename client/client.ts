@@ -85,6 +85,8 @@ export interface TrainingClientOptions {
 export interface ClientFaults {
   /** After applying the results of this step, change one parameter (a "bit flip"). */
   readonly flipWeightAfterStep?: number;
+  /** Share the f32 masters as they are even when the run says bf16 (a client that forgot). */
+  readonly skipSnapshotRounding?: boolean;
 }
 
 /** Run states inside an epoch (its clients and rounds are the current epoch's). */
@@ -344,19 +346,9 @@ export class TrainingClient {
       case "SendWitness":
         await this.#witness(intent);
         return;
-      case "ShareModel": {
-        // The epoch's final parameters: the next epoch's first step's, labelled here.
-        const trainer = this.#need();
-        const weights = await trainer.model.readParams();
-        this.#served = serveModel(exchange.payloads, {
-          config: trainer.config,
-          layout: trainer.layout,
-          weights,
-        }, { step: intent.step, replaces: this.#served });
-        this.#ledger.note(intent.step, this.#served.digest);
-        this.#checkDigests(this.#state);
+      case "ShareModel":
+        await this.#shareModel(intent);
         return;
-      }
       case "SendCooldownWitness":
         await backend.sendCooldownWitness(intent.proof, this.#ownDigest(intent.step), { signal });
         return;
@@ -372,6 +364,36 @@ export class TrainingClient {
         throw new Error(`unknown intent ${JSON.stringify(unreachable)}`);
       }
     }
+  }
+
+  /**
+   * Serves the epoch's final parameters (the next epoch's first step's, labelled here). With the
+   * run's snapshot dtype bf16, every client first rounds its f32 masters to bf16 in place, at this
+   * same point, so the digest, the snapshot (now bf16 blobs, half the bytes) and the checkpoint
+   * are of the rounded parameters, and clients, servers and joiners stay bit-identical.
+   */
+  async #shareModel(intent: Extract<Intent, { kind: "ShareModel" }>): Promise<void> {
+    const trainer = this.#need();
+    const start = this.#now();
+    const round = intent.snapshotDtype === "bf16" && !this.#o.faults?.skipSnapshotRounding;
+    if (round) await trainer.roundParamsToBf16();
+    const weights = await trainer.model.readParams();
+    this.#served = serveModel(this.#o.exchange.payloads, {
+      config: trainer.config,
+      layout: trainer.layout,
+      weights,
+    }, { step: intent.step, replaces: this.#served });
+    this.#ledger.note(intent.step, this.#served.digest);
+    this.#o.logger.log("model_snapshot", {
+      epoch: intent.epoch,
+      step: intent.step,
+      snapshot_dtype: intent.snapshotDtype,
+      rounded: round,
+      params_hash: this.#served.digest,
+      bytes: this.#served.bytes,
+      ms: this.#now() - start,
+    });
+    this.#checkDigests(this.#state);
   }
 
   #now(): number {

@@ -72,6 +72,22 @@ export interface ClientEvents {
     /** Applying the results (decode, aggregate, update) and hashing the parameters. */
     ms: number;
   };
+  /**
+   * At Cooldown, the epoch's final parameters are served to the next epoch's joiners: `rounded`
+   * when this client rounded its f32 masters to bf16 first (the run's `snapshot_dtype`), then
+   * their digest and the bytes of the blobs served (bf16 tensors count 2 bytes per value).
+   */
+  model_snapshot: {
+    epoch: number;
+    /** The run step whose parameters these are (the next epoch's first). */
+    step: number;
+    snapshot_dtype: "f32" | "bf16";
+    rounded: boolean;
+    params_hash: string;
+    bytes: number;
+    /** Rounding, reading back, hashing and serving. */
+    ms: number;
+  };
   witness: { step: number; round: number; participants: number; commitments: number };
   warmup_witness: { epoch: number; index: number };
   health_check: { step: number; clients: string[] };
@@ -198,6 +214,10 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
     case "apply":
       return `applied step ${e.step}: ${e.applied} results, ${e.untrained_batches} untrained, ` +
         `params ${e.params_hash.slice(0, 12)}`;
+    case "model_snapshot":
+      return `serving the parameters of step ${e.step} (${
+        e.rounded ? "rounded to bf16" : "as they are"
+      }, hash ${e.params_hash.slice(0, 12)}): ${e.bytes} bytes`;
     case "witness":
       return `witnessed step ${e.step}: ${e.participants} trainers, ${e.commitments} commitments`;
     case "warmup_witness":

@@ -209,16 +209,27 @@ export function logConnection(logger: ClientLogger, e: TcpBackendEvent): void {
  * Test hooks that break the client on purpose, from the environment (never from a flag, so no
  * one turns them on by accident): `PSYCHE_FAULT_FLIP_WEIGHT_AFTER_STEP=N` changes one parameter
  * right after the apply of step N's results, as a bit flip or a bad apply would, so tests can
- * watch the run notice and the client resync.
+ * watch the run notice and the client resync; `PSYCHE_FAULT_SKIP_SNAPSHOT_ROUNDING=1` shares
+ * the f32 masters unrounded at Cooldown even when the run's snapshot dtype is bf16.
  */
 function faultsFromEnv(): ClientFaults {
+  const faults: { flipWeightAfterStep?: number; skipSnapshotRounding?: boolean } = {};
   const flip = Deno.env.get("PSYCHE_FAULT_FLIP_WEIGHT_AFTER_STEP");
-  if (flip === undefined) return {};
-  const step = Number(flip);
-  if (!Number.isSafeInteger(step) || step < 0) {
-    throw new RangeError(`PSYCHE_FAULT_FLIP_WEIGHT_AFTER_STEP must be a step, found "${flip}"`);
+  if (flip !== undefined) {
+    const step = Number(flip);
+    if (!Number.isSafeInteger(step) || step < 0) {
+      throw new RangeError(`PSYCHE_FAULT_FLIP_WEIGHT_AFTER_STEP must be a step, found "${flip}"`);
+    }
+    faults.flipWeightAfterStep = step;
   }
-  return { flipWeightAfterStep: step };
+  const skip = Deno.env.get("PSYCHE_FAULT_SKIP_SNAPSHOT_ROUNDING");
+  if (skip !== undefined) {
+    if (skip !== "1") {
+      throw new RangeError(`PSYCHE_FAULT_SKIP_SNAPSHOT_ROUNDING must be 1, found "${skip}"`);
+    }
+    faults.skipSnapshotRounding = true;
+  }
+  return faults;
 }
 
 /** The Solana backend for `--rpc`: the run's account from its creator and id (or given). */

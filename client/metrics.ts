@@ -259,6 +259,7 @@ export function reduceClientMetrics(
     case "warmup_witness":
     case "health_check":
     case "checkpoint":
+    case "model_snapshot":
     case "saved_on_exit":
     case "reconnecting":
       return m;

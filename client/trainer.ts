@@ -21,6 +21,7 @@
 import { checkTokens } from "./data_check.ts";
 import type { BatchId } from "../common/mod.ts";
 import {
+  bindingRanges,
   type LlamaConfig,
   LlamaModel,
   type ParamLayout,
@@ -37,7 +38,7 @@ import {
   encodePayload,
   type PayloadExpectation,
 } from "../optimizer/mod.ts";
-import { GpuDigest, type GpuRuntime } from "../shaders/mod.ts";
+import { GpuDigest, type GpuRuntime, RoundBf16 } from "../shaders/mod.ts";
 import type { DataProvider } from "../data/mod.ts";
 import { encodeGradients } from "../train/mod.ts";
 
@@ -95,6 +96,7 @@ export class NetworkTrainer implements Disposable {
   readonly #rt: GpuRuntime;
   readonly #microBatch: number;
   readonly #digest: GpuDigest;
+  readonly #roundBf16: RoundBf16;
   #nonce = 0;
 
   constructor(options: NetworkTrainerOptions) {
@@ -124,6 +126,7 @@ export class NetworkTrainer implements Disposable {
     });
     this.expectation = { layouts: this.distro.layouts, quantize1bit: distro.quantize1bit };
     this.#digest = new GpuDigest(rt);
+    this.#roundBf16 = new RoundBf16(rt);
   }
 
   /**
@@ -272,6 +275,25 @@ export class NetworkTrainer implements Disposable {
     this.model.writeParams(weights);
     await this.resetOptimizer();
     return { firstMs: first.ms, stepMs: second.ms };
+  }
+
+  /**
+   * Rounds θ in place to the nearest bf16 (shaders/round_bf16.ts: ties to even, the bits
+   * model/float_codec.ts gives), every segment: the checkpoint-boundary rounding of
+   * `snapshot_dtype = "bf16"`, after which the parameters are bf16-exact and are shared as bf16.
+   * δ and the rest of the optimizer state stay f32, untouched. Rounding twice changes nothing.
+   * Queued, not waited for: later reads and steps wait behind it.
+   */
+  async roundParamsToBf16(): Promise<void> {
+    const { buffers, segments } = this.model.params;
+    const maxBinding = this.#rt.limits.maxStorageBufferBindingSize;
+    const step = this.#rt.beginStep("round params to bf16");
+    buffers.forEach((buffer, s) => {
+      for (const [start, n] of bindingRanges(segments[s].size, maxBinding)) {
+        this.#roundBf16.encode(step.pass, { x: { buffer, offset: start * 4, size: n * 4 }, n });
+      }
+    });
+    await step.submit({ wait: false });
   }
 
   /**

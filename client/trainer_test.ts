@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { loadModel } from "./model_source.ts";
 import { NetworkTrainer, wrappedRanges } from "./trainer.ts";
 import { LocalDataProvider } from "../data/mod.ts";
-import { GpuRuntime } from "../shaders/mod.ts";
+import { digestBytes, GpuRuntime } from "../shaders/mod.ts";
+import { decodeBf16, encodeBf16 } from "../model/mod.ts";
 import { decodePayload, type DistroResult, encodePayload } from "../optimizer/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -80,6 +81,68 @@ Deno.test({
         a.train({ step: 2, batch: { start: 0, end: 2 }, lr: 1e-3, prevLr: 1e-3, data }),
         /needs 3 micro-batches, the model holds 2/,
       );
+      await data.close();
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "NetworkTrainer.roundParamsToBf16: every segment becomes float_codec's bf16 round trip; δ is untouched",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const tokens = Uint16Array.from({ length: 4 * T }, (_, i) => (i * 37 + 11) % 512);
+      await Deno.writeFile(`${dir}/train.bin`, new Uint8Array(tokens.buffer));
+      const data = await LocalDataProvider.open(dir, {
+        seqLen: T,
+        tokenSize: "TwoBytes",
+        vocabSize: 512,
+      });
+      const model = await loadModel(`${ROOT}config/models/llama-tiny`, "trainer-test");
+      // The largest tensor's bytes as the buffer cap: the parameters split into several segments.
+      const cap = Math.max(...model.layout.entries.map((e) => e.size)) * 4;
+      const want = decodeBf16(encodeBf16(model.weights));
+      assert.notDeepEqual(want, model.weights, "the initial weights are not bf16-exact");
+      const results: string[] = [];
+      for (const maxBufferBytes of [undefined, cap]) {
+        using rt = await GpuRuntime.create(maxBufferBytes ? { maxBufferBytes } : {});
+        using trainer = new NetworkTrainer({
+          rt,
+          config: model.config,
+          layout: model.layout,
+          weights: model.weights,
+          seqLen: T,
+          microBatch: 1,
+          maxBatch: 2,
+          distro: {
+            chunk: 64,
+            topk: 4,
+            decay: 0.999,
+            weightDecay: null,
+            clipGradNorm: null,
+            quantize1bit: true,
+          },
+        });
+        assert.equal(trainer.model.params.buffers.length > 1, maxBufferBytes !== undefined);
+        // A trained step leaves δ non-zero (and θ as loaded: no weight decay, nothing applied).
+        await trainer.train({ step: 1, batch: { start: 0, end: 1 }, lr: 1e-3, prevLr: 0, data });
+        const delta = await trainer.distro.readState();
+        await trainer.roundParamsToBf16();
+        const got = await trainer.model.readParams();
+        const [gotBits, wantBits] = [new Uint32Array(got.buffer), new Uint32Array(want.buffer)];
+        const wrong = gotBits.findIndex((b, i) => b !== wantBits[i]);
+        assert.equal(wrong, -1, `θ[${wrong}] is not bf16's round trip of the loaded value`);
+        assert.equal(await trainer.paramsHash(), digestBytes(new Uint8Array(want.buffer)));
+        assert.deepEqual(await trainer.distro.readState(), delta, "δ stays as it was");
+        await trainer.roundParamsToBf16();
+        results.push(await trainer.paramsHash());
+      }
+      assert.equal(results[0], results[1], "rounding twice, split or not, gives the same bits");
       await data.close();
     } finally {
       await Deno.remove(dir, { recursive: true });

@@ -2,8 +2,9 @@
  * Cooldown after the epoch's last round `H` (docs/protocol.md, "The end of an epoch"):
  * apply round `H − 1`'s results with round `H`'s witnesses (an epoch that ended early
  * loses only round `H`), then serve the parameters to the next epoch's joiners (P2P model
- * sharing, which also labels them with their digest) and write the checkpoint, so both hold
- * every applied step; a witness of round `H` then reports that digest to the coordinator.
+ * sharing, which also labels them with their digest; with the run's `snapshotDtype` bf16 every
+ * client first rounds them to bf16) and write the checkpoint, so both hold every applied step;
+ * a witness of round `H` then reports that digest to the coordinator.
  *
  * Pure.
  *
@@ -25,6 +26,7 @@ export function planCooldown(input: PlanInput): Intent[] {
     kind: "ShareModel",
     epoch: state.progress.epoch,
     step: state.progress.step,
+    snapshotDtype: state.model.snapshotDtype,
   };
   if (!progress.started(intentKey(share))) out.push(share);
   if (progress.done(intentKey(share))) out.push(...cooldownWitness(input));

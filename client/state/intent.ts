@@ -14,6 +14,7 @@ import type {
   CommitteeProof,
   CoordinatorState,
   HealthCheck,
+  SnapshotDtype,
   WitnessProof,
 } from "../../coordinator/core/mod.ts";
 
@@ -107,12 +108,17 @@ export interface SendCooldownWitnessIntent {
   readonly step: number;
   readonly proof: WitnessProof;
 }
-/** Serve the epoch's final parameters to joiners of the next epoch (P2P model sharing). */
+/**
+ * Serve the epoch's final parameters to joiners of the next epoch (P2P model sharing), first
+ * rounding them to bf16 when the run's `snapshotDtype` says so (every client the same way).
+ */
 export interface ShareModelIntent {
   readonly kind: "ShareModel";
   readonly epoch: number;
   /** `progress.step` at Cooldown: the step whose parameters these are (the next epoch's first). */
   readonly step: number;
+  /** The run's `model.snapshotDtype`: `bf16` rounds the parameters before the snapshot. */
+  readonly snapshotDtype: SnapshotDtype;
 }
 /** Write the model to the checkpoint folder (Cooldown, after the last apply). */
 export interface CheckpointIntent {

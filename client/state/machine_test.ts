@@ -328,10 +328,15 @@ Deno.test("Cooldown: apply round H-1, share the model, checkpoint (with a folder
   complete(progress, out);
   out = plan(state, ids[0], progress, new Facts());
   assert.deepEqual(out, [
-    { kind: "ShareModel", epoch: 0, step: state.progress.step },
+    { kind: "ShareModel", epoch: 0, step: state.progress.step, snapshotDtype: "f32" },
     { kind: "Checkpoint", epoch: 0, step: state.progress.step },
   ]);
   assert.deepEqual(kinds(plan(state, ids[0], progress, new Facts(), false)), ["ShareModel"]);
+  // The run's snapshot dtype travels with the intent: bf16 has the client round first.
+  const bf16 = { ...state, model: { ...state.model, snapshotDtype: "bf16" as const } };
+  assert.deepEqual(plan(bf16, ids[0], progress, new Facts(), false), [
+    { kind: "ShareModel", epoch: 0, step: state.progress.step, snapshotDtype: "bf16" },
+  ]);
   complete(progress, out);
   // The snapshot labelled the parameters: a witness of round H now reports their digest.
   const index = state.epochState.clients.findIndex((c) =>

@@ -237,6 +237,13 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
           : { ...view.model, hash: e.fields.params_hash, step: e.fields.step },
         sync: `in sync (resynced from ${e.fields.source})`,
       };
+    case "model_snapshot": // the parameters shared, rounded to bf16 if the run says so
+      return {
+        ...view,
+        model: view.model === null
+          ? null
+          : { ...view.model, hash: e.fields.params_hash, step: e.fields.step },
+      };
     case "disconnected":
       return { ...view, connection: "disconnected" };
     case "reconnecting":

@@ -38,6 +38,8 @@ export interface TinyRunOptions {
   readonly baseLr?: number;
   /** DisTrO's decoupled weight decay (left out: the config's default). */
   readonly weightDecay?: number;
+  /** `snapshot_dtype` (left out: the config's default, f32). */
+  readonly snapshotDtype?: "f32" | "bf16";
 }
 
 /** A tiny run's data: zeros, a local token folder, or a TCP data server's `host:port`. */
@@ -59,6 +61,9 @@ export function tinyRunToml(options: TinyRunOptions = {}): string {
   const weightDecay = options.weightDecay === undefined
     ? ""
     : `weight_decay = ${options.weightDecay}\n`;
+  const snapshotDtype = options.snapshotDtype === undefined
+    ? ""
+    : `snapshot_dtype = "${options.snapshotDtype}"\n`;
   return `run_id = "${options.runId ?? "e2e-tiny"}"
 run_state = "WaitingForMembers"
 
@@ -83,7 +88,7 @@ architecture = "HfLlama"
 data_type = "Pretraining"
 max_seq_len = 32
 cold_start_warmup_steps = 0
-${dataLocationToml(options.data ?? "Dummy")}
+${snapshotDtype}${dataLocationToml(options.data ?? "Dummy")}
 
 [model.LLM.checkpoint.${options.checkpoint ?? "Dummy"}]
 repo_id = ${JSON.stringify(model)}

@@ -1,0 +1,132 @@
+/**
+ * End-to-end bf16 snapshots (`[model.LLM] snapshot_dtype = "bf16"`) on a real local testnet:
+ * two clients train the first epoch; at its Cooldown each rounds its f32 masters to bf16 and
+ * serves them, so both report the same rounded digest and serve half the bytes of f32 (the
+ * manifest's sizes); a third client joins for the next epoch, fetches those bf16 blobs over P2P,
+ * holds the run's digest, and then trains and applies bit-identically with the others.
+ *
+ * Mutation check (done by hand, see the report of the change): with
+ * `PSYCHE_FAULT_SKIP_SNAPSHOT_ROUNDING=1` on one client its snapshot digest differs and this
+ * test fails.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import {
+  EventWatcher,
+  observeCoordinator,
+  type SeenEvent,
+  tinyRunFolder,
+} from "../client/testing/testnet.ts";
+import { Testnet } from "../client/testnet/mod.ts";
+
+const step = (e: SeenEvent) => Number(e.event.step);
+
+Deno.test({
+  name: "bf16 snapshots: every client rounds alike, serves half the bytes, a joiner trains in step",
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  const config = await tinyRunFolder({
+    runId: "e2e-bf16",
+    initMinClients: 2,
+    minClients: 1,
+    epochTime: 10,
+    maxRoundTrainTime: 5,
+    globalBatchSize: 6,
+    snapshotDtype: "bf16",
+  });
+  const watcher = new EventWatcher();
+  const lines: string[] = [];
+  const net = await Testnet.start({
+    configPath: config,
+    numClients: 2,
+    write: (line) => lines.push(line),
+    colour: false,
+    onEvent: watcher.onEvent,
+  });
+  const observing = new AbortController();
+  const dtypes = new Set<string>();
+  const observer = observeCoordinator(
+    { address: net.serverAddr, runId: net.runId, signal: observing.signal },
+    (s) => dtypes.add(s.model.snapshotDtype),
+  );
+  try {
+    await watcher.waitFor(
+      "the first epoch to train",
+      () => watcher.named("train").length > 0,
+      90_000,
+    );
+    const joiner = await net.addClient();
+    const end = await watcher.waitFor(
+      "the first epoch to end after training",
+      () => watcher.named("epoch_end").find((e) => e.event.success === true),
+      90_000,
+    );
+    const epoch = Number(end.event.epoch);
+    assert.deepEqual([...dtypes], ["bf16"], "every client reads bf16 from the coordinator");
+
+    // Both rounded at Cooldown, to the same parameters, and serve them as bf16 blobs.
+    const snapshots = ["client-1", "client-2"].map((l) =>
+      watcher.named("model_snapshot", l).find((e) => Number(e.event.epoch) === epoch - 1)
+    );
+    assert.ok(snapshots.every((e) => e !== undefined), "both served a snapshot");
+    const [a, b] = snapshots.map((e) => e!.event);
+    assert.equal(a.rounded, true);
+    assert.equal(a.snapshot_dtype, "bf16");
+    assert.equal(a.params_hash, b.params_hash, "both rounded to the same bits");
+    assert.equal(a.bytes, b.bytes);
+    const lastApply = watcher.named("apply", "client-1")
+      .filter((e) => Number(e.event.epoch) === epoch - 1).at(-1)!;
+    // The epoch's last rounds may train nothing: the last apply labels step a.step or earlier.
+    assert.ok(Number(lastApply.event.params_step) <= Number(a.step));
+    assert.notEqual(lastApply.event.params_hash, a.params_hash, "the rounding changed the masters");
+    // The manifest's sizes: 2 bytes per parameter plus the small config blob (f32 would be 4).
+    const params = Number(watcher.named("model", "client-1")[0].event.params);
+    const bytes = Number(a.bytes);
+    assert.ok(
+      bytes >= 2 * params && bytes < 2 * params + 4096,
+      `${bytes} bytes served for ${params} parameters: not bf16`,
+    );
+
+    // The joiner fetches the bf16 blobs and holds the run's rounded parameters.
+    const model = await watcher.waitFor(
+      "the joiner to load its model",
+      () => watcher.named("model", joiner)[0],
+      60_000,
+    );
+    assert.equal(model.event.weights, "p2p", "the joiner fetched the model from its peers");
+    assert.equal(model.event.params_hash, a.params_hash);
+    assert.equal(model.event.params_step, a.step);
+
+    // It trains, and everyone applies the same results to the same parameters.
+    const first = await watcher.waitFor(
+      "the joiner to apply a step",
+      () => watcher.named("apply", joiner).find((e) => Number(e.event.epoch) === epoch),
+      60_000,
+    );
+    const target = step(first) + 1;
+    await watcher.waitFor(
+      `all three clients to apply step ${target}`,
+      () =>
+        ["client-1", "client-2", joiner].every((l) =>
+          watcher.named("apply", l).some((e) => step(e) === target)
+        ),
+      60_000,
+    );
+    const hashes = ["client-1", "client-2", joiner].map((l) =>
+      watcher.named("apply", l).find((e) => step(e) === target)!.event.params_hash
+    );
+    assert.equal(new Set(hashes).size, 1, `parameters after step ${target}: ${hashes.join(", ")}`);
+    assert.equal(watcher.named("apply", joiner).find((e) => step(e) === target)!.event.applied, 3);
+    assert.equal(watcher.named("diverged").length, 0, "nobody diverged");
+  } catch (e) {
+    console.error(lines.slice(-100).join("\n"));
+    throw e;
+  } finally {
+    observing.abort();
+    await observer.catch(() => {});
+    await net.stop();
+    await Deno.remove(config, { recursive: true });
+  }
+});

@@ -143,6 +143,7 @@ async function run(profileDispatches: boolean, warmup: number) {
     for (const line of plan.lines) console.log(line);
     if (plan.refusal !== null) throw new Error(plan.refusal);
   }
+  const which = profileDispatches ? "profiled" : "plain";
   t0 = performance.now();
   using stepper = adamwSteps(rt, {
     config,
@@ -153,14 +154,24 @@ async function run(profileDispatches: boolean, warmup: number) {
     precision,
     recompute: values.recompute,
   });
+  // Until the GPU holds the weights: queued uploads would otherwise land in the first step.
+  await rt.device.queue.onSubmittedWorkDone();
   const buildMs = performance.now() - t0;
+  // Progress as it happens: a large model's upload and first step (its pipelines) take minutes
+  // on some adapters, and a run cut off by a time limit should still say how far it got.
+  console.log(`${which}: model and optimizer built and uploaded in ${buildMs.toFixed(0)} ms`);
   const wall: number[] = [];
   for (let s = 0; s < warmup + steps; s++) {
     if (s === warmup) rt.dispatchTimings?.splice(0);
     const start = performance.now();
     const result = await stepper.step();
     if (!Number.isFinite(result.loss)) throw new Error(`step ${s}: loss is ${result.loss}`);
-    if (s >= warmup) wall.push(performance.now() - start);
+    const ms = performance.now() - start;
+    if (s >= warmup) wall.push(ms);
+    console.log(
+      `${which}: step ${s + 1} (${s < warmup ? "warm-up" : "timed"}) ${ms.toFixed(1)} ms, ` +
+        `loss ${result.loss.toFixed(4)}`,
+    );
   }
   return { wall, buildMs, timings: rt.dispatchTimings ? [...rt.dispatchTimings] : [] };
 }

@@ -16,8 +16,12 @@
  * (`[R, Vb]` each): logits per block, the cross-entropy carried across blocks
  * (`CrossEntropy.blocked`), `dW_b += dlogits_bᵀ·hf`, and `d hf = Σ_b dlogits_b·W_b` as one chained
  * sum (`accumulate: "chain"`). Each matmul part is forced onto the variant and the split-K slices
- * of the whole product, so the split gives the unsplit bits. The input gradient never splits K
- * (a chained sum cannot), blocked or not.
+ * of the whole product, so under the CPU profile the split gives the unsplit bits
+ * (model/llama_split_test.ts). Under the GPU profile it does not yet: blocked and whole heads
+ * differ in the last bits (found 2026-11-26; the suspect is the blocked cross-entropy, which does
+ * not share the workgroup row reduction's order). Blocking depends only on the adapter's binding
+ * limit, so clients with the same limits still agree. The input gradient never splits K (a
+ * chained sum cannot), blocked or not.
  *
  * @module
  */

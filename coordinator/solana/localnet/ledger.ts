@@ -24,7 +24,12 @@ import {
 import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
 import { type RpcTransactionError, transactionErrorJson } from "./tx_error.ts";
 import { DEFAULT_PROGRAM_ID } from "../rpc/mod.ts";
-import { buildProgram, PROGRAM_OUTPUT } from "../toolchain/mod.ts";
+import {
+  buildProgram,
+  PROGRAM_OUTPUT,
+  PROGRAM_SOURCES_DIR,
+  sourcesHash,
+} from "../toolchain/mod.ts";
 
 /** The program id the localnet deploys the coordinator at (and the tools default to). */
 export const LOCALNET_PROGRAM_ID: Address = DEFAULT_PROGRAM_ID;
@@ -83,17 +88,48 @@ export interface LedgerOptions {
   now?: () => number;
 }
 
-/** Reads the built program, building it first when the file is missing. */
-export async function loadProgramBytes(path = PROGRAM_OUTPUT): Promise<Uint8Array> {
-  try {
-    return await Deno.readFile(path);
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
+/**
+ * Reads the built program, building it first when the file is missing or was built from other
+ * sources: a stale build would run yesterday's program against today's clients and fail as a
+ * protocol error far from its cause. The build writes beside it (`.sources`) the hash of the C
+ * sources and headers of `sources` it came from; a copy, a checkout or a clock cannot fool that.
+ */
+export async function loadProgramBytes(
+  path = PROGRAM_OUTPUT,
+  sources = PROGRAM_SOURCES_DIR,
+): Promise<Uint8Array> {
+  const want = await sourcesHash(sources);
+  const stamp = `${path}.sources`;
+  if ((await readTextOrNull(stamp))?.trim() === want) {
+    const bytes = await readOrNull(path);
+    if (bytes !== null) return bytes;
   }
   const program = await buildProgram();
   await Deno.mkdir(new URL(".", `file://${path}`), { recursive: true });
-  await Deno.writeFile(path, program.bytes);
+  // Written beside, then renamed: a test process reading them at the same time sees whole files.
+  await writeAtomically(path, program.bytes);
+  await writeAtomically(stamp, new TextEncoder().encode(`${want}\n`));
   return program.bytes;
+}
+
+async function readOrNull(path: string): Promise<Uint8Array | null> {
+  try {
+    return await Deno.readFile(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return null;
+    throw e;
+  }
+}
+
+async function readTextOrNull(path: string): Promise<string | null> {
+  const bytes = await readOrNull(path);
+  return bytes === null ? null : new TextDecoder().decode(bytes);
+}
+
+async function writeAtomically(path: string, bytes: Uint8Array): Promise<void> {
+  const partial = `${path}.${Deno.pid}.partial`;
+  await Deno.writeFile(partial, bytes);
+  await Deno.rename(partial, path);
 }
 
 /** litesvm plus slots, blockhashes, statuses and change listeners. */

@@ -18,6 +18,31 @@ export const PROGRAM_SOURCE: string = new URL("../program/program.c", import.met
 export const PROGRAM_OUTPUT: string =
   new URL("../build/psyche_coordinator.so", import.meta.url).pathname;
 
+/** The folder of the program's C sources and headers. */
+export const PROGRAM_SOURCES_DIR: string = new URL("../program/", import.meta.url).pathname;
+
+/** sha256 over the names and bytes of the `.c` and `.h` files of `dir`, in name order. */
+export async function sourcesHash(dir: string): Promise<string> {
+  const names: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (e.isFile && /\.[ch]$/.test(e.name)) names.push(e.name);
+  }
+  names.sort();
+  const parts: Uint8Array[] = [];
+  for (const name of names) {
+    const bytes = await Deno.readFile(`${dir}/${name}`);
+    parts.push(new TextEncoder().encode(`${name}\0${bytes.length}\0`), bytes);
+  }
+  const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.length;
+  }
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", all));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 /** The clang command line (without the output path). */
 export const CLANG_ARGS: readonly string[] = [
   "-target",
@@ -120,6 +145,8 @@ if (import.meta.main) {
   const folder = output.slice(0, output.lastIndexOf("/") + 1);
   if (folder !== "") await Deno.mkdir(folder, { recursive: true });
   await Deno.writeFile(output, program.bytes);
+  // The stamp the localnet checks before it reuses a build (localnet/ledger.ts).
+  await Deno.writeTextFile(`${output}.sources`, `${await sourcesHash(PROGRAM_SOURCES_DIR)}\n`);
   console.log(
     `${output}: ${program.bytes.length} bytes (.text ${program.textSize}, .rodata ` +
       `${program.rodataSize}), syscalls: ${program.syscalls.join(", ")}`,

@@ -19,4 +19,4 @@ export {
   PROGRAM_REGION_BASE,
 } from "./link.ts";
 export { buildProgram, buildProgramOnce, PROGRAM_OUTPUT, ProgramBuildError } from "./build.ts";
-export { PROGRAM_SOURCE } from "./build.ts";
+export { PROGRAM_SOURCE, PROGRAM_SOURCES_DIR, sourcesHash } from "./build.ts";

@@ -109,8 +109,9 @@ export {
 export {
   type CastToF16,
   HALF_ALIGN,
-  type HalfEntry,
   halfLayout,
+  halfSegments,
+  type HalfType,
   HalfWeights,
   matmulWeightNames,
 } from "./half_weights.ts";

@@ -101,13 +101,26 @@ export function llamaTensorShapes(config: LlamaConfig): [string, number[], "norm
  * model without `lm_head.weight`, see {@link llamaTensorShapes}).
  */
 export function llamaParamLayout(config: LlamaConfig): ParamLayout {
+  const tensors = llamaTensorShapes(config).map(([name, shape, init]) => ({ name, shape, init }));
+  return packLayout(tensors, PARAM_ALIGN);
+}
+
+/**
+ * Lays `tensors` out back to back in their order, each starting at a multiple of `align`
+ * elements: the f32 layout ({@link llamaParamLayout}) and the 16-bit weight copies
+ * (model/half_weights.ts), whose elements are half as wide, so their alignment twice as many.
+ */
+export function packLayout(
+  tensors: Iterable<Pick<ParamEntry, "name" | "shape" | "init">>,
+  align: number,
+): ParamLayout {
   const entries: ParamEntry[] = [];
   let offset = 0;
   let paramCount = 0;
-  for (const [name, shape, init] of llamaTensorShapes(config)) {
+  for (const { name, shape, init } of tensors) {
     const size = shape.reduce((a, b) => a * b, 1);
     entries.push({ name, shape, offset, size, init });
-    offset += Math.ceil(size / PARAM_ALIGN) * PARAM_ALIGN;
+    offset += Math.ceil(size / align) * align;
     paramCount += size;
   }
   return {
@@ -235,14 +248,14 @@ export function initParams(layout: ParamLayout, config: LlamaConfig, seed: numbe
 }
 
 /**
- * One GPU buffer's share of the flat layout: the floats `[start, start + size)`, a run of whole
+ * One GPU buffer's share of the flat layout: the elements `[start, start + size)`, a run of whole
  * tensors `entries[first..end)` with their padding. A tensor at flat offset `o` sits at
  * `o − start` inside its segment's buffer.
  */
 export interface ParamSegment {
-  /** First float of the segment in the flat layout (a tensor's offset). */
+  /** First element of the segment in the flat layout (a tensor's offset). */
   start: number;
-  /** Floats in the segment (up to the next segment's start, or `totalSize`). */
+  /** Elements in the segment (up to the next segment's start, or `totalSize`). */
   size: number;
   /** Index of the segment's first entry. */
   first: number;
@@ -255,10 +268,16 @@ export interface ParamSegment {
  * `maxBufferSize`): consecutive whole tensors, greedily. Parameters, gradients and every
  * optimizer state share this split, so a tensor is (segment, offset) in each. When everything
  * fits, the result is the one segment `[0, totalSize)`. Throws a RangeError naming a tensor too
- * large for any buffer.
+ * large for any buffer. `elementBytes` is 4 for f32 layouts (the default) and 2 for the 16-bit
+ * weight copies (model/half_weights.ts), which are split the same way.
  */
-export function paramSegments(layout: ParamLayout, maxBufferBytes: number): ParamSegment[] {
-  const maxFloats = Math.floor(maxBufferBytes / 4);
+export function paramSegments(
+  layout: ParamLayout,
+  maxBufferBytes: number,
+  options: { elementBytes?: 2 | 4 } = {},
+): ParamSegment[] {
+  const elementBytes = options.elementBytes ?? 4;
+  const maxElements = Math.floor(maxBufferBytes / elementBytes);
   const { entries, totalSize } = layout;
   const segments: ParamSegment[] = [];
   const close = (first: number, end: number) => {
@@ -270,14 +289,15 @@ export function paramSegments(layout: ParamLayout, maxBufferBytes: number): Para
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i];
     const stop = i + 1 < entries.length ? entries[i + 1].offset : totalSize;
-    if (stop - e.offset > maxFloats) {
+    if (stop - e.offset > maxElements) {
       throw new RangeError(
-        `tensor "${e.name}" ${JSON.stringify(e.shape)} holds ${e.size} floats ` +
-          `(${(stop - e.offset) * 4} bytes padded), more than one GPU buffer ` +
+        `tensor "${e.name}" ${JSON.stringify(e.shape)} holds ${e.size} ` +
+          `${elementBytes === 4 ? "floats" : "16-bit values"} ` +
+          `(${(stop - e.offset) * elementBytes} bytes padded), more than one GPU buffer ` +
           `(maxBufferSize ${maxBufferBytes} bytes)`,
       );
     }
-    if (stop - entries[first].offset > maxFloats) {
+    if (stop - entries[first].offset > maxElements) {
       close(first, i);
       first = i;
     }

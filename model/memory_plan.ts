@@ -21,15 +21,17 @@
  * host, weights loaded     f32 weights 4·P, the largest weights file, one upload staging 4·P
  * host, seeded streamed    one init chunk and its staging copy (16 MiB each at most)
  * host, checkpoint saves   one chunk read back and its staging copy (16 MiB each at most)
- * f16/bf16 precision      16-bit copies of the matmul weights, 16-bit saved norm/SwiGLU outputs
+ * f16/bf16 precision      16-bit copies of the matmul weights (each padded to 128 elements),
+ *                         16-bit saved norm/SwiGLU outputs
  * ```
- * The parameters, gradients and each optimizer state are split into segment buffers of whole
- * tensors (model/params.ts `paramSegments`), so only each tensor must fit `maxBufferSize`, as
- * must each activation; tensors bound whole (layer weights, activations) are checked against
+ * The parameters, gradients, each optimizer state and the 16-bit weight copies are split into
+ * segment buffers of whole tensors (model/params.ts `paramSegments`), so only each tensor must
+ * fit `maxBufferSize`, as must each activation; tensors bound whole (layer weights, activations) are checked against
  * `maxStorageBufferBindingSize` (the embedding and LM head are split by row blocks).
  *
  * @module
  */
+import { halfLayout, halfSegments, matmulWeightNames } from "./half_weights.ts";
 import { countParameters, type LlamaConfig } from "./hf_config.ts";
 import {
   llamaParamLayout,
@@ -139,9 +141,6 @@ export interface MemoryPlan {
 }
 
 const F32 = 4;
-/** The plan item of model/half_weights.ts's buffer. */
-/** The label's end of the 16-bit weight copies (after their precision). */
-const HALF_COPIES = "copies of the matmul weights";
 
 /** The device and host memory a run of `input` needs. */
 export function planMemory(input: MemoryPlanInput): MemoryPlan {
@@ -205,13 +204,9 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     { label: `token slots (${slots})`, bytes: F32 * (3 * N * slots + N * slots + 4) },
   );
   if (half) {
-    const matmul = sizes.filter((t) =>
-      t.shape.length === 2 &&
-      (t.name !== "model.embed_tokens.weight" || config.tieWordEmbeddings)
-    )
-      .reduce((s, t) => s + t.size, 0);
+    const copies = halfLayout(llamaParamLayout(config), matmulWeightNames(config));
     device.push(
-      { label: `${input.precision} ${HALF_COPIES}`, bytes: 2 * matmul },
+      { label: `${input.precision} copies of the matmul weights`, bytes: 2 * copies.totalSize },
       { label: `f32 staging before ${input.precision} copies`, bytes: F32 * N * Math.max(C, F) },
     );
   }
@@ -296,6 +291,11 @@ export interface MemoryVerdict {
    * fit `maxBufferSize`; null when a tensor alone is over it.
    */
   parameterSegments: number | null;
+  /**
+   * Buffers the 16-bit weight copies take (f16/bf16 precision; null with f32, or when a tensor
+   * alone is over `maxBufferSize`). They are split like the parameters, on whole tensors.
+   */
+  halfCopySegments: number | null;
 }
 
 /** Whether `input`'s plan fits `limits`: every problem names the smallest change that fixes it. */
@@ -306,6 +306,7 @@ export function checkMemoryPlan(input: MemoryPlanInput, limits: MemoryLimits): M
   const problems: MemoryProblem[] = [];
   const warnings: string[] = [];
   let parameterSegments: number | null = null;
+  let halfCopySegments: number | null = null;
   if (plan.largestTensor.bytes > limits.maxBufferSize) {
     problems.push({
       message: `the ${plan.largestTensor.label} takes ${formatBytes(plan.largestTensor.bytes)}, ` +
@@ -314,16 +315,14 @@ export function checkMemoryPlan(input: MemoryPlanInput, limits: MemoryLimits): M
       fix: null,
     });
   } else {
-    parameterSegments = paramSegments(llamaParamLayout(input.config), limits.maxBufferSize).length;
-  }
-  const halfCopies = plan.device.find((i) => i.label.endsWith(HALF_COPIES));
-  if (halfCopies !== undefined && halfCopies.bytes > limits.maxBufferSize) {
-    problems.push({
-      message: `the ${halfCopies.label} take one buffer of ${formatBytes(halfCopies.bytes)}, ` +
-        `over the adapter's maxBufferSize of ${formatBytes(limits.maxBufferSize)} (` +
-        `${input.precision} precision keeps them in one buffer; f32 precision has no copies)`,
-      fix: null,
-    });
+    const layout = llamaParamLayout(input.config);
+    parameterSegments = paramSegments(layout, limits.maxBufferSize).length;
+    if (input.precision !== "f32") {
+      // A 16-bit copy is no larger than its f32 master, so it fits a buffer when that does.
+      const names = matmulWeightNames(input.config);
+      halfCopySegments = halfSegments(layout, { names, maxBufferBytes: limits.maxBufferSize })
+        .length;
+    }
   }
   if (plan.largestLayerTensor.bytes > limits.maxStorageBufferBindingSize) {
     problems.push({
@@ -400,6 +399,7 @@ export function checkMemoryPlan(input: MemoryPlanInput, limits: MemoryLimits): M
     warnings,
     peakBytes: peak(plan),
     parameterSegments,
+    halfCopySegments,
   };
 }
 
@@ -411,6 +411,7 @@ export function formatMemoryPlan(
 ): { lines: string[]; verdict: MemoryVerdict; refusal: string | null } {
   const plan = planMemory(input);
   const verdict = checkMemoryPlan(input, limits);
+  const copies = plan.device.find((i) => i.label.endsWith("copies of the matmul weights"));
   // A label longer than the column still gets a space before its figure.
   const pad = (label: string) => `  ${label.padEnd(45)} `;
   const lines = [
@@ -427,6 +428,11 @@ export function formatMemoryPlan(
       ? "none fits"
       : `${verdict.parameterSegments}`.padStart(10) +
         ` of at most ${formatBytes(Math.min(limits.maxBufferSize, plan.parameterBuffer.bytes))}`),
+    ...(copies === undefined || verdict.halfCopySegments === null ? [] : [
+      pad(`${input.precision} weight copy buffers`) +
+      `${verdict.halfCopySegments}`.padStart(10) +
+      ` of at most ${formatBytes(Math.min(limits.maxBufferSize, copies.bytes))}`,
+    ]),
     pad(`largest buffer: ${plan.largestBuffer.label}`) +
     `${formatBytes(plan.largestBuffer.bytes).padStart(10)} of maxBufferSize ` +
     formatBytes(limits.maxBufferSize),

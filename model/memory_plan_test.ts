@@ -243,12 +243,16 @@ Deno.test("Llama-3.2-1B's parameters split into three 2 GiB buffers on lavapipe"
   const fits = formatMemoryPlan(input, roomy, FLAGS);
   assert.equal(fits.refusal, null);
   assert.equal(fits.verdict.parameterSegments, 3);
-  // f16 precision's weight copies are still one buffer: 2.29 GiB is over 2 GiB.
-  const half = formatMemoryPlan({ ...input, precision: "f16" }, roomy, FLAGS);
-  assert.match(
-    half.refusal!,
-    /the f16 copies of the matmul weights take one buffer of 2\.\d\d GiB, over the adapter's maxBufferSize/,
-  );
+  assert.equal(fits.verdict.halfCopySegments, null, "f32 precision has no 16-bit copies");
+  // The 16-bit weight copies (2.30 GiB) are split like the parameters: two 2 GiB buffers.
+  for (const precision of ["f16", "bf16"] as const) {
+    const half = formatMemoryPlan({ ...input, precision }, roomy, FLAGS);
+    assert.equal(half.refusal, null, precision);
+    assert.equal(half.verdict.halfCopySegments, 2, precision);
+    const lines = half.lines.join("\n");
+    assert.match(lines, new RegExp(`${precision} copies of the matmul weights\\s+2\\.30 GiB`));
+    assert.match(lines, new RegExp(`${precision} weight copy buffers\\s+2 of at most 2\\.00 GiB`));
+  }
 });
 
 Deno.test("a streamed seeded start holds one chunk on the host: the 1B with AdamW fits lavapipe", () => {

@@ -90,7 +90,8 @@ for (const kind of ["adamw", "distro"] as const) {
 
 Deno.test("f16 precision: AdamW steps on split parameters have the bits of one buffer", async (t) => {
   using flatRt = await GpuRuntime.create();
-  // The f16 weight copies stay one buffer (208 KiB here): a cap that holds them still splits θ.
+  // At twice the cap the f16 copies (208 KiB) are one buffer and θ is still split (copies split
+  // into several buffers: tests/half_segments_test.ts).
   using splitRt = await GpuRuntime.create({ maxBufferBytes: 2 * SEGMENT_CAP });
   if (!flatRt.hasF16) {
     t.step({ name: "skipped: no shader-f16", ignore: true, fn: () => {} });

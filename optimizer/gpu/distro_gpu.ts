@@ -2,17 +2,25 @@
  * DisTrO on the GPU: the optimizer the trainer plugs in as `--optimizer distro`.
  *
  * Buffers (P = floats in the flat parameter buffer, E = Σ chunks·k over parameters,
- * S = largest parameter). The `[P]` ones are split into segments like the parameters when those
- * exceed one buffer (model/params.ts `paramSegments`; options `segments`):
+ * S = largest parameter, or largest block of one: below). The `[P]` ones are split into segments
+ * like the parameters when those exceed one buffer (model/params.ts `paramSegments`; options
+ * `segments`):
  * - `delta` `[P]`: residual momentum δ; `saved` `[P]`: θ before the in-place lookahead, or
  *   the lookahead weights the networked client trains on ({@link DistroOptimizer.lookaheadWeights});
  * - `ownIdx[2]`, `ownVal[2]` `[E]`: this step's and the previous step's own result
  *   (indices within chunks, unquantized values), double-buffered;
  * - `ownQ` `[E]`: fixed-point coefficients of the previous own result (single-node apply);
- * - `scratchT`, `scratchY` `[S]`: DCT intermediate and coefficients of the current parameter;
+ * - `scratchT`, `scratchY` `[S]`: DCT intermediate and coefficients of the current block;
  * - `rowMax` `[max chunks·n1]` (u32): each coefficient row's largest top-k key, from the DCT's
  *   row pass, so top-k reads only the rows that can hold a winner;
  * - uploaded aggregate (`aggOffsets`, `aggIdx`, `aggQ`), grown on demand.
+ *
+ * No binding is larger than `maxStorageBufferBindingSize` (128 MiB on lavapipe, where the
+ * Llama-1B embedding alone is 1002 MiB): the whole-layout passes (lookahead, weight decay) bind
+ * ranges that fit, and the per-chunk kernels (feedback, DCT, top-k, apply) take a parameter
+ * larger than a binding in blocks of whole chunk rows (chunk_blocks.ts), each a parameter of its
+ * own; S is then the largest block, not the largest parameter. The result entries of a block,
+ * and of the uploaded aggregate (aggregate_blocks.ts), are bound as windows of their own.
  *
  * Nothing leaves the GPU per parameter per step except the compressed result
  * ({@link DistroOptimizer.readResult}: indices and values, E each) and the aggregate coming
@@ -35,6 +43,8 @@ import { quantizeSigns, type SparseParam } from "../compress.ts";
 import { type DistroConfig, validateDistroConfig } from "../distro.ts";
 import type { AggregatedParam } from "../exact.ts";
 import { type ChunkLayout, chunkLayout } from "../layout.ts";
+import { type ChunkBlock, chunkBlocks, type EntryWindow, entryWindow } from "../chunk_blocks.ts";
+import { packAggregate } from "../aggregate_blocks.ts";
 import { BasisTables, DistroKernels, type KernelParam } from "./kernels.ts";
 import { type GpuRuntime, type GpuStep, resolveView, type TensorView } from "../../shaders/mod.ts";
 import {
@@ -81,6 +91,21 @@ function checkLearningRate(name: string, lr: number): void {
   }
 }
 
+/**
+ * One block of a parameter as the kernels bind it (chunk_blocks.ts): the whole parameter when it
+ * fits one storage binding.
+ */
+interface BoundBlock {
+  /** The block's chunk rows. */
+  readonly block: ChunkBlock;
+  /** First element in the flat buffer. */
+  readonly offset: number;
+  /** The `Spec` words of the block (its entry relative to `entries`, its metadata slot). */
+  readonly spec: number[];
+  /** The window of the result buffers holding the block's `chunks·k` entries. */
+  readonly entries: EntryWindow;
+}
+
 /** Per-step arguments of {@link DistroOptimizer.encodeGenerate}. */
 export interface GenerateArgs {
   readonly params: FlatBuffers;
@@ -113,7 +138,7 @@ export class DistroOptimizer implements Optimizer {
   readonly #rt: GpuRuntime;
   readonly #label: string;
   readonly #size: number;
-  readonly #params: readonly (KernelParam & { offset: number; spec: number[] })[];
+  readonly #params: readonly (KernelParam & { offset: number; blocks: BoundBlock[] })[];
   readonly #entries: number;
   readonly #basis: BasisTables;
   readonly #kernels: DistroKernels;
@@ -160,6 +185,12 @@ export class DistroOptimizer implements Optimizer {
     let entry = 0;
     let largest = 1;
     let rowMaxWords = 1;
+    let slots = 0;
+    const limits = {
+      maxBytes: rt.limits.maxStorageBufferBindingSize,
+      alignBytes: rt.limits.minStorageBufferOffsetAlignment,
+    };
+    const ownMeta: number[] = [];
     this.#params = this.layouts.map((layout, index) => {
       const p = params[index];
       if (p.offset % 64 !== 0 || p.offset + layout.size > size) {
@@ -168,11 +199,23 @@ export class DistroOptimizer implements Optimizer {
             `must start at a multiple of 64 floats and end within ${size}`,
         );
       }
-      const kp = { layout, entry, index, offset: p.offset, spec: [] as number[] };
-      kp.spec = this.#kernels.spec(kp);
+      const blocks = chunkBlocks(layout, limits).map((block) => {
+        const first = entry + block.firstChunk * layout.k;
+        const entries = entryWindow(first, block.layout.chunks * layout.k, limits.alignBytes / 4);
+        const slot = slots++;
+        // The own result's apply metadata: k entries per chunk from the window's first entry.
+        ownMeta.push(0, entries.first, layout.k, 0);
+        largest = Math.max(largest, block.layout.size);
+        rowMaxWords = Math.max(rowMaxWords, block.layout.chunks * layout.n1);
+        const spec = this.#kernels.spec({
+          layout: block.layout,
+          entry: entries.first,
+          index: slot,
+        });
+        return { block, offset: p.offset + block.offset, spec, entries };
+      });
+      const kp = { layout, entry, index, offset: p.offset, blocks };
       entry += layout.chunks * layout.k;
-      largest = Math.max(largest, layout.size);
-      rowMaxWords = Math.max(rowMaxWords, layout.chunks * layout.n1);
       return kp;
     });
     this.#entries = Math.max(1, entry);
@@ -208,10 +251,10 @@ export class DistroOptimizer implements Optimizer {
     this.#hyperGen = buf("generate hyper", 32);
     this.#hyperApply = buf("apply hyper", 16);
     this.#ownFixedHyper = buf("own-fixed hyper", new Uint32Array([0, config.quantize1bit ? 1 : 0]));
-    const own = new Uint32Array(4 * this.#params.length);
-    this.#params.forEach((p, n) => own.set([0, p.entry, p.layout.k, 0], 4 * n));
-    this.#ownMeta = buf("own apply meta", own);
-    this.#aggMeta = buf("aggregate apply meta", 16 * this.#params.length);
+    this.#ownMeta = buf("own apply meta", new Uint32Array(ownMeta));
+    // All zero: each block's aggregate offsets window starts at its first chunk
+    // (aggregate_blocks.ts), so its chunks' offsets start at word 0 of the window.
+    this.#aggMeta = buf("aggregate apply meta", 16 * slots);
   }
 
   /** True once a result has been generated (error feedback and lookahead are active). */
@@ -350,39 +393,43 @@ export class DistroOptimizer implements Optimizer {
     }
     const prev = this.#cur;
     const next = this.#hasOwn ? 1 - prev : prev;
+    const maxBinding = this.#rt.limits.maxStorageBufferBindingSize;
     for (const p of decays ? this.#params : []) {
       // Parameters start at multiples of 64 floats: rounding up to 4 stays in their padding.
       const n = Math.ceil(p.layout.size / 4) * 4;
-      this.#kernels.encodeWeightDecay(this.#pass(step, "weight-decay"), n, {
-        hyper: this.#hyperGen,
-        source: this.#at(this.#saved.buffers, p.offset, n),
-        params: this.#at(params, p.offset, n),
-      });
+      for (const [start, count] of bindingRanges(n, maxBinding)) {
+        this.#kernels.encodeWeightDecay(this.#pass(step, "weight-decay"), count, {
+          hyper: this.#hyperGen,
+          source: this.#at(this.#saved.buffers, p.offset + start, count),
+          params: this.#at(params, p.offset + start, count),
+        });
+      }
     }
-    for (const p of this.#params) {
-      const delta = this.#at(this.delta.buffers, p.offset, p.layout.size);
+    for (const { offset, block, spec, entries } of this.#params.flatMap((p) => p.blocks)) {
+      const size = block.layout.size;
+      const delta = this.#at(this.delta.buffers, offset, size);
       const feedback = {
         hyper: this.#hyperGen,
-        grads: this.#at(grads, p.offset, p.layout.size),
+        grads: this.#at(grads, offset, size),
         delta,
-        ownIdx: this.#ownIdx[prev],
-        ownVal: this.#ownVal[prev],
+        ownIdx: entryView(this.#ownIdx[prev], entries),
+        ownVal: entryView(this.#ownVal[prev], entries),
       };
-      const rowMax = this.#kernels.hasRowMax(p.spec) ? this.#rowMax : undefined;
+      const rowMax = this.#kernels.hasRowMax(spec) ? this.#rowMax : undefined;
       const dct = { t: this.#scratchT, y: this.#scratchY, rowMax };
-      if (this.#kernels.hasFusedFeedback(p.spec)) {
-        this.#kernels.encodeFeedbackDct(this.#pass(step, "feedback+dct"), p.spec, {
+      if (this.#kernels.hasFusedFeedback(spec)) {
+        this.#kernels.encodeFeedbackDct(this.#pass(step, "feedback+dct"), spec, {
           ...feedback,
           ...dct,
         });
       } else {
-        this.#kernels.encodeFeedback(this.#pass(step, "feedback"), p.spec, feedback);
-        this.#kernels.encodeDct(this.#pass(step, "dct"), p.spec, { x: delta, ...dct });
+        this.#kernels.encodeFeedback(this.#pass(step, "feedback"), spec, feedback);
+        this.#kernels.encodeDct(this.#pass(step, "dct"), spec, { x: delta, ...dct });
       }
-      this.#kernels.encodeTopk(this.#pass(step, "topk"), p.spec, {
+      this.#kernels.encodeTopk(this.#pass(step, "topk"), spec, {
         y: this.#scratchY,
-        idx: this.#ownIdx[next],
-        val: this.#ownVal[next],
+        idx: entryView(this.#ownIdx[next], entries),
+        val: entryView(this.#ownVal[next], entries),
         rowMax,
       });
     }
@@ -399,22 +446,23 @@ export class DistroOptimizer implements Optimizer {
     const params = this.#flat("params", args.params);
     const prev = 1 - this.#cur;
     this.#rt.write(this.#hyperApply, new Float32Array([args.lr, 0, 0, 0]));
-    for (const p of this.#params) {
-      this.#kernels.encodeOwnFixed(this.#pass(step, "own-fixed"), p.spec, {
+    const blocks = this.#params.flatMap((p) => p.blocks);
+    for (const { spec, entries } of blocks) {
+      this.#kernels.encodeOwnFixed(this.#pass(step, "own-fixed"), spec, {
         hyper: this.#ownFixedHyper,
-        val: this.#ownVal[prev],
-        q: this.#ownQ,
+        val: entryView(this.#ownVal[prev], entries),
+        q: entryView(this.#ownQ, entries),
       });
     }
-    for (const p of this.#params) {
-      this.#kernels.encodeApply(this.#pass(step, "apply"), p.spec, {
+    for (const { offset, block, spec, entries } of blocks) {
+      this.#kernels.encodeApply(this.#pass(step, "apply"), spec, {
         hyper: this.#hyperApply,
         meta: this.#ownMeta,
-        params: this.#at(params, p.offset, p.layout.size),
-        idx: this.#ownIdx[prev],
-        q: this.#ownQ,
+        params: this.#at(params, offset, block.layout.size),
+        idx: entryView(this.#ownIdx[prev], entries),
+        q: entryView(this.#ownQ, entries),
         offsets: this.#ownMeta,
-      }, { maxEntries: p.layout.k });
+      }, { maxEntries: block.layout.k });
     }
   }
 
@@ -437,7 +485,6 @@ export class DistroOptimizer implements Optimizer {
         `DistroOptimizer: aggregate has ${update.length} parameters, the model has ${this.#params.length}`,
       );
     }
-    let offsetsLen = 0, entries = 0;
     const maxEntries: number[] = [];
     for (const [n, a] of update.entries()) {
       const { chunks, totalk, name } = this.#params[n].layout;
@@ -466,37 +513,35 @@ export class DistroOptimizer implements Optimizer {
           );
         }
       }
-      offsetsLen += chunks + 1;
-      entries += a.indices.length;
     }
-    const offsets = new Uint32Array(offsetsLen);
-    const idx = new Uint32Array(Math.max(1, entries));
-    const q = new Int32Array(Math.max(1, entries));
-    const meta = new Uint32Array(4 * update.length);
-    let o = 0, e = 0;
-    for (const [n, a] of update.entries()) {
-      meta.set([o, 0, 0, 0], 4 * n);
-      for (let c = 0; c < a.offsets.length; c++) offsets[o + c] = a.offsets[c] + e;
-      idx.set(a.indices, e);
-      q.set(a.coeffs, e);
-      o += a.offsets.length;
-      e += a.indices.length;
-    }
-    const agg = this.#aggBuffers(offsets.length, idx.length);
-    this.#rt.write(agg.offsets, offsets);
-    this.#rt.write(agg.idx, idx);
-    this.#rt.write(agg.q, q);
-    this.#rt.write(this.#aggMeta, meta);
+    // Each block binds windows of its own, so no binding holds more than one block's entries.
+    const packed = packAggregate(
+      update,
+      this.#params.map((p) => p.blocks.map((b) => b.block)),
+      this.#rt.limits.minStorageBufferOffsetAlignment / 4,
+    );
+    const agg = this.#aggBuffers(packed.offsets.length, packed.idx.length);
+    this.#rt.write(agg.offsets, packed.offsets);
+    this.#rt.write(agg.idx, packed.idx);
+    this.#rt.write(agg.q, packed.q);
     this.#rt.write(this.#hyperApply, new Float32Array([args.lr, 0, 0, 0]));
     for (const [n, p] of this.#params.entries()) {
-      this.#kernels.encodeApply(this.#pass(step, "apply"), p.spec, {
-        hyper: this.#hyperApply,
-        meta: this.#aggMeta,
-        params: this.#at(params, p.offset, p.layout.size),
-        idx: agg.idx,
-        q: agg.q,
-        offsets: agg.offsets,
-      }, { maxEntries: maxEntries[n] });
+      p.blocks.forEach(({ offset, block, spec }, b) => {
+        const w = packed.windows[n][b];
+        const range = (buffer: GPUBuffer, [start, size]: readonly [number, number]) => ({
+          buffer,
+          offset: start * 4,
+          size: size * 4,
+        });
+        this.#kernels.encodeApply(this.#pass(step, "apply"), spec, {
+          hyper: this.#hyperApply,
+          meta: this.#aggMeta,
+          params: this.#at(params, offset, block.layout.size),
+          idx: range(agg.idx, w.entries),
+          q: range(agg.q, w.entries),
+          offsets: range(agg.offsets, w.offsets),
+        }, { maxEntries: maxEntries[n] });
+      });
     }
   }
 
@@ -732,6 +777,11 @@ export class DistroOptimizer implements Optimizer {
     }
     this.#basis[Symbol.dispose]();
   }
+}
+
+/** The binding of a result buffer's entry window. */
+function entryView(buffer: GPUBuffer, w: EntryWindow): TensorView {
+  return { buffer, offset: w.start * 4, size: w.size * 4 };
 }
 
 /** A {@link ParamLayout} of the flat parameters, for the state's segment buffers. */

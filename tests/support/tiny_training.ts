@@ -70,12 +70,13 @@ export function stepBatches(step: number): Uint32Array[] {
 
 /**
  * The tiny model (with `weights`, default the seed-7 init) and a `kind` optimizer over its
- * parameter segments, with two token slots. The caller disposes both.
+ * parameter segments, with two token slots (DisTrO with `distro`, default {@link DISTRO}). The
+ * caller disposes both.
  */
 export function tinyParts(
   rt: GpuRuntime,
   kind: Kind,
-  options: { weights?: Float32Array; precision?: ModelPrecision } = {},
+  options: { weights?: Float32Array; precision?: ModelPrecision; distro?: DistroConfig } = {},
 ): TinyParts {
   const model = new LlamaModel(rt, {
     config: TINY_CONFIG,
@@ -90,7 +91,12 @@ export function tinyParts(
   const size = TINY_LAYOUT.totalSize;
   const optimizer: Optimizer = kind === "adamw"
     ? new AdamW(rt, { size, segments, config: ADAMW })
-    : new DistroOptimizer(rt, { params: TINY_LAYOUT.entries, size, segments, config: DISTRO });
+    : new DistroOptimizer(rt, {
+      params: TINY_LAYOUT.entries,
+      size,
+      segments,
+      config: options.distro ?? DISTRO,
+    });
   return { rt, model, optimizer };
 }
 

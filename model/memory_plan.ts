@@ -12,7 +12,9 @@
  *                         (segments of whole tensors) as maxBufferSize requires
  * AdamW                   m, v: 4·P each
  * DisTrO                  momentum with error feedback δ 4·P, saved/lookahead θ 4·P,
- *                         top-k entries 5·4·E (E ≈ Σ chunks·topk), DCT scratch 2·4·largest tensor
+ *                         top-k entries 5·4·E (E ≈ Σ chunks·topk), DCT scratch 2·4·largest
+ *                         tensor, or 2 × one storage binding when that is smaller (a tensor over
+ *                         one binding is transformed in blocks of chunk rows)
  * activations (saved)     per layer h1 h2 xm [N,C], q att [N,H·D], k v [N,KVH·D], gate up act
  *                         [N,F], rstd ×2 [N], lse [N,H]; plus L+1 residuals [N,C], final norm;
  *                         with recomputation (model/recompute.ts) one layer's set, not L
@@ -85,6 +87,12 @@ export interface MemoryPlanInput {
   saves?: boolean;
   /** Most bytes of one LM-head logits chunk: the adapter profile's (default: the CPU's, 32 MiB). */
   logitsChunkBytes?: number;
+  /**
+   * The adapter's `maxStorageBufferBindingSize`: DisTrO's DCT scratch holds one block of a tensor
+   * larger than a binding (optimizer/chunk_blocks.ts), not the tensor. Default: unbounded.
+   * {@link checkMemoryPlan} fills it in from its limits.
+   */
+  maxBindingBytes?: number;
 }
 
 /** Chunk rows are a multiple of this, so row offsets stay 256-byte aligned. */
@@ -178,6 +186,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     device.push({ label: "AdamW moments m, v", bytes: 2 * F32 * P });
   } else {
     const { chunk, topk } = input.distro ?? { chunk: 64, topk: 4 };
+    const dctBlock = Math.min(largestTensor.size, (input.maxBindingBytes ?? Infinity) / F32);
     const entries = sizes.reduce(
       (s, t) => s + Math.ceil(t.size / (t.shape.length === 2 ? chunk * chunk : chunk)) * topk,
       0,
@@ -187,7 +196,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
       { label: "DisTrO saved parameters (lookahead)", bytes: F32 * P },
       {
         label: "DisTrO top-k and DCT scratch",
-        bytes: F32 * (5 * entries + 2 * largestTensor.size),
+        bytes: F32 * (5 * entries + 2 * dctBlock),
       },
     );
   }
@@ -298,8 +307,14 @@ export interface MemoryVerdict {
   halfCopySegments: number | null;
 }
 
+/** `input` with the binding limit of `limits`, unless it names one. */
+function withBindingLimit(input: MemoryPlanInput, limits: MemoryLimits): MemoryPlanInput {
+  return { maxBindingBytes: limits.maxStorageBufferBindingSize, ...input };
+}
+
 /** Whether `input`'s plan fits `limits`: every problem names the smallest change that fixes it. */
 export function checkMemoryPlan(input: MemoryPlanInput, limits: MemoryLimits): MemoryVerdict {
+  input = withBindingLimit(input, limits);
   const plan = planMemory(input);
   const peak = (p: MemoryPlan) => p.hostBytes + (limits.unified ? p.deviceBytes : 0);
   const activationLimit = Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize);
@@ -409,7 +424,7 @@ export function formatMemoryPlan(
   limits: MemoryLimits,
   options: { flags: Record<MemoryFix["kind"], string> },
 ): { lines: string[]; verdict: MemoryVerdict; refusal: string | null } {
-  const plan = planMemory(input);
+  const plan = planMemory(withBindingLimit(input, limits));
   const verdict = checkMemoryPlan(input, limits);
   const copies = plan.device.find((i) => i.label.endsWith("copies of the matmul weights"));
   // A label longer than the column still gets a space before its figure.

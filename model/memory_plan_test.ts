@@ -119,6 +119,26 @@ Deno.test("DisTrO holds momentum with error feedback and the saved parameters", 
   assert.ok(distro.deviceBytes > adamw.deviceBytes);
 });
 
+Deno.test("DisTrO's DCT scratch holds one binding of a tensor larger than a binding", () => {
+  const base = {
+    config: LLAMA_1B,
+    microBatch: 1,
+    seqLen: 8,
+    slots: 1,
+    precision: "f32",
+    optimizer: "distro",
+  } as const;
+  const scratch = (p: ReturnType<typeof planMemory>) =>
+    p.device.find((i) => i.label === "DisTrO top-k and DCT scratch")!.bytes;
+  const whole = scratch(planMemory(base));
+  const blocked = scratch(planMemory({ ...base, maxBindingBytes: 128 * MiB }));
+  // Two buffers of the 1002 MiB embedding, or of one 128 MiB binding.
+  assert.equal(whole - blocked, 2 * (128256 * 2048 * 4 - 128 * MiB));
+  // The verdict plans with the adapter's binding limit.
+  const lines = formatMemoryPlan(base, LAVAPIPE, FLAGS).lines.join("\n");
+  assert.match(lines, new RegExp(`DisTrO top-k and DCT scratch\\s+${formatBytes(blocked)}`));
+});
+
 Deno.test("a plan that fits passes; activations grow with micro-batch × sequence", () => {
   const input = {
     config: TINY,
@@ -231,7 +251,8 @@ Deno.test("Llama-3.2-1B's parameters split into three 2 GiB buffers on lavapipe"
   const text = out.lines.join("\n");
   assert.match(text, /parameter buffers \(so gradients, each state\)\s+3 of at most 2\.00 GiB/);
   assert.match(text, /DisTrO momentum \+ error feedback \(δ\)\s+4\.60 GiB/);
-  assert.match(text, /device total\s+2\d\.\d GiB/);
+  // 4 × 4.60 GiB of parameters, gradients, δ and saved weights; DCT scratch of one 128 MiB binding.
+  assert.match(text, /device total\s+19\.0 GiB/);
   assert.equal(formatBytes(1536 * MiB), "1.50 GiB");
   assert.equal(formatBytes(1002 * MiB), "1002 MiB");
   assert.match(

@@ -87,7 +87,8 @@ export type OpenedCheckpoint = Omit<TrainingCheckpoint, "weights" | "optimizer">
  */
 export async function openTrainingCheckpoint(
   dir: string,
-  expect: { optimizer: "adamw" | "distro"; chunking?: ChunkingOptions },
+  /** `optimizer` null: the one the checkpoint was trained with. */
+  expect: { optimizer: "adamw" | "distro" | null; chunking?: ChunkingOptions },
 ): Promise<OpenedCheckpoint> {
   const { config, layout } = await readModelConfig(dir);
   const sources = await f32WeightSources(dir, layout);
@@ -100,10 +101,11 @@ export async function openTrainingCheckpoint(
     weights = whole.weights;
   }
   const trainer = await readTrainerFile(dir, expect);
+  const kind = expect.optimizer ?? trainer.optimizer;
   const optimizer = await openOptimizerFile(dir, {
-    kind: expect.optimizer,
+    kind,
     step: trainer.step,
-    geometry: optimizerGeometry(layout, expect.optimizer, expect.chunking),
+    geometry: optimizerGeometry(layout, kind, expect.chunking),
   });
   return { config, layout, weights, trainer, optimizer };
 }
@@ -138,7 +140,8 @@ async function exists(path: string): Promise<boolean> {
 /** `trainer_state.json`, checked against the run's optimizer. */
 export async function readTrainerFile(
   dir: string,
-  expect: { optimizer: "adamw" | "distro" },
+  /** `optimizer` null: any. */
+  expect: { optimizer: "adamw" | "distro" | null },
 ): Promise<TrainerState> {
   let text: string;
   try {
@@ -151,7 +154,7 @@ export async function readTrainerFile(
     );
   }
   const trainer = decodeTrainerState(text, `${dir}/${TRAINER_STATE_FILE}`);
-  if (trainer.optimizer !== expect.optimizer) {
+  if (expect.optimizer !== null && trainer.optimizer !== expect.optimizer) {
     throw new TrainerStateError(
       `Cannot resume from "${dir}": it was trained with --optimizer ${trainer.optimizer}, ` +
         `this run uses --optimizer ${expect.optimizer}`,

@@ -57,6 +57,7 @@ export const DEMO_DEFAULTS = {
 
 /** Settings a resumed run takes from its checkpoint unless the command line gives them. */
 export const CHECKPOINT_SETTINGS = [
+  "optimizer",
   "total-batch",
   "micro-batch",
   "sequence-length",
@@ -199,7 +200,8 @@ export const TRAIN_SPEC = {
       type: "string",
       value: OPTIMIZERS.join("|"),
       description: "the optimizer",
-      default: "adamw",
+      // Computed, not a spec default, so a resume can tell a given optimizer from the default.
+      defaultText: "adamw; a resume: the checkpoint's",
     },
     "learning-rate": {
       type: "string",
@@ -297,8 +299,8 @@ export const TRAIN_SPEC = {
       type: "string",
       value: "DIR",
       description: "continue a checkpoint: weights, optimizer state, step, data position; " +
-        "--steps is the run's last step; batch sizes, sequence length and shuffle seed not given " +
-        "are the saved run's (give its learning-rate flags again)",
+        "--steps is the run's last step; the optimizer, batch sizes, sequence length and shuffle " +
+        "seed not given are the saved run's (give its learning-rate flags again)",
     },
     "save-dtype": {
       type: "string",
@@ -397,8 +399,8 @@ export function trainOptions(values: TrainFlags): TrainOptions {
     }
     return v;
   };
-  const choice = <T extends string>(flag: Flag, choices: readonly T[]): T => {
-    const r = text(flag);
+  const choice = <T extends string>(flag: Flag, choices: readonly T[], computed?: T): T => {
+    const r = raw(flag, computed) ?? text(flag);
     if (!(choices as readonly string[]).includes(r)) {
       throw new UsageError(`--${flag} must be one of ${choices.join(", ")}, found "${r}"`);
     }
@@ -458,7 +460,7 @@ export function trainOptions(values: TrainFlags): TrainOptions {
     microBatch,
     totalBatch,
     steps: int("steps", 1, undefined, demo ? DEMO_DEFAULTS.steps : 25000),
-    optimizer: choice("optimizer", OPTIMIZERS),
+    optimizer: choice("optimizer", OPTIMIZERS, "adamw"),
     learningRate: num(
       "learning-rate",
       (v) => v > 0,

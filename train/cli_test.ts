@@ -156,6 +156,7 @@ Deno.test("parseTrainArgs: no flags is the demo; --resume names the model and th
   assert.equal(resumed.totalBatch, 256); // Psyche's defaults, not the demo's, until the
   // checkpoint's trainer_state.json fills in what is not given (train/resume_options.ts).
   assert.deepEqual(resumed.fromCheckpoint, [
+    "optimizer",
     "total-batch",
     "micro-batch",
     "sequence-length",
@@ -192,6 +193,6 @@ Deno.test("TRAIN_SPEC: --help lists every flag with its default and variable", (
   );
   assert.match(
     help,
-    /--optimizer adamw\|distro the optimizer \[default: adamw; env: PSYCHE_OPTIMIZER\]/,
+    /--optimizer adamw\|distro the optimizer \[default: adamw; a resume: the checkpoint's; env: PSYCHE_OPTIMIZER\]/,
   );
 });

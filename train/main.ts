@@ -101,9 +101,10 @@ export async function train(
   io: { write: (line: string) => void; signal?: AbortSignal; stop?: AbortSignal },
 ): Promise<TrainOutcome> {
   const chunking = { chunk: flags.compressionChunk, topk: flags.compressionTopk };
-  const resumed = flags.resume === null
-    ? null
-    : await openTrainingCheckpoint(flags.resume, { optimizer: flags.optimizer, chunking });
+  const resumed = flags.resume === null ? null : await openTrainingCheckpoint(flags.resume, {
+    optimizer: flags.fromCheckpoint.includes("optimizer") ? null : flags.optimizer,
+    chunking,
+  });
   // What the command line left unset continues the saved run (before the memory plan is made).
   const { options, inherited } = resumed === null
     ? { options: flags, inherited: [] }

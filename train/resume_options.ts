@@ -1,7 +1,7 @@
 /**
  * A resumed run's settings: what the command line left unset comes from the checkpoint's
- * `trainer_state.json`, so `--resume DIR` alone continues the saved run with its batch geometry
- * and data order (and the memory plan is made for that shape, not the defaults). Pure: the
+ * `trainer_state.json`, so `--resume DIR` alone continues the saved run with its optimizer, batch
+ * geometry and data order (and the memory plan is made for that shape, not the defaults). Pure: the
  * caller reads the state.
  *
  * @module
@@ -24,6 +24,7 @@ export interface ResumedOptions {
  */
 export function resumeOptions(options: TrainOptions, saved: TrainerState): ResumedOptions {
   const from = new Set<CheckpointSetting>(options.fromCheckpoint);
+  const optimizer = from.has("optimizer") ? saved.optimizer : options.optimizer;
   const totalBatch = from.has("total-batch") ? saved.totalBatch : options.totalBatch;
   let microBatch = options.microBatch;
   if (from.has("micro-batch")) {
@@ -35,6 +36,7 @@ export function resumeOptions(options: TrainOptions, saved: TrainerState): Resum
   const seed = saved.data.shuffleSeed;
   const shuffle = from.has("shuffle") ? seed !== null : options.shuffle;
   const inherited: string[] = [];
+  if (from.has("optimizer")) inherited.push(`--optimizer ${optimizer}`);
   if (from.has("total-batch")) inherited.push(`--total-batch ${totalBatch}`);
   if (from.has("micro-batch")) inherited.push(`--micro-batch ${microBatch}`);
   if (from.has("sequence-length")) inherited.push(`--sequence-length ${sequenceLength}`);
@@ -48,6 +50,7 @@ export function resumeOptions(options: TrainOptions, saved: TrainerState): Resum
   return {
     options: {
       ...options,
+      optimizer,
       totalBatch,
       microBatch,
       sequenceLength,

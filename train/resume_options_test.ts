@@ -23,17 +23,27 @@ function flags(...argv: string[]): TrainOptions {
 Deno.test("resumeOptions: --resume alone continues the saved geometry and data order", () => {
   const given = flags("--resume=ck");
   assert.deepEqual(given.fromCheckpoint, [
+    "optimizer",
     "total-batch",
     "micro-batch",
     "sequence-length",
     "shuffle",
   ]);
-  const { options, inherited } = resumeOptions(given, SAVED);
+  const distro = { ...SAVED, optimizer: "distro" as const };
+  const { options, inherited } = resumeOptions(given, distro);
   assert.deepEqual(
-    [options.totalBatch, options.microBatch, options.sequenceLength, options.shuffle, options.seed],
-    [6, 3, 128, true, 9],
+    [
+      options.optimizer,
+      options.totalBatch,
+      options.microBatch,
+      options.sequenceLength,
+      options.shuffle,
+      options.seed,
+    ],
+    ["distro", 6, 3, 128, true, 9],
   );
   assert.deepEqual(inherited, [
+    "--optimizer distro",
     "--total-batch 6",
     "--micro-batch 3",
     "--sequence-length 128",
@@ -46,7 +56,13 @@ Deno.test("resumeOptions: --resume alone continues the saved geometry and data o
 });
 
 Deno.test("resumeOptions: flags given on the command line win (the run checks them later)", () => {
-  const given = flags("--resume=ck", "--micro-batch=2", "--seed=1", "--sequence-length=64");
+  const given = flags(
+    "--resume=ck",
+    "--optimizer=adamw",
+    "--micro-batch=2",
+    "--seed=1",
+    "--sequence-length=64",
+  );
   assert.deepEqual(given.fromCheckpoint, ["total-batch"]);
   const { options, inherited } = resumeOptions(given, SAVED);
   assert.deepEqual(

@@ -101,7 +101,7 @@ for (const optimizer of ["adamw", "distro"]) {
   });
 }
 
-Deno.test("--resume alone takes the batch geometry and shuffle from the checkpoint: the same bits", async () => {
+Deno.test("--resume alone takes the optimizer, batch geometry and shuffle from the checkpoint: the same bits", async () => {
   const dir = await Deno.makeTempDir();
   try {
     await tokenFolder(dir);
@@ -112,12 +112,11 @@ Deno.test("--resume alone takes the batch geometry and shuffle from the checkpoi
     await train(options(dir, "adamw", ["--steps=2", `--save-path=${dir}/ck`]), {
       write: () => {},
     });
-    // Only what the trainer state does not hold: the data, the last step, the optimizer's flags.
+    // Only what the trainer state does not hold: the data, the last step, the learning rate.
     const flags = parseTrainArgs([
       `--resume=${dir}/ck`,
       `--data-path=${dir}/data`,
       "--steps=4",
-      "--optimizer=adamw",
       "--learning-rate=3e-3",
       "--warmup-steps=3",
       "--lr-schedule=cosine",
@@ -130,7 +129,13 @@ Deno.test("--resume alone takes the batch geometry and shuffle from the checkpoi
     const start = lines.map((l) => JSON.parse(l)).find((e) => e.event === "start");
     assert.deepEqual(
       [start.total_batch, start.micro_batch, start.sequence_length, start.from_checkpoint],
-      [4, 2, 16, ["--total-batch 4", "--micro-batch 2", "--sequence-length 16", "--seed 4"]],
+      [4, 2, 16, [
+        "--optimizer adamw",
+        "--total-batch 4",
+        "--micro-batch 2",
+        "--sequence-length 16",
+        "--seed 4",
+      ]],
     );
     for (const file of [WEIGHTS_FILE, OPTIMIZER_FILE]) {
       assert.deepEqual(await read(`${dir}/ck/${file}`), await read(`${dir}/straight/${file}`));

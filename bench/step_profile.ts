@@ -135,6 +135,7 @@ async function run(profileDispatches: boolean, warmup: number) {
         optimizer: "adamw",
         precision,
         logitsChunkBytes: rt.profile.logitsChunkBytes,
+        splitKScratchBytes: rt.profile.splitK.scratchBytes,
         recompute: values.recompute,
       },
       runtimeMemoryLimits(rt),

@@ -541,6 +541,7 @@ export class TrainingClient {
         distro: distroConfig(state.model.optimizer),
         precision: "f32",
         logitsChunkBytes: this.#rt.profile.logitsChunkBytes,
+        splitKScratchBytes: this.#rt.profile.splitK.scratchBytes,
         recompute: this.#o.recompute ?? false,
       },
       runtimeMemoryLimits(this.#rt),

@@ -88,6 +88,12 @@ export interface MemoryPlanInput {
   /** Most bytes of one LM-head logits chunk: the adapter profile's (default: the CPU's, 32 MiB). */
   logitsChunkBytes?: number;
   /**
+   * Most bytes of split-K partials the matmul holds: the profile's `splitK.scratchBytes` (0 on CPU
+   * adapters, which never split; the default). Counted whole, an upper bound: the scratch grows to
+   * the largest split product's partials.
+   */
+  splitKScratchBytes?: number;
+  /**
    * The adapter's `maxStorageBufferBindingSize`: DisTrO's DCT scratch holds one block of a tensor
    * larger than a binding (optimizer/chunk_blocks.ts), not the tensor. Default: unbounded.
    * {@link checkMemoryPlan} fills it in from its limits.
@@ -212,6 +218,9 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     { label: `LM head logits chunk (${chunkRows}×${V})`, bytes: F32 * chunkRows * V },
     { label: `token slots (${slots})`, bytes: F32 * (3 * N * slots + N * slots + 4) },
   );
+  if ((input.splitKScratchBytes ?? 0) > 0) {
+    device.push({ label: "split-K partials (at most)", bytes: input.splitKScratchBytes! });
+  }
   if (half) {
     const copies = halfLayout(llamaParamLayout(config), matmulWeightNames(config));
     device.push(

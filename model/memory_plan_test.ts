@@ -10,7 +10,7 @@ import {
 import { parseLlamaConfig, readLlamaConfig } from "./hf_config.ts";
 import { initParams, llamaParamLayout } from "./params.ts";
 import { LlamaModel } from "./llama.ts";
-import { GpuRuntime } from "../shaders/mod.ts";
+import { CPU_PROFILE, GPU_PROFILE, GpuRuntime } from "../shaders/mod.ts";
 
 const GiB = 2 ** 30, MiB = 2 ** 20;
 const TINY = parseLlamaConfig({
@@ -137,6 +137,25 @@ Deno.test("DisTrO's DCT scratch holds one binding of a tensor larger than a bind
   // The verdict plans with the adapter's binding limit.
   const lines = formatMemoryPlan(base, LAVAPIPE, FLAGS).lines.join("\n");
   assert.match(lines, new RegExp(`DisTrO top-k and DCT scratch\\s+${formatBytes(blocked)}`));
+});
+
+Deno.test("the GPU profile's split-K partials are counted at their budget; the CPU's hold none", () => {
+  const base = {
+    config: TINY,
+    microBatch: 1,
+    seqLen: 8,
+    slots: 1,
+    precision: "f32",
+    optimizer: "adamw",
+  } as const;
+  const cpu = planMemory({ ...base, splitKScratchBytes: CPU_PROFILE.splitK.scratchBytes });
+  const gpu = planMemory({ ...base, splitKScratchBytes: GPU_PROFILE.splitK.scratchBytes });
+  assert.equal(CPU_PROFILE.splitK.scratchBytes, 0);
+  assert.ok(!cpu.device.some((i) => i.label.startsWith("split-K")));
+  assert.deepEqual(gpu.device.filter((i) => i.label.startsWith("split-K")), [
+    { label: "split-K partials (at most)", bytes: GPU_PROFILE.splitK.scratchBytes },
+  ]);
+  assert.equal(gpu.deviceBytes - cpu.deviceBytes, GPU_PROFILE.splitK.scratchBytes);
 });
 
 Deno.test("a plan that fits passes; activations grow with micro-batch × sequence", () => {

@@ -58,6 +58,7 @@ export async function checkTrainingMemory(
       saves: options.savePath !== null,
       // The profile the runtime will choose for this adapter (shaders/profile.ts).
       logitsChunkBytes: (limits.unified ? CPU_PROFILE : GPU_PROFILE).logitsChunkBytes,
+      splitKScratchBytes: (limits.unified ? CPU_PROFILE : GPU_PROFILE).splitK.scratchBytes,
     },
     limits,
     {

@@ -8,6 +8,31 @@ import { decodePayload, type DistroResult, encodePayload } from "../optimizer/mo
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const T = 16;
+type DistroOptions = ConstructorParameters<typeof NetworkTrainer>[0]["distro"];
+
+/** `sequences` of T tokens in `dir`, opened, and llama-tiny; `trainer` builds one on `rt`. */
+async function tinySetup(dir: string, sequences: number) {
+  const tokens = Uint16Array.from({ length: sequences * T }, (_, i) => (i * 37 + 11) % 512);
+  await Deno.writeFile(`${dir}/train.bin`, new Uint8Array(tokens.buffer));
+  const data = await LocalDataProvider.open(dir, {
+    seqLen: T,
+    tokenSize: "TwoBytes",
+    vocabSize: 512,
+  });
+  const model = await loadModel(`${ROOT}config/models/llama-tiny`, "trainer-test");
+  const trainer = (rt: GpuRuntime, distro: DistroOptions) =>
+    new NetworkTrainer({
+      rt,
+      config: model.config,
+      layout: model.layout,
+      weights: model.weights,
+      seqLen: T,
+      microBatch: 1,
+      maxBatch: 2,
+      distro,
+    });
+  return { data, model, trainer };
+}
 
 Deno.test("wrappedRanges: splits a batch that runs past the dataset's end", () => {
   assert.deepEqual(wrappedRanges({ start: 3, end: 6 }, 5), [{ start: 3, end: 4 }, {
@@ -26,31 +51,15 @@ Deno.test({
     const dir = await Deno.makeTempDir();
     using rt = await GpuRuntime.create();
     try {
-      const tokens = Uint16Array.from({ length: 8 * T }, (_, i) => (i * 37 + 11) % 512);
-      await Deno.writeFile(`${dir}/train.bin`, new Uint8Array(tokens.buffer));
-      const data = await LocalDataProvider.open(dir, {
-        seqLen: T,
-        tokenSize: "TwoBytes",
-        vocabSize: 512,
-      });
-      const model = await loadModel(`${ROOT}config/models/llama-tiny`, "trainer-test");
+      const { data, trainer } = await tinySetup(dir, 8);
       const make = () =>
-        new NetworkTrainer({
-          rt,
-          config: model.config,
-          layout: model.layout,
-          weights: model.weights,
-          seqLen: T,
-          microBatch: 1,
-          maxBatch: 2,
-          distro: {
-            chunk: 64,
-            topk: 4,
-            decay: 0.999,
-            weightDecay: 0.1,
-            clipGradNorm: 1,
-            quantize1bit: true,
-          },
+        trainer(rt, {
+          chunk: 64,
+          topk: 4,
+          decay: 0.999,
+          weightDecay: 0.1,
+          clipGradNorm: 1,
+          quantize1bit: true,
         });
       using a = make();
       using b = make();
@@ -96,14 +105,7 @@ Deno.test({
   async fn() {
     const dir = await Deno.makeTempDir();
     try {
-      const tokens = Uint16Array.from({ length: 4 * T }, (_, i) => (i * 37 + 11) % 512);
-      await Deno.writeFile(`${dir}/train.bin`, new Uint8Array(tokens.buffer));
-      const data = await LocalDataProvider.open(dir, {
-        seqLen: T,
-        tokenSize: "TwoBytes",
-        vocabSize: 512,
-      });
-      const model = await loadModel(`${ROOT}config/models/llama-tiny`, "trainer-test");
+      const { data, model, trainer: build } = await tinySetup(dir, 4);
       // The largest tensor's bytes as the buffer cap: the parameters split into several segments.
       const cap = Math.max(...model.layout.entries.map((e) => e.size)) * 4;
       const want = decodeBf16(encodeBf16(model.weights));
@@ -111,22 +113,13 @@ Deno.test({
       const results: string[] = [];
       for (const maxBufferBytes of [undefined, cap]) {
         using rt = await GpuRuntime.create(maxBufferBytes ? { maxBufferBytes } : {});
-        using trainer = new NetworkTrainer({
-          rt,
-          config: model.config,
-          layout: model.layout,
-          weights: model.weights,
-          seqLen: T,
-          microBatch: 1,
-          maxBatch: 2,
-          distro: {
-            chunk: 64,
-            topk: 4,
-            decay: 0.999,
-            weightDecay: null,
-            clipGradNorm: null,
-            quantize1bit: true,
-          },
+        using trainer = build(rt, {
+          chunk: 64,
+          topk: 4,
+          decay: 0.999,
+          weightDecay: null,
+          clipGradNorm: null,
+          quantize1bit: true,
         });
         assert.equal(trainer.model.params.buffers.length > 1, maxBufferBytes !== undefined);
         // A trained step leaves δ non-zero (and θ as loaded: no weight decay, nothing applied).

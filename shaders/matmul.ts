@@ -48,6 +48,7 @@ import {
   scalarKernel,
   splitReduceKernel,
   tiledKernel,
+  tiledVec4Kernel,
   transposeKernel,
   vec4Kernel,
 } from "./matmul_wgsl.ts";
@@ -161,7 +162,7 @@ export class Matmul {
     tiling: MatmulTiling = rt.profile.matmul,
     options: MatmulOptions = {},
   ) {
-    validateTiling(tiling);
+    validateTiling(tiling, rt.limits);
     const policy = options.splitK ?? rt.profile.splitK;
     validateSplitKPolicy(policy);
     this.#rt = rt;
@@ -282,8 +283,8 @@ export class Matmul {
       return;
     }
     const t = this.tiling;
-    const key = `matmul/${layout}/${type}/${variant}/${t.rows}x${t.cols}/${t.workgroup.join("x")}` +
-      (variant === "tiled" ? `/d${t.depth}` : "");
+    const key = `matmul/${layout}/${type}/${variant === "tiled" ? t.strategy : variant}/` +
+      `${t.rows}x${t.cols}/${t.workgroup.join("x")}` + (variant === "tiled" ? `/d${t.depth}` : "");
     const pipeline = this.#rt.pipeline(key, () => {
       switch (variant) {
         case "outer":
@@ -293,7 +294,7 @@ export class Matmul {
         case "scalar":
           return scalarKernel(layout, t, types);
         case "tiled":
-          return tiledKernel(layout, t, types);
+          return tiledGenerator(t)(layout, t, types);
         case "vec4":
           return vec4Kernel(layout, t, types);
       }
@@ -365,9 +366,9 @@ export class Matmul {
     const t = this.tiling;
     const type = types.a === types.b ? types.a : `${types.a}x${types.b}`;
     const partials = this.#grow(2, plan.slices * batch * m * n * 4, "matmul split-K partials");
-    const key = `matmul/${layout}/${type}/tiled-split/${t.rows}x${t.cols}/` +
+    const key = `matmul/${layout}/${type}/${t.strategy}-split/${t.rows}x${t.cols}/` +
       `${t.workgroup.join("x")}/d${t.depth}`;
-    const pipeline = this.#rt.pipeline(key, () => tiledKernel(layout, t, types, true));
+    const pipeline = this.#rt.pipeline(key, () => tiledGenerator(t)(layout, t, types, true));
     const params = [m, n, k, plan.slices, plan.sliceK, s.a, s.b, 0];
     const view = { buffer: partials, size: plan.slices * batch * m * n * 4 };
     const group = bindTensors(this.#rt, pipeline, params, [args.a, args.b, view]);
@@ -488,13 +489,13 @@ export class Matmul {
 
 /**
  * The variants that can run `args` under `tiling`, fastest first (the first is the default):
- * `tiled` alone on GPU tilings; on CPU tilings `packed` (`nn`/`nt`) and `vec4` where every
+ * `tiled` alone on GPU tilings (either tiled strategy); on CPU tilings `packed` (`nn`/`nt`) and `vec4` where every
  * operand row is whole vec4 (M too for `packed` and `tn`), then `transposed` and `dot` for `nt`,
  * `outer` for `nn`/`tn` with vec4 rows of B and C, and `scalar` always. All but `dot` add each
  * output's products in K order, so on one adapter they give the same bits.
  */
 export function matmulVariants(args: MatmulArgs, tiling: MatmulTiling): MatmulVariant[] {
-  if (tiling.strategy === "tiled") return ["tiled"];
+  if (tiling.strategy !== "register") return ["tiled"];
   const layout = args.layout ?? "nn";
   const s = strides(args);
   const aligned16 = (v: TensorView) => resolveView(v).offset % 16 === 0;
@@ -543,15 +544,51 @@ function strides(args: MatmulArgs): { a: number; b: number; c: number } {
   return { a: args.strideA ?? m * k, b: args.strideB ?? k * n, c: args.strideC ?? m * n };
 }
 
-function validateTiling(t: MatmulTiling): void {
+/** The kernel generator of a tiled strategy. */
+function tiledGenerator(t: MatmulTiling): typeof tiledKernel {
+  return t.strategy === "tiled-vec4" ? tiledVec4Kernel : tiledKernel;
+}
+
+/**
+ * Bytes of workgroup memory a tiled kernel stages: `depth` K rows of A's tile rows and B's tile
+ * columns, f32, plus the vec4 of padding `tiled-vec4` adds to a row written along K.
+ */
+export function tiledWorkgroupBytes(t: MatmulTiling, layout: MatmulLayout): number {
+  const [wx, wy] = t.workgroup;
+  const pad = t.strategy === "tiled-vec4" ? 4 : 0;
+  const aRow = t.rows * wy + (layout !== "tn" ? pad : 0);
+  const bRow = t.cols * wx + (layout === "nt" ? pad : 0);
+  return t.depth * (aRow + bRow) * 4;
+}
+
+function validateTiling(t: MatmulTiling, limits: GPUSupportedLimits): void {
   const bad = (why: string) => new RangeError(`matmul tiling ${JSON.stringify(t)}: ${why}`);
+  if (t.strategy !== "register" && t.strategy !== "tiled" && t.strategy !== "tiled-vec4") {
+    throw bad(`strategy must be "register", "tiled" or "tiled-vec4"`);
+  }
   if (!Number.isInteger(t.rows) || t.rows < 1 || t.rows > 16) throw bad("rows must be 1..16");
   if (t.strategy === "register" && (t.cols % 4 !== 0 || t.cols < 4 || t.cols > 32)) {
     throw bad("register cols must be a multiple of 4 in 4..32");
   }
-  if (t.strategy === "tiled") {
-    if (!Number.isInteger(t.cols) || t.cols < 1 || t.cols > 16) throw bad("cols must be 1..16");
-    if (!Number.isInteger(t.depth) || t.depth < 1) throw bad("depth must be a positive integer");
-  }
   if (t.workgroup.some((w) => !Number.isInteger(w) || w < 1)) throw bad("workgroup must be >= 1");
+  if (t.strategy === "register") return;
+  if (!Number.isInteger(t.cols) || t.cols < 1 || t.cols > 16) throw bad("cols must be 1..16");
+  if (!Number.isInteger(t.depth) || t.depth < 1) throw bad("depth must be a positive integer");
+  if (t.strategy === "tiled-vec4" && (t.rows % 4 !== 0 || t.cols % 4 !== 0)) {
+    throw bad("tiled-vec4 rows and cols must be multiples of 4");
+  }
+  const threads = t.workgroup[0] * t.workgroup[1];
+  if (threads > limits.maxComputeInvocationsPerWorkgroup) {
+    throw bad(
+      `${threads} invocations per workgroup, over the adapter's ` +
+        `maxComputeInvocationsPerWorkgroup ${limits.maxComputeInvocationsPerWorkgroup}`,
+    );
+  }
+  const bytes = Math.max(...(["nn", "nt", "tn"] as const).map((l) => tiledWorkgroupBytes(t, l)));
+  if (bytes > limits.maxComputeWorkgroupStorageSize) {
+    throw bad(
+      `stages ${bytes} bytes of workgroup memory, over the adapter's ` +
+        `maxComputeWorkgroupStorageSize ${limits.maxComputeWorkgroupStorageSize}`,
+    );
+  }
 }

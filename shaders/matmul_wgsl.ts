@@ -302,6 +302,29 @@ ${
 }
 
 /**
+ * The start of a tiled kernel's body: which matrices and K range workgroup `wid` sums (`ab`,
+ * `bb`, `k_lo`, `k_hi`) and where its outputs go (`cb`), and how an output is stored: the plain
+ * sum into the partials with `split`, else scaled and accumulated ({@link storeExpr}).
+ */
+function tiledBases(split: boolean) {
+  const bases = split
+    ? `  let bz = wid.z / p.slices;
+  let ab = bz * p.stride_a;
+  let bb = bz * p.stride_b;
+  let cb = wid.z * p.m * p.n;
+  let k_lo = (wid.z % p.slices) * p.slice_k;
+  let k_hi = min(k_lo + p.slice_k, p.k);`
+    : `  let ab = wid.z * p.stride_a;
+  let bb = wid.z * p.stride_b;
+  let cb = wid.z * p.stride_c;
+  let k_lo = 0u;
+  let k_hi = p.k;`;
+  const store = (target: string, value: string) =>
+    split ? `${target} = ${value};` : storeExpr(target, value);
+  return { bases, store };
+}
+
+/**
  * Workgroup-tiled kernel for GPUs, any shape and layout: the workgroup stages a
  * `depth × (rows·wy)` slice of A and a `depth × (cols·wx)` slice of B in workgroup memory (zero
  * padded at the edges); invocation `(x, y)` owns outputs `(y + i·wy, x + j·wx)` of the tile, so
@@ -327,21 +350,7 @@ export function tiledKernel(
   // Coalesced staging: consecutive invocations read consecutive words of the operand.
   const aMajorK = layout !== "tn";
   const bMajorK = layout === "nt";
-  // Which matrices and K range this workgroup sums, and where its outputs go.
-  const bases = split
-    ? `  let bz = wid.z / p.slices;
-  let ab = bz * p.stride_a;
-  let bb = bz * p.stride_b;
-  let cb = wid.z * p.m * p.n;
-  let k_lo = (wid.z % p.slices) * p.slice_k;
-  let k_hi = min(k_lo + p.slice_k, p.k);`
-    : `  let ab = wid.z * p.stride_a;
-  let bb = wid.z * p.stride_b;
-  let cb = wid.z * p.stride_c;
-  let k_lo = 0u;
-  let k_hi = p.k;`;
-  const store = (target: string, value: string) =>
-    split ? `${target} = ${value};` : storeExpr(target, value);
+  const { bases, store } = tiledBases(split);
   return `${e.header}${split ? SPLIT_PARAMS : PARAMS}
 @group(0) @binding(1) var<storage, read> a: array<${e.a.t}>;
 @group(0) @binding(2) var<storage, read> b: array<${e.b.t}>;
@@ -408,6 +417,142 @@ ${
           store("c[cb + r * p.n + q]", `acc${i}_${j}`)
         } } }`
       ).join("\n") + "\n    }\n  }"
+    ).join("\n")
+  }
+}
+`;
+}
+
+/**
+ * Workgroup-tiled kernel with 4×4 output blocks (strategy `tiled-vec4`, GPUs), any shape and
+ * layout, the same bits as {@link tiledKernel}: each output still adds its products one at a time
+ * in K order with `fma`. It differs in how the work reaches the FMAs:
+ * - invocation `(x, y)` owns `rows/4 × cols/4` blocks of 4×4 outputs, block `(g, h)` at tile rows
+ *   `4·(g·wy + y)…+3` and columns `4·(h·wx + x)…+3`, so one step of K reads `rows/4 + cols/4`
+ *   vec4 from workgroup memory for `rows·cols` FMAs (the scalar tiled kernel reads
+ *   `rows + cols` scalars) and neighbouring invocations read neighbouring vec4;
+ * - the next K slice is loaded from storage into registers while the current one is multiplied
+ *   (register double buffering), so memory latency hides behind the FMAs;
+ * - a staged row whose consecutive invocations write along K is padded by one vec4, so their
+ *   writes fall in different banks.
+ * `rows` and `cols` are multiples of 4. With `split` it sums one K slice into the partials, as
+ * {@link tiledKernel} does.
+ */
+export function tiledVec4Kernel(
+  layout: MatmulLayout,
+  t: MatmulTiling,
+  type: MatmulOperandTypes = "f32",
+  split = false,
+): string {
+  const e = elem(type);
+  const [wx, wy] = t.workgroup;
+  const bk = t.depth, bm = t.rows * wy, bn = t.cols * wx, threads = wx * wy;
+  const G = range(t.rows / 4), H = range(t.cols / 4), R = range(4), L = ["x", "y", "z", "w"];
+  // Coalesced staging: consecutive invocations read consecutive words of the operand.
+  const aMajorK = layout !== "tn";
+  const bMajorK = layout === "nt";
+  // vec4 per staged K row, padded by one where consecutive invocations write along K.
+  const aRow = bm / 4 + (aMajorK ? 1 : 0), bRow = bn / 4 + (bMajorK ? 1 : 0);
+  const aLoads = range(Math.ceil((bm * bk) / threads));
+  const bLoads = range(Math.ceil((bn * bk) / threads));
+  const whole = (count: number) => count % threads === 0;
+  const { bases, store } = tiledBases(split);
+  // Element `li + i·threads` of a staged slice: its tile row (`mm`) or column and its K index.
+  const slot = (i: number, extent: number, majorK: boolean, name: string, k: string) => {
+    const idx = `(li + ${i * threads}u)`;
+    return `  let ${name}${i} = ${majorK ? `${idx} / ${bk}u` : `${idx} % ${extent}u`};
+  let ${k}${i} = ${majorK ? `${idx} % ${bk}u` : `${idx} / ${extent}u`};`;
+  };
+  const total = (extent: number) => extent * bk;
+  const aFetch = (i: number) => {
+    const guard = whole(total(bm)) ? "" : ` && li + ${i * threads}u < ${total(bm)}u`;
+    return `    { let r = row0 + am${i}; let k = k1 + ak${i}; pa${i} = 0.0;
+      if (r < p.m && k < k_hi${guard}) { pa${i} = ${
+      e.a.s(`ab + ${aIndex(layout, "r", "k")}`)
+    }; } }`;
+  };
+  const bFetch = (i: number) => {
+    const guard = whole(total(bn)) ? "" : ` && li + ${i * threads}u < ${total(bn)}u`;
+    return `    { let q = col0 + bq${i}; let k = k1 + bkk${i}; pb${i} = 0.0;
+      if (q < p.n && k < k_hi${guard}) { pb${i} = ${
+      e.b.s(`bb + ${bIndex(layout, "k", "q")}`)
+    }; } }`;
+  };
+  const stage = (
+    s: string,
+    i: number,
+    row: number,
+    pos: string,
+    kk: string,
+    v: string,
+    count: number,
+  ) => {
+    const write = `${s}[${kk}${i} * ${row}u + ${pos}${i} / 4u][${pos}${i} % 4u] = ${v}${i};`;
+    return whole(count) ? `    ${write}` : `    if (li + ${i * threads}u < ${count}u) { ${write} }`;
+  };
+  const acc = (g: number, r: number, h: number) => `acc${g}_${r}_${h}`;
+  const row = (g: number, r: number) => `row0 + ${4 * g * wy}u + lid.y * 4u + ${r}u`;
+  const col = (h: number, l: number) => `col0 + ${4 * h * wx}u + lid.x * 4u + ${l}u`;
+  const accs = G.flatMap((g) => R.flatMap((r) => H.map((h) => ({ g, r, h }))));
+  const chain = split
+    ? []
+    : accs.map(({ g, r, h }) =>
+      `  if (p.accumulate == 2u) { let o = cb + min(${row(g, r)}, p.m - 1u) * p.n; ${
+        acc(g, r, h)
+      } = vec4<f32>(${R.map((l) => `c[o + min(${col(h, l)}, p.n - 1u)]`).join(", ")}); }`
+    );
+  return `${e.header}${split ? SPLIT_PARAMS : PARAMS}
+@group(0) @binding(1) var<storage, read> a: array<${e.a.t}>;
+@group(0) @binding(2) var<storage, read> b: array<${e.b.t}>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+var<workgroup> As: array<vec4<f32>, ${bk * aRow}>;
+var<workgroup> Bs: array<vec4<f32>, ${bk * bRow}>;
+
+@compute @workgroup_size(${wx}, ${wy})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let row0 = wid.y * ${bm}u;
+  let col0 = wid.x * ${bn}u;
+${bases}
+${aLoads.map((i) => slot(i, bm, aMajorK, "am", "ak")).join("\n")}
+${bLoads.map((i) => slot(i, bn, bMajorK, "bq", "bkk")).join("\n")}
+${aLoads.map((i) => `  var pa${i} = 0.0;`).join("\n")}
+${bLoads.map((i) => `  var pb${i} = 0.0;`).join("\n")}
+${accs.map(({ g, r, h }) => `  var ${acc(g, r, h)} = vec4<f32>();`).join("\n")}
+${chain.join("\n")}
+  var k1 = k_lo;
+${aLoads.map(aFetch).join("\n")}
+${bLoads.map(bFetch).join("\n")}
+  for (var k0 = k_lo; k0 < k_hi; k0 += ${bk}u) {
+${aLoads.map((i) => stage("As", i, aRow, "am", "ak", "pa", total(bm))).join("\n")}
+${bLoads.map((i) => stage("Bs", i, bRow, "bq", "bkk", "pb", total(bn))).join("\n")}
+    workgroupBarrier();
+    k1 = k0 + ${bk}u;
+${aLoads.map(aFetch).join("\n")}
+${bLoads.map(bFetch).join("\n")}
+    for (var kk = 0u; kk < ${bk}u; kk++) {
+${G.map((g) => `      let a${g} = As[kk * ${aRow}u + ${g * wy}u + lid.y];`).join("\n")}
+${H.map((h) => `      let b${h} = Bs[kk * ${bRow}u + ${h * wx}u + lid.x];`).join("\n")}
+${
+    accs.map(({ g, r, h }) =>
+      `      ${acc(g, r, h)} = fma(vec4<f32>(a${g}.${L[r]}), b${h}, ${acc(g, r, h)});`
+    ).join("\n")
+  }
+    }
+    workgroupBarrier();
+  }
+${
+    G.flatMap((g) =>
+      R.map((r) =>
+        `  { let r = ${row(g, r)};\n    if (r < p.m) {\n` +
+        H.flatMap((h) =>
+          R.map((l) =>
+            `      { let q = ${col(h, l)}; if (q < p.n) { ${
+              store("c[cb + r * p.n + q]", `${acc(g, r, h)}.${L[l]}`)
+            } } }`
+          )
+        ).join("\n") + "\n    }\n  }"
+      )
     ).join("\n")
   }
 }

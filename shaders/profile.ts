@@ -12,18 +12,21 @@
  * Matmul kernel shape. `"register"`: each invocation computes `rows × cols` outputs held in vec4
  * registers, reading operands straight from storage (CPU adapters). `"tiled"`: a workgroup stages
  * `tile × depth` slices of both operands in workgroup memory; each invocation computes
- * `rows × cols` outputs of the tile (GPUs).
+ * `rows × cols` outputs of the tile (GPUs). `"tiled-vec4"`: the same staging, with each
+ * invocation's outputs in 4×4 blocks read from workgroup memory as vec4 and the next slice
+ * loaded while the current one is multiplied (`rows`, `cols` multiples of 4; the same bits as
+ * `"tiled"`).
  */
 export interface MatmulTiling {
   /** Which kernel family. */
-  readonly strategy: "register" | "tiled";
-  /** Output rows per invocation (register: 1..16; tiled: tile/workgroup[1]). */
+  readonly strategy: "register" | "tiled" | "tiled-vec4";
+  /** Output rows per invocation (register and tiled: 1..16; tiled-vec4: 4, 8, 12 or 16). */
   readonly rows: number;
   /** Output columns per invocation; a multiple of 4 for the register strategy. */
   readonly cols: number;
   /** Workgroup size `[x, y]`: x walks output columns, y output rows. */
   readonly workgroup: readonly [number, number];
-  /** Tiled only: reduction depth staged per barrier (the K slice). */
+  /** Tiled strategies only: reduction depth staged per barrier (the K slice). */
   readonly depth: number;
 }
 

@@ -87,7 +87,7 @@ export function splitKPlan(
 ): SplitKPlan {
   const { m, n, k, batch } = shape;
   const unsplit = { slices: 1, sliceK: k };
-  if (tiling.strategy !== "tiled" || policy.targetWorkgroups === 0) return unsplit;
+  if (tiling.strategy === "register" || policy.targetWorkgroups === 0) return unsplit;
   const tileRows = tiling.rows * tiling.workgroup[1], tileCols = tiling.cols * tiling.workgroup[0];
   const tiles = Math.ceil(m / tileRows) * Math.ceil(n / tileCols) * batch;
   if (tiles >= policy.targetWorkgroups) return unsplit;
@@ -131,7 +131,7 @@ export function pinnedSplitK(
     throw new RangeError(`${what} must be a positive integer`);
   }
   if (sliceK >= k) return { slices: 1, sliceK: k };
-  if (tiling.strategy !== "tiled") {
+  if (tiling.strategy === "register") {
     throw new RangeError(`${what} splits K, which only the workgroup-tiled kernel does`);
   }
   if (sliceK % tiling.depth !== 0) {

@@ -12,7 +12,11 @@ Deno.test("tilings round-trip through their command-line text", () => {
     workgroup: [16, 16],
     depth: 8,
   });
-  for (const bad of ["", "4,4,16,16", "4,4,16,16,x", "4,4,-1,16,16", "4,4,16,16,1.5"]) {
+  const vec4 = parseTiling("8,8,16,16,8,vec4");
+  assert.equal(vec4.strategy, "tiled-vec4");
+  assert.equal(formatTiling(vec4), "8,8,16,16,8,vec4");
+  const bads = ["", "4,4,16,16", "4,4,16,16,x", "4,4,-1,16,16", "4,4,16,16,1.5", "8,8,8,8,0,vec4"];
+  for (const bad of [...bads, "8,8,16,16,8,v4", "8,8,16,16,8,vec4,1"]) {
     assert.throws(() => parseTiling(bad), /expected rows,cols,wx,wy,depth/, bad);
   }
 });

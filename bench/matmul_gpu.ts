@@ -59,7 +59,11 @@ const profile = values.profile === "cpu"
     throw new RangeError(`--profile must be cpu or gpu, got ${values.profile}`);
   })();
 
-/** Workgroup-tiled shapes worth timing on a GPU (`--sweep`): tile sizes 64 to 128, depth 8-32. */
+/**
+ * Workgroup-tiled shapes worth timing on a GPU (`--sweep`): tile sizes 64 to 128, depth 8-32, for
+ * the scalar `tiled` kernel and the `tiled-vec4` one (4×4 output blocks read as vec4, the next K
+ * slice prefetched; 128 × 128 tiles of 8×8 per invocation are what tuned SGEMMs use).
+ */
 const SWEEP = [
   "4,4,16,16,16",
   "4,4,16,16,32",
@@ -69,6 +73,13 @@ const SWEEP = [
   "4,8,16,16,16",
   "8,8,8,8,16",
   "4,4,8,8,16",
+  "4,4,16,16,16,vec4",
+  "8,8,16,16,8,vec4",
+  "8,8,16,16,16,vec4",
+  "8,4,16,16,8,vec4",
+  "4,8,16,16,8,vec4",
+  "8,8,16,8,8,vec4",
+  "8,8,8,8,16,vec4",
 ];
 
 /** `--shape m,n,k` values, or the `size`³ cube. */

@@ -22,7 +22,7 @@
  */
 
 import { GpuDeviceLostError, GpuStageError, GpuUnavailableError } from "./errors.ts";
-import { profileFor, type TuningProfile } from "./profile.ts";
+import { type MatmulTiling, profileFor, type TuningProfile } from "./profile.ts";
 import { requestGpuAdapter } from "./runtime_dir.ts";
 import { ProfilingPass, type SectionTiming } from "./dispatch_profile.ts";
 
@@ -68,6 +68,11 @@ export const STORAGE_USAGE = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC |
 export interface GpuRuntimeOptions {
   /** Override the tuning profile chosen from the adapter (tests vary kernel shapes this way). */
   readonly profile?: TuningProfile;
+  /**
+   * Override the profile's matmul tiling alone (benchmarks try a kernel shape on a whole step
+   * this way, `--tiling`).
+   */
+  readonly matmulTiling?: MatmulTiling;
   /** Passed to `requestAdapter`. */
   readonly powerPreference?: GPUPowerPreference;
   /** Request `shader-f16` when the adapter has it (default true). */
@@ -495,7 +500,9 @@ export class GpuRuntime {
         `maxBufferBytes must be a multiple of 4, at least 256, got ${bufferCap}`,
       );
     }
-    return new GpuRuntime(adapter, device, options.profile ?? profileFor(adapter.info), {
+    const profile = options.profile ?? profileFor(adapter.info);
+    const tiled = options.matmulTiling ? { ...profile, matmul: options.matmulTiling } : profile;
+    return new GpuRuntime(adapter, device, tiled, {
       uniformLimit: limit,
       maxBindingBytes: cap,
       maxBufferBytes: bufferCap,

@@ -43,8 +43,8 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
     --config "$2" --batch "$3" --seq-len "$4" --device cuda --warmup 3 --steps 20 --json
 }
 # Parts to run: the arguments, or every part (in this order: the most wanted first; the parts
-# measured on the H200 on 2026-11-25 last).
-parts=${*:-"splitk 1b 1b-torch profile steps matmul distro sweep matmul-16"}
+# measured on the H200 on 2026-11-25 last). `sweep` picks the tiling `profile` and `steps` try.
+parts=${*:-"sweep profile splitk steps 1b 1b-torch matmul distro matmul-16"}
 best=""
 for part in $parts; do
   case $part in
@@ -56,7 +56,7 @@ for part in $parts; do
   sweep)
     # Time the tilings worth trying; the one with the least time over the three layouts is the
     # candidate the profile part tries on a whole step.
-    run 60 matmul-sweep.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 10 --sweep
+    run 120 matmul-sweep.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 10 --sweep
     best=$(awk '/^tiling /{t=$2} / GFLOP\/s/{ms[t]+=$4} END{for(t in ms) print ms[t], t}' \
       "$out/matmul-sweep.txt" | sort -n | head -1 | cut -d' ' -f2)
     echo "fastest tiling over nn+nt+tn: ${best:-none}" | tee -a "$out/matmul-sweep.txt"
@@ -64,6 +64,10 @@ for part in $parts; do
   steps)
     step 90 config/models/llama-20m 4 256
     step 120 config/models/llama-20m 16 1024
+    # The sweep's fastest tiling against PyTorch too, in the same call.
+    [ -n "$best" ] && run 120 "step-llama-20m-16x1024-$best.txt" $deno_run bench/torch/compare.ts \
+      --config config/models/llama-20m --batch 16 --seq-len 1024 --device cuda --warmup 3 \
+      --steps 20 --json --tiling "$best"
     ;;
   splitk)
     # Split-K off, then on, in one call: the tn matmul at weight-gradient shapes (K = 16 x 1024

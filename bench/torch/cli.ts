@@ -12,6 +12,7 @@ import {
   parseFlags,
 } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
+import { parseTiling } from "../../shaders/tiling_arg.ts";
 
 /** Everything one comparison run needs. */
 export interface CompareOptions {
@@ -45,6 +46,8 @@ export interface CompareOptions {
   recompute: boolean;
   /** Only print each side's expected peak memory and MemAvailable, then exit. */
   memoryPlan: boolean;
+  /** Our matmul tiling instead of the adapter profile's (`--tiling`), as its text. */
+  tiling: string | undefined;
 }
 
 /** The flags of `deno task bench-torch`. */
@@ -120,6 +123,13 @@ export const COMPARE_SPEC = {
       description: "our engine recomputes each layer's activations in the backward, as " +
         "deno task train --recompute (the same bits; PyTorch keeps them)",
     },
+    tiling: {
+      type: "string",
+      value: "R,C,WX,WY,D[,vec4]",
+      description: "our matmul tiling instead of the adapter profile's (rows,cols,wx,wy,depth; " +
+        "vec4: the tiled-vec4 kernel), to compare a kernel shape against PyTorch",
+      defaultText: "the adapter's profile",
+    },
     "memory-plan": {
       type: "boolean",
       description: "only print each side's expected peak memory against MemAvailable, then " +
@@ -171,6 +181,14 @@ function checkCompareArgs(values: FlagValues<typeof COMPARE_SPEC>): CompareOptio
     throw new UsageError(`--device must be cpu or cuda, found "${device}"`);
   }
   const workDir = str("work-dir");
+  const tiling = str("tiling");
+  if (tiling !== undefined) {
+    try {
+      parseTiling(tiling);
+    } catch (e) {
+      throw new UsageError(`--tiling: ${(e as Error).message}`);
+    }
+  }
   return {
     config: str("config") ?? "config/models/llama-tiny",
     data: str("data") ?? "data/corpus/brown/train",
@@ -187,5 +205,6 @@ function checkCompareArgs(values: FlagValues<typeof COMPARE_SPEC>): CompareOptio
     json: values.json === true,
     recompute: values.recompute === true,
     memoryPlan: values["memory-plan"] === true,
+    tiling,
   };
 }

@@ -19,6 +19,7 @@ Deno.test("parseCompareArgs: defaults are the tiny model on the bundled corpus, 
     json: false,
     recompute: false,
     memoryPlan: false,
+    tiling: undefined,
   });
   assert.equal(parseCompareArgs(["--help"]), "help");
 });
@@ -39,6 +40,7 @@ Deno.test("parseCompareArgs reads every flag", () => {
     "--json",
     "--recompute",
     "--memory-plan",
+    "--tiling=8,8,16,16,8,vec4",
   ]);
   assert.ok(o !== "help");
   assert.equal(o.config, "config/models/llama-20m");
@@ -52,6 +54,7 @@ Deno.test("parseCompareArgs reads every flag", () => {
     true,
   ]);
   assert.equal(o.memoryPlan, true);
+  assert.equal(o.tiling, "8,8,16,16,8,vec4");
 });
 
 Deno.test("parseCompareArgs names the flag that is wrong", () => {
@@ -63,6 +66,7 @@ Deno.test("parseCompareArgs names the flag that is wrong", () => {
     [["--lr=-1"], /--lr must be a positive number, found "-1"/],
     [["--lr="], /--lr must be a positive number/],
     [["--device=tpu"], /--device must be cpu or cuda, found "tpu"/],
+    [["--tiling=4,4"], /--tiling: tiling "4,4": expected rows,cols,wx,wy,depth/],
     [["--bogus"], /bogus/],
   ];
   for (const [argv, message] of bad) {

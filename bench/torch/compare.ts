@@ -113,7 +113,8 @@ export function describeRun(options: CompareOptions, params: number): string {
   return `${options.config}: ${(params / 1e6).toFixed(2)}M params, batch ${options.batch} x ` +
     `${options.seqLen} tokens from ${options.data}, seed ${options.seed}, AdamW lr ${options.lr}, ` +
     `${options.warmup} warm-up + ${options.steps} timed steps` +
-    (options.recompute ? ", our activations recomputed" : "");
+    (options.recompute ? ", our activations recomputed" : "") +
+    (options.tiling === undefined ? "" : `, our matmul tiling ${options.tiling}`);
 }
 
 /** A line naming what one side ran on. */
@@ -173,7 +174,13 @@ export async function runComparison(
     };
     admit(plans.ours, io.write, available);
     const ours = await runEngineProcess(
-      { ...shape, modelDir, tokensFile, recompute: options.recompute },
+      {
+        ...shape,
+        modelDir,
+        tokensFile,
+        recompute: options.recompute,
+        ...(options.tiling === undefined ? {} : { tiling: options.tiling }),
+      },
       { signal: io.signal },
     );
     io.write(`engine:  ${describeSide(ours)}`);

@@ -12,6 +12,7 @@
  */
 import { parseStepReport, type StepReport } from "./report.ts";
 import { runEngineSteps } from "./engine_step.ts";
+import { parseTiling } from "../../shaders/tiling_arg.ts";
 import { decodeTokenFile } from "./inputs.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
 
@@ -32,6 +33,8 @@ export interface EngineJob {
   steps: number;
   lr: number;
   recompute: boolean;
+  /** Matmul tiling instead of the adapter profile's (`rows,cols,wx,wy,depth[,vec4]`). */
+  tiling?: string;
 }
 
 /** The child failed; the message carries its exit status and the end of its stderr. */
@@ -81,6 +84,10 @@ export function parseEngineJob(text: string): EngineJob {
   if (typeof o.recompute !== "boolean") {
     throw new RangeError(`job field "recompute" must be true or false`);
   }
+  if (o.tiling !== undefined) {
+    if (typeof o.tiling !== "string") throw new RangeError(`job field "tiling" must be a string`);
+    parseTiling(o.tiling);
+  }
   return {
     modelDir: path("modelDir"),
     tokensFile: path("tokensFile"),
@@ -90,6 +97,7 @@ export function parseEngineJob(text: string): EngineJob {
     steps: int("steps", 1),
     lr: o.lr,
     recompute: o.recompute,
+    ...(o.tiling === undefined ? {} : { tiling: o.tiling as string }),
   };
 }
 
@@ -134,8 +142,12 @@ async function main(args: string[]): Promise<void> {
   const tokens = decodeTokenFile(await Deno.readFile(job.tokensFile), job);
   let report: StepReport;
   {
-    using rt = await GpuRuntime.create();
+    const matmulTiling = job.tiling === undefined ? undefined : parseTiling(job.tiling);
+    using rt = await GpuRuntime.create({ matmulTiling });
     report = await runEngineSteps(rt, { ...job, tokens });
+    if (job.tiling !== undefined) {
+      report = { ...report, deviceName: `${report.deviceName}, matmul tiling ${job.tiling}` };
+    }
   }
   const peak = ownPeakRss();
   console.log(JSON.stringify(peak === undefined ? report : { ...report, peakRssBytes: peak }));

@@ -23,6 +23,8 @@ const JOB = {
 
 Deno.test("parseEngineJob reads a job and names the field that is wrong", () => {
   assert.deepEqual(parseEngineJob(JSON.stringify(JOB)), JOB);
+  const tiled = { ...JOB, tiling: "8,8,16,16,8,vec4" };
+  assert.deepEqual(parseEngineJob(JSON.stringify(tiled)), tiled);
   const bad: [unknown, RegExp][] = [
     [{ ...JOB, modelDir: "" }, /job field "modelDir" must be a path, found ""/],
     [{ ...JOB, seqLen: 1 }, /job field "seqLen" must be an integer >= 2, found 1/],
@@ -30,6 +32,8 @@ Deno.test("parseEngineJob reads a job and names the field that is wrong", () => 
     [{ ...JOB, batch: 1.5 }, /job field "batch" must be an integer/],
     [{ ...JOB, lr: -1 }, /job field "lr" must be a positive number, found -1/],
     [{ ...JOB, recompute: "yes" }, /job field "recompute" must be true or false/],
+    [{ ...JOB, tiling: 4 }, /job field "tiling" must be a string/],
+    [{ ...JOB, tiling: "4,4,x" }, /tiling "4,4,x": expected rows,cols/],
     [[1], /must be a JSON object/],
   ];
   for (const [job, message] of bad) {
@@ -69,6 +73,27 @@ Deno.test("runEngineProcess: the child's figures are the in-process run's, with 
         e instanceof EngineRunError && e.code === 1 &&
         /token file has 64 bytes, expected 96/.test(e.message),
     );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("runEngineProcess --tiling: the tiled-vec4 kernel trains the scalar tiled kernel's bits", async () => {
+  // Both tilings run every matmul of the step on the workgroup-tiled path, which adds each
+  // output's products in K order: losses and gradient norms must agree bit for bit.
+  const dir = await Deno.makeTempDir();
+  try {
+    const config = smallLlamaConfig({ tie_word_embeddings: false });
+    await writeSeededModel(`${dir}/model`, config, 3);
+    const tokens = Uint32Array.from({ length: 2 * 8 }, (_, i) => (i * 7 + 5) % config.vocabSize);
+    await Deno.writeFile(`${dir}/tokens.u32`, encodeTokenFile(tokens));
+    const job = { ...JOB, modelDir: `${dir}/model`, tokensFile: `${dir}/tokens.u32`, steps: 2 };
+    const scalar = await runEngineProcess({ ...job, tiling: "4,4,16,16,16" });
+    const vec4 = await runEngineProcess({ ...job, tiling: "8,8,8,8,8,vec4" });
+    assert.match(vec4.deviceName, /matmul tiling 8,8,8,8,8,vec4$/);
+    assert.deepEqual(vec4.losses, scalar.losses);
+    assert.deepEqual(vec4.gradNorms0, scalar.gradNorms0);
+    assert.equal(vec4.losses.length, 3);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

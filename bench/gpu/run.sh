@@ -36,6 +36,8 @@ run() { # run LIMIT_S FILE COMMAND...: one part, its output kept whatever happen
   nproc
   uptime
   echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}"
+  # Features (is "subgroups" there?), subgroup sizes and the limits the kernels are shaped by.
+  timeout 30 $deno_run bench/gpu/adapter.ts
 } >"$out/env.txt" 2>&1
 cat "$out/env.txt"
 step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch

@@ -12,8 +12,10 @@ xz -dc .denobin/deno.xz >/tmp/deno && chmod +x /tmp/deno
 # The machine reaches no registry: the few npm packages these entry points import come from the
 # carried cache, resolved through a small import map instead of the project's whole lock.
 export PATH=/tmp:$PATH DENO_DIR=$PWD/.gpucache PYTHONUNBUFFERED=1 DENO_WEBGPU_BACKEND=vulkan
-deno_run="deno run --cached-only --no-config --no-lock --node-modules-dir=none"
-deno_run="$deno_run --import-map bench/gpu/import_map.json -A"
+flags="--cached-only --no-config --no-lock --node-modules-dir=none"
+# Child processes (bench-torch's engine side) resolve modules the same way.
+export PSYCHE_DENO_RUN_FLAGS="$flags --import-map $PWD/bench/gpu/import_map.json"
+deno_run="deno run $PSYCHE_DENO_RUN_FLAGS -A"
 # The NVIDIA Vulkan manifest sits outside the loader's default search path on these machines.
 icd=$(find /usr/local/nvidia /usr/share/vulkan /etc/vulkan -name 'nvidia_icd*.json' 2>/dev/null | head -1)
 [ -n "$icd" ] && export VK_DRIVER_FILES="$icd"

@@ -21,6 +21,17 @@ export const ENGINE_SCRIPT: string = new URL(import.meta.url).pathname;
 /** The project's deno.json (its import map), whatever the parent's working directory. */
 const CONFIG_FILE = new URL("../../deno.json", import.meta.url).pathname;
 
+/**
+ * How the child resolves modules: `PSYCHE_DENO_RUN_FLAGS` (split on spaces) when set, else the
+ * project's deno.json. The lent GPU machines reach no registry, so bench/gpu/run.sh runs every
+ * entry point on a small cache and import map and passes the same flags here; with deno.json the
+ * child would try to fetch the lock's packages there and fail.
+ */
+export function engineDenoFlags(env: (name: string) => string | undefined): string[] {
+  const flags = env("PSYCHE_DENO_RUN_FLAGS")?.split(/\s+/).filter((f) => f !== "");
+  return flags !== undefined && flags.length > 0 ? flags : [`--config=${CONFIG_FILE}`];
+}
+
 /** What the child runs: {@link runEngineSteps} on files the parent wrote. */
 export interface EngineJob {
   /** HF folder with config.json and the weights. */
@@ -122,10 +133,11 @@ function ownPeakRss(): number | undefined {
  */
 export async function runEngineProcess(
   job: EngineJob,
-  io?: { signal?: AbortSignal },
+  io?: { signal?: AbortSignal; denoFlags?: string[] },
 ): Promise<StepReport> {
+  const flags = io?.denoFlags ?? engineDenoFlags((name) => Deno.env.get(name));
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `--config=${CONFIG_FILE}`, ENGINE_SCRIPT, JSON.stringify(job)],
+    args: ["run", "-A", ...flags, ENGINE_SCRIPT, JSON.stringify(job)],
     stdout: "piped",
     stderr: "piped",
     signal: io?.signal,

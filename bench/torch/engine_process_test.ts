@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  engineDenoFlags,
   EngineRunError,
   parseEngineJob,
   parsePeakRss,
@@ -97,4 +98,23 @@ Deno.test("runEngineProcess --tiling: the tiled-vec4 kernel trains the scalar ti
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("the engine's child resolves modules as PSYCHE_DENO_RUN_FLAGS says, else by deno.json", async () => {
+  const env = (flags?: string) => (name: string) =>
+    name === "PSYCHE_DENO_RUN_FLAGS" ? flags : undefined;
+  assert.deepEqual(engineDenoFlags(env(" --cached-only  --no-config ")), [
+    "--cached-only",
+    "--no-config",
+  ]);
+  for (const unset of [undefined, "", "  "]) {
+    const [only, ...rest] = engineDenoFlags(env(unset));
+    assert.match(only, /^--config=.*deno\.json$/);
+    assert.equal(rest.length, 0);
+  }
+  // The flags reach the child: one Deno does not know stops it, with Deno's message.
+  await assert.rejects(
+    runEngineProcess({ ...JOB }, { denoFlags: ["--no-such-flag"] }),
+    (e) => e instanceof EngineRunError && /no-such-flag/.test(e.message),
+  );
 });

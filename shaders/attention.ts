@@ -148,9 +148,18 @@ ${each(dv, (j) => `dq[qo + ${j}u] = acc${j} * p.scale;`, "  ")}
 `;
 }
 
-/** Backward pass 3: dK and dV, one invocation per (b, kv head, key position). */
-export function attentionDkvKernel(d: number, wg: number): string {
+/**
+ * Backward pass 3: dK and dV, one invocation per (b, kv head, key position). Key `s` walks the
+ * queries `s…T−1`; with `lockstep > 1` every run of `lockstep` invocations (of the same workgroup
+ * and head group) walks from its first member's key, each skipping the queries before its own,
+ * so all read the same query row at once (one load per warp on a GPU, where a walk from each
+ * invocation's own key reads a different row per invocation). Each invocation still adds the
+ * same terms in the same order: the same bits for every `lockstep`.
+ */
+export function attentionDkvKernel(d: number, wg: number, lockstep = 1): string {
   const dv = d / 4;
+  const start = lockstep > 1 ? `s - min(s, li % ${lockstep}u)` : "s";
+  const skip = lockstep > 1 ? "\n      if (tq < s) { continue; }" : "";
   return `${BACKWARD_INPUTS}
 @group(0) @binding(7) var<storage, read_write> dk: array<vec4<f32>>;
 @group(0) @binding(8) var<storage, read_write> dv: array<vec4<f32>>;
@@ -161,12 +170,13 @@ ${main1d(wg)}
   let bb = i / (p.t * p.kvh);
   let rep = p.h / p.kvh;
   let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
+  let s0 = ${start};
 ${regs(dv, "let", "k", (j) => `k[ko + ${j}u]`)}
 ${regs(dv, "let", "v", (j) => `v[ko + ${j}u]`)}
 ${regs(dv, "var", "dka", () => "vec4<f32>()")}
 ${regs(dv, "var", "dva", () => "vec4<f32>()")}
   for (var hh = g * rep; hh < (g + 1u) * rep; hh++) {
-    for (var tq = s; tq < p.t; tq++) {
+    for (var tq = s0; tq < p.t; tq++) {${skip}
       let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
       let row = (bb * p.h + hh) * p.t + tq;
       ${rowDot(dv, "qk", (j) => `q[qo + ${j}u]`, (j) => `k${j}`)}
@@ -232,10 +242,19 @@ export interface AttentionBackwardArgs extends AttentionForwardArgs {
 export class Attention {
   readonly #rt: GpuRuntime;
   readonly #wg: number;
+  readonly #lockstep: number;
 
-  constructor(rt: GpuRuntime, workgroupSize: number = rt.profile.workgroupSize) {
+  constructor(
+    rt: GpuRuntime,
+    workgroupSize: number = rt.profile.workgroupSize,
+    lockstep: number = rt.profile.lockstep,
+  ) {
+    if (!Number.isInteger(lockstep) || lockstep < 1) {
+      throw new RangeError(`attention: lockstep must be a positive integer, got ${lockstep}`);
+    }
     this.#rt = rt;
     this.#wg = workgroupSize;
+    this.#lockstep = lockstep;
   }
 
   /** `out [B, T, H, D]` and `lse [B, H, T]` from q, k, v. */
@@ -290,7 +309,12 @@ export class Attention {
       b * h * t,
       this.#wg,
     );
-    const dkvPipe = this.#pipeline("dkv", d, attentionDkvKernel);
+    const lockstep = this.#lockstep;
+    const dkvPipe = this.#pipeline(
+      `dkv/lockstep${lockstep}`,
+      d,
+      (d, wg) => attentionDkvKernel(d, wg, lockstep),
+    );
     dispatch1d(
       pass,
       dkvPipe,

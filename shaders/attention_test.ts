@@ -108,3 +108,39 @@ Deno.test("attention rejects bad head counts and sizes", async () => {
   );
   await step.submit();
 });
+
+Deno.test("the key and value gradients' lockstep walk gives the plain walk's bits", async () => {
+  // Key s walks the queries s..T-1; in lockstep runs every invocation walks from its run's first
+  // key and skips the queries before its own. Runs here cross head groups and batch entries
+  // (T = 19 is no multiple of any run) and workgroups of 64 and 256.
+  using rt = await GpuRuntime.create();
+  const dims: AttentionDims = { b: 3, t: 19, h: 4, kvh: 2, d: 8 };
+  const { b, t, h, kvh, d } = dims;
+  const nq = b * t * h * d, nk = b * t * kvh * d, rows = b * h * t;
+  const inputs = {
+    q: rt.buffer("q", randomF32(1, nq, -2, 2)),
+    k: rt.buffer("k", randomF32(2, nk, -2, 2)),
+    v: rt.buffer("v", randomF32(3, nk)),
+    dOut: rt.buffer("dOut", randomF32(4, nq)),
+    out: rt.buffer("out", nq * 4),
+    lse: rt.buffer("lse", rows * 4),
+    delta: rt.buffer("delta", rows * 4),
+  };
+  const run = async (wg: number, lockstep: number) => {
+    const attn = new Attention(rt, wg, lockstep);
+    const dq = rt.buffer("dq", nq * 4), dk = rt.buffer("dk", nk * 4), dv = rt.buffer("dv", nk * 4);
+    const step = rt.beginStep("attention lockstep");
+    attn.forward(step.pass, { ...dims, ...inputs });
+    attn.backward(step.pass, { ...dims, ...inputs, dq, dk, dv });
+    await step.submit();
+    const bits = async (x: GPUBuffer) => new Uint32Array((await rt.read(x)).buffer);
+    return { dk: await bits(dk), dv: await bits(dv) };
+  };
+  const plain = await run(64, 1);
+  for (const [wg, lockstep] of [[64, 32], [64, 8], [256, 32], [64, 7]]) {
+    const got = await run(wg, lockstep);
+    assert.deepEqual(got.dk, plain.dk, `dk, workgroup ${wg}, lockstep ${lockstep}`);
+    assert.deepEqual(got.dv, plain.dv, `dv, workgroup ${wg}, lockstep ${lockstep}`);
+  }
+  assert.throws(() => new Attention(rt, 64, 0), /lockstep must be a positive integer/);
+});

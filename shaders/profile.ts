@@ -68,6 +68,15 @@ export interface TuningProfile {
    * runs a few workgroups on a GPU with a hundred multiprocessors.
    */
   readonly splitK: SplitKPolicy;
+  /**
+   * Invocations a kernel may assume run in lockstep (a warp: 32 on NVIDIA). A kernel whose
+   * invocations each walk rows in one shared order from different starts (the attention's key
+   * and value gradients: key `s` walks the queries `s…T−1`) starts each such group at its
+   * first member's row, the others skipping rows before their own, so each load of the walk is
+   * one address for the whole warp, not one per invocation. 1: no alignment (CPU adapters:
+   * llvmpipe loads lane by lane whatever the addresses).
+   */
+  readonly lockstep: number;
 }
 
 /**
@@ -107,6 +116,7 @@ export const CPU_PROFILE: TuningProfile = {
   logitsChunkBytes: 32 * 2 ** 20,
   // Two lavapipe threads are kept busy by a handful of workgroups already.
   splitK: SPLIT_K_OFF,
+  lockstep: 1,
 };
 
 /**
@@ -123,6 +133,8 @@ export const GPU_PROFILE: TuningProfile = {
   rowReduction: "workgroup",
   logitsChunkBytes: 512 * 2 ** 20,
   splitK: { targetWorkgroups: 512, minSliceK: 256, scratchBytes: 64 * 2 ** 20 },
+  // NVIDIA's warp; AMD's 64-wide waves then read two rows per load instead of one.
+  lockstep: 32,
 };
 
 /** The adapter fields that decide the profile (a subset of `GPUAdapterInfo`). */

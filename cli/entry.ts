@@ -2,7 +2,8 @@
  * What the command-line entry points share: the exit statuses, the file system and console a
  * command may touch ({@link CliIo}, which tests replace), and parsing the arguments or printing
  * the usage and exiting. Flags are declared once in a {@link CommandSpec} (cli/flags.ts), which
- * parses them, reads their environment variables and writes the help.
+ * parses them, reads their environment variables and writes the help. A long-running command
+ * stops on SIGINT, SIGTERM or its parent's death ({@link onStopRequest}, cli/stop_request.ts).
  *
  * @module
  */
@@ -32,6 +33,12 @@ export {
   SNAKE_CASE,
   snakeCase,
 } from "./log_line.ts";
+export {
+  LIFELINE_ENV,
+  lifelineSpawnOptions,
+  onStopRequest,
+  type StopReason,
+} from "./stop_request.ts";
 
 /** Exit status of every command that did what it was asked. */
 export const EXIT_OK = 0;

@@ -31,7 +31,7 @@ import { startClientMetrics } from "./metrics_server.ts";
 import { openTerminalTui } from "./tui/screen.ts";
 import { peerIdOf } from "./p2p/identity.ts";
 import { address } from "@solana/kit";
-import { denoEnv, EXIT_OK, EXIT_USAGE } from "../cli/entry.ts";
+import { denoEnv, EXIT_OK, EXIT_USAGE, onStopRequest } from "../cli/entry.ts";
 import { coordinatorAddress } from "../coordinator/solana/abi/mod.ts";
 import { DEFAULT_PROGRAM_ID, loadWallet, SolanaRpcClient } from "../coordinator/solana/rpc/mod.ts";
 import { toHex } from "../common/mod.ts";
@@ -298,9 +298,9 @@ async function main(argv: string[]): Promise<number> {
         return EXIT_OK;
       case "train": {
         const controller = new AbortController();
-        const stop = () => controller.abort(new Error("interrupted"));
-        Deno.addSignalListener("SIGINT", stop);
-        Deno.addSignalListener("SIGTERM", stop);
+        const unsubscribe = onStopRequest((reason) =>
+          controller.abort(new Error(reason === "parent exited" ? reason : "interrupted"))
+        );
         try {
           await train(args, {
             write,
@@ -308,8 +308,7 @@ async function main(argv: string[]): Promise<number> {
             terminal: Deno.stdout.isTerminal(),
           });
         } finally {
-          Deno.removeSignalListener("SIGINT", stop);
-          Deno.removeSignalListener("SIGTERM", stop);
+          unsubscribe();
         }
         return EXIT_OK;
       }

@@ -15,6 +15,8 @@ import { digestBytes } from "../shaders/mod.ts";
 import { toHex } from "../common/mod.ts";
 import { freePorts } from "../client/testnet/mod.ts";
 import { peerIdOf, publicKeyOf } from "../client/p2p/mod.ts";
+import { lifelineSpawnOptions } from "../cli/entry.ts";
+import { releaseLifeline } from "./support/lifeline.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const CLIENTS = 3;
@@ -157,9 +159,11 @@ async function startRun(timing: Timing, coordinatorArgs: string[] = []): Promise
       "--logs=json",
       ...coordinatorArgs,
     ],
+    ...lifelineSpawnOptions(),
     stdout: "piped",
     stderr: "piped",
   }).spawn();
+  releaseLifeline(coordinator);
   run.children.push(coordinator);
   run.readers.push(
     collect(coordinator, run.coordinatorEvents),
@@ -183,9 +187,11 @@ async function startRun(timing: Timing, coordinatorArgs: string[] = []): Promise
         `--checkpoint-dir=${dir}/checkpoints${i}`,
         "--logs=json",
       ],
+      ...lifelineSpawnOptions(),
       stdout: "piped",
       stderr: "piped",
     }).spawn();
+    releaseLifeline(child);
     run.children.push(child);
     run.clientEvents.push([]);
     run.stderr.push([]);

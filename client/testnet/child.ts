@@ -1,9 +1,11 @@
 /**
  * One child process of the testnet: spawned with piped output, every stdout and stderr line
- * handed to a callback as it arrives, stoppable with a signal and awaitable.
+ * handed to a callback as it arrives, stoppable with a signal and awaitable, and stopping by
+ * itself if this process dies (its stdin is our lifeline, cli/stop_request.ts).
  *
  * @module
  */
+import { lifelineSpawnOptions } from "../../cli/entry.ts";
 
 /** A line-by-line reader of a byte stream; the last partial line is flushed at the end. */
 export async function forEachLine(
@@ -56,15 +58,16 @@ export class ChildProcess {
       // The parent passes every setting as a flag; a PSYCHE_* variable meant for the testnet
       // (PSYCHE_LOGS, PSYCHE_CHECKPOINT_DIR) would otherwise fill a child's flag of that name.
       clearEnv: true,
-      env: { ...inheritedEnv(), ...options.env },
-      stdin: "null",
+      // Its stdin is our lifeline: if this process dies, however it dies, the child stops.
+      ...lifelineSpawnOptions({ ...inheritedEnv(), ...options.env }),
       stdout: "piped",
       stderr: "piped",
     }).spawn();
     const out = forEachLine(this.#process.stdout, options.onLine);
     const err = forEachLine(this.#process.stderr, options.onLine);
-    this.#done = Promise.all([this.#process.status, out, err]).then(([status]) => {
+    this.#done = Promise.all([this.#process.status, out, err]).then(async ([status]) => {
       this.#status = status;
+      await this.#process.stdin.close().catch(() => {}); // the child is gone: nothing to keep
       return status;
     });
   }

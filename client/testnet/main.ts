@@ -15,7 +15,7 @@ import { Testnet } from "./launcher.ts";
 import { formatSummary, type RunSummary, SummaryCollector, summaryFields } from "./summary.ts";
 import { runProblems, type StopReason } from "./verdict.ts";
 import { denoEnv, type EnvLookup, EXIT_OK, EXIT_USAGE, usageLines } from "../../cli/entry.ts";
-import { type LogLevel, logLine } from "../../cli/entry.ts";
+import { type LogLevel, logLine, onStopRequest } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
 
 export { EXIT_OK, EXIT_USAGE };
@@ -158,17 +158,14 @@ export async function runUntilSignal(args: TestnetArgs): Promise<number> {
 /** Runs `args`, printing to stdout, with SIGINT/SIGTERM stopping it; resolves to the outcome. */
 export async function runWithSignals(args: TestnetArgs): Promise<TestnetOutcome> {
   const controller = new AbortController();
-  const onSignal = () => controller.abort();
-  Deno.addSignalListener("SIGINT", onSignal);
-  Deno.addSignalListener("SIGTERM", onSignal);
+  const unsubscribe = onStopRequest(() => controller.abort());
   try {
     return await runTestnet(args, {
       write: (line) => console.log(line),
       signal: controller.signal,
     });
   } finally {
-    Deno.removeSignalListener("SIGINT", onSignal);
-    Deno.removeSignalListener("SIGTERM", onSignal);
+    unsubscribe();
   }
 }
 

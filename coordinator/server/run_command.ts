@@ -28,6 +28,7 @@ import {
   explainEnv,
   type FlagValues,
   helpText,
+  onStopRequest,
   parseFlags,
 } from "../../cli/entry.ts";
 import { DataError, startDataServerFromConfig } from "../../data/mod.ts";
@@ -252,17 +253,9 @@ function isListenError(e: unknown): boolean {
     e instanceof Deno.errors.PermissionDenied;
 }
 
-/** Resolves on the first SIGINT or SIGTERM. */
+/** Resolves on the first SIGINT or SIGTERM, or when the parent that spawned it exits. */
 function signalled(): Promise<void> {
-  return new Promise((resolve) => {
-    const stop = () => {
-      Deno.removeSignalListener("SIGINT", stop);
-      Deno.removeSignalListener("SIGTERM", stop);
-      resolve();
-    };
-    Deno.addSignalListener("SIGINT", stop);
-    Deno.addSignalListener("SIGTERM", stop);
-  });
+  return new Promise((resolve) => onStopRequest(() => resolve()));
 }
 
 /** The data server's port: the one in the run's `data_location = { Server = "host:port" }`. */

@@ -6,6 +6,8 @@
  * @module
  */
 import { forEachLine } from "../../client/testnet/mod.ts";
+import { lifelineSpawnOptions } from "../../cli/entry.ts";
+import { releaseLifeline } from "./lifeline.ts";
 
 const CLIENT = new URL("../../client/main.ts", import.meta.url).pathname;
 
@@ -21,9 +23,11 @@ export class ClientProcess {
   private constructor(args: readonly string[]) {
     this.#child = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", CLIENT, ...args],
+      ...lifelineSpawnOptions(),
       stdout: "piped",
       stderr: "piped",
     }).spawn();
+    releaseLifeline(this.#child);
     const onLine = (line: string) => {
       this.output.push(line);
       try {

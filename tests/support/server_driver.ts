@@ -24,6 +24,8 @@ import {
   startCoordinatorServer,
 } from "../../coordinator/server/mod.ts";
 import { equalBytes } from "../../common/mod.ts";
+import { lifelineSpawnOptions } from "../../cli/entry.ts";
+import { releaseLifeline } from "./lifeline.ts";
 import {
   type CoordinatorBackend,
   TcpBackend,
@@ -286,9 +288,11 @@ export class ServerProcess {
         "127.0.0.1",
         ...args,
       ],
+      ...lifelineSpawnOptions(),
       stdout: "piped",
       stderr: "piped",
     }).spawn();
+    releaseLifeline(child);
     return new ServerProcess(child);
   }
 

@@ -73,7 +73,7 @@ Deno.test({
       return children.length === 3;
     }, 60_000);
     testnet.kill("SIGKILL");
-    await testnet.status;
+    assert.equal((await testnet.status).signal, "SIGKILL");
     await poll(`children ${children.join(", ")} to stop`, () => !children.some(alive), 30_000);
   } finally {
     for (const pid of children.filter(alive)) Deno.kill(pid, "SIGKILL");

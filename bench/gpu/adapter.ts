@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { requestGpuAdapter } from "../../shaders/runtime_dir.ts";
+import { requestGpuAdapter } from "../../shaders/mod.ts";
 
 const LIMITS = [
   "maxComputeWorkgroupStorageSize",

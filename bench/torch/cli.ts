@@ -12,7 +12,7 @@ import {
   parseFlags,
 } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
-import { parseTiling } from "../../shaders/tiling_arg.ts";
+import { parseTiling } from "../../shaders/mod.ts";
 
 /** Everything one comparison run needs. */
 export interface CompareOptions {

@@ -12,7 +12,7 @@
  */
 import { parseStepReport, type StepReport } from "./report.ts";
 import { runEngineSteps } from "./engine_step.ts";
-import { parseTiling } from "../../shaders/tiling_arg.ts";
+import { parseTiling } from "../../shaders/mod.ts";
 import { decodeTokenFile } from "./inputs.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
 

@@ -13,11 +13,15 @@
 
 import type { BitReader, BitWriter } from "./bits.ts";
 
-/** Low-bit width `L` and high-vector length for `k` indices below `totalk`. */
+/**
+ * Low-bit width `L` and high-vector length for `k` indices below `totalk` (`k <= totalk < 2^31`).
+ * `L` is the largest `L >= 0` with `k·2^L <= U`, i.e. the highest set bit of `⌊U/k⌋` (0 when
+ * `U < k`): computed in constant time, as the decoder calls it once per chunk.
+ */
 export function indexCodeShape(k: number, totalk: number): { low: number; high: number } {
   const universe = totalk - k + 1;
-  let low = 0;
-  while (k * 2 ** (low + 1) <= universe) low++;
+  const ratio = Math.floor(universe / k);
+  const low = ratio >= 1 ? 31 - Math.clz32(ratio) : 0;
   return { low, high: k + Math.floor((universe - 1) / 2 ** low) };
 }
 

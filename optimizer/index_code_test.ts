@@ -66,3 +66,25 @@ Deno.test("readIndices reports a wrong count of ones, out-of-range and unordered
   assert.equal(read8([0, 0], [1, 0, 0, 0, 1]), null); // y1 = 6 → x1 = 7
   assert.throws(() => new BitReader(new Uint8Array(1)).read(9), BitStreamEndError);
 });
+
+Deno.test("index code shape: the constant-time low width is the largest L with k·2^L <= U", () => {
+  // The definition, as a loop, against the formula over every k <= totalk up to 300, and chunk
+  // sizes up to 256 x 256 at the k a run uses.
+  const byLoop = (k: number, totalk: number) => {
+    const universe = totalk - k + 1;
+    let low = 0;
+    while (k * 2 ** (low + 1) <= universe) low++;
+    return { low, high: k + Math.floor((universe - 1) / 2 ** low) };
+  };
+  for (let totalk = 1; totalk <= 300; totalk++) {
+    for (let k = 1; k <= totalk; k++) {
+      assert.deepEqual(indexCodeShape(k, totalk), byLoop(k, totalk), `k=${k} totalk=${totalk}`);
+    }
+  }
+  for (const side of [8, 16, 32, 64, 128, 256]) {
+    for (const k of [1, 2, 3, 4, 8, 16, 32, 64, 100]) {
+      const totalk = side * side;
+      if (k <= totalk) assert.deepEqual(indexCodeShape(k, totalk), byLoop(k, totalk));
+    }
+  }
+});

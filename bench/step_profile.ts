@@ -136,6 +136,7 @@ async function run(profileDispatches: boolean, warmup: number) {
         precision,
         logitsChunkBytes: rt.profile.logitsChunkBytes,
         splitKScratchBytes: rt.profile.splitK.scratchBytes,
+        transposeScratch: rt.profile.matmul.strategy === "register",
         recompute: values.recompute,
       },
       runtimeMemoryLimits(rt),

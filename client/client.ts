@@ -542,6 +542,7 @@ export class TrainingClient {
         precision: "f32",
         logitsChunkBytes: this.#rt.profile.logitsChunkBytes,
         splitKScratchBytes: this.#rt.profile.splitK.scratchBytes,
+        transposeScratch: this.#rt.profile.matmul.strategy === "register",
         recompute: this.#o.recompute ?? false,
       },
       runtimeMemoryLimits(this.#rt),

@@ -44,6 +44,7 @@ import { IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
 import { type LayerTensor, layerTensorName, type ParamLayout, paramSegments } from "./params.ts";
 import { ParamBuffers } from "./param_buffers.ts";
 import { shaderKernels } from "./shader_kernels.ts";
+import { transposeScratchBytes } from "./matmul_scratch.ts";
 import {
   CastF16,
   type GpuRuntime,
@@ -283,6 +284,13 @@ export class LlamaModel implements Disposable {
       seqLen,
       half: this.#half,
     });
+    this.#k.reserveMatmulScratch(transposeScratchBytes({
+      config,
+      rows: N,
+      chunkRows: this.#head.chunkRows,
+      headBlockRows: Math.max(...this.#head.blocks.map((b) => b.rows)),
+      weightBytes: precision === "f32" ? 4 : 2,
+    }));
     this.#dx = f32("d x", N * C);
     this.#dxm = f32("d xm", N * C);
     this.#dh = f32("d h", N * C);

@@ -35,6 +35,11 @@ export interface LlamaKernels {
    */
   matmulSliceK(args: MatmulArgs): number;
   /**
+   * Size {@link matmul}'s transpose scratch for the largest products now (model/matmul_scratch.ts),
+   * before any step: a scratch outgrown mid-step stays alive with its successor.
+   */
+  reserveMatmulScratch(bytes: { a: number; b: number }): void;
+  /**
    * out `[N, C]` = table `[V, C]` rows at ids (u32 `[N]`). A table over one storage binding is
    * looked up (and its gradient added) one row block at a time, with the same bits.
    */

@@ -20,6 +20,7 @@
  *                         with recomputation (model/recompute.ts) one layer's set, not L
  * backward scratch        N·(4C + 2H·D + 2KVH·D + 3F) floats
  * LM head                 logits chunk R·V (R ≈ 32 MiB / 4V rows)
+ * matmul transposes       CPU profile: A and B of the largest nn/nt products (matmul_scratch.ts)
  * host, weights loaded     f32 weights 4·P, the largest weights file, one upload staging 4·P
  * host, seeded streamed    one init chunk and its staging copy (16 MiB each at most)
  * host, checkpoint saves   one chunk read back and its staging copy (16 MiB each at most)
@@ -43,6 +44,8 @@ import {
   SEEDED_CHUNK_FLOATS,
 } from "./params.ts";
 import type { ModelPrecision } from "./precision.ts";
+import { transposeScratchBytes } from "./matmul_scratch.ts";
+import { rowBlocks } from "../shaders/mod.ts";
 import { SAVE_CHUNK_FLOATS } from "./safetensors_stream.ts";
 
 /** What the run will hold. */
@@ -93,6 +96,12 @@ export interface MemoryPlanInput {
    * the largest split product's partials.
    */
   splitKScratchBytes?: number;
+  /**
+   * The matmul transposes its operands into scratch (the CPU profile's register tiling; the GPU
+   * profile's tiled kernel does not): the model reserves it at its largest products
+   * (model/matmul_scratch.ts). Default false.
+   */
+  transposeScratch?: boolean;
   /**
    * The adapter's `maxStorageBufferBindingSize`: DisTrO's DCT scratch holds one block of a tensor
    * larger than a binding (optimizer/chunk_blocks.ts), not the tensor. Default: unbounded.
@@ -220,6 +229,22 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   );
   if ((input.splitKScratchBytes ?? 0) > 0) {
     device.push({ label: "split-K partials (at most)", bytes: input.splitKScratchBytes! });
+  }
+  if (input.transposeScratch) {
+    // The LM head's blocks as model/lm_head.ts cuts them (256-byte offsets, WebGPU's default).
+    const blocks = rowBlocks(V, F32 * Math.max(C, chunkRows), {
+      maxBytes: input.maxBindingBytes ?? Infinity,
+      alignBytes: half ? 512 : 256,
+      multipleOf: 4,
+    });
+    const { a, b } = transposeScratchBytes({
+      config,
+      rows: N,
+      chunkRows,
+      headBlockRows: Math.max(...blocks.map((x) => x.rows)),
+      weightBytes: half ? 2 : F32,
+    });
+    device.push({ label: "matmul transpose scratch", bytes: a + b });
   }
   if (half) {
     const copies = halfLayout(llamaParamLayout(config), matmulWeightNames(config));

@@ -411,3 +411,52 @@ Deno.test("a run that fits only with recomputation and a smaller micro-batch nam
     /; --recompute and --micro-batch 4 would fit$/,
   );
 });
+
+Deno.test("the CPU profile's matmul transpose scratch is reserved whole, as the plan counts it", async () => {
+  // A head over one binding (cut into vocabulary blocks) and a whole one; f32 and bf16 copies.
+  // After a training step the model holds exactly the two reserved buffers: none outgrown.
+  const config = parseLlamaConfig({
+    hidden_size: 32,
+    intermediate_size: 48,
+    num_hidden_layers: 2,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    vocab_size: 600,
+    max_position_embeddings: 64,
+  });
+  const layout = llamaParamLayout(config);
+  for (const maxBindingBytes of [undefined, 16384]) {
+    for (const precision of ["f32", "bf16"] as const) {
+      using rt = await GpuRuntime.create({ profile: CPU_PROFILE, maxBindingBytes });
+      using model = new LlamaModel(rt, {
+        config,
+        layout,
+        weights: initParams(layout, config, 1),
+        microBatch: 2,
+        seqLen: 8,
+        slots: 1,
+        precision,
+      });
+      model.writeTokens(0, Uint32Array.from({ length: 16 }, (_, i) => (i * 37) % 600));
+      const step = rt.beginStep("transpose scratch");
+      model.encodeZeroGrads(step);
+      model.encodeForwardBackward(step, { slot: 0, lossScale: 1 });
+      await step.submit();
+      const scratch = rt.liveBuffers().filter((b) => b.label.startsWith("matmul transpose"));
+      const what = `${precision}, binding ${maxBindingBytes ?? "whole"}`;
+      assert.equal(scratch.length, 2, `${what}: ${JSON.stringify(scratch)}`);
+      const plan = planMemory({
+        config,
+        microBatch: 2,
+        seqLen: 8,
+        slots: 1,
+        optimizer: "adamw",
+        precision,
+        transposeScratch: true,
+        maxBindingBytes: rt.limits.maxStorageBufferBindingSize,
+      });
+      const planned = plan.device.find((i) => i.label === "matmul transpose scratch");
+      assert.equal(planned?.bytes, scratch.reduce((s, b) => s + b.size, 0), what);
+    }
+  }
+});

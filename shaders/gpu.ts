@@ -624,6 +624,14 @@ export class GpuRuntime {
     return buffer;
   }
 
+  /**
+   * The buffers made by {@link buffer} that are alive now, label and bytes (uniforms excluded):
+   * what a memory plan's figures are checked against.
+   */
+  liveBuffers(): { label: string; size: number }[] {
+    return [...this.#owned].map((b) => ({ label: b.label, size: b.size }));
+  }
+
   /** Destroy a buffer made by {@link buffer} before the runtime is disposed. */
   destroyBuffer(buffer: GPUBuffer): void {
     this.#owned.delete(buffer);

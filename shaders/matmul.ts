@@ -338,6 +338,23 @@ export class Matmul {
     dispatch(pass, pipeline, group, grid);
   }
 
+  /**
+   * Grow the transpose scratch now to at least `a` bytes for A and `b` for B, so no later call
+   * outgrows it mid-step (an outgrown buffer stays alive until dispose: work already encoded may
+   * bind it). Only register tilings transpose; on tiled ones this does nothing.
+   */
+  reserveTransposeScratch(bytes: { a: number; b: number }): void {
+    if (this.tiling.strategy !== "register") return;
+    if (bytes.a > 0) this.#grow(0, bytes.a, "matmul transpose scratch A");
+    if (bytes.b > 0) this.#grow(1, bytes.b, "matmul transpose scratch B");
+  }
+
+  /** Bytes of scratch alive: the current buffers and the outgrown ones not yet freed. */
+  get scratchBytes(): number {
+    return [...this.#retired, ...this.#scratch.filter((x) => x !== undefined)]
+      .reduce((sum, b) => sum + b.size, 0);
+  }
+
   /** Free the scratch buffers of the `transposed` and `packed` variants and of split-K. */
   [Symbol.dispose](): void {
     for (const b of [...this.#retired, ...this.#scratch.filter((x) => x !== undefined)]) {

@@ -59,6 +59,7 @@ export async function checkTrainingMemory(
       // The profile the runtime will choose for this adapter (shaders/profile.ts).
       logitsChunkBytes: (limits.unified ? CPU_PROFILE : GPU_PROFILE).logitsChunkBytes,
       splitKScratchBytes: (limits.unified ? CPU_PROFILE : GPU_PROFILE).splitK.scratchBytes,
+      transposeScratch: (limits.unified ? CPU_PROFILE : GPU_PROFILE).matmul.strategy === "register",
     },
     limits,
     {

@@ -67,6 +67,10 @@ export function enginePlan(config: LlamaConfig, shape: PlanShape, unified: boole
     recompute: shape.recompute ?? false,
     // F32 weights stream from their files into the parameter buffers, as a resume does.
     streamedResume: true,
+    // On lavapipe (unified) the CPU profile transposes matmul operands into scratch, and its LM
+    // head is cut at WebGPU's default 128 MiB binding.
+    transposeScratch: unified,
+    maxBindingBytes: unified ? 128 * 2 ** 20 : undefined,
   });
   const [params, grads, moments, ...rest] = plan.device;
   const largest = llamaTensorShapes(config)

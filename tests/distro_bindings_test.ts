@@ -7,17 +7,13 @@
  * and AdamW.
  */
 import assert from "node:assert/strict";
-import { encodeGradients } from "../train/mod.ts";
-import { initParams } from "../model/mod.ts";
-import { aggregateFixed, type DistroConfig, DistroOptimizer } from "../optimizer/mod.ts";
+import type { DistroConfig, SparseParam } from "../optimizer/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
 import {
   DISTRO,
   type Kind,
-  LR,
+  networkedDistroRounds,
   SEGMENT_CAP,
-  stepBatches,
-  TINY_CONFIG,
   TINY_LAYOUT,
   type TinyParts,
   tinyParts,
@@ -105,34 +101,14 @@ for (const [name, kind, distro] of RUNS) {
 }
 
 Deno.test("a networked DisTrO round (lookahead apart, aggregate apply) with capped bindings has the uncapped bits", async () => {
-  const round = async (rt: GpuRuntime) => {
-    const parts = tinyParts(rt, "distro", { weights: initParams(TINY_LAYOUT, TINY_CONFIG, 3) });
-    using model = parts.model;
-    using opt = parts.optimizer as DistroOptimizer;
-    for (let r = 1; r <= 2; r++) {
-      const step = rt.beginStep(`round ${r}`);
-      opt.encodeLookaheadApart(step, { params: model.params, prevLr: LR, lr: LR });
-      const { gradSumSq } = encodeGradients(model, step, stepBatches(r), opt.lookaheadWeights);
-      opt.encodeGenerate(step, { params: model.params, grads: model.grads, lr: LR, gradSumSq });
-      await step.submit();
-      // This client's result and a peer's (its signs, every third flipped).
-      const own = await opt.readResult();
-      const peer = own.map((s) => ({
-        ...s,
-        values: s.values.map((v, i) => (v > 0 ? 1 : -1) * (i % 3 === 0 ? -1 : 1)),
-      }));
-      const update = opt.layouts.map((l, n) => aggregateFixed(l, [own[n], peer[n]]));
-      const apply = rt.beginStep(`apply ${r}`);
-      opt.encodeApply(apply, { params: model.params, lr: LR, update });
-      await apply.submit();
-    }
-    return collect({
-      params: await model.readParams(),
-      ahead: await opt.lookaheadWeights.read(),
-      state: await opt.readState(),
-      own: await opt.readOwn(),
-    }, "round");
-  };
+  // This client's result and a peer's (its signs, every third flipped).
+  const peers = (own: SparseParam[]) => [
+    own.map((s) => ({
+      ...s,
+      values: s.values.map((v, i) => (v > 0 ? 1 : -1) * (i % 3 === 0 ? -1 : 1)),
+    })),
+  ];
+  const round = async (rt: GpuRuntime) => collect(await networkedDistroRounds(rt, peers), "round");
   using wholeRt = await GpuRuntime.create();
   using cappedRt = await cappedRuntime();
   assertSameBits(await round(cappedRt), await round(wholeRt));

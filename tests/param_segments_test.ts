@@ -6,7 +6,6 @@
  */
 import assert from "node:assert/strict";
 import {
-  encodeGradients,
   openTrainingCheckpoint,
   optimizerGeometry,
   restoreTrainingStreamed,
@@ -18,7 +17,6 @@ import {
   writeTrainingCheckpoint,
 } from "../train/testing/whole_checkpoint.ts";
 import { initParams, ParamBuffers, paramSegments, uploadF32Weights } from "../model/mod.ts";
-import { aggregateFixed, DistroOptimizer } from "../optimizer/mod.ts";
 import {
   DIGEST_BLOCK_WORDS,
   digestBytes,
@@ -30,8 +28,8 @@ import {
   CHUNKING,
   type Kind,
   LR,
+  networkedDistroRounds,
   SEGMENT_CAP,
-  stepBatches,
   TINY_CONFIG,
   TINY_LAYOUT,
   type TinyParts,
@@ -104,33 +102,10 @@ Deno.test("f16 precision: AdamW steps on split parameters have the bits of one b
 });
 
 Deno.test("a networked DisTrO round (lookahead apart, apply) on split parameters has the bits of one buffer", async () => {
-  const round = async (rt: GpuRuntime) => {
-    const parts = tinyParts(rt, "distro", { weights: initParams(TINY_LAYOUT, TINY_CONFIG, 3) });
-    using model = parts.model;
-    using opt = parts.optimizer as DistroOptimizer;
-    for (let r = 1; r <= 2; r++) {
-      const step = rt.beginStep(`round ${r}`);
-      opt.encodeLookaheadApart(step, { params: model.params, prevLr: LR, lr: LR });
-      const { gradSumSq } = encodeGradients(model, step, stepBatches(r), opt.lookaheadWeights);
-      opt.encodeGenerate(step, { params: model.params, grads: model.grads, lr: LR, gradSumSq });
-      await step.submit();
-      const own = await opt.readResult();
-      const update = opt.layouts.map((l, n) => aggregateFixed(l, [own[n]]));
-      const apply = rt.beginStep(`apply ${r}`);
-      opt.encodeApply(apply, { params: model.params, lr: LR, update });
-      await apply.submit();
-    }
-    return {
-      params: await model.readParams(),
-      ahead: await opt.lookaheadWeights.read(),
-      state: await opt.readState(),
-      own: await opt.readOwn(),
-    };
-  };
   using flatRt = await GpuRuntime.create();
   using splitRt = await GpuRuntime.create({ maxBufferBytes: SEGMENT_CAP });
-  const flat = await round(flatRt);
-  const split = await round(splitRt);
+  const flat = await networkedDistroRounds(flatRt);
+  const split = await networkedDistroRounds(splitRt);
   assert.deepEqual(split, flat);
 });
 

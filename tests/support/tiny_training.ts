@@ -1,7 +1,8 @@
 /**
- * The tiny Llama (config/models/llama-tiny) trained a few steps with AdamW or DisTrO: the
- * fixtures of the tests that hold a split, saved or resumed run against the plain one
- * (tests/param_segments_test.ts, train/streamed_save_test.ts). Both sides of each comparison
+ * The tiny Llama (config/models/llama-tiny) trained a few steps with AdamW or DisTrO, or two
+ * networked DisTrO rounds: the fixtures of the tests that hold a split, capped, saved or resumed
+ * run against the plain one (tests/param_segments_test.ts, tests/distro_bindings_test.ts,
+ * train/streamed_save_test.ts). Both sides of each comparison
  * are built here, so they differ only in what the test varies.
  *
  * @module
@@ -12,12 +13,14 @@ import { seededTokens } from "../../model/testing/fixtures.ts";
 import {
   AdamW,
   type AdamWConfig,
+  aggregateFixed,
   type DistroConfig,
   DistroOptimizer,
   type Optimizer,
+  type SparseParam,
 } from "../../optimizer/mod.ts";
 import type { GpuRuntime } from "../../shaders/mod.ts";
-import { type StepResult, type TrainerState, trainStep } from "../../train/mod.ts";
+import { encodeGradients, type StepResult, type TrainerState, trainStep } from "../../train/mod.ts";
 
 const TINY = new URL("../../config/models/llama-tiny/config.json", import.meta.url).pathname;
 /** config/models/llama-tiny. */
@@ -114,6 +117,40 @@ export async function trainSteps(parts: TinyParts, from: number, to: number) {
     );
   }
   return stats;
+}
+
+/**
+ * Two networked DisTrO rounds of a fresh tiny model (weights of seed 3), in the client's order:
+ * the lookahead apart, the gradients at the lookahead, generate, this client's result read; then
+ * the exact aggregate of that result and the `peers` results made from it, applied. Returns what
+ * the rounds leave: parameters, the lookahead, optimizer state and this client's last result.
+ */
+export async function networkedDistroRounds(
+  rt: GpuRuntime,
+  peers: (own: SparseParam[]) => SparseParam[][] = () => [],
+) {
+  const parts = tinyParts(rt, "distro", { weights: initParams(TINY_LAYOUT, TINY_CONFIG, 3) });
+  using model = parts.model;
+  using opt = parts.optimizer as DistroOptimizer;
+  for (let r = 1; r <= 2; r++) {
+    const step = rt.beginStep(`round ${r}`);
+    opt.encodeLookaheadApart(step, { params: model.params, prevLr: LR, lr: LR });
+    const { gradSumSq } = encodeGradients(model, step, stepBatches(r), opt.lookaheadWeights);
+    opt.encodeGenerate(step, { params: model.params, grads: model.grads, lr: LR, gradSumSq });
+    await step.submit();
+    const own = await opt.readResult();
+    const results = [own, ...peers(own)];
+    const update = opt.layouts.map((l, n) => aggregateFixed(l, results.map((x) => x[n])));
+    const apply = rt.beginStep(`apply ${r}`);
+    opt.encodeApply(apply, { params: model.params, lr: LR, update });
+    await apply.submit();
+  }
+  return {
+    params: await model.readParams(),
+    ahead: await opt.lookaheadWeights.read(),
+    state: await opt.readState(),
+    own: await opt.readOwn(),
+  };
 }
 
 /** `trainer_state.json` after step 2 of a `kind` run, its weights stored as `dtype`. */

@@ -15,31 +15,20 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import {
-  EventWatcher,
-  observeCoordinator,
-  type SeenEvent,
-  tinyRunFolder,
-} from "../client/testing/testnet.ts";
+import { type SeenEvent, startTinyTestnet } from "../client/testing/testnet.ts";
 import type { CoordinatorState } from "../coordinator/core/mod.ts";
 import { readModelDir } from "../model/mod.ts";
 import { digestBytes } from "../shaders/mod.ts";
-import { REPO_ROOT, Testnet } from "../client/testnet/mod.ts";
+import { REPO_ROOT } from "../client/testnet/mod.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
-
-/** Shown when a test fails: the testnet's merged console output. */
-function recorder() {
-  const lines: string[] = [];
-  return { lines, write: (line: string) => lines.push(line) };
-}
 
 Deno.test({
   name: "a client killed mid-round is dropped by health checks and its batch counted untrained",
   sanitizeResources: false,
   sanitizeOps: false,
 }, async () => {
-  const config = await tinyRunFolder({
+  await using testnet = await startTinyTestnet({
     runId: "e2e-kill",
     initMinClients: 3,
     minClients: 1,
@@ -47,17 +36,8 @@ Deno.test({
     globalBatchSize: 6,
     epochTime: 60,
     maxRoundTrainTime: 5,
-  });
-  const watcher = new EventWatcher();
-  const out = recorder();
-  const net = await Testnet.start({
-    configPath: config,
-    numClients: 3,
-    write: out.write,
-    colour: false,
-    onEvent: watcher.onEvent,
-    coordinatorArgs: ["--withdraw-on-disconnect", "false"],
-  });
+  }, { numClients: 3, coordinatorArgs: ["--withdraw-on-disconnect", "false"] });
+  const { net, watcher, lines } = testnet;
   try {
     const victim = "client-3";
     const victimKey = net.clientKey(victim);
@@ -121,11 +101,8 @@ Deno.test({
       assert.equal(new Set(hashes).size, hashes.length > 0 ? 1 : 0, `parameters at step ${s}`);
     }
   } catch (e) {
-    console.error(out.lines.slice(-80).join("\n"));
+    console.error(lines.slice(-80).join("\n"));
     throw e;
-  } finally {
-    await net.stop();
-    await Deno.remove(config, { recursive: true });
   }
 });
 
@@ -142,7 +119,13 @@ Deno.test({
     join(repo, "config.json"),
   );
   const checkpoints = await Deno.makeTempDir({ prefix: "psyche-e2e-checkpoints-" });
-  const config = await tinyRunFolder({
+  // Declared before the testnet, so removed after it has stopped.
+  await using _dirs = {
+    async [Symbol.asyncDispose]() {
+      for (const d of [repo, checkpoints]) await Deno.remove(d, { recursive: true });
+    },
+  };
+  await using testnet = await startTinyTestnet({
     runId: "e2e-hub",
     initMinClients: 1,
     minClients: 1,
@@ -152,18 +135,8 @@ Deno.test({
     modelDir: repo,
     // Time to stop the run's only client between two epochs.
     waitingForMembersExtraTime: 8,
-  });
-  const watcher = new EventWatcher();
-  const out = recorder();
-  const net = await Testnet.start({
-    configPath: config,
-    numClients: 1,
-    write: out.write,
-    colour: false,
-    onEvent: watcher.onEvent,
-    checkpointDir: checkpoints,
-  });
-  const observing = new AbortController();
+  }, { numClients: 1, checkpointDir: checkpoints });
+  const { net, watcher, lines } = testnet;
   const seen: { runState: string; checkpoint: string; clients: string[]; step: number }[] = [];
   const record = (s: CoordinatorState) =>
     seen.push({
@@ -174,10 +147,7 @@ Deno.test({
         [...c.id.signer].map((b) => b.toString(16).padStart(2, "0")).join("")
       ),
     });
-  const observer = observeCoordinator(
-    { address: net.serverAddr, runId: net.runId, signal: observing.signal },
-    record,
-  );
+  testnet.observe(record);
   try {
     // The first epoch trains and ends; its client checkpoints the parameters it ends with.
     const saved = await watcher.waitFor(
@@ -235,12 +205,7 @@ Deno.test({
       "the seeded init was never used",
     );
   } catch (e) {
-    console.error(out.lines.slice(-80).join("\n"));
+    console.error(lines.slice(-80).join("\n"));
     throw e;
-  } finally {
-    observing.abort();
-    await observer.catch(() => {});
-    await net.stop();
-    for (const d of [config, repo, checkpoints]) await Deno.remove(d, { recursive: true });
   }
 });

@@ -8,13 +8,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import {
-  EventWatcher,
-  observeCoordinator,
-  type SeenEvent,
-  tinyRunFolder,
-} from "../client/testing/testnet.ts";
-import { Testnet } from "../client/testnet/mod.ts";
+import { type SeenEvent, startTinyTestnet } from "../client/testing/testnet.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
 
@@ -23,31 +17,19 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
 }, async () => {
-  const config = await tinyRunFolder({
+  await using testnet = await startTinyTestnet({
     runId: "e2e-join",
     initMinClients: 2,
     minClients: 1,
     epochTime: 10,
     maxRoundTrainTime: 5,
     globalBatchSize: 6,
-  });
-  const watcher = new EventWatcher();
-  const lines: string[] = [];
-  const net = await Testnet.start({
-    configPath: config,
-    numClients: 2,
-    write: (line) => lines.push(line),
-    colour: false,
-    onEvent: watcher.onEvent,
-  });
-  const observing = new AbortController();
+  }, { numClients: 2 });
+  const { net, watcher, lines } = testnet;
   const checkpoints = new Map<number, string>();
-  const observer = observeCoordinator(
-    { address: net.serverAddr, runId: net.runId, signal: observing.signal },
-    (s) => {
-      if (s.runState === "Warmup") checkpoints.set(s.progress.epoch, s.model.checkpoint.kind);
-    },
-  );
+  testnet.observe((s) => {
+    if (s.runState === "Warmup") checkpoints.set(s.progress.epoch, s.model.checkpoint.kind);
+  });
   try {
     await watcher.waitFor(
       "the first epoch to train",
@@ -102,10 +84,5 @@ Deno.test({
   } catch (e) {
     console.error(lines.slice(-100).join("\n"));
     throw e;
-  } finally {
-    observing.abort();
-    await observer.catch(() => {});
-    await net.stop();
-    await Deno.remove(config, { recursive: true });
   }
 });

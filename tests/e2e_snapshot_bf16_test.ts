@@ -12,13 +12,7 @@
  * @module
  */
 import assert from "node:assert/strict";
-import {
-  EventWatcher,
-  observeCoordinator,
-  type SeenEvent,
-  tinyRunFolder,
-} from "../client/testing/testnet.ts";
-import { Testnet } from "../client/testnet/mod.ts";
+import { type SeenEvent, startTinyTestnet } from "../client/testing/testnet.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
 
@@ -27,7 +21,7 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
 }, async () => {
-  const config = await tinyRunFolder({
+  await using testnet = await startTinyTestnet({
     runId: "e2e-bf16",
     initMinClients: 2,
     minClients: 1,
@@ -35,22 +29,10 @@ Deno.test({
     maxRoundTrainTime: 5,
     globalBatchSize: 6,
     snapshotDtype: "bf16",
-  });
-  const watcher = new EventWatcher();
-  const lines: string[] = [];
-  const net = await Testnet.start({
-    configPath: config,
-    numClients: 2,
-    write: (line) => lines.push(line),
-    colour: false,
-    onEvent: watcher.onEvent,
-  });
-  const observing = new AbortController();
+  }, { numClients: 2 });
+  const { net, watcher, lines } = testnet;
   const dtypes = new Set<string>();
-  const observer = observeCoordinator(
-    { address: net.serverAddr, runId: net.runId, signal: observing.signal },
-    (s) => dtypes.add(s.model.snapshotDtype),
-  );
+  testnet.observe((s) => dtypes.add(s.model.snapshotDtype));
   try {
     await watcher.waitFor(
       "the first epoch to train",
@@ -123,10 +105,5 @@ Deno.test({
   } catch (e) {
     console.error(lines.slice(-100).join("\n"));
     throw e;
-  } finally {
-    observing.abort();
-    await observer.catch(() => {});
-    await net.stop();
-    await Deno.remove(config, { recursive: true });
   }
 });

@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { TcpBackend } from "../backend/tcp.ts";
-import { REPO_ROOT } from "../testnet/launcher.ts";
+import { REPO_ROOT, Testnet, type TestnetOptions } from "../testnet/launcher.ts";
 import type { CoordinatorState } from "../../coordinator/core/mod.ts";
 import { generateIdentity } from "../../net/mod.ts";
 
@@ -199,4 +199,61 @@ export async function observeCoordinator(
   } finally {
     await backend.close();
   }
+}
+
+/**
+ * A tiny testnet an end-to-end test drives ({@link startTinyTestnet}). `await using` stops its
+ * observers and the testnet and removes its run folder, whatever the test did.
+ */
+export interface TinyTestnet extends AsyncDisposable {
+  readonly net: Testnet;
+  /** Every JSON event of every process. */
+  readonly watcher: EventWatcher;
+  /** The testnet's console lines, for a failing test to show. */
+  readonly lines: string[];
+  /** Follows the coordinator's state until disposal ({@link observeCoordinator}). */
+  observe(onState: (state: CoordinatorState) => void): void;
+}
+
+/**
+ * Writes a tiny run folder from `run` ({@link tinyRunFolder}) and starts a testnet on it with
+ * `options`, its events watched and its lines kept.
+ */
+export async function startTinyTestnet(
+  run: TinyRunOptions,
+  options: Omit<TestnetOptions, "configPath" | "write" | "colour" | "onEvent">,
+): Promise<TinyTestnet> {
+  const config = await tinyRunFolder(run);
+  const watcher = new EventWatcher();
+  const lines: string[] = [];
+  let net: Testnet;
+  try {
+    net = await Testnet.start({
+      ...options,
+      configPath: config,
+      write: (line) => lines.push(line),
+      colour: false,
+      onEvent: watcher.onEvent,
+    });
+  } catch (e) {
+    await Deno.remove(config, { recursive: true });
+    throw e;
+  }
+  const observing = new AbortController();
+  const observers: Promise<void>[] = [];
+  return {
+    net,
+    watcher,
+    lines,
+    observe(onState) {
+      const options = { address: net.serverAddr, runId: net.runId, signal: observing.signal };
+      observers.push(observeCoordinator(options, onState));
+    },
+    async [Symbol.asyncDispose]() {
+      observing.abort();
+      await Promise.all(observers.map((o) => o.catch(() => {})));
+      await net.stop();
+      await Deno.remove(config, { recursive: true });
+    },
+  };
 }

@@ -9,14 +9,10 @@
  *
  * @module
  */
-import {
-  readSafetensorsHeader,
-  type SafetensorsHeader,
-  SAVE_CHUNK_FLOATS,
-  type TensorHeader,
-} from "../model/mod.ts";
+import { readSafetensorsHeader, SAVE_CHUNK_FLOATS, type TensorHeader } from "../model/mod.ts";
 import type { SegmentedBuffers } from "../optimizer/mod.ts";
 import type { TrainingParts } from "./checkpoint.ts";
+import { optimizerArrayBuffers } from "./streamed_save.ts";
 import {
   checkOptimizerHeader,
   OPTIMIZER_FILE,
@@ -24,6 +20,7 @@ import {
   type OptimizerGeometry,
   type OptimizerHeaderPlan,
   ownIndexLimits,
+  readOptimizerFile,
   TrainerStateError,
 } from "./train_state.ts";
 
@@ -46,13 +43,7 @@ export async function openOptimizerFile(
   expect: { kind: "adamw" | "distro"; step: number; geometry: OptimizerGeometry },
 ): Promise<OptimizerFile> {
   const path = `${dir}/${OPTIMIZER_FILE}`;
-  let header: SafetensorsHeader;
-  try {
-    header = await readSafetensorsHeader(path);
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-    throw new TrainerStateError(`Cannot resume from "${dir}": ${OPTIMIZER_FILE} is missing`);
-  }
+  const header = await readOptimizerFile(dir, readSafetensorsHeader);
   const plan = checkOptimizerHeader(header, {
     ...expect.geometry,
     kind: expect.kind,
@@ -86,17 +77,7 @@ export async function restoreTrainingStreamed(
   // DisTrO's own indices must lie inside their chunk: checked per chunk before it is written.
   const totalk = ownIndexLimits(geometry);
   const state = optimizer.prepareLoad(plan.state);
-  const buffers = (array: OptimizerArray): SegmentedBuffers => {
-    if (state.kind === "adamw") {
-      if (array === "m" || array === "v") return state[array];
-    } else if (array === "delta") {
-      return state.delta;
-    } else if (state.own !== null) {
-      const buffer = array === "own_indices" ? state.own.indices : state.own.values;
-      return { segments: [{ start: 0, size: buffer.size / 4 }], buffers: [buffer] };
-    }
-    throw new RangeError(`a ${state.kind} optimizer has no ${array} state`);
-  };
+  const buffers = (array: OptimizerArray) => optimizerArrayBuffers(state, array);
   const largest = plan.tensors.reduce((m, t) => Math.max(m, t.count), 0);
   const chunk = new Uint32Array(Math.min(chunkFloats, largest));
   const bytes = new Uint8Array(chunk.buffer);

@@ -32,6 +32,26 @@ import {
   type TrainerState,
 } from "./train_state.ts";
 
+/**
+ * The GPU buffers holding one array of the optimizer file (AdamW's `m` and `v`, DisTrO's `delta`
+ * in segments; DisTrO's own result in one buffer each). The streamed save reads them and the
+ * streamed load writes them, so both map the file the same way.
+ */
+export function optimizerArrayBuffers(
+  state: OptimizerStateBuffers,
+  array: OptimizerArray,
+): SegmentedBuffers {
+  if (state.kind === "adamw") {
+    if (array === "m" || array === "v") return state[array];
+  } else if (array === "delta") {
+    return state.delta;
+  } else if (state.own !== null) {
+    const buffer = array === "own_indices" ? state.own.indices : state.own.values;
+    return { segments: [{ start: 0, size: buffer.size / 4 }], buffers: [buffer] };
+  }
+  throw new RangeError(`a ${state.kind} optimizer has no ${array} state`);
+}
+
 /** What {@link saveTraining} writes besides the GPU state. */
 export interface SaveOptions {
   config: LlamaConfig;
@@ -105,17 +125,7 @@ function streamedOptimizer(
     state.kind === "adamw" ? state : { kind: "distro", hasOwn: state.own !== null },
     options.geometry,
   );
-  const buffers = (array: OptimizerArray): SegmentedBuffers => {
-    if (state.kind === "adamw") {
-      if (array === "m" || array === "v") return state[array];
-    } else if (array === "delta") {
-      return state.delta;
-    } else if (state.own !== null) {
-      const buffer = array === "own_indices" ? state.own.indices : state.own.values;
-      return { segments: [{ start: 0, size: buffer.size / 4 }], buffers: [buffer] };
-    }
-    throw new RangeError(`a ${state.kind} optimizer has no ${array} state`);
-  };
+  const buffers = (array: OptimizerArray) => optimizerArrayBuffers(state, array);
   const tensors = plan.tensors.map((t): StreamedTensor => ({
     name: t.name,
     dtype: t.dtype,

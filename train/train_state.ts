@@ -63,6 +63,22 @@ export class TrainerStateError extends Error {
   }
 }
 
+/**
+ * Runs `read` on `dir`'s optimizer file; a missing file becomes a {@link TrainerStateError}
+ * naming the folder (other errors pass through).
+ */
+export async function readOptimizerFile<T>(
+  dir: string,
+  read: (path: string) => Promise<T>,
+): Promise<T> {
+  try {
+    return await read(`${dir}/${OPTIMIZER_FILE}`);
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    throw new TrainerStateError(`Cannot resume from "${dir}": ${OPTIMIZER_FILE} is missing`);
+  }
+}
+
 /** The sequence step `step + 1` reads first: `step·G mod N` (train/batches.ts). */
 export function nextSequence(step: number, totalBatch: number, sequences: number): number {
   return (step * totalBatch) % sequences;

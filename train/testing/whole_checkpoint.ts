@@ -34,9 +34,9 @@ import {
   optimizerFromSafetensors,
   type OptimizerGeometry,
   optimizerToSafetensors,
+  readOptimizerFile,
   TRAINER_STATE_FILE,
   type TrainerState,
-  TrainerStateError,
 } from "../train_state.ts";
 
 /**
@@ -129,13 +129,7 @@ async function readTrainingState(
 ): Promise<{ trainer: TrainerState; optimizer: OptimizerState }> {
   const trainer = await readTrainerFile(dir, expect);
   const path = `${dir}/${OPTIMIZER_FILE}`;
-  let file;
-  try {
-    file = await readSafetensors(path);
-  } catch (e) {
-    if (!(e instanceof Deno.errors.NotFound)) throw e;
-    throw new TrainerStateError(`Cannot resume from "${dir}": ${OPTIMIZER_FILE} is missing`);
-  }
+  const file = await readOptimizerFile(dir, readSafetensors);
   const optimizer = optimizerFromSafetensors(file, {
     ...optimizerGeometry(layout, expect.optimizer, expect.chunking),
     kind: expect.optimizer,

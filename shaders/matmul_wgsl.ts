@@ -302,11 +302,19 @@ ${
 }
 
 /**
- * The start of a tiled kernel's body: which matrices and K range workgroup `wid` sums (`ab`,
- * `bb`, `k_lo`, `k_hi`) and where its outputs go (`cb`), and how an output is stored: the plain
- * sum into the partials with `split`, else scaled and accumulated ({@link storeExpr}).
+ * The start of a tiled kernel, up to its body: the uniforms and bindings, the workgroup memory
+ * `shared` declares, the entry point, the tile's first row and column (`row0`, `col0`), which
+ * matrices and K range workgroup `wid` sums (`ab`, `bb`, `k_lo`, `k_hi`) and where its outputs go
+ * (`cb`); and how an output is stored: the plain sum into the partials with `split`, else scaled
+ * and accumulated ({@link storeExpr}).
  */
-function tiledBases(split: boolean) {
+function tiledPrologue(
+  e: ReturnType<typeof elem>,
+  t: MatmulTiling,
+  split: boolean,
+  shared: string,
+) {
+  const [wx, wy] = t.workgroup;
   const bases = split
     ? `  let bz = wid.z / p.slices;
   let ab = bz * p.stride_a;
@@ -321,7 +329,19 @@ function tiledBases(split: boolean) {
   let k_hi = p.k;`;
   const store = (target: string, value: string) =>
     split ? `${target} = ${value};` : storeExpr(target, value);
-  return { bases, store };
+  const head = `${e.header}${split ? SPLIT_PARAMS : PARAMS}
+@group(0) @binding(1) var<storage, read> a: array<${e.a.t}>;
+@group(0) @binding(2) var<storage, read> b: array<${e.b.t}>;
+@group(0) @binding(3) var<storage, read_write> c: array<f32>;
+${shared}
+
+@compute @workgroup_size(${wx}, ${wy})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let row0 = wid.y * ${t.rows * wy}u;
+  let col0 = wid.x * ${t.cols * wx}u;
+${bases}`;
+  return { head, store };
 }
 
 /**
@@ -350,20 +370,10 @@ export function tiledKernel(
   // Coalesced staging: consecutive invocations read consecutive words of the operand.
   const aMajorK = layout !== "tn";
   const bMajorK = layout === "nt";
-  const { bases, store } = tiledBases(split);
-  return `${e.header}${split ? SPLIT_PARAMS : PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<${e.a.t}>;
-@group(0) @binding(2) var<storage, read> b: array<${e.b.t}>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-var<workgroup> As: array<f32, ${bk * bm}>;
-var<workgroup> Bs: array<f32, ${bk * bn}>;
-
-@compute @workgroup_size(${wx}, ${wy})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(local_invocation_index) li: u32) {
-  let row0 = wid.y * ${bm}u;
-  let col0 = wid.x * ${bn}u;
-${bases}
+  const shared = `var<workgroup> As: array<f32, ${bk * bm}>;
+var<workgroup> Bs: array<f32, ${bk * bn}>;`;
+  const { head, store } = tiledPrologue(e, t, split, shared);
+  return `${head}
 ${I.flatMap((i) => J.map((j) => `  var acc${i}_${j} = 0.0;`)).join("\n")}
 ${
     split ? "" : I.flatMap((i) =>
@@ -456,7 +466,9 @@ export function tiledVec4Kernel(
   const aLoads = range(Math.ceil((bm * bk) / threads));
   const bLoads = range(Math.ceil((bn * bk) / threads));
   const whole = (count: number) => count % threads === 0;
-  const { bases, store } = tiledBases(split);
+  const shared = `var<workgroup> As: array<vec4<f32>, ${bk * aRow}>;
+var<workgroup> Bs: array<vec4<f32>, ${bk * bRow}>;`;
+  const { head, store } = tiledPrologue(e, t, split, shared);
   // Element `li + i·threads` of a staged slice: its tile row (`mm`) or column and its K index.
   const slot = (i: number, extent: number, majorK: boolean, name: string, k: string) => {
     const idx = `(li + ${i * threads}u)`;
@@ -501,19 +513,7 @@ export function tiledVec4Kernel(
         acc(g, r, h)
       } = vec4<f32>(${R.map((l) => `c[o + min(${col(h, l)}, p.n - 1u)]`).join(", ")}); }`
     );
-  return `${e.header}${split ? SPLIT_PARAMS : PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<${e.a.t}>;
-@group(0) @binding(2) var<storage, read> b: array<${e.b.t}>;
-@group(0) @binding(3) var<storage, read_write> c: array<f32>;
-var<workgroup> As: array<vec4<f32>, ${bk * aRow}>;
-var<workgroup> Bs: array<vec4<f32>, ${bk * bRow}>;
-
-@compute @workgroup_size(${wx}, ${wy})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>,
-        @builtin(local_invocation_index) li: u32) {
-  let row0 = wid.y * ${bm}u;
-  let col0 = wid.x * ${bn}u;
-${bases}
+  return `${head}
 ${aLoads.map((i) => slot(i, bm, aMajorK, "am", "ak")).join("\n")}
 ${bLoads.map((i) => slot(i, bn, bMajorK, "bq", "bkk")).join("\n")}
 ${aLoads.map((i) => `  var pa${i} = 0.0;`).join("\n")}

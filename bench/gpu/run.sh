@@ -49,7 +49,9 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
 # Parts to run: the arguments, or every part (in this order: the most wanted first; the parts
 # measured on the H200 on 2026-11-25 last). `sweep` picks the tiling `profile` and `steps` try.
 parts=${*:-"sweep profile splitk steps 1b 1b-torch matmul distro matmul-16"}
-best=""
+# The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
+# pick of an earlier call, so a later call need not sweep again).
+best=${BEST_TILING:-}
 for part in $parts; do
   case $part in
   matmul) run 60 matmul-f32.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 ;;

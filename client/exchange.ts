@@ -191,7 +191,10 @@ export class Exchange implements ExchangeFacts {
       this.#replay(state.epochState.startStep);
     }
     this.#early.dropBefore(state.epochState.startStep);
-    await this.node.setAllowedPeers(epochPeerKeys(state));
+    // The round's trackers exist before anything is awaited: an announcement delivered while
+    // the allowlist updates finds its tracker. Found under load: one delivered in that window
+    // was taken for a resend of a past round and dropped, and gossip deduplicates the
+    // announcement's resends, so the result never reached this client and it diverged.
     if (state.runState === "RoundTrain" || state.runState === "RoundWitness") {
       const height = currentHeight(state);
       for (let h = Math.max(0, height - 3); h <= height; h++) this.#ensureTracker(state, h);
@@ -200,6 +203,7 @@ export class Exchange implements ExchangeFacts {
       }
       this.payloads.forgetBefore(stepOfHeight(state, height) - 2);
     }
+    await this.node.setAllowedPeers(epochPeerKeys(state));
     void this.#dial();
   }
 
@@ -393,8 +397,9 @@ export class Exchange implements ExchangeFacts {
       const current = ["RoundTrain", "RoundWitness", "Cooldown"].includes(state.runState)
         ? currentHeight(state)
         : -1;
-      // A resend from a round already past is dropped; a peer ahead of us is kept for later.
-      if (height >= 0 && height > current) this.#keepEarly(from, message);
+      // A resend from a round already past is dropped; one for the current round or a peer
+      // ahead of us is kept for when its tracker exists (gossip delivers each announcement once).
+      if (height >= 0 && height >= current) this.#keepEarly(from, message);
       return;
     }
     if (message.kind === "Finished") {

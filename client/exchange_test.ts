@@ -182,7 +182,11 @@ Deno.test({
 
       // 5. A peer ahead of us: its round-1 Finished arrives before we see round 1 and is kept.
       driver.fullRound();
-      await honest.update(structuredClone(state));
+      // The new round's tracker exists as soon as update() is called, before anything it awaits
+      // (the allowlist): an announcement delivered meanwhile must find it, not be dropped.
+      const updating = honest.update(structuredClone(state));
+      assert.ok(honest.tracker(1) !== undefined, "round 1's tracker exists before update() awaits");
+      await updating;
       const view1 = roundView(state, 1, ids[0].signer)!;
       await honest.announceFinished(1, view1.step, view1.selection.committeeProof(0));
       await new Promise((r) => setTimeout(r, 500));

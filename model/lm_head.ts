@@ -34,10 +34,9 @@ import {
   type GpuRuntime,
   type MatmulArgs,
   type RowBlock,
-  rowBlocks,
   type TensorView,
 } from "../shaders/mod.ts";
-import { logitsChunkRows } from "./memory_plan.ts";
+import { lmHeadBlocks, logitsChunkRows } from "./memory_plan.ts";
 
 /** The LM head and loss of one model. Dispose it to free the logits buffer. */
 export class LmHead implements Disposable {
@@ -94,13 +93,10 @@ export class LmHead implements Disposable {
     this.chunkRows = logitsChunkRows(rows, V, rt.profile.logitsChunkBytes);
     const { maxStorageBufferBindingSize: maxBytes, minStorageBufferOffsetAlignment: alignBytes } =
       rt.limits;
-    // A block's head rows [Vb, C] and logits [R, Vb] must each fit one binding; blocks are a
-    // multiple of 4 rows so every part can run the variant of the whole product; with f16
-    // weights, blocks start at multiples of the alignment in the f16 copy too.
-    this.blocks = rowBlocks(V, 4 * Math.max(C, this.chunkRows), {
+    this.blocks = lmHeadBlocks(V, C, this.chunkRows, {
       maxBytes,
-      alignBytes: options.half ? 2 * alignBytes : alignBytes,
-      multipleOf: 4,
+      alignBytes,
+      half: Boolean(options.half),
     });
     let bytes = 0;
     for (const b of this.blocks) {

@@ -45,7 +45,7 @@ import {
 } from "./params.ts";
 import type { ModelPrecision } from "./precision.ts";
 import { transposeScratchBytes } from "./matmul_scratch.ts";
-import { rowBlocks } from "../shaders/mod.ts";
+import { type RowBlock, rowBlocks } from "../shaders/mod.ts";
 import { SAVE_CHUNK_FLOATS } from "./safetensors_stream.ts";
 
 /** What the run will hold. */
@@ -120,6 +120,25 @@ const LOGITS_ROW_ALIGN = 64;
 export function logitsChunkRows(rows: number, vocab: number, chunkBytes: number): number {
   const fit = Math.floor(chunkBytes / (vocab * F32) / LOGITS_ROW_ALIGN) * LOGITS_ROW_ALIGN;
   return Math.min(rows, Math.max(LOGITS_ROW_ALIGN, fit));
+}
+
+/**
+ * The LM head's vocabulary blocks (model/lm_head.ts): a block's head rows `[Vb, C]` and logits
+ * `[R, Vb]` must each fit `maxBytes`; blocks are a multiple of 4 rows so every part can run the
+ * variant of the whole product; with 16-bit weights (`half`) they start at multiples of the
+ * alignment in the 16-bit copy too. One block when the whole head fits.
+ */
+export function lmHeadBlocks(
+  vocab: number,
+  hidden: number,
+  chunkRows: number,
+  limits: { maxBytes: number; alignBytes: number; half: boolean },
+): RowBlock[] {
+  return rowBlocks(vocab, F32 * Math.max(hidden, chunkRows), {
+    maxBytes: limits.maxBytes,
+    alignBytes: limits.half ? 2 * limits.alignBytes : limits.alignBytes,
+    multipleOf: 4,
+  });
 }
 
 /** One line of the plan. */
@@ -231,11 +250,11 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     device.push({ label: "split-K partials (at most)", bytes: input.splitKScratchBytes! });
   }
   if (input.transposeScratch) {
-    // The LM head's blocks as model/lm_head.ts cuts them (256-byte offsets, WebGPU's default).
-    const blocks = rowBlocks(V, F32 * Math.max(C, chunkRows), {
+    // The LM head's blocks at 256-byte offsets, WebGPU's default alignment.
+    const blocks = lmHeadBlocks(V, C, chunkRows, {
       maxBytes: input.maxBindingBytes ?? Infinity,
-      alignBytes: half ? 512 : 256,
-      multipleOf: 4,
+      alignBytes: 256,
+      half,
     });
     const { a, b } = transposeScratchBytes({
       config,

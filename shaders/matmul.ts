@@ -349,12 +349,6 @@ export class Matmul {
     if (bytes.b > 0) this.#grow(1, bytes.b, "matmul transpose scratch B");
   }
 
-  /** Bytes of scratch alive: the current buffers and the outgrown ones not yet freed. */
-  get scratchBytes(): number {
-    return [...this.#retired, ...this.#scratch.filter((x) => x !== undefined)]
-      .reduce((sum, b) => sum + b.size, 0);
-  }
-
   /** Free the scratch buffers of the `transposed` and `packed` variants and of split-K. */
   [Symbol.dispose](): void {
     for (const b of [...this.#retired, ...this.#scratch.filter((x) => x !== undefined)]) {

@@ -174,13 +174,7 @@ export async function runComparison(
     };
     admit(plans.ours, io.write, available);
     const ours = await runEngineProcess(
-      {
-        ...shape,
-        modelDir,
-        tokensFile,
-        recompute: options.recompute,
-        ...(options.tiling === undefined ? {} : { tiling: options.tiling }),
-      },
+      { ...shape, modelDir, tokensFile, recompute: options.recompute, tiling: options.tiling },
       { signal: io.signal },
     );
     io.write(`engine:  ${describeSide(ours)}`);

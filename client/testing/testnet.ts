@@ -246,8 +246,8 @@ export async function startTinyTestnet(
     watcher,
     lines,
     observe(onState) {
-      const options = { address: net.serverAddr, runId: net.runId, signal: observing.signal };
-      observers.push(observeCoordinator(options, onState));
+      const where = { address: net.serverAddr, runId: net.runId, signal: observing.signal };
+      observers.push(observeCoordinator(where, onState));
     },
     async [Symbol.asyncDispose]() {
       observing.abort();

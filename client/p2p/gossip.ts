@@ -36,6 +36,14 @@ import type { P2PNode } from "./node.ts";
 import { peerIdOf, publicKeyOf } from "./identity.ts";
 import { RebroadcastQueue } from "./rebroadcast.ts";
 import { RecentSet } from "./recent_set.ts";
+import { AnnouncementArchive } from "./announcement_archive.ts";
+import {
+  pullAnnouncements,
+  type PullOptions,
+  serveAnnouncements,
+  unserveAnnouncements,
+} from "./announcement_sync.ts";
+import { MAX_SYNC_ENVELOPES } from "./sync_wire.ts";
 import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
 
 /** An announcement delivered to the client. */
@@ -58,6 +66,22 @@ export interface GossipStats {
   unknownSender: number;
   /** From an allowed key, but the signature does not verify. */
   badSignature: number;
+  /** Lost on purpose by the `loseFirstCopy` test hook. */
+  lostOnPurpose: number;
+  /** Delivered through a pull (also counted in `delivered`). */
+  pulled: number;
+  /** Pulled envelopes that were not a valid, signed announcement of the step asked for. */
+  badPulled: number;
+}
+
+/** What one pull brought. */
+export interface PullReport {
+  /** Envelopes in the answer. */
+  received: number;
+  /** New announcements delivered from them. */
+  delivered: number;
+  /** Envelopes refused: malformed, another step, a stranger's, or a bad signature. */
+  refused: number;
 }
 
 /** Options for `RunGossip`. */
@@ -80,6 +104,12 @@ export interface RunGossipOptions {
   dedupCapacity?: number;
   /** How many steps back our announcements are resent by `rebroadcast`. Default 2. */
   rebroadcastSteps?: number;
+  /**
+   * Test hook: the first copy of each announcement of these kinds to arrive is lost, as on a
+   * lossy network (neither delivered nor relayed; gossipsub has already marked its message id
+   * seen, so only a resend or a pull brings it). Default none.
+   */
+  loseFirstCopy?: ReadonlySet<Announcement["kind"]>;
 }
 
 /** One run's gossip on one node. Create with `new RunGossip(node, options)`; `close()` to leave. */
@@ -98,7 +128,14 @@ export class RunGossip {
     malformed: 0,
     unknownSender: 0,
     badSignature: 0,
+    lostOnPurpose: 0,
+    pulled: 0,
+    badPulled: 0,
   };
+  /** Round announcements delivered or sent, for peers that pull them. */
+  readonly #archive = new AnnouncementArchive();
+  /** Announcements the `loseFirstCopy` hook already lost once. */
+  readonly #lost = new RecentSet(4096);
   readonly #onMessage = (event: CustomEvent<Message>) => this.#deliver(event.detail);
 
   /** Subscribes `node` to the run's topic and starts validating what arrives on it. */
@@ -140,9 +177,40 @@ export class RunGossip {
    * many peers it was sent to directly (0 when alone: gossip does not fail for that).
    */
   async publish(message: RoundAnnouncement): Promise<number> {
-    const sent = await this.#send(message);
+    const { recipients, bytes } = await this.#send(message);
     this.#queue.record(message);
-    return sent;
+    if (isPullable(message)) this.#archive.record(toHex(this.#node.publicKey), message.step, bytes);
+    return recipients;
+  }
+
+  /** Starts answering peers' pulls from what this node delivered and sent. */
+  async serve(): Promise<void> {
+    await serveAnnouncements(this.#node, (step) => this.#archive.envelopes(step), {
+      maxEnvelopes: MAX_SYNC_ENVELOPES,
+    });
+  }
+
+  /**
+   * Asks `peer` for the announcements of `step` it holds, and delivers those not delivered yet
+   * exactly as if gossip had brought them (each checked first as the topic validator would).
+   * Throws when the peer cannot be reached or answers out of format.
+   */
+  async pull(peer: PublicKeyBytes, step: number, options: PullOptions): Promise<PullReport> {
+    const envelopes = await pullAnnouncements(this.#node, peer, step, options);
+    const report: PullReport = { received: envelopes.length, delivered: 0, refused: 0 };
+    for (const bytes of envelopes) {
+      const outcome = this.#offer(bytes, step);
+      if (outcome === "delivered") report.delivered++;
+      else if (outcome === "refused") report.refused++;
+    }
+    this.#stats.pulled += report.delivered;
+    this.#stats.badPulled += report.refused;
+    return report;
+  }
+
+  /** Forgets the announcements kept for peers' pulls below `step`. */
+  forgetBefore(step: number): void {
+    this.#archive.forgetBefore(step);
   }
 
   /**
@@ -156,7 +224,7 @@ export class RunGossip {
       .filter((bytes) => bytes.length <= MAX_ADDRESS_BYTES)
       .slice(0, MAX_PEER_ADDRESSES);
     if (addresses.length === 0) return 0;
-    return await this.#send({ kind: "PeerAddresses", addresses });
+    return (await this.#send({ kind: "PeerAddresses", addresses })).recipients;
   }
 
   /**
@@ -170,15 +238,16 @@ export class RunGossip {
     return true;
   }
 
-  /** Leaves the topic and stops delivering. */
+  /** Leaves the topic and stops delivering and answering pulls. */
   close(): void {
+    unserveAnnouncements(this.#node).catch(() => {}); // only fails when the node is stopping
     const pubsub = this.#node.libp2p.services.pubsub;
     pubsub.removeEventListener("message", this.#onMessage);
     pubsub.topicValidators.delete(this.topic);
     if (this.#node.libp2p.status === "started") pubsub.unsubscribe(this.topic);
   }
 
-  async #send(message: Announcement): Promise<number> {
+  async #send(message: Announcement): Promise<{ recipients: number; bytes: Uint8Array }> {
     const nonce = this.#nonce;
     this.#nonce = (this.#nonce + 1) >>> 0;
     const bytes = signAnnouncement(message, {
@@ -187,7 +256,7 @@ export class RunGossip {
       nonce,
     });
     const result = await this.#node.libp2p.services.pubsub.publish(this.topic, bytes);
-    return result.recipients.length;
+    return { recipients: result.recipients.length, bytes };
   }
 
   #remember(from: Uint8Array, addresses: Uint8Array[]): void {
@@ -204,21 +273,34 @@ export class RunGossip {
     });
   }
 
-  #validate(msg: Message): TopicValidatorResult {
+  /** Decodes and checks an envelope's sender and signature; says what is wrong otherwise. */
+  #check(
+    bytes: Uint8Array,
+  ): AnnouncementEnvelope | "malformed" | "unknownSender" | "badSignature" {
     let envelope: AnnouncementEnvelope;
     try {
-      envelope = decodeEnvelope(msg.data);
+      envelope = decodeEnvelope(bytes);
     } catch {
-      this.#stats.malformed++;
-      return TopicValidatorResult.Reject;
+      return "malformed";
     }
-    if (!this.#node.allowlist.has(peerIdOf(envelope.from))) {
-      this.#stats.unknownSender++;
+    if (!this.#node.allowlist.has(peerIdOf(envelope.from))) return "unknownSender";
+    if (!verifyEnvelope(envelope, this.topic)) return "badSignature";
+    return envelope;
+  }
+
+  #validate(msg: Message): TopicValidatorResult {
+    const envelope = this.#check(msg.data);
+    if (typeof envelope === "string") {
+      this.#stats[envelope]++;
+      return envelope === "unknownSender"
+        ? TopicValidatorResult.Ignore
+        : TopicValidatorResult.Reject;
+    }
+    if (
+      this.#options.loseFirstCopy?.has(envelope.message.kind) && this.#lost.add(dedupKey(envelope))
+    ) {
+      this.#stats.lostOnPurpose++;
       return TopicValidatorResult.Ignore;
-    }
-    if (!verifyEnvelope(envelope, this.topic)) {
-      this.#stats.badSignature++;
-      return TopicValidatorResult.Reject;
     }
     this.#verified.set(msg, envelope);
     return TopicValidatorResult.Accept;
@@ -229,20 +311,48 @@ export class RunGossip {
     const envelope = this.#verified.get(msg);
     if (envelope === undefined) return; // not validated by us: never deliver it
     this.#verified.delete(msg);
+    this.#admit(envelope, msg.data);
+  }
+
+  /** A pulled envelope: delivered when it is a valid round announcement of `step` and new. */
+  #offer(bytes: Uint8Array, step: number): "delivered" | "duplicate" | "refused" {
+    const envelope = this.#check(bytes);
+    if (typeof envelope === "string") return "refused";
+    const message = envelope.message;
+    if (message.kind === "PeerAddresses" || !isPullable(message) || message.step !== step) {
+      return "refused";
+    }
+    return this.#admit(envelope, bytes) ? "delivered" : "duplicate";
+  }
+
+  /** Delivers a checked envelope once (false for a resend already delivered) and keeps it. */
+  #admit(envelope: AnnouncementEnvelope, bytes: Uint8Array): boolean {
     if (!this.#seen.add(dedupKey(envelope))) {
       this.#stats.duplicates++;
-      return;
+      return false;
     }
     this.#stats.delivered++;
-    if (envelope.message.kind === "PeerAddresses") {
-      this.#remember(envelope.from, envelope.message.addresses);
+    const message = envelope.message;
+    if (message.kind === "PeerAddresses") this.#remember(envelope.from, message.addresses);
+    else if (isPullable(message)) {
+      // A copy: gossip's bytes may be a view into a larger buffer.
+      this.#archive.record(toHex(envelope.from), message.step, bytes.slice());
     }
     this.#options.onAnnouncement({
       from: envelope.from,
       message: envelope.message,
       nonce: envelope.nonce,
     });
+    return true;
   }
+}
+
+/**
+ * Whether peers may pull this announcement: a round's result or Finished. Warmup readiness is
+ * resent every tick while Warmup lasts, so it needs no pull (and would fill the archive).
+ */
+function isPullable(message: RoundAnnouncement): boolean {
+  return message.kind === "TrainingResult" || !message.warmup;
 }
 
 /** Multiaddr protocol code of `/p2p/<peer id>`. */

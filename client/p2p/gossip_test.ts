@@ -125,6 +125,9 @@ Deno.test("forged, unsigned, unknown-sender and malformed announcements are drop
     malformed: 1,
     unknownSender: 1,
     badSignature: 3,
+    lostOnPurpose: 0,
+    pulled: 0,
+    badPulled: 0,
   });
   // b did not forward any of them, so c only saw the valid one.
   assert.deepEqual(c.gossip.stats, {
@@ -133,6 +136,9 @@ Deno.test("forged, unsigned, unknown-sender and malformed announcements are drop
     malformed: 0,
     unknownSender: 0,
     badSignature: 0,
+    lostOnPurpose: 0,
+    pulled: 0,
+    badPulled: 0,
   });
   assert.deepEqual(c.inbox[0].message, result(1, 5));
   assert.deepEqual(b.inbox.map((m) => m.message), [result(1, 5)]);

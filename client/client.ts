@@ -49,7 +49,7 @@ import {
   runtimeMemoryLimits,
 } from "../model/mod.ts";
 import { distroConfig, type DistroResult } from "../optimizer/mod.ts";
-import { equalBytes, hexToBytes, toHex } from "../common/mod.ts";
+import { type BatchId, equalBytes, hexToBytes, toHex } from "../common/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
 import type { Identity } from "../net/mod.ts";
 
@@ -665,9 +665,16 @@ export class TrainingClient {
     this.poke();
   }
 
-  async #apply(intent: Extract<Intent, { kind: "Apply" }>): Promise<void> {
-    const trainer = this.#need();
-    const { exchange, logger } = this.#o;
+  /**
+   * The results an apply uses: each batch's consensus commitment, downloaded; the batches
+   * without one; and those this client lacks though a quorum of witnesses saw them.
+   */
+  async #gather(intent: Extract<Intent, { kind: "Apply" }>): Promise<{
+    results: DistroResult[];
+    untrained: BatchId[];
+    missing: string[];
+  }> {
+    const { exchange } = this.#o;
     const height = intent.plan.resultsRound.height;
     const tracker = exchange.tracker(height);
     const decision = decideApply(
@@ -676,7 +683,6 @@ export class TrainingClient {
       (batch) => tracker?.candidates(batch) ?? [],
     );
     const results: DistroResult[] = [];
-    const untrained = [...decision.untrained];
     const missing: string[] = [];
     for (const chosen of decision.chosen) {
       const result = await exchange.resultFor(height, chosen.commitment);
@@ -696,6 +702,19 @@ export class TrainingClient {
         missing.push(`[${b.start}, ${b.end}]`);
       }
     }
+    return { results, untrained: [...decision.untrained], missing };
+  }
+
+  async #apply(intent: Extract<Intent, { kind: "Apply" }>): Promise<void> {
+    const trainer = this.#need();
+    const { exchange, logger } = this.#o;
+    let gathered = await this.#gather(intent);
+    if (gathered.missing.length > 0) {
+      // Gossip may have lost their announcements: ask every peer for the round's before giving up.
+      const recovered = await exchange.recoverRound(intent.plan.resultsRound.height);
+      if (recovered > 0) gathered = await this.#gather(intent);
+    }
+    const { results, untrained, missing } = gathered;
     const paramsStep = intent.step + 2;
     if (missing.length > 0) {
       // Applying without them would leave the run's parameters: stop instead.

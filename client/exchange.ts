@@ -26,6 +26,7 @@ import { createP2PNode, type P2PNode } from "./p2p/node.ts";
 import { type BulkOptions, PayloadService } from "./p2p/payload_service.ts";
 import type { RetryPolicy } from "./p2p/fallback.ts";
 import { EarlyBuffer } from "./early_buffer.ts";
+import { PullLedger } from "./pull_ledger.ts";
 import { checkAnnouncedResult, checkResultPayload, expectedResultBytes } from "./payload_check.ts";
 import type { ClientLogger } from "./log.ts";
 import { type BloomSetup, bloomSetup, emptyWitness, RoundTracker } from "./round_tracker.ts";
@@ -75,6 +76,14 @@ export interface ExchangeOptions {
   readonly random?: { u64(): bigint; u32(): number; index(n: number): number };
   /** Gossipsub heartbeat, ms (tests use less). */
   readonly gossipHeartbeatMs?: number;
+  /** Test hooks that make the network misbehave on purpose (none by default). */
+  readonly faults?: ExchangeFaults;
+}
+
+/** Network faults a test can inflict on one client's exchange. */
+export interface ExchangeFaults {
+  /** The first arriving copy of every announcement of these kinds is lost (a lossy network). */
+  readonly loseFirstCopy?: readonly Announcement["kind"][];
 }
 
 const defaultRandom = {
@@ -91,6 +100,8 @@ const defaultRandom = {
 
 /** Most participants a client keeps connections to (payload fetches dial others as needed). */
 const MAX_NEIGHBOURS = 8;
+/** Most peers an apply's last-resort recovery pulls from at once. */
+const RECOVERY_FANOUT = 16;
 
 /** A default (meaningless) proof for warmup announcements, as in Psyche. */
 const WARMUP_PROOF: CommitteeProof = { committee: "Trainer", position: 0, index: 0 };
@@ -124,6 +135,8 @@ export class Exchange implements ExchangeFacts {
   #warmupAnnounced: number | null = null;
   /** Announcements for steps this client has not reached yet. */
   readonly #early = new EarlyBuffer<{ from: PublicKeyBytes; message: Announcement }>();
+  /** Pulls of lost announcements started, so that none is asked for forever. */
+  readonly #pulls = new PullLedger();
 
   private constructor(node: P2PNode, payloads: PayloadService, options: ExchangeOptions) {
     this.node = node;
@@ -134,6 +147,7 @@ export class Exchange implements ExchangeFacts {
       runId: options.runId,
       secretKey: options.secretKey,
       firstNonce: this.#random.u32(),
+      loseFirstCopy: new Set(options.faults?.loseFirstCopy ?? []),
       onAnnouncement: ({ from, message }) => this.#receive(from, message),
     });
   }
@@ -153,6 +167,7 @@ export class Exchange implements ExchangeFacts {
         bulk: options.bulk,
       });
       const exchange = new Exchange(node, payloads, options);
+      await exchange.gossip.serve();
       for (const address of options.bootstrapPeers ?? []) await exchange.#addBootstrap(address);
       exchange.#timer = setInterval(() => exchange.#tick(), 2000);
       return exchange;
@@ -201,7 +216,10 @@ export class Exchange implements ExchangeFacts {
       for (const h of this.#epoch.trackers.keys()) {
         if (h < height - 3) this.#epoch.trackers.delete(h);
       }
-      this.payloads.forgetBefore(stepOfHeight(state, height) - 2);
+      const oldest = stepOfHeight(state, height) - 2;
+      this.payloads.forgetBefore(oldest);
+      this.gossip.forgetBefore(oldest);
+      this.#pulls.forgetBefore(oldest);
     }
     await this.node.setAllowedPeers(epochPeerKeys(state));
     void this.#dial();
@@ -407,6 +425,7 @@ export class Exchange implements ExchangeFacts {
       if (!verdict.accepted && verdict.reason !== "Duplicate") {
         this.#refused("Finished", from, verdict.reason, verdict.detail);
       }
+      if (verdict.accepted) this.#seekAfterFinished(height, from, message.merkleRoot);
       this.#options.onChange();
       return;
     }
@@ -419,6 +438,121 @@ export class Exchange implements ExchangeFacts {
     }
     void this.#download(tracker, message.commitment).then(() => this.#options.onChange());
     this.#options.onChange();
+  }
+
+  /**
+   * The apply's last resort when it lacks results a quorum of witnesses saw: pulls round
+   * `height`'s announcements from every peer of the epoch once, and returns how many new ones
+   * came (their payloads download as for any announcement; `resultFor` waits for them).
+   */
+  async recoverRound(height: number): Promise<number> {
+    const tracker = this.tracker(height);
+    const state = this.#state;
+    if (tracker === undefined || state === null) return 0;
+    const self = this.#options.publicKey;
+    const peers = epochPeerKeys(state).filter((k) => !equalBytes(k, self));
+    let delivered = 0;
+    for (let i = 0; i < peers.length; i += RECOVERY_FANOUT) {
+      const batch = peers.slice(i, i + RECOVERY_FANOUT);
+      const counts = await Promise.all(
+        batch.map((peer) => this.#pullNow(peer, tracker.view.step, "the apply lacks a result")),
+      );
+      delivered += counts.reduce((a, b) => a + b, 0);
+    }
+    return delivered;
+  }
+
+  /**
+   * A peer's Finished says what it holds: a trainer that finished has published its result,
+   * and a Merkle root over the previous round other than ours means it heard results we did
+   * not (or we heard some it did not: then it pulls from us). Pull what we lack from it.
+   */
+  #seekAfterFinished(height: number, from: PublicKeyBytes, merkleRoot: Uint8Array): void {
+    const tracker = this.tracker(height);
+    if (tracker === undefined) return;
+    if (tracker.unheardTrainers().some((k) => equalBytes(k, from))) {
+      this.#pull(from, tracker.view.step, "its Finished came without its result");
+    }
+    const previous = this.tracker(height - 1);
+    if (
+      previous !== undefined && previous.unheardTrainers().length > 0 &&
+      !equalBytes(merkleRoot, previous.merkleRoot())
+    ) {
+      this.#pull(from, previous.view.step, "it heard results of the round before we did not");
+    }
+  }
+
+  /**
+   * Every tick, what should have arrived by now: the last round's results, and, once ours is
+   * out, the peers' Finished of this round (a lost one holds the witnesses until the round's
+   * timer). Each is pulled from the peer that sent it. A peer merely slower than us answers
+   * with what it has (a few hundred bytes), and the ledger stops asking after three tries;
+   * nothing cheaper tells a slow peer from a lost Finished, since the Finisheds that would
+   * show how far the round has come may be lost too.
+   */
+  #seekMissing(state: CoordinatorState): void {
+    const height = currentHeight(state);
+    const previous = this.tracker(height - 1);
+    for (const trainer of previous?.unheardTrainers() ?? []) {
+      this.#pull(trainer, previous!.view.step, "its result of the last round is missing");
+    }
+    const current = this.tracker(height);
+    if (current === undefined || !current.hasFinished(this.#options.publicKey)) return;
+    for (const client of current.view.clients) {
+      const peer = client.id.p2pIdentity;
+      if (!current.hasFinished(peer)) {
+        this.#pull(peer, current.view.step, "its Finished is missing");
+      }
+    }
+  }
+
+  /** Pulls `step` from `peer` in the background, unless the ledger says not now. */
+  #pull(peer: PublicKeyBytes, step: number, why: string): void {
+    if (equalBytes(peer, this.#options.publicKey) || this.#state === null) return;
+    if (!isEpochPeer(this.#state, peer)) return;
+    const key = toHex(peer);
+    if (!this.#pulls.begin(key, step, performance.now())) return;
+    void this.#pullNow(peer, step, why).finally(() => this.#pulls.end(key, step));
+  }
+
+  /** Pulls `step` from `peer` now; returns how many new announcements it delivered. */
+  async #pullNow(peer: PublicKeyBytes, step: number, why: string): Promise<number> {
+    const peers = this.#state === null ? 1 : epochPeerKeys(this.#state).length;
+    try {
+      // Per peer and step: one result and one Finished; twice that leaves room for resends.
+      const report = await this.gossip.pull(peer, step, {
+        maxEnvelopes: Math.max(8, 4 * peers),
+        signal: this.#downloads.signal,
+      });
+      if (report.refused > 0) {
+        this.#refused(
+          "pulled announcements",
+          peer,
+          "BadEnvelope",
+          `${report.refused} of ${report.received} for step ${step} were not valid`,
+        );
+      }
+      if (report.delivered > 0) {
+        this.#options.logger.log("announcements_recovered", {
+          step,
+          from: toHex(peer),
+          count: report.delivered,
+          why,
+        });
+      }
+      return report.delivered;
+    } catch (e) {
+      // Unreachable, gone or out of format: the ledger bounds the retries; an apply that
+      // still lacks a result pulls once more from everyone.
+      if (!this.#downloads.signal.aborted) {
+        this.#options.logger.log("pull_failed", {
+          step,
+          from: toHex(peer),
+          error: (e as Error).message,
+        });
+      }
+      return 0;
+    }
   }
 
   async #download(tracker: RoundTracker, commitment: Uint8Array): Promise<void> {
@@ -538,6 +672,7 @@ export class Exchange implements ExchangeFacts {
     if (state.runState === "RoundTrain" || state.runState === "RoundWitness") {
       const step = stepOfHeight(state, currentHeight(state));
       this.gossip.rebroadcast(step).catch(() => {});
+      this.#seekMissing(state);
     } else if (state.runState === "Warmup" && this.#warmupAnnounced === state.progress.epoch) {
       // Readiness gates the epoch's start: resend it on every tick (receivers deduplicate).
       this.#publishWarmup().catch(() => {});

@@ -93,6 +93,10 @@ export interface ClientEvents {
   health_check: { step: number; clients: string[] };
   refused: { what: string; reason: string; from: string; detail: string };
   download_failed: { step: number; from: string; error: string };
+  /** Announcements gossip lost on the way, pulled from the peer that held them. */
+  announcements_recovered: { step: number; from: string; count: number; why: string };
+  /** A pull of a step's announcements failed (the peer is gone or unreachable; retried). */
+  pull_failed: { step: number; from: string; error: string };
   /** A dial to a participant failed (logged again only when its error changes). */
   peer_unreachable: { peer: string; error: string };
   /** Totals since start (`peers`: libp2p connections open now), logged at each RoundTrain. */
@@ -226,6 +230,13 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `health check at step ${e.step}: ${e.clients.length} unhealthy`;
     case "refused":
       return `refused ${e.what} from ${e.from.slice(0, 12)}…: ${e.reason} (${e.detail})`;
+    case "announcements_recovered":
+      return `recovered ${e.count} announcement${e.count === 1 ? "" : "s"} of step ${e.step} ` +
+        `from ${e.from.slice(0, 12)}… that gossip lost (${e.why})`;
+    case "pull_failed":
+      return `could not pull step ${e.step}'s announcements from ${
+        e.from.slice(0, 12)
+      }…: ${e.error}`;
     case "download_failed":
       return `payload of step ${e.step} from ${e.from.slice(0, 12)}… failed: ${e.error}`;
     case "peer_unreachable":

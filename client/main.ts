@@ -20,7 +20,7 @@ import {
   USAGE,
 } from "./cli.ts";
 import { type ClientFaults, TrainingClient } from "./client.ts";
-import { Exchange } from "./exchange.ts";
+import { Exchange, type ExchangeFaults } from "./exchange.ts";
 import {
   type ClientLogger,
   consoleClientLogger,
@@ -137,6 +137,7 @@ async function trainWith(
     bulk: bulkOptions(args),
     logger,
     onChange: () => client?.poke(),
+    faults: networkFaultsFromEnv(),
   });
   let backend: CoordinatorBackend | null = null;
   try {
@@ -230,6 +231,28 @@ function faultsFromEnv(): ClientFaults {
     faults.skipSnapshotRounding = true;
   }
   return faults;
+}
+
+/** Announcement kinds `PSYCHE_FAULT_LOSE_FIRST_GOSSIP` may name. */
+const LOSABLE_KINDS = ["TrainingResult", "Finished", "PeerAddresses"] as const;
+
+/**
+ * Network faults, from the environment like `faultsFromEnv`:
+ * `PSYCHE_FAULT_LOSE_FIRST_GOSSIP=TrainingResult,Finished` loses the first arriving copy of every
+ * announcement of those kinds, as a lossy network would, so tests can watch the run recover it.
+ */
+function networkFaultsFromEnv(): ExchangeFaults {
+  const lose = Deno.env.get("PSYCHE_FAULT_LOSE_FIRST_GOSSIP");
+  if (lose === undefined) return {};
+  const kinds = lose.split(",").map((k) => k.trim());
+  const unknown = kinds.filter((k) => !(LOSABLE_KINDS as readonly string[]).includes(k));
+  if (unknown.length > 0 || lose.trim() === "") {
+    throw new RangeError(
+      `PSYCHE_FAULT_LOSE_FIRST_GOSSIP must list kinds among ${LOSABLE_KINDS.join(", ")}, ` +
+        `found "${lose}"`,
+    );
+  }
+  return { loseFirstCopy: kinds as (typeof LOSABLE_KINDS)[number][] };
 }
 
 /** The Solana backend for `--rpc`: the run's account from its creator and id (or given). */

@@ -59,6 +59,10 @@ export const CLIENT_METRICS = {
   psyche_client_reconnects_total: ["counter", "Times the client reached its coordinator again."],
   psyche_client_refused_total: ["counter", "Announcements and payloads refused from peers."],
   psyche_client_download_failures_total: ["counter", "Payload downloads that failed."],
+  psyche_client_announcements_recovered_total: [
+    "counter",
+    "Announcements gossip lost that were pulled from a peer.",
+  ],
   psyche_client_peer_dial_failures_total: [
     "counter",
     "Dials to a participant that failed with a new error.",
@@ -124,6 +128,7 @@ export interface ClientMetricsView {
     readonly reconnects: number;
     readonly refused: number;
     readonly downloadFailures: number;
+    readonly announcementsRecovered: number;
     readonly peerDialFailures: number;
     readonly errors: number;
   };
@@ -154,6 +159,7 @@ export function initialClientMetrics(runId: string): ClientMetricsView {
       reconnects: 0,
       refused: 0,
       downloadFailures: 0,
+      announcementsRecovered: 0,
       peerDialFailures: 0,
       errors: 0,
     },
@@ -168,9 +174,9 @@ const add = (spent: Spent | undefined, seconds: number): Spent => ({
 });
 
 type Totals = ClientMetricsView["totals"];
-const count = (m: ClientMetricsView, key: keyof Totals): ClientMetricsView => ({
+const count = (m: ClientMetricsView, key: keyof Totals, by = 1): ClientMetricsView => ({
   ...m,
-  totals: { ...m.totals, [key]: m.totals[key] + 1 },
+  totals: { ...m.totals, [key]: m.totals[key] + by },
 });
 
 /** The metrics after `e` arrived at `timeMs`. */
@@ -246,6 +252,8 @@ export function reduceClientMetrics(
       return count(m, "refused");
     case "download_failed":
       return count(m, "downloadFailures");
+    case "announcements_recovered":
+      return count(m, "announcementsRecovered", e.fields.count);
     case "peer_unreachable":
       return count(m, "peerDialFailures");
     case "error":
@@ -262,6 +270,7 @@ export function reduceClientMetrics(
     case "model_snapshot":
     case "saved_on_exit":
     case "reconnecting":
+    case "pull_failed":
       return m;
     default: {
       const unreachable: never = e;
@@ -311,6 +320,7 @@ export function clientMetricsText(m: ClientMetricsView): string {
   family("psyche_client_reconnects_total", [{ value: t.reconnects }]);
   family("psyche_client_refused_total", [{ value: t.refused }]);
   family("psyche_client_download_failures_total", [{ value: t.downloadFailures }]);
+  family("psyche_client_announcements_recovered_total", [{ value: t.announcementsRecovered }]);
   family("psyche_client_peer_dial_failures_total", [{ value: t.peerDialFailures }]);
   family("psyche_client_errors_total", [{ value: t.errors }]);
   const summary = (label: string, key: string, spent: Spent) => [

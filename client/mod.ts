@@ -31,7 +31,7 @@ export {
   type TrainArgs,
   USAGE,
 } from "./cli.ts";
-export { Exchange, type ExchangeOptions } from "./exchange.ts";
+export { Exchange, type ExchangeFaults, type ExchangeOptions } from "./exchange.ts";
 export { DEFAULT_EARLY_CAPACITY, EarlyBuffer } from "./early_buffer.ts";
 export {
   checkResultPayload,

@@ -240,6 +240,19 @@ export class RoundTracker {
       .sort(compareBytes);
   }
 
+  /** p2p keys of the round's trainers whose result this client has not accepted. */
+  unheardTrainers(): PublicKeyBytes[] {
+    const heard = new Set([...this.#announced.values()].map((a) => toHex(a.from)));
+    return this.view.assignments
+      .map((a) => this.view.clients[a.clientIndex]?.id.p2pIdentity)
+      .filter((key): key is PublicKeyBytes => key !== undefined && !heard.has(toHex(key)));
+  }
+
+  /** Whether `peer` (a p2p key) announced Finished for this round. */
+  hasFinished(peer: PublicKeyBytes): boolean {
+    return this.#finished.has(toHex(peer));
+  }
+
   /** Whether every key in `peers` (p2p keys) announced Finished. */
   finishedBy(peers: readonly PublicKeyBytes[]): boolean {
     return peers.every((p) => this.#finished.has(toHex(p)));

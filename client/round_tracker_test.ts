@@ -29,6 +29,21 @@ Deno.test("RoundTracker: accepts each trainer's announcement for its own batch o
   assert.equal(tracker.announcements().length, view.assignments.length);
 });
 
+Deno.test("RoundTracker: names the trainers whose result it has not heard, and only them", () => {
+  const { ids, view, tracker } = setup();
+  const keyOf = (index: number) => ids[index].p2pIdentity;
+  const trainers = view.assignments.map((a) => a.clientIndex);
+  assert.ok(trainers.length >= 2, "the fixture has two trainers or more");
+  assert.deepEqual(tracker.unheardTrainers(), trainers.map(keyOf));
+  tracker.acceptResult(keyOf(trainers[0]), announcementOf(view, trainers[0]));
+  assert.deepEqual(tracker.unheardTrainers(), trainers.slice(1).map(keyOf));
+  // A refused announcement (another trainer's batch) hears nobody.
+  tracker.acceptResult(keyOf(trainers[1]), announcementOf(view, trainers[0]));
+  assert.deepEqual(tracker.unheardTrainers(), trainers.slice(1).map(keyOf));
+  for (const t of trainers.slice(1)) tracker.acceptResult(keyOf(t), announcementOf(view, t));
+  assert.deepEqual(tracker.unheardTrainers(), []);
+});
+
 Deno.test("RoundTracker: refuses wrong step, outsiders, stolen proofs, wrong batch, equivocation", () => {
   const { ids, view, tracker } = setup();
   const [a0, a1] = view.assignments;
@@ -119,6 +134,7 @@ Deno.test("RoundTracker: Finished from every client, once, this step only, own p
   assert.equal(reason(tracker.acceptFinished(peers[0], finished(view.step, 0))), "accepted");
   assert.equal(reason(tracker.acceptFinished(peers[0], finished(view.step, 0))), "Duplicate");
   assert.equal(tracker.finishedBy(peers), false);
+  assert.deepEqual(peers.map((p) => tracker.hasFinished(p)), [true, false, false]);
   tracker.acceptFinished(peers[1], finished(view.step, 1));
   tracker.acceptFinished(peers[2], finished(view.step, 2));
   assert.equal(tracker.finishedBy(peers), true);

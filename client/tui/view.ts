@@ -259,6 +259,8 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "health_check":
     case "refused":
     case "download_failed":
+    case "announcements_recovered":
+    case "pull_failed":
     case "peer_unreachable":
     case "checkpoint":
     case "saved_on_exit":

@@ -10,7 +10,13 @@ import { waitFor } from "../../client/testing/p2p.ts";
 import { RunDriver, testState } from "./coordinator_fixtures.ts";
 import type { BatchId } from "../../common/mod.ts";
 import type { CommitteeProof, NodeIdentity } from "../../coordinator/core/mod.ts";
-import { type ClientEvents, type ClientLogger, Exchange, roundView } from "../../client/mod.ts";
+import {
+  type ClientEvents,
+  type ClientLogger,
+  Exchange,
+  type ExchangeFaults,
+  roundView,
+} from "../../client/mod.ts";
 import type { DistroResult, PayloadExpectation } from "../../optimizer/mod.ts";
 import { publicKeyOf } from "../../client/p2p/mod.ts";
 
@@ -27,12 +33,14 @@ export interface P2PRun extends AsyncDisposable {
   proofOf(i: number): CommitteeProof;
   /** The observer's `refused` events, in order. */
   readonly refusals: ClientEvents["refused"][];
+  /** Every event the observer logged, in order. */
+  readonly observed: { event: string; fields: unknown }[];
 }
 
 /** Starts three exchanges for `expectation`'s model and waits for their gossip mesh. */
 export async function startP2PRun(
   expectation: PayloadExpectation,
-  options: { runId?: string } = {},
+  options: { runId?: string; observerFaults?: ExchangeFaults } = {},
 ): Promise<P2PRun> {
   const secrets = [1, 2, 3].map((n) => new Uint8Array(32).fill(n * 29));
   const ids: NodeIdentity[] = secrets.map((s) => {
@@ -46,6 +54,7 @@ export async function startP2PRun(
   driver.warmupTimeout();
   const state = driver.state;
   const refusals: ClientEvents["refused"][] = [];
+  const observed: { event: string; fields: unknown }[] = [];
   const exchanges: Exchange[] = [];
   const close = async () => {
     for (const ex of exchanges) await ex.close();
@@ -54,6 +63,7 @@ export async function startP2PRun(
     for (const [i, secretKey] of secrets.entries()) {
       const logger: ClientLogger = {
         log: (event, fields) => {
+          if (i === 1) observed.push({ event, fields });
           if (i === 1 && event === "refused") refusals.push(fields as ClientEvents["refused"]);
         },
       };
@@ -65,6 +75,7 @@ export async function startP2PRun(
         onChange: () => {},
         gossipHeartbeatMs: 100,
         retry: { attemptTimeoutMs: 5000, retries: 0, backoffMs: 10, maxBackoffMs: 10 },
+        faults: i === 1 ? options.observerFaults : undefined,
       });
       exchange.setExpectation(expectation);
       exchanges.push(exchange);
@@ -98,6 +109,7 @@ export async function startP2PRun(
     batchOf: (i) => view.assignments.find((a) => a.clientIndex === i)!.batch,
     proofOf: (i) => view.selection.committeeProof(i),
     refusals,
+    observed,
     [Symbol.asyncDispose]: close,
   };
 }

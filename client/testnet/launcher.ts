@@ -72,6 +72,23 @@ export interface TestnetOptions {
   readonly startTimeoutMs?: number;
   /** The coordinator serves its dashboard on 127.0.0.1 at this port (0: a free one). */
   readonly dashboardPort?: number | null;
+  /** The address the coordinator listens on (default 127.0.0.1). */
+  readonly coordinatorHost?: string;
+  /**
+   * Where a client runs, by label: a network namespace and its address there (tests of what
+   * crosses a real network, client/testing/netns.ts). Default: here, on 127.0.0.1.
+   */
+  readonly clientHost?: (label: string) => ClientHost | undefined;
+}
+
+/** A client's host on a test network. */
+export interface ClientHost {
+  /** The network namespace to run the client in. */
+  readonly netns: string;
+  /** Its address there: it binds p2p to it, and peers reach it at it. */
+  readonly address: string;
+  /** The `ip` binary that enters the namespace (default `ip`, looked up on PATH). */
+  readonly ip?: string;
 }
 
 interface ClientSlot {
@@ -102,9 +119,9 @@ export function freePort(): number {
   return freePorts(1)[0];
 }
 
-/** The libp2p address of a client listening on `port` with `identity`. */
-export function clientMultiaddr(identity: Identity, port: number): string {
-  return `/ip4/127.0.0.1/tcp/${port}/p2p/${peerIdOf(identity.publicKey).toString()}`;
+/** The libp2p address of a client listening on `host:port` with `identity`. */
+export function clientMultiaddr(identity: Identity, port: number, host = "127.0.0.1"): string {
+  return `/ip4/${host}/tcp/${port}/p2p/${peerIdOf(identity.publicKey).toString()}`;
 }
 
 /** A running testnet. Start with {@link Testnet.start}; always `stop()` it. */
@@ -257,7 +274,8 @@ export class Testnet {
       await Deno.writeTextFile(runConfig, prepared.text);
       await Deno.mkdir(join(tempDir, "identities"));
       const port = freePort();
-      const serverAddr = `127.0.0.1:${port}`;
+      const coordinatorHost = options.coordinatorHost ?? "127.0.0.1";
+      const serverAddr = `${coordinatorHost}:${port}`;
       const dashboardPort = options.dashboardPort === 0 ? freePort() : options.dashboardPort;
       const dashboardUrl = dashboardPort == null ? null : `http://127.0.0.1:${dashboardPort}`;
       const coordinatorArgs = [
@@ -272,7 +290,7 @@ export class Testnet {
         "--server-port",
         String(port),
         "--hostname",
-        "127.0.0.1",
+        coordinatorHost,
         "--logs",
         "json",
         "--save-state-dir",
@@ -425,9 +443,14 @@ export class Testnet {
     );
     const checkpointing = (this.#options.checkpointClients ?? "first") === "all" ||
       slot.index === 1;
-    const peers = this.#clients.filter((c) => c !== slot)
-      .flatMap((c) => ["--bootstrap-peer", clientMultiaddr(c.identity, c.port)]);
+    const hostOf = (c: ClientSlot) => this.#options.clientHost?.(c.label);
+    const peers = this.#clients.filter((c) => c !== slot).flatMap((c) => [
+      "--bootstrap-peer",
+      clientMultiaddr(c.identity, c.port, hostOf(c)?.address),
+    ]);
+    const host = hostOf(slot);
     const args = [
+      ...(host === undefined ? [] : [host.ip ?? "ip", "netns", "exec", host.netns]),
       Deno.execPath(),
       "run",
       "-A",
@@ -441,6 +464,7 @@ export class Testnet {
       slot.keyPath,
       "--bind-p2p-port",
       String(slot.port),
+      ...(host === undefined ? [] : ["--bind-p2p-interface", host.address]),
       "--logs",
       "json",
       ...(checkpointing ? ["--checkpoint-dir", checkpoints] : []),

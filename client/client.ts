@@ -112,6 +112,8 @@ export class TrainingClient {
   /** The client's own parameter digests, checked against the run's records. */
   readonly #ledger = new ModelLedger();
   #state: CoordinatorState | null = null;
+  /** The last epoch whose client list held this client (the planner's `lastMemberEpoch`). */
+  #lastMemberEpoch: number | null = null;
   /** The epoch this client last saw in progress: its number and start time. */
   #epochSeen: { epoch: number; started: number } | null = null;
   #rt: GpuRuntime | null;
@@ -164,6 +166,7 @@ export class TrainingClient {
       for await (const state of this.#o.backend.states({ signal })) {
         this.#state = state;
         this.#logState(state);
+        this.#noteMembership(state);
         this.#followEpoch(state);
         this.#checkDigests(state);
         await this.#o.exchange.update(state);
@@ -232,6 +235,15 @@ export class TrainingClient {
   }
 
   /** Asks the state machine what is due and dispatches it (re-entrancy safe). */
+  /** Notes the epoch when `state` lists this client among the epoch's clients. */
+  #noteMembership(state: CoordinatorState): void {
+    if (!IN_EPOCH.has(state.runState)) return;
+    const signer = this.#o.backend.identity.signer;
+    if (state.epochState.clients.some((c) => equalBytes(c.id.signer, signer))) {
+      this.#lastMemberEpoch = state.progress.epoch;
+    }
+  }
+
   #plan(): void {
     if (this.#planning) {
       this.#replan = true;
@@ -250,6 +262,7 @@ export class TrainingClient {
           facts: this.#o.exchange,
           checkpoints: (this.#o.checkpointDir ?? null) !== null,
           diverged: this.#ledger.divergence !== null,
+          lastMemberEpoch: this.#lastMemberEpoch,
         });
         for (const intent of intents) this.#dispatch(intent);
       } while (this.#replan);

@@ -508,8 +508,10 @@ export class Exchange implements ExchangeFacts {
 
   /** Pulls `step` from `peer` in the background, unless the ledger says not now. */
   #pull(peer: PublicKeyBytes, step: number, why: string): void {
-    if (equalBytes(peer, this.#options.publicKey) || this.#state === null) return;
-    if (!isEpochPeer(this.#state, peer)) return;
+    const state = this.#state;
+    if (equalBytes(peer, this.#options.publicKey) || state === null) return;
+    // Only between members: a peer refuses anyone outside the epoch's allowlist.
+    if (!isEpochPeer(state, peer) || !isEpochPeer(state, this.#options.publicKey)) return;
     const key = toHex(peer);
     if (!this.#pulls.begin(key, step, performance.now())) return;
     void this.#pullNow(peer, step, why).finally(() => this.#pulls.end(key, step));

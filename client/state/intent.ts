@@ -264,4 +264,9 @@ export interface PlanInput {
    * next epoch's load resyncs it.
    */
   readonly diverged: boolean;
+  /**
+   * The last epoch whose client list held this client (null: none yet). A member cut off
+   * across an epoch's start never sees its WaitingForMembers, where it would join again.
+   */
+  readonly lastMemberEpoch?: number | null;
 }

@@ -34,6 +34,8 @@ export function planActions(input: PlanInput): Intent[] {
   const runState = state.runState;
   // A diverged client only waits: for the next epoch's Warmup, whose load resyncs it.
   if (input.diverged && runState !== "WaitingForMembers" && runState !== "Warmup") return [];
+  const left = planLeftBehind(input);
+  if (left !== null) return left;
   switch (runState) {
     case "Uninitialized":
     case "Finished":
@@ -67,6 +69,22 @@ export function planActions(input: PlanInput): Intent[] {
 export function planRejoin(input: PlanInput): Intent[] {
   const { state, signer, progress } = input;
   if (!wasRemoved(state, signer)) return [];
+  const join: Intent = { kind: "Join", epoch: state.progress.epoch };
+  return progress.started(intentKey(join)) ? [] : [join];
+}
+
+/**
+ * Inside an epoch this client is not in, though it was in an earlier one: it was dropped while
+ * cut off (a lost link, a long stall) and the run moved on past the WaitingForMembers where it
+ * would have joined again. It joins now (once per epoch), for the next epoch; otherwise it
+ * would watch until the coordinator hangs up on an idle non-member. Null when not the case.
+ */
+export function planLeftBehind(input: PlanInput): Intent[] | null {
+  const { state, signer, progress } = input;
+  const inEpoch = ["Warmup", "RoundTrain", "RoundWitness", "Cooldown"].includes(state.runState);
+  const last = input.lastMemberEpoch ?? null;
+  if (!inEpoch || last === null || last >= state.progress.epoch) return null;
+  if (state.epochState.clients.some((c) => equalBytes(c.id.signer, signer))) return null;
   const join: Intent = { kind: "Join", epoch: state.progress.epoch };
   return progress.started(intentKey(join)) ? [] : [join];
 }

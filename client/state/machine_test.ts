@@ -69,6 +69,34 @@ Deno.test("WaitingForMembers: nothing, unless this client was removed: then Join
   assert.deepEqual(plan(state, ids[0], progress, facts), []);
 });
 
+Deno.test("a member left behind across an epoch's start joins again, once, for the next", () => {
+  const { driver, ids } = runInRound0(3);
+  const progress = new ClientProgress();
+  const facts = new Facts();
+  const state = structuredClone(driver.state);
+  const outsider = { signer: new Uint8Array(32).fill(77), p2pIdentity: new Uint8Array(32) };
+  const input = (lastMemberEpoch: number | null) => ({
+    state,
+    signer: outsider.signer,
+    progress,
+    facts,
+    checkpoints: false,
+    diverged: false,
+    lastMemberEpoch,
+  });
+  // Never a member (a newcomer waits in the pending list), or a member of this very epoch.
+  assert.deepEqual(planActions(input(null)), []);
+  assert.deepEqual(planActions(input(state.progress.epoch)), []);
+  // A member of an earlier epoch, absent from this one: Join, once.
+  state.progress.epoch += 1;
+  const out = planActions(input(state.progress.epoch - 1));
+  assert.deepEqual(kinds(out), ["Join"]);
+  progress.markStarted(intentKey(out[0]));
+  assert.deepEqual(planActions(input(state.progress.epoch - 1)), []);
+  // A member of the epoch goes on as usual whatever it remembers.
+  assert.notDeepEqual(kinds(plan(state, ids[0], progress, facts)), ["Join"]);
+});
+
 Deno.test("Warmup: load, announce, then warmup witness with own index once all are ready", () => {
   const { driver, ids } = runInRound0(3);
   const state = structuredClone(driver.state);

@@ -57,6 +57,17 @@ export function testNetworkUnavailable(): string | null {
   return null;
 }
 
+/**
+ * A token bucket's burst for `rate` (`"2mbit"`, `"100mbit"`, ...): 20 ms of traffic, at least
+ * 4 KiB. Smaller than a timer tick's worth, the bucket cannot reach its rate.
+ */
+export function tbfBurstBytes(rate: string): number {
+  const match = /^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit)$/.exec(rate);
+  if (match === null) throw new RangeError(`rate must look like 2mbit, found "${rate}"`);
+  const scale = { bit: 1, kbit: 1e3, mbit: 1e6, gbit: 1e9 }[match[2] as "bit"];
+  return Math.max(4096, Math.ceil((Number(match[1]) * scale) / 8 / 50));
+}
+
 async function run(program: string, args: string[]): Promise<void> {
   const out = await new Deno.Command(program, { args, stdout: "piped", stderr: "piped" })
     .output();
@@ -103,7 +114,8 @@ export async function createTestNetwork(options: TestNetworkOptions): Promise<Te
       await run(IP, ["-n", netns, "link", "set", "lo", "up"]);
       if (options.rate !== undefined) {
         // A token bucket each way: toward the host on the bridge side, from it inside.
-        const tbf = ["root", "tbf", "rate", options.rate, "burst", "32kbit", "latency", "400ms"];
+        const burst = `${tbfBurstBytes(options.rate)}b`;
+        const tbf = ["root", "tbf", "rate", options.rate, "burst", burst, "latency", "400ms"];
         await run(TC, ["qdisc", "add", "dev", near, ...tbf]);
         await run(IP, ["netns", "exec", netns, TC, "qdisc", "add", "dev", far, ...tbf]);
       }

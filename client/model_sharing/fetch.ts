@@ -102,6 +102,9 @@ export class ModelDigestMismatchError extends Error {
   }
 }
 
+/** The `silent` error of a peer whose manifest was no longer needed when it came. */
+const NOT_NEEDED = "not needed";
+
 interface Report extends ManifestReport {
   readonly step: number;
   readonly digest: string;
@@ -112,7 +115,7 @@ interface Report extends ManifestReport {
  * {@link ModelUnavailableError} when no peer serves them (with a recorded digest),
  * `ManifestDisagreementError` when no manifest has a majority (without one),
  * {@link ModelDigestMismatchError} when the chosen manifest's parameters do not have the digest
- * it claims, `PayloadFetchError` when a blob could not be fetched from any supporter,
+ * it claims, `PayloadFetchError` when a blob could not be fetched from any provider that may hold it,
  * `ManifestSizeError` (before any tensor is fetched) when the manifest's sizes are not its
  * config's, `ManifestDecodeError` / `ModelBlobError` when the blobs are not a model.
  */
@@ -152,7 +155,7 @@ export async function fetchModel(
       if (count >= majority) decided.abort();
     } catch (e) {
       signal?.throwIfAborted();
-      silent.push({ peer, error: decided.signal.aborted ? "not needed" : (e as Error).message });
+      silent.push({ peer, error: decided.signal.aborted ? NOT_NEEDED : (e as Error).message });
     }
   }));
   // Keep the providers' order (reports arrive in completion order).
@@ -160,9 +163,15 @@ export async function fetchModel(
   reports.sort((a, b) => (order.get(a.peer) ?? 0) - (order.get(b.peer) ?? 0));
   const chosen = chooseManifest(reports, options);
   const supporterKeys = providers.filter((k) => chosen.supporters.includes(toHex(k)));
+  // Peers whose manifest request was cut short once the manifest was decided (a recorded
+  // digest stops at the first match) most likely hold the same blobs, and each blob is checked
+  // against its hash: spreading the tensors over them too uses every provider's uplink, not only
+  // the first to answer's. One that lacks a blob costs a NotFound, then the next provider.
+  const unasked = new Set(silent.filter((s) => s.error === NOT_NEEDED).map((s) => s.peer));
+  const blobProviders = [...supporterKeys, ...providers.filter((k) => unasked.has(toHex(k)))];
   const reshare = options.reshare ?? true;
   const { entries, blobs } = await fetchModelBlobs(payloads, {
-    providers: supporterKeys,
+    providers: blobProviders,
     manifestHash: chosen.hash,
     signal,
     reshare: false,

@@ -13,6 +13,7 @@ import {
   type ManifestEntry,
   ManifestSizeError,
   shareModel,
+  spreadOverProviders,
 } from "./model_share.ts";
 import { createP2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
@@ -160,4 +161,25 @@ Deno.test("a joiner fetches every tensor, verified and spread over the providers
   } finally {
     await Promise.all(nodes.map((n) => n.stop()));
   }
+});
+
+Deno.test("spreadOverProviders: the big blobs go to different providers, bytes evenly spread", () => {
+  // A small model: config, embedding, 4 small tensors, head.
+  const sizes = [700, 8_000_000, 1000, 1000, 1000, 1000, 8_000_000];
+  assert.deepEqual(spreadOverProviders(sizes, 2), [0, 0, 0, 1, 0, 1, 1]);
+  assert.deepEqual(spreadOverProviders(sizes, 1), sizes.map(() => 0));
+  assert.deepEqual(spreadOverProviders(sizes, 0), sizes.map(() => 0));
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 0, max: 1_000_000 }), { maxLength: 40 }),
+    fc.integer({ min: 1, max: 8 }),
+    (blobs, n) => {
+      const starts = spreadOverProviders(blobs, n);
+      const load = new Array<number>(n).fill(0);
+      starts.forEach((p, i) => load[p] += blobs[i]);
+      // Greedy largest-first: no provider carries more than the fair share plus one blob.
+      const fair = blobs.reduce((a, b) => a + b, 0) / n;
+      const largest = Math.max(0, ...blobs);
+      return starts.every((p) => p >= 0 && p < n) && Math.max(...load) <= fair + largest;
+    },
+  ));
 });

@@ -13,6 +13,7 @@
  * @module
  */
 import { attestedButMissing, decideApply } from "./apply_decision.ts";
+import { movedOn } from "./outdated.ts";
 import type { CoordinatorBackend } from "./backend/backend.ts";
 import type { Exchange } from "./exchange.ts";
 import type { ClientLogger } from "./log.ts";
@@ -32,6 +33,7 @@ import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { planActions } from "./state/machine.ts";
 import { NetworkTrainer } from "./trainer.ts";
 import {
+  CoordinatorError,
   type CoordinatorState,
   currentRound,
   isTrainingRound,
@@ -280,10 +282,16 @@ export class TrainingClient {
       }
     }
     this.#progress.markStarted(key);
+    const planned = this.#state;
     const run = async () => {
       try {
         await this.#perform(intent);
       } catch (e) {
+        if (e instanceof CoordinatorError && movedOn(planned, this.#state)) {
+          // The coordinator had moved on from the state this was planned from: expected.
+          this.#o.logger.log("outdated", { what: key, error: e.message });
+          return;
+        }
         this.#o.logger.log("error", { what: key, error: (e as Error).message });
         // A model that cannot read the data, or cannot fit this machine, fails the same way
         // every time: stop the client.

@@ -93,6 +93,11 @@ export interface ClientEvents {
   health_check: { step: number; clients: string[] };
   refused: { what: string; reason: string; from: string; detail: string };
   download_failed: { step: number; from: string; error: string };
+  /**
+   * The coordinator refused an intent planned from a state it had already left (a request
+   * that crossed a transition, or a backlog caught up on after a cut link): expected.
+   */
+  outdated: { what: string; error: string };
   /** Announcements gossip lost on the way, pulled from the peer that held them. */
   announcements_recovered: { step: number; from: string; count: number; why: string };
   /** A pull of a step's announcements failed (the peer is gone or unreachable; retried). */
@@ -230,6 +235,8 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `health check at step ${e.step}: ${e.clients.length} unhealthy`;
     case "refused":
       return `refused ${e.what} from ${e.from.slice(0, 12)}…: ${e.reason} (${e.detail})`;
+    case "outdated":
+      return `${e.what} came too late, the run had moved on: ${e.error}`;
     case "announcements_recovered":
       return `recovered ${e.count} announcement${e.count === 1 ? "" : "s"} of step ${e.step} ` +
         `from ${e.from.slice(0, 12)}… that gossip lost (${e.why})`;

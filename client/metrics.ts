@@ -271,6 +271,7 @@ export function reduceClientMetrics(
     case "saved_on_exit":
     case "reconnecting":
     case "pull_failed":
+    case "outdated":
       return m;
     default: {
       const unreachable: never = e;

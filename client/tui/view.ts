@@ -261,6 +261,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "download_failed":
     case "announcements_recovered":
     case "pull_failed":
+    case "outdated":
     case "peer_unreachable":
     case "checkpoint":
     case "saved_on_exit":

@@ -17,7 +17,7 @@ import { createP2PNode } from "../p2p/node.ts";
 import { DEFAULT_CHUNK_BYTES, PayloadService } from "../p2p/payload_service.ts";
 import { sendChunked } from "../p2p/payload_stream.ts";
 import { RunGossip } from "../p2p/gossip.ts";
-import { testPublic, testSecret } from "./p2p.ts";
+import { readHello, testPublic, testSecret } from "./p2p.ts";
 
 /** A bench-only protocol: the provider sends the payload, unframed and unverified. */
 export const BARE_PROTOCOL = "/psyche-bench/bare/1";
@@ -68,16 +68,9 @@ export async function spawnProvider(
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`provider process exited before printing its address: "${text}"`);
-    text += value;
-  }
-  const info = JSON.parse(text.slice(0, text.indexOf("\n")));
+  const { hello, reader } = await readHello(child.stdout, "provider process");
   return {
-    ...info,
+    ...(hello as { address: string; hash: string; rawPort: number }),
     pid: child.pid,
     async stop(timeoutMs = 10_000) {
       await child.stdin.close();

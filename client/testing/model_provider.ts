@@ -12,7 +12,7 @@
 import "../p2p/exit_fix.ts";
 import { createP2PNode } from "../p2p/node.ts";
 import { PayloadService } from "../p2p/payload_service.ts";
-import { testPublic, testSecret } from "./p2p.ts";
+import { readHello, testPublic, testSecret } from "./p2p.ts";
 import { serveModel } from "../model_sharing/serve.ts";
 import { decodeBf16, encodeBf16, initParams, readModelDir } from "../../model/mod.ts";
 
@@ -55,16 +55,9 @@ export async function spawnModelProvider(
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`model provider exited before printing its address: "${text}"`);
-    text += value;
-  }
-  const info = JSON.parse(text.slice(0, text.indexOf("\n")));
+  const { hello, reader } = await readHello(child.stdout, "model provider");
   return {
-    ...info,
+    ...(hello as { address: string; digest: string; bytes: number }),
     async stop() {
       await child.stdin.close();
       await reader.cancel();

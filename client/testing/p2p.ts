@@ -54,3 +54,22 @@ export function fakeBulkListener(answer: Uint8Array[]): { port: number } & Async
     },
   };
 }
+
+/**
+ * Reads a child's first stdout line (its JSON hello: address and the like) and returns it
+ * parsed, with the reader to cancel when stopping the child. Throws, quoting what it printed,
+ * when the child exits first.
+ */
+export async function readHello(
+  stdout: ReadableStream<Uint8Array>,
+  who: string,
+): Promise<{ hello: Record<string, unknown>; reader: ReadableStreamDefaultReader<string> }> {
+  const reader = stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`${who} exited before printing its address: "${text}"`);
+    text += value;
+  }
+  return { hello: JSON.parse(text.slice(0, text.indexOf("\n"))), reader };
+}

@@ -4,7 +4,9 @@
  * over 127.0.0.1: the coordinator connection, gossip, payloads and model sharing all cross veth
  * links, each limited to 2 Mbit/s each way, the uplink of a modest home connection.
  *
- * - The run trains, every client holding the same parameters at every step.
+ * - The run trains, every client holding the same parameters at every step; one client binds
+ *   p2p to every interface (`--bind-p2p-interface 0.0.0.0`, as docs/quickstart.md advises on
+ *   real machines) and is reached at its host's address.
  * - A client whose link is cut for 20 s (a pulled cable) is dropped by the others' health checks
  *   and left behind; they go on without it. Its coordinator connection survives the cut (TCP
  *   retransmits), and once the link is back it joins again, waits out its back-off, resyncs its
@@ -44,7 +46,12 @@ Deno.test({
   }, {
     numClients: 3,
     coordinatorHost: network.gateway,
-    clientHost: (label) => ({ ...hosts[Number(label.split("-")[1]) - 1], ip: IP }),
+    // client-2 binds every interface, as docs/quickstart.md tells users on real machines to.
+    clientHost: (label) => ({
+      ...hosts[Number(label.split("-")[1]) - 1],
+      ip: IP,
+      bind: label === "client-2" ? "0.0.0.0" : undefined,
+    }),
   });
   const { watcher, lines } = testnet;
   const all = ["client-1", "client-2", "client-3"];
@@ -56,10 +63,14 @@ Deno.test({
       () => all.every((l) => applied(l, 3)),
       150_000,
     );
-    const started = watcher.named("start", "client-1")[0];
-    const addresses = (started.event.p2p_addresses as string[]).join(" ");
-    assert.match(addresses, new RegExp(`/ip4/${hosts[0].address.replaceAll(".", "\\.")}/`));
-    assert.doesNotMatch(addresses, /127\.0\.0\.1/, "nothing on loopback");
+    const addresses = (label: string) =>
+      (watcher.named("start", label)[0].event.p2p_addresses as string[]).join(" ");
+    const onHost = (host: { address: string }) =>
+      new RegExp(`/ip4/${host.address.replaceAll(".", "\\.")}/`);
+    assert.match(addresses("client-1"), onHost(hosts[0]));
+    assert.doesNotMatch(addresses("client-1"), /127\.0\.0\.1/, "nothing on loopback");
+    // Bound to every interface: loopback too, and the host's address, which peers reach.
+    assert.match(addresses("client-2"), onHost(hosts[1]));
 
     // Cut client-3 off; the other two go on without it.
     const cutAt = Math.max(...watcher.named("apply", "client-1").map(step));

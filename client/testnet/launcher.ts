@@ -85,8 +85,10 @@ export interface TestnetOptions {
 export interface ClientHost {
   /** The network namespace to run the client in. */
   readonly netns: string;
-  /** Its address there: it binds p2p to it, and peers reach it at it. */
+  /** Its address there: peers reach it at it. */
   readonly address: string;
+  /** The interface it binds p2p to (default `address`; `0.0.0.0` for every interface). */
+  readonly bind?: string;
   /** The `ip` binary that enters the namespace (default `ip`, looked up on PATH). */
   readonly ip?: string;
 }
@@ -464,7 +466,7 @@ export class Testnet {
       slot.keyPath,
       "--bind-p2p-port",
       String(slot.port),
-      ...(host === undefined ? [] : ["--bind-p2p-interface", host.address]),
+      ...(host === undefined ? [] : ["--bind-p2p-interface", host.bind ?? host.address]),
       "--logs",
       "json",
       ...(checkpointing ? ["--checkpoint-dir", checkpoints] : []),

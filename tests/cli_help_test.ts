@@ -26,6 +26,7 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
   "bench-torch": { flag: "--steps" },
   "bench-rounds": { flag: "--rounds" },
   "bench-report": { flag: "--quick" },
+  "bench-link": { flag: "--rate" },
   "compare-optimizers": { flag: "--learning-rate" },
   "build-program": { flag: "--clang" },
   layout: { flag: "--check" },

@@ -8,7 +8,7 @@
  * On loopback the fetch is CPU-bound (docs/benchmarks.md, "bf16 model sharing"); this is what
  * the halved bytes buy when the link is the limit. Needs root and iproute2.
  *
- *   deno task bench-link [rate, default 100mbit] [runs, default 3]
+ *   deno task bench-link [--rate 100mbit] [--runs 3]
  *
  * @module
  */
@@ -16,13 +16,43 @@ import "../p2p/exit_fix.ts";
 import { createP2PNode } from "../p2p/node.ts";
 import { PayloadService } from "../p2p/payload_service.ts";
 import { testPublic, testSecret } from "./p2p.ts";
-import { createTestNetwork, IP, testNetworkUnavailable } from "./netns.ts";
+import { createTestNetwork, IP, tbfBurstBytes, testNetworkUnavailable } from "./netns.ts";
 import { type ModelProvider, spawnModelProvider } from "./model_provider.ts";
 import { fetchModel } from "../model_sharing/fetch.ts";
 import { multiaddr } from "@multiformats/multiaddr";
+import { parseOrExit } from "../../cli/entry.ts";
+import { UsageError } from "../../common/mod.ts";
 
-const rate = Deno.args[0] ?? "100mbit";
-const runs = Number(Deno.args[1] ?? 3);
+/** The flags of `deno task bench-link`. */
+const BENCH_LINK_SPEC = {
+  usage: "deno task bench-link [--rate 100mbit] [--runs N]",
+  summary: "P2P model sharing over real links: a joiner fetches the 20M model as f32 and as " +
+    "bf16 blobs from two providers, each on a host of its own (a network namespace) behind a " +
+    "link of the given rate each way. Needs root and iproute2.",
+  flags: {
+    rate: {
+      type: "string",
+      value: "RATE",
+      description: "each link's rate, each way (tc's units: 20mbit, 1gbit)",
+      default: "100mbit",
+    },
+    runs: { type: "string", value: "N", description: "fetches timed per dtype", default: "3" },
+  },
+} as const;
+
+const { rate, runs } = parseOrExit(BENCH_LINK_SPEC, ({ values }) => {
+  const rate = values.rate ?? "100mbit";
+  try {
+    tbfBurstBytes(rate);
+  } catch (e) {
+    throw new UsageError(`--rate: ${(e as Error).message}`);
+  }
+  const runs = Number(values.runs);
+  if (!Number.isInteger(runs) || runs < 1) {
+    throw new UsageError(`--runs must be a positive integer, found "${values.runs}"`);
+  }
+  return { rate, runs };
+});
 const unavailable = testNetworkUnavailable();
 if (unavailable !== null) {
   console.error(`bench-link: ${unavailable}`);

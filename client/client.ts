@@ -27,7 +27,7 @@ import {
 } from "./model_sharing/mod.ts";
 import { type Divergence, ModelLedger } from "./model_ledger.ts";
 import { checkDataVocabulary, DataVocabularyError } from "./data_check.ts";
-import { stepLearningRate, stepOfHeight } from "./round_view.ts";
+import { epochIndexOf, isInEpoch, stepLearningRate, stepOfHeight } from "./round_view.ts";
 import { stepBreakdown, type StepMoments } from "./step_breakdown.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { planActions } from "./state/machine.ts";
@@ -90,9 +90,6 @@ export interface ClientFaults {
   /** Share the f32 masters as they are even when the run says bf16 (a client that forgot). */
   readonly skipSnapshotRounding?: boolean;
 }
-
-/** Run states inside an epoch (its clients and rounds are the current epoch's). */
-const IN_EPOCH: ReadonlySet<string> = new Set(["Warmup", "RoundTrain", "RoundWitness", "Cooldown"]);
 
 /** Milliseconds before a failed model load is tried again. */
 export const LOAD_RETRY_MS = 5000;
@@ -236,16 +233,14 @@ export class TrainingClient {
     queueMicrotask(() => this.#plan());
   }
 
-  /** Asks the state machine what is due and dispatches it (re-entrancy safe). */
   /** Notes the epoch when `state` lists this client among the epoch's clients. */
   #noteMembership(state: CoordinatorState): void {
-    if (!IN_EPOCH.has(state.runState)) return;
-    const signer = this.#o.backend.identity.signer;
-    if (state.epochState.clients.some((c) => equalBytes(c.id.signer, signer))) {
+    if (isInEpoch(state) && epochIndexOf(state, this.#o.backend.identity.signer) >= 0) {
       this.#lastMemberEpoch = state.progress.epoch;
     }
   }
 
+  /** Asks the state machine what is due and dispatches it (re-entrancy safe). */
   #plan(): void {
     if (this.#planning) {
       this.#replan = true;
@@ -645,7 +640,7 @@ export class TrainingClient {
    * of the abandoned attempt must not count as done.
    */
   #followEpoch(state: CoordinatorState): void {
-    if (!IN_EPOCH.has(state.runState)) return;
+    if (!isInEpoch(state)) return;
     const epoch = state.progress.epoch;
     const started = state.epochState.startTimestamp;
     const seen = this.#epochSeen;
@@ -678,7 +673,7 @@ export class TrainingClient {
     });
     // Step aside at once, so the run does not wait for it until a health check drops it.
     const state = this.#state;
-    if (state !== null && IN_EPOCH.has(state.runState) && state.runState !== "Warmup") {
+    if (state !== null && isInEpoch(state) && state.runState !== "Warmup") {
       this.#o.backend.withdraw({ signal: this.#signal }).catch((e) =>
         this.#o.logger.log("error", { what: "withdraw", error: (e as Error).message })
       );

@@ -34,6 +34,7 @@ import {
   currentHeight,
   epochPeerKeys,
   isEpochPeer,
+  isInEpoch,
   roundView,
   stepOfHeight,
 } from "./round_view.ts";
@@ -190,8 +191,7 @@ export class Exchange implements ExchangeFacts {
   async update(state: CoordinatorState): Promise<void> {
     this.#state = state;
     const epoch = state.progress.epoch;
-    const inEpoch = ["Warmup", "RoundTrain", "RoundWitness", "Cooldown"].includes(state.runState);
-    if (!inEpoch) return;
+    if (!isInEpoch(state)) return;
     // An epoch is its number and start: a restarted coordinator begins the same number anew.
     const started = state.epochState.startTimestamp;
     if (this.#epoch === null || this.#epoch.epoch !== epoch || this.#epoch.started !== started) {

@@ -124,6 +124,14 @@ export function stepLearningRate(state: CoordinatorState, step: number): number 
   return lr * Math.max(0, step - start) / (end - start);
 }
 
+/** Run states inside an epoch: the state's client list is the current epoch's. */
+const IN_EPOCH: ReadonlySet<string> = new Set(["Warmup", "RoundTrain", "RoundWitness", "Cooldown"]);
+
+/** Whether the run is inside an epoch (Warmup to Cooldown). */
+export function isInEpoch(state: CoordinatorState): boolean {
+  return IN_EPOCH.has(state.runState);
+}
+
 /** This client's index in the epoch's current client list, or -1 when it is not in it. */
 export function epochIndexOf(state: CoordinatorState, signer: PublicKeyBytes): number {
   return state.epochState.clients.findIndex((c) => equalBytes(c.id.signer, signer));

@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { roundView } from "../round_view.ts";
+import { epochIndexOf, isInEpoch, roundView } from "../round_view.ts";
 import { planCooldown } from "./cooldown.ts";
 import { type Intent, intentKey, type PlanInput } from "./intent.ts";
 import { planRoundTrain } from "./train.ts";
@@ -81,10 +81,9 @@ export function planRejoin(input: PlanInput): Intent[] {
  */
 export function planLeftBehind(input: PlanInput): Intent[] | null {
   const { state, signer, progress } = input;
-  const inEpoch = ["Warmup", "RoundTrain", "RoundWitness", "Cooldown"].includes(state.runState);
   const last = input.lastMemberEpoch ?? null;
-  if (!inEpoch || last === null || last >= state.progress.epoch) return null;
-  if (state.epochState.clients.some((c) => equalBytes(c.id.signer, signer))) return null;
+  if (!isInEpoch(state) || last === null || last >= state.progress.epoch) return null;
+  if (epochIndexOf(state, signer) >= 0) return null;
   const join: Intent = { kind: "Join", epoch: state.progress.epoch };
   return progress.started(intentKey(join)) ? [] : [join];
 }

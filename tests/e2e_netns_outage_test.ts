@@ -9,8 +9,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type SeenEvent, startTinyTestnet } from "../client/testing/testnet.ts";
-import { createTestNetwork, IP, testNetworkUnavailable } from "../client/testing/netns.ts";
+import { type SeenEvent, startTinyTestnetOn } from "../client/testing/testnet.ts";
+import { createTestNetwork, testNetworkUnavailable } from "../client/testing/netns.ts";
 import { clientDigests, describeDisagreements, disagreements } from "./support/one_model.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
@@ -25,7 +25,7 @@ Deno.test({
 }, async () => {
   await using network = await createTestNetwork({ hosts: 3 });
   const hosts = network.hosts;
-  await using testnet = await startTinyTestnet({
+  await using testnet = await startTinyTestnetOn(network, {
     runId: "e2e-outage",
     initMinClients: 2,
     minClients: 2,
@@ -35,8 +35,6 @@ Deno.test({
     maxRoundTrainTime: 6,
   }, {
     numClients: 3,
-    coordinatorHost: network.gateway,
-    clientHost: (label) => ({ ...hosts[Number(label.split("-")[1]) - 1], ip: IP }),
   });
   const { watcher, lines } = testnet;
   const all = ["client-1", "client-2", "client-3"];

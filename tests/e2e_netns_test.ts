@@ -17,8 +17,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type SeenEvent, startTinyTestnet } from "../client/testing/testnet.ts";
-import { createTestNetwork, IP, testNetworkUnavailable } from "../client/testing/netns.ts";
+import { type SeenEvent, startTinyTestnetOn } from "../client/testing/testnet.ts";
+import { createTestNetwork, testNetworkUnavailable } from "../client/testing/netns.ts";
 import { clientDigests, describeDisagreements, disagreements } from "./support/one_model.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
@@ -34,7 +34,7 @@ Deno.test({
 }, async () => {
   await using network = await createTestNetwork({ hosts: 3, rate: "2mbit" });
   const hosts = network.hosts;
-  await using testnet = await startTinyTestnet({
+  await using testnet = await startTinyTestnetOn(network, {
     runId: "e2e-netns",
     // Two may start an epoch: the cut client must not hold the others at an epoch's start.
     initMinClients: 2,
@@ -45,13 +45,8 @@ Deno.test({
     maxRoundTrainTime: 6,
   }, {
     numClients: 3,
-    coordinatorHost: network.gateway,
     // client-2 binds every interface, as docs/quickstart.md tells users on real machines to.
-    clientHost: (label) => ({
-      ...hosts[Number(label.split("-")[1]) - 1],
-      ip: IP,
-      bind: label === "client-2" ? "0.0.0.0" : undefined,
-    }),
+    bindAll: ["client-2"],
   });
   const { watcher, lines } = testnet;
   const all = ["client-1", "client-2", "client-3"];

@@ -7,6 +7,7 @@
  */
 import { join } from "node:path";
 import { TcpBackend } from "../backend/tcp.ts";
+import { IP, type TestNetwork } from "./netns.ts";
 import { REPO_ROOT, Testnet, type TestnetOptions } from "../testnet/launcher.ts";
 import type { CoordinatorState } from "../../coordinator/core/mod.ts";
 import { generateIdentity } from "../../net/mod.ts";
@@ -256,4 +257,28 @@ export async function startTinyTestnet(
       await Deno.remove(config, { recursive: true });
     },
   };
+}
+
+/**
+ * {@link startTinyTestnet} across `network` (client/testing/netns.ts): the coordinator on its
+ * bridge, client-N on host N-1 at the host's address. A client named in `bindAll` binds p2p to
+ * every interface (`0.0.0.0`) instead of that address.
+ */
+export function startTinyTestnetOn(
+  network: TestNetwork,
+  run: TinyRunOptions,
+  options: Omit<TestnetOptions, "configPath" | "write" | "colour" | "onEvent"> & {
+    readonly bindAll?: readonly string[];
+  },
+): Promise<TinyTestnet> {
+  const { bindAll, ...rest } = options;
+  return startTinyTestnet(run, {
+    ...rest,
+    coordinatorHost: network.gateway,
+    clientHost: (label) => ({
+      ...network.hosts[Number(label.split("-")[1]) - 1],
+      ip: IP,
+      bind: bindAll?.includes(label) ? "0.0.0.0" : undefined,
+    }),
+  });
 }

@@ -58,6 +58,16 @@ Deno.test({
     console.log(
       `back to training ${((Date.now() - mendedAt) / 1000).toFixed(1)} s after the outage`,
     );
+    // A round nobody witnessed ends its epoch, and the epoch's end says it was unattested.
+    const unwitnessed = watcher.named("round_end").filter((e) => e.event.witnesses === 0);
+    const unattested = watcher.named("epoch_end").filter((e) => e.event.cause === "no_witnesses");
+    assert.equal(
+      unattested.length,
+      unwitnessed.length,
+      "one unattested epoch per unwitnessed round",
+    );
+    for (const e of unattested) assert.equal(e.event.level, "warn");
+    console.log(`${unattested.length} epoch(s) ended unattested`);
     const found = disagreements(clientDigests(watcher.events));
     assert.deepEqual(
       found.disagreements,

@@ -35,6 +35,8 @@ export interface RunSummary {
   readonly lossByStep: ReadonlyMap<number, number>;
   /** Epochs the coordinator ended after training. */
   readonly epochs: number;
+  /** Of those, epochs whose last round no witness reported (`epoch_end` cause `no_witnesses`). */
+  readonly unattestedEpochs: number;
   /** Highest step whose results any client applied (`apply.step`); 0 when none. */
   readonly lastAppliedStep: number;
   /** Distinct steps whose results some client applied. */
@@ -60,6 +62,7 @@ export interface RunSummary {
 export class SummaryCollector {
   readonly #losses = new Map<number, number[]>();
   #epochs = 0;
+  #unattestedEpochs = 0;
   readonly #applied = new Set<number>();
   #lastApplied = 0;
   readonly #untrained = new Map<number, number>();
@@ -84,7 +87,9 @@ export class SummaryCollector {
   #addCoordinator(event: Record<string, unknown>): void {
     switch (event.event) {
       case "epoch_end":
-        if (event.success === true) this.#epochs++;
+        if (event.success !== true) return;
+        this.#epochs++;
+        if (event.cause === "no_witnesses") this.#unattestedEpochs++;
         return;
       case "digest_recorded": {
         const step = Number(event.step);
@@ -181,6 +186,7 @@ export class SummaryCollector {
     return {
       lossByStep,
       epochs: this.#epochs,
+      unattestedEpochs: this.#unattestedEpochs,
       lastAppliedStep: this.#lastApplied,
       appliedSteps: this.#applied.size,
       untrainedBatches: [...this.#untrained.values()].reduce((n, x) => n + x, 0),
@@ -244,8 +250,11 @@ export function formatSummary(summary: RunSummary): string[] {
   const clientsCount = summary.untrainedBatches === rounds.untrainedBatches
     ? ""
     : ` (clients counted ${summary.untrainedBatches})`;
+  const unattested = summary.unattestedEpochs === 0
+    ? ""
+    : ` (${summary.unattestedEpochs} unattested: no witness reported in their last round)`;
   lines.push(
-    `${summary.epochs} epochs; ${applied}; ${rounds.ended} rounds (${rounds.timedOut} timed out); ` +
+    `${summary.epochs} epochs${unattested}; ${applied}; ${rounds.ended} rounds (${rounds.timedOut} timed out); ` +
       `${rounds.untrainedBatches} of ${rounds.batches} batches untrained${clientsCount}; ` +
       `${summary.healthChecks} health checks`,
   );
@@ -270,6 +279,7 @@ export function summaryFields(summary: RunSummary): Record<string, unknown> {
     loss_last: trend?.last ?? null,
     trained_steps: trend?.steps ?? 0,
     epochs: summary.epochs,
+    unattested_epochs: summary.unattestedEpochs,
     applied_steps: summary.appliedSteps,
     last_applied_step: summary.lastAppliedStep,
     rounds: summary.rounds.ended,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { formatSummary, lossTrend, SummaryCollector } from "./summary.ts";
+import { formatSummary, lossTrend, SummaryCollector, summaryFields } from "./summary.ts";
 import { runProblems } from "./verdict.ts";
 
 /** The run's digest of the parameters of `step` (hex, as clients log it). */
@@ -296,6 +296,22 @@ Deno.test("rounds, timed-out rounds and the coordinator's untrained batches are 
     "0 epochs; 2 steps applied (last: step 2); 4 rounds (2 timed out); " +
       "3 of 18 batches untrained; 0 health checks",
   );
+});
+
+Deno.test("an epoch no witness attested is counted and named in the summary", () => {
+  const s = new Stream();
+  s.coordinator("epoch_end", { success: true, cause: "epoch_time" });
+  s.coordinator("epoch_end", { success: true, cause: "no_witnesses" });
+  s.coordinator("epoch_end", { success: false, cause: "warmup" });
+  s.apply("client-1", 1, good(3));
+  const summary = s.collector.summary();
+  assert.equal(summary.epochs, 2);
+  assert.equal(summary.unattestedEpochs, 1);
+  assert.match(
+    formatSummary(summary)[1],
+    /^2 epochs \(1 unattested: no witness reported in their last round\); /,
+  );
+  assert.equal(summaryFields(summary).unattested_epochs, 1);
 });
 
 Deno.test("the coordinator's record is the run's digest, over the clients' majority", () => {

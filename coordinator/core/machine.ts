@@ -12,7 +12,7 @@
  *   Warmup --> WaitingForMembers: below minClients (EpochEnd false)
  *   RoundTrain --> RoundWitness: train timeout, or all witnesses
  *   RoundWitness --> RoundTrain: witness time passed
- *   RoundWitness --> Cooldown: last step, too few clients/witnesses, total steps, pause
+ *   RoundWitness --> Cooldown: no witnesses, too few clients/witnesses, total steps, pause, epoch time (WindDown)
  *   Cooldown --> WaitingForMembers: cooldown time (EpochEnd true)
  *   Cooldown --> Paused: pending pause
  *   Paused --> WaitingForMembers: resume
@@ -40,6 +40,7 @@ import {
   startRoundTrain,
   stateAfterEpoch,
   UNCHANGED,
+  type WindDownCause,
   withdrawHealthyClients,
 } from "./machine_core.ts";
 import {
@@ -60,6 +61,7 @@ import {
   NUM_DIGEST_RECORDS,
   NUM_STORED_ROUNDS,
   PARAMS_DIGEST_BYTES,
+  type Round,
 } from "./types.ts";
 import { addTime, fromMillis, toHex } from "../../common/mod.ts";
 
@@ -289,28 +291,35 @@ function tickRoundWitness(state: CoordinatorState, now: number, seed: bigint): O
   progress.step += 1;
   moveClientsToExited(state, round.height + 1);
 
-  const numWitnesses = round.witnesses.length;
-  if (numWitnesses === 0) {
-    // Nobody proved they are alive: everyone must rejoin.
-    withdrawHealthyClients(es.clients);
-    changeState(state, "Cooldown", now);
-    return CHANGED;
-  }
-  if (es.lastStep === 0 && checkEpochTimeout(state, now)) {
+  if (round.witnesses.length > 0 && es.lastStep === 0 && checkEpochTimeout(state, now)) {
     const lastStep = progress.step + 2;
     if (lastStep - es.startStep >= MIN_ROUNDS_PER_EPOCH) es.lastStep = lastStep;
   }
-  const windDownDone = es.lastStep !== 0 && progress.step === es.lastStep;
-  const mustStop = es.clients.length < config.minClients ||
-    numWitnesses < roundWitnessQuorum(config, round) ||
-    progress.step >= config.totalSteps ||
-    state.pendingPause;
-  if (windDownDone || mustStop) {
-    changeState(state, "Cooldown", now);
+  const cause = windDownCause(state, round);
+  if (cause === null) {
+    startRoundTrain(state, now, seed);
     return CHANGED;
   }
-  startRoundTrain(state, now, seed);
-  return CHANGED;
+  // Nobody proved they are alive: everyone must rejoin.
+  if (cause === "no_witnesses") withdrawHealthyClients(es.clients);
+  changeState(state, "Cooldown", now);
+  return { kind: "WindDown", cause };
+}
+
+/**
+ * Why the epoch stops after `round` (its witness window just closed, the step already moved
+ * on), or null when another round trains.
+ */
+function windDownCause(state: CoordinatorState, round: Round): WindDownCause | null {
+  const { config, epochState: es, progress } = state;
+  const numWitnesses = round.witnesses.length;
+  if (numWitnesses === 0) return "no_witnesses";
+  if (es.clients.length < config.minClients) return "too_few_clients";
+  if (numWitnesses < roundWitnessQuorum(config, round)) return "witness_quorum_lost";
+  if (progress.step >= config.totalSteps) return "total_steps";
+  if (state.pendingPause) return "pause";
+  if (es.lastStep !== 0 && progress.step === es.lastStep) return "epoch_time";
+  return null;
 }
 
 function tickCooldown(state: CoordinatorState, now: number): Outcome {

@@ -19,10 +19,30 @@ import { tallyDigestVotes } from "./params_digest.ts";
 import { expectedWitnesses, witnessQuorum } from "./witness_quorum.ts";
 import { isMillisecondTime, timeReached } from "../../common/mod.ts";
 
+/**
+ * Why an epoch's rounds stopped and it went to Cooldown; the first that holds, in this order:
+ * - `no_witnesses`: the last round had no witness report at all, so nobody attested it (its
+ *   clients must join again);
+ * - `too_few_clients`: fewer than `min_clients` remain;
+ * - `witness_quorum_lost`: fewer witnesses reported than the round's quorum;
+ * - `total_steps`: the run reached `total_steps`;
+ * - `pause`: the run's authority asked for a pause;
+ * - `epoch_time`: the epoch's time was up and its last rounds have run.
+ */
+export type WindDownCause =
+  | "no_witnesses"
+  | "epoch_time"
+  | "too_few_clients"
+  | "witness_quorum_lost"
+  | "total_steps"
+  | "pause";
+
 /** What a call did to the state. */
 export type Outcome =
   | { kind: "Unchanged" }
   | { kind: "Changed" }
+  /** The epoch's rounds stopped and it is in Cooldown, for `cause`. */
+  | { kind: "WindDown"; cause: WindDownCause }
   /** The epoch ended: `success` false when it ended in Warmup (no training happened). */
   | { kind: "EpochEnd"; success: boolean };
 

@@ -235,7 +235,7 @@ Deno.test("RoundWitness waits its time; then starts the next round with the ramp
 Deno.test("RoundWitness -> Cooldown with no witnesses: everyone is withdrawn", () => {
   const d = inRoundTrain(3);
   d.tick(d.state.config.maxRoundTrainTime);
-  assert.deepEqual(d.witnessTimeout(), { kind: "Changed" });
+  assert.deepEqual(d.witnessTimeout(), { kind: "WindDown", cause: "no_witnesses" });
   assert.equal(d.state.runState, "Cooldown");
   assert.ok(d.state.epochState.clients.every((c) => c.state === "Withdrawn"));
 });
@@ -248,7 +248,7 @@ Deno.test("RoundWitness -> Cooldown when fewer witnesses than the quorum reporte
     witness(d.state, clients[i].id, witnessReport(d.state, i), d.now);
   }
   d.tick(d.state.config.maxRoundTrainTime);
-  d.witnessTimeout();
+  assert.deepEqual(d.witnessTimeout(), { kind: "WindDown", cause: "witness_quorum_lost" });
   assert.equal(d.state.runState, "Cooldown");
   assert.ok(d.state.epochState.clients.every((c) => c.state === "Healthy"));
 });
@@ -257,7 +257,7 @@ Deno.test("RoundWitness -> Cooldown when clients fall below minClients", () => {
   const d = inRoundTrain(3, { minClients: 3, initMinClients: 3 });
   withdraw(d.state, 2);
   d.witnessAll();
-  d.witnessTimeout();
+  assert.deepEqual(d.witnessTimeout(), { kind: "WindDown", cause: "too_few_clients" });
   assert.equal(d.state.runState, "Cooldown");
   assert.equal(d.state.epochState.clients.length, 2);
   assert.equal(d.state.epochState.exitedClients[0].exitedHeight, 1);
@@ -265,7 +265,7 @@ Deno.test("RoundWitness -> Cooldown when clients fall below minClients", () => {
 
 Deno.test("RoundWitness -> Cooldown at totalSteps, then Finished", () => {
   const d = inRoundTrain(2, { totalSteps: 2 });
-  d.fullRound();
+  assert.deepEqual(d.fullRound(), { kind: "WindDown", cause: "total_steps" });
   assert.equal(d.state.runState, "Cooldown");
   assert.equal(d.state.progress.step, 2);
   assert.deepEqual(d.tick(d.state.config.cooldownTime), { kind: "EpochEnd", success: true });
@@ -276,7 +276,7 @@ Deno.test("RoundWitness -> Cooldown when a pause is pending", () => {
   const d = inRoundTrain(2);
   pause(d.state, d.now);
   assert.equal(d.state.pendingPause, true);
-  d.fullRound();
+  assert.deepEqual(d.fullRound(), { kind: "WindDown", cause: "pause" });
   assert.equal(d.state.runState, "Cooldown");
 });
 
@@ -294,11 +294,33 @@ Deno.test("epoch timer: two apply-only rounds (lastStep = step + 2), at least 4 
   assert.equal(es.lastStep, 6);
   assert.equal(isTrainingRound(d.state, currentRound(d.state)), false);
   assert.equal(isTrainingRound(d.state, es.rounds[2]), true);
-  d.fullRound();
+  assert.deepEqual(d.fullRound(), { kind: "Changed" });
   assert.equal(d.state.runState, "RoundTrain");
-  d.fullRound();
+  assert.deepEqual(d.fullRound(), { kind: "WindDown", cause: "epoch_time" });
   assert.equal(d.state.runState, "Cooldown");
   assert.equal(d.state.progress.step, 6);
+});
+
+Deno.test("a round without witnesses ends the epoch as unattested, whatever else holds", () => {
+  // Total steps reached, a pause pending and the epoch timer fired: the missing witnesses
+  // still name the cause, since nobody attested the round.
+  const d = inRoundTrain(2, { totalSteps: 2, epochTime: 30 });
+  pause(d.state, d.now);
+  d.now += 40;
+  d.tick(d.state.config.maxRoundTrainTime);
+  assert.deepEqual(d.witnessTimeout(), { kind: "WindDown", cause: "no_witnesses" });
+  assert.equal(d.state.epochState.lastStep, 0, "no wind-down planned for an unattested epoch");
+});
+
+Deno.test("the run's end and a pause outrank the epoch timer as a cause", () => {
+  const d = inRoundTrain(2, { totalSteps: 6, epochTime: 30 });
+  d.fullRound();
+  d.fullRound();
+  d.now += 40;
+  d.fullRound(); // step 4: the timer plans the last step at 6, the run's last too
+  assert.equal(d.state.epochState.lastStep, 6);
+  d.fullRound();
+  assert.deepEqual(d.fullRound(), { kind: "WindDown", cause: "total_steps" });
 });
 
 Deno.test("epoch timer: lastStep waits until the epoch would have 4 rounds", () => {

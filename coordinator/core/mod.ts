@@ -18,6 +18,7 @@ export {
   LEGAL_TRANSITIONS,
   type Outcome,
   UNCHANGED,
+  type WindDownCause,
 } from "./machine_core.ts";
 export {
   createCoordinator,

@@ -184,7 +184,7 @@ Deno.test("joins, leaves and kicks set a client's status; counters count", () =>
       batches: 0,
       untrainedBatches: 0,
     },
-    { kind: "EpochEnd", epoch: 1, step: 9, success: true },
+    { kind: "EpochEnd", epoch: 1, step: 9, success: true, cause: "epoch_time" },
   ]);
   assert.deepEqual(view.clients.map((c) => [c.key, c.status]), [[A, "Left"], [B, "Dropped"]]);
   assert.deepEqual(view.totals, {

@@ -54,6 +54,7 @@ import {
   tick as machineTick,
   untrainedBatchCount,
   warmupWitness,
+  type WindDownCause,
   withdraw,
   witness as machineWitness,
   type WitnessMetadata,
@@ -67,10 +68,24 @@ import {
 } from "../../common/mod.ts";
 import { isSmallOrderEncoding } from "../../net/mod.ts";
 
+/** Why an epoch ended: its rounds' {@linkcode WindDownCause}, or see `EpochEnd`. */
+export type EpochEndCause = WindDownCause | "warmup" | "unknown";
+
 /** Something the host did, for logs and for the edge's side effects (saving state). */
 export type HostEvent =
   | { kind: "StateChanged"; from: RunState; to: RunState; epoch: number; step: number }
-  | { kind: "EpochEnd"; epoch: number; step: number; success: boolean }
+  /**
+   * The epoch ended, now `epoch` at `step`: `success` false when it ended in Warmup (too few
+   * clients, no training). `cause` says why its rounds stopped (`warmup` for one that never
+   * trained; `unknown` when this host resumed from a saved state in Cooldown and did not see).
+   */
+  | {
+    kind: "EpochEnd";
+    epoch: number;
+    step: number;
+    success: boolean;
+    cause: EpochEndCause;
+  }
   | { kind: "Joined"; client: string; pending: number }
   | { kind: "JoinRefused"; client: string; reason: string }
   | { kind: "Left"; client: string; withdrawn: boolean }
@@ -192,6 +207,8 @@ export class CoordinatorHost {
    * for a round resumed from a saved state in RoundWitness: the host did not see how).
    */
   #trainEnd: { height: number; timer: boolean } | null = null;
+  /** Why the current epoch's rounds stopped, once this host saw them stop. */
+  #windDown: WindDownCause | null = null;
 
   constructor(options: HostOptions) {
     this.state = options.state;
@@ -703,13 +720,16 @@ export class CoordinatorHost {
         step: progress.step,
       });
     }
+    if (outcome.kind === "WindDown") this.#windDown = outcome.cause;
     if (outcome.kind === "EpochEnd") {
       this.#events.push({
         kind: "EpochEnd",
         epoch: progress.epoch,
         step: progress.step,
         success: outcome.success,
+        cause: outcome.success ? this.#windDown ?? "unknown" : "warmup",
       });
+      this.#windDown = null;
     }
     if (runState === "RoundTrain" && this.#configuredWarmup !== null) {
       this.state.config.warmupTime = this.#configuredWarmup;

@@ -699,6 +699,28 @@ Deno.test("a round's end says its witnesses, whether its timer ended training, a
   );
 });
 
+Deno.test("an epoch whose last round nobody witnessed ends with cause no_witnesses", () => {
+  const host = trainingHost([0, 1]);
+  const { maxRoundTrainTime, roundWitnessTime, cooldownTime } = host.state.config;
+  // Round 0 trains, and nobody reports: the epoch ends unattested.
+  let now = 103 + maxRoundTrainTime;
+  host.tick(now, SEED);
+  now += roundWitnessTime;
+  host.tick(now, SEED);
+  assert.equal(host.state.runState, "Cooldown");
+  host.takeEvents();
+  now += cooldownTime;
+  host.tick(now, SEED);
+  const ends = host.takeEvents().filter((e) => e.kind === "EpochEnd");
+  assert.deepEqual(ends, [{
+    kind: "EpochEnd",
+    epoch: 1,
+    step: 2,
+    success: true,
+    cause: "no_witnesses",
+  }]);
+});
+
 const NOTICE = {
   step: 1,
   bytesSent: 1000,

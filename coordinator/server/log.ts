@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { HostEvent } from "./host.ts";
+import type { EpochEndCause, HostEvent } from "./host.ts";
 import type { Checkpoint } from "../core/mod.ts";
 import { fromSnakeCase, type LogLevel, logLine, snakeCase } from "../../cli/entry.ts";
 
@@ -86,7 +86,7 @@ export function formatEvent(event: ServerEvent): string {
     case "StateChanged":
       return `state    ${event.from} -> ${event.to} (epoch ${event.epoch}, step ${event.step})`;
     case "EpochEnd":
-      return `epoch    ended ${event.success ? "after training" : "in Warmup (too few clients)"}` +
+      return `epoch    ended ${EPOCH_END_CAUSES[event.cause]}` +
         `, now epoch ${event.epoch} at step ${event.step}`;
     case "Joined":
       return `join     ${short(event.client)} (${event.pending} pending)`;
@@ -191,6 +191,18 @@ function digestNote(digest: string | null): string {
   return digest === null ? "" : `, parameters ${digest.slice(0, 12)}…`;
 }
 
+/** How an epoch's end reads in the human log, by cause. */
+const EPOCH_END_CAUSES: Readonly<Record<EpochEndCause, string>> = {
+  epoch_time: "after training (its time was up)",
+  total_steps: "after training (the run reached total_steps)",
+  pause: "after training (paused)",
+  too_few_clients: "after training (too few clients left)",
+  witness_quorum_lost: "early (its last round lacked a witness quorum)",
+  no_witnesses: "unattested (no witness reported in its last round; all must join again)",
+  warmup: "in Warmup (too few clients)",
+  unknown: "after training",
+};
+
 /** How much each event matters in a log (docs/logs.md). */
 export function eventLevel(event: ServerEvent): LogLevel {
   switch (event.kind) {
@@ -206,6 +218,10 @@ export function eventLevel(event: ServerEvent): LogLevel {
     case "Throttled":
     case "DataRefused":
       return "warn";
+    case "EpochEnd":
+      return event.cause === "no_witnesses" || event.cause === "witness_quorum_lost"
+        ? "warn"
+        : "info";
     default:
       return "info";
   }

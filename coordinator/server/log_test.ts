@@ -1,5 +1,12 @@
 import assert from "node:assert/strict";
-import { eventFromJson, eventJson, eventLogger, formatEvent, type ServerEvent } from "./log.ts";
+import {
+  eventFromJson,
+  eventJson,
+  eventLevel,
+  eventLogger,
+  formatEvent,
+  type ServerEvent,
+} from "./log.ts";
 
 const KEY = "ab".repeat(32);
 
@@ -31,8 +38,31 @@ Deno.test("console lines name what happened and shorten keys", () => {
     "reject   abababab… Witness: DuplicateWitness: client 1 already reported this round",
   );
   assert.equal(
-    formatEvent({ kind: "EpochEnd", epoch: 2, step: 9, success: true }),
-    "epoch    ended after training, now epoch 2 at step 9",
+    formatEvent({ kind: "EpochEnd", epoch: 2, step: 9, success: true, cause: "epoch_time" }),
+    "epoch    ended after training (its time was up), now epoch 2 at step 9",
+  );
+});
+
+Deno.test("an epoch nobody attested says so, as a warning", () => {
+  const unattested: ServerEvent = {
+    kind: "EpochEnd",
+    epoch: 4,
+    step: 12,
+    success: true,
+    cause: "no_witnesses",
+  };
+  assert.equal(
+    formatEvent(unattested),
+    "epoch    ended unattested (no witness reported in its last round; all must join again)" +
+      ", now epoch 4 at step 12",
+  );
+  assert.equal(eventLevel(unattested), "warn");
+  assert.equal(JSON.parse(eventJson(unattested, 0)).cause, "no_witnesses");
+  const timely: ServerEvent = { ...unattested, cause: "total_steps" };
+  assert.equal(eventLevel(timely), "info");
+  assert.equal(
+    formatEvent({ kind: "EpochEnd", epoch: 1, step: 1, success: false, cause: "warmup" }),
+    "epoch    ended in Warmup (too few clients), now epoch 1 at step 1",
   );
 });
 

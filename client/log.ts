@@ -120,6 +120,8 @@ export interface ClientEvents {
   reconnecting: { address: string; attempt: number; delay_ms: number; error: string | null };
   /** Connected to the coordinator again (and joined again, if it had joined). */
   reconnected: { address: string; attempts: number };
+  /** After a stall, stale coordinator states behind newer ones were skipped unread. */
+  states_skipped: { skipped: number };
   end: { reason: string };
 }
 
@@ -268,6 +270,10 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
     case "reconnected":
       return `reconnected to ${e.address} after ${e.attempts} attempt${
         e.attempts === 1 ? "" : "s"
+      }`;
+    case "states_skipped":
+      return `caught up with the coordinator, skipping ${e.skipped} stale state${
+        e.skipped === 1 ? "" : "s"
       }`;
     case "end":
       return `stopped: ${e.reason}`;

@@ -199,6 +199,8 @@ export function logConnection(logger: ClientLogger, e: TcpBackendEvent): void {
       });
     case "Reconnected":
       return logger.log("reconnected", { address: e.address, attempts: e.attempts });
+    case "StatesSkipped":
+      return logger.log("states_skipped", { skipped: e.skipped });
     default: {
       const unreachable: never = e;
       throw new Error(`unknown backend event ${JSON.stringify(unreachable)}`);

@@ -63,6 +63,10 @@ export const CLIENT_METRICS = {
     "counter",
     "Announcements gossip lost that were pulled from a peer.",
   ],
+  psyche_client_states_skipped_total: [
+    "counter",
+    "Stale coordinator states skipped unread behind a newer one, after a stall.",
+  ],
   psyche_client_peer_dial_failures_total: [
     "counter",
     "Dials to a participant that failed with a new error.",
@@ -129,6 +133,7 @@ export interface ClientMetricsView {
     readonly refused: number;
     readonly downloadFailures: number;
     readonly announcementsRecovered: number;
+    readonly statesSkipped: number;
     readonly peerDialFailures: number;
     readonly errors: number;
   };
@@ -160,6 +165,7 @@ export function initialClientMetrics(runId: string): ClientMetricsView {
       refused: 0,
       downloadFailures: 0,
       announcementsRecovered: 0,
+      statesSkipped: 0,
       peerDialFailures: 0,
       errors: 0,
     },
@@ -254,6 +260,8 @@ export function reduceClientMetrics(
       return count(m, "downloadFailures");
     case "announcements_recovered":
       return count(m, "announcementsRecovered", e.fields.count);
+    case "states_skipped":
+      return count(m, "statesSkipped", e.fields.skipped);
     case "peer_unreachable":
       return count(m, "peerDialFailures");
     case "error":
@@ -322,6 +330,7 @@ export function clientMetricsText(m: ClientMetricsView): string {
   family("psyche_client_refused_total", [{ value: t.refused }]);
   family("psyche_client_download_failures_total", [{ value: t.downloadFailures }]);
   family("psyche_client_announcements_recovered_total", [{ value: t.announcementsRecovered }]);
+  family("psyche_client_states_skipped_total", [{ value: t.statesSkipped }]);
   family("psyche_client_peer_dial_failures_total", [{ value: t.peerDialFailures }]);
   family("psyche_client_errors_total", [{ value: t.errors }]);
   const summary = (label: string, key: string, spent: Spent) => [

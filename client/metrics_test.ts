@@ -139,7 +139,7 @@ Deno.test("a state logged again (a new round in the same state) keeps its start 
   assert.deepEqual(m.stateSeconds.RoundTrain, { sum: 2, count: 1 });
 });
 
-Deno.test("divergence, resync, reconnection and refusals are counted", () => {
+Deno.test("divergence, resync, reconnection, skipped states and refusals are counted", () => {
   const m = fold([
     ...RUN,
     { event: "diverged", fields: { step: 3, params_hash: "aa", consensus: "bb", reason: "x" } },
@@ -152,6 +152,8 @@ Deno.test("divergence, resync, reconnection and refusals are counted", () => {
     { event: "disconnected", fields: { address: "a", reason: "closed" } },
     { event: "reconnecting", fields: { address: "a", attempt: 1, delay_ms: 10, error: null } },
     { event: "reconnected", fields: { address: "a", attempts: 1 } },
+    { event: "states_skipped", fields: { skipped: 6 } },
+    { event: "states_skipped", fields: { skipped: 1 } },
     { event: "refused", fields: { what: "payload", reason: "size", from: KEY, detail: "" } },
     { event: "download_failed", fields: { step: 5, from: KEY, error: "timeout" } },
     { event: "error", fields: { what: "x", error: "y" } },
@@ -163,6 +165,7 @@ Deno.test("divergence, resync, reconnection and refusals are counted", () => {
   assert.equal(sampleValue(scraped, "psyche_client_params_step"), 5);
   assert.equal(sampleValue(scraped, "psyche_client_reconnects_total"), 1);
   assert.equal(sampleValue(scraped, "psyche_client_connected"), 1);
+  assert.equal(sampleValue(scraped, "psyche_client_states_skipped_total"), 7);
   assert.equal(sampleValue(scraped, "psyche_client_refused_total"), 1);
   assert.equal(sampleValue(scraped, "psyche_client_download_failures_total"), 1);
   assert.equal(sampleValue(scraped, "psyche_client_errors_total"), 1);

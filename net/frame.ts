@@ -145,6 +145,20 @@ export class FrameReader {
     return payload ?? new Uint8Array(0);
   }
 
+  /**
+   * The next frame's payload if the whole frame has already been read from the source (a
+   * view, left unread), else null. Lets a reader see that a newer frame is waiting behind the
+   * one it holds, without waiting for the source.
+   */
+  peekBuffered(): Uint8Array | null {
+    if (this.#pending.length < FRAME_HEADER_BYTES) return null;
+    const length = new DataView(this.#pending.buffer, this.#pending.byteOffset, FRAME_HEADER_BYTES)
+      .getUint32(0, false);
+    if (length > this.#maxFrameBytes) return null; // next() will refuse it
+    const end = FRAME_HEADER_BYTES + length;
+    return this.#pending.length < end ? null : this.#pending.subarray(FRAME_HEADER_BYTES, end);
+  }
+
   /** The next byte, left unread (at least one byte of the payload is due). */
   async #peekByte(): Promise<number> {
     while (this.#pending.length === 0) {

@@ -56,6 +56,30 @@ Deno.test("FrameReader splits several frames arriving in one read", async () => 
   assert.equal(await reader.next(), null);
 });
 
+Deno.test("peekBuffered shows a whole frame already read, and only a whole one", async () => {
+  const frames = [new Uint8Array([1]), new Uint8Array([2, 3]), new Uint8Array([4, 5, 6])];
+  const bytes = concat(frames.map(encodeFrame));
+  // The first read takes the first two frames and half of the third.
+  const reader = new FrameReader(chunkedReader(bytes, [5 + 6 + 3, 100]), { maxFrameBytes: 16 });
+  assert.equal(reader.peekBuffered(), null, "nothing read yet");
+  assert.deepEqual(await reader.next(), frames[0]);
+  assert.deepEqual(reader.peekBuffered(), frames[1]);
+  assert.deepEqual(reader.peekBuffered(), frames[1], "peeking reads nothing");
+  assert.deepEqual(await reader.next(), frames[1]);
+  assert.equal(reader.peekBuffered(), null, "the third frame is only partly here");
+  assert.deepEqual(await reader.next(), frames[2]);
+  assert.equal(reader.peekBuffered(), null);
+  assert.equal(await reader.next(), null);
+});
+
+Deno.test("peekBuffered leaves an oversize frame to next(), which refuses it", async () => {
+  const bytes = concat([encodeFrame(new Uint8Array([1])), encodeFrame(new Uint8Array(20))]);
+  const reader = new FrameReader(chunkedReader(bytes, [1000]), { maxFrameBytes: 16 });
+  assert.deepEqual(await reader.next(), new Uint8Array([1]));
+  assert.equal(reader.peekBuffered(), null);
+  await assert.rejects(reader.next(), FrameError);
+});
+
 Deno.test("FrameReader rejects an oversize length before reading the payload", async () => {
   const header = new Uint8Array([0xff, 0xff, 0xff, 0xf0]);
   const source = chunkedReader(header, [4]);

@@ -38,6 +38,7 @@ import {
   COORDINATOR_CONTEXT,
   decodeServerMessage,
   encodeClientMessage,
+  isStateFrame,
 } from "../../coordinator/server/mod.ts";
 
 /** Connection changes, for the client's log. */
@@ -54,6 +55,11 @@ export type TcpBackendEvent =
   }
   /** Connected again after a drop, at the `attempts`-th try. */
   | { kind: "Reconnected"; address: string; attempts: number }
+  /**
+   * After a stall (a cut link, a busy CPU) `skipped` states had piled up behind newer ones;
+   * only the newest (and every Cooldown) was followed.
+   */
+  | { kind: "StatesSkipped"; skipped: number }
   | { kind: "Failed"; error: BackendError };
 
 /** Options of {@linkcode TcpBackend.connect}. */
@@ -341,15 +347,31 @@ export class TcpBackend implements CoordinatorBackend {
 
   /** Handles frames until the link ends; returns why it ended. */
   async #read(link: Link): Promise<string> {
+    let skipped = 0;
     try {
       for (;;) {
         const frame = await link.frames.next();
         if (frame === null) return "the coordinator closed the connection";
         const msg = decodeServerMessage(frame);
         switch (msg.kind) {
-          case "State":
-            this.#feed.publish(decodeCoordinatorState(msg.bytes));
+          case "State": {
+            const state = decodeCoordinatorState(msg.bytes);
+            // A newer state already read behind this one supersedes it (the feed is latest
+            // wins), so a backlog is skipped rather than worked through state by state. Never
+            // a Cooldown: the apply of the epoch's last results is planned from it alone.
+            const next = link.frames.peekBuffered();
+            const newer = next !== null && isStateFrame(next);
+            if (newer && state.runState !== "Cooldown") {
+              skipped++;
+              break;
+            }
+            this.#feed.publish(state);
+            if (skipped > 0) this.#emit({ kind: "StatesSkipped", skipped });
+            skipped = 0;
+            // Let the followers plan from the Cooldown before the newer state replaces it.
+            if (newer) await new Promise((resolve) => setTimeout(resolve, 0));
             break;
+          }
           case "Ack":
             this.#settle(msg.requestId, null);
             break;

@@ -1,10 +1,18 @@
 import assert from "node:assert/strict";
 import { startTestServer } from "../../tests/support/server_driver.ts";
-import { warmupReport } from "../../tests/support/coordinator_fixtures.ts";
-import { generateIdentity } from "../../net/mod.ts";
+import { testState, warmupReport } from "../../tests/support/coordinator_fixtures.ts";
+import {
+  encodeFrame,
+  FrameReader,
+  generateIdentity,
+  serverHandshake,
+  writeAll,
+} from "../../net/mod.ts";
 import { BackendError } from "./backend.ts";
 import { parseAddress, TcpBackend, type TcpBackendEvent } from "./tcp.ts";
 import { CoordinatorError, NO_DIGEST } from "../../coordinator/core/mod.ts";
+import { encodeCoordinatorState } from "../../coordinator/encoding/mod.ts";
+import { COORDINATOR_CONTEXT, encodeServerMessage } from "../../coordinator/server/mod.ts";
 import { toHex } from "../../common/mod.ts";
 
 function serve(port = 0) {
@@ -139,4 +147,64 @@ Deno.test("the first connection fails at once when nobody listens", async () => 
   assert.ok(error instanceof Deno.errors.ConnectionRefused, String(error));
   // The message names the address tried.
   assert.match(error.message, new RegExp(`^cannot reach the coordinator at ${address}: `));
+});
+
+Deno.test("a backlog of states is skipped to the newest but for a Cooldown, replies kept in order", async () => {
+  // A coordinator whose pushes piled up while the link was stalled: 30 states and an Ack
+  // between them arrive in one burst.
+  using listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const stateFrame = (step: number) => {
+    const state = testState();
+    state.progress.step = step;
+    if (step === 10) state.runState = "Cooldown"; // an epoch's end is never skipped
+    return encodeFrame(
+      encodeServerMessage({ kind: "State", bytes: encodeCoordinatorState(state) }),
+    );
+  };
+  const burst = [
+    ...Array.from({ length: 20 }, (_, i) => stateFrame(i + 1)),
+    encodeFrame(encodeServerMessage({ kind: "Ack", requestId: 1 })),
+    ...Array.from({ length: 10 }, (_, i) => stateFrame(i + 21)),
+  ];
+  const bytes = new Uint8Array(burst.reduce((n, f) => n + f.length, 0));
+  burst.reduce((at, f) => (bytes.set(f, at), at + f.length), 0);
+  assert.ok(bytes.length < 60_000, "the burst fits one read of the reader's 64 KiB chunk");
+  const serving = (async () => {
+    const conn = await listener.accept();
+    await serverHandshake(conn, new FrameReader(conn, { maxFrameBytes: 1 << 16 }), {
+      context: COORDINATOR_CONTEXT,
+    });
+    return conn;
+  })();
+  const events: TcpBackendEvent[] = [];
+  const { port } = listener.addr as Deno.NetAddr;
+  const backend = await TcpBackend.connect({
+    address: `127.0.0.1:${port}`,
+    runId: "test-run",
+    identity: generateIdentity(),
+    onEvent: (e) => events.push(e),
+  });
+  const conn = await serving;
+  try {
+    const seen: number[] = [];
+    const joined = backend.join(); // request 1, answered inside the burst
+    const reading = (async () => {
+      for await (const s of backend.states()) {
+        seen.push(s.progress.step);
+        if (s.progress.step === 30) return;
+      }
+    })();
+    await writeAll(conn, bytes);
+    await joined;
+    await reading;
+    assert.deepEqual(seen, [10, 20, 30], "the Cooldown, the newest before the Ack, the newest");
+    assert.deepEqual(events.filter((e) => e.kind === "StatesSkipped"), [
+      { kind: "StatesSkipped", skipped: 9 },
+      { kind: "StatesSkipped", skipped: 9 },
+      { kind: "StatesSkipped", skipped: 9 },
+    ]);
+  } finally {
+    await backend.close();
+    conn.close();
+  }
 });

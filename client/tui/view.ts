@@ -262,6 +262,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "announcements_recovered":
     case "pull_failed":
     case "outdated":
+    case "states_skipped":
     case "peer_unreachable":
     case "checkpoint":
     case "saved_on_exit":

@@ -16,6 +16,7 @@ export {
   decodeServerMessage,
   encodeClientMessage,
   encodeServerMessage,
+  isStateFrame,
   MAX_REASON_BYTES,
   peekClientMessage,
   type ServerMessage,

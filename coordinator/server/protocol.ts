@@ -387,6 +387,11 @@ export function encodeServerMessage(msg: ServerMessage): Uint8Array {
   }
 }
 
+/** Whether a server frame's payload is a state push, by its tag alone (nothing else checked). */
+export function isStateFrame(payload: Uint8Array): boolean {
+  return payload.length > 0 && payload[0] === SERVER_TAGS.indexOf("State");
+}
+
 /** Decodes one server frame; {@linkcode ProtocolError} on any defect (as the client side). */
 export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
   const r = new MessageReader(bytes, "server message");

@@ -449,6 +449,9 @@ export class TrainingClient {
         reason: "the model it kept differs from the one the run recorded",
       });
     }
+    // The model held is not this epoch's: nothing may announce, witness or train with it
+    // until a load succeeds (a failed one is retried).
+    this.#progress.modelReady = false;
     let model: RunModel;
     const snapshot = this.#served;
     if (
@@ -674,9 +677,15 @@ export class TrainingClient {
     // Step aside at once, so the run does not wait for it until a health check drops it.
     const state = this.#state;
     if (state !== null && isInEpoch(state) && state.runState !== "Warmup") {
-      this.#o.backend.withdraw({ signal: this.#signal }).catch((e) =>
-        this.#o.logger.log("error", { what: "withdraw", error: (e as Error).message })
-      );
+      this.#o.backend.withdraw({ signal: this.#signal }).catch((e) => {
+        // Not Healthy any more: the coordinator dropped it first (a health check, a cut
+        // link), which is what the withdrawal asked for.
+        const gone = e instanceof CoordinatorError && e.code === "InvalidWithdraw";
+        this.#o.logger.log(gone ? "outdated" : "error", {
+          what: "withdraw",
+          error: (e as Error).message,
+        });
+      });
     }
     this.poke();
   }

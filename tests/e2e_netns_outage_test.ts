@@ -67,7 +67,15 @@ Deno.test({
       "one unattested epoch per unwitnessed round",
     );
     for (const e of unattested) assert.equal(e.event.level, "warn");
-    console.log(`${unattested.length} epoch(s) ended unattested`);
+    const errors = watcher.named("error").map((e) =>
+      `${e.label} ${e.event.what}: ${e.event.error}`
+    );
+    console.log(
+      `${unattested.length} epoch(s) ended unattested; ${watcher.named("outdated").length} ` +
+        `outdated requests; ${errors.length} errors${errors.map((e) => `\n  ${e}`).join("")}`,
+    );
+    // Refusals of what the outage overtook are `outdated`, not errors.
+    assert.deepEqual(errors, [], "clients logged errors");
     const found = disagreements(clientDigests(watcher.events));
     assert.deepEqual(
       found.disagreements,

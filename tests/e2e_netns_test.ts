@@ -86,6 +86,18 @@ Deno.test({
       () => watcher.named("apply", "client-3").filter((e) => step(e) > mendedAt).length >= 2,
       180_000,
     );
+    const count = (name: string) => watcher.named(name, "client-3").length;
+    const skipped = watcher.named("states_skipped", "client-3")
+      .reduce((n, e) => n + Number(e.event.skipped), 0);
+    const errors = watcher.named("error").map((e) =>
+      `${e.label} ${e.event.what}: ${e.event.error}`
+    );
+    console.log(
+      `client-3 after the cut: ${skipped} stale states skipped, ${count("outdated")} outdated ` +
+        `requests; ${errors.length} errors${errors.map((e) => `\n  ${e}`).join("")}`,
+    );
+    // Refusals of what the cut overtook are `outdated`, not errors: nothing else went wrong.
+    assert.deepEqual(errors, [], "clients logged errors");
     const found = disagreements(clientDigests(watcher.events));
     assert.deepEqual(
       found.disagreements,

@@ -344,7 +344,7 @@ export class TrainingClient {
         return;
       case "SendHealthChecks":
         await backend.sendHealthCheck(intent.checks, { signal });
-        logger.log("health_check", {
+        logger.log("health_check_sent", {
           step: this.#state === null ? 0 : this.#state.progress.step,
           clients: intent.checks.map((c) => toHex(c.id.signer)),
         });

@@ -90,7 +90,7 @@ export interface ClientEvents {
   };
   witness: { step: number; round: number; participants: number; commitments: number };
   warmup_witness: { epoch: number; index: number };
-  health_check: { step: number; clients: string[] };
+  health_check_sent: { step: number; clients: string[] };
   refused: { what: string; reason: string; from: string; detail: string };
   download_failed: { step: number; from: string; error: string };
   /**
@@ -233,7 +233,7 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `witnessed step ${e.step}: ${e.participants} trainers, ${e.commitments} commitments`;
     case "warmup_witness":
       return `ready for epoch ${e.epoch} (index ${e.index})`;
-    case "health_check":
+    case "health_check_sent":
       return `health check at step ${e.step}: ${e.clients.length} unhealthy`;
     case "refused":
       return `refused ${e.what} from ${e.from.slice(0, 12)}…: ${e.reason} (${e.detail})`;

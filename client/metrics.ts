@@ -273,7 +273,7 @@ export function reduceClientMetrics(
     case "warmup":
     case "waiting_for_model":
     case "warmup_witness":
-    case "health_check":
+    case "health_check_sent":
     case "checkpoint":
     case "model_snapshot":
     case "saved_on_exit":

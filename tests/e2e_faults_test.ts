@@ -60,9 +60,8 @@ Deno.test({
     const reported = await watcher.waitFor(
       "a health check naming the killed client",
       () =>
-        // A client's report (the coordinator's own health_check event names the reporter).
-        watcher.named("health_check").find((e) =>
-          e.kind === "client" && (e.event.clients as string[]).includes(victimKey)
+        watcher.named("health_check_sent").find((e) =>
+          (e.event.clients as string[]).includes(victimKey)
         ),
       60_000,
     );

@@ -333,7 +333,7 @@ Deno.test({
       await run.children[3].status;
       const dead = run.keys[2];
       const reports = () =>
-        clientEvents.slice(0, 2).flat().filter((e) => e.event === "health_check");
+        clientEvents.slice(0, 2).flat().filter((e) => e.event === "health_check_sent");
       await waitForRun(
         run,
         "a health check that drops client 2",

@@ -154,7 +154,7 @@ export class SummaryCollector {
         this.#log(label, { kind: "resynced", step: isStep(step) ? step : 0 });
         return;
       }
-      case "health_check":
+      case "health_check_sent":
         this.#healthChecks++;
         return;
       case "checkpoint":

@@ -102,7 +102,7 @@ Deno.test("the summary averages losses per step and counts what happened", () =>
   s.apply("client-1", 3, good(5), 1);
   s.apply("client-2", 2, good(4), 2);
   s.apply("client-2", 3, good(5), 1);
-  s.client("client-2", "health_check", { step: 3, clients: ["x"] });
+  s.client("client-2", "health_check_sent", { step: 3, clients: ["x"] });
   s.client("client-1", "checkpoint", { step: 5, dir: "/ck/step5" });
   s.coordinator("epoch_end", { success: true });
   s.coordinator("epoch_end", { success: false });

@@ -256,7 +256,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "memory_plan":
     case "warmup":
     case "warmup_witness":
-    case "health_check":
+    case "health_check_sent":
     case "refused":
     case "download_failed":
     case "announcements_recovered":

@@ -89,6 +89,8 @@ export interface ClientFaults {
   readonly flipWeightAfterStep?: number;
   /** Share the f32 masters as they are even when the run says bf16 (a client that forgot). */
   readonly skipSnapshotRounding?: boolean;
+  /** Never see a Cooldown state, as a client whose backlog or slow follower skipped it. */
+  readonly missCooldown?: boolean;
 }
 
 /** Milliseconds before a failed model load is tried again. */
@@ -163,6 +165,7 @@ export class TrainingClient {
     let reason: StopReason | "Failed" = "BackendClosed";
     try {
       for await (const state of this.#o.backend.states({ signal })) {
+        if (this.#o.faults?.missCooldown && state.runState === "Cooldown") continue;
         this.#state = state;
         this.#logState(state);
         this.#noteMembership(state);

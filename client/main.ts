@@ -213,10 +213,16 @@ export function logConnection(logger: ClientLogger, e: TcpBackendEvent): void {
  * one turns them on by accident): `PSYCHE_FAULT_FLIP_WEIGHT_AFTER_STEP=N` changes one parameter
  * right after the apply of step N's results, as a bit flip or a bad apply would, so tests can
  * watch the run notice and the client resync; `PSYCHE_FAULT_SKIP_SNAPSHOT_ROUNDING=1` shares
- * the f32 masters unrounded at Cooldown even when the run's snapshot dtype is bf16.
+ * the f32 masters unrounded at Cooldown even when the run's snapshot dtype is bf16;
+ * `PSYCHE_FAULT_MISS_COOLDOWN=1` never hands the client a Cooldown state, as a backlog or a slow
+ * follower may skip one.
  */
 function faultsFromEnv(): ClientFaults {
-  const faults: { flipWeightAfterStep?: number; skipSnapshotRounding?: boolean } = {};
+  const faults: {
+    flipWeightAfterStep?: number;
+    skipSnapshotRounding?: boolean;
+    missCooldown?: boolean;
+  } = {};
   const flip = Deno.env.get("PSYCHE_FAULT_FLIP_WEIGHT_AFTER_STEP");
   if (flip !== undefined) {
     const step = Number(flip);
@@ -231,6 +237,13 @@ function faultsFromEnv(): ClientFaults {
       throw new RangeError(`PSYCHE_FAULT_SKIP_SNAPSHOT_ROUNDING must be 1, found "${skip}"`);
     }
     faults.skipSnapshotRounding = true;
+  }
+  const miss = Deno.env.get("PSYCHE_FAULT_MISS_COOLDOWN");
+  if (miss !== undefined) {
+    if (miss !== "1") {
+      throw new RangeError(`PSYCHE_FAULT_MISS_COOLDOWN must be 1, found "${miss}"`);
+    }
+    faults.missCooldown = true;
   }
   return faults;
 }

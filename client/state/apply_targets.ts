@@ -49,6 +49,21 @@ export function duePlans(state: CoordinatorState): ApplyPlan[] {
     default:
       return [];
   }
+  return plansUpTo(state, newest);
+}
+
+/**
+ * In WaitingForMembers after an epoch's Cooldown, the plans that Cooldown had due (rounds
+ * `H − 2` and `H − 1`, from the rounds the state still holds); none otherwise (a run that has
+ * not trained yet, or an epoch that ended in Warmup, holds no training rounds).
+ */
+export function epochEndPlans(state: CoordinatorState): ApplyPlan[] {
+  if (state.runState !== "WaitingForMembers") return [];
+  return plansUpTo(state, currentRound(state).height - 1);
+}
+
+/** The plans of rounds `newest − 1` and `newest` that exist, oldest first. */
+function plansUpTo(state: CoordinatorState, newest: number): ApplyPlan[] {
   const plans: ApplyPlan[] = [];
   for (const h of [newest - 1, newest]) {
     const plan = applyPlanFor(state, h);

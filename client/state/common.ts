@@ -18,6 +18,7 @@ import {
 } from "./intent.ts";
 import type { PublicKeyBytes } from "../../common/mod.ts";
 import {
+  type ApplyPlan,
   type CoordinatorState,
   currentRound,
   roundAssignments,
@@ -52,12 +53,18 @@ export function planModel(input: PlanInput): Intent[] | null {
   return input.progress.started(intentKey(load)) ? [] : [load];
 }
 
-/** Apply intents due now and not yet started, oldest first. */
-export function planApplies(input: PlanInput): ApplyIntent[] {
+/**
+ * Apply intents due now and not yet started, oldest first: `plans` (the state's due plans by
+ * default) of `epoch` (the state's by default).
+ */
+export function planApplies(
+  input: PlanInput,
+  plans: ApplyPlan[] = duePlans(input.state),
+  epoch = input.state.progress.epoch,
+): ApplyIntent[] {
   const { state, progress } = input;
-  const epoch = state.progress.epoch;
   const out: ApplyIntent[] = [];
-  for (const plan of duePlans(state)) {
+  for (const plan of plans) {
     if (progress.started(applyKey(epoch, plan.resultsRound.height))) continue;
     const step = stepOfHeight(state, plan.resultsRound.height);
     out.push({

@@ -11,9 +11,11 @@
  * @module
  */
 import { epochIndexOf, roundView } from "../round_view.ts";
+import { epochEndPlans } from "./apply_targets.ts";
 import { appliesDone, planApplies } from "./common.ts";
-import { type Intent, intentKey, type PlanInput } from "./intent.ts";
-import { currentRound } from "../../coordinator/core/mod.ts";
+import { applyKey, type Intent, intentKey, type PlanInput } from "./intent.ts";
+import { equalBytes } from "../../common/mod.ts";
+import { type CoordinatorState, currentRound } from "../../coordinator/core/mod.ts";
 
 /** What to do during Cooldown. */
 export function planCooldown(input: PlanInput): Intent[] {
@@ -22,12 +24,7 @@ export function planCooldown(input: PlanInput): Intent[] {
   if (epochIndexOf(state, signer) < 0) return [];
   const out: Intent[] = [...planApplies(input)];
   if (!appliesDone(input)) return out;
-  const share: Intent = {
-    kind: "ShareModel",
-    epoch: state.progress.epoch,
-    step: state.progress.step,
-    snapshotDtype: state.model.snapshotDtype,
-  };
+  const share = shareIntent(state, state.progress.epoch);
   if (!progress.started(intentKey(share))) out.push(share);
   if (progress.done(intentKey(share))) out.push(...cooldownWitness(input));
   if (!input.checkpoints) return out;
@@ -38,6 +35,46 @@ export function planCooldown(input: PlanInput): Intent[] {
   };
   if (!progress.started(intentKey(checkpoint))) out.push(checkpoint);
   return out;
+}
+
+/**
+ * In the WaitingForMembers after an epoch this client was a member of, the Cooldown work it never
+ * did, because it never saw that Cooldown (a backlog of states skipped, a follower too slow): the
+ * applies of the epoch's last results, from the rounds the state still holds, then the snapshot
+ * that labels (and, for a bf16 run, rounds) the parameters the next epoch starts from. Otherwise
+ * it would start that epoch without them and fetch them from its peers; after an outage, where
+ * every client missed the Cooldown, nobody could serve them. The checkpoint too, with a folder.
+ * Keyed by the ended epoch, so what was done in Cooldown is not done again. The Cooldown witness
+ * is past its time.
+ */
+export function planMissedCooldown(input: PlanInput): Intent[] {
+  const { state, signer, progress } = input;
+  const ended = state.progress.epoch - 1;
+  if (!progress.modelReady || input.diverged || input.lastMemberEpoch !== ended) return [];
+  // The state must still hold the ended epoch, trained and listing this client (not an epoch
+  // whose Warmup failed since, or a run that has not trained).
+  const { clients, exitedClients, startStep } = state.epochState;
+  if (state.progress.step <= startStep) return [];
+  if (![...clients, ...exitedClients].some((c) => equalBytes(c.id.signer, signer))) return [];
+  const plans = epochEndPlans(state);
+  const out: Intent[] = planApplies(input, plans, ended);
+  if (!plans.every((p) => progress.done(applyKey(ended, p.resultsRound.height)))) return out;
+  const share = shareIntent(state, ended);
+  if (!progress.started(intentKey(share))) out.push(share);
+  if (!input.checkpoints) return out;
+  const checkpoint: Intent = { kind: "Checkpoint", epoch: ended, step: state.progress.step };
+  if (!progress.started(intentKey(checkpoint))) out.push(checkpoint);
+  return out;
+}
+
+/** The snapshot of the parameters the epoch after `epoch` starts from. */
+function shareIntent(state: CoordinatorState, epoch: number): Intent {
+  return {
+    kind: "ShareModel",
+    epoch,
+    step: state.progress.step,
+    snapshotDtype: state.model.snapshotDtype,
+  };
 }
 
 /** The Cooldown witness of a witness of the epoch's last round, once, after the snapshot. */

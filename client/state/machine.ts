@@ -12,7 +12,7 @@
  *   RoundTrain --> RoundWitness: Witness (if not sent), late Train/Finished
  *   RoundWitness --> RoundTrain
  *   RoundWitness --> Cooldown: Apply(H-1), ShareModel, CooldownWitness, Checkpoint
- *   Cooldown --> WaitingForMembers: Join again if Dropped/Withdrawn
+ *   Cooldown --> WaitingForMembers: Join again if Dropped/Withdrawn; Apply(H-1) if Cooldown was missed
  * ```
  *
  * Pure.
@@ -20,7 +20,7 @@
  * @module
  */
 import { epochIndexOf, isInEpoch, roundView } from "../round_view.ts";
-import { planCooldown } from "./cooldown.ts";
+import { planCooldown, planMissedCooldown } from "./cooldown.ts";
 import { type Intent, intentKey, type PlanInput } from "./intent.ts";
 import { planRoundTrain } from "./train.ts";
 import { planWarmup } from "./warmup.ts";
@@ -42,7 +42,7 @@ export function planActions(input: PlanInput): Intent[] {
     case "Paused":
       return [];
     case "WaitingForMembers":
-      return planRejoin(input);
+      return [...planMissedCooldown(input), ...planRejoin(input)];
     case "Warmup":
       return planWarmup(input);
     case "RoundTrain":

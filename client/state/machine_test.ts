@@ -380,6 +380,112 @@ Deno.test("Cooldown: apply round H-1, share the model, checkpoint (with a folder
   assert.deepEqual(plan(state, ids[0], progress, new Facts()), []);
 });
 
+Deno.test("WaitingForMembers after a Cooldown it never saw: a member applies the epoch's last results", () => {
+  // An outage: round 2 ends with no witness, so the epoch winds down and every client is
+  // withdrawn; the coordinator's Cooldown ends while the clients are still cut off.
+  const { driver, ids } = runInRound0(3);
+  driver.fullRound();
+  driver.fullRound();
+  driver.tick(driver.state.config.maxRoundTrainTime);
+  driver.witnessTimeout();
+  assert.equal(driver.state.runState, "Cooldown");
+  driver.tick(driver.state.config.cooldownTime);
+  const state = driver.state;
+  assert.equal(state.runState, "WaitingForMembers");
+  const ended = state.progress.epoch - 1;
+  const input = (progress: ClientProgress, lastMemberEpoch: number | null, diverged = false) => ({
+    state,
+    signer: ids[0].signer,
+    progress,
+    facts: new Facts(),
+    checkpoints: true,
+    diverged,
+    lastMemberEpoch,
+  });
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  progress.markDone(`Apply:${ended}:0`); // applied in round 2
+  const out = planActions(input(progress, ended));
+  assert.deepEqual(kinds(out), ["Apply", "Join"], "the missed apply first, then join again");
+  const apply = out[0] as Extract<Intent, { kind: "Apply" }>;
+  assert.equal(apply.epoch, ended, "keyed by the epoch that ended");
+  assert.equal(apply.plan.resultsRound.height, 1);
+  assert.equal(apply.plan.witnessRound.height, 2);
+  // Round 1 trained step 2; round 2 (step 3) ended the epoch, and the run is at step 4.
+  assert.equal(apply.step, state.epochState.startStep + 1);
+  assert.equal(apply.step, state.progress.step - 2);
+  // Made once: in Cooldown (same key) or here; then the snapshot the next epoch starts from.
+  progress.markStarted(intentKey(apply));
+  assert.deepEqual(kinds(planActions(input(progress, ended))), ["Join"]);
+  progress.markDone(intentKey(apply));
+  const share = planActions(input(progress, ended));
+  assert.deepEqual(share, [
+    { kind: "ShareModel", epoch: ended, step: state.progress.step, snapshotDtype: "f32" },
+    { kind: "Checkpoint", epoch: ended, step: state.progress.step },
+    { kind: "Join", epoch: state.progress.epoch },
+  ]);
+  complete(progress, share.slice(0, 2));
+  assert.deepEqual(kinds(planActions(input(progress, ended))), ["Join"]);
+  // Not for a client without the model, a diverged one, or one that was not a member.
+  const fresh = () => {
+    const p = new ClientProgress();
+    p.modelReady = true;
+    p.markDone(`Apply:${ended}:0`);
+    return p;
+  };
+  assert.deepEqual(kinds(planActions(input(new ClientProgress(), ended))), ["Join"]);
+  assert.deepEqual(kinds(planActions(input(fresh(), ended, true))), ["Join"]);
+  assert.deepEqual(kinds(planActions(input(fresh(), ended - 1))), ["Join"]);
+  assert.deepEqual(kinds(planActions(input(fresh(), null))), ["Join"]);
+});
+
+Deno.test("WaitingForMembers after an epoch wound down by its timer: only the snapshot is missed", () => {
+  // The epoch timer's last rounds train nothing, so its Cooldown has nothing left to apply.
+  const { driver, ids } = runInRound0(3);
+  const state = driver.state;
+  state.epochState.lastStep = state.progress.step + 2;
+  driver.fullRound();
+  driver.fullRound();
+  assert.equal(state.runState, "Cooldown");
+  driver.tick(state.config.cooldownTime);
+  assert.equal(state.runState, "WaitingForMembers");
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const ended = state.progress.epoch - 1;
+  assert.deepEqual(
+    planActions({
+      state,
+      signer: ids[0].signer,
+      progress,
+      facts: new Facts(),
+      checkpoints: false,
+      diverged: false,
+      lastMemberEpoch: ended,
+    }),
+    [{ kind: "ShareModel", epoch: ended, step: state.progress.step, snapshotDtype: "f32" }],
+    "no checkpoint without a folder",
+  );
+});
+
+Deno.test("WaitingForMembers before any epoch trained: no apply is due", () => {
+  const { driver, ids } = runInRound0(3);
+  const state = structuredClone(driver.state);
+  state.runState = "WaitingForMembers";
+  state.progress.epoch += 1;
+  const progress = new ClientProgress();
+  progress.modelReady = true;
+  const out = planActions({
+    state,
+    signer: ids[0].signer,
+    progress,
+    facts: new Facts(),
+    checkpoints: true,
+    diverged: false,
+    lastMemberEpoch: state.progress.epoch - 1,
+  });
+  assert.deepEqual(out, [], "round 0 has no witnessed round before it");
+});
+
 Deno.test("a diverged client contributes nothing in rounds and Cooldown, and still loads in Warmup", () => {
   const { driver, ids } = runInRound0(3);
   const progress = new ClientProgress();

@@ -62,8 +62,9 @@ function renderRun(view) {
     : String(view.step);
   $("round").textContent = view.roundHeight === null ? "–" : String(view.roundHeight);
   const t = view.totals;
+  const unattested = t.unattestedEpochs > 0 ? ` (${t.unattestedEpochs} unattested)` : "";
   $("totals").textContent = `${t.witnesses} witness reports, ${t.rounds} rounds, ${t.epochs} ` +
-    `epochs ended, ${t.divergences} divergences, ${t.rejections} refusals`;
+    `epochs ended${unattested}, ${t.divergences} divergences, ${t.rejections} refusals`;
 }
 
 function renderTimeline(view) {

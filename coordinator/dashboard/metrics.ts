@@ -62,6 +62,10 @@ export const METRICS = {
   psyche_witnesses_total: ["counter", "Witness reports accepted."],
   psyche_rounds_total: ["counter", "Rounds ended (witness phase over)."],
   psyche_epochs_total: ["counter", "Epochs ended."],
+  psyche_epochs_unattested_total: [
+    "counter",
+    "Epochs ended with no witness report in their last round.",
+  ],
   psyche_divergences_total: [
     "counter",
     "Witness reports whose parameter digest differs from the one a quorum recorded.",
@@ -171,6 +175,7 @@ export function metricsText(view: DashboardView): string {
   family("psyche_witnesses_total", [{ value: view.totals.witnesses }]);
   family("psyche_rounds_total", [{ value: view.totals.rounds }]);
   family("psyche_epochs_total", [{ value: view.totals.epochs }]);
+  family("psyche_epochs_unattested_total", [{ value: view.totals.unattestedEpochs }]);
   family("psyche_divergences_total", [{ value: view.totals.divergences }]);
   family("psyche_rejections_total", [{ value: view.totals.rejections }]);
   family(

@@ -128,6 +128,8 @@ export interface DashboardView {
     readonly witnesses: number;
     readonly rounds: number;
     readonly epochs: number;
+    /** Of those, epochs whose last round no witness reported (`cause` `no_witnesses`). */
+    readonly unattestedEpochs: number;
     readonly divergences: number;
     readonly rejections: number;
     readonly joins: number;
@@ -156,7 +158,15 @@ export function emptyView(): DashboardView {
     phaseSeconds,
     digests: [],
     openDigests: {},
-    totals: { witnesses: 0, rounds: 0, epochs: 0, divergences: 0, rejections: 0, joins: 0 },
+    totals: {
+      witnesses: 0,
+      rounds: 0,
+      epochs: 0,
+      unattestedEpochs: 0,
+      divergences: 0,
+      rejections: 0,
+      joins: 0,
+    },
     updatedMs: 0,
   };
 }
@@ -379,7 +389,12 @@ function applyEvent(view: DashboardView, event: ServerEvent, timeMs: number): Da
         ...view,
         epoch: event.epoch,
         step: event.step,
-        totals: { ...view.totals, epochs: view.totals.epochs + 1 },
+        totals: {
+          ...view.totals,
+          epochs: view.totals.epochs + 1,
+          unattestedEpochs: view.totals.unattestedEpochs +
+            (event.cause === "no_witnesses" ? 1 : 0),
+        },
       };
     case "Joined": {
       const joined = withClient(view, event.client, timeMs, () => ({ status: "Pending" }));

@@ -185,17 +185,19 @@ Deno.test("joins, leaves and kicks set a client's status; counters count", () =>
       untrainedBatches: 0,
     },
     { kind: "EpochEnd", epoch: 1, step: 9, success: true, cause: "epoch_time" },
+    { kind: "EpochEnd", epoch: 2, step: 9, success: true, cause: "no_witnesses" },
   ]);
   assert.deepEqual(view.clients.map((c) => [c.key, c.status]), [[A, "Left"], [B, "Dropped"]]);
   assert.deepEqual(view.totals, {
     witnesses: 0,
     rounds: 1,
-    epochs: 1,
+    epochs: 2,
+    unattestedEpochs: 1,
     divergences: 0,
     rejections: 1,
     joins: 2,
   });
-  assert.deepEqual([view.epoch, view.step], [1, 9]);
+  assert.deepEqual([view.epoch, view.step], [2, 9]);
 });
 
 Deno.test("events the view does not show leave it unchanged", () => {

@@ -14,7 +14,7 @@
  */
 import assert from "node:assert/strict";
 import { type SeenEvent, startTinyTestnet } from "../client/testing/testnet.ts";
-import { clientDigests, describeDisagreements, disagreements } from "./support/one_model.ts";
+import { assertOneModel, clientErrors } from "./support/one_model.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
 const CLIENTS = ["client-1", "client-2", "client-3"];
@@ -70,16 +70,9 @@ Deno.test({
       assert.equal(watcher.named("model", label).length, 1, `${label} loaded its model once`);
       assert.deepEqual(watcher.named("diverged", label), [], `${label} never diverged`);
     }
-    const errors = watcher.named("error").map((e) =>
-      `${e.label} ${e.event.what}: ${e.event.error}`
-    );
+    const errors = clientErrors(watcher.events);
     assert.deepEqual(errors, [], "clients logged errors");
-    const found = disagreements(clientDigests(watcher.events));
-    assert.deepEqual(
-      found.disagreements,
-      [],
-      `clients hold different parameters:\n${describeDisagreements(found.disagreements)}`,
-    );
+    assertOneModel(watcher.events);
   } catch (e) {
     console.error(lines.slice(-150).join("\n"));
     throw e;

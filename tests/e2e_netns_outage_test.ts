@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import { type SeenEvent, startTinyTestnetOn } from "../client/testing/testnet.ts";
 import { createTestNetwork, testNetworkUnavailable } from "../client/testing/netns.ts";
-import { clientDigests, describeDisagreements, disagreements } from "./support/one_model.ts";
+import { assertOneModel, clientErrors } from "./support/one_model.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
 const unavailable = testNetworkUnavailable();
@@ -67,21 +67,14 @@ Deno.test({
       "one unattested epoch per unwitnessed round",
     );
     for (const e of unattested) assert.equal(e.event.level, "warn");
-    const errors = watcher.named("error").map((e) =>
-      `${e.label} ${e.event.what}: ${e.event.error}`
-    );
+    const errors = clientErrors(watcher.events);
     console.log(
       `${unattested.length} epoch(s) ended unattested; ${watcher.named("outdated").length} ` +
         `outdated requests; ${errors.length} errors${errors.map((e) => `\n  ${e}`).join("")}`,
     );
     // Refusals of what the outage overtook are `outdated`, not errors.
     assert.deepEqual(errors, [], "clients logged errors");
-    const found = disagreements(clientDigests(watcher.events));
-    assert.deepEqual(
-      found.disagreements,
-      [],
-      `clients hold different parameters:\n${describeDisagreements(found.disagreements)}`,
-    );
+    assertOneModel(watcher.events);
   } catch (e) {
     console.error(lines.slice(-200).join("\n"));
     throw e;

@@ -19,7 +19,7 @@
 import assert from "node:assert/strict";
 import { type SeenEvent, startTinyTestnetOn } from "../client/testing/testnet.ts";
 import { createTestNetwork, testNetworkUnavailable } from "../client/testing/netns.ts";
-import { clientDigests, describeDisagreements, disagreements } from "./support/one_model.ts";
+import { assertOneModel, clientErrors } from "./support/one_model.ts";
 
 const step = (e: SeenEvent) => Number(e.event.step);
 const unavailable = testNetworkUnavailable();
@@ -89,21 +89,14 @@ Deno.test({
     const count = (name: string) => watcher.named(name, "client-3").length;
     const skipped = watcher.named("states_skipped", "client-3")
       .reduce((n, e) => n + Number(e.event.skipped), 0);
-    const errors = watcher.named("error").map((e) =>
-      `${e.label} ${e.event.what}: ${e.event.error}`
-    );
+    const errors = clientErrors(watcher.events);
     console.log(
       `client-3 after the cut: ${skipped} stale states skipped, ${count("outdated")} outdated ` +
         `requests; ${errors.length} errors${errors.map((e) => `\n  ${e}`).join("")}`,
     );
     // Refusals of what the cut overtook are `outdated`, not errors: nothing else went wrong.
     assert.deepEqual(errors, [], "clients logged errors");
-    const found = disagreements(clientDigests(watcher.events));
-    assert.deepEqual(
-      found.disagreements,
-      [],
-      `clients hold different parameters:\n${describeDisagreements(found.disagreements)}`,
-    );
+    assertOneModel(watcher.events);
     const last = Math.max(...watcher.named("apply", "client-3").map(step));
     const at = (label: string) =>
       watcher.named("apply", label).find((e) => step(e) === last)?.event.params_hash;

@@ -16,7 +16,7 @@
  */
 import assert from "node:assert/strict";
 import { EventWatcher, type SeenEvent, tinyRunFolder } from "../client/testing/testnet.ts";
-import { clientDigests, describeDisagreements, disagreements } from "./support/one_model.ts";
+import { assertOneModel } from "./support/one_model.ts";
 import { Testnet } from "../client/testnet/mod.ts";
 
 /** Shown when a test fails: the testnet's merged console output. */
@@ -27,17 +27,6 @@ function recorder() {
 
 const named = (w: EventWatcher, name: string, label?: string) => w.named(name, label);
 const num = (e: SeenEvent, field: string) => Number(e.event[field]);
-
-/** Asserts every step's digests agree among clients that had not logged a divergence. */
-function assertOneModel(watcher: EventWatcher, atLeastSteps: number): void {
-  const found = disagreements(clientDigests(watcher.events));
-  assert.deepEqual(
-    found.disagreements,
-    [],
-    `clients hold different parameters:\n${describeDisagreements(found.disagreements)}`,
-  );
-  assert.ok(found.steps >= atLeastSteps, `only ${found.steps} steps compared`);
-}
 
 Deno.test({
   name: "a client whose parameters change diverges at the next record, withdraws, resyncs " +
@@ -113,7 +102,7 @@ Deno.test({
     for (const label of ["client-1", "client-3"]) {
       assert.deepEqual(named(watcher, "diverged", label), [], `${label} never diverged`);
     }
-    assertOneModel(watcher, 8);
+    assertOneModel(watcher.events, 8);
   } catch (e) {
     console.error(out.lines.slice(-120).join("\n"));
     throw e;
@@ -193,7 +182,7 @@ Deno.test({
         ).length >= 6,
       120_000,
     );
-    assertOneModel(watcher, 6);
+    assertOneModel(watcher.events, 6);
     assert.deepEqual(named(watcher, "diverged"), [], "nobody diverged");
   } catch (e) {
     console.error(out.lines.slice(-120).join("\n"));
@@ -262,7 +251,7 @@ Deno.test({
       );
       assert.equal(loaded.event.weights, "p2p", `${victim} fetched the model from its peers`);
     }
-    assertOneModel(watcher, 10);
+    assertOneModel(watcher.events, 10);
     assert.deepEqual(named(watcher, "diverged"), [], "no client left the run's parameters");
     // No batch silently lost: every client that applied a step counted the same untrained
     // batches (a batch is either applied by everyone or counted by everyone).

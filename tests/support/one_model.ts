@@ -6,6 +6,7 @@
  *
  * @module
  */
+import assert from "node:assert/strict";
 import type { SeenEvent } from "../../client/testing/testnet.ts";
 
 /** One client's digests by step, and the steps it spent diverged. */
@@ -81,4 +82,24 @@ export function describeDisagreements(found: readonly Disagreement[]): string {
     `step ${d.step}: ` +
     [...d.digests].map(([h, labels]) => `${h.slice(0, 12)} (${labels.join(", ")})`).join(" vs ")
   ).join("\n");
+}
+
+/**
+ * Asserts that clients which had not logged a divergence hold the same parameters at every step,
+ * over at least `atLeastSteps` steps.
+ */
+export function assertOneModel(events: readonly SeenEvent[], atLeastSteps = 1): void {
+  const found = disagreements(clientDigests(events));
+  assert.deepEqual(
+    found.disagreements,
+    [],
+    `clients hold different parameters:\n${describeDisagreements(found.disagreements)}`,
+  );
+  assert.ok(found.steps >= atLeastSteps, `only ${found.steps} steps compared`);
+}
+
+/** Every `error` the clients logged, as `label what: error` lines. */
+export function clientErrors(events: readonly SeenEvent[]): string[] {
+  return events.filter((e) => e.kind === "client" && e.event.event === "error")
+    .map((e) => `${e.label} ${e.event.what}: ${e.event.error}`);
 }

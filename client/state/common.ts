@@ -79,12 +79,16 @@ export function planApplies(
   return out;
 }
 
-/** Whether every due apply completed (training must wait for it). */
-export function appliesDone(input: PlanInput): boolean {
-  const epoch = input.state.progress.epoch;
-  return duePlans(input.state).every((p) =>
-    input.progress.done(applyKey(epoch, p.resultsRound.height))
-  );
+/**
+ * Whether every apply of `plans` (the state's due plans by default) of `epoch` (the state's by
+ * default) completed: training must wait for them.
+ */
+export function appliesDone(
+  input: PlanInput,
+  plans: ApplyPlan[] = duePlans(input.state),
+  epoch = input.state.progress.epoch,
+): boolean {
+  return plans.every((p) => input.progress.done(applyKey(epoch, p.resultsRound.height)));
 }
 
 /** Whether this client has a batch to train in the round. */

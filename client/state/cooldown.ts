@@ -13,7 +13,7 @@
 import { epochIndexOf, roundView } from "../round_view.ts";
 import { epochEndPlans } from "./apply_targets.ts";
 import { appliesDone, planApplies } from "./common.ts";
-import { applyKey, type Intent, intentKey, type PlanInput } from "./intent.ts";
+import { type Intent, intentKey, type PlanInput } from "./intent.ts";
 import { equalBytes } from "../../common/mod.ts";
 import { type CoordinatorState, currentRound } from "../../coordinator/core/mod.ts";
 
@@ -27,13 +27,7 @@ export function planCooldown(input: PlanInput): Intent[] {
   const share = shareIntent(state, state.progress.epoch);
   if (!progress.started(intentKey(share))) out.push(share);
   if (progress.done(intentKey(share))) out.push(...cooldownWitness(input));
-  if (!input.checkpoints) return out;
-  const checkpoint: Intent = {
-    kind: "Checkpoint",
-    epoch: state.progress.epoch,
-    step: state.progress.step,
-  };
-  if (!progress.started(intentKey(checkpoint))) out.push(checkpoint);
+  out.push(...checkpoint(input, state.progress.epoch));
   return out;
 }
 
@@ -58,12 +52,10 @@ export function planMissedCooldown(input: PlanInput): Intent[] {
   if (![...clients, ...exitedClients].some((c) => equalBytes(c.id.signer, signer))) return [];
   const plans = epochEndPlans(state);
   const out: Intent[] = planApplies(input, plans, ended);
-  if (!plans.every((p) => progress.done(applyKey(ended, p.resultsRound.height)))) return out;
+  if (!appliesDone(input, plans, ended)) return out;
   const share = shareIntent(state, ended);
   if (!progress.started(intentKey(share))) out.push(share);
-  if (!input.checkpoints) return out;
-  const checkpoint: Intent = { kind: "Checkpoint", epoch: ended, step: state.progress.step };
-  if (!progress.started(intentKey(checkpoint))) out.push(checkpoint);
+  out.push(...checkpoint(input, ended));
   return out;
 }
 
@@ -75,6 +67,13 @@ function shareIntent(state: CoordinatorState, epoch: number): Intent {
     step: state.progress.step,
     snapshotDtype: state.model.snapshotDtype,
   };
+}
+
+/** The checkpoint of the parameters the epoch after `epoch` starts from: once, with a folder. */
+function checkpoint(input: PlanInput, epoch: number): Intent[] {
+  if (!input.checkpoints) return [];
+  const intent: Intent = { kind: "Checkpoint", epoch, step: input.state.progress.step };
+  return input.progress.started(intentKey(intent)) ? [] : [intent];
 }
 
 /** The Cooldown witness of a witness of the epoch's last round, once, after the snapshot. */

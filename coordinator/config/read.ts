@@ -27,6 +27,7 @@ import {
   type CoordinatorConfig,
   type CoordinatorProgress,
   DEFAULT_MAX_CLIENTS,
+  DEFAULT_VERIFICATION_BAR_EPOCHS,
   type LlmArchitecture,
   type LlmDataType,
   type LlmModel,
@@ -136,6 +137,11 @@ function readCoordinatorConfig(t: TableReader): Partial<CoordinatorConfig> {
       MAX_WAITING_FOR_MEMBERS_EXTRA_TIME,
     ),
     maxClients: t.integerOr("max_clients", "u16", DEFAULT_MAX_CLIENTS),
+    verificationBarEpochs: t.integerOr(
+      "verification_bar_epochs",
+      "u16",
+      DEFAULT_VERIFICATION_BAR_EPOCHS,
+    ),
   };
   t.finish();
   return config;

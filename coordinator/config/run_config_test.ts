@@ -121,6 +121,7 @@ Deno.test("the base document parses into the typed values", () => {
     verificationPercent: 0,
     waitingForMembersExtraTime: 3,
     maxClients: 256,
+    verificationBarEpochs: 4,
   });
   assert.deepEqual(run.model.dataLocation, { kind: "Server", address: "127.0.0.1:20001" });
   assert.deepEqual(run.model.checkpoint, {
@@ -845,9 +846,10 @@ const runConfigArb: fc.Arbitrary<RunConfig> = fc.record({
       witnessNodes: u(Math.min(base.minClients, 32)),
       globalBatchSizeStart: fc.constant(200),
       globalBatchSizeEnd: fc.integer({ min: 200, max: 0xffff }),
-      verificationPercent: fc.constant(0),
+      verificationPercent: u(100),
       waitingForMembersExtraTime: fc.integer({ min: 1, max: 255 }),
       maxClients: fc.integer({ min: 200, max: 0xffff }),
+      verificationBarEpochs: u(0xffff),
     }),
     model: fc.record({
       architecture: fc.constantFrom(

@@ -193,6 +193,7 @@ function checkCoordinatorConfig(v: Checker, c: Partial<CoordinatorConfig>): void
     MAX_WAITING_FOR_MEMBERS_EXTRA_TIME,
   );
   v.uint(p("max_clients"), c.maxClients, "u16");
+  v.uint(p("verification_bar_epochs"), c.verificationBarEpochs, "u16");
 
   const epochTime = v.usable(p("epoch_time"), c.epochTime);
   const minClients = v.usable(p("min_clients"), c.minClients);
@@ -274,11 +275,8 @@ function checkCoordinatorConfig(v: Checker, c: Partial<CoordinatorConfig>): void
   v.rule(
     p("verification_percent"),
     c.verificationPercent,
-    (x) => x === 0,
-    (x) =>
-      x > 100
-        ? "must be a percentage (0..100), and only 0 is supported"
-        : "must be 0: verifier committees are not implemented (Psyche asserts the same)",
+    (x) => x <= 100,
+    "must be a percentage (0..100) of each round's batches to verify",
   );
   v.rule(
     p("waiting_for_members_extra_time"),

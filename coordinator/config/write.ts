@@ -60,6 +60,7 @@ function coordinatorConfigToToml(c: CoordinatorConfig): Toml {
     verification_percent: c.verificationPercent,
     waiting_for_members_extra_time: c.waitingForMembersExtraTime,
     max_clients: c.maxClients,
+    verification_bar_epochs: c.verificationBarEpochs,
   };
 }
 

@@ -151,7 +151,8 @@ export class CommitteeSelection {
   /**
    * The selection of the current (`0`) or previous (`-1`) round of `state`'s ring buffer:
    * that round's `clientsLen`, `randomSeed` and `tieBreakerTasks`, and the config's
-   * `verificationPercent` and `witnessNodes`. Whether that round is live (e.g. there is no
+   * `witnessNodes`; no Verifier committee (the run's `verificationPercent` samples results
+   * instead: verification.ts). Whether that round is live (e.g. there is no
    * previous round in an epoch's first round) is the caller's business. Throws RangeError
    * if `roundsHead` or the ring buffer is malformed, or the round's values are invalid.
    */
@@ -171,7 +172,7 @@ export class CommitteeSelection {
     }
     return CommitteeSelection.create({
       tieBreakerNodes: round.tieBreakerTasks,
-      verificationPercent: state.config.verificationPercent,
+      verificationPercent: 0,
       witnessNodes: state.config.witnessNodes,
       totalNodes: round.clientsLen,
       randomSeed: round.randomSeed,

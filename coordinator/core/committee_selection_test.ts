@@ -153,6 +153,7 @@ function round(overrides: Partial<Round>): Round {
     height: 0,
     clientsLen: 0,
     tieBreakerTasks: 0,
+    rejected: [],
     ...overrides,
   };
 }

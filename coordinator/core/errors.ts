@@ -36,6 +36,8 @@ export const COORDINATOR_ERROR_CODES = [
   "InvalidCheckpoint",
   /** Resume was asked while the run is neither paused nor pausing. */
   "CannotResume",
+  /** A verification report is malformed, names no open task, or comes from no seat of it. */
+  "InvalidVerification",
 ] as const;
 
 /** One of {@linkcode COORDINATOR_ERROR_CODES}. */

@@ -18,6 +18,7 @@ Deno.test("error codes keep their wire numbers (the Solana program shares them)"
     "InvalidWithdraw",
     "InvalidCheckpoint",
     "CannotResume",
+    "InvalidVerification",
   ]);
   for (const code of COORDINATOR_ERROR_CODES) {
     assert.equal(coordinatorErrorCodeOf(coordinatorErrorNumber(code)), code);

@@ -52,16 +52,26 @@ import { tallyDigestVotes } from "./params_digest.ts";
 import { currentRound, roundBatchSize } from "./machine_queries.ts";
 import { validateCoordinatorInputs } from "./machine_validate.ts";
 import {
+  barredUntil,
+  closeVerificationStages,
+  dropVerificationTasks,
+  openVerificationTasks,
+} from "./verification.ts";
+import {
   type CoordinatorConfig,
   type CoordinatorProgress,
   type CoordinatorState,
   type DigestRecord,
+  EJECTION_CAUSES,
+  type EjectionRecord,
   type LlmModel,
   type NodeIdentity,
   NUM_DIGEST_RECORDS,
+  NUM_EJECTION_RECORDS,
   NUM_STORED_ROUNDS,
   PARAMS_DIGEST_BYTES,
   type Round,
+  VERIFICATION_EVIDENCE,
 } from "./types.ts";
 import { addTime, fromMillis, toHex } from "../../common/mod.ts";
 
@@ -79,6 +89,8 @@ export interface CreateCoordinatorOptions {
   paused?: boolean;
   /** Parameter digests the run recorded before (a resumed run's); default none. */
   paramsDigests?: DigestRecord[];
+  /** Ejections the run recorded before (a resumed run's, still barring); default none. */
+  ejections?: EjectionRecord[];
 }
 
 /**
@@ -109,7 +121,39 @@ export function createCoordinator(opts: CreateCoordinatorOptions): CoordinatorSt
     runStateStartUnixTimestamp: opts.now,
     pendingPause: false,
     paramsDigests: checkDigestRecords(opts.paramsDigests ?? []),
+    ejections: checkEjectionRecords(opts.ejections ?? []),
   };
+}
+
+/** Copies `records` after checking them (RangeError naming the record otherwise). */
+export function checkEjectionRecords(records: readonly EjectionRecord[]): EjectionRecord[] {
+  if (records.length > NUM_EJECTION_RECORDS) {
+    throw new RangeError(`ejections holds at most ${NUM_EJECTION_RECORDS} records`);
+  }
+  return records.map((r, i) => {
+    const where = `ejections[${i}]`;
+    if (!(r.signer instanceof Uint8Array) || r.signer.length !== 32) {
+      throw new RangeError(`${where}.signer must be 32 bytes`);
+    }
+    for (
+      const [field, value, max] of [
+        ["epoch", r.epoch, 0xffff],
+        ["step", r.step, 0xffff_ffff],
+        ["barredUntil", r.barredUntil, 0xffff],
+      ] as const
+    ) {
+      if (!Number.isSafeInteger(value) || value < 0 || value > max) {
+        throw new RangeError(`${where}.${field} must be an integer in [0, ${max}]`);
+      }
+    }
+    if (!EJECTION_CAUSES.includes(r.cause)) {
+      throw new RangeError(`${where}.cause must be one of ${EJECTION_CAUSES.join(", ")}`);
+    }
+    if (!VERIFICATION_EVIDENCE.includes(r.evidence)) {
+      throw new RangeError(`${where}.evidence must be one of ${VERIFICATION_EVIDENCE.join(", ")}`);
+    }
+    return { ...r, signer: r.signer.slice() };
+  });
 }
 
 /** Copies `records` after checking them (RangeError naming the record otherwise). */
@@ -137,8 +181,8 @@ function checkDigestRecords(records: readonly DigestRecord[]): DigestRecord[] {
  * Advances the run by time alone (Psyche's `Coordinator::tick`). `pending` is the host's list of
  * clients waiting to join, in join order (null when it has none to offer: Solana ticks
  * outside WaitingForMembers); it is only read in WaitingForMembers, where the first
- * `config.maxClients` of them become the epoch's clients in that order. `seed` seeds the
- * round that may start.
+ * `config.maxClients` of them that no ejection bars (verification.ts `barredUntil`) become the
+ * epoch's clients in that order. `seed` seeds the round that may start.
  *
  * Throws `Halted` when Uninitialized, Paused or Finished; RangeError on a bad `now` or
  * `seed`, or a pending list with a repeated signer or a key that is not 32 bytes.
@@ -240,9 +284,14 @@ function tickWaitingForMembers(
   now: number,
 ): Outcome {
   const { config } = state;
-  if (pending === null || pending.length < config.initMinClients) return UNCHANGED;
+  if (pending === null) return UNCHANGED;
+  // A client ejected by verification sits out its bar; it never counts towards initMinClients.
+  const free = state.ejections.length === 0
+    ? pending
+    : pending.filter((id) => !(id?.signer instanceof Uint8Array) || !barredUntil(state, id.signer));
+  if (free.length < config.initMinClients) return UNCHANGED;
   if (!checkTimeout(state, now, config.waitingForMembersExtraTime)) return UNCHANGED;
-  const chosen = pending.slice(0, config.maxClients);
+  const chosen = free.slice(0, config.maxClients);
   checkPending(chosen);
 
   // Did any of the previous epoch's remaining clients come back? They can serve the model.
@@ -285,6 +334,8 @@ function tickRoundWitness(state: CoordinatorState, now: number, seed: bigint): O
   const { config, epochState: es, progress } = state;
   if (!checkTimeout(state, now, config.roundWitnessTime)) return UNCHANGED;
   const round = currentRound(state);
+  // Verification stages due now close first: whom they eject leaves with this round.
+  closeVerificationStages(state, round.height, seed);
   // The round's witnesses voted for the parameters of its step (before the step moves on).
   tallyDigestVotes(state, roundWitnessQuorum(config, round));
   es.firstRound = false;
@@ -298,6 +349,7 @@ function tickRoundWitness(state: CoordinatorState, now: number, seed: bigint): O
   const cause = windDownCause(state, round);
   if (cause === null) {
     startRoundTrain(state, now, seed);
+    openVerificationTasks(state);
     return CHANGED;
   }
   // Nobody proved they are alive: everyone must rejoin.
@@ -331,6 +383,7 @@ function tickCooldown(state: CoordinatorState, now: number): Outcome {
   progress.epochStartDataIndex = round.dataIndex + roundBatchSize(state, round);
   progress.epoch += 1;
   moveClientsToExited(state, round.height + 1);
+  dropVerificationTasks(state);
   state.model.checkpoint = checkpointAfterCooldown(state.model.checkpoint);
   if (state.pendingPause) {
     withdrawHealthyClients(es.clients);

@@ -139,6 +139,7 @@ export function emptyRound(): Round {
     height: 0,
     clientsLen: 0,
     tieBreakerTasks: 0,
+    rejected: [],
   };
 }
 
@@ -157,6 +158,7 @@ export function emptyEpochState(coldStartEpoch: boolean): EpochState {
     firstRound: false,
     coldStartEpoch,
     digestVotes: [],
+    verificationTasks: [],
   };
 }
 
@@ -225,6 +227,7 @@ export function startRoundTrain(state: CoordinatorState, now: number, seed: bigi
     height,
     clientsLen: es.clients.length,
     tieBreakerTasks: 0,
+    rejected: [],
   };
   es.roundsHead = head;
   changeState(state, "RoundTrain", now);

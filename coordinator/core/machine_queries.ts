@@ -56,16 +56,18 @@ const selectionCache = new Map<string, CommitteeSelection>();
 
 /**
  * The committee selection of `round` under `config` (memoized: the result depends only
- * on the seed, the client count and the config's selection settings).
+ * on the seed, the client count and the config's selection settings). Every client is a
+ * Trainer: `verificationPercent` samples results for verification (verification.ts) instead of
+ * taking Psyche's Verifier committee out of training, so the selection's share is 0.
  */
 export function roundSelection(config: CoordinatorConfig, round: Round): CommitteeSelection {
   const key =
-    `${round.randomSeed}:${round.clientsLen}:${round.tieBreakerTasks}:${config.verificationPercent}:${config.witnessNodes}`;
+    `${round.randomSeed}:${round.clientsLen}:${round.tieBreakerTasks}:${config.witnessNodes}`;
   const hit = selectionCache.get(key);
   if (hit !== undefined) return hit;
   const selection = CommitteeSelection.create({
     tieBreakerNodes: round.tieBreakerTasks,
-    verificationPercent: config.verificationPercent,
+    verificationPercent: 0,
     witnessNodes: config.witnessNodes,
     totalNodes: round.clientsLen,
     randomSeed: round.randomSeed,

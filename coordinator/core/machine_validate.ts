@@ -67,8 +67,8 @@ export function validateCoordinatorConfig(config: CoordinatorConfig): void {
   int("config.witnessNodes", c.witnessNodes, 0, Math.min(c.minClients, MAX_WITNESSES));
   int("config.globalBatchSizeStart", c.globalBatchSizeStart, 1, 0xffff);
   int("config.globalBatchSizeEnd", c.globalBatchSizeEnd, c.globalBatchSizeStart, 0xffff);
-  // Only 0 is supported for training: verifiers are not implemented (as in Psyche).
-  int("config.verificationPercent", c.verificationPercent, 0, 0);
+  int("config.verificationPercent", c.verificationPercent, 0, 100);
+  int("config.verificationBarEpochs", c.verificationBarEpochs, 0, 0xffff);
   seconds(
     "config.waitingForMembersExtraTime",
     c.waitingForMembersExtraTime,

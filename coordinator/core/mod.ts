@@ -21,6 +21,7 @@ export {
   type WindDownCause,
 } from "./machine_core.ts";
 export {
+  checkEjectionRecords,
   createCoordinator,
   type CreateCoordinatorOptions,
   MIN_ROUNDS_PER_EPOCH,
@@ -51,3 +52,21 @@ export * from "./swap_or_not.ts";
 export * from "./lcg.ts";
 export * from "./deterministic_shuffle.ts";
 export { isNoDigest, NO_DIGEST, recordedDigest } from "./params_digest.ts";
+export {
+  barredUntil,
+  closeVerificationStages,
+  dropVerificationTasks,
+  findVerificationTask,
+  isRejected,
+  MAX_COMMITTEE_DRAWS,
+  openVerificationTasks,
+  pickDistinct,
+  SAMPLE_SALT,
+  stageSeats,
+  TIE_BREAKER_SALT,
+  verificationDraw,
+  verificationMajority,
+  verificationReport,
+  verificationSampleCount,
+  VERIFIER_SALT,
+} from "./verification.ts";

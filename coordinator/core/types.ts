@@ -66,6 +66,20 @@ export const NUM_DIGEST_RECORDS = 8;
 export const PARAMS_DIGEST_BYTES = 32;
 /** Target false-positive rate of the witness bloom filters at the run's client cap. */
 export const BLOOM_FALSE_POSITIVE_RATE = 0.01;
+/** Verifiers a stage of a verification task draws (fewer when the epoch has fewer clients). */
+export const VERIFIERS_PER_TASK = 3;
+/** A stage needs at least this many verifiers: one verifier alone never decides. */
+export const MIN_VERIFIERS_PER_TASK = 2;
+/** Verification tasks an epoch holds open at once. */
+export const MAX_VERIFICATION_TASKS = 16;
+/** Results sampled for verification per round, at most. */
+export const MAX_SAMPLES_PER_ROUND = 4;
+/** Rounds a stage of a task lasts: opened in round `h`, closed when round `h + 1` ends. */
+export const VERIFICATION_STAGE_ROUNDS = 2;
+/** Ejection records the coordinator keeps (the newest; see {@link EjectionRecord}). */
+export const NUM_EJECTION_RECORDS = 32;
+/** Default `verification_bar_epochs`: epochs an ejected client sits out. */
+export const DEFAULT_VERIFICATION_BAR_EPOCHS = 4;
 
 /**
  * Who a client is. On the TCP backend `signer` and `p2pIdentity` are the same key;
@@ -103,7 +117,12 @@ export interface CoordinatorConfig {
   globalBatchSizeStart: number;
   /** Sequences per step at the end of the ramp. >= globalBatchSizeStart. */
   globalBatchSizeEnd: number;
-  /** Percent of non-tie-breakers that verify. 0..100 (only 0 is supported for training). */
+  /**
+   * Percent (0..100) of each round's trained batches whose results are sampled for replay
+   * verification; at least one when above 0 (docs/protocol.md, "Verification"). Unlike
+   * Psyche's committee of non-training verifiers, every client keeps training: verifying is
+   * extra work given to a few of them per sample.
+   */
   verificationPercent: number;
   /** Minimum seconds spent in WaitingForMembers before Warmup. > 0. */
   waitingForMembersExtraTime: number;
@@ -112,6 +131,12 @@ export interface CoordinatorConfig {
    * filters. Optional in TOML; defaults to DEFAULT_MAX_CLIENTS.
    */
   maxClients: number;
+  /**
+   * Epochs a client ejected by verification sits out (not in Psyche): ejected in epoch `e`, it
+   * may join again from epoch `e + verificationBarEpochs + 1`. Optional in TOML; defaults to
+   * DEFAULT_VERIFICATION_BAR_EPOCHS.
+   */
+  verificationBarEpochs: number;
 }
 
 export type LlmArchitecture = "HfLlama" | "HfDeepseek" | "HfAuto" | "Torchtitan";
@@ -245,6 +270,108 @@ export interface Round {
   height: number;
   clientsLen: number;
   tieBreakerTasks: number;
+  /**
+   * Epoch indices (ascending) of the trainers whose results of this round are not applied: they
+   * were ejected by verification, or sampled after they had left, before the round's apply.
+   * Frozen once the apply is due (round `height + 2` starts), so every client applies the same.
+   */
+  rejected: number[];
+}
+
+/** What a verifier says of a sampled result. */
+export type VerificationVerdict = "Pass" | "Fail";
+
+/**
+ * Why a verifier failed a result, in wire-code order (0..6). Append only.
+ * - `ResultMismatch`: the replayed result's coefficients or signs differ from the published ones
+ *   beyond the calibrated tolerance;
+ * - `StateMismatch`: the replayed error-feedback state differs from the one served;
+ * - `ChainBreak`: the result's input state is neither zero nor its trainer's last output state;
+ * - `StateUnavailable`: the trainer did not serve its states;
+ * - `StateInconsistent`: a served state is not what the result committed to (digest, size, or
+ *   an output state whose own coefficients are not the published ones);
+ * - `CopiedResult`: the result repeats another result beyond the calibrated overlap.
+ */
+export const VERIFICATION_EVIDENCE = [
+  "None",
+  "ResultMismatch",
+  "StateMismatch",
+  "ChainBreak",
+  "StateUnavailable",
+  "StateInconsistent",
+  "CopiedResult",
+] as const;
+export type VerificationEvidence = typeof VERIFICATION_EVIDENCE[number];
+
+/** A verifier's report on one sampled result (the `verification_report` entry point). */
+export interface VerificationReport {
+  /** Height of the round whose result was verified. */
+  height: number;
+  /** The trainer's `epochIndex`. */
+  trainer: number;
+  verdict: VerificationVerdict;
+  /** `None` with a pass; why, with a fail. */
+  evidence: VerificationEvidence;
+  /** The measurement behind the verdict (parts per million of the compared entries), a u32. */
+  detail: number;
+}
+
+/** Stages of a verification task, in wire-code order. */
+export const VERIFICATION_STAGES = ["Verify", "TieBreak"] as const;
+export type VerificationStage = typeof VERIFICATION_STAGES[number];
+
+/** One verifier's seat in a task, and what it reported. */
+export interface VerificationSeat {
+  /** The verifier's `epochIndex`. */
+  verifier: number;
+  /** The stage the seat belongs to. */
+  stage: VerificationStage;
+  /** Null until the verifier reports. */
+  verdict: VerificationVerdict | null;
+  evidence: VerificationEvidence;
+  detail: number;
+}
+
+/**
+ * A sampled result under verification: the trainer's result of round `height`, checked by the
+ * seats of the current stage until a majority of them agrees or the stage's deadline passes
+ * (docs/protocol.md, "Verification").
+ */
+export interface VerificationTask {
+  height: number;
+  /** The trainer's `epochIndex`. */
+  trainer: number;
+  stage: VerificationStage;
+  /** The stage closes when the RoundWitness of this height ends. */
+  deadline: number;
+  /** Stage seats first, tie-break seats after them; at most 2 × VERIFIERS_PER_TASK. */
+  seats: VerificationSeat[];
+}
+
+/** Why a client was ejected, in wire-code order (0..3). Append only. */
+export const EJECTION_CAUSES = [
+  "FailedVerification",
+  "FalseAccusation",
+  "FalseVouch",
+  "IdleVerifier",
+] as const;
+export type EjectionCause = typeof EJECTION_CAUSES[number];
+
+/**
+ * A client the coordinator ejected, kept for the incentives (slashing) and for the bar: its
+ * signer may not join an epoch numbered below `barredUntil`.
+ */
+export interface EjectionRecord {
+  signer: PublicKeyBytes;
+  /** The epoch it was ejected in. */
+  epoch: number;
+  /** The step of the result or task it was ejected for. */
+  step: number;
+  cause: EjectionCause;
+  /** The evidence the deciding reports gave (`None` for verifiers' own faults). */
+  evidence: VerificationEvidence;
+  /** The first epoch it may join again. */
+  barredUntil: number;
 }
 
 export interface Client {
@@ -279,6 +406,8 @@ export interface EpochState {
    * parameters of `progress.step`; tallied into `paramsDigests` when the phase ends.
    */
   digestVotes: DigestVote[];
+  /** Open verification tasks, oldest first (at most MAX_VERIFICATION_TASKS). */
+  verificationTasks: VerificationTask[];
 }
 
 /** The whole coordinator: the run's single source of truth. */
@@ -297,4 +426,9 @@ export interface CoordinatorState {
    * it loads against the run's.
    */
   paramsDigests: DigestRecord[];
+  /**
+   * The clients ejected by verification, oldest first, at most NUM_EJECTION_RECORDS. Outlives
+   * epochs (and is saved with the run): the bar on rejoining, and the record slashing reads.
+   */
+  ejections: EjectionRecord[];
 }

@@ -30,6 +30,7 @@ function bigState(maxClients: number): CoordinatorState {
     height,
     clientsLen: maxClients,
     tieBreakerTasks: 0,
+    rejected: [],
   });
   const client = (i: number): Client => ({
     id: { signer: new Uint8Array(32).fill(i & 0xff), p2pIdentity: new Uint8Array(32).fill(7) },
@@ -75,6 +76,7 @@ function bigState(maxClients: number): CoordinatorState {
       verificationPercent: 0,
       waitingForMembersExtraTime: 3,
       maxClients,
+      verificationBarEpochs: 4,
     },
     progress: { epoch: 1, step: 100, epochStartDataIndex: 0 },
     epochState: {
@@ -88,10 +90,12 @@ function bigState(maxClients: number): CoordinatorState {
       firstRound: false,
       coldStartEpoch: false,
       digestVotes: [],
+      verificationTasks: [],
     },
     runStateStartUnixTimestamp: 1_700_000_100,
     pendingPause: false,
     paramsDigests: [{ step: 99, digest: new Uint8Array(32).fill(7) }],
+    ejections: [],
   };
 }
 

@@ -44,6 +44,7 @@ function round(height: number, witnesses: Witness[] = []): Round {
     height,
     clientsLen: 3,
     tieBreakerTasks: 0,
+    rejected: [],
   };
 }
 
@@ -114,6 +115,7 @@ function sampleState(): CoordinatorState {
       verificationPercent: 0,
       waitingForMembersExtraTime: 3,
       maxClients: MAX_CLIENTS,
+      verificationBarEpochs: 4,
     },
     progress: { epoch: 2, step: 17, epochStartDataIndex: 128 },
     epochState: {
@@ -127,6 +129,7 @@ function sampleState(): CoordinatorState {
       firstRound: false,
       coldStartEpoch: false,
       digestVotes: [{ index: 1, digest: new Uint8Array(32).fill(9) }],
+      verificationTasks: [],
     },
     runStateStartUnixTimestamp: 1_700_000_100,
     pendingPause: false,
@@ -134,6 +137,7 @@ function sampleState(): CoordinatorState {
       { step: 15, digest: new Uint8Array(32).fill(3) },
       { step: 17, digest: new Uint8Array(32).fill(4) },
     ],
+    ejections: [],
   };
 }
 
@@ -170,10 +174,12 @@ Deno.test("header and first fields sit where docs/state-encoding.md says", () =>
   assert.equal(b[8], 7);
   assert.deepEqual(Array.from(b.subarray(9, 16)), [0x74, 0x69, 0x6e, 0x79, 0x2d, 0xc3, 0xb8]);
   assert.equal(b[16], 3);
-  // The version 3 tail: one digest vote (count, u16 index, 32 bytes), two records (count,
-  // 2 x (u32 step, 32 bytes)). Before it pendingPause, and the 8 bytes before that
+  // The version 5 tail: no verification tasks, no ejections (two counts). Before it the
+  // version 3 tail: one digest vote (count, u16 index, 32 bytes), two records (count,
+  // 2 x (u32 step, 32 bytes)). Before that pendingPause, and the 8 bytes before that
   // runStateStartUnixTimestamp in milliseconds, little-endian.
-  const tail = 1 + 34 + 1 + 2 * 36;
+  assert.deepEqual(Array.from(b.subarray(b.length - 2)), [0, 0]);
+  const tail = 1 + 34 + 1 + 2 * 36 + 2;
   const digests = b.subarray(b.length - tail);
   assert.deepEqual([digests[0], digests[1], digests[2], digests[3]], [1, 1, 0, 9]);
   assert.deepEqual([digests[35], digests[36], digests[40]], [2, 15, 3]);
@@ -183,7 +189,7 @@ Deno.test("header and first fields sit where docs/state-encoding.md says", () =>
   assert.equal(ts, 1_700_000_100_000n);
 });
 
-Deno.test("the smallest state is 262 bytes, as summed in docs/state-encoding.md", () => {
+Deno.test("the smallest state is 274 bytes, as summed in docs/state-encoding.md", () => {
   const s = sampleState();
   s.runId = "";
   s.model = {
@@ -199,11 +205,16 @@ Deno.test("the smallest state is 262 bytes, as summed in docs/state-encoding.md"
   s.epochState.digestVotes = [];
   s.paramsDigests = [];
   // header 8 + runId 1 + runState 1 + model (2 codes + 2 u32 + 1 + 1 + 21 + 1 + 1 = 35)
-  // + config 69 + progress 14 + rounds 4 x (1 + 8 + 8 + 4 + 2 + 2) + list counts 4
-  // + epoch tail 19 + timestamp 8 + pendingPause 1 + digest counts 2. Version 3 has no
-  // snapshot dtype (a 34-byte model); version 2 no digest counts either; version 1 also
-  // has a 66-byte config.
-  assert.equal(encodeCoordinatorState(s).length, 8 + 2 + 35 + 69 + 14 + 100 + 4 + 19 + 9 + 2);
+  // + config 71 + progress 14 + rounds 4 x (1 + 8 + 8 + 4 + 2 + 2 + 2) + list counts 4
+  // + epoch tail 19 + timestamp 8 + pendingPause 1 + digest counts 2 + verification counts 2.
+  // Version 4 has no bar epochs and no rejected lists (a 69-byte config, 25-byte rounds) and
+  // no verification counts; version 3 no snapshot dtype either (a 34-byte model); version 2
+  // no digest counts either; version 1 also has a 66-byte config.
+  assert.equal(
+    encodeCoordinatorState(s).length,
+    8 + 2 + 35 + 71 + 14 + 108 + 4 + 19 + 9 + 2 + 2,
+  );
+  assert.equal(encodeCoordinatorState(s, { version: 4 }).length, 262);
   assert.equal(encodeCoordinatorState(s, { version: 3 }).length, 261);
   assert.equal(encodeCoordinatorState(s, { version: 2 }).length, 259);
   assert.equal(encodeCoordinatorState(s, { version: 1 }).length, 256);
@@ -315,9 +326,9 @@ Deno.test("bad magic, version and reserved bytes", () => {
     return decodeError(c);
   };
   assert.equal(bad(0, 0x51).field, "header.magic");
-  const v = bad(4, 5);
+  const v = bad(4, 6);
   assert.equal(v.field, "header.version");
-  assert.match(v.message, /unsupported version 5 \(this build reads 1, 2, 3, 4\)/);
+  assert.match(v.message, /unsupported version 6 \(this build reads 1, 2, 3, 4, 5\)/);
   assert.equal(bad(6, 1).field, "header.reserved");
 });
 
@@ -531,11 +542,11 @@ Deno.test("digest defects name their field: zero digest, repeated voter, steps o
   const tailDefect = (mutate: (s: CoordinatorState) => void, patch: (b: Uint8Array) => void) => {
     const s = sampleState();
     mutate(s);
-    const b = encodeCoordinatorState(s);
+    const b = encodeCoordinatorState(s, { version: 4 });
     patch(b);
     return decodeError(b);
   };
-  // Records are the last 1 + 2 x 36 bytes; the vote is the 35 bytes before them.
+  // In version 4 records are the last 1 + 2 x 36 bytes; the vote is the 35 bytes before them.
   const zero = tailDefect(() => {}, (b) => b.fill(0, b.length - 32));
   assert.equal(zero.field, "paramsDigests[1].digest");
   assert.match(zero.message, /all-zero digest/);

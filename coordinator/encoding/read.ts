@@ -16,6 +16,7 @@ import {
   HTTP_LOCATION_KINDS,
   LR_SCHEDULE_KINDS,
   OPTIMIZER_KINDS,
+  SEAT_VERDICT_KINDS,
   SHUFFLE_KINDS,
   SNAPSHOT_DTYPE_KINDS,
   SNAPSHOT_DTYPE_SINCE_VERSION,
@@ -24,6 +25,7 @@ import {
   StateDecodeError,
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
+  VERIFICATION_SINCE_VERSION,
 } from "./layout.ts";
 import {
   type Bloom,
@@ -32,20 +34,30 @@ import {
   CLIENT_STATES,
   type CoordinatorConfig,
   type CoordinatorState,
+  DEFAULT_VERIFICATION_BAR_EPOCHS,
   type DigestRecord,
   type DigestVote,
+  EJECTION_CAUSES,
+  type EjectionRecord,
   type EpochState,
   type LlmModel,
   MAX_CLIENTS_LIMIT,
   MAX_RUN_ID_BYTES,
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
+  MAX_VERIFICATION_TASKS,
   MAX_WITNESSES,
   NUM_DIGEST_RECORDS,
+  NUM_EJECTION_RECORDS,
   NUM_STORED_ROUNDS,
   PARAMS_DIGEST_BYTES,
   type Round,
   RUN_STATES,
+  VERIFICATION_EVIDENCE,
+  VERIFICATION_STAGES,
+  type VerificationSeat,
+  type VerificationTask,
+  VERIFIERS_PER_TASK,
   type Witness,
   witnessBloomParameters,
 } from "../core/mod.ts";
@@ -355,11 +367,15 @@ function readConfig(r: Reader, p: string): CoordinatorConfig {
     verificationPercent: r.u8(`${p}.verificationPercent`),
     waitingForMembersExtraTime: r.seconds(`${p}.waitingForMembersExtraTime`, true),
     maxClients: 0,
+    verificationBarEpochs: DEFAULT_VERIFICATION_BAR_EPOCHS,
   };
   const at = r.pos;
   c.maxClients = r.u16(`${p}.maxClients`);
   if (c.maxClients < 1 || c.maxClients > MAX_CLIENTS_LIMIT) {
     r.fail(`${p}.maxClients`, `must be in [1, ${MAX_CLIENTS_LIMIT}], found ${c.maxClients}`, at);
+  }
+  if (r.version >= VERIFICATION_SINCE_VERSION) {
+    c.verificationBarEpochs = r.u16(`${p}.verificationBarEpochs`);
   }
   return c;
 }
@@ -415,7 +431,82 @@ function readRound(r: Reader, p: string, maxClients: number): Round {
     r.fail(`${p}.clientsLen`, `${clientsLen} exceeds config.maxClients (${maxClients})`, at);
   }
   const tieBreakerTasks = r.u16(`${p}.tieBreakerTasks`);
-  return { witnesses, dataIndex, randomSeed, height, clientsLen, tieBreakerTasks };
+  const rejected: number[] = [];
+  if (r.version >= VERIFICATION_SINCE_VERSION) {
+    const n = r.count(`${p}.rejected.length`, maxClients, 2);
+    for (let i = 0; i < n; i++) {
+      const q = `${p}.rejected[${i}]`;
+      const at = r.pos;
+      const index = epochIndexField(r, q, maxClients);
+      if (index <= (rejected.at(-1) ?? -1)) r.fail(q, `${index} is not above the one before`, at);
+      rejected.push(index);
+    }
+  }
+  return { witnesses, dataIndex, randomSeed, height, clientsLen, tieBreakerTasks, rejected };
+}
+
+function epochIndexField(r: Reader, field: string, maxClients: number): number {
+  const at = r.pos;
+  const index = r.u16(field);
+  if (index >= maxClients) {
+    r.fail(field, `${index} must be below config.maxClients (${maxClients})`, at);
+  }
+  return index;
+}
+
+function readSeat(r: Reader, p: string, maxClients: number): VerificationSeat {
+  const verifier = epochIndexField(r, `${p}.verifier`, maxClients);
+  const stage = r.code(`${p}.stage`, VERIFICATION_STAGES);
+  const verdict = r.code(`${p}.verdict`, SEAT_VERDICT_KINDS);
+  const at = r.pos;
+  const evidence = r.code(`${p}.evidence`, VERIFICATION_EVIDENCE);
+  if ((verdict === "Fail") !== (evidence !== "None")) {
+    r.fail(`${p}.evidence`, `${evidence} does not go with the verdict ${verdict}`, at);
+  }
+  return {
+    verifier,
+    stage,
+    verdict: verdict === "None" ? null : verdict,
+    evidence,
+    detail: r.u32(`${p}.detail`),
+  };
+}
+
+function readTask(r: Reader, p: string, maxClients: number): VerificationTask {
+  const height = r.u32(`${p}.height`);
+  const trainer = epochIndexField(r, `${p}.trainer`, maxClients);
+  const stage = r.code(`${p}.stage`, VERIFICATION_STAGES);
+  const deadline = r.u32(`${p}.deadline`);
+  const n = r.count(`${p}.seats.length`, 2 * VERIFIERS_PER_TASK, 1);
+  const seats: VerificationSeat[] = [];
+  for (let i = 0; i < n; i++) seats.push(readSeat(r, `${p}.seats[${i}]`, maxClients));
+  return { height, trainer, stage, deadline, seats };
+}
+
+/** Version 5's tail: the open verification tasks and the ejection records. */
+function readVerification(
+  r: Reader,
+  maxClients: number,
+): { tasks: VerificationTask[]; ejections: EjectionRecord[] } {
+  const tasks: VerificationTask[] = [];
+  const taskCount = r.count("epochState.verificationTasks.length", MAX_VERIFICATION_TASKS, 1);
+  for (let i = 0; i < taskCount; i++) {
+    tasks.push(readTask(r, `epochState.verificationTasks[${i}]`, maxClients));
+  }
+  const ejections: EjectionRecord[] = [];
+  const n = r.count("ejections.length", NUM_EJECTION_RECORDS, 1);
+  for (let i = 0; i < n; i++) {
+    const q = `ejections[${i}]`;
+    ejections.push({
+      signer: r.bytes(`${q}.signer`, 32),
+      epoch: r.u16(`${q}.epoch`),
+      step: r.u32(`${q}.step`),
+      cause: r.code(`${q}.cause`, EJECTION_CAUSES),
+      evidence: r.code(`${q}.evidence`, VERIFICATION_EVIDENCE),
+      barredUntil: r.u16(`${q}.barredUntil`),
+    });
+  }
+  return { tasks, ejections };
 }
 
 function readClients(r: Reader, p: string, maxClients: number): Client[] {
@@ -466,6 +557,7 @@ function readEpochState(r: Reader, p: string, maxClients: number): EpochState {
     firstRound: r.bool(`${p}.firstRound`),
     coldStartEpoch: r.bool(`${p}.coldStartEpoch`),
     digestVotes: [],
+    verificationTasks: [],
   };
 }
 
@@ -563,6 +655,10 @@ export function decodeCoordinatorState(bytes: Uint8Array): CoordinatorState {
     ? readDigests(r, config.maxClients)
     : { votes: [], records: [] };
   epochState.digestVotes = digests.votes;
+  const verification = version >= VERIFICATION_SINCE_VERSION
+    ? readVerification(r, config.maxClients)
+    : { tasks: [], ejections: [] };
+  epochState.verificationTasks = verification.tasks;
   r.end();
   return {
     runId,
@@ -574,5 +670,6 @@ export function decodeCoordinatorState(bytes: Uint8Array): CoordinatorState {
     runStateStartUnixTimestamp,
     pendingPause,
     paramsDigests: digests.records,
+    ejections: verification.ejections,
   };
 }

@@ -30,7 +30,7 @@ function u64FromEnd(bytes: Uint8Array, at: number): bigint {
   return new DataView(bytes.buffer, bytes.byteOffset + bytes.length - at, 8).getBigUint64(0, true);
 }
 
-Deno.test("versions 2 to 4 carry milliseconds: fractional times round trip exactly", () => {
+Deno.test("versions 2 to 5 carry milliseconds: fractional times round trip exactly", () => {
   const s = fractionalState();
   const v2 = encodeCoordinatorState(s, { version: 2 });
   assert.equal(v2[4], 2);
@@ -41,11 +41,17 @@ Deno.test("versions 2 to 4 carry milliseconds: fractional times round trip exact
   assert.equal(v3[4], 3);
   assert.equal(u64FromEnd(v3, 11), 1_763_718_509_123n);
   assert.deepEqual(decodeCoordinatorState(v3), s);
-  // Version 4 (the default) is version 3 with one more byte, the model's snapshot dtype.
-  const v4 = encodeCoordinatorState(s);
+  // Version 4 is version 3 with one more byte, the model's snapshot dtype.
+  const v4 = encodeCoordinatorState(s, { version: 4 });
   assert.equal(v4[4], 4);
   assert.equal(v4.length, v3.length + 1);
   assert.deepEqual(decodeCoordinatorState(v4), s);
+  // Version 5 (the default) adds the bar epochs (2), four empty rejected lists (4 x 2) and
+  // two empty verification lists (2).
+  const v5 = encodeCoordinatorState(s);
+  assert.equal(v5[4], 5);
+  assert.equal(v5.length, v4.length + 12);
+  assert.deepEqual(decodeCoordinatorState(v5), s);
 });
 
 Deno.test("version 4 carries the snapshot dtype; older versions read f32 and refuse bf16", () => {
@@ -132,8 +138,8 @@ Deno.test("version 1 (the Solana layout) refuses a fractional time, naming the f
     /^RangeError: runStateStartUnixTimestamp must be whole seconds/,
   );
   assert.throws(
-    () => encodeCoordinatorState(whole, { version: 5 as never }),
-    /version must be one of 1, 2, 3, 4, found 5/,
+    () => encodeCoordinatorState(whole, { version: 6 as never }),
+    /version must be one of 1, 2, 3, 4, 5, found 6/,
   );
 });
 

@@ -16,6 +16,7 @@ import {
   HTTP_LOCATION_KINDS,
   LR_SCHEDULE_KINDS,
   OPTIMIZER_KINDS,
+  SEAT_VERDICT_KINDS,
   SHUFFLE_KINDS,
   SNAPSHOT_DTYPE_KINDS,
   SNAPSHOT_DTYPE_SINCE_VERSION,
@@ -24,6 +25,7 @@ import {
   STATE_MAGIC,
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
+  VERIFICATION_SINCE_VERSION,
 } from "./layout.ts";
 import {
   type Bloom,
@@ -32,19 +34,29 @@ import {
   CLIENT_STATES,
   type CoordinatorConfig,
   type CoordinatorState,
+  DEFAULT_VERIFICATION_BAR_EPOCHS,
   type DigestRecord,
   type DigestVote,
+  EJECTION_CAUSES,
+  type EjectionRecord,
   type EpochState,
   type LlmModel,
   MAX_RUN_ID_BYTES,
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
+  MAX_VERIFICATION_TASKS,
   MAX_WITNESSES,
   NUM_DIGEST_RECORDS,
+  NUM_EJECTION_RECORDS,
   NUM_STORED_ROUNDS,
   PARAMS_DIGEST_BYTES,
   type Round,
   RUN_STATES,
+  VERIFICATION_EVIDENCE,
+  VERIFICATION_STAGES,
+  type VerificationSeat,
+  type VerificationTask,
+  VERIFIERS_PER_TASK,
   type Witness,
   witnessBloomParameters,
 } from "../core/mod.ts";
@@ -399,6 +411,15 @@ function writeConfig(w: Writer, p: string, c: CoordinatorConfig): void {
     throw new RangeError(`${p}.maxClients must be at least 1, found ${c.maxClients}`);
   }
   w.u16(`${p}.maxClients`, c.maxClients);
+  if (w.version >= VERIFICATION_SINCE_VERSION) {
+    w.u16(`${p}.verificationBarEpochs`, c.verificationBarEpochs);
+  } else if (c.verificationBarEpochs !== DEFAULT_VERIFICATION_BAR_EPOCHS) {
+    throw new RangeError(
+      `${p}.verificationBarEpochs cannot be written in state encoding version ${w.version} ` +
+        `(only ${DEFAULT_VERIFICATION_BAR_EPOCHS}; another needs version ` +
+        `${VERIFICATION_SINCE_VERSION})`,
+    );
+  }
 }
 
 function writeBloom(w: Writer, p: string, b: Bloom, maxClients: number): void {
@@ -452,6 +473,98 @@ function writeRound(w: Writer, p: string, r: Round, maxClients: number): void {
   }
   w.u16(`${p}.clientsLen`, r.clientsLen);
   w.u16(`${p}.tieBreakerTasks`, r.tieBreakerTasks);
+  if (w.version < VERIFICATION_SINCE_VERSION) {
+    if (r.rejected?.length) throw tooOld(w, `${p}.rejected`);
+    return;
+  }
+  let previous = -1;
+  w.list<number>(`${p}.rejected`, r.rejected, maxClients, 2, (index, q) => {
+    if (!Number.isInteger(index) || index <= previous || index >= maxClients) {
+      throw new RangeError(
+        `${q} must be an epoch index above ${previous} and below config.maxClients ` +
+          `(${maxClients}), found ${describe(index)}`,
+      );
+    }
+    previous = index;
+    w.u16(q, index);
+  });
+}
+
+function tooOld(w: Writer, path: string): RangeError {
+  return new RangeError(
+    `${path} cannot be written in state encoding version ${w.version} (verification needs ` +
+      `version ${VERIFICATION_SINCE_VERSION})`,
+  );
+}
+
+function epochIndexField(w: Writer, path: string, index: unknown, maxClients: number): void {
+  if (typeof index !== "number" || index >= maxClients) {
+    throw new RangeError(`${path} must be below config.maxClients (${maxClients})`);
+  }
+  w.u16(path, index);
+}
+
+function writeSeat(w: Writer, p: string, s: VerificationSeat, maxClients: number): void {
+  obj(p, s);
+  epochIndexField(w, `${p}.verifier`, s.verifier, maxClients);
+  w.code(`${p}.stage`, s.stage, VERIFICATION_STAGES);
+  w.code(`${p}.verdict`, s.verdict ?? "None", SEAT_VERDICT_KINDS);
+  w.code(`${p}.evidence`, s.evidence, VERIFICATION_EVIDENCE);
+  w.u32(`${p}.detail`, s.detail);
+}
+
+function writeTask(w: Writer, p: string, t: VerificationTask, maxClients: number): void {
+  obj(p, t);
+  w.u32(`${p}.height`, t.height);
+  epochIndexField(w, `${p}.trainer`, t.trainer, maxClients);
+  w.code(`${p}.stage`, t.stage, VERIFICATION_STAGES);
+  w.u32(`${p}.deadline`, t.deadline);
+  w.list<VerificationSeat>(
+    `${p}.seats`,
+    t.seats,
+    2 * VERIFIERS_PER_TASK,
+    1,
+    (s, q) => writeSeat(w, q, s, maxClients),
+  );
+}
+
+function writeEjection(w: Writer, p: string, e: EjectionRecord): void {
+  obj(p, e);
+  w.bytes(`${p}.signer`, e.signer, 32);
+  w.u16(`${p}.epoch`, e.epoch);
+  w.u32(`${p}.step`, e.step);
+  w.code(`${p}.cause`, e.cause, EJECTION_CAUSES);
+  w.code(`${p}.evidence`, e.evidence, VERIFICATION_EVIDENCE);
+  w.u16(`${p}.barredUntil`, e.barredUntil);
+}
+
+/**
+ * Version 5's tail: the open verification tasks, then the ejection records. Older versions have
+ * no room for them and refuse a state that holds any.
+ */
+function writeVerification(w: Writer, state: CoordinatorState): void {
+  const tasks = state.epochState.verificationTasks;
+  const ejections = state.ejections;
+  if (w.version < VERIFICATION_SINCE_VERSION) {
+    if (tasks?.length) throw tooOld(w, "epochState.verificationTasks");
+    if (ejections?.length) throw tooOld(w, "ejections");
+    return;
+  }
+  const maxClients = state.config.maxClients;
+  w.list<VerificationTask>(
+    "epochState.verificationTasks",
+    tasks,
+    MAX_VERIFICATION_TASKS,
+    1,
+    (t, q) => writeTask(w, q, t, maxClients),
+  );
+  w.list<EjectionRecord>(
+    "ejections",
+    ejections,
+    NUM_EJECTION_RECORDS,
+    1,
+    (e, q) => writeEjection(w, q, e),
+  );
 }
 
 function writeClient(w: Writer, p: string, c: Client, maxClients: number): void {
@@ -559,6 +672,7 @@ export function encodeCoordinatorState(
   w.seconds("runStateStartUnixTimestamp", state.runStateStartUnixTimestamp);
   w.bool("pendingPause", state.pendingPause);
   writeDigests(w, state);
+  writeVerification(w, state);
   return w.finish();
 }
 

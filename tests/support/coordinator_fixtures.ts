@@ -43,6 +43,7 @@ export function testConfig(overrides: Partial<CoordinatorConfig> = {}): Coordina
     verificationPercent: 0,
     waitingForMembersExtraTime: 1,
     maxClients: 64,
+    verificationBarEpochs: 4,
     ...overrides,
   };
 }

@@ -19,6 +19,7 @@ import {
   DIGESTS_SINCE_VERSION,
   SNAPSHOT_DTYPE_KINDS,
   SNAPSHOT_DTYPE_SINCE_VERSION,
+  VERIFICATION_SINCE_VERSION,
 } from "../layout.ts";
 import {
   type Bloom,
@@ -27,17 +28,27 @@ import {
   CLIENT_STATES,
   type CoordinatorConfig,
   type CoordinatorState,
+  DEFAULT_VERIFICATION_BAR_EPOCHS,
   type DigestRecord,
   type DigestVote,
+  EJECTION_CAUSES,
+  type EjectionRecord,
   type LlmModel,
   MAX_RUN_ID_BYTES,
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
+  MAX_VERIFICATION_TASKS,
   MAX_WITNESSES,
   NUM_DIGEST_RECORDS,
+  NUM_EJECTION_RECORDS,
   NUM_STORED_ROUNDS,
   type Round,
   RUN_STATES,
+  VERIFICATION_EVIDENCE,
+  VERIFICATION_STAGES,
+  type VerificationSeat,
+  type VerificationTask,
+  VERIFIERS_PER_TASK,
   type Witness,
   witnessBloomParameters,
 } from "../../core/mod.ts";
@@ -231,8 +242,46 @@ function config(
     verificationPercent: u8,
     waitingForMembersExtraTime: narrow,
     maxClients: fc.constant(maxClients),
+    verificationBarEpochs: version >= VERIFICATION_SINCE_VERSION
+      ? u16
+      : fc.constant(DEFAULT_VERIFICATION_BAR_EPOCHS),
   });
 }
+
+/** Epoch indices below `maxClients`, strictly ascending. */
+function rejected(maxClients: number): fc.Arbitrary<number[]> {
+  return fc.uniqueArray(fc.integer({ min: 0, max: maxClients - 1 }), { maxLength: maxClients })
+    .map((a) => a.sort((x, y) => x - y));
+}
+
+function seat(maxClients: number): fc.Arbitrary<VerificationSeat> {
+  return fc.record({
+    verifier: fc.integer({ min: 0, max: maxClients - 1 }),
+    stage: fc.constantFrom(...VERIFICATION_STAGES),
+    verdict: fc.constantFrom(null, "Pass" as const, "Fail" as const),
+    evidence: fc.constantFrom(...VERIFICATION_EVIDENCE.slice(1)),
+    detail: u32,
+  }).map((s) => ({ ...s, evidence: s.verdict === "Fail" ? s.evidence : "None" as const }));
+}
+
+function task(maxClients: number): fc.Arbitrary<VerificationTask> {
+  return rec({
+    height: u32,
+    trainer: fc.integer({ min: 0, max: maxClients - 1 }),
+    stage: fc.constantFrom(...VERIFICATION_STAGES),
+    deadline: u32,
+    seats: fc.array(seat(maxClients), { maxLength: 2 * VERIFIERS_PER_TASK }),
+  });
+}
+
+const ejection: fc.Arbitrary<EjectionRecord> = rec({
+  signer: bytes32,
+  epoch: u16,
+  step: u32,
+  cause: fc.constantFrom(...EJECTION_CAUSES),
+  evidence: fc.constantFrom(...VERIFICATION_EVIDENCE),
+  barredUntil: u16,
+});
 
 function bloom(maxClients: number): fc.Arbitrary<Bloom> {
   const { numBits, numKeys } = witnessBloomParameters(maxClients);
@@ -252,7 +301,11 @@ function witness(maxClients: number): fc.Arbitrary<Witness> {
   });
 }
 
-function round(maxClients: number, maxWitnesses: number): fc.Arbitrary<Round> {
+function round(
+  maxClients: number,
+  maxWitnesses: number,
+  version: StateEncodingVersion,
+): fc.Arbitrary<Round> {
   return rec({
     witnesses: fc.array(witness(maxClients), { maxLength: maxWitnesses }),
     dataIndex: u64,
@@ -260,6 +313,7 @@ function round(maxClients: number, maxWitnesses: number): fc.Arbitrary<Round> {
     height: u32,
     clientsLen: fc.integer({ min: 0, max: maxClients }),
     tieBreakerTasks: u16,
+    rejected: version >= VERIFICATION_SINCE_VERSION ? rejected(maxClients) : fc.constant([]),
   });
 }
 
@@ -302,7 +356,7 @@ export function arbCoordinatorState(
       config: config(maxClients, version),
       progress: rec({ epoch: u16, step: u32, epochStartDataIndex: u64 }),
       epochState: rec({
-        rounds: fc.array(round(maxClients, maxWitnesses), {
+        rounds: fc.array(round(maxClients, maxWitnesses, version), {
           minLength: NUM_STORED_ROUNDS,
           maxLength: NUM_STORED_ROUNDS,
         }),
@@ -317,10 +371,16 @@ export function arbCoordinatorState(
         digestVotes: version >= DIGESTS_SINCE_VERSION
           ? digestVotes(maxClients, maxWitnesses)
           : fc.constant([]),
+        verificationTasks: version >= VERIFICATION_SINCE_VERSION
+          ? fc.array(task(maxClients), { maxLength: Math.min(3, MAX_VERIFICATION_TASKS) })
+          : fc.constant([]),
       }),
       runStateStartUnixTimestamp: time,
       pendingPause: fc.boolean(),
       paramsDigests: version >= DIGESTS_SINCE_VERSION ? digestRecords : fc.constant([]),
+      ejections: version >= VERIFICATION_SINCE_VERSION
+        ? fc.array(ejection, { maxLength: Math.min(3, NUM_EJECTION_RECORDS) })
+        : fc.constant([]),
     })
   );
 }

@@ -22,6 +22,7 @@ import {
 import {
   type CoordinatorConfig,
   type CoordinatorState,
+  DEFAULT_VERIFICATION_BAR_EPOCHS,
   emptyEpochState,
   type LlmModel,
 } from "../../core/mod.ts";
@@ -52,6 +53,7 @@ export function zeroConfig(maxClients: number): CoordinatorConfig {
     verificationPercent: 0,
     waitingForMembersExtraTime: 0,
     maxClients,
+    verificationBarEpochs: DEFAULT_VERIFICATION_BAR_EPOCHS,
   };
 }
 
@@ -86,6 +88,7 @@ export function uninitializedState(
     runStateStartUnixTimestamp: 0,
     pendingPause: false,
     paramsDigests: [],
+    ejections: [],
   };
 }
 

@@ -69,6 +69,7 @@ const CONFIG: Omit<CoordinatorConfig, "maxClients" | "initMinClients" | "minClie
   globalBatchSizeEnd: 512,
   verificationPercent: 0,
   waitingForMembersExtraTime: 1,
+  verificationBarEpochs: 4,
 };
 
 const MODEL: LlmModel = {

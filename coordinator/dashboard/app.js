@@ -63,8 +63,11 @@ function renderRun(view) {
   $("round").textContent = view.roundHeight === null ? "–" : String(view.roundHeight);
   const t = view.totals;
   const unattested = t.unattestedEpochs > 0 ? ` (${t.unattestedEpochs} unattested)` : "";
+  const verified = t.verifications > 0
+    ? `, ${t.verifications} verifications (${t.failedVerifications} failed), ${t.ejections} ejected`
+    : "";
   $("totals").textContent = `${t.witnesses} witness reports, ${t.rounds} rounds, ${t.epochs} ` +
-    `epochs ended${unattested}, ${t.divergences} divergences, ${t.rejections} refusals`;
+    `epochs ended${unattested}, ${t.divergences} divergences, ${t.rejections} refusals${verified}`;
 }
 
 function renderTimeline(view) {

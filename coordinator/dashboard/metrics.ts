@@ -71,6 +71,14 @@ export const METRICS = {
     "Witness reports whose parameter digest differs from the one a quorum recorded.",
   ],
   psyche_rejections_total: ["counter", "Requests and joins the coordinator refused."],
+  psyche_verifications_total: [
+    "counter",
+    "Verification tasks closed: `failed` (the trainer was ejected) or `other` (passed, undecided).",
+  ],
+  psyche_ejections_total: [
+    "counter",
+    "Clients ejected by verification: trainers that failed, verifiers that lied or stayed silent.",
+  ],
   psyche_run_phase_seconds: [
     "summary",
     "Seconds spent in each run state, over the phases that ended (sum and count).",
@@ -178,6 +186,14 @@ export function metricsText(view: DashboardView): string {
   family("psyche_epochs_unattested_total", [{ value: view.totals.unattestedEpochs }]);
   family("psyche_divergences_total", [{ value: view.totals.divergences }]);
   family("psyche_rejections_total", [{ value: view.totals.rejections }]);
+  family("psyche_verifications_total", [
+    { labels: { outcome: "failed" }, value: view.totals.failedVerifications },
+    {
+      labels: { outcome: "other" },
+      value: view.totals.verifications - view.totals.failedVerifications,
+    },
+  ]);
+  family("psyche_ejections_total", [{ value: view.totals.ejections }]);
   family(
     "psyche_run_phase_seconds",
     RUN_STATES.flatMap((state) => {

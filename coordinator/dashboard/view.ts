@@ -133,6 +133,11 @@ export interface DashboardView {
     readonly divergences: number;
     readonly rejections: number;
     readonly joins: number;
+    /** Verification tasks closed, and of those, ones whose trainer failed. */
+    readonly verifications: number;
+    readonly failedVerifications: number;
+    /** Clients ejected by verification (trainers, lying or idle verifiers). */
+    readonly ejections: number;
   };
   /** When the view last changed (ms since the epoch); 0 before anything happened. */
   readonly updatedMs: number;
@@ -166,6 +171,9 @@ export function emptyView(): DashboardView {
       divergences: 0,
       rejections: 0,
       joins: 0,
+      verifications: 0,
+      failedVerifications: 0,
+      ejections: 0,
     },
     updatedMs: 0,
   };
@@ -426,6 +434,23 @@ function applyEvent(view: DashboardView, event: ServerEvent, timeMs: number): Da
       return withRecordedDigest(view, event.step, event.digest, timeMs);
     case "RoundEnd":
       return { ...view, totals: { ...view.totals, rounds: view.totals.rounds + 1 } };
+    case "VerificationClosed":
+      return {
+        ...view,
+        totals: {
+          ...view.totals,
+          verifications: view.totals.verifications + 1,
+          failedVerifications: view.totals.failedVerifications +
+            (event.outcome === "failed" ? 1 : 0),
+        },
+      };
+    case "Ejected": {
+      const ejected = withClient(view, event.client, timeMs, () => ({ status: "Ejected" }));
+      return {
+        ...ejected,
+        totals: { ...ejected.totals, ejections: ejected.totals.ejections + 1 },
+      };
+    }
     case "Rejected":
     case "JoinRefused":
     case "TelemetryDropped":
@@ -436,7 +461,10 @@ function applyEvent(view: DashboardView, event: ServerEvent, timeMs: number): Da
     case "Checkpoint":
     case "BackedOff":
     case "JoinDeferred":
+    case "VerificationReport":
       return withClient(view, event.client, timeMs, () => ({}));
+    case "VerificationOpened":
+      return view;
     case "ConnectionRefused":
     case "ConnectionClosed":
     case "Throttled":

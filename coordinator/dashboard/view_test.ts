@@ -196,6 +196,9 @@ Deno.test("joins, leaves and kicks set a client's status; counters count", () =>
     divergences: 0,
     rejections: 1,
     joins: 2,
+    verifications: 0,
+    failedVerifications: 0,
+    ejections: 0,
   });
   assert.deepEqual([view.epoch, view.step], [2, 9]);
 });

@@ -15,6 +15,8 @@
  * off for some epochs ({@linkcode JoinBackoff}); a permissioned run refuses keys outside
  * its allowlist; a health check is refused on its sender and entry count before its proofs
  * are checked, and a report naming a client twice is refused before any proof is verified.
+ * A key ejected by verification is barred by the run itself (coordinator/core/verification.ts);
+ * the host says so when it joins and keeps it out of the clients an epoch may take.
  *
  * @module
  */
@@ -27,6 +29,7 @@ import {
 import type { ClientMessage, ClientMessageHead } from "./protocol.ts";
 import type { ClientTelemetry } from "./telemetry.ts";
 import {
+  barredUntil,
   type Checkpoint,
   checkpoint as machineCheckpoint,
   checkTimeout,
@@ -36,6 +39,8 @@ import {
   type CoordinatorErrorCode,
   type CoordinatorState,
   currentRound,
+  type EjectionCause,
+  type EjectionRecord,
   type EpochState,
   type HealthCheck,
   healthCheck,
@@ -53,6 +58,12 @@ import {
   type RunState,
   tick as machineTick,
   untrainedBatchCount,
+  type VerificationEvidence,
+  verificationMajority,
+  verificationReport,
+  type VerificationStage,
+  type VerificationTask,
+  type VerificationVerdict,
   warmupWitness,
   type WindDownCause,
   withdraw,
@@ -129,6 +140,51 @@ export type HostEvent =
   /** A telemetry notice from a non-member, or for a step the run has not reached, dropped. */
   | { kind: "TelemetryDropped"; client: string; step: number; reason: string }
   | { kind: "Checkpoint"; client: string; repo: Checkpoint }
+  /**
+   * A verification stage opened: trainer `trainer`'s result of round `height` (step `step`) is
+   * to be checked by `seats` (`Verify` when the result was sampled, `TieBreak` when its first
+   * stage ended contested).
+   */
+  | {
+    kind: "VerificationOpened";
+    height: number;
+    step: number;
+    trainer: string;
+    stage: VerificationStage;
+    seats: string[];
+  }
+  /** A seated verifier reported. */
+  | {
+    kind: "VerificationReport";
+    client: string;
+    height: number;
+    trainer: string;
+    verdict: VerificationVerdict;
+    evidence: VerificationEvidence;
+    detail: number;
+  }
+  /**
+   * A task closed: `failed` (the trainer was ejected), `passed`, or `undecided` (no majority
+   * and nobody left to break the tie, or nobody reported).
+   */
+  | {
+    kind: "VerificationClosed";
+    height: number;
+    trainer: string;
+    outcome: "passed" | "failed" | "undecided";
+    passes: number;
+    fails: number;
+  }
+  /** The run ejected `client` and bars it until epoch `barredUntil` (verification). */
+  | {
+    kind: "Ejected";
+    client: string;
+    cause: EjectionCause;
+    evidence: VerificationEvidence;
+    epoch: number;
+    step: number;
+    barredUntil: number;
+  }
   | {
     kind: "Rejected";
     client: string;
@@ -209,6 +265,10 @@ export class CoordinatorHost {
   #trainEnd: { height: number; timer: boolean } | null = null;
   /** Why the current epoch's rounds stopped, once this host saw them stop. */
   #windDown: WindDownCause | null = null;
+  /** Ejection records already reported (the machine appends new ones). */
+  #ejectionsSeen = new WeakSet<EjectionRecord>();
+  /** Open verification tasks already reported, with the stage they were reported in. */
+  #tasksSeen = new WeakMap<VerificationTask, VerificationStage>();
 
   constructor(options: HostOptions) {
     this.state = options.state;
@@ -217,6 +277,8 @@ export class CoordinatorHost {
     this.#backoff = new JoinBackoff(options.joinBackoffEpochs ?? DEFAULT_JOIN_BACKOFF_EPOCHS);
     this.#authorizedKeys = options.authorizedKeys ?? null;
     this.#epochState = this.state.epochState;
+    for (const r of this.state.ejections) this.#ejectionsSeen.add(r);
+    for (const t of this.state.epochState.verificationTasks) this.#tasksSeen.set(t, t.stage);
     const init = options.initWarmupTime;
     if (init !== undefined) {
       const problem = durationProblem(init) ?? (init === 0 ? "must be > 0" : null);
@@ -367,13 +429,17 @@ export class CoordinatorHost {
   }
 
   /**
-   * The pending clients an epoch starting now may take: those whose back-off has ended. A
-   * backed-off key stays pending (its join was accepted) and becomes eligible by itself.
+   * The pending clients an epoch starting now may take: those whose back-off has ended and that
+   * no ejection bars. A backed-off or barred key stays pending (its join was accepted) and
+   * becomes eligible by itself.
    */
   #eligible(): NodeIdentity[] {
     const epoch = this.state.progress.epoch;
-    if (this.#backoff.size === 0) return this.#pending;
-    return this.#pending.filter((p) => this.#backoff.check(toHex(p.signer), epoch) === null);
+    if (this.#backoff.size === 0 && this.state.ejections.length === 0) return this.#pending;
+    return this.#pending.filter((p) =>
+      this.#backoff.check(toHex(p.signer), epoch) === null &&
+      barredUntil(this.state, p.signer) === null
+    );
   }
 
   /**
@@ -492,6 +558,21 @@ export class CoordinatorHost {
       }
       case "Withdraw":
         return this.#withdraw(id, name);
+      case "Verification": {
+        const { report } = msg;
+        const trainer = this.#epochClientKey(report.trainer);
+        this.#step(() => verificationReport(this.state, id, report));
+        this.#events.push({
+          kind: "VerificationReport",
+          client: name,
+          height: report.height,
+          trainer,
+          verdict: report.verdict,
+          evidence: report.evidence,
+          detail: report.detail,
+        });
+        return { kind: "Ack" };
+      }
       case "Telemetry":
         return this.#noteTelemetry(name, msg.telemetry);
       case "HealthCheck":
@@ -576,7 +657,25 @@ export class CoordinatorHost {
     if (backoff !== null) {
       this.#events.push({ kind: "JoinDeferred", client: name, reason: backoffReason(backoff) });
     }
+    const barred = barredUntil(this.state, id.signer);
+    if (barred !== null) {
+      const record = this.state.ejections.findLast((r) => equalBytes(r.signer, id.signer))!;
+      this.#events.push({
+        kind: "JoinDeferred",
+        client: name,
+        reason: `this key was ejected by verification in epoch ${record.epoch} ` +
+          `(${record.cause}); it may join again from epoch ${barred}`,
+      });
+    }
     return { kind: "Ack" };
+  }
+
+  /** The hex signer of the epoch's client `epochIndex`, or `#index` when there is none. */
+  #epochClientKey(epochIndex: number): string {
+    const es = this.state.epochState;
+    const c = es.clients.find((c) => c.epochIndex === epochIndex) ??
+      es.exitedClients.find((c) => c.epochIndex === epochIndex);
+    return c === undefined ? `#${epochIndex}` : toHex(c.id.signer);
   }
 
   #refuseJoin(name: string, reason: string): HostReply {
@@ -693,9 +792,12 @@ export class CoordinatorHost {
   ): void {
     const from = this.state.runState;
     const recorded = this.state.paramsDigests.at(-1)?.step ?? 0;
+    const tasksBefore = [...this.state.epochState.verificationTasks];
+    const startStep = this.state.epochState.startStep;
     const outcome = call();
     if (outcome.kind === "Unchanged") return;
     this.#version++;
+    this.#noteVerification(tasksBefore, startStep);
     const newest = this.state.paramsDigests.at(-1);
     if (newest !== undefined && newest.step !== recorded) {
       this.#events.push({
@@ -736,6 +838,64 @@ export class CoordinatorHost {
       this.#configuredWarmup = null;
     }
     this.#kickUnhealthy();
+  }
+
+  /**
+   * Reports what verification did in the last call: stages opened (a sample, or a tie-break),
+   * tasks closed and how, clients ejected. Read off the state: the machine appends records and
+   * replaces tasks, so anything not seen before is new.
+   */
+  #noteVerification(before: readonly VerificationTask[], startStep: number): void {
+    const es = this.state.epochState;
+    const newRecords = this.state.ejections.filter((r) => !this.#ejectionsSeen.has(r));
+    for (const t of es.verificationTasks) {
+      if (this.#tasksSeen.get(t) === t.stage) continue;
+      this.#tasksSeen.set(t, t.stage);
+      this.#events.push({
+        kind: "VerificationOpened",
+        height: t.height,
+        step: es.startStep + t.height,
+        trainer: this.#epochClientKey(t.trainer),
+        stage: t.stage,
+        seats: t.seats.filter((s) => s.stage === t.stage).map((s) =>
+          this.#epochClientKey(s.verifier)
+        ),
+      });
+    }
+    if (es.startStep === startStep) {
+      for (const t of before) {
+        if (es.verificationTasks.includes(t)) continue;
+        const trainer = this.#epochClientKey(t.trainer);
+        const seats = t.seats.filter((s) => s.stage === t.stage);
+        const passes = seats.filter((s) => s.verdict === "Pass").length;
+        const fails = seats.filter((s) => s.verdict === "Fail").length;
+        const failed = newRecords.some((r) =>
+          r.cause === "FailedVerification" && toHex(r.signer) === trainer
+        );
+        const passed = !failed && (passes >= verificationMajority(seats.length) ||
+          (t.stage === "Verify" && fails === 0 && passes > 0));
+        this.#events.push({
+          kind: "VerificationClosed",
+          height: t.height,
+          trainer,
+          outcome: failed ? "failed" : passed ? "passed" : "undecided",
+          passes,
+          fails,
+        });
+      }
+    }
+    for (const r of newRecords) {
+      this.#ejectionsSeen.add(r);
+      this.#events.push({
+        kind: "Ejected",
+        client: toHex(r.signer),
+        cause: r.cause,
+        evidence: r.evidence,
+        epoch: r.epoch,
+        step: r.step,
+        barredUntil: r.barredUntil,
+      });
+    }
   }
 
   /** Drops clients that left the epoch unhealthy from the pending list (once per epoch). */

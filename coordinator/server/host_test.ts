@@ -803,3 +803,89 @@ Deno.test("a notice never ticks: past a deadline, the run waits for its own tick
   host.tick(1_000_000, SEED);
   assert.notEqual(host.state.runState, "RoundTrain", "a tick then moves it");
 });
+
+Deno.test("verification: a sample opens a task, two fails eject the trainer, its join is deferred", () => {
+  const state = testState(
+    { initMinClients: 5, minClients: 2, witnessNodes: 0, verificationPercent: 10 },
+    100,
+  );
+  const host = new CoordinatorHost({ state, withdrawOnDisconnect: false });
+  for (const i of [0, 1, 2, 3, 4]) join(host, i);
+  host.tick(101, SEED);
+  host.state.epochState.clients.forEach((c, index) => {
+    host.handle(
+      c.id.signer,
+      {
+        kind: "WarmupWitness",
+        requestId: 9,
+        witness: warmupReport(host.state, index),
+        paramsDigest: NO_DIGEST,
+      },
+      102,
+      SEED,
+    );
+  });
+  host.takeEvents();
+  trainToHeight2(host, new Uint8Array(32)); // round 1's start samples round 0
+  const opened = host.takeEvents().filter((e) => e.kind === "VerificationOpened");
+  assert.ok(opened.length >= 1);
+  const task = host.state.epochState.verificationTasks.find((t) => t.height === 1) ??
+    host.state.epochState.verificationTasks[0];
+  const byIndex = (i: number) => host.state.epochState.clients.find((c) => c.epochIndex === i)!;
+  const trainer = byIndex(task.trainer);
+  const seats = task.seats.map((s) => byIndex(s.verifier));
+  const report = (i: number, requestId: number) =>
+    host.handle(
+      seats[i].id.signer,
+      {
+        kind: "Verification",
+        requestId,
+        report: {
+          height: task.height,
+          trainer: task.trainer,
+          verdict: "Fail",
+          evidence: "StateMismatch",
+          detail: 250_000,
+        },
+      },
+      200,
+      SEED,
+    );
+  assert.deepEqual(report(0, 1), { kind: "Ack" });
+  assert.deepEqual(report(1, 2), { kind: "Ack" });
+  const events = host.takeEvents();
+  assert.deepEqual(
+    kinds(events).filter((k) => k.startsWith("Verification") || k === "Ejected"),
+    ["VerificationReport", "VerificationClosed", "Ejected", "VerificationReport"],
+  );
+  const closed = events.find((e) => e.kind === "VerificationClosed");
+  assert.deepEqual(closed, {
+    kind: "VerificationClosed",
+    height: task.height,
+    trainer: toHex(trainer.id.signer),
+    outcome: "failed",
+    passes: 0,
+    fails: 2,
+  });
+  const ejected = events.find((e) => e.kind === "Ejected");
+  assert.ok(ejected?.kind === "Ejected" && ejected.cause === "FailedVerification");
+  assert.equal(ejected.client, toHex(trainer.id.signer));
+  assert.equal(ejected.evidence, "StateMismatch");
+  assert.equal(trainer.state, "Ejected");
+  // A report on the closed task is refused with the coordinator's error.
+  const late = report(2, 3);
+  assert.equal(late.kind, "Error");
+  // The ejected key may join, but waits out its bar.
+  host.handle(
+    trainer.id.signer,
+    { kind: "Join", requestId: 4, runId: host.state.runId },
+    201,
+    SEED,
+  );
+  const deferred = host.takeEvents().find((e) => e.kind === "JoinDeferred");
+  assert.ok(deferred?.kind === "JoinDeferred");
+  assert.match(
+    deferred.reason,
+    /ejected by verification in epoch 0 \(FailedVerification\); it may join again from epoch 5/,
+  );
+});

@@ -7,7 +7,7 @@
  * @module
  */
 import type { EpochEndCause, HostEvent } from "./host.ts";
-import type { Checkpoint } from "../core/mod.ts";
+import type { Checkpoint, EjectionCause } from "../core/mod.ts";
 import { fromSnakeCase, type LogLevel, logLine, snakeCase } from "../../cli/entry.ts";
 
 /** Everything the server reports. */
@@ -136,6 +136,23 @@ export function formatEvent(event: ServerEvent): string {
       return `health   ${short(event.client)} reported unhealthy clients, ${event.dropped} dropped`;
     case "Checkpoint":
       return `ckpt     ${short(event.client)} uploaded ${describeRepo(event.repo)}`;
+    case "VerificationOpened":
+      return `verify   ${short(event.trainer)}'s result of round ${event.height} (step ` +
+        `${event.step}) ${event.stage === "Verify" ? "sampled" : "contested: tie-break"}; ` +
+        `seats ${event.seats.map(short).join(", ")}`;
+    case "VerificationReport":
+      return `verify   ${short(event.client)} says ${event.verdict} for ${
+        short(event.trainer)
+      }'s ` +
+        `result of round ${event.height}` +
+        (event.verdict === "Fail" ? ` (${event.evidence}, ${event.detail} ppm)` : "");
+    case "VerificationClosed":
+      return `verify   ${short(event.trainer)}'s result of round ${event.height} ${event.outcome}` +
+        ` (${event.passes} pass, ${event.fails} fail)`;
+    case "Ejected":
+      return `eject    ${short(event.client)} ${EJECTION_CAUSES[event.cause]}` +
+        (event.evidence === "None" ? "" : ` (${event.evidence})`) +
+        ` at step ${event.step}; barred until epoch ${event.barredUntil}`;
     case "Telemetry": {
       const t = event.telemetry;
       const ms = t.breakdownMs;
@@ -191,6 +208,14 @@ function digestNote(digest: string | null): string {
   return digest === null ? "" : `, parameters ${digest.slice(0, 12)}…`;
 }
 
+/** How an ejection reads in the human log, by cause. */
+const EJECTION_CAUSES: Readonly<Record<EjectionCause, string>> = {
+  FailedVerification: "failed verification",
+  FalseAccusation: "accused an honest result",
+  FalseVouch: "vouched for a failed result",
+  IdleVerifier: "did not report as a verifier",
+};
+
 /** How an epoch's end reads in the human log, by cause. */
 const EPOCH_END_CAUSES: Readonly<Record<EpochEndCause, string>> = {
   epoch_time: "after training (its time was up)",
@@ -217,7 +242,12 @@ export function eventLevel(event: ServerEvent): LogLevel {
     case "ConnectionRefused":
     case "Throttled":
     case "DataRefused":
+    case "Ejected":
       return "warn";
+    case "VerificationReport":
+      return event.verdict === "Fail" ? "warn" : "info";
+    case "VerificationClosed":
+      return event.outcome === "failed" ? "warn" : "info";
     case "EpochEnd":
       return event.cause === "no_witnesses" || event.cause === "witness_quorum_lost"
         ? "warn"

@@ -176,3 +176,48 @@ Deno.test("JSON lines: nested fields in snake_case too, and a level for what was
     "error",
   );
 });
+
+Deno.test("verification events say whose result, what was found and what follows", () => {
+  const other = "cd".repeat(32);
+  assert.equal(
+    formatEvent({
+      kind: "VerificationOpened",
+      height: 4,
+      step: 9,
+      trainer: KEY,
+      stage: "Verify",
+      seats: [other],
+    }),
+    "verify   abababab…'s result of round 4 (step 9) sampled; seats cdcdcdcd…",
+  );
+  assert.equal(
+    formatEvent({
+      kind: "VerificationReport",
+      client: other,
+      height: 4,
+      trainer: KEY,
+      verdict: "Fail",
+      evidence: "ResultMismatch",
+      detail: 480_000,
+    }),
+    "verify   cdcdcdcd… says Fail for abababab…'s result of round 4 (ResultMismatch, 480000 ppm)",
+  );
+  const ejected = {
+    kind: "Ejected" as const,
+    client: KEY,
+    cause: "FailedVerification" as const,
+    evidence: "ResultMismatch" as const,
+    epoch: 1,
+    step: 9,
+    barredUntil: 6,
+  };
+  assert.equal(
+    formatEvent(ejected),
+    "eject    abababab… failed verification (ResultMismatch) at step 9; barred until epoch 6",
+  );
+  assert.equal(eventLevel(ejected), "warn");
+  assert.equal(
+    formatEvent({ ...ejected, cause: "IdleVerifier", evidence: "None" }),
+    "eject    abababab… did not report as a verifier at step 9; barred until epoch 6",
+  );
+});

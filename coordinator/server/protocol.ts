@@ -20,6 +20,7 @@
  *   5 CooldownWitness { requestId, proof, digest }
  *   6 Withdraw        { requestId }
  *   7 Telemetry       { requestId, telemetry }  (a notice: never answered)
+ *   8 Verification    { requestId, report }
  * ```
  *
  * `digest` is the client's parameter digest (32 bytes; all zero: none), a vote for the
@@ -34,12 +35,14 @@ import {
   readHealthChecks,
   readMetadata,
   readProof,
+  readVerificationReport,
   readWitness,
   writeCheckpoint,
   writeDigest,
   writeHealthChecks,
   writeMetadata,
   writeProof,
+  writeVerificationReport,
   writeWitness,
 } from "./protocol_fields.ts";
 import { type ClientTelemetry, readTelemetry, writeTelemetry } from "./telemetry.ts";
@@ -57,6 +60,7 @@ import {
   MAX_RUN_ID_BYTES,
   MAX_STRING_BYTES,
   PARAMS_DIGEST_BYTES,
+  type VerificationReport,
   type Witness,
   witnessBloomParameters,
   type WitnessMetadata,
@@ -64,11 +68,12 @@ import {
 } from "../core/mod.ts";
 
 /**
- * The handshake context of the coordinator service (net/handshake.ts). Version 2 added the
- * parameter digests: a client of another version fails the handshake instead of sending
- * messages this server reads differently.
+ * The handshake context of the coordinator service (net/handshake.ts). Version 3 added
+ * verification (the `Verification` request, and states in encoding version 5); version 2 the
+ * parameter digests. A client of another version fails the handshake instead of sending or
+ * reading messages this server reads or writes differently.
  */
-export const COORDINATOR_CONTEXT = "psyche-ts coordinator v2";
+export const COORDINATOR_CONTEXT = "psyche-ts coordinator v3";
 /** Longest `Error.message` / `Refused.reason`, in UTF-8 bytes. */
 export const MAX_REASON_BYTES = 1024;
 
@@ -92,7 +97,9 @@ export type ClientMessage =
    * Informational, after each step: the server keeps the latest per member and never answers
    * it (`requestId` is only echoed in logs), so a client never waits on it.
    */
-  | { kind: "Telemetry"; requestId: number; telemetry: ClientTelemetry };
+  | { kind: "Telemetry"; requestId: number; telemetry: ClientTelemetry }
+  /** A seated verifier's report on a sampled result (coordinator/core/verification.ts). */
+  | { kind: "Verification"; requestId: number; report: VerificationReport };
 
 /** Every message the server sends after the handshake. */
 export type ServerMessage =
@@ -110,6 +117,7 @@ const CLIENT_TAGS = [
   "CooldownWitness",
   "Withdraw",
   "Telemetry",
+  "Verification",
 ] as const;
 const SERVER_TAGS = ["State", "Ack", "Error", "Refused"] as const;
 
@@ -146,6 +154,9 @@ export function encodeClientMessage(msg: ClientMessage): Uint8Array {
       break;
     case "Checkpoint":
       writeCheckpoint(w, msg.repo);
+      break;
+    case "Verification":
+      writeVerificationReport(w, msg.report);
       break;
     default: {
       const never: never = msg;
@@ -218,6 +229,9 @@ export function decodeClientMessage(bytes: Uint8Array): ClientMessage {
         break;
       case "Checkpoint":
         msg = { kind, requestId, repo: readCheckpoint(m) };
+        break;
+      case "Verification":
+        msg = { kind, requestId, report: readVerificationReport(m) };
         break;
     }
     m.end();
@@ -330,6 +344,12 @@ export function clientFrameLimits(maxClients: number): ClientFrameLimits {
         const two = size({ kind, requestId: 0, checks: [check, check] });
         return one + (maxClients - 1) * (two - one);
       }
+      case "Verification":
+        return size({
+          kind,
+          requestId: 0,
+          report: { height: 0, trainer: 0, verdict: "Fail", evidence: "CopiedResult", detail: 0 },
+        });
       case "Checkpoint":
         return Math.max(
           size({

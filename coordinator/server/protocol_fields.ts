@@ -21,6 +21,9 @@ import {
   MAX_PROMPT_RESULTS,
   MAX_STRING_BYTES,
   PARAMS_DIGEST_BYTES,
+  VERIFICATION_EVIDENCE,
+  type VerificationReport,
+  type VerificationVerdict,
   type Witness,
   type WitnessMetadata,
   type WitnessProof,
@@ -327,4 +330,34 @@ export function readCheckpoint(r: MessageReader): Checkpoint {
       };
     }
   }
+}
+
+/** Verdicts in the order of their wire codes. */
+export const VERDICT_KINDS: readonly VerificationVerdict[] = ["Pass", "Fail"];
+
+/**
+ * Appends a verification report: u32 height, u16 trainer (epoch index), u8 verdict, u8 evidence,
+ * u32 detail.
+ */
+export function writeVerificationReport(w: MessageWriter, report: VerificationReport): void {
+  w.u32(report.height).u16(report.trainer);
+  w.u8(VERDICT_KINDS.indexOf(report.verdict));
+  w.u8(VERIFICATION_EVIDENCE.indexOf(report.evidence));
+  w.u32(report.detail);
+}
+
+/** Reads a verification report, refusing unknown verdict and evidence codes. */
+export function readVerificationReport(r: MessageReader): VerificationReport {
+  const height = r.u32("height");
+  const trainer = r.u16("trainer");
+  const code = (field: string, table: readonly string[]) => {
+    const c = r.u8(field);
+    if (c >= table.length) {
+      throw new ProtocolError(`field "${field}" has code ${c}, expected 0..${table.length - 1}`);
+    }
+    return c;
+  };
+  const verdict = VERDICT_KINDS[code("verdict", VERDICT_KINDS)];
+  const evidence = VERIFICATION_EVIDENCE[code("evidence", VERIFICATION_EVIDENCE)];
+  return { height, trainer, verdict, evidence, detail: r.u32("detail") };
 }

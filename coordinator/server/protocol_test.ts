@@ -17,6 +17,7 @@ import {
   type Checkpoint,
   COORDINATOR_ERROR_CODES,
   NO_DIGEST,
+  VERIFICATION_EVIDENCE,
   type Witness,
   witnessBloomParameters,
   type WitnessMetadata,
@@ -132,6 +133,17 @@ const clientMessage: fc.Arbitrary<ClientMessage> = fc.oneof(
       }),
     }),
   }),
+  fc.record({
+    kind: fc.constant("Verification" as const),
+    requestId: u32,
+    report: fc.record({
+      height: u32,
+      trainer: fc.nat({ max: 0xffff }),
+      verdict: fc.constantFrom("Pass" as const, "Fail" as const),
+      evidence: fc.constantFrom(...VERIFICATION_EVIDENCE),
+      detail: u32,
+    }),
+  }),
 );
 
 const serverMessage: fc.Arbitrary<ServerMessage> = fc.oneof(
@@ -190,7 +202,25 @@ Deno.test("random bytes decode to a message or a ProtocolError, nothing else", (
 });
 
 Deno.test("decoder names the message and field it rejects", () => {
-  assert.throws(() => decodeClientMessage(new Uint8Array([9])), /unknown tag 9, expected 0..7/);
+  assert.throws(() => decodeClientMessage(new Uint8Array([9])), /unknown tag 9, expected 0..8/);
+  const report = encodeClientMessage({
+    kind: "Verification",
+    requestId: 1,
+    report: { height: 3, trainer: 2, verdict: "Fail", evidence: "StateMismatch", detail: 7 },
+  });
+  const badVerdict = report.slice();
+  badVerdict[11] = 2;
+  assert.throws(
+    () => decodeClientMessage(badVerdict),
+    /Verification: field "verdict" has code 2, expected 0..1/,
+  );
+  const badEvidence = report.slice();
+  badEvidence[12] = 99;
+  assert.throws(() => decodeClientMessage(badEvidence), /field "evidence" has code 99/);
+  assert.throws(
+    () => decodeClientMessage(report.subarray(0, report.length - 1)),
+    /Verification/,
+  );
   const join = encodeClientMessage({ kind: "Join", requestId: 1, runId: "a" });
   // Declare a 40-byte run id: over the 32-byte cap.
   const long = new Uint8Array([...join.subarray(0, 5), 0, 40, ...new Uint8Array(40)]);

@@ -24,6 +24,7 @@ import type {
   CoordinatorState,
   HealthCheck,
   NodeIdentity,
+  VerificationReport,
   Witness,
   WitnessMetadata,
   WitnessProof,
@@ -131,6 +132,12 @@ export interface CoordinatorBackend {
 
   /** Reports clients the previous round's witnesses did not see (every one unhealthy). */
   sendHealthCheck(checks: readonly HealthCheck[], options?: CallOptions): Promise<void>;
+
+  /**
+   * A seated verifier's verdict on a sampled result (coordinator/core/verification.ts
+   * `verificationReport`): resolves once the coordinator recorded it.
+   */
+  sendVerificationReport(report: VerificationReport, options?: CallOptions): Promise<void>;
 
   /**
    * Leaves the current epoch (the client must `join()` again for a later one): a client

@@ -37,6 +37,7 @@ import {
   type CoordinatorState,
   type HealthCheck,
   type NodeIdentity,
+  type VerificationReport,
   type Witness,
   type WitnessMetadata,
   type WitnessProof,
@@ -188,6 +189,11 @@ export class MemoryBackend implements CoordinatorBackend {
   /** {@inheritDoc CoordinatorBackend.sendHealthCheck} */
   sendHealthCheck(checks: readonly HealthCheck[], options: CallOptions = {}): Promise<void> {
     return this.#call({ kind: "HealthCheck", requestId: 0, checks: [...checks] }, options);
+  }
+
+  /** {@inheritDoc CoordinatorBackend.sendVerificationReport} */
+  sendVerificationReport(report: VerificationReport, options: CallOptions = {}): Promise<void> {
+    return this.#call({ kind: "Verification", requestId: 0, report }, options);
   }
 
   /** {@inheritDoc CoordinatorBackend.withdraw} */

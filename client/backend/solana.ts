@@ -38,6 +38,7 @@ import {
   isHalted,
   type NodeIdentity,
   tick,
+  type VerificationReport,
   type Witness,
   type WitnessMetadata,
   type WitnessProof,
@@ -297,6 +298,17 @@ export class SolanaBackend implements CoordinatorBackend {
         checks: batch.map((c) => ({ signer: c.id.signer, proof: c.proof })),
       }, { signal: options.signal, computeUnitLimit: HEALTH_CHECK_UNITS });
     }
+  }
+
+  /**
+   * Not yet an instruction of the program: refused, so a Solana run with
+   * `verification_percent > 0` says so instead of pretending to report.
+   */
+  sendVerificationReport(_report: VerificationReport, options: CallOptions = {}): Promise<void> {
+    this.#usable(options.signal);
+    return Promise.reject(
+      new BackendError("Refused", "the Solana program has no verification report instruction yet"),
+    );
   }
 
   /** The program has no withdraw instruction: the health checks remove the client. */

@@ -26,6 +26,7 @@ import {
   type CoordinatorState,
   type HealthCheck,
   type NodeIdentity,
+  type VerificationReport,
   type Witness,
   type WitnessMetadata,
   type WitnessProof,
@@ -213,6 +214,11 @@ export class TcpBackend implements CoordinatorBackend {
       (requestId) => ({ kind: "HealthCheck", requestId, checks: [...checks] }),
       options,
     );
+  }
+
+  /** {@inheritDoc CoordinatorBackend.sendVerificationReport} */
+  sendVerificationReport(report: VerificationReport, options: CallOptions = {}): Promise<void> {
+    return this.#request((requestId) => ({ kind: "Verification", requestId, report }), options);
   }
 
   /** {@inheritDoc CoordinatorBackend.withdraw} */

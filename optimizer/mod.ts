@@ -45,7 +45,7 @@ export {
   fixedErrorBound,
   updateSigns,
 } from "./exact.ts";
-export { canonicalOrder, compareResults, type DistroResult } from "./result.ts";
+export { canonicalOrder, compareResults, type DistroResult, type StateDigests } from "./result.ts";
 export {
   clipGradNorm,
   type DistroConfig,
@@ -61,7 +61,28 @@ export {
   payloadBytes,
   PayloadDecodeError,
   type PayloadExpectation,
+  STATE_DIGESTS_BYTES,
 } from "./wire.ts";
+export {
+  decodeState,
+  encodeState,
+  stateBytes,
+  StateDecodeError,
+  stateDigest,
+  stateEntries,
+  type StateShape,
+  zeroStateDigest,
+} from "./state_wire.ts";
+export {
+  type CoefficientComparison,
+  coefficientOverlap,
+  compareCoefficients,
+  compareStates,
+  mismatchPpm,
+  ownMatchesResult,
+  splitOwn,
+  type StateComparison,
+} from "./replay_compare.ts";
 export {
   commit,
   type Commitment,

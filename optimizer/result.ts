@@ -9,6 +9,16 @@ import type { SparseParam } from "./compress.ts";
 import type { BatchId } from "../common/mod.ts";
 
 /**
+ * The digests (sha256 of optimizer/state_wire.ts bytes) of the trainer's DisTrO state before
+ * and after the step: the commitment chain a verifier replays (docs/protocol.md,
+ * "Verification"). `input` is its previous result's `output`, or the zero state's digest.
+ */
+export interface StateDigests {
+  readonly input: Uint8Array;
+  readonly output: Uint8Array;
+}
+
+/**
  * What a trainer produced for one step: for every parameter (in model order) the
  * per-chunk top-k indices and values (±1 when 1-bit quantized).
  */
@@ -21,6 +31,8 @@ export interface DistroResult {
   readonly trainerNonce: number;
   /** One entry per parameter, in model order. */
   readonly params: readonly SparseParam[];
+  /** The state chain, in runs that verify results (`verification_percent > 0`). */
+  readonly states?: StateDigests;
 }
 
 /** Orders results by batch start, then batch end, then trainer nonce. */

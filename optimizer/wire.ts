@@ -8,8 +8,9 @@
  * |---|---|
  * | magic `"DTRO"` | 4 |
  * | version (1) | 1 |
- * | flags (bit 0: 1-bit values; others 0) | 1 |
+ * | flags (bit 0: 1-bit values; bit 1: state digests; others 0) | 1 |
  * | step u32, batch start u64, batch end u64, trainer nonce u32, parameter count u32 | 28 |
+ * | with flag bit 1: input and output state digests (result.ts `StateDigests`) | 64 |
  * | per parameter: rank u8 (2 or 4), encoded dims u32 × rank, totalk u32, k u32 | 9 + 4·rank |
  * | per parameter: index code, every chunk (index_code.ts), zero-padded to a byte | ⌈chunks·bits/8⌉ |
  * | per parameter: values, 1 sign bit each LSB-first padded to a byte, or bf16 u16 each | |
@@ -33,6 +34,9 @@ export const PAYLOAD_MAGIC = new Uint8Array([0x44, 0x54, 0x52, 0x4f]); // "DTRO"
 export const PAYLOAD_VERSION = 1;
 const HEADER_BYTES = 34;
 const FLAG_ONE_BIT = 1;
+const FLAG_STATE_DIGESTS = 2;
+/** Bytes of the two state digests of a verifying run's payload. */
+export const STATE_DIGESTS_BYTES = 64;
 
 /** A payload that is not a valid result for the expected model; `where` names the spot. */
 export class PayloadDecodeError extends Error {
@@ -49,6 +53,11 @@ export class PayloadDecodeError extends Error {
 export interface PayloadExpectation {
   readonly layouts: readonly ChunkLayout[];
   readonly quantize1bit: boolean;
+  /**
+   * Whether payloads carry the trainer's state digests (a run with `verification_percent > 0`):
+   * then required, else refused. Default false.
+   */
+  readonly stateDigests?: boolean;
   /** The step the commitment named (checked against the header when set). */
   readonly step?: number;
   /** The batch the commitment named (checked against the header when set). */
@@ -66,9 +75,16 @@ export function fromBf16(h: number): number {
   return new Float32Array(new Uint32Array([h << 16]).buffer)[0];
 }
 
-/** Exact payload size in bytes for a model, without encoding anything. */
-export function payloadBytes(layouts: readonly ChunkLayout[], quantize1bit: boolean): number {
-  let bytes = HEADER_BYTES;
+/**
+ * Exact payload size in bytes for a model, without encoding anything (with the state digests
+ * of a verifying run when `stateDigests`).
+ */
+export function payloadBytes(
+  layouts: readonly ChunkLayout[],
+  quantize1bit: boolean,
+  stateDigests = false,
+): number {
+  let bytes = HEADER_BYTES + (stateDigests ? STATE_DIGESTS_BYTES : 0);
   for (const l of layouts) {
     const entries = l.chunks * l.k;
     bytes += 9 + 4 * l.encodedShape.length;
@@ -104,18 +120,34 @@ export function encodePayload(result: DistroResult, expect: PayloadExpectation):
       `payload has ${result.params.length} parameters, the model has ${layouts.length}`,
     );
   }
+  const withStates = expect.stateDigests ?? false;
+  if (withStates !== (result.states !== undefined)) {
+    throw new RangeError(
+      withStates
+        ? "payload: this run verifies results, and the result carries no state digests"
+        : "payload: this run does not verify results, and the result carries state digests",
+    );
+  }
   const parts: Uint8Array[] = [];
   const header = new Uint8Array(HEADER_BYTES);
   const hv = new DataView(header.buffer);
   header.set(PAYLOAD_MAGIC, 0);
   hv.setUint8(4, PAYLOAD_VERSION);
-  hv.setUint8(5, quantize1bit ? FLAG_ONE_BIT : 0);
+  hv.setUint8(5, (quantize1bit ? FLAG_ONE_BIT : 0) | (withStates ? FLAG_STATE_DIGESTS : 0));
   hv.setUint32(6, step, true);
   hv.setBigUint64(10, BigInt(batch.start), true);
   hv.setBigUint64(18, BigInt(batch.end), true);
   hv.setUint32(26, trainerNonce, true);
   hv.setUint32(30, layouts.length, true);
   parts.push(header);
+  if (result.states !== undefined) {
+    for (const [what, d] of [["input", result.states.input], ["output", result.states.output]]) {
+      if (!(d instanceof Uint8Array) || d.length !== 32) {
+        throw new RangeError(`payload ${what} state digest must be 32 bytes`);
+      }
+      parts.push(d);
+    }
+  }
   for (const [n, layout] of layouts.entries()) {
     parts.push(...encodeParam(layout, result.params[n], quantize1bit));
   }
@@ -257,7 +289,8 @@ function decodeUnchecked(bytes: Uint8Array, expect: PayloadExpectation): DistroR
     throw new PayloadDecodeError("header version", `expected ${PAYLOAD_VERSION}, found ${version}`);
   }
   const flags = cur.u8("header flags");
-  const wantFlags = expect.quantize1bit ? FLAG_ONE_BIT : 0;
+  const wantFlags = (expect.quantize1bit ? FLAG_ONE_BIT : 0) |
+    (expect.stateDigests ? FLAG_STATE_DIGESTS : 0);
   if (flags !== wantFlags) {
     throw new PayloadDecodeError("header flags", `expected ${wantFlags}, found ${flags}`);
   }
@@ -284,6 +317,12 @@ function decodeUnchecked(bytes: Uint8Array, expect: PayloadExpectation): DistroR
       `expected ${expect.layouts.length}, found ${count}`,
     );
   }
+  const states = expect.stateDigests
+    ? {
+      input: cur.take(32, "input state digest").slice(),
+      output: cur.take(32, "output state digest").slice(),
+    }
+    : undefined;
   const params: SparseParam[] = [];
   for (const [n, layout] of expect.layouts.entries()) {
     params.push(decodeParam(cur, layout, `parameter ${n} ("${layout.name}")`, expect.quantize1bit));
@@ -291,7 +330,10 @@ function decodeUnchecked(bytes: Uint8Array, expect: PayloadExpectation): DistroR
   if (cur.at !== bytes.length) {
     throw new PayloadDecodeError("end", `${bytes.length - cur.at} trailing bytes`);
   }
-  return { step, batch: { start, end }, trainerNonce, params };
+  const batch = { start, end };
+  return states === undefined
+    ? { step, batch, trainerNonce, params }
+    : { step, batch, trainerNonce, params, states };
 }
 
 function decodeParam(cur: Cursor, layout: ChunkLayout, where: string, oneBit: boolean) {

@@ -211,3 +211,43 @@ Deno.test("index code: 87 bits for k = 8 in a 64×64 chunk, fewer than Psyche's 
   const l: ChunkLayout = chunkLayout("x", [4096, 4096], { chunk: 64, topk: 8 });
   assert.equal(payloadBytes([l], true), 34 + 25 + Math.ceil((4096 * 87) / 8) + 4096);
 });
+
+Deno.test("a verifying run's payloads carry the state digests; other runs refuse them", () => {
+  const layouts = [chunkLayout("w", [8, 8], { chunk: 4, topk: 2 })];
+  const params = [{
+    indices: Uint32Array.from({ length: 8 }, (_, i) => i % 2),
+    values: Float32Array.from({ length: 8 }, (_, i) => (i % 3 === 0 ? -1 : 1)),
+  }];
+  const states = { input: new Uint8Array(32).fill(1), output: new Uint8Array(32).fill(2) };
+  const result: DistroResult = {
+    step: 4,
+    batch: { start: 8, end: 9 },
+    trainerNonce: 1,
+    params,
+    states,
+  };
+  const verifying: PayloadExpectation = { layouts, quantize1bit: true, stateDigests: true };
+  const plain: PayloadExpectation = { layouts, quantize1bit: true };
+  const bytes = encodePayload(result, verifying);
+  assert.equal(bytes.length, payloadBytes(layouts, true, true));
+  assert.equal(bytes.length, payloadBytes(layouts, true) + 64);
+  assert.equal(bytes[5], 3, "flags: 1-bit and state digests");
+  const back = decodePayload(bytes, verifying);
+  assert.deepEqual(back.states, states);
+  const refusal = (b: Uint8Array, e: PayloadExpectation) =>
+    assert.throws(
+      () => decodePayload(b, e),
+      (err: unknown) => err instanceof PayloadDecodeError && err.where === "header flags",
+    );
+  refusal(bytes, plain);
+  refusal(encodePayload({ ...result, states: undefined }, plain), verifying);
+  assert.throws(() => encodePayload(result, plain), /does not verify results/);
+  assert.throws(
+    () => encodePayload({ ...result, states: undefined }, verifying),
+    /no state digests/,
+  );
+  assert.throws(
+    () => encodePayload({ ...result, states: { ...states, input: new Uint8Array(31) } }, verifying),
+    /input state digest must be 32 bytes/,
+  );
+});

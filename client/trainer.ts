@@ -85,6 +85,50 @@ export function wrappedRanges(batch: BatchId, numSequences: number): BatchId[] {
   return out;
 }
 
+/**
+ * The token micro-batches of `batch`: `[microBatch · seqLen]` ids each, read from `data` (wrapped
+ * modulo its size) and checked against the model's vocabulary. RangeError when the batch is not
+ * a whole number of micro-batches or needs more than `slots` of them.
+ */
+export async function readMicroBatches(args: {
+  batch: BatchId;
+  data: DataProvider;
+  seqLen: number;
+  microBatch: number;
+  slots: number;
+  vocabSize: number;
+  signal?: AbortSignal;
+}): Promise<Uint32Array[]> {
+  const { batch, data, seqLen: T, microBatch } = args;
+  const count = batch.end - batch.start + 1;
+  if (count % microBatch !== 0) {
+    throw new RangeError(
+      `batch [${batch.start}, ${batch.end}] has ${count} sequences, not a multiple of the ` +
+        `micro-batch size ${microBatch}`,
+    );
+  }
+  const micro = count / microBatch;
+  if (micro > args.slots) {
+    throw new RangeError(
+      `batch of ${count} sequences needs ${micro} micro-batches, the model holds ${args.slots}`,
+    );
+  }
+  const parts = [];
+  for (const r of wrappedRanges(batch, data.numSequences)) {
+    parts.push((await data.getSamples(r, { signal: args.signal })).tokens);
+  }
+  const all = new Uint32Array(count * T);
+  let at = 0;
+  for (const p of parts) {
+    all.set(p, at);
+    at += p.length;
+  }
+  // A token the model cannot embed would read out of bounds on the GPU: refuse the batch.
+  checkTokens(all, T, args.vocabSize);
+  const rows = microBatch * T;
+  return Array.from({ length: micro }, (_, i) => all.subarray(i * rows, (i + 1) * rows));
+}
+
 /** A client's model + DisTrO state on one GPU runtime. Dispose to free them. */
 export class NetworkTrainer implements Disposable {
   readonly config: LlamaConfig;
@@ -93,7 +137,8 @@ export class NetworkTrainer implements Disposable {
   readonly distro: DistroOptimizer;
   /** What a payload for this model must look like. */
   readonly expectation: PayloadExpectation;
-  readonly #rt: GpuRuntime;
+  /** The GPU runtime the model lives on. */
+  readonly rt: GpuRuntime;
   readonly #microBatch: number;
   readonly #digest: GpuDigest;
   readonly #roundBf16: RoundBf16;
@@ -104,7 +149,7 @@ export class NetworkTrainer implements Disposable {
     if (!Number.isInteger(microBatch) || microBatch < 1) {
       throw new RangeError(`micro-batch size must be a positive integer, found ${microBatch}`);
     }
-    this.#rt = rt;
+    this.rt = rt;
     this.config = config;
     this.layout = layout;
     this.#microBatch = microBatch;
@@ -142,39 +187,12 @@ export class NetworkTrainer implements Disposable {
     signal?: AbortSignal;
   }): Promise<TrainedRound> {
     const t0 = performance.now();
-    const { batch, data } = args;
+    const { batch } = args;
     const count = batch.end - batch.start + 1;
-    if (count % this.#microBatch !== 0) {
-      throw new RangeError(
-        `batch [${batch.start}, ${batch.end}] has ${count} sequences, not a multiple of the ` +
-          `micro-batch size ${this.#microBatch}`,
-      );
-    }
-    const micro = count / this.#microBatch;
-    if (micro > this.model.slots) {
-      throw new RangeError(
-        `batch of ${count} sequences needs ${micro} micro-batches, the model holds ${this.model.slots}`,
-      );
-    }
-    const ranges = wrappedRanges(batch, data.numSequences);
-    const parts = [];
-    for (const r of ranges) parts.push((await data.getSamples(r, { signal: args.signal })).tokens);
     const T = this.model.seqLen;
-    const all = new Uint32Array(count * T);
-    let at = 0;
-    for (const p of parts) {
-      all.set(p, at);
-      at += p.length;
-    }
-    // A token the model cannot embed would read out of bounds on the GPU: refuse the batch.
-    checkTokens(all, T, this.config.vocabSize);
-    const rows = this.#microBatch * T;
-    const microBatches = Array.from(
-      { length: micro },
-      (_, i) => all.subarray(i * rows, (i + 1) * rows),
-    );
+    const microBatches = await this.readMicroBatches(batch, args.data, args.signal);
     // Lookahead, forward/backward and generate in one submission; the two reads share one wait.
-    const step = this.#rt.beginStep(`train step ${args.step}`);
+    const step = this.rt.beginStep(`train step ${args.step}`);
     const params = this.model.params;
     this.distro.encodeLookaheadApart(step, { params, prevLr: args.prevLr, lr: args.lr });
     const { predictions, gradSumSq } = encodeGradients(
@@ -205,6 +223,23 @@ export class NetworkTrainer implements Disposable {
     return { result, loss, tokens: count * T, ms: performance.now() - t0 };
   }
 
+  /** The token micro-batches of `batch` for this model ({@link readMicroBatches}). */
+  readMicroBatches(
+    batch: BatchId,
+    data: DataProvider,
+    signal?: AbortSignal,
+  ): Promise<Uint32Array[]> {
+    return readMicroBatches({
+      batch,
+      data,
+      seqLen: this.model.seqLen,
+      microBatch: this.#microBatch,
+      slots: this.model.slots,
+      vocabSize: this.config.vocabSize,
+      signal,
+    });
+  }
+
   /**
    * `θ −= lr·sign(aggregate)` over `results` (any order: they are put in canonical order).
    * Returns false, changing nothing, when there are none.
@@ -215,7 +250,7 @@ export class NetworkTrainer implements Disposable {
     const update = this.distro.layouts.map((layout, n) =>
       aggregateFixed(layout, ordered.map((r) => r.params[n]))
     );
-    const step = this.#rt.beginStep("apply results");
+    const step = this.rt.beginStep("apply results");
     this.distro.encodeApply(step, { params: this.model.params, lr, update });
     await step.submit({ wait: false }); // later steps and reads queue behind it
     return true;
@@ -228,7 +263,7 @@ export class NetworkTrainer implements Disposable {
    * decay.
    */
   async decayWeights(lr: number): Promise<void> {
-    const step = this.#rt.beginStep("weight decay");
+    const step = this.rt.beginStep("weight decay");
     this.distro.encodeDecay(step, { params: this.model.params, lr });
     await step.submit({ wait: false });
   }
@@ -286,8 +321,8 @@ export class NetworkTrainer implements Disposable {
    */
   async roundParamsToBf16(): Promise<void> {
     const { buffers, segments } = this.model.params;
-    const maxBinding = this.#rt.limits.maxStorageBufferBindingSize;
-    const step = this.#rt.beginStep("round params to bf16");
+    const maxBinding = this.rt.limits.maxStorageBufferBindingSize;
+    const step = this.rt.beginStep("round params to bf16");
     buffers.forEach((buffer, s) => {
       for (const [start, n] of bindingRanges(segments[s].size, maxBinding)) {
         this.#roundBf16.encode(step.pass, { x: { buffer, offset: start * 4, size: n * 4 }, n });
@@ -309,7 +344,7 @@ export class NetworkTrainer implements Disposable {
 
   /** Zeroes δ and the own previous result (cold-start epochs). */
   async resetOptimizer(): Promise<void> {
-    const step = this.#rt.beginStep("reset distro");
+    const step = this.rt.beginStep("reset distro");
     this.distro.encodeReset(step);
     await step.submit();
   }

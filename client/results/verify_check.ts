@@ -9,12 +9,16 @@
  *    a state of its choosing between two results.
  * 2. **StateInconsistent**: a served state does not decode for the model, or the output state's
  *    own result is not exactly the coefficients and signs the trainer published.
- * 3. **ResultMismatch** (or **CopiedResult** when the result repeats another result of the round
- *    beyond {@link VERIFY_TOLERANCE}`.copyOverlap`): more of the published coefficients than the
- *    tolerance are missing from the replay's selection or carry the other sign.
+ * 3. **ResultMismatch**: more of the published coefficients than the tolerance are missing from
+ *    the replay's selection or carry the other sign.
  * 4. **StateMismatch**: the served output state is farther from the replay's than the tolerance,
  *    relative to the step's gradient contribution (`lr·‖g‖`, or 10⁻⁴·‖δ‖ if larger): a gradient
  *    of other data, negated or scaled lands here even when its top-k barely moved.
+ *
+ * A failed result that repeats another result of the round beyond
+ * {@link VERIFY_TOLERANCE}`.copyOverlap` is reported as **CopiedResult** instead
+ * ({@link labelCopy}): the overlap alone never fails a result (its source overlaps it as much),
+ * it only names what the replay found.
  *
  * The tolerances were calibrated on honest replays (docs/benchmarks.md, "Verification"): on one
  * adapter a replay is bit-identical; lavapipe's Vulkan against its GL backend differed by
@@ -112,25 +116,41 @@ export interface ReplayEvidence {
   readonly layouts: readonly ChunkLayout[];
 }
 
-/** Checks 2 to 4 on a replayed step. */
+/**
+ * A failed `judgement` of `result` as CopiedResult when `result` repeats one of `others` (the
+ * round's other results) beyond the tolerance; any other judgement unchanged.
+ */
+export function labelCopy(
+  judgement: Judgement,
+  result: DistroResult,
+  others: readonly DistroResult[],
+  layouts: readonly ChunkLayout[],
+  tolerance: VerifyTolerance = VERIFY_TOLERANCE,
+): Judgement {
+  if (judgement.verdict === "Pass") return judgement;
+  let overlap = 0;
+  for (const other of others) {
+    overlap = Math.max(overlap, coefficientOverlap(result.params, other.params, layouts));
+  }
+  return overlap > tolerance.copyOverlap ? fail("CopiedResult", ppm(overlap)) : judgement;
+}
+
+/** Checks 2 to 4 on a replayed step, a failure labelled by {@link labelCopy}. */
 export function judgeReplay(
   evidence: ReplayEvidence,
   tolerance: VerifyTolerance = VERIFY_TOLERANCE,
 ): Judgement {
+  const { result, others, layouts } = evidence;
+  return labelCopy(judgeUnlabelled(evidence, tolerance), result, others, layouts, tolerance);
+}
+
+function judgeUnlabelled(evidence: ReplayEvidence, tolerance: VerifyTolerance): Judgement {
   const { result, servedOutput, replayed, layouts } = evidence;
   if (servedOutput === null || !ownMatchesResult(servedOutput, result.params, layouts)) {
     return fail("StateInconsistent");
   }
   const coefficients = mismatchPpm(compareCoefficients(result.params, replayed.own, layouts));
-  if (coefficients > tolerance.coefficientsPpm) {
-    let overlap = 0;
-    for (const other of evidence.others) {
-      overlap = Math.max(overlap, coefficientOverlap(result.params, other.params, layouts));
-    }
-    return overlap > tolerance.copyOverlap
-      ? fail("CopiedResult", ppm(overlap))
-      : fail("ResultMismatch", coefficients);
-  }
+  if (coefficients > tolerance.coefficientsPpm) return fail("ResultMismatch", coefficients);
   const states = compareStates(servedOutput, replayed.state, layouts);
   let deltaNorm = 0;
   for (const x of replayed.state.delta) deltaNorm += x * x;

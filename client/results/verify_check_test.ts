@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { judgeChain, judgeReplay, type ReplayEvidence, VERIFY_TOLERANCE } from "./verify_check.ts";
+import {
+  judgeChain,
+  judgeReplay,
+  labelCopy,
+  type ReplayEvidence,
+  VERIFY_TOLERANCE,
+} from "./verify_check.ts";
 import { chunkLayout, type DistroResult, type DistroState } from "../../optimizer/mod.ts";
 
 // One parameter: 4 chunks of 16 coefficients, 2 kept per chunk.
@@ -94,4 +100,19 @@ Deno.test("a served state away from the replay's by a share of the gradient step
   // With no gradient (lr 0) the scale is 1e-4 of ‖δ‖, not zero.
   const still = judgeReplay({ ...base, replayed: { ...base.replayed, gradientStep: 0 } });
   assert.equal(still.verdict, "Pass");
+});
+
+Deno.test("an inconsistent copy is labelled a copy; an honest result overlapping another passes", () => {
+  const source = result([{ indices, values: signs }]);
+  // A free rider serves the zero state: no own result at all.
+  const zeroState: DistroState = { kind: "distro", delta: new Float32Array(64), own: null };
+  assert.equal(
+    judgeReplay(evidence({ servedOutput: zeroState, others: [source] })).evidence,
+    "CopiedResult",
+  );
+  // The source itself, replayed honestly, passes though its copy overlaps it wholly.
+  assert.equal(judgeReplay(evidence({ others: [source] })).verdict, "Pass");
+  const chain = judgeChain(result(), new Uint8Array(32).fill(9), zero)!;
+  assert.equal(labelCopy(chain, result(), [source], layouts).evidence, "CopiedResult");
+  assert.equal(labelCopy(chain, result(), [], layouts).evidence, "ChainBreak");
 });

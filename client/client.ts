@@ -12,7 +12,6 @@
  *
  * @module
  */
-import { attestedButMissing, decideApply } from "./apply_decision.ts";
 import { movedOn } from "./outdated.ts";
 import type { CoordinatorBackend } from "./backend/backend.ts";
 import type { Exchange } from "./exchange.ts";
@@ -31,6 +30,7 @@ import { epochIndexOf, isInEpoch, stepLearningRate, stepOfHeight } from "./round
 import { stepBreakdown, type StepMoments } from "./step_breakdown.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { planActions } from "./state/machine.ts";
+import { attestedButMissing, decideApply } from "./results/mod.ts";
 import { NetworkTrainer } from "./trainer.ts";
 import {
   CoordinatorError,

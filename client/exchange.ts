@@ -25,11 +25,18 @@ import { RunGossip } from "./p2p/gossip.ts";
 import { createP2PNode, type P2PNode } from "./p2p/node.ts";
 import { type BulkOptions, PayloadService } from "./p2p/payload_service.ts";
 import type { RetryPolicy } from "./p2p/fallback.ts";
-import { EarlyBuffer } from "./early_buffer.ts";
-import { PullLedger } from "./pull_ledger.ts";
-import { checkAnnouncedResult, checkResultPayload, expectedResultBytes } from "./payload_check.ts";
+import {
+  type BloomSetup,
+  bloomSetup,
+  checkAnnouncedResult,
+  checkResultPayload,
+  EarlyBuffer,
+  emptyWitness,
+  expectedResultBytes,
+  PullLedger,
+  RoundTracker,
+} from "./results/mod.ts";
 import type { ClientLogger } from "./log.ts";
-import { type BloomSetup, bloomSetup, emptyWitness, RoundTracker } from "./round_tracker.ts";
 import {
   currentHeight,
   epochPeerKeys,

@@ -22,7 +22,6 @@
  */
 import "./p2p/exit_fix.ts";
 
-export { type ApplyDecision, type ChosenResult, decideApply } from "./apply_decision.ts";
 export { type StopReason, TrainingClient, type TrainingClientOptions } from "./client.ts";
 export {
   type ClientArgs,
@@ -32,13 +31,6 @@ export {
   USAGE,
 } from "./cli.ts";
 export { Exchange, type ExchangeFaults, type ExchangeOptions } from "./exchange.ts";
-export { DEFAULT_EARLY_CAPACITY, EarlyBuffer } from "./early_buffer.ts";
-export {
-  checkResultPayload,
-  expectedResultBytes,
-  type PayloadCheck,
-  type PayloadRefusal,
-} from "./payload_check.ts";
 export {
   type ClientEventName,
   type ClientEvents,
@@ -52,14 +44,23 @@ export {
 export { type LoadedModel, loadModel, ModelSourceError, runInitSeed } from "./model_source.ts";
 export {
   type AnnouncedResult,
+  type ApplyDecision,
   type BloomSetup,
   bloomSetup,
+  checkResultPayload,
+  type ChosenResult,
   compareBytes,
+  decideApply,
+  DEFAULT_EARLY_CAPACITY,
+  EarlyBuffer,
   emptyWitness,
+  expectedResultBytes,
+  type PayloadCheck,
+  type PayloadRefusal,
   type RefusalReason,
   RoundTracker,
   type Verdict,
-} from "./round_tracker.ts";
+} from "./results/mod.ts";
 export {
   currentHeight,
   epochIndexOf,

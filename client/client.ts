@@ -259,7 +259,7 @@ export class TrainingClient {
           state,
           signer: this.#o.backend.identity.signer,
           progress: this.#progress,
-          facts: this.#o.exchange,
+          facts: this.#o.exchange.results,
           checkpoints: (this.#o.checkpointDir ?? null) !== null,
           diverged: this.#ledger.divergence !== null,
           lastMemberEpoch: this.#lastMemberEpoch,
@@ -335,7 +335,7 @@ export class TrainingClient {
       case "SendWarmupWitness": {
         const step = this.#state?.progress.step ?? 0;
         await backend.sendWarmupWitness(
-          exchange.warmupReport(intent.proof),
+          exchange.results.warmupReport(intent.proof),
           this.#ownDigest(step),
           { signal },
         );
@@ -360,7 +360,7 @@ export class TrainingClient {
         this.#ledger.moved();
         return;
       case "AnnounceFinished":
-        await exchange.announceFinished(intent.height, intent.step, intent.proof);
+        await exchange.results.announceFinished(intent.height, intent.step, intent.proof);
         return;
       case "SendWitness":
         await this.#witness(intent);
@@ -588,7 +588,7 @@ export class TrainingClient {
       recompute: this.#o.recompute ?? false,
     });
     this.#trainer = trainer;
-    this.#o.exchange.setExpectation(trainer.expectation);
+    this.#o.exchange.results.setExpectation(trainer.expectation);
     if (fresh) {
       const clients = Math.max(1, state.epochState.clients.length);
       const sequences = Math.ceil(config.globalBatchSizeEnd / clients);
@@ -704,7 +704,7 @@ export class TrainingClient {
   }> {
     const { exchange } = this.#o;
     const height = intent.plan.resultsRound.height;
-    const tracker = exchange.tracker(height);
+    const tracker = exchange.results.tracker(height);
     const decision = decideApply(
       intent.plan,
       intent.batches,
@@ -713,7 +713,7 @@ export class TrainingClient {
     const results: DistroResult[] = [];
     const missing: string[] = [];
     for (const chosen of decision.chosen) {
-      const result = await exchange.resultFor(height, chosen.commitment);
+      const result = await exchange.results.resultFor(height, chosen.commitment);
       if (result === undefined) missing.push(`[${chosen.batch.start}, ${chosen.batch.end}]`);
       else results.push(result);
     }
@@ -739,7 +739,7 @@ export class TrainingClient {
     let gathered = await this.#gather(intent);
     if (gathered.missing.length > 0) {
       // Gossip may have lost their announcements: ask every peer for the round's before giving up.
-      const recovered = await exchange.recoverRound(intent.plan.resultsRound.height);
+      const recovered = await exchange.results.recoverRound(intent.plan.resultsRound.height);
       if (recovered > 0) gathered = await this.#gather(intent);
     }
     const { results, untrained, missing } = gathered;
@@ -815,7 +815,11 @@ export class TrainingClient {
     });
     if (trainer.distro.config.weightDecay) this.#ledger.moved(); // θ took the step's decay
     const publishStart = this.#now();
-    const bytes = await this.#o.exchange.publishResult(intent.height, intent.proof, trained.result);
+    const bytes = await this.#o.exchange.results.publishResult(
+      intent.height,
+      intent.proof,
+      trained.result,
+    );
     const publishEnd = this.#now();
     const publishMs = publishEnd - publishStart;
     const tokensPerSec = trained.tokens / (trained.ms / 1000);
@@ -841,8 +845,8 @@ export class TrainingClient {
 
   async #witness(intent: Extract<Intent, { kind: "SendWitness" }>): Promise<void> {
     const { backend, exchange, logger } = this.#o;
-    const witness = exchange.witnessReport(intent.height, intent.proof);
-    const previous = exchange.tracker(intent.height - 1);
+    const witness = exchange.results.witnessReport(intent.height, intent.proof);
+    const previous = exchange.results.tracker(intent.height - 1);
     const elapsedMs = Math.max(1, this.#now() - this.#round.startMs);
     const received = exchange.traffic().bytesReceived - this.#round.bytes;
     await backend.sendWitness(

@@ -7,8 +7,10 @@
  *   (what was announced, verified and finished; witness blooms and Merkle root),
  *   {@link decideApply} (consensus commitment per batch, untrained batches),
  *   {@link planActions} (the per-RunState state machine, returning {@link Intent}s).
- * - Edges: {@link NetworkTrainer} (GPU), {@link Exchange} (p2p), {@link TrainingClient}
- *   (the driver), the command line (`deno task client`, client/main.ts).
+ * - Edges: {@link NetworkTrainer} (GPU), {@link Exchange} (the p2p transport),
+ *   {@link RoundResults} (a round's results from announcement to apply, client/results/;
+ *   `exchange.results`), {@link TrainingClient} (the driver), the command line
+ *   (`deno task client`, client/main.ts).
  *
  * @example
  * ```ts ignore
@@ -58,6 +60,9 @@ export {
   type PayloadCheck,
   type PayloadRefusal,
   type RefusalReason,
+  type ResultsTransport,
+  RoundResults,
+  type RoundResultsOptions,
   RoundTracker,
   type Verdict,
 } from "./results/mod.ts";

@@ -30,7 +30,6 @@ import { epochIndexOf, isInEpoch, stepLearningRate, stepOfHeight } from "./round
 import { stepBreakdown, type StepMoments } from "./step_breakdown.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { planActions } from "./state/machine.ts";
-import { attestedButMissing, decideApply } from "./results/mod.ts";
 import { NetworkTrainer } from "./trainer.ts";
 import {
   CoordinatorError,
@@ -39,9 +38,7 @@ import {
   isTrainingRound,
   NO_DIGEST,
   recordedDigest,
-  roundAssignments,
   roundByHeight,
-  roundClients,
 } from "../coordinator/core/mod.ts";
 import { type DataProvider, providerForLocation } from "../data/mod.ts";
 import {
@@ -50,8 +47,8 @@ import {
   MemoryPlanError,
   runtimeMemoryLimits,
 } from "../model/mod.ts";
-import { distroConfig, type DistroResult } from "../optimizer/mod.ts";
-import { type BatchId, equalBytes, hexToBytes, toHex } from "../common/mod.ts";
+import { distroConfig } from "../optimizer/mod.ts";
+import { equalBytes, hexToBytes, toHex } from "../common/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
 import type { Identity } from "../net/mod.ts";
 
@@ -693,64 +690,23 @@ export class TrainingClient {
     this.poke();
   }
 
-  /**
-   * The results an apply uses: each batch's consensus commitment, downloaded; the batches
-   * without one; and those this client lacks though a quorum of witnesses saw them.
-   */
-  async #gather(intent: Extract<Intent, { kind: "Apply" }>): Promise<{
-    results: DistroResult[];
-    untrained: BatchId[];
-    missing: string[];
-  }> {
-    const { exchange } = this.#o;
-    const height = intent.plan.resultsRound.height;
-    const tracker = exchange.results.tracker(height);
-    const decision = decideApply(
-      intent.plan,
-      intent.batches,
-      (batch) => tracker?.candidates(batch) ?? [],
-    );
-    const results: DistroResult[] = [];
-    const missing: string[] = [];
-    for (const chosen of decision.chosen) {
-      const result = await exchange.results.resultFor(height, chosen.commitment);
-      if (result === undefined) missing.push(`[${chosen.batch.start}, ${chosen.batch.end}]`);
-      else results.push(result);
-    }
-    // Batches the witnesses saw trained but this client has no result for.
-    const state = this.#state;
-    if (state !== null) {
-      const round = intent.plan.resultsRound;
-      const clients = roundClients(state, round.height);
-      const assignments = roundAssignments(state, round);
-      const trainerOf = (b: { start: number; end: number }) =>
-        clients[assignments.find((a) => a.batch.start === b.start)?.clientIndex ?? -1]?.id
-          .signer ?? null;
-      for (const b of attestedButMissing(intent.plan, decision.untrained, trainerOf)) {
-        missing.push(`[${b.start}, ${b.end}]`);
-      }
-    }
-    return { results, untrained: [...decision.untrained], missing };
-  }
-
   async #apply(intent: Extract<Intent, { kind: "Apply" }>): Promise<void> {
     const trainer = this.#need();
     const { exchange, logger } = this.#o;
-    let gathered = await this.#gather(intent);
-    if (gathered.missing.length > 0) {
-      // Gossip may have lost their announcements: ask every peer for the round's before giving up.
-      const recovered = await exchange.results.recoverRound(intent.plan.resultsRound.height);
-      if (recovered > 0) gathered = await this.#gather(intent);
-    }
-    const { results, untrained, missing } = gathered;
+    // The consensus results, downloaded; lost announcements are pulled before any is missing.
+    const { results, untrained, missing } = await exchange.results.gather(
+      intent.plan,
+      intent.batches,
+    );
     const paramsStep = intent.step + 2;
     if (missing.length > 0) {
       // Applying without them would leave the run's parameters: stop instead.
+      const batches = missing.map((b) => `[${b.start}, ${b.end}]`).join(", ");
       this.#diverge({
         step: paramsStep,
         digest: null,
         consensus: null,
-        reason: `the results of batch ${missing.join(", ")} of step ${intent.step}, which ` +
+        reason: `the results of batch ${batches} of step ${intent.step}, which ` +
           `a quorum of witnesses saw, never reached this client`,
       });
       return;

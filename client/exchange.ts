@@ -3,7 +3,7 @@
  * clients), the run's gossip, payload transfers, dialing and bootstrapping, this client's
  * warmup readiness (announced, and resent while Warmup lasts), and traffic counts. What happens
  * to a round's results (announcements judged, payloads downloaded and checked, lost
- * announcements recovered, witness reports) is client/results/'s
+ * announcements recovered, witness reports, the apply's gathering) is client/results/'s
  * {@link RoundResults}: the exchange builds it over its gossip and payload service
  * ({@link Exchange.results}) and forwards every announcement but peers' addresses to it.
  *
@@ -81,8 +81,8 @@ export class Exchange {
   readonly gossip: RunGossip;
   readonly payloads: PayloadService;
   /**
-   * The rounds' results: announcements, downloads, recovery, witness reports, and the facts
-   * the state machine reads (`ExchangeFacts`).
+   * The rounds' results: announcements, downloads, recovery, witness reports, the apply's
+   * gathering, and the facts the state machine reads (`ExchangeFacts`).
    */
   readonly results: RoundResults;
   readonly #options: ExchangeOptions;

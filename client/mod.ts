@@ -57,6 +57,7 @@ export {
   EarlyBuffer,
   emptyWitness,
   expectedResultBytes,
+  type GatheredResults,
   type PayloadCheck,
   type PayloadRefusal,
   type RefusalReason,

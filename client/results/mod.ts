@@ -15,7 +15,7 @@
  * const results = new RoundResults({ publicKey, transport: { gossip, payloads }, logger,
  *   onChange, randomU64 });
  * results.update(state); // on every coordinator state; gossip delivers to results.receive
- * const result = await results.resultFor(height, commitment); // verified, or undefined
+ * const { results: chosen, missing } = await results.gather(plan, batches);
  * ```
  *
  * @module
@@ -47,4 +47,9 @@ export {
   RoundTracker,
   type Verdict,
 } from "./round_tracker.ts";
-export { type ResultsTransport, RoundResults, type RoundResultsOptions } from "./round_results.ts";
+export {
+  type GatheredResults,
+  type ResultsTransport,
+  RoundResults,
+  type RoundResultsOptions,
+} from "./round_results.ts";

@@ -37,16 +37,20 @@ import {
   stepOfHeight,
 } from "../round_view.ts";
 import type { ExchangeFacts } from "../state/intent.ts";
+import { attestedButMissing, decideApply } from "./apply_decision.ts";
 import { EarlyBuffer } from "./early_buffer.ts";
 import { checkAnnouncedResult, checkResultPayload, expectedResultBytes } from "./payload_check.ts";
 import { PullLedger } from "./pull_ledger.ts";
 import { type BloomSetup, bloomSetup, emptyWitness, RoundTracker } from "./round_tracker.ts";
-import { equalBytes, type PublicKeyBytes, toHex } from "../../common/mod.ts";
-import type {
-  CommitteeProof,
-  CoordinatorState,
-  Witness,
-  WitnessProof,
+import { type BatchId, equalBytes, type PublicKeyBytes, toHex } from "../../common/mod.ts";
+import {
+  type ApplyPlan,
+  type CommitteeProof,
+  type CoordinatorState,
+  roundAssignments,
+  roundClients,
+  type Witness,
+  type WitnessProof,
 } from "../../coordinator/core/mod.ts";
 import {
   commitmentHash,
@@ -80,6 +84,19 @@ export interface RoundResultsOptions {
   readonly onChange: () => void;
   /** Random u64 bloom keys: the edge's randomness. */
   readonly randomU64: () => bigint;
+}
+
+/** What an apply gets from {@link RoundResults.gather}. */
+export interface GatheredResults {
+  /** Each batch's consensus result, downloaded and verified, by batch start. */
+  readonly results: DistroResult[];
+  /** The batches without a consensus commitment (the untrained batches), by batch start. */
+  readonly untrained: BatchId[];
+  /**
+   * The batches this client lacks a result for though it must apply one: a chosen result it
+   * could not get, or an untrained batch a quorum of witnesses nonetheless saw trained.
+   */
+  readonly missing: BatchId[];
 }
 
 /** Most peers an apply's last-resort recovery pulls from at once. */
@@ -259,6 +276,45 @@ export class RoundResults implements ExchangeFacts {
     if (announced === undefined) return undefined;
     await this.#download(tracker, announced.commitment);
     return tracker.result(commitment);
+  }
+
+  /**
+   * The results an apply of `plan` uses (`batches`: every batch of its results round): each
+   * batch's consensus commitment, downloaded; the batches without one; and those this client
+   * lacks though it must apply them. When some are missing, gossip may have lost their
+   * announcements: the round is pulled from every peer once ({@link recoverRound}) and, if
+   * that brought anything, gathered again.
+   */
+  async gather(plan: ApplyPlan, batches: readonly BatchId[]): Promise<GatheredResults> {
+    const gathered = await this.#gatherOnce(plan, batches);
+    if (gathered.missing.length === 0) return gathered;
+    const recovered = await this.recoverRound(plan.resultsRound.height);
+    return recovered > 0 ? await this.#gatherOnce(plan, batches) : gathered;
+  }
+
+  async #gatherOnce(plan: ApplyPlan, batches: readonly BatchId[]): Promise<GatheredResults> {
+    const height = plan.resultsRound.height;
+    const tracker = this.tracker(height);
+    const decision = decideApply(plan, batches, (batch) => tracker?.candidates(batch) ?? []);
+    const results: DistroResult[] = [];
+    const missing: BatchId[] = [];
+    for (const chosen of decision.chosen) {
+      const result = await this.resultFor(height, chosen.commitment);
+      if (result === undefined) missing.push(chosen.batch);
+      else results.push(result);
+    }
+    // Batches the witnesses saw trained but this client has no result for.
+    const state = this.#state;
+    if (state !== null) {
+      const round = plan.resultsRound;
+      const clients = roundClients(state, round.height);
+      const assignments = roundAssignments(state, round);
+      const trainerOf = (b: { start: number; end: number }) =>
+        clients[assignments.find((a) => a.batch.start === b.start)?.clientIndex ?? -1]?.id
+          .signer ?? null;
+      missing.push(...attestedButMissing(plan, decision.untrained, trainerOf));
+    }
+    return { results, untrained: [...decision.untrained], missing };
   }
 
   /**

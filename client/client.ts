@@ -12,7 +12,6 @@
  *
  * @module
  */
-import { attestedButMissing, decideApply } from "./apply_decision.ts";
 import { movedOn } from "./outdated.ts";
 import type { CoordinatorBackend } from "./backend/backend.ts";
 import type { Exchange } from "./exchange.ts";
@@ -39,9 +38,7 @@ import {
   isTrainingRound,
   NO_DIGEST,
   recordedDigest,
-  roundAssignments,
   roundByHeight,
-  roundClients,
 } from "../coordinator/core/mod.ts";
 import { type DataProvider, providerForLocation } from "../data/mod.ts";
 import {
@@ -50,8 +47,8 @@ import {
   MemoryPlanError,
   runtimeMemoryLimits,
 } from "../model/mod.ts";
-import { distroConfig, type DistroResult } from "../optimizer/mod.ts";
-import { type BatchId, equalBytes, hexToBytes, toHex } from "../common/mod.ts";
+import { distroConfig } from "../optimizer/mod.ts";
+import { equalBytes, hexToBytes, toHex } from "../common/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
 import type { Identity } from "../net/mod.ts";
 
@@ -259,7 +256,7 @@ export class TrainingClient {
           state,
           signer: this.#o.backend.identity.signer,
           progress: this.#progress,
-          facts: this.#o.exchange,
+          facts: this.#o.exchange.results,
           checkpoints: (this.#o.checkpointDir ?? null) !== null,
           diverged: this.#ledger.divergence !== null,
           lastMemberEpoch: this.#lastMemberEpoch,
@@ -335,7 +332,7 @@ export class TrainingClient {
       case "SendWarmupWitness": {
         const step = this.#state?.progress.step ?? 0;
         await backend.sendWarmupWitness(
-          exchange.warmupReport(intent.proof),
+          exchange.results.warmupReport(intent.proof),
           this.#ownDigest(step),
           { signal },
         );
@@ -360,7 +357,7 @@ export class TrainingClient {
         this.#ledger.moved();
         return;
       case "AnnounceFinished":
-        await exchange.announceFinished(intent.height, intent.step, intent.proof);
+        await exchange.results.announceFinished(intent.height, intent.step, intent.proof);
         return;
       case "SendWitness":
         await this.#witness(intent);
@@ -588,7 +585,7 @@ export class TrainingClient {
       recompute: this.#o.recompute ?? false,
     });
     this.#trainer = trainer;
-    this.#o.exchange.setExpectation(trainer.expectation);
+    this.#o.exchange.results.setExpectation(trainer.expectation);
     if (fresh) {
       const clients = Math.max(1, state.epochState.clients.length);
       const sequences = Math.ceil(config.globalBatchSizeEnd / clients);
@@ -693,64 +690,23 @@ export class TrainingClient {
     this.poke();
   }
 
-  /**
-   * The results an apply uses: each batch's consensus commitment, downloaded; the batches
-   * without one; and those this client lacks though a quorum of witnesses saw them.
-   */
-  async #gather(intent: Extract<Intent, { kind: "Apply" }>): Promise<{
-    results: DistroResult[];
-    untrained: BatchId[];
-    missing: string[];
-  }> {
-    const { exchange } = this.#o;
-    const height = intent.plan.resultsRound.height;
-    const tracker = exchange.tracker(height);
-    const decision = decideApply(
-      intent.plan,
-      intent.batches,
-      (batch) => tracker?.candidates(batch) ?? [],
-    );
-    const results: DistroResult[] = [];
-    const missing: string[] = [];
-    for (const chosen of decision.chosen) {
-      const result = await exchange.resultFor(height, chosen.commitment);
-      if (result === undefined) missing.push(`[${chosen.batch.start}, ${chosen.batch.end}]`);
-      else results.push(result);
-    }
-    // Batches the witnesses saw trained but this client has no result for.
-    const state = this.#state;
-    if (state !== null) {
-      const round = intent.plan.resultsRound;
-      const clients = roundClients(state, round.height);
-      const assignments = roundAssignments(state, round);
-      const trainerOf = (b: { start: number; end: number }) =>
-        clients[assignments.find((a) => a.batch.start === b.start)?.clientIndex ?? -1]?.id
-          .signer ?? null;
-      for (const b of attestedButMissing(intent.plan, decision.untrained, trainerOf)) {
-        missing.push(`[${b.start}, ${b.end}]`);
-      }
-    }
-    return { results, untrained: [...decision.untrained], missing };
-  }
-
   async #apply(intent: Extract<Intent, { kind: "Apply" }>): Promise<void> {
     const trainer = this.#need();
     const { exchange, logger } = this.#o;
-    let gathered = await this.#gather(intent);
-    if (gathered.missing.length > 0) {
-      // Gossip may have lost their announcements: ask every peer for the round's before giving up.
-      const recovered = await exchange.recoverRound(intent.plan.resultsRound.height);
-      if (recovered > 0) gathered = await this.#gather(intent);
-    }
-    const { results, untrained, missing } = gathered;
+    // The consensus results, downloaded; lost announcements are pulled before any is missing.
+    const { results, untrained, missing } = await exchange.results.gather(
+      intent.plan,
+      intent.batches,
+    );
     const paramsStep = intent.step + 2;
     if (missing.length > 0) {
       // Applying without them would leave the run's parameters: stop instead.
+      const batches = missing.map((b) => `[${b.start}, ${b.end}]`).join(", ");
       this.#diverge({
         step: paramsStep,
         digest: null,
         consensus: null,
-        reason: `the results of batch ${missing.join(", ")} of step ${intent.step}, which ` +
+        reason: `the results of batch ${batches} of step ${intent.step}, which ` +
           `a quorum of witnesses saw, never reached this client`,
       });
       return;
@@ -815,7 +771,11 @@ export class TrainingClient {
     });
     if (trainer.distro.config.weightDecay) this.#ledger.moved(); // θ took the step's decay
     const publishStart = this.#now();
-    const bytes = await this.#o.exchange.publishResult(intent.height, intent.proof, trained.result);
+    const bytes = await this.#o.exchange.results.publishResult(
+      intent.height,
+      intent.proof,
+      trained.result,
+    );
     const publishEnd = this.#now();
     const publishMs = publishEnd - publishStart;
     const tokensPerSec = trained.tokens / (trained.ms / 1000);
@@ -841,8 +801,8 @@ export class TrainingClient {
 
   async #witness(intent: Extract<Intent, { kind: "SendWitness" }>): Promise<void> {
     const { backend, exchange, logger } = this.#o;
-    const witness = exchange.witnessReport(intent.height, intent.proof);
-    const previous = exchange.tracker(intent.height - 1);
+    const witness = exchange.results.witnessReport(intent.height, intent.proof);
+    const previous = exchange.results.tracker(intent.height - 1);
     const elapsedMs = Math.max(1, this.#now() - this.#round.startMs);
     const received = exchange.traffic().bytesReceived - this.#round.bytes;
     await backend.sendWitness(

@@ -84,7 +84,7 @@ Deno.test({
           gossipHeartbeatMs: 100,
           retry: { attemptTimeoutMs: 2000, retries: 0, backoffMs: 10 },
         });
-        ex.setExpectation(expectation);
+        ex.results.setExpectation(expectation);
         exchanges.push(ex);
       }
       const [honest, observer, rogue] = exchanges;
@@ -147,9 +147,9 @@ Deno.test({
 
       // 4. The honest client publishes a real result.
       const honestResult = resultFor(view.step, batchOf(0), 1);
-      await honest.publishResult(0, proofOf(0), honestResult);
+      await honest.results.publishResult(0, proofOf(0), honestResult);
 
-      const tracker = observer.tracker(0)!;
+      const tracker = observer.results.tracker(0)!;
       await waitFor(
         "the honest result",
         () => tracker.announcements().some((a) => tracker.result(a.commitment) !== undefined),
@@ -158,7 +158,7 @@ Deno.test({
         "the rogue's refusals",
         () => logs[1].filter((l) => l.event === "refused").length >= 2,
       );
-      await waitFor("downloads settled", () => observer.downloadsSettled(0));
+      await waitFor("downloads settled", () => observer.results.downloadsSettled(0));
 
       assert.ok(observer.gossip.stats.badSignature >= 1, "forged signature rejected by gossip");
       const reasons = logs[1].filter((l) => l.event === "refused")
@@ -173,26 +173,32 @@ Deno.test({
         new Uint32Array([1, 2]),
       );
       // The observer's witness report vouches for the honest trainer only.
-      const report = observer.witnessReport(1, { position: 0, index: 1, witness: true });
+      const report = observer.results.witnessReport(1, { position: 0, index: 1, witness: true });
       assert.ok(bloomContains(report.participantBloom, sha256(ids[0].signer)));
       assert.ok(!bloomContains(report.participantBloom, sha256(ids[2].signer)));
-      assert.equal(observer.finishedBy(0, [ids[0].p2pIdentity]), false);
-      await honest.announceFinished(0, view.step, proofOf(0));
-      await waitFor("Finished", () => observer.finishedBy(0, [ids[0].p2pIdentity]));
+      assert.equal(observer.results.finishedBy(0, [ids[0].p2pIdentity]), false);
+      await honest.results.announceFinished(0, view.step, proofOf(0));
+      await waitFor("Finished", () => observer.results.finishedBy(0, [ids[0].p2pIdentity]));
 
       // 5. A peer ahead of us: its round-1 Finished arrives before we see round 1 and is kept.
       driver.fullRound();
       // The new round's tracker exists as soon as update() is called, before anything it awaits
       // (the allowlist): an announcement delivered meanwhile must find it, not be dropped.
       const updating = honest.update(structuredClone(state));
-      assert.ok(honest.tracker(1) !== undefined, "round 1's tracker exists before update() awaits");
+      assert.ok(
+        honest.results.tracker(1) !== undefined,
+        "round 1's tracker exists before update() awaits",
+      );
       await updating;
       const view1 = roundView(state, 1, ids[0].signer)!;
-      await honest.announceFinished(1, view1.step, view1.selection.committeeProof(0));
+      await honest.results.announceFinished(1, view1.step, view1.selection.committeeProof(0));
       await new Promise((r) => setTimeout(r, 500));
-      assert.equal(observer.tracker(1), undefined, "the observer is still in round 0");
+      assert.equal(observer.results.tracker(1), undefined, "the observer is still in round 0");
       await observer.update(structuredClone(state));
-      await waitFor("the kept Finished", () => observer.finishedBy(1, [ids[0].p2pIdentity]));
+      await waitFor(
+        "the kept Finished",
+        () => observer.results.finishedBy(1, [ids[0].p2pIdentity]),
+      );
     } finally {
       for (const ex of exchanges) await ex.close();
     }

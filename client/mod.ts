@@ -7,8 +7,10 @@
  *   (what was announced, verified and finished; witness blooms and Merkle root),
  *   {@link decideApply} (consensus commitment per batch, untrained batches),
  *   {@link planActions} (the per-RunState state machine, returning {@link Intent}s).
- * - Edges: {@link NetworkTrainer} (GPU), {@link Exchange} (p2p), {@link TrainingClient}
- *   (the driver), the command line (`deno task client`, client/main.ts).
+ * - Edges: {@link NetworkTrainer} (GPU), {@link Exchange} (the p2p transport),
+ *   {@link RoundResults} (a round's results from announcement to apply, client/results/;
+ *   `exchange.results`), {@link TrainingClient} (the driver), the command line
+ *   (`deno task client`, client/main.ts).
  *
  * @example
  * ```ts ignore
@@ -22,7 +24,6 @@
  */
 import "./p2p/exit_fix.ts";
 
-export { type ApplyDecision, type ChosenResult, decideApply } from "./apply_decision.ts";
 export { type StopReason, TrainingClient, type TrainingClientOptions } from "./client.ts";
 export {
   type ClientArgs,
@@ -32,13 +33,6 @@ export {
   USAGE,
 } from "./cli.ts";
 export { Exchange, type ExchangeFaults, type ExchangeOptions } from "./exchange.ts";
-export { DEFAULT_EARLY_CAPACITY, EarlyBuffer } from "./early_buffer.ts";
-export {
-  checkResultPayload,
-  expectedResultBytes,
-  type PayloadCheck,
-  type PayloadRefusal,
-} from "./payload_check.ts";
 export {
   type ClientEventName,
   type ClientEvents,
@@ -52,14 +46,27 @@ export {
 export { type LoadedModel, loadModel, ModelSourceError, runInitSeed } from "./model_source.ts";
 export {
   type AnnouncedResult,
+  type ApplyDecision,
   type BloomSetup,
   bloomSetup,
+  checkResultPayload,
+  type ChosenResult,
   compareBytes,
+  decideApply,
+  DEFAULT_EARLY_CAPACITY,
+  EarlyBuffer,
   emptyWitness,
+  expectedResultBytes,
+  type GatheredResults,
+  type PayloadCheck,
+  type PayloadRefusal,
   type RefusalReason,
+  type ResultsTransport,
+  RoundResults,
+  type RoundResultsOptions,
   RoundTracker,
   type Verdict,
-} from "./round_tracker.ts";
+} from "./results/mod.ts";
 export {
   currentHeight,
   epochIndexOf,

@@ -78,8 +78,8 @@ Deno.bench({
   fn: async (b) =>
     await measure(b, "honest result", async (run) => {
       const result = validResult(expectation, run.step, run.batchOf(0));
-      await run.honest.publishResult(0, run.proofOf(0), result);
-      const tracker = run.observer.tracker(0)!;
+      await run.honest.results.publishResult(0, run.proofOf(0), result);
+      const tracker = run.observer.results.tracker(0)!;
       await waitFor(
         "the honest result",
         () => tracker.announcements().some((a) => tracker.result(a.commitment) !== undefined),

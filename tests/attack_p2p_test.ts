@@ -111,16 +111,16 @@ Deno.test({
       contentHash: hashToBytes(hash),
       payloadSize: payload.length,
     });
-    const size = await honest.publishResult(
+    const size = await honest.results.publishResult(
       0,
       proofOf(0),
       validResult(expectation, step, batchOf(0)),
     );
     assert.equal(size, expected);
 
-    const tracker = observer.tracker(0)!;
+    const tracker = observer.results.tracker(0)!;
     await waitFor("both announcements", () => tracker.announcements().length === 2, 10_000);
-    await waitFor("downloads settled", () => observer.downloadsSettled(0), 10_000);
+    await waitFor("downloads settled", () => observer.results.downloadsSettled(0), 10_000);
     assert.deepEqual(
       tracker.announcements().filter((a) => tracker.result(a.commitment)).map((a) => a.batch),
       [batchOf(0)],

@@ -31,13 +31,13 @@ Deno.test({
     });
     const { honest, observer, step, batchOf, proofOf } = run;
     const result = validResult(expectation, step, batchOf(0));
-    await honest.publishResult(0, proofOf(0), result);
-    const tracker = observer.tracker(0)!;
+    await honest.results.publishResult(0, proofOf(0), result);
+    const tracker = observer.results.tracker(0)!;
     await waitFor("the copy to be lost", () => observer.gossip.stats.lostOnPurpose === 1);
     assert.equal(tracker.announcements().length, 0);
-    await honest.announceFinished(0, step, proofOf(0));
+    await honest.results.announceFinished(0, step, proofOf(0));
     await waitFor("the pulled result", () => tracker.announcements().length === 1, 10_000);
-    await waitFor("its payload", () => observer.downloadsSettled(0), 10_000);
+    await waitFor("its payload", () => observer.results.downloadsSettled(0), 10_000);
     const commitment = commitmentHash({
       step,
       batch: batchOf(0),
@@ -61,18 +61,18 @@ Deno.test({
     });
     const { honest, observer, attacker: third, step, batchOf, proofOf } = run;
     const results = [0, 2].map((i) => validResult(expectation, step, batchOf(i)));
-    await honest.publishResult(0, proofOf(0), results[0]);
-    await third.publishResult(0, proofOf(2), results[1]);
+    await honest.results.publishResult(0, proofOf(0), results[0]);
+    await third.results.publishResult(0, proofOf(2), results[1]);
     await waitFor("both copies to be lost", () => observer.gossip.stats.lostOnPurpose === 2);
     // Nothing else brings them: no Finished came, and round 0 has no round before it.
-    const tracker = observer.tracker(0)!;
+    const tracker = observer.results.tracker(0)!;
     assert.equal(tracker.announcements().length, 0);
-    assert.equal(await observer.recoverRound(0), 2);
+    assert.equal(await observer.results.recoverRound(0), 2);
     for (const result of results) {
       const payload = encodePayload(result, expectation);
       const commitment = commitmentHash({ step, batch: result.batch, payload });
-      assert.deepEqual(await observer.resultFor(0, commitment), result);
+      assert.deepEqual(await observer.results.resultFor(0, commitment), result);
     }
-    assert.equal(await observer.recoverRound(0), 0, "a second recovery finds nothing new");
+    assert.equal(await observer.results.recoverRound(0), 0, "a second recovery finds nothing new");
   },
 });

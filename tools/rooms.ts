@@ -193,7 +193,7 @@ export const ROOMS: readonly Room[] = [
   {
     path: "client/",
     job: "the networked training client: a state machine per run state, libp2p exchange, " +
-      "backends, model sharing, testnet",
+      "a round's results (client/results/), backends, model sharing, testnet",
     uses: [
       "common/",
       "cli/",

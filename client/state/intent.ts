@@ -239,7 +239,10 @@ export class ClientProgress {
   }
 }
 
-/** What the p2p exchange knows that the plans depend on. */
+/**
+ * What the p2p exchange heard that the plans depend on; the exchange's RoundResults
+ * (client/results/) answers it.
+ */
 export interface ExchangeFacts {
   /** Whether each of `peers` (p2p keys) announced it finished warmup this epoch. */
   warmupFinishedBy(peers: readonly PublicKeyBytes[]): boolean;

@@ -7,7 +7,7 @@
  */
 import { identities, RunDriver, testState } from "../../tests/support/coordinator_fixtures.ts";
 import type { TrainingResultAnnouncement } from "../p2p/announcement.ts";
-import type { BloomSetup } from "../round_tracker.ts";
+import type { BloomSetup } from "../results/mod.ts";
 import type { RoundView } from "../round_view.ts";
 import {
   type CoordinatorState,

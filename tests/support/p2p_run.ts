@@ -77,7 +77,7 @@ export async function startP2PRun(
         retry: { attemptTimeoutMs: 5000, retries: 0, backoffMs: 10, maxBackoffMs: 10 },
         faults: i === 1 ? options.observerFaults : undefined,
       });
-      exchange.setExpectation(expectation);
+      exchange.results.setExpectation(expectation);
       exchanges.push(exchange);
     }
     for (const ex of exchanges) {

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { bloomSetup, RoundTracker } from "./round_tracker.ts";
-import { roundView } from "./round_view.ts";
-import { announcementOf, runInRound0, testBlooms } from "./testing/fixtures.ts";
+import { roundView } from "../round_view.ts";
+import { announcementOf, runInRound0, testBlooms } from "../testing/fixtures.ts";
 import {
   bloomContains,
   currentRound,
   sha256,
   witnessBloomParameters,
-} from "../coordinator/core/mod.ts";
+} from "../../coordinator/core/mod.ts";
 
 function setup() {
   const { driver, ids } = runInRound0(3);

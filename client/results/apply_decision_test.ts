@@ -1,11 +1,15 @@
 import assert from "node:assert/strict";
-import { witnessReport } from "../tests/support/coordinator_fixtures.ts";
+import { witnessReport } from "../../tests/support/coordinator_fixtures.ts";
 import { decideApply } from "./apply_decision.ts";
-import { applyPlanFor } from "./state/apply_targets.ts";
+import { applyPlanFor } from "../state/apply_targets.ts";
 import { RoundTracker } from "./round_tracker.ts";
-import { roundView } from "./round_view.ts";
-import { announcementOf, runInRound0, testBlooms } from "./testing/fixtures.ts";
-import { currentRound, roundSelection, witness as witnessImpl } from "../coordinator/core/mod.ts";
+import { roundView } from "../round_view.ts";
+import { announcementOf, runInRound0, testBlooms } from "../testing/fixtures.ts";
+import {
+  currentRound,
+  roundSelection,
+  witness as witnessImpl,
+} from "../../coordinator/core/mod.ts";
 
 Deno.test("decideApply: quorum-backed commitments are chosen, the rest counted untrained", () => {
   const { driver, ids } = runInRound0(3);

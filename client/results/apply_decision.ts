@@ -12,13 +12,13 @@
  *
  * @module
  */
-import type { BatchId } from "../common/mod.ts";
+import type { BatchId } from "../../common/mod.ts";
 import {
   type ApplyPlan,
   bloomContains,
   selectConsensusCommitmentByWitnesses,
   sha256,
-} from "../coordinator/core/mod.ts";
+} from "../../coordinator/core/mod.ts";
 
 /** One batch's chosen result. */
 export interface ChosenResult {

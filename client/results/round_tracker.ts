@@ -16,9 +16,9 @@
  *
  * @module
  */
-import type { FinishedAnnouncement, TrainingResultAnnouncement } from "./p2p/announcement.ts";
-import { indexOfPeer, type RoundView } from "./round_view.ts";
-import { type BatchId, equalBytes, type PublicKeyBytes, toHex } from "../common/mod.ts";
+import type { FinishedAnnouncement, TrainingResultAnnouncement } from "../p2p/announcement.ts";
+import { indexOfPeer, type RoundView } from "../round_view.ts";
+import { type BatchId, equalBytes, type PublicKeyBytes, toHex } from "../../common/mod.ts";
 import {
   type Bloom,
   bloomAdd,
@@ -29,8 +29,8 @@ import {
   type Witness,
   witnessBloomParameters,
   type WitnessProof,
-} from "../coordinator/core/mod.ts";
-import type { DistroResult } from "../optimizer/mod.ts";
+} from "../../coordinator/core/mod.ts";
+import type { DistroResult } from "../../optimizer/mod.ts";
 
 /** Why an announcement was refused. */
 export type RefusalReason =

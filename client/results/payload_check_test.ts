@@ -6,7 +6,7 @@ import {
   commitmentHash,
   type DistroResult,
   encodePayload,
-} from "../optimizer/mod.ts";
+} from "../../optimizer/mod.ts";
 
 const expectation = {
   layouts: chunkLayouts([{ name: "w", shape: [8, 8] }], { chunk: 64, topk: 2 }),

@@ -17,14 +17,14 @@
  * @module
  */
 import type { AnnouncedResult } from "./round_tracker.ts";
-import { equalBytes, toHex } from "../common/mod.ts";
+import { equalBytes, toHex } from "../../common/mod.ts";
 import {
   commitmentHash,
   decodePayload,
   type DistroResult,
   payloadBytes,
   type PayloadExpectation,
-} from "../optimizer/mod.ts";
+} from "../../optimizer/mod.ts";
 
 /** Why a payload was refused. */
 export type PayloadRefusal = "CommitmentMismatch" | "Undecodable" | "WrongContent";

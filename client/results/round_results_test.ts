@@ -1,0 +1,202 @@
+import assert from "node:assert/strict";
+import { identities } from "../../tests/support/coordinator_fixtures.ts";
+import type { RoundAnnouncement } from "../p2p/announcement.ts";
+import { type ContentHash, contentHash } from "../p2p/content_store.ts";
+import type { ClientEventName, ClientEvents } from "../log.ts";
+import { roundView } from "../round_view.ts";
+import { applyPlanFor } from "../state/apply_targets.ts";
+import { runInRound0 } from "../testing/fixtures.ts";
+import { type ResultsTransport, RoundResults } from "./round_results.ts";
+import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
+import {
+  currentRound,
+  type NodeIdentity,
+  roundSelection,
+  witness as coordinatorWitness,
+} from "../../coordinator/core/mod.ts";
+import { chunkLayouts, type DistroResult } from "../../optimizer/mod.ts";
+
+const expectation = {
+  layouts: chunkLayouts([{ name: "w", shape: [8, 8] }], { chunk: 64, topk: 2 }),
+  quantize1bit: true,
+};
+
+function resultOf(step: number, batch: { start: number; end: number }, v: number): DistroResult {
+  return {
+    step,
+    batch,
+    trainerNonce: 0,
+    params: [{
+      indices: new Uint32Array([v % 64, (v + 1) % 64]),
+      values: new Float32Array([1, -1]),
+    }],
+  };
+}
+
+interface Member {
+  readonly key: PublicKeyBytes;
+  readonly results: RoundResults;
+  /** Every announcement this member sent or was delivered, by sender, kind and step. */
+  readonly heard: Map<string, { from: PublicKeyBytes; message: RoundAnnouncement }>;
+  readonly events: { event: ClientEventName; fields: ClientEvents[ClientEventName] }[];
+}
+
+/**
+ * An in-memory network for {@link RoundResults}: gossip delivers at once to every other member
+ * (unless `lose` says the copy is lost), a pull hands over what the peer heard for the step,
+ * and payloads come from one shared store.
+ */
+class FakeNet {
+  readonly members = new Map<string, Member>();
+  readonly #store = new Map<ContentHash, Uint8Array>();
+  /** Whether `to` loses `message` from `from` on the gossip (a pull still brings it). */
+  lose: (to: PublicKeyBytes, from: PublicKeyBytes, message: RoundAnnouncement) => boolean = () =>
+    false;
+  #bloomKey = 1n;
+
+  join(key: PublicKeyBytes): RoundResults {
+    const events: Member["events"] = [];
+    const heard: Member["heard"] = new Map();
+    const transport: ResultsTransport = {
+      gossip: {
+        publish: (message) => {
+          heard.set(FakeNet.#key(key, message), { from: key, message });
+          for (const member of this.members.values()) {
+            if (member.key !== key && !this.lose(member.key, key, message)) {
+              this.#deliver(member, key, message);
+            }
+          }
+          return Promise.resolve(this.members.size - 1);
+        },
+        pull: (peer, step) => {
+          const holder = this.members.get(toHex(peer))!;
+          const answer = [...holder.heard.values()].filter((h) => h.message.step === step);
+          const self = this.members.get(toHex(key))!;
+          const delivered = answer.filter((h) => this.#deliver(self, h.from, h.message)).length;
+          return Promise.resolve({ received: answer.length, delivered, refused: 0 });
+        },
+        forgetBefore: () => {},
+      },
+      payloads: {
+        provide: (bytes) => {
+          const hash = contentHash(bytes);
+          this.#store.set(hash, bytes);
+          return hash;
+        },
+        fetch: (hash) => {
+          const bytes = this.#store.get(hash);
+          return bytes === undefined
+            ? Promise.reject(new Error(`nobody serves ${hash}`))
+            : Promise.resolve(bytes);
+        },
+        budgetSpent: () => 0,
+        forgetBefore: () => 0,
+        clearBadProviders: () => {},
+      },
+    };
+    const results: RoundResults = new RoundResults({
+      publicKey: key,
+      transport,
+      logger: { log: (event, fields) => events.push({ event, fields }) },
+      onChange: () => {},
+      randomU64: () => this.#bloomKey++ * 7919n,
+    });
+    results.setExpectation(expectation);
+    this.members.set(toHex(key), { key, results, heard, events });
+    return results;
+  }
+
+  static #key(from: PublicKeyBytes, message: RoundAnnouncement): string {
+    return `${toHex(from)}:${message.kind}:${message.step}`;
+  }
+
+  /** Delivers `message` to `to` once; false when it had it already. */
+  #deliver(to: Member, from: PublicKeyBytes, message: RoundAnnouncement): boolean {
+    const key = FakeNet.#key(from, message);
+    if (to.heard.has(key)) return false;
+    to.heard.set(key, { from, message });
+    to.results.receive(from, message);
+    return true;
+  }
+}
+
+async function settle(what: string, cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
+  if (!cond()) throw new Error(`never settled: ${what}`);
+}
+
+/**
+ * Three clients train round 0 and publish; `net.lose` decides what gossip loses. Then round 1's
+ * witnesses report to the coordinator what their RoundResults verified, and the run moves to
+ * round 2, where round 0's results are applied.
+ */
+async function roundZeroApplied(net: FakeNet): Promise<{
+  clients: RoundResults[];
+  ids: NodeIdentity[];
+  published: DistroResult[];
+  plan: NonNullable<ReturnType<typeof applyPlanFor>>;
+  batches: { start: number; end: number }[];
+}> {
+  const { driver, ids } = runInRound0(3);
+  const state = driver.state;
+  const clients = ids.map((id) => net.join(id.p2pIdentity));
+  for (const c of clients) c.update(structuredClone(state)); // each holds its own copy
+  const view = roundView(state, 0, ids[0].signer)!;
+  const published = view.assignments.map((a) => resultOf(view.step, a.batch, a.clientIndex));
+  for (const [n, a] of view.assignments.entries()) {
+    await clients[a.clientIndex].publishResult(
+      0,
+      view.selection.committeeProof(a.clientIndex),
+      published[n],
+    );
+  }
+  await settle("downloads", () => clients.every((c) => c.downloadsSettled(0)));
+  driver.fullRound(); // → round 1, whose witnesses attest round 0
+  for (const c of clients) c.update(structuredClone(state));
+  const selection = roundSelection(state.config, currentRound(state));
+  for (const index of selection.witnessIndices()) {
+    const report = clients[index].witnessReport(1, selection.witnessProof(index));
+    coordinatorWitness(state, ids[index], report, driver.now);
+  }
+  driver.witnessTimeout(); // → round 2: round 0's results are applied
+  for (const c of clients) c.update(structuredClone(state));
+  const plan = applyPlanFor(state, 0)!;
+  const batches = view.assignments.map((a) => a.batch).sort((a, b) => a.start - b.start);
+  published.sort((a, b) => a.batch.start - b.batch.start);
+  return { clients, ids, published, plan, batches };
+}
+
+Deno.test("RoundResults: a result announced, judged, fetched, checked, recorded, witnessed, applied", async () => {
+  const net = new FakeNet();
+  const { clients, ids, published, plan, batches } = await roundZeroApplied(net);
+  assert.equal(plan.quorum, 2);
+  for (const c of clients) {
+    const gathered = await c.gather(plan, batches);
+    assert.deepEqual(gathered.results, published);
+    assert.deepEqual(gathered.untrained, []);
+    assert.deepEqual(gathered.missing, []);
+  }
+  // Nothing was refused, failed or pulled on the way.
+  for (const member of net.members.values()) assert.deepEqual(member.events, []);
+  assert.equal(clients[0].tracker(0)!.announcements().length, ids.length);
+});
+
+Deno.test("RoundResults: an apply lacking a result the witnesses saw pulls the round, then has it", async () => {
+  const net = new FakeNet();
+  // Client 0 never hears client 2's result on the gossip; the others do.
+  const keys = identities(3).map((id) => toHex(id.p2pIdentity)); // runInRound0's clients
+  net.lose = (to, from, message) =>
+    message.kind === "TrainingResult" && toHex(to) === keys[0] && toHex(from) === keys[2];
+  const { clients, published, plan, batches } = await roundZeroApplied(net);
+  assert.equal(clients[0].tracker(0)!.announcements().length, 2, "client 0 lost one");
+  const gathered = await clients[0].gather(plan, batches);
+  assert.deepEqual(gathered.results, published);
+  assert.deepEqual(gathered.missing, []);
+  const member = net.members.get(keys[0])!;
+  const recovered = member.events.filter((e) => e.event === "announcements_recovered");
+  assert.equal(recovered.length, 1);
+  assert.equal(
+    (recovered[0].fields as ClientEvents["announcements_recovered"]).why,
+    "the apply lacks a result",
+  );
+});

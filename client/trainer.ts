@@ -58,6 +58,11 @@ export interface NetworkTrainerOptions {
   readonly distro: DistroConfig;
   /** Recompute activations in the backward (default false): same bits, less memory. */
   readonly recompute?: boolean;
+  /**
+   * The run verifies results (`verification_percent > 0`): payloads carry the state digests
+   * (default false).
+   */
+  readonly verifying?: boolean;
 }
 
 /** One trained round. */
@@ -169,7 +174,11 @@ export class NetworkTrainer implements Disposable {
       config: distro,
       label: "client distro",
     });
-    this.expectation = { layouts: this.distro.layouts, quantize1bit: distro.quantize1bit };
+    this.expectation = {
+      layouts: this.distro.layouts,
+      quantize1bit: distro.quantize1bit,
+      stateDigests: options.verifying ?? false,
+    };
     this.#digest = new GpuDigest(rt);
     this.#roundBf16 = new RoundBf16(rt);
   }
@@ -185,12 +194,23 @@ export class NetworkTrainer implements Disposable {
     prevLr: number;
     data: DataProvider;
     signal?: AbortSignal;
+    /**
+     * An attack a test ordered (client/attacks.ts): fold the gradient into δ times this factor
+     * (−1 negates it, at the loss; above 1 scales it past the clip), and read these sequences
+     * instead of `batch` (whose result is still published as `batch`'s). Never set in training.
+     */
+    attack?: { readonly gradientFactor?: number; readonly dataBatch?: BatchId };
   }): Promise<TrainedRound> {
     const t0 = performance.now();
     const { batch } = args;
     const count = batch.end - batch.start + 1;
     const T = this.model.seqLen;
-    const microBatches = await this.readMicroBatches(batch, args.data, args.signal);
+    const factor = args.attack?.gradientFactor ?? 1;
+    const microBatches = await this.readMicroBatches(
+      args.attack?.dataBatch ?? batch,
+      args.data,
+      args.signal,
+    );
     // Lookahead, forward/backward and generate in one submission; the two reads share one wait.
     const step = this.rt.beginStep(`train step ${args.step}`);
     const params = this.model.params;
@@ -200,12 +220,13 @@ export class NetworkTrainer implements Disposable {
       step,
       microBatches,
       this.distro.lookaheadWeights,
+      { negate: factor < 0 },
     );
     const clip = this.distro.config.clipGradNorm;
     this.distro.encodeGenerate(step, {
       params,
       grads: this.model.grads,
-      lr: args.lr,
+      lr: args.lr * Math.abs(factor),
       gradSumSq: clip !== null && clip > 0 ? gradSumSq : null,
     });
     await step.submit({ wait: false, signal: args.signal });
@@ -303,8 +324,10 @@ export class NetworkTrainer implements Disposable {
       });
     const first = await dry(0);
     const second = await dry(1);
-    // Decoded from its bytes, as a peer's result would be, so the decode path is warm too.
-    const result = decodePayload(encodePayload(second.result, this.expectation), this.expectation);
+    // Decoded from its bytes, as a peer's result would be, so the decode path is warm too (a
+    // dry step has no state chain: no digests).
+    const plain = { ...this.expectation, stateDigests: false };
+    const result = decodePayload(encodePayload(second.result, plain), plain);
     await this.apply([result], 0);
     await this.paramsHash();
     this.model.writeParams(weights);

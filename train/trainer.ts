@@ -103,13 +103,16 @@ export interface StepResult {
  * loss over all of them), then the squared gradient norm. A networked client calls this and then
  * its own optimizer calls; {@link trainStep} adds the optimizer and the readback. With
  * `weights`, forward and backward read the weights there instead of the model's parameters.
- * Returns the number of predictions (for the mean loss) and the `[1]` squared-norm buffer.
+ * `negate` flips the gradient's sign (the loss scale's): an attack tests order (client/attacks.ts),
+ * never training. Returns the number of predictions (for the mean loss) and the `[1]`
+ * squared-norm buffer.
  */
 export function encodeGradients(
   model: LlamaModel,
   step: GpuStep,
   microBatches: Uint32Array[],
   weights?: ParamBuffers,
+  options: { negate?: boolean } = {},
 ): { predictions: number; gradSumSq: TensorView } {
   const T = model.seqLen;
   if (microBatches.length < 1 || microBatches.length > model.slots) {
@@ -120,8 +123,9 @@ export function encodeGradients(
   const predictions = microBatches.reduce((a, m) => a + (m.length / T) * (T - 1), 0);
   for (let i = 0; i < microBatches.length; i++) model.writeTokens(i, microBatches[i]);
   model.encodeZeroGrads(step);
+  const lossScale = (options.negate ? -1 : 1) / predictions;
   for (let i = 0; i < microBatches.length; i++) {
-    model.encodeForwardBackward(step, { slot: i, lossScale: 1 / predictions, weights });
+    model.encodeForwardBackward(step, { slot: i, lossScale, weights });
   }
   return { predictions, gradSumSq: model.encodeGradSumSq(step) };
 }

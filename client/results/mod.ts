@@ -53,3 +53,21 @@ export {
   RoundResults,
   type RoundResultsOptions,
 } from "./round_results.ts";
+export {
+  judgeChain,
+  type Judgement,
+  judgeReplay,
+  labelCopy,
+  type ReplayEvidence,
+  VERIFY_TOLERANCE,
+  type VerifyTolerance,
+} from "./verify_check.ts";
+export { StateChain, type StateServing } from "./state_chain.ts";
+export {
+  STATE_FETCH_ATTEMPTS,
+  STATE_FETCH_SPACING_MS,
+  type VerificationOutcome,
+  type VerifierParts,
+  verifyResult,
+} from "./verifier.ts";
+export { VERIFYING_RETAINED_ROUNDS } from "./round_results.ts";

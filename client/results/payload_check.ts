@@ -81,7 +81,11 @@ export function checkAnnouncedResult(
 
 /** The exact size of every result payload of the model `expectation` describes. */
 export function expectedResultBytes(expectation: PayloadExpectation): number {
-  return payloadBytes(expectation.layouts, expectation.quantize1bit);
+  return payloadBytes(
+    expectation.layouts,
+    expectation.quantize1bit,
+    expectation.stateDigests ?? false,
+  );
 }
 
 /** Checks `bytes` against the announcement `announced` of round step `step`. */

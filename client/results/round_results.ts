@@ -97,7 +97,18 @@ export interface GatheredResults {
    * could not get, or an untrained batch a quorum of witnesses nonetheless saw trained.
    */
   readonly missing: BatchId[];
+  /**
+   * The batches left out because their trainer's results of the round are rejected
+   * (`Round.rejected`: ejected by verification, or sampled after it left), by batch start.
+   */
+  readonly rejected: BatchId[];
 }
+
+/**
+ * Rounds of results a verifying run keeps (the current one and the five before): a task's
+ * tie-break can ask for a result up to four rounds after it was trained.
+ */
+export const VERIFYING_RETAINED_ROUNDS = 5;
 
 /** Most peers an apply's last-resort recovery pulls from at once. */
 const RECOVERY_FANOUT = 16;
@@ -163,8 +174,9 @@ export class RoundResults implements ExchangeFacts {
     if (state.runState === "RoundTrain" || state.runState === "RoundWitness") {
       const height = currentHeight(state);
       for (let h = Math.max(0, height - 3); h <= height; h++) this.#ensureTracker(state, h);
+      const kept = state.config.verificationPercent > 0 ? VERIFYING_RETAINED_ROUNDS : 3;
       for (const h of this.#epoch.trackers.keys()) {
-        if (h < height - 3) this.#epoch.trackers.delete(h);
+        if (h < height - kept) this.#epoch.trackers.delete(h);
       }
       const oldest = stepOfHeight(state, height) - 2;
       this.#o.transport.payloads.forgetBefore(oldest);
@@ -292,9 +304,11 @@ export class RoundResults implements ExchangeFacts {
     return recovered > 0 ? await this.#gatherOnce(plan, batches) : gathered;
   }
 
-  async #gatherOnce(plan: ApplyPlan, batches: readonly BatchId[]): Promise<GatheredResults> {
+  async #gatherOnce(plan: ApplyPlan, all: readonly BatchId[]): Promise<GatheredResults> {
     const height = plan.resultsRound.height;
     const tracker = this.tracker(height);
+    const rejected = this.#rejectedBatches(plan);
+    const batches = all.filter((b) => !rejected.some((r) => r.start === b.start));
     const decision = decideApply(plan, batches, (batch) => tracker?.candidates(batch) ?? []);
     const results: DistroResult[] = [];
     const missing: BatchId[] = [];
@@ -314,7 +328,41 @@ export class RoundResults implements ExchangeFacts {
           .signer ?? null;
       missing.push(...attestedButMissing(plan, decision.untrained, trainerOf));
     }
-    return { results, untrained: [...decision.untrained], missing };
+    return { results, untrained: [...decision.untrained], missing, rejected };
+  }
+
+  /**
+   * The batches of `plan`'s results round whose trainers the round rejects, by batch start. The
+   * plan holds the round as the state that made it due did, where the list is frozen.
+   */
+  #rejectedBatches(plan: ApplyPlan): BatchId[] {
+    const round = plan.resultsRound;
+    const state = this.#state;
+    if (round.rejected.length === 0 || state === null) return [];
+    const clients = roundClients(state, round.height);
+    return roundAssignments(state, round)
+      .filter((a) => round.rejected.includes(clients[a.clientIndex]?.epochIndex ?? -1))
+      .map((a) => ({ ...a.batch }))
+      .sort((a, b) => a.start - b.start);
+  }
+
+  /**
+   * The verified result of round `height` announced by the trainer with `signer`, fetched now
+   * when its download had not finished; undefined when there is none.
+   */
+  async resultOf(height: number, signer: PublicKeyBytes): Promise<DistroResult | undefined> {
+    const tracker = this.tracker(height);
+    const announced = tracker?.announcements().find((a) => equalBytes(a.signer, signer));
+    if (announced === undefined) return undefined;
+    return await this.resultFor(height, announced.commitment);
+  }
+
+  /** Every verified result of round `height` this client holds. */
+  resultsOf(height: number): DistroResult[] {
+    const tracker = this.tracker(height);
+    if (tracker === undefined) return [];
+    return tracker.announcements().map((a) => tracker.result(a.commitment))
+      .filter((r): r is DistroResult => r !== undefined);
   }
 
   /**

@@ -104,6 +104,9 @@ export function planTraining(input: PlanInput, view: RoundView): Intent[] {
   const { state, progress } = input;
   const epoch = state.progress.epoch;
   if (!progress.modelReady || !appliesDone(input)) return [];
+  // A verifying run keeps the round's θ first: training and weight decay change it in place.
+  const verifying = state.config.verificationPercent > 0;
+  if (verifying && !progress.done(roundKey("KeepParams", epoch, view.height))) return [];
   if (!needsTraining(view) || view.self === null || view.self.batch === null) {
     return planDecay(input, view);
   }

@@ -14,6 +14,7 @@ import { epochIndexOf, roundView } from "../round_view.ts";
 import { epochEndPlans } from "./apply_targets.ts";
 import { appliesDone, planApplies } from "./common.ts";
 import { type Intent, intentKey, type PlanInput } from "./intent.ts";
+import { planVerifications } from "./verify.ts";
 import { equalBytes } from "../../common/mod.ts";
 import { type CoordinatorState, currentRound } from "../../coordinator/core/mod.ts";
 
@@ -22,7 +23,7 @@ export function planCooldown(input: PlanInput): Intent[] {
   const { state, signer, progress } = input;
   if (!progress.modelReady) return [];
   if (epochIndexOf(state, signer) < 0) return [];
-  const out: Intent[] = [...planApplies(input)];
+  const out: Intent[] = [...planApplies(input), ...planVerifications(input)];
   if (!appliesDone(input)) return out;
   const share = shareIntent(state, state.progress.epoch);
   if (!progress.started(intentKey(share))) out.push(share);

@@ -15,6 +15,7 @@ import type {
   CoordinatorState,
   HealthCheck,
   SnapshotDtype,
+  VerificationStage,
   WitnessProof,
 } from "../../coordinator/core/mod.ts";
 
@@ -120,6 +121,27 @@ export interface ShareModelIntent {
   /** The run's `model.snapshotDtype`: `bf16` rounds the parameters before the snapshot. */
   readonly snapshotDtype: SnapshotDtype;
 }
+/**
+ * In a run that verifies results, keep a copy of θ as round `height` trains on it (after the
+ * round's apply, before its training or weight decay): a verifier replays the round's sampled
+ * results from it later.
+ */
+export interface KeepParamsIntent {
+  readonly kind: "KeepParams";
+  readonly epoch: number;
+  readonly height: number;
+}
+/**
+ * As a seated verifier, check trainer `trainer`'s (an epoch index) result of round `height`:
+ * fetch its states, replay its step, judge, report (docs/protocol.md, "Verification").
+ */
+export interface VerifyIntent {
+  readonly kind: "Verify";
+  readonly epoch: number;
+  readonly height: number;
+  readonly trainer: number;
+  readonly stage: VerificationStage;
+}
 /** Write the model to the checkpoint folder (Cooldown, after the last apply). */
 export interface CheckpointIntent {
   readonly kind: "Checkpoint";
@@ -142,7 +164,9 @@ export type Intent =
   | SendWitnessIntent
   | ShareModelIntent
   | SendCooldownWitnessIntent
-  | CheckpointIntent;
+  | CheckpointIntent
+  | KeepParamsIntent
+  | VerifyIntent;
 
 /** The once-only key of an intent: kind, epoch and the round it is about. */
 export function intentKey(intent: Intent): string {
@@ -162,7 +186,10 @@ export function intentKey(intent: Intent): string {
     case "DecayWeights":
     case "AnnounceFinished":
     case "SendWitness":
+    case "KeepParams":
       return roundKey(intent.kind, intent.epoch, intent.height);
+    case "Verify":
+      return verifyKey(intent.epoch, intent.height, intent.trainer, intent.stage);
     default: {
       const unreachable: never = intent;
       throw new Error(`unknown intent ${JSON.stringify(unreachable)}`);
@@ -172,11 +199,27 @@ export function intentKey(intent: Intent): string {
 
 /** Key of a per-round intent (`Train`, `AnnounceFinished`, …) of round `height` in `epoch`. */
 export function roundKey(
-  kind: "SendHealthChecks" | "Train" | "DecayWeights" | "AnnounceFinished" | "SendWitness",
+  kind:
+    | "SendHealthChecks"
+    | "Train"
+    | "DecayWeights"
+    | "AnnounceFinished"
+    | "SendWitness"
+    | "KeepParams",
   epoch: number,
   height: number,
 ): string {
   return `${kind}:${epoch}:${height}`;
+}
+
+/** Key of the verification of trainer `trainer`'s result of round `height`, in one stage. */
+export function verifyKey(
+  epoch: number,
+  height: number,
+  trainer: number,
+  stage: VerificationStage,
+): string {
+  return `Verify:${epoch}:${height}:${trainer}:${stage}`;
 }
 
 /** Key of the apply of round `resultsHeight`'s results in `epoch`. */

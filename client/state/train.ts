@@ -22,6 +22,7 @@ import {
   witnessIntent,
 } from "./common.ts";
 import { type Intent, intentKey, type PlanInput, roundKey } from "./intent.ts";
+import { planKeepParams, planVerifications } from "./verify.ts";
 import { equalBytes } from "../../common/mod.ts";
 import { unhealthyTrainers } from "../../coordinator/core/mod.ts";
 
@@ -58,8 +59,10 @@ export function planRoundTrain(input: PlanInput, view: RoundView): Intent[] {
   const load = planModel(input);
   if (load !== null) return load;
   const out: Intent[] = [...planApplies(input)];
+  out.push(...planKeepParams(input, view));
   out.push(...planHealthChecks(input, view));
   out.push(...planTraining(input, view));
+  out.push(...planVerifications(input));
   out.push(...planFinished(input, view));
   const epoch = input.state.progress.epoch;
   const finished = input.progress.done(roundKey("AnnounceFinished", epoch, view.height));

@@ -10,6 +10,7 @@
 import type { RoundView } from "../round_view.ts";
 import { planApplies, planFinished, planModel, planTraining, witnessIntent } from "./common.ts";
 import type { Intent, PlanInput } from "./intent.ts";
+import { planKeepParams, planVerifications } from "./verify.ts";
 
 /** What to do during RoundWitness. */
 export function planRoundWitness(input: PlanInput, view: RoundView): Intent[] {
@@ -17,8 +18,10 @@ export function planRoundWitness(input: PlanInput, view: RoundView): Intent[] {
   const load = planModel(input);
   if (load !== null) return load;
   const out: Intent[] = [...planApplies(input)];
+  out.push(...planKeepParams(input, view));
   out.push(...witnessIntent(input, view));
   out.push(...planTraining(input, view));
+  out.push(...planVerifications(input));
   out.push(...planFinished(input, view));
   return out;
 }

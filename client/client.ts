@@ -31,6 +31,10 @@ import { stepBreakdown, type StepMoments } from "./step_breakdown.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { planActions } from "./state/machine.ts";
 import { NetworkTrainer } from "./trainer.ts";
+import type { Attack } from "./attacks.ts";
+import { gradientFactor, otherBatch } from "./attacks.ts";
+import { VerificationDuty } from "./verification_duty.ts";
+import { isVerifying } from "./state/verify.ts";
 import {
   CoordinatorError,
   type CoordinatorState,
@@ -88,6 +92,8 @@ export interface ClientFaults {
   readonly skipSnapshotRounding?: boolean;
   /** Never see a Cooldown state, as a client whose backlog or slow follower skipped it. */
   readonly missCooldown?: boolean;
+  /** Commit this attack (client/attacks.ts), so verification can be watched catching it. */
+  readonly attack?: Attack;
 }
 
 /** Milliseconds before a failed model load is tried again. */
@@ -117,6 +123,10 @@ export class TrainingClient {
   #rt: GpuRuntime | null;
   #ownsRt = false;
   #trainer: NetworkTrainer | null = null;
+  /** Verification's duties, in a run that verifies (made with the trainer). */
+  #duty: VerificationDuty | null = null;
+  /** The ejection record last logged (so each is said once). */
+  #ejectionSeen = "";
   #data: DataProvider | null = null;
   /** The model snapshot this client serves to joiners (P2P model sharing). */
   #served: ServedModel | null = null;
@@ -169,6 +179,8 @@ export class TrainingClient {
         this.#followEpoch(state);
         this.#checkDigests(state);
         await this.#o.exchange.update(state);
+        this.#duty?.retain(state);
+        this.#noteEjection(state);
         this.#plan();
         if (state.runState === "Finished") {
           reason = "Finished";
@@ -185,6 +197,7 @@ export class TrainingClient {
       await Promise.allSettled([...this.#inFlight]);
       await this.#gpu.catch(() => {});
       if (reason === "Aborted") await this.#saveOnExit();
+      this.#duty?.[Symbol.dispose]();
       this.#trainer?.[Symbol.dispose]();
       await this.#data?.close();
       if (this.#ownsRt) this.#rt?.[Symbol.dispose]();
@@ -299,6 +312,7 @@ export class TrainingClient {
       }
     };
     const gpuWork = intent.kind === "LoadModel" || intent.kind === "Apply" ||
+      intent.kind === "KeepParams" ||
       intent.kind === "Train" || intent.kind === "DecayWeights" || intent.kind === "ShareModel" ||
       intent.kind === "Checkpoint" || intent.kind === "SendCooldownWitness";
     const task = gpuWork ? (this.#gpu = this.#gpu.then(run)) : run();
@@ -368,6 +382,14 @@ export class TrainingClient {
       case "SendCooldownWitness":
         await backend.sendCooldownWitness(intent.proof, this.#ownDigest(intent.step), { signal });
         return;
+      case "KeepParams":
+        this.#needDuty().keep(intent.height);
+        return;
+      case "Verify": {
+        const state = this.#state;
+        if (state !== null) await this.#needDuty().verify(state, intent);
+        return;
+      }
       case "Checkpoint": {
         const trainer = this.#need();
         const dir = `${this.#o.checkpointDir}/${this.#state?.runId}-step${intent.step}`;
@@ -419,6 +441,18 @@ export class TrainingClient {
   #need(): NetworkTrainer {
     if (this.#trainer === null) throw new Error("the model is not loaded");
     return this.#trainer;
+  }
+
+  #needDuty(): VerificationDuty {
+    if (this.#duty === null) throw new Error("this run does not verify results, or no model");
+    return this.#duty;
+  }
+
+  /** Runs `work` on the serial GPU queue, after everything queued before it. */
+  #onGpu<T>(work: () => Promise<T>): Promise<T> {
+    const task = this.#gpu.then(work);
+    this.#gpu = task.then(() => {}, () => {});
+    return task;
   }
 
   /**
@@ -545,6 +579,8 @@ export class TrainingClient {
       this.#ownsRt = true;
     }
     const fresh = this.#trainer === null;
+    this.#duty?.[Symbol.dispose]();
+    this.#duty = null;
     this.#trainer?.[Symbol.dispose]();
     this.#trainer = null;
     // The plan first: a model that cannot fit stops the client here, naming what would fit.
@@ -583,9 +619,23 @@ export class TrainingClient {
       maxBatch,
       distro: distroConfig(state.model.optimizer),
       recompute: this.#o.recompute ?? false,
+      verifying: isVerifying(state),
     });
     this.#trainer = trainer;
     this.#o.exchange.results.setExpectation(trainer.expectation);
+    if (isVerifying(state)) {
+      this.#duty = new VerificationDuty({
+        trainer,
+        exchange: this.#o.exchange,
+        backend: this.#o.backend,
+        logger: this.#o.logger,
+        data: this.#data!,
+        onGpu: (work) => this.#onGpu(work),
+        signer: this.#o.backend.identity.signer,
+        attack: this.#o.faults?.attack ?? null,
+        signal: this.#signal,
+      });
+    }
     if (fresh) {
       const clients = Math.max(1, state.epochState.clients.length);
       const sequences = Math.ceil(config.globalBatchSizeEnd / clients);
@@ -694,7 +744,7 @@ export class TrainingClient {
     const trainer = this.#need();
     const { exchange, logger } = this.#o;
     // The consensus results, downloaded; lost announcements are pulled before any is missing.
-    const { results, untrained, missing } = await exchange.results.gather(
+    const { results, untrained, missing, rejected } = await exchange.results.gather(
       intent.plan,
       intent.batches,
     );
@@ -725,6 +775,7 @@ export class TrainingClient {
       applied: results.length,
       untrained_batches: untrained.length,
       untrained: untrained.map((b) => [b.start, b.end]),
+      rejected: rejected.map((b) => [b.start, b.end]),
       lr: intent.lr,
       params_hash: hash,
       params_step: paramsStep,
@@ -758,9 +809,13 @@ export class TrainingClient {
     const trainer = this.#need();
     const data = this.#data;
     if (data === null) throw new Error("no data provider");
-    if (intent.resetOptimizer) await trainer.resetOptimizer();
+    if (intent.resetOptimizer) {
+      await trainer.resetOptimizer();
+      this.#duty?.chain.reset();
+    }
     const trainStart = this.#now();
     const roundStart = this.#round.height === intent.height ? this.#round.startMs : trainStart;
+    const attack = this.#o.faults?.attack ?? null;
     const trained = await trainer.train({
       step: intent.step,
       batch: intent.batch,
@@ -768,13 +823,23 @@ export class TrainingClient {
       prevLr: intent.prevLr,
       data,
       signal: this.#signal,
+      attack: attack === null ? undefined : {
+        gradientFactor: gradientFactor(attack),
+        dataBatch: attack === "other-data"
+          ? otherBatch(intent.batch, data.numSequences)
+          : undefined,
+      },
     });
     if (trainer.distro.config.weightDecay) this.#ledger.moved(); // θ took the step's decay
+    // A verifying run's result names the states before and after the step, served from here.
+    const result = this.#duty === null
+      ? trained.result
+      : await this.#duty.seal(trained.result, intent.height);
     const publishStart = this.#now();
     const bytes = await this.#o.exchange.results.publishResult(
       intent.height,
       intent.proof,
-      trained.result,
+      result,
     );
     const publishEnd = this.#now();
     const publishMs = publishEnd - publishStart;
@@ -826,6 +891,23 @@ export class TrainingClient {
       participants: previous?.announcements().filter((a) => previous.result(a.commitment))
         .length ?? 0,
       commitments: previous?.announcements().length ?? 0,
+    });
+  }
+
+  /** Says once when the coordinator ejected this client (verification), and until when. */
+  #noteEjection(state: CoordinatorState): void {
+    const signer = this.#o.backend.identity.signer;
+    const record = state.ejections.findLast((r) => equalBytes(r.signer, signer));
+    if (record === undefined) return;
+    const key = `${record.epoch}:${record.step}:${record.cause}`;
+    if (this.#ejectionSeen === key) return;
+    this.#ejectionSeen = key;
+    this.#o.logger.log("ejected", {
+      epoch: record.epoch,
+      step: record.step,
+      cause: record.cause,
+      evidence: record.evidence,
+      barred_until: record.barredUntil,
     });
   }
 

@@ -69,9 +69,33 @@ export interface ClientEvents {
     params_hash: string;
     /** The run step whose parameters the apply produced (`step + 2`). */
     params_step: number;
+    /**
+     * Batches left out because their trainer's results of the round are rejected (ejected by
+     * verification, or sampled after it left).
+     */
+    rejected: [number, number][];
     /** Applying the results (decode, aggregate, update) and hashing the parameters. */
     ms: number;
   };
+  /**
+   * As a seated verifier, this client checked `trainer`'s result of round `round` (step `step`)
+   * and reported `verdict` to the coordinator (docs/protocol.md, "Verification"). `detail_ppm`
+   * is the measurement; `note` says why there was no replay, when there was none.
+   */
+  verification: {
+    step: number;
+    round: number;
+    trainer: string;
+    stage: string;
+    verdict: "Pass" | "Fail";
+    evidence: string;
+    detail_ppm: number;
+    fetch_ms: number;
+    replay_ms: number;
+    note: string | null;
+  };
+  /** The coordinator ejected this client (verification); it sits out until `barred_until`. */
+  ejected: { epoch: number; step: number; cause: string; evidence: string; barred_until: number };
   /**
    * At Cooldown, the epoch's final parameters are served to the next epoch's joiners: `rounded`
    * when this client rounded its f32 masters to bf16 first (the run's `snapshot_dtype`), then
@@ -152,6 +176,8 @@ export function clientEventLevel(event: ClientEventName): LogLevel {
   switch (event) {
     case "error":
       return "error";
+    case "ejected":
+      return "error";
     case "diverged":
     case "waiting_for_model":
     case "refused":
@@ -224,7 +250,16 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       } tokens/s, payload ${e.payload_bytes} bytes`;
     case "apply":
       return `applied step ${e.step}: ${e.applied} results, ${e.untrained_batches} untrained, ` +
+        (e.rejected.length > 0 ? `${e.rejected.length} rejected, ` : "") +
         `params ${e.params_hash.slice(0, 12)}`;
+    case "verification":
+      return `verified ${e.trainer.slice(0, 12)}…'s result of step ${e.step}: ${e.verdict}` +
+        (e.verdict === "Fail" ? ` (${e.evidence}, ${e.detail_ppm} ppm)` : "") +
+        (e.note === null ? `, replayed in ${fmt(e.replay_ms, 0)} ms` : ` (${e.note})`);
+    case "ejected":
+      return `EJECTED by verification at step ${e.step} (${e.cause}` +
+        (e.evidence === "None" ? "" : `, ${e.evidence}`) +
+        `); barred from the run until epoch ${e.barred_until}`;
     case "model_snapshot":
       return `serving the parameters of step ${e.step} (${
         e.rounded ? "rounded to bf16" : "as they are"

@@ -48,6 +48,7 @@ Deno.test("consoleClientLogger: a readable line per event", () => {
     applied: 2,
     untrained_batches: 1,
     untrained: [[4, 5]],
+    rejected: [],
     lr: 1e-3,
     params_hash: "abcdef0123456789",
     params_step: 9,

@@ -20,6 +20,7 @@ import {
   USAGE,
 } from "./cli.ts";
 import { type ClientFaults, TrainingClient } from "./client.ts";
+import { type Attack, parseAttack } from "./attacks.ts";
 import { Exchange, type ExchangeFaults } from "./exchange.ts";
 import {
   type ClientLogger,
@@ -215,14 +216,18 @@ export function logConnection(logger: ClientLogger, e: TcpBackendEvent): void {
  * watch the run notice and the client resync; `PSYCHE_FAULT_SKIP_SNAPSHOT_ROUNDING=1` shares
  * the f32 masters unrounded at Cooldown even when the run's snapshot dtype is bf16;
  * `PSYCHE_FAULT_MISS_COOLDOWN=1` never hands the client a Cooldown state, as a backlog or a slow
- * follower may skip one.
+ * follower may skip one; `PSYCHE_FAULT_ATTACK=negate` (or another of client/attacks.ts `ATTACKS`)
+ * makes it a dishonest member, so tests watch verification catch it.
  */
 function faultsFromEnv(): ClientFaults {
   const faults: {
     flipWeightAfterStep?: number;
     skipSnapshotRounding?: boolean;
     missCooldown?: boolean;
+    attack?: Attack;
   } = {};
+  const attack = Deno.env.get("PSYCHE_FAULT_ATTACK");
+  if (attack !== undefined) faults.attack = parseAttack(attack);
   const flip = Deno.env.get("PSYCHE_FAULT_FLIP_WEIGHT_AFTER_STEP");
   if (flip !== undefined) {
     const step = Number(flip);

@@ -67,6 +67,11 @@ export const CLIENT_METRICS = {
     "counter",
     "Stale coordinator states skipped unread behind a newer one, after a stall.",
   ],
+  psyche_client_verifications_total: [
+    "counter",
+    "Sampled results this client verified as a seated verifier, by the verdict it reported.",
+  ],
+  psyche_client_ejections_total: ["counter", "Times the coordinator ejected this client."],
   psyche_client_peer_dial_failures_total: [
     "counter",
     "Dials to a participant that failed with a new error.",
@@ -134,6 +139,9 @@ export interface ClientMetricsView {
     readonly downloadFailures: number;
     readonly announcementsRecovered: number;
     readonly statesSkipped: number;
+    readonly verificationsPassed: number;
+    readonly verificationsFailed: number;
+    readonly ejections: number;
     readonly peerDialFailures: number;
     readonly errors: number;
   };
@@ -166,6 +174,9 @@ export function initialClientMetrics(runId: string): ClientMetricsView {
       downloadFailures: 0,
       announcementsRecovered: 0,
       statesSkipped: 0,
+      verificationsPassed: 0,
+      verificationsFailed: 0,
+      ejections: 0,
       peerDialFailures: 0,
       errors: 0,
     },
@@ -262,6 +273,10 @@ export function reduceClientMetrics(
       return count(m, "announcementsRecovered", e.fields.count);
     case "states_skipped":
       return count(m, "statesSkipped", e.fields.skipped);
+    case "verification":
+      return count(m, e.fields.verdict === "Pass" ? "verificationsPassed" : "verificationsFailed");
+    case "ejected":
+      return count(m, "ejections");
     case "peer_unreachable":
       return count(m, "peerDialFailures");
     case "error":
@@ -331,6 +346,11 @@ export function clientMetricsText(m: ClientMetricsView): string {
   family("psyche_client_download_failures_total", [{ value: t.downloadFailures }]);
   family("psyche_client_announcements_recovered_total", [{ value: t.announcementsRecovered }]);
   family("psyche_client_states_skipped_total", [{ value: t.statesSkipped }]);
+  family("psyche_client_verifications_total", [
+    { labels: { verdict: "pass" }, value: t.verificationsPassed },
+    { labels: { verdict: "fail" }, value: t.verificationsFailed },
+  ]);
+  family("psyche_client_ejections_total", [{ value: t.ejections }]);
   family("psyche_client_peer_dial_failures_total", [{ value: t.peerDialFailures }]);
   family("psyche_client_errors_total", [{ value: t.errors }]);
   const summary = (label: string, key: string, spent: Spent) => [

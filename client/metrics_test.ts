@@ -45,6 +45,7 @@ function apply(step: number): LoggedEvent {
       applied: 2,
       untrained_batches: 0,
       untrained: [],
+      rejected: [],
       lr: 1e-3,
       params_hash: "ff",
       params_step: step + 2,

@@ -58,6 +58,10 @@ export {
   emptyWitness,
   expectedResultBytes,
   type GatheredResults,
+  judgeChain,
+  type Judgement,
+  judgeReplay,
+  labelCopy,
   type PayloadCheck,
   type PayloadRefusal,
   type RefusalReason,
@@ -65,8 +69,31 @@ export {
   RoundResults,
   type RoundResultsOptions,
   RoundTracker,
+  StateChain,
   type Verdict,
+  type VerificationOutcome,
+  type VerifierParts,
+  VERIFY_TOLERANCE,
+  verifyResult,
+  type VerifyTolerance,
 } from "./results/mod.ts";
+export { type ReplayedStep, ResultReplayer } from "./replayer.ts";
+export {
+  type Attack,
+  ATTACKS,
+  gradientFactor,
+  otherBatch,
+  parseAttack,
+  randomSigns,
+  republish,
+} from "./attacks.ts";
+export {
+  isVerifying,
+  keptParamHeights,
+  paramsKept,
+  planKeepParams,
+  planVerifications,
+} from "./state/verify.ts";
 export {
   currentHeight,
   epochIndexOf,
@@ -88,6 +115,7 @@ export {
   intentKey,
   type PlanInput,
   roundKey,
+  verifyKey,
 } from "./state/intent.ts";
 export { planActions, planRejoin, wasRemoved } from "./state/machine.ts";
 export {

@@ -41,6 +41,10 @@ export interface TinyRunOptions {
   readonly weightDecay?: number;
   /** `snapshot_dtype` (left out: the config's default, f32). */
   readonly snapshotDtype?: "f32" | "bf16";
+  /** `verification_percent` (default 0). */
+  readonly verificationPercent?: number;
+  /** `verification_bar_epochs` (left out: the config's default). */
+  readonly verificationBarEpochs?: number;
 }
 
 /** A tiny run's data: zeros, a local token folder, or a TCP data server's `host:port`. */
@@ -65,6 +69,9 @@ export function tinyRunToml(options: TinyRunOptions = {}): string {
   const snapshotDtype = options.snapshotDtype === undefined
     ? ""
     : `snapshot_dtype = "${options.snapshotDtype}"\n`;
+  const bar = options.verificationBarEpochs === undefined
+    ? ""
+    : `verification_bar_epochs = ${options.verificationBarEpochs}\n`;
   return `run_id = "${options.runId ?? "e2e-tiny"}"
 run_state = "WaitingForMembers"
 
@@ -79,8 +86,8 @@ init_min_clients = ${options.initMinClients ?? 1}
 ${maxClients}global_batch_size_start = ${batch}
 global_batch_size_end = ${batch}
 global_batch_size_warmup_tokens = 0
-verification_percent = 0
-witness_nodes = ${options.witnessNodes ?? 1}
+verification_percent = ${options.verificationPercent ?? 0}
+${bar}witness_nodes = ${options.witnessNodes ?? 1}
 total_steps = ${options.totalSteps ?? 10000}
 waiting_for_members_extra_time = ${options.waitingForMembersExtraTime ?? 1}
 

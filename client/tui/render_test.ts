@@ -68,6 +68,7 @@ function busyView(o: { runId?: string; coordinator?: string } = {}): TuiView {
       applied: 2,
       untrained_batches: 0,
       untrained: [],
+      rejected: [],
       lr: 1e-3,
       params_hash: "ff".repeat(32),
       params_step: 5,

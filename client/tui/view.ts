@@ -267,6 +267,8 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "checkpoint":
     case "saved_on_exit":
     case "error":
+    case "verification":
+    case "ejected":
       return view; // a notice (warn/error) or nothing the screen shows
     default: {
       const unreachable: never = e;

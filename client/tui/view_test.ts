@@ -91,6 +91,7 @@ Deno.test("view: apply → apply status and the model's new hash; witness → wi
         applied: 2,
         untrained_batches: 1,
         untrained: [[0, 1]],
+        rejected: [],
         lr: 1e-3,
         params_hash: "ff",
         params_step: 5,

@@ -1,0 +1,320 @@
+/**
+ * The two processes of `deno task bench-verify` (replay_bench.ts): the trainers, writing every
+ * result and served state into a folder, and the verifier, checking each on its own adapter.
+ *
+ * @module
+ */
+import {
+  gradientFactor,
+  judgeChain,
+  type Judgement,
+  judgeReplay,
+  loadModel,
+  NetworkTrainer,
+  otherBatch,
+  randomSigns,
+  republish,
+  ResultReplayer,
+} from "../../client/mod.ts";
+import { type BatchId, learningRate, toHex } from "../../common/mod.ts";
+import { LocalDataProvider } from "../../data/mod.ts";
+import {
+  decodePayload,
+  decodeState,
+  type DistroConfig,
+  type DistroResult,
+  encodePayload,
+  encodeState,
+  type PayloadExpectation,
+  stateDigest,
+  type StateShape,
+  zeroStateDigest,
+} from "../../optimizer/mod.ts";
+import { GpuRuntime } from "../../shaders/mod.ts";
+
+/** The attacks the bench commits: three in training, three at publishing. */
+export const ATTACKS_IN_BENCH = [
+  "negate",
+  "scale",
+  "other-data",
+  "random-signs",
+  "replay-old",
+  "free-ride",
+] as const;
+type Kind = "honest" | typeof ATTACKS_IN_BENCH[number];
+
+/** One result of a step, as the trainer process writes it. */
+export interface BenchItem {
+  readonly kind: Kind;
+  /** Whose chain it continues (a trainer's name), or null for a derived result. */
+  readonly chain: string | null;
+  /** The trainer whose states and batch it was made with (itself for a trained result). */
+  readonly source: string;
+  readonly batch: BatchId;
+  readonly payload: string;
+}
+
+/** One step's file. */
+export interface BenchStep {
+  readonly step: number;
+  readonly lr: number;
+  readonly prevLr: number;
+  readonly items: BenchItem[];
+}
+
+/** Per kind of result, what the verifier concluded. */
+export interface KindSummary {
+  pass: number;
+  fail: number;
+  evidence: Record<string, number>;
+  maxDetail: number;
+  replayMs: number;
+}
+
+/** What the verifier process prints. */
+export interface VerifierSummary {
+  readonly steps: number;
+  readonly trainerAdapter: string;
+  readonly verifierAdapter: string;
+  readonly kinds: Record<string, KindSummary>;
+}
+
+interface RoleOptions {
+  readonly steps: number;
+  readonly honest: number;
+  readonly seqLen: number;
+  readonly dir: string;
+}
+
+const ROOT = new URL("../..", import.meta.url).pathname;
+const MICRO = 2;
+const DISTRO: DistroConfig = {
+  chunk: 64,
+  topk: 8,
+  decay: 0.999,
+  weightDecay: 0.1,
+  clipGradNorm: 1,
+  quantize1bit: true,
+};
+const SCHEDULE = {
+  kind: "Cosine",
+  baseLr: 3e-3,
+  warmupSteps: 10,
+  warmupInitLr: 0,
+  totalSteps: 300,
+  finalLr: 3e-4,
+} as const;
+
+async function setup(o: RoleOptions) {
+  const rt = await GpuRuntime.create();
+  const backend = Deno.env.get("DENO_WEBGPU_BACKEND") ?? "the default backend";
+  const adapter = `${rt.info.description || "an unnamed adapter"} on ${backend}`;
+  const model = await loadModel(`${ROOT}config/models/llama-bytes`, "llama-bytes-brown");
+  const data = await LocalDataProvider.open(`${ROOT}data/corpus/brown-bytes/train`, {
+    seqLen: o.seqLen,
+    tokenSize: "TwoBytes",
+    vocabSize: model.config.vocabSize,
+  });
+  const trainer = () =>
+    new NetworkTrainer({
+      rt,
+      config: model.config,
+      layout: model.layout,
+      weights: model.weights,
+      seqLen: o.seqLen,
+      microBatch: MICRO,
+      maxBatch: MICRO,
+      distro: DISTRO,
+    });
+  return { rt, adapter, model, data, trainer };
+}
+
+function expectation(t: NetworkTrainer): PayloadExpectation {
+  return { ...t.expectation, stateDigests: true };
+}
+
+function shapeOf(t: NetworkTrainer): StateShape {
+  return { size: t.layout.totalSize, layouts: t.distro.layouts };
+}
+
+/** Trains the honest and attacking trainers and writes every step's results and states. */
+export async function runTrainerProcess(o: RoleOptions): Promise<void> {
+  const { rt, adapter, data, trainer } = await setup(o);
+  await Deno.writeTextFile(`${o.dir}/trainer-adapter`, adapter);
+  const names = [
+    ...Array.from({ length: o.honest }, (_, i) => `honest-${i}`),
+    "negate",
+    "scale",
+    "other-data",
+  ];
+  const trainers = names.map(() => trainer());
+  const shape = shapeOf(trainers[0]);
+  const zero = zeroStateDigest(shape);
+  const digests = names.map(() => zero);
+  const history: DistroResult[][] = [];
+  let random = 1;
+  const randomBit = () =>
+    ((random = (Math.imul(random, 1103515245) + 12345) >>> 0) & 0x10000) !== 0;
+  for (let step = 1; step <= o.steps; step++) {
+    const lr = learningRate(SCHEDULE, step), prevLr = learningRate(SCHEDULE, step - 1);
+    const base = step * names.length * MICRO;
+    const items: BenchItem[] = [];
+    const results: DistroResult[] = [];
+    const write = async (result: DistroResult, item: Omit<BenchItem, "payload">) => {
+      const payload = `${step}-${items.length}.dtro`;
+      await Deno.writeFile(`${o.dir}/${payload}`, encodePayload(result, expectation(trainers[0])));
+      items.push({ ...item, payload });
+    };
+    for (const [i, t] of trainers.entries()) {
+      const batch = { start: base + i * MICRO, end: base + i * MICRO + MICRO - 1 };
+      const name = names[i];
+      const kind = (name.startsWith("honest") ? "honest" : name) as Kind;
+      const attack = kind === "honest" ? undefined : {
+        gradientFactor: gradientFactor(kind === "negate" || kind === "scale" ? kind : null),
+        dataBatch: kind === "other-data" ? otherBatch(batch, data.numSequences) : undefined,
+      };
+      const trained = await t.train({ step, batch, lr, prevLr, data, attack });
+      const bytes = encodeState(await t.distro.readState(), shape);
+      const output = stateDigest(bytes);
+      await Deno.writeFile(`${o.dir}/${toHex(output)}.state`, bytes);
+      const result = { ...trained.result, states: { input: digests[i], output } };
+      digests[i] = output;
+      results.push(result);
+      await write(result, { kind, chain: name, source: name, batch });
+    }
+    const [h0, h1] = results;
+    // The publishing attacks stand in for the trainers they are derived from: those trainers'
+    // own results are not among the others a verifier compares with (they were never published).
+    await write({ ...h0, params: randomSigns(h0.params, randomBit) }, {
+      kind: "random-signs",
+      chain: null,
+      source: names[0],
+      batch: h0.batch,
+    });
+    const old = history.at(-5)?.[1];
+    if (old !== undefined) {
+      await write(republish(h1, old.params), {
+        kind: "replay-old",
+        chain: null,
+        source: names[1],
+        batch: h1.batch,
+      });
+    }
+    // A free rider trains nothing: its states are the zero state's, its coefficients h0's.
+    const rider = { ...results[o.honest - 1], states: { input: zero, output: zero } };
+    await write(republish(rider, h0.params), {
+      kind: "free-ride",
+      chain: null,
+      source: names[o.honest - 1],
+      batch: rider.batch,
+    });
+    history.push(results);
+    if (history.length > 6) history.shift();
+    const honest = results.slice(0, o.honest).map((r) =>
+      decodePayload(encodePayload(r, expectation(trainers[0])), expectation(trainers[0]))
+    );
+    for (const t of trainers) await t.apply(honest, lr);
+    const file: BenchStep = { step, lr, prevLr, items };
+    await Deno.writeTextFile(`${o.dir}/step-${step}.tmp`, JSON.stringify(file));
+    await Deno.rename(`${o.dir}/step-${step}.tmp`, `${o.dir}/step-${step}.json`);
+  }
+  for (const t of trainers) t[Symbol.dispose]();
+  await data.close();
+  rt[Symbol.dispose]();
+}
+
+async function waitForStep(dir: string, step: number): Promise<BenchStep> {
+  for (;;) {
+    try {
+      return JSON.parse(await Deno.readTextFile(`${dir}/step-${step}.json`));
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** Follows θ with the honest results and checks every result of every step. */
+export async function runVerifierProcess(o: RoleOptions): Promise<VerifierSummary> {
+  const { rt, adapter, data, trainer } = await setup(o);
+  const verifier = trainer();
+  const replayer = new ResultReplayer(verifier);
+  const shape = shapeOf(verifier);
+  const zero = zeroStateDigest(shape);
+  const expect = expectation(verifier);
+  const previous = new Map<string, Uint8Array>();
+  const kinds: Record<string, KindSummary> = {};
+  const note = (kind: string, j: Judgement, ms: number) => {
+    const k = kinds[kind] ??= { pass: 0, fail: 0, evidence: {}, maxDetail: 0, replayMs: 0 };
+    if (j.verdict === "Pass") k.pass++;
+    else {
+      k.fail++;
+      k.evidence[j.evidence] = (k.evidence[j.evidence] ?? 0) + 1;
+    }
+    if (j.verdict === "Pass" || kind === "honest") k.maxDetail = Math.max(k.maxDetail, j.detail);
+    const n = k.pass + k.fail;
+    k.replayMs += (ms - k.replayMs) / n;
+  };
+  const readState = async (digest: Uint8Array) => {
+    if (digest.every((b, i) => b === zero[i])) {
+      return { kind: "distro" as const, delta: new Float32Array(shape.size), own: null };
+    }
+    const bytes = await Deno.readFile(`${o.dir}/${toHex(digest)}.state`);
+    return decodeState(bytes, shape);
+  };
+  const spent: string[] = [];
+  for (let step = 1; step <= o.steps; step++) {
+    const file = await waitForStep(o.dir, step);
+    replayer.keep(step);
+    const results = await Promise.all(
+      file.items.map(async (i) =>
+        decodePayload(await Deno.readFile(`${o.dir}/${i.payload}`), expect)
+      ),
+    );
+    for (const [n, item] of file.items.entries()) {
+      const result = results[n];
+      const t0 = performance.now();
+      const prior = item.chain === null ? null : previous.get(item.chain) ?? null;
+      let judgement = judgeChain(result, prior, zero);
+      if (judgement === null) {
+        const replayed = await replayer.replay({
+          height: step,
+          state: await readState(result.states!.input),
+          step,
+          batch: item.batch,
+          lr: file.lr,
+          prevLr: file.prevLr,
+          data,
+        });
+        const output = result.states!.output;
+        judgement = judgeReplay({
+          result,
+          servedOutput: await readState(output),
+          replayed,
+          others: results.filter((_, m) =>
+            file.items[m].kind === "honest" && file.items[m].source !== item.source
+          ),
+          layouts: shape.layouts,
+        });
+      }
+      note(item.kind, judgement, performance.now() - t0);
+      if (item.chain !== null) previous.set(item.chain, result.states!.output);
+    }
+    // The run's θ: decay as a client without a batch, then apply the honest results.
+    await verifier.decayWeights(file.lr);
+    await verifier.apply(results.filter((_, n) => file.items[n].kind === "honest"), file.lr);
+    replayer.retain([]);
+    // Inputs of this step are nobody's input again; payloads are done with.
+    for (const f of spent.splice(0)) await Deno.remove(`${o.dir}/${f}`).catch(() => {});
+    for (const [n, item] of file.items.entries()) {
+      spent.push(item.payload);
+      if (item.chain !== null) spent.push(`${toHex(results[n].states!.input)}.state`);
+    }
+  }
+  const trainerAdapter = await Deno.readTextFile(`${o.dir}/trainer-adapter`);
+  replayer[Symbol.dispose]();
+  verifier[Symbol.dispose]();
+  await data.close();
+  rt[Symbol.dispose]();
+  return { steps: o.steps, trainerAdapter, verifierAdapter: adapter, kinds };
+}

@@ -633,6 +633,7 @@ export class TrainingClient {
         onGpu: (work) => this.#onGpu(work),
         signer: this.#o.backend.identity.signer,
         attack: this.#o.faults?.attack ?? null,
+        latestState: () => this.#state,
         signal: this.#signal,
       });
     }

@@ -100,6 +100,7 @@ export {
   epochPeerKeys,
   indexOfPeer,
   isEpochPeer,
+  memberIndexOf,
   type RoundView,
   roundView,
   type SelfInRound,

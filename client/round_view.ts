@@ -137,6 +137,15 @@ export function epochIndexOf(state: CoordinatorState, signer: PublicKeyBytes): n
   return state.epochState.clients.findIndex((c) => equalBytes(c.id.signer, signer));
 }
 
+/**
+ * This client's `Client.epochIndex` (its place in the epoch's starting list, which verification
+ * tasks name), or -1 when it is not among the epoch's current clients. Not its index in the
+ * current list ({@link epochIndexOf}): those shift as clients leave.
+ */
+export function memberIndexOf(state: CoordinatorState, signer: PublicKeyBytes): number {
+  return state.epochState.clients.find((c) => equalBytes(c.id.signer, signer))?.epochIndex ?? -1;
+}
+
 /** Whether `p2pKey` belongs to one of the epoch's current clients. */
 export function isEpochPeer(state: CoordinatorState, p2pKey: PublicKeyBytes): boolean {
   return state.epochState.clients.some((c) => equalBytes(c.id.p2pIdentity, p2pKey));

@@ -18,12 +18,12 @@ import type { Exchange } from "./exchange.ts";
 import type { ClientLogger } from "./log.ts";
 import { ResultReplayer } from "./replayer.ts";
 import { StateChain, verifyResult } from "./results/mod.ts";
-import { currentHeight, epochIndexOf } from "./round_view.ts";
+import { currentHeight, memberIndexOf } from "./round_view.ts";
 import { keptParamHeights } from "./state/verify.ts";
 import type { NetworkTrainer } from "./trainer.ts";
 import { hashFromBytes } from "./p2p/content_store.ts";
 import { toHex } from "../common/mod.ts";
-import { type CoordinatorState, roundClients } from "../coordinator/core/mod.ts";
+import { CoordinatorError, type CoordinatorState, roundClients } from "../coordinator/core/mod.ts";
 import type { DataProvider } from "../data/mod.ts";
 import {
   type DistroResult,
@@ -45,11 +45,13 @@ export interface VerificationDutyOptions {
   readonly signer: Uint8Array;
   /** The attack a test ordered, or null. */
   readonly attack: Attack | null;
+  /** The newest coordinator state the client holds (a report refused as late is checked on it). */
+  readonly latestState: () => CoordinatorState | null;
   readonly signal?: AbortSignal;
 }
 
-/** Rounds back a `replay-old` attacker takes the result it publishes again from. */
-const REPLAY_AGE = 3;
+/** Rounds back a `replay-old` attacker takes the result it publishes again from (the last). */
+const REPLAY_AGE = 1;
 /** How long a `free-ride` attacker waits for a result of the round to copy, ms. */
 const FREE_RIDE_WAIT_MS = 20_000;
 
@@ -168,13 +170,22 @@ export class VerificationDuty implements Disposable {
         task,
         signal,
       );
-    await backend.sendVerificationReport({
-      height: task.height,
-      trainer: task.trainer,
-      verdict: outcome.verdict,
-      evidence: outcome.evidence,
-      detail: outcome.detail,
-    }, { signal });
+    let note = outcome.note;
+    try {
+      await backend.sendVerificationReport({
+        height: task.height,
+        trainer: task.trainer,
+        verdict: outcome.verdict,
+        evidence: outcome.evidence,
+        detail: outcome.detail,
+      }, { signal });
+    } catch (e) {
+      // A majority decided the task (or its stage closed) while this verifier was still at work:
+      // its report is late, not wrong. Anything else is an error.
+      if (!(e instanceof CoordinatorError && e.code === "InvalidVerification")) throw e;
+      if (this.#stillOwed(task)) throw e;
+      note = `the report came after the task was decided (${e.message})`;
+    }
     logger.log("verification", {
       step: outcome.step,
       round: task.height,
@@ -185,8 +196,21 @@ export class VerificationDuty implements Disposable {
       detail_ppm: outcome.detail,
       fetch_ms: outcome.fetchMs,
       replay_ms: outcome.replayMs,
-      note: outcome.note,
+      note,
     });
+  }
+
+  /** Whether the newest state still has the task's stage open with this client's seat empty. */
+  #stillOwed(task: { height: number; trainer: number; stage: string }): boolean {
+    const state = this.#o.latestState();
+    if (state === null) return false;
+    const self = memberIndexOf(state, this.#o.signer);
+    const open = state.epochState.verificationTasks.find((t) =>
+      t.height === task.height && t.trainer === task.trainer && t.stage === task.stage
+    );
+    return open?.seats.some((s) =>
+      s.stage === open.stage && s.verifier === self && s.verdict === null
+    ) ?? false;
   }
 
   /**
@@ -200,7 +224,7 @@ export class VerificationDuty implements Disposable {
     }
     const height = currentHeight(state);
     this.#replayer.retain(keptParamHeights(state, height));
-    const self = epochIndexOf(state, this.#o.signer);
+    const self = memberIndexOf(state, this.#o.signer);
     const own = new Set([height, height - 1, height - 2]);
     for (const t of state.epochState.verificationTasks) if (t.trainer === self) own.add(t.height);
     this.chain.retain(own);

@@ -15,10 +15,10 @@
  *    relative to the step's gradient contribution (`lr·‖g‖`, or 10⁻⁴·‖δ‖ if larger): a gradient
  *    of other data, negated or scaled lands here even when its top-k barely moved.
  *
- * A failed result that repeats another result of the round beyond
- * {@link VERIFY_TOLERANCE}`.copyOverlap` is reported as **CopiedResult** instead
- * ({@link labelCopy}): the overlap alone never fails a result (its source overlaps it as much),
- * it only names what the replay found.
+ * A result whose served state did not produce it (StateInconsistent) and that repeats another
+ * result of the round beyond {@link VERIFY_TOLERANCE}`.copyOverlap` is reported as
+ * **CopiedResult** instead ({@link labelCopy}). The overlap alone never fails a result, and never
+ * names the source a copy: a failed source is consistent with its own state, whoever copied it.
  *
  * The tolerances were calibrated on honest replays (docs/benchmarks.md, "Verification"): on one
  * adapter a replay is bit-identical; lavapipe's Vulkan against its GL backend differed by
@@ -117,8 +117,8 @@ export interface ReplayEvidence {
 }
 
 /**
- * A failed `judgement` of `result` as CopiedResult when `result` repeats one of `others` (the
- * round's other results) beyond the tolerance; any other judgement unchanged.
+ * A StateInconsistent `judgement` of `result` as CopiedResult when `result` repeats one of
+ * `others` (the round's other results) beyond the tolerance; any other judgement unchanged.
  */
 export function labelCopy(
   judgement: Judgement,
@@ -127,7 +127,7 @@ export function labelCopy(
   layouts: readonly ChunkLayout[],
   tolerance: VerifyTolerance = VERIFY_TOLERANCE,
 ): Judgement {
-  if (judgement.verdict === "Pass") return judgement;
+  if (judgement.evidence !== "StateInconsistent") return judgement;
   let overlap = 0;
   for (const other of others) {
     overlap = Math.max(overlap, coefficientOverlap(result.params, other.params, layouts));

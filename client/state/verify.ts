@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { epochIndexOf, type RoundView } from "../round_view.ts";
+import { memberIndexOf, type RoundView } from "../round_view.ts";
 import { appliesDone } from "./common.ts";
 import { type Intent, intentKey, type PlanInput, roundKey } from "./intent.ts";
 import type { CoordinatorState } from "../../coordinator/core/mod.ts";
@@ -45,7 +45,7 @@ export function planVerifications(input: PlanInput): Intent[] {
   if (runState !== "RoundTrain" && runState !== "RoundWitness" && runState !== "Cooldown") {
     return [];
   }
-  const self = epochIndexOf(state, signer);
+  const self = memberIndexOf(state, signer);
   if (self < 0) return [];
   const epoch = state.progress.epoch;
   const out: Intent[] = [];

@@ -64,6 +64,7 @@ Deno.test("a seated verifier verifies each open task once it kept that round's Î
   const task = tasks[0];
   const seat = task.seats[0].verifier;
   const me = ids[state.epochState.clients.findIndex((c) => c.epochIndex === seat)];
+  // (In round 1 every client is still listed: list index and epoch index coincide.)
   const progress = new ClientProgress();
   progress.modelReady = true;
   // Round 0's Î¸ was not kept by this client: it cannot verify.

@@ -335,7 +335,7 @@ function tickRoundWitness(state: CoordinatorState, now: number, seed: bigint): O
   if (!checkTimeout(state, now, config.roundWitnessTime)) return UNCHANGED;
   const round = currentRound(state);
   // Verification stages due now close first: whom they eject leaves with this round.
-  closeVerificationStages(state, round.height, seed);
+  closeVerificationStages(state, round.height, now, seed);
   // The round's witnesses voted for the parameters of its step (before the step moves on).
   tallyDigestVotes(state, roundWitnessQuorum(config, round));
   es.firstRound = false;
@@ -349,7 +349,7 @@ function tickRoundWitness(state: CoordinatorState, now: number, seed: bigint): O
   const cause = windDownCause(state, round);
   if (cause === null) {
     startRoundTrain(state, now, seed);
-    openVerificationTasks(state);
+    openVerificationTasks(state, now);
     return CHANGED;
   }
   // Nobody proved they are alive: everyone must rejoin.

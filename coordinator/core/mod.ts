@@ -68,5 +68,6 @@ export {
   verificationMajority,
   verificationReport,
   verificationSampleCount,
+  verificationStageSeconds,
   VERIFIER_SALT,
 } from "./verification.ts";

@@ -74,7 +74,10 @@ export const MIN_VERIFIERS_PER_TASK = 2;
 export const MAX_VERIFICATION_TASKS = 16;
 /** Results sampled for verification per round, at most. */
 export const MAX_SAMPLES_PER_ROUND = 4;
-/** Rounds a stage of a task lasts: opened in round `h`, closed when round `h + 1` ends. */
+/**
+ * Rounds a stage of a verification task lasts at least: opened in round `h`, it closes when round
+ * `h + 1` ends, or later, once it has also lasted `verificationStageSeconds` (verification.ts).
+ */
 export const VERIFICATION_STAGE_ROUNDS = 2;
 /** Ejection records the coordinator keeps (the newest; see {@link EjectionRecord}). */
 export const NUM_EJECTION_RECORDS = 32;
@@ -342,8 +345,13 @@ export interface VerificationTask {
   /** The trainer's `epochIndex`. */
   trainer: number;
   stage: VerificationStage;
-  /** The stage closes when the RoundWitness of this height ends. */
+  /**
+   * The stage closes when the RoundWitness of a round of at least this height ends, once
+   * `verificationStageSeconds` have passed since `openedAt`.
+   */
   deadline: number;
+  /** When the current stage opened (seconds, as the machine's `now`). */
+  openedAt: number;
   /** Stage seats first, tie-break seats after them; at most 2 × VERIFIERS_PER_TASK. */
   seats: VerificationSeat[];
 }

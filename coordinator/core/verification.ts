@@ -14,9 +14,12 @@
  * 2. {@linkcode verificationReport}: a seated verifier says Pass or Fail. As soon as a majority of
  *    the stage's seats agree the task is decided: on Fail the trainer is ejected, on Pass the
  *    accusers are; either way every seat on the losing side is.
- * 3. {@linkcode closeVerificationStages}, when the RoundWitness of a stage's deadline ends: seats
- *    that never reported are ejected as idle; a stage with a fail but no majority goes to a
- *    tie-break stage of fresh seats; passes alone decide Pass; nothing at all drops the task.
+ * 3. {@linkcode closeVerificationStages}, when a RoundWitness ends at or after the stage's deadline
+ *    round and the stage has lasted {@linkcode verificationStageSeconds} (twice the run's
+ *    `max_round_train_time`: a replay costs about a training step, so fast rounds never leave a
+ *    verifier less time than that): seats that never reported are ejected as idle; a stage with a
+ *    fail but no majority goes to a tie-break stage of fresh seats; passes alone decide Pass;
+ *    nothing at all drops the task.
  * 4. {@linkcode dropVerificationTasks} at the epoch's end.
  *
  * An ejected client is marked `Ejected` (it leaves at the end of the round), its results of the
@@ -59,7 +62,7 @@ import {
   type VerificationVerdict,
   VERIFIERS_PER_TASK,
 } from "./types.ts";
-import { equalBytes } from "../../common/mod.ts";
+import { addTime, equalBytes, timeReached } from "../../common/mod.ts";
 
 /** Salt of the draw that samples a round's results. */
 export const SAMPLE_SALT = "verification sample";
@@ -131,6 +134,14 @@ export function verificationSampleCount(percent: number, batches: number): numbe
   if (percent === 0 || batches === 0) return 0;
   const share = Math.floor(batches * percent / 100);
   return Math.min(MAX_SAMPLES_PER_ROUND, batches, Math.max(1, share));
+}
+
+/**
+ * Seconds a stage lasts at least: twice the run's `max_round_train_time` (a verifier fetches two
+ * states and replays a step, about a training step's work, whatever the pace of the rounds).
+ */
+export function verificationStageSeconds(config: { maxRoundTrainTime: number }): number {
+  return addTime(config.maxRoundTrainTime, config.maxRoundTrainTime);
 }
 
 /** Seats a decision needs in a stage of `seats` seats: a strict majority. */
@@ -210,9 +221,9 @@ function newSeat(verifier: number, stage: VerificationSeat["stage"]): Verificati
  * Samples the results of the round before the one that just started (its height − 1) and opens
  * their tasks, drawing from the new round's seed. Nothing happens in an epoch's first round, for
  * a results round that did not train, or with `verificationPercent` 0. The machine calls this
- * from `startRoundTrain`, after the new round is in place.
+ * right after `startRoundTrain`, with the tick's `now`.
  */
-export function openVerificationTasks(state: CoordinatorState): void {
+export function openVerificationTasks(state: CoordinatorState, now: number): void {
   const percent = state.config.verificationPercent;
   const es = state.epochState;
   const current = es.rounds[es.roundsHead];
@@ -235,8 +246,8 @@ export function openVerificationTasks(state: CoordinatorState): void {
   for (const a of sampled) {
     const trainer = clientsThen[assignments[a].clientIndex];
     if (trainer === undefined) continue;
-    const now = es.clients.find((c) => c.epochIndex === trainer.epochIndex);
-    if (now === undefined || now.state !== "Healthy") {
+    const present = es.clients.find((c) => c.epochIndex === trainer.epochIndex);
+    if (present === undefined || present.state !== "Healthy") {
       // Gone before the sample: its result is not applied, so leaving dodges nothing.
       reject(resultsRound, trainer.epochIndex);
       continue;
@@ -251,6 +262,7 @@ export function openVerificationTasks(state: CoordinatorState): void {
       trainer: trainer.epochIndex,
       stage: "Verify",
       deadline: current.height + VERIFICATION_STAGE_ROUNDS - 1,
+      openedAt: now,
       seats: seats.map((v) => newSeat(v, "Verify")),
     });
   }
@@ -349,17 +361,20 @@ export function verificationReport(
 }
 
 /**
- * Closes every stage whose deadline is `endedHeight` or earlier; the machine calls this when that
- * round's RoundWitness ends, with the seed of the tick (it seats tie-breakers).
+ * Closes every stage whose deadline is `endedHeight` or earlier and which has lasted
+ * {@linkcode verificationStageSeconds} by `now`; the machine calls this when that round's
+ * RoundWitness ends, with the tick's time and seed (it seats tie-breakers).
  */
 export function closeVerificationStages(
   state: CoordinatorState,
   endedHeight: number,
+  now: number,
   seed: bigint,
 ): void {
   const es = state.epochState;
+  const lasts = verificationStageSeconds(state.config);
   for (const task of [...es.verificationTasks]) {
-    if (task.deadline > endedHeight) continue;
+    if (task.deadline > endedHeight || !timeReached(now, task.openedAt, lasts)) continue;
     const seats = stageSeats(task);
     const step = es.startStep + task.height;
     for (const s of seats) {
@@ -391,6 +406,7 @@ export function closeVerificationStages(
     }
     task.stage = "TieBreak";
     task.deadline = endedHeight + VERIFICATION_STAGE_ROUNDS;
+    task.openedAt = now;
     task.seats.push(...breakers.map((v) => newSeat(v, "TieBreak")));
   }
 }

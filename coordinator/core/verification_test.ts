@@ -38,7 +38,7 @@ function verifyingRun(n: number, config: Partial<CoordinatorConfig> = {}): RunDr
       initMinClients: n,
       minClients: 2,
       epochTime: 1000,
-      maxRoundTrainTime: 100,
+      maxRoundTrainTime: 1, // stages last 2 s: the two 2-second rounds of `fullRound`
       ...config,
     }),
   );
@@ -433,4 +433,23 @@ Deno.test("the verification state round trips through the state encoding", async
     () => encodeCoordinatorState(d.state, { version: 4 }),
     /cannot be written in state encoding version 4 \(verification needs version 5\)/,
   );
+});
+
+Deno.test("a stage lasts at least twice max_round_train_time, however fast the rounds go", () => {
+  const d = verifyingRun(5, { maxRoundTrainTime: 5 }); // 10 s; each fullRound takes 2 s
+  const task = onlyTask(d.state);
+  assert.equal(task.openedAt, d.now);
+  d.fullRound();
+  d.fullRound(); // the deadline round ended, 4 s in: not yet
+  assert.equal(d.state.epochState.verificationTasks.length, 1);
+  d.fullRound();
+  d.fullRound(); // 8 s
+  assert.equal(d.state.epochState.verificationTasks.length, 1);
+  d.fullRound(); // 10 s: the silent seats are idle now
+  assert.equal(d.state.epochState.verificationTasks.length, 0);
+  assert.deepEqual(d.state.ejections.map((r) => r.cause), [
+    "IdleVerifier",
+    "IdleVerifier",
+    "IdleVerifier",
+  ]);
 });

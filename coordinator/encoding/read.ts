@@ -477,10 +477,11 @@ function readTask(r: Reader, p: string, maxClients: number): VerificationTask {
   const trainer = epochIndexField(r, `${p}.trainer`, maxClients);
   const stage = r.code(`${p}.stage`, VERIFICATION_STAGES);
   const deadline = r.u32(`${p}.deadline`);
+  const openedAt = r.seconds(`${p}.openedAt`);
   const n = r.count(`${p}.seats.length`, 2 * VERIFIERS_PER_TASK, 1);
   const seats: VerificationSeat[] = [];
   for (let i = 0; i < n; i++) seats.push(readSeat(r, `${p}.seats[${i}]`, maxClients));
-  return { height, trainer, stage, deadline, seats };
+  return { height, trainer, stage, deadline, openedAt, seats };
 }
 
 /** Version 5's tail: the open verification tasks and the ejection records. */

@@ -519,6 +519,7 @@ function writeTask(w: Writer, p: string, t: VerificationTask, maxClients: number
   epochIndexField(w, `${p}.trainer`, t.trainer, maxClients);
   w.code(`${p}.stage`, t.stage, VERIFICATION_STAGES);
   w.u32(`${p}.deadline`, t.deadline);
+  w.seconds(`${p}.openedAt`, t.openedAt);
   w.list<VerificationSeat>(
     `${p}.seats`,
     t.seats,

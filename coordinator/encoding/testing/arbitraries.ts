@@ -264,12 +264,13 @@ function seat(maxClients: number): fc.Arbitrary<VerificationSeat> {
   }).map((s) => ({ ...s, evidence: s.verdict === "Fail" ? s.evidence : "None" as const }));
 }
 
-function task(maxClients: number): fc.Arbitrary<VerificationTask> {
+function task(maxClients: number, time: fc.Arbitrary<number>): fc.Arbitrary<VerificationTask> {
   return rec({
     height: u32,
     trainer: fc.integer({ min: 0, max: maxClients - 1 }),
     stage: fc.constantFrom(...VERIFICATION_STAGES),
     deadline: u32,
+    openedAt: time,
     seats: fc.array(seat(maxClients), { maxLength: 2 * VERIFIERS_PER_TASK }),
   });
 }
@@ -372,7 +373,7 @@ export function arbCoordinatorState(
           ? digestVotes(maxClients, maxWitnesses)
           : fc.constant([]),
         verificationTasks: version >= VERIFICATION_SINCE_VERSION
-          ? fc.array(task(maxClients), { maxLength: Math.min(3, MAX_VERIFICATION_TASKS) })
+          ? fc.array(task(maxClients, time), { maxLength: Math.min(3, MAX_VERIFICATION_TASKS) })
           : fc.constant([]),
       }),
       runStateStartUnixTimestamp: time,

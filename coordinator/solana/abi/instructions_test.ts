@@ -173,7 +173,7 @@ Deno.test("instructions: encoding refuses values the layout cannot carry", () =>
     () => encodeCoordinatorInstruction({ kind: "HealthCheck", checks: many }),
     /checks\.length/,
   );
-  assert.throws(() => decodeConfigBytes(new Uint8Array(65)), /66 bytes/);
+  assert.throws(() => decodeConfigBytes(new Uint8Array(65)), /68 bytes/);
 });
 
 Deno.test("instructions: a fractional duration is refused with its run-config key, not rounded", () => {

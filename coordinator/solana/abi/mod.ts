@@ -68,6 +68,7 @@ export {
 } from "./kit.ts";
 export {
   checkWholeSecondDurations,
+  CONFIG_V1_BYTES,
   CONFIG_WIRE_BYTES,
   decodeConfigBytes,
   decodeModelBytes,

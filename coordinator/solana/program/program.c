@@ -42,7 +42,11 @@ enum {
 #define UPDATE_MODEL 4u
 #define UPDATE_PROGRESS 8u
 
-#define CONFIG_WIRE_BYTES 66
+/* The update's config: the state encoding's version 1 config (66 bytes), then the bar epochs
+   (u16): config_t's first 68 bytes. */
+#define CONFIG_WIRE_BYTES 68
+_Static_assert(__builtin_offsetof(config_t, verification_bar_epochs) + 2 == CONFIG_WIRE_BYTES,
+               "the config wire is config_t up to its bar epochs");
 
 static u64 clock_now(u64 *now, u64 *seed) {
   sol_clock_t clock;
@@ -109,7 +113,7 @@ static u64 init_coordinator(const input_t *in, reader_t *r) {
   if (err) return err;
   if (!mem_eq(info->owner, in->program_id, 32) || info->data_len != sizeof(account_t) ||
       !info->is_writable) {
-    LOG("init: the coordinator account must be writable, owned by this program, 217760 bytes");
+    LOG("init: the coordinator account must be writable, owned by this program, of the layout's size");
     return E_INVALID_COORDINATOR_ACCOUNT;
   }
   account_t *a = (account_t *)info->data;
@@ -134,6 +138,7 @@ static u64 init_coordinator(const input_t *in, reader_t *r) {
   a->step = 1;
   a->next_active = 1;
   a->config.max_clients = MAX_CLIENTS;
+  a->config.verification_bar_epochs = DEFAULT_VERIFICATION_BAR_EPOCHS;
   /* An unset model decodes as Dummy data, Ephemeral checkpoint, Constant(0) schedule, Dummy optimizer. */
   a->model.data_location_len = 1;
   a->model.lr_schedule_len = 21;

@@ -54,6 +54,10 @@ Deno.test("differential: random sequences reach identical states in C and TypeSc
       "CooldownWitness:ok",
       "CooldownWitness:InvalidWitness",
       "digest:recorded",
+      "verification:task",
+      "verification:rejected",
+      "ejection:IdleVerifier",
+      "ejection:barClamped",
     ]
   ) {
     assert.ok((total[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(total)}`);

@@ -3,7 +3,7 @@
  *
  * Built as one translation unit (the linker takes one object): this file includes the
  * runtime (sol.h), the account layout (layout.h), the codecs, committee selection,
- * validation and the state machine, then dispatches instructions. The state machine is
+ * validation, the state machine and verification, then dispatches instructions. The state machine is
  * a transcription of the TypeScript reference in coordinator/ and the differential tests
  * (coordinator/solana/program/differential_test.ts) hold the two to the same states.
  *
@@ -17,6 +17,7 @@
 #include "codec.c"
 #include "selection.c"
 #include "machine.c"
+#include "verification.c"
 #include "model_rules.c"
 #include "validate.c"
 

@@ -1,9 +1,10 @@
 /**
- * Random instruction sequences for the differential tests: a run with a random config,
- * five clients and a seeded stream of joins, ticks at random times, warmup witnesses,
- * witnesses (some forged or misdirected), health checks, pauses and resumes, checkpoints
- * and authority instructions from right and wrong signers, each sent through a
- * {@linkcode DualRun} (program and reference model compared after every instruction).
+ * Random instruction sequences for the differential tests: a run with a random config (half of
+ * them verifying a share of each round's results), six clients and a seeded stream of joins,
+ * ticks at random times, warmup witnesses, witnesses (some forged or misdirected), health
+ * checks, pauses and resumes, checkpoints and authority instructions from right and wrong
+ * signers, each sent through a {@linkcode DualRun} (program and reference model compared after
+ * every instruction).
  *
  * @module
  */
@@ -25,17 +26,21 @@ import {
   currentRound,
   isHealthy,
   type NodeIdentity,
+  NUM_EJECTION_RECORDS,
   previousRound,
   roundClients,
   roundSelection,
 } from "../../core/mod.ts";
 
-/** A valid random config (small times, 8/64/256-client caps). */
+/** A valid random config (small times, 8/64/256-client caps, verification half the time). */
 export function randomConfig(rng: Prng): CoordinatorConfig {
   const maxClients = [8, 64, 256][rng.int(0, 2)];
   const minClients = rng.int(1, 3);
   const epochTime = rng.int(12, 40);
+  const verificationPercent = [0, 0, 0, 10, 50, 100][rng.int(0, 5)];
   return testConfig({
+    verificationPercent,
+    verificationBarEpochs: [0, 1, 2, 0xffff][rng.int(0, 3)], // 65535: barredUntil clamps
     maxClients,
     minClients,
     initMinClients: rng.int(minClients, 4),
@@ -248,6 +253,35 @@ function adminInstruction(
 }
 
 /**
+ * What the model's state shows of verification after an instruction: open tasks, tie-break
+ * stages, rejected results, and each new ejection record's cause (`ejection:Cause`).
+ */
+export function verificationEvents(run: DualRun): string[] {
+  const state = run.model?.state;
+  if (state === undefined) return [];
+  const events: string[] = [];
+  const tasks = state.epochState.verificationTasks;
+  if (tasks.length > 0) events.push("verification:task");
+  if (tasks.some((t) => t.stage === "TieBreak")) events.push("verification:tieBreak");
+  if (state.epochState.rounds.some((r) => r.rejected.length > 0)) {
+    events.push("verification:rejected");
+  }
+  let recorded = seenEjections.get(run);
+  if (recorded === undefined) seenEjections.set(run, recorded = new Set());
+  for (const r of state.ejections) {
+    const marker = `${r.epoch}:${r.signer.join(",")}`; // one record per signer and epoch
+    if (recorded.has(marker)) continue;
+    recorded.add(marker);
+    events.push(`ejection:${r.cause}`);
+    if (recorded.size > NUM_EJECTION_RECORDS) events.push("ejection:oldestDropped");
+    if (r.barredUntil === 0xffff) events.push("ejection:barClamped");
+  }
+  return events;
+}
+
+const seenEjections = new WeakMap<DualRun, Set<string>>();
+
+/**
  * Runs `steps` random instructions of seed `seed` on a new run of `svm` and the model.
  * Returns how often each outcome (`Kind:ok`, `Kind:ErrorName`) and run state was seen.
  */
@@ -267,7 +301,7 @@ export async function differential(
   run.setTime(now);
   await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
   const clients: KeyPairSigner[] = [];
-  for (let i = 0; i < 5; i++) clients.push(await svm.newSigner());
+  for (let i = 0; i < 6; i++) clients.push(await svm.newSigner());
   const seen: Record<string, number> = {};
   for (let step = 0; step < steps; step++) {
     if (rng.int(0, 2) === 0) {
@@ -283,6 +317,7 @@ export async function differential(
     }
     const key = `${ix.kind}:${result.ok ? "ok" : result.error}`;
     seen[key] = (seen[key] ?? 0) + 1;
+    for (const event of verificationEvents(run)) seen[event] = (seen[event] ?? 0) + 1;
     seen[`state:${run.model!.state.runState}`] = (seen[`state:${run.model!.state.runState}`] ?? 0) +
       1;
   }

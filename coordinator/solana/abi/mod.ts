@@ -51,6 +51,7 @@ export {
   MAX_DESCRIPTION_BYTES,
   MAX_NAME_BYTES,
   type RunMetadata,
+  VERIFICATION_REPORT_BYTES,
   WITNESS_TAIL_BYTES,
   witnessInstructionBytes,
   type WitnessTail,

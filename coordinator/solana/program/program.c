@@ -35,6 +35,7 @@ enum {
   IX_GRANT_AUTHORIZER = 10,
   IX_SET_DELEGATES = 11,
   IX_COOLDOWN_WITNESS = 12,
+  IX_VERIFICATION_REPORT = 13,
 };
 
 /* Update parts (bit flags of the update instruction's first byte). */
@@ -421,6 +422,20 @@ static u64 dispatch(const input_t *in) {
     if (!r.ok) return E_INVALID_INSTRUCTION;
     if ((err = clock_now(&now, &seed))) return err;
     err = checkpoint(a, user, index, r.p + r.pos, r.len - r.pos);
+    if (!err) err = tick_if_live(a, now, seed);
+    break;
+  }
+  case IX_VERIFICATION_REPORT: {
+    if ((err = signer(in, NULL, 0, &user))) return err;
+    report_msg_t m;
+    m.height = get32(&r);
+    m.trainer = get16(&r);
+    m.fail = get_code(&r, 2);
+    m.evidence = get_code(&r, NUM_EVIDENCE_KINDS);
+    m.detail = get32(&r);
+    if (!r.ok || r.pos != r.len) return E_INVALID_INSTRUCTION;
+    if ((err = clock_now(&now, &seed))) return err;
+    err = verification_report(a, user, &m);
     if (!err) err = tick_if_live(a, now, seed);
     break;
   }

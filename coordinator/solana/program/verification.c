@@ -5,6 +5,7 @@
  *
  * - open_verification_tasks, when round h starts: samples round h - 1's batches with round h's
  *   seed and seats VERIFIERS_PER_TASK other Healthy clients per sampled trainer;
+ * - verification_report: a seated verifier's Pass or Fail, decided by a strict majority;
  * - close_verification_stages, when a round's RoundWitness ends: idle seats are ejected, a
  *   contested stage goes to fresh tie-breakers;
  * - the bar: ejection records keep a signer out of the epochs below its barred_until.
@@ -408,6 +409,69 @@ static void close_verification_stages(account_t *a, u64 ended_height, u64 seed) 
     for (u64 s = 0; s < n; s++) add_seat(t, breakers[s], STAGE_TIE_BREAK);
     i++;
   }
+}
+
+/* A report as the instruction carries it (the TCP server's Verification request's fields). */
+typedef struct {
+  u32 height;
+  u16 trainer;
+  u8 fail; /* 0 Pass, 1 Fail */
+  u8 evidence;
+  u32 detail;
+} report_msg_t;
+
+/*
+ * verification.ts verificationReport: a Healthy client of the epoch holding an unreported seat
+ * of the task's current stage says Pass or Fail; a strict majority of the stage decides.
+ */
+static u64 verification_report(account_t *a, const u8 *from, const report_msg_t *m) {
+  if (is_halted(a)) return E_HALTED;
+  if (a->run_state != RS_ROUND_TRAIN && a->run_state != RS_ROUND_WITNESS &&
+      a->run_state != RS_COOLDOWN)
+    return E_WRONG_RUN_STATE;
+  if ((m->fail == 0) != (m->evidence == EVIDENCE_NONE)) {
+    LOG("verification: a pass carries no evidence and a fail names its evidence");
+    return E_INVALID_VERIFICATION;
+  }
+  epoch_state_t *es = &a->epoch_state;
+  const client_t *reporter = NULL;
+  u64 first = rd64(from);
+  for (u64 i = 0; i < es->clients_len && reporter == NULL; i++)
+    if (rd64(es->clients[i].signer) == first && mem_eq(es->clients[i].signer + 8, from + 8, 24))
+      reporter = &es->clients[i];
+  if (reporter == NULL || reporter->state != CS_HEALTHY) {
+    LOG("verification: the sender is not a healthy client of this epoch");
+    return E_INVALID_VERIFICATION;
+  }
+  u64 at = es->verification_tasks_len;
+  for (u64 i = 0; i < es->verification_tasks_len && at == es->verification_tasks_len; i++)
+    if (es->verification_tasks[i].height == m->height && es->verification_tasks[i].trainer == m->trainer)
+      at = i;
+  if (at == es->verification_tasks_len) {
+    LOG("verification: no open task for that trainer's result of that round");
+    return E_INVALID_VERIFICATION;
+  }
+  task_t *t = &es->verification_tasks[at];
+  seat_t *seat = NULL;
+  for (u64 s = 0; s < t->seats_len && seat == NULL; s++)
+    if (t->seats[s].stage == t->stage && t->seats[s].verifier == reporter->epoch_index) seat = &t->seats[s];
+  if (seat == NULL) {
+    LOG("verification: the sender holds no seat of the task's current stage");
+    return E_INVALID_VERIFICATION;
+  }
+  if (seat->verdict != VERDICT_NONE) {
+    LOG("verification: the sender already reported on that task");
+    return E_INVALID_VERIFICATION;
+  }
+  seat->verdict = m->fail ? VERDICT_FAIL : VERDICT_PASS;
+  seat->evidence = m->evidence;
+  seat->detail = m->detail;
+  u64 seats, passes, fails;
+  stage_counts(t, &seats, &passes, &fails);
+  u64 need = majority(seats);
+  if (fails >= need) decide(a, at, VERDICT_FAIL);
+  else if (passes >= need) decide(a, at, VERDICT_PASS);
+  return 0;
 }
 
 /* Drops every open task (the epoch ended: its clients and rounds are gone). */

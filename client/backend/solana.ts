@@ -12,7 +12,9 @@
  * - **Ticks**: nobody else moves the run forward. Every `tickIntervalMs` the backend runs
  *   the TypeScript machine's `tick` on a copy of the newest state at the current time; when
  *   the copy changes, it sends a `tick` transaction with probability 2/len(clients)
- *   (always with at most two), so a few clients, not all, pay for each transition.
+ *   (always with at most two), so a few clients, not all, pay for each transition. A tick asks
+ *   for the whole transaction's compute budget (`TICK_COMPUTE_UNITS`): closing verification
+ *   stages can take more than the default.
  * - **Reports** (witness, warmup witness, health check, verification report, checkpoint) go
  *   through coordinator/solana/rpc/transactions.ts: retries with back-off, then `--rpc-2`.
  *
@@ -58,6 +60,7 @@ import {
   CoordinatorProgramError,
   decodeCoordinatorAccount,
   pendingRegistrations,
+  TICK_COMPUTE_UNITS,
 } from "../../coordinator/solana/abi/mod.ts";
 import { quoteForTerminal, toHex } from "../../common/mod.ts";
 import {
@@ -477,7 +480,7 @@ export class SolanaBackend implements CoordinatorBackend {
       if (random() >= tickProbability(account.state.epochState.clients.length)) return;
       this.#tickSent = { nonce: account.nonce, at: t };
       const runState = account.state.runState;
-      this.#send("tick", { kind: "Tick" })
+      this.#send("tick", { kind: "Tick" }, { computeUnitLimit: TICK_COMPUTE_UNITS })
         .then(() => this.#o.onEvent?.({ kind: "TickSent", runState }))
         .catch((e) => this.#report("tick", e));
     }, this.#o.tickIntervalMs ?? 500);

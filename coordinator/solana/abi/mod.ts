@@ -66,6 +66,7 @@ export {
   type ExtraAccount,
   setComputeUnitLimitInstruction,
   SYSTEM_PROGRAM_ADDRESS,
+  TICK_COMPUTE_UNITS,
 } from "./kit.ts";
 export {
   checkWholeSecondDurations,

@@ -12,9 +12,11 @@
  * - **Ticks**: nobody else moves the run forward. Every `tickIntervalMs` the backend runs
  *   the TypeScript machine's `tick` on a copy of the newest state at the current time; when
  *   the copy changes, it sends a `tick` transaction with probability 2/len(clients)
- *   (always with at most two), so a few clients, not all, pay for each transition.
- * - **Reports** (witness, warmup witness, health check, checkpoint) go through
- *   coordinator/solana/rpc/transactions.ts: retries with back-off, then `--rpc-2`.
+ *   (always with at most two), so a few clients, not all, pay for each transition. A tick asks
+ *   for the whole transaction's compute budget (`TICK_COMPUTE_UNITS`): closing verification
+ *   stages can take more than the default.
+ * - **Reports** (witness, warmup witness, health check, verification report, checkpoint) go
+ *   through coordinator/solana/rpc/transactions.ts: retries with back-off, then `--rpc-2`.
  *
  * Errors: the program's coordinator codes come back as CoordinatorError (same codes as the
  * TCP server), its own codes as CoordinatorProgramError; `NotAuthorizedToJoin` and a
@@ -58,6 +60,7 @@ import {
   CoordinatorProgramError,
   decodeCoordinatorAccount,
   pendingRegistrations,
+  TICK_COMPUTE_UNITS,
 } from "../../coordinator/solana/abi/mod.ts";
 import { quoteForTerminal, toHex } from "../../common/mod.ts";
 import {
@@ -300,15 +303,14 @@ export class SolanaBackend implements CoordinatorBackend {
     }
   }
 
-  /**
-   * Not yet an instruction of the program: refused, so a Solana run with
-   * `verification_percent > 0` says so instead of pretending to report.
-   */
-  sendVerificationReport(_report: VerificationReport, options: CallOptions = {}): Promise<void> {
+  async sendVerificationReport(
+    report: VerificationReport,
+    options: CallOptions = {},
+  ): Promise<void> {
     this.#usable(options.signal);
-    return Promise.reject(
-      new BackendError("Refused", "the Solana program has no verification report instruction yet"),
-    );
+    await this.#send("verification_report", { kind: "VerificationReport", report }, {
+      signal: options.signal,
+    });
   }
 
   /** The program has no withdraw instruction: the health checks remove the client. */
@@ -478,7 +480,7 @@ export class SolanaBackend implements CoordinatorBackend {
       if (random() >= tickProbability(account.state.epochState.clients.length)) return;
       this.#tickSent = { nonce: account.nonce, at: t };
       const runState = account.state.runState;
-      this.#send("tick", { kind: "Tick" })
+      this.#send("tick", { kind: "Tick" }, { computeUnitLimit: TICK_COMPUTE_UNITS })
         .then(() => this.#o.onEvent?.({ kind: "TickSent", runState }))
         .catch((e) => this.#report("tick", e));
     }, this.#o.tickIntervalMs ?? 500);

@@ -26,16 +26,23 @@ async function connect(
   });
 }
 
-describeBackendCompliance("solana", async () => {
+describeBackendCompliance("solana", async (options) => {
+  // A verifying run's chain and backends share a clock the test moves (whole seconds).
+  let nowMs = Math.floor(Date.now() / 1000) * 1000;
+  const now = options.verifying ? () => nowMs : undefined;
   const run = await startTestRun({
     runId: COMPLIANCE_RUN_ID,
-    config: testConfig({ initMinClients: 2, minClients: 2, waitingForMembersExtraTime: 1 }),
+    config: options.verifying
+      ? testConfig({ initMinClients: 3, minClients: 2, verificationPercent: 100 })
+      : testConfig({ initMinClients: 2, minClients: 2, waitingForMembersExtraTime: 1 }),
     model: testModel(),
+    now,
   });
   return {
     host: { pending: () => run.pending() },
     leavesOnClose: false,
-    connect: (runId) => connect(run, runId),
+    connect: (runId) => connect(run, runId, { now }),
+    advance: (seconds) => nowMs += seconds * 1000,
     close: () => run.close(),
   };
 });

@@ -3,7 +3,8 @@
  * runs (`describeBackendCompliance("tcp", ...)`): states arrive newest-first, joins are
  * registered in order, the coordinator's rejections come back as CoordinatorError with
  * its code, a refusal is final, `close` ends iterators and fails later calls, an aborted
- * signal rejects the call. A new backend (Solana) passes the same suite.
+ * signal rejects the call, a seated verifier's report is taken and a stranger's refused. A new
+ * backend (Solana) passes the same suite.
  *
  * @module
  */
@@ -12,15 +13,30 @@ import { BackendError, type CoordinatorBackend } from "../backend/backend.ts";
 import {
   CoordinatorError,
   type CoordinatorState,
+  currentRound,
   NO_DIGEST,
+  roundSelection,
+  stageSeats,
+  type VerificationReport,
   type Witness,
   witnessBloomParameters,
+  type WitnessMetadata,
 } from "../../coordinator/core/mod.ts";
 import type { CoordinatorHost } from "../../coordinator/server/mod.ts";
 import { toHex } from "../../common/mod.ts";
 
 /** The run the suite's host must hold: id `RUN_ID`, 2 clients to start, WaitingForMembers. */
 export const COMPLIANCE_RUN_ID = "test-run";
+
+/** What a test asks of the environment it is given. */
+export interface ComplianceOptions {
+  /**
+   * A run that verifies every round's results (`verificationPercent` 100), starts with three
+   * clients (`initMinClients` 3) and runs on a clock the test moves with
+   * {@linkcode ComplianceEnv.advance}, starting at the instant the run began waiting.
+   */
+  verifying?: boolean;
+}
 
 /** What a backend under test provides. */
 export interface ComplianceEnv {
@@ -37,6 +53,11 @@ export interface ComplianceEnv {
   leavesOnClose?: boolean;
   /** A backend for a fresh identity, following run `runId`. */
   connect(runId: string): Promise<CoordinatorBackend>;
+  /**
+   * With `verifying`: moves the clock of the coordinator (and of the backends, where they tick
+   * the run themselves) forward by `seconds`; the run ticks at the new time soon after.
+   */
+  advance?(seconds: number): void;
   /** Stops whatever the environment started. */
   close(): Promise<void>;
 }
@@ -60,25 +81,49 @@ async function first(
   throw new Error(`no matching state; last ${backend.latest()?.runState}`);
 }
 
-function emptyWarmupWitness(state: CoordinatorState): Witness {
+function emptyWarmupWitness(state: CoordinatorState, index = 0): Witness {
   const { numBits, numKeys } = witnessBloomParameters(state.config.maxClients);
   const bloom = () => ({ keys: new BigUint64Array(numKeys), bits: new Uint8Array(numBits / 8) });
   return {
-    proof: { position: 0, index: 0, witness: false },
+    proof: { position: index, index, witness: false },
     participantBloom: bloom(),
     broadcastBloom: bloom(),
     broadcastMerkle: new Uint8Array(32),
   };
 }
 
-/** Registers the compliance tests for one backend; `makeEnv` builds a fresh one per test. */
+const METADATA: WitnessMetadata = {
+  step: 1,
+  tokensPerSec: 0,
+  bandwidthPerSec: 0,
+  loss: 0,
+  evals: [],
+  promptResults: [],
+  promptIndex: 0,
+  efficiency: 1,
+};
+
+/** The position of `backend`'s client in the epoch's list of `state` (-1 when absent). */
+function indexIn(state: CoordinatorState, backend: CoordinatorBackend): number {
+  const me = toHex(backend.identity.signer);
+  return state.epochState.clients.findIndex((c) => toHex(c.id.signer) === me);
+}
+
+/**
+ * Registers the compliance tests for one backend; `makeEnv` builds a fresh one per test, for the
+ * options that test asks.
+ */
 export function describeBackendCompliance(
   name: string,
-  makeEnv: () => Promise<ComplianceEnv>,
+  makeEnv: (options: ComplianceOptions) => Promise<ComplianceEnv>,
 ): void {
-  const test = (title: string, fn: (env: ComplianceEnv) => Promise<void>) =>
+  const test = (
+    title: string,
+    fn: (env: ComplianceEnv) => Promise<void>,
+    options: ComplianceOptions = {},
+  ) =>
     Deno.test(`${name} backend: ${title}`, async () => {
-      const env = await makeEnv();
+      const env = await makeEnv(options);
       try {
         await fn(env);
       } finally {
@@ -196,6 +241,64 @@ export function describeBackendCompliance(
     }
     await eventually(() => env.host.pending().length === 0, "the coordinator to see the leave");
   });
+
+  test("a seated verifier's report is taken; a stranger's is InvalidVerification", async (env) => {
+    const advance = env.advance;
+    assert.ok(advance !== undefined, "a verifying environment moves its clock");
+    const members = [
+      await env.connect(COMPLIANCE_RUN_ID),
+      await env.connect(COMPLIANCE_RUN_ID),
+      await env.connect(COMPLIANCE_RUN_ID),
+    ];
+    const stranger = await env.connect(COMPLIANCE_RUN_ID);
+    try {
+      for (const m of members) await m.join();
+      advance(1); // the three start the epoch
+      let s = await first(members[0], (s) => s.runState === "Warmup");
+      for (const m of members) {
+        await m.sendWarmupWitness(emptyWarmupWitness(s, indexIn(s, m)), NO_DIGEST);
+      }
+      s = await first(members[0], (s) => s.runState === "RoundTrain");
+      const selection = roundSelection(s.config, currentRound(s));
+      for (const m of members) {
+        const proof = selection.witnessProof(indexIn(s, m));
+        if (!proof.witness) continue;
+        await m.sendWitness({ ...emptyWarmupWitness(s), proof }, METADATA, NO_DIGEST);
+      }
+      s = await first(members[0], (s) => s.runState === "RoundWitness");
+      advance(s.config.roundWitnessTime); // round 1 starts and samples round 0's results
+      s = await first(members[0], (s) => s.epochState.verificationTasks.length > 0);
+      const task = s.epochState.verificationTasks[0];
+      const seat = stageSeats(task)[0];
+      // Nobody left yet: an epoch index is the client's position in the list.
+      const verifier = members.find((m) => indexIn(s, m) === seat.verifier)!;
+      const trainer = members.find((m) => indexIn(s, m) === task.trainer)!;
+      const report: VerificationReport = {
+        height: task.height,
+        trainer: task.trainer,
+        verdict: "Pass",
+        evidence: "None",
+        detail: 0,
+      };
+      const invalid = (e: unknown) =>
+        e instanceof CoordinatorError && e.code === "InvalidVerification";
+      await assert.rejects(stranger.sendVerificationReport(report), invalid);
+      await assert.rejects(trainer.sendVerificationReport(report), invalid);
+      await verifier.sendVerificationReport(report);
+      await first(
+        verifier,
+        (s) =>
+          s.epochState.verificationTasks.some((t) =>
+            t.height === task.height && t.trainer === task.trainer &&
+            t.seats.some((x) => x.verifier === seat.verifier && x.verdict === "Pass")
+          ),
+      );
+      // Already reported. (Another detail, so that it is not the same transaction on Solana.)
+      await assert.rejects(verifier.sendVerificationReport({ ...report, detail: 1 }), invalid);
+    } finally {
+      for (const b of [...members, stranger]) await b.close();
+    }
+  }, { verifying: true });
 
   test("an aborted signal rejects the call with its reason", async (env) => {
     const backend = await env.connect(COMPLIANCE_RUN_ID);

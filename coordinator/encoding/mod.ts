@@ -28,6 +28,7 @@ export {
   HTTP_LOCATION_KINDS,
   LR_SCHEDULE_KINDS,
   OPTIMIZER_KINDS,
+  SEAT_VERDICT_KINDS,
   SHUFFLE_KINDS,
   SNAPSHOT_DTYPE_KINDS,
   SNAPSHOT_DTYPE_SINCE_VERSION,
@@ -38,6 +39,7 @@ export {
   StateDecodeError,
   type StateEncodingVersion,
   TOKEN_SIZE_KINDS,
+  VERIFICATION_SINCE_VERSION,
 } from "./layout.ts";
 export {
   encodeConfigPart,

@@ -1,15 +1,17 @@
 /**
- * The coordinator account (layout version 2: the table in layout.ts, from which
- * program/layout.h and docs/solana-program.md are generated): its size and offsets, and the decoder that turns the
- * account's bytes into the `CoordinatorState` of coordinator/core/types.ts plus the
- * program's own fields (authorities, join registry, delegates, metadata, nonce).
+ * The coordinator account (layout version 3: the table in layout.ts, from which
+ * program/layout.h and docs/solana-program.md are generated): its size and offsets, and the
+ * decoder that turns the account's bytes into the `CoordinatorState` of
+ * coordinator/core/types.ts plus the program's own fields (authorities, join registry,
+ * delegates, metadata, nonce).
  *
  * Decoding transcribes the fixed layout into the state encoding (docs/state-encoding.md)
  * and runs the strict state decoder on it, so an account decodes exactly when it holds a
  * state the TypeScript machine could hold, and every field gets the same checks. The
- * parameter digests, appended to the account in version 2 after the delegates, and the
- * model's snapshot dtype, have no place in that encoding's version 1 (whole seconds): they are
- * read beside it, with the checks the state decoder gives them in versions 3 and 4.
+ * parameter digests (layout version 2), the model's snapshot dtype and verification (layout
+ * version 3: account_verification.ts) have no place in that encoding's version 1 (whole
+ * seconds): they are read beside it, with the checks the state decoder gives them in versions
+ * 3, 4 and 5.
  *
  * @module
  */
@@ -26,7 +28,10 @@ import {
   layoutConstant,
   structLayout,
 } from "./layout.ts";
-import { CONFIG_WIRE_BYTES } from "./state_parts.ts";
+import { CONFIG_V1_BYTES } from "./state_parts.ts";
+import { AccountDecodeError, limit } from "./account_error.ts";
+import { readAccountVerification } from "./account_verification.ts";
+export { AccountDecodeError } from "./account_error.ts";
 import {
   type CoordinatorState,
   type DigestRecord,
@@ -38,7 +43,7 @@ import {
   witnessBloomParameters,
 } from "../../core/mod.ts";
 
-/** Layout version this module reads (2: version 1 plus the parameter digests). */
+/** Layout version this module reads (3: version 2 plus verification). */
 export const ACCOUNT_VERSION = ACCOUNT_LAYOUT_VERSION;
 /** Size of a coordinator account in bytes. */
 export const ACCOUNT_SIZE: number = structLayout("account_t").size;
@@ -77,7 +82,9 @@ export const OFFSETS = Object.freeze(structLayout("account_t").offsets) as Reado
     | "digestRecordsLen"
     | "digestVotesLen"
     | "digestRecords"
-    | "digestVotes",
+    | "digestVotes"
+    | "ejectionsLen"
+    | "ejections",
     number
   >
 >;
@@ -153,23 +160,6 @@ export interface CoordinatorAccount {
   state: CoordinatorState;
 }
 
-/** Account bytes that are not a coordinator account of this layout. */
-export class AccountDecodeError extends Error {
-  /** The failing field (a dotted path). */
-  readonly field: string;
-  /** Byte offset in the account, or -1 when the state decoder found it. */
-  readonly offset: number;
-  constructor(field: string, offset: number, detail: string) {
-    super(
-      `Cannot decode coordinator account field "${field}"` +
-        (offset >= 0 ? ` at offset ${offset}` : "") + `: ${detail}`,
-    );
-    this.name = "AccountDecodeError";
-    this.field = field;
-    this.offset = offset;
-  }
-}
-
 /** Writes the state encoding; it is never longer than the account it comes from. */
 class Transcriber {
   readonly out = new Uint8Array(ACCOUNT_SIZE);
@@ -200,13 +190,6 @@ function readSnapshotDtype(a: Uint8Array, at: number): SnapshotDtype {
     );
   }
   return SNAPSHOT_DTYPE_KINDS[code];
-}
-
-function limit(field: string, at: number, value: number, max: number): number {
-  if (value > max) {
-    throw new AccountDecodeError(field, at, `${value} exceeds the capacity ${max}`);
-  }
-  return value;
 }
 
 function key(a: Uint8Array, at: number): Uint8Array {
@@ -310,7 +293,7 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
     limit("model.optimizer.length", m + M.optimizerLen, u16(m + M.optimizerLen), CAP.optimizer),
   );
 
-  t.copy(OFFSETS.config, CONFIG_WIRE_BYTES); // the state encoding's config, verbatim
+  t.copy(OFFSETS.config, CONFIG_V1_BYTES); // the state encoding's config, verbatim
   t.copy(OFFSETS.epoch, 2);
   t.copy(OFFSETS.step, 4);
   t.copy(OFFSETS.epochStartDataIndex, 8);
@@ -377,6 +360,11 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
   state.epochState.digestVotes = digests.votes;
   state.paramsDigests = digests.records;
   state.model.snapshotDtype = readSnapshotDtype(bytes, m + M.snapshotDtype);
+  const verification = readAccountVerification(bytes, maxClients);
+  state.config.verificationBarEpochs = verification.verificationBarEpochs;
+  state.epochState.rounds.forEach((round, slot) => round.rejected = verification.rejected[slot]);
+  state.epochState.verificationTasks = verification.verificationTasks;
+  state.ejections = verification.ejections;
 
   const registryLen = limit(
     "registry.length",
@@ -448,7 +436,7 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
   };
 }
 
-/** The digest votes and records of a version 2 account, checked as the state decoder would. */
+/** The digest votes and records of the account, checked as the state decoder would. */
 function readDigests(
   bytes: Uint8Array,
   maxClients: number,

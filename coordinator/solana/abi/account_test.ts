@@ -38,7 +38,11 @@ Deno.test("account: a live 16-client run decodes", () => {
   assert.equal(a.state.runState, "RoundTrain");
   assert.equal(a.state.epochState.clients.length, 16);
   assert.equal(a.state.epochState.rounds.reduce((n, r) => n + r.witnesses.length, 0) > 0, true);
-  assert.equal(a.version, 2);
+  assert.equal(a.version, 3);
+  assert.equal(a.state.config.verificationBarEpochs, 4);
+  assert.deepEqual(a.state.epochState.verificationTasks, []);
+  assert.deepEqual(a.state.ejections, []);
+  assert.ok(a.state.epochState.rounds.every((r) => r.rejected.length === 0));
   // Warmup recorded the digest every client reported for the model it loaded, and each
   // finished round the digest its witnesses reported.
   assert.ok(a.state.paramsDigests.length >= 2);
@@ -105,6 +109,110 @@ Deno.test("account: decoding names what is wrong", () => {
     b[OFFSETS.metadata + 24] = 0xff;
   }, /^metadata\.name$/);
   assert.equal(isCoordinatorAccount(new Uint8Array(ACCOUNT_SIZE)), false);
+});
+
+const ES = structLayout("epoch_state_t").offsets;
+const TASK = structLayout("task_t");
+const SEAT = structLayout("seat_t");
+const EJECTION = structLayout("ejection_t");
+const ROUND = structLayout("round_t");
+/** Where task `i`'s field `field` sits. */
+const taskAt = (i: number, field: string) =>
+  OFFSETS.epochState + ES.verificationTasks + i * TASK.size + TASK.offsets[field];
+/** Where seat `s` of task 0 has its field `field`. */
+const seatAt = (s: number, field: string) =>
+  taskAt(0, "seats") + s * SEAT.size + SEAT.offsets[field];
+const rejectedAt = (slot: number) =>
+  OFFSETS.epochState + ES.rounds + slot * ROUND.size + ROUND.offsets.rejected;
+
+/** BYTES with one open task (two seats), a rejected trainer and one ejection record. */
+function withVerification(): Uint8Array {
+  const b = BYTES.slice();
+  const v = new DataView(b.buffer);
+  b[OFFSETS.epochState + ES.verificationTasksLen] = 1;
+  v.setUint32(taskAt(0, "height"), 2, true);
+  v.setUint32(taskAt(0, "deadline"), 4, true);
+  v.setUint16(taskAt(0, "trainer"), 5, true);
+  b[taskAt(0, "stage")] = 1;
+  b[taskAt(0, "seatsLen")] = 2;
+  v.setUint16(seatAt(0, "verifier"), 1, true);
+  b[seatAt(0, "verdict")] = 2;
+  b[seatAt(0, "evidence")] = 3;
+  v.setUint32(seatAt(0, "detail"), 9000, true);
+  v.setUint16(seatAt(1, "verifier"), 15, true);
+  b[seatAt(1, "stage")] = 1;
+  b[rejectedAt(1)] = 0b1001;
+  b[rejectedAt(1) + 1] = 0b1000_0000;
+  b[OFFSETS.ejectionsLen] = 1;
+  b.fill(0xab, OFFSETS.ejections, OFFSETS.ejections + 32);
+  v.setUint32(OFFSETS.ejections + EJECTION.offsets.step, 77, true);
+  v.setUint16(OFFSETS.ejections + EJECTION.offsets.epoch, 3, true);
+  v.setUint16(OFFSETS.ejections + EJECTION.offsets.barredUntil, 8, true);
+  b[OFFSETS.ejections + EJECTION.offsets.cause] = 3;
+  v.setUint16(OFFSETS.config + structLayout("config_t").offsets.verificationBarEpochs, 9, true);
+  return b;
+}
+
+Deno.test("account: version 3's verification decodes into the state's shapes", () => {
+  const state = decodeCoordinatorAccount(withVerification()).state;
+  assert.equal(state.config.verificationBarEpochs, 9);
+  assert.deepEqual(state.epochState.verificationTasks, [{
+    height: 2,
+    trainer: 5,
+    stage: "TieBreak",
+    deadline: 4,
+    seats: [
+      { verifier: 1, stage: "Verify", verdict: "Fail", evidence: "ChainBreak", detail: 9000 },
+      { verifier: 15, stage: "TieBreak", verdict: null, evidence: "None", detail: 0 },
+    ],
+  }]);
+  assert.deepEqual(state.epochState.rounds.map((r) => r.rejected), [[], [0, 3, 15], [], []]);
+  assert.deepEqual(state.ejections, [{
+    signer: new Uint8Array(32).fill(0xab),
+    epoch: 3,
+    step: 77,
+    cause: "IdleVerifier",
+    evidence: "None",
+    barredUntil: 8,
+  }]);
+});
+
+Deno.test("account: verification defects name their field", () => {
+  const broken = (mutate: (b: Uint8Array, v: DataView) => void, field: RegExp, at?: number) =>
+    fails(
+      (b, v) => {
+        b.set(withVerification());
+        mutate(b, v);
+      },
+      field,
+      at,
+    );
+  broken(
+    (b) => b[OFFSETS.epochState + ES.verificationTasksLen] = 17,
+    /^epochState\.verificationTasks\.length$/,
+  );
+  broken(
+    (_, v) => v.setUint16(taskAt(0, "trainer"), 16, true),
+    /^epochState\.verificationTasks\[0\]\.trainer$/,
+    taskAt(0, "trainer"),
+  );
+  broken((b) => b[taskAt(0, "stage")] = 2, /^epochState\.verificationTasks\[0\]\.stage$/);
+  broken(
+    (b) => b[taskAt(0, "seatsLen")] = 7,
+    /^epochState\.verificationTasks\[0\]\.seats\.length$/,
+  );
+  broken(
+    (_, v) => v.setUint16(seatAt(1, "verifier"), 16, true),
+    /^epochState\.verificationTasks\[0\]\.seats\[1\]\.verifier$/,
+  );
+  broken((b) => b[seatAt(0, "verdict")] = 3, /seats\[0\]\.verdict$/);
+  broken((b) => b[seatAt(0, "evidence")] = 7, /seats\[0\]\.evidence$/);
+  broken((b) => b[seatAt(0, "evidence")] = 0, /seats\[0\]\.evidence$/, seatAt(0, "evidence"));
+  broken((b) => b[seatAt(1, "evidence")] = 1, /seats\[1\]\.evidence$/);
+  broken((b) => b[rejectedAt(2) + 2] = 1, /^epochState\.rounds\[2\]\.rejected$/, rejectedAt(2) + 2);
+  broken((b) => b[OFFSETS.ejectionsLen] = 33, /^ejections\.length$/);
+  broken((b) => b[OFFSETS.ejections + EJECTION.offsets.cause] = 4, /^ejections\[0\]\.cause$/);
+  broken((b) => b[OFFSETS.ejections + EJECTION.offsets.evidence] = 7, /^ejections\[0\]\.evidence$/);
 });
 
 Deno.test("account: the model's snapshot dtype is read from the byte after the optimizer", () => {

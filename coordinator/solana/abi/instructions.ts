@@ -27,6 +27,9 @@ import {
   MAX_RUN_ID_BYTES,
   MAX_STRING_BYTES,
   PARAMS_DIGEST_BYTES,
+  VERIFICATION_EVIDENCE,
+  type VerificationReport,
+  type VerificationVerdict,
   type Witness,
   witnessBloomParameters,
   type WitnessProof,
@@ -47,6 +50,7 @@ export const INSTRUCTION_KINDS = [
   "GrantAuthorizer",
   "SetDelegates",
   "CooldownWitness",
+  "VerificationReport",
 ] as const;
 /** One of {@linkcode INSTRUCTION_KINDS}. */
 export type InstructionKind = typeof INSTRUCTION_KINDS[number];
@@ -108,7 +112,13 @@ export type CoordinatorInstruction =
   | { kind: "GrantAuthorizer"; authorizer: Uint8Array }
   | { kind: "SetDelegates"; clear: boolean; delegates: Uint8Array[] }
   /** A witness of the last round reports the parameters the next epoch starts from. */
-  | { kind: "CooldownWitness"; proof: WitnessProof; paramsDigest: Uint8Array };
+  | { kind: "CooldownWitness"; proof: WitnessProof; paramsDigest: Uint8Array }
+  /**
+   * A seated verifier's verdict on a sampled result (coordinator/core/verification.ts
+   * `verificationReport`). A pass with evidence or a fail without decodes, and the program
+   * refuses it (`InvalidVerification`), as the machine does.
+   */
+  | { kind: "VerificationReport"; report: VerificationReport };
 
 /**
  * The witness instruction's optional metadata tail: the part of Psyche's WitnessMetadata a loss
@@ -141,6 +151,10 @@ export class InstructionDecodeError extends Error {
 }
 
 const COMMITTEES = ["TieBreaker", "Verifier", "Trainer"] as const;
+/** A report's verdict codes (the TCP server's too: coordinator/server/protocol_fields.ts). */
+const VERDICTS: readonly VerificationVerdict[] = ["Pass", "Fail"];
+/** Bytes of a verification report's data after the tag. */
+export const VERIFICATION_REPORT_BYTES = 4 + 2 + 1 + 1 + 4;
 const utf8 = new TextEncoder();
 const utf8Strict = new TextDecoder("utf-8", { fatal: true });
 
@@ -244,6 +258,22 @@ function writeWitness(o: Out, w: Witness): void {
   o.raw(w.broadcastMerkle);
 }
 
+/** u32 height, u16 trainer (epoch index), u8 verdict (0 Pass, 1 Fail), u8 evidence, u32 detail. */
+function writeReport(o: Out, r: VerificationReport): void {
+  checkInt("report.height", r.height, 0xffff_ffff);
+  checkInt("report.trainer", r.trainer, 0xffff);
+  checkInt("report.detail", r.detail, 0xffff_ffff);
+  const verdict = VERDICTS.indexOf(r.verdict);
+  if (verdict < 0) throw new RangeError(`report.verdict must be Pass or Fail, found ${r.verdict}`);
+  const evidence = VERIFICATION_EVIDENCE.indexOf(r.evidence);
+  if (evidence < 0) throw new RangeError(`report.evidence is unknown: ${String(r.evidence)}`);
+  o.u32(r.height);
+  o.u16(r.trainer);
+  o.u8(verdict);
+  o.u8(evidence);
+  o.u32(r.detail);
+}
+
 function writeTail(o: Out, t: WitnessTail): void {
   checkInt("metadata.step", t.step, 0xffff_ffff);
   o.u32(t.step);
@@ -333,6 +363,9 @@ export function encodeCoordinatorInstruction(ix: CoordinatorInstruction): Uint8A
       writeProof(o, "proof", ix.proof);
       writeDigest(o, ix.paramsDigest);
       break;
+    case "VerificationReport":
+      writeReport(o, ix.report);
+      break;
     case "HealthCheck":
       checkInt("checks.length", ix.checks.length, 0xff);
       o.u8(ix.checks.length);
@@ -421,6 +454,15 @@ class In {
     const v = this.u64(field);
     if (v > BigInt(Number.MAX_SAFE_INTEGER)) this.fail(field, `${v} exceeds 2^53 - 1`, at);
     return Number(v);
+  }
+  /** A code below `table.length`, as the program's `get_code` checks it. */
+  code<T>(field: string, table: readonly T[]): T {
+    const at = this.pos;
+    const v = this.u8(field);
+    if (v >= table.length) {
+      this.fail(field, `unknown code ${v} (expected 0..${table.length - 1})`, at);
+    }
+    return table[v];
   }
   bool(field: string): boolean {
     const at = this.pos;
@@ -569,6 +611,14 @@ export function decodeCoordinatorInstruction(data: Uint8Array): CoordinatorInstr
         proof: { position, index, witness },
         paramsDigest: r.take("paramsDigest", PARAMS_DIGEST_BYTES),
       };
+      break;
+    }
+    case "VerificationReport": {
+      const height = r.u32("report.height");
+      const trainer = r.u16("report.trainer");
+      const verdict = r.code("report.verdict", VERDICTS);
+      const evidence = r.code("report.evidence", VERIFICATION_EVIDENCE);
+      ix = { kind, report: { height, trainer, verdict, evidence, detail: r.u32("report.detail") } };
       break;
     }
     case "HealthCheck": {

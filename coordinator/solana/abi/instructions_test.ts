@@ -8,6 +8,7 @@ import {
   encodeCoordinatorInstruction,
   INSTRUCTION_KINDS,
   InstructionDecodeError,
+  VERIFICATION_REPORT_BYTES,
   WITNESS_TAIL_BYTES,
   witnessInstructionBytes,
 } from "./instructions.ts";
@@ -75,6 +76,16 @@ const EXAMPLES: CoordinatorInstruction[] = [
     proof: { position: 2, index: 1, witness: true },
     paramsDigest: key(9),
   },
+  {
+    kind: "VerificationReport",
+    report: {
+      height: 0x01020304,
+      trainer: 513,
+      verdict: "Fail",
+      evidence: "CopiedResult",
+      detail: 812_000,
+    },
+  },
 ];
 
 Deno.test("instructions: every kind round-trips through its bytes", () => {
@@ -125,7 +136,11 @@ function decodeFails(bytes: number[] | Uint8Array, field: RegExp): void {
 
 Deno.test("instructions: decoding names the bad field", () => {
   decodeFails([], /^tag$/);
-  decodeFails([13], /^tag$/);
+  decodeFails([14], /^tag$/);
+  decodeFails([13, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0], /^report\.verdict$/);
+  decodeFails([13, 0, 0, 0, 0, 0, 0, 1, 7, 0, 0, 0, 0], /^report\.evidence$/);
+  decodeFails([13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], /^report\.detail$/);
+  decodeFails([13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], /^end$/);
   decodeFails([12, ...new Uint8Array(8), 2], /^proof\.witness$/);
   decodeFails([12, ...new Uint8Array(8), 1, ...key(1).subarray(1)], /^paramsDigest$/);
   decodeFails([4, 0], /^end$/);
@@ -173,7 +188,46 @@ Deno.test("instructions: encoding refuses values the layout cannot carry", () =>
     () => encodeCoordinatorInstruction({ kind: "HealthCheck", checks: many }),
     /checks\.length/,
   );
-  assert.throws(() => decodeConfigBytes(new Uint8Array(65)), /66 bytes/);
+  assert.throws(() => decodeConfigBytes(new Uint8Array(65)), /68 bytes/);
+  const report = {
+    height: 1,
+    trainer: 2,
+    verdict: "Pass" as const,
+    evidence: "None" as const,
+    detail: 0,
+  };
+  assert.throws(
+    () =>
+      encodeCoordinatorInstruction({
+        kind: "VerificationReport",
+        report: { ...report, trainer: 0x10000 },
+      }),
+    /report\.trainer must be an integer in \[0, 65535\]/,
+  );
+  assert.throws(
+    () =>
+      encodeCoordinatorInstruction({
+        kind: "VerificationReport",
+        report: { ...report, evidence: "Hearsay" as never },
+      }),
+    /report\.evidence is unknown: Hearsay/,
+  );
+});
+
+Deno.test("instructions: a verification report is the TCP request's 12 bytes after the tag", () => {
+  const bytes = encodeCoordinatorInstruction({
+    kind: "VerificationReport",
+    report: { height: 7, trainer: 3, verdict: "Fail", evidence: "ChainBreak", detail: 0x0a0b0c0d },
+  });
+  assert.deepEqual([...bytes], [13, 7, 0, 0, 0, 3, 0, 1, 3, 0x0d, 0x0c, 0x0b, 0x0a]);
+  assert.equal(bytes.length, 1 + VERIFICATION_REPORT_BYTES);
+  // A pass with evidence decodes: refusing it is the machine's (InvalidVerification), not the
+  // decoder's, so the program and the TCP server refuse it with the same code.
+  const odd = decodeCoordinatorInstruction(Uint8Array.of(13, 7, 0, 0, 0, 3, 0, 0, 1, 0, 0, 0, 0));
+  assert.deepEqual(odd, {
+    kind: "VerificationReport",
+    report: { height: 7, trainer: 3, verdict: "Pass", evidence: "ResultMismatch", detail: 0 },
+  });
 });
 
 Deno.test("instructions: a fractional duration is refused with its run-config key, not rounded", () => {

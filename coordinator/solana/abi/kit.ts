@@ -28,6 +28,14 @@ export const COMPUTE_BUDGET_PROGRAM_ADDRESS: Address = address(
   "ComputeBudget111111111111111111111111111111",
 );
 
+/**
+ * The compute budget a tick transaction asks for: the whole transaction's. A round tick may close
+ * several verification stages at once (ejections, tie-breakers seated) on top of sampling the
+ * next round's results, which can pass the default 200,000 units per instruction at 256 clients
+ * (docs/solana-program.md, "Costs"). Asking costs nothing without a priority fee.
+ */
+export const TICK_COMPUTE_UNITS = 1_400_000;
+
 /** An extra account of an instruction (free_coordinator's spill account). */
 export interface ExtraAccount {
   address: Address;

@@ -1,5 +1,5 @@
 /**
- * The coordinator account's layout, version 2, written down once. Everything else is made from
+ * The coordinator account's layout, version 3, written down once. Everything else is made from
  * this table: the C header the program is compiled with (program/layout.h, written by
  * toolchain/generate_layout.ts), the account decoder's offsets (account.ts reads them from
  * {@linkcode structLayout} at load), and the layout tables of docs/solana-program.md. A check in
@@ -10,14 +10,16 @@
  * capacities come from the TypeScript constants they mirror wherever one exists.
  *
  * Changing a field's offset is a new layout version: version 2 appended the parameter digests
- * after the delegates, leaving every version 1 offset where it was.
+ * after the delegates, leaving every version 1 offset where it was; version 3 added verification
+ * (the config's bar epochs, each round's rejected trainers, the epoch's open verification tasks
+ * and the ejection records), which moved everything after the first round.
  *
  * @example
  * ```ts
  * import { structLayout } from "./layout.ts";
  * const account = structLayout("account_t");
- * if (account.size !== 217_760 || account.offsets.digestRecordsLen !== 216_376) {
- *   throw new Error("layout version 2 moved");
+ * if (account.size !== 220_640 || account.offsets.ejections !== 219_228) {
+ *   throw new Error("layout version 3 moved");
  * }
  * ```
  *
@@ -27,18 +29,29 @@ import {
   CLIENT_STATES,
   COORDINATOR_ERROR_CODES,
   DEFAULT_MAX_CLIENTS,
+  DEFAULT_VERIFICATION_BAR_EPOCHS,
+  EJECTION_CAUSES,
   MAX_BLOOM_KEYS,
+  MAX_COMMITTEE_DRAWS,
   MAX_RUN_ID_BYTES,
+  MAX_SAMPLES_PER_ROUND,
   MAX_STRING_BYTES,
   MAX_URL_BYTES,
+  MAX_VERIFICATION_TASKS,
   MAX_WITNESSES,
+  MIN_VERIFIERS_PER_TASK,
   NUM_DIGEST_RECORDS,
+  NUM_EJECTION_RECORDS,
   NUM_STORED_ROUNDS,
   PARAMS_DIGEST_BYTES,
   RUN_STATES,
+  VERIFICATION_EVIDENCE,
+  VERIFICATION_STAGE_ROUNDS,
+  VERIFICATION_STAGES,
+  VERIFIERS_PER_TASK,
   witnessBloomParameters,
 } from "../../core/mod.ts";
-import { CHECKPOINT_KINDS } from "../../encoding/mod.ts";
+import { CHECKPOINT_KINDS, SEAT_VERDICT_KINDS } from "../../encoding/mod.ts";
 import { COORDINATOR_ERROR_BASE, PROGRAM_ERROR_BASE, PROGRAM_ERROR_CODES } from "./errors.ts";
 import {
   MAX_DELEGATES,
@@ -47,8 +60,8 @@ import {
   WITNESS_TAIL_BYTES,
 } from "./instructions.ts";
 
-/** The account's layout version (2: version 1 plus the parameter digests). */
-export const ACCOUNT_LAYOUT_VERSION = 2;
+/** The account's layout version (3: version 2 plus verification). */
+export const ACCOUNT_LAYOUT_VERSION = 3;
 
 /** The account's first 8 bytes once `init_coordinator` ran. */
 export const ACCOUNT_MAGIC_TEXT = "PSYCOORD";
@@ -110,6 +123,33 @@ export const LAYOUT_CONSTANTS: readonly LayoutConstant[] = [
       "2^53 - 1: the largest u64 the TypeScript side holds as a number (docs/state-encoding.md).",
   },
   { name: "FLAG_PERMISSIONLESS", value: 1, literal: "1u", doc: "Account flags." },
+  {
+    name: "REJECTED_BYTES",
+    value: DEFAULT_MAX_CLIENTS / 8,
+    doc: "A round's rejected trainers: one bit per epoch index.",
+  },
+  { name: "MAX_VERIFICATION_TASKS", value: MAX_VERIFICATION_TASKS },
+  {
+    name: "MAX_TASK_SEATS",
+    value: 2 * VERIFIERS_PER_TASK,
+    doc: "A task's seats: its Verify stage's, then its TieBreak stage's.",
+  },
+  { name: "VERIFIERS_PER_TASK", value: VERIFIERS_PER_TASK },
+  { name: "MIN_VERIFIERS_PER_TASK", value: MIN_VERIFIERS_PER_TASK },
+  { name: "MAX_SAMPLES_PER_ROUND", value: MAX_SAMPLES_PER_ROUND },
+  { name: "VERIFICATION_STAGE_ROUNDS", value: VERIFICATION_STAGE_ROUNDS },
+  { name: "MAX_COMMITTEE_DRAWS", value: MAX_COMMITTEE_DRAWS },
+  { name: "NUM_EJECTION_RECORDS", value: NUM_EJECTION_RECORDS },
+  {
+    name: "NUM_EVIDENCE_KINDS",
+    value: VERIFICATION_EVIDENCE.length,
+    doc: "Evidence codes a report may carry: 0 .. NUM_EVIDENCE_KINDS - 1.",
+  },
+  {
+    name: "DEFAULT_VERIFICATION_BAR_EPOCHS",
+    value: DEFAULT_VERIFICATION_BAR_EPOCHS,
+    doc: "init_coordinator's verificationBarEpochs (the run config's default).",
+  },
 ];
 
 /** The value of constant `name` of {@linkcode LAYOUT_CONSTANTS}. */
@@ -159,6 +199,30 @@ export const LAYOUT_ENUMS: readonly LayoutEnum[] = [
     first: 0,
     numbered: true,
     doc: "Committees.",
+  },
+  {
+    names: VERIFICATION_STAGES.map((s) => `STAGE_${upperSnake(s)}`),
+    first: 0,
+    numbered: true,
+    doc: "Verification stages (types.ts VERIFICATION_STAGES).",
+  },
+  {
+    names: SEAT_VERDICT_KINDS.map((v) => `VERDICT_${upperSnake(v)}`),
+    first: 0,
+    numbered: true,
+    doc: "A seat's verdict (encoding/layout.ts SEAT_VERDICT_KINDS).",
+  },
+  {
+    names: VERIFICATION_EVIDENCE.map((e) => `EVIDENCE_${upperSnake(e)}`),
+    first: 0,
+    numbered: true,
+    doc: "Verification evidence (types.ts VERIFICATION_EVIDENCE).",
+  },
+  {
+    names: EJECTION_CAUSES.map((c) => `CAUSE_${upperSnake(c)}`),
+    first: 0,
+    numbered: true,
+    doc: "Ejection causes (types.ts EJECTION_CAUSES).",
   },
 ];
 
@@ -223,9 +287,11 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
     c: "config_t",
     title: "config",
     at: "config",
-    intro: "The state encoding's CoordinatorConfig (66 bytes, same offsets, see " +
-      "`docs/state-encoding.md`), then 6 zero bytes. After `init_coordinator` it is all zero " +
-      "except `maxClients = 256`.",
+    intro: "The state encoding's CoordinatorConfig in its version 1 (66 bytes, same offsets, " +
+      "see `docs/state-encoding.md`), then `verificationBarEpochs` (which version 1 lacks) and " +
+      "4 zero bytes. The `update` instruction carries the first 68 bytes verbatim. After " +
+      "`init_coordinator` it is all zero except `maxClients = 256` and " +
+      "`verificationBarEpochs = 4` (the run config's default).",
     fields: [
       { c: "warmup_time", type: "u64" },
       { c: "cooldown_time", type: "u64" },
@@ -242,7 +308,12 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
       { c: "verification_percent", type: "u8" },
       { c: "waiting_for_members_extra_time", type: "u8" },
       { c: "max_clients", type: "u16", doc: "1..256 on Solana" },
-      pad("_pad", 6),
+      {
+        c: "verification_bar_epochs",
+        type: "u16",
+        doc: "epochs an ejected client sits out (version 3; was padding)",
+      },
+      pad("_pad", 4),
     ],
   },
   {
@@ -355,6 +426,13 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
       { c: "tie_breaker_tasks", type: "u16" },
       { c: "witnesses_len", type: "u8", doc: "≤ 32" },
       pad("_pad", 7),
+      {
+        c: "rejected",
+        type: "u8",
+        dims: ["REJECTED_BYTES"],
+        doc: "trainers whose results are not applied: bit `e & 7` of byte `e >> 3` for epoch " +
+          "index `e`, none at or above `maxClients` (version 3)",
+      },
       { c: "witnesses", type: "witness_t", dims: ["MAX_WITNESSES"] },
     ],
   },
@@ -372,6 +450,58 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
     ],
   },
   {
+    c: "seat_t",
+    title: "VerificationSeat",
+    depth: 4,
+    comment: "One verifier's seat of a task, and its report (types.ts VerificationSeat).",
+    fields: [
+      { c: "verifier", type: "u16", doc: "the verifier's epoch index" },
+      { c: "stage", type: "u8", doc: "`VERIFICATION_STAGES` code: 0 Verify, 1 TieBreak" },
+      { c: "verdict", type: "u8", doc: "0 none yet, 1 Pass, 2 Fail" },
+      {
+        c: "evidence",
+        type: "u8",
+        doc: "`VERIFICATION_EVIDENCE` code; 0 (None) unless the verdict is Fail",
+      },
+      pad("_pad", 3),
+      { c: "detail", type: "u32" },
+    ],
+  },
+  {
+    c: "task_t",
+    title: "VerificationTask",
+    depth: 4,
+    comment: "A sampled result under verification (types.ts VerificationTask).",
+    fields: [
+      { c: "height", type: "u32", doc: "the round whose result is verified" },
+      { c: "deadline", type: "u32", doc: "the stage closes when this round's RoundWitness ends" },
+      { c: "trainer", type: "u16", doc: "the trainer's epoch index" },
+      { c: "stage", type: "u8", doc: "`VERIFICATION_STAGES` code" },
+      { c: "seats_len", type: "u8", label: "seats length", doc: "≤ 6" },
+      {
+        c: "seats",
+        type: "seat_t",
+        dims: ["MAX_TASK_SEATS"],
+        doc: "Verify seats first, then TieBreak seats",
+      },
+    ],
+  },
+  {
+    c: "ejection_t",
+    title: "EjectionRecord",
+    depth: 4,
+    comment: "A client ejected by verification (types.ts EjectionRecord).",
+    fields: [
+      { c: "signer", type: "u8", dims: [32] },
+      { c: "step", type: "u32", doc: "the step of the result or task it was ejected for" },
+      { c: "epoch", type: "u16", doc: "the epoch it was ejected in" },
+      { c: "barred_until", type: "u16", doc: "the first epoch it may join again" },
+      { c: "cause", type: "u8", doc: "`EJECTION_CAUSES` code" },
+      { c: "evidence", type: "u8", doc: "`VERIFICATION_EVIDENCE` code" },
+      pad("_pad", 2),
+    ],
+  },
+  {
     c: "epoch_state_t",
     title: "epochState",
     at: "epoch_state",
@@ -384,10 +514,21 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
       { c: "rounds_head", type: "u8", doc: "< 4" },
       { c: "first_round", type: "u8", doc: "0 / 1" },
       { c: "cold_start_epoch", type: "u8", doc: "0 / 1" },
-      pad("_pad", 1),
+      {
+        c: "verification_tasks_len",
+        type: "u8",
+        label: "verificationTasks length",
+        doc: "open tasks, ≤ 16 (version 3; was padding)",
+      },
       { c: "rounds", type: "round_t", dims: ["NUM_ROUNDS"] },
       { c: "clients", type: "client_t", dims: ["MAX_CLIENTS"] },
       { c: "exited", type: "client_t", dims: ["MAX_CLIENTS"], label: "exitedClients" },
+      {
+        c: "verification_tasks",
+        type: "task_t",
+        dims: ["MAX_VERIFICATION_TASKS"],
+        doc: "oldest first (version 3)",
+      },
     ],
   },
   {
@@ -430,17 +571,19 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
     c: "account_t",
     title: "The account",
     notes: 'Version 2 appended the parameter digests (docs/protocol.md, "Parameter digests") ' +
-      "after the delegates, so every version 1 offset is unchanged. They have no place in the " +
-      "state encoding's version 1 that the rest of the account is transcribed into; " +
-      "`account.ts` reads them beside it, with the checks the state decoder gives them in " +
-      "version 3 (no all-zero digest, no voter twice or beyond `maxClients`, record steps " +
-      "strictly increasing).",
+      "after the delegates, so every version 1 offset is unchanged. Version 3 added " +
+      'verification (docs/protocol.md, "Verification"): the config\'s bar epochs, each ' +
+      "round's rejected trainers, the epoch's open tasks and, at the end, the ejection records; " +
+      "the rejected bits moved every offset after the first round. None of these has a place " +
+      "in the state encoding's version 1 that the rest of the account is transcribed into; " +
+      "`account.ts` reads them beside it, with the checks the state decoder gives them " +
+      "(digests: version 3; verification: version 5), and refuses version 2 accounts.",
     fields: [
       { c: "magic", type: "u8", dims: [8], doc: "`PSYCOORD` once initialized (all zero before)" },
       {
         c: "version",
         type: "u32",
-        doc: "= 2 (1 had no parameter digests; it is refused)",
+        doc: "= 3 (1 had no parameter digests, 2 no verification; both are refused)",
       },
       {
         c: "flags",
@@ -503,7 +646,12 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
           "first.",
       },
       { c: "digest_votes_len", type: "u8", doc: "digest votes of the current phase, ≤ 32" },
-      pad("_pad2", 2),
+      {
+        c: "ejections_len",
+        type: "u8",
+        doc: "ejection records in use, ≤ 32 (version 3; was padding)",
+      },
+      pad("_pad2", 1),
       {
         c: "digest_records",
         type: "digest_record_t",
@@ -511,6 +659,13 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
         doc: "oldest first",
       },
       { c: "digest_votes", type: "digest_vote_t", dims: ["MAX_WITNESSES"] },
+      {
+        c: "ejections",
+        type: "ejection_t",
+        dims: ["NUM_EJECTION_RECORDS"],
+        doc: "oldest first (version 3)",
+        comment: "Version 3: ejection records (coordinator/core/verification.ts), oldest first.",
+      },
       pad("_pad3", 4),
     ],
   },

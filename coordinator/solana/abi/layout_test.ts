@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { LAYOUT_STRUCTS, type LayoutStruct, structLayout } from "./layout.ts";
 
-// Version 2's offsets and sizes, as deployed programs and stored accounts hold them. A change
+// Version 3's offsets and sizes, as deployed programs and stored accounts hold them. A change
 // here is a new layout version, not an edit.
-Deno.test("layout version 2: every header offset and structure size stays where it was", () => {
+Deno.test("layout version 3: every header offset and structure size stays where it was", () => {
   assert.deepEqual(structLayout("account_t").offsets, {
     magic: 0,
     version: 8,
@@ -27,12 +27,14 @@ Deno.test("layout version 2: every header offset and structure size stays where 
     model: 264,
     metadata: 816,
     epochState: 1184,
-    registry: 189_752,
-    delegates: 208_184,
-    digestRecordsLen: 216_376,
-    digestVotesLen: 216_377,
-    digestRecords: 216_380,
-    digestVotes: 216_668,
+    registry: 191_224,
+    delegates: 209_656,
+    digestRecordsLen: 217_848,
+    digestVotesLen: 217_849,
+    ejectionsLen: 217_850,
+    digestRecords: 217_852,
+    digestVotes: 218_140,
+    ejections: 219_228,
   });
   const sizes = Object.fromEntries(LAYOUT_STRUCTS.map((s) => [s.c, structLayout(s.c).size]));
   assert.deepEqual(sizes, {
@@ -42,17 +44,24 @@ Deno.test("layout version 2: every header offset and structure size stays where 
     metadata_t: 368,
     bloom_t: 568,
     witness_t: 1184,
-    round_t: 37_920,
+    round_t: 37_952,
     client_t: 72,
-    epoch_state_t: 188_568,
+    seat_t: 12,
+    task_t: 84,
+    ejection_t: 44,
+    epoch_state_t: 190_040,
     registration_t: 72,
     digest_record_t: 36,
     digest_vote_t: 34,
-    account_t: 217_760,
+    account_t: 220_640,
   });
   assert.equal(structLayout("model_t").offsets.dataLocation, 148);
   assert.equal(structLayout("config_t").offsets.maxClients, 64);
-  assert.equal(structLayout("epoch_state_t").offsets.clients, 151_704);
+  assert.equal(structLayout("config_t").offsets.verificationBarEpochs, 66);
+  assert.equal(structLayout("round_t").offsets.rejected, 32);
+  assert.equal(structLayout("epoch_state_t").offsets.verificationTasksLen, 23);
+  assert.equal(structLayout("epoch_state_t").offsets.clients, 151_832);
+  assert.equal(structLayout("epoch_state_t").offsets.verificationTasks, 188_696);
 });
 
 Deno.test("a table that leaves the compiler room to pad is refused, naming the field", () => {

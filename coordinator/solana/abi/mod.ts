@@ -51,6 +51,7 @@ export {
   MAX_DESCRIPTION_BYTES,
   MAX_NAME_BYTES,
   type RunMetadata,
+  VERIFICATION_REPORT_BYTES,
   WITNESS_TAIL_BYTES,
   witnessInstructionBytes,
   type WitnessTail,
@@ -65,9 +66,11 @@ export {
   type ExtraAccount,
   setComputeUnitLimitInstruction,
   SYSTEM_PROGRAM_ADDRESS,
+  TICK_COMPUTE_UNITS,
 } from "./kit.ts";
 export {
   checkWholeSecondDurations,
+  CONFIG_V1_BYTES,
   CONFIG_WIRE_BYTES,
   decodeConfigBytes,
   decodeModelBytes,

@@ -1,8 +1,9 @@
 /**
  * The state encoding (docs/state-encoding.md) of single parts of a coordinator state: a
  * `CoordinatorConfig` in layout version 1 (whole seconds: the program's clock and config are
- * whole seconds), an `LlmModel` in version 4 (version 1's bytes, then the snapshot dtype, which
- * version 1 lacks). The program stores and receives these parts in
+ * whole seconds) followed by its `verificationBarEpochs` as a u16 (which version 1 lacks), an
+ * `LlmModel` in version 4 (version 1's bytes, then the snapshot dtype, which version 1 lacks).
+ * The program stores and receives these parts in
  * exactly that encoding, so they are produced and checked by the one state codec
  * (coordinator/encoding/mod.ts) rather than by a second implementation: a part is encoded as
  * the model/config of a minimal state and cut out of it, and decoded by wrapping it in a
@@ -96,8 +97,17 @@ export function uninitializedState(
 const PLACEHOLDER_CONFIG = zeroConfig(1);
 const PLACEHOLDER_MODEL = placeholderModel();
 
-/** Bytes of an encoded CoordinatorConfig (layout version 1: 66). */
-export const CONFIG_WIRE_BYTES: number = encodeConfigPart(PLACEHOLDER_CONFIG, V1).length;
+/**
+ * Bytes of a CoordinatorConfig in the state encoding's version 1 (66): the start of the config
+ * the program receives and of the account's config.
+ */
+export const CONFIG_V1_BYTES: number = encodeConfigPart(PLACEHOLDER_CONFIG, V1).length;
+/**
+ * Bytes of the config the program receives (68): version 1's config, then
+ * `verificationBarEpochs` (u16 little-endian). Appending the one field version 1 lacks keeps the
+ * program's whole-second config as it was; version 5's config would bring millisecond durations.
+ */
+export const CONFIG_WIRE_BYTES: number = CONFIG_V1_BYTES + 2;
 
 /**
  * A minimal state's encoding of `version`, cut around its model and config: the header, an empty
@@ -162,12 +172,27 @@ export function checkWholeSecondDurations(config: CoordinatorConfig): void {
 }
 
 /**
- * The state encoding of `config` (66 bytes). Throws RangeError naming the key when a
- * duration is not whole seconds ({@linkcode checkWholeSecondDurations}).
+ * The config as the program receives it ({@linkcode CONFIG_WIRE_BYTES} bytes: version 1's
+ * encoding, then the bar epochs). Throws RangeError naming the key when a duration is not whole
+ * seconds ({@linkcode checkWholeSecondDurations}) or the bar epochs are not a u16.
  */
 export function encodeConfigBytes(config: CoordinatorConfig): Uint8Array {
   checkWholeSecondDurations(config);
-  return encodeConfigPart(config, V1);
+  const bar = config.verificationBarEpochs;
+  if (!Number.isSafeInteger(bar) || bar < 0 || bar > 0xffff) {
+    throw new RangeError(
+      `config.verificationBarEpochs must be an integer in [0, 65535], found ${String(bar)}`,
+    );
+  }
+  // Version 1 has no bar epochs (it writes only the default); they follow it instead.
+  const v1 = encodeConfigPart(
+    { ...config, verificationBarEpochs: DEFAULT_VERIFICATION_BAR_EPOCHS },
+    V1,
+  );
+  const out = new Uint8Array(CONFIG_WIRE_BYTES);
+  out.set(v1);
+  new DataView(out.buffer).setUint16(CONFIG_V1_BYTES, bar, true);
+  return out;
 }
 
 /** `parts` in one buffer, decoded as a state (StateDecodeError names the failing field). */
@@ -187,11 +212,17 @@ export function decodeModelBytes(bytes: Uint8Array): LlmModel {
   return decodeFramed([f.head, bytes, f.config, f.tail]).model;
 }
 
-/** Decodes an encoded CoordinatorConfig, version 1 (StateDecodeError when malformed). */
+/**
+ * Decodes a config as the program receives it: version 1's CoordinatorConfig, then the bar
+ * epochs (StateDecodeError when malformed, RangeError on a wrong length).
+ */
 export function decodeConfigBytes(bytes: Uint8Array): CoordinatorConfig {
   if (bytes.length !== CONFIG_WIRE_BYTES) {
     throw new RangeError(`A config is ${CONFIG_WIRE_BYTES} bytes, found ${bytes.length}`);
   }
   const f = CONFIG_FRAME;
-  return decodeFramed([f.head, f.model, bytes, f.tail]).config;
+  const config = decodeFramed([f.head, f.model, bytes.subarray(0, CONFIG_V1_BYTES), f.tail]).config;
+  config.verificationBarEpochs = new DataView(bytes.buffer, bytes.byteOffset, bytes.length)
+    .getUint16(CONFIG_V1_BYTES, true);
+  return config;
 }

@@ -19,6 +19,7 @@ import {
   createRunInstructions,
   decodeCoordinatorAccount,
   type RunMetadata,
+  TICK_COMPUTE_UNITS,
 } from "../abi/mod.ts";
 import type { SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
 import { coordinatorStateToJson } from "../../encoding/mod.ts";
@@ -97,7 +98,7 @@ export class RunOperator {
         signer: signed ? this.wallet : null,
         ix,
       }),
-    ]);
+    ], { computeUnitLimit: ix.kind === "Tick" ? TICK_COMPUTE_UNITS : undefined });
   }
 
   /** Updates metadata, config, model and/or progress (config/model/progress only while halted). */

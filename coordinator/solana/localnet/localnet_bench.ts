@@ -1,6 +1,6 @@
 /**
  * What one RPC round trip costs on the localnet: a coordinator transaction sent with
- * preflight and confirmed (sign, simulate, execute, status poll), and a read of the 216 KB
+ * preflight and confirmed (sign, simulate, execute, status poll), and a read of the 220 KB
  * run account (base64 over HTTP, then decoded). Figures: docs/solana.md.
  */
 import { startTestRun } from "../testing/localnet_run.ts";
@@ -17,7 +17,7 @@ Deno.bench("update transaction via RPC: sign, preflight, execute, confirm", asyn
   });
 });
 
-Deno.bench("getAccountInfo of the 216 KB run account + decode", async () => {
+Deno.bench("getAccountInfo of the 220 KB run account + decode", async () => {
   decodeCoordinatorAccount((await run.rpc.accountData(run.coordinator))!);
 });
 

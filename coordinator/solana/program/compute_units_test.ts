@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import { measureComputeUnits } from "../testing/compute_units.ts";
-import { MAX_COMPUTE_UNITS, MAX_TRANSACTION_BYTES } from "../testing/svm.ts";
+import { CoordinatorSvm, MAX_COMPUTE_UNITS, MAX_TRANSACTION_BYTES } from "../testing/svm.ts";
+
+const svm = await CoordinatorSvm.create();
 
 Deno.test("compute units: every instruction at 256 clients fits Solana's limits", async () => {
-  const r = await measureComputeUnits(256);
+  const r = await measureComputeUnits(256, svm);
   for (
     const key of [
       "join",
@@ -22,4 +24,21 @@ Deno.test("compute units: every instruction at 256 clients fits Solana's limits"
     r.witnessTransactionBytes <= MAX_TRANSACTION_BYTES,
     `witness transaction is ${r.witnessTransactionBytes} bytes`,
   );
+});
+
+Deno.test("compute units: verification at 256 clients, every round sampled", async () => {
+  const r = await measureComputeUnits(256, svm, { verification: true });
+  const v = r.verification;
+  assert.equal(v.stagesClosed, 3, "three contested stages closed in one tick");
+  for (const [key, units] of Object.entries({ ...v, tickNextRound: r.tickNextRound })) {
+    if (key === "stagesClosed") continue;
+    assert.ok(units > 0, `${key} was measured`);
+  }
+  // Measured (docs/solana-program.md, "Costs"): a report ~7,300, the round tick that samples
+  // four results ~52,000, the tick that closes three contested stages ~77,000. Reports and
+  // sampling ticks fit the default 200k budget with room; a tick closing many stages at once
+  // may not, so the backend and the operator's `tick` ask for the whole transaction budget.
+  assert.ok(Math.max(v.report, v.decidePass, v.decideFail) < 20_000, JSON.stringify(v));
+  assert.ok(r.tickNextRound < 100_000, `sampling tick: ${r.tickNextRound}`);
+  assert.ok(v.tickCloseStages < 150_000, `closing tick: ${v.tickCloseStages}`);
 });

@@ -1,10 +1,10 @@
 /**
  * Differential tests: random instruction sequences (joins, ticks at various times,
- * warmup witnesses, witnesses, health checks, pauses and resumes, checkpoints, forged and
- * misdirected reports) go to the C program in litesvm and to the TypeScript reference
- * (program_model.ts over coordinator/machine*.ts). After every instruction both must have
- * accepted or rejected it with the same error code, and the account must decode to
- * exactly the reference state. Seeds are fixed so a failure replays.
+ * warmup witnesses, witnesses, health checks, verification reports, pauses and resumes,
+ * checkpoints, forged and misdirected reports) go to the C program in litesvm and to the
+ * TypeScript reference (program_model.ts over coordinator/machine*.ts). After every instruction
+ * both must have accepted or rejected it with the same error code, and the account must decode
+ * to exactly the reference state. Seeds are fixed so a failure replays.
  */
 
 import assert from "node:assert/strict";
@@ -17,6 +17,7 @@ import {
 } from "../../../tests/support/coordinator_fixtures.ts";
 import { Prng } from "../../../tests/support/coordinator_sim.ts";
 import { differential, ids } from "../testing/random_sequences.ts";
+import { verificationScenario } from "../testing/verification_run.ts";
 import { CoordinatorSvm } from "../testing/svm.ts";
 import { DualRun, keyOf } from "../testing/dual_run.ts";
 import {
@@ -54,11 +55,49 @@ Deno.test("differential: random sequences reach identical states in C and TypeSc
       "CooldownWitness:ok",
       "CooldownWitness:InvalidWitness",
       "digest:recorded",
+      "VerificationReport:ok",
+      "VerificationReport:InvalidVerification",
+      "VerificationReport:WrongRunState",
+      "verification:task",
+      "verification:rejected",
+      "ejection:IdleVerifier",
+      "ejection:barClamped",
     ]
   ) {
     assert.ok((total[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(total)}`);
     if (Deno.env.get("S1_DEBUG")) console.log(JSON.stringify(total));
   }
+});
+
+Deno.test("differential: verification samples, seats, decides, breaks ties, ejects and bars", async () => {
+  const total: Record<string, number> = {};
+  // The last seed runs long enough to fill the 32 ejection records and drop the oldest.
+  for (const [seed, epochs] of [[11, 4], [12, 4], [13, 9]]) {
+    const seen = await verificationScenario(svm, seed, { epochs });
+    for (const [k, v] of Object.entries(seen)) total[k] = (total[k] ?? 0) + v;
+  }
+  if (Deno.env.get("S1_DEBUG")) console.log(JSON.stringify(total));
+  for (
+    const key of [
+      "epoch:started",
+      "verification:task",
+      "VerificationReport:ok",
+      "VerificationReport:InvalidVerification",
+      "verification:tieBreak",
+      "verification:rejected",
+      "ejection:FailedVerification",
+      "ejection:FalseAccusation",
+      "ejection:FalseVouch",
+      "ejection:IdleVerifier",
+      "bar:keptOut",
+      "bar:readmitted",
+      "ejection:oldestDropped",
+    ]
+  ) {
+    assert.ok((total[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(total)}`);
+  }
+  assert.equal(total["bar:broken"], undefined, "a barred signer joined an epoch");
+  assert.ok(total["epoch:started"] >= 14, `only ${total["epoch:started"]} epochs started`);
 });
 
 Deno.test("differential at scale: 40 clients, drops every round, historical indices", async () => {

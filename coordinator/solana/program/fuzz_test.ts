@@ -17,7 +17,7 @@ import {
 } from "../../../tests/support/coordinator_fixtures.ts";
 import { CoordinatorSvm } from "../testing/svm.ts";
 import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
-import { currentRound, NO_DIGEST, roundSelection } from "../../core/mod.ts";
+import { currentRound, NO_DIGEST, roundSelection, stageSeats } from "../../core/mod.ts";
 import {
   type CoordinatorInstruction,
   decodeCoordinatorInstruction,
@@ -51,12 +51,13 @@ Deno.test("fuzz: mutated instruction data is rejected cleanly or handled like th
   const run = await DualRun.create({ svm, permissionless: true });
   await run.expectOk({
     kind: "Update",
-    config: testConfig({ initMinClients: 2 }),
+    config: testConfig({ initMinClients: 3, verificationPercent: 100 }),
     model: testModel(),
   }, run.mainAuthority);
   run.setTime(1);
   await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
-  const clients: KeyPairSigner[] = [await svm.newSigner(), await svm.newSigner()];
+  const clients: KeyPairSigner[] = [];
+  for (let i = 0; i < 3; i++) clients.push(await svm.newSigner());
   run.setTime(5);
   for (const c of clients) await run.expectOk({ kind: "JoinRun", p2pIdentity: keyOf(c) }, c);
   for (const c of clients) {
@@ -67,7 +68,24 @@ Deno.test("fuzz: mutated instruction data is rejected cleanly or handled like th
     }, c);
   }
   assert.equal(run.model!.state.runState, "RoundTrain");
+  // Round 0 ends; round 1's start samples it, so verification tasks are open.
+  const round0 = run.model!.state;
+  for (const i of roundSelection(round0.config, currentRound(round0)).witnessIndices()) {
+    const sender = clients.find((c) => clientIndex(run, c) === i)!;
+    await run.expectOk({
+      kind: "Witness",
+      witness: witnessReport(run.model!.state, i, []),
+      paramsDigest: DIGEST,
+    }, sender);
+  }
+  run.setTime(5 + round0.config.roundWitnessTime);
+  await run.expectOk({ kind: "Tick" }, null);
+  assert.equal(run.model!.state.runState, "RoundTrain");
   const state = run.model!.state;
+  const [task] = state.epochState.verificationTasks;
+  assert.ok(task !== undefined, "round 1's start opened verification tasks");
+  const seat = stageSeats(task)[0].verifier;
+  const verifier = clients.find((c) => clientIndex(run, c) === seat)!;
   const w = roundSelection(state.config, currentRound(state)).witnessIndices()[0];
   const witnessSender = clients.find((c) => clientIndex(run, c) === w)!;
   const samples: [CoordinatorInstruction, KeyPairSigner][] = [
@@ -94,6 +112,16 @@ Deno.test("fuzz: mutated instruction data is rejected cleanly or handled like th
       }],
     }, clients[0]],
     [{ kind: "GrantAuthorizer", authorizer: keyOf(clients[1]) }, run.joinAuthority],
+    [{
+      kind: "VerificationReport",
+      report: {
+        height: task.height,
+        trainer: task.trainer,
+        verdict: "Fail",
+        evidence: "ResultMismatch",
+        detail: 500_000,
+      },
+    }, verifier],
     [{ kind: "SetDelegates", clear: false, delegates: [keyOf(clients[0])] }, clients[1]],
   ];
   const rng = new Prng(42);

@@ -1,5 +1,5 @@
 /*
- * layout.h: the coordinator account, version 2. A fixed layout (capacity 256 clients),
+ * layout.h: the coordinator account, version 3. A fixed layout (capacity 256 clients),
  * every field naturally aligned, little-endian, no pointers; docs/solana-program.md lists
  * it byte by byte and coordinator/solana/abi/account.ts decodes it. The _Static_asserts pin
  * every offset the documentation and the decoder rely on: changing one is a new version.
@@ -11,7 +11,7 @@
 
 #include "sol.h"
 
-#define ACCOUNT_VERSION 2
+#define ACCOUNT_VERSION 3
 #define MAX_CLIENTS 256
 #define MAX_WITNESSES 32
 #define NUM_ROUNDS 4
@@ -36,6 +36,21 @@
 #define MAX_SAFE_INTEGER 9007199254740991ull
 /* Account flags. */
 #define FLAG_PERMISSIONLESS 1u
+/* A round's rejected trainers: one bit per epoch index. */
+#define REJECTED_BYTES 32
+#define MAX_VERIFICATION_TASKS 16
+/* A task's seats: its Verify stage's, then its TieBreak stage's. */
+#define MAX_TASK_SEATS 6
+#define VERIFIERS_PER_TASK 3
+#define MIN_VERIFIERS_PER_TASK 2
+#define MAX_SAMPLES_PER_ROUND 4
+#define VERIFICATION_STAGE_ROUNDS 2
+#define MAX_COMMITTEE_DRAWS 64
+#define NUM_EJECTION_RECORDS 32
+/* Evidence codes a report may carry: 0 .. NUM_EVIDENCE_KINDS - 1. */
+#define NUM_EVIDENCE_KINDS 7
+/* init_coordinator's verificationBarEpochs (the run config's default). */
+#define DEFAULT_VERIFICATION_BAR_EPOCHS 4
 
 /* Run states (types.ts RUN_STATES). */
 enum {
@@ -74,6 +89,38 @@ enum {
   COMMITTEE_TRAINER = 2,
 };
 
+/* Verification stages (types.ts VERIFICATION_STAGES). */
+enum {
+  STAGE_VERIFY = 0,
+  STAGE_TIE_BREAK = 1,
+};
+
+/* A seat's verdict (encoding/layout.ts SEAT_VERDICT_KINDS). */
+enum {
+  VERDICT_NONE = 0,
+  VERDICT_PASS = 1,
+  VERDICT_FAIL = 2,
+};
+
+/* Verification evidence (types.ts VERIFICATION_EVIDENCE). */
+enum {
+  EVIDENCE_NONE = 0,
+  EVIDENCE_RESULT_MISMATCH = 1,
+  EVIDENCE_STATE_MISMATCH = 2,
+  EVIDENCE_CHAIN_BREAK = 3,
+  EVIDENCE_STATE_UNAVAILABLE = 4,
+  EVIDENCE_STATE_INCONSISTENT = 5,
+  EVIDENCE_COPIED_RESULT = 6,
+};
+
+/* Ejection causes (types.ts EJECTION_CAUSES). */
+enum {
+  CAUSE_FAILED_VERIFICATION = 0,
+  CAUSE_FALSE_ACCUSATION = 1,
+  CAUSE_FALSE_VOUCH = 2,
+  CAUSE_IDLE_VERIFIER = 3,
+};
+
 typedef struct {
   u64 warmup_time;
   u64 cooldown_time;
@@ -90,7 +137,8 @@ typedef struct {
   u8 verification_percent;
   u8 waiting_for_members_extra_time;
   u16 max_clients;
-  u8 _pad[6];
+  u16 verification_bar_epochs;
+  u8 _pad[4];
 } config_t;
 _Static_assert(sizeof(config_t) == 72, "config_t size");
 _Static_assert(__builtin_offsetof(config_t, warmup_time) == 0, "config_t.warmup_time");
@@ -108,6 +156,7 @@ _Static_assert(__builtin_offsetof(config_t, global_batch_size_end) == 60, "confi
 _Static_assert(__builtin_offsetof(config_t, verification_percent) == 62, "config_t.verification_percent");
 _Static_assert(__builtin_offsetof(config_t, waiting_for_members_extra_time) == 63, "config_t.waiting_for_members_extra_time");
 _Static_assert(__builtin_offsetof(config_t, max_clients) == 64, "config_t.max_clients");
+_Static_assert(__builtin_offsetof(config_t, verification_bar_epochs) == 66, "config_t.verification_bar_epochs");
 
 /* Hub repos use (repo_id, revision), Gcs repos (bucket, prefix). */
 typedef struct {
@@ -206,16 +255,18 @@ typedef struct {
   u16 tie_breaker_tasks;
   u8 witnesses_len;
   u8 _pad[7];
+  u8 rejected[REJECTED_BYTES];
   witness_t witnesses[MAX_WITNESSES];
 } round_t;
-_Static_assert(sizeof(round_t) == 37920, "round_t size");
+_Static_assert(sizeof(round_t) == 37952, "round_t size");
 _Static_assert(__builtin_offsetof(round_t, data_index) == 0, "round_t.data_index");
 _Static_assert(__builtin_offsetof(round_t, random_seed) == 8, "round_t.random_seed");
 _Static_assert(__builtin_offsetof(round_t, height) == 16, "round_t.height");
 _Static_assert(__builtin_offsetof(round_t, clients_len) == 20, "round_t.clients_len");
 _Static_assert(__builtin_offsetof(round_t, tie_breaker_tasks) == 22, "round_t.tie_breaker_tasks");
 _Static_assert(__builtin_offsetof(round_t, witnesses_len) == 24, "round_t.witnesses_len");
-_Static_assert(__builtin_offsetof(round_t, witnesses) == 32, "round_t.witnesses");
+_Static_assert(__builtin_offsetof(round_t, rejected) == 32, "round_t.rejected");
+_Static_assert(__builtin_offsetof(round_t, witnesses) == 64, "round_t.witnesses");
 
 typedef struct {
   u8 signer[32];
@@ -232,6 +283,57 @@ _Static_assert(__builtin_offsetof(client_t, exited_height) == 64, "client_t.exit
 _Static_assert(__builtin_offsetof(client_t, epoch_index) == 68, "client_t.epoch_index");
 _Static_assert(__builtin_offsetof(client_t, state) == 70, "client_t.state");
 
+/* One verifier's seat of a task, and its report (types.ts VerificationSeat). */
+typedef struct {
+  u16 verifier;
+  u8 stage;
+  u8 verdict;
+  u8 evidence;
+  u8 _pad[3];
+  u32 detail;
+} seat_t;
+_Static_assert(sizeof(seat_t) == 12, "seat_t size");
+_Static_assert(__builtin_offsetof(seat_t, verifier) == 0, "seat_t.verifier");
+_Static_assert(__builtin_offsetof(seat_t, stage) == 2, "seat_t.stage");
+_Static_assert(__builtin_offsetof(seat_t, verdict) == 3, "seat_t.verdict");
+_Static_assert(__builtin_offsetof(seat_t, evidence) == 4, "seat_t.evidence");
+_Static_assert(__builtin_offsetof(seat_t, detail) == 8, "seat_t.detail");
+
+/* A sampled result under verification (types.ts VerificationTask). */
+typedef struct {
+  u32 height;
+  u32 deadline;
+  u16 trainer;
+  u8 stage;
+  u8 seats_len;
+  seat_t seats[MAX_TASK_SEATS];
+} task_t;
+_Static_assert(sizeof(task_t) == 84, "task_t size");
+_Static_assert(__builtin_offsetof(task_t, height) == 0, "task_t.height");
+_Static_assert(__builtin_offsetof(task_t, deadline) == 4, "task_t.deadline");
+_Static_assert(__builtin_offsetof(task_t, trainer) == 8, "task_t.trainer");
+_Static_assert(__builtin_offsetof(task_t, stage) == 10, "task_t.stage");
+_Static_assert(__builtin_offsetof(task_t, seats_len) == 11, "task_t.seats_len");
+_Static_assert(__builtin_offsetof(task_t, seats) == 12, "task_t.seats");
+
+/* A client ejected by verification (types.ts EjectionRecord). */
+typedef struct {
+  u8 signer[32];
+  u32 step;
+  u16 epoch;
+  u16 barred_until;
+  u8 cause;
+  u8 evidence;
+  u8 _pad[2];
+} ejection_t;
+_Static_assert(sizeof(ejection_t) == 44, "ejection_t size");
+_Static_assert(__builtin_offsetof(ejection_t, signer) == 0, "ejection_t.signer");
+_Static_assert(__builtin_offsetof(ejection_t, step) == 32, "ejection_t.step");
+_Static_assert(__builtin_offsetof(ejection_t, epoch) == 36, "ejection_t.epoch");
+_Static_assert(__builtin_offsetof(ejection_t, barred_until) == 38, "ejection_t.barred_until");
+_Static_assert(__builtin_offsetof(ejection_t, cause) == 40, "ejection_t.cause");
+_Static_assert(__builtin_offsetof(ejection_t, evidence) == 41, "ejection_t.evidence");
+
 typedef struct {
   u32 start_step;
   u32 last_step;
@@ -241,12 +343,13 @@ typedef struct {
   u8 rounds_head;
   u8 first_round;
   u8 cold_start_epoch;
-  u8 _pad;
+  u8 verification_tasks_len;
   round_t rounds[NUM_ROUNDS];
   client_t clients[MAX_CLIENTS];
   client_t exited[MAX_CLIENTS];
+  task_t verification_tasks[MAX_VERIFICATION_TASKS];
 } epoch_state_t;
-_Static_assert(sizeof(epoch_state_t) == 188568, "epoch_state_t size");
+_Static_assert(sizeof(epoch_state_t) == 190040, "epoch_state_t size");
 _Static_assert(__builtin_offsetof(epoch_state_t, start_step) == 0, "epoch_state_t.start_step");
 _Static_assert(__builtin_offsetof(epoch_state_t, last_step) == 4, "epoch_state_t.last_step");
 _Static_assert(__builtin_offsetof(epoch_state_t, start_timestamp) == 8, "epoch_state_t.start_timestamp");
@@ -255,9 +358,11 @@ _Static_assert(__builtin_offsetof(epoch_state_t, exited_len) == 18, "epoch_state
 _Static_assert(__builtin_offsetof(epoch_state_t, rounds_head) == 20, "epoch_state_t.rounds_head");
 _Static_assert(__builtin_offsetof(epoch_state_t, first_round) == 21, "epoch_state_t.first_round");
 _Static_assert(__builtin_offsetof(epoch_state_t, cold_start_epoch) == 22, "epoch_state_t.cold_start_epoch");
+_Static_assert(__builtin_offsetof(epoch_state_t, verification_tasks_len) == 23, "epoch_state_t.verification_tasks_len");
 _Static_assert(__builtin_offsetof(epoch_state_t, rounds) == 24, "epoch_state_t.rounds");
-_Static_assert(__builtin_offsetof(epoch_state_t, clients) == 151704, "epoch_state_t.clients");
-_Static_assert(__builtin_offsetof(epoch_state_t, exited) == 170136, "epoch_state_t.exited");
+_Static_assert(__builtin_offsetof(epoch_state_t, clients) == 151832, "epoch_state_t.clients");
+_Static_assert(__builtin_offsetof(epoch_state_t, exited) == 170264, "epoch_state_t.exited");
+_Static_assert(__builtin_offsetof(epoch_state_t, verification_tasks) == 188696, "epoch_state_t.verification_tasks");
 
 /* A client that joined for epoch `active` (the account's next_active when it joined). */
 typedef struct {
@@ -318,12 +423,15 @@ typedef struct {
   /* Version 2: parameter digests (coordinator/core/params_digest.ts), oldest record first. */
   u8 digest_records_len;
   u8 digest_votes_len;
-  u8 _pad2[2];
+  u8 ejections_len;
+  u8 _pad2;
   digest_record_t digest_records[NUM_DIGEST_RECORDS];
   digest_vote_t digest_votes[MAX_WITNESSES];
+  /* Version 3: ejection records (coordinator/core/verification.ts), oldest first. */
+  ejection_t ejections[NUM_EJECTION_RECORDS];
   u8 _pad3[4];
 } account_t;
-_Static_assert(sizeof(account_t) == 217760, "account_t size");
+_Static_assert(sizeof(account_t) == 220640, "account_t size");
 _Static_assert(__builtin_offsetof(account_t, magic) == 0, "account_t.magic");
 _Static_assert(__builtin_offsetof(account_t, version) == 8, "account_t.version");
 _Static_assert(__builtin_offsetof(account_t, flags) == 12, "account_t.flags");
@@ -346,12 +454,14 @@ _Static_assert(__builtin_offsetof(account_t, config) == 192, "account_t.config")
 _Static_assert(__builtin_offsetof(account_t, model) == 264, "account_t.model");
 _Static_assert(__builtin_offsetof(account_t, metadata) == 816, "account_t.metadata");
 _Static_assert(__builtin_offsetof(account_t, epoch_state) == 1184, "account_t.epoch_state");
-_Static_assert(__builtin_offsetof(account_t, registry) == 189752, "account_t.registry");
-_Static_assert(__builtin_offsetof(account_t, delegates) == 208184, "account_t.delegates");
-_Static_assert(__builtin_offsetof(account_t, digest_records_len) == 216376, "account_t.digest_records_len");
-_Static_assert(__builtin_offsetof(account_t, digest_votes_len) == 216377, "account_t.digest_votes_len");
-_Static_assert(__builtin_offsetof(account_t, digest_records) == 216380, "account_t.digest_records");
-_Static_assert(__builtin_offsetof(account_t, digest_votes) == 216668, "account_t.digest_votes");
+_Static_assert(__builtin_offsetof(account_t, registry) == 191224, "account_t.registry");
+_Static_assert(__builtin_offsetof(account_t, delegates) == 209656, "account_t.delegates");
+_Static_assert(__builtin_offsetof(account_t, digest_records_len) == 217848, "account_t.digest_records_len");
+_Static_assert(__builtin_offsetof(account_t, digest_votes_len) == 217849, "account_t.digest_votes_len");
+_Static_assert(__builtin_offsetof(account_t, ejections_len) == 217850, "account_t.ejections_len");
+_Static_assert(__builtin_offsetof(account_t, digest_records) == 217852, "account_t.digest_records");
+_Static_assert(__builtin_offsetof(account_t, digest_votes) == 218140, "account_t.digest_votes");
+_Static_assert(__builtin_offsetof(account_t, ejections) == 219228, "account_t.ejections");
 
 /* "PSYCOORD": written by init_coordinator, checked by every other instruction. */
 static const u8 ACCOUNT_MAGIC[8] = {'P', 'S', 'Y', 'C', 'O', 'O', 'R', 'D'};

@@ -6,6 +6,14 @@
  * the account or an error code; on an error the runtime discards all account changes.
  */
 
+/* verification.c, included after this file (it uses the queries below). */
+#define BAR_FILTER_BYTES 512
+static u64 bar_filter(const account_t *a, u8 *filter);
+static bool is_barred(const account_t *a, const u8 *filter, const u8 *signer);
+static void open_verification_tasks(account_t *a);
+static void close_verification_stages(account_t *a, u64 ended_height, u64 seed);
+static void drop_verification_tasks(account_t *a);
+
 /* 64 x 64 -> 128-bit product. */
 static void mul_64(u64 a, u64 b, u64 *hi, u64 *lo) {
   u64 a0 = a & 0xffffffffull, a1 = a >> 32, b0 = b & 0xffffffffull, b1 = b >> 32;
@@ -218,8 +226,24 @@ static u64 pending_count(const account_t *a) {
   return n;
 }
 
-/* Whether a Healthy client of the epoch that just ended is among the first `take` pending. */
-static bool any_returning(account_t *a, u64 take) {
+/*
+ * The pending registrations an epoch may take, in registry order: those no ejection record bars
+ * (verification.ts barredUntil; `bars` from bar_filter, NULL when none bars anyone).
+ */
+static bool is_eligible(const account_t *a, u64 i, const u8 *bars) {
+  return is_pending(a, i) && (bars == NULL || !is_barred(a, bars, a->registry[i].signer));
+}
+
+static u64 eligible_count(const account_t *a, const u8 *bars) {
+  if (bars == NULL) return pending_count(a);
+  u64 n = 0;
+  for (u64 i = 0; i < a->registry_len; i++)
+    if (is_eligible(a, i, bars)) n++;
+  return n;
+}
+
+/* Whether a Healthy client of the epoch that just ended is among the first `take` eligible. */
+static bool any_returning(account_t *a, u64 take, const u8 *bars) {
   epoch_state_t *es = &a->epoch_state;
   u8 filter[512]; /* 4096-bit prefilter on 12 bits of the signer */
   mem_zero(filter, sizeof(filter));
@@ -233,7 +257,7 @@ static bool any_returning(account_t *a, u64 take) {
   if (healthy == 0) return false;
   u64 seen = 0;
   for (u64 i = 0; i < a->registry_len && seen < take; i++) {
-    if (!is_pending(a, i)) continue;
+    if (!is_eligible(a, i, bars)) continue;
     seen++;
     const u8 *s = a->registry[i].signer;
     u64 h = rd16(s) & 0xfff;
@@ -244,12 +268,18 @@ static bool any_returning(account_t *a, u64 take) {
   return false;
 }
 
+/*
+ * machine.ts tickWaitingForMembers with the registry's pending clients; a signer an ejection
+ * still bars neither counts towards initMinClients nor joins.
+ */
 static void tick_waiting_for_members(account_t *a, u64 now) {
-  u64 pending = pending_count(a);
+  u8 filter[BAR_FILTER_BYTES];
+  const u8 *bars = bar_filter(a, filter) > 0 ? filter : NULL;
+  u64 pending = eligible_count(a, bars);
   if (pending < a->config.init_min_clients) return;
   if (!check_timeout(a, now, a->config.waiting_for_members_extra_time)) return;
   u64 take = pending < a->config.max_clients ? pending : a->config.max_clients;
-  if (!any_returning(a, take)) checkpoint_without_returning_peers(&a->model.checkpoint);
+  if (!any_returning(a, take, bars)) checkpoint_without_returning_peers(&a->model.checkpoint);
   epoch_state_t *es = &a->epoch_state;
   u8 cold = es->cold_start_epoch;
   mem_zero(es, sizeof(epoch_state_t));
@@ -261,7 +291,7 @@ static void tick_waiting_for_members(account_t *a, u64 now) {
   es->start_timestamp = now;
   u64 n = 0;
   for (u64 i = 0; i < a->registry_len && n < take; i++) {
-    if (!is_pending(a, i)) continue;
+    if (!is_eligible(a, i, bars)) continue;
     client_t *c = &es->clients[n];
     mem_copy(c->signer, a->registry[i].signer, 32);
     mem_copy(c->p2p, a->registry[i].p2p, 32);
@@ -292,6 +322,8 @@ static void tick_round_witness(account_t *a, u64 now, u64 seed) {
   const config_t *c = &a->config;
   if (!check_timeout(a, now, c->round_witness_time)) return;
   round_t *round = current_round(a);
+  /* Verification stages due now close first: whom they eject leaves with this round. */
+  close_verification_stages(a, round->height, seed);
   tally_digest_votes(a, witness_quorum(expected_witnesses(c, round->clients_len)));
   es->first_round = 0;
   a->step++;
@@ -315,6 +347,7 @@ static void tick_round_witness(account_t *a, u64 now, u64 seed) {
     return;
   }
   start_round_train(a, now, seed);
+  open_verification_tasks(a);
 }
 
 static void tick_cooldown(account_t *a, u64 now) {
@@ -325,6 +358,7 @@ static void tick_cooldown(account_t *a, u64 now) {
   a->epoch_start_data_index = round->data_index + batch_size_at(a, round->data_index);
   a->epoch++;
   move_clients_to_exited(a, round->height + 1);
+  drop_verification_tasks(a);
   checkpoint_after_cooldown(&a->model.checkpoint);
   if (a->pending_pause) {
     mark_all_healthy(a, CS_WITHDRAWN);
@@ -581,7 +615,7 @@ static u64 health_check(account_t *a, const u8 *from, const u8 *entries, u64 cou
     const u8 *e = entries + k * HEALTH_ENTRY_BYTES;
     u8 committee = e[32];
     u64 position = rd32(e + 33), index = rd32(e + 37);
-    if (!verify_committee_proof(&a->config, prev, index, position, committee)) {
+    if (!verify_committee_proof(prev, index, position, committee)) {
       LOG("health check: committee proof does not verify for the previous round");
       sol_log_64_(k, index, position, committee, 0);
       return E_INVALID_COMMITTEE_PROOF;

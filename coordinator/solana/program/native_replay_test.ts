@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import type { Address } from "@solana/kit";
 import { differential } from "../testing/random_sequences.ts";
 import { addressBytes, CoordinatorSvm } from "../testing/svm.ts";
-import { encodeCoordinatorInstruction } from "../abi/mod.ts";
+import { ACCOUNT_SIZE, encodeCoordinatorInstruction } from "../abi/mod.ts";
 import { PROGRAM_SOURCE } from "../toolchain/mod.ts";
 
 const REPLAY_SOURCE = new URL("../testing/native_replay.c", import.meta.url).pathname;
@@ -76,6 +76,7 @@ Deno.test("native replay: sanitized host build of the C matches the SVM step for
         "-fno-sanitize-recover=all",
         "-Wall",
         "-Werror",
+        `-DACCOUNT_SIZE=${ACCOUNT_SIZE}`,
         PROGRAM_SOURCE,
         REPLAY_SOURCE,
         "-o",

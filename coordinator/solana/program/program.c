@@ -3,7 +3,7 @@
  *
  * Built as one translation unit (the linker takes one object): this file includes the
  * runtime (sol.h), the account layout (layout.h), the codecs, committee selection,
- * validation and the state machine, then dispatches instructions. The state machine is
+ * validation, the state machine and verification, then dispatches instructions. The state machine is
  * a transcription of the TypeScript reference in coordinator/ and the differential tests
  * (coordinator/solana/program/differential_test.ts) hold the two to the same states.
  *
@@ -17,6 +17,7 @@
 #include "codec.c"
 #include "selection.c"
 #include "machine.c"
+#include "verification.c"
 #include "model_rules.c"
 #include "validate.c"
 
@@ -34,6 +35,7 @@ enum {
   IX_GRANT_AUTHORIZER = 10,
   IX_SET_DELEGATES = 11,
   IX_COOLDOWN_WITNESS = 12,
+  IX_VERIFICATION_REPORT = 13,
 };
 
 /* Update parts (bit flags of the update instruction's first byte). */
@@ -42,7 +44,11 @@ enum {
 #define UPDATE_MODEL 4u
 #define UPDATE_PROGRESS 8u
 
-#define CONFIG_WIRE_BYTES 66
+/* The update's config: the state encoding's version 1 config (66 bytes), then the bar epochs
+   (u16): config_t's first 68 bytes. */
+#define CONFIG_WIRE_BYTES 68
+_Static_assert(__builtin_offsetof(config_t, verification_bar_epochs) + 2 == CONFIG_WIRE_BYTES,
+               "the config wire is config_t up to its bar epochs");
 
 static u64 clock_now(u64 *now, u64 *seed) {
   sol_clock_t clock;
@@ -109,7 +115,7 @@ static u64 init_coordinator(const input_t *in, reader_t *r) {
   if (err) return err;
   if (!mem_eq(info->owner, in->program_id, 32) || info->data_len != sizeof(account_t) ||
       !info->is_writable) {
-    LOG("init: the coordinator account must be writable, owned by this program, 217760 bytes");
+    LOG("init: the coordinator account must be writable, owned by this program, of the layout's size");
     return E_INVALID_COORDINATOR_ACCOUNT;
   }
   account_t *a = (account_t *)info->data;
@@ -134,6 +140,7 @@ static u64 init_coordinator(const input_t *in, reader_t *r) {
   a->step = 1;
   a->next_active = 1;
   a->config.max_clients = MAX_CLIENTS;
+  a->config.verification_bar_epochs = DEFAULT_VERIFICATION_BAR_EPOCHS;
   /* An unset model decodes as Dummy data, Ephemeral checkpoint, Constant(0) schedule, Dummy optimizer. */
   a->model.data_location_len = 1;
   a->model.lr_schedule_len = 21;
@@ -415,6 +422,20 @@ static u64 dispatch(const input_t *in) {
     if (!r.ok) return E_INVALID_INSTRUCTION;
     if ((err = clock_now(&now, &seed))) return err;
     err = checkpoint(a, user, index, r.p + r.pos, r.len - r.pos);
+    if (!err) err = tick_if_live(a, now, seed);
+    break;
+  }
+  case IX_VERIFICATION_REPORT: {
+    if ((err = signer(in, NULL, 0, &user))) return err;
+    report_msg_t m;
+    m.height = get32(&r);
+    m.trainer = get16(&r);
+    m.fail = get_code(&r, 2);
+    m.evidence = get_code(&r, NUM_EVIDENCE_KINDS);
+    m.detail = get32(&r);
+    if (!r.ok || r.pos != r.len) return E_INVALID_INSTRUCTION;
+    if ((err = clock_now(&now, &seed))) return err;
+    err = verification_report(a, user, &m);
     if (!err) err = tick_if_live(a, now, seed);
     break;
   }

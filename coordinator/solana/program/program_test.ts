@@ -15,7 +15,13 @@ import {
 } from "../../../tests/support/coordinator_fixtures.ts";
 import { CoordinatorSvm } from "../testing/svm.ts";
 import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
-import { currentRound, NO_DIGEST, roundSelection } from "../../core/mod.ts";
+import {
+  currentRound,
+  NO_DIGEST,
+  roundSelection,
+  stageSeats,
+  type VerificationReport,
+} from "../../core/mod.ts";
 import {
   ACCOUNT_SIZE,
   coordinatorAddress,
@@ -856,4 +862,281 @@ Deno.test("witness: an optional metadata tail is checked (size, finite numbers) 
   }
   await run.expectOk({ kind: "Witness", witness: report, paramsDigest: DIGEST, metadata }, w);
   run.check();
+});
+
+/**
+ * Every seat of the current stage of every open task reports Pass (a healthy epoch); with
+ * `dueOnly`, only of the stages that close when the current round ends.
+ */
+async function passAll(run: DualRun, clients: KeyPairSigner[], dueOnly = false): Promise<void> {
+  for (let k = 0; k < 100; k++) {
+    const state = run.model!.state;
+    const height = currentRound(state).height;
+    const open = state.epochState.verificationTasks
+      .filter((t) => !dueOnly || t.deadline === height)
+      .flatMap((t) => stageSeats(t).filter((s) => s.verdict === null).map((s) => ({ t, s })));
+    if (open.length === 0) return;
+    const { t, s } = open[0];
+    const verifier = clients.find((c) =>
+      clientIndex(run, c) >= 0 &&
+      state.epochState.clients[clientIndex(run, c)].epochIndex === s.verifier
+    )!;
+    await run.expectOk({
+      kind: "VerificationReport",
+      report: {
+        height: t.height,
+        trainer: t.trainer,
+        verdict: "Pass",
+        evidence: "None",
+        detail: 0,
+      },
+    }, verifier);
+  }
+}
+
+/**
+ * The Healthy witnesses of the current round report (seeing every client), then the round ends
+ * by its timers. Returns the new time.
+ */
+async function finishRound(run: DualRun, clients: KeyPairSigner[], t: number): Promise<number> {
+  const state = run.model!.state;
+  const everyone = state.epochState.clients.map((c) => c.id);
+  for (const w of witnessesOf(run, clients)) {
+    if (run.model!.state.runState !== "RoundTrain") break;
+    if (run.model!.state.epochState.clients[clientIndex(run, w)].state !== "Healthy") continue;
+    const report = witnessReport(run.model!.state, clientIndex(run, w), everyone);
+    await run.expectOk({ kind: "Witness", witness: report, paramsDigest: DIGEST }, w);
+  }
+  if (run.model!.state.runState === "RoundTrain") {
+    run.setTime(t += run.model!.state.config.maxRoundTrainTime);
+    await run.expectOk({ kind: "Tick" }, null);
+  }
+  run.setTime(t += run.model!.state.config.roundWitnessTime);
+  await run.expectOk({ kind: "Tick" }, null);
+  return t;
+}
+
+/**
+ * `clients` all join at the instant WaitingForMembers began (so none starts the epoch early),
+ * then a tick one second later starts the epoch. Returns the new time.
+ */
+async function startEpoch(run: DualRun, clients: KeyPairSigner[]): Promise<number> {
+  let t = run.model!.state.runStateStartUnixTimestamp;
+  run.setTime(t);
+  for (const c of clients) await run.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, c);
+  run.setTime(t += 1);
+  await run.expectOk({ kind: "Tick" }, null);
+  return t;
+}
+
+/** Every client's warmup witness: the epoch's round 0 starts. */
+async function leaveWarmup(run: DualRun, clients: KeyPairSigner[]): Promise<void> {
+  for (const c of clients) {
+    if (run.model!.state.runState !== "Warmup" || clientIndex(run, c) < 0) continue;
+    await run.expectOk({
+      kind: "WarmupWitness",
+      witness: warmupReport(run.model!.state, clientIndex(run, c)),
+      paramsDigest: DIGEST,
+    }, c);
+  }
+}
+
+const PASS = { verdict: "Pass", evidence: "None", detail: 0 } as const;
+
+Deno.test("verification_report: refused with the machine's codes, accepted from a seat", async () => {
+  const idle = await configured({ verificationPercent: 100 });
+  const stranger = await svm.newSigner();
+  const nowhere = {
+    kind: "VerificationReport" as const,
+    report: { height: 0, trainer: 0, ...PASS },
+  };
+  await idle.expectError(nowhere, stranger, "Halted");
+  const { run, clients } = await training(4, { verificationPercent: 100, epochTime: 40 });
+  await run.expectError(nowhere, clients[0], "InvalidVerification"); // round 0: nothing sampled
+  let t = await finishRound(run, clients, 11);
+  const state = run.model!.state;
+  assert.equal(currentRound(state).height, 1);
+  // 8 sequences over 4 trainers: 4 batches, all sampled; each seats the 3 others.
+  assert.equal(state.epochState.verificationTasks.length, 4);
+  const task = state.epochState.verificationTasks[0];
+  const bySeat = (e: number) => clients.find((c) => clientIndex(run, c) === e)!;
+  const [first, second] = stageSeats(task).map((s) => bySeat(s.verifier));
+  const on = { height: task.height, trainer: task.trainer };
+  const ix = (report: Partial<VerificationReport>) => ({
+    kind: "VerificationReport" as const,
+    report: { ...on, ...PASS, ...report },
+  });
+  await run.expectError(ix({}), stranger, "InvalidVerification");
+  await run.expectError(ix({}), bySeat(task.trainer), "InvalidVerification");
+  await run.expectError(ix({ evidence: "ResultMismatch" }), first, "InvalidVerification");
+  await run.expectError(ix({ verdict: "Fail" }), first, "InvalidVerification");
+  await run.expectError(ix({ height: 7 }), first, "InvalidVerification");
+  await run.expectOk(ix({}), first);
+  await run.expectError(
+    ix({ verdict: "Fail", evidence: "ChainBreak" }),
+    first,
+    "InvalidVerification",
+  );
+  const seat = run.model!.state.epochState.verificationTasks[0].seats.find((s) =>
+    s.verifier === clientIndex(run, first)
+  );
+  assert.deepEqual(seat, {
+    verifier: clientIndex(run, first),
+    stage: "Verify",
+    ...PASS,
+    verdict: "Pass",
+  });
+  // Malformed data is the program's own refusal; a missing signature too.
+  const good = encodeCoordinatorInstruction(ix({}));
+  for (
+    const data of [
+      good.subarray(0, 12),
+      Uint8Array.of(...good, 0),
+      good.with(7, 2),
+      good.with(8, 7),
+    ]
+  ) {
+    const res = await svm.sendRaw([{
+      programAddress: svm.programId,
+      accounts: [
+        { address: run.coordinator, role: AccountRole.WRITABLE },
+        { address: second.address, role: AccountRole.READONLY_SIGNER, signer: second } as never,
+      ],
+      data,
+    }]);
+    assert.equal(res.code, programErrorNumber("InvalidInstruction"), `data ${[...data]}`);
+  }
+  const unsigned = await svm.sendRaw([{
+    programAddress: svm.programId,
+    accounts: [
+      { address: run.coordinator, role: AccountRole.WRITABLE },
+      { address: second.address, role: AccountRole.READONLY },
+    ],
+    data: good,
+  }]);
+  assert.equal(unsigned.code, programErrorNumber("MissingSignature"));
+  run.check();
+  // A second pass decides the task (2 of 3): it closes, nobody is ejected.
+  await run.expectOk(ix({}), second);
+  assert.equal(run.model!.state.epochState.verificationTasks.length, 3);
+  assert.deepEqual(run.model!.state.ejections, []);
+  await run.expectError(ix({}), bySeat(stageSeats(task)[2].verifier), "InvalidVerification");
+  // A pause ends the epoch after this round: its open tasks still take reports in Cooldown,
+  // where no result is rejected any more; the epoch's end drops them.
+  await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
+  t = await finishRound(run, clients, t);
+  assert.equal(run.model!.state.runState, "Cooldown");
+  const late = run.model!.state.epochState.verificationTasks;
+  assert.equal(late.length, 3);
+  await run.expectOk({
+    kind: "VerificationReport",
+    report: { height: late[0].height, trainer: late[0].trainer, ...PASS },
+  }, bySeat(stageSeats(late[0])[0].verifier));
+  run.setTime(t += run.model!.state.config.cooldownTime);
+  await run.expectOk({ kind: "Tick" }, null);
+  assert.equal(run.model!.state.runState, "Paused");
+  assert.deepEqual(run.model!.state.epochState.verificationTasks, [], "dropped at the epoch's end");
+  await run.expectError(nowhere, clients[0], "Halted");
+  await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
+  await run.expectError(nowhere, clients[0], "WrongRunState");
+});
+
+Deno.test("verification: a failed result ejects its trainer and a false voucher, and bars both", async () => {
+  const run = await configured({
+    verificationPercent: 10,
+    verificationBarEpochs: 1,
+    initMinClients: 4,
+    minClients: 2,
+    epochTime: 20,
+    warmupTime: 5,
+  });
+  run.setTime(1);
+  await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
+  const clients: KeyPairSigner[] = [];
+  for (let i = 0; i < 5; i++) clients.push(await svm.newSigner());
+  let t = await startEpoch(run, clients);
+  await leaveWarmup(run, clients);
+  t = await finishRound(run, clients, t);
+  // Round 1's start sampled one of round 0's results (10% of 5 batches, at least one).
+  const [task] = run.model!.state.epochState.verificationTasks;
+  assert.equal(run.model!.state.epochState.verificationTasks.length, 1);
+  const bySeat = (e: number) => clients.find((c) => clientIndex(run, c) === e)!;
+  const trainer = bySeat(task.trainer);
+  const [voucher, accuser, second] = stageSeats(task).map((s) => bySeat(s.verifier));
+  const on = { height: task.height, trainer: task.trainer };
+  await run.expectOk({ kind: "VerificationReport", report: { ...on, ...PASS } }, voucher);
+  const fail = { verdict: "Fail", evidence: "ResultMismatch", detail: 812_000 } as const;
+  await run.expectOk({ kind: "VerificationReport", report: { ...on, ...fail } }, accuser);
+  await run.expectOk({ kind: "VerificationReport", report: { ...on, ...fail } }, second);
+  let state = run.model!.state;
+  assert.deepEqual(state.epochState.verificationTasks, []);
+  const stateOf = (c: KeyPairSigner) => state.epochState.clients[clientIndex(run, c)].state;
+  assert.equal(stateOf(trainer), "Ejected");
+  assert.equal(stateOf(voucher), "Ejected");
+  assert.equal(stateOf(accuser), "Healthy");
+  // Their results of rounds 0 and 1, whose apply is not due yet, are left out.
+  const rejected = [task.trainer, clientIndex(run, voucher)].sort((a, b) => a - b);
+  for (const h of [0, 1]) {
+    assert.deepEqual(state.epochState.rounds.find((r) => r.height === h)!.rejected, rejected);
+  }
+  const step = state.epochState.startStep;
+  assert.deepEqual(state.ejections, [
+    {
+      signer: keyOf(trainer),
+      epoch: 0,
+      step,
+      cause: "FailedVerification",
+      evidence: "ResultMismatch",
+      barredUntil: 2,
+    },
+    {
+      signer: keyOf(voucher),
+      epoch: 0,
+      step,
+      cause: "FalseVouch",
+      evidence: "None",
+      barredUntil: 2,
+    },
+  ]);
+  const runState = () => run.model!.state.runState; // read afresh: each instruction replaces it
+  const ejected = [trainer, voucher];
+  const honest = clients.filter((c) => !ejected.includes(c));
+  // The epoch goes on with the three others, who pass every later sample.
+  while (runState() === "RoundTrain") {
+    await passAll(run, honest);
+    t = await finishRound(run, honest, t);
+  }
+  run.setTime(t += run.model!.state.config.cooldownTime);
+  await run.expectOk({ kind: "Tick" }, null);
+  assert.equal(run.model!.state.runState, "WaitingForMembers");
+  assert.equal(run.model!.state.progress.epoch, 1);
+  // Epoch 1: everyone joins, but the barred two do not count towards initMinClients (4).
+  t = await startEpoch(run, clients);
+  assert.equal(run.model!.state.runState, "WaitingForMembers");
+  assert.equal(run.model!.registry.filter((r) => r.active === run.model!.nextActive).length, 5);
+  // The operator lowers initMinClients; the epoch starts without them.
+  await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
+  await run.expectOk({
+    kind: "Update",
+    config: { ...run.model!.state.config, initMinClients: 3 },
+  }, run.mainAuthority);
+  await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
+  t = await startEpoch(run, clients);
+  state = run.model!.state;
+  assert.equal(state.runState, "Warmup");
+  assert.deepEqual(state.epochState.clients.map((c) => c.id.signer), honest.map(keyOf));
+  await leaveWarmup(run, honest);
+  while (runState() === "RoundTrain") {
+    await passAll(run, honest);
+    t = await finishRound(run, honest, t);
+  }
+  run.setTime(t += run.model!.state.config.cooldownTime);
+  await run.expectOk({ kind: "Tick" }, null);
+  // Epoch 2: the bar is over; everyone is back, in join order.
+  assert.equal(run.model!.state.progress.epoch, 2);
+  await startEpoch(run, clients);
+  state = run.model!.state;
+  assert.equal(state.runState, "Warmup");
+  assert.deepEqual(state.epochState.clients.map((c) => c.id.signer), clients.map(keyOf));
+  assert.equal(state.ejections.length, 2, "the records stay for slashing");
 });

@@ -89,19 +89,18 @@ static bool verify_witness_proof(const config_t *c, const round_t *round, u64 in
   return actual == position && claim == (actual < witness_seats(c));
 }
 
-/* CommitteeSelection.verifyCommittee for `round`. */
-static bool verify_committee_proof(const config_t *c, const round_t *round, u64 index,
-                                   u64 position, u8 committee) {
+/*
+ * CommitteeSelection.verifyCommittee for `round` (machine_queries.ts roundSelection): no Verifier
+ * committee, since verification_percent samples results (verification.c) instead of taking
+ * clients out of training, so every position past the tie-breakers is a Trainer.
+ */
+static bool verify_committee_proof(const round_t *round, u64 index, u64 position, u8 committee) {
   if (index >= round->clients_len) return false;
   u8 seed[32];
   salted_seed(round->random_seed, "committee", 9, seed);
   u64 actual = shuffled_index(index, round->clients_len, seed);
   if (actual != position) return false;
-  u64 tie = round->tie_breaker_tasks;
-  u64 verifiers = (round->clients_len - tie) * c->verification_percent / 100;
-  u8 expected = actual < tie               ? COMMITTEE_TIE_BREAKER
-                : actual < tie + verifiers ? COMMITTEE_VERIFIER
-                                           : COMMITTEE_TRAINER;
+  u8 expected = actual < round->tie_breaker_tasks ? COMMITTEE_TIE_BREAKER : COMMITTEE_TRAINER;
   return committee == expected;
 }
 

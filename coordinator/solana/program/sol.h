@@ -70,6 +70,9 @@ static inline u32 rd32(const u8 *p) {
   return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
 }
 static inline u64 rd64(const u8 *p) { return (u64)rd32(p) | ((u64)rd32(p + 4) << 32); }
+static inline void wr32(u8 *p, u32 v) {
+  for (int i = 0; i < 4; i++) p[i] = (u8)(v >> (8 * i));
+}
 static inline void wr64(u8 *p, u64 v) {
   for (int i = 0; i < 8; i++) p[i] = (u8)(v >> (8 * i));
 }

@@ -42,7 +42,8 @@ static u64 validate_config(const config_t *c) {
   REQUIRE(c->global_batch_size_start >= 1, "config.globalBatchSizeStart must be at least 1");
   REQUIRE(c->global_batch_size_end >= c->global_batch_size_start,
           "config.globalBatchSizeEnd must be at least globalBatchSizeStart");
-  REQUIRE(c->verification_percent == 0, "config.verificationPercent must be 0");
+  REQUIRE(c->verification_percent <= 100, "config.verificationPercent must be in [0, 100]");
+  /* config.verificationBarEpochs: any u16 (machine_validate.ts allows [0, 65535]). */
   REQUIRE(c->waiting_for_members_extra_time >= 1, "config.waitingForMembersExtraTime must be at least 1");
   return 0;
 }

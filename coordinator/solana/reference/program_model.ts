@@ -29,6 +29,7 @@ import {
   SNAPSHOT_DTYPES,
   tick,
   validateCoordinatorConfig,
+  verificationReport,
   warmupWitness,
   witness,
 } from "../../core/mod.ts";
@@ -330,6 +331,13 @@ export function applyInstruction(
       const from = identityOf(user());
       nowOf(clock);
       machine(() => checkpoint(s, from, ix.index, ix.repo));
+      tickIfLive(a, clock);
+      break;
+    }
+    case "VerificationReport": {
+      const from = identityOf(user());
+      nowOf(clock);
+      machine(() => verificationReport(s, from, ix.report));
       tickIfLive(a, clock);
       break;
     }

@@ -5,8 +5,15 @@
  * a one-entry health check and the entries one health-check transaction can carry.
  * Also the witness transaction's size against the 1,232-byte limit.
  *
+ * With `verification` every round's results are sampled (`verificationPercent` 100: the most
+ * tasks a round opens), so the round tick includes the sampling and seating, and the
+ * verification reports are measured too: a first report, the report that decides a pass, the
+ * report that decides a fail (ejecting the trainer), and the round tick that closes contested
+ * stages (tie-breakers seated, silent seats ejected).
+ *
  * `deno run -A coordinator/solana/testing/compute_units.ts` prints the table for 16 and 256
- * clients; compute_units_test.ts holds the figures under Solana's limits.
+ * clients, without and with verification; compute_units_test.ts holds the figures under
+ * Solana's limits.
  *
  * @module
  */
@@ -29,6 +36,8 @@ import {
   roundClients,
   roundSelection,
   sha256,
+  stageSeats,
+  type VerificationTask,
   type Witness,
   witnessBloomParameters,
 } from "../../core/mod.ts";
@@ -54,6 +63,28 @@ export interface ComputeUnitReport {
   healthCheckFull: number;
   witnessTransactionBytes: number;
   accountBytes: number;
+  /** Measured with `verification` only (0 otherwise). */
+  verification: VerificationUnits;
+}
+
+/** Compute units of verification (a run with `verificationPercent` 100). */
+export interface VerificationUnits {
+  /** A report that decides nothing (the first of a stage). */
+  report: number;
+  /** The report that decides a pass (the second of three seats). */
+  decidePass: number;
+  /** The report that decides a fail: the trainer is ejected, its results rejected. */
+  decideFail: number;
+  /** The round tick that closes contested stages: tie-breakers seated, silent seats ejected. */
+  tickCloseStages: number;
+  /** Tasks whose stage that tick closed. */
+  stagesClosed: number;
+}
+
+/** Options of {@linkcode measureComputeUnits}. */
+export interface ComputeUnitOptions {
+  /** Sample every round's results (verificationPercent 100) and measure the reports. */
+  verification?: boolean;
 }
 
 const CONFIG: Omit<CoordinatorConfig, "maxClients" | "initMinClients" | "minClients"> = {
@@ -127,11 +158,13 @@ function report(
 export async function measureComputeUnits(
   n: number,
   svm?: CoordinatorSvm,
+  opts: ComputeUnitOptions = {},
 ): Promise<ComputeUnitReport> {
   const csvm = svm ?? await CoordinatorSvm.create();
   const main = await csvm.newSigner();
+  const verifying = opts.verification === true;
   const { coordinator, result } = await csvm.createRun({
-    runId: `cu-${n}`,
+    runId: `cu-${n}${verifying ? "-v" : ""}`,
     mainAuthority: main,
     joinAuthority: main.address,
     permissionless: true,
@@ -143,7 +176,13 @@ export async function measureComputeUnits(
   must(
     await send({
       kind: "Update",
-      config: { ...CONFIG, maxClients, initMinClients: n, minClients: Math.max(1, n >> 1) },
+      config: {
+        ...CONFIG,
+        maxClients,
+        initMinClients: n,
+        minClients: Math.max(1, n >> 1),
+        verificationPercent: verifying ? 100 : 0,
+      },
       model: MODEL,
     }, main),
     "update",
@@ -184,6 +223,41 @@ export async function measureComputeUnits(
   let witnessMax = 0;
   let witnessTransactionBytes = 0;
   let tickNextRound = 0;
+  const verification: VerificationUnits = {
+    report: 0,
+    decidePass: 0,
+    decideFail: 0,
+    tickCloseStages: 0,
+    stagesClosed: 0,
+  };
+  /**
+   * The next silent seat of the task's current stage held by a Healthy client says `verdict`;
+   * returns the units.
+   */
+  const verify = async (task: VerificationTask, verdict: "Pass" | "Fail") => {
+    const account = csvm.coordinatorAccount(coordinator);
+    const es = account.state.epochState;
+    const live = es.verificationTasks.find((t) =>
+      t.height === task.height && t.trainer === task.trainer
+    )!;
+    const index = stageSeats(live).filter((s) => s.verdict === null)
+      .map((s) => es.clients.findIndex((c) => c.epochIndex === s.verifier))
+      .find((i) => i >= 0 && es.clients[i].state === "Healthy")!;
+    const fail = verdict === "Fail";
+    return must(
+      await send({
+        kind: "VerificationReport",
+        report: {
+          height: task.height,
+          trainer: task.trainer,
+          verdict,
+          evidence: fail ? "ResultMismatch" : "None",
+          detail: fail ? 812_000 : 0,
+        },
+      }, signerOf(account, index)),
+      "verification report",
+    ).computeUnits;
+  };
   // Rounds 0..2: every witness reports; the last client is never seen after round 0.
   for (let round = 0; round < 3; round++) {
     acc = csvm.coordinatorAccount(coordinator);
@@ -215,6 +289,11 @@ export async function measureComputeUnits(
       witnessMax = Math.max(witnessMax, r.computeUnits);
       witnessTransactionBytes = Math.max(witnessTransactionBytes, r.transactionBytes);
     }
+    // Two of each task's three seats pass: the second report decides, nobody is ejected.
+    for (const task of csvm.coordinatorAccount(coordinator).state.epochState.verificationTasks) {
+      verification.report = Math.max(verification.report, await verify(task, "Pass"));
+      verification.decidePass = Math.max(verification.decidePass, await verify(task, "Pass"));
+    }
     csvm.setClock(now += 10, BigInt(10 + round));
     tickNextRound = Math.max(
       tickNextRound,
@@ -241,6 +320,40 @@ export async function measureComputeUnits(
     healthChecksPerTransaction = k;
     healthCheckFull = r.computeUnits;
   }
+  if (verifying) {
+    // Round 3's start sampled round 2: a fail decides one task (its trainer is ejected); the
+    // others get one fail each and no more, so when their stage closes (round 4's end) they go
+    // to tie-breakers and their two silent seats are ejected.
+    const [first, ...rest] = csvm.coordinatorAccount(coordinator).state.epochState
+      .verificationTasks;
+    await verify(first, "Fail");
+    verification.decideFail = await verify(first, "Fail");
+    for (const task of rest) await verify(task, "Fail");
+    verification.stagesClosed = rest.length;
+    for (let round = 3; round < 5; round++) {
+      acc = csvm.coordinatorAccount(coordinator);
+      const sel = roundSelection(acc.state.config, currentRound(acc.state));
+      for (const i of sel.witnessIndices()) {
+        const live = csvm.coordinatorAccount(coordinator);
+        if (live.state.runState !== "RoundTrain") break;
+        if (live.state.epochState.clients[i]?.state !== "Healthy") continue;
+        must(
+          await send(
+            { kind: "Witness", witness: report(live, i, everyone, false), paramsDigest: DIGEST },
+            signerOf(live, i),
+          ),
+          "witness",
+        );
+      }
+      if (csvm.coordinatorAccount(coordinator).state.runState === "RoundTrain") {
+        csvm.setClock(now += 60, BigInt(20 + 2 * round));
+        must(await send({ kind: "Tick" }, null), "tick train timeout");
+      }
+      csvm.setClock(now += 10, BigInt(21 + 2 * round));
+      const tick = must(await send({ kind: "Tick" }, null), "tick round").computeUnits;
+      if (round === 4) verification.tickCloseStages = tick;
+    }
+  }
   return {
     coordinator,
     clients: n,
@@ -254,6 +367,7 @@ export async function measureComputeUnits(
     healthCheckFull,
     witnessTransactionBytes,
     accountBytes: ACCOUNT_SIZE,
+    verification,
   };
 }
 
@@ -263,7 +377,15 @@ function encodeAddress(bytes: Uint8Array): string {
 
 if (import.meta.main) {
   const svm = await CoordinatorSvm.create();
-  const rows = [await measureComputeUnits(16, svm), await measureComputeUnits(256, svm)];
+  const rows = [];
+  for (const verification of [false, true]) {
+    for (const n of [16, 256]) {
+      const { coordinator: _, verification: v, ...row } = await measureComputeUnits(n, svm, {
+        verification,
+      });
+      rows.push({ verification, ...row, ...(verification ? v : {}) });
+    }
+  }
   console.log(`limits: ${MAX_COMPUTE_UNITS} compute units, ${MAX_TRANSACTION_BYTES} bytes`);
-  console.table(rows.map(({ coordinator: _, ...row }) => row));
+  console.table(rows);
 }

@@ -42,6 +42,8 @@ export interface TestRunOptions {
   /** Ports (default 0: free ones). */
   port?: number;
   wsPort?: number;
+  /** The chain's wall time in ms (default Date.now): tests that control time pass theirs. */
+  now?: () => number;
 }
 
 /** Funds a fresh keypair on the ledger directly. */
@@ -58,6 +60,7 @@ export async function startTestRun(opts: TestRunOptions): Promise<TestRun> {
     port: opts.port ?? 0,
     wsPort: opts.wsPort ?? 0,
     programBytes: await loadProgramBytes(),
+    now: opts.now,
   });
   try {
     const rpc = new SolanaRpcClient({ url: net.url, wsUrl: net.wsUrl });

@@ -9,7 +9,7 @@
  * does), and compares the result code and the SHA-256 of the account with what litesvm
  * recorded. Prints "replayed N steps, M mismatches" and exits non-zero on a mismatch.
  *
- * Trace format (little-endian): program id [32], coordinator key [32], account [217760],
+ * Trace format (little-endian): program id [32], coordinator key [32], account [ACCOUNT_SIZE],
  * then per step: unix_timestamp i64, slot u64, has_signer u8, signer [32], data length
  * u64, data, expected result u64 (0 = success), sha256 of the account afterwards [32].
  */
@@ -24,7 +24,10 @@ typedef struct {
   u64 len;
 } slice_t;
 
-#define ACCOUNT_SIZE 217760
+/* The account's size comes from the layout table: the test passes -DACCOUNT_SIZE=... */
+#ifndef ACCOUNT_SIZE
+#error "compile with -DACCOUNT_SIZE=<the coordinator account's size>"
+#endif
 #define REALLOC_PADDING 10240
 
 /* ---- SHA-256 (FIPS 180-4) ---- */

@@ -1,9 +1,11 @@
 /**
- * Random instruction sequences for the differential tests: a run with a random config,
- * five clients and a seeded stream of joins, ticks at random times, warmup witnesses,
- * witnesses (some forged or misdirected), health checks, pauses and resumes, checkpoints
- * and authority instructions from right and wrong signers, each sent through a
- * {@linkcode DualRun} (program and reference model compared after every instruction).
+ * Random instruction sequences for the differential tests: a run with a random config (half of
+ * them verifying a share of each round's results), six clients and a seeded stream of joins,
+ * ticks at random times, warmup witnesses, witnesses (some forged or misdirected), health
+ * checks, verification reports (mostly from seated verifiers, some from strangers or
+ * malformed), pauses and resumes, checkpoints and authority instructions from right and wrong
+ * signers, each sent through a {@linkcode DualRun} (program and reference model compared after
+ * every instruction).
  *
  * @module
  */
@@ -25,17 +27,23 @@ import {
   currentRound,
   isHealthy,
   type NodeIdentity,
+  NUM_EJECTION_RECORDS,
   previousRound,
   roundClients,
   roundSelection,
+  stageSeats,
+  VERIFICATION_EVIDENCE,
 } from "../../core/mod.ts";
 
-/** A valid random config (small times, 8/64/256-client caps). */
+/** A valid random config (small times, 8/64/256-client caps, verification half the time). */
 export function randomConfig(rng: Prng): CoordinatorConfig {
   const maxClients = [8, 64, 256][rng.int(0, 2)];
   const minClients = rng.int(1, 3);
   const epochTime = rng.int(12, 40);
+  const verificationPercent = [0, 0, 0, 10, 50, 100][rng.int(0, 5)];
   return testConfig({
+    verificationPercent,
+    verificationBarEpochs: [0, 1, 2, 0xffff][rng.int(0, 3)], // 65535: barredUntil clamps
     maxClients,
     minClients,
     initMinClients: rng.int(minClients, 4),
@@ -81,6 +89,9 @@ function randomInstruction(
   const client = pick(clients);
   const index = clientIndex(run, client);
   const training = state.runState === "RoundTrain" || state.runState === "RoundWitness";
+  if (state.epochState.verificationTasks.length > 0 && rng.int(0, 2) === 0) {
+    return verificationInstruction(run, rng, clients);
+  }
   // Weight the reports the current state can accept, so runs get deep into epochs.
   let roll = rng.int(0, 99);
   if (training && roll < 44 && rng.int(0, 1) === 0) roll = rng.int(44, 77);
@@ -151,6 +162,10 @@ function randomInstruction(
     const paused = state.runState === "Paused" ? rng.int(0, 4) === 0 : rng.int(0, 3) === 0;
     return [{ kind: "SetPaused", paused }, run.mainAuthority];
   }
+  if (roll < 88 && state.epochState.verificationTasks.length === 0) {
+    // No task to report on: the program must still refuse a report as the machine does.
+    return verificationInstruction(run, rng, clients);
+  }
   if (roll < 90) {
     const repo = rng.int(0, 3) === 0
       ? { kind: "Gcs" as const, repo: { bucket: "bucket", prefix: null } }
@@ -161,6 +176,45 @@ function randomInstruction(
     return [{ kind: "Checkpoint", index: Math.max(index, 0), repo }, client];
   }
   return adminInstruction(run, rng, clients);
+}
+
+/**
+ * A verification report: usually a seat of an open task's current stage reporting as itself
+ * (a pass or, a third of the time, a fail with evidence), sometimes another client, a seat of
+ * the other stage, a report on no task, or a pass carrying evidence.
+ */
+export function verificationInstruction(
+  run: DualRun,
+  rng: Prng,
+  clients: KeyPairSigner[],
+): [CoordinatorInstruction, KeyPairSigner | null] {
+  const state = run.model!.state;
+  const pick = <T>(xs: readonly T[]): T => xs[rng.int(0, xs.length - 1)];
+  const tasks = state.epochState.verificationTasks;
+  const task = tasks.length > 0 && rng.int(0, 9) > 0 ? pick(tasks) : null;
+  let sender = pick(clients);
+  if (task !== null && rng.int(0, 9) > 1) {
+    const seats = rng.int(0, 9) > 0 ? stageSeats(task) : task.seats;
+    const seat = pick(seats);
+    const es = state.epochState;
+    const verifier = [...es.clients, ...es.exitedClients].find((c) =>
+      c.epochIndex === seat.verifier
+    );
+    if (verifier !== undefined) sender = signerOf(clients, verifier.id.signer) ?? sender;
+  }
+  const fail = rng.int(0, 2) === 0;
+  let evidence = fail ? pick(VERIFICATION_EVIDENCE.slice(1)) : VERIFICATION_EVIDENCE[0];
+  if (rng.int(0, 19) === 0) evidence = fail ? "None" : "ResultMismatch"; // refused by the machine
+  return [{
+    kind: "VerificationReport",
+    report: {
+      height: task?.height ?? rng.int(0, 4),
+      trainer: task?.trainer ?? rng.int(0, 5),
+      verdict: fail ? "Fail" : "Pass",
+      evidence,
+      detail: fail ? rng.int(1, 1_000_000) : 0,
+    },
+  }, sender];
 }
 
 /**
@@ -248,6 +302,35 @@ function adminInstruction(
 }
 
 /**
+ * What the model's state shows of verification after an instruction: open tasks, tie-break
+ * stages, rejected results, and each new ejection record's cause (`ejection:Cause`).
+ */
+export function verificationEvents(run: DualRun): string[] {
+  const state = run.model?.state;
+  if (state === undefined) return [];
+  const events: string[] = [];
+  const tasks = state.epochState.verificationTasks;
+  if (tasks.length > 0) events.push("verification:task");
+  if (tasks.some((t) => t.stage === "TieBreak")) events.push("verification:tieBreak");
+  if (state.epochState.rounds.some((r) => r.rejected.length > 0)) {
+    events.push("verification:rejected");
+  }
+  let recorded = seenEjections.get(run);
+  if (recorded === undefined) seenEjections.set(run, recorded = new Set());
+  for (const r of state.ejections) {
+    const marker = `${r.epoch}:${r.signer.join(",")}`; // one record per signer and epoch
+    if (recorded.has(marker)) continue;
+    recorded.add(marker);
+    events.push(`ejection:${r.cause}`);
+    if (recorded.size > NUM_EJECTION_RECORDS) events.push("ejection:oldestDropped");
+    if (r.barredUntil === 0xffff) events.push("ejection:barClamped");
+  }
+  return events;
+}
+
+const seenEjections = new WeakMap<DualRun, Set<string>>();
+
+/**
  * Runs `steps` random instructions of seed `seed` on a new run of `svm` and the model.
  * Returns how often each outcome (`Kind:ok`, `Kind:ErrorName`) and run state was seen.
  */
@@ -267,7 +350,7 @@ export async function differential(
   run.setTime(now);
   await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
   const clients: KeyPairSigner[] = [];
-  for (let i = 0; i < 5; i++) clients.push(await svm.newSigner());
+  for (let i = 0; i < 6; i++) clients.push(await svm.newSigner());
   const seen: Record<string, number> = {};
   for (let step = 0; step < steps; step++) {
     if (rng.int(0, 2) === 0) {
@@ -283,6 +366,7 @@ export async function differential(
     }
     const key = `${ix.kind}:${result.ok ? "ok" : result.error}`;
     seen[key] = (seen[key] ?? 0) + 1;
+    for (const event of verificationEvents(run)) seen[event] = (seen[event] ?? 0) + 1;
     seen[`state:${run.model!.state.runState}`] = (seen[`state:${run.model!.state.runState}`] ?? 0) +
       1;
   }

@@ -119,9 +119,12 @@ const DOCS_ORDER = [
   "witness_t",
   "bloom_t",
   "client_t",
+  "task_t",
+  "seat_t",
   "registration_t",
   "digest_record_t",
   "digest_vote_t",
+  "ejection_t",
 ];
 
 const thousands = (n: number) => n.toLocaleString("en-US");

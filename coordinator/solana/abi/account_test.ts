@@ -132,6 +132,7 @@ function withVerification(): Uint8Array {
   b[OFFSETS.epochState + ES.verificationTasksLen] = 1;
   v.setUint32(taskAt(0, "height"), 2, true);
   v.setUint32(taskAt(0, "deadline"), 4, true);
+  v.setBigUint64(taskAt(0, "openedAt"), 1_700_000_123n, true);
   v.setUint16(taskAt(0, "trainer"), 5, true);
   b[taskAt(0, "stage")] = 1;
   b[taskAt(0, "seatsLen")] = 2;
@@ -161,6 +162,7 @@ Deno.test("account: version 3's verification decodes into the state's shapes", (
     trainer: 5,
     stage: "TieBreak",
     deadline: 4,
+    openedAt: 1_700_000_123,
     seats: [
       { verifier: 1, stage: "Verify", verdict: "Fail", evidence: "ChainBreak", detail: 9000 },
       { verifier: 15, stage: "TieBreak", verdict: null, evidence: "None", detail: 0 },

@@ -134,6 +134,7 @@ function readTask(v: DataView, at: number, p: string, maxClients: number): Verif
   epochIndex(`${p}.trainer`, at + T.trainer, trainer, maxClients);
   const stage = code(`${p}.stage`, at + T.stage, v.getUint8(at + T.stage), VERIFICATION_STAGES);
   const deadline = v.getUint32(at + T.deadline, true);
+  const openedAt = Number(v.getBigUint64(at + T.openedAt, true));
   const seatCount = limit(
     `${p}.seats.length`,
     at + T.seatsLen,
@@ -144,7 +145,7 @@ function readTask(v: DataView, at: number, p: string, maxClients: number): Verif
   for (let i = 0; i < seatCount; i++) {
     seats.push(readSeat(v, at + T.seats + i * SEAT_BYTES, `${p}.seats[${i}]`, maxClients));
   }
-  return { height, trainer, stage, deadline, seats };
+  return { height, trainer, stage, deadline, openedAt, seats };
 }
 
 function readSeat(v: DataView, at: number, p: string, maxClients: number): VerificationSeat {

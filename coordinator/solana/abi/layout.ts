@@ -18,7 +18,7 @@
  * ```ts
  * import { structLayout } from "./layout.ts";
  * const account = structLayout("account_t");
- * if (account.size !== 220_640 || account.offsets.ejections !== 219_228) {
+ * if (account.size !== 220_832 || account.offsets.ejections !== 219_420) {
  *   throw new Error("layout version 3 moved");
  * }
  * ```
@@ -473,8 +473,14 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
     depth: 4,
     comment: "A sampled result under verification (types.ts VerificationTask).",
     fields: [
+      { c: "opened_at", type: "u64", doc: "when the current stage opened (unix seconds)" },
       { c: "height", type: "u32", doc: "the round whose result is verified" },
-      { c: "deadline", type: "u32", doc: "the stage closes when this round's RoundWitness ends" },
+      {
+        c: "deadline",
+        type: "u32",
+        doc: "the stage closes when a RoundWitness of this round or later ends, once it lasted " +
+          "2 × max_round_train_time",
+      },
       { c: "trainer", type: "u16", doc: "the trainer's epoch index" },
       { c: "stage", type: "u8", doc: "`VERIFICATION_STAGES` code" },
       { c: "seats_len", type: "u8", label: "seats length", doc: "≤ 6" },
@@ -484,6 +490,7 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
         dims: ["MAX_TASK_SEATS"],
         doc: "Verify seats first, then TieBreak seats",
       },
+      pad("_pad", 4),
     ],
   },
   {

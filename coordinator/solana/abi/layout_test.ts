@@ -27,14 +27,14 @@ Deno.test("layout version 3: every header offset and structure size stays where 
     model: 264,
     metadata: 816,
     epochState: 1184,
-    registry: 191_224,
-    delegates: 209_656,
-    digestRecordsLen: 217_848,
-    digestVotesLen: 217_849,
-    ejectionsLen: 217_850,
-    digestRecords: 217_852,
-    digestVotes: 218_140,
-    ejections: 219_228,
+    registry: 191_416,
+    delegates: 209_848,
+    digestRecordsLen: 218_040,
+    digestVotesLen: 218_041,
+    ejectionsLen: 218_042,
+    digestRecords: 218_044,
+    digestVotes: 218_332,
+    ejections: 219_420,
   });
   const sizes = Object.fromEntries(LAYOUT_STRUCTS.map((s) => [s.c, structLayout(s.c).size]));
   assert.deepEqual(sizes, {
@@ -47,13 +47,13 @@ Deno.test("layout version 3: every header offset and structure size stays where 
     round_t: 37_952,
     client_t: 72,
     seat_t: 12,
-    task_t: 84,
+    task_t: 96,
     ejection_t: 44,
-    epoch_state_t: 190_040,
+    epoch_state_t: 190_232,
     registration_t: 72,
     digest_record_t: 36,
     digest_vote_t: 34,
-    account_t: 220_640,
+    account_t: 220_832,
   });
   assert.equal(structLayout("model_t").offsets.dataLocation, 148);
   assert.equal(structLayout("config_t").offsets.maxClients, 64);

@@ -301,20 +301,23 @@ _Static_assert(__builtin_offsetof(seat_t, detail) == 8, "seat_t.detail");
 
 /* A sampled result under verification (types.ts VerificationTask). */
 typedef struct {
+  u64 opened_at;
   u32 height;
   u32 deadline;
   u16 trainer;
   u8 stage;
   u8 seats_len;
   seat_t seats[MAX_TASK_SEATS];
+  u8 _pad[4];
 } task_t;
-_Static_assert(sizeof(task_t) == 84, "task_t size");
-_Static_assert(__builtin_offsetof(task_t, height) == 0, "task_t.height");
-_Static_assert(__builtin_offsetof(task_t, deadline) == 4, "task_t.deadline");
-_Static_assert(__builtin_offsetof(task_t, trainer) == 8, "task_t.trainer");
-_Static_assert(__builtin_offsetof(task_t, stage) == 10, "task_t.stage");
-_Static_assert(__builtin_offsetof(task_t, seats_len) == 11, "task_t.seats_len");
-_Static_assert(__builtin_offsetof(task_t, seats) == 12, "task_t.seats");
+_Static_assert(sizeof(task_t) == 96, "task_t size");
+_Static_assert(__builtin_offsetof(task_t, opened_at) == 0, "task_t.opened_at");
+_Static_assert(__builtin_offsetof(task_t, height) == 8, "task_t.height");
+_Static_assert(__builtin_offsetof(task_t, deadline) == 12, "task_t.deadline");
+_Static_assert(__builtin_offsetof(task_t, trainer) == 16, "task_t.trainer");
+_Static_assert(__builtin_offsetof(task_t, stage) == 18, "task_t.stage");
+_Static_assert(__builtin_offsetof(task_t, seats_len) == 19, "task_t.seats_len");
+_Static_assert(__builtin_offsetof(task_t, seats) == 20, "task_t.seats");
 
 /* A client ejected by verification (types.ts EjectionRecord). */
 typedef struct {
@@ -349,7 +352,7 @@ typedef struct {
   client_t exited[MAX_CLIENTS];
   task_t verification_tasks[MAX_VERIFICATION_TASKS];
 } epoch_state_t;
-_Static_assert(sizeof(epoch_state_t) == 190040, "epoch_state_t size");
+_Static_assert(sizeof(epoch_state_t) == 190232, "epoch_state_t size");
 _Static_assert(__builtin_offsetof(epoch_state_t, start_step) == 0, "epoch_state_t.start_step");
 _Static_assert(__builtin_offsetof(epoch_state_t, last_step) == 4, "epoch_state_t.last_step");
 _Static_assert(__builtin_offsetof(epoch_state_t, start_timestamp) == 8, "epoch_state_t.start_timestamp");
@@ -431,7 +434,7 @@ typedef struct {
   ejection_t ejections[NUM_EJECTION_RECORDS];
   u8 _pad3[4];
 } account_t;
-_Static_assert(sizeof(account_t) == 220640, "account_t size");
+_Static_assert(sizeof(account_t) == 220832, "account_t size");
 _Static_assert(__builtin_offsetof(account_t, magic) == 0, "account_t.magic");
 _Static_assert(__builtin_offsetof(account_t, version) == 8, "account_t.version");
 _Static_assert(__builtin_offsetof(account_t, flags) == 12, "account_t.flags");
@@ -454,14 +457,14 @@ _Static_assert(__builtin_offsetof(account_t, config) == 192, "account_t.config")
 _Static_assert(__builtin_offsetof(account_t, model) == 264, "account_t.model");
 _Static_assert(__builtin_offsetof(account_t, metadata) == 816, "account_t.metadata");
 _Static_assert(__builtin_offsetof(account_t, epoch_state) == 1184, "account_t.epoch_state");
-_Static_assert(__builtin_offsetof(account_t, registry) == 191224, "account_t.registry");
-_Static_assert(__builtin_offsetof(account_t, delegates) == 209656, "account_t.delegates");
-_Static_assert(__builtin_offsetof(account_t, digest_records_len) == 217848, "account_t.digest_records_len");
-_Static_assert(__builtin_offsetof(account_t, digest_votes_len) == 217849, "account_t.digest_votes_len");
-_Static_assert(__builtin_offsetof(account_t, ejections_len) == 217850, "account_t.ejections_len");
-_Static_assert(__builtin_offsetof(account_t, digest_records) == 217852, "account_t.digest_records");
-_Static_assert(__builtin_offsetof(account_t, digest_votes) == 218140, "account_t.digest_votes");
-_Static_assert(__builtin_offsetof(account_t, ejections) == 219228, "account_t.ejections");
+_Static_assert(__builtin_offsetof(account_t, registry) == 191416, "account_t.registry");
+_Static_assert(__builtin_offsetof(account_t, delegates) == 209848, "account_t.delegates");
+_Static_assert(__builtin_offsetof(account_t, digest_records_len) == 218040, "account_t.digest_records_len");
+_Static_assert(__builtin_offsetof(account_t, digest_votes_len) == 218041, "account_t.digest_votes_len");
+_Static_assert(__builtin_offsetof(account_t, ejections_len) == 218042, "account_t.ejections_len");
+_Static_assert(__builtin_offsetof(account_t, digest_records) == 218044, "account_t.digest_records");
+_Static_assert(__builtin_offsetof(account_t, digest_votes) == 218332, "account_t.digest_votes");
+_Static_assert(__builtin_offsetof(account_t, ejections) == 219420, "account_t.ejections");
 
 /* "PSYCOORD": written by init_coordinator, checked by every other instruction. */
 static const u8 ACCOUNT_MAGIC[8] = {'P', 'S', 'Y', 'C', 'O', 'O', 'R', 'D'};

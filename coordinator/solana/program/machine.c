@@ -10,8 +10,8 @@
 #define BAR_FILTER_BYTES 512
 static u64 bar_filter(const account_t *a, u8 *filter);
 static bool is_barred(const account_t *a, const u8 *filter, const u8 *signer);
-static void open_verification_tasks(account_t *a);
-static void close_verification_stages(account_t *a, u64 ended_height, u64 seed);
+static void open_verification_tasks(account_t *a, u64 now);
+static void close_verification_stages(account_t *a, u64 ended_height, u64 now, u64 seed);
 static void drop_verification_tasks(account_t *a);
 
 /* 64 x 64 -> 128-bit product. */
@@ -323,7 +323,7 @@ static void tick_round_witness(account_t *a, u64 now, u64 seed) {
   if (!check_timeout(a, now, c->round_witness_time)) return;
   round_t *round = current_round(a);
   /* Verification stages due now close first: whom they eject leaves with this round. */
-  close_verification_stages(a, round->height, seed);
+  close_verification_stages(a, round->height, now, seed);
   tally_digest_votes(a, witness_quorum(expected_witnesses(c, round->clients_len)));
   es->first_round = 0;
   a->step++;
@@ -347,7 +347,7 @@ static void tick_round_witness(account_t *a, u64 now, u64 seed) {
     return;
   }
   start_round_train(a, now, seed);
-  open_verification_tasks(a);
+  open_verification_tasks(a, now);
 }
 
 static void tick_cooldown(account_t *a, u64 now) {

@@ -12,7 +12,7 @@ const svm = await CoordinatorSvm.create();
 const { coordinator } = await measureComputeUnits(256, svm);
 const bytes = svm.accountBytes(coordinator)!;
 
-Deno.bench("litesvm: a tick transaction on a 256-client run (a 220,640-byte account)", async () => {
+Deno.bench("litesvm: a tick transaction on a 256-client run (a 220,832-byte account)", async () => {
   await svm.send(coordinator, { kind: "Tick" });
 });
 

@@ -296,7 +296,7 @@ static void stage_counts(const task_t *t, u64 *seats, u64 *passes, u64 *fails) {
  * round h - 1's batch assignments with round h's seed and opens a task per sampled trainer still
  * Healthy (a gone one has its result rejected instead).
  */
-static void open_verification_tasks(account_t *a) {
+static void open_verification_tasks(account_t *a, u64 now) {
   epoch_state_t *es = &a->epoch_state;
   const round_t *current = current_round(a);
   u64 percent = a->config.verification_percent;
@@ -329,8 +329,8 @@ static void open_verification_tasks(account_t *a) {
     u64 index = order[sampled[k]];
     if (index >= then_len) continue;
     u16 trainer = then[index];
-    const client_t *now = live_client(a, trainer);
-    if (now == NULL || now->state != CS_HEALTHY) {
+    const client_t *present = live_client(a, trainer);
+    if (present == NULL || present->state != CS_HEALTHY) {
       /* Gone before the sample: its result is not applied, so leaving dodges nothing. */
       set_bit(results->rejected, trainer);
       continue;
@@ -350,23 +350,26 @@ static void open_verification_tasks(account_t *a) {
     t->trainer = trainer;
     t->stage = STAGE_VERIFY;
     t->deadline = current->height + VERIFICATION_STAGE_ROUNDS - 1;
+    t->opened_at = now;
     for (u64 s = 0; s < n; s++) add_seat(t, seats[s], STAGE_VERIFY);
   }
 }
 
 /*
  * verification.ts closeVerificationStages: closes every stage whose deadline is `ended_height`
- * or earlier, with the tick's seed for tie-breakers. Tasks are visited oldest first; a closed one
- * leaves its slot to the next.
+ * or earlier and which has lasted verificationStageSeconds (twice max_round_train_time) by `now`,
+ * with the tick's seed for tie-breakers. Tasks are visited oldest first; a closed one leaves its
+ * slot to the next.
  */
-static void close_verification_stages(account_t *a, u64 ended_height, u64 seed) {
+static void close_verification_stages(account_t *a, u64 ended_height, u64 now, u64 seed) {
   epoch_state_t *es = &a->epoch_state;
+  u64 lasts = 2 * a->config.max_round_train_time;
   draw_t tie;
   bool seeded = false;
   u64 i = 0;
   while (i < es->verification_tasks_len) {
     task_t *t = &es->verification_tasks[i];
-    if (t->deadline > ended_height) {
+    if (t->deadline > ended_height || now < t->opened_at + lasts) {
       i++;
       continue;
     }
@@ -406,6 +409,7 @@ static void close_verification_stages(account_t *a, u64 ended_height, u64 seed) 
     }
     t->stage = STAGE_TIE_BREAK;
     t->deadline = (u32)(ended_height + VERIFICATION_STAGE_ROUNDS);
+    t->opened_at = now;
     for (u64 s = 0; s < n; s++) add_seat(t, breakers[s], STAGE_TIE_BREAK);
     i++;
   }

@@ -27,6 +27,8 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
   "bench-rounds": { flag: "--rounds" },
   "bench-report": { flag: "--quick" },
   "bench-link": { flag: "--rate" },
+  "bench-verify": { flag: "--steps" },
+  "bench-verify-loss": { flag: "--steps" },
   "compare-optimizers": { flag: "--learning-rate" },
   "build-program": { flag: "--clang" },
   layout: { flag: "--check" },

@@ -18,7 +18,8 @@
  *
  * @module
  */
-import { parseArgs } from "node:util";
+import { parseOrExit } from "../../cli/entry.ts";
+import { UsageError } from "../../common/mod.ts";
 import {
   ATTACKS_IN_BENCH,
   type BenchItem,
@@ -28,59 +29,68 @@ import {
   type VerifierSummary,
 } from "./replay_roles.ts";
 
-const USAGE = `deno task bench-verify [--steps N] [--honest K] [--verifier-backend vulkan|gl]
-  --steps N             training steps (default 60)
-  --honest K            honest trainers per step (default 8): K replays of honest results a step
-  --verifier-backend B  the verifier's WebGPU backend: vulkan (lavapipe) or gl (default gl)
-  --seq-len T           tokens per sequence (default 128)
-  --json                one JSON object instead of the human summary
-  --help                this text`;
+/** The flags of `deno task bench-verify`. */
+const BENCH_VERIFY_SPEC = {
+  usage: "deno task bench-verify [--steps N] [--honest K] [--verifier-backend vulkan|gl]",
+  summary: "Verification by replay, honest and attacked: trainers in one process, a verifier " +
+    "on lavapipe's Vulkan or GL backend in another, every result judged as a seated verifier " +
+    "judges it; the verdicts counted per kind of result.",
+  flags: {
+    steps: { type: "string", value: "N", description: "training steps", default: "60" },
+    honest: {
+      type: "string",
+      value: "K",
+      description: "honest trainers per step: K honest replays a step",
+      default: "8",
+    },
+    "verifier-backend": {
+      type: "string",
+      value: "B",
+      description: "the verifier's WebGPU backend: vulkan (lavapipe) or gl",
+      default: "gl",
+    },
+    "seq-len": { type: "string", value: "T", description: "tokens per sequence", default: "128" },
+    json: { type: "boolean", description: "one JSON object instead of the human summary" },
+    role: { type: "string", value: "ROLE", description: "internal: trainer or verifier" },
+    dir: { type: "string", value: "DIR", description: "internal: the folder the roles share" },
+  },
+  footer: "Exit status: 0 no honest result failed and every attack was caught, 1 otherwise.",
+} as const;
+
+function positive(name: string, value: string | undefined): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) {
+    throw new UsageError(`--${name} must be a positive integer, found "${value}"`);
+  }
+  return n;
+}
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({
-    args: Deno.args,
-    options: {
-      steps: { type: "string", default: "60" },
-      honest: { type: "string", default: "8" },
-      "verifier-backend": { type: "string", default: "gl" },
-      "seq-len": { type: "string", default: "128" },
-      role: { type: "string" },
-      dir: { type: "string" },
-      json: { type: "boolean", default: false },
-      help: { type: "boolean", default: false },
-    },
-    strict: true,
-  });
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
-  const steps = Number(values.steps), honest = Number(values.honest);
-  const seqLen = Number(values["seq-len"]);
-  for (
-    const [name, v] of [["--steps", steps], ["--honest", honest], ["--seq-len", seqLen]] as const
-  ) {
-    if (!Number.isInteger(v) || v < 1) {
-      console.error(`${name} must be a positive integer\n${USAGE}`);
-      return 2;
+  const o = parseOrExit(BENCH_VERIFY_SPEC, ({ values }) => {
+    const backend = values["verifier-backend"];
+    if (backend !== "vulkan" && backend !== "gl") {
+      throw new UsageError(`--verifier-backend must be vulkan or gl, found "${backend}"`);
     }
-  }
-  const backend = values["verifier-backend"];
-  if (backend !== "vulkan" && backend !== "gl") {
-    console.error(`--verifier-backend must be vulkan or gl, found ${backend}\n${USAGE}`);
-    return 2;
-  }
-  const options = { steps, honest, seqLen, dir: values.dir ?? "" };
-  if (values.role === "trainer") {
-    await runTrainerProcess(options);
+    return {
+      steps: positive("steps", values.steps),
+      honest: positive("honest", values.honest),
+      seqLen: positive("seq-len", values["seq-len"]),
+      backend: backend as "vulkan" | "gl",
+      json: values.json ?? false,
+      role: values.role,
+      dir: values.dir ?? "",
+    };
+  });
+  if (o.role === "trainer") {
+    await runTrainerProcess(o);
     return 0;
   }
-  if (values.role === "verifier") {
-    const summary = await runVerifierProcess(options);
+  if (o.role === "verifier") {
+    const summary = await runVerifierProcess(o);
     console.log(JSON.stringify(summary));
     return 0;
   }
-  return await orchestrate({ ...options, backend, json: values.json });
+  return await orchestrate(o);
 }
 
 async function orchestrate(

@@ -59,3 +59,4 @@ export {
   stepRanges,
 } from "./agreement.ts";
 export { runProblems, type StopReason } from "./verdict.ts";
+export { type HeldOutLoss, heldOutLoss, type HeldOutOptions } from "./held_out.ts";

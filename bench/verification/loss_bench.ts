@@ -1,0 +1,182 @@
+/**
+ * `deno task bench-verify-loss`: what one attacker in four clients does to the model, with and
+ * without verification, and what verification costs a run (docs/benchmarks.md, "Verification").
+ *
+ * Each scenario is a real testnet of the demo's model and data (config/demo: the 1.9M-parameter
+ * Llama over Brown bytes, a TCP data server) with 4 clients and a global batch of 8, run to
+ * `--steps` steps; the held-out loss of the final checkpoint is measured on validation text no
+ * client trained on, as the demo does. Scenarios:
+ *
+ * - `clean`: 4 honest clients, `verification_percent = 0`;
+ * - `attacked`: 3 honest clients and one that folds its negated gradient (`negate`), no
+ *   verification;
+ * - `defended`: the same attacker, `verification_percent = 10` (one of four results sampled a
+ *   round);
+ * - `verified-10`, `verified-25`: 4 honest clients at 10% and 25%, for verification's share of the
+ *   round time against `clean`.
+ *
+ * @module
+ */
+import { join } from "node:path";
+import { parseOrExit } from "../../cli/entry.ts";
+import { UsageError } from "../../common/mod.ts";
+import { heldOutLoss, REPO_ROOT, Testnet } from "../../client/testnet/mod.ts";
+
+interface Scenario {
+  readonly name: string;
+  readonly percent: number;
+  readonly attack: string | null;
+}
+
+const SCENARIOS: readonly Scenario[] = [
+  { name: "clean", percent: 0, attack: null },
+  { name: "attacked", percent: 0, attack: "negate" },
+  { name: "defended", percent: 10, attack: "negate" },
+  { name: "verified-10", percent: 10, attack: null },
+  { name: "verified-25", percent: 25, attack: null },
+];
+
+/** What one scenario measured. */
+interface Outcome {
+  readonly name: string;
+  readonly steps: number;
+  readonly heldOutLoss: number;
+  /** Mean seconds between the ends of consecutive rounds. */
+  readonly roundSeconds: number;
+  readonly ejections: string[];
+  /** Results of the attacker applied by client-1 (batches not rejected). */
+  readonly attackerApplied: number;
+  readonly verifications: number;
+  readonly replayMs: number;
+  readonly seconds: number;
+}
+
+async function runScenario(s: Scenario, steps: number): Promise<Outcome> {
+  const demo = join(REPO_ROOT, "config", "demo");
+  const folder = await Deno.makeTempDir({ prefix: `psyche-verify-loss-${s.name}-` });
+  const state = (await Deno.readTextFile(join(demo, "state.toml")))
+    .replace(/^min_clients = .*$/m, "min_clients = 2")
+    .replace(/^init_min_clients = .*$/m, "init_min_clients = 4")
+    .replace(/^global_batch_size_start = .*$/m, "global_batch_size_start = 8")
+    .replace(/^global_batch_size_end = .*$/m, "global_batch_size_end = 8")
+    .replace(/^verification_percent = .*$/m, `verification_percent = ${s.percent}`)
+    .replace(/^epoch_time = .*$/m, "epoch_time = 100000")
+    .replace(/^total_steps = .*$/m, `total_steps = ${steps}`)
+    .replace(/^warmup_time = .*$/m, "warmup_time = 60");
+  await Deno.writeTextFile(join(folder, "state.toml"), state);
+  const data = (await Deno.readTextFile(join(demo, "data.toml")))
+    .replace(/^dir = "(.*)"$/m, (_, d) => `dir = ${JSON.stringify(join(demo, d))}`);
+  await Deno.writeTextFile(join(folder, "data.toml"), data);
+  const checkpoints = join(folder, "checkpoints");
+  const events: { label: string; event: Record<string, unknown> }[] = [];
+  const started = performance.now();
+  const net = await Testnet.start({
+    configPath: folder,
+    numClients: 4,
+    write: null,
+    logs: "json",
+    checkpointDir: checkpoints,
+    onEvent: (label, _kind, event) => events.push({ label, event }),
+    clientEnv: (label) =>
+      s.attack !== null && label === "client-4" ? { PSYCHE_FAULT_ATTACK: s.attack } : undefined,
+  });
+  const finished = () => events.some((e) => e.label === "coordinator" && e.event.to === "Finished");
+  const deadline = Date.now() + 40 * 60_000;
+  while (!finished()) {
+    if (Date.now() > deadline) {
+      await net.stop();
+      throw new Error(`${s.name}: the run did not finish in 40 minutes`);
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const attackerKey = net.clientKey("client-4");
+  await net.stop();
+  const dir = join(checkpoints, "client-1");
+  const last = [...Deno.readDirSync(dir)].map((e) => e.name).sort((a, b) =>
+    Number(a.split("step").at(-1)) - Number(b.split("step").at(-1))
+  ).at(-1)!;
+  const loss = await heldOutLoss({
+    modelFolder: join(dir, last),
+    runId: "llama-bytes-brown",
+    validationDir: join(REPO_ROOT, "data", "corpus", "brown-bytes", "validation"),
+    seqLen: 256,
+    sequences: 64,
+  });
+  const ends = events.filter((e) => e.label === "coordinator" && e.event.event === "round_end")
+    .map((e) => Date.parse(String(e.event.time)));
+  const roundSeconds = ends.length < 2 ? NaN : (ends.at(-1)! - ends[0]) / 1000 / (ends.length - 1);
+  const verifications = events.filter((e) => e.event.event === "verification");
+  const attackerBatches = new Set(
+    events.filter((e) => e.label === "client-4" && e.event.event === "train")
+      .map((e) => String(e.event.batch)),
+  );
+  const applied = events.filter((e) => e.label === "client-1" && e.event.event === "apply");
+  const rejected = new Set(applied.flatMap((e) => (e.event.rejected as unknown[]).map(String)));
+  await Deno.remove(folder, { recursive: true }).catch(() => {});
+  return {
+    name: s.name,
+    steps,
+    heldOutLoss: loss.loss,
+    roundSeconds,
+    ejections: events.filter((e) => e.label === "coordinator" && e.event.event === "ejected")
+      .map((e) => `${e.event.client === attackerKey ? "attacker" : "honest"} ${e.event.cause}`),
+    attackerApplied: s.attack === null
+      ? 0
+      : [...attackerBatches].filter((b) => !rejected.has(b)).length,
+    verifications: verifications.length,
+    replayMs: verifications.length === 0
+      ? 0
+      : verifications.reduce((a, e) => a + Number(e.event.replay_ms), 0) / verifications.length,
+    seconds,
+  };
+}
+
+/** The flags of `deno task bench-verify-loss`. */
+const BENCH_VERIFY_LOSS_SPEC = {
+  usage: "deno task bench-verify-loss [--steps N] [--only SCENARIO]",
+  summary: "One attacker in four clients on the demo's model, with and without verification, " +
+    "and verification's share of the round time; the held-out loss of each run's final " +
+    `checkpoint. Scenarios: ${SCENARIOS.map((s) => s.name).join(", ")}.`,
+  flags: {
+    steps: { type: "string", value: "N", description: "steps each run trains", default: "40" },
+    only: { type: "string", value: "SCENARIO", description: "run only this scenario" },
+  },
+} as const;
+
+async function main(): Promise<number> {
+  const { steps, chosen } = parseOrExit(BENCH_VERIFY_LOSS_SPEC, ({ values }) => {
+    const steps = Number(values.steps);
+    if (!Number.isInteger(steps) || steps < 5) {
+      throw new UsageError(`--steps must be an integer of at least 5, found "${values.steps}"`);
+    }
+    const chosen = values.only === undefined
+      ? SCENARIOS
+      : SCENARIOS.filter((s) => s.name === values.only);
+    if (chosen.length === 0) {
+      throw new UsageError(
+        `--only must name a scenario (${SCENARIOS.map((s) => s.name).join(", ")}), found ` +
+          `"${values.only}"`,
+      );
+    }
+    return { steps, chosen };
+  });
+  const loadBefore = Deno.loadavg();
+  for (const s of chosen) {
+    const o = await runScenario(s, steps);
+    console.log(JSON.stringify(o));
+    console.log(
+      `${o.name.padEnd(12)} held-out loss ${o.heldOutLoss.toFixed(4)} after ${o.steps} steps; ` +
+        `round ${o.roundSeconds.toFixed(2)} s; ${o.verifications} verifications (replay ` +
+        `${o.replayMs.toFixed(0)} ms); attacker results applied ${o.attackerApplied}; ` +
+        `ejections: ${o.ejections.join(", ") || "none"} (${o.seconds.toFixed(0)} s)`,
+    );
+  }
+  console.log(
+    `load ${loadBefore[0].toFixed(2)} -> ${Deno.loadavg()[0].toFixed(2)}, ` +
+      new Date().toISOString(),
+  );
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main());

@@ -352,6 +352,12 @@ export interface VerificationTask {
   deadline: number;
   /** When the current stage opened (seconds, as the machine's `now`). */
   openedAt: number;
+  /**
+   * The verdict a majority reached, or null. A decided task stays open until its stage closes:
+   * every seat still owes its report (a silent one is ejected as idle then, and a late report
+   * against the decision is ejected at once).
+   */
+  decided: VerificationVerdict | null;
   /** Stage seats first, tie-break seats after them; at most 2 × VERIFIERS_PER_TASK. */
   seats: VerificationSeat[];
 }

@@ -13,13 +13,15 @@
  *    dodge a sample).
  * 2. {@linkcode verificationReport}: a seated verifier says Pass or Fail. As soon as a majority of
  *    the stage's seats agree the task is decided: on Fail the trainer is ejected, on Pass the
- *    accusers are; either way every seat on the losing side is.
+ *    accusers are; either way every seat on the losing side is, including one that reports
+ *    against the decision later. A decided task stays open until its stage closes, so a seat that
+ *    leaves its report to the others is still found idle.
  * 3. {@linkcode closeVerificationStages}, when a RoundWitness ends at or after the stage's deadline
  *    round and the stage has lasted {@linkcode verificationStageSeconds} (twice the run's
  *    `max_round_train_time`: a replay costs about a training step, so fast rounds never leave a
- *    verifier less time than that): seats that never reported are ejected as idle; a stage with a
- *    fail but no majority goes to a tie-break stage of fresh seats; passes alone decide Pass;
- *    nothing at all drops the task.
+ *    verifier less time than that): seats that never reported are ejected as idle; a decided task
+ *    closes; an undecided stage with a fail but no majority goes to a tie-break stage of fresh
+ *    seats; passes alone decide Pass; nothing at all drops the task.
  * 4. {@linkcode dropVerificationTasks} at the epoch's end.
  *
  * An ejected client is marked `Ejected` (it leaves at the end of the round), its results of the
@@ -263,6 +265,7 @@ export function openVerificationTasks(state: CoordinatorState, now: number): voi
       stage: "Verify",
       deadline: current.height + VERIFICATION_STAGE_ROUNDS - 1,
       openedAt: now,
+      decided: null,
       seats: seats.map((v) => newSeat(v, "Verify")),
     });
   }
@@ -352,6 +355,14 @@ export function verificationReport(
   seat.verdict = report.verdict;
   seat.evidence = report.evidence;
   seat.detail = report.detail;
+  if (task.decided !== null) {
+    // Late, after a majority decided: a report against the decision is a lie like any other.
+    if (report.verdict !== task.decided) {
+      const cause = task.decided === "Fail" ? "FalseVouch" : "FalseAccusation";
+      eject(state, reporter.epochIndex, cause, "None", state.epochState.startStep + task.height);
+    }
+    return CHANGED;
+  }
   const seats = stageSeats(task);
   const need = verificationMajority(seats.length);
   const count = (v: VerificationVerdict) => seats.filter((s) => s.verdict === v).length;
@@ -380,18 +391,22 @@ export function closeVerificationStages(
     for (const s of seats) {
       if (s.verdict === null) eject(state, s.verifier, "IdleVerifier", "None", step);
     }
+    if (task.decided !== null) {
+      removeTask(state, task);
+      continue;
+    }
     const fails = seats.filter((s) => s.verdict === "Fail").length;
     const passes = seats.filter((s) => s.verdict === "Pass").length;
     if (task.stage === "TieBreak") {
       const need = verificationMajority(seats.length);
       if (fails >= need) decide(state, task, "Fail");
       else if (passes >= need) decide(state, task, "Pass");
-      else removeTask(state, task);
+      removeTask(state, task);
       continue;
     }
     if (fails === 0) {
       if (passes > 0) decide(state, task, "Pass");
-      else removeTask(state, task);
+      removeTask(state, task);
       continue;
     }
     // An accusation without a majority either way: fresh seats break the tie.
@@ -423,12 +438,12 @@ function removeTask(state: CoordinatorState, task: VerificationTask): void {
 }
 
 /**
- * Applies a decision: on Fail the trainer is ejected with the evidence of the first fail of the
- * deciding stage; every seat (of either stage) that said the opposite is ejected as a false
- * voucher or accuser. The task closes.
+ * Applies a decision, once: on Fail the trainer is ejected with the evidence of the first fail of
+ * the deciding stage; every seat (of either stage) that already said the opposite is ejected as a
+ * false voucher or accuser. The task stays open, decided, until its stage closes.
  */
 function decide(state: CoordinatorState, task: VerificationTask, verdict: VerificationVerdict) {
-  removeTask(state, task);
+  task.decided = verdict;
   const step = state.epochState.startStep + task.height;
   if (verdict === "Fail") {
     const first = stageSeats(task).find((s) => s.verdict === "Fail");

@@ -157,7 +157,8 @@ Deno.test("a majority of fails ejects the trainer, rejects its unapplied results
   assert.equal(clientOf(state, task.trainer).state, "Healthy", "one fail is not a majority");
   report(state, task, 1, "Fail");
   assert.equal(clientOf(state, task.trainer).state, "Ejected");
-  assert.equal(state.epochState.verificationTasks.length, 0);
+  assert.equal(task.decided, "Fail");
+  assert.equal(state.epochState.verificationTasks.length, 1, "open until its stage closes");
   // Round 0's results apply when round 2 starts, round 1's when round 3 does: both rejected.
   assert.deepEqual(roundByHeight(state, 0)!.rejected, [task.trainer]);
   assert.deepEqual(roundByHeight(state, 1)!.rejected, [task.trainer]);
@@ -171,8 +172,9 @@ Deno.test("a majority of fails ejects the trainer, rejects its unapplied results
     barredUntil: 4,
   });
   assert.equal(state.ejections.length, 1, "the agreeing verifiers are not ejected");
-  // The third seat is too late: the task is decided.
-  assert.throws(() => report(state, task, 2, "Fail"), /InvalidVerification: no open task/);
+  // The third seat still owes its report; agreeing late changes nothing.
+  report(state, task, 2, "Fail");
+  assert.equal(state.ejections.length, 1);
   // The ejected client leaves with the round.
   d.fullRound();
   assert.ok(!state.epochState.clients.some((c) => c.epochIndex === task.trainer));
@@ -205,6 +207,35 @@ Deno.test("a majority of passes clears the trainer and ejects its accuser", () =
     "None",
   ]]);
   assert.deepEqual(roundByHeight(state, 0)!.rejected, [task.seats[0].verifier]);
+});
+
+Deno.test("a decided task stays open: a late contrary report is ejected, a silent seat is idle", () => {
+  for (const decided of ["Pass", "Fail"] as const) {
+    const other = decided === "Pass" ? "Fail" : "Pass";
+    const late = verifyingRun(5);
+    const task = onlyTask(late.state);
+    report(late.state, task, 0, decided);
+    report(late.state, task, 1, decided);
+    assert.equal(task.decided, decided);
+    report(late.state, task, 2, other);
+    assert.equal(clientOf(late.state, task.seats[2].verifier).state, "Ejected");
+    assert.equal(
+      late.state.ejections.at(-1)!.cause,
+      decided === "Pass" ? "FalseAccusation" : "FalseVouch",
+    );
+
+    const silent = verifyingRun(5);
+    const quiet = onlyTask(silent.state);
+    report(silent.state, quiet, 0, decided);
+    report(silent.state, quiet, 1, decided);
+    silent.fullRound();
+    silent.fullRound(); // round 2 ends: the stage closes
+    assert.equal(silent.state.epochState.verificationTasks.length, 0);
+    assert.deepEqual(
+      silent.state.ejections.filter((r) => r.cause === "IdleVerifier").map((r) => r.signer),
+      [clientOf(silent.state, quiet.seats[2].verifier).id.signer],
+    );
+  }
 });
 
 Deno.test("refused reports change nothing", () => {
@@ -314,7 +345,7 @@ Deno.test("a tie-break without a majority, or without anyone left to break it, d
   report(d.state, task, 0, "Fail");
   report(d.state, task, 1, "Pass");
   report(d.state, task, 2, "Pass"); // decided: Pass
-  assert.equal(d.state.epochState.verificationTasks.length, 0);
+  assert.equal(task.decided, "Pass");
 
   const e = verifyingRun(6);
   const t = onlyTask(e.state);

@@ -478,10 +478,12 @@ function readTask(r: Reader, p: string, maxClients: number): VerificationTask {
   const stage = r.code(`${p}.stage`, VERIFICATION_STAGES);
   const deadline = r.u32(`${p}.deadline`);
   const openedAt = r.seconds(`${p}.openedAt`);
+  const decidedCode = r.code(`${p}.decided`, SEAT_VERDICT_KINDS);
+  const decided = decidedCode === "None" ? null : decidedCode;
   const n = r.count(`${p}.seats.length`, 2 * VERIFIERS_PER_TASK, 1);
   const seats: VerificationSeat[] = [];
   for (let i = 0; i < n; i++) seats.push(readSeat(r, `${p}.seats[${i}]`, maxClients));
-  return { height, trainer, stage, deadline, openedAt, seats };
+  return { height, trainer, stage, deadline, openedAt, decided, seats };
 }
 
 /** Version 5's tail: the open verification tasks and the ejection records. */

@@ -520,6 +520,7 @@ function writeTask(w: Writer, p: string, t: VerificationTask, maxClients: number
   w.code(`${p}.stage`, t.stage, VERIFICATION_STAGES);
   w.u32(`${p}.deadline`, t.deadline);
   w.seconds(`${p}.openedAt`, t.openedAt);
+  w.code(`${p}.decided`, t.decided ?? "None", SEAT_VERDICT_KINDS);
   w.list<VerificationSeat>(
     `${p}.seats`,
     t.seats,

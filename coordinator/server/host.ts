@@ -59,7 +59,6 @@ import {
   tick as machineTick,
   untrainedBatchCount,
   type VerificationEvidence,
-  verificationMajority,
   verificationReport,
   type VerificationStage,
   type VerificationTask,
@@ -865,22 +864,14 @@ export class CoordinatorHost {
     if (es.startStep === startStep) {
       for (const t of before) {
         if (es.verificationTasks.includes(t)) continue;
-        const trainer = this.#epochClientKey(t.trainer);
         const seats = t.seats.filter((s) => s.stage === t.stage);
-        const passes = seats.filter((s) => s.verdict === "Pass").length;
-        const fails = seats.filter((s) => s.verdict === "Fail").length;
-        const failed = newRecords.some((r) =>
-          r.cause === "FailedVerification" && toHex(r.signer) === trainer
-        );
-        const passed = !failed && (passes >= verificationMajority(seats.length) ||
-          (t.stage === "Verify" && fails === 0 && passes > 0));
         this.#events.push({
           kind: "VerificationClosed",
           height: t.height,
-          trainer,
-          outcome: failed ? "failed" : passed ? "passed" : "undecided",
-          passes,
-          fails,
+          trainer: this.#epochClientKey(t.trainer),
+          outcome: t.decided === "Fail" ? "failed" : t.decided === "Pass" ? "passed" : "undecided",
+          passes: seats.filter((s) => s.verdict === "Pass").length,
+          fails: seats.filter((s) => s.verdict === "Fail").length,
         });
       }
     }

@@ -271,6 +271,7 @@ function task(maxClients: number, time: fc.Arbitrary<number>): fc.Arbitrary<Veri
     stage: fc.constantFrom(...VERIFICATION_STAGES),
     deadline: u32,
     openedAt: time,
+    decided: fc.constantFrom(null, "Pass" as const, "Fail" as const),
     seats: fc.array(seat(maxClients), { maxLength: 2 * VERIFIERS_PER_TASK }),
   });
 }

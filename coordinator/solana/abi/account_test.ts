@@ -163,6 +163,7 @@ Deno.test("account: version 3's verification decodes into the state's shapes", (
     stage: "TieBreak",
     deadline: 4,
     openedAt: 1_700_000_123,
+    decided: null,
     seats: [
       { verifier: 1, stage: "Verify", verdict: "Fail", evidence: "ChainBreak", detail: 9000 },
       { verifier: 15, stage: "TieBreak", verdict: null, evidence: "None", detail: 0 },

@@ -135,6 +135,8 @@ function readTask(v: DataView, at: number, p: string, maxClients: number): Verif
   const stage = code(`${p}.stage`, at + T.stage, v.getUint8(at + T.stage), VERIFICATION_STAGES);
   const deadline = v.getUint32(at + T.deadline, true);
   const openedAt = Number(v.getBigUint64(at + T.openedAt, true));
+  const decidedCode = v.getUint8(at + T.decided);
+  const decided = code(`${p}.decided`, at + T.decided, decidedCode, SEAT_VERDICT_KINDS);
   const seatCount = limit(
     `${p}.seats.length`,
     at + T.seatsLen,
@@ -145,7 +147,15 @@ function readTask(v: DataView, at: number, p: string, maxClients: number): Verif
   for (let i = 0; i < seatCount; i++) {
     seats.push(readSeat(v, at + T.seats + i * SEAT_BYTES, `${p}.seats[${i}]`, maxClients));
   }
-  return { height, trainer, stage, deadline, openedAt, seats };
+  return {
+    height,
+    trainer,
+    stage,
+    deadline,
+    openedAt,
+    decided: decided === "None" ? null : decided,
+    seats,
+  };
 }
 
 function readSeat(v: DataView, at: number, p: string, maxClients: number): VerificationSeat {

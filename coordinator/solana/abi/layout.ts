@@ -490,7 +490,12 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
         dims: ["MAX_TASK_SEATS"],
         doc: "Verify seats first, then TieBreak seats",
       },
-      pad("_pad", 4),
+      {
+        c: "decided",
+        type: "u8",
+        doc: "0 not yet, 1 Pass, 2 Fail: decided tasks stay open until the stage closes",
+      },
+      pad("_pad", 3),
     ],
   },
   {

@@ -308,7 +308,8 @@ typedef struct {
   u8 stage;
   u8 seats_len;
   seat_t seats[MAX_TASK_SEATS];
-  u8 _pad[4];
+  u8 decided;
+  u8 _pad[3];
 } task_t;
 _Static_assert(sizeof(task_t) == 96, "task_t size");
 _Static_assert(__builtin_offsetof(task_t, opened_at) == 0, "task_t.opened_at");
@@ -318,6 +319,7 @@ _Static_assert(__builtin_offsetof(task_t, trainer) == 16, "task_t.trainer");
 _Static_assert(__builtin_offsetof(task_t, stage) == 18, "task_t.stage");
 _Static_assert(__builtin_offsetof(task_t, seats_len) == 19, "task_t.seats_len");
 _Static_assert(__builtin_offsetof(task_t, seats) == 20, "task_t.seats");
+_Static_assert(__builtin_offsetof(task_t, decided) == 92, "task_t.decided");
 
 /* A client ejected by verification (types.ts EjectionRecord). */
 typedef struct {

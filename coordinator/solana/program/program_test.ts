@@ -1016,17 +1016,20 @@ Deno.test("verification_report: refused with the machine's codes, accepted from 
   }]);
   assert.equal(unsigned.code, programErrorNumber("MissingSignature"));
   run.check();
-  // A second pass decides the task (2 of 3): it closes, nobody is ejected.
+  // A second pass decides the task (2 of 3), nobody is ejected; it stays open until its stage
+  // closes, so the third seat still reports (and would be found idle otherwise).
   await run.expectOk(ix({}), second);
-  assert.equal(run.model!.state.epochState.verificationTasks.length, 3);
+  assert.equal(run.model!.state.epochState.verificationTasks.length, 4);
+  assert.equal(run.model!.state.epochState.verificationTasks[0].decided, "Pass");
+  await run.expectOk(ix({}), bySeat(stageSeats(task)[2].verifier));
+  await run.expectError(ix({}), second, "InvalidVerification");
   assert.deepEqual(run.model!.state.ejections, []);
-  await run.expectError(ix({}), bySeat(stageSeats(task)[2].verifier), "InvalidVerification");
   // A pause ends the epoch after this round: its open tasks still take reports in Cooldown,
   // where no result is rejected any more; the epoch's end drops them.
   await run.expectOk({ kind: "SetPaused", paused: true }, run.mainAuthority);
   t = await finishRound(run, clients, t);
   assert.equal(run.model!.state.runState, "Cooldown");
-  const late = run.model!.state.epochState.verificationTasks;
+  const late = run.model!.state.epochState.verificationTasks.filter((t) => t.decided === null);
   assert.equal(late.length, 3);
   await run.expectOk({
     kind: "VerificationReport",
@@ -1069,7 +1072,7 @@ Deno.test("verification: a failed result ejects its trainer and a false voucher,
   await run.expectOk({ kind: "VerificationReport", report: { ...on, ...fail } }, accuser);
   await run.expectOk({ kind: "VerificationReport", report: { ...on, ...fail } }, second);
   let state = run.model!.state;
-  assert.deepEqual(state.epochState.verificationTasks, []);
+  assert.deepEqual(state.epochState.verificationTasks.map((t) => t.decided), ["Fail"]);
   const stateOf = (c: KeyPairSigner) => state.epochState.clients[clientIndex(run, c)].state;
   assert.equal(stateOf(trainer), "Ejected");
   assert.equal(stateOf(voucher), "Ejected");

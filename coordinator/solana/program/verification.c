@@ -5,9 +5,10 @@
  *
  * - open_verification_tasks, when round h starts: samples round h - 1's batches with round h's
  *   seed and seats VERIFIERS_PER_TASK other Healthy clients per sampled trainer;
- * - verification_report: a seated verifier's Pass or Fail, decided by a strict majority;
+ * - verification_report: a seated verifier's Pass or Fail, decided by a strict majority; a
+ *   decided task stays open, so a late contrary report is ejected too;
  * - close_verification_stages, when a round's RoundWitness ends: idle seats are ejected, a
- *   contested stage goes to fresh tie-breakers;
+ *   decided task closes, a contested one goes to fresh tie-breakers;
  * - the bar: ejection records keep a signer out of the epochs below its barred_until.
  *
  * Every draw is one sha256 syscall and a committee takes at most MAX_COMMITTEE_DRAWS of them
@@ -250,33 +251,35 @@ static void remove_task(account_t *a, u64 at) {
   es->verification_tasks_len = (u8)(n - 1);
 }
 
+/* The cause of ejecting a seat that said the opposite of `verdict`. */
+static u8 contrary_cause(u8 verdict) {
+  return verdict == VERDICT_FAIL ? CAUSE_FALSE_VOUCH : CAUSE_FALSE_ACCUSATION;
+}
+
 /*
- * verification.ts decide: closes task `at`; on Fail the trainer is ejected with the evidence of
- * the first fail of the deciding stage; every seat of either stage that said the opposite is
- * ejected as a false voucher or accuser.
+ * verification.ts decide, once per task: on Fail the trainer is ejected with the evidence of the
+ * first fail of the deciding stage; every seat of either stage that already said the opposite is
+ * ejected as a false voucher or accuser. The task stays open, decided, until its stage closes.
  */
-static void decide(account_t *a, u64 at, u8 verdict) {
+static void decide(account_t *a, task_t *task, u8 verdict) {
   epoch_state_t *es = &a->epoch_state;
-  task_t task;
-  mem_copy(&task, &es->verification_tasks[at], sizeof(task_t));
-  remove_task(a, at);
-  u32 step = es->start_step + task.height;
+  task->decided = verdict;
+  u32 step = es->start_step + task->height;
   if (verdict == VERDICT_FAIL) {
     u8 evidence = EVIDENCE_NONE;
-    for (u64 i = 0; i < task.seats_len; i++) {
-      const seat_t *s = &task.seats[i];
-      if (s->stage == task.stage && s->verdict == VERDICT_FAIL) {
+    for (u64 i = 0; i < task->seats_len; i++) {
+      const seat_t *s = &task->seats[i];
+      if (s->stage == task->stage && s->verdict == VERDICT_FAIL) {
         evidence = s->evidence;
         break;
       }
     }
-    eject(a, task.trainer, CAUSE_FAILED_VERIFICATION, evidence, step);
+    eject(a, task->trainer, CAUSE_FAILED_VERIFICATION, evidence, step);
   }
-  for (u64 i = 0; i < task.seats_len; i++) {
-    const seat_t *s = &task.seats[i];
+  for (u64 i = 0; i < task->seats_len; i++) {
+    const seat_t *s = &task->seats[i];
     if (s->verdict == VERDICT_NONE || s->verdict == verdict) continue;
-    eject(a, s->verifier, verdict == VERDICT_FAIL ? CAUSE_FALSE_VOUCH : CAUSE_FALSE_ACCUSATION,
-          EVIDENCE_NONE, step);
+    eject(a, s->verifier, contrary_cause(verdict), EVIDENCE_NONE, step);
   }
 }
 
@@ -358,8 +361,8 @@ static void open_verification_tasks(account_t *a, u64 now) {
 /*
  * verification.ts closeVerificationStages: closes every stage whose deadline is `ended_height`
  * or earlier and which has lasted verificationStageSeconds (twice max_round_train_time) by `now`,
- * with the tick's seed for tie-breakers. Tasks are visited oldest first; a closed one leaves its
- * slot to the next.
+ * with the tick's seed for tie-breakers: idle seats are ejected, a decided task closes. Tasks are
+ * visited oldest first; a closed one leaves its slot to the next.
  */
 static void close_verification_stages(account_t *a, u64 ended_height, u64 now, u64 seed) {
   epoch_state_t *es = &a->epoch_state;
@@ -377,18 +380,22 @@ static void close_verification_stages(account_t *a, u64 ended_height, u64 now, u
     for (u64 s = 0; s < t->seats_len; s++)
       if (t->seats[s].stage == t->stage && t->seats[s].verdict == VERDICT_NONE)
         eject(a, t->seats[s].verifier, CAUSE_IDLE_VERIFIER, EVIDENCE_NONE, step);
+    if (t->decided != VERDICT_NONE) {
+      remove_task(a, i);
+      continue;
+    }
     u64 seats, passes, fails;
     stage_counts(t, &seats, &passes, &fails);
     if (t->stage == STAGE_TIE_BREAK) {
       u64 need = majority(seats);
-      if (fails >= need) decide(a, i, VERDICT_FAIL);
-      else if (passes >= need) decide(a, i, VERDICT_PASS);
-      else remove_task(a, i);
+      if (fails >= need) decide(a, t, VERDICT_FAIL);
+      else if (passes >= need) decide(a, t, VERDICT_PASS);
+      remove_task(a, i);
       continue;
     }
     if (fails == 0) {
-      if (passes > 0) decide(a, i, VERDICT_PASS);
-      else remove_task(a, i);
+      if (passes > 0) decide(a, t, VERDICT_PASS);
+      remove_task(a, i);
       continue;
     }
     /* An accusation without a majority either way: fresh seats break the tie. */
@@ -470,11 +477,18 @@ static u64 verification_report(account_t *a, const u8 *from, const report_msg_t 
   seat->verdict = m->fail ? VERDICT_FAIL : VERDICT_PASS;
   seat->evidence = m->evidence;
   seat->detail = m->detail;
+  if (t->decided != VERDICT_NONE) {
+    /* Late, after a majority decided: a report against the decision is a lie like any other. */
+    if (seat->verdict != t->decided)
+      eject(a, reporter->epoch_index, contrary_cause(t->decided), EVIDENCE_NONE,
+            es->start_step + t->height);
+    return 0;
+  }
   u64 seats, passes, fails;
   stage_counts(t, &seats, &passes, &fails);
   u64 need = majority(seats);
-  if (fails >= need) decide(a, at, VERDICT_FAIL);
-  else if (passes >= need) decide(a, at, VERDICT_PASS);
+  if (fails >= need) decide(a, t, VERDICT_FAIL);
+  else if (passes >= need) decide(a, t, VERDICT_PASS);
   return 0;
 }
 

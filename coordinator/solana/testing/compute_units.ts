@@ -69,7 +69,7 @@ export interface ComputeUnitReport {
 
 /** Compute units of verification (a run with `verificationPercent` 100). */
 export interface VerificationUnits {
-  /** A report that decides nothing (the first of a stage). */
+  /** A report that decides nothing (the first of a stage, or one after the decision). */
   report: number;
   /** The report that decides a pass (the second of three seats). */
   decidePass: number;
@@ -289,10 +289,14 @@ export async function measureComputeUnits(
       witnessMax = Math.max(witnessMax, r.computeUnits);
       witnessTransactionBytes = Math.max(witnessTransactionBytes, r.transactionBytes);
     }
-    // Two of each task's three seats pass: the second report decides, nobody is ejected.
-    for (const task of csvm.coordinatorAccount(coordinator).state.epochState.verificationTasks) {
+    // Every seat of the new tasks passes: the second report decides, the third comes after the
+    // decision (the task stays open until its stage closes); nobody is ejected.
+    const opened = csvm.coordinatorAccount(coordinator).state.epochState.verificationTasks
+      .filter((t) => t.decided === null);
+    for (const task of opened) {
       verification.report = Math.max(verification.report, await verify(task, "Pass"));
       verification.decidePass = Math.max(verification.decidePass, await verify(task, "Pass"));
+      verification.report = Math.max(verification.report, await verify(task, "Pass"));
     }
     csvm.setClock(now += 10, BigInt(10 + round));
     tickNextRound = Math.max(
@@ -325,9 +329,10 @@ export async function measureComputeUnits(
     // others get one fail each and no more, so when their stage closes (round 4's end) they go
     // to tie-breakers and their two silent seats are ejected.
     const [first, ...rest] = csvm.coordinatorAccount(coordinator).state.epochState
-      .verificationTasks;
+      .verificationTasks.filter((t) => t.decided === null);
     await verify(first, "Fail");
     verification.decideFail = await verify(first, "Fail");
+    await verify(first, "Fail");
     for (const task of rest) await verify(task, "Fail");
     verification.stagesClosed = rest.length;
     for (let round = 3; round < 5; round++) {

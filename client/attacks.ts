@@ -10,7 +10,8 @@
  * - `other-data`: trains on other sequences than its assignment (a data-poisoning stand-in);
  * - `free-ride`: trains nothing and republishes another member's result of the round as its own;
  * - `false-accuse`: as a verifier, reports every result it is seated for as failed, unchecked;
- * - `idle-verifier`: as a verifier, never reports.
+ * - `idle-verifier`: as a verifier, never reports;
+ * - `idle-witness`: as an elected witness, never reports.
  *
  * The pure transformations of published results live here; the client applies them where it
  * trains, publishes and verifies.
@@ -30,6 +31,7 @@ export const ATTACKS = [
   "free-ride",
   "false-accuse",
   "idle-verifier",
+  "idle-witness",
 ] as const;
 /** One of {@link ATTACKS}. */
 export type Attack = typeof ATTACKS[number];

@@ -867,6 +867,7 @@ export class TrainingClient {
 
   async #witness(intent: Extract<Intent, { kind: "SendWitness" }>): Promise<void> {
     const { backend, exchange, logger } = this.#o;
+    if (this.#o.faults?.attack === "idle-witness") return;
     const witness = exchange.results.witnessReport(intent.height, intent.proof);
     const previous = exchange.results.tracker(intent.height - 1);
     const elapsedMs = Math.max(1, this.#now() - this.#round.startMs);

@@ -11,7 +11,8 @@
  * - its results are rejected from the honest clients' applies once it is ejected;
  * - the honest clients hold one model at every step, never lose a member of their own to a false
  *   verdict, and keep training after the attacker is gone.
- * A lying verifier accuses honest results: the honest trainers stay, the liar is ejected.
+ * A lying verifier accuses honest results: the honest trainers stay, the liar is ejected; a silent
+ * verifier and a silent witness are ejected as idle.
  *
  * The data are random tokens (not zeros: a result computed on other data must differ).
  *
@@ -182,14 +183,20 @@ Deno.test({
 });
 
 Deno.test({
-  name: "a verifier that accuses honest results is ejected and one that stays silent too; " +
-    "no honest trainer is removed",
+  name: "a verifier that accuses honest results is ejected, one that stays silent too, and a " +
+    "silent witness; no honest trainer is removed",
   sanitizeResources: false,
   sanitizeOps: false,
 }, async () => {
-  await runWithAttackers("verifiers", ["false-accuse", "idle-verifier"], (events, key) => {
+  const attackers = ["false-accuse", "idle-verifier", "idle-witness"] as const;
+  await runWithAttackers("verifiers", attackers, (events, key) => {
     assert.equal(ejection(events, key("client-4")).cause, "FalseAccusation");
     assert.equal(ejection(events, key("client-5")).cause, "IdleVerifier");
+    // Every client is an elected witness (6 seats, a quorum of 4): the silent one goes at the end
+    // of its first round.
+    const idle = ejection(events, key("client-6"));
+    assert.equal(idle.cause, "IdleWitness");
+    assert.equal(Number(idle.step), firstTrained(events, "client-6"));
     // The liar's accusations failed no honest trainer's result.
     const honest = new Set(["client-1", "client-2", "client-3"].map(key));
     const failedHonest = events.filter((e) =>

@@ -55,6 +55,7 @@ import {
   barredUntil,
   closeVerificationStages,
   dropVerificationTasks,
+  ejectIdleWitnesses,
   openVerificationTasks,
 } from "./verification.ts";
 import {
@@ -334,8 +335,10 @@ function tickRoundWitness(state: CoordinatorState, now: number, seed: bigint): O
   const { config, epochState: es, progress } = state;
   if (!checkTimeout(state, now, config.roundWitnessTime)) return UNCHANGED;
   const round = currentRound(state);
-  // Verification stages due now close first: whom they eject leaves with this round.
+  // Verification stages due now close first, and idle witnesses are found: whom they eject
+  // leaves with this round.
   closeVerificationStages(state, round.height, now, seed);
+  ejectIdleWitnesses(state, round);
   // The round's witnesses voted for the parameters of its step (before the step moves on).
   tallyDigestVotes(state, roundWitnessQuorum(config, round));
   es.firstRound = false;

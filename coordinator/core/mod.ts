@@ -56,6 +56,7 @@ export {
   barredUntil,
   closeVerificationStages,
   dropVerificationTasks,
+  ejectIdleWitnesses,
   findVerificationTask,
   isRejected,
   MAX_COMMITTEE_DRAWS,

@@ -362,12 +362,13 @@ export interface VerificationTask {
   seats: VerificationSeat[];
 }
 
-/** Why a client was ejected, in wire-code order (0..3). Append only. */
+/** Why a client was ejected, in wire-code order (0..4). Append only. */
 export const EJECTION_CAUSES = [
   "FailedVerification",
   "FalseAccusation",
   "FalseVouch",
   "IdleVerifier",
+  "IdleWitness",
 ] as const;
 export type EjectionCause = typeof EJECTION_CAUSES[number];
 

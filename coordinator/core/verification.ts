@@ -44,7 +44,9 @@ import {
   roundAssignments,
   roundByHeight,
   roundClients,
+  roundSelection,
 } from "./machine_queries.ts";
+import { roundWitnessQuorum } from "./witness_quorum.ts";
 import {
   type Client,
   type CoordinatorState,
@@ -55,6 +57,7 @@ import {
   MIN_VERIFIERS_PER_TASK,
   type NodeIdentity,
   NUM_EJECTION_RECORDS,
+  type Round,
   VERIFICATION_EVIDENCE,
   VERIFICATION_STAGE_ROUNDS,
   type VerificationEvidence,
@@ -369,6 +372,28 @@ export function verificationReport(
   if (count("Fail") >= need) decide(state, task, "Fail");
   else if (count("Pass") >= need) decide(state, task, "Pass");
   return CHANGED;
+}
+
+/**
+ * Under verification, when round `round`'s RoundWitness ends with a quorum of its witnesses
+ * reported: every elected witness of the round still Healthy that never reported is ejected as
+ * IdleWitness. A witness reports as soon as RoundWitness starts, and the round waited for it until
+ * all witnesses reported or `max_round_train_time` passed, so by now silence is a choice or a
+ * crash; either way the seat did no work. A round short of its quorum is not judged here: nobody
+ * proved the network was up (the TCP server withdraws and backs off its silent witnesses).
+ */
+export function ejectIdleWitnesses(state: CoordinatorState, round: Round): void {
+  if (state.config.verificationPercent === 0) return;
+  if (round.witnesses.length < roundWitnessQuorum(state.config, round)) return;
+  const reported = new Set(round.witnesses.map((w) => w.proof.index));
+  const then = roundClients(state, round.height);
+  const step = state.epochState.startStep + round.height;
+  for (const index of roundSelection(state.config, round).witnessIndices()) {
+    if (reported.has(index) || then[index] === undefined) continue;
+    const epochIndex = then[index].epochIndex;
+    const live = state.epochState.clients.find((c) => c.epochIndex === epochIndex);
+    if (live?.state === "Healthy") eject(state, epochIndex, "IdleWitness", "None", step);
+  }
 }
 
 /**

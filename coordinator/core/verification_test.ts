@@ -4,7 +4,10 @@ import {
   identity,
   RunDriver,
   testState,
+  witnessIndices,
+  witnessReport,
 } from "../../tests/support/coordinator_fixtures.ts";
+import { witness } from "./machine_witness.ts";
 import { CoordinatorError } from "./errors.ts";
 import { roundByHeight } from "./machine_queries.ts";
 import { withdraw } from "./machine_membership.ts";
@@ -236,6 +239,41 @@ Deno.test("a decided task stays open: a late contrary report is ejected, a silen
       [clientOf(silent.state, quiet.seats[2].verifier).id.signer],
     );
   }
+});
+
+/**
+ * Round 1 of `verifyingRun(5)` (5 witnesses, quorum 3) with only `reporting` of its witnesses
+ * reporting, run to its end by the timers; returns the silent ones' signers.
+ */
+function roundWithSilentWitnesses(d: RunDriver, reporting: number): Uint8Array[] {
+  const indices = witnessIndices(d.state);
+  const everyone = d.state.epochState.clients.map((c) => c.id);
+  for (const index of indices.slice(0, reporting)) {
+    const from = d.state.epochState.clients[index].id;
+    witness(d.state, from, witnessReport(d.state, index, everyone), d.now);
+  }
+  d.tick(d.state.config.maxRoundTrainTime); // the silent witnesses hold RoundTrain to its limit
+  assert.equal(d.state.runState, "RoundWitness");
+  d.witnessTimeout();
+  return indices.slice(reporting).map((i) => clientOf(d.state, i).id.signer);
+}
+
+Deno.test("an elected witness silent in a round that reached its quorum is ejected as idle", () => {
+  const d = verifyingRun(5);
+  d.state.config.verificationPercent = 10;
+  const silent = roundWithSilentWitnesses(d, 4);
+  assert.deepEqual(d.state.ejections.map((r) => [r.cause, r.signer, r.step]), [
+    ["IdleWitness", silent[0], d.state.epochState.startStep + 1],
+  ]);
+  assert.equal(d.state.epochState.clients.length, 4, "it left with the round");
+
+  // Not without verification, and not in a round short of its quorum (the network may be down).
+  const off = verifyingRun(5);
+  roundWithSilentWitnesses(off, 4);
+  const short = verifyingRun(5);
+  short.state.config.verificationPercent = 10;
+  roundWithSilentWitnesses(short, 2);
+  assert.deepEqual([...off.state.ejections, ...short.state.ejections], []);
 });
 
 Deno.test("refused reports change nothing", () => {

@@ -214,6 +214,7 @@ const EJECTION_CAUSES: Readonly<Record<EjectionCause, string>> = {
   FalseAccusation: "accused an honest result",
   FalseVouch: "vouched for a failed result",
   IdleVerifier: "did not report as a verifier",
+  IdleWitness: "did not report as a witness",
 };
 
 /** How an epoch's end reads in the human log, by cause. */

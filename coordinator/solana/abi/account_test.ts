@@ -214,7 +214,7 @@ Deno.test("account: verification defects name their field", () => {
   broken((b) => b[seatAt(1, "evidence")] = 1, /seats\[1\]\.evidence$/);
   broken((b) => b[rejectedAt(2) + 2] = 1, /^epochState\.rounds\[2\]\.rejected$/, rejectedAt(2) + 2);
   broken((b) => b[OFFSETS.ejectionsLen] = 33, /^ejections\.length$/);
-  broken((b) => b[OFFSETS.ejections + EJECTION.offsets.cause] = 4, /^ejections\[0\]\.cause$/);
+  broken((b) => b[OFFSETS.ejections + EJECTION.offsets.cause] = 5, /^ejections\[0\]\.cause$/);
   broken((b) => b[OFFSETS.ejections + EJECTION.offsets.evidence] = 7, /^ejections\[0\]\.evidence$/);
 });
 

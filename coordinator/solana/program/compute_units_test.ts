@@ -35,10 +35,14 @@ Deno.test("compute units: verification at 256 clients, every round sampled", asy
     assert.ok(units > 0, `${key} was measured`);
   }
   // Measured (docs/solana-program.md, "Costs"): a report ~7,300, the round tick that samples
-  // four results ~52,000, the tick that closes three contested stages ~77,000. Reports and
-  // sampling ticks fit the default 200k budget with room; a tick closing many stages at once
-  // may not, so the backend and the operator's `tick` ask for the whole transaction budget.
+  // four results ~56,000, the tick that closes three contested stages ~46,000, the one that
+  // ejects 11 idle witnesses ~109,000. Reports and sampling ticks fit the default 200k budget
+  // with room; a tick closing many stages at once may not, so the backend and the operator's
+  // `tick` ask for the whole transaction budget.
   assert.ok(Math.max(v.report, v.decidePass, v.decideFail) < 20_000, JSON.stringify(v));
   assert.ok(r.tickNextRound < 100_000, `sampling tick: ${r.tickNextRound}`);
   assert.ok(v.tickCloseStages < 150_000, `closing tick: ${v.tickCloseStages}`);
+  // 32 witnesses, a quorum of 21: the other 11 are ejected as idle, in one pass of the shuffle.
+  assert.equal(v.idleWitnesses, 11);
+  assert.ok(v.tickIdleWitnesses < 200_000, `idle witnesses tick: ${v.tickIdleWitnesses}`);
 });

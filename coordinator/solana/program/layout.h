@@ -119,6 +119,7 @@ enum {
   CAUSE_FALSE_ACCUSATION = 1,
   CAUSE_FALSE_VOUCH = 2,
   CAUSE_IDLE_VERIFIER = 3,
+  CAUSE_IDLE_WITNESS = 4,
 };
 
 typedef struct {

@@ -12,6 +12,7 @@ static u64 bar_filter(const account_t *a, u8 *filter);
 static bool is_barred(const account_t *a, const u8 *filter, const u8 *signer);
 static void open_verification_tasks(account_t *a, u64 now);
 static void close_verification_stages(account_t *a, u64 ended_height, u64 now, u64 seed);
+static void eject_idle_witnesses(account_t *a, const round_t *round);
 static void drop_verification_tasks(account_t *a);
 
 /* 64 x 64 -> 128-bit product. */
@@ -322,8 +323,10 @@ static void tick_round_witness(account_t *a, u64 now, u64 seed) {
   const config_t *c = &a->config;
   if (!check_timeout(a, now, c->round_witness_time)) return;
   round_t *round = current_round(a);
-  /* Verification stages due now close first: whom they eject leaves with this round. */
+  /* Verification stages due now close first, and idle witnesses are found: whom they eject
+     leaves with this round. */
   close_verification_stages(a, round->height, now, seed);
+  eject_idle_witnesses(a, round);
   tally_digest_votes(a, witness_quorum(expected_witnesses(c, round->clients_len)));
   es->first_round = 0;
   a->step++;

@@ -66,6 +66,39 @@ static u64 shuffled_index(u64 index, u64 total, const u8 *seed) {
   return idx;
 }
 
+/*
+ * The indices at `positions` (k of them) of the swap-or-not permutation of [0, total): every round
+ * is its own inverse, so running the rounds backwards undoes shuffled_index. The rounds are the
+ * outer loop, so each round's pivot is hashed once for all k, and its bits once per block met.
+ */
+static void unshuffled_indices(const u64 *positions, u64 k, u64 total, const u8 *seed, u64 *out) {
+  u8 buf[37];
+  u8 pivot_digest[32], bits[32];
+  mem_copy(buf, seed, 32);
+  for (u64 i = 0; i < k; i++) out[i] = positions[i];
+  for (u64 round = SHUFFLE_ROUND_COUNT; round-- > 0;) {
+    buf[32] = (u8)round;
+    sha256_2(buf, 33, NULL, 0, pivot_digest);
+    u64 pivot = rd64(pivot_digest) % total;
+    u64 hashed_block = ~0ull;
+    for (u64 i = 0; i < k; i++) {
+      u64 idx = out[i];
+      u64 flip = (pivot + total - idx) % total;
+      u64 pos = idx > flip ? idx : flip;
+      u64 block = pos / 256;
+      if (block != hashed_block) {
+        buf[33] = (u8)block;
+        buf[34] = (u8)(block >> 8);
+        buf[35] = (u8)(block >> 16);
+        buf[36] = (u8)(block >> 24);
+        sha256_2(buf, 37, NULL, 0, bits);
+        hashed_block = block;
+      }
+      if ((bits[(pos % 256) >> 3] >> (pos % 8)) & 1) out[i] = flip;
+    }
+  }
+}
+
 /* sha256(sha256(u64le(random_seed)) || salt). */
 static void salted_seed(u64 random_seed, const char *salt, u64 salt_len, u8 *out) {
   u8 le[8];

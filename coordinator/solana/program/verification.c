@@ -422,6 +422,46 @@ static void close_verification_stages(account_t *a, u64 ended_height, u64 now, u
   }
 }
 
+/*
+ * verification.ts ejectIdleWitnesses: under verification, when round `round`'s RoundWitness ends
+ * with a quorum of reports, the elected witnesses that never reported and are still Healthy are
+ * ejected as idle, in index order. Only the silent seats' positions (at most half of the seats
+ * once a quorum reported) are mapped back to indices, in one pass of the shuffle's rounds.
+ */
+static void eject_idle_witnesses(account_t *a, const round_t *round) {
+  const config_t *c = &a->config;
+  if (c->verification_percent == 0 || round->clients_len == 0) return;
+  if (round->witnesses_len < witness_quorum(expected_witnesses(c, round->clients_len))) return;
+  u64 seats = witness_seats(c) < round->clients_len ? witness_seats(c) : round->clients_len;
+  u64 silent[MAX_WITNESSES], indices[MAX_WITNESSES];
+  u64 k = 0;
+  for (u64 p = 0; p < seats && p < MAX_WITNESSES; p++) {
+    bool reported = false;
+    for (u64 w = 0; w < round->witnesses_len && !reported; w++)
+      reported = round->witnesses[w].position == p;
+    if (!reported) silent[k++] = p;
+  }
+  if (k == 0) return;
+  u8 seed[32];
+  salted_seed(round->random_seed, "witness", 7, seed);
+  unshuffled_indices(silent, k, round->clients_len, seed, indices);
+  for (u64 i = 1; i < k; i++) /* index order, as the TypeScript visits them */
+    for (u64 j = i; j > 0 && indices[j - 1] > indices[j]; j--) {
+      u64 tmp = indices[j];
+      indices[j] = indices[j - 1];
+      indices[j - 1] = tmp;
+    }
+  u16 then[MAX_CLIENTS];
+  u64 then_len = round_epoch_indices(a, round->height, then);
+  u32 step = a->epoch_state.start_step + round->height;
+  for (u64 i = 0; i < k; i++) {
+    if (indices[i] >= then_len) continue;
+    const client_t *live = live_client(a, then[indices[i]]);
+    if (live != NULL && live->state == CS_HEALTHY)
+      eject(a, then[indices[i]], CAUSE_IDLE_WITNESS, EVIDENCE_NONE, step);
+  }
+}
+
 /* A report as the instruction carries it (the TCP server's Verification request's fields). */
 typedef struct {
   u32 height;

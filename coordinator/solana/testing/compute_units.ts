@@ -35,6 +35,7 @@ import {
   previousRound,
   roundClients,
   roundSelection,
+  roundWitnessQuorum,
   sha256,
   stageSeats,
   type VerificationTask,
@@ -79,6 +80,10 @@ export interface VerificationUnits {
   tickCloseStages: number;
   /** Tasks whose stage that tick closed. */
   stagesClosed: number;
+  /** The round tick after a round whose witnesses just made their quorum: the rest are idle. */
+  tickIdleWitnesses: number;
+  /** Silent witnesses that tick ejected. */
+  idleWitnesses: number;
 }
 
 /** Options of {@linkcode measureComputeUnits}. */
@@ -229,6 +234,8 @@ export async function measureComputeUnits(
     decideFail: 0,
     tickCloseStages: 0,
     stagesClosed: 0,
+    tickIdleWitnesses: 0,
+    idleWitnesses: 0,
   };
   /**
    * The next silent seat of the task's current stage held by a Healthy client says `verdict`;
@@ -358,6 +365,30 @@ export async function measureComputeUnits(
       const tick = must(await send({ kind: "Tick" }, null), "tick round").computeUnits;
       if (round === 4) verification.tickCloseStages = tick;
     }
+    // Round 5: a bare quorum of its witnesses report; the silent rest are ejected at its end.
+    acc = csvm.coordinatorAccount(coordinator);
+    const round = currentRound(acc.state);
+    const quorum = roundWitnessQuorum(acc.state.config, round);
+    const healthy = roundSelection(acc.state.config, round).witnessIndices()
+      .filter((i) => acc.state.epochState.clients[i]?.state === "Healthy");
+    for (const i of healthy.slice(0, quorum)) {
+      const live = csvm.coordinatorAccount(coordinator);
+      must(
+        await send(
+          { kind: "Witness", witness: report(live, i, everyone, false), paramsDigest: DIGEST },
+          signerOf(live, i),
+        ),
+        "witness",
+      );
+    }
+    const idleBefore = idleWitnessRecords(csvm.coordinatorAccount(coordinator));
+    csvm.setClock(now += 60, 40n);
+    must(await send({ kind: "Tick" }, null), "tick train timeout");
+    csvm.setClock(now += 10, 41n);
+    verification.tickIdleWitnesses = must(await send({ kind: "Tick" }, null), "tick idle")
+      .computeUnits;
+    verification.idleWitnesses = idleWitnessRecords(csvm.coordinatorAccount(coordinator)) -
+      idleBefore;
   }
   return {
     coordinator,
@@ -374,6 +405,10 @@ export async function measureComputeUnits(
     accountBytes: ACCOUNT_SIZE,
     verification,
   };
+}
+
+function idleWitnessRecords(acc: CoordinatorAccount): number {
+  return acc.state.ejections.filter((r) => r.cause === "IdleWitness").length;
 }
 
 function encodeAddress(bytes: Uint8Array): string {

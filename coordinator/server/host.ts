@@ -52,6 +52,7 @@ import {
   type Outcome,
   previousRound,
   roundAssignments,
+  roundByHeight,
   roundClients,
   roundSelection,
   roundWitnessQuorum,
@@ -756,14 +757,18 @@ export class CoordinatorHost {
   /**
    * Whether `client` may fetch `batch` from the run's data server now: only a Healthy
    * client of the epoch, only the batch assigned to it in the current round or the one
-   * before (a slow client may still be fetching that one).
+   * before (a slow client may still be fetching that one), or the batch of a result it holds
+   * a verifier seat for (its replay trains on the trainer's assignment, rounds later and in
+   * Cooldown too).
    */
   authorizeData(client: Uint8Array, batch: BatchId): DataVerdict {
     const { state } = this;
-    const inEpoch = state.epochState.clients.some((c) =>
+    const me = state.epochState.clients.find((c) =>
       c.state === "Healthy" && equalBytes(c.id.signer, client)
     );
-    if (!inEpoch || (state.runState !== "RoundTrain" && state.runState !== "RoundWitness")) {
+    if (me === undefined) return "NotInThisRound";
+    if (this.#seatedFor(me.epochIndex, batch)) return "Allowed";
+    if (state.runState !== "RoundTrain" && state.runState !== "RoundWitness") {
       return "NotInThisRound";
     }
     const rounds = [currentRound(state), previousRound(state)];
@@ -774,11 +779,25 @@ export class CoordinatorHost {
       );
       if (index < 0) continue;
       const mine = roundAssignments(state, round).find((a) => a.clientIndex === index);
-      if (mine !== undefined && mine.batch.start === batch.start && mine.batch.end === batch.end) {
-        return "Allowed";
-      }
+      if (mine !== undefined && sameBatch(mine.batch, batch)) return "Allowed";
     }
     return "WrongDataIdForStep";
+  }
+
+  /** Whether client `epochIndex` holds a seat of an open task whose trainer was assigned `batch`. */
+  #seatedFor(epochIndex: number, batch: BatchId): boolean {
+    const { state } = this;
+    for (const task of state.epochState.verificationTasks) {
+      if (!task.seats.some((s) => s.verifier === epochIndex)) continue;
+      const round = roundByHeight(state, task.height);
+      if (round === null) continue;
+      const index = roundClients(state, task.height).findIndex((c) =>
+        c.epochIndex === task.trainer
+      );
+      const assigned = roundAssignments(state, round).find((a) => a.clientIndex === index);
+      if (assigned !== undefined && sameBatch(assigned.batch, batch)) return true;
+    }
+    return false;
   }
 
   /**
@@ -909,4 +928,8 @@ export class CoordinatorHost {
       if (c.state === "Dropped") this.#backOff(name, "HealthCheck");
     }
   }
+}
+
+function sameBatch(a: BatchId, b: BatchId): boolean {
+  return a.start === b.start && a.end === b.end;
 }

@@ -12,6 +12,8 @@ import {
   currentRound,
   NO_DIGEST,
   roundAssignments,
+  roundByHeight,
+  roundClients,
   roundSelection,
   unhealthyTrainers,
   type WitnessMetadata,
@@ -834,6 +836,17 @@ Deno.test("verification: a sample opens a task, two fails eject the trainer, its
   const byIndex = (i: number) => host.state.epochState.clients.find((c) => c.epochIndex === i)!;
   const trainer = byIndex(task.trainer);
   const seats = task.seats.map((s) => byIndex(s.verifier));
+  // A seated verifier may fetch the trainer's batch of that round (its replay's input), rounds
+  // later; a client without a seat may not.
+  const sampledRound = roundByHeight(host.state, task.height)!;
+  const trainerIndex = roundClients(host.state, task.height).indexOf(trainer);
+  const sampled = roundAssignments(host.state, sampledRound)
+    .find((a) => a.clientIndex === trainerIndex)!.batch;
+  const unseated = host.state.epochState.clients.find((c) => c !== trainer && !seats.includes(c))!;
+  const current = roundAssignments(host.state, currentRound(host.state)).map((a) => a.batch);
+  assert.ok(!current.some((b) => b.start === sampled.start), "the batch is not the round's");
+  assert.equal(host.authorizeData(seats[0].id.signer, sampled), "Allowed");
+  assert.equal(host.authorizeData(unseated.id.signer, sampled), "WrongDataIdForStep");
   const report = (i: number, requestId: number) =>
     host.handle(
       seats[i].id.signer,

@@ -94,6 +94,12 @@ export interface ClientEvents {
     replay_ms: number;
     note: string | null;
   };
+  /**
+   * A verification of round `round`'s result failed with `error` before giving a verdict (a data
+   * server or peer that did not answer, a GPU error); the seat still owes its report, so it runs
+   * again.
+   */
+  verification_retry: { round: number; attempt: number; error: string };
   /** The coordinator ejected this client (verification); it sits out until `barred_until`. */
   ejected: { epoch: number; step: number; cause: string; evidence: string; barred_until: number };
   /**
@@ -185,6 +191,7 @@ export function clientEventLevel(event: ClientEventName): LogLevel {
     case "peer_unreachable":
     case "disconnected":
     case "reconnecting":
+    case "verification_retry":
       return "warn";
     default:
       return "info";
@@ -256,6 +263,8 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `verified ${e.trainer.slice(0, 12)}…'s result of step ${e.step}: ${e.verdict}` +
         (e.verdict === "Fail" ? ` (${e.evidence}, ${e.detail_ppm} ppm)` : "") +
         (e.note === null ? `, replayed in ${fmt(e.replay_ms, 0)} ms` : ` (${e.note})`);
+    case "verification_retry":
+      return `verifying round ${e.round} failed (attempt ${e.attempt}): ${e.error}; trying again`;
     case "ejected":
       return `EJECTED by verification at step ${e.step} (${e.cause}` +
         (e.evidence === "None" ? "" : `, ${e.evidence}`) +

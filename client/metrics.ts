@@ -293,6 +293,7 @@ export function reduceClientMetrics(
     case "model_snapshot":
     case "saved_on_exit":
     case "reconnecting":
+    case "verification_retry":
     case "pull_failed":
     case "outdated":
       return m;

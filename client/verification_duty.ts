@@ -22,7 +22,7 @@ import { currentHeight, memberIndexOf } from "./round_view.ts";
 import { keptParamHeights } from "./state/verify.ts";
 import type { NetworkTrainer } from "./trainer.ts";
 import { hashFromBytes } from "./p2p/content_store.ts";
-import { toHex } from "../common/mod.ts";
+import { sleep, toHex } from "../common/mod.ts";
 import { CoordinatorError, type CoordinatorState, roundClients } from "../coordinator/core/mod.ts";
 import type { DataProvider } from "../data/mod.ts";
 import {
@@ -54,6 +54,8 @@ export interface VerificationDutyOptions {
 const REPLAY_AGE = 1;
 /** How long a `free-ride` attacker waits for a result of the round to copy, ms. */
 const FREE_RIDE_WAIT_MS = 20_000;
+/** Milliseconds between attempts at a verification that failed while its seat is still owed. */
+const VERIFY_RETRY_MS = 1_000;
 
 /** One client's verification duties; dispose it with the trainer it was made for. */
 export class VerificationDuty implements Disposable {
@@ -153,23 +155,24 @@ export class VerificationDuty implements Disposable {
         replayMs: 0,
         note: "false-accuse attack: not checked",
       }
-      : await verifyResult(
-        {
-          results: exchange.results,
-          shape: this.#shape,
-          fetchState: ({ digest, provider, expectedSize, signal }) =>
-            exchange.payloads.fetch(hashFromBytes(digest), {
-              providers: [provider],
-              expectedSize,
-              signal,
-            }),
-          replay: (args) =>
-            this.#o.onGpu(() => this.#replayer.replay({ ...args, data: this.#o.data, signal })),
-        },
-        state,
-        task,
-        signal,
-      );
+      : await this.#withRetries(task, () =>
+        verifyResult(
+          {
+            results: exchange.results,
+            shape: this.#shape,
+            fetchState: ({ digest, provider, expectedSize, signal }) =>
+              exchange.payloads.fetch(hashFromBytes(digest), {
+                providers: [provider],
+                expectedSize,
+                signal,
+              }),
+            replay: (args) =>
+              this.#o.onGpu(() => this.#replayer.replay({ ...args, data: this.#o.data, signal })),
+          },
+          state,
+          task,
+          signal,
+        ));
     let note = outcome.note;
     try {
       await backend.sendVerificationReport({
@@ -201,6 +204,30 @@ export class VerificationDuty implements Disposable {
   }
 
   /** Whether the newest state still has the task's stage open with this client's seat empty. */
+  /**
+   * Runs `verification` until it gives a verdict, again after a failure (a data server or a peer
+   * that did not answer, a GPU error) while the seat still owes its report: silence is ejected as
+   * idle, so a verifier gives up only when the task no longer needs it.
+   */
+  async #withRetries<T>(
+    task: { height: number; trainer: number; stage: string },
+    verification: () => Promise<T>,
+  ): Promise<T> {
+    for (let attempt = 1;; attempt++) {
+      try {
+        return await verification();
+      } catch (e) {
+        if (this.#o.signal?.aborted || !this.#stillOwed(task)) throw e;
+        this.#o.logger.log("verification_retry", {
+          round: task.height,
+          attempt,
+          error: e instanceof Error ? e.message : String(e),
+        });
+        await sleep(VERIFY_RETRY_MS, this.#o.signal);
+      }
+    }
+  }
+
   #stillOwed(task: { height: number; trainer: number; stage: string }): boolean {
     const state = this.#o.latestState();
     if (state === null) return false;

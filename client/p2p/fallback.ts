@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { sleep } from "../../common/mod.ts";
 
 /** Retry and timeout settings for one download. */
 export interface RetryPolicy {
@@ -95,22 +96,6 @@ export interface FallbackOptions {
    * starts only when the gate lets it run, so waiting for a slot does not count against it.
    */
   gate?: <R>(task: () => Promise<R>, signal?: AbortSignal) => Promise<R>;
-}
-
-/** Waits `ms` milliseconds, or rejects with the signal's reason when it aborts first. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    signal?.throwIfAborted();
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 /**

@@ -12,7 +12,7 @@
 import { judgeChain, type Judgement, judgeReplay, labelCopy } from "./verify_check.ts";
 import type { RoundResults } from "./round_results.ts";
 import { stepLearningRate, stepOfHeight } from "../round_view.ts";
-import { equalBytes, type PublicKeyBytes, toHex } from "../../common/mod.ts";
+import { equalBytes, type PublicKeyBytes, sleep, toHex } from "../../common/mod.ts";
 import {
   type CoordinatorState,
   roundAssignments,
@@ -196,14 +196,4 @@ async function fetchStates(
     output = decode(bytes);
   }
   return { input, output };
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
-  });
 }

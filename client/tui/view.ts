@@ -268,6 +268,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "saved_on_exit":
     case "error":
     case "verification":
+    case "verification_retry":
     case "ejected":
       return view; // a notice (warn/error) or nothing the screen shows
     default: {

@@ -51,6 +51,9 @@ interface Outcome {
   readonly seconds: number;
 }
 
+/** A run whose rounds stop ending for this long has stalled: it fails, keeping its log. */
+const STALL_MS = 180_000;
+
 async function runScenario(s: Scenario, steps: number): Promise<Outcome> {
   const demo = join(REPO_ROOT, "config", "demo");
   const folder = await Deno.makeTempDir({ prefix: `psyche-verify-loss-${s.name}-` });
@@ -70,10 +73,14 @@ async function runScenario(s: Scenario, steps: number): Promise<Outcome> {
   const checkpoints = join(folder, "checkpoints");
   const events: { label: string; event: Record<string, unknown> }[] = [];
   const started = performance.now();
+  // Every process's output goes to a log kept when the scenario fails.
+  const logPath = join(folder, "testnet.log");
+  const log = await Deno.open(logPath, { write: true, create: true });
+  const encoder = new TextEncoder();
   const net = await Testnet.start({
     configPath: folder,
     numClients: 4,
-    write: null,
+    write: (line) => log.writeSync(encoder.encode(line + "\n")),
     logs: "json",
     checkpointDir: checkpoints,
     onEvent: (label, _kind, event) => events.push({ label, event }),
@@ -81,17 +88,32 @@ async function runScenario(s: Scenario, steps: number): Promise<Outcome> {
       s.attack !== null && label === "client-4" ? { PSYCHE_FAULT_ATTACK: s.attack } : undefined,
   });
   const finished = () => events.some((e) => e.label === "coordinator" && e.event.to === "Finished");
-  const deadline = Date.now() + 40 * 60_000;
+  const roundEnds = () =>
+    events.filter((e) => e.label === "coordinator" && e.event.event === "round_end").length;
+  let seen = 0;
+  let progressAt = Date.now();
   while (!finished()) {
-    if (Date.now() > deadline) {
+    const ends = roundEnds();
+    if (ends !== seen) {
+      if (Math.floor(ends / 10) !== Math.floor(seen / 10)) {
+        console.error(`${s.name}: ${ends} of ${steps} rounds`);
+      }
+      seen = ends;
+      progressAt = Date.now();
+    } else if (Date.now() - progressAt > STALL_MS) {
       await net.stop();
-      throw new Error(`${s.name}: the run did not finish in 40 minutes`);
+      log.close();
+      throw new Error(
+        `${s.name}: no round ended for ${STALL_MS / 1000} s after ${ends} rounds; the ` +
+          `processes' output is in ${logPath}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 1000));
   }
   const seconds = (performance.now() - started) / 1000;
   const attackerKey = net.clientKey("client-4");
   await net.stop();
+  log.close();
   const dir = join(checkpoints, "client-1");
   const last = [...Deno.readDirSync(dir)].map((e) => e.name).sort((a, b) =>
     Number(a.split("step").at(-1)) - Number(b.split("step").at(-1))

@@ -22,7 +22,8 @@ import { currentHeight, memberIndexOf } from "./round_view.ts";
 import { keptParamHeights } from "./state/verify.ts";
 import type { NetworkTrainer } from "./trainer.ts";
 import { hashFromBytes } from "./p2p/content_store.ts";
-import { sleep, toHex } from "../common/mod.ts";
+import { toHex } from "../common/mod.ts";
+import { sleep } from "./sleep.ts";
 import { CoordinatorError, type CoordinatorState, roundClients } from "../coordinator/core/mod.ts";
 import type { DataProvider } from "../data/mod.ts";
 import {

@@ -16,7 +16,6 @@
 export * from "./types.ts";
 export * from "./bytes.ts";
 export * from "./time.ts";
-export * from "./sleep.ts";
 export * from "./lr_schedule.ts";
 export * from "./usage_error.ts";
 export * from "./config_error.ts";

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { sleep } from "../../common/mod.ts";
+import { sleep } from "../sleep.ts";
 
 /** Retry and timeout settings for one download. */
 export interface RetryPolicy {

@@ -4,7 +4,7 @@ import { createP2PNode, type P2PNode } from "./node.ts";
 import { PayloadService, type PayloadServiceOptions } from "./payload_service.ts";
 import { sendChunked } from "./payload_stream.ts";
 import { PayloadFetchError } from "./fallback.ts";
-import { sleep } from "../../common/mod.ts";
+import { sleep } from "../sleep.ts";
 import { contentHash, hashToBytes } from "./content_store.ts";
 import { decodeRequest, encodeResponseHeader, PAYLOAD_PROTOCOL } from "./payload_wire.ts";
 import { encodeBulkResponseHeader } from "./bulk_wire.ts";

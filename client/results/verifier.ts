@@ -12,7 +12,8 @@
 import { judgeChain, type Judgement, judgeReplay, labelCopy } from "./verify_check.ts";
 import type { RoundResults } from "./round_results.ts";
 import { stepLearningRate, stepOfHeight } from "../round_view.ts";
-import { equalBytes, type PublicKeyBytes, sleep, toHex } from "../../common/mod.ts";
+import { equalBytes, type PublicKeyBytes, toHex } from "../../common/mod.ts";
+import { sleep } from "../sleep.ts";
 import {
   type CoordinatorState,
   roundAssignments,

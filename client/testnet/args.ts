@@ -83,7 +83,7 @@ export const TESTNET_SPEC = {
       type: "boolean",
       description: "measure a training step of the run's model on this machine first, and raise " +
         "the run's round, Warmup and epoch times to what N clients sharing it need (a busy or " +
-        "slow machine)",
+        "slow machine); each epoch then waits for all N clients",
     },
   },
   footer:

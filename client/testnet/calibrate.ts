@@ -72,6 +72,10 @@ export async function measureStep(
  * client's dry run) with half again to spare, and an epoch room for
  * {@link MIN_ROUNDS_PER_EPOCH} rounds of that pace after its Warmup. Whole seconds.
  *
+ * An epoch also waits for all `clients` (up to `maxClients`) before its Warmup: the extra wait
+ * of `waiting_for_members_extra_time` counts from the start of WaitingForMembers, so on a busy
+ * machine, where starting a client outlasts it, the first client to join began the epoch alone.
+ *
  * @example
  * ```ts
  * import { fitBudgets } from "./calibrate.ts";
@@ -98,7 +102,8 @@ export function fitBudgets(
     config.epochTime,
     warmupTime + MIN_ROUNDS_PER_EPOCH * (round + config.roundWitnessTime),
   );
-  return { ...config, maxRoundTrainTime, warmupTime, epochTime };
+  const initMinClients = Math.max(config.initMinClients, Math.min(shared, config.maxClients));
+  return { ...config, maxRoundTrainTime, warmupTime, epochTime, initMinClients };
 }
 
 /** One line for a person: what was measured and what the run now allows. */
@@ -111,9 +116,12 @@ export function describeFit(
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const changed = after.maxRoundTrainTime !== before.maxRoundTrainTime ||
     after.warmupTime !== before.warmupTime || after.epochTime !== before.epochTime;
+  const waits = after.initMinClients > before.initMinClients
+    ? `; an epoch starts once ${after.initMinClients} clients joined`
+    : "";
   return `a step of ${cost.sequences} sequences takes ${s(cost.stepMs)} here (the first, ` +
     `building the GPU pipelines, ${s(cost.firstStepMs)}); with ${clients} clients sharing ` +
     `this machine the run ${changed ? "now allows" : "already allows"} ` +
     `${after.maxRoundTrainTime} s per round, ${after.warmupTime} s of Warmup and ` +
-    `${after.epochTime} s per epoch`;
+    `${after.epochTime} s per epoch${waits}`;
 }

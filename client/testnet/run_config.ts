@@ -59,7 +59,7 @@ export function prepareRunConfig(
 
 /**
  * `prepared` with its `[config]` replaced by `config` (the testnet fitted its times to this
- * machine). Throws `ConfigError` when the result breaks a rule.
+ * machine and the clients it starts). Throws `ConfigError` when the result breaks a rule.
  */
 export function withCoordinatorConfig(
   prepared: PreparedRunConfig,
@@ -72,6 +72,7 @@ export function withCoordinatorConfig(
     warmup_time: config.warmupTime,
     max_round_train_time: config.maxRoundTrainTime,
     epoch_time: config.epochTime,
+    init_min_clients: config.initMinClients,
   };
   const text = `# ${note}\n` + stringify(doc) + "\n";
   return { ...prepared, text, run: parseRunConfig(text, "the fitted run config") };

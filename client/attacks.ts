@@ -7,7 +7,8 @@
  * - `scale`: folds ten times its gradient;
  * - `random-signs`: publishes its coefficients with random signs;
  * - `replay-old`: publishes the coefficients of its result of an earlier round again;
- * - `other-data`: trains on other sequences than its assignment (a data-poisoning stand-in);
+ * - `other-data`: trains on other sequences than its assignment (a data-poisoning stand-in): the
+ *   ones it was assigned before, which a data server still serves it;
  * - `free-ride`: trains nothing and republishes another member's result of the round as its own;
  * - `false-accuse`: as a verifier, reports every result it is seated for as failed, unchecked;
  * - `idle-verifier`: as a verifier, never reports;
@@ -51,11 +52,13 @@ export function gradientFactor(attack: Attack | null): number {
   return attack === "negate" ? -1 : attack === "scale" ? 10 : 1;
 }
 
-/** The sequences an `other-data` attacker trains on instead of `batch`: as many, elsewhere. */
-export function otherBatch(batch: BatchId, numSequences: number): BatchId {
-  const length = batch.end - batch.start;
-  const start = (batch.start + Math.floor(numSequences / 2)) % Math.max(1, numSequences);
-  return { start, end: start + length };
+/**
+ * The sequences an `other-data` attacker trains on instead of `batch`: its previous batch (a run's
+ * data server serves a client its assignment of the round before too), or `batch` itself in its
+ * first round, which it trains honestly.
+ */
+export function otherBatch(batch: BatchId, previous: BatchId | null): BatchId {
+  return previous ?? batch;
 }
 
 /** `params` with every sign drawn from `randomBit` (true: negative). */

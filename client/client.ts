@@ -52,7 +52,7 @@ import {
   runtimeMemoryLimits,
 } from "../model/mod.ts";
 import { distroConfig } from "../optimizer/mod.ts";
-import { equalBytes, hexToBytes, toHex } from "../common/mod.ts";
+import { type BatchId, equalBytes, hexToBytes, toHex } from "../common/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
 import type { Identity } from "../net/mod.ts";
 
@@ -128,6 +128,8 @@ export class TrainingClient {
   /** The ejection record last logged (so each is said once). */
   #ejectionSeen = "";
   #data: DataProvider | null = null;
+  /** The batch this client trained last (an `other-data` attacker trains on it again). */
+  #lastBatch: BatchId | null = null;
   /** The model snapshot this client serves to joiners (P2P model sharing). */
   #served: ServedModel | null = null;
   #gpu: Promise<void> = Promise.resolve();
@@ -826,11 +828,10 @@ export class TrainingClient {
       signal: this.#signal,
       attack: attack === null ? undefined : {
         gradientFactor: gradientFactor(attack),
-        dataBatch: attack === "other-data"
-          ? otherBatch(intent.batch, data.numSequences)
-          : undefined,
+        dataBatch: attack === "other-data" ? otherBatch(intent.batch, this.#lastBatch) : undefined,
       },
     });
+    this.#lastBatch = intent.batch;
     if (trainer.distro.config.weightDecay) this.#ledger.moved(); // θ took the step's decay
     // A verifying run's result names the states before and after the step, served from here.
     const result = this.#duty === null

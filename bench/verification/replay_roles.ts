@@ -155,6 +155,7 @@ export async function runTrainerProcess(o: RoleOptions): Promise<void> {
   let random = 1;
   const randomBit = () =>
     ((random = (Math.imul(random, 1103515245) + 12345) >>> 0) & 0x10000) !== 0;
+  const lastBatch = new Map<string, BatchId>();
   for (let step = 1; step <= o.steps; step++) {
     const lr = learningRate(SCHEDULE, step), prevLr = learningRate(SCHEDULE, step - 1);
     const base = step * names.length * MICRO;
@@ -171,9 +172,13 @@ export async function runTrainerProcess(o: RoleOptions): Promise<void> {
       const kind = (name.startsWith("honest") ? "honest" : name) as Kind;
       const attack = kind === "honest" ? undefined : {
         gradientFactor: gradientFactor(kind === "negate" || kind === "scale" ? kind : null),
-        dataBatch: kind === "other-data" ? otherBatch(batch, data.numSequences) : undefined,
+        // The batch before, as a client's attack does; in the first step, one half the data away.
+        dataBatch: kind === "other-data"
+          ? otherBatch(batch, lastBatch.get(name) ?? halfwayAround(batch, data.numSequences))
+          : undefined,
       };
       const trained = await t.train({ step, batch, lr, prevLr, data, attack });
+      lastBatch.set(name, batch);
       const bytes = encodeState(await t.distro.readState(), shape);
       const output = stateDigest(bytes);
       await Deno.writeFile(`${o.dir}/${toHex(output)}.state`, bytes);
@@ -317,4 +322,10 @@ export async function runVerifierProcess(o: RoleOptions): Promise<VerifierSummar
   await data.close();
   rt[Symbol.dispose]();
   return { steps: o.steps, trainerAdapter, verifierAdapter: adapter, kinds };
+}
+
+/** `batch`'s length of sequences half the data away from it. */
+function halfwayAround(batch: BatchId, numSequences: number): BatchId {
+  const start = (batch.start + Math.floor(numSequences / 2)) % Math.max(1, numSequences);
+  return { start, end: start + batch.end - batch.start };
 }

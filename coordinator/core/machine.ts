@@ -52,6 +52,7 @@ import { tallyDigestVotes } from "./params_digest.ts";
 import { currentRound, roundBatchSize } from "./machine_queries.ts";
 import { validateCoordinatorInputs } from "./machine_validate.ts";
 import {
+  barEpoch,
   barredUntil,
   closeVerificationStages,
   dropVerificationTasks,
@@ -287,13 +288,22 @@ function tickWaitingForMembers(
   const { config } = state;
   if (pending === null) return UNCHANGED;
   // A client ejected by verification sits out its bar; it never counts towards initMinClients.
+  const bars = barEpoch(state, now);
   const free = state.ejections.length === 0
     ? pending
-    : pending.filter((id) => !(id?.signer instanceof Uint8Array) || !barredUntil(state, id.signer));
+    : pending.filter((id) =>
+      !(id?.signer instanceof Uint8Array) || barredUntil(state, id.signer, bars) === null
+    );
   if (free.length < config.initMinClients) return UNCHANGED;
   if (!checkTimeout(state, now, config.waitingForMembersExtraTime)) return UNCHANGED;
   const chosen = free.slice(0, config.maxClients);
   checkPending(chosen);
+  // A bar the wait served (barEpoch) is served for good, not again in the next epochs.
+  for (const r of state.ejections) {
+    if (r.barredUntil > state.progress.epoch && r.barredUntil <= bars) {
+      r.barredUntil = state.progress.epoch;
+    }
+  }
 
   // Did any of the previous epoch's remaining clients come back? They can serve the model.
   const previous = new Set<string>();

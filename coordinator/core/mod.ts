@@ -53,6 +53,7 @@ export * from "./lcg.ts";
 export * from "./deterministic_shuffle.ts";
 export { isNoDigest, NO_DIGEST, recordedDigest } from "./params_digest.ts";
 export {
+  barEpoch,
   barredUntil,
   closeVerificationStages,
   dropVerificationTasks,

@@ -67,7 +67,7 @@ import {
   type VerificationVerdict,
   VERIFIERS_PER_TASK,
 } from "./types.ts";
-import { addTime, equalBytes, timeReached } from "../../common/mod.ts";
+import { addTime, equalBytes, timeReached, toMillis } from "../../common/mod.ts";
 
 /** Salt of the draw that samples a round's results. */
 export const SAMPLE_SALT = "verification sample";
@@ -171,13 +171,31 @@ export function findVerificationTask(
 }
 
 /**
- * The first epoch `signer` may join, when an ejection record still bars it from the epoch about
- * to start (`progress.epoch`); null when it is free to join.
+ * The epoch bars are measured against at `now`: the epoch about to start, plus one for each whole
+ * `epochTime` the run has waited in WaitingForMembers. A bar is served in the epochs the run
+ * holds, or in their time while it holds none, so a run whose unbarred members are too few to
+ * start never waits forever on a bar that only a later epoch could lift.
  */
-export function barredUntil(state: CoordinatorState, signer: Uint8Array): number | null {
+export function barEpoch(state: CoordinatorState, now: number): number {
+  const epoch = state.progress.epoch;
+  if (state.runState !== "WaitingForMembers") return epoch;
+  const waitedMs = toMillis(now) - toMillis(state.runStateStartUnixTimestamp);
+  const epochMs = toMillis(state.config.epochTime);
+  return waitedMs <= 0 || epochMs <= 0 ? epoch : epoch + Math.floor(waitedMs / epochMs);
+}
+
+/**
+ * The first epoch `signer` may join, when an ejection record still bars it from epoch `epoch`
+ * (by default the one about to start; see {@linkcode barEpoch}); null when it is free to join.
+ */
+export function barredUntil(
+  state: CoordinatorState,
+  signer: Uint8Array,
+  epoch: number = state.progress.epoch,
+): number | null {
   let until: number | null = null;
   for (const r of state.ejections) {
-    if (r.barredUntil > state.progress.epoch && equalBytes(r.signer, signer)) {
+    if (r.barredUntil > epoch && equalBytes(r.signer, signer)) {
       until = Math.max(until ?? 0, r.barredUntil);
     }
   }

@@ -12,6 +12,7 @@ import { CoordinatorError } from "./errors.ts";
 import { roundByHeight } from "./machine_queries.ts";
 import { withdraw } from "./machine_membership.ts";
 import {
+  barEpoch,
   barredUntil,
   pickDistinct,
   stageSeats,
@@ -475,6 +476,43 @@ Deno.test("a barred signer does not count towards initMinClients and is not chos
   assert.equal(barredUntil(later, identity(0).signer), null);
   new RunDriver(later).startEpoch(identities(3));
   assert.equal(later.epochState.clients.length, 3);
+});
+
+Deno.test("a run held by a bar waits an epochTime per barred epoch, and the bar is then served", () => {
+  // The only clients there are: one free is too few, the barred one is needed.
+  const state = testState({ initMinClients: 2, minClients: 1 });
+  state.ejections = [record(0, { barredUntil: 3 })];
+  state.progress.epoch = 1;
+  const { epochTime } = state.config;
+  const d = new RunDriver(state);
+  assert.equal(barEpoch(state, d.now), 1);
+  d.tick(2 * epochTime - 1, identities(2));
+  assert.equal(barEpoch(state, d.now), 2);
+  assert.equal(state.runState, "WaitingForMembers", "one epoch waited of the two barred");
+  d.tick(1, identities(2));
+  assert.equal(state.runState, "Warmup");
+  assert.equal(state.epochState.clients.length, 2);
+  // Served for good: the record stays (for the incentives) and bars no later epoch.
+  assert.equal(state.ejections.length, 1);
+  assert.equal(state.ejections[0].barredUntil, 1);
+  assert.equal(barredUntil(state, identity(0).signer, 2), null);
+  // Outside WaitingForMembers, bars count epochs only.
+  assert.equal(barEpoch(state, d.now + 10 * epochTime), 1);
+});
+
+Deno.test("a wait serves only the bars it outlasted", () => {
+  const state = testState({ initMinClients: 2, minClients: 1 });
+  state.ejections = [record(0, { barredUntil: 4 }), record(1, { barredUntil: 2 })];
+  state.progress.epoch = 1;
+  const d = new RunDriver(state);
+  // One epochTime waited serves client 1's bar; clients 1 and 2 start the epoch without 0.
+  d.tick(state.config.epochTime, identities(3));
+  assert.equal(state.runState, "Warmup");
+  assert.deepEqual(
+    state.epochState.clients.map((c) => c.id.signer),
+    [identity(1).signer, identity(2).signer],
+  );
+  assert.deepEqual(state.ejections.map((r) => r.barredUntil), [4, 1]);
 });
 
 Deno.test("ejection records are kept to the newest NUM_EJECTION_RECORDS", () => {

@@ -464,6 +464,7 @@ function applyEvent(view: DashboardView, event: ServerEvent, timeMs: number): Da
     case "VerificationReport":
       return withClient(view, event.client, timeMs, () => ({}));
     case "VerificationOpened":
+    case "HeldByBars":
       return view;
     case "ConnectionRefused":
     case "ConnectionClosed":

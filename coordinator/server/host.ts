@@ -29,6 +29,7 @@ import {
 import type { ClientMessage, ClientMessageHead } from "./protocol.ts";
 import type { ClientTelemetry } from "./telemetry.ts";
 import {
+  barEpoch,
   barredUntil,
   type Checkpoint,
   checkpoint as machineCheckpoint,
@@ -71,11 +72,14 @@ import {
   type WitnessMetadata,
 } from "../core/mod.ts";
 import {
+  addTime,
   type BatchId,
   durationProblem,
   equalBytes,
+  fromMillis,
   quoteForTerminal,
   toHex,
+  toMillis,
 } from "../../common/mod.ts";
 import { isSmallOrderEncoding } from "../../net/mod.ts";
 
@@ -104,6 +108,18 @@ export type HostEvent =
   | { kind: "BackedOff"; client: string; cause: BackoffCause; epoch: number; until: number }
   /** A backed-off key joined: it waits in the pending list until its back-off ends. */
   | { kind: "JoinDeferred"; client: string; reason: string }
+  /**
+   * WaitingForMembers has `joined` pending clients, enough for `initMinClients`, but back-offs
+   * and bars leave only `eligible` free to take part; waiting `liftsInSeconds` more will have
+   * lifted enough of them (each `epochTime` waited counts as an epoch).
+   */
+  | {
+    kind: "HeldByBars";
+    joined: number;
+    eligible: number;
+    initMinClients: number;
+    liftsInSeconds: number;
+  }
   | { kind: "WarmupWitness"; client: string; index: number; digest: string | null }
   | { kind: "CooldownWitness"; client: string; index: number; digest: string | null }
   /** A quorum agreed on the digest of the parameters of `step` (hex). */
@@ -253,6 +269,8 @@ export class CoordinatorHost {
   #epochNames: { version: number; epochState: EpochState; names: Set<string> } | null = null;
   #epochState: EpochState;
   #events: HostEvent[] = [];
+  /** The HeldByBars situation last said (epoch, bar epoch, joined, eligible), said once. */
+  #heldByBarsSaid = "";
   #version = 0;
   /** Each member's latest telemetry notice, by key (hex); only members have an entry. */
   #telemetry = new Map<string, ClientTelemetry>();
@@ -393,7 +411,12 @@ export class CoordinatorHost {
    * ({@linkcode nextTickDeadline}).
    */
   nextTickDeadline(): number | null {
-    return nextTickDeadline(this.state, this.#eligible().length);
+    const { state } = this;
+    if (state.runState !== "WaitingForMembers") return nextTickDeadline(state, 0);
+    const lift = this.#enoughEligibleAt();
+    if (lift === null) return null;
+    const deadline = nextTickDeadline(state, this.#eligible(lift.epoch).length);
+    return deadline === null ? null : Math.max(deadline, lift.at);
   }
 
   /** Advances the run by time (a no-op while Paused or Finished). */
@@ -401,7 +424,55 @@ export class CoordinatorHost {
     if (isHalted(this.state)) return;
     this.#withdrawSilentWitnesses(now);
     const roundEnd = this.#roundEnding(now);
-    this.#step(() => machineTick(this.state, this.#eligible(), now, seed), { roundEnd });
+    const waiting = this.state.runState === "WaitingForMembers";
+    const bars = barEpoch(this.state, now);
+    const eligible = this.#eligible(bars);
+    this.#step(() => machineTick(this.state, eligible, now, seed), { roundEnd });
+    // Back-offs the wait served are served for good, as the machine's bars are.
+    if (waiting && this.state.runState !== "WaitingForMembers") this.#backoff.prune(bars);
+    this.#sayIfHeldByBars(now);
+  }
+
+  /**
+   * The first bar epoch (barEpoch) at which enough pending clients are free to start an epoch,
+   * and when waiting reaches it (seconds); null when the pending list is too short however
+   * long the run waits. Only meaningful in WaitingForMembers.
+   */
+  #enoughEligibleAt(): { epoch: number; at: number } | null {
+    const { state } = this;
+    const needed = state.config.initMinClients;
+    if (this.#pending.length < needed) return null;
+    const epoch = state.progress.epoch;
+    // Bars and back-offs lift only at their `until` epochs: try those, nearest first.
+    const lifts = new Set([epoch]);
+    for (const r of state.ejections) if (r.barredUntil > epoch) lifts.add(r.barredUntil);
+    for (const until of this.#backoff.untils()) if (until > epoch) lifts.add(until);
+    for (const at of [...lifts].sort((a, b) => a - b)) {
+      if (this.#eligible(at).length < needed) continue;
+      const waitMs = (at - epoch) * toMillis(state.config.epochTime);
+      return { epoch: at, at: addTime(state.runStateStartUnixTimestamp, fromMillis(waitMs)) };
+    }
+    return null;
+  }
+
+  /**
+   * Says once, loudly, that WaitingForMembers has joiners enough but back-offs or bars hold
+   * them, and when waiting will lift them: a run must never wait on a bar in silence.
+   */
+  #sayIfHeldByBars(now: number): void {
+    const { state } = this;
+    if (state.runState !== "WaitingForMembers") return;
+    const joined = this.#pending.length;
+    const initMinClients = state.config.initMinClients;
+    const eligible = this.#eligible(barEpoch(state, now)).length;
+    if (joined < initMinClients || eligible >= initMinClients) return;
+    const key = `${state.progress.epoch}/${barEpoch(state, now)}/${joined}/${eligible}`;
+    if (key === this.#heldByBarsSaid) return;
+    this.#heldByBarsSaid = key;
+    // Every bar and back-off lifts in time, and enough joined: there is a lift.
+    const lift = this.#enoughEligibleAt()!;
+    const liftsInSeconds = fromMillis(toMillis(lift.at) - toMillis(now));
+    this.#events.push({ kind: "HeldByBars", joined, eligible, initMinClients, liftsInSeconds });
   }
 
   /**
@@ -429,16 +500,15 @@ export class CoordinatorHost {
   }
 
   /**
-   * The pending clients an epoch starting now may take: those whose back-off has ended and that
-   * no ejection bars. A backed-off or barred key stays pending (its join was accepted) and
-   * becomes eligible by itself.
+   * The pending clients an epoch may take when bars are measured against `epoch` (barEpoch):
+   * those whose back-off has ended and that no ejection bars. A backed-off or barred key stays
+   * pending (its join was accepted) and becomes eligible by itself.
    */
-  #eligible(): NodeIdentity[] {
-    const epoch = this.state.progress.epoch;
+  #eligible(epoch: number): NodeIdentity[] {
     if (this.#backoff.size === 0 && this.state.ejections.length === 0) return this.#pending;
     return this.#pending.filter((p) =>
-      this.#backoff.check(toHex(p.signer), epoch) === null &&
-      barredUntil(this.state, p.signer) === null
+      this.#backoff.holds(toHex(p.signer), epoch) === null &&
+      barredUntil(this.state, p.signer, epoch) === null
     );
   }
 

@@ -472,6 +472,58 @@ Deno.test("the default back-off keeps a dropped key out of the next epoch", () =
   assert.ok(host.pending().some((p) => toHex(p.signer) === toHex(identity(2).signer)));
 });
 
+Deno.test("a run held by back-offs says so once, ticks when the wait lifts them, and starts", () => {
+  // Issue 32's stall: init_min_clients = 3, one of the three clients backed off until epoch 3.
+  const host = trainingHostWith([0, 1, 2], { joinBackoffEpochs: 3 });
+  const now = trainToHeight2(host, identity(2).signer);
+  host.handle(
+    identity(0).signer,
+    { kind: "HealthCheck", requestId: 2, checks: unhealthyTrainers(host.state) },
+    now,
+    SEED,
+  );
+  const later = endEpoch(host, now);
+  assert.equal(host.state.progress.epoch, 1);
+  host.state.config.initMinClients = 3;
+  host.takeEvents();
+  for (const i of [0, 1, 2]) assert.deepEqual(join(host, i, later), { kind: "Ack" });
+  const { epochTime, waitingForMembersExtraTime } = host.state.config;
+  const held = (events: HostEvent[]) => events.filter((e) => e.kind === "HeldByBars");
+  // Two epochs of waiting serve the back-off (it ends at epoch 3; this is epoch 1).
+  assert.deepEqual(held(host.takeEvents()), [{
+    kind: "HeldByBars",
+    joined: 3,
+    eligible: 2,
+    initMinClients: 3,
+    liftsInSeconds: 2 * epochTime,
+  }]);
+  host.tick(later + waitingForMembersExtraTime, SEED);
+  assert.deepEqual(held(host.takeEvents()), [], "said once");
+  // The edge's timer wakes the run when the wait has lifted enough, not never.
+  assert.equal(host.nextTickDeadline(), later + 2 * epochTime);
+  host.tick(later + 2 * epochTime - 1, SEED);
+  assert.equal(host.state.runState, "WaitingForMembers");
+  host.tick(later + 2 * epochTime, SEED);
+  assert.equal(host.state.runState, "Warmup");
+  assert.equal(host.state.epochState.clients.length, 3);
+});
+
+Deno.test("a run whose pending list is too short however long it waits is not woken for it", () => {
+  const host = trainingHostWith([0, 1, 2], { joinBackoffEpochs: 3 });
+  const now = trainToHeight2(host, identity(2).signer);
+  host.handle(
+    identity(0).signer,
+    { kind: "HealthCheck", requestId: 2, checks: unhealthyTrainers(host.state) },
+    now,
+    SEED,
+  );
+  const later = endEpoch(host, now);
+  host.state.config.initMinClients = 3;
+  for (const i of [0, 2]) join(host, i, later);
+  assert.equal(host.nextTickDeadline(), null);
+  assert.deepEqual(host.takeEvents().filter((e) => e.kind === "HeldByBars"), []);
+});
+
 Deno.test("witnesses that stay silent in a round without quorum are withdrawn and backed off", () => {
   const host = trainingHostWith([0, 1, 2], {});
   const state = host.state;

@@ -87,6 +87,17 @@ export class JoinBackoff {
     return null;
   }
 
+  /** `key`'s back-off if it may not join in `epoch`, else null; forgets nothing. */
+  holds(key: string, epoch: number): Backoff | null {
+    const backoff = this.#entries.get(key);
+    return backoff !== undefined && epoch < backoff.until ? backoff : null;
+  }
+
+  /** The epochs at which the back-offs recorded end. */
+  untils(): number[] {
+    return [...this.#entries.values()].map((b) => b.until);
+  }
+
   /** Forgets every back-off that no longer applies in `epoch`. */
   prune(epoch: number): void {
     for (const [key, backoff] of this.#entries) {

@@ -48,3 +48,15 @@ Deno.test("the refusal names the cause, the epoch and when the key may join agai
     /elected witness and did not report .* in epoch 0; it may join again from epoch 2/,
   );
 });
+
+Deno.test("holds asks about a later epoch without forgetting the back-off; untils lists the ends", () => {
+  const backoff = new JoinBackoff(2);
+  backoff.record("aa", 1, "HealthCheck");
+  backoff.record("bb", 2, "SilentWitness");
+  // A run waiting for members asks whether epoch 3 would take "aa": it would, but "aa" is still
+  // backed off from epoch 1's point of view.
+  assert.equal(backoff.holds("aa", 3), null);
+  assert.deepEqual(backoff.holds("aa", 1), { epoch: 1, until: 3, cause: "HealthCheck" });
+  assert.equal(backoff.size, 2);
+  assert.deepEqual(backoff.untils().sort(), [3, 4]);
+});

@@ -104,6 +104,11 @@ export function formatEvent(event: ServerEvent): string {
       } in epoch ${event.epoch}; may join again from epoch ${event.until}`;
     case "JoinDeferred":
       return `defer    ${short(event.client)} joined; ${event.reason}`;
+    case "HeldByBars":
+      return `held     ${event.joined} clients joined, init_min_clients is ${event.initMinClients}, ` +
+        `but back-offs and bars leave ${event.eligible} free to start the epoch; waiting ` +
+        `${event.liftsInSeconds} s more lifts enough of them (each epoch_time waited counts as ` +
+        "an epoch)";
     case "WarmupWitness":
       return `warmup   ${short(event.client)} (client ${event.index}) has the model${
         digestNote(event.digest)
@@ -244,6 +249,7 @@ export function eventLevel(event: ServerEvent): LogLevel {
     case "Throttled":
     case "DataRefused":
     case "Ejected":
+    case "HeldByBars":
       return "warn";
     case "VerificationReport":
       return event.verdict === "Fail" ? "warn" : "info";

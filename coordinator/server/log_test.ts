@@ -110,6 +110,23 @@ Deno.test("defence events say who, why and for how long", () => {
   );
 });
 
+Deno.test("a run held by back-offs and bars says so as a warning, with how long the wait is", () => {
+  const held = {
+    kind: "HeldByBars",
+    joined: 3,
+    eligible: 2,
+    initMinClients: 3,
+    liftsInSeconds: 60,
+  } as const;
+  assert.equal(
+    formatEvent(held),
+    "held     3 clients joined, init_min_clients is 3, but back-offs and bars leave 2 free to " +
+      "start the epoch; waiting 60 s more lifts enough of them (each epoch_time waited counts " +
+      "as an epoch)",
+  );
+  assert.equal(eventLevel(held), "warn");
+});
+
 Deno.test("a round's end says its witnesses, whether training timed out, and untrained batches", () => {
   const end = {
     kind: "RoundEnd",

@@ -91,6 +91,7 @@ Deno.test("differential: verification samples, seats, decides, breaks ties, ejec
       "ejection:IdleVerifier",
       "bar:keptOut",
       "bar:readmitted",
+      "bar:servedByWait",
       "ejection:oldestDropped",
     ]
   ) {

@@ -8,8 +8,13 @@
 
 /* verification.c, included after this file (it uses the queries below). */
 #define BAR_FILTER_BYTES 512
-static u64 bar_filter(const account_t *a, u8 *filter);
-static bool is_barred(const account_t *a, const u8 *filter, const u8 *signer);
+/* The bars on the epoch about to start: the epoch they are measured against, and a prefilter. */
+typedef struct {
+  u64 epoch;
+  u8 filter[BAR_FILTER_BYTES];
+} bars_t;
+static u64 bar_filter(const account_t *a, bars_t *bars);
+static bool is_barred(const account_t *a, const bars_t *bars, const u8 *signer);
 static void open_verification_tasks(account_t *a, u64 now);
 static void close_verification_stages(account_t *a, u64 ended_height, u64 now, u64 seed);
 static void eject_idle_witnesses(account_t *a, const round_t *round);
@@ -231,11 +236,11 @@ static u64 pending_count(const account_t *a) {
  * The pending registrations an epoch may take, in registry order: those no ejection record bars
  * (verification.ts barredUntil; `bars` from bar_filter, NULL when none bars anyone).
  */
-static bool is_eligible(const account_t *a, u64 i, const u8 *bars) {
+static bool is_eligible(const account_t *a, u64 i, const bars_t *bars) {
   return is_pending(a, i) && (bars == NULL || !is_barred(a, bars, a->registry[i].signer));
 }
 
-static u64 eligible_count(const account_t *a, const u8 *bars) {
+static u64 eligible_count(const account_t *a, const bars_t *bars) {
   if (bars == NULL) return pending_count(a);
   u64 n = 0;
   for (u64 i = 0; i < a->registry_len; i++)
@@ -244,7 +249,7 @@ static u64 eligible_count(const account_t *a, const u8 *bars) {
 }
 
 /* Whether a Healthy client of the epoch that just ended is among the first `take` eligible. */
-static bool any_returning(account_t *a, u64 take, const u8 *bars) {
+static bool any_returning(account_t *a, u64 take, const bars_t *bars) {
   epoch_state_t *es = &a->epoch_state;
   u8 filter[512]; /* 4096-bit prefilter on 12 bits of the signer */
   mem_zero(filter, sizeof(filter));
@@ -270,17 +275,34 @@ static bool any_returning(account_t *a, u64 take, const u8 *bars) {
 }
 
 /*
+ * verification.ts barEpoch: the epoch about to start, plus one per whole epoch_time the run has
+ * waited in WaitingForMembers, so no bar holds a run forever.
+ */
+static u64 bar_epoch(const account_t *a, u64 now) {
+  u64 start = a->run_state_start_unix_timestamp;
+  if (a->run_state != RS_WAITING_FOR_MEMBERS || now <= start || a->config.epoch_time == 0)
+    return a->epoch;
+  return a->epoch + (now - start) / a->config.epoch_time;
+}
+
+/*
  * machine.ts tickWaitingForMembers with the registry's pending clients; a signer an ejection
- * still bars neither counts towards initMinClients nor joins.
+ * still bars (at bar_epoch) neither counts towards initMinClients nor joins.
  */
 static void tick_waiting_for_members(account_t *a, u64 now) {
-  u8 filter[BAR_FILTER_BYTES];
-  const u8 *bars = bar_filter(a, filter) > 0 ? filter : NULL;
+  bars_t bar_state;
+  bar_state.epoch = bar_epoch(a, now);
+  const bars_t *bars = bar_filter(a, &bar_state) > 0 ? &bar_state : NULL;
   u64 pending = eligible_count(a, bars);
   if (pending < a->config.init_min_clients) return;
   if (!check_timeout(a, now, a->config.waiting_for_members_extra_time)) return;
   u64 take = pending < a->config.max_clients ? pending : a->config.max_clients;
   if (!any_returning(a, take, bars)) checkpoint_without_returning_peers(&a->model.checkpoint);
+  /* A bar the wait served is served for good, not again in the next epochs. */
+  for (u64 i = 0; i < a->ejections_len; i++) {
+    ejection_t *r = &a->ejections[i];
+    if (r->barred_until > a->epoch && r->barred_until <= bar_state.epoch) r->barred_until = a->epoch;
+  }
   epoch_state_t *es = &a->epoch_state;
   u8 cold = es->cold_start_epoch;
   mem_zero(es, sizeof(epoch_state_t));

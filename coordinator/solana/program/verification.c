@@ -540,27 +540,28 @@ static void drop_verification_tasks(account_t *a) {
 }
 
 /*
- * The records that bar a signer from the epoch about to start (barred_until > epoch), as a
- * 4096-bit prefilter (BAR_FILTER_BYTES, machine.c) on 12 bits of the signer, so the WaitingForMembers tick compares keys only
- * for the few pending clients that hit it. Returns how many records bar anyone.
+ * The records that bar a signer from `bars->epoch` (barred_until > it), as a 4096-bit prefilter
+ * (BAR_FILTER_BYTES, machine.c) on 12 bits of the signer, so the WaitingForMembers tick compares
+ * keys only for the few pending clients that hit it. Returns how many records bar anyone.
  */
-static u64 bar_filter(const account_t *a, u8 *filter) {
-  mem_zero(filter, BAR_FILTER_BYTES);
+static u64 bar_filter(const account_t *a, bars_t *bars) {
+  mem_zero(bars->filter, BAR_FILTER_BYTES);
   u64 n = 0;
   for (u64 i = 0; i < a->ejections_len; i++) {
-    if (a->ejections[i].barred_until <= a->epoch) continue;
+    if (a->ejections[i].barred_until <= bars->epoch) continue;
     u64 h = rd16(a->ejections[i].signer) & 0xfff;
-    filter[h >> 3] |= (u8)(1u << (h & 7));
+    bars->filter[h >> 3] |= (u8)(1u << (h & 7));
     n++;
   }
   return n;
 }
 
-/* verification.ts barredUntil(...) !== null, with `filter` from bar_filter. */
-static bool is_barred(const account_t *a, const u8 *filter, const u8 *signer) {
+/* verification.ts barredUntil(state, signer, bars->epoch) !== null, `bars` from bar_filter. */
+static bool is_barred(const account_t *a, const bars_t *bars, const u8 *signer) {
   u64 h = rd16(signer) & 0xfff;
-  if ((filter[h >> 3] & (1u << (h & 7))) == 0) return false;
+  if ((bars->filter[h >> 3] & (1u << (h & 7))) == 0) return false;
   for (u64 i = 0; i < a->ejections_len; i++)
-    if (a->ejections[i].barred_until > a->epoch && same_key(a->ejections[i].signer, signer)) return true;
+    if (a->ejections[i].barred_until > bars->epoch && same_key(a->ejections[i].signer, signer))
+      return true;
   return false;
 }

@@ -25,6 +25,7 @@ import { DualRun, keyOf } from "./dual_run.ts";
 import { verificationEvents } from "./random_sequences.ts";
 import type { CoordinatorInstruction } from "../abi/mod.ts";
 import {
+  barEpoch,
   barredUntil,
   currentRound,
   roundSelection,
@@ -47,7 +48,7 @@ type Intent = "Pass" | "Fail" | "Idle";
 /**
  * Runs the scenario of seed `seed` on a new run of `svm` and returns how often each outcome
  * (`Kind:ok`, `Kind:ErrorName`), verification event (verificationEvents) and bar event
- * (`bar:keptOut`, `bar:readmitted`) was seen.
+ * (`bar:keptOut`, `bar:readmitted`, `bar:servedByWait`) was seen.
  */
 export async function verificationScenario(
   svm: CoordinatorSvm,
@@ -188,13 +189,32 @@ export async function verificationScenario(
     // the barred too; the next second's tick starts the epoch with whom the bar lets in.
     now = state().runStateStartUnixTimestamp;
     run.setTime(now);
-    for (const c of clients) await send({ kind: "JoinRun", p2pIdentity: keyOf(c) }, c);
-    const barred = clients.filter((c) => barredUntil(state(), keyOf(c)) !== null);
+    // Now and then only initMinClients join, the barred first: the bars hold the run, and only
+    // the wait (each epoch_time counts as an epoch) lets it start.
+    const barredNow = clients.filter((c) => barredUntil(state(), keyOf(c)) !== null);
+    const joiners = barredNow.length > 0 && chance(0.4)
+      ? [...barredNow, ...clients.filter((c) => !barredNow.includes(c))]
+        .slice(0, state().config.initMinClients)
+      : clients;
+    for (const c of joiners) await send({ kind: "JoinRun", p2pIdentity: keyOf(c) }, c);
     const ejectedBefore = clients.filter((c) =>
       state().ejections.some((r) => equalBytes(r.signer, keyOf(c)))
     );
+    const barredAt = (t: number) =>
+      clients.filter((c) => barredUntil(state(), keyOf(c), barEpoch(state(), t)) !== null);
+    let barred = barredAt(now + 1);
     run.setTime(now += 1);
     await send({ kind: "Tick" }, null);
+    // Too few free joiners: each epoch_time waited counts as an epoch for the bars, so the run
+    // starts once the wait has served enough of them.
+    const waitingSince = state().runStateStartUnixTimestamp;
+    for (let waits = 1; state().runState === "WaitingForMembers" && waits <= 8; waits++) {
+      const t = waitingSince + waits * state().config.epochTime;
+      barred = barredAt(t);
+      run.setTime(now = t);
+      await send({ kind: "Tick" }, null);
+      if (state().runState === "Warmup") count("bar:servedByWait");
+    }
     if (state().runState !== "Warmup") break;
     count("epoch:started");
     const inEpoch = (c: KeyPairSigner) =>

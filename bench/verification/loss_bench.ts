@@ -18,8 +18,10 @@
  * - `verified-10`, `verified-25`: 4 honest clients at 10% and 25%, for verification's share of the
  *   round time against `clean`.
  *
- * When `clean` ran too, the bench exits 1 unless every defended run ejected its attacker, ejected
- * no honest client, and ended within {@link LOSS_MARGIN} of the clean run's held-out loss.
+ * When `clean` ran too, the bench exits 1 unless every defended run ejected its attackers and no
+ * honest client, every run defended against one attacker ended within {@link LOSS_MARGIN} of the
+ * clean run's held-out loss, and `defended-2of4` undid {@link COLLUSION_UNDONE} of the damage
+ * `attacked-2of4` did (when both ran).
  *
  * @module
  */
@@ -58,12 +60,20 @@ const SCENARIOS: readonly Scenario[] = [
 ];
 
 /**
- * How far above the clean run's held-out loss a defended run may end. Three clean runs of 40 steps
- * ended within 0.021 of each other (which results make each round's apply varies with timing), and
- * a defended run trains on with three members of four once the attacker is gone, which costs
- * some sign votes a step: 0.06 is three times the clean runs' spread.
+ * How far above the clean run's held-out loss a run defended against one attacker may end. Four
+ * clean runs of 40 steps ended within 0.026 of each other (which results make each round's apply
+ * varies with timing), and a defended run trains on with three members of four once the attacker
+ * is gone, which costs some sign votes a step: 0.06 is a little over twice the clean runs' spread.
  */
 const LOSS_MARGIN = 0.06;
+
+/**
+ * The share of the undefended damage a run defended against two colluders of four must undo.
+ * Their results apply until each is sampled (about 4 rounds each at one sample a round), and two
+ * of four tie every sign vote they oppose, so they do harm before they are caught: the margin
+ * for one attacker does not hold, but most of the harm must be gone.
+ */
+const COLLUSION_UNDONE = 0.8;
 
 /** What one scenario measured. */
 interface Outcome {
@@ -277,10 +287,21 @@ function judge(outcomes: readonly Outcome[]): string[] {
     if (caught < o.attackers) {
       failures.push(`${o.name}: ${o.attackers - caught} of ${o.attackers} attackers never ejected`);
     }
-    if (gap > LOSS_MARGIN) {
+    if (o.attackers === 1 && gap > LOSS_MARGIN) {
       failures.push(
         `${o.name}: held-out loss ${gap.toFixed(4)} above clean (margin ${LOSS_MARGIN})`,
       );
+    }
+    const undefended = outcomes.find((u) => u.name === o.name.replace("defended-", "attacked-"));
+    if (o.attackers > 1 && undefended !== undefined) {
+      const undone = 1 - gap / (undefended.heldOutLoss - clean.heldOutLoss);
+      console.log(`${o.name}: ${(100 * undone).toFixed(1)}% of the undefended damage undone`);
+      if (!(undone >= COLLUSION_UNDONE)) {
+        failures.push(
+          `${o.name}: undid ${(100 * undone).toFixed(1)}% of ${undefended.name}'s damage ` +
+            `(at least ${100 * COLLUSION_UNDONE}% required)`,
+        );
+      }
     }
   }
   return failures;

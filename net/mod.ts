@@ -2,11 +2,19 @@
  * The TCP layer shared by the data server and the coordinator's TCP backend:
  * length-prefixed frames, byte codecs for closed message unions, the ed25519
  * challenge-response handshake, the one strict ed25519 signature check every verifier calls,
- * and identity key files.
+ * identity key files, and the connection table (caps, rates and eviction) both servers keep.
  *
  * @module
  */
 export { withAbort } from "./abort.ts";
+export {
+  addressKey,
+  type Admission,
+  type ConnectionEntry,
+  type ConnectionLimits,
+  ConnectionTable,
+} from "./connection_table.ts";
+export { TokenBucket, type TokenBucketOptions } from "./token_bucket.ts";
 export { MessageReader, MessageWriter } from "./codec.ts";
 export {
   ED25519_PUBLIC_KEY_BYTES,

@@ -53,8 +53,8 @@ export const ROOMS: readonly Room[] = [
   },
   {
     path: "net/",
-    job:
-      "length-prefixed TCP frames, the ed25519 handshake and identities (server and data server)",
+    job: "length-prefixed TCP frames, the ed25519 handshake and identities, the connection table " +
+      "(server and data server)",
     uses: ["common/"],
   },
   {

@@ -51,12 +51,6 @@ export {
   TICK_INTERVAL_MS,
 } from "./server.ts";
 export {
-  type Admission,
-  type ConnectionEntry,
-  type ConnectionLimits,
-  ConnectionTable,
-} from "./connection_table.ts";
-export {
   type Backoff,
   type BackoffCause,
   backoffReason,
@@ -69,7 +63,6 @@ export {
   parseAuthorizedKeys,
   parsePublicKey,
 } from "./authorized_keys.ts";
-export { TokenBucket, type TokenBucketOptions } from "./token_bucket.ts";
 export { DEFAULT_MAX_QUEUED_REPLIES, Outbox, UnreadRepliesError } from "./outbox.ts";
 export {
   coordinatorFromRunConfig,

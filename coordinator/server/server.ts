@@ -47,6 +47,8 @@
  * @module
  */
 import {
+  addressKey,
+  ConnectionTable,
   DEFAULT_SERVER_MAX_FRAME_BYTES,
   encodeHandshakeMessage,
   FRAME_HEADER_BYTES,
@@ -55,10 +57,10 @@ import {
   HandshakeError,
   ProtocolError,
   serverHandshake,
+  TokenBucket,
   writeFrame,
 } from "../../net/mod.ts";
 import { encodeCoordinatorState } from "../encoding/mod.ts";
-import { addressKey, ConnectionTable } from "./connection_table.ts";
 import { CoordinatorHost, type HostEvent, type HostReply } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
 import { Outbox, UnreadRepliesError } from "./outbox.ts";
@@ -73,7 +75,6 @@ import {
   type ServerMessage,
 } from "./protocol.ts";
 import { resumableRunConfig, saveRunConfig } from "./save_state.ts";
-import { TokenBucket } from "./token_bucket.ts";
 import { fromMillis, toHex, toMillis } from "../../common/mod.ts";
 
 /**

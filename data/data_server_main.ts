@@ -76,9 +76,17 @@ async function main(argv: string[]): Promise<number> {
       maxConnections: args.maxConnections,
       maxConnectionsPerAddress: args.maxConnectionsPerAddress,
       idleTimeoutMs: args.idleTimeoutMs,
+      // The keys it serves are the run: their connections never make room for a newcomer.
+      isMember: args.allow === "any" ? undefined : (key) => (args.allow as Set<string>).has(key),
       onEvent: (e) => {
         if (e.kind === "Connected") console.log(`client ${e.client} connected`);
         if (e.kind === "RefusedConnection") console.log(`refused ${e.address}: ${e.reason}`);
+        if (e.kind === "EvictedConnection") {
+          console.log(
+            `closed the quietest connection (${e.client ?? "handshaking"} from ${e.address}) ` +
+              "to make room: the server is at its connection cap",
+          );
+        }
         if (e.kind === "Rejected") {
           console.log(`refused ${e.client} batch ${e.batch.start}..${e.batch.end}: ${e.reason}`);
         }

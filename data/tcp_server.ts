@@ -8,9 +8,13 @@
  * A malformed frame closes the connection; a refused request is answered `Rejected`
  * and the connection stays open.
  *
- * Limits, each refused in words: connections at once, in all and per IP address (a
- * connection over either gets a handshake `Rejected` naming it, then is closed); an
- * authenticated connection idle for `idleTimeoutMs` (30 s) gets `Closing` and is closed;
+ * Limits, each refused in words. Connections at once per IP address, and new ones per second
+ * from it (net/connection_table.ts; over either, a handshake `Rejected` naming it, then closed).
+ * Connections at once in all: at that cap a newcomer takes the place of the quietest connection
+ * that is not a member's (`isMember`: still handshaking, or a key the run does not know), so idle
+ * connections, handshaking or not, cannot lock a real client out; only when every connection is a
+ * member's is the newcomer refused. An authenticated connection idle for `idleTimeoutMs` (30 s)
+ * gets `Closing` and is closed;
  * with `maxBatchSequences`, a request spanning more sequences is refused `TooLarge`; with
  * `rateLimit`, a client past its sequences per second (shared by its connections) is
  * refused `RateLimited`. The coordinator's `authorize` admits only a client's own batch;
@@ -32,6 +36,9 @@ import {
 } from "./tcp_messages.ts";
 import { type BatchId, toHex } from "../common/mod.ts";
 import {
+  addressKey,
+  type ConnectionEntry,
+  ConnectionTable,
   encodeHandshakeMessage,
   FrameReader,
   serverHandshake,
@@ -61,6 +68,8 @@ export const DEFAULT_DATA_IDLE_TIMEOUT_MS = 30_000;
 /** Something the server did, for logs. */
 export type DataServerEvent =
   | { kind: "RefusedConnection"; address: string; reason: string }
+  /** At the cap, the quietest non-member connection was closed to let a newcomer in. */
+  | { kind: "EvictedConnection"; address: string; client: string | null }
   | { kind: "Connected"; client: string }
   | { kind: "Served"; client: string; batch: BatchId }
   | { kind: "Rejected"; client: string; batch: BatchId; reason: RejectReason }
@@ -84,6 +93,13 @@ export interface DataServerOptions {
   maxConnections?: number;
   /** Connections at once from one IP address (default 32). */
   maxConnectionsPerAddress?: number;
+  /** New connections per second from one IP address, on average (default: its cap, a second). */
+  connectsPerSecond?: number;
+  /**
+   * Whether a key (hex) belongs to the run: its connections are never closed to let a newcomer
+   * in. The coordinator passes its pending and epoch clients; default: nobody.
+   */
+  isMember?: (key: string) => boolean;
   /**
    * Most sequences one request may span; more is refused `TooLarge`. Default: only the
    * frame limit (an `authorize` that admits only assigned batches bounds it already).
@@ -162,47 +178,43 @@ export function startDataServer(options: DataServerOptions): DataServer {
     hostname: options.hostname ?? "127.0.0.1",
     port: options.port ?? 0,
   });
-  const conns = new Set<Deno.Conn>();
-  const perAddress = new Map<string, number>();
+  const table = new ConnectionTable<Deno.Conn>({
+    maxConnections,
+    maxPerAddress,
+    connectsPerSecond: options.connectsPerSecond ?? maxPerAddress,
+  });
+  const isMember = options.isMember ?? (() => false);
   const handlers = new Set<Promise<void>>();
-  const track = (conn: Deno.Conn, work: Promise<void>, release: () => void) => {
-    conns.add(conn);
-    const h = work.finally(() => {
-      conns.delete(conn);
-      handlers.delete(h);
-      release();
-      closeQuietly(conn);
-    });
-    handlers.add(h);
-  };
   const accepting = (async () => {
     for await (const conn of listener) {
-      const address = (conn.remoteAddr as Deno.NetAddr).hostname;
-      const fromAddress = perAddress.get(address) ?? 0;
-      const refusal = conns.size >= maxConnections
-        ? `the data server is at its limit of ${maxConnections} connections`
-        : fromAddress >= maxPerAddress
-        ? `the data server is at its limit of ${maxPerAddress} connections from ${address}`
-        : null;
-      if (refusal !== null) {
-        context.emit({ kind: "RefusedConnection", address, reason: refusal });
+      const address = addressKey((conn.remoteAddr as Deno.NetAddr).hostname);
+      const nowMs = context.now();
+      const admission = table.admit(address, nowMs, isMember);
+      if (admission.kind === "Refuse") {
+        context.emit({ kind: "RefusedConnection", address, reason: admission.reason });
         // Refused connections are not counted, but close() still waits for them.
-        const h = refuseConnection(conn, refusal).finally(() => handlers.delete(h));
+        const h = refuseConnection(conn, admission.reason).finally(() => handlers.delete(h));
         handlers.add(h);
         continue;
       }
-      perAddress.set(address, fromAddress + 1);
-      track(conn, serveConnection(conn, context), () => {
-        const left = (perAddress.get(address) ?? 1) - 1;
-        if (left === 0) perAddress.delete(address);
-        else perAddress.set(address, left);
+      if (admission.kind === "Evict") {
+        const { victim } = admission;
+        context.emit({ kind: "EvictedConnection", address: victim.address, client: victim.key });
+        closeQuietly(victim.handle); // its handler ends on the closed socket
+      }
+      const entry = table.add(conn, address, nowMs);
+      const h: Promise<void> = serveConnection(conn, context, entry).finally(() => {
+        table.remove(entry);
+        handlers.delete(h);
+        closeQuietly(conn);
       });
+      handlers.add(h);
     }
   })().catch(() => {/* listener closed */});
   const { hostname, port } = listener.addr;
   const close = async () => {
     closeQuietly(listener);
-    for (const c of conns) closeQuietly(c);
+    for (const e of table.entries()) closeQuietly(e.handle);
     await Promise.all([accepting, ...handlers]);
   };
   return {
@@ -226,7 +238,11 @@ async function refuseConnection(conn: Deno.Conn, reason: string): Promise<void> 
   }
 }
 
-async function serveConnection(conn: Deno.Conn, context: ServerContext): Promise<void> {
+async function serveConnection(
+  conn: Deno.Conn,
+  context: ServerContext,
+  entry: ConnectionEntry<Deno.Conn>,
+): Promise<void> {
   const { options, emit } = context;
   const frames = new FrameReader(conn, { maxFrameBytes: MAX_REQUEST_FRAME_BYTES });
   let client: string | null = null;
@@ -236,6 +252,8 @@ async function serveConnection(conn: Deno.Conn, context: ServerContext): Promise
       signal: AbortSignal.timeout(options.handshakeTimeoutMs ?? 5000),
     });
     client = toHex(key);
+    entry.key = client;
+    entry.lastActiveMs = context.now();
     emit({ kind: "Connected", client });
     for (;;) {
       let frame: Uint8Array | null;
@@ -248,6 +266,7 @@ async function serveConnection(conn: Deno.Conn, context: ServerContext): Promise
         throw e;
       }
       if (frame === null) break;
+      entry.lastActiveMs = context.now();
       const request = decodeDataClientMessage(frame);
       let reply: DataServerMessage;
       if (request.kind === "GetInfo") {

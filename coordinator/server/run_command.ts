@@ -395,11 +395,21 @@ export async function runCommand(
     try {
       data = await startDataServerFromConfig(opts.dataConfigPath, {
         authorize: (client, batch) => host.authorizeData(client, batch),
+        isMember: (key) => host.isMemberKey(key),
         hostname: opts.hostname,
         port: dataPort,
         onEvent: (e) => {
           if (e.kind === "Rejected") {
             log({ kind: "DataRefused", client: e.client, ...e.batch, reason: e.reason });
+          }
+          if (e.kind === "EvictedConnection") {
+            log({
+              kind: "ConnectionClosed",
+              peer: e.address,
+              client: e.client,
+              reason: "the data server is at its connection cap, and this was its quietest " +
+                "connection of a non-member",
+            });
           }
         },
       });

@@ -162,13 +162,35 @@ export class TcpBackend implements CoordinatorBackend {
     return this.#feed.follow(options.signal);
   }
 
-  /** {@inheritDoc CoordinatorBackend.join} */
+  /**
+   * {@inheritDoc CoordinatorBackend.join}
+   *
+   * A join the connection dropped under is asked again once the backend reconnected (a
+   * coordinator restarting as the client starts is no reason to give up); the join is also
+   * remembered, so every later reconnection joins again.
+   */
   async join(options: CallOptions = {}): Promise<void> {
-    await this.#request(
-      (requestId) => ({ kind: "Join", requestId, runId: this.#options.runId }),
-      options,
-    );
-    this.#joined = true;
+    const closing = options.signal === undefined
+      ? this.#closing.signal
+      : AbortSignal.any([options.signal, this.#closing.signal]);
+    for (;;) {
+      try {
+        await this.#request(
+          (requestId) => ({ kind: "Join", requestId, runId: this.#options.runId }),
+          options,
+        );
+        this.#joined = true;
+        return;
+      } catch (e) {
+        const dropped = e instanceof BackendError && e.kind === "Disconnected" &&
+          this.#failure === null && this.#options.reconnect !== false;
+        if (!dropped) throw e;
+        this.#joined = true;
+        while (this.#link === null && this.#failure === null) {
+          if (!(await sleep(50, closing))) throw e;
+        }
+      }
+    }
   }
 
   /** {@inheritDoc CoordinatorBackend.sendWitness} */

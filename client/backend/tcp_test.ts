@@ -116,6 +116,42 @@ Deno.test("after the connection drops the backend reconnects and joins again", a
   }
 });
 
+Deno.test("a join the connection dropped under is asked again once the backend reconnected", async () => {
+  // A coordinator that goes away with the client's Join unanswered (it was restarting as the
+  // client started): the join waits for the next coordinator rather than fail the client.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const { port } = listener.addr as Deno.NetAddr;
+  const dropping = (async () => {
+    const conn = await listener.accept();
+    const frames = new FrameReader(conn, { maxFrameBytes: 1 << 16 });
+    await serverHandshake(conn, frames, { context: COORDINATOR_CONTEXT });
+    await frames.next(); // the Join, never answered
+    conn.close();
+    listener.close();
+  })();
+  const events: TcpBackendEvent[] = [];
+  const backend = await TcpBackend.connect({
+    address: `127.0.0.1:${port}`,
+    runId: "test-run",
+    identity: generateIdentity(),
+    reconnectDelayMs: 50,
+    onEvent: (e) => events.push(e),
+  });
+  try {
+    const joined = backend.join();
+    await dropping;
+    await using server = serve(port);
+    await joined;
+    assert.deepEqual(server.host.pending().map((p) => toHex(p.signer)), [
+      toHex(backend.identity.signer),
+    ]);
+    assert.ok(events.some((e) => e.kind === "Disconnected"));
+    assert.ok(events.some((e) => e.kind === "Reconnected"));
+  } finally {
+    await backend.close();
+  }
+});
+
 Deno.test("close ends every states iterator and fails later calls with Closed", async () => {
   await using server = serve();
   const backend = await TcpBackend.connect({

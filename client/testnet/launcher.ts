@@ -63,6 +63,8 @@ export interface TestnetOptions {
   readonly clientArgs?: readonly string[];
   /** Extra environment variables of one client, by label (test hooks such as faults). */
   readonly clientEnv?: (label: string) => Record<string, string> | undefined;
+  /** The libp2p port of a client's first start, by label (default: a free one; tests). */
+  readonly clientPort?: (label: string) => number | undefined;
   /**
    * Measure a training step of the run's model here first, and raise the run's round, Warmup
    * and epoch times to what `numClients` clients sharing this machine need (calibrate.ts).
@@ -100,7 +102,12 @@ interface ClientSlot {
   keyPath: string;
   port: number;
   process: ChildProcess | null;
+  /** Times it was started again because another process took its libp2p port first. */
+  portRetries?: number;
 }
+
+/** Fresh ports a client gets when another process took its libp2p port before it listened. */
+const MAX_PORT_RETRIES = 3;
 
 /**
  * `n` distinct free TCP ports on 127.0.0.1: all are held open together while the OS picks them,
@@ -433,7 +440,8 @@ export class Testnet {
     const identity = generateIdentity();
     const keyPath = join(this.tempDir, "identities", `${label}.key`);
     await saveIdentity(keyPath, identity);
-    const slot = { label, index, identity, keyPath, port: freePort(), process: null };
+    const port = this.#options.clientPort?.(label) ?? freePort();
+    const slot = { label, index, identity, keyPath, port, process: null };
     this.#clients.push(slot);
     return slot;
   }
@@ -473,14 +481,32 @@ export class Testnet {
       ...peers,
       ...(this.#options.clientArgs ?? []),
     ];
+    // freePort releases the port it found: another process may take it before the client
+    // listens (EADDRINUSE at start). Such a client is started again on a fresh port.
+    let portTaken = false;
     slot.process = new ChildProcess(slot.label, {
       args,
       cwd: REPO_ROOT,
       env: this.#options.clientEnv?.(slot.label),
-      onLine: (line) => this.#show(slot.label, "client", slot.index, line, parseEventLine(line)),
+      onLine: (line) => {
+        if (line.includes("EADDRINUSE") && line.includes(`:${slot.port}`)) portTaken = true;
+        this.#show(slot.label, "client", slot.index, line, parseEventLine(line));
+      },
     });
     const process = slot.process;
     process.status.then((status) => {
+      const retries = slot.portRetries ?? 0;
+      if (portTaken && status.code !== 0 && !this.#stopped && retries < MAX_PORT_RETRIES) {
+        const taken = slot.port;
+        slot.port = freePort();
+        slot.portRetries = retries + 1;
+        this.#note(
+          `${slot.label} could not listen on p2p port ${taken} (another process took it): ` +
+            `starting it again on ${slot.port}`,
+        );
+        this.#spawn(slot);
+        return;
+      }
       if (!this.#stopped) {
         this.#note(
           `${slot.label} exited (${

@@ -372,7 +372,10 @@ Deno.test("at the cap the quietest connection makes room; over the per-address c
     events.filter((e) => e.kind === "RefusedConnection").map((e) => "address" in e && e.address),
     ["127.0.0.1"],
   );
-  assert.throws(() => start({ maxConnections: 0 }), /maxConnections must be a positive integer, found 0/);
+  assert.throws(
+    () => start({ maxConnections: 0 }),
+    /maxConnections must be a positive integer, found 0/,
+  );
 });
 
 async function waitUntil(cond: () => boolean): Promise<void> {

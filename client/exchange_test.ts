@@ -243,7 +243,11 @@ Deno.test({
       assert.equal(unreachable().length, 1, JSON.stringify(unreachable()));
       const fields = unreachable()[0].fields as ClientEvents["peer_unreachable"];
       assert.equal(fields.peer, toHex(ids[1].p2pIdentity));
-      assert.ok(fields.error.length > 0);
+      // It names the address it dialled and what happened there.
+      assert.equal(
+        fields.error,
+        `dialled /ip4/127.0.0.1/tcp/${port}: refused: nothing listens there`,
+      );
     } finally {
       await ex.close();
     }

@@ -17,6 +17,7 @@ import { type GossipSub, gossipsub, StrictNoSign } from "@libp2p/gossipsub";
 import { type Multiaddr, multiaddr } from "@multiformats/multiaddr";
 import type { PeerId } from "@libp2p/interface";
 import { Allowlist, allowlistGater } from "./allowlist.ts";
+import { describeDialFailure } from "./dial_failure.ts";
 import { libp2pPrivateKey, peerIdOf, publicKeyOf } from "./identity.ts";
 import type { PublicKeyBytes } from "../../common/mod.ts";
 
@@ -127,13 +128,24 @@ export class P2PNode {
 
   /**
    * Connects to a participant by public key, using the addresses the node knows for it (from a
-   * previous connection, `addPeerAddresses` or a `PeerAddresses` announcement).
+   * previous connection, `addPeerAddresses` or a `PeerAddresses` announcement). A failure says
+   * where it dialled and why, in words ({@linkcode describeDialFailure}).
    */
   async connectTo(
     publicKey: PublicKeyBytes,
     options: { signal?: AbortSignal } = {},
   ): Promise<void> {
-    await this.libp2p.dial(peerIdOf(publicKey), { signal: options.signal });
+    const id = peerIdOf(publicKey);
+    try {
+      await this.libp2p.dial(id, { signal: options.signal });
+    } catch (e) {
+      options.signal?.throwIfAborted();
+      const known = await this.libp2p.peerStore.get(id).then(
+        (peer) => peer.addresses.map((a) => a.multiaddr.toString()),
+        () => [],
+      );
+      throw new Error(describeDialFailure(known, e), { cause: e });
+    }
   }
 
   /** Whether the node knows at least one address for this participant. */

@@ -86,7 +86,16 @@ Deno.test("connectTo dials a participant by key once its address is known", asyn
   await using a = await createP2PNode({ secretKey: secret(1), allowedPeers: keys });
   await using b = await createP2PNode({ secretKey: secret(2), allowedPeers: keys });
   assert.equal(await a.knowsAddresses(b.publicKey), false);
-  await assert.rejects(() => a.connectTo(b.publicKey));
+  await assert.rejects(() => a.connectTo(b.publicKey), /^Error: no known address: /);
+  // An address where nothing listens: the failure names it and says what happened.
+  const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const deadPort = (closed.addr as Deno.NetAddr).port;
+  closed.close();
+  await a.addPeerAddresses(b.publicKey, [`/ip4/127.0.0.1/tcp/${deadPort}`]);
+  await assert.rejects(
+    () => a.connectTo(b.publicKey),
+    new RegExp(`dialled /ip4/127\\.0\\.0\\.1/tcp/${deadPort}[^:]*: refused: nothing listens there`),
+  );
   await a.addPeerAddresses(b.publicKey, [b.addresses()[0].toString().replace(/\/p2p\/.*/, "")]);
   assert.equal(await a.knowsAddresses(b.publicKey), true);
   await a.connectTo(b.publicKey);

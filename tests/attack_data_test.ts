@@ -95,7 +95,7 @@ Deno.test("a whole-dataset request is refused; an honest batch is served; the ra
   await assert.rejects(stranger.getSamples({ start: 0, end: 5 }), /NotInThisRound/);
 });
 
-Deno.test("the connection cap refuses the extra connection; an idle one is closed", async () => {
+Deno.test("at a cap of members' connections the extra one is refused; an idle one is closed", async () => {
   await using server = await startReadmeDataServer([
     "--max-connections",
     "2",
@@ -103,7 +103,8 @@ Deno.test("the connection cap refuses the extra connection; an idle one is close
     "0.5",
   ]);
   const { hostname, port } = parseHostPort(server.address);
-  // Two connections that complete the handshake and then say nothing.
+  // Two connections of the allowed key (a member of this server's run, never evicted) that
+  // complete the handshake and then say nothing.
   const idle = await Promise.all([0, 1].map(async () => {
     const conn = await Deno.connect({ hostname, port });
     const frames = new FrameReader(conn, { maxFrameBytes: 1 << 20 });
@@ -116,7 +117,7 @@ Deno.test("the connection cap refuses the extra connection; an idle one is close
   try {
     await assert.rejects(
       TcpDataProvider.connect(server.address, { secretKey: allowed.secretKey }),
-      /Server refused the connection: the data server is at its limit of 2 connections/,
+      /Server refused the connection: the server already has 2 connections, all of members/,
     );
     for (const { frames, since } of idle) {
       // Closed after the timeout, with the reason first.
@@ -136,5 +137,30 @@ Deno.test("the connection cap refuses the extra connection; an idle one is close
     await TcpDataProvider.connect(server.address, { secretKey: allowed.secretKey }),
   );
   assert.equal((await client.getSamples({ start: 0, end: 5 })).count, 6);
-  assert.match(server.log.text, /refused 127\.0\.0\.1: the data server is at its limit of 2/);
+  assert.match(server.log.text, /refused 127\.0\.0\.1: the server already has 2 connections/);
+});
+
+Deno.test("at the cap a stranger's idle connection makes room for the run's key", async () => {
+  await using server = await startReadmeDataServer(["--max-connections", "1"]);
+  const { hostname, port } = parseHostPort(server.address);
+  // A key the server does not serve completes its handshake and sits on the only slot.
+  const conn = await Deno.connect({ hostname, port });
+  const frames = new FrameReader(conn, { maxFrameBytes: 1 << 20 });
+  await clientHandshake(conn, frames, {
+    context: DATA_SERVER_CONTEXT,
+    secretKey: new Uint8Array(32).fill(9),
+  });
+  try {
+    await using client = closing(
+      await TcpDataProvider.connect(server.address, { secretKey: allowed.secretKey }),
+    );
+    assert.equal((await client.getSamples({ start: 0, end: 1 })).count, 2);
+    assert.equal(await frames.next(), null, "the stranger's connection was closed");
+    assert.match(
+      server.log.text,
+      /closed the quietest connection \([0-9a-f]{64} from 127\.0\.0\.1\)/,
+    );
+  } finally {
+    conn.close();
+  }
 });

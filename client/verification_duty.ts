@@ -23,7 +23,7 @@ import { keptParamHeights } from "./state/verify.ts";
 import type { NetworkTrainer } from "./trainer.ts";
 import { hashFromBytes } from "./p2p/content_store.ts";
 import { toHex } from "../common/mod.ts";
-import { sleep } from "./sleep.ts";
+import { abortableSleep } from "../net/mod.ts";
 import { CoordinatorError, type CoordinatorState, roundClients } from "../coordinator/core/mod.ts";
 import type { DataProvider } from "../data/mod.ts";
 import {
@@ -224,7 +224,7 @@ export class VerificationDuty implements Disposable {
           attempt,
           error: e instanceof Error ? e.message : String(e),
         });
-        await sleep(VERIFY_RETRY_MS, this.#o.signal);
+        await abortableSleep(VERIFY_RETRY_MS, this.#o.signal);
       }
     }
   }

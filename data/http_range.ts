@@ -7,6 +7,7 @@
  * @module
  */
 import { DataError } from "./errors.ts";
+import { abortableSleep } from "../net/mod.ts";
 
 /** Retry and timeout settings for HTTP requests. */
 export interface HttpFetchOptions {
@@ -27,22 +28,6 @@ export interface HttpFetchOptions {
 /** Delay before retry number `retry` (1-based): `base * 2^(retry-1)`, capped at `max`. */
 export function backoffDelay(retry: number, baseMs: number, maxMs: number): number {
   return Math.min(maxMs, baseMs * 2 ** (retry - 1));
-}
-
-/** Sleeps `ms`, or rejects with the signal's reason when it aborts first. */
-export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 /** Fetches sizes and byte ranges of remote files. */

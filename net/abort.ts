@@ -1,6 +1,6 @@
 /**
- * Cancellation helper for awaiting operations that do not take a signal themselves
- * (reads and writes on a `Deno.Conn`).
+ * Cancellation helpers: awaiting operations that do not take a signal themselves (reads and
+ * writes on a `Deno.Conn`), and the abortable wait every retry loop uses.
  *
  * @module
  */
@@ -22,5 +22,33 @@ export function withAbort<T>(promise: Promise<T>, signal: AbortSignal | undefine
     };
     signal.addEventListener("abort", onAbort, { once: true });
     promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/**
+ * Waits `ms` milliseconds, or rejects with the signal's reason when it aborts first.
+ *
+ * @example
+ * ```ts
+ * import { abortableSleep } from "./abort.ts";
+ * const gone = new AbortController();
+ * gone.abort(new Error("stopped"));
+ * await abortableSleep(5_000, gone.signal).then(() => {
+ *   throw new Error("aborted waits reject");
+ * }, () => {});
+ * ```
+ */
+export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -6,7 +6,7 @@
  *
  * @module
  */
-export { withAbort } from "./abort.ts";
+export { abortableSleep, withAbort } from "./abort.ts";
 export {
   addressKey,
   type Admission,

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { sleep } from "../sleep.ts";
+import { abortableSleep } from "../../net/mod.ts";
 
 /** Retry and timeout settings for one download. */
 export interface RetryPolicy {
@@ -108,7 +108,7 @@ export async function withFallback<T>(
   options: FallbackOptions,
 ): Promise<T> {
   const { policy, signal } = options;
-  const wait = options.sleep ?? sleep;
+  const wait = options.sleep ?? abortableSleep;
   const timeout = options.timeout ?? ((ms: number) => AbortSignal.timeout(ms));
   const gate = options.gate ?? (<R>(task: () => Promise<R>) => task());
   const failures: FailedAttempt[] = [];

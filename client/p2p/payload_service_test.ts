@@ -4,7 +4,7 @@ import { createP2PNode, type P2PNode } from "./node.ts";
 import { PayloadService, type PayloadServiceOptions } from "./payload_service.ts";
 import { sendChunked } from "./payload_stream.ts";
 import { PayloadFetchError } from "./fallback.ts";
-import { sleep } from "../sleep.ts";
+import { abortableSleep } from "../../net/mod.ts";
 import { contentHash, hashToBytes } from "./content_store.ts";
 import { decodeRequest, encodeResponseHeader, PAYLOAD_PROTOCOL } from "./payload_wire.ts";
 import { encodeBulkResponseHeader } from "./bulk_wire.ts";
@@ -216,7 +216,7 @@ Deno.test("a provider answers a malformed request with BadRequest and drops a si
   const stopWaiting = new AbortController();
   const outcome = await Promise.race([
     silentReader.next().then(() => "ended", () => "reset"),
-    sleep(3000, stopWaiting.signal).then(() => "still open after 3 s", () => "cancelled"),
+    abortableSleep(3000, stopWaiting.signal).then(() => "still open after 3 s", () => "cancelled"),
   ]);
   stopWaiting.abort();
   assert.equal(outcome, "reset");

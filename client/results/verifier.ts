@@ -13,7 +13,7 @@ import { judgeChain, type Judgement, judgeReplay, labelCopy } from "./verify_che
 import type { RoundResults } from "./round_results.ts";
 import { stepLearningRate, stepOfHeight } from "../round_view.ts";
 import { equalBytes, type PublicKeyBytes, toHex } from "../../common/mod.ts";
-import { sleep } from "../sleep.ts";
+import { abortableSleep } from "../../net/mod.ts";
 import {
   type CoordinatorState,
   roundAssignments,
@@ -166,7 +166,7 @@ async function fetchStates(
         return await parts.fetchState({ digest, provider, expectedSize, signal });
       } catch (e) {
         if (signal?.aborted) throw e;
-        if (attempt < STATE_FETCH_ATTEMPTS) await sleep(STATE_FETCH_SPACING_MS, signal);
+        if (attempt < STATE_FETCH_ATTEMPTS) await abortableSleep(STATE_FETCH_SPACING_MS, signal);
       }
     }
     return null;

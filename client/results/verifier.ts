@@ -15,8 +15,8 @@ import { stepLearningRate, stepOfHeight } from "../round_view.ts";
 import { equalBytes, type PublicKeyBytes, toHex } from "../../common/mod.ts";
 import { abortableSleep } from "../../net/mod.ts";
 import {
+  assignedBatch,
   type CoordinatorState,
-  roundAssignments,
   roundByHeight,
   roundClients,
 } from "../../coordinator/core/mod.ts";
@@ -82,13 +82,12 @@ export async function verifyResult(
   signal?: AbortSignal,
 ): Promise<VerificationOutcome> {
   const { height } = task;
-  const round = roundByHeight(state, height);
-  if (round === null) throw new Error(`round ${height} is no longer in the coordinator's state`);
-  const clients = roundClients(state, height);
-  const index = clients.findIndex((c) => c.epochIndex === task.trainer);
-  const trainer = clients[index];
-  const assignment = roundAssignments(state, round).find((a) => a.clientIndex === index);
-  if (trainer === undefined || assignment === undefined) {
+  if (roundByHeight(state, height) === null) {
+    throw new Error(`round ${height} is no longer in the coordinator's state`);
+  }
+  const trainer = roundClients(state, height).find((c) => c.epochIndex === task.trainer);
+  const batch = assignedBatch(state, height, task.trainer);
+  if (trainer === undefined || batch === null) {
     throw new Error(`client ${task.trainer} trained no batch in round ${height}`);
   }
   const step = stepOfHeight(state, height);
@@ -127,7 +126,7 @@ export async function verifyResult(
     height,
     state: served.input,
     step,
-    batch: assignment.batch,
+    batch,
     lr: stepLearningRate(state, step),
     prevLr: stepLearningRate(state, Math.max(0, step - 1)),
   });

@@ -13,6 +13,7 @@
 import { CommitteeSelection } from "./committee_selection.ts";
 import { assignDataForRound, batchSizeForTokens, type DataAssignment } from "./data_selection.ts";
 import { roundWitnessQuorum } from "./witness_quorum.ts";
+import type { BatchId } from "../../common/mod.ts";
 import {
   type Client,
   type CoordinatorConfig,
@@ -103,6 +104,22 @@ export function roundClients(state: CoordinatorState, height: number): Client[] 
   const gone = exitedClients.filter((c) => c.exitedHeight > height);
   if (gone.length === 0) return clients.slice();
   return clients.concat(gone).sort((a, b) => a.epochIndex - b.epochIndex);
+}
+
+/**
+ * The batch epoch client `epochIndex` was assigned in round `height`, or null when the round is
+ * no longer in the state or the client had no batch in it.
+ */
+export function assignedBatch(
+  state: CoordinatorState,
+  height: number,
+  epochIndex: number,
+): BatchId | null {
+  const round = roundByHeight(state, height);
+  if (round === null) return null;
+  const index = roundClients(state, height).findIndex((c) => c.epochIndex === epochIndex);
+  if (index < 0) return null;
+  return roundAssignments(state, round).find((a) => a.clientIndex === index)?.batch ?? null;
 }
 
 /**

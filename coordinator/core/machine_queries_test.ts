@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { pause, resume, withdraw } from "./machine_membership.ts";
 import {
   applyPlan,
+  assignedBatch,
   clientAtHistoricalIndex,
   coldStartWarmupBounds,
   currentRound,
@@ -70,6 +71,23 @@ Deno.test("roundAssignments: every batch of the round exactly once, contiguous",
   }
   assert.equal(next, round.dataIndex + roundBatchSize(d.state, round));
   assert.equal(new Set(a.map((x) => x.clientIndex)).size, 7);
+});
+
+Deno.test("assignedBatch: an epoch client's batch of a round, by epoch index, after others left", () => {
+  const d = inRoundTrain(5);
+  d.fullRound();
+  withdraw(d.state, 1);
+  d.fullRound(); // round 1 ends; client 1 leaves with exitedHeight 2
+  for (const h of [1, 2]) {
+    const round = roundByHeight(d.state, h)!;
+    const clients = roundClients(d.state, h);
+    for (const a of roundAssignments(d.state, round)) {
+      assert.deepEqual(assignedBatch(d.state, h, clients[a.clientIndex].epochIndex), a.batch);
+    }
+  }
+  assert.equal(assignedBatch(d.state, 2, 1), null, "client 1 was gone in round 2");
+  assert.notEqual(assignedBatch(d.state, 1, 1), null, "and trained in round 1");
+  assert.equal(assignedBatch(d.state, 9, 0), null, "a round not in the state");
 });
 
 Deno.test("applyPlan in training: round h - 2 with round h - 1's witnesses", () => {

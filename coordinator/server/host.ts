@@ -29,6 +29,7 @@ import {
 import type { ClientMessage, ClientMessageHead } from "./protocol.ts";
 import type { ClientTelemetry } from "./telemetry.ts";
 import {
+  assignedBatch,
   barEpoch,
   barredUntil,
   type Checkpoint,
@@ -53,7 +54,6 @@ import {
   type Outcome,
   previousRound,
   roundAssignments,
-  roundByHeight,
   roundClients,
   roundSelection,
   roundWitnessQuorum,
@@ -857,17 +857,11 @@ export class CoordinatorHost {
   /** Whether client `epochIndex` holds a seat of an open task whose trainer was assigned `batch`. */
   #seatedFor(epochIndex: number, batch: BatchId): boolean {
     const { state } = this;
-    for (const task of state.epochState.verificationTasks) {
-      if (!task.seats.some((s) => s.verifier === epochIndex)) continue;
-      const round = roundByHeight(state, task.height);
-      if (round === null) continue;
-      const index = roundClients(state, task.height).findIndex((c) =>
-        c.epochIndex === task.trainer
-      );
-      const assigned = roundAssignments(state, round).find((a) => a.clientIndex === index);
-      if (assigned !== undefined && sameBatch(assigned.batch, batch)) return true;
-    }
-    return false;
+    return state.epochState.verificationTasks.some((task) => {
+      if (!task.seats.some((s) => s.verifier === epochIndex)) return false;
+      const assigned = assignedBatch(state, task.height, task.trainer);
+      return assigned !== null && sameBatch(assigned, batch);
+    });
   }
 
   /**

@@ -204,7 +204,6 @@ export class VerificationDuty implements Disposable {
     });
   }
 
-  /** Whether the newest state still has the task's stage open with this client's seat empty. */
   /**
    * Runs `verification` until it gives a verdict, again after a failure (a data server or a peer
    * that did not answer, a GPU error) while the seat still owes its report: silence is ejected as
@@ -229,6 +228,7 @@ export class VerificationDuty implements Disposable {
     }
   }
 
+  /** Whether the newest state still has the task's stage open with this client's seat empty. */
   #stillOwed(task: { height: number; trainer: number; stage: string }): boolean {
     const state = this.#o.latestState();
     if (state === null) return false;

@@ -22,14 +22,19 @@
 import type { BatchId } from "../common/mod.ts";
 import type { DistroResult, SparseParam } from "../optimizer/mod.ts";
 
-/** Every attack, by its `PSYCHE_FAULT_ATTACK` name. */
-export const ATTACKS = [
+/** The attacks on a trainer's result: what it trains or what it publishes. */
+export const RESULT_ATTACKS = [
   "negate",
   "scale",
   "random-signs",
   "replay-old",
   "other-data",
   "free-ride",
+] as const;
+
+/** Every attack, by its `PSYCHE_FAULT_ATTACK` name: the result attacks, then the duties'. */
+export const ATTACKS = [
+  ...RESULT_ATTACKS,
   "false-accuse",
   "idle-verifier",
   "idle-witness",

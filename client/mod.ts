@@ -86,6 +86,7 @@ export {
   parseAttack,
   randomSigns,
   republish,
+  RESULT_ATTACKS,
 } from "./attacks.ts";
 export {
   isVerifying,

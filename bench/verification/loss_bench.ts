@@ -29,6 +29,7 @@ import { join } from "node:path";
 import { parseOrExit } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
 import { heldOutLoss, REPO_ROOT, Testnet } from "../../client/testnet/mod.ts";
+import { RESULT_ATTACKS } from "../../client/mod.ts";
 
 interface Scenario {
   readonly name: string;
@@ -38,20 +39,10 @@ interface Scenario {
   readonly attackers?: number;
 }
 
-/** The attacks a defended run is made with: every one that trains or publishes a result. */
-const DEFENDED_ATTACKS = [
-  "negate",
-  "scale",
-  "random-signs",
-  "replay-old",
-  "other-data",
-  "free-ride",
-] as const;
-
 const SCENARIOS: readonly Scenario[] = [
   { name: "clean", percent: 0, attack: null },
   { name: "attacked", percent: 0, attack: "negate" },
-  ...DEFENDED_ATTACKS.map((attack) => ({ name: `defended-${attack}`, percent: 10, attack })),
+  ...RESULT_ATTACKS.map((attack) => ({ name: `defended-${attack}`, percent: 10, attack })),
   // Two colluders in four tie every sign vote they oppose: what one attacker cannot do alone.
   { name: "attacked-2of4", percent: 0, attack: "negate", attackers: 2 },
   { name: "defended-2of4", percent: 10, attack: "negate", attackers: 2 },

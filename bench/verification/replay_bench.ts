@@ -20,8 +20,8 @@
  */
 import { parseOrExit } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
+import { RESULT_ATTACKS } from "../../client/mod.ts";
 import {
-  ATTACKS_IN_BENCH,
   type BenchItem,
   type BenchStep,
   runTrainerProcess,
@@ -148,7 +148,7 @@ async function orchestrate(
     console.log(humanSummary(report));
   }
   const falseAccusations = summary.kinds.honest?.fail ?? 0;
-  const missed = ATTACKS_IN_BENCH.reduce((a, k) => a + (summary.kinds[k]?.pass ?? 0), 0);
+  const missed = RESULT_ATTACKS.reduce((a, k) => a + (summary.kinds[k]?.pass ?? 0), 0);
   return falseAccusations === 0 && missed === 0 ? 0 : 1;
 }
 

@@ -14,6 +14,7 @@ import {
   otherBatch,
   randomSigns,
   republish,
+  RESULT_ATTACKS,
   ResultReplayer,
 } from "../../client/mod.ts";
 import { type BatchId, learningRate, toHex } from "../../common/mod.ts";
@@ -32,16 +33,8 @@ import {
 } from "../../optimizer/mod.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
 
-/** The attacks the bench commits: three in training, three at publishing. */
-export const ATTACKS_IN_BENCH = [
-  "negate",
-  "scale",
-  "other-data",
-  "random-signs",
-  "replay-old",
-  "free-ride",
-] as const;
-type Kind = "honest" | typeof ATTACKS_IN_BENCH[number];
+/** What a result of the bench is: honest, or one of the result attacks (three trained, three published). */
+type Kind = "honest" | typeof RESULT_ATTACKS[number];
 
 /** One result of a step, as the trainer process writes it. */
 export interface BenchItem {

@@ -392,6 +392,21 @@ function endEpoch(host: CoordinatorHost, now: number): number {
   return now;
 }
 
+/**
+ * Client 2, which the witnesses never see, is dropped by a health check at height 2, and the
+ * epoch runs to its end. Returns the time WaitingForMembers began.
+ */
+function dropClient2AndEndEpoch(host: CoordinatorHost): number {
+  const now = trainToHeight2(host, identity(2).signer);
+  host.handle(
+    identity(0).signer,
+    { kind: "HealthCheck", requestId: 2, checks: unhealthyTrainers(host.state) },
+    now,
+    SEED,
+  );
+  return endEpoch(host, now);
+}
+
 function trainingHostWith(order: number[], options: Partial<HostOptions>) {
   const state = testState({ initMinClients: 2, minClients: 2, witnessNodes: 0 }, 100);
   const host = new CoordinatorHost({ state, withdrawOnDisconnect: true, ...options });
@@ -448,14 +463,7 @@ Deno.test("a key dropped by a health check in epoch e waits in the pending list 
 
 Deno.test("the default back-off keeps a dropped key out of the next epoch", () => {
   const host = trainingHostWith([0, 1, 2], {});
-  const now = trainToHeight2(host, identity(2).signer);
-  host.handle(
-    identity(0).signer,
-    { kind: "HealthCheck", requestId: 2, checks: unhealthyTrainers(host.state) },
-    now,
-    SEED,
-  );
-  const later = endEpoch(host, now);
+  const later = dropClient2AndEndEpoch(host);
   assert.equal(host.state.progress.epoch, 1);
   assert.deepEqual(join(host, 2, later), { kind: "Ack" });
   assert.deepEqual(join(host, 0, later), { kind: "Ack" }, "a withdrawn key is not backed off");
@@ -475,14 +483,7 @@ Deno.test("the default back-off keeps a dropped key out of the next epoch", () =
 Deno.test("a run held by back-offs says so once, ticks when the wait lifts them, and starts", () => {
   // Issue 32's stall: init_min_clients = 3, one of the three clients backed off until epoch 3.
   const host = trainingHostWith([0, 1, 2], { joinBackoffEpochs: 3 });
-  const now = trainToHeight2(host, identity(2).signer);
-  host.handle(
-    identity(0).signer,
-    { kind: "HealthCheck", requestId: 2, checks: unhealthyTrainers(host.state) },
-    now,
-    SEED,
-  );
-  const later = endEpoch(host, now);
+  const later = dropClient2AndEndEpoch(host);
   assert.equal(host.state.progress.epoch, 1);
   host.state.config.initMinClients = 3;
   host.takeEvents();
@@ -510,14 +511,7 @@ Deno.test("a run held by back-offs says so once, ticks when the wait lifts them,
 
 Deno.test("a run whose pending list is too short however long it waits is not woken for it", () => {
   const host = trainingHostWith([0, 1, 2], { joinBackoffEpochs: 3 });
-  const now = trainToHeight2(host, identity(2).signer);
-  host.handle(
-    identity(0).signer,
-    { kind: "HealthCheck", requestId: 2, checks: unhealthyTrainers(host.state) },
-    now,
-    SEED,
-  );
-  const later = endEpoch(host, now);
+  const later = dropClient2AndEndEpoch(host);
   host.state.config.initMinClients = 3;
   for (const i of [0, 2]) join(host, i, later);
   assert.equal(host.nextTickDeadline(), null);

@@ -4,8 +4,12 @@
  * address on 10.77.x.0/24 (not 127.0.0.1), and a link that can be slowed (a token-bucket rate
  * limit each way) or cut and mended while the run goes on.
  *
- * Needs root and iproute2 (`ip`, `tc`). Everything is named after the test process, so two
- * tests never share a namespace, and `dispose` removes it all.
+ * With `nat`, each host sits instead behind a home router of its own: a namespace on the bridge
+ * that masquerades the host's private subnet (10.78.x.0/24) and drops connections dialled in
+ * from outside, so peers can reach a host only through a connection it opened.
+ *
+ * Needs root and iproute2 (`ip`, `tc`), and nftables (`nft`) for `nat`. Everything is named
+ * after the test process, so two tests never share a namespace, and `dispose` removes it all.
  *
  * @module
  */
@@ -14,8 +18,12 @@
 export interface NetnsHost {
   /** The network namespace the client runs in (`ip netns exec <netns>`). */
   readonly netns: string;
-  /** Its address on the test network. */
+  /** The address the host itself has: on the test network, or behind its router with `nat`. */
   readonly address: string;
+  /** The address the rest of the network sees it at: its router's with `nat`, else `address`. */
+  readonly publicAddress: string;
+  /** With `nat`, the namespace of its router (for tests that look at or bend its routes). */
+  readonly router?: string;
 }
 
 /** A test network: a bridge with the coordinator's address, and hosts on it. */
@@ -35,11 +43,14 @@ export interface TestNetworkOptions {
   readonly hosts: number;
   /** Rate limit of every host's link, each way, e.g. `"2mbit"` (default: none). */
   readonly rate?: string;
+  /** Puts each host behind a masquerading router of its own, as at home (default: false). */
+  readonly nat?: boolean;
 }
 
 /** The `ip` binary (the children run with a cleared environment, so no PATH lookup). */
 export const IP = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].find(exists) ?? "ip";
 const TC = ["/usr/sbin/tc", "/sbin/tc", "/usr/bin/tc", "/bin/tc"].find(exists) ?? "tc";
+const NFT = ["/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft", "/bin/nft"].find(exists) ?? "nft";
 
 function exists(path: string): boolean {
   try {
@@ -51,9 +62,10 @@ function exists(path: string): boolean {
 }
 
 /** Why this machine cannot make test networks, or null when it can. */
-export function testNetworkUnavailable(): string | null {
+export function testNetworkUnavailable(options: { nat?: boolean } = {}): string | null {
   if (Deno.uid() !== 0) return "network namespaces need root";
   if (!exists(IP)) return "iproute2's ip is not installed";
+  if (options.nat && !exists(NFT)) return "nftables' nft is not installed";
   return null;
 }
 
@@ -79,8 +91,28 @@ async function run(program: string, args: string[]): Promise<void> {
 }
 
 /**
- * Creates the bridge and `hosts` namespaces. On failure, what was made is removed before the
- * error is thrown.
+ * A home router's rules for its public interface `wan`: what leaves takes the router's address,
+ * and only replies to what the private side opened come back in.
+ */
+function homeRouterRules(wan: string): string {
+  return `table ip nat {
+  chain postrouting {
+    type nat hook postrouting priority srcnat; policy accept;
+    oifname "${wan}" masquerade
+  }
+}
+table ip filter {
+  chain forward {
+    type filter hook forward priority filter; policy accept;
+    iifname "${wan}" ct state established,related accept
+    iifname "${wan}" drop
+  }
+}`;
+}
+
+/**
+ * Creates the bridge and `hosts` namespaces (and their routers' with `nat`). On failure, what
+ * was made is removed before the error is thrown.
  */
 export async function createTestNetwork(options: TestNetworkOptions): Promise<TestNetwork> {
   const tag = `${Deno.pid % 100_000}`;
@@ -99,27 +131,51 @@ export async function createTestNetwork(options: TestNetworkOptions): Promise<Te
     await run(IP, ["link", "set", bridge, "up"]);
     for (let i = 0; i < options.hosts; i++) {
       const netns = `psy${tag}h${i}`;
+      // With `nat`, the router's namespace is the one on the bridge; the host is behind it.
+      const edge = options.nat ? `psy${tag}r${i}` : netns;
       const near = `pv${tag}h${i}`;
       const far = `pw${tag}h${i}`;
-      const address = `${subnet}.${10 + i}`;
-      await run(IP, ["netns", "add", netns]);
-      made.push(() => run(IP, ["netns", "del", netns]));
+      const publicAddress = `${subnet}.${10 + i}`;
+      await run(IP, ["netns", "add", edge]);
+      made.push(() => run(IP, ["netns", "del", edge]));
       await run(IP, ["link", "add", near, "type", "veth", "peer", "name", far]);
       made.push(() => run(IP, ["link", "del", near]));
-      await run(IP, ["link", "set", far, "netns", netns]);
+      await run(IP, ["link", "set", far, "netns", edge]);
       await run(IP, ["link", "set", near, "master", bridge]);
       await run(IP, ["link", "set", near, "up"]);
-      await run(IP, ["-n", netns, "addr", "add", `${address}/24`, "dev", far]);
-      await run(IP, ["-n", netns, "link", "set", far, "up"]);
-      await run(IP, ["-n", netns, "link", "set", "lo", "up"]);
+      await run(IP, ["-n", edge, "addr", "add", `${publicAddress}/24`, "dev", far]);
+      await run(IP, ["-n", edge, "link", "set", far, "up"]);
+      await run(IP, ["-n", edge, "link", "set", "lo", "up"]);
       if (options.rate !== undefined) {
         // A token bucket each way: toward the host on the bridge side, from it inside.
         const burst = `${tbfBurstBytes(options.rate)}b`;
         const tbf = ["root", "tbf", "rate", options.rate, "burst", burst, "latency", "400ms"];
         await run(TC, ["qdisc", "add", "dev", near, ...tbf]);
-        await run(IP, ["netns", "exec", netns, TC, "qdisc", "add", "dev", far, ...tbf]);
+        await run(IP, ["netns", "exec", edge, TC, "qdisc", "add", "dev", far, ...tbf]);
       }
-      hosts.push({ netns, address });
+      let address = publicAddress;
+      if (options.nat) {
+        // The host on a private link to its router (both ends die with the namespaces).
+        const lan = `pr${tag}h${i}`;
+        const inner = `ph${tag}h${i}`;
+        const privateNet = `10.78.${i + 1}`;
+        address = `${privateNet}.2`;
+        await run(IP, ["-n", edge, "route", "add", "default", "via", `${subnet}.1`]);
+        await run(IP, ["netns", "add", netns]);
+        made.push(() => run(IP, ["netns", "del", netns]));
+        const veth = ["link", "add", lan, "type", "veth", "peer", "name", inner, "netns", netns];
+        await run(IP, ["-n", edge, ...veth]);
+        await run(IP, ["-n", edge, "addr", "add", `${privateNet}.1/24`, "dev", lan]);
+        await run(IP, ["-n", edge, "link", "set", lan, "up"]);
+        await run(IP, ["-n", netns, "addr", "add", `${address}/24`, "dev", inner]);
+        await run(IP, ["-n", netns, "link", "set", inner, "up"]);
+        await run(IP, ["-n", netns, "link", "set", "lo", "up"]);
+        await run(IP, ["-n", netns, "route", "add", "default", "via", `${privateNet}.1`]);
+        const forward = "echo 1 > /proc/sys/net/ipv4/ip_forward";
+        await run(IP, ["netns", "exec", edge, "/bin/sh", "-c", forward]);
+        await run(IP, ["netns", "exec", edge, NFT, homeRouterRules(far)]);
+      }
+      hosts.push({ netns, address, publicAddress, router: options.nat ? edge : undefined });
       outside.push(near);
     }
   } catch (e) {

@@ -70,6 +70,12 @@ export const TRAIN_SPEC = {
     "bootstrap-peer": str("MULTIADDR", "a participant to dial first (/ip4/../tcp/../p2p/..)", {
       multiple: true,
     }),
+    relay: str(
+      "MULTIADDR",
+      "a circuit relay to hold a reservation on, so peers reach this client behind NAT " +
+        "(/ip4/../tcp/../p2p/..); a TCP coordinator started with --relay names its own",
+      { multiple: true },
+    ),
     "micro-batch-size": str("N", "sequences per forward/backward", { defaultText: "1" }),
     recompute: {
       type: "boolean",
@@ -154,6 +160,8 @@ export interface TrainArgs {
   /** The bulk listener's address; null means the p2p interface. */
   bindBulkInterface: string | null;
   bootstrapPeers: string[];
+  /** `--relay`: circuit relays to reserve a slot on (the coordinator may name more). */
+  relays: string[];
   microBatchSize: number;
   /** `--recompute`: recompute activations in the backward (model/recompute.ts). */
   recompute: boolean;
@@ -268,6 +276,7 @@ function checkTrainArgs(values: FlagValues<typeof TRAIN_SPEC>): TrainArgs {
     bindBulkPort: integer("bind-bulk-port", values["bind-bulk-port"], 0, 0, 65535),
     bindBulkInterface: values["bind-bulk-interface"] ?? null,
     bootstrapPeers: values["bootstrap-peer"] ?? [],
+    relays: values.relay ?? [],
     microBatchSize: integer("micro-batch-size", values["micro-batch-size"], 1, 1, 4096),
     recompute: values.recompute === true,
     checkpointDir: values["checkpoint-dir"] ?? null,

@@ -15,6 +15,7 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     bindBulkPort: 0,
     bindBulkInterface: null,
     bootstrapPeers: [],
+    relays: [],
     microBatchSize: 1,
     recompute: false,
     checkpointDir: null,

@@ -16,6 +16,7 @@ import type { Announcement } from "./p2p/announcement.ts";
 import { peersToDial } from "./p2p/bootstrap.ts";
 import { RunGossip } from "./p2p/gossip.ts";
 import { createP2PNode, type P2PNode } from "./p2p/node.ts";
+import { isRelayed } from "./p2p/reachability.ts";
 import { type BulkOptions, PayloadService } from "./p2p/payload_service.ts";
 import type { RetryPolicy } from "./p2p/fallback.ts";
 import { RoundResults } from "./results/mod.ts";
@@ -35,6 +36,8 @@ export interface ExchangeOptions {
   readonly port?: number;
   /** Multiaddrs (with `/p2p/<id>`) of participants to reach before gossip tells us more. */
   readonly bootstrapPeers?: readonly string[];
+  /** Circuit relays (with `/p2p/<id>`) to reserve a slot on (`--relay`; the coordinator may add). */
+  readonly relays?: readonly string[];
   readonly maxConcurrentDownloads?: number;
   /** The plain-TCP bulk path for large payloads (default on; `false` turns it off). */
   readonly bulk?: BulkOptions | false;
@@ -95,6 +98,10 @@ export class Exchange {
   #dialing = false;
   /** The epoch whose warmup Finished we announced (resent while Warmup lasts). */
   #warmupAnnounced: number | null = null;
+  /** The last reachability logged, to log each change once. */
+  #reachabilityLogged = "";
+  /** The last relay dial errors logged (relay address -> error). */
+  #relayErrors = new Map<string, string>();
 
   private constructor(node: P2PNode, payloads: PayloadService, options: ExchangeOptions) {
     this.node = node;
@@ -132,8 +139,10 @@ export class Exchange {
         bulk: options.bulk,
       });
       const exchange = new Exchange(node, payloads, options);
+      exchange.#followConnections();
       await exchange.gossip.serve();
       for (const address of options.bootstrapPeers ?? []) await exchange.#addBootstrap(address);
+      if ((options.relays ?? []).length > 0) await exchange.useRelays(options.relays!);
       exchange.#timer = setInterval(() => exchange.#tick(), 2000);
       return exchange;
     } catch (e) {
@@ -154,6 +163,22 @@ export class Exchange {
     if (!isInEpoch(state)) return;
     await this.node.setAllowedPeers(epochPeerKeys(state));
     void this.#dial();
+  }
+
+  /**
+   * Reserves a slot on these circuit relays (from `--relay`, or named by the coordinator on
+   * each connection), so peers that cannot dial us reach us through one. A relay that cannot
+   * be reached is said once and dialled again every tick.
+   */
+  async useRelays(addresses: readonly string[]): Promise<void> {
+    let failures;
+    try {
+      failures = await this.node.useRelays(addresses);
+    } catch (e) {
+      this.#options.logger.log("error", { what: "relay", error: (e as Error).message });
+      return;
+    }
+    this.#noteRelays(failures);
   }
 
   /** Gossips `Finished{warmup}` and counts ourselves ready. */
@@ -196,6 +221,51 @@ export class Exchange {
     this.gossip.close();
     await this.payloads.close();
     await this.node.stop();
+  }
+
+  /**
+   * Logs each participant connection as it opens, direct or through a relay: the network lab
+   * (and a person) reads from them which peers could reach each other.
+   */
+  #followConnections(): void {
+    this.node.libp2p.addEventListener("connection:open", (event) => {
+      const connection = event.detail;
+      const peer = connection.remotePeer;
+      if (!this.node.allowlist.has(peer) || peer.type !== "Ed25519") return;
+      const address = connection.remoteAddr.toString();
+      this.#options.logger.log("peer_connected", {
+        peer: toHex(peer.publicKey.raw),
+        via: isRelayed(address) ? "relay" : "direct",
+        address,
+      });
+    });
+  }
+
+  #noteRelays(failures: { relay: string; error: string }[]): void {
+    const failed = new Set(failures.map((f) => f.relay));
+    for (const relay of [...this.#relayErrors.keys()]) {
+      if (!failed.has(relay)) this.#relayErrors.delete(relay);
+    }
+    for (const { relay, error } of failures) {
+      if (this.#relayErrors.get(relay) === error) continue;
+      this.#relayErrors.set(relay, error);
+      this.#options.logger.log("relay_unreachable", { relay, error });
+    }
+  }
+
+  /** Says when we learn we are behind NAT, or our announced addresses change. */
+  #noteReachability(): void {
+    const { behindNat, announce } = this.node.reachability();
+    const relays = this.node.relays();
+    const key = JSON.stringify([behindNat, announce, relays.connected]);
+    if (key === this.#reachabilityLogged) return;
+    this.#reachabilityLogged = key;
+    this.#options.logger.log("reachability", {
+      behind_nat: behindNat,
+      relays: relays.count,
+      relays_connected: relays.connected,
+      addresses: announce,
+    });
   }
 
   /** A peer's addresses make us dial; every other announcement is the results'. */
@@ -261,6 +331,10 @@ export class Exchange {
   }
 
   #tick(): void {
+    if (this.node.relays().addresses.length > 0) {
+      this.node.dialRelays().then((failures) => this.#noteRelays(failures), () => {});
+      this.#noteReachability();
+    }
     // Dialing is best effort and retried every tick; a failure must not take the client down.
     this.#dial().catch((e) =>
       this.#options.logger.log("error", { what: "dial peers", error: (e as Error).message })

@@ -134,6 +134,20 @@ export interface ClientEvents {
   pull_failed: { step: number; from: string; error: string };
   /** A dial to a participant failed (logged again only when its error changes). */
   peer_unreachable: { peer: string; error: string };
+  /** A connection to a participant opened: straight to it, or through a circuit relay. */
+  peer_connected: { peer: string; via: "direct" | "relay"; address: string };
+  /** A relay could not be reached (logged again only when its error changes; retried). */
+  relay_unreachable: { relay: string; error: string };
+  /**
+   * Whether a relay saw us from an address not ours (behind NAT), the relays we use and are
+   * connected to, and the addresses our peers are told; logged at each change.
+   */
+  reachability: {
+    behind_nat: boolean;
+    relays: number;
+    relays_connected: number;
+    addresses: string[];
+  };
   /** Totals since start (`peers`: libp2p connections open now), logged at each RoundTrain. */
   traffic: { bytes_sent: number; bytes_received: number; gossip_delivered: number; peers: number };
   checkpoint: { step: number; dir: string };
@@ -189,6 +203,7 @@ export function clientEventLevel(event: ClientEventName): LogLevel {
     case "refused":
     case "download_failed":
     case "peer_unreachable":
+    case "relay_unreachable":
     case "disconnected":
     case "reconnecting":
     case "verification_retry":
@@ -294,6 +309,18 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `payload of step ${e.step} from ${e.from.slice(0, 12)}… failed: ${e.error}`;
     case "peer_unreachable":
       return `cannot reach peer ${e.peer.slice(0, 12)}…: ${e.error}`;
+    case "peer_connected":
+      return `connected to peer ${e.peer.slice(0, 12)}… ${
+        e.via === "relay" ? "through a relay" : "directly"
+      }`;
+    case "relay_unreachable":
+      return `cannot reach relay ${e.relay}: ${e.error}`;
+    case "reachability":
+      return (e.behind_nat
+        ? "behind NAT: peers reach this client through a relay"
+        : "reachable at its own addresses") +
+        ` (${e.relays_connected} of ${e.relays} relays connected; announcing ` +
+        `${e.addresses.join(", ") || "nothing yet"})`;
     case "traffic":
       return `sent ${e.bytes_sent} bytes, received ${e.bytes_received} bytes, ${e.peers} peers`;
     case "checkpoint":

@@ -134,6 +134,7 @@ async function trainWith(
     host: args.bindP2pInterface,
     port: args.bindP2pPort,
     bootstrapPeers: args.bootstrapPeers,
+    relays: args.relays,
     maxConcurrentDownloads: args.maxConcurrentDownloads,
     bulk: bulkOptions(args),
     logger,
@@ -156,7 +157,11 @@ async function trainWith(
         runId: args.runId,
         identity,
         signal,
-        onEvent: (e) => logConnection(logger, e),
+        onEvent: (e) => {
+          // The coordinator names the run's relays on every connection: meet peers there.
+          if (e.kind === "Relays") exchange.useRelays(e.addresses);
+          else logConnection(logger, e);
+        },
       });
     }
     logger.log("start", {
@@ -202,6 +207,8 @@ export function logConnection(logger: ClientLogger, e: TcpBackendEvent): void {
       return logger.log("reconnected", { address: e.address, attempts: e.attempts });
     case "StatesSkipped":
       return logger.log("states_skipped", { skipped: e.skipped });
+    case "Relays":
+      return; // the exchange uses them, and says so
     default: {
       const unreachable: never = e;
       throw new Error(`unknown backend event ${JSON.stringify(unreachable)}`);

@@ -295,6 +295,9 @@ export function reduceClientMetrics(
     case "reconnecting":
     case "verification_retry":
     case "pull_failed":
+    case "peer_connected":
+    case "relay_unreachable":
+    case "reachability":
     case "outdated":
       return m;
     default: {

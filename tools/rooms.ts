@@ -58,6 +58,11 @@ export const ROOMS: readonly Room[] = [
     uses: ["common/"],
   },
   {
+    path: "net/p2p/",
+    job: "libp2p shared by the coordinator and the client: the members-only circuit relay",
+    uses: ["common/"],
+  },
+  {
     path: "shaders/",
     job: "the WebGPU runtime and WGSL kernels, each beside its TypeScript reference",
     uses: ["common/"],
@@ -105,6 +110,7 @@ export const ROOMS: readonly Room[] = [
       "common/",
       "cli/",
       "net/",
+      "net/p2p/",
       "data/",
       "coordinator/core/",
       "coordinator/encoding/",
@@ -198,6 +204,7 @@ export const ROOMS: readonly Room[] = [
       "common/",
       "cli/",
       "net/",
+      "net/p2p/",
       "shaders/",
       "model/",
       "optimizer/",

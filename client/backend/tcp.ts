@@ -61,6 +61,8 @@ export type TcpBackendEvent =
    * only the newest (and every Cooldown) was followed.
    */
   | { kind: "StatesSkipped"; skipped: number }
+  /** The coordinator named the run's circuit relays (on every connection, after the handshake). */
+  | { kind: "Relays"; addresses: string[] }
   | { kind: "Failed"; error: BackendError };
 
 /** Options of {@linkcode TcpBackend.connect}. */
@@ -409,6 +411,9 @@ export class TcpBackend implements CoordinatorBackend {
           case "Refused":
             this.#fail(new BackendError("Refused", msg.reason));
             return msg.reason;
+          case "Relays":
+            this.#emit({ kind: "Relays", addresses: msg.addresses });
+            break;
         }
       }
     } catch (e) {

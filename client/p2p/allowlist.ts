@@ -16,6 +16,8 @@ import { isAcceptablePublicKey } from "../../net/mod.ts";
 /** The current set of allowed peers; replaced wholesale each epoch with `set`. */
 export class Allowlist {
   #keys = new Map<string, PublicKeyBytes>();
+  /** The run's relays (peer id strings): always let through, never participants. */
+  readonly #relays = new Set<string>();
 
   /** Starts with the given public keys allowed (none by default: refuse everyone). */
   constructor(publicKeys: Iterable<PublicKeyBytes> = []) {
@@ -48,6 +50,16 @@ export class Allowlist {
     return this.#keys.get(typeof peer === "string" ? peer : peer.toString());
   }
 
+  /** Lets a relay through the gate (for its reservation and the connections it carries). */
+  addRelay(peer: PeerId | string): void {
+    this.#relays.add(typeof peer === "string" ? peer : peer.toString());
+  }
+
+  /** Whether a peer is one of the run's relays. */
+  isRelay(peer: PeerId | string): boolean {
+    return this.#relays.has(typeof peer === "string" ? peer : peer.toString());
+  }
+
   /** Number of allowed peers. */
   get size(): number {
     return this.#keys.size;
@@ -65,15 +77,18 @@ export class Allowlist {
  * Addresses are not filtered: identity, not location, decides.
  */
 export function allowlistGater(allowlist: Allowlist): ConnectionGater {
-  const deny = (peer: PeerId) => !allowlist.has(peer);
+  const deny = (peer: PeerId) => !allowlist.has(peer) && !allowlist.isRelay(peer);
   return {
     denyDialPeer: deny,
     denyInboundEncryptedConnection: deny,
     denyOutboundEncryptedConnection: deny,
     denyInboundUpgradedConnection: deny,
     denyOutboundUpgradedConnection: deny,
+    // A client is no relay: it neither keeps reservations nor relays for others.
     denyInboundRelayReservation: () => true,
     denyOutboundRelayedConnection: () => true,
-    denyInboundRelayedConnection: () => true,
+    // A relayed connection comes through one of the run's relays, from a participant.
+    denyInboundRelayedConnection: (relay, remote) =>
+      !allowlist.isRelay(relay) || !allowlist.has(remote),
   };
 }

@@ -42,3 +42,20 @@ Deno.test("a small-order or non-canonical key is never allowed, even when listed
     assert.equal(list.has(peerIdOf(keyA)), true, "an honest key beside it still is");
   }
 });
+
+Deno.test("a relay passes the gate without becoming a participant, and carries participants only", async () => {
+  const relay = peerIdOf(keyC);
+  const list = new Allowlist([keyA]);
+  const gater = allowlistGater(list);
+  assert.equal(await gater.denyDialPeer!(relay), true);
+  list.addRelay(relay);
+  assert.equal(await gater.denyDialPeer!(relay), false);
+  assert.equal(list.has(relay), false, "a relay is no participant");
+  assert.equal(list.set([keyA]).length, 0, "a new epoch keeps the relay");
+  assert.equal(await gater.denyDialPeer!(relay), false);
+  // Relayed connections: only through a relay, only from a participant.
+  assert.equal(await gater.denyInboundRelayedConnection!(relay, peerIdOf(keyA)), false);
+  assert.equal(await gater.denyInboundRelayedConnection!(relay, peerIdOf(keyB)), true);
+  assert.equal(await gater.denyInboundRelayedConnection!(peerIdOf(keyA), peerIdOf(keyA)), true);
+  assert.equal(await gater.denyInboundRelayReservation!(peerIdOf(keyA)), true, "we relay nothing");
+});

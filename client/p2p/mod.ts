@@ -27,6 +27,7 @@ import "./exit_fix.ts";
 
 export { createP2PNode, P2PNode, type P2PNodeOptions, type P2PServices } from "./node.ts";
 export { Allowlist, allowlistGater } from "./allowlist.ts";
+export { ipOfAddress, isRelayed, type Reachability, reachability } from "./reachability.ts";
 export { DEFAULT_TARGET_NEIGHBOURS, peersToDial, type PeersToDialInput } from "./bootstrap.ts";
 export {
   ED25519_KEY_BYTES,

@@ -14,17 +14,23 @@ import { noise } from "@libp2p/noise";
 import { yamux } from "@libp2p/yamux";
 import { type Identify, identify } from "@libp2p/identify";
 import { type GossipSub, gossipsub, StrictNoSign } from "@libp2p/gossipsub";
+import { circuitRelayTransport } from "@libp2p/circuit-relay-v2";
+import { dcutr } from "@libp2p/dcutr";
 import { type Multiaddr, multiaddr } from "@multiformats/multiaddr";
-import type { PeerId } from "@libp2p/interface";
+import { peerIdFromString } from "@libp2p/peer-id";
+import type { IdentifyResult, PeerId } from "@libp2p/interface";
 import { Allowlist, allowlistGater } from "./allowlist.ts";
 import { describeDialFailure } from "./dial_failure.ts";
 import { libp2pPrivateKey, peerIdOf, publicKeyOf } from "./identity.ts";
+import { ipOfAddress, isRelayed, type Reachability, reachability } from "./reachability.ts";
 import type { PublicKeyBytes } from "../../common/mod.ts";
 
 /** The services every node runs. */
 export interface P2PServices extends Record<string, unknown> {
   pubsub: GossipSub;
   identify: Identify;
+  /** Hole punching: upgrades a relayed connection to a direct one when the routers allow. */
+  dcutr: unknown;
 }
 
 /** Options for `createP2PNode`. */
@@ -57,6 +63,9 @@ export class P2PNode {
   /** The interface it listens on (services such as the bulk listener bind to it too). */
   readonly host: string;
   readonly #onStop: (() => Promise<void> | void)[] = [];
+  readonly #sight: Sight;
+  /** The run's relays we reserve a slot on, by peer id. */
+  readonly #relays = new Map<string, { peer: PeerId; addresses: string[] }>();
 
   /** Use `createP2PNode`; this constructor wraps an already started node. */
   constructor(
@@ -64,11 +73,98 @@ export class P2PNode {
     allowlist: Allowlist,
     publicKey: PublicKeyBytes,
     host = "127.0.0.1",
+    sight: Sight = new Sight(host),
   ) {
     this.libp2p = libp2p;
     this.allowlist = allowlist;
     this.publicKey = publicKey;
     this.host = host;
+    this.#sight = sight;
+    // What a relay saw our connection come from says whether a router stands between us.
+    libp2p.addEventListener("peer:identify", (event: CustomEvent<IdentifyResult>) => {
+      const { peerId, observedAddr } = event.detail;
+      if (!allowlist.isRelay(peerId) || observedAddr === undefined) return;
+      const ip = ipOfAddress(observedAddr.toString());
+      if (ip !== undefined) sight.observed.add(ip);
+    });
+  }
+
+  /**
+   * Reserves a slot on each of these relays (multiaddrs ending in `/p2p/<relay>`; a relay on
+   * several interfaces comes once per address): the relay is let through the gate, dialled,
+   * and once identify shows it relays, libp2p's circuit relay transport reserves there and
+   * our `/p2p-circuit` address appears among our addresses. Relays already connected are not
+   * dialled again. Resolves with the relays that could not be reached, and why.
+   */
+  async useRelays(addresses: readonly string[]): Promise<{ relay: string; error: string }[]> {
+    for (const address of addresses) {
+      const ma = multiaddr(address);
+      const id = ma.getComponents().findLast((c) => c.name === "p2p")?.value;
+      if (id === undefined || isRelayed(address)) {
+        throw new TypeError(`relay "${address}" must end in /p2p/<relay peer id>`);
+      }
+      const peer = peerIdFromString(id);
+      this.allowlist.addRelay(peer);
+      const known = this.#relays.get(peer.toString());
+      if (known === undefined) this.#relays.set(peer.toString(), { peer, addresses: [address] });
+      else if (!known.addresses.includes(address)) known.addresses.push(address);
+      await this.libp2p.peerStore.merge(peer, { multiaddrs: [ma] });
+    }
+    await this.#addRelayPaths();
+    return await this.dialRelays();
+  }
+
+  /**
+   * Every participant can be reached at `<relay>/p2p-circuit/p2p/<its peer id>` if it holds a
+   * reservation there, and its peer id follows from the key the coordinator lists: so a peer
+   * behind NAT is found without any address of its own. libp2p dials relayed addresses after
+   * direct ones.
+   */
+  async #addRelayPaths(): Promise<void> {
+    const paths = [...this.#relays.values()].flatMap((r) =>
+      r.addresses.map((a) => multiaddr(`${a}/p2p-circuit`))
+    );
+    if (paths.length === 0) return;
+    const participants = this.allowlist.peerIds().filter((id) => id !== this.peerId.toString());
+    for (const id of participants) {
+      await this.libp2p.peerStore.merge(peerIdFromString(id), { multiaddrs: paths });
+    }
+  }
+
+  /** Dials every relay we have no connection to (after a relay restarted, or a cut link). */
+  async dialRelays(): Promise<{ relay: string; error: string }[]> {
+    const missing = [...this.#relays.values()].filter((r) => !this.#connectedTo(r.peer));
+    const dials = await Promise.allSettled(missing.map((r) => this.libp2p.dial(r.peer)));
+    return dials.flatMap((d, i) =>
+      d.status === "fulfilled" ? [] : [{
+        relay: missing[i].peer.toString(),
+        error: describeDialFailure(missing[i].addresses, d.reason),
+      }]
+    );
+  }
+
+  /** The relays we use (their addresses) and how many of them we are connected to now. */
+  relays(): { count: number; addresses: string[]; connected: number } {
+    const relays = [...this.#relays.values()];
+    return {
+      count: relays.length,
+      addresses: relays.flatMap((r) => r.addresses),
+      connected: relays.filter((r) => this.#connectedTo(r.peer)).length,
+    };
+  }
+
+  /** Whether a direct (not relayed) connection to this peer is open. */
+  #connectedTo(peer: PeerId): boolean {
+    return this.libp2p.getConnections(peer).some((c) => !isRelayed(c.remoteAddr.toString()));
+  }
+
+  /** Whether we are behind NAT, and the addresses our peers are told (see reachability.ts). */
+  reachability(): Reachability {
+    return this.#sight.judge(this.#rawAddresses());
+  }
+
+  #rawAddresses(): string[] {
+    return this.libp2p.getMultiaddrs().map(String);
   }
 
   /**
@@ -84,7 +180,10 @@ export class P2PNode {
     return this.libp2p.peerId;
   }
 
-  /** The addresses this node listens on, each ending in `/p2p/<peer id>`. */
+  /**
+   * The addresses peers are told, each ending in `/p2p/<peer id>`: where this node listens,
+   * and its relayed addresses; behind NAT, the relayed (and external) ones only.
+   */
   addresses(): Multiaddr[] {
     return this.libp2p.getMultiaddrs();
   }
@@ -95,6 +194,7 @@ export class P2PNode {
    */
   async setAllowedPeers(publicKeys: Iterable<PublicKeyBytes>): Promise<void> {
     const removed = this.allowlist.set(publicKeys);
+    await this.#addRelayPaths();
     if (removed.length === 0) return;
     const gone = new Set(removed);
     const peers = this.libp2p.getPeers().filter((peer) => gone.has(peer.toString()));
@@ -179,6 +279,33 @@ export class P2PNode {
 }
 
 /**
+ * What this node knows about where it sits: its own interfaces' IPs, and the IPs relays saw
+ * its connections come from. libp2p's address manager asks it which addresses to announce
+ * (to identify and to `getMultiaddrs`), so gossip and identify tell peers the same thing.
+ */
+class Sight {
+  readonly observed = new Set<string>();
+  readonly #interfaceIps: string[];
+
+  constructor(host: string) {
+    const ips = new Set([host, "127.0.0.1"]);
+    if (host === "0.0.0.0") {
+      for (const i of Deno.networkInterfaces()) if (i.family === "IPv4") ips.add(i.address);
+    }
+    this.#interfaceIps = [...ips];
+  }
+
+  judge(own: readonly string[]): Reachability {
+    return reachability(own, this.#interfaceIps, [...this.observed]);
+  }
+
+  filter(addresses: Multiaddr[]): Multiaddr[] {
+    const keep = new Set(this.judge(addresses.map(String)).announce);
+    return addresses.filter((a) => keep.has(a.toString()));
+  }
+}
+
+/**
  * Builds and starts a node listening on `host:port`, identified by `secretKey`, refusing every
  * peer not in its allowlist.
  *
@@ -201,18 +328,23 @@ export async function createP2PNode(options: P2PNodeOptions): Promise<P2PNode> {
   }
   const privateKey = await libp2pPrivateKey(options.secretKey);
   const allowlist = new Allowlist(options.allowedPeers ?? []);
+  const sight = new Sight(host);
   const libp2p = await createLibp2p<P2PServices>({
     privateKey,
     addresses: {
-      listen: [`/ip4/${host}/tcp/${port}`],
+      // `/p2p-circuit`: reserve a slot on every relay we connect to (the gater lets through
+      // only the run's relays), so peers can reach us through it.
+      listen: [`/ip4/${host}/tcp/${port}`, "/p2p-circuit"],
       ...(options.publicAddresses ? { announce: options.publicAddresses } : {}),
+      announceFilter: (addresses) => sight.filter(addresses),
     },
-    transports: [tcp()],
+    transports: [tcp(), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionGater: allowlistGater(allowlist),
     services: {
       identify: identify(),
+      dcutr: dcutr(),
       pubsub: gossipsub({
         // Announcements carry their own ed25519 signature (see announcement.ts), so gossipsub's
         // own signing is off and message ids are content hashes: a resend with a new nonce is a
@@ -224,5 +356,5 @@ export async function createP2PNode(options: P2PNodeOptions): Promise<P2PNode> {
       }),
     },
   });
-  return new P2PNode(libp2p, allowlist, publicKeyOf(options.secretKey), host);
+  return new P2PNode(libp2p, allowlist, publicKeyOf(options.secretKey), host, sight);
 }

@@ -711,8 +711,14 @@ async function startBulk(
 }
 
 /** The IP address in a connection's remote multiaddr, or undefined (DNS, relay, unknown). */
+/**
+ * The IP a bulk connection to this peer would dial, or undefined when there is none: over a
+ * relayed connection the IP in the address is the relay's, and the peer is not dialable.
+ */
 function ipOf(address: Multiaddr): string | undefined {
-  return address.getComponents().find((c) => c.name === "ip4" || c.name === "ip6")?.value;
+  const components = address.getComponents();
+  if (components.some((c) => c.name === "p2p-circuit")) return undefined;
+  return components.find((c) => c.name === "ip4" || c.name === "ip6")?.value;
 }
 
 function checkPositive(what: string, value: number): void {

@@ -63,6 +63,11 @@ export interface TestnetOptions {
   readonly clientArgs?: readonly string[];
   /** Extra environment variables of one client, by label (test hooks such as faults). */
   readonly clientEnv?: (label: string) => Record<string, string> | undefined;
+  /**
+   * Give each client the others' addresses (`--bootstrap-peer`; default true). Off, clients
+   * meet only as a real run's would: through gossip and the coordinator's relay.
+   */
+  readonly bootstrapPeers?: boolean;
   /** The libp2p port of a client's first start, by label (default: a free one; tests). */
   readonly clientPort?: (label: string) => number | undefined;
   /**
@@ -454,7 +459,8 @@ export class Testnet {
     const checkpointing = (this.#options.checkpointClients ?? "first") === "all" ||
       slot.index === 1;
     const hostOf = (c: ClientSlot) => this.#options.clientHost?.(c.label);
-    const peers = this.#clients.filter((c) => c !== slot).flatMap((c) => [
+    const bootstrap = this.#options.bootstrapPeers !== false;
+    const peers = this.#clients.filter((c) => bootstrap && c !== slot).flatMap((c) => [
       "--bootstrap-peer",
       clientMultiaddr(c.identity, c.port, hostOf(c)?.address),
     ]);

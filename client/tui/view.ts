@@ -264,6 +264,9 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "outdated":
     case "states_skipped":
     case "peer_unreachable":
+    case "peer_connected":
+    case "relay_unreachable":
+    case "reachability":
     case "checkpoint":
     case "saved_on_exit":
     case "error":

@@ -473,6 +473,7 @@ function applyEvent(view: DashboardView, event: ServerEvent, timeMs: number): Da
     case "SaveFailed":
     case "DataServer":
     case "Dashboard":
+    case "Relay":
     case "DataRefused":
     case "Stopped":
       return view;

@@ -38,6 +38,8 @@ export type ServerEvent =
   | { kind: "DataServer"; address: string; sequences: number }
   /** The live dashboard and `/metrics` listen at `url` (`--dashboard-port`). */
   | { kind: "Dashboard"; url: string }
+  /** The run's circuit relay (`--relay`) listens at `addresses`, for `reservations` clients. */
+  | { kind: "Relay"; addresses: string[]; reservations: number }
   | { kind: "DataRefused"; client: string; start: number; end: number; reason: string }
   | { kind: "Stopped" };
 
@@ -196,6 +198,9 @@ export function formatEvent(event: ServerEvent): string {
       return `data     serving ${event.sequences} sequences on ${event.address}`;
     case "Dashboard":
       return `dashboard ${event.url} (metrics at ${event.url}/metrics)`;
+    case "Relay":
+      return `relay    members-only circuit relay for ${event.reservations} clients on ` +
+        event.addresses.join(", ");
     case "DataRefused":
       return `data     refused ${short(event.client)} batch ${event.start}..${event.end}: ` +
         event.reason;

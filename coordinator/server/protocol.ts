@@ -15,7 +15,7 @@
  *                       metadata, digest }      2 Error   { requestId, code, message }
  *   2 WarmupWitness   { requestId, witness,     3 Refused { reason }   (then the server closes)
  *                       digest }
- *   3 HealthCheck     { requestId, checks }
+ *   3 HealthCheck     { requestId, checks }     4 Relays  { addresses }  (after the handshake)
  *   4 Checkpoint      { requestId, repo }
  *   5 CooldownWitness { requestId, proof, digest }
  *   6 Withdraw        { requestId }
@@ -106,7 +106,9 @@ export type ServerMessage =
   | { kind: "State"; bytes: Uint8Array }
   | { kind: "Ack"; requestId: number }
   | { kind: "Error"; requestId: number; code: CoordinatorErrorCode; message: string }
-  | { kind: "Refused"; reason: string };
+  | { kind: "Refused"; reason: string }
+  /** The run's circuit relays (multiaddrs ending in `/p2p/<relay>`): where clients meet. */
+  | { kind: "Relays"; addresses: string[] };
 
 const CLIENT_TAGS = [
   "Join",
@@ -119,7 +121,11 @@ const CLIENT_TAGS = [
   "Telemetry",
   "Verification",
 ] as const;
-const SERVER_TAGS = ["State", "Ack", "Error", "Refused"] as const;
+const SERVER_TAGS = ["State", "Ack", "Error", "Refused", "Relays"] as const;
+
+/** Most relay addresses one `Relays` message carries, and the longest one, in UTF-8 bytes. */
+export const MAX_RELAY_ADDRESSES = 16;
+export const MAX_RELAY_ADDRESS_BYTES = 256;
 
 /** Encodes a client message (tag byte, request id, fields). RangeError on over-cap fields. */
 export function encodeClientMessage(msg: ClientMessage): Uint8Array {
@@ -400,6 +406,21 @@ export function encodeServerMessage(msg: ServerMessage): Uint8Array {
         .string(truncateUtf8(msg.message, MAX_REASON_BYTES)).finish();
     case "Refused":
       return w.string(truncateUtf8(msg.reason, MAX_REASON_BYTES)).finish();
+    case "Relays": {
+      if (msg.addresses.length > MAX_RELAY_ADDRESSES) {
+        throw new RangeError(
+          `Relays: at most ${MAX_RELAY_ADDRESSES} addresses, found ${msg.addresses.length}`,
+        );
+      }
+      w.u8(msg.addresses.length);
+      for (const address of msg.addresses) {
+        if (new TextEncoder().encode(address).length > MAX_RELAY_ADDRESS_BYTES) {
+          throw new RangeError(`Relays: address longer than ${MAX_RELAY_ADDRESS_BYTES} bytes`);
+        }
+        w.string(address);
+      }
+      return w.finish();
+    }
     default: {
       const never: never = msg;
       throw new TypeError(`Unknown server message ${JSON.stringify(never)}`);
@@ -448,6 +469,18 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
     case "Refused":
       msg = { kind, reason: m.string("reason", MAX_REASON_BYTES) };
       break;
+    case "Relays": {
+      const count = m.u8("count");
+      if (count > MAX_RELAY_ADDRESSES) {
+        throw new ProtocolError(`Relays: ${count} addresses, at most ${MAX_RELAY_ADDRESSES}`);
+      }
+      const addresses = Array.from(
+        { length: count },
+        () => m.string("address", MAX_RELAY_ADDRESS_BYTES),
+      );
+      msg = { kind, addresses };
+      break;
+    }
   }
   m.end();
   return msg;

@@ -9,6 +9,8 @@ import {
   decodeServerMessage,
   encodeClientMessage,
   encodeServerMessage,
+  MAX_RELAY_ADDRESS_BYTES,
+  MAX_RELAY_ADDRESSES,
   peekClientMessage,
   type ServerMessage,
 } from "./protocol.ts";
@@ -156,6 +158,10 @@ const serverMessage: fc.Arbitrary<ServerMessage> = fc.oneof(
     message: fc.string({ maxLength: 40 }),
   }),
   fc.record({ kind: fc.constant("Refused" as const), reason: fc.string({ maxLength: 40 }) }),
+  fc.record({
+    kind: fc.constant("Relays" as const),
+    addresses: fc.array(fc.string({ maxLength: 60 }), { maxLength: 4 }),
+  }),
 );
 
 Deno.test("client messages round-trip, and every truncation or extension is a ProtocolError", () => {
@@ -349,4 +355,14 @@ Deno.test("peekClientMessage reads the kind, request id and health-check count o
   assert.deepEqual(peekClientMessage(join), { kind: "Join", requestId: 3, entries: null });
   assert.throws(() => peekClientMessage(new Uint8Array([9, 0, 0, 0, 0])), /unknown tag 9/);
   assert.throws(() => peekClientMessage(health.subarray(0, 7)), ProtocolError);
+});
+
+Deno.test("a Relays message names at most 16 addresses, each at most 256 bytes, both ways", () => {
+  const many = Array.from({ length: MAX_RELAY_ADDRESSES + 1 }, (_, i) => `/ip4/10.0.0.${i}`);
+  assert.throws(() => encodeServerMessage({ kind: "Relays", addresses: many }), /at most 16/);
+  const long = "/dns4/" + "x".repeat(MAX_RELAY_ADDRESS_BYTES);
+  assert.throws(() => encodeServerMessage({ kind: "Relays", addresses: [long] }), /256 bytes/);
+  // A forged frame claiming 17 addresses is refused before any is read.
+  const forged = new Uint8Array([4, MAX_RELAY_ADDRESSES + 1]);
+  assert.throws(() => decodeServerMessage(forged), /17 addresses, at most 16/);
 });

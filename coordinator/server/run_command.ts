@@ -32,6 +32,7 @@ import {
   parseFlags,
 } from "../../cli/entry.ts";
 import { DataError, startDataServerFromConfig } from "../../data/mod.ts";
+import { type Relay, startRelay } from "../../net/p2p/mod.ts";
 import { crossCheckDataConfig, parseRunConfig, type RunConfig } from "../config/mod.ts";
 import { ConfigError, durationProblem, UsageError } from "../../common/mod.ts";
 
@@ -120,6 +121,17 @@ export const RUN_SPEC = {
         "(0: no back-off)",
       defaultText: String(DEFAULT_JOIN_BACKOFF_EPOCHS),
     },
+    relay: {
+      type: "boolean",
+      description: "serve a circuit relay, so clients behind NAT can meet; only the run's " +
+        "members may use it, and every client is told its address (docs/p2p.md)",
+    },
+    "relay-port": {
+      type: "string",
+      value: "P",
+      description: "TCP port of the relay (implies --relay)",
+      defaultText: "any free port",
+    },
     "dashboard-port": {
       type: "string",
       value: "P",
@@ -158,6 +170,8 @@ export interface RunOptions {
   /** Seconds. */
   idleTimeout?: number;
   joinBackoffEpochs?: number;
+  /** Absent: no relay (`--relay`, `--relay-port`); 0: any free port. */
+  relayPort?: number;
   /** Absent: no dashboard. */
   dashboardPort?: number;
   dashboardHostname: string;
@@ -242,6 +256,8 @@ function checkRunArgs(values: FlagValues<typeof RUN_SPEC>): RunOptions {
       0,
       1_000_000,
     ),
+    relayPort: integerOption("relay-port", values["relay-port"], 0, 65535) ??
+      (values.relay === true ? 0 : undefined),
     dashboardPort: integerOption("dashboard-port", values["dashboard-port"], 0, 65535),
     dashboardHostname: values["dashboard-hostname"] ?? "127.0.0.1",
   };
@@ -439,9 +455,30 @@ export async function runCommand(
     );
   }
 
+  let relay: Relay | undefined;
+  if (opts.relayPort !== undefined) {
+    try {
+      relay = await startRelay({
+        host: opts.hostname,
+        port: opts.relayPort,
+        isMember: (key) => host.isMemberKey(key),
+        maxReservations: run.config.maxClients,
+      });
+    } catch (e) {
+      await data?.close();
+      await dashboard?.close();
+      io.err(
+        `run: relay: cannot listen on ${opts.hostname}:${opts.relayPort}: ${(e as Error).message}`,
+      );
+      return EXIT_USAGE;
+    }
+    log({ kind: "Relay", addresses: relay.addresses(), reservations: run.config.maxClients });
+  }
+
   let server;
   try {
     server = startCoordinatorServer({
+      relays: relay?.addresses(),
       host,
       hostname: opts.hostname,
       port: opts.port,
@@ -454,6 +491,7 @@ export async function runCommand(
     });
   } catch (e) {
     if (!isListenError(e)) throw e;
+    await relay?.close();
     await data?.close();
     await dashboard?.close();
     io.err(`run: cannot listen on ${opts.hostname}:${opts.port}: ${(e as Error).message}`);
@@ -463,6 +501,7 @@ export async function runCommand(
     await (options.stop ?? signalled());
   } finally {
     await server.close();
+    await relay?.close();
     await data?.close();
     await dashboard?.close();
   }

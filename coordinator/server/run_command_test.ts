@@ -2,6 +2,8 @@ import assert from "node:assert/strict";
 import { parseRunArgs, runCommand } from "./run_command.ts";
 import type { CliIo } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
+import { generateIdentity } from "../../net/mod.ts";
+import { TcpBackend } from "../../client/backend/mod.ts";
 
 function captureIo(files: Record<string, string> = {}) {
   const out: string[] = [];
@@ -31,6 +33,7 @@ Deno.test("run options: defaults, every flag, and help", () => {
     maxConnectionsPerAddress: undefined,
     idleTimeout: undefined,
     joinBackoffEpochs: undefined,
+    relayPort: undefined,
     dashboardPort: undefined,
     dashboardHostname: "127.0.0.1",
   });
@@ -59,6 +62,8 @@ Deno.test("run options: defaults, every flag, and help", () => {
       "2.5",
       "--join-backoff-epochs",
       "0",
+      "--relay-port",
+      "4001",
       "--dashboard-port",
       "20003",
       "--dashboard-hostname",
@@ -78,11 +83,13 @@ Deno.test("run options: defaults, every flag, and help", () => {
       maxConnectionsPerAddress: 64,
       idleTimeout: 2.5,
       joinBackoffEpochs: 0,
+      relayPort: 4001,
       dashboardPort: 20003,
       dashboardHostname: "0.0.0.0",
     },
   );
   assert.equal(parseRunArgs(["-h"]), null);
+  assert.equal(parseRunArgs(["--state", "s", "--relay"])?.relayPort, 0, "--relay: any free port");
 });
 
 Deno.test("run options: Psyche's -s for --server-port, and PSYCHE_* variables", () => {
@@ -210,4 +217,71 @@ Deno.test("--dashboard-port without a dashboard to start is a usage error", asyn
   });
   assert.equal(code, 2);
   assert.match(c.err.join("\n"), /--dashboard-port: this build of the command has no dashboard/);
+});
+
+Deno.test("--relay serves a members-only relay and names it to every client that connects", async () => {
+  const state = await Deno.readTextFile(
+    new URL("../../config/llama-tiny/state.toml", import.meta.url),
+  );
+  const c = captureIo({ "s.toml": state });
+  let stop = () => {};
+  const stopped = new Promise<void>((resolve) => stop = resolve);
+  const running = runCommand(
+    ["--state", "s.toml", "--hostname", "127.0.0.1", "--relay", "--logs", "json"],
+    c.io,
+    { stop: stopped },
+  );
+  try {
+    const event = async (kind: string) => {
+      for (let i = 0; i < 500; i++) {
+        const line = c.out.map((l) => JSON.parse(l)).find((e) => e.event === kind);
+        if (line !== undefined) return line;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error(`no ${kind} event in ${c.out.join("\n")} ${c.err.join("\n")}`);
+    };
+    const relay = await event("relay");
+    assert.match(relay.addresses[0], /^\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/12D3KooW/);
+    const listening = await event("listening");
+    const told: string[][] = [];
+    const backend = await TcpBackend.connect({
+      address: listening.address,
+      runId: "llama-tiny-brown",
+      identity: generateIdentity(),
+      onEvent: (e) => {
+        if (e.kind === "Relays") told.push(e.addresses);
+      },
+    });
+    try {
+      for (let i = 0; i < 250 && told.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.deepEqual(told, [relay.addresses]);
+    } finally {
+      await backend.close();
+    }
+  } finally {
+    stop();
+    assert.equal(await running, 0);
+  }
+});
+
+Deno.test("a relay port in use is a usage error naming it", async () => {
+  const busy = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (busy.addr as Deno.NetAddr).port;
+  try {
+    const state = await Deno.readTextFile(
+      new URL("../../config/llama-tiny/state.toml", import.meta.url),
+    );
+    const c = captureIo({ "s.toml": state });
+    const code = await runCommand(
+      ["--state", "s.toml", "--hostname", "127.0.0.1", "--relay-port", String(port)],
+      c.io,
+      { stop: Promise.resolve() },
+    );
+    assert.equal(code, 2);
+    assert.match(c.err.join("\n"), new RegExp(`relay: cannot listen on 127\\.0\\.0\\.1:${port}`));
+  } finally {
+    busy.close();
+  }
 });

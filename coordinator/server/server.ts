@@ -164,6 +164,11 @@ export interface CoordinatorServerOptions {
   rateLimits?: RateLimits | null;
   /** Where to save the run at every successful epoch end (none when absent). */
   saveStateDir?: string;
+  /**
+   * The run's circuit relays (multiaddrs ending in `/p2p/<relay>`), told to every client right
+   * after its handshake, so a client behind NAT needs no flag to find them.
+   */
+  relays?: readonly string[];
   /** Receives every event (log lines are the caller's choice). */
   onEvent?: (event: ServerEvent) => void;
 }
@@ -241,6 +246,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
   const randomSeed = options.randomSeed ?? secureSeed;
   const emit = options.onEvent ?? (() => {});
   const maxFrameBytes = options.maxFrameBytes ?? DEFAULT_SERVER_MAX_FRAME_BYTES;
+  const relays = options.relays ?? [];
   const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5000;
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   if (!(idleTimeoutMs > 0)) {
@@ -403,6 +409,9 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
     sessions.set(name, session);
     if (previous !== undefined) closeQuietly(previous.conn);
     emit({ kind: "Connected", client: toHex(key), peer });
+    if (relays.length > 0) {
+      session.outbox.send(encodeServerMessage({ kind: "Relays", addresses: [...relays] }));
+    }
     session.outbox.sendState(stateFrame());
 
     const reply = (msg: ServerMessage) => session.outbox.send(encodeServerMessage(msg));

@@ -1,0 +1,64 @@
+/**
+ * Which of its addresses a client tells its peers, and whether it sits behind NAT.
+ *
+ * A client listens on its own interface, and may hold a reservation on the run's relay (a
+ * `/p2p-circuit` address). The relay tells it, through identify, the address its connection
+ * arrived from. When that address is none of the client's own, a router rewrote it on the way:
+ * the client is behind NAT, and no peer can dial its own addresses (they are private, or the
+ * router drops what it did not ask for). Then it leaves its own interfaces' addresses out, so
+ * peers do not spend a dial timeout on addresses that cannot answer; DCUtR may later upgrade a
+ * relayed connection to a direct one. Otherwise it announces its own addresses first and the
+ * relayed ones after them, as a fallback. Pure: no I/O.
+ *
+ * @module
+ */
+
+/** A client's reachability, as its peers are told. */
+export interface Reachability {
+  /** True when a relay saw us from an address that is none of ours. */
+  readonly behindNat: boolean;
+  /** The addresses to announce, best first. */
+  readonly announce: string[];
+}
+
+/** Whether a multiaddr goes through a circuit relay. */
+export function isRelayed(address: string): boolean {
+  return address.includes("/p2p-circuit");
+}
+
+/** The IP of a multiaddr (`/ip4/<ip>/...` or `/ip6/<ip>/...`), or undefined. */
+export function ipOfAddress(address: string): string | undefined {
+  const match = /^\/ip[46]\/([^/]+)/.exec(address);
+  return match === null ? undefined : match[1];
+}
+
+/**
+ * Decides what to announce from our addresses (`own`: listen, relayed and any external ones),
+ * the IPs of our own interfaces, and the IPs relays observed our connections coming from.
+ * Behind NAT, addresses on our own interfaces are left out; external addresses (a forwarded
+ * port given with `--announce`, or one AutoNAT confirmed) and relayed ones stay.
+ *
+ * @example
+ * ```ts
+ * import { reachability } from "./reachability.ts";
+ * const r = reachability(
+ *   ["/ip4/10.78.1.2/tcp/4001", "/ip4/10.77.1.1/tcp/9/p2p/R/p2p-circuit"],
+ *   ["10.78.1.2", "127.0.0.1"],
+ *   ["10.77.1.11"],
+ * );
+ * console.assert(r.behindNat && r.announce.length === 1);
+ * ```
+ */
+export function reachability(
+  own: readonly string[],
+  interfaceIps: readonly string[],
+  observedIps: readonly string[],
+): Reachability {
+  const local = new Set(interfaceIps);
+  const relayed = own.filter(isRelayed);
+  const direct = own.filter((a) => !isRelayed(a));
+  const behindNat = observedIps.some((ip) => !local.has(ip));
+  if (!behindNat || relayed.length === 0) return { behindNat, announce: [...direct, ...relayed] };
+  const external = direct.filter((a) => !local.has(ipOfAddress(a) ?? ""));
+  return { behindNat, announce: [...external, ...relayed] };
+}

@@ -1,0 +1,123 @@
+/**
+ * Peers that meet through the run's circuit relay (net/p2p/relay.ts): a client that holds a
+ * reservation is reached at its `/p2p-circuit` address, payloads cross the relayed connection
+ * in-band (the bulk path needs a dialable provider), and a key that is not a member of the
+ * run is refused by the relay.
+ */
+import assert from "node:assert/strict";
+import { createP2PNode, type P2PNode } from "./node.ts";
+import { PayloadService } from "./payload_service.ts";
+import { isRelayed } from "./reachability.ts";
+import { startRelay } from "../../net/p2p/mod.ts";
+import { testPublic, testSecret } from "../testing/p2p.ts";
+import { toHex } from "../../common/mod.ts";
+
+const members = new Set([1, 2].map((i) => toHex(testPublic(i))));
+const FAST_RETRY = { attemptTimeoutMs: 5000, retries: 1, backoffMs: 10, maxBackoffMs: 10 };
+
+async function waitFor(what: string, check: () => boolean, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const relayedAddress = (node: P2PNode) => node.addresses().map(String).find(isRelayed);
+
+Deno.test("a peer reached only through the relay serves its payload over the relayed connection", async () => {
+  const relay = await startRelay({
+    host: "127.0.0.1",
+    port: 0,
+    isMember: (key) => members.has(key),
+    maxReservations: 4,
+  });
+  const allowed = [testPublic(1), testPublic(2)];
+  const a = await createP2PNode({ secretKey: testSecret(1), allowedPeers: allowed });
+  const b = await createP2PNode({ secretKey: testSecret(2), allowedPeers: allowed });
+  try {
+    const served = await PayloadService.start(a, { retry: FAST_RETRY, bulk: { minBytes: 1 } });
+    const fetcher = await PayloadService.start(b, { retry: FAST_RETRY, bulk: { minBytes: 1 } });
+    assert.deepEqual(await a.useRelays(relay.addresses()), []);
+    await waitFor("a's reservation", () => relayedAddress(a) !== undefined);
+    assert.equal(relay.reservations(), 1);
+    assert.deepEqual(a.relays(), { count: 1, addresses: relay.addresses(), connected: 1 });
+
+    // b knows a only by its relayed address, as a peer behind NAT would be known.
+    assert.deepEqual(await b.useRelays(relay.addresses()), []);
+    await b.addPeerAddresses(a.publicKey, [relayedAddress(a)!]);
+    await b.connectTo(a.publicKey);
+    const via = b.libp2p.getConnections(a.peerId).map((c) => c.remoteAddr.toString());
+    assert.ok(via.every(isRelayed), `b reached a through the relay only: ${via}`);
+
+    const payload = crypto.getRandomValues(new Uint8Array(60_000));
+    const big = new Uint8Array(3 * 1024 * 1024 + 7).map((_, i) => (i * 31) & 0xff);
+    const hashes = [served.provide(payload), served.provide(big)];
+    assert.deepEqual(await fetcher.fetch(hashes[0], { providers: [a.publicKey] }), payload);
+    assert.deepEqual(await fetcher.fetch(hashes[1], { providers: [a.publicKey] }), big);
+    // Never offered the bulk path: a relayed provider cannot be dialled for it.
+    assert.equal(fetcher.stats.bulkFetched, 0);
+    assert.deepEqual(fetcher.stats.bulkFallbacks, {});
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+    await relay.close();
+  }
+});
+
+Deno.test("the relay refuses a key that is not a member, and holds no slot for it", async () => {
+  const relay = await startRelay({
+    host: "127.0.0.1",
+    port: 0,
+    isMember: (key) => members.has(key),
+    maxReservations: 4,
+  });
+  const stranger = await createP2PNode({ secretKey: testSecret(9), allowedPeers: [] });
+  try {
+    const failures = await stranger.useRelays(relay.addresses());
+    // The stranger may see its dial succeed before the relay's gate closes it; either way it
+    // gets no reservation and no relayed address.
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(relay.reservations(), 0);
+    assert.equal(relayedAddress(stranger), undefined);
+    assert.ok(relay.stats.refusedNonMembers >= 1, "the relay counted the refusal");
+    assert.ok(failures.length <= 1);
+    assert.equal(relay.connections(), 0);
+  } finally {
+    await stranger.stop();
+    await relay.close();
+  }
+});
+
+Deno.test("a relay address without its peer id is refused by name", async () => {
+  await using node = await createP2PNode({ secretKey: testSecret(1) });
+  await assert.rejects(
+    () => node.useRelays(["/ip4/127.0.0.1/tcp/9"]),
+    /relay "\/ip4\/127.0.0.1\/tcp\/9" must end in \/p2p\/<relay peer id>/,
+  );
+});
+
+Deno.test("a participant is found through the relay with no address of its own", async () => {
+  const relay = await startRelay({
+    host: "127.0.0.1",
+    port: 0,
+    isMember: (key) => members.has(key),
+    maxReservations: 4,
+  });
+  const a = await createP2PNode({ secretKey: testSecret(1) });
+  const b = await createP2PNode({ secretKey: testSecret(2) });
+  try {
+    await a.useRelays(relay.addresses());
+    await b.useRelays(relay.addresses());
+    await waitFor("a's reservation", () => relayedAddress(a) !== undefined);
+    // The epoch's client list arrives: b knows a's key, never an address of a's.
+    assert.equal(await b.knowsAddresses(a.publicKey), false);
+    await b.setAllowedPeers([a.publicKey, b.publicKey]);
+    await a.setAllowedPeers([a.publicKey, b.publicKey]);
+    assert.equal(await b.knowsAddresses(a.publicKey), true);
+    await b.connectTo(a.publicKey);
+    assert.ok(b.isConnected(a.publicKey));
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+    await relay.close();
+  }
+});

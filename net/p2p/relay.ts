@@ -1,0 +1,133 @@
+/**
+ * The run's circuit relay (libp2p circuit relay v2): the meeting point of clients that no peer
+ * can dial, such as volunteers behind a home router's NAT. Such a client keeps one connection
+ * open to the relay and holds a reservation there; a peer reaches it through
+ * `<relay address>/p2p-circuit/p2p/<client>`, and the relay pipes the bytes between them.
+ *
+ * A relay is a server anyone could find, so it serves members of the run only. Its connection
+ * gater refuses every peer whose ed25519 key `isMember` does not know, right after the noise
+ * handshake; reservations are capped; and libp2p's connection manager caps connections,
+ * pending handshakes and the rate at which one address may open them.
+ *
+ * js-libp2p's defaults end a relayed connection after 128 KiB or 2 minutes, too little for one
+ * DisTrO result. Here relayed connections carry no data or time limit: they are opened only
+ * between members, so what they move is bounded by what the run itself moves. (A limited
+ * connection would also make every protocol opt in to it, gossip included.)
+ *
+ * @module
+ */
+import { createLibp2p, type Libp2p } from "libp2p";
+import { tcp } from "@libp2p/tcp";
+import { noise } from "@libp2p/noise";
+import { yamux } from "@libp2p/yamux";
+import { identify } from "@libp2p/identify";
+import { circuitRelayServer, type CircuitRelayService } from "@libp2p/circuit-relay-v2";
+import { generateKeyPair } from "@libp2p/crypto/keys";
+import type { ConnectionGater, PeerId } from "@libp2p/interface";
+import { toHex } from "../../common/mod.ts";
+
+/** Options of {@link startRelay}. */
+export interface RelayOptions {
+  /** Interface to listen on (IPv4). */
+  readonly host: string;
+  /** TCP port; 0 picks a free one. */
+  readonly port: number;
+  /** Whether the holder of this ed25519 public key (hex) is a member of the run. */
+  readonly isMember: (publicKeyHex: string) => boolean;
+  /** Clients that may hold a reservation at once: the run's `max_clients`. */
+  readonly maxReservations: number;
+  /** Addresses to announce instead of the listen addresses (a public IP behind a forward). */
+  readonly announce?: readonly string[];
+}
+
+/** Counters a relay keeps, for logs and tests. */
+export interface RelayStats {
+  /** Connections refused because their peer is not a member. */
+  refusedNonMembers: number;
+}
+
+/** A running relay. */
+export interface Relay {
+  /** Its addresses, each ending in `/p2p/<relay peer id>`: what clients are told. */
+  addresses(): string[];
+  /** Its libp2p peer id. */
+  readonly peerId: PeerId;
+  /** Clients holding a reservation now. */
+  reservations(): number;
+  /** Peers connected now (members only: others are refused). */
+  connections(): number;
+  readonly stats: Readonly<RelayStats>;
+  /** Stops listening and closes every connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a relay listening on `host:port`, serving members only.
+ *
+ * @example
+ * ```ts
+ * import { startRelay } from "./relay.ts";
+ * const relay = await startRelay({
+ *   host: "127.0.0.1",
+ *   port: 0,
+ *   isMember: () => false,
+ *   maxReservations: 4,
+ * });
+ * console.assert(relay.addresses()[0].includes("/p2p/"));
+ * await relay.close();
+ * ```
+ */
+export async function startRelay(options: RelayOptions): Promise<Relay> {
+  if (!Number.isInteger(options.maxReservations) || options.maxReservations < 1) {
+    throw new RangeError(
+      `maxReservations must be a positive integer, found ${options.maxReservations}`,
+    );
+  }
+  const stats: RelayStats = { refusedNonMembers: 0 };
+  const denyNonMember = (peer: PeerId): boolean => {
+    const member = peer.type === "Ed25519" && options.isMember(toHex(peer.publicKey.raw));
+    if (!member) stats.refusedNonMembers++;
+    return !member;
+  };
+  const gater: ConnectionGater = {
+    // The relay dials nobody: it answers members, and relays over their own connections.
+    denyDialPeer: () => true,
+    denyInboundEncryptedConnection: denyNonMember,
+    denyInboundRelayReservation: (peer) => denyNonMember(peer),
+    denyOutboundRelayedConnection: (source, destination) =>
+      denyNonMember(source) || denyNonMember(destination),
+  };
+  const libp2p: Libp2p<{ relay: CircuitRelayService }> = await createLibp2p({
+    privateKey: await generateKeyPair("Ed25519"),
+    addresses: {
+      listen: [`/ip4/${options.host}/tcp/${options.port}`],
+      ...(options.announce ? { announce: [...options.announce] } : {}),
+    },
+    transports: [tcp()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    connectionGater: gater,
+    connectionManager: {
+      // Each reserving client holds one connection; each relayed pair adds none (streams).
+      maxConnections: options.maxReservations * 2 + 16,
+      maxIncomingPendingConnections: 16,
+    },
+    services: {
+      identify: identify(),
+      relay: circuitRelayServer({
+        reservations: {
+          maxReservations: options.maxReservations,
+          applyDefaultLimit: false,
+        },
+      }),
+    },
+  });
+  return {
+    peerId: libp2p.peerId,
+    addresses: () => libp2p.getMultiaddrs().map((a) => a.toString()),
+    reservations: () => libp2p.services.relay.reservations.size,
+    connections: () => libp2p.getConnections().length,
+    stats,
+    close: async () => await libp2p.stop(),
+  };
+}

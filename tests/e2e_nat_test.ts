@@ -1,0 +1,92 @@
+/**
+ * The network lab's first topology, end to end: three clients, each behind a home router of its
+ * own (client/testing/netns.ts with `nat`: masquerade, and nothing dialled in from outside), and
+ * the coordinator with its relay (`--relay`) on the "public" segment. No client can dial
+ * another; none is given another's address (no `--bootstrap-peer`). The coordinator names its
+ * relay on connect; each client reserves a slot there, learns from what the relay saw that it
+ * is behind NAT, and announces its relayed address only; peers find each other at
+ * `<relay>/p2p-circuit/p2p/<peer>`, from the keys the run lists.
+ *
+ * The run trains, every client applies all three results of every step once all three train,
+ * and their parameters agree at every step. The test reports which connections went direct
+ * and which stayed relayed.
+ *
+ * Needs root (network namespaces) and nftables; elsewhere the test is ignored, saying why.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import { type SeenEvent, startTinyTestnetOn } from "../client/testing/testnet.ts";
+import { createTestNetwork, testNetworkUnavailable } from "../client/testing/netns.ts";
+import { assertOneModel, clientErrors } from "./support/one_model.ts";
+
+const unavailable = testNetworkUnavailable({ nat: true });
+if (unavailable !== null) console.warn(`tests/e2e_nat_test.ts ignored: ${unavailable}`);
+
+const CLIENTS = ["client-1", "client-2", "client-3"];
+const step = (e: SeenEvent) => Number(e.event.step);
+
+Deno.test({
+  name: "three clients behind three NATs meet through the coordinator's relay and train as one",
+  ignore: unavailable !== null,
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  await using network = await createTestNetwork({ hosts: 3, nat: true });
+  await using testnet = await startTinyTestnetOn(network, {
+    runId: "e2e-nat",
+    initMinClients: 3,
+    minClients: 3,
+    witnessNodes: 0,
+    globalBatchSize: 6,
+    epochTime: 30,
+    maxRoundTrainTime: 8,
+  }, {
+    numClients: 3,
+    coordinatorArgs: ["--relay"],
+    bootstrapPeers: false,
+  });
+  const { watcher, lines } = testnet;
+  try {
+    // Steps where all three trained: each client applies three results, none missing.
+    const whole = (label: string) =>
+      watcher.named("apply", label).filter((e) =>
+        Number(e.event.applied) === 3 && Number(e.event.untrained_batches) === 0
+      );
+    await watcher.waitFor(
+      "every client to apply all three results of 4 steps",
+      () => CLIENTS.every((l) => whole(l).length >= 4),
+      240_000,
+    );
+    for (const label of CLIENTS) {
+      const seen = watcher.named("reachability", label).at(-1)?.event;
+      assert.equal(seen?.behind_nat, true, `${label} learned it is behind NAT`);
+      const announced = (seen?.addresses ?? []) as string[];
+      assert.ok(announced.length > 0, `${label} announced an address`);
+      assert.ok(
+        announced.every((a) => a.includes("/p2p-circuit")),
+        `${label} announces only relayed addresses: ${announced}`,
+      );
+    }
+    // Every step two or more clients applied, they applied the same parameters.
+    assertOneModel(watcher.events);
+    assert.deepEqual(clientErrors(watcher.events), [], "clients logged errors");
+    const firstWhole = Math.max(...CLIENTS.map((l) => step(whole(l)[0])));
+    for (const label of CLIENTS) {
+      const partial = watcher.named("apply", label).filter((e) =>
+        step(e) >= firstWhole && Number(e.event.untrained_batches) > 0
+      );
+      assert.deepEqual(partial.map(step), [], `${label} applied every result from ${firstWhole}`);
+    }
+    const connections = watcher.events.filter((e) => e.event.event === "peer_connected");
+    const via = (kind: string) => connections.filter((e) => e.event.via === kind).length;
+    console.log(
+      `NAT lab, topology 1: ${connections.length} peer connections, ${via("direct")} direct, ` +
+        `${via("relay")} relayed`,
+    );
+    assert.ok(via("relay") >= 3, "peers met through the relay");
+  } catch (e) {
+    console.error(lines.slice(-150).join("\n"));
+    throw e;
+  }
+});

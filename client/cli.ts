@@ -57,7 +57,9 @@ export const TRAIN_SPEC = {
       { short: "i" },
     ),
     "bind-p2p-port": str("P", "libp2p TCP port", { defaultText: "any free port" }),
-    "bind-p2p-interface": str("ADDR", "libp2p listen address", { defaultText: "127.0.0.1" }),
+    "bind-p2p-interface": str("ADDR", "libp2p listen address", {
+      defaultText: "0.0.0.0, every interface",
+    }),
     "no-bulk-transfer": {
       type: "boolean",
       description: "keep every payload byte on the encrypted libp2p stream (by default large " +
@@ -271,7 +273,7 @@ function checkTrainArgs(values: FlagValues<typeof TRAIN_SPEC>): TrainArgs {
     serverAddr,
     identitySecretKeyPath,
     bindP2pPort: integer("bind-p2p-port", values["bind-p2p-port"], 0, 0, 65535),
-    bindP2pInterface: values["bind-p2p-interface"] ?? "127.0.0.1",
+    bindP2pInterface: values["bind-p2p-interface"] ?? "0.0.0.0",
     bulkTransfer,
     bindBulkPort: integer("bind-bulk-port", values["bind-bulk-port"], 0, 0, 65535),
     bindBulkInterface: values["bind-bulk-interface"] ?? null,

@@ -10,7 +10,7 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     serverAddr: "h:1",
     identitySecretKeyPath: null,
     bindP2pPort: 0,
-    bindP2pInterface: "127.0.0.1",
+    bindP2pInterface: "0.0.0.0",
     bulkTransfer: true,
     bindBulkPort: 0,
     bindBulkInterface: null,
@@ -153,9 +153,9 @@ Deno.test("bulkOptions: --no-bulk-transfer turns the bulk path off; the listener
   const train = (...flags: string[]) =>
     parseClientArgs(["train", "--run-id=r", "--server-addr=h:1", ...flags]) as TrainArgs;
   assert.equal(bulkOptions(train("--no-bulk-transfer")), false);
-  assert.deepEqual(bulkOptions(train()), { host: "127.0.0.1", port: 0 });
-  assert.deepEqual(bulkOptions(train("--bind-p2p-interface=0.0.0.0")), {
-    host: "0.0.0.0",
+  assert.deepEqual(bulkOptions(train()), { host: "0.0.0.0", port: 0 });
+  assert.deepEqual(bulkOptions(train("--bind-p2p-interface=127.0.0.1")), {
+    host: "127.0.0.1",
     port: 0,
   });
   assert.deepEqual(

@@ -8,8 +8,9 @@
  * `<relay>/p2p-circuit/p2p/<peer>`, from the keys the run lists.
  *
  * The run trains, every client applies all three results of every step once all three train,
- * and their parameters agree at every step. The test reports which connections went direct
- * and which stayed relayed.
+ * and their parameters agree at every step. Then a fourth client behind a fourth NAT joins
+ * late and loads the run's model from its peers, through the relay (lab topology 4). The test
+ * reports which connections went direct and which stayed relayed.
  *
  * Needs root (network namespaces) and nftables; elsewhere the test is ignored, saying why.
  *
@@ -32,14 +33,14 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
 }, async () => {
-  await using network = await createTestNetwork({ hosts: 3, nat: true });
+  await using network = await createTestNetwork({ hosts: 4, nat: true });
   await using testnet = await startTinyTestnetOn(network, {
     runId: "e2e-nat",
     initMinClients: 3,
     minClients: 3,
     witnessNodes: 0,
     globalBatchSize: 6,
-    epochTime: 30,
+    epochTime: 20,
     maxRoundTrainTime: 8,
   }, {
     numClients: 3,
@@ -78,6 +79,18 @@ Deno.test({
       );
       assert.deepEqual(partial.map(step), [], `${label} applied every result from ${firstWhole}`);
     }
+
+    // A late joiner behind its own NAT loads the model from its peers, through the relay.
+    const late = await testnet.net.addClient();
+    await watcher.waitFor(
+      `${late} to load the run's model from its peers and apply a step`,
+      () => watcher.named("apply", late).length > 0,
+      180_000,
+    );
+    const loaded = watcher.named("model", late).map((e) => String(e.event.folder));
+    assert.ok(loaded.some((f) => f.startsWith("p2p:")), `${late} loaded from peers: ${loaded}`);
+    assertOneModel(watcher.events);
+
     const connections = watcher.events.filter((e) => e.event.event === "peer_connected");
     const via = (kind: string) => connections.filter((e) => e.event.via === kind).length;
     console.log(

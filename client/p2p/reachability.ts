@@ -26,6 +26,12 @@ export function isRelayed(address: string): boolean {
   return address.includes("/p2p-circuit");
 }
 
+/** Whether a multiaddr is on the loopback interface (127.0.0.0/8 or ::1). */
+export function isLoopback(address: string): boolean {
+  const ip = ipOfAddress(address);
+  return ip !== undefined && (ip.startsWith("127.") || ip === "::1");
+}
+
 /** The IP of a multiaddr (`/ip4/<ip>/...` or `/ip6/<ip>/...`), or undefined. */
 export function ipOfAddress(address: string): string | undefined {
   const match = /^\/ip[46]\/([^/]+)/.exec(address);
@@ -56,9 +62,14 @@ export function reachability(
 ): Reachability {
   const local = new Set(interfaceIps);
   const relayed = own.filter(isRelayed);
-  const direct = own.filter((a) => !isRelayed(a));
+  const direct = own.filter((a) => !isRelayed(a) && !isLoopback(a));
+  // Loopback serves only peers on this machine: last, so a PeerAddresses message (at most 8
+  // addresses) cut short loses it, not the relayed address.
+  const loopback = own.filter((a) => !isRelayed(a) && isLoopback(a));
   const behindNat = observedIps.some((ip) => !local.has(ip));
-  if (!behindNat || relayed.length === 0) return { behindNat, announce: [...direct, ...relayed] };
+  if (!behindNat || relayed.length === 0) {
+    return { behindNat, announce: [...direct, ...relayed, ...loopback] };
+  }
   const external = direct.filter((a) => !local.has(ipOfAddress(a) ?? ""));
   return { behindNat, announce: [...external, ...relayed] };
 }

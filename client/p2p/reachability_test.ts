@@ -35,6 +35,17 @@ Deno.test("behind NAT, an external address (a forwarded port) stays, before the 
   assert.deepEqual(r.announce, ["/ip4/203.0.113.7/tcp/4001", relayed]);
 });
 
+Deno.test("bound to every interface, loopback comes last, after the relay; behind NAT, never", () => {
+  const own = ["/ip4/127.0.0.1/tcp/4001", "/ip4/192.168.1.5/tcp/4001", relayed];
+  const ips = ["127.0.0.1", "192.168.1.5"];
+  assert.deepEqual(reachability(own, ips, []).announce, [
+    "/ip4/192.168.1.5/tcp/4001",
+    relayed,
+    "/ip4/127.0.0.1/tcp/4001",
+  ]);
+  assert.deepEqual(reachability(own, ips, ["203.0.113.9"]).announce, [relayed]);
+});
+
 Deno.test("addresses are read for their IP and for a relay hop", () => {
   assert.equal(ipOfAddress("/ip4/1.2.3.4/tcp/5"), "1.2.3.4");
   assert.equal(ipOfAddress("/ip6/::1/tcp/5"), "::1");

@@ -11,6 +11,7 @@ import { isRelayed } from "./reachability.ts";
 import { startRelay } from "../../net/p2p/mod.ts";
 import { testPublic, testSecret } from "../testing/p2p.ts";
 import { toHex } from "../../common/mod.ts";
+import { type BoundSocket, connectFrom } from "../../net/testing/bound_socket.ts";
 
 const members = new Set([1, 2].map((i) => toHex(testPublic(i))));
 const FAST_RETRY = { attemptTimeoutMs: 5000, retries: 1, backoffMs: 10, maxBackoffMs: 10 };
@@ -118,6 +119,37 @@ Deno.test("a participant is found through the relay with no address of its own",
     assert.ok(b.isConnected(a.publicKey));
   } finally {
     await Promise.all([a.stop(), b.stop()]);
+    await relay.close();
+  }
+});
+
+Deno.test("idle sockets from 300 addresses cannot keep a member from its reservation", async () => {
+  // The member connects from 127.0.0.1, the one address with a coordinator session here.
+  const relay = await startRelay({
+    host: "127.0.0.1",
+    port: 0,
+    isMember: (key) => members.has(key),
+    allowAddress: (ip) => ip === "127.0.0.1",
+    maxReservations: 4,
+  });
+  const port = Number(relay.addresses()[0].split("/")[4]);
+  const idle: BoundSocket[] = [];
+  const member = await createP2PNode({ secretKey: testSecret(1) });
+  try {
+    for (let i = 0; i < 300; i++) {
+      const from = `127.0.${1 + (i >> 8)}.${(i & 255) + 2}`;
+      await connectFrom(from, "127.0.0.1", port).then((s) => idle.push(s), () => {});
+    }
+    assert.deepEqual(await member.useRelays(relay.addresses()), []);
+    await waitFor("the member's reservation", () => relayedAddress(member) !== undefined);
+    assert.equal(relay.reservations(), 1);
+    assert.ok(
+      relay.stats.refusedAddresses >= 290,
+      `sockets closed on accept: ${relay.stats.refusedAddresses}`,
+    );
+  } finally {
+    for (const socket of idle) socket.close();
+    await member.stop();
     await relay.close();
   }
 });

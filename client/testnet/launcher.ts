@@ -480,7 +480,9 @@ export class Testnet {
       slot.keyPath,
       "--bind-p2p-port",
       String(slot.port),
-      ...(host === undefined ? [] : ["--bind-p2p-interface", host.bind ?? host.address]),
+      // A local testnet keeps its clients on loopback: nothing outside this machine needs them.
+      "--bind-p2p-interface",
+      host === undefined ? "127.0.0.1" : host.bind ?? host.address,
       "--logs",
       "json",
       ...(checkpointing ? ["--checkpoint-dir", checkpoints] : []),

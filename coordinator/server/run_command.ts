@@ -14,6 +14,7 @@ import { DEFAULT_JOIN_BACKOFF_EPOCHS } from "./join_backoff.ts";
 import { eventLogger, LOG_FORMATS, type LogFormat, type ServerEvent } from "./log.ts";
 import { coordinatorFromRunConfig } from "./save_state.ts";
 import {
+  type CoordinatorServer,
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_CONNECTIONS,
   DEFAULT_MAX_CONNECTIONS_PER_ADDRESS,
@@ -456,12 +457,15 @@ export async function runCommand(
   }
 
   let relay: Relay | undefined;
+  let server: CoordinatorServer | undefined;
   if (opts.relayPort !== undefined) {
     try {
       relay = await startRelay({
         host: opts.hostname,
         port: opts.relayPort,
         isMember: (key) => host.isMemberKey(key),
+        // Only where an authenticated client connects from is a handshake worth starting.
+        allowAddress: (ip) => server?.hasClientAt(ip) ?? false,
         maxReservations: run.config.maxClients,
       });
     } catch (e) {
@@ -475,7 +479,6 @@ export async function runCommand(
     log({ kind: "Relay", addresses: relay.addresses(), reservations: run.config.maxClients });
   }
 
-  let server;
   try {
     server = startCoordinatorServer({
       relays: relay?.addresses(),

@@ -181,6 +181,11 @@ export interface CoordinatorServer {
   readonly port: number;
   /** `host:port` to give clients. */
   readonly address: string;
+  /**
+   * Whether an authenticated client is connected from this IP now: the run's relay lets only
+   * such addresses start a handshake (net/p2p/relay.ts).
+   */
+  hasClientAt(ip: string): boolean;
   /** Resolves when every save started so far has finished. */
   saved(): Promise<void>;
   /** Stops ticking and accepting, closes every connection and waits for their handlers. */
@@ -593,6 +598,8 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
     host,
     port: addr.port,
     address,
+    hasClientAt: (ip) =>
+      [...sessions.values()].some((s) => (s.conn.remoteAddr as Deno.NetAddr).hostname === ip),
     saved: () => saves,
     close,
     [Symbol.asyncDispose]: close,

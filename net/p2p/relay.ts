@@ -7,7 +7,15 @@
  * A relay is a server anyone could find, so it serves members of the run only. Its connection
  * gater refuses every peer whose ed25519 key `isMember` does not know, right after the noise
  * handshake; reservations are capped; and libp2p's connection manager caps connections,
- * pending handshakes and the rate at which one address may open them.
+ * handshakes in flight (64, each given 5 s) and the rate at which one address may open them.
+ *
+ * Those caps alone let a flood of idle connections from many addresses hold every handshake
+ * slot, locking members out: measured with libp2p's defaults (16 slots, each held 10 s), 300
+ * idle sockets from 300 loopback addresses kept a member from reserving for as long as they
+ * stayed. So a relay
+ * may also be told which addresses are worth a handshake at all (`allowAddress`; the TCP
+ * coordinator allows the addresses its authenticated clients connect from): any other socket
+ * is closed the moment it is accepted, before it costs a handshake slot.
  *
  * js-libp2p's defaults end a relayed connection after 128 KiB or 2 minutes, too little for one
  * DisTrO result. Here relayed connections carry no data or time limit: they are opened only
@@ -38,12 +46,19 @@ export interface RelayOptions {
   readonly maxReservations: number;
   /** Addresses to announce instead of the listen addresses (a public IP behind a forward). */
   readonly announce?: readonly string[];
+  /**
+   * Whether a connection from this IP may even start a handshake (default: every IP). Sockets
+   * from other addresses are closed at once, so they cannot hold handshake slots.
+   */
+  readonly allowAddress?: (ip: string) => boolean;
 }
 
 /** Counters a relay keeps, for logs and tests. */
 export interface RelayStats {
   /** Connections refused because their peer is not a member. */
   refusedNonMembers: number;
+  /** Sockets closed on accept because `allowAddress` refused their IP. */
+  refusedAddresses: number;
 }
 
 /** A running relay. */
@@ -83,7 +98,8 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
       `maxReservations must be a positive integer, found ${options.maxReservations}`,
     );
   }
-  const stats: RelayStats = { refusedNonMembers: 0 };
+  const stats: RelayStats = { refusedNonMembers: 0, refusedAddresses: 0 };
+  const allowAddress = options.allowAddress;
   const denyNonMember = (peer: PeerId): boolean => {
     const member = peer.type === "Ed25519" && options.isMember(toHex(peer.publicKey.raw));
     if (!member) stats.refusedNonMembers++;
@@ -92,6 +108,14 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
   const gater: ConnectionGater = {
     // The relay dials nobody: it answers members, and relays over their own connections.
     denyDialPeer: () => true,
+    denyInboundConnection: (connection) => {
+      if (allowAddress === undefined) return false;
+      const ip = connection.remoteAddr.getComponents()
+        .find((c) => c.name === "ip4" || c.name === "ip6")?.value;
+      const allowed = ip !== undefined && allowAddress(ip);
+      if (!allowed) stats.refusedAddresses++;
+      return !allowed;
+    },
     denyInboundEncryptedConnection: denyNonMember,
     denyInboundRelayReservation: (peer) => denyNonMember(peer),
     denyOutboundRelayedConnection: (source, destination) =>
@@ -110,7 +134,10 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     connectionManager: {
       // Each reserving client holds one connection; each relayed pair adds none (streams).
       maxConnections: options.maxReservations * 2 + 16,
-      maxIncomingPendingConnections: 16,
+      maxIncomingPendingConnections: 64,
+      // A member completes its handshake in milliseconds; a silent socket is let go sooner
+      // than libp2p's 10 s.
+      inboundUpgradeTimeout: 5_000,
     },
     services: {
       identify: identify(),

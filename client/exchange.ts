@@ -142,7 +142,7 @@ export class Exchange {
       exchange.#followConnections();
       await exchange.gossip.serve();
       for (const address of options.bootstrapPeers ?? []) await exchange.#addBootstrap(address);
-      if ((options.relays ?? []).length > 0) await exchange.useRelays(options.relays!);
+      if ((options.relays ?? []).length > 0) await exchange.useRelays([]);
       exchange.#timer = setInterval(() => exchange.#tick(), 2000);
       return exchange;
     } catch (e) {
@@ -166,14 +166,16 @@ export class Exchange {
   }
 
   /**
-   * Reserves a slot on these circuit relays (from `--relay`, or named by the coordinator on
-   * each connection), so peers that cannot dial us reach us through one. A relay that cannot
-   * be reached is said once and dialled again every tick.
+   * Reserves a slot on the circuit relays the coordinator names (on each connection; a
+   * restarted coordinator may name a new one), besides those of `--relay`, so peers that
+   * cannot dial us reach us through one. A relay that cannot be reached is said once and
+   * dialled again every tick.
    */
-  async useRelays(addresses: readonly string[]): Promise<void> {
+  async useRelays(named: readonly string[]): Promise<void> {
+    const all = [...new Set([...(this.#options.relays ?? []), ...named])];
     let failures;
     try {
-      failures = await this.node.useRelays(addresses);
+      failures = await this.node.setRelays(all);
     } catch (e) {
       this.#options.logger.log("error", { what: "relay", error: (e as Error).message });
       return;

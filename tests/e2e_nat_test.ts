@@ -9,8 +9,11 @@
  *
  * The run trains, every client applies all three results of every step once all three train,
  * and their parameters agree at every step. Then a fourth client behind a fourth NAT joins
- * late and loads the run's model from its peers, through the relay (lab topology 4). The test
- * reports which connections went direct and which stayed relayed.
+ * late and loads the run's model from its peers, through the relay (lab topology 4). Last the
+ * relay dies with its coordinator mid-run (topology 5): the coordinator comes back from its
+ * saved epoch with a relay of a new identity, every client moves its reservation there, and
+ * the four train on with every result applied. The test reports which connections went direct
+ * and which stayed relayed.
  *
  * Needs root (network namespaces) and nftables; elsewhere the test is ignored, saying why.
  *
@@ -28,7 +31,8 @@ const CLIENTS = ["client-1", "client-2", "client-3"];
 const step = (e: SeenEvent) => Number(e.event.step);
 
 Deno.test({
-  name: "three clients behind three NATs meet through the coordinator's relay and train as one",
+  name: "clients behind NATs of their own meet through the coordinator's relay and train as " +
+    "one; a late joiner loads the model through it; a restarted coordinator's new relay takes over",
   ignore: unavailable !== null,
   sanitizeResources: false,
   sanitizeOps: false,
@@ -91,10 +95,43 @@ Deno.test({
     assert.ok(loaded.some((f) => f.startsWith("p2p:")), `${late} loaded from peers: ${loaded}`);
     assertOneModel(watcher.events);
 
+    // The relay dies with its coordinator; the coordinator comes back with a new relay.
+    const everyone = [...CLIENTS, late];
+    const relayEvents = () =>
+      watcher.events.filter((e) => e.kind !== "client" && e.event.event === "relay");
+    const oldRelay = String((relayEvents().at(-1)?.event.addresses as string[])[0]);
+    const mark = watcher.events.length;
+    await testnet.net.restartCoordinator();
+    const after = (label: string) =>
+      watcher.events.slice(mark).filter((e) =>
+        e.label === label && e.event.event === "apply" && Number(e.event.untrained_batches) === 0
+      );
+    await watcher.waitFor(
+      "all four clients to apply every result of 2 steps after the relay came back",
+      () => everyone.every((l) => after(l).length >= 2),
+      240_000,
+    );
+    const newRelay = String((relayEvents().at(-1)?.event.addresses as string[])[0]);
+    assert.notEqual(newRelay, oldRelay, "the restarted coordinator serves a new relay");
+    const relayId = newRelay.split("/p2p/")[1];
+    for (const label of everyone) {
+      const seen = watcher.events.slice(mark).filter((e) =>
+        e.label === label && e.event.event === "reachability"
+      ).at(-1)?.event;
+      const announced = (seen?.addresses ?? []) as string[];
+      assert.ok(
+        announced.some((a) => a.includes(relayId)),
+        `${label} announces its address through the new relay: ${announced}`,
+      );
+    }
+    assertOneModel(watcher.events);
+
     const connections = watcher.events.filter((e) => e.event.event === "peer_connected");
     const via = (kind: string) => connections.filter((e) => e.event.via === kind).length;
     console.log(
-      `NAT lab, topology 1: ${connections.length} peer connections, ${via("direct")} direct, ` +
+      `NAT lab (topologies 1, 4, 5): ${connections.length} peer connections, ${
+        via("direct")
+      } direct, ` +
         `${via("relay")} relayed`,
     );
     assert.ok(via("relay") >= 3, "peers met through the relay");

@@ -55,6 +55,11 @@ export class Allowlist {
     this.#relays.add(typeof peer === "string" ? peer : peer.toString());
   }
 
+  /** Takes a relay off the gate (the run no longer names it). */
+  removeRelay(peer: PeerId | string): void {
+    this.#relays.delete(typeof peer === "string" ? peer : peer.toString());
+  }
+
   /** Whether a peer is one of the run's relays. */
   isRelay(peer: PeerId | string): boolean {
     return this.#relays.has(typeof peer === "string" ? peer : peer.toString());

@@ -90,13 +90,16 @@ export class P2PNode {
   }
 
   /**
-   * Reserves a slot on each of these relays (multiaddrs ending in `/p2p/<relay>`; a relay on
-   * several interfaces comes once per address): the relay is let through the gate, dialled,
+   * Makes these the relays we reserve a slot on (multiaddrs ending in `/p2p/<relay>`; a relay on
+   * several interfaces comes once per address): a new relay is let through the gate, dialled,
    * and once identify shows it relays, libp2p's circuit relay transport reserves there and
-   * our `/p2p-circuit` address appears among our addresses. Relays already connected are not
-   * dialled again. Resolves with the relays that could not be reached, and why.
+   * our `/p2p-circuit` address appears among our addresses. A relay no longer named (a
+   * coordinator restarted with a new one) leaves the gate and is hung up on. Relays already
+   * connected are not dialled again. Resolves with the relays that could not be reached, and
+   * why.
    */
-  async useRelays(addresses: readonly string[]): Promise<{ relay: string; error: string }[]> {
+  async setRelays(addresses: readonly string[]): Promise<{ relay: string; error: string }[]> {
+    const next = new Map<string, { peer: PeerId; addresses: string[] }>();
     for (const address of addresses) {
       const ma = multiaddr(address);
       const id = ma.getComponents().findLast((c) => c.name === "p2p")?.value;
@@ -104,11 +107,22 @@ export class P2PNode {
         throw new TypeError(`relay "${address}" must end in /p2p/<relay peer id>`);
       }
       const peer = peerIdFromString(id);
-      this.allowlist.addRelay(peer);
-      const known = this.#relays.get(peer.toString());
-      if (known === undefined) this.#relays.set(peer.toString(), { peer, addresses: [address] });
+      const known = next.get(peer.toString());
+      if (known === undefined) next.set(peer.toString(), { peer, addresses: [address] });
       else if (!known.addresses.includes(address)) known.addresses.push(address);
-      await this.libp2p.peerStore.merge(peer, { multiaddrs: [ma] });
+    }
+    const gone = [...this.#relays.values()].filter((r) => !next.has(r.peer.toString()));
+    this.#relays.clear();
+    for (const [id, relay] of next) {
+      this.#relays.set(id, relay);
+      this.allowlist.addRelay(relay.peer);
+      await this.libp2p.peerStore.merge(relay.peer, {
+        multiaddrs: relay.addresses.map((a) => multiaddr(a)),
+      });
+    }
+    for (const relay of gone) {
+      this.allowlist.removeRelay(relay.peer);
+      await this.libp2p.hangUp(relay.peer).catch(() => {});
     }
     await this.#addRelayPaths();
     return await this.dialRelays();

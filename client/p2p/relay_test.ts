@@ -39,13 +39,13 @@ Deno.test("a peer reached only through the relay serves its payload over the rel
   try {
     const served = await PayloadService.start(a, { retry: FAST_RETRY, bulk: { minBytes: 1 } });
     const fetcher = await PayloadService.start(b, { retry: FAST_RETRY, bulk: { minBytes: 1 } });
-    assert.deepEqual(await a.useRelays(relay.addresses()), []);
+    assert.deepEqual(await a.setRelays(relay.addresses()), []);
     await waitFor("a's reservation", () => relayedAddress(a) !== undefined);
     assert.equal(relay.reservations(), 1);
     assert.deepEqual(a.relays(), { count: 1, addresses: relay.addresses(), connected: 1 });
 
     // b knows a only by its relayed address, as a peer behind NAT would be known.
-    assert.deepEqual(await b.useRelays(relay.addresses()), []);
+    assert.deepEqual(await b.setRelays(relay.addresses()), []);
     await b.addPeerAddresses(a.publicKey, [relayedAddress(a)!]);
     await b.connectTo(a.publicKey);
     const via = b.libp2p.getConnections(a.peerId).map((c) => c.remoteAddr.toString());
@@ -74,7 +74,7 @@ Deno.test("the relay refuses a key that is not a member, and holds no slot for i
   });
   const stranger = await createP2PNode({ secretKey: testSecret(9), allowedPeers: [] });
   try {
-    const failures = await stranger.useRelays(relay.addresses());
+    const failures = await stranger.setRelays(relay.addresses());
     // The stranger may see its dial succeed before the relay's gate closes it; either way it
     // gets no reservation and no relayed address.
     await new Promise((r) => setTimeout(r, 500));
@@ -92,7 +92,7 @@ Deno.test("the relay refuses a key that is not a member, and holds no slot for i
 Deno.test("a relay address without its peer id is refused by name", async () => {
   await using node = await createP2PNode({ secretKey: testSecret(1) });
   await assert.rejects(
-    () => node.useRelays(["/ip4/127.0.0.1/tcp/9"]),
+    () => node.setRelays(["/ip4/127.0.0.1/tcp/9"]),
     /relay "\/ip4\/127.0.0.1\/tcp\/9" must end in \/p2p\/<relay peer id>/,
   );
 });
@@ -107,8 +107,8 @@ Deno.test("a participant is found through the relay with no address of its own",
   const a = await createP2PNode({ secretKey: testSecret(1) });
   const b = await createP2PNode({ secretKey: testSecret(2) });
   try {
-    await a.useRelays(relay.addresses());
-    await b.useRelays(relay.addresses());
+    await a.setRelays(relay.addresses());
+    await b.setRelays(relay.addresses());
     await waitFor("a's reservation", () => relayedAddress(a) !== undefined);
     // The epoch's client list arrives: b knows a's key, never an address of a's.
     assert.equal(await b.knowsAddresses(a.publicKey), false);
@@ -140,7 +140,7 @@ Deno.test("idle sockets from 300 addresses cannot keep a member from its reserva
       const from = `127.0.${1 + (i >> 8)}.${(i & 255) + 2}`;
       await connectFrom(from, "127.0.0.1", port).then((s) => idle.push(s), () => {});
     }
-    assert.deepEqual(await member.useRelays(relay.addresses()), []);
+    assert.deepEqual(await member.setRelays(relay.addresses()), []);
     await waitFor("the member's reservation", () => relayedAddress(member) !== undefined);
     assert.equal(relay.reservations(), 1);
     assert.ok(
@@ -151,5 +151,34 @@ Deno.test("idle sockets from 300 addresses cannot keep a member from its reserva
     for (const socket of idle) socket.close();
     await member.stop();
     await relay.close();
+  }
+});
+
+Deno.test("a relay the run no longer names is dropped; the new one takes its place", async () => {
+  const options = {
+    host: "127.0.0.1",
+    port: 0,
+    isMember: (key: string) => members.has(key),
+    maxReservations: 4,
+  };
+  const first = await startRelay(options);
+  const second = await startRelay(options);
+  const a = await createP2PNode({ secretKey: testSecret(1) });
+  try {
+    await a.setRelays(first.addresses());
+    await waitFor("a reservation on the first relay", () => first.reservations() === 1);
+    // The coordinator restarted with a relay of a new identity.
+    assert.deepEqual(await a.setRelays(second.addresses()), []);
+    await waitFor("a reservation on the second relay", () => second.reservations() === 1);
+    assert.equal(a.allowlist.isRelay(first.peerId), false, "the old relay left the gate");
+    await waitFor("the old relay's connection to close", () => first.connections() === 0);
+    assert.deepEqual(a.relays(), { count: 1, addresses: second.addresses(), connected: 1 });
+    await waitFor(
+      "a relayed address through the new relay",
+      () => relayedAddress(a)?.includes(second.peerId.toString()) === true,
+    );
+  } finally {
+    await a.stop();
+    await Promise.all([first.close(), second.close()]);
   }
 });

@@ -1,0 +1,194 @@
+/**
+ * The network lab for people: `deno task netlab`. It runs the same tiny run twice, once with every
+ * client on 127.0.0.1 (the baseline) and once with every client behind a home router of its own
+ * (client/testing/netns.ts with `nat`), none given another's address, meeting through the
+ * coordinator's relay (`--relay`); optionally with every client link rate-limited (`--rate`).
+ * For each it reports, over the steps where every client applied every result: the round time
+ * (median time between a client's applies), the bytes each client received per round, which
+ * peer connections went direct and which through the relay, and whether every client held the
+ * same parameters at every step. It exits non-zero if a run applied no complete step or its
+ * clients disagreed.
+ *
+ *   deno task netlab [--clients 3] [--steps 6] [--rate 20mbit]
+ *
+ * Needs root (network namespaces), iproute2 and nftables. The kernel here has no `netem`, so
+ * added latency is not offered: the links are rate-limited only.
+ *
+ * @module
+ */
+import "../p2p/exit_fix.ts";
+import { parseOrExit } from "../../cli/entry.ts";
+import { UsageError } from "../../common/mod.ts";
+import { createTestNetwork, tbfBurstBytes, testNetworkUnavailable } from "./netns.ts";
+import {
+  type SeenEvent,
+  startTinyTestnet,
+  startTinyTestnetOn,
+  type TinyRunOptions,
+  type TinyTestnet,
+} from "./testnet.ts";
+import { clientDigests, disagreements } from "../../tests/support/one_model.ts";
+
+const NETLAB_SPEC = {
+  usage: "deno task netlab [--clients N] [--steps N] [--rate RATE]",
+  summary: "The NAT lab: a tiny run on loopback, then the same run with every client behind a " +
+    "NAT of its own, meeting through the coordinator's relay; round time, bytes per round and " +
+    "direct against relayed connections for both. Needs root, iproute2 and nftables.",
+  flags: {
+    clients: { type: "string", value: "N", description: "clients (2..8)", default: "3" },
+    steps: {
+      type: "string",
+      value: "N",
+      description: "steps, each with every result applied by every client, to measure",
+      default: "6",
+    },
+    rate: {
+      type: "string",
+      value: "RATE",
+      description: "rate-limit every client link of the NAT run, each way (tc's units: 20mbit)",
+    },
+  },
+} as const;
+
+const options = parseOrExit(NETLAB_SPEC, ({ values }) => {
+  const count = (flag: "clients" | "steps", low: number, high: number) => {
+    const n = Number(values[flag]);
+    if (!Number.isInteger(n) || n < low || n > high) {
+      throw new UsageError(
+        `--${flag} must be an integer in ${low}..${high}, found "${values[flag]}"`,
+      );
+    }
+    return n;
+  };
+  if (values.rate !== undefined) {
+    try {
+      tbfBurstBytes(values.rate);
+    } catch (e) {
+      throw new UsageError(`--rate: ${(e as Error).message}`);
+    }
+  }
+  return { clients: count("clients", 2, 8), steps: count("steps", 1, 100), rate: values.rate };
+});
+const unavailable = testNetworkUnavailable({ nat: true });
+if (unavailable !== null) {
+  console.error(`netlab: ${unavailable}`);
+  Deno.exit(2);
+}
+
+/** What one run measured. */
+interface Measured {
+  readonly roundMs: number;
+  readonly bytesPerRound: number;
+  readonly direct: number;
+  readonly relayed: number;
+  readonly behindNat: number;
+  readonly stepsCompared: number;
+  readonly disagreements: number;
+}
+
+const run: TinyRunOptions = {
+  initMinClients: options.clients,
+  minClients: options.clients,
+  witnessNodes: 0,
+  globalBatchSize: 2 * options.clients,
+  epochTime: 60,
+  maxRoundTrainTime: 10,
+};
+const labels = Array.from({ length: options.clients }, (_, i) => `client-${i + 1}`);
+/** When a process logged the event (its JSON line's `time`). */
+const at = (e: SeenEvent) => Date.parse(String(e.event.time));
+const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
+
+/** Waits for `steps` complete steps at every client, then reads the figures off the events. */
+async function measure(testnet: TinyTestnet, what: string): Promise<Measured> {
+  const { watcher } = testnet;
+  const whole = (label: string) =>
+    watcher.named("apply", label).filter((e) =>
+      Number(e.event.applied) === options.clients && Number(e.event.untrained_batches) === 0
+    );
+  console.log(`${what}: waiting for ${options.steps} complete steps at every client`);
+  await watcher.waitFor(
+    `${options.steps} complete steps at every client (${what})`,
+    () => labels.every((l) => whole(l).length >= options.steps + 1),
+    300_000,
+  );
+  const rounds: number[] = [];
+  const bytes: number[] = [];
+  for (const label of labels) {
+    const applies = whole(label);
+    for (let i = 1; i < applies.length; i++) rounds.push(at(applies[i]) - at(applies[i - 1]));
+    const traffic = watcher.named("traffic", label).map((e) => ({
+      at: at(e),
+      received: Number(e.event.bytes_received),
+    }));
+    const [first, last] = [at(applies[0]), at(applies.at(-1)!)];
+    const inWindow = traffic.filter((t) => t.at >= first && t.at <= last);
+    if (inWindow.length >= 2) {
+      const spanRounds = inWindow.length - 1;
+      bytes.push((inWindow.at(-1)!.received - inWindow[0].received) / spanRounds);
+    }
+  }
+  const connected = watcher.events.filter((e) => e.event.event === "peer_connected");
+  const found = disagreements(clientDigests(watcher.events));
+  return {
+    roundMs: median(rounds),
+    bytesPerRound: median(bytes),
+    direct: connected.filter((e) => e.event.via === "direct").length,
+    relayed: connected.filter((e) => e.event.via === "relay").length,
+    behindNat:
+      labels.filter((l) => watcher.named("reachability", l).at(-1)?.event.behind_nat === true)
+        .length,
+    stepsCompared: found.steps,
+    disagreements: found.disagreements.length,
+  };
+}
+
+const cpu = Deno.readTextFileSync("/proc/cpuinfo").match(/model name\s*:\s*(.*)/)?.[1];
+console.log(
+  `${new Date().toISOString()}, ${cpu ?? "unknown CPU"}, ${navigator.hardwareConcurrency} ` +
+    `cores, load average ${Deno.loadavg().map((l) => l.toFixed(2)).join(" ")}, Deno ` +
+    `${Deno.version.deno}; ${options.clients} clients, llama-tiny`,
+);
+
+let baseline: Measured;
+{
+  await using testnet = await startTinyTestnet({ ...run, runId: "netlab-loopback" }, {
+    numClients: options.clients,
+  });
+  baseline = await measure(testnet, "loopback");
+}
+let lab: Measured;
+{
+  await using network = await createTestNetwork({
+    hosts: options.clients,
+    nat: true,
+    rate: options.rate,
+  });
+  await using testnet = await startTinyTestnetOn(network, { ...run, runId: "netlab-nat" }, {
+    numClients: options.clients,
+    coordinatorArgs: ["--relay"],
+    bootstrapPeers: false,
+  });
+  lab = await measure(testnet, `behind NAT${options.rate ? `, ${options.rate} links` : ""}`);
+}
+
+const row = (name: string, m: Measured) =>
+  `| ${name} | ${m.roundMs.toFixed(0)} ms | ${(m.bytesPerRound / 1024).toFixed(1)} KiB | ` +
+  `${m.behindNat} of ${options.clients} | ${m.direct} direct, ${m.relayed} relayed | ` +
+  `${m.disagreements === 0 ? `identical at ${m.stepsCompared} steps` : "DIFFERENT"} |`;
+console.log(
+  "\n| run | round time | bytes received per client per round | behind NAT | peer connections " +
+    "| parameters |\n|---|---|---|---|---|---|",
+);
+console.log(row("loopback", baseline));
+console.log(row(`NAT + relay${options.rate ? `, ${options.rate}` : ""}`, lab));
+console.log(
+  `\nround time behind NAT: ${(lab.roundMs / baseline.roundMs).toFixed(2)}x loopback; bytes per ` +
+    `round: ${(lab.bytesPerRound / baseline.bytesPerRound).toFixed(2)}x`,
+);
+const failed = [baseline, lab].some((m) => m.disagreements > 0 || m.stepsCompared === 0);
+if (failed) {
+  console.error("netlab: clients held different parameters, or no step was compared");
+  Deno.exit(1);
+}
+Deno.exit(0);

@@ -5,7 +5,9 @@
  * `deno run -A client/testing/model_provider.ts <secret index> <f32|bf16> <host> <allowed index>...`
  * serves the seeded llama-20m (config/models/llama-20m), its parameters rounded to bf16 for
  * `bf16` (so they travel as bf16 blobs), as model sharing does at step 1; prints one JSON line
- * `{ "address", "digest", "bytes" }` on stdout, and stops when stdin closes.
+ * `{ "address", "digest", "bytes" }` on stdout, and stops when stdin closes. With `relay`
+ * (passed as `PSYCHE_BENCH_RELAY`), it first reserves a slot on that relay and prints its
+ * relayed address as `relayed`.
  *
  * @module
  */
@@ -24,6 +26,8 @@ export interface ModelProvider {
   readonly digest: string;
   /** Bytes of the served blobs. */
   readonly bytes: number;
+  /** Its address through the relay, when it was given one. */
+  readonly relayed?: string;
   /** Closes its stdin and waits for it to exit. */
   stop(): Promise<void>;
 }
@@ -36,6 +40,8 @@ export async function spawnModelProvider(
     host: string;
     allowed: readonly number[];
     prefix?: readonly string[];
+    /** A relay (multiaddr with `/p2p/<relay>`) to reserve a slot on. */
+    relay?: string;
   },
 ): Promise<ModelProvider> {
   const args = [
@@ -54,10 +60,11 @@ export async function spawnModelProvider(
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",
+    env: options.relay === undefined ? {} : { PSYCHE_BENCH_RELAY: options.relay },
   }).spawn();
   const { hello, reader } = await readHello(child.stdout, "model provider");
   return {
-    ...(hello as { address: string; digest: string; bytes: number }),
+    ...(hello as { address: string; digest: string; bytes: number; relayed?: string }),
     async stop() {
       await child.stdin.close();
       await reader.cancel();
@@ -80,10 +87,22 @@ if (import.meta.main) {
   });
   const service = await PayloadService.start(node);
   const served = serveModel(service, { config, layout, weights }, { step: 1 });
+  const relay = Deno.env.get("PSYCHE_BENCH_RELAY");
+  let relayed: string | undefined;
+  if (relay !== undefined) {
+    const failures = await node.setRelays([relay]);
+    if (failures.length > 0) throw new Error(`relay: ${failures[0].error}`);
+    for (let i = 0; i < 500 && relayed === undefined; i++) {
+      relayed = node.addresses().map(String).find((a) => a.includes("/p2p-circuit"));
+      if (relayed === undefined) await new Promise((r) => setTimeout(r, 20));
+    }
+    if (relayed === undefined) throw new Error("no reservation on the relay after 10 s");
+  }
   console.log(JSON.stringify({
     address: node.addresses()[0].toString(),
     digest: served.digest,
     bytes: served.bytes,
+    relayed,
   }));
   const stdin = Deno.stdin.readable.getReader();
   while (!(await stdin.read()).done) { /* until the parent closes it */ }

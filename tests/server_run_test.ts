@@ -275,3 +275,37 @@ Deno.test("a TCP run: epochs, hostile peers refused, disconnect withdraws, resta
     },
   });
 });
+
+Deno.test("coordinator run --relay on every interface, with the task's permissions, names its relay", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "server-relay-" });
+  const statePath = join(dir, "state.toml");
+  await Deno.writeTextFile(statePath, stateToml());
+  // On 0.0.0.0 the relay lists the interfaces it is reachable on, which needs --allow-sys.
+  const server = ServerProcess.start(["--state", statePath, "--relay", "--hostname", "0.0.0.0"]);
+  try {
+    const relay = await server.waitForEvent((e) => e.event === "relay", 15_000, "relay");
+    const addresses = relay.addresses as string[];
+    assert.ok(addresses.some((a) => a.startsWith("/ip4/127.0.0.1/tcp/")), String(addresses));
+    const port = (await server.address()).split(":").at(-1);
+    const told: string[][] = [];
+    const backend = await TcpBackend.connect({
+      address: `127.0.0.1:${port}`,
+      runId: RUN_ID,
+      identity: generateIdentity(),
+      onEvent: (e) => {
+        if (e.kind === "Relays") told.push(e.addresses);
+      },
+    });
+    try {
+      for (let i = 0; i < 250 && told.length === 0; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      assert.deepEqual(told, [addresses]);
+    } finally {
+      await backend.close();
+    }
+  } finally {
+    assert.equal(await server.stop(), 0, server.stderr.join("\n"));
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -299,6 +299,8 @@ export class Testnet {
         "--allow-write",
         "--allow-net",
         "--allow-env",
+        // The relay on 0.0.0.0 lists the interfaces it is reachable on (deno task coordinator).
+        "--allow-sys=networkInterfaces",
         "coordinator/cli/main.ts",
         "run",
         "--server-port",

@@ -248,6 +248,14 @@ export async function framesUntilClosed(
   }
 }
 
+/** The `--allow-*` flags of `deno task coordinator`, as deno.json has them. */
+export function coordinatorTaskPermissions(): string[] {
+  const denoJson = JSON.parse(
+    Deno.readTextFileSync(new URL("../../deno.json", import.meta.url)),
+  ) as { tasks: Record<string, string> };
+  return denoJson.tasks.coordinator.split(/\s+/).filter((a) => a.startsWith("--allow"));
+}
+
 /** A coordinator server child process (`coordinator/cli/main.ts run --logs json`). */
 export class ServerProcess {
   readonly child: Deno.ChildProcess;
@@ -271,15 +279,15 @@ export class ServerProcess {
     ]).then(() => {});
   }
 
-  /** Starts `deno run coordinator/cli/main.ts run ...args --logs json --hostname 127.0.0.1`. */
+  /**
+   * Starts `deno run coordinator/cli/main.ts run --logs json --hostname 127.0.0.1 ...args`, with
+   * the permissions `deno task coordinator` gives it (read from deno.json, so they cannot drift).
+   */
   static start(args: string[]): ServerProcess {
     const child = new Deno.Command(Deno.execPath(), {
       args: [
         "run",
-        "--allow-read",
-        "--allow-write",
-        "--allow-net",
-        "--allow-env",
+        ...coordinatorTaskPermissions(),
         new URL("../../coordinator/cli/main.ts", import.meta.url).pathname,
         "run",
         "--logs",

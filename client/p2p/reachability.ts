@@ -26,7 +26,10 @@ export function isRelayed(address: string): boolean {
   return address.includes("/p2p-circuit");
 }
 
-/** Whether a multiaddr is on the loopback interface (127.0.0.0/8 or ::1). */
+/**
+ * Whether a multiaddr starts on the loopback interface (127.0.0.0/8 or ::1); for a relayed
+ * address, whether the relay is reached over loopback.
+ */
 export function isLoopback(address: string): boolean {
   const ip = ipOfAddress(address);
   return ip !== undefined && (ip.startsWith("127.") || ip === "::1");
@@ -61,11 +64,12 @@ export function reachability(
   observedIps: readonly string[],
 ): Reachability {
   const local = new Set(interfaceIps);
-  const relayed = own.filter(isRelayed);
+  // Loopback (our own, or a relay's that listens on every interface) serves only peers on
+  // this machine: last, so a PeerAddresses message (at most 8 addresses) cut short loses it,
+  // not a relayed address; and behind NAT, not at all.
+  const loopback = own.filter(isLoopback);
+  const relayed = own.filter((a) => isRelayed(a) && !isLoopback(a));
   const direct = own.filter((a) => !isRelayed(a) && !isLoopback(a));
-  // Loopback serves only peers on this machine: last, so a PeerAddresses message (at most 8
-  // addresses) cut short loses it, not the relayed address.
-  const loopback = own.filter((a) => !isRelayed(a) && isLoopback(a));
   const behindNat = observedIps.some((ip) => !local.has(ip));
   if (!behindNat || relayed.length === 0) {
     return { behindNat, announce: [...direct, ...relayed, ...loopback] };

@@ -46,6 +46,17 @@ Deno.test("bound to every interface, loopback comes last, after the relay; behin
   assert.deepEqual(reachability(own, ips, ["203.0.113.9"]).announce, [relayed]);
 });
 
+Deno.test("a relayed address through the relay's loopback is treated as loopback", () => {
+  const throughLoopback = "/ip4/127.0.0.1/tcp/9000/p2p/12D3KooRelay/p2p-circuit";
+  const own = ["/ip4/10.78.1.2/tcp/4001", relayed, throughLoopback];
+  assert.deepEqual(reachability(own, ["10.78.1.2"], []).announce, [
+    "/ip4/10.78.1.2/tcp/4001",
+    relayed,
+    throughLoopback,
+  ]);
+  assert.deepEqual(reachability(own, ["10.78.1.2"], ["10.77.1.11"]).announce, [relayed]);
+});
+
 Deno.test("addresses are read for their IP and for a relay hop", () => {
   assert.equal(ipOfAddress("/ip4/1.2.3.4/tcp/5"), "1.2.3.4");
   assert.equal(ipOfAddress("/ip6/::1/tcp/5"), "::1");

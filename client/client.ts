@@ -27,6 +27,7 @@ import {
 import { type Divergence, ModelLedger } from "./model_ledger.ts";
 import { checkDataVocabulary, DataVocabularyError } from "./data_check.ts";
 import { epochIndexOf, isInEpoch, stepLearningRate, stepOfHeight } from "./round_view.ts";
+import { MissedRounds } from "./missed_rounds.ts";
 import { stepBreakdown, type StepMoments } from "./step_breakdown.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { planActions } from "./state/machine.ts";
@@ -143,8 +144,14 @@ export class TrainingClient {
    */
   readonly #trained = new Map<
     number,
-    { moments: Omit<StepMoments, "applyQueued" | "applyStart" | "applyEnd">; tokensPerSec: number }
+    {
+      moments: Omit<StepMoments, "applyQueued" | "applyStart" | "applyEnd">;
+      tokensPerSec: number;
+      batch: { start: number; end: number };
+    }
   >();
+  /** Rounds in a row whose result we trained but the run did not apply (too slow?). */
+  readonly #missedRounds = new MissedRounds();
   /** When each step's apply was dispatched (its results due), by step. */
   readonly #applyQueued = new Map<number, number>();
   #lastLogged = "";
@@ -771,6 +778,7 @@ export class TrainingClient {
     const applyEnd = this.#now();
     const applyMs = applyEnd - applyStart;
     this.#ledger.note(paramsStep, hash);
+    this.#noteMissedRound(intent.step, untrained);
     this.#sendTelemetry(intent.step, applyStart, applyEnd);
     logger.log("apply", {
       epoch: intent.epoch,
@@ -785,6 +793,25 @@ export class TrainingClient {
       ms: applyMs,
     });
     this.#checkDigests(this.#state);
+  }
+
+  /**
+   * Says in one line when this client's own results missed several rounds in a row: it trains,
+   * but too late for the run's timing, which goes on without it.
+   */
+  #noteMissedRound(step: number, untrained: readonly { start: number; end: number }[]): void {
+    const mine = this.#trained.get(step)?.batch;
+    if (mine === undefined) return;
+    const missed = untrained.some((b) => b.start === mine.start && b.end === mine.end);
+    const count = this.#missedRounds.note(missed);
+    if (count === null) return;
+    this.#o.logger.log("too_slow", {
+      step,
+      missed_rounds: count,
+      note: "this client's results reached the witnesses after their rounds closed, so the " +
+        "run applied them as untrained: its link or GPU is too slow for the run's round time " +
+        "(max_round_train_time); it keeps training, and the run does not wait for it",
+    });
   }
 
   /**
@@ -849,6 +876,7 @@ export class TrainingClient {
     this.#trained.set(intent.step, {
       moments: { roundStart, trainStart, trainEnd: publishStart, publishEnd },
       tokensPerSec,
+      batch: { start: intent.batch.start, end: intent.batch.end },
     });
     // Bounded even if applies stop (a divergence): only the newest few steps matter.
     for (const old of this.#trained.keys()) if (this.#trained.size > 4) this.#trained.delete(old);

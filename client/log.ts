@@ -136,6 +136,8 @@ export interface ClientEvents {
   peer_unreachable: { peer: string; error: string };
   /** A connection to a participant opened: straight to it, or through a circuit relay. */
   peer_connected: { peer: string; via: "direct" | "relay"; address: string };
+  /** This client's results missed `missed_rounds` rounds in a row (too slow for the run). */
+  too_slow: { step: number; missed_rounds: number; note: string };
   /** A relay could not be reached (logged again only when its error changes; retried). */
   relay_unreachable: { relay: string; error: string };
   /**
@@ -204,6 +206,7 @@ export function clientEventLevel(event: ClientEventName): LogLevel {
     case "download_failed":
     case "peer_unreachable":
     case "relay_unreachable":
+    case "too_slow":
     case "disconnected":
     case "reconnecting":
     case "verification_retry":
@@ -315,6 +318,10 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       }`;
     case "relay_unreachable":
       return `cannot reach relay ${e.relay}: ${e.error}`;
+    case "too_slow":
+      return `too slow for this run: the results of the last ${e.missed_rounds} steps it ` +
+        `trained (to step ${e.step}) reached the witnesses after their rounds closed, so the ` +
+        `run counted those batches untrained; it keeps training, and the run does not wait`;
     case "reachability":
       return (e.behind_nat
         ? "behind NAT: peers reach this client through a relay"

@@ -297,6 +297,7 @@ export function reduceClientMetrics(
     case "pull_failed":
     case "peer_connected":
     case "relay_unreachable":
+    case "too_slow":
     case "reachability":
     case "outdated":
       return m;

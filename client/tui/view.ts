@@ -266,6 +266,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "peer_unreachable":
     case "peer_connected":
     case "relay_unreachable":
+    case "too_slow":
     case "reachability":
     case "checkpoint":
     case "saved_on_exit":

@@ -9,16 +9,16 @@
  *
  * @module
  */
-import "./p2p/exit_fix.ts";
+import "../net/p2p/mod.ts";
 import { multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
 import type { Announcement } from "./p2p/announcement.ts";
 import { peersToDial } from "./p2p/bootstrap.ts";
 import { RunGossip } from "./p2p/gossip.ts";
-import { createP2PNode, type P2PNode } from "./p2p/node.ts";
-import { isRelayed } from "./p2p/reachability.ts";
-import { type BulkOptions, PayloadService } from "./p2p/payload_service.ts";
-import type { RetryPolicy } from "./p2p/fallback.ts";
+import { createP2PNode, type P2PNode } from "../net/p2p/mod.ts";
+import { isRelayed } from "../net/p2p/mod.ts";
+import { type BulkOptions, PayloadService } from "../net/p2p/mod.ts";
+import type { RetryPolicy } from "../net/p2p/mod.ts";
 import { RoundResults } from "./results/mod.ts";
 import type { ClientLogger } from "./log.ts";
 import { currentHeight, epochPeerKeys, isInEpoch, stepOfHeight } from "./round_view.ts";

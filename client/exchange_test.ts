@@ -7,8 +7,8 @@ import { RunDriver, testState } from "../tests/support/coordinator_fixtures.ts";
 import { Exchange } from "./exchange.ts";
 import type { ClientEventName, ClientEvents, ClientLogger } from "./log.ts";
 import { signAnnouncement } from "./p2p/announcement.ts";
-import { hashToBytes } from "./p2p/content_store.ts";
-import { publicKeyOf } from "./p2p/identity.ts";
+import { hashToBytes } from "../net/p2p/mod.ts";
+import { publicKeyOf } from "../net/p2p/mod.ts";
 import { roundView } from "./round_view.ts";
 import { bloomContains, type NodeIdentity, sha256 } from "../coordinator/core/mod.ts";
 import {

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import "./p2p/exit_fix.ts";
+import "../net/p2p/mod.ts";
 import { TcpBackend, type TcpBackendEvent } from "./backend/tcp.ts";
 import { SolanaBackend } from "./backend/solana.ts";
 import type { CoordinatorBackend } from "./backend/backend.ts";
@@ -30,7 +30,7 @@ import {
 } from "./log.ts";
 import { startClientMetrics } from "./metrics_server.ts";
 import { openTerminalTui } from "./tui/screen.ts";
-import { peerIdOf } from "./p2p/identity.ts";
+import { peerIdOf } from "../net/p2p/mod.ts";
 import { address } from "@solana/kit";
 import { denoEnv, EXIT_OK, EXIT_USAGE, onStopRequest } from "../cli/entry.ts";
 import { coordinatorAddress } from "../coordinator/solana/abi/mod.ts";

@@ -22,7 +22,7 @@
  *
  * @module
  */
-import "./p2p/exit_fix.ts";
+import "../net/p2p/mod.ts";
 
 export { type StopReason, TrainingClient, type TrainingClientOptions } from "./client.ts";
 export {

@@ -21,7 +21,7 @@ import { StateChain, verifyResult } from "./results/mod.ts";
 import { currentHeight, memberIndexOf } from "./round_view.ts";
 import { keptParamHeights } from "./state/verify.ts";
 import type { NetworkTrainer } from "./trainer.ts";
-import { hashFromBytes } from "./p2p/content_store.ts";
+import { hashFromBytes } from "../net/p2p/mod.ts";
 import { toHex } from "../common/mod.ts";
 import { abortableSleep } from "../net/mod.ts";
 import { CoordinatorError, type CoordinatorState, roundClients } from "../coordinator/core/mod.ts";

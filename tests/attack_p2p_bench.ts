@@ -22,7 +22,7 @@ import { type P2PRun, startP2PRun, validResult } from "./support/p2p_run.ts";
 import { expectedResultBytes } from "../client/mod.ts";
 import { llamaParamLayout, parseLlamaConfig } from "../model/mod.ts";
 import { chunkLayouts, commitmentHash } from "../optimizer/mod.ts";
-import { hashToBytes } from "../client/p2p/mod.ts";
+import { hashToBytes } from "../net/p2p/mod.ts";
 
 const JUNK_BYTES = 32 * 1024 * 1024;
 const config = parseLlamaConfig(

@@ -29,7 +29,7 @@ import {
   sendChunked,
   shareModel,
   StreamReader,
-} from "../client/p2p/mod.ts";
+} from "../net/p2p/mod.ts";
 
 /** One muxer frame: the most a stream can deliver past a cut in one piece. */
 const YAMUX_FRAME_BYTES = 64 * 1024;

@@ -14,7 +14,7 @@ import { readModelDir } from "../model/mod.ts";
 import { digestBytes } from "../shaders/mod.ts";
 import { toHex } from "../common/mod.ts";
 import { freePorts } from "../client/testnet/mod.ts";
-import { peerIdOf, publicKeyOf } from "../client/p2p/mod.ts";
+import { peerIdOf, publicKeyOf } from "../net/p2p/mod.ts";
 import { lifelineSpawnOptions } from "../cli/entry.ts";
 import { releaseLifeline } from "./support/lifeline.ts";
 

@@ -23,7 +23,7 @@ import { decodeCoordinatorAccount } from "../coordinator/solana/abi/mod.ts";
 import { keypairJson, type Wallet } from "../coordinator/solana/rpc/mod.ts";
 import { generateIdentity } from "../net/mod.ts";
 import { freePorts } from "../client/testnet/mod.ts";
-import { peerIdOf } from "../client/p2p/mod.ts";
+import { peerIdOf } from "../net/p2p/mod.ts";
 import { newWitnessEvents } from "../coordinator/solana/cli/mod.ts";
 import { toHex } from "../common/mod.ts";
 

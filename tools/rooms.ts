@@ -59,8 +59,9 @@ export const ROOMS: readonly Room[] = [
   },
   {
     path: "net/p2p/",
-    job: "libp2p shared by the coordinator and the client: the members-only circuit relay",
-    uses: ["common/"],
+    job: "the peer-to-peer layer over libp2p: the gated node, payload transfers and the bulk " +
+      "path, model-sharing manifests, reachability behind NAT, the members-only circuit relay",
+    uses: ["common/", "net/"],
   },
   {
     path: "shaders/",
@@ -198,8 +199,8 @@ export const ROOMS: readonly Room[] = [
   },
   {
     path: "client/",
-    job: "the networked training client: a state machine per run state, libp2p exchange, " +
-      "a round's results (client/results/), backends, model sharing, testnet",
+    job: "the networked training client: a state machine per run state, the run's gossip " +
+      "(client/p2p/), a round's results (client/results/), backends, model sharing, testnet",
     uses: [
       "common/",
       "cli/",

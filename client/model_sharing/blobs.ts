@@ -48,7 +48,7 @@ import {
   type ParamLayout,
   parseLlamaConfig,
 } from "../../model/mod.ts";
-import { type BlobDtype, type BlobToShare, TENSOR_DTYPE_BYTES } from "../p2p/model_share.ts";
+import { type BlobDtype, type BlobToShare, TENSOR_DTYPE_BYTES } from "../../net/p2p/mod.ts";
 
 /** The blob name of the HF config. */
 export const CONFIG_BLOB = "config.json";

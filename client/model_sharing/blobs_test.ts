@@ -8,7 +8,7 @@ import {
   modelToBlobs,
   tensorElements,
 } from "./blobs.ts";
-import type { BlobToShare } from "../p2p/model_share.ts";
+import type { BlobToShare } from "../../net/p2p/mod.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
 import { decodeBf16, encodeBf16 } from "../../model/mod.ts";
 

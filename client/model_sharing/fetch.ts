@@ -12,7 +12,7 @@
  * 3. fetches `config.json` (at most 64 KiB), refuses the manifest unless it lists exactly the
  *    config's tensors, each as f32 or bf16 at its size in that dtype, then fetches every tensor by the sha256 the manifest
  *    lists, spread across the peers that reported that manifest, each verified on arrival and
- *    cut at its size, with retries on other peers (client/p2p/model_share.ts and the payload
+ *    cut at its size, with retries on other peers (net/p2p/model_share.ts and the payload
  *    service's fallback policy);
  * 4. rebuilds the flat f32 model from the blobs (blobs.ts; bf16 blobs expand exactly),
  *    checking every tensor's size, and
@@ -23,14 +23,14 @@
  *
  * @module
  */
-import type { ContentHash } from "../p2p/content_store.ts";
+import type { ContentHash } from "../../net/p2p/mod.ts";
 import {
   decodeManifest,
   fetchModel as fetchModelBlobs,
   MANIFEST_NAME,
   MAX_MANIFEST_BYTES,
-} from "../p2p/model_share.ts";
-import type { PayloadService } from "../p2p/payload_service.ts";
+} from "../../net/p2p/mod.ts";
+import type { PayloadService } from "../../net/p2p/mod.ts";
 import {
   CONFIG_BLOB,
   MAX_CONFIG_BLOB_BYTES,
@@ -45,7 +45,7 @@ import { digestBytes } from "../../shaders/mod.ts";
 
 /** How long one provider may take to hand over its manifest, by default. */
 export const DEFAULT_MANIFEST_TIMEOUT_MS = 8_000;
-/** Largest manifest accepted (client/p2p/model_share.ts). */
+/** Largest manifest accepted (net/p2p/model_share.ts). */
 export { MAX_MANIFEST_BYTES };
 
 /** Options for {@link fetchModel}. */

@@ -11,9 +11,9 @@
  *
  * @module
  */
-import "../p2p/exit_fix.ts";
-import { createP2PNode } from "../p2p/node.ts";
-import { PayloadService } from "../p2p/payload_service.ts";
+import "../../net/p2p/mod.ts";
+import { createP2PNode } from "../../net/p2p/mod.ts";
+import { PayloadService } from "../../net/p2p/mod.ts";
 import { testPublic, testSecret } from "../testing/p2p.ts";
 import { modelFromBlobs, modelToBlobs } from "./blobs.ts";
 import { fetchModel } from "./fetch.ts";

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import "../p2p/exit_fix.ts";
-import { createP2PNode, type P2PNode } from "../p2p/node.ts";
-import { decodeManifest, MANIFEST_NAME } from "../p2p/model_share.ts";
-import { PayloadService } from "../p2p/payload_service.ts";
+import "../../net/p2p/mod.ts";
+import { createP2PNode, type P2PNode } from "../../net/p2p/mod.ts";
+import { decodeManifest, MANIFEST_NAME } from "../../net/p2p/mod.ts";
+import { PayloadService } from "../../net/p2p/mod.ts";
 import { testPublic, testSecret } from "../testing/p2p.ts";
 import { fetchModel, ModelDigestMismatchError, ModelUnavailableError } from "./fetch.ts";
 import { modelToBlobs } from "./blobs.ts";
-import { shareModel } from "../p2p/model_share.ts";
+import { shareModel } from "../../net/p2p/mod.ts";
 import { ManifestDisagreementError } from "./quorum.ts";
 import { serveModel } from "./serve.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";

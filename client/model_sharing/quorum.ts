@@ -20,7 +20,7 @@
  *
  * @module
  */
-import type { ContentHash } from "../p2p/content_store.ts";
+import type { ContentHash } from "../../net/p2p/mod.ts";
 
 /** One provider's answer: the hash of the manifest it serves. */
 export interface ManifestReport {

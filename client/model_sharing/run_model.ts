@@ -27,7 +27,7 @@
  */
 import { isAbsolute, join } from "node:path";
 import { runInitSeed } from "../model_source.ts";
-import type { PayloadService } from "../p2p/payload_service.ts";
+import type { PayloadService } from "../../net/p2p/mod.ts";
 import { type FetchedModel, fetchModel, ModelUnavailableError } from "./fetch.ts";
 import { type ServedModel, weightBytes } from "./serve.ts";
 import type { PublicKeyBytes } from "../../common/mod.ts";

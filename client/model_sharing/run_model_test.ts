@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import "../p2p/exit_fix.ts";
+import "../../net/p2p/mod.ts";
 import { runInitSeed } from "../model_source.ts";
-import { createP2PNode } from "../p2p/node.ts";
-import { PayloadService } from "../p2p/payload_service.ts";
+import { createP2PNode } from "../../net/p2p/mod.ts";
+import { PayloadService } from "../../net/p2p/mod.ts";
 import { testPublic, testSecret } from "../testing/p2p.ts";
 import {
   loadRunModel,

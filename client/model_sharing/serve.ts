@@ -1,7 +1,7 @@
 /**
  * The serving side of P2P model sharing: at Cooldown, once the epoch's last results are applied,
  * a client snapshots its parameters into blobs (see blobs.ts: bf16 where exact, f32 otherwise) and serves them with a manifest
- * (client/p2p/model_share.ts) labelled with the run step they belong to and their digest, until
+ * (net/p2p/model_share.ts) labelled with the run step they belong to and their digest, until
  * its next snapshot. Joiners of the next epoch fetch it; the client itself can roll back to it
  * (a coordinator that restarted from the step of its last saved epoch).
  *
@@ -10,9 +10,9 @@
  *
  * @module
  */
-import type { ContentHash } from "../p2p/content_store.ts";
-import { type BlobToShare, decodeManifest, shareModel } from "../p2p/model_share.ts";
-import type { PayloadService } from "../p2p/payload_service.ts";
+import type { ContentHash } from "../../net/p2p/mod.ts";
+import { type BlobToShare, decodeManifest, shareModel } from "../../net/p2p/mod.ts";
+import type { PayloadService } from "../../net/p2p/mod.ts";
 import { modelFromBlobs, modelToBlobs, type SharedModel } from "./blobs.ts";
 import { hexToBytes, toHex } from "../../common/mod.ts";
 import { digestBytes } from "../../shaders/mod.ts";

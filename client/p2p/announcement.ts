@@ -29,7 +29,7 @@
  */
 import { createHash } from "node:crypto";
 import { ed25519 } from "@noble/curves/ed25519.js";
-import { ED25519_KEY_BYTES, ED25519_SIGNATURE_BYTES } from "./identity.ts";
+import { ED25519_KEY_BYTES, ED25519_SIGNATURE_BYTES } from "../../net/p2p/mod.ts";
 import { type BatchId, hexToBytes, type PublicKeyBytes } from "../../common/mod.ts";
 import type { Committee, CommitteeProof } from "../../coordinator/core/mod.ts";
 import { verifySignature } from "../../net/mod.ts";

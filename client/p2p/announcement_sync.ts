@@ -12,9 +12,9 @@
  * @module
  */
 import type { Stream } from "@libp2p/interface";
-import { peerIdOf } from "./identity.ts";
-import type { P2PNode } from "./node.ts";
-import { StreamReader } from "./stream_reader.ts";
+import { peerIdOf } from "../../net/p2p/mod.ts";
+import type { P2PNode } from "../../net/p2p/mod.ts";
+import { StreamReader } from "../../net/p2p/mod.ts";
 import {
   decodeSyncRequest,
   decodeSyncResponse,
@@ -27,7 +27,7 @@ import {
   syncResponseCount,
   SyncWireError,
 } from "./sync_wire.ts";
-import { sendChunked } from "./payload_stream.ts";
+import { sendChunked } from "../../net/p2p/mod.ts";
 import type { PublicKeyBytes } from "../../common/mod.ts";
 
 /** Milliseconds a provider waits for a whole request. */

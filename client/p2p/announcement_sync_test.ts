@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { Stream } from "@libp2p/interface";
-import { createP2PNode, type P2PNode } from "./node.ts";
+import { createP2PNode, type P2PNode } from "../../net/p2p/mod.ts";
 import { type ReceivedAnnouncement, RunGossip } from "./gossip.ts";
 import { gossipTopic, type RoundAnnouncement, signAnnouncement } from "./announcement.ts";
 import { encodeSyncResponse, SYNC_PROTOCOL } from "./sync_wire.ts";

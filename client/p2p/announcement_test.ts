@@ -12,7 +12,7 @@ import {
   signAnnouncement,
   verifyEnvelope,
 } from "./announcement.ts";
-import { publicKeyOf } from "./identity.ts";
+import { publicKeyOf } from "../../net/p2p/mod.ts";
 import {
   forgeWithSmallOrderKey,
   signWithSmallOrderR,

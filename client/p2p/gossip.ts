@@ -32,10 +32,10 @@ import {
   signAnnouncement,
   verifyEnvelope,
 } from "./announcement.ts";
-import type { P2PNode } from "./node.ts";
-import { peerIdOf, publicKeyOf } from "./identity.ts";
+import type { P2PNode } from "../../net/p2p/mod.ts";
+import { peerIdOf, publicKeyOf } from "../../net/p2p/mod.ts";
 import { RebroadcastQueue } from "./rebroadcast.ts";
-import { RecentSet } from "./recent_set.ts";
+import { RecentSet } from "../../net/p2p/mod.ts";
 import { AnnouncementArchive } from "./announcement_archive.ts";
 import {
   pullAnnouncements,

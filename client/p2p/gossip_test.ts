@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
-import { createP2PNode, type P2PNode } from "./node.ts";
+import { createP2PNode, type P2PNode } from "../../net/p2p/mod.ts";
 import { type ReceivedAnnouncement, RunGossip } from "./gossip.ts";
 import { gossipTopic, type RoundAnnouncement, signAnnouncement } from "./announcement.ts";
-import { PayloadService } from "./payload_service.ts";
+import { PayloadService } from "../../net/p2p/mod.ts";
 import { testPublic, testSecret, waitFor } from "../testing/p2p.ts";
 
 const RUN = "gossip-test-run";

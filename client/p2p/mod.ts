@@ -1,42 +1,29 @@
 /**
- * The client's peer-to-peer layer over js-libp2p: a node whose identity is the client's ed25519
- * key and which only talks to the epoch's participants; a run's gossip of small signed
- * announcements; and hash-verified payload transfers over `/psyche/payload/1`, large ones over an
- * authenticated plain-TCP bulk path unless it is turned off.
+ * The client's side of the peer-to-peer layer: the run's gossip of small signed announcements
+ * (what they are, how they are signed, sent, rebroadcast, archived and pulled when gossip lost
+ * them) and which participants to dial. It rides on the network layer in net/p2p/ (the node,
+ * its gate, payload transfers, the relay).
  *
  * Importing this module installs the `BroadcastChannel` fix that lets `deno run` exit after
- * `node.stop()` (see `exit_fix.ts`); import it before anything else that loads libp2p.
+ * `node.stop()` (net/p2p/exit_fix.ts).
  *
  * @example
  * ```ts ignore
- * import { createP2PNode, PayloadService, RunGossip } from "./client/p2p/mod.ts";
+ * import { createP2PNode, PayloadService } from "./net/p2p/mod.ts";
+ * import { RunGossip } from "./client/p2p/mod.ts";
  * const node = await createP2PNode({ secretKey, allowedPeers: epochClientKeys });
  * const gossip = new RunGossip(node, { runId, secretKey, onAnnouncement: (a) => handle(a) });
  * const payloads = await PayloadService.start(node);
  * const hash = payloads.provide(resultBytes, { step });
  * await gossip.publish({ kind: "TrainingResult", step, proof, batch, commitment,
  *   contentHash: hashToBytes(hash), payloadSize: resultBytes.length });
- * // elsewhere, on receiving a TrainingResult from `from`:
- * const bytes = await payloads.fetch(hashFromBytes(message.contentHash),
- *   { providers: [from, ...others], expectedSize: message.payloadSize, signal });
  * ```
  *
  * @module
  */
-import "./exit_fix.ts";
+import "../../net/p2p/mod.ts";
 
-export { createP2PNode, P2PNode, type P2PNodeOptions, type P2PServices } from "./node.ts";
-export { Allowlist, allowlistGater } from "./allowlist.ts";
-export { ipOfAddress, isRelayed, type Reachability, reachability } from "./reachability.ts";
 export { DEFAULT_TARGET_NEIGHBOURS, peersToDial, type PeersToDialInput } from "./bootstrap.ts";
-export {
-  ED25519_KEY_BYTES,
-  ED25519_SIGNATURE_BYTES,
-  libp2pPrivateKey,
-  peerIdOf,
-  publicKeyOf,
-  publicKeyOfPeer,
-} from "./identity.ts";
 export {
   type Announcement,
   ANNOUNCEMENT_VERSION,
@@ -65,101 +52,3 @@ export {
   type RunGossipOptions,
 } from "./gossip.ts";
 export { DEFAULT_REBROADCAST_STEPS, RebroadcastQueue } from "./rebroadcast.ts";
-export {
-  type BulkOptions,
-  DEFAULT_BULK_MIN_BYTES,
-  DEFAULT_CHUNK_BYTES,
-  DEFAULT_MAX_CONCURRENT_DOWNLOADS,
-  DEFAULT_MAX_PAYLOAD_BYTES,
-  DEFAULT_REQUEST_TIMEOUT_MS,
-  type FetchOptions,
-  PayloadService,
-  type PayloadServiceOptions,
-  type PayloadStats,
-} from "./payload_service.ts";
-export {
-  type ContentHash,
-  contentHash,
-  ContentStore,
-  hashFromBytes,
-  hashToBytes,
-  type ProvideOptions,
-} from "./content_store.ts";
-export {
-  type AttemptFailureCode,
-  DEFAULT_RETRY_POLICY,
-  type FailedAttempt,
-  PayloadAttemptError,
-  PayloadFetchError,
-  type RetryPolicy,
-} from "./fallback.ts";
-export {
-  type BulkFailureCode,
-  bulkFetch,
-  BulkFetchError,
-  type BulkFetchOptions,
-  bulkWorthwhile,
-  DEFAULT_BULK_ANSWER_TIMEOUT_MS,
-  DEFAULT_BULK_BYTES_PER_RTT_MS,
-} from "./bulk_fetch.ts";
-export {
-  BulkListener,
-  type BulkListenerOptions,
-  type BulkListenerStats,
-  DEFAULT_BULK_IDLE_TIMEOUT_MS,
-  DEFAULT_BULK_MAX_CONNECTIONS,
-  DEFAULT_BULK_MAX_CONNECTIONS_PER_ADDRESS,
-  DEFAULT_BULK_REQUEST_TIMEOUT_MS,
-} from "./bulk_listener.ts";
-export { type ByteCharge, RoundByteBudget } from "./byte_budget.ts";
-export {
-  DEFAULT_MAX_TICKETS,
-  DEFAULT_MAX_TICKETS_PER_PEER,
-  DEFAULT_TICKET_LIFETIME_MS,
-  type Redemption,
-  TicketBook,
-  type TicketBookOptions,
-  type TicketRefusal,
-} from "./bulk_tickets.ts";
-export {
-  BULK_REQUEST_BYTES,
-  BULK_STATUSES,
-  type BulkRequest,
-  type BulkResponseHeader,
-  type BulkStatus,
-  BulkWireError,
-  encodeBulkResponseHeader,
-} from "./bulk_wire.ts";
-export {
-  BLOB_DTYPES,
-  type BlobDtype,
-  type BlobToShare,
-  checkManifestSizes,
-  decodeManifest,
-  encodeManifest,
-  fetchModel,
-  type FetchModelOptions,
-  MANIFEST_NAME,
-  MANIFEST_VERSION,
-  ManifestDecodeError,
-  type ManifestEntry,
-  ManifestSizeError,
-  MAX_MANIFEST_BYTES,
-  MAX_MANIFEST_ENTRIES,
-  shareModel,
-  TENSOR_DTYPE_BYTES,
-} from "./model_share.ts";
-export {
-  decodeRequest,
-  encodeResponseHeader,
-  MAX_NAME_BYTES,
-  MAX_REQUEST_BYTES,
-  PAYLOAD_PROTOCOL,
-  type PayloadRequest,
-  PayloadWireError,
-  type ResponseHeader,
-  type ResponseStatus,
-  TICKET_BYTES,
-} from "./payload_wire.ts";
-export { sendChunked } from "./payload_stream.ts";
-export { StreamReader } from "./stream_reader.ts";

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { createP2PNode } from "./node.ts";
-import { PayloadService } from "./payload_service.ts";
+import { createP2PNode } from "../../net/p2p/mod.ts";
+import { PayloadService } from "../../net/p2p/mod.ts";
 import { benchPayload, CHILD_RUN_ID, spawnProvider } from "../testing/bench_provider.ts";
 import { type ReceivedAnnouncement, RunGossip } from "./gossip.ts";
 import { testPublic, testSecret, waitFor } from "../testing/p2p.ts";
-import { contentHash } from "./content_store.ts";
+import { contentHash } from "../../net/p2p/mod.ts";
 
 Deno.test("gossip and a bulk payload cross processes; the other process exits after stopping", async () => {
   const size = 4 * 1024 * 1024 + 3;

@@ -24,9 +24,9 @@
  * @module
  */
 import type { RoundAnnouncement } from "../p2p/announcement.ts";
-import { hashFromBytes, hashToBytes } from "../p2p/content_store.ts";
+import { hashFromBytes, hashToBytes } from "../../net/p2p/mod.ts";
 import type { RunGossip } from "../p2p/gossip.ts";
-import type { PayloadService } from "../p2p/payload_service.ts";
+import type { PayloadService } from "../../net/p2p/mod.ts";
 import type { ClientLogger } from "../log.ts";
 import {
   currentHeight,

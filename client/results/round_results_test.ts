@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { identities } from "../../tests/support/coordinator_fixtures.ts";
 import type { RoundAnnouncement } from "../p2p/announcement.ts";
-import { type ContentHash, contentHash } from "../p2p/content_store.ts";
+import { type ContentHash, contentHash } from "../../net/p2p/mod.ts";
 import type { ClientEventName, ClientEvents } from "../log.ts";
 import { roundView } from "../round_view.ts";
 import { applyPlanFor } from "../state/apply_targets.ts";

@@ -13,9 +13,9 @@
  *
  * @module
  */
-import { createP2PNode } from "../p2p/node.ts";
-import { DEFAULT_CHUNK_BYTES, PayloadService } from "../p2p/payload_service.ts";
-import { sendChunked } from "../p2p/payload_stream.ts";
+import { createP2PNode } from "../../net/p2p/mod.ts";
+import { DEFAULT_CHUNK_BYTES, PayloadService } from "../../net/p2p/mod.ts";
+import { sendChunked } from "../../net/p2p/mod.ts";
 import { RunGossip } from "../p2p/gossip.ts";
 import { readHello, testPublic, testSecret } from "./p2p.ts";
 

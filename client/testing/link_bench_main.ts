@@ -12,9 +12,9 @@
  *
  * @module
  */
-import "../p2p/exit_fix.ts";
-import { createP2PNode } from "../p2p/node.ts";
-import { PayloadService } from "../p2p/payload_service.ts";
+import "../../net/p2p/mod.ts";
+import { createP2PNode } from "../../net/p2p/mod.ts";
+import { PayloadService } from "../../net/p2p/mod.ts";
 import { testPublic, testSecret } from "./p2p.ts";
 import { createTestNetwork, IP, tbfBurstBytes, testNetworkUnavailable } from "./netns.ts";
 import { type ModelProvider, spawnModelProvider } from "./model_provider.ts";

@@ -11,9 +11,9 @@
  *
  * @module
  */
-import "../p2p/exit_fix.ts";
-import { createP2PNode } from "../p2p/node.ts";
-import { PayloadService } from "../p2p/payload_service.ts";
+import "../../net/p2p/mod.ts";
+import { createP2PNode } from "../../net/p2p/mod.ts";
+import { PayloadService } from "../../net/p2p/mod.ts";
 import { readHello, testPublic, testSecret } from "./p2p.ts";
 import { serveModel } from "../model_sharing/serve.ts";
 import { decodeBf16, encodeBf16, initParams, readModelDir } from "../../model/mod.ts";

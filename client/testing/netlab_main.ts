@@ -16,7 +16,7 @@
  *
  * @module
  */
-import "../p2p/exit_fix.ts";
+import "../../net/p2p/mod.ts";
 import { parseOrExit } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
 import { createTestNetwork, tbfBurstBytes, testNetworkUnavailable } from "./netns.ts";

@@ -4,8 +4,8 @@
  *
  * @module
  */
-import { BULK_REQUEST_BYTES } from "../p2p/bulk_wire.ts";
-import { publicKeyOf } from "../p2p/identity.ts";
+import { BULK_REQUEST_BYTES } from "../../net/p2p/mod.ts";
+import { publicKeyOf } from "../../net/p2p/mod.ts";
 
 /** A deterministic 32-byte secret key for test participant `n`. */
 export function testSecret(n: number): Uint8Array {

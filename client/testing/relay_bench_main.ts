@@ -11,10 +11,10 @@
  *
  * @module
  */
-import "../p2p/exit_fix.ts";
+import "../../net/p2p/mod.ts";
 import { multiaddr } from "@multiformats/multiaddr";
-import { createP2PNode } from "../p2p/node.ts";
-import { PayloadService } from "../p2p/payload_service.ts";
+import { createP2PNode } from "../../net/p2p/mod.ts";
+import { PayloadService } from "../../net/p2p/mod.ts";
 import { fetchModel } from "../model_sharing/fetch.ts";
 import { testPublic, testSecret } from "./p2p.ts";
 import { spawnModelProvider } from "./model_provider.ts";

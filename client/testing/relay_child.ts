@@ -6,7 +6,7 @@
  *
  * @module
  */
-import "../p2p/exit_fix.ts";
+import "../../net/p2p/mod.ts";
 import { startRelay } from "../../net/p2p/mod.ts";
 import { readHello, testPublic } from "./p2p.ts";
 import { toHex } from "../../common/mod.ts";

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import "../p2p/exit_fix.ts";
+import "../../net/p2p/mod.ts";
 import { join } from "node:path";
 import { CORPUS_TOKENIZERS, ensureCorpus, type TokenizerName } from "../../data/mod.ts";
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, runWithSignals } from "./main.ts";

@@ -15,10 +15,10 @@
  *
  * @module
  */
-import "../p2p/exit_fix.ts";
+import "../../net/p2p/mod.ts";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { peerIdOf } from "../p2p/identity.ts";
+import { peerIdOf } from "../../net/p2p/mod.ts";
 import type { TestnetLogFormat } from "./args.ts";
 import { ChildProcess } from "./child.ts";
 import { formatLine, parseEventLine, type ProcessKind } from "./output.ts";

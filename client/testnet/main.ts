@@ -9,7 +9,7 @@
  *
  * @module
  */
-import "../p2p/exit_fix.ts";
+import "../../net/p2p/mod.ts";
 import { parseTestnetArgs, TESTNET_SPEC, TESTNET_USAGE, type TestnetArgs } from "./args.ts";
 import { Testnet } from "./launcher.ts";
 import { formatSummary, type RunSummary, SummaryCollector, summaryFields } from "./summary.ts";

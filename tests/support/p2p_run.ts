@@ -18,7 +18,7 @@ import {
   roundView,
 } from "../../client/mod.ts";
 import type { DistroResult, PayloadExpectation } from "../../optimizer/mod.ts";
-import { publicKeyOf } from "../../client/p2p/mod.ts";
+import { publicKeyOf } from "../../net/p2p/mod.ts";
 
 /** A running three-client exchange in round 0. */
 export interface P2PRun extends AsyncDisposable {

@@ -4,12 +4,12 @@ import { createP2PNode, type P2PNode } from "./node.ts";
 import { PayloadService, type PayloadServiceOptions } from "./payload_service.ts";
 import { sendChunked } from "./payload_stream.ts";
 import { PayloadFetchError } from "./fallback.ts";
-import { abortableSleep } from "../../net/mod.ts";
+import { abortableSleep } from "../mod.ts";
 import { contentHash, hashToBytes } from "./content_store.ts";
 import { decodeRequest, encodeResponseHeader, PAYLOAD_PROTOCOL } from "./payload_wire.ts";
 import { encodeBulkResponseHeader } from "./bulk_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
-import { fakeBulkListener, testPublic, testSecret } from "../testing/p2p.ts";
+import { fakeBulkListener, testPublic, testSecret } from "../../client/testing/p2p.ts";
 
 const FAST_RETRY = { attemptTimeoutMs: 2000, retries: 1, backoffMs: 10, maxBackoffMs: 10 };
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { BulkListener } from "./bulk_listener.ts";
 import { TicketBook } from "./bulk_tickets.ts";
 import { BULK_STATUSES } from "./bulk_wire.ts";
-import { waitFor } from "../testing/p2p.ts";
+import { waitFor } from "../../client/testing/p2p.ts";
 
 async function readAll(conn: Deno.Conn): Promise<number[]> {
   const out: number[] = [];

@@ -19,16 +19,16 @@
  * 64 MiB fetch (this process from `process.cpuUsage`, the child from `/proc/<pid>/stat`), whose
  * sum bounds what each path can reach once the cores are busy.
  *
- * Run: `deno bench -A client/p2p/payload_bench.ts`
+ * Run: `deno bench -A net/p2p/payload_bench.ts`
  *
  * @module
  */
-import { BARE_PROTOCOL, benchPayload, spawnProvider } from "../testing/bench_provider.ts";
+import { BARE_PROTOCOL, benchPayload, spawnProvider } from "../../client/testing/bench_provider.ts";
 import { peerIdOf } from "./identity.ts";
 import { StreamReader } from "./stream_reader.ts";
 import { createP2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
-import { testPublic, testSecret } from "../testing/p2p.ts";
+import { testPublic, testSecret } from "../../client/testing/p2p.ts";
 import process from "node:process";
 
 const SIZE = 64 * 1024 * 1024;

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import { abortableSleep } from "../../net/mod.ts";
+import { abortableSleep } from "../mod.ts";
 
 /** Retry and timeout settings for one download. */
 export interface RetryPolicy {

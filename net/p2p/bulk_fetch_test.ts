@@ -4,7 +4,7 @@ import { BulkListener } from "./bulk_listener.ts";
 import { TicketBook } from "./bulk_tickets.ts";
 import { encodeBulkResponseHeader } from "./bulk_wire.ts";
 import { contentHash, hashToBytes } from "./content_store.ts";
-import { fakeBulkListener } from "../testing/p2p.ts";
+import { fakeBulkListener } from "../../client/testing/p2p.ts";
 
 function pattern(n: number, seed: number): Uint8Array {
   return new Uint8Array(n).map((_, i) => (Math.imul(i + seed, 2654435761) >>> 24) & 0xff);

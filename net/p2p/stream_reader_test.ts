@@ -3,7 +3,7 @@ import type { Stream } from "@libp2p/interface";
 import { createP2PNode } from "./node.ts";
 import { sendChunked } from "./payload_stream.ts";
 import { StreamReader } from "./stream_reader.ts";
-import { testPublic, testSecret, waitFor } from "../testing/p2p.ts";
+import { testPublic, testSecret, waitFor } from "../../client/testing/p2p.ts";
 
 const PROTOCOL = "/psyche-test/reader/1";
 

@@ -18,7 +18,7 @@ import {
 import { createP2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
 import { PayloadFetchError } from "./fallback.ts";
-import { testPublic, testSecret } from "../testing/p2p.ts";
+import { testPublic, testSecret } from "../../client/testing/p2p.ts";
 
 const arbEntry = fc.record({
   name: fc.string({ minLength: 1, maxLength: 64, unit: "binary" }),

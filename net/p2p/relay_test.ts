@@ -8,10 +8,10 @@ import assert from "node:assert/strict";
 import { createP2PNode, type P2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
 import { isRelayed } from "./reachability.ts";
-import { startRelay } from "../../net/p2p/mod.ts";
-import { testPublic, testSecret } from "../testing/p2p.ts";
+import { startRelay } from "./mod.ts";
+import { testPublic, testSecret } from "../../client/testing/p2p.ts";
 import { toHex } from "../../common/mod.ts";
-import { type BoundSocket, connectFrom } from "../../net/testing/bound_socket.ts";
+import { type BoundSocket, connectFrom } from "../testing/bound_socket.ts";
 
 const members = new Set([1, 2].map((i) => toHex(testPublic(i))));
 const FAST_RETRY = { attemptTimeoutMs: 5000, retries: 1, backoffMs: 10, maxBackoffMs: 10 };

@@ -11,7 +11,7 @@
 import type { ConnectionGater, PeerId } from "@libp2p/interface";
 import { peerIdOf } from "./identity.ts";
 import type { PublicKeyBytes } from "../../common/mod.ts";
-import { isAcceptablePublicKey } from "../../net/mod.ts";
+import { isAcceptablePublicKey } from "../mod.ts";
 
 /** The current set of allowed peers; replaced wholesale each epoch with `set`. */
 export class Allowlist {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Allowlist, allowlistGater } from "./allowlist.ts";
 import { peerIdOf, publicKeyOf } from "./identity.ts";
-import { WEAK_POINTS } from "../../net/testing/weak_keys.ts";
+import { WEAK_POINTS } from "../testing/weak_keys.ts";
 
 const keyA = publicKeyOf(new Uint8Array(32).fill(1));
 const keyB = publicKeyOf(new Uint8Array(32).fill(2));

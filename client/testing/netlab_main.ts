@@ -9,7 +9,10 @@
  * same parameters at every step. It exits non-zero if a run applied no complete step or its
  * clients disagreed.
  *
- *   deno task netlab [--clients 3] [--steps 6] [--rate 20mbit]
+ *   deno task netlab [--clients 3] [--steps 6] [--rate 20mbit] [--slow 2mbit]
+ *
+ * `--slow` limits the last client's link alone (lab topology 3): whether the run keeps the
+ * others' pace, and whether that client keeps up or is told it is too slow (`too_slow`).
  *
  * Needs root (network namespaces), iproute2 and nftables. The kernel here has no `netem`, so
  * added latency is not offered: the links are rate-limited only.
@@ -30,7 +33,7 @@ import {
 import { clientDigests, disagreements } from "../../tests/support/one_model.ts";
 
 const NETLAB_SPEC = {
-  usage: "deno task netlab [--clients N] [--steps N] [--rate RATE]",
+  usage: "deno task netlab [--clients N] [--steps N] [--rate RATE] [--slow RATE]",
   summary: "The NAT lab: a tiny run on loopback, then the same run with every client behind a " +
     "NAT of its own, meeting through the coordinator's relay; round time, bytes per round and " +
     "direct against relayed connections for both. Needs root, iproute2 and nftables.",
@@ -47,6 +50,11 @@ const NETLAB_SPEC = {
       value: "RATE",
       description: "rate-limit every client link of the NAT run, each way (tc's units: 20mbit)",
     },
+    slow: {
+      type: "string",
+      value: "RATE",
+      description: "rate-limit the last client's link alone, each way (topology 3)",
+    },
   },
 } as const;
 
@@ -60,14 +68,24 @@ const options = parseOrExit(NETLAB_SPEC, ({ values }) => {
     }
     return n;
   };
-  if (values.rate !== undefined) {
+  for (const flag of ["rate", "slow"] as const) {
+    const rate = values[flag];
+    if (rate === undefined) continue;
     try {
-      tbfBurstBytes(values.rate);
+      tbfBurstBytes(rate);
     } catch (e) {
-      throw new UsageError(`--rate: ${(e as Error).message}`);
+      throw new UsageError(`--${flag}: ${(e as Error).message}`);
     }
   }
-  return { clients: count("clients", 2, 8), steps: count("steps", 1, 100), rate: values.rate };
+  if (values.rate !== undefined && values.slow !== undefined) {
+    throw new UsageError("give --rate or --slow, not both");
+  }
+  return {
+    clients: count("clients", 2, 8),
+    steps: count("steps", 1, 100),
+    rate: values.rate,
+    slow: values.slow,
+  };
 });
 const unavailable = testNetworkUnavailable({ nat: true });
 if (unavailable !== null) {
@@ -84,6 +102,8 @@ interface Measured {
   readonly behindNat: number;
   readonly stepsCompared: number;
   readonly disagreements: number;
+  /** With `--slow`: the slow client's own results applied, of the steps it trained. */
+  readonly slowApplied?: { applied: number; trained: number; toldTooSlow: boolean };
 }
 
 const run: TinyRunOptions = {
@@ -97,24 +117,31 @@ const run: TinyRunOptions = {
 const labels = Array.from({ length: options.clients }, (_, i) => `client-${i + 1}`);
 /** When a process logged the event (its JSON line's `time`). */
 const at = (e: SeenEvent) => Date.parse(String(e.event.time));
+const step = (e: SeenEvent) => Number(e.event.step);
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
 
-/** Waits for `steps` complete steps at every client, then reads the figures off the events. */
-async function measure(testnet: TinyTestnet, what: string): Promise<Measured> {
+/**
+ * Waits for `steps` complete steps (every result applied) at every client, then reads the
+ * figures off the events. With a slow client, the others are measured: a step counts when
+ * they applied it, whether or not the slow client's result made it.
+ */
+async function measure(testnet: TinyTestnet, what: string, slow?: string): Promise<Measured> {
   const { watcher } = testnet;
+  const measured = labels.filter((l) => l !== slow);
   const whole = (label: string) =>
     watcher.named("apply", label).filter((e) =>
+      slow !== undefined ||
       Number(e.event.applied) === options.clients && Number(e.event.untrained_batches) === 0
     );
   console.log(`${what}: waiting for ${options.steps} complete steps at every client`);
   await watcher.waitFor(
     `${options.steps} complete steps at every client (${what})`,
-    () => labels.every((l) => whole(l).length >= options.steps + 1),
+    () => measured.every((l) => whole(l).length >= options.steps + 1),
     300_000,
   );
   const rounds: number[] = [];
   const bytes: number[] = [];
-  for (const label of labels) {
+  for (const label of measured) {
     const applies = whole(label);
     for (let i = 1; i < applies.length; i++) rounds.push(at(applies[i]) - at(applies[i - 1]));
     const traffic = watcher.named("traffic", label).map((e) => ({
@@ -140,6 +167,27 @@ async function measure(testnet: TinyTestnet, what: string): Promise<Measured> {
         .length,
     stepsCompared: found.steps,
     disagreements: found.disagreements.length,
+    slowApplied: slow === undefined ? undefined : slowClientFigures(testnet, slow),
+  };
+}
+
+/** How many of the slow client's own results the run applied, and whether it was told. */
+function slowClientFigures(testnet: TinyTestnet, slow: string) {
+  const { watcher } = testnet;
+  const trained = watcher.named("train", slow).map((e) => Number(e.event.step));
+  const batchOf = new Map(
+    watcher.named("train", slow).map((e) => [Number(e.event.step), String(e.event.batch)]),
+  );
+  // Judged by a fast client's applies: the slow client's batch was applied unless untrained.
+  const applies = watcher.named("apply", labels[0]).filter((e) => batchOf.has(step(e)));
+  const missed =
+    applies.filter((e) =>
+      (e.event.untrained as number[][]).some((b) => String(b) === batchOf.get(step(e)))
+    ).length;
+  return {
+    applied: applies.length - missed,
+    trained: Math.min(trained.length, applies.length),
+    toldTooSlow: watcher.named("too_slow", slow).length > 0,
   };
 }
 
@@ -150,6 +198,11 @@ console.log(
     `${Deno.version.deno}; ${options.clients} clients, llama-tiny`,
 );
 
+const links = options.rate !== undefined
+  ? `, ${options.rate} links`
+  : options.slow !== undefined
+  ? `, ${labels.at(-1)} on ${options.slow}`
+  : "";
 let baseline: Measured;
 {
   await using testnet = await startTinyTestnet({ ...run, runId: "netlab-loopback" }, {
@@ -162,14 +215,20 @@ let lab: Measured;
   await using network = await createTestNetwork({
     hosts: options.clients,
     nat: true,
-    rate: options.rate,
+    rate: options.slow === undefined
+      ? options.rate
+      : (i) => (i === options.clients - 1 ? options.slow : undefined),
   });
   await using testnet = await startTinyTestnetOn(network, { ...run, runId: "netlab-nat" }, {
     numClients: options.clients,
     coordinatorArgs: ["--relay"],
     bootstrapPeers: false,
   });
-  lab = await measure(testnet, `behind NAT${options.rate ? `, ${options.rate} links` : ""}`);
+  lab = await measure(
+    testnet,
+    `behind NAT${links}`,
+    options.slow === undefined ? undefined : labels.at(-1),
+  );
 }
 
 const row = (name: string, m: Measured) =>
@@ -181,7 +240,14 @@ console.log(
     "| parameters |\n|---|---|---|---|---|---|",
 );
 console.log(row("loopback", baseline));
-console.log(row(`NAT + relay${options.rate ? `, ${options.rate}` : ""}`, lab));
+console.log(row(`NAT + relay${links}`, lab));
+if (lab.slowApplied !== undefined) {
+  const { applied, trained, toldTooSlow } = lab.slowApplied;
+  console.log(
+    `\n${labels.at(-1)} on ${options.slow}: ${applied} of its ${trained} results applied; ` +
+      `${toldTooSlow ? "it was told it is too slow (too_slow)" : "never told it is too slow"}`,
+  );
+}
 console.log(
   `\nround time behind NAT: ${(lab.roundMs / baseline.roundMs).toFixed(2)}x loopback; bytes per ` +
     `round: ${(lab.bytesPerRound / baseline.bytesPerRound).toFixed(2)}x`,

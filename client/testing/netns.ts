@@ -41,8 +41,11 @@ export interface TestNetwork extends AsyncDisposable {
 /** Options of {@link createTestNetwork}. */
 export interface TestNetworkOptions {
   readonly hosts: number;
-  /** Rate limit of every host's link, each way, e.g. `"2mbit"` (default: none). */
-  readonly rate?: string;
+  /**
+   * Rate limit of every host's link, each way, e.g. `"2mbit"`, or of host `index`'s alone
+   * (a function; undefined: no limit). Default: none.
+   */
+  readonly rate?: string | ((index: number) => string | undefined);
   /** Puts each host behind a masquerading router of its own, as at home (default: false). */
   readonly nat?: boolean;
 }
@@ -146,10 +149,11 @@ export async function createTestNetwork(options: TestNetworkOptions): Promise<Te
       await run(IP, ["-n", edge, "addr", "add", `${publicAddress}/24`, "dev", far]);
       await run(IP, ["-n", edge, "link", "set", far, "up"]);
       await run(IP, ["-n", edge, "link", "set", "lo", "up"]);
-      if (options.rate !== undefined) {
+      const rate = typeof options.rate === "function" ? options.rate(i) : options.rate;
+      if (rate !== undefined) {
         // A token bucket each way: toward the host on the bridge side, from it inside.
-        const burst = `${tbfBurstBytes(options.rate)}b`;
-        const tbf = ["root", "tbf", "rate", options.rate, "burst", burst, "latency", "400ms"];
+        const burst = `${tbfBurstBytes(rate)}b`;
+        const tbf = ["root", "tbf", "rate", rate, "burst", burst, "latency", "400ms"];
         await run(TC, ["qdisc", "add", "dev", near, ...tbf]);
         await run(IP, ["netns", "exec", edge, TC, "qdisc", "add", "dev", far, ...tbf]);
       }

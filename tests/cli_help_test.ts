@@ -27,6 +27,8 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
   "bench-rounds": { flag: "--rounds" },
   "bench-report": { flag: "--quick" },
   "bench-link": { flag: "--rate" },
+  netlab: { flag: "--clients" },
+  "bench-relay": { flag: "--runs" },
   "bench-verify": { flag: "--steps" },
   "bench-verify-loss": { flag: "--steps" },
   "compare-optimizers": { flag: "--learning-rate" },

@@ -33,7 +33,7 @@ import {
   parseFlags,
 } from "../../cli/entry.ts";
 import { DataError, startDataServerFromConfig } from "../../data/mod.ts";
-import { type Relay, startRelay } from "../../net/p2p/mod.ts";
+import type { Relay } from "../../net/p2p/mod.ts";
 import { crossCheckDataConfig, parseRunConfig, type RunConfig } from "../config/mod.ts";
 import { ConfigError, durationProblem, UsageError } from "../../common/mod.ts";
 
@@ -460,6 +460,9 @@ export async function runCommand(
   let server: CoordinatorServer | undefined;
   if (opts.relayPort !== undefined) {
     try {
+      // libp2p loads only for a run that serves a relay: validate-config and relay-less runs
+      // keep their small permissions (libp2p's logger reads the environment as it loads).
+      const { startRelay } = await import("../../net/p2p/mod.ts");
       relay = await startRelay({
         host: opts.hostname,
         port: opts.relayPort,

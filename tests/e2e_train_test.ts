@@ -169,6 +169,13 @@ async function startRun(timing: Timing, coordinatorArgs: string[] = []): Promise
     collect(coordinator, run.coordinatorEvents),
     drain(coordinator.stderr, run.stderr[0]),
   );
+  // A client gives up on a coordinator that refuses its first connection: start them once it
+  // listens, however long a busy machine takes to load it.
+  await waitUntil(
+    "the coordinator to listen",
+    () => run.coordinatorEvents.some((e) => e.event === "listening"),
+    60_000,
+  );
   for (let i = 0; i < CLIENTS; i++) {
     const bootstrap = p2pPorts.flatMap((port, j) =>
       j === i ? [] : [`--bootstrap-peer=/ip4/127.0.0.1/tcp/${port}/p2p/${peerIds[j]}`]

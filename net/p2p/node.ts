@@ -124,7 +124,7 @@ export class P2PNode {
       this.allowlist.removeRelay(relay.peer);
       await this.libp2p.hangUp(relay.peer).catch(() => {});
     }
-    await this.#addRelayPaths();
+    await this.#addRelayPaths(this.allowlist.peerIds());
     return await this.dialRelays();
   }
 
@@ -132,15 +132,16 @@ export class P2PNode {
    * Every participant can be reached at `<relay>/p2p-circuit/p2p/<its peer id>` if it holds a
    * reservation there, and its peer id follows from the key the coordinator lists: so a peer
    * behind NAT is found without any address of its own. libp2p dials relayed addresses after
-   * direct ones.
+   * direct ones. Recorded for `peers` (peer id strings): every participant when the relays
+   * change, the newly allowed ones when the participants do.
    */
-  async #addRelayPaths(): Promise<void> {
+  async #addRelayPaths(peers: readonly string[]): Promise<void> {
     const paths = [...this.#relays.values()].flatMap((r) =>
       r.addresses.map((a) => multiaddr(`${a}/p2p-circuit`))
     );
     if (paths.length === 0) return;
-    const participants = this.allowlist.peerIds().filter((id) => id !== this.peerId.toString());
-    for (const id of participants) {
+    const self = this.peerId.toString();
+    for (const id of peers.filter((id) => id !== self)) {
       await this.libp2p.peerStore.merge(peerIdFromString(id), { multiaddrs: paths });
     }
   }
@@ -207,8 +208,10 @@ export class P2PNode {
    * closes connections to peers that are no longer in it. Our own key may be included.
    */
   async setAllowedPeers(publicKeys: Iterable<PublicKeyBytes>): Promise<void> {
+    // Called on every coordinator update: only peers new to the list need their relay paths.
+    const before = new Set(this.allowlist.peerIds());
     const removed = this.allowlist.set(publicKeys);
-    await this.#addRelayPaths();
+    await this.#addRelayPaths(this.allowlist.peerIds().filter((id) => !before.has(id)));
     if (removed.length === 0) return;
     const gone = new Set(removed);
     const peers = this.libp2p.getPeers().filter((peer) => gone.has(peer.toString()));

@@ -170,7 +170,8 @@ Deno.test("--data-config needs a run that reads from a data Server", async () =>
   assert.match(c.err.join("\n"), /data_location to be Server = "host:port", found Local/);
 });
 
-Deno.test("a port in use is a usage error naming the address", async () => {
+/** Runs `run` with `flag` naming a port another socket holds; returns what it said. */
+async function runOnBusyPort(flag: string): Promise<{ code: number; err: string; port: number }> {
   const busy = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (busy.addr as Deno.NetAddr).port;
   try {
@@ -179,15 +180,20 @@ Deno.test("a port in use is a usage error naming the address", async () => {
     );
     const c = captureIo({ "s.toml": state });
     const code = await runCommand(
-      ["--state", "s.toml", "--hostname", "127.0.0.1", "--server-port", String(port)],
+      ["--state", "s.toml", "--hostname", "127.0.0.1", flag, String(port)],
       c.io,
       { stop: Promise.resolve() },
     );
-    assert.equal(code, 2);
-    assert.match(c.err.join("\n"), new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}`));
+    return { code, err: c.err.join("\n"), port };
   } finally {
     busy.close();
   }
+}
+
+Deno.test("a port in use is a usage error naming the address", async () => {
+  const { code, err, port } = await runOnBusyPort("--server-port");
+  assert.equal(code, 2);
+  assert.match(err, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${port}`));
 });
 
 Deno.test("--authorized-keys: an unreadable file exits 2, a bad line exits 1 naming it", async () => {
@@ -267,21 +273,7 @@ Deno.test("--relay serves a members-only relay and names it to every client that
 });
 
 Deno.test("a relay port in use is a usage error naming it", async () => {
-  const busy = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const port = (busy.addr as Deno.NetAddr).port;
-  try {
-    const state = await Deno.readTextFile(
-      new URL("../../config/llama-tiny/state.toml", import.meta.url),
-    );
-    const c = captureIo({ "s.toml": state });
-    const code = await runCommand(
-      ["--state", "s.toml", "--hostname", "127.0.0.1", "--relay-port", String(port)],
-      c.io,
-      { stop: Promise.resolve() },
-    );
-    assert.equal(code, 2);
-    assert.match(c.err.join("\n"), new RegExp(`relay: cannot listen on 127\\.0\\.0\\.1:${port}`));
-  } finally {
-    busy.close();
-  }
+  const { code, err, port } = await runOnBusyPort("--relay-port");
+  assert.equal(code, 2);
+  assert.match(err, new RegExp(`relay: cannot listen on 127\\.0\\.0\\.1:${port}`));
 });

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { createP2PNode, type P2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
 import { isRelayed } from "./reachability.ts";
-import { startRelay } from "./mod.ts";
+import { type Relay, type RelayOptions, startRelay } from "./mod.ts";
 import { testPublic, testSecret } from "../../client/testing/p2p.ts";
 import { toHex } from "../../common/mod.ts";
 import { type BoundSocket, connectFrom } from "../testing/bound_socket.ts";
@@ -24,15 +24,21 @@ async function waitFor(what: string, check: () => boolean, ms = 10_000): Promise
   }
 }
 
-const relayedAddress = (node: P2PNode) => node.addresses().map(String).find(isRelayed);
-
-Deno.test("a peer reached only through the relay serves its payload over the relayed connection", async () => {
-  const relay = await startRelay({
+/** A relay on loopback serving the test keys 1 and 2, with more options when given. */
+function membersRelay(options: Partial<RelayOptions> = {}): Promise<Relay> {
+  return startRelay({
     host: "127.0.0.1",
     port: 0,
     isMember: (key) => members.has(key),
     maxReservations: 4,
+    ...options,
   });
+}
+
+const relayedAddress = (node: P2PNode) => node.addresses().map(String).find(isRelayed);
+
+Deno.test("a peer reached only through the relay serves its payload over the relayed connection", async () => {
+  const relay = await membersRelay();
   const allowed = [testPublic(1), testPublic(2)];
   const a = await createP2PNode({ secretKey: testSecret(1), allowedPeers: allowed });
   const b = await createP2PNode({ secretKey: testSecret(2), allowedPeers: allowed });
@@ -66,12 +72,7 @@ Deno.test("a peer reached only through the relay serves its payload over the rel
 });
 
 Deno.test("the relay refuses a key that is not a member, and holds no slot for it", async () => {
-  const relay = await startRelay({
-    host: "127.0.0.1",
-    port: 0,
-    isMember: (key) => members.has(key),
-    maxReservations: 4,
-  });
+  const relay = await membersRelay();
   const stranger = await createP2PNode({ secretKey: testSecret(9), allowedPeers: [] });
   try {
     const failures = await stranger.setRelays(relay.addresses());
@@ -98,12 +99,7 @@ Deno.test("a relay address without its peer id is refused by name", async () => 
 });
 
 Deno.test("a participant is found through the relay with no address of its own", async () => {
-  const relay = await startRelay({
-    host: "127.0.0.1",
-    port: 0,
-    isMember: (key) => members.has(key),
-    maxReservations: 4,
-  });
+  const relay = await membersRelay();
   const a = await createP2PNode({ secretKey: testSecret(1) });
   const b = await createP2PNode({ secretKey: testSecret(2) });
   try {
@@ -125,13 +121,7 @@ Deno.test("a participant is found through the relay with no address of its own",
 
 Deno.test("idle sockets from 300 addresses cannot keep a member from its reservation", async () => {
   // The member connects from 127.0.0.1, the one address with a coordinator session here.
-  const relay = await startRelay({
-    host: "127.0.0.1",
-    port: 0,
-    isMember: (key) => members.has(key),
-    allowAddress: (ip) => ip === "127.0.0.1",
-    maxReservations: 4,
-  });
+  const relay = await membersRelay({ allowAddress: (ip) => ip === "127.0.0.1" });
   const port = Number(relay.addresses()[0].split("/")[4]);
   const idle: BoundSocket[] = [];
   const member = await createP2PNode({ secretKey: testSecret(1) });
@@ -155,14 +145,8 @@ Deno.test("idle sockets from 300 addresses cannot keep a member from its reserva
 });
 
 Deno.test("a relay the run no longer names is dropped; the new one takes its place", async () => {
-  const options = {
-    host: "127.0.0.1",
-    port: 0,
-    isMember: (key: string) => members.has(key),
-    maxReservations: 4,
-  };
-  const first = await startRelay(options);
-  const second = await startRelay(options);
+  const first = await membersRelay();
+  const second = await membersRelay();
   const a = await createP2PNode({ secretKey: testSecret(1) });
   try {
     await a.setRelays(first.addresses());

@@ -198,15 +198,22 @@ Deno.test("RoundTrain -> RoundWitness by timer, not in the second the round bega
   assert.equal(d.state.runState, "RoundWitness");
 });
 
-Deno.test("RoundTrain -> RoundWitness as soon as every expected witness reported", () => {
-  const d = inRoundTrain(4, { witnessNodes: 2 });
-  const [a, b] = witnessIndices(d.state);
+Deno.test("RoundTrain -> RoundWitness once a quorum of the expected witnesses reported", () => {
+  // 6 clients, all witnesses: 6 expected, quorum 4.
+  const d = inRoundTrain(6, { witnessNodes: 0 });
+  const seats = witnessIndices(d.state);
+  assert.equal(seats.length, 6);
   const clients = d.state.epochState.clients;
-  witness(d.state, clients[a].id, witnessReport(d.state, a), d.now);
+  const report = (i: number) => witness(d.state, clients[i].id, witnessReport(d.state, i), d.now);
+  for (const i of seats.slice(0, 3)) report(i);
   assert.equal(d.state.runState, "RoundTrain");
-  witness(d.state, clients[b].id, witnessReport(d.state, b), d.now);
+  report(seats[3]);
   assert.equal(d.state.runState, "RoundWitness");
   assert.equal(d.state.runStateStartUnixTimestamp, d.now);
+  // The rest still report, in RoundWitness, and count.
+  for (const i of seats.slice(4)) report(i);
+  assert.equal(currentRound(d.state).witnesses.length, 6);
+  assert.equal(d.state.runState, "RoundWitness");
 });
 
 Deno.test("RoundWitness waits its time; then starts the next round with the ramped data index", () => {

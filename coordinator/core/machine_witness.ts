@@ -27,7 +27,7 @@ import {
   UNCHANGED,
 } from "./machine_core.ts";
 import { currentRound, roundClients, roundSelection } from "./machine_queries.ts";
-import { expectedWitnesses } from "./witness_quorum.ts";
+import { expectedWitnesses, witnessQuorum } from "./witness_quorum.ts";
 import {
   addDigestVote,
   checkDigestShape,
@@ -205,9 +205,10 @@ export function warmupWitness(
 /**
  * An elected witness reports the round (RoundTrain or RoundWitness). The proof must be a
  * witness proof (`witness: true`) that verifies against the current round's selection
- * and belongs to the sender; one report per witness. When the round's expected number
- * of witnesses reported during RoundTrain, the round moves to RoundWitness at once
- * (opportunistic witnessing).
+ * and belongs to the sender; one report per witness. When a quorum of the round's expected
+ * witnesses reported during RoundTrain, the round moves to RoundWitness at once
+ * (opportunistic witnessing); the rest report during RoundWitness. Psyche waits for every
+ * expected witness, so one witness on a slow link held each round to `max_round_train_time`.
  *
  * `paramsDigest` is the digest of the parameters the round trains on (the witness's, after
  * the round's apply): a vote for the parameters of the round's step (all zero: no vote).
@@ -233,8 +234,8 @@ export function witness(
   checkRoom(round.witnesses, proof.index);
   round.witnesses.push(copyWitness(report));
   addDigestVote(state, proof.index, paramsDigest);
-  const expected = expectedWitnesses(state.config, round.clientsLen);
-  if (state.runState === "RoundTrain" && round.witnesses.length >= expected) {
+  const quorum = witnessQuorum(expectedWitnesses(state.config, round.clientsLen));
+  if (state.runState === "RoundTrain" && round.witnesses.length >= quorum) {
     changeState(state, "RoundWitness", now);
   }
   return CHANGED;

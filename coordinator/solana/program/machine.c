@@ -525,8 +525,9 @@ static u64 witness(account_t *a, const u8 *from, const witness_msg_t *w, u64 now
   bloom_params(a->config.max_clients, &bits, &keys);
   push_witness(r, w, keys, bits);
   add_digest_vote(a, w->index, w->digest);
+  /* A quorum ends RoundTrain; the other witnesses report during RoundWitness. */
   if (a->run_state == RS_ROUND_TRAIN &&
-      r->witnesses_len >= expected_witnesses(&a->config, r->clients_len))
+      r->witnesses_len >= witness_quorum(expected_witnesses(&a->config, r->clients_len)))
     change_state(a, RS_ROUND_WITNESS, now);
   return 0;
 }

@@ -902,7 +902,9 @@ async function finishRound(run: DualRun, clients: KeyPairSigner[], t: number): P
   const state = run.model!.state;
   const everyone = state.epochState.clients.map((c) => c.id);
   for (const w of witnessesOf(run, clients)) {
-    if (run.model!.state.runState !== "RoundTrain") break;
+    // A quorum ends RoundTrain; the rest still report in RoundWitness.
+    const runState = run.model!.state.runState;
+    if (runState !== "RoundTrain" && runState !== "RoundWitness") break;
     if (run.model!.state.epochState.clients[clientIndex(run, w)].state !== "Healthy") continue;
     const report = witnessReport(run.model!.state, clientIndex(run, w), everyone);
     await run.expectOk({ kind: "Witness", witness: report, paramsDigest: DIGEST }, w);

@@ -347,7 +347,8 @@ export async function measureComputeUnits(
       const sel = roundSelection(acc.state.config, currentRound(acc.state));
       for (const i of sel.witnessIndices()) {
         const live = csvm.coordinatorAccount(coordinator);
-        if (live.state.runState !== "RoundTrain") break;
+        const runState = live.state.runState;
+        if (runState !== "RoundTrain" && runState !== "RoundWitness") break;
         if (live.state.epochState.clients[i]?.state !== "Healthy") continue;
         must(
           await send(

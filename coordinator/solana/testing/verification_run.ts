@@ -239,7 +239,8 @@ export async function verificationScenario(
       const everyone = state().epochState.clients.map((c) => c.id);
       for (const i of sel.witnessIndices()) {
         const c = state().epochState.clients[i];
-        if (c === undefined || state().runState !== "RoundTrain") continue;
+        const runState = state().runState;
+        if (c === undefined || (runState !== "RoundTrain" && runState !== "RoundWitness")) continue;
         await send({
           kind: "Witness",
           witness: witnessReport(state(), i, everyone),

@@ -31,6 +31,7 @@ import { MissedRounds } from "./missed_rounds.ts";
 import { stepBreakdown, type StepMoments } from "./step_breakdown.ts";
 import { ClientProgress, type Intent, intentKey } from "./state/intent.ts";
 import { planActions } from "./state/machine.ts";
+import { healthyPeers } from "./state/common.ts";
 import { NetworkTrainer } from "./trainer.ts";
 import type { Attack } from "./attacks.ts";
 import { gradientFactor, otherBatch } from "./attacks.ts";
@@ -128,6 +129,8 @@ export class TrainingClient {
   #duty: VerificationDuty | null = null;
   /** The ejection record last logged (so each is said once). */
   #ejectionSeen = "";
+  /** The epoch (and its start) this client was last told it was dropped from. */
+  #droppedSeen = "";
   #data: DataProvider | null = null;
   /** The batch this client trained last (an `other-data` attacker trains on it again). */
   #lastBatch: BatchId | null = null;
@@ -190,6 +193,7 @@ export class TrainingClient {
         await this.#o.exchange.update(state);
         this.#duty?.retain(state);
         this.#noteEjection(state);
+        this.#noteDropped(state);
         this.#plan();
         if (state.runState === "Finished") {
           reason = "Finished";
@@ -901,6 +905,11 @@ export class TrainingClient {
     const previous = exchange.results.tracker(intent.height - 1);
     const elapsedMs = Math.max(1, this.#now() - this.#round.startMs);
     const received = exchange.traffic().bytesReceived - this.#round.bytes;
+    // Reported in RoundTrain without their Finished: the stragglers the witness stopped waiting
+    // for (client/results/straggler_wait.ts). Late in RoundWitness, nobody was waited for.
+    const unfinished = this.#state?.runState === "RoundTrain"
+      ? exchange.results.unfinished(intent.height, healthyPeers(this.#state))
+      : [];
     await backend.sendWitness(
       witness,
       {
@@ -922,6 +931,7 @@ export class TrainingClient {
       participants: previous?.announcements().filter((a) => previous.result(a.commitment))
         .length ?? 0,
       commitments: previous?.announcements().length ?? 0,
+      not_waited_for: unfinished.map((key) => toHex(key)),
     });
   }
 
@@ -939,6 +949,27 @@ export class TrainingClient {
       cause: record.cause,
       evidence: record.evidence,
       barred_until: record.barredUntil,
+    });
+  }
+
+  /**
+   * Says once per epoch when a health check dropped this client: the witnesses did not get its
+   * result before they reported, and the run went on without it (client/results/straggler_wait.ts).
+   */
+  #noteDropped(state: CoordinatorState): void {
+    if (!isInEpoch(state)) return;
+    const signer = this.#o.backend.identity.signer;
+    const me = state.epochState.clients.find((c) => equalBytes(c.id.signer, signer));
+    if (me?.state !== "Dropped") return;
+    const key = `${state.progress.epoch}:${state.epochState.startTimestamp}`;
+    if (this.#droppedSeen === key) return;
+    this.#droppedSeen = key;
+    this.#o.logger.log("dropped", {
+      epoch: state.progress.epoch,
+      step: state.progress.step,
+      note: "a quorum of the witnesses did not receive this client's result before they " +
+        "reported, so the run went on without it: its link or GPU is too slow for the run's " +
+        "pace (or it was cut off); it asks to join again for a later epoch",
     });
   }
 

@@ -118,7 +118,14 @@ export interface ClientEvents {
     /** Rounding, reading back, hashing and serving. */
     ms: number;
   };
-  witness: { step: number; round: number; participants: number; commitments: number };
+  witness: {
+    step: number;
+    round: number;
+    participants: number;
+    commitments: number;
+    /** p2p keys (hex) of the clients whose Finished this witness stopped waiting for. */
+    not_waited_for: string[];
+  };
   warmup_witness: { epoch: number; index: number };
   health_check_sent: { step: number; clients: string[] };
   refused: { what: string; reason: string; from: string; detail: string };
@@ -138,6 +145,11 @@ export interface ClientEvents {
   peer_connected: { peer: string; via: "direct" | "relay"; address: string };
   /** This client's results missed `missed_rounds` rounds in a row (too slow for the run). */
   too_slow: { step: number; missed_rounds: number; note: string };
+  /**
+   * The run dropped this client from epoch `epoch` by a health check at step `step`: a quorum
+   * of the witnesses did not receive its result in time.
+   */
+  dropped: { epoch: number; step: number; note: string };
   /** A relay could not be reached (logged again only when its error changes; retried). */
   relay_unreachable: { relay: string; error: string };
   /**
@@ -207,6 +219,7 @@ export function clientEventLevel(event: ClientEventName): LogLevel {
     case "peer_unreachable":
     case "relay_unreachable":
     case "too_slow":
+    case "dropped":
     case "disconnected":
     case "reconnecting":
     case "verification_retry":
@@ -292,7 +305,12 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
         e.rounded ? "rounded to bf16" : "as they are"
       }, hash ${e.params_hash.slice(0, 12)}): ${e.bytes} bytes`;
     case "witness":
-      return `witnessed step ${e.step}: ${e.participants} trainers, ${e.commitments} commitments`;
+      return `witnessed step ${e.step}: ${e.participants} trainers, ${e.commitments} commitments` +
+        (e.not_waited_for.length === 0
+          ? ""
+          : `; did not wait longer for ${
+            e.not_waited_for.map((k) => `${k.slice(0, 12)}…`).join(", ")
+          }, still training or too slow`);
     case "warmup_witness":
       return `ready for epoch ${e.epoch} (index ${e.index})`;
     case "health_check_sent":
@@ -318,6 +336,8 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       }`;
     case "relay_unreachable":
       return `cannot reach relay ${e.relay}: ${e.error}`;
+    case "dropped":
+      return `DROPPED from epoch ${e.epoch} at step ${e.step}: ${e.note}`;
     case "too_slow":
       return `too slow for this run: the results of the last ${e.missed_rounds} steps it ` +
         `trained (to step ${e.step}) reached the witnesses after their rounds closed, so the ` +

@@ -298,6 +298,7 @@ export function reduceClientMetrics(
     case "peer_connected":
     case "relay_unreachable":
     case "too_slow":
+    case "dropped":
     case "reachability":
     case "outdated":
       return m;

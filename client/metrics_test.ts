@@ -73,7 +73,10 @@ const RUN: LoggedEvent[] = [
   },
   train(1, 5.5),
   state("RoundWitness", 1),
-  { event: "witness", fields: { step: 1, round: 1, participants: 2, commitments: 2 } },
+  {
+    event: "witness",
+    fields: { step: 1, round: 1, participants: 2, commitments: 2, not_waited_for: [] },
+  },
   state("RoundTrain", 2, 2),
   {
     event: "traffic",

@@ -140,3 +140,60 @@ Deno.test({
     throw e;
   }
 });
+
+Deno.test({
+  name: "a client on a 64 kbit/s link does not hold the others' rounds: the run goes at their " +
+    "pace, and that client is told it was dropped",
+  ignore: unavailable !== null,
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  // Lab topology 3: the third client's link alone is slow, each way. The coordinator's state
+  // pushes and the run's gossip alone take it seconds there, so it sees each round late.
+  await using network = await createTestNetwork({
+    hosts: 3,
+    nat: true,
+    rate: (i) => i === 2 ? "64kbit" : undefined,
+  });
+  await using testnet = await startTinyTestnetOn(network, {
+    runId: "e2e-nat-slow",
+    initMinClients: 3,
+    minClients: 2,
+    witnessNodes: 0,
+    globalBatchSize: 6,
+    epochTime: 60,
+    maxRoundTrainTime: 10,
+  }, {
+    numClients: 3,
+    coordinatorArgs: ["--relay"],
+    bootstrapPeers: false,
+  });
+  const { watcher, lines } = testnet;
+  const [fast, slow] = [CLIENTS.slice(0, 2), CLIENTS[2]];
+  try {
+    await watcher.waitFor(
+      "the two fast clients to apply 6 steps",
+      () => fast.every((l) => watcher.named("apply", l).length >= 6),
+      240_000,
+    );
+    // Told in one line (a client that kept up would have every result applied instead).
+    await watcher.waitFor(
+      `${slow} to be told it was dropped`,
+      () => watcher.named("dropped", slow).length > 0,
+      120_000,
+    );
+    const ends = watcher.events.filter((e) => e.kind !== "client" && e.event.event === "round_end");
+    const timedOut = ends.filter((e) => e.event.train_timed_out === true).map(step);
+    assert.deepEqual(timedOut, [], "rounds that waited out max_round_train_time");
+    const cutOff = fast.flatMap((l) => watcher.named("witness", l))
+      .filter((e) => (e.event.not_waited_for as string[]).length > 0);
+    console.log(
+      `NAT lab (topology 3): ${ends.length} rounds, none ended by max_round_train_time; ` +
+        `${cutOff.length} witness reports did not wait longer for ${slow}`,
+    );
+    assertOneModel(watcher.events);
+  } catch (e) {
+    console.error(lines.slice(-150).join("\n"));
+    throw e;
+  }
+});

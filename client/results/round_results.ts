@@ -84,6 +84,8 @@ export interface RoundResultsOptions {
   readonly onChange: () => void;
   /** Random u64 bloom keys: the edge's randomness. */
   readonly randomU64: () => bigint;
+  /** The clock stragglers are timed by (ms; default `performance.now`). */
+  readonly now?: () => number;
 }
 
 /** What an apply gets from {@link RoundResults.gather}. */
@@ -134,6 +136,8 @@ export class RoundResults implements ExchangeFacts {
   readonly #early = new EarlyBuffer<{ from: PublicKeyBytes; message: RoundAnnouncement }>();
   /** Pulls of lost announcements started, so that none is asked for forever. */
   readonly #pulls = new PullLedger();
+  /** Wake-ups at straggler deadlines, by what waits and its round (at most one each). */
+  readonly #stragglerTimers = new Map<string, ReturnType<typeof setTimeout>>();
 
   constructor(options: RoundResultsOptions) {
     this.#o = options;
@@ -217,9 +221,58 @@ export class RoundResults implements ExchangeFacts {
     return this.tracker(height)?.downloadsSettled() ?? true;
   }
 
-  /** {@inheritDoc ExchangeFacts.finishedBy} */
+  /** Whether each of `peers` (p2p keys) announced Finished for round `height`. */
   finishedBy(height: number, peers: readonly PublicKeyBytes[]): boolean {
     return this.tracker(height)?.finishedBy(peers) ?? false;
+  }
+
+  /**
+   * {@inheritDoc ExchangeFacts.downloadsWaitOver}
+   *
+   * Before the straggler deadline it sets a timer that asks the state machine again then.
+   */
+  downloadsWaitOver(height: number): boolean {
+    if (this.downloadsSettled(height)) return true;
+    return this.#deadlinePassed(`downloads:${height}`, this.tracker(height)!.downloadsDeadline());
+  }
+
+  /**
+   * {@inheritDoc ExchangeFacts.witnessWaitOver}
+   *
+   * Before the straggler deadline it sets a timer that asks the state machine again then.
+   */
+  witnessWaitOver(height: number, peers: readonly PublicKeyBytes[]): boolean {
+    const tracker = this.tracker(height);
+    if (tracker === undefined) return false;
+    if (tracker.finishedBy(peers)) return true;
+    return this.#deadlinePassed(`finished:${height}`, tracker.stragglerDeadline(peers));
+  }
+
+  /**
+   * Whether the clock reached `deadline` (never when null); before it, wakes the state machine
+   * then, once per `key`.
+   */
+  #deadlinePassed(key: string, deadline: number | null): boolean {
+    if (deadline === null) return false;
+    const left = deadline - this.#now();
+    if (left <= 0) return true;
+    if (!this.#stragglerTimers.has(key) && !this.#stop.signal.aborted) {
+      const timer = setTimeout(() => {
+        this.#stragglerTimers.delete(key);
+        this.#o.onChange();
+      }, Math.ceil(left));
+      this.#stragglerTimers.set(key, timer);
+    }
+    return false;
+  }
+
+  /** Keys of `peers` (p2p keys) that have not announced Finished for round `height`. */
+  unfinished(height: number, peers: readonly PublicKeyBytes[]): PublicKeyBytes[] {
+    return this.tracker(height)?.unfinished(peers) ?? [...peers];
+  }
+
+  #now(): number {
+    return this.#o.now?.() ?? performance.now();
   }
 
   /**
@@ -248,7 +301,9 @@ export class RoundResults implements ExchangeFacts {
     const tracker = this.tracker(height);
     if (tracker !== undefined) {
       const verdict = tracker.acceptResult(this.#o.publicKey, message);
-      if (verdict.accepted) tracker.recordVerified(commitment, decodePayload(bytes, expectation));
+      if (verdict.accepted) {
+        tracker.recordVerified(commitment, decodePayload(bytes, expectation), this.#now());
+      }
     }
     await this.#o.transport.gossip.publish(message);
     this.#o.onChange();
@@ -259,7 +314,7 @@ export class RoundResults implements ExchangeFacts {
   async announceFinished(height: number, step: number, proof: CommitteeProof): Promise<void> {
     const merkleRoot = this.tracker(height - 1)?.merkleRoot() ?? new Uint8Array(32);
     const message = { kind: "Finished" as const, step, proof, merkleRoot, warmup: false };
-    this.tracker(height)?.acceptFinished(this.#o.publicKey, message);
+    this.tracker(height)?.acceptFinished(this.#o.publicKey, message, this.#now());
     await this.#o.transport.gossip.publish(message);
     this.#o.onChange();
   }
@@ -397,7 +452,7 @@ export class RoundResults implements ExchangeFacts {
       return;
     }
     if (message.kind === "Finished") {
-      const verdict = tracker.acceptFinished(from, message);
+      const verdict = tracker.acceptFinished(from, message, this.#now());
       if (!verdict.accepted && verdict.reason !== "Duplicate") {
         this.#refused("Finished", from, verdict.reason, verdict.detail);
       }
@@ -465,6 +520,8 @@ export class RoundResults implements ExchangeFacts {
   /** Stops downloads and pulls in flight (the exchange closes). */
   close(): void {
     this.#stop.abort(new Error("exchange closed"));
+    for (const timer of this.#stragglerTimers.values()) clearTimeout(timer);
+    this.#stragglerTimers.clear();
   }
 
   /** Delivers the announcements kept for `step` now that it is live. */
@@ -484,7 +541,7 @@ export class RoundResults implements ExchangeFacts {
     if (record === null || record.trackers.has(height)) return;
     const view = roundView(state, height, this.#o.publicKey);
     if (view === null) return;
-    const tracker = new RoundTracker(view, this.#blooms());
+    const tracker = new RoundTracker(view, this.#blooms(), this.#now());
     record.trackers.set(height, tracker);
     this.#replay(view.step);
   }
@@ -588,7 +645,7 @@ export class RoundResults implements ExchangeFacts {
         budgetLeft: budget.bytesPerPeer - spent,
       });
       if (!verdict.ok) {
-        tracker.recordFailed(commitment);
+        tracker.recordFailed(commitment, this.#now());
         this.#refused("TrainingResult", announced.from, verdict.reason, verdict.detail);
         return;
       }
@@ -601,15 +658,15 @@ export class RoundResults implements ExchangeFacts {
       });
       const check = checkResultPayload(bytes, announced, step, this.#need());
       if (!check.ok) {
-        tracker.recordFailed(commitment);
+        tracker.recordFailed(commitment, this.#now());
         this.#refused("payload", announced.from, check.reason, check.detail);
         return;
       }
       const result = check.result;
-      tracker.recordVerified(commitment, result);
+      tracker.recordVerified(commitment, result, this.#now());
     } catch (e) {
       if (this.#stop.signal.aborted) return;
-      tracker.recordFailed(commitment);
+      tracker.recordFailed(commitment, this.#now());
       this.#o.logger.log("download_failed", {
         step,
         from: toHex(announced.from),

@@ -7,6 +7,7 @@ import { roundView } from "../round_view.ts";
 import { applyPlanFor } from "../state/apply_targets.ts";
 import { runInRound0 } from "../testing/fixtures.ts";
 import { type ResultsTransport, RoundResults } from "./round_results.ts";
+import { STRAGGLER_MIN_WAIT_MS } from "./straggler_wait.ts";
 import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
 import {
   currentRound,
@@ -52,9 +53,15 @@ class FakeNet {
   /** Whether `to` loses `message` from `from` on the gossip (a pull still brings it). */
   lose: (to: PublicKeyBytes, from: PublicKeyBytes, message: RoundAnnouncement) => boolean = () =>
     false;
+  /** Whether the payloads `provider` serves from now on never arrive. */
+  stalls: (provider: PublicKeyBytes) => boolean = () => false;
+  readonly #stalled = new Set<ContentHash>();
   #bloomKey = 1n;
 
-  join(key: PublicKeyBytes): RoundResults {
+  join(
+    key: PublicKeyBytes,
+    clock: { now?: () => number; onChange?: () => void } = {},
+  ): RoundResults {
     const events: Member["events"] = [];
     const heard: Member["heard"] = new Map();
     const transport: ResultsTransport = {
@@ -81,9 +88,11 @@ class FakeNet {
         provide: (bytes) => {
           const hash = contentHash(bytes);
           this.#store.set(hash, bytes);
+          if (this.stalls(key)) this.#stalled.add(hash);
           return hash;
         },
         fetch: (hash) => {
+          if (this.#stalled.has(hash)) return new Promise<never>(() => {}); // never arrives
           const bytes = this.#store.get(hash);
           return bytes === undefined
             ? Promise.reject(new Error(`nobody serves ${hash}`))
@@ -98,8 +107,9 @@ class FakeNet {
       publicKey: key,
       transport,
       logger: { log: (event, fields) => events.push({ event, fields }) },
-      onChange: () => {},
+      onChange: clock.onChange ?? (() => {}),
       randomU64: () => this.#bloomKey++ * 7919n,
+      now: clock.now,
     });
     results.setExpectation(expectation);
     this.members.set(toHex(key), { key, results, heard, events });
@@ -199,4 +209,75 @@ Deno.test("RoundResults: an apply lacking a result the witnesses saw pulls the r
     (recovered[0].fields as ClientEvents["announcements_recovered"]).why,
     "the apply lacks a result",
   );
+});
+
+Deno.test("RoundResults: a witness waits for every Finished, then for stragglers only so long", async () => {
+  const net = new FakeNet();
+  const { driver, ids } = runInRound0(3);
+  let now = 0;
+  let changes = 0;
+  const clients = ids.map((id) =>
+    net.join(id.p2pIdentity, { now: () => now, onChange: () => changes++ })
+  );
+  for (const c of clients) c.update(structuredClone(driver.state)); // round 0 seen at 0 ms
+  const view = roundView(driver.state, 0, ids[0].signer)!;
+  const peers = ids.map((id) => id.p2pIdentity);
+  const finish = (i: number, at: number) => {
+    now = at;
+    return clients[i].announceFinished(0, view.step, view.selection.committeeProof(i));
+  };
+  await finish(0, 100);
+  assert.equal(clients[0].witnessWaitOver(0, peers), false, "one of three: no majority");
+  await finish(1, 150);
+  // A majority at 150 ms: the straggler gets max(2000, 150) ms more.
+  now = 150 + STRAGGLER_MIN_WAIT_MS - 1;
+  assert.equal(clients[0].witnessWaitOver(0, peers), false);
+  assert.deepEqual(clients[0].unfinished(0, peers), [peers[2]]);
+  now = 150 + STRAGGLER_MIN_WAIT_MS;
+  assert.equal(clients[0].witnessWaitOver(0, peers), true);
+  // Before its deadline, the question sets a wake-up that asks the state machine again.
+  now = 150 + STRAGGLER_MIN_WAIT_MS - 5;
+  const before = changes;
+  assert.equal(clients[1].witnessWaitOver(0, peers), false);
+  await settle("the straggler wake-up", () => changes > before);
+  // Everyone finished: no wait at all.
+  await finish(2, 160);
+  assert.equal(clients[2].witnessWaitOver(0, peers), true);
+  assert.deepEqual(clients[2].unfinished(0, peers), []);
+  for (const c of clients) c.close();
+});
+
+Deno.test("RoundResults: Finished waits for the last download only so long", async () => {
+  const net = new FakeNet();
+  const { driver, ids } = runInRound0(3);
+  let now = 0;
+  const clients = ids.map((id) => net.join(id.p2pIdentity, { now: () => now }));
+  for (const c of clients) c.update(structuredClone(driver.state)); // round 0 seen at 0 ms
+  const view = roundView(driver.state, 0, ids[0].signer)!;
+  const byClient = new Map(view.assignments.map((a) => [a.clientIndex, a]));
+  const publish = (i: number, at: number) => {
+    now = at;
+    const a = byClient.get(i)!;
+    return clients[i].publishResult(
+      0,
+      view.selection.committeeProof(i),
+      resultOf(view.step, a.batch, i),
+    );
+  };
+  const verified = (c: RoundResults) =>
+    c.tracker(0)!.announcements().filter((a) => c.tracker(0)!.result(a.commitment)).length;
+  await publish(0, 100);
+  await publish(1, 300);
+  await settle("two results at client 0", () => verified(clients[0]) === 2);
+  // Client 2's bytes never arrive: its announcement does.
+  net.stalls = (provider) => toHex(provider) === toHex(ids[2].p2pIdentity);
+  await publish(2, 400);
+  assert.equal(clients[0].downloadsSettled(0), false);
+  // A majority (2 of 3) settled at 300 ms: the third gets max(minimum, 300 ms) more.
+  now = 300 + STRAGGLER_MIN_WAIT_MS - 1;
+  assert.equal(clients[0].downloadsWaitOver(0), false);
+  now = 300 + STRAGGLER_MIN_WAIT_MS;
+  assert.equal(clients[0].downloadsWaitOver(0), true);
+  assert.equal(clients[0].downloadsSettled(0), false, "the download itself goes on");
+  for (const c of clients) c.close();
 });

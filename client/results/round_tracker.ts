@@ -31,6 +31,7 @@ import {
   type WitnessProof,
 } from "../../coordinator/core/mod.ts";
 import type { DistroResult } from "../../optimizer/mod.ts";
+import { stragglerDeadline } from "./straggler_wait.ts";
 
 /** Why an announcement was refused. */
 export type RefusalReason =
@@ -102,12 +103,18 @@ export class RoundTracker {
   readonly #verified = new Map<string, DistroResult>();
   /** Commitment hex whose download failed for good. */
   readonly #failed = new Set<string>();
-  /** p2p keys (hex) that announced Finished for this round. */
-  readonly #finished = new Set<string>();
+  /** When each download settled, verified or failed (ms, by commitment hex). */
+  readonly #settledAt = new Map<string, number>();
+  /** p2p keys (hex) that announced Finished for this round, with when it arrived (ms). */
+  readonly #finished = new Map<string, number>();
+  /** When this client saw the round begin (ms, the caller's clock). */
+  readonly #seenAtMs: number;
 
-  constructor(view: RoundView, blooms: BloomSetup) {
+  /** `seenAtMs`: when this client saw the round begin, on the clock `acceptFinished` gets. */
+  constructor(view: RoundView, blooms: BloomSetup, seenAtMs = 0) {
     this.view = view;
     this.#blooms = blooms;
+    this.#seenAtMs = seenAtMs;
   }
 
   /**
@@ -164,7 +171,7 @@ export class RoundTracker {
    * Records that `from` finished this round. Refuses other steps, outsiders, proofs that are
    * not the sender's, and warmup flags.
    */
-  acceptFinished(from: PublicKeyBytes, message: FinishedAnnouncement): Verdict {
+  acceptFinished(from: PublicKeyBytes, message: FinishedAnnouncement, atMs = 0): Verdict {
     if (message.warmup) return refuse("WarmupFlag", "a warmup Finished is not about a round");
     if (message.step !== this.view.step) {
       return refuse(
@@ -180,7 +187,7 @@ export class RoundTracker {
     }
     const key = toHex(from);
     if (this.#finished.has(key)) return refuse("Duplicate", "already finished");
-    this.#finished.add(key);
+    this.#finished.set(key, atMs);
     return accepted;
   }
 
@@ -198,7 +205,7 @@ export class RoundTracker {
    * Records a payload whose bytes matched its signed commitment and decoded for this model.
    * Throws RangeError for a commitment never accepted, or a result for another batch or step.
    */
-  recordVerified(commitment: Uint8Array, result: DistroResult): void {
+  recordVerified(commitment: Uint8Array, result: DistroResult, atMs = 0): void {
     const key = toHex(commitment);
     const a = this.#announced.get(key);
     if (a === undefined) throw new RangeError(`no accepted announcement for commitment ${key}`);
@@ -212,11 +219,14 @@ export class RoundTracker {
       );
     }
     this.#verified.set(key, result);
+    if (!this.#settledAt.has(key)) this.#settledAt.set(key, atMs);
   }
 
   /** Records that a payload could not be fetched or did not verify (it will not be retried). */
-  recordFailed(commitment: Uint8Array): void {
-    this.#failed.add(toHex(commitment));
+  recordFailed(commitment: Uint8Array, atMs = 0): void {
+    const key = toHex(commitment);
+    this.#failed.add(key);
+    if (!this.#settledAt.has(key)) this.#settledAt.set(key, atMs);
   }
 
   /** The verified result for a commitment, if downloaded. */
@@ -230,6 +240,17 @@ export class RoundTracker {
       if (!this.#verified.has(key) && !this.#failed.has(key)) return false;
     }
     return true;
+  }
+
+  /**
+   * When the next round stops waiting for this round's downloads still pending (ms, the clock
+   * of `recordVerified`), or null while fewer than a majority of the round's trainers' results
+   * settled: the straggler rule of client/results/straggler_wait.ts over the round's results.
+   */
+  downloadsDeadline(): number | null {
+    const times = [...this.#settledAt.values()];
+    const trainers = Math.max(this.view.assignments.length, times.length);
+    return stragglerDeadline(this.#seenAtMs, times, trainers);
   }
 
   /** Accepted commitments for `batch`, sorted by hash bytes (the same order on every client). */
@@ -256,6 +277,24 @@ export class RoundTracker {
   /** Whether every key in `peers` (p2p keys) announced Finished. */
   finishedBy(peers: readonly PublicKeyBytes[]): boolean {
     return peers.every((p) => this.#finished.has(toHex(p)));
+  }
+
+  /** Keys of `peers` (p2p keys) that have not announced Finished. */
+  unfinished(peers: readonly PublicKeyBytes[]): PublicKeyBytes[] {
+    return peers.filter((p) => !this.#finished.has(toHex(p)));
+  }
+
+  /**
+   * When a witness stops waiting for the Finished of `peers` still missing (ms, the clock of
+   * `acceptFinished`), or null while fewer than a majority of them finished
+   * (client/results/straggler_wait.ts).
+   */
+  stragglerDeadline(peers: readonly PublicKeyBytes[]): number | null {
+    const times = peers.flatMap((p) => {
+      const at = this.#finished.get(toHex(p));
+      return at === undefined ? [] : [at];
+    });
+    return stragglerDeadline(this.#seenAtMs, times, peers.length);
   }
 
   /** How many distinct clients announced Finished. */

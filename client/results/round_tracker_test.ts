@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { STRAGGLER_MIN_WAIT_MS } from "./straggler_wait.ts";
 import { bloomSetup, RoundTracker } from "./round_tracker.ts";
 import { roundView } from "../round_view.ts";
 import { announcementOf, runInRound0, testBlooms } from "../testing/fixtures.ts";
@@ -99,6 +100,32 @@ Deno.test("RoundTracker: witness blooms hold verified trainers and commitments o
   );
 });
 
+Deno.test("RoundTracker: stops waiting for the last downloads once a majority settled", () => {
+  const { ids, view } = setup();
+  assert.equal(view.assignments.length, 3);
+  const tracker = new RoundTracker(view, testBlooms(setup().state), 1000); // seen at 1,000 ms
+  const messages = view.assignments.map((a) => {
+    const m = announcementOf(view, a.clientIndex);
+    tracker.acceptResult(ids[a.clientIndex].p2pIdentity, m);
+    return m;
+  });
+  const result = (i: number) => ({
+    step: view.step,
+    batch: messages[i].batch,
+    trainerNonce: 0,
+    params: [],
+  });
+  tracker.recordVerified(messages[0].commitment, result(0), 1200);
+  assert.equal(tracker.downloadsDeadline(), null, "one of three trainers' results");
+  tracker.recordFailed(messages[1].commitment, 4000); // a failure settles too
+  // The majority took 3,000 ms from the round's start: the third gets as long again.
+  assert.equal(tracker.downloadsDeadline(), 4000 + 3000);
+  assert.ok(3000 > STRAGGLER_MIN_WAIT_MS);
+  assert.equal(tracker.downloadsSettled(), false);
+  tracker.recordVerified(messages[2].commitment, result(2), 9000);
+  assert.equal(tracker.downloadsSettled(), true);
+});
+
 Deno.test("RoundTracker: the Merkle root does not depend on arrival order", () => {
   const { state, ids, view } = setup();
   const roots = [false, true].map((reverse) => {
@@ -135,9 +162,15 @@ Deno.test("RoundTracker: Finished from every client, once, this step only, own p
   assert.equal(reason(tracker.acceptFinished(peers[0], finished(view.step, 0))), "Duplicate");
   assert.equal(tracker.finishedBy(peers), false);
   assert.deepEqual(peers.map((p) => tracker.hasFinished(p)), [true, false, false]);
-  tracker.acceptFinished(peers[1], finished(view.step, 1));
+  assert.equal(tracker.stragglerDeadline(peers), null, "one of three");
+  tracker.acceptFinished(peers[1], finished(view.step, 1), 700);
+  assert.deepEqual(tracker.unfinished(peers), [peers[2]]);
+  // Seen at 0; the first Finished counted at 0 ms, the second (the majority) at 700.
+  assert.equal(tracker.stragglerDeadline(peers), 700 + STRAGGLER_MIN_WAIT_MS);
+  assert.equal(tracker.stragglerDeadline(peers.slice(1)), null, "counts only the peers asked");
   tracker.acceptFinished(peers[2], finished(view.step, 2));
   assert.equal(tracker.finishedBy(peers), true);
+  assert.deepEqual(tracker.unfinished(peers), []);
 });
 
 Deno.test("bloomSetup: the run's bloom geometry, participant keys drawn before broadcast keys", () => {

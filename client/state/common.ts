@@ -144,7 +144,9 @@ function planDecay(input: PlanInput, view: RoundView): Intent[] {
 
 /**
  * `Finished` for the round once this client's training is done (or it has none), its due
- * applies are done, and every announced payload of the previous round is settled.
+ * applies are done, and every announced payload of the previous round is settled, or a majority
+ * of them is and the rest had their time (client/results/straggler_wait.ts): a trainer whose
+ * bytes crawl in does not hold every other client's Finished, and so every witness.
  */
 export function planFinished(input: PlanInput, view: RoundView): Intent[] {
   const { state, progress, facts } = input;
@@ -160,7 +162,7 @@ export function planFinished(input: PlanInput, view: RoundView): Intent[] {
   if (progress.started(intentKey(intent))) return [];
   const trained = !needsTraining(view) ||
     progress.done(roundKey("Train", epoch, view.height));
-  const settled = view.height === 0 || facts.downloadsSettled(view.height - 1);
+  const settled = view.height === 0 || facts.downloadsWaitOver(view.height - 1);
   // Applied too, so the witness report that follows carries the digest of this round's
   // parameters (a round that does not train would otherwise not wait for its apply).
   return trained && settled && appliesDone(input) ? [intent] : [];

@@ -289,10 +289,18 @@ export class ClientProgress {
 export interface ExchangeFacts {
   /** Whether each of `peers` (p2p keys) announced it finished warmup this epoch. */
   warmupFinishedBy(peers: readonly PublicKeyBytes[]): boolean;
-  /** Whether every announced result of round `height` was downloaded or given up on. */
-  downloadsSettled(height: number): boolean;
-  /** Whether each of `peers` announced Finished for round `height`. */
-  finishedBy(height: number, peers: readonly PublicKeyBytes[]): boolean;
+  /**
+   * Whether the next round waited enough for round `height`'s downloads: all settled, or a
+   * majority of its trainers' results did and the rest had their time
+   * (client/results/straggler_wait.ts).
+   */
+  downloadsWaitOver(height: number): boolean;
+  /**
+   * Whether a witness of round `height` waited enough for `peers` (p2p keys) to announce
+   * Finished: all of them did, or a majority did and the rest had their time
+   * (client/results/straggler_wait.ts).
+   */
+  witnessWaitOver(height: number, peers: readonly PublicKeyBytes[]): boolean;
 }
 
 /** Everything a plan is a function of. */

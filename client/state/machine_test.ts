@@ -21,10 +21,10 @@ class Facts implements ExchangeFacts {
   warmupFinishedBy(peers: readonly PublicKeyBytes[]): boolean {
     return peers.every((p) => this.warmup.has(toHex(p)));
   }
-  downloadsSettled(height: number): boolean {
+  downloadsWaitOver(height: number): boolean {
     return this.settled.has(height);
   }
-  finishedBy(height: number, peers: readonly PublicKeyBytes[]): boolean {
+  witnessWaitOver(height: number, peers: readonly PublicKeyBytes[]): boolean {
     const s = this.finished.get(height) ?? new Set();
     return peers.every((p) => s.has(toHex(p)));
   }

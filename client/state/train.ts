@@ -6,7 +6,8 @@
  * 3. train the assigned batch (unless the epoch is winding down) and publish the result;
  * 4. announce Finished once trained and round `h − 1`'s payloads are settled;
  * 5. as a witness, report as soon as every Healthy client announced Finished
- *    (opportunistic witnessing), instead of waiting for RoundWitness.
+ *    (opportunistic witnessing), instead of waiting for RoundWitness; once a majority has,
+ *    the rest get a bounded wait (client/results/straggler_wait.ts), not the whole round.
  *
  * Pure.
  *
@@ -66,7 +67,7 @@ export function planRoundTrain(input: PlanInput, view: RoundView): Intent[] {
   out.push(...planFinished(input, view));
   const epoch = input.state.progress.epoch;
   const finished = input.progress.done(roundKey("AnnounceFinished", epoch, view.height));
-  if (finished && input.facts.finishedBy(view.height, healthyPeers(input.state))) {
+  if (finished && input.facts.witnessWaitOver(view.height, healthyPeers(input.state))) {
     out.push(...witnessIntent(input, view));
   }
   return out;

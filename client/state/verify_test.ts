@@ -7,8 +7,8 @@ import type { CoordinatorState, NodeIdentity } from "../../coordinator/core/mod.
 
 const facts: ExchangeFacts = {
   warmupFinishedBy: () => true,
-  downloadsSettled: () => true,
-  finishedBy: () => false,
+  downloadsWaitOver: () => true,
+  witnessWaitOver: () => false,
 };
 
 /** Five clients in round 1 of a run that samples every batch (round 0's, at round 1's start). */

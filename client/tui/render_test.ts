@@ -59,7 +59,10 @@ function busyView(o: { runId?: string; coordinator?: string } = {}): TuiView {
     event: "traffic",
     fields: { bytes_sent: 1_201_000, bytes_received: 2_302_000, gossip_delivered: 9, peers: 2 },
   });
-  at({ event: "witness", fields: { step: 4, round: 3, participants: 2, commitments: 2 } });
+  at({
+    event: "witness",
+    fields: { step: 4, round: 3, participants: 2, commitments: 2, not_waited_for: [] },
+  });
   at({
     event: "apply",
     fields: {

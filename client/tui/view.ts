@@ -274,6 +274,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "verification":
     case "verification_retry":
     case "ejected":
+    case "dropped":
       return view; // a notice (warn/error) or nothing the screen shows
     default: {
       const unreachable: never = e;

@@ -82,7 +82,10 @@ Deno.test("view: apply → apply status and the model's new hash; witness → wi
       event: "model",
       fields: { folder: "m", weights: "seeded", params: 9, params_hash: "00", params_step: 0 },
     },
-    { event: "witness", fields: { step: 3, round: 2, participants: 2, commitments: 2 } },
+    {
+      event: "witness",
+      fields: { step: 3, round: 2, participants: 2, commitments: 2, not_waited_for: [] },
+    },
     {
       event: "apply",
       fields: {

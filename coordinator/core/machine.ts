@@ -49,7 +49,7 @@ import {
 } from "./checkpoint_lifecycle.ts";
 import { roundWitnessQuorum } from "./witness_quorum.ts";
 import { tallyDigestVotes } from "./params_digest.ts";
-import { currentRound, roundBatchSize } from "./machine_queries.ts";
+import { currentRound, roundBatchSize, roundWitnessWindow } from "./machine_queries.ts";
 import { validateCoordinatorInputs } from "./machine_validate.ts";
 import {
   barEpoch,
@@ -249,7 +249,7 @@ export function nextTickDeadline(state: CoordinatorState, pendingCount: number):
     case "RoundTrain":
       return deadlineAfter(state, config.maxRoundTrainTime);
     case "RoundWitness":
-      return deadlineAfter(state, config.roundWitnessTime);
+      return deadlineAfter(state, roundWitnessWindow(state, currentRound(state)));
     case "Cooldown":
       return deadlineAfter(state, config.cooldownTime);
     default: {
@@ -343,8 +343,8 @@ export const MIN_ROUNDS_PER_EPOCH = NUM_STORED_ROUNDS;
 
 function tickRoundWitness(state: CoordinatorState, now: number, seed: bigint): Outcome {
   const { config, epochState: es, progress } = state;
-  if (!checkTimeout(state, now, config.roundWitnessTime)) return UNCHANGED;
   const round = currentRound(state);
+  if (!checkTimeout(state, now, roundWitnessWindow(state, round))) return UNCHANGED;
   // Verification stages due now close first, and idle witnesses are found: whom they eject
   // leaves with this round.
   closeVerificationStages(state, round.height, now, seed);

@@ -23,10 +23,10 @@ const justBefore = (t: number) => fromMillis(toMillis(t) - 1);
 
 Deno.test("fractional timers fire at their exact millisecond, not one earlier", () => {
   const d = new RunDriver(testState(FAST, T0));
-  const two = identities(2);
+  const four = identities(4);
 
-  assert.deepEqual(tick(d.state, two, T0 + 0.049, 1n), { kind: "Unchanged" });
-  assert.deepEqual(tick(d.state, two, 1763718509.173, 1n), { kind: "Changed" });
+  assert.deepEqual(tick(d.state, four, T0 + 0.049, 1n), { kind: "Unchanged" });
+  assert.deepEqual(tick(d.state, four, 1763718509.173, 1n), { kind: "Changed" });
   assert.equal(d.state.runState, "Warmup");
   assert.equal(d.state.runStateStartUnixTimestamp, 1763718509.173);
   assert.equal(d.state.epochState.startTimestamp, 1763718509.173);
@@ -36,7 +36,7 @@ Deno.test("fractional timers fire at their exact millisecond, not one earlier", 
   assert.equal(d.state.runState, "RoundTrain");
 
   d.now = 1763718509.423;
-  d.witnessAll(); // quorum: RoundWitness at once
+  d.witnessFirst(2); // a quorum of 4: RoundWitness at once, and the others have its window
   assert.equal(d.state.runState, "RoundWitness");
   assert.deepEqual(tick(d.state, null, 1763718509.522, 3n), { kind: "Unchanged" });
   tick(d.state, null, 1763718509.523, 3n);
@@ -54,7 +54,14 @@ Deno.test("nextTickDeadline: start + the state's timer, null when only an event 
   d.warmupTimeout();
   assert.equal(nextTickDeadline(s, 0), addMs(d.now, 500));
   d.witnessAll();
-  assert.equal(nextTickDeadline(s, 0), addMs(d.now, 100));
+  // Every expected witness reported: nothing left to wait for, the round ends in the next ms.
+  assert.equal(nextTickDeadline(s, 0), addMs(d.now, 1));
+
+  const four = new RunDriver(testState(FAST, T0));
+  four.startEpoch(identities(4));
+  four.warmupTimeout();
+  four.witnessFirst(2); // a quorum, not everyone: the window stays open for the rest
+  assert.equal(nextTickDeadline(four.state, 0), addMs(four.now, 100));
 
   const whole = testState({}, 10);
   assert.equal(nextTickDeadline(whole, 2), 11, "whole seconds give whole seconds");

@@ -12,7 +12,7 @@
 
 import { CommitteeSelection } from "./committee_selection.ts";
 import { assignDataForRound, batchSizeForTokens, type DataAssignment } from "./data_selection.ts";
-import { roundWitnessQuorum } from "./witness_quorum.ts";
+import { expectedWitnesses, roundWitnessQuorum } from "./witness_quorum.ts";
 import type { BatchId } from "../../common/mod.ts";
 import {
   type Client,
@@ -54,6 +54,16 @@ export function roundBatchSize(state: CoordinatorState, round: Round): number {
 
 const SELECTION_CACHE_SIZE = 8;
 const selectionCache = new Map<string, CommitteeSelection>();
+
+/**
+ * How long RoundWitness lasts: `roundWitnessTime`, which is there for the witnesses still to
+ * report, or nothing once every expected witness has (Psyche always waits it out; with one 1.4 s
+ * training step, a 2 s window was most of the demo's round).
+ */
+export function roundWitnessWindow(state: CoordinatorState, round: Round): number {
+  const expected = expectedWitnesses(state.config, round.clientsLen);
+  return round.witnesses.length >= expected ? 0 : state.config.roundWitnessTime;
+}
 
 /**
  * The committee selection of `round` under `config` (memoized: the result depends only

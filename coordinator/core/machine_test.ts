@@ -216,13 +216,23 @@ Deno.test("RoundTrain -> RoundWitness once a quorum of the expected witnesses re
   assert.equal(d.state.runState, "RoundWitness");
 });
 
+Deno.test("RoundWitness ends in the next millisecond once every expected witness reported", () => {
+  const d = inRoundTrain(3);
+  d.witnessAll();
+  assert.equal(d.state.runState, "RoundWitness");
+  assert.deepEqual(d.tick(0), { kind: "Unchanged" }, "never two transitions at one instant");
+  assert.deepEqual(d.tick(0.001), { kind: "Changed" });
+  assert.equal(d.state.runState, "RoundTrain");
+  assert.equal(d.state.progress.step, 2);
+});
+
 Deno.test("RoundWitness waits its time; then starts the next round with the ramped data index", () => {
   const d = inRoundTrain(3, {
     globalBatchSizeStart: 4,
     globalBatchSizeEnd: 12,
     globalBatchSizeWarmupTokens: 1000,
   });
-  d.witnessAll();
+  d.witnessFirst(2); // a quorum of 3: the third may still report
   const r0 = currentRound(d.state);
   assert.deepEqual(d.tick(d.state.config.roundWitnessTime - 1), { kind: "Unchanged" });
   assert.deepEqual(d.tick(1), { kind: "Changed" });

@@ -57,6 +57,7 @@ import {
   roundClients,
   roundSelection,
   roundWitnessQuorum,
+  roundWitnessWindow,
   type RunState,
   tick as machineTick,
   untrainedBatchCount,
@@ -483,8 +484,8 @@ export class CoordinatorHost {
   #roundEnding(now: number): Extract<HostEvent, { kind: "RoundEnd" }> | null {
     const { state } = this;
     if (state.runState !== "RoundWitness") return null;
-    if (!checkTimeout(state, now, state.config.roundWitnessTime)) return null;
     const round = currentRound(state);
+    if (!checkTimeout(state, now, roundWitnessWindow(state, round))) return null;
     const count = untrainedBatchCount(state, round);
     const trainEnd = this.#trainEnd;
     return {
@@ -522,8 +523,8 @@ export class CoordinatorHost {
   #withdrawSilentWitnesses(now: number): void {
     const { state } = this;
     if (state.runState !== "RoundWitness") return;
-    if (!checkTimeout(state, now, state.config.roundWitnessTime)) return;
     const round = currentRound(state);
+    if (!checkTimeout(state, now, roundWitnessWindow(state, round))) return;
     const reported = new Set(round.witnesses.map((w) => w.proof.index));
     if (reported.size === 0 || reported.size >= roundWitnessQuorum(state.config, round)) return;
     const roundClientList = roundClients(state, round.height);

@@ -181,6 +181,15 @@ export class RunDriver {
     }
   }
 
+  /** The first `count` witnesses of the current round report having seen every client. */
+  witnessFirst(count: number) {
+    const seen = this.state.epochState.clients.map((c) => c.id);
+    for (const index of witnessIndices(this.state).slice(0, count)) {
+      const from = this.state.epochState.clients[index].id;
+      witnessImpl(this.state, from, witnessReport(this.state, index, seen), this.now);
+    }
+  }
+
   /** RoundWitness → next state by the witness timer. */
   witnessTimeout() {
     return this.tick(this.state.config.roundWitnessTime);

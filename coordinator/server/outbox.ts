@@ -29,6 +29,8 @@ export class Outbox {
   #state: Uint8Array | null = null;
   #running: Promise<void> | null = null;
   #closed = false;
+  /** A last frame was queued (`sendLast`): nothing more is taken, no state follows it. */
+  #ending = false;
 
   /**
    * `onError` is called once, with the first failed write or when more than `maxQueued`
@@ -47,7 +49,7 @@ export class Outbox {
 
   /** Queues a frame (replies: never dropped; too many unwritten fail the outbox). */
   send(payload: Uint8Array): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#ending) return;
     if (this.#queue.length >= this.#maxQueued) {
       this.close();
       this.#onError(new UnreadRepliesError(`the peer left ${this.#maxQueued} replies unread`));
@@ -59,8 +61,21 @@ export class Outbox {
 
   /** Queues a state frame, replacing a queued state frame not yet written. */
   sendState(payload: Uint8Array): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#ending) return;
     this.#state = payload;
+    this.#pump();
+  }
+
+  /**
+   * Queues the connection's last frame (a refusal): it follows the replies already queued, a
+   * state frame not yet written is dropped, and nothing sent after it is taken, so the peer reads
+   * it last. Found under load: a state pushed while a refusal was being written went out after it.
+   */
+  sendLast(payload: Uint8Array): void {
+    if (this.#closed || this.#ending) return;
+    this.#ending = true;
+    this.#state = null;
+    this.#queue.push(payload);
     this.#pump();
   }
 

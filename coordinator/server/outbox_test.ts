@@ -67,3 +67,17 @@ Deno.test("a peer that leaves too many replies unread fails the outbox", async (
   await outbox.flush();
   assert.deepEqual(w.written, [0], "nothing more is written once it failed");
 });
+
+Deno.test("a last frame is read last: no state or reply queued after it is written", async () => {
+  const w = gatedWriter();
+  const outbox = new Outbox(w.writer, (e) => assert.fail(e));
+  outbox.sendState(new Uint8Array([1])); // being written, blocked on the gate
+  outbox.send(new Uint8Array([10]));
+  outbox.sendState(new Uint8Array([2])); // not written yet: dropped by the last frame
+  outbox.sendLast(new Uint8Array([99]));
+  outbox.sendState(new Uint8Array([3])); // pushed while the refusal is on its way
+  outbox.send(new Uint8Array([11]));
+  w.open();
+  await outbox.flush();
+  assert.deepEqual(w.written, [1, 10, 99]);
+});

@@ -421,7 +421,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
 
     const reply = (msg: ServerMessage) => session.outbox.send(encodeServerMessage(msg));
     const refuse = async (reason: string) => {
-      reply({ kind: "Refused", reason });
+      session.outbox.sendLast(encodeServerMessage({ kind: "Refused", reason }));
       await session.outbox.flush();
       emit({ kind: "ConnectionRefused", peer, client: name, reason });
     };

@@ -25,6 +25,7 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
   train: { flag: "--data-path" },
   "bench-torch": { flag: "--steps" },
   "bench-rounds": { flag: "--rounds" },
+  "bench-throughput": { flag: "--steps" },
   "bench-report": { flag: "--quick" },
   "bench-link": { flag: "--rate" },
   netlab: { flag: "--clients" },

@@ -12,7 +12,8 @@
  *   deno task netlab [--clients 3] [--steps 6] [--rate 20mbit] [--slow 2mbit]
  *
  * `--slow` limits the last client's link alone (lab topology 3): whether the run keeps the
- * others' pace, and whether that client keeps up or is told it is too slow (`too_slow`).
+ * others' pace, and whether that client keeps up or is told it was dropped (`dropped`) or is too
+ * slow (`too_slow`).
  *
  * Needs root (network namespaces), iproute2 and nftables. The kernel here has no `netem`, so
  * added latency is not offered: the links are rate-limited only.
@@ -103,7 +104,7 @@ interface Measured {
   readonly stepsCompared: number;
   readonly disagreements: number;
   /** With `--slow`: the slow client's own results applied, of the steps it trained. */
-  readonly slowApplied?: { applied: number; trained: number; toldTooSlow: boolean };
+  readonly slowApplied?: { applied: number; trained: number; told: string | null };
 }
 
 const run: TinyRunOptions = {
@@ -156,6 +157,7 @@ async function measure(testnet: TinyTestnet, what: string, slow?: string): Promi
       bytes.push((inWindow.at(-1)!.received - inWindow[0].received) / spanRounds);
     }
   }
+  if (slow !== undefined) await awaitSlowVerdict(testnet, slow);
   const connected = watcher.events.filter((e) => e.event.event === "peer_connected");
   const found = disagreements(clientDigests(watcher.events));
   return {
@@ -188,8 +190,22 @@ function slowClientFigures(testnet: TinyTestnet, slow: string) {
   return {
     applied: applies.length - missed,
     trained: Math.min(trained.length, applies.length),
-    toldTooSlow: watcher.named("too_slow", slow).length > 0,
+    told: ["dropped", "too_slow"].find((name) => watcher.named(name, slow).length > 0) ?? null,
   };
+}
+
+/**
+ * Gives a slow client that missed results up to a minute to hear of it: it sees the
+ * coordinator's states late, so it learns it was dropped after the others measured.
+ */
+async function awaitSlowVerdict(testnet: TinyTestnet, slow: string): Promise<void> {
+  const { applied, trained } = slowClientFigures(testnet, slow);
+  if (applied === trained) return;
+  await testnet.watcher.waitFor(
+    `${slow} to be told it missed its rounds`,
+    () => slowClientFigures(testnet, slow).told !== null,
+    60_000,
+  ).catch(() => {}); // reported below as "never told"
 }
 
 const cpu = Deno.readTextFileSync("/proc/cpuinfo").match(/model name\s*:\s*(.*)/)?.[1];
@@ -243,10 +259,14 @@ console.log(
 console.log(row("loopback", baseline));
 console.log(row(`NAT + relay${links}`, lab));
 if (lab.slowApplied !== undefined) {
-  const { applied, trained, toldTooSlow } = lab.slowApplied;
+  const { applied, trained, told } = lab.slowApplied;
   console.log(
     `\n${labels.at(-1)} on ${options.slow}: ${applied} of its ${trained} results applied; ` +
-      `${toldTooSlow ? "it was told it is too slow (too_slow)" : "never told it is too slow"}`,
+      (told !== null
+        ? `it was told (${told})`
+        : applied === trained
+        ? "it kept up"
+        : "it missed results and was NEVER TOLD"),
   );
 }
 console.log(

@@ -157,6 +157,8 @@ async function trainWith(
         runId: args.runId,
         identity,
         signal,
+        // Clients may start before their coordinator: wait for it, saying so.
+        waitForCoordinator: true,
         onEvent: (e) => {
           // The coordinator names the run's relays on every connection: meet peers there.
           if (e.kind === "Relays") exchange.useRelays(e.addresses);

@@ -87,6 +87,19 @@ export interface TcpBackendOptions {
   onEvent?: (event: TcpBackendEvent) => void;
   /** Aborts the first connection attempt. */
   signal?: AbortSignal;
+  /**
+   * When the first connection is refused or times out (the coordinator is not up yet), try
+   * again with the reconnect back-off, saying so each time (`Reconnecting`), until `signal`
+   * aborts. Any other failure (a bad address, a refused handshake) still rejects at once.
+   * Default false.
+   */
+  waitForCoordinator?: boolean;
+}
+
+/** Whether a failed first connection says the coordinator is not listening (yet). */
+function coordinatorNotUp(e: unknown): boolean {
+  return e instanceof Deno.errors.ConnectionRefused ||
+    (e instanceof DOMException && e.name === "TimeoutError");
 }
 
 /** Splits `host:port` or `[v6]:port`; TypeError naming the address otherwise. */
@@ -144,7 +157,19 @@ export class TcpBackend implements CoordinatorBackend {
    */
   static async connect(options: TcpBackendOptions): Promise<TcpBackend> {
     const backend = new TcpBackend(options);
-    backend.#link = await backend.#open(options.signal);
+    const waiting = options.signal ?? new AbortController().signal;
+    for (let attempt = 1;; attempt++) {
+      try {
+        backend.#link = await backend.#open(options.signal);
+        break;
+      } catch (e) {
+        if (!options.waitForCoordinator || !coordinatorNotUp(e) || waiting.aborted) throw e;
+        const delayMs = backend.#backoffMs(attempt);
+        const error = (e as Error).message;
+        backend.#emit({ kind: "Reconnecting", address: options.address, attempt, delayMs, error });
+        if (!(await sleep(delayMs, waiting))) throw e;
+      }
+    }
     backend.#emit({ kind: "Connected", address: options.address });
     backend.#loop = backend.#run();
     return backend;
@@ -350,11 +375,7 @@ export class TcpBackend implements CoordinatorBackend {
         }
       }
       attempt++;
-      const first = this.#options.reconnectDelayMs ?? 250;
-      const delayMs = Math.min(
-        first * 2 ** (attempt - 1),
-        this.#options.maxReconnectDelayMs ?? 5000,
-      );
+      const delayMs = this.#backoffMs(attempt);
       this.#emit({ kind: "Reconnecting", address, attempt, delayMs, error: lastError });
       if (!(await sleep(delayMs, this.#closing.signal))) break;
       try {
@@ -373,6 +394,12 @@ export class TcpBackend implements CoordinatorBackend {
       }
     }
     this.#feed.close();
+  }
+
+  /** The wait before the `attempt`-th try (1-based): doubling from the first delay, capped. */
+  #backoffMs(attempt: number): number {
+    const first = this.#options.reconnectDelayMs ?? 250;
+    return Math.min(first * 2 ** (attempt - 1), this.#options.maxReconnectDelayMs ?? 5000);
   }
 
   /** Handles frames until the link ends; returns why it ended. */

@@ -185,6 +185,77 @@ Deno.test("the first connection fails at once when nobody listens", async () => 
   assert.match(error.message, new RegExp(`^cannot reach the coordinator at ${address}: `));
 });
 
+Deno.test("waitForCoordinator: a client started first waits, saying so, and connects once it listens", async () => {
+  const probe = serve();
+  const { address, port } = probe;
+  await probe.close();
+  const events: TcpBackendEvent[] = [];
+  const connecting = TcpBackend.connect({
+    address,
+    runId: "test-run",
+    identity: generateIdentity(),
+    reconnectDelayMs: 20,
+    maxReconnectDelayMs: 40,
+    waitForCoordinator: true,
+    onEvent: (e) => events.push(e),
+  });
+  const deadline = Date.now() + 5000;
+  while (events.filter((e) => e.kind === "Reconnecting").length < 2 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await using server = serve(port);
+  const backend = await connecting;
+  try {
+    await backend.join();
+    assert.equal(server.host.pending().length, 1);
+    const waits = events.filter((e) => e.kind === "Reconnecting");
+    assert.ok(waits.length >= 2, `${waits.length} waits said`);
+    for (const w of waits) {
+      assert.match(w.kind === "Reconnecting" && w.error || "", /cannot reach the coordinator/);
+    }
+  } finally {
+    await backend.close();
+  }
+});
+
+Deno.test("waitForCoordinator: something else on the port fails at once, and so does an abort", async () => {
+  // Not a coordinator: it accepts and hangs up, so the handshake fails; waiting would not help.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const hangUp = (async () => {
+    for await (const conn of listener) conn.close();
+  })();
+  const events: TcpBackendEvent[] = [];
+  const wrong = await TcpBackend.connect({
+    address: `127.0.0.1:${listener.addr.port}`,
+    runId: "test-run",
+    identity: generateIdentity(),
+    waitForCoordinator: true,
+    onEvent: (e) => events.push(e),
+  }).then(() => null, (e) => e);
+  listener.close();
+  await hangUp.catch(() => {});
+  assert.ok(
+    wrong instanceof Error && !(wrong instanceof Deno.errors.ConnectionRefused),
+    String(wrong),
+  );
+  assert.deepEqual(events.filter((e) => e.kind === "Reconnecting"), []);
+
+  const gone = serve();
+  const address = gone.address;
+  await gone.close();
+  const stop = new AbortController();
+  const waiting = TcpBackend.connect({
+    address,
+    runId: "test-run",
+    identity: generateIdentity(),
+    reconnectDelayMs: 20,
+    waitForCoordinator: true,
+    signal: stop.signal,
+  }).then(() => null, (e) => e);
+  setTimeout(() => stop.abort(), 100);
+  assert.ok(await waiting instanceof Error, "an aborted wait rejects");
+});
+
 Deno.test("a backlog of states is skipped to the newest but for a Cooldown, replies kept in order", async () => {
   // A coordinator whose pushes piled up while the link was stalled: 30 states and an Ack
   // between them arrive in one burst.

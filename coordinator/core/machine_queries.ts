@@ -58,11 +58,16 @@ const selectionCache = new Map<string, CommitteeSelection>();
 /**
  * How long RoundWitness lasts: `roundWitnessTime`, which is there for the witnesses still to
  * report, or nothing once every expected witness has (Psyche always waits it out; with one 1.4 s
- * training step, a 2 s window was most of the demo's round).
+ * training step, a 2 s window was most of the demo's round). A verifying run keeps the window:
+ * its verifiers replay sampled results while rounds go on, and what they replay from is kept for
+ * a number of rounds, so rounds paced by the witnesses alone outran them on a busy machine (the
+ * end-to-end verification test saw honest verifiers ejected as idle).
  */
 export function roundWitnessWindow(state: CoordinatorState, round: Round): number {
-  const expected = expectedWitnesses(state.config, round.clientsLen);
-  return round.witnesses.length >= expected ? 0 : state.config.roundWitnessTime;
+  const { config } = state;
+  const expected = expectedWitnesses(config, round.clientsLen);
+  const allIn = round.witnesses.length >= expected && config.verificationPercent === 0;
+  return allIn ? 0 : config.roundWitnessTime;
 }
 
 /**

@@ -226,6 +226,14 @@ Deno.test("RoundWitness ends in the next millisecond once every expected witness
   assert.equal(d.state.progress.step, 2);
 });
 
+Deno.test("a verifying run keeps its witness window even with every witness in", () => {
+  const d = inRoundTrain(3, { verificationPercent: 10 });
+  d.witnessAll();
+  assert.deepEqual(d.tick(d.state.config.roundWitnessTime - 0.001), { kind: "Unchanged" });
+  assert.deepEqual(d.tick(0.001), { kind: "Changed" });
+  assert.equal(d.state.runState, "RoundTrain");
+});
+
 Deno.test("RoundWitness waits its time; then starts the next round with the ramped data index", () => {
   const d = inRoundTrain(3, {
     globalBatchSizeStart: 4,

@@ -958,8 +958,7 @@ export class TrainingClient {
    */
   #noteDropped(state: CoordinatorState): void {
     if (!isInEpoch(state)) return;
-    const signer = this.#o.backend.identity.signer;
-    const me = state.epochState.clients.find((c) => equalBytes(c.id.signer, signer));
+    const me = state.epochState.clients[epochIndexOf(state, this.#o.backend.identity.signer)];
     if (me?.state !== "Dropped") return;
     const key = `${state.progress.epoch}:${state.epochState.startTimestamp}`;
     if (this.#droppedSeen === key) return;

@@ -176,9 +176,12 @@ Deno.test({
       const report = observer.results.witnessReport(1, { position: 0, index: 1, witness: true });
       assert.ok(bloomContains(report.participantBloom, sha256(ids[0].signer)));
       assert.ok(!bloomContains(report.participantBloom, sha256(ids[2].signer)));
-      assert.equal(observer.results.finishedBy(0, [ids[0].p2pIdentity]), false);
+      assert.equal(observer.results.tracker(0)?.finishedBy([ids[0].p2pIdentity]) ?? false, false);
       await honest.results.announceFinished(0, view.step, proofOf(0));
-      await waitFor("Finished", () => observer.results.finishedBy(0, [ids[0].p2pIdentity]));
+      await waitFor(
+        "Finished",
+        () => observer.results.tracker(0)?.finishedBy([ids[0].p2pIdentity]) ?? false,
+      );
 
       // 5. A peer ahead of us: its round-1 Finished arrives before we see round 1 and is kept.
       driver.fullRound();
@@ -197,7 +200,7 @@ Deno.test({
       await observer.update(structuredClone(state));
       await waitFor(
         "the kept Finished",
-        () => observer.results.finishedBy(1, [ids[0].p2pIdentity]),
+        () => observer.results.tracker(1)?.finishedBy([ids[0].p2pIdentity]) ?? false,
       );
     } finally {
       for (const ex of exchanges) await ex.close();

@@ -221,11 +221,6 @@ export class RoundResults implements ExchangeFacts {
     return this.tracker(height)?.downloadsSettled() ?? true;
   }
 
-  /** Whether each of `peers` (p2p keys) announced Finished for round `height`. */
-  finishedBy(height: number, peers: readonly PublicKeyBytes[]): boolean {
-    return this.tracker(height)?.finishedBy(peers) ?? false;
-  }
-
   /**
    * {@inheritDoc ExchangeFacts.downloadsWaitOver}
    *

@@ -21,8 +21,8 @@
 import { type FlagValues, parseOrExit } from "../../cli/entry.ts";
 import { connectTestBackend, startTestServer } from "../../tests/support/server_driver.ts";
 import { Testnet } from "./launcher.ts";
-import { type RoundTiming, roundTimings, type TimedEvent } from "./round_overhead.ts";
-import { tinyRunFolder } from "../testing/testnet.ts";
+import { type RoundTiming, roundTimings } from "./round_overhead.ts";
+import { EventWatcher, tinyRunFolder } from "../testing/testnet.ts";
 import { quantile, UsageError } from "../../common/mod.ts";
 
 /** The train timer (s): far above a step of the tiny model, so witnessing closes rounds. */
@@ -74,35 +74,23 @@ async function measure(
     maxRoundTrainTime: MAX_ROUND_TRAIN_TIME,
     roundWitnessTime,
   });
-  const events: TimedEvent[] = [];
-  let wake = () => {};
+  const watcher = new EventWatcher();
   const net = await Testnet.start({
     configPath: config,
     numClients: clients,
     write: null,
-    onEvent: (_label, kind, event) => {
-      events.push({ kind, event });
-      wake();
-    },
+    onEvent: watcher.onEvent,
   });
   const options = { maxRoundTrainMs: MAX_ROUND_TRAIN_TIME * 1000 };
-  const deadline = Date.now() + timeoutMs;
   try {
-    while (Date.now() < deadline) {
-      const done = roundTimings(events, options);
-      // One more than asked: the first round after Warmup is dropped by the caller.
-      if (done.rounds.length > rounds) return done;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, 1000);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-    throw new Error(
-      `${clients} clients: fewer than ${rounds} rounds within ${timeoutMs} ms ` +
-        `(${roundTimings(events, options).rounds.length} measured)`,
+    // One more than asked: the first round after Warmup is dropped by the caller.
+    return await watcher.waitFor(
+      `${clients} clients: ${rounds + 1} rounds measured`,
+      () => {
+        const done = roundTimings(watcher.events, options);
+        return done.rounds.length > rounds ? done : null;
+      },
+      timeoutMs,
     );
   } finally {
     await net.stop();

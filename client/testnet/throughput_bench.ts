@@ -24,6 +24,7 @@ import { parseOrExit } from "../../cli/entry.ts";
 import { quantile, UsageError } from "../../common/mod.ts";
 import { CORPUS_TOKENIZERS, ensureCorpus } from "../../data/mod.ts";
 import { REPO_ROOT, Testnet } from "./launcher.ts";
+import { EventWatcher } from "../testing/testnet.ts";
 
 /** The demo's run: 6 sequences of 256 bytes a step over 3 clients. */
 const SEQ_LEN = 256;
@@ -103,41 +104,32 @@ interface Applied {
 async function demoRun(
   steps: number,
 ): Promise<{ tps: number; roundMs: number; untrained: number }> {
-  const applies: Applied[] = [];
-  let wake = () => {};
+  const watcher = new EventWatcher();
+  const applies = (): Applied[] =>
+    watcher.named("apply", "client-1").map(({ event }) => ({
+      at: Date.parse(String(event.time)),
+      epoch: Number(event.epoch),
+      applied: Number(event.applied),
+      untrained: Number(event.untrained_batches),
+    })).filter((a) => a.epoch === 0);
   const net = await Testnet.start({
     configPath: DEMO_CONFIG,
     numClients: CLIENTS,
     write: null,
     calibrate: false,
     dashboardPort: null,
-    onEvent: (label, kind, event) => {
-      if (kind !== "client" || label !== "client-1" || event.event !== "apply") return;
-      applies.push({
-        at: Date.parse(String(event.time)),
-        epoch: Number(event.epoch),
-        applied: Number(event.applied),
-        untrained: Number(event.untrained_batches),
-      });
-      wake();
-    },
+    onEvent: watcher.onEvent,
   });
-  const deadline = Date.now() + 600_000;
   try {
-    while (applies.filter((a) => a.epoch === 0).length < steps + WARM_STEPS + 1) {
-      if (Date.now() > deadline) throw new Error(`only ${applies.length} applies in 10 minutes`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, 1000);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
+    await watcher.waitFor(
+      `${steps + WARM_STEPS + 1} applies of the first epoch at client-1`,
+      () => applies().length >= steps + WARM_STEPS + 1,
+      600_000,
+    );
   } finally {
     await net.stop();
   }
-  const window = applies.filter((a) => a.epoch === 0).slice(WARM_STEPS, WARM_STEPS + steps + 1);
+  const window = applies().slice(WARM_STEPS, WARM_STEPS + steps + 1);
   const perBatch = (GLOBAL_BATCH / CLIENTS) * SEQ_LEN;
   // Tokens applied after the window's first apply, over the time since it.
   const tokens = window.slice(1).reduce((n, a) => n + a.applied * perBatch, 0);

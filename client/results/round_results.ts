@@ -645,7 +645,9 @@ export class RoundResults implements ExchangeFacts {
         return;
       }
       const bytes = await payloads.fetch(hashFromBytes(announced.contentHash), {
+        // The trainer first (the only peer sure to have it); then whoever serves best.
         providers: [announced.from, ...others],
+        pinned: 1,
         expectedSize: announced.payloadSize,
         provideAs: { step },
         signal: this.#stop.signal,

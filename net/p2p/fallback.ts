@@ -1,10 +1,12 @@
 /**
- * How a download walks its providers: try each usable provider in order with a per-attempt
- * timeout; a provider that served bytes not matching the requested hash is marked bad and never
+ * How a download walks its providers: try each usable provider in order, each attempt failing
+ * once it makes no progress for the policy's `attemptTimeoutMs` (a stall timeout, re-armed by
+ * every chunk received, so a large transfer over a slow link completes while a stalled one is
+ * given up on); a provider that served bytes not matching the requested hash is marked bad and never
  * asked again; when every provider failed, wait `backoffMs * 2^round` (capped) and go round
  * again, up to `retries` extra rounds (Psyche's DisTrO-result policy: 2 s x 2^n, 3 retries).
  *
- * The transfer itself is the `attempt` callback and time is injected (`sleep`, `timeout`), so
+ * The transfer itself is the `attempt` callback and time is injected (`sleep`, `watchdog`), so
  * the policy is tested without a network or a clock.
  *
  * @module
@@ -13,7 +15,10 @@ import { abortableSleep } from "../mod.ts";
 
 /** Retry and timeout settings for one download. */
 export interface RetryPolicy {
-  /** Milliseconds one attempt against one provider may take. */
+  /**
+   * Milliseconds one attempt against one provider may go without progress: until its first
+   * answer, then between two chunks of content.
+   */
   attemptTimeoutMs: number;
   /** Extra rounds over all providers after the first one fails. */
   retries: number;
@@ -87,30 +92,59 @@ export interface FallbackOptions {
   isBad: (provider: string) => boolean;
   /** Called when a provider served bytes that do not match the hash. */
   markBad: (provider: string) => void;
+  /** Called for every failed attempt, with why it failed. */
+  onFailure?: (provider: string, code: AttemptFailureCode) => void;
   /** Waits `ms` (rejecting if `signal` aborts). Default: a timer. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
-  /** A signal that aborts after `ms`. Default: `AbortSignal.timeout`. */
-  timeout?: (ms: number) => AbortSignal;
+  /** A stall timer of `ms`: its signal aborts once `ms` pass without a `rearm`. */
+  watchdog?: (ms: number) => Watchdog;
   /**
    * Runs each attempt, e.g. once a download slot is free (`Limiter.run`). The attempt's timeout
    * starts only when the gate lets it run, so waiting for a slot does not count against it.
    */
-  gate?: <R>(task: () => Promise<R>, signal?: AbortSignal) => Promise<R>;
+  gate?: <R>(provider: string, task: () => Promise<R>, signal?: AbortSignal) => Promise<R>;
+}
+
+/** A timer that aborts its signal once it has not been re-armed for its interval. */
+export interface Watchdog {
+  readonly signal: AbortSignal;
+  /** Progress was made: the interval starts again. */
+  rearm(): void;
+  /** The attempt ended: the timer will never fire. */
+  stop(): void;
+}
+
+/** A {@link Watchdog} on the real clock. */
+export function stallTimer(ms: number): Watchdog {
+  const controller = new AbortController();
+  const fire = () => controller.abort(new DOMException(`no progress for ${ms} ms`, "TimeoutError"));
+  let timer = setTimeout(fire, ms);
+  return {
+    signal: controller.signal,
+    rearm() {
+      if (controller.signal.aborted) return;
+      clearTimeout(timer);
+      timer = setTimeout(fire, ms);
+    },
+    stop: () => clearTimeout(timer),
+  };
 }
 
 /**
- * Runs `attempt(provider, signal)` over `providers` per the policy and returns the first
- * success. Throws `PayloadFetchError` when all fail, or the caller's abort reason.
+ * Runs `attempt(provider, signal, progress)` over `providers` per the policy and returns the
+ * first success; the attempt calls `progress()` whenever bytes arrive, which re-arms its stall
+ * timeout. Throws `PayloadFetchError` when all fail, or the caller's abort reason. `onFailure`
+ * hears of each failed attempt as it happens.
  */
 export async function withFallback<T>(
   providers: readonly string[],
-  attempt: (provider: string, signal: AbortSignal) => Promise<T>,
+  attempt: (provider: string, signal: AbortSignal, progress: () => void) => Promise<T>,
   options: FallbackOptions,
 ): Promise<T> {
   const { policy, signal } = options;
   const wait = options.sleep ?? abortableSleep;
-  const timeout = options.timeout ?? ((ms: number) => AbortSignal.timeout(ms));
-  const gate = options.gate ?? (<R>(task: () => Promise<R>) => task());
+  const watchdog = options.watchdog ?? stallTimer;
+  const gate = options.gate ?? (<R>(_: string, task: () => Promise<R>) => task());
   const failures: FailedAttempt[] = [];
   for (let round = 0; round <= policy.retries; round++) {
     if (round > 0) {
@@ -121,17 +155,21 @@ export async function withFallback<T>(
     if (usable.length === 0) break;
     for (const provider of usable) {
       signal?.throwIfAborted();
-      let timer: AbortSignal | undefined;
+      let timer: Watchdog | undefined;
       try {
-        return await gate(() => {
-          timer = timeout(policy.attemptTimeoutMs);
-          return attempt(provider, signal ? AbortSignal.any([signal, timer]) : timer);
+        return await gate(provider, () => {
+          timer = watchdog(policy.attemptTimeoutMs);
+          const { signal: stalled, rearm } = timer;
+          return attempt(provider, signal ? AbortSignal.any([signal, stalled]) : stalled, rearm);
         }, signal);
       } catch (error) {
         signal?.throwIfAborted();
-        const failure = classify(error, timer);
+        const failure = classify(error, timer?.signal);
         failures.push({ provider, round, ...failure });
+        options.onFailure?.(provider, failure.code);
         if (failure.code === "hash-mismatch") options.markBad(provider);
+      } finally {
+        timer?.stop();
       }
     }
   }

@@ -31,6 +31,7 @@ function scripted(outcomes: Record<string, Array<AttemptFailureCode | "ok" | "ha
     return Promise.reject(new PayloadAttemptError(outcome, `${provider} said ${outcome}`));
   };
   const timers: AbortController[] = [];
+  const rearms: number[] = [];
   const options = {
     what: "payload x",
     policy,
@@ -40,13 +41,13 @@ function scripted(outcomes: Record<string, Array<AttemptFailureCode | "ok" | "ha
       sleeps.push(ms);
       return Promise.resolve();
     },
-    timeout: () => {
+    watchdog: () => {
       const c = new AbortController();
       timers.push(c);
-      return c.signal;
+      return { signal: c.signal, rearm: () => rearms.push(timers.indexOf(c)), stop: () => {} };
     },
   };
-  return { attempt, options, calls, sleeps, bad, timers };
+  return { attempt, options, calls, sleeps, bad, timers, rearms };
 }
 
 Deno.test("the first provider that succeeds wins; earlier ones are tried in order", async () => {
@@ -113,7 +114,7 @@ Deno.test("the attempt timeout starts only once the gate lets the attempt run", 
   const slotFree = new Promise<void>((r) => release = r);
   const gated = withFallback(["a"], s.attempt, {
     ...s.options,
-    gate: async (task) => {
+    gate: async (_provider, task) => {
       await slotFree;
       return await task();
     },
@@ -123,4 +124,47 @@ Deno.test("the attempt timeout starts only once the gate lets the attempt run", 
   release();
   assert.equal(await gated, "bytes from a");
   assert.equal(s.timers.length, 1);
+});
+
+Deno.test("a transfer that keeps making progress outlives the stall timeout; a stalled one does not", async () => {
+  const realPolicy = { ...policy, attemptTimeoutMs: 60, retries: 0 };
+  const failures: string[] = [];
+  const base = {
+    what: "payload y",
+    policy: realPolicy,
+    isBad: () => false,
+    markBad: () => {},
+    onFailure: (provider: string, code: string) => failures.push(`${provider}: ${code}`),
+  };
+  // Bytes every 20 ms for 300 ms: five times the stall timeout in all, never 60 ms without.
+  const slow = (_p: string, signal: AbortSignal, progress: () => void) =>
+    new Promise<string>((resolve, reject) => {
+      let ticks = 0;
+      const timer = setInterval(() => {
+        progress();
+        if (++ticks === 15) {
+          clearInterval(timer);
+          resolve("all of it");
+        }
+      }, 20);
+      signal.addEventListener("abort", () => {
+        clearInterval(timer);
+        reject(signal.reason);
+      });
+    });
+  assert.equal(await withFallback(["slow"], slow, base), "all of it");
+  // Two chunks, then nothing.
+  const stalls = (_p: string, signal: AbortSignal, progress: () => void) =>
+    new Promise<string>((_, reject) => {
+      setTimeout(progress, 20);
+      setTimeout(progress, 40);
+      signal.addEventListener("abort", () => reject(signal.reason));
+    });
+  const started = performance.now();
+  const error = await withFallback(["stalls"], stalls, base).catch((e) => e);
+  assert.ok(error instanceof PayloadFetchError);
+  assert.equal(error.attempts[0].code, "timeout");
+  assert.match(error.attempts[0].message, /no progress for 60 ms/);
+  assert.ok(performance.now() - started >= 100, "the two chunks re-armed the timer");
+  assert.deepEqual(failures, ["stalls: timeout"]);
 });

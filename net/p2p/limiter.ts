@@ -25,6 +25,11 @@ export class Limiter {
     return this.#active;
   }
 
+  /** Tasks waiting for a slot. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
   /** The most tasks that ever ran at once. */
   get peak(): number {
     return this.#peak;

@@ -308,30 +308,40 @@ export function checkManifestSizes(
 }
 
 /**
- * Which of `providers` providers each blob (by `sizes`) is asked first: the largest blob to the
- * provider with the fewest bytes so far, and so on, so every provider's uplink carries about
- * the same share. (Rotating by position put both of a small model's big tensors, its embedding
- * and its head, on one provider: over 20 Mbit/s links two providers delivered 21 Mbit/s.)
- * Ties go to the lower index, so the spread is a pure function of the sizes. Pure.
+ * Which provider each blob (by `sizes`) is asked first, given the providers' relative upload
+ * speeds (`weights`, positive): the largest blob to the provider that would finish it soonest
+ * (its bytes so far plus this blob, over its speed), and so on, so every uplink is busy for
+ * about the same time. With equal weights every provider carries about the same bytes.
+ * (Rotating by position put both of a small model's big tensors, its embedding and its head,
+ * on one provider: over 20 Mbit/s links two providers delivered 21 Mbit/s.) Ties go to the
+ * lower index, so the spread is a pure function of its inputs. Pure.
  */
-export function spreadOverProviders(sizes: readonly number[], providers: number): number[] {
-  if (providers <= 0) return sizes.map(() => 0);
-  const load = new Array<number>(providers).fill(0);
+export function spreadOverProviders(
+  sizes: readonly number[],
+  weights: readonly number[],
+): number[] {
+  const n = weights.length;
+  if (n === 0) return sizes.map(() => 0);
+  const load = new Array<number>(n).fill(0);
   const out = new Array<number>(sizes.length).fill(0);
   const order = sizes.map((_, i) => i).sort((a, b) => sizes[b] - sizes[a] || a - b);
   for (const i of order) {
-    let least = 0;
-    for (let p = 1; p < providers; p++) if (load[p] < load[least]) least = p;
-    out[i] = least;
-    load[least] += sizes[i];
+    const finish = (p: number) => (load[p] + sizes[i]) / weights[p];
+    let best = 0;
+    for (let p = 1; p < n; p++) if (finish(p) < finish(best)) best = p;
+    out[i] = best;
+    load[best] += sizes[i];
   }
   return out;
 }
 
 /**
  * Fetches a model shared with `shareModel`: the manifest, then every blob by hash (verified),
- * in parallel up to the service's `maxConcurrentDownloads`. Returns the manifest's label, its
- * entries (with each blob's dtype) and the blobs by name.
+ * in parallel up to the service's `maxConcurrentDownloads` (and `maxDownloadsPerPeer` from one
+ * provider). The blobs are shared out over the providers by their measured speeds (the service's
+ * ranking), each blob asked first of its share's provider and then of the others, best first:
+ * a stalled provider's blobs move on to the next. Returns the manifest's label, its entries
+ * (with each blob's dtype) and the blobs by name.
  */
 export async function fetchModel(
   service: PayloadService,
@@ -344,14 +354,16 @@ export async function fetchModel(
     : await service.fetch(options.manifestHash, limit);
   const { label, entries } = decodeManifest(manifest);
   const reshare = options.reshare ?? true;
-  const starts = spreadOverProviders(entries.map((e) => e.size), providers.length);
+  const sizes = entries.map((e) => e.size);
+  const ranked = service.rankProviders(providers, sizes.reduce((a, b) => a + b, 0));
+  const starts = spreadOverProviders(sizes, ranked.providers.length > 0 ? ranked.weights : [1]);
   const position = new Map(entries.map((entry, i) => [entry, i]));
   const fetchEntry = async (entry: ManifestEntry) => {
-    // Each tensor starts at the provider its share of the bytes went to; the rest back it up.
-    const i = starts[position.get(entry)!] ?? 0;
-    const rotated = [...providers.slice(i), ...providers.slice(0, i)];
+    // Each tensor starts at the provider its share went to; the rest back it up, best first.
+    const first = ranked.providers[starts[position.get(entry)!] ?? 0];
     const bytes = await service.fetch(entry.hash, {
-      providers: rotated,
+      providers: first === undefined ? providers : [first, ...ranked.providers],
+      pinned: 1,
       signal,
       expectedSize: entry.size,
       provideAs: reshare ? { name: entry.name } : undefined,

@@ -166,20 +166,42 @@ Deno.test("a joiner fetches every tensor, verified and spread over the providers
 Deno.test("spreadOverProviders: the big blobs go to different providers, bytes evenly spread", () => {
   // A small model: config, embedding, 4 small tensors, head.
   const sizes = [700, 8_000_000, 1000, 1000, 1000, 1000, 8_000_000];
-  assert.deepEqual(spreadOverProviders(sizes, 2), [0, 0, 0, 1, 0, 1, 1]);
-  assert.deepEqual(spreadOverProviders(sizes, 1), sizes.map(() => 0));
-  assert.deepEqual(spreadOverProviders(sizes, 0), sizes.map(() => 0));
+  assert.deepEqual(spreadOverProviders(sizes, [1, 1]), [0, 0, 0, 1, 0, 1, 1]);
+  assert.deepEqual(spreadOverProviders(sizes, [1]), sizes.map(() => 0));
+  assert.deepEqual(spreadOverProviders(sizes, []), sizes.map(() => 0));
   fc.assert(fc.property(
     fc.array(fc.integer({ min: 0, max: 1_000_000 }), { maxLength: 40 }),
     fc.integer({ min: 1, max: 8 }),
     (blobs, n) => {
-      const starts = spreadOverProviders(blobs, n);
+      const starts = spreadOverProviders(blobs, new Array(n).fill(1));
       const load = new Array<number>(n).fill(0);
       starts.forEach((p, i) => load[p] += blobs[i]);
       // Greedy largest-first: no provider carries more than the fair share plus one blob.
       const fair = blobs.reduce((a, b) => a + b, 0) / n;
       const largest = Math.max(0, ...blobs);
       return starts.every((p) => p >= 0 && p < n) && Math.max(...load) <= fair + largest;
+    },
+  ));
+});
+
+Deno.test("spreadOverProviders: a provider twice as fast gets about twice the bytes", () => {
+  const sizes = new Array(30).fill(1000);
+  const starts = spreadOverProviders(sizes, [2, 1]);
+  assert.equal(starts.filter((p) => p === 0).length, 20);
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 0, max: 1_000_000 }), { maxLength: 40 }),
+    fc.array(fc.integer({ min: 1, max: 100 }), { minLength: 1, maxLength: 8 }),
+    (blobs, weights) => {
+      const starts = spreadOverProviders(blobs, weights);
+      const load = new Array<number>(weights.length).fill(0);
+      starts.forEach((p, i) => load[p] += blobs[i]);
+      // Each pick is the soonest finish, at most the weighted mean of every provider's finish
+      // with that blob added: no uplink is busy longer than (all bytes + n blobs) / all speed.
+      const total = blobs.reduce((a, b) => a + b, 0);
+      const largest = Math.max(0, ...blobs);
+      const speed = weights.reduce((a, b) => a + b, 0);
+      const bound = (total + weights.length * largest) / speed;
+      return load.every((l, p) => l / weights[p] <= bound + 1e-9);
     },
   ));
 });

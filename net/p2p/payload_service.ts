@@ -3,10 +3,12 @@
  *
  * A node `provide`s bytes (a DisTrO result, a model tensor, a config) and gets back their sha256
  * hash, which it announces over gossip. Others `fetch(hash, { providers })`: the request goes to
- * one provider at a time (see `fallback.ts` for the order, timeouts, retries and back-off), the
- * response's declared length is checked against the caller's limit before a byte of content is
- * accepted, and the bytes are hashed on arrival: a provider whose bytes do not match is marked
- * bad and not asked again. At most `maxConcurrentDownloads` transfers run at once. A fetch with a
+ * one provider at a time, best first by what this node measured of each (`provider_scores.ts`:
+ * failures, direct before relayed, expected transfer time), with a stall timeout, retries and
+ * back-off (`fallback.ts`); the response's declared length is checked against the caller's
+ * limit before a byte of content is accepted, and the bytes are hashed on arrival: a provider
+ * whose bytes do not match is marked bad and not asked again. At most `maxConcurrentDownloads`
+ * transfers run at once, and at most `maxDownloadsPerPeer` from one provider. A fetch with a
  * `budget` charges each attempt to its provider's bytes for the round (`byte_budget.ts`), so no
  * peer can make this node download more than the caller allows per round.
  *
@@ -40,6 +42,8 @@ import {
   withFallback,
 } from "./fallback.ts";
 import { peerIdOf } from "./identity.ts";
+import { type ProviderFigures, ProviderScores } from "./provider_scores.ts";
+import { isRelayed } from "./reachability.ts";
 import {
   type BulkFailureCode,
   bulkFetch,
@@ -69,6 +73,11 @@ import { equalBytes, type PublicKeyBytes } from "../../common/mod.ts";
 export const DEFAULT_MAX_PAYLOAD_BYTES = 512 * 1024 * 1024;
 /** Transfers at once, by default (Psyche's `--max-concurrent-parameter-requests`). */
 export const DEFAULT_MAX_CONCURRENT_DOWNLOADS = 8;
+/**
+ * Transfers at once from one provider, by default: half the total, so a model download always
+ * draws on at least two uplinks when two providers have it.
+ */
+export const DEFAULT_MAX_DOWNLOADS_PER_PEER = 4;
 /** Bytes per `stream.send` when serving: large enough to amortise per-frame costs. */
 export const DEFAULT_CHUNK_BYTES = 1024 * 1024;
 /** How long a provider waits for a complete request, by default. */
@@ -119,6 +128,8 @@ export interface BulkOptions {
 export interface PayloadServiceOptions {
   /** Transfers (attempts) that may run at once across all fetches. */
   maxConcurrentDownloads?: number;
+  /** Transfers (attempts) that may run at once from one provider. */
+  maxDownloadsPerPeer?: number;
   /** Hard cap on any response's declared length; larger ones are refused before reading. */
   maxPayloadBytes?: number;
   /** Retry, timeout and back-off settings for fetches (merged over `DEFAULT_RETRY_POLICY`). */
@@ -138,8 +149,16 @@ export interface PayloadServiceOptions {
 
 /** Options for `fetch` and `fetchNamed`. */
 export interface FetchOptions {
-  /** Who may have the content, by public key, best first. Our own key is skipped. */
+  /**
+   * Who may have the content, by public key. The service asks them best first by its own
+   * measurements (`provider_scores.ts`), after the first `pinned`. Our own key is skipped.
+   */
   providers: readonly PublicKeyBytes[];
+  /**
+   * How many of `providers`, from the front, are asked first and in the given order (e.g. the
+   * trainer that announced a result, the only peer sure to have it). Default 0.
+   */
+  pinned?: number;
   /** Aborts the fetch (all attempts and waits). */
   signal?: AbortSignal;
   /** Refuse responses longer than this (and the service's `maxPayloadBytes`). */
@@ -199,6 +218,8 @@ interface Checks {
   expectedSize?: number;
   /** The provider's byte budget to charge the length to. */
   budget?: FetchOptions["budget"];
+  /** Told whenever bytes arrive (re-arms the attempt's stall timeout). */
+  progress?: () => void;
 }
 
 /** Serves this node's content and fetches others'. Start with `PayloadService.start(node)`. */
@@ -207,6 +228,9 @@ export class PayloadService {
   readonly store = new ContentStore();
   readonly #node: P2PNode;
   readonly #limiter: Limiter;
+  readonly #maxPerPeer: number;
+  /** Transfers in flight per provider (entries go when a provider has none running or waiting). */
+  readonly #perPeer = new Map<string, Limiter>();
   readonly #maxPayloadBytes: number;
   readonly #policy: RetryPolicy;
   readonly #chunkBytes: number;
@@ -228,8 +252,8 @@ export class PayloadService {
   readonly #bulkFallbacks: Partial<Record<BulkFailureCode, number>> = {};
   readonly #acceptBulk: boolean;
   readonly #bytesPerRttMs: number;
-  /** The shortest request-to-answer time seen per provider (ms): its round trip, roughly. */
-  readonly #rttMs = new Map<string, number>();
+  /** Round trips, throughput, route and failures of every provider asked. */
+  readonly #scores = new ProviderScores();
   /** Bytes each provider made us download per round (fetches with a `budget`). */
   readonly #budget = new RoundByteBudget();
   #bulk: BulkRuntime | undefined;
@@ -237,6 +261,8 @@ export class PayloadService {
   private constructor(node: P2PNode, options: PayloadServiceOptions) {
     this.#node = node;
     this.#limiter = new Limiter(options.maxConcurrentDownloads ?? DEFAULT_MAX_CONCURRENT_DOWNLOADS);
+    this.#maxPerPeer = options.maxDownloadsPerPeer ?? DEFAULT_MAX_DOWNLOADS_PER_PEER;
+    checkPositive("maxDownloadsPerPeer", this.#maxPerPeer);
     this.#maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
     this.#policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.#chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
@@ -327,6 +353,30 @@ export class PayloadService {
     return this.#budget.spent(peerIdOf(provider).toString(), round);
   }
 
+  /** What this node measured of each provider it asked, by peer id. */
+  providerFigures(): Map<string, ProviderFigures> {
+    return this.#scores.snapshot();
+  }
+
+  /**
+   * `providers` (public keys) best first for fetching `bytes`, by this node's measurements, and
+   * each one's relative upload speed (for sharing a large download out). Our own key is left
+   * out.
+   */
+  rankProviders(
+    providers: readonly PublicKeyBytes[],
+    bytes: number,
+  ): { providers: PublicKeyBytes[]; weights: number[] } {
+    const self = this.#node.peerId.toString();
+    const byId = new Map(providers.map((key) => [peerIdOf(key).toString(), key]));
+    byId.delete(self);
+    const ranked = this.#scores.rank([...byId.keys()], bytes);
+    return {
+      providers: ranked.map((id) => byId.get(id)!),
+      weights: this.#scores.weights(ranked),
+    };
+  }
+
   /** Peer ids of providers marked bad (they served bytes that did not match their hash). */
   badProviders(): string[] {
     return [...this.#bad];
@@ -387,15 +437,17 @@ export class PayloadService {
       );
     }
     const self = this.#node.peerId.toString();
-    const providers = [...new Set(options.providers.map((key) => peerIdOf(key).toString()))]
-      .filter((id) => id !== self);
+    const ids = options.providers.map((key) => peerIdOf(key).toString());
+    const pinned = ids.slice(0, options.pinned ?? 0);
+    const rest = this.#scores.rank(ids.slice(pinned.length), options.expectedSize ?? 0);
+    const providers = [...new Set([...pinned, ...rest])].filter((id) => id !== self);
     const result = await withFallback(
       providers,
-      (provider, signal) =>
+      (provider, signal, progress) =>
         this.#attempt(
           peerIdFromString(provider),
           request,
-          { limit, expectedSize: options.expectedSize, budget: options.budget },
+          { limit, expectedSize: options.expectedSize, budget: options.budget, progress },
           signal,
         )
           .catch((error) => {
@@ -406,9 +458,17 @@ export class PayloadService {
         what,
         policy: this.#policy,
         signal: options.signal,
-        gate: (task, signal) => this.#limiter.run(task, signal),
+        gate: (provider, task, signal) =>
+          this.#perPeerLimiter(provider).run(() => this.#limiter.run(task, signal), signal)
+            .finally(() => this.#prunePerPeer(provider)),
         isBad: (p) => this.#bad.has(p),
         markBad: (p) => this.#bad.add(p),
+        onFailure: (p, code) => {
+          // What says something about the provider; "not found" or a budget says nothing.
+          if (code === "timeout" || code === "unreachable" || code === "protocol") {
+            this.#scores.noteFailure(p);
+          }
+        },
       },
     );
     this.#stats.fetched++;
@@ -437,9 +497,10 @@ export class PayloadService {
       this.#checkBudget(key, expectedSize, budget, false);
     }
     const connection = await this.#node.libp2p.dial(peer, { signal });
+    this.#scores.noteRoute(key, isRelayed(connection.remoteAddr.toString()));
     const worthwhile = bulkWorthwhile(
       checks.expectedSize,
-      this.#rttMs.get(key),
+      this.#scores.roundTripMs(key),
       this.#bytesPerRttMs,
     );
     const hostname = this.#acceptBulk && worthwhile && !this.#bulkUnreachable.has(key)
@@ -450,6 +511,7 @@ export class PayloadService {
     if (!("offer" in first)) return first;
     const { offer } = first;
     try {
+      const started = performance.now();
       const bytes = await bulkFetch({
         hostname: hostname!,
         port: offer.port,
@@ -457,8 +519,12 @@ export class PayloadService {
         hash: offer.hash,
         length: offer.length,
         signal,
-        received: (n) => this.#stats.receivedBytes += n,
+        received: (n) => {
+          this.#stats.receivedBytes += n;
+          checks.progress?.();
+        },
       });
+      this.#scores.noteTransfer(key, bytes.length, performance.now() - started);
       this.#stats.bulkFetched++;
       return { hash: hashFromBytes(offer.hash), bytes };
     } catch (error) {
@@ -469,7 +535,7 @@ export class PayloadService {
     }
     const again = await this.#node.libp2p.dial(peer, { signal });
     // The same content in-band: the offer's length, already charged to the budget.
-    const inBand = { limit: checks.limit, expectedSize: offer.length };
+    const inBand = { limit: checks.limit, expectedSize: offer.length, progress: checks.progress };
     const second = await this.#request(again, { ...request, acceptBulk: false }, inBand, signal);
     if ("offer" in second) {
       throw new PayloadAttemptError(
@@ -501,7 +567,10 @@ export class PayloadService {
       stream.send(encodeRequest(request));
       await stream.close({ signal });
       const { header, rest } = await readHeader(reader);
-      this.#noteRoundTrip(connection.remotePeer.toString(), performance.now() - sent);
+      const answered = performance.now();
+      const peer = connection.remotePeer.toString();
+      this.#scores.noteRoundTrip(peer, answered - sent);
+      checks.progress?.();
       if (header.status !== "Ok" && header.status !== "BulkOffer") {
         throw header.status === "NotFound"
           ? new PayloadAttemptError("not-found", "provider does not have it")
@@ -541,7 +610,10 @@ export class PayloadService {
         reader,
         header.length,
         rest,
-        (n) => this.#stats.receivedBytes += n,
+        (n) => {
+          this.#stats.receivedBytes += n;
+          checks.progress?.();
+        },
       );
       if (hash !== hashFromBytes(header.hash)) {
         throw new PayloadAttemptError(
@@ -549,6 +621,7 @@ export class PayloadService {
           `received bytes hash to ${hash}, expected ${hashFromBytes(header.hash)}`,
         );
       }
+      this.#scores.noteTransfer(peer, bytes.length, performance.now() - answered);
       return { hash, bytes };
     } catch (error) {
       stream.abort(error instanceof Error ? error : new Error(String(error)));
@@ -583,10 +656,20 @@ export class PayloadService {
     }
   }
 
-  /** Keeps the shortest request-to-answer time per provider (the first answer's arrival). */
-  #noteRoundTrip(peer: string, ms: number): void {
-    const known = this.#rttMs.get(peer);
-    if (known === undefined || ms < known) this.#rttMs.set(peer, ms);
+  #perPeerLimiter(provider: string): Limiter {
+    let limiter = this.#perPeer.get(provider);
+    if (limiter === undefined) {
+      limiter = new Limiter(this.#maxPerPeer);
+      this.#perPeer.set(provider, limiter);
+    }
+    return limiter;
+  }
+
+  #prunePerPeer(provider: string): void {
+    const limiter = this.#perPeer.get(provider);
+    if (limiter !== undefined && limiter.active === 0 && limiter.waiting === 0) {
+      this.#perPeer.delete(provider);
+    }
   }
 
   /**

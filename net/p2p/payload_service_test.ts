@@ -5,7 +5,7 @@ import { PayloadService, type PayloadServiceOptions } from "./payload_service.ts
 import { sendChunked } from "./payload_stream.ts";
 import { PayloadFetchError } from "./fallback.ts";
 import { abortableSleep } from "../mod.ts";
-import { contentHash, hashToBytes } from "./content_store.ts";
+import { contentHash, hashFromBytes, hashToBytes } from "./content_store.ts";
 import { decodeRequest, encodeResponseHeader, PAYLOAD_PROTOCOL } from "./payload_wire.ts";
 import { encodeBulkResponseHeader } from "./bulk_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
@@ -336,4 +336,107 @@ Deno.test("offers are declined when the payload is too small for the round trip"
   assert.equal(a.payloads.stats.bulkOffered, 1);
   await b.payloads.fetch(a.payloads.provide(z), { providers }); // size unknown
   assert.equal(b.payloads.stats.bulkFetched, 2);
+});
+
+/**
+ * Replaces `peer`'s payload handler with one serving `content` by hash through `send`
+ * (header and bytes to write as it likes); counts requests and the most served at once.
+ */
+async function handCrafted(
+  peer: Peer,
+  content: Map<string, Uint8Array>,
+  send: (stream: Stream, header: Uint8Array, bytes: Uint8Array) => Promise<void>,
+): Promise<{ requests: number; peak: number }> {
+  const seen = { requests: 0, peak: 0 };
+  let active = 0;
+  await peer.node.libp2p.unhandle(PAYLOAD_PROTOCOL);
+  await peer.node.libp2p.handle(PAYLOAD_PROTOCOL, async (stream: Stream) => {
+    seen.requests++;
+    seen.peak = Math.max(seen.peak, ++active);
+    try {
+      const reader = new StreamReader(stream);
+      const request = decodeRequest((await reader.next())!);
+      if (request?.kind !== "ByHash") throw new Error("a request by hash was expected");
+      const body = content.get(hashFromBytes(request.hash))!;
+      const header = encodeResponseHeader({
+        status: "Ok",
+        hash: request.hash,
+        length: body.length,
+      });
+      await send(stream, header, body);
+      await stream.close();
+    } catch {
+      // The fetcher gave up on us: nothing to do.
+    } finally {
+      active--;
+    }
+  }, { maxInboundStreams: 64 });
+  return seen;
+}
+
+Deno.test("a slow provider that keeps sending outlives the stall timeout; a stalled one loses its place", async () => {
+  const retry = { attemptTimeoutMs: 400, retries: 0, backoffMs: 10, maxBackoffMs: 10 };
+  await using peers = await swarm(4, { retry, bulk: false });
+  const [slow, stalled, honest, fetcher] = peers;
+  const payload = randomBytes(192 * 1024, 21);
+  const hash = honest.payloads.provide(payload);
+  const content = new Map([[hash, payload]]);
+  // 12 chunks 100 ms apart: 1.2 s in all, three times the stall timeout.
+  await handCrafted(slow, content, async (stream, header, bytes) => {
+    stream.send(header);
+    for (let at = 0; at < bytes.length; at += 16 * 1024) {
+      await abortableSleep(100);
+      stream.send(bytes.subarray(at, at + 16 * 1024));
+    }
+  });
+  const fromSlow = await fetcher.payloads.fetch(hash, { providers: [slow.node.publicKey] });
+  assert.deepEqual(fromSlow, payload);
+  // One chunk, then silence: the attempt stalls, and the honest provider serves instead.
+  const stalls = await handCrafted(stalled, content, async (stream, header, bytes) => {
+    stream.send(header);
+    stream.send(bytes.subarray(0, 16 * 1024));
+    await abortableSleep(10_000);
+  });
+  const providers = [stalled.node.publicKey, honest.node.publicKey];
+  fetcher.payloads.forget([hash]);
+  assert.deepEqual(await fetcher.payloads.fetch(hash, { providers, pinned: 2 }), payload);
+  assert.equal(stalls.requests, 1);
+  const figures = fetcher.payloads.providerFigures();
+  assert.equal(figures.get(stalled.node.peerId.toString())?.failures, 1);
+  assert.equal(figures.get(honest.node.peerId.toString())?.failures, 0);
+  // Unpinned, the provider that stalled goes after the one that served.
+  fetcher.payloads.forget([hash]);
+  assert.deepEqual(await fetcher.payloads.fetch(hash, { providers }), payload);
+  assert.equal(stalls.requests, 1, "the stalled provider was not asked first again");
+  assert.deepEqual(
+    fetcher.payloads.rankProviders([...providers, slow.node.publicKey], payload.length).providers,
+    [honest.node.publicKey, slow.node.publicKey, stalled.node.publicKey],
+  );
+});
+
+Deno.test("no more than maxDownloadsPerPeer transfers run at once from one provider", async () => {
+  await using peers = await swarm(2, {
+    maxConcurrentDownloads: 8,
+    maxDownloadsPerPeer: 2,
+    bulk: false,
+  });
+  const [provider, fetcher] = peers;
+  const blobs = Array.from({ length: 6 }, (_, i) => randomBytes(4096 + i, 30 + i));
+  const content = new Map(blobs.map((b) => [contentHash(b), b]));
+  const served = await handCrafted(provider, content, async (stream, header, bytes) => {
+    await abortableSleep(150);
+    await sendChunked(stream, [header, bytes], 16_384);
+  });
+  const got = await Promise.all(
+    [...content.keys()].map((h) =>
+      fetcher.payloads.fetch(h, { providers: [provider.node.publicKey] })
+    ),
+  );
+  got.forEach((bytes, i) => assert.deepEqual(bytes, blobs[i]));
+  assert.equal(served.requests, 6);
+  assert.equal(served.peak, 2);
+  await assert.rejects(
+    () => PayloadService.start(fetcher.node, { maxDownloadsPerPeer: 0 }),
+    /maxDownloadsPerPeer must be a positive integer, found 0/,
+  );
 });

@@ -958,7 +958,12 @@ export class TrainingClient {
    */
   #noteDropped(state: CoordinatorState): void {
     if (!isInEpoch(state)) return;
-    const me = state.epochState.clients[epochIndexOf(state, this.#o.backend.identity.signer)];
+    // A dropped client leaves the list at the round's end for the exited ones: a client reading
+    // states late (a slow link skips stale ones) may only ever see it there.
+    const signer = this.#o.backend.identity.signer;
+    const { clients, exitedClients } = state.epochState;
+    const me = clients[epochIndexOf(state, signer)] ??
+      exitedClients.findLast((c) => equalBytes(c.id.signer, signer));
     if (me?.state !== "Dropped") return;
     const key = `${state.progress.epoch}:${state.epochState.startTimestamp}`;
     if (this.#droppedSeen === key) return;
@@ -994,6 +999,9 @@ export class TrainingClient {
         bytes_received: t.bytesReceived,
         gossip_delivered: t.gossipDelivered,
         peers: t.peers,
+        ...(this.#o.backend.receivedBytes === undefined
+          ? {}
+          : { coordinator_bytes_received: this.#o.backend.receivedBytes }),
       });
     }
   }

@@ -84,6 +84,14 @@ import { fromMillis, toHex, toMillis } from "../../common/mod.ts";
 export const TICK_INTERVAL_MS = 500;
 /** Milliseconds between unconditional state pushes (clients also get every change). */
 export const PUSH_INTERVAL_MS = 5000;
+/**
+ * Longest a state change that does not move the run waits before it is pushed (a witness
+ * report, a join, a health check): such changes are batched, while a new run state, step or
+ * epoch goes out at once. Each push sends the whole state to every client, so one push per
+ * report cost a round (reports x clients) state frames, and a client on a 64 kbit/s link fell
+ * a minute behind the run (docs/benchmarks.md, "Many peers", has the figures).
+ */
+export const STATE_BATCH_MS = 100;
 /** Default cap on open connections (handshaking or authenticated). */
 export const DEFAULT_MAX_CONNECTIONS = 4096;
 /**
@@ -137,6 +145,8 @@ export interface CoordinatorServerOptions {
   tickIntervalMs?: number;
   /** Default {@linkcode PUSH_INTERVAL_MS}. */
   pushIntervalMs?: number;
+  /** Batching of state changes that do not move the run (default {@link STATE_BATCH_MS}). */
+  stateBatchMs?: number;
   /** Largest frame a client may send (default 8 MiB, as Psyche's server). */
   maxFrameBytes?: number;
   /** Milliseconds a client has to finish the handshake (default 5000). */
@@ -284,6 +294,12 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
   const handlers = new Set<Promise<void>>();
   let closing = false;
   let pushedVersion = -1;
+  const phaseOf = (state: typeof host.state) =>
+    `${state.runState}:${state.progress.epoch}:${state.progress.step}:${state.pendingPause}`;
+  /** The run state, epoch and step of the last push: a change there is pushed at once. */
+  let pushedPhase = phaseOf(host.state);
+  let batchTimer: ReturnType<typeof setTimeout> | undefined;
+  const stateBatchMs = options.stateBatchMs ?? STATE_BATCH_MS;
   let saves: Promise<void> = Promise.resolve();
 
   const stateFrame = () =>
@@ -292,7 +308,10 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
   /** Sends the state to every session (if it changed, or always when `force`). */
   const push = (force: boolean) => {
     if (!force && host.version === pushedVersion) return;
+    clearTimeout(batchTimer);
+    batchTimer = undefined;
     pushedVersion = host.version;
+    pushedPhase = phaseOf(host.state);
     if (sessions.size === 0) return;
     const frame = stateFrame();
     for (const s of sessions.values()) s.outbox.sendState(frame);
@@ -318,8 +337,15 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
       emit(event);
       if (event.kind === "EpochEnd") save(event);
     }
-    push(false);
+    pushChange();
     armDeadline();
+  };
+
+  /** Pushes a change that moves the run now, and batches the others (see STATE_BATCH_MS). */
+  const pushChange = () => {
+    if (host.version === pushedVersion || closing) return;
+    if (stateBatchMs === 0 || phaseOf(host.state) !== pushedPhase) return push(false);
+    batchTimer ??= setTimeout(() => push(false), stateBatchMs);
   };
 
   const tickNow = () => {
@@ -584,6 +610,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
       closing = true;
       clearInterval(tickTimer);
       clearInterval(pushTimer);
+      clearTimeout(batchTimer);
       clearTimeout(deadlineTimer);
       clearInterval(idleSweep);
       closeQuietly(listener);

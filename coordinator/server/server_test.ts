@@ -11,7 +11,12 @@ import {
   rawConnect,
   startTestServer,
 } from "../../tests/support/server_driver.ts";
-import { testState } from "../../tests/support/coordinator_fixtures.ts";
+import {
+  RunDriver,
+  testState,
+  witnessIndices,
+  witnessReport,
+} from "../../tests/support/coordinator_fixtures.ts";
 import { CoordinatorHost } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
 import {
@@ -23,8 +28,19 @@ import {
 import type { ClientTelemetry } from "./telemetry.ts";
 import { type CoordinatorServerOptions, startCoordinatorServer } from "./server.ts";
 import { toHex, toMillis } from "../../common/mod.ts";
-import type { CoordinatorState } from "../core/mod.ts";
+import { type CoordinatorState, currentRound, type WitnessMetadata } from "../core/mod.ts";
 import type { TcpBackendEvent } from "../../client/backend/mod.ts";
+
+const WITNESS_METADATA: WitnessMetadata = {
+  step: 0,
+  tokensPerSec: 1000,
+  bandwidthPerSec: 1e6,
+  loss: 4.5,
+  evals: [],
+  promptResults: [],
+  promptIndex: 0,
+  efficiency: 0.9,
+};
 
 function serve(options: Partial<CoordinatorServerOptions> = {}) {
   const events: ServerEvent[] = [];
@@ -304,5 +320,66 @@ Deno.test("a member flooding telemetry gets one notice kept and one event per st
     assert.equal(server.host.telemetry(toHex(member.identity.signer))?.bytesSent, 0);
   } finally {
     await member.close();
+  }
+});
+
+Deno.test("a witness report short of a quorum is pushed batched; the quorum's new run state at once", async () => {
+  // Four clients in RoundTrain (all witnesses; two reports end it) with a long train timer.
+  const keys = [0, 1, 2, 3].map(() => generateIdentity());
+  const ids = keys.map((k) => ({ signer: k.publicKey, p2pIdentity: k.publicKey }));
+  const config = {
+    initMinClients: 4,
+    minClients: 1,
+    witnessNodes: 0,
+    waitingForMembersExtraTime: 1,
+    warmupTime: 1,
+    maxRoundTrainTime: 600,
+    epochTime: 3600,
+  };
+  const driver = new RunDriver(testState(config, Date.now() / 1000 - 10));
+  driver.startEpoch(ids);
+  driver.warmupTimeout();
+  assert.equal(driver.state.runState, "RoundTrain");
+  const host = new CoordinatorHost({ state: driver.state, withdrawOnDisconnect: false });
+  const server = startCoordinatorServer({
+    host,
+    hostname: "127.0.0.1",
+    tickIntervalMs: 600_000,
+    pushIntervalMs: 600_000,
+    stateBatchMs: 300,
+  });
+  await using _ = server;
+  const backends = await Promise.all(
+    keys.map((identity) => connectTestBackend(server, { identity })),
+  );
+  try {
+    const states = backends[0].states({ signal: AbortSignal.timeout(10_000) })
+      [Symbol.asyncIterator]();
+    await states.next();
+    const witnesses = witnessIndices(host.state);
+    const report = (i: number) =>
+      backends[i].sendWitness(
+        witnessReport(host.state, witnesses[i], ids),
+        { ...WITNESS_METADATA, step: host.state.progress.step },
+        new Uint8Array(32),
+      );
+    const version = host.version;
+    const sent = performance.now();
+    await report(0);
+    assert.equal(host.version, version + 1, "the report changed the state");
+    const batched = (await states.next()).value!;
+    const waited = performance.now() - sent;
+    assert.ok(waited >= 250, `the reports were pushed after ${waited.toFixed(0)} ms, not batched`);
+    assert.equal(batched.runState, "RoundTrain");
+    assert.equal(currentRound(batched).witnesses.length, 1);
+    const quorum = performance.now();
+    await report(1);
+    const moved = (await states.next()).value!;
+    assert.equal(moved.runState, "RoundWitness");
+    const late = performance.now() - quorum;
+    assert.ok(late < 250, `the new run state waited ${late.toFixed(0)} ms`);
+    await states.return?.();
+  } finally {
+    await Promise.all(backends.map((b) => b.close()));
   }
 });

@@ -162,8 +162,17 @@ export interface ClientEvents {
     relays_connected: number;
     addresses: string[];
   };
-  /** Totals since start (`peers`: libp2p connections open now), logged at each RoundTrain. */
-  traffic: { bytes_sent: number; bytes_received: number; gossip_delivered: number; peers: number };
+  /**
+   * Totals since start (`peers`: libp2p connections open now), logged at each RoundTrain;
+   * `coordinator_bytes_received`: bytes read from a TCP coordinator (absent on other backends).
+   */
+  traffic: {
+    bytes_sent: number;
+    bytes_received: number;
+    gossip_delivered: number;
+    peers: number;
+    coordinator_bytes_received?: number;
+  };
   checkpoint: { step: number; dir: string };
   /**
    * What an interrupted client (SIGINT/SIGTERM) did with its parameters: saved to `dir` (null:

@@ -91,6 +91,12 @@ export interface CoordinatorBackend {
   latest(): CoordinatorState | null;
 
   /**
+   * Bytes read from the coordinator so far (frames and their headers), where the backend can
+   * count them (`TcpBackend`); undefined elsewhere.
+   */
+  readonly receivedBytes?: number;
+
+  /**
    * Asks to join the run: the client waits in the coordinator's pending list (join order)
    * until the next epoch starts, and stays pending for later epochs. Resolves once
    * registered. A backend that reconnects re-joins by itself after a successful join.

@@ -14,6 +14,7 @@
 import {
   clientHandshake,
   DEFAULT_CLIENT_MAX_FRAME_BYTES,
+  FRAME_HEADER_BYTES,
   FrameReader,
   type Identity,
   withAbort,
@@ -138,6 +139,7 @@ export class TcpBackend implements CoordinatorBackend {
   #joined = false;
   #closed = false;
   #failure: BackendError | null = null;
+  #receivedBytes = 0;
   #loop: Promise<void> = Promise.resolve();
   /** Aborts a reconnect back-off when the backend closes. */
   #closing = new AbortController();
@@ -173,6 +175,11 @@ export class TcpBackend implements CoordinatorBackend {
     backend.#emit({ kind: "Connected", address: options.address });
     backend.#loop = backend.#run();
     return backend;
+  }
+
+  /** {@inheritDoc CoordinatorBackend.receivedBytes} */
+  get receivedBytes(): number {
+    return this.#receivedBytes;
   }
 
   /** {@inheritDoc CoordinatorBackend.latest} */
@@ -409,6 +416,7 @@ export class TcpBackend implements CoordinatorBackend {
       for (;;) {
         const frame = await link.frames.next();
         if (frame === null) return "the coordinator closed the connection";
+        this.#receivedBytes += FRAME_HEADER_BYTES + frame.length;
         const msg = decodeServerMessage(frame);
         switch (msg.kind) {
           case "State": {

@@ -169,3 +169,50 @@ export function roundTimings(
   }
   return { rounds, skipped };
 }
+
+/** One client's traffic over one round, from its consecutive `traffic` events. */
+export interface RoundTraffic {
+  /** The client (its testnet label). */
+  readonly label: string;
+  readonly sentBytes: number;
+  readonly receivedBytes: number;
+  /** Gossip messages delivered to it. */
+  readonly gossip: number;
+  /** Bytes it read from a TCP coordinator (states, answers), when it logged them. */
+  readonly coordinatorBytes?: number;
+}
+
+/**
+ * Every client's traffic per round: a client logs `traffic` (its running totals) at each
+ * RoundTrain start, so consecutive events bound one round. Each client's first `skip` rounds
+ * are left out (joining: the first rounds carry the model download and connection setup).
+ */
+export function trafficPerRound(
+  events: readonly { readonly label?: string; readonly event: Record<string, unknown> }[],
+  skip = 1,
+): RoundTraffic[] {
+  const byClient = new Map<string, Record<string, unknown>[]>();
+  for (const { label, event } of events) {
+    if (event.event !== "traffic" || label === undefined) continue;
+    byClient.set(label, [...(byClient.get(label) ?? []), event]);
+  }
+  const out: RoundTraffic[] = [];
+  for (const [label, seen] of byClient) {
+    for (let i = 1 + skip; i < seen.length; i++) {
+      const delta = (key: string) =>
+        num(seen[i], key, "traffic") - num(seen[i - 1], key, "traffic");
+      const fromCoordinator = "coordinator_bytes_received" in seen[i] &&
+          "coordinator_bytes_received" in seen[i - 1]
+        ? { coordinatorBytes: delta("coordinator_bytes_received") }
+        : {};
+      out.push({
+        label,
+        sentBytes: delta("bytes_sent"),
+        receivedBytes: delta("bytes_received"),
+        gossip: delta("gossip_delivered"),
+        ...fromCoordinator,
+      });
+    }
+  }
+  return out;
+}

@@ -3,13 +3,16 @@
  * clients, each a process on 127.0.0.1) trains the tiny Llama (config/models/llama-tiny,
  * `Dummy` data, one sequence of 32 tokens per client per step, DisTrO) with 3 and then 8
  * clients, and reports per round the time from the last result to the next round's start
- * (method in round_overhead.ts), median and p90 over the rounds. As a baseline from the same
- * run: one coordinator request's round trip over loopback TCP (in this process, as
- * coordinator/server/server_bench.ts measures it).
+ * (method in round_overhead.ts), median and p90 over the rounds, and what one client sends and
+ * receives per round: over p2p (results, gossip) and from the coordinator (states). As a
+ * baseline from the same run: one coordinator request's round trip over loopback TCP (in this
+ * process, as coordinator/server/server_bench.ts measures it).
  *
  * A script rather than a `deno bench` file: one sample is a whole multi-process run.
  *
  *     deno task bench-rounds [--rounds 20] [--clients 3,8] [--witness-time 0.1]
+ *
+ * For the scaling figures (docs/benchmarks.md, "Many peers"): `--clients 8,16,32,64`.
  *
  * Every client is a witness (`witness_nodes = 0`) and the train timer is long, so rounds close
  * when the witnesses' reports reach quorum (opportunistic witnessing), not on a timeout;
@@ -21,7 +24,12 @@
 import { type FlagValues, parseOrExit } from "../../cli/entry.ts";
 import { connectTestBackend, startTestServer } from "../../tests/support/server_driver.ts";
 import { Testnet } from "./launcher.ts";
-import { type RoundTiming, roundTimings } from "./round_overhead.ts";
+import {
+  type RoundTiming,
+  roundTimings,
+  type RoundTraffic,
+  trafficPerRound,
+} from "./round_overhead.ts";
 import { EventWatcher, tinyRunFolder } from "../testing/testnet.ts";
 import { quantile, UsageError } from "../../common/mod.ts";
 
@@ -62,7 +70,7 @@ async function measure(
   rounds: number,
   roundWitnessTime: number,
   timeoutMs: number,
-): Promise<ReturnType<typeof roundTimings>> {
+): Promise<ReturnType<typeof roundTimings> & { traffic: RoundTraffic[] }> {
   const config = await tinyRunFolder({
     runId: `bench-rounds-${clients}`,
     initMinClients: clients,
@@ -84,7 +92,7 @@ async function measure(
   const options = { maxRoundTrainMs: MAX_ROUND_TRAIN_TIME * 1000 };
   try {
     // One more than asked: the first round after Warmup is dropped by the caller.
-    return await watcher.waitFor(
+    const timings = await watcher.waitFor(
       `${clients} clients: ${rounds + 1} rounds measured`,
       () => {
         const done = roundTimings(watcher.events, options);
@@ -92,6 +100,7 @@ async function measure(
       },
       timeoutMs,
     );
+    return { ...timings, traffic: trafficPerRound(watcher.events) };
   } finally {
     await net.stop();
     await Deno.remove(config, { recursive: true });
@@ -108,6 +117,22 @@ function row(clients: number, rounds: readonly RoundTiming[]): string {
   return `| ${clients} | ${rounds.length} | ${stat((r) => r.toWitnessMs)} | ${
     stat((r) => r.witnessWindowMs)
   } | ${stat((r) => r.totalMs)} | ${stat((r) => r.trainPhaseMs)} |`;
+}
+
+const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
+
+/** Per client per round, medians over every client's rounds (the first left out). */
+function trafficRow(clients: number, traffic: readonly RoundTraffic[]): string {
+  const median = (pick: (t: RoundTraffic) => number | undefined) => {
+    const xs = traffic.map(pick).filter((x): x is number => x !== undefined);
+    return xs.length === 0 ? NaN : quantile(xs, 0.5);
+  };
+  const fromCoordinator = median((t) => t.coordinatorBytes);
+  return `| ${clients} | ${traffic.length} | ${kb(median((t) => t.sentBytes))} | ${
+    kb(median((t) => t.receivedBytes))
+  } | ${median((t) => t.gossip).toFixed(0)} | ${kb(fromCoordinator)} | ${
+    kb(fromCoordinator * clients)
+  } |`;
 }
 
 /** The flags of `deno task bench-rounds`. */
@@ -171,8 +196,17 @@ if (import.meta.main) {
     "| clients | rounds | result → RoundWitness | witness window | result → next RoundTrain | RoundTrain |",
     "| ------: | -----: | --------------------: | -------------: | -----------------------: | ---------: |",
   ];
+  const trafficLines = [
+    "| clients | client rounds | p2p sent | p2p received | gossip messages | from the coordinator | coordinator's egress |",
+    "| ------: | ------------: | -------: | -----------: | --------------: | -------------------: | -------------------: |",
+  ];
   for (const clients of sizes) {
-    const { rounds: measured, skipped } = await measure(clients, rounds, witnessTime, 600_000);
+    const { rounds: measured, skipped, traffic } = await measure(
+      clients,
+      rounds,
+      witnessTime,
+      600_000,
+    );
     // Drop the first round after Warmup (first-step shader compilation, model upload).
     const kept = measured.slice(1);
     for (const s of skipped) {
@@ -180,7 +214,10 @@ if (import.meta.main) {
     }
     console.log(`${clients} clients: ${JSON.stringify(kept)}`);
     lines.push(row(clients, kept));
+    trafficLines.push(trafficRow(clients, traffic));
   }
   console.log(`\nmedian / p90 per round, round_witness_time = ${witnessTime}\n`);
   console.log(lines.join("\n"));
+  console.log(`\nper client per round, medians (the coordinator's egress: per client x clients)\n`);
+  console.log(trafficLines.join("\n"));
 }

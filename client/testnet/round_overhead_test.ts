@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { roundTimings, type TimedEvent } from "./round_overhead.ts";
+import { roundTimings, type TimedEvent, trafficPerRound } from "./round_overhead.ts";
 
 const at = (ms: number) => new Date(ms).toISOString();
 
@@ -105,5 +105,44 @@ Deno.test("roundTimings names the field of a malformed event", () => {
         event: { event: "state_changed", time: "yesterday", from: "A", to: "B", epoch: 0, step: 0 },
       }], options),
     /"time" must be an ISO-8601 time, found "yesterday"/,
+  );
+});
+
+Deno.test("trafficPerRound takes each client's deltas between round starts, first rounds left out", () => {
+  const traffic = (label: string, sent: number, received: number, gossip: number) => ({
+    label,
+    event: {
+      event: "traffic",
+      bytes_sent: sent,
+      bytes_received: received,
+      gossip_delivered: gossip,
+    },
+  });
+  const rounds = trafficPerRound([
+    traffic("client-1", 0, 0, 0),
+    traffic("client-2", 5, 5, 1),
+    traffic("client-1", 1000, 9000, 4), // round 1: joining, left out
+    { label: "client-1", event: { event: "train" } },
+    traffic("client-1", 1100, 9300, 7),
+    traffic("client-2", 55, 505, 4), // its round 1: left out
+    traffic("client-1", 1250, 9500, 9),
+    {
+      label: "client-1",
+      event: { ...traffic("c", 1250, 9500, 9).event, coordinator_bytes_received: 70 },
+    },
+    {
+      label: "client-1",
+      event: { ...traffic("c", 1300, 9600, 10).event, coordinator_bytes_received: 100 },
+    },
+  ]);
+  assert.deepEqual(rounds, [
+    { label: "client-1", sentBytes: 100, receivedBytes: 300, gossip: 3 },
+    { label: "client-1", sentBytes: 150, receivedBytes: 200, gossip: 2 },
+    { label: "client-1", sentBytes: 0, receivedBytes: 0, gossip: 0 },
+    { label: "client-1", sentBytes: 50, receivedBytes: 100, gossip: 1, coordinatorBytes: 30 },
+  ]);
+  assert.throws(
+    () => trafficPerRound([traffic("a", 0, 0, 0), { label: "a", event: { event: "traffic" } }], 0),
+    /"bytes_sent" must be a number/,
   );
 });

@@ -54,7 +54,7 @@ import {
   runtimeMemoryLimits,
 } from "../model/mod.ts";
 import { distroConfig } from "../optimizer/mod.ts";
-import { type BatchId, equalBytes, hexToBytes, toHex } from "../common/mod.ts";
+import { type BatchId, equalBytes, hexToBytes, toHex, toMillis } from "../common/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
 import type { Identity } from "../net/mod.ts";
 
@@ -82,6 +82,8 @@ export interface TrainingClientOptions {
   readonly rt?: GpuRuntime;
   /** Milliseconds, monotonic (default `performance.now`): witness metadata rates. */
   readonly clock?: () => number;
+  /** Milliseconds since the Unix epoch (default `Date.now`): how late states arrive. */
+  readonly wallClock?: () => number;
   /** Test hooks that break this client on purpose (none by default). */
   readonly faults?: ClientFaults;
 }
@@ -100,6 +102,11 @@ export interface ClientFaults {
 
 /** Milliseconds before a failed model load is tried again. */
 export const LOAD_RETRY_MS = 5000;
+/**
+ * How long past its end a state read from the coordinator may be before this client says it
+ * reads states late (the `lagging` notice): well above clock skew and a busy machine's pauses.
+ */
+export const LAG_NOTICE_MS = 5000;
 
 /** Why `run()` returned. */
 export type StopReason = "Finished" | "Aborted" | "BackendClosed";
@@ -131,6 +138,8 @@ export class TrainingClient {
   #ejectionSeen = "";
   /** The epoch (and its start) this client was last told it was dropped from. */
   #droppedSeen = "";
+  /** The epoch whose lag was told (once per epoch). */
+  #lagSeen = "";
   #data: DataProvider | null = null;
   /** The batch this client trained last (an `other-data` attacker trains on it again). */
   #lastBatch: BatchId | null = null;
@@ -194,6 +203,7 @@ export class TrainingClient {
         this.#duty?.retain(state);
         this.#noteEjection(state);
         this.#noteDropped(state);
+        this.#noteLag(state);
         this.#plan();
         if (state.runState === "Finished") {
           reason = "Finished";
@@ -974,6 +984,35 @@ export class TrainingClient {
       note: "a quorum of the witnesses did not receive this client's result before they " +
         "reported, so the run went on without it: its link or GPU is too slow for the run's " +
         "pace (or it was cut off); it asks to join again for a later epoch",
+    });
+  }
+
+  /**
+   * Says once per epoch when the state just read is older than the run lets such a state last
+   * (by more than LAG_NOTICE_MS): the coordinator has moved on, and this client reads its states
+   * late, as over a link too slow for the state pushes. Wall clocks, so it needs clocks agreeing
+   * within seconds (NTP does far better).
+   */
+  #noteLag(state: CoordinatorState): void {
+    const lasts = state.runState === "RoundTrain"
+      ? state.config.maxRoundTrainTime
+      : state.runState === "RoundWitness"
+      ? state.config.roundWitnessTime
+      : null;
+    if (lasts === null) return;
+    const wallNow = (this.#o.wallClock ?? Date.now)();
+    const behindMs = wallNow - toMillis(state.runStateStartUnixTimestamp) - lasts * 1000;
+    if (behindMs < LAG_NOTICE_MS) return;
+    const key = `${state.progress.epoch}:${state.epochState.startTimestamp}`;
+    if (this.#lagSeen === key) return;
+    this.#lagSeen = key;
+    this.#o.logger.log("lagging", {
+      epoch: state.progress.epoch,
+      step: state.progress.step,
+      behind_s: Math.round(behindMs / 100) / 10,
+      note: "the coordinator's states reach this client late: the state read has been over " +
+        "for that long, so this client's link (or machine) is too slow for the run's pace; " +
+        "the run does not wait for it",
     });
   }
 

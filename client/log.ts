@@ -150,6 +150,8 @@ export interface ClientEvents {
    * of the witnesses did not receive its result in time.
    */
   dropped: { epoch: number; step: number; note: string };
+  /** The state read from the coordinator ended `behind_s` seconds ago (once per epoch). */
+  lagging: { epoch: number; step: number; behind_s: number; note: string };
   /** A relay could not be reached (logged again only when its error changes; retried). */
   relay_unreachable: { relay: string; error: string };
   /**
@@ -229,6 +231,7 @@ export function clientEventLevel(event: ClientEventName): LogLevel {
     case "relay_unreachable":
     case "too_slow":
     case "dropped":
+    case "lagging":
     case "disconnected":
     case "reconnecting":
     case "verification_retry":
@@ -347,6 +350,8 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `cannot reach relay ${e.relay}: ${e.error}`;
     case "dropped":
       return `DROPPED from epoch ${e.epoch} at step ${e.step}: ${e.note}`;
+    case "lagging":
+      return `LAGGING: the state of step ${e.step} read now ended ${e.behind_s} s ago: ${e.note}`;
     case "too_slow":
       return `too slow for this run: the results of the last ${e.missed_rounds} steps it ` +
         `trained (to step ${e.step}) reached the witnesses after their rounds closed, so the ` +

@@ -299,6 +299,7 @@ export function reduceClientMetrics(
     case "relay_unreachable":
     case "too_slow":
     case "dropped":
+    case "lagging":
     case "reachability":
     case "outdated":
       return m;

@@ -86,7 +86,10 @@ async function measure(
   const net = await Testnet.start({
     configPath: config,
     numClients: clients,
-    write: null,
+    write: Deno.env.get("BENCH_ROUNDS_LOG") === undefined
+      ? null
+      : (line) =>
+        Deno.writeTextFileSync(Deno.env.get("BENCH_ROUNDS_LOG")!, line + "\n", { append: true }),
     onEvent: watcher.onEvent,
   });
   const options = { maxRoundTrainMs: MAX_ROUND_TRAIN_TIME * 1000 };

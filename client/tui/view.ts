@@ -275,6 +275,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "verification_retry":
     case "ejected":
     case "dropped":
+    case "lagging":
       return view; // a notice (warn/error) or nothing the screen shows
     default: {
       const unreachable: never = e;

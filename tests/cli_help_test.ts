@@ -26,6 +26,7 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
   "bench-torch": { flag: "--steps" },
   "bench-rounds": { flag: "--rounds" },
   "bench-throughput": { flag: "--steps" },
+  "bench-coordinator-scale": { flag: "--clients" },
   "bench-report": { flag: "--quick" },
   "bench-link": { flag: "--rate" },
   netlab: { flag: "--clients" },

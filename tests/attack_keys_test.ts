@@ -96,7 +96,7 @@ async function join(raw: RawConnection): Promise<string> {
     const frame = await raw.frames.next();
     if (frame === null) return "closed";
     const msg = decodeServerMessage(frame);
-    if (msg.kind !== "State") return msg.kind;
+    if (msg.kind !== "State" && msg.kind !== "StateDelta") return msg.kind;
   }
 }
 

@@ -17,6 +17,7 @@ import {
   FRAME_HEADER_BYTES,
   FrameReader,
   type Identity,
+  ProtocolError,
   withAbort,
   writeFrame,
 } from "../../net/mod.ts";
@@ -27,6 +28,7 @@ import {
   type CoordinatorState,
   type HealthCheck,
   type NodeIdentity,
+  sha256,
   type VerificationReport,
   type Witness,
   type WitnessMetadata,
@@ -35,13 +37,17 @@ import {
 import { BackendError, type CallOptions, type CoordinatorBackend } from "./backend.ts";
 import { StateFeed } from "./state_feed.ts";
 import {
+  applyDelta,
   type ClientMessage,
   type ClientTelemetry,
   COORDINATOR_CONTEXT,
   decodeServerMessage,
   encodeClientMessage,
   isStateFrame,
+  type ServerMessage,
+  STATE_CHECKSUM_BYTES,
 } from "../../coordinator/server/mod.ts";
+import { equalBytes } from "../../common/mod.ts";
 
 /** Connection changes, for the client's log. */
 export type TcpBackendEvent =
@@ -123,6 +129,30 @@ interface Link {
   frames: FrameReader;
   /** The last write queued: frames are written one after another, never interleaved. */
   writes: Promise<void>;
+  /** The bytes of the last state this connection carried: the base of the next delta. */
+  lastState: Uint8Array | null;
+}
+
+/**
+ * The state a `StateDelta` describes, rebuilt from `base` and checked against its checksum;
+ * `ProtocolError` when there is no base, the delta does not fit it, or the bytes are not the
+ * coordinator's (the connection is then dropped, and the reconnection starts with a whole state).
+ */
+function rebuildState(
+  base: Uint8Array | null,
+  delta: Extract<ServerMessage, { kind: "StateDelta" }>,
+): Uint8Array {
+  if (base === null) throw new ProtocolError("StateDelta: no state before it to apply it to");
+  let bytes: Uint8Array;
+  try {
+    bytes = applyDelta(base, delta.ops, delta.length);
+  } catch (e) {
+    throw new ProtocolError(`StateDelta: ${(e as Error).message}`);
+  }
+  if (!equalBytes(sha256(bytes).subarray(0, STATE_CHECKSUM_BYTES), delta.checksum)) {
+    throw new ProtocolError("StateDelta: the rebuilt state does not match its checksum");
+  }
+  return bytes;
 }
 
 /** A client's TCP connection to a coordinator run. */
@@ -359,7 +389,7 @@ export class TcpBackend implements CoordinatorBackend {
       closeQuietly(conn);
       throw e;
     }
-    return { conn, frames, writes: Promise.resolve() };
+    return { conn, frames, writes: Promise.resolve(), lastState: null };
   }
 
   /** Reads the current link until it ends, then reconnects, until closed or failed. */
@@ -419,8 +449,12 @@ export class TcpBackend implements CoordinatorBackend {
         this.#receivedBytes += FRAME_HEADER_BYTES + frame.length;
         const msg = decodeServerMessage(frame);
         switch (msg.kind) {
-          case "State": {
-            const state = decodeCoordinatorState(msg.bytes);
+          case "State":
+          case "StateDelta": {
+            // Rebuilt even when skipped below: the next delta is taken from these bytes.
+            const bytes = msg.kind === "State" ? msg.bytes : rebuildState(link.lastState, msg);
+            link.lastState = bytes;
+            const state = decodeCoordinatorState(bytes);
             // A newer state already read behind this one supersedes it (the feed is latest
             // wins), so a backlog is skipped rather than worked through state by state. Never
             // a Cooldown: the apply of the epoch's last results is planned from it alone.

@@ -10,9 +10,13 @@ import {
 } from "../../net/mod.ts";
 import { BackendError } from "./backend.ts";
 import { parseAddress, TcpBackend, type TcpBackendEvent } from "./tcp.ts";
-import { CoordinatorError, NO_DIGEST } from "../../coordinator/core/mod.ts";
+import { CoordinatorError, NO_DIGEST, sha256 } from "../../coordinator/core/mod.ts";
 import { encodeCoordinatorState } from "../../coordinator/encoding/mod.ts";
-import { COORDINATOR_CONTEXT, encodeServerMessage } from "../../coordinator/server/mod.ts";
+import {
+  COORDINATOR_CONTEXT,
+  diffBytes,
+  encodeServerMessage,
+} from "../../coordinator/server/mod.ts";
 import { toHex } from "../../common/mod.ts";
 
 function serve(port = 0) {
@@ -310,6 +314,74 @@ Deno.test("a backlog of states is skipped to the newest but for a Cooldown, repl
       { kind: "StatesSkipped", skipped: 9 },
       { kind: "StatesSkipped", skipped: 9 },
     ]);
+  } finally {
+    await backend.close();
+    conn.close();
+  }
+});
+
+Deno.test("states sent as deltas are rebuilt, skipped ones included; a delta that does not check out drops the link", async () => {
+  using listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const states = [1, 2, 3].map((step) => {
+    const state = testState();
+    state.progress.step = step;
+    return encodeCoordinatorState(state);
+  });
+  const delta = (base: Uint8Array, next: Uint8Array, checksum = sha256(next).subarray(0, 8)) =>
+    encodeFrame(encodeServerMessage({
+      kind: "StateDelta",
+      length: next.length,
+      checksum,
+      ops: diffBytes(base, next),
+    }));
+  const serving = (async () => {
+    const conn = await listener.accept();
+    await serverHandshake(conn, new FrameReader(conn, { maxFrameBytes: 1 << 16 }), {
+      context: COORDINATOR_CONTEXT,
+    });
+    return conn;
+  })();
+  const events: TcpBackendEvent[] = [];
+  const { port } = listener.addr as Deno.NetAddr;
+  const backend = await TcpBackend.connect({
+    address: `127.0.0.1:${port}`,
+    runId: "test-run",
+    identity: generateIdentity(),
+    reconnect: false,
+    onEvent: (e) => events.push(e),
+  });
+  const conn = await serving;
+  try {
+    const seen: number[] = [];
+    const reading = (async () => {
+      for await (const s of backend.states()) {
+        seen.push(s.progress.step);
+        if (s.progress.step === 3) return;
+      }
+    })();
+    // Step 2 comes as a delta and is skipped (3 is behind it), yet 3's delta builds on it.
+    const frames = [
+      encodeFrame(encodeServerMessage({ kind: "State", bytes: states[0] })),
+      delta(states[0], states[1]),
+      delta(states[1], states[2]),
+    ];
+    await writeAll(conn, frames[0]);
+    while (seen.length === 0) await new Promise((r) => setTimeout(r, 5));
+    const rest = new Uint8Array(frames[1].length + frames[2].length);
+    rest.set(frames[1]);
+    rest.set(frames[2], frames[1].length);
+    await writeAll(conn, rest);
+    await reading;
+    assert.deepEqual(seen, [1, 3]);
+    assert.deepEqual(encodeCoordinatorState(backend.latest()!), states[2]);
+    // A delta whose rebuilt bytes are not the coordinator's: the connection is given up.
+    await writeAll(conn, delta(states[2], states[0], new Uint8Array(8)));
+    while (!events.some((e) => e.kind === "Failed")) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const dropped = events.find((e) => e.kind === "Failed");
+    assert.ok(dropped?.kind === "Failed");
+    assert.match(dropped.error.message, /does not match its checksum/);
   } finally {
     await backend.close();
     conn.close();

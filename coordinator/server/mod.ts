@@ -20,7 +20,9 @@ export {
   MAX_REASON_BYTES,
   peekClientMessage,
   type ServerMessage,
+  STATE_CHECKSUM_BYTES,
 } from "./protocol.ts";
+export { applyDelta, DeltaError, type DeltaOp, deltaWireBytes, diffBytes } from "./state_delta.ts";
 export {
   type ClientTelemetry,
   MAX_PHASE_MS,

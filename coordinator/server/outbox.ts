@@ -3,6 +3,8 @@
  * from different tasks (the connection's reader, the tick timer); the outbox writes them
  * one at a time, in order. State pushes coalesce: if one is still waiting when a newer
  * state comes, the newer one takes its place, so a slow client never queues stale states.
+ * A state's frame is built when it is written, from the state this connection got last
+ * (`stateFrame`: the server sends the difference, state_frames.ts).
  * Replies are never dropped, but a peer that does not read them cannot make the server
  * hold them without end: past `maxQueued` unwritten replies the outbox fails.
  *
@@ -25,8 +27,11 @@ export class Outbox {
   readonly #onError: (error: Error) => void;
   readonly #maxQueued: number;
   #queue: Uint8Array[] = [];
-  /** The newest state frame not yet written (coalesced), or null. */
+  /** The newest state not yet written (coalesced), or null. */
   #state: Uint8Array | null = null;
+  /** The last state written, the base of the next one's frame. */
+  #written: Uint8Array | null = null;
+  readonly #stateFrame: (base: Uint8Array | null, state: Uint8Array) => Uint8Array;
   #running: Promise<void> | null = null;
   #closed = false;
   /** A last frame was queued (`sendLast`): nothing more is taken, no state follows it. */
@@ -35,16 +40,21 @@ export class Outbox {
   /**
    * `onError` is called once, with the first failed write or when more than `maxQueued`
    * replies (default {@linkcode DEFAULT_MAX_QUEUED_REPLIES}) wait unwritten; the caller
-   * closes the connection.
+   * closes the connection. `stateFrame` makes the frame of a state given the last state
+   * written (null before the first); by default a state is its own frame.
    */
   constructor(
     writer: ByteWriter,
     onError: (error: Error) => void,
-    options: { maxQueued?: number } = {},
+    options: {
+      maxQueued?: number;
+      stateFrame?: (base: Uint8Array | null, state: Uint8Array) => Uint8Array;
+    } = {},
   ) {
     this.#writer = writer;
     this.#onError = onError;
     this.#maxQueued = options.maxQueued ?? DEFAULT_MAX_QUEUED_REPLIES;
+    this.#stateFrame = options.stateFrame ?? ((_, state) => state);
   }
 
   /** Queues a frame (replies: never dropped; too many unwritten fail the outbox). */
@@ -95,11 +105,17 @@ export class Outbox {
     if (this.#running !== null) return;
     this.#running = (async () => {
       try {
-        for (;;) {
-          const next = this.#queue.shift() ?? this.#state;
-          if (next === undefined || next === null || this.#closed) break;
-          if (next === this.#state) this.#state = null;
-          await writeFrame(this.#writer, next);
+        while (!this.#closed) {
+          const reply = this.#queue.shift();
+          if (reply !== undefined) {
+            await writeFrame(this.#writer, reply);
+            continue;
+          }
+          const state = this.#state;
+          if (state === null) break;
+          this.#state = null;
+          await writeFrame(this.#writer, this.#stateFrame(this.#written, state));
+          this.#written = state;
         }
       } catch (e) {
         if (!this.#closed) {

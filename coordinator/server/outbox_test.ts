@@ -81,3 +81,23 @@ Deno.test("a last frame is read last: no state or reply queued after it is writt
   await outbox.flush();
   assert.deepEqual(w.written, [1, 10, 99]);
 });
+
+Deno.test("a state's frame is made from the last state written, coalesced ones skipped", async () => {
+  const w = gatedWriter();
+  const bases: (number | null)[] = [];
+  const outbox = new Outbox(w.writer, (e) => assert.fail(e), {
+    stateFrame: (base, state) => {
+      bases.push(base === null ? null : base[0]);
+      return new Uint8Array([100 + state[0]]);
+    },
+  });
+  outbox.sendState(new Uint8Array([1])); // written first, from nothing
+  outbox.sendState(new Uint8Array([2])); // replaced by 3 before it is written
+  outbox.sendState(new Uint8Array([3]));
+  w.open();
+  await outbox.flush();
+  outbox.sendState(new Uint8Array([4]));
+  await outbox.flush();
+  assert.deepEqual(w.written, [101, 103, 104]);
+  assert.deepEqual(bases, [null, 1, 3]);
+});

@@ -16,12 +16,18 @@
  *   2 WarmupWitness   { requestId, witness,     3 Refused { reason }   (then the server closes)
  *                       digest }
  *   3 HealthCheck     { requestId, checks }     4 Relays  { addresses }  (after the handshake)
+ *                                               5 StateDelta { length, checksum, ops }
  *   4 Checkpoint      { requestId, repo }
  *   5 CooldownWitness { requestId, proof, digest }
  *   6 Withdraw        { requestId }
  *   7 Telemetry       { requestId, telemetry }  (a notice: never answered)
  *   8 Verification    { requestId, report }
  * ```
+ *
+ * `StateDelta` is a state as the difference from the last state this connection carried
+ * (`state_delta.ts`): `length` bytes rebuilt by `ops` (copy `length` bytes at `offset` of that
+ * state, or insert literal bytes), whose sha256 starts with the 8 bytes of `checksum`. A
+ * connection's first state is always a whole `State`.
  *
  * `digest` is the client's parameter digest (32 bytes; all zero: none), a vote for the
  * parameters of the run's current step (coordinator/core/params_digest.ts).
@@ -46,6 +52,7 @@ import {
   writeWitness,
 } from "./protocol_fields.ts";
 import { type ClientTelemetry, readTelemetry, writeTelemetry } from "./telemetry.ts";
+import type { DeltaOp } from "./state_delta.ts";
 import {
   type Checkpoint,
   COORDINATOR_ERROR_CODES,
@@ -108,7 +115,9 @@ export type ServerMessage =
   | { kind: "Error"; requestId: number; code: CoordinatorErrorCode; message: string }
   | { kind: "Refused"; reason: string }
   /** The run's circuit relays (multiaddrs ending in `/p2p/<relay>`): where clients meet. */
-  | { kind: "Relays"; addresses: string[] };
+  | { kind: "Relays"; addresses: string[] }
+  /** A state as the difference from the connection's previous one (see the module doc). */
+  | { kind: "StateDelta"; length: number; checksum: Uint8Array; ops: DeltaOp[] };
 
 const CLIENT_TAGS = [
   "Join",
@@ -121,7 +130,12 @@ const CLIENT_TAGS = [
   "Telemetry",
   "Verification",
 ] as const;
-const SERVER_TAGS = ["State", "Ack", "Error", "Refused", "Relays"] as const;
+const SERVER_TAGS = ["State", "Ack", "Error", "Refused", "Relays", "StateDelta"] as const;
+
+/** Bytes of a `StateDelta`'s checksum: the first of the rebuilt state's sha256. */
+export const STATE_CHECKSUM_BYTES = 8;
+/** Largest state a `StateDelta` may rebuild (a client's frame cap: the same bound). */
+export const MAX_DELTA_STATE_BYTES = 64 * 1024 * 1024;
 
 /** Most relay addresses one `Relays` message carries, and the longest one, in UTF-8 bytes. */
 export const MAX_RELAY_ADDRESSES = 16;
@@ -421,6 +435,17 @@ export function encodeServerMessage(msg: ServerMessage): Uint8Array {
       }
       return w.finish();
     }
+    case "StateDelta": {
+      if (msg.checksum.length !== STATE_CHECKSUM_BYTES) {
+        throw new RangeError(`StateDelta: checksum must be ${STATE_CHECKSUM_BYTES} bytes`);
+      }
+      w.u32(msg.length).bytes(msg.checksum).u32(msg.ops.length);
+      for (const op of msg.ops) {
+        if (op.kind === "copy") w.u8(0).u32(op.offset).u32(op.length);
+        else w.u8(1).u32(op.bytes.length).bytes(op.bytes);
+      }
+      return w.finish();
+    }
     default: {
       const never: never = msg;
       throw new TypeError(`Unknown server message ${JSON.stringify(never)}`);
@@ -428,9 +453,14 @@ export function encodeServerMessage(msg: ServerMessage): Uint8Array {
   }
 }
 
-/** Whether a server frame's payload is a state push, by its tag alone (nothing else checked). */
+/**
+ * Whether a server frame's payload is a state push (`State` or `StateDelta`), by its tag alone
+ * (nothing else checked).
+ */
 export function isStateFrame(payload: Uint8Array): boolean {
-  return payload.length > 0 && payload[0] === SERVER_TAGS.indexOf("State");
+  return payload.length > 0 &&
+    (payload[0] === SERVER_TAGS.indexOf("State") ||
+      payload[0] === SERVER_TAGS.indexOf("StateDelta"));
 }
 
 /** Decodes one server frame; {@linkcode ProtocolError} on any defect (as the client side). */
@@ -479,6 +509,34 @@ export function decodeServerMessage(bytes: Uint8Array): ServerMessage {
         () => m.string("address", MAX_RELAY_ADDRESS_BYTES),
       );
       msg = { kind, addresses };
+      break;
+    }
+    case "StateDelta": {
+      const length = m.u32("length");
+      if (length > MAX_DELTA_STATE_BYTES) {
+        throw new ProtocolError(
+          `StateDelta: rebuilds ${length} bytes, at most ${MAX_DELTA_STATE_BYTES}`,
+        );
+      }
+      const checksum = m.bytes(STATE_CHECKSUM_BYTES, "checksum");
+      const count = m.u32("count");
+      // Each operation takes at least 5 bytes: a count past what is left is a lie.
+      if (count * 5 > m.remaining) {
+        throw new ProtocolError(`StateDelta: ${count} operations in ${m.remaining} bytes`);
+      }
+      const ops: DeltaOp[] = [];
+      for (let i = 0; i < count; i++) {
+        const op = m.u8("op");
+        if (op === 0) {
+          ops.push({ kind: "copy", offset: m.u32("offset"), length: m.u32("length") });
+        } else if (op === 1) {
+          const n = m.u32("length");
+          ops.push({ kind: "insert", bytes: m.bytes(n, "bytes") });
+        } else {
+          throw new ProtocolError(`StateDelta: unknown operation ${op}, expected 0 or 1`);
+        }
+      }
+      msg = { kind, length, checksum, ops };
       break;
     }
   }

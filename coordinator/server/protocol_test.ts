@@ -9,6 +9,7 @@ import {
   decodeServerMessage,
   encodeClientMessage,
   encodeServerMessage,
+  isStateFrame,
   MAX_RELAY_ADDRESS_BYTES,
   MAX_RELAY_ADDRESSES,
   peekClientMessage,
@@ -161,6 +162,21 @@ const serverMessage: fc.Arbitrary<ServerMessage> = fc.oneof(
   fc.record({
     kind: fc.constant("Relays" as const),
     addresses: fc.array(fc.string({ maxLength: 60 }), { maxLength: 4 }),
+  }),
+  fc.record({
+    kind: fc.constant("StateDelta" as const),
+    length: fc.nat({ max: 1 << 20 }),
+    checksum: fc.uint8Array({ minLength: 8, maxLength: 8 }),
+    ops: fc.array(
+      fc.oneof(
+        fc.record({ kind: fc.constant("copy" as const), offset: u32, length: u32 }),
+        fc.record({
+          kind: fc.constant("insert" as const),
+          bytes: fc.uint8Array({ maxLength: 16 }),
+        }),
+      ),
+      { maxLength: 4 },
+    ),
   }),
 );
 
@@ -365,4 +381,37 @@ Deno.test("a Relays message names at most 16 addresses, each at most 256 bytes, 
   // A forged frame claiming 17 addresses is refused before any is read.
   const forged = new Uint8Array([4, MAX_RELAY_ADDRESSES + 1]);
   assert.throws(() => decodeServerMessage(forged), /17 addresses, at most 16/);
+});
+
+Deno.test("a StateDelta round-trips; a count, an operation or a length it cannot hold is refused", () => {
+  const delta: ServerMessage = {
+    kind: "StateDelta",
+    length: 70,
+    checksum: new Uint8Array(8).fill(9),
+    ops: [
+      { kind: "copy", offset: 0, length: 64 },
+      { kind: "insert", bytes: new Uint8Array([1, 2, 3, 4, 5, 6]) },
+    ],
+  };
+  const bytes = encodeServerMessage(delta);
+  assert.deepEqual(decodeServerMessage(bytes), delta);
+  assert.ok(isStateFrame(bytes));
+  for (let cut = 1; cut < bytes.length; cut++) {
+    assert.throws(() => decodeServerMessage(bytes.subarray(0, cut)), ProtocolError);
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset);
+  const lying = bytes.slice();
+  new DataView(lying.buffer).setUint32(1 + 4 + 8, 1000); // 1000 operations in 20 bytes
+  assert.throws(() => decodeServerMessage(lying), /1000 operations in 20 bytes/);
+  const unknown = bytes.slice();
+  unknown[1 + 4 + 8 + 4] = 7;
+  assert.throws(() => decodeServerMessage(unknown), /unknown operation 7/);
+  const huge = bytes.slice();
+  new DataView(huge.buffer).setUint32(1, 0xffff_ffff);
+  assert.throws(() => decodeServerMessage(huge), /rebuilds 4294967295 bytes/);
+  assert.equal(view.getUint32(1), 70);
+  assert.throws(
+    () => encodeServerMessage({ ...delta, checksum: new Uint8Array(7) } as ServerMessage),
+    /checksum must be 8 bytes/,
+  );
 });

@@ -5,8 +5,9 @@
  * as fast as the coordinator and the reports allow). Per size it measures, over a number of
  * rounds after the first: the round time, and the bytes one client reads from the coordinator
  * per round (states and answers; the coordinator's egress is that times N). Each size runs
- * twice in the same process: with the server's state batching (`STATE_BATCH_MS`) and, as the
- * baseline, with every change pushed at once (`stateBatchMs: 0`, the behaviour before).
+ * three times in the same process: as the server runs now (changes that do not move the run
+ * batched, `STATE_BATCH_MS`, and states sent as deltas); batched but every state whole; and,
+ * as the baseline, every change pushed at once and whole (the server before both).
  *
  * A script rather than a `deno bench` file: one sample is a whole run of many connections.
  *
@@ -28,6 +29,7 @@ import { startCoordinatorServer, STATE_BATCH_MS } from "./server.ts";
 interface Measured {
   readonly clients: number;
   readonly batchMs: number;
+  readonly deltas: boolean;
   readonly rounds: number;
   /** Median round time, ms. */
   readonly roundMs: number;
@@ -38,7 +40,12 @@ interface Measured {
 }
 
 /** Runs `clients` scripted clients until `rounds` rounds (after the first) were completed. */
-async function measure(clients: number, rounds: number, batchMs: number): Promise<Measured> {
+async function measure(
+  clients: number,
+  rounds: number,
+  mode: { batchMs: number; deltas: boolean },
+): Promise<Measured> {
+  const { batchMs, deltas } = mode;
   const runId = `scale-${clients}`;
   const state = createCoordinator({
     runId,
@@ -67,6 +74,7 @@ async function measure(clients: number, rounds: number, batchMs: number): Promis
     rateLimits: null,
     maxConnectionsPerAddress: clients + 8,
     stateBatchMs: batchMs,
+    stateDeltas: deltas,
   });
   const scripted: ScriptedClient[] = [];
   try {
@@ -114,6 +122,7 @@ async function measure(clients: number, rounds: number, batchMs: number): Promis
     return {
       clients,
       batchMs,
+      deltas,
       rounds: roundMs.length,
       roundMs: quantile(roundMs, 0.5),
       bytesPerClientRound: quantile(perClient, 0.5),
@@ -130,7 +139,8 @@ export const SCALE_BENCH_SPEC = {
   usage: "deno task bench-coordinator-scale [--clients 8,16,32,64,128,256] [--rounds N]",
   summary: "How the TCP coordinator's cost grows with the run: a real server and N scripted " +
     "clients (no training) over loopback; per size, the round time and the bytes each client " +
-    "reads from the coordinator per round, with state batching and without it.",
+    "reads from the coordinator per round, as the server runs now and as it ran before state " +
+    "batching and deltas.",
   flags: {
     clients: {
       type: "string",
@@ -163,20 +173,23 @@ if (import.meta.main) {
   const { sizes, rounds } = parseOrExit(SCALE_BENCH_SPEC, (p) => scaleBenchOptions(p.values));
   const kB = (bytes: number) => `${(bytes / 1000).toFixed(1)} kB`;
   const lines = [
-    "| clients | round, batched | round, each change | per client per round, batched | each change | coordinator egress per round, batched | each change |",
-    "| ------: | -------------: | -----------------: | ----------------------------: | ----------: | ------------------------------------: | ----------: |",
+    "| clients | round: now | batched, whole | before | per client per round: now | batched, whole | before | coordinator egress per round: now | before |",
+    "| ------: | ---------: | -------------: | -----: | ------------------------: | -------------: | -----: | --------------------------------: | -----: |",
   ];
   for (const clients of sizes) {
-    const batched = await measure(clients, rounds, STATE_BATCH_MS);
-    console.log(JSON.stringify(batched));
-    const each = await measure(clients, rounds, 0);
-    console.log(JSON.stringify(each));
+    const now = await measure(clients, rounds, { batchMs: STATE_BATCH_MS, deltas: true });
+    console.log(JSON.stringify(now));
+    const whole = await measure(clients, rounds, { batchMs: STATE_BATCH_MS, deltas: false });
+    console.log(JSON.stringify(whole));
+    const before = await measure(clients, rounds, { batchMs: 0, deltas: false });
+    console.log(JSON.stringify(before));
+    const ms = (m: Measured) => `${m.roundMs.toFixed(0)} ms`;
     lines.push(
-      `| ${clients} | ${batched.roundMs.toFixed(0)} ms | ${each.roundMs.toFixed(0)} ms | ${
-        kB(batched.bytesPerClientRound)
-      } | ${kB(each.bytesPerClientRound)} | ${kB(batched.bytesPerClientRound * clients)} | ${
-        kB(each.bytesPerClientRound * clients)
-      } |`,
+      `| ${clients} | ${ms(now)} | ${ms(whole)} | ${ms(before)} | ${
+        kB(now.bytesPerClientRound)
+      } | ${kB(whole.bytesPerClientRound)} | ${kB(before.bytesPerClientRound)} | ${
+        kB(now.bytesPerClientRound * clients)
+      } | ${kB(before.bytesPerClientRound * clients)} |`,
     );
   }
   console.log(`\nmedians over ${rounds} rounds per size (the first round left out)\n`);

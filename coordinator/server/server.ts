@@ -61,6 +61,7 @@ import {
   writeFrame,
 } from "../../net/mod.ts";
 import { encodeCoordinatorState } from "../encoding/mod.ts";
+import { StateFrames } from "./state_frames.ts";
 import { CoordinatorHost, type HostEvent, type HostReply } from "./host.ts";
 import type { ServerEvent } from "./log.ts";
 import { Outbox, UnreadRepliesError } from "./outbox.ts";
@@ -147,6 +148,11 @@ export interface CoordinatorServerOptions {
   pushIntervalMs?: number;
   /** Batching of state changes that do not move the run (default {@link STATE_BATCH_MS}). */
   stateBatchMs?: number;
+  /**
+   * Push a state as its difference from the connection's previous one when that is smaller
+   * (`StateDelta`, state_delta.ts). Default true; false sends every state whole.
+   */
+  stateDeltas?: boolean;
   /** Largest frame a client may send (default 8 MiB, as Psyche's server). */
   maxFrameBytes?: number;
   /** Milliseconds a client has to finish the handshake (default 5000). */
@@ -302,8 +308,8 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
   const stateBatchMs = options.stateBatchMs ?? STATE_BATCH_MS;
   let saves: Promise<void> = Promise.resolve();
 
-  const stateFrame = () =>
-    encodeServerMessage({ kind: "State", bytes: encodeCoordinatorState(host.state) });
+  const stateFrames = new StateFrames();
+  const stateDeltas = options.stateDeltas ?? true;
 
   /** Sends the state to every session (if it changed, or always when `force`). */
   const push = (force: boolean) => {
@@ -313,8 +319,8 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
     pushedVersion = host.version;
     pushedPhase = phaseOf(host.state);
     if (sessions.size === 0) return;
-    const frame = stateFrame();
-    for (const s of sessions.values()) s.outbox.sendState(frame);
+    const state = encodeCoordinatorState(host.state);
+    for (const s of sessions.values()) s.outbox.sendState(state);
   };
 
   const save = (event: Extract<HostEvent, { kind: "EpochEnd" }>) => {
@@ -434,7 +440,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
         if (e instanceof UnreadRepliesError && !closing) {
           emit({ kind: "ConnectionClosed", peer, client: name, reason: e.message });
         }
-      }),
+      }, { stateFrame: (base, state) => stateFrames.frame(stateDeltas ? base : null, state) }),
     };
     const previous = sessions.get(name);
     sessions.set(name, session);
@@ -443,7 +449,7 @@ export function startCoordinatorServer(options: CoordinatorServerOptions): Coord
     if (relays.length > 0) {
       session.outbox.send(encodeServerMessage({ kind: "Relays", addresses: [...relays] }));
     }
-    session.outbox.sendState(stateFrame());
+    session.outbox.sendState(encodeCoordinatorState(host.state));
 
     const reply = (msg: ServerMessage) => session.outbox.send(encodeServerMessage(msg));
     const refuse = async (reason: string) => {

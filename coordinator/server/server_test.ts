@@ -18,6 +18,7 @@ import {
   witnessReport,
 } from "../../tests/support/coordinator_fixtures.ts";
 import { CoordinatorHost } from "./host.ts";
+import { encodeCoordinatorState } from "../encoding/mod.ts";
 import type { ServerEvent } from "./log.ts";
 import {
   COORDINATOR_CONTEXT,
@@ -323,7 +324,7 @@ Deno.test("a member flooding telemetry gets one notice kept and one event per st
   }
 });
 
-Deno.test("a witness report short of a quorum is pushed batched; the quorum's new run state at once", async () => {
+Deno.test("a witness report short of a quorum is pushed batched, as a delta; the quorum's new run state at once", async () => {
   // Four clients in RoundTrain (all witnesses; two reports end it) with a long train timer.
   const keys = [0, 1, 2, 3].map(() => generateIdentity());
   const ids = keys.map((k) => ({ signer: k.publicKey, p2pIdentity: k.publicKey }));
@@ -365,6 +366,7 @@ Deno.test("a witness report short of a quorum is pushed batched; the quorum's ne
       );
     const version = host.version;
     const sent = performance.now();
+    const bytesBefore = backends[0].receivedBytes;
     await report(0);
     assert.equal(host.version, version + 1, "the report changed the state");
     const batched = (await states.next()).value!;
@@ -372,6 +374,11 @@ Deno.test("a witness report short of a quorum is pushed batched; the quorum's ne
     assert.ok(waited >= 250, `the reports were pushed after ${waited.toFixed(0)} ms, not batched`);
     assert.equal(batched.runState, "RoundTrain");
     assert.equal(currentRound(batched).witnesses.length, 1);
+    // It came as a delta from the first state (plus the report's Ack), rebuilt bit for bit.
+    const whole = encodeCoordinatorState(batched);
+    assert.deepEqual(whole, encodeCoordinatorState(host.state));
+    const read = backends[0].receivedBytes - bytesBefore;
+    assert.ok(read < whole.length / 2, `${read} bytes read for a ${whole.length}-byte state`);
     const quorum = performance.now();
     await report(1);
     const moved = (await states.next()).value!;

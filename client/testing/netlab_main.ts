@@ -9,7 +9,11 @@
  * same parameters at every step. It exits non-zero if a run applied no complete step or its
  * clients disagreed.
  *
- *   deno task netlab [--clients 3] [--steps 6] [--rate 20mbit] [--slow 2mbit]
+ *   deno task netlab [--clients 3] [--steps 6] [--rate 20mbit] [--slow 2mbit] [--logs json]
+ *
+ * With `--logs json` it prints one JSON object per line instead (docs/logs.md): `netlab_start`
+ * (the machine), `waiting` (each run's start), `measured` (each run's figures), `slow_client`
+ * (with `--slow`), `netlab_summary` (the ratios), and `diverged` (error) when clients disagreed.
  *
  * `--slow` limits the last client's link alone (lab topology 3): whether the run keeps the
  * others' pace, and whether that client keeps up or is told it was dropped (`dropped`) or is too
@@ -21,7 +25,7 @@
  * @module
  */
 import "../../net/p2p/mod.ts";
-import { parseOrExit } from "../../cli/entry.ts";
+import { logLine, parseOrExit } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
 import { createTestNetwork, tbfBurstBytes, testNetworkUnavailable } from "./netns.ts";
 import {
@@ -34,7 +38,8 @@ import {
 import { clientDigests, disagreements } from "../../tests/support/one_model.ts";
 
 const NETLAB_SPEC = {
-  usage: "deno task netlab [--clients N] [--steps N] [--rate RATE] [--slow RATE]",
+  usage: "deno task netlab [--clients N] [--steps N] [--rate RATE] [--slow RATE] " +
+    "[--logs console|json]",
   summary: "The NAT lab: a tiny run on loopback, then the same run with every client behind a " +
     "NAT of its own, meeting through the coordinator's relay; round time, bytes per round and " +
     "direct against relayed connections for both. Needs root, iproute2 and nftables.",
@@ -55,6 +60,12 @@ const NETLAB_SPEC = {
       type: "string",
       value: "RATE",
       description: "rate-limit the last client's link alone, each way (topology 3)",
+    },
+    logs: {
+      type: "string",
+      value: "console|json",
+      description: "a table for people, or one JSON object per line (docs/logs.md)",
+      default: "console",
     },
   },
 } as const;
@@ -81,16 +92,31 @@ const options = parseOrExit(NETLAB_SPEC, ({ values }) => {
   if (values.rate !== undefined && values.slow !== undefined) {
     throw new UsageError("give --rate or --slow, not both");
   }
+  if (values.logs !== "console" && values.logs !== "json") {
+    throw new UsageError(`--logs must be console or json, found "${values.logs}"`);
+  }
   return {
+    json: values.logs === "json",
     clients: count("clients", 2, 8),
     steps: count("steps", 1, 100),
     rate: values.rate,
     slow: values.slow,
   };
 });
+/** One event: a JSON line with `--logs json`, else `human` (when there is one) for people. */
+function say(
+  level: "info" | "error",
+  event: string,
+  fields: Record<string, unknown>,
+  human?: string,
+): void {
+  if (options.json) console.log(logLine(Date.now(), level, event, fields));
+  else if (human !== undefined) (level === "error" ? console.error : console.log)(human);
+}
+
 const unavailable = testNetworkUnavailable({ nat: true });
 if (unavailable !== null) {
-  console.error(`netlab: ${unavailable}`);
+  say("error", "unavailable", { reason: unavailable }, `netlab: ${unavailable}`);
   Deno.exit(2);
 }
 
@@ -135,7 +161,12 @@ async function measure(testnet: TinyTestnet, what: string, slow?: string): Promi
       slow !== undefined ||
       Number(e.event.applied) === options.clients && Number(e.event.untrained_batches) === 0
     );
-  console.log(`${what}: waiting for ${options.steps} complete steps at every client`);
+  say(
+    "info",
+    "waiting",
+    { run: what, steps: options.steps },
+    `${what}: waiting for ${options.steps} complete steps at every client`,
+  );
   await watcher.waitFor(
     `${options.steps} complete steps at every client (${what})`,
     () => measured.every((l) => whole(l).length >= options.steps + 1),
@@ -209,7 +240,17 @@ async function awaitSlowVerdict(testnet: TinyTestnet, slow: string): Promise<voi
 }
 
 const cpu = Deno.readTextFileSync("/proc/cpuinfo").match(/model name\s*:\s*(.*)/)?.[1];
-console.log(
+say(
+  "info",
+  "netlab_start",
+  {
+    cpu: cpu ?? null,
+    cores: navigator.hardwareConcurrency,
+    load_average: Deno.loadavg(),
+    deno: Deno.version.deno,
+    clients: options.clients,
+    model: "llama-tiny",
+  },
   `${new Date().toISOString()}, ${cpu ?? "unknown CPU"}, ${navigator.hardwareConcurrency} ` +
     `cores, load average ${Deno.loadavg().map((l) => l.toFixed(2)).join(" ")}, Deno ` +
     `${Deno.version.deno}; ${options.clients} clients, llama-tiny`,
@@ -252,15 +293,30 @@ const row = (name: string, m: Measured) =>
   `| ${name} | ${m.roundMs.toFixed(0)} ms | ${(m.bytesPerRound / 1024).toFixed(1)} KiB | ` +
   `${m.behindNat} of ${options.clients} | ${m.direct} direct, ${m.relayed} relayed | ` +
   `${m.disagreements === 0 ? `identical at ${m.stepsCompared} steps` : "DIFFERENT"} |`;
-console.log(
-  "\n| run | round time | bytes received per client per round | behind NAT | peer connections " +
-    "| parameters |\n|---|---|---|---|---|---|",
-);
-console.log(row("loopback", baseline));
-console.log(row(`NAT + relay${links}`, lab));
+if (!options.json) {
+  console.log(
+    "\n| run | round time | bytes received per client per round | behind NAT | peer connections " +
+      "| parameters |\n|---|---|---|---|---|---|",
+  );
+}
+for (const [name, m] of [["loopback", baseline], [`NAT + relay${links}`, lab]] as const) {
+  say("info", "measured", {
+    run: name,
+    round_ms: m.roundMs,
+    bytes_per_round: m.bytesPerRound,
+    behind_nat: m.behindNat,
+    direct: m.direct,
+    relayed: m.relayed,
+    steps_compared: m.stepsCompared,
+    disagreements: m.disagreements,
+  }, row(name, m));
+}
 if (lab.slowApplied !== undefined) {
   const { applied, trained, told } = lab.slowApplied;
-  console.log(
+  say(
+    "info",
+    "slow_client",
+    { client: labels.at(-1), rate: options.slow, applied, trained, told },
     `\n${labels.at(-1)} on ${options.slow}: ${applied} of its ${trained} results applied; ` +
       (told !== null
         ? `it was told (${told})`
@@ -269,13 +325,24 @@ if (lab.slowApplied !== undefined) {
         : "it missed results and was NEVER TOLD"),
   );
 }
-console.log(
+say(
+  "info",
+  "netlab_summary",
+  {
+    round_ratio: lab.roundMs / baseline.roundMs,
+    bytes_ratio: lab.bytesPerRound / baseline.bytesPerRound,
+  },
   `\nround time behind NAT: ${(lab.roundMs / baseline.roundMs).toFixed(2)}x loopback; bytes per ` +
     `round: ${(lab.bytesPerRound / baseline.bytesPerRound).toFixed(2)}x`,
 );
 const failed = [baseline, lab].some((m) => m.disagreements > 0 || m.stepsCompared === 0);
 if (failed) {
-  console.error("netlab: clients held different parameters, or no step was compared");
+  say(
+    "error",
+    "diverged",
+    { note: "clients held different parameters, or no step was compared" },
+    "netlab: clients held different parameters, or no step was compared",
+  );
   Deno.exit(1);
 }
 Deno.exit(0);

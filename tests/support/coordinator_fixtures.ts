@@ -95,11 +95,18 @@ export function identities(n: number, offset = 0): NodeIdentity[] {
   return Array.from({ length: n }, (_, i) => identity(i + offset));
 }
 
-/** An empty bloom of the run's witness size, with fixed keys. */
-export function emptyBloom(state: CoordinatorState): Bloom {
+/**
+ * An empty bloom of the run's witness size, with fixed keys, or with random ones (as a real
+ * client draws them for each report, so no two reports' blooms share their bits).
+ */
+export function emptyBloom(state: CoordinatorState, randomKeys = false): Bloom {
   const { numBits, numKeys } = witnessBloomParameters(state.config.maxClients);
-  const keys = new BigUint64Array(numKeys);
-  for (let k = 0; k < numKeys; k++) keys[k] = BigInt(k) * 0x9e3779b97f4a7c15n % (1n << 64n);
+  const keys = randomKeys
+    ? new BigUint64Array(crypto.getRandomValues(new Uint32Array(2 * numKeys)).buffer)
+    : new BigUint64Array(numKeys);
+  if (!randomKeys) {
+    for (let k = 0; k < numKeys; k++) keys[k] = BigInt(k) * 0x9e3779b97f4a7c15n % (1n << 64n);
+  }
   return createBloom(numBits, keys);
 }
 
@@ -116,18 +123,20 @@ export function warmupReport(state: CoordinatorState, index: number): Witness {
 /**
  * The witness report of client `index` for the current round, whose participant bloom
  * holds `sha256(signer)` of every identity in `seen` and whose broadcast bloom holds
- * `broadcast` hashes.
+ * `broadcast` hashes; with `randomKeys`, the blooms' keys are drawn at random, as a real
+ * client's are.
  */
 export function witnessReport(
   state: CoordinatorState,
   index: number,
   seen: readonly NodeIdentity[] = [],
   broadcast: readonly Uint8Array[] = [],
+  randomKeys = false,
 ): Witness {
   const proof = roundSelection(state.config, currentRound(state)).witnessProof(index);
-  const participantBloom = emptyBloom(state);
+  const participantBloom = emptyBloom(state, randomKeys);
   for (const id of seen) bloomAdd(participantBloom, sha256(id.signer));
-  const broadcastBloom = emptyBloom(state);
+  const broadcastBloom = emptyBloom(state, randomKeys);
   for (const h of broadcast) bloomAdd(broadcastBloom, h);
   return { proof, participantBloom, broadcastBloom, broadcastMerkle: new Uint8Array(32) };
 }

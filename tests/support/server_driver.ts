@@ -87,6 +87,8 @@ export interface ScriptedClientOptions {
   unseen?: readonly Uint8Array[];
   /** Report the previous round's unhealthy trainers (from round 2 on), as a witness would. */
   healthChecks?: boolean;
+  /** Draw each report's bloom keys at random, as a real client does (default: fixed keys). */
+  randomBloomKeys?: boolean;
 }
 
 /**
@@ -196,7 +198,7 @@ export class ScriptedClient {
     const everyone = clients.map((c) => c.id).filter((id) =>
       !unseen.some((key) => equalBytes(key, id.signer))
     );
-    const report = witnessReport(state, index, everyone);
+    const report = witnessReport(state, index, everyone, [], this.#options.randomBloomKeys);
     this.#once(
       `witness:${epoch}:${round.height}`,
       () => this.backend.sendWitness(report, { ...METADATA, step: state.progress.step }, NO_DIGEST),

@@ -991,9 +991,10 @@ export class TrainingClient {
    * Says once per epoch when the state just read is older than the run lets such a state last
    * (by more than LAG_NOTICE_MS): the coordinator has moved on, and this client reads its states
    * late, as over a link too slow for the state pushes. Wall clocks, so it needs clocks agreeing
-   * within seconds (NTP does far better).
+   * within seconds (NTP does far better). Only where states end on time by themselves (TCP).
    */
   #noteLag(state: CoordinatorState): void {
+    if (this.#o.backend.statesEndOnTime !== true) return;
     const lasts = state.runState === "RoundTrain"
       ? state.config.maxRoundTrainTime
       : state.runState === "RoundWitness"

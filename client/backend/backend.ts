@@ -97,6 +97,13 @@ export interface CoordinatorBackend {
   readonly receivedBytes?: number;
 
   /**
+   * Whether a state ends on time by itself: the coordinator ends each state at its deadline and
+   * pushes the change (`TcpBackend`), so a state read long past its end was read late. On Solana
+   * a state lasts until some client's tick lands, so an old state may still be the newest.
+   */
+  readonly statesEndOnTime?: boolean;
+
+  /**
    * Asks to join the run: the client waits in the coordinator's pending list (join order)
    * until the next epoch starts, and stays pending for later epochs. Resolves once
    * registered. A backend that reconnects re-joins by itself after a successful join.

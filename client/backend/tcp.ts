@@ -207,6 +207,9 @@ export class TcpBackend implements CoordinatorBackend {
     return backend;
   }
 
+  /** {@inheritDoc CoordinatorBackend.statesEndOnTime} */
+  readonly statesEndOnTime = true;
+
   /** {@inheritDoc CoordinatorBackend.receivedBytes} */
   get receivedBytes(): number {
     return this.#receivedBytes;

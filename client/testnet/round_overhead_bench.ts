@@ -12,7 +12,9 @@
  *
  *     deno task bench-rounds [--rounds 20] [--clients 3,8] [--witness-time 0.1]
  *
- * For the scaling figures (docs/benchmarks.md, "Many peers"): `--clients 8,16,32,64`.
+ * For the scaling figures (docs/benchmarks.md, "Many peers"): `--clients 8,16`. With
+ * `BENCH_ROUNDS_LOG=FILE` in the environment every process's lines are appended to FILE, to see
+ * what a size that does not finish is doing.
  *
  * Every client is a witness (`witness_nodes = 0`) and the train timer is long, so rounds close
  * when the witnesses' reports reach quorum (opportunistic witnessing), not on a timeout;

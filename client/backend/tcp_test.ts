@@ -260,6 +260,33 @@ Deno.test("waitForCoordinator: something else on the port fails at once, and so 
   assert.ok(await waiting instanceof Error, "an aborted wait rejects");
 });
 
+/**
+ * A hand-driven coordinator on `listener`: it accepts one connection and completes the
+ * handshake, and a backend (`options` added) connects to it. The test writes the frames.
+ */
+async function handDrivenCoordinator(
+  listener: Deno.TcpListener,
+  options: { reconnect?: boolean } = {},
+): Promise<{ backend: TcpBackend; conn: Deno.Conn; events: TcpBackendEvent[] }> {
+  const serving = (async () => {
+    const conn = await listener.accept();
+    await serverHandshake(conn, new FrameReader(conn, { maxFrameBytes: 1 << 16 }), {
+      context: COORDINATOR_CONTEXT,
+    });
+    return conn;
+  })();
+  const events: TcpBackendEvent[] = [];
+  const { port } = listener.addr as Deno.NetAddr;
+  const backend = await TcpBackend.connect({
+    address: `127.0.0.1:${port}`,
+    runId: "test-run",
+    identity: generateIdentity(),
+    ...options,
+    onEvent: (e) => events.push(e),
+  });
+  return { backend, conn: await serving, events };
+}
+
 Deno.test("a backlog of states is skipped to the newest but for a Cooldown, replies kept in order", async () => {
   // A coordinator whose pushes piled up while the link was stalled: 30 states and an Ack
   // between them arrive in one burst.
@@ -280,22 +307,7 @@ Deno.test("a backlog of states is skipped to the newest but for a Cooldown, repl
   const bytes = new Uint8Array(burst.reduce((n, f) => n + f.length, 0));
   burst.reduce((at, f) => (bytes.set(f, at), at + f.length), 0);
   assert.ok(bytes.length < 60_000, "the burst fits one read of the reader's 64 KiB chunk");
-  const serving = (async () => {
-    const conn = await listener.accept();
-    await serverHandshake(conn, new FrameReader(conn, { maxFrameBytes: 1 << 16 }), {
-      context: COORDINATOR_CONTEXT,
-    });
-    return conn;
-  })();
-  const events: TcpBackendEvent[] = [];
-  const { port } = listener.addr as Deno.NetAddr;
-  const backend = await TcpBackend.connect({
-    address: `127.0.0.1:${port}`,
-    runId: "test-run",
-    identity: generateIdentity(),
-    onEvent: (e) => events.push(e),
-  });
-  const conn = await serving;
+  const { backend, conn, events } = await handDrivenCoordinator(listener);
   try {
     const seen: number[] = [];
     const joined = backend.join(); // request 1, answered inside the burst
@@ -334,23 +346,7 @@ Deno.test("states sent as deltas are rebuilt, skipped ones included; a delta tha
       checksum,
       ops: diffBytes(base, next),
     }));
-  const serving = (async () => {
-    const conn = await listener.accept();
-    await serverHandshake(conn, new FrameReader(conn, { maxFrameBytes: 1 << 16 }), {
-      context: COORDINATOR_CONTEXT,
-    });
-    return conn;
-  })();
-  const events: TcpBackendEvent[] = [];
-  const { port } = listener.addr as Deno.NetAddr;
-  const backend = await TcpBackend.connect({
-    address: `127.0.0.1:${port}`,
-    runId: "test-run",
-    identity: generateIdentity(),
-    reconnect: false,
-    onEvent: (e) => events.push(e),
-  });
-  const conn = await serving;
+  const { backend, conn, events } = await handDrivenCoordinator(listener, { reconnect: false });
   try {
     const seen: number[] = [];
     const reading = (async () => {

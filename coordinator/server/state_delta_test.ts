@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { seededBytes } from "../../net/testing/seeded_bytes.ts";
 import fc from "fast-check";
 import {
   applyDelta,
@@ -10,18 +11,6 @@ import {
 } from "./state_delta.ts";
 import { encodeCoordinatorState } from "../encoding/mod.ts";
 import { identities, RunDriver, testState } from "../../tests/support/coordinator_fixtures.ts";
-
-function random(n: number, seed: number): Uint8Array {
-  const out = new Uint8Array(n);
-  let x = seed * 2654435761 >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
 
 Deno.test("a delta rebuilds the new bytes exactly, whatever was inserted, removed or changed", () => {
   const edit = fc.record({
@@ -35,7 +24,7 @@ Deno.test("a delta rebuilds the new bytes exactly, whatever was inserted, remove
       fc.integer({ min: 1, max: 1 << 20 }),
       fc.array(edit, { maxLength: 6 }),
       (size, seed, edits) => {
-        const base = random(size, seed);
+        const base = seededBytes(size, seed);
         let next = base;
         for (const e of edits) {
           const at = next.length === 0 ? 0 : e.at % (next.length + 1);
@@ -56,7 +45,7 @@ Deno.test("a delta rebuilds the new bytes exactly, whatever was inserted, remove
 });
 
 Deno.test("identical bytes are one copy; a small change costs about its own size", () => {
-  const base = random(100_000, 7);
+  const base = seededBytes(100_000, 7);
   assert.deepEqual(diffBytes(base, base.slice()), [{
     kind: "copy",
     offset: 0,
@@ -64,7 +53,7 @@ Deno.test("identical bytes are one copy; a small change costs about its own size
   }]);
   const next = new Uint8Array(base.length + 40);
   next.set(base.subarray(0, 50_000));
-  next.set(random(40, 9), 50_000); // 40 bytes inserted mid-way: everything after shifts
+  next.set(seededBytes(40, 9), 50_000); // 40 bytes inserted mid-way: everything after shifts
   next.set(base.subarray(50_000), 50_040);
   const ops = diffBytes(base, next);
   assert.deepEqual(applyDelta(base, ops, next.length), next);
@@ -75,7 +64,7 @@ Deno.test("identical bytes are one copy; a small change costs about its own size
 });
 
 Deno.test("a delta that does not fit its base is refused before anything is built", () => {
-  const base = random(64, 3);
+  const base = seededBytes(64, 3);
   assert.throws(
     () => applyDelta(base, [{ kind: "copy", offset: 60, length: 8 }], 8),
     (e) => e instanceof DeltaError && /reaches past the 64-byte base/.test(e.message),

@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { seededBytes } from "../testing/seeded_bytes.ts";
 import type { Stream } from "@libp2p/interface";
 import { createP2PNode, type P2PNode } from "./node.ts";
 import { PayloadService, type PayloadServiceOptions } from "./payload_service.ts";
@@ -12,18 +13,6 @@ import { StreamReader } from "./stream_reader.ts";
 import { fakeBulkListener, testPublic, testSecret } from "../../client/testing/p2p.ts";
 
 const FAST_RETRY = { attemptTimeoutMs: 2000, retries: 1, backoffMs: 10, maxBackoffMs: 10 };
-
-function randomBytes(n: number, seed: number): Uint8Array {
-  const out = new Uint8Array(n);
-  let x = seed * 2654435761 >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
 
 interface Peer {
   node: P2PNode;
@@ -66,7 +55,7 @@ async function swarm(
 Deno.test("fetch from a provider returns the verified bytes, and names work too", async () => {
   await using peers = await swarm(2);
   const [a, b] = peers;
-  const payload = randomBytes(3 * 1024 * 1024 + 17, 1); // several chunks, odd tail
+  const payload = seededBytes(3 * 1024 * 1024 + 17, 1); // several chunks, odd tail
   const hash = a.payloads.provide(payload, { step: 4, name: "result-4" });
   const got = await b.payloads.fetch(hash, {
     providers: [a.node.publicKey],
@@ -85,7 +74,7 @@ Deno.test("fetch from a provider returns the verified bytes, and names work too"
 Deno.test("fetch falls back when the first provider is gone or lacks the content", async () => {
   await using peers = await swarm(4);
   const [a, b, c, d] = peers;
-  const payload = randomBytes(100_000, 2);
+  const payload = seededBytes(100_000, 2);
   const hash = c.payloads.provide(payload);
   b.payloads.provide(payload);
   await b.node.stop(); // gone
@@ -100,7 +89,7 @@ Deno.test("fetch falls back when the first provider is gone or lacks the content
 Deno.test("a provider serving bytes that do not match the hash is rejected and marked bad", async () => {
   await using peers = await swarm(3);
   const [honest, liar, fetcher] = peers;
-  const payload = randomBytes(50_000, 3);
+  const payload = seededBytes(50_000, 3);
   const hash = honest.payloads.provide(payload);
   // The liar answers every request with the right header but corrupted content.
   await liar.node.libp2p.unhandle(PAYLOAD_PROTOCOL);
@@ -134,7 +123,7 @@ Deno.test("oversized responses are refused before their content is read", async 
   // bytesPerRttMs 0: every offer is welcome, however slow the loopback is under load.
   await using peers = await swarm(2, { bulk: { bytesPerRttMs: 0 } });
   const [a, b] = peers;
-  const payload = randomBytes(2 * 1024 * 1024, 4);
+  const payload = seededBytes(2 * 1024 * 1024, 4);
   const hash = a.payloads.provide(payload);
   const tooBig = await b.payloads.fetch(hash, {
     providers: [a.node.publicKey],
@@ -161,7 +150,7 @@ Deno.test("oversized responses are refused before their content is read", async 
 Deno.test("parallel fetches all complete, no more than maxConcurrentDownloads at once", async () => {
   await using peers = await swarm(3, { maxConcurrentDownloads: 2 });
   const [a, b, c] = peers;
-  const payloads = Array.from({ length: 8 }, (_, i) => randomBytes(256 * 1024 + i, 10 + i));
+  const payloads = Array.from({ length: 8 }, (_, i) => seededBytes(256 * 1024 + i, 10 + i));
   const hashes = payloads.map((p, i) => (i % 2 === 0 ? a : b).payloads.provide(p, { step: 1 }));
   const got = await Promise.all(
     hashes.map((h) => c.payloads.fetch(h, { providers: [a.node.publicKey, b.node.publicKey] })),
@@ -174,8 +163,8 @@ Deno.test("parallel fetches all complete, no more than maxConcurrentDownloads at
 Deno.test("forgotten content is no longer served; fetched content can be re-provided", async () => {
   await using peers = await swarm(3);
   const [a, b, c] = peers;
-  const old = a.payloads.provide(randomBytes(1000, 5), { step: 1 });
-  const recent = a.payloads.provide(randomBytes(1000, 6), { step: 3 });
+  const old = a.payloads.provide(seededBytes(1000, 5), { step: 1 });
+  const recent = a.payloads.provide(seededBytes(1000, 6), { step: 3 });
   assert.equal(a.payloads.forgetBefore(2), 1);
   const gone = await b.payloads.fetch(old, { providers: [a.node.publicKey] }).catch((e) => e);
   assert.ok(gone instanceof PayloadFetchError);
@@ -190,7 +179,7 @@ Deno.test("forgotten content is no longer served; fetched content can be re-prov
 Deno.test("an aborted fetch rejects with the caller's reason", async () => {
   await using peers = await swarm(2);
   const [a, b] = peers;
-  const hash = a.payloads.provide(randomBytes(1000, 7));
+  const hash = a.payloads.provide(seededBytes(1000, 7));
   const controller = new AbortController();
   controller.abort(new Error("round ended"));
   await assert.rejects(
@@ -225,8 +214,8 @@ Deno.test("a provider answers a malformed request with BadRequest and drops a si
 Deno.test("large content moves over the bulk path, small content in-band", async () => {
   await using peers = await swarm(2, { bulk: { minBytes: 1024 * 1024 } });
   const [a, b] = peers;
-  const large = randomBytes(2 * 1024 * 1024 + 5, 20);
-  const small = randomBytes(64 * 1024, 21);
+  const large = seededBytes(2 * 1024 * 1024 + 5, 20);
+  const small = seededBytes(64 * 1024, 21);
   const largeHash = a.payloads.provide(large, { name: "large" });
   const smallHash = a.payloads.provide(small);
   const providers = [a.node.publicKey];
@@ -255,7 +244,7 @@ Deno.test("an unreachable bulk listener falls back to the in-band stream", async
   probe.close();
   await using peers = await swarm(2, { bulk: { minBytes: 0, advertisePort: closedPort } });
   const [a, b] = peers;
-  const payload = randomBytes(200_000, 22);
+  const payload = seededBytes(200_000, 22);
   const hash = a.payloads.provide(payload);
   assert.deepEqual(await b.payloads.fetch(hash, { providers: [a.node.publicKey] }), payload);
   assert.deepEqual(b.payloads.stats.bulkFallbacks, { unreachable: 1 });
@@ -263,7 +252,7 @@ Deno.test("an unreachable bulk listener falls back to the in-band stream", async
   assert.equal(b.payloads.stats.failedAttempts, 0);
   assert.equal(a.payloads.stats.bulkOffered, 1);
   // b stops accepting offers from a, until clearBadProviders (a new epoch) gives it a new try.
-  const other = a.payloads.provide(randomBytes(200_000, 27));
+  const other = a.payloads.provide(seededBytes(200_000, 27));
   await b.payloads.fetch(other, { providers: [a.node.publicKey] });
   assert.equal(a.payloads.stats.bulkOffered, 1);
   b.payloads.clearBadProviders();
@@ -273,7 +262,7 @@ Deno.test("an unreachable bulk listener falls back to the in-band stream", async
 });
 
 Deno.test("bytes tampered on the bulk path fall back in-band and do not mark the provider bad", async () => {
-  const payload = randomBytes(300_000, 23);
+  const payload = seededBytes(300_000, 23);
   const tampered = payload.slice();
   tampered[99_999] ^= 1;
   const header = encodeBulkResponseHeader({ status: "Ok", length: payload.length });
@@ -296,7 +285,7 @@ Deno.test("bulk: false keeps every byte on the encrypted stream, on either side"
   const [a, b, c] = peers;
   assert.equal(a.payloads.bulkAddress, undefined);
   assert.equal(b.payloads.bulkAddress?.host, "127.0.0.1");
-  const payload = randomBytes(200_000, 24);
+  const payload = seededBytes(200_000, 24);
   const hash = a.payloads.provide(payload);
   await b.payloads.fetch(hash, { providers: [a.node.publicKey], provideAs: {} });
   assert.equal(b.payloads.stats.bulkFetched, 0);
@@ -326,7 +315,7 @@ Deno.test("offers are declined when the payload is too small for the round trip"
   // it only accepts offers for payloads of unknown size.
   await using peers = await swarm(2, { bulk: { minBytes: 0, bytesPerRttMs: 1e12 } });
   const [a, b] = peers;
-  const [x, y, z] = [30, 31, 32].map((seed) => randomBytes(100_000, seed));
+  const [x, y, z] = [30, 31, 32].map((seed) => seededBytes(100_000, seed));
   const providers = [a.node.publicKey];
   const expectedSize = 100_000;
   await b.payloads.fetch(a.payloads.provide(x), { providers, expectedSize }); // no round trip yet
@@ -378,7 +367,7 @@ Deno.test("a slow provider that keeps sending outlives the stall timeout; a stal
   const retry = { attemptTimeoutMs: 400, retries: 0, backoffMs: 10, maxBackoffMs: 10 };
   await using peers = await swarm(4, { retry, bulk: false });
   const [slow, stalled, honest, fetcher] = peers;
-  const payload = randomBytes(192 * 1024, 21);
+  const payload = seededBytes(192 * 1024, 21);
   const hash = honest.payloads.provide(payload);
   const content = new Map([[hash, payload]]);
   // 12 chunks 100 ms apart: 1.2 s in all, three times the stall timeout.
@@ -421,7 +410,7 @@ Deno.test("no more than maxDownloadsPerPeer transfers run at once from one provi
     bulk: false,
   });
   const [provider, fetcher] = peers;
-  const blobs = Array.from({ length: 6 }, (_, i) => randomBytes(4096 + i, 30 + i));
+  const blobs = Array.from({ length: 6 }, (_, i) => seededBytes(4096 + i, 30 + i));
   const content = new Map(blobs.map((b) => [contentHash(b), b]));
   const served = await handCrafted(provider, content, async (stream, header, bytes) => {
     await abortableSleep(150);

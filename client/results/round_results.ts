@@ -350,7 +350,12 @@ export class RoundResults implements ExchangeFacts {
   async gather(plan: ApplyPlan, batches: readonly BatchId[]): Promise<GatheredResults> {
     const gathered = await this.#gatherOnce(plan, batches);
     if (gathered.missing.length === 0) return gathered;
-    const recovered = await this.recoverRound(plan.resultsRound.height);
+    const height = plan.resultsRound.height;
+    const candidates = (b: BatchId) => this.tracker(height)?.candidates(b).length ?? 0;
+    const before = gathered.missing.map(candidates);
+    // Enough once every missing batch gained a candidate: slower peers' pulls finish unawaited.
+    const found = () => gathered.missing.every((b, i) => candidates(b) > before[i]);
+    const recovered = await this.recoverRound(height, found);
     return recovered > 0 ? await this.#gatherOnce(plan, batches) : gathered;
   }
 
@@ -493,9 +498,11 @@ export class RoundResults implements ExchangeFacts {
   /**
    * The apply's last resort when it lacks results a quorum of witnesses saw: pulls round
    * `height`'s announcements from every peer of the epoch once, and returns how many new ones
-   * came (their payloads download as for any announcement; `resultFor` waits for them).
+   * came (their payloads download as for any announcement; `resultFor` waits for them). With
+   * `found`, it returns as soon as `found()` holds after a pull delivered something: a slow
+   * peer's pull then ends in the background instead of holding the apply for its timeout.
    */
-  async recoverRound(height: number): Promise<number> {
+  async recoverRound(height: number, found?: () => boolean): Promise<number> {
     const tracker = this.tracker(height);
     const state = this.#state;
     if (tracker === undefined || state === null) return 0;
@@ -504,10 +511,14 @@ export class RoundResults implements ExchangeFacts {
     let delivered = 0;
     for (let i = 0; i < peers.length; i += RECOVERY_FANOUT) {
       const batch = peers.slice(i, i + RECOVERY_FANOUT);
-      const counts = await Promise.all(
-        batch.map((peer) => this.#pullNow(peer, tracker.view.step, "the apply lacks a result")),
-      );
-      delivered += counts.reduce((a, b) => a + b, 0);
+      const { promise: enough, resolve } = Promise.withResolvers<void>();
+      const pulls = batch.map(async (peer) => {
+        const count = await this.#pullNow(peer, tracker.view.step, "the apply lacks a result");
+        delivered += count;
+        if (count > 0 && found?.() === true) resolve();
+      });
+      await Promise.race([Promise.all(pulls), enough]);
+      if (found?.() === true) break;
     }
     return delivered;
   }

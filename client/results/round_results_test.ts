@@ -53,6 +53,8 @@ class FakeNet {
   /** Whether `to` loses `message` from `from` on the gossip (a pull still brings it). */
   lose: (to: PublicKeyBytes, from: PublicKeyBytes, message: RoundAnnouncement) => boolean = () =>
     false;
+  /** Pulls from `peer` wait for this promise first (a slow peer), unless it is undefined. */
+  pullDelay: (peer: PublicKeyBytes) => Promise<void> | undefined = () => undefined;
   /** Whether the payloads `provider` serves from now on never arrive. */
   stalls: (provider: PublicKeyBytes) => boolean = () => false;
   readonly #stalled = new Set<ContentHash>();
@@ -75,12 +77,13 @@ class FakeNet {
           }
           return Promise.resolve(this.members.size - 1);
         },
-        pull: (peer, step) => {
+        pull: async (peer, step) => {
+          await this.pullDelay(peer);
           const holder = this.members.get(toHex(peer))!;
           const answer = [...holder.heard.values()].filter((h) => h.message.step === step);
           const self = this.members.get(toHex(key))!;
           const delivered = answer.filter((h) => this.#deliver(self, h.from, h.message)).length;
-          return Promise.resolve({ received: answer.length, delivered, refused: 0 });
+          return { received: answer.length, delivered, refused: 0 };
         },
         forgetBefore: () => {},
       },
@@ -209,6 +212,24 @@ Deno.test("RoundResults: an apply lacking a result the witnesses saw pulls the r
     (recovered[0].fields as ClientEvents["announcements_recovered"]).why,
     "the apply lacks a result",
   );
+});
+
+Deno.test("RoundResults: a recovery returns once what was missing came, not when the slowest peer answers", async () => {
+  const net = new FakeNet();
+  const keys = identities(3).map((id) => toHex(id.p2pIdentity));
+  net.lose = (to, from, message) =>
+    message.kind === "TrainingResult" && toHex(to) === keys[0] && toHex(from) === keys[2];
+  const { clients, published, plan, batches } = await roundZeroApplied(net);
+  // Client 2 (the result's trainer) answers pulls only when released; client 1 has it at once.
+  const slow = Promise.withResolvers<void>();
+  net.pullDelay = (peer) => toHex(peer) === keys[2] ? slow.promise : undefined;
+  let gathered: Awaited<ReturnType<RoundResults["gather"]>> | undefined;
+  const gathering = clients[0].gather(plan, batches).then((g) => gathered = g);
+  await settle("the gather, with client 2's pull still pending", () => gathered !== undefined);
+  assert.deepEqual(gathered!.results, published);
+  assert.deepEqual(gathered!.missing, []);
+  slow.resolve();
+  await gathering;
 });
 
 Deno.test("RoundResults: a witness waits for every Finished, then for stragglers only so long", async () => {

@@ -26,7 +26,7 @@ import {
   type Outcome,
   UNCHANGED,
 } from "./machine_core.ts";
-import { currentRound, roundClients, roundSelection } from "./machine_queries.ts";
+import { currentRound, previousRound, roundClients, roundSelection } from "./machine_queries.ts";
 import { expectedWitnesses, witnessQuorum } from "./witness_quorum.ts";
 import {
   addDigestVote,
@@ -103,6 +103,19 @@ function checkElectedWitness(state: CoordinatorState, round: Round, proof: Witne
         `for round ${round.height}`,
     );
   }
+}
+
+/**
+ * The height of the round that ended before the current one, when `proof` is that round's
+ * witness seat and not the current round's: a report that arrived after its quorum moved the
+ * run on. Null otherwise. A report carries no round height, so this is how a late report is
+ * told from a forged one.
+ */
+export function lateWitnessHeight(state: CoordinatorState, proof: WitnessProof): number | null {
+  const previous = previousRound(state);
+  if (previous === null || proof?.witness !== true) return null;
+  if (roundSelection(state.config, currentRound(state)).verifyWitness(proof)) return null;
+  return roundSelection(state.config, previous).verifyWitness(proof) ? previous.height : null;
 }
 
 /**
@@ -229,6 +242,13 @@ export function witness(
   checkDigestShape(paramsDigest);
   const proof = report.proof;
   const round = currentRound(state);
+  const late = lateWitnessHeight(state, proof);
+  if (late !== null) {
+    throw new CoordinatorError(
+      "InvalidCommitteeProof",
+      `late: witness proof (index ${proof.index}) is for round ${late}, which already ended`,
+    );
+  }
   checkElectedWitness(state, round, proof);
   checkSender(state, from, proof.index);
   checkRoom(round.witnesses, proof.index);

@@ -28,7 +28,13 @@ export {
   nextTickDeadline,
   tick,
 } from "./machine.ts";
-export { checkWitnessShape, cooldownWitness, warmupWitness, witness } from "./machine_witness.ts";
+export {
+  checkWitnessShape,
+  cooldownWitness,
+  lateWitnessHeight,
+  warmupWitness,
+  witness,
+} from "./machine_witness.ts";
 export { checkpoint, pause, resume, withdraw, withdrawAll } from "./machine_membership.ts";
 export {
   type HealthCheck,

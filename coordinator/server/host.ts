@@ -48,6 +48,7 @@ import {
   healthCheck,
   isHalted,
   isNoDigest,
+  lateWitnessHeight,
   MAX_CLIENTS_LIMIT,
   nextTickDeadline,
   type NodeIdentity,
@@ -208,6 +209,8 @@ export type HostEvent =
     request: ClientMessage["kind"];
     code: CoordinatorErrorCode;
     message: string;
+    /** A witness report for a round that had already ended: late, not forged. */
+    late?: true;
   };
 
 /** A reported parameter digest as hex for the logs, or null for none (all zero). */
@@ -571,12 +574,15 @@ export class CoordinatorHost {
       const message = e.message.startsWith(`${e.code}: `)
         ? e.message.slice(e.code.length + 2)
         : e.message;
+      const late = msg.kind === "Witness" && e.code === "InvalidCommitteeProof" &&
+        lateWitnessHeight(this.state, msg.witness.proof) !== null;
       this.#events.push({
         kind: "Rejected",
         client: name,
         request: msg.kind,
         code: e.code,
         message,
+        ...(late ? { late: true as const } : {}),
       });
       reply = { kind: "Error", code: e.code, message };
     }

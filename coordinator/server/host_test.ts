@@ -7,6 +7,7 @@ import {
   witnessReport,
 } from "../../tests/support/coordinator_fixtures.ts";
 import { CoordinatorHost, type HostEvent, type HostOptions } from "./host.ts";
+import { eventLevel } from "./log.ts";
 import { WEAK_POINTS } from "../../net/testing/weak_keys.ts";
 import {
   currentRound,
@@ -171,6 +172,61 @@ Deno.test("witnesses from every elected client move the round to RoundWitness", 
   const events = host.takeEvents();
   assert.ok(events.some((e) => e.kind === "Witness" && e.metadata.loss === 3.5));
   assert.ok(events.some((e) => e.kind === "StateChanged" && e.to === "RoundWitness"));
+});
+
+Deno.test("a witness report that arrives after its round ended is refused as late, not forged", () => {
+  const state = testState({ initMinClients: 8, minClients: 2, witnessNodes: 2 }, 100);
+  const host = new CoordinatorHost({ state, withdrawOnDisconnect: true });
+  for (let i = 0; i < 8; i++) join(host, i);
+  host.tick(101, SEED);
+  host.state.epochState.clients.forEach((c, index) => {
+    const witness = warmupReport(host.state, index);
+    host.handle(
+      c.id.signer,
+      { kind: "WarmupWitness", requestId: 9, witness, paramsDigest: NO_DIGEST },
+      102,
+      SEED,
+    );
+  });
+  assert.equal(host.state.runState, "RoundTrain");
+  const send = (index: number, witness: ReturnType<typeof witnessReport>, now: number) =>
+    host.handle(
+      host.state.epochState.clients[index].id.signer,
+      { kind: "Witness", requestId: 3, witness, metadata: META, paramsDigest: NO_DIGEST },
+      now,
+      SEED,
+    );
+  const round0 = roundSelection(host.state.config, currentRound(host.state));
+  const reports = round0.witnessIndices().map((i) => ({
+    index: i,
+    report: witnessReport(host.state, i),
+  }));
+  for (const { index, report } of reports) {
+    assert.deepEqual(send(index, report, 103), { kind: "Ack" });
+  }
+  // A new seed for round 1: the seats move.
+  host.tick(103 + host.state.config.roundWitnessTime, SEED + 1n);
+  assert.equal(currentRound(host.state).height, 1);
+  const round1 = roundSelection(host.state.config, currentRound(host.state));
+  const stale = reports.find((r) => !round1.verifyWitness(r.report.proof));
+  assert.ok(stale, "every round-0 seat is a round-1 seat too: pick another seed");
+  host.takeEvents();
+  const reply = send(stale.index, stale.report, 110);
+  assert.equal(reply.kind === "Error" && reply.code, "InvalidCommitteeProof");
+  assert.match(
+    reply.kind === "Error" ? reply.message : "",
+    /^late: .* round 0, which already ended/,
+  );
+  const rejected = host.takeEvents().find((e) => e.kind === "Rejected");
+  assert.ok(rejected?.kind === "Rejected" && rejected.late === true);
+  assert.equal(eventLevel(rejected), "info");
+  // A proof of no round at all stays a plain rejection, at warn.
+  const forged = witnessReport(host.state, stale.index);
+  forged.proof.position += 7;
+  send(stale.index, forged, 111);
+  const plain = host.takeEvents().find((e) => e.kind === "Rejected");
+  assert.ok(plain?.kind === "Rejected" && plain.late === undefined);
+  assert.equal(eventLevel(plain), "warn");
 });
 
 Deno.test("disconnect withdraws a client of the epoch only with the flag", () => {

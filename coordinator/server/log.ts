@@ -173,7 +173,9 @@ export function formatEvent(event: ServerEvent): string {
     case "TelemetryDropped":
       return `drop     ${short(event.client)} telemetry of step ${event.step}: ${event.reason}`;
     case "Rejected":
-      return `reject   ${short(event.client)} ${event.request}: ${event.code}: ${event.message}`;
+      return event.late === true
+        ? `late     ${short(event.client)} ${event.request}: ${event.message}`
+        : `reject   ${short(event.client)} ${event.request}: ${event.code}: ${event.message}`;
     case "Listening":
       return `listening on ${event.address}: run "${event.runId}" ${event.runState}, ` +
         `epoch ${event.epoch}, step ${event.step}`;
@@ -248,7 +250,6 @@ export function eventLevel(event: ServerEvent): LogLevel {
     case "Kicked":
     case "BackedOff":
     case "HealthCheck":
-    case "Rejected":
     case "TelemetryDropped":
     case "ConnectionRefused":
     case "Throttled":
@@ -256,6 +257,8 @@ export function eventLevel(event: ServerEvent): LogLevel {
     case "Ejected":
     case "HeldByBars":
       return "warn";
+    case "Rejected":
+      return event.late === true ? "info" : "warn";
     case "VerificationReport":
       return event.verdict === "Fail" ? "warn" : "info";
     case "VerificationClosed":

@@ -115,11 +115,13 @@ async function measure(
       for (let c = 0; c < clients; c++) perClient.push(starts[r].bytes[c] - starts[r - 1].bytes[c]);
     }
     // A witness report that reaches the coordinator after its round ended (the quorum moved on)
-    // is refused for a proof of the wrong round, and one a reconnected backend sent again as a
-    // duplicate: late, not broken. Anything else is a failure.
+    // is refused as late (two rounds on, for a proof of the wrong round), and one a reconnected
+    // backend sent again as a duplicate: late, not broken. Anything else is a failure.
     const errors = scripted.flatMap((c) => c.errors);
     const late = errors.filter((e) =>
-      /does not verify for round|DuplicateWitness/.test(`${e.name} ${e.message}`)
+      /late: witness proof|does not verify for round|DuplicateWitness/.test(
+        `${e.name} ${e.message}`,
+      )
     );
     const failed = errors.find((e) => !late.includes(e));
     if (failed !== undefined) throw new Error(`a scripted client failed: ${failed.message}`);

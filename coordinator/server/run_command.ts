@@ -133,6 +133,13 @@ export const RUN_SPEC = {
       description: "TCP port of the relay (implies --relay)",
       defaultText: "any free port",
     },
+    "relay-announce": {
+      type: "string",
+      value: "MULTIADDR",
+      description: "tell clients to dial the relay here (/ip4/../tcp/..), not where it listens: " +
+        "a public address forwarded to this machine, or a proxy (implies --relay)",
+      multiple: true,
+    },
     "dashboard-port": {
       type: "string",
       value: "P",
@@ -173,6 +180,8 @@ export interface RunOptions {
   joinBackoffEpochs?: number;
   /** Absent: no relay (`--relay`, `--relay-port`); 0: any free port. */
   relayPort?: number;
+  /** Where clients are told the relay is (`--relay-announce`); absent: where it listens. */
+  relayAnnounce?: string[];
   /** Absent: no dashboard. */
   dashboardPort?: number;
   dashboardHostname: string;
@@ -201,6 +210,10 @@ function integerOption(name: string, text: string | undefined, min: number, max:
   }
   return value;
 }
+
+/** What `--relay-announce` accepts: an IP or DNS name, a TCP port; the relay adds its peer id. */
+const RELAY_ANNOUNCE =
+  /^\/(ip4\/\d{1,3}(\.\d{1,3}){3}|ip6\/[0-9a-fA-F:.]+|dns[46]?\/[A-Za-z0-9.-]+)\/tcp\/\d{1,5}$/;
 
 /** A duration flag in seconds, with at most millisecond precision, like the run config's. */
 function secondsOption(name: string, text: string | undefined): number | undefined {
@@ -233,6 +246,15 @@ function checkRunArgs(values: FlagValues<typeof RUN_SPEC>): RunOptions {
   if (!(LOG_FORMATS as readonly string[]).includes(logs)) {
     throw new UsageError(`--logs must be one of ${LOG_FORMATS.join(", ")}, found "${logs}"`);
   }
+  const relayAnnounce = values["relay-announce"];
+  for (const address of relayAnnounce ?? []) {
+    if (!RELAY_ANNOUNCE.test(address)) {
+      throw new UsageError(
+        `--relay-announce must be a TCP multiaddr without a peer id (/ip4/203.0.113.7/tcp/4001, ` +
+          `/dns4/relay.example.org/tcp/4001), found "${address}"`,
+      );
+    }
+  }
   return {
     statePath: values.state,
     port: integerOption("server-port", values["server-port"], 0, 65535) ?? 0,
@@ -258,7 +280,8 @@ function checkRunArgs(values: FlagValues<typeof RUN_SPEC>): RunOptions {
       1_000_000,
     ),
     relayPort: integerOption("relay-port", values["relay-port"], 0, 65535) ??
-      (values.relay === true ? 0 : undefined),
+      (values.relay === true || relayAnnounce !== undefined ? 0 : undefined),
+    relayAnnounce,
     dashboardPort: integerOption("dashboard-port", values["dashboard-port"], 0, 65535),
     dashboardHostname: values["dashboard-hostname"] ?? "127.0.0.1",
   };
@@ -470,6 +493,7 @@ export async function runCommand(
         // Only where an authenticated client connects from is a handshake worth starting.
         allowAddress: (ip) => server?.hasClientAt(ip) ?? false,
         maxReservations: run.config.maxClients,
+        announce: opts.relayAnnounce,
       });
     } catch (e) {
       await data?.close();

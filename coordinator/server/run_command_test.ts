@@ -34,6 +34,7 @@ Deno.test("run options: defaults, every flag, and help", () => {
     idleTimeout: undefined,
     joinBackoffEpochs: undefined,
     relayPort: undefined,
+    relayAnnounce: undefined,
     dashboardPort: undefined,
     dashboardHostname: "127.0.0.1",
   });
@@ -64,6 +65,10 @@ Deno.test("run options: defaults, every flag, and help", () => {
       "0",
       "--relay-port",
       "4001",
+      "--relay-announce",
+      "/ip4/203.0.113.7/tcp/4001",
+      "--relay-announce",
+      "/dns4/relay.example.org/tcp/443",
       "--dashboard-port",
       "20003",
       "--dashboard-hostname",
@@ -84,12 +89,24 @@ Deno.test("run options: defaults, every flag, and help", () => {
       idleTimeout: 2.5,
       joinBackoffEpochs: 0,
       relayPort: 4001,
+      relayAnnounce: ["/ip4/203.0.113.7/tcp/4001", "/dns4/relay.example.org/tcp/443"],
       dashboardPort: 20003,
       dashboardHostname: "0.0.0.0",
     },
   );
   assert.equal(parseRunArgs(["-h"]), null);
   assert.equal(parseRunArgs(["--state", "s", "--relay"])?.relayPort, 0, "--relay: any free port");
+  assert.equal(
+    parseRunArgs(["--state", "s", "--relay-announce", "/ip4/1.2.3.4/tcp/5"])?.relayPort,
+    0,
+    "--relay-announce implies --relay",
+  );
+  for (const bad of ["1.2.3.4:5", "/ip4/1.2.3.4/tcp/5/p2p/12D3KooWx", "/ip4/1.2.3.4/udp/5"]) {
+    assert.throws(
+      () => parseRunArgs(["--state", "s", "--relay-announce", bad]),
+      new RegExp(`--relay-announce must be a TCP multiaddr.*found "${bad}"`),
+    );
+  }
 });
 
 Deno.test("run options: Psyche's -s for --server-port, and PSYCHE_* variables", () => {
@@ -266,6 +283,34 @@ Deno.test("--relay serves a members-only relay and names it to every client that
     } finally {
       await backend.close();
     }
+  } finally {
+    stop();
+    assert.equal(await running, 0);
+  }
+});
+
+Deno.test("--relay-announce: the relay names the announced address, not where it listens", async () => {
+  const state = await Deno.readTextFile(
+    new URL("../../config/llama-tiny/state.toml", import.meta.url),
+  );
+  const c = captureIo({ "s.toml": state });
+  let stop = () => {};
+  const stopped = new Promise<void>((resolve) => stop = resolve);
+  const args = ["--state", "s.toml", "--hostname", "127.0.0.1", "--logs", "json"];
+  const running = runCommand(
+    [...args, "--relay-announce", "/ip4/203.0.113.7/tcp/4999"],
+    c.io,
+    { stop: stopped },
+  );
+  try {
+    let relay: { addresses: string[] } | undefined;
+    for (let i = 0; i < 500 && relay === undefined; i++) {
+      relay = c.out.map((l) => JSON.parse(l)).find((e) => e.event === "relay");
+      if (relay === undefined) await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(relay, `no relay event in ${c.out.join("\n")} ${c.err.join("\n")}`);
+    assert.equal(relay.addresses.length, 1);
+    assert.match(relay.addresses[0], /^\/ip4\/203\.0\.113\.7\/tcp\/4999\/p2p\/12D3KooW/);
   } finally {
     stop();
     assert.equal(await running, 0);

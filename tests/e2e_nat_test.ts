@@ -22,6 +22,7 @@
 import assert from "node:assert/strict";
 import { type SeenEvent, startTinyTestnetOn } from "../client/testing/testnet.ts";
 import { createTestNetwork, testNetworkUnavailable } from "../client/testing/netns.ts";
+import { delayedRelay } from "../client/testing/delayed_relay.ts";
 import { assertOneModel, clientErrors } from "./support/one_model.ts";
 
 const unavailable = testNetworkUnavailable({ nat: true });
@@ -135,6 +136,71 @@ Deno.test({
         `${via("relay")} relayed`,
     );
     assert.ok(via("relay") >= 3, "peers met through the relay");
+  } catch (e) {
+    console.error(lines.slice(-150).join("\n"));
+    throw e;
+  }
+});
+
+Deno.test({
+  name: "behind NAT on 20 Mbit/s links with 50 ms more to the relay each round trip, the run " +
+    "trains with every result applied and one model",
+  ignore: unavailable !== null,
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  // Lab topology 2: every client link 20 Mbit/s each way, and the coordinator and its relay
+  // behind proxies that hold every byte 25 ms each way (client/testing/delayed_relay.ts).
+  await using network = await createTestNetwork({ hosts: 3, nat: true, rate: "20mbit" });
+  await using delayed = delayedRelay(network, 25);
+  await using testnet = await startTinyTestnetOn(network, {
+    runId: "e2e-nat-latency",
+    initMinClients: 3,
+    minClients: 3,
+    witnessNodes: 0,
+    globalBatchSize: 6,
+    epochTime: 60,
+    maxRoundTrainTime: 10,
+  }, {
+    numClients: 3,
+    coordinatorArgs: delayed.coordinatorArgs,
+    clientRoute: delayed.clientRoute,
+    bootstrapPeers: false,
+  });
+  const { watcher, lines } = testnet;
+  try {
+    const whole = (label: string) =>
+      watcher.named("apply", label).filter((e) =>
+        Number(e.event.applied) === 3 && Number(e.event.untrained_batches) === 0
+      );
+    await watcher.waitFor(
+      "every client to apply all three results of 4 steps",
+      () => CLIENTS.every((l) => whole(l).length >= 4),
+      240_000,
+    );
+    for (const label of CLIENTS) {
+      const seen = watcher.named("reachability", label).at(-1)?.event;
+      assert.equal(seen?.behind_nat, true, `${label} learned it is behind NAT`);
+      const announced = (seen?.addresses ?? []) as string[];
+      // The relay was reached through its proxy, whose address it announced.
+      assert.ok(
+        announced.some((a) => a.startsWith(`${delayed.relayAddress}/p2p/`)),
+        `${label} announces its address through the relay's proxy: ${announced}`,
+      );
+    }
+    assertOneModel(watcher.events);
+    assert.deepEqual(clientErrors(watcher.events), [], "clients logged errors");
+    const connections = watcher.events.filter((e) => e.event.event === "peer_connected");
+    assert.ok(connections.every((e) => e.event.via === "relay"), "every peer met through it");
+    const ends = watcher.events.filter((e) => e.kind !== "client" && e.event.event === "round_end");
+    assert.deepEqual(ends.filter((e) => e.event.train_timed_out === true).map(step), []);
+    const at = (e: SeenEvent) => Date.parse(String(e.event.time));
+    const applies = whole(CLIENTS[0]);
+    const roundMs = (at(applies.at(-1)!) - at(applies[0])) / (applies.length - 1);
+    console.log(
+      `NAT lab (topology 2): ${applies.length} whole steps at ${roundMs.toFixed(0)} ms a round; ` +
+        `${connections.length} peer connections, all relayed`,
+    );
   } catch (e) {
     console.error(lines.slice(-150).join("\n"));
     throw e;

@@ -9,7 +9,8 @@
  * same parameters at every step. It exits non-zero if a run applied no complete step or its
  * clients disagreed.
  *
- *   deno task netlab [--clients 3] [--steps 6] [--rate 20mbit] [--slow 2mbit] [--logs json]
+ *   deno task netlab [--clients 3] [--steps 6] [--rate 20mbit] [--slow 2mbit] [--delay 25]
+ *                    [--model llama-tiny] [--logs json]
  *
  * With `--logs json` it prints one JSON object per line instead (docs/logs.md): `netlab_start`
  * (the machine), `waiting` (each run's start), `measured` (each run's figures), `slow_client`
@@ -19,8 +20,14 @@
  * others' pace, and whether that client keeps up or is told it was dropped (`dropped`) or is too
  * slow (`too_slow`).
  *
- * Needs root (network namespaces), iproute2 and nftables. The kernel here has no `netem`, so
- * added latency is not offered: the links are rate-limited only.
+ * `--delay` adds latency (lab topology 2 with `--rate`). The kernel here has no `netem`, so the
+ * coordinator and its relay sit behind delaying proxies (net/testing/delay_proxy.ts) that hold
+ * every byte `MS` each way, and the relay announces its proxy (`--relay-announce`). Behind NAT
+ * every byte between peers crosses the relay: a client's round trip to the relay grows by
+ * `2 x MS`, to a peer by `4 x MS`, as between two homes each `2 x MS` from the relay. `--model`
+ * trains a larger model of config/models/ so that results weigh on a slow link.
+ *
+ * Needs root (network namespaces), iproute2 and nftables.
  *
  * @module
  */
@@ -36,10 +43,16 @@ import {
   type TinyTestnet,
 } from "./testnet.ts";
 import { clientDigests, disagreements } from "../../tests/support/one_model.ts";
+import { delayedRelay } from "./delayed_relay.ts";
+import { REPO_ROOT } from "../testnet/mod.ts";
+import { join } from "node:path";
+
+/** The models the lab can train: small enough for several clients on one CPU. */
+const MODELS = ["llama-tiny", "llama-bytes", "llama-mini"] as const;
 
 const NETLAB_SPEC = {
   usage: "deno task netlab [--clients N] [--steps N] [--rate RATE] [--slow RATE] " +
-    "[--logs console|json]",
+    "[--delay MS] [--model NAME] [--logs console|json]",
   summary: "The NAT lab: a tiny run on loopback, then the same run with every client behind a " +
     "NAT of its own, meeting through the coordinator's relay; round time, bytes per round and " +
     "direct against relayed connections for both. Needs root, iproute2 and nftables.",
@@ -60,6 +73,18 @@ const NETLAB_SPEC = {
       type: "string",
       value: "RATE",
       description: "rate-limit the last client's link alone, each way (topology 3)",
+    },
+    delay: {
+      type: "string",
+      value: "MS",
+      description: "hold every byte to and from the coordinator and its relay this long, each " +
+        "way, in a proxy (topology 2: a client's round trip grows by 2 x MS)",
+    },
+    model: {
+      type: "string",
+      value: "NAME",
+      description: `the model of config/models/ to train (${MODELS.join(", ")})`,
+      default: "llama-tiny",
     },
     logs: {
       type: "string",
@@ -92,6 +117,14 @@ const options = parseOrExit(NETLAB_SPEC, ({ values }) => {
   if (values.rate !== undefined && values.slow !== undefined) {
     throw new UsageError("give --rate or --slow, not both");
   }
+  const delay = values.delay === undefined ? undefined : Number(values.delay);
+  if (delay !== undefined && !(Number.isInteger(delay) && delay >= 0 && delay <= 10_000)) {
+    throw new UsageError(`--delay must be whole milliseconds in 0..10000, found "${values.delay}"`);
+  }
+  const model = values.model ?? "llama-tiny";
+  if (!(MODELS as readonly string[]).includes(model)) {
+    throw new UsageError(`--model must be one of ${MODELS.join(", ")}, found "${values.model}"`);
+  }
   if (values.logs !== "console" && values.logs !== "json") {
     throw new UsageError(`--logs must be console or json, found "${values.logs}"`);
   }
@@ -101,6 +134,8 @@ const options = parseOrExit(NETLAB_SPEC, ({ values }) => {
     steps: count("steps", 1, 100),
     rate: values.rate,
     slow: values.slow,
+    delayMs: delay,
+    model,
   };
 });
 /** One event: a JSON line with `--logs json`, else `human` (when there is one) for people. */
@@ -134,6 +169,7 @@ interface Measured {
 }
 
 const run: TinyRunOptions = {
+  modelDir: join(REPO_ROOT, "config", "models", options.model),
   initMinClients: options.clients,
   // With a slow client the others must be able to go on without it (topology 3).
   minClients: options.slow === undefined ? options.clients : options.clients - 1,
@@ -249,18 +285,20 @@ say(
     load_average: Deno.loadavg(),
     deno: Deno.version.deno,
     clients: options.clients,
-    model: "llama-tiny",
+    model: options.model,
+    delay_ms: options.delayMs ?? 0,
   },
   `${new Date().toISOString()}, ${cpu ?? "unknown CPU"}, ${navigator.hardwareConcurrency} ` +
     `cores, load average ${Deno.loadavg().map((l) => l.toFixed(2)).join(" ")}, Deno ` +
-    `${Deno.version.deno}; ${options.clients} clients, llama-tiny`,
+    `${Deno.version.deno}; ${options.clients} clients, ${options.model}`,
 );
 
-const links = options.rate !== undefined
-  ? `, ${options.rate} links`
-  : options.slow !== undefined
-  ? `, ${labels.at(-1)} on ${options.slow}`
-  : "";
+const links =
+  (options.rate !== undefined
+    ? `, ${options.rate} links`
+    : options.slow !== undefined
+    ? `, ${labels.at(-1)} on ${options.slow}`
+    : "") + (options.delayMs === undefined ? "" : `, +${2 * options.delayMs} ms round trip`);
 let baseline: Measured;
 {
   await using testnet = await startTinyTestnet({ ...run, runId: "netlab-loopback" }, {
@@ -277,9 +315,14 @@ let lab: Measured;
       ? options.rate
       : (i) => (i === options.clients - 1 ? options.slow : undefined),
   });
+  // Topology 2: the coordinator and its relay behind delaying proxies (delayed_relay.ts).
+  await using delayed = options.delayMs === undefined
+    ? undefined
+    : delayedRelay(network, options.delayMs);
   await using testnet = await startTinyTestnetOn(network, { ...run, runId: "netlab-nat" }, {
     numClients: options.clients,
-    coordinatorArgs: ["--relay"],
+    coordinatorArgs: delayed?.coordinatorArgs ?? ["--relay"],
+    clientRoute: delayed?.clientRoute,
     bootstrapPeers: false,
   });
   lab = await measure(

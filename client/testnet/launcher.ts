@@ -82,6 +82,11 @@ export interface TestnetOptions {
   /** The address the coordinator listens on (default 127.0.0.1). */
   readonly coordinatorHost?: string;
   /**
+   * What clients dial to reach the coordinator, from its `host:port` once the port is chosen
+   * (default: that address itself). The network lab puts a delaying proxy there.
+   */
+  readonly clientRoute?: (serverAddr: string) => string;
+  /**
    * Where a client runs, by label: a network namespace and its address there (tests of what
    * crosses a real network, client/testing/netns.ts). Default: here, on 127.0.0.1.
    */
@@ -146,6 +151,8 @@ export class Testnet {
   readonly runId: string;
   /** `host:port` of the coordinator. */
   readonly serverAddr: string;
+  /** `host:port` clients dial for it (`clientRoute`; else `serverAddr`). */
+  readonly clientServerAddr: string;
   /** `http://127.0.0.1:port` of the coordinator's dashboard; null when it serves none. */
   readonly dashboardUrl: string | null;
   readonly #options: TestnetOptions;
@@ -174,6 +181,7 @@ export class Testnet {
     this.tempDir = fields.tempDir;
     this.runId = fields.runId;
     this.serverAddr = fields.serverAddr;
+    this.clientServerAddr = options.clientRoute?.(fields.serverAddr) ?? fields.serverAddr;
     this.dashboardUrl = fields.dashboardUrl;
     this.#coordinatorArgs = fields.coordinatorArgs;
     this.#coordinatorExited = new Promise((resolve) => (this.#coordinatorExit = resolve));
@@ -477,7 +485,7 @@ export class Testnet {
       "--run-id",
       this.runId,
       "--server-addr",
-      this.serverAddr,
+      this.clientServerAddr,
       "--identity-secret-key-path",
       slot.keyPath,
       "--bind-p2p-port",

@@ -412,6 +412,21 @@ export class RoundResults implements ExchangeFacts {
     return await this.resultFor(height, announced.commitment);
   }
 
+  /**
+   * A verifier's last resort when it holds no result of `signer` for round `height`: pulls the
+   * round from every peer until `signer`'s announcement came (slower pulls end in the
+   * background), then its result; undefined when no peer had it.
+   */
+  async recoverResultOf(
+    height: number,
+    signer: PublicKeyBytes,
+  ): Promise<DistroResult | undefined> {
+    const announced = () =>
+      this.tracker(height)?.announcements().some((a) => equalBytes(a.signer, signer)) ?? false;
+    if (await this.recoverRound(height, announced) === 0) return undefined;
+    return await this.resultOf(height, signer);
+  }
+
   /** Every verified result of round `height` this client holds. */
   resultsOf(height: number): DistroResult[] {
     const tracker = this.tracker(height);

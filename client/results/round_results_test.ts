@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { isDeepStrictEqual } from "node:util";
 import { identities } from "../../tests/support/coordinator_fixtures.ts";
 import type { RoundAnnouncement } from "../p2p/announcement.ts";
 import { type ContentHash, contentHash } from "../../net/p2p/mod.ts";
@@ -230,6 +231,25 @@ Deno.test("RoundResults: a recovery returns once what was missing came, not when
   assert.deepEqual(gathered!.missing, []);
   slow.resolve();
   await gathering;
+});
+
+Deno.test("RoundResults: a verifier's recovery of one trainer's result returns once it came", async () => {
+  const net = new FakeNet();
+  const keys = identities(3).map((id) => toHex(id.p2pIdentity));
+  net.lose = (to, from, message) =>
+    message.kind === "TrainingResult" && toHex(to) === keys[0] && toHex(from) === keys[2];
+  const { clients, ids, published } = await roundZeroApplied(net);
+  assert.equal(await clients[0].resultOf(0, ids[2].signer), undefined, "lost on the gossip");
+  const slow = Promise.withResolvers<void>();
+  net.pullDelay = (peer) => toHex(peer) === keys[2] ? slow.promise : undefined;
+  let recovered: DistroResult | undefined | null = null;
+  const recovering = clients[0].recoverResultOf(0, ids[2].signer).then((r) => recovered = r);
+  await settle("the recovery, with client 2's pull still pending", () => recovered !== null);
+  assert.ok(
+    published.some((p) => p === recovered || JSON.stringify(p) === JSON.stringify(recovered)),
+  );
+  slow.resolve();
+  await recovering;
 });
 
 Deno.test("RoundResults: a witness waits for every Finished, then for stragglers only so long", async () => {

@@ -33,7 +33,7 @@ import type { BatchId } from "../../common/mod.ts";
 
 /** What a verification needs from the client. */
 export interface VerifierParts {
-  readonly results: Pick<RoundResults, "resultOf" | "resultsOf" | "recoverRound">;
+  readonly results: Pick<RoundResults, "resultOf" | "resultsOf" | "recoverResultOf">;
   readonly shape: StateShape;
   /** Fetches the state with `digest` from `provider`, exactly `expectedSize` bytes. */
   fetchState(args: {
@@ -97,10 +97,8 @@ export async function verifyResult(
     ...base,
     note,
   });
-  let result = await parts.results.resultOf(height, trainer.id.signer);
-  if (result === undefined && await parts.results.recoverRound(height) > 0) {
-    result = await parts.results.resultOf(height, trainer.id.signer);
-  }
+  const result = await parts.results.resultOf(height, trainer.id.signer) ??
+    await parts.results.recoverResultOf(height, trainer.id.signer);
   if (result === undefined) {
     // Nothing of it reached this client, so nothing of it is applied here: nothing to fail.
     return done({ verdict: "Pass", evidence: "None", detail: 0 }, "no result of it was received");

@@ -47,9 +47,9 @@ function parts(overrides: Partial<VerifierParts> & { result?: DistroResult | und
     results: {
       resultOf: (height) => Promise.resolve(height === 0 ? overrides.result : undefined),
       resultsOf: () => [],
-      recoverRound: () => {
+      recoverResultOf: () => {
         calls.push("recover");
-        return Promise.resolve(0);
+        return Promise.resolve(undefined);
       },
     },
     shape,
@@ -122,7 +122,7 @@ Deno.test("a result whose input is not the trainer's last output breaks the chai
     results: {
       resultOf: (height) => Promise.resolve(height === 0 ? broken : previous),
       resultsOf: () => [],
-      recoverRound: () => Promise.resolve(0),
+      recoverResultOf: () => Promise.resolve(undefined),
     },
   });
   const outcome = await verifyResult(q, state, task);

@@ -134,12 +134,11 @@ export class TrainingClient {
   #trainer: NetworkTrainer | null = null;
   /** Verification's duties, in a run that verifies (made with the trainer). */
   #duty: VerificationDuty | null = null;
-  /** The ejection record last logged (so each is said once). */
-  #ejectionSeen = "";
-  /** The epoch (and its start) this client was last told it was dropped from. */
-  #droppedSeen = "";
-  /** The epoch whose lag was told (once per epoch). */
-  #lagSeen = "";
+  /**
+   * The key each notice was last said for (`ejected`: the ejection record; `dropped`, `lagging`:
+   * the epoch and its start), so each is said once per key.
+   */
+  readonly #noticeKeys = new Map<"ejected" | "dropped" | "lagging", string>();
   #data: DataProvider | null = null;
   /** The batch this client trained last (an `other-data` attacker trains on it again). */
   #lastBatch: BatchId | null = null;
@@ -945,14 +944,20 @@ export class TrainingClient {
     });
   }
 
+  /** Whether `notice` was not said for `key` yet; records it as said. */
+  #firstNotice(notice: "ejected" | "dropped" | "lagging", key: string): boolean {
+    if (this.#noticeKeys.get(notice) === key) return false;
+    this.#noticeKeys.set(notice, key);
+    return true;
+  }
+
   /** Says once when the coordinator ejected this client (verification), and until when. */
   #noteEjection(state: CoordinatorState): void {
     const signer = this.#o.backend.identity.signer;
     const record = state.ejections.findLast((r) => equalBytes(r.signer, signer));
     if (record === undefined) return;
     const key = `${record.epoch}:${record.step}:${record.cause}`;
-    if (this.#ejectionSeen === key) return;
-    this.#ejectionSeen = key;
+    if (!this.#firstNotice("ejected", key)) return;
     this.#o.logger.log("ejected", {
       epoch: record.epoch,
       step: record.step,
@@ -976,8 +981,7 @@ export class TrainingClient {
       exitedClients.findLast((c) => equalBytes(c.id.signer, signer));
     if (me?.state !== "Dropped") return;
     const key = `${state.progress.epoch}:${state.epochState.startTimestamp}`;
-    if (this.#droppedSeen === key) return;
-    this.#droppedSeen = key;
+    if (!this.#firstNotice("dropped", key)) return;
     this.#o.logger.log("dropped", {
       epoch: state.progress.epoch,
       step: state.progress.step,
@@ -1005,8 +1009,7 @@ export class TrainingClient {
     const behindMs = wallNow - toMillis(state.runStateStartUnixTimestamp) - lasts * 1000;
     if (behindMs < LAG_NOTICE_MS) return;
     const key = `${state.progress.epoch}:${state.epochState.startTimestamp}`;
-    if (this.#lagSeen === key) return;
-    this.#lagSeen = key;
+    if (!this.#firstNotice("lagging", key)) return;
     this.#o.logger.log("lagging", {
       epoch: state.progress.epoch,
       step: state.progress.step,

@@ -36,6 +36,12 @@ export interface TestNetwork extends AsyncDisposable {
   cut(index: number): Promise<void>;
   /** Mends a cut link. */
   mend(index: number): Promise<void>;
+  /**
+   * Takes a server on the gateway off the network, as when its machine dies: every TCP segment
+   * to `port` on the bridge is answered with a reset, so open connections end at once and new
+   * ones are refused. Needs nftables.
+   */
+  blockPort(port: number): Promise<void>;
 }
 
 /** Options of {@link createTestNetwork}. */
@@ -46,8 +52,17 @@ export interface TestNetworkOptions {
    * (a function; undefined: no limit). Default: none.
    */
   readonly rate?: string | ((index: number) => string | undefined);
-  /** Puts each host behind a masquerading router of its own, as at home (default: false). */
-  readonly nat?: boolean;
+  /**
+   * Puts each host behind a masquerading router of its own, as at home (default: false), or
+   * host `index` alone (a function).
+   */
+  readonly nat?: boolean | ((index: number) => boolean);
+  /**
+   * The first two octets of the public segment (default `10.77`). A public-looking prefix
+   * (`11.77`: nothing outside the test's namespaces is routed there) lets libp2p's AutoNAT,
+   * which never tests private addresses, judge the hosts on it.
+   */
+  readonly publicPrefix?: string;
 }
 
 /** The `ip` binary (the children run with a cleared environment, so no PATH lookup). */
@@ -119,7 +134,13 @@ table ip filter {
  */
 export async function createTestNetwork(options: TestNetworkOptions): Promise<TestNetwork> {
   const tag = `${Deno.pid % 100_000}`;
-  const subnet = `10.77.${Deno.pid % 200 + 20}`;
+  const prefix = options.publicPrefix ?? "10.77";
+  if (!/^\d{1,3}\.\d{1,3}$/.test(prefix)) {
+    throw new RangeError(`publicPrefix must be two octets such as 10.77, found "${prefix}"`);
+  }
+  const subnet = `${prefix}.${Deno.pid % 200 + 20}`;
+  const natOf = (i: number) =>
+    typeof options.nat === "function" ? options.nat(i) : options.nat === true;
   const bridge = `pb${tag}`;
   const made: (() => Promise<void>)[] = [];
   const cleanup = async () => {
@@ -135,7 +156,8 @@ export async function createTestNetwork(options: TestNetworkOptions): Promise<Te
     for (let i = 0; i < options.hosts; i++) {
       const netns = `psy${tag}h${i}`;
       // With `nat`, the router's namespace is the one on the bridge; the host is behind it.
-      const edge = options.nat ? `psy${tag}r${i}` : netns;
+      const nat = natOf(i);
+      const edge = nat ? `psy${tag}r${i}` : netns;
       const near = `pv${tag}h${i}`;
       const far = `pw${tag}h${i}`;
       const publicAddress = `${subnet}.${10 + i}`;
@@ -158,7 +180,7 @@ export async function createTestNetwork(options: TestNetworkOptions): Promise<Te
         await run(IP, ["netns", "exec", edge, TC, "qdisc", "add", "dev", far, ...tbf]);
       }
       let address = publicAddress;
-      if (options.nat) {
+      if (nat) {
         // The host on a private link to its router (both ends die with the namespaces).
         const lan = `pr${tag}h${i}`;
         const inner = `ph${tag}h${i}`;
@@ -179,7 +201,7 @@ export async function createTestNetwork(options: TestNetworkOptions): Promise<Te
         await run(IP, ["netns", "exec", edge, "/bin/sh", "-c", forward]);
         await run(IP, ["netns", "exec", edge, NFT, homeRouterRules(far)]);
       }
-      hosts.push({ netns, address, publicAddress, router: options.nat ? edge : undefined });
+      hosts.push({ netns, address, publicAddress, router: nat ? edge : undefined });
       outside.push(near);
     }
   } catch (e) {
@@ -191,11 +213,33 @@ export async function createTestNetwork(options: TestNetworkOptions): Promise<Te
     if (near === undefined) throw new RangeError(`no host ${index}`);
     return run(IP, ["link", "set", near, state]);
   };
+  let blocking = false;
+  const blockPort = async (port: number) => {
+    if (!Number.isInteger(port) || port < 1 || port > 65_535) {
+      throw new RangeError(`port must be in 1..65535, found ${port}`);
+    }
+    const table = `psyblock${tag}`;
+    if (!blocking) {
+      await run(NFT, [
+        `table inet ${table} {
+  chain input {
+    type filter hook input priority filter; policy accept;
+  }
+}`,
+      ]);
+      made.push(() => run(NFT, ["delete", "table", "inet", table]));
+      blocking = true;
+    }
+    await run(NFT, [
+      `add rule inet ${table} input iifname "${bridge}" tcp dport ${port} reject with tcp reset`,
+    ]);
+  };
   return {
     gateway: `${subnet}.1`,
     hosts,
     cut: (index) => link(index, "down"),
     mend: (index) => link(index, "up"),
+    blockPort,
     [Symbol.asyncDispose]: cleanup,
   };
 }

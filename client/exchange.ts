@@ -98,6 +98,8 @@ export class Exchange {
   #dialing = false;
   /** The epoch whose warmup Finished we announced (resent while Warmup lasts). */
   #warmupAnnounced: number | null = null;
+  /** Whether an upgrade of relayed connections is under way. */
+  #upgrading = false;
   /** The last reachability logged, to log each change once. */
   #reachabilityLogged = "";
   /** The last relay dial errors logged (relay address -> error). */
@@ -257,15 +259,24 @@ export class Exchange {
 
   /** Says when we learn we are behind NAT, or our announced addresses change. */
   #noteReachability(): void {
-    const { behindNat, announce } = this.node.reachability();
+    const { behindNat, publiclyReachable, announce } = this.node.reachability();
     const relays = this.node.relays();
-    const key = JSON.stringify([behindNat, announce, relays.connected]);
+    const reservations = this.node.relayReservations();
+    const key = JSON.stringify([
+      behindNat,
+      publiclyReachable,
+      announce,
+      relays.connected,
+      reservations,
+    ]);
     if (key === this.#reachabilityLogged) return;
     this.#reachabilityLogged = key;
     this.#options.logger.log("reachability", {
       behind_nat: behindNat,
+      public: publiclyReachable,
       relays: relays.count,
       relays_connected: relays.connected,
+      relaying_for: reservations,
       addresses: announce,
     });
   }
@@ -332,6 +343,14 @@ export class Exchange {
     this.#options.logger.log("peer_unreachable", { peer, error });
   }
 
+  /** Trades relayed connections for direct ones where a peer announced a direct address. */
+  #upgrade(): void {
+    if (this.#upgrading) return;
+    this.#upgrading = true;
+    // The direct connection is logged as it opens (`peer_connected`), like any other.
+    this.node.upgradeRelayed().catch(() => {}).finally(() => this.#upgrading = false);
+  }
+
   #tick(): void {
     if (this.node.relays().addresses.length > 0) {
       this.node.dialRelays().then((failures) => this.#noteRelays(failures), () => {});
@@ -341,6 +360,7 @@ export class Exchange {
     this.#dial().catch((e) =>
       this.#options.logger.log("error", { what: "dial peers", error: (e as Error).message })
     );
+    this.#upgrade();
     const state = this.#state;
     if (state === null) return;
     if (state.runState === "RoundTrain" || state.runState === "RoundWitness") {

@@ -155,13 +155,17 @@ export interface ClientEvents {
   /** A relay could not be reached (logged again only when its error changes; retried). */
   relay_unreachable: { relay: string; error: string };
   /**
-   * Whether a relay saw us from an address not ours (behind NAT), the relays we use and are
-   * connected to, and the addresses our peers are told; logged at each change.
+   * Whether a relay saw us from an address not ours (behind NAT), whether a peer's AutoNAT
+   * dial-back reached one of our public addresses (`public`: we then relay for peers behind
+   * NAT, `relaying_for` of them now), the relays we use and are connected to, and the addresses
+   * our peers are told; logged at each change.
    */
   reachability: {
     behind_nat: boolean;
+    public: boolean;
     relays: number;
     relays_connected: number;
+    relaying_for: number;
     addresses: string[];
   };
   /**
@@ -359,6 +363,8 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
     case "reachability":
       return (e.behind_nat
         ? "behind NAT: peers reach this client through a relay"
+        : e.public
+        ? `publicly reachable (a peer dialled it back): relays for peers behind NAT (${e.relaying_for} now)`
         : "reachable at its own addresses") +
         ` (${e.relays_connected} of ${e.relays} relays connected; announcing ` +
         `${e.addresses.join(", ") || "nothing yet"})`;

@@ -27,6 +27,7 @@ import assert from "node:assert/strict";
 import { type SeenEvent, startTinyTestnetOn } from "../client/testing/testnet.ts";
 import { createTestNetwork, testNetworkUnavailable } from "../client/testing/netns.ts";
 import { delayedRelay } from "../client/testing/delayed_relay.ts";
+import { freePort } from "../client/testnet/mod.ts";
 import { assertOneModel, clientErrors } from "./support/one_model.ts";
 
 const unavailable = testNetworkUnavailable({ nat: true });
@@ -207,6 +208,97 @@ Deno.test({
     );
   } catch (e) {
     console.error(lines.slice(-150).join("\n"));
+    throw e;
+  }
+});
+
+Deno.test({
+  name: "a publicly reachable client learns it from AutoNAT and relays for the clients behind " +
+    "NAT once the run's relay dies",
+  ignore: unavailable !== null,
+  sanitizeResources: false,
+  sanitizeOps: false,
+}, async () => {
+  // client-1 on the public segment, client-2 and client-3 behind NATs of their own. The segment
+  // has a public-looking prefix: AutoNAT never tests private addresses.
+  await using network = await createTestNetwork({
+    hosts: 3,
+    nat: (i) => i !== 0,
+    publicPrefix: "11.77",
+  });
+  const relayPort = freePort();
+  await using testnet = await startTinyTestnetOn(network, {
+    runId: "e2e-nat-public",
+    initMinClients: 3,
+    minClients: 3,
+    witnessNodes: 0,
+    globalBatchSize: 6,
+    epochTime: 120,
+    maxRoundTrainTime: 10,
+  }, {
+    numClients: 3,
+    coordinatorArgs: ["--relay-port", String(relayPort)],
+    bootstrapPeers: false,
+  });
+  const { watcher, lines } = testnet;
+  const [pub, natted] = [CLIENTS[0], CLIENTS.slice(1)];
+  const wholeSince = (label: string, mark: number) =>
+    watcher.events.slice(mark).filter((e) =>
+      e.label === label && e.event.event === "apply" && Number(e.event.applied) === 3 &&
+      Number(e.event.untrained_batches) === 0
+    );
+  const reach = (label: string) => watcher.named("reachability", label).at(-1)?.event;
+  try {
+    await watcher.waitFor(
+      `${pub} to learn from a peer's AutoNAT dial-back that it is publicly reachable`,
+      () => reach(pub)?.public === true,
+      120_000,
+    );
+    await watcher.waitFor(
+      "every client to apply all three results of 2 steps",
+      () => CLIENTS.every((l) => wholeSince(l, 0).length >= 2),
+      180_000,
+    );
+    for (const label of natted) {
+      assert.equal(reach(label)?.behind_nat, true, `${label} is behind NAT`);
+      assert.equal(reach(label)?.public, false, `${label} is not publicly reachable`);
+    }
+    // The run's relay dies; the coordinator stays.
+    const mark = watcher.events.length;
+    await network.blockPort(relayPort);
+    const throughPub = (label: string) =>
+      ((reach(label)?.addresses ?? []) as string[]).some((a) =>
+        a.startsWith(`/ip4/${network.hosts[0].publicAddress}/tcp/`) && a.includes("/p2p-circuit")
+      );
+    await watcher.waitFor(
+      `${natted.join(" and ")} to hold a reservation on ${pub}'s relay`,
+      () => natted.every(throughPub),
+      120_000,
+    );
+    for (const label of natted) {
+      assert.equal(reach(label)?.relays_connected, 0, `${label} lost the run's relay`);
+    }
+    await watcher.waitFor(
+      "every client to apply all three results of 3 steps after the run's relay died",
+      () => CLIENTS.every((l) => wholeSince(l, mark).length >= 3),
+      180_000,
+    );
+    assert.ok(Number(reach(pub)?.relaying_for) >= 1, `${pub} relays for the others`);
+    assertOneModel(watcher.events);
+    const connections = watcher.events.filter((e) => e.event.event === "peer_connected");
+    const via = (kind: string) => connections.filter((e) => e.event.via === kind).length;
+    console.log(
+      `NAT lab (a public client): ${pub} public, relaying for ${reach(pub)?.relaying_for}; ` +
+        `${connections.length} peer connections, ${via("direct")} direct, ${via("relay")} relayed`,
+    );
+  } catch (e) {
+    console.error(lines.slice(-200).join("\n"));
+    // PSYCHE_E2E_LOG=FILE keeps every event of every process.
+    const log = Deno.env.get("PSYCHE_E2E_LOG");
+    if (log !== undefined) {
+      const events = watcher.events.map((e) => `${e.label} ${JSON.stringify(e.event)}`);
+      await Deno.writeTextFile(log, events.join("\n"));
+    }
     throw e;
   }
 });

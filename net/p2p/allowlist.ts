@@ -81,7 +81,10 @@ export class Allowlist {
  * outbound connection once the remote's identity is known (after the noise handshake).
  * Addresses are not filtered: identity, not location, decides.
  */
-export function allowlistGater(allowlist: Allowlist): ConnectionGater {
+export function allowlistGater(
+  allowlist: Allowlist,
+  servesRelay: () => boolean = () => false,
+): ConnectionGater {
   const deny = (peer: PeerId) => !allowlist.has(peer) && !allowlist.isRelay(peer);
   return {
     denyDialPeer: deny,
@@ -89,11 +92,13 @@ export function allowlistGater(allowlist: Allowlist): ConnectionGater {
     denyOutboundEncryptedConnection: deny,
     denyInboundUpgradedConnection: deny,
     denyOutboundUpgradedConnection: deny,
-    // A client is no relay: it neither keeps reservations nor relays for others.
-    denyInboundRelayReservation: () => true,
-    denyOutboundRelayedConnection: () => true,
-    // A relayed connection comes through one of the run's relays, from a participant.
+    // A client relays for participants only, and only while `servesRelay` (publicly reachable).
+    denyInboundRelayReservation: (peer) => !servesRelay() || !allowlist.has(peer),
+    denyOutboundRelayedConnection: (source, destination) =>
+      !servesRelay() || !allowlist.has(source) || !allowlist.has(destination),
+    // A relayed connection comes through one of the run's relays or a participant serving as
+    // one, from a participant.
     denyInboundRelayedConnection: (relay, remote) =>
-      !allowlist.isRelay(relay) || !allowlist.has(remote),
+      !(allowlist.isRelay(relay) || allowlist.has(relay)) || !allowlist.has(remote),
   };
 }

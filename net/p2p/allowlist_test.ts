@@ -53,9 +53,25 @@ Deno.test("a relay passes the gate without becoming a participant, and carries p
   assert.equal(list.has(relay), false, "a relay is no participant");
   assert.equal(list.set([keyA]).length, 0, "a new epoch keeps the relay");
   assert.equal(await gater.denyDialPeer!(relay), false);
-  // Relayed connections: only through a relay, only from a participant.
+  // Relayed connections: only through a relay or a participant, only from a participant.
   assert.equal(await gater.denyInboundRelayedConnection!(relay, peerIdOf(keyA)), false);
   assert.equal(await gater.denyInboundRelayedConnection!(relay, peerIdOf(keyB)), true);
-  assert.equal(await gater.denyInboundRelayedConnection!(peerIdOf(keyA), peerIdOf(keyA)), true);
+  assert.equal(await gater.denyInboundRelayedConnection!(peerIdOf(keyA), peerIdOf(keyA)), false);
+  assert.equal(await gater.denyInboundRelayedConnection!(peerIdOf(keyB), peerIdOf(keyA)), true);
   assert.equal(await gater.denyInboundRelayReservation!(peerIdOf(keyA)), true, "we relay nothing");
+});
+
+Deno.test("a client relays for participants only, and only while it serves", async () => {
+  let serving = false;
+  const list = new Allowlist([keyA, keyB]);
+  const gater = allowlistGater(list, () => serving);
+  const [a, b, c] = [keyA, keyB, keyC].map(peerIdOf);
+  assert.equal(await gater.denyInboundRelayReservation!(a), true, "not reachable: no relay");
+  assert.equal(await gater.denyOutboundRelayedConnection!(a, b), true);
+  serving = true;
+  assert.equal(await gater.denyInboundRelayReservation!(a), false);
+  assert.equal(await gater.denyOutboundRelayedConnection!(a, b), false);
+  assert.equal(await gater.denyInboundRelayReservation!(c), true, "not a participant");
+  assert.equal(await gater.denyOutboundRelayedConnection!(a, c), true);
+  assert.equal(await gater.denyOutboundRelayedConnection!(c, a), true);
 });

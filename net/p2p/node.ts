@@ -14,15 +14,27 @@ import { noise } from "@libp2p/noise";
 import { yamux } from "@libp2p/yamux";
 import { type Identify, identify } from "@libp2p/identify";
 import { type GossipSub, gossipsub, StrictNoSign } from "@libp2p/gossipsub";
-import { circuitRelayTransport } from "@libp2p/circuit-relay-v2";
+import {
+  circuitRelayServer,
+  type CircuitRelayService,
+  circuitRelayTransport,
+} from "@libp2p/circuit-relay-v2";
 import { dcutr } from "@libp2p/dcutr";
+import { autoNAT } from "@libp2p/autonat";
 import { type Multiaddr, multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
 import type { IdentifyResult, PeerId } from "@libp2p/interface";
 import { Allowlist, allowlistGater } from "./allowlist.ts";
 import { describeDialFailure } from "./dial_failure.ts";
 import { libp2pPrivateKey, peerIdOf, publicKeyOf } from "./identity.ts";
-import { ipOfAddress, isRelayed, type Reachability, reachability } from "./reachability.ts";
+import { type AddressBook, addressBook } from "./address_book.ts";
+import {
+  ipOfAddress,
+  isPrivateIp,
+  isRelayed,
+  type Reachability,
+  reachability,
+} from "./reachability.ts";
 import type { PublicKeyBytes } from "../../common/mod.ts";
 
 /** The services every node runs. */
@@ -31,7 +43,22 @@ export interface P2PServices extends Record<string, unknown> {
   identify: Identify;
   /** Hole punching: upgrades a relayed connection to a direct one when the routers allow. */
   dcutr: unknown;
+  /**
+   * AutoNAT: asks peers to dial our addresses back. libp2p lists an address on a public IP only
+   * once a peer reached it, and our peers' dial-backs of us go through here too.
+   */
+  autoNAT: unknown;
+  /** A circuit relay for the run's members, serving only while we are publicly reachable. */
+  relay: CircuitRelayService;
+  /** What libp2p's address manager knows of each address: see {@link P2PNode.addresses}. */
+  addressBook: AddressBook;
 }
+
+/** How long after a failed direct dial of a relayed peer it is tried again. */
+export const DIRECT_RETRY_MS = 60_000;
+
+/** Reservations a publicly reachable client holds for peers behind NAT, at most. */
+export const CLIENT_RELAY_RESERVATIONS = 16;
 
 /** Options for `createP2PNode`. */
 export interface P2PNodeOptions {
@@ -66,6 +93,8 @@ export class P2PNode {
   readonly #sight: Sight;
   /** The run's relays we reserve a slot on, by peer id. */
   readonly #relays = new Map<string, { peer: PeerId; addresses: string[] }>();
+  /** When a direct dial of a peer we reach through a relay last failed, by peer id. */
+  readonly #directTriedAt = new Map<string, number>();
 
   /** Use `createP2PNode`; this constructor wraps an already started node. */
   constructor(
@@ -80,6 +109,28 @@ export class P2PNode {
     this.publicKey = publicKey;
     this.host = host;
     this.#sight = sight;
+    sight.servesRelay = () => this.reachability().publiclyReachable;
+    // A participant that opened a direct connection to us from a public address dialled one of
+    // our addresses: we are publicly reachable. AutoNAT would learn it from a dial-back, but it
+    // takes one verdict per network segment, and in a small run its first dial-back often
+    // reuses the relayed connection already open and fails; this is the same proof, passively.
+    libp2p.addEventListener("connection:open", (event) => {
+      const connection = event.detail;
+      const remote = connection.remoteAddr.toString();
+      const ip = ipOfAddress(remote);
+      if (
+        connection.direction !== "inbound" || isRelayed(remote) || ip === undefined ||
+        isPrivateIp(ip) || sight.isOwn(ip) || !allowlist.has(connection.remotePeer)
+      ) return;
+      for (const record of libp2p.services.addressBook.records()) {
+        const own = ipOfAddress(record.multiaddr.toString());
+        if (
+          record.type === "transport" && !record.verified && own !== undefined && !isPrivateIp(own)
+        ) {
+          libp2p.services.addressBook.confirm(record.multiaddr);
+        }
+      }
+    });
     // What a relay saw our connection come from says whether a router stands between us.
     libp2p.addEventListener("peer:identify", (event: CustomEvent<IdentifyResult>) => {
       const { peerId, observedAddr } = event.detail;
@@ -168,14 +219,67 @@ export class P2PNode {
     };
   }
 
+  /**
+   * Opens a direct connection to each participant we reach only through a relay, at a direct
+   * address it announced (a public client whose address AutoNAT has not confirmed yet is known
+   * only from the run's gossip, so DCUtR cannot offer it), and closes the relayed connections
+   * to it once that works, so payloads stop crossing the relay. A peer whose direct addresses
+   * failed is tried again after {@link DIRECT_RETRY_MS}. Resolves with the peers upgraded.
+   */
+  async upgradeRelayed(now = Date.now()): Promise<string[]> {
+    const upgraded: string[] = [];
+    for (const peer of this.libp2p.getPeers()) {
+      const id = peer.toString();
+      if (!this.allowlist.has(peer) || this.#connectedTo(peer)) continue;
+      if ((this.#directTriedAt.get(id) ?? -Infinity) > now - DIRECT_RETRY_MS) continue;
+      const known = await this.libp2p.peerStore.get(peer).then((p) => p.addresses, () => []);
+      const direct = known.map((a) => a.multiaddr).filter((a) => !isRelayed(a.toString()));
+      if (direct.length === 0) continue;
+      this.#directTriedAt.set(id, now);
+      try {
+        await this.libp2p.dial(direct, { force: true, signal: AbortSignal.timeout(10_000) });
+      } catch {
+        continue; // behind a firewall after all: the relayed connection stays
+      }
+      this.#directTriedAt.delete(id);
+      const relayed = this.libp2p.getConnections(peer)
+        .filter((c) => isRelayed(c.remoteAddr.toString()));
+      await Promise.allSettled(relayed.map((c) => c.close()));
+      upgraded.push(id);
+    }
+    return upgraded;
+  }
+
   /** Whether a direct (not relayed) connection to this peer is open. */
   #connectedTo(peer: PeerId): boolean {
     return this.libp2p.getConnections(peer).some((c) => !isRelayed(c.remoteAddr.toString()));
   }
 
-  /** Whether we are behind NAT, and the addresses our peers are told (see reachability.ts). */
+  /**
+   * Whether we are behind NAT, whether AutoNAT found us reachable, and the addresses our peers
+   * are told (see reachability.ts).
+   */
   reachability(): Reachability {
-    return this.#sight.judge(this.#rawAddresses());
+    return this.#sight.judge(this.#rawAddresses(), this.#untestedAddresses());
+  }
+
+  /**
+   * Our listen addresses on public IPs that AutoNAT has not judged yet. libp2p lists such an
+   * address only once a peer dialled it back, and a peer dials it only once it knows it: so the
+   * run's gossip carries it meanwhile (an address AutoNAT found unreachable is left out until
+   * its verdict expires).
+   */
+  #untestedAddresses(): string[] {
+    const now = Date.now();
+    const self = this.peerId.toString();
+    return this.libp2p.services.addressBook.records()
+      .filter((r) => r.type === "transport" && !r.verified && !(r.expires > now))
+      .map((r) => `${r.multiaddr.toString()}/p2p/${self}`);
+  }
+
+  /** Peers holding a reservation on our relay now (0 unless we are publicly reachable). */
+  relayReservations(): number {
+    return this.libp2p.services.relay.reservations.size;
   }
 
   #rawAddresses(): string[] {
@@ -196,11 +300,12 @@ export class P2PNode {
   }
 
   /**
-   * The addresses peers are told, each ending in `/p2p/<peer id>`: where this node listens,
-   * and its relayed addresses; behind NAT, the relayed (and external) ones only.
+   * The addresses peers are told, each ending in `/p2p/<peer id>`: where this node listens
+   * (public ones AutoNAT has not judged yet included), and its relayed addresses; behind NAT,
+   * the relayed (and external) ones only.
    */
   addresses(): Multiaddr[] {
-    return this.libp2p.getMultiaddrs();
+    return this.reachability().announce.map((a) => multiaddr(a));
   }
 
   /**
@@ -302,6 +407,8 @@ export class P2PNode {
  */
 class Sight {
   readonly observed = new Set<string>();
+  /** Whether our relay serves now: publicly reachable (set once the node exists). */
+  servesRelay: () => boolean = () => false;
   readonly #interfaceIps: string[];
 
   constructor(host: string) {
@@ -312,8 +419,13 @@ class Sight {
     this.#interfaceIps = [...ips];
   }
 
-  judge(own: readonly string[]): Reachability {
-    return reachability(own, this.#interfaceIps, [...this.observed]);
+  /** Whether `ip` is one of this machine's. */
+  isOwn(ip: string): boolean {
+    return this.#interfaceIps.includes(ip);
+  }
+
+  judge(own: readonly string[], untested: readonly string[] = []): Reachability {
+    return reachability(own, this.#interfaceIps, [...this.observed], untested);
   }
 
   filter(addresses: Multiaddr[]): Multiaddr[] {
@@ -358,10 +470,22 @@ export async function createP2PNode(options: P2PNodeOptions): Promise<P2PNode> {
     transports: [tcp(), circuitRelayTransport()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
-    connectionGater: allowlistGater(allowlist),
+    connectionGater: allowlistGater(allowlist, () => sight.servesRelay()),
     services: {
       identify: identify(),
       dcutr: dcutr(),
+      autoNAT: autoNAT(),
+      // A peer behind NAT reserves here only over a direct connection, and the gater lets it
+      // only while AutoNAT says we are reachable: a client behind NAT relays for nobody.
+      addressBook,
+      relay: circuitRelayServer({
+        reservations: {
+          maxReservations: CLIENT_RELAY_RESERVATIONS,
+          // As the run's relay (relay.ts): between members, a DisTrO result is more than
+          // libp2p's default 128 KiB per relayed connection.
+          applyDefaultLimit: false,
+        },
+      }),
       pubsub: gossipsub({
         // Announcements carry their own ed25519 signature (see announcement.ts), so gossipsub's
         // own signing is off and message ids are content hashes: a resend with a new nonce is a

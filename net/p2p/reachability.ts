@@ -17,8 +17,33 @@
 export interface Reachability {
   /** True when a relay saw us from an address that is none of ours. */
   readonly behindNat: boolean;
+  /**
+   * True when a direct address on a public IP is among those announced: libp2p lists a public
+   * address only once AutoNAT had a peer dial it back (or the operator gave it, `--announce`).
+   */
+  readonly publiclyReachable: boolean;
   /** The addresses to announce, best first. */
   readonly announce: string[];
+}
+
+/**
+ * Whether an IPv4 or IPv6 address is private, loopback, link-local or shared (CGNAT) space:
+ * not reachable from the internet as it is (libp2p's AutoNAT never tests such addresses).
+ */
+export function isPrivateIp(ip: string): boolean {
+  if (ip.includes(":")) {
+    const lower = ip.toLowerCase();
+    return lower === "::1" || lower.startsWith("fc") || lower.startsWith("fd") ||
+      lower.startsWith("fe80");
+  }
+  const octets = ip.split(".").map(Number);
+  if (octets.length !== 4 || octets.some((o) => !Number.isInteger(o) || o < 0 || o > 255)) {
+    return true; // not an address we can judge: never treat it as public
+  }
+  const [a, b] = octets;
+  return a === 0 || a === 10 || a === 127 || (a === 169 && b === 254) ||
+    (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) ||
+    (a === 100 && b >= 64 && b <= 127) || a >= 224;
 }
 
 /** Whether a multiaddr goes through a circuit relay. */
@@ -42,10 +67,12 @@ export function ipOfAddress(address: string): string | undefined {
 }
 
 /**
- * Decides what to announce from our addresses (`own`: listen, relayed and any external ones),
- * the IPs of our own interfaces, and the IPs relays observed our connections coming from.
- * Behind NAT, addresses on our own interfaces are left out; external addresses (a forwarded
- * port given with `--announce`, or one AutoNAT confirmed) and relayed ones stay.
+ * Decides what to announce from our addresses (`own`: what libp2p lists, listen, relayed and
+ * any external ones), the IPs of our own interfaces, the IPs relays observed our connections
+ * coming from, and `untested`: listen addresses on public IPs that AutoNAT has not judged (offered
+ * after the direct ones, so a peer can dial one and AutoNAT can test it; never counted as
+ * reachable). Behind NAT, addresses on our own interfaces are left out; external addresses (a
+ * forwarded port given with `--announce`, or one AutoNAT confirmed) and relayed ones stay.
  *
  * @example
  * ```ts
@@ -62,6 +89,7 @@ export function reachability(
   own: readonly string[],
   interfaceIps: readonly string[],
   observedIps: readonly string[],
+  untested: readonly string[] = [],
 ): Reachability {
   const local = new Set(interfaceIps);
   // Loopback (our own, or a relay's that listens on every interface) serves only peers on
@@ -71,9 +99,19 @@ export function reachability(
   const relayed = own.filter((a) => isRelayed(a) && !isLoopback(a));
   const direct = own.filter((a) => !isRelayed(a) && !isLoopback(a));
   const behindNat = observedIps.some((ip) => !local.has(ip));
+  // Only what libp2p lists counts as reachable; untested addresses are offered, after those.
+  const publiclyReachable = own.some((a) =>
+    !isRelayed(a) && !isPrivateIp(ipOfAddress(a) ?? "") &&
+    (!behindNat || !local.has(ipOfAddress(a) ?? ""))
+  );
+  const offered = untested.filter((a) => !own.includes(a));
   if (!behindNat || relayed.length === 0) {
-    return { behindNat, announce: [...direct, ...relayed, ...loopback] };
+    return {
+      behindNat,
+      publiclyReachable,
+      announce: [...direct, ...offered, ...relayed, ...loopback],
+    };
   }
   const external = direct.filter((a) => !local.has(ipOfAddress(a) ?? ""));
-  return { behindNat, announce: [...external, ...relayed] };
+  return { behindNat, publiclyReachable, announce: [...external, ...relayed] };
 }

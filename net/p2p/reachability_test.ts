@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ipOfAddress, isRelayed, reachability } from "./reachability.ts";
+import { ipOfAddress, isPrivateIp, isRelayed, reachability } from "./reachability.ts";
 
 const relayed = "/ip4/10.77.1.1/tcp/9000/p2p/12D3KooRelay/p2p-circuit";
 
@@ -63,4 +63,66 @@ Deno.test("addresses are read for their IP and for a relay hop", () => {
   assert.equal(ipOfAddress("/dns4/example.org/tcp/5"), undefined);
   assert.equal(isRelayed(relayed), true);
   assert.equal(isRelayed("/ip4/1.2.3.4/tcp/5"), false);
+});
+
+Deno.test("publicly reachable: a direct address on a public IP is announced", () => {
+  const relayed = "/ip4/198.51.7.1/tcp/9/p2p/R/p2p-circuit";
+  // A public interface address libp2p lists (AutoNAT confirmed it): reachable.
+  assert.equal(
+    reachability(["/ip4/11.77.5.2/tcp/4001"], ["11.77.5.2"], []).publiclyReachable,
+    true,
+  );
+  // Private, loopback or relayed only: not.
+  assert.equal(
+    reachability(["/ip4/10.78.1.2/tcp/4001"], ["10.78.1.2"], []).publiclyReachable,
+    false,
+  );
+  assert.equal(reachability(["/ip4/127.0.0.1/tcp/4001"], [], []).publiclyReachable, false);
+  assert.equal(reachability([relayed], [], ["11.1.1.1"]).publiclyReachable, false);
+  // A forwarded public port given with --announce counts, behind NAT too.
+  const forwarded = ["/ip4/203.0.113.7/tcp/4001", relayed];
+  assert.equal(reachability(forwarded, ["10.78.1.2"], ["203.0.113.7"]).publiclyReachable, true);
+});
+
+Deno.test("private, loopback, link-local and shared addresses are private; others are not", () => {
+  for (
+    const ip of [
+      "10.1.2.3",
+      "127.0.0.1",
+      "169.254.1.1",
+      "172.16.0.1",
+      "172.31.255.255",
+      "192.168.1.1",
+      "100.64.0.1",
+      "100.127.0.1",
+      "0.0.0.0",
+      "224.0.0.1",
+      "::1",
+      "fd00::1",
+      "fe80::1",
+      "not-an-ip",
+      "1.2.3",
+    ]
+  ) {
+    assert.equal(isPrivateIp(ip), true, ip);
+  }
+  for (
+    const ip of ["11.77.5.2", "172.32.0.1", "172.15.0.1", "100.63.0.1", "8.8.8.8", "2001:db8::1"]
+  ) {
+    assert.equal(isPrivateIp(ip), false, ip);
+  }
+});
+
+Deno.test("a public listen address AutoNAT has not judged is offered, not counted as reachable", () => {
+  const untested = ["/ip4/11.77.5.2/tcp/4001"];
+  const r = reachability([relayed], ["11.77.5.2"], ["11.77.5.2"], untested);
+  assert.deepEqual(r.announce, [...untested, relayed]);
+  assert.equal(r.publiclyReachable, false);
+  // Once libp2p lists it (a peer dialled it back), it is reachable, and not offered twice.
+  const confirmed = reachability([...untested, relayed], ["11.77.5.2"], ["11.77.5.2"], untested);
+  assert.deepEqual(confirmed.announce, [...untested, relayed]);
+  assert.equal(confirmed.publiclyReachable, true);
+  // Behind NAT, our own interfaces' addresses are never offered.
+  const behind = reachability([relayed], ["11.77.5.2"], ["11.77.9.9"], untested);
+  assert.deepEqual(behind.announce, [relayed]);
 });

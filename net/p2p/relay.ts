@@ -33,6 +33,7 @@ import { circuitRelayServer, type CircuitRelayService } from "@libp2p/circuit-re
 import { generateKeyPair } from "@libp2p/crypto/keys";
 import type { ConnectionGater, PeerId } from "@libp2p/interface";
 import { toHex } from "../../common/mod.ts";
+import { type AddressBook, addressBook } from "./address_book.ts";
 
 /** Options of {@link startRelay}. */
 export interface RelayOptions {
@@ -121,37 +122,50 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     denyOutboundRelayedConnection: (source, destination) =>
       denyNonMember(source) || denyNonMember(destination),
   };
-  const libp2p: Libp2p<{ relay: CircuitRelayService }> = await createLibp2p({
-    privateKey: await generateKeyPair("Ed25519"),
-    addresses: {
-      listen: [`/ip4/${options.host}/tcp/${options.port}`],
-      ...(options.announce ? { announce: [...options.announce] } : {}),
-    },
-    transports: [tcp()],
-    connectionEncrypters: [noise()],
-    streamMuxers: [yamux()],
-    connectionGater: gater,
-    connectionManager: {
-      // Each reserving client holds one connection; each relayed pair adds none (streams).
-      maxConnections: options.maxReservations * 2 + 16,
-      maxIncomingPendingConnections: 64,
-      // A member completes its handshake in milliseconds; a silent socket is let go sooner
-      // than libp2p's 10 s.
-      inboundUpgradeTimeout: 5_000,
-    },
-    services: {
-      identify: identify(),
-      relay: circuitRelayServer({
-        reservations: {
-          maxReservations: options.maxReservations,
-          applyDefaultLimit: false,
-        },
-      }),
-    },
-  });
+  const libp2p: Libp2p<{ relay: CircuitRelayService; addressBook: AddressBook }> =
+    await createLibp2p({
+      privateKey: await generateKeyPair("Ed25519"),
+      addresses: {
+        listen: [`/ip4/${options.host}/tcp/${options.port}`],
+        ...(options.announce ? { announce: [...options.announce] } : {}),
+      },
+      transports: [tcp()],
+      connectionEncrypters: [noise()],
+      streamMuxers: [yamux()],
+      connectionGater: gater,
+      connectionManager: {
+        // Each reserving client holds one connection; each relayed pair adds none (streams).
+        maxConnections: options.maxReservations * 2 + 16,
+        maxIncomingPendingConnections: 64,
+        // A member completes its handshake in milliseconds; a silent socket is let go sooner
+        // than libp2p's 10 s.
+        inboundUpgradeTimeout: 5_000,
+      },
+      services: {
+        identify: identify(),
+        addressBook,
+        relay: circuitRelayServer({
+          reservations: {
+            maxReservations: options.maxReservations,
+            applyDefaultLimit: false,
+          },
+        }),
+      },
+    });
+  // libp2p lists an address on a public IP only once AutoNAT confirmed it, and the relay runs
+  // none: it lists where it listens (or `announce`), which is what its operator chose.
+  const book = libp2p.services.addressBook;
+  const addresses = () => {
+    const listed = libp2p.getMultiaddrs().map((a) => a.toString());
+    if (options.announce !== undefined) return listed;
+    const self = libp2p.peerId.toString();
+    const listening = book.records().filter((r) => r.type === "transport")
+      .map((r) => `${r.multiaddr.toString()}/p2p/${self}`);
+    return [...new Set([...listed, ...listening])];
+  };
   return {
     peerId: libp2p.peerId,
-    addresses: () => libp2p.getMultiaddrs().map((a) => a.toString()),
+    addresses,
     reservations: () => libp2p.services.relay.reservations.size,
     connections: () => libp2p.getConnections().length,
     stats,

@@ -6,16 +6,28 @@
  * ```
  * request  = version u8 (=2) | flags u8 | kind u8 | by-hash: hash [32]
  *                                                | by-name: length u16 | UTF-8 name
- *   flags: bit 0 = the requester accepts a bulk offer; other bits must be 0
+ *                                                | [offset u64, when flag bit 1 is set]
+ *   flags: bit 0 = the requester accepts a bulk offer
+ *          bit 1 = the requester holds the first `offset` bytes: send the rest
+ *          other bits must be 0; bits 0 and 1 never together; with bit 1, offset > 0
  * response = status u8 | Ok (0):        hash [32] | length u64 | <length bytes of content>
- *                      | NotFound (1), BadRequest (2): nothing more
+ *                      | NotFound (1), BadRequest (2), BadOffset (5): nothing more
  *                      | BulkOffer (3): hash [32] | length u64 | ticket [32] | port u16
+ *                      | OkFrom (4):    hash [32] | length u64 | offset u64
+ *                                       | <length - offset bytes: the content from offset>
  * ```
  *
  * Integers are big-endian. The requester half-closes after its request; the provider answers
  * and closes. A `BulkOffer` says "fetch these `length` bytes from my plain TCP bulk listener
  * on `port`, at the address you reached me at, presenting `ticket`" (see `bulk_wire.ts`); the
  * provider only sends one to a request that set the bulk flag.
+ *
+ * A request with an offset resumes a download another attempt left unfinished. The provider
+ * answers `OkFrom`, naming the whole content's hash and length and the offset it serves from, so
+ * the requester checks them against what it already holds before accepting a byte; an offset
+ * at or past the end of its content is answered `BadOffset`. Resumed requests are in-band only
+ * (no bulk offer): the bulk path serves whole content, and a resumed rest is a tail of one
+ * transfer, where saving the encryption matters less than keeping the protocol small.
  *
  * @module
  */
@@ -26,12 +38,16 @@ export const PAYLOAD_PROTOCOL = "/psyche/payload/1";
 export const PAYLOAD_REQUEST_VERSION = 2;
 /** Request flag: the requester accepts a `BulkOffer` instead of the bytes in-band. */
 export const FLAG_ACCEPT_BULK = 1;
+/** Request flag: an offset follows; the requester wants the content from there (`OkFrom`). */
+export const FLAG_FROM_OFFSET = 2;
 /** Longest name of a named blob, in UTF-8 bytes. */
 export const MAX_NAME_BYTES = 256;
 /** Longest possible request, in bytes. */
-export const MAX_REQUEST_BYTES = 5 + MAX_NAME_BYTES;
+export const MAX_REQUEST_BYTES = 5 + MAX_NAME_BYTES + 8;
 /** Length of the response header when the status is Ok (status, hash, length). */
 export const OK_HEADER_BYTES = 1 + 32 + 8;
+/** Length of the response header when the status is OkFrom (status, hash, length, offset). */
+export const OK_FROM_HEADER_BYTES = OK_HEADER_BYTES + 8;
 /** Length of a bulk ticket, in bytes (random, so 256 bits cannot be guessed). */
 export const TICKET_BYTES = 32;
 /** Length of a `BulkOffer` response (status, hash, length, ticket, port). */
@@ -39,25 +55,36 @@ export const OFFER_BYTES = OK_HEADER_BYTES + TICKET_BYTES + 2;
 
 /**
  * What a requester asks for. `acceptBulk` (default false) allows the provider to answer with a
- * `BulkOffer` instead of the bytes.
+ * `BulkOffer` instead of the bytes. `offset` (default 0) asks for the content from that byte on:
+ * the requester already holds the bytes before it. A request with an offset cannot accept bulk.
  */
 export type PayloadRequest =
   & ({ kind: "ByHash"; hash: Uint8Array } | { kind: "ByName"; name: string })
-  & { acceptBulk?: boolean };
+  & { acceptBulk?: boolean; offset?: number };
 
-/** Response statuses, in the order of their wire codes (0..3). */
-export const RESPONSE_STATUSES = ["Ok", "NotFound", "BadRequest", "BulkOffer"] as const;
+/** Response statuses, in the order of their wire codes (0..5). */
+export const RESPONSE_STATUSES = [
+  "Ok",
+  "NotFound",
+  "BadRequest",
+  "BulkOffer",
+  "OkFrom",
+  "BadOffset",
+] as const;
 /** A response status. */
 export type ResponseStatus = typeof RESPONSE_STATUSES[number];
 
 /**
  * The response header: status; for `Ok` the content hash and exact length of the bytes that
- * follow; for `BulkOffer` the same two plus the ticket and port of the provider's bulk listener.
+ * follow; for `BulkOffer` the same two plus the ticket and port of the provider's bulk listener;
+ * for `OkFrom` the whole content's hash and length and the offset the bytes that follow start
+ * at (`length - offset` of them; `offset < length`).
  */
 export type ResponseHeader =
   | { status: "Ok"; hash: Uint8Array; length: number }
+  | { status: "OkFrom"; hash: Uint8Array; length: number; offset: number }
   | { status: "BulkOffer"; hash: Uint8Array; length: number; ticket: Uint8Array; port: number }
-  | { status: "NotFound" | "BadRequest" };
+  | { status: "NotFound" | "BadRequest" | "BadOffset" };
 
 /** Bytes that are not a valid request or response header. */
 export class PayloadWireError extends Error {
@@ -73,9 +100,38 @@ export class PayloadWireError extends Error {
 
 const KINDS = { ByHash: 0, ByName: 1 } as const;
 
-/** Encodes a request. Throws `RangeError` for a hash that is not 32 bytes or a name too long. */
+/** Header length of each response status that carries content or an offer. */
+const HEADER_BYTES = {
+  Ok: OK_HEADER_BYTES,
+  OkFrom: OK_FROM_HEADER_BYTES,
+  BulkOffer: OFFER_BYTES,
+} as const;
+
+/**
+ * Encodes a request. Throws `RangeError` for a hash that is not 32 bytes, a name too long, an
+ * offset that is not a non-negative safe integer, or an offset with `acceptBulk`. Offset 0 is
+ * encoded as no offset.
+ */
 export function encodeRequest(request: PayloadRequest): Uint8Array {
-  const flags = request.acceptBulk === true ? FLAG_ACCEPT_BULK : 0;
+  const offset = request.offset ?? 0;
+  if (!Number.isSafeInteger(offset) || offset < 0) {
+    throw new RangeError(`request offset must be a non-negative safe integer, found ${offset}`);
+  }
+  if (offset > 0 && request.acceptBulk === true) {
+    throw new RangeError(`a request from offset ${offset} cannot accept a bulk offer`);
+  }
+  const flags = (request.acceptBulk === true ? FLAG_ACCEPT_BULK : 0) |
+    (offset > 0 ? FLAG_FROM_OFFSET : 0);
+  const body = encodeRequestBody(request, flags);
+  if (offset === 0) return body;
+  const out = new Uint8Array(body.length + 8);
+  out.set(body);
+  new DataView(out.buffer).setBigUint64(body.length, BigInt(offset));
+  return out;
+}
+
+/** The request up to its optional offset: version, flags, kind and what it names. */
+function encodeRequestBody(request: PayloadRequest, flags: number): Uint8Array {
   switch (request.kind) {
     case "ByHash": {
       if (request.hash.length !== 32) {
@@ -109,8 +165,9 @@ export function encodeRequest(request: PayloadRequest): Uint8Array {
 
 /**
  * Decodes a request from the bytes received so far: `undefined` if more bytes are needed,
- * the request once complete (with `acceptBulk` always set). Throws `PayloadWireError` for
- * anything malformed, including unknown flags and bytes after the end of the request.
+ * the request once complete (with `acceptBulk` and `offset` always set). Throws
+ * `PayloadWireError` for anything malformed, including unknown flags, an offset of 0 or past
+ * 2^53-1, an offset with the bulk flag, and bytes after the end of the request.
  */
 export function decodeRequest(bytes: Uint8Array): PayloadRequest | undefined {
   if (bytes.length >= 1 && bytes[0] !== PAYLOAD_REQUEST_VERSION) {
@@ -120,11 +177,15 @@ export function decodeRequest(bytes: Uint8Array): PayloadRequest | undefined {
       0,
     );
   }
-  if (bytes.length >= 2 && (bytes[1] & ~FLAG_ACCEPT_BULK) !== 0) {
+  if (bytes.length >= 2 && (bytes[1] & ~(FLAG_ACCEPT_BULK | FLAG_FROM_OFFSET)) !== 0) {
     throw new PayloadWireError("request", `unknown flags ${bytes[1]}`, 1);
+  }
+  if (bytes.length >= 2 && bytes[1] === (FLAG_ACCEPT_BULK | FLAG_FROM_OFFSET)) {
+    throw new PayloadWireError("request", "a request from an offset cannot accept a bulk offer", 1);
   }
   if (bytes.length < 3) return undefined;
   const acceptBulk = (bytes[1] & FLAG_ACCEPT_BULK) !== 0;
+  const fromOffset = (bytes[1] & FLAG_FROM_OFFSET) !== 0;
   const kind = bytes[2];
   let end: number;
   let request: PayloadRequest | undefined;
@@ -156,16 +217,37 @@ export function decodeRequest(bytes: Uint8Array): PayloadRequest | undefined {
   } else {
     throw new PayloadWireError("request", `unknown request kind ${kind}`, 2);
   }
+  if (request !== undefined) {
+    const offset = fromOffset ? decodeOffset(bytes, end) : 0;
+    if (offset === undefined) return undefined;
+    request.offset = offset;
+    if (fromOffset) end += 8;
+  }
   if (request !== undefined && bytes.length > end) {
     throw new PayloadWireError("request", `${bytes.length - end} bytes after the request`, end);
   }
   return request;
 }
 
+/** A request's offset at `at`: `undefined` until its 8 bytes are there. */
+function decodeOffset(bytes: Uint8Array, at: number): number | undefined {
+  if (bytes.length < at + 8) return undefined;
+  const offset = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getBigUint64(at);
+  if (offset === 0n) {
+    throw new PayloadWireError("request", "offset flag set with offset 0", at);
+  }
+  if (offset > BigInt(Number.MAX_SAFE_INTEGER)) {
+    throw new PayloadWireError("request", `offset ${offset} exceeds 2^53-1`, at);
+  }
+  return Number(offset);
+}
+
 /** Encodes a response header. Throws `RangeError` for a field out of range. */
 export function encodeResponseHeader(header: ResponseHeader): Uint8Array {
   const code = RESPONSE_STATUSES.indexOf(header.status);
-  if (header.status !== "Ok" && header.status !== "BulkOffer") return Uint8Array.of(code);
+  if (header.status !== "Ok" && header.status !== "BulkOffer" && header.status !== "OkFrom") {
+    return Uint8Array.of(code);
+  }
   if (header.hash.length !== 32) {
     throw new RangeError(`response hash must be 32 bytes, found ${header.hash.length}`);
   }
@@ -174,11 +256,24 @@ export function encodeResponseHeader(header: ResponseHeader): Uint8Array {
       `response length must be a non-negative safe integer, found ${header.length}`,
     );
   }
-  const out = new Uint8Array(header.status === "Ok" ? OK_HEADER_BYTES : OFFER_BYTES);
+  const out = new Uint8Array(HEADER_BYTES[header.status]);
   const view = new DataView(out.buffer);
   out[0] = code;
   out.set(header.hash, 1);
   view.setBigUint64(33, BigInt(header.length));
+  if (header.status === "OkFrom") {
+    if (!Number.isSafeInteger(header.offset) || header.offset < 0) {
+      throw new RangeError(
+        `response offset must be a non-negative safe integer, found ${header.offset}`,
+      );
+    }
+    if (header.offset >= header.length) {
+      throw new RangeError(
+        `response offset ${header.offset} must be below the length ${header.length}`,
+      );
+    }
+    view.setBigUint64(OK_HEADER_BYTES, BigInt(header.offset));
+  }
   if (header.status === "BulkOffer") {
     if (header.ticket.length !== TICKET_BYTES) {
       throw new RangeError(
@@ -207,8 +302,10 @@ export function decodeResponseHeader(
   if (status === undefined) {
     throw new PayloadWireError("response", `unknown status code ${code}`, 0);
   }
-  if (status === "NotFound" || status === "BadRequest") return { header: { status }, size: 1 };
-  const size = status === "Ok" ? OK_HEADER_BYTES : OFFER_BYTES;
+  if (status === "NotFound" || status === "BadRequest" || status === "BadOffset") {
+    return { header: { status }, size: 1 };
+  }
+  const size = HEADER_BYTES[status];
   if (bytes.length < size) return undefined;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const length = view.getBigUint64(33);
@@ -217,6 +314,17 @@ export function decodeResponseHeader(
   }
   const hash = new Uint8Array(bytes.subarray(1, 33));
   if (status === "Ok") return { header: { status, hash, length: Number(length) }, size };
+  if (status === "OkFrom") {
+    const offset = view.getBigUint64(OK_HEADER_BYTES);
+    if (offset >= length) {
+      throw new PayloadWireError(
+        "response",
+        `offset ${offset} is not below the content length ${length}`,
+        OK_HEADER_BYTES,
+      );
+    }
+    return { header: { status, hash, length: Number(length), offset: Number(offset) }, size };
+  }
   const port = view.getUint16(OK_HEADER_BYTES + TICKET_BYTES);
   if (port === 0) {
     throw new PayloadWireError("response", "bulk offer port is 0", OK_HEADER_BYTES + TICKET_BYTES);

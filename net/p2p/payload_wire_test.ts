@@ -5,20 +5,32 @@ import {
   decodeResponseHeader,
   encodeRequest,
   encodeResponseHeader,
+  FLAG_ACCEPT_BULK,
+  FLAG_FROM_OFFSET,
   MAX_NAME_BYTES,
   OFFER_BYTES,
+  OK_FROM_HEADER_BYTES,
   OK_HEADER_BYTES,
   type PayloadRequest,
   PayloadWireError,
 } from "./payload_wire.ts";
 
+/** Whole requests (bulk or not) and resumed ones (from an offset, never bulk). */
+const arbWants = fc.oneof(
+  fc.boolean().map((acceptBulk) => ({ acceptBulk, offset: 0 })),
+  fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }).map((offset) => ({
+    acceptBulk: false,
+    offset,
+  })),
+);
+
 const arbRequest: fc.Arbitrary<PayloadRequest> = fc.oneof(
-  fc.tuple(fc.uint8Array({ minLength: 32, maxLength: 32 }), fc.boolean()).map((
-    [hash, acceptBulk],
-  ) => ({ kind: "ByHash" as const, hash, acceptBulk })),
-  fc.tuple(fc.string({ minLength: 1, maxLength: 64, unit: "binary" }), fc.boolean()).map((
-    [name, acceptBulk],
-  ) => ({ kind: "ByName" as const, name, acceptBulk })),
+  fc.tuple(fc.uint8Array({ minLength: 32, maxLength: 32 }), arbWants).map((
+    [hash, wants],
+  ) => ({ kind: "ByHash" as const, hash, ...wants })),
+  fc.tuple(fc.string({ minLength: 1, maxLength: 64, unit: "binary" }), arbWants).map((
+    [name, wants],
+  ) => ({ kind: "ByName" as const, name, ...wants })),
 );
 
 Deno.test("requests round-trip and need every byte", () => {
@@ -37,9 +49,10 @@ Deno.test("malformed requests are refused with an offset", () => {
     kind: "ByHash",
     hash: new Uint8Array(32),
     acceptBulk: false,
+    offset: 0,
   });
   assert.throws(() => decodeRequest(Uint8Array.of(1)), /at byte 0: version is 1, expected 2/);
-  assert.throws(() => decodeRequest(Uint8Array.of(2, 2)), /at byte 1: unknown flags 2/);
+  assert.throws(() => decodeRequest(Uint8Array.of(2, 4)), /at byte 1: unknown flags 4/);
   assert.throws(() => decodeRequest(Uint8Array.of(2, 0, 7)), /at byte 2: unknown request kind 7/);
   assert.throws(
     () => decodeRequest(Uint8Array.of(2, 0, 1, 0, 0)),
@@ -117,4 +130,86 @@ Deno.test("bad response headers are refused", () => {
   const huge = encodeResponseHeader({ status: "Ok", hash: new Uint8Array(32), length: 0 });
   new DataView(huge.buffer).setBigUint64(33, 1n << 62n);
   assert.throws(() => decodeResponseHeader(huge), /exceeds 2\^53-1/);
+});
+
+Deno.test("an offset travels after the request and is checked", () => {
+  const hash = new Uint8Array(32).fill(7);
+  const resumed = encodeRequest({ kind: "ByHash", hash, offset: 65_536 });
+  assert.equal(resumed.length, 3 + 32 + 8);
+  assert.equal(resumed[1], FLAG_FROM_OFFSET);
+  assert.deepEqual(decodeRequest(resumed), {
+    kind: "ByHash",
+    hash,
+    acceptBulk: false,
+    offset: 65_536,
+  });
+  // Offset 0 is a whole request: byte for byte what a requester without resuming sends.
+  assert.deepEqual(
+    encodeRequest({ kind: "ByName", name: "w", offset: 0 }),
+    encodeRequest({ kind: "ByName", name: "w" }),
+  );
+  assert.throws(
+    () => encodeRequest({ kind: "ByHash", hash, offset: 5, acceptBulk: true }),
+    /a request from offset 5 cannot accept a bulk offer/,
+  );
+  for (const offset of [-1, 1.5, 2 ** 53]) {
+    assert.throws(
+      () => encodeRequest({ kind: "ByHash", hash, offset }),
+      /request offset must be a non-negative safe integer/,
+    );
+  }
+  const withOffset = (offset: bigint, flags = FLAG_FROM_OFFSET) => {
+    const bytes = encodeRequest({ kind: "ByHash", hash, offset: 1 });
+    bytes[1] = flags;
+    new DataView(bytes.buffer).setBigUint64(35, offset);
+    return bytes;
+  };
+  assert.throws(() => decodeRequest(withOffset(0n)), /at byte 35: offset flag set with offset 0/);
+  assert.throws(
+    () => decodeRequest(withOffset(1n << 60n)),
+    /at byte 35: offset \d+ exceeds 2\^53-1/,
+  );
+  assert.throws(
+    () => decodeRequest(withOffset(9n, FLAG_FROM_OFFSET | FLAG_ACCEPT_BULK)),
+    /at byte 1: a request from an offset cannot accept a bulk offer/,
+  );
+  // The flag promises 8 more bytes: fewer is an incomplete request, more is malformed.
+  assert.equal(decodeRequest(resumed.subarray(0, 40)), undefined);
+  assert.throws(() => decodeRequest(Uint8Array.of(...resumed, 0)), /at byte 43: 1 bytes after/);
+});
+
+Deno.test("OkFrom headers round-trip; an offset not below the length is refused", () => {
+  fc.assert(
+    fc.property(
+      fc.uint8Array({ minLength: 32, maxLength: 32 }),
+      fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+      fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+      (hash, length, at) => {
+        const offset = Math.floor(at * length);
+        const header = { status: "OkFrom" as const, hash, length, offset };
+        const bytes = encodeResponseHeader(header);
+        assert.equal(bytes.length, OK_FROM_HEADER_BYTES);
+        assert.deepEqual(decodeResponseHeader(bytes), { header, size: OK_FROM_HEADER_BYTES });
+        for (let n = 0; n < OK_FROM_HEADER_BYTES; n++) {
+          assert.equal(decodeResponseHeader(bytes.subarray(0, n)), undefined);
+        }
+      },
+    ),
+  );
+  const header = { status: "OkFrom" as const, hash: new Uint8Array(32), length: 10, offset: 10 };
+  assert.throws(() => encodeResponseHeader(header), /offset 10 must be below the length 10/);
+  assert.throws(
+    () => encodeResponseHeader({ ...header, offset: -1 }),
+    /response offset must be a non-negative safe integer, found -1/,
+  );
+  const past = encodeResponseHeader({ ...header, offset: 3 });
+  new DataView(past.buffer).setBigUint64(OK_HEADER_BYTES, 11n);
+  assert.throws(
+    () => decodeResponseHeader(past),
+    /at byte 41: offset 11 is not below the content length 10/,
+  );
+  assert.deepEqual(decodeResponseHeader(encodeResponseHeader({ status: "BadOffset" })), {
+    header: { status: "BadOffset" },
+    size: 1,
+  });
 });

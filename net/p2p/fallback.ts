@@ -64,6 +64,8 @@ export interface FailedAttempt {
   round: number;
   code: AttemptFailureCode;
   message: string;
+  /** The byte the attempt asked from, when it went on from bytes an earlier one left. */
+  resumedFrom?: number;
 }
 
 /** Every provider failed in every round (or none was usable). */
@@ -74,7 +76,10 @@ export class PayloadFetchError extends Error {
   constructor(what: string, attempts: FailedAttempt[]) {
     const summary = attempts.length === 0
       ? "no usable provider"
-      : attempts.map((a) => `${a.provider.slice(-8)}: ${a.code}`).join(", ");
+      : attempts.map((a) =>
+        `${a.provider.slice(-8)}: ${a.code}` +
+        (a.resumedFrom === undefined ? "" : ` (from byte ${a.resumedFrom})`)
+      ).join(", ");
     super(`Cannot fetch ${what}: ${summary}`);
     this.name = "PayloadFetchError";
     this.attempts = attempts;
@@ -103,6 +108,11 @@ export interface FallbackOptions {
    * starts only when the gate lets it run, so waiting for a slot does not count against it.
    */
   gate?: <R>(provider: string, task: () => Promise<R>, signal?: AbortSignal) => Promise<R>;
+  /**
+   * Bytes the download already holds as an attempt starts (it asks for the rest); a failed
+   * attempt that started past 0 records it as `resumedFrom`. Default: always 0.
+   */
+  heldBytes?: () => number;
 }
 
 /** A timer that aborts its signal once it has not been re-armed for its interval. */
@@ -156,8 +166,10 @@ export async function withFallback<T>(
     for (const provider of usable) {
       signal?.throwIfAborted();
       let timer: Watchdog | undefined;
+      let from = 0;
       try {
         return await gate(provider, () => {
+          from = options.heldBytes?.() ?? 0;
           timer = watchdog(policy.attemptTimeoutMs);
           const { signal: stalled, rearm } = timer;
           return attempt(provider, signal ? AbortSignal.any([signal, stalled]) : stalled, rearm);
@@ -165,7 +177,7 @@ export async function withFallback<T>(
       } catch (error) {
         signal?.throwIfAborted();
         const failure = classify(error, timer?.signal);
-        failures.push({ provider, round, ...failure });
+        failures.push({ provider, round, ...failure, ...(from > 0 ? { resumedFrom: from } : {}) });
         options.onFailure?.(provider, failure.code);
         if (failure.code === "hash-mismatch") options.markBad(provider);
       } finally {

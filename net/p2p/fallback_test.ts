@@ -168,3 +168,18 @@ Deno.test("a transfer that keeps making progress outlives the stall timeout; a s
   assert.ok(performance.now() - started >= 100, "the two chunks re-armed the timer");
   assert.deepEqual(failures, ["stalls: timeout"]);
 });
+
+Deno.test("an attempt that went on from bytes held records where it started", async () => {
+  const s = scripted({ a: ["timeout"], b: ["protocol"], c: ["timeout"] });
+  // a leaves 4096 bytes behind, b adds none, c is asked from 4096 too.
+  const held = [0, 4096, 4096];
+  let calls = 0;
+  const error = await withFallback(["a", "b", "c"], s.attempt, {
+    ...s.options,
+    policy: { ...policy, retries: 0 },
+    heldBytes: () => held[calls++],
+  }).catch((e) => e);
+  assert.ok(error instanceof PayloadFetchError);
+  assert.deepEqual(error.attempts.map((a) => a.resumedFrom), [undefined, 4096, 4096]);
+  assert.match(error.message, /a: timeout, b: protocol \(from byte 4096\), c: timeout \(from/);
+});

@@ -7,10 +7,15 @@
  * failures, direct before relayed, expected transfer time), with a stall timeout, retries and
  * back-off (`fallback.ts`); the response's declared length is checked against the caller's
  * limit before a byte of content is accepted, and the bytes are hashed on arrival: a provider
- * whose bytes do not match is marked bad and not asked again. At most `maxConcurrentDownloads`
- * transfers run at once, and at most `maxDownloadsPerPeer` from one provider. A fetch with a
- * `budget` charges each attempt to its provider's bytes for the round (`byte_budget.ts`), so no
- * peer can make this node download more than the caller allows per round.
+ * whose bytes do not match is marked bad and not asked again. A provider that stalls half-way
+ * leaves its bytes behind (`partial_content.ts`): the next attempt asks the next provider for the
+ * rest only, from that offset, in-band (a resumed request never takes the bulk path). Content
+ * assembled from several providers that fails its hash blames nobody: it is discarded and
+ * fetched whole, without resuming, from the provider that completed it. At most
+ * `maxConcurrentDownloads` transfers run at once, and at most `maxDownloadsPerPeer` from one
+ * provider. A fetch with a `budget` charges each attempt the bytes it asks its provider for in the
+ * round (`byte_budget.ts`), so no peer can make this node download more than the caller allows
+ * per round.
  *
  * Content can also be provided under a name (P2P model sharing asks for "config" and then for
  * each tensor by name); `fetchNamed` returns the bytes with the hash the provider declared,
@@ -67,6 +72,7 @@ import {
 } from "./payload_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
 import { readBody, readHeader, readRequest, sendChunked } from "./payload_stream.ts";
+import { PartialContent, PrefixConflict } from "./partial_content.ts";
 import { equalBytes, type PublicKeyBytes } from "../../common/mod.ts";
 
 /** Largest payload accepted by default: 512 MiB (a 1.2B model's largest tensor is ~130 MB). */
@@ -167,8 +173,9 @@ export interface FetchOptions {
   expectedSize?: number;
   /**
    * Charge every attempt to its provider's byte budget for `round`: each attempt charges the
-   * length the provider declared, before a content byte is read, and a provider whose budget
-   * cannot cover it fails the attempt as `over-budget` (see `byte_budget.ts`).
+   * bytes it asks the provider for (the declared length, less the offset of a resumed attempt),
+   * before a content byte is read, and a provider whose budget cannot cover them fails the
+   * attempt as `over-budget` (see `byte_budget.ts`).
    */
   budget?: { round: number; bytesPerPeer: number };
   /** Also provide the fetched bytes from now on, with these options. */
@@ -193,6 +200,12 @@ export interface PayloadStats {
   bulkServed: number;
   /** Of `fetched`, fetches completed over the bulk path. */
   bulkFetched: number;
+  /** Of `served`, requests for the rest of content from an offset (`servedBytes` counts the rest). */
+  resumedServed: number;
+  /** Of `fetched`, fetches completed from an offset, on bytes an earlier attempt left. */
+  resumedFetches: number;
+  /** Contents assembled from several providers that failed their hash, fetched whole again. */
+  resumeDiscards: number;
   /** Offers whose bulk fetch failed and fell back to the in-band stream, by reason. */
   bulkFallbacks: Partial<Record<BulkFailureCode, number>>;
   /** The bulk listener's refusals (see `BulkListenerStats.refused`). */
@@ -209,6 +222,20 @@ interface BulkRuntime {
 }
 
 type BulkOffer = Extract<ResponseHeader, { status: "BulkOffer" }>;
+
+/** Verified content, and whether it went on from bytes an earlier attempt left. */
+interface Fetched {
+  hash: ContentHash;
+  bytes: Uint8Array;
+  resumed: boolean;
+}
+
+/**
+ * What one request came to: verified content, a bulk offer, or a `restart`: the bytes held did
+ * not belong with this provider's (or mixed content failed its hash), were discarded, and the
+ * provider is to be asked for the whole content. The reason is for messages.
+ */
+type RequestOutcome = Fetched | { offer: BulkOffer } | { restart: string };
 
 /** What a response must satisfy before its content is read. */
 interface Checks {
@@ -248,6 +275,9 @@ export class PayloadService {
     badRequests: 0,
     bulkOffered: 0,
     bulkFetched: 0,
+    resumedServed: 0,
+    resumedFetches: 0,
+    resumeDiscards: 0,
   };
   readonly #bulkFallbacks: Partial<Record<BulkFailureCode, number>> = {};
   readonly #acceptBulk: boolean;
@@ -441,12 +471,15 @@ export class PayloadService {
     const pinned = ids.slice(0, options.pinned ?? 0);
     const rest = this.#scores.rank(ids.slice(pinned.length), options.expectedSize ?? 0);
     const providers = [...new Set([...pinned, ...rest])].filter((id) => id !== self);
+    // Bytes received survive a failed attempt: the next one asks for the rest.
+    const partial = new PartialContent();
     const result = await withFallback(
       providers,
       (provider, signal, progress) =>
         this.#attempt(
           peerIdFromString(provider),
           request,
+          partial,
           { limit, expectedSize: options.expectedSize, budget: options.budget, progress },
           signal,
         )
@@ -463,6 +496,7 @@ export class PayloadService {
             .finally(() => this.#prunePerPeer(provider)),
         isBad: (p) => this.#bad.has(p),
         markBad: (p) => this.#bad.add(p),
+        heldBytes: () => partial.offset,
         onFailure: (p, code) => {
           // What says something about the provider; "not found" or a budget says nothing.
           if (code === "timeout" || code === "unreachable" || code === "protocol") {
@@ -473,28 +507,33 @@ export class PayloadService {
     );
     this.#stats.fetched++;
     this.#stats.fetchedBytes += result.bytes.length;
+    if (result.resumed) this.#stats.resumedFetches++;
     if (options.provideAs !== undefined) this.store.put(result.bytes, options.provideAs);
-    return result;
+    return { hash: result.hash, bytes: result.bytes };
   }
 
   /**
-   * One attempt at one provider: the request over the payload stream and, when the provider
-   * answers with a bulk offer, the bulk fetch. If the bulk fetch fails for any reason, the same
-   * request is made again in-band, refusing offers. A bulk failure never marks the provider bad:
-   * anyone on the path could have tampered with the plain connection; only bytes that came over
-   * the authenticated stream (a hash mismatch there) can.
+   * One attempt at one provider: the request over the payload stream (for the rest only, when
+   * `partial` holds bytes of an earlier attempt) and, when the provider answers with a bulk
+   * offer, the bulk fetch. If the bulk fetch fails for any reason, the same request is made again
+   * in-band, refusing offers. A bulk failure never marks the provider bad: anyone on the path
+   * could have tampered with the plain connection; only bytes that came over the authenticated
+   * stream (a hash mismatch there) can. When the bytes held do not go with the provider's (see
+   * `RequestOutcome`), the provider is asked again for the whole content.
    */
   async #attempt(
     peer: PeerId,
     request: PayloadRequest,
+    partial: PartialContent,
     checks: Checks,
     signal: AbortSignal,
-  ): Promise<{ hash: ContentHash; bytes: Uint8Array }> {
+  ): Promise<Fetched> {
     const key = peer.toString();
     const { budget, expectedSize } = checks;
+    const offset = partial.offset;
     if (budget !== undefined && expectedSize !== undefined) {
       // Known over budget: not even dialled.
-      this.#checkBudget(key, expectedSize, budget, false);
+      this.#checkBudget(key, expectedSize - offset, budget, false);
     }
     const connection = await this.#node.libp2p.dial(peer, { signal });
     this.#scores.noteRoute(key, isRelayed(connection.remoteAddr.toString()));
@@ -503,17 +542,63 @@ export class PayloadService {
       this.#scores.roundTripMs(key),
       this.#bytesPerRttMs,
     );
-    const hostname = this.#acceptBulk && worthwhile && !this.#bulkUnreachable.has(key)
+    // A resumed request stays in-band: bulk offers and tickets serve whole content only.
+    const hostname = offset === 0 && this.#acceptBulk && worthwhile &&
+        !this.#bulkUnreachable.has(key)
       ? ipOf(connection.remoteAddr)
       : undefined;
     const acceptBulk = hostname !== undefined;
-    const first = await this.#request(connection, { ...request, acceptBulk }, checks, signal);
-    if (!("offer" in first)) return first;
-    const { offer } = first;
+    const first = await this.#request(
+      connection,
+      { ...request, acceptBulk, offset },
+      partial,
+      checks,
+      signal,
+    );
+    // A restart asks for the whole content, charged to the budget again: those are new bytes.
+    let inBand = checks;
+    if ("offer" in first) {
+      const { offer } = first;
+      const fetched = await this.#bulkFetch(key, hostname!, offer, checks, signal);
+      if (fetched !== undefined) {
+        return { hash: hashFromBytes(offer.hash), bytes: fetched, resumed: false };
+      }
+      // The same content in-band: the offer's length, already charged to the budget.
+      inBand = { limit: checks.limit, expectedSize: offer.length, progress: checks.progress };
+    } else if (!("restart" in first)) {
+      return first;
+    }
+    const again = await this.#node.libp2p.dial(peer, { signal });
+    const whole = { ...request, acceptBulk: false, offset: 0 };
+    const second = await this.#request(again, whole, partial, inBand, signal);
+    if ("offer" in second) {
+      throw new PayloadAttemptError(
+        "protocol",
+        "provider made a bulk offer to a request refusing one",
+      );
+    }
+    if ("restart" in second) {
+      // Unreachable from offset 0 (one source, nothing held before): a bug if it happens.
+      throw new Error(`restart from offset 0: ${second.restart}`);
+    }
+    return second;
+  }
+
+  /**
+   * Fetches an offer's content over the provider's bulk listener: the verified bytes, or
+   * `undefined` after a bulk failure (counted), for the caller to fall back in-band.
+   */
+  async #bulkFetch(
+    key: string,
+    hostname: string,
+    offer: BulkOffer,
+    checks: Checks,
+    signal: AbortSignal,
+  ): Promise<Uint8Array | undefined> {
     try {
       const started = performance.now();
       const bytes = await bulkFetch({
-        hostname: hostname!,
+        hostname,
         port: offer.port,
         ticket: offer.ticket,
         hash: offer.hash,
@@ -526,42 +611,36 @@ export class PayloadService {
       });
       this.#scores.noteTransfer(key, bytes.length, performance.now() - started);
       this.#stats.bulkFetched++;
-      return { hash: hashFromBytes(offer.hash), bytes };
+      return bytes;
     } catch (error) {
       if (!(error instanceof BulkFetchError)) throw error;
       this.#bulkFallbacks[error.code] = (this.#bulkFallbacks[error.code] ?? 0) + 1;
       // A listener we cannot reach (firewall, NAT without the port) stays so: skip the detour.
       if (error.code === "unreachable") this.#bulkUnreachable.add(key);
+      return undefined;
     }
-    const again = await this.#node.libp2p.dial(peer, { signal });
-    // The same content in-band: the offer's length, already charged to the budget.
-    const inBand = { limit: checks.limit, expectedSize: offer.length, progress: checks.progress };
-    const second = await this.#request(again, { ...request, acceptBulk: false }, inBand, signal);
-    if ("offer" in second) {
-      throw new PayloadAttemptError(
-        "protocol",
-        "provider made a bulk offer to a request refusing one",
-      );
-    }
-    return second;
   }
 
   /**
-   * Sends `request` on a new payload stream of `connection` and reads the answer: the verified
-   * bytes, or a bulk offer whose hash and length passed the same checks.
+   * Sends `request` on a new payload stream of `connection` and reads the answer into
+   * `partial`: the verified content, a bulk offer whose hash and length passed the same checks,
+   * or a restart (see `RequestOutcome`). The answer must fit the question: `OkFrom` from the
+   * requested offset to a request with one, `Ok` or `BulkOffer` to one without.
    */
   async #request(
     connection: Connection,
     request: PayloadRequest,
+    partial: PartialContent,
     checks: Checks,
     signal: AbortSignal,
-  ): Promise<{ hash: ContentHash; bytes: Uint8Array } | { offer: BulkOffer }> {
+  ): Promise<RequestOutcome> {
     // The protocol name travels with the request instead of a round trip ahead of it: a small
     // fetch (a DisTrO result) is latency-bound, and this takes ~20% off its time on loopback.
     const stream = await connection.newStream(PAYLOAD_PROTOCOL, { signal, negotiateFully: false });
     const reader = new StreamReader(stream);
     const onAbort = () => stream.abort(new Error(`payload request aborted: ${signal.reason}`));
     signal.addEventListener("abort", onAbort, { once: true });
+    const offset = request.offset ?? 0;
     try {
       const sent = performance.now();
       stream.send(encodeRequest(request));
@@ -571,10 +650,24 @@ export class PayloadService {
       const peer = connection.remotePeer.toString();
       this.#scores.noteRoundTrip(peer, answered - sent);
       checks.progress?.();
-      if (header.status !== "Ok" && header.status !== "BulkOffer") {
+      if (header.status === "BadOffset" && offset > 0) {
+        // Its content is shorter than the bytes held: not the content they belong to.
+        partial.discard({ resume: true });
+        return { restart: `provider has no byte ${offset}` };
+      }
+      if (header.status !== "Ok" && header.status !== "BulkOffer" && header.status !== "OkFrom") {
         throw header.status === "NotFound"
           ? new PayloadAttemptError("not-found", "provider does not have it")
-          : new PayloadAttemptError("protocol", "provider refused our request as malformed");
+          : new PayloadAttemptError(
+            "protocol",
+            `provider answered ${header.status} to a request from byte ${offset}`,
+          );
+      }
+      if ((header.status === "OkFrom") !== (offset > 0)) {
+        throw new PayloadAttemptError(
+          "protocol",
+          `provider answered ${header.status} to a request from byte ${offset}`,
+        );
       }
       if (request.kind === "ByHash" && !equalBytes(header.hash, request.hash)) {
         throw new PayloadAttemptError(
@@ -594,8 +687,9 @@ export class PayloadService {
           `response declares ${header.length} bytes, ${checks.expectedSize} were announced`,
         );
       }
+      const from = header.status === "OkFrom" ? header.offset : 0;
       if (checks.budget !== undefined) {
-        this.#checkBudget(connection.remotePeer.toString(), header.length, checks.budget, true);
+        this.#checkBudget(peer, header.length - from, checks.budget, true);
       }
       if (header.status === "BulkOffer") {
         if (request.acceptBulk !== true) {
@@ -606,23 +700,39 @@ export class PayloadService {
         }
         return { offer: header };
       }
-      const { bytes, hash } = await readBody(
-        reader,
-        header.length,
-        rest,
-        (n) => {
+      try {
+        partial.begin(peer, { hash: header.hash, length: header.length, offset: from });
+      } catch (error) {
+        if (!(error instanceof PrefixConflict)) throw error;
+        partial.discard({ resume: true });
+        stream.abort(error); // Its rest is of no use: stop it coming.
+        return { restart: error.message };
+      }
+      await readBody(reader, {
+        into: partial,
+        provider: peer,
+        first: rest,
+        received: (n) => {
           this.#stats.receivedBytes += n;
           checks.progress?.();
         },
-      );
-      if (hash !== hashFromBytes(header.hash)) {
+      });
+      const { bytes, hash, declared } = partial.finish();
+      if (hash !== declared) {
+        const sources = partial.sources.size;
+        // Nothing here is worth resuming from; and mixed content cannot tell who lied.
+        partial.discard({ resume: sources < 2 });
+        if (sources >= 2) {
+          this.#stats.resumeDiscards++;
+          return { restart: `content from ${sources} providers hashes to ${hash}` };
+        }
         throw new PayloadAttemptError(
           "hash-mismatch",
-          `received bytes hash to ${hash}, expected ${hashFromBytes(header.hash)}`,
+          `received bytes hash to ${hash}, expected ${declared}`,
         );
       }
-      this.#scores.noteTransfer(peer, bytes.length, performance.now() - answered);
-      return { hash, bytes };
+      this.#scores.noteTransfer(peer, header.length - from, performance.now() - answered);
+      return { hash, bytes, resumed: partial.resumes > 0 };
     } catch (error) {
       stream.abort(error instanceof Error ? error : new Error(String(error)));
       throw error;
@@ -726,19 +836,26 @@ export class PayloadService {
         await stream.close();
         return;
       }
+      const offset = request.offset ?? 0;
+      if (offset > 0 && offset >= bytes.length) {
+        stream.send(encodeResponseHeader({ status: "BadOffset" }));
+        await stream.close();
+        return;
+      }
       if (request.acceptBulk === true && this.#offerBulk(stream, connection, hash, bytes)) {
         await stream.close();
         return;
       }
-      const header = encodeResponseHeader({
-        status: "Ok",
-        hash: hashToBytes(hash),
-        length: bytes.length,
-      });
-      await sendChunked(stream, [header, bytes], this.#chunkBytes);
+      const header = encodeResponseHeader(
+        offset === 0
+          ? { status: "Ok", hash: hashToBytes(hash), length: bytes.length }
+          : { status: "OkFrom", hash: hashToBytes(hash), length: bytes.length, offset },
+      );
+      await sendChunked(stream, [header, bytes.subarray(offset)], this.#chunkBytes);
       await stream.close();
       this.#stats.served++;
-      this.#stats.servedBytes += bytes.length;
+      this.#stats.servedBytes += bytes.length - offset;
+      if (offset > 0) this.#stats.resumedServed++;
     } catch (error) {
       // The stream failed (reset, timeout, peer gone): nothing to answer, just release it.
       stream.abort(error instanceof Error ? error : new Error(String(error)));

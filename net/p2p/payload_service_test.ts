@@ -429,3 +429,124 @@ Deno.test("no more than maxDownloadsPerPeer transfers run at once from one provi
     /maxDownloadsPerPeer must be a positive integer, found 0/,
   );
 });
+
+/**
+ * Makes `peer` serve `payload` by hash whole-length but send only its first `prefix` bytes
+ * (`corrupt` flips one of them), then hold the stream open without a byte until `hold` aborts.
+ */
+function stallsAfter(
+  peer: Peer,
+  payload: Uint8Array,
+  options: { prefix: number; hold: AbortSignal; corrupt?: number },
+): Promise<{ requests: number; peak: number }> {
+  const sent = payload.slice(0, options.prefix);
+  if (options.corrupt !== undefined) sent[options.corrupt] ^= 1;
+  const content = new Map([[contentHash(payload), payload]]);
+  return handCrafted(peer, content, async (stream, header) => {
+    await sendChunked(stream, [header, sent], 64 * 1024);
+    await abortableSleep(60_000, options.hold).catch(() => {});
+  });
+}
+
+// A stall timeout well above any pause between local chunks, far below the test's patience.
+const RESUME_RETRY = { attemptTimeoutMs: 1000, retries: 1, backoffMs: 10, maxBackoffMs: 10 };
+
+Deno.test("a download stalled half-way goes on from its offset at the next provider", async () => {
+  await using peers = await swarm(3, { retry: RESUME_RETRY });
+  const [stalled, rest, fetcher] = peers;
+  const hold = new AbortController();
+  try {
+    const payload = seededBytes(3 * 1024 * 1024 + 17, 41);
+    const hash = rest.payloads.provide(payload);
+    const prefix = 1024 * 1024 + 5;
+    await stallsAfter(stalled, payload, { prefix, hold: hold.signal });
+    const budget = { round: 3, bytesPerPeer: payload.length };
+    const got = await fetcher.payloads.fetch(hash, {
+      providers: [stalled.node.publicKey, rest.node.publicKey],
+      pinned: 2,
+      budget,
+    });
+    assert.deepEqual(got, payload);
+    // The second provider was asked for the rest only, in-band, and sent only that.
+    assert.equal(rest.payloads.stats.resumedServed, 1);
+    assert.equal(rest.payloads.stats.servedBytes, payload.length - prefix);
+    assert.equal(rest.payloads.stats.bulkOffered, 0);
+    assert.equal(fetcher.payloads.stats.resumedFetches, 1);
+    assert.equal(fetcher.payloads.stats.failedAttempts, 1);
+    // Each provider's budget pays for what it was asked to send.
+    assert.equal(fetcher.payloads.budgetSpent(stalled.node.publicKey, 3), payload.length);
+    assert.equal(
+      fetcher.payloads.budgetSpent(rest.node.publicKey, 3),
+      payload.length - prefix,
+    );
+    assert.deepEqual(fetcher.payloads.badProviders(), []);
+  } finally {
+    hold.abort();
+  }
+});
+
+Deno.test("content mixed from two providers that fails its hash is fetched whole, blaming nobody", async () => {
+  await using peers = await swarm(3, { retry: RESUME_RETRY });
+  const [liar, honest, fetcher] = peers;
+  const hold = new AbortController();
+  try {
+    const payload = seededBytes(2 * 1024 * 1024 + 3, 42);
+    const hash = honest.payloads.provide(payload);
+    const prefix = 512 * 1024;
+    await stallsAfter(liar, payload, { prefix, hold: hold.signal, corrupt: 777 });
+    const got = await fetcher.payloads.fetch(hash, {
+      providers: [liar.node.publicKey, honest.node.publicKey],
+      pinned: 2,
+    });
+    assert.deepEqual(got, payload);
+    assert.equal(fetcher.payloads.stats.resumeDiscards, 1);
+    assert.equal(fetcher.payloads.stats.resumedFetches, 0, "the bytes returned came whole");
+    // The honest provider sent the rest, then everything again.
+    assert.equal(honest.payloads.stats.served, 2);
+    assert.equal(honest.payloads.stats.resumedServed, 1);
+    assert.equal(honest.payloads.stats.servedBytes, 2 * payload.length - prefix);
+    // Who lied cannot be told from mixed content: nobody is marked bad.
+    assert.deepEqual(fetcher.payloads.badProviders(), []);
+  } finally {
+    hold.abort();
+  }
+});
+
+Deno.test("a rest that does not go with the bytes held starts the download over", async () => {
+  // Under a name, providers may serve different content: the second provider's is shorter than
+  // the prefix held (it answers BadOffset), or longer (its header disagrees with the prefix).
+  for (const otherLength of [1000, 700_000]) {
+    await using peers = await swarm(3, { retry: RESUME_RETRY, bulk: false });
+    const [stalled, other, fetcher] = peers;
+    const hold = new AbortController();
+    try {
+      const first = seededBytes(600_000, 43);
+      const second = seededBytes(otherLength, 44);
+      const prefix = 200_000;
+      await stalled.node.libp2p.unhandle(PAYLOAD_PROTOCOL);
+      await stalled.node.libp2p.handle(PAYLOAD_PROTOCOL, async (stream: Stream) => {
+        const request = decodeRequest((await new StreamReader(stream).next())!);
+        assert.deepEqual(request, { kind: "ByName", name: "w", acceptBulk: false, offset: 0 });
+        const header = encodeResponseHeader({
+          status: "Ok",
+          hash: hashToBytes(contentHash(first)),
+          length: first.length,
+        });
+        await sendChunked(stream, [header, first.subarray(0, prefix)], 64 * 1024);
+        await abortableSleep(60_000, hold.signal).catch(() => {});
+      });
+      const hash = other.payloads.provide(second, { name: "w" });
+      const got = await fetcher.payloads.fetchNamed("w", {
+        providers: [stalled.node.publicKey, other.node.publicKey],
+        pinned: 2,
+      });
+      assert.equal(got.hash, hash);
+      assert.deepEqual(got.bytes, second);
+      assert.equal(fetcher.payloads.stats.resumedFetches, 0);
+      // Only the stall failed: the second provider was asked again within its attempt.
+      assert.equal(fetcher.payloads.stats.failedAttempts, 1);
+    } finally {
+      hold.abort();
+    }
+  }
+});

@@ -2,15 +2,14 @@
  * `/psyche/payload/1` messages on a libp2p stream: sending bytes in chunks that respect the
  * muxer's back-pressure, and reading a request, a response header and a body of known length.
  * The body is read into one buffer allocated from the announced length and hashed as it
- * arrives, so a payload is copied once and never concatenated. The codecs are `payload_wire.ts`;
+ * arrives (`partial_content.ts`), so a payload is copied once and never concatenated. The codecs are `payload_wire.ts`;
  * the protocol's logic is `payload_service.ts`.
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import type { Stream } from "@libp2p/interface";
-import type { ContentHash } from "./content_store.ts";
 import { PayloadAttemptError } from "./fallback.ts";
+import type { PartialContent } from "./partial_content.ts";
 import {
   decodeRequest,
   decodeResponseHeader,
@@ -20,9 +19,6 @@ import {
   type ResponseHeader,
 } from "./payload_wire.ts";
 import type { StreamReader } from "./stream_reader.ts";
-
-/** Received bytes hashed per `update` call: fewer, larger calls than one per network chunk. */
-const HASH_BATCH_BYTES = 1024 * 1024;
 
 /** Sends `parts` in chunks of at most `chunkBytes`, waiting for drain when the muxer asks. */
 export async function sendChunked(
@@ -92,44 +88,34 @@ export async function readHeader(
 }
 
 /**
- * Reads exactly `length` content bytes (the first of them already in `first`) and hashes them as
- * they arrive, so verification costs no extra pass at the end. Returns the bytes and their hash.
- * The first chunk that goes past `length` ends the read with an error: the caller aborts the
- * stream, so a provider that keeps sending gets at most one muxer frame (64 KiB) past it read.
- * `received` is told the size of every chunk taken off the stream, the refused one included.
+ * Reads the rest of a response's content into `into` (begun by the caller from the header; the
+ * first bytes may already be in `first`), which hashes them as they arrive, so verification
+ * costs no extra pass at the end. Bytes read stay in `into` if the read fails half-way (a stall,
+ * a reset): the next attempt can go on from there. The first chunk that goes past the declared
+ * length ends the read with an error: the caller aborts the stream, so a provider that keeps
+ * sending gets at most one muxer frame (64 KiB) past it read. `received` is told the size of
+ * every chunk taken off the stream, the refused one included.
  */
 export async function readBody(
   reader: StreamReader,
-  length: number,
-  first: Uint8Array,
-  received: (bytes: number) => void = () => {},
-): Promise<{ bytes: Uint8Array; hash: ContentHash }> {
-  const out = new Uint8Array(length);
-  const hasher = createHash("sha256");
-  let filled = 0;
-  let hashed = 0;
-  let chunk: Uint8Array | undefined = first;
+  options: {
+    into: PartialContent;
+    provider: string;
+    first: Uint8Array;
+    received?: (bytes: number) => void;
+  },
+): Promise<void> {
+  const { into, provider, received = () => {} } = options;
+  let chunk: Uint8Array | undefined = options.first;
   while (chunk !== undefined) {
     received(chunk.length);
-    if (filled + chunk.length > length) {
-      throw new PayloadAttemptError(
-        "protocol",
-        `provider sent more than the ${length} bytes it declared`,
-      );
-    }
-    out.set(chunk, filled);
-    filled += chunk.length;
-    if (filled - hashed >= HASH_BATCH_BYTES) {
-      hasher.update(out.subarray(hashed, filled));
-      hashed = filled;
-    }
+    into.append(provider, chunk);
     chunk = await reader.next();
   }
-  if (filled < length) {
-    throw new PayloadAttemptError("protocol", `response ended after ${filled} of ${length} bytes`);
+  if (!into.complete) {
+    const { held, length } = into.progress();
+    throw new PayloadAttemptError("protocol", `response ended after ${held} of ${length} bytes`);
   }
-  hasher.update(out.subarray(hashed, filled));
-  return { bytes: out, hash: hasher.digest("hex") };
 }
 
 function concat(a: Uint8Array, b: Uint8Array): Uint8Array {

@@ -15,9 +15,11 @@
  * the four train on with every result applied. The test reports which connections went direct
  * and which stayed relayed.
  *
- * Two more tests: topology 2 (20 Mbit/s links and about 50 ms more on every round trip to the
- * relay, through delaying proxies: client/testing/delayed_relay.ts) and topology 3 (one client
- * on a 64 kbit/s link).
+ * Three more tests: topology 2 (20 Mbit/s links and about 50 ms more on every round trip to the
+ * relay, through delaying proxies: client/testing/delayed_relay.ts); a publicly reachable client
+ * among two behind NAT, on a public-looking segment, which learns it is reachable and relays for
+ * the others once the run's relay is taken off the network; and topology 3 (one client on a
+ * 64 kbit/s link).
  *
  * Needs root (network namespaces) and nftables; elsewhere the test is ignored, saying why.
  *

@@ -25,6 +25,7 @@
  */
 import type { RoundAnnouncement } from "../p2p/announcement.ts";
 import { hashFromBytes, hashToBytes } from "../../net/p2p/mod.ts";
+import { abortableSleep } from "../../net/mod.ts";
 import type { RunGossip } from "../p2p/gossip.ts";
 import type { PayloadService } from "../../net/p2p/mod.ts";
 import type { ClientLogger } from "../log.ts";
@@ -114,6 +115,14 @@ export const VERIFYING_RETAINED_ROUNDS = 5;
 
 /** Most peers an apply's last-resort recovery pulls from at once. */
 const RECOVERY_FANOUT = 16;
+
+/**
+ * Rounds of recovery an apply makes before it gives up on a missing result (and the client
+ * diverges), {@link RECOVERY_RETRY_MS} apart: on a loaded machine one round of pulls can time
+ * out (seen in CI at load 5, a lossy-gossip client diverged), and diverging costs a resync.
+ */
+const RECOVERY_ROUNDS = 3;
+const RECOVERY_RETRY_MS = 1_000;
 
 /** One epoch's record: its identity, a tracker per round seen, and who finished warmup. */
 interface EpochRecord {
@@ -344,19 +353,27 @@ export class RoundResults implements ExchangeFacts {
    * The results an apply of `plan` uses (`batches`: every batch of its results round): each
    * batch's consensus commitment, downloaded; the batches without one; and those this client
    * lacks though it must apply them. When some are missing, gossip may have lost their
-   * announcements: the round is pulled from every peer once ({@link recoverRound}) and, if
-   * that brought anything, gathered again.
+   * announcements: the round is pulled from every peer ({@link recoverRound}) and gathered again
+   * if that brought anything; up to {@link RECOVERY_ROUNDS} times, a second apart, gathering
+   * again each later time (a failed download is retried).
    */
   async gather(plan: ApplyPlan, batches: readonly BatchId[]): Promise<GatheredResults> {
-    const gathered = await this.#gatherOnce(plan, batches);
-    if (gathered.missing.length === 0) return gathered;
+    let gathered = await this.#gatherOnce(plan, batches);
     const height = plan.resultsRound.height;
     const candidates = (b: BatchId) => this.tracker(height)?.candidates(b).length ?? 0;
-    const before = gathered.missing.map(candidates);
-    // Enough once every missing batch gained a candidate: slower peers' pulls finish unawaited.
-    const found = () => gathered.missing.every((b, i) => candidates(b) > before[i]);
-    const recovered = await this.recoverRound(height, found);
-    return recovered > 0 ? await this.#gatherOnce(plan, batches) : gathered;
+    for (let round = 0; round < RECOVERY_ROUNDS && gathered.missing.length > 0; round++) {
+      if (round > 0) await abortableSleep(RECOVERY_RETRY_MS, this.#stop.signal).catch(() => {});
+      if (this.#stop.signal.aborted) break;
+      const missing = gathered.missing;
+      const before = missing.map(candidates);
+      // Enough once every missing batch gained a candidate: slower pulls finish unawaited.
+      const found = () => missing.every((b, i) => candidates(b) > before[i]);
+      const recovered = await this.recoverRound(height, found);
+      // A later round gathers again even when no pull brought anything: a download that
+      // failed the first time is tried again.
+      if (recovered > 0 || round > 0) gathered = await this.#gatherOnce(plan, batches);
+    }
+    return gathered;
   }
 
   async #gatherOnce(plan: ApplyPlan, all: readonly BatchId[]): Promise<GatheredResults> {

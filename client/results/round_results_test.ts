@@ -233,6 +233,27 @@ Deno.test("RoundResults: a recovery returns once what was missing came, not when
   await gathering;
 });
 
+Deno.test("RoundResults: when every pull of a recovery fails, the apply tries again before giving up", async () => {
+  const net = new FakeNet();
+  const keys = identities(3).map((id) => toHex(id.p2pIdentity));
+  net.lose = (to, from, message) =>
+    message.kind === "TrainingResult" && toHex(to) === keys[0] && toHex(from) === keys[2];
+  const { clients, published, plan, batches } = await roundZeroApplied(net);
+  // The first pull from each peer times out (a loaded machine); later ones answer.
+  const failed = new Set<string>();
+  net.pullDelay = (peer) => {
+    if (failed.has(toHex(peer))) return undefined;
+    failed.add(toHex(peer));
+    return Promise.reject(new Error("pull timed out"));
+  };
+  const gathered = await clients[0].gather(plan, batches);
+  assert.deepEqual(gathered.missing, []);
+  assert.deepEqual(gathered.results, published);
+  const events = net.members.get(keys[0])!.events.map((e) => e.event);
+  assert.equal(events.filter((e) => e === "pull_failed").length, 2, "both peers failed once");
+  assert.ok(events.includes("announcements_recovered"));
+});
+
 Deno.test("RoundResults: a verifier's recovery of one trainer's result returns once it came", async () => {
   const net = new FakeNet();
   const keys = identities(3).map((id) => toHex(id.p2pIdentity));

@@ -261,8 +261,13 @@ Deno.test({
       () => CLIENTS.every((l) => wholeSince(l, 0).length >= 2),
       180_000,
     );
+    // Each learns it from what the relay saw, which may come after the first steps.
+    await watcher.waitFor(
+      `${natted.join(" and ")} to learn they are behind NAT`,
+      () => natted.every((l) => reach(l)?.behind_nat === true),
+      60_000,
+    );
     for (const label of natted) {
-      assert.equal(reach(label)?.behind_nat, true, `${label} is behind NAT`);
       assert.equal(reach(label)?.public, false, `${label} is not publicly reachable`);
     }
     // The run's relay dies; the coordinator stays.
@@ -273,19 +278,21 @@ Deno.test({
         a.startsWith(`/ip4/${network.hosts[0].publicAddress}/tcp/`) && a.includes("/p2p-circuit")
       );
     await watcher.waitFor(
-      `${natted.join(" and ")} to hold a reservation on ${pub}'s relay`,
-      () => natted.every(throughPub),
+      `${natted.join(" and ")} to lose the run's relay and hold a reservation on ${pub}'s`,
+      () => natted.every((l) => throughPub(l) && reach(l)?.relays_connected === 0),
       120_000,
     );
-    for (const label of natted) {
-      assert.equal(reach(label)?.relays_connected, 0, `${label} lost the run's relay`);
-    }
     await watcher.waitFor(
       "every client to apply all three results of 3 steps after the run's relay died",
       () => CLIENTS.every((l) => wholeSince(l, mark).length >= 3),
       180_000,
     );
-    assert.ok(Number(reach(pub)?.relaying_for) >= 1, `${pub} relays for the others`);
+    // Its own reachability line follows at its next tick.
+    await watcher.waitFor(
+      `${pub} to say it relays for the others`,
+      () => Number(reach(pub)?.relaying_for) >= 1,
+      30_000,
+    );
     assertOneModel(watcher.events);
     const connections = watcher.events.filter((e) => e.event.event === "peer_connected");
     const via = (kind: string) => connections.filter((e) => e.event.via === kind).length;

@@ -166,3 +166,29 @@ Deno.test("a relay the run no longer names is dropped; the new one takes its pla
     await Promise.all([first.close(), second.close()]);
   }
 });
+
+Deno.test("a peer reached through the relay is upgraded to a direct connection at an address it announced", async () => {
+  const relay = await membersRelay();
+  const allowed = [testPublic(1), testPublic(2)];
+  const a = await createP2PNode({ secretKey: testSecret(1), allowedPeers: allowed });
+  const b = await createP2PNode({ secretKey: testSecret(2), allowedPeers: allowed });
+  try {
+    await a.setRelays(relay.addresses());
+    await b.setRelays(relay.addresses());
+    await waitFor("a's reservation", () => relayedAddress(a) !== undefined);
+    await b.addPeerAddresses(a.publicKey, [relayedAddress(a)!]);
+    await b.connectTo(a.publicKey);
+    const routes = () =>
+      b.libp2p.getConnections(a.peerId).map((c) => isRelayed(String(c.remoteAddr)));
+    assert.deepEqual(routes(), [true], "reached through the relay only");
+    // a's direct address arrives (the run's gossip carries it): b dials it and leaves the relay.
+    const direct = a.addresses().map(String).filter((x) => !isRelayed(x));
+    await b.addPeerAddresses(a.publicKey, direct);
+    assert.deepEqual(await b.upgradeRelayed(), [a.peerId.toString()]);
+    await waitFor("the relayed connection to close", () => routes().every((r) => !r));
+    assert.ok(b.isConnected(a.publicKey));
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+    await relay.close();
+  }
+});

@@ -19,9 +19,10 @@ export interface AddressRecord {
   readonly expires: number;
 }
 
-/** The records of a node's addresses. */
+/** What libp2p holds of a node's listen addresses, and confirming one. */
 export interface AddressBook {
-  records(): AddressRecord[];
+  /** The records of our listen addresses (`type` `transport`). */
+  listening(): AddressRecord[];
   /** Marks a listen address reachable, as an AutoNAT dial-back that succeeded would. */
   confirm(address: Multiaddr): void;
 }
@@ -36,7 +37,7 @@ interface AddressManagerPart {
 export function addressBook(components: { addressManager: AddressManagerPart }): AddressBook {
   const manager = components.addressManager;
   return {
-    records: () => manager.getAddressesWithMetadata(),
+    listening: () => manager.getAddressesWithMetadata().filter((r) => r.type === "transport"),
     confirm: (address) => manager.confirmObservedAddr(address, { type: "transport" }),
   };
 }

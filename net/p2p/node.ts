@@ -122,11 +122,9 @@ export class P2PNode {
         connection.direction !== "inbound" || isRelayed(remote) || ip === undefined ||
         isPrivateIp(ip) || sight.isOwn(ip) || !allowlist.has(connection.remotePeer)
       ) return;
-      for (const record of libp2p.services.addressBook.records()) {
+      for (const record of libp2p.services.addressBook.listening()) {
         const own = ipOfAddress(record.multiaddr.toString());
-        if (
-          record.type === "transport" && !record.verified && own !== undefined && !isPrivateIp(own)
-        ) {
+        if (!record.verified && own !== undefined && !isPrivateIp(own)) {
           libp2p.services.addressBook.confirm(record.multiaddr);
         }
       }
@@ -272,8 +270,8 @@ export class P2PNode {
   #untestedAddresses(): string[] {
     const now = Date.now();
     const self = this.peerId.toString();
-    return this.libp2p.services.addressBook.records()
-      .filter((r) => r.type === "transport" && !r.verified && !(r.expires > now))
+    return this.libp2p.services.addressBook.listening()
+      .filter((r) => !r.verified && !(r.expires > now))
       .map((r) => `${r.multiaddr.toString()}/p2p/${self}`);
   }
 

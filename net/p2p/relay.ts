@@ -159,8 +159,7 @@ export async function startRelay(options: RelayOptions): Promise<Relay> {
     const listed = libp2p.getMultiaddrs().map((a) => a.toString());
     if (options.announce !== undefined) return listed;
     const self = libp2p.peerId.toString();
-    const listening = book.records().filter((r) => r.type === "transport")
-      .map((r) => `${r.multiaddr.toString()}/p2p/${self}`);
+    const listening = book.listening().map((r) => `${r.multiaddr.toString()}/p2p/${self}`);
     return [...new Set([...listed, ...listening])];
   };
   return {

@@ -38,6 +38,14 @@ if (unavailable !== null) console.warn(`tests/e2e_nat_test.ts ignored: ${unavail
 const CLIENTS = ["client-1", "client-2", "client-3"];
 const step = (e: SeenEvent) => Number(e.event.step);
 
+/** `label`'s applies among `events` of steps all three clients trained: three results, none missing. */
+function wholeSteps(events: readonly SeenEvent[], label: string): SeenEvent[] {
+  return events.filter((e) =>
+    e.label === label && e.event.event === "apply" && Number(e.event.applied) === 3 &&
+    Number(e.event.untrained_batches) === 0
+  );
+}
+
 Deno.test({
   name: "clients behind NATs of their own meet through the coordinator's relay and train as " +
     "one; a late joiner loads the model through it; a restarted coordinator's new relay takes over",
@@ -61,11 +69,7 @@ Deno.test({
   });
   const { watcher, lines } = testnet;
   try {
-    // Steps where all three trained: each client applies three results, none missing.
-    const whole = (label: string) =>
-      watcher.named("apply", label).filter((e) =>
-        Number(e.event.applied) === 3 && Number(e.event.untrained_batches) === 0
-      );
+    const whole = (label: string) => wholeSteps(watcher.events, label);
     await watcher.waitFor(
       "every client to apply all three results of 4 steps",
       () => CLIENTS.every((l) => whole(l).length >= 4),
@@ -176,10 +180,7 @@ Deno.test({
   });
   const { watcher, lines } = testnet;
   try {
-    const whole = (label: string) =>
-      watcher.named("apply", label).filter((e) =>
-        Number(e.event.applied) === 3 && Number(e.event.untrained_batches) === 0
-      );
+    const whole = (label: string) => wholeSteps(watcher.events, label);
     await watcher.waitFor(
       "every client to apply all three results of 4 steps",
       () => CLIENTS.every((l) => whole(l).length >= 4),
@@ -244,11 +245,7 @@ Deno.test({
   });
   const { watcher, lines } = testnet;
   const [pub, natted] = [CLIENTS[0], CLIENTS.slice(1)];
-  const wholeSince = (label: string, mark: number) =>
-    watcher.events.slice(mark).filter((e) =>
-      e.label === label && e.event.event === "apply" && Number(e.event.applied) === 3 &&
-      Number(e.event.untrained_batches) === 0
-    );
+  const wholeSince = (label: string, mark: number) => wholeSteps(watcher.events.slice(mark), label);
   const reach = (label: string) => watcher.named("reachability", label).at(-1)?.event;
   try {
     await watcher.waitFor(

@@ -134,6 +134,18 @@ class FakeNet {
   }
 }
 
+/**
+ * A network of runInRound0's three clients where client 0 never hears client 2's result on the
+ * gossip (the others do); `keys` are the clients' p2p keys in hex.
+ */
+function netWhere0LosesResultOf2(): { net: FakeNet; keys: string[] } {
+  const net = new FakeNet();
+  const keys = identities(3).map((id) => toHex(id.p2pIdentity));
+  net.lose = (to, from, message) =>
+    message.kind === "TrainingResult" && toHex(to) === keys[0] && toHex(from) === keys[2];
+  return { net, keys };
+}
+
 async function settle(what: string, cond: () => boolean): Promise<void> {
   for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
   if (!cond()) throw new Error(`never settled: ${what}`);
@@ -196,11 +208,7 @@ Deno.test("RoundResults: a result announced, judged, fetched, checked, recorded,
 });
 
 Deno.test("RoundResults: an apply lacking a result the witnesses saw pulls the round, then has it", async () => {
-  const net = new FakeNet();
-  // Client 0 never hears client 2's result on the gossip; the others do.
-  const keys = identities(3).map((id) => toHex(id.p2pIdentity)); // runInRound0's clients
-  net.lose = (to, from, message) =>
-    message.kind === "TrainingResult" && toHex(to) === keys[0] && toHex(from) === keys[2];
+  const { net, keys } = netWhere0LosesResultOf2();
   const { clients, published, plan, batches } = await roundZeroApplied(net);
   assert.equal(clients[0].tracker(0)!.announcements().length, 2, "client 0 lost one");
   const gathered = await clients[0].gather(plan, batches);
@@ -216,10 +224,7 @@ Deno.test("RoundResults: an apply lacking a result the witnesses saw pulls the r
 });
 
 Deno.test("RoundResults: a recovery returns once what was missing came, not when the slowest peer answers", async () => {
-  const net = new FakeNet();
-  const keys = identities(3).map((id) => toHex(id.p2pIdentity));
-  net.lose = (to, from, message) =>
-    message.kind === "TrainingResult" && toHex(to) === keys[0] && toHex(from) === keys[2];
+  const { net, keys } = netWhere0LosesResultOf2();
   const { clients, published, plan, batches } = await roundZeroApplied(net);
   // Client 2 (the result's trainer) answers pulls only when released; client 1 has it at once.
   const slow = Promise.withResolvers<void>();
@@ -234,10 +239,7 @@ Deno.test("RoundResults: a recovery returns once what was missing came, not when
 });
 
 Deno.test("RoundResults: when every pull of a recovery fails, the apply tries again before giving up", async () => {
-  const net = new FakeNet();
-  const keys = identities(3).map((id) => toHex(id.p2pIdentity));
-  net.lose = (to, from, message) =>
-    message.kind === "TrainingResult" && toHex(to) === keys[0] && toHex(from) === keys[2];
+  const { net, keys } = netWhere0LosesResultOf2();
   const { clients, published, plan, batches } = await roundZeroApplied(net);
   // The first pull from each peer times out (a loaded machine); later ones answer.
   const failed = new Set<string>();
@@ -255,10 +257,7 @@ Deno.test("RoundResults: when every pull of a recovery fails, the apply tries ag
 });
 
 Deno.test("RoundResults: a verifier's recovery of one trainer's result returns once it came", async () => {
-  const net = new FakeNet();
-  const keys = identities(3).map((id) => toHex(id.p2pIdentity));
-  net.lose = (to, from, message) =>
-    message.kind === "TrainingResult" && toHex(to) === keys[0] && toHex(from) === keys[2];
+  const { net, keys } = netWhere0LosesResultOf2();
   const { clients, ids, published } = await roundZeroApplied(net);
   assert.equal(await clients[0].resultOf(0, ids[2].signer), undefined, "lost on the gossip");
   const slow = Promise.withResolvers<void>();

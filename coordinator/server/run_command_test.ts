@@ -242,6 +242,16 @@ Deno.test("--dashboard-port without a dashboard to start is a usage error", asyn
   assert.match(c.err.join("\n"), /--dashboard-port: this build of the command has no dashboard/);
 });
 
+/** The first JSON line `c` printed for event `kind`, waiting up to 10 s for it. */
+async function jsonEvent(c: ReturnType<typeof captureIo>, kind: string) {
+  for (let i = 0; i < 500; i++) {
+    const line = c.out.map((l) => JSON.parse(l)).find((e) => e.event === kind);
+    if (line !== undefined) return line;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`no ${kind} event in ${c.out.join("\n")} ${c.err.join("\n")}`);
+}
+
 Deno.test("--relay serves a members-only relay and names it to every client that connects", async () => {
   const state = await Deno.readTextFile(
     new URL("../../config/llama-tiny/state.toml", import.meta.url),
@@ -255,14 +265,7 @@ Deno.test("--relay serves a members-only relay and names it to every client that
     { stop: stopped },
   );
   try {
-    const event = async (kind: string) => {
-      for (let i = 0; i < 500; i++) {
-        const line = c.out.map((l) => JSON.parse(l)).find((e) => e.event === kind);
-        if (line !== undefined) return line;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      throw new Error(`no ${kind} event in ${c.out.join("\n")} ${c.err.join("\n")}`);
-    };
+    const event = (kind: string) => jsonEvent(c, kind);
     const relay = await event("relay");
     assert.match(relay.addresses[0], /^\/ip4\/127\.0\.0\.1\/tcp\/\d+\/p2p\/12D3KooW/);
     const listening = await event("listening");
@@ -303,12 +306,7 @@ Deno.test("--relay-announce: the relay names the announced address, not where it
     { stop: stopped },
   );
   try {
-    let relay: { addresses: string[] } | undefined;
-    for (let i = 0; i < 500 && relay === undefined; i++) {
-      relay = c.out.map((l) => JSON.parse(l)).find((e) => e.event === "relay");
-      if (relay === undefined) await new Promise((r) => setTimeout(r, 20));
-    }
-    assert.ok(relay, `no relay event in ${c.out.join("\n")} ${c.err.join("\n")}`);
+    const relay = await jsonEvent(c, "relay");
     assert.equal(relay.addresses.length, 1);
     assert.match(relay.addresses[0], /^\/ip4\/203\.0\.113\.7\/tcp\/4999\/p2p\/12D3KooW/);
   } finally {

@@ -84,6 +84,7 @@ export {
   BOS_ID,
   decodeTokens as decodeLlamaTokens,
   encodeDocument,
+  encodeText as encodeLlamaText,
   EOS_ID,
   LLAMA2_VOCAB_SIZE,
 } from "./llama_tokenizer.ts";

@@ -198,6 +198,12 @@ export const ROOMS: readonly Room[] = [
     uses: ["common/", "cli/", "shaders/", "model/", "optimizer/", "data/"],
   },
   {
+    path: "eval/",
+    job: "evals: multiple-choice tasks scored by log-likelihood from local task files " +
+      "(`deno task eval`, the client's `--eval-tasks`)",
+    uses: ["common/", "cli/", "shaders/", "model/", "data/"],
+  },
+  {
     path: "client/",
     job: "the networked training client: a state machine per run state, the run's gossip " +
       "(client/p2p/), a round's results (client/results/), backends, model sharing, testnet",
@@ -211,6 +217,7 @@ export const ROOMS: readonly Room[] = [
       "optimizer/",
       "data/",
       "train/",
+      "eval/",
       "coordinator/core/",
       "coordinator/encoding/",
       "coordinator/config/",

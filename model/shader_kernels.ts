@@ -140,7 +140,7 @@ export function shaderKernels(
       if (!table) {
         table = rt.buffer(
           `rope table T=${a.seqLen} D=${a.headDim}`,
-          ropeTable(a.seqLen, a.headDim, a.theta),
+          ropeTable(a.seqLen, a.headDim, { theta: a.theta, scaling: null }),
         );
         ropeTables.set(key, table);
       }

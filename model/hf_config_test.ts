@@ -313,11 +313,14 @@ Deno.test("bundled model configs parse, and llama-20m has about 20M parameters",
   assert.ok(n > 18e6 && n < 22e6, `${n} parameters`);
 });
 
-Deno.test("llama-1b has Llama-3.2-1B's published size, with tied embeddings", async () => {
+Deno.test("llama-1b has Llama-3.2-1B's published size and RoPE, with tied embeddings", async () => {
   const c = await readLlamaConfig(
     new URL("../config/models/llama-1b/config.json", import.meta.url).pathname,
   );
   assert.equal(c.tieWordEmbeddings, true);
+  assert.equal(c.ropeTheta, 500000);
+  assert.deepEqual(c.ropeScaling, LLAMA3);
+  assert.equal(c.maxPositionEmbeddings, 131072);
   assert.equal(countParameters(c), 1_235_814_400);
   assert.equal(countParameters({ ...c, tieWordEmbeddings: false }), 1_235_814_400 + 128256 * 2048);
   assert.equal(llamaConfigToHf(c).tie_word_embeddings, true);

@@ -1,13 +1,22 @@
 /**
  * Reads and writes a Hugging Face Llama `config.json`.
  *
- * Only the plain Llama architecture is supported (RMSNorm, RoPE without scaling, grouped-query
- * attention without biases, SwiGLU MLP), with or without tied embeddings (the LM head reusing
- * the embedding matrix; model/params.ts). Anything else is rejected by the name of the key that
- * asks for it, so a model never trains silently with the wrong maths.
+ * Only the plain Llama architecture is supported (RMSNorm, RoPE plain or with Llama 3's
+ * frequency scaling, grouped-query attention without biases, SwiGLU MLP), with or without tied
+ * embeddings (the LM head reusing the embedding matrix; model/params.ts). Anything else is
+ * rejected by the name of the key that asks for it, so a model never trains silently with the
+ * wrong maths.
+ *
+ * RoPE is read as transformers 5 reads it: from `rope_parameters` (what transformers 5 writes:
+ * `{"rope_type": "default" | "llama3", "rope_theta", ...}`) or from the legacy top-level
+ * `rope_theta` and `rope_scaling` (what transformers 4 writes, and transformers 5 still reads,
+ * preferring `rope_scaling` to `rope_parameters`; here the two must agree). See
+ * docs/checkpoints.md.
  *
  * @module
  */
+
+import type { RopeScaling } from "../shaders/mod.ts";
 
 /** The Llama hyperparameters this project trains, with the dimension names used everywhere. */
 export interface LlamaConfig {
@@ -29,8 +38,10 @@ export interface LlamaConfig {
   maxPositionEmbeddings: number;
   /** Epsilon inside RMSNorm's square root. */
   rmsNormEps: number;
-  /** RoPE base frequency. */
+  /** RoPE base frequency θ (`rope_theta`). */
   ropeTheta: number;
+  /** RoPE frequency scaling (`rope_scaling`: Llama 3's), or null for plain RoPE. */
+  ropeScaling: RopeScaling | null;
   /** Standard deviation of the normal init of matrices (`initializer_range`). */
   initializerRange: number;
   /** Beginning-of-sequence token id, if the config names one. */
@@ -82,7 +93,6 @@ const REQUIRED_VALUES: Record<string, unknown> = {
   mlp_bias: false,
   pretraining_tp: 1,
   attention_dropout: 0,
-  rope_scaling: null,
 };
 
 const KNOWN_KEYS = new Set([
@@ -97,6 +107,8 @@ const KNOWN_KEYS = new Set([
   "max_position_embeddings",
   "rms_norm_eps",
   "rope_theta",
+  "rope_scaling",
+  "rope_parameters",
   "initializer_range",
   "bos_token_id",
   "eos_token_id",
@@ -133,10 +145,165 @@ function tokenId(raw: Record<string, unknown>, key: string): number | null {
   return first;
 }
 
+/** The rope types this project implements, by transformers' `rope_type` names. */
+const ROPE_TYPES = ["default", "llama3"] as const;
+type RopeType = (typeof ROPE_TYPES)[number];
+
+/** The keys a `rope_parameters` or `rope_scaling` object may hold, by rope type. */
+const ROPE_KEYS: Record<RopeType, readonly string[]> = {
+  default: ["rope_type", "type", "rope_theta", "partial_rotary_factor"],
+  llama3: [
+    "rope_type",
+    "type",
+    "rope_theta",
+    "partial_rotary_factor",
+    "factor",
+    "low_freq_factor",
+    "high_freq_factor",
+    "original_max_position_embeddings",
+  ],
+};
+
+/** One RoPE object of a config: its θ if it names one, and its scaling. */
+interface RopeObject {
+  theta: number | null;
+  scaling: RopeScaling | null;
+}
+
+/** The HF form of a scaling (`rope_scaling`, with transformers 4's keys). */
+function ropeScalingToHf(scaling: RopeScaling | null): Record<string, unknown> | null {
+  if (scaling === null) return null;
+  return {
+    rope_type: scaling.ropeType,
+    factor: scaling.factor,
+    low_freq_factor: scaling.lowFreqFactor,
+    high_freq_factor: scaling.highFreqFactor,
+    original_max_position_embeddings: scaling.originalMaxPositionEmbeddings,
+  };
+}
+
+/** Reads `rope_parameters` or `rope_scaling` (named `key`); errors name the inner key. */
+function parseRopeObject(raw: unknown, key: "rope_parameters" | "rope_scaling"): RopeObject {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new HfConfigError(key, `must be an object or null, found ${JSON.stringify(raw)}`);
+  }
+  const obj = raw as Record<string, unknown>;
+  const inner = (k: string) => `${key}.${k}`;
+  // Older files name the type `type`, newer ones `rope_type`; an absent type is "default".
+  const typeKeys = ["rope_type", "type"].filter((k) => obj[k] !== undefined);
+  for (const k of typeKeys) {
+    if (typeof obj[k] !== "string") {
+      throw new HfConfigError(inner(k), `must be a string, found ${JSON.stringify(obj[k])}`);
+    }
+  }
+  if (typeKeys.length === 2 && obj.rope_type !== obj.type) {
+    throw new HfConfigError(
+      inner("type"),
+      `is ${JSON.stringify(obj.type)} but "${inner("rope_type")}" is ${
+        JSON.stringify(obj.rope_type)
+      }`,
+    );
+  }
+  const type = (obj.rope_type ?? obj.type ?? "default") as string;
+  if (!(ROPE_TYPES as readonly string[]).includes(type)) {
+    throw new HfConfigError(
+      inner(typeKeys[0]),
+      `names rope type ${JSON.stringify(type)}, which is not supported (supported: ${
+        ROPE_TYPES.join(", ")
+      })`,
+    );
+  }
+  const ropeType = type as RopeType;
+  for (const k of Object.keys(obj)) {
+    if (!ROPE_KEYS[ropeType].includes(k)) {
+      throw new HfConfigError(inner(k), `is not a setting of rope type "${ropeType}"`);
+    }
+  }
+  const number = (k: string, integer = false): number => {
+    const v = obj[k];
+    if (v === undefined || v === null) {
+      throw new HfConfigError(inner(k), `is required for rope type "${ropeType}"`);
+    }
+    const ok = typeof v === "number" && (integer ? Number.isSafeInteger(v) : Number.isFinite(v));
+    if (!ok || v <= 0) {
+      const what = integer ? "a positive integer" : "a positive number";
+      throw new HfConfigError(inner(k), `must be ${what}, found ${JSON.stringify(v)}`);
+    }
+    return v;
+  };
+  const prf = obj.partial_rotary_factor;
+  if (prf !== undefined && prf !== null && prf !== 1) {
+    throw new HfConfigError(
+      inner("partial_rotary_factor"),
+      `has unsupported value ${JSON.stringify(prf)} (only 1: RoPE on the whole head)`,
+    );
+  }
+  const theta = obj.rope_theta === undefined || obj.rope_theta === null
+    ? null
+    : number("rope_theta");
+  if (ropeType === "default") return { theta, scaling: null };
+  const lowFreqFactor = number("low_freq_factor");
+  const highFreqFactor = number("high_freq_factor");
+  if (!(highFreqFactor > lowFreqFactor)) {
+    throw new HfConfigError(
+      inner("high_freq_factor"),
+      `must be greater than low_freq_factor ${lowFreqFactor}, found ${highFreqFactor}`,
+    );
+  }
+  return {
+    theta,
+    scaling: {
+      ropeType,
+      factor: number("factor"),
+      lowFreqFactor,
+      highFreqFactor,
+      originalMaxPositionEmbeddings: number("original_max_position_embeddings", true),
+    },
+  };
+}
+
+/**
+ * The RoPE settings of a config, read as transformers 5 reads them: `rope_scaling` (legacy) or
+ * else `rope_parameters` gives the type and scaling; θ comes from either object or the top-level
+ * `rope_theta` (default 10000). Where two of them say different things the file is refused, as no
+ * single reading would be right for every reader.
+ */
+function parseRope(obj: Record<string, unknown>): Pick<LlamaConfig, "ropeTheta" | "ropeScaling"> {
+  const given = (k: string) => obj[k] !== undefined && obj[k] !== null;
+  const params = given("rope_parameters")
+    ? parseRopeObject(obj.rope_parameters, "rope_parameters")
+    : null;
+  const legacy = given("rope_scaling") ? parseRopeObject(obj.rope_scaling, "rope_scaling") : null;
+  if (params !== null && legacy !== null) {
+    const [a, b] = [ropeScalingToHf(legacy.scaling), ropeScalingToHf(params.scaling)];
+    if (JSON.stringify(a) !== JSON.stringify(b)) {
+      const describe = (s: Record<string, unknown> | null) =>
+        s === null ? 'rope type "default"' : JSON.stringify(s);
+      throw new HfConfigError(
+        "rope_scaling",
+        `describes ${describe(a)} but "rope_parameters" describes ${describe(b)}`,
+      );
+    }
+  }
+  const thetas: [string, number][] = [];
+  if (given("rope_theta")) thetas.push(["rope_theta", positiveNumber(obj, "rope_theta")]);
+  if (params?.theta) thetas.push(["rope_parameters.rope_theta", params.theta]);
+  if (legacy?.theta) thetas.push(["rope_scaling.rope_theta", legacy.theta]);
+  for (const [key, theta] of thetas.slice(1)) {
+    if (theta !== thetas[0][1]) {
+      throw new HfConfigError(key, `is ${theta} but "${thetas[0][0]}" is ${thetas[0][1]}`);
+    }
+  }
+  return {
+    ropeTheta: thetas[0]?.[1] ?? 10000,
+    ropeScaling: (legacy ?? params)?.scaling ?? null,
+  };
+}
+
 /**
  * Validates a parsed `config.json` object and returns the typed config.
  * Throws {@link HfConfigError} naming the first key that is missing, mistyped, unknown or asks
- * for an unsupported feature (rope_scaling, biases, another activation, ...).
+ * for an unsupported feature (a RoPE scaling other than llama3, biases, another activation, ...).
  *
  * @example
  * ```ts
@@ -223,7 +390,7 @@ export function parseLlamaConfig(raw: unknown): LlamaConfig {
     vocabSize: positiveInt(obj, "vocab_size"),
     maxPositionEmbeddings: positiveInt(obj, "max_position_embeddings"),
     rmsNormEps: positiveNumber(obj, "rms_norm_eps", 1e-6), // HF LlamaConfig default
-    ropeTheta: positiveNumber(obj, "rope_theta", 10000),
+    ...parseRope(obj),
     initializerRange: positiveNumber(obj, "initializer_range", 0.02),
     bosTokenId: tokenId(obj, "bos_token_id"),
     eosTokenId: tokenId(obj, "eos_token_id"),
@@ -252,12 +419,16 @@ export function llamaConfigToHf(
     vocab_size: config.vocabSize,
     max_position_embeddings: config.maxPositionEmbeddings,
     rms_norm_eps: config.rmsNormEps,
+    // RoPE in the legacy keys, not transformers 5's `rope_parameters`: transformers 4 ignores
+    // `rope_parameters` (it would rotate with its default θ 10000, unscaled), while transformers 5
+    // still reads `rope_theta` and `rope_scaling` into its `rope_parameters`, so both read this
+    // file alike.
     rope_theta: config.ropeTheta,
+    rope_scaling: ropeScalingToHf(config.ropeScaling),
     initializer_range: config.initializerRange,
     attention_bias: false,
     mlp_bias: false,
     tie_word_embeddings: config.tieWordEmbeddings,
-    rope_scaling: null,
     torch_dtype: options?.torchDtype ?? "float32",
   };
   if (config.bosTokenId !== null) out.bos_token_id = config.bosTokenId;

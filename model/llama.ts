@@ -653,7 +653,7 @@ export class LlamaModel implements Disposable {
       batch: this.microBatch,
       seqLen: this.seqLen,
       headDim: this.config.headDim,
-      theta: this.config.ropeTheta,
+      rope: { theta: this.config.ropeTheta, scaling: this.config.ropeScaling },
     });
   }
 

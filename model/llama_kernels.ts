@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { MatmulArgs, MatmulVariant, TensorView } from "../shaders/mod.ts";
+import type { MatmulArgs, MatmulVariant, RopeFrequencies, TensorView } from "../shaders/mod.ts";
 
 /** Attention shapes: q `[B, T, H, D]`, k and v `[B, T, KVH, D]`, out `[B, T, H, D]`. */
 export interface AttentionDims {
@@ -88,7 +88,8 @@ export interface LlamaKernels {
       seqLen: number;
       heads: number;
       headDim: number;
-      theta: number;
+      /** θ and the frequency scaling, which the kernels turn into a (cos, sin) table. */
+      rope: RopeFrequencies;
       inverse: boolean;
     },
   ): void;

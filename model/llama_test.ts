@@ -105,6 +105,22 @@ Deno.test("tied embeddings: GPU loss and gradients match the f64 reference, bits
   }
 });
 
+Deno.test("llama3 RoPE scaling: GPU loss and gradients match the f64 reference", async () => {
+  // D = 8, θ = 1000: wavelengths 6.3, 35, 199 and 1117 against a pre-training context of 64 (kept
+  // below 64/4, divided by the factor above 64/1): one pair kept, one blended, two divided.
+  const scaled = smallLlamaConfig({
+    rope_scaling: {
+      rope_type: "llama3",
+      factor: 4,
+      low_freq_factor: 1,
+      high_freq_factor: 4,
+      original_max_position_embeddings: 64,
+    },
+  });
+  assert.equal(scaled.ropeScaling?.ropeType, "llama3");
+  await checkAgainstReference(scaled, llamaParamLayout(scaled));
+});
+
 Deno.test("encodeLoss gives the reference loss without touching the gradients", async () => {
   using rt = await GpuRuntime.create();
   const B = 3, T = 6;

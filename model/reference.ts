@@ -7,7 +7,8 @@
  * x = embed[tokens]                                   [B, T, C]
  * per layer:  h = rmsnorm(x) * w_in
  *             q, k, v = h Wq^T, h Wk^T, h Wv^T         [B, T, NH·HD], [B, T, NKV·HD] ×2
- *             q, k = rope(q), rope(k)                  (rotate-half pairs i, i + HD/2)
+ *             q, k = rope(q), rope(k)                  (rotate-half pairs i, i + HD/2, llama3
+ *                                                      frequency scaling if the config has it)
  *             a = softmax(q k^T / sqrt(HD), causal) v  (query head n reads kv head n / (NH/NKV))
  *             x = x + a Wo^T
  *             h = rmsnorm(x) * w_post
@@ -112,13 +113,33 @@ function rmsnormBack(
 }
 
 /**
- * Rotates x `[B, T, H, HD]` in place by the RoPE angles `t · theta^(-2i/HD)`; `sign` -1 applies
- * the inverse rotation (which is also the backward pass, rotations being orthogonal).
+ * The RoPE inverse frequencies `[HD/2]`: `theta^(-2i/HD)`, then Llama 3's scaling as
+ * transformers' `_compute_llama3_parameters` writes it, in f64: with wavelength `λ = 2π/f` and
+ * pre-training context L, keep f where `λ < L/high_freq_factor`, divide it by `factor` where
+ * `λ > L/low_freq_factor`, and in between blend the two with
+ * `s = (L/λ − low_freq_factor) / (high_freq_factor − low_freq_factor)`.
+ */
+function ropeFrequencies(config: LlamaConfig): Float64Array {
+  const hd = config.headDim, sc = config.ropeScaling;
+  return Float64Array.from({ length: hd / 2 }, (_, i) => {
+    const f = Math.pow(config.ropeTheta, (-2 * i) / hd);
+    if (sc === null) return f;
+    const l = sc.originalMaxPositionEmbeddings, wavelen = (2 * Math.PI) / f;
+    if (wavelen < l / sc.highFreqFactor) return f;
+    if (wavelen > l / sc.lowFreqFactor) return f / sc.factor;
+    const s = (l / wavelen - sc.lowFreqFactor) / (sc.highFreqFactor - sc.lowFreqFactor);
+    return (1 - s) * (f / sc.factor) + s * f;
+  });
+}
+
+/**
+ * Rotates x `[B, T, H, HD]` in place by the RoPE angles `t · invFreq[i]`; `sign` -1 applies the
+ * inverse rotation (which is also the backward pass, rotations being orthogonal).
  */
 function rope(
   x: Float64Array,
   dims: [number, number, number, number],
-  theta: number,
+  invFreq: Float64Array,
   sign: number,
 ) {
   const [b, t, h, hd] = dims;
@@ -128,7 +149,7 @@ function rope(
       for (let hi = 0; hi < h; hi++) {
         const base = ((bi * t + ti) * h + hi) * hd;
         for (let i = 0; i < half; i++) {
-          const angle = ti * Math.pow(theta, (-2 * i) / hd);
+          const angle = ti * invFreq[i];
           const cos = Math.cos(angle), sin = sign * Math.sin(angle);
           const a = x[base + i], bb = x[base + i + half];
           x[base + i] = a * cos - bb * sin;
@@ -257,6 +278,7 @@ export function referenceLossAndGrad(
   const eps = config.rmsNormEps;
   const kvw = nkv * hd;
   const ad: AttnDims = { b, t, nh, nkv, hd };
+  const invFreq = ropeFrequencies(config);
 
   // ---- forward, keeping what the backward needs ----
   const embed = w("model.embed_tokens.weight");
@@ -273,8 +295,8 @@ export function referenceLossAndGrad(
     const q = linear(n1.y, lw(l, "self_attn.q_proj.weight"), n, c, c);
     const k = linear(n1.y, lw(l, "self_attn.k_proj.weight"), n, c, kvw);
     const v = linear(n1.y, lw(l, "self_attn.v_proj.weight"), n, c, kvw);
-    rope(q, [b, t, nh, hd], config.ropeTheta, 1);
-    rope(k, [b, t, nkv, hd], config.ropeTheta, 1);
+    rope(q, [b, t, nh, hd], invFreq, 1);
+    rope(k, [b, t, nkv, hd], invFreq, 1);
     const att = attention(q, k, v, ad);
     const o = linear(att.out, lw(l, "self_attn.o_proj.weight"), n, c, c);
     const x1 = x0.map((xv, i) => xv + o[i]);
@@ -354,8 +376,8 @@ export function referenceLossAndGrad(
     // Attention: x1 = x0 + o(attention(rope(q), rope(k), v)).
     const datt = back("self_attn.o_proj.weight", dx1, s.att.out, c, c);
     const { dq, dk, dv } = attentionBack(datt, s.q, s.k, s.v, s.att.probs, ad);
-    rope(dq, [b, t, nh, hd], config.ropeTheta, -1);
-    rope(dk, [b, t, nkv, hd], config.ropeTheta, -1);
+    rope(dq, [b, t, nh, hd], invFreq, -1);
+    rope(dk, [b, t, nkv, hd], invFreq, -1);
     const dn1 = sum(
       sum(
         back("self_attn.q_proj.weight", dq, s.n1.y, c, c),

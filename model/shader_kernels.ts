@@ -135,12 +135,12 @@ export function shaderKernels(
         c: a.c,
       }),
     rope: (pass, a) => {
-      const key = `${a.seqLen}/${a.headDim}/${a.theta}`;
+      const key = `${a.seqLen}/${a.headDim}/${a.rope.theta}/${JSON.stringify(a.rope.scaling)}`;
       let table = ropeTables.get(key);
       if (!table) {
         table = rt.buffer(
           `rope table T=${a.seqLen} D=${a.headDim}`,
-          ropeTable(a.seqLen, a.headDim, a.theta),
+          ropeTable(a.seqLen, a.headDim, a.rope),
         );
         ropeTables.set(key, table);
       }

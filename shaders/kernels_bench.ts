@@ -95,7 +95,8 @@ const bench = (name: string, encode: (pass: GPUComputePassEncoder) => void, n = 
 }
 {
   const rope = new Rope(rt);
-  const x = f32("x", N * C), table = rt.buffer("table", ropeTable(T, D, 10000));
+  const x = f32("x", N * C),
+    table = rt.buffer("table", ropeTable(T, D, { theta: 10000, scaling: null }));
   bench("rope forward (q)", (p) => rope.forward(p, { x, table, n: N, t: T, heads: H, d: D }));
 }
 {

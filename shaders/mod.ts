@@ -89,10 +89,14 @@ export {
   type RmsNormForwardArgs,
 } from "./rmsnorm.ts";
 export {
+  type Llama3RopeScaling,
   Rope,
   type RopeBackwardArgs,
   type RopeDims,
   type RopeForwardArgs,
+  type RopeFrequencies,
+  ropeInvFreq,
+  type RopeScaling,
   ropeTable,
 } from "./rope.ts";
 export { SwiGlu, type SwiGluBackwardArgs, type SwiGluForwardArgs } from "./swiglu.ts";

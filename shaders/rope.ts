@@ -3,7 +3,9 @@
  * size D, element i < D/2 pairs with i + D/2 and both rotate by the angle `t · θ^(−2i/D)` of
  * position t:
  * `y_i = x_i·cos − x_{i+D/2}·sin`, `y_{i+D/2} = x_{i+D/2}·cos + x_i·sin`.
- * The backward is the inverse rotation (sin negated).
+ * The backward is the inverse rotation (sin negated). With Llama 3's scaling (`rope_type:
+ * "llama3"`) the inverse frequencies `θ^(−2i/D)` are rescaled first ({@link ropeInvFreq}); the
+ * kernel only reads the table, so it is the same for every scaling.
  *
  * Shapes: x `[N, heads, D]` with N = B·T tokens and position `t = n mod T`, rotated in place;
  * table `[T, D/2, 2]` of (cos, sin) from {@link ropeTable}. The table is computed once on the host
@@ -24,28 +26,116 @@ import {
 } from "./kernel.ts";
 
 /**
- * The (cos, sin) table `[T, D/2, 2]` for positions `0..T-1`: as HF, the inverse frequency
- * `1 / θ^(2i/D)` and the angle `t · inv_freq` are rounded to f32, then cos and sin are exact.
+ * Llama 3's frequency scaling (HF `rope_type: "llama3"`, Llama 3.1 and 3.2): the low
+ * frequencies, whose wavelength exceeds the pre-training context, are divided by `factor`; the
+ * high ones are kept; a band between is interpolated. See {@link ropeInvFreq}.
+ */
+export interface Llama3RopeScaling {
+  /** The HF `rope_type`. */
+  readonly ropeType: "llama3";
+  /** Divisor of the low frequencies (`factor`, 32 for Llama 3.2). */
+  readonly factor: number;
+  /** Wavelengths above `originalMaxPositionEmbeddings / lowFreqFactor` are scaled. */
+  readonly lowFreqFactor: number;
+  /** Wavelengths below `originalMaxPositionEmbeddings / highFreqFactor` are kept. */
+  readonly highFreqFactor: number;
+  /** The context length of pre-training (`original_max_position_embeddings`, 8192). */
+  readonly originalMaxPositionEmbeddings: number;
+}
+
+/** A RoPE scaling other than plain RoPE: only Llama 3's for now. */
+export type RopeScaling = Llama3RopeScaling;
+
+/** What sets the rotary frequencies: the base θ (`rope_theta`) and a scaling, null for none. */
+export interface RopeFrequencies {
+  /** Base frequency θ. */
+  readonly theta: number;
+  /** The frequency scaling (`rope_scaling`), or null for plain RoPE. */
+  readonly scaling: RopeScaling | null;
+}
+
+const f32 = Math.fround;
+
+/**
+ * The inverse frequencies `[D/2]` in HF's f32 arithmetic: `1 / θ^(2i/D)`, then, for llama3
+ * scaling, transformers' `_compute_llama3_parameters` with every PyTorch operation rounded to f32
+ * in the order transformers applies them (`a / t` for a number `a` is `reciprocal(t) · a`, as
+ * PyTorch's `__rtruediv__` computes it). Pure; the f64 reference is shaders/reference/rope.ts.
+ *
+ * @example
+ * ```ts
+ * import { ropeInvFreq } from "./rope.ts";
+ * const plain = ropeInvFreq(4, { theta: 10000, scaling: null });   // [1, 0.01]
+ * const scaled = ropeInvFreq(4, {
+ *   theta: 10000,
+ *   scaling: {
+ *     ropeType: "llama3", factor: 8, lowFreqFactor: 1, highFreqFactor: 4,
+ *     originalMaxPositionEmbeddings: 64,
+ *   },
+ * });
+ * // wavelength 2π is below 64/4: kept; 200π is above 64/1: divided by 8.
+ * if (scaled[0] !== plain[0] || scaled[1] !== Math.fround(plain[1] / 8)) throw new Error();
+ * ```
+ */
+export function ropeInvFreq(d: number, rope: RopeFrequencies): Float32Array {
+  if (!Number.isInteger(d) || d < 2 || d % 2 !== 0) {
+    throw new RangeError(`ropeInvFreq: head size D must be a positive even integer, got ${d}`);
+  }
+  const { theta, scaling } = rope;
+  if (!(theta > 0)) throw new RangeError(`ropeInvFreq: rope_theta must be positive, got ${theta}`);
+  const half = d / 2;
+  const inv = new Float32Array(half);
+  for (let i = 0; i < half; i++) inv[i] = f32(1 / f32(theta ** f32((2 * i) / d)));
+  if (scaling === null) return inv;
+  const { factor, lowFreqFactor: low, highFreqFactor: high } = scaling;
+  const old = scaling.originalMaxPositionEmbeddings;
+  if (!(factor > 0 && low > 0 && high > low && old > 0)) {
+    throw new RangeError(
+      `ropeInvFreq: llama3 scaling needs factor, low_freq_factor, original context > 0 and ` +
+        `high_freq_factor > low_freq_factor, got ${JSON.stringify(scaling)}`,
+    );
+  }
+  // transformers' Python numbers meet f32 tensors, so each is rounded to f32 first.
+  const lowWavelen = f32(old / low), highWavelen = f32(old / high);
+  const twoPi = f32(2 * Math.PI), oldF = f32(old), lowF = f32(low), factorF = f32(factor);
+  const band = f32(high - low);
+  for (let i = 0; i < half; i++) {
+    const f = inv[i];
+    const wavelen = f32(f32(1 / f) * twoPi);
+    if (wavelen < highWavelen) continue; // high frequency: kept
+    if (wavelen > lowWavelen) {
+      inv[i] = f32(f / factorF); // low frequency: divided by factor
+      continue;
+    }
+    const smooth = f32(f32(f32(f32(1 / wavelen) * oldF) - lowF) / band);
+    inv[i] = f32(f32(f32(f32(1 - smooth) * f) / factorF) + f32(smooth * f));
+  }
+  return inv;
+}
+
+/**
+ * The (cos, sin) table `[T, D/2, 2]` for positions `0..T-1`: as HF, the inverse frequencies
+ * ({@link ropeInvFreq}, scaled when `rope.scaling` says so) and the angle `t · inv_freq` are
+ * rounded to f32, then cos and sin are exact.
  *
  * @example
  * ```ts
  * import { ropeTable } from "./rope.ts";
- * const table = ropeTable(2, 4, 10000);   // T = 2, D = 4
+ * const table = ropeTable(2, 4, { theta: 10000, scaling: null });   // T = 2, D = 4
  * if (table[0] !== 1 || table[1] !== 0) throw new Error("position 0 does not rotate");
  * ```
  */
-export function ropeTable(t: number, d: number, theta: number): Float32Array {
+export function ropeTable(t: number, d: number, rope: RopeFrequencies): Float32Array {
   if (!Number.isInteger(t) || t < 1) throw new RangeError(`ropeTable: T must be >= 1, got ${t}`);
   if (!Number.isInteger(d) || d < 2 || d % 2 !== 0) {
     throw new RangeError(`ropeTable: head size D must be a positive even integer, got ${d}`);
   }
-  if (!(theta > 0)) throw new RangeError(`ropeTable: rope_theta must be positive, got ${theta}`);
   const half = d / 2;
+  const inv = ropeInvFreq(d, rope);
   const table = new Float32Array(t * half * 2);
   for (let i = 0; i < half; i++) {
-    const invFreq = Math.fround(1 / Math.fround(theta ** Math.fround((2 * i) / d)));
     for (let pos = 0; pos < t; pos++) {
-      const angle = Math.fround(pos * invFreq);
+      const angle = f32(pos * inv[i]);
       table[(pos * half + i) * 2] = Math.cos(angle);
       table[(pos * half + i) * 2 + 1] = Math.sin(angle);
     }

@@ -16,7 +16,8 @@ The model is written out here from the HF Llama architecture (no `transformers`)
     x = embed[tokens]                                    [B, T, C]
     per layer:  h = rmsnorm(x) * w_in
                 q, k, v = h Wq^T, h Wk^T, h Wv^T          [B, T, NH*HD], [B, T, NKV*HD] x2
-                q, k = rope(q), rope(k)                   (rotate-half: pairs i and i + HD/2)
+                q, k = rope(q), rope(k)                   (rotate-half: pairs i and i + HD/2,
+                                                           Llama 3's frequency scaling if asked)
                 a = softmax(q k^T / sqrt(HD), causal) v   (query head h reads kv head h // (NH/NKV))
                 x = x + a Wo^T
                 h = rmsnorm(x) * w_post
@@ -66,9 +67,115 @@ _REQUIRED_VALUES = {
     "hidden_act": "silu",
     "attention_bias": False,
     "mlp_bias": False,
-    "rope_scaling": None,
     "pretraining_tp": 1,
 }
+
+# RoPE: the types implemented here, and the keys each may have in rope_parameters/rope_scaling.
+_ROPE_KEYS = {
+    "default": {"rope_type", "type", "rope_theta", "partial_rotary_factor"},
+    "llama3": {
+        "rope_type",
+        "type",
+        "rope_theta",
+        "partial_rotary_factor",
+        "factor",
+        "low_freq_factor",
+        "high_freq_factor",
+        "original_max_position_embeddings",
+    },
+}
+
+
+def read_rope(raw, path):
+    """(theta, scaling) of a config, read as transformers 5 reads it: `rope_scaling` (what
+    transformers 4 writes) or else `rope_parameters` (transformers 5) gives the rope type, theta
+    comes from either or from the top-level `rope_theta` (default 10000). scaling is None or the
+    llama3 settings. Other rope types and settings that contradict each other are refused by key,
+    as model/hf_config.ts refuses them."""
+
+    def fail(key, detail):
+        raise InputError(f'"{path}": key "{key}" {detail}')
+
+    def number(obj, key, name, integer=False):
+        v = obj.get(key)
+        is_number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if not is_number or not v > 0 or (integer and v != int(v)):
+            kind = "a positive integer" if integer else "a positive number"
+            fail(name, f"must be {kind}, found {json.dumps(v)}")
+        return int(v) if integer else float(v)
+
+    def read_object(key):
+        obj = raw.get(key)
+        if obj is None:
+            return None
+        if not isinstance(obj, dict):
+            fail(key, f"must be an object or null, found {json.dumps(obj)}")
+        type_keys = [k for k in ("rope_type", "type") if k in obj]
+        for k in type_keys:
+            if not isinstance(obj[k], str):
+                fail(f"{key}.{k}", f"must be a string, found {json.dumps(obj[k])}")
+        if len(type_keys) == 2 and obj["rope_type"] != obj["type"]:
+            fail(
+                f"{key}.type",
+                f'is {json.dumps(obj["type"])} but "{key}.rope_type" is {json.dumps(obj["rope_type"])}',
+            )
+        rope_type = obj.get("rope_type", obj.get("type", "default"))
+        if rope_type not in _ROPE_KEYS:
+            fail(
+                f"{key}.{type_keys[0]}",
+                f"names rope type {json.dumps(rope_type)}, which is not supported "
+                "(supported: default, llama3)",
+            )
+        for k in obj:
+            if k not in _ROPE_KEYS[rope_type]:
+                fail(f"{key}.{k}", f'is not a setting of rope type "{rope_type}"')
+        partial = obj.get("partial_rotary_factor")
+        if partial is not None and partial != 1:
+            fail(f"{key}.partial_rotary_factor", f"has unsupported value {json.dumps(partial)}")
+        for k in _ROPE_KEYS[rope_type] - {"rope_type", "type", "rope_theta", "partial_rotary_factor"}:
+            if obj.get(k) is None:
+                fail(f"{key}.{k}", f'is required for rope type "{rope_type}"')
+        theta = None
+        if obj.get("rope_theta") is not None:
+            theta = number(obj, "rope_theta", f"{key}.rope_theta")
+        if rope_type == "default":
+            return theta, None
+        scaling = {
+            "factor": number(obj, "factor", f"{key}.factor"),
+            "low_freq_factor": number(obj, "low_freq_factor", f"{key}.low_freq_factor"),
+            "high_freq_factor": number(obj, "high_freq_factor", f"{key}.high_freq_factor"),
+            "original_max_position_embeddings": number(
+                obj,
+                "original_max_position_embeddings",
+                f"{key}.original_max_position_embeddings",
+                integer=True,
+            ),
+        }
+        if not scaling["high_freq_factor"] > scaling["low_freq_factor"]:
+            fail(
+                f"{key}.high_freq_factor",
+                f"must be greater than low_freq_factor {scaling['low_freq_factor']}",
+            )
+        return theta, scaling
+
+    params, legacy = read_object("rope_parameters"), read_object("rope_scaling")
+    if params is not None and legacy is not None and params[1] != legacy[1]:
+        fail(
+            "rope_scaling",
+            f'describes {json.dumps(legacy[1])} but "rope_parameters" describes '
+            f"{json.dumps(params[1])} (null: rope type default)",
+        )
+    thetas = []
+    if raw.get("rope_theta") is not None:
+        thetas.append(("rope_theta", number(raw, "rope_theta", "rope_theta")))
+    for key, given in (("rope_parameters", params), ("rope_scaling", legacy)):
+        if given is not None and given[0] is not None:
+            thetas.append((f"{key}.rope_theta", given[0]))
+    for key, theta in thetas[1:]:
+        if theta != thetas[0][1]:
+            fail(key, f'is {theta} but "{thetas[0][0]}" is {thetas[0][1]}')
+    chosen = legacy if legacy is not None else params
+    return (thetas[0][1] if thetas else 10000.0), (chosen[1] if chosen is not None else None)
 
 
 def read_config(path):
@@ -120,6 +227,7 @@ def read_config(path):
     tie = raw.get("tie_word_embeddings", False)
     if not isinstance(tie, bool):
         raise InputError(f'"{path}": key "tie_word_embeddings" must be true or false')
+    theta, rope_scaling = read_rope(raw, path)
     return {
         "hidden": hidden,
         "intermediate": positive_int("intermediate_size"),
@@ -129,7 +237,8 @@ def read_config(path):
         "head_dim": head_dim,
         "vocab": positive_int("vocab_size"),
         "eps": positive_number("rms_norm_eps", 1e-6),
-        "theta": positive_number("rope_theta", 10000.0),
+        "theta": theta,
+        "rope_scaling": rope_scaling,
         "tie": tie,
     }
 
@@ -339,6 +448,20 @@ class Backbone(nn.Module):
         self.norm = RMSNorm(c["hidden"], c["eps"], device)
 
 
+def llama3_inv_freq(inv_freq, s):
+    """Llama 3's scaling of the f32 inverse frequencies f (transformers' "llama3" rope type), in
+    f32 with the operations in transformers' order: with the wavelength 2π/f and the pre-training
+    context L, f is kept below L/high_freq_factor, divided by factor above L/low_freq_factor, and
+    blended in between by s = (L/wavelength - low_freq_factor) / (high - low)."""
+    old, factor = s["original_max_position_embeddings"], s["factor"]
+    low, high = s["low_freq_factor"], s["high_freq_factor"]
+    wavelength = 2 * math.pi / inv_freq
+    blend = (old / wavelength - low) / (high - low)
+    blended = (1 - blend) * inv_freq / factor + blend * inv_freq
+    scaled = torch.where(wavelength > old / low, inv_freq / factor, blended)
+    return torch.where(wavelength < old / high, inv_freq, scaled)
+
+
 class LlamaForCausalLM(nn.Module):
     """HF's Llama maths, eager; `forward(tokens)` returns the mean next-token cross-entropy."""
 
@@ -357,10 +480,13 @@ class LlamaForCausalLM(nn.Module):
 
     def rope_tables(self, t, device):
         """cos, sin `[T, HD]` of the angles `pos * theta^(-2i/HD)`, halves repeated, in f32 as
-        HF's LlamaRotaryEmbedding computes them (inverse frequencies, angles, cos and sin)."""
+        HF's LlamaRotaryEmbedding computes them (inverse frequencies, llama3-scaled if the config
+        says so, angles, cos and sin)."""
         d = self.config["head_dim"]
         exponents = torch.arange(0, d, 2, dtype=torch.int64).to(torch.float32) / d
         inv_freq = 1.0 / (self.config["theta"] ** exponents)
+        if self.config["rope_scaling"] is not None:
+            inv_freq = llama3_inv_freq(inv_freq, self.config["rope_scaling"])
         angles = torch.outer(torch.arange(t, dtype=torch.float32), inv_freq)
         emb = torch.cat((angles, angles), dim=-1)
         return emb.cos().to(device), emb.sin().to(device)

@@ -16,6 +16,8 @@ import {
 } from "../cli/entry.ts";
 import { LOG_FORMATS, type LogFormat } from "./log.ts";
 import { unprintableProblem, UsageError } from "../common/mod.ts";
+import { type Task, TASKS, tasksNamed } from "../eval/mod.ts";
+import { TOKENIZER_NAMES } from "../data/mod.ts";
 
 /** A string flag: its placeholder, description and the rest of its spec. */
 function str<const E extends Omit<FlagSpec, "type" | "value" | "description">>(
@@ -104,6 +106,19 @@ export const TRAIN_SPEC = {
     model: str("DIR", "local HF model folder", {
       defaultText: "the run's checkpoint repo id read as a path",
     }),
+    "eval-tasks": str(
+      "LIST",
+      `evals to score while the GPU is idle between rounds (${[...TASKS.keys()].join(",")})`,
+    ),
+    "eval-fewshot": str("N", "few-shot examples per eval question", { defaultText: "0" }),
+    "eval-seed": str("N", "seed of the eval sample and few-shot picks", { defaultText: "42" }),
+    "eval-task-max-docs": str("N", "documents per eval task at most", { defaultText: "all" }),
+    "eval-tasks-dir": str("DIR", "folder of the eval datasets (<task>/ or <owner>/<name>/)", {
+      defaultText: "the HF cache",
+    }),
+    "eval-tokenizer": str(TOKENIZER_NAMES.join("|"), "the model's tokenizer for evals", {
+      defaultText: "from its vocabulary",
+    }),
   },
 } as const;
 
@@ -173,6 +188,18 @@ export interface TrainArgs {
   model: string | null;
   /** `--metrics-port`: where to serve `/metrics`; null: off. */
   metrics: { hostname: string; port: number } | null;
+  /** `--eval-*`: the evals scored between rounds; null: none. */
+  evals: EvalArgs | null;
+}
+
+/** The `--eval-*` flags. */
+export interface EvalArgs {
+  tasks: Task[];
+  fewshot: number;
+  seed: number;
+  limit?: number;
+  tasksDir?: string;
+  tokenizer?: string;
 }
 
 /** `show-identity` options. */
@@ -292,7 +319,49 @@ function checkTrainArgs(values: FlagValues<typeof TRAIN_SPEC>): TrainArgs {
     ),
     model: values.model ?? null,
     metrics,
+    evals: evalArgs(values),
     ...(solana === undefined ? {} : { solana }),
+  };
+}
+
+const EVAL_DETAILS = [
+  "eval-fewshot",
+  "eval-seed",
+  "eval-task-max-docs",
+  "eval-tasks-dir",
+  "eval-tokenizer",
+] as const;
+
+function evalArgs(values: Partial<Record<string, string | string[] | boolean>>): EvalArgs | null {
+  const text = (name: string) => values[name] as string | undefined;
+  const list = text("eval-tasks");
+  if (list === undefined) {
+    const stray = EVAL_DETAILS.find((f) => values[f] !== undefined);
+    if (stray !== undefined) throw new UsageError(`--${stray} needs --eval-tasks LIST`);
+    return null;
+  }
+  let tasks: Task[];
+  try {
+    tasks = tasksNamed(list);
+  } catch (e) {
+    throw new UsageError(`--eval-tasks: ${(e as Error).message}`);
+  }
+  const tokenizer = text("eval-tokenizer");
+  if (tokenizer !== undefined && !(TOKENIZER_NAMES as readonly string[]).includes(tokenizer)) {
+    throw new UsageError(
+      `--eval-tokenizer must be one of ${TOKENIZER_NAMES.join(", ")}, found "${tokenizer}"`,
+    );
+  }
+  const maxDocs = text("eval-task-max-docs");
+  return {
+    tasks,
+    fewshot: integer("eval-fewshot", text("eval-fewshot"), 0, 0, 64),
+    seed: integer("eval-seed", text("eval-seed"), 42, 0, Number.MAX_SAFE_INTEGER),
+    ...(maxDocs === undefined
+      ? {}
+      : { limit: integer("eval-task-max-docs", maxDocs, 1, 1, Number.MAX_SAFE_INTEGER) }),
+    ...(text("eval-tasks-dir") === undefined ? {} : { tasksDir: text("eval-tasks-dir") }),
+    ...(tokenizer === undefined ? {} : { tokenizer }),
   };
 }
 

@@ -23,6 +23,7 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     maxConcurrentDownloads: 8,
     model: null,
     metrics: null,
+    evals: null,
   });
   const all = parseClientArgs([
     "train",
@@ -42,9 +43,26 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     "--model=m",
     "--metrics-port=9100",
     "--metrics-hostname=0.0.0.0",
+    "--eval-tasks=hellaswag,arc_easy",
+    "--eval-fewshot=5",
+    "--eval-seed=7",
+    "--eval-task-max-docs=100",
+    "--eval-tasks-dir=evals",
+    "--eval-tokenizer=bytes",
   ]);
   assert.equal(all.command, "train");
   if (all.command !== "train") return;
+  assert.deepEqual(
+    { ...all.evals, tasks: all.evals?.tasks.map((t) => t.name) },
+    {
+      tasks: ["hellaswag", "arc_easy"],
+      fewshot: 5,
+      seed: 7,
+      limit: 100,
+      tasksDir: "evals",
+      tokenizer: "bytes",
+    },
+  );
   assert.equal(all.bindP2pPort, 4001);
   assert.equal(all.recompute, true);
   assert.equal(all.bulkTransfer, true);
@@ -96,6 +114,18 @@ Deno.test("parseClientArgs: errors name the flag", () => {
   bad(
     ["train", "--run-id=r", "--server-addr=h:1", "--metrics-hostname=0.0.0.0"],
     /--metrics-hostname needs --metrics-port P/,
+  );
+  bad(
+    ["train", "--run-id=r", "--server-addr=h:1", "--eval-tasks=hellaswag,winogrande"],
+    /--eval-tasks: unknown task "winogrande" \(known: hellaswag/,
+  );
+  bad(
+    ["train", "--run-id=r", "--server-addr=h:1", "--eval-fewshot=2"],
+    /--eval-fewshot needs --eval-tasks LIST/,
+  );
+  bad(
+    ["train", "--run-id=r", "--server-addr=h:1", "--eval-tasks=boolq", "--eval-tokenizer=gpt2"],
+    /--eval-tokenizer must be one of llama, bytes, found "gpt2"/,
   );
   bad(
     ["train", "--run-id", "run\nid", "--server-addr", "h:1"],

@@ -57,6 +57,7 @@ import { distroConfig } from "../optimizer/mod.ts";
 import { type BatchId, equalBytes, hexToBytes, toHex, toMillis } from "../common/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
 import type { Identity } from "../net/mod.ts";
+import type { BackgroundEvals } from "./background_evals.ts";
 
 /** What a {@link TrainingClient} is built from. */
 export interface TrainingClientOptions {
@@ -86,6 +87,8 @@ export interface TrainingClientOptions {
   readonly wallClock?: () => number;
   /** Test hooks that break this client on purpose (none by default). */
   readonly faults?: ClientFaults;
+  /** Evals scored while the GPU has no training work (`--eval-tasks`); none by default. */
+  readonly evals?: BackgroundEvals | null;
 }
 
 /** Faults a test can make a client commit, to watch the run catch them. */
@@ -145,6 +148,9 @@ export class TrainingClient {
   /** The model snapshot this client serves to joiners (P2P model sharing). */
   #served: ServedModel | null = null;
   #gpu: Promise<void> = Promise.resolve();
+  /** GPU intents queued or running: evals run only when there are none. */
+  #gpuQueued = 0;
+  #evalRunning = false;
   #inFlight = new Set<Promise<void>>();
   #last = { loss: NaN, tokensPerSec: 0, trainMs: 0 };
   /** When the current round started and the bytes received by then. */
@@ -204,6 +210,7 @@ export class TrainingClient {
         this.#noteDropped(state);
         this.#noteLag(state);
         this.#plan();
+        this.#maybeEval();
         if (state.runState === "Finished") {
           reason = "Finished";
           break;
@@ -220,6 +227,7 @@ export class TrainingClient {
       await this.#gpu.catch(() => {});
       if (reason === "Aborted") await this.#saveOnExit();
       this.#duty?.[Symbol.dispose]();
+      this.#o.evals?.[Symbol.dispose]();
       this.#trainer?.[Symbol.dispose]();
       await this.#data?.close();
       if (this.#ownsRt) this.#rt?.[Symbol.dispose]();
@@ -337,7 +345,50 @@ export class TrainingClient {
       intent.kind === "KeepParams" ||
       intent.kind === "Train" || intent.kind === "DecayWeights" || intent.kind === "ShareModel" ||
       intent.kind === "Checkpoint" || intent.kind === "SendCooldownWitness";
-    const task = gpuWork ? (this.#gpu = this.#gpu.then(run)) : run();
+    let task: Promise<void>;
+    if (gpuWork) {
+      this.#gpuQueued++;
+      task = this.#gpu = this.#gpu.then(run).finally(() => {
+        this.#gpuQueued--;
+        this.#maybeEval();
+      });
+    } else task = run();
+    this.#inFlight.add(task);
+    task.finally(() => this.#inFlight.delete(task));
+  }
+
+  /**
+   * Queues one eval chunk when the GPU is idle: no training work queued, and this round's own
+   * training done (or the round past training). Another follows when it ends, until work comes.
+   */
+  #maybeEval(): void {
+    const evals = this.#o.evals;
+    const state = this.#state;
+    const trainer = this.#trainer;
+    if (!evals?.enabled || this.#evalRunning || this.#gpuQueued > 0 || trainer === null) return;
+    if (state === null || this.#signal?.aborted || this.#ledger.divergence !== null) return;
+    // Parameters between two steps (a decay applied, results not yet) score no step.
+    const step = this.#ledger.currentStep;
+    if (step === null) return;
+    const idle = state.runState === "RoundWitness" || state.runState === "Cooldown" ||
+      (state.runState === "RoundTrain" && this.#trained.has(state.progress.step));
+    if (!idle) return;
+    this.#evalRunning = true;
+    const task = this.#gpu = this.#gpu.then(() =>
+      evals.runChunk({
+        rt: trainer.rt,
+        config: trainer.config,
+        layout: trainer.layout,
+        step,
+        readParams: () => trainer.model.readParams(),
+      })
+    ).catch((e) => {
+      this.#o.logger.log("error", { what: "eval", error: (e as Error).message });
+    }).finally(() => {
+      this.#evalRunning = false;
+      // Let the planner's GPU work go first; the next chunk waits for a free moment.
+      setTimeout(() => this.#maybeEval(), 0);
+    });
     this.#inFlight.add(task);
     task.finally(() => this.#inFlight.delete(task));
   }
@@ -926,7 +977,7 @@ export class TrainingClient {
         tokensPerSec: this.#last.tokensPerSec,
         bandwidthPerSec: received / (elapsedMs / 1000),
         loss: Number.isFinite(this.#last.loss) ? this.#last.loss : 0,
-        evals: [],
+        evals: this.#o.evals?.metrics() ?? [],
         promptResults: [],
         promptIndex: 0,
         efficiency: Math.min(1, this.#last.trainMs / elapsedMs),

@@ -118,6 +118,24 @@ export interface ClientEvents {
     /** Rounding, reading back, hashing and serving. */
     ms: number;
   };
+  /**
+   * A finished eval pass over one task (`--eval-tasks`), on the parameters of run step `step`:
+   * its documents, `acc` and `acc_norm` (null where the task has none) with standard errors, the
+   * chunks it took between rounds and the seconds since the pass began.
+   */
+  eval: {
+    task: string;
+    step: number;
+    docs: number;
+    acc: number;
+    acc_stderr: number;
+    acc_norm: number | null;
+    acc_norm_stderr: number | null;
+    chunks: number;
+    seconds: number;
+  };
+  /** The eval tasks cannot be scored for this model (unreadable files, no tokenizer): off. */
+  eval_disabled: { error: string };
   witness: {
     step: number;
     round: number;
@@ -239,6 +257,7 @@ export function clientEventLevel(event: ClientEventName): LogLevel {
     case "disconnected":
     case "reconnecting":
     case "verification_retry":
+    case "eval_disabled":
       return "warn";
     default:
       return "info";
@@ -320,6 +339,12 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `serving the parameters of step ${e.step} (${
         e.rounded ? "rounded to bf16" : "as they are"
       }, hash ${e.params_hash.slice(0, 12)}): ${e.bytes} bytes`;
+    case "eval":
+      return `eval ${e.task} on step ${e.step}'s parameters: acc ${fmt(100 * e.acc, 2)}%` +
+        (e.acc_norm === null ? "" : `, acc_norm ${fmt(100 * e.acc_norm, 2)}%`) +
+        ` over ${e.docs} documents (${e.chunks} chunks between rounds, ${fmt(e.seconds, 1)} s)`;
+    case "eval_disabled":
+      return `evals are off: ${e.error}`;
     case "witness":
       return `witnessed step ${e.step}: ${e.participants} trainers, ${e.commitments} commitments` +
         (e.not_waited_for.length === 0

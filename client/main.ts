@@ -29,6 +29,8 @@ import {
   teeClientLogger,
 } from "./log.ts";
 import { startClientMetrics } from "./metrics_server.ts";
+import { BackgroundEvals } from "./background_evals.ts";
+import { taskFolder } from "../eval/mod.ts";
 import { openTerminalTui } from "./tui/screen.ts";
 import { peerIdOf } from "../net/p2p/mod.ts";
 import { address } from "@solana/kit";
@@ -126,6 +128,10 @@ async function trainWith(
   const identity = wallet !== null && args.identitySecretKeyPath === null
     ? wallet.identity
     : await resolveIdentity(args.identitySecretKeyPath);
+  // Missing eval datasets are a setup mistake: say so now, not after joining the run.
+  for (const task of args.evals?.tasks ?? []) {
+    await taskFolder(task, { tasksDir: args.evals?.tasksDir });
+  }
   let client: TrainingClient | null = null;
   const exchange = await Exchange.start({
     runId: args.runId,
@@ -182,6 +188,7 @@ async function trainWith(
       recompute: args.recompute,
       checkpointDir: args.checkpointDir,
       faults: faultsFromEnv(),
+      evals: args.evals === null ? null : new BackgroundEvals(args.evals, logger),
     });
     await client.run({ signal });
   } finally {

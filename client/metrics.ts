@@ -77,6 +77,11 @@ export const CLIENT_METRICS = {
     "Dials to a participant that failed with a new error.",
   ],
   psyche_client_errors_total: ["counter", "Errors logged."],
+  psyche_client_eval: [
+    "gauge",
+    "The last finished eval pass per task (--eval-tasks): acc and acc_norm, by task and metric.",
+  ],
+  psyche_client_eval_step: ["gauge", "The run step whose parameters each task's pass scored."],
   psyche_client_phase_seconds: [
     "summary",
     "Seconds of each part of a round's work: train (forward, backward, compression), publish " +
@@ -148,6 +153,10 @@ export interface ClientMetricsView {
   readonly phaseSeconds: Readonly<Record<ClientPhase, Spent>>;
   /** Seconds per run state that ended (keyed by the state's name). */
   readonly stateSeconds: Readonly<Record<string, Spent>>;
+  /** Each eval task's last finished pass. */
+  readonly evals: Readonly<
+    Record<string, { readonly step: number; readonly acc: number; readonly accNorm: number | null }>
+  >;
 }
 
 const NOTHING: Spent = { sum: 0, count: 0 };
@@ -182,6 +191,7 @@ export function initialClientMetrics(runId: string): ClientMetricsView {
     },
     phaseSeconds: { train: NOTHING, publish: NOTHING, apply: NOTHING },
     stateSeconds: Object.fromEntries(RUN_STATES.map((s) => [s, NOTHING])),
+    evals: {},
   };
 }
 
@@ -281,6 +291,13 @@ export function reduceClientMetrics(
       return count(m, "peerDialFailures");
     case "error":
       return count(m, "errors");
+    case "eval": {
+      const f = e.fields;
+      return {
+        ...m,
+        evals: { ...m.evals, [f.task]: { step: f.step, acc: f.acc, accNorm: f.acc_norm } },
+      };
+    }
     case "end":
       return { ...m, connected: false };
     case "metrics":
@@ -302,6 +319,7 @@ export function reduceClientMetrics(
     case "lagging":
     case "reachability":
     case "outdated":
+    case "eval_disabled":
       return m;
     default: {
       const unreachable: never = e;
@@ -360,6 +378,18 @@ export function clientMetricsText(m: ClientMetricsView): string {
   family("psyche_client_ejections_total", [{ value: t.ejections }]);
   family("psyche_client_peer_dial_failures_total", [{ value: t.peerDialFailures }]);
   family("psyche_client_errors_total", [{ value: t.errors }]);
+  const evals = Object.entries(m.evals);
+  family(
+    "psyche_client_eval",
+    evals.flatMap(([task, e]) => [
+      { labels: { task, metric: "acc" }, value: e.acc },
+      ...(e.accNorm === null ? [] : [{ labels: { task, metric: "acc_norm" }, value: e.accNorm }]),
+    ]),
+  );
+  family(
+    "psyche_client_eval_step",
+    evals.map(([task, e]) => ({ labels: { task }, value: e.step })),
+  );
   const summary = (label: string, key: string, spent: Spent) => [
     { suffix: "_sum" as const, labels: { [label]: key }, value: spent.sum },
     { suffix: "_count" as const, labels: { [label]: key }, value: spent.count },

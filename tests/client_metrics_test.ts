@@ -15,6 +15,7 @@ import {
   sampleValue,
 } from "../coordinator/dashboard/testing/prometheus_text.ts";
 import { RUN_STATES } from "../coordinator/core/mod.ts";
+import { writeTaskFiles } from "../eval/testing/task_files.ts";
 
 Deno.test({
   name: "client --metrics-port serves its step, loss and counters while it trains",
@@ -24,11 +25,17 @@ Deno.test({
   const dir = await Deno.makeTempDir({ prefix: "psyche-metrics-" });
   const state = join(dir, "state.toml");
   await Deno.writeTextFile(state, tinyRunToml({ runId: "metrics-run" }));
-  const server = ServerProcess.start(["--state", state, "--server-port", String(await freePort())]);
+  await writeTaskFiles(join(dir, "tasks"), 4);
+  const server = ServerProcess.start(
+    ["--state", state, "--server-port", String(await freePort()), "--dashboard-port", "0"],
+  );
   const address = await server.address();
   const client = ClientProcess.start(
     ["train", "--run-id", "metrics-run", "--server-addr", address]
-      .concat(["--logs", "json", "--metrics-port", "0"]),
+      .concat(["--logs", "json", "--metrics-port", "0"])
+      // Evals between rounds; the tiny model's 512 ids hold every byte.
+      .concat(["--eval-tasks", "boolq,arc_easy", "--eval-tasks-dir", join(dir, "tasks")])
+      .concat(["--eval-tokenizer", "bytes"]),
   );
   try {
     const announced = await client.waitFor((e) => e.event === "metrics", "metrics", 150_000);
@@ -68,6 +75,53 @@ Deno.test({
     assert.equal(states.length, RUN_STATES.length);
     assert.equal(states.filter((s) => s.value === 1).length, 1);
     assert.equal((await fetch(url.replace("/metrics", "/"))).status, 404);
+
+    // Evals ran between rounds; the client's metrics and the coordinator's show them.
+    const boolq = await client.waitFor(
+      (e) => e.event === "eval" && e.task === "boolq",
+      "a boolq eval",
+      150_000,
+    );
+    assert.equal(boolq.docs, 4);
+    assert.equal(boolq.acc_norm, null);
+    const arc = await client.waitFor(
+      (e) => e.event === "eval" && e.task === "arc_easy",
+      "an arc_easy eval",
+      150_000,
+    );
+    const afterEvals = client.events.length;
+    await client.waitFor(
+      (e) => e.event === "witness" && client.events.indexOf(e) >= afterEvals,
+      "a witness report after the evals",
+      150_000,
+    );
+    const clientScrape = parsePrometheusText(await (await fetch(url)).text());
+    // Another pass may have ended by the scrape: the value is one the client logged.
+    const loggedEvals = (task: string, metric: string) =>
+      client.events.filter((e) => e.event === "eval" && e.task === task).map((e) => e[metric]);
+    assert.ok(
+      loggedEvals("boolq", "acc").includes(
+        sampleValue(clientScrape, "psyche_client_eval", { task: "boolq", metric: "acc" }),
+      ),
+    );
+    assert.ok(
+      loggedEvals("arc_easy", "acc_norm").includes(
+        sampleValue(clientScrape, "psyche_client_eval", { task: "arc_easy", metric: "acc_norm" }),
+      ),
+    );
+    assert.ok(arc.chunks as number >= 1);
+    const dashboard = await server.waitForEvent((e) => e.event === "dashboard", 5_000, "dashboard");
+    const runMetrics = parsePrometheusText(
+      await (await fetch(new URL("/metrics", String(dashboard.url)))).text(),
+    );
+    const evals = runMetrics.samples.filter((s) => s.name === "psyche_eval");
+    assert.deepEqual(
+      evals.map((s) => s.labels.name).sort(),
+      ["arc_easy_acc_norm", "boolq_acc"],
+      JSON.stringify(evals),
+    );
+    assert.ok(evals.every((s) => s.value >= 0 && s.value <= 1));
+    assert.equal(client.events.filter((e) => e.event === "eval_disabled").length, 0);
 
     assert.equal((await client.stop()).code, 0);
     await assert.rejects(fetch(url), "the endpoint closes with the client");

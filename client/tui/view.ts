@@ -276,6 +276,8 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "ejected":
     case "dropped":
     case "lagging":
+    case "eval":
+    case "eval_disabled":
       return view; // a notice (warn/error) or nothing the screen shows
     default: {
       const unreachable: never = e;

@@ -119,6 +119,12 @@ function renderClients(view) {
     );
     cell(row, c.witnesses);
     cell(row, c.divergences, c.divergences > 0 ? "bad" : "");
+    const evals = Object.entries(c.evals ?? {});
+    cell(
+      row,
+      evals.length === 0 ? "–" : evals.map(([n, v]) => `${n} ${fixed(v, 3)}`).join(", "),
+      "evals",
+    );
     body.appendChild(row);
   }
   $("client-count").textContent = String(view.clients.length);

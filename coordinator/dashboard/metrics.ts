@@ -40,6 +40,10 @@ export const METRICS = {
     "gauge",
     "Tokens/s in a client's last witness report or telemetry notice, whichever came last.",
   ],
+  psyche_eval: [
+    "gauge",
+    "The evals in a client's last witness report that carried any (--eval-tasks), by name.",
+  ],
   psyche_reported_bytes_sent_total: [
     "counter",
     "Bytes a client sent to its peers, as its last telemetry notice says.",
@@ -146,6 +150,15 @@ export function metricsText(view: DashboardView): string {
       labels: client(c.key),
       value: c.tokensPerSec!,
     })),
+  );
+  family(
+    "psyche_eval",
+    view.clients.flatMap((c) =>
+      Object.entries(c.evals ?? {}).map(([name, value]) => ({
+        labels: { ...client(c.key), name },
+        value,
+      }))
+    ),
   );
   const telemetry = view.clients.filter((c) => c.telemetryStep !== null);
   family(

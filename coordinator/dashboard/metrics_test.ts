@@ -19,7 +19,7 @@ function witness(client: string, step: number, loss: number, digest: string) {
       tokensPerSec: 150 + step,
       bandwidthPerSec: 0,
       loss,
-      evals: [],
+      evals: client === A ? [{ name: "arc_easy_acc_norm", value: 0.375 }] : [],
       promptResults: [],
       promptIndex: 0,
       efficiency: 1,
@@ -62,6 +62,11 @@ Deno.test("metrics parse as Prometheus text and carry the run's numbers", () => 
   assert.equal(sampleValue(scraped, "psyche_loss_mean"), 5);
   assert.equal(sampleValue(scraped, "psyche_tokens_per_second", { client: "aa".repeat(8) }), 160);
   assert.equal(sampleValue(scraped, "psyche_tokens_per_second", { client: "bb".repeat(8) }), 151);
+  assert.equal(
+    sampleValue(scraped, "psyche_eval", { client: "aa".repeat(8), name: "arc_easy_acc_norm" }),
+    0.375,
+  );
+  assert.equal(scraped.samples.filter((s) => s.name === "psyche_eval").length, 1);
   const a = { client: "aa".repeat(8) };
   assert.equal(sampleValue(scraped, "psyche_reported_bytes_sent_total", a), 1_000_000);
   assert.equal(sampleValue(scraped, "psyche_reported_bytes_received_total", a), 3_000_000);

@@ -59,6 +59,8 @@ export interface ClientView {
   readonly telemetryStep: number | null;
   readonly breakdownMs: Readonly<Record<StepPhase, number>> | null;
   readonly witnesses: number;
+  /** The evals of its last witness report that carried any (`hellaswag_acc_norm` → value). */
+  readonly evals: Readonly<Record<string, number>> | null;
   /** Witness reports whose parameter digest was not the one a quorum recorded. */
   readonly divergences: number;
   /** When the dashboard last heard of it (ms since the epoch). */
@@ -203,6 +205,7 @@ function withClient(
     telemetryStep: null,
     breakdownMs: null,
     witnesses: 0,
+    evals: null,
     divergences: 0,
     lastSeenMs: timeMs,
   };
@@ -421,6 +424,10 @@ function applyEvent(view: DashboardView, event: ServerEvent, timeMs: number): Da
         loss: Number.isFinite(m.loss) ? m.loss : c.loss,
         tokensPerSec: Number.isFinite(m.tokensPerSec) ? m.tokensPerSec : c.tokensPerSec,
         witnesses: c.witnesses + 1,
+        // A report between eval passes carries the last pass's scores again; none keeps them.
+        evals: m.evals.length === 0 ? c.evals : Object.fromEntries(
+          m.evals.filter((e) => Number.isFinite(e.value)).map((e) => [e.name, e.value]),
+        ),
       }));
       next = withLoss(next, event.client, m.step, m.loss);
       if (event.digest !== null) {

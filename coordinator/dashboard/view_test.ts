@@ -333,3 +333,18 @@ Deno.test("the breakdown keeps the newest steps only", () => {
   assert.equal(view.breakdown[0].step, 51);
   assert.equal(view.breakdown.at(-1)!.step, MAX_BREAKDOWN_POINTS + 50);
 });
+
+Deno.test("a witness report's evals are the client's until a report carries new ones", () => {
+  const scored = witness(A, 3, 2.5);
+  const withEvals = {
+    ...scored,
+    metadata: {
+      ...scored.metadata,
+      evals: [{ name: "hellaswag_acc_norm", value: 0.25 }, { name: "boolq_acc", value: NaN }],
+    },
+  };
+  const view = fold([witness(A, 2, 3.0), withEvals, witness(A, 4, 2.4)]);
+  const a = view.clients.find((c) => c.key === A)!;
+  assert.deepEqual(a.evals, { hellaswag_acc_norm: 0.25 }, "kept, without the non-finite value");
+  assert.equal(fold([witness(B, 1, 1)]).clients[0].evals, null);
+});

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { parseWeightedHttpConfig } from "./weighted_config.ts";
 import { ConfigError, formatIssue } from "../common/mod.ts";
+import { parseRunConfig } from "../coordinator/config/mod.ts";
 
 /** Psyche's shared/data-provider/examples/sample-weighted-config.json, as published. */
 const PSYCHE_SAMPLE = `{
@@ -148,4 +149,22 @@ Deno.test("every problem of a mix is listed with its JSON path", () => {
     "contain exactly one {} (where the file number goes)",
     "providers[4][0].location.NumberedFiles.num_files = 0: must be > 0",
   ]);
+});
+
+Deno.test("the example configs name a weighted mix and a preprocessed folder that parse", async () => {
+  const root = new URL("../config/", import.meta.url);
+  const mixUrl = new URL("weighted-http/mix.json", root);
+  const mix = parseWeightedHttpConfig(await Deno.readTextFile(mixUrl), mixUrl.pathname);
+  assert.deepEqual(mix.providers.map((p) => [p.location.location.kind, p.weight]), [
+    ["NumberedFiles", 0.7],
+    ["SingleUrl", 0.3],
+  ]);
+  assert.equal(mix.shuffle.kind, "Seeded");
+  const kinds = [];
+  for (const name of ["weighted-http", "preprocessed"]) {
+    const url = new URL(`${name}/state.toml`, root);
+    const run = parseRunConfig(await Deno.readTextFile(url), url.pathname);
+    kinds.push(run.model.dataLocation.kind);
+  }
+  assert.deepEqual(kinds, ["WeightedHttp", "Preprocessed"]);
 });

@@ -70,6 +70,48 @@ export class HttpRangeClient {
   }
 
   /**
+   * A whole small document (a weighted mix's JSON) from a `GET`: status 200 and at most
+   * `maxBytes` bytes (default 1 MiB), decoded as UTF-8.
+   */
+  text(url: string, options: { maxBytes?: number; signal?: AbortSignal } = {}): Promise<string> {
+    const maxBytes = options.maxBytes ?? 1 << 20;
+    return this.#withRetries(url, "GET", options.signal, async (s) => {
+      const res = await this.#request(url, {}, s);
+      if (res.status !== 200) {
+        await res.body?.cancel();
+        throw statusError(url, res, "GET");
+      }
+      const declared = Number(res.headers.get("content-length") ?? NaN);
+      if (declared > maxBytes) {
+        await res.body?.cancel();
+        throw new DataError(`${url}: ${declared} bytes is more than the ${maxBytes} expected`, {
+          file: url,
+        });
+      }
+      let bytes: Uint8Array;
+      try {
+        bytes = new Uint8Array(await res.arrayBuffer());
+      } catch (cause) {
+        if (s.aborted) throw s.reason;
+        throw new DataError(`${url}: connection lost while reading: ${(cause as Error).message}`, {
+          file: url,
+          retryable: true,
+        }, { cause });
+      }
+      if (bytes.length > maxBytes) {
+        throw new DataError(`${url}: ${bytes.length} bytes is more than the ${maxBytes} expected`, {
+          file: url,
+        });
+      }
+      try {
+        return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+      } catch (cause) {
+        throw new DataError(`${url}: not UTF-8 text`, { file: url }, { cause });
+      }
+    });
+  }
+
+  /**
    * Exactly `length` bytes at `offset` (one `Range` request). Checks the status is 206,
    * the `Content-Range` names this range, and the body has exactly `length` bytes.
    */

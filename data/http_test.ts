@@ -193,3 +193,20 @@ Deno.test("a NumberedFiles list with a missing file names that file", async () =
     },
   );
 });
+
+Deno.test("a whole small document is fetched with retries, within its size limit", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "psyche-http-" });
+  try {
+    await Deno.writeTextFile(`${dir}/mix.json`, '{"shuffle": "DontShuffle"}');
+    await using server = startTestHttpServer(dir, (r) => r.n === 0 ? "status-500" : "none");
+    const client = new HttpRangeClient(noSleep);
+    assert.equal(await client.text(`${server.url}/mix.json`), '{"shuffle": "DontShuffle"}');
+    assert.equal(server.requests.length, 2);
+    await assert.rejects(
+      client.text(`${server.url}/mix.json`, { maxBytes: 10 }),
+      /mix\.json: 26 bytes is more than the 10 expected/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -5,10 +5,11 @@
  *
  * @module
  */
-import { type FileHandle, open } from "node:fs/promises";
+import type { FileHandle } from "node:fs/promises";
 import { readBatch } from "./batch_reader.ts";
 import type { DatasetOptions } from "./dataset_options.ts";
 import { DataError } from "./errors.ts";
+import { openForReading, readAt } from "./file_read.ts";
 import { NPY_PREAMBLE_BYTES, npyHeaderLength, parseNpyHeader } from "./npy.ts";
 import type { DataProvider, TokenBatch } from "./provider.ts";
 import { buildSequenceIndex, type SequenceIndex } from "./sequence_index.ts";
@@ -69,7 +70,7 @@ export class LocalDataProvider implements DataProvider {
     try {
       const layouts: TokenFileLayout[] = [];
       for (const path of paths) {
-        const handle = await openFile(path);
+        const handle = await openForReading(path);
         handles.push(handle);
         layouts.push(await layoutOf(path, handle, options));
       }
@@ -98,16 +99,6 @@ export class LocalDataProvider implements DataProvider {
   }
 }
 
-async function openFile(path: string): Promise<FileHandle> {
-  try {
-    return await open(path, "r");
-  } catch (cause) {
-    throw new DataError(`Cannot open "${path}": ${(cause as Error).message}`, { file: path }, {
-      cause,
-    });
-  }
-}
-
 async function layoutOf(
   path: string,
   handle: FileHandle,
@@ -119,31 +110,4 @@ async function layoutOf(
   const headerBytes = npyHeaderLength(preamble, path);
   const header = parseNpyHeader(await readAt(handle, path, 0, Math.min(headerBytes, size)), path);
   return npyLayout(path, size, header, options.tokenSize);
-}
-
-/** Reads up to `length` bytes at `position`; returns fewer only at end of file. */
-async function readAt(
-  handle: FileHandle,
-  path: string,
-  position: number,
-  length: number,
-): Promise<Uint8Array> {
-  const buffer = new Uint8Array(length);
-  let filled = 0;
-  try {
-    while (filled < length) {
-      const { bytesRead } = await handle.read(buffer, filled, length - filled, position + filled);
-      if (bytesRead === 0) break;
-      filled += bytesRead;
-    }
-  } catch (cause) {
-    throw new DataError(
-      `${path}: read of ${length} bytes at byte offset ${position} failed: ${
-        (cause as Error).message
-      }`,
-      { file: path, offset: position },
-      { cause },
-    );
-  }
-  return filled === length ? buffer : buffer.subarray(0, filled);
 }

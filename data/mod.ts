@@ -1,7 +1,8 @@
 /**
  * Training data: token datasets cut into fixed-length sequences, and the providers
- * that serve them by sequence index (local folder, HTTP, the TCP data server), the
- * bundled Brown corpus, and a model-independent validation-loss helper.
+ * that serve them by sequence index (local folder, HTTP, the TCP data server, Psyche's
+ * preprocessed parquet datasets, weighted mixes of any of them), the bundled Brown corpus,
+ * and a model-independent validation-loss helper.
  *
  * @module
  */
@@ -78,6 +79,48 @@ export {
   startDataServerFromConfig,
 } from "./data_server_config.ts";
 export { DummyDataProvider } from "./dummy.ts";
+export {
+  blockOf,
+  buildPreprocessedIndex,
+  locateSample,
+  type ParquetFileRows,
+  type PreprocessedIndex,
+  type RowAddress,
+  type RowBlock,
+  selectPreprocessedFiles,
+} from "./preprocessed_index.ts";
+export {
+  IGNORED_LABEL,
+  PREPROCESSED_COLUMNS,
+  type PreprocessedColumn,
+  preprocessedColumns,
+} from "./parquet_columns.ts";
+export {
+  DEFAULT_BLOCK_BYTES,
+  DEFAULT_CACHED_BLOCKS,
+  type PreprocessedBatch,
+  PreprocessedDataProvider,
+  type PreprocessedOptions,
+} from "./preprocessed.ts";
+export {
+  buildWeightedIndex,
+  MAX_WEIGHTED_DATASETS,
+  planWeightedReads,
+  type WeightedIndex,
+  type WeightedIndexOptions,
+  type WeightedRun,
+} from "./weighted_index.ts";
+export {
+  WeightedDataProvider,
+  type WeightedProviderOptions,
+  type WeightedSource,
+} from "./weighted.ts";
+export {
+  type HttpDataLocation,
+  parseWeightedHttpConfig,
+  type WeightedHttpConfig,
+  type WeightedHttpEntry,
+} from "./weighted_config.ts";
 export { providerForLocation, type ProviderForLocationOptions } from "./factory.ts";
 export { evaluateLoss, type EvaluateLossOptions, type LossReport } from "./validation.ts";
 export {

@@ -101,7 +101,8 @@ export const ROOMS: readonly Room[] = [
   },
   {
     path: "data/",
-    job: "token datasets, deterministic shuffling, data providers (local, HTTP, TCP data server)",
+    job: "token datasets, deterministic shuffling, data providers (local, HTTP, TCP data " +
+      "server, Psyche's parquet datasets, weighted mixes)",
     uses: ["common/", "cli/", "net/", "coordinator/config/"],
   },
   {

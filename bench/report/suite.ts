@@ -53,6 +53,13 @@ export const SUITE: readonly SuiteEntry[] = [
     quick: true,
   },
   {
+    id: "data",
+    title: "token data: every provider over the Brown train split, parquet (Preprocessed) " +
+      "against the .ds file it was written from",
+    file: "data/data_bench.ts",
+    quick: false,
+  },
+  {
     id: "distro",
     title: "DisTrO's optimizer work against an AdamW training step of the 20M model",
     file: "optimizer/distro_bench.ts",

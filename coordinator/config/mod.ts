@@ -18,7 +18,9 @@ export {
   LLM_DATA_TYPES,
   LR_SCHEDULE_KINDS,
   OPTIMIZER_KINDS,
+  readHttpDataLocation,
   readRunConfig,
+  readShuffle,
 } from "./read.ts";
 export {
   crossCheckDataConfig,
@@ -28,6 +30,7 @@ export {
   MAX_GLOBAL_BATCH_SIZE,
   MAX_LEARNING_RATE,
   MAX_WEIGHT_DECAY,
+  validateHttpDataLocation,
   validateRunConfigDraft,
 } from "./validate.ts";
 export { runConfigToToml } from "./write.ts";

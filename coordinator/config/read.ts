@@ -235,18 +235,27 @@ function readDataLocation(t: TableReader): DataLocation | undefined {
       return source === undefined ? undefined : { kind: "Preprocessed", source };
     }
     case "Http":
-      return payloadTable(t, choice, (http) => {
-        const location = readHttpLocation(http);
-        const tokenSizeInBytes = http.oneOf("token_size_in_bytes", TOKEN_SIZE_NAMES);
-        const shuffle = readShuffle(http);
-        if (location === undefined || tokenSizeInBytes === undefined || shuffle === undefined) {
-          return undefined;
-        }
-        return { kind: "Http", location, tokenSizeInBytes, shuffle };
-      });
+      return payloadTable(t, choice, readHttpDataLocation);
     default:
       return unreachable(tag);
   }
+}
+
+/**
+ * The keys of an `Http` data location (Psyche's `HttpLLMTrainingDataLocation`): `location`,
+ * `token_size_in_bytes` and `shuffle`, read from `t`; the caller calls `t.finish()`. Also reads
+ * each entry of a `WeightedHttp` mix's JSON (data/weighted_config.ts), which has this layout.
+ */
+export function readHttpDataLocation(
+  t: TableReader,
+): Extract<DataLocation, { kind: "Http" }> | undefined {
+  const location = readHttpLocation(t);
+  const tokenSizeInBytes = t.oneOf("token_size_in_bytes", TOKEN_SIZE_NAMES);
+  const shuffle = readShuffle(t);
+  if (location === undefined || tokenSizeInBytes === undefined || shuffle === undefined) {
+    return undefined;
+  }
+  return { kind: "Http", location, tokenSizeInBytes, shuffle };
 }
 
 function readHttpLocation(t: TableReader): HttpLocation | undefined {
@@ -282,7 +291,11 @@ function readHttpLocation(t: TableReader): HttpLocation | undefined {
   }
 }
 
-function readShuffle(t: TableReader): Shuffle | undefined {
+/**
+ * A `shuffle` key: `"DontShuffle"` or `{ Seeded = [32 u8] }`. Also the top-level `shuffle` of a
+ * `WeightedHttp` mix's JSON.
+ */
+export function readShuffle(t: TableReader): Shuffle | undefined {
   const choice = t.variant("shuffle", ["DontShuffle", "Seeded"]);
   if (choice === undefined) return undefined;
   if (choice.tag === "DontShuffle") return t.unitPayload(choice) && { kind: "DontShuffle" };

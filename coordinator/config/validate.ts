@@ -350,18 +350,40 @@ function checkDataLocation(v: Checker, base: string, location: DataLocation): vo
       v.httpUrl(path, location.url);
       return;
     case "Http":
-      checkHttpLocation(v, `${path}.location`, location.location);
-      if (location.shuffle.kind === "Seeded") {
-        v.rule(
-          `${path}.shuffle.Seeded`,
-          location.shuffle.seed,
-          (s) => s.length === 32,
-          (s) => `expected 32 bytes, found ${s.length}`,
-        );
-      }
+      checkHttpDataLocation(v, path, location);
       return;
     default:
       unreachable(location);
+  }
+}
+
+/**
+ * The rules of one `Http` data location whose keys are at `path` (`location`, `shuffle`), as
+ * issues: the run config's `data_location.Http`, or an entry of a `WeightedHttp` mix's JSON
+ * (data/weighted_config.ts).
+ */
+export function validateHttpDataLocation(
+  path: string,
+  location: Extract<DataLocation, { kind: "Http" }>,
+): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  checkHttpDataLocation(new Checker(issues), path, location);
+  return issues;
+}
+
+function checkHttpDataLocation(
+  v: Checker,
+  path: string,
+  location: Extract<DataLocation, { kind: "Http" }>,
+): void {
+  checkHttpLocation(v, `${path}.location`, location.location);
+  if (location.shuffle.kind === "Seeded") {
+    v.rule(
+      `${path}.shuffle.Seeded`,
+      location.shuffle.seed,
+      (s) => s.length === 32,
+      (s) => `expected 32 bytes, found ${s.length}`,
+    );
   }
 }
 

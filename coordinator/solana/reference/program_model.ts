@@ -94,6 +94,7 @@ export function initialAccount(opts: InitOptions): CoordinatorAccount {
     authorizer: null,
     delegates: [],
     metadata: { name: "", description: "", numParameters: 0, vocabSize: 0 },
+    meetingAddresses: [],
     nextActive: 1n,
     registry: [],
     state,

@@ -71,13 +71,17 @@ export const TRAIN_SPEC = {
     "bind-bulk-interface": str("ADDR", "bulk listener address", {
       defaultText: "the p2p interface",
     }),
-    "bootstrap-peer": str("MULTIADDR", "a participant to dial first (/ip4/../tcp/../p2p/..)", {
-      multiple: true,
-    }),
+    "bootstrap-peer": str(
+      "MULTIADDR",
+      "a participant to dial first (/ip4/../tcp/../p2p/..); a Solana run's account may name " +
+        "more",
+      { multiple: true },
+    ),
     relay: str(
       "MULTIADDR",
       "a circuit relay to hold a reservation on, so peers reach this client behind NAT " +
-        "(/ip4/../tcp/../p2p/..); a TCP coordinator started with --relay names its own",
+        "(/ip4/../tcp/../p2p/..); a TCP coordinator started with --relay names its own, and a " +
+        "Solana run's account those its operator set",
       { multiple: true },
     ),
     "micro-batch-size": str("N", "sequences per forward/backward", { defaultText: "1" }),
@@ -176,6 +180,7 @@ export interface TrainArgs {
   bindBulkPort: number;
   /** The bulk listener's address; null means the p2p interface. */
   bindBulkInterface: string | null;
+  /** `--bootstrap-peer`: participants to dial first (a Solana run's account may name more). */
   bootstrapPeers: string[];
   /** `--relay`: circuit relays to reserve a slot on (the coordinator may name more). */
   relays: string[];

@@ -34,9 +34,15 @@ export interface ExchangeOptions {
   /** Interface and port to listen on (port 0: any free one). */
   readonly host?: string;
   readonly port?: number;
-  /** Multiaddrs (with `/p2p/<id>`) of participants to reach before gossip tells us more. */
+  /**
+   * Multiaddrs (with `/p2p/<id>`) of participants to reach before gossip tells us more
+   * (`--bootstrap-peer`; a Solana run's account may add: {@linkcode Exchange.useBootstrapPeers}).
+   */
   readonly bootstrapPeers?: readonly string[];
-  /** Circuit relays (with `/p2p/<id>`) to reserve a slot on (`--relay`; the coordinator may add). */
+  /**
+   * Circuit relays (with `/p2p/<id>`) to reserve a slot on (`--relay`; the coordinator, or a Solana
+   * run's account, may add: {@linkcode Exchange.useRelays}).
+   */
   readonly relays?: readonly string[];
   readonly maxConcurrentDownloads?: number;
   /** The plain-TCP bulk path for large payloads (default on; `false` turns it off). */
@@ -77,6 +83,18 @@ const MAX_NEIGHBOURS = 8;
 
 /** A default (meaningless) proof for warmup announcements, as in Psyche. */
 const WARMUP_PROOF: CommitteeProof = { committee: "Trainer", position: 0, index: 0 };
+
+/** Why libp2p cannot reserve on `address` (a multiaddr ending in `/p2p/<relay id>`), or null. */
+function relayProblem(address: string): string | null {
+  try {
+    const id = multiaddr(address).getComponents().findLast((c) => c.name === "p2p")?.value;
+    if (id === undefined || isRelayed(address)) return "must end in /p2p/<relay peer id>";
+    peerIdFromString(id);
+    return null;
+  } catch (e) {
+    return `is not a relay's multiaddr: ${(e as Error).message}`;
+  }
+}
 
 /** One client's p2p exchange. Create with {@link Exchange.start}; `close()` when done. */
 export class Exchange {
@@ -168,13 +186,20 @@ export class Exchange {
   }
 
   /**
-   * Reserves a slot on the circuit relays the coordinator names (on each connection; a
-   * restarted coordinator may name a new one), besides those of `--relay`, so peers that
-   * cannot dial us reach us through one. A relay that cannot be reached is said once and
-   * dialled again every tick.
+   * Reserves a slot on the circuit relays the run names (the TCP coordinator on each connection,
+   * where a restarted coordinator may name a new one; a Solana run's account whenever its
+   * meeting addresses change), besides those of `--relay`, so peers that cannot dial us reach
+   * us through one. An address libp2p cannot use as a relay is skipped, saying so, and the
+   * rest are used. A relay that cannot be reached is said once and dialled again every tick.
    */
   async useRelays(named: readonly string[]): Promise<void> {
-    const all = [...new Set([...(this.#options.relays ?? []), ...named])];
+    const all = [...new Set([...(this.#options.relays ?? []), ...named])].filter((address) => {
+      const problem = relayProblem(address);
+      if (problem !== null) {
+        this.#options.logger.log("error", { what: "relay", error: `"${address}" ${problem}` });
+      }
+      return problem === null;
+    });
     let failures;
     try {
       failures = await this.node.setRelays(all);
@@ -183,6 +208,24 @@ export class Exchange {
       return;
     }
     this.#noteRelays(failures);
+  }
+
+  /**
+   * Adds participants to dial first, besides those of `--bootstrap-peer` (a Solana run's
+   * bootstrap peers, from its account): their addresses join the peer store, so dials reach
+   * them. An address that does not end in `/p2p/<ed25519 peer id>` is skipped, saying so.
+   */
+  async useBootstrapPeers(addresses: readonly string[]): Promise<void> {
+    for (const address of addresses) {
+      try {
+        await this.#addBootstrap(address);
+      } catch (e) {
+        const message = (e as Error).message;
+        const error = message.includes(address) ? message : `"${address}" ${message}`;
+        this.#options.logger.log("error", { what: "bootstrap peer", error });
+      }
+    }
+    void this.#dial();
   }
 
   /** Gossips `Finished{warmup}` and counts ourselves ready. */

@@ -256,3 +256,55 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "Exchange: a run's relays and bootstrap peers are used; an unusable one is named, not fatal",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const secrets = [1, 2, 3].map((n) => new Uint8Array(32).fill(n * 41));
+    const [self, relay, peer] = secrets.map(publicKeyOf);
+    const idOf = (key: Uint8Array) => peerIdFromPublicKey(publicKeyFromRaw(key)).toString();
+    // Nobody listens there: the relay is recorded (and dialled again later), not reached.
+    const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (closed.addr as Deno.NetAddr).port;
+    closed.close();
+    const errors: ClientEvents["error"][] = [];
+    const ex = await Exchange.start({
+      runId: RUN,
+      secretKey: secrets[0],
+      publicKey: self,
+      relays: [`/ip4/127.0.0.1/tcp/${port}/p2p/${idOf(relay)}`], // --relay
+      logger: {
+        log: (event, fields) => {
+          if (event === "error") errors.push(fields as ClientEvents["error"]);
+        },
+      },
+      onChange: () => {},
+    });
+    try {
+      const runRelay = `/ip4/127.0.0.2/tcp/${port}/p2p/${idOf(relay)}`;
+      // What the program admits but libp2p cannot use is skipped; the rest are kept.
+      await ex.useRelays([runRelay, "/ip9/1.2.3.4/p2p/abc"]);
+      assert.deepEqual(ex.node.relays().addresses.sort(), [
+        `/ip4/127.0.0.1/tcp/${port}/p2p/${idOf(relay)}`,
+        runRelay,
+      ]);
+      assert.equal(errors.length, 1, JSON.stringify(errors));
+      assert.equal(errors[0].what, "relay");
+      assert.match(errors[0].error, /^"\/ip9\/1\.2\.3\.4\/p2p\/abc" is not a relay's multiaddr/);
+      assert.equal(await ex.node.knowsAddresses(peer), false);
+      await ex.useBootstrapPeers([
+        `/ip4/127.0.0.1/tcp/${port}/p2p/${idOf(peer)}`,
+        "/ip4/127.0.0.1/tcp/1",
+      ]);
+      assert.equal(await ex.node.knowsAddresses(peer), true, "the bootstrap peer's address");
+      assert.equal(errors.length, 2, JSON.stringify(errors));
+      assert.equal(errors[1].what, "bootstrap peer");
+      assert.match(errors[1].error, /"\/ip4\/127\.0\.0\.1\/tcp\/1" must end in \/p2p\/<peer id>/);
+    } finally {
+      await ex.close();
+    }
+  },
+});

@@ -8,7 +8,7 @@
  */
 import "../net/p2p/mod.ts";
 import { TcpBackend, type TcpBackendEvent } from "./backend/tcp.ts";
-import { SolanaBackend } from "./backend/solana.ts";
+import { type MeetingPlaces, SolanaBackend } from "./backend/solana.ts";
 import type { CoordinatorBackend } from "./backend/backend.ts";
 import {
   bulkOptions,
@@ -156,6 +156,11 @@ async function trainWith(
         p2pIdentity: identity.publicKey,
         logger,
         signal,
+        // The run's account names its relays and bootstrap peers: meet peers there.
+        meet: (at) => {
+          void exchange.useRelays(at.relays);
+          void exchange.useBootstrapPeers(at.bootstrapPeers);
+        },
       });
     } else {
       backend = await TcpBackend.connect({
@@ -291,14 +296,19 @@ function networkFaultsFromEnv(): ExchangeFaults {
   return { loseFirstCopy: kinds as (typeof LOSABLE_KINDS)[number][] };
 }
 
-/** The Solana backend for `--rpc`: the run's account from its creator and id (or given). */
-async function connectSolana(
+/**
+ * The Solana backend for `--rpc`: the run's account from its creator and id (or given),
+ * followed through `--rpc` (and `--rpc-2`). `meet` gets the relays and bootstrap peers the
+ * account names, first and whenever they change, as the TCP backend's `Relays` event does.
+ */
+export async function connectSolana(
   flags: SolanaTrainArgs,
   o: {
     runId: string;
     wallet: Awaited<ReturnType<typeof loadWallet>>;
     p2pIdentity: Uint8Array;
     logger: ClientLogger;
+    meet: (at: MeetingPlaces) => void;
     signal?: AbortSignal;
   },
 ): Promise<SolanaBackend> {
@@ -326,6 +336,9 @@ async function connectSolana(
       if (e.kind === "SendFailed") o.logger.log("error", { what: e.what, error: e.error });
       if (e.kind === "SubscriptionLost") {
         o.logger.log("error", { what: "accountSubscribe", error: e.reason });
+      }
+      if (e.kind === "MeetingAddresses") {
+        o.meet({ relays: e.relays, bootstrapPeers: e.bootstrapPeers });
       }
     },
   });

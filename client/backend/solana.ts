@@ -17,6 +17,10 @@
  *   stages can take more than the default.
  * - **Reports** (witness, warmup witness, health check, verification report, checkpoint) go
  *   through coordinator/solana/rpc/transactions.ts: retries with back-off, then `--rpc-2`.
+ * - **Meeting addresses**: the account names the run's relays and bootstrap peers; the backend
+ *   says so (`MeetingAddresses`) on the first account that names any and whenever they change,
+ *   as the TCP backend passes on its coordinator's `Relays` message, so the client meets its
+ *   peers there without `--relay` or `--bootstrap-peer`.
  *
  * Errors: the program's coordinator codes come back as CoordinatorError (same codes as the
  * TCP server), its own codes as CoordinatorProgramError; `NotAuthorizedToJoin` and a
@@ -76,6 +80,8 @@ export type SolanaBackendEvent =
   | { kind: "SubscriptionLost"; url: string; reason: string }
   | { kind: "TickSent"; runState: string }
   | { kind: "Joined"; epoch: number }
+  /** The run's account names these relays and bootstrap peers (first, or changed). */
+  | { kind: "MeetingAddresses"; relays: string[]; bootstrapPeers: string[] }
   | { kind: "Retry"; rpc: string; attempt: number; error: string }
   | { kind: "SendFailed"; what: string; error: string }
   | { kind: "Failed"; error: BackendError };
@@ -175,6 +181,28 @@ export function nextAccount(
   }
   if (current !== null && account.nonce <= current.nonce) return null;
   return account;
+}
+
+/** Where a run's clients meet: its relays and its bootstrap peers, as two lists of multiaddrs. */
+export interface MeetingPlaces {
+  relays: string[];
+  bootstrapPeers: string[];
+}
+
+/**
+ * The relays and bootstrap peers of `next` when they differ from those of `previous` (none
+ * when `previous` is null), else null: a client acts on each list once, and a run that names
+ * none asks nothing of it. Pure.
+ */
+export function meetingChange(
+  previous: CoordinatorAccount | null,
+  next: CoordinatorAccount,
+): MeetingPlaces | null {
+  const before = JSON.stringify(previous?.meetingAddresses ?? []);
+  if (JSON.stringify(next.meetingAddresses) === before) return null;
+  const of = (kind: string) =>
+    next.meetingAddresses.filter((m) => m.kind === kind).map((m) => m.address);
+  return { relays: of("Relay"), bootstrapPeers: of("Bootstrap") };
 }
 
 /** The Solana implementation of the coordinator backend. */
@@ -436,7 +464,10 @@ export class SolanaBackend implements CoordinatorBackend {
     });
     if (next instanceof BackendError) return this.#fail(next);
     if (next === null) return;
+    const meeting = meetingChange(this.#account, next);
     this.#account = next;
+    // Before the state: the client meets its peers where the run says before it acts on it.
+    if (meeting !== null) this.#o.onEvent?.({ kind: "MeetingAddresses", ...meeting });
     this.#feed.publish(next.state);
     this.#maybeRejoin(next);
   }

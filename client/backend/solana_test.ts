@@ -2,11 +2,20 @@ import assert from "node:assert/strict";
 import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
 import { startTestRun, type TestRun } from "../../coordinator/solana/testing/localnet_run.ts";
 import { COMPLIANCE_RUN_ID, describeBackendCompliance } from "../testing/backend_compliance.ts";
-import { nextAccount, SolanaBackend, tickDue, tickProbability } from "./solana.ts";
+import {
+  meetingChange,
+  type MeetingPlaces,
+  nextAccount,
+  SolanaBackend,
+  tickDue,
+  tickProbability,
+} from "./solana.ts";
 import { BackendError } from "./backend.ts";
-import { SolanaRpcClient } from "../../coordinator/solana/rpc/mod.ts";
+import { keypairJson, SolanaRpcClient } from "../../coordinator/solana/rpc/mod.ts";
 import { decodeCoordinatorAccount } from "../../coordinator/solana/abi/mod.ts";
 import { generateIdentity } from "../../net/mod.ts";
+import { parseClientArgs } from "../cli.ts";
+import { connectSolana } from "../main.ts";
 
 async function connect(
   run: TestRun,
@@ -200,5 +209,94 @@ Deno.test("the backend ticks the run forward and joins again for the next epoch"
     assert.equal(backend.latest()?.progress.epoch, 1, "the second epoch's registration");
   } finally {
     await backend.close();
+  }
+});
+
+const PEER = "12D3KooWHFrmLWTTDD4NodngtRMEVYgxrsDMp4F9iSwYntZ9WjHa";
+const RELAY = `/ip4/203.0.113.7/tcp/4001/p2p/${PEER}`;
+const BOOTSTRAP = `/dns4/peer.example.org/tcp/4001/p2p/${PEER}`;
+
+Deno.test("meeting addresses: said once per list, none for a run that names none", async () => {
+  await using run = await startTestRun({ runId: "meet", config: testConfig(), model: testModel() });
+  const read = async () => decodeCoordinatorAccount((await run.rpc.accountData(run.coordinator))!);
+  const none = await read();
+  assert.equal(meetingChange(null, none), null, "a run without any asks nothing");
+  await run.operator.update(run.coordinator, {
+    meetingAddresses: [{ kind: "Bootstrap", address: BOOTSTRAP }, {
+      kind: "Relay",
+      address: RELAY,
+    }],
+  });
+  const named = await read();
+  assert.deepEqual(meetingChange(none, named), { relays: [RELAY], bootstrapPeers: [BOOTSTRAP] });
+  assert.deepEqual(meetingChange(null, named), { relays: [RELAY], bootstrapPeers: [BOOTSTRAP] });
+  assert.equal(meetingChange(named, named), null, "the same list again: nothing to do");
+  await run.operator.update(run.coordinator, { meetingAddresses: [] });
+  assert.deepEqual(meetingChange(named, await read()), { relays: [], bootstrapPeers: [] });
+});
+
+Deno.test("a client in Solana mode meets where the run's account says, with no flags", async () => {
+  await using run = await startTestRun({
+    runId: "meet-rpc",
+    config: testConfig(),
+    model: testModel(),
+  });
+  await run.operator.update(run.coordinator, {
+    meetingAddresses: [{ kind: "Relay", address: RELAY }, {
+      kind: "Bootstrap",
+      address: BOOTSTRAP,
+    }],
+  });
+  const dir = await Deno.makeTempDir({ prefix: "solana-meet-" });
+  const wallet = await run.newWallet();
+  const walletPath = `${dir}/client.json`;
+  await Deno.writeTextFile(walletPath, keypairJson(wallet.identity));
+  // `client train` as a volunteer types it: the RPC, a wallet and the run; no --relay
+  // (--ws-rpc only because the test's WebSocket is not on the RPC's port + 1).
+  const args = parseClientArgs([
+    "train",
+    "--run-id",
+    "meet-rpc",
+    "--rpc",
+    run.net.url,
+    "--ws-rpc",
+    run.net.wsUrl,
+    "--wallet-private-key-path",
+    walletPath,
+    "--coordinator",
+    run.coordinator,
+    "--program-id",
+    run.net.ledger.programId,
+  ]);
+  assert.ok(args.command === "train" && args.solana !== undefined);
+  assert.deepEqual([args.relays, args.bootstrapPeers], [[], []]);
+  const met: MeetingPlaces[] = [];
+  const backend = await connectSolana(args.solana, {
+    runId: args.runId,
+    wallet,
+    p2pIdentity: generateIdentity().publicKey,
+    logger: { log: () => {} },
+    meet: (at) => met.push(at),
+  });
+  try {
+    // The first read of the account names them, before connect returns.
+    assert.deepEqual(met, [{ relays: [RELAY], bootstrapPeers: [BOOTSTRAP] }]);
+    // The operator moves the run's relay: the account notification brings the new one.
+    const moved = RELAY.replace("203.0.113.7", "198.51.100.9");
+    await run.operator.update(run.coordinator, {
+      meetingAddresses: [{ kind: "Relay", address: moved }],
+    });
+    const deadline = Date.now() + 10_000;
+    while (met.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(met[1], { relays: [moved], bootstrapPeers: [] });
+    // Other updates leave the meeting places alone.
+    await run.operator.update(run.coordinator, {
+      metadata: { name: "n", description: "", numParameters: 1, vocabSize: 1 },
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(met.length, 2, JSON.stringify(met));
+  } finally {
+    await backend.close();
+    await Deno.remove(dir, { recursive: true });
   }
 });

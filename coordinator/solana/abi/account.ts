@@ -1,9 +1,9 @@
 /**
- * The coordinator account (layout version 3: the table in layout.ts, from which
+ * The coordinator account (layout version 4: the table in layout.ts, from which
  * program/layout.h and docs/solana-program.md are generated): its size and offsets, and the
  * decoder that turns the account's bytes into the `CoordinatorState` of
  * coordinator/core/types.ts plus the program's own fields (authorities, join registry,
- * delegates, metadata, nonce).
+ * delegates, metadata, meeting addresses, nonce).
  *
  * Decoding transcribes the fixed layout into the state encoding (docs/state-encoding.md)
  * and runs the strict state decoder on it, so an account decodes exactly when it holds a
@@ -31,6 +31,8 @@ import {
 import { CONFIG_V1_BYTES } from "./state_parts.ts";
 import { AccountDecodeError, limit } from "./account_error.ts";
 import { readAccountVerification } from "./account_verification.ts";
+import { readMeetingAddresses } from "./account_meeting.ts";
+import type { MeetingAddress } from "./meeting_addresses.ts";
 export { AccountDecodeError } from "./account_error.ts";
 import {
   type CoordinatorState,
@@ -43,7 +45,7 @@ import {
   witnessBloomParameters,
 } from "../../core/mod.ts";
 
-/** Layout version this module reads (3: version 2 plus verification). */
+/** Layout version this module reads (4: version 3 plus the meeting addresses). */
 export const ACCOUNT_VERSION = ACCOUNT_LAYOUT_VERSION;
 /** Size of a coordinator account in bytes. */
 export const ACCOUNT_SIZE: number = structLayout("account_t").size;
@@ -84,7 +86,9 @@ export const OFFSETS = Object.freeze(structLayout("account_t").offsets) as Reado
     | "digestRecords"
     | "digestVotes"
     | "ejectionsLen"
-    | "ejections",
+    | "ejections"
+    | "meetingAddressesLen"
+    | "meetingAddresses",
     number
   >
 >;
@@ -153,6 +157,8 @@ export interface CoordinatorAccount {
   /** Keys the authorizer allows to join. */
   delegates: Uint8Array[];
   metadata: RunMetadata;
+  /** Where the run's clients meet (relays, bootstrap peers), as the main authority set them. */
+  meetingAddresses: MeetingAddress[];
   /** Registrations with `active == nextActive` are pending for the next epoch. */
   nextActive: bigint;
   registry: Registration[];
@@ -430,6 +436,7 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
     authorizer: authorizer.every((b) => b === 0) ? null : authorizer,
     delegates,
     metadata,
+    meetingAddresses: readMeetingAddresses(bytes),
     nextActive: v.getBigUint64(OFFSETS.nextActive, true),
     registry,
     state,

@@ -38,7 +38,14 @@ Deno.test("account: a live 16-client run decodes", () => {
   assert.equal(a.state.runState, "RoundTrain");
   assert.equal(a.state.epochState.clients.length, 16);
   assert.equal(a.state.epochState.rounds.reduce((n, r) => n + r.witnesses.length, 0) > 0, true);
-  assert.equal(a.version, 3);
+  assert.equal(a.version, 4);
+  // The measured run names the most meeting addresses, each of the longest length.
+  assert.deepEqual(a.meetingAddresses.map((m) => [m.kind, m.address.length]), [
+    ["Relay", 192],
+    ["Bootstrap", 192],
+    ["Bootstrap", 192],
+    ["Bootstrap", 192],
+  ]);
   assert.equal(a.state.config.verificationBarEpochs, 4);
   assert.deepEqual(a.state.epochState.verificationTasks, []);
   assert.deepEqual(a.state.ejections, []);
@@ -216,6 +223,58 @@ Deno.test("account: verification defects name their field", () => {
   broken((b) => b[OFFSETS.ejectionsLen] = 33, /^ejections\.length$/);
   broken((b) => b[OFFSETS.ejections + EJECTION.offsets.cause] = 5, /^ejections\[0\]\.cause$/);
   broken((b) => b[OFFSETS.ejections + EJECTION.offsets.evidence] = 7, /^ejections\[0\]\.evidence$/);
+});
+
+const MEETING = structLayout("meeting_address_t");
+/** Writes meeting address `i` of `b` (kind code, then the text's bytes) and the count `n`. */
+function setMeeting(b: Uint8Array, i: number, kind: number, text: string, n = i + 1): void {
+  const at = OFFSETS.meetingAddresses + i * MEETING.size;
+  const bytes = new TextEncoder().encode(text);
+  b[at + MEETING.offsets.kind] = kind;
+  b[at + MEETING.offsets.len] = bytes.length;
+  b.set(bytes, at + MEETING.offsets.address);
+  b[OFFSETS.meetingAddressesLen] = n;
+}
+
+Deno.test("account: version 4's meeting addresses decode in order; defects name their field", () => {
+  const relay = "/ip4/203.0.113.7/tcp/4001/p2p/12D3KooWabc";
+  const peer = "/dns4/peer.example/tcp/4001/p2p/12D3KooWdef";
+  const b = BYTES.slice();
+  setMeeting(b, 0, 0, relay);
+  setMeeting(b, 1, 1, peer);
+  assert.deepEqual(decodeCoordinatorAccount(b).meetingAddresses, [
+    { kind: "Relay", address: relay },
+    { kind: "Bootstrap", address: peer },
+  ]);
+  const entry = (i: number, field: string) =>
+    OFFSETS.meetingAddresses + i * MEETING.size + MEETING.offsets[field];
+  fails(
+    (b) => setMeeting(b, 0, 0, relay, 5),
+    /^meetingAddresses\.length$/,
+    OFFSETS.meetingAddressesLen,
+  );
+  fails((b) => setMeeting(b, 0, 2, relay), /^meetingAddresses\[0\]\.kind$/, entry(0, "kind"));
+  fails(
+    (b) => {
+      setMeeting(b, 0, 0, relay);
+      b[entry(0, "len")] = 193;
+    },
+    /^meetingAddresses\[0\]\.address\.length$/,
+    entry(0, "len"),
+  );
+  fails(
+    (b) => {
+      setMeeting(b, 0, 0, relay);
+      setMeeting(b, 1, 1, "/ip4/203.0.113.7/tcp/4001");
+    },
+    /^meetingAddresses\[1\]\.address$/,
+    entry(1, "address"),
+  );
+  fails((b) => setMeeting(b, 0, 0, "/dns4/é/p2p/x"), /^meetingAddresses\[0\]\.address$/);
+  fails((b) => setMeeting(b, 0, 0, ""), /^meetingAddresses\[0\]\.address$/);
+  // A version 3 account (no meeting addresses, 784 bytes shorter) is refused, as version 2 was.
+  fails((_, v) => v.setUint32(OFFSETS.version, 3, true), /^version$/, OFFSETS.version);
+  fails(() => BYTES.subarray(0, OFFSETS.meetingAddressesLen), /^size$/, 0);
 });
 
 Deno.test("account: the model's snapshot dtype is read from the byte after the optimizer", () => {

@@ -74,6 +74,9 @@ export const PROGRAM_ERROR_CODES = [
   /** An optimizer hyperparameter is out of range (AdamW betas/eps, clip, weight decay,
    * Distro compression decay/chunk/topk). */
   "InvalidOptimizer",
+  /** A meeting address is malformed (not a multiaddr ending in /p2p/<id>, too long, not printable
+   * ASCII), or the update names more than 4 (meeting_addresses.ts). */
+  "InvalidMeetingAddress",
 ] as const;
 
 /** One of {@linkcode PROGRAM_ERROR_CODES}. */

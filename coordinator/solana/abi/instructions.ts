@@ -11,6 +11,7 @@
  * @module
  */
 
+import { MEETING_ADDRESS_KINDS, type MeetingAddress } from "./meeting_addresses.ts";
 import {
   CONFIG_WIRE_BYTES,
   decodeConfigBytes,
@@ -64,6 +65,17 @@ export const MAX_DELEGATES = 256;
 /** Bytes of one health-check entry: signer, committee, position, index. */
 export const HEALTH_ENTRY_BYTES = 41;
 
+/** The update instruction's part flags (its first byte after the tag), in wire order. */
+export const UPDATE_PARTS = {
+  metadata: 1,
+  config: 2,
+  model: 4,
+  progress: 8,
+  meetingAddresses: 16,
+} as const;
+/** Every part flag at once: a parts byte with any other bit is malformed. */
+const ALL_UPDATE_PARTS = 31;
+
 /** Descriptive run metadata (not used by the state machine). */
 export interface RunMetadata {
   name: string;
@@ -95,6 +107,12 @@ export type CoordinatorInstruction =
     config?: CoordinatorConfig;
     model?: LlmModel;
     progress?: CoordinatorProgress;
+    /**
+     * Replaces the run's meeting addresses (an empty list clears them). The codec carries up
+     * to 255 entries of up to 255 bytes; the program refuses more than 4, longer than 192 bytes
+     * or not multiaddr-ish (`InvalidMeetingAddress`, meeting_addresses.ts).
+     */
+    meetingAddresses?: MeetingAddress[];
   }
   | { kind: "SetPaused"; paused: boolean }
   | { kind: "JoinRun"; p2pIdentity: Uint8Array }
@@ -274,6 +292,20 @@ function writeReport(o: Out, r: VerificationReport): void {
   o.u32(r.detail);
 }
 
+/** count `u8`, then per entry kind `u8` (0 Relay, 1 Bootstrap), length `u8`, the UTF-8 bytes. */
+function writeMeetingPart(o: Out, list: readonly MeetingAddress[]): void {
+  checkInt("meetingAddresses.length", list.length, 0xff);
+  o.u8(list.length);
+  list.forEach((entry, i) => {
+    const kind = MEETING_ADDRESS_KINDS.indexOf(entry.kind);
+    if (kind < 0) throw new RangeError(`meetingAddresses[${i}].kind is unknown: ${entry.kind}`);
+    const bytes = strBytes(`meetingAddresses[${i}].address`, entry.address, 0xff);
+    o.u8(kind);
+    o.u8(bytes.length);
+    o.raw(bytes);
+  });
+}
+
 function writeTail(o: Out, t: WitnessTail): void {
   checkInt("metadata.step", t.step, 0xffff_ffff);
   o.u32(t.step);
@@ -303,8 +335,10 @@ export function encodeCoordinatorInstruction(ix: CoordinatorInstruction): Uint8A
       break;
     }
     case "Update": {
-      const parts = (ix.metadata ? 1 : 0) | (ix.config ? 2 : 0) | (ix.model ? 4 : 0) |
-        (ix.progress ? 8 : 0);
+      const parts = (ix.metadata ? UPDATE_PARTS.metadata : 0) |
+        (ix.config ? UPDATE_PARTS.config : 0) | (ix.model ? UPDATE_PARTS.model : 0) |
+        (ix.progress ? UPDATE_PARTS.progress : 0) |
+        (ix.meetingAddresses !== undefined ? UPDATE_PARTS.meetingAddresses : 0);
       if (parts === 0) throw new RangeError("Update must carry at least one part");
       o.u8(parts);
       if (ix.metadata) {
@@ -341,6 +375,7 @@ export function encodeCoordinatorInstruction(ix: CoordinatorInstruction): Uint8A
         o.u32(ix.progress.step);
         o.u64(BigInt(ix.progress.epochStartDataIndex));
       }
+      if (ix.meetingAddresses !== undefined) writeMeetingPart(o, ix.meetingAddresses);
       break;
     }
     case "SetPaused":
@@ -501,6 +536,22 @@ function readCheckpoint(r: In, field: string): Checkpoint {
   return { kind, repo: { repoId: first, revision: second } };
 }
 
+/**
+ * The meeting part as the wire carries it: any count and length a byte holds, UTF-8 text. The
+ * capacities and the address rule are the program's to check (`InvalidMeetingAddress`), so the
+ * reference model sees what the program sees.
+ */
+function readMeetingPart(r: In): MeetingAddress[] {
+  const n = r.u8("meetingAddresses.length");
+  const out: MeetingAddress[] = [];
+  for (let i = 0; i < n; i++) {
+    const kind = r.code(`meetingAddresses[${i}].kind`, MEETING_ADDRESS_KINDS);
+    const field = `meetingAddresses[${i}].address`;
+    out.push({ kind, address: r.str(field, r.u8(`${field}.length`), 0xff) });
+  }
+  return out;
+}
+
 function readWitness(r: In): Witness {
   const position = r.u32("witness.proof.position");
   const index = r.u32("witness.proof.index");
@@ -548,9 +599,11 @@ export function decodeCoordinatorInstruction(data: Uint8Array): CoordinatorInstr
     }
     case "Update": {
       const parts = r.u8("parts");
-      if (parts === 0 || parts > 15) r.fail("parts", `invalid part flags ${parts}`, 0);
+      if (parts === 0 || parts > ALL_UPDATE_PARTS) {
+        r.fail("parts", `invalid part flags ${parts}`, 0);
+      }
       const u: CoordinatorInstruction & { kind: "Update" } = { kind };
-      if (parts & 1) {
+      if (parts & UPDATE_PARTS.metadata) {
         const name = r.str("metadata.name", r.u8("metadata.name.length"), MAX_NAME_BYTES);
         const description = r.str(
           "metadata.description",
@@ -564,15 +617,20 @@ export function decodeCoordinatorInstruction(data: Uint8Array): CoordinatorInstr
           vocabSize: r.safe("metadata.vocabSize"),
         };
       }
-      if (parts & 2) u.config = decodeConfigBytes(r.take("config", CONFIG_WIRE_BYTES));
-      if (parts & 4) u.model = decodeModelBytes(r.take("model", r.u16("model.length")));
-      if (parts & 8) {
+      if (parts & UPDATE_PARTS.config) {
+        u.config = decodeConfigBytes(r.take("config", CONFIG_WIRE_BYTES));
+      }
+      if (parts & UPDATE_PARTS.model) {
+        u.model = decodeModelBytes(r.take("model", r.u16("model.length")));
+      }
+      if (parts & UPDATE_PARTS.progress) {
         u.progress = {
           epoch: r.u16("progress.epoch"),
           step: r.u32("progress.step"),
           epochStartDataIndex: r.safe("progress.epochStartDataIndex"),
         };
       }
+      if (parts & UPDATE_PARTS.meetingAddresses) u.meetingAddresses = readMeetingPart(r);
       ix = u;
       break;
     }

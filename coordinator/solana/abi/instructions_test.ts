@@ -50,6 +50,15 @@ const EXAMPLES: CoordinatorInstruction[] = [
     progress: { epoch: 3, step: 40, epochStartDataIndex: 1000 },
   },
   { kind: "Update", progress: { epoch: 0, step: 1, epochStartDataIndex: 0 } },
+  {
+    kind: "Update",
+    metadata: { name: "m", description: "", numParameters: 1, vocabSize: 2 },
+    meetingAddresses: [
+      { kind: "Relay", address: "/ip4/203.0.113.7/tcp/4001/p2p/12D3KooWabc" },
+      { kind: "Bootstrap", address: "/dns4/peer.example/tcp/4001/p2p/12D3KooWdef" },
+    ],
+  },
+  { kind: "Update", meetingAddresses: [] },
   { kind: "SetPaused", paused: true },
   { kind: "JoinRun", p2pIdentity: key(2) },
   { kind: "Tick" },
@@ -228,6 +237,54 @@ Deno.test("instructions: a verification report is the TCP request's 12 bytes aft
     kind: "VerificationReport",
     report: { height: 7, trainer: 3, verdict: "Pass", evidence: "ResultMismatch", detail: 0 },
   });
+});
+
+Deno.test("instructions: the update's meeting part is the last, with the wire's own limits", () => {
+  const relay = "/ip4/1.2.3.4/tcp/1/p2p/Qm1";
+  const bytes = encodeCoordinatorInstruction({
+    kind: "Update",
+    progress: { epoch: 1, step: 2, epochStartDataIndex: 3 },
+    meetingAddresses: [{ kind: "Bootstrap", address: relay }],
+  });
+  // tag, parts (8 progress | 16 meeting), progress (14 bytes), count, kind, length, the address.
+  assert.deepEqual([...bytes.subarray(0, 2)], [1, 24]);
+  assert.deepEqual([...bytes.subarray(16, 19)], [1, 1, relay.length]);
+  assert.equal(new TextDecoder().decode(bytes.subarray(19)), relay);
+  // An empty list is a part too: it clears the run's addresses.
+  assert.deepEqual([...encodeCoordinatorInstruction({ kind: "Update", meetingAddresses: [] })], [
+    1,
+    16,
+    0,
+  ]);
+  // Five, or a 200-byte address, still decode: refusing them is the program's
+  // (InvalidMeetingAddress), so the reference model sees what the program sees.
+  const five = Array.from({ length: 5 }, () => ({ kind: "Relay" as const, address: relay }));
+  const long = [{ kind: "Relay" as const, address: "/" + "a".repeat(199) }];
+  for (const meetingAddresses of [five, long]) {
+    const ix: CoordinatorInstruction = { kind: "Update", meetingAddresses };
+    assert.deepEqual(decodeCoordinatorInstruction(encodeCoordinatorInstruction(ix)), ix);
+  }
+  decodeFails([1, 32], /^parts$/);
+  decodeFails([1, 16, 1, 2, 1, 0x2f], /^meetingAddresses\[0\]\.kind$/);
+  decodeFails([1, 16, 1, 0, 2, 0x2f], /^meetingAddresses\[0\]\.address$/);
+  decodeFails([1, 16, 1, 0, 2, 0x2f, 0xff], /^meetingAddresses\[0\]\.address$/);
+  decodeFails([1, 16, 2, 0, 1, 0x2f], /^meetingAddresses\[1\]\.kind$/);
+  assert.throws(
+    () =>
+      encodeCoordinatorInstruction({
+        kind: "Update",
+        meetingAddresses: [{ kind: "Relay", address: "/" + "a".repeat(255) }],
+      }),
+    /meetingAddresses\[0\]\.address must be a string of at most 255 UTF-8 bytes/,
+  );
+  assert.throws(
+    () =>
+      encodeCoordinatorInstruction({
+        kind: "Update",
+        meetingAddresses: [{ kind: "Gateway" as never, address: relay }],
+      }),
+    /meetingAddresses\[0\]\.kind is unknown: Gateway/,
+  );
 });
 
 Deno.test("instructions: a fractional duration is refused with its run-config key, not rounded", () => {

@@ -1,5 +1,5 @@
 /**
- * The coordinator account's layout, version 3, written down once. Everything else is made from
+ * The coordinator account's layout, version 4, written down once. Everything else is made from
  * this table: the C header the program is compiled with (program/layout.h, written by
  * toolchain/generate_layout.ts), the account decoder's offsets (account.ts reads them from
  * {@linkcode structLayout} at load), and the layout tables of docs/solana-program.md. A check in
@@ -12,14 +12,15 @@
  * Changing a field's offset is a new layout version: version 2 appended the parameter digests
  * after the delegates, leaving every version 1 offset where it was; version 3 added verification
  * (the config's bar epochs, each round's rejected trainers, the epoch's open verification tasks
- * and the ejection records), which moved everything after the first round.
+ * and the ejection records), which moved everything after the first round; version 4 appended the
+ * meeting addresses after the ejection records, leaving every version 3 offset where it was.
  *
  * @example
  * ```ts
  * import { structLayout } from "./layout.ts";
  * const account = structLayout("account_t");
- * if (account.size !== 220_832 || account.offsets.ejections !== 219_420) {
- *   throw new Error("layout version 3 moved");
+ * if (account.size !== 221_616 || account.offsets.ejections !== 219_420) {
+ *   throw new Error("layout version 4 moved");
  * }
  * ```
  *
@@ -59,9 +60,14 @@ import {
   MAX_NAME_BYTES,
   WITNESS_TAIL_BYTES,
 } from "./instructions.ts";
+import {
+  MAX_MEETING_ADDRESS_BYTES,
+  MAX_MEETING_ADDRESSES,
+  MEETING_ADDRESS_KINDS,
+} from "./meeting_addresses.ts";
 
-/** The account's layout version (3: version 2 plus verification). */
-export const ACCOUNT_LAYOUT_VERSION = 3;
+/** The account's layout version (4: version 3 plus the meeting addresses). */
+export const ACCOUNT_LAYOUT_VERSION = 4;
 
 /** The account's first 8 bytes once `init_coordinator` ran. */
 export const ACCOUNT_MAGIC_TEXT = "PSYCOORD";
@@ -150,6 +156,13 @@ export const LAYOUT_CONSTANTS: readonly LayoutConstant[] = [
     value: DEFAULT_VERIFICATION_BAR_EPOCHS,
     doc: "init_coordinator's verificationBarEpochs (the run config's default).",
   },
+  {
+    name: "MAX_MEETING_ADDRESSES",
+    value: MAX_MEETING_ADDRESSES,
+    doc: "Meeting addresses a run holds (meeting_addresses.ts says why 4 of 192 bytes).",
+  },
+  { name: "MEETING_ADDRESS_BYTES", value: MAX_MEETING_ADDRESS_BYTES },
+  { name: "NUM_MEETING_KINDS", value: MEETING_ADDRESS_KINDS.length },
 ];
 
 /** The value of constant `name` of {@linkcode LAYOUT_CONSTANTS}. */
@@ -223,6 +236,12 @@ export const LAYOUT_ENUMS: readonly LayoutEnum[] = [
     first: 0,
     numbered: true,
     doc: "Ejection causes (types.ts EJECTION_CAUSES).",
+  },
+  {
+    names: MEETING_ADDRESS_KINDS.map((k) => `MEETING_${upperSnake(k)}`),
+    first: 0,
+    numbered: true,
+    doc: "Meeting address kinds (meeting_addresses.ts MEETING_ADDRESS_KINDS).",
   },
 ];
 
@@ -580,6 +599,22 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
     ],
   },
   {
+    c: "meeting_address_t",
+    title: "MeetingAddress",
+    depth: 4,
+    comment: "Where the run's clients meet (meeting_addresses.ts MeetingAddress).",
+    fields: [
+      { c: "kind", type: "u8", doc: "`MEETING_ADDRESS_KINDS` code: 0 Relay, 1 Bootstrap" },
+      { c: "len", type: "u8", label: "address length", doc: "1..192" },
+      {
+        c: "address",
+        type: "u8",
+        dims: ["MEETING_ADDRESS_BYTES"],
+        doc: "printable ASCII, a multiaddr ending in `/p2p/<peer id>`; zero after `len`",
+      },
+    ],
+  },
+  {
     c: "account_t",
     title: "The account",
     notes: 'Version 2 appended the parameter digests (docs/protocol.md, "Parameter digests") ' +
@@ -589,13 +624,17 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
       "the rejected bits moved every offset after the first round. None of these has a place " +
       "in the state encoding's version 1 that the rest of the account is transcribed into; " +
       "`account.ts` reads them beside it, with the checks the state decoder gives them " +
-      "(digests: version 3; verification: version 5), and refuses version 2 accounts.",
+      "(digests: version 3; verification: version 5). Version 4 appended the meeting addresses " +
+      "(the relays and bootstrap peers clients meet at, docs/p2p.md) after the ejection " +
+      "records, so every version 3 offset is unchanged. Accounts of earlier versions are " +
+      "refused.",
     fields: [
       { c: "magic", type: "u8", dims: [8], doc: "`PSYCOORD` once initialized (all zero before)" },
       {
         c: "version",
         type: "u32",
-        doc: "= 3 (1 had no parameter digests, 2 no verification; both are refused)",
+        doc: "= 4 (1 had no parameter digests, 2 no verification, 3 no meeting addresses; all " +
+          "are refused)",
       },
       {
         c: "flags",
@@ -679,6 +718,19 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
         comment: "Version 3: ejection records (coordinator/core/verification.ts), oldest first.",
       },
       pad("_pad3", 4),
+      {
+        c: "meeting_addresses_len",
+        type: "u8",
+        doc: "meeting addresses in use, ≤ 4 (version 4)",
+        comment: "Version 4: where clients meet (relays, bootstrap peers), set by update.",
+      },
+      pad("_pad4", 7),
+      {
+        c: "meeting_addresses",
+        type: "meeting_address_t",
+        dims: ["MAX_MEETING_ADDRESSES"],
+        doc: "in the order the main authority gave them; unused entries zero",
+      },
     ],
   },
 ];

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { LAYOUT_STRUCTS, type LayoutStruct, structLayout } from "./layout.ts";
 
-// Version 3's offsets and sizes, as deployed programs and stored accounts hold them. A change
+// Version 4's offsets and sizes, as deployed programs and stored accounts hold them. A change
 // here is a new layout version, not an edit.
-Deno.test("layout version 3: every header offset and structure size stays where it was", () => {
+Deno.test("layout version 4: every header offset and structure size stays where it was", () => {
   assert.deepEqual(structLayout("account_t").offsets, {
     magic: 0,
     version: 8,
@@ -35,6 +35,9 @@ Deno.test("layout version 3: every header offset and structure size stays where 
     digestRecords: 218_044,
     digestVotes: 218_332,
     ejections: 219_420,
+    // Version 4 appended these; every offset above is version 3's.
+    meetingAddressesLen: 220_832,
+    meetingAddresses: 220_840,
   });
   const sizes = Object.fromEntries(LAYOUT_STRUCTS.map((s) => [s.c, structLayout(s.c).size]));
   assert.deepEqual(sizes, {
@@ -53,7 +56,8 @@ Deno.test("layout version 3: every header offset and structure size stays where 
     registration_t: 72,
     digest_record_t: 36,
     digest_vote_t: 34,
-    account_t: 220_832,
+    meeting_address_t: 194,
+    account_t: 221_616,
   });
   assert.equal(structLayout("model_t").offsets.dataLocation, 148);
   assert.equal(structLayout("config_t").offsets.maxClients, 64);

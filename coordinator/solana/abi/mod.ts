@@ -1,9 +1,9 @@
 /**
  * The coordinator program's interface, as TypeScript sees it: the account layout and its
- * decoder, the instruction codecs, the program's addresses and error codes, and the
- * instructions as `@solana/kit` objects with the accounts each takes. Pure (no RPC, no
- * files): the client's Solana backend, the operator commands, the localnet and the tests all
- * speak to the program through it.
+ * decoder, the instruction codecs, the program's addresses and error codes, the rule for a run's
+ * meeting addresses, and the instructions as `@solana/kit` objects with the accounts each takes.
+ * Pure (no RPC, no files): the client's Solana backend, the operator commands, the localnet and
+ * the tests all speak to the program through it.
  *
  * Layout, instructions and error codes: docs/solana-program.md.
  *
@@ -78,6 +78,15 @@ export {
   encodeModelBytes,
 } from "./state_parts.ts";
 export { placeholderModel, uninitializedState, zeroConfig } from "./state_parts.ts";
+export {
+  MAX_MEETING_ADDRESS_BYTES,
+  MAX_MEETING_ADDRESSES,
+  MEETING_ADDRESS_KINDS,
+  type MeetingAddress,
+  meetingAddressesProblem,
+  type MeetingAddressKind,
+  meetingAddressProblem,
+} from "./meeting_addresses.ts";
 export {
   ACCOUNT_LAYOUT_VERSION,
   ACCOUNT_MAGIC_TEXT,

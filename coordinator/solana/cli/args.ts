@@ -17,6 +17,7 @@ import {
 import { type Address, address } from "@solana/kit";
 import { unprintableProblem, UsageError } from "../../../common/mod.ts";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/mod.ts";
+import { MAX_MEETING_ADDRESSES, type MeetingAddress, meetingAddressProblem } from "../abi/mod.ts";
 
 /** A string flag of the operator commands. */
 function str(value: string, description: string, extra: Partial<FlagSpec> = {}): FlagSpec {
@@ -41,6 +42,20 @@ const COMMON_FLAGS = {
 } as const;
 
 const RUN_ID = { "run-id": str("ID", "the run (at most 32 bytes)", { required: true }) };
+
+/** Where the run's clients meet: the same flags as the client's, kept in the run's account. */
+const MEETING_FLAGS = {
+  relay: str(
+    "MULTIADDR",
+    "a circuit relay the run's clients reserve a slot on (/ip4/../tcp/../p2p/..)",
+    { multiple: true },
+  ),
+  "bootstrap-peer": str(
+    "MULTIADDR",
+    "a participant the run's clients dial first (/ip4/../tcp/../p2p/..)",
+    { multiple: true },
+  ),
+} as const;
 
 /** One operator command: its summary for the top-level help and its flags. */
 interface SolanaCommandSpec {
@@ -73,18 +88,21 @@ export const SOLANA_COMMANDS: Readonly<Record<string, SolanaCommandSpec>> = {
   "create-run": command(
     "create-run",
     "create a run's account, paused, owned by the wallet",
-    "--run-id ID [--join-authority PUBKEY] [--permissionless] [options]",
+    "--run-id ID [--join-authority PUBKEY] [--permissionless] [--relay MULTIADDR] " +
+      "[--bootstrap-peer MULTIADDR] [options]",
     {
       ...RUN_ID,
       "join-authority": str("PUBKEY", "who may authorize joins", { defaultText: "the wallet" }),
       permissionless: { type: "boolean", description: "anyone may join (no authorization)" },
+      ...MEETING_FLAGS,
     },
   ),
   "update-config": command(
     "update-config",
-    "set a run's config and model from a state.toml, and/or its metadata",
+    "set a run's config and model from a state.toml, its metadata, and/or where its clients meet",
     "--run-id ID [--config-path state.toml] [--name S] [--description S] [--num-parameters N] " +
-      "[--vocab-size N] [options]",
+      "[--vocab-size N] [--relay MULTIADDR] [--bootstrap-peer MULTIADDR] " +
+      "[--clear-meeting-addresses] [options]",
     {
       ...RUN_ID,
       "config-path": str("FILE", "the state.toml whose config and model to set"),
@@ -92,6 +110,12 @@ export const SOLANA_COMMANDS: Readonly<Record<string, SolanaCommandSpec>> = {
       description: str("S", "the run's description (metadata)"),
       "num-parameters": str("N", "the model's parameter count (metadata)"),
       "vocab-size": str("N", "the model's vocabulary size (metadata)"),
+      ...MEETING_FLAGS,
+      "clear-meeting-addresses": {
+        type: "boolean",
+        description: `remove the run's relays and bootstrap peers (--relay and --bootstrap-peer ` +
+          `replace them all, at most ${MAX_MEETING_ADDRESSES} together)`,
+      },
     },
   ),
   "set-paused": command(
@@ -175,6 +199,9 @@ const ALL_FLAGS_SPEC = {
     lamports: str("", ""),
     out: str("", ""),
     spill: str("", ""),
+    relay: { type: "string", description: "", multiple: true },
+    "bootstrap-peer": { type: "string", description: "", multiple: true },
+    "clear-meeting-addresses": { type: "boolean", description: "" },
   },
 } as const;
 
@@ -191,7 +218,14 @@ export interface CommonArgs {
 export type SolanaCommand =
   /** Help: the top-level one, or a command's (`topic`). */
   | { command: "help"; topic?: string }
-  | { command: "create-run"; runId: string; joinAuthority: Address | null; permissionless: boolean }
+  | {
+    command: "create-run";
+    runId: string;
+    joinAuthority: Address | null;
+    permissionless: boolean;
+    /** Where the run's clients meet (set right after the run is created; may be empty). */
+    meetingAddresses: MeetingAddress[];
+  }
   | {
     command: "update-config";
     runId: string;
@@ -199,6 +233,8 @@ export type SolanaCommand =
     configPath: string | null;
     /** Metadata fields to change (the others keep their on-chain values). */
     metadata: MetadataChange;
+    /** The run's new meeting addresses (all of them; empty clears), or null to keep them. */
+    meetingAddresses: MeetingAddress[] | null;
   }
   | { command: "set-paused"; runId: string; paused: boolean }
   | { command: "join-authorization-create"; runId: string; authorizer: Address }
@@ -221,6 +257,31 @@ export interface MetadataChange {
 export type SolanaArgs = SolanaCommand & { common: CommonArgs };
 
 const COMMANDS = Object.keys(SOLANA_COMMANDS);
+
+/**
+ * `--relay` then `--bootstrap-peer` addresses as the run's meeting addresses, each checked by the
+ * program's rule and their number by its capacity (a UsageError names the flag).
+ */
+function meetingAddresses(relays: readonly string[], peers: readonly string[]): MeetingAddress[] {
+  const list: MeetingAddress[] = [
+    ...relays.map((address) => ({ kind: "Relay" as const, address })),
+    ...peers.map((address) => ({ kind: "Bootstrap" as const, address })),
+  ];
+  for (const { kind, address } of list) {
+    const problem = meetingAddressProblem(address);
+    if (problem !== null) {
+      const flag = kind === "Relay" ? "--relay" : "--bootstrap-peer";
+      throw new UsageError(`${flag} "${address}" ${problem}`);
+    }
+  }
+  if (list.length > MAX_MEETING_ADDRESSES) {
+    throw new UsageError(
+      `--relay and --bootstrap-peer name ${list.length} addresses, at most ` +
+        `${MAX_MEETING_ADDRESSES} allowed`,
+    );
+  }
+  return list;
+}
 
 function pubkey(flag: string, text: string): Address {
   try {
@@ -318,6 +379,7 @@ function checkSolanaArgs(
           ? null
           : pubkey("join-authority", values["join-authority"]),
         permissionless: values.permissionless ?? false,
+        meetingAddresses: meetingAddresses(values.relay ?? [], values["bootstrap-peer"] ?? []),
         common,
       };
     case "update-config": {
@@ -339,13 +401,23 @@ function checkSolanaArgs(
       const vocabSize = count("vocab-size");
       if (vocabSize !== undefined) metadata.vocabSize = vocabSize;
       const configPath = values["config-path"] ?? null;
-      if (configPath === null && Object.keys(metadata).length === 0) {
+      const named = meetingAddresses(values.relay ?? [], values["bootstrap-peer"] ?? []);
+      const clear = values["clear-meeting-addresses"] ?? false;
+      if (clear && named.length > 0) {
         throw new UsageError(
-          "update-config needs --config-path state.toml or a metadata flag " +
-            "(--name, --description, --num-parameters, --vocab-size)",
+          "--clear-meeting-addresses removes them all: leave out --relay and --bootstrap-peer " +
+            "(which replace them all by themselves)",
         );
       }
-      return { command, runId: runId(), configPath, metadata, common };
+      const meeting = clear || named.length > 0 ? named : null;
+      if (configPath === null && Object.keys(metadata).length === 0 && meeting === null) {
+        throw new UsageError(
+          "update-config needs --config-path state.toml, a metadata flag " +
+            "(--name, --description, --num-parameters, --vocab-size), or where clients meet " +
+            "(--relay, --bootstrap-peer, --clear-meeting-addresses)",
+        );
+      }
+      return { command, runId: runId(), configPath, metadata, meetingAddresses: meeting, common };
     }
     case "set-paused": {
       needWallet();

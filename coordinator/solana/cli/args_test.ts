@@ -13,6 +13,7 @@ Deno.test("commands parse into typed options with the defaults", () => {
     runId: "r",
     joinAuthority: null,
     permissionless: true,
+    meetingAddresses: [],
     common: {
       rpc: DEFAULT_RPC_URL,
       walletPath: "w.json",
@@ -53,7 +54,7 @@ Deno.test("bad command lines name what is wrong", () => {
     [["create-run", "--run-id", "r", "--join-authority", "0xabc", ...W], /--join-authority/],
     [["join-authorization", "--run-id", "r", ...W], /create or delegate, found nothing/],
     [["join-authorization", "delegate", "--run-id", "r", ...W], /--delegate PUBKEY/],
-    [["update-config", "--run-id", "r", ...W], /--config-path state.toml or a metadata flag/],
+    [["update-config", "--run-id", "r", ...W], /--config-path state.toml, a metadata flag/],
     [["update-config", "--run-id", "r", "--vocab-size", "1e3", ...W], /--vocab-size must be/],
     [["tick", "--run-id", "r", "--bogus", ...W], /bogus/],
     [["tick", "--run-id", "r", "--rpc", "nope", ...W], /--rpc must be a URL, found "nope"/],
@@ -66,6 +67,74 @@ Deno.test("bad command lines name what is wrong", () => {
       return true;
     });
   }
+});
+
+const PEER = "12D3KooWHFrmLWTTDD4NodngtRMEVYgxrsDMp4F9iSwYntZ9WjHa";
+const RELAY = `/ip4/203.0.113.7/tcp/4001/p2p/${PEER}`;
+
+Deno.test("--relay and --bootstrap-peer name where a run's clients meet, relays first", () => {
+  const create = parseSolanaArgs([
+    "create-run",
+    "--run-id",
+    "r",
+    "--bootstrap-peer",
+    `/dns4/a.example/tcp/1/p2p/${PEER}`,
+    "--relay",
+    RELAY,
+    ...W,
+  ]);
+  assert.ok(create.command === "create-run");
+  assert.deepEqual(create.meetingAddresses, [
+    { kind: "Relay", address: RELAY },
+    { kind: "Bootstrap", address: `/dns4/a.example/tcp/1/p2p/${PEER}` },
+  ]);
+  const update = (...flags: string[]) =>
+    parseSolanaArgs(["update-config", "--run-id", "r", ...flags, ...W]);
+  const set = update("--relay", RELAY);
+  assert.ok(set.command === "update-config");
+  assert.deepEqual(set.meetingAddresses, [{ kind: "Relay", address: RELAY }]);
+  assert.equal(set.configPath, null);
+  const clear = update("--clear-meeting-addresses");
+  assert.ok(clear.command === "update-config");
+  assert.deepEqual(clear.meetingAddresses, [], "an empty list clears them");
+  const keep = update("--name", "n");
+  assert.ok(keep.command === "update-config");
+  assert.equal(keep.meetingAddresses, null, "no flag: the run's list is kept");
+
+  const bad: [string[], RegExp][] = [
+    [
+      ["--relay", "/ip4/203.0.113.7/tcp/4001"],
+      /--relay "\/ip4\/203\.0\.113\.7\/tcp\/4001" must end in \/p2p\/<peer id>/,
+    ],
+    [["--bootstrap-peer", `/dns4/é/p2p/${PEER}`], /--bootstrap-peer ".*" has byte 0xc3 at 6/],
+    [["--relay", `/dns4/${"a".repeat(190)}/p2p/${PEER}`], /--relay ".*" is 253 bytes, at most 192/],
+    [
+      [
+        "--relay",
+        RELAY,
+        "--relay",
+        RELAY,
+        "--relay",
+        RELAY,
+        "--bootstrap-peer",
+        RELAY,
+        "--relay",
+        RELAY,
+      ],
+      /--relay and --bootstrap-peer name 5 addresses, at most 4 allowed/,
+    ],
+    [["--relay", RELAY, "--clear-meeting-addresses"], /--clear-meeting-addresses removes them all/],
+  ];
+  for (const [flags, message] of bad) {
+    assert.throws(() => update(...flags), (e) => {
+      assert.ok(e instanceof UsageError, `${flags.join(" ")}: ${e}`);
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+  assert.throws(() => parseSolanaArgs(["tick", "--run-id", "r", "--relay", RELAY, ...W]), {
+    message: "tick takes no --relay",
+  });
 });
 
 Deno.test("each command takes its own flags; PSYCHE_* variables fill the rest", () => {

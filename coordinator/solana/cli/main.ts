@@ -1,6 +1,7 @@
 /**
  * `deno task solana <command>`: the operator's commands for coordinator runs on Solana
- * (create-run, update-config, set-paused, join-authorization create/delegate, tick,
+ * (create-run, update-config (config, model, metadata, and the relays and bootstrap peers the
+ * run's clients meet at), set-paused, join-authorization create/delegate, tick,
  * close-run, json-dump-run, plus airdrop and keygen for local setups). See args.ts for the flags and
  * docs/solana.md for a walk-through against `deno task localnet`.
  *
@@ -17,7 +18,7 @@ import {
   helpText,
   usageLines,
 } from "../../../cli/entry.ts";
-import { checkWholeSecondDurations, coordinatorAddress } from "../abi/mod.ts";
+import { checkWholeSecondDurations, coordinatorAddress, type MeetingAddress } from "../abi/mod.ts";
 import { parseRunConfig } from "../../config/mod.ts";
 import { UsageError } from "../../../common/mod.ts";
 import {
@@ -50,6 +51,13 @@ function runAddress(args: SolanaArgs, runId: string, wallet: Wallet | null): Pro
     );
   }
   return coordinatorAddress({ mainAuthority: main, runId, programId: args.common.programId });
+}
+
+/** "2 relay(s), 1 bootstrap peer(s)", or "no meeting addresses". */
+function describeMeeting(list: readonly MeetingAddress[]): string {
+  if (list.length === 0) return "no meeting addresses";
+  const relays = list.filter((m) => m.kind === "Relay").length;
+  return `${relays} relay(s), ${list.length - relays} bootstrap peer(s)`;
 }
 
 /** Runs one parsed command. Throws the underlying error (typed) when it fails. */
@@ -87,6 +95,11 @@ export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise
         permissionless: args.permissionless,
       });
       io.write(`created run "${args.runId}" at ${coordinator}`);
+      if (args.meetingAddresses.length > 0) {
+        // A transaction of its own: with the account's creation it could pass 1,232 bytes.
+        await op.update(coordinator, { meetingAddresses: args.meetingAddresses });
+        io.write(`run "${args.runId}": ${describeMeeting(args.meetingAddresses)}`);
+      }
       return;
     }
     case "update-config": {
@@ -113,10 +126,12 @@ export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise
         const current = (await readRun(rpc, coordinator)).metadata;
         update.metadata = { ...current, ...args.metadata };
       }
+      if (args.meetingAddresses !== null) update.meetingAddresses = args.meetingAddresses;
       await need().update(coordinator, update);
       const parts = [
         ...(args.configPath === null ? [] : [`config and model from ${args.configPath}`]),
         ...Object.keys(args.metadata),
+        ...(args.meetingAddresses === null ? [] : [describeMeeting(args.meetingAddresses)]),
       ];
       io.write(`updated run "${args.runId}": ${parts.join(", ")}`);
       return;

@@ -38,9 +38,19 @@ Deno.test("operator commands open, configure, authorize, resume and dump a run",
     assert.equal(airdrop.code, 0, airdrop.err);
 
     const run = ["--run-id", "llama-tiny-brown"];
-    const created = await solana(["create-run", ...run, ...rpc, ...key("operator")]);
+    const relay =
+      "/ip4/203.0.113.7/tcp/4001/p2p/12D3KooWHFrmLWTTDD4NodngtRMEVYgxrsDMp4F9iSwYntZ9WjHa";
+    const created = await solana([
+      "create-run",
+      ...run,
+      "--relay",
+      relay,
+      ...rpc,
+      ...key("operator"),
+    ]);
     assert.equal(created.code, 0, created.err);
     assert.match(created.out, /created run "llama-tiny-brown" at \w+/);
+    assert.match(created.out, /run "llama-tiny-brown": 1 relay\(s\), 0 bootstrap peer\(s\)/);
 
     // A tick on a run with no config: the program's Halted, exit code 1.
     const tick = await solana(["tick", ...run, ...rpc, ...key("operator")]);
@@ -100,6 +110,19 @@ Deno.test("operator commands open, configure, authorize, resume and dump a run",
     ]);
     assert.equal(named.code, 0, named.err);
     assert.match(named.out, /updated run "llama-tiny-brown": name, vocabSize/);
+    const peer = relay.replace("203.0.113.7", "198.51.100.9");
+    const met = await solana([
+      "update-config",
+      ...run,
+      "--relay",
+      relay,
+      "--bootstrap-peer",
+      peer,
+      ...rpc,
+      ...key("operator"),
+    ]);
+    assert.equal(met.code, 0, met.err);
+    assert.match(met.out, /updated run "llama-tiny-brown": 1 relay\(s\), 1 bootstrap peer\(s\)/);
 
     const grant = await solana([
       "join-authorization",
@@ -143,7 +166,15 @@ Deno.test("operator commands open, configure, authorize, resume and dump a run",
       numParameters: 0,
       vocabSize: 32000,
     });
-    assert.equal(json.nonce, "6", "init, update, metadata, grant, delegate, resume");
+    assert.deepEqual(json.meetingAddresses, [
+      { kind: "Relay", address: relay },
+      { kind: "Bootstrap", address: peer },
+    ]);
+    assert.equal(
+      json.nonce,
+      "8",
+      "init, meeting addresses, update, metadata, meeting addresses, grant, delegate, resume",
+    );
 
     // Only a halted run closes; its rent comes back and the account is gone.
     const live = await solana(["close-run", ...run, ...rpc, ...key("operator")]);

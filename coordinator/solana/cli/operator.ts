@@ -18,6 +18,7 @@ import {
   coordinatorInstruction,
   createRunInstructions,
   decodeCoordinatorAccount,
+  type MeetingAddress,
   type RunMetadata,
   TICK_COMPUTE_UNITS,
 } from "../abi/mod.ts";
@@ -40,12 +41,14 @@ export interface RunOperatorOptions {
   programId: Address;
 }
 
-/** A run's config/model/metadata/progress change (any subset, at least one). */
+/** A run's config/model/metadata/progress/meeting-address change (any subset, at least one). */
 export interface RunUpdate {
   metadata?: RunMetadata;
   config?: CoordinatorConfig;
   model?: LlmModel;
   progress?: CoordinatorProgress;
+  /** Where the run's clients meet: replaces the run's list (empty clears it). */
+  meetingAddresses?: MeetingAddress[];
 }
 
 const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
@@ -101,10 +104,15 @@ export class RunOperator {
     ], { computeUnitLimit: ix.kind === "Tick" ? TICK_COMPUTE_UNITS : undefined });
   }
 
-  /** Updates metadata, config, model and/or progress (config/model/progress only while halted). */
+  /**
+   * Updates metadata, config, model, progress and/or meeting addresses (config/model/progress
+   * only while halted).
+   */
   update(coordinator: Address, update: RunUpdate): Promise<string> {
     if (Object.values(update).every((v) => v === undefined)) {
-      throw new TypeError("update needs at least one of metadata, config, model, progress");
+      throw new TypeError(
+        "update needs at least one of metadata, config, model, progress, meetingAddresses",
+      );
     }
     return this.#send(coordinator, { kind: "Update", ...update });
   }
@@ -188,6 +196,7 @@ export function runJson(account: CoordinatorAccount): Record<string, unknown> {
     authorizer: account.authorizer === null ? null : hex(account.authorizer),
     delegates: account.delegates.map(hex),
     metadata: account.metadata,
+    meetingAddresses: account.meetingAddresses,
     nextActive: account.nextActive.toString(),
     registry: account.registry.map((r) => ({
       signer: hex(r.signer),

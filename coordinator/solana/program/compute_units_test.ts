@@ -14,6 +14,7 @@ Deno.test("compute units: every instruction at 256 clients fits Solana's limits"
       "witnessMax",
       "tickNextRound",
       "healthCheckOne",
+      "updateMeetingFull",
     ] as const
   ) {
     assert.ok(r[key] > 0 && r[key] < MAX_COMPUTE_UNITS, `${key}: ${r[key]} compute units`);
@@ -23,6 +24,13 @@ Deno.test("compute units: every instruction at 256 clients fits Solana's limits"
   assert.ok(
     r.witnessTransactionBytes <= MAX_TRANSACTION_BYTES,
     `witness transaction is ${r.witnessTransactionBytes} bytes`,
+  );
+  // Four meeting addresses of 192 bytes (~15,300 units: each byte is checked) fit one
+  // transaction, even with a second signer paying and a compute-budget instruction.
+  assert.ok(r.updateMeetingFull < 30_000, `meeting update: ${r.updateMeetingFull}`);
+  assert.ok(
+    r.meetingTransactionBytes <= MAX_TRANSACTION_BYTES,
+    `meeting update transaction is ${r.meetingTransactionBytes} bytes`,
   );
 });
 

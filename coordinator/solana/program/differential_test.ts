@@ -1,7 +1,7 @@
 /**
  * Differential tests: random instruction sequences (joins, ticks at various times,
  * warmup witnesses, witnesses, health checks, verification reports, pauses and resumes,
- * checkpoints, forged and misdirected reports) go to the C program in litesvm and to the
+ * checkpoints, meeting addresses, forged and misdirected reports) go to the C program in litesvm and to the
  * TypeScript reference (program_model.ts over coordinator/machine*.ts). After every instruction
  * both must have accepted or rejected it with the same error code, and the account must decode
  * to exactly the reference state. Seeds are fixed so a failure replays.
@@ -62,6 +62,9 @@ Deno.test("differential: random sequences reach identical states in C and TypeSc
       "verification:rejected",
       "ejection:IdleVerifier",
       "ejection:barClamped",
+      "meeting:set",
+      "Update:InvalidMeetingAddress",
+      "Update:NotMainAuthority",
     ]
   ) {
     assert.ok((total[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(total)}`);

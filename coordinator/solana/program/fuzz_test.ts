@@ -97,6 +97,13 @@ Deno.test("fuzz: mutated instruction data is rejected cleanly or handled like th
       { kind: "Update", metadata: { name: "n", description: "d", numParameters: 1, vocabSize: 2 } },
       run.mainAuthority,
     ],
+    [{
+      kind: "Update",
+      meetingAddresses: [
+        { kind: "Relay", address: "/ip4/203.0.113.7/tcp/4001/p2p/12D3KooWabc" },
+        { kind: "Bootstrap", address: "/dns4/a.example/tcp/1/p2p/Qm1" },
+      ],
+    }, run.mainAuthority],
     [{ kind: "JoinRun", p2pIdentity: new Uint8Array(32) }, clients[0]],
     [{ kind: "SetPaused", paused: true }, run.mainAuthority],
     [{

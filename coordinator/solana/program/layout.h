@@ -1,5 +1,5 @@
 /*
- * layout.h: the coordinator account, version 3. A fixed layout (capacity 256 clients),
+ * layout.h: the coordinator account, version 4. A fixed layout (capacity 256 clients),
  * every field naturally aligned, little-endian, no pointers; docs/solana-program.md lists
  * it byte by byte and coordinator/solana/abi/account.ts decodes it. The _Static_asserts pin
  * every offset the documentation and the decoder rely on: changing one is a new version.
@@ -11,7 +11,7 @@
 
 #include "sol.h"
 
-#define ACCOUNT_VERSION 3
+#define ACCOUNT_VERSION 4
 #define MAX_CLIENTS 256
 #define MAX_WITNESSES 32
 #define NUM_ROUNDS 4
@@ -51,6 +51,10 @@
 #define NUM_EVIDENCE_KINDS 7
 /* init_coordinator's verificationBarEpochs (the run config's default). */
 #define DEFAULT_VERIFICATION_BAR_EPOCHS 4
+/* Meeting addresses a run holds (meeting_addresses.ts says why 4 of 192 bytes). */
+#define MAX_MEETING_ADDRESSES 4
+#define MEETING_ADDRESS_BYTES 192
+#define NUM_MEETING_KINDS 2
 
 /* Run states (types.ts RUN_STATES). */
 enum {
@@ -120,6 +124,12 @@ enum {
   CAUSE_FALSE_VOUCH = 2,
   CAUSE_IDLE_VERIFIER = 3,
   CAUSE_IDLE_WITNESS = 4,
+};
+
+/* Meeting address kinds (meeting_addresses.ts MEETING_ADDRESS_KINDS). */
+enum {
+  MEETING_RELAY = 0,
+  MEETING_BOOTSTRAP = 1,
 };
 
 typedef struct {
@@ -399,6 +409,17 @@ _Static_assert(sizeof(digest_vote_t) == 34, "digest_vote_t size");
 _Static_assert(__builtin_offsetof(digest_vote_t, index) == 0, "digest_vote_t.index");
 _Static_assert(__builtin_offsetof(digest_vote_t, digest) == 2, "digest_vote_t.digest");
 
+/* Where the run's clients meet (meeting_addresses.ts MeetingAddress). */
+typedef struct {
+  u8 kind;
+  u8 len;
+  u8 address[MEETING_ADDRESS_BYTES];
+} meeting_address_t;
+_Static_assert(sizeof(meeting_address_t) == 194, "meeting_address_t size");
+_Static_assert(__builtin_offsetof(meeting_address_t, kind) == 0, "meeting_address_t.kind");
+_Static_assert(__builtin_offsetof(meeting_address_t, len) == 1, "meeting_address_t.len");
+_Static_assert(__builtin_offsetof(meeting_address_t, address) == 2, "meeting_address_t.address");
+
 typedef struct {
   u8 magic[8];
   u32 version;
@@ -436,8 +457,12 @@ typedef struct {
   /* Version 3: ejection records (coordinator/core/verification.ts), oldest first. */
   ejection_t ejections[NUM_EJECTION_RECORDS];
   u8 _pad3[4];
+  /* Version 4: where clients meet (relays, bootstrap peers), set by update. */
+  u8 meeting_addresses_len;
+  u8 _pad4[7];
+  meeting_address_t meeting_addresses[MAX_MEETING_ADDRESSES];
 } account_t;
-_Static_assert(sizeof(account_t) == 220832, "account_t size");
+_Static_assert(sizeof(account_t) == 221616, "account_t size");
 _Static_assert(__builtin_offsetof(account_t, magic) == 0, "account_t.magic");
 _Static_assert(__builtin_offsetof(account_t, version) == 8, "account_t.version");
 _Static_assert(__builtin_offsetof(account_t, flags) == 12, "account_t.flags");
@@ -468,6 +493,8 @@ _Static_assert(__builtin_offsetof(account_t, ejections_len) == 218042, "account_
 _Static_assert(__builtin_offsetof(account_t, digest_records) == 218044, "account_t.digest_records");
 _Static_assert(__builtin_offsetof(account_t, digest_votes) == 218332, "account_t.digest_votes");
 _Static_assert(__builtin_offsetof(account_t, ejections) == 219420, "account_t.ejections");
+_Static_assert(__builtin_offsetof(account_t, meeting_addresses_len) == 220832, "account_t.meeting_addresses_len");
+_Static_assert(__builtin_offsetof(account_t, meeting_addresses) == 220840, "account_t.meeting_addresses");
 
 /* "PSYCOORD": written by init_coordinator, checked by every other instruction. */
 static const u8 ACCOUNT_MAGIC[8] = {'P', 'S', 'Y', 'C', 'O', 'O', 'R', 'D'};
@@ -515,6 +542,7 @@ enum {
   E_INVALID_MODEL_CHECKPOINT,
   E_INVALID_LR_SCHEDULE,
   E_INVALID_OPTIMIZER,
+  E_INVALID_MEETING_ADDRESS,
 };
 
 #endif

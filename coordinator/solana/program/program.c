@@ -20,6 +20,7 @@
 #include "verification.c"
 #include "model_rules.c"
 #include "validate.c"
+#include "meeting.c"
 
 enum {
   IX_INIT_COORDINATOR = 0,
@@ -43,6 +44,8 @@ enum {
 #define UPDATE_CONFIG 2u
 #define UPDATE_MODEL 4u
 #define UPDATE_PROGRESS 8u
+#define UPDATE_MEETING 16u
+#define UPDATE_ALL_PARTS 0x1fu
 
 /* The update's config: the state encoding's version 1 config (66 bytes), then the bar epochs
    (u16): config_t's first 68 bytes. */
@@ -150,9 +153,11 @@ static u64 init_coordinator(const input_t *in, reader_t *r) {
 
 static u64 update(account_t *a, reader_t *r) {
   u8 parts = get8(r);
-  if (!r->ok || parts == 0 || (parts & ~0xfu) != 0) return E_INVALID_INSTRUCTION;
+  if (!r->ok || parts == 0 || (parts & ~UPDATE_ALL_PARTS) != 0) return E_INVALID_INSTRUCTION;
   bool has_meta = parts & UPDATE_METADATA, has_config = parts & UPDATE_CONFIG;
   bool has_model = parts & UPDATE_MODEL, has_progress = parts & UPDATE_PROGRESS;
+  bool has_meeting = parts & UPDATE_MEETING;
+  meeting_part_t meeting = {NULL, 0, 0};
   const u8 *name = NULL, *description = NULL, *config_bytes = NULL, *model_bytes = NULL;
   u8 name_len = 0;
   u16 description_len = 0, model_len = 0;
@@ -177,6 +182,7 @@ static u64 update(account_t *a, reader_t *r) {
     step = get32(r);
     edi = get64(r);
   }
+  if (has_meeting) get_meeting_part(r, &meeting);
   if (!r->ok || r->pos != r->len) return E_INVALID_INSTRUCTION;
   if (has_meta && (name_len > NAME_BYTES || description_len > DESCRIPTION_BYTES ||
                    !utf8_valid(name, name_len) || !utf8_valid(description, description_len) ||
@@ -185,13 +191,15 @@ static u64 update(account_t *a, reader_t *r) {
         "numbers at most 2^53-1");
     return E_INVALID_METADATA;
   }
+  u64 err;
+  /* Like metadata, meeting addresses may change in any run state. */
+  if (has_meeting && (err = meeting_check(&meeting))) return err;
   if (has_config || has_model || has_progress) {
     if (a->run_state == RS_FINISHED) return E_RUN_FINISHED;
     if (!is_halted(a)) return E_NOT_HALTED;
   }
   config_t config;
   model_t model;
-  u64 err;
   if (has_config) {
     mem_zero(&config, sizeof(config));
     mem_copy(&config, config_bytes, CONFIG_WIRE_BYTES);
@@ -220,6 +228,7 @@ static u64 update(account_t *a, reader_t *r) {
     m->num_parameters = num_parameters;
     m->vocab_size = vocab_size;
   }
+  if (has_meeting) meeting_store(a, &meeting);
   if (has_config) mem_copy(&a->config, &config, sizeof(config));
   if (has_model) mem_copy(&a->model, &model, sizeof(model));
   if (has_progress) {

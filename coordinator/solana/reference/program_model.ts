@@ -1,7 +1,7 @@
 /**
  * The coordinator program's reference model in TypeScript: the program's own rules
- * (authorities, permissioned joining, the join registry, nonces, metadata, config
- * updates) around the TypeScript state machine (coordinator/machine*.ts), which is the
+ * (authorities, permissioned joining, the join registry, nonces, metadata, meeting addresses,
+ * config updates) around the TypeScript state machine (coordinator/machine*.ts), which is the
  * reference for everything the coordinator does. The C program must reach the same
  * state on the same instructions; the differential tests hold it to that.
  *
@@ -41,6 +41,7 @@ import {
   CoordinatorProgramError,
   type CoordinatorProgramErrorName,
   MAX_DELEGATES,
+  meetingAddressesProblem,
   placeholderModel,
   uninitializedState,
   zeroConfig,
@@ -94,6 +95,7 @@ export function initialAccount(opts: InitOptions): CoordinatorAccount {
     authorizer: null,
     delegates: [],
     metadata: { name: "", description: "", numParameters: 0, vocabSize: 0 },
+    meetingAddresses: [],
     nextActive: 1n,
     registry: [],
     state,
@@ -192,6 +194,11 @@ function applyUpdate(
   ix: CoordinatorInstruction & { kind: "Update" },
 ): void {
   const s = a.state;
+  // Like metadata, meeting addresses may change in any run state; they are checked first.
+  if (ix.meetingAddresses !== undefined) {
+    const problem = meetingAddressesProblem(ix.meetingAddresses);
+    if (problem !== null) fail("InvalidMeetingAddress", problem);
+  }
   if (ix.config || ix.model || ix.progress) {
     if (s.runState === "Finished") fail("RunFinished", "the run is Finished");
     if (!isHalted(s)) fail("NotHalted", `the run is ${s.runState}`);
@@ -208,6 +215,7 @@ function applyUpdate(
     validateColdStart(ix.model ?? s.model, ix.config ?? s.config);
   }
   if (ix.metadata) a.metadata = { ...ix.metadata };
+  if (ix.meetingAddresses !== undefined) a.meetingAddresses = structuredClone(ix.meetingAddresses);
   if (ix.config) s.config = { ...ix.config };
   if (ix.model) s.model = structuredClone(ix.model);
   if (ix.progress) {

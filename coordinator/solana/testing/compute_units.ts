@@ -2,8 +2,9 @@
  * Compute units of the coordinator program's instructions at a given number of clients,
  * measured on the real program in litesvm: join, the WaitingForMembers -> Warmup tick,
  * warmup witness, witness (the most expensive of a round's witnesses), the round tick,
- * a one-entry health check and the entries one health-check transaction can carry.
- * Also the witness transaction's size against the 1,232-byte limit.
+ * a one-entry health check and the entries one health-check transaction can carry, and an update
+ * setting four meeting addresses of the longest length. Also the witness and meeting-update
+ * transactions' sizes against the 1,232-byte limit.
  *
  * With `verification` every round's results are sampled (`verificationPercent` 100: the most
  * tasks a round opens), so the round tick includes the sampling and seating, and the
@@ -42,7 +43,14 @@ import {
   type Witness,
   witnessBloomParameters,
 } from "../../core/mod.ts";
-import { ACCOUNT_SIZE, type CoordinatorAccount, type CoordinatorInstruction } from "../abi/mod.ts";
+import {
+  ACCOUNT_SIZE,
+  type CoordinatorAccount,
+  type CoordinatorInstruction,
+  MAX_MEETING_ADDRESS_BYTES,
+  MAX_MEETING_ADDRESSES,
+  type MeetingAddress,
+} from "../abi/mod.ts";
 
 /** The parameter digest reports carry. */
 const DIGEST = new Uint8Array(32).fill(0xd1);
@@ -63,6 +71,10 @@ export interface ComputeUnitReport {
   /** Compute units of that fullest health-check transaction. */
   healthCheckFull: number;
   witnessTransactionBytes: number;
+  /** An update naming the most meeting addresses, each of the longest length. */
+  updateMeetingFull: number;
+  /** That update's transaction (with a second signer paying and a compute-budget instruction). */
+  meetingTransactionBytes: number;
   accountBytes: number;
   /** Measured with `verification` only (0 otherwise). */
   verification: VerificationUnits;
@@ -128,6 +140,17 @@ const MODEL: LlmModel = {
   },
 };
 
+/** The most meeting addresses, each as long as the program allows. */
+function fullestMeeting(): MeetingAddress[] {
+  const peer = "12D3KooWHFrmLWTTDD4NodngtRMEVYgxrsDMp4F9iSwYntZ9WjHa";
+  const tail = `/tcp/443/wss/p2p/${peer}`;
+  const host = "r".repeat(MAX_MEETING_ADDRESS_BYTES - "/dns4/".length - tail.length);
+  return Array.from({ length: MAX_MEETING_ADDRESSES }, (_, i) => ({
+    kind: i === 0 ? "Relay" : "Bootstrap",
+    address: `/dns4/${host}${tail}`,
+  }));
+}
+
 function must(r: SendResult, what: string): SendResult {
   if (!r.ok) throw new Error(`${what} failed: ${r.error}\n${r.logs.join("\n")}`);
   return r;
@@ -191,6 +214,10 @@ export async function measureComputeUnits(
       model: MODEL,
     }, main),
     "update",
+  );
+  const meeting = must(
+    await send({ kind: "Update", meetingAddresses: fullestMeeting() }, main),
+    "meeting addresses",
   );
   let now = 100;
   csvm.setClock(now, 1n);
@@ -403,6 +430,8 @@ export async function measureComputeUnits(
     healthChecksPerTransaction,
     healthCheckFull,
     witnessTransactionBytes,
+    updateMeetingFull: meeting.computeUnits,
+    meetingTransactionBytes: meeting.transactionBytes,
     accountBytes: ACCOUNT_SIZE,
     verification,
   };

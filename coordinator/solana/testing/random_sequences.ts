@@ -3,8 +3,8 @@
  * them verifying a share of each round's results), six clients and a seeded stream of joins,
  * ticks at random times, warmup witnesses, witnesses (some forged or misdirected), health
  * checks, verification reports (mostly from seated verifiers, some from strangers or
- * malformed), pauses and resumes, checkpoints and authority instructions from right and wrong
- * signers, each sent through a {@linkcode DualRun} (program and reference model compared after
+ * malformed), pauses and resumes, checkpoints and authority instructions (meeting addresses
+ * among them, some malformed) from right and wrong signers, each sent through a {@linkcode DualRun} (program and reference model compared after
  * every instruction).
  *
  * @module
@@ -21,7 +21,11 @@ import {
 import { Prng } from "../../../tests/support/coordinator_sim.ts";
 import type { CoordinatorSvm } from "./svm.ts";
 import { clientIndex, DualRun, keyOf } from "./dual_run.ts";
-import type { CoordinatorInstruction } from "../abi/mod.ts";
+import {
+  type CoordinatorInstruction,
+  MAX_MEETING_ADDRESSES,
+  type MeetingAddress,
+} from "../abi/mod.ts";
 import {
   type CoordinatorConfig,
   currentRound,
@@ -250,7 +254,46 @@ function signerOf(clients: KeyPairSigner[], key: Uint8Array): KeyPairSigner | un
   return clients.find((c) => equalBytes(keyOf(c), key));
 }
 
-/** Authority instructions: grants, delegates, metadata, config and progress updates. */
+/** Meeting addresses that pass the rule, and ones that break it in each way it names. */
+const PEER = "12D3KooWHFrmLWTTDD4NodngtRMEVYgxrsDMp4F9iSwYntZ9WjHa";
+const GOOD_MEETING = [
+  `/ip4/203.0.113.7/tcp/4001/p2p/${PEER}`,
+  `/dns4/relay.example.org/tcp/443/wss/p2p/${PEER}`,
+  `/ip6/2001:db8::7/tcp/4001/p2p/${PEER}`,
+  `/dns4/${"r".repeat(121)}/tcp/443/p2p/${PEER}`, // 192 bytes, the most
+];
+const BAD_MEETING = [
+  "",
+  "/ip4/203.0.113.7/tcp/4001",
+  `/dns4/${"r".repeat(122)}/tcp/443/p2p/${PEER}`, // 193 bytes
+  `/dns4/réseau/tcp/4001/p2p/${PEER}`,
+  `/ip4//tcp/4001/p2p/${PEER}`,
+  `/ip4/203.0.113.7/tcp/4001/p2p/${PEER}/p2p-circuit`,
+];
+
+/**
+ * A meeting-address update: usually 0..4 good addresses from the main authority, sometimes five
+ * (one too many), a malformed one, or the wrong signer.
+ */
+function meetingInstruction(
+  run: DualRun,
+  rng: Prng,
+  clients: KeyPairSigner[],
+): [CoordinatorInstruction, KeyPairSigner | null] {
+  const pick = <T>(xs: readonly T[]): T => xs[rng.int(0, xs.length - 1)];
+  const count = rng.int(0, 9) === 0 ? MAX_MEETING_ADDRESSES + 1 : rng.int(0, MAX_MEETING_ADDRESSES);
+  const meetingAddresses: MeetingAddress[] = Array.from({ length: count }, () => ({
+    kind: rng.int(0, 1) === 0 ? "Relay" : "Bootstrap",
+    address: rng.int(0, 7) === 0 ? pick(BAD_MEETING) : pick(GOOD_MEETING),
+  }));
+  const signer = rng.int(0, 7) === 0 ? pick(clients) : run.mainAuthority;
+  return [{ kind: "Update", meetingAddresses }, signer];
+}
+
+/**
+ * Authority instructions: grants, delegates, metadata, config, progress and meeting-address
+ * updates.
+ */
 function adminInstruction(
   run: DualRun,
   rng: Prng,
@@ -261,7 +304,7 @@ function adminInstruction(
   const authorizer = account.authorizer === null
     ? undefined
     : signerOf(clients, account.authorizer);
-  switch (rng.int(0, 5)) {
+  switch (rng.int(0, 6)) {
     case 0: {
       const key = rng.int(0, 4) === 0 ? new Uint8Array(32) : keyOf(pick(clients));
       const signer = rng.int(0, 4) === 0 ? pick(clients) : run.joinAuthority;
@@ -296,6 +339,8 @@ function adminInstruction(
           epochStartDataIndex: rng.int(0, 500),
         },
       }, run.mainAuthority];
+    case 5:
+      return meetingInstruction(run, rng, clients);
     default:
       return [{ kind: "Tick" }, pick(clients)];
   }
@@ -363,6 +408,9 @@ export async function differential(
     const newest = run.model?.state.paramsDigests.at(-1)?.step;
     if (newest !== undefined && newest !== recorded) {
       seen["digest:recorded"] = (seen["digest:recorded"] ?? 0) + 1;
+    }
+    if (result.ok && ix.kind === "Update" && ix.meetingAddresses !== undefined) {
+      seen["meeting:set"] = (seen["meeting:set"] ?? 0) + 1;
     }
     const key = `${ix.kind}:${result.ok ? "ok" : result.error}`;
     seen[key] = (seen[key] ?? 0) + 1;

@@ -125,6 +125,7 @@ const DOCS_ORDER = [
   "digest_record_t",
   "digest_vote_t",
   "ejection_t",
+  "meeting_address_t",
 ];
 
 const thousands = (n: number) => n.toLocaleString("en-US");

@@ -71,7 +71,8 @@ export const ROOMS: readonly Room[] = [
   {
     path: "model/",
     job:
-      "the Llama model: HF config, safetensors, checkpoints and Hub folders, GPU forward/backward",
+      "the Llama model: HF config, safetensors, checkpoints and Hub folders, GPU forward/backward, " +
+      "the forward with a KV cache for generation (inference/)",
     uses: ["common/", "shaders/"],
   },
   {
@@ -218,6 +219,12 @@ export const ROOMS: readonly Room[] = [
       "coordinator/solana/abi/",
       "coordinator/solana/rpc/",
     ],
+  },
+  {
+    path: "generate/",
+    job: "`deno task generate`: sampling text from a checkpoint with a KV cache (tokenizers, " +
+      "greedy and seeded top-k/top-p sampling, the generation loop)",
+    uses: ["common/", "cli/", "shaders/", "model/", "data/"],
   },
   {
     path: "bench/",

@@ -1,6 +1,6 @@
 /**
- * `deno task generate`: text from a trained checkpoint. The pure parts: sampling, the tokenizer
- * rule, streamed text.
+ * `deno task generate`: text from a trained checkpoint. The pure parts (sampling, the tokenizer
+ * rule, streamed text, the generation loop over any {@link LogitsModel}) and the command.
  *
  * @module
  */
@@ -26,3 +26,21 @@ export {
   type TokenizerName,
 } from "./tokenizer.ts";
 export { TextStream } from "./text_stream.ts";
+export {
+  decodeTokensPerSecond,
+  type GeneratedToken,
+  type GenerateOptions,
+  type GenerateResult,
+  generateTokens,
+  type LogitsModel,
+  type StopReason,
+  tokensPerSecond,
+} from "./generator.ts";
+export {
+  DEFAULT_MAX_NEW_TOKENS,
+  GENERATE_SPEC,
+  type GenerateCliOptions,
+  type GenerateFlags,
+  generateOptions,
+} from "./cli.ts";
+export { generate, GenerateError, type GenerateOutcome, modelFolder } from "./main.ts";

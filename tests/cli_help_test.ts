@@ -23,6 +23,7 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
   tokenize: { flag: "--input" },
   "build-corpus": { flag: "--tokenizer" },
   train: { flag: "--data-path" },
+  generate: { flag: "--max-new-tokens" },
   "bench-torch": { flag: "--steps" },
   "bench-rounds": { flag: "--rounds" },
   "bench-throughput": { flag: "--steps" },

@@ -233,7 +233,8 @@ export const ROOMS: readonly Room[] = [
   },
   {
     path: "tools/",
-    job: "the project's own checks: these room rules",
+    job: "the project's own checks: these room rules, and the script that produces the " +
+      "transformers greedy expectation generation is checked against",
     uses: ["common/", "cli/"],
   },
   {

@@ -3,7 +3,7 @@ import { LlamaDecoder } from "./decoder.ts";
 import { llamaParamLayout } from "../params.ts";
 import { referenceLossAndGrad } from "../reference.ts";
 import { seededTokens, smallLlamaConfig, spreadWeights } from "../testing/fixtures.ts";
-import { GpuRuntime } from "../../shaders/mod.ts";
+import { GPU_PROFILE, GpuRuntime } from "../../shaders/mod.ts";
 
 // Two layers, 4 query heads on 2 key/value heads, RoPE, an odd vocabulary (testing/fixtures.ts).
 const CONFIG = smallLlamaConfig();
@@ -91,6 +91,32 @@ Deno.test("decoding with the cache gives the whole-sequence logits at every posi
   chunked.reset();
   const last = await chunked.append(TOKENS);
   assertRowsClose(last, full.subarray((T - 1) * V), 1e-5, "passes of 2, last logits");
+});
+
+Deno.test("under the GPU profile too, decoding with the cache gives the whole-sequence logits", async () => {
+  // The GPU profile's kernels (tiled matmuls, 256-wide workgroups) run on lavapipe as well.
+  using rt = await GpuRuntime.create({ profile: GPU_PROFILE });
+  const make = (logitRows: number) =>
+    new LlamaDecoder(rt, {
+      config: CONFIG,
+      layout: LAYOUT,
+      weights: WEIGHTS,
+      contextLength: T,
+      logitRows,
+    });
+  using whole = make(T);
+  const full = await whole.append(TOKENS, { logits: "all" });
+  const ref = referenceLossAndGrad(CONFIG, LAYOUT, WEIGHTS, {
+    tokens: TOKENS,
+    count: 1,
+    seqLen: T,
+  });
+  assertRowsClose(full, ref.logits, 1e-4, "GPU profile against f64");
+  using cached = make(1);
+  for (let t = 0; t < T; t++) {
+    const row = await cached.append([TOKENS[t]]);
+    assertRowsClose(row, full.subarray(t * V, (t + 1) * V), 1e-5, `GPU profile, position ${t}`);
+  }
 });
 
 Deno.test("an LM head over one storage binding is run in vocabulary blocks", async () => {

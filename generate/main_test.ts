@@ -207,3 +207,29 @@ Deno.test("a Hub repo id is found in the Hugging Face cache layout", async () =>
     await Deno.remove(cache, { recursive: true });
   }
 });
+
+/** Words of a one-line shell command: spaces split, double quotes group. */
+function shellWords(line: string): string[] {
+  return [...line.matchAll(/"([^"]*)"|(\S+)/g)].map((m) => m[1] ?? m[2]);
+}
+
+Deno.test("the example command of docs/using-the-model.md runs", async () => {
+  const doc = await Deno.readTextFile(`${ROOT}docs/using-the-model.md`);
+  const line = doc.split("\n").find((l) => l.startsWith("deno task generate "));
+  assert.ok(line, "the page shows a deno task generate command");
+  const args = shellWords(line).slice(3);
+  const model = args.indexOf("--model") + 1;
+  assert.ok(model > 0);
+  const dir = await writeTinyCheckpoint(await Deno.makeTempDir({ prefix: "generate-doc-" }));
+  try {
+    // The page's checkpoint is a trained byte model; a tiny one of the same vocabulary stands in.
+    args[model] = dir;
+    const r = await runCli(args);
+    assert.equal(r.code, 0, r.stderr);
+    const prompt = args[args.indexOf("--prompt") + 1];
+    assert.ok(r.stdout.startsWith(prompt), r.stdout);
+    assert.match(r.stderr, /tok\/s/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -183,6 +183,26 @@ Deno.test("models that cannot be sampled from are refused with the reason", asyn
   }
 });
 
+Deno.test("a 32000-token model reads LLaMA-2 tokens", async () => {
+  const dir = await writeTinyCheckpoint(await Deno.makeTempDir({ prefix: "generate-llama-" }), {
+    vocabSize: 32000,
+  });
+  try {
+    const { o, output } = capture();
+    const r = await generate(
+      generateOptions({ model: dir, prompt: "Hello world", "max-new-tokens": "4" }),
+      { output },
+    );
+    assert.equal(r.tokenizer, "llama");
+    assert.equal(r.promptTokens[0], 1, "<s> first");
+    assert.equal(r.tokens.length, 4);
+    assert.ok(o.out.startsWith("Hello world"), o.out);
+    assert.match(o.err[0], /llama tokenizer/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a Hub repo id is found in the Hugging Face cache layout", async () => {
   const cache = await Deno.makeTempDir({ prefix: "generate-hf-" });
   try {

@@ -20,6 +20,19 @@ export interface AttentionDims {
   headDim: number;
 }
 
+/** Shapes of the key/value cache operations: new tokens at positions `start…` of one sequence. */
+export interface CacheDims {
+  /** New tokens n. */
+  tokens: number;
+  /** Position of the first new token. */
+  start: number;
+  /** Positions the cache holds, S (`start + tokens ≤ S`). */
+  positions: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+}
+
 /** Everything the model encodes. "accumulated" outputs are added to, others overwritten. */
 export interface LlamaKernels {
   /** See shaders/matmul.ts: `c = alpha·op(a)·op(b) (+ c)`. */
@@ -103,6 +116,31 @@ export interface LlamaKernels {
       out: TensorView;
       lse: TensorView;
     },
+  ): void;
+  /**
+   * Generation (model/inference/): `tokens` new tokens at positions `start…` of one sequence:
+   * q `[tokens, H, D]` rotated in place, k `[tokens, KVH, D]` rotated and v written into rows
+   * `start…` of kCache and vCache `[positions, KVH, D]`, RoPE by each token's own position.
+   */
+  appendKv(
+    pass: GPUComputePassEncoder,
+    a: CacheDims & {
+      q: TensorView;
+      k: TensorView;
+      v: TensorView;
+      kCache: TensorView;
+      vCache: TensorView;
+      /** RoPE's base frequency and scaling, as the training kernels' `rope` takes them. */
+      rope: RopeFrequencies;
+    },
+  ): void;
+  /**
+   * Generation: out `[tokens, H, D]` = causal attention of q `[tokens, H, D]` (rotated) over cache
+   * positions `0…start+token` of kCache and vCache `[positions, KVH, D]`.
+   */
+  cachedAttention(
+    pass: GPUComputePassEncoder,
+    a: CacheDims & { q: TensorView; kCache: TensorView; vCache: TensorView; out: TensorView },
   ): void;
   /** dq, dk, dv (overwritten) from dout. */
   attentionBackward(

@@ -115,7 +115,12 @@ export {
   HalfWeights,
   matmulWeightNames,
 } from "./half_weights.ts";
-export { type AttentionDims, IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
+export {
+  type AttentionDims,
+  type CacheDims,
+  IGNORE_TARGET,
+  type LlamaKernels,
+} from "./llama_kernels.ts";
 export { shaderKernels } from "./shader_kernels.ts";
 export { referenceLossAndGrad, type ReferenceResult } from "./reference.ts";
 export {

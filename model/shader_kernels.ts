@@ -9,6 +9,7 @@ import type { LlamaKernels } from "./llama_kernels.ts";
 import { bindingRanges } from "./params.ts";
 import {
   Attention,
+  CachedAttention,
   CastBf16,
   CastF16,
   CHUNK_ITEMS,
@@ -16,10 +17,12 @@ import {
   Elementwise,
   Embedding,
   type GpuRuntime,
+  KvCacheAppend,
   Matmul,
   resolveView,
   RmsNorm,
   Rope,
+  type RopeFrequencies,
   ropeTable,
   rowBlocks,
   SumOfSquares,
@@ -85,6 +88,21 @@ export function shaderKernels(
     return b;
   };
   const ropeTables = new Map<string, GPUBuffer>();
+  const kvAppend = new KvCacheAppend(rt);
+  const cachedAttention = new CachedAttention(rt);
+  /** The (cos, sin) table of `positions` positions for the cache, made once per shape. */
+  const cacheRopeTable = (positions: number, headDim: number, rope: RopeFrequencies): GPUBuffer => {
+    const key = `${positions}/${headDim}/${rope.theta}/${JSON.stringify(rope.scaling)}`;
+    let table = ropeTables.get(key);
+    if (!table) {
+      table = rt.buffer(
+        `rope table T=${positions} D=${headDim}`,
+        ropeTable(positions, headDim, rope),
+      );
+      ropeTables.set(key, table);
+    }
+    return table;
+  };
 
   return {
     matmul: (pass, args) => matmul.encode(pass, args),
@@ -160,6 +178,34 @@ export function shaderKernels(
         v: a.v,
         out: a.out,
         lse: a.lse,
+      }),
+    appendKv: (pass, a) =>
+      kvAppend.encode(pass, {
+        n: a.tokens,
+        start: a.start,
+        positions: a.positions,
+        h: a.heads,
+        kvh: a.kvHeads,
+        d: a.headDim,
+        q: a.q,
+        k: a.k,
+        v: a.v,
+        table: cacheRopeTable(a.positions, a.headDim, a.rope),
+        kCache: a.kCache,
+        vCache: a.vCache,
+      }),
+    cachedAttention: (pass, a) =>
+      cachedAttention.forward(pass, {
+        n: a.tokens,
+        start: a.start,
+        positions: a.positions,
+        h: a.heads,
+        kvh: a.kvHeads,
+        d: a.headDim,
+        q: a.q,
+        kCache: a.kCache,
+        vCache: a.vCache,
+        out: a.out,
       }),
     attentionBackward: (pass, a) =>
       attention.backward(pass, {

@@ -37,8 +37,16 @@ const BACKWARD_INPUTS = `${PARAMS}
 
 const lanes = (dv: number) => Array.from({ length: dv }, (_, j) => j);
 
-/** `name` = the dot product of two D-rows given per vec4 lane `j` (unrolled, one fma chain). */
-function rowDot(dv: number, name: string, a: (j: number) => string, b: (j: number) => string) {
+/**
+ * `name` = the dot product of two D-rows given per vec4 lane `j` (unrolled, one fma chain).
+ * Shared with shaders/cached_attention.ts, so both attentions add the same terms in one order.
+ */
+export function rowDot(
+  dv: number,
+  name: string,
+  a: (j: number) => string,
+  b: (j: number) => string,
+) {
   const chain = lanes(dv).reduce(
     (acc, j) => j === 0 ? `${a(j)} * ${b(j)}` : `fma(${a(j)}, ${b(j)}, ${acc})`,
     "",
@@ -48,13 +56,29 @@ function rowDot(dv: number, name: string, a: (j: number) => string, b: (j: numbe
 }
 
 /** `let`/`var` declarations of one register per vec4 lane: `prefix0 .. prefix{dv-1}`. */
-function regs(dv: number, kind: "let" | "var", prefix: string, init: (j: number) => string) {
+export function regs(dv: number, kind: "let" | "var", prefix: string, init: (j: number) => string) {
   return lanes(dv).map((j) => `  ${kind} ${prefix}${j} = ${init(j)};`).join("\n");
 }
 
 /** One statement per vec4 lane. */
-function each(dv: number, stmt: (j: number) => string, indent = "    "): string {
+export function each(dv: number, stmt: (j: number) => string, indent = "    "): string {
   return lanes(dv).map((j) => indent + stmt(j)).join("\n");
+}
+
+/**
+ * One key of the forward's walk: key and value row `ko` (of `k`, `v`) scored against the query
+ * registers `q0..`, folded into the running max `m`, normaliser `l` and accumulators `acc0..`.
+ * Shared with shaders/cached_attention.ts, so both attentions compute the same bits.
+ */
+export function onlineSoftmaxStep(dv: number): string {
+  return `${rowDot(dv, "qk", (j) => `q${j}`, (j) => `k[ko + ${j}u]`)}
+    let score = qk * p.scale;
+    let mn = max(m, score);
+    let corr = exp(m - mn);
+    let e = exp(score - mn);
+    l = l * corr + e;
+${each(dv, (j) => `acc${j} = fma(vec4<f32>(e), v[ko + ${j}u], acc${j} * corr);`)}
+    m = mn;`;
 }
 
 /**
@@ -82,14 +106,7 @@ ${regs(dv, "var", "acc", () => "vec4<f32>()")}
   var l = 0.0;
   for (var s = 0u; s <= tq; s++) {
     let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
-    ${rowDot(dv, "qk", (j) => `q${j}`, (j) => `k[ko + ${j}u]`)}
-    let score = qk * p.scale;
-    let mn = max(m, score);
-    let corr = exp(m - mn);
-    let e = exp(score - mn);
-    l = l * corr + e;
-${each(dv, (j) => `acc${j} = fma(vec4<f32>(e), v[ko + ${j}u], acc${j} * corr);`)}
-    m = mn;
+    ${onlineSoftmaxStep(dv)}
   }
   let inv = 1.0 / l;
 ${each(dv, (j) => `out[qo + ${j}u] = acc${j} * inv;`, "  ")}

@@ -115,4 +115,10 @@ export {
   type AttentionDims,
   type AttentionForwardArgs,
 } from "./attention.ts";
+export {
+  CachedAttention,
+  type CachedAttentionArgs,
+  type CachedAttentionDims,
+} from "./cached_attention.ts";
+export { KvCacheAppend, type KvCacheAppendArgs, type KvCacheDims } from "./kv_cache.ts";
 export { DIGEST_BLOCK_WORDS, digestBytes, GpuDigest } from "./digest.ts";

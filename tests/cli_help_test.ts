@@ -24,6 +24,7 @@ const EXPECTED: Record<string, { flag: string; sub?: string }> = {
   "build-corpus": { flag: "--tokenizer" },
   train: { flag: "--data-path" },
   eval: { flag: "--tasks-dir" },
+  generate: { flag: "--max-new-tokens" },
   "bench-torch": { flag: "--steps" },
   "bench-rounds": { flag: "--rounds" },
   "bench-throughput": { flag: "--steps" },

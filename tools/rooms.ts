@@ -71,7 +71,8 @@ export const ROOMS: readonly Room[] = [
   {
     path: "model/",
     job:
-      "the Llama model: HF config, safetensors, checkpoints and Hub folders, GPU forward/backward",
+      "the Llama model: HF config, safetensors, checkpoints and Hub folders, GPU forward/backward, " +
+      "the forward with a KV cache for generation (inference/)",
     uses: ["common/", "shaders/"],
   },
   {
@@ -228,13 +229,20 @@ export const ROOMS: readonly Room[] = [
     ],
   },
   {
+    path: "generate/",
+    job: "`deno task generate`: sampling text from a checkpoint with a KV cache (tokenizers, " +
+      "greedy and seeded top-k/top-p sampling, the generation loop)",
+    uses: ["common/", "cli/", "shaders/", "model/", "data/"],
+  },
+  {
     path: "bench/",
     job: "measurements across rooms: the engine against PyTorch, DisTrO's aggregate overlap",
     uses: ["common/", "cli/", "shaders/", "model/", "optimizer/", "data/", "train/"],
   },
   {
     path: "tools/",
-    job: "the project's own checks: these room rules",
+    job: "the project's own checks: these room rules, and the script that produces the " +
+      "transformers greedy expectation generation is checked against",
     uses: ["common/", "cli/"],
   },
   {

@@ -15,14 +15,13 @@
  */
 import {
   EvalDataError,
+  evalTokenizer,
   LogLikelihoodScorer,
   type PreparedTask,
   prepareTask,
   scoreDocuments,
   type Task,
   TaskTally,
-  textEncoder,
-  tokenizerFor,
   windowFor,
 } from "../eval/mod.ts";
 import type { LlamaConfig, ParamLayout } from "../model/mod.ts";
@@ -179,7 +178,7 @@ export class BackgroundEvals implements Disposable {
     if (this.#prepared !== null && this.#prepared.config === config) return this.#prepared;
     this.#endPass();
     const o = this.#options;
-    const encoder = textEncoder(tokenizerFor(config.vocabSize, o.tokenizer), config.vocabSize);
+    const encoder = evalTokenizer(config.vocabSize, o.tokenizer);
     const settings = {
       fewshot: o.fewshot,
       seed: o.seed,

@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { GpuRuntime } from "../shaders/mod.ts";
+import { promptTokenizer } from "../data/mod.ts";
 import {
   LogLikelihoodScorer,
   prepareTask,
   scoreDocuments,
   TASKS,
   TaskTally,
-  textEncoder,
   windowFor,
 } from "../eval/mod.ts";
 import { CONFIG, LAYOUT, WEIGHTS } from "../eval/testing/reference.ts";
@@ -61,7 +61,7 @@ Deno.test("background evals: chunk by chunk, the same scores as one whole pass",
     // The same documents scored in one go.
     const settings = { fewshot: 0, seed: 42, window: CONFIG.maxPositionEmbeddings };
     const prepared = await Promise.all(
-      tasks.map((t) => prepareTask(t, textEncoder("bytes", 256), settings, { tasksDir: dir })),
+      tasks.map((t) => prepareTask(t, promptTokenizer("bytes"), settings, { tasksDir: dir })),
     );
     using scorer = new LogLikelihoodScorer(rt, {
       config: CONFIG,

@@ -25,14 +25,9 @@ export const EOS_ID = 2;
  * ```
  */
 export function encodeDocument(text: string): number[] {
-  const ids = encodeText(text);
+  const ids = llamaTokenizer.encode(text, true, true, false);
   ids.push(EOS_ID);
   return ids;
-}
-
-/** `[BOS, ...tokens(text)]`: a prompt as a model trained on {@link encodeDocument} reads one. */
-export function encodeText(text: string): number[] {
-  return llamaTokenizer.encode(text, true, true, false);
 }
 
 /** Text of token ids (BOS/EOS dropped); for inspecting samples. */

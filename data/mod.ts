@@ -127,7 +127,6 @@ export {
   BOS_ID,
   decodeTokens as decodeLlamaTokens,
   encodeDocument,
-  encodeText as encodeLlamaText,
   EOS_ID,
   LLAMA2_VOCAB_SIZE,
 } from "./llama_tokenizer.ts";
@@ -156,3 +155,12 @@ export {
 export { BYTE_VOCAB_SIZE, decodeByteTokens, encodeByteDocument } from "./byte_tokenizer.ts";
 export { type TokenizedFile, tokenizeFolder } from "./tokenize_folder.ts";
 export { type ScanOptions, scanTokenFiles, type TokenScan } from "./token_scan.ts";
+export {
+  chooseTokenizer,
+  type PromptTokenizer,
+  promptTokenizer,
+  TOKENIZER_CHOICES,
+  TOKENIZER_FILES,
+  type TokenizerChoice,
+  TokenizerChoiceError,
+} from "./prompt_tokenizer.ts";

@@ -13,7 +13,7 @@ import { evalLogger, type EvalLogIo } from "./log.ts";
 import { prepareTask, scoreDocuments, type TaskScores, TaskTally, windowFor } from "./run.ts";
 import { LogLikelihoodScorer } from "./scorer.ts";
 import { tasksNamed } from "./tasks.ts";
-import { textEncoder, tokenizerFor } from "./text_encoders.ts";
+import { evalTokenizer } from "./text_encoders.ts";
 
 /** Runs the eval `args` asks for; resolves to every task's scores. */
 export async function runEval(args: EvalArgs, io: EvalLogIo): Promise<TaskScores[]> {
@@ -25,8 +25,7 @@ export async function runEval(args: EvalArgs, io: EvalLogIo): Promise<TaskScores
     throw new EvalDataError(`"${model.folder}" has a config.json but no weights to evaluate`);
   }
   const { config } = model;
-  const tokenizer = tokenizerFor(config.vocabSize, args.tokenizer);
-  const encoder = textEncoder(tokenizer, config.vocabSize);
+  const encoder = evalTokenizer(config.vocabSize, args.tokenizer);
   const cap = Math.min(
     args.maxLength ?? config.maxPositionEmbeddings,
     config.maxPositionEmbeddings,
@@ -40,7 +39,7 @@ export async function runEval(args: EvalArgs, io: EvalLogIo): Promise<TaskScores
   log.start({
     model: model.folder,
     tasks: tasks.map((t) => t.name),
-    tokenizer,
+    tokenizer: encoder.name,
     window,
     fewshot: args.fewshot,
     seed: args.seed,

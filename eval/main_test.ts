@@ -5,7 +5,7 @@ import { runEval } from "./main.ts";
 import { prepareTask, type TaskScores } from "./run.ts";
 import { scoreDocument, summarize } from "./scoring.ts";
 import { TASKS } from "./tasks.ts";
-import { textEncoder } from "./text_encoders.ts";
+import { promptTokenizer } from "../data/mod.ts";
 import { CONFIG, LAYOUT, referenceLogLikelihood, WEIGHTS } from "./testing/reference.ts";
 import { writeTaskFiles } from "./testing/task_files.ts";
 
@@ -27,7 +27,7 @@ async function referenceScores(
   fewshot: number,
 ): Promise<{ acc: number; accNorm: number }> {
   const settings = { fewshot, seed: 42, window: CONFIG.maxPositionEmbeddings };
-  const p = await prepareTask(TASKS.get(name)!, textEncoder("bytes", 256), settings, { tasksDir });
+  const p = await prepareTask(TASKS.get(name)!, promptTokenizer("bytes"), settings, { tasksDir });
   const verdicts = p.docs.map((doc, d) => {
     const lls = doc.choices.map((_, c) => {
       const r = p.requests[p.firstRequest[d] + c];

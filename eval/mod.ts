@@ -27,4 +27,4 @@ export { documentOrder, fewshotIndices } from "./sample.ts";
 export { LogLikelihoodScorer, type ScorerOptions } from "./scorer.ts";
 export { argmax, choiceLength, type MetricSummary, scoreDocument, summarize } from "./scoring.ts";
 export { type Document, type Row, type Task, TASKS, tasksNamed } from "./tasks.ts";
-export { textEncoder, tokenizerFor } from "./text_encoders.ts";
+export { evalTokenizer } from "./text_encoders.ts";

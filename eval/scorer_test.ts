@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { GpuRuntime } from "../shaders/mod.ts";
 import { documentRequests } from "./requests.ts";
 import { LogLikelihoodScorer } from "./scorer.ts";
-import { textEncoder } from "./text_encoders.ts";
+import { promptTokenizer } from "../data/mod.ts";
 import { CONFIG, LAYOUT, referenceLogLikelihood, WEIGHTS } from "./testing/reference.ts";
 
 Deno.test("GPU log-likelihoods match the f64 reference, across slots and padding", async () => {
-  const encoder = textEncoder("bytes", 256);
+  const encoder = promptTokenizer("bytes");
   const docs = [
     { context: "The river", choices: ["runs", "is a stone wall"], answer: 0 },
     { context: "Salt and", choices: ["bread", "wind", "x"], answer: 1 },

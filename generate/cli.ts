@@ -7,7 +7,7 @@
  */
 import { UsageError } from "../common/mod.ts";
 import type { CommandSpec, FlagSpec, FlagValues } from "../cli/entry.ts";
-import { TOKENIZER_CHOICES, type TokenizerChoice } from "./tokenizer.ts";
+import { TOKENIZER_CHOICES, type TokenizerChoice } from "../data/mod.ts";
 import type { SamplingOptions } from "./sampling.ts";
 
 /** Everything `deno task generate` needs to know. */

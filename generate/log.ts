@@ -9,7 +9,7 @@
 import { logLine } from "../cli/entry.ts";
 import type { SamplingOptions } from "./sampling.ts";
 import type { StopReason } from "./generator.ts";
-import type { TokenizerName } from "./tokenizer.ts";
+import type { TokenizerName } from "../data/mod.ts";
 
 /** What the generation is, printed once before it starts. */
 export interface GenerateStart {

@@ -1,7 +1,7 @@
 /**
  * `deno task generate`: text from a trained Llama checkpoint. Finds the folder (a path, or a Hub
  * repo id on disk: model/hub.ts), reads it (model/checkpoint.ts), picks the tokenizer
- * (generate/tokenizer.ts), puts the weights in a {@link LlamaDecoder} (model/inference/: a forward
+ * (data/prompt_tokenizer.ts), puts the weights in a {@link LlamaDecoder} (model/inference/: a forward
  * with a key/value cache) and runs the loop of generate/generator.ts, printing as it goes
  * (generate/log.ts). See generate/cli.ts for the flags and docs/using-the-model.md for examples:
  *
@@ -26,7 +26,7 @@ import {
   promptTokenizer,
   TOKENIZER_FILES,
   type TokenizerName,
-} from "./tokenizer.ts";
+} from "../data/mod.ts";
 import { logLine, parseOrExit } from "../cli/entry.ts";
 import {
   countParameters,

@@ -24,7 +24,7 @@ export {
   type TokenizerChoice,
   TokenizerChoiceError,
   type TokenizerName,
-} from "./tokenizer.ts";
+} from "../data/mod.ts";
 export { TextStream } from "./text_stream.ts";
 export {
   decodeTokensPerSecond,

@@ -1,6 +1,6 @@
 /**
  * Which tokenizer turns a prompt into a model's token ids and its samples back into text, and
- * the two bundled ones (data/): UTF-8 bytes (vocabulary 256, the demo's byte model) and LLaMA-2's
+ * the two bundled ones: UTF-8 bytes (vocabulary 256, the demo's byte model) and LLaMA-2's
  * SentencePiece (vocabulary 32000, npm `llama-tokenizer-js`: llama-20m, llama-mini).
  *
  * The rule ({@link chooseTokenizer}), from the model's `config.json` and folder:
@@ -13,16 +13,9 @@
  *
  * @module
  */
-import {
-  CORPUS_TOKENIZERS,
-  decodeByteTokens,
-  decodeLlamaTokens,
-  encodeDocument,
-  EOS_ID,
-  type TokenizerName,
-} from "../data/mod.ts";
-
-export type { TokenizerName } from "../data/mod.ts";
+import { decodeByteTokens } from "./byte_tokenizer.ts";
+import { CORPUS_TOKENIZERS, type TokenizerName } from "./corpus.ts";
+import { decodeTokens as decodeLlamaTokens, encodeDocument, EOS_ID } from "./llama_tokenizer.ts";
 
 /** `--tokenizer` values: a bundled tokenizer, or `auto` (the rule of the module doc). */
 export const TOKENIZER_CHOICES = ["auto", "bytes", "llama"] as const;
@@ -45,7 +38,7 @@ export class TokenizerChoiceError extends Error {
  *
  * @example
  * ```ts
- * import { chooseTokenizer } from "./tokenizer.ts";
+ * import { chooseTokenizer } from "./prompt_tokenizer.ts";
  * if (chooseTokenizer({ choice: "auto", vocabSize: 256, tokenizerFiles: [] }) !== "bytes") {
  *   throw new Error("a 256-token model reads bytes");
  * }

@@ -108,3 +108,25 @@ Deno.test("deno task eval: missing task files exit 1 naming them, bad flags exit
     );
   });
 });
+
+Deno.test("the deno task eval command of docs/using-the-model.md runs", async () => {
+  const doc = await Deno.readTextFile(new URL("../docs/using-the-model.md", import.meta.url));
+  const line = doc.split("\n").find((l) => l.startsWith("deno task eval "));
+  assert.ok(line, "the page shows a deno task eval command");
+  const args = line.split(/\s+/).slice(3);
+  await withFixture(async (dir) => {
+    // The page's checkpoint and task folder stand for a trained model and downloaded datasets.
+    args[args.indexOf("--model") + 1] = join(dir, "model");
+    args[args.indexOf("--tasks-dir") + 1] = join(dir, "tasks");
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "eval/main.ts", ...args],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+    const text = new TextDecoder().decode(out.stdout);
+    for (const task of args[args.indexOf("--tasks") + 1].split(",")) {
+      assert.match(text, new RegExp(`^${task} +acc `, "m"), text);
+    }
+  });
+});

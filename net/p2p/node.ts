@@ -195,8 +195,12 @@ export class P2PNode {
     }
   }
 
-  /** Dials every relay we have no connection to (after a relay restarted, or a cut link). */
+  /**
+   * Dials every relay we have no connection to (after a relay restarted, or a cut link), and asks
+   * a connected relay again where our connection comes from while no relay has said.
+   */
   async dialRelays(): Promise<{ relay: string; error: string }[]> {
+    await this.#observeThroughRelays();
     const missing = [...this.#relays.values()].filter((r) => !this.#connectedTo(r.peer));
     const dials = await Promise.allSettled(missing.map((r) => this.libp2p.dial(r.peer)));
     return dials.flatMap((d, i) =>
@@ -205,6 +209,24 @@ export class P2PNode {
         error: describeDialFailure(missing[i].addresses, d.reason),
       }]
     );
+  }
+
+  /**
+   * Whether a router stands between us and the relays is learnt from identify's `observedAddr`
+   * when a relay connection opens; an identify that timed out on a busy machine says nothing,
+   * and then the node would never learn it is behind NAT. So while nothing was observed, identify
+   * runs again on the relay connections open.
+   */
+  async #observeThroughRelays(): Promise<void> {
+    if (this.#sight.observed.size > 0) return;
+    const connections = [...this.#relays.values()].flatMap((r) =>
+      this.libp2p.getConnections(r.peer).filter((c) => !isRelayed(c.remoteAddr.toString()))
+    );
+    await Promise.allSettled(connections.map(async (c) => {
+      const { observedAddr } = await this.libp2p.services.identify.identify(c);
+      const ip = observedAddr === undefined ? undefined : ipOfAddress(observedAddr.toString());
+      if (ip !== undefined) this.#sight.observed.add(ip);
+    }));
   }
 
   /** The relays we use (their addresses) and how many of them we are connected to now. */

@@ -1,7 +1,8 @@
 /**
  * Where a training step's GPU time goes, kernel by kernel, on whatever adapter this machine has:
  * `deno run -A bench/step_profile.ts [--config DIR] [--batch B] [--seq-len T] [--steps N]
- * [--precision f32|f16|bf16] [--recompute] [--tiling rows,cols,wx,wy,depth] [--split-k auto|off]`.
+ * [--precision f32|f16|bf16] [--recompute] [--tiling rows,cols,wx,wy,depth] [--split-k auto|off]
+ * [--upload chunked|mapped]`.
  *
  * It builds the model of `--config` from quick pseudo-random weights (uniform with the init's
  * variance: timing does not depend on the values, and the seeded normals of `initParams` take a
@@ -12,7 +13,10 @@
  * step's wall time. The gap between the two is what the GPU did not spend in kernels: launch and
  * pass overheads, waits and host work. `--tiling` replaces the adapter profile's matmul tiling, to
  * try a kernel shape on a whole step; `--split-k off` turns the profile's split-K off (the
- * baseline the split is measured against).
+ * baseline the split is measured against). `--upload` chooses how the weights reach the GPU:
+ * `chunked` (the default) writes 16 MiB at a time, each flushed, printing progress
+ * (model/weights_upload.ts); `mapped` copies each segment whole into a buffer mapped at creation,
+ * as a model built with its weights does, the path the 1B model stalled on.
  *
  * @module
  */
@@ -23,6 +27,8 @@ import {
   type ModelPrecision,
   readLlamaConfig,
   runtimeMemoryLimits,
+  uploadParams,
+  uploadProgressLines,
 } from "../model/mod.ts";
 import { adamwSteps } from "../train/testing/timed_steps.ts";
 import {
@@ -47,6 +53,7 @@ const { values } = parseArgs({
     tiling: { type: "string" },
     recompute: { type: "boolean", default: false },
     "split-k": { type: "string", default: "auto" },
+    upload: { type: "string", default: "chunked" },
   },
 });
 const B = Number(values.batch), T = Number(values["seq-len"]), steps = Number(values.steps);
@@ -57,6 +64,10 @@ if (!["f32", "f16", "bf16"].includes(values.precision)) {
   throw new RangeError(`--precision must be f32, f16 or bf16, got ${values.precision}`);
 }
 const precision = values.precision as ModelPrecision;
+if (values.upload !== "chunked" && values.upload !== "mapped") {
+  throw new RangeError(`--upload must be chunked or mapped, got ${values.upload}`);
+}
+const chunkedUpload = values.upload === "chunked";
 const config = await readLlamaConfig(`${values.config}/config.json`);
 const layout = llamaParamLayout(config);
 let t0 = performance.now();
@@ -147,21 +158,31 @@ async function run(profileDispatches: boolean, warmup: number) {
   }
   const which = profileDispatches ? "profiled" : "plain";
   t0 = performance.now();
+  console.log(`${which}: building the model (${values.upload} upload)`);
   using stepper = adamwSteps(rt, {
     config,
     layout,
-    weights,
+    weights: chunkedUpload ? undefined : weights,
     microBatch: B,
     seqLen: T,
     precision,
     recompute: values.recompute,
   });
+  if (chunkedUpload) {
+    const progress = uploadProgressLines(`${which}: upload`, console.log, () => performance.now());
+    await uploadParams(rt, stepper.model.params, weights, { onProgress: progress });
+  }
   // Until the GPU holds the weights: queued uploads would otherwise land in the first step.
+  rt.device.queue.submit([]);
   await rt.device.queue.onSubmittedWorkDone();
   const buildMs = performance.now() - t0;
   // Progress as it happens: a large model's upload and first step (its pipelines) take minutes
   // on some adapters, and a run cut off by a time limit should still say how far it got.
-  console.log(`${which}: model and optimizer built and uploaded in ${buildMs.toFixed(0)} ms`);
+  console.log(
+    `${which}: model and optimizer built and uploaded in ${buildMs.toFixed(0)} ms (${
+      (layout.totalSize * 4 / 1e6 / (buildMs / 1000)).toFixed(0)
+    } MB/s of weights); first step next (it builds the GPU pipelines)`,
+  );
   const wall: number[] = [];
   for (let s = 0; s < warmup + steps; s++) {
     if (s === warmup) rt.dispatchTimings?.splice(0);

@@ -72,6 +72,13 @@ export { ParamBuffers } from "./param_buffers.ts";
 export { uploadSeededParams } from "./seeded_upload.ts";
 export { uploadF32Weights } from "./streamed_load.ts";
 export {
+  throttledProgress,
+  uploadParams,
+  type UploadProgress,
+  uploadProgressLine,
+  uploadProgressLines,
+} from "./weights_upload.ts";
+export {
   checkShardIndex,
   DEFAULT_MAX_SHARD_BYTES,
   type ExpectedTensor,

@@ -12,6 +12,7 @@ import type { LlamaConfig } from "./hf_config.ts";
 import { initTensorSlice, SEEDED_CHUNK_FLOATS } from "./params.ts";
 import type { ParamBuffers } from "./param_buffers.ts";
 import type { GpuRuntime } from "../shaders/mod.ts";
+import type { UploadProgress } from "./weights_upload.ts";
 
 /**
  * Writes the seeded initial parameters (HF's init: normal(0, initializer_range) matrices and
@@ -26,6 +27,8 @@ export async function uploadSeededParams(
     seed: number;
     /** Floats per write (default {@link SEEDED_CHUNK_FLOATS}). */
     chunkFloats?: number;
+    /** Hears the bytes written after every chunk. */
+    onProgress?: UploadProgress;
     signal?: AbortSignal;
   },
 ): Promise<void> {
@@ -36,6 +39,8 @@ export async function uploadSeededParams(
   }
   const largest = params.layout.entries.reduce((m, e) => Math.max(m, e.size), 0);
   const chunk = new Float32Array(Math.min(chunkFloats, largest));
+  const totalBytes = params.layout.entries.reduce((n, e) => n + e.size, 0) * 4;
+  let doneBytes = 0;
   for (const entry of params.layout.entries) {
     for (let start = 0; start < entry.size; start += chunk.length) {
       signal?.throwIfAborted();
@@ -47,6 +52,8 @@ export async function uploadSeededParams(
       // flushing each chunk keeps one staging copy alive, not the whole model's.
       rt.device.queue.submit([]);
       await rt.device.queue.onSubmittedWorkDone();
+      doneBytes += part.length * 4;
+      options.onProgress?.(doneBytes, totalBytes);
     }
   }
 }

@@ -10,6 +10,7 @@ import type { F32TensorSource } from "./checkpoint.ts";
 import type { ParamBuffers } from "./param_buffers.ts";
 import { SAVE_CHUNK_FLOATS } from "./safetensors_stream.ts";
 import type { GpuRuntime } from "../shaders/mod.ts";
+import type { UploadProgress } from "./weights_upload.ts";
 
 /**
  * Uploads the tensors of `sources` (model/checkpoint.ts `f32WeightSources`) into `params`,
@@ -20,7 +21,7 @@ export async function uploadF32Weights(
   rt: GpuRuntime,
   params: ParamBuffers,
   sources: readonly F32TensorSource[],
-  options?: { chunkFloats?: number; signal?: AbortSignal },
+  options?: { chunkFloats?: number; onProgress?: UploadProgress; signal?: AbortSignal },
 ): Promise<void> {
   const chunkFloats = options?.chunkFloats ?? SAVE_CHUNK_FLOATS;
   if (!Number.isInteger(chunkFloats) || chunkFloats < 1) {
@@ -29,6 +30,8 @@ export async function uploadF32Weights(
   const largest = sources.reduce((m, s) => Math.max(m, s.size), 0);
   const chunk = new Float32Array(Math.min(chunkFloats, largest));
   const bytes = new Uint8Array(chunk.buffer);
+  const totalBytes = sources.reduce((n, s) => n + s.size, 0) * 4;
+  let doneBytes = 0;
   const files = new Map<string, Deno.FsFile>();
   try {
     for (const s of sources) {
@@ -46,6 +49,8 @@ export async function uploadF32Weights(
         // One staging copy alive at a time, not the whole model's (see seeded_upload.ts).
         rt.device.queue.submit([]);
         await rt.device.queue.onSubmittedWorkDone();
+        doneBytes += count * 4;
+        options?.onProgress?.(doneBytes, totalBytes);
       }
     }
   } finally {

@@ -7,7 +7,7 @@
  * @module
  */
 import { logLine } from "../cli/entry.ts";
-import type { ModelPrecision } from "../model/mod.ts";
+import { type ModelPrecision, uploadProgressLine } from "../model/mod.ts";
 
 /** What the run is, printed once before the first step. */
 export interface StartInfo {
@@ -68,6 +68,15 @@ export interface EvalRecord {
   sequences: number;
 }
 
+/** How far the upload of the start weights got (a seeded start, a checkpoint's weights). */
+export interface UploadRecord {
+  /** `seeded`: generated in chunks; `weights`: read from a checkpoint or held on the host. */
+  what: "seeded" | "weights";
+  doneBytes: number;
+  totalBytes: number;
+  mbPerSec: number;
+}
+
 /** What the run did, printed once at the end. */
 export interface EndInfo {
   /** The last step done. */
@@ -91,6 +100,8 @@ export interface CorpusRecord {
 /** Receives the trainer's progress. */
 export interface TrainLogger {
   corpus(record: CorpusRecord): void;
+  /** Progress of the weights' upload: at most every few seconds, and at its end. */
+  upload(record: UploadRecord): void;
   start(info: StartInfo): void;
   step(record: StepRecord): void;
   eval(record: EvalRecord): void;
@@ -101,7 +112,7 @@ export interface TrainLogger {
 /**
  * One JSON object per line in the log schema of docs/logs.md (`logLine`: `time`, `level`,
  * snake_case `event` and fields, the client's names for the same things): `build_corpus`,
- * `start`, `step` per optimizer step, `eval` per evaluation, `checkpoint` per save, `end`.
+ * `upload` while the start weights go to the GPU, `start`, `step` per optimizer step, `eval` per evaluation, `checkpoint` per save, `end`.
  * Every event is `info`: the trainer reports failures on stderr and by its exit status.
  */
 export function jsonLogger(
@@ -112,6 +123,13 @@ export function jsonLogger(
     write(logLine(clock(), "info", event, fields));
   return {
     corpus: (r) => log("build_corpus", { dir: r.dir, reason: r.reason }),
+    upload: (r) =>
+      log("upload", {
+        what: r.what,
+        done_bytes: r.doneBytes,
+        total_bytes: r.totalBytes,
+        mb_per_sec: r.mbPerSec,
+      }),
     start: (i) =>
       log("start", {
         model: i.model,
@@ -157,6 +175,15 @@ export function jsonLogger(
 export function consoleLogger(write: (line: string) => void): TrainLogger {
   return {
     corpus: (r) => write(`building the byte corpus in ${r.dir} (${r.reason})`),
+    upload: (r) =>
+      write(
+        uploadProgressLine(
+          r.what === "seeded" ? "seeding the weights on the GPU" : "uploading the weights",
+          r.doneBytes,
+          r.totalBytes,
+          r.mbPerSec,
+        ),
+      ),
     start: (i) =>
       write(
         `training ${i.model} (${(i.params / 1e6).toFixed(2)}M params, ${i.weights} weights) ` +

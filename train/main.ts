@@ -30,7 +30,9 @@ import {
   paramSegments,
   readModelDir,
   resolvePrecision,
+  throttledProgress,
   uploadF32Weights,
+  uploadParams,
   uploadSeededParams,
 } from "../model/mod.ts";
 import { AdamW, DistroOptimizer, type Optimizer } from "../optimizer/mod.ts";
@@ -181,18 +183,33 @@ export async function train(
     }
     using rt = await GpuRuntime.create();
     const precision = resolvePrecision(options.precision, rt);
+    // Every start goes to the GPU a chunk at a time with its progress said: a model built with
+    // its weights copies whole segments at once, which stalled the 1B on a GPU for minutes.
     using model = new LlamaModel(rt, {
       precision,
       config,
       layout,
-      weights: whole ?? undefined,
       microBatch: options.microBatch,
       seqLen: sequenceLength,
       slots: options.totalBatch / options.microBatch,
       recompute: options.recompute,
     });
-    if (streamed !== null) {
-      await uploadF32Weights(rt, model.params, streamed, { signal: io.signal });
+    const progress = (what: "seeded" | "weights") =>
+      throttledProgress(
+        (doneBytes, totalBytes, mbPerSec) =>
+          logger.upload({ what, doneBytes, totalBytes, mbPerSec }),
+        () => performance.now(),
+      );
+    if (whole !== null) {
+      await uploadParams(rt, model.params, whole, {
+        signal: io.signal,
+        onProgress: progress("weights"),
+      });
+    } else if (streamed !== null) {
+      await uploadF32Weights(rt, model.params, streamed, {
+        signal: io.signal,
+        onProgress: progress("weights"),
+      });
     } else if (weights === null) {
       // A seeded start goes straight into the parameter buffers, a chunk at a time: the host
       // never holds the model (the memory plan's seeded host lines count one chunk).
@@ -200,6 +217,7 @@ export async function train(
         config,
         seed: options.seed,
         signal: io.signal,
+        onProgress: progress("seeded"),
       });
     }
     using optimizer = makeOptimizer(rt, options, layout);

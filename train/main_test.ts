@@ -67,7 +67,7 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
     const lines = raw.map((l) => JSON.parse(l));
     assert.deepEqual(
       lines.map((l) => l.event),
-      ["start", "step", "step", "eval", "step", "eval", "checkpoint", "end"],
+      ["upload", "start", "step", "step", "eval", "step", "eval", "checkpoint", "end"],
     );
     const evals = lines.filter((l) => l.event === "eval");
     assert.deepEqual(evals.map((l) => [l.step, l.sequences]), [[2, 4], [3, 4]]);
@@ -76,8 +76,12 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
       [lines.at(-1).step, lines.at(-1).interrupted, lines.at(-1).saved_to],
       [3, false, `${dir}/out`],
     );
-    assert.equal(lines[0].weights, "seeded");
-    assert.equal(lines[0].precision, "f16");
+    // The seeded weights went to the GPU before the run started, and said how far.
+    assert.equal(lines[0].what, "seeded");
+    assert.equal(lines[0].done_bytes, lines[0].total_bytes);
+    assert.ok(lines[0].total_bytes > 0);
+    assert.equal(lines[1].weights, "seeded");
+    assert.equal(lines[1].precision, "f16");
     const steps = lines.filter((l) => l.event === "step");
     for (const [i, l] of steps.entries()) {
       assert.equal(l.step, i + 1);
@@ -109,8 +113,9 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
     ]);
     assert.equal(again.code, 0, again.stderr);
     const resumed = again.stdout.trim().split("\n").map((l) => JSON.parse(l));
-    assert.equal(resumed[0].weights, "loaded");
-    assert.ok(resumed[1].loss < steps[0].loss - 0.01, `${resumed[1].loss} vs ${steps[0].loss}`);
+    assert.deepEqual(resumed.map((e) => e.event).slice(0, 3), ["upload", "start", "step"]);
+    assert.equal(resumed[1].weights, "loaded");
+    assert.ok(resumed[2].loss < steps[0].loss - 0.01, `${resumed[2].loss} vs ${steps[0].loss}`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -140,7 +145,9 @@ Deno.test("deno task train: a seeded start (streamed to the GPU) trains from ini
       assert.equal(out.code, 0, out.stderr);
       return out.stdout.trim().split("\n").map((l) => JSON.parse(l));
     });
-    assert.deepEqual(logs.map((l) => l[0].weights), ["seeded", "loaded"]);
+    const starts = logs.map((l) => l.find((e) => e.event === "start"));
+    assert.deepEqual(starts.map((e) => e.weights), ["seeded", "loaded"]);
+    assert.deepEqual(logs.map((l) => l[0].what), ["seeded", "weights"], "each upload said");
     const losses = logs.map((l) => l.filter((e) => e.event === "step").map((e) => e.loss));
     assert.equal(losses[0].length, 2);
     assert.deepEqual(losses[0], losses[1]);
@@ -170,7 +177,7 @@ Deno.test("deno task train: --optimizer distro trains with single-node DisTrO", 
     ]);
     assert.equal(out.code, 0, out.stderr);
     const lines = out.stdout.trim().split("\n").map((l) => JSON.parse(l));
-    assert.equal(lines[0].optimizer, "distro");
+    assert.equal(lines.find((l) => l.event === "start").optimizer, "distro");
     const losses = lines.filter((l) => l.event === "step").map((l) => l.loss);
     assert.equal(losses.length, 6);
     assert.ok(losses[5] < losses[0] - 0.1, `DisTrO did not reduce the loss: ${losses}`);

@@ -48,13 +48,19 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
 }
 # Parts to run: the arguments, or every part (in this order: the most wanted first; the parts
 # measured on the H200 on 2026-11-25 last). `sweep` picks the tiling `profile` and `steps` try.
-parts=${*:-"sweep profile splitk steps 1b 1b-torch matmul distro matmul-16"}
+parts=${*:-"upload sweep profile splitk steps 1b 1b-torch matmul distro matmul-16"}
 # The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
 # pick of an earlier call, so a later call need not sweep again).
 best=${BEST_TILING:-}
 for part in $parts; do
   case $part in
   matmul) run 60 matmul-f32.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 ;;
+  upload)
+    # The 1B stall's suspect: the same 20M weights through buffers mapped at creation, then in
+    # flushed 16 MiB writes; each prints its MB/s ("built and uploaded in ... MB/s of weights").
+    run 90 upload-20m.txt sh -c "$deno_run bench/step_profile.ts --steps 1 --upload mapped &&
+      $deno_run bench/step_profile.ts --steps 1 --upload chunked"
+    ;;
   matmul-16)
     run 45 matmul-16bit.txt sh -c "$deno_run bench/matmul_gpu.ts --size 4096 --reps 20 --f16 &&
       $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 --bf16"
@@ -108,7 +114,7 @@ for part in $parts; do
       --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3
     ;;
   *)
-    echo "unknown part $part (matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
+    echo "unknown part $part (upload, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
     exit 2
     ;;
   esac

@@ -21,7 +21,8 @@ export function syntheticTokens(count: number, vocabSize: number): Uint32Array {
 export interface StepsOptions {
   config: LlamaConfig;
   layout: ParamLayout;
-  weights: Float32Array;
+  /** The weights, copied in at construction; absent: zeros, for a caller that uploads them. */
+  weights?: Float32Array;
   /** B: sequences per step (one micro-batch). */
   microBatch: number;
   /** T: tokens per sequence. */

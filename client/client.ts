@@ -52,6 +52,7 @@ import {
   formatMemoryPlan,
   MemoryPlanError,
   runtimeMemoryLimits,
+  throttledProgress,
 } from "../model/mod.ts";
 import { distroConfig } from "../optimizer/mod.ts";
 import { type BatchId, equalBytes, hexToBytes, toHex, toMillis } from "../common/mod.ts";
@@ -686,7 +687,6 @@ export class TrainingClient {
       rt: this.#rt,
       config: model.config,
       layout: model.layout,
-      weights: model.weights,
       seqLen: state.model.maxSeqLen,
       microBatch,
       maxBatch,
@@ -695,6 +695,19 @@ export class TrainingClient {
       verifying: isVerifying(state),
     });
     this.#trainer = trainer;
+    // A chunk at a time, saying how far: a large model's upload takes minutes on some GPUs.
+    await trainer.upload(model.weights, {
+      signal: this.#signal,
+      onProgress: throttledProgress(
+        (done, total, rate) =>
+          this.#o.logger.log("model_upload", {
+            done_bytes: done,
+            total_bytes: total,
+            mb_per_sec: rate,
+          }),
+        () => performance.now(),
+      ),
+    });
     this.#o.exchange.results.setExpectation(trainer.expectation);
     if (isVerifying(state)) {
       this.#duty = new VerificationDuty({

@@ -8,6 +8,7 @@
  * @module
  */
 import { type LogLevel, logLine } from "../cli/entry.ts";
+import { uploadProgressLine } from "../model/mod.ts";
 
 /** Every event the client logs, with its fields. */
 export interface ClientEvents {
@@ -134,6 +135,8 @@ export interface ClientEvents {
     chunks: number;
     seconds: number;
   };
+  /** The model's parameters going to the GPU (every 5 s and at the end), before its warm-up. */
+  model_upload: { done_bytes: number; total_bytes: number; mb_per_sec: number };
   /** The eval tasks cannot be scored for this model (unreadable files, no tokenizer): off. */
   eval_disabled: { error: string };
   witness: {
@@ -345,6 +348,8 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
         ` over ${e.docs} documents (${e.chunks} chunks between rounds, ${fmt(e.seconds, 1)} s)`;
     case "eval_disabled":
       return `evals are off: ${e.error}`;
+    case "model_upload":
+      return uploadProgressLine("uploading the model", e.done_bytes, e.total_bytes, e.mb_per_sec);
     case "witness":
       return `witnessed step ${e.step}: ${e.participants} trainers, ${e.commitments} commitments` +
         (e.not_waited_for.length === 0

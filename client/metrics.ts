@@ -320,6 +320,7 @@ export function reduceClientMetrics(
     case "reachability":
     case "outdated":
     case "eval_disabled":
+    case "model_upload":
       return m;
     default: {
       const unreachable: never = e;

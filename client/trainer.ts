@@ -25,6 +25,8 @@ import {
   type LlamaConfig,
   LlamaModel,
   type ParamLayout,
+  uploadParams,
+  type UploadProgress,
   writeDirAtomically,
   writeModelDir,
 } from "../model/mod.ts";
@@ -47,8 +49,12 @@ export interface NetworkTrainerOptions {
   readonly rt: GpuRuntime;
   readonly config: LlamaConfig;
   readonly layout: ParamLayout;
-  /** Initial parameters `[layout.totalSize]` (identical on every client). */
-  readonly weights: Float32Array;
+  /**
+   * Initial parameters `[layout.totalSize]` (identical on every client), copied in at
+   * construction; absent: zeros, for a caller that puts them there with {@link NetworkTrainer.upload}
+   * (a chunk at a time, with progress: what the client does, as a large model needs).
+   */
+  readonly weights?: Float32Array;
   /** The run's `max_seq_len`. */
   readonly seqLen: number;
   /** Sequences per forward/backward. */
@@ -289,6 +295,14 @@ export class NetworkTrainer implements Disposable {
     await step.submit({ wait: false });
   }
 
+  /** Writes `weights` into θ a flushed chunk at a time (model/weights_upload.ts). */
+  upload(
+    weights: Float32Array,
+    options: { onProgress?: UploadProgress; signal?: AbortSignal } = {},
+  ): Promise<void> {
+    return uploadParams(this.rt, this.model.params, weights, options);
+  }
+
   /**
    * Builds every GPU pipeline a round uses and measures a step, without changing the model:
    * two dry training steps (lookahead, forward/backward, DisTrO generate) of `sequences`
@@ -330,7 +344,7 @@ export class NetworkTrainer implements Disposable {
     const result = decodePayload(encodePayload(second.result, plain), plain);
     await this.apply([result], 0);
     await this.paramsHash();
-    this.model.writeParams(weights);
+    await this.upload(weights, { signal });
     await this.resetOptimizer();
     return { firstMs: first.ms, stepMs: second.ms };
   }

@@ -16,6 +16,8 @@ import {
 import { CoordinatorSvm } from "../testing/svm.ts";
 import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
 import {
+  type Checkpoint,
+  CheckpointerSelection,
   currentRound,
   NO_DIGEST,
   roundSelection,
@@ -591,27 +593,53 @@ Deno.test("health_check: witnesses drop trainers nobody saw; healthy ones are re
   assert.equal(run.model!.state.epochState.clients[clientIndex(run, lazy)].state, "Dropped");
 });
 
-Deno.test("checkpoint: clients report uploads; wrong sender or kind is refused", async () => {
-  const { run, clients } = await training(2);
-  const idx = clientIndex(run, clients[0]);
+Deno.test("checkpoint: only in Cooldown, from an elected checkpointer, once the vote is in", async () => {
+  const { run, clients } = await training(3, { totalSteps: 3, epochTime: 40 });
+  const state = () => run.model!.state;
   const hub = { kind: "Hub" as const, repo: { repoId: "org/model", revision: "abc123" } };
+  const idx = clientIndex(run, clients[0]);
   await run.expectError(
     { kind: "Checkpoint", index: idx, repo: hub },
     clients[1],
     "InvalidCheckpoint",
   );
-  await run.expectError(
-    { kind: "Checkpoint", index: idx, repo: { kind: "Gcs", repo: { bucket: "b", prefix: null } } },
-    clients[0],
-    "InvalidCheckpoint",
-  );
-  await run.expectError(
-    { kind: "Checkpoint", index: idx, repo: { kind: "Hub", repo: { repoId: "", revision: null } } },
-    clients[0],
-    "InvalidCheckpoint",
-  );
-  await run.expectOk({ kind: "Checkpoint", index: idx, repo: hub }, clients[0]);
-  assert.deepEqual(run.model!.state.model.checkpoint, hub);
+  await run.expectError({ kind: "Checkpoint", index: idx, repo: hub }, clients[0], "WrongRunState");
+  const everyone = clients.map((c) => ({ signer: keyOf(c), p2pIdentity: keyOf(c) }));
+  let t = 11;
+  while (state().runState !== "Cooldown") {
+    for (const w of witnessesOf(run, clients)) {
+      const report = witnessReport(state(), clientIndex(run, w), everyone);
+      await run.expectOk({ kind: "Witness", witness: report, paramsDigest: DIGEST }, w);
+    }
+    t += 3;
+    run.setTime(t);
+    await run.expectOk({ kind: "Tick" }, null);
+  }
+  const [elected] = CheckpointerSelection.fromState(state()).indices();
+  const checkpointer = clients.find((c) => clientIndex(run, c) === elected)!;
+  const other = clients.find((c) => c !== checkpointer)!;
+  const report = (index: number, repo: Checkpoint) => ({
+    kind: "Checkpoint" as const,
+    index,
+    repo,
+  });
+  await run.expectError(report(elected, hub), checkpointer, "InvalidCheckpoint"); // no vote yet
+  const voted = new Uint8Array(32).fill(0x5a);
+  const selection = roundSelection(state().config, currentRound(state()));
+  for (const w of witnessesOf(run, clients)) {
+    const proof = selection.witnessProof(clientIndex(run, w));
+    await run.expectOk({ kind: "CooldownWitness", proof, paramsDigest: voted }, w);
+  }
+  await run.expectError(report(clientIndex(run, other), hub), other, "InvalidCheckpoint");
+  const gcs: Checkpoint = { kind: "Gcs", repo: { bucket: "b", prefix: null } };
+  await run.expectError(report(elected, gcs), checkpointer, "InvalidCheckpoint");
+  const empty: Checkpoint = { kind: "Hub", repo: { repoId: "", revision: null } };
+  await run.expectError(report(elected, empty), checkpointer, "InvalidCheckpoint");
+  await run.expectOk(report(elected, hub), checkpointer);
+  assert.equal(state().runState, "Finished", "the report ended Cooldown before its timer");
+  assert.deepEqual(state().model.checkpoint, { kind: "P2P", repo: hub.repo });
+  assert.deepEqual(state().paramsDigests.at(-1)?.digest, voted);
+  await run.expectError(report(elected, hub), checkpointer, "WrongRunState");
 });
 
 Deno.test("free_coordinator: only when halted, by the main authority; rent goes to the spill", async () => {

@@ -38,6 +38,8 @@ export interface UploadCheckpointOptions {
   readonly title?: string;
   /** The commit's description. */
   readonly description?: string;
+  /** Called once the files are listed, before anything is sent. */
+  readonly onStart?: (files: readonly { path: string; bytes: number }[]) => void;
   /** Called as each phase begins. */
   readonly onPhase?: (phase: HubUploadPhase) => void;
   readonly signal?: AbortSignal;
@@ -104,6 +106,7 @@ export async function uploadCheckpoint(
   }
   const files = await checkpointFiles(dir);
   if (files.length === 0) throw new RangeError(`Cannot upload "${dir}": it holds no files`);
+  options.onStart?.(files);
   const absolute = isAbsolute(dir) ? dir : join(Deno.cwd(), dir);
   const hubUrl = (target.hubUrl ?? HUB_URL).replace(/\/+$/, "");
   const generator = commitIter({

@@ -17,6 +17,7 @@ import type { CoordinatorBackend } from "./backend/backend.ts";
 import type { Exchange } from "./exchange.ts";
 import type { ClientLogger } from "./log.ts";
 import {
+  type HubDownloadTarget,
   loadRunModel,
   ModelUnavailableError,
   type RunModel,
@@ -85,6 +86,8 @@ export interface TrainingClientOptions {
   readonly hub?: HubTarget | null;
   /** `--delete-old-steps` / `--keep-steps` (default: keep every checkpoint). */
   readonly retention?: RetentionArgs;
+  /** Where a Hub checkpoint that is not on disk is downloaded from and to; null: never. */
+  readonly hubDownload?: HubDownloadTarget | null;
   /** Folder relative model and data paths resolve against (default: the working directory). */
   readonly baseDir?: string;
   /** The GPU runtime (default: created at the first model load). */
@@ -626,6 +629,7 @@ export class TrainingClient {
           override: this.#o.modelOverride,
           localCheckpoints: dir === null ? [] : [`${dir}/${state.runId}-step${step}`],
           hub: { baseDir },
+          hubDownload: this.#o.hubDownload ?? null,
           signal: this.#signal,
         });
       } catch (e) {

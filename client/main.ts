@@ -37,8 +37,8 @@ import { address } from "@solana/kit";
 import { denoEnv, EXIT_OK, EXIT_USAGE, onStopRequest } from "../cli/entry.ts";
 import { coordinatorAddress } from "../coordinator/solana/abi/mod.ts";
 import { DEFAULT_PROGRAM_ID, loadWallet, SolanaRpcClient } from "../coordinator/solana/rpc/mod.ts";
-import { toHex, UsageError } from "../common/mod.ts";
-import { HUB_URL, type HubTarget } from "./checkpoints/mod.ts";
+import { toHex } from "../common/mod.ts";
+import { hubDownload, hubTarget } from "./checkpoints/mod.ts";
 import { generateIdentity, type Identity, identityFromHex, loadIdentity } from "../net/mod.ts";
 
 export { EXIT_OK, EXIT_USAGE };
@@ -123,7 +123,8 @@ async function trainWith(
   signal: AbortSignal | undefined,
 ): Promise<void> {
   // A missing HF_TOKEN is a setup mistake: say so before joining the run.
-  const hub = hubTarget(args);
+  const env = (name: string) => Deno.env.get(name);
+  const hub = hubTarget(args, env);
   const wallet = args.solana === undefined
     ? null
     : await loadWallet(args.solana.walletPrivateKeyPath);
@@ -191,6 +192,7 @@ async function trainWith(
       recompute: args.recompute,
       checkpointDir: args.checkpointDir,
       hub,
+      hubDownload: hubDownload(args, env),
       retention: { deleteOldSteps: args.deleteOldSteps, keepSteps: args.keepSteps },
       faults: faultsFromEnv(),
       evals: args.evals === null ? null : new BackgroundEvals(args.evals, logger),
@@ -200,31 +202,6 @@ async function trainWith(
     await backend?.close();
     await exchange.close();
   }
-}
-
-/**
- * The Hub endpoint: `--hub-url`, else `HF_ENDPOINT` (as huggingface_hub reads it), else the
- * public Hub.
- */
-export function hubUrl(args: Pick<TrainArgs, "hubUrl">): string {
-  return args.hubUrl ?? (Deno.env.get("HF_ENDPOINT") || HUB_URL);
-}
-
-/**
- * Where an elected checkpointer uploads (`--hub-repo`), with `HF_TOKEN` as Psyche reads it; null
- * without `--hub-repo`. Throws UsageError when the token is missing or not a Hub token.
- */
-export function hubTarget(args: Pick<TrainArgs, "hubRepo" | "hubUrl">): HubTarget | null {
-  if (args.hubRepo === null) return null;
-  const token = Deno.env.get("HF_TOKEN") ?? "";
-  if (!token.startsWith("hf_")) {
-    throw new UsageError(
-      `--hub-repo needs HF_TOKEN, a Hugging Face write token (hf_…), ${
-        token === "" ? "which is not set" : "and the one set does not start with hf_"
-      }`,
-    );
-  }
-  return { repoId: args.hubRepo, hubUrl: hubUrl(args), token };
 }
 
 /** Narrates the coordinator connection, so a client that lost it never waits in silence. */

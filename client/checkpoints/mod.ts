@@ -5,7 +5,9 @@
  *   model repo with `@huggingface/hub`; the commit's oid is the revision (hub_upload.ts);
  * - `CheckpointDuty`: as an elected checkpointer, upload each Cooldown's folder, report the
  *   revision to the coordinator once the Cooldown's digest vote is in, and delete folders beyond
- *   `--keep-steps` (duty.ts, retention.ts).
+ *   `--keep-steps` (duty.ts, retention.ts);
+ * - `hubTarget(flags, env)`, `hubDownload(flags, env)`: `--hub-repo`, `--hub-url`, `HF_TOKEN`,
+ *   `HF_ENDPOINT` and the cache folder, as the client reads them (hub_env.ts).
  *
  * @module
  */
@@ -25,6 +27,7 @@ export {
   type RetentionArgs,
   type WrittenCheckpoint,
 } from "./duty.ts";
+export { type Env, hubDownload, hubEndpoint, type HubFlags, hubTarget } from "./hub_env.ts";
 export {
   deleteOldSteps,
   type RetentionRule,

@@ -13,9 +13,12 @@
  *   files, LFS pointers), answered with a new 40-hex commit oid;
  * - `GET /{owner}/{name}/resolve/{rev}/{path}`: a file at a commit (or a branch), with `Range`
  *   requests, `ETag` and `X-Repo-Commit`; a missing file is `404` with `X-Error-Code:
- *   EntryNotFound`, as the library expects.
+ *   EntryNotFound`, as the library expects;
+ * - `GET /api/models/{owner}/{name}/revision/{rev}`: the model's info, whose `sha` is the commit a
+ *   branch points to (the library's `modelInfo`).
  *
- * Every request is recorded; `failing` makes every endpoint answer 500 (an outage).
+ * Reads are public; writes need the token. Every request is recorded; `failing` makes every
+ * endpoint answer 500 (an outage).
  *
  * @module
  */
@@ -36,7 +39,7 @@ export interface FakeHubCommit {
 
 /** Options of {@link FakeHub.start}. */
 export interface FakeHubOptions {
-  /** Every request must carry `Authorization: Bearer {token}` (default: any `hf_` token). */
+  /** Every write must carry `Authorization: Bearer {token}` (default: any `hf_` token). */
   readonly token?: string;
   /** Repos that exist (default: any `owner/name`). */
   readonly repos?: readonly string[];
@@ -118,7 +121,8 @@ export class FakeHub implements AsyncDisposable {
     if ((m = /^\/lfs-upload\/([0-9a-f]{64})$/.exec(path)) && req.method === "PUT") {
       return this.#lfsUpload(m[1], new Uint8Array(await req.arrayBuffer()));
     }
-    if (!authorized) {
+    // Reads are public (as for a public repo); writes need the token.
+    if (!authorized && req.method !== "GET" && req.method !== "HEAD") {
       await req.body?.cancel();
       return json({ error: "Invalid credentials in Authorization header" }, 401);
     }
@@ -150,6 +154,9 @@ export class FakeHub implements AsyncDisposable {
     }
     if ((m = /^\/api\/models\/([^/]+\/[^/]+)\/commit\/(.+)$/.exec(path))) {
       return this.#commit(m[1], m[2], await req.text());
+    }
+    if ((m = /^\/api\/models\/([^/]+\/[^/]+)\/revision\/(.+)$/.exec(path))) {
+      return this.#info(m[1], m[2]);
     }
     if ((m = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(path))) {
       return this.#resolve(m[1], m[2], m[3], req);
@@ -207,6 +214,25 @@ export class FakeHub implements AsyncDisposable {
     this.#heads.set(`${repoId}@${branch}`, oid);
     this.commits.push({ repoId, oid, branch, title, description, files, lfs });
     return json({ commitOid: oid, commitUrl: `${this.url}/${repoId}/commit/${oid}` });
+  }
+
+  #info(repoId: string, revision: string): Response {
+    if (!this.#exists(repoId)) return notFound("RepoNotFound", `Repository ${repoId} not found`);
+    const oid = this.#heads.get(`${repoId}@${revision === "HEAD" ? "main" : revision}`) ??
+      revision;
+    const tree = this.#trees.get(`${repoId}@${oid}`);
+    if (tree === undefined) return notFound("RevisionNotFound", `Invalid rev id: ${revision}`);
+    return json({
+      _id: repoId,
+      id: repoId,
+      sha: oid,
+      private: false,
+      gated: false,
+      downloads: 0,
+      likes: 0,
+      lastModified: new Date(0).toISOString(),
+      siblings: [...tree.keys()].map((rfilename) => ({ rfilename })),
+    });
   }
 
   #resolve(repoId: string, revision: string, file: string, req: Request): Response {

@@ -60,6 +60,7 @@ export class CheckpointerSelection {
   /** How many of them are checkpointers. */
   readonly count: number;
   readonly #seed: Uint8Array;
+  #indices: number[] | null = null;
 
   private constructor(clients: number, randomSeed: bigint) {
     this.clients = clients;
@@ -84,10 +85,16 @@ export class CheckpointerSelection {
    * one the coordinator checks reports against.
    */
   static fromState(state: CoordinatorState): CheckpointerSelection {
-    return CheckpointerSelection.create({
-      clients: state.epochState.clients.length,
-      randomSeed: currentRound(state).randomSeed,
-    });
+    const clients = state.epochState.clients.length;
+    const randomSeed = currentRound(state).randomSeed;
+    // One Cooldown asks many times (every report, every client's plan): keep the last one.
+    const last = lastSelection;
+    if (last !== null && last.clients === clients && last.randomSeed === randomSeed) {
+      return last.selection;
+    }
+    const selection = CheckpointerSelection.create({ clients, randomSeed });
+    lastSelection = { clients, randomSeed, selection };
+    return selection;
   }
 
   /** Position of client `index` in the permutation (RangeError outside `[0, clients)`). */
@@ -101,11 +108,21 @@ export class CheckpointerSelection {
     return this.position(index) < this.count;
   }
 
-  /** The checkpointers' client indices, ascending. */
+  /** The checkpointers' client indices, ascending (a fresh array; computed once). */
   indices(): number[] {
-    const positions = shuffledPositions(this.clients, this.#seed);
-    const out: number[] = [];
-    for (let i = 0; i < this.clients; i++) if (positions[i] < this.count) out.push(i);
-    return out;
+    if (this.#indices === null) {
+      const positions = shuffledPositions(this.clients, this.#seed);
+      const out: number[] = [];
+      for (let i = 0; i < this.clients; i++) if (positions[i] < this.count) out.push(i);
+      this.#indices = out;
+    }
+    return [...this.#indices];
   }
 }
+
+/** The selection {@linkcode CheckpointerSelection.fromState} made last (selections never change). */
+let lastSelection: {
+  clients: number;
+  randomSeed: bigint;
+  selection: CheckpointerSelection;
+} | null = null;

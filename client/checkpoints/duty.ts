@@ -87,7 +87,8 @@ export class CheckpointDuty {
   written(checkpoint: WrittenCheckpoint): void {
     const { logger } = this.#o;
     this.#newest = Math.max(this.#newest ?? checkpoint.step, checkpoint.step);
-    if (this.#o.hub !== null) {
+    // A checkpoint of a missed Cooldown has no election: nobody would take its report.
+    if (this.#o.hub !== null && checkpoint.checkpointers.length > 0) {
       logger.log("checkpointer", {
         epoch: checkpoint.epoch,
         step: checkpoint.step,

@@ -771,7 +771,7 @@ static u64 checkpoint(account_t *a, const u8 *from, u64 index, const reader_t *r
   u8 kind;
   if (report.kind == CK_HUB) {
     if (c->kind == CK_P2P || c->kind == CK_P2PGCS) kind = CK_P2P;
-    else if (c->kind == CK_HUB) kind = CK_HUB;
+    else if (c->kind == CK_HUB || c->kind == CK_DUMMY) kind = CK_HUB;
     else return E_INVALID_CHECKPOINT;
   } else {
     if (c->kind == CK_P2P || c->kind == CK_P2PGCS) kind = CK_P2PGCS;

@@ -92,6 +92,25 @@ export const TRAIN_SPEC = {
         "fit otherwise",
     },
     "checkpoint-dir": str("DIR", "write {run_id}-step{N} checkpoints at each Cooldown"),
+    "hub-repo": str(
+      "OWNER/NAME",
+      "as an elected checkpointer, upload each Cooldown checkpoint to this Hugging Face model " +
+        "repo (it must exist; HF_TOKEN, a write token, is required) and report its revision",
+    ),
+    "hub-url": str("URL", "the Hugging Face Hub endpoint for uploads and downloads", {
+      defaultText: "HF_ENDPOINT, else https://huggingface.co",
+    }),
+    "delete-old-steps": {
+      type: "boolean",
+      description: "after each checkpoint (and its upload), delete the run's older " +
+        "{run_id}-step{N} folders beyond --keep-steps",
+    },
+    "keep-steps": str(
+      "N",
+      "checkpoint folders --delete-old-steps keeps (at least 1 with " +
+        "--hub-repo)",
+      { defaultText: "3" },
+    ),
     logs: str(
       LOG_FORMATS.join("|"),
       "a full-screen view of the run (tui, on a terminal; else console lines), progress " +
@@ -188,6 +207,14 @@ export interface TrainArgs {
   /** `--recompute`: recompute activations in the backward (model/recompute.ts). */
   recompute: boolean;
   checkpointDir: string | null;
+  /** `--hub-repo`: where an elected checkpointer uploads its checkpoints; null: nowhere. */
+  hubRepo: string | null;
+  /** `--hub-url`; null: `HF_ENDPOINT`, else the public Hub. */
+  hubUrl: string | null;
+  /** `--delete-old-steps`. */
+  deleteOldSteps: boolean;
+  /** `--keep-steps` (default 3). */
+  keepSteps: number;
   logs: LogFormat;
   maxConcurrentDownloads: number;
   model: string | null;
@@ -290,6 +317,28 @@ function checkTrainArgs(values: FlagValues<typeof TRAIN_SPEC>): TrainArgs {
     hostname: values["metrics-hostname"] ?? "127.0.0.1",
     port: integer("metrics-port", metricsPort, 0, 0, 65535),
   };
+  const checkpointDir = values["checkpoint-dir"] ?? null;
+  const hubRepo = values["hub-repo"] ?? null;
+  if (hubRepo !== null && !/^[\w][\w.-]*\/[\w][\w.-]*$/.test(hubRepo)) {
+    throw new UsageError(`--hub-repo must be OWNER/NAME, found "${hubRepo}"`);
+  }
+  const deleteOldSteps = values["delete-old-steps"] === true;
+  for (const [flag, given] of [["hub-repo", hubRepo], ["delete-old-steps", deleteOldSteps]]) {
+    if (given && checkpointDir === null) {
+      throw new UsageError(`--${flag} needs --checkpoint-dir DIR (where checkpoints are written)`);
+    }
+  }
+  if (values["keep-steps"] !== undefined && !deleteOldSteps) {
+    throw new UsageError(
+      "--keep-steps needs --delete-old-steps (without it every checkpoint is kept)",
+    );
+  }
+  const keepSteps = integer("keep-steps", values["keep-steps"], 3, 0, 1_000_000);
+  if (hubRepo !== null && deleteOldSteps && keepSteps < 1) {
+    throw new UsageError(
+      "--keep-steps must be at least 1 with --hub-repo (a checkpoint is uploaded from its folder)",
+    );
+  }
   const bulkTransfer = values["no-bulk-transfer"] !== true;
   if (!bulkTransfer) {
     const stray = (["bind-bulk-port", "bind-bulk-interface"] as const).find((f) =>
@@ -313,7 +362,11 @@ function checkTrainArgs(values: FlagValues<typeof TRAIN_SPEC>): TrainArgs {
     relays: values.relay ?? [],
     microBatchSize: integer("micro-batch-size", values["micro-batch-size"], 1, 1, 4096),
     recompute: values.recompute === true,
-    checkpointDir: values["checkpoint-dir"] ?? null,
+    checkpointDir,
+    hubRepo,
+    hubUrl: url("hub-url", values["hub-url"]),
+    deleteOldSteps,
+    keepSteps,
     logs: logs as LogFormat,
     maxConcurrentDownloads: integer(
       "max-concurrent-downloads",

@@ -19,6 +19,10 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     microBatchSize: 1,
     recompute: false,
     checkpointDir: null,
+    hubRepo: null,
+    hubUrl: null,
+    deleteOldSteps: false,
+    keepSteps: 3,
     logs: "tui",
     maxConcurrentDownloads: 8,
     model: null,
@@ -38,6 +42,10 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     "--micro-batch-size=2",
     "--recompute",
     "--checkpoint-dir=c",
+    "--hub-repo=owner/model-1",
+    "--hub-url=http://127.0.0.1:9",
+    "--delete-old-steps",
+    "--keep-steps=2",
     "--logs=json",
     "--max-concurrent-downloads=3",
     "--model=m",
@@ -62,6 +70,10 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
       tasksDir: "evals",
       tokenizer: "bytes",
     },
+  );
+  assert.deepEqual(
+    [all.hubRepo, all.hubUrl, all.deleteOldSteps, all.keepSteps],
+    ["owner/model-1", "http://127.0.0.1:9", true, 2],
   );
   assert.equal(all.bindP2pPort, 4001);
   assert.equal(all.recompute, true);
@@ -107,6 +119,16 @@ Deno.test("parseClientArgs: errors name the flag", () => {
     /--bind-bulk-port has no effect with --no-bulk-transfer/,
   );
   bad(["show-identity", "--run-id", "r"], /show-identity takes no --run-id/);
+  const hub = ["train", "--run-id=r", "--server-addr=h:1"];
+  bad([...hub, "--hub-repo=o/m"], /--hub-repo needs --checkpoint-dir DIR/);
+  bad([...hub, "--delete-old-steps"], /--delete-old-steps needs --checkpoint-dir DIR/);
+  bad([...hub, "--checkpoint-dir=c", "--hub-repo=o"], /--hub-repo must be OWNER\/NAME, found "o"/);
+  bad([...hub, "--checkpoint-dir=c", "--keep-steps=2"], /--keep-steps needs --delete-old-steps/);
+  bad(
+    [...hub, "--checkpoint-dir=c", "--hub-repo=o/m", "--delete-old-steps", "--keep-steps=0"],
+    /--keep-steps must be at least 1 with --hub-repo/,
+  );
+  bad([...hub, "--hub-url=not a url"], /--hub-url must be a URL/);
   bad(
     ["train", "--run-id=r", "--server-addr=h:1", "--metrics-port=x"],
     /--metrics-port must be a whole number in 0..65535, found "x"/,

@@ -17,6 +17,7 @@ import type { CoordinatorBackend } from "./backend/backend.ts";
 import type { Exchange } from "./exchange.ts";
 import type { ClientLogger } from "./log.ts";
 import {
+  type HubDownloadTarget,
   loadRunModel,
   ModelUnavailableError,
   type RunModel,
@@ -59,6 +60,7 @@ import { type BatchId, equalBytes, hexToBytes, toHex, toMillis } from "../common
 import { GpuRuntime } from "../shaders/mod.ts";
 import type { Identity } from "../net/mod.ts";
 import type { BackgroundEvals } from "./background_evals.ts";
+import { CheckpointDuty, type HubTarget, type RetentionArgs } from "./checkpoints/mod.ts";
 
 /** What a {@link TrainingClient} is built from. */
 export interface TrainingClientOptions {
@@ -78,6 +80,15 @@ export interface TrainingClientOptions {
   readonly recompute?: boolean;
   /** Checkpoints go to `{checkpointDir}/{run_id}-step{N}`; none when null. */
   readonly checkpointDir?: string | null;
+  /**
+   * `--hub-repo` (with its endpoint and `HF_TOKEN`): as an elected checkpointer, upload each
+   * Cooldown checkpoint there and report it (client/checkpoints/); null: no uploads.
+   */
+  readonly hub?: HubTarget | null;
+  /** `--delete-old-steps` / `--keep-steps` (default: keep every checkpoint). */
+  readonly retention?: RetentionArgs;
+  /** Where a Hub checkpoint that is not on disk is downloaded from and to; null: never. */
+  readonly hubDownload?: HubDownloadTarget | null;
   /** Folder relative model and data paths resolve against (default: the working directory). */
   readonly baseDir?: string;
   /** The GPU runtime (default: created at the first model load). */
@@ -148,6 +159,8 @@ export class TrainingClient {
   #lastBatch: BatchId | null = null;
   /** The model snapshot this client serves to joiners (P2P model sharing). */
   #served: ServedModel | null = null;
+  /** Uploads, reports and deletes the checkpoints written (with a checkpoint folder). */
+  #checkpoints: CheckpointDuty | null = null;
   #gpu: Promise<void> = Promise.resolve();
   /** GPU intents queued or running: evals run only when there are none. */
   #gpuQueued = 0;
@@ -195,6 +208,17 @@ export class TrainingClient {
       ? this.#failed.signal
       : AbortSignal.any([options.signal, this.#failed.signal]);
     this.#signal = signal;
+    const checkpointDir = this.#o.checkpointDir ?? null;
+    if (checkpointDir !== null) {
+      this.#checkpoints = new CheckpointDuty({
+        checkpointDir,
+        hub: this.#o.hub ?? null,
+        retention: this.#o.retention ?? { deleteOldSteps: false, keepSteps: 0 },
+        backend: this.#o.backend,
+        logger: this.#o.logger,
+        signal,
+      });
+    }
     await this.#o.backend.join({ signal });
     let reason: StopReason | "Failed" = "BackendClosed";
     try {
@@ -202,6 +226,7 @@ export class TrainingClient {
         if (this.#o.faults?.missCooldown && state.runState === "Cooldown") continue;
         this.#state = state;
         this.#logState(state);
+        this.#checkpoints?.noteState(state);
         this.#noteMembership(state);
         this.#followEpoch(state);
         this.#checkDigests(state);
@@ -226,6 +251,7 @@ export class TrainingClient {
       for (const timer of this.#retries) clearTimeout(timer);
       await Promise.allSettled([...this.#inFlight]);
       await this.#gpu.catch(() => {});
+      await this.#checkpoints?.settle();
       if (reason === "Aborted") await this.#saveOnExit();
       this.#duty?.[Symbol.dispose]();
       this.#o.evals?.[Symbol.dispose]();
@@ -302,6 +328,7 @@ export class TrainingClient {
           progress: this.#progress,
           facts: this.#o.exchange.results,
           checkpoints: (this.#o.checkpointDir ?? null) !== null,
+          hubUpload: this.#checkpoints?.uploads ?? false,
           diverged: this.#ledger.divergence !== null,
           lastMemberEpoch: this.#lastMemberEpoch,
         });
@@ -466,9 +493,21 @@ export class TrainingClient {
       }
       case "Checkpoint": {
         const trainer = this.#need();
-        const dir = `${this.#o.checkpointDir}/${this.#state?.runId}-step${intent.step}`;
+        const runId = this.#state?.runId ?? "run";
+        const dir = `${this.#o.checkpointDir}/${runId}-step${intent.step}`;
         await trainer.save(dir);
         logger.log("checkpoint", { step: intent.step, dir });
+        // The digest of what was written: an upload is reported only for the run's parameters.
+        const digest = intent.upload ? await trainer.paramsHash() : "";
+        this.#checkpoints?.written({
+          runId,
+          epoch: intent.epoch,
+          step: intent.step,
+          dir,
+          digest,
+          checkpointers: intent.checkpointers,
+          upload: intent.upload,
+        });
         return;
       }
       default: {
@@ -591,6 +630,7 @@ export class TrainingClient {
           override: this.#o.modelOverride,
           localCheckpoints: dir === null ? [] : [`${dir}/${state.runId}-step${step}`],
           hub: { baseDir },
+          hubDownload: this.#o.hubDownload ?? null,
           signal: this.#signal,
         });
       } catch (e) {

@@ -202,6 +202,30 @@ export interface ClientEvents {
   };
   checkpoint: { step: number; dir: string };
   /**
+   * With `--hub-repo`, at each Cooldown checkpoint: whether this client is one of the Cooldown's
+   * elected checkpointers (`checkpointers`: their indices in the epoch's client list), so uploads
+   * the step's folder.
+   */
+  checkpointer: { epoch: number; step: number; elected: boolean; checkpointers: number[] };
+  /** An elected checkpointer starts uploading the checkpoint of `step` to the Hub. */
+  hub_upload: { step: number; repo: string; hub_url: string; files: string[]; bytes: number };
+  /** The upload of `step` entered a phase (`preuploading`, `uploadingLargeFiles`, `committing`). */
+  hub_upload_phase: { step: number; phase: string };
+  /** The upload of `step` is committed: `revision` is the commit's oid. */
+  hub_uploaded: { step: number; repo: string; revision: string; bytes: number; ms: number };
+  /** The upload of `step` failed; training goes on, the run keeps its previous checkpoint. */
+  hub_upload_failed: { step: number; repo: string; error: string; ms: number };
+  /** The coordinator took this client's report: the run's checkpoint is now this revision. */
+  hub_reported: { step: number; repo: string; revision: string };
+  /**
+   * An uploaded revision was not reported, or the coordinator refused the report (`reason`):
+   * the Cooldown ended first (another checkpointer reported, or its timer), or the run's digest
+   * vote chose other parameters.
+   */
+  hub_report_skipped: { step: number; revision: string; reason: string };
+  /** `--delete-old-steps`: an old checkpoint folder beyond `--keep-steps` was deleted. */
+  checkpoint_deleted: { step: number; dir: string };
+  /**
    * What an interrupted client (SIGINT/SIGTERM) did with its parameters: saved to `dir` (null:
    * nothing saved, `note` says why); `step` is the run step whose parameters they are exactly,
    * or null between two labelled points (a step's weight decay applied, its results not yet).
@@ -261,7 +285,10 @@ export function clientEventLevel(event: ClientEventName): LogLevel {
     case "reconnecting":
     case "verification_retry":
     case "eval_disabled":
+    case "hub_report_skipped":
       return "warn";
+    case "hub_upload_failed":
+      return "error";
     default:
       return "info";
   }
@@ -402,6 +429,27 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `sent ${e.bytes_sent} bytes, received ${e.bytes_received} bytes, ${e.peers} peers`;
     case "checkpoint":
       return `checkpoint of step ${e.step} written to ${e.dir}`;
+    case "checkpointer":
+      return e.elected
+        ? `elected checkpointer of epoch ${e.epoch}: uploading step ${e.step}`
+        : `not a checkpointer of epoch ${e.epoch} (elected: ${e.checkpointers.join(", ")})`;
+    case "hub_upload":
+      return `uploading step ${e.step} to ${e.hub_url}/${e.repo} (${e.files.length} files, ` +
+        `${e.bytes} bytes)`;
+    case "hub_upload_phase":
+      return `upload of step ${e.step}: ${e.phase}`;
+    case "hub_uploaded":
+      return `step ${e.step} uploaded to ${e.repo} at revision ${e.revision} in ${
+        Math.round(e.ms)
+      } ms`;
+    case "hub_upload_failed":
+      return `upload of step ${e.step} to ${e.repo} failed (training goes on): ${e.error}`;
+    case "hub_reported":
+      return `the run's checkpoint is now ${e.repo}@${e.revision} (step ${e.step})`;
+    case "hub_report_skipped":
+      return `revision ${e.revision} of step ${e.step} not reported: ${e.reason}`;
+    case "checkpoint_deleted":
+      return `deleted old checkpoint of step ${e.step}: ${e.dir}`;
     case "saved_on_exit":
       return e.dir === null
         ? `interrupted: parameters not saved (${e.note})`

@@ -38,6 +38,7 @@ import { denoEnv, EXIT_OK, EXIT_USAGE, onStopRequest } from "../cli/entry.ts";
 import { coordinatorAddress } from "../coordinator/solana/abi/mod.ts";
 import { DEFAULT_PROGRAM_ID, loadWallet, SolanaRpcClient } from "../coordinator/solana/rpc/mod.ts";
 import { toHex } from "../common/mod.ts";
+import { hubDownload, hubTarget } from "./checkpoints/mod.ts";
 import { generateIdentity, type Identity, identityFromHex, loadIdentity } from "../net/mod.ts";
 
 export { EXIT_OK, EXIT_USAGE };
@@ -121,6 +122,9 @@ async function trainWith(
   logger: ClientLogger,
   signal: AbortSignal | undefined,
 ): Promise<void> {
+  // A missing HF_TOKEN is a setup mistake: say so before joining the run.
+  const env = (name: string) => Deno.env.get(name);
+  const hub = hubTarget(args, env);
   const wallet = args.solana === undefined
     ? null
     : await loadWallet(args.solana.walletPrivateKeyPath);
@@ -192,6 +196,9 @@ async function trainWith(
       microBatch: args.microBatchSize,
       recompute: args.recompute,
       checkpointDir: args.checkpointDir,
+      hub,
+      hubDownload: hubDownload(args, env),
+      retention: { deleteOldSteps: args.deleteOldSteps, keepSteps: args.keepSteps },
       faults: faultsFromEnv(),
       evals: args.evals === null ? null : new BackgroundEvals(args.evals, logger),
     });

@@ -307,6 +307,14 @@ export function reduceClientMetrics(
     case "warmup_witness":
     case "health_check_sent":
     case "checkpoint":
+    case "checkpointer":
+    case "hub_upload":
+    case "hub_upload_phase":
+    case "hub_uploaded":
+    case "hub_upload_failed":
+    case "hub_reported":
+    case "hub_report_skipped":
+    case "checkpoint_deleted":
     case "model_snapshot":
     case "saved_on_exit":
     case "reconnecting":

@@ -256,7 +256,7 @@ class Run {
         return;
       }
       case "checkpoint":
-        this.#run(() => checkpoint(s, identity(e.from), e.index, REPORTS[e.report]));
+        this.#run(() => checkpoint(s, identity(e.from), e.index, REPORTS[e.report], this.now));
         return;
       case "withdraw":
         this.#run(() => withdraw(s, e.index));

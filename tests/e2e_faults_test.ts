@@ -179,7 +179,10 @@ Deno.test({
       60_000,
     );
     assert.equal(waiting.event.step, saved.event.step);
-    assert.match(String(waiting.event.reason), /seeded init of .* not the run's/);
+    assert.match(
+      String(waiting.event.reason),
+      /seeded init of .* but the run recorded [0-9a-f]{64}/,
+    );
     assert.equal(watcher.named("model", newcomer).length, 0, "no model was taken");
     // The operator puts the run's parameters in the repo: the next try takes them.
     const dir = String(saved.event.dir);

@@ -10,11 +10,16 @@
  *   wallet: it joins again, loads the model from its peer and trains the next epoch with the
  *   same parameters as the client that stayed;
  * - in a permissioned run an unauthorized wallet is refused (the client exits naming
- *   NotAuthorizedToJoin) while a delegate's join is registered.
+ *   NotAuthorizedToJoin) while a delegate's join is registered;
+ * - a client with `--hub-repo` (the only one, so the elected checkpointer) uploads its Cooldown
+ *   checkpoint to a local fake Hub (client/testing/fake_hub.ts: huggingface.co is unreachable
+ *   here) and reports it by transaction: the program records the revision and ends the Cooldown
+ *   long before its timer.
  *
  * @module
  */
-import { tinyRunToml } from "../client/testing/testnet.ts";
+import { type TinyRunOptions, tinyRunToml } from "../client/testing/testnet.ts";
+import { FakeHub } from "../client/testing/fake_hub.ts";
 import assert from "node:assert/strict";
 import { getAddressEncoder } from "@solana/kit";
 import { startTestRun, type TestRun } from "../coordinator/solana/testing/localnet_run.ts";
@@ -35,7 +40,7 @@ interface Event {
   [field: string]: unknown;
 }
 
-function stateToml(runId: string, dir: string): string {
+function stateToml(runId: string, dir: string, overrides: TinyRunOptions = {}): string {
   return tinyRunToml({
     runId,
     warmupTime: 19,
@@ -53,6 +58,7 @@ function stateToml(runId: string, dir: string): string {
     modelDir: `${dir}/model`,
     data: { local: `${ROOT}data/corpus/brown/train` },
     baseLr: 5e-3,
+    ...overrides,
   });
 }
 
@@ -63,9 +69,10 @@ class ClientProcess {
   readonly child: Deno.ChildProcess;
   readonly #readers: Promise<void>[];
 
-  constructor(args: string[]) {
+  constructor(args: string[], env?: Record<string, string>) {
     this.child = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", `${ROOT}client/main.ts`, "train", ...args, "--logs=json"],
+      env,
       stdout: "piped",
       stderr: "piped",
     }).spawn();
@@ -140,7 +147,7 @@ async function waitFor(
 }
 
 /** A run folder (model config, state.toml) and the run opened on a fresh localnet. */
-async function openRun(runId: string, permissionless = true) {
+async function openRun(runId: string, permissionless = true, overrides: TinyRunOptions = {}) {
   const dir = await Deno.makeTempDir({ prefix: "psyche-sol-" });
   const config = JSON.parse(await Deno.readTextFile(`${ROOT}config/models/llama-tiny/config.json`));
   await Deno.mkdir(`${dir}/model`);
@@ -148,7 +155,7 @@ async function openRun(runId: string, permissionless = true) {
     `${dir}/model/config.json`,
     JSON.stringify({ ...config, vocab_size: 32000 }),
   );
-  const parsed = parseRunConfig(stateToml(runId, dir), `${dir}/state.toml`);
+  const parsed = parseRunConfig(stateToml(runId, dir, overrides), `${dir}/state.toml`);
   const run = await startTestRun({
     runId,
     config: parsed.config,
@@ -351,6 +358,74 @@ Deno.test({
         30_000,
       );
       assert.equal(run.pending().length, 1, "only the delegate is registered");
+    } finally {
+      await Promise.all(clients.map((c) => c.stop()));
+      await run.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "solana e2e: the elected checkpointer's Hub report ends Cooldown on the program",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const cooldown = 60;
+    const { dir, run } = await openRun("sol-hub", true, {
+      initMinClients: 1,
+      warmupTime: 9,
+      epochTime: 10,
+      maxRoundTrainTime: 8,
+      cooldownTime: cooldown,
+    });
+    await using hub = FakeHub.start({ token: "hf_sol" });
+    const clients: ClientProcess[] = [];
+    try {
+      const wallet = await run.newWallet();
+      const [port] = freePorts(1);
+      const env = { HF_TOKEN: "hf_sol" }; // added to this process's environment
+      clients.push(
+        new ClientProcess([
+          ...clientArgs(run, {
+            walletPath: await walletFile(dir, "wallet", wallet),
+            port,
+            bootstrap: [],
+            checkpointDir: `${dir}/checkpoints`,
+          }),
+          "--hub-repo=owner/sol",
+          `--hub-url=${hub.url}`,
+        ], env),
+      );
+      const [client] = clients;
+      await waitFor(
+        "the client's Hub report",
+        () => client.of("hub_reported").length >= 1,
+        clients,
+      );
+      const [reported] = client.of("hub_reported");
+      assert.equal(hub.commits.length, 1);
+      assert.equal(reported.revision, hub.commits[0].oid);
+      await waitFor(
+        "the next state after Cooldown",
+        () =>
+          client.of("state").some((e) => e.run_state !== "Cooldown" && (e.epoch as number) >= 1),
+        clients,
+        30_000,
+      );
+      const states = client.of("state");
+      const start = states.findIndex((e) => e.run_state === "Cooldown");
+      assert.ok(start >= 0, "the client saw the Cooldown");
+      const end = states.slice(start).find((e) => e.run_state !== "Cooldown")!;
+      const ms = Date.parse(String(end.time)) - Date.parse(String(states[start].time));
+      assert.ok(ms < cooldown * 1000 / 2, `Cooldown lasted ${ms} ms of its ${cooldown} s`);
+      const account = decodeCoordinatorAccount((await run.rpc.accountData(run.coordinator))!);
+      // A Dummy run takes the report (Hub), and the epoch's end makes it P2P.
+      assert.deepEqual(account.state.model.checkpoint, {
+        kind: "P2P",
+        repo: { repoId: "owner/sol", revision: hub.commits[0].oid },
+      });
+      assert.deepEqual(client.of("error"), [], "no errors");
     } finally {
       await Promise.all(clients.map((c) => c.stop()));
       await run.close();

@@ -1,26 +1,29 @@
 /**
  * Downloading a Hub repo into the Hugging Face cache layout that hub.ts reads
- * (`<cache>/models--owner--name/snapshots/<commit>/<file>` and `refs/main`), over
- * `GET {endpoint}/{repo_id}/resolve/{revision}/{file}` as huggingface_hub does. The commit comes
- * from the `X-Repo-Commit` response header (falling back to the requested revision).
+ * (`<cache>/models--owner--name/snapshots/<commit>/<file>`, and `refs/main` for an unpinned
+ * repo), with the maintained `@huggingface/hub` library (`downloadFile`, and `modelInfo` to learn
+ * the commit a branch points to): `config.json`, then `model.safetensors`, or the shard index
+ * `model.safetensors.index.json` and every shard it names. A repo with only `config.json` is a
+ * valid fresh-init checkpoint.
  *
- * This path needs huggingface.co, which this project's machines cannot reach: it is not used by
- * the client offline, and its tests drive it against a local HTTP server that answers like the
- * Hub. Files are written to a temporary name and renamed, so a failed download never leaves a
- * half-written file that hub.ts would load.
+ * huggingface.co is unreachable from this project's machines: the tests drive this against a
+ * local fake Hub (client/testing/fake_hub.ts) that answers the library's endpoints. Files are
+ * written to a temporary name and renamed, so a failed download never leaves a half-written
+ * file that hub.ts would load.
  *
  * @module
  */
 import { dirname, join } from "node:path";
+import { downloadFile, modelInfo } from "@huggingface/hub";
 import type { HubRepo } from "../../common/mod.ts";
-import { CONFIG_FILE, hfCacheFolderName, WEIGHTS_FILE } from "../../model/mod.ts";
+import { CONFIG_FILE, hfCacheFolderName, INDEX_FILE, WEIGHTS_FILE } from "../../model/mod.ts";
 
 /** The public Hub. */
 export const DEFAULT_HUB_ENDPOINT = "https://huggingface.co";
 
-/** A download failed; the message names the URL and the HTTP status or error. */
+/** A download failed; the message names the repo, the file and the Hub's answer. */
 export class HubDownloadError extends Error {
-  /** The URL that failed. */
+  /** The file's resolve URL (or the repo's, when no file was reached). */
   readonly url: string;
   /** Builds the error. */
   constructor(url: string, message: string, options?: ErrorOptions) {
@@ -36,15 +39,16 @@ export interface HubDownloadOptions {
   readonly cacheDir: string;
   /** Hub base URL (default {@link DEFAULT_HUB_ENDPOINT}). */
   readonly endpoint?: string;
-  /** Sent as `Authorization: Bearer …` (the `HF_TOKEN` of gated repos). */
+  /** An `hf_…` token, for private or gated repos (none: anonymous). */
   readonly token?: string;
-  /** Files to fetch (default `config.json` and `model.safetensors`). */
-  readonly files?: readonly string[];
   /** Aborts the download. */
   readonly signal?: AbortSignal;
   /** `fetch`, injectable for tests. */
   readonly fetch?: typeof fetch;
 }
+
+const REPO_ID = /^\w[\w.-]*\/\w[\w.-]*$/;
+const COMMIT = /^[0-9a-f]{40}$/;
 
 /** The resolve URL of one file of a repo at a revision. */
 export function hubFileUrl(
@@ -52,7 +56,7 @@ export function hubFileUrl(
   file: string,
   endpoint: string = DEFAULT_HUB_ENDPOINT,
 ): string {
-  if (!/^\w[\w.-]*(\/\w[\w.-]*)?$/.test(repo.repoId)) {
+  if (!REPO_ID.test(repo.repoId)) {
     throw new RangeError(`repo id "${repo.repoId}" is not of the form owner/name`);
   }
   const revision = encodeURIComponent(repo.revision ?? "main");
@@ -61,58 +65,103 @@ export function hubFileUrl(
 }
 
 /**
- * Downloads `files` of `repo` into the cache and returns the snapshot folder (which hub.ts then
- * resolves). Throws {@link HubDownloadError} on any HTTP error.
+ * Downloads the model files of `repo` into the cache and returns the snapshot folder (which
+ * hub.ts then resolves). A pinned revision (a 40-hex commit, as checkpointers report) names the
+ * snapshot; otherwise the branch's commit is asked first and `refs/main` written. Throws
+ * {@link HubDownloadError} naming the file and the Hub's answer on any failure, RangeError on a
+ * repo id that is not `owner/name`.
  */
 export async function downloadHubRepo(repo: HubRepo, options: HubDownloadOptions): Promise<string> {
-  const doFetch = options.fetch ?? fetch;
-  const files = options.files ?? [CONFIG_FILE, WEIGHTS_FILE];
-  const root = join(options.cacheDir, hfCacheFolderName(repo.repoId));
-  const headers: Record<string, string> = {};
-  if (options.token) headers.authorization = `Bearer ${options.token}`;
-  let commit: string | null = null;
-  for (const file of files) {
-    const url = hubFileUrl(
-      { repoId: repo.repoId, revision: commit ?? repo.revision },
-      file,
-      options.endpoint,
-    );
-    let response: Response;
+  const endpoint = (options.endpoint ?? DEFAULT_HUB_ENDPOINT).replace(/\/+$/, "");
+  if (!REPO_ID.test(repo.repoId)) {
+    throw new RangeError(`repo id "${repo.repoId}" is not of the form owner/name`);
+  }
+  const credentials = options.token ? { accessToken: options.token } : {};
+  const name = repo.repoId;
+  const fail = (url: string, what: string, cause: unknown): never => {
+    throw new HubDownloadError(url, `Cannot download ${what}: ${(cause as Error).message}`, {
+      cause,
+    });
+  };
+  let commit = repo.revision;
+  if (commit === null || !COMMIT.test(commit)) {
+    const revision = commit ?? "main";
+    const url = `${endpoint}/api/models/${name}/revision/${revision}`;
     try {
-      response = await doFetch(url, { headers, signal: options.signal });
-    } catch (cause) {
-      throw new HubDownloadError(url, `Cannot download ${url}: ${(cause as Error).message}`, {
-        cause,
+      const info = await modelInfo({
+        name,
+        revision,
+        hubUrl: endpoint,
+        additionalFields: ["sha"],
+        fetch: options.fetch,
+        ...credentials,
       });
+      commit = typeof info.sha === "string" ? info.sha : null;
+    } catch (cause) {
+      fail(url, `the commit of ${name}@${revision}`, cause);
     }
-    if (!response.ok || response.body === null) {
-      await response.body?.cancel();
-      throw new HubDownloadError(url, `Cannot download ${url}: HTTP ${response.status}`);
+    if (commit === null || !/^[\w.-]+$/.test(commit)) {
+      throw new HubDownloadError(url, `${url} names no usable commit for ${name}@${revision}`);
     }
-    commit ??= response.headers.get("x-repo-commit") ?? repo.revision ?? "main";
-    if (!/^[\w.-]+$/.test(commit)) {
-      await response.body.cancel();
-      throw new HubDownloadError(url, `${url} names an unusable commit "${commit}"`);
+  }
+  const root = join(options.cacheDir, hfCacheFolderName(name));
+  const snapshot = join(root, "snapshots", commit);
+  /** Downloads `file` into the snapshot; false when the repo has no such file. */
+  const fetchFile = async (file: string): Promise<boolean> => {
+    const url = hubFileUrl({ repoId: name, revision: commit }, file, endpoint);
+    options.signal?.throwIfAborted();
+    let blob: Blob | null;
+    try {
+      blob = await downloadFile({
+        repo: { type: "model", name },
+        path: file,
+        revision: commit!,
+        hubUrl: endpoint,
+        fetch: options.fetch,
+        ...credentials,
+      });
+    } catch (cause) {
+      return fail(url, url, cause);
     }
-    const target = join(root, "snapshots", commit, file);
+    if (blob === null) return false;
+    const target = join(snapshot, file);
     await Deno.mkdir(dirname(target), { recursive: true });
     const partial = `${target}.partial`;
     try {
-      await Deno.writeFile(partial, response.body, { signal: options.signal });
+      await Deno.writeFile(partial, blob.stream(), { signal: options.signal });
       await Deno.rename(partial, target);
     } catch (cause) {
       await Deno.remove(partial).catch(() => {});
-      throw new HubDownloadError(
-        url,
-        `Cannot save ${url} to "${target}": ${(cause as Error).message}`,
-        {
-          cause,
-        },
-      );
+      options.signal?.throwIfAborted();
+      fail(url, `${url} to "${target}"`, cause);
+    }
+    return true;
+  };
+  if (!(await fetchFile(CONFIG_FILE))) {
+    throw new HubDownloadError(
+      hubFileUrl({ repoId: name, revision: commit }, CONFIG_FILE, endpoint),
+      `Cannot download ${name}@${commit}: it has no ${CONFIG_FILE}`,
+    );
+  }
+  if (!(await fetchFile(WEIGHTS_FILE)) && (await fetchFile(INDEX_FILE))) {
+    const index = JSON.parse(await Deno.readTextFile(join(snapshot, INDEX_FILE)));
+    const shards = new Set<string>(Object.values(index?.weight_map ?? {}) as string[]);
+    for (const shard of [...shards].sort()) {
+      if (!/^[\w.-]+$/.test(shard)) {
+        throw new HubDownloadError(
+          hubFileUrl({ repoId: name, revision: commit }, INDEX_FILE, endpoint),
+          `${name}@${commit}'s ${INDEX_FILE} names an unusable shard "${shard}"`,
+        );
+      }
+      if (!(await fetchFile(shard))) {
+        throw new HubDownloadError(
+          hubFileUrl({ repoId: name, revision: commit }, shard, endpoint),
+          `Cannot download ${name}@${commit}: ${INDEX_FILE} names ${shard}, which it lacks`,
+        );
+      }
     }
   }
-  const snapshot = join(root, "snapshots", commit ?? repo.revision ?? "main");
-  if (repo.revision === null && commit !== null) {
+  if (repo.revision === null) {
     await Deno.mkdir(join(root, "refs"), { recursive: true });
     await Deno.writeTextFile(join(root, "refs", "main"), commit);
   }

@@ -1,13 +1,17 @@
+/**
+ * Hub downloads with the real `@huggingface/hub` library against a local fake Hub
+ * (client/testing/fake_hub.ts): huggingface.co is unreachable from these machines. The repo is
+ * filled by the client's own upload (client/checkpoints/), then read back through the cache.
+ */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { downloadHubRepo, HubDownloadError, hubFileUrl } from "./hub_download.ts";
+import { FakeHub } from "../testing/fake_hub.ts";
+import { uploadCheckpoint } from "../checkpoints/mod.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
-import {
-  encodeSafetensors,
-  llamaConfigToHf,
-  loadHubCheckpoint,
-  weightsToSafetensors,
-} from "../../model/mod.ts";
+import { loadHubCheckpoint, writeModelDir } from "../../model/mod.ts";
+
+const TOKEN = "hf_dl";
 
 Deno.test("hub file URLs follow the resolve API", () => {
   assert.equal(
@@ -21,50 +25,100 @@ Deno.test("hub file URLs follow the resolve API", () => {
   assert.throws(() => hubFileUrl({ repoId: "../etc", revision: null }, "x"), /not of the form/);
 });
 
-Deno.test("a repo downloaded from a Hub-like server loads from the cache", async () => {
-  const model = tinyModel(6);
-  const files: Record<string, Uint8Array<ArrayBuffer>> = {
-    "config.json": new TextEncoder().encode(
-      JSON.stringify(llamaConfigToHf(model.config)),
-    ) as Uint8Array<ArrayBuffer>,
-    "model.safetensors": encodeSafetensors(
-      weightsToSafetensors(model.layout, model.weights, "F32"),
-    ).slice(),
-  };
-  const seen: { path: string; auth: string | null }[] = [];
-  const server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
-    const path = new URL(req.url).pathname;
-    seen.push({ path, auth: req.headers.get("authorization") });
-    const m = /^\/owner\/tiny\/resolve\/(main|c0ffee)\/(.+)$/.exec(path);
-    const body = m === null ? undefined : files[m[2]];
-    if (body === undefined) return new Response("no", { status: 404 });
-    return new Response(body, { headers: { "x-repo-commit": "c0ffee" } });
+/** A fake Hub whose `owner/tiny` holds a checkpoint of `tinyModel(seed)` (sharded if asked). */
+async function hubWithModel(seed: number, maxShardBytes?: number) {
+  const hub = FakeHub.start({ token: TOKEN });
+  const dir = await Deno.makeTempDir({ prefix: "hub_dl_src_" });
+  const model = tinyModel(seed);
+  await writeModelDir(dir, { ...model, maxShardBytes });
+  const { revision } = await uploadCheckpoint(dir, {
+    repoId: "owner/tiny",
+    hubUrl: hub.url,
+    token: TOKEN,
   });
+  await Deno.remove(dir, { recursive: true });
+  return { hub, model, revision };
+}
+
+Deno.test("a pinned revision downloads into the cache and loads from it", async () => {
+  const { hub, model, revision } = await hubWithModel(6);
   const cache = await Deno.makeTempDir({ prefix: "hub_dl_" });
   try {
-    const endpoint = `http://127.0.0.1:${server.addr.port}`;
-    const repo = { repoId: "owner/tiny", revision: null };
-    const snapshot = await downloadHubRepo(repo, { cacheDir: cache, endpoint, token: "t0k" });
-    assert.equal(snapshot, join(cache, "models--owner--tiny", "snapshots", "c0ffee"));
-    assert.deepEqual(seen.map((s) => s.path), [
-      "/owner/tiny/resolve/main/config.json",
-      "/owner/tiny/resolve/c0ffee/model.safetensors",
-    ], "later files come from the commit of the first");
-    assert.ok(seen.every((s) => s.auth === "Bearer t0k"));
+    const repo = { repoId: "owner/tiny", revision };
+    const snapshot = await downloadHubRepo(repo, { cacheDir: cache, endpoint: hub.url });
+    assert.equal(snapshot, join(cache, "models--owner--tiny", "snapshots", revision));
     const loaded = await loadHubCheckpoint(repo, { hfCache: cache, env: () => undefined });
     assert.deepEqual(loaded.weights, model.weights);
+    assert.ok(
+      hub.requests.every((r) => !r.path.includes("/revision/")),
+      "a commit needs no lookup",
+    );
+  } finally {
+    await hub[Symbol.asyncDispose]();
+    await Deno.remove(cache, { recursive: true });
+  }
+});
+
+Deno.test("an unpinned repo resolves main's commit, writes refs/main; shards come too", async () => {
+  const { hub, model, revision } = await hubWithModel(7, 2048);
+  const cache = await Deno.makeTempDir({ prefix: "hub_dl_" });
+  try {
+    const repo = { repoId: "owner/tiny", revision: null };
+    const snapshot = await downloadHubRepo(repo, {
+      cacheDir: cache,
+      endpoint: hub.url,
+      token: TOKEN,
+    });
+    assert.equal(snapshot, join(cache, "models--owner--tiny", "snapshots", revision));
+    assert.equal(
+      await Deno.readTextFile(join(cache, "models--owner--tiny", "refs", "main")),
+      revision,
+    );
+    const files = [];
+    for await (const e of Deno.readDir(snapshot)) files.push(e.name);
+    assert.ok(files.filter((f) => f.endsWith(".safetensors")).length > 1, files.join());
+    const loaded = await loadHubCheckpoint(repo, { hfCache: cache, env: () => undefined });
+    assert.deepEqual(loaded.weights, model.weights);
+  } finally {
+    await hub[Symbol.asyncDispose]();
+    await Deno.remove(cache, { recursive: true });
+  }
+});
+
+Deno.test("a missing repo, revision or Hub outage is a HubDownloadError naming it", async () => {
+  const { hub } = await hubWithModel(8);
+  const cache = await Deno.makeTempDir({ prefix: "hub_dl_" });
+  try {
+    const endpoint = hub.url;
     await assert.rejects(
       () =>
-        downloadHubRepo({ repoId: "owner/missing", revision: null }, { cacheDir: cache, endpoint }),
-      (e) =>
-        e instanceof HubDownloadError && /HTTP 404/.test(e.message) &&
-        e.url.endsWith("config.json"),
+        downloadHubRepo({ repoId: "owner/tiny", revision: "f".repeat(40) }, {
+          cacheDir: cache,
+          endpoint,
+        }),
+      (e) => e instanceof HubDownloadError && e.url.endsWith("config.json"),
     );
-    const left = [];
-    for await (const entry of Deno.readDir(cache)) left.push(entry.name);
-    assert.deepEqual(left, ["models--owner--tiny"], "a failed download leaves no snapshot");
+    hub.failing = true;
+    await assert.rejects(
+      () =>
+        downloadHubRepo({ repoId: "owner/tiny", revision: null }, { cacheDir: cache, endpoint }),
+      (e) => e instanceof HubDownloadError && /internal server error/.test(e.message),
+    );
+    await assert.rejects(
+      () => downloadHubRepo({ repoId: "/abs/path", revision: null }, { cacheDir: cache, endpoint }),
+      RangeError,
+    );
+    const left: string[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      for await (const e of Deno.readDir(dir)) {
+        if (e.isDirectory) await walk(join(dir, e.name));
+        else left.push(join(dir, e.name));
+      }
+    };
+    await walk(cache);
+    assert.deepEqual(left, [], "a failed download leaves no file");
   } finally {
-    await server.shutdown();
+    await hub[Symbol.asyncDispose]();
     await Deno.remove(cache, { recursive: true });
   }
 });

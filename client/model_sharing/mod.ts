@@ -8,9 +8,10 @@
  * - `fetchModel(payloads, { providers })`: at Warmup of a `P2P` epoch, accept the manifest a
  *   majority of the answering peers serve, fetch every tensor by hash from those peers in
  *   parallel, verified, with retries, and rebuild the model (fetch.ts, quorum.ts);
- * - `downloadHubRepo(repo, { cacheDir })`: fill the Hugging Face cache from the Hub
- *   (hub_download.ts; not reachable offline). Reading a `Hub`/`Dummy` checkpoint from a local
- *   folder is model/hub.ts (`loadHubCheckpoint`).
+ * - `downloadHubRepo(repo, { cacheDir, endpoint })`: fill the Hugging Face cache from the Hub
+ *   with `@huggingface/hub` (hub_download.ts). Reading a `Hub`/`Dummy` checkpoint from a local
+ *   folder is model/hub.ts (`loadHubCheckpoint`); `loadRunModel` downloads one that is not on
+ *   disk when given `hubDownload`.
  *
  * Import client/p2p/mod.ts (or its exit fix) before this in an entry point.
  *
@@ -58,6 +59,7 @@ export {
   hubFileUrl,
 } from "./hub_download.ts";
 export {
+  type HubDownloadTarget,
   loadRunModel,
   type LoadRunModelOptions,
   type RunModel,

@@ -16,8 +16,12 @@
  *    to `Hub` after a restart);
  * 3. `localCheckpoints`: folders this client wrote itself (`{checkpoint-dir}/{run}-step{N}`),
  *    taken only with a matching record;
- * 4. `Hub` / `Dummy` (or `P2P` with a record): the repo found locally (hub.ts); a folder with
- *    only `config.json` gives the init seeded by the run id, identical on every client;
+ * 4. `Hub` / `Dummy` (or `P2P` with a record): the repo found locally (hub.ts: a mapping, the
+ *    repo id as a path, a mirror folder, or the Hugging Face cache at the revision), else, with
+ *    `hubDownload`, downloaded into the cache at its revision (hub_download.ts, the
+ *    `@huggingface/hub` library); a folder with only `config.json` gives the init seeded by the
+ *    run id, identical on every client. A checkpointer's upload (`Hub { repo, revision }`) is
+ *    taken only when its parameters have the digest the run recorded for `step`;
  * `Gcs`, `P2PGcs`, `Ephemeral` are not supported (clear error).
  *
  * When none is acceptable it throws {@link ModelUnavailableError} listing what each source
@@ -31,7 +35,11 @@ import type { PayloadService } from "../../net/p2p/mod.ts";
 import { type FetchedModel, fetchModel, ModelUnavailableError } from "./fetch.ts";
 import { type ServedModel, weightBytes } from "./serve.ts";
 import type { PublicKeyBytes } from "../../common/mod.ts";
+import { downloadHubRepo } from "./hub_download.ts";
 import {
+  hfCacheFolderName,
+  type HubCheckpoint,
+  HubCheckpointError,
   type HubLookupOptions,
   initParams,
   type LlamaConfig,
@@ -43,6 +51,11 @@ import type { Checkpoint } from "../../coordinator/core/mod.ts";
 import { digestBytes } from "../../shaders/mod.ts";
 
 export { ModelUnavailableError };
+
+/** Whether `repoId` names a Hub repo (`owner/name`), not a local path. */
+function isHubRepoId(repoId: string): boolean {
+  return /^\w[\w.-]*\/\w[\w.-]*$/.test(repoId);
+}
 
 /** A checkpoint this client cannot load. */
 export class UnsupportedCheckpointError extends Error {
@@ -91,9 +104,24 @@ export interface LoadRunModelOptions {
   readonly localCheckpoints?: readonly string[];
   /** Hub lookup (mapping, base folder, caches). */
   readonly hub?: HubLookupOptions;
+  /**
+   * Where to download a `Hub` repo that is not on disk (the Hub's URL, an `hf_…` token for
+   * private repos, the cache to fill); none: local folders only.
+   */
+  readonly hubDownload?: HubDownloadTarget | null;
   /** How long each peer may take to hand over its manifest (fetch.ts default). */
   readonly manifestTimeoutMs?: number;
   readonly signal?: AbortSignal;
+}
+
+/** Where {@link loadRunModel} downloads a Hub repo it cannot find locally. */
+export interface HubDownloadTarget {
+  /** The Hub's base URL. */
+  readonly endpoint: string;
+  /** An `hf_…` token (private or gated repos); none: anonymous. */
+  readonly token?: string;
+  /** The Hugging Face cache to download into (hub.ts then reads it). */
+  readonly cacheDir: string;
 }
 
 type FolderRead = { config: LlamaConfig; layout: ParamLayout; weights: Float32Array | null };
@@ -109,7 +137,9 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
     const digest = digestBytes(weightBytes({ ...read, weights }));
     const what = `${seeded ? "the seeded init of" : "the weights in"} ${origin}`;
     if (recordedDigest !== null && digest !== recordedDigest) {
-      refusals.push(`${what} have digest ${digest.slice(0, 16)}…, not the run's`);
+      refusals.push(
+        `${what} have digest ${digest}, but the run recorded ${recordedDigest} for step ${step}`,
+      );
       return null;
     }
     if (recordedDigest === null && local) {
@@ -197,12 +227,43 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
     ? checkpoint.repo
     : null;
   if (repo !== null && (checkpoint.kind !== "P2P" || recordedDigest !== null || !history)) {
+    const where = `${checkpoint.kind} repo ${repo.repoId}` +
+      (repo.revision === null ? "" : `@${repo.revision}`);
+    const download = isHubRepoId(repo.repoId) ? options.hubDownload ?? null : null;
+    let local: HubCheckpoint | null = null;
+    let missing: Error | null = null;
     try {
-      const hub = await loadHubCheckpoint(repo, options.hub);
-      const model = fromFolder(hub.folder, hub);
-      if (model !== null) return model;
+      local = await loadHubCheckpoint(repo, options.hub);
     } catch (e) {
-      refusals.push(`${checkpoint.kind} repo: ${(e as Error).message}`);
+      if (!(e instanceof HubCheckpointError)) throw e;
+      missing = e;
+    }
+    if (local !== null) {
+      const model = fromFolder(`${local.folder} (${where})`, local);
+      if (model !== null) return { ...model, origin: local.folder };
+    }
+    // Not on disk, or a copy with other parameters (a mirror of an older upload): the Hub has
+    // the revision itself.
+    const cached = download === null || repo.revision === null
+      ? null
+      : join(download.cacheDir, hfCacheFolderName(repo.repoId), "snapshots", repo.revision);
+    if (download !== null && local?.folder !== cached) {
+      try {
+        const snapshot = await downloadHubRepo(repo, { ...download, signal: options.signal });
+        const model = fromFolder(
+          `${snapshot} (${where}, downloaded)`,
+          await readModelDir(snapshot),
+        );
+        if (model !== null) return { ...model, origin: snapshot };
+      } catch (e) {
+        options.signal?.throwIfAborted();
+        refusals.push(
+          `${where}: ${missing === null ? "" : `not on disk (${missing.message}), and `}` +
+            `the download from ${download.endpoint} failed: ${(e as Error).message}`,
+        );
+      }
+    } else if (missing !== null) {
+      refusals.push(`${checkpoint.kind} repo: ${missing.message}`);
     }
   } else if (repo !== null) {
     refusals.push(`the P2P checkpoint's repo "${repo.repoId}" is older than the run's model`);

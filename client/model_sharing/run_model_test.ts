@@ -12,6 +12,8 @@ import {
   UnsupportedCheckpointError,
 } from "./run_model.ts";
 import { serveModel, weightBytes } from "./serve.ts";
+import { FakeHub } from "../testing/fake_hub.ts";
+import { uploadCheckpoint } from "../checkpoints/mod.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
 import { initParams, writeModelDir } from "../../model/mod.ts";
 import { digestBytes } from "../../shaders/mod.ts";
@@ -179,6 +181,106 @@ Deno.test("after training, the seeded init is refused, and a folder counts only 
           localCheckpoints: [mine],
         }),
       /recorded no digest to check them against/,
+    );
+  } finally {
+    await env.stop();
+  }
+});
+
+/**
+ * A checkpointer's upload, `P2P { owner/tiny @ revision }` after the epoch, read by a joiner no
+ * peer serves: from a local fake Hub (client/testing/fake_hub.ts; huggingface.co is unreachable
+ * from these machines) through the real `@huggingface/hub` library.
+ */
+Deno.test("a joiner loads the Hub upload when its digest is the run's, and refuses it otherwise", async () => {
+  const env = await setup(null);
+  await using hub = FakeHub.start();
+  try {
+    const trained = tinyModel(21);
+    const upload = join(env.dir, "upload");
+    await writeModelDir(upload, trained);
+    const { revision } = await uploadCheckpoint(upload, {
+      repoId: "owner/tiny",
+      hubUrl: hub.url,
+      token: "hf_x",
+    });
+    const cacheDir = join(env.dir, "hf-cache");
+    const joiner = {
+      ...env.base,
+      providers: [],
+      checkpoint: { kind: "P2P" as const, repo: { repoId: "owner/tiny", revision } },
+      step: 40,
+      runDigests: [digestOf(trained.weights)],
+      hubDownload: { endpoint: hub.url, cacheDir },
+    };
+    const loaded = await loadRunModel({ ...joiner, recordedDigest: digestOf(trained.weights) });
+    assert.equal(loaded.source, "loaded");
+    assert.equal(loaded.origin, join(cacheDir, "models--owner--tiny", "snapshots", revision));
+    assert.deepEqual(loaded.weights, trained.weights);
+    // On disk now: the next load reads the cache without asking the Hub.
+    const asked = hub.requests.length;
+    const again = await loadRunModel({
+      ...joiner,
+      recordedDigest: digestOf(trained.weights),
+      hub: { ...env.base.hub, hfCache: cacheDir },
+    });
+    assert.deepEqual(again.weights, trained.weights);
+    assert.equal(hub.requests.length, asked);
+    // The run recorded other parameters for step 40: refused, naming both digests.
+    const other = "ab".repeat(32);
+    await assert.rejects(
+      () => loadRunModel({ ...joiner, recordedDigest: other }),
+      (e) =>
+        e instanceof ModelUnavailableError &&
+        e.message.includes(
+          `have digest ${digestOf(trained.weights)}, but the run recorded ${other} for step 40`,
+        ),
+    );
+  } finally {
+    await env.stop();
+  }
+});
+
+Deno.test("a stale mirror of the repo gives way to the revision downloaded", async () => {
+  const env = await setup(null);
+  await using hub = FakeHub.start();
+  try {
+    const trained = tinyModel(21);
+    await writeModelDir(join(env.dir, "upload"), trained);
+    const { revision } = await uploadCheckpoint(join(env.dir, "upload"), {
+      repoId: "owner/tiny",
+      hubUrl: hub.url,
+      token: "hf_x",
+    });
+    await writeModelDir(join(env.dir, "mirror", "owner", "tiny"), tinyModel(5)); // older weights
+    const loaded = await loadRunModel({
+      ...env.base,
+      hub: { baseDir: env.dir, hubDir: "mirror" },
+      providers: [],
+      checkpoint: { kind: "Hub", repo: { repoId: "owner/tiny", revision } },
+      step: 40,
+      recordedDigest: digestOf(trained.weights),
+      hubDownload: { endpoint: hub.url, cacheDir: join(env.dir, "hf-cache") },
+    });
+    assert.deepEqual(loaded.weights, trained.weights);
+    assert.match(loaded.origin, /hf-cache/);
+    // Without the Hub, the mirror's mismatch is the error, naming both digests.
+    hub.failing = true;
+    await assert.rejects(
+      () =>
+        loadRunModel({
+          ...env.base,
+          hub: { baseDir: env.dir, hubDir: "mirror" },
+          providers: [],
+          checkpoint: { kind: "Hub", repo: { repoId: "owner/tiny", revision: "c".repeat(40) } },
+          step: 40,
+          recordedDigest: digestOf(trained.weights),
+          hubDownload: { endpoint: hub.url, cacheDir: join(env.dir, "hf-cache") },
+        }),
+      (e) =>
+        e instanceof ModelUnavailableError &&
+        e.message.includes(`but the run recorded ${digestOf(trained.weights)} for step 40`) &&
+        /the download from http:\/\/127\.0\.0\.1:\d+ failed/.test(e.message),
     );
   } finally {
     await env.stop();

@@ -4,7 +4,9 @@
  * loses only round `H`), then serve the parameters to the next epoch's joiners (P2P model
  * sharing, which also labels them with their digest; with the run's `snapshotDtype` bf16 every
  * client first rounds them to bf16) and write the checkpoint, so both hold every applied step;
- * a witness of round `H` then reports that digest to the coordinator.
+ * a witness of round `H` then reports that digest to the coordinator. With Hub uploads, the
+ * Cooldown's elected checkpointers upload the checkpoint (client/checkpoints/), and the first
+ * to report it ends the Cooldown.
  *
  * Pure.
  *
@@ -16,7 +18,11 @@ import { appliesDone, planApplies } from "./common.ts";
 import { type Intent, intentKey, type PlanInput } from "./intent.ts";
 import { planVerifications } from "./verify.ts";
 import { equalBytes } from "../../common/mod.ts";
-import { type CoordinatorState, currentRound } from "../../coordinator/core/mod.ts";
+import {
+  CheckpointerSelection,
+  type CoordinatorState,
+  currentRound,
+} from "../../coordinator/core/mod.ts";
 
 /** What to do during Cooldown. */
 export function planCooldown(input: PlanInput): Intent[] {
@@ -70,10 +76,25 @@ function shareIntent(state: CoordinatorState, epoch: number): Intent {
   };
 }
 
-/** The checkpoint of the parameters the epoch after `epoch` starts from: once, with a folder. */
+/**
+ * The checkpoint of the parameters the epoch after `epoch` starts from: once, with a folder. In
+ * Cooldown, a client that uploads learns whether it is one of the Cooldown's elected
+ * checkpointers; a checkpoint written after a missed Cooldown is never uploaded (nobody would
+ * take its report any more).
+ */
 function checkpoint(input: PlanInput, epoch: number): Intent[] {
+  const { state, signer } = input;
   if (!input.checkpoints) return [];
-  const intent: Intent = { kind: "Checkpoint", epoch, step: input.state.progress.step };
+  const elect = input.hubUpload === true && state.runState === "Cooldown";
+  const checkpointers = elect ? CheckpointerSelection.fromState(state).indices() : [];
+  const index = state.epochState.clients.findIndex((c) => equalBytes(c.id.signer, signer));
+  const intent: Intent = {
+    kind: "Checkpoint",
+    epoch,
+    step: state.progress.step,
+    checkpointers,
+    upload: index >= 0 && checkpointers.includes(index),
+  };
   return input.progress.started(intentKey(intent)) ? [] : [intent];
 }
 

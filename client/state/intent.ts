@@ -142,12 +142,22 @@ export interface VerifyIntent {
   readonly trainer: number;
   readonly stage: VerificationStage;
 }
-/** Write the model to the checkpoint folder (Cooldown, after the last apply). */
+/**
+ * Write the model to the checkpoint folder (Cooldown, after the last apply); as an elected
+ * checkpointer of a client that uploads (`--hub-repo`), upload it to the Hub then.
+ */
 export interface CheckpointIntent {
   readonly kind: "Checkpoint";
   readonly epoch: number;
   /** `progress.step` at Cooldown: the number of steps the weights went through. */
   readonly step: number;
+  /**
+   * The Cooldown's elected checkpointers (indices in its client list), when this client uploads
+   * (`hubUpload`) and the checkpoint is written in Cooldown; empty otherwise.
+   */
+  readonly checkpointers: readonly number[];
+  /** Whether this client is one of them: it uploads the folder once written. */
+  readonly upload: boolean;
 }
 
 /** Everything the state machine can ask for. */
@@ -312,6 +322,11 @@ export interface PlanInput {
   readonly facts: ExchangeFacts;
   /** Whether checkpoints are written (a checkpoint folder was given). */
   readonly checkpoints: boolean;
+  /**
+   * Whether this client uploads the checkpoints it writes when elected (`--hub-repo`;
+   * coordinator/core/checkpointer_selection.ts). Default false.
+   */
+  readonly hubUpload?: boolean;
   /**
    * Whether this client's parameters are known not to be the run's (client/model_ledger.ts):
    * it then contributes nothing (no training, witnessing, health checks or sharing) until the

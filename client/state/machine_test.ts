@@ -5,13 +5,14 @@ import { roundView } from "../round_view.ts";
 import { ClientProgress, type ExchangeFacts, type Intent, intentKey } from "./intent.ts";
 import { planActions } from "./machine.ts";
 import {
+  CheckpointerSelection,
   type CoordinatorState,
   currentRound,
   type NodeIdentity,
   roundSelection,
   witness as witnessImpl,
 } from "../../coordinator/core/mod.ts";
-import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
+import { equalBytes, type PublicKeyBytes, toHex } from "../../common/mod.ts";
 
 /** Facts a test sets by hand. */
 class Facts implements ExchangeFacts {
@@ -357,7 +358,7 @@ Deno.test("Cooldown: apply round H-1, share the model, checkpoint (with a folder
   out = plan(state, ids[0], progress, new Facts());
   assert.deepEqual(out, [
     { kind: "ShareModel", epoch: 0, step: state.progress.step, snapshotDtype: "f32" },
-    { kind: "Checkpoint", epoch: 0, step: state.progress.step },
+    { kind: "Checkpoint", epoch: 0, step: state.progress.step, checkpointers: [], upload: false },
   ]);
   assert.deepEqual(kinds(plan(state, ids[0], progress, new Facts(), false)), ["ShareModel"]);
   // The run's snapshot dtype travels with the intent: bf16 has the client round first.
@@ -378,6 +379,38 @@ Deno.test("Cooldown: apply round H-1, share the model, checkpoint (with a folder
   ]);
   complete(progress, out);
   assert.deepEqual(plan(state, ids[0], progress, new Facts()), []);
+});
+
+Deno.test("Cooldown with Hub uploads: only the elected checkpointers upload their checkpoint", () => {
+  const { driver, ids } = runInRound0(3);
+  driver.fullRound();
+  driver.fullRound();
+  const state = structuredClone(driver.state);
+  state.runState = "Cooldown";
+  const elected = CheckpointerSelection.fromState(state).indices();
+  assert.equal(elected.length, 1, "a third of 3 clients");
+  const checkpoints = ids.map((id) => {
+    const progress = new ClientProgress();
+    progress.modelReady = true;
+    progress.markDone("Apply:0:0");
+    progress.markDone("Apply:0:1");
+    const out = planActions({
+      state,
+      signer: id.signer,
+      progress,
+      facts: new Facts(),
+      checkpoints: true,
+      hubUpload: true,
+      diverged: false,
+    });
+    return out.find((i) => i.kind === "Checkpoint") as Extract<Intent, { kind: "Checkpoint" }>;
+  });
+  for (const [k, intent] of checkpoints.entries()) {
+    const index = state.epochState.clients.findIndex((c) => equalBytes(c.id.signer, ids[k].signer));
+    assert.deepEqual(intent.checkpointers, elected);
+    assert.equal(intent.upload, index === elected[0], `client ${index}`);
+  }
+  assert.equal(checkpoints.filter((i) => i.upload).length, 1);
 });
 
 Deno.test("WaitingForMembers after a Cooldown it never saw: a member applies the epoch's last results", () => {
@@ -421,7 +454,13 @@ Deno.test("WaitingForMembers after a Cooldown it never saw: a member applies the
   const share = planActions(input(progress, ended));
   assert.deepEqual(share, [
     { kind: "ShareModel", epoch: ended, step: state.progress.step, snapshotDtype: "f32" },
-    { kind: "Checkpoint", epoch: ended, step: state.progress.step },
+    {
+      kind: "Checkpoint",
+      epoch: ended,
+      step: state.progress.step,
+      checkpointers: [],
+      upload: false,
+    },
     { kind: "Join", epoch: state.progress.epoch },
   ]);
   complete(progress, share.slice(0, 2));

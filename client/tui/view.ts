@@ -269,6 +269,14 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "too_slow":
     case "reachability":
     case "checkpoint":
+    case "checkpointer":
+    case "hub_upload":
+    case "hub_upload_phase":
+    case "hub_uploaded":
+    case "hub_upload_failed":
+    case "hub_reported":
+    case "hub_report_skipped":
+    case "checkpoint_deleted":
     case "saved_on_exit":
     case "error":
     case "verification":

@@ -80,9 +80,11 @@ function checkGcsRepo(repo: GcsRepo): void {
  * The checkpoint after a checkpointer reports an upload. `report` must be a `Hub` or
  * `Gcs` checkpoint with valid strings. Transitions (current + report → new):
  * `P2P + Hub(h) → P2P(h)`, `P2PGcs + Gcs(g) → P2PGcs(g)`, `Hub + Hub(h) → Hub(h)`,
- * `Gcs + Gcs(g) → Gcs(g)`, `P2PGcs + Hub(h) → P2P(h)`, `P2P + Gcs(g) → P2PGcs(g)`.
- * The last report wins. Any other pair (a Dummy or Ephemeral run, a Hub run sent a Gcs
- * repo) throws `InvalidCheckpoint` instead of being ignored silently as in Psyche.
+ * `Gcs + Gcs(g) → Gcs(g)`, `P2PGcs + Hub(h) → P2P(h)`, `P2P + Gcs(g) → P2PGcs(g)`, and
+ * `Dummy + Hub(h) → Hub(h)`: a run started from its seeded init (Dummy) holds a real model once
+ * its first Cooldown's upload is in (Psyche ignores that report). Any other pair (an Ephemeral
+ * run, a Hub run sent a Gcs repo, a Dummy run sent a Gcs repo) throws `InvalidCheckpoint`
+ * instead of being ignored silently as in Psyche.
  */
 export function checkpointAfterReport(current: Checkpoint, report: Checkpoint): Checkpoint {
   if (report?.kind === "Hub") {
@@ -93,6 +95,7 @@ export function checkpointAfterReport(current: Checkpoint, report: Checkpoint): 
       case "P2PGcs":
         return { kind: "P2P", repo };
       case "Hub":
+      case "Dummy":
         return { kind: "Hub", repo };
       default:
         break;

@@ -47,6 +47,7 @@ Deno.test("reports: the six accepted transitions of Psyche's Coordinator::checkp
     [{ kind: "Gcs", repo: gcs }, { kind: "Gcs", repo: gcs2 }, { kind: "Gcs", repo: gcs2 }],
     [{ kind: "P2PGcs", repo: gcs }, { kind: "Hub", repo: hub2 }, { kind: "P2P", repo: hub2 }],
     [{ kind: "P2P", repo: hub }, { kind: "Gcs", repo: gcs2 }, { kind: "P2PGcs", repo: gcs2 }],
+    [{ kind: "Dummy", repo: hub }, { kind: "Hub", repo: hub2 }, { kind: "Hub", repo: hub2 }],
   ];
   for (const [current, report, expected] of cases) {
     assert.deepEqual(checkpointAfterReport(current, report), expected);
@@ -57,7 +58,7 @@ Deno.test("reports: other pairs and malformed repos are InvalidCheckpoint", () =
   const bad: Array<[Checkpoint, Checkpoint]> = [
     [{ kind: "Hub", repo: hub }, { kind: "Gcs", repo: gcs }],
     [{ kind: "Gcs", repo: gcs }, { kind: "Hub", repo: hub }],
-    [{ kind: "Dummy", repo: hub }, { kind: "Hub", repo: hub }],
+    [{ kind: "Dummy", repo: hub }, { kind: "Gcs", repo: gcs }],
     [{ kind: "Ephemeral" }, { kind: "Hub", repo: hub }],
     [{ kind: "Hub", repo: hub }, { kind: "Ephemeral" }],
     [{ kind: "Hub", repo: hub }, { kind: "Hub", repo: { repoId: "", revision: null } }],

@@ -50,6 +50,21 @@ export interface CommitteeSelectionOptions {
 const U64_LIMIT = 1n << 64n;
 const encoder = new TextEncoder();
 
+/**
+ * The seed of one salted permutation of a round: `sha256(sha256(u64le(randomSeed)) || salt)`.
+ * Committee, witness and checkpointer (checkpointer_selection.ts) positions each shuffle with
+ * their own salt, so knowing one's seat in one says nothing of the others.
+ *
+ * @example
+ * ```ts
+ * import { saltedSeed, WITNESS_SALT } from "./committee_selection.ts";
+ * if (saltedSeed(7n, WITNESS_SALT).length !== 32) throw new Error("a sha256 digest");
+ * ```
+ */
+export function saltedSeed(randomSeed: bigint, salt: string): Uint8Array {
+  return sha256(sha256(u64le(randomSeed)), encoder.encode(salt));
+}
+
 function checkCount(name: string, value: number): void {
   if (!Number.isSafeInteger(value) || value < 0) {
     throw new RangeError(`${name} must be a non-negative integer, found ${String(value)}`);

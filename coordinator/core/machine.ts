@@ -13,7 +13,7 @@
  *   RoundTrain --> RoundWitness: train timeout, or all witnesses
  *   RoundWitness --> RoundTrain: witness time passed
  *   RoundWitness --> Cooldown: no witnesses, too few clients/witnesses, total steps, pause, epoch time (WindDown)
- *   Cooldown --> WaitingForMembers: cooldown time (EpochEnd true)
+ *   Cooldown --> WaitingForMembers: cooldown time, or the first checkpointer's report (EpochEnd true)
  *   Cooldown --> Paused: pending pause
  *   Paused --> WaitingForMembers: resume
  * ```
@@ -43,19 +43,16 @@ import {
   type WindDownCause,
   withdrawHealthyClients,
 } from "./machine_core.ts";
-import {
-  checkpointAfterCooldown,
-  checkpointWithoutReturningPeers,
-} from "./checkpoint_lifecycle.ts";
+import { checkpointWithoutReturningPeers } from "./checkpoint_lifecycle.ts";
+import { endCooldown } from "./machine_cooldown.ts";
 import { roundWitnessQuorum } from "./witness_quorum.ts";
 import { tallyDigestVotes } from "./params_digest.ts";
-import { currentRound, roundBatchSize, roundWitnessWindow } from "./machine_queries.ts";
+import { currentRound, roundWitnessWindow } from "./machine_queries.ts";
 import { validateCoordinatorInputs } from "./machine_validate.ts";
 import {
   barEpoch,
   barredUntil,
   closeVerificationStages,
-  dropVerificationTasks,
   ejectIdleWitnesses,
   openVerificationTasks,
 } from "./verification.ts";
@@ -389,23 +386,5 @@ function windDownCause(state: CoordinatorState, round: Round): WindDownCause | n
 
 function tickCooldown(state: CoordinatorState, now: number): Outcome {
   if (!checkTimeout(state, now, state.config.cooldownTime)) return UNCHANGED;
-  const round = currentRound(state);
-  // The last round's witnesses voted for the parameters the next epoch starts from.
-  tallyDigestVotes(state, roundWitnessQuorum(state.config, round));
-  const { progress, epochState: es } = state;
-  progress.epochStartDataIndex = round.dataIndex + roundBatchSize(state, round);
-  progress.epoch += 1;
-  moveClientsToExited(state, round.height + 1);
-  dropVerificationTasks(state);
-  state.model.checkpoint = checkpointAfterCooldown(state.model.checkpoint);
-  if (state.pendingPause) {
-    withdrawHealthyClients(es.clients);
-    state.pendingPause = false;
-    es.coldStartEpoch = true;
-    changeState(state, "Paused", now);
-  } else {
-    es.coldStartEpoch = false;
-    changeState(state, stateAfterEpoch(state), now);
-  }
-  return { kind: "EpochEnd", success: true };
+  return endCooldown(state, now);
 }

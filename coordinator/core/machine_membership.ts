@@ -1,14 +1,13 @@
 /**
- * Operator and membership calls: withdraw clients, pause and resume the run, record a checkpoint
- * upload (Psyche's `withdraw`, `pause`, `resume` and `checkpoint`,
- * shared/coordinator/src/coordinator.rs).
+ * Operator and membership calls: withdraw clients, pause and resume the run (Psyche's
+ * `withdraw`, `pause` and `resume`, shared/coordinator/src/coordinator.rs). A checkpointer's
+ * report ends Cooldown: machine_cooldown.ts.
  *
  * Same contract as the rest of the machine: mutate in place, or throw before mutating.
  *
  * @module
  */
 
-import { checkpointAfterReport } from "./checkpoint_lifecycle.ts";
 import { CoordinatorError } from "./errors.ts";
 import {
   CHANGED,
@@ -19,8 +18,7 @@ import {
   UNCHANGED,
   withdrawHealthyClients,
 } from "./machine_core.ts";
-import type { Checkpoint, CoordinatorState, NodeIdentity } from "./types.ts";
-import { equalBytes } from "../../common/mod.ts";
+import type { CoordinatorState } from "./types.ts";
 
 /**
  * Marks client `index` Withdrawn (the host saw it disconnect). It leaves the client list
@@ -93,32 +91,4 @@ export function resume(state: CoordinatorState, now: number): Outcome {
     return CHANGED;
   }
   throw new CoordinatorError("CannotResume", `the run is ${state.runState} and not pausing`);
-}
-
-/**
- * Client `index` (who must be `from`) uploaded the model to `repo` (a `Hub` or `Gcs`
- * checkpoint); the run's checkpoint now points there (coordinator/core/checkpoint_lifecycle.ts).
- * Accepted in any state but Uninitialized: uploads finish after Cooldown, even after the
- * run paused or finished, and are still the best copy of the model.
- */
-export function checkpoint(
-  state: CoordinatorState,
-  from: NodeIdentity,
-  index: number,
-  repo: Checkpoint,
-): Outcome {
-  if (state.runState === "Uninitialized") {
-    throw new CoordinatorError("WrongRunState", "checkpoint before the run started");
-  }
-  const client = Number.isSafeInteger(index) ? state.epochState.clients[index] : undefined;
-  if (client === undefined) {
-    throw new CoordinatorError("InvalidCheckpoint", `no client ${String(index)}`);
-  }
-  if (!(from?.signer instanceof Uint8Array) || !equalBytes(client.id.signer, from.signer)) {
-    throw new CoordinatorError("InvalidCheckpoint", `client ${index} is not the sender`);
-  }
-  const next = checkpointAfterReport(state.model.checkpoint, repo);
-  if (JSON.stringify(next) === JSON.stringify(state.model.checkpoint)) return UNCHANGED;
-  state.model.checkpoint = next;
-  return CHANGED;
 }

@@ -1,13 +1,8 @@
 import assert from "node:assert/strict";
 import { CoordinatorError } from "./errors.ts";
-import { checkpoint, pause, resume, withdraw, withdrawAll } from "./machine_membership.ts";
+import { pause, resume, withdraw, withdrawAll } from "./machine_membership.ts";
 import { tick } from "./machine.ts";
-import {
-  identities,
-  identity,
-  RunDriver,
-  testState,
-} from "../../tests/support/coordinator_fixtures.ts";
+import { identities, RunDriver, testState } from "../../tests/support/coordinator_fixtures.ts";
 
 function assertRejected(fn: () => unknown, code: string, state: unknown): void {
   const before = structuredClone(state);
@@ -102,30 +97,6 @@ Deno.test("a paused run resumes into a cold-start epoch with warmup bounds", () 
   d.startEpoch(identities(2));
   assert.equal(d.state.epochState.coldStartEpoch, true);
   assert.equal(d.state.epochState.startStep, 2);
-});
-
-Deno.test("checkpoint: the sender's report moves the run's checkpoint", () => {
-  const d = inRoundTrain(2);
-  const report = { kind: "Hub" as const, repo: { repoId: "org/new", revision: "r2" } };
-  assert.deepEqual(checkpoint(d.state, identity(1), 1, report), { kind: "Changed" });
-  assert.deepEqual(d.state.model.checkpoint, report);
-  assert.deepEqual(checkpoint(d.state, identity(0), 0, report), { kind: "Unchanged" });
-});
-
-Deno.test("checkpoint: wrong sender, unknown index, bad repo or kind is InvalidCheckpoint", () => {
-  const d = inRoundTrain(2);
-  const ok = { kind: "Hub" as const, repo: { repoId: "org/new", revision: null } };
-  assertRejected(() => checkpoint(d.state, identity(0), 1, ok), "InvalidCheckpoint", d.state);
-  assertRejected(() => checkpoint(d.state, identity(0), 5, ok), "InvalidCheckpoint", d.state);
-  const long = { kind: "Hub" as const, repo: { repoId: "x".repeat(65), revision: null } };
-  assertRejected(() => checkpoint(d.state, identity(0), 0, long), "InvalidCheckpoint", d.state);
-  const gcs = { kind: "Gcs" as const, repo: { bucket: "b", prefix: null } };
-  assertRejected(() => checkpoint(d.state, identity(0), 0, gcs), "InvalidCheckpoint", d.state);
-  const p2p = { kind: "P2P" as const, repo: ok.repo };
-  assertRejected(() => checkpoint(d.state, identity(0), 0, p2p), "InvalidCheckpoint", d.state);
-  const u = testState();
-  u.runState = "Uninitialized";
-  assertRejected(() => checkpoint(u, identity(0), 0, ok), "WrongRunState", u);
 });
 
 Deno.test("resume starts an Uninitialized run; pause refuses it", () => {

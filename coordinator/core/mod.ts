@@ -35,7 +35,9 @@ export {
   warmupWitness,
   witness,
 } from "./machine_witness.ts";
-export { checkpoint, pause, resume, withdraw, withdrawAll } from "./machine_membership.ts";
+export { pause, resume, withdraw, withdrawAll } from "./machine_membership.ts";
+export { checkpoint, endCooldown } from "./machine_cooldown.ts";
+export * from "./checkpointer_selection.ts";
 export {
   type HealthCheck,
   healthCheck,
@@ -57,7 +59,7 @@ export * from "./merkle.ts";
 export * from "./swap_or_not.ts";
 export * from "./lcg.ts";
 export * from "./deterministic_shuffle.ts";
-export { isNoDigest, NO_DIGEST, recordedDigest } from "./params_digest.ts";
+export { digestConsensus, isNoDigest, NO_DIGEST, recordedDigest } from "./params_digest.ts";
 export {
   barEpoch,
   barredUntil,

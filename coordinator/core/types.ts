@@ -50,6 +50,8 @@ export type ClientState = typeof CLIENT_STATES[number];
 export const NUM_STORED_ROUNDS = 4;
 /** Witnesses a round can hold (Psyche's SOLANA_MAX_NUM_WITNESSES). */
 export const MAX_WITNESSES = 32;
+/** Checkpointers a Cooldown elects at most (Psyche's SOLANA_MAX_NUM_CHECKPOINTERS). */
+export const MAX_CHECKPOINTERS = 16;
 /** Default client cap; the Solana account is laid out for this many clients. */
 export const DEFAULT_MAX_CLIENTS = 256;
 /** Largest client cap the TCP backend accepts (`config.max_clients`). */

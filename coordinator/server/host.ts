@@ -664,7 +664,7 @@ export class CoordinatorHost {
             "the sender is not a client of this epoch",
           );
         }
-        this.#step(() => machineCheckpoint(this.state, id, index, msg.repo));
+        this.#step(() => machineCheckpoint(this.state, id, index, msg.repo, now));
         this.#events.push({ kind: "Checkpoint", client: name, repo: msg.repo });
         return { kind: "Ack" };
       }

@@ -10,6 +10,8 @@ import { CoordinatorHost, type HostEvent, type HostOptions } from "./host.ts";
 import { eventLevel } from "./log.ts";
 import { WEAK_POINTS } from "../../net/testing/weak_keys.ts";
 import {
+  CheckpointerSelection,
+  type CoordinatorConfig,
   currentRound,
   NO_DIGEST,
   roundAssignments,
@@ -33,8 +35,12 @@ const META: WitnessMetadata = {
   efficiency: 1,
 };
 
-function newHost(withdrawOnDisconnect = true, initWarmupTime?: number) {
-  const state = testState({ initMinClients: 2, minClients: 2, witnessNodes: 0 }, 100);
+function newHost(
+  withdrawOnDisconnect = true,
+  initWarmupTime?: number,
+  config: Partial<CoordinatorConfig> = {},
+) {
+  const state = testState({ initMinClients: 2, minClients: 2, witnessNodes: 0, ...config }, 100);
   return new CoordinatorHost({ state, withdrawOnDisconnect, initWarmupTime });
 }
 
@@ -52,8 +58,12 @@ function kinds(events: HostEvent[]): string[] {
 }
 
 /** Joins clients `order`, starts the epoch and sends every warmup witness: RoundTrain at 102. */
-function trainingHost(order: number[], withdrawOnDisconnect = true) {
-  const host = newHost(withdrawOnDisconnect);
+function trainingHost(
+  order: number[],
+  withdrawOnDisconnect = true,
+  config: Partial<CoordinatorConfig> = {},
+) {
+  const host = newHost(withdrawOnDisconnect, undefined, config);
   for (const i of order) join(host, i);
   host.tick(101, SEED);
   assert.equal(host.state.runState, "Warmup");
@@ -359,24 +369,84 @@ Deno.test("a health check drops an unseen trainer, who leaves the pending list",
   );
 });
 
-Deno.test("a checkpoint report from a client of the epoch moves the run's checkpoint", () => {
-  const host = trainingHost([0, 1]);
+Deno.test("a checkpointer's report is refused outside Cooldown and ends Cooldown in it", () => {
+  // Total steps 2: round 0 is the epoch's (and the run's) last.
+  const host = trainingHost([0, 1], true, { totalSteps: 2 });
   const repo = { kind: "Hub" as const, repo: { repoId: "org/model", revision: "abc123" } };
-  assert.deepEqual(
-    host.handle(identity(1).signer, { kind: "Checkpoint", requestId: 1, repo }, 103, SEED),
-    { kind: "Ack" },
-  );
-  assert.deepEqual(host.state.model.checkpoint, repo);
-  const stranger = host.handle(
-    identity(7).signer,
-    { kind: "Checkpoint", requestId: 2, repo },
-    103,
-    SEED,
-  );
-  assert.deepEqual(stranger, {
+  const report = (i: number, requestId: number, now: number) =>
+    host.handle(identity(i).signer, { kind: "Checkpoint", requestId, repo }, now, SEED);
+  assert.deepEqual(report(1, 1, 103), {
+    kind: "Error",
+    code: "WrongRunState",
+    message: "checkpoint report in RoundTrain: checkpointers report during Cooldown only",
+  });
+  assert.deepEqual(report(7, 2, 103), {
     kind: "Error",
     code: "InvalidCheckpoint",
     message: "the sender is not a client of this epoch",
+  });
+  const digest = new Uint8Array(32).fill(9);
+  const selection = roundSelection(host.state.config, currentRound(host.state));
+  const clients = host.state.epochState.clients;
+  for (const index of selection.witnessIndices()) {
+    host.handle(
+      clients[index].id.signer,
+      {
+        kind: "Witness",
+        requestId: 3,
+        witness: witnessReport(host.state, index, clients.map((c) => c.id)),
+        metadata: META,
+        paramsDigest: NO_DIGEST,
+      },
+      104,
+      SEED,
+    );
+  }
+  host.tick(104 + host.state.config.roundWitnessTime, SEED);
+  assert.equal(host.state.runState, "Cooldown");
+  for (const index of selection.witnessIndices()) {
+    host.handle(
+      clients[index].id.signer,
+      {
+        kind: "CooldownWitness",
+        requestId: 4,
+        proof: selection.witnessProof(index),
+        paramsDigest: digest,
+      },
+      107,
+      SEED,
+    );
+  }
+  host.takeEvents();
+  const [elected] = CheckpointerSelection.fromState(host.state).indices();
+  const signer = clients[elected].id.signer;
+  const other = clients.findIndex((_, i) => i !== elected);
+  const refused = host.handle(
+    clients[other].id.signer,
+    {
+      kind: "Checkpoint",
+      requestId: 5,
+      repo,
+    },
+    107,
+    SEED,
+  );
+  assert.equal(refused.kind === "Error" && refused.code, "InvalidCheckpoint");
+  assert.deepEqual(
+    host.handle(signer, { kind: "Checkpoint", requestId: 6, repo }, 108, SEED),
+    { kind: "Ack" },
+  );
+  assert.equal(host.state.runState, "Finished", "the report ended Cooldown before its timer");
+  assert.deepEqual(host.state.model.checkpoint, { kind: "P2P", repo: repo.repo });
+  const events = host.takeEvents();
+  assert.deepEqual(
+    kinds(events).filter((k) => k !== "Rejected"),
+    ["DigestRecorded", "StateChanged", "EpochEnd", "Checkpoint"],
+  );
+  assert.deepEqual(events.find((e) => e.kind === "Checkpoint"), {
+    kind: "Checkpoint",
+    client: toHex(signer),
+    repo,
   });
 });
 

@@ -36,7 +36,7 @@ const svm = await CoordinatorSvm.create();
 Deno.test("differential: random sequences reach identical states in C and TypeScript", async () => {
   const total: Record<string, number> = {};
   for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
-    const seen = await differential(svm, seed, 220);
+    const seen = await differential(svm, seed, 260);
     for (const [k, v] of Object.entries(seen)) total[k] = (total[k] ?? 0) + v;
   }
   // The sequences must actually exercise the machine, not just bounce off errors.
@@ -46,6 +46,8 @@ Deno.test("differential: random sequences reach identical states in C and TypeSc
       "WarmupWitness:ok",
       "HealthCheck:ok",
       "Checkpoint:ok",
+      "Checkpoint:WrongRunState",
+      "Checkpoint:InvalidCheckpoint",
       "JoinRun:ok",
       "state:RoundTrain",
       "state:RoundWitness",

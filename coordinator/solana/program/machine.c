@@ -2,7 +2,7 @@
  * machine.c (part of the program.c unity build): the coordinator state machine on the
  * account, transition for transition the same as the TypeScript reference
  * (coordinator/core/machine.ts, machine_core.ts, machine_witness.ts, machine_membership.ts,
- * health.ts, checkpoint_lifecycle.ts). Every function either returns 0 after mutating
+ * machine_cooldown.ts, health.ts, checkpoint_lifecycle.ts). Every function either returns 0 after mutating
  * the account or an error code; on an error the runtime discards all account changes.
  */
 
@@ -180,10 +180,10 @@ static void record_digest(account_t *a, u32 step, const u8 *digest) {
 }
 
 /*
- * params_digest.ts tallyDigestVotes: the digest with the most votes, at least `quorum` and
- * more than any other, is recorded for the current step; the votes are cleared.
+ * params_digest.ts digestConsensus: whether the digest with the most votes has at least `quorum`
+ * and more than any other (its vote's index in `*winner_out`).
  */
-static void tally_digest_votes(account_t *a, u64 quorum) {
+static bool digest_consensus(const account_t *a, u64 quorum, u64 *winner_out) {
   u64 n = a->digest_votes_len, best = 0, winner = 0;
   bool tied = false;
   for (u64 i = 0; i < n; i++) {
@@ -198,7 +198,17 @@ static void tally_digest_votes(account_t *a, u64 quorum) {
       tied = true;
     }
   }
-  if (n > 0 && !tied && best >= quorum) record_digest(a, a->step, a->digest_votes[winner].digest);
+  *winner_out = winner;
+  return n > 0 && !tied && best >= quorum;
+}
+
+/*
+ * params_digest.ts tallyDigestVotes: the consensus digest, if any, is recorded for the current
+ * step; the votes are cleared.
+ */
+static void tally_digest_votes(account_t *a, u64 quorum) {
+  u64 winner;
+  if (digest_consensus(a, quorum, &winner)) record_digest(a, a->step, a->digest_votes[winner].digest);
   mem_zero(a->digest_votes, sizeof(a->digest_votes));
   a->digest_votes_len = 0;
 }
@@ -380,8 +390,8 @@ static void tick_round_witness(account_t *a, u64 now, u64 seed) {
   open_verification_tasks(a, now);
 }
 
-static void tick_cooldown(account_t *a, u64 now) {
-  if (!check_timeout(a, now, a->config.cooldown_time)) return;
+/* machine_cooldown.ts endCooldown: the timer fired, or a checkpointer reported. */
+static void end_cooldown(account_t *a, u64 now) {
   round_t *round = current_round(a);
   tally_digest_votes(a, witness_quorum(expected_witnesses(&a->config, round->clients_len)));
   epoch_state_t *es = &a->epoch_state;
@@ -399,6 +409,10 @@ static void tick_cooldown(account_t *a, u64 now) {
     es->cold_start_epoch = 0;
     change_state(a, state_after_epoch(a), now);
   }
+}
+
+static void tick_cooldown(account_t *a, u64 now) {
+  if (check_timeout(a, now, a->config.cooldown_time)) end_cooldown(a, now);
 }
 
 /* machine.ts tick, with the pending list taken from the registry. */
@@ -718,8 +732,11 @@ static void set_repo(checkpoint_t *c, u8 kind, const checkpoint_t *report) {
   mem_copy(c->second, report->second, report->second_len);
 }
 
-/* machine_membership.ts checkpoint; `report` is the encoded Checkpoint of `len` bytes. */
-static u64 checkpoint(account_t *a, const u8 *from, u64 index, const u8 *report_bytes, u64 len) {
+/*
+ * machine_cooldown.ts checkpoint; the rest of `r` is the encoded Checkpoint. The checks come in
+ * the reference's order, so both refuse a report with the same code.
+ */
+static u64 checkpoint(account_t *a, const u8 *from, u64 index, const reader_t *rest, u64 now) {
   if (a->run_state == RS_UNINITIALIZED) return E_WRONG_RUN_STATE;
   epoch_state_t *es = &a->epoch_state;
   if (index >= es->clients_len) {
@@ -730,23 +747,44 @@ static u64 checkpoint(account_t *a, const u8 *from, u64 index, const u8 *report_
     LOG("checkpoint: the client is not the sender");
     return E_INVALID_CHECKPOINT;
   }
+  if (a->run_state != RS_COOLDOWN) {
+    LOG("checkpoint: checkpointers report during Cooldown only");
+    return E_WRONG_RUN_STATE;
+  }
+  if (es->clients[index].state != CS_HEALTHY) {
+    LOG("checkpoint: the client is not Healthy");
+    return E_INVALID_CHECKPOINT;
+  }
+  if (!is_checkpointer(current_round(a)->random_seed, es->clients_len, index)) {
+    LOG("checkpoint: the client is not an elected checkpointer");
+    return E_INVALID_CHECKPOINT;
+  }
   checkpoint_t report;
-  reader_t r = {report_bytes, len, 0, true};
+  reader_t r = {rest->p + rest->pos, rest->len - rest->pos, 0, true};
   get_checkpoint(&r, &report);
-  if (!r.ok || r.pos != len || (report.kind != CK_HUB && report.kind != CK_GCS) ||
+  if (!r.ok || r.pos != r.len || (report.kind != CK_HUB && report.kind != CK_GCS) ||
       report.first_len == 0 || (report.has_second && report.second_len == 0)) {
     LOG("checkpoint: a report must be a Hub or Gcs checkpoint with non-empty strings");
     return E_INVALID_CHECKPOINT;
   }
   checkpoint_t *c = &a->model.checkpoint;
+  u8 kind;
   if (report.kind == CK_HUB) {
-    if (c->kind == CK_P2P || c->kind == CK_P2PGCS) set_repo(c, CK_P2P, &report);
-    else if (c->kind == CK_HUB) set_repo(c, CK_HUB, &report);
+    if (c->kind == CK_P2P || c->kind == CK_P2PGCS) kind = CK_P2P;
+    else if (c->kind == CK_HUB || c->kind == CK_DUMMY) kind = CK_HUB;
     else return E_INVALID_CHECKPOINT;
   } else {
-    if (c->kind == CK_P2P || c->kind == CK_P2PGCS) set_repo(c, CK_P2PGCS, &report);
-    else if (c->kind == CK_GCS) set_repo(c, CK_GCS, &report);
+    if (c->kind == CK_P2P || c->kind == CK_P2PGCS) kind = CK_P2PGCS;
+    else if (c->kind == CK_GCS) kind = CK_GCS;
     else return E_INVALID_CHECKPOINT;
   }
+  u64 winner;
+  if (!digest_consensus(a, witness_quorum(expected_witnesses(&a->config, current_round(a)->clients_len)),
+                        &winner)) {
+    LOG("checkpoint: the Cooldown digest vote has no quorum yet");
+    return E_INVALID_CHECKPOINT;
+  }
+  set_repo(c, kind, &report);
+  end_cooldown(a, now);
   return 0;
 }

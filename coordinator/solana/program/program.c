@@ -430,7 +430,7 @@ static u64 dispatch(const input_t *in) {
     u32 index = get32(&r);
     if (!r.ok) return E_INVALID_INSTRUCTION;
     if ((err = clock_now(&now, &seed))) return err;
-    err = checkpoint(a, user, index, r.p + r.pos, r.len - r.pos);
+    err = checkpoint(a, user, index, &r, now);
     if (!err) err = tick_if_live(a, now, seed);
     break;
   }

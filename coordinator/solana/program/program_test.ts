@@ -16,7 +16,10 @@ import {
 import { CoordinatorSvm } from "../testing/svm.ts";
 import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
 import {
+  type Checkpoint,
+  CheckpointerSelection,
   currentRound,
+  type LlmModel,
   NO_DIGEST,
   roundSelection,
   stageSeats,
@@ -39,18 +42,28 @@ const DIGEST = NO_DIGEST;
 const svm = await CoordinatorSvm.create();
 const P2P = new Uint8Array(32).fill(7);
 
-async function configured(config = {}, opts: { permissionless?: boolean } = {}) {
-  const run = await DualRun.create({ svm, ...opts });
+async function configured(
+  config = {},
+  opts: { permissionless?: boolean; model?: Partial<LlmModel> } = {},
+) {
+  const { model, ...create } = opts;
+  const run = await DualRun.create({ svm, ...create });
   await run.expectOk(
-    { kind: "Update", config: testConfig(config), model: testModel() },
+    { kind: "Update", config: testConfig(config), model: testModel(model) },
     run.mainAuthority,
   );
   return run;
 }
 
 /** A run in Warmup with `n` clients that joined at t = 10..; returns the clients. */
-async function warmup(n = 3, config = {}): Promise<{ run: DualRun; clients: KeyPairSigner[] }> {
-  const run = await configured({ initMinClients: n, minClients: Math.min(n, 2), ...config });
+async function warmup(
+  n = 3,
+  config = {},
+  model: Partial<LlmModel> = {},
+): Promise<{ run: DualRun; clients: KeyPairSigner[] }> {
+  const run = await configured({ initMinClients: n, minClients: Math.min(n, 2), ...config }, {
+    model,
+  });
   run.setTime(1);
   await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
   const clients: KeyPairSigner[] = [];
@@ -65,8 +78,8 @@ async function warmup(n = 3, config = {}): Promise<{ run: DualRun; clients: KeyP
 }
 
 /** Warmup, then every client's warmup witness: the run is in RoundTrain at height 0. */
-async function training(n = 3, config = {}) {
-  const { run, clients } = await warmup(n, config);
+async function training(n = 3, config = {}, model: Partial<LlmModel> = {}) {
+  const { run, clients } = await warmup(n, config, model);
   run.setTime(11);
   for (const c of clients) {
     const index = clientIndex(run, c);
@@ -591,28 +604,63 @@ Deno.test("health_check: witnesses drop trainers nobody saw; healthy ones are re
   assert.equal(run.model!.state.epochState.clients[clientIndex(run, lazy)].state, "Dropped");
 });
 
-Deno.test("checkpoint: clients report uploads; wrong sender or kind is refused", async () => {
-  const { run, clients } = await training(2);
-  const idx = clientIndex(run, clients[0]);
-  const hub = { kind: "Hub" as const, repo: { repoId: "org/model", revision: "abc123" } };
-  await run.expectError(
-    { kind: "Checkpoint", index: idx, repo: hub },
-    clients[1],
-    "InvalidCheckpoint",
-  );
-  await run.expectError(
-    { kind: "Checkpoint", index: idx, repo: { kind: "Gcs", repo: { bucket: "b", prefix: null } } },
-    clients[0],
-    "InvalidCheckpoint",
-  );
-  await run.expectError(
-    { kind: "Checkpoint", index: idx, repo: { kind: "Hub", repo: { repoId: "", revision: null } } },
-    clients[0],
-    "InvalidCheckpoint",
-  );
-  await run.expectOk({ kind: "Checkpoint", index: idx, repo: hub }, clients[0]);
-  assert.deepEqual(run.model!.state.model.checkpoint, hub);
-});
+for (const kind of ["Hub", "Dummy"] as const) {
+  Deno.test(`checkpoint (${kind} run): only in Cooldown, from an elected checkpointer, once the vote is in`, async () => {
+    const start: Checkpoint = { kind, repo: { repoId: "org/start", revision: null } };
+    const { run, clients } = await training(3, { totalSteps: 3, epochTime: 40 }, {
+      checkpoint: start,
+    });
+    const state = () => run.model!.state;
+    const hub = { kind: "Hub" as const, repo: { repoId: "org/model", revision: "abc123" } };
+    const idx = clientIndex(run, clients[0]);
+    await run.expectError(
+      { kind: "Checkpoint", index: idx, repo: hub },
+      clients[1],
+      "InvalidCheckpoint",
+    );
+    await run.expectError(
+      { kind: "Checkpoint", index: idx, repo: hub },
+      clients[0],
+      "WrongRunState",
+    );
+    const everyone = clients.map((c) => ({ signer: keyOf(c), p2pIdentity: keyOf(c) }));
+    let t = 11;
+    while (state().runState !== "Cooldown") {
+      for (const w of witnessesOf(run, clients)) {
+        const report = witnessReport(state(), clientIndex(run, w), everyone);
+        await run.expectOk({ kind: "Witness", witness: report, paramsDigest: DIGEST }, w);
+      }
+      t += 3;
+      run.setTime(t);
+      await run.expectOk({ kind: "Tick" }, null);
+    }
+    const [elected] = CheckpointerSelection.fromState(state()).indices();
+    const checkpointer = clients.find((c) => clientIndex(run, c) === elected)!;
+    const other = clients.find((c) => c !== checkpointer)!;
+    const report = (index: number, repo: Checkpoint) => ({
+      kind: "Checkpoint" as const,
+      index,
+      repo,
+    });
+    await run.expectError(report(elected, hub), checkpointer, "InvalidCheckpoint"); // no vote yet
+    const voted = new Uint8Array(32).fill(0x5a);
+    const selection = roundSelection(state().config, currentRound(state()));
+    for (const w of witnessesOf(run, clients)) {
+      const proof = selection.witnessProof(clientIndex(run, w));
+      await run.expectOk({ kind: "CooldownWitness", proof, paramsDigest: voted }, w);
+    }
+    await run.expectError(report(clientIndex(run, other), hub), other, "InvalidCheckpoint");
+    const gcs: Checkpoint = { kind: "Gcs", repo: { bucket: "b", prefix: null } };
+    await run.expectError(report(elected, gcs), checkpointer, "InvalidCheckpoint");
+    const empty: Checkpoint = { kind: "Hub", repo: { repoId: "", revision: null } };
+    await run.expectError(report(elected, empty), checkpointer, "InvalidCheckpoint");
+    await run.expectOk(report(elected, hub), checkpointer);
+    assert.equal(state().runState, "Finished", "the report ended Cooldown before its timer");
+    assert.deepEqual(state().model.checkpoint, { kind: "P2P", repo: hub.repo });
+    assert.deepEqual(state().paramsDigests.at(-1)?.digest, voted);
+    await run.expectError(report(elected, hub), checkpointer, "WrongRunState");
+  });
+}
 
 Deno.test("free_coordinator: only when halted, by the main authority; rent goes to the spill", async () => {
   const { run } = await warmup(2);

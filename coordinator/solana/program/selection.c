@@ -1,7 +1,8 @@
 /*
  * selection.c (part of the program.c unity build): witness bloom sizing and lookups,
- * the swap-or-not shuffle and committee/witness proof verification. Mirrors
- * coordinator/core/bloom.ts, swap_or_not.ts, committee_selection.ts and witness_quorum.ts.
+ * the swap-or-not shuffle, committee/witness proof verification and the Cooldown's checkpointers.
+ * Mirrors coordinator/core/bloom.ts, swap_or_not.ts, committee_selection.ts,
+ * checkpointer_selection.ts and witness_quorum.ts.
  */
 
 /*
@@ -135,6 +136,28 @@ static bool verify_committee_proof(const round_t *round, u64 index, u64 position
   if (actual != position) return false;
   u8 expected = actual < round->tie_breaker_tasks ? COMMITTEE_TIE_BREAKER : COMMITTEE_TRAINER;
   return committee == expected;
+}
+
+/* types.ts MAX_CHECKPOINTERS: checkpointers a Cooldown elects at most. */
+#define MAX_CHECKPOINTERS 16
+
+/* checkpointer_selection.ts checkpointerCount: max(1, min(floor(n / 3), MAX_CHECKPOINTERS)). */
+static u64 checkpointer_count(u64 clients) {
+  if (clients == 0) return 0;
+  u64 n = clients / 3;
+  if (n > MAX_CHECKPOINTERS) n = MAX_CHECKPOINTERS;
+  return n < 1 ? 1 : n;
+}
+
+/*
+ * checkpointer_selection.ts isCheckpointer: client `index` of `clients` is elected iff its
+ * position in the "checkpointer"-salted permutation is below the count.
+ */
+static bool is_checkpointer(u64 random_seed, u64 clients, u64 index) {
+  if (index >= clients) return false;
+  u8 seed[32];
+  salted_seed(random_seed, "checkpointer", 12, seed);
+  return shuffled_index(index, clients, seed) < checkpointer_count(clients);
 }
 
 /* witness_quorum.ts expectedWitnesses. */

@@ -337,8 +337,8 @@ export function applyInstruction(
     }
     case "Checkpoint": {
       const from = identityOf(user());
-      nowOf(clock);
-      machine(() => checkpoint(s, from, ix.index, ix.repo));
+      const now = nowOf(clock);
+      machine(() => checkpoint(s, from, ix.index, ix.repo, now));
       tickIfLive(a, clock);
       break;
     }

@@ -27,6 +27,7 @@ import {
   type MeetingAddress,
 } from "../abi/mod.ts";
 import {
+  CheckpointerSelection,
   type CoordinatorConfig,
   currentRound,
   isHealthy,
@@ -101,7 +102,9 @@ function randomInstruction(
   if (training && roll < 44 && rng.int(0, 1) === 0) roll = rng.int(44, 77);
   if (state.runState === "Warmup" && roll < 32 && rng.int(0, 1) === 0) roll = rng.int(32, 43);
   if (state.runState === "Cooldown" && rng.int(0, 2) === 0) {
-    return cooldownReport(run, rng, clients);
+    return rng.int(0, 4) === 0
+      ? checkpointReport(run, rng, clients)
+      : cooldownReport(run, rng, clients);
   }
   if (roll < 18) return [{ kind: "Tick" }, null];
   if (roll < 32) {
@@ -170,15 +173,7 @@ function randomInstruction(
     // No task to report on: the program must still refuse a report as the machine does.
     return verificationInstruction(run, rng, clients);
   }
-  if (roll < 90) {
-    const repo = rng.int(0, 3) === 0
-      ? { kind: "Gcs" as const, repo: { bucket: "bucket", prefix: null } }
-      : {
-        kind: "Hub" as const,
-        repo: { repoId: `org/m${rng.int(0, 9)}`, revision: rng.int(0, 1) ? "rev" : null },
-      };
-    return [{ kind: "Checkpoint", index: Math.max(index, 0), repo }, client];
-  }
+  if (roll < 90) return checkpointReport(run, rng, clients);
   return adminInstruction(run, rng, clients);
 }
 
@@ -247,6 +242,38 @@ function cooldownReport(
   const proof = sel.witnessProof(i);
   if (rng.int(0, 19) === 0) proof.position += 1;
   return [{ kind: "CooldownWitness", proof, paramsDigest: randomDigest(rng) }, sender];
+}
+
+/**
+ * A checkpoint report: in Cooldown usually from one of its elected checkpointers as itself (taken
+ * once the digest vote has a quorum, ending Cooldown), otherwise from any client, as itself or
+ * naming another index; a Hub repo, sometimes a Gcs one.
+ */
+function checkpointReport(
+  run: DualRun,
+  rng: Prng,
+  clients: KeyPairSigner[],
+): [CoordinatorInstruction, KeyPairSigner | null] {
+  const state = run.model!.state;
+  const pick = <T>(xs: T[]): T => xs[rng.int(0, xs.length - 1)];
+  const repo = rng.int(0, 3) === 0
+    ? { kind: "Gcs" as const, repo: { bucket: "bucket", prefix: null } }
+    : {
+      kind: "Hub" as const,
+      repo: { repoId: `org/m${rng.int(0, 9)}`, revision: rng.int(0, 1) ? "rev" : null },
+    };
+  let sender = pick(clients);
+  let index = clientIndex(run, sender);
+  const elected = state.runState === "Cooldown"
+    ? CheckpointerSelection.fromState(state).indices()
+    : [];
+  if (elected.length > 0 && rng.int(0, 4) > 0) {
+    index = pick(elected);
+    sender = signerOf(clients, state.epochState.clients[index].id.signer) ?? sender;
+  } else if (rng.int(0, 9) === 0) {
+    index = rng.int(0, 5);
+  }
+  return [{ kind: "Checkpoint", index: Math.max(index, 0), repo }, sender];
 }
 
 /** The signer among `clients` whose public key is `key`. */

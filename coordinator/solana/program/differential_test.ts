@@ -35,7 +35,7 @@ const svm = await CoordinatorSvm.create();
 
 Deno.test("differential: random sequences reach identical states in C and TypeScript", async () => {
   const total: Record<string, number> = {};
-  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8]) {
+  for (const seed of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) {
     const seen = await differential(svm, seed, 260);
     for (const [k, v] of Object.entries(seen)) total[k] = (total[k] ?? 0) + v;
   }

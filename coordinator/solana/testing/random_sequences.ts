@@ -30,12 +30,14 @@ import {
   CheckpointerSelection,
   type CoordinatorConfig,
   currentRound,
+  digestConsensus,
   isHealthy,
   type NodeIdentity,
   NUM_EJECTION_RECORDS,
   previousRound,
   roundClients,
   roundSelection,
+  roundWitnessQuorum,
   stageSeats,
   VERIFICATION_EVIDENCE,
 } from "../../core/mod.ts";
@@ -101,8 +103,12 @@ function randomInstruction(
   let roll = rng.int(0, 99);
   if (training && roll < 44 && rng.int(0, 1) === 0) roll = rng.int(44, 77);
   if (state.runState === "Warmup" && roll < 32 && rng.int(0, 1) === 0) roll = rng.int(32, 43);
-  if (state.runState === "Cooldown" && rng.int(0, 2) === 0) {
-    return rng.int(0, 4) === 0
+  if (state.runState === "Cooldown" && rng.int(0, 2) > 0) {
+    // A checkpoint is taken only once the Cooldown digest vote has a quorum: then report one
+    // more often, so sequences reach the report that ends Cooldown, not just its refusals.
+    const quorum = roundWitnessQuorum(state.config, currentRound(state));
+    const voted = digestConsensus(state.epochState.digestVotes.map((v) => v.digest), quorum);
+    return rng.int(0, voted === null ? 4 : 1) === 0
       ? checkpointReport(run, rng, clients)
       : cooldownReport(run, rng, clients);
   }
@@ -241,7 +247,10 @@ function cooldownReport(
   }
   const proof = sel.witnessProof(i);
   if (rng.int(0, 19) === 0) proof.position += 1;
-  return [{ kind: "CooldownWitness", proof, paramsDigest: randomDigest(rng) }, sender];
+  // Mostly the digest the others vote for, so Cooldown votes reach a quorum (and checkpoints
+  // can be taken); sometimes another, or none.
+  const digest = rng.int(0, 3) > 0 ? new Uint8Array(32).fill(0xd1) : randomDigest(rng);
+  return [{ kind: "CooldownWitness", proof, paramsDigest: digest }, sender];
 }
 
 /**

@@ -18,8 +18,7 @@ import type { ContentHash } from "./content_store.ts";
 import { hashFromBytes } from "./content_store.ts";
 import {
   BULK_REQUEST_BYTES,
-  type BulkResponseHeader,
-  type BulkStatus,
+  type BulkRefusal,
   BulkWireError,
   decodeBulkRequest,
   encodeBulkResponseHeader,
@@ -61,10 +60,10 @@ export interface BulkListenerStats {
   served: number;
   servedBytes: number;
   /** Connections refused, by the status they were answered with (or "Timeout"). */
-  refused: Partial<Record<Exclude<BulkStatus, "Ok"> | "Timeout", number>>;
+  refused: Partial<Record<BulkRefusal | "Timeout", number>>;
 }
 
-const REFUSAL_STATUS: Record<TicketRefusal, Exclude<BulkStatus, "Ok">> = {
+const REFUSAL_STATUS: Record<TicketRefusal, BulkRefusal> = {
   "unknown": "UnknownTicket",
   "expired": "ExpiredTicket",
   "used": "UsedTicket",
@@ -256,7 +255,7 @@ export class BulkListener {
   /** What to answer a request: a refusal, or Ok with the bytes to send. */
   #answer(
     bytes: Uint8Array,
-  ): { status: "Ok"; bytes: Uint8Array } | Exclude<BulkResponseHeader, { status: "Ok" }> {
+  ): { status: "Ok"; bytes: Uint8Array } | { status: BulkRefusal } {
     let request;
     try {
       request = decodeBulkRequest(bytes);
@@ -275,7 +274,7 @@ export class BulkListener {
     return content === undefined ? { status: "NotFound" } : { status: "Ok", bytes: content };
   }
 
-  #refuse(status: Exclude<BulkStatus, "Ok"> | "Timeout"): void {
+  #refuse(status: BulkRefusal | "Timeout"): void {
     this.#stats.refused[status] = (this.#stats.refused[status] ?? 0) + 1;
   }
 }

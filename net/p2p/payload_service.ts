@@ -717,22 +717,20 @@ export class PayloadService {
           checks.progress?.();
         },
       });
-      const { bytes, hash, declared } = partial.finish();
-      if (hash !== declared) {
-        const sources = partial.sources.size;
-        // Nothing here is worth resuming from; and mixed content cannot tell who lied.
-        partial.discard({ resume: sources < 2 });
-        if (sources >= 2) {
+      const verified = partial.verify();
+      if (!verified.ok) {
+        // Mixed content cannot tell who lied: nobody is blamed, and it is fetched whole.
+        if (verified.sources >= 2) {
           this.#stats.resumeDiscards++;
-          return { restart: `content from ${sources} providers hashes to ${hash}` };
+          return { restart: `content from ${verified.sources} sources hashes to ${verified.hash}` };
         }
         throw new PayloadAttemptError(
           "hash-mismatch",
-          `received bytes hash to ${hash}, expected ${declared}`,
+          `received bytes hash to ${verified.hash}, expected ${verified.declared}`,
         );
       }
       this.#scores.noteTransfer(peer, header.length - from, performance.now() - answered);
-      return { hash, bytes, resumed: partial.resumes > 0 };
+      return { hash: verified.hash, bytes: verified.bytes, resumed: partial.resumes > 0 };
     } catch (error) {
       stream.abort(error instanceof Error ? error : new Error(String(error)));
       throw error;

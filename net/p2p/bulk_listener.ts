@@ -68,6 +68,7 @@ const REFUSAL_STATUS: Record<TicketRefusal, BulkRefusal> = {
   "expired": "ExpiredTicket",
   "used": "UsedTicket",
   "wrong-hash": "WrongHash",
+  "wrong-offset": "WrongOffset",
 };
 
 /** A running bulk listener. Start with `BulkListener.start`; `close()` when done. */

@@ -200,7 +200,10 @@ export interface PayloadStats {
   bulkServed: number;
   /** Of `fetched`, fetches completed over the bulk path. */
   bulkFetched: number;
-  /** Of `served`, requests for the rest of content from an offset (`servedBytes` counts the rest). */
+  /**
+   * Of `served`, requests for the rest of content from an offset, in-band or over the bulk
+   * listener (`servedBytes` counts the rest).
+   */
   resumedServed: number;
   /** Of `fetched`, fetches completed from an offset, on bytes an earlier attempt left. */
   resumedFetches: number;
@@ -343,6 +346,7 @@ export class PayloadService {
       ...this.#stats,
       served: this.#stats.served + (listener?.served ?? 0),
       servedBytes: this.#stats.servedBytes + (listener?.servedBytes ?? 0),
+      resumedServed: this.#stats.resumedServed + (listener?.resumed ?? 0),
       bulkServed: listener?.served ?? 0,
       bulkFallbacks: { ...this.#bulkFallbacks },
       bulkRefused: listener?.refused ?? {},
@@ -781,20 +785,21 @@ export class PayloadService {
   }
 
   /**
-   * Sends a bulk offer for `bytes` if the bulk path is on, the content is large enough and the
-   * peer is under its ticket cap. Returns whether it did (else the caller serves in-band).
+   * Sends a bulk offer for `bytes` from `offset` (a ticket for that rest) if the bulk path is on,
+   * the bytes to send are enough and the peer is under its ticket cap. Returns whether it did
+   * (else the caller serves in-band).
    */
   #offerBulk(
     stream: Stream,
     connection: Connection,
-    hash: ContentHash,
-    bytes: Uint8Array,
+    content: { hash: ContentHash; bytes: Uint8Array; offset: number },
   ): boolean {
+    const { hash, bytes, offset } = content;
     const bulk = this.#bulk;
-    if (bulk === undefined || bytes.length < bulk.minBytes) return false;
+    if (bulk === undefined || bytes.length - offset < bulk.minBytes) return false;
     const ticket = bulk.randomBytes(TICKET_BYTES);
     const peer = connection.remotePeer.toString();
-    if (!bulk.tickets.issue({ ticket, peer, hash, now: bulk.now() })) return false;
+    if (!bulk.tickets.issue({ ticket, peer, hash, offset, now: bulk.now() })) return false;
     stream.send(encodeResponseHeader({
       status: "BulkOffer",
       hash: hashToBytes(hash),
@@ -840,7 +845,10 @@ export class PayloadService {
         await stream.close();
         return;
       }
-      if (request.acceptBulk === true && this.#offerBulk(stream, connection, hash, bytes)) {
+      if (
+        request.acceptBulk === true &&
+        this.#offerBulk(stream, connection, { hash, bytes, offset })
+      ) {
         await stream.close();
         return;
       }

@@ -13,6 +13,7 @@
  */
 import {
   BULK_OK_FROM_HEADER_BYTES,
+  type BulkResponseHeader,
   bulkResponseHeaderBytes,
   BulkWireError,
   decodeBulkResponseHeader,
@@ -221,7 +222,7 @@ export async function bulkFetch(options: BulkFetchOptions): Promise<Uint8Array> 
  * Reads a response header and not a byte past it: the status first, then the rest of the
  * header it announces. Throws `BulkFetchError` ("protocol") for a malformed or cut-off header.
  */
-async function readHeader(conn: Deno.Conn) {
+async function readHeader(conn: Deno.Conn): Promise<BulkResponseHeader> {
   const header = new Uint8Array(BULK_OK_FROM_HEADER_BYTES);
   let size = 1;
   for (let got = 0;;) {

@@ -4,8 +4,14 @@
  *
  * @module
  */
-import { BULK_REQUEST_BYTES } from "../../net/p2p/mod.ts";
-import { publicKeyOf } from "../../net/p2p/mod.ts";
+import {
+  BULK_REQUEST_BYTES,
+  BULK_REQUEST_FROM_BYTES,
+  type BulkRequest,
+  bulkRequestBytes,
+  decodeBulkRequest,
+  publicKeyOf,
+} from "../../net/p2p/mod.ts";
 
 /** A deterministic 32-byte secret key for test participant `n`. */
 export function testSecret(n: number): Uint8Array {
@@ -29,26 +35,50 @@ export async function waitFor(what: string, cond: () => boolean, ms = 5000): Pro
 /**
  * A plain TCP server on 127.0.0.1 that reads one bulk request per connection and answers it
  * with the bytes of `answer`, whatever the request said: a provider that can lie, truncate
- * or tamper. Dispose of it to stop it.
+ * or tamper. With `hold`, it then keeps the connection open without sending another byte until
+ * disposed: a transfer that stalls. `requests` lists the well-formed requests it read, in order.
+ * Dispose of it to stop it.
  */
-export function fakeBulkListener(answer: Uint8Array[]): { port: number } & AsyncDisposable {
+export function fakeBulkListener(
+  answer: Uint8Array[],
+  options: { hold?: boolean } = {},
+): { port: number; requests: Required<BulkRequest>[] } & AsyncDisposable {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const done = (async () => {
-    for await (const conn of listener) {
-      try {
-        const request = new Uint8Array(BULK_REQUEST_BYTES);
-        for (let got = 0; got < request.length;) got += (await conn.read(request.subarray(got)))!;
-        for (const part of answer) {
-          for (let off = 0; off < part.length;) off += await conn.write(part.subarray(off));
-        }
-      } finally {
-        conn.close();
+  const requests: Required<BulkRequest>[] = [];
+  const stop = new AbortController();
+  const stopped = new Promise((resolve) => stop.signal.addEventListener("abort", resolve));
+  const serve = async (conn: Deno.Conn) => {
+    try {
+      // The shortest request, then the rest its version announces: never a byte more.
+      const request = new Uint8Array(BULK_REQUEST_FROM_BYTES);
+      let size = BULK_REQUEST_BYTES;
+      for (let got = 0; got < size;) {
+        got += (await conn.read(request.subarray(got, size)))!;
+        if (got === BULK_REQUEST_BYTES) size = bulkRequestBytes(request[0]) ?? size;
       }
+      try {
+        requests.push(decodeBulkRequest(request.subarray(0, size)));
+      } catch {
+        // Not a request; answered all the same.
+      }
+      for (const part of answer) {
+        for (let off = 0; off < part.length;) off += await conn.write(part.subarray(off));
+      }
+      if (options.hold === true) await stopped;
+    } finally {
+      conn.close();
     }
+  };
+  const done = (async () => {
+    const serving: Promise<void>[] = [];
+    for await (const conn of listener) serving.push(serve(conn).catch(() => {}));
+    await Promise.all(serving);
   })().catch(() => {});
   return {
     port: listener.addr.port,
+    requests,
     async [Symbol.asyncDispose]() {
+      stop.abort();
       listener.close();
       await done;
     },

@@ -1,20 +1,25 @@
 /**
  * The fetching side of the bulk path: connect to a provider's bulk listener, present the ticket
- * from its `BulkOffer`, and read the content straight into one buffer of the announced length,
- * hashing it as it arrives. Nothing is returned unless the length is exactly the offered one and
- * the bytes hash to the offered hash; the connection is plain TCP, so every byte is checked.
- * Reads stop at the offered length: a listener that keeps sending is hung up on unread.
+ * from its `BulkOffer`, and read the content straight into the fetch's `PartialContent`, which
+ * hashes it as it arrives. When the fetch already holds a prefix (from an earlier attempt, over
+ * bulk or in-band), the request asks for the rest from there and the listener must answer
+ * `OkFrom` that very offset. Nothing is returned unless the length is exactly the offered one and
+ * the whole content hashes to the offered hash; the connection is plain TCP, so every byte is
+ * checked. Reads stop at the offered length: a listener that keeps sending is hung up on unread.
+ * Bytes read before a failure (a stall, a reset) stay in the `PartialContent` for the next
+ * attempt to go on from.
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import {
-  BULK_OK_HEADER_BYTES,
+  BULK_OK_FROM_HEADER_BYTES,
+  type BulkResponseHeader,
+  bulkResponseHeaderBytes,
   BulkWireError,
   decodeBulkResponseHeader,
   encodeBulkRequest,
 } from "./bulk_wire.ts";
-import { hashFromBytes } from "./content_store.ts";
+import type { PartialContent } from "./partial_content.ts";
 
 /**
  * How long connecting and the listener's answer may take, by default. A listener behind a
@@ -51,9 +56,6 @@ export function bulkWorthwhile(
   return size === undefined || rttMs === undefined || size >= rttMs * bytesPerRttMs;
 }
 
-/** Received bytes hashed per `update` call while reading. */
-const HASH_BATCH_BYTES = 4 * 1024 * 1024;
-
 /** Why a bulk fetch failed. */
 export type BulkFailureCode =
   | "unreachable"
@@ -66,11 +68,22 @@ export type BulkFailureCode =
 export class BulkFetchError extends Error {
   /** Why the fetch failed. */
   readonly code: BulkFailureCode;
+  /**
+   * For a hash mismatch: the content was assembled from two or more sources (this connection
+   * and earlier attempts), so nobody can be told apart as the liar; it was discarded with
+   * resuming off (`PartialContent.verify`).
+   */
+  readonly mixed: boolean;
   /** Builds the error. */
-  constructor(code: BulkFailureCode, message: string, options?: ErrorOptions) {
+  constructor(
+    code: BulkFailureCode,
+    message: string,
+    options?: ErrorOptions & { mixed?: boolean },
+  ) {
     super(`Bulk fetch failed (${code}): ${message}`, options);
     this.name = "BulkFetchError";
     this.code = code;
+    this.mixed = options?.mixed ?? false;
   }
 }
 
@@ -86,6 +99,18 @@ export interface BulkFetchOptions {
   hash: Uint8Array;
   /** The content's exact length, from the offer (already checked against the caller's limits). */
   length: number;
+  /**
+   * Where the bytes go. The request asks for the content from `into.offset` (the bytes it holds
+   * already; 0 for all of it), and each read is committed as it lands, so the bytes received
+   * before a failure stay there. The caller has checked the offer against what `into` holds
+   * (`PartialContent.check`).
+   */
+  into: PartialContent;
+  /**
+   * Whom `into` names as these bytes' source: a name for this bulk connection, not the
+   * provider's own (the bytes crossed plain TCP; see `partial_content.ts`, "Blame").
+   */
+  source: string;
   /** Aborts the fetch, closing the connection. */
   signal?: AbortSignal;
   /** Longest wait for the connection and the listener's answer (ms). */
@@ -95,16 +120,19 @@ export interface BulkFetchOptions {
 }
 
 /**
- * Fetches and verifies the offered content over the provider's bulk listener. Throws
- * `BulkFetchError` for anything short of exactly the offered bytes, or the signal's reason.
+ * Fetches the offered content (or its rest, after the bytes `into` holds) over the provider's
+ * bulk listener, and returns the whole content once it hashes to the offered hash. Throws
+ * `BulkFetchError` for anything short of exactly the offered bytes, or the signal's reason; on a
+ * hash mismatch, `into` has discarded everything (`mixed` says how).
  */
 export async function bulkFetch(options: BulkFetchOptions): Promise<Uint8Array> {
-  const { hostname, port, ticket, hash, length, signal } = options;
+  const { hostname, port, ticket, hash, length, into, source, signal } = options;
   if (!Number.isSafeInteger(length) || length < 0) {
     throw new RangeError(`bulk length must be a non-negative safe integer, found ${length}`);
   }
+  const offset = into.offset;
   const answerTimeoutMs = options.answerTimeoutMs ?? DEFAULT_BULK_ANSWER_TIMEOUT_MS;
-  const request = encodeBulkRequest({ ticket, hash });
+  const request = encodeBulkRequest({ ticket, hash, offset });
   signal?.throwIfAborted();
   const answerTimer = AbortSignal.timeout(answerTimeoutMs);
   const early = signal === undefined ? answerTimer : AbortSignal.any([signal, answerTimer]);
@@ -129,60 +157,53 @@ export async function bulkFetch(options: BulkFetchOptions): Promise<Uint8Array> 
   try {
     conn.setNoDelay(true);
     for (let sent = 0; sent < request.length;) sent += await conn.write(request.subarray(sent));
-    const header = new Uint8Array(BULK_OK_HEADER_BYTES);
-    let got = 0;
-    let decoded;
-    while (true) {
-      const n = await conn.read(header.subarray(got, got === 0 ? 1 : BULK_OK_HEADER_BYTES));
-      if (n === null) throw new BulkFetchError("protocol", `response ended after ${got} bytes`);
-      got += n;
-      try {
-        decoded = decodeBulkResponseHeader(header.subarray(0, got));
-      } catch (error) {
-        if (!(error instanceof BulkWireError)) throw error;
-        throw new BulkFetchError("protocol", error.message, { cause: error });
-      }
-      if (decoded !== undefined) break;
-    }
+    const header = await readHeader(conn);
     // Answered in time: from here only the caller's signal limits the transfer.
     answered = true;
     early.removeEventListener("abort", onAbort);
     signal?.addEventListener("abort", onAbort, { once: true });
-    if (decoded.header.status !== "Ok") {
-      throw new BulkFetchError("refused", `the listener answered ${decoded.header.status}`);
+    if (header.status !== "Ok" && header.status !== "OkFrom") {
+      throw new BulkFetchError("refused", `the listener answered ${header.status}`);
     }
-    if (decoded.header.length !== length) {
+    const from = header.status === "OkFrom" ? header.offset : 0;
+    if (from !== offset) {
       throw new BulkFetchError(
-        decoded.header.length > length ? "too-large" : "protocol",
-        `the listener declares ${decoded.header.length} bytes, the offer said ${length}`,
+        "protocol",
+        `the listener serves from byte ${from}, we asked from ${offset}`,
       );
     }
-    const out = new Uint8Array(length);
-    const hasher = createHash("sha256");
-    let filled = 0;
-    let hashed = 0;
-    while (filled < length) {
-      const n = await conn.read(out.subarray(filled));
+    if (header.length !== length) {
+      throw new BulkFetchError(
+        header.length > length ? "too-large" : "protocol",
+        `the listener declares ${header.length} bytes, the offer said ${length}`,
+      );
+    }
+    try {
+      into.begin(source, { hash, length, offset });
+    } catch (error) {
+      throw new BulkFetchError("protocol", (error as Error).message, { cause: error });
+    }
+    while (!into.complete) {
+      const n = await conn.read(into.unfilled());
       if (n === null) {
-        throw new BulkFetchError("protocol", `response ended after ${filled} of ${length} bytes`);
+        const { held } = into.progress();
+        throw new BulkFetchError("protocol", `response ended after ${held} of ${length} bytes`);
       }
       options.received?.(n);
-      filled += n;
-      if (filled - hashed >= HASH_BATCH_BYTES) {
-        hasher.update(out.subarray(hashed, filled));
-        hashed = filled;
-      }
+      into.commit(source, n);
     }
-    hasher.update(out.subarray(hashed, filled));
     // Anything the listener sends past `length` is never read: closing drops it.
-    const received = hasher.digest("hex");
-    if (received !== hashFromBytes(hash)) {
+    const verified = into.verify();
+    if (!verified.ok) {
+      const mixed = verified.sources >= 2;
       throw new BulkFetchError(
         "hash-mismatch",
-        `received bytes hash to ${received}, expected ${hashFromBytes(hash)}`,
+        `received bytes hash to ${verified.hash}, expected ${verified.declared}` +
+          (mixed ? ` (from ${verified.sources} sources: nobody to blame)` : ""),
+        { mixed },
       );
     }
-    return out;
+    return verified.bytes;
   } catch (error) {
     signal?.throwIfAborted();
     if (!answered && answerTimer.aborted) throw late();
@@ -194,6 +215,29 @@ export async function bulkFetch(options: BulkFetchOptions): Promise<Uint8Array> 
     early.removeEventListener("abort", onAbort);
     signal?.removeEventListener("abort", onAbort);
     closeQuietly(conn);
+  }
+}
+
+/**
+ * Reads a response header and not a byte past it: the status first, then the rest of the
+ * header it announces. Throws `BulkFetchError` ("protocol") for a malformed or cut-off header.
+ */
+async function readHeader(conn: Deno.Conn): Promise<BulkResponseHeader> {
+  const header = new Uint8Array(BULK_OK_FROM_HEADER_BYTES);
+  let size = 1;
+  for (let got = 0;;) {
+    const n = await conn.read(header.subarray(got, size));
+    if (n === null) throw new BulkFetchError("protocol", `response ended after ${got} bytes`);
+    got += n;
+    if (got === 1) size = bulkResponseHeaderBytes(header[0]) ?? 1;
+    let decoded;
+    try {
+      decoded = decodeBulkResponseHeader(header.subarray(0, got));
+    } catch (error) {
+      if (!(error instanceof BulkWireError)) throw error;
+      throw new BulkFetchError("protocol", error.message, { cause: error });
+    }
+    if (decoded !== undefined) return decoded.header;
   }
 }
 

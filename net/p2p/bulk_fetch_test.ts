@@ -4,19 +4,24 @@ import { BulkListener } from "./bulk_listener.ts";
 import { TicketBook } from "./bulk_tickets.ts";
 import { encodeBulkResponseHeader } from "./bulk_wire.ts";
 import { contentHash, hashToBytes } from "./content_store.ts";
-import { fakeBulkListener } from "../../client/testing/p2p.ts";
+import { PartialContent } from "./partial_content.ts";
+import { fakeBulkListener, waitFor } from "../../client/testing/p2p.ts";
 
 function pattern(n: number, seed: number): Uint8Array {
   return new Uint8Array(n).map((_, i) => (Math.imul(i + seed, 2654435761) >>> 24) & 0xff);
 }
 
 const TICKET = new Uint8Array(32).fill(7);
+/** Where a test's bulk bytes land, as the payload service names them. */
+const SOURCE = "provider/bulk";
+/** The options every fetch of these tests shares, with a fresh `PartialContent`. */
+const fresh = () => ({ into: new PartialContent(), source: SOURCE });
 
-/** A real listener serving `content`, with one ticket issued for it. */
-function serve(content: Uint8Array): BulkListener & { hash: Uint8Array } {
+/** A real listener serving `content`, with one ticket issued for it from `offset`. */
+function serve(content: Uint8Array, offset = 0): BulkListener & { hash: Uint8Array } {
   const tickets = new TicketBook();
   const hash = contentHash(content);
-  tickets.issue({ ticket: TICKET, peer: "fetcher", hash, now: Date.now() });
+  tickets.issue({ ticket: TICKET, peer: "fetcher", hash, offset, now: Date.now() });
   const listener = BulkListener.start({
     host: "127.0.0.1",
     tickets,
@@ -39,6 +44,7 @@ Deno.test("a bulk fetch returns the offered bytes, verified, and counts the tran
   const listener = serve(content);
   try {
     const got = await bulkFetch({
+      ...fresh(),
       hostname: "127.0.0.1",
       port: listener.port,
       ticket: TICKET,
@@ -74,6 +80,7 @@ Deno.test("a tampered byte, a truncated body or a bigger claim are refused", asy
     await using server = fakeBulkListener(answer);
     await rejectsWith(
       bulkFetch({
+        ...fresh(),
         hostname: "127.0.0.1",
         port: server.port,
         ticket: TICKET,
@@ -92,6 +99,7 @@ Deno.test("a listener that sends past the offered length is read up to it only",
   await using server = fakeBulkListener([header, content, new Uint8Array(8 * 1024 * 1024)]);
   let received = 0;
   const got = await bulkFetch({
+    ...fresh(),
     hostname: "127.0.0.1",
     port: server.port,
     ticket: TICKET,
@@ -116,6 +124,7 @@ Deno.test("wrong, replayed and expired tickets are refused with the listener's r
   });
   const fetch = (ticket: Uint8Array, forHash = hash) =>
     bulkFetch({
+      ...fresh(),
       hostname: "127.0.0.1",
       port: listener.port,
       ticket,
@@ -150,6 +159,7 @@ Deno.test("content forgotten after the offer is refused as NotFound", async () =
   try {
     await rejectsWith(
       bulkFetch({
+        ...fresh(),
         hostname: "127.0.0.1",
         port: listener.port,
         ticket: TICKET,
@@ -168,7 +178,13 @@ Deno.test("an unreachable or silent listener and an aborted fetch fail cleanly",
   const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const closedPort = probe.addr.port;
   probe.close();
-  const options = { hostname: "127.0.0.1", ticket: TICKET, hash: new Uint8Array(32), length: 1 };
+  const options = {
+    ...fresh(),
+    hostname: "127.0.0.1",
+    ticket: TICKET,
+    hash: new Uint8Array(32),
+    length: 1,
+  };
   await rejectsWith(
     bulkFetch({ ...options, port: closedPort }),
     "unreachable",
@@ -195,6 +211,161 @@ Deno.test("an unreachable or silent listener and an aborted fetch fail cleanly",
     silent.close();
     await accepting;
     for (const conn of held) conn.close();
+  }
+});
+
+Deno.test("a bulk fetch goes on from the bytes held; the listener sends only the rest", async () => {
+  const content = pattern(3 * 1024 * 1024 + 11, 5);
+  const prefix = 1024 * 1024 + 3;
+  const listener = serve(content, prefix);
+  try {
+    const into = new PartialContent();
+    into.begin("A", { hash: listener.hash, length: content.length, offset: 0 });
+    into.append("A", content.subarray(0, prefix)); // in-band from A, which then stalled
+    let received = 0;
+    const got = await bulkFetch({
+      hostname: "127.0.0.1",
+      port: listener.port,
+      ticket: TICKET,
+      hash: listener.hash,
+      length: content.length,
+      into,
+      source: SOURCE,
+      received: (n) => received += n,
+    });
+    assert.deepEqual(got, content);
+    assert.equal(received, content.length - prefix);
+    assert.deepEqual([...into.sources], ["A", SOURCE]);
+    assert.equal(into.resumes, 1);
+    assert.equal(listener.stats.servedBytes, content.length - prefix);
+    assert.equal(listener.stats.resumed, 1);
+  } finally {
+    await listener.close();
+  }
+});
+
+Deno.test("bytes read before a failure stay for the next attempt, which asks for the rest", async () => {
+  const content = pattern(400_000, 6);
+  const hash = hashToBytes(contentHash(content));
+  const header = encodeBulkResponseHeader({ status: "Ok", length: content.length });
+  const into = new PartialContent();
+  const options = {
+    hostname: "127.0.0.1",
+    ticket: TICKET,
+    hash,
+    length: content.length,
+    into,
+    source: SOURCE,
+  };
+  // A listener that sends 150 000 bytes and hangs up, then one that stalls after 100 000 more.
+  {
+    await using cut = fakeBulkListener([header, content.subarray(0, 150_000)]);
+    await rejectsWith(
+      bulkFetch({ ...options, port: cut.port }),
+      "protocol",
+      /response ended after 150000 of 400000 bytes/,
+    );
+    assert.deepEqual(cut.requests.map((r) => r.offset), [0]);
+  }
+  assert.equal(into.offset, 150_000);
+  {
+    const from = encodeBulkResponseHeader({
+      status: "OkFrom",
+      length: content.length,
+      offset: 150_000,
+    });
+    await using stalls = fakeBulkListener([from, content.subarray(150_000, 250_000)], {
+      hold: true,
+    });
+    const controller = new AbortController();
+    const fetching = bulkFetch({ ...options, port: stalls.port, signal: controller.signal });
+    await waitFor("100 000 more bytes", () => into.offset === 250_000);
+    controller.abort(new Error("stalled"));
+    await assert.rejects(fetching, /stalled/);
+    assert.deepEqual(stalls.requests.map((r) => r.offset), [150_000]);
+  }
+  assert.equal(into.offset, 250_000);
+  const listener = serve(content, 250_000);
+  try {
+    assert.deepEqual(await bulkFetch({ ...options, port: listener.port }), content);
+    assert.equal(listener.stats.servedBytes, 150_000);
+  } finally {
+    await listener.close();
+  }
+});
+
+Deno.test("an answer from another offset than the one asked is refused, the prefix kept", async () => {
+  const content = pattern(100_000, 7);
+  const hash = hashToBytes(contentHash(content));
+  const answers: [Uint8Array, RegExp][] = [
+    [
+      encodeBulkResponseHeader({ status: "Ok", length: content.length }),
+      /serves from byte 0, we asked from 1000/,
+    ],
+    [
+      encodeBulkResponseHeader({ status: "OkFrom", length: content.length, offset: 999 }),
+      /serves from byte 999, we asked from 1000/,
+    ],
+    [encodeBulkResponseHeader({ status: "BadOffset" }), /answered BadOffset/],
+    [encodeBulkResponseHeader({ status: "WrongOffset" }), /answered WrongOffset/],
+  ];
+  for (const [header, message] of answers) {
+    const into = new PartialContent();
+    into.begin("A", { hash, length: content.length, offset: 0 });
+    into.append("A", content.subarray(0, 1000));
+    await using server = fakeBulkListener([header, content]);
+    await rejectsWith(
+      bulkFetch({
+        hostname: "127.0.0.1",
+        port: server.port,
+        ticket: TICKET,
+        hash,
+        length: content.length,
+        into,
+        source: SOURCE,
+      }),
+      header.length === 1 ? "refused" : "protocol",
+      message,
+    );
+    assert.equal(into.offset, 1000);
+    assert.deepEqual([...into.sources], ["A"]);
+  }
+});
+
+Deno.test("content mixed from a prefix and a bulk rest that fails its hash blames nobody", async () => {
+  const content = pattern(200_000, 8);
+  const listener = serve(content, 50_000);
+  try {
+    const into = new PartialContent();
+    const corrupted = content.slice(0, 50_000);
+    corrupted[42] ^= 1;
+    into.begin("A", { hash: listener.hash, length: content.length, offset: 0 });
+    into.append("A", corrupted);
+    await assert.rejects(
+      bulkFetch({
+        hostname: "127.0.0.1",
+        port: listener.port,
+        ticket: TICKET,
+        hash: listener.hash,
+        length: content.length,
+        into,
+        source: SOURCE,
+      }),
+      (error: unknown) => {
+        assert.ok(error instanceof BulkFetchError);
+        assert.equal(error.code, "hash-mismatch");
+        assert.equal(error.mixed, true);
+        assert.match(error.message, /from 2 sources: nobody to blame/);
+        return true;
+      },
+    );
+    // Discarded, and never resumed again: the next attempt fetches the whole content.
+    assert.equal(into.offset, 0);
+    into.begin("B", { hash: listener.hash, length: content.length, offset: 0 });
+    into.append("B", content.subarray(0, 10));
+    assert.equal(into.offset, 0);
+  } finally {
+    await listener.close();
   }
 });
 

@@ -3,9 +3,12 @@
  * (issued over the authenticated payload stream, see `payload_service.ts`), unencrypted, so a
  * large transfer costs a socket copy instead of ChaCha20-Poly1305 on both ends.
  *
- * One connection carries one transfer: the fetcher writes a 65-byte request (`bulk_wire.ts`),
- * the listener redeems the ticket in its `TicketBook` and answers with a status, then for `Ok`
- * the length and the bytes, and closes. Limits keep it from being abused: at most
+ * One connection carries one transfer: the fetcher writes a 65-byte request (`bulk_wire.ts`; 73
+ * bytes for the rest from an offset), the listener redeems the ticket in its `TicketBook` and
+ * answers with a status, then for `Ok` the length and the bytes, for `OkFrom` the length, the
+ * offset and the bytes from it, and closes. The ticket names the content and the offset
+ * (`bulk_tickets.ts`); an offset at or past the content's end is refused as `BadOffset`, so no
+ * request reads other content or more than it. Limits keep it from being abused: at most
  * `maxConnections` at once and `maxConnectionsPerAddress` from one IP address (more are answered
  * `Busy`, so one host cannot take every slot), a complete request within
  * `requestTimeoutMs`, and every write must make progress within `idleTimeoutMs` (a reader that
@@ -18,8 +21,9 @@ import type { ContentHash } from "./content_store.ts";
 import { hashFromBytes } from "./content_store.ts";
 import {
   BULK_REQUEST_BYTES,
-  type BulkResponseHeader,
-  type BulkStatus,
+  BULK_REQUEST_FROM_BYTES,
+  type BulkRefusal,
+  bulkRequestBytes,
   BulkWireError,
   decodeBulkRequest,
   encodeBulkResponseHeader,
@@ -59,16 +63,20 @@ export interface BulkListenerOptions {
 export interface BulkListenerStats {
   /** Transfers completed. */
   served: number;
+  /** Content bytes sent by completed transfers (for a rest, the bytes from its offset). */
   servedBytes: number;
+  /** Of `served`, transfers of the rest of content from an offset. */
+  resumed: number;
   /** Connections refused, by the status they were answered with (or "Timeout"). */
-  refused: Partial<Record<Exclude<BulkStatus, "Ok"> | "Timeout", number>>;
+  refused: Partial<Record<BulkRefusal | "Timeout", number>>;
 }
 
-const REFUSAL_STATUS: Record<TicketRefusal, Exclude<BulkStatus, "Ok">> = {
+const REFUSAL_STATUS: Record<TicketRefusal, BulkRefusal> = {
   "unknown": "UnknownTicket",
   "expired": "ExpiredTicket",
   "used": "UsedTicket",
   "wrong-hash": "WrongHash",
+  "wrong-offset": "WrongOffset",
 };
 
 /** A running bulk listener. Start with `BulkListener.start`; `close()` when done. */
@@ -78,7 +86,7 @@ export class BulkListener {
   readonly #open = new Set<Deno.TcpConn>();
   /** Open connections per remote IP address. */
   readonly #perAddress = new Map<string, number>();
-  readonly #stats: BulkListenerStats = { served: 0, servedBytes: 0, refused: {} };
+  readonly #stats: BulkListenerStats = { served: 0, servedBytes: 0, resumed: 0, refused: {} };
   readonly #accepting: Promise<void>;
   #closed = false;
   #failure: Error | undefined;
@@ -215,30 +223,33 @@ export class BulkListener {
     try {
       conn.setNoDelay(true);
       arm(this.#options.requestTimeoutMs);
-      const request = new Uint8Array(BULK_REQUEST_BYTES);
-      for (let got = 0; got < request.length;) {
-        const n = await conn.read(request.subarray(got));
+      // The shortest request first; its version says whether an offset follows.
+      const request = new Uint8Array(BULK_REQUEST_FROM_BYTES);
+      let size = BULK_REQUEST_BYTES;
+      for (let got = 0; got < size;) {
+        const n = await conn.read(request.subarray(got, size));
         if (n === null) throw new BulkWireError("request", "connection ended early", got);
         got += n;
+        if (got === BULK_REQUEST_BYTES) size = bulkRequestBytes(request[0]) ?? size;
       }
-      const header = this.#answer(request);
-      if (header.status !== "Ok") {
-        this.#refuse(header.status);
+      const answer = this.#answer(request.subarray(0, size));
+      if (answer.status !== "Ok") {
+        this.#refuse(answer.status);
         arm(this.#options.idleTimeoutMs);
-        await writeAll(conn, encodeBulkResponseHeader(header), () => {});
+        await writeAll(conn, encodeBulkResponseHeader(answer), () => {});
         return;
       }
-      const { bytes } = header;
+      const { bytes, offset } = answer;
       const progress = () => arm(this.#options.idleTimeoutMs);
       progress();
-      await writeAll(
-        conn,
-        encodeBulkResponseHeader({ status: "Ok", length: bytes.length }),
-        progress,
-      );
-      await writeAll(conn, bytes, progress);
+      const header = offset === 0
+        ? encodeBulkResponseHeader({ status: "Ok", length: bytes.length })
+        : encodeBulkResponseHeader({ status: "OkFrom", length: bytes.length, offset });
+      await writeAll(conn, header, progress);
+      await writeAll(conn, bytes.subarray(offset), progress);
       this.#stats.served++;
-      this.#stats.servedBytes += bytes.length;
+      this.#stats.servedBytes += bytes.length - offset;
+      if (offset > 0) this.#stats.resumed++;
     } catch (error) {
       if (timedOut) this.#refuse("Timeout");
       else if (error instanceof BulkWireError) this.#refuse("BadRequest");
@@ -253,10 +264,10 @@ export class BulkListener {
     }
   }
 
-  /** What to answer a request: a refusal, or Ok with the bytes to send. */
+  /** What to answer a request: a refusal, or Ok with the content and the offset to send from. */
   #answer(
     bytes: Uint8Array,
-  ): { status: "Ok"; bytes: Uint8Array } | Exclude<BulkResponseHeader, { status: "Ok" }> {
+  ): { status: "Ok"; bytes: Uint8Array; offset: number } | { status: BulkRefusal } {
     let request;
     try {
       request = decodeBulkRequest(bytes);
@@ -265,17 +276,22 @@ export class BulkListener {
       throw error;
     }
     const hash = hashFromBytes(request.hash);
+    const { offset } = request;
     const redemption = this.#options.tickets.redeem({
       ticket: request.ticket,
       hash,
+      offset,
       now: this.#options.now(),
     });
     if (!redemption.ok) return { status: REFUSAL_STATUS[redemption.reason] };
     const content = this.#options.content(hash);
-    return content === undefined ? { status: "NotFound" } : { status: "Ok", bytes: content };
+    if (content === undefined) return { status: "NotFound" };
+    // Offset 0 is the whole content, even empty; a rest starts before the end.
+    if (offset > 0 && offset >= content.length) return { status: "BadOffset" };
+    return { status: "Ok", bytes: content, offset };
   }
 
-  #refuse(status: Exclude<BulkStatus, "Ok"> | "Timeout"): void {
+  #refuse(status: BulkRefusal | "Timeout"): void {
     this.#stats.refused[status] = (this.#stats.refused[status] ?? 0) + 1;
   }
 }

@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { BulkListener } from "./bulk_listener.ts";
 import { TicketBook } from "./bulk_tickets.ts";
-import { BULK_STATUSES } from "./bulk_wire.ts";
+import {
+  BULK_STATUSES,
+  decodeBulkResponseHeader,
+  encodeBulkRequest,
+  encodeBulkResponseHeader,
+} from "./bulk_wire.ts";
+import { contentHash, hashToBytes } from "./content_store.ts";
+import { seededBytes } from "../testing/seeded_bytes.ts";
 import { waitFor } from "../../client/testing/p2p.ts";
 
 async function readAll(conn: Deno.Conn): Promise<number[]> {
@@ -14,6 +21,60 @@ async function readAll(conn: Deno.Conn): Promise<number[]> {
 }
 
 const code = (status: typeof BULK_STATUSES[number]) => BULK_STATUSES.indexOf(status);
+
+/** Writes `request` to the listener on `port` and returns everything it answers. */
+async function exchange(port: number, request: Uint8Array): Promise<Uint8Array> {
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    for (let sent = 0; sent < request.length;) sent += await conn.write(request.subarray(sent));
+    return Uint8Array.from(await readAll(conn));
+  } finally {
+    conn.close();
+  }
+}
+
+Deno.test("the listener serves the rest from a ticket's offset, and refuses other offsets", async () => {
+  const content = seededBytes(5000, 1);
+  const hash = contentHash(content);
+  const tickets = new TicketBook();
+  const ticket = (n: number) => new Uint8Array(32).fill(n);
+  const now = Date.now();
+  tickets.issue({ ticket: ticket(1), peer: "p", hash, offset: 1234, now });
+  tickets.issue({ ticket: ticket(2), peer: "p", hash, now }); // whole: version 1, as ever
+  tickets.issue({ ticket: ticket(3), peer: "p", hash, offset: 1234, now });
+  tickets.issue({ ticket: ticket(4), peer: "p", hash, offset: 5000, now }); // at the end
+  tickets.issue({ ticket: ticket(5), peer: "p", hash, offset: 9999, now }); // past it
+  const listener = BulkListener.start({
+    host: "127.0.0.1",
+    tickets,
+    content: (h) => (h === hash ? content : undefined),
+  });
+  const ask = (n: number, offset: number) =>
+    exchange(
+      listener.port,
+      encodeBulkRequest({ ticket: ticket(n), hash: hashToBytes(hash), offset }),
+    );
+  try {
+    const rest = await ask(1, 1234);
+    const from = encodeBulkResponseHeader({ status: "OkFrom", length: 5000, offset: 1234 });
+    assert.deepEqual(rest.subarray(0, from.length), from);
+    assert.deepEqual(rest.subarray(from.length), content.subarray(1234));
+    const whole = await ask(2, 0);
+    assert.deepEqual(decodeBulkResponseHeader(whole)?.header, { status: "Ok", length: 5000 });
+    assert.deepEqual(whole.subarray(9), content);
+    assert.deepEqual([...await ask(3, 1000)], [code("WrongOffset")]);
+    assert.deepEqual([...await ask(4, 5000)], [code("BadOffset")]);
+    assert.deepEqual([...await ask(5, 9999)], [code("BadOffset")]);
+    assert.deepEqual(listener.stats, {
+      served: 2,
+      servedBytes: 5000 - 1234 + 5000,
+      resumed: 1,
+      refused: { WrongOffset: 1, BadOffset: 2 },
+    });
+  } finally {
+    await listener.close();
+  }
+});
 
 Deno.test("the listener answers Busy beyond maxConnections and hangs up on silent requesters", async () => {
   const listener = BulkListener.start({
@@ -50,7 +111,10 @@ Deno.test("a malformed request is answered BadRequest", async () => {
     await conn.write(new Uint8Array(65).fill(9)); // version 9
     assert.deepEqual(await readAll(conn), [code("BadRequest")]);
     conn.close();
-    assert.deepEqual(listener.stats.refused, { BadRequest: 1 });
+    // Version 2 with offset 0: the listener read all 73 bytes, and refuses them.
+    const zero = Uint8Array.of(2, ...new Uint8Array(72));
+    assert.deepEqual([...await exchange(listener.port, zero)], [code("BadRequest")]);
+    assert.deepEqual(listener.stats.refused, { BadRequest: 2 });
   } finally {
     await listener.close();
   }

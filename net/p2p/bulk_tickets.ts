@@ -1,7 +1,8 @@
 /**
  * The tickets a provider hands out for its bulk listener: each is 32 random bytes, issued to one
- * peer (over the noise-authenticated payload stream) for one content hash, valid for a short
- * lifetime and for one presentation only.
+ * peer (over the noise-authenticated payload stream) for one content hash from one offset (0:
+ * the whole content; more: the rest of it, for a fetcher that holds the bytes before), valid for
+ * a short lifetime and for one presentation only.
  *
  * Pure bookkeeping: the random bytes and the time come from the caller, so tests control both.
  * Spent and expired tickets are remembered for one more lifetime, so a late or replayed
@@ -32,7 +33,7 @@ export interface TicketBookOptions {
 }
 
 /** Why a presented ticket was refused. */
-export type TicketRefusal = "unknown" | "expired" | "used" | "wrong-hash";
+export type TicketRefusal = "unknown" | "expired" | "used" | "wrong-hash" | "wrong-offset";
 
 /** The outcome of presenting a ticket. */
 export type Redemption =
@@ -42,6 +43,7 @@ export type Redemption =
 interface Entry {
   peer: string;
   hash: string;
+  offset: number;
   expiresAt: number;
   spent: boolean;
 }
@@ -67,14 +69,21 @@ export class TicketBook {
 
   /**
    * Records `ticket` (32 random bytes from the caller) as issued to `peer` for the content
-   * `hash` at time `now` (ms). Returns false, recording nothing, when the peer or the book is
-   * at its cap of outstanding tickets (the caller then serves in-band). Throws `RangeError` for
-   * a ticket of the wrong length or one already issued.
+   * `hash` from byte `offset` (default 0) at time `now` (ms). Returns false, recording nothing,
+   * when the peer or the book is at its cap of outstanding tickets (the caller then serves
+   * in-band). Throws `RangeError` for a ticket of the wrong length, one already issued, or an
+   * offset that is not a non-negative safe integer.
    */
-  issue(options: { ticket: Uint8Array; peer: string; hash: string; now: number }): boolean {
+  issue(
+    options: { ticket: Uint8Array; peer: string; hash: string; offset?: number; now: number },
+  ): boolean {
     const { ticket, peer, hash, now } = options;
+    const offset = options.offset ?? 0;
     if (ticket.length !== TICKET_BYTES) {
       throw new RangeError(`ticket must be ${TICKET_BYTES} bytes, found ${ticket.length}`);
+    }
+    if (!Number.isSafeInteger(offset) || offset < 0) {
+      throw new RangeError(`ticket offset must be a non-negative safe integer, found ${offset}`);
     }
     const key = toHex(ticket);
     this.#forgetOld(now);
@@ -87,16 +96,23 @@ export class TicketBook {
       if (entry.peer === peer) ofPeer++;
     }
     if (total >= this.#maxTotal || ofPeer >= this.#maxPerPeer) return false;
-    this.#entries.set(key, { peer, hash, expiresAt: now + this.#lifetimeMs, spent: false });
+    this.#entries.set(key, {
+      peer,
+      hash,
+      offset,
+      expiresAt: now + this.#lifetimeMs,
+      spent: false,
+    });
     return true;
   }
 
   /**
-   * Presents `ticket` for the content `hash` at time `now`. A known ticket is spent by any
-   * presentation, so a refused one cannot be tried again. Refusals say why: never issued (or
-   * long forgotten), expired, already used, or issued for other content.
+   * Presents `ticket` for the content `hash` from byte `offset` (default 0) at time `now`. A
+   * known ticket is spent by any presentation, so a refused one cannot be tried again. Refusals
+   * say why: never issued (or long forgotten), expired, already used, issued for other content,
+   * or issued for the content from another offset.
    */
-  redeem(options: { ticket: Uint8Array; hash: string; now: number }): Redemption {
+  redeem(options: { ticket: Uint8Array; hash: string; offset?: number; now: number }): Redemption {
     const { ticket, hash, now } = options;
     this.#forgetOld(now);
     const entry = ticket.length === TICKET_BYTES ? this.#entries.get(toHex(ticket)) : undefined;
@@ -105,6 +121,7 @@ export class TicketBook {
     entry.spent = true;
     if (entry.expiresAt <= now) return { ok: false, reason: "expired" };
     if (entry.hash !== hash) return { ok: false, reason: "wrong-hash" };
+    if (entry.offset !== (options.offset ?? 0)) return { ok: false, reason: "wrong-offset" };
     return { ok: true, peer: entry.peer, hash: entry.hash };
   }
 

@@ -47,6 +47,32 @@ Deno.test("unknown, expired and wrong-hash tickets are refused, and a refusal sp
   });
 });
 
+Deno.test("a ticket for the rest of the content is redeemed from its offset only", () => {
+  const book = new TicketBook();
+  book.issue({ ticket: ticket(1), peer: "p", hash: HASH, offset: 4096, now: 0 });
+  book.issue({ ticket: ticket(2), peer: "p", hash: HASH, offset: 4096, now: 0 });
+  book.issue({ ticket: ticket(3), peer: "p", hash: HASH, now: 0 });
+  assert.deepEqual(book.redeem({ ticket: ticket(1), hash: HASH, offset: 4096, now: 1 }), {
+    ok: true,
+    peer: "p",
+    hash: HASH,
+  });
+  // Another offset, or the whole content, is not what the ticket was issued for; it is spent.
+  assert.deepEqual(book.redeem({ ticket: ticket(2), hash: HASH, now: 1 }), {
+    ok: false,
+    reason: "wrong-offset",
+  });
+  assert.equal(book.redeem({ ticket: ticket(2), hash: HASH, offset: 4096, now: 1 }).ok, false);
+  assert.deepEqual(book.redeem({ ticket: ticket(3), hash: HASH, offset: 1, now: 1 }), {
+    ok: false,
+    reason: "wrong-offset",
+  });
+  assert.throws(
+    () => book.issue({ ticket: ticket(4), peer: "p", hash: HASH, offset: -1, now: 0 }),
+    /ticket offset must be a non-negative safe integer, found -1/,
+  );
+});
+
 Deno.test("expired tickets are remembered for one more lifetime, then forgotten", () => {
   const book = new TicketBook({ lifetimeMs: 1000 });
   book.issue({ ticket: ticket(1), peer: "p", hash: HASH, now: 0 });

@@ -91,6 +91,8 @@ export {
 
 export { type ByteCharge, RoundByteBudget } from "./byte_budget.ts";
 
+export { type DeclaredContent, PartialContent, PrefixConflict } from "./partial_content.ts";
+
 export {
   DEFAULT_MAX_TICKETS,
   DEFAULT_MAX_TICKETS_PER_PEER,
@@ -103,11 +105,16 @@ export {
 
 export {
   BULK_REQUEST_BYTES,
+  BULK_REQUEST_FROM_BYTES,
   BULK_STATUSES,
+  type BulkRefusal,
   type BulkRequest,
+  bulkRequestBytes,
   type BulkResponseHeader,
   type BulkStatus,
   BulkWireError,
+  decodeBulkRequest,
+  encodeBulkRequest,
   encodeBulkResponseHeader,
 } from "./bulk_wire.ts";
 

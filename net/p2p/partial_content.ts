@@ -1,24 +1,29 @@
 /**
  * What one fetch has received of its content so far, kept across its attempts (other providers,
  * later retry rounds) so that a provider that stalls half-way costs only the bytes it did not
- * send: the next attempt asks for the rest from `offset` (`payload_wire.ts`, `OkFrom`).
+ * send: the next attempt asks for the rest from `offset`, in-band (`payload_wire.ts`, `OkFrom`)
+ * or over a bulk connection (`bulk_wire.ts`, `OkFrom`); both feed the same buffer, so either
+ * path can go on from bytes the other received.
  *
- * The bytes go straight into one buffer allocated from the first declared length and are hashed
- * as they arrive; the hash state runs on across attempts, so the whole content is verified with
- * no extra pass at the end. A rest is only accepted for the same content: same declared hash and
- * length as the prefix held, from exactly the offset held. Otherwise `begin` throws
- * `PrefixConflict` and the caller starts over from 0.
+ * The bytes go straight into one buffer allocated from the first declared length (a socket can
+ * read into `unfilled()` in place) and are hashed as they arrive; the hash state runs on across
+ * attempts, so the whole content is verified with no extra pass at the end. A rest is only
+ * accepted for the same content: same declared hash and length as the prefix held, from exactly
+ * the offset held. Otherwise `begin` (or `check`, before asking) throws `PrefixConflict` and the
+ * caller starts over from 0.
  *
- * Blame: `sources` says which providers sent the bytes held. When content assembled from two or
- * more of them does not match its hash, nobody can tell who lied; the caller `discard`s it with
- * resuming off and fetches it whole, so the provider of that whole copy alone answers for it.
+ * Blame: `sources` says who sent the bytes held: providers over their authenticated streams,
+ * and, under names of their own, bulk connections (plain TCP, which anyone on the path could
+ * have changed). When content assembled from two or more of them does not match its hash, nobody
+ * can tell who lied; `verify` discards it with resuming off and the caller fetches it whole, so
+ * the provider of that whole copy alone answers for it.
  *
  * Pure: no I/O, no clock (hashing is computation).
  *
  * @example
  * ```ts
  * import { PartialContent } from "./partial_content.ts";
- * const hash = new Uint8Array(32); // the declared sha256 (checked by `digest`'s caller)
+ * const hash = new Uint8Array(32); // the declared sha256 (`verify` checks the bytes against it)
  * const partial = new PartialContent();
  * partial.begin("A", { hash, length: 5, offset: 0 });
  * partial.append("A", Uint8Array.of(1, 2)); // then A stalls
@@ -95,6 +100,22 @@ export class PartialContent {
    * (`PrefixConflict` otherwise; nothing is changed).
    */
   begin(provider: string, declared: DeclaredContent): void {
+    this.check(provider, declared);
+    const { hash, length, offset } = declared;
+    if (offset === 0) {
+      this.#reset(this.#resumable);
+      this.#hash = new Uint8Array(hash);
+      this.#bytes = new Uint8Array(length);
+      return;
+    }
+    this.#resumes++;
+  }
+
+  /**
+   * Throws as `begin` would for `declared`, changing nothing: whether a provider's offer of the
+   * content from `offset` goes with what is held, before any of its bytes are asked for.
+   */
+  check(provider: string, declared: DeclaredContent): void {
     const { hash, length, offset } = declared;
     if (offset !== this.offset) {
       throw new PayloadAttemptError(
@@ -102,12 +123,7 @@ export class PartialContent {
         `provider ${provider} serves from byte ${offset}, we asked from ${this.offset}`,
       );
     }
-    if (offset === 0) {
-      this.#reset(this.#resumable);
-      this.#hash = new Uint8Array(hash);
-      this.#bytes = new Uint8Array(length);
-      return;
-    }
+    if (offset === 0) return;
     if (length !== this.#bytes!.length) {
       throw new PrefixConflict(
         `provider ${provider} declares ${length} bytes, the ${offset} bytes held are of ` +
@@ -120,7 +136,6 @@ export class PartialContent {
           `${toHex(this.#hash!)}`,
       );
     }
-    this.#resumes++;
   }
 
   /**
@@ -136,9 +151,30 @@ export class PartialContent {
         `provider sent more than the ${bytes.length} bytes it declared`,
       );
     }
-    if (chunk.length === 0) return;
     bytes.set(chunk, this.#filled);
-    this.#filled += chunk.length;
+    this.commit(provider, chunk.length);
+  }
+
+  /**
+   * The part of the buffer not yet received, for a reader that writes into it in place (a TCP
+   * read) and then `commit`s what it wrote: no copy, and never room past the declared length.
+   */
+  unfilled(): Uint8Array {
+    if (this.#bytes === undefined) throw new Error("unfilled before begin");
+    return this.#bytes.subarray(this.#filled);
+  }
+
+  /** Takes the next `n` bytes `provider` wrote at the start of `unfilled()` as received. */
+  commit(provider: string, n: number): void {
+    const bytes = this.#bytes;
+    if (bytes === undefined) throw new Error("commit before begin");
+    if (!Number.isSafeInteger(n) || n < 0 || this.#filled + n > bytes.length) {
+      throw new RangeError(
+        `cannot commit ${n} bytes: ${bytes.length - this.#filled} of ${bytes.length} are unfilled`,
+      );
+    }
+    if (n === 0) return;
+    this.#filled += n;
     this.#sources.add(provider);
     if (this.#filled - this.#hashed >= HASH_BATCH_BYTES) {
       this.#hasher.update(bytes.subarray(this.#hashed, this.#filled));
@@ -163,6 +199,22 @@ export class PartialContent {
     this.#hashed = this.#filled;
     const hash = this.#hasher.digest("hex");
     return { bytes: this.#bytes!, hash, declared: toHex(this.#hash!) };
+  }
+
+  /**
+   * Finishes the content and checks it against the declared hash: the bytes when they match.
+   * When they do not, everything held is discarded, with resuming off if the bytes came from two
+   * or more sources (nobody can tell who lied; see the module's "Blame"), and the answer says
+   * how many sent them, for the caller to blame a single one. Throws unless `complete`.
+   */
+  verify():
+    | { ok: true; bytes: Uint8Array; hash: string }
+    | { ok: false; hash: string; declared: string; sources: number } {
+    const { bytes, hash, declared } = this.finish();
+    if (hash === declared) return { ok: true, bytes, hash };
+    const sources = this.#sources.size;
+    this.discard({ resume: sources < 2 });
+    return { ok: false, hash, declared, sources };
   }
 
   /**

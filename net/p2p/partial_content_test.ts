@@ -76,11 +76,15 @@ Deno.test("mixed content that fails its hash is discarded and never resumed agai
   partial.append("A", wrong.subarray(0, 100));
   partial.begin("B", { hash, length, offset: 100 });
   partial.append("B", content.subarray(100));
-  const done = partial.finish();
-  assert.notEqual(done.hash, done.declared);
-  assert.equal(partial.sources.size, 2);
-  partial.discard({ resume: false });
+  const verified = partial.verify();
+  assert.deepEqual(verified, {
+    ok: false,
+    hash: contentHash(wrong),
+    declared: contentHash(content),
+    sources: 2,
+  });
   assert.equal(partial.offset, 0);
+  assert.equal(partial.sources.size, 0, "verify discarded it");
   partial.begin("B", { hash, length, offset: 0 });
   partial.append("B", content.subarray(0, 5000)); // then B stalls
   assert.equal(partial.offset, 0, "the next attempt starts from 0 again");
@@ -89,4 +93,60 @@ Deno.test("mixed content that fails its hash is discarded and never resumed agai
   assert.equal(partial.finish().hash, contentHash(content));
   assert.deepEqual([...partial.sources], ["C"]);
   assert.equal(partial.resumes, 0);
+});
+
+Deno.test("content from one source that fails its hash is discarded; resuming stays on", () => {
+  const partial = new PartialContent();
+  const wrong = content.slice();
+  wrong[3] ^= 1;
+  partial.begin("A", { hash, length, offset: 0 });
+  partial.append("A", wrong);
+  assert.equal(partial.verify().ok, false);
+  partial.begin("B", { hash, length, offset: 0 });
+  partial.append("B", content.subarray(0, 10));
+  assert.equal(partial.offset, 10, "the next attempt may go on from B's bytes");
+  partial.begin("C", { hash, length, offset: 10 });
+  partial.append("C", content.subarray(10));
+  const verified = partial.verify();
+  assert.ok(verified.ok);
+  assert.deepEqual(verified.bytes, content);
+  assert.equal(verified.hash, contentHash(content));
+});
+
+Deno.test("a reader writes into unfilled() in place and commits what it wrote", () => {
+  const partial = new PartialContent();
+  assert.throws(() => partial.unfilled(), /unfilled before begin/);
+  partial.begin("A", { hash, length, offset: 0 });
+  partial.append("A", content.subarray(0, 1000)); // in-band from A
+  partial.begin("A/bulk", { hash, length, offset: 1000 }); // the rest over A's bulk connection
+  for (let at = 1000; at < length;) {
+    const room = partial.unfilled();
+    assert.equal(room.length, length - at);
+    const n = Math.min(room.length, 700_000); // a socket read of up to 700 kB
+    room.set(content.subarray(at, at + n));
+    partial.commit("A/bulk", n);
+    at += n;
+  }
+  assert.equal(partial.unfilled().length, 0);
+  assert.throws(() => partial.commit("A/bulk", 1), /cannot commit 1 bytes: 0 of 3145733/);
+  assert.deepEqual([...partial.sources], ["A", "A/bulk"]);
+  const verified = partial.verify();
+  assert.ok(verified.ok);
+  assert.deepEqual(verified.bytes, content);
+});
+
+Deno.test("check says whether an offer goes with the prefix, changing nothing", () => {
+  const partial = new PartialContent();
+  partial.check("A", { hash, length: 99, offset: 0 }); // nothing held: any content goes
+  partial.begin("A", { hash, length, offset: 0 });
+  partial.append("A", content.subarray(0, 500));
+  partial.check("B", { hash, length, offset: 500 });
+  assert.throws(() => partial.check("B", { hash, length: 7, offset: 500 }), PrefixConflict);
+  assert.throws(
+    () => partial.check("B", { hash, length, offset: 0 }),
+    /serves from byte 0, we asked from 500/,
+  );
+  assert.equal(partial.offset, 500);
+  assert.equal(partial.resumes, 0, "a check is not a resume");
+  assert.deepEqual([...partial.sources], ["A"]);
 });

@@ -9,9 +9,11 @@
  * limit before a byte of content is accepted, and the bytes are hashed on arrival: a provider
  * whose bytes do not match is marked bad and not asked again. A provider that stalls half-way
  * leaves its bytes behind (`partial_content.ts`): the next attempt asks the next provider for the
- * rest only, from that offset, in-band (a resumed request never takes the bulk path). Content
- * assembled from several providers that fails its hash blames nobody: it is discarded and
- * fetched whole, without resuming, from the provider that completed it. At most
+ * rest only, from that offset, over either path: a prefix that came in-band can be finished over
+ * bulk and the other way round. Content assembled from several sources (providers, and bulk
+ * connections, which count apart from their provider) that fails its hash blames nobody: it is
+ * discarded and fetched whole, without resuming, from the provider that completed it. A provider
+ * that predates offsets refuses a request for a rest, and is asked for the whole content. At most
  * `maxConcurrentDownloads` transfers run at once, and at most `maxDownloadsPerPeer` from one
  * provider. A fetch with a `budget` charges each attempt the bytes it asks its provider for in the
  * round (`byte_budget.ts`), so no peer can make this node download more than the caller allows
@@ -25,8 +27,8 @@
  * listener (`bulk_listener.ts`) and a request may accept a `BulkOffer` (a single-use ticket and
  * the listener's port, sent over the noise-authenticated stream) instead of the bytes. The
  * fetcher then reads the bytes over plain TCP from the address it reached the provider at,
- * checked against the offered length and hash, and falls back to the in-band stream if anything
- * about the bulk connection fails. docs/p2p.md explains why this is safe.
+ * checked against the offered length and hash, and if anything about the bulk connection fails,
+ * asks the provider in-band for what it did not deliver. docs/p2p.md explains why this is safe.
  *
  * @module
  */
@@ -200,9 +202,15 @@ export interface PayloadStats {
   bulkServed: number;
   /** Of `fetched`, fetches completed over the bulk path. */
   bulkFetched: number;
-  /** Of `served`, requests for the rest of content from an offset (`servedBytes` counts the rest). */
+  /**
+   * Of `served`, requests for the rest of content from an offset, in-band or over the bulk
+   * listener (`servedBytes` counts the rest).
+   */
   resumedServed: number;
-  /** Of `fetched`, fetches completed from an offset, on bytes an earlier attempt left. */
+  /**
+   * Of `fetched`, fetches completed from an offset, on bytes an earlier attempt (or the same
+   * attempt's failed bulk connection) left.
+   */
   resumedFetches: number;
   /** Contents assembled from several providers that failed their hash, fetched whole again. */
   resumeDiscards: number;
@@ -232,8 +240,9 @@ interface Fetched {
 
 /**
  * What one request came to: verified content, a bulk offer, or a `restart`: the bytes held did
- * not belong with this provider's (or mixed content failed its hash), were discarded, and the
- * provider is to be asked for the whole content. The reason is for messages.
+ * not belong with this provider's, or mixed content failed its hash, or the provider does not
+ * serve from an offset (it predates them); the bytes were discarded, and the provider is to be
+ * asked for the whole content. The reason is for messages.
  */
 type RequestOutcome = Fetched | { offer: BulkOffer } | { restart: string };
 
@@ -343,6 +352,7 @@ export class PayloadService {
       ...this.#stats,
       served: this.#stats.served + (listener?.served ?? 0),
       servedBytes: this.#stats.servedBytes + (listener?.servedBytes ?? 0),
+      resumedServed: this.#stats.resumedServed + (listener?.resumed ?? 0),
       bulkServed: listener?.served ?? 0,
       bulkFallbacks: { ...this.#bulkFallbacks },
       bulkRefused: listener?.refused ?? {},
@@ -515,11 +525,13 @@ export class PayloadService {
   /**
    * One attempt at one provider: the request over the payload stream (for the rest only, when
    * `partial` holds bytes of an earlier attempt) and, when the provider answers with a bulk
-   * offer, the bulk fetch. If the bulk fetch fails for any reason, the same request is made again
-   * in-band, refusing offers. A bulk failure never marks the provider bad: anyone on the path
-   * could have tampered with the plain connection; only bytes that came over the authenticated
-   * stream (a hash mismatch there) can. When the bytes held do not go with the provider's (see
-   * `RequestOutcome`), the provider is asked again for the whole content.
+   * offer, the bulk fetch (of that rest). If the bulk fetch fails for any reason, the provider is
+   * asked in-band, refusing offers, for what the bulk connection left: the rest from the bytes
+   * now held. A bulk failure never marks the provider bad: anyone on the path could have
+   * tampered with the plain connection; only bytes that came over the authenticated stream (a
+   * hash mismatch there) can. When the bytes held do not go with the provider's, or it does not
+   * serve from an offset (see `RequestOutcome`), the provider is asked again for the whole
+   * content.
    */
   async #attempt(
     peer: PeerId,
@@ -531,70 +543,74 @@ export class PayloadService {
     const key = peer.toString();
     const { budget, expectedSize } = checks;
     const offset = partial.offset;
-    if (budget !== undefined && expectedSize !== undefined) {
+    // What this attempt asks the provider for: the rest, when bytes are held.
+    const wanted = expectedSize === undefined ? undefined : expectedSize - offset;
+    if (budget !== undefined && wanted !== undefined) {
       // Known over budget: not even dialled.
-      this.#checkBudget(key, expectedSize - offset, budget, false);
+      this.#checkBudget(key, wanted, budget, false);
     }
     const connection = await this.#node.libp2p.dial(peer, { signal });
     this.#scores.noteRoute(key, isRelayed(connection.remoteAddr.toString()));
-    const worthwhile = bulkWorthwhile(
-      checks.expectedSize,
-      this.#scores.roundTripMs(key),
-      this.#bytesPerRttMs,
-    );
-    // A resumed request stays in-band: bulk offers and tickets serve whole content only.
-    const hostname = offset === 0 && this.#acceptBulk && worthwhile &&
-        !this.#bulkUnreachable.has(key)
+    const worthwhile = bulkWorthwhile(wanted, this.#scores.roundTripMs(key), this.#bytesPerRttMs);
+    const hostname = this.#acceptBulk && worthwhile && !this.#bulkUnreachable.has(key)
       ? ipOf(connection.remoteAddr)
       : undefined;
     const acceptBulk = hostname !== undefined;
-    const first = await this.#request(
+    let outcome = await this.#request(
       connection,
       { ...request, acceptBulk, offset },
       partial,
       checks,
       signal,
     );
-    // A restart asks for the whole content, charged to the budget again: those are new bytes.
-    let inBand = checks;
-    if ("offer" in first) {
-      const { offer } = first;
-      const fetched = await this.#bulkFetch(key, hostname!, offer, checks, signal);
-      if (fetched !== undefined) {
-        return { hash: hashFromBytes(offer.hash), bytes: fetched, resumed: false };
-      }
-      // The same content in-band: the offer's length, already charged to the budget.
-      inBand = { limit: checks.limit, expectedSize: offer.length, progress: checks.progress };
-    } else if (!("restart" in first)) {
-      return first;
+    if ("offer" in outcome) {
+      const { offer } = outcome;
+      const fetched = await this.#bulkFetch(key, hostname!, offer, partial, checks, signal);
+      if (fetched !== undefined) return fetched;
+      // In-band from where the bulk connection left off: those bytes are charged to the budget
+      // already. Unless a failed hash dropped the bytes held: all of it is new bytes then.
+      const from = partial.offset;
+      const inBand = from < offset
+        ? checks
+        : { limit: checks.limit, expectedSize: offer.length, progress: checks.progress };
+      const again = await this.#node.libp2p.dial(peer, { signal });
+      const rest = { ...request, acceptBulk: false, offset: from };
+      outcome = await this.#request(again, rest, partial, inBand, signal);
     }
-    const again = await this.#node.libp2p.dial(peer, { signal });
-    const whole = { ...request, acceptBulk: false, offset: 0 };
-    const second = await this.#request(again, whole, partial, inBand, signal);
-    if ("offer" in second) {
+    if ("restart" in outcome) {
+      // The whole content, charged to the budget again: those are new bytes.
+      const again = await this.#node.libp2p.dial(peer, { signal });
+      const whole = { ...request, acceptBulk: false, offset: 0 };
+      outcome = await this.#request(again, whole, partial, checks, signal);
+      if ("restart" in outcome) {
+        // Unreachable from offset 0 (one source, nothing held before): a bug if it happens.
+        throw new Error(`restart from offset 0: ${outcome.restart}`);
+      }
+    }
+    if ("offer" in outcome) {
       throw new PayloadAttemptError(
         "protocol",
         "provider made a bulk offer to a request refusing one",
       );
     }
-    if ("restart" in second) {
-      // Unreachable from offset 0 (one source, nothing held before): a bug if it happens.
-      throw new Error(`restart from offset 0: ${second.restart}`);
-    }
-    return second;
+    return outcome;
   }
 
   /**
-   * Fetches an offer's content over the provider's bulk listener: the verified bytes, or
-   * `undefined` after a bulk failure (counted), for the caller to fall back in-band.
+   * Fetches an offer's content (the rest, after the bytes `partial` holds) over the provider's
+   * bulk listener into `partial`: the verified content, or `undefined` after a bulk failure
+   * (counted), for the caller to go on in-band. The bytes are recorded under a source of their
+   * own, not the provider's: a mismatch of content they are part of blames nobody.
    */
   async #bulkFetch(
     key: string,
     hostname: string,
     offer: BulkOffer,
+    partial: PartialContent,
     checks: Checks,
     signal: AbortSignal,
-  ): Promise<Uint8Array | undefined> {
+  ): Promise<Fetched | undefined> {
+    const from = partial.offset;
     try {
       const started = performance.now();
       const bytes = await bulkFetch({
@@ -603,18 +619,21 @@ export class PayloadService {
         ticket: offer.ticket,
         hash: offer.hash,
         length: offer.length,
+        into: partial,
+        source: `${key}/bulk`,
         signal,
         received: (n) => {
           this.#stats.receivedBytes += n;
           checks.progress?.();
         },
       });
-      this.#scores.noteTransfer(key, bytes.length, performance.now() - started);
+      this.#scores.noteTransfer(key, bytes.length - from, performance.now() - started);
       this.#stats.bulkFetched++;
-      return bytes;
+      return { hash: hashFromBytes(offer.hash), bytes, resumed: partial.resumes > 0 };
     } catch (error) {
       if (!(error instanceof BulkFetchError)) throw error;
       this.#bulkFallbacks[error.code] = (this.#bulkFallbacks[error.code] ?? 0) + 1;
+      if (error.mixed) this.#stats.resumeDiscards++;
       // A listener we cannot reach (firewall, NAT without the port) stays so: skip the detour.
       if (error.code === "unreachable") this.#bulkUnreachable.add(key);
       return undefined;
@@ -625,7 +644,8 @@ export class PayloadService {
    * Sends `request` on a new payload stream of `connection` and reads the answer into
    * `partial`: the verified content, a bulk offer whose hash and length passed the same checks,
    * or a restart (see `RequestOutcome`). The answer must fit the question: `OkFrom` from the
-   * requested offset to a request with one, `Ok` or `BulkOffer` to one without.
+   * requested offset to a request with one, `Ok` to one without, `BulkOffer` (for the rest,
+   * which must go with the bytes held) only to one that welcomed it.
    */
   async #request(
     connection: Connection,
@@ -650,10 +670,16 @@ export class PayloadService {
       const peer = connection.remotePeer.toString();
       this.#scores.noteRoundTrip(peer, answered - sent);
       checks.progress?.();
-      if (header.status === "BadOffset" && offset > 0) {
-        // Its content is shorter than the bytes held: not the content they belong to.
+      if (offset > 0 && (header.status === "BadOffset" || header.status === "BadRequest")) {
+        // BadOffset: its content is shorter than the bytes held, not the content they belong
+        // to. BadRequest: a provider from before offsets (or bulk offers for a rest) refuses the
+        // request; it still serves the whole content.
         partial.discard({ resume: true });
-        return { restart: `provider has no byte ${offset}` };
+        return {
+          restart: header.status === "BadOffset"
+            ? `provider has no byte ${offset}`
+            : `provider refuses a request from byte ${offset}`,
+        };
       }
       if (header.status !== "Ok" && header.status !== "BulkOffer" && header.status !== "OkFrom") {
         throw header.status === "NotFound"
@@ -663,7 +689,8 @@ export class PayloadService {
             `provider answered ${header.status} to a request from byte ${offset}`,
           );
       }
-      if ((header.status === "OkFrom") !== (offset > 0)) {
+      // Ok answers a whole request, OkFrom one from an offset; a BulkOffer either, asked.
+      if (header.status === "OkFrom" ? offset === 0 : header.status === "Ok" && offset > 0) {
         throw new PayloadAttemptError(
           "protocol",
           `provider answered ${header.status} to a request from byte ${offset}`,
@@ -687,7 +714,12 @@ export class PayloadService {
           `response declares ${header.length} bytes, ${checks.expectedSize} were announced`,
         );
       }
-      const from = header.status === "OkFrom" ? header.offset : 0;
+      // Where the bytes it sends (in-band, or over bulk for an offer) start.
+      const from = header.status === "OkFrom"
+        ? header.offset
+        : header.status === "BulkOffer"
+        ? offset
+        : 0;
       if (checks.budget !== undefined) {
         this.#checkBudget(peer, header.length - from, checks.budget, true);
       }
@@ -698,16 +730,19 @@ export class PayloadService {
         if (rest.length > 0 || (await reader.next()) !== undefined) {
           throw new PayloadAttemptError("protocol", "provider sent bytes after its bulk offer");
         }
-        return { offer: header };
       }
+      const declared = { hash: header.hash, length: header.length, offset: from };
       try {
-        partial.begin(peer, { hash: header.hash, length: header.length, offset: from });
+        // An offer's rest must go with the prefix before a connection is opened for it.
+        if (header.status === "BulkOffer") partial.check(peer, declared);
+        else partial.begin(peer, declared);
       } catch (error) {
         if (!(error instanceof PrefixConflict)) throw error;
         partial.discard({ resume: true });
         stream.abort(error); // Its rest is of no use: stop it coming.
         return { restart: error.message };
       }
+      if (header.status === "BulkOffer") return { offer: header };
       await readBody(reader, {
         into: partial,
         provider: peer,
@@ -717,22 +752,20 @@ export class PayloadService {
           checks.progress?.();
         },
       });
-      const { bytes, hash, declared } = partial.finish();
-      if (hash !== declared) {
-        const sources = partial.sources.size;
-        // Nothing here is worth resuming from; and mixed content cannot tell who lied.
-        partial.discard({ resume: sources < 2 });
-        if (sources >= 2) {
+      const verified = partial.verify();
+      if (!verified.ok) {
+        // Mixed content cannot tell who lied: nobody is blamed, and it is fetched whole.
+        if (verified.sources >= 2) {
           this.#stats.resumeDiscards++;
-          return { restart: `content from ${sources} providers hashes to ${hash}` };
+          return { restart: `content from ${verified.sources} sources hashes to ${verified.hash}` };
         }
         throw new PayloadAttemptError(
           "hash-mismatch",
-          `received bytes hash to ${hash}, expected ${declared}`,
+          `received bytes hash to ${verified.hash}, expected ${verified.declared}`,
         );
       }
       this.#scores.noteTransfer(peer, header.length - from, performance.now() - answered);
-      return { hash, bytes, resumed: partial.resumes > 0 };
+      return { hash: verified.hash, bytes: verified.bytes, resumed: partial.resumes > 0 };
     } catch (error) {
       stream.abort(error instanceof Error ? error : new Error(String(error)));
       throw error;
@@ -783,20 +816,21 @@ export class PayloadService {
   }
 
   /**
-   * Sends a bulk offer for `bytes` if the bulk path is on, the content is large enough and the
-   * peer is under its ticket cap. Returns whether it did (else the caller serves in-band).
+   * Sends a bulk offer for `bytes` from `offset` (a ticket for that rest) if the bulk path is on,
+   * the bytes to send are enough and the peer is under its ticket cap. Returns whether it did
+   * (else the caller serves in-band).
    */
   #offerBulk(
     stream: Stream,
     connection: Connection,
-    hash: ContentHash,
-    bytes: Uint8Array,
+    content: { hash: ContentHash; bytes: Uint8Array; offset: number },
   ): boolean {
+    const { hash, bytes, offset } = content;
     const bulk = this.#bulk;
-    if (bulk === undefined || bytes.length < bulk.minBytes) return false;
+    if (bulk === undefined || bytes.length - offset < bulk.minBytes) return false;
     const ticket = bulk.randomBytes(TICKET_BYTES);
     const peer = connection.remotePeer.toString();
-    if (!bulk.tickets.issue({ ticket, peer, hash, now: bulk.now() })) return false;
+    if (!bulk.tickets.issue({ ticket, peer, hash, offset, now: bulk.now() })) return false;
     stream.send(encodeResponseHeader({
       status: "BulkOffer",
       hash: hashToBytes(hash),
@@ -842,7 +876,10 @@ export class PayloadService {
         await stream.close();
         return;
       }
-      if (request.acceptBulk === true && this.#offerBulk(stream, connection, hash, bytes)) {
+      if (
+        request.acceptBulk === true &&
+        this.#offerBulk(stream, connection, { hash, bytes, offset })
+      ) {
         await stream.close();
         return;
       }

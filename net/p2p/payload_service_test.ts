@@ -7,7 +7,13 @@ import { sendChunked } from "./payload_stream.ts";
 import { PayloadFetchError } from "./fallback.ts";
 import { abortableSleep } from "../mod.ts";
 import { contentHash, hashFromBytes, hashToBytes } from "./content_store.ts";
-import { decodeRequest, encodeResponseHeader, PAYLOAD_PROTOCOL } from "./payload_wire.ts";
+import {
+  decodeRequest,
+  encodeResponseHeader,
+  FLAG_ACCEPT_BULK,
+  FLAG_FROM_OFFSET,
+  PAYLOAD_PROTOCOL,
+} from "./payload_wire.ts";
 import { encodeBulkResponseHeader } from "./bulk_wire.ts";
 import { StreamReader } from "./stream_reader.ts";
 import { fakeBulkListener, testPublic, testSecret } from "../../client/testing/p2p.ts";
@@ -452,7 +458,7 @@ function stallsAfter(
 const RESUME_RETRY = { attemptTimeoutMs: 1000, retries: 1, backoffMs: 10, maxBackoffMs: 10 };
 
 Deno.test("a download stalled half-way goes on from its offset at the next provider", async () => {
-  await using peers = await swarm(3, { retry: RESUME_RETRY });
+  await using peers = await swarm(3, { retry: RESUME_RETRY, bulk: false });
   const [stalled, rest, fetcher] = peers;
   const hold = new AbortController();
   try {
@@ -486,7 +492,7 @@ Deno.test("a download stalled half-way goes on from its offset at the next provi
 });
 
 Deno.test("content mixed from two providers that fails its hash is fetched whole, blaming nobody", async () => {
-  await using peers = await swarm(3, { retry: RESUME_RETRY });
+  await using peers = await swarm(3, { retry: RESUME_RETRY, bulk: false });
   const [liar, honest, fetcher] = peers;
   const hold = new AbortController();
   try {
@@ -548,5 +554,174 @@ Deno.test("a rest that does not go with the bytes held starts the download over"
     } finally {
       hold.abort();
     }
+  }
+});
+
+/** A bulk listener that sends the Ok header and the first `prefix` bytes of `payload`, then stalls. */
+function bulkStallsAfter(payload: Uint8Array, prefix: number, options: { corrupt?: number } = {}) {
+  const sent = payload.slice(0, prefix);
+  if (options.corrupt !== undefined) sent[options.corrupt] ^= 1;
+  const header = encodeBulkResponseHeader({ status: "Ok", length: payload.length });
+  return fakeBulkListener([header, sent], { hold: true });
+}
+
+Deno.test("a bulk transfer stalled half-way goes on from its offset over the next provider's bulk path", async () => {
+  const payload = seededBytes(3 * 1024 * 1024 + 17, 45);
+  const prefix = 1024 * 1024 + 5;
+  await using stalls = bulkStallsAfter(payload, prefix);
+  // The first provider's offers name the stalling listener; the fetcher takes every offer.
+  await using peers = await swarm(3, (i) => ({
+    retry: RESUME_RETRY,
+    bulk: i === 0 ? { minBytes: 0, advertisePort: stalls.port } : { minBytes: 0, bytesPerRttMs: 0 },
+  }));
+  const [stalled, rest, fetcher] = peers;
+  const hash = stalled.payloads.provide(payload);
+  rest.payloads.provide(payload);
+  const got = await fetcher.payloads.fetch(hash, {
+    providers: [stalled.node.publicKey, rest.node.publicKey],
+    pinned: 2,
+    expectedSize: payload.length,
+    budget: { round: 3, bytesPerPeer: payload.length },
+  });
+  assert.deepEqual(got, payload);
+  assert.deepEqual(stalls.requests.map((r) => r.offset), [0]);
+  // The second provider was asked for the rest only, over its bulk listener, and sent only that.
+  const served = rest.payloads.stats;
+  assert.equal(served.bulkOffered, 1);
+  assert.equal(served.bulkServed, 1);
+  assert.equal(served.resumedServed, 1);
+  assert.equal(served.servedBytes, payload.length - prefix);
+  assert.equal(fetcher.payloads.budgetSpent(rest.node.publicKey, 3), payload.length - prefix);
+  const fetched = fetcher.payloads.stats;
+  assert.equal(fetched.bulkFetched, 1);
+  assert.equal(fetched.resumedFetches, 1);
+  assert.equal(fetched.failedAttempts, 1);
+  assert.equal(fetched.receivedBytes, payload.length, "no byte came twice");
+  assert.deepEqual(fetcher.payloads.badProviders(), []);
+});
+
+Deno.test("a prefix received over bulk is finished in-band, and one received in-band over bulk", async () => {
+  const payload = seededBytes(2 * 1024 * 1024 + 9, 46);
+  const prefix = 768 * 1024;
+  const hash = contentHash(payload);
+  const fetch = (fetcher: Peer, providers: Peer[]) =>
+    fetcher.payloads.fetch(hash, {
+      providers: providers.map((p) => p.node.publicKey),
+      pinned: 2,
+      expectedSize: payload.length,
+    });
+  {
+    // Bulk, then in-band: the second provider has its bulk path off.
+    await using stalls = bulkStallsAfter(payload, prefix);
+    await using peers = await swarm(3, (i) => ({
+      retry: RESUME_RETRY,
+      bulk: i === 0
+        ? { minBytes: 0, advertisePort: stalls.port }
+        : i === 1
+        ? false
+        : { bytesPerRttMs: 0 },
+    }));
+    const [stalled, rest, fetcher] = peers;
+    stalled.payloads.provide(payload);
+    rest.payloads.provide(payload);
+    assert.deepEqual(await fetch(fetcher, [stalled, rest]), payload);
+    assert.equal(rest.payloads.stats.resumedServed, 1);
+    assert.equal(rest.payloads.stats.servedBytes, payload.length - prefix);
+    assert.equal(fetcher.payloads.stats.bulkFetched, 0);
+    assert.equal(fetcher.payloads.stats.resumedFetches, 1);
+    assert.equal(fetcher.payloads.stats.receivedBytes, payload.length);
+  }
+  {
+    // In-band, then bulk.
+    await using peers = await swarm(3, (i) => ({
+      retry: RESUME_RETRY,
+      bulk: { minBytes: 0, bytesPerRttMs: i === 2 ? 0 : undefined },
+    }));
+    const [stalled, rest, fetcher] = peers;
+    const hold = new AbortController();
+    try {
+      await stallsAfter(stalled, payload, { prefix, hold: hold.signal });
+      rest.payloads.provide(payload);
+      assert.deepEqual(await fetch(fetcher, [stalled, rest]), payload);
+      assert.equal(rest.payloads.stats.bulkServed, 1);
+      assert.equal(rest.payloads.stats.resumedServed, 1);
+      assert.equal(rest.payloads.stats.servedBytes, payload.length - prefix);
+      assert.equal(fetcher.payloads.stats.bulkFetched, 1);
+      assert.equal(fetcher.payloads.stats.resumedFetches, 1);
+      assert.equal(fetcher.payloads.stats.receivedBytes, payload.length);
+    } finally {
+      hold.abort();
+    }
+  }
+});
+
+Deno.test("a corrupted bulk prefix fails the final hash and is fetched whole, blaming neither provider", async () => {
+  const payload = seededBytes(2 * 1024 * 1024 + 3, 47);
+  const prefix = 512 * 1024;
+  await using stalls = bulkStallsAfter(payload, prefix, { corrupt: 777 });
+  await using peers = await swarm(3, (i) => ({
+    retry: RESUME_RETRY,
+    bulk: i === 0 ? { minBytes: 0, advertisePort: stalls.port } : { minBytes: 0, bytesPerRttMs: 0 },
+  }));
+  const [liar, honest, fetcher] = peers;
+  const hash = liar.payloads.provide(payload);
+  honest.payloads.provide(payload);
+  const got = await fetcher.payloads.fetch(hash, {
+    providers: [liar.node.publicKey, honest.node.publicKey],
+    pinned: 2,
+  });
+  assert.deepEqual(got, payload);
+  const fetched = fetcher.payloads.stats;
+  assert.equal(fetched.resumeDiscards, 1);
+  assert.equal(fetched.resumedFetches, 0, "the bytes returned came whole");
+  assert.deepEqual(fetched.bulkFallbacks, { "hash-mismatch": 1 });
+  assert.equal(fetched.failedAttempts, 1);
+  // The honest provider sent the rest over bulk, then everything again in-band.
+  const served = honest.payloads.stats;
+  assert.equal(served.served, 2);
+  assert.equal(served.bulkServed, 1);
+  assert.equal(served.resumedServed, 1);
+  assert.equal(served.servedBytes, 2 * payload.length - prefix);
+  assert.deepEqual(fetcher.payloads.badProviders(), []);
+});
+
+Deno.test("a provider from before bulk offers for a rest is asked for the whole content", async () => {
+  const payload = seededBytes(1024 * 1024 + 1, 48);
+  const hash = contentHash(payload);
+  await using peers = await swarm(3, (i) => ({
+    retry: RESUME_RETRY,
+    bulk: { bytesPerRttMs: i === 2 ? 0 : undefined },
+  }));
+  const [stalled, old, fetcher] = peers;
+  const hold = new AbortController();
+  try {
+    await stallsAfter(stalled, payload, { prefix: 300_000, hold: hold.signal });
+    // Its decoder refused the two flags together, as every provider did before this change.
+    const flags: number[] = [];
+    await old.node.libp2p.unhandle(PAYLOAD_PROTOCOL);
+    await old.node.libp2p.handle(PAYLOAD_PROTOCOL, async (stream: Stream) => {
+      const request = (await new StreamReader(stream).next())!;
+      flags.push(request[1]);
+      const answer = request[1] === (FLAG_ACCEPT_BULK | FLAG_FROM_OFFSET)
+        ? [encodeResponseHeader({ status: "BadRequest" })]
+        : [
+          encodeResponseHeader({ status: "Ok", hash: hashToBytes(hash), length: payload.length }),
+          payload,
+        ];
+      await sendChunked(stream, answer, 64 * 1024);
+      await stream.close();
+    });
+    const got = await fetcher.payloads.fetch(hash, {
+      providers: [stalled.node.publicKey, old.node.publicKey],
+      pinned: 2,
+      expectedSize: payload.length,
+    });
+    assert.deepEqual(got, payload);
+    assert.deepEqual(flags, [FLAG_ACCEPT_BULK | FLAG_FROM_OFFSET, 0]);
+    assert.equal(fetcher.payloads.stats.resumedFetches, 0);
+    assert.equal(fetcher.payloads.stats.failedAttempts, 1, "only the stall failed");
+    assert.deepEqual(fetcher.payloads.badProviders(), []);
+  } finally {
+    hold.abort();
   }
 });

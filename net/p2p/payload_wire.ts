@@ -9,7 +9,7 @@
  *                                                | [offset u64, when flag bit 1 is set]
  *   flags: bit 0 = the requester accepts a bulk offer
  *          bit 1 = the requester holds the first `offset` bytes: send the rest
- *          other bits must be 0; bits 0 and 1 never together; with bit 1, offset > 0
+ *          other bits must be 0; with bit 1, offset > 0
  * response = status u8 | Ok (0):        hash [32] | length u64 | <length bytes of content>
  *                      | NotFound (1), BadRequest (2), BadOffset (5): nothing more
  *                      | BulkOffer (3): hash [32] | length u64 | ticket [32] | port u16
@@ -25,9 +25,13 @@
  * A request with an offset resumes a download another attempt left unfinished. The provider
  * answers `OkFrom`, naming the whole content's hash and length and the offset it serves from, so
  * the requester checks them against what it already holds before accepting a byte; an offset
- * at or past the end of its content is answered `BadOffset`. Resumed requests are in-band only
- * (no bulk offer): the bulk path serves whole content, and a resumed rest is a tail of one
- * transfer, where saving the encryption matters less than keeping the protocol small.
+ * at or past the end of its content is answered `BadOffset`. With bit 0 too, the rest may come
+ * as a `BulkOffer` instead: hash and length are the whole content's, and the ticket is for the
+ * rest from the requested offset (the bulk request then carries that offset, `bulk_wire.ts`).
+ *
+ * Compatibility: a provider from before offsets (or before bulk offers for a rest) refuses the
+ * flag it does not know, or the two together, as `BadRequest`; the requester then asks it for
+ * the whole content. Requests for the whole content are byte for byte what they always were.
  *
  * @module
  */
@@ -56,7 +60,7 @@ export const OFFER_BYTES = OK_HEADER_BYTES + TICKET_BYTES + 2;
 /**
  * What a requester asks for. `acceptBulk` (default false) allows the provider to answer with a
  * `BulkOffer` instead of the bytes. `offset` (default 0) asks for the content from that byte on:
- * the requester already holds the bytes before it. A request with an offset cannot accept bulk.
+ * the requester already holds the bytes before it (with `acceptBulk`, an offer is for that rest).
  */
 export type PayloadRequest =
   & ({ kind: "ByHash"; hash: Uint8Array } | { kind: "ByName"; name: string })
@@ -108,17 +112,13 @@ const HEADER_BYTES = {
 } as const;
 
 /**
- * Encodes a request. Throws `RangeError` for a hash that is not 32 bytes, a name too long, an
- * offset that is not a non-negative safe integer, or an offset with `acceptBulk`. Offset 0 is
- * encoded as no offset.
+ * Encodes a request. Throws `RangeError` for a hash that is not 32 bytes, a name too long, or an
+ * offset that is not a non-negative safe integer. Offset 0 is encoded as no offset.
  */
 export function encodeRequest(request: PayloadRequest): Uint8Array {
   const offset = request.offset ?? 0;
   if (!Number.isSafeInteger(offset) || offset < 0) {
     throw new RangeError(`request offset must be a non-negative safe integer, found ${offset}`);
-  }
-  if (offset > 0 && request.acceptBulk === true) {
-    throw new RangeError(`a request from offset ${offset} cannot accept a bulk offer`);
   }
   const flags = (request.acceptBulk === true ? FLAG_ACCEPT_BULK : 0) |
     (offset > 0 ? FLAG_FROM_OFFSET : 0);
@@ -167,7 +167,7 @@ function encodeRequestBody(request: PayloadRequest, flags: number): Uint8Array {
  * Decodes a request from the bytes received so far: `undefined` if more bytes are needed,
  * the request once complete (with `acceptBulk` and `offset` always set). Throws
  * `PayloadWireError` for anything malformed, including unknown flags, an offset of 0 or past
- * 2^53-1, an offset with the bulk flag, and bytes after the end of the request.
+ * 2^53-1, and bytes after the end of the request.
  */
 export function decodeRequest(bytes: Uint8Array): PayloadRequest | undefined {
   if (bytes.length >= 1 && bytes[0] !== PAYLOAD_REQUEST_VERSION) {
@@ -179,9 +179,6 @@ export function decodeRequest(bytes: Uint8Array): PayloadRequest | undefined {
   }
   if (bytes.length >= 2 && (bytes[1] & ~(FLAG_ACCEPT_BULK | FLAG_FROM_OFFSET)) !== 0) {
     throw new PayloadWireError("request", `unknown flags ${bytes[1]}`, 1);
-  }
-  if (bytes.length >= 2 && bytes[1] === (FLAG_ACCEPT_BULK | FLAG_FROM_OFFSET)) {
-    throw new PayloadWireError("request", "a request from an offset cannot accept a bulk offer", 1);
   }
   if (bytes.length < 3) return undefined;
   const acceptBulk = (bytes[1] & FLAG_ACCEPT_BULK) !== 0;

@@ -148,10 +148,12 @@ Deno.test("an offset travels after the request and is checked", () => {
     encodeRequest({ kind: "ByName", name: "w", offset: 0 }),
     encodeRequest({ kind: "ByName", name: "w" }),
   );
-  assert.throws(
-    () => encodeRequest({ kind: "ByHash", hash, offset: 5, acceptBulk: true }),
-    /a request from offset 5 cannot accept a bulk offer/,
-  );
+  // A rest may welcome a bulk offer: both flags, the offset after the request as before.
+  const restBulk = encodeRequest({ kind: "ByHash", hash, offset: 5, acceptBulk: true });
+  assert.equal(restBulk[1], FLAG_FROM_OFFSET | FLAG_ACCEPT_BULK);
+  const restInBand = encodeRequest({ kind: "ByHash", hash, offset: 5 });
+  assert.deepEqual(restBulk.subarray(2), restInBand.subarray(2));
+  assert.deepEqual(decodeRequest(restBulk), { kind: "ByHash", hash, acceptBulk: true, offset: 5 });
   for (const offset of [-1, 1.5, 2 ** 53]) {
     assert.throws(
       () => encodeRequest({ kind: "ByHash", hash, offset }),
@@ -170,8 +172,8 @@ Deno.test("an offset travels after the request and is checked", () => {
     /at byte 35: offset \d+ exceeds 2\^53-1/,
   );
   assert.throws(
-    () => decodeRequest(withOffset(9n, FLAG_FROM_OFFSET | FLAG_ACCEPT_BULK)),
-    /at byte 1: a request from an offset cannot accept a bulk offer/,
+    () => decodeRequest(withOffset(0n, FLAG_FROM_OFFSET | FLAG_ACCEPT_BULK)),
+    /at byte 35: offset flag set with offset 0/,
   );
   // The flag promises 8 more bytes: fewer is an incomplete request, more is malformed.
   assert.equal(decodeRequest(resumed.subarray(0, 40)), undefined);

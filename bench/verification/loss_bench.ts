@@ -27,18 +27,27 @@
  */
 import { parseOrExit } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
-import { type Outcome, runScenario, type Scenario } from "../../client/testnet/mod.ts";
+import {
+  describeEjections,
+  type Outcome,
+  runScenario,
+  type Scenario,
+} from "../../client/testnet/mod.ts";
 import { RESULT_ATTACKS } from "../../client/mod.ts";
 
 const SCENARIOS: readonly Scenario[] = [
-  { name: "clean", percent: 0, attack: null },
-  { name: "attacked", percent: 0, attack: "negate" },
-  ...RESULT_ATTACKS.map((attack) => ({ name: `defended-${attack}`, percent: 10, attack })),
+  { name: "clean", percent: 0, attacks: [] },
+  { name: "attacked", percent: 0, attacks: ["negate"] },
+  ...RESULT_ATTACKS.map((attack) => ({
+    name: `defended-${attack}`,
+    percent: 10,
+    attacks: [attack],
+  })),
   // Two colluders in four tie every sign vote they oppose: what one attacker cannot do alone.
-  { name: "attacked-2of4", percent: 0, attack: "negate", attackers: 2 },
-  { name: "defended-2of4", percent: 10, attack: "negate", attackers: 2 },
-  { name: "verified-10", percent: 10, attack: null },
-  { name: "verified-25", percent: 25, attack: null },
+  { name: "attacked-2of4", percent: 0, attacks: ["negate", "negate"] },
+  { name: "defended-2of4", percent: 10, attacks: ["negate", "negate"] },
+  { name: "verified-10", percent: 10, attacks: [] },
+  { name: "verified-25", percent: 25, attacks: [] },
 ];
 
 /**
@@ -100,7 +109,7 @@ async function main(): Promise<number> {
       `${o.name.padEnd(12)} held-out loss ${o.heldOutLoss.toFixed(4)} after ${o.steps} steps; ` +
         `round ${o.roundSeconds.toFixed(2)} s; ${o.verifications} verifications (replay ` +
         `${o.replayMs.toFixed(0)} ms); attacker results applied ${o.attackerApplied}; ` +
-        `ejections: ${o.ejections.join(", ") || "none"} (${o.seconds.toFixed(0)} s)`,
+        `ejections: ${describeEjections(o.ejections)} (${o.seconds.toFixed(0)} s)`,
     );
   }
   console.log(
@@ -119,9 +128,9 @@ async function main(): Promise<number> {
 function judge(outcomes: readonly Outcome[]): string[] {
   const failures: string[] = [];
   for (const o of outcomes) {
-    const honest = o.ejections.filter((e) => e.startsWith("honest"));
+    const honest = o.ejections.filter((e) => e.attack === null);
     if (honest.length > 0) {
-      failures.push(`${o.name}: honest clients ejected (${honest.join(", ")})`);
+      failures.push(`${o.name}: honest clients ejected (${describeEjections(honest)})`);
     }
   }
   const clean = outcomes.find((o) => o.name === "clean");
@@ -136,7 +145,7 @@ function judge(outcomes: readonly Outcome[]): string[] {
     if (o.name === "clean") continue;
     console.log(`${o.name}: held-out loss ${gap >= 0 ? "+" : ""}${gap.toFixed(4)} against clean`);
     if (!o.name.startsWith("defended-")) continue;
-    const caught = o.ejections.filter((e) => e.startsWith("attacker")).length;
+    const caught = o.ejections.filter((e) => e.attack !== null).length;
     if (caught < o.attackers) {
       failures.push(`${o.name}: ${o.attackers - caught} of ${o.attackers} attackers never ejected`);
     }

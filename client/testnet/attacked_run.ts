@@ -1,6 +1,6 @@
 /**
  * One real testnet of the demo's model and data (config/demo: the 1.9M-parameter Llama over Brown
- * bytes, the coordinator's data server) with 4 clients, some of which may attack
+ * bytes, the coordinator's data server) with 4 clients (or as many as said), some of which may attack
  * (client/attacks.ts, `PSYCHE_FAULT_ATTACK`), run to a number of steps; then the held-out loss of
  * client-1's final checkpoint on validation text no client trained on, as the demo measures it.
  * `deno task bench-verify-loss` runs it per scenario, and tests/e2e_verification_loss_test.ts
@@ -12,15 +12,26 @@ import { join } from "node:path";
 import { heldOutLoss } from "./held_out.ts";
 import { REPO_ROOT, Testnet } from "./launcher.ts";
 import { CORPUS_TOKENIZERS, ensureCorpus } from "../../data/mod.ts";
+import type { Attack } from "../attacks.ts";
 
 /** One run: its name, `verification_percent`, and who attacks how. */
 export interface Scenario {
   readonly name: string;
   readonly percent: number;
-  /** The attack (client/attacks.ts), or null for a run of honest clients. */
-  readonly attack: string | null;
-  /** How many of the 4 clients commit `attack` (1 unless said). */
-  readonly attackers?: number;
+  /**
+   * One attack (client/attacks.ts) per attacker: the last clients commit them, one each (the
+   * first attack is the last client's). Empty for a run of honest clients.
+   */
+  readonly attacks: readonly Attack[];
+  /** How many clients the run has (4 unless said). */
+  readonly clients?: number;
+}
+
+/** One ejection by the coordinator. */
+export interface Ejection {
+  /** The ejected client's attack, or null when it was honest. */
+  readonly attack: Attack | null;
+  readonly cause: string;
 }
 
 /** What one scenario measured. */
@@ -30,7 +41,8 @@ export interface Outcome {
   readonly heldOutLoss: number;
   /** Mean seconds between the ends of consecutive rounds. */
   readonly roundSeconds: number;
-  readonly ejections: string[];
+  /** Who the coordinator ejected: an attacker's attack (null for an honest client), and why. */
+  readonly ejections: readonly Ejection[];
   /** Results of the attacker applied by client-1 (batches not rejected). */
   readonly attackerApplied: number;
   /** How many clients attacked. */
@@ -38,6 +50,11 @@ export interface Outcome {
   readonly verifications: number;
   readonly replayMs: number;
   readonly seconds: number;
+}
+
+/** Ejections as a person reads them: "negate FailedVerification, honest IdleWitness". */
+export function describeEjections(ejections: readonly Ejection[]): string {
+  return ejections.map((e) => `${e.attack ?? "honest"} ${e.cause}`).join(", ") || "none";
 }
 
 /** A run whose rounds stop ending for this long has stalled: it fails, keeping its log. */
@@ -52,16 +69,18 @@ export async function runScenario(
   steps: number,
   progress: (line: string) => void = (line) => console.error(line),
 ): Promise<Outcome> {
-  const attackerLabels = ["client-4", "client-3"].slice(
-    0,
-    s.attack === null ? 0 : s.attackers ?? 1,
-  );
+  const clients = s.clients ?? 4;
+  if (s.attacks.length >= clients) {
+    throw new RangeError(`${s.name}: ${s.attacks.length} attackers leave no honest client`);
+  }
+  const attackOf = new Map(s.attacks.map((attack, i) => [`client-${clients - i}`, attack]));
+  const attackerLabels = [...attackOf.keys()];
   await ensureCorpus("bytes"); // built on first use, as the demo does
   const demo = join(REPO_ROOT, "config", "demo");
   const folder = await Deno.makeTempDir({ prefix: `psyche-verify-loss-${s.name}-` });
   const state = (await Deno.readTextFile(join(demo, "state.toml")))
     .replace(/^min_clients = .*$/m, "min_clients = 2")
-    .replace(/^init_min_clients = .*$/m, "init_min_clients = 4")
+    .replace(/^init_min_clients = .*$/m, `init_min_clients = ${clients}`)
     .replace(/^global_batch_size_start = .*$/m, "global_batch_size_start = 8")
     .replace(/^global_batch_size_end = .*$/m, "global_batch_size_end = 8")
     .replace(/^verification_percent = .*$/m, `verification_percent = ${s.percent}`)
@@ -81,15 +100,15 @@ export async function runScenario(
   const encoder = new TextEncoder();
   const net = await Testnet.start({
     configPath: folder,
-    numClients: 4,
+    numClients: clients,
     write: (line) => log.writeSync(encoder.encode(line + "\n")),
     logs: "json",
     checkpointDir: checkpoints,
     onEvent: (label, _kind, event) => events.push({ label, event }),
-    clientEnv: (label) =>
-      s.attack !== null && attackerLabels.includes(label)
-        ? { PSYCHE_FAULT_ATTACK: s.attack }
-        : undefined,
+    clientEnv: (label) => {
+      const attack = attackOf.get(label);
+      return attack === undefined ? undefined : { PSYCHE_FAULT_ATTACK: attack };
+    },
   });
   const finished = () => events.some((e) => e.label === "coordinator" && e.event.to === "Finished");
   const roundEnds = () =>
@@ -115,7 +134,7 @@ export async function runScenario(
     await new Promise((r) => setTimeout(r, 1000));
   }
   const seconds = (performance.now() - started) / 1000;
-  const attackerKeys = new Set(attackerLabels.map((l) => net.clientKey(l)));
+  const attackOfKey = new Map([...attackOf].map(([label, a]) => [net.clientKey(label), a]));
   await net.stop();
   log.close();
   const dir = join(checkpoints, "client-1");
@@ -146,13 +165,12 @@ export async function runScenario(
     heldOutLoss: loss.loss,
     roundSeconds,
     ejections: events.filter((e) => e.label === "coordinator" && e.event.event === "ejected")
-      .map((e) =>
-        `${attackerKeys.has(String(e.event.client)) ? "attacker" : "honest"} ${e.event.cause}`
-      ),
+      .map((e) => ({
+        attack: attackOfKey.get(String(e.event.client)) ?? null,
+        cause: String(e.event.cause),
+      })),
     attackers: attackerLabels.length,
-    attackerApplied: s.attack === null
-      ? 0
-      : [...attackerBatches].filter((b) => !rejected.has(b)).length,
+    attackerApplied: [...attackerBatches].filter((b) => !rejected.has(b)).length,
     verifications: verifications.length,
     replayMs: verifications.length === 0
       ? 0

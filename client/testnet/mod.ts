@@ -60,4 +60,10 @@ export {
 } from "./agreement.ts";
 export { runProblems, type StopReason } from "./verdict.ts";
 export { type HeldOutLoss, heldOutLoss, type HeldOutOptions } from "./held_out.ts";
-export { type Outcome, runScenario, type Scenario } from "./attacked_run.ts";
+export {
+  describeEjections,
+  type Ejection,
+  type Outcome,
+  runScenario,
+  type Scenario,
+} from "./attacked_run.ts";

@@ -11,12 +11,7 @@
  *
  * @module
  */
-import {
-  type CoordinatorState,
-  currentRound,
-  digestConsensus,
-  roundWitnessQuorum,
-} from "../../coordinator/core/mod.ts";
+import { type CoordinatorState, phaseDigestVote } from "../../coordinator/core/mod.ts";
 import { toHex } from "../../common/mod.ts";
 
 /** An upload waiting to be reported. */
@@ -59,13 +54,11 @@ export function hubReportDecision(
         `epoch ${epoch}): another checkpointer reported first, or its timer ended it`,
     };
   }
-  const quorum = roundWitnessQuorum(state.config, currentRound(state));
-  const votes = state.epochState.digestVotes;
-  const consensus = digestConsensus(votes.map((v) => v.digest), quorum);
+  const { consensus, votes, quorum } = phaseDigestVote(state);
   if (consensus === null) {
     return {
       kind: "wait",
-      reason: `the Cooldown digest vote has no quorum yet (${votes.length} votes, ${quorum} ` +
+      reason: `the Cooldown digest vote has no quorum yet (${votes} votes, ${quorum} ` +
         `agreeing needed)`,
     };
   }

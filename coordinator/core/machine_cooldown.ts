@@ -26,8 +26,8 @@ import {
   stateAfterEpoch,
   withdrawHealthyClients,
 } from "./machine_core.ts";
-import { currentRound, roundBatchSize } from "./machine_queries.ts";
-import { digestConsensus, tallyDigestVotes } from "./params_digest.ts";
+import { currentRound, phaseDigestVote, roundBatchSize } from "./machine_queries.ts";
+import { tallyDigestVotes } from "./params_digest.ts";
 import type { Checkpoint, CoordinatorState, NodeIdentity } from "./types.ts";
 import { dropVerificationTasks } from "./verification.ts";
 import { roundWitnessQuorum } from "./witness_quorum.ts";
@@ -110,12 +110,11 @@ export function checkpoint(
     );
   }
   const next = checkpointAfterReport(state.model.checkpoint, repo);
-  const quorum = roundWitnessQuorum(state.config, currentRound(state));
-  const votes = state.epochState.digestVotes;
-  if (digestConsensus(votes.map((v) => v.digest), quorum) === null) {
+  const { consensus, votes, quorum } = phaseDigestVote(state);
+  if (consensus === null) {
     throw new CoordinatorError(
       "InvalidCheckpoint",
-      `the Cooldown digest vote has no quorum yet (${votes.length} votes, ${quorum} agreeing ` +
+      `the Cooldown digest vote has no quorum yet (${votes} votes, ${quorum} agreeing ` +
         `needed): a checkpoint ends Cooldown only once the parameters it holds are recorded`,
     );
   }

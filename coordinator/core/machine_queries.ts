@@ -12,6 +12,7 @@
 
 import { CommitteeSelection } from "./committee_selection.ts";
 import { assignDataForRound, batchSizeForTokens, type DataAssignment } from "./data_selection.ts";
+import { digestConsensus } from "./params_digest.ts";
 import { expectedWitnesses, roundWitnessQuorum } from "./witness_quorum.ts";
 import type { BatchId } from "../../common/mod.ts";
 import {
@@ -25,6 +26,23 @@ import {
 /** The round at the head of the ring buffer (the live one during RoundTrain/RoundWitness). */
 export function currentRound(state: CoordinatorState): Round {
   return state.epochState.rounds[state.epochState.roundsHead];
+}
+
+/**
+ * The current phase's parameter-digest vote (the Cooldown's, when checkpointers may report): the
+ * digest a quorum of the current round's witnesses agree on, or null while none has one; with
+ * the votes cast and the quorum, for messages.
+ */
+export function phaseDigestVote(
+  state: CoordinatorState,
+): { consensus: Uint8Array | null; votes: number; quorum: number } {
+  const quorum = roundWitnessQuorum(state.config, currentRound(state));
+  const votes = state.epochState.digestVotes;
+  return {
+    consensus: digestConsensus(votes.map((v) => v.digest), quorum),
+    votes: votes.length,
+    quorum,
+  };
 }
 
 /**

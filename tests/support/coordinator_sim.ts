@@ -58,6 +58,10 @@ export class Prng {
   int(lo: number, hi: number): number {
     return lo + Math.floor(this.next() * (hi - lo + 1));
   }
+  /** One of `xs` (not empty), uniformly. */
+  pick<T>(xs: readonly T[]): T {
+    return xs[this.int(0, xs.length - 1)];
+  }
   /** A u64 seed. */
   u64(): bigint {
     return (BigInt(this.int(0, 0xffff_ffff)) << 32n) | BigInt(this.int(0, 0xffff_ffff));

@@ -30,14 +30,13 @@ import {
   CheckpointerSelection,
   type CoordinatorConfig,
   currentRound,
-  digestConsensus,
   isHealthy,
   type NodeIdentity,
   NUM_EJECTION_RECORDS,
+  phaseDigestVote,
   previousRound,
   roundClients,
   roundSelection,
-  roundWitnessQuorum,
   stageSeats,
   VERIFICATION_EVIDENCE,
 } from "../../core/mod.ts";
@@ -92,8 +91,7 @@ function randomInstruction(
   clients: KeyPairSigner[],
 ): [CoordinatorInstruction, KeyPairSigner | null] {
   const state = run.model!.state;
-  const pick = <T>(xs: T[]): T => xs[rng.int(0, xs.length - 1)];
-  const client = pick(clients);
+  const client = rng.pick(clients);
   const index = clientIndex(run, client);
   const training = state.runState === "RoundTrain" || state.runState === "RoundWitness";
   if (state.epochState.verificationTasks.length > 0 && rng.int(0, 2) === 0) {
@@ -106,8 +104,7 @@ function randomInstruction(
   if (state.runState === "Cooldown" && rng.int(0, 2) > 0) {
     // A checkpoint is taken only once the Cooldown digest vote has a quorum: then report one
     // more often, so sequences reach the report that ends Cooldown, not just its refusals.
-    const quorum = roundWitnessQuorum(state.config, currentRound(state));
-    const voted = digestConsensus(state.epochState.digestVotes.map((v) => v.digest), quorum);
+    const voted = phaseDigestVote(state).consensus;
     return rng.int(0, voted === null ? 4 : 1) === 0
       ? checkpointReport(run, rng, clients)
       : cooldownReport(run, rng, clients);
@@ -138,7 +135,7 @@ function randomInstruction(
     let sender = client;
     let i = Math.max(index, 0);
     if (witnesses.length > 0 && rng.int(0, 9) > 1) {
-      i = pick(witnesses);
+      i = rng.pick(witnesses);
       const owner = live[i] && signerOf(clients, live[i].id.signer);
       if (owner) sender = owner;
     }
@@ -194,13 +191,12 @@ export function verificationInstruction(
   clients: KeyPairSigner[],
 ): [CoordinatorInstruction, KeyPairSigner | null] {
   const state = run.model!.state;
-  const pick = <T>(xs: readonly T[]): T => xs[rng.int(0, xs.length - 1)];
   const tasks = state.epochState.verificationTasks;
-  const task = tasks.length > 0 && rng.int(0, 9) > 0 ? pick(tasks) : null;
-  let sender = pick(clients);
+  const task = tasks.length > 0 && rng.int(0, 9) > 0 ? rng.pick(tasks) : null;
+  let sender = rng.pick(clients);
   if (task !== null && rng.int(0, 9) > 1) {
     const seats = rng.int(0, 9) > 0 ? stageSeats(task) : task.seats;
-    const seat = pick(seats);
+    const seat = rng.pick(seats);
     const es = state.epochState;
     const verifier = [...es.clients, ...es.exitedClients].find((c) =>
       c.epochIndex === seat.verifier
@@ -208,7 +204,7 @@ export function verificationInstruction(
     if (verifier !== undefined) sender = signerOf(clients, verifier.id.signer) ?? sender;
   }
   const fail = rng.int(0, 2) === 0;
-  let evidence = fail ? pick(VERIFICATION_EVIDENCE.slice(1)) : VERIFICATION_EVIDENCE[0];
+  let evidence = fail ? rng.pick(VERIFICATION_EVIDENCE.slice(1)) : VERIFICATION_EVIDENCE[0];
   if (rng.int(0, 19) === 0) evidence = fail ? "None" : "ResultMismatch"; // refused by the machine
   return [{
     kind: "VerificationReport",
@@ -232,16 +228,15 @@ function cooldownReport(
   clients: KeyPairSigner[],
 ): [CoordinatorInstruction, KeyPairSigner | null] {
   const state = run.model!.state;
-  const pick = <T>(xs: T[]): T => xs[rng.int(0, xs.length - 1)];
   const round = currentRound(state);
   if (round.clientsLen === 0) return [{ kind: "Tick" }, null];
   const sel = roundSelection(state.config, round);
   const witnesses = sel.witnessIndices();
   const i = witnesses.length > 0 && rng.int(0, 9) > 0
-    ? pick(witnesses)
+    ? rng.pick(witnesses)
     : rng.int(0, round.clientsLen - 1);
   const owner = roundClients(state, round.height)[i];
-  let sender = pick(clients);
+  let sender = rng.pick(clients);
   if (owner && rng.int(0, 9) > 0) {
     sender = signerOf(clients, owner.id.signer) ?? sender;
   }
@@ -264,20 +259,19 @@ function checkpointReport(
   clients: KeyPairSigner[],
 ): [CoordinatorInstruction, KeyPairSigner | null] {
   const state = run.model!.state;
-  const pick = <T>(xs: T[]): T => xs[rng.int(0, xs.length - 1)];
   const repo = rng.int(0, 3) === 0
     ? { kind: "Gcs" as const, repo: { bucket: "bucket", prefix: null } }
     : {
       kind: "Hub" as const,
       repo: { repoId: `org/m${rng.int(0, 9)}`, revision: rng.int(0, 1) ? "rev" : null },
     };
-  let sender = pick(clients);
+  let sender = rng.pick(clients);
   let index = clientIndex(run, sender);
   const elected = state.runState === "Cooldown"
     ? CheckpointerSelection.fromState(state).indices()
     : [];
   if (elected.length > 0 && rng.int(0, 4) > 0) {
-    index = pick(elected);
+    index = rng.pick(elected);
     sender = signerOf(clients, state.epochState.clients[index].id.signer) ?? sender;
   } else if (rng.int(0, 9) === 0) {
     index = rng.int(0, 5);
@@ -316,13 +310,12 @@ function meetingInstruction(
   rng: Prng,
   clients: KeyPairSigner[],
 ): [CoordinatorInstruction, KeyPairSigner | null] {
-  const pick = <T>(xs: readonly T[]): T => xs[rng.int(0, xs.length - 1)];
   const count = rng.int(0, 9) === 0 ? MAX_MEETING_ADDRESSES + 1 : rng.int(0, MAX_MEETING_ADDRESSES);
   const meetingAddresses: MeetingAddress[] = Array.from({ length: count }, () => ({
     kind: rng.int(0, 1) === 0 ? "Relay" : "Bootstrap",
-    address: rng.int(0, 7) === 0 ? pick(BAD_MEETING) : pick(GOOD_MEETING),
+    address: rng.int(0, 7) === 0 ? rng.pick(BAD_MEETING) : rng.pick(GOOD_MEETING),
   }));
-  const signer = rng.int(0, 7) === 0 ? pick(clients) : run.mainAuthority;
+  const signer = rng.int(0, 7) === 0 ? rng.pick(clients) : run.mainAuthority;
   return [{ kind: "Update", meetingAddresses }, signer];
 }
 
@@ -335,20 +328,19 @@ function adminInstruction(
   rng: Prng,
   clients: KeyPairSigner[],
 ): [CoordinatorInstruction, KeyPairSigner | null] {
-  const pick = <T>(xs: T[]): T => xs[rng.int(0, xs.length - 1)];
   const account = run.model!;
   const authorizer = account.authorizer === null
     ? undefined
     : signerOf(clients, account.authorizer);
   switch (rng.int(0, 6)) {
     case 0: {
-      const key = rng.int(0, 4) === 0 ? new Uint8Array(32) : keyOf(pick(clients));
-      const signer = rng.int(0, 4) === 0 ? pick(clients) : run.joinAuthority;
+      const key = rng.int(0, 4) === 0 ? new Uint8Array(32) : keyOf(rng.pick(clients));
+      const signer = rng.int(0, 4) === 0 ? rng.pick(clients) : run.joinAuthority;
       return [{ kind: "GrantAuthorizer", authorizer: key }, signer];
     }
     case 1: {
       const delegates = clients.filter(() => rng.int(0, 1) === 0).map(keyOf);
-      const signer = authorizer !== undefined && rng.int(0, 4) > 0 ? authorizer : pick(clients);
+      const signer = authorizer !== undefined && rng.int(0, 4) > 0 ? authorizer : rng.pick(clients);
       return [{ kind: "SetDelegates", clear: rng.int(0, 2) === 0, delegates }, signer];
     }
     case 2:
@@ -360,7 +352,7 @@ function adminInstruction(
           numParameters: rng.int(0, 1e9),
           vocabSize: 32000,
         },
-      }, rng.int(0, 5) === 0 ? pick(clients) : run.mainAuthority];
+      }, rng.int(0, 5) === 0 ? rng.pick(clients) : run.mainAuthority];
     case 3: {
       const config = randomConfig(rng);
       if (rng.int(0, 3) > 0) config.maxClients = account.state.config.maxClients;
@@ -378,7 +370,7 @@ function adminInstruction(
     case 5:
       return meetingInstruction(run, rng, clients);
     default:
-      return [{ kind: "Tick" }, pick(clients)];
+      return [{ kind: "Tick" }, rng.pick(clients)];
   }
 }
 

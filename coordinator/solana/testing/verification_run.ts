@@ -57,7 +57,6 @@ export async function verificationScenario(
 ): Promise<Record<string, number>> {
   const rng = new Prng(seed);
   const chance = (p: number) => rng.next() < p;
-  const pick = <T>(xs: readonly T[]): T => xs[rng.int(0, xs.length - 1)];
   const seen: Record<string, number> = {};
   const count = (key: string) => seen[key] = (seen[key] ?? 0) + 1;
   const run = await DualRun.create({ svm, runId: `verify-${seed}` });
@@ -118,7 +117,9 @@ export async function verificationScenario(
     height: task.height,
     trainer: task.trainer,
     verdict,
-    evidence: verdict === "Pass" ? "None" : pick(["ResultMismatch", "ChainBreak", "CopiedResult"]),
+    evidence: verdict === "Pass"
+      ? "None"
+      : rng.pick(["ResultMismatch", "ChainBreak", "CopiedResult"]),
     detail: verdict === "Pass" ? 0 : rng.int(1, 1_000_000),
   });
 
@@ -149,10 +150,10 @@ export async function verificationScenario(
     }
     const tasks = state().epochState.verificationTasks;
     if (tasks.length === 0 || !chance(0.5)) return;
-    const task = pick(tasks);
+    const task = rng.pick(tasks);
     switch (rng.int(0, 3)) {
       case 0: // a client holding no seat of the task
-        await send({ kind: "VerificationReport", report: report(task, "Fail") }, pick(clients));
+        await send({ kind: "VerificationReport", report: report(task, "Fail") }, rng.pick(clients));
         break;
       case 1: { // a seat that already reported, again
         const done = task.seats.find((s) => s.verdict !== null);
@@ -166,7 +167,7 @@ export async function verificationScenario(
         break;
       }
       case 2: { // a pass that carries evidence
-        const verifier = byEpochIndex(pick(stageSeats(task)).verifier);
+        const verifier = byEpochIndex(rng.pick(stageSeats(task)).verifier);
         if (verifier) {
           await send({
             kind: "VerificationReport",
@@ -179,7 +180,7 @@ export async function verificationScenario(
         await send({
           kind: "VerificationReport",
           report: { ...report(task, "Pass"), height: task.height + 7 },
-        }, pick(clients));
+        }, rng.pick(clients));
     }
   };
 

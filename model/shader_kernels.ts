@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { LlamaKernels } from "./llama_kernels.ts";
+import type { CacheDims, LlamaKernels } from "./llama_kernels.ts";
 import { bindingRanges } from "./params.ts";
 import {
   Attention,
@@ -42,6 +42,18 @@ function sumsqRanges(n: number, maxBindingBytes: number, wg: number): [number, n
   const out: [number, number][] = [];
   for (let start = 0; start < n; start += per) out.push([start, Math.min(per, n - start)]);
   return out;
+}
+
+/** The cache kernels' shape fields (shaders/kv_cache.ts, shaders/cached_attention.ts) from the model's. */
+function cacheDims(a: CacheDims) {
+  return {
+    n: a.tokens,
+    start: a.start,
+    positions: a.positions,
+    h: a.heads,
+    kvh: a.kvHeads,
+    d: a.headDim,
+  };
 }
 
 /**
@@ -181,12 +193,7 @@ export function shaderKernels(
       }),
     appendKv: (pass, a) =>
       kvAppend.encode(pass, {
-        n: a.tokens,
-        start: a.start,
-        positions: a.positions,
-        h: a.heads,
-        kvh: a.kvHeads,
-        d: a.headDim,
+        ...cacheDims(a),
         q: a.q,
         k: a.k,
         v: a.v,
@@ -196,12 +203,7 @@ export function shaderKernels(
       }),
     cachedAttention: (pass, a) =>
       cachedAttention.forward(pass, {
-        n: a.tokens,
-        start: a.start,
-        positions: a.positions,
-        h: a.heads,
-        kvh: a.kvHeads,
-        d: a.headDim,
+        ...cacheDims(a),
         q: a.q,
         kCache: a.kCache,
         vCache: a.vCache,

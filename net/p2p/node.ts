@@ -57,6 +57,15 @@ export interface P2PServices extends Record<string, unknown> {
 /** How long after a failed direct dial of a relayed peer it is tried again. */
 export const DIRECT_RETRY_MS = 60_000;
 
+/**
+ * While no relay has said where we connect from, identify is asked again this long after a try
+ * that learnt nothing, doubling up to {@link OBSERVE_RETRY_MAX_MS}: a busy machine's timed-out
+ * identify is retried soon, a relay that never answers is not asked every tick.
+ */
+export const OBSERVE_RETRY_MIN_MS = 1_000;
+/** The longest wait between two identify tries of {@link OBSERVE_RETRY_MIN_MS}'s backoff. */
+export const OBSERVE_RETRY_MAX_MS = 60_000;
+
 /** Reservations a publicly reachable client holds for peers behind NAT, at most. */
 export const CLIENT_RELAY_RESERVATIONS = 16;
 
@@ -95,6 +104,8 @@ export class P2PNode {
   readonly #relays = new Map<string, { peer: PeerId; addresses: string[] }>();
   /** When a direct dial of a peer we reach through a relay last failed, by peer id. */
   readonly #directTriedAt = new Map<string, number>();
+  /** When identify may next be asked where we connect from, and the wait after a fruitless try. */
+  #observeRetry = { at: -Infinity, delayMs: OBSERVE_RETRY_MIN_MS };
 
   /** Use `createP2PNode`; this constructor wraps an already started node. */
   constructor(
@@ -215,18 +226,26 @@ export class P2PNode {
    * Whether a router stands between us and the relays is learnt from identify's `observedAddr`
    * when a relay connection opens; an identify that timed out on a busy machine says nothing,
    * and then the node would never learn it is behind NAT. So while nothing was observed, identify
-   * runs again on the relay connections open.
+   * runs again on the relay connections open, backing off ({@link OBSERVE_RETRY_MIN_MS}) while the
+   * relays keep saying nothing.
    */
   async #observeThroughRelays(): Promise<void> {
-    if (this.#sight.observed.size > 0) return;
+    if (this.#sight.observed.size > 0 || Date.now() < this.#observeRetry.at) return;
     const connections = [...this.#relays.values()].flatMap((r) =>
       this.libp2p.getConnections(r.peer).filter((c) => !isRelayed(c.remoteAddr.toString()))
     );
+    if (connections.length === 0) return;
     await Promise.allSettled(connections.map(async (c) => {
       const { observedAddr } = await this.libp2p.services.identify.identify(c);
       const ip = observedAddr === undefined ? undefined : ipOfAddress(observedAddr.toString());
       if (ip !== undefined) this.#sight.observed.add(ip);
     }));
+    if (this.#sight.observed.size > 0) return;
+    const { delayMs } = this.#observeRetry;
+    this.#observeRetry = {
+      at: Date.now() + delayMs,
+      delayMs: Math.min(2 * delayMs, OBSERVE_RETRY_MAX_MS),
+    };
   }
 
   /** The relays we use (their addresses) and how many of them we are connected to now. */

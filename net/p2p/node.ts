@@ -66,6 +66,13 @@ export const OBSERVE_RETRY_MIN_MS = 1_000;
 /** The longest wait between two identify tries of {@link OBSERVE_RETRY_MIN_MS}'s backoff. */
 export const OBSERVE_RETRY_MAX_MS = 60_000;
 
+/** How often libp2p's connection monitor pings each connection. */
+export const PING_INTERVAL_MS = 30_000;
+/** The shortest wait for a ping's answer before its connection is aborted (adaptive above it). */
+export const PING_TIMEOUT_MIN_MS = 30_000;
+/** The longest wait for a ping's answer. */
+export const PING_TIMEOUT_MAX_MS = 90_000;
+
 /** Reservations a publicly reachable client holds for peers behind NAT, at most. */
 export const CLIENT_RELAY_RESERVATIONS = 16;
 
@@ -510,6 +517,15 @@ export async function createP2PNode(options: P2PNodeOptions): Promise<P2PNode> {
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionGater: allowlistGater(allowlist, () => sight.servesRelay()),
+    // libp2p pings every connection each 10 s and aborts it when a ping takes over 5 s (less
+    // once it has seen fast ones). A busy machine's event loop or a link saturated by a model
+    // download answers later than that: the connection was closed, redialled and closed again,
+    // and at 32 clients on 2 cores the redials' handshakes were most of the run's work. Dead
+    // peers still go: a ping that fails outright, or one that takes over a minute.
+    connectionMonitor: {
+      pingInterval: PING_INTERVAL_MS,
+      pingTimeout: { minTimeout: PING_TIMEOUT_MIN_MS, maxTimeout: PING_TIMEOUT_MAX_MS },
+    },
     services: {
       identify: identify(),
       dcutr: dcutr(),

@@ -10,7 +10,7 @@
  *
  * A script rather than a `deno bench` file: one sample is a whole multi-process run.
  *
- *     deno task bench-rounds [--rounds 20] [--clients 3,8] [--witness-time 0.1]
+ *     deno task bench-rounds [--rounds 20] [--clients 3,8] [--witness-time 0.1] [--train-time 30]
  *
  * For the scaling figures (docs/benchmarks.md, "Many peers"): `--clients 8,16`. With
  * `BENCH_ROUNDS_LOG=FILE` in the environment every process's lines are appended to FILE, to see
@@ -35,8 +35,11 @@ import {
 import { EventWatcher, tinyRunFolder } from "../testing/testnet.ts";
 import { quantile, UsageError } from "../../common/mod.ts";
 
-/** The train timer (s): far above a step of the tiny model, so witnessing closes rounds. */
-const MAX_ROUND_TRAIN_TIME = 30;
+/**
+ * The default train timer (s): far above a step of the tiny model, so witnessing closes rounds.
+ * Past 16 clients on 2 cores a round's exchange alone takes longer (`--train-time`).
+ */
+const DEFAULT_MAX_ROUND_TRAIN_TIME = 30;
 /**
  * The default witness window (s). Short is safe on loopback: the window only has to let late
  * witness reports in after the quorum closed the round, and here a report arrives within a few ms
@@ -71,6 +74,7 @@ async function measure(
   clients: number,
   rounds: number,
   roundWitnessTime: number,
+  maxRoundTrainTime: number,
   timeoutMs: number,
 ): Promise<ReturnType<typeof roundTimings> & { traffic: RoundTraffic[] }> {
   const config = await tinyRunFolder({
@@ -81,7 +85,7 @@ async function measure(
     globalBatchSize: clients,
     warmupTime: 60,
     epochTime: 3600,
-    maxRoundTrainTime: MAX_ROUND_TRAIN_TIME,
+    maxRoundTrainTime,
     roundWitnessTime,
   });
   const watcher = new EventWatcher();
@@ -94,7 +98,7 @@ async function measure(
         Deno.writeTextFileSync(Deno.env.get("BENCH_ROUNDS_LOG")!, line + "\n", { append: true }),
     onEvent: watcher.onEvent,
   });
-  const options = { maxRoundTrainMs: MAX_ROUND_TRAIN_TIME * 1000 };
+  const options = { maxRoundTrainMs: maxRoundTrainTime * 1000 };
   try {
     // One more than asked: the first round after Warmup is dropped by the caller.
     const timings = await watcher.waitFor(
@@ -142,7 +146,7 @@ function trafficRow(clients: number, traffic: readonly RoundTraffic[]): string {
 
 /** The flags of `deno task bench-rounds`. */
 export const BENCH_ROUNDS_SPEC = {
-  usage: "deno task bench-rounds [--rounds N] [--clients 3,8] [--witness-time S]",
+  usage: "deno task bench-rounds [--rounds N] [--clients 3,8] [--witness-time S] [--train-time S]",
   summary: "Round overhead of a real testnet (a coordinator and N client processes on " +
     "127.0.0.1 training the tiny Llama): per round, the time from the last result to the next " +
     "round's start, median and p90, against one coordinator round trip over loopback TCP.",
@@ -160,13 +164,19 @@ export const BENCH_ROUNDS_SPEC = {
       description: "round_witness_time in seconds (whole milliseconds)",
       default: String(DEFAULT_ROUND_WITNESS_TIME),
     },
+    "train-time": {
+      type: "string",
+      value: "S",
+      description: "max_round_train_time in whole seconds (rounds it closes are left out)",
+      default: String(DEFAULT_MAX_ROUND_TRAIN_TIME),
+    },
   },
 } as const;
 
 /** The checked options of `deno task bench-rounds`; {@link UsageError} names a bad flag. */
 export function benchRoundsOptions(
   values: FlagValues<typeof BENCH_ROUNDS_SPEC>,
-): { rounds: number; sizes: number[]; witnessTime: number } {
+): { rounds: number; sizes: number[]; witnessTime: number; trainTime: number } {
   const rounds = Number(values.rounds);
   if (!Number.isInteger(rounds) || rounds < 1) {
     throw new UsageError(`--rounds must be a positive integer, found "${values.rounds}"`);
@@ -184,11 +194,17 @@ export function benchRoundsOptions(
         `"${values["witness-time"]}"`,
     );
   }
-  return { rounds, sizes, witnessTime };
+  const trainTime = Number(values["train-time"]);
+  if (!Number.isInteger(trainTime) || trainTime < 1) {
+    throw new UsageError(
+      `--train-time must be a positive whole number of seconds, found "${values["train-time"]}"`,
+    );
+  }
+  return { rounds, sizes, witnessTime, trainTime };
 }
 
 if (import.meta.main) {
-  const { rounds, sizes, witnessTime } = parseOrExit(
+  const { rounds, sizes, witnessTime, trainTime } = parseOrExit(
     BENCH_ROUNDS_SPEC,
     (parsed) => benchRoundsOptions(parsed.values),
   );
@@ -210,7 +226,9 @@ if (import.meta.main) {
       clients,
       rounds,
       witnessTime,
-      600_000,
+      trainTime,
+      // Startup (every client builds its pipelines) and the measured rounds at their slowest.
+      600_000 + (rounds + 2) * (trainTime + witnessTime) * 1000,
     );
     // Drop the first round after Warmup (first-step shader compilation, model upload).
     const kept = measured.slice(1);
@@ -221,7 +239,10 @@ if (import.meta.main) {
     lines.push(row(clients, kept));
     trafficLines.push(trafficRow(clients, traffic));
   }
-  console.log(`\nmedian / p90 per round, round_witness_time = ${witnessTime}\n`);
+  console.log(
+    `\nmedian / p90 per round, round_witness_time = ${witnessTime}, max_round_train_time = ` +
+      `${trainTime}\n`,
+  );
   console.log(lines.join("\n"));
   console.log(`\nper client per round, medians (the coordinator's egress: per client x clients)\n`);
   console.log(trafficLines.join("\n"));

@@ -166,7 +166,9 @@ export function formatEvent(event: ServerEvent): string {
       return `telemetry ${short(event.client)} step ${t.step}: ${
         t.tokensPerSec.toFixed(0)
       } tok/s, ` +
-        `sent ${t.bytesSent} B, received ${t.bytesReceived} B; train ${ms.train.toFixed(0)} ms, ` +
+        // The byte counts are the client's totals since it started, not this step's.
+        `${t.bytesSent} B sent and ${t.bytesReceived} B received so far; train ` +
+        `${ms.train.toFixed(0)} ms, ` +
         `encode ${ms.encode.toFixed(0)}, exchange ${ms.exchange.toFixed(0)}, apply ` +
         `${ms.apply.toFixed(0)}, wait ${ms.wait.toFixed(0)}`;
     }

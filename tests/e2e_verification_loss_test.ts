@@ -28,8 +28,8 @@ const STEPS = 16;
  * How far above the clean run's held-out loss a defended run may end. Measured: +0.047 and
  * +0.025 for the colluders (both ejected, after 11 and 2 of their results had been applied), while
  * the undefended run ends +9.04 above clean; +0.019 and +0.012 for the three-attacker runs of six
- * (every attacker ejected, after 13 and 5 of their results). Clean runs differ by which results make each round's
- * apply: a few hundredths at 40 steps.
+ * (every attacker ejected, after 13 and 5 of their results). Clean runs differ by which results
+ * make each round's apply: a few hundredths at 40 steps.
  */
 const LOSS_MARGIN = 0.25;
 
@@ -46,28 +46,27 @@ Deno.test({
     STEPS,
     progress,
   );
-  const gap = defended.heldOutLoss - clean.heldOutLoss;
-  console.log(
-    `held-out loss after ${STEPS} steps: clean ${clean.heldOutLoss.toFixed(4)}, defended ` +
-      `${defended.heldOutLoss.toFixed(4)} (${gap >= 0 ? "+" : ""}${gap.toFixed(4)}); ` +
-      `${defended.ejections.length} of 2 attackers ejected, ${defended.attackerApplied} of ` +
-      `their results applied`,
-  );
+  const gap = report(clean, defended);
   assert.deepEqual(clean.ejections, []);
   // No honest client is ejected, and at least one attacker is: each round samples one result of
   // four, so the first colluder goes within 12 rounds but once in 4,096 runs. The second, one
   // result of three then, may outlast a 16-step run (about one run in 40); alone it only shifts
   // votes, and the loss margin below still holds.
-  assert.ok(defended.ejections.length > 0, "no attacker was ejected");
-  assert.ok(
-    defended.ejections.every((e) => e.attack !== null && e.cause === "FailedVerification"),
-    `ejections: ${describeEjections(defended.ejections)}`,
-  );
+  assertOnlyAttackersFailed(defended);
   // The clean run learned (a byte model starts near ln 256 = 5.55), so the comparison means
   // something.
   assert.ok(clean.heldOutLoss < 4, `the clean run ended at ${clean.heldOutLoss}`);
   assert.ok(gap <= LOSS_MARGIN, `defended ends ${gap.toFixed(4)} above clean (> ${LOSS_MARGIN})`);
 });
+
+/** At least one attacker was ejected, every ejection was an attacker's failed verification. */
+function assertOnlyAttackersFailed(defended: Outcome): void {
+  assert.ok(defended.ejections.length > 0, `${defended.name}: no attacker was ejected`);
+  assert.ok(
+    defended.ejections.every((e) => e.attack !== null && e.cause === "FailedVerification"),
+    `${defended.name}: ejections: ${describeEjections(defended.ejections)}`,
+  );
+}
 
 /** Prints one defended run against its clean run: loss gap, ejections, applied attacker results. */
 function report(clean: Outcome, defended: Outcome): number {
@@ -106,11 +105,7 @@ Deno.test({
     const gap = report(clean, defended);
     // One result of six is sampled a round and three are an attacker's: a run in which no
     // attacker is caught within its 14 verifiable rounds happens about once in 16,000 (2^-14).
-    assert.ok(defended.ejections.length > 0, `${run.name}: no attacker was ejected`);
-    assert.ok(
-      defended.ejections.every((e) => e.attack !== null && e.cause === "FailedVerification"),
-      `${run.name}: ejections: ${describeEjections(defended.ejections)}`,
-    );
+    assertOnlyAttackersFailed(defended);
     if (gap > LOSS_MARGIN) gaps.push(`${run.name} ends ${gap.toFixed(4)} above clean`);
   }
   assert.deepEqual(gaps, [], `over the margin of ${LOSS_MARGIN}`);

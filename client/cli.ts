@@ -95,7 +95,13 @@ export const TRAIN_SPEC = {
     "hub-repo": str(
       "OWNER/NAME",
       "as an elected checkpointer, upload each Cooldown checkpoint to this Hugging Face model " +
-        "repo (it must exist; HF_TOKEN, a write token, is required) and report its revision",
+        "repo (created private if missing; HF_TOKEN, a write token, is required) and report " +
+        "its revision",
+    ),
+    "hub-upload-attempts": str(
+      "N",
+      "tries of each upload when the Hub does not answer or answers 5xx/429 (waits 2, 4, 8 s...)",
+      { defaultText: "4" },
     ),
     "hub-url": str("URL", "the Hugging Face Hub endpoint for uploads and downloads", {
       defaultText: "HF_ENDPOINT, else https://huggingface.co",
@@ -211,6 +217,8 @@ export interface TrainArgs {
   hubRepo: string | null;
   /** `--hub-url`; null: `HF_ENDPOINT`, else the public Hub. */
   hubUrl: string | null;
+  /** `--hub-upload-attempts`: tries of each upload on transient failures. */
+  hubUploadAttempts: number;
   /** `--delete-old-steps`. */
   deleteOldSteps: boolean;
   /** `--keep-steps` (default 3). */
@@ -322,6 +330,9 @@ function checkTrainArgs(values: FlagValues<typeof TRAIN_SPEC>): TrainArgs {
   if (hubRepo !== null && !/^[\w][\w.-]*\/[\w][\w.-]*$/.test(hubRepo)) {
     throw new UsageError(`--hub-repo must be OWNER/NAME, found "${hubRepo}"`);
   }
+  if (values["hub-upload-attempts"] !== undefined && hubRepo === null) {
+    throw new UsageError("--hub-upload-attempts needs --hub-repo OWNER/NAME (nothing is uploaded)");
+  }
   const deleteOldSteps = values["delete-old-steps"] === true;
   for (const [flag, given] of [["hub-repo", hubRepo], ["delete-old-steps", deleteOldSteps]]) {
     if (given && checkpointDir === null) {
@@ -365,6 +376,7 @@ function checkTrainArgs(values: FlagValues<typeof TRAIN_SPEC>): TrainArgs {
     checkpointDir,
     hubRepo,
     hubUrl: url("hub-url", values["hub-url"]),
+    hubUploadAttempts: integer("hub-upload-attempts", values["hub-upload-attempts"], 4, 1, 100),
     deleteOldSteps,
     keepSteps,
     logs: logs as LogFormat,

@@ -21,6 +21,7 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     checkpointDir: null,
     hubRepo: null,
     hubUrl: null,
+    hubUploadAttempts: 4,
     deleteOldSteps: false,
     keepSteps: 3,
     logs: "tui",
@@ -44,6 +45,7 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     "--checkpoint-dir=c",
     "--hub-repo=owner/model-1",
     "--hub-url=http://127.0.0.1:9",
+    "--hub-upload-attempts=2",
     "--delete-old-steps",
     "--keep-steps=2",
     "--logs=json",
@@ -72,8 +74,8 @@ Deno.test("parseClientArgs: train with defaults and every flag", () => {
     },
   );
   assert.deepEqual(
-    [all.hubRepo, all.hubUrl, all.deleteOldSteps, all.keepSteps],
-    ["owner/model-1", "http://127.0.0.1:9", true, 2],
+    [all.hubRepo, all.hubUrl, all.hubUploadAttempts, all.deleteOldSteps, all.keepSteps],
+    ["owner/model-1", "http://127.0.0.1:9", 2, true, 2],
   );
   assert.equal(all.bindP2pPort, 4001);
   assert.equal(all.recompute, true);
@@ -129,6 +131,11 @@ Deno.test("parseClientArgs: errors name the flag", () => {
     /--keep-steps must be at least 1 with --hub-repo/,
   );
   bad([...hub, "--hub-url=not a url"], /--hub-url must be a URL/);
+  bad([...hub, "--hub-upload-attempts=2"], /--hub-upload-attempts needs --hub-repo/);
+  bad(
+    [...hub, "--checkpoint-dir=c", "--hub-repo=o/m", "--hub-upload-attempts=0"],
+    /--hub-upload-attempts must be a whole number in 1..100/,
+  );
   bad(
     ["train", "--run-id=r", "--server-addr=h:1", "--metrics-port=x"],
     /--metrics-port must be a whole number in 0..65535, found "x"/,

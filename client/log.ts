@@ -215,6 +215,16 @@ export interface ClientEvents {
   hub_uploaded: { step: number; repo: string; revision: string; bytes: number; ms: number };
   /** The upload of `step` failed; training goes on, the run keeps its previous checkpoint. */
   hub_upload_failed: { step: number; repo: string; error: string; ms: number };
+  /** The upload of `step` met a failure the Hub may get over; it is tried again after `delay_ms`. */
+  hub_upload_retry: {
+    step: number;
+    repo: string;
+    attempt: number;
+    delay_ms: number;
+    error: string;
+  };
+  /** `repo` did not exist: it was created, private, for the upload of `step`. */
+  hub_repo_created: { step: number; repo: string; visibility: "private" };
   /** The coordinator took this client's report: the run's checkpoint is now this revision. */
   hub_reported: { step: number; repo: string; revision: string };
   /**
@@ -289,6 +299,8 @@ export function clientEventLevel(event: ClientEventName): LogLevel {
       return "warn";
     case "hub_upload_failed":
       return "error";
+    case "hub_upload_retry":
+      return "warn";
     default:
       return "info";
   }
@@ -444,6 +456,12 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       } ms`;
     case "hub_upload_failed":
       return `upload of step ${e.step} to ${e.repo} failed (training goes on): ${e.error}`;
+    case "hub_upload_retry":
+      return `upload of step ${e.step} to ${e.repo} failed (try ${e.attempt}), trying again in ${
+        Math.round(e.delay_ms / 1000)
+      } s: ${e.error}`;
+    case "hub_repo_created":
+      return `created the Hub repo ${e.repo} (${e.visibility}) for the checkpoint of step ${e.step}`;
     case "hub_reported":
       return `the run's checkpoint is now ${e.repo}@${e.revision} (step ${e.step})`;
     case "hub_report_skipped":

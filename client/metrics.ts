@@ -312,6 +312,8 @@ export function reduceClientMetrics(
     case "hub_upload_phase":
     case "hub_uploaded":
     case "hub_upload_failed":
+    case "hub_upload_retry":
+    case "hub_repo_created":
     case "hub_reported":
     case "hub_report_skipped":
     case "checkpoint_deleted":

@@ -38,6 +38,8 @@ export interface CheckpointDutyOptions {
   readonly clock?: () => number;
   /** The upload (default {@link uploadCheckpoint}); tests may slow it down. */
   readonly upload?: typeof uploadCheckpoint;
+  /** The wait before an upload's first retry (default: hub_upload.ts's); tests shorten it. */
+  readonly firstRetryDelayMs?: number;
 }
 
 /** A checkpoint folder just written. */
@@ -142,7 +144,18 @@ export class CheckpointDuty {
         description: `run ${checkpoint.runId}, epoch ${checkpoint.epoch}: the parameters of ` +
           `step ${step} (digest ${checkpoint.digest})`,
         signal: this.#o.signal,
+        firstRetryDelayMs: this.#o.firstRetryDelayMs,
         onPhase: (phase) => logger.log("hub_upload_phase", { step, phase }),
+        onRepoCreated: () =>
+          logger.log("hub_repo_created", { step, repo: hub.repoId, visibility: "private" }),
+        onRetry: ({ attempt, delayMs, error }) =>
+          logger.log("hub_upload_retry", {
+            step,
+            repo: hub.repoId,
+            attempt,
+            delay_ms: delayMs,
+            error: error.message,
+          }),
         onStart: (files) =>
           logger.log("hub_upload", {
             step,

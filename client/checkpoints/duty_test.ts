@@ -73,7 +73,8 @@ async function setup(options: { deleteOldSteps?: boolean; keepSteps?: number } =
   const make = (upload?: typeof uploadCheckpoint) =>
     new CheckpointDuty({
       checkpointDir: root,
-      hub: { repoId: "owner/tiny", hubUrl: hub.url, token: TOKEN },
+      hub: { repoId: "owner/tiny", hubUrl: hub.url, token: TOKEN, attempts: 2 },
+      firstRetryDelayMs: 5,
       retention: {
         deleteOldSteps: options.deleteOldSteps ?? false,
         keepSteps: options.keepSteps ?? 1,
@@ -154,7 +155,7 @@ Deno.test("a client that is not elected uploads nothing", async () => {
   }
 });
 
-Deno.test("a Hub answering 500 is logged once; nothing is reported and nothing throws", async () => {
+Deno.test("a Hub answering 500 is retried, then logged once; nothing is reported or thrown", async () => {
   const t = await setup();
   try {
     t.hub.failing = true;
@@ -166,6 +167,9 @@ Deno.test("a Hub answering 500 is logged once; nothing is reported and nothing t
     const [failed] = t.logger.named("hub_upload_failed");
     assert.equal(failed.repo, "owner/tiny");
     assert.match(String(failed.error), /HTTP 500/);
+    const retries = t.logger.named("hub_upload_retry");
+    assert.deepEqual(retries.map((r) => [r.attempt, r.delay_ms]), [[1, 5]]);
+    assert.equal(t.logger.named("hub_upload_failed").length, 1);
     assert.deepEqual(t.reports, []);
     assert.deepEqual(t.logger.named("hub_uploaded"), []);
   } finally {

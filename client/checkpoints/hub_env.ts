@@ -20,6 +20,8 @@ export interface HubFlags {
   readonly hubRepo: string | null;
   /** `--hub-url`; null: from the environment. */
   readonly hubUrl: string | null;
+  /** `--hub-upload-attempts` (default: hub_upload.ts's). */
+  readonly hubUploadAttempts?: number;
 }
 
 /** The Hub endpoint: `--hub-url`, else `HF_ENDPOINT`, else {@link HUB_URL}. */
@@ -49,7 +51,12 @@ export function hubTarget(flags: HubFlags, env: Env): HubTarget | null {
       }`,
     );
   }
-  return { repoId: flags.hubRepo, hubUrl: hubEndpoint(flags, env), token };
+  return {
+    repoId: flags.hubRepo,
+    hubUrl: hubEndpoint(flags, env),
+    token,
+    ...(flags.hubUploadAttempts === undefined ? {} : { attempts: flags.hubUploadAttempts }),
+  };
 }
 
 /**

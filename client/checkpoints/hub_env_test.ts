@@ -14,6 +14,11 @@ Deno.test("hub settings: --hub-url, else HF_ENDPOINT, else the public Hub; HF_TO
     hubUrl: "https://huggingface.co",
     token: "hf_1",
   });
+  assert.equal(
+    hubTarget({ hubRepo: "o/n", hubUrl: null, hubUploadAttempts: 2 }, envOf({ HF_TOKEN: "hf_1" }))
+      ?.attempts,
+    2,
+  );
   assert.throws(
     () => hubTarget({ hubRepo: "o/n", hubUrl: null }, envOf({})),
     (e) => e instanceof UsageError && /--hub-repo needs HF_TOKEN.*which is not set/.test(e.message),

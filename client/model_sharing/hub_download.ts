@@ -11,6 +11,12 @@
  * written to a temporary name and renamed, so a failed download never leaves a half-written
  * file that hub.ts would load.
  *
+ * Every request the library makes goes through one `fetch` that carries the caller's abort
+ * signal (the library's download calls take none) and a stall watchdog: a request that waits
+ * longer than `stallTimeoutMs` for its answer or for its next bytes is cut, and the download
+ * fails naming the file, rather than a joiner hanging on a Hub that stopped sending. A slow but
+ * moving download is never cut: the watchdog measures silence, not total time.
+ *
  * @module
  */
 import { dirname, join } from "node:path";
@@ -43,11 +49,83 @@ export interface HubDownloadOptions {
   readonly token?: string;
   /** Aborts the download. */
   readonly signal?: AbortSignal;
+  /** Silence after which a request is cut (default {@link DEFAULT_STALL_TIMEOUT_MS}). */
+  readonly stallTimeoutMs?: number;
   /** `fetch`, injectable for tests. */
   readonly fetch?: typeof fetch;
 }
 
+/** How long a request may wait for its answer or its next bytes, by default. */
+export const DEFAULT_STALL_TIMEOUT_MS = 60_000;
+
 const REPO_ID = /^\w[\w.-]*\/\w[\w.-]*$/;
+
+/** The reason a watched request was cut. */
+export class HubStallError extends Error {
+  /** Builds the error. */
+  constructor(url: string, ms: number) {
+    super(`the Hub sent nothing for ${ms / 1000} s (${url})`);
+    this.name = "HubStallError";
+  }
+}
+
+/**
+ * `base` with the abort `signal` on every request and a watchdog that cuts a request once it
+ * has waited `stallMs` for its response or for its body's next chunk.
+ */
+export function watchedFetch(
+  base: typeof fetch,
+  signal: AbortSignal | undefined,
+  stallMs: number,
+): typeof fetch {
+  return async (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    const watchdog = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => watchdog.abort(new HubStallError(url, stallMs)), stallMs);
+    };
+    const disarm = () => clearTimeout(timer);
+    const signals = [watchdog.signal, signal, init?.signal ?? undefined].filter(
+      (s): s is AbortSignal => s !== undefined,
+    );
+    arm();
+    let response: Response;
+    try {
+      response = await base(input, { ...init, signal: AbortSignal.any(signals) });
+    } catch (error) {
+      throw watchdog.signal.aborted ? watchdog.signal.reason : error;
+    } finally {
+      disarm();
+    }
+    if (response.body === null) return response;
+    const reader = response.body.getReader();
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        arm();
+        try {
+          const { done, value } = await reader.read();
+          disarm();
+          if (done) controller.close();
+          else controller.enqueue(value);
+        } catch (error) {
+          disarm();
+          controller.error(watchdog.signal.aborted ? watchdog.signal.reason : error);
+        }
+      },
+      cancel(reason) {
+        disarm();
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+}
 const COMMIT = /^[0-9a-f]{40}$/;
 
 /** The resolve URL of one file of a repo at a revision. */
@@ -77,9 +155,12 @@ export async function downloadHubRepo(repo: HubRepo, options: HubDownloadOptions
     throw new RangeError(`repo id "${repo.repoId}" is not of the form owner/name`);
   }
   const credentials = options.token ? { accessToken: options.token } : {};
+  const stallMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
+  const fetch = watchedFetch(options.fetch ?? globalThis.fetch, options.signal, stallMs);
   const name = repo.repoId;
   const fail = (url: string, what: string, cause: unknown): never => {
-    throw new HubDownloadError(url, `Cannot download ${what}: ${(cause as Error).message}`, {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    throw new HubDownloadError(url, `Cannot download ${what}: ${reason}`, {
       cause,
     });
   };
@@ -93,7 +174,7 @@ export async function downloadHubRepo(repo: HubRepo, options: HubDownloadOptions
         revision,
         hubUrl: endpoint,
         additionalFields: ["sha"],
-        fetch: options.fetch,
+        fetch,
         ...credentials,
       });
       commit = typeof info.sha === "string" ? info.sha : null;
@@ -117,7 +198,7 @@ export async function downloadHubRepo(repo: HubRepo, options: HubDownloadOptions
         path: file,
         revision: commit!,
         hubUrl: endpoint,
-        fetch: options.fetch,
+        fetch,
         ...credentials,
       });
     } catch (cause) {

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { downloadHubRepo, HubDownloadError, hubFileUrl } from "./hub_download.ts";
+import { downloadHubRepo, HubDownloadError, hubFileUrl, watchedFetch } from "./hub_download.ts";
 import { FakeHub } from "../testing/fake_hub.ts";
 import { uploadCheckpoint } from "../checkpoints/mod.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
@@ -121,4 +121,87 @@ Deno.test("a missing repo, revision or Hub outage is a HubDownloadError naming i
     await hub[Symbol.asyncDispose]();
     await Deno.remove(cache, { recursive: true });
   }
+});
+
+/** The files under `dir`, recursively, relative to it. */
+async function filesUnder(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (at: string, prefix: string) => {
+    for await (const entry of Deno.readDir(at)) {
+      const rel = prefix === "" ? entry.name : `${prefix}/${entry.name}`;
+      if (entry.isDirectory) await walk(join(at, entry.name), rel);
+      else found.push(rel);
+    }
+  };
+  await walk(dir, "");
+  return found.sort();
+}
+
+Deno.test("a Hub that stops sending mid-file is cut by the stall watchdog, leaving no file", async () => {
+  const { hub, revision } = await hubWithModel(8);
+  const cache = await Deno.makeTempDir({ prefix: "hub_dl_" });
+  try {
+    hub.stallDownloads = true;
+    await assert.rejects(
+      () =>
+        downloadHubRepo({ repoId: "owner/tiny", revision }, {
+          cacheDir: cache,
+          endpoint: hub.url,
+          stallTimeoutMs: 300,
+        }),
+      (e) =>
+        e instanceof HubDownloadError && e.url.endsWith("/config.json") &&
+        /the Hub sent nothing for 0.3 s/.test(e.message),
+    );
+    const left = await filesUnder(cache);
+    assert.ok(
+      left.every((f) => !f.endsWith(".partial") && !f.endsWith("config.json")),
+      left.join(),
+    );
+  } finally {
+    await hub[Symbol.asyncDispose]();
+    await Deno.remove(cache, { recursive: true });
+  }
+});
+
+Deno.test("an abort ends a stalled download at once", async () => {
+  const { hub, revision } = await hubWithModel(9);
+  const cache = await Deno.makeTempDir({ prefix: "hub_dl_" });
+  try {
+    hub.stallDownloads = true;
+    const controller = new AbortController();
+    const download = downloadHubRepo({ repoId: "owner/tiny", revision }, {
+      cacheDir: cache,
+      endpoint: hub.url,
+      signal: controller.signal,
+    });
+    setTimeout(() => controller.abort(new Error("client leaving")), 200);
+    await assert.rejects(() => download, /client leaving/);
+    assert.deepEqual(
+      (await filesUnder(cache)).filter((f) => f.endsWith(".partial") || f.endsWith(".json")),
+      [],
+    );
+  } finally {
+    await hub[Symbol.asyncDispose]();
+    await Deno.remove(cache, { recursive: true });
+  }
+});
+
+Deno.test("the watchdog measures silence, not total time: a slow, moving body passes", async () => {
+  const chunks = 6;
+  const slow: typeof fetch = () => {
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await new Promise((r) => setTimeout(r, 40));
+        if (sent++ === chunks) controller.close();
+        else controller.enqueue(new Uint8Array([sent]));
+      },
+    });
+    return Promise.resolve(new Response(body));
+  };
+  // Six 40 ms gaps (240 ms in all) under a 150 ms watchdog.
+  const watched = watchedFetch(slow, undefined, 150);
+  const bytes = new Uint8Array(await (await watched("http://x/")).arrayBuffer());
+  assert.deepEqual([...bytes], [1, 2, 3, 4, 5, 6]);
 });

@@ -15,10 +15,14 @@
  *   requests, `ETag` and `X-Repo-Commit`; a missing file is `404` with `X-Error-Code:
  *   EntryNotFound`, as the library expects;
  * - `GET /api/models/{owner}/{name}/revision/{rev}`: the model's info, whose `sha` is the commit a
- *   branch points to (the library's `modelInfo`).
+ *   branch points to (the library's `modelInfo`);
+ * - `GET /api/models/{owner}/{name}`: whether the repo exists (`repoExists`);
+ * - `POST /api/repos/create`: a new model repo (`createRepo`), recorded with its visibility.
  *
  * Reads are public; writes need the token. Every request is recorded; `failing` makes every
- * endpoint answer 500 (an outage).
+ * endpoint answer 500 (an outage), `failNext` only the next so many requests (a blip), and
+ * `stallDownloads` makes whole-file downloads (no `Range`) send their headers and first byte, then
+ * nothing.
  *
  * @module
  */
@@ -72,6 +76,14 @@ export class FakeHub implements AsyncDisposable {
   readonly commits: FakeHubCommit[] = [];
   /** When true, every endpoint answers 500. */
   failing = false;
+  /** The next this many requests answer 500, then the Hub works again. */
+  failNext = 0;
+  /** When true, a file download sends its headers and first byte, then stalls. */
+  stallDownloads = false;
+  /** Every repo created through the API, in order, with the visibility asked for. */
+  readonly created: { repoId: string; visibility: string | null }[] = [];
+  readonly #repos: Set<string> | null;
+  readonly #stalled = new Set<ReadableStreamDefaultController<Uint8Array>>();
   readonly #server: Deno.HttpServer<Deno.NetAddr>;
   readonly #options: FakeHubOptions;
   readonly #lfs = new Map<string, Uint8Array>();
@@ -81,6 +93,7 @@ export class FakeHub implements AsyncDisposable {
 
   private constructor(options: FakeHubOptions) {
     this.#options = options;
+    this.#repos = options.repos === undefined ? null : new Set(options.repos);
     this.#server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen() {} },
       (req) => this.#handle(req),
@@ -101,6 +114,7 @@ export class FakeHub implements AsyncDisposable {
 
   /** Stops the server. */
   async [Symbol.asyncDispose](): Promise<void> {
+    for (const stalled of this.#stalled) stalled.error(new Error("fake hub: shutting down"));
     await this.#server.shutdown();
   }
 
@@ -108,7 +122,8 @@ export class FakeHub implements AsyncDisposable {
     const url = new URL(req.url);
     const path = decodeURIComponent(url.pathname);
     this.requests.push({ method: req.method, path });
-    if (this.failing) {
+    if (this.failing || this.failNext > 0) {
+      this.failNext = Math.max(0, this.failNext - 1);
       await req.body?.cancel();
       return json({ error: "fake hub: internal server error" }, 500);
     }
@@ -158,6 +173,14 @@ export class FakeHub implements AsyncDisposable {
     if ((m = /^\/api\/models\/([^/]+\/[^/]+)\/revision\/(.+)$/.exec(path))) {
       return this.#info(m[1], m[2]);
     }
+    if ((m = /^\/api\/models\/([^/]+\/[^/]+)$/.exec(path)) && req.method === "GET") {
+      return this.#exists(m[1])
+        ? json({ _id: m[1], id: m[1], likes: 0 })
+        : notFound("RepoNotFound", `Repository ${m[1]} not found`);
+    }
+    if (path === "/api/repos/create" && req.method === "POST") {
+      return this.#create(await req.json());
+    }
     if ((m = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(path))) {
       return this.#resolve(m[1], m[2], m[3], req);
     }
@@ -166,7 +189,18 @@ export class FakeHub implements AsyncDisposable {
   }
 
   #exists(repoId: string): boolean {
-    return this.#options.repos === undefined || this.#options.repos.includes(repoId);
+    return this.#repos === null || this.#repos.has(repoId);
+  }
+
+  #create(body: { name?: string; organization?: string; type?: string; visibility?: string }) {
+    const repoId = `${body.organization}/${body.name}`;
+    if (body.type !== "model" || !/^[\w.-]+\/[\w.-]+$/.test(repoId)) {
+      return json({ error: `fake hub: cannot create ${body.type} repo ${repoId}` }, 400);
+    }
+    if (this.#exists(repoId)) return json({ error: "You already created this model repo" }, 409);
+    this.#repos?.add(repoId);
+    this.created.push({ repoId, visibility: body.visibility ?? null });
+    return json({ url: `${this.url}/${repoId}`, name: repoId, id: repoId });
   }
 
   #lfsUpload(oid: string, bytes: Uint8Array): Response {
@@ -248,6 +282,21 @@ export class FakeHub implements AsyncDisposable {
       "accept-ranges": "bytes",
       "content-type": "application/octet-stream",
     };
+    if (this.stallDownloads && req.method === "GET" && !req.headers.has("range")) {
+      const stalled = this.#stalled;
+      let held: ReadableStreamDefaultController<Uint8Array>;
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          held = controller;
+          stalled.add(controller);
+          controller.enqueue(bytes.slice(0, 1));
+        },
+        cancel() {
+          stalled.delete(held);
+        },
+      });
+      return new Response(body, { headers });
+    }
     const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.get("range") ?? "");
     if (range !== null && bytes.length > 0) {
       const start = Number(range[1]);

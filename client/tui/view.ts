@@ -274,6 +274,8 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "hub_upload_phase":
     case "hub_uploaded":
     case "hub_upload_failed":
+    case "hub_upload_retry":
+    case "hub_repo_created":
     case "hub_reported":
     case "hub_report_skipped":
     case "checkpoint_deleted":

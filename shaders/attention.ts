@@ -8,6 +8,12 @@
  * delta scratch `[B, H, T]`. Query head h reads key/value head `h / (H / KVH)` (HF `repeat_kv`).
  * Scores are `scale · q·k` (scale defaults to `1/sqrt(D)`); query t sees keys 0..t.
  *
+ * Packed documents (varlen attention): with `documents` (u32 `[B, T, 2]`: each token's document as
+ * the row positions `[start, end)`), query t sees only keys `start(t)..t` of its own document, a
+ * block-diagonal causal mask. The kernels then walk only those keys (and the backward's key rows
+ * only their document's queries), adding the same terms in the same order as the unmasked walk
+ * over a row holding that one document; without `documents` the kernels are the unmasked ones.
+ *
  * Backward (P = softmax probabilities, dO = output gradient, Δ_t = dO_t·O_t):
  * `dS = P ⊙ (dO·Vᵀ − Δ)`, `dQ = scale·dS·K`, `dK = scale·dSᵀ·Q`, `dV = Pᵀ·dO`, in three passes:
  * Δ per query row; dQ per query row (loop over keys); dK and dV per key row (loop over the
@@ -81,18 +87,28 @@ ${each(dv, (j) => `acc${j} = fma(vec4<f32>(e), v[ko + ${j}u], acc${j} * corr);`)
     m = mn;`;
 }
 
+/** The `documents` binding (u32 `[B, T, 2]`) of a packed kernel, at index `at`; none otherwise. */
+function documentsBinding(packed: boolean, at: number): string {
+  return packed ? `\n@group(0) @binding(${at}) var<storage, read> documents: array<u32>;` : "";
+}
+
+/** The first key query `tq` of row `bb` sees: its document's start when packed, else 0. */
+function firstKey(packed: boolean): string {
+  return packed ? "documents[2u * (bb * p.t + tq)]" : "0u";
+}
+
 /**
  * Forward: one invocation per (b, h, t) query row, online softmax over keys 0..t. Rows live in
  * named registers (the loops over D are unrolled), which llvmpipe keeps in SIMD registers.
  */
-export function attentionForwardKernel(d: number, wg: number): string {
+export function attentionForwardKernel(d: number, wg: number, packed = false): string {
   const dv = d / 4;
   return `${PARAMS}
 @group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
 @group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
+@group(0) @binding(5) var<storage, read_write> lse: array<f32>;${documentsBinding(packed, 6)}
 ${main1d(wg)}
   if (i >= p.b * p.h * p.t) { return; }
   let tq = i % p.t;
@@ -104,7 +120,7 @@ ${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
 ${regs(dv, "var", "acc", () => "vec4<f32>()")}
   var m = -3.0e38;
   var l = 0.0;
-  for (var s = 0u; s <= tq; s++) {
+  for (var s = ${firstKey(packed)}; s <= tq; s++) {
     let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
     ${onlineSoftmaxStep(dv)}
   }
@@ -135,10 +151,10 @@ ${main1d(wg)}
 }
 
 /** Backward pass 2: dQ, one invocation per query row. */
-export function attentionDqKernel(d: number, wg: number): string {
+export function attentionDqKernel(d: number, wg: number, packed = false): string {
   const dv = d / 4;
   return `${BACKWARD_INPUTS}
-@group(0) @binding(7) var<storage, read_write> dq: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> dq: array<vec4<f32>>;${documentsBinding(packed, 8)}
 ${main1d(wg)}
   if (i >= p.b * p.h * p.t) { return; }
   let tq = i % p.t;
@@ -152,7 +168,7 @@ ${main1d(wg)}
 ${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
 ${regs(dv, "let", "do", (j) => `dout[qo + ${j}u]`)}
 ${regs(dv, "var", "acc", () => "vec4<f32>()")}
-  for (var s = 0u; s <= tq; s++) {
+  for (var s = ${firstKey(packed)}; s <= tq; s++) {
     let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
     ${rowDot(dv, "qk", (j) => `q${j}`, (j) => `k[ko + ${j}u]`)}
     let prob = exp(qk * p.scale - lrow);
@@ -171,15 +187,17 @@ ${each(dv, (j) => `dq[qo + ${j}u] = acc${j} * p.scale;`, "  ")}
  * and head group) walks from its first member's key, each skipping the queries before its own,
  * so all read the same query row at once (one load per warp on a GPU, where a walk from each
  * invocation's own key reads a different row per invocation). Each invocation still adds the
- * same terms in the same order: the same bits for every `lockstep`.
+ * same terms in the same order: the same bits for every `lockstep`. `packed`: key `s` walks only
+ * the queries of its own document (up to its end).
  */
-export function attentionDkvKernel(d: number, wg: number, lockstep = 1): string {
+export function attentionDkvKernel(d: number, wg: number, lockstep = 1, packed = false): string {
   const dv = d / 4;
+  const end = packed ? "\n  let tEnd = documents[2u * (bb * p.t + s) + 1u];" : "";
   const start = lockstep > 1 ? `s - min(s, li % ${lockstep}u)` : "s";
   const skip = lockstep > 1 ? "\n      if (tq < s) { continue; }" : "";
   return `${BACKWARD_INPUTS}
 @group(0) @binding(7) var<storage, read_write> dk: array<vec4<f32>>;
-@group(0) @binding(8) var<storage, read_write> dv: array<vec4<f32>>;
+@group(0) @binding(8) var<storage, read_write> dv: array<vec4<f32>>;${documentsBinding(packed, 9)}
 ${main1d(wg)}
   if (i >= p.b * p.kvh * p.t) { return; }
   let s = i % p.t;
@@ -187,13 +205,13 @@ ${main1d(wg)}
   let bb = i / (p.t * p.kvh);
   let rep = p.h / p.kvh;
   let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
-  let s0 = ${start};
+  let s0 = ${start};${end}
 ${regs(dv, "let", "k", (j) => `k[ko + ${j}u]`)}
 ${regs(dv, "let", "v", (j) => `v[ko + ${j}u]`)}
 ${regs(dv, "var", "dka", () => "vec4<f32>()")}
 ${regs(dv, "var", "dva", () => "vec4<f32>()")}
   for (var hh = g * rep; hh < (g + 1u) * rep; hh++) {
-    for (var tq = s0; tq < p.t; tq++) {${skip}
+    for (var tq = s0; tq < ${packed ? "tEnd" : "p.t"}; tq++) {${skip}
       let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
       let row = (bb * p.h + hh) * p.t + tq;
       ${rowDot(dv, "qk", (j) => `q[qo + ${j}u]`, (j) => `k${j}`)}
@@ -239,6 +257,11 @@ export interface AttentionForwardArgs extends AttentionDims {
   readonly out: TensorView;
   /** Written: log-sum-exp of each query row's scores `[B, H, T]`, kept for the backward. */
   readonly lse: TensorView;
+  /**
+   * u32 `[B, T, 2]`: each token's document `[start, end)` as positions in its row (`start ≤ t <
+   * end ≤ T`, not checked on the GPU), for packed rows; absent: one document per row.
+   */
+  readonly documents?: TensorView;
 }
 
 /** Bindings of {@link Attention.backward}: the forward's, then the gradients. */
@@ -283,13 +306,19 @@ export class Attention {
     this.#check(what, args, { q: args.q, out: args.out }, { k: args.k, v: args.v }, {
       lse: args.lse,
     });
-    const pipeline = this.#pipeline("forward", args.d, attentionForwardKernel);
+    const packed = this.#documents(what, args);
+    const pipeline = this.#pipeline(
+      `forward${packed.name}`,
+      args.d,
+      (d, wg) => attentionForwardKernel(d, wg, packed.on),
+    );
     const group = bindTensors(this.#rt, pipeline, this.#params(args), [
       args.q,
       args.k,
       args.v,
       args.out,
       args.lse,
+      ...packed.bindings,
     ]);
     dispatch1d(pass, pipeline, group, args.b * args.h * args.t, this.#wg);
   }
@@ -307,6 +336,7 @@ export class Attention {
       { k: args.k, v: args.v, dk: args.dk, dv: args.dv },
       { lse: args.lse, delta: args.delta },
     );
+    const packed = this.#documents(what, args);
     const params = this.#params(args);
     const { b, h, t, kvh, d } = args;
     const deltaPipe = this.#pipeline("delta", d, attentionDeltaKernel);
@@ -317,25 +347,34 @@ export class Attention {
       b * h * t,
       this.#wg,
     );
-    const dqPipe = this.#pipeline("dq", d, attentionDqKernel);
+    const dqPipe = this.#pipeline(
+      `dq${packed.name}`,
+      d,
+      (d, wg) => attentionDqKernel(d, wg, packed.on),
+    );
     const common = [args.q, args.k, args.v, args.lse, args.dOut, args.delta];
     dispatch1d(
       pass,
       dqPipe,
-      bindTensors(this.#rt, dqPipe, params, [...common, args.dq]),
+      bindTensors(this.#rt, dqPipe, params, [...common, args.dq, ...packed.bindings]),
       b * h * t,
       this.#wg,
     );
     const lockstep = this.#lockstep;
     const dkvPipe = this.#pipeline(
-      `dkv/lockstep${lockstep}`,
+      `dkv/lockstep${lockstep}${packed.name}`,
       d,
-      (d, wg) => attentionDkvKernel(d, wg, lockstep),
+      (d, wg) => attentionDkvKernel(d, wg, lockstep, packed.on),
     );
     dispatch1d(
       pass,
       dkvPipe,
-      bindTensors(this.#rt, dkvPipe, params, [...common, args.dk, args.dv]),
+      bindTensors(this.#rt, dkvPipe, params, [
+        ...common,
+        args.dk,
+        args.dv,
+        ...packed.bindings,
+      ]),
       b * kvh * t,
       this.#wg,
     );
@@ -348,6 +387,16 @@ export class Attention {
   ): GPUComputePipeline {
     const wg = this.#wg;
     return this.#rt.pipeline(`attention/${name}/d${d}/${wg}`, () => source(d, wg));
+  }
+
+  /** The packed variant's pipeline suffix and extra binding, when `documents` is given. */
+  #documents(
+    what: string,
+    args: AttentionForwardArgs,
+  ): { on: boolean; name: string; bindings: TensorView[] } {
+    if (args.documents === undefined) return { on: false, name: "", bindings: [] };
+    requireLength(`${what}: binding "documents"`, args.documents, args.b * args.t * 2, "[B, T, 2]");
+    return { on: true, name: "/documents", bindings: [args.documents] };
   }
 
   #params(args: AttentionDims): number[] {

@@ -9,7 +9,12 @@ import {
 import { assertClose, F32_EPS, randomF32 } from "./testing/kernels.ts";
 
 Deno.test("attention reference backward matches finite differences", () => {
-  const dims = { b: 1, t: 3, h: 4, kvh: 2, d: 4 };
+  for (const lengths of [undefined, [[2, 1]]]) referenceByFiniteDifferences(lengths);
+});
+
+/** The reference's gradients against central differences, with or without packed documents. */
+function referenceByFiniteDifferences(sequenceLengths?: number[][]) {
+  const dims = { b: 1, t: 3, h: 4, kvh: 2, d: 4, sequenceLengths };
   const q = Float64Array.from(randomF32(1, 3 * 4 * 4, -2, 2));
   const k = Float64Array.from(randomF32(2, 3 * 2 * 4, -2, 2));
   const v = Float64Array.from(randomF32(3, 3 * 2 * 4));
@@ -33,7 +38,7 @@ Deno.test("attention reference backward matches finite differences", () => {
       );
     }
   }
-});
+}
 
 Deno.test("fused attention forward and backward match the f64 reference", async () => {
   using rt = await GpuRuntime.create();
@@ -143,4 +148,80 @@ Deno.test("the key and value gradients' lockstep walk gives the plain walk's bit
     assert.deepEqual(got.dv, plain.dv, `dv, workgroup ${wg}, lockstep ${lockstep}`);
   }
   assert.throws(() => new Attention(rt, 64, 0), /lockstep must be a positive integer/);
+});
+
+/** `[B, T, 2]` u32: each token's document `[start, end)` in its row, from the lengths. */
+function spans(lengths: number[][], t: number): Uint32Array {
+  const out = new Uint32Array(lengths.length * t * 2);
+  lengths.forEach((row, bb) => {
+    let start = 0;
+    for (const len of row) {
+      for (let j = start; j < start + len; j++) out.set([start, start + len], (bb * t + j) * 2);
+      start += len;
+    }
+  });
+  return out;
+}
+
+Deno.test("packed documents: attention sees only its own document, as the f64 reference", async () => {
+  using rt = await GpuRuntime.create();
+  const dims: AttentionDims = { b: 2, t: 11, h: 4, kvh: 2, d: 8 };
+  const { b, t, h, kvh, d } = dims;
+  const lengths = [[4, 1, 6], [11]];
+  const nq = b * t * h * d, nk = b * t * kvh * d, rows = b * h * t;
+  const q = randomF32(5, nq, -2, 2), k = randomF32(6, nk, -2, 2);
+  const v = randomF32(7, nk), dOut = randomF32(8, nq);
+  const inputs = {
+    q: rt.buffer("q", q),
+    k: rt.buffer("k", k),
+    v: rt.buffer("v", v),
+    dOut: rt.buffer("dOut", dOut),
+    lse: rt.buffer("lse", rows * 4),
+    delta: rt.buffer("delta", rows * 4),
+  };
+  const run = async (lockstep: number, documents?: Uint32Array) => {
+    const attn = new Attention(rt, 64, lockstep);
+    const out = rt.buffer("out", nq * 4);
+    const dq = rt.buffer("dq", nq * 4), dk = rt.buffer("dk", nk * 4), dv = rt.buffer("dv", nk * 4);
+    const docs = documents === undefined ? {} : { documents: rt.buffer("documents", documents) };
+    const step = rt.beginStep("packed attention");
+    attn.forward(step.pass, { ...dims, ...inputs, ...docs, out });
+    attn.backward(step.pass, { ...dims, ...inputs, ...docs, out, dq, dk, dv });
+    await step.submit();
+    return {
+      out: await rt.read(out),
+      lse: await rt.read(inputs.lse),
+      dq: await rt.read(dq),
+      dk: await rt.read(dk),
+      dv: await rt.read(dv),
+    };
+  };
+  const got = await run(1, spans(lengths, t));
+  const packed = { ...dims, sequenceLengths: lengths };
+  const eps = (d + t + 16 + 4 * 16) * F32_EPS;
+  const ref = attentionForwardRef(q, k, v, packed);
+  const mag = attentionForwardRef(q, k, v.map(Math.abs), packed).out;
+  assertClose(got.out, ref.out, (i) => 2 * eps * mag[i] + 1e-30, "packed out");
+  assertClose(got.lse, ref.lse, (i) => 2 * eps * (1 + Math.abs(ref.lse[i])), "packed lse");
+  const grads = attentionBackwardRef(q, k, v, dOut, packed);
+  const bounds = attentionBackwardBounds(q, k, v, dOut, packed);
+  for (const label of ["dq", "dk", "dv"] as const) {
+    const tol = (i: number) => 2 * (eps + (d + t) * F32_EPS) * bounds[label][i] + 1e-30;
+    assertClose(got[label], grads[label], tol, `packed ${label}`);
+  }
+  // The mask matters: token 4 (a one-token document) attends to itself only, so its output is
+  // its value row, while the unmasked attention mixes in tokens 0..3.
+  const plainRef = attentionForwardRef(q, k, v, dims).out;
+  const o = (4 * h) * d;
+  assert.ok(Math.abs(plainRef[o] - ref.out[o]) > 1e-3, "the reference ignores the documents");
+  // Lockstep walks give the same bits with documents too.
+  const stepped = await run(8, spans(lengths, t));
+  assert.deepEqual(stepped.dk, got.dk);
+  assert.deepEqual(stepped.dv, got.dv);
+  // One document per row is the unmasked attention, to the bit.
+  const whole = await run(1, spans([[t], [t]], t));
+  const plain = await run(1);
+  for (const label of ["out", "lse", "dq", "dk", "dv"] as const) {
+    assert.deepEqual(whole[label], plain[label], `${label}: one document per row`);
+  }
 });

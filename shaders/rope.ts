@@ -8,7 +8,9 @@
  * kernel only reads the table, so it is the same for every scaling.
  *
  * Shapes: x `[N, heads, D]` with N = B·T tokens and position `t = n mod T`, rotated in place;
- * table `[T, D/2, 2]` of (cos, sin) from {@link ropeTable}. The table is computed once on the host
+ * table `[T, D/2, 2]` of (cos, sin) from {@link ropeTable}. With `positions` (u32 `[N]`, each
+ * `< T`), token n rotates by the angle of position `positions[n]` instead (HF `position_ids`:
+ * packed documents restart at 0); positions `n mod T` give the same bits as none. The table is computed once on the host
  * in f64 (with HF's f32 inverse frequencies) so every adapter rotates by bit-identical angles;
  * GPU `sin`/`cos` differ between vendors.
  *
@@ -143,18 +145,25 @@ export function ropeTable(t: number, d: number, rope: RopeFrequencies): Float32A
   return table;
 }
 
-/** In-place rotation; `direction` is 1 (forward) or −1 (backward: rotate back). */
-export function ropeKernel(wg: number, items = 1): string {
+/**
+ * In-place rotation; `direction` is 1 (forward) or −1 (backward: rotate back). `positioned`
+ * reads each token's position from binding 3 (u32 `[N]`) instead of `token mod T`.
+ */
+export function ropeKernel(wg: number, items = 1, positioned = false): string {
+  const positions = positioned
+    ? "\n@group(0) @binding(3) var<storage, read> positions: array<u32>;"
+    : "";
+  const pos = positioned ? "positions[row / p.heads]" : "(row / p.heads) % p.t";
   return `struct Params { n: u32, t: u32, heads: u32, d: u32, direction: f32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>;
-@group(0) @binding(2) var<storage, read> table: array<f32>;
+@group(0) @binding(2) var<storage, read> table: array<f32>;${positions}
 ${main1d(wg, items)}
   let half = p.d / 2u;
   if (i >= p.n * p.heads * half) { return; }
   let pair = i % half;
   let row = i / half;               // token · heads + head
-  let pos = (row / p.heads) % p.t;
+  let pos = ${pos};
   let cs = (pos * half + pair) * 2u;
   let c = table[cs];
   let s = table[cs + 1u] * p.direction;
@@ -185,6 +194,8 @@ export interface RopeForwardArgs extends RopeDims {
   readonly x: TensorView;
   /** `[T, D/2, 2]` (cos, sin) from {@link ropeTable}. */
   readonly table: TensorView;
+  /** u32 `[N]`: each token's position (`< T`, not checked on the GPU); absent: `n mod T`. */
+  readonly positions?: TensorView;
 }
 
 /** Bindings of {@link Rope.backward}. */
@@ -193,6 +204,8 @@ export interface RopeBackwardArgs extends RopeDims {
   readonly dx: TensorView;
   /** The forward's table. */
   readonly table: TensorView;
+  /** The forward's positions, if it had them. */
+  readonly positions?: TensorView;
 }
 
 /** Rotary embeddings in place: forward rotates, backward rotates the gradient back. */
@@ -220,10 +233,16 @@ export class Rope extends ElementKernel {
     if (d % 2 !== 0) throw new RangeError(`rope: head size D must be even, got ${d}`);
     requireLength('rope: binding "x"', args.x, n * heads * d, "[N, heads, D]");
     requireLength('rope: binding "table"', args.table, t * d, "[T, D/2, 2]");
+    const positioned = args.positions !== undefined;
+    if (positioned) requireLength('rope: binding "positions"', args.positions!, n, "[N]");
     const [wg, items] = [this.wg, this.items];
-    const pipeline = this.rt.pipeline(`rope/${wg}x${items}`, () => ropeKernel(wg, items));
+    const pipeline = this.rt.pipeline(
+      `rope/${wg}x${items}${positioned ? "/positions" : ""}`,
+      () => ropeKernel(wg, items, positioned),
+    );
     const params = [n, t, heads, d, direction === 1 ? 0x3f800000 : 0xbf800000];
-    const group = bindTensors(this.rt, pipeline, params, [args.x, args.table]);
+    const tensors = positioned ? [args.x, args.table, args.positions!] : [args.x, args.table];
+    const group = bindTensors(this.rt, pipeline, params, tensors);
     dispatch1d(pass, pipeline, group, (n * heads * d) / 2, wg, items);
   }
 }

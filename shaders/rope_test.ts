@@ -72,6 +72,47 @@ Deno.test("rope forward and backward match the f64 reference and invert each oth
   }
 });
 
+Deno.test("rope by given positions (documents restarting at 0) matches the f64 reference", async () => {
+  using rt = await GpuRuntime.create();
+  const rope = new Rope(rt);
+  const b = 2, t = 9, heads = 3, d = 8, n = b * t;
+  const frequencies: RopeFrequencies = { theta: 10000, scaling: null };
+  // Row 0: documents of 4, 3 and 2 tokens; row 1: one of 2, then one of 7.
+  const positions = Uint32Array.from([0, 1, 2, 3, 0, 1, 2, 0, 1, 0, 1, 0, 1, 2, 3, 4, 5, 6]);
+  const x = randomF32(17, n * heads * d);
+  const table = rt.buffer("table", ropeTable(t, d, frequencies));
+  const pos = rt.buffer("positions", positions);
+  const plainPos = rt.buffer("plain positions", Uint32Array.from({ length: n }, (_, i) => i % t));
+  const fwd = rt.buffer("x", x), bwd = rt.buffer("dx", x);
+  const plain = rt.buffer("plain", x), byPlainPos = rt.buffer("by plain positions", x);
+  const step = rt.beginStep("rope positions");
+  rope.forward(step.pass, { x: fwd, table, n, t, heads, d, positions: pos });
+  rope.backward(step.pass, { dx: bwd, table, n, t, heads, d, positions: pos });
+  rope.forward(step.pass, { x: plain, table, n, t, heads, d });
+  rope.forward(step.pass, { x: byPlainPos, table, n, t, heads, d, positions: plainPos });
+  await step.submit();
+  const half = d / 2;
+  const tol = (i: number) => {
+    const partner = i % d < half ? i + half : i - half;
+    return (3 * t + 4) * F32_EPS * (Math.abs(x[i]) + Math.abs(x[partner]));
+  };
+  const dims = { n, t, heads, d, rope: frequencies, positions };
+  assertClose(await rt.read(fwd), ropeRef(x, dims), tol, "forward by positions");
+  assertClose(await rt.read(bwd), ropeRef(x, { ...dims, direction: -1 }), tol, "backward");
+  // The reference really moved: token 4 (position 0) is not rotated at all.
+  const moved = ropeRef(x, dims);
+  for (let i = 4 * heads * d; i < 5 * heads * d; i++) assert.equal(moved[i], x[i]);
+  // Positions n mod T are the default: the same bits.
+  assert.deepEqual(await rt.read(byPlainPos), await rt.read(plain));
+  assert.throws(
+    () => {
+      const s = rt.beginStep("bad positions");
+      rope.forward(s.pass, { x: fwd, table, n, t, heads, d, positions: rt.buffer("short", 4) });
+    },
+    /positions/,
+  );
+});
+
 Deno.test("rope table follows HF's rotate_half frequencies", () => {
   const table = ropeTable(3, 4, { theta: 10000, scaling: null });
   // position 2, pair 1: angle 2 · 10000^(-2/4) = 0.02

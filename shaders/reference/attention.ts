@@ -14,6 +14,26 @@ export interface AttentionRefDims {
   kvh: number;
   d: number;
   scale?: number;
+  /**
+   * Lengths of the documents packed in each row (`[B][documents]`, each row summing to T): a
+   * query sees only the keys of its own document. Absent: one document per row.
+   */
+  sequenceLengths?: readonly (readonly number[])[];
+}
+
+/** Document number of every token `[B·T]` (0 everywhere without `sequenceLengths`). */
+function documentOf(o: AttentionRefDims): Int32Array {
+  const doc = new Int32Array(o.b * o.t);
+  if (o.sequenceLengths === undefined) return doc;
+  for (let bb = 0; bb < o.b; bb++) {
+    let at = 0;
+    o.sequenceLengths[bb].forEach((len, i) => {
+      for (let j = 0; j < len; j++) doc[bb * o.t + at + j] = i;
+      at += len;
+    });
+    if (at !== o.t) throw new RangeError(`row ${bb}: documents add up to ${at}, not ${o.t}`);
+  }
+  return doc;
 }
 
 function probs(q: ArrayLike<number>, k: ArrayLike<number>, o: AttentionRefDims) {
@@ -22,7 +42,10 @@ function probs(q: ArrayLike<number>, k: ArrayLike<number>, o: AttentionRefDims) 
   const rep = h / kvh;
   const qi = (bb: number, tq: number, hh: number) => ((bb * t + tq) * h + hh) * d;
   const ki = (bb: number, s: number, g: number) => ((bb * t + s) * kvh + g) * d;
-  /** P[bb][hh][tq][s], plus lse. */
+  const doc = documentOf(o);
+  /** Whether query tq of row bb sees key s (s ≤ tq): the same document. */
+  const sees = (bb: number, tq: number, s: number) => doc[bb * t + tq] === doc[bb * t + s];
+  /** P[bb][hh][tq][s] (0 where masked), plus lse. */
   const P = new Float64Array(b * h * t * t), lse = new Float64Array(b * h * t);
   for (let bb = 0; bb < b; bb++) {
     for (let hh = 0; hh < h; hh++) {
@@ -31,14 +54,17 @@ function probs(q: ArrayLike<number>, k: ArrayLike<number>, o: AttentionRefDims) 
         const row = ((bb * h + hh) * t + tq) * t;
         let m = -Infinity;
         for (let s = 0; s <= tq; s++) {
+          if (!sees(bb, tq, s)) continue;
           let dot = 0;
           for (let e = 0; e < d; e++) dot += q[qi(bb, tq, hh) + e] * k[ki(bb, s, g) + e];
           P[row + s] = dot * scale;
           m = Math.max(m, P[row + s]);
         }
         let sum = 0;
-        for (let s = 0; s <= tq; s++) sum += Math.exp(P[row + s] - m);
-        for (let s = 0; s <= tq; s++) P[row + s] = Math.exp(P[row + s] - m) / sum;
+        for (let s = 0; s <= tq; s++) if (sees(bb, tq, s)) sum += Math.exp(P[row + s] - m);
+        for (let s = 0; s <= tq; s++) {
+          P[row + s] = sees(bb, tq, s) ? Math.exp(P[row + s] - m) / sum : 0;
+        }
         lse[(bb * h + hh) * t + tq] = m + Math.log(sum);
       }
     }

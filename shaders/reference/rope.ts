@@ -29,19 +29,28 @@ export function ropeInvFreqRef(d: number, rope: RopeFrequencies): Float64Array {
 }
 
 /**
- * Rotate `x [N, heads, D]` (position `n mod T`) by `direction · t · inv_freq_i` with the
- * frequencies of {@link ropeInvFreqRef}; returns a copy.
+ * Rotate `x [N, heads, D]` (token n at position `positions[n]`, or `n mod T` without them) by
+ * `direction · position · inv_freq_i` with the frequencies of {@link ropeInvFreqRef}; returns a
+ * copy.
  */
 export function ropeRef(
   x: ArrayLike<number>,
-  o: { n: number; t: number; heads: number; d: number; rope: RopeFrequencies; direction?: 1 | -1 },
+  o: {
+    n: number;
+    t: number;
+    heads: number;
+    d: number;
+    rope: RopeFrequencies;
+    direction?: 1 | -1;
+    positions?: ArrayLike<number>;
+  },
 ): Float64Array {
   const { n, t, heads, d } = o;
   const half = d / 2;
   const inv = ropeInvFreqRef(d, o.rope);
   const y = Float64Array.from(x);
   for (let tok = 0; tok < n; tok++) {
-    const pos = tok % t;
+    const pos = o.positions === undefined ? tok % t : o.positions[tok];
     for (let h = 0; h < heads; h++) {
       const base = (tok * heads + h) * d;
       for (let i = 0; i < half; i++) {

@@ -8,7 +8,10 @@
  * Same maths as model/reference.ts (which the tests compare against). Shapes, per micro-batch of
  * B sequences of T tokens (N = B·T):
  * ```
- * tokens u32, targets i32 [N]       targets[b,t] = tokens[b,t+1], IGNORE at t = T−1
+ * tokens u32, targets i32 [N]       targets[b,t] = labels[b,t+1] (labels default to the
+ *                                   tokens; -100 masks), IGNORE at t = T−1 (model/rows.ts)
+ * positions u32 [N]                 RoPE position of each token (position_ids; default t)
+ * documents u32 [N, 2]              each token's packed document [start, end) in its row
  * x[l]             [N, C]            residual stream entering layer l (x[0] = embeddings)
  * h1[l], h2[l]     [N, C], rstd [N]  RMSNorm outputs before attention / MLP
  * q[l]             [N, H·D]          after RoPE;  k[l], v[l]  [N, KVH·D]
@@ -40,7 +43,8 @@ import { LmHead } from "./lm_head.ts";
 import type { ModelPrecision } from "./precision.ts";
 import type { LlamaConfig } from "./hf_config.ts";
 import { type ActivationPlan, activationPlan } from "./recompute.ts";
-import { IGNORE_TARGET, type LlamaKernels } from "./llama_kernels.ts";
+import type { LlamaKernels } from "./llama_kernels.ts";
+import { documentSpans, type RowExtras, rowPositions, rowTargets } from "./rows.ts";
 import { type LayerTensor, layerTensorName, type ParamLayout, paramSegments } from "./params.ts";
 import { ParamBuffers } from "./param_buffers.ts";
 import { shaderKernels } from "./shader_kernels.ts";
@@ -146,6 +150,14 @@ export class LlamaModel implements Disposable {
   readonly #tokens: GPUBuffer[] = [];
   readonly #targets: GPUBuffer[] = [];
   readonly #losses: GPUBuffer[] = [];
+  /** Per slot: u32 `[N]` RoPE positions, or null when the rows have none (positions t). */
+  readonly #positions: (GPUBuffer | null)[] = [];
+  /** Per slot: u32 `[N, 2]` document spans, or null when each row is one document. */
+  readonly #documents: (GPUBuffer | null)[] = [];
+  /** Position and document buffers of each slot, made when first needed, then reused. */
+  readonly #rowBuffers: { positions?: GPUBuffer; documents?: GPUBuffer }[] = [];
+  /** The slot whose forward/backward is being encoded. */
+  #slot = 0;
   /** `[slots·N + 4]`: gathered per-row losses, then the squared gradient norm. */
   readonly #stats: GPUBuffer;
   readonly #gradSumSq: GPUBuffer;
@@ -246,6 +258,9 @@ export class LlamaModel implements Disposable {
       this.#tokens.push(f32(`tokens slot ${s}`, N));
       this.#targets.push(f32(`targets slot ${s}`, N));
       this.#losses.push(f32(`losses slot ${s}`, N));
+      this.#positions.push(null);
+      this.#documents.push(null);
+      this.#rowBuffers.push({});
     }
     this.#stats = f32("step stats", slots * N + 4);
     this.#gradSumSq = f32("grad sumsq", 4);
@@ -281,7 +296,6 @@ export class LlamaModel implements Disposable {
       params: this.params,
       grads: this.grads,
       rows: N,
-      seqLen,
       half: this.#half,
     });
     this.#k.reserveMatmulScratch(transposeScratchBytes({
@@ -323,30 +337,52 @@ export class LlamaModel implements Disposable {
   }
 
   /**
-   * Queues `[B, T]` token ids for micro-batch slot `slot` (and their shifted targets). Written
-   * with `queue.writeBuffer`, so every slot used by one submission needs its own index.
+   * Queues `[B, T]` token ids for micro-batch slot `slot`, their shifted targets and, from
+   * `extras`, the rows' labels, RoPE positions and packed documents (model/rows.ts; each absent
+   * or null: the default, with the bits of a call without it). Written with `queue.writeBuffer`,
+   * so every slot used by one submission needs its own index. Returns the number of predictions
+   * (targets not ignored): `B·(T−1)` without labels.
    */
-  writeTokens(slot: number, tokens: Uint32Array): void {
+  writeTokens(slot: number, tokens: Uint32Array, extras: RowExtras = {}): number {
     if (!Number.isInteger(slot) || slot < 0 || slot >= this.slots) {
       throw new RangeError(`slot ${slot} outside [0, ${this.slots})`);
     }
-    const N = this.rows, T = this.seqLen, V = this.config.vocabSize;
+    const N = this.rows, T = this.seqLen, B = this.microBatch;
     if (tokens.length !== N) {
       throw new RangeError(
-        `expected ${this.microBatch}×${T} = ${N} tokens, found ${tokens.length}`,
+        `expected ${B}×${T} = ${N} tokens, found ${tokens.length}`,
       );
     }
-    const targets = new Int32Array(N);
-    for (let i = 0; i < N; i++) {
-      if (tokens[i] >= V) {
-        throw new RangeError(
-          `token ${tokens[i]} at position ${i} is outside the vocabulary (${V})`,
-        );
-      }
-      targets[i] = i % T === T - 1 ? IGNORE_TARGET : tokens[i + 1];
+    const { targets, predictions } = rowTargets(tokens, {
+      seqLen: T,
+      vocabSize: this.config.vocabSize,
+      labels: extras.labels,
+    });
+    const positions = extras.positionIds == null
+      ? null
+      : rowPositions(extras.positionIds, { seqLen: T });
+    if (positions !== null && positions.length !== N) {
+      throw new RangeError(`expected ${N} position ids (one per token), found ${positions.length}`);
     }
+    const documents = extras.sequenceLengths == null
+      ? null
+      : documentSpans(extras.sequenceLengths, { rows: B, seqLen: T });
     this.#rt.write(this.#tokens[slot], tokens);
     this.#rt.write(this.#targets[slot], targets);
+    const own = this.#rowBuffers[slot];
+    this.#positions[slot] = null;
+    if (positions !== null) {
+      own.positions ??= this.#buffer(`positions slot ${slot}`, N * 4);
+      this.#rt.write(own.positions, positions);
+      this.#positions[slot] = own.positions;
+    }
+    this.#documents[slot] = null;
+    if (documents !== null) {
+      own.documents ??= this.#buffer(`documents slot ${slot}`, N * 2 * 4);
+      this.#rt.write(own.documents, documents);
+      this.#documents[slot] = own.documents;
+    }
+    return predictions;
   }
 
   /** Encodes zeroing the gradient buffer (start of a step). */
@@ -377,6 +413,7 @@ export class LlamaModel implements Disposable {
       );
     }
     this.#weightsBuffer = weights;
+    this.#slot = slot;
     try {
       this.#forward(step, slot);
       this.#headAndLoss(step, slot, lossScale);
@@ -398,6 +435,7 @@ export class LlamaModel implements Disposable {
     if (!Number.isInteger(slot) || slot < 0 || slot >= this.slots) {
       throw new RangeError(`slot ${slot} outside [0, ${this.slots})`);
     }
+    this.#slot = slot;
     this.#forward(step, slot);
     this.#headAndLoss(step, slot, null);
     const N = this.rows;
@@ -633,20 +671,28 @@ export class LlamaModel implements Disposable {
     this.#k.rmsnormBackward(pass, { ...io, n: this.rows, c: this.config.hiddenSize });
   }
 
+  /** Attention shapes, and the current slot's packed documents if it has them. */
   #attentionDims() {
     const c = this.config;
+    const documents = this.#documents[this.#slot];
     return {
       batch: this.microBatch,
       seqLen: this.seqLen,
       heads: c.numHeads,
       kvHeads: c.numKvHeads,
       headDim: c.headDim,
+      ...(documents === null ? {} : { documents }),
     };
   }
 
-  /** RoPE on `x [N, heads, D]` in place (`inverse` for the backward). */
+  /**
+   * RoPE on `x [N, heads, D]` in place (`inverse` for the backward), by the current slot's
+   * positions if it has them.
+   */
   #rope(pass: GPUComputePassEncoder, x: GPUBuffer, heads: number, inverse: boolean): void {
+    const positions = this.#positions[this.#slot];
     this.#k.rope(pass, {
+      ...(positions === null ? {} : { positions }),
       x,
       heads,
       inverse,

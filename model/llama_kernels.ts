@@ -104,9 +104,14 @@ export interface LlamaKernels {
       /** θ and the frequency scaling, which the kernels turn into a (cos, sin) table. */
       rope: RopeFrequencies;
       inverse: boolean;
+      /** u32 `[B·T]` position of each token (each `< T`); absent: `t`. */
+      positions?: TensorView;
     },
   ): void;
-  /** Causal GQA attention; lse `[B, H, T]` saved for backward. */
+  /**
+   * Causal GQA attention; lse `[B, H, T]` saved for backward. With `documents` (u32 `[B, T, 2]`,
+   * each token's document `[start, end)` in its row) a token sees only its own document.
+   */
   attention(
     pass: GPUComputePassEncoder,
     a: AttentionDims & {
@@ -115,6 +120,7 @@ export interface LlamaKernels {
       v: TensorView;
       out: TensorView;
       lse: TensorView;
+      documents?: TensorView;
     },
   ): void;
   /**
@@ -142,10 +148,11 @@ export interface LlamaKernels {
     pass: GPUComputePassEncoder,
     a: CacheDims & { q: TensorView; kCache: TensorView; vCache: TensorView; out: TensorView },
   ): void;
-  /** dq, dk, dv (overwritten) from dout. */
+  /** dq, dk, dv (overwritten) from dout; `documents` as the forward's. */
   attentionBackward(
     pass: GPUComputePassEncoder,
     a: AttentionDims & {
+      documents?: TensorView;
       q: TensorView;
       k: TensorView;
       v: TensorView;
@@ -177,8 +184,7 @@ export interface LlamaKernels {
   /**
    * Cross-entropy of logits `[R, V]` against targets (i32 `[R]`, {@link IGNORE_TARGET} = no
    * loss): losses `[R]` per row (0 when ignored), and the logits overwritten by
-   * `scale · (softmax − onehot)` (zero rows when ignored). `counted` is the number of rows whose
-   * target is not ignored.
+   * `scale · (softmax − onehot)` (zero rows when ignored).
    */
   crossEntropy(
     pass: GPUComputePassEncoder,
@@ -189,7 +195,6 @@ export interface LlamaKernels {
       rows: number;
       vocab: number;
       scale: number;
-      counted: number;
     },
   ): void;
   /**
@@ -241,5 +246,8 @@ export interface LlamaKernels {
   readonly sumSquaresGranule: number;
 }
 
-/** Target meaning "no prediction here" (the last position of every sequence), as in torch. */
+/**
+ * Target meaning "no prediction here" (the last position of every sequence, and a masked label),
+ * as torch's ignore index.
+ */
 export const IGNORE_TARGET = -100;

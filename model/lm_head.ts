@@ -47,7 +47,6 @@ export class LmHead implements Disposable {
   readonly #rt: GpuRuntime;
   readonly #k: LlamaKernels;
   readonly #config: LlamaConfig;
-  readonly #seqLen: number;
   readonly #rows: number;
   /** Byte offset of each block's `[R, Vb]` logits in the chunk buffer. */
   readonly #offsets: number[] = [];
@@ -66,7 +65,7 @@ export class LmHead implements Disposable {
   readonly #weightName: string;
 
   /**
-   * `rows` = N = B·T, `seqLen` = T (the last position of each sequence has no target);
+   * `rows` = N = B·T (the targets say which rows are predictions);
    * `half`: the f16 weight copies the matmuls read in mixed precision (null: the f32 masters).
    */
   constructor(
@@ -78,7 +77,6 @@ export class LmHead implements Disposable {
       params: ParamBuffers;
       grads: ParamBuffers;
       rows: number;
-      seqLen: number;
       half: HalfWeights | null;
     },
   ) {
@@ -87,7 +85,6 @@ export class LmHead implements Disposable {
     this.#rt = rt;
     this.#k = options.kernels;
     this.#config = config;
-    this.#seqLen = options.seqLen;
     this.#rows = rows;
     this.#half = options.half;
     this.chunkRows = logitsChunkRows(rows, V, rt.profile.logitsChunkBytes);
@@ -232,9 +229,6 @@ export class LmHead implements Disposable {
     } else if (lossScale === null) {
       k.crossEntropyLoss(pass, { logits, targets, losses, rows: R, vocab: V });
     } else {
-      // Rows at positions T−1 of a sequence have no target.
-      let ignored = 0;
-      for (let r = io.r0; r < io.r0 + R; r++) if (r % this.#seqLen === this.#seqLen - 1) ignored++;
       // One pass: loss, then the gradient over the logits in place (same bits as the blocked).
       k.crossEntropy(pass, {
         logits,
@@ -243,7 +237,6 @@ export class LmHead implements Disposable {
         rows: R,
         vocab: V,
         scale: lossScale,
-        counted: R - ignored,
       });
     }
     if (lossScale === null) return;

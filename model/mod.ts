@@ -128,6 +128,15 @@ export {
   IGNORE_TARGET,
   type LlamaKernels,
 } from "./llama_kernels.ts";
+export {
+  concatRows,
+  documentSpans,
+  type RowExtras,
+  rowPositions,
+  rowTargets,
+  sliceRows,
+  type TrainingRows,
+} from "./rows.ts";
 export { shaderKernels } from "./shader_kernels.ts";
 export { referenceLossAndGrad, type ReferenceResult } from "./reference.ts";
 export {

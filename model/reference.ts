@@ -8,13 +8,17 @@
  * per layer:  h = rmsnorm(x) * w_in
  *             q, k, v = h Wq^T, h Wk^T, h Wv^T         [B, T, NH·HD], [B, T, NKV·HD] ×2
  *             q, k = rope(q), rope(k)                  (rotate-half pairs i, i + HD/2, llama3
- *                                                      frequency scaling if the config has it)
- *             a = softmax(q k^T / sqrt(HD), causal) v  (query head n reads kv head n / (NH/NKV))
+ *                                                      frequency scaling if the config has it;
+ *                                                      angle of token t: position_ids[t], default t)
+ *             a = softmax(q k^T / sqrt(HD), causal) v  (query head n reads kv head n / (NH/NKV);
+ *                                                      with sequence_lengths a token sees only
+ *                                                      its own packed document)
  *             x = x + a Wo^T
  *             h = rmsnorm(x) * w_post
  *             x = x + (silu(h Wg^T) ⊙ h Wu^T) Wd^T
  * logits = (rmsnorm(x) * w_norm) Wlm^T                 [B, T, V]  (Wlm = embed when tied)
- * loss = mean over b and t < T-1 of cross-entropy(logits[b, t], tokens[b, t+1])
+ * loss = mean over b and t < T-1 with labels[b, t+1] ≠ -100 of
+ *        cross-entropy(logits[b, t], labels[b, t+1])   (labels default to tokens; 0 if none)
  * ```
  *
  * @module
@@ -30,8 +34,10 @@ import {
 
 /** Result of {@link referenceLossAndGrad}. */
 export interface ReferenceResult {
-  /** Mean cross-entropy over the B·(T-1) predictions. */
+  /** Mean cross-entropy over the predictions (B·(T-1) without labels; 0 when there are none). */
   loss: number;
+  /** How many predictions the loss averages. */
+  predictions: number;
   /** d loss / d params, in the same flat layout as the parameters (padding stays zero). */
   grads: Float64Array;
   /** Logits `[B, T, V]`. */
@@ -141,6 +147,7 @@ function rope(
   dims: [number, number, number, number],
   invFreq: Float64Array,
   sign: number,
+  positionIds: ArrayLike<number> | null,
 ) {
   const [b, t, h, hd] = dims;
   const half = hd / 2;
@@ -149,7 +156,7 @@ function rope(
       for (let hi = 0; hi < h; hi++) {
         const base = ((bi * t + ti) * h + hi) * hd;
         for (let i = 0; i < half; i++) {
-          const angle = ti * invFreq[i];
+          const angle = (positionIds === null ? ti : positionIds[bi * t + ti]) * invFreq[i];
           const cos = Math.cos(angle), sin = sign * Math.sin(angle);
           const a = x[base + i], bb = x[base + i + half];
           x[base + i] = a * cos - bb * sin;
@@ -166,6 +173,8 @@ interface AttnDims {
   nh: number;
   nkv: number;
   hd: number;
+  /** Packed document number of each token `[B·T]` (all 0: one document per row). */
+  doc: Int32Array;
 }
 
 /** Causal grouped-query attention; returns the output `[B, T, NH·HD]` and the probabilities. */
@@ -182,7 +191,9 @@ function attention(q: Float64Array, k: Float64Array, v: Float64Array, d: AttnDim
         const qo = ((bi * t + i) * nh + h) * hd;
         const p = probs.subarray(((bi * nh + h) * t + i) * t, ((bi * nh + h) * t + i + 1) * t);
         let max = -Infinity;
+        const seen = (j: number) => d.doc[bi * t + j] === d.doc[bi * t + i];
         for (let j = 0; j <= i; j++) {
+          if (!seen(j)) continue;
           const ko = ((bi * t + j) * nkv + kh) * hd;
           let s = 0;
           for (let e = 0; e < hd; e++) s += q[qo + e] * k[ko + e];
@@ -190,7 +201,7 @@ function attention(q: Float64Array, k: Float64Array, v: Float64Array, d: AttnDim
           max = Math.max(max, p[j]);
         }
         let sum = 0;
-        for (let j = 0; j <= i; j++) sum += p[j] = Math.exp(p[j] - max);
+        for (let j = 0; j <= i; j++) sum += p[j] = seen(j) ? Math.exp(p[j] - max) : 0;
         for (let j = 0; j <= i; j++) {
           p[j] /= sum;
           const vo = ((bi * t + j) * nkv + kh) * hd;
@@ -255,7 +266,17 @@ export function referenceLossAndGrad(
   config: LlamaConfig,
   layout: ParamLayout,
   params: Float32Array | Float64Array,
-  batch: { tokens: Uint32Array; count: number; seqLen: number },
+  batch: {
+    tokens: Uint32Array;
+    count: number;
+    seqLen: number;
+    /** `[count, seqLen]`, -100 where masked; default: the tokens. */
+    labels?: Int32Array | null;
+    /** `[count, seqLen]` RoPE positions; default: `0..seqLen−1` in every row. */
+    positionIds?: Int32Array | null;
+    /** `[count][documents]` lengths of the documents packed in each row; default: one. */
+    sequenceLengths?: readonly (readonly number[])[] | null;
+  },
 ): ReferenceResult {
   const { hiddenSize: c, intermediateSize: f, vocabSize: vocab, headDim: hd } = config;
   const nh = config.numHeads, nkv = config.numKvHeads;
@@ -277,7 +298,14 @@ export function referenceLossAndGrad(
   const lg = (l: number, s: LayerTensor) => g(layerTensorName(l, s));
   const eps = config.rmsNormEps;
   const kvw = nkv * hd;
-  const ad: AttnDims = { b, t, nh, nkv, hd };
+  const doc = new Int32Array(n);
+  batch.sequenceLengths?.forEach((lengths, bi) => {
+    let at = bi * t;
+    lengths.forEach((len, di) => doc.fill(di, at, at += len));
+  });
+  const ad: AttnDims = { b, t, nh, nkv, hd, doc };
+  const positionIds = batch.positionIds ?? null;
+  const labels = batch.labels ?? tokens;
   const invFreq = ropeFrequencies(config);
 
   // ---- forward, keeping what the backward needs ----
@@ -295,8 +323,8 @@ export function referenceLossAndGrad(
     const q = linear(n1.y, lw(l, "self_attn.q_proj.weight"), n, c, c);
     const k = linear(n1.y, lw(l, "self_attn.k_proj.weight"), n, c, kvw);
     const v = linear(n1.y, lw(l, "self_attn.v_proj.weight"), n, c, kvw);
-    rope(q, [b, t, nh, hd], invFreq, 1);
-    rope(k, [b, t, nkv, hd], invFreq, 1);
+    rope(q, [b, t, nh, hd], invFreq, 1, positionIds);
+    rope(k, [b, t, nkv, hd], invFreq, 1, positionIds);
     const att = attention(q, k, v, ad);
     const o = linear(att.out, lw(l, "self_attn.o_proj.weight"), n, c, c);
     const x1 = x0.map((xv, i) => xv + o[i]);
@@ -314,14 +342,18 @@ export function referenceLossAndGrad(
   const logits = linear(nf.y, w(head), n, c, vocab);
 
   // ---- loss and its gradient w.r.t. logits ----
-  const predictions = b * (t - 1);
+  let predictions = 0;
+  for (let bi = 0; bi < b; bi++) {
+    for (let ti = 1; ti < t; ti++) if (labels[bi * t + ti] !== -100) predictions++;
+  }
   const dlogits = new Float64Array(n * vocab);
   let loss = 0;
   for (let bi = 0; bi < b; bi++) {
     for (let ti = 0; ti < t - 1; ti++) {
       const r = bi * t + ti;
       const row = logits.subarray(r * vocab, (r + 1) * vocab);
-      const target = tokens[r + 1];
+      const target = labels[r + 1];
+      if (target === -100) continue;
       let max = -Infinity;
       for (const z of row) max = Math.max(max, z);
       let sum = 0;
@@ -333,7 +365,7 @@ export function referenceLossAndGrad(
       }
     }
   }
-  loss /= predictions;
+  if (predictions > 0) loss /= predictions;
 
   // ---- backward ----
   // Tied: the head's weight gradient goes into the embedding's, before the lookup's below.
@@ -376,8 +408,8 @@ export function referenceLossAndGrad(
     // Attention: x1 = x0 + o(attention(rope(q), rope(k), v)).
     const datt = back("self_attn.o_proj.weight", dx1, s.att.out, c, c);
     const { dq, dk, dv } = attentionBack(datt, s.q, s.k, s.v, s.att.probs, ad);
-    rope(dq, [b, t, nh, hd], invFreq, -1);
-    rope(dk, [b, t, nkv, hd], invFreq, -1);
+    rope(dq, [b, t, nh, hd], invFreq, -1, positionIds);
+    rope(dk, [b, t, nkv, hd], invFreq, -1, positionIds);
     const dn1 = sum(
       sum(
         back("self_attn.q_proj.weight", dq, s.n1.y, c, c),
@@ -393,5 +425,5 @@ export function referenceLossAndGrad(
     const id = tokens[r];
     for (let k = 0; k < c; k++) dembed[id * c + k] += dx[r * c + k];
   }
-  return { loss, grads, logits };
+  return { loss, predictions, grads, logits };
 }

@@ -174,7 +174,14 @@ export function shaderKernels(
         );
         ropeTables.set(key, table);
       }
-      const dims = { n: a.batch * a.seqLen, t: a.seqLen, heads: a.heads, d: a.headDim, table };
+      const dims = {
+        n: a.batch * a.seqLen,
+        t: a.seqLen,
+        heads: a.heads,
+        d: a.headDim,
+        table,
+        ...(a.positions === undefined ? {} : { positions: a.positions }),
+      };
       if (a.inverse) rope.backward(pass, { ...dims, dx: a.x });
       else rope.forward(pass, { ...dims, x: a.x });
     },
@@ -190,6 +197,7 @@ export function shaderKernels(
         v: a.v,
         out: a.out,
         lse: a.lse,
+        documents: a.documents,
       }),
     appendKv: (pass, a) =>
       kvAppend.encode(pass, {
@@ -226,6 +234,7 @@ export function shaderKernels(
         dk: a.dk,
         dv: a.dv,
         delta: scratchBuffer("attention delta", a.batch * a.heads * a.seqLen),
+        documents: a.documents,
       }),
     swiglu: (pass, a) => swiglu.forward(pass, a),
     swigluBackward: (pass, a) =>

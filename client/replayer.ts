@@ -20,7 +20,7 @@ import type { BatchId } from "../common/mod.ts";
 import type { DataProvider } from "../data/mod.ts";
 import { ParamBuffers } from "../model/mod.ts";
 import { DistroOptimizer, type DistroState, type SparseParam } from "../optimizer/mod.ts";
-import { encodeGradients } from "../train/mod.ts";
+import { encodeGradients, meanLoss } from "../train/mod.ts";
 
 /** What one replayed step produced. */
 export interface ReplayedStep {
@@ -147,7 +147,12 @@ export class ResultReplayer implements Disposable {
         values: state.own!.values.slice(from, from + count),
       };
     });
-    return { own, state, gradientStep: args.lr * clipped, loss: stats.lossSum / predictions };
+    return {
+      own,
+      state,
+      gradientStep: args.lr * clipped,
+      loss: meanLoss(stats.lossSum, predictions),
+    };
   }
 
   #workBuffers(): { params: ParamBuffers; distro: DistroOptimizer } {

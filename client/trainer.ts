@@ -22,9 +22,12 @@ import { checkTokens } from "./data_check.ts";
 import type { BatchId } from "../common/mod.ts";
 import {
   bindingRanges,
+  concatRows,
   type LlamaConfig,
   LlamaModel,
   type ParamLayout,
+  sliceRows,
+  type TrainingRows,
   uploadParams,
   type UploadProgress,
   writeDirAtomically,
@@ -42,7 +45,7 @@ import {
 } from "../optimizer/mod.ts";
 import { GpuDigest, type GpuRuntime, RoundBf16 } from "../shaders/mod.ts";
 import type { DataProvider } from "../data/mod.ts";
-import { encodeGradients } from "../train/mod.ts";
+import { encodeGradients, meanLoss } from "../train/mod.ts";
 
 /** What {@link NetworkTrainer} is built from. */
 export interface NetworkTrainerOptions {
@@ -97,7 +100,8 @@ export function wrappedRanges(batch: BatchId, numSequences: number): BatchId[] {
 }
 
 /**
- * The token micro-batches of `batch`: `[microBatch · seqLen]` ids each, read from `data` (wrapped
+ * The micro-batches of `batch`: `[microBatch · seqLen]` ids each with the labels, position ids
+ * and document lengths the data serves (model/rows.ts), read from `data` (wrapped
  * modulo its size) and checked against the model's vocabulary. RangeError when the batch is not
  * a whole number of micro-batches or needs more than `slots` of them.
  */
@@ -109,7 +113,7 @@ export async function readMicroBatches(args: {
   slots: number;
   vocabSize: number;
   signal?: AbortSignal;
-}): Promise<Uint32Array[]> {
+}): Promise<TrainingRows[]> {
   const { batch, data, seqLen: T, microBatch } = args;
   const count = batch.end - batch.start + 1;
   if (count % microBatch !== 0) {
@@ -126,18 +130,15 @@ export async function readMicroBatches(args: {
   }
   const parts = [];
   for (const r of wrappedRanges(batch, data.numSequences)) {
-    parts.push((await data.getSamples(r, { signal: args.signal })).tokens);
+    parts.push(await data.getSamples(r, { signal: args.signal }));
   }
-  const all = new Uint32Array(count * T);
-  let at = 0;
-  for (const p of parts) {
-    all.set(p, at);
-    at += p.length;
-  }
+  const all = concatRows(parts, { seqLen: T });
   // A token the model cannot embed would read out of bounds on the GPU: refuse the batch.
-  checkTokens(all, T, args.vocabSize);
-  const rows = microBatch * T;
-  return Array.from({ length: micro }, (_, i) => all.subarray(i * rows, (i + 1) * rows));
+  checkTokens(all.tokens, T, args.vocabSize);
+  return Array.from(
+    { length: micro },
+    (_, i) => sliceRows(all, { seqLen: T, from: i * microBatch, to: (i + 1) * microBatch }),
+  );
 }
 
 /** A client's model + DisTrO state on one GPU runtime. Dispose to free them. */
@@ -246,7 +247,7 @@ export class NetworkTrainer implements Disposable {
       trainerNonce: this.#nonce++ >>> 0,
       params: own,
     };
-    const loss = stats.lossSum / predictions;
+    const loss = meanLoss(stats.lossSum, predictions);
     return { result, loss, tokens: count * T, ms: performance.now() - t0 };
   }
 
@@ -255,7 +256,7 @@ export class NetworkTrainer implements Disposable {
     batch: BatchId,
     data: DataProvider,
     signal?: AbortSignal,
-  ): Promise<Uint32Array[]> {
+  ): Promise<TrainingRows[]> {
     return readMicroBatches({
       batch,
       data,

@@ -10,8 +10,9 @@
  * (length `max_seq_len`, integer token ids below the vocabulary) and a bad one is a
  * {@linkcode DataError} naming the file, row and column.
  *
- * `getSamples` serves `inputs` (what the trainer trains on); `getPreprocessedSamples` adds the
- * `labels`, `position_ids` and `sequence_lengths` the files have, checked too.
+ * `getSamples` serves `inputs` and the `labels`, `position_ids` and `sequence_lengths` the files
+ * have, checked too (the trainer uses them: model/rows.ts); `getPreprocessedSamples` is the same
+ * with `null` for a column the files lack.
  *
  * @module
  */
@@ -65,7 +66,8 @@ export interface PreprocessedOptions {
 }
 
 /** A batch with every column the dataset has; a column it lacks is `null`. */
-export interface PreprocessedBatch extends TokenBatch {
+export interface PreprocessedBatch
+  extends Omit<TokenBatch, "labels" | "positionIds" | "sequenceLengths"> {
   /** `[count, seqLen]` labels, -100 where masked. */
   labels: Int32Array | null;
   /** `[count, seqLen]` position of each token in its packed document. */
@@ -102,7 +104,7 @@ export class PreprocessedDataProvider implements DataProvider {
   readonly #blockRows: number;
   readonly #cachedBlocks: number;
   readonly #concurrency: number;
-  /** Key `file:start:all|inputs` → the block; insertion order is recency. */
+  /** Key `file:start` → the block; insertion order is recency. */
   readonly #cache = new Map<string, Promise<DecodedBlock>>();
   #closed = false;
 
@@ -194,10 +196,23 @@ export class PreprocessedDataProvider implements DataProvider {
     }
   }
 
-  /** The `inputs` of samples `batch.start..batch.end`, checked. */
+  /**
+   * Samples `batch.start..batch.end`, checked: `inputs` as the tokens, and the labels, position
+   * ids and sequence lengths when the files have them (absent keys otherwise).
+   */
   async getSamples(batch: BatchId, options: { signal?: AbortSignal } = {}): Promise<TokenBatch> {
-    const { count, seqLen, tokens } = await this.#read(batch, false, options.signal);
-    return { count, seqLen, tokens };
+    const { count, seqLen, tokens, labels, positionIds, sequenceLengths } = await this.#read(
+      batch,
+      options.signal,
+    );
+    return {
+      count,
+      seqLen,
+      tokens,
+      ...(labels === null ? {} : { labels }),
+      ...(positionIds === null ? {} : { positionIds }),
+      ...(sequenceLengths === null ? {} : { sequenceLengths }),
+    };
   }
 
   /** Every column of samples `batch.start..batch.end`, checked. */
@@ -205,10 +220,10 @@ export class PreprocessedDataProvider implements DataProvider {
     batch: BatchId,
     options: { signal?: AbortSignal } = {},
   ): Promise<PreprocessedBatch> {
-    return this.#read(batch, true, options.signal);
+    return this.#read(batch, options.signal);
   }
 
-  async #read(batch: BatchId, all: boolean, signal?: AbortSignal): Promise<PreprocessedBatch> {
+  async #read(batch: BatchId, signal?: AbortSignal): Promise<PreprocessedBatch> {
     if (this.#closed) throw new Error("PreprocessedDataProvider is closed");
     checkBatch(batch, this.numSequences);
     const count = batch.end - batch.start + 1;
@@ -223,7 +238,7 @@ export class PreprocessedDataProvider implements DataProvider {
       if (entry === undefined) blocks.set(key, entry = { block, rows: [] });
       entry.rows.push([r, row - block.start]);
     }
-    const has = (c: PreprocessedColumn) => all && this.columns.includes(c);
+    const has = (c: PreprocessedColumn) => this.columns.includes(c);
     const out: PreprocessedBatch = {
       count,
       seqLen,
@@ -235,7 +250,7 @@ export class PreprocessedDataProvider implements DataProvider {
     const list = [...blocks.values()];
     await forEachLimited(list.length, this.#concurrency, async (i, s) => {
       const { block, rows } = list[i];
-      const decoded = await this.#block(block, all, s);
+      const decoded = await this.#block(block, s);
       for (const [to, from] of rows) {
         const src = from * seqLen;
         out.tokens.set(decoded.inputs.subarray(src, src + seqLen), to * seqLen);
@@ -248,20 +263,17 @@ export class PreprocessedDataProvider implements DataProvider {
   }
 
   /** The decoded block, from the cache or read now (one read shared by concurrent callers). */
-  #block(block: RowBlock, all: boolean, signal: AbortSignal): Promise<DecodedBlock> {
+  #block(block: RowBlock, signal: AbortSignal): Promise<DecodedBlock> {
     signal.throwIfAborted();
-    const base = `${block.file}:${block.start}`;
-    for (const key of all ? [`${base}:all`] : [`${base}:all`, `${base}:inputs`]) {
-      const hit = this.#cache.get(key);
-      if (hit !== undefined) {
-        this.#cache.delete(key);
-        this.#cache.set(key, hit);
-        return hit;
-      }
+    const key = `${block.file}:${block.start}`;
+    const hit = this.#cache.get(key);
+    if (hit !== undefined) {
+      this.#cache.delete(key);
+      this.#cache.set(key, hit);
+      return hit;
     }
-    const key = `${base}:${all ? "all" : "inputs"}`;
     // Not tied to one caller's signal: the read is shared with later callers.
-    const read = this.#decode(block, all);
+    const read = this.#decode(block);
     this.#cache.set(key, read);
     read.catch(() => this.#cache.get(key) === read && this.#cache.delete(key));
     while (this.#cache.size > this.#cachedBlocks) {
@@ -270,9 +282,9 @@ export class PreprocessedDataProvider implements DataProvider {
     return read;
   }
 
-  async #decode(block: RowBlock, all: boolean): Promise<DecodedBlock> {
+  async #decode(block: RowBlock): Promise<DecodedBlock> {
     const file = this.#files[block.file];
-    const columns = all ? [...this.columns] : ["inputs"];
+    const columns = [...this.columns];
     let data: unknown[][] = [];
     try {
       await parquetRead({

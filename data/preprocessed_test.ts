@@ -138,12 +138,18 @@ Deno.test("labels, position ids and sequence lengths are read with the inputs", 
   assert.deepEqual([...batch.labels!], [...a.labels[0], ...b.labels[0]]);
   assert.deepEqual([...batch.positionIds!], [...a.position_ids[0], ...b.position_ids[0]]);
   assert.deepEqual(batch.sequenceLengths, [[5, 3], [8]]);
-  // getSamples serves the inputs alone.
-  assert.deepEqual(Object.keys(await data.getSamples({ start: 1, end: 1 })), [
+  // getSamples serves them too (the trainer trains with them).
+  const served = await data.getSamples({ start: 1, end: 1 });
+  assert.deepEqual(Object.keys(served), [
     "count",
     "seqLen",
     "tokens",
+    "labels",
+    "positionIds",
+    "sequenceLengths",
   ]);
+  assert.deepEqual([...served.labels!], b.labels[0]);
+  assert.deepEqual(served.sequenceLengths, [[8]]);
 });
 
 Deno.test("a seeded shuffle serves the same rows permuted, the same on every open", async () => {
@@ -362,7 +368,8 @@ Deno.test("bad labels, position ids and sequence lengths are errors when read", 
     const path = join(tmp.dir, "train-extras.parquet");
     await Deno.writeFile(path, preprocessedParquet({ ...packed(0, 0), ...change }));
     await using data = closing(await PreprocessedDataProvider.openFiles([path], options));
-    assert.deepEqual(rows(await data.getSamples({ start: 0, end: 0 })), [row(0, 0)]);
+    // The trainer trains with these columns, so serving the inputs alone fails too.
+    await rejectsWith(data.getSamples({ start: 0, end: 0 }), message, key);
     await rejectsWith(data.getPreprocessedSamples({ start: 0, end: 0 }), message, key);
   }
 });

@@ -8,8 +8,9 @@ import type { BatchId } from "../common/mod.ts";
 
 /**
  * A batch of token sequences, row-major `[count, seqLen]`.
- * Labels are the inputs themselves: the model predicts token t+1 from tokens 0..t,
- * so a sequence of `seqLen` tokens yields `seqLen - 1` predictions.
+ * Labels default to the inputs themselves: the model predicts token t+1 from tokens 0..t, so a
+ * sequence of `seqLen` tokens yields `seqLen - 1` predictions. A source with Psyche's optional
+ * columns (the `Preprocessed` parquet datasets) adds them; the trainer uses them (model/rows.ts).
  */
 export interface TokenBatch {
   /** Number of sequences (rows). */
@@ -18,6 +19,12 @@ export interface TokenBatch {
   seqLen: number;
   /** `[count, seqLen]` token ids. */
   tokens: Uint32Array;
+  /** `[count, seqLen]` labels, -100 where masked (no prediction); absent: the tokens. */
+  labels?: Int32Array;
+  /** `[count, seqLen]` RoPE position of each token, `< seqLen`; absent: `0..seqLen−1`. */
+  positionIds?: Int32Array;
+  /** `[count][documents]` lengths of the documents packed in each row; absent: one per row. */
+  sequenceLengths?: number[][];
 }
 
 /** Where training sequences come from. Implementations must return exactly the requested rows. */

@@ -7,6 +7,7 @@
  */
 import type { BatchId } from "../common/mod.ts";
 import type { DataProvider } from "../data/mod.ts";
+import { concatRows, type TrainingRows } from "../model/mod.ts";
 
 /** Batch geometry. */
 export interface BatchPlan {
@@ -42,20 +43,16 @@ export function microBatchRanges(step: number, micro: number, plan: BatchPlan): 
   return out;
 }
 
-/** Reads the sequences of `ranges` and concatenates them: `[Σ rows, seqLen]` token ids. */
+/**
+ * Reads the sequences of `ranges` and concatenates them: `[Σ rows, seqLen]` token ids, with the
+ * labels, position ids and document lengths the provider serves (model/rows.ts `concatRows`).
+ */
 export async function readRanges(
   provider: DataProvider,
   ranges: BatchId[],
   options?: { signal?: AbortSignal },
-): Promise<Uint32Array> {
+): Promise<TrainingRows> {
   const parts = [];
   for (const r of ranges) parts.push(await provider.getSamples(r, options));
-  const total = parts.reduce((a, p) => a + p.tokens.length, 0);
-  const out = new Uint32Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p.tokens, at);
-    at += p.tokens.length;
-  }
-  return out;
+  return concatRows(parts, { seqLen: provider.seqLen });
 }

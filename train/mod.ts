@@ -7,6 +7,7 @@
 export {
   encodeGradients,
   evaluate,
+  meanLoss,
   runTraining,
   type StepResult,
   type TrainerParts,

@@ -11,8 +11,11 @@
  *   (gradients accumulate, each scaled so their sum is the gradient of the step's mean loss),
  *   the squared gradient norm, the optimizer update. Then one small readback: the step's loss sum
  *   and squared gradient norm.
- * - The loss reported for step `s` is the mean cross-entropy over the step's `G·(T−1)`
- *   predictions, computed with the weights before the step's update.
+ * - The loss reported for step `s` is the mean cross-entropy over the step's predictions
+ *   (`G·(T−1)`; fewer where the data's labels mask some with -100, model/rows.ts), computed
+ *   with the weights before the step's update; 0, with zero gradients, when every label of the
+ *   step is masked. Position ids and packed documents, when the data has them, set RoPE's
+ *   positions and restrict attention to each token's document.
  * - Learning rate of step `s` is `learningRate(schedule, s)` (common/lr_schedule.ts).
  * - With held-out data, the mean loss on its first sequences is logged every `evalEvery` steps
  *   and after the last step (forward only; evaluation time is not counted in the step's ms).
@@ -33,7 +36,7 @@ import type { TrainLogger } from "./log.ts";
 import { learningRate, type LrSchedule } from "../common/mod.ts";
 import type { Optimizer } from "../optimizer/mod.ts";
 import type { DataProvider } from "../data/mod.ts";
-import type { LlamaModel, ParamBuffers } from "../model/mod.ts";
+import type { LlamaModel, ParamBuffers, TrainingRows } from "../model/mod.ts";
 import type { GpuRuntime, GpuStep, TensorView } from "../shaders/mod.ts";
 
 /** The parts a training run is built from. */
@@ -104,26 +107,30 @@ export interface StepResult {
  * its own optimizer calls; {@link trainStep} adds the optimizer and the readback. With
  * `weights`, forward and backward read the weights there instead of the model's parameters.
  * `negate` flips the gradient's sign (the loss scale's): an attack tests order (client/attacks.ts),
- * never training. Returns the number of predictions (for the mean loss) and the `[1]`
- * squared-norm buffer.
+ * never training. A micro-batch is token ids or {@link TrainingRows} with labels, positions and
+ * packed documents. Returns the number of predictions (for the mean loss; 0 when every label
+ * is masked, and then the gradient is zero) and the `[1]` squared-norm buffer.
  */
 export function encodeGradients(
   model: LlamaModel,
   step: GpuStep,
-  microBatches: Uint32Array[],
+  microBatches: readonly (Uint32Array | TrainingRows)[],
   weights?: ParamBuffers,
   options: { negate?: boolean } = {},
 ): { predictions: number; gradSumSq: TensorView } {
-  const T = model.seqLen;
   if (microBatches.length < 1 || microBatches.length > model.slots) {
     throw new RangeError(
       `a step needs 1 to ${model.slots} micro-batches (the model's slots), got ${microBatches.length}`,
     );
   }
-  const predictions = microBatches.reduce((a, m) => a + (m.length / T) * (T - 1), 0);
-  for (let i = 0; i < microBatches.length; i++) model.writeTokens(i, microBatches[i]);
+  let predictions = 0;
+  for (const [i, m] of microBatches.entries()) {
+    predictions += m instanceof Uint32Array
+      ? model.writeTokens(i, m)
+      : model.writeTokens(i, m.tokens, m);
+  }
   model.encodeZeroGrads(step);
-  const lossScale = (options.negate ? -1 : 1) / predictions;
+  const lossScale = predictions === 0 ? 0 : (options.negate ? -1 : 1) / predictions;
   for (let i = 0; i < microBatches.length; i++) {
     model.encodeForwardBackward(step, { slot: i, lossScale, weights });
   }
@@ -136,7 +143,12 @@ export function encodeGradients(
  */
 export async function trainStep(
   parts: Pick<TrainerParts, "rt" | "model" | "optimizer" | "signal">,
-  args: { stepNumber: number; lr: number; microBatches: Uint32Array[]; clipGradients: boolean },
+  args: {
+    stepNumber: number;
+    lr: number;
+    microBatches: readonly (Uint32Array | TrainingRows)[];
+    clipGradients: boolean;
+  },
 ): Promise<StepResult> {
   const { model, optimizer, rt } = parts;
   const step = rt.beginStep(`train step ${args.stepNumber}`);
@@ -152,7 +164,12 @@ export async function trainStep(
   const { lossSum, gradSumSq: sumsq } = await model.readStats(args.microBatches.length, {
     signal: parts.signal,
   });
-  return { loss: lossSum / predictions, gradNorm: Math.sqrt(sumsq) };
+  return { loss: meanLoss(lossSum, predictions), gradNorm: Math.sqrt(sumsq) };
+}
+
+/** The mean loss over `predictions` (0 when there are none: every label masked). */
+export function meanLoss(lossSum: number, predictions: number): number {
+  return predictions === 0 ? 0 : lossSum / predictions;
 }
 
 /**
@@ -179,20 +196,20 @@ export async function evaluate(
   if (data.seqLen !== T) {
     throw new RangeError(`evaluation sequences have ${data.seqLen} tokens, the model expects ${T}`);
   }
-  let lossSum = 0;
+  let lossSum = 0, predictions = 0;
   for (let first = 0; first < sequences; first += B * model.slots) {
     const groups = Math.min(model.slots, (sequences - first) / B);
     for (let g = 0; g < groups; g++) {
       const start = first + g * B;
       const batch = await data.getSamples({ start, end: start + B - 1 }, { signal: parts.signal });
-      model.writeTokens(g, batch.tokens);
+      predictions += model.writeTokens(g, batch.tokens, batch);
     }
     const step = rt.beginStep(`evaluate sequences ${first}..`);
     for (let g = 0; g < groups; g++) model.encodeLoss(step, { slot: g });
     await step.submit({ wait: false });
     lossSum += (await model.readStats(groups, { signal: parts.signal })).lossSum;
   }
-  return lossSum / (sequences * (T - 1));
+  return meanLoss(lossSum, predictions);
 }
 
 /**
@@ -231,15 +248,15 @@ export async function runTraining(
   const tokensPerStep = totalBatch * model.seqLen;
   const losses: number[] = [];
   const t0 = clock();
-  const fetchStep = async (s: number): Promise<Uint32Array[]> => {
-    const out: Uint32Array[] = [];
+  const fetchStep = async (s: number): Promise<TrainingRows[]> => {
+    const out: TrainingRows[] = [];
     for (let m = 0; m < perStep; m++) {
       out.push(await readRanges(data, microBatchRanges(s, m, plan), { signal: parts.signal }));
     }
     return out;
   };
   // The next step's data is read while the GPU runs the current step.
-  let next: Promise<Uint32Array[]> | null = fetchStep(firstStep);
+  let next: Promise<TrainingRows[]> | null = fetchStep(firstStep);
   next.catch(() => {}); // surfaced by the await below, or dropped when the run stops first
   let lastStep = firstStep - 1;
   let lastLr = 0;
@@ -252,7 +269,7 @@ export async function runTraining(
         break;
       }
       const start = clock();
-      const microBatches: Uint32Array[] = await next!;
+      const microBatches: TrainingRows[] = await next!;
       next = null;
       if (s < steps) {
         next = fetchStep(s + 1);

@@ -1,9 +1,9 @@
 /**
- * The coordinator account (layout version 4: the table in layout.ts, from which
+ * The coordinator account (layout version 5: the table in layout.ts, from which
  * program/layout.h and docs/solana-program.md are generated): its size and offsets, and the
  * decoder that turns the account's bytes into the `CoordinatorState` of
- * coordinator/core/types.ts plus the program's own fields (authorities, join registry,
- * delegates, metadata, meeting addresses, nonce).
+ * coordinator/core/types.ts plus the program's own fields (authorities, join registry and each
+ * registration's earned points, epoch rates, delegates, metadata, meeting addresses, nonce).
  *
  * Decoding transcribes the fixed layout into the state encoding (docs/state-encoding.md)
  * and runs the strict state decoder on it, so an account decodes exactly when it holds a
@@ -45,7 +45,7 @@ import {
   witnessBloomParameters,
 } from "../../core/mod.ts";
 
-/** Layout version this module reads (4: version 3 plus the meeting addresses). */
+/** Layout version this module reads (5: version 4 plus the epoch rates and earned points). */
 export const ACCOUNT_VERSION = ACCOUNT_LAYOUT_VERSION;
 /** Size of a coordinator account in bytes. */
 export const ACCOUNT_SIZE: number = structLayout("account_t").size;
@@ -88,7 +88,10 @@ export const OFFSETS = Object.freeze(structLayout("account_t").offsets) as Reado
     | "ejectionsLen"
     | "ejections"
     | "meetingAddressesLen"
-    | "meetingAddresses",
+    | "meetingAddresses"
+    | "currentEpochRates"
+    | "futureEpochRates"
+    | "earned",
     number
   >
 >;
@@ -106,6 +109,7 @@ const C = structLayout("client_t").offsets;
 const REG = structLayout("registration_t").offsets;
 const DR = structLayout("digest_record_t").offsets;
 const DV = structLayout("digest_vote_t").offsets;
+const RATES = structLayout("epoch_rates_t").offsets;
 
 /** Sizes of the repeated structures. */
 export const SIZES = Object.freeze({
@@ -141,6 +145,20 @@ export interface Registration {
   signer: Uint8Array;
   p2pIdentity: Uint8Array;
   active: bigint;
+  /**
+   * Points the wallet earned in this run (a share of `earningRateTotalShared` for every epoch it
+   * finished Healthy), saturating at 2^64 − 1. A registration the program reuses for another
+   * wallet starts again from 0.
+   */
+  earned: bigint;
+}
+
+/** Points an epoch pays (Psyche's `EpochRates`). */
+export interface EpochRates {
+  /** Shared equally (integer division) by the clients that finish the epoch Healthy. */
+  earningRateTotalShared: bigint;
+  /** Carried for a treasurer, as Psyche does; the program slashes nothing. */
+  slashingRatePerClient: bigint;
 }
 
 /** Everything a coordinator account holds. */
@@ -162,6 +180,10 @@ export interface CoordinatorAccount {
   /** Registrations with `active == nextActive` are pending for the next epoch. */
   nextActive: bigint;
   registry: Registration[];
+  /** What the current epoch pays: the future rates as they were when it entered Warmup. */
+  currentEpochRates: EpochRates;
+  /** What the next epoch will pay (set_future_epoch_rates). */
+  futureEpochRates: EpochRates;
   /** The coordinator itself, as the TypeScript machine holds it. */
   state: CoordinatorState;
 }
@@ -385,8 +407,22 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
       signer: key(bytes, at + REG.signer),
       p2pIdentity: key(bytes, at + REG.p2p),
       active: v.getBigUint64(at + REG.active, true),
+      earned: v.getBigUint64(OFFSETS.earned + i * 8, true),
     });
   }
+  for (let i = registryLen; i < ACCOUNT_MAX_CLIENTS; i++) {
+    if (v.getBigUint64(OFFSETS.earned + i * 8, true) !== 0n) {
+      throw new AccountDecodeError(
+        `earned[${i}]`,
+        OFFSETS.earned + i * 8,
+        `points past registry.length ${registryLen} (must be zero)`,
+      );
+    }
+  }
+  const rates = (at: number): EpochRates => ({
+    earningRateTotalShared: v.getBigUint64(at + RATES.earningRateTotalShared, true),
+    slashingRatePerClient: v.getBigUint64(at + RATES.slashingRatePerClient, true),
+  });
   const delegatesLen = limit(
     "delegates.length",
     OFFSETS.delegatesLen,
@@ -439,6 +475,8 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
     meetingAddresses: readMeetingAddresses(bytes),
     nextActive: v.getBigUint64(OFFSETS.nextActive, true),
     registry,
+    currentEpochRates: rates(OFFSETS.currentEpochRates),
+    futureEpochRates: rates(OFFSETS.futureEpochRates),
     state,
   };
 }

@@ -38,7 +38,7 @@ Deno.test("account: a live 16-client run decodes", () => {
   assert.equal(a.state.runState, "RoundTrain");
   assert.equal(a.state.epochState.clients.length, 16);
   assert.equal(a.state.epochState.rounds.reduce((n, r) => n + r.witnesses.length, 0) > 0, true);
-  assert.equal(a.version, 4);
+  assert.equal(a.version, 5);
   // The measured run names the most meeting addresses, each of the longest length.
   assert.deepEqual(a.meetingAddresses.map((m) => [m.kind, m.address.length]), [
     ["Relay", 192],
@@ -275,6 +275,38 @@ Deno.test("account: version 4's meeting addresses decode in order; defects name 
   // A version 3 account (no meeting addresses, 784 bytes shorter) is refused, as version 2 was.
   fails((_, v) => v.setUint32(OFFSETS.version, 3, true), /^version$/, OFFSETS.version);
   fails(() => BYTES.subarray(0, OFFSETS.meetingAddressesLen), /^size$/, 0);
+});
+
+Deno.test("account: version 5's epoch rates and earned points decode; stray points are refused", () => {
+  const b = BYTES.slice();
+  const v = new DataView(b.buffer);
+  const RATES = structLayout("epoch_rates_t").offsets;
+  v.setBigUint64(OFFSETS.currentEpochRates + RATES.earningRateTotalShared, 1000n, true);
+  v.setBigUint64(OFFSETS.futureEpochRates + RATES.slashingRatePerClient, 7n, true);
+  v.setBigUint64(OFFSETS.earned + 3 * 8, 0xffff_ffff_ffff_ffffn, true);
+  v.setBigUint64(OFFSETS.earned + 15 * 8, 333n, true);
+  const a = decodeCoordinatorAccount(b);
+  assert.deepEqual(a.currentEpochRates, {
+    earningRateTotalShared: 1000n,
+    slashingRatePerClient: 0n,
+  });
+  assert.deepEqual(a.futureEpochRates, { earningRateTotalShared: 0n, slashingRatePerClient: 7n });
+  assert.deepEqual(
+    a.registry.map((r) => r.earned),
+    Array.from(
+      { length: 16 },
+      (_, i) => [0n, 0n, 0n, 0xffff_ffff_ffff_ffffn][i] ?? (i === 15 ? 333n : 0n),
+    ),
+  );
+  // Points past the registrations in use belong to nobody.
+  fails(
+    (_, v) => v.setBigUint64(OFFSETS.earned + 16 * 8, 1n, true),
+    /^earned\[16\]$/,
+    OFFSETS.earned + 128,
+  );
+  // A version 4 account (no rates or points, 2,080 bytes shorter) is refused.
+  fails((_, v) => v.setUint32(OFFSETS.version, 4, true), /^version$/, OFFSETS.version);
+  fails(() => BYTES.subarray(0, OFFSETS.currentEpochRates), /^size$/, 0);
 });
 
 Deno.test("account: the model's snapshot dtype is read from the byte after the optimizer", () => {

@@ -52,6 +52,7 @@ export const INSTRUCTION_KINDS = [
   "SetDelegates",
   "CooldownWitness",
   "VerificationReport",
+  "SetFutureEpochRates",
 ] as const;
 /** One of {@linkcode INSTRUCTION_KINDS}. */
 export type InstructionKind = typeof INSTRUCTION_KINDS[number];
@@ -75,6 +76,13 @@ export const UPDATE_PARTS = {
 } as const;
 /** Every part flag at once: a parts byte with any other bit is malformed. */
 const ALL_UPDATE_PARTS = 31;
+
+/** The set_future_epoch_rates instruction's rate flags (its first byte after the tag). */
+export const EPOCH_RATE_PARTS = { earningRateTotalShared: 1, slashingRatePerClient: 2 } as const;
+/** Both rate flags: a flags byte with any other bit, or none, is malformed. */
+const ALL_EPOCH_RATE_PARTS = 3;
+/** The largest rate or point count the account holds (u64). */
+export const MAX_POINTS = 0xffff_ffff_ffff_ffffn;
 
 /** Descriptive run metadata (not used by the state machine). */
 export interface RunMetadata {
@@ -136,7 +144,16 @@ export type CoordinatorInstruction =
    * `verificationReport`). A pass with evidence or a fail without decodes, and the program
    * refuses it (`InvalidVerification`), as the machine does.
    */
-  | { kind: "VerificationReport"; report: VerificationReport };
+  | { kind: "VerificationReport"; report: VerificationReport }
+  /**
+   * The rates the next epoch pays (main authority only); a rate left out keeps its value (as
+   * Psyche's `set_future_epoch_rates` takes each as an `Option`). At least one is given.
+   */
+  | {
+    kind: "SetFutureEpochRates";
+    earningRateTotalShared?: bigint;
+    slashingRatePerClient?: bigint;
+  };
 
 /**
  * The witness instruction's optional metadata tail: the part of Psyche's WitnessMetadata a loss
@@ -209,6 +226,13 @@ function checkInt(field: string, v: number, max: number): void {
   if (!Number.isSafeInteger(v) || v < 0 || v > max) {
     throw new RangeError(`${field} must be an integer in [0, ${max}], found ${String(v)}`);
   }
+}
+
+function checkRate(field: string, v: bigint): bigint {
+  if (typeof v !== "bigint" || v < 0n || v > MAX_POINTS) {
+    throw new RangeError(`${field} must be a u64 (0..2^64 - 1), found ${String(v)}`);
+  }
+  return v;
 }
 
 function checkKey(field: string, k: Uint8Array): void {
@@ -401,6 +425,19 @@ export function encodeCoordinatorInstruction(ix: CoordinatorInstruction): Uint8A
     case "VerificationReport":
       writeReport(o, ix.report);
       break;
+    case "SetFutureEpochRates": {
+      const earning = ix.earningRateTotalShared, slashing = ix.slashingRatePerClient;
+      if (earning === undefined && slashing === undefined) {
+        throw new RangeError("SetFutureEpochRates must carry at least one rate");
+      }
+      o.u8(
+        (earning !== undefined ? EPOCH_RATE_PARTS.earningRateTotalShared : 0) |
+          (slashing !== undefined ? EPOCH_RATE_PARTS.slashingRatePerClient : 0),
+      );
+      if (earning !== undefined) o.u64(checkRate("earningRateTotalShared", earning));
+      if (slashing !== undefined) o.u64(checkRate("slashingRatePerClient", slashing));
+      break;
+    }
     case "HealthCheck":
       checkInt("checks.length", ix.checks.length, 0xff);
       o.u8(ix.checks.length);
@@ -700,6 +737,21 @@ export function decodeCoordinatorInstruction(data: Uint8Array): CoordinatorInstr
     case "GrantAuthorizer":
       ix = { kind, authorizer: r.take("authorizer", 32) };
       break;
+    case "SetFutureEpochRates": {
+      const parts = r.u8("parts");
+      if (parts === 0 || parts > ALL_EPOCH_RATE_PARTS) {
+        r.fail("parts", `invalid rate flags ${parts}`, 1);
+      }
+      const rates: CoordinatorInstruction & { kind: "SetFutureEpochRates" } = { kind };
+      if (parts & EPOCH_RATE_PARTS.earningRateTotalShared) {
+        rates.earningRateTotalShared = r.u64("earningRateTotalShared");
+      }
+      if (parts & EPOCH_RATE_PARTS.slashingRatePerClient) {
+        rates.slashingRatePerClient = r.u64("slashingRatePerClient");
+      }
+      ix = rates;
+      break;
+    }
     case "SetDelegates": {
       const clear = r.bool("clear");
       const n = r.u8("delegates.length");

@@ -95,6 +95,9 @@ const EXAMPLES: CoordinatorInstruction[] = [
       detail: 812_000,
     },
   },
+  { kind: "SetFutureEpochRates", earningRateTotalShared: 0xffff_ffff_ffff_ffffn },
+  { kind: "SetFutureEpochRates", slashingRatePerClient: 3n },
+  { kind: "SetFutureEpochRates", earningRateTotalShared: 1000n, slashingRatePerClient: 0n },
 ];
 
 Deno.test("instructions: every kind round-trips through its bytes", () => {
@@ -145,7 +148,12 @@ function decodeFails(bytes: number[] | Uint8Array, field: RegExp): void {
 
 Deno.test("instructions: decoding names the bad field", () => {
   decodeFails([], /^tag$/);
-  decodeFails([14], /^tag$/);
+  decodeFails([15], /^tag$/);
+  decodeFails([14], /^parts$/);
+  decodeFails([14, 0], /^parts$/);
+  decodeFails([14, 4, ...new Uint8Array(8)], /^parts$/);
+  decodeFails([14, 3, ...new Uint8Array(8)], /^slashingRatePerClient$/);
+  decodeFails([14, 1, ...new Uint8Array(8), 0], /^end$/);
   decodeFails([13, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0], /^report\.verdict$/);
   decodeFails([13, 0, 0, 0, 0, 0, 0, 1, 7, 0, 0, 0, 0], /^report\.evidence$/);
   decodeFails([13, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], /^report\.detail$/);
@@ -189,6 +197,27 @@ Deno.test("instructions: encoding refuses values the layout cannot carry", () =>
     /p2pIdentity/,
   );
   assert.throws(() => encodeCoordinatorInstruction({ kind: "Update" }), /at least one part/);
+  assert.throws(
+    () => encodeCoordinatorInstruction({ kind: "SetFutureEpochRates" }),
+    /at least one rate/,
+  );
+  assert.throws(
+    () =>
+      encodeCoordinatorInstruction({ kind: "SetFutureEpochRates", earningRateTotalShared: -1n }),
+    /earningRateTotalShared must be a u64/,
+  );
+  assert.throws(
+    () =>
+      encodeCoordinatorInstruction({
+        kind: "SetFutureEpochRates",
+        slashingRatePerClient: 1n << 64n,
+      }),
+    /slashingRatePerClient must be a u64/,
+  );
+  assert.deepEqual(
+    [...encodeCoordinatorInstruction({ kind: "SetFutureEpochRates", slashingRatePerClient: 258n })],
+    [14, 2, 2, 1, 0, 0, 0, 0, 0, 0],
+  );
   const many = Array.from(
     { length: 256 },
     () => ({ signer: key(1), proof: { committee: "Trainer" as const, position: 0, index: 0 } }),

@@ -1,5 +1,5 @@
 /**
- * The coordinator account's layout, version 4, written down once. Everything else is made from
+ * The coordinator account's layout, version 5, written down once. Everything else is made from
  * this table: the C header the program is compiled with (program/layout.h, written by
  * toolchain/generate_layout.ts), the account decoder's offsets (account.ts reads them from
  * {@linkcode structLayout} at load), and the layout tables of docs/solana-program.md. A check in
@@ -13,14 +13,16 @@
  * after the delegates, leaving every version 1 offset where it was; version 3 added verification
  * (the config's bar epochs, each round's rejected trainers, the epoch's open verification tasks
  * and the ejection records), which moved everything after the first round; version 4 appended the
- * meeting addresses after the ejection records, leaving every version 3 offset where it was.
+ * meeting addresses after the ejection records, leaving every version 3 offset where it was;
+ * version 5 appended the epoch rates and each registration's earned points after them, leaving
+ * every version 4 offset where it was.
  *
  * @example
  * ```ts
  * import { structLayout } from "./layout.ts";
  * const account = structLayout("account_t");
- * if (account.size !== 221_616 || account.offsets.ejections !== 219_420) {
- *   throw new Error("layout version 4 moved");
+ * if (account.size !== 223_696 || account.offsets.ejections !== 219_420) {
+ *   throw new Error("layout version 5 moved");
  * }
  * ```
  *
@@ -66,8 +68,8 @@ import {
   MEETING_ADDRESS_KINDS,
 } from "./meeting_addresses.ts";
 
-/** The account's layout version (4: version 3 plus the meeting addresses). */
-export const ACCOUNT_LAYOUT_VERSION = 4;
+/** The account's layout version (5: version 4 plus the epoch rates and earned points). */
+export const ACCOUNT_LAYOUT_VERSION = 5;
 
 /** The account's first 8 bytes once `init_coordinator` ran. */
 export const ACCOUNT_MAGIC_TEXT = "PSYCOORD";
@@ -615,6 +617,24 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
     ],
   },
   {
+    c: "epoch_rates_t",
+    title: "EpochRates",
+    depth: 4,
+    comment: "Points an epoch pays (Psyche's EpochRates).",
+    fields: [
+      {
+        c: "earning_rate_total_shared",
+        type: "u64",
+        doc: "points shared equally by the clients that finish the epoch Healthy",
+      },
+      {
+        c: "slashing_rate_per_client",
+        type: "u64",
+        doc: "carried for a treasurer; nothing is slashed",
+      },
+    ],
+  },
+  {
     c: "account_t",
     title: "The account",
     notes: 'Version 2 appended the parameter digests (docs/protocol.md, "Parameter digests") ' +
@@ -626,15 +646,17 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
       "`account.ts` reads them beside it, with the checks the state decoder gives them " +
       "(digests: version 3; verification: version 5). Version 4 appended the meeting addresses " +
       "(the relays and bootstrap peers clients meet at, docs/p2p.md) after the ejection " +
-      "records, so every version 3 offset is unchanged. Accounts of earlier versions are " +
-      "refused.",
+      "records, so every version 3 offset is unchanged. Version 5 appended the epoch rates " +
+      'and the registrations\' earned points (docs/solana-program.md, "Earned points") after ' +
+      "the meeting addresses, so every version 4 offset is unchanged. Accounts of earlier " +
+      "versions are refused.",
     fields: [
       { c: "magic", type: "u8", dims: [8], doc: "`PSYCOORD` once initialized (all zero before)" },
       {
         c: "version",
         type: "u32",
-        doc: "= 4 (1 had no parameter digests, 2 no verification, 3 no meeting addresses; all " +
-          "are refused)",
+        doc: "= 5 (1 had no parameter digests, 2 no verification, 3 no meeting addresses, 4 no " +
+          "earned points; all are refused)",
       },
       {
         c: "flags",
@@ -730,6 +752,25 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
         type: "meeting_address_t",
         dims: ["MAX_MEETING_ADDRESSES"],
         doc: "in the order the main authority gave them; unused entries zero",
+      },
+      {
+        c: "current_epoch_rates",
+        type: "epoch_rates_t",
+        doc: "what the current epoch pays: the future rates, copied when it entered Warmup " +
+          "(version 5)",
+        comment: "Version 5: epoch rates and earned points (docs/solana-program.md).",
+      },
+      {
+        c: "future_epoch_rates",
+        type: "epoch_rates_t",
+        doc: "set by `set_future_epoch_rates` (version 5)",
+      },
+      {
+        c: "earned",
+        type: "u64",
+        dims: ["MAX_CLIENTS"],
+        doc: "points earned by registration `i`'s wallet, saturating at 2^64 − 1; zero past " +
+          "`registryLen` (version 5)",
       },
     ],
   },

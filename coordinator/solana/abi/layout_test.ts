@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { LAYOUT_STRUCTS, type LayoutStruct, structLayout } from "./layout.ts";
 
-// Version 4's offsets and sizes, as deployed programs and stored accounts hold them. A change
+// Version 5's offsets and sizes, as deployed programs and stored accounts hold them. A change
 // here is a new layout version, not an edit.
-Deno.test("layout version 4: every header offset and structure size stays where it was", () => {
+Deno.test("layout version 5: every header offset and structure size stays where it was", () => {
   assert.deepEqual(structLayout("account_t").offsets, {
     magic: 0,
     version: 8,
@@ -38,6 +38,10 @@ Deno.test("layout version 4: every header offset and structure size stays where 
     // Version 4 appended these; every offset above is version 3's.
     meetingAddressesLen: 220_832,
     meetingAddresses: 220_840,
+    // Version 5 appended these; every offset above is version 4's.
+    currentEpochRates: 221_616,
+    futureEpochRates: 221_632,
+    earned: 221_648,
   });
   const sizes = Object.fromEntries(LAYOUT_STRUCTS.map((s) => [s.c, structLayout(s.c).size]));
   assert.deepEqual(sizes, {
@@ -57,7 +61,8 @@ Deno.test("layout version 4: every header offset and structure size stays where 
     digest_record_t: 36,
     digest_vote_t: 34,
     meeting_address_t: 194,
-    account_t: 221_616,
+    epoch_rates_t: 16,
+    account_t: 223_696,
   });
   assert.equal(structLayout("model_t").offsets.dataLocation, 148);
   assert.equal(structLayout("config_t").offsets.maxClients, 64);

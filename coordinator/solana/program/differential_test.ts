@@ -1,7 +1,7 @@
 /**
  * Differential tests: random instruction sequences (joins, ticks at various times,
  * warmup witnesses, witnesses, health checks, verification reports, pauses and resumes,
- * checkpoints, meeting addresses, forged and misdirected reports) go to the C program in litesvm and to the
+ * checkpoints, meeting addresses, future epoch rates, forged and misdirected reports) go to the C program in litesvm and to the
  * TypeScript reference (program_model.ts over coordinator/machine*.ts). After every instruction
  * both must have accepted or rejected it with the same error code, and the account must decode
  * to exactly the reference state. Seeds are fixed so a failure replays.
@@ -67,6 +67,9 @@ Deno.test("differential: random sequences reach identical states in C and TypeSc
       "meeting:set",
       "Update:InvalidMeetingAddress",
       "Update:NotMainAuthority",
+      "SetFutureEpochRates:ok",
+      "SetFutureEpochRates:NotMainAuthority",
+      "earned:paid",
     ]
   ) {
     assert.ok((total[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(total)}`);
@@ -98,11 +101,14 @@ Deno.test("differential: verification samples, seats, decides, breaks ties, ejec
       "bar:readmitted",
       "bar:servedByWait",
       "ejection:oldestDropped",
+      "earned:paid",
+      "earned:ejectedUnpaid",
     ]
   ) {
     assert.ok((total[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(total)}`);
   }
   assert.equal(total["bar:broken"], undefined, "a barred signer joined an epoch");
+  assert.equal(total["earned:ejectedPaid"], undefined, "an ejected client earned points");
   assert.ok(total["epoch:started"] >= 14, `only ${total["epoch:started"]} epochs started`);
 });
 

@@ -130,6 +130,11 @@ Deno.test("fuzz: mutated instruction data is rejected cleanly or handled like th
       },
     }, verifier],
     [{ kind: "SetDelegates", clear: false, delegates: [keyOf(clients[0])] }, clients[1]],
+    [{
+      kind: "SetFutureEpochRates",
+      earningRateTotalShared: 1_000_000n,
+      slashingRatePerClient: 5n,
+    }, run.mainAuthority],
   ];
   const rng = new Prng(42);
   let decoded = 0;

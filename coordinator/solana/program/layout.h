@@ -1,5 +1,5 @@
 /*
- * layout.h: the coordinator account, version 4. A fixed layout (capacity 256 clients),
+ * layout.h: the coordinator account, version 5. A fixed layout (capacity 256 clients),
  * every field naturally aligned, little-endian, no pointers; docs/solana-program.md lists
  * it byte by byte and coordinator/solana/abi/account.ts decodes it. The _Static_asserts pin
  * every offset the documentation and the decoder rely on: changing one is a new version.
@@ -11,7 +11,7 @@
 
 #include "sol.h"
 
-#define ACCOUNT_VERSION 4
+#define ACCOUNT_VERSION 5
 #define MAX_CLIENTS 256
 #define MAX_WITNESSES 32
 #define NUM_ROUNDS 4
@@ -420,6 +420,15 @@ _Static_assert(__builtin_offsetof(meeting_address_t, kind) == 0, "meeting_addres
 _Static_assert(__builtin_offsetof(meeting_address_t, len) == 1, "meeting_address_t.len");
 _Static_assert(__builtin_offsetof(meeting_address_t, address) == 2, "meeting_address_t.address");
 
+/* Points an epoch pays (Psyche's EpochRates). */
+typedef struct {
+  u64 earning_rate_total_shared;
+  u64 slashing_rate_per_client;
+} epoch_rates_t;
+_Static_assert(sizeof(epoch_rates_t) == 16, "epoch_rates_t size");
+_Static_assert(__builtin_offsetof(epoch_rates_t, earning_rate_total_shared) == 0, "epoch_rates_t.earning_rate_total_shared");
+_Static_assert(__builtin_offsetof(epoch_rates_t, slashing_rate_per_client) == 8, "epoch_rates_t.slashing_rate_per_client");
+
 typedef struct {
   u8 magic[8];
   u32 version;
@@ -461,8 +470,12 @@ typedef struct {
   u8 meeting_addresses_len;
   u8 _pad4[7];
   meeting_address_t meeting_addresses[MAX_MEETING_ADDRESSES];
+  /* Version 5: epoch rates and earned points (docs/solana-program.md). */
+  epoch_rates_t current_epoch_rates;
+  epoch_rates_t future_epoch_rates;
+  u64 earned[MAX_CLIENTS];
 } account_t;
-_Static_assert(sizeof(account_t) == 221616, "account_t size");
+_Static_assert(sizeof(account_t) == 223696, "account_t size");
 _Static_assert(__builtin_offsetof(account_t, magic) == 0, "account_t.magic");
 _Static_assert(__builtin_offsetof(account_t, version) == 8, "account_t.version");
 _Static_assert(__builtin_offsetof(account_t, flags) == 12, "account_t.flags");
@@ -495,6 +508,9 @@ _Static_assert(__builtin_offsetof(account_t, digest_votes) == 218332, "account_t
 _Static_assert(__builtin_offsetof(account_t, ejections) == 219420, "account_t.ejections");
 _Static_assert(__builtin_offsetof(account_t, meeting_addresses_len) == 220832, "account_t.meeting_addresses_len");
 _Static_assert(__builtin_offsetof(account_t, meeting_addresses) == 220840, "account_t.meeting_addresses");
+_Static_assert(__builtin_offsetof(account_t, current_epoch_rates) == 221616, "account_t.current_epoch_rates");
+_Static_assert(__builtin_offsetof(account_t, future_epoch_rates) == 221632, "account_t.future_epoch_rates");
+_Static_assert(__builtin_offsetof(account_t, earned) == 221648, "account_t.earned");
 
 /* "PSYCOORD": written by init_coordinator, checked by every other instruction. */
 static const u8 ACCOUNT_MAGIC[8] = {'P', 'S', 'Y', 'C', 'O', 'O', 'R', 'D'};

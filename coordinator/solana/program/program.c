@@ -21,6 +21,7 @@
 #include "model_rules.c"
 #include "validate.c"
 #include "meeting.c"
+#include "rewards.c"
 
 enum {
   IX_INIT_COORDINATOR = 0,
@@ -37,6 +38,7 @@ enum {
   IX_SET_DELEGATES = 11,
   IX_COOLDOWN_WITNESS = 12,
   IX_VERIFICATION_REPORT = 13,
+  IX_SET_FUTURE_EPOCH_RATES = 14,
 };
 
 /* Update parts (bit flags of the update instruction's first byte). */
@@ -291,6 +293,8 @@ static u64 join_run(account_t *a, const u8 *user, reader_t *r) {
     return E_MORE_CLIENTS_THAN_BATCHES;
   }
   registration_t *reg = &a->registry[slot];
+  /* A registration reused for another wallet starts from no points. */
+  if (slot == a->registry_len || !same_key(reg->signer, user)) a->earned[slot] = 0;
   mem_copy(reg->signer, user, 32);
   mem_copy(reg->p2p, p2p, 32);
   reg->active = a->next_active;
@@ -463,6 +467,10 @@ static u64 dispatch(const input_t *in) {
     }
     break;
   }
+  case IX_SET_FUTURE_EPOCH_RATES:
+    if ((err = signer(in, a->main_authority, E_NOT_MAIN_AUTHORITY, &user))) return err;
+    err = set_future_epoch_rates(a, &r);
+    break;
   case IX_SET_DELEGATES:
     if (is_zero(a->authorizer, 32)) return E_NOT_AUTHORIZER;
     if ((err = signer(in, a->authorizer, E_NOT_AUTHORIZER, &user))) return err;

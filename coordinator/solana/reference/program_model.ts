@@ -1,7 +1,7 @@
 /**
  * The coordinator program's reference model in TypeScript: the program's own rules
  * (authorities, permissioned joining, the join registry, nonces, metadata, meeting addresses,
- * config updates) around the TypeScript state machine (coordinator/machine*.ts), which is the
+ * config updates, epoch rates and earned points) around the TypeScript state machine (coordinator/machine*.ts), which is the
  * reference for everything the coordinator does. The C program must reach the same
  * state on the same instructions; the differential tests hold it to that.
  *
@@ -18,6 +18,7 @@ import {
   cooldownWitness,
   type CoordinatorConfig,
   CoordinatorError,
+  type CoordinatorState,
   healthCheck,
   isHalted,
   type LlmModel,
@@ -41,6 +42,7 @@ import {
   CoordinatorProgramError,
   type CoordinatorProgramErrorName,
   MAX_DELEGATES,
+  MAX_POINTS,
   meetingAddressesProblem,
   placeholderModel,
   uninitializedState,
@@ -98,6 +100,8 @@ export function initialAccount(opts: InitOptions): CoordinatorAccount {
     meetingAddresses: [],
     nextActive: 1n,
     registry: [],
+    currentEpochRates: { earningRateTotalShared: 0n, slashingRatePerClient: 0n },
+    futureEpochRates: { earningRateTotalShared: 0n, slashingRatePerClient: 0n },
     state,
   };
 }
@@ -166,14 +170,44 @@ function validateProgress(step: number, epochStartDataIndex: number): void {
   }
 }
 
-/** The full tick: pending = registrations for the next epoch; a new epoch bumps nextActive. */
+/** The signers of the epoch's clients that are Healthy now, in epoch order. */
+function healthySigners(state: CoordinatorState): Uint8Array[] {
+  return state.epochState.clients.filter((c) => c.state === "Healthy").map((c) => c.id.signer);
+}
+
+/**
+ * Pays the epoch that `outcome` ended, when it ended successfully (a failed Warmup pays
+ * nothing): each of `finishers` (the Healthy clients just before the epoch ended) gets
+ * `earningRateTotalShared / finishers.length` points on its wallet's registration, saturating at
+ * 2^64 − 1; the remainder is not paid, nor is a wallet that no longer has a registration.
+ */
+function payEpoch(account: CoordinatorAccount, finishers: Uint8Array[], outcome: Outcome): void {
+  if (outcome.kind !== "EpochEnd" || !outcome.success || finishers.length === 0) return;
+  const share = account.currentEpochRates.earningRateTotalShared / BigInt(finishers.length);
+  for (const signer of finishers) {
+    const registration = account.registry.find((r) => equalBytes(r.signer, signer));
+    if (registration === undefined) continue;
+    const sum = registration.earned + share;
+    registration.earned = sum > MAX_POINTS ? MAX_POINTS : sum;
+  }
+}
+
+/**
+ * The full tick: pending = registrations for the next epoch; a new epoch bumps nextActive and
+ * takes the future rates as its own; a successful epoch end pays.
+ */
 function runTick(account: CoordinatorAccount, clock: ProgramClock): Outcome {
   const state = account.state;
   const before = state.runState;
   const pending = account.registry.filter((r) => r.active === account.nextActive)
     .map((r) => ({ signer: r.signer, p2pIdentity: r.p2pIdentity }));
+  const finishers = healthySigners(state);
   const outcome = machine(() => tick(state, pending, nowOf(clock), clockSeed(clock)));
-  if (before === "WaitingForMembers" && state.runState === "Warmup") account.nextActive += 1n;
+  if (before === "WaitingForMembers" && state.runState === "Warmup") {
+    account.nextActive += 1n;
+    account.currentEpochRates = { ...account.futureEpochRates };
+  }
+  payEpoch(account, finishers, outcome);
   return outcome;
 }
 
@@ -250,7 +284,16 @@ function applyJoin(
   if (!alreadyPending && pendingCount + 1 > a.state.config.globalBatchSizeEnd) {
     fail("MoreClientsThanBatches", "more pending clients than sequences per step");
   }
-  a.registry[slot] = { signer: user.slice(), p2pIdentity: p2p.slice(), active: a.nextActive };
+  // A registration reused for another wallet starts from no points.
+  const earned = a.registry[slot] !== undefined && equalBytes(a.registry[slot].signer, user)
+    ? a.registry[slot].earned
+    : 0n;
+  a.registry[slot] = {
+    signer: user.slice(),
+    p2pIdentity: p2p.slice(),
+    active: a.nextActive,
+    earned,
+  };
   tickIfLive(a, clock);
 }
 
@@ -338,7 +381,8 @@ export function applyInstruction(
     case "Checkpoint": {
       const from = identityOf(user());
       const now = nowOf(clock);
-      machine(() => checkpoint(s, from, ix.index, ix.repo, now));
+      const finishers = healthySigners(s);
+      payEpoch(a, finishers, machine(() => checkpoint(s, from, ix.index, ix.repo, now)));
       tickIfLive(a, clock);
       break;
     }
@@ -362,6 +406,17 @@ export function applyInstruction(
       if (!same) {
         a.authorizer = next;
         a.delegates = [];
+      }
+      break;
+    }
+    case "SetFutureEpochRates": {
+      requireKey(user(), a.mainAuthority, "NotMainAuthority");
+      const rates = a.futureEpochRates;
+      if (ix.earningRateTotalShared !== undefined) {
+        rates.earningRateTotalShared = ix.earningRateTotalShared;
+      }
+      if (ix.slashingRatePerClient !== undefined) {
+        rates.slashingRatePerClient = ix.slashingRatePerClient;
       }
       break;
     }

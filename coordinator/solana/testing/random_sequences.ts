@@ -4,7 +4,8 @@
  * ticks at random times, warmup witnesses, witnesses (some forged or misdirected), health
  * checks, verification reports (mostly from seated verifiers, some from strangers or
  * malformed), pauses and resumes, checkpoints and authority instructions (meeting addresses
- * among them, some malformed) from right and wrong signers, each sent through a {@linkcode DualRun} (program and reference model compared after
+ * and future epoch rates among them, some malformed) from right and wrong signers, each sent
+ * through a {@linkcode DualRun} (program and reference model compared after
  * every instruction).
  *
  * @module
@@ -24,6 +25,7 @@ import { clientIndex, DualRun, keyOf } from "./dual_run.ts";
 import {
   type CoordinatorInstruction,
   MAX_MEETING_ADDRESSES,
+  MAX_POINTS,
   type MeetingAddress,
 } from "../abi/mod.ts";
 import {
@@ -320,8 +322,27 @@ function meetingInstruction(
 }
 
 /**
+ * Future epoch rates: usually from the main authority, one rate or both; rates that leave a
+ * remainder, zero, and the largest u64 (so points saturate); sometimes another signer.
+ */
+function ratesInstruction(
+  run: DualRun,
+  rng: Prng,
+  clients: KeyPairSigner[],
+): [CoordinatorInstruction, KeyPairSigner | null] {
+  const rate = () => [0n, 7n, 1000n, 999_999_937n, MAX_POINTS][rng.int(0, 4)];
+  const ix: CoordinatorInstruction & { kind: "SetFutureEpochRates" } = {
+    kind: "SetFutureEpochRates",
+  };
+  const which = rng.int(0, 2);
+  if (which !== 1) ix.earningRateTotalShared = rate();
+  if (which !== 0) ix.slashingRatePerClient = rate();
+  return [ix, rng.int(0, 5) === 0 ? rng.pick(clients) : run.mainAuthority];
+}
+
+/**
  * Authority instructions: grants, delegates, metadata, config, progress and meeting-address
- * updates.
+ * updates, future epoch rates.
  */
 function adminInstruction(
   run: DualRun,
@@ -332,7 +353,7 @@ function adminInstruction(
   const authorizer = account.authorizer === null
     ? undefined
     : signerOf(clients, account.authorizer);
-  switch (rng.int(0, 6)) {
+  switch (rng.int(0, 7)) {
     case 0: {
       const key = rng.int(0, 4) === 0 ? new Uint8Array(32) : keyOf(rng.pick(clients));
       const signer = rng.int(0, 4) === 0 ? rng.pick(clients) : run.joinAuthority;
@@ -369,6 +390,8 @@ function adminInstruction(
       }, run.mainAuthority];
     case 5:
       return meetingInstruction(run, rng, clients);
+    case 6:
+      return ratesInstruction(run, rng, clients);
     default:
       return [{ kind: "Tick" }, rng.pick(clients)];
   }
@@ -432,8 +455,16 @@ export async function differential(
     }
     const [ix, signer] = randomInstruction(run, rng, clients);
     const recorded = run.model!.state.paramsDigests.at(-1)?.step;
+    const pointsBefore = run.model!.registry.map((r) => r.earned);
     const result = await run.send(ix, signer, { computeUnitLimit: 1_400_000 });
     const newest = run.model?.state.paramsDigests.at(-1)?.step;
+    const registry = run.model?.registry ?? [];
+    if (registry.some((r, i) => r.earned > (pointsBefore[i] ?? 0n))) {
+      seen["earned:paid"] = (seen["earned:paid"] ?? 0) + 1;
+    }
+    if (registry.some((r) => r.earned === MAX_POINTS)) {
+      seen["earned:saturated"] = (seen["earned:saturated"] ?? 0) + 1;
+    }
     if (newest !== undefined && newest !== recorded) {
       seen["digest:recorded"] = (seen["digest:recorded"] ?? 0) + 1;
     }

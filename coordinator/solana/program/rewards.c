@@ -1,0 +1,71 @@
+/*
+ * rewards.c (part of the program.c unity build): earned points, as Psyche's Solana program
+ * keeps them (solana-coordinator instance_state.rs), with two deliberate differences that
+ * docs/solana-program.md ("Earned points") explains: only a successful epoch end pays, and
+ * points saturate at 2^64 - 1 instead of overflowing.
+ *
+ * The account holds each registration's points beside the registry (earned[i] is registry[i]'s
+ * wallet's), the rates the current epoch pays and the rates the next epoch will pay. The
+ * reference model is coordinator/solana/reference/program_model.ts.
+ */
+
+/* Wire flags of set_future_epoch_rates: which rates follow (u64 each, in this order). */
+#define RATE_EARNING 1u
+#define RATE_SLASHING 2u
+#define RATE_ALL 3u
+
+/* set_future_epoch_rates: a rate left out keeps its value; at least one is given. */
+static u64 set_future_epoch_rates(account_t *a, reader_t *r) {
+  u8 parts = get8(r);
+  u64 earning = (parts & RATE_EARNING) ? get64(r) : 0;
+  u64 slashing = (parts & RATE_SLASHING) ? get64(r) : 0;
+  if (!r->ok || r->pos != r->len || parts == 0 || (parts & ~RATE_ALL) != 0) {
+    LOG("set_future_epoch_rates: flags 1..3, then the u64 rates they name");
+    return E_INVALID_INSTRUCTION;
+  }
+  if (parts & RATE_EARNING) a->future_epoch_rates.earning_rate_total_shared = earning;
+  if (parts & RATE_SLASHING) a->future_epoch_rates.slashing_rate_per_client = slashing;
+  return 0;
+}
+
+/* The epoch entering Warmup pays what the future rates say now. */
+static void start_epoch_rates(account_t *a) {
+  mem_copy(&a->current_epoch_rates, &a->future_epoch_rates, sizeof(epoch_rates_t));
+}
+
+/* registry_len when none: the registration of `signer`, searched from slot `from` round. */
+static u64 find_registration(const account_t *a, const u8 *signer, u64 from) {
+  u64 n = a->registry_len;
+  for (u64 k = 0; k < n; k++) {
+    u64 i = from + k < n ? from + k : from + k - n;
+    if (same_key(a->registry[i].signer, signer)) return i;
+  }
+  return n;
+}
+
+/*
+ * A successful epoch end (called by end_cooldown before anything moves): every client of the
+ * epoch still Healthy gets rate / (Healthy clients), the remainder is not paid. The epoch's
+ * clients were taken from the registry in its order, so the search for the next one starts
+ * after the previous one's slot: one pass over the registry unless a registration was reused.
+ * A client whose wallet no longer has a registration (the registry was full and its slot went
+ * to another wallet) is not paid.
+ */
+static void pay_epoch(account_t *a) {
+  const epoch_state_t *es = &a->epoch_state;
+  u64 finishers = 0;
+  for (u64 i = 0; i < es->clients_len; i++) finishers += es->clients[i].state == CS_HEALTHY;
+  if (finishers == 0) return;
+  u64 share = a->current_epoch_rates.earning_rate_total_shared / finishers;
+  if (share == 0) return;
+  u64 from = 0;
+  for (u64 i = 0; i < es->clients_len; i++) {
+    const client_t *c = &es->clients[i];
+    if (c->state != CS_HEALTHY) continue;
+    u64 slot = find_registration(a, c->signer, from);
+    if (slot == a->registry_len) continue;
+    u64 sum = a->earned[slot] + share;
+    a->earned[slot] = sum < share ? ~(u64)0 : sum;
+    from = slot + 1 < a->registry_len ? slot + 1 : 0;
+  }
+}

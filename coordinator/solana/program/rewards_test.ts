@@ -1,0 +1,363 @@
+/**
+ * Earned points in litesvm: set_future_epoch_rates (who may send it, what it refuses, the
+ * account byte-identical after every refusal), the rates an epoch takes when it enters Warmup,
+ * and each epoch end's payout: an equal share of the earning rate for every client that finishes
+ * Healthy, nothing for clients dropped by health checks or ejected, nothing on an epoch nobody
+ * witnessed or one that ends in Warmup, points saturating at 2^64 − 1. Every instruction goes
+ * through DualRun, so the reference model is held to the same numbers.
+ */
+
+import assert from "node:assert/strict";
+import { AccountRole, type KeyPairSigner } from "@solana/kit";
+import {
+  testConfig,
+  testModel,
+  warmupReport,
+  witnessReport,
+} from "../../../tests/support/coordinator_fixtures.ts";
+import { CoordinatorSvm } from "../testing/svm.ts";
+import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
+import {
+  CLIENT_STATES,
+  type CoordinatorConfig,
+  currentRound,
+  NO_DIGEST,
+  type NodeIdentity,
+  roundSelection,
+} from "../../core/mod.ts";
+import {
+  INSTRUCTION_KINDS,
+  MAX_POINTS,
+  OFFSETS,
+  programErrorNumber,
+  structLayout,
+} from "../abi/mod.ts";
+
+const svm = await CoordinatorSvm.create();
+const P2P = new Uint8Array(32).fill(7);
+const TAG = INSTRUCTION_KINDS.indexOf("SetFutureEpochRates");
+
+/** A resumed run of `n` clients (all of them needed to start an epoch), not yet joined. */
+async function run(n: number, config: Partial<CoordinatorConfig> = {}) {
+  const r = await DualRun.create({ svm });
+  await r.expectOk({
+    kind: "Update",
+    config: testConfig({
+      initMinClients: n,
+      minClients: 2,
+      epochTime: 20,
+      warmupTime: 5,
+      ...config,
+    }),
+    model: testModel(),
+  }, r.mainAuthority);
+  r.setTime(1);
+  await r.expectOk({ kind: "SetPaused", paused: false }, r.mainAuthority);
+  const clients: KeyPairSigner[] = [];
+  for (let i = 0; i < n; i++) clients.push(await svm.newSigner());
+  return { run: r, clients };
+}
+
+const earning = (rate: bigint) => ({
+  kind: "SetFutureEpochRates" as const,
+  earningRateTotalShared: rate,
+});
+
+/** Everyone joins at the instant WaitingForMembers began; a tick one second later starts Warmup. */
+async function startEpoch(r: DualRun, clients: KeyPairSigner[]): Promise<number> {
+  let t = r.model!.state.runStateStartUnixTimestamp;
+  r.setTime(t);
+  for (const c of clients) await r.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, c);
+  r.setTime(t += 1);
+  await r.expectOk({ kind: "Tick" }, null);
+  assert.equal(r.model!.state.runState, "Warmup");
+  return t;
+}
+
+/** Every client's warmup witness: round 0 starts. */
+async function leaveWarmup(r: DualRun, clients: KeyPairSigner[]): Promise<void> {
+  for (const c of clients) {
+    if (r.model!.state.runState !== "Warmup") break;
+    await r.expectOk({
+      kind: "WarmupWitness",
+      witness: warmupReport(r.model!.state, clientIndex(r, c)),
+      paramsDigest: NO_DIGEST,
+    }, c);
+  }
+  assert.equal(r.model!.state.runState, "RoundTrain");
+}
+
+/**
+ * Rounds until Cooldown: the Healthy elected witnesses report seeing `seen(height)` (everyone
+ * by default), then the timers end the round. Returns the new time.
+ */
+async function trainToCooldown(
+  r: DualRun,
+  clients: KeyPairSigner[],
+  t: number,
+  seen: (height: number) => NodeIdentity[] = () => clients.map((c) => identity(c)),
+): Promise<number> {
+  const state = () => r.model!.state;
+  while (state().runState === "RoundTrain") {
+    const round = currentRound(state());
+    const sel = roundSelection(state().config, round);
+    for (const c of clients) {
+      const i = clientIndex(r, c);
+      const live = state().runState === "RoundTrain" || state().runState === "RoundWitness";
+      if (!live || i < 0 || !sel.isWitness(i)) continue;
+      if (state().epochState.clients[i].state !== "Healthy") continue;
+      const witness = witnessReport(state(), i, seen(round.height));
+      await r.expectOk({ kind: "Witness", witness, paramsDigest: NO_DIGEST }, c);
+    }
+    if (state().runState === "RoundTrain") {
+      r.setTime(t += state().config.maxRoundTrainTime);
+      await r.expectOk({ kind: "Tick" }, null);
+    }
+    r.setTime(t += state().config.roundWitnessTime);
+    await r.expectOk({ kind: "Tick" }, null);
+  }
+  assert.equal(state().runState, "Cooldown");
+  return t;
+}
+
+/** Cooldown's timer ends the epoch. Returns the new time. */
+async function endCooldown(r: DualRun, t: number): Promise<number> {
+  r.setTime(t += r.model!.state.config.cooldownTime);
+  await r.expectOk({ kind: "Tick" }, null);
+  assert.notEqual(r.model!.state.runState, "Cooldown");
+  return t;
+}
+
+function identity(c: KeyPairSigner): NodeIdentity {
+  return { signer: keyOf(c), p2pIdentity: keyOf(c) };
+}
+
+/** Each client's earned points, from the program's account. */
+function pointsOf(r: DualRun, clients: KeyPairSigner[]): bigint[] {
+  const account = svm.coordinatorAccount(r.coordinator);
+  return clients.map((c) => {
+    const reg = account.registry.find((x) => x.signer.every((b, i) => b === keyOf(c)[i]));
+    return reg?.earned ?? 0n;
+  });
+}
+
+/** Rewrites the program's account bytes (and nothing else): states no instruction reaches. */
+function patchAccount(r: DualRun, patch: (bytes: Uint8Array, view: DataView) => void): void {
+  const account = svm.svm.getAccount(r.coordinator);
+  assert.ok(account.exists);
+  const data = new Uint8Array(account.data);
+  patch(data, new DataView(data.buffer));
+  svm.svm.setAccount({ ...account, data });
+}
+
+/** Sends raw instruction data from `signer` (or from no signer account at all). */
+function sendData(r: DualRun, data: Uint8Array, signer: KeyPairSigner | null, signs = true) {
+  const accounts: unknown[] = [{ address: r.coordinator, role: AccountRole.WRITABLE }];
+  if (signer !== null) {
+    accounts.push(
+      signs
+        ? { address: signer.address, role: AccountRole.READONLY_SIGNER, signer }
+        : { address: signer.address, role: AccountRole.READONLY },
+    );
+  }
+  return svm.sendRaw([{ programAddress: svm.programId, accounts: accounts as never, data }]);
+}
+
+Deno.test("set_future_epoch_rates: main authority only; each rate optional; refusals change no byte", async () => {
+  const { run: r, clients } = await run(2);
+  const before = svm.accountBytes(r.coordinator)!;
+  await r.expectError(earning(5n), clients[0], "NotMainAuthority");
+  await r.expectError(earning(5n), r.joinAuthority, "NotMainAuthority");
+  const u64 = (x: bigint) => {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setBigUint64(0, x, true);
+    return [...b];
+  };
+  const refusals: [number[], KeyPairSigner | null, boolean, string][] = [
+    [[TAG, 1, ...u64(5n)], r.mainAuthority, false, "MissingSignature"],
+    [[TAG, 1, ...u64(5n)], null, true, "NotEnoughAccounts"],
+    [[TAG], r.mainAuthority, true, "InvalidInstruction"], // no flags
+    [[TAG, 0], r.mainAuthority, true, "InvalidInstruction"], // no rate
+    [[TAG, 4, ...u64(5n)], r.mainAuthority, true, "InvalidInstruction"], // unknown flag
+    [[TAG, 1, ...u64(5n).slice(0, 7)], r.mainAuthority, true, "InvalidInstruction"], // cut
+    [[TAG, 3, ...u64(5n)], r.mainAuthority, true, "InvalidInstruction"], // one rate of two
+    [[TAG, 1, ...u64(5n), 0], r.mainAuthority, true, "InvalidInstruction"], // trailing byte
+  ];
+  for (const [data, signer, signs, name] of refusals) {
+    const res = await sendData(r, Uint8Array.from(data), signer, signs);
+    assert.equal(res.code, programErrorNumber(name as never), `${data}: ${res.error}`);
+    assert.deepEqual(svm.accountBytes(r.coordinator), before, `${data} changed the account`);
+  }
+  r.check();
+  const rates = () => svm.coordinatorAccount(r.coordinator).futureEpochRates;
+  await r.expectOk(earning(1000n), r.mainAuthority);
+  assert.deepEqual(rates(), { earningRateTotalShared: 1000n, slashingRatePerClient: 0n });
+  await r.expectOk({ kind: "SetFutureEpochRates", slashingRatePerClient: 3n }, r.mainAuthority);
+  assert.deepEqual(rates(), { earningRateTotalShared: 1000n, slashingRatePerClient: 3n });
+  await r.expectOk({
+    kind: "SetFutureEpochRates",
+    earningRateTotalShared: MAX_POINTS,
+    slashingRatePerClient: 0n,
+  }, r.mainAuthority);
+  assert.deepEqual(rates(), { earningRateTotalShared: MAX_POINTS, slashingRatePerClient: 0n });
+  // Nothing pays until an epoch starts with the rates: the current ones are still zero.
+  assert.deepEqual(svm.coordinatorAccount(r.coordinator).currentEpochRates, {
+    earningRateTotalShared: 0n,
+    slashingRatePerClient: 0n,
+  });
+  assert.equal(svm.coordinatorAccount(r.coordinator).nonce, r.model!.nonce);
+});
+
+Deno.test("a full epoch: each of the clients that finish Healthy gets exactly its share", async () => {
+  const { run: r, clients } = await run(3, { epochTime: 20 });
+  await r.expectOk(earning(1000n), r.mainAuthority);
+  let t = await startEpoch(r, clients);
+  await leaveWarmup(r, clients);
+  t = await trainToCooldown(r, clients, t);
+  assert.deepEqual(pointsOf(r, clients), [0n, 0n, 0n], "nothing is paid before the epoch ends");
+  await endCooldown(r, t);
+  assert.equal(r.model!.state.progress.epoch, 1);
+  // 1000 / 3 = 333 each; the remaining point is not paid.
+  assert.deepEqual(pointsOf(r, clients), [333n, 333n, 333n]);
+  // A second epoch adds to what they hold.
+  t = await startEpoch(r, clients);
+  await leaveWarmup(r, clients);
+  await endCooldown(r, await trainToCooldown(r, clients, t));
+  assert.deepEqual(pointsOf(r, clients), [666n, 666n, 666n]);
+});
+
+Deno.test("a client dropped by a health check earns nothing for the epoch", async () => {
+  const { run: r, clients } = await run(3);
+  await r.expectOk(earning(1001n), r.mainAuthority);
+  let t = await startEpoch(r, clients);
+  await leaveWarmup(r, clients);
+  const lazy = clients[2];
+  const seen = (height: number) =>
+    clients.filter((c) => height === 0 || c !== lazy).map((c) => identity(c));
+  // Two rounds in which nobody sees `lazy` from round 1 on, then the health check.
+  for (let round = 0; round < 2; round++) {
+    const state = r.model!.state;
+    const sel = roundSelection(state.config, currentRound(state));
+    for (const c of clients.filter((c) => sel.isWitness(clientIndex(r, c)))) {
+      const witness = witnessReport(r.model!.state, clientIndex(r, c), seen(round));
+      await r.expectOk({ kind: "Witness", witness, paramsDigest: NO_DIGEST }, c);
+    }
+    r.setTime(t += 3);
+    await r.expectOk({ kind: "Tick" }, null);
+  }
+  const state = r.model!.state;
+  const prev = state.epochState.rounds[(state.epochState.roundsHead + 3) % 4];
+  const proof = roundSelection(state.config, prev).committeeProof(clientIndex(r, lazy));
+  await r.expectOk(
+    { kind: "HealthCheck", checks: [{ signer: keyOf(lazy), proof }] },
+    clients[0],
+  );
+  assert.equal(r.model!.state.epochState.clients[clientIndex(r, lazy)].state, "Dropped");
+  t = await trainToCooldown(r, clients, t, (h) => seen(h));
+  await endCooldown(r, t);
+  // Two finishers share 1001: 500 each, the odd point unpaid; the dropped client gets nothing.
+  assert.deepEqual(pointsOf(r, clients), [500n, 500n, 0n]);
+});
+
+Deno.test("rates set mid-epoch apply from the next epoch's Warmup", async () => {
+  const { run: r, clients } = await run(2);
+  await r.expectOk(earning(100n), r.mainAuthority);
+  let t = await startEpoch(r, clients);
+  const current = () => svm.coordinatorAccount(r.coordinator).currentEpochRates;
+  assert.equal(current().earningRateTotalShared, 100n, "Warmup took the future rates");
+  await r.expectOk(earning(10_000n), r.mainAuthority);
+  await leaveWarmup(r, clients);
+  await r.expectOk(earning(40n), r.mainAuthority); // the last one before the epoch ends counts
+  t = await trainToCooldown(r, clients, t);
+  await endCooldown(r, t);
+  assert.deepEqual(pointsOf(r, clients), [50n, 50n], "epoch 0 paid its own rate, 100");
+  assert.equal(current().earningRateTotalShared, 100n, "unchanged until the next Warmup");
+  t = await startEpoch(r, clients);
+  assert.equal(current().earningRateTotalShared, 40n);
+  await leaveWarmup(r, clients);
+  await endCooldown(r, await trainToCooldown(r, clients, t));
+  assert.deepEqual(pointsOf(r, clients), [70n, 70n]);
+});
+
+Deno.test("an epoch nobody witnessed pays nobody (everyone is withdrawn)", async () => {
+  const { run: r, clients } = await run(2);
+  await r.expectOk(earning(100n), r.mainAuthority);
+  let t = await startEpoch(r, clients);
+  await leaveWarmup(r, clients);
+  r.setTime(t += r.model!.state.config.maxRoundTrainTime);
+  await r.expectOk({ kind: "Tick" }, null);
+  r.setTime(t += r.model!.state.config.roundWitnessTime);
+  await r.expectOk({ kind: "Tick" }, null);
+  assert.equal(r.model!.state.runState, "Cooldown");
+  await endCooldown(r, t);
+  assert.deepEqual(pointsOf(r, clients), [0n, 0n]);
+});
+
+Deno.test("an epoch that ends in Warmup (EpochEnd false) pays nothing", async () => {
+  // No instruction lets a client leave during Warmup (there is no withdraw), so the clients are
+  // marked Withdrawn in the account and in the model alike.
+  const { run: r, clients } = await run(3, { minClients: 2 });
+  await r.expectOk(earning(90n), r.mainAuthority);
+  const t = await startEpoch(r, clients);
+  const client = structLayout("client_t");
+  patchAccount(r, (bytes) => {
+    for (const i of [1, 2]) {
+      const at = OFFSETS.epochState + structLayout("epoch_state_t").offsets.clients +
+        i * client.size + client.offsets.state;
+      bytes[at] = CLIENT_STATES.indexOf("Withdrawn");
+    }
+  });
+  for (const i of [1, 2]) r.model!.state.epochState.clients[i].state = "Withdrawn";
+  r.check();
+  r.setTime(t + 1);
+  await r.expectOk({ kind: "Tick" }, null);
+  assert.equal(r.model!.state.runState, "WaitingForMembers");
+  assert.equal(r.model!.state.progress.epoch, 0, "the epoch did not count");
+  assert.deepEqual(pointsOf(r, clients), [0n, 0n, 0n], "the Healthy one is not paid either");
+});
+
+Deno.test("points saturate at 2^64 - 1 and never wrap", async () => {
+  const { run: r, clients } = await run(2);
+  await r.expectOk(earning(MAX_POINTS), r.mainAuthority);
+  let t = await startEpoch(r, clients);
+  await leaveWarmup(r, clients);
+  await endCooldown(r, await trainToCooldown(r, clients, t));
+  const half = MAX_POINTS / 2n;
+  assert.deepEqual(pointsOf(r, clients), [half, half]);
+  t = await startEpoch(r, clients);
+  await leaveWarmup(r, clients);
+  await endCooldown(r, await trainToCooldown(r, clients, t));
+  assert.deepEqual(pointsOf(r, clients), [2n * half, 2n * half], "2^64 - 2, still exact");
+  t = await startEpoch(r, clients);
+  await leaveWarmup(r, clients);
+  await endCooldown(r, await trainToCooldown(r, clients, t));
+  assert.deepEqual(pointsOf(r, clients), [MAX_POINTS, MAX_POINTS]);
+});
+
+Deno.test("a registration reused for another wallet starts from no points", async () => {
+  const { run: r, clients } = await run(2);
+  await r.expectOk(earning(10n), r.mainAuthority);
+  let t = await startEpoch(r, clients);
+  await leaveWarmup(r, clients);
+  t = await trainToCooldown(r, clients, t);
+  await endCooldown(r, t);
+  assert.deepEqual(pointsOf(r, clients), [5n, 5n]);
+  // Fill the registry's other 254 slots; the next wallet must reuse a stale registration.
+  patchAccount(r, (_bytes, view) => view.setUint16(OFFSETS.registryLen, 256, true));
+  const late = await svm.newSigner();
+  // The model is told of the 254 zero registrations the patch made visible.
+  for (let i = 2; i < 256; i++) {
+    r.model!.registry.push({
+      signer: new Uint8Array(32),
+      p2pIdentity: new Uint8Array(32),
+      active: 0n,
+      earned: 0n,
+    });
+  }
+  r.check();
+  await r.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, late);
+  const account = svm.coordinatorAccount(r.coordinator);
+  assert.deepEqual(account.registry[0].signer, keyOf(late));
+  assert.equal(account.registry[0].earned, 0n, "the first wallet's points went with its slot");
+  assert.equal(account.registry[1].earned, 5n);
+});

@@ -17,7 +17,12 @@ import {
 import { type Address, address } from "@solana/kit";
 import { unprintableProblem, UsageError } from "../../../common/mod.ts";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/mod.ts";
-import { MAX_MEETING_ADDRESSES, type MeetingAddress, meetingAddressProblem } from "../abi/mod.ts";
+import {
+  MAX_MEETING_ADDRESSES,
+  MAX_POINTS,
+  type MeetingAddress,
+  meetingAddressProblem,
+} from "../abi/mod.ts";
 
 /** A string flag of the operator commands. */
 function str(value: string, description: string, extra: Partial<FlagSpec> = {}): FlagSpec {
@@ -142,6 +147,24 @@ export const SOLANA_COMMANDS: Readonly<Record<string, SolanaCommandSpec>> = {
     },
     [{ name: "create|delegate", description: "what to do" }],
   ),
+  "set-future-epoch-rates": command(
+    "set-future-epoch-rates",
+    "set the points the run's next epochs pay (from the next epoch's Warmup on)",
+    "--run-id ID [--earning-rate-total-shared N] [--slashing-rate-per-client N] [options]",
+    {
+      ...RUN_ID,
+      "earning-rate-total-shared": str(
+        "N",
+        "points an epoch shares equally among the clients that finish it Healthy (u64)",
+        { defaultText: "unchanged" },
+      ),
+      "slashing-rate-per-client": str(
+        "N",
+        "points an ejected client would lose (u64; kept for a treasurer, nothing is slashed)",
+        { defaultText: "unchanged" },
+      ),
+    },
+  ),
   tick: command("tick", "advance a run's state machine", "--run-id ID [options]", RUN_ID),
   "close-run": command(
     "close-run",
@@ -202,6 +225,8 @@ const ALL_FLAGS_SPEC = {
     relay: { type: "string", description: "", multiple: true },
     "bootstrap-peer": { type: "string", description: "", multiple: true },
     "clear-meeting-addresses": { type: "boolean", description: "" },
+    "earning-rate-total-shared": str("", ""),
+    "slashing-rate-per-client": str("", ""),
   },
 } as const;
 
@@ -239,6 +264,14 @@ export type SolanaCommand =
   | { command: "set-paused"; runId: string; paused: boolean }
   | { command: "join-authorization-create"; runId: string; authorizer: Address }
   | { command: "join-authorization-delegate"; runId: string; delegates: Address[]; clear: boolean }
+  | {
+    command: "set-future-epoch-rates";
+    runId: string;
+    /** The new earning rate, or undefined to keep it. */
+    earningRateTotalShared?: bigint;
+    /** The new slashing rate, or undefined to keep it. */
+    slashingRatePerClient?: bigint;
+  }
   | { command: "tick"; runId: string }
   | { command: "close-run"; runId: string; spill: Address | null }
   | { command: "json-dump-run"; runId: string }
@@ -466,6 +499,33 @@ function checkSolanaArgs(
           sub === undefined ? "nothing" : `"${sub}"`
         }`,
       );
+    }
+    case "set-future-epoch-rates": {
+      needWallet();
+      noPositionals();
+      const rate = (flag: "earning-rate-total-shared" | "slashing-rate-per-client") => {
+        const text = values[flag];
+        if (text === undefined) return undefined;
+        if (!/^\d{1,20}$/.test(text) || BigInt(text) > MAX_POINTS) {
+          throw new UsageError(`--${flag} must be a whole number up to 2^64 - 1, found "${text}"`);
+        }
+        return BigInt(text);
+      };
+      const earning = rate("earning-rate-total-shared");
+      const slashing = rate("slashing-rate-per-client");
+      if (earning === undefined && slashing === undefined) {
+        throw new UsageError(
+          "set-future-epoch-rates needs --earning-rate-total-shared N, " +
+            "--slashing-rate-per-client N, or both",
+        );
+      }
+      return {
+        command,
+        runId: runId(),
+        ...(earning === undefined ? {} : { earningRateTotalShared: earning }),
+        ...(slashing === undefined ? {} : { slashingRatePerClient: slashing }),
+        common,
+      };
     }
     case "tick":
       needWallet();

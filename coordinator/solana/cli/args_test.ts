@@ -137,6 +137,52 @@ Deno.test("--relay and --bootstrap-peer name where a run's clients meet, relays 
   });
 });
 
+Deno.test("set-future-epoch-rates: each rate optional, at least one, u64 only", () => {
+  const rates = (...flags: string[]) =>
+    parseSolanaArgs(["set-future-epoch-rates", "--run-id", "r", ...flags, ...W]);
+  const both = rates(
+    "--earning-rate-total-shared",
+    "18446744073709551615",
+    "--slashing-rate-per-client",
+    "0",
+  );
+  assert.ok(both.command === "set-future-epoch-rates");
+  assert.equal(both.earningRateTotalShared, 0xffff_ffff_ffff_ffffn);
+  assert.equal(both.slashingRatePerClient, 0n);
+  const one = rates("--slashing-rate-per-client", "7");
+  assert.ok(one.command === "set-future-epoch-rates");
+  assert.equal("earningRateTotalShared" in one, false, "a rate not given is kept on chain");
+  assert.equal(one.slashingRatePerClient, 7n);
+  const bad: [string[], RegExp][] = [
+    [[], /needs --earning-rate-total-shared N, --slashing-rate-per-client N, or both/],
+    [["--earning-rate-total-shared", "18446744073709551616"], /up to 2\^64 - 1, found/],
+    [["--earning-rate-total-shared", "-1"], /--earning-rate-total-shared must be a whole number/],
+    [["--slashing-rate-per-client", "1e3"], /--slashing-rate-per-client must be a whole number/],
+  ];
+  for (const [flags, message] of bad) {
+    assert.throws(() => rates(...flags), (e) => {
+      assert.ok(e instanceof UsageError, `${flags.join(" ")}: ${e}`);
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+  assert.throws(
+    () =>
+      parseSolanaArgs([
+        "set-future-epoch-rates",
+        "--run-id",
+        "r",
+        "--earning-rate-total-shared",
+        "1",
+      ]),
+    /needs --wallet-private-key-path FILE/,
+  );
+  assert.throws(
+    () => parseSolanaArgs(["tick", "--run-id", "r", "--earning-rate-total-shared", "1", ...W]),
+    { message: "tick takes no --earning-rate-total-shared" },
+  );
+});
+
 Deno.test("each command takes its own flags; PSYCHE_* variables fill the rest", () => {
   assert.throws(() => parseSolanaArgs(["tick", "--run-id", "r", "--spill", KEY, ...W]), {
     message: "tick takes no --spill",

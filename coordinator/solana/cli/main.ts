@@ -1,7 +1,8 @@
 /**
  * `deno task solana <command>`: the operator's commands for coordinator runs on Solana
  * (create-run, update-config (config, model, metadata, and the relays and bootstrap peers the
- * run's clients meet at), set-paused, join-authorization create/delegate, tick,
+ * run's clients meet at), set-paused, set-future-epoch-rates, join-authorization
+ * create/delegate, tick,
  * close-run, json-dump-run, plus airdrop and keygen for local setups). See args.ts for the flags and
  * docs/solana.md for a walk-through against `deno task localnet`.
  *
@@ -140,6 +141,24 @@ export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise
       const coordinator = await runAddress(args, args.runId, wallet);
       await need().setPaused(coordinator, args.paused);
       io.write(`run "${args.runId}" ${args.paused ? "paused" : "resumed"}`);
+      return;
+    }
+    case "set-future-epoch-rates": {
+      const coordinator = await runAddress(args, args.runId, wallet);
+      const rates = {
+        earningRateTotalShared: args.earningRateTotalShared,
+        slashingRatePerClient: args.slashingRatePerClient,
+      };
+      await need().setFutureEpochRates(coordinator, rates);
+      const said = [
+        ...(rates.earningRateTotalShared === undefined
+          ? []
+          : [`earning rate ${rates.earningRateTotalShared}`]),
+        ...(rates.slashingRatePerClient === undefined
+          ? []
+          : [`slashing rate ${rates.slashingRatePerClient}`]),
+      ];
+      io.write(`run "${args.runId}": ${said.join(", ")} from the next epoch`);
       return;
     }
     case "join-authorization-create": {

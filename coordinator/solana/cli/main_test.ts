@@ -153,6 +153,30 @@ Deno.test("operator commands open, configure, authorize, resume and dump a run",
     const resumed = await solana(["set-paused", ...run, "resume", ...rpc, ...key("operator")]);
     assert.equal(resumed.code, 0, resumed.err);
 
+    // Rates: only the main authority may set them; a rate left out keeps its value.
+    const rates = ["set-future-epoch-rates", ...run, "--earning-rate-total-shared", "1000"];
+    const stranger = await solana([
+      ...rates,
+      "--main-authority",
+      operator,
+      ...rpc,
+      ...key("authorizer"),
+    ]);
+    assert.equal(stranger.code, 1);
+    assert.match(stranger.err, /NotMainAuthority/);
+    const earning = await solana([...rates, ...rpc, ...key("operator")]);
+    assert.equal(earning.code, 0, earning.err);
+    assert.match(earning.out, /run "llama-tiny-brown": earning rate 1000 from the next epoch/);
+    const slashing = await solana([
+      "set-future-epoch-rates",
+      ...run,
+      "--slashing-rate-per-client",
+      "3",
+      ...rpc,
+      ...key("operator"),
+    ]);
+    assert.equal(slashing.code, 0, slashing.err);
+
     const dump = await solana(["json-dump-run", ...run, "--main-authority", operator, ...rpc]);
     assert.equal(dump.code, 0, dump.err);
     const json = JSON.parse(dump.out);
@@ -170,10 +194,20 @@ Deno.test("operator commands open, configure, authorize, resume and dump a run",
       { kind: "Relay", address: relay },
       { kind: "Bootstrap", address: peer },
     ]);
+    assert.deepEqual(json.futureEpochRates, {
+      earningRateTotalShared: "1000",
+      slashingRatePerClient: "3",
+    });
+    assert.deepEqual(json.currentEpochRates, {
+      earningRateTotalShared: "0",
+      slashingRatePerClient: "0",
+    }, "an epoch takes the rates when it enters Warmup");
+    assert.deepEqual(json.registry, []);
     assert.equal(
       json.nonce,
-      "8",
-      "init, meeting addresses, update, metadata, meeting addresses, grant, delegate, resume",
+      "10",
+      "init, meeting addresses, update, metadata, meeting addresses, grant, delegate, resume, " +
+        "two rates",
     );
 
     // Only a halted run closes; its rent comes back and the account is gone.

@@ -1,8 +1,8 @@
 /**
  * What a run's operator does on chain, as plain async calls (the `deno task solana`
  * commands are thin wrappers around these): create a run, update its config and model,
- * pause and resume it, grant join authorization and delegates, tick it, and dump it as
- * JSON. Each call builds the program's instruction (coordinator/solana/abi/kit.ts) and sends
+ * pause and resume it, set the rates its next epochs pay, grant join authorization and
+ * delegates, tick it, and dump it as JSON. Each call builds the program's instruction (coordinator/solana/abi/kit.ts) and sends
  * it with {@linkcode TransactionSender} (retries, RPC fallback, typed program errors).
  *
  * @module
@@ -18,6 +18,7 @@ import {
   coordinatorInstruction,
   createRunInstructions,
   decodeCoordinatorAccount,
+  type EpochRates,
   type MeetingAddress,
   type RunMetadata,
   TICK_COMPUTE_UNITS,
@@ -122,6 +123,17 @@ export class RunOperator {
     return this.#send(coordinator, { kind: "SetPaused", paused });
   }
 
+  /**
+   * Sets the rates the run's next epochs pay (each epoch takes them when it enters Warmup); a
+   * rate left out keeps its value.
+   */
+  setFutureEpochRates(coordinator: Address, rates: Partial<EpochRates>): Promise<string> {
+    if (rates.earningRateTotalShared === undefined && rates.slashingRatePerClient === undefined) {
+      throw new TypeError("setFutureEpochRates needs at least one rate");
+    }
+    return this.#send(coordinator, { kind: "SetFutureEpochRates", ...rates });
+  }
+
   /** As the join authority: grants `authorizer` (who may join and name delegates). */
   grantAuthorizer(coordinator: Address, authorizer: Address): Promise<string> {
     return this.#send(coordinator, {
@@ -182,8 +194,16 @@ export async function readRun(
   }
 }
 
+function ratesJson(rates: EpochRates): Record<string, string> {
+  return {
+    earningRateTotalShared: rates.earningRateTotalShared.toString(),
+    slashingRatePerClient: rates.slashingRatePerClient.toString(),
+  };
+}
+
 /**
- * The run as JSON: the program's fields (authorities hex, nonce, registry) and the
+ * The run as JSON: the program's fields (authorities hex, nonce, registry with each wallet's
+ * earned points, epoch rates; u64 values as decimal strings) and the
  * coordinator state in the same JSON the TCP server's tools print (encoding/json.ts).
  */
 export function runJson(account: CoordinatorAccount): Record<string, unknown> {
@@ -198,11 +218,14 @@ export function runJson(account: CoordinatorAccount): Record<string, unknown> {
     metadata: account.metadata,
     meetingAddresses: account.meetingAddresses,
     nextActive: account.nextActive.toString(),
+    currentEpochRates: ratesJson(account.currentEpochRates),
+    futureEpochRates: ratesJson(account.futureEpochRates),
     registry: account.registry.map((r) => ({
       signer: hex(r.signer),
       p2pIdentity: hex(r.p2pIdentity),
       active: r.active.toString(),
       pending: r.active === account.nextActive,
+      earned: r.earned.toString(),
     })),
     state: coordinatorStateToJson(account.state),
   };

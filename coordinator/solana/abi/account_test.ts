@@ -281,8 +281,12 @@ Deno.test("account: version 5's epoch rates and earned points decode; stray poin
   const b = BYTES.slice();
   const v = new DataView(b.buffer);
   const RATES = structLayout("epoch_rates_t").offsets;
-  v.setBigUint64(OFFSETS.currentEpochRates + RATES.earningRateTotalShared, 1000n, true);
-  v.setBigUint64(OFFSETS.futureEpochRates + RATES.slashingRatePerClient, 7n, true);
+  const setRates = (at: number, earning: bigint, slashing: bigint) => {
+    v.setBigUint64(at + RATES.earningRateTotalShared, earning, true);
+    v.setBigUint64(at + RATES.slashingRatePerClient, slashing, true);
+  };
+  setRates(OFFSETS.currentEpochRates, 1000n, 0n);
+  setRates(OFFSETS.futureEpochRates, 0n, 7n);
   v.setBigUint64(OFFSETS.earned + 3 * 8, 0xffff_ffff_ffff_ffffn, true);
   v.setBigUint64(OFFSETS.earned + 15 * 8, 333n, true);
   const a = decodeCoordinatorAccount(b);

@@ -5,7 +5,7 @@ import { CoordinatorSvm, MAX_COMPUTE_UNITS, MAX_TRANSACTION_BYTES } from "../tes
 const svm = await CoordinatorSvm.create();
 
 Deno.test("compute units: every instruction at 256 clients fits Solana's limits", async () => {
-  const r = await measureComputeUnits(256, svm);
+  const r = await measureComputeUnits(256, svm, { epochEnd: true });
   for (
     const key of [
       "join",
@@ -15,12 +15,19 @@ Deno.test("compute units: every instruction at 256 clients fits Solana's limits"
       "tickNextRound",
       "healthCheckOne",
       "updateMeetingFull",
+      "setFutureEpochRates",
+      "tickEndEpoch",
     ] as const
   ) {
     assert.ok(r[key] > 0 && r[key] < MAX_COMPUTE_UNITS, `${key}: ${r[key]} compute units`);
   }
   // The default per-instruction budget (200k) suffices for all of them.
   assert.ok(Math.max(r.join, r.tickStartEpoch, r.witnessMax, r.healthCheckOne) < 200_000);
+  // Setting the rates is a few field writes; the epoch's end pays its 255 Healthy finishers
+  // (the client dropped by the health check earns nothing) in one pass over the registry.
+  assert.ok(r.setFutureEpochRates < 2_000, `set_future_epoch_rates: ${r.setFutureEpochRates}`);
+  assert.equal(r.epochFinishers, 255);
+  assert.ok(r.tickEndEpoch < 100_000, `epoch-end tick: ${r.tickEndEpoch}`);
   assert.ok(
     r.witnessTransactionBytes <= MAX_TRANSACTION_BYTES,
     `witness transaction is ${r.witnessTransactionBytes} bytes`,

@@ -2,9 +2,10 @@
  * Compute units of the coordinator program's instructions at a given number of clients,
  * measured on the real program in litesvm: join, the WaitingForMembers -> Warmup tick,
  * warmup witness, witness (the most expensive of a round's witnesses), the round tick,
- * a one-entry health check and the entries one health-check transaction can carry, and an update
- * setting four meeting addresses of the longest length. Also the witness and meeting-update
- * transactions' sizes against the 1,232-byte limit.
+ * a one-entry health check and the entries one health-check transaction can carry, an update
+ * setting four meeting addresses of the longest length, and set_future_epoch_rates. Also the
+ * witness and meeting-update transactions' sizes against the 1,232-byte limit. With `epochEnd`
+ * the run goes on to the tick that ends the epoch and pays every Healthy finisher its points.
  *
  * With `verification` every round's results are sampled (`verificationPercent` 100: the most
  * tasks a round opens), so the round tick includes the sampling and seating, and the
@@ -75,6 +76,12 @@ export interface ComputeUnitReport {
   updateMeetingFull: number;
   /** That update's transaction (with a second signer paying and a compute-budget instruction). */
   meetingTransactionBytes: number;
+  /** set_future_epoch_rates with both rates. */
+  setFutureEpochRates: number;
+  /** With `epochEnd`: the tick that ends Cooldown and pays the epoch's points (0 otherwise). */
+  tickEndEpoch: number;
+  /** Clients that tick paid. */
+  epochFinishers: number;
   accountBytes: number;
   /** Measured with `verification` only (0 otherwise). */
   verification: VerificationUnits;
@@ -102,6 +109,12 @@ export interface VerificationUnits {
 export interface ComputeUnitOptions {
   /** Sample every round's results (verificationPercent 100) and measure the reports. */
   verification?: boolean;
+  /**
+   * After the health checks, pause (pending) so round 3 ends in Cooldown, and measure the tick
+   * that ends it, paying every client still Healthy (not with `verification`). The account is
+   * then left Paused instead of in RoundTrain.
+   */
+  epochEnd?: boolean;
 }
 
 const CONFIG: Omit<CoordinatorConfig, "maxClients" | "initMinClients" | "minClients"> = {
@@ -218,6 +231,14 @@ export async function measureComputeUnits(
   const meeting = must(
     await send({ kind: "Update", meetingAddresses: fullestMeeting() }, main),
     "meeting addresses",
+  );
+  const rates = must(
+    await send({
+      kind: "SetFutureEpochRates",
+      earningRateTotalShared: 1_000_000_007n,
+      slashingRatePerClient: 5n,
+    }, main),
+    "set future epoch rates",
   );
   let now = 100;
   csvm.setClock(now, 1n);
@@ -358,6 +379,39 @@ export async function measureComputeUnits(
     healthChecksPerTransaction = k;
     healthCheckFull = r.computeUnits;
   }
+  let tickEndEpoch = 0;
+  let epochFinishers = 0;
+  if (opts.epochEnd === true && !verifying) {
+    // A pending pause: round 3 ends in Cooldown, whose end pays the epoch and pauses the run.
+    must(await send({ kind: "SetPaused", paused: true }, main), "pause");
+    acc = csvm.coordinatorAccount(coordinator);
+    for (const i of roundSelection(acc.state.config, currentRound(acc.state)).witnessIndices()) {
+      const live = csvm.coordinatorAccount(coordinator);
+      const runState = live.state.runState;
+      if (runState !== "RoundTrain" && runState !== "RoundWitness") break;
+      if (live.state.epochState.clients[i]?.state !== "Healthy") continue;
+      must(
+        await send(
+          { kind: "Witness", witness: report(live, i, everyone, false), paramsDigest: DIGEST },
+          signerOf(live, i),
+        ),
+        "witness",
+      );
+    }
+    if (csvm.coordinatorAccount(coordinator).state.runState === "RoundTrain") {
+      csvm.setClock(now += 60, 50n);
+      must(await send({ kind: "Tick" }, null), "tick train timeout");
+    }
+    csvm.setClock(now += 10, 51n);
+    must(await send({ kind: "Tick" }, null), "tick to Cooldown");
+    if (csvm.coordinatorAccount(coordinator).state.runState !== "Cooldown") {
+      throw new Error("round 3 did not end in Cooldown");
+    }
+    csvm.setClock(now += 10, 52n);
+    tickEndEpoch = must(await send({ kind: "Tick" }, null), "tick end of epoch").computeUnits;
+    epochFinishers = csvm.coordinatorAccount(coordinator).registry.filter((r) => r.earned > 0n)
+      .length;
+  }
   if (verifying) {
     // Round 3's start sampled round 2: a fail decides one task (its trainer is ejected); the
     // others get one fail each and no more, so when their stage closes (round 4's end) they go
@@ -435,6 +489,9 @@ export async function measureComputeUnits(
     witnessTransactionBytes,
     updateMeetingFull: meeting.computeUnits,
     meetingTransactionBytes: meeting.transactionBytes,
+    setFutureEpochRates: rates.computeUnits,
+    tickEndEpoch,
+    epochFinishers,
     accountBytes: ACCOUNT_SIZE,
     verification,
   };
@@ -455,6 +512,7 @@ if (import.meta.main) {
     for (const n of [16, 256]) {
       const { coordinator: _, verification: v, ...row } = await measureComputeUnits(n, svm, {
         verification,
+        epochEnd: !verification,
       });
       rows.push({ verification, ...row, ...(verification ? v : {}) });
     }

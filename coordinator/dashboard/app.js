@@ -119,6 +119,7 @@ function renderClients(view) {
     );
     cell(row, c.witnesses);
     cell(row, c.divergences, c.divergences > 0 ? "bad" : "");
+    cell(row, c.earned ?? "–", "earned");
     const evals = Object.entries(c.evals ?? {});
     cell(
       row,

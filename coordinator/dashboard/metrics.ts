@@ -53,6 +53,10 @@ export const METRICS = {
     "Bytes a client received from its peers, as its last telemetry notice says.",
   ],
   psyche_reported_step: ["gauge", "The step of a client's last telemetry notice."],
+  psyche_earned_points: [
+    "gauge",
+    "Points a client earned in the run (Solana runs: the program's earned points).",
+  ],
   psyche_reported_step_phase_milliseconds: [
     "gauge",
     "Milliseconds of each part (train, encode, exchange, apply, wait) of a client's last " +
@@ -188,6 +192,13 @@ export function metricsText(view: DashboardView): string {
     latest === undefined
       ? []
       : STEP_PHASES.map((phase) => ({ labels: { phase }, value: latest[phase] })),
+  );
+  family(
+    "psyche_earned_points",
+    view.clients.filter((c) => c.earned !== null).map((c) => ({
+      labels: client(c.key),
+      value: Number(c.earned),
+    })),
   );
   family(
     "psyche_client_last_step",

@@ -104,6 +104,17 @@ Deno.test("every family is declared, documented and typed as METRICS says", () =
   );
 });
 
+Deno.test("earned points are a gauge per client that has them", () => {
+  const view = runView();
+  const withPoints: DashboardView = {
+    ...view,
+    clients: view.clients.map((c) => ({ ...c, earned: c.key === A ? "333" : null })),
+  };
+  const scraped = parsePrometheusText(metricsText(withPoints));
+  assert.equal(sampleValue(scraped, "psyche_earned_points", { client: "aa".repeat(8) }), 333);
+  assert.equal(sampleValue(scraped, "psyche_earned_points", { client: "bb".repeat(8) }), undefined);
+});
+
 Deno.test("an empty view is valid too, with no per-client samples", () => {
   const scraped = parsePrometheusText(metricsText(emptyView()));
   assert.equal(sampleValue(scraped, "psyche_loss"), undefined);

@@ -47,6 +47,11 @@ export interface RunSnapshot {
   readonly clients: readonly { readonly key: string; readonly state: ClientState }[];
   /** Keys waiting to join, in join order (hex). */
   readonly pending: readonly string[];
+  /**
+   * Points each wallet earned in the run (hex key → decimal u64), where the backend keeps them
+   * (the Solana program: docs/solana-program.md, "Earned points"); absent on the TCP server.
+   */
+  readonly earned?: Readonly<Record<string, string>>;
   readonly config: ConfigView;
 }
 

@@ -63,6 +63,8 @@ export interface ClientView {
   readonly evals: Readonly<Record<string, number>> | null;
   /** Witness reports whose parameter digest was not the one a quorum recorded. */
   readonly divergences: number;
+  /** Points it earned in the run (decimal u64), from the latest snapshot that has them. */
+  readonly earned: string | null;
   /** When the dashboard last heard of it (ms since the epoch). */
   readonly lastSeenMs: number;
 }
@@ -207,6 +209,7 @@ function withClient(
     witnesses: 0,
     evals: null,
     divergences: 0,
+    earned: null,
     lastSeenMs: timeMs,
   };
   const updated = { ...old, ...change(old), lastSeenMs: timeMs };
@@ -493,7 +496,8 @@ function applyEvent(view: DashboardView, event: ServerEvent, timeMs: number): Da
 
 /**
  * The view with the coordinator's state at `timeMs`: run state, progress and configuration
- * from the snapshot, and each client's health from the epoch's list or the pending list.
+ * from the snapshot, each client's health from the epoch's list or the pending list, and its
+ * earned points when the snapshot has them.
  */
 export function reduceSnapshot(
   view: DashboardView,
@@ -516,7 +520,8 @@ export function reduceSnapshot(
           c.status === "Ejected" || c.status === "Withdrawn"
         ? c.status
         : "Left");
-    return status === c.status ? c : { ...c, status };
+    const earned = snapshot.earned?.[c.key] ?? c.earned;
+    return status === c.status && earned === c.earned ? c : { ...c, status, earned };
   });
   return {
     ...next,

@@ -282,6 +282,22 @@ Deno.test("a later snapshot keeps each client's status current", () => {
   assert.equal(again.clients[0].status, "Healthy");
 });
 
+Deno.test("earned points come from snapshots that carry them (Solana) and stay until the next", () => {
+  const first = reduceSnapshot(emptyView(), snapshot({ pending: [A, B] }), 1000);
+  assert.deepEqual(first.clients.map((c) => c.earned), [null, null], "the TCP server has none");
+  const paid = reduceSnapshot(
+    first,
+    snapshot({
+      clients: [{ key: A, state: "Healthy" }, { key: B, state: "Healthy" }],
+      earned: { [A]: "18446744073709551615", [B]: "0" },
+    }),
+    2000,
+  );
+  assert.deepEqual(paid.clients.map((c) => c.earned), ["18446744073709551615", "0"]);
+  const later = reduceSnapshot(paid, snapshot({ earned: { [B]: "333" } }), 3000);
+  assert.deepEqual(later.clients.map((c) => c.earned), ["18446744073709551615", "333"]);
+});
+
 function telemetry(client: string, step: number, trainMs: number, bytesSent = 1000) {
   return {
     kind: "Telemetry",

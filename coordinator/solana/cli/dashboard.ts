@@ -1,8 +1,8 @@
 /**
  * `deno task dashboard --rpc URL --run-id ID (--main-authority PUBKEY | --coordinator ADDRESS)`:
  * the live dashboard of coordinator/dashboard/ for a run on Solana. It reads the run's account
- * over JSON-RPC every `--poll-ms`, turns its coordinator state (and the registry's pending keys)
- * into the dashboard's snapshot and serves the page, `/events`, `/view.json` and `/metrics`.
+ * over JSON-RPC every `--poll-ms`, turns its coordinator state (and the registry's pending keys
+ * and earned points) into the dashboard's snapshot and serves the page, `/events`, `/view.json` and `/metrics`.
  * Each poll also reads the run's newest transactions (`getSignaturesForAddress`,
  * `getTransaction`) for the loss curve: the metadata tail of each accepted witness instruction
  * (witness_losses.ts). Read-only: it needs no wallet. See docs/dashboard.md.
@@ -20,7 +20,7 @@ import {
   parseArgsOrExit,
   parseFlags,
 } from "../../../cli/entry.ts";
-import { unprintableProblem, UsageError } from "../../../common/mod.ts";
+import { toHex, unprintableProblem, UsageError } from "../../../common/mod.ts";
 import { type RunSnapshot, snapshotOf, startDashboard } from "../../dashboard/mod.ts";
 import { type CoordinatorAccount, coordinatorAddress } from "../abi/mod.ts";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL, SolanaRpcClient } from "../rpc/mod.ts";
@@ -154,12 +154,16 @@ function checkDashboardArgs(values: FlagValues<typeof DASHBOARD_SPEC>): Dashboar
 }
 
 /**
- * The dashboard's snapshot of a run account: its coordinator state, and as pending the
- * registrations waiting for the next epoch (`active == nextActive`). Pure.
+ * The dashboard's snapshot of a run account: its coordinator state, as pending the
+ * registrations waiting for the next epoch (`active == nextActive`), and every registered
+ * wallet's earned points. Pure.
  */
 export function accountSnapshot(account: CoordinatorAccount): RunSnapshot {
   const pending = account.registry.filter((r) => r.active === account.nextActive);
-  return snapshotOf(account.state, pending.map((r) => r.signer));
+  const earned = Object.fromEntries(
+    account.registry.map((r) => [toHex(r.signer), r.earned.toString()]),
+  );
+  return { ...snapshotOf(account.state, pending.map((r) => r.signer)), earned };
 }
 
 if (import.meta.main) {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { parseDashboardArgs } from "./dashboard.ts";
+import { accountSnapshot, parseDashboardArgs } from "./dashboard.ts";
+import { initialAccount } from "../reference/mod.ts";
 import { main } from "./main.ts";
 import { loadWallet } from "../rpc/mod.ts";
 import { UsageError } from "../../../common/mod.ts";
@@ -37,6 +38,26 @@ Deno.test("dashboard flags: the run is found by main authority or address, not b
     () => parseDashboardArgs(["--run-id", "r", "--coordinator", KEY, "--rpc", "nowhere"]),
     /--rpc must be a URL/,
   );
+});
+
+Deno.test("a run account's snapshot carries every registered wallet's earned points", () => {
+  const account = initialAccount({
+    runId: "r",
+    mainAuthority: new Uint8Array(32).fill(1),
+    joinAuthority: new Uint8Array(32).fill(2),
+    permissionless: true,
+  });
+  const key = (b: number) => new Uint8Array(32).fill(b);
+  account.registry.push(
+    { signer: key(0xaa), p2pIdentity: key(0xaa), active: 1n, earned: 500n },
+    { signer: key(0xbb), p2pIdentity: key(0xbb), active: 0n, earned: 0xffff_ffff_ffff_ffffn },
+  );
+  const snapshot = accountSnapshot(account);
+  assert.deepEqual(snapshot.pending, ["aa".repeat(32)]);
+  assert.deepEqual(snapshot.earned, {
+    ["aa".repeat(32)]: "500",
+    ["bb".repeat(32)]: "18446744073709551615",
+  });
 });
 
 /** A `deno task` process whose stdout lines are read until one matches. */

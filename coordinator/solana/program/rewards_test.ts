@@ -168,6 +168,11 @@ Deno.test("set_future_epoch_rates: main authority only; each rate optional; refu
   const before = svm.accountBytes(r.coordinator)!;
   await r.expectError(earning(5n), clients[0], "NotMainAuthority");
   await r.expectError(earning(5n), r.joinAuthority, "NotMainAuthority");
+  assert.deepEqual(
+    svm.accountBytes(r.coordinator),
+    before,
+    "a stranger's rates changed the account",
+  );
   const u64 = (x: bigint) => {
     const b = new Uint8Array(8);
     new DataView(b.buffer).setBigUint64(0, x, true);

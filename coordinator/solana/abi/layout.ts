@@ -573,7 +573,9 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
       "tick takes the pending registrations, in registry order, as the machine's pending list " +
       "(the first `config.maxClients` of them become the epoch's clients), and increments " +
       "`nextActive` when the epoch starts, so every client joins again for every epoch (as in " +
-      "Psyche). Joining during an epoch registers for the next one.",
+      "Psyche). Joining during an epoch registers for the next one. With all registrations " +
+      "taken, a new wallet reuses the first **stale** one: joined for neither the next epoch " +
+      "nor the running one, and holding no earned points (Psyche never reuses one).",
     fields: [
       { c: "signer", type: "u8", dims: [32] },
       { c: "p2p", type: "u8", dims: [32], label: "p2pIdentity" },

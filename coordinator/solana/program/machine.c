@@ -238,6 +238,15 @@ static void checkpoint_after_cooldown(checkpoint_t *c) {
 
 static bool is_pending(const account_t *a, u64 i) { return a->registry[i].active == a->next_active; }
 
+/*
+ * Whether a full registry may give slot i to a new wallet: its wallet joined neither the next
+ * epoch nor the running one (whose payout looks it up by wallet), and it holds no points, which
+ * a reuse would destroy.
+ */
+static bool is_reusable(const account_t *a, u64 i) {
+  return a->registry[i].active + 1 < a->next_active && a->earned[i] == 0;
+}
+
 static u64 pending_count(const account_t *a) {
   u64 n = 0;
   for (u64 i = 0; i < a->registry_len; i++)

@@ -283,9 +283,9 @@ static u64 join_run(account_t *a, const u8 *user, reader_t *r) {
     if (same_key(a->registry[i].signer, user)) slot = i;
   bool already_pending = slot < a->registry_len && is_pending(a, slot);
   if (slot == a->registry_len && a->registry_len == MAX_CLIENTS) {
-    /* Full: reuse the first registration that is not pending for the next epoch. */
+    /* Full: reuse the first stale registration, one that never earned points. */
     for (u64 i = 0; i < MAX_CLIENTS && slot == MAX_CLIENTS; i++)
-      if (!is_pending(a, i)) slot = i;
+      if (is_reusable(a, i)) slot = i;
     if (slot == MAX_CLIENTS) return E_CLIENTS_FULL;
   }
   if (!already_pending && pending_count(a) + 1 > a->config.global_batch_size_end) {
@@ -293,7 +293,7 @@ static u64 join_run(account_t *a, const u8 *user, reader_t *r) {
     return E_MORE_CLIENTS_THAN_BATCHES;
   }
   registration_t *reg = &a->registry[slot];
-  /* A registration reused for another wallet starts from no points. */
+  /* A new registration starts from no points (a reused one never held any). */
   if (slot == a->registry_len || !same_key(reg->signer, user)) a->earned[slot] = 0;
   mem_copy(reg->signer, user, 32);
   mem_copy(reg->p2p, p2p, 32);

@@ -699,7 +699,7 @@ Deno.test("tick: an epoch takes at most maxClients pending clients, in join orde
   assert.equal(run.model!.registry.filter((r) => r.active === run.model!.nextActive).length, 0);
 });
 
-Deno.test("join_run: a full registry reuses registrations that are not pending", async () => {
+Deno.test("join_run: a full registry refuses new wallets while every one is pending or training", async () => {
   const run = await configured({
     globalBatchSizeStart: 300,
     globalBatchSizeEnd: 300,
@@ -721,21 +721,22 @@ Deno.test("join_run: a full registry reuses registrations that are not pending",
     signer: late,
   });
   assert.equal(full.code, programErrorNumber("ClientsFull"));
-  // Starting an epoch takes the pending clients and makes every registration stale, so the
-  // late client now reuses the first slot.
+  // Starting an epoch takes the pending clients: no longer pending, but in the running epoch,
+  // whose payout finds them by wallet, so their registrations are still not reused
+  // (rewards_test.ts reuses a stale one).
   run.setTime(1);
   await svm.send(run.coordinator, { kind: "SetPaused", paused: false }, {
     signer: run.mainAuthority,
   });
   run.setTime(3);
   assert.ok((await svm.send(run.coordinator, { kind: "Tick" })).ok);
+  assert.equal(svm.coordinatorAccount(run.coordinator).state.runState, "Warmup");
+  const before = svm.accountBytes(run.coordinator)!;
   const again = await svm.send(run.coordinator, { kind: "JoinRun", p2pIdentity: P2P }, {
     signer: late,
   });
-  assert.ok(again.ok, again.error ?? "");
-  const account = svm.coordinatorAccount(run.coordinator);
-  assert.deepEqual(account.registry[0].signer, keyOf(late), "the first stale slot is reused");
-  assert.equal(account.registry[0].active, account.nextActive);
+  assert.equal(again.code, programErrorNumber("ClientsFull"));
+  assert.deepEqual(svm.accountBytes(run.coordinator), before);
 });
 
 Deno.test("a whole epoch: rounds, Cooldown, P2P checkpoint, re-join, pause at epoch end", async () => {

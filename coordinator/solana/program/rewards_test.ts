@@ -339,7 +339,7 @@ Deno.test("points saturate at 2^64 - 1 and never wrap", async () => {
   assert.deepEqual(pointsOf(r, clients), [MAX_POINTS, MAX_POINTS]);
 });
 
-Deno.test("a registration reused for another wallet starts from no points", async () => {
+Deno.test("a full registry reuses only a stale registration without points", async () => {
   const { run: r, clients } = await run(2);
   await r.expectOk(earning(10n), r.mainAuthority);
   let t = await startEpoch(r, clients);
@@ -347,22 +347,30 @@ Deno.test("a registration reused for another wallet starts from no points", asyn
   t = await trainToCooldown(r, clients, t);
   await endCooldown(r, t);
   assert.deepEqual(pointsOf(r, clients), [5n, 5n]);
-  // Fill the registry's other 254 slots; the next wallet must reuse a stale registration.
-  patchAccount(r, (_bytes, view) => view.setUint16(OFFSETS.registryLen, 256, true));
+  // Fill the registry's other 254 slots with stale registrations (joined for epoch 0), the
+  // first of which joined for the epoch after the one that just ended: not stale.
+  const nextActive = r.model!.nextActive;
+  const registration = structLayout("registration_t");
+  patchAccount(r, (_bytes, view) => {
+    view.setUint16(OFFSETS.registryLen, 256, true);
+    const active = OFFSETS.registry + 2 * registration.size + registration.offsets.active;
+    view.setBigUint64(active, nextActive, true);
+  });
   const late = await svm.newSigner();
   // The model is told of the 254 zero registrations the patch made visible.
   for (let i = 2; i < 256; i++) {
     r.model!.registry.push({
       signer: new Uint8Array(32),
       p2pIdentity: new Uint8Array(32),
-      active: 0n,
+      active: i === 2 ? nextActive : 0n,
       earned: 0n,
     });
   }
   r.check();
   await r.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, late);
   const account = svm.coordinatorAccount(r.coordinator);
-  assert.deepEqual(account.registry[0].signer, keyOf(late));
-  assert.equal(account.registry[0].earned, 0n, "the first wallet's points went with its slot");
-  assert.equal(account.registry[1].earned, 5n);
+  assert.deepEqual(account.registry.slice(0, 2).map((x) => x.earned), [5n, 5n], "points stay");
+  assert.equal(account.registry[2].active, nextActive, "a pending registration stays");
+  assert.deepEqual(account.registry[3].signer, keyOf(late), "the first stale one is reused");
+  assert.equal(account.registry[3].earned, 0n);
 });

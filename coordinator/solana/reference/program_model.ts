@@ -276,8 +276,10 @@ function applyJoin(
   if (slot < 0) {
     if (a.registry.length < ACCOUNT_MAX_CLIENTS) slot = a.registry.length;
     else {
-      slot = a.registry.findIndex((_, i) => !isPending(i));
-      if (slot < 0) fail("ClientsFull", "every registration is pending");
+      // Stale registrations only: not in the next epoch, nor the running one (its payout looks
+      // them up by wallet), and never points, which a reuse would destroy.
+      slot = a.registry.findIndex((r) => r.active + 1n < a.nextActive && r.earned === 0n);
+      if (slot < 0) fail("ClientsFull", "no registration is stale and without points");
     }
   }
   const pendingCount = a.registry.filter((_, i) => isPending(i)).length;

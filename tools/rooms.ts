@@ -160,8 +160,8 @@ export const ROOMS: readonly Room[] = [
   },
   {
     path: "coordinator/solana/toolchain/",
-    job: "what builds the program: the sBPF linker and lint, the build, the layout generator",
-    uses: ["cli/", "coordinator/solana/abi/"],
+    job: "what builds the programs: the sBPF linker and lint, the build, the layout generator",
+    uses: ["common/", "cli/", "coordinator/solana/abi/"],
   },
   {
     path: "coordinator/solana/rpc/",

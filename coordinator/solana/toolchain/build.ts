@@ -1,16 +1,18 @@
 /**
- * Builds the coordinator program: compiles `program/program.c` with clang-19 to an eBPF
- * object (`-target bpfel -mcpu=v2`, freestanding, 4 KiB stack frames) and links it with
- * the project's sBPF linker into an SBPF v0 shared object.
+ * Builds the project's Solana programs: compiles a program's C entry file (the coordinator's
+ * `program/program.c`, the mining pool's `pool/pool.c`) with clang-19 to an eBPF object
+ * (`-target bpfel -mcpu=v2`, freestanding, 4 KiB stack frames) and links it with the project's
+ * sBPF linker into an SBPF v0 shared object.
  *
- * `deno task build-program` writes `coordinator/solana/build/psyche_coordinator.so`;
- * tests call {@linkcode buildProgram} (cheap enough per test process) so they always run the
- * current C.
+ * `deno task build-program` writes `coordinator/solana/build/psyche_coordinator.so`
+ * (`--program pool`: `psyche_mining_pool.so`); tests call {@linkcode buildProgram} (cheap
+ * enough per test process) so they always run the current C.
  *
  * @module
  */
 import { type LinkedProgram, linkSbpfV0 } from "./link.ts";
 import { parseOrExit } from "../../../cli/entry.ts";
+import { UsageError } from "../../../common/mod.ts";
 
 /** The C entry file of the program. */
 export const PROGRAM_SOURCE: string = new URL("../program/program.c", import.meta.url).pathname;
@@ -20,6 +22,20 @@ export const PROGRAM_OUTPUT: string =
 
 /** The folder of the program's C sources and headers. */
 export const PROGRAM_SOURCES_DIR: string = new URL("../program/", import.meta.url).pathname;
+
+/** The mining pool's C entry file. */
+export const POOL_SOURCE: string = new URL("../pool/pool.c", import.meta.url).pathname;
+/** Where `deno task build-program --program pool` writes the mining pool's shared object. */
+export const POOL_OUTPUT: string =
+  new URL("../build/psyche_mining_pool.so", import.meta.url).pathname;
+
+/** The programs `deno task build-program` builds, by the name `--program` takes. */
+export const PROGRAMS: Readonly<
+  Record<"coordinator" | "pool", { source: string; output: string }>
+> = Object.freeze({
+  coordinator: { source: PROGRAM_SOURCE, output: PROGRAM_OUTPUT },
+  pool: { source: POOL_SOURCE, output: POOL_OUTPUT },
+});
 
 /** sha256 over the names and bytes of the `.c` and `.h` files of `dir`, in name order. */
 export async function sourcesHash(dir: string): Promise<string> {
@@ -117,12 +133,27 @@ export function buildProgramOnce(): Promise<LinkedProgram> {
   return cached;
 }
 
+let cachedPool: Promise<LinkedProgram> | undefined;
+
+/** The mining pool program, built once per process. */
+export function buildPoolOnce(): Promise<LinkedProgram> {
+  cachedPool ??= buildProgram({ source: POOL_SOURCE });
+  return cachedPool;
+}
+
 /** The flags of `deno task build-program`. */
 export const BUILD_PROGRAM_SPEC = {
-  usage: "deno task build-program [--clang PATH] [--out FILE]",
-  summary: "Compiles the coordinator program (program/program.c) with clang to an eBPF object " +
-    "and links it with the project's sBPF linker into an SBPF v0 shared object.",
+  usage: "deno task build-program [--program coordinator|pool] [--clang PATH] [--out FILE]",
+  summary: "Compiles a program (the coordinator's program/program.c, or the mining pool's " +
+    "pool/pool.c) with clang to an eBPF object and links it with the project's sBPF linker " +
+    "into an SBPF v0 shared object.",
   flags: {
+    program: {
+      type: "string",
+      value: "NAME",
+      description: "which program: coordinator or pool",
+      defaultText: "coordinator",
+    },
     clang: {
       type: "string",
       value: "PATH",
@@ -133,20 +164,29 @@ export const BUILD_PROGRAM_SPEC = {
       type: "string",
       value: "FILE",
       description: "where to write the program",
-      defaultText: "coordinator/solana/build/psyche_coordinator.so",
+      defaultText: "coordinator/solana/build/psyche_coordinator.so (pool: psyche_mining_pool.so)",
     },
   },
 } as const;
 
 if (import.meta.main) {
-  const flags = parseOrExit(BUILD_PROGRAM_SPEC, (parsed) => parsed.values);
-  const output = flags.out ?? PROGRAM_OUTPUT;
-  const program = await buildProgram({ clang: flags.clang });
+  const flags = parseOrExit(BUILD_PROGRAM_SPEC, (parsed) => {
+    const name = parsed.values.program ?? "coordinator";
+    if (name !== "coordinator" && name !== "pool") {
+      throw new UsageError(`--program must be coordinator or pool, found "${name}"`);
+    }
+    return { ...parsed.values, program: name as keyof typeof PROGRAMS };
+  });
+  const { source, output: defaultOutput } = PROGRAMS[flags.program];
+  const output = flags.out ?? defaultOutput;
+  const program = await buildProgram({ clang: flags.clang, source });
   const folder = output.slice(0, output.lastIndexOf("/") + 1);
   if (folder !== "") await Deno.mkdir(folder, { recursive: true });
   await Deno.writeFile(output, program.bytes);
   // The stamp the localnet checks before it reuses a build (localnet/ledger.ts).
-  await Deno.writeTextFile(`${output}.sources`, `${await sourcesHash(PROGRAM_SOURCES_DIR)}\n`);
+  if (flags.program === "coordinator") {
+    await Deno.writeTextFile(`${output}.sources`, `${await sourcesHash(PROGRAM_SOURCES_DIR)}\n`);
+  }
   console.log(
     `${output}: ${program.bytes.length} bytes (.text ${program.textSize}, .rodata ` +
       `${program.rodataSize}), syscalls: ${program.syscalls.join(", ")}`,

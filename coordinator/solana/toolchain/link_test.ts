@@ -4,6 +4,8 @@ import {
   appendTransactionMessageInstruction,
   createTransactionMessage,
   generateKeyPairSigner,
+  getAddressEncoder,
+  getProgramDerivedAddress,
   lamports,
   pipe,
   setTransactionMessageFeePayerSigner,
@@ -234,4 +236,56 @@ Deno.test("linker: the lint rejects eBPF v3 code (ALU32, JMP32)", async () => {
       e instanceof SbpfLintError && /entrypoint/.test(e.message) &&
       /(sign-extends|JMP32)/.test(e.message),
   );
+});
+
+Deno.test("linker: the CPI header's PDA syscalls resolve by name and agree with kit", async () => {
+  // Derives the PDA of ["psyche"] both ways and returns Custom(1000 + bump) when both give the
+  // address the instruction data names (computed by @solana/kit), Custom(1) otherwise.
+  const source = `
+#include "sol_cpi.h"
+u64 entrypoint(const u8 *input) {
+  SolAccountInfo infos[1];
+  sol_parsed_t in;
+  sol_parse_accounts(input, infos, 1, &in);
+  if (in.data_len != 32) return 2;
+  u8 bump[1];
+  SolPubkey found, made;
+  SolSignerSeed seeds[2] = {{(const u8 *)"psyche", 6}, {bump, 1}};
+  if (sol_try_find_program_address(seeds, 1, in.program_id, &found, bump) != 0) return 3;
+  if (sol_create_program_address(seeds, 2, in.program_id, &made) != 0) return 4;
+  if (!mem_eq(found.bytes, in.data, 32) || !mem_eq(made.bytes, in.data, 32)) return 1;
+  return 1000 + bump[0];
+}
+`;
+  const programDir = new URL("../program/", import.meta.url).pathname;
+  const linked = linkSbpfV0(await compile(source, [`-I${programDir}`, "-Wno-unused-function"]));
+  for (const name of ["sol_try_find_program_address", "sol_create_program_address"]) {
+    assert.ok(linked.syscalls.includes(name), `${name} in ${linked.syscalls.join(", ")}`);
+  }
+  const svm = new LiteSVM();
+  const program = await generateKeyPairSigner();
+  svm.addProgram(program.address, linked.bytes);
+  const payer = await generateKeyPairSigner();
+  svm.airdrop(payer.address, lamports(1_000_000_000n));
+  const [pda, bump] = await getProgramDerivedAddress({
+    programAddress: program.address,
+    seeds: ["psyche"],
+  });
+  const message = pipe(
+    createTransactionMessage({ version: 0 }),
+    (m) => setTransactionMessageFeePayerSigner(payer, m),
+    (m) =>
+      setTransactionMessageLifetimeUsingBlockhash(
+        { blockhash: svm.latestBlockhash(), lastValidBlockHeight: 100n },
+        m,
+      ),
+    (m) =>
+      appendTransactionMessageInstruction({
+        programAddress: program.address,
+        data: getAddressEncoder().encode(pda),
+      }, m),
+  );
+  const result = svm.sendTransaction(await signTransactionMessageWithSigners(message));
+  assert.ok(result instanceof FailedTransactionMetadata);
+  assert.match(result.toString(), new RegExp(`Custom\\(${1000 + bump}\\)`));
 });

@@ -1,7 +1,8 @@
 /**
- * What builds the coordinator program: clang-19 compiles the C to eBPF ELF objects
- * (`-target bpfel -mcpu=v2`), the project's own linker turns them into a Solana SBPF v0 shared
- * object, and the sBPF lint rejects instructions the Solana VM would run differently.
+ * What builds the Solana programs (the coordinator and the mining pool): clang-19 compiles the
+ * C to eBPF ELF objects (`-target bpfel -mcpu=v2`), the project's own linker turns them into a
+ * Solana SBPF v0 shared object, and the sBPF lint rejects instructions the Solana VM would run
+ * differently.
  * `deno task build-program` runs build.ts.
  *
  * @module
@@ -20,3 +21,4 @@ export {
 } from "./link.ts";
 export { buildProgram, buildProgramOnce, PROGRAM_OUTPUT, ProgramBuildError } from "./build.ts";
 export { PROGRAM_SOURCE, PROGRAM_SOURCES_DIR, sourcesHash } from "./build.ts";
+export { buildPoolOnce, POOL_OUTPUT, POOL_SOURCE, PROGRAMS } from "./build.ts";

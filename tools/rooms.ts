@@ -164,6 +164,14 @@ export const ROOMS: readonly Room[] = [
     uses: ["common/", "cli/", "coordinator/solana/abi/"],
   },
   {
+    path: "coordinator/solana/pool/",
+    job: "the mining pool program in C, its interface (accounts, instructions, addresses, " +
+      "errors), and its tests",
+    uses: [],
+    pure: true,
+    packages: ["npm:@solana/kit"],
+  },
+  {
     path: "coordinator/solana/rpc/",
     job: "RPC client, transaction sender and keypair files shared by the client and the CLI",
     uses: ["common/", "net/", "coordinator/core/", "coordinator/solana/abi/"],
@@ -186,6 +194,7 @@ export const ROOMS: readonly Room[] = [
       "coordinator/config/",
       "coordinator/dashboard/",
       "coordinator/solana/abi/",
+      "coordinator/solana/pool/",
       "coordinator/solana/rpc/",
     ],
   },

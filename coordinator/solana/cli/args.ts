@@ -23,6 +23,7 @@ import {
   type MeetingAddress,
   meetingAddressProblem,
 } from "../abi/mod.ts";
+import { checkPoolArgs, POOL_COMMANDS, POOL_FLAG_TYPES, type PoolArgs } from "./pool_args.ts";
 
 /** A string flag of the operator commands. */
 function str(value: string, description: string, extra: Partial<FlagSpec> = {}): FlagSpec {
@@ -193,20 +194,22 @@ export const SOLANA_COMMANDS: Readonly<Record<string, SolanaCommandSpec>> = {
     "--out FILE",
     { out: str("FILE", "where (not overwritten)", { required: true }) },
   ),
+  ...POOL_COMMANDS,
 };
 
 /** Usage text of `deno task solana`. */
 export const USAGE: string = commandsHelp(
   "deno task solana",
   SOLANA_COMMANDS,
-  "Operator commands for the coordinator program (against deno task localnet, a " +
-    "solana-test-validator, devnet or mainnet).",
+  "Operator commands for the coordinator program and the mining pool (against deno task " +
+    "localnet, a solana-test-validator, devnet or mainnet).",
 );
 
 /** Every flag of every command, to type the parsed values with. */
 const ALL_FLAGS_SPEC = {
   usage: "",
   flags: {
+    ...POOL_FLAG_TYPES,
     ...COMMON_FLAGS,
     ...RUN_ID,
     "join-authority": str("", ""),
@@ -286,8 +289,16 @@ export interface MetadataChange {
   vocabSize?: number;
 }
 
-/** A parsed command line. */
-export type SolanaArgs = SolanaCommand & { common: CommonArgs };
+/**
+ * A parsed command line: a run command, or a mining pool command (pool_args.ts, whose own
+ * options are in `pool`; its `common` holds only its --rpc and wallet).
+ */
+export type SolanaArgs = (SolanaCommand | PoolArgs) & { common: CommonArgs };
+
+/** Whether `args` is a mining pool command. */
+export function isPoolArgs(args: SolanaArgs): args is PoolArgs & { common: CommonArgs } {
+  return "pool" in args;
+}
 
 const COMMANDS = Object.keys(SOLANA_COMMANDS);
 
@@ -364,6 +375,19 @@ function checkSolanaArgs(
   values: FlagValues<typeof ALL_FLAGS_SPEC>,
   positionals: readonly string[],
 ): SolanaArgs {
+  if (Object.hasOwn(POOL_COMMANDS, command)) {
+    const pool = checkPoolArgs(command, values, positionals);
+    return {
+      ...pool,
+      common: {
+        rpc: pool.pool.rpc,
+        walletPath: pool.pool.walletPath,
+        programId: DEFAULT_PROGRAM_ID,
+        mainAuthority: null,
+        coordinator: null,
+      },
+    };
+  }
   const common: CommonArgs = {
     rpc: values.rpc ?? DEFAULT_RPC_URL,
     walletPath: values["wallet-private-key-path"] ?? null,

@@ -2,14 +2,16 @@
  * `deno task solana <command>`: the operator's commands for coordinator runs on Solana
  * (create-run, update-config (config, model, metadata, and the relays and bootstrap peers the
  * run's clients meet at), set-paused, set-future-epoch-rates, join-authorization
- * create/delegate, tick,
- * close-run, json-dump-run, plus airdrop and keygen for local setups). See args.ts for the flags and
- * docs/solana.md for a walk-through against `deno task localnet`.
+ * create/delegate, tick, close-run, json-dump-run, plus airdrop and keygen for local setups), and
+ * the mining pool's (pool-create, pool-update, pool-extract, pool-claimable, pool-deposit,
+ * pool-claim, json-dump-pool: pool_commands.ts). See args.ts for the flags and docs/solana.md for
+ * a walk-through against `deno task localnet`.
  *
  * @module
  */
 import type { Address } from "@solana/kit";
-import { parseSolanaArgs, SOLANA_COMMANDS, type SolanaArgs, USAGE } from "./args.ts";
+import { isPoolArgs, parseSolanaArgs, SOLANA_COMMANDS, type SolanaArgs, USAGE } from "./args.ts";
+import { runPoolCommand } from "./pool_commands.ts";
 import { readRun, runJson, RunOperator, type RunUpdate } from "./operator.ts";
 import {
   denoEnv,
@@ -63,6 +65,7 @@ function describeMeeting(list: readonly MeetingAddress[]): string {
 
 /** Runs one parsed command. Throws the underlying error (typed) when it fails. */
 export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise<void> {
+  if (isPoolArgs(args)) return await runPoolCommand(args, io);
   if (args.command === "help") {
     io.write(args.topic === undefined ? USAGE : helpText(SOLANA_COMMANDS[args.topic].spec));
     return;

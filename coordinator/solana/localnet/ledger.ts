@@ -23,7 +23,7 @@ import {
 } from "@solana/kit";
 import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
 import { type RpcTransactionError, transactionErrorJson } from "./tx_error.ts";
-import { DEFAULT_PROGRAM_ID } from "../rpc/mod.ts";
+import { DEFAULT_POOL_PROGRAM_ID, DEFAULT_PROGRAM_ID } from "../rpc/mod.ts";
 import {
   buildProgram,
   PROGRAM_OUTPUT,
@@ -33,6 +33,8 @@ import {
 
 /** The program id the localnet deploys the coordinator at (and the tools default to). */
 export const LOCALNET_PROGRAM_ID: Address = DEFAULT_PROGRAM_ID;
+/** The program id the localnet deploys the mining pool at, when it is given the pool's bytes. */
+export const LOCALNET_POOL_PROGRAM_ID: Address = DEFAULT_POOL_PROGRAM_ID;
 /** Milliseconds per slot (Solana's target). */
 export const SLOT_MS = 400;
 /** How many slots a blockhash stays valid (Solana: 150). */
@@ -84,6 +86,8 @@ export interface LedgerOptions {
   programId?: Address;
   /** The program's bytes (default: the built .so, built first when missing). */
   programBytes?: Uint8Array;
+  /** The mining pool's bytes, deployed at {@linkcode LOCALNET_POOL_PROGRAM_ID} (none: no pool). */
+  poolProgramBytes?: Uint8Array;
   /** Wall time in ms (default Date.now). */
   now?: () => number;
 }
@@ -163,6 +167,9 @@ export class Ledger {
     const svm = new LiteSVM().withBlockhashCheck(false).withTransactionHistory(100_000n);
     const programId = opts.programId ?? LOCALNET_PROGRAM_ID;
     svm.addProgram(programId, bytes);
+    if (opts.poolProgramBytes !== undefined) {
+      svm.addProgram(LOCALNET_POOL_PROGRAM_ID, opts.poolProgramBytes);
+    }
     return new Ledger(svm, programId, opts.now ?? Date.now);
   }
 

@@ -14,6 +14,7 @@ export {
   type LedgerAccount,
   type LedgerOptions,
   loadProgramBytes,
+  LOCALNET_POOL_PROGRAM_ID,
   LOCALNET_PROGRAM_ID,
   MalformedTransactionError,
   SLOT_MS,

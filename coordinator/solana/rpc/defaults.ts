@@ -1,6 +1,6 @@
 /**
  * Defaults shared by the operator commands, the training client's Solana flags and the
- * localnet: where the coordinator program lives and where the local RPC listens.
+ * localnet: where the coordinator and mining pool programs live and where the local RPC listens.
  *
  * @module
  */
@@ -8,5 +8,9 @@ import { type Address, address } from "@solana/kit";
 
 /** The coordinator program's id on the localnet (pass `--program-id` for a real deployment). */
 export const DEFAULT_PROGRAM_ID: Address = address("PsyCoord11111111111111111111111111111111111");
+/** The mining pool program's id on the localnet (pass `--pool-program-id` for a real deployment). */
+export const DEFAULT_POOL_PROGRAM_ID: Address = address(
+  "PsyPoo1111111111111111111111111111111111111",
+);
 /** The local RPC (`deno task localnet`, or `solana-test-validator`). */
 export const DEFAULT_RPC_URL = "http://127.0.0.1:8899";

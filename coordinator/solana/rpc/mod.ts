@@ -6,7 +6,7 @@
  *
  * @module
  */
-export { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "./defaults.ts";
+export { DEFAULT_POOL_PROGRAM_ID, DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "./defaults.ts";
 export {
   KeypairFileError,
   keypairJson,

@@ -252,24 +252,27 @@ static u64 fresh_pda(const ctx_t *c, u64 i, SolSignerSeed *seeds, u64 n_seeds, u
   return 0;
 }
 
-/* Creates the PDA at account `target` (seeds end with its bump), paid by account `payer`. */
-static u64 create_pda(const ctx_t *c, u64 payer, u64 target, const SolSignerSeeds *signer,
-                      u64 space_and_owner_is_token) {
-  u64 space = space_and_owner_is_token >> 1;
+/* An account create_pda makes: accounts[target], paid by accounts[payer]. */
+typedef struct {
+  u64 payer;
+  u64 target;
+  u64 space;
+  bool token_owned; /* owned by SPL Token (a vault); else by this program */
+} new_account_t;
+
+/* Creates a rent-exempt PDA; `signer` holds its seeds, ending with its bump. */
+static u64 create_pda(const ctx_t *c, const new_account_t *a, const SolSignerSeeds *signer) {
   SolPubkey token;
   mem_copy(token.bytes, SPL_TOKEN_PROGRAM_ID, 32);
-  sol_create_account_t create = {
-      c->accounts[payer].key, c->accounts[target].key,
-      (space_and_owner_is_token & 1) ? &token : c->in.program_id, 0, space};
-  if (!rent_exempt_lamports(space, &create.lamports)) {
+  sol_create_account_t create = {c->accounts[a->payer].key, c->accounts[a->target].key,
+                                 a->token_owned ? &token : c->in.program_id, 0, a->space};
+  if (!rent_exempt_lamports(a->space, &create.lamports)) {
     LOG("pool: the Rent sysvar's exemption threshold is neither 1.0 nor 2.0");
     return E_UNSUPPORTED_RENT;
   }
   if (system_create_account(&create, c->accounts, c->n, signer) != 0) return E_CPI_FAILED;
   return 0;
 }
-#define SPACE_OWNED(bytes) ((u64)(bytes) << 1)
-#define SPACE_TOKEN(bytes) (((u64)(bytes) << 1) | 1)
 
 /* ---- instructions ---- */
 
@@ -310,9 +313,12 @@ static u64 pool_create(ctx_t *c) {
   SolSignerSeeds pool_signer = {pool_s, 4};
   SolSignerSeeds collateral_signer = {collateral_s, 3};
   SolSignerSeeds rewards_signer = {rewards_s, 3};
-  err = create_pda(c, 1, 0, &pool_signer, SPACE_OWNED(POOL_BYTES));
-  if (!err) err = create_pda(c, 1, 3, &collateral_signer, SPACE_TOKEN(TOKEN_ACCOUNT_BYTES));
-  if (!err) err = create_pda(c, 1, 5, &rewards_signer, SPACE_TOKEN(TOKEN_ACCOUNT_BYTES));
+  const new_account_t pool_account = {1, 0, POOL_BYTES, false};
+  const new_account_t collateral_vault = {1, 3, TOKEN_ACCOUNT_BYTES, true};
+  const new_account_t rewards_vault = {1, 5, TOKEN_ACCOUNT_BYTES, true};
+  err = create_pda(c, &pool_account, &pool_signer);
+  if (!err) err = create_pda(c, &collateral_vault, &collateral_signer);
+  if (!err) err = create_pda(c, &rewards_vault, &rewards_signer);
   if (err) return err;
   if (token_initialize_account(c->accounts[3].key, c->accounts[2].key, c->accounts[0].key,
                                c->accounts, c->n) != 0 ||
@@ -458,7 +464,8 @@ static u64 lender_create(ctx_t *c) {
   err = fresh_pda(c, 1, s, 3, bump);
   if (err) return err;
   SolSignerSeeds signer = {s, 4};
-  err = create_pda(c, 2, 1, &signer, SPACE_OWNED(LENDER_BYTES));
+  const new_account_t lender_account = {2, 1, LENDER_BYTES, false};
+  err = create_pda(c, &lender_account, &signer);
   if (err) return err;
   lender_t *l = (lender_t *)c->accounts[1].data;
   mem_zero(l, LENDER_BYTES);

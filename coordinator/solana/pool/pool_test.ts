@@ -4,7 +4,13 @@
  * arithmetic on every balance.
  */
 import assert from "node:assert/strict";
-import { AccountRole, type Address, type Instruction, type KeyPairSigner } from "@solana/kit";
+import {
+  AccountRole,
+  type Address,
+  getAddressDecoder,
+  type Instruction,
+  type KeyPairSigner,
+} from "@solana/kit";
 import {
   collateralVaultAddress,
   decodeLenderAccount,
@@ -26,6 +32,7 @@ import {
   TOKEN_PROGRAM_ADDRESS,
 } from "./mod.ts";
 import { PoolSvm } from "../testing/pool_svm.ts";
+import { buildPoolOnce } from "../toolchain/mod.ts";
 
 const U64_MAX = (1n << 64n) - 1n;
 
@@ -158,7 +165,6 @@ async function refused(
 }
 
 Deno.test("pool: the program links its CPI and PDA syscalls by name", async () => {
-  const { buildPoolOnce } = await import("../toolchain/mod.ts");
   const program = await buildPoolOnce();
   for (
     const name of ["sol_invoke_signed_c", "sol_try_find_program_address", "sol_get_rent_sysvar"]
@@ -183,7 +189,6 @@ Deno.test("pool: create makes the pool and two vaults owned by the pool", async 
     const acc = f.t.svm.getAccount(vault);
     assert.ok(acc.exists);
     assert.equal(acc.programAddress, TOKEN_PROGRAM_ADDRESS);
-    const { getAddressDecoder } = await import("@solana/kit");
     assert.equal(getAddressDecoder().decode(acc.data.subarray(0, 32)), mint);
     assert.equal(getAddressDecoder().decode(acc.data.subarray(32, 64)), f.pool);
   }
@@ -568,4 +573,46 @@ Deno.test("pool: lender accounts are per pool and user, created once", async () 
   });
   await refused(f, again.instruction, "AlreadyInitialized");
   assert.equal(decodePoolAccount(f.t.accountBytes(f.pool)!).lenders, 1n);
+});
+
+Deno.test("pool: random pools pay every lender exactly its floored share", async () => {
+  // The 128-bit share against bigint arithmetic, for deposits and totals across the u64 range.
+  let seed = 0x2026_1129;
+  const next = () => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return BigInt(seed);
+  };
+  const big = (bits: number) => {
+    let v = 0n;
+    for (let i = 0; i < bits; i += 31) v = (v << 31n) | next();
+    return v & ((1n << BigInt(bits)) - 1n);
+  };
+  for (let scenario = 0; scenario < 4; scenario++) {
+    const bits = [16, 40, 62, 63][scenario];
+    const deposits = Array.from({ length: 3 + scenario }, () => 1n + big(bits - 2));
+    const f = await fixture({ maxDeposit: U64_MAX, funds: deposits });
+    for (let i = 0; i < deposits.length; i++) await ok(f, deposit(f, i, deposits[i]), "deposit");
+    const totalDeposited = deposits.reduce((a, b) => a + b, 0n);
+    await ok(f, freeze(f), "freeze");
+    const total = big(bits);
+    fundRewards(f, total);
+    await ok(f, claimable(f, total), "claimable");
+    let paid = 0n;
+    for (let i = 0; i < deposits.length; i++) {
+      const owed = lenderOwed(deposits[i], total, totalDeposited);
+      if (owed === 0n) {
+        await refused(f, claim(f, i), "NothingToClaim");
+      } else {
+        await ok(f, claim(f, i), "claim");
+      }
+      assert.equal(
+        f.t.tokenBalance(f.lenders[i].rewards),
+        owed,
+        `scenario ${scenario} lender ${i}`,
+      );
+      paid += owed;
+    }
+    assert.equal(paid + f.t.tokenBalance(f.rewardsVault), total);
+    assert.ok(total - paid < BigInt(deposits.length));
+  }
 });

@@ -172,6 +172,14 @@ export const ROOMS: readonly Room[] = [
     packages: ["npm:@solana/kit"],
   },
   {
+    path: "coordinator/solana/treasurer/",
+    job: "the treasurer program in C (tokens for the points a run's clients earned), its " +
+      "interface (accounts, instructions, addresses, errors), and its tests",
+    uses: [],
+    pure: true,
+    packages: ["npm:@solana/kit"],
+  },
+  {
     path: "coordinator/solana/rpc/",
     job: "RPC client, transaction sender and keypair files shared by the client and the CLI",
     uses: ["common/", "net/", "coordinator/core/", "coordinator/solana/abi/"],
@@ -195,6 +203,7 @@ export const ROOMS: readonly Room[] = [
       "coordinator/dashboard/",
       "coordinator/solana/abi/",
       "coordinator/solana/pool/",
+      "coordinator/solana/treasurer/",
       "coordinator/solana/rpc/",
     ],
   },

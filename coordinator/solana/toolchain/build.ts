@@ -1,11 +1,11 @@
 /**
  * Builds the project's Solana programs: compiles a program's C entry file (the coordinator's
- * `program/program.c`, the mining pool's `pool/pool.c`) with clang-19 to an eBPF object
+ * `program/program.c`, the mining pool's `pool/pool.c`, the treasurer's `treasurer/treasurer.c`) with clang-19 to an eBPF object
  * (`-target bpfel -mcpu=v2`, freestanding, 4 KiB stack frames) and links it with the project's
  * sBPF linker into an SBPF v0 shared object.
  *
  * `deno task build-program` writes `coordinator/solana/build/psyche_coordinator.so`
- * (`--program pool`: `psyche_mining_pool.so`); tests call {@linkcode buildProgram} (cheap
+ * (`--program pool`: `psyche_mining_pool.so`; `--program treasurer`: `psyche_treasurer.so`); tests call {@linkcode buildProgram} (cheap
  * enough per test process) so they always run the current C.
  *
  * @module
@@ -29,12 +29,20 @@ export const POOL_SOURCE: string = new URL("../pool/pool.c", import.meta.url).pa
 export const POOL_OUTPUT: string =
   new URL("../build/psyche_mining_pool.so", import.meta.url).pathname;
 
+/** The treasurer's C entry file. */
+export const TREASURER_SOURCE: string =
+  new URL("../treasurer/treasurer.c", import.meta.url).pathname;
+/** Where `deno task build-program --program treasurer` writes the treasurer's shared object. */
+export const TREASURER_OUTPUT: string =
+  new URL("../build/psyche_treasurer.so", import.meta.url).pathname;
+
 /** The programs `deno task build-program` builds, by the name `--program` takes. */
 export const PROGRAMS: Readonly<
-  Record<"coordinator" | "pool", { source: string; output: string }>
+  Record<"coordinator" | "pool" | "treasurer", { source: string; output: string }>
 > = Object.freeze({
   coordinator: { source: PROGRAM_SOURCE, output: PROGRAM_OUTPUT },
   pool: { source: POOL_SOURCE, output: POOL_OUTPUT },
+  treasurer: { source: TREASURER_SOURCE, output: TREASURER_OUTPUT },
 });
 
 /** sha256 over the names and bytes of the `.c` and `.h` files of `dir`, in name order. */
@@ -141,17 +149,26 @@ export function buildPoolOnce(): Promise<LinkedProgram> {
   return cachedPool;
 }
 
+let cachedTreasurer: Promise<LinkedProgram> | undefined;
+
+/** The treasurer program, built once per process. */
+export function buildTreasurerOnce(): Promise<LinkedProgram> {
+  cachedTreasurer ??= buildProgram({ source: TREASURER_SOURCE });
+  return cachedTreasurer;
+}
+
 /** The flags of `deno task build-program`. */
 export const BUILD_PROGRAM_SPEC = {
-  usage: "deno task build-program [--program coordinator|pool] [--clang PATH] [--out FILE]",
-  summary: "Compiles a program (the coordinator's program/program.c, or the mining pool's " +
-    "pool/pool.c) with clang to an eBPF object and links it with the project's sBPF linker " +
+  usage:
+    "deno task build-program [--program coordinator|pool|treasurer] [--clang PATH] [--out FILE]",
+  summary: "Compiles a program (the coordinator's program/program.c, the mining pool's " +
+    "pool/pool.c or the treasurer's treasurer/treasurer.c) with clang to an eBPF object and links it with the project's sBPF linker " +
     "into an SBPF v0 shared object.",
   flags: {
     program: {
       type: "string",
       value: "NAME",
-      description: "which program: coordinator or pool",
+      description: "which program: coordinator, pool or treasurer",
       defaultText: "coordinator",
     },
     clang: {
@@ -164,7 +181,8 @@ export const BUILD_PROGRAM_SPEC = {
       type: "string",
       value: "FILE",
       description: "where to write the program",
-      defaultText: "coordinator/solana/build/psyche_coordinator.so (pool: psyche_mining_pool.so)",
+      defaultText: "coordinator/solana/build/psyche_coordinator.so (pool: psyche_mining_pool.so, " +
+        "treasurer: psyche_treasurer.so)",
     },
   },
 } as const;
@@ -172,8 +190,8 @@ export const BUILD_PROGRAM_SPEC = {
 if (import.meta.main) {
   const flags = parseOrExit(BUILD_PROGRAM_SPEC, (parsed) => {
     const name = parsed.values.program ?? "coordinator";
-    if (name !== "coordinator" && name !== "pool") {
-      throw new UsageError(`--program must be coordinator or pool, found "${name}"`);
+    if (!Object.hasOwn(PROGRAMS, name)) {
+      throw new UsageError(`--program must be coordinator, pool or treasurer, found "${name}"`);
     }
     return { ...parsed.values, program: name as keyof typeof PROGRAMS };
   });

@@ -1,8 +1,8 @@
 /**
- * What builds the Solana programs (the coordinator and the mining pool): clang-19 compiles the
- * C to eBPF ELF objects (`-target bpfel -mcpu=v2`), the project's own linker turns them into a
- * Solana SBPF v0 shared object, and the sBPF lint rejects instructions the Solana VM would run
- * differently.
+ * What builds the Solana programs (the coordinator, the mining pool and the treasurer): clang-19
+ * compiles the C to eBPF ELF objects (`-target bpfel -mcpu=v2`), the project's own linker turns
+ * them into a Solana SBPF v0 shared object, and the sBPF lint rejects instructions the Solana VM
+ * would run differently.
  * `deno task build-program` runs build.ts.
  *
  * @module
@@ -22,3 +22,4 @@ export {
 export { buildProgram, buildProgramOnce, PROGRAM_OUTPUT, ProgramBuildError } from "./build.ts";
 export { PROGRAM_SOURCE, PROGRAM_SOURCES_DIR, sourcesHash } from "./build.ts";
 export { buildPoolOnce, POOL_OUTPUT, POOL_SOURCE, PROGRAMS } from "./build.ts";
+export { buildTreasurerOnce, TREASURER_OUTPUT, TREASURER_SOURCE } from "./build.ts";

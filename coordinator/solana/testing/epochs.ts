@@ -1,0 +1,152 @@
+/**
+ * Test support: whole epochs on the coordinator program, through {@linkcode DualRun} (so the
+ * reference model is held to every instruction), for tests that need clients with earned points:
+ * a resumed run with an earning rate, then epochs in which every client trains and finishes
+ * Healthy, or in which one client goes unseen and is dropped by a health check.
+ *
+ * @module
+ */
+import assert from "node:assert/strict";
+import type { KeyPairSigner } from "@solana/kit";
+import {
+  testConfig,
+  testModel,
+  warmupReport,
+  witnessReport,
+} from "../../../tests/support/coordinator_fixtures.ts";
+import {
+  type CoordinatorConfig,
+  currentRound,
+  NO_DIGEST,
+  type NodeIdentity,
+  roundSelection,
+} from "../../core/mod.ts";
+import { clientIndex, DualRun, keyOf } from "./dual_run.ts";
+import type { CoordinatorSvm } from "./svm.ts";
+
+const P2P = new Uint8Array(32).fill(7);
+
+/** A run whose epochs pay points, and the clients that train in it. */
+export interface EarningRun {
+  run: DualRun;
+  clients: KeyPairSigner[];
+  /** The run's clock (seconds), moved by each step. */
+  time: number;
+}
+
+/**
+ * A resumed run of `clients` new wallets (all of them needed to start an epoch) whose epochs pay
+ * `earningRate` points, shared by the clients that finish each one Healthy.
+ */
+export async function earningRun(svm: CoordinatorSvm, opts: {
+  clients: number;
+  earningRate: bigint;
+  config?: Partial<CoordinatorConfig>;
+}): Promise<EarningRun> {
+  const r = await DualRun.create({ svm });
+  await r.expectOk({
+    kind: "Update",
+    config: testConfig({
+      initMinClients: opts.clients,
+      minClients: 2,
+      epochTime: 20,
+      warmupTime: 5,
+      ...opts.config,
+    }),
+    model: testModel(),
+  }, r.mainAuthority);
+  r.setTime(1);
+  await r.expectOk({ kind: "SetPaused", paused: false }, r.mainAuthority);
+  await r.expectOk(
+    { kind: "SetFutureEpochRates", earningRateTotalShared: opts.earningRate },
+    r.mainAuthority,
+  );
+  const clients: KeyPairSigner[] = [];
+  for (let i = 0; i < opts.clients; i++) clients.push(await svm.newSigner());
+  return { run: r, clients, time: 1 };
+}
+
+const identityOf = (c: KeyPairSigner): NodeIdentity => ({
+  signer: keyOf(c),
+  p2pIdentity: keyOf(c),
+});
+
+/**
+ * One whole epoch: every client joins, warms up and trains until Cooldown ends; a client in
+ * `drop` is not seen by the witnesses from round 1 on and is dropped by a health check in
+ * round 2, so it finishes Dropped and earns nothing.
+ */
+export async function playEpoch(
+  e: EarningRun,
+  opts: { drop?: KeyPairSigner } = {},
+): Promise<void> {
+  const r = e.run;
+  const state = () => r.model!.state;
+  e.time = state().runStateStartUnixTimestamp;
+  r.setTime(e.time);
+  for (const c of e.clients) await r.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, c);
+  r.setTime(e.time += 1);
+  await r.expectOk({ kind: "Tick" }, null);
+  assert.equal(state().runState, "Warmup");
+  for (const c of e.clients) {
+    if (state().runState !== "Warmup") break;
+    await r.expectOk({
+      kind: "WarmupWitness",
+      witness: warmupReport(state(), clientIndex(r, c)),
+      paramsDigest: NO_DIGEST,
+    }, c);
+  }
+  assert.equal(state().runState, "RoundTrain");
+  const seen = (height: number) =>
+    e.clients.filter((c) => height === 0 || c !== opts.drop).map(identityOf);
+  let height = 0;
+  let dropped = false;
+  while (state().runState === "RoundTrain") {
+    if (opts.drop !== undefined && height === 2) {
+      const es = state().epochState;
+      const prev = es.rounds[(es.roundsHead + 3) % 4];
+      const proof = roundSelection(state().config, prev).committeeProof(
+        clientIndex(r, opts.drop),
+      );
+      const checker = e.clients.find((c) => c !== opts.drop)!;
+      await r.expectOk(
+        { kind: "HealthCheck", checks: [{ signer: keyOf(opts.drop), proof }] },
+        checker,
+      );
+      assert.equal(state().epochState.clients[clientIndex(r, opts.drop)].state, "Dropped");
+      dropped = true;
+    }
+    const round = currentRound(state());
+    const sel = roundSelection(state().config, round);
+    for (const c of e.clients) {
+      const i = clientIndex(r, c);
+      const live = state().runState === "RoundTrain" || state().runState === "RoundWitness";
+      if (!live || i < 0 || !sel.isWitness(i)) continue;
+      if (state().epochState.clients[i].state !== "Healthy") continue;
+      const witness = witnessReport(state(), i, seen(round.height));
+      await r.expectOk({ kind: "Witness", witness, paramsDigest: NO_DIGEST }, c);
+    }
+    if (state().runState === "RoundTrain") {
+      r.setTime(e.time += state().config.maxRoundTrainTime);
+      await r.expectOk({ kind: "Tick" }, null);
+    }
+    r.setTime(e.time += state().config.roundWitnessTime);
+    await r.expectOk({ kind: "Tick" }, null);
+    height++;
+  }
+  assert.equal(state().runState, "Cooldown");
+  assert.equal(dropped, opts.drop !== undefined, "the epoch ended before round 2's health check");
+  r.setTime(e.time += state().config.cooldownTime);
+  await r.expectOk({ kind: "Tick" }, null);
+  assert.notEqual(state().runState, "Cooldown");
+}
+
+/** Each client's earned points, as the program's account holds them. */
+export function pointsOf(e: EarningRun, clients: KeyPairSigner[] = e.clients): bigint[] {
+  const account = e.run.svm.coordinatorAccount(e.run.coordinator);
+  return clients.map((c) => {
+    const key = keyOf(c);
+    const reg = account.registry.find((x) => x.signer.every((b, i) => b === key[i]));
+    return reg?.earned ?? 0n;
+  });
+}

@@ -24,6 +24,12 @@ import {
   meetingAddressProblem,
 } from "../abi/mod.ts";
 import { checkPoolArgs, POOL_COMMANDS, POOL_FLAG_TYPES, type PoolArgs } from "./pool_args.ts";
+import {
+  checkTreasurerArgs,
+  TREASURER_COMMANDS,
+  TREASURER_FLAG_TYPES,
+  type TreasurerArgs,
+} from "./treasurer_args.ts";
 
 /** A string flag of the operator commands. */
 function str(value: string, description: string, extra: Partial<FlagSpec> = {}): FlagSpec {
@@ -195,14 +201,15 @@ export const SOLANA_COMMANDS: Readonly<Record<string, SolanaCommandSpec>> = {
     { out: str("FILE", "where (not overwritten)", { required: true }) },
   ),
   ...POOL_COMMANDS,
+  ...TREASURER_COMMANDS,
 };
 
 /** Usage text of `deno task solana`. */
 export const USAGE: string = commandsHelp(
   "deno task solana",
   SOLANA_COMMANDS,
-  "Operator commands for the coordinator program and the mining pool (against deno task " +
-    "localnet, a solana-test-validator, devnet or mainnet).",
+  "Operator commands for the coordinator program, the mining pool and the treasurer (against " +
+    "deno task localnet, a solana-test-validator, devnet or mainnet).",
 );
 
 /** Every flag of every command, to type the parsed values with. */
@@ -210,6 +217,7 @@ const ALL_FLAGS_SPEC = {
   usage: "",
   flags: {
     ...POOL_FLAG_TYPES,
+    ...TREASURER_FLAG_TYPES,
     ...COMMON_FLAGS,
     ...RUN_ID,
     "join-authority": str("", ""),
@@ -290,14 +298,22 @@ export interface MetadataChange {
 }
 
 /**
- * A parsed command line: a run command, or a mining pool command (pool_args.ts, whose own
- * options are in `pool`; its `common` holds only its --rpc and wallet).
+ * A parsed command line: a run command, a mining pool command (pool_args.ts, whose own options
+ * are in `pool`; its `common` holds only its --rpc and wallet) or a treasurer command
+ * (treasurer_args.ts, options in `treasurer`, likewise).
  */
-export type SolanaArgs = (SolanaCommand | PoolArgs) & { common: CommonArgs };
+export type SolanaArgs = (SolanaCommand | PoolArgs | TreasurerArgs) & { common: CommonArgs };
 
 /** Whether `args` is a mining pool command. */
 export function isPoolArgs(args: SolanaArgs): args is PoolArgs & { common: CommonArgs } {
   return "pool" in args;
+}
+
+/** Whether `args` is a treasurer command. */
+export function isTreasurerArgs(
+  args: SolanaArgs,
+): args is TreasurerArgs & { common: CommonArgs } {
+  return "treasurer" in args;
 }
 
 const COMMANDS = Object.keys(SOLANA_COMMANDS);
@@ -383,6 +399,19 @@ function checkSolanaArgs(
         rpc: pool.pool.rpc,
         walletPath: pool.pool.walletPath,
         programId: DEFAULT_PROGRAM_ID,
+        mainAuthority: null,
+        coordinator: null,
+      },
+    };
+  }
+  if (Object.hasOwn(TREASURER_COMMANDS, command)) {
+    const treasurer = checkTreasurerArgs(command, values, positionals);
+    return {
+      ...treasurer,
+      common: {
+        rpc: treasurer.treasurer.rpc,
+        walletPath: treasurer.treasurer.walletPath,
+        programId: treasurer.treasurer.programId,
         mainAuthority: null,
         coordinator: null,
       },

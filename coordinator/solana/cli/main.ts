@@ -4,14 +4,23 @@
  * run's clients meet at), set-paused, set-future-epoch-rates, join-authorization
  * create/delegate, tick, close-run, json-dump-run, plus airdrop and keygen for local setups), and
  * the mining pool's (pool-create, pool-update, pool-extract, pool-claimable, pool-deposit,
- * pool-claim, json-dump-pool: pool_commands.ts). See args.ts for the flags and docs/solana.md for
+ * pool-claim, json-dump-pool: pool_commands.ts) and the treasurer's (treasury-create,
+ * treasury-top-up, treasury-claim, json-dump-treasury: treasurer_commands.ts). See args.ts for the flags and docs/solana.md for
  * a walk-through against `deno task localnet`.
  *
  * @module
  */
 import type { Address } from "@solana/kit";
-import { isPoolArgs, parseSolanaArgs, SOLANA_COMMANDS, type SolanaArgs, USAGE } from "./args.ts";
+import {
+  isPoolArgs,
+  isTreasurerArgs,
+  parseSolanaArgs,
+  SOLANA_COMMANDS,
+  type SolanaArgs,
+  USAGE,
+} from "./args.ts";
 import { runPoolCommand } from "./pool_commands.ts";
+import { runTreasurerCommand } from "./treasurer_commands.ts";
 import { readRun, runJson, RunOperator, type RunUpdate } from "./operator.ts";
 import {
   denoEnv,
@@ -66,6 +75,7 @@ function describeMeeting(list: readonly MeetingAddress[]): string {
 /** Runs one parsed command. Throws the underlying error (typed) when it fails. */
 export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise<void> {
   if (isPoolArgs(args)) return await runPoolCommand(args, io);
+  if (isTreasurerArgs(args)) return await runTreasurerCommand(args, io);
   if (args.command === "help") {
     io.write(args.topic === undefined ? USAGE : helpText(SOLANA_COMMANDS[args.topic].spec));
     return;

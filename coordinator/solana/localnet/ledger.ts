@@ -23,7 +23,11 @@ import {
 } from "@solana/kit";
 import { Clock, FailedTransactionMetadata, LiteSVM, type TransactionMetadata } from "litesvm";
 import { type RpcTransactionError, transactionErrorJson } from "./tx_error.ts";
-import { DEFAULT_POOL_PROGRAM_ID, DEFAULT_PROGRAM_ID } from "../rpc/mod.ts";
+import {
+  DEFAULT_POOL_PROGRAM_ID,
+  DEFAULT_PROGRAM_ID,
+  DEFAULT_TREASURER_PROGRAM_ID,
+} from "../rpc/mod.ts";
 import {
   buildProgram,
   PROGRAM_OUTPUT,
@@ -35,6 +39,8 @@ import {
 export const LOCALNET_PROGRAM_ID: Address = DEFAULT_PROGRAM_ID;
 /** The program id the localnet deploys the mining pool at, when it is given the pool's bytes. */
 export const LOCALNET_POOL_PROGRAM_ID: Address = DEFAULT_POOL_PROGRAM_ID;
+/** The program id the localnet deploys the treasurer at, when it is given the treasurer's bytes. */
+export const LOCALNET_TREASURER_PROGRAM_ID: Address = DEFAULT_TREASURER_PROGRAM_ID;
 /** Milliseconds per slot (Solana's target). */
 export const SLOT_MS = 400;
 /** How many slots a blockhash stays valid (Solana: 150). */
@@ -88,6 +94,8 @@ export interface LedgerOptions {
   programBytes?: Uint8Array;
   /** The mining pool's bytes, deployed at {@linkcode LOCALNET_POOL_PROGRAM_ID} (none: no pool). */
   poolProgramBytes?: Uint8Array;
+  /** The treasurer's bytes, deployed at {@linkcode LOCALNET_TREASURER_PROGRAM_ID} (none: none). */
+  treasurerProgramBytes?: Uint8Array;
   /** Wall time in ms (default Date.now). */
   now?: () => number;
 }
@@ -169,6 +177,9 @@ export class Ledger {
     svm.addProgram(programId, bytes);
     if (opts.poolProgramBytes !== undefined) {
       svm.addProgram(LOCALNET_POOL_PROGRAM_ID, opts.poolProgramBytes);
+    }
+    if (opts.treasurerProgramBytes !== undefined) {
+      svm.addProgram(LOCALNET_TREASURER_PROGRAM_ID, opts.treasurerProgramBytes);
     }
     return new Ledger(svm, programId, opts.now ?? Date.now);
   }

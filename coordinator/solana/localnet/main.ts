@@ -2,16 +2,22 @@
  * `deno task localnet [--port 8899] [--ws-port 8900] [--hostname 127.0.0.1]`: serves the
  * Solana JSON-RPC (HTTP) and subscriptions (WebSocket) around an in-process litesvm with
  * the coordinator program deployed at {@linkcode LOCALNET_PROGRAM_ID} (built first when
- * coordinator/solana/build/psyche_coordinator.so is missing), and the mining pool at
- * {@linkcode LOCALNET_POOL_PROGRAM_ID} (built from its sources at every start, in about a second).
+ * coordinator/solana/build/psyche_coordinator.so is missing), the mining pool at
+ * {@linkcode LOCALNET_POOL_PROGRAM_ID} and the treasurer at
+ * {@linkcode LOCALNET_TREASURER_PROGRAM_ID} (both built from their sources at every start, in
+ * about a second each).
  *
  * A test harness around the real SVM, not a validator: the same operator commands and
  * clients work unchanged against `solana-test-validator`, devnet or mainnet.
  *
  * @module
  */
-import { LOCALNET_POOL_PROGRAM_ID, LOCALNET_PROGRAM_ID } from "./ledger.ts";
-import { buildProgram, POOL_SOURCE } from "../toolchain/mod.ts";
+import {
+  LOCALNET_POOL_PROGRAM_ID,
+  LOCALNET_PROGRAM_ID,
+  LOCALNET_TREASURER_PROGRAM_ID,
+} from "./ledger.ts";
+import { buildProgram, POOL_SOURCE, TREASURER_SOURCE } from "../toolchain/mod.ts";
 import { startLocalnet } from "./server.ts";
 import {
   denoEnv,
@@ -28,8 +34,9 @@ import { UsageError } from "../../../common/mod.ts";
 export const LOCALNET_SPEC = {
   usage: "deno task localnet [--port 8899] [--ws-port 8900] [--hostname 127.0.0.1]",
   summary: "A Solana JSON-RPC endpoint around an in-process litesvm (Agave's runtime) with the " +
-    `coordinator program deployed at ${LOCALNET_PROGRAM_ID} and the mining pool at ` +
-    `${LOCALNET_POOL_PROGRAM_ID}. A test harness, not a validator.`,
+    `coordinator program deployed at ${LOCALNET_PROGRAM_ID}, the mining pool at ` +
+    `${LOCALNET_POOL_PROGRAM_ID} and the treasurer at ${LOCALNET_TREASURER_PROGRAM_ID}. A test ` +
+    "harness, not a validator.",
   flags: {
     port: { type: "string", value: "P", description: "JSON-RPC port", defaultText: "8899" },
     "ws-port": { type: "string", value: "P", description: "WebSocket port", defaultText: "8900" },
@@ -81,10 +88,16 @@ function checkLocalnetArgs(values: FlagValues<typeof LOCALNET_SPEC>): LocalnetAr
 if (import.meta.main) {
   const args = parseArgsOrExit((a) => parseLocalnetArgs(a, denoEnv), LOCALNET_SPEC);
   const pool = await buildProgram({ source: POOL_SOURCE });
-  const net = await startLocalnet({ ...args, poolProgramBytes: pool.bytes });
+  const treasurer = await buildProgram({ source: TREASURER_SOURCE });
+  const net = await startLocalnet({
+    ...args,
+    poolProgramBytes: pool.bytes,
+    treasurerProgramBytes: treasurer.bytes,
+  });
   console.log(
     `localnet (litesvm test harness, not a validator)\n  rpc:     ${net.url}\n  ws:      ${net.wsUrl}\n` +
-      `  program: ${net.ledger.programId}\n  pool:    ${LOCALNET_POOL_PROGRAM_ID}`,
+      `  program: ${net.ledger.programId}\n  pool:    ${LOCALNET_POOL_PROGRAM_ID}\n` +
+      `  treasurer: ${LOCALNET_TREASURER_PROGRAM_ID}`,
   );
   const stop = () => {
     net.close().then(() => Deno.exit(0));

@@ -16,6 +16,7 @@ export {
   loadProgramBytes,
   LOCALNET_POOL_PROGRAM_ID,
   LOCALNET_PROGRAM_ID,
+  LOCALNET_TREASURER_PROGRAM_ID,
   MalformedTransactionError,
   SLOT_MS,
 } from "./ledger.ts";

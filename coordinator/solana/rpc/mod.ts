@@ -6,7 +6,12 @@
  *
  * @module
  */
-export { DEFAULT_POOL_PROGRAM_ID, DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "./defaults.ts";
+export {
+  DEFAULT_POOL_PROGRAM_ID,
+  DEFAULT_PROGRAM_ID,
+  DEFAULT_RPC_URL,
+  DEFAULT_TREASURER_PROGRAM_ID,
+} from "./defaults.ts";
 export {
   KeypairFileError,
   keypairJson,

@@ -53,6 +53,14 @@ export const TRAIN_SPEC = {
     "main-authority": str("PUBKEY", "who created the run (finds its account with --run-id)"),
     coordinator: str("ADDRESS", "the run's account (instead of --main-authority)"),
     "program-id": str("PUBKEY", "the coordinator program", { defaultText: "the localnet's" }),
+    claim: str(
+      "TOKEN_ACCOUNT",
+      "after each epoch that paid this wallet points, claim them from the run's treasury (when " +
+        "it has one) into this token account of the treasury's mint",
+    ),
+    "treasurer-program-id": str("PUBKEY", "the treasurer program (with --claim)", {
+      defaultText: "the localnet's",
+    }),
     "identity-secret-key-path": str(
       "FILE",
       "32 raw bytes of ed25519 secret key (else RAW_IDENTITY_SECRET_KEY in hex, else a fresh key)",
@@ -187,6 +195,9 @@ export interface SolanaTrainArgs {
   mainAuthority: string | null;
   coordinator: string | null;
   programId: string | null;
+  /** `--claim`: the token account earned points are claimed into, or null for no claims. */
+  claim: string | null;
+  treasurerProgramId: string | null;
 }
 
 /** `train` options. */
@@ -464,6 +475,8 @@ function solanaArgs(values: Record<string, unknown>): SolanaTrainArgs | undefine
     "main-authority",
     "coordinator",
     "program-id",
+    "claim",
+    "treasurer-program-id",
   ];
   const text = (k: string) => values[k] as string | undefined;
   const rpc = url("rpc", text("rpc"));
@@ -486,6 +499,9 @@ function solanaArgs(values: Record<string, unknown>): SolanaTrainArgs | undefine
   if (values["rpc-2"] === undefined && values["ws-rpc-2"] !== undefined) {
     throw new UsageError("--ws-rpc-2 needs --rpc-2 URL");
   }
+  if (values.claim === undefined && values["treasurer-program-id"] !== undefined) {
+    throw new UsageError("--treasurer-program-id needs --claim TOKEN_ACCOUNT");
+  }
   return {
     rpc,
     wsRpc: url("ws-rpc", text("ws-rpc")),
@@ -495,5 +511,7 @@ function solanaArgs(values: Record<string, unknown>): SolanaTrainArgs | undefine
     mainAuthority,
     coordinator,
     programId: text("program-id") ?? null,
+    claim: text("claim") ?? null,
+    treasurerProgramId: text("treasurer-program-id") ?? null,
   };
 }

@@ -191,6 +191,8 @@ Deno.test("parseClientArgs: --rpc chooses the Solana backend; its flags are chec
     mainAuthority: "K",
     coordinator: null,
     programId: null,
+    claim: null,
+    treasurerProgramId: null,
   });
   const bad = (extra: string[], re: RegExp) =>
     assert.throws(
@@ -201,6 +203,20 @@ Deno.test("parseClientArgs: --rpc chooses the Solana backend; its flags are chec
   bad(wallet, /exactly one of --main-authority PUBKEY and --coordinator/);
   bad([...wallet, "--main-authority", "K", "--server-addr", "h:1"], /give one/);
   bad([...wallet, "--coordinator", "C", "--ws-rpc-2", "ws://x"], /--ws-rpc-2 needs --rpc-2/);
+  bad(
+    [...wallet, "--coordinator", "C", "--treasurer-program-id", "T"],
+    /--treasurer-program-id needs --claim/,
+  );
+  const claiming = parseClientArgs([...base, ...wallet, "--coordinator", "C", "--claim", "A"]);
+  assert.ok(claiming.command === "train");
+  assert.deepEqual(
+    [claiming.solana?.claim, claiming.solana?.treasurerProgramId],
+    ["A", null],
+  );
+  assert.throws(
+    () => parseClientArgs(["train", "--run-id", "r", "--server-addr", "h:1", "--claim", "A"]),
+    /--claim needs --rpc URL/,
+  );
   assert.throws(
     () =>
       parseClientArgs(["train", "--run-id", "r", "--server-addr", "h:1", "--rpc-2", "http://b"]),

@@ -236,6 +236,11 @@ export interface ClientEvents {
   /** `--delete-old-steps`: an old checkpoint folder beyond `--keep-steps` was deleted. */
   checkpoint_deleted: { step: number; dir: string };
   /**
+   * `--claim`: the run's treasury paid `points` tokens for points this wallet earned
+   * (`total` paid for in all); decimal strings, as points may pass 2^53.
+   */
+  claimed: { points: string; total: string; treasury: string };
+  /**
    * What an interrupted client (SIGINT/SIGTERM) did with its parameters: saved to `dir` (null:
    * nothing saved, `note` says why); `step` is the run step whose parameters they are exactly,
    * or null between two labelled points (a step's weight decay applied, its results not yet).
@@ -468,6 +473,8 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `revision ${e.revision} of step ${e.step} not reported: ${e.reason}`;
     case "checkpoint_deleted":
       return `deleted old checkpoint of step ${e.step}: ${e.dir}`;
+    case "claimed":
+      return `claimed ${e.points} tokens from the run's treasury ${e.treasury} (${e.total} in all)`;
     case "saved_on_exit":
       return e.dir === null
         ? `interrupted: parameters not saved (${e.note})`

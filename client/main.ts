@@ -36,7 +36,12 @@ import { peerIdOf } from "../net/p2p/mod.ts";
 import { address } from "@solana/kit";
 import { denoEnv, EXIT_OK, EXIT_USAGE, onStopRequest } from "../cli/entry.ts";
 import { coordinatorAddress } from "../coordinator/solana/abi/mod.ts";
-import { DEFAULT_PROGRAM_ID, loadWallet, SolanaRpcClient } from "../coordinator/solana/rpc/mod.ts";
+import {
+  DEFAULT_PROGRAM_ID,
+  DEFAULT_TREASURER_PROGRAM_ID,
+  loadWallet,
+  SolanaRpcClient,
+} from "../coordinator/solana/rpc/mod.ts";
 import { toHex } from "../common/mod.ts";
 import { hubDownload, hubTarget } from "./checkpoints/mod.ts";
 import { generateIdentity, type Identity, identityFromHex, loadIdentity } from "../net/mod.ts";
@@ -331,6 +336,12 @@ export async function connectSolana(
   if (flags.rpc2 !== null) {
     rpcs.push(new SolanaRpcClient({ url: flags.rpc2, wsUrl: flags.wsRpc2 ?? undefined }));
   }
+  const claim = flags.claim === null ? undefined : {
+    treasurerProgramId: flags.treasurerProgramId === null
+      ? DEFAULT_TREASURER_PROGRAM_ID
+      : address(flags.treasurerProgramId),
+    destination: address(flags.claim),
+  };
   return await SolanaBackend.connect({
     rpcs,
     wallet: o.wallet.signer,
@@ -339,7 +350,15 @@ export async function connectSolana(
     coordinator,
     runId: o.runId,
     signal: o.signal,
+    claim,
     onEvent: (e) => {
+      if (e.kind === "Claimed") {
+        o.logger.log("claimed", {
+          points: e.points.toString(),
+          total: e.total.toString(),
+          treasury: e.treasury,
+        });
+      }
       if (e.kind === "SendFailed") o.logger.log("error", { what: e.what, error: e.error });
       if (e.kind === "SubscriptionLost") {
         o.logger.log("error", { what: "accountSubscribe", error: e.reason });

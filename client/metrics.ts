@@ -317,6 +317,7 @@ export function reduceClientMetrics(
     case "hub_reported":
     case "hub_report_skipped":
     case "checkpoint_deleted":
+    case "claimed":
     case "model_snapshot":
     case "saved_on_exit":
     case "reconnecting":

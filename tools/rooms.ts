@@ -244,6 +244,7 @@ export const ROOMS: readonly Room[] = [
       "coordinator/server/",
       "coordinator/solana/abi/",
       "coordinator/solana/rpc/",
+      "coordinator/solana/treasurer/",
     ],
   },
   {

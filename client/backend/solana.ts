@@ -21,6 +21,10 @@
  *   says so (`MeetingAddresses`) on the first account that names any and whenever they change,
  *   as the TCP backend passes on its coordinator's `Relays` message, so the client meets its
  *   peers there without `--relay` or `--bootstrap-peer`.
+ * - **Claims** (`claim`, the client's `--claim`): when the account shows this wallet more earned
+ *   points than it has claimed (an epoch end paid it) and the run has a treasury, the backend
+ *   claims them (docs/solana-treasurer.md), creating its participant account the first time. A
+ *   refused claim (the vault short, say) is tried again when the points grow or a minute later.
  *
  * Errors: the program's coordinator codes come back as CoordinatorError (same codes as the
  * TCP server), its own codes as CoordinatorProgramError; `NotAuthorizedToJoin` and a
@@ -68,11 +72,21 @@ import {
 } from "../../coordinator/solana/abi/mod.ts";
 import { quoteForTerminal, toHex } from "../../common/mod.ts";
 import {
+  customErrorCode,
   followAccount,
   type SolanaRpcClient,
+  TransactionFailedError,
   TransactionSender,
   TransactionUnconfirmedError,
 } from "../../coordinator/solana/rpc/mod.ts";
+import {
+  decodeParticipantAccount,
+  participantAddress,
+  participantClaimInstruction,
+  participantCreateInstruction,
+  treasurerErrorName,
+  treasuryAddress,
+} from "../../coordinator/solana/treasurer/mod.ts";
 
 /** What the backend did, for the client's log. */
 export type SolanaBackendEvent =
@@ -84,6 +98,8 @@ export type SolanaBackendEvent =
   | { kind: "MeetingAddresses"; relays: string[]; bootstrapPeers: string[] }
   | { kind: "Retry"; rpc: string; attempt: number; error: string }
   | { kind: "SendFailed"; what: string; error: string }
+  /** Tokens claimed from the run's treasury: `points` new ones, `total` paid for in all. */
+  | { kind: "Claimed"; points: bigint; total: bigint; treasury: Address }
   | { kind: "Failed"; error: BackendError };
 
 /** Options of {@linkcode SolanaBackend.connect}. */
@@ -111,6 +127,11 @@ export interface SolanaBackendOptions {
   now?: () => number;
   /** Transaction attempts per RPC (default 4). */
   attemptsPerRpc?: number;
+  /**
+   * Claim earned points from the run's treasury (docs/solana-treasurer.md) into `destination`,
+   * the wallet's token account of the treasury's mint, whenever the account shows new ones.
+   */
+  claim?: { treasurerProgramId: Address; destination: Address };
   /** Backend events. */
   onEvent?: (event: SolanaBackendEvent) => void;
   /** Aborts the first fetch. */
@@ -124,6 +145,34 @@ const HEALTH_CHECK_UNITS = 1_400_000;
 
 /** Milliseconds before the same state is ticked again when the first tick changed nothing. */
 const TICK_RETRY_MS = 2000;
+
+/** Milliseconds before a refused or skipped claim of the same points is tried again. */
+export const CLAIM_RETRY_MS = 60_000;
+
+/** A claim the backend made or tried: up to `earned` points, at `at` ms; `paid` when done. */
+export interface ClaimTry {
+  earned: bigint;
+  at: number;
+  paid: boolean;
+}
+
+/**
+ * Whether a backend that last tried `tried` claims `earned` points at `nowMs`: when it has some,
+ * and they are more than it last tried, or the last try failed (no treasury, a refusal) at least
+ * {@linkcode CLAIM_RETRY_MS} ago. Pure.
+ *
+ * @example
+ * ```ts
+ * import { claimDue } from "./solana.ts";
+ * const paid = { earned: 10n, at: 0, paid: true };
+ * if (claimDue(10n, paid, 1e9) || !claimDue(11n, paid, 1)) throw new Error("only new points");
+ * ```
+ */
+export function claimDue(earned: bigint, tried: ClaimTry | null, nowMs: number): boolean {
+  if (earned === 0n) return false;
+  if (tried === null || earned > tried.earned) return true;
+  return !tried.paid && nowMs - tried.at >= CLAIM_RETRY_MS;
+}
 
 /** The probability Psyche's client sends a due tick: 2/len(clients), 1 with at most two. */
 export function tickProbability(clients: number): number {
@@ -221,6 +270,9 @@ export class SolanaBackend implements CoordinatorBackend {
   #timer: ReturnType<typeof setInterval> | undefined;
   #following: Promise<void> = Promise.resolve();
   #closed = false;
+  /** Claims: one at a time; the points last claimed or tried, and when. */
+  #claiming = false;
+  #claimTried: ClaimTry | null = null;
 
   private constructor(opts: SolanaBackendOptions) {
     this.#o = opts;
@@ -470,6 +522,69 @@ export class SolanaBackend implements CoordinatorBackend {
     if (meeting !== null) this.#o.onEvent?.({ kind: "MeetingAddresses", ...meeting });
     this.#feed.publish(next.state);
     this.#maybeRejoin(next);
+    this.#maybeClaim(next);
+  }
+
+  /** Claims this wallet's new points when the account shows some (an epoch end paid them). */
+  #maybeClaim(account: CoordinatorAccount): void {
+    const claim = this.#o.claim;
+    if (claim === undefined || this.#claiming) return;
+    const me = toHex(this.identity.signer);
+    const earned = account.registry.find((r) => toHex(r.signer) === me)?.earned ?? 0n;
+    const now = (this.#o.now ?? Date.now)();
+    if (!claimDue(earned, this.#claimTried, now)) return;
+    this.#claiming = true;
+    this.#claim(claim, earned)
+      .then((paid) => this.#claimTried = { earned, at: now, paid })
+      .catch((e) => {
+        this.#claimTried = { earned, at: now, paid: false };
+        this.#report("participant_claim", e);
+      })
+      .finally(() => this.#claiming = false);
+  }
+
+  /** Claims up to `earned` points; false when the run has no treasury. */
+  async #claim(
+    claim: { treasurerProgramId: Address; destination: Address },
+    earned: bigint,
+  ): Promise<boolean> {
+    const programId = claim.treasurerProgramId;
+    const rpc = this.#o.rpcs[0];
+    const signal = this.#stop.signal;
+    const treasury = await treasuryAddress(programId, this.#o.coordinator);
+    if (await rpc.accountData(treasury, signal) === null) return false;
+    const user = this.#o.wallet;
+    const participant = await participantAddress(programId, { treasury, user: user.address });
+    const before = await rpc.accountData(participant, signal);
+    const claimed = before === null ? 0n : decodeParticipantAccount(before).claimed;
+    if (claimed >= earned) return true;
+    const instructions: Instruction[] = [];
+    if (before === null) {
+      instructions.push(
+        (await participantCreateInstruction({ programId, treasury, user })).instruction,
+      );
+    }
+    instructions.push(
+      await participantClaimInstruction({
+        programId,
+        treasury,
+        coordinator: this.#o.coordinator,
+        user,
+        destination: claim.destination,
+      }),
+    );
+    try {
+      await this.#sender.send(instructions, { signal });
+    } catch (e) {
+      const code = e instanceof TransactionFailedError ? customErrorCode(e.err) : null;
+      const name = code === null ? undefined : treasurerErrorName(code);
+      if (name === undefined) throw e;
+      throw new Error(`${name} (${code})`, { cause: e });
+    }
+    const after = await rpc.accountData(participant, signal);
+    const total = after === null ? earned : decodeParticipantAccount(after).claimed;
+    this.#o.onEvent?.({ kind: "Claimed", points: total - claimed, total, treasury });
+    return true;
   }
 
   #maybeRejoin(account: CoordinatorAccount): void {

@@ -279,6 +279,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "hub_reported":
     case "hub_report_skipped":
     case "checkpoint_deleted":
+    case "claimed":
     case "saved_on_exit":
     case "error":
     case "verification":

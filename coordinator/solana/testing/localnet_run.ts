@@ -44,6 +44,8 @@ export interface TestRunOptions {
   wsPort?: number;
   /** The chain's wall time in ms (default Date.now): tests that control time pass theirs. */
   now?: () => number;
+  /** The treasurer's bytes, to deploy it at the localnet's treasurer id (default: no treasurer). */
+  treasurerProgramBytes?: Uint8Array;
 }
 
 /** Funds a fresh keypair on the ledger directly. */
@@ -60,6 +62,7 @@ export async function startTestRun(opts: TestRunOptions): Promise<TestRun> {
     port: opts.port ?? 0,
     wsPort: opts.wsPort ?? 0,
     programBytes: await loadProgramBytes(),
+    treasurerProgramBytes: opts.treasurerProgramBytes,
     now: opts.now,
   });
   try {

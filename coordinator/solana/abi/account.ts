@@ -45,7 +45,7 @@ import {
   witnessBloomParameters,
 } from "../../core/mod.ts";
 
-/** Layout version this module reads (5: version 4 plus the epoch rates and earned points). */
+/** Layout version this module reads (6: version 5 plus the join deposit). */
 export const ACCOUNT_VERSION = ACCOUNT_LAYOUT_VERSION;
 /** Size of a coordinator account in bytes. */
 export const ACCOUNT_SIZE: number = structLayout("account_t").size;
@@ -91,7 +91,9 @@ export const OFFSETS = Object.freeze(structLayout("account_t").offsets) as Reado
     | "meetingAddresses"
     | "currentEpochRates"
     | "futureEpochRates"
-    | "earned",
+    | "earned"
+    | "joinDeposit"
+    | "deposits",
     number
   >
 >;
@@ -110,6 +112,7 @@ const REG = structLayout("registration_t").offsets;
 const DR = structLayout("digest_record_t").offsets;
 const DV = structLayout("digest_vote_t").offsets;
 const RATES = structLayout("epoch_rates_t").offsets;
+const DEPOSIT = structLayout("join_deposit_t").offsets;
 
 /** Sizes of the repeated structures. */
 export const SIZES = Object.freeze({
@@ -151,6 +154,28 @@ export interface Registration {
    * wallet starts again from 0.
    */
   earned: bigint;
+  /**
+   * The join deposit the wallet holds in the vault (0 when none): paid by a join while the run
+   * required one, returned by withdraw_deposit, forfeited when a health check dropped it or
+   * verification ejected it (docs/solana-program.md, "Join deposit").
+   */
+  deposit: bigint;
+}
+
+/** The run's join deposit (all zero and null while none was ever set). */
+export interface JoinDeposit {
+  /** Tokens a join without a held deposit pays; 0 = no deposit. */
+  amount: bigint;
+  /** Sum of the registrations' deposits. */
+  held: bigint;
+  /** Deposits forfeited and not yet swept to the main authority's choice of account. */
+  forfeited: bigint;
+  /** The deposit's SPL mint, or null before the first set_join_deposit. */
+  mint: Uint8Array | null;
+  /** The vault token account, or null before the first set_join_deposit. */
+  vault: Uint8Array | null;
+  /** Bump of the vault authority PDA("join_deposit", coordinator). */
+  vaultAuthorityBump: number;
 }
 
 /** Points an epoch pays (Psyche's `EpochRates`). */
@@ -184,6 +209,8 @@ export interface CoordinatorAccount {
   currentEpochRates: EpochRates;
   /** What the next epoch will pay (set_future_epoch_rates). */
   futureEpochRates: EpochRates;
+  /** The join deposit (set_join_deposit). */
+  joinDeposit: JoinDeposit;
   /** The coordinator itself, as the TypeScript machine holds it. */
   state: CoordinatorState;
 }
@@ -408,6 +435,7 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
       p2pIdentity: key(bytes, at + REG.p2p),
       active: v.getBigUint64(at + REG.active, true),
       earned: v.getBigUint64(OFFSETS.earned + i * 8, true),
+      deposit: v.getBigUint64(OFFSETS.deposits + i * 8, true),
     });
   }
   for (let i = registryLen; i < ACCOUNT_MAX_CLIENTS; i++) {
@@ -418,7 +446,27 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
         `points past registry.length ${registryLen} (must be zero)`,
       );
     }
+    if (v.getBigUint64(OFFSETS.deposits + i * 8, true) !== 0n) {
+      throw new AccountDecodeError(
+        `deposits[${i}]`,
+        OFFSETS.deposits + i * 8,
+        `a deposit past registry.length ${registryLen} (must be zero)`,
+      );
+    }
   }
+  const dd = OFFSETS.joinDeposit;
+  const optionalKey = (at: number): Uint8Array | null => {
+    const k = key(bytes, at);
+    return k.every((b) => b === 0) ? null : k;
+  };
+  const joinDeposit: JoinDeposit = {
+    amount: v.getBigUint64(dd + DEPOSIT.amount, true),
+    held: v.getBigUint64(dd + DEPOSIT.held, true),
+    forfeited: v.getBigUint64(dd + DEPOSIT.forfeited, true),
+    mint: optionalKey(dd + DEPOSIT.mint),
+    vault: optionalKey(dd + DEPOSIT.vault),
+    vaultAuthorityBump: bytes[dd + DEPOSIT.vaultAuthorityBump],
+  };
   const rates = (at: number): EpochRates => ({
     earningRateTotalShared: v.getBigUint64(at + RATES.earningRateTotalShared, true),
     slashingRatePerClient: v.getBigUint64(at + RATES.slashingRatePerClient, true),
@@ -477,6 +525,7 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
     registry,
     currentEpochRates: rates(OFFSETS.currentEpochRates),
     futureEpochRates: rates(OFFSETS.futureEpochRates),
+    joinDeposit,
     state,
   };
 }

@@ -77,6 +77,23 @@ export const PROGRAM_ERROR_CODES = [
   /** A meeting address is malformed (not a multiaddr ending in /p2p/<id>, too long, not printable
    * ASCII), or the update names more than 4 (meeting_addresses.ts). */
   "InvalidMeetingAddress",
+  /** join_run: the run requires a join deposit and the instruction lacks the token accounts
+   * (the signer's token account, the vault, the SPL Token program). */
+  "DepositRequired",
+  /** A deposit instruction names another vault than the run's, another program than SPL Token,
+   * or another vault authority than the run's PDA; or set_join_deposit's vault is not a plain
+   * token account owned by that PDA. */
+  "InvalidDepositAccounts",
+  /** join_run: the signer's token account is not an unfrozen token account of the deposit's mint
+   * owned by the signer, or holds less than the deposit. */
+  "InsufficientDeposit",
+  /** set_join_deposit: another vault while the current one still holds deposits or forfeits. */
+  "DepositVaultInUse",
+  /** withdraw_deposit: the signer holds no deposit; sweep_forfeited: nothing is forfeited. */
+  "NoDeposit",
+  /** withdraw_deposit: the signer's registration is pending for the next epoch or in the running
+   * one; its deposit returns when that epoch has ended with it Healthy. */
+  "DepositLocked",
 ] as const;
 
 /** One of {@linkcode PROGRAM_ERROR_CODES}. */

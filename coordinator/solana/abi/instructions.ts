@@ -53,6 +53,9 @@ export const INSTRUCTION_KINDS = [
   "CooldownWitness",
   "VerificationReport",
   "SetFutureEpochRates",
+  "SetJoinDeposit",
+  "WithdrawDeposit",
+  "SweepForfeited",
 ] as const;
 /** One of {@linkcode INSTRUCTION_KINDS}. */
 export type InstructionKind = typeof INSTRUCTION_KINDS[number];
@@ -153,7 +156,23 @@ export type CoordinatorInstruction =
     kind: "SetFutureEpochRates";
     earningRateTotalShared?: bigint;
     slashingRatePerClient?: bigint;
-  };
+  }
+  /**
+   * The join deposit (main authority only): `amount` tokens of the vault's mint (u64; 0 = off).
+   * Accounts after the authority: the vault, a token account owned by the vault authority PDA
+   * (docs/solana-program.md, "Join deposit").
+   */
+  | { kind: "SetJoinDeposit"; amount: bigint }
+  /**
+   * The signer's deposit back from the vault. Accounts after the signer: the token account to
+   * pay, the vault, SPL Token, the vault authority.
+   */
+  | { kind: "WithdrawDeposit" }
+  /**
+   * The forfeited deposits to a token account (main authority only). Accounts after the
+   * authority: the destination, the vault, SPL Token, the vault authority.
+   */
+  | { kind: "SweepForfeited" };
 
 /**
  * The witness instruction's optional metadata tail: the part of Psyche's WitnessMetadata a loss
@@ -411,6 +430,11 @@ export function encodeCoordinatorInstruction(ix: CoordinatorInstruction): Uint8A
       break;
     case "Tick":
     case "FreeCoordinator":
+    case "WithdrawDeposit":
+    case "SweepForfeited":
+      break;
+    case "SetJoinDeposit":
+      o.u64(checkRate("amount", ix.amount));
       break;
     case "Witness":
     case "WarmupWitness":
@@ -679,7 +703,12 @@ export function decodeCoordinatorInstruction(data: Uint8Array): CoordinatorInstr
       break;
     case "Tick":
     case "FreeCoordinator":
+    case "WithdrawDeposit":
+    case "SweepForfeited":
       ix = { kind };
+      break;
+    case "SetJoinDeposit":
+      ix = { kind, amount: r.u64("amount") };
       break;
     case "Witness":
     case "WarmupWitness": {

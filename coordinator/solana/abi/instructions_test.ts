@@ -98,6 +98,10 @@ const EXAMPLES: CoordinatorInstruction[] = [
   { kind: "SetFutureEpochRates", earningRateTotalShared: 0xffff_ffff_ffff_ffffn },
   { kind: "SetFutureEpochRates", slashingRatePerClient: 3n },
   { kind: "SetFutureEpochRates", earningRateTotalShared: 1000n, slashingRatePerClient: 0n },
+  { kind: "SetJoinDeposit", amount: 0n },
+  { kind: "SetJoinDeposit", amount: 0xffff_ffff_ffff_ffffn },
+  { kind: "WithdrawDeposit" },
+  { kind: "SweepForfeited" },
 ];
 
 Deno.test("instructions: every kind round-trips through its bytes", () => {
@@ -148,7 +152,10 @@ function decodeFails(bytes: number[] | Uint8Array, field: RegExp): void {
 
 Deno.test("instructions: decoding names the bad field", () => {
   decodeFails([], /^tag$/);
-  decodeFails([15], /^tag$/);
+  decodeFails([18], /^tag$/);
+  decodeFails([15, 1, 0, 0, 0, 0, 0, 0], /^amount$/);
+  decodeFails([16, 0], /^end$/);
+  decodeFails([17, 0], /^end$/);
   decodeFails([14], /^parts$/);
   decodeFails([14, 0], /^parts$/);
   decodeFails([14, 4, ...new Uint8Array(8)], /^parts$/);

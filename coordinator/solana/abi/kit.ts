@@ -14,6 +14,7 @@ import {
   type Address,
   address,
   getAddressEncoder,
+  getProgramDerivedAddress,
   type Instruction,
   type TransactionSigner,
 } from "@solana/kit";
@@ -27,6 +28,50 @@ export const SYSTEM_PROGRAM_ADDRESS: Address = address("111111111111111111111111
 export const COMPUTE_BUDGET_PROGRAM_ADDRESS: Address = address(
   "ComputeBudget111111111111111111111111111111",
 );
+
+/** The SPL Token program, whose tokens the join deposit takes (Token-2022 is not accepted). */
+export const SPL_TOKEN_PROGRAM_ADDRESS: Address = address(
+  "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
+);
+
+/** The seed of the join deposit's vault authority, before the coordinator's key. */
+export const JOIN_DEPOSIT_SEED = "join_deposit";
+
+/**
+ * The join deposit's vault authority: PDA("join_deposit", coordinator) of the program. The vault
+ * is a token account it owns; the program signs the vault's payouts with it.
+ */
+export async function depositVaultAuthority(
+  programId: Address,
+  coordinator: Address,
+): Promise<{ address: Address; bump: number }> {
+  const [at, bump] = await getProgramDerivedAddress({
+    programAddress: programId,
+    seeds: [JOIN_DEPOSIT_SEED, getAddressEncoder().encode(coordinator)],
+  });
+  return { address: at, bump };
+}
+
+/** join_run's accounts after the signer when the run requires a deposit. */
+export function joinDepositAccounts(
+  opts: { tokenAccount: Address; vault: Address },
+): ExtraAccount[] {
+  return [
+    { address: opts.tokenAccount, role: AccountRole.WRITABLE },
+    { address: opts.vault, role: AccountRole.WRITABLE },
+    { address: SPL_TOKEN_PROGRAM_ADDRESS, role: AccountRole.READONLY },
+  ];
+}
+
+/** withdraw_deposit's and sweep_forfeited's accounts after the signer: `tokenAccount` is paid. */
+export function depositPayoutAccounts(
+  opts: { tokenAccount: Address; vault: Address; vaultAuthority: Address },
+): ExtraAccount[] {
+  return [
+    ...joinDepositAccounts(opts),
+    { address: opts.vaultAuthority, role: AccountRole.READONLY },
+  ];
+}
 
 /**
  * The compute budget a tick transaction asks for: the whole transaction's. A round tick may close

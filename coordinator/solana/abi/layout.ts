@@ -1,5 +1,5 @@
 /**
- * The coordinator account's layout, version 5, written down once. Everything else is made from
+ * The coordinator account's layout, version 6, written down once. Everything else is made from
  * this table: the C header the program is compiled with (program/layout.h, written by
  * toolchain/generate_layout.ts), the account decoder's offsets (account.ts reads them from
  * {@linkcode structLayout} at load), and the layout tables of docs/solana-program.md. A check in
@@ -15,14 +15,15 @@
  * and the ejection records), which moved everything after the first round; version 4 appended the
  * meeting addresses after the ejection records, leaving every version 3 offset where it was;
  * version 5 appended the epoch rates and each registration's earned points after them, leaving
- * every version 4 offset where it was.
+ * every version 4 offset where it was; version 6 appended the join deposit and each
+ * registration's deposit after those, leaving every version 5 offset where it was.
  *
  * @example
  * ```ts
  * import { structLayout } from "./layout.ts";
  * const account = structLayout("account_t");
- * if (account.size !== 223_696 || account.offsets.ejections !== 219_420) {
- *   throw new Error("layout version 5 moved");
+ * if (account.size !== 225_840 || account.offsets.ejections !== 219_420) {
+ *   throw new Error("layout version 6 moved");
  * }
  * ```
  *
@@ -68,8 +69,8 @@ import {
   MEETING_ADDRESS_KINDS,
 } from "./meeting_addresses.ts";
 
-/** The account's layout version (5: version 4 plus the epoch rates and earned points). */
-export const ACCOUNT_LAYOUT_VERSION = 5;
+/** The account's layout version (6: version 5 plus the join deposit). */
+export const ACCOUNT_LAYOUT_VERSION = 6;
 
 /** The account's first 8 bytes once `init_coordinator` ran. */
 export const ACCOUNT_MAGIC_TEXT = "PSYCOORD";
@@ -575,7 +576,8 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
       "`nextActive` when the epoch starts, so every client joins again for every epoch (as in " +
       "Psyche). Joining during an epoch registers for the next one. With all registrations " +
       "taken, a new wallet reuses the first **stale** one: joined for neither the next epoch " +
-      "nor the running one, and holding no earned points (Psyche never reuses one).",
+      "nor the running one, and holding no earned points and no deposit (Psyche never reuses " +
+      "one).",
     fields: [
       { c: "signer", type: "u8", dims: [32] },
       { c: "p2p", type: "u8", dims: [32], label: "p2pIdentity" },
@@ -637,6 +639,38 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
     ],
   },
   {
+    c: "join_deposit_t",
+    title: "JoinDeposit",
+    depth: 4,
+    comment: "The run's join deposit: tokens a join puts in the vault (docs/solana-program.md).",
+    fields: [
+      {
+        c: "amount",
+        type: "u64",
+        doc: "tokens a join without a held deposit pays; 0 = no deposit (the default)",
+      },
+      { c: "held", type: "u64", doc: "sum of the registrations' deposits" },
+      {
+        c: "forfeited",
+        type: "u64",
+        doc: "deposits forfeited and not yet swept; held + forfeited = what the vault owes",
+      },
+      { c: "mint", type: "u8", dims: [32], doc: "the vault's mint; all zero before the first set" },
+      {
+        c: "vault",
+        type: "u8",
+        dims: [32],
+        doc: "an SPL token account owned by the vault authority PDA",
+      },
+      {
+        c: "vault_authority_bump",
+        type: "u8",
+        doc: 'bump of PDA("join_deposit", coordinator key)',
+      },
+      pad("_pad0", 7),
+    ],
+  },
+  {
     c: "account_t",
     title: "The account",
     notes: 'Version 2 appended the parameter digests (docs/protocol.md, "Parameter digests") ' +
@@ -650,15 +684,17 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
       "(the relays and bootstrap peers clients meet at, docs/p2p.md) after the ejection " +
       "records, so every version 3 offset is unchanged. Version 5 appended the epoch rates " +
       'and the registrations\' earned points (docs/solana-program.md, "Earned points") after ' +
-      "the meeting addresses, so every version 4 offset is unchanged. Accounts of earlier " +
+      "the meeting addresses, so every version 4 offset is unchanged. Version 6 appended the " +
+      'join deposit and the registrations\' deposits (docs/solana-program.md, "Join deposit") ' +
+      "after the earned points, so every version 5 offset is unchanged. Accounts of earlier " +
       "versions are refused.",
     fields: [
       { c: "magic", type: "u8", dims: [8], doc: "`PSYCOORD` once initialized (all zero before)" },
       {
         c: "version",
         type: "u32",
-        doc: "= 5 (1 had no parameter digests, 2 no verification, 3 no meeting addresses, 4 no " +
-          "earned points; all are refused)",
+        doc: "= 6 (1 had no parameter digests, 2 no verification, 3 no meeting addresses, 4 no " +
+          "earned points, 5 no join deposit; all are refused)",
       },
       {
         c: "flags",
@@ -773,6 +809,19 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
         dims: ["MAX_CLIENTS"],
         doc: "points earned by registration `i`'s wallet, saturating at 2^64 − 1; zero past " +
           "`registryLen` (version 5)",
+      },
+      {
+        c: "join_deposit",
+        type: "join_deposit_t",
+        doc: "set by `set_join_deposit`; all zero = no deposit (version 6)",
+        comment: 'Version 6: the join deposit (docs/solana-program.md, "Join deposit").',
+      },
+      {
+        c: "deposits",
+        type: "u64",
+        dims: ["MAX_CLIENTS"],
+        doc: "the deposit registration `i`'s wallet holds in the vault; zero past `registryLen` " +
+          "(version 6)",
       },
     ],
   },

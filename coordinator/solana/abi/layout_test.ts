@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { LAYOUT_STRUCTS, type LayoutStruct, structLayout } from "./layout.ts";
 
-// Version 5's offsets and sizes, as deployed programs and stored accounts hold them. A change
+// Version 6's offsets and sizes, as deployed programs and stored accounts hold them. A change
 // here is a new layout version, not an edit.
-Deno.test("layout version 5: every header offset and structure size stays where it was", () => {
+Deno.test("layout version 6: every header offset and structure size stays where it was", () => {
   assert.deepEqual(structLayout("account_t").offsets, {
     magic: 0,
     version: 8,
@@ -42,6 +42,9 @@ Deno.test("layout version 5: every header offset and structure size stays where 
     currentEpochRates: 221_616,
     futureEpochRates: 221_632,
     earned: 221_648,
+    // Version 6 appended these; every offset above is version 5's.
+    joinDeposit: 223_696,
+    deposits: 223_792,
   });
   const sizes = Object.fromEntries(LAYOUT_STRUCTS.map((s) => [s.c, structLayout(s.c).size]));
   assert.deepEqual(sizes, {
@@ -62,7 +65,8 @@ Deno.test("layout version 5: every header offset and structure size stays where 
     digest_vote_t: 34,
     meeting_address_t: 194,
     epoch_rates_t: 16,
-    account_t: 223_696,
+    join_deposit_t: 96,
+    account_t: 225_840,
   });
   assert.equal(structLayout("model_t").offsets.dataLocation, 148);
   assert.equal(structLayout("config_t").offsets.maxClients, 64);

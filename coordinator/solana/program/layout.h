@@ -1,5 +1,5 @@
 /*
- * layout.h: the coordinator account, version 5. A fixed layout (capacity 256 clients),
+ * layout.h: the coordinator account, version 6. A fixed layout (capacity 256 clients),
  * every field naturally aligned, little-endian, no pointers; docs/solana-program.md lists
  * it byte by byte and coordinator/solana/abi/account.ts decodes it. The _Static_asserts pin
  * every offset the documentation and the decoder rely on: changing one is a new version.
@@ -11,7 +11,7 @@
 
 #include "sol.h"
 
-#define ACCOUNT_VERSION 5
+#define ACCOUNT_VERSION 6
 #define MAX_CLIENTS 256
 #define MAX_WITNESSES 32
 #define NUM_ROUNDS 4
@@ -429,6 +429,24 @@ _Static_assert(sizeof(epoch_rates_t) == 16, "epoch_rates_t size");
 _Static_assert(__builtin_offsetof(epoch_rates_t, earning_rate_total_shared) == 0, "epoch_rates_t.earning_rate_total_shared");
 _Static_assert(__builtin_offsetof(epoch_rates_t, slashing_rate_per_client) == 8, "epoch_rates_t.slashing_rate_per_client");
 
+/* The run's join deposit: tokens a join puts in the vault (docs/solana-program.md). */
+typedef struct {
+  u64 amount;
+  u64 held;
+  u64 forfeited;
+  u8 mint[32];
+  u8 vault[32];
+  u8 vault_authority_bump;
+  u8 _pad0[7];
+} join_deposit_t;
+_Static_assert(sizeof(join_deposit_t) == 96, "join_deposit_t size");
+_Static_assert(__builtin_offsetof(join_deposit_t, amount) == 0, "join_deposit_t.amount");
+_Static_assert(__builtin_offsetof(join_deposit_t, held) == 8, "join_deposit_t.held");
+_Static_assert(__builtin_offsetof(join_deposit_t, forfeited) == 16, "join_deposit_t.forfeited");
+_Static_assert(__builtin_offsetof(join_deposit_t, mint) == 24, "join_deposit_t.mint");
+_Static_assert(__builtin_offsetof(join_deposit_t, vault) == 56, "join_deposit_t.vault");
+_Static_assert(__builtin_offsetof(join_deposit_t, vault_authority_bump) == 88, "join_deposit_t.vault_authority_bump");
+
 typedef struct {
   u8 magic[8];
   u32 version;
@@ -474,8 +492,11 @@ typedef struct {
   epoch_rates_t current_epoch_rates;
   epoch_rates_t future_epoch_rates;
   u64 earned[MAX_CLIENTS];
+  /* Version 6: the join deposit (docs/solana-program.md, "Join deposit"). */
+  join_deposit_t join_deposit;
+  u64 deposits[MAX_CLIENTS];
 } account_t;
-_Static_assert(sizeof(account_t) == 223696, "account_t size");
+_Static_assert(sizeof(account_t) == 225840, "account_t size");
 _Static_assert(__builtin_offsetof(account_t, magic) == 0, "account_t.magic");
 _Static_assert(__builtin_offsetof(account_t, version) == 8, "account_t.version");
 _Static_assert(__builtin_offsetof(account_t, flags) == 12, "account_t.flags");
@@ -511,6 +532,8 @@ _Static_assert(__builtin_offsetof(account_t, meeting_addresses) == 220840, "acco
 _Static_assert(__builtin_offsetof(account_t, current_epoch_rates) == 221616, "account_t.current_epoch_rates");
 _Static_assert(__builtin_offsetof(account_t, future_epoch_rates) == 221632, "account_t.future_epoch_rates");
 _Static_assert(__builtin_offsetof(account_t, earned) == 221648, "account_t.earned");
+_Static_assert(__builtin_offsetof(account_t, join_deposit) == 223696, "account_t.join_deposit");
+_Static_assert(__builtin_offsetof(account_t, deposits) == 223792, "account_t.deposits");
 
 /* "PSYCOORD": written by init_coordinator, checked by every other instruction. */
 static const u8 ACCOUNT_MAGIC[8] = {'P', 'S', 'Y', 'C', 'O', 'O', 'R', 'D'};
@@ -559,6 +582,12 @@ enum {
   E_INVALID_LR_SCHEDULE,
   E_INVALID_OPTIMIZER,
   E_INVALID_MEETING_ADDRESS,
+  E_DEPOSIT_REQUIRED,
+  E_INVALID_DEPOSIT_ACCOUNTS,
+  E_INSUFFICIENT_DEPOSIT,
+  E_DEPOSIT_VAULT_IN_USE,
+  E_NO_DEPOSIT,
+  E_DEPOSIT_LOCKED,
 };
 
 #endif

@@ -22,6 +22,7 @@ static void drop_verification_tasks(account_t *a);
 /* rewards.c, included after this file. */
 static void start_epoch_rates(account_t *a);
 static void pay_epoch(account_t *a);
+static void forfeit_deposits(account_t *a);
 
 /* 64 x 64 -> 128-bit product. */
 static void mul_64(u64 a, u64 b, u64 *hi, u64 *lo) {
@@ -240,11 +241,12 @@ static bool is_pending(const account_t *a, u64 i) { return a->registry[i].active
 
 /*
  * Whether a full registry may give slot i to a new wallet: its wallet joined neither the next
- * epoch nor the running one (whose payout looks it up by wallet), and it holds no points, which
- * a reuse would destroy.
+ * epoch nor the running one (whose payout looks it up by wallet), and it holds no points and no
+ * deposit, which a reuse would destroy.
  */
 static bool is_reusable(const account_t *a, u64 i) {
-  return a->registry[i].active + 1 < a->next_active && a->earned[i] == 0;
+  return a->registry[i].active + 1 < a->next_active && a->earned[i] == 0 &&
+         a->deposits[i] == 0;
 }
 
 static u64 pending_count(const account_t *a) {
@@ -406,6 +408,7 @@ static void tick_round_witness(account_t *a, u64 now, u64 seed) {
 /* machine_cooldown.ts endCooldown: the timer fired, or a checkpointer reported. */
 static void end_cooldown(account_t *a, u64 now) {
   pay_epoch(a);
+  forfeit_deposits(a);
   round_t *round = current_round(a);
   tally_digest_votes(a, witness_quorum(expected_witnesses(&a->config, round->clients_len)));
   epoch_state_t *es = &a->epoch_state;

@@ -13,6 +13,12 @@
  */
 #include "sol.h"
 #include "layout.h"
+/* The join deposit's CPIs; the pool's helpers this program does not call are not warned about. */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wunused-function"
+#include "sol_cpi.h"
+#include "spl_token.h"
+#pragma clang diagnostic pop
 
 #include "codec.c"
 #include "selection.c"
@@ -22,6 +28,7 @@
 #include "validate.c"
 #include "meeting.c"
 #include "rewards.c"
+#include "deposit.c"
 
 enum {
   IX_INIT_COORDINATOR = 0,
@@ -39,6 +46,9 @@ enum {
   IX_COOLDOWN_WITNESS = 12,
   IX_VERIFICATION_REPORT = 13,
   IX_SET_FUTURE_EPOCH_RATES = 14,
+  IX_SET_JOIN_DEPOSIT = 15,
+  IX_WITHDRAW_DEPOSIT = 16,
+  IX_SWEEP_FORFEITED = 17,
 };
 
 /* Update parts (bit flags of the update instruction's first byte). */
@@ -270,7 +280,8 @@ static u64 tick_if_live(account_t *a, u64 now, u64 seed) {
   return is_halted(a) ? 0 : tick(a, now, seed);
 }
 
-static u64 join_run(account_t *a, const u8 *user, reader_t *r) {
+/* `raw`: the program input, for the deposit's CPI (deposit.c). */
+static u64 join_run(const u8 *raw, account_t *a, const u8 *user, reader_t *r) {
   const u8 *p2p = take(r, 32);
   if (!r->ok || r->pos != r->len) return E_INVALID_INSTRUCTION;
   if (a->run_state == RS_FINISHED) return E_RUN_FINISHED;
@@ -292,15 +303,25 @@ static u64 join_run(account_t *a, const u8 *user, reader_t *r) {
     LOG("join: more pending clients than the batch has sequences");
     return E_MORE_CLIENTS_THAN_BATCHES;
   }
+  bool pay = deposit_due(a, slot, user);
+  u64 err;
+  if (pay && (err = take_deposit(raw, a))) return err;
   registration_t *reg = &a->registry[slot];
-  /* A new registration starts from no points (a reused one never held any). */
-  if (slot == a->registry_len || !same_key(reg->signer, user)) a->earned[slot] = 0;
+  /* A new registration starts from no points and no deposit (a reused one never held any). */
+  if (slot == a->registry_len || !same_key(reg->signer, user)) {
+    a->earned[slot] = 0;
+    a->deposits[slot] = 0;
+  }
+  if (pay) {
+    a->deposits[slot] = a->join_deposit.amount;
+    a->join_deposit.held += a->join_deposit.amount;
+  }
   mem_copy(reg->signer, user, 32);
   mem_copy(reg->p2p, p2p, 32);
   reg->active = a->next_active;
   if (slot == a->registry_len) a->registry_len++;
   if (is_halted(a)) return 0;
-  u64 now, seed, err;
+  u64 now, seed;
   if ((err = clock_now(&now, &seed))) return err;
   return tick(a, now, seed);
 }
@@ -368,7 +389,7 @@ static u64 set_delegates(account_t *a, reader_t *r) {
   return 0;
 }
 
-static u64 dispatch(const input_t *in) {
+static u64 dispatch(const input_t *in, const u8 *raw) {
   reader_t r = {in->data, in->data_len, 0, true};
   u8 tag = get8(&r);
   if (!r.ok) return E_INVALID_INSTRUCTION;
@@ -389,7 +410,21 @@ static u64 dispatch(const input_t *in) {
     break;
   case IX_JOIN_RUN:
     if ((err = signer(in, NULL, 0, &user))) return err;
-    err = join_run(a, user, &r);
+    err = join_run(raw, a, user, &r);
+    break;
+  case IX_SET_JOIN_DEPOSIT:
+    if ((err = signer(in, a->main_authority, E_NOT_MAIN_AUTHORITY, &user))) return err;
+    err = set_join_deposit(in, a, &r);
+    break;
+  case IX_WITHDRAW_DEPOSIT:
+    if ((err = signer(in, NULL, 0, &user))) return err;
+    if (r.pos != r.len) return E_INVALID_INSTRUCTION;
+    err = withdraw_deposit(raw, a, user);
+    break;
+  case IX_SWEEP_FORFEITED:
+    if ((err = signer(in, a->main_authority, E_NOT_MAIN_AUTHORITY, &user))) return err;
+    if (r.pos != r.len) return E_INVALID_INSTRUCTION;
+    err = sweep_forfeited(raw, a);
     break;
   case IX_TICK:
     if (r.pos != r.len) return E_INVALID_INSTRUCTION;
@@ -488,5 +523,5 @@ static u64 dispatch(const input_t *in) {
 u64 entrypoint(const u8 *input) {
   input_t in;
   parse_input(input, &in);
-  return dispatch(&in);
+  return dispatch(&in, input);
 }

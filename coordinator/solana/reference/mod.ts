@@ -8,6 +8,7 @@
 export {
   applyInstruction,
   clockSeed,
+  type DepositAccounts,
   initialAccount,
   type InitOptions,
   type InstructionStep,

@@ -1,7 +1,7 @@
 /**
  * The coordinator program's reference model in TypeScript: the program's own rules
  * (authorities, permissioned joining, the join registry, nonces, metadata, meeting addresses,
- * config updates, epoch rates and earned points) around the TypeScript state machine (coordinator/machine*.ts), which is the
+ * config updates, epoch rates and earned points, the join deposit) around the TypeScript state machine (coordinator/machine*.ts), which is the
  * reference for everything the coordinator does. The C program must reach the same
  * state on the same instructions; the differential tests hold it to that.
  *
@@ -102,6 +102,14 @@ export function initialAccount(opts: InitOptions): CoordinatorAccount {
     registry: [],
     currentEpochRates: { earningRateTotalShared: 0n, slashingRatePerClient: 0n },
     futureEpochRates: { earningRateTotalShared: 0n, slashingRatePerClient: 0n },
+    joinDeposit: {
+      amount: 0n,
+      held: 0n,
+      forfeited: 0n,
+      mint: null,
+      vault: null,
+      vaultAuthorityBump: 0,
+    },
     state,
   };
 }
@@ -192,23 +200,67 @@ function payEpoch(account: CoordinatorAccount, finishers: Uint8Array[], outcome:
   }
 }
 
+/** The signers of the epoch's clients, live or exited, that a health check dropped or
+ * verification ejected. */
+function forfeitingSigners(state: CoordinatorState): Uint8Array[] {
+  const es = state.epochState;
+  return [...es.clients, ...es.exitedClients]
+    .filter((c) => c.state === "Dropped" || c.state === "Ejected")
+    .map((c) => c.id.signer);
+}
+
+/**
+ * A successful epoch end forfeits the deposits of `forfeiters` (the Dropped and Ejected clients
+ * just before it ended): they move to the forfeited total, and a join the wallet made for the
+ * next epoch is cancelled, so it pays again to train again.
+ */
+function forfeitDeposits(
+  account: CoordinatorAccount,
+  forfeiters: Uint8Array[],
+  outcome: Outcome,
+): void {
+  if (outcome.kind !== "EpochEnd" || !outcome.success) return;
+  const d = account.joinDeposit;
+  for (const signer of forfeiters) {
+    const registration = account.registry.find((r) => equalBytes(r.signer, signer));
+    if (registration === undefined || registration.deposit === 0n) continue;
+    d.held -= registration.deposit;
+    d.forfeited += registration.deposit;
+    registration.deposit = 0n;
+    if (registration.active === account.nextActive) registration.active = account.nextActive - 1n;
+  }
+}
+
+/** What paying and forfeiting at the end of the epoch need, taken before it ends. */
+function epochEnd(
+  account: CoordinatorAccount,
+  run: () => Outcome,
+): Outcome {
+  const finishers = healthySigners(account.state);
+  const forfeiters = forfeitingSigners(account.state);
+  const outcome = run();
+  payEpoch(account, finishers, outcome);
+  forfeitDeposits(account, forfeiters, outcome);
+  return outcome;
+}
+
 /**
  * The full tick: pending = registrations for the next epoch; a new epoch bumps nextActive and
- * takes the future rates as its own; a successful epoch end pays.
+ * takes the future rates as its own; a successful epoch end pays and forfeits deposits.
  */
 function runTick(account: CoordinatorAccount, clock: ProgramClock): Outcome {
   const state = account.state;
   const before = state.runState;
   const pending = account.registry.filter((r) => r.active === account.nextActive)
     .map((r) => ({ signer: r.signer, p2pIdentity: r.p2pIdentity }));
-  const finishers = healthySigners(state);
-  const outcome = machine(() => tick(state, pending, nowOf(clock), clockSeed(clock)));
-  if (before === "WaitingForMembers" && state.runState === "Warmup") {
-    account.nextActive += 1n;
-    account.currentEpochRates = { ...account.futureEpochRates };
-  }
-  payEpoch(account, finishers, outcome);
-  return outcome;
+  return epochEnd(account, () => {
+    const outcome = machine(() => tick(state, pending, nowOf(clock), clockSeed(clock)));
+    if (before === "WaitingForMembers" && state.runState === "Warmup") {
+      account.nextActive += 1n;
+      account.currentEpochRates = { ...account.futureEpochRates };
+    }
+    return outcome;
+  });
 }
 
 function tickIfLive(account: CoordinatorAccount, clock: ProgramClock): void {
@@ -259,11 +311,33 @@ function applyUpdate(
   }
 }
 
+/**
+ * What the program sees of the token accounts a deposit instruction carries, which the
+ * coordinator account does not hold (the tests describe the accounts they pass).
+ */
+export interface DepositAccounts {
+  /**
+   * The instruction carries them: join_run the signer's token account, the vault and SPL Token;
+   * withdraw_deposit and sweep_forfeited also the vault authority; set_join_deposit the vault.
+   */
+  given: boolean;
+  /**
+   * They are the run's vault, SPL Token and vault authority (set_join_deposit: the vault is a
+   * plain token account owned by the vault authority PDA).
+   */
+  valid: boolean;
+  /** join_run: the signer's own unfrozen token account of the mint, holding the deposit. */
+  funded?: boolean;
+  /** set_join_deposit: the vault's key and mint, and the vault authority's bump. */
+  vault?: { key: Uint8Array; mint: Uint8Array; bump: number };
+}
+
 function applyJoin(
   a: CoordinatorAccount,
   user: Uint8Array,
   p2p: Uint8Array,
   clock: ProgramClock,
+  tokens: DepositAccounts | undefined,
 ): void {
   if (a.state.runState === "Finished") fail("RunFinished", "the run is Finished");
   const allowed = a.permissionless ||
@@ -278,7 +352,9 @@ function applyJoin(
     else {
       // Stale registrations only: not in the next epoch, nor the running one (its payout looks
       // them up by wallet), and never points, which a reuse would destroy.
-      slot = a.registry.findIndex((r) => r.active + 1n < a.nextActive && r.earned === 0n);
+      slot = a.registry.findIndex((r) =>
+        r.active + 1n < a.nextActive && r.earned === 0n && r.deposit === 0n
+      );
       if (slot < 0) fail("ClientsFull", "no registration is stale and without points");
     }
   }
@@ -287,14 +363,23 @@ function applyJoin(
     fail("MoreClientsThanBatches", "more pending clients than sequences per step");
   }
   // A registration reused for another wallet starts from no points.
-  const earned = a.registry[slot] !== undefined && equalBytes(a.registry[slot].signer, user)
-    ? a.registry[slot].earned
-    : 0n;
+  const own = a.registry[slot] !== undefined && equalBytes(a.registry[slot].signer, user)
+    ? a.registry[slot]
+    : undefined;
+  const d = a.joinDeposit;
+  const due = d.amount > 0n && (own?.deposit ?? 0n) === 0n;
+  if (due) {
+    if (!tokens?.given) fail("DepositRequired", "the run requires a join deposit");
+    if (!tokens.valid) fail("InvalidDepositAccounts", "not the run's vault or SPL Token");
+    if (!tokens.funded) fail("InsufficientDeposit", "the token account cannot pay the deposit");
+    d.held += d.amount;
+  }
   a.registry[slot] = {
     signer: user.slice(),
     p2pIdentity: p2p.slice(),
     active: a.nextActive,
-    earned,
+    earned: own?.earned ?? 0n,
+    deposit: due ? d.amount : own?.deposit ?? 0n,
   };
   tickIfLive(a, clock);
 }
@@ -306,7 +391,17 @@ export interface InstructionStep {
   signer: Uint8Array | null;
   /** The Clock sysvar when it runs. */
   clock: ProgramClock;
+  /** The deposit instructions' token accounts (absent: none given). */
+  deposit?: DepositAccounts;
 }
+
+/** Pays `amount` from the vault: the payout accounts must be given and be the run's. */
+function payFromVault(tokens: DepositAccounts | undefined): void {
+  if (!tokens?.given) fail("NotEnoughAccounts", "the payout needs six accounts");
+  if (!tokens.valid) fail("InvalidDepositAccounts", "not the run's vault, SPL Token or authority");
+}
+
+const RUNNING_EPOCH_STATES = ["Warmup", "RoundTrain", "RoundWitness", "Cooldown"];
 
 /**
  * Applies `step.ix`, sent by `step.signer` at `step.clock`, to a copy of `account` and
@@ -346,7 +441,7 @@ export function applyInstruction(
       break;
     }
     case "JoinRun":
-      applyJoin(a, user(), ix.p2pIdentity, clock);
+      applyJoin(a, user(), ix.p2pIdentity, clock, step.deposit);
       break;
     case "Tick":
       runTick(a, clock);
@@ -383,8 +478,7 @@ export function applyInstruction(
     case "Checkpoint": {
       const from = identityOf(user());
       const now = nowOf(clock);
-      const finishers = healthySigners(s);
-      payEpoch(a, finishers, machine(() => checkpoint(s, from, ix.index, ix.repo, now)));
+      epochEnd(a, () => machine(() => checkpoint(s, from, ix.index, ix.repo, now)));
       tickIfLive(a, clock);
       break;
     }
@@ -420,6 +514,41 @@ export function applyInstruction(
       if (ix.slashingRatePerClient !== undefined) {
         rates.slashingRatePerClient = ix.slashingRatePerClient;
       }
+      break;
+    }
+    case "SetJoinDeposit": {
+      requireKey(user(), a.mainAuthority, "NotMainAuthority");
+      const vault = step.deposit?.given ? step.deposit.vault : undefined;
+      if (vault === undefined) fail("NotEnoughAccounts", "set_join_deposit needs the vault");
+      const d = a.joinDeposit;
+      const same = d.vault !== null && equalBytes(d.vault, vault.key);
+      if (!same && (d.held !== 0n || d.forfeited !== 0n)) {
+        fail("DepositVaultInUse", "the current vault still owes deposits");
+      }
+      if (!step.deposit!.valid) fail("InvalidDepositAccounts", "not a vault of the PDA");
+      d.amount = ix.amount;
+      d.mint = vault.mint.slice();
+      d.vault = vault.key.slice();
+      d.vaultAuthorityBump = vault.bump;
+      break;
+    }
+    case "WithdrawDeposit": {
+      const r = a.registry.find((r) => equalBytes(r.signer, user()));
+      if (r === undefined || r.deposit === 0n) fail("NoDeposit", "the signer holds no deposit");
+      const running = RUNNING_EPOCH_STATES.includes(s.runState) && r.active + 1n === a.nextActive;
+      if (r.active === a.nextActive || running) {
+        fail("DepositLocked", "pending for the next epoch or in the running one");
+      }
+      payFromVault(step.deposit);
+      a.joinDeposit.held -= r.deposit;
+      r.deposit = 0n;
+      break;
+    }
+    case "SweepForfeited": {
+      requireKey(user(), a.mainAuthority, "NotMainAuthority");
+      if (a.joinDeposit.forfeited === 0n) fail("NoDeposit", "nothing is forfeited");
+      payFromVault(step.deposit);
+      a.joinDeposit.forfeited = 0n;
       break;
     }
     case "SetDelegates": {

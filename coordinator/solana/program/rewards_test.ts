@@ -9,22 +9,18 @@
 
 import assert from "node:assert/strict";
 import { AccountRole, type KeyPairSigner } from "@solana/kit";
-import {
-  testConfig,
-  testModel,
-  warmupReport,
-  witnessReport,
-} from "../../../tests/support/coordinator_fixtures.ts";
+import { testConfig, testModel } from "../../../tests/support/coordinator_fixtures.ts";
 import { CoordinatorSvm } from "../testing/svm.ts";
-import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
+import { DualRun, keyOf } from "../testing/dual_run.ts";
 import {
-  CLIENT_STATES,
-  type CoordinatorConfig,
-  currentRound,
-  NO_DIGEST,
-  type NodeIdentity,
-  roundSelection,
-} from "../../core/mod.ts";
+  dropByHealthCheck,
+  endCooldown,
+  leaveWarmup,
+  startEpoch,
+  TEST_P2P as P2P,
+  trainToCooldown,
+} from "../testing/epochs.ts";
+import { CLIENT_STATES, type CoordinatorConfig } from "../../core/mod.ts";
 import {
   INSTRUCTION_KINDS,
   MAX_POINTS,
@@ -34,7 +30,6 @@ import {
 } from "../abi/mod.ts";
 
 const svm = await CoordinatorSvm.create();
-const P2P = new Uint8Array(32).fill(7);
 const TAG = INSTRUCTION_KINDS.indexOf("SetFutureEpochRates");
 
 /** A resumed run of `n` clients (all of them needed to start an epoch), not yet joined. */
@@ -62,75 +57,6 @@ const earning = (rate: bigint) => ({
   kind: "SetFutureEpochRates" as const,
   earningRateTotalShared: rate,
 });
-
-/** Everyone joins at the instant WaitingForMembers began; a tick one second later starts Warmup. */
-async function startEpoch(r: DualRun, clients: KeyPairSigner[]): Promise<number> {
-  let t = r.model!.state.runStateStartUnixTimestamp;
-  r.setTime(t);
-  for (const c of clients) await r.expectOk({ kind: "JoinRun", p2pIdentity: P2P }, c);
-  r.setTime(t += 1);
-  await r.expectOk({ kind: "Tick" }, null);
-  assert.equal(r.model!.state.runState, "Warmup");
-  return t;
-}
-
-/** Every client's warmup witness: round 0 starts. */
-async function leaveWarmup(r: DualRun, clients: KeyPairSigner[]): Promise<void> {
-  for (const c of clients) {
-    if (r.model!.state.runState !== "Warmup") break;
-    await r.expectOk({
-      kind: "WarmupWitness",
-      witness: warmupReport(r.model!.state, clientIndex(r, c)),
-      paramsDigest: NO_DIGEST,
-    }, c);
-  }
-  assert.equal(r.model!.state.runState, "RoundTrain");
-}
-
-/**
- * Rounds until Cooldown: the Healthy elected witnesses report seeing `seen(height)` (everyone
- * by default), then the timers end the round. Returns the new time.
- */
-async function trainToCooldown(
-  r: DualRun,
-  clients: KeyPairSigner[],
-  t: number,
-  seen: (height: number) => NodeIdentity[] = () => clients.map((c) => identity(c)),
-): Promise<number> {
-  const state = () => r.model!.state;
-  while (state().runState === "RoundTrain") {
-    const round = currentRound(state());
-    const sel = roundSelection(state().config, round);
-    for (const c of clients) {
-      const i = clientIndex(r, c);
-      const live = state().runState === "RoundTrain" || state().runState === "RoundWitness";
-      if (!live || i < 0 || !sel.isWitness(i)) continue;
-      if (state().epochState.clients[i].state !== "Healthy") continue;
-      const witness = witnessReport(state(), i, seen(round.height));
-      await r.expectOk({ kind: "Witness", witness, paramsDigest: NO_DIGEST }, c);
-    }
-    if (state().runState === "RoundTrain") {
-      r.setTime(t += state().config.maxRoundTrainTime);
-      await r.expectOk({ kind: "Tick" }, null);
-    }
-    r.setTime(t += state().config.roundWitnessTime);
-    await r.expectOk({ kind: "Tick" }, null);
-  }
-  assert.equal(state().runState, "Cooldown");
-  return t;
-}
-
-/** Cooldown's timer ends the epoch. Returns the new time. */
-async function endCooldown(r: DualRun, t: number): Promise<number> {
-  r.setTime(t += r.model!.state.config.cooldownTime);
-  await r.expectOk({ kind: "Tick" }, null);
-  assert.notEqual(r.model!.state.runState, "Cooldown");
-  return t;
-}
-
-function identity(c: KeyPairSigner): NodeIdentity {
-  return { signer: keyOf(c), p2pIdentity: keyOf(c) };
-}
 
 /** Each client's earned points, from the program's account. */
 function pointsOf(r: DualRun, clients: KeyPairSigner[]): bigint[] {
@@ -237,28 +163,8 @@ Deno.test("a client dropped by a health check earns nothing for the epoch", asyn
   let t = await startEpoch(r, clients);
   await leaveWarmup(r, clients);
   const lazy = clients[2];
-  const seen = (height: number) =>
-    clients.filter((c) => height === 0 || c !== lazy).map((c) => identity(c));
-  // Two rounds in which nobody sees `lazy` from round 1 on, then the health check.
-  for (let round = 0; round < 2; round++) {
-    const state = r.model!.state;
-    const sel = roundSelection(state.config, currentRound(state));
-    for (const c of clients.filter((c) => sel.isWitness(clientIndex(r, c)))) {
-      const witness = witnessReport(r.model!.state, clientIndex(r, c), seen(round));
-      await r.expectOk({ kind: "Witness", witness, paramsDigest: NO_DIGEST }, c);
-    }
-    r.setTime(t += 3);
-    await r.expectOk({ kind: "Tick" }, null);
-  }
-  const state = r.model!.state;
-  const prev = state.epochState.rounds[(state.epochState.roundsHead + 3) % 4];
-  const proof = roundSelection(state.config, prev).committeeProof(clientIndex(r, lazy));
-  await r.expectOk(
-    { kind: "HealthCheck", checks: [{ signer: keyOf(lazy), proof }] },
-    clients[0],
-  );
-  assert.equal(r.model!.state.epochState.clients[clientIndex(r, lazy)].state, "Dropped");
-  t = await trainToCooldown(r, clients, t, (h) => seen(h));
+  const dropped = await dropByHealthCheck(r, clients, lazy, clients[0], t);
+  t = await trainToCooldown(r, clients, dropped.t, dropped.seen);
   await endCooldown(r, t);
   // Two finishers share 1001: 500 each, the odd point unpaid; the dropped client gets nothing.
   assert.deepEqual(pointsOf(r, clients), [500n, 500n, 0n]);
@@ -364,6 +270,7 @@ Deno.test("a full registry reuses only a stale registration without points", asy
       p2pIdentity: new Uint8Array(32),
       active: i === 2 ? nextActive : 0n,
       earned: 0n,
+      deposit: 0n,
     });
   }
   r.check();

@@ -15,7 +15,18 @@ import {
   CoordinatorProgramError,
   programErrorNumber,
 } from "../abi/mod.ts";
-import { applyInstruction, initialAccount, type ProgramClock } from "../reference/mod.ts";
+import {
+  applyInstruction,
+  type DepositAccounts,
+  initialAccount,
+  type ProgramClock,
+} from "../reference/mod.ts";
+
+/** Options of {@linkcode DualRun.send}: the program's, and what the model sees of them. */
+export type DualSendOptions = Omit<SendOptions, "signer"> & {
+  /** The deposit instructions' token accounts, as the model is told of them. */
+  deposit?: DepositAccounts;
+};
 
 /** Options of {@linkcode DualRun.create}. */
 export interface DualRunOptions {
@@ -98,9 +109,10 @@ export class DualRun {
   async send(
     ix: CoordinatorInstruction,
     signer: KeyPairSigner | null,
-    opts: Omit<SendOptions, "signer"> = {},
+    opts: DualSendOptions = {},
   ): Promise<SendResult> {
-    const result = await this.svm.send(this.coordinator, ix, { ...opts, signer });
+    const { deposit, ...sendOpts } = opts;
+    const result = await this.svm.send(this.coordinator, ix, { ...sendOpts, signer });
     let expected: CoordinatorProgramError | null = null;
     if (this.model !== null) {
       try {
@@ -108,6 +120,7 @@ export class DualRun {
           ix,
           signer: signer === null ? null : addressBytes(signer.address),
           clock: this.clock,
+          deposit,
         });
       } catch (err) {
         if (!(err instanceof CoordinatorProgramError)) throw err;
@@ -128,7 +141,7 @@ export class DualRun {
     ix: CoordinatorInstruction,
     signer: KeyPairSigner | null,
     name: Parameters<typeof programErrorNumber>[0],
-    opts: Omit<SendOptions, "signer"> = {},
+    opts: DualSendOptions = {},
   ): Promise<SendResult> {
     const result = await this.send(ix, signer, opts);
     assert.equal(result.code, programErrorNumber(name), `${ix.kind} should fail with ${name}`);
@@ -139,7 +152,7 @@ export class DualRun {
   async expectOk(
     ix: CoordinatorInstruction,
     signer: KeyPairSigner | null,
-    opts: Omit<SendOptions, "signer"> = {},
+    opts: DualSendOptions = {},
   ): Promise<SendResult> {
     const result = await this.send(ix, signer, opts);
     assert.ok(result.ok, `${ix.kind} should succeed`);

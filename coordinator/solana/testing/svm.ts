@@ -41,6 +41,7 @@ import {
   type ExtraAccount,
   programErrorName,
   setComputeUnitLimitInstruction,
+  SPL_TOKEN_PROGRAM_ADDRESS,
 } from "../abi/mod.ts";
 import { buildProgramOnce } from "../toolchain/mod.ts";
 
@@ -48,6 +49,9 @@ import { buildProgramOnce } from "../toolchain/mod.ts";
 export const MAX_COMPUTE_UNITS = 1_400_000;
 /** The most bytes a serialized transaction may have. */
 export const MAX_TRANSACTION_BYTES = 1232;
+
+const TOKEN_MINT_BYTES = 82;
+const TOKEN_ACCOUNT_BYTES = 165;
 
 /** What happened to one transaction. */
 export interface SendResult {
@@ -86,10 +90,13 @@ export class CoordinatorSvm {
     this.payer = payer;
   }
 
-  /** Builds (once per process) and deploys the program at a fresh address. */
-  static async create(): Promise<CoordinatorSvm> {
+  /**
+   * Builds (once per process) and deploys the program at a fresh address; `tokens` adds
+   * litesvm's default programs (the real SPL Token program, for the join deposit).
+   */
+  static async create(opts: { tokens?: boolean } = {}): Promise<CoordinatorSvm> {
     const program = await buildProgramOnce();
-    const svm = new LiteSVM();
+    const svm = opts.tokens ? new LiteSVM().withDefaultPrograms() : new LiteSVM();
     const programId = (await generateKeyPairSigner()).address;
     svm.addProgram(programId, program.bytes);
     const payer = await generateKeyPairSigner();
@@ -244,6 +251,51 @@ export class CoordinatorSvm {
   balance(at: Address): bigint {
     const acc = this.svm.getAccount(at);
     return acc.exists ? acc.lamports : 0n;
+  }
+
+  /**
+   * Writes an initialized SPL Token mint at a fresh address (the bytes SPL Token writes; the
+   * payer is its mint authority). Needs an SVM created with `tokens`.
+   */
+  async createMint(decimals = 6): Promise<Address> {
+    const at = (await generateKeyPairSigner()).address;
+    const data = new Uint8Array(TOKEN_MINT_BYTES);
+    new DataView(data.buffer).setUint32(0, 1, true);
+    data.set(getAddressEncoder().encode(this.payer.address), 4);
+    data[44] = decimals;
+    data[45] = 1;
+    this.#putToken(at, data);
+    return at;
+  }
+
+  /** Writes an initialized token account of `mint` owned by `owner` holding `amount`. */
+  async createTokenAccount(mint: Address, owner: Address, amount: bigint): Promise<Address> {
+    const at = (await generateKeyPairSigner()).address;
+    const data = new Uint8Array(TOKEN_ACCOUNT_BYTES);
+    data.set(getAddressEncoder().encode(mint), 0);
+    data.set(getAddressEncoder().encode(owner), 32);
+    new DataView(data.buffer).setBigUint64(64, amount, true);
+    data[108] = 1;
+    this.#putToken(at, data);
+    return at;
+  }
+
+  /** The amount a token account holds. */
+  tokenBalance(at: Address): bigint {
+    const bytes = this.accountBytes(at);
+    if (bytes === null) throw new Error(`No token account at ${at}`);
+    return new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(64, true);
+  }
+
+  #putToken(at: Address, data: Uint8Array): void {
+    this.svm.setAccount({
+      address: at,
+      data,
+      executable: false,
+      lamports: lamports(this.svm.minimumBalanceForRentExemption(BigInt(data.length))),
+      programAddress: SPL_TOKEN_PROGRAM_ADDRESS,
+      space: BigInt(data.length),
+    });
   }
 
   /** Decodes the coordinator account at `at` (throws when absent or malformed). */

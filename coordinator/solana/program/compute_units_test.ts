@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { measureComputeUnits } from "../testing/compute_units.ts";
 import { CoordinatorSvm, MAX_COMPUTE_UNITS, MAX_TRANSACTION_BYTES } from "../testing/svm.ts";
 
-const svm = await CoordinatorSvm.create();
+const svm = await CoordinatorSvm.create({ tokens: true });
 
 Deno.test("compute units: every instruction at 256 clients fits Solana's limits", async () => {
   const r = await measureComputeUnits(256, svm, { epochEnd: true });
@@ -63,4 +63,24 @@ Deno.test("compute units: verification at 256 clients, every round sampled", asy
   // The tick measured is the one that ejected them (a tick that did nothing costs ~600 units:
   // the harness measured such a one after a witness quorum began ending RoundTrain).
   assert.ok(v.tickIdleWitnesses > 20_000, `idle witnesses tick: ${v.tickIdleWitnesses}`);
+});
+
+Deno.test("compute units: the join deposit at 256 clients", async () => {
+  const plain = await measureComputeUnits(256, svm);
+  const r = await measureComputeUnits(256, svm, { epochEnd: true, deposit: true });
+  const d = r.deposit;
+  if (Deno.env.get("S1_DEBUG")) console.log(JSON.stringify({ plain: plain.join, ...d }));
+  for (const [key, units] of Object.entries(d)) {
+    assert.ok(units > 0 && units < 200_000, `${key}: ${units} compute units`);
+  }
+  // Paying the deposit adds a token transfer by CPI (and a second parse of the input) to the
+  // join; the withdrawal and the sweep are a registry search and one signed transfer each.
+  assert.ok(d.join - plain.join < 15_000, `join ${plain.join} -> ${d.join}`);
+  assert.ok(Math.max(d.withdraw, d.sweep) < 20_000, JSON.stringify(d));
+  // Finding the vault authority's bump costs a PDA search.
+  assert.ok(d.setJoinDeposit < 20_000, `set_join_deposit: ${d.setJoinDeposit}`);
+  // The epoch end forfeits the dropped client's deposit on top of paying the 255 finishers.
+  assert.equal(r.epochFinishers, 255);
+  assert.ok(r.tickEndEpoch < 100_000, `epoch-end tick: ${r.tickEndEpoch}`);
+  assert.equal(svm.coordinatorAccount(r.coordinator).joinDeposit.forfeited, 0n, "swept");
 });

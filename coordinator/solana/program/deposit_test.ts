@@ -312,3 +312,46 @@ Deno.test("20 sybil wallets without tokens cannot fill a run that requires a dep
   console.log(`join_run with deposit: ${joined.computeUnits} CU`);
   assert.equal(svm.tokenBalance(priced.vault), DEPOSIT);
 });
+
+Deno.test("a full registry never reuses a registration that holds a deposit", async () => {
+  const { r, mint, clients, wallets, setDeposit, paying, payout } = await depositRun(2);
+  assert.ok((await setDeposit(DEPOSIT)).ok);
+  let t = await startEpoch(r, clients, paying);
+  await leaveWarmup(r, clients);
+  t = await trainToCooldown(r, clients, t);
+  await endCooldown(r, t);
+  // Both registrations grow stale (joined for epoch 0) but hold their deposits; the other 254
+  // joined the epoch that just ended, so none of them is stale either.
+  const nextActive = r.model!.nextActive;
+  const registration = structLayout("registration_t");
+  const activeAt = (i: number) =>
+    OFFSETS.registry + i * registration.size + registration.offsets.active;
+  const account = svm.svm.getAccount(r.coordinator);
+  assert.ok(account.exists);
+  const data = new Uint8Array(account.data);
+  const view = new DataView(data.buffer);
+  view.setUint16(OFFSETS.registryLen, 256, true);
+  for (let i = 0; i < 256; i++) view.setBigUint64(activeAt(i), i < 2 ? 0n : nextActive - 1n, true);
+  svm.svm.setAccount({ ...account, data });
+  r.model!.registry.forEach((x) => x.active = 0n);
+  for (let i = 2; i < 256; i++) {
+    r.model!.registry.push({
+      signer: new Uint8Array(32),
+      p2pIdentity: new Uint8Array(32),
+      active: nextActive - 1n,
+      earned: 0n,
+      deposit: 0n,
+    });
+  }
+  r.check();
+  const late = await svm.newSigner();
+  wallets.set(late, await svm.createTokenAccount(mint, late.address, DEPOSIT));
+  await r.expectError(JOIN, late, "ClientsFull", paying(late));
+  // Once the first withdraws, its registration is stale and empty: the newcomer takes it.
+  await r.expectOk({ kind: "WithdrawDeposit" }, clients[0], payout(wallets.get(clients[0])!));
+  await r.expectOk(JOIN, late, paying(late));
+  const after = svm.coordinatorAccount(r.coordinator);
+  assert.deepEqual(after.registry[0].signer, keyOf(late));
+  assert.equal(after.registry[0].deposit, DEPOSIT);
+  assert.equal(after.registry[1].deposit, DEPOSIT, "the other deposit stays");
+});

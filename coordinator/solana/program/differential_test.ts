@@ -1,7 +1,8 @@
 /**
  * Differential tests: random instruction sequences (joins, ticks at various times,
  * warmup witnesses, witnesses, health checks, verification reports, pauses and resumes,
- * checkpoints, meeting addresses, future epoch rates, forged and misdirected reports) go to the C program in litesvm and to the
+ * checkpoints, meeting addresses, future epoch rates, forged and misdirected reports; with a join
+ * deposit, deposit joins, withdrawals and sweeps) go to the C program in litesvm and to the
  * TypeScript reference (program_model.ts over coordinator/machine*.ts). After every instruction
  * both must have accepted or rejected it with the same error code, and the account must decode
  * to exactly the reference state. Seeds are fixed so a failure replays.
@@ -31,7 +32,7 @@ import {
 /** The parameter digest reports carry. */
 const DIGEST = new Uint8Array(32).fill(0xd1);
 
-const svm = await CoordinatorSvm.create();
+const svm = await CoordinatorSvm.create({ tokens: true });
 
 Deno.test("differential: random sequences reach identical states in C and TypeScript", async () => {
   const total: Record<string, number> = {};
@@ -74,6 +75,35 @@ Deno.test("differential: random sequences reach identical states in C and TypeSc
   ) {
     assert.ok((total[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(total)}`);
     if (Deno.env.get("S1_DEBUG")) console.log(JSON.stringify(total));
+  }
+});
+
+Deno.test("differential: random sequences with a join deposit keep the vault whole", async () => {
+  const total: Record<string, number> = {};
+  for (const seed of [21, 22, 23, 24, 25, 26]) {
+    const seen = await differential(svm, seed, 260, { deposit: true });
+    for (const [k, v] of Object.entries(seen)) total[k] = (total[k] ?? 0) + v;
+  }
+  if (Deno.env.get("S1_DEBUG")) console.log(JSON.stringify(total));
+  for (
+    const key of [
+      "JoinRun:ok",
+      "JoinRun:DepositRequired",
+      "JoinRun:InsufficientDeposit",
+      "WithdrawDeposit:ok",
+      "WithdrawDeposit:NoDeposit",
+      "WithdrawDeposit:DepositLocked",
+      "WithdrawDeposit:NotEnoughAccounts",
+      "SweepForfeited:ok",
+      "SweepForfeited:NotMainAuthority",
+      "deposit:forfeited",
+      "SetJoinDeposit:ok",
+      "HealthCheck:ok",
+      "state:Cooldown",
+      "earned:paid",
+    ]
+  ) {
+    assert.ok((total[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(total)}`);
   }
 });
 

@@ -135,6 +135,10 @@ Deno.test("fuzz: mutated instruction data is rejected cleanly or handled like th
       earningRateTotalShared: 1_000_000n,
       slashingRatePerClient: 5n,
     }, run.mainAuthority],
+    // The deposit's instructions without their token accounts (the deposit is off).
+    [{ kind: "SetJoinDeposit", amount: 1_000n }, run.mainAuthority],
+    [{ kind: "WithdrawDeposit" }, clients[0]],
+    [{ kind: "SweepForfeited" }, run.mainAuthority],
   ];
   const rng = new Prng(42);
   let decoded = 0;

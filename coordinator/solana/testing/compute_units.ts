@@ -20,7 +20,7 @@
  * @module
  */
 
-import { type Address, getAddressDecoder, type KeyPairSigner } from "@solana/kit";
+import { AccountRole, type Address, getAddressDecoder, type KeyPairSigner } from "@solana/kit";
 import {
   addressBytes,
   CoordinatorSvm,
@@ -48,6 +48,9 @@ import {
   ACCOUNT_SIZE,
   type CoordinatorAccount,
   type CoordinatorInstruction,
+  depositPayoutAccounts,
+  depositVaultAuthority,
+  joinDepositAccounts,
   MAX_MEETING_ADDRESS_BYTES,
   MAX_MEETING_ADDRESSES,
   type MeetingAddress,
@@ -85,6 +88,20 @@ export interface ComputeUnitReport {
   accountBytes: number;
   /** Measured with `verification` only (0 otherwise). */
   verification: VerificationUnits;
+  /** Measured with `deposit` only (0 otherwise). */
+  deposit: DepositUnits;
+}
+
+/** Compute units of the join deposit (a run that requires one; joins then pay by CPI). */
+export interface DepositUnits {
+  /** set_join_deposit, checking a new vault (its PDA found from the seeds). */
+  setJoinDeposit: number;
+  /** The costliest join that paid its deposit (the last of `n`: the longest registry search). */
+  join: number;
+  /** With `epochEnd`: the last finisher's withdrawal after the epoch ended (a long search). */
+  withdraw: number;
+  /** With `epochEnd`: the sweep of the forfeit of the client the health check dropped. */
+  sweep: number;
 }
 
 /** Compute units of verification (a run with `verificationPercent` 100). */
@@ -115,7 +132,16 @@ export interface ComputeUnitOptions {
    * then left Paused instead of in RoundTrain.
    */
   epochEnd?: boolean;
+  /**
+   * Require a join deposit (the SVM must be created with `tokens`): every client pays by CPI on
+   * join; with `epochEnd`, the client the health check dropped forfeits, the last client
+   * withdraws and the authority sweeps.
+   */
+  deposit?: boolean;
 }
+
+/** The deposit amount of the measured runs that require one. */
+const MEASURED_DEPOSIT = 1_000_000n;
 
 const CONFIG: Omit<CoordinatorConfig, "maxClients" | "initMinClients" | "minClients"> = {
   warmupTime: 50,
@@ -240,19 +266,35 @@ export async function measureComputeUnits(
     }, main),
     "set future epoch rates",
   );
+  const deposit: DepositUnits = { setJoinDeposit: 0, join: 0, withdraw: 0, sweep: 0 };
+  const vault = opts.deposit === true ? await depositVault(csvm, coordinator, main, deposit) : null;
   let now = 100;
   csvm.setClock(now, 1n);
   must(await send({ kind: "SetPaused", paused: false }, main), "resume");
   const clients: KeyPairSigner[] = [];
+  const wallets = new Map<KeyPairSigner, Address>();
   let join = 0;
   for (let i = 0; i < n; i++) {
     const c = await csvm.newSigner();
     clients.push(c);
-    join = Math.max(
-      join,
-      must(await send({ kind: "JoinRun", p2pIdentity: addressBytes(c.address) }, c), "join")
-        .computeUnits,
-    );
+    const ix: CoordinatorInstruction = { kind: "JoinRun", p2pIdentity: addressBytes(c.address) };
+    let units: number;
+    if (vault === null) {
+      units = must(await send(ix, c), "join").computeUnits;
+    } else {
+      const wallet = await csvm.createTokenAccount(vault.mint, c.address, MEASURED_DEPOSIT);
+      wallets.set(c, wallet);
+      units = must(
+        await csvm.send(coordinator, ix, {
+          signer: c,
+          computeUnitLimit: MAX_COMPUTE_UNITS,
+          extraAccounts: joinDepositAccounts({ tokenAccount: wallet, vault: vault.vault }),
+        }),
+        "join with deposit",
+      ).computeUnits;
+      deposit.join = Math.max(deposit.join, units);
+    }
+    join = Math.max(join, units);
   }
   csvm.setClock(now += 2, 2n);
   const tickStartEpoch = must(await send({ kind: "Tick" }, null), "tick WFM").computeUnits;
@@ -411,6 +453,24 @@ export async function measureComputeUnits(
     tickEndEpoch = must(await send({ kind: "Tick" }, null), "tick end of epoch").computeUnits;
     epochFinishers = csvm.coordinatorAccount(coordinator).registry.filter((r) => r.earned > 0n)
       .length;
+    if (vault !== null) {
+      const payout = (signer: KeyPairSigner, to: Address) =>
+        csvm.send(coordinator, { kind: signer === main ? "SweepForfeited" : "WithdrawDeposit" }, {
+          signer,
+          computeUnitLimit: MAX_COMPUTE_UNITS,
+          extraAccounts: depositPayoutAccounts({
+            tokenAccount: to,
+            vault: vault.vault,
+            vaultAuthority: vault.authority,
+          }),
+        });
+      // The last client is the one the health check dropped: the one before it withdraws.
+      const finisher = clients[clients.length - 2];
+      deposit.withdraw = must(await payout(finisher, wallets.get(finisher)!), "withdraw")
+        .computeUnits;
+      const treasury = await csvm.createTokenAccount(vault.mint, main.address, 0n);
+      deposit.sweep = must(await payout(main, treasury), "sweep").computeUnits;
+    }
   }
   if (verifying) {
     // Round 3's start sampled round 2: a fail decides one task (its trainer is ejected); the
@@ -494,7 +554,29 @@ export async function measureComputeUnits(
     epochFinishers,
     accountBytes: ACCOUNT_SIZE,
     verification,
+    deposit,
   };
+}
+
+/** A vault for the run's deposit, set by set_join_deposit (its units go to `units`). */
+async function depositVault(
+  csvm: CoordinatorSvm,
+  coordinator: Address,
+  main: KeyPairSigner,
+  units: DepositUnits,
+): Promise<{ mint: Address; vault: Address; authority: Address }> {
+  const mint = await csvm.createMint();
+  const authority = await depositVaultAuthority(csvm.programId, coordinator);
+  const vault = await csvm.createTokenAccount(mint, authority.address, 0n);
+  units.setJoinDeposit = must(
+    await csvm.send(coordinator, { kind: "SetJoinDeposit", amount: MEASURED_DEPOSIT }, {
+      signer: main,
+      computeUnitLimit: MAX_COMPUTE_UNITS,
+      extraAccounts: [{ address: vault, role: AccountRole.READONLY }],
+    }),
+    "set join deposit",
+  ).computeUnits;
+  return { mint, vault, authority: authority.address };
 }
 
 function idleWitnessRecords(acc: CoordinatorAccount): number {

@@ -6,12 +6,15 @@
  * malformed), pauses and resumes, checkpoints and authority instructions (meeting addresses
  * and future epoch rates among them, some malformed) from right and wrong signers, each sent
  * through a {@linkcode DualRun} (program and reference model compared after
- * every instruction).
+ * every instruction). With `deposit`, the run requires a join deposit (clients hold 0 to 3
+ * deposits' worth of tokens) and the stream adds withdrawals, sweeps and deposit changes; the
+ * vault must always hold exactly what the account says it owes.
  *
  * @module
  */
 
-import type { KeyPairSigner } from "@solana/kit";
+import { AccountRole, type Address, type KeyPairSigner } from "@solana/kit";
+import assert from "node:assert/strict";
 import { equalBytes } from "../../../common/mod.ts";
 import {
   testConfig,
@@ -21,9 +24,13 @@ import {
 } from "../../../tests/support/coordinator_fixtures.ts";
 import { Prng } from "../../../tests/support/coordinator_sim.ts";
 import type { CoordinatorSvm } from "./svm.ts";
-import { clientIndex, DualRun, keyOf } from "./dual_run.ts";
+import { clientIndex, DualRun, type DualSendOptions, keyOf } from "./dual_run.ts";
+import { addressBytes } from "./svm.ts";
 import {
   type CoordinatorInstruction,
+  depositPayoutAccounts,
+  depositVaultAuthority,
+  joinDepositAccounts,
   MAX_MEETING_ADDRESSES,
   MAX_POINTS,
   type MeetingAddress,
@@ -426,6 +433,110 @@ export function verificationEvents(run: DualRun): string[] {
 
 const seenEjections = new WeakMap<DualRun, Set<string>>();
 
+/** The deposit amount of the random runs that require one. */
+const RANDOM_DEPOSIT = 100n;
+
+/** A random run's join deposit: the vault, each client's token account, the treasury. */
+interface DepositSetup {
+  mint: Address;
+  vault: Address;
+  authority: { address: Address; bump: number };
+  wallets: Map<KeyPairSigner, Address>;
+  treasury: Address;
+}
+
+/** Sets up a vault, funds each client with 0 to 3 deposits' worth, and turns the deposit on. */
+async function setUpDeposit(
+  svm: CoordinatorSvm,
+  run: DualRun,
+  rng: Prng,
+  clients: KeyPairSigner[],
+): Promise<DepositSetup> {
+  const mint = await svm.createMint();
+  const authority = await depositVaultAuthority(svm.programId, run.coordinator);
+  const vault = await svm.createTokenAccount(mint, authority.address, 0n);
+  const wallets = new Map<KeyPairSigner, Address>();
+  for (const c of clients) {
+    const funds = BigInt(rng.int(0, 3)) * RANDOM_DEPOSIT;
+    wallets.set(c, await svm.createTokenAccount(mint, c.address, funds));
+  }
+  const treasury = await svm.createTokenAccount(mint, run.mainAuthority.address, 0n);
+  const setup = { mint, vault, authority, wallets, treasury };
+  await run.expectOk(
+    { kind: "SetJoinDeposit", amount: RANDOM_DEPOSIT },
+    run.mainAuthority,
+    setDepositOptions(setup),
+  );
+  return setup;
+}
+
+function setDepositOptions(d: DepositSetup): DualSendOptions {
+  return {
+    extraAccounts: [{ address: d.vault, role: AccountRole.READONLY }],
+    deposit: {
+      given: true,
+      valid: true,
+      vault: { key: addressBytes(d.vault), mint: addressBytes(d.mint), bump: d.authority.bump },
+    },
+  };
+}
+
+/** A deposit instruction: mostly withdrawals, some sweeps (right and wrong signer), amounts. */
+function depositInstruction(
+  run: DualRun,
+  rng: Prng,
+  clients: KeyPairSigner[],
+): [CoordinatorInstruction, KeyPairSigner] {
+  const roll = rng.int(0, 9);
+  if (roll < 7) return [{ kind: "WithdrawDeposit" }, rng.pick(clients)];
+  if (roll < 9) {
+    return [
+      { kind: "SweepForfeited" },
+      rng.int(0, 3) === 0 ? rng.pick(clients) : run.mainAuthority,
+    ];
+  }
+  const amount = [0n, RANDOM_DEPOSIT, RANDOM_DEPOSIT + 50n][rng.int(0, 2)];
+  return [{ kind: "SetJoinDeposit", amount }, run.mainAuthority];
+}
+
+/** The token accounts `ix` carries in a deposit run (one in 8 goes without them). */
+function depositSendOptions(
+  svm: CoordinatorSvm,
+  run: DualRun,
+  rng: Prng,
+  d: DepositSetup,
+  ix: CoordinatorInstruction,
+  signer: KeyPairSigner | null,
+): DualSendOptions {
+  if (ix.kind === "SetJoinDeposit") return setDepositOptions(d);
+  const wallet = signer === null ? undefined : d.wallets.get(signer);
+  const bare = rng.int(0, 7) === 0;
+  if (ix.kind === "JoinRun" && wallet !== undefined && !bare) {
+    return {
+      extraAccounts: joinDepositAccounts({ tokenAccount: wallet, vault: d.vault }),
+      deposit: {
+        given: true,
+        valid: true,
+        funded: svm.tokenBalance(wallet) >= run.model!.joinDeposit.amount,
+      },
+    };
+  }
+  const to = ix.kind === "SweepForfeited" ? d.treasury : wallet;
+  if (
+    (ix.kind === "WithdrawDeposit" || ix.kind === "SweepForfeited") && to !== undefined && !bare
+  ) {
+    return {
+      extraAccounts: depositPayoutAccounts({
+        tokenAccount: to,
+        vault: d.vault,
+        vaultAuthority: d.authority.address,
+      }),
+      deposit: { given: true, valid: true },
+    };
+  }
+  return {};
+}
+
 /**
  * Runs `steps` random instructions of seed `seed` on a new run of `svm` and the model.
  * Returns how often each outcome (`Kind:ok`, `Kind:ErrorName`) and run state was seen.
@@ -434,6 +545,7 @@ export async function differential(
   svm: CoordinatorSvm,
   seed: number,
   steps: number,
+  opts: { deposit?: boolean } = {},
 ): Promise<Record<string, number>> {
   const rng = new Prng(seed);
   const run = await DualRun.create({ svm, runId: `diff-${seed}`, permissionless: seed % 2 === 0 });
@@ -447,16 +559,28 @@ export async function differential(
   await run.expectOk({ kind: "SetPaused", paused: false }, run.mainAuthority);
   const clients: KeyPairSigner[] = [];
   for (let i = 0; i < 6; i++) clients.push(await svm.newSigner());
+  const deposit = opts.deposit ? await setUpDeposit(svm, run, rng, clients) : null;
   const seen: Record<string, number> = {};
   for (let step = 0; step < steps; step++) {
     if (rng.int(0, 2) === 0) {
       now += rng.int(0, 6);
       run.setTime(now);
     }
-    const [ix, signer] = randomInstruction(run, rng, clients);
+    const [ix, signer] = deposit !== null && rng.int(0, 7) === 0
+      ? depositInstruction(run, rng, clients)
+      : randomInstruction(run, rng, clients);
     const recorded = run.model!.state.paramsDigests.at(-1)?.step;
     const pointsBefore = run.model!.registry.map((r) => r.earned);
-    const result = await run.send(ix, signer, { computeUnitLimit: 1_400_000 });
+    const forfeitedBefore = run.model!.joinDeposit.forfeited;
+    const sendOpts = deposit === null ? {} : depositSendOptions(svm, run, rng, deposit, ix, signer);
+    const result = await run.send(ix, signer, { computeUnitLimit: 1_400_000, ...sendOpts });
+    if (deposit !== null) {
+      const d = run.model!.joinDeposit;
+      assert.equal(svm.tokenBalance(deposit.vault), d.held + d.forfeited, "the vault owes");
+      if (d.forfeited > forfeitedBefore) {
+        seen["deposit:forfeited"] = (seen["deposit:forfeited"] ?? 0) + 1;
+      }
+    }
     const newest = run.model?.state.paramsDigests.at(-1)?.step;
     const registry = run.model?.registry ?? [];
     if (registry.some((r, i) => r.earned > (pointsBefore[i] ?? 0n))) {

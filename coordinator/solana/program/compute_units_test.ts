@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { measureComputeUnits } from "../testing/compute_units.ts";
+import { OFFSETS, structLayout } from "../abi/mod.ts";
+import { CLIENT_STATES } from "../../core/mod.ts";
 import { CoordinatorSvm, MAX_COMPUTE_UNITS, MAX_TRANSACTION_BYTES } from "../testing/svm.ts";
 
 const svm = await CoordinatorSvm.create({ tokens: true });
@@ -83,4 +85,32 @@ Deno.test("compute units: the join deposit at 256 clients", async () => {
   assert.equal(r.epochFinishers, 255);
   assert.ok(r.tickEndEpoch < 100_000, `epoch-end tick: ${r.tickEndEpoch}`);
   assert.equal(svm.coordinatorAccount(r.coordinator).joinDeposit.forfeited, 0n, "swept");
+});
+
+Deno.test("compute units: 255 clients forfeiting their deposits at once end the epoch in one tick", async () => {
+  // Left in RoundTrain with 256 paid-up clients; all but the first are marked Dropped in the
+  // account (a state many health checks could reach), then the ticks run the epoch out.
+  const r = await measureComputeUnits(256, svm, { deposit: true });
+  const client = structLayout("client_t");
+  const clients = OFFSETS.epochState + structLayout("epoch_state_t").offsets.clients;
+  const account = svm.svm.getAccount(r.coordinator);
+  assert.ok(account.exists);
+  const data = new Uint8Array(account.data);
+  for (let i = 1; i < 256; i++) {
+    data[clients + i * client.size + client.offsets.state] = CLIENT_STATES.indexOf("Dropped");
+  }
+  svm.svm.setAccount({ ...account, data });
+  let now = 1_000_000;
+  let endTick = 0;
+  while (svm.coordinatorAccount(r.coordinator).state.runState !== "WaitingForMembers") {
+    svm.setClock(now += 100, BigInt(now));
+    const tick = await svm.send(r.coordinator, { kind: "Tick" }, { computeUnitLimit: 1_400_000 });
+    assert.ok(tick.ok, tick.error ?? "");
+    endTick = tick.computeUnits;
+  }
+  const d = svm.coordinatorAccount(r.coordinator).joinDeposit;
+  assert.equal(d.forfeited, 255n * 1_000_000n);
+  assert.equal(d.held, 1_000_000n);
+  // One pass over the registry, however many forfeit (~46,000 units).
+  assert.ok(endTick < 100_000, `epoch-end tick with 255 forfeits: ${endTick}`);
 });

@@ -184,8 +184,7 @@ Deno.test("a paid join moves the deposit once; a Healthy finisher withdraws exac
   await endCooldown(r, t);
   assert.equal(r.model!.state.runState, "WaitingForMembers");
   // a finished Healthy and is not pending: it withdraws its deposit, once.
-  const withdrawn = await r.expectOk({ kind: "WithdrawDeposit" }, a, payout(wallets.get(a)!));
-  console.log(`withdraw_deposit: ${withdrawn.computeUnits} CU`);
+  await r.expectOk({ kind: "WithdrawDeposit" }, a, payout(wallets.get(a)!));
   assert.equal(svm.tokenBalance(wallets.get(a)!), 2_500n);
   assert.equal(svm.tokenBalance(vault), 2n * DEPOSIT);
   assert.equal(depositOf(r, a), 0n);
@@ -242,8 +241,7 @@ Deno.test("a client dropped by a health check forfeits its deposit; the authorit
   }
   const treasury = await svm.createTokenAccount(mint, r.mainAuthority.address, 0n);
   await r.expectError({ kind: "SweepForfeited" }, clients[0], "NotMainAuthority", payout(treasury));
-  const swept = await r.expectOk({ kind: "SweepForfeited" }, r.mainAuthority, payout(treasury));
-  console.log(`sweep_forfeited: ${swept.computeUnits} CU`);
+  await r.expectOk({ kind: "SweepForfeited" }, r.mainAuthority, payout(treasury));
   assert.equal(svm.tokenBalance(treasury), DEPOSIT);
   assert.equal(svm.tokenBalance(vault), 0n);
   await r.expectError({ kind: "SweepForfeited" }, r.mainAuthority, "NoDeposit", payout(treasury));
@@ -308,8 +306,7 @@ Deno.test("20 sybil wallets without tokens cannot fill a run that requires a dep
   const priced = await depositRun(1, { config, resume: false });
   assert.ok((await priced.setDeposit(DEPOSIT)).ok);
   for (const s of sybils) await priced.r.expectError(JOIN, s, "DepositRequired");
-  const joined = await priced.r.expectOk(JOIN, priced.clients[0], priced.paying(priced.clients[0]));
-  console.log(`join_run with deposit: ${joined.computeUnits} CU`);
+  await priced.r.expectOk(JOIN, priced.clients[0], priced.paying(priced.clients[0]));
   assert.equal(svm.tokenBalance(priced.vault), DEPOSIT);
 });
 

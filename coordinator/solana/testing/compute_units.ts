@@ -588,17 +588,25 @@ function encodeAddress(bytes: Uint8Array): string {
 }
 
 if (import.meta.main) {
-  const svm = await CoordinatorSvm.create();
+  const svm = await CoordinatorSvm.create({ tokens: true });
   const rows = [];
   for (const verification of [false, true]) {
     for (const n of [16, 256]) {
-      const { coordinator: _, verification: v, ...row } = await measureComputeUnits(n, svm, {
-        verification,
-        epochEnd: !verification,
-      });
+      const { coordinator: _, verification: v, deposit: _d, ...row } = await measureComputeUnits(
+        n,
+        svm,
+        { verification, epochEnd: !verification },
+      );
       rows.push({ verification, ...row, ...(verification ? v : {}) });
     }
   }
   console.log(`limits: ${MAX_COMPUTE_UNITS} compute units, ${MAX_TRANSACTION_BYTES} bytes`);
   console.table(rows);
+  const deposits = [];
+  for (const n of [16, 256]) {
+    const r = await measureComputeUnits(n, svm, { epochEnd: true, deposit: true });
+    deposits.push({ clients: n, ...r.deposit, tickEndEpoch: r.tickEndEpoch });
+  }
+  console.log("with a join deposit (litesvm's bundled SPL Token):");
+  console.table(deposits);
 }

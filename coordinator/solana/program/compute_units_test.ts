@@ -4,7 +4,7 @@ import { OFFSETS, structLayout } from "../abi/mod.ts";
 import { CLIENT_STATES } from "../../core/mod.ts";
 import { CoordinatorSvm, MAX_COMPUTE_UNITS, MAX_TRANSACTION_BYTES } from "../testing/svm.ts";
 
-const svm = await CoordinatorSvm.create({ tokens: true });
+const svm = await CoordinatorSvm.create();
 
 Deno.test("compute units: every instruction at 256 clients fits Solana's limits", async () => {
   const r = await measureComputeUnits(256, svm, { epochEnd: true });

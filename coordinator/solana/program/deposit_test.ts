@@ -32,7 +32,7 @@ import {
 import { addressBytes } from "../testing/svm.ts";
 import { CLIENT_STATES, type CoordinatorConfig } from "../../core/mod.ts";
 
-const svm = await CoordinatorSvm.create({ tokens: true });
+const svm = await CoordinatorSvm.create();
 const DEPOSIT = 1_000n;
 const JOIN: CoordinatorInstruction = { kind: "JoinRun", p2pIdentity: TEST_P2P };
 

@@ -32,7 +32,7 @@ import {
 /** The parameter digest reports carry. */
 const DIGEST = new Uint8Array(32).fill(0xd1);
 
-const svm = await CoordinatorSvm.create({ tokens: true });
+const svm = await CoordinatorSvm.create();
 
 Deno.test("differential: random sequences reach identical states in C and TypeScript", async () => {
   const total: Record<string, number> = {};

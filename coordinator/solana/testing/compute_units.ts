@@ -133,7 +133,7 @@ export interface ComputeUnitOptions {
    */
   epochEnd?: boolean;
   /**
-   * Require a join deposit (the SVM must be created with `tokens`): every client pays by CPI on
+   * Require a join deposit: every client pays by CPI on
    * join; with `epochEnd`, the client the health check dropped forfeits, the last client
    * withdraws and the authority sweeps.
    */
@@ -588,7 +588,7 @@ function encodeAddress(bytes: Uint8Array): string {
 }
 
 if (import.meta.main) {
-  const svm = await CoordinatorSvm.create({ tokens: true });
+  const svm = await CoordinatorSvm.create();
   const rows = [];
   for (const verification of [false, true]) {
     for (const n of [16, 256]) {

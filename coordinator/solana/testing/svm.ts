@@ -91,12 +91,12 @@ export class CoordinatorSvm {
   }
 
   /**
-   * Builds (once per process) and deploys the program at a fresh address; `tokens` adds
-   * litesvm's default programs (the real SPL Token program, for the join deposit).
+   * Builds (once per process) and deploys the program at a fresh address. litesvm comes with
+   * the SPL Token and Associated Token Account programs (the join deposit's tests use them).
    */
-  static async create(opts: { tokens?: boolean } = {}): Promise<CoordinatorSvm> {
+  static async create(): Promise<CoordinatorSvm> {
     const program = await buildProgramOnce();
-    const svm = opts.tokens ? new LiteSVM().withDefaultPrograms() : new LiteSVM();
+    const svm = new LiteSVM();
     const programId = (await generateKeyPairSigner()).address;
     svm.addProgram(programId, program.bytes);
     const payer = await generateKeyPairSigner();
@@ -255,7 +255,7 @@ export class CoordinatorSvm {
 
   /**
    * Writes an initialized SPL Token mint at a fresh address (the bytes SPL Token writes; the
-   * payer is its mint authority). Needs an SVM created with `tokens`.
+   * payer is its mint authority).
    */
   async createMint(decimals = 6): Promise<Address> {
     const at = (await generateKeyPairSigner()).address;

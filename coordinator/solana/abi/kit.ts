@@ -52,6 +52,63 @@ export async function depositVaultAuthority(
   return { address: at, bump };
 }
 
+/** The Associated Token Account program. */
+export const ASSOCIATED_TOKEN_PROGRAM_ADDRESS: Address = address(
+  "ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL",
+);
+
+/** The associated token account of `owner` (a wallet or a PDA) for SPL Token `mint`. */
+export async function associatedTokenAddress(owner: Address, mint: Address): Promise<Address> {
+  const enc = getAddressEncoder();
+  const [at] = await getProgramDerivedAddress({
+    programAddress: ASSOCIATED_TOKEN_PROGRAM_ADDRESS,
+    seeds: [enc.encode(owner), enc.encode(SPL_TOKEN_PROGRAM_ADDRESS), enc.encode(mint)],
+  });
+  return at;
+}
+
+/**
+ * The Associated Token Account program's CreateIdempotent: `owner`'s associated token account
+ * for `mint`, paid by `payer`; does nothing when it exists already (with that owner and mint).
+ */
+export async function createAssociatedTokenAccountInstruction(opts: {
+  payer: TransactionSigner;
+  owner: Address;
+  mint: Address;
+}): Promise<{ account: Address; instruction: Instruction }> {
+  const account = await associatedTokenAddress(opts.owner, opts.mint);
+  const accounts: (ExtraAccount & { signer?: TransactionSigner })[] = [
+    { address: opts.payer.address, role: AccountRole.WRITABLE_SIGNER, signer: opts.payer },
+    { address: account, role: AccountRole.WRITABLE },
+    { address: opts.owner, role: AccountRole.READONLY },
+    { address: opts.mint, role: AccountRole.READONLY },
+    { address: SYSTEM_PROGRAM_ADDRESS, role: AccountRole.READONLY },
+    { address: SPL_TOKEN_PROGRAM_ADDRESS, role: AccountRole.READONLY },
+  ];
+  return {
+    account,
+    instruction: {
+      programAddress: ASSOCIATED_TOKEN_PROGRAM_ADDRESS,
+      accounts,
+      data: new Uint8Array([1]),
+    },
+  };
+}
+
+/**
+ * The vault the operator tools use for a run's deposit in `mint`: the vault authority's
+ * associated token account (any token account the authority owns would do; this one anyone can
+ * derive from the run and the mint).
+ */
+export async function depositVaultAddress(
+  programId: Address,
+  coordinator: Address,
+  mint: Address,
+): Promise<Address> {
+  const authority = await depositVaultAuthority(programId, coordinator);
+  return await associatedTokenAddress(authority.address, mint);
+}
+
 /** join_run's accounts after the signer when the run requires a deposit. */
 export function joinDepositAccounts(
   opts: { tokenAccount: Address; vault: Address },

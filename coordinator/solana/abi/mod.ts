@@ -61,13 +61,17 @@ export {
   type WitnessTail,
 } from "./instructions.ts";
 export {
+  ASSOCIATED_TOKEN_PROGRAM_ADDRESS,
+  associatedTokenAddress,
   COMPUTE_BUDGET_PROGRAM_ADDRESS,
   coordinatorInstruction,
   type CoordinatorInstructionOptions,
   createAccountWithSeedInstruction,
+  createAssociatedTokenAccountInstruction,
   createRunInstructions,
   type CreateRunOptions,
   depositPayoutAccounts,
+  depositVaultAddress,
   depositVaultAuthority,
   type ExtraAccount,
   JOIN_DEPOSIT_SEED,

@@ -69,6 +69,11 @@ const MEETING_FLAGS = {
   ),
 } as const;
 
+/** The token account a deposit payout goes to. */
+const TOKEN_ACCOUNT = str("PUBKEY", "the token account to pay (of the deposit's mint)", {
+  defaultText: "the wallet's associated token account",
+});
+
 /** One operator command: its summary for the top-level help and its flags. */
 interface SolanaCommandSpec {
   readonly summary: string;
@@ -172,6 +177,33 @@ export const SOLANA_COMMANDS: Readonly<Record<string, SolanaCommandSpec>> = {
       ),
     },
   ),
+  "set-join-deposit": command(
+    "set-join-deposit",
+    "require a deposit in an SPL token to join the run (0 turns it off)",
+    "--run-id ID --mint PUBKEY --amount N [options]",
+    {
+      ...RUN_ID,
+      mint: str("PUBKEY", "the SPL Token mint of the deposit", { required: true }),
+      amount: str(
+        "N",
+        "base units a join pays into the run's vault (u64); returned to a client that finishes " +
+          "an epoch Healthy, forfeited when a health check drops it or verification ejects it",
+        { required: true },
+      ),
+    },
+  ),
+  "withdraw-deposit": command(
+    "withdraw-deposit",
+    "take the wallet's join deposit back (once an epoch it finished Healthy has ended)",
+    "--run-id ID [--token-account PUBKEY] [options]",
+    { ...RUN_ID, "token-account": TOKEN_ACCOUNT },
+  ),
+  "sweep-forfeited": command(
+    "sweep-forfeited",
+    "move the run's forfeited deposits to a token account (main authority)",
+    "--run-id ID [--token-account PUBKEY] [options]",
+    { ...RUN_ID, "token-account": TOKEN_ACCOUNT },
+  ),
   tick: command("tick", "advance a run's state machine", "--run-id ID [options]", RUN_ID),
   "close-run": command(
     "close-run",
@@ -238,6 +270,9 @@ const ALL_FLAGS_SPEC = {
     "clear-meeting-addresses": { type: "boolean", description: "" },
     "earning-rate-total-shared": str("", ""),
     "slashing-rate-per-client": str("", ""),
+    mint: str("", ""),
+    amount: str("", ""),
+    "token-account": str("", ""),
   },
 } as const;
 
@@ -282,6 +317,13 @@ export type SolanaCommand =
     earningRateTotalShared?: bigint;
     /** The new slashing rate, or undefined to keep it. */
     slashingRatePerClient?: bigint;
+  }
+  | { command: "set-join-deposit"; runId: string; mint: Address; amount: bigint }
+  | {
+    command: "withdraw-deposit" | "sweep-forfeited";
+    runId: string;
+    /** Where the tokens go, or null for the wallet's associated token account. */
+    tokenAccount: Address | null;
   }
   | { command: "tick"; runId: string }
   | { command: "close-run"; runId: string; spill: Address | null }
@@ -577,6 +619,28 @@ function checkSolanaArgs(
         runId: runId(),
         ...(earning === undefined ? {} : { earningRateTotalShared: earning }),
         ...(slashing === undefined ? {} : { slashingRatePerClient: slashing }),
+        common,
+      };
+    }
+    case "set-join-deposit": {
+      needWallet();
+      noPositionals();
+      const amount = values.amount ?? "";
+      if (!/^\d{1,20}$/.test(amount) || BigInt(amount) > MAX_POINTS) {
+        throw new UsageError(`--amount must be a whole number up to 2^64 - 1, found "${amount}"`);
+      }
+      const mint = pubkey("mint", values.mint ?? "");
+      return { command, runId: runId(), mint, amount: BigInt(amount), common };
+    }
+    case "withdraw-deposit":
+    case "sweep-forfeited": {
+      needWallet();
+      noPositionals();
+      const to = values["token-account"];
+      return {
+        command,
+        runId: runId(),
+        tokenAccount: to === undefined ? null : pubkey("token-account", to),
         common,
       };
     }

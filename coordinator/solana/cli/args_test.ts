@@ -218,3 +218,64 @@ Deno.test("each command takes its own flags; PSYCHE_* variables fill the rest", 
     /--rpc must be a URL, found "nope" \(PSYCHE_RPC is set in the environment\)/,
   );
 });
+
+Deno.test("set-join-deposit, withdraw-deposit, sweep-forfeited: mint and amount checked", () => {
+  const set = parseSolanaArgs([
+    "set-join-deposit",
+    "--run-id",
+    "r",
+    "--mint",
+    KEY,
+    "--amount",
+    "18446744073709551615",
+    ...W,
+  ]);
+  assert.ok(set.command === "set-join-deposit");
+  assert.equal(set.mint, KEY);
+  assert.equal(set.amount, 0xffff_ffff_ffff_ffffn);
+  const off = parseSolanaArgs([
+    "set-join-deposit",
+    "--run-id",
+    "r",
+    "--mint",
+    KEY,
+    "--amount",
+    "0",
+    ...W,
+  ]);
+  assert.ok(off.command === "set-join-deposit" && off.amount === 0n);
+  const bad: [string[], RegExp][] = [
+    [["--mint", KEY], /--amount/],
+    [["--amount", "5"], /--mint/],
+    [["--mint", KEY, "--amount", "18446744073709551616"], /--amount must be a whole number up to/],
+    [["--mint", KEY, "--amount", "-1"], /--amount must be a whole number/],
+    [["--mint", "not-a-key", "--amount", "1"], /--mint must be a base58 public key/],
+  ];
+  for (const [flags, message] of bad) {
+    assert.throws(
+      () => parseSolanaArgs(["set-join-deposit", "--run-id", "r", ...flags, ...W]),
+      (e) => {
+        assert.ok(e instanceof UsageError, `${flags.join(" ")}: ${e}`);
+        assert.match(e.message, message);
+        return true;
+      },
+    );
+  }
+  for (const command of ["withdraw-deposit", "sweep-forfeited"] as const) {
+    const plain = parseSolanaArgs([command, "--run-id", "r", ...W]);
+    assert.ok(plain.command === command && plain.tokenAccount === null);
+    const to = parseSolanaArgs([command, "--run-id", "r", "--token-account", KEY, ...W]);
+    assert.ok(to.command === command && to.tokenAccount === KEY);
+    assert.throws(
+      () => parseSolanaArgs([command, "--run-id", "r"]),
+      /needs --wallet-private-key-path/,
+    );
+    assert.throws(
+      () => parseSolanaArgs([command, "--run-id", "r", "--token-account", "x", ...W]),
+      /--token-account must be a base58 public key/,
+    );
+  }
+  assert.throws(() => parseSolanaArgs(["tick", "--run-id", "r", "--mint", KEY, ...W]), {
+    message: "tick takes no --mint",
+  });
+});

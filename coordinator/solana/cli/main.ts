@@ -1,16 +1,17 @@
 /**
  * `deno task solana <command>`: the operator's commands for coordinator runs on Solana
  * (create-run, update-config (config, model, metadata, and the relays and bootstrap peers the
- * run's clients meet at), set-paused, set-future-epoch-rates, join-authorization
- * create/delegate, tick, close-run, json-dump-run, plus airdrop and keygen for local setups), and
- * the mining pool's (pool-create, pool-update, pool-extract, pool-claimable, pool-deposit,
- * pool-claim, json-dump-pool: pool_commands.ts) and the treasurer's (treasury-create,
- * treasury-top-up, treasury-claim, json-dump-treasury: treasurer_commands.ts). See args.ts for the flags and docs/solana.md for
- * a walk-through against `deno task localnet`.
+ * run's clients meet at), set-paused, set-future-epoch-rates, set-join-deposit,
+ * withdraw-deposit, sweep-forfeited, join-authorization create/delegate, tick, close-run,
+ * json-dump-run, plus airdrop and keygen for local setups), the mining pool's (pool-create,
+ * pool-update, pool-extract, pool-claimable, pool-deposit, pool-claim, json-dump-pool:
+ * pool_commands.ts) and the treasurer's (treasury-create, treasury-top-up, treasury-claim,
+ * json-dump-treasury: treasurer_commands.ts). See args.ts for the flags and docs/solana.md for a
+ * walk-through against `deno task localnet`.
  *
  * @module
  */
-import type { Address } from "@solana/kit";
+import { type Address, getAddressDecoder } from "@solana/kit";
 import {
   isPoolArgs,
   isTreasurerArgs,
@@ -30,7 +31,12 @@ import {
   helpText,
   usageLines,
 } from "../../../cli/entry.ts";
-import { checkWholeSecondDurations, coordinatorAddress, type MeetingAddress } from "../abi/mod.ts";
+import {
+  associatedTokenAddress,
+  checkWholeSecondDurations,
+  coordinatorAddress,
+  type MeetingAddress,
+} from "../abi/mod.ts";
 import { parseRunConfig } from "../../config/mod.ts";
 import { UsageError } from "../../../common/mod.ts";
 import {
@@ -172,6 +178,33 @@ export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise
           : [`slashing rate ${rates.slashingRatePerClient}`]),
       ];
       io.write(`run "${args.runId}": ${said.join(", ")} from the next epoch`);
+      return;
+    }
+    case "set-join-deposit": {
+      const coordinator = await runAddress(args, args.runId, wallet);
+      const vault = await need().setJoinDeposit(coordinator, args.mint, args.amount);
+      io.write(
+        args.amount === 0n
+          ? `run "${args.runId}": no join deposit (vault ${vault})`
+          : `run "${args.runId}": joining pays ${args.amount} of ${args.mint} into vault ${vault}`,
+      );
+      return;
+    }
+    case "withdraw-deposit":
+    case "sweep-forfeited": {
+      const coordinator = await runAddress(args, args.runId, wallet);
+      const op = need();
+      const d = (await readRun(rpc, coordinator)).joinDeposit;
+      if (d.mint === null) throw new UsageError(`run "${args.runId}" has no join deposit`);
+      const mint = getAddressDecoder().decode(d.mint);
+      const to = args.tokenAccount ?? await associatedTokenAddress(op.wallet.address, mint);
+      const withdraw = args.command === "withdraw-deposit";
+      await (withdraw ? op.withdrawDeposit(coordinator, to) : op.sweepForfeited(coordinator, to));
+      io.write(
+        withdraw
+          ? `run "${args.runId}": deposit returned to ${to}`
+          : `run "${args.runId}": ${d.forfeited} forfeited swept to ${to}`,
+      );
       return;
     }
     case "join-authorization-create": {

@@ -1,14 +1,21 @@
 /**
  * What a run's operator does on chain, as plain async calls (the `deno task solana`
  * commands are thin wrappers around these): create a run, update its config and model,
- * pause and resume it, set the rates its next epochs pay, grant join authorization and
- * delegates, tick it, and dump it as JSON. Each call builds the program's instruction (coordinator/solana/abi/kit.ts) and sends
+ * pause and resume it, set the rates its next epochs pay, set its join deposit, withdraw a
+ * deposit, sweep forfeited deposits, grant join authorization and delegates, tick it, and dump
+ * it as JSON. Each call builds the program's instruction (coordinator/solana/abi/kit.ts) and sends
  * it with {@linkcode TransactionSender} (retries, RPC fallback, typed program errors).
  *
  * @module
  */
 
-import { AccountRole, type Address, getAddressEncoder, type KeyPairSigner } from "@solana/kit";
+import {
+  AccountRole,
+  type Address,
+  getAddressDecoder,
+  getAddressEncoder,
+  type KeyPairSigner,
+} from "@solana/kit";
 import type { CoordinatorConfig, CoordinatorProgress, LlmModel } from "../../core/mod.ts";
 import {
   ACCOUNT_SIZE,
@@ -16,9 +23,13 @@ import {
   coordinatorAddress,
   type CoordinatorInstruction,
   coordinatorInstruction,
+  createAssociatedTokenAccountInstruction,
   createRunInstructions,
   decodeCoordinatorAccount,
+  depositPayoutAccounts,
+  depositVaultAuthority,
   type EpochRates,
+  type JoinDeposit,
   type MeetingAddress,
   type RunMetadata,
   TICK_COMPUTE_UNITS,
@@ -134,6 +145,67 @@ export class RunOperator {
     return this.#send(coordinator, { kind: "SetFutureEpochRates", ...rates });
   }
 
+  /**
+   * Sets the run's join deposit: `amount` tokens of `mint` (0 turns it off). The vault is the
+   * vault authority's associated token account for the mint, created in the same transaction
+   * when it does not exist. Returns the vault's address.
+   */
+  async setJoinDeposit(coordinator: Address, mint: Address, amount: bigint): Promise<Address> {
+    const authority = await depositVaultAuthority(this.#o.programId, coordinator);
+    const vault = await createAssociatedTokenAccountInstruction({
+      payer: this.wallet,
+      owner: authority.address,
+      mint,
+    });
+    await this.#o.sender.send([
+      vault.instruction,
+      coordinatorInstruction({
+        programId: this.#o.programId,
+        coordinator,
+        signer: this.wallet,
+        ix: { kind: "SetJoinDeposit", amount },
+        extraAccounts: [{ address: vault.account, role: AccountRole.READONLY }],
+      }),
+    ]);
+    return vault.account;
+  }
+
+  /**
+   * As a depositor: takes this wallet's deposit back from the run's vault into `tokenAccount`
+   * (any token account of the deposit's mint).
+   */
+  withdrawDeposit(coordinator: Address, tokenAccount: Address): Promise<string> {
+    return this.#payout(coordinator, { kind: "WithdrawDeposit" }, tokenAccount);
+  }
+
+  /** As the main authority: moves every forfeited deposit into `tokenAccount`. */
+  sweepForfeited(coordinator: Address, tokenAccount: Address): Promise<string> {
+    return this.#payout(coordinator, { kind: "SweepForfeited" }, tokenAccount);
+  }
+
+  async #payout(
+    coordinator: Address,
+    ix: CoordinatorInstruction,
+    tokenAccount: Address,
+  ): Promise<string> {
+    const d = (await this.read(coordinator)).joinDeposit;
+    if (d.vault === null) throw new Error(`the run at ${coordinator} never had a join deposit`);
+    const authority = await depositVaultAuthority(this.#o.programId, coordinator);
+    return await this.#o.sender.send([
+      coordinatorInstruction({
+        programId: this.#o.programId,
+        coordinator,
+        signer: this.wallet,
+        ix,
+        extraAccounts: depositPayoutAccounts({
+          tokenAccount,
+          vault: getAddressDecoder().decode(d.vault),
+          vaultAuthority: authority.address,
+        }),
+      }),
+    ]);
+  }
+
   /** As the join authority: grants `authorizer` (who may join and name delegates). */
   grantAuthorizer(coordinator: Address, authorizer: Address): Promise<string> {
     return this.#send(coordinator, {
@@ -194,6 +266,17 @@ export async function readRun(
   }
 }
 
+function depositJson(d: JoinDeposit): Record<string, string | null> {
+  const key = (k: Uint8Array | null) => k === null ? null : getAddressDecoder().decode(k);
+  return {
+    amount: d.amount.toString(),
+    held: d.held.toString(),
+    forfeited: d.forfeited.toString(),
+    mint: key(d.mint),
+    vault: key(d.vault),
+  };
+}
+
 function ratesJson(rates: EpochRates): Record<string, string> {
   return {
     earningRateTotalShared: rates.earningRateTotalShared.toString(),
@@ -203,7 +286,7 @@ function ratesJson(rates: EpochRates): Record<string, string> {
 
 /**
  * The run as JSON: the program's fields (authorities hex, nonce, registry with each wallet's
- * earned points, epoch rates; u64 values as decimal strings) and the
+ * earned points and deposit, epoch rates, the join deposit; u64 values as decimal strings) and the
  * coordinator state in the same JSON the TCP server's tools print (encoding/json.ts).
  */
 export function runJson(account: CoordinatorAccount): Record<string, unknown> {
@@ -220,12 +303,14 @@ export function runJson(account: CoordinatorAccount): Record<string, unknown> {
     nextActive: account.nextActive.toString(),
     currentEpochRates: ratesJson(account.currentEpochRates),
     futureEpochRates: ratesJson(account.futureEpochRates),
+    joinDeposit: depositJson(account.joinDeposit),
     registry: account.registry.map((r) => ({
       signer: hex(r.signer),
       p2pIdentity: hex(r.p2pIdentity),
       active: r.active.toString(),
       pending: r.active === account.nextActive,
       earned: r.earned.toString(),
+      deposit: r.deposit.toString(),
     })),
     state: coordinatorStateToJson(account.state),
   };

@@ -61,6 +61,11 @@ export const TRAIN_SPEC = {
     "treasurer-program-id": str("PUBKEY", "the treasurer program (with --claim)", {
       defaultText: "the localnet's",
     }),
+    "deposit-token-account": str(
+      "PUBKEY",
+      "the token account a run's join deposit is paid from, when the run requires one",
+      { defaultText: "the wallet's associated token account of the deposit's mint" },
+    ),
     "identity-secret-key-path": str(
       "FILE",
       "32 raw bytes of ed25519 secret key (else RAW_IDENTITY_SECRET_KEY in hex, else a fresh key)",
@@ -198,6 +203,8 @@ export interface SolanaTrainArgs {
   /** `--claim`: the token account earned points are claimed into, or null for no claims. */
   claim: string | null;
   treasurerProgramId: string | null;
+  /** `--deposit-token-account`: pays a join deposit, or null for the wallet's ATA. */
+  depositTokenAccount: string | null;
 }
 
 /** `train` options. */
@@ -477,6 +484,7 @@ function solanaArgs(values: Record<string, unknown>): SolanaTrainArgs | undefine
     "program-id",
     "claim",
     "treasurer-program-id",
+    "deposit-token-account",
   ];
   const text = (k: string) => values[k] as string | undefined;
   const rpc = url("rpc", text("rpc"));
@@ -513,5 +521,6 @@ function solanaArgs(values: Record<string, unknown>): SolanaTrainArgs | undefine
     programId: text("program-id") ?? null,
     claim: text("claim") ?? null,
     treasurerProgramId: text("treasurer-program-id") ?? null,
+    depositTokenAccount: text("deposit-token-account") ?? null,
   };
 }

@@ -193,7 +193,18 @@ Deno.test("parseClientArgs: --rpc chooses the Solana backend; its flags are chec
     programId: null,
     claim: null,
     treasurerProgramId: null,
+    depositTokenAccount: null,
   });
+  const withDeposit = parseClientArgs([
+    ...base,
+    ...wallet,
+    "--coordinator",
+    "C",
+    "--deposit-token-account",
+    "T",
+  ]);
+  assert.ok(withDeposit.command === "train");
+  assert.equal(withDeposit.solana?.depositTokenAccount, "T");
   const bad = (extra: string[], re: RegExp) =>
     assert.throws(
       () => parseClientArgs([...base, ...extra]),
@@ -221,6 +232,19 @@ Deno.test("parseClientArgs: --rpc chooses the Solana backend; its flags are chec
     () =>
       parseClientArgs(["train", "--run-id", "r", "--server-addr", "h:1", "--rpc-2", "http://b"]),
     /--rpc-2 needs --rpc URL/,
+  );
+  assert.throws(
+    () =>
+      parseClientArgs([
+        "train",
+        "--run-id",
+        "r",
+        "--server-addr",
+        "h:1",
+        "--deposit-token-account",
+        "T",
+      ]),
+    /--deposit-token-account needs --rpc URL/,
   );
 });
 

@@ -351,6 +351,9 @@ export async function connectSolana(
     runId: o.runId,
     signal: o.signal,
     claim,
+    depositTokenAccount: flags.depositTokenAccount === null
+      ? undefined
+      : address(flags.depositTokenAccount),
     onEvent: (e) => {
       if (e.kind === "Claimed") {
         o.logger.log("claimed", {

@@ -8,7 +8,12 @@
  *   refetches the account each time it (re)opens.
  * - **Joining**: `join()` sends `join_run`; after that the backend joins again whenever it
  *   sees WaitingForMembers without its registration pending, because the program starts
- *   every epoch with `nextActive + 1` (each client re-joins per epoch, as in Psyche).
+ *   every epoch with `nextActive + 1` (each client re-joins per epoch, as in Psyche). When the
+ *   run requires a join deposit, every join carries the token account it is paid from
+ *   (`depositTokenAccount`, default the wallet's associated token account of the deposit's
+ *   mint), the vault and SPL Token; a join the wallet cannot pay for is a final
+ *   BackendError("Refused") naming the amount, the mint and the account. The deposit stays in
+ *   the vault while the client keeps joining; `deno task solana withdraw-deposit` takes it back.
  * - **Ticks**: nobody else moves the run forward. Every `tickIntervalMs` the backend runs
  *   the TypeScript machine's `tick` on a copy of the newest state at the current time; when
  *   the copy changes, it sends a `tick` transaction with probability 2/len(clients)
@@ -39,7 +44,13 @@
  *
  * @module
  */
-import { type Address, getAddressEncoder, type Instruction, type KeyPairSigner } from "@solana/kit";
+import {
+  type Address,
+  getAddressDecoder,
+  getAddressEncoder,
+  type Instruction,
+  type KeyPairSigner,
+} from "@solana/kit";
 import {
   type Checkpoint,
   CoordinatorError,
@@ -62,11 +73,14 @@ import {
 import { StateFeed } from "./state_feed.ts";
 import {
   AccountDecodeError,
+  associatedTokenAddress,
   type CoordinatorAccount,
   type CoordinatorInstruction,
   coordinatorInstruction,
   CoordinatorProgramError,
   decodeCoordinatorAccount,
+  type ExtraAccount,
+  joinDepositAccounts,
   pendingRegistrations,
   TICK_COMPUTE_UNITS,
 } from "../../coordinator/solana/abi/mod.ts";
@@ -136,6 +150,11 @@ export interface SolanaBackendOptions {
   onEvent?: (event: SolanaBackendEvent) => void;
   /** Aborts the first fetch. */
   signal?: AbortSignal;
+  /**
+   * The token account a join deposit is paid from, when the run requires one (default: the
+   * wallet's associated token account of the deposit's mint).
+   */
+  depositTokenAccount?: Address;
 }
 
 /** Entries per health-check transaction (fits the 1,232-byte and compute limits). */
@@ -450,6 +469,7 @@ export class SolanaBackend implements CoordinatorBackend {
       coordinator: this.#o.coordinator,
       signer: ix.kind === "Tick" ? null : this.#o.wallet,
       ix,
+      extraAccounts: ix.kind === "JoinRun" ? await this.#depositAccounts() : undefined,
     });
     const signal = opts.signal === undefined
       ? this.#stop.signal
@@ -461,6 +481,22 @@ export class SolanaBackend implements CoordinatorBackend {
       if (this.#stop.signal.aborted) throw this.#stop.signal.reason;
       if (e instanceof CoordinatorError) throw e;
       if (e instanceof CoordinatorProgramError) {
+        if (e.errorName === "InsufficientDeposit" || e.errorName === "DepositRequired") {
+          const d = this.#account?.joinDeposit;
+          const from = await this.#depositAccounts().then((a) => a?.[0].address ?? "none")
+            .catch(() => "none");
+          const refused = new BackendError(
+            "Refused",
+            `${what} refused: run "${this.#o.runId}" requires a join deposit of ` +
+              `${d?.amount ?? "?"} of mint ${
+                d?.mint ? getAddressDecoder().decode(d.mint) : "?"
+              }, and token account ${from} of ${this.#o.wallet.address} cannot pay it ` +
+              `(${e.message}); fund it, or name another with --deposit-token-account`,
+            { cause: e },
+          );
+          this.#fail(refused);
+          throw refused;
+        }
         if (e.errorName === "NotAuthorizedToJoin") {
           const refused = new BackendError(
             "Refused",
@@ -478,6 +514,20 @@ export class SolanaBackend implements CoordinatorBackend {
       }
       throw e;
     }
+  }
+
+  /**
+   * join_run's deposit accounts when the run (as last seen) requires a deposit: the token
+   * account it is paid from, the vault, SPL Token. Passed on every join (a registration that
+   * holds its deposit ignores them); none while the deposit is off.
+   */
+  async #depositAccounts(): Promise<ExtraAccount[] | undefined> {
+    const d = this.#account?.joinDeposit;
+    if (d === undefined || d.amount === 0n || d.vault === null || d.mint === null) return undefined;
+    const decode = (k: Uint8Array) => getAddressDecoder().decode(k);
+    const tokenAccount = this.#o.depositTokenAccount ??
+      await associatedTokenAddress(this.#o.wallet.address, decode(d.mint));
+    return joinDepositAccounts({ tokenAccount, vault: decode(d.vault) });
   }
 
   /** Fetches the account from the first RPC that answers and takes it if newer. */

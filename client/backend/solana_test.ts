@@ -12,7 +12,18 @@ import {
 } from "./solana.ts";
 import { BackendError } from "./backend.ts";
 import { keypairJson, SolanaRpcClient } from "../../coordinator/solana/rpc/mod.ts";
-import { decodeCoordinatorAccount } from "../../coordinator/solana/abi/mod.ts";
+import {
+  associatedTokenAddress,
+  decodeCoordinatorAccount,
+  SPL_TOKEN_PROGRAM_ADDRESS,
+} from "../../coordinator/solana/abi/mod.ts";
+import {
+  type Address,
+  generateKeyPairSigner,
+  getAddressDecoder,
+  getAddressEncoder,
+  lamports,
+} from "@solana/kit";
 import { generateIdentity } from "../../net/mod.ts";
 import { parseClientArgs } from "../cli.ts";
 import { connectSolana } from "../main.ts";
@@ -298,5 +309,75 @@ Deno.test("a client in Solana mode meets where the run's account says, with no f
   } finally {
     await backend.close();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** Writes an SPL Token mint (`owner` null) or token account into the ledger. */
+function writeToken(
+  run: TestRun,
+  at: Address,
+  token: { mint: Address; owner: Address; amount: bigint } | null,
+): void {
+  const data = new Uint8Array(token === null ? 82 : 165);
+  if (token === null) data[45] = 1; // an initialized mint without authority
+  else {
+    const enc = getAddressEncoder();
+    data.set(enc.encode(token.mint), 0);
+    data.set(enc.encode(token.owner), 32);
+    new DataView(data.buffer).setBigUint64(64, token.amount, true);
+    data[108] = 1;
+  }
+  const svm = run.net.ledger.svm;
+  svm.setAccount({
+    address: at,
+    data,
+    executable: false,
+    lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(data.length))),
+    programAddress: SPL_TOKEN_PROGRAM_ADDRESS,
+    space: BigInt(data.length),
+  });
+}
+
+Deno.test("a run with a join deposit: the backend pays it from the wallet's token account, or is refused by name", async () => {
+  await using run = await startTestRun({
+    runId: "deposit",
+    config: testConfig(),
+    model: testModel(),
+  });
+  const mint = (await generateKeyPairSigner()).address;
+  writeToken(run, mint, null);
+  const vault = await run.operator.setJoinDeposit(run.coordinator, mint, 500n);
+  const balance = (at: Address) => {
+    const acc = run.net.ledger.svm.getAccount(at);
+    return acc.exists
+      ? new DataView(acc.data.buffer, acc.data.byteOffset).getBigUint64(64, true)
+      : -1n;
+  };
+  const walletOf = (b: SolanaBackend) => getAddressDecoder().decode(b.identity.signer);
+  const rich = await connect(run, "deposit");
+  const poor = await connect(run, "deposit");
+  try {
+    const richAccount = await associatedTokenAddress(walletOf(rich), mint);
+    writeToken(run, richAccount, { mint, owner: walletOf(rich), amount: 800n });
+    await rich.join();
+    assert.equal(balance(richAccount), 300n);
+    assert.equal(balance(vault), 500n);
+    assert.equal(run.pending().length, 1);
+    // A wallet whose token account holds too little: refused for good, naming what is needed.
+    const poorAccount = await associatedTokenAddress(walletOf(poor), mint);
+    writeToken(run, poorAccount, { mint, owner: walletOf(poor), amount: 100n });
+    await assert.rejects(
+      poor.join(),
+      (e) =>
+        e instanceof BackendError && e.kind === "Refused" &&
+        /requires a join deposit of 500 of mint/.test(e.message) &&
+        /InsufficientDeposit/.test(e.message),
+    );
+    await assert.rejects(poor.join(), (e) => e instanceof BackendError && e.kind === "Refused");
+    assert.equal(balance(poorAccount), 100n);
+    assert.equal(run.pending().length, 1);
+  } finally {
+    await rich.close();
+    await poor.close();
   }
 });

@@ -10,35 +10,24 @@
  */
 import {
   type Address,
-  appendTransactionMessageInstructions,
-  createTransactionMessage,
   generateKeyPairSigner,
-  getAddressEncoder,
   type Instruction,
   type KeyPairSigner,
   lamports,
-  pipe,
-  setTransactionMessageFeePayerSigner,
-  setTransactionMessageLifetimeUsingBlockhash,
-  signTransactionMessageWithSigners,
 } from "@solana/kit";
-import { FailedTransactionMetadata, LiteSVM } from "litesvm";
-import { poolErrorName, TOKEN_PROGRAM_ADDRESS } from "../pool/mod.ts";
+import { LiteSVM } from "litesvm";
+import { poolErrorName } from "../pool/mod.ts";
 import { buildPoolOnce } from "../toolchain/mod.ts";
-
-/** What happened to one transaction. */
-export interface PoolSendResult {
-  ok: boolean;
-  /** The custom error code, when the transaction failed with one. */
-  code: number | null;
-  /** The pool error's name, `Custom(n)` for another program's, or the runtime's words. */
-  error: string | null;
-  computeUnits: number;
-  logs: string[];
-}
-
-const MINT_BYTES = 82;
-const TOKEN_ACCOUNT_BYTES = 165;
+import {
+  accountBytes,
+  patchAccount,
+  sendInstructions,
+  type SendResult,
+  snapshotAccounts,
+  tokenBalance,
+  writeMint,
+  writeTokenAccount,
+} from "./litesvm_accounts.ts";
 
 /** A LiteSVM with the mining pool deployed and a funded fee payer. */
 export class PoolSvm {
@@ -70,113 +59,41 @@ export class PoolSvm {
     return s;
   }
 
-  /** Sends `instructions`, paid by the payer; never throws on a refused transaction. */
-  async send(instructions: Instruction[]): Promise<PoolSendResult> {
-    const message = pipe(
-      createTransactionMessage({ version: 0 }),
-      (m) => setTransactionMessageFeePayerSigner(this.payer, m),
-      (m) =>
-        setTransactionMessageLifetimeUsingBlockhash(
-          { blockhash: this.svm.latestBlockhash(), lastValidBlockHeight: 1_000_000n },
-          m,
-        ),
-      (m) => appendTransactionMessageInstructions(instructions, m),
-    );
-    const tx = await signTransactionMessageWithSigners(message);
-    const result = this.svm.sendTransaction(tx);
-    this.svm.expireBlockhash();
-    if (result instanceof FailedTransactionMetadata) {
-      const meta = result.meta();
-      const err = result.err();
-      let code: number | null = null;
-      if (typeof err === "object" && err !== null && "err" in err) {
-        const inner = (err as { err(): unknown }).err();
-        if (typeof inner === "object" && inner !== null && "code" in inner) {
-          code = (inner as { code: number }).code;
-        }
-      }
-      return {
-        ok: false,
-        code,
-        error: code !== null ? (poolErrorName(code) ?? `Custom(${code})`) : result.toString(),
-        computeUnits: Number(meta.computeUnitsConsumed()),
-        logs: meta.logs(),
-      };
-    }
-    return {
-      ok: true,
-      code: null,
-      error: null,
-      computeUnits: Number(result.computeUnitsConsumed()),
-      logs: result.logs(),
-    };
+  /**
+   * Sends `instructions`, paid by the payer; never throws on a refused transaction. A pool
+   * error comes back by its name, another program's as `Custom(n)`.
+   */
+  send(instructions: Instruction[]): Promise<SendResult> {
+    return sendInstructions(this.svm, this.payer, instructions, poolErrorName);
   }
 
   /** Writes an initialized SPL Token mint (supply as given) at a fresh address. */
-  async createMint(opts: { decimals?: number; supply?: bigint } = {}): Promise<Address> {
-    const at = (await generateKeyPairSigner()).address;
-    const data = new Uint8Array(MINT_BYTES);
-    const v = new DataView(data.buffer);
-    v.setUint32(0, 1, true);
-    data.set(getAddressEncoder().encode(this.payer.address), 4);
-    v.setBigUint64(36, opts.supply ?? 0n, true);
-    data[44] = opts.decimals ?? 6;
-    data[45] = 1;
-    this.#put(at, TOKEN_PROGRAM_ADDRESS, data);
-    return at;
+  createMint(opts: { decimals?: number; supply?: bigint } = {}): Promise<Address> {
+    return writeMint(this.svm, this.payer.address, opts);
   }
 
   /** Writes an initialized token account of `mint` owned by `owner` holding `amount`. */
-  async createTokenAccount(mint: Address, owner: Address, amount: bigint): Promise<Address> {
-    const at = (await generateKeyPairSigner()).address;
-    const data = new Uint8Array(TOKEN_ACCOUNT_BYTES);
-    data.set(getAddressEncoder().encode(mint), 0);
-    data.set(getAddressEncoder().encode(owner), 32);
-    new DataView(data.buffer).setBigUint64(64, amount, true);
-    data[108] = 1;
-    this.#put(at, TOKEN_PROGRAM_ADDRESS, data);
-    return at;
+  createTokenAccount(mint: Address, owner: Address, amount: bigint): Promise<Address> {
+    return writeTokenAccount(this.svm, mint, owner, amount);
   }
 
   /** Overwrites an existing account's data (crafting states transactions cannot reach). */
   patch(at: Address, edit: (data: Uint8Array) => void): void {
-    const acc = this.svm.getAccount(at);
-    if (!acc.exists) throw new Error(`No account at ${at}`);
-    const data = Uint8Array.from(acc.data);
-    edit(data);
-    this.svm.setAccount({ ...acc, data });
+    patchAccount(this.svm, at, edit);
   }
 
   /** The amount a token account holds. */
   tokenBalance(at: Address): bigint {
-    const bytes = this.accountBytes(at);
-    if (bytes === null) throw new Error(`No token account at ${at}`);
-    return new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(64, true);
+    return tokenBalance(this.svm, at);
   }
 
   /** The raw bytes of an account (null when it does not exist). */
   accountBytes(at: Address): Uint8Array | null {
-    const acc = this.svm.getAccount(at);
-    return acc.exists ? acc.data : null;
+    return accountBytes(this.svm, at);
   }
 
   /** Lamports, owner and data of every account in `at`, for byte-identity checks. */
   snapshot(at: readonly Address[]): string[] {
-    return at.map((a) => {
-      const acc = this.svm.getAccount(a);
-      if (!acc.exists) return `${a}: none`;
-      return `${a}: ${acc.lamports} ${acc.programAddress} ${Array.from(acc.data).join(",")}`;
-    });
-  }
-
-  #put(at: Address, owner: Address, data: Uint8Array): void {
-    this.svm.setAccount({
-      address: at,
-      data,
-      executable: false,
-      lamports: lamports(this.svm.minimumBalanceForRentExemption(BigInt(data.length))),
-      programAddress: owner,
-      space: BigInt(data.length),
-    });
+    return snapshotAccounts(this.svm, at);
   }
 }

@@ -14,21 +14,14 @@
 import {
   AccountRole,
   type Address,
-  appendTransactionMessageInstructions,
-  createTransactionMessage,
   generateKeyPairSigner,
   getAddressDecoder,
   getAddressEncoder,
-  getTransactionEncoder,
   type Instruction,
   type KeyPairSigner,
   lamports,
-  pipe,
-  setTransactionMessageFeePayerSigner,
-  setTransactionMessageLifetimeUsingBlockhash,
-  signTransactionMessageWithSigners,
 } from "@solana/kit";
-import { Clock, FailedTransactionMetadata, LiteSVM } from "litesvm";
+import { Clock, LiteSVM } from "litesvm";
 import {
   ACCOUNT_SIZE,
   type CoordinatorAccount,
@@ -41,31 +34,23 @@ import {
   type ExtraAccount,
   programErrorName,
   setComputeUnitLimitInstruction,
-  SPL_TOKEN_PROGRAM_ADDRESS,
 } from "../abi/mod.ts";
 import { buildProgramOnce } from "../toolchain/mod.ts";
+import {
+  accountBytes,
+  sendInstructions,
+  type SendResult,
+  tokenBalance,
+  writeMint,
+  writeTokenAccount,
+} from "./litesvm_accounts.ts";
 
 /** The largest compute budget a transaction may request. */
 export const MAX_COMPUTE_UNITS = 1_400_000;
 /** The most bytes a serialized transaction may have. */
 export const MAX_TRANSACTION_BYTES = 1232;
 
-const TOKEN_MINT_BYTES = 82;
-const TOKEN_ACCOUNT_BYTES = 165;
-
-/** What happened to one transaction. */
-export interface SendResult {
-  ok: boolean;
-  /** The program's custom error code, when it failed with one. */
-  code: number | null;
-  /** The error's name (program error name, or the runtime's description). */
-  error: string | null;
-  /** Compute units the transaction consumed. */
-  computeUnits: number;
-  /** Serialized transaction size in bytes. */
-  transactionBytes: number;
-  logs: string[];
-}
+export type { SendResult };
 
 /** Options of {@linkcode CoordinatorSvm.send}. */
 export interface SendOptions {
@@ -118,54 +103,14 @@ export class CoordinatorSvm {
   }
 
   /** Sends `instructions` signed by the payer and `signers`; never throws on program errors. */
-  async sendRaw(
+  sendRaw(
     instructions: Instruction[],
     opts: { computeUnitLimit?: number } = {},
   ): Promise<SendResult> {
     const all = opts.computeUnitLimit === undefined
       ? instructions
       : [setComputeUnitLimitInstruction(opts.computeUnitLimit), ...instructions];
-    const message = pipe(
-      createTransactionMessage({ version: 0 }),
-      (m) => setTransactionMessageFeePayerSigner(this.payer, m),
-      (m) =>
-        setTransactionMessageLifetimeUsingBlockhash(
-          { blockhash: this.svm.latestBlockhash(), lastValidBlockHeight: 1_000_000n },
-          m,
-        ),
-      (m) => appendTransactionMessageInstructions(all, m),
-    );
-    const tx = await signTransactionMessageWithSigners(message);
-    const transactionBytes = getTransactionEncoder().encode(tx).length;
-    const result = this.svm.sendTransaction(tx);
-    this.svm.expireBlockhash();
-    if (result instanceof FailedTransactionMetadata) {
-      const meta = result.meta();
-      const err = result.err();
-      let code: number | null = null;
-      if (typeof err === "object" && err !== null && "err" in err) {
-        const inner = (err as { err(): unknown }).err();
-        if (typeof inner === "object" && inner !== null && "code" in inner) {
-          code = (inner as { code: number }).code;
-        }
-      }
-      return {
-        ok: false,
-        code,
-        error: code !== null ? (programErrorName(code) ?? `Custom(${code})`) : result.toString(),
-        computeUnits: Number(meta.computeUnitsConsumed()),
-        transactionBytes,
-        logs: meta.logs(),
-      };
-    }
-    return {
-      ok: true,
-      code: null,
-      error: null,
-      computeUnits: Number(result.computeUnitsConsumed()),
-      transactionBytes,
-      logs: result.logs(),
-    };
+    return sendInstructions(this.svm, this.payer, all, programErrorName);
   }
 
   /** The coordinator instruction `ix` on `coordinator` (signer and extra accounts from `opts`). */
@@ -243,8 +188,7 @@ export class CoordinatorSvm {
 
   /** The raw bytes of an account (null when it does not exist). */
   accountBytes(at: Address): Uint8Array | null {
-    const acc = this.svm.getAccount(at);
-    return acc.exists ? acc.data : null;
+    return accountBytes(this.svm, at);
   }
 
   /** Lamports of an account (0 when it does not exist). */
@@ -253,49 +197,19 @@ export class CoordinatorSvm {
     return acc.exists ? acc.lamports : 0n;
   }
 
-  /**
-   * Writes an initialized SPL Token mint at a fresh address (the bytes SPL Token writes; the
-   * payer is its mint authority).
-   */
-  async createMint(decimals = 6): Promise<Address> {
-    const at = (await generateKeyPairSigner()).address;
-    const data = new Uint8Array(TOKEN_MINT_BYTES);
-    new DataView(data.buffer).setUint32(0, 1, true);
-    data.set(getAddressEncoder().encode(this.payer.address), 4);
-    data[44] = decimals;
-    data[45] = 1;
-    this.#putToken(at, data);
-    return at;
+  /** Writes an initialized SPL Token mint at a fresh address (the payer its mint authority). */
+  createMint(decimals = 6): Promise<Address> {
+    return writeMint(this.svm, this.payer.address, { decimals });
   }
 
   /** Writes an initialized token account of `mint` owned by `owner` holding `amount`. */
-  async createTokenAccount(mint: Address, owner: Address, amount: bigint): Promise<Address> {
-    const at = (await generateKeyPairSigner()).address;
-    const data = new Uint8Array(TOKEN_ACCOUNT_BYTES);
-    data.set(getAddressEncoder().encode(mint), 0);
-    data.set(getAddressEncoder().encode(owner), 32);
-    new DataView(data.buffer).setBigUint64(64, amount, true);
-    data[108] = 1;
-    this.#putToken(at, data);
-    return at;
+  createTokenAccount(mint: Address, owner: Address, amount: bigint): Promise<Address> {
+    return writeTokenAccount(this.svm, mint, owner, amount);
   }
 
   /** The amount a token account holds. */
   tokenBalance(at: Address): bigint {
-    const bytes = this.accountBytes(at);
-    if (bytes === null) throw new Error(`No token account at ${at}`);
-    return new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(64, true);
-  }
-
-  #putToken(at: Address, data: Uint8Array): void {
-    this.svm.setAccount({
-      address: at,
-      data,
-      executable: false,
-      lamports: lamports(this.svm.minimumBalanceForRentExemption(BigInt(data.length))),
-      programAddress: SPL_TOKEN_PROGRAM_ADDRESS,
-      space: BigInt(data.length),
-    });
+    return tokenBalance(this.svm, at);
   }
 
   /** Decodes the coordinator account at `at` (throws when absent or malformed). */

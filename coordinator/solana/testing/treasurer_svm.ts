@@ -14,18 +14,22 @@
 import {
   type Address,
   generateKeyPairSigner,
-  getAddressEncoder,
   type Instruction,
   type KeyPairSigner,
-  lamports,
 } from "@solana/kit";
 import type { LiteSVM } from "litesvm";
-import { TOKEN_PROGRAM_ADDRESS, treasurerErrorName } from "../treasurer/mod.ts";
+import { treasurerErrorName } from "../treasurer/mod.ts";
 import { buildTreasurerOnce } from "../toolchain/mod.ts";
-import { CoordinatorSvm, type SendResult } from "./svm.ts";
-
-const MINT_BYTES = 82;
-const TOKEN_ACCOUNT_BYTES = 165;
+import { CoordinatorSvm } from "./svm.ts";
+import {
+  accountBytes,
+  patchAccount,
+  type SendResult,
+  snapshotAccounts,
+  tokenBalance,
+  writeMint,
+  writeTokenAccount,
+} from "./litesvm_accounts.ts";
 
 /** A LiteSVM with the coordinator and the treasurer deployed and a funded fee payer. */
 export class TreasurerSvm {
@@ -73,69 +77,32 @@ export class TreasurerSvm {
   }
 
   /** Writes an initialized SPL Token mint (supply as given) at a fresh address. */
-  async createMint(opts: { decimals?: number; supply?: bigint } = {}): Promise<Address> {
-    const at = (await generateKeyPairSigner()).address;
-    const data = new Uint8Array(MINT_BYTES);
-    const v = new DataView(data.buffer);
-    v.setUint32(0, 1, true);
-    data.set(getAddressEncoder().encode(this.coordinator.payer.address), 4);
-    v.setBigUint64(36, opts.supply ?? 0n, true);
-    data[44] = opts.decimals ?? 6;
-    data[45] = 1;
-    this.#put(at, TOKEN_PROGRAM_ADDRESS, data);
-    return at;
+  createMint(opts: { decimals?: number; supply?: bigint } = {}): Promise<Address> {
+    return writeMint(this.svm, this.coordinator.payer.address, opts);
   }
 
   /** Writes an initialized token account of `mint` owned by `owner` holding `amount`. */
-  async createTokenAccount(mint: Address, owner: Address, amount: bigint): Promise<Address> {
-    const at = (await generateKeyPairSigner()).address;
-    const data = new Uint8Array(TOKEN_ACCOUNT_BYTES);
-    data.set(getAddressEncoder().encode(mint), 0);
-    data.set(getAddressEncoder().encode(owner), 32);
-    new DataView(data.buffer).setBigUint64(64, amount, true);
-    data[108] = 1;
-    this.#put(at, TOKEN_PROGRAM_ADDRESS, data);
-    return at;
+  createTokenAccount(mint: Address, owner: Address, amount: bigint): Promise<Address> {
+    return writeTokenAccount(this.svm, mint, owner, amount);
   }
 
   /** Overwrites an existing account's data (crafting states transactions cannot reach). */
   patch(at: Address, edit: (data: Uint8Array, view: DataView) => void): void {
-    const acc = this.svm.getAccount(at);
-    if (!acc.exists) throw new Error(`No account at ${at}`);
-    const data = Uint8Array.from(acc.data);
-    edit(data, new DataView(data.buffer));
-    this.svm.setAccount({ ...acc, data });
+    patchAccount(this.svm, at, edit);
   }
 
   /** The amount a token account holds. */
   tokenBalance(at: Address): bigint {
-    const bytes = this.accountBytes(at);
-    if (bytes === null) throw new Error(`No token account at ${at}`);
-    return new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(64, true);
+    return tokenBalance(this.svm, at);
   }
 
   /** The raw bytes of an account (null when it does not exist). */
   accountBytes(at: Address): Uint8Array | null {
-    return this.coordinator.accountBytes(at);
+    return accountBytes(this.svm, at);
   }
 
   /** Lamports, owner and data of every account in `at`, for byte-identity checks. */
   snapshot(at: readonly Address[]): string[] {
-    return at.map((a) => {
-      const acc = this.svm.getAccount(a);
-      if (!acc.exists) return `${a}: none`;
-      return `${a}: ${acc.lamports} ${acc.programAddress} ${Array.from(acc.data).join(",")}`;
-    });
-  }
-
-  #put(at: Address, owner: Address, data: Uint8Array): void {
-    this.svm.setAccount({
-      address: at,
-      data,
-      executable: false,
-      lamports: lamports(this.svm.minimumBalanceForRentExemption(BigInt(data.length))),
-      programAddress: owner,
-      space: BigInt(data.length),
-    });
+    return snapshotAccounts(this.svm, at);
   }
 }

@@ -16,7 +16,7 @@ import {
 } from "../../../cli/entry.ts";
 import { type Address, address } from "@solana/kit";
 import { unprintableProblem, UsageError } from "../../../common/mod.ts";
-import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/mod.ts";
+import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL, DEFAULT_TREASURER_PROGRAM_ID } from "../rpc/mod.ts";
 import {
   MAX_MEETING_ADDRESSES,
   MAX_POINTS,
@@ -42,7 +42,7 @@ const COMMON_FLAGS = {
   "wallet-private-key-path": str(
     "FILE",
     "keypair JSON (64 numbers, as solana-keygen writes); signs and pays (every command but " +
-      "json-dump-run and keygen)",
+      "keygen and the reads: list-runs, show-run, show-user, json-dump-*, can-join)",
   ),
   "program-id": str("PUBKEY", "coordinator program", { default: DEFAULT_PROGRAM_ID }),
   "main-authority": str(
@@ -72,6 +72,22 @@ const MEETING_FLAGS = {
 /** The token account a deposit payout goes to. */
 const TOKEN_ACCOUNT = str("PUBKEY", "the token account to pay (of the deposit's mint)", {
   defaultText: "the wallet's associated token account",
+});
+
+/** `--json`: the read commands' JSON instead of their text. */
+const JSON_FLAG = {
+  json: { type: "boolean", description: "print JSON instead of text" },
+} as const satisfies Record<string, FlagSpec>;
+
+/** The wallet a read is about. */
+const WALLET_FLAG = {
+  wallet: str("PUBKEY", "the wallet (a client's signing key)", {
+    defaultText: "the --wallet-private-key-path key's",
+  }),
+} as const;
+
+const TREASURER_PROGRAM_FLAG = str("PUBKEY", "treasurer program (for the run's treasury)", {
+  default: DEFAULT_TREASURER_PROGRAM_ID,
 });
 
 /** One operator command: its summary for the top-level help and its flags. */
@@ -216,9 +232,49 @@ export const SOLANA_COMMANDS: Readonly<Record<string, SolanaCommandSpec>> = {
   ),
   "json-dump-run": command(
     "json-dump-run",
-    "print a run's account as JSON",
+    "print a run's account as JSON (Psyche's name; show-run prints it as text)",
     "--run-id ID [options]",
     RUN_ID,
+  ),
+  "list-runs": command(
+    "list-runs",
+    "list every run of the program: state, epoch, step, clients, earning rate, join deposit",
+    "[--json] [options]",
+    JSON_FLAG,
+  ),
+  "show-run": command(
+    "show-run",
+    "show a run: rates, join deposit, each client's points and deposit (--json: json-dump-run's)",
+    "--run-id ID [--json] [options]",
+    { ...RUN_ID, ...JSON_FLAG },
+  ),
+  "json-dump-user": command(
+    "json-dump-user",
+    "print a wallet's registration, points, deposit and treasury claims in a run as JSON",
+    "--run-id ID [--wallet PUBKEY] [--treasurer-program-id PUBKEY] [options]",
+    { ...RUN_ID, ...WALLET_FLAG, "treasurer-program-id": TREASURER_PROGRAM_FLAG },
+  ),
+  "show-user": command(
+    "show-user",
+    "show a wallet's registration, points, deposit and treasury claims in a run " +
+      "(--json: json-dump-user's)",
+    "--run-id ID [--wallet PUBKEY] [--treasurer-program-id PUBKEY] [--json] [options]",
+    { ...RUN_ID, ...WALLET_FLAG, "treasurer-program-id": TREASURER_PROGRAM_FLAG, ...JSON_FLAG },
+  ),
+  "can-join": command(
+    "can-join",
+    "say whether a wallet may join a run now, and why not (exit code 3 when not)",
+    "--run-id ID [--wallet PUBKEY] [--deposit-token-account PUBKEY] [--json] [options]",
+    {
+      ...RUN_ID,
+      ...WALLET_FLAG,
+      "deposit-token-account": str(
+        "PUBKEY",
+        "the token account a join would pay the run's deposit from",
+        { defaultText: "the wallet's associated token account of the deposit's mint" },
+      ),
+      ...JSON_FLAG,
+    },
   ),
   airdrop: command(
     "airdrop",
@@ -273,6 +329,9 @@ const ALL_FLAGS_SPEC = {
     mint: str("", ""),
     amount: str("", ""),
     "token-account": str("", ""),
+    json: { type: "boolean", description: "" },
+    wallet: str("", ""),
+    "deposit-token-account": str("", ""),
   },
 } as const;
 
@@ -328,8 +387,46 @@ export type SolanaCommand =
   | { command: "tick"; runId: string }
   | { command: "close-run"; runId: string; spill: Address | null }
   | { command: "json-dump-run"; runId: string }
+  | ReadCommand
   | { command: "airdrop"; lamports: bigint }
   | { command: "keygen"; out: string };
+
+/**
+ * A read-only command: text by default, `json` for JSON (json-dump-user: always JSON). `wallet`
+ * null: the --wallet-private-key-path key's.
+ */
+export type ReadCommand =
+  | { command: "list-runs"; json: boolean }
+  | { command: "show-run"; runId: string; json: boolean }
+  | {
+    command: "show-user" | "json-dump-user";
+    runId: string;
+    wallet: Address | null;
+    treasurerProgramId: Address;
+    json: boolean;
+  }
+  | {
+    command: "can-join";
+    runId: string;
+    wallet: Address | null;
+    /** The token account a join would pay from, or null for the wallet's associated one. */
+    depositTokenAccount: Address | null;
+    json: boolean;
+  };
+
+/** The read commands' names. */
+export const READ_COMMANDS = [
+  "list-runs",
+  "show-run",
+  "show-user",
+  "json-dump-user",
+  "can-join",
+] as const;
+
+/** Whether `args` is a read command (read_commands.ts runs them). */
+export function isReadArgs(args: SolanaArgs): args is ReadCommand & { common: CommonArgs } {
+  return (READ_COMMANDS as readonly string[]).includes(args.command);
+}
 
 /** Metadata fields given on the command line. */
 export interface MetadataChange {
@@ -660,6 +757,37 @@ function checkSolanaArgs(
     case "json-dump-run":
       noPositionals();
       return { command, runId: runId(), common };
+    case "list-runs":
+      noPositionals();
+      return { command, json: values.json ?? false, common };
+    case "show-run":
+      noPositionals();
+      return { command, runId: runId(), json: values.json ?? false, common };
+    case "show-user":
+    case "json-dump-user":
+      noPositionals();
+      return {
+        command,
+        runId: runId(),
+        wallet: values.wallet === undefined ? null : pubkey("wallet", values.wallet),
+        treasurerProgramId: values["treasurer-program-id"] === undefined
+          ? DEFAULT_TREASURER_PROGRAM_ID
+          : pubkey("treasurer-program-id", values["treasurer-program-id"]),
+        json: command === "json-dump-user" || (values.json ?? false),
+        common,
+      };
+    case "can-join": {
+      noPositionals();
+      const from = values["deposit-token-account"];
+      return {
+        command,
+        runId: runId(),
+        wallet: values.wallet === undefined ? null : pubkey("wallet", values.wallet),
+        depositTokenAccount: from === undefined ? null : pubkey("deposit-token-account", from),
+        json: values.json ?? false,
+        common,
+      };
+    }
     case "airdrop": {
       needWallet();
       noPositionals();

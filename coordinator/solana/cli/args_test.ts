@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { parseSolanaArgs } from "./args.ts";
 import { UsageError } from "../../../common/mod.ts";
-import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/mod.ts";
+import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL, DEFAULT_TREASURER_PROGRAM_ID } from "../rpc/mod.ts";
 
 const W = ["--wallet-private-key-path", "w.json"];
 const KEY = "11111111111111111111111111111111";
@@ -278,4 +278,67 @@ Deno.test("set-join-deposit, withdraw-deposit, sweep-forfeited: mint and amount 
   assert.throws(() => parseSolanaArgs(["tick", "--run-id", "r", "--mint", KEY, ...W]), {
     message: "tick takes no --mint",
   });
+});
+
+Deno.test("the reads parse: text by default, --json, --wallet, no wallet key needed", () => {
+  const list = parseSolanaArgs(["list-runs"]);
+  assert.deepEqual(list, {
+    command: "list-runs",
+    json: false,
+    common: {
+      rpc: DEFAULT_RPC_URL,
+      walletPath: null,
+      programId: DEFAULT_PROGRAM_ID,
+      mainAuthority: null,
+      coordinator: null,
+    },
+  });
+  assert.equal(parseSolanaArgs(["list-runs", "--json"]).command === "list-runs", true);
+  const show = parseSolanaArgs(["show-run", "--run-id", "r", "--json", "--coordinator", KEY]);
+  assert.ok(show.command === "show-run" && show.json && show.common.coordinator === KEY);
+  const user = parseSolanaArgs(["json-dump-user", "--run-id", "r", "--wallet", KEY]);
+  assert.ok(user.command === "json-dump-user");
+  assert.equal(user.json, true, "json-dump-user always prints JSON");
+  assert.equal(user.wallet, KEY);
+  assert.equal(user.treasurerProgramId, DEFAULT_TREASURER_PROGRAM_ID);
+  const human = parseSolanaArgs(["show-user", "--run-id", "r", ...W]);
+  assert.ok(human.command === "show-user" && !human.json && human.wallet === null);
+  const can = parseSolanaArgs([
+    "can-join",
+    "--run-id",
+    "r",
+    "--wallet",
+    KEY,
+    "--deposit-token-account",
+    DEFAULT_PROGRAM_ID,
+    "--json",
+  ]);
+  assert.ok(can.command === "can-join");
+  assert.equal(can.depositTokenAccount, DEFAULT_PROGRAM_ID);
+  assert.equal(can.json, true);
+});
+
+Deno.test("the reads' bad command lines name the flag", () => {
+  const bad: [string[], RegExp][] = [
+    [["show-run"], /show-run needs --run-id ID/],
+    [["can-join", "--wallet", KEY], /can-join needs --run-id ID/],
+    [["can-join", "--run-id", "r", "--wallet", "0xabc"], /--wallet must be a base58 public key/],
+    [
+      ["can-join", "--run-id", "r", "--deposit-token-account", "nope"],
+      /--deposit-token-account must be a base58 public key, found "nope"/,
+    ],
+    [["json-dump-user", "--run-id", "r", "--json"], /json-dump-user takes no --json/],
+    [["json-dump-run", "--run-id", "r", "--json"], /json-dump-run takes no --json/],
+    [["list-runs", "--run-id", "r"], /list-runs takes no --run-id/],
+    [["list-runs", "extra"], /unexpected argument "extra"/],
+    [["show-user", "--run-id", "r", "--treasurer-program-id", "x"], /--treasurer-program-id/],
+    [["tick", "--run-id", "r", "--json", ...W], /tick takes no --json/],
+  ];
+  for (const [argv, want] of bad) {
+    assert.throws(
+      () => parseSolanaArgs(argv),
+      (e) => e instanceof UsageError && want.test(e.message),
+      argv.join(" "),
+    );
+  }
 });

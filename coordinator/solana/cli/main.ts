@@ -3,7 +3,8 @@
  * (create-run, update-config (config, model, metadata, and the relays and bootstrap peers the
  * run's clients meet at), set-paused, set-future-epoch-rates, set-join-deposit,
  * withdraw-deposit, sweep-forfeited, join-authorization create/delegate, tick, close-run,
- * json-dump-run, plus airdrop and keygen for local setups), the mining pool's (pool-create,
+ * json-dump-run, plus airdrop and keygen for local setups), the reads (list-runs, show-run,
+ * show-user, json-dump-user, can-join: read_commands.ts), the mining pool's (pool-create,
  * pool-update, pool-extract, pool-claimable, pool-deposit, pool-claim, json-dump-pool:
  * pool_commands.ts) and the treasurer's (treasury-create, treasury-top-up, treasury-claim,
  * json-dump-treasury: treasurer_commands.ts). See args.ts for the flags and docs/solana.md for a
@@ -14,14 +15,17 @@
 import { type Address, getAddressDecoder } from "@solana/kit";
 import {
   isPoolArgs,
+  isReadArgs,
   isTreasurerArgs,
   parseSolanaArgs,
+  type ReadCommand,
   SOLANA_COMMANDS,
   type SolanaArgs,
   USAGE,
 } from "./args.ts";
 import { runPoolCommand } from "./pool_commands.ts";
 import { runTreasurerCommand } from "./treasurer_commands.ts";
+import { EXIT_CANNOT_JOIN, runReadCommand } from "./read_commands.ts";
 import { readRun, runJson, RunOperator, type RunUpdate } from "./operator.ts";
 import {
   denoEnv,
@@ -48,7 +52,7 @@ import {
 } from "../rpc/mod.ts";
 import { generateIdentity } from "../../../net/mod.ts";
 
-export { EXIT_OK, EXIT_USAGE };
+export { EXIT_CANNOT_JOIN, EXIT_OK, EXIT_USAGE };
 
 /** The command failed (refused by the program, RPC down, bad file). */
 export const EXIT_FAILURE = 1;
@@ -78,8 +82,21 @@ function describeMeeting(list: readonly MeetingAddress[]): string {
   return `${relays} relay(s), ${list.length - relays} bootstrap peer(s)`;
 }
 
-/** Runs one parsed command. Throws the underlying error (typed) when it fails. */
-export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise<void> {
+/**
+ * Runs one parsed command; returns its exit code (EXIT_OK, or can-join's EXIT_CANNOT_JOIN).
+ * Throws the underlying error (typed) when it fails.
+ */
+export async function runSolanaCommand(args: SolanaArgs, io: CommandIo): Promise<number> {
+  if (isReadArgs(args)) return await runReadCommand(args, io);
+  await runWriteCommand(args, io);
+  return EXIT_OK;
+}
+
+/** A command that is not a read: the operator's, the pool's and the treasurer's. */
+async function runWriteCommand(
+  args: Exclude<SolanaArgs, { command: ReadCommand["command"] }>,
+  io: CommandIo,
+): Promise<void> {
   if (isPoolArgs(args)) return await runPoolCommand(args, io);
   if (isTreasurerArgs(args)) return await runTreasurerCommand(args, io);
   if (args.command === "help") {
@@ -274,8 +291,7 @@ export async function main(
     return EXIT_USAGE;
   }
   try {
-    await runSolanaCommand(args, io);
-    return EXIT_OK;
+    return await runSolanaCommand(args, io);
   } catch (e) {
     if (e instanceof UsageError) {
       io.error(e.message);

@@ -5,7 +5,8 @@
  * headless Chromium loads the page and the DOM it renders must show the run's state, both
  * clients with the bytes they sent and received, a loss chart with points and the step-time
  * breakdown chart. `/metrics` is scraped in the same run. Set PSYCHE_DASHBOARD_SCREENSHOT=docs/dashboard.png
- * to keep the screenshot.
+ * to keep the screenshot. A second, quick test serves a Solana run's snapshot (no testnet) and
+ * checks the page's treasury and pool table.
  *
  * Needs Debian's `chromium` (`./psyche test` installs it); skipped, saying so, without it.
  *
@@ -20,6 +21,7 @@ import {
   parsePrometheusText,
   sampleValue,
 } from "../coordinator/dashboard/testing/prometheus_text.ts";
+import { type RunSnapshot, startDashboard } from "../coordinator/dashboard/mod.ts";
 
 const CHROMIUM_NAMES = ["chromium", "chromium-browser", "google-chrome"];
 
@@ -192,5 +194,88 @@ Deno.test({
     await testnet.stop();
     await Deno.remove(profile, { recursive: true }).catch(() => {});
     await Deno.remove(config, { recursive: true }).catch(() => {});
+  }
+});
+
+/** A Solana run's snapshot: no clients, a treasury and one pool. */
+function solanaSnapshot(funds: RunSnapshot["funds"]): RunSnapshot {
+  return {
+    runId: "llama-tiny-brown",
+    runState: "WaitingForMembers",
+    epoch: 0,
+    step: 1,
+    roundHeight: null,
+    clients: [],
+    pending: [],
+    earned: {},
+    ...(funds === undefined ? {} : { funds }),
+    config: {
+      warmupTime: 15,
+      cooldownTime: 5,
+      maxRoundTrainTime: 20,
+      roundWitnessTime: 2,
+      epochTime: 100,
+      totalSteps: 300,
+      initMinClients: 1,
+      minClients: 1,
+      maxClients: 16,
+      witnessNodes: 1,
+      globalBatchSizeStart: 8,
+      globalBatchSizeEnd: 8,
+      verificationPercent: 0,
+      architecture: "HfLlama",
+      maxSeqLen: 128,
+    },
+  };
+}
+
+Deno.test({
+  name: "the dashboard of a Solana run shows its treasury and pools in Chromium",
+  ignore: chromium === null,
+}, async () => {
+  const treasury = "TreasuryAddress1111111111111111111111111111";
+  const pool = "PoolAddress11111111111111111111111111111111";
+  const funds = {
+    treasury: { address: treasury, mint: "Mint1111", vaultAmount: "5000", totalClaimed: "120" },
+    pools: [{
+      address: pool,
+      collateralMint: "Coll1111",
+      rewardsMint: "Mint1111",
+      totalDeposited: "900",
+      totalClaimable: "300",
+      totalClaimed: "100",
+    }],
+  };
+  let snapshot = solanaSnapshot(funds);
+  const dashboard = startDashboard({ port: 0, snapshot: () => snapshot });
+  const profile = await Deno.makeTempDir({ prefix: "psyche-chromium-" });
+  try {
+    const page = `${dashboard.url}/?live=0`;
+    const dom = await headless(["--virtual-time-budget=2000", "--dump-dom"], page, profile);
+    assert.match(dom, /<div id="funds">/, "shown");
+    const row = (cls: string, address: string) =>
+      new RegExp(`<tr class="${cls}" data-address="${address}">(.*?)</tr>`).exec(dom)?.[1] ?? "";
+    const cells = (html: string) => [...html.matchAll(/<td[^>]*>([^<]*)<\/td>/g)].map((m) => m[1]);
+    assert.deepEqual(cells(row("treasury", treasury)), [
+      treasury,
+      "treasury vault",
+      "Mint1111",
+      "5000",
+      "–",
+      "120",
+    ]);
+    assert.deepEqual(cells(row("pool", pool)), [pool, "pool", "Mint1111", "900", "300", "100"]);
+    // A snapshot without funds (the TCP server's) hides the table.
+    snapshot = solanaSnapshot(undefined);
+    const tcp = startDashboard({ port: 0, snapshot: () => snapshot });
+    try {
+      const hidden = await headless(["--dump-dom"], `${tcp.url}/?live=0`, profile);
+      assert.match(hidden, /<div id="funds" hidden="">/);
+    } finally {
+      await tcp.close();
+    }
+  } finally {
+    await dashboard.close();
+    await Deno.remove(profile, { recursive: true }).catch(() => {});
   }
 });

@@ -143,6 +143,41 @@ function renderDigests(view) {
   }
 }
 
+/** The run's treasury and pools (Solana), hidden when the view has none. */
+function renderFunds(view) {
+  const funds = view.funds;
+  $("funds").hidden = funds === null || funds === undefined;
+  const body = $("funds-body");
+  body.replaceChildren();
+  if ($("funds").hidden) return;
+  const row = (cls, address, what, mint, held, claimable, claimed) => {
+    const tr = document.createElement("tr");
+    tr.className = cls;
+    tr.dataset.address = address;
+    cell(tr, address, "mono");
+    cell(tr, what);
+    cell(tr, short(mint), "mono");
+    cell(tr, held, "held");
+    cell(tr, claimable, "claimable");
+    cell(tr, claimed, "claimed");
+    body.appendChild(tr);
+  };
+  const t = funds.treasury;
+  if (t === null) row("treasury", "", "no treasury", "", "–", "–", "–");
+  else row("treasury", t.address, "treasury vault", t.mint, t.vaultAmount, "–", t.totalClaimed);
+  for (const p of funds.pools) {
+    row(
+      "pool",
+      p.address,
+      "pool",
+      p.rewardsMint,
+      p.totalDeposited,
+      p.totalClaimable,
+      p.totalClaimed,
+    );
+  }
+}
+
 function renderConfig(view) {
   const body = $("config-body");
   body.replaceChildren();
@@ -278,6 +313,7 @@ function render(view) {
   renderLoss(view);
   renderBreakdown(view);
   renderDigests(view);
+  renderFunds(view);
   renderConfig(view);
   $("updated").textContent = view.updatedMs ? new Date(view.updatedMs).toLocaleTimeString() : "";
 }

@@ -57,6 +57,14 @@ export const METRICS = {
     "gauge",
     "Points a client earned in the run (Solana runs: the program's earned points).",
   ],
+  psyche_treasury_vault_amount: [
+    "gauge",
+    "Token base units the run's treasury vault holds (Solana runs with a treasury).",
+  ],
+  psyche_treasury_claimed_total: ["counter", "Token base units the run's treasury paid out."],
+  psyche_pool_deposited: ["gauge", "Collateral lenders deposited in a mining pool (--pool)."],
+  psyche_pool_claimable_total: ["counter", "Rewards a mining pool's lenders may claim in all."],
+  psyche_pool_claimed_total: ["counter", "Rewards a mining pool's lenders claimed."],
   psyche_reported_step_phase_milliseconds: [
     "gauge",
     "Milliseconds of each part (train, encode, exchange, apply, wait) of a client's last " +
@@ -200,6 +208,25 @@ export function metricsText(view: DashboardView): string {
       value: Number(c.earned),
     })),
   );
+  const treasury = view.funds?.treasury ?? null;
+  family(
+    "psyche_treasury_vault_amount",
+    treasury === null ? [] : [
+      { value: Number(treasury.vaultAmount) },
+    ],
+  );
+  family(
+    "psyche_treasury_claimed_total",
+    treasury === null ? [] : [
+      { value: Number(treasury.totalClaimed) },
+    ],
+  );
+  const pools = view.funds?.pools ?? [];
+  const pool = (field: "totalDeposited" | "totalClaimable" | "totalClaimed") =>
+    pools.map((p) => ({ labels: { pool: p.address }, value: Number(p[field]) }));
+  family("psyche_pool_deposited", pool("totalDeposited"));
+  family("psyche_pool_claimable_total", pool("totalClaimable"));
+  family("psyche_pool_claimed_total", pool("totalClaimed"));
   family(
     "psyche_client_last_step",
     reporting.map((c) => ({ labels: client(c.key), value: c.lastStep! })),

@@ -134,3 +134,29 @@ Deno.test("the reader refuses what Prometheus would", () => {
   );
   assert.throws(() => parsePrometheusText('# HELP x h\n# TYPE x gauge\nx{a="b} 1\n'), /labels/);
 });
+
+Deno.test("the treasury's and pools' balances are gauges and counters where the view has them", () => {
+  const view: DashboardView = {
+    ...runView(),
+    funds: {
+      treasury: { address: "T", mint: "M", vaultAmount: "5000", totalClaimed: "120" },
+      pools: [{
+        address: "P1",
+        collateralMint: "C",
+        rewardsMint: "M",
+        totalDeposited: "900",
+        totalClaimable: "300",
+        totalClaimed: "100",
+      }],
+    },
+  };
+  const scraped = parsePrometheusText(metricsText(view));
+  assert.equal(sampleValue(scraped, "psyche_treasury_vault_amount"), 5000);
+  assert.equal(sampleValue(scraped, "psyche_treasury_claimed_total"), 120);
+  assert.equal(sampleValue(scraped, "psyche_pool_deposited", { pool: "P1" }), 900);
+  assert.equal(sampleValue(scraped, "psyche_pool_claimable_total", { pool: "P1" }), 300);
+  assert.equal(sampleValue(scraped, "psyche_pool_claimed_total", { pool: "P1" }), 100);
+  const tcp = parsePrometheusText(metricsText(runView()));
+  assert.equal(sampleValue(tcp, "psyche_treasury_vault_amount"), undefined);
+  assert.equal(sampleValue(tcp, "psyche_pool_deposited", { pool: "P1" }), undefined);
+});

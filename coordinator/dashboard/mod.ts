@@ -5,7 +5,7 @@
  *
  * @module
  */
-export { type ConfigView, type RunSnapshot, snapshotOf } from "./snapshot.ts";
+export { type ConfigView, type FundsView, type RunSnapshot, snapshotOf } from "./snapshot.ts";
 export {
   type ClientStatus,
   type ClientView,

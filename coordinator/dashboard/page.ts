@@ -61,6 +61,9 @@ export function dashboardPage(view: DashboardView): string {
 <th>tok/s</th><th>sent</th><th>received</th><th>witness reports</th><th>divergences</th><th>earned</th><th>evals</th></tr>
 </thead>
 <tbody id="clients-body"></tbody></table>
+<div id="funds" hidden><h2>Treasury and pools (token base units)</h2>
+<table><thead><tr><th>account</th><th>what</th><th>mint</th><th>held / deposited</th>
+<th>claimable</th><th>claimed</th></tr></thead><tbody id="funds-body"></tbody></table></div>
 <h2>Loss</h2><div id="loss-chart" data-points="0"></div>
 <h2>Step time (mean of the clients' reports, ms)</h2><div id="breakdown-chart" data-steps="0"></div>
 <div class="grid"><div><h2>Parameter digests a quorum agreed on</h2><ul id="digests"></ul></div>

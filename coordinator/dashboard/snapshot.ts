@@ -35,6 +35,34 @@ export interface ConfigView {
   readonly maxSeqLen: number;
 }
 
+/**
+ * Token balances around a run (Solana: its treasury and the mining pools the dashboard was
+ * asked to show), in token base units as decimal u64 strings.
+ */
+export interface FundsView {
+  /** The run's treasury (docs/solana-treasurer.md), or null when it has none. */
+  readonly treasury: {
+    readonly address: string;
+    readonly mint: string;
+    /** What the treasury's vault holds: what claims can still be paid from. */
+    readonly vaultAmount: string;
+    /** Paid to participants, in all. */
+    readonly totalClaimed: string;
+  } | null;
+  /** Mining pools (docs/solana-pool.md), in the order they were named. */
+  readonly pools: readonly {
+    readonly address: string;
+    readonly collateralMint: string;
+    readonly rewardsMint: string;
+    /** Collateral the lenders deposited. */
+    readonly totalDeposited: string;
+    /** Rewards the lenders may claim in all (only grows). */
+    readonly totalClaimable: string;
+    /** Rewards the lenders claimed. */
+    readonly totalClaimed: string;
+  }[];
+}
+
 /** Where the run stands. */
 export interface RunSnapshot {
   readonly runId: string;
@@ -52,6 +80,8 @@ export interface RunSnapshot {
    * (the Solana program: docs/solana-program.md, "Earned points"); absent on the TCP server.
    */
   readonly earned?: Readonly<Record<string, string>>;
+  /** The treasury's and pools' balances, where the backend has them (Solana); absent on TCP. */
+  readonly funds?: FundsView;
   readonly config: ConfigView;
 }
 

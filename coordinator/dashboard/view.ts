@@ -15,7 +15,7 @@ import {
   type StepPhase,
 } from "../server/mod.ts";
 import { RUN_STATES, type RunState } from "../core/mod.ts";
-import type { ConfigView, RunSnapshot } from "./snapshot.ts";
+import type { ConfigView, FundsView, RunSnapshot } from "./snapshot.ts";
 
 /** Loss points kept per client (and for the mean); older ones are dropped first. */
 export const MAX_LOSS_POINTS = 2000;
@@ -112,6 +112,8 @@ export interface DashboardView {
   readonly step: number;
   readonly roundHeight: number | null;
   readonly config: ConfigView | null;
+  /** The treasury's and pools' balances from the latest snapshot that had them (Solana). */
+  readonly funds: FundsView | null;
   /** In the order the dashboard first heard of them. */
   readonly clients: readonly ClientView[];
   /** Each client's reported losses, by hex key, in report order. */
@@ -159,6 +161,7 @@ export function emptyView(): DashboardView {
     step: 0,
     roundHeight: null,
     config: null,
+    funds: null,
     clients: [],
     loss: {},
     meanLoss: [],
@@ -497,7 +500,7 @@ function applyEvent(view: DashboardView, event: ServerEvent, timeMs: number): Da
 /**
  * The view with the coordinator's state at `timeMs`: run state, progress and configuration
  * from the snapshot, each client's health from the epoch's list or the pending list, and its
- * earned points when the snapshot has them.
+ * earned points and the treasury's and pools' balances when the snapshot has them.
  */
 export function reduceSnapshot(
   view: DashboardView,
@@ -531,6 +534,7 @@ export function reduceSnapshot(
     step: snapshot.step,
     roundHeight: snapshot.roundHeight,
     config: snapshot.config,
+    funds: snapshot.funds ?? next.funds,
     clients,
     updatedMs: timeMs,
   };

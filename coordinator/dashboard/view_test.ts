@@ -364,3 +364,24 @@ Deno.test("a witness report's evals are the client's until a report carries new 
   assert.deepEqual(a.evals, { hellaswag_acc_norm: 0.25 }, "kept, without the non-finite value");
   assert.equal(fold([witness(B, 1, 1)]).clients[0].evals, null);
 });
+
+Deno.test("the treasury's and pools' balances come from snapshots that carry them (Solana)", () => {
+  const first = reduceSnapshot(emptyView(), snapshot(), 1000);
+  assert.equal(first.funds, null, "the TCP server has none");
+  const funds = {
+    treasury: { address: "T", mint: "M", vaultAmount: "5000", totalClaimed: "120" },
+    pools: [{
+      address: "P",
+      collateralMint: "C",
+      rewardsMint: "M",
+      totalDeposited: "900",
+      totalClaimable: "300",
+      totalClaimed: "100",
+    }],
+  };
+  const shown = reduceSnapshot(first, snapshot({ funds }), 2000);
+  assert.deepEqual(shown.funds, funds);
+  assert.deepEqual(reduceSnapshot(shown, snapshot(), 3000).funds, funds, "kept until the next");
+  const none = { treasury: null, pools: [] };
+  assert.deepEqual(reduceSnapshot(shown, snapshot({ funds: none }), 4000).funds, none);
+});

@@ -1,9 +1,25 @@
 import assert from "node:assert/strict";
-import { accountSnapshot, parseDashboardArgs } from "./dashboard.ts";
+import { type Address, generateKeyPairSigner, getAddressEncoder, lamports } from "@solana/kit";
+import type { LiteSVM } from "litesvm";
+import { accountSnapshot, parseDashboardArgs, readFunds } from "./dashboard.ts";
 import { initialAccount } from "../reference/mod.ts";
 import { main } from "./main.ts";
-import { loadWallet } from "../rpc/mod.ts";
+import {
+  DEFAULT_POOL_PROGRAM_ID,
+  DEFAULT_TREASURER_PROGRAM_ID,
+  loadWallet,
+  SolanaRpcClient,
+} from "../rpc/mod.ts";
 import { UsageError } from "../../../common/mod.ts";
+import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
+import { SPL_TOKEN_PROGRAM_ADDRESS } from "../abi/mod.ts";
+import {
+  TREASURY_BYTES,
+  TREASURY_MAGIC_TEXT,
+  TREASURY_OFFSETS,
+  treasuryAddress,
+} from "../treasurer/mod.ts";
+import { POOL_BYTES, POOL_MAGIC_TEXT, POOL_OFFSETS } from "../pool/mod.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
 const KEY = "11111111111111111111111111111111";
@@ -37,6 +53,129 @@ Deno.test("dashboard flags: the run is found by main authority or address, not b
   assert.throws(
     () => parseDashboardArgs(["--run-id", "r", "--coordinator", KEY, "--rpc", "nowhere"]),
     /--rpc must be a URL/,
+  );
+});
+
+Deno.test("dashboard flags: --pool is repeatable; the programs default to the localnet's", () => {
+  const args = parseDashboardArgs([
+    "--run-id",
+    "r",
+    "--coordinator",
+    KEY,
+    "--pool",
+    KEY,
+    "--pool",
+    DEFAULT_POOL_PROGRAM_ID,
+    "--pool",
+    KEY,
+  ]);
+  assert.ok(args !== "help");
+  assert.deepEqual(args.pools, [KEY, DEFAULT_POOL_PROGRAM_ID], "each pool once");
+  assert.equal(args.poolProgramId, DEFAULT_POOL_PROGRAM_ID);
+  assert.equal(args.treasurerProgramId, DEFAULT_TREASURER_PROGRAM_ID);
+  assert.throws(
+    () => parseDashboardArgs(["--run-id", "r", "--coordinator", KEY, "--pool", "nope"]),
+    /--pool must be a base58 public key, found "nope"/,
+  );
+  assert.throws(
+    () =>
+      parseDashboardArgs(["--run-id", "r", "--coordinator", KEY, "--treasurer-program-id", "x"]),
+    /--treasurer-program-id must be a base58 public key/,
+  );
+});
+
+/** Writes `data` at `at` into the ledger, owned by `owner`. */
+function put(svm: LiteSVM, at: Address, owner: Address, data: Uint8Array): void {
+  svm.setAccount({
+    address: at,
+    data,
+    executable: false,
+    lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(data.length))),
+    programAddress: owner,
+    space: BigInt(data.length),
+  });
+}
+
+Deno.test("readFunds: the run's treasury and the named pools, read from the localnet", async () => {
+  await using net = await startLocalnet({
+    port: 0,
+    wsPort: 0,
+    programBytes: await loadProgramBytes(),
+  });
+  const svm = net.ledger.svm;
+  const rpc = new SolanaRpcClient({ url: net.url });
+  const coordinator = (await generateKeyPairSigner()).address;
+  const opts = {
+    treasurerProgramId: DEFAULT_TREASURER_PROGRAM_ID,
+    pools: [] as Address[],
+    poolProgramId: DEFAULT_POOL_PROGRAM_ID,
+  };
+  assert.deepEqual(await readFunds(rpc, coordinator, opts), { treasury: null, pools: [] });
+
+  const enc = getAddressEncoder();
+  const mint = (await generateKeyPairSigner()).address;
+  const treasury = await treasuryAddress(DEFAULT_TREASURER_PROGRAM_ID, coordinator);
+  const vault = (await generateKeyPairSigner()).address;
+  const token = new Uint8Array(165);
+  token.set(enc.encode(mint), 0);
+  token.set(enc.encode(treasury), 32);
+  new DataView(token.buffer).setBigUint64(64, 5_000n, true);
+  token[108] = 1;
+  put(svm, vault, SPL_TOKEN_PROGRAM_ADDRESS, token);
+  const t = new Uint8Array(TREASURY_BYTES);
+  t.set(new TextEncoder().encode(TREASURY_MAGIC_TEXT), 0);
+  t[TREASURY_OFFSETS.version] = 1;
+  t.set(enc.encode(coordinator), TREASURY_OFFSETS.coordinator);
+  t.set(enc.encode(mint), TREASURY_OFFSETS.mint);
+  t.set(enc.encode(vault), TREASURY_OFFSETS.vault);
+  new DataView(t.buffer).setBigUint64(TREASURY_OFFSETS.totalClaimed, 120n, true);
+  put(svm, treasury, DEFAULT_TREASURER_PROGRAM_ID, t);
+
+  const pool = (await generateKeyPairSigner()).address;
+  const p = new Uint8Array(POOL_BYTES);
+  p.set(new TextEncoder().encode(POOL_MAGIC_TEXT), 0);
+  p[POOL_OFFSETS.version] = 1;
+  p.set(enc.encode(mint), POOL_OFFSETS.rewardsMint);
+  p.set(enc.encode(mint), POOL_OFFSETS.collateralMint);
+  const v = new DataView(p.buffer);
+  v.setBigUint64(POOL_OFFSETS.totalDeposited, 900n, true);
+  v.setBigUint64(POOL_OFFSETS.totalClaimable, 300n, true);
+  v.setBigUint64(POOL_OFFSETS.totalClaimed, 100n, true);
+  put(svm, pool, DEFAULT_POOL_PROGRAM_ID, p);
+
+  const funds = await readFunds(rpc, coordinator, { ...opts, pools: [pool] });
+  assert.deepEqual(funds, {
+    treasury: { address: treasury, mint, vaultAmount: "5000", totalClaimed: "120" },
+    pools: [{
+      address: pool,
+      collateralMint: mint,
+      rewardsMint: mint,
+      totalDeposited: "900",
+      totalClaimable: "300",
+      totalClaimed: "100",
+    }],
+  });
+  const snapshot = accountSnapshot(
+    initialAccount({
+      runId: "r",
+      mainAuthority: new Uint8Array(32).fill(1),
+      joinAuthority: new Uint8Array(32).fill(2),
+      permissionless: true,
+    }),
+    funds,
+  );
+  assert.deepEqual(snapshot.funds, funds);
+
+  // A pool that is not there, or not the pool program's, is refused by address.
+  const nowhere = (await generateKeyPairSigner()).address;
+  await assert.rejects(
+    readFunds(rpc, coordinator, { ...opts, pools: [nowhere] }),
+    new RegExp(`no pool account at ${nowhere}`),
+  );
+  put(svm, nowhere, DEFAULT_TREASURER_PROGRAM_ID, p);
+  await assert.rejects(
+    readFunds(rpc, coordinator, { ...opts, pools: [nowhere] }),
+    /belongs to \w+, not the pool program/,
   );
 });
 
@@ -139,6 +278,7 @@ Deno.test({
       assert.equal(view.runId, "llama-bytes-brown");
       assert.equal(view.runState, "WaitingForMembers");
       assert.equal(view.config.architecture, "HfLlama");
+      assert.deepEqual(view.funds, { treasury: null, pools: [] }, "no treasury, no --pool");
       const metrics = await (await fetch(`${url}/metrics`)).text();
       assert.match(metrics, /run_id="llama-bytes-brown"/);
       assert.match(metrics, /psyche_run_state\{state="WaitingForMembers"\} 1/);

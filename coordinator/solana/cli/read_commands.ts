@@ -46,12 +46,14 @@ interface Io {
   write(line: string): void;
 }
 
-interface AccountInfo {
+/** An account's owning program and data. */
+export interface AccountInfo {
   owner: Address;
   data: Uint8Array;
 }
 
-async function accountInfo(rpc: SolanaRpcClient, at: Address): Promise<AccountInfo | null> {
+/** The account at `at` (its owner and data), or null when none exists. */
+export async function accountInfo(rpc: SolanaRpcClient, at: Address): Promise<AccountInfo | null> {
   const r = await rpc.call<{ value: { owner: string; data: [string, string] } | null }>(
     "getAccountInfo",
     [at, { encoding: "base64", commitment: "confirmed" }],

@@ -2,8 +2,10 @@
  * The read commands against the localnet (litesvm with the real coordinator program and SPL
  * Token): list-runs, show-run, show-user / json-dump-user and can-join, as text and as JSON; and
  * can-join's verdict against the program's own answer: every case here asks can-join, then
- * sends the join, and the join succeeds exactly when can-join said yes. Token accounts, a
- * treasury and a smaller batch are written into the ledger directly.
+ * sends the join, and the join succeeds exactly when can-join said yes (NotAuthorizedToJoin,
+ * authorized, InsufficientDeposit, enough deposit, MoreClientsThanBatches, ClientsFull, a stale
+ * registration reused). Token accounts, a treasury, a smaller batch, a full registry and later
+ * epochs are written into the ledger directly.
  */
 import assert from "node:assert/strict";
 import {
@@ -18,6 +20,7 @@ import { main } from "./main.ts";
 import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
 import { loadWallet, SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
 import {
+  ACCOUNT_MAX_CLIENTS,
   associatedTokenAddress,
   coordinatorInstruction,
   joinDepositAccounts,
@@ -292,6 +295,33 @@ Deno.test("reads: list-runs, show-run, show-user and can-join agree with the pro
     assert.match(text.out, /join deposit 400 held, locked/);
     assert.match(text.out, /vault holds 5000, 120 claimed in all; this wallet claimed 0/);
     assert.match(text.out, /pools: not linked to runs/);
+
+    // A full registry (written into the account: the rest of the slots, empty, joined epoch 0):
+    // none is stale while epoch 0 is the running one; two epochs later every empty one is, and
+    // the stranger takes the first (the friend's holds a deposit).
+    const edit = (change: (v: DataView) => void) => {
+      const acc = svm.getAccount(created.bob);
+      assert.ok(acc.exists);
+      const data = Uint8Array.from(acc.data);
+      change(new DataView(data.buffer));
+      svm.setAccount({ ...acc, data });
+    };
+    edit((v) => {
+      v.setUint16(OFFSETS.registryLen, ACCOUNT_MAX_CLIENTS, true);
+      v.setBigUint64(OFFSETS.nextActive, 1n, true);
+    });
+    const crowded = await attempt("stranger", created.bob, theirs);
+    assert.deepEqual(crowded.errors, ["ClientsFull", "MoreClientsThanBatches"]);
+    edit((v) => v.setBigUint64(OFFSETS.nextActive, 3n, true));
+    assert.deepEqual((await attempt("stranger", created.bob, theirs)).errors, []);
+    const reused = await solana([
+      "json-dump-user",
+      ...RUN,
+      "--wallet",
+      wallets.stranger.address,
+      ...where,
+    ]);
+    assert.equal(JSON.parse(reused.out).registration.slot, 1);
 
     // Usage errors name what is missing; a missing run exits 1.
     const nobody = await solana(["show-user", ...RUN, ...where]);

@@ -7,7 +7,7 @@
  * then a real transaction (set_future_epoch_rates) makes the account change.
  */
 import assert from "node:assert/strict";
-import { type Address, generateKeyPairSigner, getAddressEncoder, lamports } from "@solana/kit";
+import { type Address, getAddressEncoder } from "@solana/kit";
 import { testConfig, testModel } from "../../tests/support/coordinator_fixtures.ts";
 import { startTestRun } from "../../coordinator/solana/testing/localnet_run.ts";
 import { CLAIM_RETRY_MS, claimDue, SolanaBackend, type SolanaBackendEvent } from "./solana.ts";
@@ -15,12 +15,15 @@ import { TransactionSender } from "../../coordinator/solana/rpc/mod.ts";
 import { LOCALNET_TREASURER_PROGRAM_ID } from "../../coordinator/solana/localnet/mod.ts";
 import { buildTreasurerOnce } from "../../coordinator/solana/toolchain/mod.ts";
 import {
-  TOKEN_PROGRAM_ADDRESS,
   tokenTransferInstruction,
   treasuryCreateInstruction,
 } from "../../coordinator/solana/treasurer/mod.ts";
 import { decodeCoordinatorAccount, OFFSETS } from "../../coordinator/solana/abi/mod.ts";
 import { generateIdentity } from "../../net/mod.ts";
+import {
+  newTokenAccount,
+  tokenBalance,
+} from "../../coordinator/solana/testing/litesvm_accounts.ts";
 
 Deno.test("claimDue: new points at once, a failed try again after a minute, paid ones never", () => {
   assert.equal(claimDue(0n, null, 0), false, "no points");
@@ -42,34 +45,10 @@ Deno.test("--claim: the backend claims each epoch's new points from the run's tr
     treasurerProgramBytes: (await buildTreasurerOnce()).bytes,
   });
   const svm = run.net.ledger.svm;
-  const put = async (data: Uint8Array): Promise<Address> => {
-    const at = (await generateKeyPairSigner()).address;
-    svm.setAccount({
-      address: at,
-      data,
-      executable: false,
-      lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(data.length))),
-      programAddress: TOKEN_PROGRAM_ADDRESS,
-      space: BigInt(data.length),
-    });
-    return at;
-  };
-  const mintData = new Uint8Array(82);
-  mintData[45] = 1;
-  const mint = await put(mintData);
-  const tokenAccount = (owner: Address, amount: bigint) => {
-    const data = new Uint8Array(165);
-    data.set(getAddressEncoder().encode(mint), 0);
-    data.set(getAddressEncoder().encode(owner), 32);
-    new DataView(data.buffer).setBigUint64(64, amount, true);
-    data[108] = 1;
-    return put(data);
-  };
-  const balance = (at: Address) => {
-    const acc = svm.getAccount(at);
-    assert.ok(acc.exists);
-    return new DataView(acc.data.buffer, acc.data.byteOffset).getBigUint64(64, true);
-  };
+  const mint = await newTokenAccount(svm, null);
+  const tokenAccount = (owner: Address, amount: bigint) =>
+    newTokenAccount(svm, { mint, owner, amount });
+  const balance = (at: Address) => tokenBalance(svm, at);
 
   const wallet = await run.newWallet();
   const destination = await tokenAccount(wallet.signer.address, 0n);

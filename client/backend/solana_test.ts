@@ -15,18 +15,12 @@ import { keypairJson, SolanaRpcClient } from "../../coordinator/solana/rpc/mod.t
 import {
   associatedTokenAddress,
   decodeCoordinatorAccount,
-  SPL_TOKEN_PROGRAM_ADDRESS,
 } from "../../coordinator/solana/abi/mod.ts";
-import {
-  type Address,
-  generateKeyPairSigner,
-  getAddressDecoder,
-  getAddressEncoder,
-  lamports,
-} from "@solana/kit";
+import { type Address, generateKeyPairSigner, getAddressDecoder } from "@solana/kit";
 import { generateIdentity } from "../../net/mod.ts";
 import { parseClientArgs } from "../cli.ts";
 import { connectSolana } from "../main.ts";
+import { writeTokenAt as writeToken } from "../../coordinator/solana/testing/litesvm_accounts.ts";
 
 async function connect(
   run: TestRun,
@@ -312,32 +306,6 @@ Deno.test("a client in Solana mode meets where the run's account says, with no f
   }
 });
 
-/** Writes an SPL Token mint (`owner` null) or token account into the ledger. */
-function writeToken(
-  run: TestRun,
-  at: Address,
-  token: { mint: Address; owner: Address; amount: bigint } | null,
-): void {
-  const data = new Uint8Array(token === null ? 82 : 165);
-  if (token === null) data[45] = 1; // an initialized mint without authority
-  else {
-    const enc = getAddressEncoder();
-    data.set(enc.encode(token.mint), 0);
-    data.set(enc.encode(token.owner), 32);
-    new DataView(data.buffer).setBigUint64(64, token.amount, true);
-    data[108] = 1;
-  }
-  const svm = run.net.ledger.svm;
-  svm.setAccount({
-    address: at,
-    data,
-    executable: false,
-    lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(data.length))),
-    programAddress: SPL_TOKEN_PROGRAM_ADDRESS,
-    space: BigInt(data.length),
-  });
-}
-
 Deno.test("a run with a join deposit: the backend pays it from the wallet's token account, or is refused by name", async () => {
   await using run = await startTestRun({
     runId: "deposit",
@@ -345,7 +313,7 @@ Deno.test("a run with a join deposit: the backend pays it from the wallet's toke
     model: testModel(),
   });
   const mint = (await generateKeyPairSigner()).address;
-  writeToken(run, mint, null);
+  writeToken(run.net.ledger.svm, mint, null);
   const vault = await run.operator.setJoinDeposit(run.coordinator, mint, 500n);
   const balance = (at: Address) => {
     const acc = run.net.ledger.svm.getAccount(at);
@@ -358,14 +326,14 @@ Deno.test("a run with a join deposit: the backend pays it from the wallet's toke
   const poor = await connect(run, "deposit");
   try {
     const richAccount = await associatedTokenAddress(walletOf(rich), mint);
-    writeToken(run, richAccount, { mint, owner: walletOf(rich), amount: 800n });
+    writeToken(run.net.ledger.svm, richAccount, { mint, owner: walletOf(rich), amount: 800n });
     await rich.join();
     assert.equal(balance(richAccount), 300n);
     assert.equal(balance(vault), 500n);
     assert.equal(run.pending().length, 1);
     // A wallet whose token account holds too little: refused for good, naming what is needed.
     const poorAccount = await associatedTokenAddress(walletOf(poor), mint);
-    writeToken(run, poorAccount, { mint, owner: walletOf(poor), amount: 100n });
+    writeToken(run.net.ledger.svm, poorAccount, { mint, owner: walletOf(poor), amount: 100n });
     await assert.rejects(
       poor.join(),
       (e) =>

@@ -8,7 +8,7 @@
  * the account: the program's rules for them are deposit_test.ts's.
  */
 import assert from "node:assert/strict";
-import { type Address, generateKeyPairSigner, getAddressEncoder, lamports } from "@solana/kit";
+import { type Address, generateKeyPairSigner } from "@solana/kit";
 import { main } from "./main.ts";
 import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
 import { loadWallet, SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
@@ -17,10 +17,13 @@ import {
   coordinatorInstruction,
   joinDepositAccounts,
   OFFSETS,
-  SPL_TOKEN_PROGRAM_ADDRESS,
   structLayout,
 } from "../abi/mod.ts";
 import type { LiteSVM } from "litesvm";
+import {
+  tokenBalance as balance,
+  writeTokenAt as writeToken,
+} from "../testing/litesvm_accounts.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
 
@@ -29,37 +32,6 @@ async function solana(argv: string[]) {
   const err: string[] = [];
   const code = await main(argv, { write: (l) => out.push(l), error: (l) => err.push(l) });
   return { code, out: out.join("\n"), err: err.join("\n") };
-}
-
-/** Writes an SPL Token mint (`token` null) or token account at `at` into the ledger. */
-function writeToken(
-  svm: LiteSVM,
-  at: Address,
-  token: { mint: Address; owner: Address; amount: bigint } | null,
-): void {
-  const data = new Uint8Array(token === null ? 82 : 165);
-  if (token === null) data[45] = 1; // an initialized mint without authority
-  else {
-    const enc = getAddressEncoder();
-    data.set(enc.encode(token.mint), 0);
-    data.set(enc.encode(token.owner), 32);
-    new DataView(data.buffer).setBigUint64(64, token.amount, true);
-    data[108] = 1;
-  }
-  svm.setAccount({
-    address: at,
-    data,
-    executable: false,
-    lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(data.length))),
-    programAddress: SPL_TOKEN_PROGRAM_ADDRESS,
-    space: BigInt(data.length),
-  });
-}
-
-function balance(svm: LiteSVM, at: Address): bigint {
-  const acc = svm.getAccount(at);
-  assert.ok(acc.exists, `no account at ${at}`);
-  return new DataView(acc.data.buffer, acc.data.byteOffset).getBigUint64(64, true);
 }
 
 /** Rewrites the account at `at` (states an epoch would reach, without running one). */

@@ -4,54 +4,19 @@
  * Mints and token accounts are written into the ledger directly (no SPL Token CLI here).
  */
 import assert from "node:assert/strict";
-import { type Address, generateKeyPairSigner, getAddressEncoder, lamports } from "@solana/kit";
+import { type Address } from "@solana/kit";
 import { main } from "./main.ts";
 import { loadProgramBytes, LOCALNET_POOL_PROGRAM_ID, startLocalnet } from "../localnet/mod.ts";
 import { loadWallet } from "../rpc/mod.ts";
 import { buildPoolOnce } from "../toolchain/mod.ts";
-import { rewardsVaultAddress, TOKEN_PROGRAM_ADDRESS } from "../pool/mod.ts";
-import type { LiteSVM } from "litesvm";
+import { rewardsVaultAddress } from "../pool/mod.ts";
+import { newTokenAccount, tokenBalance as balance } from "../testing/litesvm_accounts.ts";
 
 async function solana(argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
   const code = await main(argv, { write: (l) => out.push(l), error: (l) => err.push(l) });
   return { code, out: out.join("\n"), err: err.join("\n") };
-}
-
-/** Writes an SPL Token account (or mint, `owner` null) into the ledger; returns its address. */
-async function tokenAccount(
-  svm: LiteSVM,
-  mint: Address | null,
-  owner: Address | null,
-  amount: bigint,
-): Promise<Address> {
-  const at = (await generateKeyPairSigner()).address;
-  const enc = getAddressEncoder();
-  const data = new Uint8Array(mint === null ? 82 : 165);
-  if (mint === null) {
-    data[45] = 1; // an initialized mint with no authority
-  } else {
-    data.set(enc.encode(mint), 0);
-    data.set(enc.encode(owner!), 32);
-    new DataView(data.buffer).setBigUint64(64, amount, true);
-    data[108] = 1;
-  }
-  svm.setAccount({
-    address: at,
-    data,
-    executable: false,
-    lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(data.length))),
-    programAddress: TOKEN_PROGRAM_ADDRESS,
-    space: BigInt(data.length),
-  });
-  return at;
-}
-
-function balance(svm: LiteSVM, at: Address): bigint {
-  const acc = svm.getAccount(at);
-  assert.ok(acc.exists, `no account at ${at}`);
-  return new DataView(acc.data.buffer, acc.data.byteOffset).getBigUint64(64, true);
 }
 
 Deno.test("pool commands: create, deposit, freeze, declare and claim on the localnet", async () => {
@@ -73,15 +38,15 @@ Deno.test("pool commands: create, deposit, freeze, declare and claim on the loca
       const a = await solana(["airdrop", "--lamports", "1000000000", ...rpc, ...key(name)]);
       assert.equal(a.code, 0, a.err);
     }
-    const collateral = await tokenAccount(svm, null, null, 0n);
-    const rewards = await tokenAccount(svm, null, null, 0n);
+    const collateral = await newTokenAccount(svm, null);
+    const rewards = await newTokenAccount(svm, null);
     const alice = {
-      from: await tokenAccount(svm, collateral, wallets.alice, 1000n),
-      to: await tokenAccount(svm, rewards, wallets.alice, 0n),
+      from: await newTokenAccount(svm, { mint: collateral, owner: wallets.alice, amount: 1000n }),
+      to: await newTokenAccount(svm, { mint: rewards, owner: wallets.alice, amount: 0n }),
     };
     const bob = {
-      from: await tokenAccount(svm, collateral, wallets.bob, 1000n),
-      to: await tokenAccount(svm, rewards, wallets.bob, 0n),
+      from: await newTokenAccount(svm, { mint: collateral, owner: wallets.bob, amount: 1000n }),
+      to: await newTokenAccount(svm, { mint: rewards, owner: wallets.bob, amount: 0n }),
     };
     const where = ["--pool-authority", wallets.operator, "--index", "4"];
 
@@ -203,7 +168,11 @@ Deno.test("pool commands: create, deposit, freeze, declare and claim on the loca
     assert.match(again.err, /NothingToClaim \(7022\)/);
 
     // The authority takes the collateral out for the run.
-    const out = await tokenAccount(svm, collateral, wallets.operator, 0n);
+    const out = await newTokenAccount(svm, {
+      mint: collateral,
+      owner: wallets.operator,
+      amount: 0n,
+    });
     const extracted = await solana([
       "pool-extract",
       ...where,

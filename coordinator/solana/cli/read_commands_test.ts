@@ -15,7 +15,6 @@ import {
   type KeyPairSigner,
   lamports,
 } from "@solana/kit";
-import type { LiteSVM } from "litesvm";
 import { main } from "./main.ts";
 import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
 import { loadWallet, SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
@@ -25,7 +24,6 @@ import {
   coordinatorInstruction,
   joinDepositAccounts,
   OFFSETS,
-  SPL_TOKEN_PROGRAM_ADDRESS,
   structLayout,
 } from "../abi/mod.ts";
 import {
@@ -36,6 +34,7 @@ import {
 } from "../treasurer/mod.ts";
 import { DEFAULT_TREASURER_PROGRAM_ID } from "../rpc/mod.ts";
 import { EXIT_CANNOT_JOIN } from "./read_commands.ts";
+import { writeTokenAt as writeToken } from "../testing/litesvm_accounts.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
 const STATE = `${ROOT}config/llama-tiny/state.toml`;
@@ -46,31 +45,6 @@ async function solana(argv: string[]) {
   const err: string[] = [];
   const code = await main(argv, { write: (l) => out.push(l), error: (l) => err.push(l) });
   return { code, out: out.join("\n"), err: err.join("\n") };
-}
-
-/** Writes an SPL Token mint (`token` null) or token account at `at` into the ledger. */
-function writeToken(
-  svm: LiteSVM,
-  at: Address,
-  token: { mint: Address; owner: Address; amount: bigint } | null,
-): void {
-  const data = new Uint8Array(token === null ? 82 : 165);
-  if (token === null) data[45] = 1;
-  else {
-    const enc = getAddressEncoder();
-    data.set(enc.encode(token.mint), 0);
-    data.set(enc.encode(token.owner), 32);
-    new DataView(data.buffer).setBigUint64(64, token.amount, true);
-    data[108] = 1;
-  }
-  svm.setAccount({
-    address: at,
-    data,
-    executable: false,
-    lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(data.length))),
-    programAddress: SPL_TOKEN_PROGRAM_ADDRESS,
-    space: BigInt(data.length),
-  });
 }
 
 Deno.test("reads: list-runs, show-run, show-user and can-join agree with the program", async () => {

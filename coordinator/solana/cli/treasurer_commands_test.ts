@@ -5,49 +5,20 @@
  * the ledger directly (epochs are trained in treasurer_test.ts; no SPL Token CLI here).
  */
 import assert from "node:assert/strict";
-import { type Address, generateKeyPairSigner, getAddressEncoder, lamports } from "@solana/kit";
+import { type Address, getAddressEncoder } from "@solana/kit";
 import type { LiteSVM } from "litesvm";
 import { main } from "./main.ts";
 import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
 import { loadWallet } from "../rpc/mod.ts";
 import { buildTreasurerOnce } from "../toolchain/mod.ts";
-import { TOKEN_PROGRAM_ADDRESS } from "../treasurer/mod.ts";
 import { OFFSETS, structLayout } from "../abi/mod.ts";
+import { newTokenAccount, tokenBalance as balance } from "../testing/litesvm_accounts.ts";
 
 async function solana(argv: string[]) {
   const out: string[] = [];
   const err: string[] = [];
   const code = await main(argv, { write: (l) => out.push(l), error: (l) => err.push(l) });
   return { code, out: out.join("\n"), err: err.join("\n") };
-}
-
-/** Writes an SPL Token account (or mint, `owner` null) into the ledger; returns its address. */
-async function tokenAccount(
-  svm: LiteSVM,
-  mint: Address | null,
-  owner: Address | null,
-  amount: bigint,
-): Promise<Address> {
-  const at = (await generateKeyPairSigner()).address;
-  const enc = getAddressEncoder();
-  const data = new Uint8Array(mint === null ? 82 : 165);
-  if (mint === null) {
-    data[45] = 1; // an initialized mint with no authority
-  } else {
-    data.set(enc.encode(mint), 0);
-    data.set(enc.encode(owner!), 32);
-    new DataView(data.buffer).setBigUint64(64, amount, true);
-    data[108] = 1;
-  }
-  svm.setAccount({
-    address: at,
-    data,
-    executable: false,
-    lamports: lamports(svm.minimumBalanceForRentExemption(BigInt(data.length))),
-    programAddress: TOKEN_PROGRAM_ADDRESS,
-    space: BigInt(data.length),
-  });
-  return at;
 }
 
 /** Gives the run's account registrations of `wallets` holding `points` (what epochs would pay). */
@@ -63,12 +34,6 @@ function payPoints(svm: LiteSVM, coordinator: Address, wallets: Address[], point
     v.setBigUint64(OFFSETS.earned + 8 * i, points[i], true);
   });
   svm.setAccount({ ...acc, data });
-}
-
-function balance(svm: LiteSVM, at: Address): bigint {
-  const acc = svm.getAccount(at);
-  assert.ok(acc.exists, `no account at ${at}`);
-  return new DataView(acc.data.buffer, acc.data.byteOffset).getBigUint64(64, true);
 }
 
 Deno.test("treasurer commands: create, top up, dump and claim on the localnet", async () => {
@@ -101,10 +66,14 @@ Deno.test("treasurer commands: create, top up, dump and claim on the localnet", 
     ]);
     assert.equal(created.code, 0, created.err);
     const coordinator = created.out.match(/at (\w+)/)![1] as Address;
-    const mint = await tokenAccount(svm, null, null, 0n);
-    const funds = await tokenAccount(svm, mint, wallets.operator, 10_000n);
-    const alice = await tokenAccount(svm, mint, wallets.alice, 0n);
-    const bob = await tokenAccount(svm, mint, wallets.bob, 0n);
+    const mint = await newTokenAccount(svm, null);
+    const funds = await newTokenAccount(svm, {
+      mint: mint,
+      owner: wallets.operator,
+      amount: 10_000n,
+    });
+    const alice = await newTokenAccount(svm, { mint: mint, owner: wallets.alice, amount: 0n });
+    const bob = await newTokenAccount(svm, { mint: mint, owner: wallets.bob, amount: 0n });
 
     // Only the run's main authority creates its treasury.
     const stranger = await solana([
@@ -200,7 +169,10 @@ Deno.test("treasurer commands: create, top up, dump and claim on the localnet", 
     assert.equal(balance(svm, alice), 350n);
     assert.equal(balance(svm, vault), 1350n - 450n);
     // The operator never trained: nothing to claim.
-    const op = await claim("operator", await tokenAccount(svm, mint, wallets.operator, 0n));
+    const op = await claim(
+      "operator",
+      await newTokenAccount(svm, { mint: mint, owner: wallets.operator, amount: 0n }),
+    );
     assert.equal(op.code, 1);
     assert.match(op.err, /NotRegistered \(7115\)/);
     const final = JSON.parse(

@@ -112,6 +112,54 @@ export function putAccount(svm: LiteSVM, at: Address, owner: Address, data: Uint
   });
 }
 
+/** What a token account holds: tokens of `mint` owned by `owner`. */
+export interface TokenHolding {
+  readonly mint: Address;
+  readonly owner: Address;
+  readonly amount: bigint;
+}
+
+/**
+ * Writes at `at` an initialized token account holding `token`, or, for null, an initialized
+ * mint without a mint authority (nobody can mint more).
+ */
+export function writeTokenAt(svm: LiteSVM, at: Address, token: TokenHolding | null): void {
+  if (token === null) {
+    putAccount(svm, at, TOKEN_PROGRAM, mintBytes(null, {}));
+    return;
+  }
+  const data = new Uint8Array(TOKEN_ACCOUNT_BYTES);
+  data.set(getAddressEncoder().encode(token.mint), 0);
+  data.set(getAddressEncoder().encode(token.owner), 32);
+  new DataView(data.buffer).setBigUint64(64, token.amount, true);
+  data[108] = 1; // initialized
+  putAccount(svm, at, TOKEN_PROGRAM, data);
+}
+
+/** {@linkcode writeTokenAt} at a fresh address, which it returns. */
+export async function newTokenAccount(svm: LiteSVM, token: TokenHolding | null): Promise<Address> {
+  const at = (await generateKeyPairSigner()).address;
+  writeTokenAt(svm, at, token);
+  return at;
+}
+
+/** An initialized mint's bytes: `authority` may mint (none when null). */
+function mintBytes(
+  authority: Address | null,
+  opts: { decimals?: number; supply?: bigint },
+): Uint8Array {
+  const data = new Uint8Array(MINT_BYTES);
+  const view = new DataView(data.buffer);
+  if (authority !== null) {
+    view.setUint32(0, 1, true);
+    data.set(getAddressEncoder().encode(authority), 4);
+  }
+  view.setBigUint64(36, opts.supply ?? 0n, true);
+  data[44] = opts.decimals ?? 6;
+  data[45] = 1; // initialized
+  return data;
+}
+
 /** Writes an initialized SPL Token mint of `authority` at a fresh address. */
 export async function writeMint(
   svm: LiteSVM,
@@ -119,32 +167,18 @@ export async function writeMint(
   opts: { decimals?: number; supply?: bigint } = {},
 ): Promise<Address> {
   const at = (await generateKeyPairSigner()).address;
-  const data = new Uint8Array(MINT_BYTES);
-  const view = new DataView(data.buffer);
-  view.setUint32(0, 1, true);
-  data.set(getAddressEncoder().encode(authority), 4);
-  view.setBigUint64(36, opts.supply ?? 0n, true);
-  data[44] = opts.decimals ?? 6;
-  data[45] = 1;
-  putAccount(svm, at, TOKEN_PROGRAM, data);
+  putAccount(svm, at, TOKEN_PROGRAM, mintBytes(authority, opts));
   return at;
 }
 
 /** Writes an initialized token account of `mint` owned by `owner` holding `amount`. */
-export async function writeTokenAccount(
+export function writeTokenAccount(
   svm: LiteSVM,
   mint: Address,
   owner: Address,
   amount: bigint,
 ): Promise<Address> {
-  const at = (await generateKeyPairSigner()).address;
-  const data = new Uint8Array(TOKEN_ACCOUNT_BYTES);
-  data.set(getAddressEncoder().encode(mint), 0);
-  data.set(getAddressEncoder().encode(owner), 32);
-  new DataView(data.buffer).setBigUint64(64, amount, true);
-  data[108] = 1;
-  putAccount(svm, at, TOKEN_PROGRAM, data);
-  return at;
+  return newTokenAccount(svm, { mint, owner, amount });
 }
 
 /** The raw bytes of an account (null when it does not exist). */

@@ -1,7 +1,7 @@
 /**
  * Runs the mining pool's operator commands (parsed by pool_args.ts): each builds the pool's
  * instruction (coordinator/solana/pool/) and sends it with {@linkcode TransactionSender}; a
- * refusal comes back as a {@linkcode PoolCommandError} naming the pool's error and its log line.
+ * refusal comes back as a {@linkcode ProgramCommandError} naming the pool's error and its log line.
  *
  * @module
  */
@@ -24,38 +24,9 @@ import {
   poolExtractInstruction,
   poolUpdateInstruction,
 } from "../pool/mod.ts";
-import {
-  customErrorCode,
-  loadWallet,
-  SolanaRpcClient,
-  TransactionFailedError,
-  TransactionSender,
-} from "../rpc/mod.ts";
+import { loadWallet, SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
+import { namedProgramError } from "./program_error.ts";
 import type { PoolArgs } from "./pool_args.ts";
-
-/** The pool program refused a command's transaction. */
-export class PoolCommandError extends Error {
-  /** The pool's error name (coordinator/solana/pool/errors.ts). */
-  readonly errorName: string;
-  readonly code: number;
-  constructor(errorName: string, code: number, detail: string) {
-    super(`${errorName} (${code})${detail === "" ? "" : `: ${detail}`}`);
-    this.name = "PoolCommandError";
-    this.errorName = errorName;
-    this.code = code;
-  }
-}
-
-/** A TransactionFailedError with a pool error code as a PoolCommandError; others unchanged. */
-function named(e: unknown): unknown {
-  if (!(e instanceof TransactionFailedError)) return e;
-  const code = customErrorCode(e.err);
-  const name = code === null ? undefined : poolErrorName(code);
-  if (code === null || name === undefined) return e;
-  const logs = e.logs.filter((l) => l.startsWith("Program log: "));
-  const detail = logs.length === 0 ? "" : logs[logs.length - 1].slice("Program log: ".length);
-  return new PoolCommandError(name, code, detail);
-}
 
 /** A pool account as JSON (bigints as decimal strings). */
 function poolJson(at: Address, p: PoolAccount): Record<string, unknown> {
@@ -112,7 +83,7 @@ export async function runPoolCommand(
     try {
       await sender!.send(instructions);
     } catch (e) {
-      throw named(e);
+      throw namedProgramError(e, "pool", poolErrorName);
     }
   };
   const where = async (): Promise<Address> => {

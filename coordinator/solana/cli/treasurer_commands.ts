@@ -1,7 +1,7 @@
 /**
  * Runs the treasurer's commands (parsed by treasurer_args.ts): each builds the treasurer's
  * instruction (coordinator/solana/treasurer/), or the SPL transfer of a top-up, and sends it with
- * {@linkcode TransactionSender}; a refusal comes back as a {@linkcode TreasurerCommandError}
+ * {@linkcode TransactionSender}; a refusal comes back as a {@linkcode ProgramCommandError}
  * naming the treasurer's error and its log line.
  *
  * @module
@@ -21,39 +21,10 @@ import {
   treasuryAddress,
   treasuryCreateInstruction,
 } from "../treasurer/mod.ts";
-import {
-  customErrorCode,
-  loadWallet,
-  SolanaRpcClient,
-  TransactionFailedError,
-  TransactionSender,
-} from "../rpc/mod.ts";
+import { loadWallet, SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
+import { namedProgramError } from "./program_error.ts";
 import { readRun } from "./operator.ts";
 import type { TreasurerArgs } from "./treasurer_args.ts";
-
-/** The treasurer program refused a command's transaction. */
-export class TreasurerCommandError extends Error {
-  /** The treasurer's error name (coordinator/solana/treasurer/errors.ts). */
-  readonly errorName: string;
-  readonly code: number;
-  constructor(errorName: string, code: number, detail: string) {
-    super(`${errorName} (${code})${detail === "" ? "" : `: ${detail}`}`);
-    this.name = "TreasurerCommandError";
-    this.errorName = errorName;
-    this.code = code;
-  }
-}
-
-/** A TransactionFailedError with a treasurer error code as a TreasurerCommandError. */
-function named(e: unknown): unknown {
-  if (!(e instanceof TransactionFailedError)) return e;
-  const code = customErrorCode(e.err);
-  const name = code === null ? undefined : treasurerErrorName(code);
-  if (code === null || name === undefined) return e;
-  const logs = e.logs.filter((l) => l.startsWith("Program log: "));
-  const detail = logs.length === 0 ? "" : logs[logs.length - 1].slice("Program log: ".length);
-  return new TreasurerCommandError(name, code, detail);
-}
 
 /** The points the run's account says `user` earned, or null when it has no registration. */
 function earnedPoints(run: CoordinatorAccount, user: Address): bigint | null {
@@ -101,7 +72,7 @@ export async function runTreasurerCommand(
     try {
       await sender.send(instructions);
     } catch (e) {
-      throw named(e);
+      throw namedProgramError(e, "treasurer", treasurerErrorName);
     }
   };
   const run = async (): Promise<Address> => {

@@ -706,6 +706,7 @@ export class TrainingClient {
         microBatch,
         seqLen: state.model.maxSeqLen,
         slots: Math.max(1, Math.ceil(maxBatch / microBatch)),
+        packedRows: state.model.dataLocation.kind === "Preprocessed",
         optimizer: "distro",
         distro: distroConfig(state.model.optimizer),
         precision: "f32",

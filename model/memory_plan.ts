@@ -57,6 +57,12 @@ export interface MemoryPlanInput {
   seqLen: number;
   /** Micro-batches one submission holds token slots for (total batch / micro-batch). */
   slots: number;
+  /**
+   * The rows may carry position ids and packed documents (a `Preprocessed` dataset): each slot
+   * then also holds a u32 position and a u32 document span per token (model/rows.ts). Default
+   * false.
+   */
+  packedRows?: boolean;
   optimizer: "adamw" | "distro";
   /** DisTrO's chunk and top-k (default 64 and 4). */
   distro?: { chunk: number; topk: number };
@@ -246,6 +252,9 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     { label: `LM head logits chunk (${chunkRows}×${V})`, bytes: F32 * chunkRows * V },
     { label: `token slots (${slots})`, bytes: F32 * (3 * N * slots + N * slots + 4) },
   );
+  if (input.packedRows) {
+    device.push({ label: "token positions and documents", bytes: 3 * 4 * N * slots });
+  }
   if ((input.splitKScratchBytes ?? 0) > 0) {
     device.push({ label: "split-K partials (at most)", bytes: input.splitKScratchBytes! });
   }

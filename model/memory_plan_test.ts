@@ -119,6 +119,23 @@ Deno.test("DisTrO holds momentum with error feedback and the saved parameters", 
   assert.ok(distro.deviceBytes > adamw.deviceBytes);
 });
 
+Deno.test("packed rows add each slot's positions and document spans, 12 bytes a token", () => {
+  const base = {
+    config: TINY,
+    microBatch: 2,
+    seqLen: 8,
+    slots: 3,
+    precision: "f32",
+    optimizer: "adamw",
+  } as const;
+  const plain = planMemory(base);
+  const packed = planMemory({ ...base, packedRows: true });
+  const item = packed.device.find((i) => i.label === "token positions and documents");
+  assert.equal(item?.bytes, 12 * 2 * 8 * 3);
+  assert.equal(packed.deviceBytes - plain.deviceBytes, item!.bytes);
+  assert.ok(!plain.device.some((i) => i.label === "token positions and documents"));
+});
+
 Deno.test("DisTrO's DCT scratch holds one binding of a tensor larger than a binding", () => {
   const base = {
     config: LLAMA_1B,

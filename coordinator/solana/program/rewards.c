@@ -47,9 +47,9 @@ static u64 find_registration(const account_t *a, const u8 *signer, u64 from) {
  * A successful epoch end (called by end_cooldown before anything moves): every client of the
  * epoch still Healthy gets rate / (Healthy clients), the remainder is not paid. The epoch's
  * clients were taken from the registry in its order, so the search for the next one starts
- * after the previous one's slot: one pass over the registry unless a registration was reused.
- * A client whose wallet no longer has a registration (the registry was full and its slot went
- * to another wallet) is not paid.
+ * after the previous one's slot: one pass over the registry. Every finisher still has its
+ * registration: a full registry never gives a slot of the running epoch to another wallet
+ * (is_reusable in machine.c); a client found in none would simply not be paid.
  */
 static void pay_epoch(account_t *a) {
   const epoch_state_t *es = &a->epoch_state;

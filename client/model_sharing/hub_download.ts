@@ -90,10 +90,11 @@ export function watchedFetch(
     const signals = [watchdog.signal, signal, init?.signal ?? undefined].filter(
       (s): s is AbortSignal => s !== undefined,
     );
+    const stop = AbortSignal.any(signals);
     arm();
     let response: Response;
     try {
-      response = await base(input, { ...init, signal: AbortSignal.any(signals) });
+      response = await base(input, { ...init, signal: stop });
     } catch (error) {
       throw watchdog.signal.aborted ? watchdog.signal.reason : error;
     } finally {
@@ -101,11 +102,20 @@ export function watchedFetch(
     }
     if (response.body === null) return response;
     const reader = response.body.getReader();
+    // Deno's fetch does not always end a body read that is pending when its signal aborts (seen
+    // as a test hanging about one run in five): the watchdog would fire and the download would
+    // still wait forever. So each read races the abort itself, and the body is cancelled.
+    const stopped = new Promise<never>((_, reject) => {
+      const onAbort = () => reject(stop.reason);
+      if (stop.aborted) onAbort();
+      else stop.addEventListener("abort", onAbort, { once: true });
+    });
+    stopped.catch(() => reader.cancel(stop.reason).catch(() => {}));
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
         arm();
         try {
-          const { done, value } = await reader.read();
+          const { done, value } = await Promise.race([reader.read(), stopped]);
           disarm();
           if (done) controller.close();
           else controller.enqueue(value);

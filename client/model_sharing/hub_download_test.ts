@@ -205,3 +205,33 @@ Deno.test("the watchdog measures silence, not total time: a slow, moving body pa
   const bytes = new Uint8Array(await (await watched("http://x/")).arrayBuffer());
   assert.deepEqual([...bytes], [1, 2, 3, 4, 5, 6]);
 });
+
+Deno.test("the watchdog cuts a body whose fetch ignores the abort, and cancels it", async () => {
+  // Deno's fetch has been seen to leave a pending body read unended when its signal aborts;
+  // this fetch never ends one at all: only the watchdog's own race can cut it.
+  let cancelled: unknown;
+  const deaf: typeof fetch = () => {
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new Uint8Array([1]));
+      },
+      cancel(reason) {
+        cancelled = reason;
+      },
+    });
+    return Promise.resolve(new Response(body));
+  };
+  const watched = watchedFetch(deaf, undefined, 100);
+  const response = await watched("http://x/file");
+  await assert.rejects(() => response.arrayBuffer(), /the Hub sent nothing for 0.1 s/);
+  assert.ok(
+    cancelled instanceof Error && /sent nothing/.test(cancelled.message),
+    String(cancelled),
+  );
+
+  const caller = new AbortController();
+  const aborted = watchedFetch(deaf, caller.signal, 60_000);
+  const pending = (await aborted("http://x/file")).arrayBuffer();
+  setTimeout(() => caller.abort(new Error("client leaving")), 50);
+  await assert.rejects(() => pending, /client leaving/);
+});

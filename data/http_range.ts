@@ -7,7 +7,7 @@
  * @module
  */
 import { DataError } from "./errors.ts";
-import { abortableSleep } from "../net/mod.ts";
+import { abortableSleep, BodyTooLargeError, readBody } from "../net/mod.ts";
 
 /** Retry and timeout settings for HTTP requests. */
 export interface HttpFetchOptions {
@@ -90,18 +90,16 @@ export class HttpRangeClient {
       }
       let bytes: Uint8Array;
       try {
-        bytes = new Uint8Array(await res.arrayBuffer());
+        bytes = await readBody(res, s, maxBytes);
       } catch (cause) {
         if (s.aborted) throw s.reason;
+        if (cause instanceof BodyTooLargeError) {
+          throw new DataError(`${url}: more than the ${maxBytes} bytes expected`, { file: url });
+        }
         throw new DataError(`${url}: connection lost while reading: ${(cause as Error).message}`, {
           file: url,
           retryable: true,
         }, { cause });
-      }
-      if (bytes.length > maxBytes) {
-        throw new DataError(`${url}: ${bytes.length} bytes is more than the ${maxBytes} expected`, {
-          file: url,
-        });
       }
       try {
         return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
@@ -142,9 +140,15 @@ export class HttpRangeClient {
       }
       let bytes: Uint8Array;
       try {
-        bytes = new Uint8Array(await res.arrayBuffer());
+        bytes = await readBody(res, s, length);
       } catch (cause) {
         if (s.aborted) throw s.reason;
+        if (cause instanceof BodyTooLargeError) {
+          throw new DataError(
+            `${url}: asked for bytes ${offset}-${last} (${length} bytes), server sent more`,
+            { file: url, offset, retryable: true },
+          );
+        }
         throw new DataError(
           `${url}: connection lost while reading bytes ${offset}-${last}: ${
             (cause as Error).message

@@ -2,11 +2,13 @@
  * The TCP layer shared by the data server and the coordinator's TCP backend:
  * length-prefixed frames, byte codecs for closed message unions, the ed25519
  * challenge-response handshake, the one strict ed25519 signature check every verifier calls,
- * identity key files, and the connection table (caps, rates and eviction) both servers keep.
+ * identity key files, the connection table (caps, rates and eviction) both servers keep, and
+ * fetch bodies read under a signal the read itself obeys.
  *
  * @module
  */
 export { abortableSleep, withAbort } from "./abort.ts";
+export { BodyTooLargeError, readBody } from "./fetch_body.ts";
 export {
   addressKey,
   type Admission,

@@ -23,6 +23,7 @@ import { dirname, join } from "node:path";
 import { downloadFile, modelInfo } from "@huggingface/hub";
 import type { HubRepo } from "../../common/mod.ts";
 import { CONFIG_FILE, hfCacheFolderName, INDEX_FILE, WEIGHTS_FILE } from "../../model/mod.ts";
+import { withAbort } from "../../net/mod.ts";
 
 /** The public Hub. */
 export const DEFAULT_HUB_ENDPOINT = "https://huggingface.co";
@@ -102,25 +103,19 @@ export function watchedFetch(
     }
     if (response.body === null) return response;
     const reader = response.body.getReader();
-    // Deno's fetch does not always end a body read that is pending when its signal aborts (seen
-    // as a test hanging about one run in five): the watchdog would fire and the download would
-    // still wait forever. So each read races the abort itself, and the body is cancelled.
-    const stopped = new Promise<never>((_, reject) => {
-      const onAbort = () => reject(stop.reason);
-      if (stop.aborted) onAbort();
-      else stop.addEventListener("abort", onAbort, { once: true });
-    });
-    stopped.catch(() => reader.cancel(stop.reason).catch(() => {}));
+    // Deno's fetch does not always end a body read that is pending when its signal aborts
+    // (net/fetch_body.ts): each read races the abort itself, and the body is then cancelled.
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
         arm();
         try {
-          const { done, value } = await Promise.race([reader.read(), stopped]);
+          const { done, value } = await withAbort(reader.read(), stop);
           disarm();
           if (done) controller.close();
           else controller.enqueue(value);
         } catch (error) {
           disarm();
+          if (stop.aborted) reader.cancel(stop.reason).catch(() => {});
           controller.error(watchdog.signal.aborted ? watchdog.signal.reason : error);
         }
       },

@@ -13,6 +13,7 @@
 
 import { type Address, getBase64EncodedWireTransaction, type Transaction } from "@solana/kit";
 import { Buffer } from "node:buffer";
+import { readBody } from "../../../net/mod.ts";
 
 /** The node could not be reached or sent something that is not JSON-RPC. */
 export class RpcTransportError extends Error {
@@ -96,7 +97,7 @@ export class SolanaRpcClient {
         body,
         signal: combined,
       });
-      text = await res.text();
+      text = new TextDecoder().decode(await readBody(res, combined));
       if (!res.ok && !text.startsWith("{")) {
         throw new RpcTransportError(`${method} at ${this.url}: HTTP ${res.status}`);
       }

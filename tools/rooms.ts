@@ -140,10 +140,23 @@ export const ROOMS: readonly Room[] = [
     ],
   },
   {
+    path: "coordinator/solana/token_kit/",
+    job: "what the token programs' TypeScript interfaces share (abi/, pool/, treasurer/ import " +
+      "it): the SPL Token and system program addresses, account metas, account header checks",
+    uses: [],
+    pure: true,
+    packages: ["npm:@solana/kit"],
+  },
+  {
     path: "coordinator/solana/abi/",
     job: "the Solana program's interface: account layout and decoder, instructions, addresses, " +
       "error codes",
-    uses: ["common/", "coordinator/core/", "coordinator/encoding/"],
+    uses: [
+      "common/",
+      "coordinator/core/",
+      "coordinator/encoding/",
+      "coordinator/solana/token_kit/",
+    ],
     pure: true,
     packages: ["npm:@solana/kit"],
   },
@@ -167,7 +180,7 @@ export const ROOMS: readonly Room[] = [
     path: "coordinator/solana/pool/",
     job: "the mining pool program in C, its interface (accounts, instructions, addresses, " +
       "errors), and its tests",
-    uses: [],
+    uses: ["coordinator/solana/token_kit/"],
     pure: true,
     packages: ["npm:@solana/kit"],
   },
@@ -175,7 +188,7 @@ export const ROOMS: readonly Room[] = [
     path: "coordinator/solana/treasurer/",
     job: "the treasurer program in C (tokens for the points a run's clients earned), its " +
       "interface (accounts, instructions, addresses, errors), and its tests",
-    uses: [],
+    uses: ["coordinator/solana/token_kit/"],
     pure: true,
     packages: ["npm:@solana/kit"],
   },

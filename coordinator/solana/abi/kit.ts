@@ -18,20 +18,16 @@ import {
   type Instruction,
   type TransactionSigner,
 } from "@solana/kit";
+import { SPL_TOKEN_PROGRAM_ADDRESS, SYSTEM_PROGRAM_ADDRESS } from "../token_kit/mod.ts";
 import { ACCOUNT_SIZE } from "./account.ts";
 import { coordinatorAddress } from "./addresses.ts";
 import { type CoordinatorInstruction, encodeCoordinatorInstruction } from "./instructions.ts";
 
-/** The system program. */
-export const SYSTEM_PROGRAM_ADDRESS: Address = address("11111111111111111111111111111111");
+/** The system program, and the SPL Token program, whose tokens the join deposit takes. */
+export { SPL_TOKEN_PROGRAM_ADDRESS, SYSTEM_PROGRAM_ADDRESS };
 /** The compute-budget program. */
 export const COMPUTE_BUDGET_PROGRAM_ADDRESS: Address = address(
   "ComputeBudget111111111111111111111111111111",
-);
-
-/** The SPL Token program, whose tokens the join deposit takes (Token-2022 is not accepted). */
-export const SPL_TOKEN_PROGRAM_ADDRESS: Address = address(
-  "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
 );
 
 /** The seed of the join deposit's vault authority, before the coordinator's key. */

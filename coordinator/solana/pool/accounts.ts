@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { type Address, getAddressDecoder } from "@solana/kit";
+import type { Address } from "@solana/kit";
+import { checkAccountHeader, readAddress as key } from "../token_kit/mod.ts";
 
 /** Bytes of a pool account. */
 export const POOL_BYTES = 232;
@@ -91,21 +92,12 @@ export class PoolAccountDecodeError extends Error {
   }
 }
 
-function check(bytes: Uint8Array, size: number, magic: string, what: string): DataView {
-  if (bytes.length !== size) {
-    throw new PoolAccountDecodeError(`A ${what} account is ${size} bytes, found ${bytes.length}`);
-  }
-  const found = new TextDecoder().decode(bytes.subarray(0, 8));
-  if (found !== magic || bytes[8] !== 1) {
-    throw new PoolAccountDecodeError(
-      `A ${what} account starts with "${magic}" and version 1, found "${found}" v${bytes[8]}`,
-    );
-  }
-  return new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
-}
-
-const key = (bytes: Uint8Array, at: number): Address =>
-  getAddressDecoder().decode(bytes.subarray(at, at + 32));
+const check = (bytes: Uint8Array, size: number, magic: string, what: string): DataView =>
+  checkAccountHeader(
+    bytes,
+    { size, magic, what },
+    (message) => new PoolAccountDecodeError(message),
+  );
 
 /** Decodes a pool account (throws {@linkcode PoolAccountDecodeError}). */
 export function decodePoolAccount(bytes: Uint8Array): PoolAccount {

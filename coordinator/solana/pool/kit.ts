@@ -5,24 +5,24 @@
  * @module
  */
 import {
-  AccountRole,
+  type AccountMeta,
   type Address,
-  address,
-  getAddressEncoder,
-  getProgramDerivedAddress,
   type Instruction,
   type TransactionSigner,
 } from "@solana/kit";
+import {
+  addressBytes as enc,
+  derivedAddress,
+  readonlyAccount as r,
+  signerAccount as s,
+  SPL_TOKEN_PROGRAM_ADDRESS as TOKEN_PROGRAM_ADDRESS,
+  SYSTEM_PROGRAM_ADDRESS as POOL_SYSTEM_PROGRAM_ADDRESS,
+  writableAccount as w,
+} from "../token_kit/mod.ts";
 import { encodePoolInstruction, type PoolInstruction } from "./instructions.ts";
 
-/** The SPL Token program (Token-2022 is not accepted). */
-export const TOKEN_PROGRAM_ADDRESS: Address = address(
-  "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
-);
-/** The system program. */
-export const POOL_SYSTEM_PROGRAM_ADDRESS: Address = address("11111111111111111111111111111111");
-
-const enc = (a: Address) => getAddressEncoder().encode(a);
+/** The SPL Token program (Token-2022 is not accepted), and the system program. */
+export { POOL_SYSTEM_PROGRAM_ADDRESS, TOKEN_PROGRAM_ADDRESS };
 
 function indexSeed(index: bigint): Uint8Array {
   const out = new Uint8Array(8);
@@ -35,29 +35,17 @@ export async function poolAddress(
   programId: Address,
   opts: { authority: Address; index: bigint },
 ): Promise<Address> {
-  const [at] = await getProgramDerivedAddress({
-    programAddress: programId,
-    seeds: ["pool", enc(opts.authority), indexSeed(opts.index)],
-  });
-  return at;
+  return await derivedAddress(programId, ["pool", enc(opts.authority), indexSeed(opts.index)]);
 }
 
 /** The pool's collateral vault: the PDA of `["collateral", pool]`. */
 export async function collateralVaultAddress(programId: Address, pool: Address): Promise<Address> {
-  const [at] = await getProgramDerivedAddress({
-    programAddress: programId,
-    seeds: ["collateral", enc(pool)],
-  });
-  return at;
+  return await derivedAddress(programId, ["collateral", enc(pool)]);
 }
 
 /** The pool's rewards vault: the PDA of `["rewards", pool]`. */
 export async function rewardsVaultAddress(programId: Address, pool: Address): Promise<Address> {
-  const [at] = await getProgramDerivedAddress({
-    programAddress: programId,
-    seeds: ["rewards", enc(pool)],
-  });
-  return at;
+  return await derivedAddress(programId, ["rewards", enc(pool)]);
 }
 
 /** A user's lender account in a pool: the PDA of `["lender", pool, user]`. */
@@ -65,24 +53,14 @@ export async function lenderAddress(
   programId: Address,
   opts: { pool: Address; user: Address },
 ): Promise<Address> {
-  const [at] = await getProgramDerivedAddress({
-    programAddress: programId,
-    seeds: ["lender", enc(opts.pool), enc(opts.user)],
-  });
-  return at;
+  return await derivedAddress(programId, ["lender", enc(opts.pool), enc(opts.user)]);
 }
 
-type Meta = { address: Address; role: AccountRole; signer?: TransactionSigner };
-
-const w = (a: Address): Meta => ({ address: a, role: AccountRole.WRITABLE });
-const r = (a: Address): Meta => ({ address: a, role: AccountRole.READONLY });
-const s = (t: TransactionSigner, writable = false): Meta => ({
-  address: t.address,
-  role: writable ? AccountRole.WRITABLE_SIGNER : AccountRole.READONLY_SIGNER,
-  signer: t,
-});
-
-function instruction(programId: Address, accounts: Meta[], ix: PoolInstruction): Instruction {
+function instruction(
+  programId: Address,
+  accounts: AccountMeta[],
+  ix: PoolInstruction,
+): Instruction {
   return { programAddress: programId, accounts, data: encodePoolInstruction(ix) };
 }
 

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { type Address, getAddressDecoder } from "@solana/kit";
+import type { Address } from "@solana/kit";
+import { checkAccountHeader, readAddress as key } from "../token_kit/mod.ts";
 
 /** Bytes of a treasury account. */
 export const TREASURY_BYTES = 192;
@@ -80,23 +81,12 @@ export class TreasurerAccountDecodeError extends Error {
   }
 }
 
-function check(bytes: Uint8Array, size: number, magic: string, what: string): DataView {
-  if (bytes.length !== size) {
-    throw new TreasurerAccountDecodeError(
-      `A ${what} account is ${size} bytes, found ${bytes.length}`,
-    );
-  }
-  const found = new TextDecoder().decode(bytes.subarray(0, 8));
-  if (found !== magic || bytes[8] !== 1) {
-    throw new TreasurerAccountDecodeError(
-      `A ${what} account starts with "${magic}" and version 1, found "${found}" v${bytes[8]}`,
-    );
-  }
-  return new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
-}
-
-const key = (bytes: Uint8Array, at: number): Address =>
-  getAddressDecoder().decode(bytes.subarray(at, at + 32));
+const check = (bytes: Uint8Array, size: number, magic: string, what: string): DataView =>
+  checkAccountHeader(
+    bytes,
+    { size, magic, what },
+    (message) => new TreasurerAccountDecodeError(message),
+  );
 
 /** Decodes a treasury account (throws {@linkcode TreasurerAccountDecodeError}). */
 export function decodeTreasuryAccount(bytes: Uint8Array): TreasuryAccount {

@@ -6,34 +6,28 @@
  * @module
  */
 import {
-  AccountRole,
+  type AccountMeta,
   type Address,
-  address,
-  getAddressEncoder,
-  getProgramDerivedAddress,
   type Instruction,
   type TransactionSigner,
 } from "@solana/kit";
+import {
+  addressBytes as enc,
+  derivedAddress,
+  readonlyAccount as r,
+  signerAccount as s,
+  SPL_TOKEN_PROGRAM_ADDRESS as TOKEN_PROGRAM_ADDRESS,
+  SYSTEM_PROGRAM_ADDRESS as TREASURER_SYSTEM_PROGRAM_ADDRESS,
+  writableAccount as w,
+} from "../token_kit/mod.ts";
 import { encodeTreasurerInstruction, type TreasurerInstruction } from "./instructions.ts";
 
-/** The SPL Token program (Token-2022 is not accepted). */
-export const TOKEN_PROGRAM_ADDRESS: Address = address(
-  "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA",
-);
-/** The system program. */
-export const TREASURER_SYSTEM_PROGRAM_ADDRESS: Address = address(
-  "11111111111111111111111111111111",
-);
-
-const enc = (a: Address) => getAddressEncoder().encode(a);
+/** The SPL Token program (Token-2022 is not accepted), and the system program. */
+export { TOKEN_PROGRAM_ADDRESS, TREASURER_SYSTEM_PROGRAM_ADDRESS };
 
 /** A run's treasury: the PDA of `["treasury", coordinator account]`. */
 export async function treasuryAddress(programId: Address, coordinator: Address): Promise<Address> {
-  const [at] = await getProgramDerivedAddress({
-    programAddress: programId,
-    seeds: ["treasury", enc(coordinator)],
-  });
-  return at;
+  return await derivedAddress(programId, ["treasury", enc(coordinator)]);
 }
 
 /** The treasury's token vault: the PDA of `["vault", treasury]`. */
@@ -41,11 +35,7 @@ export async function treasuryVaultAddress(
   programId: Address,
   treasury: Address,
 ): Promise<Address> {
-  const [at] = await getProgramDerivedAddress({
-    programAddress: programId,
-    seeds: ["vault", enc(treasury)],
-  });
-  return at;
+  return await derivedAddress(programId, ["vault", enc(treasury)]);
 }
 
 /** A user's participant account in a treasury: the PDA of `["participant", treasury, user]`. */
@@ -53,24 +43,14 @@ export async function participantAddress(
   programId: Address,
   opts: { treasury: Address; user: Address },
 ): Promise<Address> {
-  const [at] = await getProgramDerivedAddress({
-    programAddress: programId,
-    seeds: ["participant", enc(opts.treasury), enc(opts.user)],
-  });
-  return at;
+  return await derivedAddress(programId, ["participant", enc(opts.treasury), enc(opts.user)]);
 }
 
-type Meta = { address: Address; role: AccountRole; signer?: TransactionSigner };
-
-const w = (a: Address): Meta => ({ address: a, role: AccountRole.WRITABLE });
-const r = (a: Address): Meta => ({ address: a, role: AccountRole.READONLY });
-const s = (t: TransactionSigner, writable = false): Meta => ({
-  address: t.address,
-  role: writable ? AccountRole.WRITABLE_SIGNER : AccountRole.READONLY_SIGNER,
-  signer: t,
-});
-
-function instruction(programId: Address, accounts: Meta[], ix: TreasurerInstruction): Instruction {
+function instruction(
+  programId: Address,
+  accounts: AccountMeta[],
+  ix: TreasurerInstruction,
+): Instruction {
   return { programAddress: programId, accounts, data: encodeTreasurerInstruction(ix) };
 }
 

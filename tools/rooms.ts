@@ -222,7 +222,8 @@ export const ROOMS: readonly Room[] = [
   },
   {
     path: "coordinator/solana/testing/",
-    job: "test harnesses of the program: litesvm, dual runs, random sequences, native replay",
+    job: "test harnesses of the programs: litesvm, dual runs, random sequences, native replay, " +
+      "the malformed-instruction fuzz",
     uses: [],
   },
   {

@@ -6,8 +6,7 @@
  * the treasurer's named errors and leave every account byte-identical.
  */
 import assert from "node:assert/strict";
-import { AccountRole, type Address, generateKeyPairSigner, type Instruction } from "@solana/kit";
-import { Prng } from "../../../tests/support/coordinator_sim.ts";
+import { type Address, generateKeyPairSigner, type Instruction } from "@solana/kit";
 import {
   decodeTreasurerInstruction,
   participantClaimInstruction,
@@ -18,9 +17,8 @@ import {
   treasuryCreateInstruction,
 } from "./mod.ts";
 import { TreasurerSvm } from "../testing/treasurer_svm.ts";
+import { fuzzMalformedInstructions } from "../testing/malformed_instructions.ts";
 import { earningRun, playEpoch } from "../testing/epochs.ts";
-
-type Meta = NonNullable<Instruction["accounts"]>[number];
 
 const ROUNDS = 400;
 
@@ -104,27 +102,17 @@ Deno.test("fuzz: malformed treasurer instructions are refused by name, every acc
     ]),
   ];
 
-  const rng = new Prng(20261129);
-  const seen = new Map<string, number>();
-  for (let round = 0; round < ROUNDS; round++) {
-    const base = valid[rng.int(0, valid.length - 1)];
-    const ix = mutate(rng, base, wrong);
-    if (ix === null) continue;
-    const before = t.snapshot(wrong);
-    const r = await t.send([ix]);
-    assert.ok(!r.ok, `round ${round}: a malformed instruction succeeded\n${r.logs.join("\n")}`);
-    const name = r.code === null ? undefined : treasurerErrorName(r.code);
-    assert.ok(
-      name !== undefined,
-      `round ${round}: not a named treasurer error: ${r.error}\n${r.logs.join("\n")}`,
-    );
-    seen.set(name, (seen.get(name) ?? 0) + 1);
-    assert.deepEqual(t.snapshot(wrong), before, `round ${round}: ${name} changed an account`);
-  }
-  // The fuzz reached the decoder, the account checks and the signature checks.
-  for (const name of ["InvalidInstruction", "NotEnoughAccounts", "MissingSignature"]) {
-    assert.ok(seen.has(name), `${name} never seen: ${JSON.stringify([...seen])}`);
-  }
+  await fuzzMalformedInstructions({
+    svm: t,
+    program: "treasurer",
+    valid,
+    wrong,
+    rounds: ROUNDS,
+    seed: 20261129,
+    dataMutations: ["retag", "truncate", "extend"],
+    decode: decodeTreasurerInstruction,
+    errorName: treasurerErrorName,
+  });
   // The valid instructions still succeed: the fuzz changed nothing they depend on.
   for (const ix of valid) {
     const r = await t.send([ix]);
@@ -132,69 +120,3 @@ Deno.test("fuzz: malformed treasurer instructions are refused by name, every acc
   }
   assert.equal(t.tokenBalance(tokens[1]), 50n);
 });
-
-/** A malformed copy of `ix`, or null when the mutation happened to leave it well-formed. */
-function mutate(rng: Prng, ix: Instruction, wrong: Address[]): Instruction | null {
-  // The program itself may be named read-only only (a transaction cannot write an invoked one).
-  const invoked = ix.programAddress;
-  const data = Uint8Array.from(ix.data!);
-  const metas = [...ix.accounts!];
-  const writes = (m: Meta) =>
-    m.role === AccountRole.WRITABLE || m.role === AccountRole.WRITABLE_SIGNER;
-  switch (rng.int(0, 5)) {
-    case 0: { // data: retag, truncate or extend, kept only when the decoder refuses
-      let out = data.slice();
-      const how = rng.int(0, 2);
-      if (how === 0) out[0] = rng.int(0, 255);
-      else if (how === 1) out = out.subarray(0, rng.int(0, out.length - 1));
-      else {
-        out = Uint8Array.from([
-          ...out,
-          ...Array.from({ length: rng.int(1, 4) }, () => rng.int(0, 255)),
-        ]);
-      }
-      try {
-        decodeTreasurerInstruction(out);
-        return null;
-      } catch {
-        return { ...ix, data: out };
-      }
-    }
-    case 1: // accounts cut short
-      return { ...ix, accounts: metas.slice(0, rng.int(0, metas.length - 1)) };
-    case 2: { // two accounts swapped
-      const i = rng.int(0, metas.length - 1);
-      const j = rng.int(0, metas.length - 1);
-      if (metas[i].address === metas[j].address) return null;
-      if (
-        (writes(metas[i]) || writes(metas[j])) &&
-        [metas[i].address, metas[j].address].includes(invoked)
-      ) {
-        return null;
-      }
-      [metas[i], metas[j]] = [metas[j], metas[i]];
-      return { ...ix, accounts: metas };
-    }
-    case 3: { // one account replaced by another (not a signer: we hold no other keys to sign)
-      const i = rng.int(0, metas.length - 1);
-      const to = wrong[rng.int(0, wrong.length - 1)];
-      const writable = writes(metas[i]);
-      if (to === metas[i].address || (writable && to === invoked)) return null;
-      metas[i] = { address: to, role: writable ? AccountRole.WRITABLE : AccountRole.READONLY };
-      return { ...ix, accounts: metas };
-    }
-    case 4: { // a signature taken away
-      const i = metas.findIndex((m) => m.role === AccountRole.READONLY_SIGNER);
-      if (i < 0) return null;
-      metas[i] = { address: metas[i].address, role: AccountRole.READONLY } as Meta;
-      return { ...ix, accounts: metas };
-    }
-    default: { // a write permission taken away
-      const writable = metas.flatMap((m, i) => (m.role === AccountRole.WRITABLE ? [i] : []));
-      if (writable.length === 0) return null;
-      const i = writable[rng.int(0, writable.length - 1)];
-      metas[i] = { ...metas[i], role: AccountRole.READONLY };
-      return { ...ix, accounts: metas };
-    }
-  }
-}

@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import { type Address, generateKeyPairSigner } from "@solana/kit";
-import { main } from "./main.ts";
+import { solana } from "./testing/solana_cli.ts";
 import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
 import { loadWallet, SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
 import {
@@ -26,13 +26,6 @@ import {
 } from "../testing/litesvm_accounts.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
-
-async function solana(argv: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, { write: (l) => out.push(l), error: (l) => err.push(l) });
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
 
 /** Rewrites the account at `at` (states an epoch would reach, without running one). */
 function patch(svm: LiteSVM, at: Address, edit: (view: DataView) => void): void {

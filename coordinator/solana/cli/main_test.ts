@@ -1,17 +1,9 @@
 import assert from "node:assert/strict";
-import { main } from "./main.ts";
+import { solana } from "./testing/solana_cli.ts";
 import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
 import { loadWallet } from "../rpc/mod.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
-
-/** Runs `deno task solana` in-process; returns exit code, stdout and stderr. */
-async function solana(argv: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, { write: (l) => out.push(l), error: (l) => err.push(l) });
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
 
 Deno.test("operator commands open, configure, authorize, resume and dump a run", async () => {
   await using net = await startLocalnet({

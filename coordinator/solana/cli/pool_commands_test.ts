@@ -5,19 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { type Address } from "@solana/kit";
-import { main } from "./main.ts";
+import { solana } from "./testing/solana_cli.ts";
 import { loadProgramBytes, LOCALNET_POOL_PROGRAM_ID, startLocalnet } from "../localnet/mod.ts";
 import { loadWallet } from "../rpc/mod.ts";
 import { buildPoolOnce } from "../toolchain/mod.ts";
 import { rewardsVaultAddress } from "../pool/mod.ts";
 import { newTokenAccount, tokenBalance as balance } from "../testing/litesvm_accounts.ts";
-
-async function solana(argv: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, { write: (l) => out.push(l), error: (l) => err.push(l) });
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
 
 Deno.test("pool commands: create, deposit, freeze, declare and claim on the localnet", async () => {
   await using net = await startLocalnet({

@@ -15,7 +15,7 @@ import {
   type KeyPairSigner,
   lamports,
 } from "@solana/kit";
-import { main } from "./main.ts";
+import { solana } from "./testing/solana_cli.ts";
 import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
 import { loadWallet, SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
 import {
@@ -39,13 +39,6 @@ import { writeTokenAt as writeToken } from "../testing/litesvm_accounts.ts";
 const ROOT = new URL("../../../", import.meta.url).pathname;
 const STATE = `${ROOT}config/llama-tiny/state.toml`;
 const RUN = ["--run-id", "llama-tiny-brown"];
-
-async function solana(argv: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, { write: (l) => out.push(l), error: (l) => err.push(l) });
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
 
 Deno.test("reads: list-runs, show-run, show-user and can-join agree with the program", async () => {
   await using net = await startLocalnet({

@@ -7,19 +7,12 @@
 import assert from "node:assert/strict";
 import { type Address, getAddressEncoder } from "@solana/kit";
 import type { LiteSVM } from "litesvm";
-import { main } from "./main.ts";
+import { solana } from "./testing/solana_cli.ts";
 import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
 import { loadWallet } from "../rpc/mod.ts";
 import { buildTreasurerOnce } from "../toolchain/mod.ts";
 import { OFFSETS, structLayout } from "../abi/mod.ts";
 import { newTokenAccount, tokenBalance as balance } from "../testing/litesvm_accounts.ts";
-
-async function solana(argv: string[]) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(argv, { write: (l) => out.push(l), error: (l) => err.push(l) });
-  return { code, out: out.join("\n"), err: err.join("\n") };
-}
 
 /** Gives the run's account registrations of `wallets` holding `points` (what epochs would pay). */
 function payPoints(svm: LiteSVM, coordinator: Address, wallets: Address[], points: bigint[]) {

@@ -25,6 +25,8 @@
 #pragma clang diagnostic pop
 #include "../program/sol_cpi.h"
 #include "../program/spl_token.h"
+#define PROGRAM_NAME "pool"
+#include "../program/account_checks.h"
 
 enum {
   IX_POOL_CREATE = 0,
@@ -67,6 +69,13 @@ enum {
   E_NOT_WRITABLE = ERROR_BASE + 26,
   E_CPI_FAILED = ERROR_BASE + 27,
 };
+
+/* The codes of the shared checks' refusals (account_checks.h). */
+static const program_errors_t ERRORS = {
+    .not_enough_accounts = E_NOT_ENOUGH_ACCOUNTS, .missing_signature = E_MISSING_SIGNATURE,
+    .not_writable = E_NOT_WRITABLE, .wrong_address = E_WRONG_ADDRESS,
+    .already_initialized = E_ALREADY_INITIALIZED, .unsupported_rent = E_UNSUPPORTED_RENT,
+    .cpi_failed = E_CPI_FAILED, .overflow = E_OVERFLOW, .underflow = E_UNDERFLOW};
 
 #define POOL_VERSION 1
 #define LENDER_VERSION 1
@@ -115,25 +124,7 @@ _Static_assert(sizeof(lender_t) == LENDER_BYTES, "lender layout");
 
 /* The most accounts an instruction uses (pool_create: 8); more are ignored. */
 #define MAX_ACCOUNTS 8
-
-typedef struct {
-  SolAccountInfo accounts[MAX_ACCOUNTS];
-  sol_parsed_t in;
-  u64 n; /* accounts usable in accounts[] (min of num_accounts and MAX_ACCOUNTS) */
-} ctx_t;
-
-/* ---- checked arithmetic ---- */
-
-static inline u64 add_checked(u64 a, u64 b, u64 *out) {
-  if (a > ~0ull - b) return E_OVERFLOW;
-  *out = a + b;
-  return 0;
-}
-static inline u64 sub_checked(u64 a, u64 b, u64 *out) {
-  if (b > a) return E_UNDERFLOW;
-  *out = a - b;
-  return 0;
-}
+_Static_assert(MAX_ACCOUNTS <= PROGRAM_MAX_ACCOUNTS, "ctx_t holds every account");
 
 /*
  * floor(a * b / c) in 128-bit arithmetic (sBPF has no 128-bit integers): the product as two
@@ -164,52 +155,22 @@ static u64 mul_div_floor(u64 a, u64 b, u64 c, u64 *out) {
 
 /* ---- accounts ---- */
 
-static u64 need(const ctx_t *c, u64 n) {
-  return c->in.num_accounts < n ? E_NOT_ENOUGH_ACCOUNTS : 0;
-}
-
-static u64 signer_at(const ctx_t *c, u64 i) {
-  if (!c->accounts[i].is_signer) {
-    LOG("pool: an account that must sign did not");
-    return E_MISSING_SIGNATURE;
-  }
-  return 0;
-}
-
-static u64 writable_at(const ctx_t *c, u64 i) {
-  if (!c->accounts[i].is_writable) {
-    LOG("pool: an account that must be writable is not");
-    return E_NOT_WRITABLE;
-  }
-  return 0;
-}
-
 /* Account `i` is an initialized pool of this program. */
 static u64 pool_at(const ctx_t *c, u64 i, pool_t **out) {
-  const SolAccountInfo *info = &c->accounts[i];
-  if (!key_eq(info->owner, c->in.program_id) || info->data_len != POOL_BYTES) {
-    LOG("pool: account is not a pool of this program");
-    return E_INVALID_POOL_ACCOUNT;
-  }
-  pool_t *p = (pool_t *)info->data;
-  if (!mem_eq(p->magic, POOL_MAGIC, 8) || p->version != POOL_VERSION) {
-    return E_INVALID_POOL_ACCOUNT;
-  }
-  *out = p;
-  return 0;
+  const account_kind_t kind = {
+      POOL_BYTES, POOL_MAGIC, POOL_VERSION, E_INVALID_POOL_ACCOUNT,
+      KIND_LOG("pool: account is not a pool of this program")};
+  return program_account_at(c, i, &kind, (void **)out);
 }
 
 /* Account `i` is this pool's lender account of the signer at `user`. */
 static u64 lender_at(const ctx_t *c, u64 i, u64 pool_i, u64 user_i, lender_t **out) {
-  const SolAccountInfo *info = &c->accounts[i];
-  if (!key_eq(info->owner, c->in.program_id) || info->data_len != LENDER_BYTES) {
-    LOG("pool: account is not a lender of this program");
-    return E_INVALID_LENDER_ACCOUNT;
-  }
-  lender_t *l = (lender_t *)info->data;
-  if (!mem_eq(l->magic, LENDER_MAGIC, 8) || l->version != LENDER_VERSION) {
-    return E_INVALID_LENDER_ACCOUNT;
-  }
+  const account_kind_t kind = {
+      LENDER_BYTES, LENDER_MAGIC, LENDER_VERSION, E_INVALID_LENDER_ACCOUNT,
+      KIND_LOG("pool: account is not a lender of this program")};
+  lender_t *l;
+  u64 err = program_account_at(c, i, &kind, (void **)&l);
+  if (err) return err;
   if (!mem_eq(l->pool, c->accounts[pool_i].key->bytes, 32)) return E_INVALID_LENDER_ACCOUNT;
   if (!mem_eq(l->user, c->accounts[user_i].key->bytes, 32)) {
     LOG("pool: the signer is not this lender account's user");
@@ -233,45 +194,6 @@ static void pool_seeds(const pool_t *p, pool_seeds_t *s) {
   s->seeds[1] = (SolSignerSeed){p->authority, 32};
   s->seeds[2] = (SolSignerSeed){s->index, 8};
   s->seeds[3] = (SolSignerSeed){s->bump, 1};
-}
-
-/* Account `i` must be empty (no lamports, no data) and at the PDA of `seeds` (bump found). */
-static u64 fresh_pda(const ctx_t *c, u64 i, SolSignerSeed *seeds, u64 n_seeds, u8 *bump) {
-  const SolAccountInfo *info = &c->accounts[i];
-  SolPubkey expected;
-  if (sol_try_find_program_address(seeds, n_seeds, c->in.program_id, &expected, bump) != 0) {
-    return E_WRONG_ADDRESS;
-  }
-  if (!key_eq(info->key, &expected)) {
-    LOG("pool: an account is not at its program-derived address");
-    return E_WRONG_ADDRESS;
-  }
-  if (*info->lamports != 0 || info->data_len != 0 || !is_system_program(info->owner)) {
-    return E_ALREADY_INITIALIZED;
-  }
-  return 0;
-}
-
-/* An account create_pda makes: accounts[target], paid by accounts[payer]. */
-typedef struct {
-  u64 payer;
-  u64 target;
-  u64 space;
-  bool token_owned; /* owned by SPL Token (a vault); else by this program */
-} new_account_t;
-
-/* Creates a rent-exempt PDA; `signer` holds its seeds, ending with its bump. */
-static u64 create_pda(const ctx_t *c, const new_account_t *a, const SolSignerSeeds *signer) {
-  SolPubkey token;
-  mem_copy(token.bytes, SPL_TOKEN_PROGRAM_ID, 32);
-  sol_create_account_t create = {c->accounts[a->payer].key, c->accounts[a->target].key,
-                                 a->token_owned ? &token : c->in.program_id, 0, a->space};
-  if (!rent_exempt_lamports(a->space, &create.lamports)) {
-    LOG("pool: the Rent sysvar's exemption threshold is neither 1.0 nor 2.0");
-    return E_UNSUPPORTED_RENT;
-  }
-  if (system_create_account(&create, c->accounts, c->n, signer) != 0) return E_CPI_FAILED;
-  return 0;
 }
 
 /* ---- instructions ---- */
@@ -404,7 +326,7 @@ static u64 pool_extract(ctx_t *c) {
   if (amount == 0) return E_INVALID_AMOUNT;
   if (token_amount(vault) < amount) return E_INSUFFICIENT_FUNDS;
   u64 total;
-  err = add_checked(p->total_extracted, amount, &total);
+  err = add_checked(c, p->total_extracted, amount, &total);
   if (err) return err;
   pool_seeds_t s;
   pool_seeds(p, &s);
@@ -432,7 +354,7 @@ static u64 pool_claimable(ctx_t *c) {
   if (p->total_deposited == 0) return E_NOTHING_DEPOSITED;
   if (total < p->total_claimable) return E_CLAIMABLE_DECREASED;
   u64 unpaid;
-  err = sub_checked(total, p->total_claimed, &unpaid);
+  err = sub_checked(c, total, p->total_claimed, &unpaid);
   if (err) return err;
   if (token_amount(vault) < unpaid) {
     LOG("pool: the rewards vault holds less than the unpaid claimable rewards");
@@ -455,7 +377,7 @@ static u64 lender_create(ctx_t *c) {
   if (err) return err;
   if (!is_system_program(c->accounts[3].key)) return E_INVALID_PROGRAM;
   u64 lenders;
-  err = add_checked(p->lenders, 1, &lenders);
+  err = add_checked(c, p->lenders, 1, &lenders);
   if (err) return err;
   const u8 *pool_key = c->accounts[0].key->bytes;
   const u8 *user = c->accounts[2].key->bytes;
@@ -514,8 +436,8 @@ static u64 lender_deposit(ctx_t *c) {
   if (amount == 0) return E_INVALID_AMOUNT;
   if (token_amount(source) < amount) return E_INSUFFICIENT_FUNDS;
   u64 total, mine;
-  err = add_checked(p->total_deposited, amount, &total);
-  if (!err) err = add_checked(l->deposited, amount, &mine);
+  err = add_checked(c, p->total_deposited, amount, &total);
+  if (!err) err = add_checked(c, l->deposited, amount, &mine);
   if (err) return err;
   if (total > p->max_deposit) {
     LOG("pool: the deposit would pass the pool's cap");
@@ -542,11 +464,11 @@ static u64 lender_claim(ctx_t *c) {
   if (p->total_deposited == 0) return E_NOTHING_DEPOSITED;
   u64 owed, pay, claimed_total, claimed_mine;
   err = mul_div_floor(l->deposited, p->total_claimable, p->total_deposited, &owed);
-  if (!err) err = sub_checked(owed, l->claimed, &pay);
+  if (!err) err = sub_checked(c, owed, l->claimed, &pay);
   if (err) return err;
   if (pay == 0) return E_NOTHING_TO_CLAIM;
-  err = add_checked(p->total_claimed, pay, &claimed_total);
-  if (!err) err = add_checked(l->claimed, pay, &claimed_mine);
+  err = add_checked(c, p->total_claimed, pay, &claimed_total);
+  if (!err) err = add_checked(c, l->claimed, pay, &claimed_mine);
   if (err) return err;
   if (claimed_total > p->total_claimable) return E_OVERFLOW;
   if (token_amount(vault) < pay) return E_INSUFFICIENT_FUNDS;
@@ -562,8 +484,7 @@ static u64 lender_claim(ctx_t *c) {
 
 u64 entrypoint(const u8 *input) {
   ctx_t c;
-  sol_parse_accounts(input, c.accounts, MAX_ACCOUNTS, &c.in);
-  c.n = c.in.num_accounts < MAX_ACCOUNTS ? c.in.num_accounts : MAX_ACCOUNTS;
+  parse_ctx(input, MAX_ACCOUNTS, &ERRORS, &c);
   if (c.in.data_len < 1) return E_INVALID_INSTRUCTION;
   switch (c.in.data[0]) {
     case IX_POOL_CREATE: return pool_create(&c);

@@ -28,6 +28,8 @@
 #include "../program/layout.h"
 #include "../program/sol_cpi.h"
 #include "../program/spl_token.h"
+#define PROGRAM_NAME "treasurer"
+#include "../program/account_checks.h"
 
 enum {
   IX_TREASURY_CREATE = 0,
@@ -61,6 +63,13 @@ enum {
   ERR_UNSUPPORTED_RENT = ERROR_BASE + 20,
   ERR_CPI_FAILED = ERROR_BASE + 21,
 };
+
+/* The codes of the shared checks' refusals (account_checks.h). */
+static const program_errors_t ERRORS = {
+    .not_enough_accounts = ERR_NOT_ENOUGH_ACCOUNTS, .missing_signature = ERR_MISSING_SIGNATURE,
+    .not_writable = ERR_NOT_WRITABLE, .wrong_address = ERR_WRONG_ADDRESS,
+    .already_initialized = ERR_ALREADY_INITIALIZED, .unsupported_rent = ERR_UNSUPPORTED_RENT,
+    .cpi_failed = ERR_CPI_FAILED, .overflow = ERR_OVERFLOW, .underflow = ERR_UNDERFLOW};
 
 #define TREASURY_VERSION 1
 #define PARTICIPANT_VERSION 1
@@ -101,73 +110,27 @@ _Static_assert(sizeof(participant_t) == PARTICIPANT_BYTES, "participant layout")
 
 /* The most accounts an instruction uses (treasury_create, participant_claim: 7). */
 #define MAX_ACCOUNTS 7
-
-typedef struct {
-  SolAccountInfo accounts[MAX_ACCOUNTS];
-  sol_parsed_t in;
-  u64 n; /* accounts usable in accounts[] (min of num_accounts and MAX_ACCOUNTS) */
-} ctx_t;
-
-/* ---- checked arithmetic ---- */
-
-static inline u64 add_checked(u64 a, u64 b, u64 *out) {
-  if (a > ~0ull - b) return ERR_OVERFLOW;
-  *out = a + b;
-  return 0;
-}
-static inline u64 sub_checked(u64 a, u64 b, u64 *out) {
-  if (b > a) return ERR_UNDERFLOW;
-  *out = a - b;
-  return 0;
-}
+_Static_assert(MAX_ACCOUNTS <= PROGRAM_MAX_ACCOUNTS, "ctx_t holds every account");
 
 /* ---- accounts ---- */
 
-static u64 need(const ctx_t *c, u64 n) {
-  return c->in.num_accounts < n ? ERR_NOT_ENOUGH_ACCOUNTS : 0;
-}
-
-static u64 signer_at(const ctx_t *c, u64 i) {
-  if (!c->accounts[i].is_signer) {
-    LOG("treasurer: an account that must sign did not");
-    return ERR_MISSING_SIGNATURE;
-  }
-  return 0;
-}
-
-static u64 writable_at(const ctx_t *c, u64 i) {
-  if (!c->accounts[i].is_writable) {
-    LOG("treasurer: an account that must be writable is not");
-    return ERR_NOT_WRITABLE;
-  }
-  return 0;
-}
-
 /* Account `i` is an initialized treasury of this program. */
 static u64 treasury_at(const ctx_t *c, u64 i, treasury_t **out) {
-  const SolAccountInfo *info = &c->accounts[i];
-  if (!key_eq(info->owner, c->in.program_id) || info->data_len != TREASURY_BYTES) {
-    LOG("treasurer: account is not a treasury of this program");
-    return ERR_INVALID_TREASURY_ACCOUNT;
-  }
-  treasury_t *t = (treasury_t *)info->data;
-  if (!mem_eq(t->magic, TREASURY_MAGIC, 8) || t->version != TREASURY_VERSION) {
-    return ERR_INVALID_TREASURY_ACCOUNT;
-  }
-  *out = t;
-  return 0;
+  const account_kind_t kind = {
+      TREASURY_BYTES, TREASURY_MAGIC, TREASURY_VERSION, ERR_INVALID_TREASURY_ACCOUNT,
+      KIND_LOG("treasurer: account is not a treasury of this program")};
+  return program_account_at(c, i, &kind, (void **)out);
 }
 
 /* Account `i` is this treasury's participant account of the signer at `user`. */
 static u64 participant_at(const ctx_t *c, u64 i, u64 treasury_i, u64 user_i, participant_t **out) {
-  const SolAccountInfo *info = &c->accounts[i];
-  if (!key_eq(info->owner, c->in.program_id) || info->data_len != PARTICIPANT_BYTES) {
-    LOG("treasurer: account is not a participant of this program");
-    return ERR_INVALID_PARTICIPANT_ACCOUNT;
-  }
-  participant_t *p = (participant_t *)info->data;
-  if (!mem_eq(p->magic, PARTICIPANT_MAGIC, 8) || p->version != PARTICIPANT_VERSION ||
-      !mem_eq(p->treasury, c->accounts[treasury_i].key->bytes, 32)) {
+  const account_kind_t kind = {
+      PARTICIPANT_BYTES, PARTICIPANT_MAGIC, PARTICIPANT_VERSION, ERR_INVALID_PARTICIPANT_ACCOUNT,
+      KIND_LOG("treasurer: account is not a participant of this program")};
+  participant_t *p;
+  u64 err = program_account_at(c, i, &kind, (void **)&p);
+  if (err) return err;
+  if (!mem_eq(p->treasury, c->accounts[treasury_i].key->bytes, 32)) {
     return ERR_INVALID_PARTICIPANT_ACCOUNT;
   }
   if (!mem_eq(p->user, c->accounts[user_i].key->bytes, 32)) {
@@ -195,45 +158,6 @@ static u64 coordinator_at(const ctx_t *c, u64 i, const u8 *program, const accoun
     return ERR_INVALID_COORDINATOR_ACCOUNT;
   }
   *out = a;
-  return 0;
-}
-
-/* Account `i` must be empty (no lamports, no data) and at the PDA of `seeds` (bump found). */
-static u64 fresh_pda(const ctx_t *c, u64 i, SolSignerSeed *seeds, u64 n_seeds, u8 *bump) {
-  const SolAccountInfo *info = &c->accounts[i];
-  SolPubkey expected;
-  if (sol_try_find_program_address(seeds, n_seeds, c->in.program_id, &expected, bump) != 0) {
-    return ERR_WRONG_ADDRESS;
-  }
-  if (!key_eq(info->key, &expected)) {
-    LOG("treasurer: an account is not at its program-derived address");
-    return ERR_WRONG_ADDRESS;
-  }
-  if (*info->lamports != 0 || info->data_len != 0 || !is_system_program(info->owner)) {
-    return ERR_ALREADY_INITIALIZED;
-  }
-  return 0;
-}
-
-/* An account create_pda makes: accounts[target], paid by accounts[payer]. */
-typedef struct {
-  u64 payer;
-  u64 target;
-  u64 space;
-  bool token_owned; /* owned by SPL Token (the vault); else by this program */
-} new_account_t;
-
-/* Creates a rent-exempt PDA; `signer` holds its seeds, ending with its bump. */
-static u64 create_pda(const ctx_t *c, const new_account_t *a, const SolSignerSeeds *signer) {
-  SolPubkey token;
-  mem_copy(token.bytes, SPL_TOKEN_PROGRAM_ID, 32);
-  sol_create_account_t create = {c->accounts[a->payer].key, c->accounts[a->target].key,
-                                 a->token_owned ? &token : c->in.program_id, 0, a->space};
-  if (!rent_exempt_lamports(a->space, &create.lamports)) {
-    LOG("treasurer: the Rent sysvar's exemption threshold is neither 1.0 nor 2.0");
-    return ERR_UNSUPPORTED_RENT;
-  }
-  if (system_create_account(&create, c->accounts, c->n, signer) != 0) return ERR_CPI_FAILED;
   return 0;
 }
 
@@ -314,7 +238,7 @@ static u64 participant_create(ctx_t *c) {
   if (err) return err;
   if (!is_system_program(c->accounts[3].key)) return ERR_INVALID_PROGRAM;
   u64 participants;
-  err = add_checked(t->participants, 1, &participants);
+  err = add_checked(c, t->participants, 1, &participants);
   if (err) return err;
   const u8 *treasury_key = c->accounts[0].key->bytes;
   const u8 *user = c->accounts[2].key->bytes;
@@ -388,10 +312,10 @@ static u64 participant_claim(ctx_t *c) {
   }
   u64 earned, pay, total;
   err = earned_points(run, user, &earned);
-  if (!err) err = sub_checked(earned, p->claimed, &pay);
+  if (!err) err = sub_checked(c, earned, p->claimed, &pay);
   if (err) return err;
   if (pay == 0) return ERR_NOTHING_TO_CLAIM;
-  err = add_checked(t->total_claimed, pay, &total);
+  err = add_checked(c, t->total_claimed, pay, &total);
   if (err) return err;
   /* All or nothing: a partial payment would leave a debt the accounts do not record. */
   if (token_amount(vault) < pay) {
@@ -410,8 +334,7 @@ static u64 participant_claim(ctx_t *c) {
 
 u64 entrypoint(const u8 *input) {
   ctx_t c;
-  sol_parse_accounts(input, c.accounts, MAX_ACCOUNTS, &c.in);
-  c.n = c.in.num_accounts < MAX_ACCOUNTS ? c.in.num_accounts : MAX_ACCOUNTS;
+  parse_ctx(input, MAX_ACCOUNTS, &ERRORS, &c);
   if (c.in.data_len < 1) return ERR_INVALID_INSTRUCTION;
   switch (c.in.data[0]) {
     case IX_TREASURY_CREATE: return treasury_create(&c);

@@ -154,44 +154,20 @@ static u64 sweep_forfeited(const u8 *raw, account_t *a) {
 }
 
 /*
- * A successful epoch end (end_cooldown, before anything moves): every client of the epoch, live
- * or exited, that a health check dropped or verification ejected forfeits the deposit its wallet's
- * registration holds, and a join it made for the next epoch is cancelled (so it pays again to
- * train again). Nothing to do while no deposit is held.
- *
- * The epoch took its clients from the registry in registry order and numbered them so
- * (epoch_index), so visiting the forfeiting clients by epoch index and searching each one's
- * registration from the previous one's slot is one pass over the registry (as pay_epoch does),
- * however many forfeit; a registration reused during the epoch costs a wrap-around.
+ * Whether a client of a successfully ended epoch, live or exited, forfeits the deposit its
+ * wallet's registration holds: a health check dropped it or verification ejected it.
  */
-static void forfeit_deposits(account_t *a) {
-  if (a->join_deposit.held == 0) return;
-  const epoch_state_t *es = &a->epoch_state;
-  u64 n = (u64)es->clients_len + es->exited_len;
-  u16 at[MAX_CLIENTS]; /* epoch index -> 1 + position in clients then exited; 0 = none */
-  mem_zero(at, sizeof(at));
-  u64 forfeiting = 0;
-  for (u64 i = 0; i < n; i++) {
-    const client_t *c = i < es->clients_len ? &es->clients[i] : &es->exited[i - es->clients_len];
-    if ((c->state != CS_DROPPED && c->state != CS_EJECTED) || c->epoch_index >= MAX_CLIENTS)
-      continue;
-    at[c->epoch_index] = (u16)(i + 1);
-    forfeiting++;
-  }
-  u64 from = 0;
-  for (u64 e = 0; e < MAX_CLIENTS && forfeiting > 0; e++) {
-    if (at[e] == 0) continue;
-    forfeiting--;
-    u64 i = at[e] - 1u;
-    const client_t *c = i < es->clients_len ? &es->clients[i] : &es->exited[i - es->clients_len];
-    u64 slot = find_registration(a, c->signer, from);
-    if (slot == a->registry_len) continue;
-    from = slot + 1 < a->registry_len ? slot + 1 : 0;
-    u64 held = a->deposits[slot];
-    if (held == 0) continue;
-    a->join_deposit.held -= held;
-    a->join_deposit.forfeited += held;
-    a->deposits[slot] = 0;
-    if (is_pending(a, slot)) a->registry[slot].active = a->next_active - 1;
-  }
+static bool forfeits(const client_t *c) { return c->state == CS_DROPPED || c->state == CS_EJECTED; }
+
+/*
+ * A forfeiting client's registration (found by epoch_end.c's walk): the deposit moves from held
+ * to forfeited, and a join made for the next epoch is cancelled, so it pays again to train again.
+ */
+static void forfeit_registration(account_t *a, u64 slot) {
+  u64 held = a->deposits[slot];
+  if (held == 0) return;
+  a->join_deposit.held -= held;
+  a->join_deposit.forfeited += held;
+  a->deposits[slot] = 0;
+  if (is_pending(a, slot)) a->registry[slot].active = a->next_active - 1;
 }

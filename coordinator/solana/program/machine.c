@@ -19,10 +19,9 @@ static void open_verification_tasks(account_t *a, u64 now);
 static void close_verification_stages(account_t *a, u64 ended_height, u64 now, u64 seed);
 static void eject_idle_witnesses(account_t *a, const round_t *round);
 static void drop_verification_tasks(account_t *a);
-/* rewards.c, included after this file. */
+/* rewards.c and epoch_end.c, included after this file. */
 static void start_epoch_rates(account_t *a);
-static void pay_epoch(account_t *a);
-static void forfeit_deposits(account_t *a);
+static void settle_epoch(account_t *a);
 
 /* 64 x 64 -> 128-bit product. */
 static void mul_64(u64 a, u64 b, u64 *hi, u64 *lo) {
@@ -407,8 +406,7 @@ static void tick_round_witness(account_t *a, u64 now, u64 seed) {
 
 /* machine_cooldown.ts endCooldown: the timer fired, or a checkpointer reported. */
 static void end_cooldown(account_t *a, u64 now) {
-  pay_epoch(a);
-  forfeit_deposits(a);
+  settle_epoch(a);
   round_t *round = current_round(a);
   tally_digest_votes(a, witness_quorum(expected_witnesses(&a->config, round->clients_len)));
   epoch_state_t *es = &a->epoch_state;

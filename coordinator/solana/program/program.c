@@ -29,6 +29,7 @@
 #include "meeting.c"
 #include "rewards.c"
 #include "deposit.c"
+#include "epoch_end.c"
 
 enum {
   IX_INIT_COORDINATOR = 0,

@@ -101,6 +101,8 @@ const EXAMPLES: CoordinatorInstruction[] = [
   { kind: "SetJoinDeposit", amount: 0n },
   { kind: "SetJoinDeposit", amount: 0xffff_ffff_ffff_ffffn },
   { kind: "WithdrawDeposit" },
+  { kind: "WithdrawDeposit", registration: 0 },
+  { kind: "WithdrawDeposit", registration: 0xffff },
   { kind: "SweepForfeited" },
 ];
 
@@ -154,7 +156,8 @@ Deno.test("instructions: decoding names the bad field", () => {
   decodeFails([], /^tag$/);
   decodeFails([18], /^tag$/);
   decodeFails([15, 1, 0, 0, 0, 0, 0, 0], /^amount$/);
-  decodeFails([16, 0], /^end$/);
+  decodeFails([16, 0], /^registration$/);
+  decodeFails([16, 0, 0, 0], /^end$/);
   decodeFails([17, 0], /^end$/);
   decodeFails([14], /^parts$/);
   decodeFails([14, 0], /^parts$/);
@@ -225,6 +228,18 @@ Deno.test("instructions: encoding refuses values the layout cannot carry", () =>
     [...encodeCoordinatorInstruction({ kind: "SetFutureEpochRates", slashingRatePerClient: 258n })],
     [14, 2, 2, 1, 0, 0, 0, 0, 0, 0],
   );
+  // The registration hint is a u16 after the tag; without it the data is the tag alone.
+  assert.deepEqual([...encodeCoordinatorInstruction({ kind: "WithdrawDeposit" })], [16]);
+  assert.deepEqual(
+    [...encodeCoordinatorInstruction({ kind: "WithdrawDeposit", registration: 258 })],
+    [16, 2, 1],
+  );
+  for (const registration of [-1, 0x10000, 1.5]) {
+    assert.throws(
+      () => encodeCoordinatorInstruction({ kind: "WithdrawDeposit", registration }),
+      /registration must be an integer/,
+    );
+  }
   const many = Array.from(
     { length: 256 },
     () => ({ signer: key(1), proof: { committee: "Trainer" as const, position: 0, index: 0 } }),

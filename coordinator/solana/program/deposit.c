@@ -126,12 +126,30 @@ static bool in_running_epoch(const account_t *a, u64 slot) {
 }
 
 /*
- * withdraw_deposit: accounts: coordinator, the depositor (signs), its token account (any of the
- * mint), the vault, SPL Token, the vault authority. Pays the whole deposit the signer's
- * registration holds, once: the registration then holds none.
+ * The signer's registration for withdraw_deposit: the slot the instruction names when it is the
+ * signer's, else (no hint, a stale or wrong one) a search from slot 0. A hint only saves the
+ * search (~16,000 units at 256 registrations), so one that names another wallet's registration
+ * is not an error: the result is the same either way.
  */
-static u64 withdraw_deposit(const u8 *raw, account_t *a, const u8 *user) {
-  u64 slot = find_registration(a, user, 0);
+static u64 hinted_registration(const account_t *a, const u8 *user, reader_t *r) {
+  if (r->pos == r->len) return find_registration(a, user, 0);
+  u64 hint = get16(r);
+  if (hint < a->registry_len && same_key(a->registry[hint].signer, user)) return hint;
+  return find_registration(a, user, 0);
+}
+
+/*
+ * withdraw_deposit: data: nothing, or the signer's registry slot (u16) as a hint; accounts:
+ * coordinator, the depositor (signs), its token account (any of the mint), the vault, SPL Token,
+ * the vault authority. Pays the whole deposit the signer's registration holds, once: the
+ * registration then holds none.
+ */
+static u64 withdraw_deposit(const u8 *raw, account_t *a, const u8 *user, reader_t *r) {
+  if (r->len - r->pos != 0 && r->len - r->pos != 2) {
+    LOG("withdraw_deposit: data: nothing, or the signer's registry slot (u16)");
+    return E_INVALID_INSTRUCTION;
+  }
+  u64 slot = hinted_registration(a, user, r);
   if (slot == a->registry_len || a->deposits[slot] == 0) return E_NO_DEPOSIT;
   if (is_pending(a, slot) || in_running_epoch(a, slot)) {
     LOG("withdraw_deposit: pending for the next epoch or in the running one");

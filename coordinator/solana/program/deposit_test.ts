@@ -27,6 +27,7 @@ import {
   depositVaultAuthority,
   joinDepositAccounts,
   OFFSETS,
+  programErrorNumber,
   structLayout,
 } from "../abi/mod.ts";
 import { addressBytes } from "../testing/svm.ts";
@@ -207,6 +208,56 @@ Deno.test("a paid join moves the deposit once; a Healthy finisher withdraws exac
   await r.expectError(JOIN, a, "DepositRequired");
   await r.expectOk(JOIN, a, paying(a));
   assert.equal(depositOf(r, a), DEPOSIT);
+});
+
+Deno.test("withdraw_deposit's registration hint: only the signer's own slot is taken", async () => {
+  const { r, vault, clients, wallets, setDeposit, paying, payout } = await depositRun(4, {
+    funds: 2_500n,
+  });
+  assert.ok((await setDeposit(DEPOSIT)).ok);
+  let t = await startEpoch(r, clients, paying);
+  await leaveWarmup(r, clients);
+  t = await trainToCooldown(r, clients, t);
+  await endCooldown(r, t);
+  const slotOf = (c: KeyPairSigner) =>
+    svm.coordinatorAccount(r.coordinator).registry.findIndex((x) =>
+      x.signer.every((b, i) => b === keyOf(c)[i])
+    );
+  const [a, b, c, d] = clients;
+  assert.deepEqual(clients.map(slotOf), [0, 1, 2, 3]);
+  const withdraw = (registration: number): CoordinatorInstruction => ({
+    kind: "WithdrawDeposit",
+    registration,
+  });
+  // A hint the signer holds: its own deposit, nothing else.
+  await r.expectOk(withdraw(slotOf(a)), a, payout(wallets.get(a)!));
+  assert.equal(svm.tokenBalance(wallets.get(a)!), 2_500n);
+  assert.deepEqual(clients.map((x) => depositOf(r, x)), [0n, DEPOSIT, DEPOSIT, DEPOSIT]);
+  // Another wallet's slot is not taken: the search finds the signer's own registration.
+  await r.expectOk(withdraw(slotOf(d)), b, payout(wallets.get(b)!));
+  assert.deepEqual(clients.map((x) => depositOf(r, x)), [0n, 0n, DEPOSIT, DEPOSIT]);
+  assert.equal(svm.tokenBalance(wallets.get(b)!), 2_500n);
+  assert.equal(svm.tokenBalance(wallets.get(d)!), 1_500n);
+  // A wallet without a registration naming a slot that holds a deposit gets nothing.
+  const outsider = await svm.newSigner();
+  await r.expectError(withdraw(slotOf(d)), outsider, "NoDeposit", payout(wallets.get(d)!));
+  // Slots past the registry fall back to the search too.
+  await r.expectOk(withdraw(4), c, payout(wallets.get(c)!));
+  await r.expectError(withdraw(0xffff), c, "NoDeposit", payout(wallets.get(c)!));
+  assert.deepEqual(clients.map((x) => depositOf(r, x)), [0n, 0n, 0n, DEPOSIT]);
+  // A hint cut short or followed by more bytes is refused before anything moves.
+  const hinted = svm.instruction(r.coordinator, withdraw(slotOf(d)), {
+    signer: d,
+    extraAccounts: payout(wallets.get(d)!).extraAccounts,
+  });
+  for (const data of [Uint8Array.of(16, 3), Uint8Array.of(16, 3, 0, 0)]) {
+    const res = await svm.sendRaw([{ ...hinted, data }]);
+    assert.equal(res.code, programErrorNumber("InvalidInstruction"), `data ${[...data]}`);
+  }
+  r.check();
+  assert.equal(svm.tokenBalance(vault), DEPOSIT);
+  await r.expectOk(withdraw(slotOf(d)), d, payout(wallets.get(d)!));
+  assert.equal(svm.tokenBalance(vault), 0n);
 });
 
 Deno.test("a client dropped by a health check forfeits its deposit; the authority sweeps it", async () => {

@@ -419,8 +419,7 @@ static u64 dispatch(const input_t *in, const u8 *raw) {
     break;
   case IX_WITHDRAW_DEPOSIT:
     if ((err = signer(in, NULL, 0, &user))) return err;
-    if (r.pos != r.len) return E_INVALID_INSTRUCTION;
-    err = withdraw_deposit(raw, a, user);
+    err = withdraw_deposit(raw, a, user, &r);
     break;
   case IX_SWEEP_FORFEITED:
     if ((err = signer(in, a->main_authority, E_NOT_MAIN_AUTHORITY, &user))) return err;

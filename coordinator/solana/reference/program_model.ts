@@ -533,6 +533,8 @@ export function applyInstruction(
       break;
     }
     case "WithdrawDeposit": {
+      // The program takes ix.registration when it names the signer's registration and searches
+      // otherwise: the same registration either way, so the model ignores the hint.
       const r = a.registry.find((r) => equalBytes(r.signer, user()));
       if (r === undefined || r.deposit === 0n) fail("NoDeposit", "the signer holds no deposit");
       const running = RUNNING_EPOCH_STATES.includes(s.runState) && r.active + 1n === a.nextActive;

@@ -98,8 +98,13 @@ export interface DepositUnits {
   setJoinDeposit: number;
   /** The costliest join that paid its deposit (the last of `n`: the longest registry search). */
   join: number;
-  /** With `epochEnd`: the last finisher's withdrawal after the epoch ended (a long search). */
+  /**
+   * With `epochEnd`: the last finisher's withdrawal after the epoch ended, naming its registry
+   * slot (the hint the program checks instead of searching).
+   */
   withdraw: number;
+  /** With `epochEnd`: the finisher before it withdrawing without the hint (a long search). */
+  withdrawSearch: number;
   /** With `epochEnd`: the sweep of the forfeit of the client the health check dropped. */
   sweep: number;
 }
@@ -266,7 +271,13 @@ export async function measureComputeUnits(
     }, main),
     "set future epoch rates",
   );
-  const deposit: DepositUnits = { setJoinDeposit: 0, join: 0, withdraw: 0, sweep: 0 };
+  const deposit: DepositUnits = {
+    setJoinDeposit: 0,
+    join: 0,
+    withdraw: 0,
+    withdrawSearch: 0,
+    sweep: 0,
+  };
   const vault = opts.deposit === true ? await depositVault(csvm, coordinator, main, deposit) : null;
   let now = 100;
   csvm.setClock(now, 1n);
@@ -454,19 +465,33 @@ export async function measureComputeUnits(
     epochFinishers = csvm.coordinatorAccount(coordinator).registry.filter((r) => r.earned > 0n)
       .length;
     if (vault !== null) {
-      const payout = (signer: KeyPairSigner, to: Address) =>
-        csvm.send(coordinator, { kind: signer === main ? "SweepForfeited" : "WithdrawDeposit" }, {
-          signer,
-          computeUnitLimit: MAX_COMPUTE_UNITS,
-          extraAccounts: depositPayoutAccounts({
-            tokenAccount: to,
-            vault: vault.vault,
-            vaultAuthority: vault.authority,
-          }),
-        });
-      // The last client is the one the health check dropped: the one before it withdraws.
+      const payout = (signer: KeyPairSigner, to: Address, registration?: number) =>
+        csvm.send(
+          coordinator,
+          signer === main ? { kind: "SweepForfeited" } : {
+            kind: "WithdrawDeposit",
+            registration,
+          },
+          {
+            signer,
+            computeUnitLimit: MAX_COMPUTE_UNITS,
+            extraAccounts: depositPayoutAccounts({
+              tokenAccount: to,
+              vault: vault.vault,
+              vaultAuthority: vault.authority,
+            }),
+          },
+        );
+      // The last client is the one the health check dropped: the one before it withdraws naming
+      // its registry slot, the one before that without the hint.
       const finisher = clients[clients.length - 2];
-      deposit.withdraw = must(await payout(finisher, wallets.get(finisher)!), "withdraw")
+      const slot = csvm.coordinatorAccount(coordinator).registry.findIndex((r) =>
+        encodeAddress(r.signer) === finisher.address
+      );
+      deposit.withdraw = must(await payout(finisher, wallets.get(finisher)!, slot), "withdraw")
+        .computeUnits;
+      const searching = clients[clients.length - 3];
+      deposit.withdrawSearch = must(await payout(searching, wallets.get(searching)!), "withdraw")
         .computeUnits;
       const treasury = await csvm.createTokenAccount(vault.mint, main.address, 0n);
       deposit.sweep = must(await payout(main, treasury), "sweep").computeUnits;

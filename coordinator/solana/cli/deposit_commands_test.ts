@@ -8,9 +8,14 @@
  * the account: the program's rules for them are deposit_test.ts's.
  */
 import assert from "node:assert/strict";
-import { type Address, generateKeyPairSigner } from "@solana/kit";
+import {
+  type Address,
+  generateKeyPairSigner,
+  getCompiledTransactionMessageDecoder,
+  getTransactionDecoder,
+} from "@solana/kit";
 import { solana } from "./testing/solana_cli.ts";
-import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
+import { type Ledger, loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
 import { loadWallet, SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
 import {
   associatedTokenAddress,
@@ -26,6 +31,15 @@ import {
 } from "../testing/litesvm_accounts.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
+
+/** The data of the last instruction of the latest transaction that touched `at`. */
+function lastInstructionData(ledger: Ledger, at: Address): number[] {
+  const [kept] = ledger.signaturesFor(at, { limit: 1 });
+  const tx = getTransactionDecoder().decode(kept.bytes);
+  const message = getCompiledTransactionMessageDecoder().decode(tx.messageBytes);
+  assert.ok("instructions" in message, "a legacy or v0 message");
+  return [...(message.instructions.at(-1)?.data ?? [])];
+}
 
 /** Rewrites the account at `at` (states an epoch would reach, without running one). */
 function patch(svm: LiteSVM, at: Address, edit: (view: DataView) => void): void {
@@ -136,6 +150,8 @@ Deno.test("deposit commands: set the deposit, refuse and return a withdrawal, sw
     assert.match(back.out, new RegExp(`deposit returned to ${wallet}`));
     assert.equal(balance(svm, wallet), 1_000n);
     assert.equal(balance(svm, vault), 0n);
+    // The withdrawal named the client's registry slot (0), sparing the program its search.
+    assert.deepEqual(lastInstructionData(net.ledger, coordinator), [16, 0, 0]);
     const again = await solana(["withdraw-deposit", ...run, ...theirs, ...rpc, ...key("client")]);
     assert.equal(again.code, 1);
     assert.match(again.err, /NoDeposit/);

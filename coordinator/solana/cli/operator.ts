@@ -172,23 +172,31 @@ export class RunOperator {
 
   /**
    * As a depositor: takes this wallet's deposit back from the run's vault into `tokenAccount`
-   * (any token account of the deposit's mint).
+   * (any token account of the deposit's mint). The instruction names the wallet's registry slot
+   * as read, which spares the program its registry search; the program checks it (a slot
+   * reused since the read only costs the search).
    */
   withdrawDeposit(coordinator: Address, tokenAccount: Address): Promise<string> {
-    return this.#payout(coordinator, { kind: "WithdrawDeposit" }, tokenAccount);
+    const me = getAddressEncoder().encode(this.wallet.address);
+    return this.#payout(coordinator, (account) => {
+      const slot = account.registry.findIndex((r) => r.signer.every((b, i) => b === me[i]));
+      return { kind: "WithdrawDeposit", registration: slot < 0 ? undefined : slot };
+    }, tokenAccount);
   }
 
   /** As the main authority: moves every forfeited deposit into `tokenAccount`. */
   sweepForfeited(coordinator: Address, tokenAccount: Address): Promise<string> {
-    return this.#payout(coordinator, { kind: "SweepForfeited" }, tokenAccount);
+    return this.#payout(coordinator, () => ({ kind: "SweepForfeited" }), tokenAccount);
   }
 
+  /** A payout from the vault: `instruction` built from the run's account as just read. */
   async #payout(
     coordinator: Address,
-    ix: CoordinatorInstruction,
+    instruction: (account: CoordinatorAccount) => CoordinatorInstruction,
     tokenAccount: Address,
   ): Promise<string> {
-    const d = (await this.read(coordinator)).joinDeposit;
+    const account = await this.read(coordinator);
+    const d = account.joinDeposit;
     if (d.vault === null) throw new Error(`the run at ${coordinator} never had a join deposit`);
     const authority = await depositVaultAuthority(this.#o.programId, coordinator);
     return await this.#o.sender.send([
@@ -196,7 +204,7 @@ export class RunOperator {
         programId: this.#o.programId,
         coordinator,
         signer: this.wallet,
-        ix,
+        ix: instruction(account),
         extraAccounts: depositPayoutAccounts({
           tokenAccount,
           vault: getAddressDecoder().decode(d.vault),

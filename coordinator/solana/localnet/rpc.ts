@@ -114,10 +114,53 @@ function encodeData(data: Uint8Array, encoding: unknown): [string, string] {
   }
 }
 
-/** An account in RPC JSON. */
-export function accountJson(acc: LedgerAccount, encoding: unknown): Record<string, unknown> {
+/** A `dataSlice` of a request: a byte range of each account's data. */
+export interface DataSlice {
+  offset: number;
+  length: number;
+}
+
+/**
+ * The config's `dataSlice`, or null when it has none. As Solana's RPC does, refuses one with
+ * `jsonParsed` (a parsed account cannot be cut) with InvalidRequest.
+ */
+function dataSlice(cfg: Record<string, unknown>): DataSlice | null {
+  const s = cfg.dataSlice;
+  if (s === undefined || s === null) return null;
+  const { offset, length } = (typeof s === "object" ? s : {}) as Record<string, unknown>;
+  if (!isInteger(offset) || !isInteger(length)) {
+    throw new RpcError(
+      RPC_ERRORS.InvalidParams,
+      "Invalid params: dataSlice needs a non-negative integer offset and length",
+    );
+  }
+  if (cfg.encoding === "jsonParsed") {
+    throw new RpcError(
+      RPC_ERRORS.InvalidRequest,
+      "Sliced account data can only be encoded using binary (base 58) or base64 encoding.",
+    );
+  }
+  return { offset: Number(offset), length: Number(length) };
+}
+
+/** Solana's slice: `length` bytes from `offset`, clipped to the data (empty past its end). */
+export function sliceData(data: Uint8Array, slice: DataSlice | null): Uint8Array {
+  if (slice === null) return data;
+  const start = Math.min(slice.offset, data.length);
+  return data.subarray(start, Math.min(data.length, start + slice.length));
+}
+
+/**
+ * An account in RPC JSON: its data cut to `slice` (the base58 limit applies to the cut),
+ * `space` the whole data's length, as Solana's RPC reports them.
+ */
+export function accountJson(
+  acc: LedgerAccount,
+  encoding: unknown,
+  slice: DataSlice | null = null,
+): Record<string, unknown> {
   return {
-    data: encodeData(acc.data, encoding),
+    data: encodeData(sliceData(acc.data, slice), encoding),
     executable: acc.executable,
     lamports: acc.lamports,
     owner: acc.owner,
@@ -218,26 +261,36 @@ export class RpcMethods {
           return { context: this.#context(), value: l.account(pubkey(params, 0))?.lamports ?? 0n };
         case "getAccountInfo": {
           const acc = l.account(pubkey(params, 0));
-          const enc = config(params, 1).encoding;
-          return { context: this.#context(), value: acc === null ? null : accountJson(acc, enc) };
+          const cfg = config(params, 1);
+          const slice = dataSlice(cfg);
+          return {
+            context: this.#context(),
+            value: acc === null ? null : accountJson(acc, cfg.encoding, slice),
+          };
         }
         case "getMultipleAccounts": {
           const keys = param(params, 0, "expected an array of public keys", isStringArray);
-          const enc = config(params, 1).encoding;
+          const cfg = config(params, 1);
+          const slice = dataSlice(cfg);
           return {
             context: this.#context(),
             value: keys.map((_, i) => {
               const acc = l.account(pubkey(keys, i));
-              return acc === null ? null : accountJson(acc, enc);
+              return acc === null ? null : accountJson(acc, cfg.encoding, slice);
             }),
           };
         }
         case "getProgramAccounts": {
           const cfg = config(params, 1);
           const filters = Array.isArray(cfg.filters) ? cfg.filters : [];
+          const slice = dataSlice(cfg);
+          // The filters see the whole data; only what is returned is cut.
           const value = l.programAccounts(pubkey(params, 0))
             .filter((a) => filters.every((f) => matchesFilter(a.account, f)))
-            .map((a) => ({ pubkey: a.pubkey, account: accountJson(a.account, cfg.encoding) }));
+            .map((a) => ({
+              pubkey: a.pubkey,
+              account: accountJson(a.account, cfg.encoding, slice),
+            }));
           return cfg.withContext === true ? { context: this.#context(), value } : value;
         }
         case "requestAirdrop": {

@@ -25,6 +25,18 @@ export {
   type Registration,
 } from "./account.ts";
 export {
+  type AccountSlice,
+  decodeNonce,
+  decodeRunHead,
+  decodeRunListing,
+  registrySlice,
+  RUN_LISTING_SLICES,
+  type RunHead,
+  type RunListing,
+  runListingOf,
+  type RunTailSlices,
+} from "./run_listing.ts";
+export {
   coordinatorAccountFilters,
   coordinatorAddress,
   type CoordinatorAddressOptions,

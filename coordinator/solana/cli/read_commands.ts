@@ -9,10 +9,18 @@ import { type Address, address, getAddressDecoder, getAddressEncoder } from "@so
 import { UsageError } from "../../../common/mod.ts";
 import { EXIT_OK } from "../../../cli/entry.ts";
 import {
+  type AccountSlice,
   associatedTokenAddress,
   coordinatorAccountFilters,
   coordinatorAddress,
   decodeCoordinatorAccount,
+  decodeNonce,
+  decodeRunHead,
+  decodeRunListing,
+  registrySlice,
+  RUN_LISTING_SLICES,
+  type RunHead,
+  runListingOf,
 } from "../abi/mod.ts";
 import { decodeAccountData, loadWallet, SolanaRpcClient } from "../rpc/mod.ts";
 import {
@@ -31,7 +39,7 @@ import {
   formatUser,
   formatVerdict,
   type RunSummary,
-  runSummary,
+  runSummaryOf,
   tokenAccountOf,
   userJson,
   type UserTreasury,
@@ -62,28 +70,131 @@ export async function accountInfo(rpc: SolanaRpcClient, at: Address): Promise<Ac
   return { owner: address(r.value.owner), data: decodeAccountData(r.value.data) };
 }
 
-/** Every coordinator account of the program, decoded, by address (undecodable ones left out). */
-async function listRuns(rpc: SolanaRpcClient, programId: Address): Promise<RunSummary[]> {
+/** The most accounts one getMultipleAccounts takes (Solana's RPC limit). */
+const MAX_MULTIPLE_ACCOUNTS = 100;
+
+/** Sliced account data as the RPC returns it. */
+type RpcData = { data: [string, string] };
+
+/** A run's head, or null when it must be read whole (the RPC returned more or less). */
+interface Found {
+  at: Address;
+  head: RunHead | null;
+}
+
+/**
+ * Every coordinator account of the program as list-runs shows it (undecodable ones left out).
+ * Reads a few slices of each run (abi/run_listing.ts), about 1.3 KB plus 72 bytes a
+ * registration, not its 225,840 bytes: getProgramAccounts for the heads, then
+ * getMultipleAccounts for the rest, each answered at a slot no older than the last
+ * (minContextSlot). The nonce, read again last, grows with every instruction: a run whose
+ * nonce moved between the reads, or whose slice came back the wrong size, is read whole, so
+ * every line is one state of its run, as when list-runs read whole accounts.
+ */
+export async function listRuns(
+  rpc: Pick<SolanaRpcClient, "call">,
+  programId: Address,
+): Promise<RunSummary[]> {
   const filters = coordinatorAccountFilters().map((f) =>
     "dataSize" in f
       ? { dataSize: Number(f.dataSize) }
       : { memcmp: { ...f.memcmp, offset: Number(f.memcmp.offset) } }
   );
-  const accounts = await rpc.call<{ pubkey: string; account: { data: [string, string] } }[]>(
-    "getProgramAccounts",
-    [programId, { encoding: "base64", commitment: "confirmed", filters }],
-  );
-  const runs: RunSummary[] = [];
-  for (const { pubkey, account } of accounts) {
+  const { head: headSlice, rates, deposit, nonce } = RUN_LISTING_SLICES;
+  const listed = await rpc.call<{
+    context: { slot: number };
+    value: { pubkey: string; account: RpcData }[];
+  }>("getProgramAccounts", [programId, {
+    encoding: "base64",
+    commitment: "confirmed",
+    filters,
+    dataSlice: headSlice,
+    withContext: true,
+  }]);
+  let slot = Number(listed.context.slot);
+  /** Each run's `slice`, or null where the account is gone or the slice came back resized. */
+  const read = async (runs: Found[], slice: AccountSlice) => {
+    const r = await rpc.call<{ context: { slot: number }; value: (RpcData | null)[] }>(
+      "getMultipleAccounts",
+      [runs.map((f) => f.at), {
+        encoding: "base64",
+        commitment: "confirmed",
+        dataSlice: slice,
+        minContextSlot: slot,
+      }],
+    );
+    slot = Math.max(slot, Number(r.context.slot));
+    return r.value.map((a) => {
+      const data = a === null ? null : decodeAccountData(a.data);
+      return data?.length === slice.length ? data : null;
+    });
+  };
+
+  const found: Found[] = [];
+  for (const { pubkey, account } of listed.value) {
+    const data = decodeAccountData(account.data);
     try {
-      runs.push(
-        runSummary(address(pubkey), decodeCoordinatorAccount(decodeAccountData(account.data))),
-      );
+      found.push({
+        at: address(pubkey),
+        head: data.length === headSlice.length ? decodeRunHead(data) : null,
+      });
     } catch {
       // Another layout version's account: not a run this tool can read.
     }
   }
+  /** `slice` of every run, a getMultipleAccounts per 100 runs. */
+  const readAll = async (runs: Found[], slice: AccountSlice) => {
+    const got = new Map<Address, Uint8Array | null>();
+    for (let i = 0; i < runs.length; i += MAX_MULTIPLE_ACCOUNTS) {
+      const chunk = runs.slice(i, i + MAX_MULTIPLE_ACCOUNTS);
+      (await read(chunk, slice)).forEach((data, j) => got.set(chunk[j].at, data));
+    }
+    return got;
+  };
+  // One slice serves all the runs of a read, so the registries are read by their length
+  // rounded up to a power of two: at most twice a run's registry, one read per size (of 9).
+  const registered = (f: Found) => f.head?.registered ?? 0;
+  const joined = found.filter((f) => registered(f) > 0);
+  const registries = new Map<Address, Uint8Array | null>();
+  for (const size of new Set(joined.map((f) => powerOfTwo(registered(f))))) {
+    const same = joined.filter((f) => powerOfTwo(registered(f)) === size);
+    for (const [at, data] of await readAll(same, registrySlice(size))) registries.set(at, data);
+  }
+  const ratesData = await readAll(found, rates);
+  const depositData = await readAll(found, deposit);
+  const nonces = await readAll(found, nonce);
+  const runs: RunSummary[] = [];
+  for (const { at, head } of found) {
+    const r = head?.registered === 0 ? new Uint8Array(0) : registries.get(at) ?? null;
+    const [e, d, n] = [ratesData, depositData, nonces].map((m) => m.get(at) ?? null);
+    const same = head !== null && n !== null && decodeNonce(n) === head.nonce;
+    const listing = same && r !== null && e !== null && d !== null
+      ? decodeRunListing(head, { registry: r, rates: e, deposit: d })
+      : await readWhole(rpc, at);
+    if (listing !== null) runs.push(runSummaryOf(at, listing));
+  }
   return runs.sort((a, b) => a.runId.localeCompare(b.runId) || a.address.localeCompare(b.address));
+}
+
+/** The least power of two at or above `n` (n ≥ 1). */
+function powerOfTwo(n: number): number {
+  let p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+/** The run at `at` read and decoded whole, or null when it is gone or not a run of this layout. */
+async function readWhole(rpc: Pick<SolanaRpcClient, "call">, at: Address) {
+  const r = await rpc.call<{ value: RpcData | null }>(
+    "getAccountInfo",
+    [at, { encoding: "base64", commitment: "confirmed" }],
+  );
+  if (r.value === null) return null;
+  try {
+    return runListingOf(decodeCoordinatorAccount(decodeAccountData(r.value.data)));
+  } catch {
+    return null;
+  }
 }
 
 /** The run's treasury as json-dump-user shows it, or null when the run has none. */

@@ -17,13 +17,17 @@ import {
 } from "@solana/kit";
 import { solana } from "./testing/solana_cli.ts";
 import { loadProgramBytes, startLocalnet } from "../localnet/mod.ts";
-import { loadWallet, SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
+import { decodeAccountData, loadWallet, SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
 import {
   ACCOUNT_MAX_CLIENTS,
+  ACCOUNT_SIZE,
+  type AccountSlice,
   associatedTokenAddress,
   coordinatorInstruction,
+  decodeCoordinatorAccount,
   joinDepositAccounts,
   OFFSETS,
+  RUN_LISTING_SLICES,
   structLayout,
 } from "../abi/mod.ts";
 import {
@@ -33,12 +37,21 @@ import {
   treasuryAddress,
 } from "../treasurer/mod.ts";
 import { DEFAULT_TREASURER_PROGRAM_ID } from "../rpc/mod.ts";
-import { EXIT_CANNOT_JOIN } from "./read_commands.ts";
+import { EXIT_CANNOT_JOIN, listRuns } from "./read_commands.ts";
+import { type RunSummary, runSummary } from "./reads.ts";
 import { writeTokenAt as writeToken } from "../testing/litesvm_accounts.ts";
 
 const ROOT = new URL("../../../", import.meta.url).pathname;
 const STATE = `${ROOT}config/llama-tiny/state.toml`;
 const RUN = ["--run-id", "llama-tiny-brown"];
+
+/** The length of every account's data in an RPC answer (its [base64, "base64"] pairs). */
+function dataLengths(x: unknown): number[] {
+  if (Array.isArray(x) && x.length === 2 && x[1] === "base64" && typeof x[0] === "string") {
+    return [decodeAccountData(x as [string, string]).length];
+  }
+  return typeof x === "object" && x !== null ? Object.values(x).flatMap(dataLengths) : [];
+}
 
 Deno.test("reads: list-runs, show-run, show-user and can-join agree with the program", async () => {
   await using net = await startLocalnet({
@@ -111,6 +124,41 @@ Deno.test("reads: list-runs, show-run, show-user and can-join agree with the pro
     assert.equal(table.length, 3);
     assert.match(table[0], /^RUN +STATE +EPOCH +STEP +CLIENTS +PENDING +EARNING +JOIN DEPOSIT/);
     assert.ok(table.some((l) => l.includes(`400 of ${mint}`) && l.endsWith(created.bob)));
+
+    /** list-runs' reads over RPC: what it lists, and the data bytes of each method's answers. */
+    const counted = async (before?: (method: string, params: unknown[]) => void) => {
+      const client = new SolanaRpcClient({ url: net.url });
+      const bytes: Record<string, number[]> = {};
+      const runs = await listRuns({
+        async call<T>(method: string, params: unknown[] = []): Promise<T> {
+          before?.(method, params);
+          const answer = await client.call<T>(method, params);
+          (bytes[method] ??= []).push(...dataLengths(answer));
+          return answer;
+        },
+      }, net.ledger.programId);
+      return { runs, bytes };
+    };
+    /** The runs as list-runs showed them when it read whole accounts. */
+    const readWhole = (): RunSummary[] =>
+      [created.alice, created.bob].sort().map((at) => {
+        const acc = svm.getAccount(at);
+        assert.ok(acc.exists);
+        return runSummary(at, decodeCoordinatorAccount(Uint8Array.from(acc.data)));
+      });
+
+    // list-runs reads slices of each run (abi/run_listing.ts), not its 225,840 bytes: the
+    // heads, the earning rate, the deposit and the nonce (no registrations yet).
+    const { head, rates, deposit, nonce } = RUN_LISTING_SLICES;
+    const sliced = await counted();
+    assert.deepEqual(sliced.runs, readWhole());
+    assert.deepEqual(sliced.runs, JSON.parse(listed.out));
+    assert.deepEqual(sliced.bytes, {
+      getProgramAccounts: [head.length, head.length],
+      getMultipleAccounts: [rates, rates, deposit, deposit, nonce, nonce].map((x) => x.length),
+    });
+    assert.equal(head.length + rates.length + deposit.length + nonce.length, 1274);
+    assert.ok(1274 * 100 < ACCOUNT_SIZE);
 
     /** Asks can-join, then joins: returns can-join's exit code, its text and the join's error. */
     const attempt = async (who: string, coordinator: Address, deposit: Address | null) => {
@@ -289,6 +337,34 @@ Deno.test("reads: list-runs, show-run, show-user and can-join agree with the pro
       ...where,
     ]);
     assert.equal(JSON.parse(reused.out).registration.slot, 1);
+
+    // With registrations, list-runs reads the registries too (72 bytes a registration): Bob's
+    // 256 and Alice's one, each in a read of its own length.
+    const crowdedList = await counted();
+    assert.deepEqual(crowdedList.runs, readWhole());
+    const bobs = crowdedList.runs.find((r) => r.address === created.bob)!;
+    assert.deepEqual([bobs.registered, bobs.pending], [ACCOUNT_MAX_CLIENTS, 1]);
+    const alices = crowdedList.runs.find((r) => r.address === created.alice)!;
+    assert.equal(alices.registered, 1);
+    assert.deepEqual(
+      crowdedList.bytes.getMultipleAccounts.sort((a, b) => a - b),
+      [8, 8, 8, 8, 56, 56, 72, ACCOUNT_MAX_CLIENTS * 72],
+    );
+
+    // A run that changes between list-runs' reads (its nonce moved) is read again whole.
+    let changed = false;
+    const raced = await counted((_method, params) => {
+      const slice = (params[1] as { dataSlice?: AccountSlice } | undefined)?.dataSlice;
+      if (changed || slice?.offset !== nonce.offset) return;
+      changed = true;
+      edit((v) => {
+        v.setBigUint64(OFFSETS.nonce, v.getBigUint64(OFFSETS.nonce, true) + 1n, true);
+        v.setBigUint64(OFFSETS.currentEpochRates, 777n, true);
+      });
+    });
+    assert.equal(raced.runs.find((r) => r.address === created.bob)!.earningRate, "777");
+    assert.deepEqual(raced.runs, readWhole());
+    assert.deepEqual(raced.bytes.getAccountInfo, [ACCOUNT_SIZE]);
 
     // Usage errors name what is missing; a missing run exits 1.
     const nobody = await solana(["show-user", ...RUN, ...where]);

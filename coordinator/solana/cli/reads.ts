@@ -13,6 +13,8 @@ import { type Address, getAddressDecoder } from "@solana/kit";
 import {
   ACCOUNT_MAX_CLIENTS,
   type CoordinatorAccount,
+  type RunListing,
+  runListingOf,
   SPL_TOKEN_PROGRAM_ADDRESS,
 } from "../abi/mod.ts";
 import type { TreasuryAccount } from "../treasurer/mod.ts";
@@ -202,24 +204,29 @@ export interface RunSummary {
   joinDeposit: { amount: string; mint: Address } | null;
 }
 
-/** list-runs' line for one run. */
-export function runSummary(address: Address, a: CoordinatorAccount): RunSummary {
-  const d = a.joinDeposit;
+/** list-runs' line for one run, from the fields it shows (run_listing.ts). */
+export function runSummaryOf(address: Address, l: RunListing): RunSummary {
+  const d = l.joinDeposit;
   return {
     address,
-    runId: a.state.runId,
-    mainAuthority: base58(a.mainAuthority),
-    state: a.state.runState,
-    epoch: a.state.progress.epoch,
-    step: a.state.progress.step,
-    clients: a.state.epochState.clients.length,
-    pending: a.registry.filter((r) => r.active === a.nextActive).length,
-    registered: a.registry.length,
-    earningRate: a.currentEpochRates.earningRateTotalShared.toString(),
+    runId: l.runId,
+    mainAuthority: base58(l.mainAuthority),
+    state: l.runState,
+    epoch: l.epoch,
+    step: l.step,
+    clients: l.clients,
+    pending: l.pending,
+    registered: l.registered,
+    earningRate: l.earningRateTotalShared.toString(),
     joinDeposit: d.amount === 0n || d.mint === null
       ? null
       : { amount: d.amount.toString(), mint: base58(d.mint) },
   };
+}
+
+/** list-runs' line for a run read whole. */
+export function runSummary(address: Address, a: CoordinatorAccount): RunSummary {
+  return runSummaryOf(address, runListingOf(a));
 }
 
 /** Rows as a table: columns padded to their widest cell, two spaces apart. */

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { equalBytes, fromHex, hexToBytes, toHex } from "./bytes.ts";
+import { concatBytes, equalBytes, fromHex, hexToBytes, toHex } from "./bytes.ts";
 
 Deno.test("hex round trip and errors", () => {
   assert.equal(toHex(Uint8Array.of(0, 15, 255)), "000fff");
@@ -35,4 +35,10 @@ Deno.test("equalBytes compares length and every byte", () => {
   fc.assert(fc.property(fc.uint8Array(), fc.uint8Array(), (a, b) => {
     assert.equal(equalBytes(a, b), toHex(a) === toHex(b) && a.length === b.length);
   }));
+});
+
+Deno.test("concatBytes puts parts end to end, empty ones included", () => {
+  const joined = concatBytes([new Uint8Array([1, 2]), new Uint8Array(0), new Uint8Array([3])]);
+  assert.deepEqual([...joined], [1, 2, 3]);
+  assert.equal(concatBytes([]).length, 0);
 });

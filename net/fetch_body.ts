@@ -7,6 +7,7 @@
  * @module
  */
 import { withAbort } from "./abort.ts";
+import { concatBytes } from "../common/mod.ts";
 
 /** A body longer than the caller allowed. */
 export class BodyTooLargeError extends RangeError {
@@ -43,12 +44,5 @@ export async function readBody(
     reader.cancel(error).catch(() => {});
     throw error;
   }
-  if (chunks.length === 1) return chunks[0];
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.length;
-  }
-  return bytes;
+  return chunks.length === 1 ? chunks[0] : concatBytes(chunks);
 }

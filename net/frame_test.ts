@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { FrameError } from "./errors.ts";
 import { type ByteReader, encodeFrame, FrameReader } from "./frame.ts";
+import { concatBytes } from "../common/mod.ts";
 
 /** Serves `bytes` in reads of the given sizes (cycled), like a slow socket. */
 function chunkedReader(bytes: Uint8Array, sizes: number[]): ByteReader & { reads: number } {
@@ -20,16 +21,6 @@ function chunkedReader(bytes: Uint8Array, sizes: number[]): ByteReader & { reads
   };
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
-}
-
 Deno.test("encodeFrame writes a big-endian length prefix", () => {
   const payload = new Uint8Array(300).fill(9);
   const frame = encodeFrame(payload);
@@ -39,7 +30,7 @@ Deno.test("encodeFrame writes a big-endian length prefix", () => {
 
 Deno.test("FrameReader reassembles frames delivered one byte at a time", async () => {
   const frames = [new Uint8Array([1, 2, 3]), new Uint8Array(0), new Uint8Array([4])];
-  const reader = new FrameReader(chunkedReader(concat(frames.map(encodeFrame)), [1]), {
+  const reader = new FrameReader(chunkedReader(concatBytes(frames.map(encodeFrame)), [1]), {
     maxFrameBytes: 16,
   });
   for (const f of frames) assert.deepEqual(await reader.next(), f);
@@ -48,7 +39,7 @@ Deno.test("FrameReader reassembles frames delivered one byte at a time", async (
 
 Deno.test("FrameReader splits several frames arriving in one read", async () => {
   const frames = [new Uint8Array([5, 6]), new Uint8Array([7, 8, 9])];
-  const reader = new FrameReader(chunkedReader(concat(frames.map(encodeFrame)), [1000]), {
+  const reader = new FrameReader(chunkedReader(concatBytes(frames.map(encodeFrame)), [1000]), {
     maxFrameBytes: 16,
   });
   assert.deepEqual(await reader.next(), frames[0]);
@@ -58,7 +49,7 @@ Deno.test("FrameReader splits several frames arriving in one read", async () => 
 
 Deno.test("peekBuffered shows a whole frame already read, and only a whole one", async () => {
   const frames = [new Uint8Array([1]), new Uint8Array([2, 3]), new Uint8Array([4, 5, 6])];
-  const bytes = concat(frames.map(encodeFrame));
+  const bytes = concatBytes(frames.map(encodeFrame));
   // The first read takes the first two frames and half of the third.
   const reader = new FrameReader(chunkedReader(bytes, [5 + 6 + 3, 100]), { maxFrameBytes: 16 });
   assert.equal(reader.peekBuffered(), null, "nothing read yet");
@@ -73,7 +64,7 @@ Deno.test("peekBuffered shows a whole frame already read, and only a whole one",
 });
 
 Deno.test("peekBuffered leaves an oversize frame to next(), which refuses it", async () => {
-  const bytes = concat([encodeFrame(new Uint8Array([1])), encodeFrame(new Uint8Array(20))]);
+  const bytes = concatBytes([encodeFrame(new Uint8Array([1])), encodeFrame(new Uint8Array(20))]);
   const reader = new FrameReader(chunkedReader(bytes, [1000]), { maxFrameBytes: 16 });
   assert.deepEqual(await reader.next(), new Uint8Array([1]));
   assert.equal(reader.peekBuffered(), null);
@@ -109,7 +100,7 @@ Deno.test("FrameReader round-trips any frames under any read chunking", async ()
       fc.array(fc.integer({ min: 1, max: 300 }), { minLength: 1, maxLength: 5 }),
       fc.integer({ min: 1, max: 64 }),
       async (frames, sizes, chunkBytes) => {
-        const reader = new FrameReader(chunkedReader(concat(frames.map(encodeFrame)), sizes), {
+        const reader = new FrameReader(chunkedReader(concatBytes(frames.map(encodeFrame)), sizes), {
           maxFrameBytes: 200,
           chunkBytes,
         });
@@ -126,7 +117,7 @@ Deno.test("FrameReader refuses a frame too long for its kind after its first byt
   const small = new Uint8Array(50).fill(3);
   const other = new Uint8Array(400).fill(1); // kind 1: only maxFrameBytes applies
   const limitFor = (tag: number) => tag === 3 ? { maxBytes: 100, name: "Kind3" } : null;
-  const ok = new FrameReader(chunkedReader(concat([small, other].map(encodeFrame)), [7]), {
+  const ok = new FrameReader(chunkedReader(concatBytes([small, other].map(encodeFrame)), [7]), {
     maxFrameBytes: 1000,
   });
   assert.deepEqual(await ok.next({ limitFor }), small);
@@ -149,7 +140,7 @@ Deno.test("FrameReader with per-kind limits round-trips frames under any chunkin
       fc.array(fc.uint8Array({ maxLength: 100 }), { maxLength: 8 }),
       fc.array(fc.integer({ min: 1, max: 300 }), { minLength: 1, maxLength: 5 }),
       async (frames, sizes) => {
-        const reader = new FrameReader(chunkedReader(concat(frames.map(encodeFrame)), sizes), {
+        const reader = new FrameReader(chunkedReader(concatBytes(frames.map(encodeFrame)), sizes), {
           maxFrameBytes: 200,
           chunkBytes: 16,
         });

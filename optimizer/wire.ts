@@ -26,7 +26,7 @@ import type { SparseParam } from "./compress.ts";
 import { indexCodeBits, readIndices, writeIndices } from "./index_code.ts";
 import type { ChunkLayout } from "./layout.ts";
 import type { DistroResult } from "./result.ts";
-import type { BatchId } from "../common/mod.ts";
+import { type BatchId, concatBytes } from "../common/mod.ts";
 
 /** First four bytes of every payload. */
 export const PAYLOAD_MAGIC = new Uint8Array([0x44, 0x54, 0x52, 0x4f]); // "DTRO"
@@ -151,15 +151,7 @@ export function encodePayload(result: DistroResult, expect: PayloadExpectation):
   for (const [n, layout] of layouts.entries()) {
     parts.push(...encodeParam(layout, result.params[n], quantize1bit));
   }
-  let total = 0;
-  for (const p of parts) total += p.length;
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  return concatBytes(parts);
 }
 
 function encodeParam(layout: ChunkLayout, p: SparseParam, oneBit: boolean): Uint8Array[] {

@@ -14,6 +14,7 @@ import { differential } from "../testing/random_sequences.ts";
 import { addressBytes, CoordinatorSvm } from "../testing/svm.ts";
 import { ACCOUNT_SIZE, encodeCoordinatorInstruction } from "../abi/mod.ts";
 import { PROGRAM_SOURCE } from "../toolchain/mod.ts";
+import { concatBytes } from "../../../common/mod.ts";
 
 const REPLAY_SOURCE = new URL("../testing/native_replay.c", import.meta.url).pathname;
 
@@ -53,15 +54,7 @@ function record(svm: CoordinatorSvm): () => Uint8Array {
     }
     return result;
   };
-  return () => {
-    const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
-    let at = 0;
-    for (const c of chunks) {
-      out.set(c, at);
-      at += c.length;
-    }
-    return out;
-  };
+  return () => concatBytes(chunks);
 }
 
 Deno.test("native replay: sanitized host build of the C matches the SVM step for step", async () => {

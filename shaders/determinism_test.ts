@@ -154,7 +154,7 @@ Deno.test("every reducing kernel gives bit-identical results when run twice", as
     });
     results.push(first);
   }
-  // The GPU profile (tiled matmul, 256-wide workgroups, one element per invocation), with or
+  // The GPU profile (tiled-vec4 matmul, 256-wide workgroups, one element per invocation), with or
   // without split-K, computes the same chain in another order: equal up to f32 rounding,
   // relative to each output's scale.
   for (const [p, name] of [[1, "gpu"], [2, "gpu split-K"]] as const) {

@@ -221,7 +221,7 @@ Deno.test("matmul with bf16 inputs matches the reference on both profiles and ev
       assert.deepEqual([...await runAll(rt, mm, "bf16", variant)], [variant]);
     }
   });
-  await t.step("GPU profile (tiled), and a small odd tile", async () => {
+  await t.step("GPU profile (tiled-vec4), and a small odd tile", async () => {
     await runAll(rt, new Matmul(rt, GPU_PROFILE.matmul), "bf16");
     const odd: MatmulTiling = { strategy: "tiled", rows: 3, cols: 2, workgroup: [4, 8], depth: 5 };
     await runAll(rt, new Matmul(rt, odd), "bf16");

@@ -94,7 +94,7 @@ Deno.test("decoding with the cache gives the whole-sequence logits at every posi
 });
 
 Deno.test("under the GPU profile too, decoding with the cache gives the whole-sequence logits", async () => {
-  // The GPU profile's kernels (tiled matmuls, 256-wide workgroups) run on lavapipe as well.
+  // The GPU profile's kernels (tiled-vec4 matmuls, 256-wide workgroups) run on lavapipe as well.
   using rt = await GpuRuntime.create({ profile: GPU_PROFILE });
   const make = (logitRows: number) =>
     new LlamaDecoder(rt, {

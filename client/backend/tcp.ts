@@ -12,6 +12,7 @@
  * @module
  */
 import {
+  abortableSleep,
   clientHandshake,
   DEFAULT_CLIENT_MAX_FRAME_BYTES,
   FRAME_HEADER_BYTES,
@@ -549,20 +550,9 @@ export class TcpBackend implements CoordinatorBackend {
   }
 }
 
-/** Waits `ms`; false if `signal` aborted first. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
+/** Waits `ms`; false when `signal` aborted first. */
+function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+  return abortableSleep(ms, signal).then(() => true, () => false);
 }
 
 function closeQuietly(conn: Deno.Conn): void {

@@ -21,6 +21,7 @@
 import { isAbsolute, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { commitIter, createRepo, repoExists } from "@huggingface/hub";
+import { abortableSleep } from "../../net/mod.ts";
 
 /** The public Hub. */
 export const HUB_URL = "https://huggingface.co";
@@ -146,7 +147,7 @@ export async function uploadCheckpoint(
     } catch (error) {
       if (!(error instanceof HubUploadError) || !isTransient(error) || n >= attempts) throw error;
       options.onRetry?.({ attempt: n, delayMs, error });
-      await abortableDelay(delayMs, options.signal);
+      await abortableSleep(delayMs, options.signal);
       delayMs *= 2;
     }
   }
@@ -155,22 +156,6 @@ export async function uploadCheckpoint(
 /** Whether the Hub may answer differently later: no answer at all, a 5xx, or 429. */
 export function isTransient(error: HubUploadError): boolean {
   return error.status === null || error.status >= 500 || error.status === 429;
-}
-
-function abortableDelay(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  signal?.throwIfAborted();
-  return new Promise((resolve, reject) => {
-    const done = () => {
-      signal?.removeEventListener("abort", aborted);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    const aborted = () => {
-      clearTimeout(timer);
-      reject(signal!.reason);
-    };
-    signal?.addEventListener("abort", aborted, { once: true });
-  });
 }
 
 /** The HTTP status a library error carries, if any. */

@@ -26,7 +26,7 @@ import { prepareRunConfig, withCoordinatorConfig } from "./run_config.ts";
 import { describeFit, fitBudgets, measureStep } from "./calibrate.ts";
 import { logLine } from "../../cli/entry.ts";
 import { toHex } from "../../common/mod.ts";
-import { generateIdentity, type Identity, saveIdentity } from "../../net/mod.ts";
+import { abortableSleep, generateIdentity, type Identity, saveIdentity } from "../../net/mod.ts";
 
 /** The repository root, where children run (deno.json's import map, relative model paths). */
 export const REPO_ROOT: string = fileURLToPath(new URL("../../", import.meta.url));
@@ -583,16 +583,5 @@ async function exists(path: string): Promise<boolean> {
 
 /** Waits `ms`; false when `signal` aborted first. */
 function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve(false);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve(true);
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
+  return abortableSleep(ms, signal).then(() => true, () => false);
 }

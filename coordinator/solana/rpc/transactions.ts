@@ -30,6 +30,7 @@ import {
   setComputeUnitLimitInstruction,
 } from "../abi/mod.ts";
 import { CoordinatorError, coordinatorErrorCodeOf } from "../../core/mod.ts";
+import { abortableSleep } from "../../../net/mod.ts";
 
 /** The JSON-RPC code of a failed preflight simulation. */
 const PREFLIGHT_FAILURE = -32002;
@@ -124,22 +125,6 @@ export interface SendTransactionOptions {
   /** More signers besides the payer (found in the instructions' account metas anyway). */
 }
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const t = setTimeout(done, ms);
-    function done() {
-      signal?.removeEventListener("abort", abort);
-      resolve();
-    }
-    function abort() {
-      clearTimeout(t);
-      reject(signal?.reason);
-    }
-    signal?.addEventListener("abort", abort, { once: true });
-  });
-}
-
 /** Signs, sends and confirms transactions with retries and RPC fallback. */
 export class TransactionSender {
   readonly payer: KeyPairSigner;
@@ -173,7 +158,7 @@ export class TransactionSender {
           if (!retryable(e)) throw e;
           last = e as Error;
           this.#o.onRetry?.({ rpc: rpc.url, attempt, error: last });
-          if (attempt < this.#o.attemptsPerRpc) await sleep(backoff, opts.signal);
+          if (attempt < this.#o.attemptsPerRpc) await abortableSleep(backoff, opts.signal);
           backoff = Math.round(backoff * 1.5);
         }
       }
@@ -221,7 +206,7 @@ export class TransactionSender {
           `${rpc.url} did not confirm ${signature} in ${this.#o.confirmTimeoutMs} ms`,
         );
       }
-      await sleep(wait, signal);
+      await abortableSleep(wait, signal);
       wait = Math.min(500, wait * 2);
     }
   }

@@ -46,3 +46,46 @@ export async function readBody(
   }
   return chunks.length === 1 ? chunks[0] : concatBytes(chunks);
 }
+
+/** Called around each read of a body that {@link obeyingSignal} wraps (a stall watchdog's arm). */
+export interface ReadHooks {
+  readonly beforeRead?: () => void;
+  readonly afterRead?: () => void;
+}
+
+/**
+ * `response` with a body whose every read races `signal`: once it aborts, a pending read rejects
+ * with its reason and the original body is cancelled. For responses handed to code that reads
+ * them itself (a library's `fetch` option).
+ */
+export function obeyingSignal(
+  response: Response,
+  signal: AbortSignal,
+  hooks: ReadHooks = {},
+): Response {
+  if (response.body === null) return response;
+  const reader = response.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      hooks.beforeRead?.();
+      try {
+        const { done, value } = await withAbort(reader.read(), signal);
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (error) {
+        if (signal.aborted) reader.cancel(signal.reason).catch(() => {});
+        controller.error(signal.aborted ? signal.reason : error);
+      } finally {
+        hooks.afterRead?.();
+      }
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+}

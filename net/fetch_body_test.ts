@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { BodyTooLargeError, readBody } from "./fetch_body.ts";
+import { BodyTooLargeError, obeyingSignal, readBody } from "./fetch_body.ts";
 
 /** A response whose body sends `chunks`, then nothing ever again unless `end`. */
 function responseOf(chunks: number[][], end: boolean, onCancel?: (reason: unknown) => void) {
@@ -44,4 +44,21 @@ Deno.test("readBody refuses a body over its limit at the chunk that passes it", 
   assert.deepEqual([
     ...await readBody(responseOf([[1, 2], [3, 4]], true), AbortSignal.timeout(1000), 4),
   ], [1, 2, 3, 4]);
+});
+
+Deno.test("obeyingSignal: a library's own read of the body ends at the abort; hooks bracket reads", async () => {
+  let cancelled: unknown;
+  const calls: string[] = [];
+  const stop = new AbortController();
+  const response = obeyingSignal(responseOf([[1, 2]], false, (r) => cancelled = r), stop.signal, {
+    beforeRead: () => calls.push("before"),
+    afterRead: () => calls.push("after"),
+  });
+  setTimeout(() => stop.abort(new Error("upload aborted")), 30);
+  await assert.rejects(() => response.arrayBuffer(), /upload aborted/);
+  assert.match(String(cancelled), /upload aborted/);
+  assert.deepEqual(calls, ["before", "after", "before", "after"]);
+
+  const whole = obeyingSignal(responseOf([[7], [8]], true), new AbortController().signal);
+  assert.deepEqual([...new Uint8Array(await whole.arrayBuffer())], [7, 8]);
 });

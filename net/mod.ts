@@ -8,7 +8,7 @@
  * @module
  */
 export { abortableSleep, withAbort } from "./abort.ts";
-export { BodyTooLargeError, readBody } from "./fetch_body.ts";
+export { BodyTooLargeError, obeyingSignal, readBody, type ReadHooks } from "./fetch_body.ts";
 export {
   addressKey,
   type Admission,

@@ -21,7 +21,7 @@
 import { isAbsolute, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { commitIter, createRepo, repoExists } from "@huggingface/hub";
-import { abortableSleep } from "../../net/mod.ts";
+import { abortableSleep, obeyingSignal } from "../../net/mod.ts";
 
 /** The public Hub. */
 export const HUB_URL = "https://huggingface.co";
@@ -222,10 +222,13 @@ async function ensureRepo(
   options.onRepoCreated?.();
 }
 
-/** `fetch` bound to the upload's abort signal (the library's repo calls take no signal). */
+/**
+ * `fetch` bound to the upload's abort signal (the library's repo calls take no signal), with
+ * bodies whose reads obey it too (net/fetch_body.ts: Deno's fetch may leave one pending).
+ */
 function abortableFetch(signal: AbortSignal | undefined): typeof fetch {
   if (signal === undefined) return fetch;
-  return (input, init) => fetch(input, { ...init, signal });
+  return async (input, init) => obeyingSignal(await fetch(input, { ...init, signal }), signal);
 }
 
 /** One commit of every file; returns its oid. */

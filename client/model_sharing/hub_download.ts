@@ -23,7 +23,7 @@ import { dirname, join } from "node:path";
 import { downloadFile, modelInfo } from "@huggingface/hub";
 import type { HubRepo } from "../../common/mod.ts";
 import { CONFIG_FILE, hfCacheFolderName, INDEX_FILE, WEIGHTS_FILE } from "../../model/mod.ts";
-import { withAbort } from "../../net/mod.ts";
+import { obeyingSignal } from "../../net/mod.ts";
 
 /** The public Hub. */
 export const DEFAULT_HUB_ENDPOINT = "https://huggingface.co";
@@ -101,34 +101,9 @@ export function watchedFetch(
     } finally {
       disarm();
     }
-    if (response.body === null) return response;
-    const reader = response.body.getReader();
     // Deno's fetch does not always end a body read that is pending when its signal aborts
-    // (net/fetch_body.ts): each read races the abort itself, and the body is then cancelled.
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        arm();
-        try {
-          const { done, value } = await withAbort(reader.read(), stop);
-          disarm();
-          if (done) controller.close();
-          else controller.enqueue(value);
-        } catch (error) {
-          disarm();
-          if (stop.aborted) reader.cancel(stop.reason).catch(() => {});
-          controller.error(watchdog.signal.aborted ? watchdog.signal.reason : error);
-        }
-      },
-      cancel(reason) {
-        disarm();
-        return reader.cancel(reason);
-      },
-    });
-    return new Response(body, {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
+    // (net/fetch_body.ts): each read races the abort itself, re-arming the watchdog.
+    return obeyingSignal(response, stop, { beforeRead: arm, afterRead: disarm });
   };
 }
 const COMMIT = /^[0-9a-f]{40}$/;

@@ -1,9 +1,10 @@
 /**
- * The coordinator account (layout version 5: the table in layout.ts, from which
+ * The coordinator account (layout version 7: the table in layout.ts, from which
  * program/layout.h and docs/solana-program.md are generated): its size and offsets, and the
  * decoder that turns the account's bytes into the `CoordinatorState` of
  * coordinator/core/types.ts plus the program's own fields (authorities, join registry and each
- * registration's earned points, epoch rates, delegates, metadata, meeting addresses, nonce).
+ * registration's earned and slashed points and deposit, epoch rates, the join deposit, delegates,
+ * metadata, meeting addresses, nonce).
  *
  * Decoding transcribes the fixed layout into the state encoding (docs/state-encoding.md)
  * and runs the strict state decoder on it, so an account decodes exactly when it holds a
@@ -45,7 +46,7 @@ import {
   witnessBloomParameters,
 } from "../../core/mod.ts";
 
-/** Layout version this module reads (6: version 5 plus the join deposit). */
+/** Layout version this module reads (7: version 6 plus the slashed points). */
 export const ACCOUNT_VERSION = ACCOUNT_LAYOUT_VERSION;
 /** Size of a coordinator account in bytes. */
 export const ACCOUNT_SIZE: number = structLayout("account_t").size;
@@ -93,7 +94,8 @@ export const OFFSETS = Object.freeze(structLayout("account_t").offsets) as Reado
     | "futureEpochRates"
     | "earned"
     | "joinDeposit"
-    | "deposits",
+    | "deposits"
+    | "slashed",
     number
   >
 >;
@@ -160,6 +162,12 @@ export interface Registration {
    * verification ejected it (docs/solana-program.md, "Join deposit").
    */
   deposit: bigint;
+  /**
+   * Slashed points: `slashingRatePerClient` for every epoch that ended successfully with the
+   * wallet's client dropped by a health check or ejected by verification, saturating at
+   * 2^64 − 1 (docs/solana-program.md, "Slashing"). Informational: nothing is taken from `earned`.
+   */
+  slashed: bigint;
 }
 
 /** The run's join deposit (all zero and null while none was ever set). */
@@ -436,6 +444,7 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
       active: v.getBigUint64(at + REG.active, true),
       earned: v.getBigUint64(OFFSETS.earned + i * 8, true),
       deposit: v.getBigUint64(OFFSETS.deposits + i * 8, true),
+      slashed: v.getBigUint64(OFFSETS.slashed + i * 8, true),
     });
   }
   for (let i = registryLen; i < ACCOUNT_MAX_CLIENTS; i++) {
@@ -451,6 +460,13 @@ export function decodeCoordinatorAccount(bytes: Uint8Array): CoordinatorAccount 
         `deposits[${i}]`,
         OFFSETS.deposits + i * 8,
         `a deposit past registry.length ${registryLen} (must be zero)`,
+      );
+    }
+    if (v.getBigUint64(OFFSETS.slashed + i * 8, true) !== 0n) {
+      throw new AccountDecodeError(
+        `slashed[${i}]`,
+        OFFSETS.slashed + i * 8,
+        `slashed points past registry.length ${registryLen} (must be zero)`,
       );
     }
   }

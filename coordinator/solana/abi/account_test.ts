@@ -38,7 +38,7 @@ Deno.test("account: a live 16-client run decodes", () => {
   assert.equal(a.state.runState, "RoundTrain");
   assert.equal(a.state.epochState.clients.length, 16);
   assert.equal(a.state.epochState.rounds.reduce((n, r) => n + r.witnesses.length, 0) > 0, true);
-  assert.equal(a.version, 6);
+  assert.equal(a.version, 7);
   // The measured run names the most meeting addresses, each of the longest length.
   assert.deepEqual(a.meetingAddresses.map((m) => [m.kind, m.address.length]), [
     ["Relay", 192],

@@ -1,5 +1,5 @@
 /**
- * The coordinator account's layout, version 6, written down once. Everything else is made from
+ * The coordinator account's layout, version 7, written down once. Everything else is made from
  * this table: the C header the program is compiled with (program/layout.h, written by
  * toolchain/generate_layout.ts), the account decoder's offsets (account.ts reads them from
  * {@linkcode structLayout} at load), and the layout tables of docs/solana-program.md. A check in
@@ -16,14 +16,16 @@
  * meeting addresses after the ejection records, leaving every version 3 offset where it was;
  * version 5 appended the epoch rates and each registration's earned points after them, leaving
  * every version 4 offset where it was; version 6 appended the join deposit and each
- * registration's deposit after those, leaving every version 5 offset where it was.
+ * registration's deposit after those, leaving every version 5 offset where it was; version 7
+ * appended each registration's slashed points after the deposits, leaving every version 6 offset
+ * where it was.
  *
  * @example
  * ```ts
  * import { structLayout } from "./layout.ts";
  * const account = structLayout("account_t");
- * if (account.size !== 225_840 || account.offsets.ejections !== 219_420) {
- *   throw new Error("layout version 6 moved");
+ * if (account.size !== 227_888 || account.offsets.ejections !== 219_420) {
+ *   throw new Error("layout version 7 moved");
  * }
  * ```
  *
@@ -69,8 +71,8 @@ import {
   MEETING_ADDRESS_KINDS,
 } from "./meeting_addresses.ts";
 
-/** The account's layout version (6: version 5 plus the join deposit). */
-export const ACCOUNT_LAYOUT_VERSION = 6;
+/** The account's layout version (7: version 6 plus the slashed points). */
+export const ACCOUNT_LAYOUT_VERSION = 7;
 
 /** The account's first 8 bytes once `init_coordinator` ran. */
 export const ACCOUNT_MAGIC_TEXT = "PSYCOORD";
@@ -576,8 +578,8 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
       "`nextActive` when the epoch starts, so every client joins again for every epoch (as in " +
       "Psyche). Joining during an epoch registers for the next one. With all registrations " +
       "taken, a new wallet reuses the first **stale** one: joined for neither the next epoch " +
-      "nor the running one, and holding no earned points and no deposit (Psyche never reuses " +
-      "one).",
+      "nor the running one, and holding no earned points, no slashed points and no deposit " +
+      "(Psyche never reuses one).",
     fields: [
       { c: "signer", type: "u8", dims: [32] },
       { c: "p2p", type: "u8", dims: [32], label: "p2pIdentity" },
@@ -686,15 +688,16 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
       'and the registrations\' earned points (docs/solana-program.md, "Earned points") after ' +
       "the meeting addresses, so every version 4 offset is unchanged. Version 6 appended the " +
       'join deposit and the registrations\' deposits (docs/solana-program.md, "Join deposit") ' +
-      "after the earned points, so every version 5 offset is unchanged. Accounts of earlier " +
-      "versions are refused.",
+      "after the earned points, so every version 5 offset is unchanged. Version 7 appended the " +
+      'registrations\' slashed points (docs/solana-program.md, "Slashing") after the deposits, ' +
+      "so every version 6 offset is unchanged. Accounts of earlier versions are refused.",
     fields: [
       { c: "magic", type: "u8", dims: [8], doc: "`PSYCOORD` once initialized (all zero before)" },
       {
         c: "version",
         type: "u32",
-        doc: "= 6 (1 had no parameter digests, 2 no verification, 3 no meeting addresses, 4 no " +
-          "earned points, 5 no join deposit; all are refused)",
+        doc: "= 7 (1 had no parameter digests, 2 no verification, 3 no meeting addresses, 4 no " +
+          "earned points, 5 no join deposit, 6 no slashed points; all are refused)",
       },
       {
         c: "flags",
@@ -822,6 +825,14 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
         dims: ["MAX_CLIENTS"],
         doc: "the deposit registration `i`'s wallet holds in the vault; zero past `registryLen` " +
           "(version 6)",
+      },
+      {
+        c: "slashed",
+        type: "u64",
+        dims: ["MAX_CLIENTS"],
+        doc: "slashed points of registration `i`'s wallet, saturating at 2^64 − 1; zero past " +
+          "`registryLen` (version 7)",
+        comment: 'Version 7: the slashed points (docs/solana-program.md, "Slashing").',
       },
     ],
   },

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { LAYOUT_STRUCTS, type LayoutStruct, structLayout } from "./layout.ts";
 
-// Version 6's offsets and sizes, as deployed programs and stored accounts hold them. A change
+// Version 7's offsets and sizes, as deployed programs and stored accounts hold them. A change
 // here is a new layout version, not an edit.
-Deno.test("layout version 6: every header offset and structure size stays where it was", () => {
+Deno.test("layout version 7: every header offset and structure size stays where it was", () => {
   assert.deepEqual(structLayout("account_t").offsets, {
     magic: 0,
     version: 8,
@@ -45,6 +45,8 @@ Deno.test("layout version 6: every header offset and structure size stays where 
     // Version 6 appended these; every offset above is version 5's.
     joinDeposit: 223_696,
     deposits: 223_792,
+    // Version 7 appended this; every offset above is version 6's.
+    slashed: 225_840,
   });
   const sizes = Object.fromEntries(LAYOUT_STRUCTS.map((s) => [s.c, structLayout(s.c).size]));
   assert.deepEqual(sizes, {
@@ -66,7 +68,7 @@ Deno.test("layout version 6: every header offset and structure size stays where 
     meeting_address_t: 194,
     epoch_rates_t: 16,
     join_deposit_t: 96,
-    account_t: 225_840,
+    account_t: 227_888,
   });
   assert.equal(structLayout("model_t").offsets.dataLocation, 148);
   assert.equal(structLayout("config_t").offsets.maxClients, 64);

@@ -1,6 +1,6 @@
 /**
  * What `list-runs` shows of a coordinator account, read from a few short slices of it rather
- * than its 225,840 bytes. getProgramAccounts' and getMultipleAccounts' `dataSlice` return one
+ * than its 227,888 bytes. getProgramAccounts' and getMultipleAccounts' `dataSlice` return one
  * byte range of each account, and the fields list-runs prints lie in four places: the header
  * through the epoch's client count, the registry (each registration's `active`, for the pending
  * count), the current epoch rates and the join deposit. Offsets come from layout.ts. Pure:
@@ -99,7 +99,7 @@ function sliceView(name: string, slice: AccountSlice, bytes: Uint8Array) {
 
 /**
  * Decodes the head slice; AccountDecodeError (the field, as the full decoder names it) when it
- * is short or not a version-6 coordinator account, so that list-runs leaves out what
+ * is short or not a version-7 coordinator account, so that list-runs leaves out what
  * decodeCoordinatorAccount would refuse for these fields.
  */
 export function decodeRunHead(bytes: Uint8Array): RunHead {

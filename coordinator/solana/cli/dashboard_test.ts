@@ -188,13 +188,21 @@ Deno.test("a run account's snapshot carries every registered wallet's earned poi
   });
   const key = (b: number) => new Uint8Array(32).fill(b);
   account.registry.push(
-    { signer: key(0xaa), p2pIdentity: key(0xaa), active: 1n, earned: 500n, deposit: 0n },
+    {
+      signer: key(0xaa),
+      p2pIdentity: key(0xaa),
+      active: 1n,
+      earned: 500n,
+      deposit: 0n,
+      slashed: 0n,
+    },
     {
       signer: key(0xbb),
       p2pIdentity: key(0xbb),
       active: 0n,
       earned: 0xffff_ffff_ffff_ffffn,
       deposit: 0n,
+      slashed: 0n,
     },
   );
   const snapshot = accountSnapshot(account);

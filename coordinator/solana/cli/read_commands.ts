@@ -85,7 +85,7 @@ interface Found {
 /**
  * Every coordinator account of the program as list-runs shows it (undecodable ones left out).
  * Reads a few slices of each run (abi/run_listing.ts), about 1.3 KB plus 72 bytes a
- * registration, not its 225,840 bytes: getProgramAccounts for the heads, then
+ * registration, not its 227,888 bytes: getProgramAccounts for the heads, then
  * getMultipleAccounts for the rest, each answered at a slot no older than the last
  * (minContextSlot). The nonce, read again last, grows with every instruction: a run whose
  * nonce moved between the reads, or whose slice came back the wrong size, is read whole, so

@@ -31,6 +31,7 @@ function registration(signer: number, active: bigint, extra: Partial<Registratio
     active,
     earned: 0n,
     deposit: 0n,
+    slashed: 0n,
     ...extra,
   };
 }

@@ -26,10 +26,14 @@ Deno.test("compute units: every instruction at 256 clients fits Solana's limits"
   // The default per-instruction budget (200k) suffices for all of them.
   assert.ok(Math.max(r.join, r.tickStartEpoch, r.witnessMax, r.healthCheckOne) < 200_000);
   // Setting the rates is a few field writes; the epoch's end pays its 255 Healthy finishers
-  // (the client dropped by the health check earns nothing) in one pass over the registry.
+  // (the client dropped by the health check earns nothing and gets the slashing rate, 5) in one
+  // pass over the registry.
   assert.ok(r.setFutureEpochRates < 2_000, `set_future_epoch_rates: ${r.setFutureEpochRates}`);
   assert.equal(r.epochFinishers, 255);
   assert.ok(r.tickEndEpoch < 100_000, `epoch-end tick: ${r.tickEndEpoch}`);
+  const slashed = svm.coordinatorAccount(r.coordinator).registry.map((x) => x.slashed);
+  assert.equal(slashed.filter((x) => x === 5n).length, 1, "the dropped client is slashed");
+  assert.equal(slashed.filter((x) => x === 0n).length, 255);
   assert.ok(
     r.witnessTransactionBytes <= MAX_TRANSACTION_BYTES,
     `witness transaction is ${r.witnessTransactionBytes} bytes`,
@@ -114,6 +118,8 @@ Deno.test("compute units: 255 clients forfeiting their deposits at once end the 
   const d = svm.coordinatorAccount(r.coordinator).joinDeposit;
   assert.equal(d.forfeited, 255n * 1_000_000n);
   assert.equal(d.held, 1_000_000n);
-  // One pass over the registry, however many forfeit (~46,000 units).
+  const slashed = svm.coordinatorAccount(r.coordinator).registry.map((x) => x.slashed);
+  assert.deepEqual(slashed, [0n, ...Array(255).fill(5n)], "the 255 dropped are slashed");
+  // One pass over the registry, however many forfeit and are slashed (~53,500 units).
   assert.ok(endTick < 100_000, `epoch-end tick with 255 forfeits: ${endTick}`);
 });

@@ -173,7 +173,8 @@ static u64 sweep_forfeited(const u8 *raw, account_t *a) {
 
 /*
  * Whether a client of a successfully ended epoch, live or exited, forfeits the deposit its
- * wallet's registration holds: a health check dropped it or verification ejected it.
+ * wallet's registration holds: a health check dropped it or verification ejected it. The same
+ * clients are slashed (rewards.c slash_registration), deposit or not.
  */
 static bool forfeits(const client_t *c) { return c->state == CS_DROPPED || c->state == CS_EJECTED; }
 

@@ -389,6 +389,7 @@ Deno.test("a full registry never reuses a registration that holds a deposit", as
       active: nextActive - 1n,
       earned: 0n,
       deposit: 0n,
+      slashed: 0n,
     });
   }
   r.check();

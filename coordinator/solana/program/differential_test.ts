@@ -71,6 +71,7 @@ Deno.test("differential: random sequences reach identical states in C and TypeSc
       "SetFutureEpochRates:ok",
       "SetFutureEpochRates:NotMainAuthority",
       "earned:paid",
+      "slashed:applied",
     ]
   ) {
     assert.ok((total[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(total)}`);
@@ -133,6 +134,7 @@ Deno.test("differential: verification samples, seats, decides, breaks ties, ejec
       "ejection:oldestDropped",
       "earned:paid",
       "earned:ejectedUnpaid",
+      "slashed:ejected",
     ]
   ) {
     assert.ok((total[key] ?? 0) > 0, `never saw ${key}: ${JSON.stringify(total)}`);

@@ -1,16 +1,16 @@
 /*
  * epoch_end.c (part of the program.c unity build): what a successful epoch end (end_cooldown,
  * before anything moves) settles per registration, in one walk of the registry: the points of
- * the clients still Healthy (rewards.c) and the deposits of those a health check dropped or
- * verification ejected, live or exited (deposit.c).
+ * the clients still Healthy (rewards.c) and, for those a health check dropped or verification
+ * ejected, live or exited, their deposits (deposit.c) and their slashed points (rewards.c).
  *
  * The epoch took its clients from the registry in registry order and numbered them so
  * (epoch_index); the live list keeps that order, the exited one does not (clients leave it
  * round by round), so the exited forfeiters are bucketed by epoch index and merged in. Searching
  * each one's registration from the previous one's slot is then one pass over the registry; a
  * registration reused during the epoch costs a wrap-around. A wallet has one registration, and
- * paying and forfeiting touch disjoint fields (earned; deposits, held, forfeited, active), so
- * the order of the visits changes only the cost, never the result.
+ * paying and forfeiting touch disjoint fields (earned; deposits, held, forfeited, active,
+ * slashed), so the order of the visits changes only the cost, never the result.
  */
 
 /* The exited forfeiters by epoch index (at[e]: 1 + position in exited, 0: none); how many. */
@@ -28,20 +28,26 @@ static u64 index_exited_forfeits(const epoch_state_t *es, u16 *at) {
 
 /*
  * A client's part, its registration searched from slot `from`: a Healthy one is paid, the others
- * reach here only to forfeit. Returns where the next search starts.
+ * reach here only to forfeit (its deposit, if any, and the slashing rate, if not 0). Returns
+ * where the next search starts.
  */
 static u64 settle_client(account_t *a, const client_t *c, u64 from, u64 share) {
   u64 slot = find_registration(a, c->signer, from);
   if (slot == a->registry_len) return from;
   if (c->state == CS_HEALTHY) pay_registration(a, slot, share);
-  else forfeit_registration(a, slot);
+  else {
+    forfeit_registration(a, slot);
+    slash_registration(a, slot);
+  }
   return slot + 1 < a->registry_len ? slot + 1 : 0;
 }
 
 static void settle_epoch(account_t *a) {
   const epoch_state_t *es = &a->epoch_state;
   u64 share = epoch_share(a);
-  bool forfeiting = a->join_deposit.held != 0; /* nothing to forfeit while none is held */
+  /* Nothing to forfeit while no deposit is held and the slashing rate is 0. */
+  bool forfeiting =
+      a->join_deposit.held != 0 || a->current_epoch_rates.slashing_rate_per_client != 0;
   if (share == 0 && !forfeiting) return;
   u16 exited_at[MAX_CLIENTS];
   u64 exited_left = forfeiting ? index_exited_forfeits(es, exited_at) : 0;

@@ -1,5 +1,5 @@
 /*
- * layout.h: the coordinator account, version 6. A fixed layout (capacity 256 clients),
+ * layout.h: the coordinator account, version 7. A fixed layout (capacity 256 clients),
  * every field naturally aligned, little-endian, no pointers; docs/solana-program.md lists
  * it byte by byte and coordinator/solana/abi/account.ts decodes it. The _Static_asserts pin
  * every offset the documentation and the decoder rely on: changing one is a new version.
@@ -11,7 +11,7 @@
 
 #include "sol.h"
 
-#define ACCOUNT_VERSION 6
+#define ACCOUNT_VERSION 7
 #define MAX_CLIENTS 256
 #define MAX_WITNESSES 32
 #define NUM_ROUNDS 4
@@ -495,8 +495,10 @@ typedef struct {
   /* Version 6: the join deposit (docs/solana-program.md, "Join deposit"). */
   join_deposit_t join_deposit;
   u64 deposits[MAX_CLIENTS];
+  /* Version 7: the slashed points (docs/solana-program.md, "Slashing"). */
+  u64 slashed[MAX_CLIENTS];
 } account_t;
-_Static_assert(sizeof(account_t) == 225840, "account_t size");
+_Static_assert(sizeof(account_t) == 227888, "account_t size");
 _Static_assert(__builtin_offsetof(account_t, magic) == 0, "account_t.magic");
 _Static_assert(__builtin_offsetof(account_t, version) == 8, "account_t.version");
 _Static_assert(__builtin_offsetof(account_t, flags) == 12, "account_t.flags");
@@ -534,6 +536,7 @@ _Static_assert(__builtin_offsetof(account_t, future_epoch_rates) == 221632, "acc
 _Static_assert(__builtin_offsetof(account_t, earned) == 221648, "account_t.earned");
 _Static_assert(__builtin_offsetof(account_t, join_deposit) == 223696, "account_t.join_deposit");
 _Static_assert(__builtin_offsetof(account_t, deposits) == 223792, "account_t.deposits");
+_Static_assert(__builtin_offsetof(account_t, slashed) == 225840, "account_t.slashed");
 
 /* "PSYCOORD": written by init_coordinator, checked by every other instruction. */
 static const u8 ACCOUNT_MAGIC[8] = {'P', 'S', 'Y', 'C', 'O', 'O', 'R', 'D'};

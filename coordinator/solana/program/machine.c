@@ -240,12 +240,12 @@ static bool is_pending(const account_t *a, u64 i) { return a->registry[i].active
 
 /*
  * Whether a full registry may give slot i to a new wallet: its wallet joined neither the next
- * epoch nor the running one (whose payout looks it up by wallet), and it holds no points and no
- * deposit, which a reuse would destroy.
+ * epoch nor the running one (whose payout looks it up by wallet), and it holds no earned points,
+ * no slashed points and no deposit, which a reuse would destroy.
  */
 static bool is_reusable(const account_t *a, u64 i) {
   return a->registry[i].active + 1 < a->next_active && a->earned[i] == 0 &&
-         a->deposits[i] == 0;
+         a->deposits[i] == 0 && a->slashed[i] == 0;
 }
 
 static u64 pending_count(const account_t *a) {

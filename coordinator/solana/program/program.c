@@ -295,7 +295,7 @@ static u64 join_run(const u8 *raw, account_t *a, const u8 *user, reader_t *r) {
     if (same_key(a->registry[i].signer, user)) slot = i;
   bool already_pending = slot < a->registry_len && is_pending(a, slot);
   if (slot == a->registry_len && a->registry_len == MAX_CLIENTS) {
-    /* Full: reuse the first stale registration, one that never earned points. */
+    /* Full: reuse the first stale registration, one without points or a deposit (is_reusable). */
     for (u64 i = 0; i < MAX_CLIENTS && slot == MAX_CLIENTS; i++)
       if (is_reusable(a, i)) slot = i;
     if (slot == MAX_CLIENTS) return E_CLIENTS_FULL;
@@ -312,6 +312,7 @@ static u64 join_run(const u8 *raw, account_t *a, const u8 *user, reader_t *r) {
   if (slot == a->registry_len || !same_key(reg->signer, user)) {
     a->earned[slot] = 0;
     a->deposits[slot] = 0;
+    a->slashed[slot] = 0;
   }
   if (pay) {
     a->deposits[slot] = a->join_deposit.amount;

@@ -2,11 +2,12 @@
  * rewards.c (part of the program.c unity build): earned points, as Psyche's Solana program
  * keeps them (solana-coordinator instance_state.rs), with two deliberate differences that
  * docs/solana-program.md ("Earned points") explains: only a successful epoch end pays, and
- * points saturate at 2^64 - 1 instead of overflowing.
+ * points saturate at 2^64 - 1 instead of overflowing. Slashed points follow the same two rules
+ * (docs/solana-program.md, "Slashing").
  *
- * The account holds each registration's points beside the registry (earned[i] is registry[i]'s
- * wallet's), the rates the current epoch pays and the rates the next epoch will pay. The
- * reference model is coordinator/solana/reference/program_model.ts.
+ * The account holds each registration's points beside the registry (earned[i] and slashed[i]
+ * are registry[i]'s wallet's), the rates the current epoch pays and the rates the next epoch
+ * will pay. The reference model is coordinator/solana/reference/program_model.ts.
  */
 
 /* Wire flags of set_future_epoch_rates: which rates follow (u64 each, in this order). */
@@ -65,4 +66,15 @@ static u64 epoch_share(const account_t *a) {
 static void pay_registration(account_t *a, u64 slot, u64 share) {
   u64 sum = a->earned[slot] + share;
   a->earned[slot] = sum < share ? ~(u64)0 : sum;
+}
+
+/*
+ * A client a health check dropped or verification ejected (deposit.c forfeits): the current
+ * epoch's slashing rate onto its registration's slashed points, saturating, as Psyche's
+ * `slashed += slashing_rate_per_client`. Informational: nothing is taken from earned.
+ */
+static void slash_registration(account_t *a, u64 slot) {
+  u64 rate = a->current_epoch_rates.slashing_rate_per_client;
+  u64 sum = a->slashed[slot] + rate;
+  a->slashed[slot] = sum < rate ? ~(u64)0 : sum;
 }

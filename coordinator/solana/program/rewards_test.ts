@@ -3,15 +3,17 @@
  * account byte-identical after every refusal), the rates an epoch takes when it enters Warmup,
  * and each epoch end's payout: an equal share of the earning rate for every client that finishes
  * Healthy, nothing for clients dropped by health checks or ejected, nothing on an epoch nobody
- * witnessed or one that ends in Warmup, points saturating at 2^64 − 1. Every instruction goes
- * through DualRun, so the reference model is held to the same numbers.
+ * witnessed or one that ends in Warmup, points saturating at 2^64 − 1; and the slashed points:
+ * the slashing rate for every client a health check dropped or verification ejected, none for
+ * the Healthy ones or at a rate of 0, saturating too. Every instruction goes through DualRun, so
+ * the reference model is held to the same numbers.
  */
 
 import assert from "node:assert/strict";
 import { AccountRole, type KeyPairSigner } from "@solana/kit";
 import { testConfig, testModel } from "../../../tests/support/coordinator_fixtures.ts";
 import { CoordinatorSvm } from "../testing/svm.ts";
-import { DualRun, keyOf } from "../testing/dual_run.ts";
+import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
 import {
   dropByHealthCheck,
   endCooldown,
@@ -64,6 +66,20 @@ function pointsOf(r: DualRun, clients: KeyPairSigner[]): bigint[] {
   return clients.map((c) => {
     const reg = account.registry.find((x) => x.signer.every((b, i) => b === keyOf(c)[i]));
     return reg?.earned ?? 0n;
+  });
+}
+
+const slashing = (rate: bigint) => ({
+  kind: "SetFutureEpochRates" as const,
+  slashingRatePerClient: rate,
+});
+
+/** Each client's slashed points, from the program's account. */
+function slashedOf(r: DualRun, clients: KeyPairSigner[]): bigint[] {
+  const account = svm.coordinatorAccount(r.coordinator);
+  return clients.map((c) => {
+    const reg = account.registry.find((x) => x.signer.every((b, i) => b === keyOf(c)[i]));
+    return reg?.slashed ?? 0n;
   });
 }
 
@@ -245,7 +261,7 @@ Deno.test("points saturate at 2^64 - 1 and never wrap", async () => {
   assert.deepEqual(pointsOf(r, clients), [MAX_POINTS, MAX_POINTS]);
 });
 
-Deno.test("a full registry reuses only a stale registration without points", async () => {
+Deno.test("a full registry reuses only a stale registration without earned or slashed points", async () => {
   const { run: r, clients } = await run(2);
   await r.expectOk(earning(10n), r.mainAuthority);
   let t = await startEpoch(r, clients);
@@ -254,13 +270,15 @@ Deno.test("a full registry reuses only a stale registration without points", asy
   await endCooldown(r, t);
   assert.deepEqual(pointsOf(r, clients), [5n, 5n]);
   // Fill the registry's other 254 slots with stale registrations (joined for epoch 0), the
-  // first of which joined for the epoch after the one that just ended: not stale.
+  // first of which joined for the epoch after the one that just ended: not stale; the second
+  // holds slashed points: not reusable either.
   const nextActive = r.model!.nextActive;
   const registration = structLayout("registration_t");
   patchAccount(r, (_bytes, view) => {
     view.setUint16(OFFSETS.registryLen, 256, true);
     const active = OFFSETS.registry + 2 * registration.size + registration.offsets.active;
     view.setBigUint64(active, nextActive, true);
+    view.setBigUint64(OFFSETS.slashed + 3 * 8, 1n, true);
   });
   const late = await svm.newSigner();
   // The model is told of the 254 zero registrations the patch made visible.
@@ -271,6 +289,7 @@ Deno.test("a full registry reuses only a stale registration without points", asy
       active: i === 2 ? nextActive : 0n,
       earned: 0n,
       deposit: 0n,
+      slashed: i === 3 ? 1n : 0n,
     });
   }
   r.check();
@@ -278,6 +297,106 @@ Deno.test("a full registry reuses only a stale registration without points", asy
   const account = svm.coordinatorAccount(r.coordinator);
   assert.deepEqual(account.registry.slice(0, 2).map((x) => x.earned), [5n, 5n], "points stay");
   assert.equal(account.registry[2].active, nextActive, "a pending registration stays");
-  assert.deepEqual(account.registry[3].signer, keyOf(late), "the first stale one is reused");
-  assert.equal(account.registry[3].earned, 0n);
+  assert.equal(account.registry[3].slashed, 1n, "slashed points stay");
+  assert.deepEqual(account.registry[4].signer, keyOf(late), "the first stale one is reused");
+  assert.equal(account.registry[4].earned, 0n);
+});
+
+/**
+ * Three clients through one epoch in which a health check drops the third; ends it. `started`
+ * runs once the epoch started.
+ */
+async function epochDroppingOne(
+  r: DualRun,
+  clients: KeyPairSigner[],
+  started: () => void = () => {},
+): Promise<void> {
+  let t = await startEpoch(r, clients);
+  started();
+  const before = slashedOf(r, clients);
+  await leaveWarmup(r, clients);
+  const dropped = await dropByHealthCheck(r, clients, clients[2], clients[0], t);
+  t = await trainToCooldown(r, clients, dropped.t, dropped.seen);
+  assert.deepEqual(slashedOf(r, clients), before, "nothing is slashed before the end");
+  await endCooldown(r, t);
+}
+
+Deno.test("a client dropped by a health check gets exactly the slashing rate; Healthy ones none", async () => {
+  const { run: r, clients } = await run(3);
+  // No earning rate and no deposit: the epoch end still walks the registry to slash.
+  await r.expectOk(slashing(7n), r.mainAuthority);
+  let t = await startEpoch(r, clients);
+  assert.equal(svm.coordinatorAccount(r.coordinator).currentEpochRates.slashingRatePerClient, 7n);
+  // A rate set during the epoch applies from the next one, as the earning rate does.
+  await r.expectOk(slashing(1000n), r.mainAuthority);
+  await leaveWarmup(r, clients);
+  const dropped = await dropByHealthCheck(r, clients, clients[2], clients[0], t);
+  t = await trainToCooldown(r, clients, dropped.t, dropped.seen);
+  await endCooldown(r, t);
+  assert.deepEqual(slashedOf(r, clients), [0n, 0n, 7n]);
+  assert.deepEqual(pointsOf(r, clients), [0n, 0n, 0n], "slashing takes nothing from earned");
+});
+
+Deno.test("slashing beside a payout: the dropped client is slashed, the finishers paid", async () => {
+  const { run: r, clients } = await run(3);
+  await r.expectOk({ ...earning(1001n), slashingRatePerClient: 9n }, r.mainAuthority);
+  await epochDroppingOne(r, clients);
+  assert.deepEqual(pointsOf(r, clients), [500n, 500n, 0n]);
+  assert.deepEqual(slashedOf(r, clients), [0n, 0n, 9n]);
+});
+
+Deno.test("a slashing rate of 0 slashes nobody", async () => {
+  const { run: r, clients } = await run(3);
+  await r.expectOk({ ...earning(1001n), slashingRatePerClient: 0n }, r.mainAuthority);
+  await epochDroppingOne(r, clients);
+  assert.deepEqual(pointsOf(r, clients), [500n, 500n, 0n]);
+  assert.deepEqual(slashedOf(r, clients), [0n, 0n, 0n]);
+});
+
+Deno.test("a client ejected by verification gets the slashing rate", async () => {
+  const { run: r, clients } = await run(3);
+  await r.expectOk(slashing(11n), r.mainAuthority);
+  let t = await startEpoch(r, clients);
+  await leaveWarmup(r, clients);
+  // Mark a client Ejected in the account and the model, as verification's eject does.
+  const ejected = clients[1];
+  const i = clientIndex(r, ejected);
+  const client = structLayout("client_t");
+  patchAccount(r, (bytes) => {
+    bytes[
+      OFFSETS.epochState + structLayout("epoch_state_t").offsets.clients + i * client.size +
+      client.offsets.state
+    ] = CLIENT_STATES.indexOf("Ejected");
+  });
+  r.model!.state.epochState.clients[i].state = "Ejected";
+  r.check();
+  t = await trainToCooldown(
+    r,
+    clients,
+    t,
+    () =>
+      clients.filter((c) => c !== ejected).map((c) => ({
+        signer: keyOf(c),
+        p2pIdentity: keyOf(c),
+      })),
+  );
+  await endCooldown(r, t);
+  assert.deepEqual(slashedOf(r, clients), [0n, 11n, 0n]);
+});
+
+Deno.test("slashed points saturate at 2^64 - 1 and never wrap", async () => {
+  const { run: r, clients } = await run(3);
+  await r.expectOk(slashing(7n), r.mainAuthority);
+  await epochDroppingOne(r, clients, () => {
+    // The dropped client's registration already holds 2^64 - 4 slashed points.
+    const slot = r.model!.registry.findIndex((x) =>
+      x.signer.every((b, i) => b === keyOf(clients[2])[i])
+    );
+    patchAccount(r, (_bytes, view) => {
+      view.setBigUint64(OFFSETS.slashed + slot * 8, MAX_POINTS - 3n, true);
+    });
+    r.model!.registry[slot].slashed = MAX_POINTS - 3n;
+    r.check();
+  });
+  assert.deepEqual(slashedOf(r, clients), [0n, 0n, MAX_POINTS]);
 });

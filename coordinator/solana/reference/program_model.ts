@@ -1,9 +1,10 @@
 /**
  * The coordinator program's reference model in TypeScript: the program's own rules
  * (authorities, permissioned joining, the join registry, nonces, metadata, meeting addresses,
- * config updates, epoch rates and earned points, the join deposit) around the TypeScript state machine (coordinator/machine*.ts), which is the
- * reference for everything the coordinator does. The C program must reach the same
- * state on the same instructions; the differential tests hold it to that.
+ * config updates, epoch rates, earned and slashed points, the join deposit) around the
+ * TypeScript state machine (coordinator/machine*.ts), which is the reference for everything the
+ * coordinator does. The C program must reach the same state on the same instructions; the
+ * differential tests hold it to that.
  *
  * Pure: the clock comes in with each instruction, nothing is read from the environment.
  * A rejected instruction throws {@linkcode CoordinatorProgramError} and leaves the model
@@ -212,7 +213,8 @@ function forfeitingSigners(state: CoordinatorState): Uint8Array[] {
 /**
  * A successful epoch end forfeits the deposits of `forfeiters` (the Dropped and Ejected clients
  * just before it ended): they move to the forfeited total, and a join the wallet made for the
- * next epoch is cancelled, so it pays again to train again.
+ * next epoch is cancelled, so it pays again to train again. Each forfeiter's registration also
+ * gets the current slashing rate onto its slashed points, saturating at 2^64 − 1, deposit or not.
  */
 function forfeitDeposits(
   account: CoordinatorAccount,
@@ -221,9 +223,13 @@ function forfeitDeposits(
 ): void {
   if (outcome.kind !== "EpochEnd" || !outcome.success) return;
   const d = account.joinDeposit;
+  const rate = account.currentEpochRates.slashingRatePerClient;
   for (const signer of forfeiters) {
     const registration = account.registry.find((r) => equalBytes(r.signer, signer));
-    if (registration === undefined || registration.deposit === 0n) continue;
+    if (registration === undefined) continue;
+    const slashed = registration.slashed + rate;
+    registration.slashed = slashed > MAX_POINTS ? MAX_POINTS : slashed;
+    if (registration.deposit === 0n) continue;
     d.held -= registration.deposit;
     d.forfeited += registration.deposit;
     registration.deposit = 0n;
@@ -246,7 +252,7 @@ function epochEnd(
 
 /**
  * The full tick: pending = registrations for the next epoch; a new epoch bumps nextActive and
- * takes the future rates as its own; a successful epoch end pays and forfeits deposits.
+ * takes the future rates as its own; a successful epoch end pays, forfeits deposits and slashes.
  */
 function runTick(account: CoordinatorAccount, clock: ProgramClock): Outcome {
   const state = account.state;
@@ -351,9 +357,10 @@ function applyJoin(
     if (a.registry.length < ACCOUNT_MAX_CLIENTS) slot = a.registry.length;
     else {
       // Stale registrations only: not in the next epoch, nor the running one (its payout looks
-      // them up by wallet), and never points, which a reuse would destroy.
+      // them up by wallet), and no earned or slashed points or deposit, which a reuse would
+      // destroy.
       slot = a.registry.findIndex((r) =>
-        r.active + 1n < a.nextActive && r.earned === 0n && r.deposit === 0n
+        r.active + 1n < a.nextActive && r.earned === 0n && r.deposit === 0n && r.slashed === 0n
       );
       if (slot < 0) fail("ClientsFull", "no registration is stale and without points");
     }
@@ -379,6 +386,7 @@ function applyJoin(
     p2pIdentity: p2p.slice(),
     active: a.nextActive,
     earned: own?.earned ?? 0n,
+    slashed: own?.slashed ?? 0n,
     deposit: due ? d.amount : own?.deposit ?? 0n,
   };
   tickIfLive(a, clock);

@@ -81,7 +81,7 @@ export interface ComputeUnitReport {
   meetingTransactionBytes: number;
   /** set_future_epoch_rates with both rates. */
   setFutureEpochRates: number;
-  /** With `epochEnd`: the tick that ends Cooldown and pays the epoch's points (0 otherwise). */
+  /** With `epochEnd`: the tick that ends Cooldown, paying and slashing (0 otherwise). */
   tickEndEpoch: number;
   /** Clients that tick paid. */
   epochFinishers: number;

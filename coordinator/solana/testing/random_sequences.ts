@@ -571,6 +571,7 @@ export async function differential(
       : randomInstruction(run, rng, clients);
     const recorded = run.model!.state.paramsDigests.at(-1)?.step;
     const pointsBefore = run.model!.registry.map((r) => r.earned);
+    const slashedBefore = run.model!.registry.map((r) => r.slashed);
     const forfeitedBefore = run.model!.joinDeposit.forfeited;
     const sendOpts = deposit === null ? {} : depositSendOptions(svm, run, rng, deposit, ix, signer);
     const result = await run.send(ix, signer, { computeUnitLimit: 1_400_000, ...sendOpts });
@@ -588,6 +589,12 @@ export async function differential(
     }
     if (registry.some((r) => r.earned === MAX_POINTS)) {
       seen["earned:saturated"] = (seen["earned:saturated"] ?? 0) + 1;
+    }
+    if (registry.some((r, i) => r.slashed > (slashedBefore[i] ?? 0n))) {
+      seen["slashed:applied"] = (seen["slashed:applied"] ?? 0) + 1;
+    }
+    if (registry.some((r) => r.slashed === MAX_POINTS)) {
+      seen["slashed:saturated"] = (seen["slashed:saturated"] ?? 0) + 1;
     }
     if (newest !== undefined && newest !== recorded) {
       seen["digest:recorded"] = (seen["digest:recorded"] ?? 0) + 1;

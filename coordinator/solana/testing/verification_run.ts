@@ -5,9 +5,10 @@
  * contested ones go to tie-breakers, silent seats and losing voters are ejected, results of
  * ejected or departed trainers are rejected, and ejected signers who join the next epoch are
  * kept out by the bar (`verificationBarEpochs` 1), then let back in. Strangers, repeated and
- * malformed reports are sent too. Each epoch pays an earning rate with a remainder, and the
- * points of the clients ejected in it are watched (`earned:ejectedUnpaid`, and
- * `earned:ejectedPaid`, which must never happen). Every instruction goes through a
+ * malformed reports are sent too. Each epoch pays an earning rate with a remainder and slashes
+ * at a rate of 13, and the points of the clients ejected in it are watched
+ * (`earned:ejectedUnpaid` and `slashed:ejected`, and `earned:ejectedPaid`, which must never
+ * happen). Every instruction goes through a
  * {@linkcode DualRun}, so the program and the reference model are compared after each one.
  *
  * @module
@@ -89,7 +90,7 @@ export async function verificationScenario(
     model: testModel(),
   }, run.mainAuthority);
   await run.expectOk(
-    { kind: "SetFutureEpochRates", earningRateTotalShared: 1_000_003n },
+    { kind: "SetFutureEpochRates", earningRateTotalShared: 1_000_003n, slashingRatePerClient: 13n },
     run.mainAuthority,
   );
   let now = 5;
@@ -99,6 +100,8 @@ export async function verificationScenario(
   for (let i = 0; i < (opts.clients ?? 16); i++) clients.push(await svm.newSigner());
   const pointsOf = (c: KeyPairSigner) =>
     run.model!.registry.find((r) => equalBytes(r.signer, keyOf(c)))?.earned ?? 0n;
+  const slashedOf = (c: KeyPairSigner) =>
+    run.model!.registry.find((r) => equalBytes(r.signer, keyOf(c)))?.slashed ?? 0n;
   const state = () => run.model!.state;
   const signerOf = (key: Uint8Array) => clients.find((c) => equalBytes(keyOf(c), key))!;
   const byEpochIndex = (e: number) => {
@@ -268,6 +271,7 @@ export async function verificationScenario(
       await reports(); // still allowed in Cooldown, where no result is rejected any more
       const epoch = state().progress.epoch;
       const before = clients.map(pointsOf);
+      const slashedBefore = clients.map(slashedOf);
       run.setTime(now += state().config.cooldownTime);
       await send({ kind: "Tick" }, null);
       clients.forEach((c, i) => {
@@ -277,6 +281,7 @@ export async function verificationScenario(
         const paid = pointsOf(c) > before[i];
         if (ejected) count(paid ? "earned:ejectedPaid" : "earned:ejectedUnpaid");
         else if (paid) count("earned:paid");
+        if (ejected && slashedOf(c) === slashedBefore[i] + 13n) count("slashed:ejected");
       });
     }
   }

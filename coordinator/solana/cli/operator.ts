@@ -294,8 +294,9 @@ function ratesJson(rates: EpochRates): Record<string, string> {
 
 /**
  * The run as JSON: the program's fields (authorities hex, nonce, registry with each wallet's
- * earned points and deposit, epoch rates, the join deposit; u64 values as decimal strings) and the
- * coordinator state in the same JSON the TCP server's tools print (encoding/json.ts).
+ * earned and slashed points and deposit, epoch rates, the join deposit; u64 values as decimal
+ * strings) and the coordinator state in the same JSON the TCP server's tools print
+ * (encoding/json.ts).
  */
 export function runJson(account: CoordinatorAccount): Record<string, unknown> {
   return {
@@ -318,6 +319,7 @@ export function runJson(account: CoordinatorAccount): Record<string, unknown> {
       active: r.active.toString(),
       pending: r.active === account.nextActive,
       earned: r.earned.toString(),
+      slashed: r.slashed.toString(),
       deposit: r.deposit.toString(),
     })),
     state: coordinatorStateToJson(account.state),

@@ -147,7 +147,7 @@ Deno.test("reads: list-runs, show-run, show-user and can-join agree with the pro
         return runSummary(at, decodeCoordinatorAccount(Uint8Array.from(acc.data)));
       });
 
-    // list-runs reads slices of each run (abi/run_listing.ts), not its 225,840 bytes: the
+    // list-runs reads slices of each run (abi/run_listing.ts), not its 227,888 bytes: the
     // heads, the earning rate, the deposit and the nonce (no registrations yet).
     const { head, rates, deposit, nonce } = RUN_LISTING_SLICES;
     const sliced = await counted();
@@ -260,11 +260,12 @@ Deno.test("reads: list-runs, show-run, show-user and can-join agree with the pro
     assert.equal(shown.code, 0, shown.err);
     assert.match(shown.out, new RegExp(`run "llama-tiny-brown" at ${created.bob}`));
     assert.match(shown.out, /join deposit 400 of \w+: held 400, forfeited 0/);
-    assert.match(shown.out, /forfeited join deposits are this program's slashing/);
-    assert.match(shown.out, new RegExp(`0 +${wallets.friend.address} +pending +0 +400`));
+    assert.match(shown.out, /slashed points per client dropped or ejected/);
+    assert.match(shown.out, new RegExp(`0 +${wallets.friend.address} +pending +0 +0 +400`));
     const asJson = await solana(["show-run", ...RUN, "--json", ...where]);
     assert.equal(asJson.out, (await solana(["json-dump-run", ...RUN, ...where])).out);
     assert.equal(JSON.parse(asJson.out).registry[0].deposit, "400");
+    assert.equal(JSON.parse(asJson.out).registry[0].slashed, "0");
 
     // The friend's view: a locked deposit, no treasury; then a treasury written into the ledger.
     const user = ["--wallet", wallets.friend.address, ...where];

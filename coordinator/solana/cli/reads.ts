@@ -86,11 +86,13 @@ function mayJoin(account: CoordinatorAccount, wallet: Uint8Array): boolean {
 
 /**
  * The program's is_reusable: a full registry may give slot `i` to a new wallet when its wallet
- * joined neither the next epoch nor the running one and it holds no points and no deposit.
+ * joined neither the next epoch nor the running one and it holds no points (earned or slashed)
+ * and no deposit.
  */
 export function isReusable(account: CoordinatorAccount, i: number): boolean {
   const r = account.registry[i];
-  return r.active + 1n < account.nextActive && r.earned === 0n && r.deposit === 0n;
+  return r.active + 1n < account.nextActive && r.earned === 0n && r.deposit === 0n &&
+    r.slashed === 0n;
 }
 
 /**
@@ -134,7 +136,7 @@ export function canJoin(
       reasons.push({
         error: "ClientsFull",
         message: `all ${ACCOUNT_MAX_CLIENTS} registrations are taken and none is stale (joined ` +
-          "neither the next nor the running epoch, with no points and no deposit)",
+          "neither the next nor the running epoch, with no earned or slashed points and no deposit)",
       });
     }
   } else if (slot < 0) slot = len;
@@ -269,7 +271,10 @@ export function registrationStatus(a: CoordinatorAccount, slot: number): string 
 
 const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
 
-/** show-run's text: the run, its rates, its join deposit and each client's points and deposit. */
+/**
+ * show-run's text: the run, its rates, its join deposit and each client's earned and slashed
+ * points and deposit.
+ */
 export function formatRun(address: Address, a: CoordinatorAccount): string {
   const s = runSummary(address, a);
   const d = a.joinDeposit;
@@ -285,8 +290,8 @@ export function formatRun(address: Address, a: CoordinatorAccount): string {
     `  this epoch shares ${a.currentEpochRates.earningRateTotalShared} points; the next ` +
     `${a.futureEpochRates.earningRateTotalShared}`,
     `  slashing rate ${a.currentEpochRates.slashingRatePerClient} (next ` +
-    `${a.futureEpochRates.slashingRatePerClient}): carried, never applied; no slashed points ` +
-    "are kept, forfeited join deposits are this program's slashing",
+    `${a.futureEpochRates.slashingRatePerClient}) slashed points per client dropped or ejected ` +
+    "in an epoch that ends successfully (informational; the treasurer pays earned points)",
     d.mint === null || d.amount === 0n
       ? `  no join deposit${d.forfeited > 0n ? ` (forfeited, not swept: ${d.forfeited})` : ""}`
       : `  join deposit ${d.amount} of ${base58(d.mint)}: held ${d.held}, forfeited ${d.forfeited}`,
@@ -297,9 +302,10 @@ export function formatRun(address: Address, a: CoordinatorAccount): string {
     base58(r.signer),
     registrationStatus(a, i),
     r.earned.toString(),
+    r.slashed.toString(),
     r.deposit.toString(),
   ]);
-  const registry = table(["SLOT", "WALLET", "STATUS", "EARNED", "DEPOSIT"], rows);
+  const registry = table(["SLOT", "WALLET", "STATUS", "EARNED", "SLASHED", "DEPOSIT"], rows);
   return [...lines, ...registry.split("\n").map((l) => `  ${l}`)].join("\n");
 }
 
@@ -316,8 +322,8 @@ export interface UserTreasury {
 }
 
 /**
- * json-dump-user's JSON: the wallet's registration (slot, status, p2p identity, earned points,
- * deposit held and whether it is locked), and the run's treasury with what the wallet claimed
+ * json-dump-user's JSON: the wallet's registration (slot, status, p2p identity, earned and
+ * slashed points, deposit held and whether it is locked), and the run's treasury with what the wallet claimed
  * and may claim (u64 values as decimal strings). Pools are not linked to runs by any program,
  * so they are not part of it (json-dump-pool --lender shows a lender's position).
  */
@@ -343,6 +349,7 @@ export function userJson(
       active: r.active.toString(),
       p2pIdentity: hex(r.p2pIdentity),
       earned: r.earned.toString(),
+      slashed: r.slashed.toString(),
       deposit: r.deposit.toString(),
       depositLocked: locked,
       depositWithdrawable: r.deposit > 0n && !locked ? r.deposit.toString() : "0",
@@ -376,7 +383,7 @@ export function formatUser(json: ReturnType<typeof userJson>): string {
   else {
     lines.push(
       `  registration ${r.slot}: ${r.status}; p2p identity ${r.p2pIdentity}`,
-      `  earned ${r.earned} points`,
+      `  earned ${r.earned} points, slashed ${r.slashed} (informational)`,
       r.deposit === "0"
         ? "  no join deposit held"
         : `  join deposit ${r.deposit} held, ${

@@ -107,7 +107,7 @@ Deno.test("can-join: a full registry takes a new wallet only into a stale regist
     });
   // Joined the running epoch (active + 1 == nextActive): not stale.
   assert.deepEqual(errors(full((i) => registration(1000 + i, 1n))), ["ClientsFull"]);
-  // Joined an older epoch: stale, unless it holds points or a deposit.
+  // Joined an older epoch: stale, unless it holds points (earned or slashed) or a deposit.
   const old = full((i) => registration(1000 + i, 0n));
   assert.ok(isReusable(old, 0));
   assert.deepEqual(errors(old), []);
@@ -115,6 +115,9 @@ Deno.test("can-join: a full registry takes a new wallet only into a stale regist
     "ClientsFull",
   ]);
   assert.deepEqual(errors(full((i) => registration(1000 + i, 0n, { deposit: 1n }))), [
+    "ClientsFull",
+  ]);
+  assert.deepEqual(errors(full((i) => registration(1000 + i, 0n, { slashed: 1n }))), [
     "ClientsFull",
   ]);
   // A wallet already registered keeps its registration.
@@ -193,7 +196,10 @@ Deno.test("tokenAccountOf: an initialized SPL Token account only", () => {
 
 Deno.test("list-runs and show-run: a line a run; each client's status, points and deposit", () => {
   const a = run({
-    registry: [registration(10, 1n, { earned: 50n }), registration(11, 2n, { deposit: 400n })],
+    registry: [
+      registration(10, 1n, { earned: 50n, slashed: 5n }),
+      registration(11, 2n, { deposit: 400n }),
+    ],
     joinDeposit: {
       amount: 400n,
       held: 400n,
@@ -227,14 +233,17 @@ Deno.test("list-runs and show-run: a line a run; each client's status, points an
   assert.equal(formatRuns([]), "no runs");
   const shown = formatRun(RUN, a);
   assert.match(shown, /this epoch shares 100 points; the next 200/);
-  assert.match(shown, /forfeited join deposits are this program's slashing/);
+  assert.match(shown, /slashing rate 5 \(next 5\) slashed points per client dropped or ejected/);
   assert.match(shown, /join deposit 400 of \w+: held 400, forfeited 0/);
-  assert.match(shown, new RegExp(`0 +${addr(10)} +in the running epoch +50 +0`));
-  assert.match(shown, new RegExp(`1 +${addr(11)} +pending +0 +400`));
+  assert.match(shown, /SLOT +WALLET +STATUS +EARNED +SLASHED +DEPOSIT/);
+  assert.match(shown, new RegExp(`0 +${addr(10)} +in the running epoch +50 +5 +0`));
+  assert.match(shown, new RegExp(`1 +${addr(11)} +pending +0 +0 +400`));
 });
 
 Deno.test("json-dump-user: registration, deposit lock and treasury claims", () => {
-  const a = run({ registry: [registration(9, 2n, { earned: 70n, deposit: 400n })] });
+  const a = run({
+    registry: [registration(9, 2n, { earned: 70n, deposit: 400n, slashed: 3n })],
+  });
   const treasury = {
     address: addr(60),
     vault: addr(61),
@@ -252,6 +261,7 @@ Deno.test("json-dump-user: registration, deposit lock and treasury claims", () =
     active: "2",
     p2pIdentity: "0a".repeat(32),
     earned: "70",
+    slashed: "3",
     deposit: "400",
     depositLocked: true,
     depositWithdrawable: "0",
@@ -259,6 +269,7 @@ Deno.test("json-dump-user: registration, deposit lock and treasury claims", () =
   assert.deepEqual((j.treasury as Record<string, unknown>).claimableNow, "40");
   const text = formatUser(j);
   assert.match(text, /registration 0: pending/);
+  assert.match(text, /earned 70 points, slashed 3 \(informational\)/);
   assert.match(text, /join deposit 400 held, locked/);
   assert.match(
     text,

@@ -264,7 +264,8 @@ static u64 participant_create(ctx_t *c) {
 
 /* The points of `user`'s registration in the run; ERR_NOT_REGISTERED when it has none. A wallet
    has at most one registration (join_run reuses it), and a registration holding points is
-   never given to another wallet, so these points only grow. */
+   never given to another wallet, so these points only grow. The registration's slashed points
+   are informational and take nothing from them (docs/solana-treasurer.md). */
 static u64 earned_points(const account_t *a, const u8 *user, u64 *out) {
   for (u64 i = 0; i < a->registry_len; i++) {
     if (mem_eq(a->registry[i].signer, user, 32)) {

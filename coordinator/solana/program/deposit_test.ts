@@ -12,9 +12,10 @@ import assert from "node:assert/strict";
 import { AccountRole, type Address, type KeyPairSigner } from "@solana/kit";
 import { testConfig, testModel } from "../../../tests/support/coordinator_fixtures.ts";
 import { CoordinatorSvm } from "../testing/svm.ts";
-import { clientIndex, DualRun, type DualSendOptions, keyOf } from "../testing/dual_run.ts";
+import { DualRun, type DualSendOptions, keyOf } from "../testing/dual_run.ts";
 import {
   dropByHealthCheck,
+  ejectThenEndEpoch,
   endCooldown,
   leaveWarmup,
   startEpoch,
@@ -31,7 +32,7 @@ import {
   structLayout,
 } from "../abi/mod.ts";
 import { addressBytes } from "../testing/svm.ts";
-import { CLIENT_STATES, type CoordinatorConfig } from "../../core/mod.ts";
+import type { CoordinatorConfig } from "../../core/mod.ts";
 
 const svm = await CoordinatorSvm.create();
 const DEPOSIT = 1_000n;
@@ -305,32 +306,10 @@ Deno.test("a client ejected by verification forfeits its deposit", async () => {
   const { r, vault, mint, authority, clients, wallets, setDeposit, paying, payout } =
     await depositRun(3);
   assert.ok((await setDeposit(DEPOSIT)).ok);
-  let t = await startEpoch(r, clients, paying);
+  const t = await startEpoch(r, clients, paying);
   await leaveWarmup(r, clients);
-  // Mark a client Ejected in the account and the model, as verification's eject does.
   const ejected = clients[1];
-  const i = clientIndex(r, ejected);
-  const client = structLayout("client_t");
-  const es = structLayout("epoch_state_t").offsets;
-  const at = OFFSETS.epochState + es.clients + i * client.size + client.offsets.state;
-  const account = svm.svm.getAccount(r.coordinator);
-  assert.ok(account.exists);
-  const data = new Uint8Array(account.data);
-  data[at] = CLIENT_STATES.indexOf("Ejected");
-  svm.svm.setAccount({ ...account, data });
-  r.model!.state.epochState.clients[i].state = "Ejected";
-  r.check();
-  t = await trainToCooldown(
-    r,
-    clients,
-    t,
-    () =>
-      clients.filter((c) => c !== ejected).map((c) => ({
-        signer: keyOf(c),
-        p2pIdentity: keyOf(c),
-      })),
-  );
-  await endCooldown(r, t);
+  await ejectThenEndEpoch(r, svm, clients, ejected, t);
   assert.equal(depositOf(r, ejected), 0n);
   assert.equal(svm.coordinatorAccount(r.coordinator).joinDeposit.forfeited, DEPOSIT);
   await r.expectError(

@@ -13,9 +13,10 @@ import assert from "node:assert/strict";
 import { AccountRole, type KeyPairSigner } from "@solana/kit";
 import { testConfig, testModel } from "../../../tests/support/coordinator_fixtures.ts";
 import { CoordinatorSvm } from "../testing/svm.ts";
-import { clientIndex, DualRun, keyOf } from "../testing/dual_run.ts";
+import { DualRun, keyOf } from "../testing/dual_run.ts";
 import {
   dropByHealthCheck,
+  ejectThenEndEpoch,
   endCooldown,
   leaveWarmup,
   startEpoch,
@@ -356,31 +357,9 @@ Deno.test("a slashing rate of 0 slashes nobody", async () => {
 Deno.test("a client ejected by verification gets the slashing rate", async () => {
   const { run: r, clients } = await run(3);
   await r.expectOk(slashing(11n), r.mainAuthority);
-  let t = await startEpoch(r, clients);
+  const t = await startEpoch(r, clients);
   await leaveWarmup(r, clients);
-  // Mark a client Ejected in the account and the model, as verification's eject does.
-  const ejected = clients[1];
-  const i = clientIndex(r, ejected);
-  const client = structLayout("client_t");
-  patchAccount(r, (bytes) => {
-    bytes[
-      OFFSETS.epochState + structLayout("epoch_state_t").offsets.clients + i * client.size +
-      client.offsets.state
-    ] = CLIENT_STATES.indexOf("Ejected");
-  });
-  r.model!.state.epochState.clients[i].state = "Ejected";
-  r.check();
-  t = await trainToCooldown(
-    r,
-    clients,
-    t,
-    () =>
-      clients.filter((c) => c !== ejected).map((c) => ({
-        signer: keyOf(c),
-        p2pIdentity: keyOf(c),
-      })),
-  );
-  await endCooldown(r, t);
+  await ejectThenEndEpoch(r, svm, clients, clients[1], t);
   assert.deepEqual(slashedOf(r, clients), [0n, 11n, 0n]);
 });
 

@@ -18,7 +18,10 @@ import {
 } from "../../../tests/support/coordinator_fixtures.ts";
 import { clientIndex, DualRun, type DualSendOptions, keyOf } from "./dual_run.ts";
 import type { CoordinatorSvm } from "./svm.ts";
+import { patchAccount } from "./litesvm_accounts.ts";
+import { OFFSETS, structLayout } from "../abi/mod.ts";
 import {
+  CLIENT_STATES,
   type CoordinatorConfig,
   currentRound,
   NO_DIGEST,
@@ -257,4 +260,30 @@ export function pointsOf(e: EarningRun, clients: KeyPairSigner[] = e.clients): b
     const reg = account.registry.find((x) => x.signer.every((b, i) => b === key[i]));
     return reg?.earned ?? 0n;
   });
+}
+
+/**
+ * Marks `ejected` Ejected in the program's account and the model, as verification's eject does
+ * (a state the tests reach here without a verification round), then trains to Cooldown with the
+ * others seen and ends the epoch. Returns the new time.
+ */
+export async function ejectThenEndEpoch(
+  r: DualRun,
+  svm: CoordinatorSvm,
+  clients: KeyPairSigner[],
+  ejected: KeyPairSigner,
+  t: number,
+): Promise<number> {
+  const i = clientIndex(r, ejected);
+  const client = structLayout("client_t");
+  const at = OFFSETS.epochState + structLayout("epoch_state_t").offsets.clients +
+    i * client.size + client.offsets.state;
+  patchAccount(svm.svm, r.coordinator, (bytes) => {
+    bytes[at] = CLIENT_STATES.indexOf("Ejected");
+  });
+  r.model!.state.epochState.clients[i].state = "Ejected";
+  r.check();
+  const others = clients.filter((c) => c !== ejected);
+  t = await trainToCooldown(r, clients, t, () => others.map((c) => identity(c)));
+  return await endCooldown(r, t);
 }

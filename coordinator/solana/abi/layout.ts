@@ -636,7 +636,7 @@ export const LAYOUT_STRUCTS: readonly LayoutStruct[] = [
       {
         c: "slashing_rate_per_client",
         type: "u64",
-        doc: "carried for a treasurer; nothing is slashed",
+        doc: "slashed points of each client dropped or ejected in the epoch (earned ones stay)",
       },
     ],
   },

@@ -188,7 +188,7 @@ export const SOLANA_COMMANDS: Readonly<Record<string, SolanaCommandSpec>> = {
       ),
       "slashing-rate-per-client": str(
         "N",
-        "points an ejected client would lose (u64; kept for a treasurer, nothing is slashed)",
+        "slashed points of each client dropped or ejected in an epoch (u64; earned points stay)",
         { defaultText: "unchanged" },
       ),
     },

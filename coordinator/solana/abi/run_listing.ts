@@ -169,17 +169,15 @@ export function decodeRunListing(head: RunHead, slices: RunTailSlices): RunListi
     }
   }
   const { rates, deposit } = RUN_LISTING_SLICES;
-  const mint = sliceView("deposit", deposit, slices.deposit).bytes(
-    OFFSETS.joinDeposit + DEPOSIT.mint,
-    32,
-  );
+  const d = sliceView("deposit", deposit, slices.deposit);
+  const mint = d.bytes(OFFSETS.joinDeposit + DEPOSIT.mint, 32);
   const { nonce: _, nextActive: __, ...shown } = head;
   return {
     ...shown,
     pending,
     earningRateTotalShared: sliceView("rates", rates, slices.rates).u64(rates.offset),
     joinDeposit: {
-      amount: sliceView("deposit", deposit, slices.deposit).u64(deposit.offset),
+      amount: d.u64(deposit.offset),
       mint: mint.every((b) => b === 0) ? null : mint,
     },
   };

@@ -62,10 +62,15 @@ static u64 epoch_share(const account_t *a) {
   return finishers == 0 ? 0 : a->current_epoch_rates.earning_rate_total_shared / finishers;
 }
 
+/* Points plus points, held at 2^64 - 1 rather than wrapping (earned and slashed alike). */
+static u64 add_points(u64 points, u64 more) {
+  u64 sum = points + more;
+  return sum < more ? ~(u64)0 : sum;
+}
+
 /* A finisher's share onto its registration's points, saturating. */
 static void pay_registration(account_t *a, u64 slot, u64 share) {
-  u64 sum = a->earned[slot] + share;
-  a->earned[slot] = sum < share ? ~(u64)0 : sum;
+  a->earned[slot] = add_points(a->earned[slot], share);
 }
 
 /*
@@ -75,6 +80,5 @@ static void pay_registration(account_t *a, u64 slot, u64 share) {
  */
 static void slash_registration(account_t *a, u64 slot) {
   u64 rate = a->current_epoch_rates.slashing_rate_per_client;
-  u64 sum = a->slashed[slot] + rate;
-  a->slashed[slot] = sum < rate ? ~(u64)0 : sum;
+  a->slashed[slot] = add_points(a->slashed[slot], rate);
 }

@@ -184,6 +184,12 @@ function healthySigners(state: CoordinatorState): Uint8Array[] {
   return state.epochState.clients.filter((c) => c.state === "Healthy").map((c) => c.id.signer);
 }
 
+/** Points plus points, held at 2^64 − 1 (the program's u64) rather than growing past it. */
+function addPoints(points: bigint, more: bigint): bigint {
+  const sum = points + more;
+  return sum > MAX_POINTS ? MAX_POINTS : sum;
+}
+
 /**
  * Pays the epoch that `outcome` ended, when it ended successfully (a failed Warmup pays
  * nothing): each of `finishers` (the Healthy clients just before the epoch ended) gets
@@ -196,8 +202,7 @@ function payEpoch(account: CoordinatorAccount, finishers: Uint8Array[], outcome:
   for (const signer of finishers) {
     const registration = account.registry.find((r) => equalBytes(r.signer, signer));
     if (registration === undefined) continue;
-    const sum = registration.earned + share;
-    registration.earned = sum > MAX_POINTS ? MAX_POINTS : sum;
+    registration.earned = addPoints(registration.earned, share);
   }
 }
 
@@ -227,8 +232,7 @@ function forfeitDeposits(
   for (const signer of forfeiters) {
     const registration = account.registry.find((r) => equalBytes(r.signer, signer));
     if (registration === undefined) continue;
-    const slashed = registration.slashed + rate;
-    registration.slashed = slashed > MAX_POINTS ? MAX_POINTS : slashed;
+    registration.slashed = addPoints(registration.slashed, rate);
     if (registration.deposit === 0n) continue;
     d.held -= registration.deposit;
     d.forfeited += registration.deposit;

@@ -61,7 +61,10 @@ export interface AccountInfo {
 }
 
 /** The account at `at` (its owner and data), or null when none exists. */
-export async function accountInfo(rpc: SolanaRpcClient, at: Address): Promise<AccountInfo | null> {
+export async function accountInfo(
+  rpc: Pick<SolanaRpcClient, "call">,
+  at: Address,
+): Promise<AccountInfo | null> {
   const r = await rpc.call<{ value: { owner: string; data: [string, string] } | null }>(
     "getAccountInfo",
     [at, { encoding: "base64", commitment: "confirmed" }],
@@ -185,13 +188,10 @@ function powerOfTwo(n: number): number {
 
 /** The run at `at` read and decoded whole, or null when it is gone or not a run of this layout. */
 async function readWhole(rpc: Pick<SolanaRpcClient, "call">, at: Address) {
-  const r = await rpc.call<{ value: RpcData | null }>(
-    "getAccountInfo",
-    [at, { encoding: "base64", commitment: "confirmed" }],
-  );
-  if (r.value === null) return null;
+  const account = await accountInfo(rpc, at);
+  if (account === null) return null;
   try {
-    return runListingOf(decodeCoordinatorAccount(decodeAccountData(r.value.data)));
+    return runListingOf(decodeCoordinatorAccount(account.data));
   } catch {
     return null;
   }

@@ -36,6 +36,7 @@ import {
 } from "../abi/mod.ts";
 import type { SolanaRpcClient, TransactionSender } from "../rpc/mod.ts";
 import { coordinatorStateToJson } from "../../encoding/mod.ts";
+import { registrationSlot } from "./reads.ts";
 
 /** The run does not exist or is not a coordinator account. */
 export class RunNotFoundError extends Error {
@@ -177,9 +178,9 @@ export class RunOperator {
    * reused since the read only costs the search).
    */
   withdrawDeposit(coordinator: Address, tokenAccount: Address): Promise<string> {
-    const me = getAddressEncoder().encode(this.wallet.address);
+    const me = getAddressEncoder().encode(this.wallet.address) as Uint8Array;
     return this.#payout(coordinator, (account) => {
-      const slot = account.registry.findIndex((r) => r.signer.every((b, i) => b === me[i]));
+      const slot = registrationSlot(account, me);
       return { kind: "WithdrawDeposit", registration: slot < 0 ? undefined : slot };
     }, tokenAccount);
   }

@@ -197,7 +197,9 @@ Deno.test({
   }
 });
 
-/** A Solana run's snapshot: no clients, a treasury and one pool. */
+const SLASHED_CLIENT = "cc".repeat(32);
+
+/** A Solana run's snapshot: one dropped client with earned and slashed points, a treasury and one pool. */
 function solanaSnapshot(funds: RunSnapshot["funds"]): RunSnapshot {
   return {
     runId: "llama-tiny-brown",
@@ -205,9 +207,10 @@ function solanaSnapshot(funds: RunSnapshot["funds"]): RunSnapshot {
     epoch: 0,
     step: 1,
     roundHeight: null,
-    clients: [],
+    clients: [{ key: SLASHED_CLIENT, state: "Dropped" }],
     pending: [],
-    earned: {},
+    earned: { [SLASHED_CLIENT]: "40" },
+    slashed: { [SLASHED_CLIENT]: "5" },
     ...(funds === undefined ? {} : { funds }),
     config: {
       warmupTime: 15,
@@ -230,7 +233,7 @@ function solanaSnapshot(funds: RunSnapshot["funds"]): RunSnapshot {
 }
 
 Deno.test({
-  name: "the dashboard of a Solana run shows its treasury and pools in Chromium",
+  name: "the dashboard of a Solana run shows its treasury, pools and slashed points in Chromium",
   ignore: chromium === null,
 }, async () => {
   const treasury = "TreasuryAddress1111111111111111111111111111";
@@ -265,6 +268,10 @@ Deno.test({
       "120",
     ]);
     assert.deepEqual(cells(row("pool", pool)), [pool, "pool", "Mint1111", "900", "300", "100"]);
+    // The client's earned and slashed points, the slashed ones marked.
+    const client =
+      new RegExp(`<tr class="client" data-key="${SLASHED_CLIENT}">(.*?)</tr>`).exec(dom)?.[1] ?? "";
+    assert.match(client, /<td class="earned">40<\/td><td class="slashed bad">5<\/td>/);
     // A snapshot without funds (the TCP server's) hides the table.
     snapshot = solanaSnapshot(undefined);
     const tcp = startDashboard({ port: 0, snapshot: () => snapshot });

@@ -120,6 +120,11 @@ function renderClients(view) {
     cell(row, c.witnesses);
     cell(row, c.divergences, c.divergences > 0 ? "bad" : "");
     cell(row, c.earned ?? "–", "earned");
+    cell(
+      row,
+      c.slashed ?? "–",
+      c.slashed !== null && c.slashed !== "0" ? "slashed bad" : "slashed",
+    );
     const evals = Object.entries(c.evals ?? {});
     cell(
       row,

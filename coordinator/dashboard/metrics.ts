@@ -57,6 +57,10 @@ export const METRICS = {
     "gauge",
     "Points a client earned in the run (Solana runs: the program's earned points).",
   ],
+  psyche_slashed_points: [
+    "gauge",
+    "Points a client was slashed in the run (Solana runs: informational, the treasurer pays earned points).",
+  ],
   psyche_treasury_vault_amount: [
     "gauge",
     "Token base units the run's treasury vault holds (Solana runs with a treasury).",
@@ -206,6 +210,13 @@ export function metricsText(view: DashboardView): string {
     view.clients.filter((c) => c.earned !== null).map((c) => ({
       labels: client(c.key),
       value: Number(c.earned),
+    })),
+  );
+  family(
+    "psyche_slashed_points",
+    view.clients.filter((c) => c.slashed !== null).map((c) => ({
+      labels: client(c.key),
+      value: Number(c.slashed),
     })),
   );
   const treasury = view.funds?.treasury ?? null;

@@ -115,6 +115,20 @@ Deno.test("earned points are a gauge per client that has them", () => {
   assert.equal(sampleValue(scraped, "psyche_earned_points", { client: "bb".repeat(8) }), undefined);
 });
 
+Deno.test("slashed points are a gauge per client that has them", () => {
+  const view = runView();
+  const withPoints: DashboardView = {
+    ...view,
+    clients: view.clients.map((c) => ({ ...c, slashed: c.key === A ? "7" : null })),
+  };
+  const scraped = parsePrometheusText(metricsText(withPoints));
+  assert.equal(sampleValue(scraped, "psyche_slashed_points", { client: "aa".repeat(8) }), 7);
+  assert.equal(
+    sampleValue(scraped, "psyche_slashed_points", { client: "bb".repeat(8) }),
+    undefined,
+  );
+});
+
 Deno.test("an empty view is valid too, with no per-client samples", () => {
   const scraped = parsePrometheusText(metricsText(emptyView()));
   assert.equal(sampleValue(scraped, "psyche_loss"), undefined);

@@ -58,7 +58,7 @@ export function dashboardPage(view: DashboardView): string {
 <h2>Timeline</h2><div id="timeline"></div><div id="phase-times"></div>
 <h2>Clients (<span id="client-count">0</span>)</h2>
 <table id="clients"><thead><tr><th>key</th><th>status</th><th>last step</th><th>loss</th>
-<th>tok/s</th><th>sent</th><th>received</th><th>witness reports</th><th>divergences</th><th>earned</th><th>evals</th></tr>
+<th>tok/s</th><th>sent</th><th>received</th><th>witness reports</th><th>divergences</th><th>earned</th><th>slashed</th><th>evals</th></tr>
 </thead>
 <tbody id="clients-body"></tbody></table>
 <div id="funds" hidden><h2>Treasury and pools (token base units)</h2>

@@ -80,6 +80,8 @@ export interface RunSnapshot {
    * (the Solana program: docs/solana-program.md, "Earned points"); absent on the TCP server.
    */
   readonly earned?: Readonly<Record<string, string>>;
+  /** Points each wallet was slashed in the run (hex key → decimal u64), beside `earned`. */
+  readonly slashed?: Readonly<Record<string, string>>;
   /** The treasury's and pools' balances, where the backend has them (Solana); absent on TCP. */
   readonly funds?: FundsView;
   readonly config: ConfigView;

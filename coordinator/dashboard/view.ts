@@ -65,6 +65,11 @@ export interface ClientView {
   readonly divergences: number;
   /** Points it earned in the run (decimal u64), from the latest snapshot that has them. */
   readonly earned: string | null;
+  /**
+   * Points it was slashed in the run (decimal u64), from the latest snapshot that has them:
+   * informational, the treasurer pays earned points (docs/solana-program.md).
+   */
+  readonly slashed: string | null;
   /** When the dashboard last heard of it (ms since the epoch). */
   readonly lastSeenMs: number;
 }
@@ -213,6 +218,7 @@ function withClient(
     evals: null,
     divergences: 0,
     earned: null,
+    slashed: null,
     lastSeenMs: timeMs,
   };
   const updated = { ...old, ...change(old), lastSeenMs: timeMs };
@@ -500,7 +506,7 @@ function applyEvent(view: DashboardView, event: ServerEvent, timeMs: number): Da
 /**
  * The view with the coordinator's state at `timeMs`: run state, progress and configuration
  * from the snapshot, each client's health from the epoch's list or the pending list, and its
- * earned points and the treasury's and pools' balances when the snapshot has them.
+ * earned and slashed points and the treasury's and pools' balances when the snapshot has them.
  */
 export function reduceSnapshot(
   view: DashboardView,
@@ -524,7 +530,10 @@ export function reduceSnapshot(
         ? c.status
         : "Left");
     const earned = snapshot.earned?.[c.key] ?? c.earned;
-    return status === c.status && earned === c.earned ? c : { ...c, status, earned };
+    const slashed = snapshot.slashed?.[c.key] ?? c.slashed;
+    return status === c.status && earned === c.earned && slashed === c.slashed
+      ? c
+      : { ...c, status, earned, slashed };
   });
   return {
     ...next,

@@ -298,6 +298,24 @@ Deno.test("earned points come from snapshots that carry them (Solana) and stay u
   assert.deepEqual(later.clients.map((c) => c.earned), ["18446744073709551615", "333"]);
 });
 
+Deno.test("slashed points come from snapshots that carry them, beside the earned ones", () => {
+  const first = reduceSnapshot(emptyView(), snapshot({ pending: [A, B] }), 1000);
+  assert.deepEqual(first.clients.map((c) => c.slashed), [null, null], "the TCP server has none");
+  const slashed = reduceSnapshot(
+    first,
+    snapshot({
+      clients: [{ key: A, state: "Healthy" }, { key: B, state: "Dropped" }],
+      earned: { [A]: "10", [B]: "10" },
+      slashed: { [A]: "0", [B]: "5" },
+    }),
+    2000,
+  );
+  assert.deepEqual(slashed.clients.map((c) => [c.earned, c.slashed]), [["10", "0"], ["10", "5"]]);
+  const later = reduceSnapshot(slashed, snapshot({ slashed: { [B]: "10" } }), 3000);
+  assert.deepEqual(later.clients.map((c) => c.slashed), ["0", "10"], "kept until the next");
+  assert.deepEqual(later.clients.map((c) => c.earned), ["10", "10"], "earned untouched");
+});
+
 function telemetry(client: string, step: number, trainMs: number, bytesSent = 1000) {
   return {
     kind: "Telemetry",

@@ -2,7 +2,7 @@
  * `deno task dashboard --rpc URL --run-id ID (--main-authority PUBKEY | --coordinator ADDRESS)`:
  * the live dashboard of coordinator/dashboard/ for a run on Solana. It reads the run's account
  * over JSON-RPC every `--poll-ms`, turns its coordinator state (and the registry's pending keys
- * and earned points) into the dashboard's snapshot and serves the page, `/events`, `/view.json` and `/metrics`.
+ * and earned and slashed points) into the dashboard's snapshot and serves the page, `/events`, `/view.json` and `/metrics`.
  * Each poll also reads the run's newest transactions (`getSignaturesForAddress`,
  * `getTransaction`) for the loss curve: the metadata tail of each accepted witness instruction
  * (witness_losses.ts), and the balances of the run's treasury and of the mining pools named with
@@ -204,14 +204,21 @@ function checkDashboardArgs(values: FlagValues<typeof DASHBOARD_SPEC>): Dashboar
 /**
  * The dashboard's snapshot of a run account: its coordinator state, as pending the
  * registrations waiting for the next epoch (`active == nextActive`), and every registered
- * wallet's earned points, with `funds` (the treasury's and pools' balances) when given. Pure.
+ * wallet's earned and slashed points, with `funds` (the treasury's and pools' balances) when given. Pure.
  */
 export function accountSnapshot(account: CoordinatorAccount, funds?: FundsView): RunSnapshot {
   const pending = account.registry.filter((r) => r.active === account.nextActive);
   const earned = Object.fromEntries(
     account.registry.map((r) => [toHex(r.signer), r.earned.toString()]),
   );
-  const snapshot = { ...snapshotOf(account.state, pending.map((r) => r.signer)), earned };
+  const slashed = Object.fromEntries(
+    account.registry.map((r) => [toHex(r.signer), r.slashed.toString()]),
+  );
+  const snapshot = {
+    ...snapshotOf(account.state, pending.map((r) => r.signer)),
+    earned,
+    slashed,
+  };
   return funds === undefined ? snapshot : { ...snapshot, funds };
 }
 

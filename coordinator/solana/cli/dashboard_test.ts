@@ -179,7 +179,7 @@ Deno.test("readFunds: the run's treasury and the named pools, read from the loca
   );
 });
 
-Deno.test("a run account's snapshot carries every registered wallet's earned points", () => {
+Deno.test("a run account's snapshot carries every registered wallet's earned and slashed points", () => {
   const account = initialAccount({
     runId: "r",
     mainAuthority: new Uint8Array(32).fill(1),
@@ -202,7 +202,7 @@ Deno.test("a run account's snapshot carries every registered wallet's earned poi
       active: 0n,
       earned: 0xffff_ffff_ffff_ffffn,
       deposit: 0n,
-      slashed: 0n,
+      slashed: 5n,
     },
   );
   const snapshot = accountSnapshot(account);
@@ -211,6 +211,7 @@ Deno.test("a run account's snapshot carries every registered wallet's earned poi
     ["aa".repeat(32)]: "500",
     ["bb".repeat(32)]: "18446744073709551615",
   });
+  assert.deepEqual(snapshot.slashed, { ["aa".repeat(32)]: "0", ["bb".repeat(32)]: "5" });
 });
 
 /** A `deno task` process whose stdout lines are read until one matches. */

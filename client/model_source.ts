@@ -6,7 +6,12 @@
  *
  * @module
  */
-import { initParams, type LlamaConfig, type ParamLayout, readModelDir } from "../model/mod.ts";
+import {
+  initParamsParallel,
+  type LlamaConfig,
+  type ParamLayout,
+  readModelDir,
+} from "../model/mod.ts";
 import { sha256 } from "../coordinator/core/mod.ts";
 
 /** The model cannot be found or read; the message names the folder and why. */
@@ -50,7 +55,7 @@ export async function loadModel(folder: string, runId: string): Promise<LoadedMo
     folder,
     config,
     layout,
-    weights: initParams(layout, config, runInitSeed(runId)),
+    weights: await initParamsParallel(layout, { config, seed: runInitSeed(runId) }),
     source: "seeded",
   };
 }

@@ -22,7 +22,7 @@
  * LM head                 logits chunk R·V (R ≈ 32 MiB / 4V rows)
  * matmul transposes       CPU profile: A and B of the largest nn/nt products (matmul_scratch.ts)
  * host, weights loaded     f32 weights 4·P, the largest weights file, one upload staging 4·P
- * host, seeded streamed    one init chunk and its staging copy (16 MiB each at most)
+ * host, seeded streamed    one init chunk per worker and a staging copy (16 MiB each at most)
  * host, checkpoint saves   one chunk read back and its staging copy (16 MiB each at most)
  * f16/bf16 precision      16-bit copies of the matmul weights (each padded to 128 elements),
  *                         16-bit saved norm/SwiGLU outputs
@@ -82,6 +82,11 @@ export interface MemoryPlanInput {
    * whole, then uploads them through one staging copy.
    */
   seededStream?: boolean;
+  /**
+   * Worker threads making the seeded chunks (model/seeded_init.ts `seededWorkerCount`): each
+   * holds one chunk. Default 0, the chunks made one at a time on the main thread.
+   */
+  seededWorkers?: number;
   /**
    * A resume from F32 weights: they and the optimizer state are read from their files a chunk
    * at a time into the device buffers (model/streamed_load.ts, train/streamed_load.ts), so the
@@ -284,8 +289,12 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   const host: MemoryItem[] = [];
   if (input.seededStream) {
     const chunk = F32 * Math.min(SEEDED_CHUNK_FLOATS, largestTensor.size);
+    const workers = input.seededWorkers ?? 0;
     host.push(
-      { label: "seeded init, one chunk at a time", bytes: chunk },
+      workers === 0 ? { label: "seeded init, one chunk at a time", bytes: chunk } : {
+        label: `seeded init, ${workers} chunks at a time (one per worker)`,
+        bytes: workers * chunk,
+      },
       { label: "upload staging (one chunk)", bytes: chunk },
     );
   } else if (input.streamedResume) {

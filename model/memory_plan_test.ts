@@ -346,6 +346,12 @@ Deno.test("a streamed seeded start holds one chunk on the host: the 1B with Adam
   assert.equal(out.refusal, null);
   assert.ok(out.verdict.peakBytes < 19 * GiB, formatBytes(out.verdict.peakBytes));
   assert.match(out.lines.join("\n"), /host: seeded init, one chunk at a time\s+16\.0 MiB/);
+  // Made on 7 workers: a chunk each.
+  const parallel = planMemory({ ...input, seededStream: true, seededWorkers: 7 });
+  assert.deepEqual(parallel.host[0], {
+    label: "seeded init, 7 chunks at a time (one per worker)",
+    bytes: 7 * 16 * MiB,
+  });
   // A model smaller than a chunk holds its largest tensor, not a whole chunk.
   const tiny = planMemory({ ...input, config: TINY, seededStream: true });
   assert.equal(tiny.host[0].bytes, 4 * 48 * 32);

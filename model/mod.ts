@@ -70,6 +70,14 @@ export {
 } from "./params.ts";
 export { ParamBuffers } from "./param_buffers.ts";
 export { uploadSeededParams } from "./seeded_upload.ts";
+export {
+  defaultSeededWorkers,
+  initParamsParallel,
+  type SeededChunk,
+  seededChunks,
+  type SeededInitOptions,
+  seededWorkerCount,
+} from "./seeded_init.ts";
 export { uploadF32Weights } from "./streamed_load.ts";
 export {
   throttledProgress,

@@ -25,13 +25,21 @@ function assertSameBits(actual: Float32Array, expected: Float32Array, what: stri
   assert.equal(first, -1, `${what}: first differing float at ${first}`);
 }
 
-async function streamedVsUploaded(rt: GpuRuntime, chunkFloats?: number): Promise<number> {
+async function streamedVsUploaded(
+  rt: GpuRuntime,
+  chunkFloats?: number,
+  workers?: number,
+): Promise<number> {
   const segments = paramSegments(LAYOUT, rt.limits.maxBufferSize);
   const init = initParams(LAYOUT, CONFIG, SEED);
   using uploaded = new ParamBuffers(rt, { label: "uploaded", layout: LAYOUT, segments, init });
   using streamed = new ParamBuffers(rt, { label: "streamed", layout: LAYOUT, segments });
-  await uploadSeededParams(rt, streamed, { config: CONFIG, seed: SEED, chunkFloats });
-  assertSameBits(await streamed.read(), await uploaded.read(), `chunk ${chunkFloats}`);
+  await uploadSeededParams(rt, streamed, { config: CONFIG, seed: SEED, chunkFloats, workers });
+  assertSameBits(
+    await streamed.read(),
+    await uploaded.read(),
+    `chunk ${chunkFloats}, workers ${workers}`,
+  );
   return segments.length;
 }
 
@@ -48,6 +56,11 @@ Deno.test("seeded upload: the bits of initParams with the model split into segme
     const segments = await streamedVsUploaded(rt, chunk);
     assert.ok(segments >= 3, `${segments} segments`);
   }
+});
+
+Deno.test("seeded upload: chunks made on worker threads give the same bits", async () => {
+  using rt = await GpuRuntime.create({ maxBufferBytes: CAP });
+  assert.ok(await streamedVsUploaded(rt, 100, 3) >= 3);
 });
 
 Deno.test("seeded upload: a LlamaModel built without weights, then streamed, holds initParams", async () => {

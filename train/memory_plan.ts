@@ -14,6 +14,7 @@ import {
   llamaParamLayout,
   readLlamaConfig,
   reportMemoryPlan,
+  seededWorkerCount,
 } from "../model/mod.ts";
 
 /** Flags behind each fix the plan can suggest. */
@@ -53,6 +54,7 @@ export async function checkTrainingMemory(
       // train/main.ts streams a seeded start (model/seeded_upload.ts) and a resume from F32
       // weights (model/streamed_load.ts); loaded and BF16/F16 weights are read whole.
       seededStream: loadFileBytes === null && options.resume === null,
+      seededWorkers: seededWorkerCount(llamaParamLayout(config)),
       streamedResume: options.resume !== null && await resumesStreamed(options.resume),
       // Saves stream the GPU state a chunk at a time (train/streamed_save.ts).
       saves: options.savePath !== null,

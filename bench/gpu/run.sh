@@ -48,7 +48,7 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
 }
 # Parts to run: the arguments, or every part (in this order: the most wanted first; the parts
 # measured on the H200 on 2026-11-25 last). `sweep` picks the tiling `profile` and `steps` try.
-parts=${*:-"upload sweep profile splitk steps 1b 1b-torch matmul distro matmul-16"}
+parts=${*:-"upload seeded sweep profile splitk steps 1b 1b-torch matmul distro matmul-16"}
 # The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
 # pick of an earlier call, so a later call need not sweep again).
 best=${BEST_TILING:-}
@@ -60,6 +60,11 @@ for part in $parts; do
     # flushed 16 MiB writes; each prints its MB/s ("built and uploaded in ... MB/s of weights").
     run 90 upload-20m.txt sh -c "$deno_run bench/step_profile.ts --steps 1 --upload mapped &&
       $deno_run bench/step_profile.ts --steps 1 --upload chunked"
+    ;;
+  seeded)
+    # The seeded init on the host's cores (no GPU): this thread against worker threads, the
+    # other half of a seeded 1B start's time once the upload is fast.
+    run 60 seeded-init.txt $deno_run bench/seeded_init.ts --rounds 3
     ;;
   matmul-16)
     run 45 matmul-16bit.txt sh -c "$deno_run bench/matmul_gpu.ts --size 4096 --reps 20 --f16 &&
@@ -114,7 +119,7 @@ for part in $parts; do
       --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3
     ;;
   *)
-    echo "unknown part $part (upload, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
+    echo "unknown part $part (upload, seeded, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
     exit 2
     ;;
   esac

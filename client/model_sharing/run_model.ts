@@ -41,7 +41,7 @@ import {
   type HubCheckpoint,
   HubCheckpointError,
   type HubLookupOptions,
-  initParams,
+  initParamsParallel,
   type LlamaConfig,
   loadHubCheckpoint,
   type ParamLayout,
@@ -131,9 +131,14 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
   const { checkpoint, runId, step, recordedDigest } = options;
   const refusals: string[] = [];
   /** A folder's model if acceptable, else null (and why, in `refusals`). */
-  const fromFolder = (origin: string, read: FolderRead, local = false): RunModel | null => {
+  const fromFolder = async (
+    origin: string,
+    read: FolderRead,
+    local = false,
+  ): Promise<RunModel | null> => {
     const seeded = read.weights === null;
-    const weights = read.weights ?? initParams(read.layout, read.config, runInitSeed(runId));
+    const weights = read.weights ??
+      await initParamsParallel(read.layout, { config: read.config, seed: runInitSeed(runId) });
     const digest = digestBytes(weightBytes({ ...read, weights }));
     const what = `${seeded ? "the seeded init of" : "the weights in"} ${origin}`;
     if (recordedDigest !== null && digest !== recordedDigest) {
@@ -179,7 +184,7 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
   if (options.override) {
     const base = options.hub?.baseDir ?? Deno.cwd();
     const folder = isAbsolute(options.override) ? options.override : join(base, options.override);
-    const model = fromFolder(folder, await readModelDir(folder));
+    const model = await fromFolder(folder, await readModelDir(folder));
     if (model !== null) return model;
   }
   const history = (options.runDigests ?? []).length > 0;
@@ -217,7 +222,7 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
     } catch {
       continue; // not written (or not this step's): nothing to refuse
     }
-    const model = fromFolder(folder, read, true);
+    const model = await fromFolder(folder, read, true);
     if (model !== null) return model;
   }
   // A P2P run's repo holds older weights than the run's: only a record can make them fit (or a
@@ -239,7 +244,7 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
       missing = e;
     }
     if (local !== null) {
-      const model = fromFolder(`${local.folder} (${where})`, local);
+      const model = await fromFolder(`${local.folder} (${where})`, local);
       if (model !== null) return { ...model, origin: local.folder };
     }
     // Not on disk, or a copy with other parameters (a mirror of an older upload): the Hub has
@@ -250,7 +255,7 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
     if (download !== null && local?.folder !== cached) {
       try {
         const snapshot = await downloadHubRepo(repo, { ...download, signal: options.signal });
-        const model = fromFolder(
+        const model = await fromFolder(
           `${snapshot} (${where}, downloaded)`,
           await readModelDir(snapshot),
         );

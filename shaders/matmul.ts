@@ -284,7 +284,8 @@ export class Matmul {
     }
     const t = this.tiling;
     const key = `matmul/${layout}/${type}/${variant === "tiled" ? t.strategy : variant}/` +
-      `${t.rows}x${t.cols}/${t.workgroup.join("x")}` + (variant === "tiled" ? `/d${t.depth}` : "");
+      `${t.rows}x${t.cols}/${t.workgroup.join("x")}` +
+      (variant === "tiled" ? `/d${t.depth}${bufferKey(t)}` : "");
     const pipeline = this.#rt.pipeline(key, () => {
       switch (variant) {
         case "outer":
@@ -378,7 +379,7 @@ export class Matmul {
     const type = types.a === types.b ? types.a : `${types.a}x${types.b}`;
     const partials = this.#grow(2, plan.slices * batch * m * n * 4, "matmul split-K partials");
     const key = `matmul/${layout}/${type}/${t.strategy}-split/${t.rows}x${t.cols}/` +
-      `${t.workgroup.join("x")}/d${t.depth}`;
+      `${t.workgroup.join("x")}/d${t.depth}${bufferKey(t)}`;
     const pipeline = this.#rt.pipeline(key, () => tiledGenerator(t)(layout, t, types, true));
     const params = [m, n, k, plan.slices, plan.sliceK, s.a, s.b, 0];
     const view = { buffer: partials, size: plan.slices * batch * m * n * 4 };
@@ -560,16 +561,22 @@ function tiledGenerator(t: MatmulTiling): typeof tiledKernel {
   return t.strategy === "tiled-vec4" ? tiledVec4Kernel : tiledKernel;
 }
 
+/** The pipeline-key suffix of a double-buffered tiling (`/x2`; nothing with one buffer). */
+function bufferKey(t: MatmulTiling): string {
+  return (t.buffers ?? 1) === 2 ? "/x2" : "";
+}
+
 /**
  * Bytes of workgroup memory a tiled kernel stages: `depth` K rows of A's tile rows and B's tile
- * columns, f32, plus the vec4 of padding `tiled-vec4` adds to a row written along K.
+ * columns, f32, plus the vec4 of padding `tiled-vec4` adds to a row written along K, times the
+ * tiling's `buffers` (two slices when double-buffered).
  */
 export function tiledWorkgroupBytes(t: MatmulTiling, layout: MatmulLayout): number {
   const [wx, wy] = t.workgroup;
   const pad = t.strategy === "tiled-vec4" ? 4 : 0;
   const aRow = t.rows * wy + (layout !== "tn" ? pad : 0);
   const bRow = t.cols * wx + (layout === "nt" ? pad : 0);
-  return t.depth * (aRow + bRow) * 4;
+  return t.depth * (aRow + bRow) * 4 * (t.buffers ?? 1);
 }
 
 function validateTiling(t: MatmulTiling, limits: GPUSupportedLimits): void {
@@ -582,6 +589,12 @@ function validateTiling(t: MatmulTiling, limits: GPUSupportedLimits): void {
     throw bad("register cols must be a multiple of 4 in 4..32");
   }
   if (t.workgroup.some((w) => !Number.isInteger(w) || w < 1)) throw bad("workgroup must be >= 1");
+  if (t.buffers !== undefined && t.buffers !== 1 && t.buffers !== 2) {
+    throw bad("buffers must be 1 or 2");
+  }
+  if (t.buffers === 2 && t.strategy !== "tiled-vec4") {
+    throw bad("buffers: 2 (double buffering) needs the tiled-vec4 strategy");
+  }
   if (t.strategy === "register") return;
   if (!Number.isInteger(t.cols) || t.cols < 1 || t.cols > 16) throw bad("cols must be 1..16");
   if (!Number.isInteger(t.depth) || t.depth < 1) throw bad("depth must be a positive integer");

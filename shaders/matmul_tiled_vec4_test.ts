@@ -1,8 +1,9 @@
 /**
- * The `tiled-vec4` matmul (4×4 output blocks read as vec4, the next K slice prefetched) on
- * lavapipe: the same bits as the scalar `tiled` kernel for every layout, operand type, ragged
- * edge, batch, accumulation mode and split-K slicing, and within the f32 bound of the f64
- * reference. Its speed is a GPU question (bench/matmul_gpu.ts --sweep); these tests pin its maths.
+ * The `tiled-vec4` matmul (4×4 output blocks read as vec4, the next K slice prefetched), with one
+ * slice of workgroup memory and double-buffered (`buffers: 2`), on lavapipe: the same bits as the
+ * scalar `tiled` kernel for every layout, operand type, ragged edge, batch, accumulation mode and
+ * split-K slicing, and within the f32 bound of the f64 reference. Its speed is a GPU question
+ * (bench/matmul_gpu.ts --sweep); these tests pin its maths.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
@@ -10,6 +11,7 @@ import { GpuRuntime } from "./gpu.ts";
 import { Matmul, type MatmulArgs, type MatmulLayout, type MatmulOperandTypes } from "./matmul.ts";
 import { GPU_PROFILE, type MatmulTiling, type SplitKPolicy } from "./profile.ts";
 import { matmulRef } from "./reference/matmul.ts";
+import { tiledVec4Kernel } from "./matmul_wgsl.ts";
 import { assertClose, bf16Encode, bf16Round, F32_EPS, randomF32 } from "./testing/kernels.ts";
 
 const vec4 = (
@@ -17,13 +19,16 @@ const vec4 = (
   cols: number,
   workgroup: [number, number],
   depth: number,
-): MatmulTiling => ({ strategy: "tiled-vec4", rows, cols, workgroup, depth });
+  buffers: 1 | 2 = 1,
+): MatmulTiling => ({
+  strategy: "tiled-vec4",
+  rows,
+  cols,
+  workgroup,
+  depth,
+  ...(buffers === 2 ? { buffers } : {}),
+});
 
-/**
- * A 128 × 128 tile of 8×8 per invocation (the shape tuned SGEMMs use), the GPU profile's 64 × 64
- * in 4×4 blocks, and an odd one: 15 invocations stage 20 × 5 and 40 × 5 slices, which do not
- * divide evenly, with a 4 × 8 block each.
- */
 /** The scalar kernel every vec4 tiling must match bit for bit (the GPU profile's until 2026-11-29). */
 const SCALAR: MatmulTiling = {
   strategy: "tiled",
@@ -33,11 +38,27 @@ const SCALAR: MatmulTiling = {
   depth: 16,
 };
 
+/**
+ * A 128 × 128 tile of 8×8 per invocation (the shape tuned SGEMMs use), the GPU profile's 64 × 64
+ * in 4×4 blocks, and an odd one: 15 invocations stage 20 × 5 and 40 × 5 slices, which do not
+ * divide evenly, with a 4 × 8 block each; then each double-buffered (the 128 × 128 one at depth 4,
+ * so that K = 70 runs 18 slices through the two buffers).
+ *
+ * The double-buffered ones fail the bit-for-bit comparison (checked by mutating the generator) if
+ * the prefetched slice is staged into the buffer being read (`wa = ra`), if the FMAs always read
+ * the first buffer, or if the loop's one barrier is dropped.
+ */
 const TILINGS: MatmulTiling[] = [
   vec4(8, 8, [16, 16], 8),
   vec4(4, 4, [16, 16], 16),
   vec4(4, 8, [5, 3], 5),
+  vec4(8, 8, [16, 16], 4, 2),
+  vec4(4, 4, [16, 16], 16, 2),
+  vec4(4, 8, [5, 3], 5, 2),
 ];
+
+const name = (t: MatmulTiling) =>
+  `vec4 ${t.rows}x${t.cols}/d${t.depth}${t.buffers === 2 ? " double-buffered" : ""}`;
 
 Deno.test("the GPU profile's tiling is one of the tilings pinned here", () => {
   assert.ok(TILINGS.some((t) => JSON.stringify(t) === JSON.stringify(GPU_PROFILE.matmul)));
@@ -121,7 +142,7 @@ Deno.test("tiled-vec4 gives the scalar tiled kernel's bits: random shapes, layou
   if (rt.hasF16) types.push(["f16", "f16"]);
   const off = { splitK: { targetWorkgroups: 0, minSliceK: 0, scratchBytes: 0 } };
   const kernels = [SCALAR, ...TILINGS].map((t) => new Matmul(rt, t, off));
-  const names = ["tiled 4x4", ...TILINGS.map((t) => `vec4 ${t.rows}x${t.cols}/d${t.depth}`)];
+  const names = ["tiled 4x4", ...TILINGS.map(name)];
   const dim = fc.integer({ min: 1, max: 70 });
   const cases = fc.record({
     m: dim,
@@ -165,10 +186,10 @@ Deno.test("tiled-vec4 gives the scalar tiled kernel's bits: random shapes, layou
 
 Deno.test("tiled-vec4 split over K gives the scalar tiled kernel's bits for the same slices", async () => {
   using rt = await GpuRuntime.create();
-  // Small enough that these shapes split; slices pinned to a multiple of every depth (16, 8, 5).
+  // Small enough that these shapes split; slices pinned to a multiple of every depth (16, 8, 5, 4).
   const policy: SplitKPolicy = { targetWorkgroups: 64, minSliceK: 16, scratchBytes: 4 << 20 };
   const kernels = [SCALAR, ...TILINGS].map((t) => new Matmul(rt, t, { splitK: policy }));
-  const names = ["tiled 4x4", ...TILINGS.map((t) => `vec4 ${t.rows}x${t.cols}/d${t.depth}`)];
+  const names = ["tiled 4x4", ...TILINGS.map(name)];
   const pin = (mm: Matmul, args: MatmulArgs): MatmulArgs => {
     const pinned = { ...args, sliceK: 80 };
     assert.ok(mm.splitK(pinned).slices > 1, "must split");
@@ -210,4 +231,31 @@ Deno.test("tiled-vec4 tilings the kernel or the adapter cannot run are refused b
     () => new Matmul(rt, vec4(4, 4, [invocations, 2], 1)),
     /over the adapter's maxComputeInvocationsPerWorkgroup/,
   );
+  // Double buffering stages two slices: a depth whose one slice fits and whose two do not.
+  // Per K row 16·16 rows of A and columns of B, plus a vec4 of padding each for nt.
+  const row = (2 * 16 * 16 + 8) * 4;
+  const fits = Math.floor(storage / row);
+  new Matmul(rt, vec4(16, 16, [16, 16], fits))[Symbol.dispose]();
+  assert.throws(
+    () => new Matmul(rt, vec4(16, 16, [16, 16], fits, 2)),
+    new RegExp(`stages ${2 * fits * row} bytes .* maxComputeWorkgroupStorageSize ${storage}`),
+  );
+  const scalarDouble = { ...SCALAR, buffers: 2 } as const;
+  assert.throws(() => new Matmul(rt, scalarDouble), /buffers: 2 .* needs the tiled-vec4 strategy/);
+  const three = { ...vec4(4, 4, [8, 8], 8), buffers: 3 } as unknown as MatmulTiling;
+  assert.throws(() => new Matmul(rt, three), /buffers must be 1 or 2/);
+});
+
+Deno.test("double-buffered tiled-vec4 waits at one barrier per K slice, the single-buffered at two", () => {
+  for (const layout of ["nn", "nt", "tn"] as const) {
+    for (const split of [false, true]) {
+      const loop = (t: MatmulTiling) => {
+        const source = tiledVec4Kernel(layout, t, "f32", split);
+        const body = source.slice(source.indexOf("for (var k0"));
+        return body.slice(0, body.indexOf("\n  }\n")).split("workgroupBarrier()").length - 1;
+      };
+      assert.equal(loop(vec4(8, 8, [16, 16], 8)), 2);
+      assert.equal(loop(vec4(8, 8, [16, 16], 8, 2)), 1);
+    }
+  }
 });

@@ -444,7 +444,11 @@ ${
  * - the next K slice is loaded from storage into registers while the current one is multiplied
  *   (register double buffering), so memory latency hides behind the FMAs;
  * - a staged row whose consecutive invocations write along K is padded by one vec4, so their
- *   writes fall in different banks.
+ *   writes fall in different banks;
+ * - with `buffers: 2` (double buffering) workgroup memory holds two slices: the prefetched slice
+ *   is staged into the buffer not being read, after the FMAs of the current one, so one barrier
+ *   per slice publishes the next slice and frees the current buffer at once (with one buffer,
+ *   one barrier publishes the slice and a second keeps it until every invocation has read it).
  * `rows` and `cols` are multiples of 4. With `split` it sums one K slice into the partials, as
  * {@link tiledKernel} does.
  */
@@ -466,8 +470,11 @@ export function tiledVec4Kernel(
   const aLoads = range(Math.ceil((bm * bk) / threads));
   const bLoads = range(Math.ceil((bn * bk) / threads));
   const whole = (count: number) => count % threads === 0;
-  const shared = `var<workgroup> As: array<vec4<f32>, ${bk * aRow}>;
-var<workgroup> Bs: array<vec4<f32>, ${bk * bRow}>;`;
+  const double = (t.buffers ?? 1) === 2;
+  // vec4 per buffer; with two, `ra`/`rb` is the offset of the one being read.
+  const aSlice = bk * aRow, bSlice = bk * bRow;
+  const shared = `var<workgroup> As: array<vec4<f32>, ${aSlice * (double ? 2 : 1)}>;
+var<workgroup> Bs: array<vec4<f32>, ${bSlice * (double ? 2 : 1)}>;`;
   const { head, store } = tiledPrologue(e, t, split, shared);
   // Element `li + i·threads` of a staged slice: its tile row (`mm`) or column and its K index.
   const slot = (i: number, extent: number, majorK: boolean, name: string, k: string) => {
@@ -498,8 +505,10 @@ var<workgroup> Bs: array<vec4<f32>, ${bk * bRow}>;`;
     kk: string,
     v: string,
     count: number,
+    base = "",
   ) => {
-    const write = `${s}[${kk}${i} * ${row}u + ${pos}${i} / 4u][${pos}${i} % 4u] = ${v}${i};`;
+    const at = `${base}${kk}${i} * ${row}u + ${pos}${i} / 4u`;
+    const write = `${s}[${at}][${pos}${i} % 4u] = ${v}${i};`;
     return whole(count) ? `    ${write}` : `    if (li + ${i * threads}u < ${count}u) { ${write} }`;
   };
   const acc = (g: number, r: number, h: number) => `acc${g}_${r}_${h}`;
@@ -513,6 +522,50 @@ var<workgroup> Bs: array<vec4<f32>, ${bk * bRow}>;`;
         acc(g, r, h)
       } = vec4<f32>(${R.map((l) => `c[o + min(${col(h, l)}, p.n - 1u)]`).join(", ")}); }`
     );
+  const stageAll = (aBase = "", bBase = "") =>
+    [
+      ...aLoads.map((i) => stage("As", i, aRow, "am", "ak", "pa", total(bm), aBase)),
+      ...bLoads.map((i) => stage("Bs", i, bRow, "bq", "bkk", "pb", total(bn), bBase)),
+    ].join("\n");
+  const fetchAll = [...aLoads.map(aFetch), ...bLoads.map(bFetch)].join("\n");
+  // The FMAs of one staged slice, reading A and B at offsets `ra`, `rb` ("" with one buffer).
+  const multiply = (ra: string, rb: string) =>
+    `    for (var kk = 0u; kk < ${bk}u; kk++) {
+${G.map((g) => `      let a${g} = As[${ra}kk * ${aRow}u + ${g * wy}u + lid.y];`).join("\n")}
+${H.map((h) => `      let b${h} = Bs[${rb}kk * ${bRow}u + ${h * wx}u + lid.x];`).join("\n")}
+${
+      accs.map(({ g, r, h }) =>
+        `      ${acc(g, r, h)} = fma(vec4<f32>(a${g}.${L[r]}), b${h}, ${acc(g, r, h)});`
+      ).join("\n")
+    }
+    }`;
+  // One buffer: stage, barrier, prefetch, multiply, barrier (the slice stays until all read it).
+  const single = `  for (var k0 = k_lo; k0 < k_hi; k0 += ${bk}u) {
+${stageAll()}
+    workgroupBarrier();
+    k1 = k0 + ${bk}u;
+${fetchAll}
+${multiply("", "")}
+    workgroupBarrier();
+  }`;
+  // Two buffers: slice k0 sits in the buffer at `ra`/`rb`; slice k0 + depth is fetched, then
+  // staged into the other buffer after the FMAs, which the previous barrier freed (every
+  // invocation passed it after reading that buffer's last slice). The barrier then publishes it.
+  const twin = `${stageAll()}
+  workgroupBarrier();
+  var ra = 0u;
+  var rb = 0u;
+  for (var k0 = k_lo; k0 < k_hi; k0 += ${bk}u) {
+    k1 = k0 + ${bk}u;
+${fetchAll}
+${multiply("ra + ", "rb + ")}
+    let wa = ${aSlice}u - ra;
+    let wb = ${bSlice}u - rb;
+${stageAll("wa + ", "wb + ")}
+    workgroupBarrier();
+    ra = wa;
+    rb = wb;
+  }`;
   return `${head}
 ${aLoads.map((i) => slot(i, bm, aMajorK, "am", "ak")).join("\n")}
 ${bLoads.map((i) => slot(i, bn, bMajorK, "bq", "bkk")).join("\n")}
@@ -521,26 +574,8 @@ ${bLoads.map((i) => `  var pb${i} = 0.0;`).join("\n")}
 ${accs.map(({ g, r, h }) => `  var ${acc(g, r, h)} = vec4<f32>();`).join("\n")}
 ${chain.join("\n")}
   var k1 = k_lo;
-${aLoads.map(aFetch).join("\n")}
-${bLoads.map(bFetch).join("\n")}
-  for (var k0 = k_lo; k0 < k_hi; k0 += ${bk}u) {
-${aLoads.map((i) => stage("As", i, aRow, "am", "ak", "pa", total(bm))).join("\n")}
-${bLoads.map((i) => stage("Bs", i, bRow, "bq", "bkk", "pb", total(bn))).join("\n")}
-    workgroupBarrier();
-    k1 = k0 + ${bk}u;
-${aLoads.map(aFetch).join("\n")}
-${bLoads.map(bFetch).join("\n")}
-    for (var kk = 0u; kk < ${bk}u; kk++) {
-${G.map((g) => `      let a${g} = As[kk * ${aRow}u + ${g * wy}u + lid.y];`).join("\n")}
-${H.map((h) => `      let b${h} = Bs[kk * ${bRow}u + ${h * wx}u + lid.x];`).join("\n")}
-${
-    accs.map(({ g, r, h }) =>
-      `      ${acc(g, r, h)} = fma(vec4<f32>(a${g}.${L[r]}), b${h}, ${acc(g, r, h)});`
-    ).join("\n")
-  }
-    }
-    workgroupBarrier();
-  }
+${fetchAll}
+${double ? twin : single}
 ${
     G.flatMap((g) =>
       R.map((r) =>

@@ -28,6 +28,12 @@ export interface MatmulTiling {
   readonly workgroup: readonly [number, number];
   /** Tiled strategies only: reduction depth staged per barrier (the K slice). */
   readonly depth: number;
+  /**
+   * `tiled-vec4` only: slices of workgroup memory (default 1). With 2 (double buffering) the
+   * next slice is staged into the other buffer while the current one is multiplied, so each
+   * slice needs one barrier instead of two, for twice the workgroup memory; the same bits.
+   */
+  readonly buffers?: 1 | 2;
 }
 
 /** Everything a kernel needs to pick its shape on one adapter. */

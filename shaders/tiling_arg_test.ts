@@ -15,8 +15,15 @@ Deno.test("tilings round-trip through their command-line text", () => {
   const vec4 = parseTiling("8,8,16,16,8,vec4");
   assert.equal(vec4.strategy, "tiled-vec4");
   assert.equal(formatTiling(vec4), "8,8,16,16,8,vec4");
+  assert.equal(vec4.buffers, undefined);
+  const double = parseTiling("8,8,16,16,8,vec4,db");
+  assert.deepEqual(double, { ...vec4, buffers: 2 });
+  assert.equal(formatTiling(double), "8,8,16,16,8,vec4,db");
+  // One buffer written out is the same tiling as none.
+  assert.equal(formatTiling({ ...vec4, buffers: 1 }), "8,8,16,16,8,vec4");
   const bads = ["", "4,4,16,16", "4,4,16,16,x", "4,4,-1,16,16", "4,4,16,16,1.5", "8,8,8,8,0,vec4"];
-  for (const bad of [...bads, "8,8,16,16,8,v4", "8,8,16,16,8,vec4,1"]) {
+  const flags = ["8,8,16,16,8,v4", "8,8,16,16,8,vec4,1", "8,8,16,16,8,db", "8,8,16,16,8,db,vec4"];
+  for (const bad of [...bads, ...flags, "8,8,16,16,8,vec4,db,db", "8,8,8,8,0,vec4,db"]) {
     assert.throws(() => parseTiling(bad), /expected rows,cols,wx,wy,depth/, bad);
   }
 });

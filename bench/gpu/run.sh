@@ -72,8 +72,9 @@ for part in $parts; do
     ;;
   sweep)
     # Time the tilings worth trying; the one with the least time over the three layouts is the
-    # candidate the profile part tries on a whole step.
-    run 120 matmul-sweep.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 10 --sweep
+    # candidate the profile part tries on a whole step. Tiling names have no spaces (double-
+    # buffered ones end in ",vec4,db"); one the adapter cannot run prints "skipped" and no time.
+    run 150 matmul-sweep.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 10 --sweep
     best=$(awk '/^tiling /{t=$2} / GFLOP\/s/{ms[t]+=$4} END{for(t in ms) print ms[t], t}' \
       "$out/matmul-sweep.txt" | sort -n | head -1 | cut -d' ' -f2)
     echo "fastest tiling over nn+nt+tn: ${best:-none}" | tee -a "$out/matmul-sweep.txt"

@@ -118,7 +118,7 @@ if (!splitModes) {
 
 using rt = await GpuRuntime.create({ profile });
 console.log(
-  `adapter: ${rt.adapterName}, f16: ${rt.hasF16}, split-K policy ` +
+  `adapter: ${rt.adapterName}, f16: ${rt.hasF16}, subgroups: ${rt.hasSubgroups}, split-K policy ` +
     JSON.stringify(rt.profile.splitK),
 );
 if (values.f16 && values.bf16) throw new RangeError("--f16 and --bf16 exclude each other");

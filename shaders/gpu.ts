@@ -79,6 +79,12 @@ export interface GpuRuntimeOptions {
   readonly f16?: boolean;
   /** Request `timestamp-query` when the adapter has it (default true), for timed sections. */
   readonly timestamps?: boolean;
+  /**
+   * Try to request `subgroups` (default true); a refusal only leaves `rt.hasSubgroups` false.
+   * Asked whatever `adapter.features` says: Deno 2.9.6 leaves it out of that list on adapters
+   * that grant it (lavapipe, NVIDIA's Vulkan driver).
+   */
+  readonly subgroups?: boolean;
   /** Label of the device. */
   readonly label?: string;
   /**
@@ -105,6 +111,50 @@ export interface GpuRuntimeOptions {
    * `paramSegments`), so tests force that split on a tiny model this way.
    */
   readonly maxBufferBytes?: number;
+}
+
+/**
+ * `adapter.requestDevice(descriptor)` with the `optional` features added to its required ones;
+ * when that is refused (a runtime that does not know a feature's name rejects it with a
+ * TypeError, an adapter without it rejects the request), the plain descriptor is asked for
+ * instead, so an optional feature never costs the device. A refused request leaves the adapter
+ * unconsumed (WebGPU's requestDevice), so it can be asked again.
+ *
+ * @example
+ * ```ts
+ * import { requestDeviceWith } from "./gpu.ts";
+ * const asked: string[][] = [];
+ * const adapter = {
+ *   requestDevice(d?: GPUDeviceDescriptor) {
+ *     const features = [...(d?.requiredFeatures ?? [])];
+ *     asked.push(features);
+ *     return features.includes("subgroups")
+ *       ? Promise.reject(new TypeError("unknown feature"))
+ *       : Promise.resolve({} as GPUDevice);
+ *   },
+ * };
+ * await requestDeviceWith(adapter, { requiredFeatures: ["shader-f16"] }, ["subgroups"]);
+ * if (JSON.stringify(asked) !== '[["shader-f16","subgroups"],["shader-f16"]]') throw new Error();
+ * ```
+ */
+export async function requestDeviceWith(
+  adapter: Pick<GPUAdapter, "requestDevice">,
+  descriptor: GPUDeviceDescriptor,
+  optional: readonly GPUFeatureName[],
+): Promise<GPUDevice> {
+  const required = [...(descriptor.requiredFeatures ?? [])];
+  const extra = optional.filter((f) => !required.includes(f));
+  if (extra.length > 0) {
+    try {
+      return await adapter.requestDevice({
+        ...descriptor,
+        requiredFeatures: [...required, ...extra],
+      });
+    } catch {
+      // Refused: ask again without the optional features, whose absence the caller records.
+    }
+  }
+  return await adapter.requestDevice(descriptor);
 }
 
 /** Limits requested at the adapter's maximum: large storage bindings and buffers for training. */
@@ -388,6 +438,12 @@ export class GpuRuntime {
   /** Whether `timestamp-query` was enabled (timed step sections report GPU time). */
   readonly hasTimestamps: boolean;
   /**
+   * Whether `subgroups` was enabled: kernels may use `subgroupAdd`, `subgroupShuffle`,
+   * `@builtin(subgroup_size)` (without the `enable subgroups;` directive, which Naga refuses).
+   * None of the training kernels needs it; one that does must refuse to build without it.
+   */
+  readonly hasSubgroups: boolean;
+  /**
    * With the `profileDispatches` option: the GPU time of every dispatch of every step submitted
    * so far, in order (a profiler reads and clears it); otherwise undefined.
    */
@@ -424,6 +480,7 @@ export class GpuRuntime {
     this.profile = profile;
     this.hasF16 = device.features.has("shader-f16");
     this.hasTimestamps = device.features.has("timestamp-query");
+    this.hasSubgroups = device.features.has("subgroups");
     this.dispatchTimings = options.profileDispatches ? [] : undefined;
     device.lost.then((info) => {
       this.#lost = new GpuDeviceLostError(info.reason, info.message);
@@ -471,11 +528,12 @@ export class GpuRuntime {
     }
     let device: GPUDevice;
     try {
-      device = await adapter.requestDevice({
+      const optional: GPUFeatureName[] = options.subgroups === false ? [] : ["subgroups"];
+      device = await requestDeviceWith(adapter, {
         label: options.label ?? "psyche",
         requiredLimits,
         requiredFeatures,
-      });
+      }, optional);
     } catch (cause) {
       throw new GpuUnavailableError(
         `Adapter "${adapter.info.description}" refused a device with ${tried}: ${cause}`,

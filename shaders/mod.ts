@@ -25,6 +25,7 @@ export {
 } from "./gpu.ts";
 export { type KernelTotal, ProfilingPass, summarizeTimings } from "./dispatch_profile.ts";
 export { formatTiling, parseTiling } from "./tiling_arg.ts";
+export { probeSubgroups, type SubgroupProbe } from "./subgroups.ts";
 export { requestGpuAdapter } from "./runtime_dir.ts";
 export {
   type AdapterDescription,

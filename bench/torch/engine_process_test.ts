@@ -79,7 +79,7 @@ Deno.test("runEngineProcess: the child's figures are the in-process run's, with 
   }
 });
 
-Deno.test("runEngineProcess --tiling: the tiled-vec4 kernel trains the scalar tiled kernel's bits", async () => {
+Deno.test("runEngineProcess --tiling: the tiled-vec4 kernel, one buffer or two, trains the scalar tiled kernel's bits", async () => {
   // Both tilings run every matmul of the step on the workgroup-tiled path, which adds each
   // output's products in K order: losses and gradient norms must agree bit for bit.
   const dir = await Deno.makeTempDir();
@@ -95,6 +95,11 @@ Deno.test("runEngineProcess --tiling: the tiled-vec4 kernel trains the scalar ti
     assert.deepEqual(vec4.losses, scalar.losses);
     assert.deepEqual(vec4.gradNorms0, scalar.gradNorms0);
     assert.equal(vec4.losses.length, 3);
+    // Double-buffered in workgroup memory: the same FMAs in the same order.
+    const double = await runEngineProcess({ ...job, tiling: "8,8,8,8,8,vec4,db" });
+    assert.match(double.deviceName, /matmul tiling 8,8,8,8,8,vec4,db$/);
+    assert.deepEqual(double.losses, scalar.losses);
+    assert.deepEqual(double.gradNorms0, scalar.gradNorms0);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

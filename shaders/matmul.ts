@@ -162,7 +162,7 @@ export class Matmul {
     tiling: MatmulTiling = rt.profile.matmul,
     options: MatmulOptions = {},
   ) {
-    validateTiling(tiling, rt.limits);
+    validateMatmulTiling(tiling, rt.limits);
     const policy = options.splitK ?? rt.profile.splitK;
     validateSplitKPolicy(policy);
     this.#rt = rt;
@@ -579,7 +579,18 @@ export function tiledWorkgroupBytes(t: MatmulTiling, layout: MatmulLayout): numb
   return t.depth * (aRow + bRow) * 4 * (t.buffers ?? 1);
 }
 
-function validateTiling(t: MatmulTiling, limits: GPUSupportedLimits): void {
+/**
+ * Throws a RangeError naming the tiling and the rule or adapter limit it breaks: what `new Matmul`
+ * checks. Pure, so a benchmark's list of tilings can be checked against a GPU's limits (NVIDIA's
+ * Vulkan driver: 48 KiB of workgroup memory, 1024 invocations) on a machine without one.
+ */
+export function validateMatmulTiling(
+  t: MatmulTiling,
+  limits: Pick<
+    GPUSupportedLimits,
+    "maxComputeWorkgroupStorageSize" | "maxComputeInvocationsPerWorkgroup"
+  >,
+): void {
   const bad = (why: string) => new RangeError(`matmul tiling ${JSON.stringify(t)}: ${why}`);
   if (t.strategy !== "register" && t.strategy !== "tiled" && t.strategy !== "tiled-vec4") {
     throw bad(`strategy must be "register", "tiled" or "tiled-vec4"`);

@@ -72,6 +72,7 @@ export {
   type MatmulOptions,
   type MatmulVariant,
   matmulVariants,
+  validateMatmulTiling,
 } from "./matmul.ts";
 export { Elementwise, type ElementwiseOp } from "./elementwise.ts";
 export { BF16_BITS_WGSL, CastBf16, CastF16, toBf16Kernel, toF16Kernel } from "./cast.ts";

@@ -246,6 +246,28 @@ Deno.test("tiled-vec4 tilings the kernel or the adapter cannot run are refused b
   assert.throws(() => new Matmul(rt, three), /buffers must be 1 or 2/);
 });
 
+Deno.test("a double-buffered tiling builds its own pipelines, not its single-buffered twin's", async () => {
+  using rt = await GpuRuntime.create();
+  // K = 8 is too short to split unpinned (slices of at least 8); pinned, it runs two of 4.
+  const policy: SplitKPolicy = { targetWorkgroups: 64, minSliceK: 8, scratchBytes: 1 << 20 };
+  const twins = [vec4(4, 4, [4, 4], 4), vec4(4, 4, [4, 4], 4, 2)].map((t) =>
+    new Matmul(rt, t, { splitK: policy })
+  );
+  const a = rt.buffer("a", randomF32(1, 8 * 8)), b = rt.buffer("b", randomF32(2, 8 * 8));
+  const c = rt.buffer("c", 8 * 8 * 4);
+  const before = rt.pipelineCount;
+  const step = rt.beginStep("twins");
+  for (const mm of twins) {
+    mm.encode(step.pass, { a, b, c, m: 8, n: 8, k: 8 });
+    mm.encode(step.pass, { a, b, c, m: 8, n: 8, k: 8, sliceK: 4 });
+  }
+  await step.submit();
+  // Each twin: its unsplit kernel and its split one (the split-K reduction is shared). Fails (3)
+  // if the pipeline keys leave out the buffer count: the twin would silently run the other's kernel.
+  assert.equal(rt.pipelineCount - before, 2 * 2 + 1);
+  for (const mm of twins) mm[Symbol.dispose]();
+});
+
 Deno.test("double-buffered tiled-vec4 waits at one barrier per K slice, the single-buffered at two", () => {
   for (const layout of ["nn", "nt", "tn"] as const) {
     for (const split of [false, true]) {

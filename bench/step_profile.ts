@@ -94,7 +94,10 @@ async function chosenProfile(): Promise<TuningProfile | undefined> {
   const own = profileFor(adapter.info);
   return {
     ...own,
-    matmul: values.tiling === undefined ? own.matmul : parseTiling(values.tiling),
+    // --tiling runs one tiling for every shape, so the profile's table goes with it.
+    ...(values.tiling === undefined
+      ? {}
+      : { matmul: parseTiling(values.tiling), matmulByShape: [] }),
     splitK: splitK === "off" ? SPLIT_K_OFF : own.splitK,
   };
 }

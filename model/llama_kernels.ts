@@ -9,7 +9,13 @@
  *
  * @module
  */
-import type { MatmulArgs, MatmulVariant, RopeFrequencies, TensorView } from "../shaders/mod.ts";
+import type {
+  MatmulArgs,
+  MatmulTiling,
+  MatmulVariant,
+  RopeFrequencies,
+  TensorView,
+} from "../shaders/mod.ts";
 
 /** Attention shapes: q `[B, T, H, D]`, k and v `[B, T, KVH, D]`, out `[B, T, H, D]`. */
 export interface AttentionDims {
@@ -47,6 +53,12 @@ export interface LlamaKernels {
    * into parts passes it to every part as `sliceK`, so the parts sum in the same slices.
    */
   matmulSliceK(args: MatmulArgs): number;
+  /**
+   * The tiling {@link matmul} runs for `args` (the profile's table picks it by shape class): a
+   * product split into parts passes it to every part as `tiling`, so a part never runs a tiling
+   * the whole would not.
+   */
+  matmulTiling(args: MatmulArgs): MatmulTiling;
   /**
    * Size {@link matmul}'s transpose scratch for the largest products now (model/matmul_scratch.ts),
    * before any step: a scratch outgrown mid-step stays alive with its successor.

@@ -120,6 +120,7 @@ export function shaderKernels(
     matmul: (pass, args) => matmul.encode(pass, args),
     matmulVariant: (args) => matmul.variant(args),
     matmulSliceK: (args) => matmul.splitK(args).sliceK,
+    matmulTiling: (args) => matmul.tilingFor(args),
     reserveMatmulScratch: (bytes) => matmul.reserveTransposeScratch(bytes),
     embedding: (pass, a) => {
       for (const block of tableBlocks(a.table, a.v, a.c)) {

@@ -69,8 +69,8 @@ export interface GpuRuntimeOptions {
   /** Override the tuning profile chosen from the adapter (tests vary kernel shapes this way). */
   readonly profile?: TuningProfile;
   /**
-   * Override the profile's matmul tiling alone (benchmarks try a kernel shape on a whole step
-   * this way, `--tiling`).
+   * Override the profile's matmul tiling alone, for every shape (benchmarks try a kernel shape on
+   * a whole step this way, `--tiling`): the profile's `matmulByShape` table is dropped.
    */
   readonly matmulTiling?: MatmulTiling;
   /** Passed to `requestAdapter`. */
@@ -559,7 +559,10 @@ export class GpuRuntime {
       );
     }
     const profile = options.profile ?? profileFor(adapter.info);
-    const tiled = options.matmulTiling ? { ...profile, matmul: options.matmulTiling } : profile;
+    // One tiling for every shape: the table's rules would still claim the wide products.
+    const tiled = options.matmulTiling
+      ? { ...profile, matmul: options.matmulTiling, matmulByShape: [] }
+      : profile;
     return new GpuRuntime(adapter, device, tiled, {
       uniformLimit: limit,
       maxBindingBytes: cap,

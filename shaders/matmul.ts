@@ -52,7 +52,8 @@ import {
   transposeKernel,
   vec4Kernel,
 } from "./matmul_wgsl.ts";
-import type { MatmulTiling, SplitKPolicy } from "./profile.ts";
+import { type MatmulTable, pickMatmulTiling, validateMatmulTable } from "./matmul_picker.ts";
+import type { MatmulShapeRule, MatmulTiling, SplitKPolicy } from "./profile.ts";
 import { pinnedSplitK, type SplitKPlan, splitKPlan, validateSplitKPolicy } from "./split_k.ts";
 
 export type { MatmulInputType, MatmulLayout, MatmulOperandTypes } from "./matmul_wgsl.ts";
@@ -118,12 +119,25 @@ export interface MatmulArgs {
    * `accumulate: "chain"`.
    */
   readonly sliceK?: number;
+  /**
+   * Run this tiling instead of the one the table picks for this shape (the reference tiling or
+   * one of the kernel's rules': a RangeError otherwise). Callers that split one product into
+   * several calls pass the whole product's `mm.tilingFor(args)`, as they pass its `variant` and
+   * `sliceK`, so every part runs as the whole would.
+   */
+  readonly tiling?: MatmulTiling;
 }
 
 /** Options of a {@link Matmul} beyond its tiling. */
 export interface MatmulOptions {
   /** When to split K (default: the runtime profile's `splitK`; `SPLIT_K_OFF` never splits). */
   readonly splitK?: SplitKPolicy;
+  /**
+   * Tilings by shape class (shaders/matmul_picker.ts). Default: the runtime profile's
+   * `matmulByShape` when the kernel runs the profile's tiling, none when a tiling is given (a
+   * tiling passed to the constructor runs every shape, as benchmarks' `--tiling` wants).
+   */
+  readonly byShape?: readonly MatmulShapeRule[];
 }
 
 /**
@@ -137,8 +151,10 @@ export interface MatmulOptions {
 export type MatmulVariant = "packed" | "vec4" | "outer" | "transposed" | "dot" | "scalar" | "tiled";
 
 /**
- * The matmul kernel. Pipelines are built on first use of each (layout, variant) and cached in the
- * runtime; shapes travel as uniforms, so new shapes cost no compile. The `transposed` and
+ * The matmul kernel. Each call runs the tiling its shape class picks (shaders/matmul_picker.ts),
+ * while split-K slices every product as the reference tiling `tiling` would, so the choice never
+ * changes a result. Pipelines are built on first use of each (layout, variant, tiling) and cached
+ * in the runtime; shapes travel as uniforms, so new shapes cost no compile. The `transposed` and
  * `packed` variants keep two scratch buffers (A: `batch·m·k` floats, B: `batch·n·k`, each grown
  * on demand to the largest call's), and split-K a third (its partial sums, at most the policy's
  * `scratchBytes`): dispose the kernel to free them.
@@ -152,28 +168,75 @@ export class Matmul {
     undefined,
   ];
   readonly #retired: GPUBuffer[] = [];
-  /** Kernel shape in use (the runtime profile's unless overridden). */
+  /**
+   * The reference tiling (the runtime profile's unless overridden): split-K plans with it, and
+   * it runs every shape no rule claims.
+   */
   readonly tiling: MatmulTiling;
   /** When the `tiled` variant splits K (shaders/split_k.ts). */
   readonly splitKPolicy: SplitKPolicy;
+  /**
+   * The rules in use: the profile's (or the options'), less those whose tiling this adapter
+   * cannot run (too much workgroup memory or too many invocations). Dropping a rule changes no
+   * result, since every tiled tiling gives the same bits.
+   */
+  readonly byShape: readonly MatmulShapeRule[];
 
   constructor(
     rt: GpuRuntime,
-    tiling: MatmulTiling = rt.profile.matmul,
+    tiling?: MatmulTiling,
     options: MatmulOptions = {},
   ) {
-    validateMatmulTiling(tiling, rt.limits);
+    const reference = tiling ?? rt.profile.matmul;
+    validateMatmulTiling(reference, rt.limits);
     const policy = options.splitK ?? rt.profile.splitK;
     validateSplitKPolicy(policy);
+    const rules = options.byShape ?? (tiling === undefined ? rt.profile.matmulByShape : []);
+    validateMatmulTable({ matmul: reference, matmulByShape: rules });
     this.#rt = rt;
-    this.tiling = tiling;
+    this.tiling = reference;
     this.splitKPolicy = policy;
+    for (const r of rules) {
+      const problem = tilingShapeProblem(r.tiling);
+      if (problem !== null) throw new RangeError(`matmul rule "${r.name}": ${problem}`);
+    }
+    this.byShape = rules.filter((r) => tilingLimitProblem(r.tiling, rt.limits) === null);
+  }
+
+  /**
+   * The tiling {@link encode} runs for these arguments: `args.tiling` when pinned, else the
+   * table's pick for the shape ({@link pickMatmulTiling}).
+   */
+  tilingFor(args: MatmulArgs): MatmulTiling {
+    const table: MatmulTable = { matmul: this.tiling, matmulByShape: this.byShape };
+    const pinned = args.tiling;
+    if (pinned !== undefined) {
+      const own = [this.tiling, ...this.byShape.map((r) => r.tiling)];
+      const same = (t: MatmulTiling) => JSON.stringify(t) === JSON.stringify(pinned);
+      if (!own.some(same)) {
+        throw new RangeError(
+          `matmul: tiling ${JSON.stringify(pinned)} is neither the reference tiling nor one of ` +
+            `this kernel's rules'; usable: ${own.map((t) => JSON.stringify(t)).join(", ")}`,
+        );
+      }
+      return pinned;
+    }
+    const { m, n, k } = args;
+    return pickMatmulTiling(table, {
+      layout: args.layout ?? "nn",
+      m,
+      n,
+      k,
+      batch: args.batch ?? 1,
+    });
   }
 
   /**
    * How {@link encode} cuts K for these arguments: `slices: 1` unsplit. Split-K runs on the
    * `tiled` variant only, never for `accumulate: "chain"` (whose sum runs through C in K order);
-   * `args.sliceK` pins the slice length, else the policy picks ({@link splitKPlan}).
+   * `args.sliceK` pins the slice length, else the policy picks ({@link splitKPlan}) with the
+   * reference tiling's tiles and depth, whichever tiling the call runs: the slicing, and so the
+   * bits, never depend on the table.
    */
   splitK(args: MatmulArgs): SplitKPlan {
     const { m, n, k } = args;
@@ -181,7 +244,7 @@ export class Matmul {
     const limits = this.#rt.limits;
     let plan: SplitKPlan;
     if (args.sliceK !== undefined) {
-      plan = pinnedSplitK(args.sliceK, this.tiling, shape, limits);
+      plan = pinnedSplitK(args.sliceK, this.tilingFor(args), shape, limits);
     } else if (args.accumulate === "chain" || this.variant(args) !== "tiled") {
       return { slices: 1, sliceK: k };
     } else {
@@ -282,7 +345,7 @@ export class Matmul {
       this.#encodeSplit(pass, args, split, batch, s, types);
       return;
     }
-    const t = this.tiling;
+    const t = this.tilingFor(args);
     const key = `matmul/${layout}/${type}/${variant === "tiled" ? t.strategy : variant}/` +
       `${t.rows}x${t.cols}/${t.workgroup.join("x")}` +
       (variant === "tiled" ? `/d${t.depth}${bufferKey(t)}` : "");
@@ -375,7 +438,7 @@ export class Matmul {
   ): void {
     const { m, n, k } = args;
     const layout = args.layout ?? "nn";
-    const t = this.tiling;
+    const t = this.tilingFor(args);
     const type = types.a === types.b ? types.a : `${types.a}x${types.b}`;
     const partials = this.#grow(2, plan.slices * batch * m * n * 4, "matmul split-K partials");
     const key = `matmul/${layout}/${type}/${t.strategy}-split/${t.rows}x${t.cols}/` +
@@ -584,46 +647,54 @@ export function tiledWorkgroupBytes(t: MatmulTiling, layout: MatmulLayout): numb
  * checks. Pure, so a benchmark's list of tilings can be checked against a GPU's limits (NVIDIA's
  * Vulkan driver: 48 KiB of workgroup memory, 1024 invocations) on a machine without one.
  */
-export function validateMatmulTiling(
-  t: MatmulTiling,
-  limits: Pick<
-    GPUSupportedLimits,
-    "maxComputeWorkgroupStorageSize" | "maxComputeInvocationsPerWorkgroup"
-  >,
-): void {
-  const bad = (why: string) => new RangeError(`matmul tiling ${JSON.stringify(t)}: ${why}`);
+export function validateMatmulTiling(t: MatmulTiling, limits: TilingLimits): void {
+  const problem = tilingShapeProblem(t) ?? tilingLimitProblem(t, limits);
+  if (problem !== null) throw new RangeError(`matmul tiling ${JSON.stringify(t)}: ${problem}`);
+}
+
+/** The adapter limits a tiling is checked against. */
+type TilingLimits = Pick<
+  GPUSupportedLimits,
+  "maxComputeWorkgroupStorageSize" | "maxComputeInvocationsPerWorkgroup"
+>;
+
+/** What makes `t` no tiling at all (whatever the adapter), or null. */
+function tilingShapeProblem(t: MatmulTiling): string | null {
   if (t.strategy !== "register" && t.strategy !== "tiled" && t.strategy !== "tiled-vec4") {
-    throw bad(`strategy must be "register", "tiled" or "tiled-vec4"`);
+    return `strategy must be "register", "tiled" or "tiled-vec4"`;
   }
-  if (!Number.isInteger(t.rows) || t.rows < 1 || t.rows > 16) throw bad("rows must be 1..16");
+  if (!Number.isInteger(t.rows) || t.rows < 1 || t.rows > 16) return "rows must be 1..16";
   if (t.strategy === "register" && (t.cols % 4 !== 0 || t.cols < 4 || t.cols > 32)) {
-    throw bad("register cols must be a multiple of 4 in 4..32");
+    return "register cols must be a multiple of 4 in 4..32";
   }
-  if (t.workgroup.some((w) => !Number.isInteger(w) || w < 1)) throw bad("workgroup must be >= 1");
+  if (t.workgroup.some((w) => !Number.isInteger(w) || w < 1)) return "workgroup must be >= 1";
   if (t.buffers !== undefined && t.buffers !== 1 && t.buffers !== 2) {
-    throw bad("buffers must be 1 or 2");
+    return "buffers must be 1 or 2";
   }
   if (t.buffers === 2 && t.strategy !== "tiled-vec4") {
-    throw bad("buffers: 2 (double buffering) needs the tiled-vec4 strategy");
+    return "buffers: 2 (double buffering) needs the tiled-vec4 strategy";
   }
-  if (t.strategy === "register") return;
-  if (!Number.isInteger(t.cols) || t.cols < 1 || t.cols > 16) throw bad("cols must be 1..16");
-  if (!Number.isInteger(t.depth) || t.depth < 1) throw bad("depth must be a positive integer");
+  if (t.strategy === "register") return null;
+  if (!Number.isInteger(t.cols) || t.cols < 1 || t.cols > 16) return "cols must be 1..16";
+  if (!Number.isInteger(t.depth) || t.depth < 1) return "depth must be a positive integer";
   if (t.strategy === "tiled-vec4" && (t.rows % 4 !== 0 || t.cols % 4 !== 0)) {
-    throw bad("tiled-vec4 rows and cols must be multiples of 4");
+    return "tiled-vec4 rows and cols must be multiples of 4";
   }
+  return null;
+}
+
+/** Which of the adapter's limits a well-formed tiling `t` exceeds, or null. */
+function tilingLimitProblem(t: MatmulTiling, limits: TilingLimits): string | null {
+  if (t.strategy === "register") return null;
   const threads = t.workgroup[0] * t.workgroup[1];
   if (threads > limits.maxComputeInvocationsPerWorkgroup) {
-    throw bad(
-      `${threads} invocations per workgroup, over the adapter's ` +
-        `maxComputeInvocationsPerWorkgroup ${limits.maxComputeInvocationsPerWorkgroup}`,
-    );
+    return `${threads} invocations per workgroup, over the adapter's ` +
+      `maxComputeInvocationsPerWorkgroup ${limits.maxComputeInvocationsPerWorkgroup}`;
   }
   const bytes = Math.max(...(["nn", "nt", "tn"] as const).map((l) => tiledWorkgroupBytes(t, l)));
   if (bytes > limits.maxComputeWorkgroupStorageSize) {
-    throw bad(
-      `stages ${bytes} bytes of workgroup memory, over the adapter's ` +
-        `maxComputeWorkgroupStorageSize ${limits.maxComputeWorkgroupStorageSize}`,
-    );
+    return `stages ${bytes} bytes of workgroup memory, over the adapter's ` +
+      `maxComputeWorkgroupStorageSize ${limits.maxComputeWorkgroupStorageSize}`;
   }
+  return null;
 }

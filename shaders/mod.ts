@@ -28,10 +28,21 @@ export { formatTiling, parseTiling } from "./tiling_arg.ts";
 export { probeSubgroups, type SubgroupProbe } from "./subgroups.ts";
 export { requestGpuAdapter } from "./runtime_dir.ts";
 export {
+  matmulRuleFor,
+  type MatmulShape,
+  type MatmulTable,
+  pickMatmulTiling,
+  tileWorkgroups,
+  validateMatmulTable,
+} from "./matmul_picker.ts";
+export {
   type AdapterDescription,
   CPU_PROFILE,
+  GPU_MATMUL_TABLE,
   GPU_PROFILE,
+  GPU_WIDE_WORKGROUPS,
   isCpuAdapter,
+  type MatmulShapeRule,
   type MatmulTiling,
   profileFor,
   SPLIT_K_OFF,

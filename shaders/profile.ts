@@ -36,14 +36,42 @@ export interface MatmulTiling {
   readonly buffers?: 1 | 2;
 }
 
+/**
+ * One row of a profile's matmul table: products of a listed layout that launch at least
+ * `minWorkgroups` workgroups of the profile's reference tiling (`matmul`; output tiles × batch)
+ * run `tiling` instead. Counted in reference tiles so that every rule, whatever its own tile,
+ * speaks of the same output sizes, and so that split-K (which plans with the reference) and the
+ * table can be kept apart: a rule at or above the split-K target never claims a product the
+ * policy splits.
+ */
+export interface MatmulShapeRule {
+  /** The class's name, printed by benchmarks (`"wide nn"`). */
+  readonly name: string;
+  /** Operand layouts the rule applies to. */
+  readonly layouts: readonly ("nn" | "nt" | "tn")[];
+  /** Fewest workgroups of the reference tiling (tiles × batch) for the rule to apply. */
+  readonly minWorkgroups: number;
+  /** The tiling to run: workgroup-tiled, its depth dividing the reference tiling's. */
+  readonly tiling: MatmulTiling;
+}
+
 /** Everything a kernel needs to pick its shape on one adapter. */
 export interface TuningProfile {
   /** Human-readable name (`"cpu"` or `"gpu"`), printed by benchmarks. */
   readonly name: string;
   /** True on a CPU rasterizer (llvmpipe, lavapipe, SwiftShader, WARP). */
   readonly cpu: boolean;
-  /** Matmul kernel shape. */
+  /**
+   * Matmul kernel shape: the reference tiling. It runs every product no `matmulByShape` rule
+   * claims, and split-K always plans its slices with it (shaders/matmul_picker.ts).
+   */
   readonly matmul: MatmulTiling;
+  /**
+   * Tilings for classes of matmul shapes, first match wins (shaders/matmul_picker.ts); empty:
+   * `matmul` for every shape. Every tiled tiling gives the same bits, so the table changes
+   * times, never results.
+   */
+  readonly matmulByShape: readonly MatmulShapeRule[];
   /** Invocations per workgroup of the one-dimensional kernels (elementwise, norms, losses). */
   readonly workgroupSize: number;
   /**
@@ -116,6 +144,7 @@ export const CPU_PROFILE: TuningProfile = {
   name: "cpu",
   cpu: true,
   matmul: { strategy: "register", rows: 16, cols: 32, workgroup: [8, 8], depth: 0 },
+  matmulByShape: [],
   workgroupSize: 64,
   itemsPerInvocation: 16,
   rowReduction: "invocation",
@@ -126,18 +155,66 @@ export const CPU_PROFILE: TuningProfile = {
 };
 
 /**
+ * Reference workgroups (64 × 64 tiles) from which the GPU profile runs 128-wide tiles: 528 tiles
+ * of 128 × 128, four per multiprocessor of an H100/H200's 132. Below it a 128 × 128 tile leaves
+ * multiprocessors idle or runs a ragged last wave; the 20M model's products at hidden size 256
+ * (`[16384, 256]`: 1024 reference tiles) stay on the 64 × 64 tile.
+ */
+export const GPU_WIDE_WORKGROUPS = 4 * 4 * 132;
+
+/** `tiled-vec4` tiling with `rows × cols` outputs per invocation. */
+const vec4Tiling = (
+  rows: number,
+  cols: number,
+  workgroup: readonly [number, number],
+  depth: number,
+): MatmulTiling => ({ strategy: "tiled-vec4", rows, cols, workgroup, depth });
+
+/**
+ * The GPU profile's matmul table. Measured: `wide tn` and `wide nn` are the fastest tilings of
+ * the H200 sweep at 4096³ for their layouts (2026-11-28: tn 20.3 TFLOP/s with 8×8 on 16×16, depth
+ * 16, against the reference's 17.6; nn 18.7 with 8×8 on 16×8, depth 8, a 64 × 128 tile, against
+ * 16.0). A guess: `wide nt` (the sweep's best nt tiling was not recorded; 8×8 on 16×16 is the
+ * tiling tuned SGEMMs use), and the `GPU_WIDE_WORKGROUPS` threshold itself, measured at one size
+ * (4096² outputs: 4096 reference tiles). `sh bench/gpu/run.sh picker` measures all of it at the
+ * 20M and 1B models' shapes.
+ */
+export const GPU_MATMUL_TABLE: readonly MatmulShapeRule[] = [
+  {
+    name: "wide nn",
+    layouts: ["nn"],
+    minWorkgroups: GPU_WIDE_WORKGROUPS,
+    tiling: vec4Tiling(8, 8, [16, 8], 8),
+  },
+  {
+    name: "wide nt",
+    layouts: ["nt"],
+    minWorkgroups: GPU_WIDE_WORKGROUPS,
+    tiling: vec4Tiling(8, 8, [16, 16], 16),
+  },
+  {
+    name: "wide tn",
+    layouts: ["tn"],
+    minWorkgroups: GPU_WIDE_WORKGROUPS,
+    tiling: vec4Tiling(8, 8, [16, 16], 16),
+  },
+];
+
+/**
  * Workgroup-tiled matmul for GPUs: 64×64 tiles, 16 deep, 16×16 invocations of 4×4 outputs, read
  * from workgroup memory as vec4 with the next slice loaded during the current one (`tiled-vec4`,
  * the same bits as the scalar `tiled`). On an H200 (2026-11-28) it ran the 20M step at 16 x 1024
  * in 113 ms against the scalar kernel's 156 ms, and 4096³ at 16.0 / 16.4 / 17.6 TFLOP/s (nn / nt /
  * tn) against 4.4-7.5 / 12.8 / 13.2 (docs/benchmarks.md). Split-K aims at 512 workgroups (about
  * four per multiprocessor on a 132-multiprocessor H100/H200) with slices of at least 256 (16 tiles
- * deep) and at most 64 MiB of partial sums.
+ * deep) and at most 64 MiB of partial sums. Products with at least `GPU_WIDE_WORKGROUPS` output
+ * tiles run a 128-wide tiling of {@link GPU_MATMUL_TABLE} instead (the same bits).
  */
 export const GPU_PROFILE: TuningProfile = {
   name: "gpu",
   cpu: false,
-  matmul: { strategy: "tiled-vec4", rows: 4, cols: 4, workgroup: [16, 16], depth: 16 },
+  matmul: vec4Tiling(4, 4, [16, 16], 16),
+  matmulByShape: GPU_MATMUL_TABLE,
   workgroupSize: 256,
   itemsPerInvocation: 1,
   rowReduction: "workgroup",

@@ -6,6 +6,10 @@ import {
   CPU_PROFILE,
   GPU_PROFILE,
   GpuRuntime,
+  type MatmulShapeRule,
+  type MatmulTiling,
+  pickMatmulTiling,
+  SPLIT_K_OFF,
   splitKPlan,
   type TuningProfile,
 } from "../shaders/mod.ts";
@@ -79,5 +83,59 @@ Deno.test("the GPU profile (workgroup rows, large logits chunks, split-K) trains
     // Each profile is deterministic: the same bits on a second run.
     assert.deepEqual(again.losses, gpu.losses, profile.name);
     assert.deepEqual(again.params, gpu.params, profile.name);
+  }
+});
+
+const vec4 = (rows: number, cols: number, wg: [number, number], depth: number): MatmulTiling => ({
+  strategy: "tiled-vec4",
+  rows,
+  cols,
+  workgroup: wg,
+  depth,
+});
+
+/**
+ * A matmul table for the tiny model (N = 144 tokens, C 64, F 128, V 512), over 64 x 64 reference
+ * tiles: `nt` from 4 tiles (the gate/up forward, the logits), `nn` from 3 (every input gradient),
+ * `tn` from 2 (the MLP and LM-head weight gradients, which split K under SPLIT_PROFILE's policy).
+ * Small tilings of depths 8, 4 and 16, so lavapipe compiles them quickly.
+ */
+const TINY_TABLE: MatmulShapeRule[] = [
+  { name: "nt", layouts: ["nt"], minWorkgroups: 4, tiling: vec4(4, 4, [4, 4], 8) },
+  {
+    name: "nn",
+    layouts: ["nn"],
+    minWorkgroups: 3,
+    tiling: { strategy: "tiled", rows: 2, cols: 4, workgroup: [8, 4], depth: 4 },
+  },
+  { name: "tn", layouts: ["tn"], minWorkgroups: 2, tiling: vec4(8, 4, [4, 8], 16) },
+];
+
+Deno.test("the GPU profile's matmul table changes no bit of training, split-K off and on", async () => {
+  // The table claims some of the model's products and not others.
+  const table = { matmul: GPU_PROFILE.matmul, matmulByShape: TINY_TABLE };
+  const pick = (layout: "nn" | "nt" | "tn", m: number, n: number, k: number) =>
+    pickMatmulTiling(table, { layout, m, n, k, batch: 1 });
+  assert.equal(pick("nt", 144, 128, 64), TINY_TABLE[0].tiling, "gate forward");
+  assert.equal(pick("nt", 144, 64, 64), GPU_PROFILE.matmul, "q forward");
+  assert.equal(pick("tn", 128, 64, 144), TINY_TABLE[2].tiling, "gate dW");
+  const limits = { maxStorageBufferBindingSize: 128 << 20, maxBufferSize: 256 << 20 };
+  const gateDW = { m: 128, n: 64, k: 144, batch: 1 };
+  assert.ok(splitKPlan(SPLIT_PROFILE.splitK, GPU_PROFILE.matmul, gateDW, limits).slices > 1);
+  for (const base of [{ ...GPU_PROFILE, splitK: SPLIT_K_OFF }, SPLIT_PROFILE]) {
+    const fixed = await train({ ...base, matmulByShape: [] });
+    const picked = await train({ ...base, matmulByShape: TINY_TABLE });
+    const what = `split-K ${base.splitK.targetWorkgroups === 0 ? "off" : "on"}`;
+    assert.deepEqual(picked.losses, fixed.losses, what);
+    assert.deepEqual(
+      new Uint32Array(picked.params.buffer),
+      new Uint32Array(fixed.params.buffer),
+      what,
+    );
+    if (base === SPLIT_PROFILE) {
+      const again = await train({ ...base, matmulByShape: TINY_TABLE });
+      assert.deepEqual(again.losses, picked.losses, `${what}, rerun`);
+      assert.deepEqual(again.params, picked.params, `${what}, rerun`);
+    }
   }
 });

@@ -1,0 +1,117 @@
+/**
+ * The LM head split into vocabulary blocks runs every part on the tiling the profile's table
+ * picks for the whole product, not the one a part's own (narrower) shape would pick; and a model
+ * step gives the same bits with the table as without it.
+ */
+import assert from "node:assert/strict";
+import { parseLlamaConfig } from "./hf_config.ts";
+import { LlamaModel } from "./llama.ts";
+import type { LlamaKernels } from "./llama_kernels.ts";
+import { llamaParamLayout, seededNormals } from "./params.ts";
+import { shaderKernels } from "./shader_kernels.ts";
+import {
+  GPU_PROFILE,
+  GpuRuntime,
+  type MatmulArgs,
+  type MatmulShapeRule,
+  type MatmulTiling,
+} from "../shaders/mod.ts";
+
+/** model/llama_split_test.ts's model: a 16 KiB binding cap splits the head into 128, 128, 75 rows. */
+const CONFIG = parseLlamaConfig({
+  hidden_size: 32,
+  intermediate_size: 64,
+  num_hidden_layers: 1,
+  num_attention_heads: 4,
+  num_key_value_heads: 2,
+  vocab_size: 331,
+  max_position_embeddings: 16,
+  rms_norm_eps: 1e-5,
+  rope_theta: 10000,
+});
+const LAYOUT = llamaParamLayout(CONFIG);
+const CAP = 16384;
+const B = 2, T = 8;
+
+const vec4 = (rows: number, cols: number, wg: [number, number], depth: number): MatmulTiling => ({
+  strategy: "tiled-vec4",
+  rows,
+  cols,
+  workgroup: wg,
+  depth,
+});
+/**
+ * Over 64 x 64 reference tiles: the whole head's logits `[16, 331]` and weight gradient
+ * `[331, 32]` are 6 tiles each, a block (`[16, 128]`, `[128, 32]`) 2: only the wholes qualify.
+ */
+const TABLE: MatmulShapeRule[] = [
+  { name: "nt", layouts: ["nt"], minWorkgroups: 4, tiling: vec4(4, 4, [4, 4], 8) },
+  { name: "tn", layouts: ["tn"], minWorkgroups: 4, tiling: vec4(4, 8, [4, 4], 16) },
+];
+const PROFILE = { ...GPU_PROFILE, matmulByShape: TABLE };
+
+/** One forward and backward of the capped model; every matmul call's arguments recorded. */
+async function run(matmulByShape: readonly MatmulShapeRule[]) {
+  using rt = await GpuRuntime.create({
+    profile: { ...PROFILE, matmulByShape },
+    maxBindingBytes: CAP,
+  });
+  using inner = shaderKernels(rt);
+  const calls: MatmulArgs[] = [];
+  const kernels: LlamaKernels = {
+    ...inner,
+    matmul: (pass, args) => {
+      calls.push(args);
+      inner.matmul(pass, args);
+    },
+  };
+  const weights = new Float32Array(LAYOUT.totalSize);
+  for (const e of LAYOUT.entries) {
+    const z = seededNormals(3, e.name, e.size);
+    for (let i = 0; i < e.size; i++) {
+      weights[e.offset + i] = (e.init === "ones" ? 1 : 0) + 0.2 * z[i];
+    }
+  }
+  using model = new LlamaModel(rt, {
+    config: CONFIG,
+    layout: LAYOUT,
+    weights,
+    microBatch: B,
+    seqLen: T,
+    slots: 1,
+    kernels,
+  });
+  model.writeTokens(0, Uint32Array.from({ length: B * T }, (_, i) => (i * 97 + 5) % 331));
+  const step = rt.beginStep("train");
+  model.encodeZeroGrads(step);
+  model.encodeForwardBackward(step, { slot: 0, lossScale: 1 / 16 });
+  await step.submit();
+  return {
+    blocks: model.headBlocks.map((b) => b.rows),
+    calls,
+    losses: new Uint32Array((await model.readLosses(0)).buffer),
+    grads: new Uint32Array((await model.readGrads()).buffer),
+  };
+}
+
+Deno.test("LM head parts run the whole product's tiling; the table changes no bit of the step", async () => {
+  const picked = await run(TABLE);
+  assert.deepEqual(picked.blocks, [128, 128, 75]);
+  // The head's parts are the calls that pin a tiling: 3 logits, 3 input-gradient, 3 dW.
+  const parts = picked.calls.filter((c) => c.tiling !== undefined);
+  assert.equal(parts.length, 9);
+  const byLayout = (l: string) => parts.filter((c) => c.layout === l);
+  for (const c of byLayout("nt")) assert.deepEqual(c.tiling, TABLE[0].tiling, `logits n ${c.n}`);
+  for (const c of byLayout("tn")) assert.deepEqual(c.tiling, TABLE[1].tiling, `dW m ${c.m}`);
+  for (const c of byLayout("nn")) assert.deepEqual(c.tiling, GPU_PROFILE.matmul, "input gradient");
+  // Alone, a block would pick the reference: pinning is what keeps it on the whole's tiling.
+  using rt = await GpuRuntime.create({ profile: PROFILE });
+  using k = shaderKernels(rt);
+  for (const c of [...byLayout("nt"), ...byLayout("tn")]) {
+    assert.deepEqual(k.matmulTiling({ ...c, tiling: undefined }), GPU_PROFILE.matmul);
+  }
+  const fixed = await run([]);
+  assert.ok(fixed.calls.every((c) => c.tiling === undefined || c.tiling === GPU_PROFILE.matmul));
+  assert.deepEqual(picked.losses, fixed.losses);
+  assert.deepEqual(picked.grads, fixed.grads);
+});

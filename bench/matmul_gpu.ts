@@ -2,18 +2,24 @@
  * Matmul throughput on whatever adapter this machine has, for real GPUs:
  * `deno run -A bench/matmul_gpu.ts [--size 4096 | --shape m,n,k...] [--layout nn|nt|tn...]
  * [--reps 20] [--profile cpu|gpu] [--f16 | --bf16] [--tiling rows,cols,wx,wy,depth[,vec4[,db]]]...
- * [--sweep] [--split-k auto|off|both]`.
+ * [--sweep] [--split-k auto|off|both] [--shapes 20m-4x256,20m-16x1024,1b-1x128]`.
  * Prints the adapter, then GFLOP/s per layout (mean over `reps` dispatches in one submit) and the
  * max abs error of a few sampled outputs against an f64 dot product, for the profile's tiling, each
  * `--tiling` given, or (`--sweep`) a set of workgroup-tiled shapes worth trying on a GPU. Shapes
  * are `size`³ unless `--shape` names others (a weight gradient: `--layout tn --shape
  * 256,256,16384`). `--split-k` runs the profile's split-K policy (`auto`, the default), none
- * (`off`), or both, one after the other, with the ratio (`both`).
+ * (`off`), or both, one after the other, with the ratio (`both`). `--shapes` times candidate
+ * tilings (the profile's own, and `--tiling`s or bench/matmul_shape_timing.ts's list) at every
+ * matmul of the named models' training steps (`<model>-<B>x<T>`: config/models/llama-<model> at
+ * B x T tokens) and prints per shape and per shape class the fastest tiling against the one the
+ * profile's table picks (bench/matmul_shape_timing.ts).
  *
  * @module
  */
 
 import { parseArgs } from "node:util";
+import { parseShapeSets } from "./matmul_shapes.ts";
+import { timeShapeSets } from "./matmul_shape_timing.ts";
 import { bf16Encode, bf16Round, randomF32 } from "../shaders/testing/kernels.ts";
 import {
   CPU_PROFILE,
@@ -42,6 +48,7 @@ const { values } = parseArgs({
     shape: { type: "string", multiple: true },
     layout: { type: "string", multiple: true },
     "split-k": { type: "string", default: "auto" },
+    shapes: { type: "string" },
   },
 });
 const size = Number(values.size), reps = Number(values.reps);
@@ -91,6 +98,12 @@ console.log(
   `adapter: ${rt.adapterName}, f16: ${rt.hasF16}, subgroups: ${rt.hasSubgroups}, split-K policy ` +
     JSON.stringify(rt.profile.splitK),
 );
+if (values.shapes !== undefined) {
+  const tilings = values.tiling?.map(parseTiling);
+  await timeShapeSets(rt, { sets: parseShapeSets(values.shapes), reps, tilings });
+  rt[Symbol.dispose]();
+  Deno.exit(0);
+}
 if (values.f16 && values.bf16) throw new RangeError("--f16 and --bf16 exclude each other");
 const inputType = values.f16 ? "f16" : values.bf16 ? "bf16" : "f32";
 if (values.f16 && !rt.hasF16) throw new Error(`--f16: adapter has no shader-f16`);

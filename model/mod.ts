@@ -161,6 +161,7 @@ export {
   formatBytes,
   formatCount,
   formatMemoryPlan,
+  logitsChunkRows,
   type MemoryFix,
   type MemoryItem,
   type MemoryLimits,

@@ -48,13 +48,19 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
 }
 # Parts to run: the arguments, or every part (in this order: the most wanted first; the parts
 # measured on the H200 on 2026-11-25 last). `sweep` picks the tiling `profile` and `steps` try.
-parts=${*:-"upload seeded sweep profile splitk steps 1b 1b-torch matmul distro matmul-16"}
+parts=${*:-"upload seeded picker sweep profile splitk steps 1b 1b-torch matmul distro matmul-16"}
 # The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
 # pick of an earlier call, so a later call need not sweep again).
 best=${BEST_TILING:-}
 for part in $parts; do
   case $part in
   matmul) run 60 matmul-f32.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 ;;
+  picker)
+    # Candidate tilings at every matmul of the 20M step (4 x 256, 16 x 1024) and the 1B step
+    # (1 x 128): per shape and per shape class, the fastest against the profile table's pick.
+    run 150 matmul-picker.txt $deno_run bench/matmul_gpu.ts --reps 10 \
+      --shapes 20m-4x256,20m-16x1024,1b-1x128
+    ;;
   upload)
     # The 1B stall's suspect: the same 20M weights through buffers mapped at creation, then in
     # flushed 16 MiB writes; each prints its MB/s ("built and uploaded in ... MB/s of weights").
@@ -120,7 +126,7 @@ for part in $parts; do
       --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3
     ;;
   *)
-    echo "unknown part $part (upload, seeded, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
+    echo "unknown part $part (upload, seeded, picker, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
     exit 2
     ;;
   esac

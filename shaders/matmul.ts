@@ -193,13 +193,13 @@ export class Matmul {
     validateSplitKPolicy(policy);
     const rules = options.byShape ?? (tiling === undefined ? rt.profile.matmulByShape : []);
     validateMatmulTable({ matmul: reference, matmulByShape: rules });
-    this.#rt = rt;
-    this.tiling = reference;
-    this.splitKPolicy = policy;
     for (const r of rules) {
       const problem = tilingShapeProblem(r.tiling);
       if (problem !== null) throw new RangeError(`matmul rule "${r.name}": ${problem}`);
     }
+    this.#rt = rt;
+    this.tiling = reference;
+    this.splitKPolicy = policy;
     this.byShape = rules.filter((r) => tilingLimitProblem(r.tiling, rt.limits) === null);
   }
 

@@ -20,12 +20,11 @@
  * ```ts
  * import { GPU_PROFILE } from "./profile.ts";
  * import { pickMatmulTiling } from "./matmul_picker.ts";
+ * const nt = (m: number, n: number) => ({ layout: "nt" as const, m, n, k: 256, batch: 1 });
  * // Forward of a 256-wide projection at 16 x 1024 tokens: 1024 reference tiles, not wide.
- * const narrow = pickMatmulTiling(GPU_PROFILE, { layout: "nt", m: 16384, n: 256, k: 256, batch: 1 });
- * if (narrow !== GPU_PROFILE.matmul) throw new Error();
+ * if (pickMatmulTiling(GPU_PROFILE, nt(16384, 256)) !== GPU_PROFILE.matmul) throw new Error();
  * // The LM head's logits, [4160, 32000]: 65 x 500 reference tiles, 8x8 per invocation.
- * const wide = pickMatmulTiling(GPU_PROFILE, { layout: "nt", m: 4160, n: 32000, k: 256, batch: 1 });
- * if (wide.rows !== 8) throw new Error();
+ * if (pickMatmulTiling(GPU_PROFILE, nt(4160, 32000)).rows !== 8) throw new Error();
  * ```
  *
  * @module

@@ -182,3 +182,31 @@ Deno.test("the GPU profile's own 8x8 tilings give the reference's bits", async (
     assert.deepEqual(a, b, layout);
   }
 });
+
+Deno.test("the one corner where depths differ: a chained −0 C with only −0 products and a padded K", async () => {
+  // docs/kernels.md, "Why the choice changes no bit": padding adds fma(0, 0, acc) = acc + 0,
+  // which turns −0 into +0. Accumulators started at +0 (every call but a chain from −0) never
+  // hold −0, so nothing else can tell depths apart; the LM head's chains start from +0 sums.
+  using rt = await GpuRuntime.create();
+  const m = 4, n = 4, k = 8;
+  const a = rt.buffer("a", new Float32Array(m * k).fill(-0));
+  const b = rt.buffer("b", new Float32Array(k * n).fill(1));
+  const signs: string[] = [];
+  for (const depth of [8, 16]) {
+    using mm = new Matmul(rt, tiling("tiled-vec4", 4, 4, [4, 4], depth), { splitK: SPLIT_K_OFF });
+    const c = rt.buffer("c", new Float32Array(m * n).fill(-0));
+    const step = rt.beginStep("−0 chain");
+    mm.encode(step.pass, { a, b, c, m, n, k, layout: "nn", accumulate: "chain" });
+    await step.submit();
+    const out = await rt.read(c);
+    signs.push(
+      out.every((x) => Object.is(x, -0))
+        ? "−0"
+        : out.every((x) => Object.is(x, 0))
+        ? "+0"
+        : "mixed",
+    );
+  }
+  // Depth 8 covers K = 8 exactly; depth 16 pads 8 zero products.
+  assert.deepEqual(signs, ["−0", "+0"]);
+});

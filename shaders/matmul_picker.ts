@@ -9,7 +9,7 @@
  * grouping of outputs into invocations differs. The zero padding of a ragged K adds
  * `fma(0, 0, acc) = acc + 0`, which is `acc` except for `acc = −0`: an accumulator started at +0
  * never becomes −0, so only a chained sum whose C holds −0 and whose every product is a zero can
- * tell two depths apart. Split-K is where tiles would matter: how
+ * tell two depths apart (`matmul_by_shape_test.ts` pins that corner). Split-K is where tiles would matter: how
  * many slices a product takes depends on its tile count, and a split sum has other bits than an
  * unsplit one. So split-K always plans with the reference tiling (shaders/matmul.ts), whichever
  * tiling runs: a product's slicing, and so its bits, is the reference tiling's, and the table

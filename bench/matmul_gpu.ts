@@ -4,8 +4,8 @@
  * [--reps 20] [--profile cpu|gpu] [--f16 | --bf16] [--tiling rows,cols,wx,wy,depth[,vec4[,db]]]...
  * [--sweep] [--split-k auto|off|both] [--shapes 20m-4x256,20m-16x1024,1b-1x128]`.
  * Prints the adapter, then GFLOP/s per layout (mean over `reps` dispatches in one submit) and the
- * max abs error of a few sampled outputs against an f64 dot product, for the profile's tiling, each
- * `--tiling` given, or (`--sweep`) a set of workgroup-tiled shapes worth trying on a GPU. Shapes
+ * max abs error of a few sampled outputs against an f64 dot product, for the profile's tilings
+ * (picked per shape, as in training, and named on each line), each `--tiling` given, or (`--sweep`) a set of workgroup-tiled shapes worth trying on a GPU. Shapes
  * are `size`³ unless `--shape` names others (a weight gradient: `--layout tn --shape
  * 256,256,16384`). `--split-k` runs the profile's split-K policy (`auto`, the default), none
  * (`off`), or both, one after the other, with the ratio (`both`). `--shapes` times candidate
@@ -115,24 +115,31 @@ const upload = (label: string, x: Float32Array) =>
     : values.bf16
     ? rt.buffer(label, bf16Encode(x))
     : rt.buffer(label, x);
-const tilings: MatmulTiling[] = values.sweep
+// undefined: the profile's tilings, picked per shape as in training (shaders/matmul_picker.ts).
+const tilings: (MatmulTiling | undefined)[] = values.sweep
   ? SWEEP.map(parseTiling)
   : values.tiling?.length
   ? values.tiling.map(parseTiling)
-  : [rt.profile.matmul];
+  : [undefined];
 for (const [m, n, k] of shapes()) {
   const ha = round(randomF32(1, m * k)), hb = round(randomF32(2, k * n));
   const a = upload("a", ha), b = upload("b", hb), c = rt.buffer("c", m * n * 4);
   const cube = m === n && n === k ? "" : ` [m, n, k] = [${m}, ${n}, ${k}]`;
   for (const tiling of tilings) {
-    console.log(`tiling ${formatTiling(tiling)} (${tiling.strategy})${cube}:`);
-    try {
-      new Matmul(rt, tiling)[Symbol.dispose]();
-    } catch (e) {
-      // No GFLOP/s line: run.sh's pick never sees a tiling with some layouts missing.
-      if (!values.sweep || !(e instanceof RangeError)) throw e;
-      console.log(`  skipped: ${e.message}`);
-      continue;
+    console.log(
+      tiling
+        ? `tiling ${formatTiling(tiling)} (${tiling.strategy})${cube}:`
+        : `tiling: the ${rt.profile.name} profile's pick per shape${cube}:`,
+    );
+    if (tiling) {
+      try {
+        new Matmul(rt, tiling)[Symbol.dispose]();
+      } catch (e) {
+        // No GFLOP/s line: run.sh's pick never sees a tiling with some layouts missing.
+        if (!values.sweep || !(e instanceof RangeError)) throw e;
+        console.log(`  skipped: ${e.message}`);
+        continue;
+      }
     }
     for (const layout of layouts) {
       const ms = new Map<string, number>();
@@ -165,10 +172,13 @@ for (const [m, n, k] of shapes()) {
         const split = plan.slices > 1 ? `${plan.slices} slices of ${plan.sliceK}` : "unsplit";
         // The name of the square runs stays as it was (the GFLOP/s column run.sh's sweep reads).
         const what = values["split-k"] === "auto" ? "" : ` split-K ${mode} (${split})`;
+        const picked = tiling ? "" : `, tiling ${formatTiling(mm.tilingFor(args))}`;
         console.log(
           `  ${layout} ${inputType} ${cube ? `${m}x${n}x${k}` : `${n}^3`}${what}: ${
             (seconds * 1e3).toFixed(3)
-          } ms, ${gflops.toFixed(1)} GFLOP/s, max abs err (16 samples) ${err.toExponential(2)}`,
+          } ms, ${gflops.toFixed(1)} GFLOP/s, max abs err (16 samples) ${
+            err.toExponential(2)
+          }${picked}`,
         );
       }
       if (ms.size === 2) {

@@ -32,6 +32,7 @@ import {
 } from "../model/mod.ts";
 import { adamwSteps } from "../train/testing/timed_steps.ts";
 import {
+  formatTiling,
   GpuRuntime,
   parseTiling,
   profileFor,
@@ -133,8 +134,12 @@ async function run(profileDispatches: boolean, warmup: number) {
   if (!profileDispatches) {
     const l = rt.limits;
     console.log(
-      `adapter: ${rt.adapterName}, matmul tiling ${JSON.stringify(rt.profile.matmul)}, ` +
-        `split-K ${JSON.stringify(rt.profile.splitK)}`,
+      `adapter: ${rt.adapterName}, matmul tiling ${JSON.stringify(rt.profile.matmul)}, by shape ` +
+        `[${
+          rt.profile.matmulByShape.map((r) =>
+            `${r.name} from ${r.minWorkgroups} tiles: ${formatTiling(r.tiling)}`
+          ).join("; ")
+        }], split-K ${JSON.stringify(rt.profile.splitK)}`,
     );
     console.log(
       `limits: maxBufferSize ${l.maxBufferSize}, maxStorageBufferBindingSize ` +

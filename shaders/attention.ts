@@ -20,6 +20,11 @@
  * group's query heads and later queries). Each output is written by exactly one invocation, in a
  * fixed loop order: deterministic without atomics.
  *
+ * These row kernels stream every row they read from storage (the CPU profile's choice). With the
+ * GPU profile (`attention.strategy: "tiled"`) the forward, dQ and dK/dV passes run the tiled
+ * kernels of shaders/attention_tiled.ts instead, which stage shared rows in workgroup memory and
+ * give the same bits.
+ *
  * D must be a multiple of 4 (rows are read as vec4) and at most 256; it is compiled into the
  * kernel, so each head size builds its own pipelines.
  *
@@ -27,7 +32,16 @@
  */
 
 import { f32Bits, type GpuRuntime, type TensorView } from "./gpu.ts";
+import {
+  attentionTiles,
+  tiledDkvKernel,
+  tiledDqKernel,
+  tiledForwardKernel,
+  type TiledPass,
+} from "./attention_tiled.ts";
+import { dkvStep, dqStep, each, onlineSoftmaxStep, regs, rowDot } from "./attention_steps.ts";
 import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
+import type { AttentionTiling } from "./profile.ts";
 
 const PARAMS = `struct Params { b: u32, t: u32, h: u32, kvh: u32, scale: f32 }
 @group(0) @binding(0) var<uniform> p: Params;`;
@@ -40,52 +54,6 @@ const BACKWARD_INPUTS = `${PARAMS}
 @group(0) @binding(4) var<storage, read> lse: array<f32>;
 @group(0) @binding(5) var<storage, read> dout: array<vec4<f32>>;
 @group(0) @binding(6) var<storage, read> delta: array<f32>;`;
-
-const lanes = (dv: number) => Array.from({ length: dv }, (_, j) => j);
-
-/**
- * `name` = the dot product of two D-rows given per vec4 lane `j` (unrolled, one fma chain).
- * Shared with shaders/cached_attention.ts, so both attentions add the same terms in one order.
- */
-export function rowDot(
-  dv: number,
-  name: string,
-  a: (j: number) => string,
-  b: (j: number) => string,
-) {
-  const chain = lanes(dv).reduce(
-    (acc, j) => j === 0 ? `${a(j)} * ${b(j)}` : `fma(${a(j)}, ${b(j)}, ${acc})`,
-    "",
-  );
-  return `let ${name}_v = ${chain};
-    let ${name} = ${name}_v.x + ${name}_v.y + ${name}_v.z + ${name}_v.w;`;
-}
-
-/** `let`/`var` declarations of one register per vec4 lane: `prefix0 .. prefix{dv-1}`. */
-export function regs(dv: number, kind: "let" | "var", prefix: string, init: (j: number) => string) {
-  return lanes(dv).map((j) => `  ${kind} ${prefix}${j} = ${init(j)};`).join("\n");
-}
-
-/** One statement per vec4 lane. */
-export function each(dv: number, stmt: (j: number) => string, indent = "    "): string {
-  return lanes(dv).map((j) => indent + stmt(j)).join("\n");
-}
-
-/**
- * One key of the forward's walk: key and value row `ko` (of `k`, `v`) scored against the query
- * registers `q0..`, folded into the running max `m`, normaliser `l` and accumulators `acc0..`.
- * Shared with shaders/cached_attention.ts, so both attentions compute the same bits.
- */
-export function onlineSoftmaxStep(dv: number): string {
-  return `${rowDot(dv, "qk", (j) => `q${j}`, (j) => `k[ko + ${j}u]`)}
-    let score = qk * p.scale;
-    let mn = max(m, score);
-    let corr = exp(m - mn);
-    let e = exp(score - mn);
-    l = l * corr + e;
-${each(dv, (j) => `acc${j} = fma(vec4<f32>(e), v[ko + ${j}u], acc${j} * corr);`)}
-    m = mn;`;
-}
 
 /** The `documents` binding (u32 `[B, T, 2]`) of a packed kernel, at index `at`; none otherwise. */
 function documentsBinding(packed: boolean, at: number): string {
@@ -170,11 +138,7 @@ ${regs(dv, "let", "do", (j) => `dout[qo + ${j}u]`)}
 ${regs(dv, "var", "acc", () => "vec4<f32>()")}
   for (var s = ${firstKey(packed)}; s <= tq; s++) {
     let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
-    ${rowDot(dv, "qk", (j) => `q${j}`, (j) => `k[ko + ${j}u]`)}
-    let prob = exp(qk * p.scale - lrow);
-    ${rowDot(dv, "dp", (j) => `do${j}`, (j) => `v[ko + ${j}u]`)}
-    let ds = vec4<f32>(prob * (dp - drow));
-${each(dv, (j) => `acc${j} = fma(ds, k[ko + ${j}u], acc${j});`)}
+    ${dqStep(dv, (j) => `k[ko + ${j}u]`, (j) => `v[ko + ${j}u]`)}
   }
 ${each(dv, (j) => `dq[qo + ${j}u] = acc${j} * p.scale;`, "  ")}
 }
@@ -214,13 +178,14 @@ ${regs(dv, "var", "dva", () => "vec4<f32>()")}
     for (var tq = s0; tq < ${packed ? "tEnd" : "p.t"}; tq++) {${skip}
       let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
       let row = (bb * p.h + hh) * p.t + tq;
-      ${rowDot(dv, "qk", (j) => `q[qo + ${j}u]`, (j) => `k${j}`)}
-      let prob = exp(qk * p.scale - lse[row]);
-      ${rowDot(dv, "dp", (j) => `dout[qo + ${j}u]`, (j) => `v${j}`)}
-      let ds = vec4<f32>(prob * (dp - delta[row]));
-      let pv = vec4<f32>(prob);
-${each(dv, (j) => `dva${j} = fma(pv, dout[qo + ${j}u], dva${j});`, "      ")}
-${each(dv, (j) => `dka${j} = fma(ds, q[qo + ${j}u], dka${j});`, "      ")}
+      ${
+    dkvStep(dv, {
+      qRow: (j) => `q[qo + ${j}u]`,
+      doRow: (j) => `dout[qo + ${j}u]`,
+      lseAt: "lse[row]",
+      deltaAt: "delta[row]",
+    })
+  }
     }
   }
 ${each(dv, (j) => `dk[ko + ${j}u] = dka${j} * p.scale;`, "  ")}
@@ -278,16 +243,23 @@ export interface AttentionBackwardArgs extends AttentionForwardArgs {
   readonly delta: TensorView;
 }
 
-/** Fused causal grouped-query attention, forward and backward. */
+/**
+ * Fused causal grouped-query attention, forward and backward. The forward, dQ and dK/dV passes
+ * run the row kernels above or, with `tiling.strategy: "tiled"` (the GPU profile's), the tiled
+ * kernels of shaders/attention_tiled.ts: the same bits. Δ always runs the row kernel: it reads
+ * each row once, so nothing is shared to stage.
+ */
 export class Attention {
   readonly #rt: GpuRuntime;
   readonly #wg: number;
   readonly #lockstep: number;
+  readonly #tiling: AttentionTiling;
 
   constructor(
     rt: GpuRuntime,
     workgroupSize: number = rt.profile.workgroupSize,
     lockstep: number = rt.profile.lockstep,
+    tiling: AttentionTiling = rt.profile.attention,
   ) {
     if (!Number.isInteger(lockstep) || lockstep < 1) {
       throw new RangeError(`attention: lockstep must be a positive integer, got ${lockstep}`);
@@ -295,6 +267,7 @@ export class Attention {
     this.#rt = rt;
     this.#wg = workgroupSize;
     this.#lockstep = lockstep;
+    this.#tiling = tiling;
   }
 
   /** `out [B, T, H, D]` and `lse [B, H, T]` from q, k, v. */
@@ -307,19 +280,17 @@ export class Attention {
       lse: args.lse,
     });
     const packed = this.#documents(what, args);
+    const views = [args.q, args.k, args.v, args.out, args.lse, ...packed.bindings];
+    if (this.#tiling.strategy === "tiled") {
+      this.#tiled(pass, "forward", args, packed.on, views, tiledForwardKernel);
+      return;
+    }
     const pipeline = this.#pipeline(
       `forward${packed.name}`,
       args.d,
       (d, wg) => attentionForwardKernel(d, wg, packed.on),
     );
-    const group = bindTensors(this.#rt, pipeline, this.#params(args), [
-      args.q,
-      args.k,
-      args.v,
-      args.out,
-      args.lse,
-      ...packed.bindings,
-    ]);
+    const group = bindTensors(this.#rt, pipeline, this.#params(args), views);
     dispatch1d(pass, pipeline, group, args.b * args.h * args.t, this.#wg);
   }
 
@@ -347,12 +318,19 @@ export class Attention {
       b * h * t,
       this.#wg,
     );
+    const common = [args.q, args.k, args.v, args.lse, args.dOut, args.delta];
+    if (this.#tiling.strategy === "tiled") {
+      const dqViews = [...common, args.dq, ...packed.bindings];
+      this.#tiled(pass, "dq", args, packed.on, dqViews, tiledDqKernel);
+      const dkvViews = [...common, args.dk, args.dv, ...packed.bindings];
+      this.#tiled(pass, "dkv", args, packed.on, dkvViews, tiledDkvKernel);
+      return;
+    }
     const dqPipe = this.#pipeline(
       `dq${packed.name}`,
       d,
       (d, wg) => attentionDqKernel(d, wg, packed.on),
     );
-    const common = [args.q, args.k, args.v, args.lse, args.dOut, args.delta];
     dispatch1d(
       pass,
       dqPipe,
@@ -378,6 +356,30 @@ export class Attention {
       b * kvh * t,
       this.#wg,
     );
+  }
+
+  /**
+   * One tiled pass: its tile for D (shrunk to the device's workgroup memory), its pipeline, and
+   * one workgroup per tile of `rows` positions of each (batch, head): query heads for the
+   * forward and dQ, kv heads for dK/dV.
+   */
+  #tiled(
+    pass: GPUComputePassEncoder,
+    which: TiledPass,
+    args: AttentionDims,
+    packed: boolean,
+    views: TensorView[],
+    source: (d: number, tiles: { rows: number; staged: number }, packed: boolean) => string,
+  ): void {
+    const { d } = args;
+    const tiles = attentionTiles(this.#tiling, which, d, packed, this.#rt.limits);
+    const key = `attention/tiled-${which}${packed ? "/documents" : ""}/d${d}/` +
+      `${tiles.rows}x${tiles.staged}`;
+    const pipeline = this.#rt.pipeline(key, () => source(d, tiles, packed));
+    const heads = which === "dkv" ? args.kvh : args.h;
+    const workgroups = args.b * heads * Math.ceil(args.t / tiles.rows);
+    const group = bindTensors(this.#rt, pipeline, this.#params(args), views);
+    dispatch1d(pass, pipeline, group, workgroups * tiles.rows, tiles.rows);
   }
 
   #pipeline(

@@ -10,14 +10,14 @@
  * (scale defaults to `1/sqrt(D)`).
  *
  * One invocation per (token, head) walks the keys with the online softmax of the training
- * forward (shaders/attention.ts `onlineSoftmaxStep`), in the same order: a query at position t
+ * forward (shaders/attention_steps.ts `onlineSoftmaxStep`), in the same order: a query at position t
  * gets the bits the fused causal attention gives row t of the whole sequence.
  *
  * @module
  */
 
 import { f32Bits, type GpuRuntime, type TensorView } from "./gpu.ts";
-import { each, onlineSoftmaxStep, regs } from "./attention.ts";
+import { each, onlineSoftmaxStep, regs } from "./attention_steps.ts";
 import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
 
 /** One invocation per (token, head): the online softmax over cache positions `0..start+token`. */

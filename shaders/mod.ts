@@ -37,6 +37,7 @@ export {
 } from "./matmul_picker.ts";
 export {
   type AdapterDescription,
+  type AttentionTiling,
   CPU_PROFILE,
   GPU_MATMUL_TABLE,
   GPU_PROFILE,

@@ -55,6 +55,25 @@ export interface MatmulShapeRule {
   readonly tiling: MatmulTiling;
 }
 
+/**
+ * Attention kernel shape (shaders/attention.ts). `"rows"`: one invocation per query row (forward,
+ * dQ) or key row (dK/dV), each streaming the rows it needs from storage (CPU adapters, where
+ * workgroup memory is no faster than storage). `"tiled"`: a workgroup of `rows` invocations owns
+ * `rows` consecutive query (or key) rows of one head and stages the rows they all read, `staged`
+ * at a time, in workgroup memory (shaders/attention_tiled.ts; GPUs). Both give the same bits.
+ */
+export interface AttentionTiling {
+  /** Which kernel family. */
+  readonly strategy: "rows" | "tiled";
+  /** Tiled only: rows owned per workgroup, one per invocation (the workgroup size). */
+  readonly rows: number;
+  /**
+   * Tiled only: most rows staged in workgroup memory per barrier; fewer when a head size D would
+   * exceed the device's `maxComputeWorkgroupStorageSize`.
+   */
+  readonly staged: number;
+}
+
 /** Everything a kernel needs to pick its shape on one adapter. */
 export interface TuningProfile {
   /** Human-readable name (`"cpu"` or `"gpu"`), printed by benchmarks. */
@@ -111,6 +130,8 @@ export interface TuningProfile {
    * llvmpipe loads lane by lane whatever the addresses).
    */
   readonly lockstep: number;
+  /** Attention kernel shape. */
+  readonly attention: AttentionTiling;
 }
 
 /**
@@ -152,6 +173,7 @@ export const CPU_PROFILE: TuningProfile = {
   // Two lavapipe threads are kept busy by a handful of workgroups already.
   splitK: SPLIT_K_OFF,
   lockstep: 1,
+  attention: { strategy: "rows", rows: 0, staged: 0 },
 };
 
 /**
@@ -222,6 +244,9 @@ export const GPU_PROFILE: TuningProfile = {
   splitK: { targetWorkgroups: 512, minSliceK: 256, scratchBytes: 64 * 2 ** 20 },
   // NVIDIA's warp; AMD's 64-wide waves then read two rows per load instead of one.
   lockstep: 32,
+  // 64 query rows per workgroup share each staged key/value row: 64x fewer storage reads of K and
+  // V. 64 staged rows of D = 32 take 16 KiB (K and V), WebGPU's default workgroup-memory limit.
+  attention: { strategy: "tiled", rows: 64, staged: 64 },
 };
 
 /** The adapter fields that decide the profile (a subset of `GPUAdapterInfo`). */

@@ -1,0 +1,93 @@
+/**
+ * The attention's per-row steps as WGSL text: the dot products, the forward's online-softmax step
+ * and the backward's dQ and dK/dV steps, each given where its rows are read from. The row kernels
+ * (attention.ts), the tiled kernels (attention_tiled.ts) and the cached attention
+ * (cached_attention.ts) all build from these, so they add the same terms in one order: the same
+ * bits.
+ *
+ * @module
+ */
+
+/** WGSL for lane `j` (a vec4) of some row. */
+export type Lane = (j: number) => string;
+
+const lanes = (dv: number) => Array.from({ length: dv }, (_, j) => j);
+
+/**
+ * `name` = the dot product of two D-rows given per vec4 lane `j` (unrolled, one fma chain).
+ * Every attention kernel builds its dot products from it, so all add the same terms in one order.
+ */
+export function rowDot(
+  dv: number,
+  name: string,
+  a: (j: number) => string,
+  b: (j: number) => string,
+) {
+  const chain = lanes(dv).reduce(
+    (acc, j) => j === 0 ? `${a(j)} * ${b(j)}` : `fma(${a(j)}, ${b(j)}, ${acc})`,
+    "",
+  );
+  return `let ${name}_v = ${chain};
+    let ${name} = ${name}_v.x + ${name}_v.y + ${name}_v.z + ${name}_v.w;`;
+}
+
+/** `let`/`var` declarations of one register per vec4 lane: `prefix0 .. prefix{dv-1}`. */
+export function regs(dv: number, kind: "let" | "var", prefix: string, init: (j: number) => string) {
+  return lanes(dv).map((j) => `  ${kind} ${prefix}${j} = ${init(j)};`).join("\n");
+}
+
+/** One statement per vec4 lane. */
+export function each(dv: number, stmt: (j: number) => string, indent = "    "): string {
+  return lanes(dv).map((j) => indent + stmt(j)).join("\n");
+}
+
+/**
+ * One key of the forward's walk: key and value row `ko` (of `k`, `v`) scored against the query
+ * registers `q0..`, folded into the running max `m`, normaliser `l` and accumulators `acc0..`.
+ * Shared with the tiled kernels and shaders/cached_attention.ts: the same bits.
+ */
+export function onlineSoftmaxStep(
+  dv: number,
+  kRow: Lane = (j) => `k[ko + ${j}u]`,
+  vRow: Lane = (j) => `v[ko + ${j}u]`,
+): string {
+  return `${rowDot(dv, "qk", (j) => `q${j}`, kRow)}
+    let score = qk * p.scale;
+    let mn = max(m, score);
+    let corr = exp(m - mn);
+    let e = exp(score - mn);
+    l = l * corr + e;
+${each(dv, (j) => `acc${j} = fma(vec4<f32>(e), ${vRow(j)}, acc${j} * corr);`)}
+    m = mn;`;
+}
+
+/**
+ * One key of the dQ walk: key and value rows (`kRow`, `vRow`) against the query and output
+ * gradient registers `q0..`, `do0..`, added into `acc0..`. Shared by the row and tiled kernels.
+ */
+export function dqStep(dv: number, kRow: Lane, vRow: Lane): string {
+  return `${rowDot(dv, "qk", (j) => `q${j}`, kRow)}
+    let prob = exp(qk * p.scale - lrow);
+    ${rowDot(dv, "dp", (j) => `do${j}`, vRow)}
+    let ds = vec4<f32>(prob * (dp - drow));
+${each(dv, (j) => `acc${j} = fma(ds, ${kRow(j)}, acc${j});`)}`;
+}
+
+/**
+ * One query of the dK/dV walk: query and output-gradient rows (`qRow`, `doRow`) with the row's
+ * log-sum-exp and Δ (`lseAt`, `deltaAt`) against the key and value registers `k0..`, `v0..`,
+ * added into `dka0..` and `dva0..`. Shared by the row and tiled kernels.
+ */
+export function dkvStep(
+  dv: number,
+  rows: { qRow: Lane; doRow: Lane; lseAt: string; deltaAt: string },
+): string {
+  const { qRow, doRow, lseAt, deltaAt } = rows;
+  return `${rowDot(dv, "qk", qRow, (j) => `k${j}`)}
+      let prob = exp(qk * p.scale - ${lseAt});
+      ${rowDot(dv, "dp", doRow, (j) => `v${j}`)}
+      let ds = vec4<f32>(prob * (dp - ${deltaAt}));
+      let pv = vec4<f32>(prob);
+${each(dv, (j) => `dva${j} = fma(pv, ${doRow(j)}, dva${j});`, "      ")}
+${each(dv, (j) => `dka${j} = fma(ds, ${qRow(j)}, dka${j});`, "      ")}`;
+}

@@ -16,8 +16,11 @@ import {
 
 const TINY = new URL("../config/models/llama-tiny/config.json", import.meta.url).pathname;
 
-/** Three AdamW steps of the tiny model on `profile`: the losses and the final parameters. */
-async function train(profile: TuningProfile) {
+/**
+ * Three AdamW steps of the tiny model on `profile` (with packed documents of `sequenceLengths`
+ * per row when given): the losses and the final parameters.
+ */
+async function train(profile: TuningProfile, sequenceLengths?: number[][]) {
   const config = await readLlamaConfig(TINY);
   const layout = llamaParamLayout(config);
   const B = 3, T = 48;
@@ -37,7 +40,7 @@ async function train(profile: TuningProfile) {
     const r = await trainStep({ rt, model, optimizer }, {
       stepNumber: s,
       lr: 1e-3,
-      microBatches: [tokens],
+      microBatches: [sequenceLengths ? { tokens, sequenceLengths } : tokens],
       clipGradients: true,
     });
     losses.push(r.loss);
@@ -136,6 +139,25 @@ Deno.test("the GPU profile's matmul table changes no bit of training, split-K of
       const again = await train({ ...base, matmulByShape: TINY_TABLE });
       assert.deepEqual(again.losses, picked.losses, `${what}, rerun`);
       assert.deepEqual(again.params, picked.params, `${what}, rerun`);
+    }
+  }
+});
+
+Deno.test("the GPU profile trains to the same bits with tiled or row attention kernels", async () => {
+  // The tiny model: D = 16, two query heads per kv head, T = 48 against tiles of 64 (one tile)
+  // and of 16 query rows staging 7 rows (tile boundaries inside every walk); one document per
+  // row, and packed documents.
+  assert.equal(GPU_PROFILE.attention.strategy, "tiled");
+  const bits = (x: Float32Array) => new Uint32Array(x.buffer, x.byteOffset, x.length);
+  for (const documents of [undefined, [[20, 1, 27], [48], [9, 39]]]) {
+    const rowsAttention = { strategy: "rows", rows: 0, staged: 0 } as const;
+    const rows = await train({ ...GPU_PROFILE, attention: rowsAttention }, documents);
+    for (const [r, s] of [[64, 64], [16, 7]]) {
+      const attention = { strategy: "tiled", rows: r, staged: s } as const;
+      const tiled = await train({ ...GPU_PROFILE, attention }, documents);
+      const what = `tiles ${r}x${s}, documents ${JSON.stringify(documents)}`;
+      assert.deepEqual(tiled.losses, rows.losses, `losses, ${what}`);
+      assert.deepEqual(bits(tiled.params), bits(rows.params), `parameters, ${what}`);
     }
   }
 });

@@ -129,6 +129,7 @@ export {
   type AttentionDims,
   type AttentionForwardArgs,
 } from "./attention.ts";
+export { type AttentionTiles, attentionTiles, tiledWorkgroupBytes } from "./attention_tiled.ts";
 export {
   CachedAttention,
   type CachedAttentionArgs,

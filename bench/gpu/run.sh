@@ -48,12 +48,18 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
 }
 # Parts to run: the arguments, or every part (in this order: the most wanted first; the parts
 # measured on the H200 on 2026-11-25 last). `sweep` picks the tiling `profile` and `steps` try.
-parts=${*:-"upload seeded picker sweep profile splitk steps 1b 1b-torch matmul distro matmul-16"}
+parts=${*:-"upload seeded attention picker sweep profile splitk steps 1b 1b-torch matmul distro matmul-16"}
 # The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
 # pick of an earlier call, so a later call need not sweep again).
 best=${BEST_TILING:-}
 for part in $parts; do
   case $part in
+  attention)
+    # The tiled attention (workgroup-memory tiles, the GPU profile's) against the row kernels, at
+    # the 20M and 1B heads, then with packed documents; each line says whether the bits agree.
+    run 90 attention.txt sh -c "$deno_run bench/attention_gpu.ts --shape 20m --shape 1b &&
+      $deno_run bench/attention_gpu.ts --shape 20m --documents 300"
+    ;;
   matmul) run 60 matmul-f32.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 ;;
   picker)
     # Candidate tilings at every matmul of the 20M step (4 x 256, 16 x 1024) and the 1B step
@@ -126,7 +132,7 @@ for part in $parts; do
       --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3
     ;;
   *)
-    echo "unknown part $part (upload, seeded, picker, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
+    echo "unknown part $part (upload, seeded, attention, picker, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
     exit 2
     ;;
   esac

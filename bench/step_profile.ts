@@ -2,7 +2,7 @@
  * Where a training step's GPU time goes, kernel by kernel, on whatever adapter this machine has:
  * `deno run -A bench/step_profile.ts [--config DIR] [--batch B] [--seq-len T] [--steps N]
  * [--precision f32|f16|bf16] [--recompute] [--tiling rows,cols,wx,wy,depth] [--split-k auto|off]
- * [--upload chunked|mapped]`.
+ * [--upload chunked|mapped] [--attention rows|tiled]`.
  *
  * It builds the model of `--config` from quick pseudo-random weights (uniform with the init's
  * variance: timing does not depend on the values, and the seeded normals of `initParams` take a
@@ -16,7 +16,9 @@
  * baseline the split is measured against). `--upload` chooses how the weights reach the GPU:
  * `chunked` (the default) writes 16 MiB at a time, each flushed, printing progress
  * (model/weights_upload.ts); `mapped` copies each segment whole into a buffer mapped at creation,
- * as a model built with its weights does, the path the 1B model stalled on.
+ * as a model built with its weights does, the path the 1B model stalled on. `--attention` picks
+ * the attention kernels (shaders/attention.ts: `rows`, the CPU profile's, or `tiled`, the GPU
+ * profile's 64x64 tiles in workgroup memory) whatever the adapter's profile says.
  *
  * @module
  */
@@ -32,7 +34,9 @@ import {
 } from "../model/mod.ts";
 import { adamwSteps } from "../train/testing/timed_steps.ts";
 import {
+  CPU_PROFILE,
   formatTiling,
+  GPU_PROFILE,
   GpuRuntime,
   parseTiling,
   profileFor,
@@ -55,6 +59,7 @@ const { values } = parseArgs({
     recompute: { type: "boolean", default: false },
     "split-k": { type: "string", default: "auto" },
     upload: { type: "string", default: "chunked" },
+    attention: { type: "string" },
   },
 });
 const B = Number(values.batch), T = Number(values["seq-len"]), steps = Number(values.steps);
@@ -89,7 +94,13 @@ async function chosenProfile(): Promise<TuningProfile | undefined> {
   if (splitK !== "auto" && splitK !== "off") {
     throw new RangeError(`--split-k must be auto or off, got ${splitK}`);
   }
-  if (values.tiling === undefined && splitK === "auto") return undefined;
+  const attention = values.attention;
+  if (attention !== undefined && attention !== "rows" && attention !== "tiled") {
+    throw new RangeError(`--attention must be rows or tiled, got ${attention}`);
+  }
+  if (values.tiling === undefined && splitK === "auto" && attention === undefined) {
+    return undefined;
+  }
   const adapter = await requestGpuAdapter();
   if (!adapter) throw new Error("no WebGPU adapter");
   const own = profileFor(adapter.info);
@@ -100,6 +111,11 @@ async function chosenProfile(): Promise<TuningProfile | undefined> {
       ? {}
       : { matmul: parseTiling(values.tiling), matmulByShape: [] }),
     splitK: splitK === "off" ? SPLIT_K_OFF : own.splitK,
+    attention: attention === undefined
+      ? own.attention
+      : attention === "rows"
+      ? CPU_PROFILE.attention
+      : GPU_PROFILE.attention,
   };
 }
 const profile = await chosenProfile();
@@ -139,7 +155,8 @@ async function run(profileDispatches: boolean, warmup: number) {
           rt.profile.matmulByShape.map((r) =>
             `${r.name} from ${r.minWorkgroups} tiles: ${formatTiling(r.tiling)}`
           ).join("; ")
-        }], split-K ${JSON.stringify(rt.profile.splitK)}`,
+        }], split-K ${JSON.stringify(rt.profile.splitK)}, ` +
+        `attention ${JSON.stringify(rt.profile.attention)}`,
     );
     console.log(
       `limits: maxBufferSize ${l.maxBufferSize}, maxStorageBufferBindingSize ` +

@@ -93,7 +93,7 @@ for (const dims of (values.shape?.length ? values.shape : ["20m", "1b"]).map(par
   const results = new Map<string, Record<string, Uint32Array>>();
   const times = new Map<string, { forward: number; backward: number }>();
   for (const [name, tiling] of [["rows", ROWS], ["tiled", tiled]] as const) {
-    const attn = new Attention(rt, GPU_PROFILE.workgroupSize, GPU_PROFILE.lockstep, tiling);
+    const attn = new Attention(rt, { tiling });
     const out = rt.buffer("out", nq * 4), lse = rt.buffer("lse", rows * 4);
     const delta = rt.buffer("delta", rows * 4);
     const dq = rt.buffer("dq", nq * 4), dk = rt.buffer("dk", nk * 4), dv = rt.buffer("dv", nk * 4);

@@ -243,6 +243,16 @@ export interface AttentionBackwardArgs extends AttentionForwardArgs {
   readonly delta: TensorView;
 }
 
+/** Kernel shape of an {@link Attention}; each field defaults to the runtime's profile. */
+export interface AttentionOptions {
+  /** Invocations per workgroup of the row kernels (and Δ). */
+  readonly workgroupSize?: number;
+  /** The row kernels' dK/dV lockstep width (see {@link attentionDkvKernel}). */
+  readonly lockstep?: number;
+  /** Row or tiled kernels for the forward, dQ and dK/dV passes. */
+  readonly tiling?: AttentionTiling;
+}
+
 /**
  * Fused causal grouped-query attention, forward and backward. The forward, dQ and dK/dV passes
  * run the row kernels above or, with `tiling.strategy: "tiled"` (the GPU profile's), the tiled
@@ -255,12 +265,12 @@ export class Attention {
   readonly #lockstep: number;
   readonly #tiling: AttentionTiling;
 
-  constructor(
-    rt: GpuRuntime,
-    workgroupSize: number = rt.profile.workgroupSize,
-    lockstep: number = rt.profile.lockstep,
-    tiling: AttentionTiling = rt.profile.attention,
-  ) {
+  constructor(rt: GpuRuntime, options: AttentionOptions = {}) {
+    const {
+      workgroupSize = rt.profile.workgroupSize,
+      lockstep = rt.profile.lockstep,
+      tiling = rt.profile.attention,
+    } = options;
     if (!Number.isInteger(lockstep) || lockstep < 1) {
       throw new RangeError(`attention: lockstep must be a positive integer, got ${lockstep}`);
     }

@@ -132,7 +132,7 @@ Deno.test("the key and value gradients' lockstep walk gives the plain walk's bit
     delta: rt.buffer("delta", rows * 4),
   };
   const run = async (wg: number, lockstep: number) => {
-    const attn = new Attention(rt, wg, lockstep);
+    const attn = new Attention(rt, { workgroupSize: wg, lockstep });
     const dq = rt.buffer("dq", nq * 4), dk = rt.buffer("dk", nk * 4), dv = rt.buffer("dv", nk * 4);
     const step = rt.beginStep("attention lockstep");
     attn.forward(step.pass, { ...dims, ...inputs });
@@ -147,7 +147,7 @@ Deno.test("the key and value gradients' lockstep walk gives the plain walk's bit
     assert.deepEqual(got.dk, plain.dk, `dk, workgroup ${wg}, lockstep ${lockstep}`);
     assert.deepEqual(got.dv, plain.dv, `dv, workgroup ${wg}, lockstep ${lockstep}`);
   }
-  assert.throws(() => new Attention(rt, 64, 0), /lockstep must be a positive integer/);
+  assert.throws(() => new Attention(rt, { lockstep: 0 }), /lockstep must be a positive integer/);
 });
 
 /** `[B, T, 2]` u32: each token's document `[start, end)` in its row, from the lengths. */
@@ -180,7 +180,7 @@ Deno.test("packed documents: attention sees only its own document, as the f64 re
     delta: rt.buffer("delta", rows * 4),
   };
   const run = async (lockstep: number, documents?: Uint32Array) => {
-    const attn = new Attention(rt, 64, lockstep);
+    const attn = new Attention(rt, { workgroupSize: 64, lockstep });
     const out = rt.buffer("out", nq * 4);
     const dq = rt.buffer("dq", nq * 4), dk = rt.buffer("dk", nk * 4), dv = rt.buffer("dv", nk * 4);
     const docs = documents === undefined ? {} : { documents: rt.buffer("documents", documents) };

@@ -128,6 +128,7 @@ export {
   type AttentionBackwardArgs,
   type AttentionDims,
   type AttentionForwardArgs,
+  type AttentionOptions,
 } from "./attention.ts";
 export { type AttentionTiles, attentionTiles, tiledWorkgroupBytes } from "./attention_tiled.ts";
 export {

@@ -73,7 +73,20 @@ async function run(rt: GpuRuntime, c: Case, tiling: AttentionTiling, lockstep = 
   return { host, got };
 }
 
-const bits = (x: Float32Array) => new Uint32Array(x.buffer);
+/**
+ * Throw unless `got` and `want` hold the same bits, naming the first difference (assert's
+ * deepEqual takes minutes to print the diff of arrays this long).
+ */
+function assertSameBits(got: Float32Array, want: Float32Array, what: string) {
+  const a = new Uint32Array(got.buffer), b = new Uint32Array(want.buffer);
+  assert.equal(a.length, b.length, `${what}: lengths`);
+  const first = a.findIndex((x, i) => x !== b[i]);
+  if (first < 0) return;
+  const count = a.reduce((n, x, i) => n + (x === b[i] ? 0 : 1), 0);
+  assert.fail(
+    `${what}: ${count} of ${a.length} differ, first [${first}] ${got[first]} vs ${want[first]}`,
+  );
+}
 
 /** Ragged T against every tile, GQA groups, D from 4 to 64, documents on and off, batch > 1. */
 const CASES: Case[] = [
@@ -99,7 +112,7 @@ Deno.test("tiled attention gives the row kernels' bits: forward, dQ, dK, dV", as
       const what = `${JSON.stringify(c.dims)} docs ${JSON.stringify(c.lengths)} tiles ` +
         `${tiling.rows}x${tiling.staged}`;
       for (const label of ["out", "lse", "dq", "dk", "dv"] as const) {
-        assert.deepEqual(bits(got[label]), bits(plain[label]), `${label}, ${what}`);
+        assertSameBits(got[label], plain[label], `${label}, ${what}`);
       }
     }
   }
@@ -157,6 +170,18 @@ Deno.test("tiled attention runs at its smallest workgroup memory: D = 64 with 16
   const plain = (await run(rt, c, ROWS)).got;
   const { got } = await run(rt, c, tiled(64, 31));
   for (const label of ["out", "lse", "dq", "dk", "dv"] as const) {
-    assert.deepEqual(bits(got[label]), bits(plain[label]), label);
+    assertSameBits(got[label], plain[label], label);
+  }
+});
+
+Deno.test("tiled attention over more than 65535 workgroups: a two-dimensional grid", async () => {
+  // One row per workgroup: 1,100 heads x 60 positions = 66,000 workgroups in every pass, past
+  // one grid dimension's 65,535, so the tile index takes wid.y too.
+  using rt = await GpuRuntime.create();
+  const c: Case = { dims: { b: 1, t: 60, h: 1100, kvh: 1100, d: 4 }, seed: 11 };
+  const plain = (await run(rt, c, ROWS)).got;
+  const { got } = await run(rt, c, tiled(1, 4));
+  for (const label of ["out", "lse", "dq", "dk", "dv"] as const) {
+    assertSameBits(got[label], plain[label], label);
   }
 });

@@ -24,21 +24,30 @@ import {
 } from "./kernel.ts";
 import type { TuningProfile } from "./profile.ts";
 
-const PARAMS = `struct Params { n: u32, c: u32, eps: f32 }
+// `zero` is always 0: XORed into a value's bits it hides the value's origin from the shader
+// compiler (see rmsnormBackwardInputKernel).
+const PARAMS = `struct Params { n: u32, c: u32, eps: f32, zero: u32 }
 @group(0) @binding(0) var<uniform> p: Params;`;
 
-/** Forward, one invocation per row. */
-export function rmsnormForwardKernel(wg: number): string {
+/**
+ * Forward, one invocation per row. With `add`, the residual connection before the norm is fused
+ * in: `x += add` is written back in place and normalised, one dispatch instead of two; the sum
+ * is the one f32 addition the separate add made, so the bits are the same.
+ */
+export function rmsnormForwardKernel(wg: number, add = false): string {
+  const load = add
+    ? "let v = x[base + j] + resid[base + j]; x[base + j] = v;"
+    : "let v = x[base + j];";
   return `${PARAMS}
-@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, ${add ? "read_write" : "read"}> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read_write> rstd: array<f32>;
-${main1d(wg)}
+${add ? "@group(0) @binding(5) var<storage, read> resid: array<f32>;\n" : ""}${main1d(wg)}
   if (i >= p.n) { return; }
   let base = i * p.c;
   var ss = 0.0;
-  for (var j = 0u; j < p.c; j++) { let v = x[base + j]; ss += v * v; }
+  for (var j = 0u; j < p.c; j++) { ${load} ss += v * v; }
   let r = inverseSqrt(ss / f32(p.c) + p.eps);
   for (var j = 0u; j < p.c; j++) { y[base + j] = (x[base + j] * r) * w[j]; }
   rstd[i] = r;
@@ -46,8 +55,16 @@ ${main1d(wg)}
 `;
 }
 
-/** Backward input gradient, one invocation per row. */
-export function rmsnormBackwardInputKernel(wg: number): string {
+/**
+ * Backward input gradient, one invocation per row. With `accumulate`, `dx +=` instead of `dx =`:
+ * the residual connection's gradient added in the same dispatch. To give the same bits as a
+ * separate add, the gradient must be rounded to f32 exactly as when it is stored; a compiler
+ * free to contract `dx + (a·b − c·d)` regroups it (lavapipe's did, and the model's gradients
+ * changed), so the gradient passes through a bit XOR with the uniform `zero` it cannot see
+ * through, and the add gets the stored value.
+ */
+export function rmsnormBackwardInputKernel(wg: number, accumulate = false): string {
+  const grad = "r * w[j] * dy[base + j] - k * x[base + j]";
   return `${PARAMS}
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
@@ -61,7 +78,14 @@ ${main1d(wg)}
   for (var j = 0u; j < p.c; j++) { dot += dy[base + j] * w[j] * x[base + j]; }
   let r = rstd[i];
   let k = r * r * r * dot / f32(p.c);
-  for (var j = 0u; j < p.c; j++) { dx[base + j] = r * w[j] * dy[base + j] - k * x[base + j]; }
+  for (var j = 0u; j < p.c; j++) {
+    ${
+    accumulate
+      ? `let g = bitcast<f32>(bitcast<u32>(${grad}) ^ p.zero);
+    dx[base + j] = dx[base + j] + g;`
+      : `dx[base + j] = ${grad};`
+  }
+  }
 }
 `;
 }
@@ -135,6 +159,11 @@ export interface RmsNormForwardArgs extends RmsNormDims {
   readonly out: TensorView;
   /** Written: `1/rms` of each row `[N]`, kept for the backward. */
   readonly rstd: TensorView;
+  /**
+   * Residual `[N, C]` added to `x` in place before the norm (`x += add`, written back), so a
+   * residual connection and the norm after it are one dispatch.
+   */
+  readonly add?: TensorView;
 }
 
 /** Bindings of {@link RmsNorm.backward}. */
@@ -147,8 +176,13 @@ export interface RmsNormBackwardArgs extends RmsNormDims {
   readonly dOut: TensorView;
   /** The forward's `rstd [N]`. */
   readonly rstd: TensorView;
-  /** Written: input gradient `[N, C]`. */
+  /** Written (added to, with `accumulate`): input gradient `[N, C]`. */
   readonly dx: TensorView;
+  /**
+   * Add the input gradient to `dx` instead of overwriting it: the gradient of a residual
+   * connection around the norm, already in `dx`, then needs no separate add.
+   */
+  readonly accumulate?: boolean;
   /** Accumulated: weight gradient `[C]`. */
   readonly dWeight: TensorView;
 }
@@ -173,25 +207,33 @@ export class RmsNorm {
     this.#rowReduction = rowReduction;
   }
 
-  /** `out [N, C] = rmsnorm(x [N, C]) · weight [C]`; saves `rstd [N]`. */
+  /** `out [N, C] = rmsnorm(x [N, C]) · weight [C]`; saves `rstd [N]`; with `add`, `x += add` first. */
   forward(
     pass: GPUComputePassEncoder,
     args: RmsNormForwardArgs,
   ): void {
     const { n } = args;
-    this.#check("rmsnorm forward", args, { x: args.x, out: args.out }, args.weight, args.rstd);
-    const wg = this.#wg;
-    const pipeline = this.#rt.pipeline(`rmsnorm/forward/${wg}`, () => rmsnormForwardKernel(wg));
+    const rows = { x: args.x, out: args.out, ...(args.add ? { add: args.add } : {}) };
+    this.#check("rmsnorm forward", args, rows, args.weight, args.rstd);
+    const wg = this.#wg, add = args.add !== undefined;
+    const pipeline = this.#rt.pipeline(
+      `rmsnorm/forward${add ? "-add" : ""}/${wg}`,
+      () => rmsnormForwardKernel(wg, add),
+    );
     const group = bindTensors(this.#rt, pipeline, this.#params(args), [
       args.x,
       args.weight,
       args.out,
       args.rstd,
+      ...(args.add ? [args.add] : []),
     ]);
     dispatch1d(pass, pipeline, group, n, wg);
   }
 
-  /** `dx [N, C]` (overwritten) and `dWeight [C]` (accumulated) from `dOut [N, C]`. */
+  /**
+   * `dx [N, C]` (overwritten, or added to with `accumulate`) and `dWeight [C]` (accumulated) from
+   * `dOut [N, C]`.
+   */
   backward(
     pass: GPUComputePassEncoder,
     args: RmsNormBackwardArgs,
@@ -205,11 +247,11 @@ export class RmsNorm {
       args.rstd,
     );
     requireLength('rmsnorm backward: binding "dWeight"', args.dWeight, c, "[C]");
-    const wg = this.#wg;
+    const wg = this.#wg, accumulate = args.accumulate ?? false;
     const params = this.#params(args);
     const input = this.#rt.pipeline(
-      `rmsnorm/backward-input/${wg}`,
-      () => rmsnormBackwardInputKernel(wg),
+      `rmsnorm/backward-input${accumulate ? "-add" : ""}/${wg}`,
+      () => rmsnormBackwardInputKernel(wg, accumulate),
     );
     const wide = this.#rowReduction === "workgroup";
     const weight = this.#rt.pipeline(
@@ -235,7 +277,7 @@ export class RmsNorm {
   }
 
   #params(args: RmsNormDims): number[] {
-    return [args.n, args.c, f32Bits(args.eps ?? 1e-5)];
+    return [args.n, args.c, f32Bits(args.eps ?? 1e-5), 0];
   }
 
   #check(

@@ -147,31 +147,54 @@ export function ropeTable(t: number, d: number, rope: RopeFrequencies): Float32A
 
 /**
  * In-place rotation; `direction` is 1 (forward) or −1 (backward: rotate back). `positioned`
- * reads each token's position from binding 3 (u32 `[N]`) instead of `token mod T`.
+ * reads each token's position from binding 3 (u32 `[N]`) instead of `token mod T`. `paired`
+ * rotates a second tensor of the same tokens, `x2 [N, heads2, D]` (the keys beside the queries;
+ * the binding after the others), in the same dispatch: its pairs follow the first's in the index
+ * space, and each pair goes through the same statements as alone, so the bits are those of two
+ * dispatches.
  */
-export function ropeKernel(wg: number, items = 1, positioned = false): string {
+export function ropeKernel(wg: number, items = 1, positioned = false, paired = false): string {
   const positions = positioned
     ? "\n@group(0) @binding(3) var<storage, read> positions: array<u32>;"
     : "";
-  const pos = positioned ? "positions[row / p.heads]" : "(row / p.heads) % p.t";
-  return `struct Params { n: u32, t: u32, heads: u32, d: u32, direction: f32 }
+  // Bindings are numbered in order (kernel.ts bindTensors): x2 follows positions when present.
+  const at = positioned ? 4 : 3;
+  const second = paired
+    ? `\n@group(0) @binding(${at}) var<storage, read_write> x2: array<f32>;`
+    : "";
+  const rotate = (x: string, heads: string, index: string) => {
+    const pos = positioned ? `positions[row / ${heads}]` : `(row / ${heads}) % p.t`;
+    return `let pair = ${index} % half;
+    let row = ${index} / half;               // token · heads + head
+    let pos = ${pos};
+    let cs = (pos * half + pair) * 2u;
+    let c = table[cs];
+    let s = table[cs + 1u] * p.direction;
+    let o = row * p.d + pair;
+    let x0 = ${x}[o];
+    let x1 = ${x}[o + half];
+    ${x}[o] = x0 * c - x1 * s;
+    ${x}[o + half] = x1 * c + x0 * s;`;
+  };
+  const first = "p.n * p.heads * half";
+  const body = paired
+    ? `if (i < ${first}) {
+    ${rotate("x", "p.heads", "i")}
+  } else {
+    if (i - ${first} >= p.n * p.heads2 * half) { return; }
+    ${rotate("x2", "p.heads2", `(i - ${first})`)}
+  }`
+    : `if (i >= ${first}) { return; }
+  {
+    ${rotate("x", "p.heads", "i")}
+  }`;
+  return `struct Params { n: u32, t: u32, heads: u32, d: u32, direction: f32, heads2: u32 }
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>;
-@group(0) @binding(2) var<storage, read> table: array<f32>;${positions}
+@group(0) @binding(2) var<storage, read> table: array<f32>;${positions}${second}
 ${main1d(wg, items)}
   let half = p.d / 2u;
-  if (i >= p.n * p.heads * half) { return; }
-  let pair = i % half;
-  let row = i / half;               // token · heads + head
-  let pos = ${pos};
-  let cs = (pos * half + pair) * 2u;
-  let c = table[cs];
-  let s = table[cs + 1u] * p.direction;
-  let o = row * p.d + pair;
-  let x0 = x[o];
-  let x1 = x[o + half];
-  x[o] = x0 * c - x1 * s;
-  x[o + half] = x1 * c + x0 * s;
+  ${body}
 }
 `;
 }
@@ -196,6 +219,19 @@ export interface RopeForwardArgs extends RopeDims {
   readonly table: TensorView;
   /** u32 `[N]`: each token's position (`< T`, not checked on the GPU); absent: `n mod T`. */
   readonly positions?: TensorView;
+  /**
+   * A second tensor of the same tokens, `[N, second.heads, D]` (the keys beside the queries),
+   * rotated in the same dispatch: one launch for both, with the bits of two.
+   */
+  readonly second?: RopeSecond;
+}
+
+/** The second tensor of a paired rotation ({@link RopeForwardArgs.second}). */
+export interface RopeSecond {
+  /** Rotated in place (or back, in the backward): `[N, heads, D]`. */
+  readonly x: TensorView;
+  /** Its heads (KVH for keys). */
+  readonly heads: number;
 }
 
 /** Bindings of {@link Rope.backward}. */
@@ -206,6 +242,8 @@ export interface RopeBackwardArgs extends RopeDims {
   readonly table: TensorView;
   /** The forward's positions, if it had them. */
   readonly positions?: TensorView;
+  /** A second gradient rotated back in the same dispatch ({@link RopeForwardArgs.second}). */
+  readonly second?: RopeSecond;
 }
 
 /** Rotary embeddings in place: forward rotates, backward rotates the gradient back. */
@@ -235,14 +273,26 @@ export class Rope extends ElementKernel {
     requireLength('rope: binding "table"', args.table, t * d, "[T, D/2, 2]");
     const positioned = args.positions !== undefined;
     if (positioned) requireLength('rope: binding "positions"', args.positions!, n, "[N]");
+    const second = args.second;
+    if (second) {
+      requireDims("rope", { "second.heads": second.heads });
+      requireLength('rope: binding "second.x"', second.x, n * second.heads * d, "[N, heads, D]");
+    }
+    const paired = second !== undefined;
     const [wg, items] = [this.wg, this.items];
     const pipeline = this.rt.pipeline(
-      `rope/${wg}x${items}${positioned ? "/positions" : ""}`,
-      () => ropeKernel(wg, items, positioned),
+      `rope/${wg}x${items}${positioned ? "/positions" : ""}${paired ? "/paired" : ""}`,
+      () => ropeKernel(wg, items, positioned, paired),
     );
-    const params = [n, t, heads, d, direction === 1 ? 0x3f800000 : 0xbf800000];
-    const tensors = positioned ? [args.x, args.table, args.positions!] : [args.x, args.table];
+    const heads2 = second?.heads ?? 0;
+    const params = [n, t, heads, d, direction === 1 ? 0x3f800000 : 0xbf800000, heads2];
+    const tensors = [
+      args.x,
+      args.table,
+      ...(positioned ? [args.positions!] : []),
+      ...(second ? [second.x] : []),
+    ];
     const group = bindTensors(this.rt, pipeline, params, tensors);
-    dispatch1d(pass, pipeline, group, (n * heads * d) / 2, wg, items);
+    dispatch1d(pass, pipeline, group, (n * (heads + heads2) * d) / 2, wg, items);
   }
 }

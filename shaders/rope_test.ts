@@ -182,3 +182,47 @@ Deno.test("llama3 inverse frequencies follow transformers' formula", () => {
     /high_freq_factor > low_freq_factor/,
   );
 });
+
+Deno.test("rope of queries and keys in one dispatch has the bits of two and the reference's values", async () => {
+  using rt = await GpuRuntime.create();
+  const b = 2, t = 9, heads = 4, kvHeads = 2, d = 8, n = b * t;
+  const frequencies: RopeFrequencies = { theta: 10000, scaling: null };
+  const positions = Uint32Array.from([0, 1, 2, 3, 0, 1, 2, 0, 1, 0, 1, 0, 1, 2, 3, 4, 5, 6]);
+  const q = randomF32(23, n * heads * d), k = randomF32(29, n * kvHeads * d);
+  const table = rt.buffer("table", ropeTable(t, d, frequencies));
+  const pos = rt.buffer("positions", positions);
+  // Items per invocation 1 and 3 (3 does not divide the pairs: the tail is bounds-checked).
+  for (const items of [1, 3]) {
+    const rope = new Rope(rt, 16, items);
+    for (const withPositions of [false, true]) {
+      const extra = withPositions ? { positions: pos } : {};
+      const gq = rt.buffer("q", q), gk = rt.buffer("k", k);
+      const oneQ = rt.buffer("q alone", q), oneK = rt.buffer("k alone", k);
+      const dq = rt.buffer("dq", q), dk = rt.buffer("dk", k);
+      const step = rt.beginStep("rope paired");
+      const dims = { table, n, t, d, ...extra };
+      rope.forward(step.pass, { ...dims, x: gq, heads, second: { x: gk, heads: kvHeads } });
+      rope.forward(step.pass, { ...dims, x: oneQ, heads });
+      rope.forward(step.pass, { ...dims, x: oneK, heads: kvHeads });
+      rope.backward(step.pass, { ...dims, dx: dq, heads, second: { x: dk, heads: kvHeads } });
+      await step.submit();
+      const what = `items ${items}${withPositions ? ", positions" : ""}`;
+      const [pq, pk, sq, sk] = await Promise.all([gq, gk, oneQ, oneK].map((v) => rt.read(v)));
+      assert.deepEqual(pq.subarray(0, q.length), sq.subarray(0, q.length), `q ${what}`);
+      assert.deepEqual(pk.subarray(0, k.length), sk.subarray(0, k.length), `k ${what}`);
+      const ref = { n, t, d, rope: frequencies, ...(withPositions ? { positions } : {}) };
+      const tol = (x: Float32Array) => (i: number) => {
+        const partner = i % d < d / 2 ? i + d / 2 : i - d / 2;
+        return (3 * t + 4) * F32_EPS * (Math.abs(x[i]) + Math.abs(x[partner]));
+      };
+      assertClose(pk, ropeRef(k, { ...ref, heads: kvHeads }), tol(k), `k ref ${what}`);
+      assertClose(await rt.read(dq), ropeRef(q, { ...ref, heads, direction: -1 }), tol(q), what);
+      assertClose(
+        await rt.read(dk),
+        ropeRef(k, { ...ref, heads: kvHeads, direction: -1 }),
+        tol(k),
+        `dk ${what}`,
+      );
+    }
+  }
+});

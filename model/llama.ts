@@ -36,6 +36,13 @@
  * With `recompute` (model/recompute.ts) the layers share one activation set: the backward
  * re-runs each layer's forward from its saved input `x[l]` just before that layer's backward.
  *
+ * The residual adds ride in the RMSNorm kernels (docs/kernels.md): each projection back to the
+ * stream writes its product, and the norm after it adds the residual in place and normalises in
+ * one dispatch (`xm = att·Woᵀ + x` in the post-attention norm, `x[l+1] = down + xm` in the next
+ * layer's input norm, or the final norm); in the backward each norm's input gradient is added
+ * to the residual gradient already in `#dx`. The same f32 additions as separate adds, so the same
+ * bits, with four dispatches fewer per layer.
+ *
  * @module
  */
 import { HalfWeights, matmulWeightNames } from "./half_weights.ts";
@@ -171,8 +178,8 @@ export class LlamaModel implements Disposable {
   /** LM head and loss (model/lm_head.ts). */
   readonly #head: LmHead;
   // Backward scratch.
+  /** d of the residual stream at the point the backward has reached. */
   readonly #dx: GPUBuffer;
-  readonly #dxm: GPUBuffer;
   readonly #dh: GPUBuffer;
   readonly #dh2: GPUBuffer;
   readonly #dq: GPUBuffer;
@@ -306,7 +313,6 @@ export class LlamaModel implements Disposable {
       weightBytes: precision === "f32" ? 4 : 2,
     }));
     this.#dx = f32("d x", N * C);
-    this.#dxm = f32("d xm", N * C);
     this.#dh = f32("d h", N * C);
     this.#dh2 = f32("d h (second input)", N * C);
     this.#dq = f32("d q", N * H * D);
@@ -647,16 +653,22 @@ export class LlamaModel implements Disposable {
     });
   }
 
-  /** RMSNorm of `x [N, C]` with gain `weight`, into `out`, saving `rstd [N]`. */
+  /**
+   * RMSNorm of `x [N, C]` with gain `weight`, into `out`, saving `rstd [N]`; with `add`, the
+   * residual `x += add` first, in place.
+   */
   #norm(
     pass: GPUComputePassEncoder,
-    io: { x: GPUBuffer; weight: TensorView; out: GPUBuffer; rstd: GPUBuffer },
+    io: { x: GPUBuffer; add?: GPUBuffer; weight: TensorView; out: GPUBuffer; rstd: GPUBuffer },
   ): void {
     const { hiddenSize: C, rmsNormEps: eps } = this.config;
     this.#k.rmsnorm(pass, { ...io, n: this.rows, c: C, eps });
   }
 
-  /** Backward of {@link #norm}: `dx` overwritten, the gain's gradient accumulated. */
+  /**
+   * Backward of {@link #norm}: `dx` overwritten (added to with `accumulate`), the gain's
+   * gradient accumulated.
+   */
   #normBackward(
     pass: GPUComputePassEncoder,
     io: {
@@ -666,6 +678,7 @@ export class LlamaModel implements Disposable {
       dweight: TensorView;
       rstd: GPUBuffer;
       dx: GPUBuffer;
+      accumulate?: boolean;
     },
   ): void {
     this.#k.rmsnormBackward(pass, { ...io, n: this.rows, c: this.config.hiddenSize });
@@ -686,16 +699,18 @@ export class LlamaModel implements Disposable {
   }
 
   /**
-   * RoPE on `x [N, heads, D]` in place (`inverse` for the backward), by the current slot's
-   * positions if it has them.
+   * RoPE on queries `q [N, H, D]` and keys `k [N, KVH, D]` in place, one dispatch for both
+   * (`inverse` for the backward, on their gradients), by the current slot's positions if it has
+   * them.
    */
-  #rope(pass: GPUComputePassEncoder, x: GPUBuffer, heads: number, inverse: boolean): void {
+  #rope(pass: GPUComputePassEncoder, io: { q: GPUBuffer; k: GPUBuffer; inverse: boolean }): void {
     const positions = this.#positions[this.#slot];
     this.#k.rope(pass, {
       ...(positions === null ? {} : { positions }),
-      x,
-      heads,
-      inverse,
+      x: io.q,
+      heads: this.config.numHeads,
+      second: { x: io.k, heads: this.config.numKvHeads },
+      inverse: io.inverse,
       batch: this.microBatch,
       seqLen: this.seqLen,
       headDim: this.config.headDim,
@@ -728,13 +743,29 @@ export class LlamaModel implements Disposable {
     });
     this.#layersForward(pass, { from: 0, to: c.numLayers, rebuild: false });
     const weight = this.#view(this.#weightsBuffer, "model.norm.weight");
-    this.#norm(pass, { x: this.#xs[c.numLayers], weight, out: this.#hf, rstd: this.#rstdf });
+    this.#norm(pass, {
+      x: this.#xs[c.numLayers],
+      ...this.#pendingResidual(c.numLayers),
+      weight,
+      out: this.#hf,
+      rstd: this.#rstdf,
+    });
+  }
+
+  /**
+   * The residual still to be added to `x[l]` (l ≥ 1) by the norm that reads it first: layer
+   * l−1's `xm`, which its down projection left out of `x[l]`.
+   */
+  #pendingResidual(l: number): { add?: GPUBuffer } {
+    return l === 0 ? {} : { add: this.#acts[this.activations.setOf(l - 1)].xm };
   }
 
   /**
    * Forward of layers `from..to−1`, each from its input `x[l]` into its activation set and
-   * `x[l+1]`. A `rebuild` (recomputation in the backward) stops each layer before the down
-   * projection: the backward reads the activations, not `x[l+1]`, which it has already used.
+   * `x[l+1]`. `x[l+1]` is left without its residual `xm`: the next norm adds it in place
+   * ({@link #pendingResidual}). A `rebuild` (recomputation in the backward) starts from a
+   * complete `x[l]` and stops each layer before the down projection: the backward reads the
+   * activations, not `x[l+1]`, which it has already used.
    */
   #layersForward(
     pass: GPUComputePassEncoder,
@@ -746,7 +777,10 @@ export class LlamaModel implements Disposable {
     for (let l = range.from; l < range.to; l++) {
       const a = this.#acts[this.activations.setOf(l)], x = this.#xs[l], next = this.#xs[l + 1];
       const weight = this.#w(l, "input_layernorm.weight");
-      this.#store(pass, a.h1, N * C, (out) => this.#norm(pass, { x, weight, out, rstd: a.rstd1 }));
+      const add = range.rebuild ? {} : this.#pendingResidual(l);
+      this.#store(pass, a.h1, N * C, (out) => {
+        this.#norm(pass, { x, ...add, weight, out, rstd: a.rstd1 });
+      });
       this.#linear(pass, l, "self_attn.q_proj.weight", { x: a.h1, out: a.q, inDim: C, outDim: QW });
       this.#linear(pass, l, "self_attn.k_proj.weight", {
         x: a.h1,
@@ -760,8 +794,7 @@ export class LlamaModel implements Disposable {
         inDim: C,
         outDim: KVW,
       });
-      this.#rope(pass, a.q, c.numHeads, false);
-      this.#rope(pass, a.k, c.numKvHeads, false);
+      this.#rope(pass, { q: a.q, k: a.k, inverse: false });
       k.attention(pass, {
         ...this.#attentionDims(),
         q: a.q,
@@ -770,17 +803,16 @@ export class LlamaModel implements Disposable {
         out: a.att,
         lse: a.lse,
       });
-      // xm = x + att·Woᵀ: the projection goes into xm, then the residual is added in place.
+      // xm = x + att·Woᵀ: the projection goes into xm, the norm adds the residual in place.
       this.#linear(pass, l, "self_attn.o_proj.weight", {
         x: a.att,
         out: a.xm,
         inDim: QW,
         outDim: C,
       });
-      k.accumulate(pass, { x, y: a.xm, n: N * C });
       const post = this.#w(l, "post_attention_layernorm.weight");
       this.#store(pass, a.h2, N * C, (out) => {
-        this.#norm(pass, { x: a.xm, weight: post, out, rstd: a.rstd2 });
+        this.#norm(pass, { x: a.xm, add: x, weight: post, out, rstd: a.rstd2 });
       });
       this.#linear(pass, l, "mlp.gate_proj.weight", { x: a.h2, out: a.gate, inDim: C, outDim: F });
       this.#linear(pass, l, "mlp.up_proj.weight", { x: a.h2, out: a.up, inDim: C, outDim: F });
@@ -788,8 +820,8 @@ export class LlamaModel implements Disposable {
         k.swiglu(pass, { gate: a.gate, up: a.up, out, n: N * F });
       });
       if (range.rebuild) continue;
+      // x[l+1] = xm + act·Wdᵀ: the next norm adds xm (#pendingResidual).
       this.#linear(pass, l, "mlp.down_proj.weight", { x: a.act, out: next, inDim: F, outDim: C });
-      k.accumulate(pass, { x: a.xm, y: next, n: N * C });
     }
   }
 
@@ -861,12 +893,12 @@ export class LlamaModel implements Disposable {
         weight: this.#w(l, "post_attention_layernorm.weight"),
         dweight: this.#g(l, "post_attention_layernorm.weight"),
         rstd: a.rstd2,
-        dx: this.#dxm,
+        dx: this.#dx,
+        accumulate: true,
       });
-      k.accumulate(pass, { x: this.#dx, y: this.#dxm, n: N * C });
-      // Attention: xm = x + att·Woᵀ. #dxm holds d xm.
+      // Attention: xm = x + att·Woᵀ. #dx holds d xm (d x[l+1] plus the norm's part).
       this.#linearBackward(pass, l, "self_attn.o_proj.weight", {
-        dy: this.#dxm,
+        dy: this.#dx,
         x: a.att,
         dx: this.#datt,
         inDim: QW,
@@ -884,8 +916,7 @@ export class LlamaModel implements Disposable {
         dk: this.#dk,
         dv: this.#dv,
       });
-      this.#rope(pass, this.#dq, c.numHeads, true);
-      this.#rope(pass, this.#dk, c.numKvHeads, true);
+      this.#rope(pass, { q: this.#dq, k: this.#dk, inverse: true });
       const qkv = [
         ["self_attn.q_proj.weight", this.#dq, QW],
         ["self_attn.k_proj.weight", this.#dk, KVW],
@@ -908,8 +939,8 @@ export class LlamaModel implements Disposable {
         dweight: this.#g(l, "input_layernorm.weight"),
         rstd: a.rstd1,
         dx: this.#dx,
+        accumulate: true,
       });
-      k.accumulate(pass, { x: this.#dxm, y: this.#dx, n: N * C });
     }
     k.embeddingBackward(pass, {
       ids: this.#tokens[slot],

@@ -77,11 +77,15 @@ export interface LlamaKernels {
     pass: GPUComputePassEncoder,
     a: { ids: TensorView; dout: TensorView; dtable: TensorView; n: number; c: number; v: number },
   ): void;
-  /** out = x / rms(x) · weight per row of x `[N, C]`; rstd `[N]` = 1 / rms saved for backward. */
+  /**
+   * out = x / rms(x) · weight per row of x `[N, C]`; rstd `[N]` = 1 / rms saved for backward.
+   * With `add` `[N, C]`, `x += add` in place first (a residual connection fused into the norm).
+   */
   rmsnorm(
     pass: GPUComputePassEncoder,
     a: {
       x: TensorView;
+      add?: TensorView;
       weight: TensorView;
       out: TensorView;
       rstd: TensorView;
@@ -90,7 +94,10 @@ export interface LlamaKernels {
       eps: number;
     },
   ): void;
-  /** dx `[N, C]` (overwritten) and dweight `[C]` (accumulated) from dout. */
+  /**
+   * dx `[N, C]` (overwritten, or added to with `accumulate`: a residual's gradient fused in) and
+   * dweight `[C]` (accumulated) from dout.
+   */
   rmsnormBackward(
     pass: GPUComputePassEncoder,
     a: {
@@ -99,6 +106,7 @@ export interface LlamaKernels {
       weight: TensorView;
       rstd: TensorView;
       dx: TensorView;
+      accumulate?: boolean;
       dweight: TensorView;
       n: number;
       c: number;
@@ -118,6 +126,11 @@ export interface LlamaKernels {
       inverse: boolean;
       /** u32 `[B·T]` position of each token (each `< T`); absent: `t`. */
       positions?: TensorView;
+      /**
+       * A second tensor of the same tokens `[B, T, second.heads, D]` (the keys beside the
+       * queries) rotated in the same dispatch, with the bits of a call of its own.
+       */
+      second?: { x: TensorView; heads: number };
     },
   ): void;
   /**

@@ -18,7 +18,7 @@
  * activations (saved)     per layer h1 h2 xm [N,C], q att [N,H·D], k v [N,KVH·D], gate up act
  *                         [N,F], rstd ×2 [N], lse [N,H]; plus L+1 residuals [N,C], final norm;
  *                         with recomputation (model/recompute.ts) one layer's set, not L
- * backward scratch        N·(4C + 2H·D + 2KVH·D + 3F) floats
+ * backward scratch        N·(3C + 2H·D + 2KVH·D + 3F) floats
  * LM head                 logits chunk R·V (R ≈ 32 MiB / 4V rows)
  * matmul transposes       CPU profile: A and B of the largest nn/nt products (matmul_scratch.ts)
  * host, weights loaded     f32 weights 4·P, the largest weights file, one upload staging 4·P
@@ -221,7 +221,7 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
         N * F * 2); // gate, up
   const sets = input.recompute ? 1 : L;
   const activations = sets * perLayer + F32 * ((L + 1) * N * C + N * C + N);
-  const scratch = F32 * N * (4 * C + 2 * H * D + 2 * KVH * D + 3 * F);
+  const scratch = F32 * N * (3 * C + 2 * H * D + 2 * KVH * D + 3 * F);
   const chunkRows = logitsChunkRows(N, V, input.logitsChunkBytes ?? 32 * 2 ** 20);
   const device: MemoryItem[] = [
     { label: "parameters (f32 masters)", bytes: F32 * P },

@@ -161,6 +161,7 @@ export function shaderKernels(
         dOut: a.dout,
         rstd: a.rstd,
         dx: a.dx,
+        accumulate: a.accumulate,
         dWeight: a.dweight,
         n: a.n,
         c: a.c,
@@ -182,6 +183,7 @@ export function shaderKernels(
         d: a.headDim,
         table,
         ...(a.positions === undefined ? {} : { positions: a.positions }),
+        ...(a.second === undefined ? {} : { second: a.second }),
       };
       if (a.inverse) rope.backward(pass, { ...dims, dx: a.x });
       else rope.forward(pass, { ...dims, x: a.x });

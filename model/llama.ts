@@ -41,7 +41,8 @@
  * one dispatch (`xm = att·Woᵀ + x` in the post-attention norm, `x[l+1] = down + xm` in the next
  * layer's input norm, or the final norm); in the backward each norm's input gradient is added
  * to the residual gradient already in `#dx`. The same f32 additions as separate adds, so the same
- * bits, with four dispatches fewer per layer.
+ * bits, with four dispatches fewer per layer. On GPU profiles RoPE rotates q and k (dq and dk)
+ * in one dispatch: two fewer.
  *
  * @module
  */
@@ -699,9 +700,9 @@ export class LlamaModel implements Disposable {
   }
 
   /**
-   * RoPE on queries `q [N, H, D]` and keys `k [N, KVH, D]` in place, one dispatch for both
-   * (`inverse` for the backward, on their gradients), by the current slot's positions if it has
-   * them.
+   * RoPE on queries `q [N, H, D]` and keys `k [N, KVH, D]` in place, one dispatch for both on
+   * GPU profiles (`inverse` for the backward, on their gradients), by the current slot's
+   * positions if it has them.
    */
   #rope(pass: GPUComputePassEncoder, io: { q: GPUBuffer; k: GPUBuffer; inverse: boolean }): void {
     const positions = this.#positions[this.#slot];

@@ -128,7 +128,8 @@ export interface LlamaKernels {
       positions?: TensorView;
       /**
        * A second tensor of the same tokens `[B, T, second.heads, D]` (the keys beside the
-       * queries) rotated in the same dispatch, with the bits of a call of its own.
+       * queries) rotated too, with the bits of a call of its own; in the same dispatch where
+       * that is faster (GPU profiles).
        */
       second?: { x: TensorView; heads: number };
     },

@@ -179,14 +179,20 @@ export function shaderKernels(
       const dims = {
         n: a.batch * a.seqLen,
         t: a.seqLen,
-        heads: a.heads,
         d: a.headDim,
         table,
         ...(a.positions === undefined ? {} : { positions: a.positions }),
-        ...(a.second === undefined ? {} : { second: a.second }),
       };
-      if (a.inverse) rope.backward(pass, { ...dims, dx: a.x });
-      else rope.forward(pass, { ...dims, x: a.x });
+      // A second tensor shares the launch on GPUs only. lavapipe runs both sides of the paired
+      // kernel's branch for every element (1.4-1.8x the time of two launches at the 20M
+      // model's shapes, docs/benchmarks.md), and a launch costs a CPU adapter little.
+      const tensors = a.second === undefined || !rt.profile.cpu
+        ? [{ x: a.x, heads: a.heads, ...(a.second === undefined ? {} : { second: a.second }) }]
+        : [{ x: a.x, heads: a.heads }, { x: a.second.x, heads: a.second.heads }];
+      for (const { x, ...rest } of tensors) {
+        if (a.inverse) rope.backward(pass, { ...dims, ...rest, dx: x });
+        else rope.forward(pass, { ...dims, ...rest, x });
+      }
     },
     attention: (pass, a) =>
       attention.forward(pass, {

@@ -218,11 +218,21 @@ class SlicePool {
  */
 export async function initParamsParallel(
   layout: ParamLayout,
-  options: SeededInitOptions,
+  options: SeededInitOptions & {
+    /**
+     * Hears after every chunk the bytes made so far and the total (4 per parameter, alignment
+     * padding left out): a 1B model's init takes a minute on a few cores, and a person must see
+     * it move.
+     */
+    readonly onProgress?: (doneBytes: number, totalBytes: number) => void;
+  },
 ): Promise<Float32Array> {
   const flat = new Float32Array(layout.totalSize);
+  let done = 0;
   for await (const chunk of seededChunks(layout, options)) {
     flat.set(chunk.values, chunk.entry.offset + chunk.start);
+    done += chunk.length;
+    options.onProgress?.(4 * done, 4 * layout.paramCount);
   }
   return flat;
 }

@@ -39,6 +39,22 @@ Deno.test("seeded slices cut each tensor every chunk, in layout order, covering 
   assert.throws(() => seededSlices(LAYOUT, 1.5), /got 1\.5/);
 });
 
+Deno.test("a parallel init reports its bytes after every chunk, ending at the total", async () => {
+  for (const workers of [0, 2]) {
+    const reports: [number, number][] = [];
+    await initParamsParallel(LAYOUT, {
+      config: CONFIG,
+      seed: SEED,
+      chunkFloats: 100,
+      workers,
+      onProgress: (done, total) => reports.push([done, total]),
+    });
+    assert.equal(reports.length, seededSlices(LAYOUT, 100).length, `${workers} workers`);
+    assert.ok(reports.every(([d], i) => i === 0 || d > reports[i - 1][0]), "increasing");
+    assert.deepEqual(reports.at(-1), [4 * LAYOUT.paramCount, 4 * LAYOUT.paramCount]);
+  }
+});
+
 Deno.test("default workers: all cores but one, at least one, at most 16", () => {
   assert.deepEqual([1, 2, 3, 8, 17, 64].map(defaultSeededWorkers), [1, 1, 2, 7, 16, 16]);
 });

@@ -79,6 +79,23 @@ Deno.test("the digest's definition is pinned (logs compare across client version
   assert.equal(digestBytes(bytesOf(words)), PINNED_DIGEST);
 });
 
+Deno.test("a digest made a chunk at a time has the same bits and reports each chunk", () => {
+  const words = Uint32Array.from({ length: 5 * DIGEST_BLOCK_WORDS + 12 }, (_, i) => i * 40503);
+  const whole = digestOfBlocks(words.length, blockDigests(words));
+  const reports: number[] = [];
+  // 2 blocks a chunk: 3 chunks, the last a short one.
+  const chunked = digestBytes(bytesOf(words), {
+    chunkBytes: 2 * 4 * DIGEST_BLOCK_WORDS + 100,
+    onProgress: (done, total) => {
+      assert.equal(total, words.byteLength);
+      reports.push(done);
+    },
+  });
+  assert.equal(chunked, whole);
+  const chunk = 2 * 4 * DIGEST_BLOCK_WORDS;
+  assert.deepEqual(reports, [chunk, 2 * chunk, words.byteLength]);
+});
+
 Deno.test("digest inputs that are not whole words or vec4 are refused", async () => {
   assert.throws(() => digestBytes(new Uint8Array(6)), /not a whole number of words/);
   assert.throws(() => digestOfBlocks(2048, new Uint32Array(2)), /2 block words for 2048 words/);

@@ -631,6 +631,19 @@ export class TrainingClient {
           localCheckpoints: dir === null ? [] : [`${dir}/${state.runId}-step${step}`],
           hub: { baseDir },
           hubDownload: this.#o.hubDownload ?? null,
+          // Each phase throttled apart: a 1B model's fetch, seeded init and digest each take
+          // seconds to minutes, and must not look like a hang.
+          progress: (phase) =>
+            throttledProgress(
+              (done, total, rate) =>
+                this.#o.logger.log("model_load", {
+                  phase,
+                  done_bytes: done,
+                  total_bytes: total,
+                  mb_per_sec: rate,
+                }),
+              () => performance.now(),
+            ),
           signal: this.#signal,
         });
       } catch (e) {

@@ -9,6 +9,7 @@
  */
 import { type LogLevel, logLine } from "../cli/entry.ts";
 import { uploadProgressLine } from "../model/mod.ts";
+import type { ModelLoadPhase } from "./model_sharing/mod.ts";
 
 /** Every event the client logs, with its fields. */
 export interface ClientEvents {
@@ -134,6 +135,17 @@ export interface ClientEvents {
     acc_norm_stderr: number | null;
     chunks: number;
     seconds: number;
+  };
+  /**
+   * The epoch's model on its way to the host, before its upload (every 5 s and at the end of
+   * each phase): fetched from peers, made by the seeded init, or digested to check it is the
+   * run's.
+   */
+  model_load: {
+    phase: ModelLoadPhase;
+    done_bytes: number;
+    total_bytes: number;
+    mb_per_sec: number;
   };
   /** The model's parameters going to the GPU (every 5 s and at the end), before its warm-up. */
   model_upload: { done_bytes: number; total_bytes: number; mb_per_sec: number };
@@ -326,6 +338,13 @@ export function jsonClientLogger(
   };
 }
 
+/** What a person reads for each phase of a `model_load`. */
+const MODEL_LOAD_WORDS: Record<ModelLoadPhase, string> = {
+  fetch: "fetching the model from peers",
+  seeded_init: "making the seeded init of the model",
+  digest: "checking the model's digest",
+};
+
 const fmt = (x: number, digits = 4) => (Number.isFinite(x) ? x.toFixed(digits) : String(x));
 
 /** The human line for an event. */
@@ -392,6 +411,13 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
         ` over ${e.docs} documents (${e.chunks} chunks between rounds, ${fmt(e.seconds, 1)} s)`;
     case "eval_disabled":
       return `evals are off: ${e.error}`;
+    case "model_load":
+      return uploadProgressLine(
+        MODEL_LOAD_WORDS[e.phase],
+        e.done_bytes,
+        e.total_bytes,
+        e.mb_per_sec,
+      );
     case "model_upload":
       return uploadProgressLine("uploading the model", e.done_bytes, e.total_bytes, e.mb_per_sec);
     case "witness":

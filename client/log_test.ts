@@ -59,3 +59,30 @@ Deno.test("consoleClientLogger: a readable line per event", () => {
     "1970-01-01T00:00:00.000Z applied step 7: 2 results, 1 untrained, params abcdef012345",
   );
 });
+
+Deno.test("model_load: a line per phase for a person, its fields as they are in JSON", () => {
+  const fields = {
+    phase: "seeded_init",
+    done_bytes: 2 ** 30,
+    total_bytes: 4 * 2 ** 30,
+    mb_per_sec: 95.4,
+  } as const;
+  const lines: string[] = [];
+  consoleClientLogger((l) => lines.push(l), () => 0).log("model_load", fields);
+  consoleClientLogger((l) => lines.push(l), () => 0).log("model_load", {
+    ...fields,
+    phase: "digest",
+  });
+  assert.deepEqual(lines, [
+    "1970-01-01T00:00:00.000Z making the seeded init of the model: 1.00 of 4.00 GiB (25%), 95 MB/s",
+    "1970-01-01T00:00:00.000Z checking the model's digest: 1.00 of 4.00 GiB (25%), 95 MB/s",
+  ]);
+  const json: string[] = [];
+  jsonClientLogger((l) => json.push(l), () => 0).log("model_load", fields);
+  assert.deepEqual(JSON.parse(json[0]), {
+    time: "1970-01-01T00:00:00.000Z",
+    level: "info",
+    event: "model_load",
+    ...fields,
+  });
+});

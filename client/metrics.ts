@@ -331,6 +331,7 @@ export function reduceClientMetrics(
     case "reachability":
     case "outdated":
     case "eval_disabled":
+    case "model_load":
     case "model_upload":
       return m;
     default: {

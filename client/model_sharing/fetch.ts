@@ -42,6 +42,7 @@ import { type AgreedManifest, agreeOnManifest, type ManifestReport } from "./quo
 import { type ServedModel, serveModel, weightBytes } from "./serve.ts";
 import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
 import { digestBytes } from "../../shaders/mod.ts";
+import type { ModelLoadProgress } from "./load_progress.ts";
 
 /** How long one provider may take to hand over its manifest, by default. */
 export const DEFAULT_MANIFEST_TIMEOUT_MS = 8_000;
@@ -67,6 +68,8 @@ export interface FetchModelOptions {
   readonly manifestTimeoutMs?: number;
   /** Serve the fetched model afterwards (default true). */
   readonly reshare?: boolean;
+  /** Hears how far the long phases got: the blobs' download (`fetch`), then their `digest`. */
+  readonly progress?: ModelLoadProgress;
 }
 
 /** A fetched model, with where it came from. */
@@ -176,9 +179,10 @@ export async function fetchModel(
     signal,
     reshare: false,
     sizesFrom: { blob: CONFIG_BLOB, maxBytes: MAX_CONFIG_BLOB_BYTES, elements: tensorElements },
+    onProgress: options.progress?.("fetch"),
   });
   const model = modelFromBlobs(entries.map((e) => [e.name, blobs.get(e.name)!, e.dtype]));
-  const digest = digestBytes(weightBytes(model));
+  const digest = digestBytes(weightBytes(model), { onProgress: options.progress?.("digest") });
   if (digest !== chosen.digest) {
     throw new ModelDigestMismatchError(
       `the model manifest ${chosen.hash.slice(0, 12)}… served by ${

@@ -66,3 +66,4 @@ export {
   UnsupportedCheckpointError,
 } from "./run_model.ts";
 export { ModelDigestMismatchError, ModelUnavailableError } from "./fetch.ts";
+export { MODEL_LOAD_PHASES, type ModelLoadPhase, type ModelLoadProgress } from "./load_progress.ts";

@@ -33,6 +33,7 @@ import { isAbsolute, join } from "node:path";
 import { runInitSeed } from "../model_source.ts";
 import type { PayloadService } from "../../net/p2p/mod.ts";
 import { type FetchedModel, fetchModel, ModelUnavailableError } from "./fetch.ts";
+import type { ModelLoadProgress } from "./load_progress.ts";
 import { type ServedModel, weightBytes } from "./serve.ts";
 import type { PublicKeyBytes } from "../../common/mod.ts";
 import { downloadHubRepo } from "./hub_download.ts";
@@ -111,6 +112,8 @@ export interface LoadRunModelOptions {
   readonly hubDownload?: HubDownloadTarget | null;
   /** How long each peer may take to hand over its manifest (fetch.ts default). */
   readonly manifestTimeoutMs?: number;
+  /** Hears how far a peer fetch, a seeded init and each digest got (load_progress.ts). */
+  readonly progress?: ModelLoadProgress;
   readonly signal?: AbortSignal;
 }
 
@@ -138,8 +141,14 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
   ): Promise<RunModel | null> => {
     const seeded = read.weights === null;
     const weights = read.weights ??
-      await initParamsParallel(read.layout, { config: read.config, seed: runInitSeed(runId) });
-    const digest = digestBytes(weightBytes({ ...read, weights }));
+      await initParamsParallel(read.layout, {
+        config: read.config,
+        seed: runInitSeed(runId),
+        onProgress: options.progress?.("seeded_init"),
+      });
+    const digest = digestBytes(weightBytes({ ...read, weights }), {
+      onProgress: options.progress?.("digest"),
+    });
     const what = `${seeded ? "the seeded init of" : "the weights in"} ${origin}`;
     if (recordedDigest !== null && digest !== recordedDigest) {
       refusals.push(
@@ -196,6 +205,7 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
         step,
         expectedDigest: recordedDigest,
         manifestTimeoutMs: options.manifestTimeoutMs,
+        progress: options.progress,
         signal: options.signal,
       });
       return {

@@ -12,6 +12,7 @@ import {
   UnsupportedCheckpointError,
 } from "./run_model.ts";
 import { serveModel, weightBytes } from "./serve.ts";
+import type { ModelLoadPhase, ModelLoadProgress } from "./load_progress.ts";
 import { FakeHub } from "../testing/fake_hub.ts";
 import { uploadCheckpoint } from "../checkpoints/mod.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
@@ -53,6 +54,25 @@ async function setup(served: { step: number; weights: Float32Array } | null) {
 
 const digestOf = (weights: Float32Array) => digestBytes(weightBytes({ weights }));
 
+/** A `progress` option that keeps every report, and the phases in the order they began. */
+function progressRecorder() {
+  const reports: { phase: ModelLoadPhase; done: number; total: number }[] = [];
+  const phases: ModelLoadPhase[] = [];
+  const progress: ModelLoadProgress = (phase) => {
+    phases.push(phase);
+    return (done, total) => reports.push({ phase, done, total });
+  };
+  /** The reports of `phase`, checked to grow and to end at their total. */
+  const of = (phase: ModelLoadPhase) => {
+    const own = reports.filter((r) => r.phase === phase);
+    assert.ok(own.length > 0, `no ${phase} report`);
+    assert.ok(own.every((r, i) => i === 0 || r.done > own[i - 1].done), `${phase} grows`);
+    assert.equal(own.at(-1)!.done, own.at(-1)!.total, `${phase} ends at its total`);
+    return own;
+  };
+  return { progress, phases, of };
+}
+
 Deno.test("a fresh run takes what its checkpoint says: seeded init, weights, override", async () => {
   const env = await setup(null);
   try {
@@ -60,8 +80,16 @@ Deno.test("a fresh run takes what its checkpoint says: seeded init, weights, ove
     await writeModelDir(join(env.dir, "repo"), fresh);
     await Deno.remove(join(env.dir, "repo", "model.safetensors"));
     const start = { ...env.base, step: 1, recordedDigest: null };
-    const seeded = await loadRunModel({ ...start, checkpoint: { kind: "Hub", repo } });
+    const seen = progressRecorder();
+    const seeded = await loadRunModel({
+      ...start,
+      checkpoint: { kind: "Hub", repo },
+      progress: seen.progress,
+    });
     assert.equal(seeded.source, "seeded");
+    assert.deepEqual(seen.phases, ["seeded_init", "digest"]);
+    assert.equal(seen.of("seeded_init").at(-1)!.total, 4 * fresh.layout.paramCount);
+    assert.equal(seen.of("digest").at(-1)!.total, seeded.weights.byteLength);
     const init = initParams(fresh.layout, fresh.config, runInitSeed("run"));
     assert.deepEqual(seeded.weights, init);
     assert.equal(seeded.digest, digestOf(init));
@@ -91,13 +119,18 @@ Deno.test("a P2P epoch takes the peers' model; with a record, only the recorded 
   const trained = tinyModel(21);
   const env = await setup({ step: 9, weights: trained.weights });
   try {
+    const seen = progressRecorder();
     const p2p = await loadRunModel({
       ...env.base,
       checkpoint: { kind: "P2P", repo },
       step: 9,
       recordedDigest: digestOf(trained.weights),
+      progress: seen.progress,
     });
     assert.equal(p2p.source, "p2p");
+    assert.deepEqual(seen.phases, ["fetch", "digest"]);
+    assert.ok(seen.of("fetch").length > 1, "a report per blob");
+    assert.equal(seen.of("digest").at(-1)!.total, trained.weights.byteLength);
     assert.deepEqual(p2p.weights, trained.weights);
     assert.match(p2p.origin, /^p2p:[0-9a-f]{64}$/);
     assert.ok(p2p.served !== null);

@@ -289,6 +289,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "lagging":
     case "eval":
     case "eval_disabled":
+    case "model_load":
     case "model_upload":
       return view; // a notice (warn/error) or nothing the screen shows
     default: {

@@ -270,6 +270,11 @@ export interface FetchModelOptions {
     maxBytes: number;
     elements: (bytes: Uint8Array) => ReadonlyMap<string, number>;
   };
+  /**
+   * Hears after every blob the bytes fetched so far and the manifest's total: a 1B model's
+   * 4.9 GB take minutes over most links.
+   */
+  onProgress?: (doneBytes: number, totalBytes: number) => void;
 }
 
 /**
@@ -358,6 +363,8 @@ export async function fetchModel(
   const ranked = service.rankProviders(providers, sizes.reduce((a, b) => a + b, 0));
   const starts = spreadOverProviders(sizes, ranked.providers.length > 0 ? ranked.weights : [1]);
   const position = new Map(entries.map((entry, i) => [entry, i]));
+  const totalBytes = sizes.reduce((a, b) => a + b, 0);
+  let doneBytes = 0;
   const fetchEntry = async (entry: ManifestEntry) => {
     // Each tensor starts at the provider its share went to; the rest back it up, best first.
     const first = ranked.providers[starts[position.get(entry)!] ?? 0];
@@ -368,6 +375,8 @@ export async function fetchModel(
       expectedSize: entry.size,
       provideAs: reshare ? { name: entry.name } : undefined,
     });
+    doneBytes += bytes.byteLength;
+    options.onProgress?.(doneBytes, totalBytes);
     return [entry.name, bytes] as const;
   };
   const first: (readonly [string, Uint8Array])[] = [];

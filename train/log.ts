@@ -68,10 +68,27 @@ export interface EvalRecord {
   sequences: number;
 }
 
-/** How far the upload of the start weights got (a seeded start, a checkpoint's weights). */
+/**
+ * How far an upload to the GPU got: the start weights (a seeded start, a checkpoint's weights),
+ * or a resumed run's optimizer state.
+ */
 export interface UploadRecord {
-  /** `seeded`: generated in chunks; `weights`: read from a checkpoint or held on the host. */
-  what: "seeded" | "weights";
+  /**
+   * `seeded`: generated in chunks; `weights`: read from a checkpoint or held on the host;
+   * `optimizer`: the optimizer state read from the resumed checkpoint.
+   */
+  what: "seeded" | "weights" | "optimizer";
+  doneBytes: number;
+  totalBytes: number;
+  mbPerSec: number;
+}
+
+/** How far a checkpoint save got: bytes read off the GPU and written, weights and optimizer. */
+export interface SaveProgressRecord {
+  /** Optimizer steps done in the state being saved. */
+  step: number;
+  /** The checkpoint folder. */
+  path: string;
   doneBytes: number;
   totalBytes: number;
   mbPerSec: number;
@@ -100,8 +117,10 @@ export interface CorpusRecord {
 /** Receives the trainer's progress. */
 export interface TrainLogger {
   corpus(record: CorpusRecord): void;
-  /** Progress of the weights' upload: at most every few seconds, and at its end. */
+  /** Progress of an upload (weights, optimizer state): at most every few seconds, and at its end. */
   upload(record: UploadRecord): void;
+  /** Progress of a checkpoint save: at most every few seconds, and at its end. */
+  saveProgress(record: SaveProgressRecord): void;
   start(info: StartInfo): void;
   step(record: StepRecord): void;
   eval(record: EvalRecord): void;
@@ -112,7 +131,9 @@ export interface TrainLogger {
 /**
  * One JSON object per line in the log schema of docs/logs.md (`logLine`: `time`, `level`,
  * snake_case `event` and fields, the client's names for the same things): `build_corpus`,
- * `upload` while the start weights go to the GPU, `start`, `step` per optimizer step, `eval` per evaluation, `checkpoint` per save, `end`.
+ * `upload` while the start weights (and a resumed optimizer state) go to the GPU, `start`, `step` per
+ * optimizer step, `eval` per evaluation, `checkpoint_progress` while a checkpoint is written,
+ * `checkpoint` per save, `end`.
  * Every event is `info`: the trainer reports failures on stderr and by its exit status.
  */
 export function jsonLogger(
@@ -126,6 +147,14 @@ export function jsonLogger(
     upload: (r) =>
       log("upload", {
         what: r.what,
+        done_bytes: r.doneBytes,
+        total_bytes: r.totalBytes,
+        mb_per_sec: r.mbPerSec,
+      }),
+    saveProgress: (r) =>
+      log("checkpoint_progress", {
+        step: r.step,
+        dir: r.path,
         done_bytes: r.doneBytes,
         total_bytes: r.totalBytes,
         mb_per_sec: r.mbPerSec,
@@ -171,6 +200,13 @@ export function jsonLogger(
   };
 }
 
+/** What a person reads for each kind of upload. */
+const UPLOAD_WORDS: Record<UploadRecord["what"], string> = {
+  seeded: "seeding the weights on the GPU",
+  weights: "uploading the weights",
+  optimizer: "uploading the optimizer state",
+};
+
 /** Human-readable lines. */
 export function consoleLogger(write: (line: string) => void): TrainLogger {
   return {
@@ -178,7 +214,16 @@ export function consoleLogger(write: (line: string) => void): TrainLogger {
     upload: (r) =>
       write(
         uploadProgressLine(
-          r.what === "seeded" ? "seeding the weights on the GPU" : "uploading the weights",
+          UPLOAD_WORDS[r.what],
+          r.doneBytes,
+          r.totalBytes,
+          r.mbPerSec,
+        ),
+      ),
+    saveProgress: (r) =>
+      write(
+        uploadProgressLine(
+          `saving the checkpoint of step ${r.step}`,
           r.doneBytes,
           r.totalBytes,
           r.mbPerSec,

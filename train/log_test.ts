@@ -113,3 +113,38 @@ Deno.test("consoleLogger writes readable lines", () => {
     ["5s", "1m05s", "1h02m", "?"],
   );
 });
+
+Deno.test("a save's and an optimizer upload's progress: a line for a person, a JSON event", () => {
+  const record = {
+    step: 7,
+    path: "ck",
+    doneBytes: 2 ** 30,
+    totalBytes: 4 * 2 ** 30,
+    mbPerSec: 512,
+  };
+  const human: string[] = [];
+  consoleLogger((l) => human.push(l)).saveProgress(record);
+  consoleLogger((l) => human.push(l)).upload({
+    what: "optimizer",
+    doneBytes: 2 ** 20,
+    totalBytes: 2 ** 21,
+    mbPerSec: 40,
+  });
+  assert.deepEqual(human, [
+    "saving the checkpoint of step 7: 1.00 of 4.00 GiB (25%), 512 MB/s",
+    "uploading the optimizer state: 1.00 of 2.00 MiB (50%), 40 MB/s",
+  ]);
+  const json: string[] = [];
+  jsonLogger((l) => json.push(l), () => 0).saveProgress(record);
+  assert.equal(logSchemaProblem(json[0]), null);
+  assert.deepEqual(JSON.parse(json[0]), {
+    time: "1970-01-01T00:00:00.000Z",
+    level: "info",
+    event: "checkpoint_progress",
+    step: 7,
+    dir: "ck",
+    done_bytes: 2 ** 30,
+    total_bytes: 4 * 2 ** 30,
+    mb_per_sec: 512,
+  });
+});

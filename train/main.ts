@@ -15,7 +15,7 @@ import { type LrScheduleName, TRAIN_SPEC, type TrainOptions, trainOptions } from
 import { openTrainingCheckpoint, optimizerGeometry } from "./checkpoint.ts";
 import { restoreTrainingStreamed } from "./streamed_load.ts";
 import { saveTraining } from "./streamed_save.ts";
-import { consoleLogger, jsonLogger, type SaveRecord } from "./log.ts";
+import { consoleLogger, jsonLogger, type SaveRecord, type UploadRecord } from "./log.ts";
 import { nextSequence, type TrainerState, TrainerStateError } from "./train_state.ts";
 import { runTraining } from "./trainer.ts";
 import { checkTrainingMemory } from "./memory_plan.ts";
@@ -194,7 +194,7 @@ export async function train(
       slots: options.totalBatch / options.microBatch,
       recompute: options.recompute,
     });
-    const progress = (what: "seeded" | "weights") =>
+    const progress = (what: UploadRecord["what"]) =>
       throttledProgress(
         (doneBytes, totalBytes, mbPerSec) =>
           logger.upload({ what, doneBytes, totalBytes, mbPerSec }),
@@ -226,7 +226,10 @@ export async function train(
     if (resumed !== null) {
       const lastLr = learningRate(schedule, resumed.trainer.step);
       // Read a chunk at a time into the optimizer's buffers, as the weights were.
-      await restoreTrainingStreamed(parts, resumed.optimizer, { lastLr });
+      await restoreTrainingStreamed(parts, resumed.optimizer, {
+        lastLr,
+        onProgress: progress("optimizer"),
+      });
     }
     logger.start({
       model: options.model,
@@ -247,8 +250,9 @@ export async function train(
     let savedTo: string | null = null;
     const save = async (step: number, lastLr: number, reason: SaveRecord["reason"]) => {
       if (options.savePath === null) return;
+      const path = options.savePath;
       // Streamed off the GPU a chunk at a time: the host never holds the model for a save.
-      await saveTraining(options.savePath, parts, {
+      await saveTraining(path, parts, {
         config,
         layout,
         trainer: trainerState(step),
@@ -256,9 +260,15 @@ export async function train(
         lastLr,
         dtype: options.saveDtype,
         maxShardBytes: options.maxShardBytes,
+        // A 1B model's save with AdamW reads and writes 14.9 GB: seconds to minutes.
+        onProgress: throttledProgress(
+          (doneBytes, totalBytes, mbPerSec) =>
+            logger.saveProgress({ step, path, doneBytes, totalBytes, mbPerSec }),
+          () => performance.now(),
+        ),
       });
-      savedTo = options.savePath;
-      logger.save({ step, path: options.savePath, reason });
+      savedTo = path;
+      logger.save({ step, path, reason });
     };
     const result = await runTraining(
       {

@@ -67,7 +67,18 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
     const lines = raw.map((l) => JSON.parse(l));
     assert.deepEqual(
       lines.map((l) => l.event),
-      ["upload", "start", "step", "step", "eval", "step", "eval", "checkpoint", "end"],
+      [
+        "upload",
+        "start",
+        "step",
+        "step",
+        "eval",
+        "step",
+        "eval",
+        "checkpoint_progress",
+        "checkpoint",
+        "end",
+      ],
     );
     const evals = lines.filter((l) => l.event === "eval");
     assert.deepEqual(evals.map((l) => [l.step, l.sequences]), [[2, 4], [3, 4]]);

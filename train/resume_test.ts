@@ -76,6 +76,11 @@ for (const optimizer of ["adamw", "distro"]) {
         reason: "interrupt",
       });
       assert.equal(events.at(-1).interrupted, true);
+      // The save said how far it got (throttled: here only its end), before it said it was done.
+      const { time: _t, ...saving } = events.at(-3);
+      assert.equal(saving.event, "checkpoint_progress");
+      assert.deepEqual([saving.step, saving.dir], [5, `${dir}/resumable`]);
+      assert.ok(saving.total_bytes > 0 && saving.done_bytes === saving.total_bytes);
       const saved = await readTrainingCheckpoint(`${dir}/resumable`, {
         optimizer: optimizer as "adamw" | "distro",
         chunking: { chunk: 16, topk: 4 },
@@ -83,10 +88,15 @@ for (const optimizer of ["adamw", "distro"]) {
       assert.equal(saved.trainer.step, 5);
       assert.equal(saved.trainer.data.nextSequence, (5 * 4) % 7);
       // Resumed into the same folder (the default save path of --resume).
+      const resumedLines: string[] = [];
       const second = await train(options(dir, optimizer, [`--resume=${dir}/resumable`]), {
-        write: () => {},
+        write: (l) => resumedLines.push(l),
       });
       assert.equal(second.lastStep, 10);
+      // The weights, then the optimizer state, went up with their progress said.
+      const uploads = resumedLines.map((l) => JSON.parse(l)).filter((e) => e.event === "upload");
+      assert.deepEqual(uploads.map((e) => e.what), ["weights", "optimizer"]);
+      assert.ok(uploads.every((e) => e.total_bytes > 0 && e.done_bytes === e.total_bytes));
       assert.deepEqual([...first.losses, ...second.losses], straight.losses);
       for (const file of [WEIGHTS_FILE, OPTIMIZER_FILE, TRAINER_STATE_FILE]) {
         assert.deepEqual(

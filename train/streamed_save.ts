@@ -65,6 +65,12 @@ export interface SaveOptions {
   maxShardBytes?: number;
   /** Floats read and written at a time (default {@link SAVE_CHUNK_FLOATS}). */
   chunkFloats?: number;
+  /**
+   * Hears after every chunk the bytes read off the GPU and written so far, of the parameters
+   * and the optimizer state together (4 per float): 14.9 GB for a 1B model with AdamW, seconds
+   * to minutes.
+   */
+  onProgress?: (doneBytes: number, totalBytes: number) => void;
 }
 
 /**
@@ -90,20 +96,30 @@ export async function saveTraining(
   await settle.submit();
   try {
     const state = optimizer.stateBuffers();
+    let doneBytes = 0, totalBytes = 0;
+    // Counted as the chunks come off the GPU: each tensor is read once, a chunk at a time.
+    const read: RangeReader = async (flat, start, count) => {
+      const bytes = await readRange(rt, flat, { start, count, signal });
+      doneBytes += bytes.byteLength;
+      options.onProgress?.(doneBytes, totalBytes);
+      return bytes;
+    };
+    const optimizerFile = streamedOptimizer(state, {
+      geometry: options.geometry,
+      chunkFloats,
+      read,
+    });
+    totalBytes = 4 * (options.layout.paramCount + optimizerFile.floats);
     await writeDirAtomically(dir, async (tmp) => {
       await writeModelDir(tmp, {
         config: options.config,
         layout: options.layout,
-        weights: async (start, count) =>
-          new Float32Array(await readRange(rt, model.params, { start, count, signal })),
+        weights: async (start, count) => new Float32Array(await read(model.params, start, count)),
         dtype,
         maxShardBytes: options.maxShardBytes,
         chunkFloats,
       });
-      await writeSafetensorsStreamed(
-        `${tmp}/${OPTIMIZER_FILE}`,
-        streamedOptimizer(rt, state, { geometry: options.geometry, chunkFloats, signal }),
-      );
+      await writeSafetensorsStreamed(`${tmp}/${OPTIMIZER_FILE}`, optimizerFile);
       // Written last: its presence marks a complete resumable checkpoint.
       await Deno.writeTextFile(`${tmp}/${TRAINER_STATE_FILE}`, encodeTrainerState(options.trainer));
     });
@@ -114,13 +130,18 @@ export async function saveTraining(
   }
 }
 
-/** `optimizer.safetensors`' tensors, each read off its GPU buffer a chunk at a time. */
+/** Reads the bytes of 4-byte elements `[start, start + count)` of `flat` off the GPU. */
+type RangeReader = (flat: SegmentedBuffers, start: number, count: number) => Promise<ArrayBuffer>;
+
+/**
+ * `optimizer.safetensors`' tensors, each read off its GPU buffer a chunk at a time, and the
+ * floats they hold.
+ */
 function streamedOptimizer(
-  rt: GpuRuntime,
   state: OptimizerStateBuffers,
-  options: { geometry: OptimizerGeometry; chunkFloats: number; signal?: AbortSignal },
-): { tensors: StreamedTensor[]; metadata: Record<string, string> } {
-  const { chunkFloats, signal } = options;
+  options: { geometry: OptimizerGeometry; chunkFloats: number; read: RangeReader },
+): { tensors: StreamedTensor[]; metadata: Record<string, string>; floats: number } {
+  const { chunkFloats, read } = options;
   const plan = optimizerFilePlan(
     state.kind === "adamw" ? state : { kind: "distro", hasOwn: state.own !== null },
     options.geometry,
@@ -134,11 +155,12 @@ function streamedOptimizer(
       const flat = buffers(t.array);
       for (let done = 0; done < t.count; done += chunkFloats) {
         const count = Math.min(chunkFloats, t.count - done);
-        yield new Uint8Array(await readRange(rt, flat, { start: t.start + done, count, signal }));
+        yield new Uint8Array(await read(flat, t.start + done, count));
       }
     },
   }));
-  return { tensors, metadata: plan.metadata };
+  const floats = plan.tensors.reduce((n, t) => n + t.count, 0);
+  return { tensors, metadata: plan.metadata, floats };
 }
 
 /** The bytes of 4-byte elements `[start, start + count)` of `flat`, inside one segment. */

@@ -81,6 +81,7 @@ for (const { kind, split, dtype, shards } of cases) {
       }, { geometry, dtype, maxShardBytes });
       // The parameters as the run holds them (DisTrO: with the next step's lookahead applied).
       const running = await parts.model.readParams();
+      const reports: [number, number][] = [];
       await saveTraining(`${dir}/streamed`, parts, {
         config: TINY_CONFIG,
         layout: TINY_LAYOUT,
@@ -90,7 +91,14 @@ for (const { kind, split, dtype, shards } of cases) {
         dtype,
         maxShardBytes,
         chunkFloats: CHUNK_FLOATS,
+        onProgress: (done, total) => reports.push([done, total]),
       });
+      // Said after every chunk, up to the parameters and the optimizer state in full.
+      assert.ok(reports.length > 10, `${reports.length} reports`);
+      assert.ok(reports.every(([d], i) => i === 0 || d > reports[i - 1][0]), "growing");
+      const [done, total] = reports.at(-1)!;
+      assert.equal(done, total);
+      assert.ok(total >= 3 * 4 * TINY_LAYOUT.paramCount || kind === "distro", `${total} bytes`);
       const whole = await files(`${dir}/whole`);
       const streamed = await files(`${dir}/streamed`);
       assert.deepEqual([...streamed.keys()], [...whole.keys()], "the same files");

@@ -495,7 +495,20 @@ export class TrainingClient {
         const trainer = this.#need();
         const runId = this.#state?.runId ?? "run";
         const dir = `${this.#o.checkpointDir}/${runId}-step${intent.step}`;
-        await trainer.save(dir);
+        // A 1B model's 4.9 GB take seconds to minutes to read back and write.
+        await trainer.save(dir, {
+          onProgress: throttledProgress(
+            (done, total, rate) =>
+              logger.log("checkpoint_progress", {
+                step: intent.step,
+                dir,
+                done_bytes: done,
+                total_bytes: total,
+                mb_per_sec: rate,
+              }),
+            () => performance.now(),
+          ),
+        });
         logger.log("checkpoint", { step: intent.step, dir });
         // The digest of what was written: an upload is reported only for the run's parameters.
         const digest = intent.upload ? await trainer.paramsHash() : "";

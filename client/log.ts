@@ -212,6 +212,17 @@ export interface ClientEvents {
     peers: number;
     coordinator_bytes_received?: number;
   };
+  /**
+   * A checkpoint of `step` being read off the GPU and written to `dir` (every 5 s and at the
+   * end), before its `checkpoint`.
+   */
+  checkpoint_progress: {
+    step: number;
+    dir: string;
+    done_bytes: number;
+    total_bytes: number;
+    mb_per_sec: number;
+  };
   checkpoint: { step: number; dir: string };
   /**
    * With `--hub-repo`, at each Cooldown checkpoint: whether this client is one of the Cooldown's
@@ -470,6 +481,13 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
         `${e.addresses.join(", ") || "nothing yet"})`;
     case "traffic":
       return `sent ${e.bytes_sent} bytes, received ${e.bytes_received} bytes, ${e.peers} peers`;
+    case "checkpoint_progress":
+      return uploadProgressLine(
+        `writing the checkpoint of step ${e.step}`,
+        e.done_bytes,
+        e.total_bytes,
+        e.mb_per_sec,
+      );
     case "checkpoint":
       return `checkpoint of step ${e.step} written to ${e.dir}`;
     case "checkpointer":

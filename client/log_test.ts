@@ -86,3 +86,17 @@ Deno.test("model_load: a line per phase for a person, its fields as they are in 
     ...fields,
   });
 });
+
+Deno.test("checkpoint_progress: how far a checkpoint's write got, as model_upload says it", () => {
+  const lines: string[] = [];
+  consoleClientLogger((l) => lines.push(l), () => 0).log("checkpoint_progress", {
+    step: 12,
+    dir: "ck/run-step12",
+    done_bytes: 3 * 2 ** 20,
+    total_bytes: 12 * 2 ** 20,
+    mb_per_sec: 700,
+  });
+  assert.deepEqual(lines, [
+    "1970-01-01T00:00:00.000Z writing the checkpoint of step 12: 3.00 of 12.00 MiB (25%), 700 MB/s",
+  ]);
+});

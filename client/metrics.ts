@@ -333,6 +333,7 @@ export function reduceClientMetrics(
     case "eval_disabled":
     case "model_load":
     case "model_upload":
+    case "checkpoint_progress":
       return m;
     default: {
       const unreachable: never = e;

@@ -398,13 +398,33 @@ export class NetworkTrainer implements Disposable {
 
   /**
    * Writes `config.json` + `model.safetensors` (f32) to `dir` atomically: into a temporary
-   * folder beside it, then renamed into place, so `dir` is never half written.
+   * folder beside it, then renamed into place, so `dir` is never half written. The parameters
+   * are read off the GPU a chunk at a time as they are written (the host holds one chunk, not a
+   * 1B model's 4.9 GB), and `onProgress` hears the bytes written after every chunk.
    */
-  async save(dir: string): Promise<void> {
-    const weights = await this.model.readParams();
+  async save(
+    dir: string,
+    options: { onProgress?: UploadProgress; chunkFloats?: number; signal?: AbortSignal } = {},
+  ): Promise<void> {
+    const { params } = this.model;
+    const totalBytes = 4 * this.layout.paramCount;
+    let doneBytes = 0;
+    const weights = async (start: number, count: number) => {
+      // writeModelDir reads inside one tensor, so inside one segment.
+      const bytes = await this.rt.readBytes(params.slice(start, count), { signal: options.signal });
+      doneBytes += bytes.byteLength;
+      options.onProgress?.(doneBytes, totalBytes);
+      return new Float32Array(bytes);
+    };
     await writeDirAtomically(
       dir,
-      (tmp) => writeModelDir(tmp, { config: this.config, layout: this.layout, weights }),
+      (tmp) =>
+        writeModelDir(tmp, {
+          config: this.config,
+          layout: this.layout,
+          weights,
+          chunkFloats: options.chunkFloats,
+        }),
     );
   }
 

@@ -3,7 +3,7 @@ import { loadModel } from "./model_source.ts";
 import { NetworkTrainer, wrappedRanges } from "./trainer.ts";
 import { LocalDataProvider } from "../data/mod.ts";
 import { digestBytes, GpuRuntime } from "../shaders/mod.ts";
-import { decodeBf16, encodeBf16 } from "../model/mod.ts";
+import { decodeBf16, encodeBf16, readModelDir } from "../model/mod.ts";
 import { decodePayload, type DistroResult, encodePayload } from "../optimizer/mod.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
@@ -137,6 +137,47 @@ Deno.test({
       }
       assert.equal(results[0], results[1], "rounding twice, split or not, gives the same bits");
       await data.close();
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "NetworkTrainer.save: streams the parameters off the GPU, split or not, saying how far it got",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const { data, model, trainer: build } = await tinySetup(dir, 1);
+      await data.close();
+      const cap = Math.max(...model.layout.entries.map((e) => e.size)) * 4;
+      for (const maxBufferBytes of [undefined, cap]) {
+        using rt = await GpuRuntime.create(maxBufferBytes ? { maxBufferBytes } : {});
+        using trainer = build(rt, {
+          chunk: 64,
+          topk: 4,
+          decay: 0.999,
+          weightDecay: null,
+          clipGradNorm: null,
+          quantize1bit: true,
+        });
+        const reports: number[] = [];
+        const out = `${dir}/ck-${maxBufferBytes ?? "whole"}`;
+        await trainer.save(out, {
+          chunkFloats: 1000,
+          onProgress: (done, total) => {
+            assert.equal(total, 4 * model.layout.paramCount);
+            reports.push(done);
+          },
+        });
+        assert.ok(reports.length > 10, `${reports.length} reports`);
+        assert.equal(reports.at(-1), 4 * model.layout.paramCount);
+        const saved = await readModelDir(out);
+        assert.deepEqual(saved.weights, await trainer.model.readParams());
+      }
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

@@ -291,6 +291,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "eval_disabled":
     case "model_load":
     case "model_upload":
+    case "checkpoint_progress":
       return view; // a notice (warn/error) or nothing the screen shows
     default: {
       const unreachable: never = e;

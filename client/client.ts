@@ -793,7 +793,18 @@ export class TrainingClient {
     if (fresh) {
       const clients = Math.max(1, state.epochState.clients.length);
       const sequences = Math.ceil(config.globalBatchSizeEnd / clients);
-      const timing = await trainer.warmUp(model.weights, sequences, this.#signal);
+      const timing = await trainer.warmUp(model.weights, sequences, this.#signal, {
+        onStage: (stage, n) => this.#o.logger.log("warmup_stage", { stage, sequences: n }),
+        onProgress: throttledProgress(
+          (done, total, rate) =>
+            this.#o.logger.log("model_upload", {
+              done_bytes: done,
+              total_bytes: total,
+              mb_per_sec: rate,
+            }),
+          () => performance.now(),
+        ),
+      });
       this.#o.logger.log("warmup", {
         first_step_ms: timing.firstMs,
         step_ms: timing.stepMs,

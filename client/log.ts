@@ -10,6 +10,7 @@
 import { type LogLevel, logLine } from "../cli/entry.ts";
 import { uploadProgressLine } from "../model/mod.ts";
 import type { ModelLoadPhase } from "./model_sharing/mod.ts";
+import type { WarmUpStage } from "./trainer.ts";
 
 /** Every event the client logs, with its fields. */
 export interface ClientEvents {
@@ -27,6 +28,13 @@ export interface ClientEvents {
   };
   /** The model's memory plan (model/memory_plan.ts), before its buffers are made. */
   memory_plan: { fits: boolean; peak_bytes: number; lines: string[] };
+  /**
+   * A stage of the warm-up begins (NetworkTrainer.warmUp): `first_step` builds every GPU
+   * pipeline with a dry step of `sequences` sequences, `second_step` times one, `restore` writes
+   * the loaded parameters back (its progress as `model_upload`). Each takes seconds to minutes
+   * for a 1B model.
+   */
+  warmup_stage: { stage: WarmUpStage; sequences: number };
   /** The GPU pipelines are built and a dry step ran: what a step costs on this machine. */
   warmup: {
     /** The first dry step: pipeline builds included. */
@@ -356,6 +364,13 @@ const MODEL_LOAD_WORDS: Record<ModelLoadPhase, string> = {
   digest: "checking the model's digest",
 };
 
+/** What a person reads as each warm-up stage begins. */
+const WARMUP_STAGE_WORDS: Record<WarmUpStage, (sequences: number) => string> = {
+  first_step: (n) => `warming up: building the GPU pipelines with a dry step of ${n} sequences`,
+  second_step: (n) => `warming up: timing a second dry step of ${n} sequences`,
+  restore: () => "warming up: putting the loaded parameters back on the GPU",
+};
+
 const fmt = (x: number, digits = 4) => (Number.isFinite(x) ? x.toFixed(digits) : String(x));
 
 /** The human line for an event. */
@@ -376,6 +391,8 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       })`;
     case "memory_plan":
       return e.lines.join("\n");
+    case "warmup_stage":
+      return WARMUP_STAGE_WORDS[e.stage](e.sequences);
     case "warmup":
       return `ready to train: a step takes ${fmt(e.step_ms / 1000, 1)} s here (the first, ` +
         `building the GPU pipelines, ${fmt(e.first_step_ms / 1000, 1)} s); the run allows ` +

@@ -100,3 +100,14 @@ Deno.test("checkpoint_progress: how far a checkpoint's write got, as model_uploa
     "1970-01-01T00:00:00.000Z writing the checkpoint of step 12: 3.00 of 12.00 MiB (25%), 700 MB/s",
   ]);
 });
+
+Deno.test("warmup_stage: a line as each stage of the warm-up begins", () => {
+  const lines: string[] = [];
+  const log = consoleClientLogger((l) => lines.push(l.slice(25)), () => 0);
+  log.log("warmup_stage", { stage: "first_step", sequences: 8 });
+  log.log("warmup_stage", { stage: "restore", sequences: 8 });
+  assert.deepEqual(lines, [
+    "warming up: building the GPU pipelines with a dry step of 8 sequences",
+    "warming up: putting the loaded parameters back on the GPU",
+  ]);
+});

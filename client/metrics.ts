@@ -334,6 +334,7 @@ export function reduceClientMetrics(
     case "model_load":
     case "model_upload":
     case "checkpoint_progress":
+    case "warmup_stage":
       return m;
     default: {
       const unreachable: never = e;

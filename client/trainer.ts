@@ -74,6 +74,14 @@ export interface NetworkTrainerOptions {
   readonly verifying?: boolean;
 }
 
+/**
+ * The stages of {@link NetworkTrainer.warmUp}: the dry step that builds every pipeline, the one
+ * that measures a step, and the loaded parameters written back.
+ */
+export const WARMUP_STAGES = ["first_step", "second_step", "restore"] as const;
+/** One of {@link WARMUP_STAGES}. */
+export type WarmUpStage = typeof WARMUP_STAGES[number];
+
 /** One trained round. */
 export interface TrainedRound {
   readonly result: DistroResult;
@@ -311,11 +319,17 @@ export class NetworkTrainer implements Disposable {
    * then θ is written back from `weights` (the parameters just loaded) and δ is zeroed. The
    * first step pays for the pipeline builds, the second is what a training step costs here.
    * A client does this before it reports ready, so its first real step is not the slow one.
+   * For a 1B model each stage takes seconds to minutes: `onStage` hears as each begins, and
+   * `onProgress` how far the weights' upload back got.
    */
   async warmUp(
     weights: Float32Array,
     sequences: number,
     signal?: AbortSignal,
+    hooks: {
+      onStage?: (stage: WarmUpStage, sequences: number) => void;
+      onProgress?: UploadProgress;
+    } = {},
   ): Promise<{ firstMs: number; stepMs: number }> {
     const count = Math.max(1, Math.ceil(sequences / this.#microBatch)) * this.#microBatch;
     const seqLen = this.model.seqLen;
@@ -337,7 +351,9 @@ export class NetworkTrainer implements Disposable {
         data: zeros,
         signal,
       });
+    hooks.onStage?.("first_step", count);
     const first = await dry(0);
+    hooks.onStage?.("second_step", count);
     const second = await dry(1);
     // Decoded from its bytes, as a peer's result would be, so the decode path is warm too (a
     // dry step has no state chain: no digests).
@@ -345,7 +361,8 @@ export class NetworkTrainer implements Disposable {
     const result = decodePayload(encodePayload(second.result, plain), plain);
     await this.apply([result], 0);
     await this.paramsHash();
-    await this.upload(weights, { signal });
+    hooks.onStage?.("restore", count);
+    await this.upload(weights, { signal, onProgress: hooks.onProgress });
     await this.resetOptimizer();
     return { firstMs: first.ms, stepMs: second.ms };
   }

@@ -183,3 +183,37 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "NetworkTrainer.warmUp: says each stage as it begins, and how far the weights went back",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const { data, model, trainer: build } = await tinySetup(dir, 1);
+      await data.close();
+      using rt = await GpuRuntime.create();
+      using trainer = build(rt, {
+        chunk: 64,
+        topk: 4,
+        decay: 0.999,
+        weightDecay: null,
+        clipGradNorm: null,
+        quantize1bit: true,
+      });
+      const said: string[] = [];
+      await trainer.warmUp(model.weights, 2, undefined, {
+        onStage: (stage, sequences) => said.push(`${stage} ${sequences}`),
+        onProgress: (done, total) => said.push(`upload ${done === total}`),
+      });
+      // Stages in order; the upload's reports all follow `restore`, its last at the total.
+      const upload = said.indexOf("upload true");
+      assert.deepEqual(said.slice(0, 3), ["first_step 2", "second_step 2", "restore 2"]);
+      assert.ok(upload >= 3 && upload === said.length - 1, said.join(", "));
+      assert.deepEqual(await trainer.model.readParams(), model.weights, "the weights restored");
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});

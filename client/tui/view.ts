@@ -292,6 +292,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "model_load":
     case "model_upload":
     case "checkpoint_progress":
+    case "warmup_stage":
       return view; // a notice (warn/error) or nothing the screen shows
     default: {
       const unreachable: never = e;

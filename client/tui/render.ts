@@ -93,6 +93,8 @@ function runLines(view: TuiView): string[] {
           short(view.model.hash)
         } (step ${view.model.step})`,
     ),
+    // Only while a long phase is under way: it must not look like a hang.
+    ...(view.activity === null ? [] : [row("now", view.activity)]),
   ];
 }
 

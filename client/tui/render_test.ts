@@ -211,3 +211,17 @@ Deno.test("render: the summary left on the normal screen says why and where it s
     "client stopped: no reason logged; no step trained",
   ]);
 });
+
+Deno.test("render: a long phase under way gets a row of its own, under the model", () => {
+  const view = reduceView(initialView({ runId: "r", coordinator: "c" }), {
+    event: "model_upload",
+    fields: { done_bytes: 2 ** 30, total_bytes: 2 ** 32, mb_per_sec: 300 },
+  }, T0);
+  const lines = renderLines(view, { columns: 80, rows: 24 });
+  const model = lines.indexOf("  model       not loaded");
+  assert.equal(
+    lines[model + 1],
+    "  now         uploading the model: 1.00 of 4.00 GiB (25%), 300 MB/s",
+  );
+  assert.ok(!renderLines(busyView(), { columns: 80, rows: 24 }).some((l) => l.startsWith("  now")));
+});

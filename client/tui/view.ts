@@ -95,6 +95,11 @@ export interface TuiView {
   } | null;
   /** `in sync`, `diverged: …`, `waiting for the model: …` (whether this client contributes). */
   readonly sync: string;
+  /**
+   * The long phase under way and how far it got (a model's fetch, seeded init, digest or upload,
+   * the warm-up, a checkpoint's write), as the log says it; null when none is.
+   */
+  readonly activity: string | null;
   /** Recent warnings and errors, oldest first (at most {@link NOTICE_HISTORY}). */
   readonly notices: readonly Notice[];
   /** Why the client stopped, once it did. */
@@ -117,6 +122,7 @@ export function initialView(o: { runId: string; coordinator: string }): TuiView 
     witness: null,
     apply: null,
     sync: "starting",
+    activity: null,
     notices: [],
     ended: null,
   };
@@ -166,6 +172,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
         ...view,
         model: { params: e.fields.params, hash: e.fields.params_hash, step: e.fields.params_step },
         sync: "in sync",
+        activity: null,
       };
     case "train": {
       const f = e.fields;
@@ -228,7 +235,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "diverged":
       return { ...view, sync: `diverged at step ${e.fields.step}: ${e.fields.reason}` };
     case "waiting_for_model":
-      return { ...view, sync: `waiting for the model of step ${e.fields.step}` };
+      return { ...view, sync: `waiting for the model of step ${e.fields.step}`, activity: null };
     case "resynced":
       return {
         ...view,
@@ -251,7 +258,14 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "reconnected":
       return { ...view, connection: "connected" };
     case "end":
-      return { ...view, ended: e.fields.reason };
+      return { ...view, ended: e.fields.reason, activity: null };
+    case "model_load":
+    case "model_upload":
+    case "warmup_stage":
+    case "checkpoint_progress":
+      return { ...view, activity: describeEvent(e.event, e.fields) };
+    case "checkpoint":
+      return { ...view, activity: null };
     case "metrics":
     case "memory_plan":
     case "warmup":
@@ -268,7 +282,6 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "relay_unreachable":
     case "too_slow":
     case "reachability":
-    case "checkpoint":
     case "checkpointer":
     case "hub_upload":
     case "hub_upload_phase":
@@ -289,10 +302,6 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "lagging":
     case "eval":
     case "eval_disabled":
-    case "model_load":
-    case "model_upload":
-    case "checkpoint_progress":
-    case "warmup_stage":
       return view; // a notice (warn/error) or nothing the screen shows
     default: {
       const unreachable: never = e;

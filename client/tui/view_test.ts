@@ -164,3 +164,30 @@ Deno.test("view: warnings and errors become notices with their time, the last NO
 Deno.test("view: end → why the client stopped", () => {
   assert.equal(fold([{ event: "end", fields: { reason: "interrupted" } }]).ended, "interrupted");
 });
+
+Deno.test("view: a long phase shows how far it got until the model, or its checkpoint, is done", () => {
+  const loading = fold([
+    {
+      event: "model_load",
+      fields: { phase: "fetch", done_bytes: 2 ** 29, total_bytes: 2 ** 31, mb_per_sec: 50 },
+    },
+  ]);
+  assert.equal(loading.activity, "fetching the model from peers: 0.50 of 2.00 GiB (25%), 50 MB/s");
+  const warming = reduceView(loading, {
+    event: "warmup_stage",
+    fields: { stage: "second_step", sequences: 4 },
+  }, 0);
+  assert.match(warming.activity ?? "", /timing a second dry step of 4 sequences/);
+  const loaded = reduceView(warming, {
+    event: "model",
+    fields: { folder: "f", weights: "seeded", params: 9, params_hash: "ff", params_step: 1 },
+  }, 0);
+  assert.equal(loaded.activity, null);
+  const saving = reduceView(loaded, {
+    event: "checkpoint_progress",
+    fields: { step: 3, dir: "d", done_bytes: 1, total_bytes: 2, mb_per_sec: 1 },
+  }, 0);
+  assert.match(saving.activity ?? "", /^writing the checkpoint of step 3/);
+  const saved = reduceView(saving, { event: "checkpoint", fields: { step: 3, dir: "d" } }, 0);
+  assert.equal(saved.activity, null);
+});

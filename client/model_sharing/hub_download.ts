@@ -54,6 +54,11 @@ export interface HubDownloadOptions {
   readonly stallTimeoutMs?: number;
   /** `fetch`, injectable for tests. */
   readonly fetch?: typeof fetch;
+  /**
+   * Called as each weights file (`model.safetensors` or a shard) starts; what it returns hears
+   * that file's bytes written so far and its size: a 1B model's 2.5-4.9 GB take minutes.
+   */
+  readonly progress?: (file: string) => (doneBytes: number, totalBytes: number) => void;
 }
 
 /** How long a request may wait for its answer or its next bytes, by default. */
@@ -107,6 +112,21 @@ export function watchedFetch(
   };
 }
 const COMMIT = /^[0-9a-f]{40}$/;
+
+/** Passes bytes through, telling `onProgress` the bytes passed so far of `total`. */
+function counting(
+  total: number,
+  onProgress: (doneBytes: number, totalBytes: number) => void,
+): TransformStream<Uint8Array, Uint8Array> {
+  let done = 0;
+  return new TransformStream({
+    transform(chunk, controller) {
+      done += chunk.byteLength;
+      onProgress(done, total);
+      controller.enqueue(chunk);
+    },
+  });
+}
 
 /** The resolve URL of one file of a repo at a revision. */
 export function hubFileUrl(
@@ -188,8 +208,15 @@ export async function downloadHubRepo(repo: HubRepo, options: HubDownloadOptions
     const target = join(snapshot, file);
     await Deno.mkdir(dirname(target), { recursive: true });
     const partial = `${target}.partial`;
+    const heard = file === CONFIG_FILE || file === INDEX_FILE
+      ? undefined
+      : options.progress?.(file);
     try {
-      await Deno.writeFile(partial, blob.stream(), { signal: options.signal });
+      const body = heard === undefined ? blob.stream() : blob.stream().pipeThrough(counting(
+        blob.size,
+        heard,
+      ));
+      await Deno.writeFile(partial, body, { signal: options.signal });
       await Deno.rename(partial, target);
     } catch (cause) {
       await Deno.remove(partial).catch(() => {});

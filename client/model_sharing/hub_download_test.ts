@@ -64,11 +64,22 @@ Deno.test("an unpinned repo resolves main's commit, writes refs/main; shards com
   const cache = await Deno.makeTempDir({ prefix: "hub_dl_" });
   try {
     const repo = { repoId: "owner/tiny", revision: null };
+    const heard = new Map<string, [number, number][]>();
     const snapshot = await downloadHubRepo(repo, {
       cacheDir: cache,
       endpoint: hub.url,
       token: TOKEN,
+      progress: (file) => {
+        heard.set(file, []);
+        return (done, total) => heard.get(file)!.push([done, total]);
+      },
     });
+    // Every shard said how far it got, up to its size; the config and the index are not counted.
+    assert.ok(heard.size > 1 && [...heard.keys()].every((f) => f.endsWith(".safetensors")));
+    for (const [file, reports] of heard) {
+      const size = (await Deno.stat(join(snapshot, file))).size;
+      assert.deepEqual(reports.at(-1), [size, size], file);
+    }
     assert.equal(snapshot, join(cache, "models--owner--tiny", "snapshots", revision));
     assert.equal(
       await Deno.readTextFile(join(cache, "models--owner--tiny", "refs", "main")),

@@ -264,7 +264,12 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
       : join(download.cacheDir, hfCacheFolderName(repo.repoId), "snapshots", repo.revision);
     if (download !== null && local?.folder !== cached) {
       try {
-        const snapshot = await downloadHubRepo(repo, { ...download, signal: options.signal });
+        const progress = options.progress;
+        const snapshot = await downloadHubRepo(repo, {
+          ...download,
+          signal: options.signal,
+          progress: progress && (() => progress("download")),
+        });
         const model = await fromFolder(
           `${snapshot} (${where}, downloaded)`,
           await readModelDir(snapshot),

@@ -286,7 +286,9 @@ Deno.test("a stale mirror of the repo gives way to the revision downloaded", asy
       token: "hf_x",
     });
     await writeModelDir(join(env.dir, "mirror", "owner", "tiny"), tinyModel(5)); // older weights
+    const seen = progressRecorder();
     const loaded = await loadRunModel({
+      progress: seen.progress,
       ...env.base,
       hub: { baseDir: env.dir, hubDir: "mirror" },
       providers: [],
@@ -297,6 +299,14 @@ Deno.test("a stale mirror of the repo gives way to the revision downloaded", asy
     });
     assert.deepEqual(loaded.weights, trained.weights);
     assert.match(loaded.origin, /hf-cache/);
+    // The mirror digested (and refused), the weights file downloaded, then digested.
+    assert.deepEqual(seen.phases, ["digest", "download", "digest"]);
+    assert.equal(
+      seen.of("download").at(-1)!.total,
+      (await Deno.stat(
+        join(loaded.origin, "model.safetensors"),
+      )).size,
+    );
     // Without the Hub, the mirror's mismatch is the error, naming both digests.
     hub.failing = true;
     await assert.rejects(

@@ -123,6 +123,24 @@ Deno.test({
       for (const l of logs) {
         assert.deepEqual(l.filter((e) => e.event === "error"), []);
         assert.equal(l.filter((e) => e.event === "checkpoint").length, 1);
+        // Each long phase said how far it got: the seeded init, its digest, the upload, the
+        // warm-up's stages and the checkpoint's write, in that order.
+        const said = l.map((e) =>
+          e.event === "model_load" ? `${e.event}:${(e.fields as { phase: string }).phase}` : e.event
+        ).filter((name) =>
+          /^(model_load|model_upload|warmup_stage|warmup|checkpoint_progress|checkpoint)(:|$)/.test(
+            name,
+          )
+        );
+        assert.deepEqual([...new Set(said)], [
+          "model_load:seeded_init",
+          "model_load:digest",
+          "model_upload",
+          "warmup_stage",
+          "warmup",
+          "checkpoint_progress",
+          "checkpoint",
+        ]);
         assert.ok(l.some((e) => e.event === "witness"), "both clients hold witness seats");
       }
     } finally {

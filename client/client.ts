@@ -546,7 +546,23 @@ export class TrainingClient {
       config: trainer.config,
       layout: trainer.layout,
       weights,
-    }, { step: intent.step, replaces: this.#served });
+    }, {
+      step: intent.step,
+      replaces: this.#served,
+      // Each phase throttled apart: a 1B model's take seconds each, at every Cooldown.
+      progress: (phase) =>
+        throttledProgress(
+          (done, total, rate) =>
+            this.#o.logger.log("model_snapshot_progress", {
+              step: intent.step,
+              phase,
+              done_bytes: done,
+              total_bytes: total,
+              mb_per_sec: rate,
+            }),
+          () => performance.now(),
+        ),
+    });
     this.#ledger.note(intent.step, this.#served.digest);
     this.#o.logger.log("model_snapshot", {
       epoch: intent.epoch,

@@ -9,7 +9,7 @@
  */
 import { type LogLevel, logLine } from "../cli/entry.ts";
 import { uploadProgressLine } from "../model/mod.ts";
-import type { ModelLoadPhase } from "./model_sharing/mod.ts";
+import type { ModelLoadPhase, SnapshotPhase } from "./model_sharing/mod.ts";
 import type { WarmUpStage } from "./trainer.ts";
 
 /** Every event the client logs, with its fields. */
@@ -117,6 +117,17 @@ export interface ClientEvents {
    * when this client rounded its f32 masters to bf16 first (the run's `snapshot_dtype`), then
    * their digest and the bytes of the blobs served (bf16 tensors count 2 bytes per value).
    */
+  /**
+   * The snapshot of step `step` under way, before its `model_snapshot` (every 5 s and at the end
+   * of each phase): the parameters digested, encoded into blobs, the blobs hashed.
+   */
+  model_snapshot_progress: {
+    step: number;
+    phase: SnapshotPhase;
+    done_bytes: number;
+    total_bytes: number;
+    mb_per_sec: number;
+  };
   model_snapshot: {
     epoch: number;
     /** The run step whose parameters these are (the next epoch's first). */
@@ -365,6 +376,13 @@ const MODEL_LOAD_WORDS: Record<ModelLoadPhase, string> = {
   digest: "checking the model's digest",
 };
 
+/** What a person reads for each phase of a `model_snapshot_progress`. */
+const SNAPSHOT_WORDS: Record<SnapshotPhase, string> = {
+  digest: "digesting the parameters",
+  encode: "encoding the blobs",
+  hash: "hashing the blobs",
+};
+
 /** What a person reads as each warm-up stage begins. */
 const WARMUP_STAGE_WORDS: Record<WarmUpStage, (sequences: number) => string> = {
   first_step: (n) => `warming up: building the GPU pipelines with a dry step of ${n} sequences`,
@@ -430,6 +448,13 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `EJECTED by verification at step ${e.step} (${e.cause}` +
         (e.evidence === "None" ? "" : `, ${e.evidence}`) +
         `); barred from the run until epoch ${e.barred_until}`;
+    case "model_snapshot_progress":
+      return uploadProgressLine(
+        `snapshot of step ${e.step}: ${SNAPSHOT_WORDS[e.phase]}`,
+        e.done_bytes,
+        e.total_bytes,
+        e.mb_per_sec,
+      );
     case "model_snapshot":
       return `serving the parameters of step ${e.step} (${
         e.rounded ? "rounded to bf16" : "as they are"

@@ -111,3 +111,17 @@ Deno.test("warmup_stage: a line as each stage of the warm-up begins", () => {
     "warming up: putting the loaded parameters back on the GPU",
   ]);
 });
+
+Deno.test("model_snapshot_progress: a line per phase of a snapshot", () => {
+  const lines: string[] = [];
+  consoleClientLogger((l) => lines.push(l.slice(25)), () => 0).log("model_snapshot_progress", {
+    step: 9,
+    phase: "hash",
+    done_bytes: 2 ** 30,
+    total_bytes: 2 ** 31,
+    mb_per_sec: 800,
+  });
+  assert.deepEqual(lines, [
+    "snapshot of step 9: hashing the blobs: 1.00 of 2.00 GiB (50%), 800 MB/s",
+  ]);
+});

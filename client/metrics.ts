@@ -335,6 +335,7 @@ export function reduceClientMetrics(
     case "model_upload":
     case "checkpoint_progress":
     case "warmup_stage":
+    case "model_snapshot_progress":
       return m;
     default: {
       const unreachable: never = e;

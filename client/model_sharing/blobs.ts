@@ -131,7 +131,10 @@ function bf16Bytes(values: Float32Array): Uint8Array {
  * when that is exact and as f32 otherwise. Each tensor blob is a fresh copy, so later changes
  * to `weights` do not change what is served.
  */
-export function modelToBlobs(model: SharedModel): [name: string, bytes: Uint8Array, BlobDtype][] {
+export function modelToBlobs(
+  model: SharedModel,
+  onProgress?: (doneBytes: number, totalBytes: number) => void,
+): [name: string, bytes: Uint8Array, BlobDtype][] {
   requireLittleEndian();
   const { config, layout, weights } = model;
   if (weights.length !== layout.totalSize) {
@@ -141,6 +144,7 @@ export function modelToBlobs(model: SharedModel): [name: string, bytes: Uint8Arr
   const out: [string, Uint8Array, BlobDtype][] = [
     [CONFIG_BLOB, new TextEncoder().encode(json), "raw"],
   ];
+  let done = 0;
   for (const e of layout.entries) {
     const values = weights.subarray(e.offset, e.offset + e.size);
     if (isBf16Exact(values)) {
@@ -148,6 +152,8 @@ export function modelToBlobs(model: SharedModel): [name: string, bytes: Uint8Arr
     } else {
       out.push([e.name, new Uint8Array(values.slice().buffer), "f32"]);
     }
+    done += 4 * e.size;
+    onProgress?.(done, 4 * layout.paramCount);
   }
   return out;
 }

@@ -36,7 +36,24 @@ Deno.test("a joiner gets the majority's model bit for bit, ignoring a lying peer
   try {
     const [a, b, liar, idle, joiner] = net.services;
     const model = tinyModel(11);
-    const servedA = serveModel(a, model, { step: 5 });
+    const phases: string[] = [];
+    const ends: [number, number][] = [];
+    const servedA = serveModel(a, model, {
+      step: 5,
+      progress: (phase) => {
+        phases.push(phase);
+        return (done, total) => {
+          if (done === total) ends.push([done, total]);
+        };
+      },
+    });
+    // A snapshot says how far each phase got, up to its total: the parameters, then the blobs.
+    assert.deepEqual(phases, ["digest", "encode", "hash"]);
+    assert.deepEqual(ends.map(([d]) => d), [
+      model.weights.byteLength,
+      4 * model.layout.paramCount,
+      servedA.bytes,
+    ]);
     const servedB = serveModel(b, { ...model, weights: model.weights.slice() }, { step: 5 });
     assert.equal(servedA.manifestHash, servedB.manifestHash, "same parameters, same manifest");
     const poisoned = model.weights.slice();

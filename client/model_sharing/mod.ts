@@ -43,7 +43,15 @@ export {
   ManifestDisagreementError,
   type ManifestReport,
 } from "./quorum.ts";
-export { servedHashes, type ServedModel, servedModel, serveModel, weightBytes } from "./serve.ts";
+export {
+  servedHashes,
+  type ServedModel,
+  servedModel,
+  serveModel,
+  SNAPSHOT_PHASES,
+  type SnapshotPhase,
+  weightBytes,
+} from "./serve.ts";
 export {
   DEFAULT_MANIFEST_TIMEOUT_MS,
   type FetchedModel,

@@ -17,6 +17,11 @@ import { modelFromBlobs, modelToBlobs, type SharedModel } from "./blobs.ts";
 import { hexToBytes, toHex } from "../../common/mod.ts";
 import { digestBytes } from "../../shaders/mod.ts";
 
+/** The phases of a snapshot that take seconds for a 1B model. */
+export const SNAPSHOT_PHASES = ["digest", "encode", "hash"] as const;
+/** One of {@link SNAPSHOT_PHASES}. */
+export type SnapshotPhase = typeof SNAPSHOT_PHASES[number];
+
 /** What one snapshot serves. */
 export interface ServedModel {
   /** sha256 of the manifest; equal on every honest client of the epoch. */
@@ -63,10 +68,30 @@ export function servedHashes(payloads: PayloadService, manifestHash: ContentHash
 export function serveModel(
   payloads: PayloadService,
   model: SharedModel,
-  options: { step: number; replaces?: ServedModel | null },
+  options: {
+    step: number;
+    replaces?: ServedModel | null;
+    /**
+     * Called as each phase starts (the parameters digested, encoded into blobs, the blobs
+     * hashed); what it returns hears the phase's bytes done and total. Each takes seconds for a
+     * 1B model.
+     */
+    progress?: (phase: SnapshotPhase) => (doneBytes: number, totalBytes: number) => void;
+  },
 ): ServedModel {
-  const digest = hexToBytes(digestBytes(weightBytes(model)), 32, "parameter digest");
-  const manifestHash = shareModel(payloads, modelToBlobs(model), { step: options.step, digest });
+  const { progress } = options;
+  const digest = hexToBytes(
+    digestBytes(weightBytes(model), { onProgress: progress?.("digest") }),
+    32,
+    "parameter digest",
+  );
+  const blobs = modelToBlobs(model, progress?.("encode"));
+  const manifestHash = shareModel(
+    payloads,
+    blobs,
+    { step: options.step, digest },
+    progress?.("hash"),
+  );
   const served = servedHashes(payloads, manifestHash);
   const old = options.replaces;
   if (old != null) {

@@ -247,6 +247,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "model_snapshot": // the parameters shared, rounded to bf16 if the run says so
       return {
         ...view,
+        activity: null,
         model: view.model === null
           ? null
           : { ...view.model, hash: e.fields.params_hash, step: e.fields.step },
@@ -263,6 +264,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "model_upload":
     case "warmup_stage":
     case "checkpoint_progress":
+    case "model_snapshot_progress":
       return { ...view, activity: describeEvent(e.event, e.fields) };
     case "checkpoint":
       return { ...view, activity: null };

@@ -190,4 +190,22 @@ Deno.test("view: a long phase shows how far it got until the model, or its check
   assert.match(saving.activity ?? "", /^writing the checkpoint of step 3/);
   const saved = reduceView(saving, { event: "checkpoint", fields: { step: 3, dir: "d" } }, 0);
   assert.equal(saved.activity, null);
+  const snapshotting = reduceView(saved, {
+    event: "model_snapshot_progress",
+    fields: { step: 4, phase: "digest", done_bytes: 1, total_bytes: 2, mb_per_sec: 1 },
+  }, 0);
+  assert.match(snapshotting.activity ?? "", /^snapshot of step 4: digesting the parameters/);
+  const served = reduceView(snapshotting, {
+    event: "model_snapshot",
+    fields: {
+      epoch: 0,
+      step: 4,
+      snapshot_dtype: "f32",
+      rounded: false,
+      params_hash: "ee",
+      bytes: 8,
+      ms: 1,
+    },
+  }, 0);
+  assert.equal(served.activity, null);
 });

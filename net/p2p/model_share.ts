@@ -234,16 +234,23 @@ export function decodeManifest(bytes: Uint8Array): Manifest {
 /**
  * Serves a model: every blob under its name and a manifest under `MANIFEST_NAME` carrying
  * `label` and each blob's dtype. Returns the manifest's hash. Blobs are not copied (do not
- * change them while they are served).
+ * change them while they are served). `onProgress` hears after every blob the bytes hashed so
+ * far and their total (a 1B model's take seconds).
  */
 export function shareModel(
   service: PayloadService,
   blobs: Iterable<BlobToShare>,
   label: ModelLabel,
+  onProgress?: (doneBytes: number, totalBytes: number) => void,
 ): ContentHash {
   const entries: ManifestEntry[] = [];
-  for (const [name, bytes, dtype = "raw"] of blobs) {
+  const all = [...blobs];
+  const total = all.reduce((n, [, bytes]) => n + bytes.length, 0);
+  let done = 0;
+  for (const [name, bytes, dtype = "raw"] of all) {
     entries.push({ name, hash: service.provide(bytes, { name }), size: bytes.length, dtype });
+    done += bytes.length;
+    onProgress?.(done, total);
   }
   return service.provide(encodeManifest({ label, entries }), { name: MANIFEST_NAME });
 }

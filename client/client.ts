@@ -24,6 +24,7 @@ import {
   type ServedModel,
   servedModel,
   serveModel,
+  type SnapshotPhase,
 } from "./model_sharing/mod.ts";
 import { type Divergence, ModelLedger } from "./model_ledger.ts";
 import { checkDataVocabulary, DataVocabularyError } from "./data_check.ts";
@@ -54,6 +55,7 @@ import {
   MemoryPlanError,
   runtimeMemoryLimits,
   throttledProgress,
+  type UploadProgress,
 } from "../model/mod.ts";
 import { distroConfig } from "../optimizer/mod.ts";
 import { type BatchId, equalBytes, hexToBytes, toHex, toMillis } from "../common/mod.ts";
@@ -285,7 +287,7 @@ export class TrainingClient {
     const runId = this.#state?.runId ?? "run";
     const dir = step === null ? `${root}/${runId}-interrupted` : `${root}/${runId}-step${step}`;
     try {
-      await this.#trainer.save(dir);
+      await this.#trainer.save(dir, { onProgress: this.#saveProgress(step, dir) });
       logger.log("saved_on_exit", {
         dir,
         step,
@@ -495,20 +497,7 @@ export class TrainingClient {
         const trainer = this.#need();
         const runId = this.#state?.runId ?? "run";
         const dir = `${this.#o.checkpointDir}/${runId}-step${intent.step}`;
-        // A 1B model's 4.9 GB take seconds to minutes to read back and write.
-        await trainer.save(dir, {
-          onProgress: throttledProgress(
-            (done, total, rate) =>
-              logger.log("checkpoint_progress", {
-                step: intent.step,
-                dir,
-                done_bytes: done,
-                total_bytes: total,
-                mb_per_sec: rate,
-              }),
-            () => performance.now(),
-          ),
-        });
+        await trainer.save(dir, { onProgress: this.#saveProgress(intent.step, dir) });
         logger.log("checkpoint", { step: intent.step, dir });
         // The digest of what was written: an upload is reported only for the run's parameters.
         const digest = intent.upload ? await trainer.paramsHash() : "";
@@ -541,7 +530,19 @@ export class TrainingClient {
     const start = this.#now();
     const round = intent.snapshotDtype === "bf16" && !this.#o.faults?.skipSnapshotRounding;
     if (round) await trainer.roundParamsToBf16();
-    const weights = await trainer.model.readParams();
+    const progress = (phase: SnapshotPhase) =>
+      throttledProgress(
+        (done, total, rate) =>
+          this.#o.logger.log("model_snapshot_progress", {
+            step: intent.step,
+            phase,
+            done_bytes: done,
+            total_bytes: total,
+            mb_per_sec: rate,
+          }),
+        () => performance.now(),
+      );
+    const weights = await trainer.readParams({ onProgress: progress("read") });
     this.#served = serveModel(this.#o.exchange.payloads, {
       config: trainer.config,
       layout: trainer.layout,
@@ -550,18 +551,7 @@ export class TrainingClient {
       step: intent.step,
       replaces: this.#served,
       // Each phase throttled apart: a 1B model's take seconds each, at every Cooldown.
-      progress: (phase) =>
-        throttledProgress(
-          (done, total, rate) =>
-            this.#o.logger.log("model_snapshot_progress", {
-              step: intent.step,
-              phase,
-              done_bytes: done,
-              total_bytes: total,
-              mb_per_sec: rate,
-            }),
-          () => performance.now(),
-        ),
+      progress,
     });
     this.#ledger.note(intent.step, this.#served.digest);
     this.#o.logger.log("model_snapshot", {
@@ -574,6 +564,24 @@ export class TrainingClient {
       ms: this.#now() - start,
     });
     this.#checkDigests(this.#state);
+  }
+
+  /**
+   * `checkpoint_progress` for a save of the parameters of `step` to `dir`, throttled like the
+   * upload: a 1B model's 4.9 GB take seconds to minutes to read back and write.
+   */
+  #saveProgress(step: number | null, dir: string): UploadProgress {
+    return throttledProgress(
+      (done, total, rate) =>
+        this.#o.logger.log("checkpoint_progress", {
+          step,
+          dir,
+          done_bytes: done,
+          total_bytes: total,
+          mb_per_sec: rate,
+        }),
+      () => performance.now(),
+    );
   }
 
   #now(): number {

@@ -341,6 +341,13 @@ Deno.test({
         ? "exit-test-interrupted"
         : `exit-test-step${saved.step}`;
       assert.equal(saved.dir, `${dir}/checkpoints/${expected}`);
+      // The save said how far it got before it said where it went.
+      const progress = logs.findLast((l) => l.event === "checkpoint_progress")?.fields as
+        | ClientEvents["checkpoint_progress"]
+        | undefined;
+      assert.ok(progress !== undefined, "no checkpoint_progress");
+      assert.deepEqual([progress.step, progress.dir], [saved.step, saved.dir]);
+      assert.equal(progress.done_bytes, progress.total_bytes);
       // The folder is complete and the only entry: no temporary folder left beside it.
       assert.deepEqual([...Deno.readDirSync(`${dir}/checkpoints`)].map((e) => e.name), [expected]);
       const model = await readModelDir(saved.dir);

@@ -119,7 +119,8 @@ export interface ClientEvents {
    */
   /**
    * The snapshot of step `step` under way, before its `model_snapshot` (every 5 s and at the end
-   * of each phase): the parameters digested, encoded into blobs, the blobs hashed.
+   * of each phase): the parameters read off the GPU, digested, encoded into blobs, the blobs
+   * hashed.
    */
   model_snapshot_progress: {
     step: number;
@@ -233,10 +234,10 @@ export interface ClientEvents {
   };
   /**
    * A checkpoint of `step` being read off the GPU and written to `dir` (every 5 s and at the
-   * end), before its `checkpoint`.
+   * end), before its `checkpoint` (or `saved_on_exit`: `step` null between two labelled points).
    */
   checkpoint_progress: {
-    step: number;
+    step: number | null;
     dir: string;
     done_bytes: number;
     total_bytes: number;
@@ -378,6 +379,7 @@ const MODEL_LOAD_WORDS: Record<ModelLoadPhase, string> = {
 
 /** What a person reads for each phase of a `model_snapshot_progress`. */
 const SNAPSHOT_WORDS: Record<SnapshotPhase, string> = {
+  read: "reading the parameters off the GPU",
   digest: "digesting the parameters",
   encode: "encoding the blobs",
   hash: "hashing the blobs",
@@ -526,7 +528,9 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       return `sent ${e.bytes_sent} bytes, received ${e.bytes_received} bytes, ${e.peers} peers`;
     case "checkpoint_progress":
       return uploadProgressLine(
-        `writing the checkpoint of step ${e.step}`,
+        e.step === null
+          ? `saving the parameters to ${e.dir}`
+          : `writing the checkpoint of step ${e.step}`,
         e.done_bytes,
         e.total_bytes,
         e.mb_per_sec,

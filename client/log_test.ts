@@ -96,8 +96,17 @@ Deno.test("checkpoint_progress: how far a checkpoint's write got, as model_uploa
     total_bytes: 12 * 2 ** 20,
     mb_per_sec: 700,
   });
+  consoleClientLogger((l) => lines.push(l), () => 0).log("checkpoint_progress", {
+    step: null,
+    dir: "ck/run-interrupted",
+    done_bytes: 12 * 2 ** 20,
+    total_bytes: 12 * 2 ** 20,
+    mb_per_sec: 700,
+  });
   assert.deepEqual(lines, [
     "1970-01-01T00:00:00.000Z writing the checkpoint of step 12: 3.00 of 12.00 MiB (25%), 700 MB/s",
+    "1970-01-01T00:00:00.000Z saving the parameters to ck/run-interrupted: 12.00 of 12.00 MiB " +
+    "(100%), 700 MB/s",
   ]);
 });
 

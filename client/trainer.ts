@@ -26,6 +26,7 @@ import {
   type LlamaConfig,
   LlamaModel,
   type ParamLayout,
+  SAVE_CHUNK_FLOATS,
   sliceRows,
   type TrainingRows,
   uploadParams,
@@ -411,6 +412,28 @@ export class NetworkTrainer implements Disposable {
    */
   paramsHash(): Promise<string> {
     return this.#digest.digest(this.model.params.buffers);
+  }
+
+  /**
+   * The parameters (`[layout.totalSize]`, as `model.readParams()`), read off the GPU a chunk at
+   * a time so `onProgress` hears how far it got: a 1B model's 4.9 GB take seconds.
+   */
+  async readParams(
+    options: { onProgress?: UploadProgress; chunkFloats?: number; signal?: AbortSignal } = {},
+  ): Promise<Float32Array> {
+    const { params } = this.model;
+    const chunkFloats = options.chunkFloats ?? SAVE_CHUNK_FLOATS;
+    const out = new Float32Array(params.layout.totalSize);
+    for (const segment of params.segments) {
+      const end = segment.start + segment.size;
+      for (let start = segment.start; start < end; start += chunkFloats) {
+        const count = Math.min(chunkFloats, end - start);
+        const bytes = await this.rt.readBytes(params.slice(start, count), options);
+        out.set(new Float32Array(bytes), start);
+        options.onProgress?.((start + count) * 4, out.byteLength);
+      }
+    }
+    return out;
   }
 
   /**

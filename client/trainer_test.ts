@@ -145,7 +145,7 @@ Deno.test({
 
 Deno.test({
   name:
-    "NetworkTrainer.save: streams the parameters off the GPU, split or not, saying how far it got",
+    "NetworkTrainer.save and readParams: stream the parameters off the GPU, split or not, saying how far they got",
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
@@ -175,8 +175,20 @@ Deno.test({
         });
         assert.ok(reports.length > 10, `${reports.length} reports`);
         assert.equal(reports.at(-1), 4 * model.layout.paramCount);
+        const whole = await trainer.model.readParams();
         const saved = await readModelDir(out);
-        assert.deepEqual(saved.weights, await trainer.model.readParams());
+        assert.deepEqual(saved.weights, whole);
+        // Read back a chunk at a time for a snapshot: the same floats, padding included.
+        const read: number[] = [];
+        const chunked = await trainer.readParams({
+          chunkFloats: 1000,
+          onProgress: (done, total) => {
+            assert.equal(total, whole.byteLength);
+            read.push(done);
+          },
+        });
+        assert.deepEqual(chunked, whole);
+        assert.ok(read.length > 10 && read.at(-1) === whole.byteLength, `${read.length} reports`);
       }
     } finally {
       await Deno.remove(dir, { recursive: true });

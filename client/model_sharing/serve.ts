@@ -17,8 +17,11 @@ import { modelFromBlobs, modelToBlobs, type SharedModel } from "./blobs.ts";
 import { hexToBytes, toHex } from "../../common/mod.ts";
 import { digestBytes } from "../../shaders/mod.ts";
 
-/** The phases of a snapshot that take seconds for a 1B model. */
-export const SNAPSHOT_PHASES = ["digest", "encode", "hash"] as const;
+/**
+ * The phases of a snapshot that take seconds for a 1B model: the client reads the parameters
+ * off the GPU (`read`), then {@link serveModel} digests, encodes and hashes them.
+ */
+export const SNAPSHOT_PHASES = ["read", "digest", "encode", "hash"] as const;
 /** One of {@link SNAPSHOT_PHASES}. */
 export type SnapshotPhase = typeof SNAPSHOT_PHASES[number];
 

@@ -10,7 +10,6 @@ import { type LlamaConfig, llamaConfigToHf, readLlamaConfig } from "./hf_config.
 import { llamaParamLayout, type ParamLayout, paramView } from "./params.ts";
 import {
   type FloatDtype,
-  readSafetensors,
   readSafetensorsHeader,
   SafetensorsError,
   type SafetensorsFile,
@@ -18,6 +17,7 @@ import {
   type StoredTensor,
   tensorByteSize,
   tensorFromFloat32,
+  type TensorHeader,
   tensorToFloat32,
 } from "./safetensors.ts";
 import { encodeBf16, encodeF16 } from "./float_codec.ts";
@@ -58,20 +58,39 @@ export function weightsFromSafetensors(
   const where = options?.file ?? WEIGHTS_FILE;
   const flat = new Float32Array(layout.totalSize);
   for (const e of layout.entries) {
-    const t = file.tensors.get(e.name);
-    if (t === undefined) {
-      throw new SafetensorsError(e.name, `Cannot load "${where}": tensor "${e.name}" is missing`);
-    }
-    if (t.shape.length !== e.shape.length || t.shape.some((d, i) => d !== e.shape[i])) {
-      throw new SafetensorsError(
-        e.name,
-        `Cannot load "${where}": tensor "${e.name}" has shape [${t.shape.join(", ")}], ` +
-          `expected [${e.shape.join(", ")}]`,
-      );
-    }
-    flat.set(tensorToFloat32(e.name, t), e.offset);
+    flat.set(tensorToFloat32(e.name, expectedTensor(file.tensors, e, where)), e.offset);
   }
-  for (const name of file.tensors.keys()) {
+  checkNoUnexpected(layout, file.tensors, where);
+  return flat;
+}
+
+/** `e`'s tensor of `tensors`; throws naming `where` when it is missing or wrongly shaped. */
+function expectedTensor<T extends { shape: readonly number[] }>(
+  tensors: ReadonlyMap<string, T>,
+  e: ParamLayout["entries"][number],
+  where: string,
+): T {
+  const t = tensors.get(e.name);
+  if (t === undefined) {
+    throw new SafetensorsError(e.name, `Cannot load "${where}": tensor "${e.name}" is missing`);
+  }
+  if (t.shape.length !== e.shape.length || t.shape.some((d, i) => d !== e.shape[i])) {
+    throw new SafetensorsError(
+      e.name,
+      `Cannot load "${where}": tensor "${e.name}" has shape [${t.shape.join(", ")}], ` +
+        `expected [${e.shape.join(", ")}]`,
+    );
+  }
+  return t;
+}
+
+/** Throws naming `where` and the tensor when `tensors` holds one `layout` does not expect. */
+function checkNoUnexpected(
+  layout: ParamLayout,
+  tensors: ReadonlyMap<string, unknown>,
+  where: string,
+): void {
+  for (const name of tensors.keys()) {
     if (!layout.byName.has(name) && !IGNORED_TENSOR.test(name)) {
       throw new SafetensorsError(
         name,
@@ -82,7 +101,66 @@ export function weightsFromSafetensors(
       );
     }
   }
+}
+
+/** How far a read of a model's weights got: bytes of tensor data read, of the total. */
+export type ReadProgress = (doneBytes: number, totalBytes: number) => void;
+
+/** One tensor of a file: where to find its bytes. */
+interface TensorSource {
+  path: string;
+  dataStart: number;
+  tensor: TensorHeader;
+}
+
+/**
+ * Reads each entry of `layout` from its `sources` one tensor at a time, converted to f32 into a
+ * new flat buffer: the host holds one tensor's bytes besides the weights, and `onProgress`
+ * hears after each tensor (a 1B model's files take seconds to read and convert).
+ */
+async function readTensors(
+  layout: ParamLayout,
+  sources: ReadonlyMap<string, TensorSource>,
+  onProgress?: ReadProgress,
+): Promise<Float32Array> {
+  const flat = new Float32Array(layout.totalSize);
+  let total = 0;
+  for (const { tensor } of sources.values()) total += tensor.end - tensor.begin;
+  let done = 0;
+  const open = new Map<string, Deno.FsFile>();
+  try {
+    for (const e of layout.entries) {
+      const { path, dataStart, tensor } = sources.get(e.name)!;
+      let file = open.get(path);
+      if (file === undefined) {
+        // One file open at a time: the next tensor in another shard closes this one.
+        for (const f of open.values()) f.close();
+        open.clear();
+        file = await Deno.open(path, { read: true });
+        open.set(path, file);
+      }
+      await file.seek(dataStart + tensor.begin, Deno.SeekMode.Start);
+      const bytes = new Uint8Array(tensor.end - tensor.begin);
+      await readFully(file, bytes, path);
+      flat.set(
+        tensorToFloat32(e.name, { dtype: tensor.dtype, shape: tensor.shape, bytes }),
+        e.offset,
+      );
+      done += bytes.length;
+      onProgress?.(done, total);
+    }
+  } finally {
+    for (const f of open.values()) f.close();
+  }
   return flat;
+}
+
+async function readFully(file: Deno.FsFile, into: Uint8Array, path: string): Promise<void> {
+  for (let got = 0; got < into.length;) {
+    const n = await file.read(into.subarray(got));
+    if (n === null) throw new Deno.errors.UnexpectedEof(`Cannot load "${path}": it ended early`);
+    got += n;
+  }
 }
 
 /** The tensors of a flat buffer as a safetensors file, stored as `dtype`. */
@@ -157,26 +235,32 @@ async function readShardHeaders(dir: string): Promise<ShardHeaders> {
 
 /**
  * Reads a sharded checkpoint into a new flat buffer. Every shard's header is read and checked
- * against the index and the layout first (model/shards.ts `checkShardIndex`); then the shards
- * are read one at a time, so a load holds at most one shard's bytes besides the f32 weights.
+ * against the index and the layout first (model/shards.ts `checkShardIndex`); then the tensors
+ * are read one at a time, so a load holds at most one tensor's bytes besides the f32 weights.
  */
-async function readShardedWeights(dir: string, layout: ParamLayout): Promise<Float32Array> {
+async function readShardedWeights(
+  dir: string,
+  layout: ParamLayout,
+  onProgress?: ReadProgress,
+): Promise<Float32Array> {
   const { index, headers } = await readShardHeaders(dir);
   checkShardIndex(index, headers, {
     expected: layout.entries,
     ignored: IGNORED_TENSOR,
     dir,
   });
-  const flat = new Float32Array(layout.totalSize);
-  for (const shard of headers.keys()) {
-    const path = `${dir}/${shard}`;
-    const file = await readSafetensors(path);
-    for (const [name, t] of file.tensors) {
-      const e = layout.byName.get(name);
-      if (e !== undefined) flat.set(tensorToFloat32(name, t), e.offset);
-    }
+  // The index maps every expected tensor to a shard whose header holds it (checked above).
+  const sources = new Map<string, TensorSource>();
+  for (const e of layout.entries) {
+    const shard = index.weightMap.get(e.name)!;
+    const header = headers.get(shard)!;
+    sources.set(e.name, {
+      path: `${dir}/${shard}`,
+      dataStart: header.dataStart,
+      tensor: header.tensors.get(e.name)!,
+    });
   }
-  return flat;
+  return await readTensors(layout, sources, onProgress);
 }
 
 /**
@@ -186,6 +270,7 @@ async function readShardedWeights(dir: string, layout: ParamLayout): Promise<Flo
  */
 export async function readModelDir(
   dir: string,
+  options: { onProgress?: ReadProgress } = {},
 ): Promise<{ config: LlamaConfig; layout: ParamLayout; weights: Float32Array | null }> {
   if (!(await exists(dir)) && (await exists(`${dir}${PREVIOUS_SUFFIX}`))) {
     throw new Deno.errors.NotFound(
@@ -197,11 +282,18 @@ export async function readModelDir(
   const layout = llamaParamLayout(config);
   const single = `${dir}/${WEIGHTS_FILE}`;
   if (await exists(single)) {
-    const weights = weightsFromSafetensors(layout, await readSafetensors(single), { file: single });
-    return { config, layout, weights };
+    // Checked whole before any tensor is read, as a decoded file would be.
+    const header = await readSafetensorsHeader(single);
+    const sources = new Map<string, TensorSource>();
+    for (const e of layout.entries) {
+      const tensor = expectedTensor(header.tensors, e, single);
+      sources.set(e.name, { path: single, dataStart: header.dataStart, tensor });
+    }
+    checkNoUnexpected(layout, header.tensors, single);
+    return { config, layout, weights: await readTensors(layout, sources, options.onProgress) };
   }
   if (await exists(`${dir}/${INDEX_FILE}`)) {
-    return { config, layout, weights: await readShardedWeights(dir, layout) };
+    return { config, layout, weights: await readShardedWeights(dir, layout, options.onProgress) };
   }
   const orphans = await shardFilesIn(dir);
   if (orphans.length > 0) {

@@ -34,9 +34,14 @@ Deno.test("model folder round trip keeps config and f32 weights bit for bit", as
   try {
     const weights = initParams(LAYOUT, CONFIG, 3);
     await writeModelDir(dir, { config: CONFIG, layout: LAYOUT, weights });
-    const back = await readModelDir(dir);
+    const reports: [number, number][] = [];
+    const back = await readModelDir(dir, { onProgress: (d, t) => reports.push([d, t]) });
     assert.deepEqual(back.config, CONFIG);
     assert.deepEqual(back.weights, weights);
+    // A tensor at a time, each report further on, the last at the file's data bytes.
+    assert.equal(reports.length, LAYOUT.entries.length);
+    assert.ok(reports.every(([d], i) => i === 0 || d > reports[i - 1][0]));
+    assert.deepEqual(reports.at(-1), [LAYOUT.paramCount * 4, LAYOUT.paramCount * 4]);
     await Deno.remove(`${dir}/model.safetensors`);
     assert.equal((await readModelDir(dir)).weights, null);
   } finally {
@@ -145,7 +150,12 @@ Deno.test("a tiny max shard size splits the save; shards round-trip bit for bit"
       assert.ok(file.tensors.size > 0);
       assert.deepEqual(file.metadata, { format: "pt" });
     }
-    assert.deepEqual((await readModelDir(dir)).weights, weights);
+    // Read a tensor at a time across the shards, saying how far after each.
+    const reports: [number, number][] = [];
+    const read = await readModelDir(dir, { onProgress: (d, t) => reports.push([d, t]) });
+    assert.deepEqual(read.weights, weights);
+    assert.equal(reports.length, LAYOUT.entries.length);
+    assert.deepEqual(reports.at(-1), [LAYOUT.paramCount * 4, LAYOUT.paramCount * 4]);
 
     // bf16 shards: load → save again gives the same bytes, file for file.
     await writeModelDir(dir, {

@@ -158,8 +158,8 @@ export interface ClientEvents {
   };
   /**
    * The epoch's model on its way to the host, before its upload (every 5 s and at the end of
-   * each phase): fetched from peers, downloaded from the Hub (a phase per weights file), made
-   * by the seeded init, or digested to check it is the run's.
+   * each phase): fetched from peers, downloaded from the Hub (a phase per weights file), read
+   * from a folder, made by the seeded init, or digested to check it is the run's.
    */
   model_load: {
     phase: ModelLoadPhase;
@@ -373,6 +373,7 @@ export function jsonClientLogger(
 const MODEL_LOAD_WORDS: Record<ModelLoadPhase, string> = {
   fetch: "fetching the model from peers",
   download: "downloading the model from the Hub",
+  read: "reading the model's weights",
   seeded_init: "making the seeded init of the model",
   digest: "checking the model's digest",
 };

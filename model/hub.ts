@@ -22,7 +22,7 @@
  * @module
  */
 import { isAbsolute, join } from "node:path";
-import { CONFIG_FILE, readModelDir } from "./checkpoint.ts";
+import { CONFIG_FILE, readModelDir, type ReadProgress } from "./checkpoint.ts";
 import type { LlamaConfig } from "./hf_config.ts";
 import type { ParamLayout } from "./params.ts";
 import type { HubRepo } from "../common/mod.ts";
@@ -160,11 +160,11 @@ export interface HubCheckpoint {
  */
 export async function loadHubCheckpoint(
   repo: HubRepo,
-  options: HubLookupOptions = {},
+  options: HubLookupOptions & { onProgress?: ReadProgress } = {},
 ): Promise<HubCheckpoint> {
   const folder = await resolveHubRepo(repo, options);
   try {
-    return { folder, ...(await readModelDir(folder)) };
+    return { folder, ...(await readModelDir(folder, { onProgress: options.onProgress })) };
   } catch (cause) {
     throw new HubCheckpointError(
       repo.repoId,

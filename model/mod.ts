@@ -106,6 +106,7 @@ export {
   type ModelDirContents,
   PREVIOUS_SUFFIX,
   readModelDir,
+  type ReadProgress,
   WEIGHTS_FILE,
   weightsFromSafetensors,
   weightsToSafetensors,

@@ -133,6 +133,8 @@ type FolderRead = { config: LlamaConfig; layout: ParamLayout; weights: Float32Ar
 export async function loadRunModel(options: LoadRunModelOptions): Promise<RunModel> {
   const { checkpoint, runId, step, recordedDigest } = options;
   const refusals: string[] = [];
+  /** A folder's weights read a tensor at a time, said as the `read` phase. */
+  const reading = () => ({ onProgress: options.progress?.("read") });
   /** A folder's model if acceptable, else null (and why, in `refusals`). */
   const fromFolder = async (
     origin: string,
@@ -193,7 +195,7 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
   if (options.override) {
     const base = options.hub?.baseDir ?? Deno.cwd();
     const folder = isAbsolute(options.override) ? options.override : join(base, options.override);
-    const model = await fromFolder(folder, await readModelDir(folder));
+    const model = await fromFolder(folder, await readModelDir(folder, reading()));
     if (model !== null) return model;
   }
   const history = (options.runDigests ?? []).length > 0;
@@ -228,7 +230,7 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
   for (const folder of options.localCheckpoints ?? []) {
     let read: FolderRead;
     try {
-      read = await readModelDir(folder);
+      read = await readModelDir(folder, reading());
     } catch {
       continue; // not written (or not this step's): nothing to refuse
     }
@@ -248,7 +250,7 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
     let local: HubCheckpoint | null = null;
     let missing: Error | null = null;
     try {
-      local = await loadHubCheckpoint(repo, options.hub);
+      local = await loadHubCheckpoint(repo, { ...options.hub, ...reading() });
     } catch (e) {
       if (!(e instanceof HubCheckpointError)) throw e;
       missing = e;
@@ -272,7 +274,7 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
         });
         const model = await fromFolder(
           `${snapshot} (${where}, downloaded)`,
-          await readModelDir(snapshot),
+          await readModelDir(snapshot, reading()),
         );
         if (model !== null) return { ...model, origin: snapshot };
       } catch (e) {

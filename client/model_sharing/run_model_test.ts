@@ -56,21 +56,22 @@ const digestOf = (weights: Float32Array) => digestBytes(weightBytes({ weights })
 
 /** A `progress` option that keeps every report, and the phases in the order they began. */
 function progressRecorder() {
-  const reports: { phase: ModelLoadPhase; done: number; total: number }[] = [];
+  /** `run`: which phase begun (an index into `phases`) the report belongs to. */
+  const reports: { phase: ModelLoadPhase; run: number; done: number; total: number }[] = [];
   const phases: ModelLoadPhase[] = [];
   const progress: ModelLoadProgress = (phase) => {
-    phases.push(phase);
-    return (done, total) => reports.push({ phase, done, total });
+    const run = phases.push(phase) - 1;
+    return (done, total) => reports.push({ phase, run, done, total });
   };
-  /** The reports of `phase`, checked to grow and to end at their total. */
+  /** The reports of the last `phase` begun, checked to grow and to end at their total. */
   const of = (phase: ModelLoadPhase) => {
-    const own = reports.filter((r) => r.phase === phase);
+    const own = reports.filter((r) => r.run === phases.lastIndexOf(phase));
     assert.ok(own.length > 0, `no ${phase} report`);
     assert.ok(own.every((r, i) => i === 0 || r.done > own[i - 1].done), `${phase} grows`);
     assert.equal(own.at(-1)!.done, own.at(-1)!.total, `${phase} ends at its total`);
     return own;
   };
-  return { progress, phases, of };
+  return { progress, phases, reports, of };
 }
 
 Deno.test("a fresh run takes what its checkpoint says: seeded init, weights, override", async () => {
@@ -87,7 +88,9 @@ Deno.test("a fresh run takes what its checkpoint says: seeded init, weights, ove
       progress: seen.progress,
     });
     assert.equal(seeded.source, "seeded");
-    assert.deepEqual(seen.phases, ["seeded_init", "digest"]);
+    // The folder holds no weights: its read says nothing, the seeded init and digest do.
+    assert.deepEqual(seen.phases, ["read", "seeded_init", "digest"]);
+    assert.ok(!seen.reports.some((r) => r.phase === "read"));
     assert.equal(seen.of("seeded_init").at(-1)!.total, 4 * fresh.layout.paramCount);
     assert.equal(seen.of("digest").at(-1)!.total, seeded.weights.byteLength);
     const init = initParams(fresh.layout, fresh.config, runInitSeed("run"));
@@ -299,8 +302,9 @@ Deno.test("a stale mirror of the repo gives way to the revision downloaded", asy
     });
     assert.deepEqual(loaded.weights, trained.weights);
     assert.match(loaded.origin, /hf-cache/);
-    // The mirror digested (and refused), the weights file downloaded, then digested.
-    assert.deepEqual(seen.phases, ["digest", "download", "digest"]);
+    // The mirror read and digested (and refused), the weights file downloaded, read, digested.
+    assert.deepEqual(seen.phases, ["read", "digest", "download", "read", "digest"]);
+    assert.equal(seen.of("read").at(-1)!.total, 4 * trained.layout.paramCount);
     assert.equal(
       seen.of("download").at(-1)!.total,
       (await Deno.stat(

@@ -83,6 +83,15 @@ export interface UploadRecord {
   mbPerSec: number;
 }
 
+/** How far the read of a model folder's weights got: tensor data bytes read and converted. */
+export interface ReadRecord {
+  /** The model folder. */
+  path: string;
+  doneBytes: number;
+  totalBytes: number;
+  mbPerSec: number;
+}
+
 /** How far a checkpoint save got: bytes read off the GPU and written, weights and optimizer. */
 export interface SaveProgressRecord {
   /** Optimizer steps done in the state being saved. */
@@ -117,6 +126,8 @@ export interface CorpusRecord {
 /** Receives the trainer's progress. */
 export interface TrainLogger {
   corpus(record: CorpusRecord): void;
+  /** Progress of the read of `--model`'s weights: at most every few seconds, and at its end. */
+  readWeights(record: ReadRecord): void;
   /** Progress of an upload (weights, optimizer state): at most every few seconds, and at its end. */
   upload(record: UploadRecord): void;
   /** Progress of a checkpoint save: at most every few seconds, and at its end. */
@@ -131,7 +142,7 @@ export interface TrainLogger {
 /**
  * One JSON object per line in the log schema of docs/logs.md (`logLine`: `time`, `level`,
  * snake_case `event` and fields, the client's names for the same things): `build_corpus`,
- * `upload` while the start weights (and a resumed optimizer state) go to the GPU, `start`, `step` per
+ * `read_weights` while `--model`'s weights are read, `upload` while the start weights (and a resumed optimizer state) go to the GPU, `start`, `step` per
  * optimizer step, `eval` per evaluation, `checkpoint_progress` while a checkpoint is written,
  * `checkpoint` per save, `end`.
  * Every event is `info`: the trainer reports failures on stderr and by its exit status.
@@ -144,6 +155,13 @@ export function jsonLogger(
     write(logLine(clock(), "info", event, fields));
   return {
     corpus: (r) => log("build_corpus", { dir: r.dir, reason: r.reason }),
+    readWeights: (r) =>
+      log("read_weights", {
+        dir: r.path,
+        done_bytes: r.doneBytes,
+        total_bytes: r.totalBytes,
+        mb_per_sec: r.mbPerSec,
+      }),
     upload: (r) =>
       log("upload", {
         what: r.what,
@@ -211,6 +229,15 @@ const UPLOAD_WORDS: Record<UploadRecord["what"], string> = {
 export function consoleLogger(write: (line: string) => void): TrainLogger {
   return {
     corpus: (r) => write(`building the byte corpus in ${r.dir} (${r.reason})`),
+    readWeights: (r) =>
+      write(
+        uploadProgressLine(
+          `reading the weights of ${r.path}`,
+          r.doneBytes,
+          r.totalBytes,
+          r.mbPerSec,
+        ),
+      ),
     upload: (r) =>
       write(
         uploadProgressLine(

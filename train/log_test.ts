@@ -148,3 +148,22 @@ Deno.test("a save's and an optimizer upload's progress: a line for a person, a J
     mb_per_sec: 512,
   });
 });
+
+Deno.test("read_weights: how far the read of --model's weights got", () => {
+  const record = { path: "m", doneBytes: 2 ** 29, totalBytes: 2 ** 31, mbPerSec: 300 };
+  const human: string[] = [];
+  consoleLogger((l) => human.push(l)).readWeights(record);
+  assert.deepEqual(human, ["reading the weights of m: 0.50 of 2.00 GiB (25%), 300 MB/s"]);
+  const json: string[] = [];
+  jsonLogger((l) => json.push(l), () => 0).readWeights(record);
+  assert.equal(logSchemaProblem(json[0]), null);
+  const { time: _, ...fields } = JSON.parse(json[0]);
+  assert.deepEqual(fields, {
+    level: "info",
+    event: "read_weights",
+    dir: "m",
+    done_bytes: 2 ** 29,
+    total_bytes: 2 ** 31,
+    mb_per_sec: 300,
+  });
+});

@@ -111,7 +111,15 @@ export async function train(
   const { options, inherited } = resumed === null
     ? { options: flags, inherited: [] }
     : resumeOptions(flags, resumed.trainer);
-  const { config, layout, weights } = resumed ?? await readModelDir(options.model);
+  const logger = options.logs === "json" ? jsonLogger(io.write) : consoleLogger(io.write);
+  // A 1B folder takes seconds to read and convert (seconds to minutes on a slow disk).
+  const { config, layout, weights } = resumed ?? await readModelDir(options.model, {
+    onProgress: throttledProgress(
+      (doneBytes, totalBytes, mbPerSec) =>
+        logger.readWeights({ path: options.model, doneBytes, totalBytes, mbPerSec }),
+      () => performance.now(),
+    ),
+  });
   // F32 checkpoint weights stay in their files and go up a chunk at a time (streamed_load.ts).
   const streamed = Array.isArray(weights) ? weights : null;
   const whole = Array.isArray(weights) ? null : weights;
@@ -134,7 +142,6 @@ export async function train(
   const sequenceLength = sequenceLengthFor(options, config.maxPositionEmbeddings);
   // Before any GPU buffer is made: a run that cannot fit is refused with what would make it fit.
   await checkTrainingMemory({ ...options, sequenceLength }, io.write);
-  const logger = options.logs === "json" ? jsonLogger(io.write) : consoleLogger(io.write);
   if (options.demoData) {
     await ensureCorpus("bytes", { onBuild: (dir, reason) => logger.corpus({ dir, reason }) });
   }

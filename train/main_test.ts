@@ -124,9 +124,17 @@ Deno.test("deno task train: JSON logs on generated tokens, saves a loadable mode
     ]);
     assert.equal(again.code, 0, again.stderr);
     const resumed = again.stdout.trim().split("\n").map((l) => JSON.parse(l));
-    assert.deepEqual(resumed.map((e) => e.event).slice(0, 3), ["upload", "start", "step"]);
-    assert.equal(resumed[1].weights, "loaded");
-    assert.ok(resumed[2].loss < steps[0].loss - 0.01, `${resumed[2].loss} vs ${steps[0].loss}`);
+    // The folder's weights were read, saying how far, then uploaded.
+    assert.deepEqual(resumed.map((e) => e.event).slice(0, 4), [
+      "read_weights",
+      "upload",
+      "start",
+      "step",
+    ]);
+    assert.equal(resumed[0].dir, `${dir}/out`);
+    assert.ok(resumed[0].total_bytes > 0 && resumed[0].done_bytes === resumed[0].total_bytes);
+    assert.equal(resumed[2].weights, "loaded");
+    assert.ok(resumed[3].loss < steps[0].loss - 0.01, `${resumed[3].loss} vs ${steps[0].loss}`);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -158,7 +166,11 @@ Deno.test("deno task train: a seeded start (streamed to the GPU) trains from ini
     });
     const starts = logs.map((l) => l.find((e) => e.event === "start"));
     assert.deepEqual(starts.map((e) => e.weights), ["seeded", "loaded"]);
-    assert.deepEqual(logs.map((l) => l[0].what), ["seeded", "weights"], "each upload said");
+    const uploads = logs.map((l) => l.find((e) => e.event === "upload"));
+    assert.deepEqual(uploads.map((e) => e.what), ["seeded", "weights"], "each upload said");
+    // Only the folder with weights had any to read.
+    const reads = logs.map((l) => l.filter((e) => e.event === "read_weights").length);
+    assert.ok(reads[0] === 0 && reads[1] > 0, `${reads}`);
     const losses = logs.map((l) => l.filter((e) => e.event === "step").map((e) => e.loss));
     assert.equal(losses[0].length, 2);
     assert.deepEqual(losses[0], losses[1]);

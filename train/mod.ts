@@ -48,6 +48,7 @@ export {
   type EvalRecord,
   formatDuration,
   jsonLogger,
+  type ReadRecord,
   type SaveProgressRecord,
   type SaveRecord,
   type StartInfo,

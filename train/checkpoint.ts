@@ -23,6 +23,7 @@ import {
   PREVIOUS_SUFFIX,
   readLlamaConfig,
   readModelDir,
+  type ReadProgress,
   WEIGHTS_FILE,
 } from "../model/mod.ts";
 import {
@@ -88,7 +89,12 @@ export type OpenedCheckpoint = Omit<TrainingCheckpoint, "weights" | "optimizer">
 export async function openTrainingCheckpoint(
   dir: string,
   /** `optimizer` null: the one the checkpoint was trained with. */
-  expect: { optimizer: "adamw" | "distro" | null; chunking?: ChunkingOptions },
+  expect: {
+    optimizer: "adamw" | "distro" | null;
+    chunking?: ChunkingOptions;
+    /** Hears how far a whole read of BF16/F16 weights got (readModelDir's onProgress). */
+    onProgress?: ReadProgress;
+  },
 ): Promise<OpenedCheckpoint> {
   const { config, layout } = await readModelConfig(dir);
   const sources = await f32WeightSources(dir, layout);
@@ -96,7 +102,7 @@ export async function openTrainingCheckpoint(
   if (sources !== null) {
     weights = sources;
   } else {
-    const whole = await readModelDir(dir);
+    const whole = await readModelDir(dir, { onProgress: expect.onProgress });
     if (whole.weights === null) throw noWeights(dir);
     weights = whole.weights;
   }
@@ -118,7 +124,9 @@ export function noWeights(dir: string): TrainerStateError {
 }
 
 /** The config of `dir` and its layout (readModelDir's checks, without the weights). */
-async function readModelConfig(dir: string): Promise<{ config: LlamaConfig; layout: ParamLayout }> {
+export async function readModelConfig(
+  dir: string,
+): Promise<{ config: LlamaConfig; layout: ParamLayout }> {
   if (!(await exists(dir)) && (await exists(`${dir}${PREVIOUS_SUFFIX}`))) {
     // readModelDir names the cut-off save and how to recover from it.
     await readModelDir(dir);

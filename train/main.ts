@@ -12,7 +12,7 @@
  * @module
  */
 import { type LrScheduleName, TRAIN_SPEC, type TrainOptions, trainOptions } from "./cli.ts";
-import { openTrainingCheckpoint, optimizerGeometry } from "./checkpoint.ts";
+import { openTrainingCheckpoint, optimizerGeometry, readModelConfig } from "./checkpoint.ts";
 import { restoreTrainingStreamed } from "./streamed_load.ts";
 import { saveTraining } from "./streamed_save.ts";
 import { consoleLogger, jsonLogger, type SaveRecord, type UploadRecord } from "./log.ts";
@@ -103,28 +103,32 @@ export async function train(
   io: { write: (line: string) => void; signal?: AbortSignal; stop?: AbortSignal },
 ): Promise<TrainOutcome> {
   const chunking = { chunk: flags.compressionChunk, topk: flags.compressionTopk };
+  // Made first (`--logs` is never taken from a checkpoint): reading weights can take seconds.
+  const logger = flags.logs === "json" ? jsonLogger(io.write) : consoleLogger(io.write);
+  const reading = (path: string) =>
+    throttledProgress(
+      (doneBytes, totalBytes, mbPerSec) =>
+        logger.readWeights({ path, doneBytes, totalBytes, mbPerSec }),
+      () => performance.now(),
+    );
   const resumed = flags.resume === null ? null : await openTrainingCheckpoint(flags.resume, {
     optimizer: flags.fromCheckpoint.includes("optimizer") ? null : flags.optimizer,
     chunking,
+    onProgress: reading(flags.resume),
   });
   // What the command line left unset continues the saved run (before the memory plan is made).
   const { options, inherited } = resumed === null
     ? { options: flags, inherited: [] }
     : resumeOptions(flags, resumed.trainer);
-  const logger = options.logs === "json" ? jsonLogger(io.write) : consoleLogger(io.write);
   // A 1B folder takes seconds to read and convert (seconds to minutes on a slow disk).
-  const { config, layout, weights } = resumed ?? await readModelDir(options.model, {
-    onProgress: throttledProgress(
-      (doneBytes, totalBytes, mbPerSec) =>
-        logger.readWeights({ path: options.model, doneBytes, totalBytes, mbPerSec }),
-      () => performance.now(),
-    ),
-  });
+  const { config, layout, weights } = resumed ??
+    await readModelDir(options.model, { onProgress: reading(options.model) });
   // F32 checkpoint weights stay in their files and go up a chunk at a time (streamed_load.ts).
   const streamed = Array.isArray(weights) ? weights : null;
   const whole = Array.isArray(weights) ? null : weights;
   if (resumed !== null && options.model !== options.resume) {
-    const named = await readModelDir(options.model);
+    // Only the configs are compared: the named model's weights are not read (4.9 GB for a 1B).
+    const named = await readModelConfig(options.model);
     const a = llamaConfigToHf(named.config), b = llamaConfigToHf(resumed.config);
     const differ = Object.keys(b).filter((k) =>
       JSON.stringify(a[k as keyof typeof a]) !== JSON.stringify(b[k as keyof typeof b])

@@ -171,6 +171,12 @@ Deno.test("--resume refuses a checkpoint that does not fit, naming what is wrong
     await assert.rejects(() => resume(["--total-batch=2"]), /it used --total-batch 4, this run 2/);
     await assert.rejects(() => resume(["--steps=2"]), /at step 2, --steps 2 leaves nothing/);
     await assert.rejects(() => resume(["--seed=5"]), /shuffled with --seed 4, this run --seed 5/);
+    // --model names another model: refused from the configs alone.
+    const mini = new URL("../config/models/llama-mini", import.meta.url).pathname;
+    await assert.rejects(
+      () => resume([`--model=${mini}`]),
+      /--model .*llama-mini is not the model of --resume .*\/ck: /,
+    );
     // A tensor of the wrong shape: the optimizer file of another model.
     const { readSafetensors, writeSafetensors } = await import("../model/mod.ts");
     const file = await readSafetensors(`${dir}/ck/${OPTIMIZER_FILE}`);

@@ -306,7 +306,12 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
   } else {
     host.push({ label: "f32 weights in host memory", bytes: F32 * P });
     if (input.loadFileBytes) {
-      host.push({ label: "largest weights file while converting", bytes: input.loadFileBytes });
+      // readModelDir reads and converts a tensor at a time (model/checkpoint.ts): at most the
+      // largest tensor's f32 bytes, and never more than the file.
+      host.push({
+        label: "largest tensor while converting",
+        bytes: Math.min(input.loadFileBytes, F32 * largestTensor.size),
+      });
     }
     host.push({ label: "upload staging (one parameter copy)", bytes: F32 * P });
   }

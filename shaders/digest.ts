@@ -100,16 +100,44 @@ export function digestOfBlocks(words: number, blocks: Uint32Array): string {
 /** Bytes {@link digestBytes} mixes between two progress reports: 64 MiB, well under a second. */
 export const DIGEST_PROGRESS_BYTES = 64 * 2 ** 20;
 
+/** Options of {@link digestBytes} and {@link digestBytesYielding}. */
+export interface HostDigestOptions {
+  /** Hears the bytes done after every `chunkBytes` (rounded to whole blocks) and at the end. */
+  onProgress?: (doneBytes: number, totalBytes: number) => void;
+  /** Bytes between two reports (default {@link DIGEST_PROGRESS_BYTES}). */
+  chunkBytes?: number;
+}
+
 /**
  * The digest of a buffer's bytes on the host (its length must be a multiple of 4). It takes
- * seconds for a 1B model's 4.9 GB, so `onProgress` hears the bytes done after every
- * `chunkBytes` (rounded to whole blocks) and at the end.
+ * seconds for a 1B model's 4.9 GB, so `onProgress` can say how far it got.
  */
-export function digestBytes(
+export function digestBytes(bytes: Uint8Array, options: HostDigestOptions = {}): string {
+  const steps = digestSteps(bytes, options);
+  let step = steps.next();
+  while (!step.done) step = steps.next();
+  return step.value;
+}
+
+/**
+ * {@link digestBytes}, giving the event loop a turn after every chunk: a screen that repaints
+ * on a timer (the client's TUI) shows the progress while a 1B model is digested.
+ */
+export async function digestBytesYielding(
   bytes: Uint8Array,
-  options: { onProgress?: (doneBytes: number, totalBytes: number) => void; chunkBytes?: number } =
-    {},
-): string {
+  options: HostDigestOptions = {},
+): Promise<string> {
+  const steps = digestSteps(bytes, options);
+  let step = steps.next();
+  while (!step.done) {
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    step = steps.next();
+  }
+  return step.value;
+}
+
+/** The digest's work, pausing after every chunk's report; returns the digest. */
+function* digestSteps(bytes: Uint8Array, options: HostDigestOptions): Generator<void, string> {
   if (bytes.byteLength % 4 !== 0) {
     throw new RangeError(`digest: ${bytes.byteLength} bytes is not a whole number of words`);
   }
@@ -127,6 +155,7 @@ export function digestBytes(
     const first = start / DIGEST_BLOCK_WORDS;
     blocks.set(blockDigests(words.subarray(start, end), first), 2 * first);
     options.onProgress?.(4 * end, bytes.byteLength);
+    if (end < words.length) yield;
   }
   return digestOfBlocks(words.length, blocks);
 }

@@ -3,6 +3,7 @@ import {
   blockDigests,
   DIGEST_BLOCK_WORDS,
   digestBytes,
+  digestBytesYielding,
   digestOfBlocks,
   GpuDigest,
 } from "./digest.ts";
@@ -79,7 +80,7 @@ Deno.test("the digest's definition is pinned (logs compare across client version
   assert.equal(digestBytes(bytesOf(words)), PINNED_DIGEST);
 });
 
-Deno.test("a digest made a chunk at a time has the same bits and reports each chunk", () => {
+Deno.test("a digest made a chunk at a time has the same bits and reports each chunk", async () => {
   const words = Uint32Array.from({ length: 5 * DIGEST_BLOCK_WORDS + 12 }, (_, i) => i * 40503);
   const whole = digestOfBlocks(words.length, blockDigests(words));
   const reports: number[] = [];
@@ -94,6 +95,16 @@ Deno.test("a digest made a chunk at a time has the same bits and reports each ch
   assert.equal(chunked, whole);
   const chunk = 2 * 4 * DIGEST_BLOCK_WORDS;
   assert.deepEqual(reports, [chunk, 2 * chunk, words.byteLength]);
+  // The yielding variant: the same digest, and a timer set before it runs between its chunks.
+  let timerRan = false;
+  setTimeout(() => timerRan = true, 0);
+  const seen: boolean[] = [];
+  const yielded = await digestBytesYielding(bytesOf(words), {
+    chunkBytes: chunk,
+    onProgress: () => seen.push(timerRan),
+  });
+  assert.equal(yielded, whole);
+  assert.deepEqual(seen, [false, true, true]);
 });
 
 Deno.test("digest inputs that are not whole words or vec4 are refused", async () => {

@@ -137,4 +137,10 @@ export {
   type CachedAttentionDims,
 } from "./cached_attention.ts";
 export { KvCacheAppend, type KvCacheAppendArgs, type KvCacheDims } from "./kv_cache.ts";
-export { DIGEST_BLOCK_WORDS, digestBytes, GpuDigest } from "./digest.ts";
+export {
+  DIGEST_BLOCK_WORDS,
+  digestBytes,
+  digestBytesYielding,
+  GpuDigest,
+  type HostDigestOptions,
+} from "./digest.ts";

@@ -41,7 +41,7 @@ import {
 import { type AgreedManifest, agreeOnManifest, type ManifestReport } from "./quorum.ts";
 import { type ServedModel, serveModel, weightBytes } from "./serve.ts";
 import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
-import { digestBytes } from "../../shaders/mod.ts";
+import { digestBytesYielding } from "../../shaders/mod.ts";
 import type { ModelLoadProgress } from "./load_progress.ts";
 
 /** How long one provider may take to hand over its manifest, by default. */
@@ -182,7 +182,9 @@ export async function fetchModel(
     onProgress: options.progress?.("fetch"),
   });
   const model = modelFromBlobs(entries.map((e) => [e.name, blobs.get(e.name)!, e.dtype]));
-  const digest = digestBytes(weightBytes(model), { onProgress: options.progress?.("digest") });
+  const digest = await digestBytesYielding(weightBytes(model), {
+    onProgress: options.progress?.("digest"),
+  });
   if (digest !== chosen.digest) {
     throw new ModelDigestMismatchError(
       `the model manifest ${chosen.hash.slice(0, 12)}… served by ${

@@ -49,7 +49,7 @@ import {
   readModelDir,
 } from "../../model/mod.ts";
 import type { Checkpoint } from "../../coordinator/core/mod.ts";
-import { digestBytes } from "../../shaders/mod.ts";
+import { digestBytesYielding } from "../../shaders/mod.ts";
 
 export { ModelUnavailableError };
 
@@ -148,7 +148,8 @@ export async function loadRunModel(options: LoadRunModelOptions): Promise<RunMod
         seed: runInitSeed(runId),
         onProgress: options.progress?.("seeded_init"),
       });
-    const digest = digestBytes(weightBytes({ ...read, weights }), {
+    // Yielding between chunks: the TUI repaints while a 1B model is digested (seconds).
+    const digest = await digestBytesYielding(weightBytes({ ...read, weights }), {
       onProgress: options.progress?.("digest"),
     });
     const what = `${seeded ? "the seeded init of" : "the weights in"} ${origin}`;

@@ -34,6 +34,7 @@ import {
   ceilDiv,
   dispatch,
   dispatch1d,
+  grid1d,
   MAX_GRID,
   requireDims,
   requireLength,
@@ -46,7 +47,9 @@ import {
   operandTypes,
   outerKernel,
   scalarKernel,
+  SPLIT_REDUCE_TABLE_ENTRIES,
   splitReduceKernel,
+  splitReduceTableKernel,
   tiledKernel,
   tiledVec4Kernel,
   transposeKernel,
@@ -126,6 +129,29 @@ export interface MatmulArgs {
    * `sliceK`, so every part runs as the whole would.
    */
   readonly tiling?: MatmulTiling;
+  /**
+   * When the product splits K, leave its reduce pending (default false): pending reduces run
+   * together, one dispatch for up to {@link SPLIT_REDUCE_TABLE_ENTRIES} products, at
+   * {@link Matmul.flushReduces} (or earlier, when the deferred scratch, the table or C's binding
+   * is full, or a product reads or writes a pending output). Until then C holds its old value:
+   * the caller flushes before anything outside this kernel reads C (the weight gradients, read
+   * after the backward). Same bits as an immediate reduce.
+   */
+  readonly deferReduce?: boolean;
+}
+
+/** A split product whose reduce waits for {@link Matmul.flushReduces}. */
+interface PendingReduce {
+  /**
+   * The table entry: partials offset, C offset (elements), count, slices, accumulate, alpha,
+   * strideC, batch.
+   */
+  readonly words: readonly number[];
+  /** Outputs to reduce: batch · m · n. */
+  readonly outputs: number;
+  /** C's bytes `[start, end)` in its buffer. */
+  readonly start: number;
+  readonly end: number;
 }
 
 /** Options of a {@link Matmul} beyond its tiling. */
@@ -156,17 +182,22 @@ export type MatmulVariant = "packed" | "vec4" | "outer" | "transposed" | "dot" |
  * changes a result. Pipelines are built on first use of each (layout, variant, tiling) and cached
  * in the runtime; shapes travel as uniforms, so new shapes cost no compile. The `transposed` and
  * `packed` variants keep two scratch buffers (A: `batch·m·k` floats, B: `batch·n·k`, each grown
- * on demand to the largest call's), and split-K a third (its partial sums, at most the policy's
+ * on demand to the largest call's), and split-K two (the partial sums reduced at once, grown to the
+ * largest product's, and those of deferred reduces, made at the policy's whole budget; each at most
  * `scratchBytes`): dispose the kernel to free them.
  */
 export class Matmul {
   readonly #rt: GpuRuntime;
-  /** Scratch: transposed A (`packed`), B (`transposed`, `packed` for `nt`), split-K partials. */
-  #scratch: [GPUBuffer | undefined, GPUBuffer | undefined, GPUBuffer | undefined] = [
-    undefined,
-    undefined,
-    undefined,
-  ];
+  /**
+   * Scratch: transposed A (`packed`), B (`transposed`, `packed` for `nt`), split-K partials
+   * (immediate, deferred).
+   */
+  #scratch: (GPUBuffer | undefined)[] = [undefined, undefined, undefined, undefined];
+  /** Deferred reduces (slot 3 holds their partials), all writing into `#pendingBuffer`. */
+  #pending: PendingReduce[] = [];
+  #pendingBuffer: GPUBuffer | null = null;
+  /** Bytes of slot 3 the pending products' partials use (each region 256-byte aligned). */
+  #pendingBytes = 0;
   readonly #retired: GPUBuffer[] = [];
   /**
    * The reference tiling (the runtime profile's unless overridden): split-K plans with it, and
@@ -333,6 +364,8 @@ export class Matmul {
     }
     // Checked for every variant, so a pinned slice length no variant can run is refused.
     const split = this.splitK(args);
+    // Pending reduces write their outputs later: a product touching one waits for it.
+    for (const v of [args.a, args.b, args.c]) this.#flushIfTouched(pass, v);
     if (variant === "transposed") {
       this.#encodeTransposed(pass, args, batch, s, types.b);
       return;
@@ -419,7 +452,62 @@ export class Matmul {
       this.#rt.destroyBuffer(b);
     }
     this.#retired.length = 0;
-    this.#scratch = [undefined, undefined, undefined];
+    this.#scratch = [undefined, undefined, undefined, undefined];
+    this.#pending = [];
+    this.#pendingBuffer = null;
+    this.#pendingBytes = 0;
+  }
+
+  /** How many split products wait for {@link flushReduces}. */
+  get pendingReduces(): number {
+    return this.#pending.length;
+  }
+
+  /**
+   * Encode the reduces that products with `deferReduce` left pending, one dispatch for all (they
+   * write disjoint outputs of one buffer), so their outputs hold the product from here on. Each
+   * output is `alpha·(p₀ + p₁ + … + p_{S−1}) (+ c)` as an immediate reduce computes it.
+   */
+  flushReduces(pass: GPUComputePassEncoder): void {
+    const pending = this.#pending, buffer = this.#pendingBuffer;
+    if (pending.length === 0 || buffer === null) return;
+    const align = this.#rt.limits.minStorageBufferOffsetAlignment;
+    const lo = Math.floor(Math.min(...pending.map((r) => r.start)) / align) * align;
+    const hi = Math.max(...pending.map((r) => r.end));
+    const words = new Array<number>(8 * SPLIT_REDUCE_TABLE_ENTRIES).fill(0);
+    pending.forEach((r, i) => {
+      words.splice(8 * i, 8, ...r.words);
+      words[8 * i + 1] -= lo / 4;
+    });
+    const wg = Math.min(this.tiling.workgroup[0] * this.tiling.workgroup[1], 256);
+    const reduce = this.#rt.pipeline(
+      `matmul/split-k-reduce-table/${wg}`,
+      () => splitReduceTableKernel(wg),
+    );
+    const partials = { buffer: this.#scratch[3]!, size: this.#pendingBytes };
+    const out = { buffer, offset: lo, size: hi - lo };
+    const group = bindTensors(this.#rt, reduce, words, [partials, out]);
+    const [x, y] = grid1d(ceilDiv(Math.max(...pending.map((r) => r.outputs)), wg));
+    dispatch(pass, reduce, group, [x, y, pending.length]);
+    this.#pending = [];
+    this.#pendingBuffer = null;
+    this.#pendingBytes = 0;
+  }
+
+  /** Bytes of partials the deferred reduces may hold at once: the policy's scratch budget. */
+  #deferBudget(): number {
+    const l = this.#rt.limits;
+    return Math.min(this.splitKPolicy.scratchBytes, l.maxStorageBufferBindingSize, l.maxBufferSize);
+  }
+
+  /** Flush first if `view` (read or written by the product now encoded) overlaps a pending output. */
+  #flushIfTouched(pass: GPUComputePassEncoder, view: TensorView): void {
+    if (this.#pending.length === 0) return;
+    const { buffer, offset, size } = resolveView(view);
+    if (buffer !== this.#pendingBuffer) return;
+    if (this.#pending.some((r) => offset < r.end && r.start < offset + size)) {
+      this.flushReduces(pass);
+    }
   }
 
   /**
@@ -440,12 +528,23 @@ export class Matmul {
     const layout = args.layout ?? "nn";
     const t = this.tilingFor(args);
     const type = types.a === types.b ? types.a : `${types.a}x${types.b}`;
-    const partials = this.#grow(2, plan.slices * batch * m * n * 4, "matmul split-K partials");
+    const bytes = plan.slices * batch * m * n * 4;
+    const deferred = args.deferReduce === true && bytes <= this.#deferBudget();
+    let view: TensorView;
+    if (deferred) {
+      view = this.#deferredPartials(pass, args, {
+        bytes,
+        slices: plan.slices,
+        batch,
+        strideC: s.c,
+      });
+    } else {
+      view = { buffer: this.#grow(2, bytes, "matmul split-K partials"), size: bytes };
+    }
     const key = `matmul/${layout}/${type}/${t.strategy}-split/${t.rows}x${t.cols}/` +
       `${t.workgroup.join("x")}/d${t.depth}${bufferKey(t)}`;
     const pipeline = this.#rt.pipeline(key, () => tiledGenerator(t)(layout, t, types, true));
     const params = [m, n, k, plan.slices, plan.sliceK, s.a, s.b, 0];
-    const view = { buffer: partials, size: plan.slices * batch * m * n * 4 };
     const group = bindTensors(this.#rt, pipeline, params, [args.a, args.b, view]);
     const [wx, wy] = t.workgroup;
     const grid: [number, number, number] = [
@@ -457,6 +556,7 @@ export class Matmul {
       throw new RangeError(`matmul: [${m}, ${n}] needs a ${grid.join("×")} grid, over ${MAX_GRID}`);
     }
     dispatch(pass, pipeline, group, grid);
+    if (deferred) return;
     // One-dimensional, so within every adapter's maxComputeWorkgroupSizeX (256 at least).
     const wg = Math.min(wx * wy, 256);
     const reduce = this.#rt.pipeline(`matmul/split-k-reduce/${wg}`, () => splitReduceKernel(wg));
@@ -476,10 +576,57 @@ export class Matmul {
   }
 
   /**
+   * A region of the deferred scratch (slot 3, grown once to the whole budget, so a step's groups
+   * never depend on what earlier steps grew) for a product of `bytes` partials writing `args.c`,
+   * with its reduce queued; the queue is flushed first when the region, the table, or C's
+   * binding (one buffer, at most maxStorageBufferBindingSize) would overflow.
+   */
+  #deferredPartials(
+    pass: GPUComputePassEncoder,
+    args: MatmulArgs,
+    d: { bytes: number; slices: number; batch: number; strideC: number },
+  ): TensorView {
+    const { m, n } = args;
+    const { bytes, batch, strideC } = d;
+    const c = resolveView(args.c);
+    const start = c.offset, end = c.offset + ((batch - 1) * strideC + m * n) * 4;
+    const align = this.#rt.limits.minStorageBufferOffsetAlignment;
+    const at = Math.ceil(this.#pendingBytes / align) * align;
+    const lo = Math.floor(Math.min(start, ...this.#pending.map((r) => r.start)) / align) * align;
+    const hi = Math.max(end, ...this.#pending.map((r) => r.end));
+    const full = this.#pending.length > 0 && (
+      c.buffer !== this.#pendingBuffer || at + bytes > this.#deferBudget() ||
+      this.#pending.length === SPLIT_REDUCE_TABLE_ENTRIES ||
+      hi - lo > this.#rt.limits.maxStorageBufferBindingSize
+    );
+    if (full) this.flushReduces(pass);
+    const offset = this.#pending.length === 0 ? 0 : at;
+    const scratch = this.#grow(3, this.#deferBudget(), "matmul split-K deferred partials");
+    this.#pending.push({
+      words: [
+        offset / 4,
+        start / 4,
+        m * n,
+        d.slices,
+        args.accumulate ? 1 : 0,
+        f32Bits(args.alpha ?? 1),
+        strideC,
+        batch,
+      ],
+      outputs: batch * m * n,
+      start,
+      end,
+    });
+    this.#pendingBuffer = c.buffer;
+    this.#pendingBytes = offset + bytes;
+    return { buffer: scratch, offset, size: bytes };
+  }
+
+  /**
    * Scratch slot `slot`, grown to at least `bytes` (rounded up to 16 so vec4 views cover it).
    * An outgrown buffer may already be bound by dispatches of this step: retired, not destroyed.
    */
-  #grow(slot: 0 | 1 | 2, bytes: number, label: string): GPUBuffer {
+  #grow(slot: 0 | 1 | 2 | 3, bytes: number, label: string): GPUBuffer {
     const size = Math.ceil(bytes / 16) * 16;
     let buffer = this.#scratch[slot];
     if (!buffer || buffer.size < size) {

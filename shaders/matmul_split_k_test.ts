@@ -202,3 +202,133 @@ Deno.test("the CPU profile's matmul never splits, and refuses a pinned split", a
   assert.throws(() => mm.encode(step.pass, { ...args, sliceK: 64 }), /only the workgroup-tiled/);
   await step.submit();
 });
+
+/**
+ * Encodes `cases` as split products writing views of one buffer holding `old` (each at its
+ * float offset), deferred or not, then flushes; returns the buffer's bits and the dispatches.
+ */
+async function deferredRun(
+  rt: GpuRuntime,
+  policy: SplitKPolicy,
+  run: {
+    cases: (Case & { layout: MatmulLayout; at: number })[];
+    old: Float32Array;
+    defer: boolean;
+  },
+): Promise<{ bits: Uint32Array; reduces: number }> {
+  using mm = new Matmul(rt, GPU_PROFILE.matmul, { splitK: policy });
+  const out = rt.buffer("c", run.old);
+  const inputs: GPUBuffer[] = [];
+  const step = rt.beginStep("deferred reduces");
+  for (const [i, c] of run.cases.entries()) {
+    const batch = c.batch ?? 1;
+    const a = rt.buffer(`a${i}`, randomF32(100 + i, batch * c.m * c.k));
+    const b = rt.buffer(`b${i}`, randomF32(200 + i, batch * c.k * c.n));
+    inputs.push(a, b);
+    const strideC = c.strideC ?? c.m * c.n;
+    const size = ((batch - 1) * strideC + c.m * c.n) * 4;
+    const args: MatmulArgs = {
+      ...c,
+      a,
+      b,
+      c: { buffer: out, offset: c.at * 4, size },
+      deferReduce: run.defer,
+    };
+    assert.ok(mm.splitK(args).slices > 1, JSON.stringify(c));
+    mm.encode(step.pass, args);
+  }
+  const reduces = mm.pendingReduces;
+  mm.flushReduces(step.pass);
+  assert.equal(mm.pendingReduces, 0);
+  await step.submit();
+  const bits = new Uint32Array((await rt.read(out)).buffer);
+  for (const b of [out, ...inputs]) rt.destroyBuffer(b);
+  return { bits, reduces };
+}
+
+Deno.test("deferred split-K reduces, one dispatch for many products, give the immediate bits", async () => {
+  using rt = await GpuRuntime.create();
+  // Random shapes, layouts, batches, alpha and accumulate, at 256-byte offsets of one buffer
+  // (an immediate reduce binds its output, so its offset must be aligned) with gaps between.
+  const rand = randomF32(7, 400).map((x) => (x + 1) / 2);
+  let r = 0;
+  const pick = (lo: number, hi: number) => lo + Math.floor(rand[r++] * (hi - lo + 1));
+  const cases: (Case & { layout: MatmulLayout; at: number })[] = [];
+  let at = 64 * pick(0, 2);
+  for (let i = 0; i < 9; i++) {
+    const batch = pick(1, 3), m = pick(3, 40), n = pick(3, 40);
+    const strideC = batch > 1 && i % 2 === 0 ? m * n + pick(1, 9) : undefined;
+    cases.push({
+      m,
+      n,
+      k: pick(40, 160),
+      batch,
+      strideC,
+      layout: (["nn", "nt", "tn"] as const)[i % 3],
+      accumulate: i % 3 !== 1,
+      alpha: i % 4 === 0 ? 1 : (rand[r++] - 0.5) * 4,
+      at,
+    });
+    at += Math.ceil(((batch - 1) * (strideC ?? m * n) + m * n + pick(0, 99)) / 64) * 64;
+  }
+  const old = randomF32(3, at + 64);
+  const immediate = await deferredRun(rt, POLICY, { cases, old, defer: false });
+  const deferred = await deferredRun(rt, POLICY, { cases, old, defer: true });
+  assert.equal(immediate.reduces, 0);
+  assert.equal(deferred.reduces, cases.length, "all nine wait for one reduce");
+  assert.deepEqual(deferred.bits, immediate.bits);
+  // A budget of about two products' partials: the group flushes as it fills, same bits.
+  const tight = await deferredRun(rt, { ...POLICY, scratchBytes: 64 << 10 }, {
+    cases,
+    old,
+    defer: true,
+  });
+  assert.ok(tight.reduces < cases.length, `${tight.reduces} pending at the end`);
+  assert.deepEqual(tight.bits, immediate.bits);
+});
+
+Deno.test("a product touching a pending output waits for its reduce", async () => {
+  using rt = await GpuRuntime.create();
+  using mm = new Matmul(rt, GPU_PROFILE.matmul, { splitK: POLICY });
+  const m = 16, n = 16, k = 96;
+  const a = randomF32(1, k * m), b = randomF32(2, k * n);
+  const ga = rt.buffer("a", a), gb = rt.buffer("b", b), c = rt.buffer("c", m * n * 4);
+  const d = rt.buffer("d", m * n * 4);
+  const step = rt.beginStep("read after deferred");
+  mm.encode(step.pass, { a: ga, b: gb, c, m, n, k, layout: "tn", deferReduce: true });
+  assert.equal(mm.pendingReduces, 1);
+  // d = cᵀ·c reads c: the pending reduce runs first. Then c += aᵀ·b again, deferred.
+  mm.encode(step.pass, { a: c, b: c, c: d, m: n, n, k: m, layout: "tn" });
+  assert.equal(mm.pendingReduces, 0);
+  mm.encode(step.pass, {
+    a: ga,
+    b: gb,
+    c,
+    m,
+    n,
+    k,
+    layout: "tn",
+    accumulate: true,
+    deferReduce: true,
+  });
+  mm.encode(step.pass, {
+    a: ga,
+    b: gb,
+    c,
+    m,
+    n,
+    k,
+    layout: "tn",
+    accumulate: true,
+    deferReduce: true,
+  });
+  assert.equal(mm.pendingReduces, 1, "the second accumulation into c flushed the first");
+  mm.flushReduces(step.pass);
+  await step.submit();
+  const ab = matmulRef(a, b, { m, n, k, layout: "tn" });
+  const tol = (k + 2) * 2 * F32_EPS * k * 3;
+  assertClose(await rt.read(c), ab.map((x) => 3 * x), tol, "c = 3·aᵀb");
+  const want = matmulRef(ab, ab, { m: n, n, k: m, layout: "tn" });
+  assertClose(await rt.read(d), want, 1e-3, "d = cᵀc, c after its reduce");
+  for (const x of [ga, gb, c, d]) rt.destroyBuffer(x);
+});

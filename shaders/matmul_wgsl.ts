@@ -622,6 +622,45 @@ ${main1d(workgroupSize)}
 `;
 }
 
+/** Most products one {@link splitReduceTableKernel} dispatch reduces (its table's entries). */
+export const SPLIT_REDUCE_TABLE_ENTRIES = 32;
+
+/**
+ * {@link splitReduceKernel} for several split products in one dispatch: workgroup row `z` of the
+ * grid reduces product `z` of a uniform table of {@link SPLIT_REDUCE_TABLE_ENTRIES} entries, two
+ * vec4 of u32 each, `(partials offset, c offset, count (m·n), slices)` and `(accumulate, alpha
+ * (f32 bits), strideC, batch)`, offsets in elements of the two bindings `1: partials`, `2: c`.
+ * Each output is computed by the same expressions as the single reduce's, so the same bits.
+ */
+export function splitReduceTableKernel(workgroupSize: number): string {
+  return `@group(0) @binding(0) var<uniform> table: array<vec4<u32>, ${
+    2 * SPLIT_REDUCE_TABLE_ENTRIES
+  }>;
+@group(0) @binding(1) var<storage, read> partials: array<f32>;
+@group(0) @binding(2) var<storage, read_write> c: array<f32>;
+
+@compute @workgroup_size(${workgroupSize})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let i = (wid.x + wid.y * nwg.x) * ${workgroupSize}u + li;
+  let h = table[2u * wid.z];
+  let g = table[2u * wid.z + 1u];
+  let p = ReduceEntry(h.z, h.w, g.x, bitcast<f32>(g.y), g.z, g.w);
+  if (i >= p.count * p.batch) { return; }
+  let bz = i / p.count;
+  let e = i % p.count;
+  let base = h.x + bz * p.slices * p.count + e;
+  var sum = partials[base];
+  for (var s = 1u; s < p.slices; s++) { sum += partials[base + s * p.count]; }
+  ${storeExpr("c[h.y + bz * p.stride_c + e]", "sum")}
+}
+
+struct ReduceEntry {
+  count: u32, slices: u32, accumulate: u32, alpha: f32, stride_c: u32, batch: u32,
+}
+`;
+}
+
 /**
  * Batched transpose of `[rows, cols]` matrices (both multiples of 4) in 4×4 blocks of vec4:
  * uniform `rows, cols, strideIn, strideOut` (elements), bindings `1: src`, `2: dst` `[cols, rows]`.

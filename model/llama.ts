@@ -651,6 +651,9 @@ export class LlamaModel implements Disposable {
       k: N,
       layout: "tn",
       accumulate: true,
+      // Read only after the backward, which flushes: the reduces of a layer's seven (and more)
+      // weight gradients run in one dispatch instead of one each.
+      deferReduce: true,
     });
   }
 
@@ -951,5 +954,7 @@ export class LlamaModel implements Disposable {
       c: C,
       v: V,
     });
+    // The weight gradients' split-K reduces, left pending by #linearBackward.
+    k.flushMatmulReduces(pass);
   }
 }

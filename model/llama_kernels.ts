@@ -65,6 +65,11 @@ export interface LlamaKernels {
    */
   reserveMatmulScratch(bytes: { a: number; b: number }): void;
   /**
+   * Encode the reduces of split products that {@link matmul} ran with `deferReduce` (one
+   * dispatch for a group of them), so their outputs hold the products from here on.
+   */
+  flushMatmulReduces(pass: GPUComputePassEncoder): void;
+  /**
    * out `[N, C]` = table `[V, C]` rows at ids (u32 `[N]`). A table over one storage binding is
    * looked up (and its gradient added) one row block at a time, with the same bits.
    */

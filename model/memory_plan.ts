@@ -102,9 +102,10 @@ export interface MemoryPlanInput {
   /** Most bytes of one LM-head logits chunk: the adapter profile's (default: the CPU's, 32 MiB). */
   logitsChunkBytes?: number;
   /**
-   * Most bytes of split-K partials the matmul holds: the profile's `splitK.scratchBytes` (0 on CPU
-   * adapters, which never split; the default). Counted whole, an upper bound: the scratch grows to
-   * the largest split product's partials.
+   * The profile's `splitK.scratchBytes` (0 on CPU adapters, which never split; the default): the
+   * matmul holds two scratches of split-K partials, each at most this, counted whole (an upper
+   * bound). One grows to the largest product reduced at once; the other, made at the budget's
+   * size, holds the weight gradients whose reduces wait for one dispatch (shaders/matmul.ts).
    */
   splitKScratchBytes?: number;
   /**
@@ -261,7 +262,8 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     device.push({ label: "token positions and documents", bytes: 3 * 4 * N * slots });
   }
   if ((input.splitKScratchBytes ?? 0) > 0) {
-    device.push({ label: "split-K partials (at most)", bytes: input.splitKScratchBytes! });
+    // Immediate and deferred reduces each have a scratch of at most the budget.
+    device.push({ label: "split-K partials (at most)", bytes: 2 * input.splitKScratchBytes! });
   }
   if (input.transposeScratch) {
     // The LM head's blocks at 256-byte offsets, WebGPU's default alignment.

@@ -122,6 +122,7 @@ export function shaderKernels(
     matmulSliceK: (args) => matmul.splitK(args).sliceK,
     matmulTiling: (args) => matmul.tilingFor(args),
     reserveMatmulScratch: (bytes) => matmul.reserveTransposeScratch(bytes),
+    flushMatmulReduces: (pass) => matmul.flushReduces(pass),
     embedding: (pass, a) => {
       for (const block of tableBlocks(a.table, a.v, a.c)) {
         embedding.forward(pass, {

@@ -13,19 +13,31 @@ import { CPU_PROFILE, GPU_PROFILE, GpuRuntime, type TuningProfile } from "../sha
 
 const TINY = new URL("../config/models/llama-tiny/config.json", import.meta.url).pathname;
 
-/** The pipelines of one AdamW step of the tiny model (B 2, T 16: one logits chunk) on `profile`. */
-async function stepDispatches(profile: TuningProfile): Promise<string[]> {
+/**
+ * The pipelines of one AdamW step of the tiny model (B 2, T 16 unless given: one logits chunk)
+ * on `profile`.
+ */
+async function stepDispatches(
+  profile: TuningProfile,
+  shape = { microBatch: 2, seqLen: 16 },
+): Promise<string[]> {
   const config = await readLlamaConfig(TINY);
   using rt = await GpuRuntime.create({ profile, profileDispatches: true });
   using steps = adamwSteps(rt, {
     config,
     layout: llamaParamLayout(config),
-    microBatch: 2,
-    seqLen: 16,
+    ...shape,
   });
   await steps.step();
   return rt.dispatchTimings!.map((t) => t.name);
 }
+
+/** train/profile_test.ts's split-K policy: at B 3, T 48 most of the tiny model's products split. */
+const SPLIT_PROFILE: TuningProfile = {
+  ...GPU_PROFILE,
+  name: "gpu, split-K",
+  splitK: { targetWorkgroups: 64, minSliceK: 16, scratchBytes: 16 << 20 },
+};
 
 for (const profile of [CPU_PROFILE, GPU_PROFILE]) {
   Deno.test(`one training step launches the kernels its layers need (${profile.name} profile)`, async () => {
@@ -54,3 +66,22 @@ for (const profile of [CPU_PROFILE, GPU_PROFILE]) {
     assert.equal(names.filter((n) => n.startsWith("rmsnorm/backward-input-add/")).length, 2 * L);
   });
 }
+
+Deno.test("the weight gradients' split-K reduces run in one dispatch per backward", async () => {
+  const names = await stepDispatches(SPLIT_PROFILE, { microBatch: 3, seqLen: 48 });
+  const L = 2;
+  const count = (f: (n: string) => boolean) => names.filter(f).length;
+  // A split product is its split kernel and a reduce. The 7 weight gradients of each layer
+  // (q, k, v, o, gate, up, down: `tn` over the 144 tokens) defer theirs to one table dispatch at
+  // the end of the backward (16 MiB of scratch holds all 14 products' partials, under 3 MiB);
+  // every other split product (forward, input gradients, the LM head) keeps its own reduce.
+  const splits = count((n) => n.includes("-split/"));
+  const reduces = count((n) => n.startsWith("matmul/split-k-reduce/"));
+  assert.equal(count((n) => n.startsWith("matmul/split-k-reduce-table/")), 1);
+  assert.equal(splits, reduces + 7 * L, names.join("\n"));
+  // The same kernels as the step above (B·T = 144 rows is still one logits chunk under the GPU
+  // profile), plus the reduces: 84 + 30 + 1 = 115 dispatches (44 split products), against
+  // 84 + 44 = 128 before, when each weight gradient's reduce was its own dispatch.
+  const matmuls = L * 7 * 3 + 3, perLayer = 4 + 1 + 8 + 1, once = 1 + 1 + 2 + 2 + 2 + 2 + 1;
+  assert.equal(names.length, matmuls + L * perLayer + once + reduces + 1, names.join("\n"));
+});

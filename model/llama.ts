@@ -425,6 +425,11 @@ export class LlamaModel implements Disposable {
       this.#forward(step, slot);
       this.#headAndLoss(step, slot, lossScale);
       this.#backward(step, slot);
+    } catch (e) {
+      // The step is abandoned, its split products never run: their queued reduces must not
+      // reach the next step's pass.
+      this.#k.discardMatmulReduces();
+      throw e;
     } finally {
       this.#weightsBuffer = this.params;
     }

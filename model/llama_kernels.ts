@@ -69,6 +69,8 @@ export interface LlamaKernels {
    * dispatch for a group of them), so their outputs hold the products from here on.
    */
   flushMatmulReduces(pass: GPUComputePassEncoder): void;
+  /** Drop the pending reduces unencoded: their step was abandoned (an exception while encoding). */
+  discardMatmulReduces(): void;
   /**
    * out `[N, C]` = table `[V, C]` rows at ids (u32 `[N]`). A table over one storage binding is
    * looked up (and its gradient added) one row block at a time, with the same bits.

@@ -123,6 +123,7 @@ export function shaderKernels(
     matmulTiling: (args) => matmul.tilingFor(args),
     reserveMatmulScratch: (bytes) => matmul.reserveTransposeScratch(bytes),
     flushMatmulReduces: (pass) => matmul.flushReduces(pass),
+    discardMatmulReduces: () => matmul.discardReduces(),
     embedding: (pass, a) => {
       for (const block of tableBlocks(a.table, a.v, a.c)) {
         embedding.forward(pass, {

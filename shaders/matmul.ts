@@ -494,6 +494,17 @@ export class Matmul {
     this.#pendingBytes = 0;
   }
 
+  /**
+   * Forget the pending reduces without encoding them: for a caller whose step was abandoned
+   * before submission (its split products never run), so a later pass cannot reduce their stale
+   * partials into outputs another step owns.
+   */
+  discardReduces(): void {
+    this.#pending = [];
+    this.#pendingBuffer = null;
+    this.#pendingBytes = 0;
+  }
+
   /** Bytes of partials the deferred reduces may hold at once: the policy's scratch budget. */
   #deferBudget(): number {
     const l = this.#rt.limits;

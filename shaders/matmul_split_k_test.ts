@@ -332,3 +332,28 @@ Deno.test("a product touching a pending output waits for its reduce", async () =
   assertClose(await rt.read(d), want, 1e-3, "d = cᵀc, c after its reduce");
   for (const x of [ga, gb, c, d]) rt.destroyBuffer(x);
 });
+
+Deno.test("reduces queued by an abandoned step are discarded, not run in the next one", async () => {
+  using rt = await GpuRuntime.create();
+  using mm = new Matmul(rt, GPU_PROFILE.matmul, { splitK: POLICY });
+  const m = 16, n = 16, k = 96;
+  const a = randomF32(1, k * m), b = randomF32(2, k * n), old = randomF32(3, m * n);
+  const ga = rt.buffer("a", a), gb = rt.buffer("b", b), c = rt.buffer("c", old);
+  const args: MatmulArgs = { a: ga, b: gb, c, m, n, k, layout: "tn", deferReduce: true };
+  {
+    // An exception while encoding: the step is dropped unsubmitted, its split product never runs.
+    using abandoned = rt.beginStep("abandoned");
+    mm.encode(abandoned.pass, args);
+    assert.equal(mm.pendingReduces, 1);
+    mm.discardReduces();
+    assert.equal(mm.pendingReduces, 0);
+  }
+  const step = rt.beginStep("next");
+  mm.encode(step.pass, { ...args, accumulate: true });
+  mm.flushReduces(step.pass);
+  await step.submit();
+  // Without the discard the stale entry would first overwrite c with never-written partials.
+  const ab = matmulRef(a, b, { m, n, k, layout: "tn" });
+  const tol = (k + 2) * 2 * F32_EPS * k * 3;
+  assertClose(await rt.read(c), ab.map((x, i) => x + old[i]), tol, "c = old + aᵀb");
+});

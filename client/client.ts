@@ -710,6 +710,19 @@ export class TrainingClient {
     this.#progress.modelReady = true;
   }
 
+  /** Throttled `model_upload` lines for a weights upload (the install's and the warm-up's). */
+  #uploadProgress() {
+    return throttledProgress(
+      (done, total, rate) =>
+        this.#o.logger.log("model_upload", {
+          done_bytes: done,
+          total_bytes: total,
+          mb_per_sec: rate,
+        }),
+      () => performance.now(),
+    );
+  }
+
   /**
    * Puts `model` on the GPU (replacing any model held), opens the data provider once, builds
    * every pipeline with a dry step (NetworkTrainer.warmUp) and says what a step costs here.
@@ -789,15 +802,7 @@ export class TrainingClient {
     // A chunk at a time, saying how far: a large model's upload takes minutes on some GPUs.
     await trainer.upload(model.weights, {
       signal: this.#signal,
-      onProgress: throttledProgress(
-        (done, total, rate) =>
-          this.#o.logger.log("model_upload", {
-            done_bytes: done,
-            total_bytes: total,
-            mb_per_sec: rate,
-          }),
-        () => performance.now(),
-      ),
+      onProgress: this.#uploadProgress(),
     });
     this.#o.exchange.results.setExpectation(trainer.expectation);
     if (isVerifying(state)) {
@@ -819,15 +824,7 @@ export class TrainingClient {
       const sequences = Math.ceil(config.globalBatchSizeEnd / clients);
       const timing = await trainer.warmUp(model.weights, sequences, this.#signal, {
         onStage: (stage, n) => this.#o.logger.log("warmup_stage", { stage, sequences: n }),
-        onProgress: throttledProgress(
-          (done, total, rate) =>
-            this.#o.logger.log("model_upload", {
-              done_bytes: done,
-              total_bytes: total,
-              mb_per_sec: rate,
-            }),
-          () => performance.now(),
-        ),
+        onProgress: this.#uploadProgress(),
       });
       this.#o.logger.log("warmup", {
         first_step_ms: timing.firstMs,

@@ -52,17 +52,20 @@ export const PARALLEL_MIN_FLOATS = 4 * SEEDED_CHUNK_FLOATS;
 const MAX_DEFAULT_WORKERS = 16;
 
 /**
- * Workers for a machine with `cores` hardware threads: all but one (the main thread writes the
- * chunks to the device), at least one, at most 16.
+ * Workers for a machine with `cores` hardware threads: one per core, at most 16, and none on a
+ * single core. The main thread mostly waits for chunks and for the device, so it takes no core of
+ * its own; one worker alone is slower than this thread (its start and the chunks' transfer:
+ * docs/benchmarks.md, "Seeded init on worker threads").
  *
  * @example
  * ```ts
  * import { defaultSeededWorkers } from "./seeded_init.ts";
- * if (defaultSeededWorkers(2) !== 1 || defaultSeededWorkers(64) !== 16) throw new Error();
+ * if (defaultSeededWorkers(2) !== 2 || defaultSeededWorkers(64) !== 16) throw new Error();
  * ```
  */
 export function defaultSeededWorkers(cores: number = navigator.hardwareConcurrency): number {
-  return Math.max(1, Math.min(MAX_DEFAULT_WORKERS, Math.floor(cores) - 1));
+  const whole = Math.floor(cores);
+  return whole < 2 ? 0 : Math.min(MAX_DEFAULT_WORKERS, whole);
 }
 
 /**

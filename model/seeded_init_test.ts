@@ -55,8 +55,8 @@ Deno.test("a parallel init reports its bytes after every chunk, ending at the to
   }
 });
 
-Deno.test("default workers: all cores but one, at least one, at most 16", () => {
-  assert.deepEqual([1, 2, 3, 8, 17, 64].map(defaultSeededWorkers), [1, 1, 2, 7, 16, 16]);
+Deno.test("default workers: one per core, at most 16, none on one core", () => {
+  assert.deepEqual([1, 2, 3, 8, 17, 64].map(defaultSeededWorkers), [0, 2, 3, 8, 16, 16]);
 });
 
 Deno.test("chunks made here or on 1-4 workers have the bits of initParams", async () => {

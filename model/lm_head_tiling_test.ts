@@ -14,7 +14,7 @@ import {
   GpuRuntime,
   type MatmulArgs,
   type MatmulShapeRule,
-  type MatmulTiling,
+  vec4Tiling as vec4,
 } from "../shaders/mod.ts";
 
 /** model/llama_split_test.ts's model: a 16 KiB binding cap splits the head into 128, 128, 75 rows. */
@@ -33,13 +33,6 @@ const LAYOUT = llamaParamLayout(CONFIG);
 const CAP = 16384;
 const B = 2, T = 8;
 
-const vec4 = (rows: number, cols: number, wg: [number, number], depth: number): MatmulTiling => ({
-  strategy: "tiled-vec4",
-  rows,
-  cols,
-  workgroup: wg,
-  depth,
-});
 /**
  * Over 64 x 64 reference tiles: the whole head's logits `[16, 331]` and weight gradient
  * `[331, 32]` are 6 tiles each, a block (`[16, 128]`, `[128, 32]`) 2: only the wholes qualify.

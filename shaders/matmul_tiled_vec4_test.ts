@@ -9,25 +9,15 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { GpuRuntime } from "./gpu.ts";
 import { Matmul, type MatmulArgs, type MatmulLayout, type MatmulOperandTypes } from "./matmul.ts";
-import { GPU_PROFILE, type MatmulTiling, type SplitKPolicy } from "./profile.ts";
+import {
+  GPU_PROFILE,
+  type MatmulTiling,
+  type SplitKPolicy,
+  vec4Tiling as vec4,
+} from "./profile.ts";
 import { matmulRef } from "./reference/matmul.ts";
 import { tiledVec4Kernel } from "./matmul_wgsl.ts";
 import { assertClose, bf16Encode, bf16Round, F32_EPS, randomF32 } from "./testing/kernels.ts";
-
-const vec4 = (
-  rows: number,
-  cols: number,
-  workgroup: [number, number],
-  depth: number,
-  buffers: 1 | 2 = 1,
-): MatmulTiling => ({
-  strategy: "tiled-vec4",
-  rows,
-  cols,
-  workgroup,
-  depth,
-  ...(buffers === 2 ? { buffers } : {}),
-});
 
 /** The scalar kernel every vec4 tiling must match bit for bit (the GPU profile's until 2026-11-29). */
 const SCALAR: MatmulTiling = {

@@ -49,6 +49,7 @@ export {
   SPLIT_K_OFF,
   type SplitKPolicy,
   type TuningProfile,
+  vec4Tiling,
 } from "./profile.ts";
 export {
   MAX_SPLIT_K_SCRATCH,

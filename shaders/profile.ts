@@ -184,13 +184,24 @@ export const CPU_PROFILE: TuningProfile = {
  */
 export const GPU_WIDE_WORKGROUPS = 4 * 4 * 132;
 
-/** `tiled-vec4` tiling with `rows × cols` outputs per invocation. */
-const vec4Tiling = (
+/**
+ * `tiled-vec4` tiling with `rows × cols` outputs per invocation; `buffers: 2` double-buffers its
+ * workgroup memory (a single-buffered tiling carries no `buffers` field).
+ */
+export const vec4Tiling = (
   rows: number,
   cols: number,
   workgroup: readonly [number, number],
   depth: number,
-): MatmulTiling => ({ strategy: "tiled-vec4", rows, cols, workgroup, depth });
+  buffers: 1 | 2 = 1,
+): MatmulTiling => ({
+  strategy: "tiled-vec4",
+  rows,
+  cols,
+  workgroup,
+  depth,
+  ...(buffers === 2 ? { buffers } : {}),
+});
 
 /**
  * The GPU profile's matmul table. Measured: `wide tn` and `wide nn` are the fastest tilings of

@@ -7,11 +7,11 @@ import {
   GPU_PROFILE,
   GpuRuntime,
   type MatmulShapeRule,
-  type MatmulTiling,
   pickMatmulTiling,
   SPLIT_K_OFF,
   splitKPlan,
   type TuningProfile,
+  vec4Tiling as vec4,
 } from "../shaders/mod.ts";
 
 const TINY = new URL("../config/models/llama-tiny/config.json", import.meta.url).pathname;
@@ -87,14 +87,6 @@ Deno.test("the GPU profile (workgroup rows, large logits chunks, split-K) trains
     assert.deepEqual(again.losses, gpu.losses, profile.name);
     assert.deepEqual(again.params, gpu.params, profile.name);
   }
-});
-
-const vec4 = (rows: number, cols: number, wg: [number, number], depth: number): MatmulTiling => ({
-  strategy: "tiled-vec4",
-  rows,
-  cols,
-  workgroup: wg,
-  depth,
 });
 
 /**

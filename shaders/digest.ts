@@ -136,8 +136,15 @@ export async function digestBytesYielding(
   return step.value;
 }
 
-/** The digest's work, pausing after every chunk's report; returns the digest. */
-function* digestSteps(bytes: Uint8Array, options: HostDigestOptions): Generator<void, string> {
+/**
+ * The digest's work as steps, pausing after every chunk's report; returns the digest. The
+ * caller decides what a pause is: nothing ({@link digestBytes}), a turn of the event loop
+ * ({@link digestBytesYielding}), or a pause inside a longer job made of such steps.
+ */
+export function* digestSteps(
+  bytes: Uint8Array,
+  options: HostDigestOptions = {},
+): Generator<void, string> {
   if (bytes.byteLength % 4 !== 0) {
     throw new RangeError(`digest: ${bytes.byteLength} bytes is not a whole number of words`);
   }

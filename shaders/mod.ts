@@ -142,6 +142,7 @@ export {
   DIGEST_BLOCK_WORDS,
   digestBytes,
   digestBytesYielding,
+  digestSteps,
   GpuDigest,
   type HostDigestOptions,
 } from "./digest.ts";

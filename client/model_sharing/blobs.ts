@@ -49,6 +49,7 @@ import {
   parseLlamaConfig,
 } from "../../model/mod.ts";
 import { type BlobDtype, type BlobToShare, TENSOR_DTYPE_BYTES } from "../../net/p2p/mod.ts";
+import { runSteps } from "./steps.ts";
 
 /** The blob name of the HF config. */
 export const CONFIG_BLOB = "config.json";
@@ -118,28 +119,37 @@ export function isBf16Exact(values: Float32Array): boolean {
   return true;
 }
 
-/** The high halves of bf16-exact f32 values: their bf16 bits, little-endian. */
-function bf16Bytes(values: Float32Array): Uint8Array {
-  const halves = new Uint16Array(values.buffer, values.byteOffset, values.length * 2);
-  const out = new Uint16Array(values.length);
-  for (let i = 0; i < values.length; i++) out[i] = halves[2 * i + 1];
-  return new Uint8Array(out.buffer);
-}
+/** Floats {@link modelToBlobSteps} encodes between two pauses by default: 16 MiB of f32. */
+export const ENCODE_STEP_FLOATS = 4 * 2 ** 20;
 
 /**
  * The blobs of `model`: `config.json` first, then every tensor in layout order, each as bf16
  * when that is exact and as f32 otherwise. Each tensor blob is a fresh copy, so later changes
- * to `weights` do not change what is served.
+ * to `weights` do not change what is served. `onProgress` hears the f32 bytes encoded so far.
  */
 export function modelToBlobs(
   model: SharedModel,
   onProgress?: (doneBytes: number, totalBytes: number) => void,
 ): [name: string, bytes: Uint8Array, BlobDtype][] {
+  return runSteps(modelToBlobSteps(model, { onProgress }));
+}
+
+/**
+ * {@link modelToBlobs} as steps: a tensor is checked and copied `chunkFloats` at a time (default
+ * {@link ENCODE_STEP_FLOATS}), with a pause (a `yield`) after every chunk and every tensor, so
+ * a caller on the event loop can give it a turn while a 1B model is encoded. Same blobs.
+ */
+export function* modelToBlobSteps(
+  model: SharedModel,
+  options: { onProgress?: (doneBytes: number, totalBytes: number) => void; chunkFloats?: number } =
+    {},
+): Generator<void, [name: string, bytes: Uint8Array, BlobDtype][]> {
   requireLittleEndian();
   const { config, layout, weights } = model;
   if (weights.length !== layout.totalSize) {
     throw new RangeError(`expected ${layout.totalSize} floats, found ${weights.length}`);
   }
+  const chunk = Math.max(1, options.chunkFloats ?? ENCODE_STEP_FLOATS);
   const json = JSON.stringify(llamaConfigToHf(config));
   const out: [string, Uint8Array, BlobDtype][] = [
     [CONFIG_BLOB, new TextEncoder().encode(json), "raw"],
@@ -147,15 +157,35 @@ export function modelToBlobs(
   let done = 0;
   for (const e of layout.entries) {
     const values = weights.subarray(e.offset, e.offset + e.size);
-    if (isBf16Exact(values)) {
-      out.push([e.name, bf16Bytes(values), "bf16"]);
-    } else {
-      out.push([e.name, new Uint8Array(values.slice().buffer), "f32"]);
+    const bf16 = yield* isBf16ExactSteps(values, chunk);
+    const blob = bf16 ? new Uint16Array(e.size) : new Float32Array(e.size);
+    for (let start = 0; start < e.size; start += chunk) {
+      const end = Math.min(e.size, start + chunk);
+      if (bf16) putBf16Halves(values.subarray(start, end), blob as Uint16Array, start);
+      else blob.set(values.subarray(start, end), start);
+      options.onProgress?.(4 * (done + end), 4 * layout.paramCount);
+      yield;
     }
-    done += 4 * e.size;
-    onProgress?.(done, 4 * layout.paramCount);
+    done += e.size;
+    out.push([e.name, new Uint8Array(blob.buffer), bf16 ? "bf16" : "f32"]);
   }
   return out;
+}
+
+/** {@link isBf16Exact}, `chunk` floats at a time with a pause after each but the last. */
+function* isBf16ExactSteps(values: Float32Array, chunk: number): Generator<void, boolean> {
+  for (let start = 0; start < values.length; start += chunk) {
+    const end = Math.min(values.length, start + chunk);
+    if (!isBf16Exact(values.subarray(start, end))) return false;
+    if (end < values.length) yield;
+  }
+  return true;
+}
+
+/** Writes the high halves of bf16-exact f32 `values` (their bf16 bits) into `out` from `at`. */
+function putBf16Halves(values: Float32Array, out: Uint16Array, at: number): void {
+  const halves = new Uint16Array(values.buffer, values.byteOffset, values.length * 2);
+  for (let i = 0; i < values.length; i++) out[at + i] = halves[2 * i + 1];
 }
 
 /**

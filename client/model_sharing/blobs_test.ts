@@ -6,8 +6,10 @@ import {
   ModelBlobError,
   modelFromBlobs,
   modelToBlobs,
+  modelToBlobSteps,
   tensorElements,
 } from "./blobs.ts";
+import { runSteps } from "./steps.ts";
 import type { BlobToShare } from "../../net/p2p/mod.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
 import { decodeBf16, encodeBf16 } from "../../model/mod.ts";
@@ -78,6 +80,30 @@ Deno.test("a tensor is shared as bf16 exactly when all its values are bf16, and 
   const offBlobs = modelToBlobs({ ...model, weights: off });
   assert.equal(offBlobs.find(([n]) => n === first.name)![2], "f32");
   assert.deepEqual(bits(modelFromBlobs(offBlobs).weights), bits(off));
+});
+
+Deno.test("blobs encoded a few floats at a time are the same, even when a tensor turns f32 late", () => {
+  const model = tinyModel(5);
+  const weights = decodeBf16(encodeBf16(model.weights));
+  const [first, second] = model.layout.entries.filter((e) => e.size > 7);
+  // One value off bf16 in the first tensor's last chunk, and in the second's first.
+  new Uint32Array(weights.buffer)[first.offset + first.size - 1] ^= 1;
+  new Uint32Array(weights.buffer)[second.offset] ^= 1;
+  const whole = modelToBlobs({ ...model, weights });
+  const dtypes = new Map(whole.map(([name, , dtype]) => [name, dtype]));
+  assert.equal(dtypes.get(first.name), "f32");
+  assert.equal(dtypes.get(second.name), "f32");
+  assert.ok([...dtypes.values()].includes("bf16"));
+  for (const chunkFloats of [1, 3, 7, first.size]) {
+    const done: number[] = [];
+    const steps = modelToBlobSteps({ ...model, weights }, {
+      chunkFloats,
+      onProgress: (n) => done.push(n),
+    });
+    assert.deepEqual(runSteps(steps), whole, `chunks of ${chunkFloats} floats`);
+    assert.equal(done.at(-1), 4 * model.layout.paramCount);
+    assert.ok(done.every((n, i) => i === 0 || n > done[i - 1]), "progress only grows");
+  }
 });
 
 Deno.test("blobs are config.json then tensors in layout order, copied", () => {

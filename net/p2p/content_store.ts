@@ -4,7 +4,8 @@
  * DisTrO results are stored with the step they belong to and dropped with `forgetBefore` once
  * no peer can still need them (Psyche deletes results older than current step - 2); model
  * parameters for P2P model sharing are stored under names ("config", a tensor's name) and
- * replaced or forgotten explicitly. No I/O; hashing is synchronous `node:crypto`.
+ * replaced or forgotten explicitly. No I/O; hashing is synchronous `node:crypto`, whole or (for
+ * large blobs) as steps a chunk at a time that the caller may pause between.
  *
  * @module
  */
@@ -17,6 +18,30 @@ export type ContentHash = string;
 /** sha256 of `bytes` as lowercase hex. */
 export function contentHash(bytes: Uint8Array): ContentHash {
   return createHash("sha256").update(bytes).digest("hex");
+}
+
+/** Bytes {@link contentHashSteps} hashes between two pauses by default: 64 MiB. */
+export const HASH_STEP_BYTES = 64 * 2 ** 20;
+
+/**
+ * {@link contentHash} as steps: the bytes are hashed `chunkBytes` at a time, with a pause (a
+ * `yield`) after every chunk but the last, and `onProgress` hearing the bytes hashed so far.
+ * Returns the same hash as {@link contentHash}. A 1 GB tensor takes seconds to hash; a caller on
+ * the event loop gives it a turn at every pause.
+ */
+export function* contentHashSteps(
+  bytes: Uint8Array,
+  options: { chunkBytes?: number; onProgress?: (doneBytes: number) => void } = {},
+): Generator<void, ContentHash> {
+  const chunk = Math.max(1, options.chunkBytes ?? HASH_STEP_BYTES);
+  const hash = createHash("sha256");
+  for (let start = 0; start < bytes.length; start += chunk) {
+    const end = Math.min(bytes.length, start + chunk);
+    hash.update(bytes.subarray(start, end));
+    options.onProgress?.(end);
+    if (end < bytes.length) yield;
+  }
+  return hash.digest("hex");
 }
 
 /** Hex content hash to its 32 bytes. Throws `RangeError` unless given 64 hex characters. */
@@ -40,6 +65,12 @@ export interface ProvideOptions {
   step?: number;
 }
 
+function checkStep(options: ProvideOptions): void {
+  if (options.step !== undefined && (!Number.isSafeInteger(options.step) || options.step < 0)) {
+    throw new RangeError(`step must be a non-negative integer, found ${options.step}`);
+  }
+}
+
 interface Entry {
   bytes: Uint8Array;
   step?: number;
@@ -56,10 +87,24 @@ export class ContentStore {
    * their hash. Storing the same bytes again keeps one copy; a given `step` replaces the old one.
    */
   put(bytes: Uint8Array, options: ProvideOptions = {}): ContentHash {
-    if (options.step !== undefined && (!Number.isSafeInteger(options.step) || options.step < 0)) {
-      throw new RangeError(`step must be a non-negative integer, found ${options.step}`);
-    }
-    const hash = contentHash(bytes);
+    checkStep(options);
+    return this.#putHashed(bytes, contentHash(bytes), options);
+  }
+
+  /**
+   * {@link ContentStore.put} as steps ({@link contentHashSteps}): the bytes are stored once
+   * they are all hashed, at the last step.
+   */
+  *putSteps(
+    bytes: Uint8Array,
+    options: ProvideOptions & Parameters<typeof contentHashSteps>[1] = {},
+  ): Generator<void, ContentHash> {
+    checkStep(options);
+    const hash = yield* contentHashSteps(bytes, options);
+    return this.#putHashed(bytes, hash, options);
+  }
+
+  #putHashed(bytes: Uint8Array, hash: ContentHash, options: ProvideOptions): ContentHash {
     const existing = this.#byHash.get(hash);
     if (existing === undefined) {
       this.#byHash.set(hash, { bytes, step: options.step });

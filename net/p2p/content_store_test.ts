@@ -1,5 +1,11 @@
 import assert from "node:assert/strict";
-import { contentHash, ContentStore, hashFromBytes, hashToBytes } from "./content_store.ts";
+import {
+  contentHash,
+  contentHashSteps,
+  ContentStore,
+  hashFromBytes,
+  hashToBytes,
+} from "./content_store.ts";
 
 const bytes = (n: number, fill: number) => new Uint8Array(n).fill(fill);
 
@@ -13,6 +19,46 @@ Deno.test("content hash is sha256 hex", () => {
   assert.equal(hashFromBytes(hashToBytes(h)), h);
   assert.throws(() => hashToBytes("abc"), /64 lowercase hex characters, found "abc"/);
   assert.throws(() => hashFromBytes(new Uint8Array(31)), /found 31/);
+});
+
+/** Runs steps to the end; returns their value and how many pauses they made. */
+function drain<T>(steps: Generator<void, T>): { value: T; pauses: number } {
+  let pauses = 0;
+  let step = steps.next();
+  while (!step.done) {
+    pauses++;
+    step = steps.next();
+  }
+  return { value: step.value, pauses };
+}
+
+Deno.test("contentHashSteps is contentHash a chunk at a time, pausing between chunks", () => {
+  const data = Uint8Array.from({ length: 1000 }, (_, i) => (i * 37) & 0xff);
+  for (const chunkBytes of [1, 7, 999, 1000, 4096]) {
+    const done: number[] = [];
+    const { value, pauses } = drain(
+      contentHashSteps(data, { chunkBytes, onProgress: (n) => done.push(n) }),
+    );
+    assert.equal(value, contentHash(data), `chunks of ${chunkBytes}`);
+    const chunks = Math.ceil(data.length / chunkBytes);
+    assert.equal(pauses, chunks - 1);
+    assert.equal(done.length, chunks);
+    assert.equal(done.at(-1), data.length);
+  }
+  assert.equal(drain(contentHashSteps(new Uint8Array(0))).value, contentHash(new Uint8Array(0)));
+});
+
+Deno.test("putSteps stores the bytes under their hash only once all are hashed", () => {
+  const store = new ContentStore();
+  const data = bytes(10, 9);
+  const steps = store.putSteps(data, { name: "blob", step: 2, chunkBytes: 4 });
+  assert.equal(steps.next().done, false);
+  assert.equal(store.size, 0, "nothing served half hashed");
+  const { value } = drain(steps);
+  assert.equal(value, contentHash(data));
+  assert.equal(store.get(value), data);
+  assert.equal(store.hashOfName("blob"), value);
+  assert.throws(() => store.putSteps(data, { step: -1 }).next(), /non-negative integer/);
 });
 
 Deno.test("put, get by hash and by name, and totals", () => {

@@ -54,7 +54,9 @@ export {
 export {
   type ContentHash,
   contentHash,
+  contentHashSteps,
   ContentStore,
+  HASH_STEP_BYTES,
   hashFromBytes,
   hashToBytes,
   type ProvideOptions,
@@ -135,6 +137,7 @@ export {
   MAX_MANIFEST_BYTES,
   MAX_MANIFEST_ENTRIES,
   shareModel,
+  shareModelSteps,
   TENSOR_DTYPE_BYTES,
 } from "./model_share.ts";
 

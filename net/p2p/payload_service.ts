@@ -374,6 +374,17 @@ export class PayloadService {
     return this.store.put(bytes, options);
   }
 
+  /**
+   * {@link PayloadService.provide} as steps: the bytes are hashed a chunk at a time, pausing
+   * between chunks (ContentStore.putSteps), and served from the last step on.
+   */
+  provideSteps(
+    bytes: Uint8Array,
+    options: Parameters<ContentStore["putSteps"]>[1] = {},
+  ): Generator<void, ContentHash> {
+    return this.store.putSteps(bytes, options);
+  }
+
   /** Stops serving the given hashes. Returns how many were served. */
   forget(hashes: Iterable<ContentHash>): number {
     return this.store.forget(hashes);

@@ -23,7 +23,7 @@ import {
   type RunModel,
   type ServedModel,
   servedModel,
-  serveModel,
+  serveModelYielding,
   type SnapshotPhase,
 } from "./model_sharing/mod.ts";
 import { type Divergence, ModelLedger } from "./model_ledger.ts";
@@ -543,12 +543,18 @@ export class TrainingClient {
         () => performance.now(),
       );
     const weights = await trainer.readParams({ onProgress: progress("read") });
-    this.#served = serveModel(this.#o.exchange.payloads, {
+    // The GPU's digest of the same parameters (the same function of the same bytes as the host's,
+    // as #install checks), not seconds of host hashing of a 1B model's 4.9 GB.
+    const digest = await trainer.paramsHash();
+    // Encoding and hashing still take seconds each for a 1B model: done giving the event loop a
+    // turn every few ms, so libp2p, the coordinator connection and the TUI keep running.
+    this.#served = await serveModelYielding(this.#o.exchange.payloads, {
       config: trainer.config,
       layout: trainer.layout,
       weights,
     }, {
       step: intent.step,
+      digest,
       replaces: this.#served,
       // Each phase throttled apart: a 1B model's take seconds each, at every Cooldown.
       progress,

@@ -5,6 +5,10 @@ import { LocalDataProvider } from "../data/mod.ts";
 import { digestBytes, GpuRuntime } from "../shaders/mod.ts";
 import { decodeBf16, encodeBf16, readModelDir } from "../model/mod.ts";
 import { decodePayload, type DistroResult, encodePayload } from "../optimizer/mod.ts";
+import "../net/p2p/mod.ts";
+import { createP2PNode, PayloadService } from "../net/p2p/mod.ts";
+import { serveModel, serveModelYielding, weightBytes } from "./model_sharing/mod.ts";
+import { testPublic, testSecret } from "./testing/p2p.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const T = 16;
@@ -138,6 +142,59 @@ Deno.test({
       assert.equal(results[0], results[1], "rounding twice, split or not, gives the same bits");
       await data.close();
     } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "NetworkTrainer.paramsHash is the host digest of the trained parameters a Cooldown snapshot serves, split or not",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    const node = await createP2PNode({ secretKey: testSecret(1), allowedPeers: [testPublic(1)] });
+    try {
+      const payloads = await PayloadService.start(node, { retry: { retries: 0 } });
+      const { data, model, trainer: build } = await tinySetup(dir, 4);
+      const cap = Math.max(...model.layout.entries.map((e) => e.size)) * 4;
+      const manifests: string[] = [];
+      for (const maxBufferBytes of [undefined, cap]) {
+        using rt = await GpuRuntime.create(maxBufferBytes ? { maxBufferBytes } : {});
+        using trainer = build(rt, {
+          chunk: 64,
+          topk: 4,
+          decay: 0.999,
+          weightDecay: 0.1,
+          clipGradNorm: 1,
+          quantize1bit: true,
+        });
+        assert.equal(trainer.model.params.buffers.length > 1, maxBufferBytes !== undefined);
+        // Trained and applied: parameters that are neither the loaded ones nor bf16-exact.
+        const r = await trainer.train({
+          step: 1,
+          batch: { start: 0, end: 1 },
+          lr: 1e-3,
+          prevLr: 0,
+          data,
+        });
+        assert.equal(await trainer.apply([r.result], 1e-3), true);
+        const weights = await trainer.readParams();
+        const snapshot = { config: trainer.config, layout: trainer.layout, weights };
+        const gpu = await trainer.paramsHash();
+        assert.notEqual(gpu, digestBytes(weightBytes(model)), "training changed the parameters");
+        // What #shareModel now does (the GPU's digest) against what it did (the host's).
+        const host = serveModel(payloads, snapshot, { step: 2 });
+        assert.equal(gpu, host.digest);
+        const served = await serveModelYielding(payloads, snapshot, { step: 2, digest: gpu });
+        assert.deepEqual(served, host);
+        manifests.push(served.manifestHash);
+      }
+      assert.equal(manifests[0], manifests[1], "split or not, the same snapshot");
+      await data.close();
+    } finally {
+      await node.stop();
       await Deno.remove(dir, { recursive: true });
     }
   },

@@ -39,7 +39,7 @@ import {
   tensorElements,
 } from "./blobs.ts";
 import { type AgreedManifest, agreeOnManifest, type ManifestReport } from "./quorum.ts";
-import { type ServedModel, serveModel, weightBytes } from "./serve.ts";
+import { type ServedModel, serveModelYielding, weightBytes } from "./serve.ts";
 import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
 import { digestBytesYielding } from "../../shaders/mod.ts";
 import type { ModelLoadProgress } from "./load_progress.ts";
@@ -194,7 +194,8 @@ export async function fetchModel(
     );
   }
   // Serve it only once it proved to be what it claims.
-  const served = reshare ? serveModel(payloads, model, { step }) : null;
+  // The digest just checked is the model's: not hashed again, and the loop keeps turning.
+  const served = reshare ? await serveModelYielding(payloads, model, { step, digest }) : null;
   return {
     ...model,
     manifestHash: chosen.hash,

@@ -2,9 +2,10 @@
  * P2P model sharing and Hub checkpoints: how a client gets the run's model at Warmup and how it
  * serves its own at Cooldown.
  *
- * - `serveModel(payloads, model)`: at Cooldown, snapshot the parameters into blobs (bf16 for a
- *   tensor whose values are all exactly bf16, f32 otherwise) plus a manifest of their sha256s
- *   and dtypes, and serve them (serve.ts, blobs.ts);
+ * - `serveModelYielding(payloads, model, { digest })`: at Cooldown, snapshot the parameters into
+ *   blobs (bf16 for a tensor whose values are all exactly bf16, f32 otherwise) plus a manifest
+ *   of their sha256s and dtypes, and serve them, giving the event loop a turn every few ms
+ *   (serve.ts, blobs.ts, steps.ts; `serveModel` does the same in one go);
  * - `fetchModel(payloads, { providers })`: at Warmup of a `P2P` epoch, accept the manifest a
  *   majority of the answering peers serve, fetch every tensor by hash from those peers in
  *   parallel, verified, with retries, and rebuild the model (fetch.ts, quorum.ts);
@@ -17,12 +18,13 @@
  *
  * @example
  * ```ts ignore
- * import { fetchModel, loadHubCheckpoint, serveModel } from "./client/model_sharing/mod.ts";
+ * import { fetchModel, loadHubCheckpoint, serveModelYielding } from "./client/model_sharing/mod.ts";
  * const model = checkpoint.kind === "P2P"
  *   ? await fetchModel(exchange.payloads, { providers: otherClients, signal })
  *   : await loadHubCheckpoint(checkpoint.repo);
  * // … train the epoch; at Cooldown, after the last apply:
- * served = serveModel(exchange.payloads, { config, layout, weights }, { replaces: served });
+ * served = await serveModelYielding(exchange.payloads, { config, layout, weights },
+ *   { step, digest: await trainer.paramsHash(), replaces: served });
  * ```
  *
  * @module
@@ -34,6 +36,7 @@ export {
   ModelBlobError,
   modelFromBlobs,
   modelToBlobs,
+  modelToBlobSteps,
   type SharedModel,
   tensorElements,
 } from "./blobs.ts";
@@ -48,7 +51,10 @@ export {
   type ServedModel,
   servedModel,
   serveModel,
+  serveModelYielding,
+  type ServeOptions,
   SNAPSHOT_PHASES,
+  SNAPSHOT_STEP_BYTES,
   type SnapshotPhase,
   weightBytes,
 } from "./serve.ts";

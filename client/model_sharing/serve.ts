@@ -11,19 +11,24 @@
  * @module
  */
 import type { ContentHash } from "../../net/p2p/mod.ts";
-import { type BlobToShare, decodeManifest, shareModel } from "../../net/p2p/mod.ts";
+import { type BlobToShare, decodeManifest, shareModelSteps } from "../../net/p2p/mod.ts";
 import type { PayloadService } from "../../net/p2p/mod.ts";
-import { modelFromBlobs, modelToBlobs, type SharedModel } from "./blobs.ts";
+import { modelFromBlobs, modelToBlobSteps, type SharedModel } from "./blobs.ts";
 import { hexToBytes, toHex } from "../../common/mod.ts";
-import { digestBytes } from "../../shaders/mod.ts";
+import { digestSteps } from "../../shaders/mod.ts";
+import { runSteps, runStepsYielding } from "./steps.ts";
 
 /**
  * The phases of a snapshot that take seconds for a 1B model: the client reads the parameters
- * off the GPU (`read`), then {@link serveModel} digests, encodes and hashes them.
+ * off the GPU (`read`), then {@link serveModel} digests (on the host, only when no digest is
+ * given: a client with a GPU gives the GPU's), encodes and hashes them.
  */
 export const SNAPSHOT_PHASES = ["read", "digest", "encode", "hash"] as const;
 /** One of {@link SNAPSHOT_PHASES}. */
 export type SnapshotPhase = typeof SNAPSHOT_PHASES[number];
+
+/** Bytes of a snapshot's work between two pauses (digest, encode, hash): 4 MiB, a few ms. */
+export const SNAPSHOT_STEP_BYTES = 4 * 2 ** 20;
 
 /** What one snapshot serves. */
 export interface ServedModel {
@@ -55,46 +60,89 @@ export function servedHashes(payloads: PayloadService, manifestHash: ContentHash
   };
 }
 
+/** Options of {@link serveModel} and {@link serveModelYielding}. */
+export interface ServeOptions {
+  /** The run step whose parameters these are. */
+  step: number;
+  /** The previous snapshot: its blobs that this one does not use are forgotten. */
+  replaces?: ServedModel | null;
+  /**
+   * The parameters' digest (shaders/digest.ts, hex) when the caller already has it: the GPU's
+   * (`NetworkTrainer.paramsHash`, the same function of the same bytes, 1/512 of them read
+   * back) instead of seconds of host hashing for a 1B model. It must be the digest of
+   * `model.weights`; without it the digest is computed here from them.
+   */
+  digest?: string;
+  /**
+   * Called as each phase starts (the parameters digested, encoded into blobs, the blobs
+   * hashed); what it returns hears the phase's bytes done and total. Each takes seconds for a
+   * 1B model.
+   */
+  progress?: (phase: SnapshotPhase) => (doneBytes: number, totalBytes: number) => void;
+  /** Bytes of work between two pauses (default {@link SNAPSHOT_STEP_BYTES}; tests use less). */
+  stepBytes?: number;
+}
+
 /**
  * Serves a snapshot of `model` (copied: later training does not change what is served) as the
- * parameters of run step `step`, and returns what is served. The manifest's digest is computed
- * here from the weights, so it is true of the bytes served. With `replaces`, the previous
- * snapshot's blobs that this one does not use are forgotten.
+ * parameters of run step `step`, and returns what is served. The manifest's digest is the one
+ * given, or computed here from the weights, so it is true of the bytes served. With
+ * `replaces`, the previous snapshot's blobs that this one does not use are forgotten.
  *
- * @example
- * ```ts ignore
- * // At Cooldown, after the last apply:
- * served = serveModel(exchange.payloads, { config, layout, weights: await model.readParams() },
- *   { step: state.progress.step, replaces: served });
- * ```
+ * Runs in one go: a 1B model blocks the event loop for seconds. A client on the network uses
+ * {@link serveModelYielding}, which serves the same blobs under the same manifest.
  */
 export function serveModel(
   payloads: PayloadService,
   model: SharedModel,
-  options: {
-    step: number;
-    replaces?: ServedModel | null;
-    /**
-     * Called as each phase starts (the parameters digested, encoded into blobs, the blobs
-     * hashed); what it returns hears the phase's bytes done and total. Each takes seconds for a
-     * 1B model.
-     */
-    progress?: (phase: SnapshotPhase) => (doneBytes: number, totalBytes: number) => void;
-  },
+  options: ServeOptions,
 ): ServedModel {
+  return runSteps(serveSteps(payloads, model, options));
+}
+
+/**
+ * {@link serveModel}, giving the event loop a turn every few ms of work (steps.ts), so that
+ * libp2p, the coordinator connection and the TUI keep running while a 1B model is snapshot.
+ * The copy is taken a step at a time: `model.weights` must not change until it resolves (the
+ * client serves an array of its own, fresh from the GPU).
+ *
+ * @example
+ * ```ts ignore
+ * // At Cooldown, after the last apply:
+ * served = await serveModelYielding(exchange.payloads, { config, layout, weights: await trainer.readParams() },
+ *   { step: state.progress.step, digest: await trainer.paramsHash(), replaces: served });
+ * ```
+ */
+export function serveModelYielding(
+  payloads: PayloadService,
+  model: SharedModel,
+  options: ServeOptions & { sliceMs?: number },
+): Promise<ServedModel> {
+  return runStepsYielding(serveSteps(payloads, model, options), { sliceMs: options.sliceMs });
+}
+
+/** The work of a snapshot as steps, pausing every `stepBytes` or so and between phases. */
+function* serveSteps(
+  payloads: PayloadService,
+  model: SharedModel,
+  options: ServeOptions,
+): Generator<void, ServedModel> {
   const { progress } = options;
-  const digest = hexToBytes(
-    digestBytes(weightBytes(model), { onProgress: progress?.("digest") }),
-    32,
-    "parameter digest",
-  );
-  const blobs = modelToBlobs(model, progress?.("encode"));
-  const manifestHash = shareModel(
-    payloads,
-    blobs,
-    { step: options.step, digest },
-    progress?.("hash"),
-  );
+  const stepBytes = options.stepBytes ?? SNAPSHOT_STEP_BYTES;
+  const hex = options.digest ?? (yield* digestSteps(weightBytes(model), {
+    onProgress: progress?.("digest"),
+    chunkBytes: stepBytes,
+  }));
+  const digest = hexToBytes(hex, 32, "parameter digest");
+  yield;
+  const blobs = yield* modelToBlobSteps(model, {
+    onProgress: progress?.("encode"),
+    chunkFloats: Math.max(1, Math.floor(stepBytes / 4)),
+  });
+  const manifestHash = yield* shareModelSteps(payloads, blobs, { step: options.step, digest }, {
+    onProgress: progress?.("hash"),
+    chunkBytes: stepBytes,
+  });
   const served = servedHashes(payloads, manifestHash);
   const old = options.replaces;
   if (old != null) {

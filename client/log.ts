@@ -119,8 +119,8 @@ export interface ClientEvents {
    */
   /**
    * The snapshot of step `step` under way, before its `model_snapshot` (every 5 s and at the end
-   * of each phase): the parameters read off the GPU, digested, encoded into blobs, the blobs
-   * hashed.
+   * of each phase): the parameters read off the GPU, encoded into blobs, the blobs hashed (and
+   * digested on the host first only by a caller without the GPU's digest).
    */
   model_snapshot_progress: {
     step: number;

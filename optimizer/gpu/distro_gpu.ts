@@ -298,13 +298,18 @@ export class DistroOptimizer implements Optimizer {
    * be hashed, saved or served at any time, and the two θ streams of the restoring weight-decay
    * pass are saved. The values are bit-identical to {@link encodeLookahead}'s: the same
    * `θ − prevLr·sign(δ)` and the same single multiplication by the same f32 factor.
+   * `readOnly` (a warm-up's dry step) leaves θ unwritten: no weight decay for this step, the
+   * decaying pass being built by {@link encodeDryDecay} on a scratch buffer instead.
    */
-  encodeLookaheadApart(step: GpuStep, args: { params: FlatBuffers; prevLr: number; lr: number }) {
+  encodeLookaheadApart(
+    step: GpuStep,
+    args: { params: FlatBuffers; prevLr: number; lr: number; readOnly?: boolean },
+  ) {
     const { prevLr, lr } = args;
     checkLearningRate("prevLr", prevLr);
     checkLearningRate("lr", lr);
     const params = this.#flat("params", args.params);
-    const decays = (this.config.weightDecay ?? 0) !== 0;
+    const decays = (this.config.weightDecay ?? 0) !== 0 && !args.readOnly;
     this.#rt.write(
       this.#hyperLook,
       new Float32Array([this.#hasOwn ? prevLr : 0, this.#decayFactor(lr), 0, 0]),
@@ -334,6 +339,29 @@ export class DistroOptimizer implements Optimizer {
       this.#kernels.encodeDecayInPlace(this.#pass(step, "weight-decay"), r.n, {
         hyper: this.#hyperLook,
         params: r.view(params),
+      });
+    }
+  }
+
+  /**
+   * Runs {@link encodeLookaheadApart}'s weight-decaying pass (its pipeline, its dispatches)
+   * with factor 1 on `scratch`, a `[P]` buffer laid out like θ whose contents do not matter,
+   * instead of on θ, and writes {@link lookaheadWeights}: a warm-up builds that pipeline without
+   * writing θ (even `θ·1` can quiet a NaN or, where WGSL lets a GPU flush subnormals, zero one).
+   * The optimizer's state (δ, own result, pending lookahead) is unchanged; nothing is encoded
+   * without weight decay or while θ's saved copy is pending. No lookahead may share its step:
+   * they write the same hyperparameter buffer.
+   */
+  encodeDryDecay(step: GpuStep, args: { scratch: FlatBuffers }): void {
+    const scratch = this.#flat("scratch", args.scratch);
+    if ((this.config.weightDecay ?? 0) === 0 || this.#lookahead === "in-place") return;
+    this.#rt.write(this.#hyperLook, new Float32Array([0, 1, 0, 0]));
+    for (const r of this.#ranges()) {
+      this.#kernels.encodeLookaheadApart(this.#pass(step, "lookahead"), r.n, true, {
+        hyper: this.#hyperLook,
+        params: r.view(scratch),
+        delta: r.view(this.delta.buffers),
+        ahead: r.view(this.#saved.buffers),
       });
     }
   }

@@ -179,6 +179,44 @@ Deno.test("the lookahead apart from θ trains at the same point and leaves the s
   }
 });
 
+Deno.test("a read-only lookahead and the dry decay leave θ and δ; P is the lookahead's", async () => {
+  using rt = await GpuRuntime.create();
+  const { params, size } = flatLayout();
+  using opt = new DistroOptimizer(rt, { params, size, config: { ...BASE, weightDecay: 0.1 } });
+  const init = randomF32(41, size, -0.5, 0.5);
+  zeroPadding(init, params);
+  for (let i = 0; i < size; i += 3) init[i] = -0;
+  const theta = rt.buffer("θ", init);
+  const grads = rt.buffer("grads", randomF32(42, size, -1, 1));
+  const sumsq = rt.buffer("sumsq", new Float32Array([4]));
+  // A result first, so δ is non-zero and the lookahead moves P away from θ.
+  const first = rt.beginStep("first");
+  opt.encodeLookaheadApart(first, { params: theta, prevLr: 0, lr: 0, readOnly: true });
+  opt.encodeGenerate(first, { params: theta, grads, lr: 0.01, gradSumSq: sumsq });
+  await first.submit();
+  // Bits, not values: −0 must stay −0.
+  const bits = async (b: GPUBuffer) => new Uint32Array((await rt.read(b)).buffer);
+  const initBits = new Uint32Array(init.buffer);
+  assert.deepEqual(await bits(theta), initBits, "θ after a read-only step");
+  const delta = await opt.delta.read();
+  const step = rt.beginStep("read-only lookahead");
+  opt.encodeLookaheadApart(step, { params: theta, prevLr: 0.01, lr: 0.01, readOnly: true });
+  await step.submit();
+  const ahead = await opt.lookaheadWeights.read();
+  const want = init.map((x, i) => Math.fround(x - Math.fround(0.01) * Math.sign(delta[i])));
+  assert.deepEqual(ahead, want, "P = θ − prevLr·sign(δ)");
+  assert.deepEqual(await bits(theta), initBits, "θ is not decayed");
+  const scratch = randomF32(43, size, -1, 1);
+  const scratchBuf = rt.buffer("scratch", scratch);
+  const dry = rt.beginStep("dry decay");
+  opt.encodeDryDecay(dry, { scratch: scratchBuf });
+  await dry.submit();
+  assert.deepEqual(await bits(scratchBuf), new Uint32Array(scratch.buffer), "scratch·1");
+  assert.deepEqual(await bits(theta), initBits, "θ untouched");
+  assert.deepEqual(await opt.delta.read(), delta, "δ untouched");
+  assert.ok(opt.hasResult, "the own result is kept");
+});
+
 Deno.test("GPU DisTrO single-node steps match the reference (unquantized values)", async () => {
   await singleNodeMatchesReference(
     { ...BASE, quantize1bit: false, clipGradNorm: null, weightDecay: null, chunk: 8 },

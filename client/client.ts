@@ -828,9 +828,8 @@ export class TrainingClient {
     if (fresh) {
       const clients = Math.max(1, state.epochState.clients.length);
       const sequences = Math.ceil(config.globalBatchSizeEnd / clients);
-      const timing = await trainer.warmUp(model.weights, sequences, this.#signal, {
+      const timing = await trainer.warmUp(sequences, this.#signal, {
         onStage: (stage, n) => this.#o.logger.log("warmup_stage", { stage, sequences: n }),
-        onProgress: this.#uploadProgress(),
       });
       this.#o.logger.log("warmup", {
         first_step_ms: timing.firstMs,

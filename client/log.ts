@@ -30,9 +30,9 @@ export interface ClientEvents {
   memory_plan: { fits: boolean; peak_bytes: number; lines: string[] };
   /**
    * A stage of the warm-up begins (NetworkTrainer.warmUp): `first_step` builds every GPU
-   * pipeline with a dry step of `sequences` sequences, `second_step` times one, `restore` writes
-   * the loaded parameters back (its progress as `model_upload`). Each takes seconds to minutes
-   * for a 1B model.
+   * pipeline with a dry step of `sequences` sequences, `second_step` times one, `apply` applies its
+   * result to a scratch copy (θ is never written), digests θ and zeroes δ. Each takes seconds
+   * to minutes for a 1B model.
    */
   warmup_stage: { stage: WarmUpStage; sequences: number };
   /** The GPU pipelines are built and a dry step ran: what a step costs on this machine. */
@@ -390,7 +390,7 @@ const SNAPSHOT_WORDS: Record<SnapshotPhase, string> = {
 const WARMUP_STAGE_WORDS: Record<WarmUpStage, (sequences: number) => string> = {
   first_step: (n) => `warming up: building the GPU pipelines with a dry step of ${n} sequences`,
   second_step: (n) => `warming up: timing a second dry step of ${n} sequences`,
-  restore: () => "warming up: putting the loaded parameters back on the GPU",
+  apply: () => "warming up: applying a dry result to scratch and resetting the optimizer",
 };
 
 const fmt = (x: number, digits = 4) => (Number.isFinite(x) ? x.toFixed(digits) : String(x));

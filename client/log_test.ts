@@ -114,10 +114,10 @@ Deno.test("warmup_stage: a line as each stage of the warm-up begins", () => {
   const lines: string[] = [];
   const log = consoleClientLogger((l) => lines.push(l.slice(25)), () => 0);
   log.log("warmup_stage", { stage: "first_step", sequences: 8 });
-  log.log("warmup_stage", { stage: "restore", sequences: 8 });
+  log.log("warmup_stage", { stage: "apply", sequences: 8 });
   assert.deepEqual(lines, [
     "warming up: building the GPU pipelines with a dry step of 8 sequences",
-    "warming up: putting the loaded parameters back on the GPU",
+    "warming up: applying a dry result to scratch and resetting the optimizer",
   ]);
 });
 

@@ -77,9 +77,10 @@ export interface NetworkTrainerOptions {
 
 /**
  * The stages of {@link NetworkTrainer.warmUp}: the dry step that builds every pipeline, the one
- * that measures a step, and the loaded parameters written back.
+ * that measures a step, and the apply of its result (on scratch, not θ) with the digest and
+ * the optimizer's reset.
  */
-export const WARMUP_STAGES = ["first_step", "second_step", "restore"] as const;
+export const WARMUP_STAGES = ["first_step", "second_step", "apply"] as const;
 /** One of {@link WARMUP_STAGES}. */
 export type WarmUpStage = typeof WARMUP_STAGES[number];
 
@@ -216,6 +217,8 @@ export class NetworkTrainer implements Disposable {
      * instead of `batch` (whose result is still published as `batch`'s). Never set in training.
      */
     attack?: { readonly gradientFactor?: number; readonly dataBatch?: BatchId };
+    /** A warm-up's dry step ({@link warmUp}): θ is only read, never decayed. */
+    dry?: boolean;
   }): Promise<TrainedRound> {
     const t0 = performance.now();
     const { batch } = args;
@@ -230,7 +233,12 @@ export class NetworkTrainer implements Disposable {
     // Lookahead, forward/backward and generate in one submission; the two reads share one wait.
     const step = this.rt.beginStep(`train step ${args.step}`);
     const params = this.model.params;
-    this.distro.encodeLookaheadApart(step, { params, prevLr: args.prevLr, lr: args.lr });
+    this.distro.encodeLookaheadApart(step, {
+      params,
+      prevLr: args.prevLr,
+      lr: args.lr,
+      readOnly: args.dry,
+    });
     const { predictions, gradSumSq } = encodeGradients(
       this.model,
       step,
@@ -314,23 +322,27 @@ export class NetworkTrainer implements Disposable {
   }
 
   /**
-   * Builds every GPU pipeline a round uses and measures a step, without changing the model:
-   * two dry training steps (lookahead, forward/backward, DisTrO generate) of `sequences`
-   * zero-token sequences at learning rate 0, the apply of the second's result, the digest;
-   * then θ is written back from `weights` (the parameters just loaded) and δ is zeroed. The
-   * first step pays for the pipeline builds, the second is what a training step costs here.
-   * A client does this before it reports ready, so its first real step is not the slow one.
-   * For a 1B model each stage takes seconds to minutes: `onStage` hears as each begins, and
-   * `onProgress` how far the weights' upload back got.
+   * Builds every GPU pipeline a round uses and measures a step, without changing θ: two dry
+   * training steps (lookahead, forward/backward, DisTrO generate) of `sequences` zero-token
+   * sequences at learning rate 0, the apply of the second's result, the digest; then δ is
+   * zeroed. The first step pays for the pipeline builds, the second is what a training step
+   * costs here. A client does this before it reports ready, so its first real step is not the
+   * slow one. For a 1B model each stage takes seconds to minutes: `onStage` hears as each begins.
+   *
+   * θ is never written, so nothing has to be put back from the host (a 1B model's 4.9 GB took
+   * minutes where staging writes are slow). Even at lr 0 the passes that write θ change bits:
+   * the apply's `θ − 0·sign(X)` turns −0 into +0 where the sign is negative, and the weight
+   * decay's `θ·1` quiets a signalling NaN (and may flush a subnormal where WGSL lets a GPU).
+   * So those passes run on scratch targets laid out like θ, with the same pipelines and
+   * dispatches: the apply on the lookahead weights and the decay on the gradients, both
+   * rewritten before any real step reads them. That costs no memory and no copy, where saving
+   * θ on the GPU and copying it back would cost θ's size again (or a segment's) in the memory
+   * plan and two passes over θ. The dry steps' timing lacks only the decay's write of θ.
    */
   async warmUp(
-    weights: Float32Array,
     sequences: number,
     signal?: AbortSignal,
-    hooks: {
-      onStage?: (stage: WarmUpStage, sequences: number) => void;
-      onProgress?: UploadProgress;
-    } = {},
+    hooks: { onStage?: (stage: WarmUpStage, sequences: number) => void } = {},
   ): Promise<{ firstMs: number; stepMs: number }> {
     const count = Math.max(1, Math.ceil(sequences / this.#microBatch)) * this.#microBatch;
     const seqLen = this.model.seqLen;
@@ -351,19 +363,26 @@ export class NetworkTrainer implements Disposable {
         prevLr: 0,
         data: zeros,
         signal,
+        dry: true,
       });
     hooks.onStage?.("first_step", count);
     const first = await dry(0);
     hooks.onStage?.("second_step", count);
     const second = await dry(1);
+    hooks.onStage?.("apply", count);
     // Decoded from its bytes, as a peer's result would be, so the decode path is warm too (a
     // dry step has no state chain: no digests).
     const plain = { ...this.expectation, stateDigests: false };
     const result = decodePayload(encodePayload(second.result, plain), plain);
-    await this.apply([result], 0);
+    const update = this.distro.layouts.map((layout, n) =>
+      aggregateFixed(layout, [result.params[n]])
+    );
+    // The gradients and the lookahead weights are idle until the next step rewrites them.
+    const step = this.rt.beginStep("warm-up decay and apply, on scratch");
+    this.distro.encodeDryDecay(step, { scratch: this.model.grads });
+    this.distro.encodeApply(step, { params: this.distro.lookaheadWeights, lr: 0, update });
+    await step.submit({ wait: false, signal });
     await this.paramsHash();
-    hooks.onStage?.("restore", count);
-    await this.upload(weights, { signal, onProgress: hooks.onProgress });
     await this.resetOptimizer();
     return { firstMs: first.ms, stepMs: second.ms };
   }

@@ -24,12 +24,12 @@ async function tinySetup(dir: string, sequences: number) {
     vocabSize: 512,
   });
   const model = await loadModel(`${ROOT}config/models/llama-tiny`, "trainer-test");
-  const trainer = (rt: GpuRuntime, distro: DistroOptions) =>
+  const trainer = (rt: GpuRuntime, distro: DistroOptions, weights = model.weights) =>
     new NetworkTrainer({
       rt,
       config: model.config,
       layout: model.layout,
-      weights: model.weights,
+      weights,
       seqLen: T,
       microBatch: 1,
       maxBatch: 2,
@@ -253,8 +253,35 @@ Deno.test({
   },
 });
 
+/** The bits of `x`. */
+const bitsOf = (x: Float32Array) => new Uint32Array(x.buffer, x.byteOffset, x.length);
+
+/**
+ * llama-tiny's weights with values a pass that writes θ at lr 0 would change: −0 every 5th
+ * (`θ − 0·sign(X)` gives +0 where X < 0), ± subnormals every 11th (a GPU may flush them) and
+ * a few signalling NaNs (`θ·1` quiets them).
+ */
+function awkwardWeights(weights: Float32Array): Float32Array {
+  const out = weights.slice();
+  const bits = bitsOf(out);
+  for (let i = 0; i < out.length; i += 5) out[i] = -0;
+  for (let i = 3; i < out.length; i += 11) bits[i] = 0x00000abc | (i % 2 ? 0x80000000 : 0);
+  for (let i = 9; i < out.length; i += 4099) bits[i] = 0x7f801234;
+  return out;
+}
+
+const WARM_DISTRO: DistroOptions = {
+  chunk: 64,
+  topk: 4,
+  decay: 0.999,
+  weightDecay: 0.1,
+  clipGradNorm: null,
+  quantize1bit: true,
+};
+
 Deno.test({
-  name: "NetworkTrainer.warmUp: says each stage as it begins, and how far the weights went back",
+  name:
+    "NetworkTrainer.warmUp: θ keeps the loaded bits (−0, subnormals, NaNs) that the same passes on θ change; δ is zeroed",
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
@@ -262,25 +289,89 @@ Deno.test({
     try {
       const { data, model, trainer: build } = await tinySetup(dir, 1);
       await data.close();
+      const weights = awkwardWeights(model.weights);
+      const loaded = bitsOf(weights);
+      const cap = Math.max(...model.layout.entries.map((e) => e.size)) * 4;
+      for (const maxBufferBytes of [undefined, cap]) {
+        using rt = await GpuRuntime.create(maxBufferBytes ? { maxBufferBytes } : {});
+        // The control: the warm-up's passes run on θ itself, as before, change those bits.
+        {
+          using trainer = build(rt, WARM_DISTRO, weights);
+          const zeros = new Uint32Array(2 * T);
+          const none = {
+            seqLen: T,
+            numSequences: 2,
+            getSamples: () => Promise.resolve({ count: 2, seqLen: T, tokens: zeros }),
+            close: () => Promise.resolve(),
+          };
+          const batch = { start: 0, end: 1 };
+          const dry = { batch, lr: 0, prevLr: 0, data: none };
+          // θ·1 may or may not change a NaN or subnormal, by GPU (lavapipe quiets the
+          // signalling NaNs); the apply's −0 → +0 is IEEE's rounding, on every GPU.
+          await trainer.train({ step: 0, ...dry });
+          const second = await trainer.train({ step: 1, ...dry });
+          await trainer.apply([second.result], 0);
+          const applied = bitsOf(await trainer.model.readParams());
+          const flipped = loaded.filter((b, i) => b === 0x80000000 && applied[i] === 0).length;
+          assert.ok(flipped > 0, "θ − 0·sign(X) turns some −0 into +0");
+        }
+        using trainer = build(rt, WARM_DISTRO, weights);
+        assert.equal(trainer.model.params.buffers.length > 1, maxBufferBytes !== undefined);
+        const said: string[] = [];
+        await trainer.warmUp(2, undefined, {
+          onStage: (stage, sequences) => said.push(`${stage} ${sequences}`),
+        });
+        assert.deepEqual(said, ["first_step 2", "second_step 2", "apply 2"]);
+        const got = bitsOf(await trainer.model.readParams());
+        const wrong = got.findIndex((b, i) => b !== loaded[i]);
+        assert.equal(wrong, -1, `θ[${wrong}] is not the loaded value`);
+        assert.equal(await trainer.paramsHash(), digestBytes(new Uint8Array(weights.buffer)));
+        const state = await trainer.distro.readState();
+        assert.equal(state.kind === "distro" && state.own, null, "no own result");
+        assert.ok(state.delta.every((d) => Object.is(d, 0)), "δ is zeroed");
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "NetworkTrainer.warmUp: the steps after it give the bits of a trainer that never warmed up",
+  sanitizeResources: false,
+  sanitizeOps: false,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const { data, trainer: build } = await tinySetup(dir, 4);
       using rt = await GpuRuntime.create();
-      using trainer = build(rt, {
-        chunk: 64,
-        topk: 4,
-        decay: 0.999,
-        weightDecay: null,
-        clipGradNorm: null,
-        quantize1bit: true,
-      });
-      const said: string[] = [];
-      await trainer.warmUp(model.weights, 2, undefined, {
-        onStage: (stage, sequences) => said.push(`${stage} ${sequences}`),
-        onProgress: (done, total) => said.push(`upload ${done === total}`),
-      });
-      // Stages in order; the upload's reports all follow `restore`, its last at the total.
-      const upload = said.indexOf("upload true");
-      assert.deepEqual(said.slice(0, 3), ["first_step 2", "second_step 2", "restore 2"]);
-      assert.ok(upload >= 3 && upload === said.length - 1, said.join(", "));
-      assert.deepEqual(await trainer.model.readParams(), model.weights, "the weights restored");
+      const runs: (string | Uint8Array)[][] = [];
+      // Warmed first, on a fresh runtime: its steps must build no pipeline of their own.
+      for (const warm of [true, false]) {
+        using trainer = build(rt, WARM_DISTRO);
+        if (warm) await trainer.warmUp(2);
+        const built = rt.pipelineCount;
+        const seen: (string | Uint8Array)[] = [];
+        for (const step of [1, 2]) {
+          const start = 2 * (step - 1);
+          const trained = await trainer.train({
+            step,
+            batch: { start, end: start + 1 },
+            lr: 1e-3,
+            prevLr: step === 1 ? 0 : 1e-3,
+            data,
+          });
+          const plain = { ...trainer.expectation, stateDigests: false };
+          // The nonce counts the dry steps too: all else must match.
+          seen.push(encodePayload({ ...trained.result, trainerNonce: 0 }, plain));
+          await trainer.apply([trained.result], 1e-3);
+          seen.push(await trainer.paramsHash());
+        }
+        if (warm) assert.equal(rt.pipelineCount, built, "pipelines the warm-up did not build");
+        runs.push(seen);
+      }
+      assert.deepEqual(runs[0], runs[1], "results and θ after each step");
+      await data.close();
     } finally {
       await Deno.remove(dir, { recursive: true });
     }

@@ -50,7 +50,7 @@ async function run(warm: boolean): Promise<{ warmUpMs: number; first: number; me
     },
   });
   const t0 = performance.now();
-  if (warm) await trainer.warmUp(model.weights, sequences);
+  if (warm) await trainer.warmUp(sequences);
   const warmUpMs = performance.now() - t0;
   const times: number[] = [];
   for (let i = 0; i < STEPS; i++) {

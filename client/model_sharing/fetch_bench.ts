@@ -159,7 +159,7 @@ Deno.bench(
         quantize1bit: true,
       },
     });
-    await trainer.warmUp(fetched.weights, 2);
+    await trainer.warmUp(2);
     if (await trainer.paramsHash() !== served.digest) throw new Error("resynced to other bits");
   },
 );

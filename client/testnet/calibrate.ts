@@ -60,7 +60,7 @@ export async function measureStep(
     maxBatch: sequences,
     distro: distroConfig(run.model.optimizer),
   });
-  const { firstMs, stepMs } = await trainer.warmUp(weights, sequences);
+  const { firstMs, stepMs } = await trainer.warmUp(sequences);
   return { firstStepMs: firstMs, stepMs, sequences };
 }
 

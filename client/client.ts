@@ -716,7 +716,7 @@ export class TrainingClient {
     this.#progress.modelReady = true;
   }
 
-  /** Throttled `model_upload` lines for a weights upload (the install's and the warm-up's). */
+  /** Throttled `model_upload` lines for the install's weights upload. */
   #uploadProgress() {
     return throttledProgress(
       (done, total, rate) =>

@@ -39,30 +39,43 @@ import {
   tiledForwardKernel,
   type TiledPass,
 } from "./attention_tiled.ts";
-import { dkvStep, dqStep, each, onlineSoftmaxStep, regs, rowDot } from "./attention_steps.ts";
+import {
+  dkvOutput,
+  dkvRegisters,
+  dkvStep,
+  dqOutput,
+  dqRegisters,
+  dqStep,
+  forwardOutput,
+  forwardRegisters,
+  onlineSoftmaxStep,
+  rowDot,
+} from "./attention_steps.ts";
+import {
+  ATTENTION_PARAMS,
+  dkvBindings,
+  dqBindings,
+  forwardBindings,
+} from "./attention_bindings.ts";
 import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
 import type { AttentionTiling } from "./profile.ts";
-
-const PARAMS = `struct Params { b: u32, t: u32, h: u32, kvh: u32, scale: f32 }
-@group(0) @binding(0) var<uniform> p: Params;`;
-
-/** Parameters and bindings 1-6 (q, k, v, lse, dout, delta) shared by backward passes 2 and 3. */
-const BACKWARD_INPUTS = `${PARAMS}
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> lse: array<f32>;
-@group(0) @binding(5) var<storage, read> dout: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read> delta: array<f32>;`;
-
-/** The `documents` binding (u32 `[B, T, 2]`) of a packed kernel, at index `at`; none otherwise. */
-function documentsBinding(packed: boolean, at: number): string {
-  return packed ? `\n@group(0) @binding(${at}) var<storage, read> documents: array<u32>;` : "";
-}
 
 /** The first key query `tq` of row `bb` sees: its document's start when packed, else 0. */
 function firstKey(packed: boolean): string {
   return packed ? "documents[2u * (bb * p.t + tq)]" : "0u";
+}
+
+/**
+ * The entry of a kernel run once per (b, h, t) query row: its position `tq`, head `hh`, batch
+ * entry `bb`, row offset `qo` and, with `group`, its kv head `g`.
+ */
+function queryRow(wg: number, dv: number, group: boolean): string {
+  return `${main1d(wg)}
+  if (i >= p.b * p.h * p.t) { return; }
+  let tq = i % p.t;
+  let hh = (i / p.t) % p.h;
+  let bb = i / (p.t * p.h);${group ? "\n  let g = hh / (p.h / p.kvh);" : ""}
+  let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;`;
 }
 
 /**
@@ -71,29 +84,14 @@ function firstKey(packed: boolean): string {
  */
 export function attentionForwardKernel(d: number, wg: number, packed = false): string {
   const dv = d / 4;
-  return `${PARAMS}
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> lse: array<f32>;${documentsBinding(packed, 6)}
-${main1d(wg)}
-  if (i >= p.b * p.h * p.t) { return; }
-  let tq = i % p.t;
-  let hh = (i / p.t) % p.h;
-  let bb = i / (p.t * p.h);
-  let g = hh / (p.h / p.kvh);
-  let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
-${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
-${regs(dv, "var", "acc", () => "vec4<f32>()")}
-  var m = -3.0e38;
-  var l = 0.0;
+  return `${forwardBindings(packed)}
+${queryRow(wg, dv, true)}
+${forwardRegisters(dv)}
   for (var s = ${firstKey(packed)}; s <= tq; s++) {
     let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
     ${onlineSoftmaxStep(dv)}
   }
-  let inv = 1.0 / l;
-${each(dv, (j) => `out[qo + ${j}u] = acc${j} * inv;`, "  ")}
+${forwardOutput(dv, "  ")}
   lse[(bb * p.h + hh) * p.t + tq] = m + log(l);
 }
 `;
@@ -102,16 +100,11 @@ ${each(dv, (j) => `out[qo + ${j}u] = acc${j} * inv;`, "  ")}
 /** Backward pass 1: `Δ = dO·O` per query row. */
 export function attentionDeltaKernel(d: number, wg: number): string {
   const dv = d / 4;
-  return `${PARAMS}
+  return `${ATTENTION_PARAMS}
 @group(0) @binding(1) var<storage, read> out: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> dout: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> delta: array<f32>;
-${main1d(wg)}
-  if (i >= p.b * p.h * p.t) { return; }
-  let tq = i % p.t;
-  let hh = (i / p.t) % p.h;
-  let bb = i / (p.t * p.h);
-  let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
+${queryRow(wg, dv, false)}
   ${rowDot(dv, "od", (j) => `out[qo + ${j}u]`, (j) => `dout[qo + ${j}u]`)}
   delta[(bb * p.h + hh) * p.t + tq] = od;
 }
@@ -121,26 +114,14 @@ ${main1d(wg)}
 /** Backward pass 2: dQ, one invocation per query row. */
 export function attentionDqKernel(d: number, wg: number, packed = false): string {
   const dv = d / 4;
-  return `${BACKWARD_INPUTS}
-@group(0) @binding(7) var<storage, read_write> dq: array<vec4<f32>>;${documentsBinding(packed, 8)}
-${main1d(wg)}
-  if (i >= p.b * p.h * p.t) { return; }
-  let tq = i % p.t;
-  let hh = (i / p.t) % p.h;
-  let bb = i / (p.t * p.h);
-  let g = hh / (p.h / p.kvh);
-  let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
-  let row = (bb * p.h + hh) * p.t + tq;
-  let lrow = lse[row];
-  let drow = delta[row];
-${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
-${regs(dv, "let", "do", (j) => `dout[qo + ${j}u]`)}
-${regs(dv, "var", "acc", () => "vec4<f32>()")}
+  return `${dqBindings(packed)}
+${queryRow(wg, dv, true)}
+${dqRegisters(dv, "tq")}
   for (var s = ${firstKey(packed)}; s <= tq; s++) {
     let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
     ${dqStep(dv, (j) => `k[ko + ${j}u]`, (j) => `v[ko + ${j}u]`)}
   }
-${each(dv, (j) => `dq[qo + ${j}u] = acc${j} * p.scale;`, "  ")}
+${dqOutput(dv, "  ")}
 }
 `;
 }
@@ -159,9 +140,7 @@ export function attentionDkvKernel(d: number, wg: number, lockstep = 1, packed =
   const end = packed ? "\n  let tEnd = documents[2u * (bb * p.t + s) + 1u];" : "";
   const start = lockstep > 1 ? `s - min(s, li % ${lockstep}u)` : "s";
   const skip = lockstep > 1 ? "\n      if (tq < s) { continue; }" : "";
-  return `${BACKWARD_INPUTS}
-@group(0) @binding(7) var<storage, read_write> dk: array<vec4<f32>>;
-@group(0) @binding(8) var<storage, read_write> dv: array<vec4<f32>>;${documentsBinding(packed, 9)}
+  return `${dkvBindings(packed)}
 ${main1d(wg)}
   if (i >= p.b * p.kvh * p.t) { return; }
   let s = i % p.t;
@@ -170,10 +149,7 @@ ${main1d(wg)}
   let rep = p.h / p.kvh;
   let ko = ((bb * p.t + s) * p.kvh + g) * ${dv}u;
   let s0 = ${start};${end}
-${regs(dv, "let", "k", (j) => `k[ko + ${j}u]`)}
-${regs(dv, "let", "v", (j) => `v[ko + ${j}u]`)}
-${regs(dv, "var", "dka", () => "vec4<f32>()")}
-${regs(dv, "var", "dva", () => "vec4<f32>()")}
+${dkvRegisters(dv)}
   for (var hh = g * rep; hh < (g + 1u) * rep; hh++) {
     for (var tq = s0; tq < ${packed ? "tEnd" : "p.t"}; tq++) {${skip}
       let qo = ((bb * p.t + tq) * p.h + hh) * ${dv}u;
@@ -188,8 +164,7 @@ ${regs(dv, "var", "dva", () => "vec4<f32>()")}
   }
     }
   }
-${each(dv, (j) => `dk[ko + ${j}u] = dka${j} * p.scale;`, "  ")}
-${each(dv, (j) => `dv[ko + ${j}u] = dva${j};`, "  ")}
+${dkvOutput(dv, "  ")}
 }
 `;
 }

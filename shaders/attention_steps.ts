@@ -1,6 +1,7 @@
 /**
  * The attention's per-row steps as WGSL text: the dot products, the forward's online-softmax step
- * and the backward's dQ and dK/dV steps, each given where its rows are read from. The row kernels
+ * and the backward's dQ and dK/dV steps, each given where its rows are read from, with the
+ * registers each walk starts from and the stores it ends with. The row kernels
  * (attention.ts), the tiled kernels (attention_tiled.ts) and the cached attention
  * (cached_attention.ts) all build from these, so they add the same terms in one order: the same
  * bits.
@@ -90,4 +91,50 @@ export function dkvStep(
       let pv = vec4<f32>(prob);
 ${each(dv, (j) => `dva${j} = fma(pv, ${doRow(j)}, dva${j});`, "      ")}
 ${each(dv, (j) => `dka${j} = fma(ds, ${qRow(j)}, dka${j});`, "      ")}`;
+}
+
+/** The forward's registers: query row `q0..` (at `qo`), accumulators `acc0..`, max `m`, sum `l`. */
+export function forwardRegisters(dv: number): string {
+  return `${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
+${regs(dv, "var", "acc", () => "vec4<f32>()")}
+  var m = -3.0e38;
+  var l = 0.0;`;
+}
+
+/** The forward's output row at `qo`: the accumulators over the normaliser `l`. */
+export function forwardOutput(dv: number, indent: string): string {
+  return `${indent}let inv = 1.0 / l;
+${each(dv, (j) => `out[qo + ${j}u] = acc${j} * inv;`, indent)}`;
+}
+
+/**
+ * The dQ walk's registers for query position `pos`: its lse and Δ (`lrow`, `drow`), query and
+ * output-gradient rows `q0..`, `do0..` (at `qo`) and accumulators `acc0..`.
+ */
+export function dqRegisters(dv: number, pos: string): string {
+  return `  let row = (bb * p.h + hh) * p.t + ${pos};
+  let lrow = lse[row];
+  let drow = delta[row];
+${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
+${regs(dv, "let", "do", (j) => `dout[qo + ${j}u]`)}
+${regs(dv, "var", "acc", () => "vec4<f32>()")}`;
+}
+
+/** The dQ row at `qo`: the accumulators times the score scale. */
+export function dqOutput(dv: number, indent: string): string {
+  return each(dv, (j) => `dq[qo + ${j}u] = acc${j} * p.scale;`, indent);
+}
+
+/** The dK/dV walk's registers: key and value rows `k0..`, `v0..` (at `ko`), accumulators. */
+export function dkvRegisters(dv: number): string {
+  return `${regs(dv, "let", "k", (j) => `k[ko + ${j}u]`)}
+${regs(dv, "let", "v", (j) => `v[ko + ${j}u]`)}
+${regs(dv, "var", "dka", () => "vec4<f32>()")}
+${regs(dv, "var", "dva", () => "vec4<f32>()")}`;
+}
+
+/** The dK and dV rows at `ko`: the key accumulators times the score scale, the value ones. */
+export function dkvOutput(dv: number, indent: string): string {
+  return `${each(dv, (j) => `dk[ko + ${j}u] = dka${j} * p.scale;`, indent)}
+${each(dv, (j) => `dv[ko + ${j}u] = dva${j};`, indent)}`;
 }

@@ -20,12 +20,10 @@
  * @module
  */
 
-import { dkvStep, dqStep, each, type Lane, onlineSoftmaxStep, regs } from "./attention_steps.ts";
+import { dkvBindings, dqBindings, forwardBindings } from "./attention_bindings.ts";
+import * as steps from "./attention_steps.ts";
 import { main1d } from "./kernel.ts";
 import type { AttentionTiling } from "./profile.ts";
-
-const PARAMS = `struct Params { b: u32, t: u32, h: u32, kvh: u32, scale: f32 }
-@group(0) @binding(0) var<uniform> p: Params;`;
 
 /** The three tiled passes. */
 export type TiledPass = "forward" | "dq" | "dkv";
@@ -126,72 +124,112 @@ function uniformDocument(field: 0 | 1, row: string): string {
   let tileBound = workgroupUniformLoad(&bound);`;
 }
 
-/** Declarations of the `documents` binding and the workgroup's bound, when packed. */
-function documentsDecl(packed: boolean, at: number): string {
-  return packed
-    ? `\n@group(0) @binding(${at}) var<storage, read> documents: array<u32>;
-var<workgroup> bound: u32;`
-    : "";
+/** The workgroup's document bound, read once by {@link uniformDocument}, when packed. */
+function boundDecl(packed: boolean): string {
+  return packed ? "\nvar<workgroup> bound: u32;" : "";
 }
 
 /**
- * The key-tile walk shared by the forward and dQ: stage key and value rows `k0…` of kv head `g`
- * into `ks`, `vs`, then run `body` for each of the invocation's own keys in the tile, in order.
+ * The walk over staged rows shared by every tiled kernel: positions `from…to−1` (uniform over
+ * the workgroup) are staged `staged` at a time by `stage` (a tile of `tn` rows from `t0`,
+ * between barriers), and `body` runs for each of the invocation's own positions
+ * `s` in `ownFrom…ownTo−1` of the tile, in order, its staged row at `so`.
  */
-function keyTileWalk(dv: number, rows: number, staged: number, packed: boolean, body: string) {
+function stagedWalk(
+  dv: number,
+  staged: number,
+  walk: { from: string; to: string; ownFrom: string; ownTo: string; stage: string; body: string },
+): string {
+  return `for (var t0 = ${walk.from}; t0 < ${walk.to}; t0 += ${staged}u) {
+      let tn = min(${staged}u, ${walk.to} - t0);
+      workgroupBarrier();
+      ${walk.stage}
+      workgroupBarrier();
+      let sEnd = min(t0 + tn, ${walk.ownTo});
+      for (var s = max(t0, ${walk.ownFrom}); s < sEnd; s++) {
+        let so = (s - t0) * ${dv}u;
+        ${walk.body}
+      }
+    }`;
+}
+
+/**
+ * The workgroup's `rows` invocations copy the tile's `count` entries into workgroup memory,
+ * entry `x` from index `src` of each storage array: `copies` maps staged array to storage array.
+ */
+function stageEntries(
+  rows: number,
+  count: string,
+  src: string,
+  copies: Record<string, string>,
+): string {
+  const assign = Object.entries(copies).map(([to, from]) => `${to}[x] = ${from}[src];`);
+  return `for (var x = li; x < ${count}; x += ${rows}u) {
+        let src = ${src};
+        ${assign.join("\n        ")}
+      }`;
+}
+
+/**
+ * {@link stageEntries} for the tile's `tn` D-rows from position `t0` of head `head` (of `heads`
+ * per position) in row `bb`, as `[B, T, heads, D]` storage arrays hold them.
+ */
+function stageRows(
+  dv: number,
+  rows: number,
+  at: { heads: string; head: string },
+  copies: Record<string, string>,
+): string {
+  const src = `((bb * p.t + t0 + x / ${dv}u) * ${at.heads} + ${at.head}) * ${dv}u + x % ${dv}u`;
+  return stageEntries(rows, `tn * ${dv}u`, src, copies);
+}
+
+/**
+ * The key walk shared by the forward and dQ: key and value rows of kv head `g` staged into `ks`,
+ * `vs` from the tile's first key (or its document's start) to its last, `body` run for each of
+ * the invocation's own keys `first(own)…own`.
+ */
+function keyTileWalk(dv: number, tiles: AttentionTiles, packed: boolean, body: string) {
   const first = packed
     ? `${uniformDocument(0, "r0")}\n  let kFirst = tileBound;`
     : "let kFirst = 0u;";
   const ownFirst = packed ? "documents[2u * (bb * p.t + ownc)]" : "0u";
+  const stage = stageRows(dv, tiles.rows, { heads: "p.kvh", head: "g" }, { ks: "k", vs: "v" });
   return `let g = hh / (p.h / p.kvh);
   ${first}
   let ownFirst = ${ownFirst};
   let ownEnd = select(0u, own + 1u, live);
-  for (var k0 = kFirst; k0 <= rLast; k0 += ${staged}u) {
-    let kn = min(${staged}u, rLast + 1u - k0);
-    workgroupBarrier();
-    for (var x = li; x < kn * ${dv}u; x += ${rows}u) {
-      let src = ((bb * p.t + k0 + x / ${dv}u) * p.kvh + g) * ${dv}u + x % ${dv}u;
-      ks[x] = k[src];
-      vs[x] = v[src];
-    }
-    workgroupBarrier();
-    let sEnd = min(k0 + kn, ownEnd);
-    for (var s = max(k0, ownFirst); s < sEnd; s++) {
-      let ko = (s - k0) * ${dv}u;
-      ${body}
-    }
+  ${
+    stagedWalk(dv, tiles.staged, {
+      from: "kFirst",
+      to: "rLast + 1u",
+      ownFrom: "ownFirst",
+      ownTo: "ownEnd",
+      stage,
+      body,
+    })
   }`;
 }
 
-const stagedK: Lane = (j) => `ks[ko + ${j}u]`;
-const stagedV: Lane = (j) => `vs[ko + ${j}u]`;
+const stagedK: steps.Lane = (j) => `ks[so + ${j}u]`;
+const stagedV: steps.Lane = (j) => `vs[so + ${j}u]`;
 
 /** Workgroup arrays of `staged` vec4 rows of D named `names`. */
-function stagedRows(names: string[], staged: number, dv: number): string {
+function workgroupRows(names: string[], staged: number, dv: number): string {
   return names.map((n) => `var<workgroup> ${n}: array<vec4<f32>, ${staged * dv}>;`).join("\n");
 }
 
 /** Forward, tiled: bindings as `attentionForwardKernel`; one workgroup per query tile of a head. */
 export function tiledForwardKernel(d: number, tiles: AttentionTiles, packed = false): string {
-  const dv = d / 4, { rows, staged } = tiles;
-  return `${PARAMS}
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> out: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> lse: array<f32>;${documentsDecl(packed, 6)}
-${stagedRows(["ks", "vs"], staged, dv)}
-${tileHeader(rows, "p.h")}
+  const dv = d / 4;
+  return `${forwardBindings(packed)}${boundDecl(packed)}
+${workgroupRows(["ks", "vs"], tiles.staged, dv)}
+${tileHeader(tiles.rows, "p.h")}
   let qo = ((bb * p.t + ownc) * p.h + hh) * ${dv}u;
-${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
-${regs(dv, "var", "acc", () => "vec4<f32>()")}
-  var m = -3.0e38;
-  var l = 0.0;
-  ${keyTileWalk(dv, rows, staged, packed, onlineSoftmaxStep(dv, stagedK, stagedV))}
+${steps.forwardRegisters(dv)}
+  ${keyTileWalk(dv, tiles, packed, steps.onlineSoftmaxStep(dv, stagedK, stagedV))}
   if (live) {
-    let inv = 1.0 / l;
-${each(dv, (j) => `out[qo + ${j}u] = acc${j} * inv;`)}
+${steps.forwardOutput(dv, "    ")}
     lse[(bb * p.h + hh) * p.t + own] = m + log(l);
   }
 }
@@ -200,27 +238,15 @@ ${each(dv, (j) => `out[qo + ${j}u] = acc${j} * inv;`)}
 
 /** Backward dQ, tiled: bindings as `attentionDqKernel`; one workgroup per query tile of a head. */
 export function tiledDqKernel(d: number, tiles: AttentionTiles, packed = false): string {
-  const dv = d / 4, { rows, staged } = tiles;
-  return `${PARAMS}
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> lse: array<f32>;
-@group(0) @binding(5) var<storage, read> dout: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read> delta: array<f32>;
-@group(0) @binding(7) var<storage, read_write> dq: array<vec4<f32>>;${documentsDecl(packed, 8)}
-${stagedRows(["ks", "vs"], staged, dv)}
-${tileHeader(rows, "p.h")}
+  const dv = d / 4;
+  return `${dqBindings(packed)}${boundDecl(packed)}
+${workgroupRows(["ks", "vs"], tiles.staged, dv)}
+${tileHeader(tiles.rows, "p.h")}
   let qo = ((bb * p.t + ownc) * p.h + hh) * ${dv}u;
-  let row = (bb * p.h + hh) * p.t + ownc;
-  let lrow = lse[row];
-  let drow = delta[row];
-${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
-${regs(dv, "let", "do", (j) => `dout[qo + ${j}u]`)}
-${regs(dv, "var", "acc", () => "vec4<f32>()")}
-  ${keyTileWalk(dv, rows, staged, packed, dqStep(dv, stagedK, stagedV))}
+${steps.dqRegisters(dv, "ownc")}
+  ${keyTileWalk(dv, tiles, packed, steps.dqStep(dv, stagedK, stagedV))}
   if (live) {
-${each(dv, (j) => `dq[qo + ${j}u] = acc${j} * p.scale;`)}
+${steps.dqOutput(dv, "    ")}
   }
 }
 `;
@@ -238,16 +264,18 @@ export function tiledDkvKernel(d: number, tiles: AttentionTiles, packed = false)
     ? `${uniformDocument(1, "rLast")}\n  let qEnd = tileBound;`
     : "let qEnd = p.t;";
   const ownEnd = packed ? "documents[2u * (bb * p.t + ownc) + 1u]" : "p.t";
-  return `${PARAMS}
-@group(0) @binding(1) var<storage, read> q: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> k: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> v: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read> lse: array<f32>;
-@group(0) @binding(5) var<storage, read> dout: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read> delta: array<f32>;
-@group(0) @binding(7) var<storage, read_write> dk: array<vec4<f32>>;
-@group(0) @binding(8) var<storage, read_write> dv: array<vec4<f32>>;${documentsDecl(packed, 9)}
-${stagedRows(["qs", "dos"], staged, dv)}
+  const stage = `${stageRows(dv, rows, { heads: "p.h", head: "qh" }, { qs: "q", dos: "dout" })}
+      ${
+    stageEntries(rows, "tn", "(bb * p.h + qh) * p.t + t0 + x", { lses: "lse", deltas: "delta" })
+  }`;
+  const body = steps.dkvStep(dv, {
+    qRow: (j) => `qs[so + ${j}u]`,
+    doRow: (j) => `dos[so + ${j}u]`,
+    lseAt: "lses[s - t0]",
+    deltaAt: "deltas[s - t0]",
+  });
+  return `${dkvBindings(packed)}${boundDecl(packed)}
+${workgroupRows(["qs", "dos"], staged, dv)}
 var<workgroup> lses: array<f32, ${staged}>;
 var<workgroup> deltas: array<f32, ${staged}>;
 ${tileHeader(rows, "p.kvh")}
@@ -256,42 +284,14 @@ ${tileHeader(rows, "p.kvh")}
   let ko = ((bb * p.t + ownc) * p.kvh + g) * ${dv}u;
   ${tileEnd}
   let ownEnd = select(0u, ${ownEnd}, live);
-${regs(dv, "let", "k", (j) => `k[ko + ${j}u]`)}
-${regs(dv, "let", "v", (j) => `v[ko + ${j}u]`)}
-${regs(dv, "var", "dka", () => "vec4<f32>()")}
-${regs(dv, "var", "dva", () => "vec4<f32>()")}
+${steps.dkvRegisters(dv)}
   for (var qh = g * rep; qh < (g + 1u) * rep; qh++) {
-    for (var q0 = r0; q0 < qEnd; q0 += ${staged}u) {
-      let qn = min(${staged}u, qEnd - q0);
-      workgroupBarrier();
-      for (var x = li; x < qn * ${dv}u; x += ${rows}u) {
-        let src = ((bb * p.t + q0 + x / ${dv}u) * p.h + qh) * ${dv}u + x % ${dv}u;
-        qs[x] = q[src];
-        dos[x] = dout[src];
-      }
-      for (var x = li; x < qn; x += ${rows}u) {
-        let src = (bb * p.h + qh) * p.t + q0 + x;
-        lses[x] = lse[src];
-        deltas[x] = delta[src];
-      }
-      workgroupBarrier();
-      let tEnd = min(q0 + qn, ownEnd);
-      for (var tq = max(q0, own); tq < tEnd; tq++) {
-        let qo = (tq - q0) * ${dv}u;
-        ${
-    dkvStep(dv, {
-      qRow: (j) => `qs[qo + ${j}u]`,
-      doRow: (j) => `dos[qo + ${j}u]`,
-      lseAt: "lses[tq - q0]",
-      deltaAt: "deltas[tq - q0]",
-    })
+    ${
+    stagedWalk(dv, staged, { from: "r0", to: "qEnd", ownFrom: "own", ownTo: "ownEnd", stage, body })
   }
-      }
-    }
   }
   if (live) {
-${each(dv, (j) => `dk[ko + ${j}u] = dka${j} * p.scale;`)}
-${each(dv, (j) => `dv[ko + ${j}u] = dva${j};`)}
+${steps.dkvOutput(dv, "    ")}
   }
 }
 `;

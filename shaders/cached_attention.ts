@@ -17,7 +17,7 @@
  */
 
 import { f32Bits, type GpuRuntime, type TensorView } from "./gpu.ts";
-import { each, onlineSoftmaxStep, regs } from "./attention_steps.ts";
+import { forwardOutput, forwardRegisters, onlineSoftmaxStep } from "./attention_steps.ts";
 import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
 
 /** One invocation per (token, head): the online softmax over cache positions `0..start+token`. */
@@ -36,16 +36,12 @@ ${main1d(wg)}
   let g = hh / (p.h / p.kvh);
   let qo = (tok * p.h + hh) * ${dv}u;
   let last = p.start + tok;
-${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
-${regs(dv, "var", "acc", () => "vec4<f32>()")}
-  var m = -3.0e38;
-  var l = 0.0;
+${forwardRegisters(dv)}
   for (var s = 0u; s <= last; s++) {
     let ko = (s * p.kvh + g) * ${dv}u;
     ${onlineSoftmaxStep(dv)}
   }
-  let inv = 1.0 / l;
-${each(dv, (j) => `out[qo + ${j}u] = acc${j} * inv;`, "  ")}
+${forwardOutput(dv, "  ")}
 }
 `;
 }

@@ -219,13 +219,21 @@ function workgroupRows(names: string[], staged: number, dv: number): string {
   return names.map((n) => `var<workgroup> ${n}: array<vec4<f32>, ${staged * dv}>;`).join("\n");
 }
 
+/**
+ * The start of a query-tile kernel (forward, dQ): `bindings`, the staged key and value rows
+ * `ks`, `vs`, the tile's positions and the invocation's query row offset `qo`.
+ */
+function queryTile(bindings: string, dv: number, tiles: AttentionTiles, packed: boolean): string {
+  return `${bindings}${boundDecl(packed)}
+${workgroupRows(["ks", "vs"], tiles.staged, dv)}
+${tileHeader(tiles.rows, "p.h")}
+  let qo = ((bb * p.t + ownc) * p.h + hh) * ${dv}u;`;
+}
+
 /** Forward, tiled: bindings as `attentionForwardKernel`; one workgroup per query tile of a head. */
 export function tiledForwardKernel(d: number, tiles: AttentionTiles, packed = false): string {
   const dv = d / 4;
-  return `${forwardBindings(packed)}${boundDecl(packed)}
-${workgroupRows(["ks", "vs"], tiles.staged, dv)}
-${tileHeader(tiles.rows, "p.h")}
-  let qo = ((bb * p.t + ownc) * p.h + hh) * ${dv}u;
+  return `${queryTile(forwardBindings(packed), dv, tiles, packed)}
 ${steps.forwardRegisters(dv)}
   ${keyTileWalk(dv, tiles, packed, steps.onlineSoftmaxStep(dv, stagedK, stagedV))}
   if (live) {
@@ -239,10 +247,7 @@ ${steps.forwardOutput(dv, "    ")}
 /** Backward dQ, tiled: bindings as `attentionDqKernel`; one workgroup per query tile of a head. */
 export function tiledDqKernel(d: number, tiles: AttentionTiles, packed = false): string {
   const dv = d / 4;
-  return `${dqBindings(packed)}${boundDecl(packed)}
-${workgroupRows(["ks", "vs"], tiles.staged, dv)}
-${tileHeader(tiles.rows, "p.h")}
-  let qo = ((bb * p.t + ownc) * p.h + hh) * ${dv}u;
+  return `${queryTile(dqBindings(packed), dv, tiles, packed)}
 ${steps.dqRegisters(dv, "ownc")}
   ${keyTileWalk(dv, tiles, packed, steps.dqStep(dv, stagedK, stagedV))}
   if (live) {

@@ -33,6 +33,7 @@
 
 import { f32Bits, type GpuRuntime, type TensorView } from "./gpu.ts";
 import {
+  type AttentionTiles,
   attentionTiles,
   tiledDkvKernel,
   tiledDqKernel,
@@ -345,8 +346,8 @@ export class Attention {
 
   /**
    * One tiled pass: its tile for D (shrunk to the device's workgroup memory), its pipeline, and
-   * one workgroup per tile of `rows` positions of each (batch, head): query heads for the
-   * forward and dQ, kv heads for dK/dV.
+   * one workgroup per tile of `rows · queries` positions of each (batch, head): query heads for
+   * the forward and dQ, kv heads for dK/dV.
    */
   #tiled(
     pass: GPUComputePassEncoder,
@@ -354,15 +355,15 @@ export class Attention {
     args: AttentionDims,
     packed: boolean,
     views: TensorView[],
-    source: (d: number, tiles: { rows: number; staged: number }, packed: boolean) => string,
+    source: (d: number, tiles: AttentionTiles, packed: boolean) => string,
   ): void {
     const { d } = args;
     const tiles = attentionTiles(this.#tiling, which, d, packed, this.#rt.limits);
     const key = `attention/tiled-${which}${packed ? "/documents" : ""}/d${d}/` +
-      `${tiles.rows}x${tiles.staged}`;
+      `${tiles.rows}x${tiles.staged}${tiles.queries > 1 ? `/q${tiles.queries}` : ""}`;
     const pipeline = this.#rt.pipeline(key, () => source(d, tiles, packed));
     const heads = which === "dkv" ? args.kvh : args.h;
-    const workgroups = args.b * heads * Math.ceil(args.t / tiles.rows);
+    const workgroups = args.b * heads * Math.ceil(args.t / (tiles.rows * tiles.queries));
     const group = bindTensors(this.#rt, pipeline, this.#params(args), views);
     dispatch1d(pass, pipeline, group, workgroups * tiles.rows, tiles.rows);
   }

@@ -37,6 +37,13 @@ export function regs(dv: number, kind: "let" | "var", prefix: string, init: (j: 
   return lanes(dv).map((j) => `  ${kind} ${prefix}${j} = ${init(j)};`).join("\n");
 }
 
+/**
+ * The registers of one query row are named with a prefix `r` (`${r}q0..`, `${r}acc0..`, `${r}m`,
+ * `${r}l`, `${r}qo`, ...): empty when an invocation owns one row, one per row when it owns several
+ * (the tiled kernels' `queries` option).
+ */
+export type RegisterPrefix = string;
+
 /** One statement per vec4 lane. */
 export function each(dv: number, stmt: (j: number) => string, indent = "    "): string {
   return lanes(dv).map((j) => indent + stmt(j)).join("\n");
@@ -51,27 +58,28 @@ export function onlineSoftmaxStep(
   dv: number,
   kRow: Lane = (j) => `k[ko + ${j}u]`,
   vRow: Lane = (j) => `v[ko + ${j}u]`,
+  r: RegisterPrefix = "",
 ): string {
-  return `${rowDot(dv, "qk", (j) => `q${j}`, kRow)}
+  return `${rowDot(dv, "qk", (j) => `${r}q${j}`, kRow)}
     let score = qk * p.scale;
-    let mn = max(m, score);
-    let corr = exp(m - mn);
+    let mn = max(${r}m, score);
+    let corr = exp(${r}m - mn);
     let e = exp(score - mn);
-    l = l * corr + e;
-${each(dv, (j) => `acc${j} = fma(vec4<f32>(e), ${vRow(j)}, acc${j} * corr);`)}
-    m = mn;`;
+    ${r}l = ${r}l * corr + e;
+${each(dv, (j) => `${r}acc${j} = fma(vec4<f32>(e), ${vRow(j)}, ${r}acc${j} * corr);`)}
+    ${r}m = mn;`;
 }
 
 /**
  * One key of the dQ walk: key and value rows (`kRow`, `vRow`) against the query and output
  * gradient registers `q0..`, `do0..`, added into `acc0..`. Shared by the row and tiled kernels.
  */
-export function dqStep(dv: number, kRow: Lane, vRow: Lane): string {
-  return `${rowDot(dv, "qk", (j) => `q${j}`, kRow)}
-    let prob = exp(qk * p.scale - lrow);
-    ${rowDot(dv, "dp", (j) => `do${j}`, vRow)}
-    let ds = vec4<f32>(prob * (dp - drow));
-${each(dv, (j) => `acc${j} = fma(ds, ${kRow(j)}, acc${j});`)}`;
+export function dqStep(dv: number, kRow: Lane, vRow: Lane, r: RegisterPrefix = ""): string {
+  return `${rowDot(dv, "qk", (j) => `${r}q${j}`, kRow)}
+    let prob = exp(qk * p.scale - ${r}lrow);
+    ${rowDot(dv, "dp", (j) => `${r}do${j}`, vRow)}
+    let ds = vec4<f32>(prob * (dp - ${r}drow));
+${each(dv, (j) => `${r}acc${j} = fma(ds, ${kRow(j)}, ${r}acc${j});`)}`;
 }
 
 /**
@@ -94,35 +102,35 @@ ${each(dv, (j) => `dka${j} = fma(ds, ${qRow(j)}, dka${j});`, "      ")}`;
 }
 
 /** The forward's registers: query row `q0..` (at `qo`), accumulators `acc0..`, max `m`, sum `l`. */
-export function forwardRegisters(dv: number): string {
-  return `${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
-${regs(dv, "var", "acc", () => "vec4<f32>()")}
-  var m = -3.0e38;
-  var l = 0.0;`;
+export function forwardRegisters(dv: number, r: RegisterPrefix = ""): string {
+  return `${regs(dv, "let", `${r}q`, (j) => `q[${r}qo + ${j}u]`)}
+${regs(dv, "var", `${r}acc`, () => "vec4<f32>()")}
+  var ${r}m = -3.0e38;
+  var ${r}l = 0.0;`;
 }
 
 /** The forward's output row at `qo`: the accumulators over the normaliser `l`. */
-export function forwardOutput(dv: number, indent: string): string {
-  return `${indent}let inv = 1.0 / l;
-${each(dv, (j) => `out[qo + ${j}u] = acc${j} * inv;`, indent)}`;
+export function forwardOutput(dv: number, indent: string, r: RegisterPrefix = ""): string {
+  return `${indent}let inv = 1.0 / ${r}l;
+${each(dv, (j) => `out[${r}qo + ${j}u] = ${r}acc${j} * inv;`, indent)}`;
 }
 
 /**
  * The dQ walk's registers for query position `pos`: its lse and Δ (`lrow`, `drow`), query and
  * output-gradient rows `q0..`, `do0..` (at `qo`) and accumulators `acc0..`.
  */
-export function dqRegisters(dv: number, pos: string): string {
-  return `  let row = (bb * p.h + hh) * p.t + ${pos};
-  let lrow = lse[row];
-  let drow = delta[row];
-${regs(dv, "let", "q", (j) => `q[qo + ${j}u]`)}
-${regs(dv, "let", "do", (j) => `dout[qo + ${j}u]`)}
-${regs(dv, "var", "acc", () => "vec4<f32>()")}`;
+export function dqRegisters(dv: number, pos: string, r: RegisterPrefix = ""): string {
+  return `  let ${r}row = (bb * p.h + hh) * p.t + ${pos};
+  let ${r}lrow = lse[${r}row];
+  let ${r}drow = delta[${r}row];
+${regs(dv, "let", `${r}q`, (j) => `q[${r}qo + ${j}u]`)}
+${regs(dv, "let", `${r}do`, (j) => `dout[${r}qo + ${j}u]`)}
+${regs(dv, "var", `${r}acc`, () => "vec4<f32>()")}`;
 }
 
 /** The dQ row at `qo`: the accumulators times the score scale. */
-export function dqOutput(dv: number, indent: string): string {
-  return each(dv, (j) => `dq[qo + ${j}u] = acc${j} * p.scale;`, indent);
+export function dqOutput(dv: number, indent: string, r: RegisterPrefix = ""): string {
+  return each(dv, (j) => `dq[${r}qo + ${j}u] = ${r}acc${j} * p.scale;`, indent);
 }
 
 /** The dK/dV walk's registers: key and value rows `k0..`, `v0..` (at `ko`), accumulators. */

@@ -43,11 +43,18 @@ export function tiledWorkgroupBytes(
   return staged * stagedRowBytes(pass, d) + (packed ? 4 : 0);
 }
 
-/** The tile of one tiled kernel: rows owned per workgroup, rows staged per barrier. */
+/**
+ * The tile of one tiled kernel: invocations per workgroup, rows staged per barrier, and query
+ * rows per invocation (forward and dQ; 1 for dK/dV).
+ */
 export interface AttentionTiles {
   readonly rows: number;
   readonly staged: number;
+  readonly queries: number;
 }
+
+/** Most query rows one invocation may own: each holds its rows in registers. */
+export const MAX_QUERIES_PER_INVOCATION = 8;
 
 /**
  * The tile `pass` runs with at head size `d`: the profile's, with `staged` shrunk until the
@@ -86,6 +93,13 @@ export function attentionTiles(
       `attention ${pass}: tiled staged must be a positive integer, got ${tiling.staged}`,
     );
   }
+  const { queries = 1 } = tiling;
+  if (!Number.isInteger(queries) || queries < 1 || queries > MAX_QUERIES_PER_INVOCATION) {
+    throw new RangeError(
+      `attention ${pass}: tiled queries must be an integer in 1..${MAX_QUERIES_PER_INVOCATION}, ` +
+        `got ${queries}`,
+    );
+  }
   const limit = limits.maxComputeWorkgroupStorageSize;
   const fit = Math.floor((limit - (packed ? 4 : 0)) / stagedRowBytes(pass, d));
   const staged = Math.min(tiling.staged, fit);
@@ -96,26 +110,40 @@ export function attentionTiles(
         `device's maxComputeWorkgroupStorageSize ${limit}: use the "rows" attention strategy`,
     );
   }
-  return { rows, staged };
+  return { rows, staged, queries: pass === "dkv" ? 1 : queries };
 }
 
 /**
- * The workgroup's tile `tile` of `rows` row positions in one head: `bb`, `hh` (of `heads`), the
- * first position `r0` and last `rLast`, all uniform; and the invocation's own position `own`,
- * `live` when it is inside the row (the others still stage rows and meet the barriers).
+ * The register prefixes of an invocation's `queries` query rows: none for one row (the kernels
+ * then read as they always did), `r0_`, `r1_`, ... for several.
  */
-function tileHeader(rows: number, heads: string): string {
+function queryPrefixes(queries: number): string[] {
+  return queries === 1 ? [""] : Array.from({ length: queries }, (_, j) => `r${j}_`);
+}
+
+/**
+ * The workgroup's tile `tile` of `rows · queries` row positions in one head: `bb`, `hh` (of
+ * `heads`), the first position `r0` and last `rLast`, all uniform; and per row the invocation
+ * owns (`queries` consecutive ones, register prefixes {@link queryPrefixes}) its position
+ * `own`, `live` when it is inside the row (the others still stage rows and meet the barriers).
+ */
+function tileHeader(rows: number, heads: string, queries = 1): string {
+  const span = rows * queries;
+  const owned = queryPrefixes(queries).map((r, j) => {
+    const at = queries === 1 ? "r0 + li" : `r0 + li * ${queries}u + ${j}u`;
+    return `
+  let ${r}own = ${at};
+  let ${r}live = ${r}own < p.t;
+  let ${r}ownc = min(${r}own, p.t - 1u);`;
+  });
   return `${main1d(rows)}
-  let tiles = (p.t + ${rows - 1}u) / ${rows}u;
+  let tiles = (p.t + ${span - 1}u) / ${span}u;
   let tile = wid.x + wid.y * nwg.x;
   if (tile >= p.b * ${heads} * tiles) { return; }
-  let r0 = (tile % tiles) * ${rows}u;
+  let r0 = (tile % tiles) * ${span}u;
   let hh = (tile / tiles) % ${heads};
   let bb = tile / (tiles * ${heads});
-  let rLast = min(r0 + ${rows}u, p.t) - 1u;
-  let own = r0 + li;
-  let live = own < p.t;
-  let ownc = min(own, p.t - 1u);`;
+  let rLast = min(r0 + ${span}u, p.t) - 1u;${owned.join("")}`;
 }
 
 /** A `documents` entry (`0`: start, `1`: end) read once by the workgroup, as a uniform value. */
@@ -184,31 +212,54 @@ function stageRows(
   return stageEntries(rows, `tn * ${dv}u`, src, copies);
 }
 
+/** One key of a query walk for the row of register prefix `r`, its key and value rows given. */
+type QueryStep = (r: string, kRow: steps.Lane, vRow: steps.Lane) => string;
+
 /**
  * The key walk shared by the forward and dQ: key and value rows of kv head `g` staged into `ks`,
- * `vs` from the tile's first key (or its document's start) to its last, `body` run for each of
- * the invocation's own keys `first(own)…own`.
+ * `vs` from the tile's first key (or its document's start) to its last, `step` run for each of
+ * the invocation's own keys `first(own)…own`. With several query rows per invocation the walk
+ * spans all their keys; each staged row is loaded into registers once and each query row takes
+ * exactly its own keys, in order: the same terms as one row per invocation.
  */
-function keyTileWalk(dv: number, tiles: AttentionTiles, packed: boolean, body: string) {
+function keyTileWalk(dv: number, tiles: AttentionTiles, packed: boolean, step: QueryStep) {
   const first = packed
     ? `${uniformDocument(0, "r0")}\n  let kFirst = tileBound;`
     : "let kFirst = 0u;";
-  const ownFirst = packed ? "documents[2u * (bb * p.t + ownc)]" : "0u";
+  const firstOf = (r: string) => packed ? `documents[2u * (bb * p.t + ${r}ownc)]` : "0u";
+  const endOf = (r: string) => `select(0u, ${r}own + 1u, ${r}live)`;
   const stage = stageRows(dv, tiles.rows, { heads: "p.kvh", head: "g" }, { ks: "k", vs: "v" });
-  return `let g = hh / (p.h / p.kvh);
+  const walk = (ownFirst: string, ownEnd: string, body: string) =>
+    `let g = hh / (p.h / p.kvh);
   ${first}
   let ownFirst = ${ownFirst};
-  let ownEnd = select(0u, own + 1u, live);
+  let ownEnd = ${ownEnd};
   ${
-    stagedWalk(dv, tiles.staged, {
-      from: "kFirst",
-      to: "rLast + 1u",
-      ownFrom: "ownFirst",
-      ownTo: "ownEnd",
-      stage,
-      body,
-    })
+      stagedWalk(dv, tiles.staged, {
+        from: "kFirst",
+        to: "rLast + 1u",
+        ownFrom: "ownFirst",
+        ownTo: "ownEnd",
+        stage,
+        body,
+      })
+    }`;
+  if (tiles.queries === 1) return walk(firstOf(""), endOf(""), step("", stagedK, stagedV));
+  const rs = queryPrefixes(tiles.queries);
+  const bounds = rs.map((r) => `let ${r}first = ${firstOf(r)};\n  let ${r}end = ${endOf(r)};`);
+  const fold = (f: string, name: string) =>
+    rs.slice(1).reduce((acc, r) => `${f}(${acc}, ${r}${name})`, `${rs[0]}${name}`);
+  const body = `${steps.regs(dv, "let", "sk", stagedK)}
+${steps.regs(dv, "let", "sv", stagedV)}
+${
+    rs.map((r) =>
+      `    if (s >= ${r}first && s < ${r}end) {
+    ${step(r, (j) => `sk${j}`, (j) => `sv${j}`)}
+    }`
+    ).join("\n")
   }`;
+  return `${bounds.join("\n  ")}
+  ${walk(fold("min", "first"), fold("max", "end"), body)}`;
 }
 
 const stagedK: steps.Lane = (j) => `ks[so + ${j}u]`;
@@ -221,38 +272,47 @@ function workgroupRows(names: string[], staged: number, dv: number): string {
 
 /**
  * The start of a query-tile kernel (forward, dQ): `bindings`, the staged key and value rows
- * `ks`, `vs`, the tile's positions and the invocation's query row offset `qo`.
+ * `ks`, `vs`, the tile's positions and each owned query row's offset `qo`.
  */
 function queryTile(bindings: string, dv: number, tiles: AttentionTiles, packed: boolean): string {
+  const offsets = queryPrefixes(tiles.queries).map((r) =>
+    `  let ${r}qo = ((bb * p.t + ${r}ownc) * p.h + hh) * ${dv}u;`
+  );
   return `${bindings}${boundDecl(packed)}
 ${workgroupRows(["ks", "vs"], tiles.staged, dv)}
-${tileHeader(tiles.rows, "p.h")}
-  let qo = ((bb * p.t + ownc) * p.h + hh) * ${dv}u;`;
+${tileHeader(tiles.rows, "p.h", tiles.queries)}
+${offsets.join("\n")}`;
 }
 
 /** Forward, tiled: bindings as `attentionForwardKernel`; one workgroup per query tile of a head. */
 export function tiledForwardKernel(d: number, tiles: AttentionTiles, packed = false): string {
-  const dv = d / 4;
+  const dv = d / 4, rs = queryPrefixes(tiles.queries);
+  const outputs = rs.map((r) =>
+    `  if (${r}live) {
+${steps.forwardOutput(dv, "    ", r)}
+    lse[(bb * p.h + hh) * p.t + ${r}own] = ${r}m + log(${r}l);
+  }`
+  );
   return `${queryTile(forwardBindings(packed), dv, tiles, packed)}
-${steps.forwardRegisters(dv)}
-  ${keyTileWalk(dv, tiles, packed, steps.onlineSoftmaxStep(dv, stagedK, stagedV))}
-  if (live) {
-${steps.forwardOutput(dv, "    ")}
-    lse[(bb * p.h + hh) * p.t + own] = m + log(l);
-  }
+${rs.map((r) => steps.forwardRegisters(dv, r)).join("\n")}
+  ${keyTileWalk(dv, tiles, packed, (r, k, v) => steps.onlineSoftmaxStep(dv, k, v, r))}
+${outputs.join("\n")}
 }
 `;
 }
 
 /** Backward dQ, tiled: bindings as `attentionDqKernel`; one workgroup per query tile of a head. */
 export function tiledDqKernel(d: number, tiles: AttentionTiles, packed = false): string {
-  const dv = d / 4;
+  const dv = d / 4, rs = queryPrefixes(tiles.queries);
+  const outputs = rs.map((r) =>
+    `  if (${r}live) {
+${steps.dqOutput(dv, "    ", r)}
+  }`
+  );
   return `${queryTile(dqBindings(packed), dv, tiles, packed)}
-${steps.dqRegisters(dv, "ownc")}
-  ${keyTileWalk(dv, tiles, packed, steps.dqStep(dv, stagedK, stagedV))}
-  if (live) {
-${steps.dqOutput(dv, "    ")}
-  }
+${rs.map((r) => steps.dqRegisters(dv, `${r}ownc`, r)).join("\n")}
+  ${keyTileWalk(dv, tiles, packed, (r, k, v) => steps.dqStep(dv, k, v, r))}
+${outputs.join("\n")}
 }
 `;
 }

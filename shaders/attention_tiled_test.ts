@@ -47,6 +47,37 @@ Deno.test("tiled attention gives the row kernels' bits: forward, dQ, dK, dV", as
   }
 });
 
+Deno.test("several query rows per invocation give the row kernels' bits", async () => {
+  // Each invocation owns 2, 3 or 4 consecutive query rows (forward and dQ): tiles of 4 x 2 = 8
+  // positions, 5 x 3 = 15 and 16 x 4 = 64, ragged against every T, rows past T in the last
+  // tile, and with documents rows of one invocation in different documents.
+  using rt = await GpuRuntime.create();
+  const several = [
+    { ...tiled(4, 3), queries: 2 },
+    { ...tiled(5, 8), queries: 3 },
+    { ...tiled(16, 64), queries: 4 },
+  ];
+  for (const c of CASES) {
+    const plain = (await run(rt, c, ROWS)).got;
+    for (const tiling of several) {
+      const { got } = await run(rt, c, tiling);
+      assertSameOutputs(
+        got,
+        plain,
+        `${caseName(c)} tiles ${tiling.rows}x${tiling.staged}` +
+          ` queries ${tiling.queries}`,
+      );
+    }
+  }
+  const limits = { maxComputeWorkgroupStorageSize: 16384, maxComputeInvocationsPerWorkgroup: 256 };
+  assert.equal(attentionTiles(several[1], "dq", 8, false, limits).queries, 3);
+  assert.equal(attentionTiles(several[1], "dkv", 8, false, limits).queries, 1);
+  assert.throws(
+    () => attentionTiles({ ...tiled(8, 8), queries: 9 }, "forward", 8, false, limits),
+    /attention forward: tiled queries must be an integer in 1\.\.8, got 9/,
+  );
+});
+
 Deno.test("tiled attention matches the f64 reference, with and without documents", async () => {
   using rt = await GpuRuntime.create();
   for (const c of [CASES[2], CASES[3]]) {

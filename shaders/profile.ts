@@ -72,6 +72,12 @@ export interface AttentionTiling {
    * exceed the device's `maxComputeWorkgroupStorageSize`.
    */
   readonly staged: number;
+  /**
+   * Tiled only, forward and dQ: query rows per invocation (default 1), so each staged key and
+   * value row read from workgroup memory serves that many queries; the workgroup then owns
+   * `rows · queries` query rows. The same bits for every value. No profile sets it yet.
+   */
+  readonly queries?: number;
 }
 
 /** Everything a kernel needs to pick its shape on one adapter. */

@@ -1,7 +1,7 @@
 /**
  * The attention's row kernels against its tiled kernels (shaders/attention_tiled.ts), for real
  * GPUs: `deno run -A bench/attention_gpu.ts [--shape 20m|1b|B,T,H,KVH,D]... [--reps 10]
- * [--tiles ROWSxSTAGED] [--documents LEN]`.
+ * [--tiles ROWSxSTAGED[xQUERIES]] [--documents LEN]`.
  * Prints the adapter, then per shape and kernel family the time of one forward and of one backward
  * (GPU timestamps when the adapter has them, else wall-clock per submit; mean over `reps` calls
  * in one submit, after a warm-up), the ratio rows ÷ tiled, the tile each tiled pass ran with
@@ -9,7 +9,8 @@
  * every output (they do on lavapipe; on a GPU the driver compiles both, so this checks it there).
  * `20m`: config/models/llama-20m at 16 x 1024 (H = KVH = 8, D = 32); `1b`: llama-1b's heads
  * (H = 32, KVH = 8, D = 64) at 4 x 2048. `--documents LEN` packs each row into documents of LEN
- * tokens (the last one ragged). Both families run the GPU profile's workgroup size and lockstep.
+ * tokens (the last one ragged); `QUERIES` sets the tiled forward and dQ's query rows per
+ * invocation (default 1). Both families run the GPU profile's workgroup size and lockstep.
  *
  * @module
  */
@@ -53,8 +54,8 @@ function parseShape(text: string): AttentionDims {
 const reps = Number(values.reps);
 if (!Number.isInteger(reps) || reps < 1) throw new RangeError(`--reps: got ${values.reps}`);
 const tiled: AttentionTiling = values.tiles === undefined ? GPU_PROFILE.attention : (() => {
-  const [rows, staged] = values.tiles.split("x").map(Number);
-  return { strategy: "tiled", rows, staged };
+  const [rows, staged, queries = 1] = values.tiles.split("x").map(Number);
+  return { strategy: "tiled", rows, staged, queries };
 })();
 const ROWS: AttentionTiling = { strategy: "rows", rows: 0, staged: 0 };
 const docLength = values.documents === undefined ? 0 : Number(values.documents);
@@ -124,7 +125,8 @@ for (const dims of (values.shape?.length ? values.shape : ["20m", "1b"]).map(par
     const tileNote = tiling.strategy === "tiled"
       ? " (" + (["forward", "dq", "dkv"] as const).map((pass) => {
         const tile = attentionTiles(tiling, pass, d, packed, rt.limits);
-        return `${pass} ${tile.rows}x${tile.staged}`;
+        return `${pass} ${tile.rows}x${tile.staged}` +
+          (tile.queries > 1 ? `x${tile.queries}` : "");
       }).join(", ") + ")"
       : "";
     console.log(

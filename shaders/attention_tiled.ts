@@ -3,7 +3,10 @@
  * owns `rows` consecutive query rows (forward, dQ) or key rows (dK/dV) of one head, one per
  * invocation, and stages the rows they all read in workgroup memory, `staged` at a time: key and
  * value rows for the forward and dQ, query, output-gradient, lse and Δ rows for dK/dV. Each
- * staged row is read from storage once per workgroup instead of once per invocation.
+ * staged row is read from storage once per workgroup instead of once per invocation. With the
+ * `queries` option (forward and dQ, no profile sets it) an invocation owns that many consecutive
+ * query rows, so each staged row is also read from workgroup memory once per invocation instead
+ * of once per query row; each row still walks its own keys in order.
  *
  * Same bits as the row kernels of shaders/attention.ts: each invocation walks exactly the rows it
  * walked there, in the same order (keys `first(t)…t`; queries `s…end(s)−1` per head of the

@@ -126,84 +126,157 @@ function sameBits(bits: Uint32Array[], names: string[], c: Case): void {
   }
 }
 
+const LAYOUTS: readonly MatmulLayout[] = ["nn", "nt", "tn"];
+type Types = readonly [OperandType, OperandType];
+
+/** One run of the covering design: a tiling of {@link TILINGS}, a layout and operand types. */
+interface Row {
+  tiling: number;
+  layout: MatmulLayout;
+  types: Types;
+}
+
+/**
+ * Which tiling runs which layout with which operand types. Every pipeline is one (kernel, layout,
+ * types, split) and costs roughly the same to build (about half a second of CPU with a cold shader
+ * cache on lavapipe), so the full product of 6 tilings, 3 layouts and 4 operand types, split and
+ * not, with the scalar kernel beside each, built 128 (with the split-K reduce). A tiling's code
+ * paths (its register tile, workgroup shape, depth, one buffer or two, whole or guarded staging
+ * loads) are fixed by the tiling; the layout picks which operand is staged along K and padded; the
+ * operand types only how a word is loaded. They meet in pairs, so the design covers pairs: tiling
+ * `i` with types `j` runs layout `(i + j + ⌊i/3⌋) mod 3`. Over 4 types (3 without f16) each tiling
+ * runs every layout and every type, and each layout every type: 24 pipelines and 12 of the scalar
+ * kernel, not 84. Split over K, 2 types: each tiling runs both types and two layouts, each tile
+ * shape and each buffer count all three, and each layout both types: 12 and 6, not 42.
+ * `design covers…` below checks these pairs; every run is a ragged shape compared bit for bit with
+ * the scalar kernel, as the full product was.
+ */
+function design(types: readonly Types[]): Row[] {
+  return TILINGS.flatMap((_, i) =>
+    types.map((t, j) => ({ tiling: i, layout: LAYOUTS[(i + j + Math.floor(i / 3)) % 3], types: t }))
+  );
+}
+
+const ALL_TYPES: Types[] = [["f32", "f32"], ["bf16", "bf16"], ["f32", "bf16"], ["f16", "f16"]];
+const SPLIT_TYPES: Types[] = [["f32", "f32"], ["bf16", "f32"]];
+
+/** The factors of a row whose pairs the design must cover. */
+function factors(r: Row): Record<string, string> {
+  const t = TILINGS[r.tiling];
+  return {
+    tiling: name(t),
+    shape: `${t.rows}x${t.cols}/${t.workgroup.join("x")}`,
+    buffers: `${t.buffers ?? 1}`,
+    layout: r.layout,
+    types: r.types.join("/"),
+  };
+}
+
+/** The `[x, y]` values of factors `x`, `y` that no row of `rows` runs together. */
+function missingPairs(rows: Row[], values: Row[], x: string, y: string): string[] {
+  const seen = new Set(rows.map((r) => `${factors(r)[x]} with ${factors(r)[y]}`));
+  const all = new Set(values.map((r) => `${factors(r)[x]} with ${factors(r)[y]}`));
+  return [...all].filter((p) => !seen.has(p));
+}
+
+/** Every combination of tiling, layout and types: the values each factor takes. */
+function fullProduct(types: readonly Types[]): Row[] {
+  return TILINGS.flatMap((_, tiling) =>
+    LAYOUTS.flatMap((layout) => types.map((t) => ({ tiling, layout, types: t })))
+  );
+}
+
+Deno.test("design covers every pair of tiling, tile shape, buffer count, layout and types", () => {
+  for (const types of [ALL_TYPES, ALL_TYPES.slice(0, 3), SPLIT_TYPES]) {
+    const rows = design(types), all = fullProduct(types);
+    const names = ["shape", "buffers", "layout", "types"];
+    const pairs = names.flatMap((x, i) => names.slice(i + 1).map((y) => [x, y]));
+    if (types !== SPLIT_TYPES) pairs.push(["tiling", "layout"], ["tiling", "types"]);
+    else pairs.push(["tiling", "types"]);
+    for (const [x, y] of pairs) {
+      assert.deepEqual(missingPairs(rows, all, x, y), [], `${x} × ${y}, ${types.length} types`);
+    }
+  }
+});
+
+/** A Matmul per tiling of {@link TILINGS} and the scalar one; `using` disposes them all. */
+function kernelsOn(rt: GpuRuntime, splitK: SplitKPolicy) {
+  const kernels = [SCALAR, ...TILINGS].map((t) => new Matmul(rt, t, { splitK }));
+  return {
+    pair: (r: Row): Matmul[] => [kernels[0], kernels[r.tiling + 1]],
+    names: (r: Row) => ["tiled 4x4", name(TILINGS[r.tiling])],
+    [Symbol.dispose]: () => kernels.forEach((mm) => mm[Symbol.dispose]()),
+  };
+}
+
 Deno.test("tiled-vec4 gives the scalar tiled kernel's bits: random shapes, layouts, types, modes", async () => {
   using rt = await GpuRuntime.create();
-  const types: [OperandType, OperandType][] = [["f32", "f32"], ["bf16", "bf16"], ["f32", "bf16"]];
-  if (rt.hasF16) types.push(["f16", "f16"]);
-  const off = { splitK: { targetWorkgroups: 0, minSliceK: 0, scratchBytes: 0 } };
-  const kernels = [SCALAR, ...TILINGS].map((t) => new Matmul(rt, t, off));
-  const names = ["tiled 4x4", ...TILINGS.map(name)];
+  const rows = design(rt.hasF16 ? ALL_TYPES : ALL_TYPES.slice(0, 3));
+  using kernels = kernelsOn(rt, { targetWorkgroups: 0, minSliceK: 0, scratchBytes: 0 });
   const dim = fc.integer({ min: 1, max: 70 });
-  const cases = fc.record({
+  const modes = fc.record({
     m: dim,
     n: dim,
     k: dim,
-    layout: fc.constantFrom<MatmulLayout>("nn", "nt", "tn"),
     batch: fc.integer({ min: 1, max: 2 }),
     accumulate: fc.constantFrom<boolean | "chain">(false, true, "chain"),
     alpha: fc.constantFrom(1, 0.5, -1.5),
-    types: fc.constantFrom(...types),
     seed: fc.integer({ min: 0, max: 1 << 30 }),
-  }).map(({ types: [a, b], ...c }) => ({
-    ...c,
-    a,
-    b,
-    alpha: c.accumulate === "chain" ? 1 : c.alpha,
-  }));
-  // Fixed seed: a failure reproduces; shrinking reports the smallest failing case.
-  await fc.assert(
-    fc.asyncProperty(cases, async (c) => sameBits(await runOn(rt, kernels, c), names, c)),
-    { numRuns: 40, seed: 20261126 },
-  );
-  // Shapes larger than one tile in every direction, K over several slices and ragged.
-  for (const layout of ["nn", "nt", "tn"] as const) {
-    const c: Case = {
+  }).map((c) => ({ ...c, alpha: c.accumulate === "chain" ? 1 : c.alpha }));
+  const accumulate = [true, "chain", false] as const;
+  for (const [index, row] of rows.entries()) {
+    const [a, b] = row.types;
+    const check = async (c: Case) =>
+      sameBits(await runOn(rt, kernels.pair(row), c), kernels.names(row), c);
+    // Fixed seed: a failure reproduces; shrinking reports the smallest failing case.
+    await fc.assert(
+      fc.asyncProperty(modes, (m) => check({ ...m, layout: row.layout, a, b })),
+      { numRuns: 3, seed: 20261126 + index },
+    );
+    // Larger than one tile in every direction, K over several slices and ragged; a tiling's
+    // consecutive rows take each accumulation mode in turn.
+    const mode = accumulate[index % 3];
+    await check({
       m: 150,
       n: 133,
       k: 77,
-      layout,
-      batch: 1,
-      accumulate: true,
-      alpha: 1,
-      a: "f32",
-      b: "f32",
-      seed: 5,
-    };
-    sameBits(await runOn(rt, kernels, c), names, c);
+      layout: row.layout,
+      batch: 1 + index % 2,
+      accumulate: mode,
+      alpha: mode === "chain" ? 1 : -0.5,
+      a,
+      b,
+      seed: 5 + index,
+    });
   }
-  for (const mm of kernels) mm[Symbol.dispose]();
 });
 
 Deno.test("tiled-vec4 split over K gives the scalar tiled kernel's bits for the same slices", async () => {
   using rt = await GpuRuntime.create();
   // Small enough that these shapes split; slices pinned to a multiple of every depth (16, 8, 5, 4).
-  const policy: SplitKPolicy = { targetWorkgroups: 64, minSliceK: 16, scratchBytes: 4 << 20 };
-  const kernels = [SCALAR, ...TILINGS].map((t) => new Matmul(rt, t, { splitK: policy }));
-  const names = ["tiled 4x4", ...TILINGS.map(name)];
+  using kernels = kernelsOn(rt, { targetWorkgroups: 64, minSliceK: 16, scratchBytes: 4 << 20 });
   const pin = (mm: Matmul, args: MatmulArgs): MatmulArgs => {
     const pinned = { ...args, sliceK: 80 };
     assert.ok(mm.splitK(pinned).slices > 1, "must split");
     return pinned;
   };
   let seed = 1;
-  for (const layout of ["nn", "nt", "tn"] as const) {
-    for (const [a, b] of [["f32", "f32"], ["bf16", "f32"]] as const) {
-      const c: Case = {
-        m: 37,
-        n: 70,
-        k: 250,
-        layout,
-        batch: 2,
-        accumulate: true,
-        alpha: -0.5,
-        a,
-        b,
-        seed: seed += 3,
-      };
-      sameBits(await runOn(rt, kernels, c, pin), names, c);
-    }
+  for (const row of design(SPLIT_TYPES)) {
+    const [a, b] = row.types;
+    const c: Case = {
+      m: 37,
+      n: 70,
+      k: 250,
+      layout: row.layout,
+      batch: 2,
+      accumulate: true,
+      alpha: -0.5,
+      a,
+      b,
+      seed: seed += 3,
+    };
+    sameBits(await runOn(rt, kernels.pair(row), c, pin), kernels.names(row), c);
   }
-  for (const mm of kernels) mm[Symbol.dispose]();
 });
 
 Deno.test("tiled-vec4 tilings the kernel or the adapter cannot run are refused by name", async () => {

@@ -1,53 +1,23 @@
 import assert from "node:assert/strict";
-import { parseLlamaConfig } from "./hf_config.ts";
 import { LlamaModel } from "./llama.ts";
-import { llamaParamLayout, seededNormals } from "./params.ts";
+import { seededNormals } from "./params.ts";
 import type { ModelPrecision } from "./precision.ts";
 import { CHUNK_ITEMS, GpuRuntime } from "../shaders/mod.ts";
 import { AdamW } from "../optimizer/mod.ts";
+import { SPLIT_HEAD_CAP, splitHeadLlama } from "./testing/fixtures.ts";
 
 /**
- * Every tensor but the embedding and LM head ([331, 32] f32: 42 KB) fits in 16 KiB, so a 16 KiB
- * binding cap splits exactly those: 128, 128 and 75 vocabulary rows. 16 KiB is a whole number
- * of the sum of squares' chunks (CHUNK_ITEMS · 64 floats on the CPU profile), so the gradient
- * norm is split too, on chunk boundaries.
+ * The 2-layer split-head model (testing/fixtures.ts): its cap, 16 KiB, is a whole number of the
+ * sum of squares' chunks (CHUNK_ITEMS · 64 floats on the CPU profile), so the gradient norm is
+ * split too, on chunk boundaries.
  */
-const CONFIG = parseLlamaConfig({
-  hidden_size: 32,
-  intermediate_size: 64,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  vocab_size: 331,
-  max_position_embeddings: 16,
-  rms_norm_eps: 1e-5,
-  rope_theta: 10000,
-});
-const LAYOUT = llamaParamLayout(CONFIG);
-const CAP = 16384;
-const B = 2, T = 8;
-
-function weights(): Float32Array {
-  const p = new Float32Array(LAYOUT.totalSize);
-  for (const e of LAYOUT.entries) {
-    const z = seededNormals(3, e.name, e.size);
-    for (let i = 0; i < e.size; i++) p[e.offset + i] = (e.init === "ones" ? 1 : 0) + 0.2 * z[i];
-  }
-  return p;
-}
+const SPLIT = splitHeadLlama(2);
+const { config: CONFIG, layout: LAYOUT, microBatch: B, seqLen: T } = SPLIT;
 
 /** Forward, backward, gradient norm, one clipped AdamW step and an evaluation, read back. */
 async function run(maxBindingBytes?: number, precision: ModelPrecision = "f32") {
   using rt = await GpuRuntime.create({ maxBindingBytes });
-  using model = new LlamaModel(rt, {
-    precision,
-    config: CONFIG,
-    layout: LAYOUT,
-    weights: weights(),
-    microBatch: B,
-    seqLen: T,
-    slots: 2,
-  });
+  using model = new LlamaModel(rt, { ...SPLIT.modelOptions(), precision, slots: 2 });
   using adamw = new AdamW(rt, {
     size: LAYOUT.totalSize,
     config: { beta1: 0.9, beta2: 0.95, eps: 1e-8, weightDecay: 0.1, maxGradNorm: 0.5 },
@@ -101,9 +71,9 @@ for (const precision of ["f32", "f16"] as const) {
       using probe = await GpuRuntime.create();
       if (!probe.hasF16) return console.warn("skipped: no shader-f16");
     }
-    assert.equal(CAP % (CHUNK_ITEMS * 64 * 4), 0);
+    assert.equal(SPLIT_HEAD_CAP % (CHUNK_ITEMS * 64 * 4), 0);
     const whole = await run(undefined, precision);
-    const split = await run(CAP, precision);
+    const split = await run(SPLIT_HEAD_CAP, precision);
     assert.deepEqual(whole.blocks, [331]);
     assert.deepEqual(split.blocks, [128, 128, 75]);
     assert.ok(whole.stats.lossSum > 0 && whole.stats.gradSumSq > 0.25, "the step clips");
@@ -118,15 +88,7 @@ for (const precision of ["f32", "f16"] as const) {
 Deno.test("a binding cap too small for one aligned block of the head is refused by name", async () => {
   using rt = await GpuRuntime.create({ maxBindingBytes: 256 });
   assert.throws(
-    () =>
-      new LlamaModel(rt, {
-        config: CONFIG,
-        layout: LAYOUT,
-        weights: weights(),
-        microBatch: B,
-        seqLen: T,
-        slots: 1,
-      }),
+    () => new LlamaModel(rt, { ...SPLIT.modelOptions(), slots: 1 }),
     /rows of 128 bytes cannot be split into blocks of at most 256 bytes/,
   );
 });

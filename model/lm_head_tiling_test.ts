@@ -4,11 +4,10 @@
  * step gives the same bits with the table as without it.
  */
 import assert from "node:assert/strict";
-import { parseLlamaConfig } from "./hf_config.ts";
 import { LlamaModel } from "./llama.ts";
 import type { LlamaKernels } from "./llama_kernels.ts";
-import { llamaParamLayout, seededNormals } from "./params.ts";
 import { shaderKernels } from "./shader_kernels.ts";
+import { SPLIT_HEAD_CAP, splitHeadLlama } from "./testing/fixtures.ts";
 import {
   GPU_PROFILE,
   GpuRuntime,
@@ -17,21 +16,9 @@ import {
   vec4Tiling as vec4,
 } from "../shaders/mod.ts";
 
-/** model/llama_split_test.ts's model: a 16 KiB binding cap splits the head into 128, 128, 75 rows. */
-const CONFIG = parseLlamaConfig({
-  hidden_size: 32,
-  intermediate_size: 64,
-  num_hidden_layers: 1,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-  vocab_size: 331,
-  max_position_embeddings: 16,
-  rms_norm_eps: 1e-5,
-  rope_theta: 10000,
-});
-const LAYOUT = llamaParamLayout(CONFIG);
-const CAP = 16384;
-const B = 2, T = 8;
+/** model/llama_split_test.ts's model with one layer: its cap splits the head into 128, 128, 75 rows. */
+const SPLIT = splitHeadLlama(1);
+const { microBatch: B, seqLen: T } = SPLIT;
 
 /**
  * Over 64 x 64 reference tiles: the whole head's logits `[16, 331]` and weight gradient
@@ -47,7 +34,7 @@ const PROFILE = { ...GPU_PROFILE, matmulByShape: TABLE };
 async function run(matmulByShape: readonly MatmulShapeRule[]) {
   using rt = await GpuRuntime.create({
     profile: { ...PROFILE, matmulByShape },
-    maxBindingBytes: CAP,
+    maxBindingBytes: SPLIT_HEAD_CAP,
   });
   using inner = shaderKernels(rt);
   const calls: MatmulArgs[] = [];
@@ -58,22 +45,7 @@ async function run(matmulByShape: readonly MatmulShapeRule[]) {
       inner.matmul(pass, args);
     },
   };
-  const weights = new Float32Array(LAYOUT.totalSize);
-  for (const e of LAYOUT.entries) {
-    const z = seededNormals(3, e.name, e.size);
-    for (let i = 0; i < e.size; i++) {
-      weights[e.offset + i] = (e.init === "ones" ? 1 : 0) + 0.2 * z[i];
-    }
-  }
-  using model = new LlamaModel(rt, {
-    config: CONFIG,
-    layout: LAYOUT,
-    weights,
-    microBatch: B,
-    seqLen: T,
-    slots: 1,
-    kernels,
-  });
+  using model = new LlamaModel(rt, { ...SPLIT.modelOptions(), slots: 1, kernels });
   model.writeTokens(0, Uint32Array.from({ length: B * T }, (_, i) => (i * 97 + 5) % 331));
   const step = rt.beginStep("train");
   model.encodeZeroGrads(step);

@@ -6,6 +6,7 @@
  * @module
  */
 import { type LlamaConfig, parseLlamaConfig } from "../hf_config.ts";
+import type { LlamaModelOptions } from "../llama.ts";
 import { initParams, llamaParamLayout, type ParamLayout, seededNormals } from "../params.ts";
 
 /**
@@ -62,4 +63,55 @@ export function tinyModel(
   });
   const layout = llamaParamLayout(config);
   return { config, layout, weights: initParams(layout, config, seed) };
+}
+
+/**
+ * A binding cap of 16 KiB for {@link splitHeadLlama}: every tensor but the embedding and the LM
+ * head (`[331, 32]` f32: 42 KB) fits, so the cap splits exactly those, into 128, 128 and 75
+ * vocabulary rows.
+ */
+export const SPLIT_HEAD_CAP = 16384;
+
+/** What {@link splitHeadLlama} gives: the model, its batch shape, and options to build it. */
+export interface SplitHeadLlama {
+  config: LlamaConfig;
+  layout: ParamLayout;
+  /** Sequences per micro-batch (B) and tokens per sequence (T). */
+  microBatch: number;
+  seqLen: number;
+  /** LlamaModel's options but `slots`, with a fresh copy of the same seeded weights each call. */
+  modelOptions(): Pick<
+    LlamaModelOptions,
+    "config" | "layout" | "weights" | "microBatch" | "seqLen"
+  >;
+}
+
+/**
+ * A small Llama whose embedding and LM head a {@link SPLIT_HEAD_CAP} binding cap splits into
+ * vocabulary blocks (331 words of 32), with `layers` layers, micro-batches of 2 sequences of 8
+ * tokens, and seeded weights 0.2 around each tensor's init.
+ */
+export function splitHeadLlama(layers: number): SplitHeadLlama {
+  const config = smallLlamaConfig({
+    intermediate_size: 64,
+    num_hidden_layers: layers,
+    vocab_size: 331,
+    max_position_embeddings: 16,
+    rope_theta: 10000,
+  });
+  const layout = llamaParamLayout(config);
+  const microBatch = 2, seqLen = 8;
+  return {
+    config,
+    layout,
+    microBatch,
+    seqLen,
+    modelOptions: () => ({
+      config,
+      layout,
+      weights: spreadWeights(layout, 3, 0.2),
+      microBatch,
+      seqLen,
+    }),
+  };
 }

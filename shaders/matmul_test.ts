@@ -209,10 +209,13 @@ Deno.test("matmul with one f16 and one f32 operand matches the reference", async
   }
 });
 
-Deno.test("matmul with bf16 inputs matches the reference on both profiles and every variant", async (t) => {
+Deno.test("matmul with bf16 inputs matches the reference on every variant", async (t) => {
   using rt = await GpuRuntime.create();
-  await t.step("CPU profile: the variants it picks", async () => {
-    using mm = new Matmul(rt, CPU_PROFILE.matmul);
+  // On the 8×16 register tiling, as the f16 tests: bf16 loads are spelled the same for every tile,
+  // and the CPU profile's own 16×32 kernels (minutes of compiling each in bf16 on a loaded CI
+  // machine) are covered in f32 above. The variants picked by default are the forced ones' pipelines.
+  await t.step("register tiling (8×16): the variants the CPU profile picks", async () => {
+    using mm = new Matmul(rt, SMALL_REGISTER);
     assert.deepEqual([...await runAll(rt, mm, "bf16")].sort(), CPU_DEFAULTS);
   });
   await t.step("register tiling (8×16): every CPU variant forced", async () => {

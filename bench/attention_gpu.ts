@@ -24,6 +24,7 @@ import {
   type AttentionTiling,
   GPU_PROFILE,
   GpuRuntime,
+  parseAttentionTiling,
 } from "../shaders/mod.ts";
 
 const { values } = parseArgs({
@@ -53,10 +54,10 @@ function parseShape(text: string): AttentionDims {
 
 const reps = Number(values.reps);
 if (!Number.isInteger(reps) || reps < 1) throw new RangeError(`--reps: got ${values.reps}`);
-const tiled: AttentionTiling = values.tiles === undefined ? GPU_PROFILE.attention : (() => {
-  const [rows, staged, queries = 1] = values.tiles.split("x").map(Number);
-  return { strategy: "tiled", rows, staged, queries };
-})();
+const tiled: AttentionTiling = values.tiles === undefined
+  ? GPU_PROFILE.attention
+  : parseAttentionTiling(values.tiles);
+if (tiled.strategy !== "tiled") throw new RangeError(`--tiles: got ${values.tiles}, not tiles`);
 const ROWS: AttentionTiling = { strategy: "rows", rows: 0, staged: 0 };
 const docLength = values.documents === undefined ? 0 : Number(values.documents);
 

@@ -2,7 +2,7 @@
  * Where a training step's GPU time goes, kernel by kernel, on whatever adapter this machine has:
  * `deno run -A bench/step_profile.ts [--config DIR] [--batch B] [--seq-len T] [--steps N]
  * [--precision f32|f16|bf16] [--recompute] [--tiling rows,cols,wx,wy,depth] [--split-k auto|off]
- * [--upload chunked|mapped] [--attention rows|tiled]`.
+ * [--upload chunked|mapped] [--attention rows|tiled|ROWSxSTAGED[xQUERIES]]`.
  *
  * It builds the model of `--config` from quick pseudo-random weights (uniform with the init's
  * variance: timing does not depend on the values, and the seeded normals of `initParams` take a
@@ -17,8 +17,9 @@
  * `chunked` (the default) writes 16 MiB at a time, each flushed, printing progress
  * (model/weights_upload.ts); `mapped` copies each segment whole into a buffer mapped at creation,
  * as a model built with its weights does, the path the 1B model stalled on. `--attention` picks
- * the attention kernels (shaders/attention.ts: `rows`, the CPU profile's, or `tiled`, the GPU
- * profile's 64x64 tiles in workgroup memory) whatever the adapter's profile says.
+ * the attention kernels (shaders/attention.ts: `rows`, the CPU profile's, `tiled`, the GPU
+ * profile's 64x64 tiles in workgroup memory, or tiles written out, e.g. `64x64x4` for four query
+ * rows per invocation) whatever the adapter's profile says.
  *
  * @module
  */
@@ -34,10 +35,9 @@ import {
 } from "../model/mod.ts";
 import { adamwSteps } from "../train/testing/timed_steps.ts";
 import {
-  CPU_PROFILE,
   formatTiling,
-  GPU_PROFILE,
   GpuRuntime,
+  parseAttentionTiling,
   parseTiling,
   profileFor,
   requestGpuAdapter,
@@ -94,10 +94,9 @@ async function chosenProfile(): Promise<TuningProfile | undefined> {
   if (splitK !== "auto" && splitK !== "off") {
     throw new RangeError(`--split-k must be auto or off, got ${splitK}`);
   }
-  const attention = values.attention;
-  if (attention !== undefined && attention !== "rows" && attention !== "tiled") {
-    throw new RangeError(`--attention must be rows or tiled, got ${attention}`);
-  }
+  const attention = values.attention === undefined
+    ? undefined
+    : parseAttentionTiling(values.attention);
   if (values.tiling === undefined && splitK === "auto" && attention === undefined) {
     return undefined;
   }
@@ -111,11 +110,7 @@ async function chosenProfile(): Promise<TuningProfile | undefined> {
       ? {}
       : { matmul: parseTiling(values.tiling), matmulByShape: [] }),
     splitK: splitK === "off" ? SPLIT_K_OFF : own.splitK,
-    attention: attention === undefined
-      ? own.attention
-      : attention === "rows"
-      ? CPU_PROFILE.attention
-      : GPU_PROFILE.attention,
+    attention: attention ?? own.attention,
   };
 }
 const profile = await chosenProfile();

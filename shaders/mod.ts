@@ -24,7 +24,7 @@ export {
   viewLength,
 } from "./gpu.ts";
 export { type KernelTotal, ProfilingPass, summarizeTimings } from "./dispatch_profile.ts";
-export { formatTiling, parseTiling } from "./tiling_arg.ts";
+export { formatTiling, parseAttentionTiling, parseTiling } from "./tiling_arg.ts";
 export { probeSubgroups, type SubgroupProbe } from "./subgroups.ts";
 export { requestGpuAdapter } from "./runtime_dir.ts";
 export {

@@ -1,12 +1,13 @@
 /**
- * A matmul tiling written on a command line, `rows,cols,wx,wy,depth[,vec4[,db]]`: `tiled`
- * strategy with `depth > 0` (`tiled-vec4` with the `vec4` suffix, double-buffered in workgroup
- * memory with `vec4,db`), `register` with depth 0. For benchmarks that try kernel shapes on one
- * adapter; the text has no spaces, so bench/gpu/run.sh's awk reads it as one field.
+ * Kernel shapes written on a command line. A matmul tiling, `rows,cols,wx,wy,depth[,vec4[,db]]`:
+ * `tiled` strategy with `depth > 0` (`tiled-vec4` with the `vec4` suffix, double-buffered in
+ * workgroup memory with `vec4,db`), `register` with depth 0. An attention tiling: `rows`,
+ * `tiled` (the GPU profile's) or `ROWSxSTAGED[xQUERIES]`. For benchmarks that try kernel shapes
+ * on one adapter; the text has no spaces, so bench/gpu/run.sh's awk reads it as one field.
  *
  * @module
  */
-import type { MatmulTiling } from "./profile.ts";
+import { type AttentionTiling, GPU_PROFILE, type MatmulTiling } from "./profile.ts";
 
 /** Parses `rows,cols,wx,wy,depth[,vec4[,db]]`; throws a RangeError naming the text otherwise. */
 export function parseTiling(text: string): MatmulTiling {
@@ -38,4 +39,23 @@ export function formatTiling(t: MatmulTiling): string {
   const fields = [t.rows, t.cols, t.workgroup[0], t.workgroup[1], t.depth].join(",");
   if (t.strategy !== "tiled-vec4") return fields;
   return (t.buffers ?? 1) === 2 ? `${fields},vec4,db` : `${fields},vec4`;
+}
+
+/**
+ * Parses an attention tiling: `rows` (one invocation per query row), `tiled` (the GPU profile's
+ * tiles) or `ROWSxSTAGED[xQUERIES]` (positive integers; the kernel checks them against the
+ * device's limits). Throws a RangeError naming the text otherwise.
+ */
+export function parseAttentionTiling(text: string): AttentionTiling {
+  if (text === "rows") return { strategy: "rows", rows: 0, staged: 0 };
+  if (text === "tiled") return GPU_PROFILE.attention;
+  const parts = text.split("x").map(Number);
+  if (parts.length < 2 || parts.length > 3 || parts.some((v) => !Number.isInteger(v) || v < 1)) {
+    throw new RangeError(
+      `attention tiling "${text}": expected rows, tiled or ROWSxSTAGED[xQUERIES] (positive ` +
+        `integers), e.g. 64x64 or 64x64x4`,
+    );
+  }
+  const [rows, staged, queries = 1] = parts;
+  return { strategy: "tiled", rows, staged, queries };
 }

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { formatTiling, parseTiling } from "./tiling_arg.ts";
+import { formatTiling, parseAttentionTiling, parseTiling } from "./tiling_arg.ts";
 import { CPU_PROFILE, GPU_PROFILE } from "./profile.ts";
 
 Deno.test("tilings round-trip through their command-line text", () => {
@@ -25,5 +25,20 @@ Deno.test("tilings round-trip through their command-line text", () => {
   const flags = ["8,8,16,16,8,v4", "8,8,16,16,8,vec4,1", "8,8,16,16,8,db", "8,8,16,16,8,db,vec4"];
   for (const bad of [...bads, ...flags, "8,8,16,16,8,vec4,db,db", "8,8,8,8,0,vec4,db"]) {
     assert.throws(() => parseTiling(bad), /expected rows,cols,wx,wy,depth/, bad);
+  }
+});
+
+Deno.test("attention tilings parse from their command-line text", () => {
+  assert.deepEqual(parseAttentionTiling("rows"), CPU_PROFILE.attention);
+  assert.deepEqual(parseAttentionTiling("tiled"), GPU_PROFILE.attention);
+  assert.deepEqual(parseAttentionTiling("32x16"), {
+    strategy: "tiled",
+    rows: 32,
+    staged: 16,
+    queries: 1,
+  });
+  assert.equal(parseAttentionTiling("64x64x4").queries, 4);
+  for (const bad of ["", "row", "64", "64x", "64x64x4x1", "0x64", "64x-1", "64x1.5", "64,64"]) {
+    assert.throws(() => parseAttentionTiling(bad), /expected rows, tiled or ROWSxSTAGED/, bad);
   }
 });

@@ -59,10 +59,15 @@ for part in $parts; do
     # the 20M and 1B heads, then with packed documents; each line says whether the bits agree.
     run 90 attention.txt sh -c "$deno_run bench/attention_gpu.ts --shape 20m --shape 1b &&
       $deno_run bench/attention_gpu.ts --shape 20m --documents 300"
+    # Several query rows per invocation (each staged key row read once for 2 or 4 queries; 3-4x
+    # faster forward on lavapipe): the row kernels again beside each, bits compared.
+    run 90 attention-queries.txt sh -c "$deno_run bench/attention_gpu.ts --shape 20m --shape 1b \
+      --tiles 64x64x2 && $deno_run bench/attention_gpu.ts --shape 20m --shape 1b --tiles 64x64x4"
     # The whole 20M step with each, attention/... pipelines in the per-kernel table.
-    run 150 attention-step-16x1024.txt sh -c "$deno_run bench/step_profile.ts --batch 16 \
+    run 200 attention-step-16x1024.txt sh -c "$deno_run bench/step_profile.ts --batch 16 \
       --seq-len 1024 --attention rows &&
-      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --attention tiled"
+      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --attention tiled &&
+      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --attention 64x64x4"
     ;;
   matmul) run 60 matmul-f32.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 ;;
   picker)

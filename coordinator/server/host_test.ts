@@ -64,6 +64,12 @@ function trainingHost(
   config: Partial<CoordinatorConfig> = {},
 ) {
   const host = newHost(withdrawOnDisconnect, undefined, config);
+  startTraining(host, order);
+  return host;
+}
+
+/** Joins clients `order` at 100, starts the epoch at 101 and sends every warmup witness at 102. */
+function startTraining(host: CoordinatorHost, order: number[]) {
   for (const i of order) join(host, i);
   host.tick(101, SEED);
   assert.equal(host.state.runState, "Warmup");
@@ -82,7 +88,6 @@ function trainingHost(
     assert.deepEqual(reply, { kind: "Ack" });
   });
   assert.equal(host.state.runState, "RoundTrain");
-  return host;
 }
 
 Deno.test("the epoch's clients are the pending clients in join order", () => {
@@ -187,18 +192,7 @@ Deno.test("witnesses from every elected client move the round to RoundWitness", 
 Deno.test("a witness report that arrives after its round ended is refused as late, not forged", () => {
   const state = testState({ initMinClients: 8, minClients: 2, witnessNodes: 2 }, 100);
   const host = new CoordinatorHost({ state, withdrawOnDisconnect: true });
-  for (let i = 0; i < 8; i++) join(host, i);
-  host.tick(101, SEED);
-  host.state.epochState.clients.forEach((c, index) => {
-    const witness = warmupReport(host.state, index);
-    host.handle(
-      c.id.signer,
-      { kind: "WarmupWitness", requestId: 9, witness, paramsDigest: NO_DIGEST },
-      102,
-      SEED,
-    );
-  });
-  assert.equal(host.state.runState, "RoundTrain");
+  startTraining(host, [0, 1, 2, 3, 4, 5, 6, 7]);
   const send = (index: number, witness: ReturnType<typeof witnessReport>, now: number) =>
     host.handle(
       host.state.epochState.clients[index].id.signer,
@@ -536,22 +530,7 @@ function dropClient2AndEndEpoch(host: CoordinatorHost): number {
 function trainingHostWith(order: number[], options: Partial<HostOptions>) {
   const state = testState({ initMinClients: 2, minClients: 2, witnessNodes: 0 }, 100);
   const host = new CoordinatorHost({ state, withdrawOnDisconnect: true, ...options });
-  for (const i of order) join(host, i);
-  host.tick(101, SEED);
-  host.state.epochState.clients.forEach((c, index) => {
-    host.handle(
-      c.id.signer,
-      {
-        kind: "WarmupWitness",
-        requestId: 9,
-        witness: warmupReport(host.state, index),
-        paramsDigest: NO_DIGEST,
-      },
-      102,
-      SEED,
-    );
-  });
-  assert.equal(host.state.runState, "RoundTrain");
+  startTraining(host, order);
   return host;
 }
 
@@ -986,21 +965,7 @@ Deno.test("verification: a sample opens a task, two fails eject the trainer, its
     100,
   );
   const host = new CoordinatorHost({ state, withdrawOnDisconnect: false });
-  for (const i of [0, 1, 2, 3, 4]) join(host, i);
-  host.tick(101, SEED);
-  host.state.epochState.clients.forEach((c, index) => {
-    host.handle(
-      c.id.signer,
-      {
-        kind: "WarmupWitness",
-        requestId: 9,
-        witness: warmupReport(host.state, index),
-        paramsDigest: NO_DIGEST,
-      },
-      102,
-      SEED,
-    );
-  });
+  startTraining(host, [0, 1, 2, 3, 4]);
   host.takeEvents();
   trainToHeight2(host, new Uint8Array(32)); // round 1's start samples round 0
   const opened = host.takeEvents().filter((e) => e.kind === "VerificationOpened");

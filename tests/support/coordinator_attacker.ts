@@ -88,27 +88,12 @@ function healthCheckFrame(bytes: number, entries: number): Uint8Array {
   return encodeFrame(payload);
 }
 
-async function floodHuge(address: string): Promise<void> {
-  const frame = healthCheckFrame(9 + 65_535 * 81, 65_535);
-  while (running) {
-    let conn: Deno.Conn | null = null;
-    try {
-      const link = await connect(address);
-      conn = link.conn;
-      drain(link.frames);
-      while (running) {
-        await writeAll(conn, frame);
-        framesSent++;
-      }
-    } catch {
-      // refused and closed by the server: try again
-    } finally {
-      if (conn !== null) close(conn);
-    }
-  }
-}
+/** The largest health check: 65,535 entries of 81 bytes behind its 9-byte header (5.3 MB). */
+const HUGE_FRAME_BYTES = 9 + 65_535 * 81;
+const HUGE_FRAME_ENTRIES = 65_535;
 
-async function floodGarbage(address: string, bytes: number, entries: number): Promise<void> {
+/** Health checks of `bytes` bytes back to back on one connection, reconnecting when it closes. */
+async function flood(address: string, bytes: number, entries: number): Promise<void> {
   const frame = healthCheckFrame(bytes, entries);
   while (running) {
     let conn: Deno.Conn | null = null;
@@ -121,7 +106,7 @@ async function floodGarbage(address: string, bytes: number, entries: number): Pr
         framesSent++;
       }
     } catch {
-      // closed: try again
+      // refused or closed by the server: try again
     } finally {
       if (conn !== null) close(conn);
     }
@@ -143,12 +128,14 @@ async function run(command: AttackerCommand): Promise<Record<string, unknown>> {
     }
     case "floodHuge":
       running = true;
-      for (let i = 0; i < command.connections; i++) loops.push(floodHuge(command.address));
+      for (let i = 0; i < command.connections; i++) {
+        loops.push(flood(command.address, HUGE_FRAME_BYTES, HUGE_FRAME_ENTRIES));
+      }
       return { started: true };
     case "floodGarbage":
       running = true;
       for (let i = 0; i < command.connections; i++) {
-        loops.push(floodGarbage(command.address, command.frameBytes, command.entries));
+        loops.push(flood(command.address, command.frameBytes, command.entries));
       }
       return { started: true };
     case "stop": {

@@ -32,6 +32,7 @@ import {
   TOKEN_PROGRAM_ADDRESS,
 } from "./mod.ts";
 import { PoolSvm } from "../testing/pool_svm.ts";
+import { sendOk, sendRefused } from "../testing/expect_send.ts";
 import { buildPoolOnce } from "../toolchain/mod.ts";
 
 const U64_MAX = (1n << 64n) - 1n;
@@ -144,25 +145,16 @@ function everyAccount(f: Fixture): Address[] {
   ];
 }
 
-async function ok(f: Fixture, ix: Instruction | Promise<Instruction>, what: string) {
-  const r = await f.t.send([await ix]);
-  assert.ok(r.ok, `${what}: ${r.error}\n${r.logs.join("\n")}`);
-  return r;
-}
+const ok = (f: Fixture, ix: Instruction | Promise<Instruction>, what: string) =>
+  sendOk(f.t, ix, what);
 
 /** Sends `ix`, expects the named refusal, and checks that no account changed a byte. */
-async function refused(
+const refused = (
   f: Fixture,
   ix: Instruction | Promise<Instruction>,
   error: string,
   extra: Address[] = [],
-) {
-  const before = f.t.snapshot([...everyAccount(f), ...extra]);
-  const r = await f.t.send([await ix]);
-  assert.equal(r.error, error, r.logs.join("\n"));
-  // The payer pays the fee whatever happens; every other account is byte-identical.
-  assert.deepEqual(f.t.snapshot([...everyAccount(f), ...extra]), before);
-}
+) => sendRefused(f.t, ix, error, [...everyAccount(f), ...extra]);
 
 Deno.test("pool: the program links its CPI and PDA syscalls by name", async () => {
   const program = await buildPoolOnce();

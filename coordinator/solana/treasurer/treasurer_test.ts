@@ -30,6 +30,7 @@ import {
   treasuryVaultAddress,
 } from "./mod.ts";
 import { TreasurerSvm } from "../testing/treasurer_svm.ts";
+import { sendOk, sendRefused } from "../testing/expect_send.ts";
 import { type EarningRun, earningRun, playEpoch, pointsOf } from "../testing/epochs.ts";
 import { buildTreasurerOnce } from "../toolchain/mod.ts";
 import { OFFSETS } from "../abi/mod.ts";
@@ -134,24 +135,16 @@ function everyAccount(f: Fixture): Address[] {
   ];
 }
 
-async function ok(f: Fixture, ix: Instruction | Promise<Instruction>, what: string) {
-  const r = await f.t.send([await ix]);
-  assert.ok(r.ok, `${what}: ${r.error}\n${r.logs.join("\n")}`);
-  return r;
-}
+const ok = (f: Fixture, ix: Instruction | Promise<Instruction>, what: string) =>
+  sendOk(f.t, ix, what);
 
 /** Sends `ix`, expects the named refusal, and checks that no account changed a byte. */
-async function refused(
+const refused = (
   f: Fixture,
   ix: Instruction | Promise<Instruction>,
   error: string,
   extra: Address[] = [],
-) {
-  const before = f.t.snapshot([...everyAccount(f), ...extra]);
-  const r = await f.t.send([await ix]);
-  assert.equal(r.error, error, r.logs.join("\n"));
-  assert.deepEqual(f.t.snapshot([...everyAccount(f), ...extra]), before);
-}
+) => sendRefused(f.t, ix, error, [...everyAccount(f), ...extra]);
 
 const treasury = (f: Fixture) => decodeTreasuryAccount(f.t.accountBytes(f.treasury)!);
 const claimed = (f: Fixture, c: Client) =>

@@ -172,25 +172,29 @@ Deno.test("with a recorded digest, one peer serving it wins over a stale majorit
   }
 });
 
-Deno.test("a manifest lying about its digest is refused after the download", async () => {
+/**
+ * A liar serves `honest`'s digest with the parameters `tamper` makes of them: the joiner must
+ * refuse them once downloaded, and reshare nothing.
+ */
+async function assertLabelledLieRefused(
+  honest: ReturnType<typeof tinyModel>,
+  tamper: (weights: Float32Array) => Float32Array,
+): Promise<void> {
   const net = await network(2);
   try {
     const [liar, joiner] = net.services;
-    const model = tinyModel(22);
-    const honest = serveModel(liar, model, { step: 5 });
-    const poisoned = { ...model, weights: model.weights.slice() };
-    poisoned.weights[3] += 1;
+    const served = serveModel(liar, honest, { step: 5 });
     // The liar now serves other parameters under the honest label.
-    shareModel(liar, modelToBlobs(poisoned), {
+    shareModel(liar, modelToBlobs({ ...honest, weights: tamper(honest.weights) }), {
       step: 5,
-      digest: hexToBytes(honest.digest, 32, "digest"),
+      digest: hexToBytes(served.digest, 32, "digest"),
     });
     await assert.rejects(
       () =>
         fetchModel(joiner, {
           providers: [net.keys[0]],
           step: 5,
-          expectedDigest: honest.digest,
+          expectedDigest: served.digest,
           manifestTimeoutMs: 3000,
         }),
       (e) => e instanceof ModelDigestMismatchError && /claims parameters/.test(e.message),
@@ -199,6 +203,14 @@ Deno.test("a manifest lying about its digest is refused after the download", asy
   } finally {
     await net.stop();
   }
+}
+
+Deno.test("a manifest lying about its digest is refused after the download", async () => {
+  await assertLabelledLieRefused(tinyModel(22), (weights) => {
+    const poisoned = weights.slice();
+    poisoned[3] += 1;
+    return poisoned;
+  });
 });
 
 Deno.test("bf16-exact parameters travel as bf16, half the bytes, and arrive bit for bit", async () => {
@@ -236,31 +248,8 @@ Deno.test("bf16-exact parameters travel as bf16, half the bytes, and arrive bit 
 });
 
 Deno.test("a peer that rounds the parameters to bf16 under the honest label is refused", async () => {
-  const net = await network(2);
-  try {
-    const [liar, joiner] = net.services;
-    const model = tinyModel(25);
-    const honest = serveModel(liar, model, { step: 5 });
-    // Psyche-style bf16 sharing of f32 masters: half the bytes, but not the run's parameters.
-    const rounded = { ...model, weights: decodeBf16(encodeBf16(model.weights)) };
-    shareModel(liar, modelToBlobs(rounded), {
-      step: 5,
-      digest: hexToBytes(honest.digest, 32, "digest"),
-    });
-    await assert.rejects(
-      () =>
-        fetchModel(joiner, {
-          providers: [net.keys[0]],
-          step: 5,
-          expectedDigest: honest.digest,
-          manifestTimeoutMs: 3000,
-        }),
-      (e) => e instanceof ModelDigestMismatchError && /claims parameters/.test(e.message),
-    );
-    assert.equal(joiner.store.hashOfName(MANIFEST_NAME), undefined, "nothing reshared");
-  } finally {
-    await net.stop();
-  }
+  // Psyche-style bf16 sharing of f32 masters: half the bytes, but not the run's parameters.
+  await assertLabelledLieRefused(tinyModel(25), (weights) => decodeBf16(encodeBf16(weights)));
 });
 
 Deno.test("no peer with the recorded parameters: refused, naming what the peers serve", async () => {

@@ -6,9 +6,13 @@ import { Exchange } from "./exchange.ts";
 import type { ClientEventName, ClientEvents, ClientLogger } from "./log.ts";
 import { DataVocabularyError } from "./data_check.ts";
 import { closing } from "../data/testing/fixtures.ts";
-import { createCoordinator } from "../coordinator/core/mod.ts";
+import {
+  type Checkpoint,
+  type CoordinatorState,
+  createCoordinator,
+} from "../coordinator/core/mod.ts";
 import { CoordinatorHost } from "../coordinator/server/mod.ts";
-import type { DataLocation } from "../common/mod.ts";
+import type { DataLocation, OptimizerDefinition } from "../common/mod.ts";
 import { LocalDataProvider, startDataServer } from "../data/mod.ts";
 import { GpuRuntime } from "../shaders/mod.ts";
 import { readModelDir } from "../model/mod.ts";
@@ -19,15 +23,53 @@ const T = 16;
 
 type Logged = { event: ClientEventName; fields: ClientEvents[ClientEventName] };
 
+/** llama-tiny (vocab_size 512), initialised from the run's seed: nothing to download. */
+const TINY_CHECKPOINT: Checkpoint = {
+  kind: "Dummy",
+  repo: { repoId: `${ROOT}config/models/llama-tiny`, revision: null },
+};
+
+const DISTRO: OptimizerDefinition = {
+  kind: "Distro",
+  clipGradNorm: 1,
+  weightDecay: 0.1,
+  compressionDecay: 0.999,
+  compressionTopk: 4,
+  compressionChunk: 64,
+  quantize1bit: true,
+};
+
+/** Writes `${dir}/data/train.bin`: 64 sequences of T two-byte token ids, each below `vocab`. */
+async function writeTrainData(dir: string, vocab: number): Promise<void> {
+  const tokens = Uint16Array.from({ length: 64 * T }, (_, i) => (i * 37 + 11) % vocab);
+  await Deno.mkdir(`${dir}/data`);
+  await Deno.writeFile(`${dir}/data/train.bin`, new Uint8Array(tokens.buffer));
+}
+
+/** An in-process coordinator of `state` whose clock gains a second (and ticks) every `msPerSecond`. */
+function tickingCoordinator(
+  state: CoordinatorState,
+  msPerSecond: number,
+): { coordinator: MemoryCoordinator; stop: () => void } {
+  let now = 0;
+  const coordinator = new MemoryCoordinator({
+    host: new CoordinatorHost({ state, withdrawOnDisconnect: true }),
+    clock: () => now,
+  });
+  const timer = setInterval(() => {
+    now += 1;
+    coordinator.tick();
+  }, msPerSecond);
+  return { coordinator, stop: () => clearInterval(timer) };
+}
+
 Deno.test({
   name: "TrainingClient: two clients on an in-process coordinator train to Finished in step",
   sanitizeResources: false,
   sanitizeOps: false,
   async fn() {
     const dir = await Deno.makeTempDir();
-    const tokens = Uint16Array.from({ length: 64 * T }, (_, i) => (i * 37 + 11) % 512);
-    await Deno.mkdir(`${dir}/data`);
-    await Deno.writeFile(`${dir}/data/train.bin`, new Uint8Array(tokens.buffer));
+    await writeTrainData(dir, 512);
     const state = createCoordinator({
       runId: "client-test",
       config: testConfig({
@@ -47,33 +89,13 @@ Deno.test({
         maxSeqLen: T,
         coldStartWarmupSteps: 0,
         dataLocation: { kind: "Local", path: `${dir}/data` },
-        checkpoint: {
-          kind: "Dummy",
-          repo: { repoId: `${ROOT}config/models/llama-tiny`, revision: null },
-        },
+        checkpoint: TINY_CHECKPOINT,
         lrSchedule: { kind: "Constant", baseLr: 5e-3, warmupSteps: 0, warmupInitLr: 0 },
-        optimizer: {
-          kind: "Distro",
-          clipGradNorm: 1,
-          weightDecay: 0.1,
-          compressionDecay: 0.999,
-          compressionTopk: 4,
-          compressionChunk: 64,
-          quantize1bit: true,
-        },
+        optimizer: DISTRO,
       }),
       now: 0,
     });
-    // A coordinator whose seconds pass every 150 ms.
-    let now = 0;
-    const coordinator = new MemoryCoordinator({
-      host: new CoordinatorHost({ state, withdrawOnDisconnect: true }),
-      clock: () => now,
-    });
-    const timer = setInterval(() => {
-      now += 1;
-      coordinator.tick();
-    }, 150);
+    const { coordinator, stop } = tickingCoordinator(state, 150);
     const rt = await GpuRuntime.create();
     const logs: Logged[][] = [[], []];
     const exchanges: Exchange[] = [];
@@ -144,7 +166,7 @@ Deno.test({
         assert.ok(l.some((e) => e.event === "witness"), "both clients hold witness seats");
       }
     } finally {
-      clearInterval(timer);
+      stop();
       for (const e of exchanges) await e.close();
       rt[Symbol.dispose]();
       await Deno.remove(dir, { recursive: true });
@@ -172,22 +194,11 @@ async function runMismatched(
       maxSeqLen: T,
       coldStartWarmupSteps: 0,
       dataLocation,
-      checkpoint: {
-        kind: "Dummy",
-        repo: { repoId: `${ROOT}config/models/llama-tiny`, revision: null },
-      },
+      checkpoint: TINY_CHECKPOINT,
     }),
     now: 0,
   });
-  let now = 0;
-  const coordinator = new MemoryCoordinator({
-    host: new CoordinatorHost({ state, withdrawOnDisconnect: true }),
-    clock: () => now,
-  });
-  const timer = setInterval(() => {
-    now += 1;
-    coordinator.tick();
-  }, 50);
+  const { coordinator, stop } = tickingCoordinator(state, 50);
   const identity = identityFromSecretKey(new Uint8Array(32).fill(60));
   const logs: Logged[] = [];
   const logger: ClientLogger = { log: (event, fields) => logs.push({ event, fields }) };
@@ -210,7 +221,7 @@ async function runMismatched(
   } catch (error) {
     return { error, logs };
   } finally {
-    clearInterval(timer);
+    stop();
     await exchange.close();
   }
 }
@@ -222,9 +233,7 @@ Deno.test({
   async fn() {
     const dir = await Deno.makeTempDir();
     try {
-      const tokens = Uint16Array.from({ length: 64 * T }, (_, i) => (i * 37 + 11) % 32000);
-      await Deno.mkdir(`${dir}/data`);
-      await Deno.writeFile(`${dir}/data/train.bin`, new Uint8Array(tokens.buffer));
+      await writeTrainData(dir, 32000);
       const local = await runMismatched({ kind: "Local", path: `${dir}/data` });
       assert.ok(local.error instanceof DataVocabularyError, String(local.error));
       assert.match(
@@ -257,9 +266,7 @@ Deno.test({
   sanitizeOps: false,
   async fn() {
     const dir = await Deno.makeTempDir();
-    const tokens = Uint16Array.from({ length: 64 * T }, (_, i) => (i * 37 + 11) % 512);
-    await Deno.mkdir(`${dir}/data`);
-    await Deno.writeFile(`${dir}/data/train.bin`, new Uint8Array(tokens.buffer));
+    await writeTrainData(dir, 512);
     const state = createCoordinator({
       runId: "exit-test",
       config: testConfig({
@@ -279,31 +286,12 @@ Deno.test({
         maxSeqLen: T,
         coldStartWarmupSteps: 0,
         dataLocation: { kind: "Local", path: `${dir}/data` },
-        checkpoint: {
-          kind: "Dummy",
-          repo: { repoId: `${ROOT}config/models/llama-tiny`, revision: null },
-        },
-        optimizer: {
-          kind: "Distro",
-          clipGradNorm: 1,
-          weightDecay: 0.1,
-          compressionDecay: 0.999,
-          compressionTopk: 4,
-          compressionChunk: 64,
-          quantize1bit: true,
-        },
+        checkpoint: TINY_CHECKPOINT,
+        optimizer: DISTRO,
       }),
       now: 0,
     });
-    let now = 0;
-    const coordinator = new MemoryCoordinator({
-      host: new CoordinatorHost({ state, withdrawOnDisconnect: true }),
-      clock: () => now,
-    });
-    const timer = setInterval(() => {
-      now += 1;
-      coordinator.tick();
-    }, 150);
+    const { coordinator, stop } = tickingCoordinator(state, 150);
     const identity = identityFromSecretKey(new Uint8Array(32).fill(70));
     const logs: Logged[] = [];
     const interrupt = new AbortController();
@@ -354,7 +342,7 @@ Deno.test({
       assert.ok(model.weights !== null);
       assert.deepEqual(logs.at(-1), { event: "end", fields: { reason: "Aborted" } });
     } finally {
-      clearInterval(timer);
+      stop();
       await exchange.close();
       await Deno.remove(dir, { recursive: true });
     }

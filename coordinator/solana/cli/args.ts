@@ -14,9 +14,16 @@ import {
   parseFlags,
   unknownCommand,
 } from "../../../cli/entry.ts";
-import { type Address, address } from "@solana/kit";
+import type { Address } from "@solana/kit";
 import { unprintableProblem, UsageError } from "../../../common/mod.ts";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL, DEFAULT_TREASURER_PROGRAM_ID } from "../rpc/mod.ts";
+import {
+  type CommandEntry,
+  commandEntry,
+  pubkeyFlag as pubkey,
+  rpcUrlFlag,
+  stringFlag as str,
+} from "./command_flags.ts";
 import {
   MAX_MEETING_ADDRESSES,
   MAX_POINTS,
@@ -30,11 +37,6 @@ import {
   TREASURER_FLAG_TYPES,
   type TreasurerArgs,
 } from "./treasurer_args.ts";
-
-/** A string flag of the operator commands. */
-function str(value: string, description: string, extra: Partial<FlagSpec> = {}): FlagSpec {
-  return { type: "string", value, description, ...extra };
-}
 
 /** Flags every command takes. */
 const COMMON_FLAGS = {
@@ -90,34 +92,18 @@ const TREASURER_PROGRAM_FLAG = str("PUBKEY", "treasurer program (for the run's t
   default: DEFAULT_TREASURER_PROGRAM_ID,
 });
 
-/** One operator command: its summary for the top-level help and its flags. */
-interface SolanaCommandSpec {
-  readonly summary: string;
-  readonly spec: CommandSpec;
-}
-
 function command(
   name: string,
   summary: string,
   usage: string | string[],
   flags: Record<string, FlagSpec>,
   positionals?: CommandSpec["positionals"],
-): SolanaCommandSpec {
-  return {
-    summary,
-    spec: {
-      usage: (typeof usage === "string" ? [usage] : usage).map((u) =>
-        `deno task solana ${name} ${u}`
-      ),
-      summary: summary[0].toUpperCase() + summary.slice(1) + ".",
-      flags: { ...flags, ...COMMON_FLAGS },
-      positionals,
-    },
-  };
+): CommandEntry {
+  return commandEntry(name, summary, usage, { ...flags, ...COMMON_FLAGS }, positionals);
 }
 
 /** Every operator command, by name: its summary and its flags (with the common ones). */
-export const SOLANA_COMMANDS: Readonly<Record<string, SolanaCommandSpec>> = {
+export const SOLANA_COMMANDS: Readonly<Record<string, CommandEntry>> = {
   "create-run": command(
     "create-run",
     "create a run's account, paused, owned by the wallet",
@@ -482,14 +468,6 @@ function meetingAddresses(relays: readonly string[], peers: readonly string[]): 
   return list;
 }
 
-function pubkey(flag: string, text: string): Address {
-  try {
-    return address(text);
-  } catch {
-    throw new UsageError(`--${flag} must be a base58 public key, found "${text}"`);
-  }
-}
-
 /**
  * Parses `deno task solana` arguments; `env` fills flags not given (`PSYCHE_*`). A help
  * request comes back as `{ command: "help", topic }`.
@@ -569,11 +547,7 @@ function checkSolanaArgs(
       ? null
       : pubkey("coordinator", values.coordinator),
   };
-  try {
-    new URL(common.rpc);
-  } catch {
-    throw new UsageError(`--rpc must be a URL, found "${common.rpc}"`);
-  }
+  rpcUrlFlag(common.rpc);
   const runId = () => {
     const id = values["run-id"];
     if (id === undefined || id === "") throw new UsageError(`${command} needs --run-id ID`);

@@ -12,7 +12,6 @@
  * @module
  */
 import type { Address } from "@solana/kit";
-import { address } from "@solana/kit";
 import {
   denoEnv,
   type EnvLookup,
@@ -43,6 +42,7 @@ import { readRun } from "./operator.ts";
 import { accountInfo } from "./read_commands.ts";
 import { tokenAccountOf } from "./reads.ts";
 import { newWitnessEvents } from "./witness_losses.ts";
+import { pubkeyFlag as pubkey, rpcUrlFlag } from "./command_flags.ts";
 
 /** The flags of `deno task dashboard`. */
 export const DASHBOARD_SPEC = {
@@ -143,21 +143,8 @@ export function parseDashboardArgs(
   return explainEnv(parsed, () => checkDashboardArgs(parsed.values));
 }
 
-function pubkey(flag: string, text: string): Address {
-  try {
-    return address(text);
-  } catch {
-    throw new UsageError(`--${flag} must be a base58 public key, found "${text}"`);
-  }
-}
-
 function checkDashboardArgs(values: FlagValues<typeof DASHBOARD_SPEC>): DashboardArgs {
-  const rpc = values.rpc ?? DEFAULT_RPC_URL;
-  try {
-    new URL(rpc);
-  } catch {
-    throw new UsageError(`--rpc must be a URL, found "${rpc}"`);
-  }
+  const rpc = rpcUrlFlag(values.rpc ?? DEFAULT_RPC_URL);
   const runId = values["run-id"];
   if (runId === undefined || runId === "") throw new UsageError("dashboard needs --run-id ID");
   const bytes = new TextEncoder().encode(runId).length;

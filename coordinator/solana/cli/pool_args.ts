@@ -6,16 +6,19 @@
  *
  * @module
  */
-import { type Address, address } from "@solana/kit";
-import type { CommandSpec, FlagSpec } from "../../../cli/entry.ts";
+import type { Address } from "@solana/kit";
+import type { FlagSpec } from "../../../cli/entry.ts";
 import { UsageError } from "../../../common/mod.ts";
 import { DEFAULT_POOL_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/mod.ts";
+import {
+  type CommandEntry,
+  commandEntry,
+  pubkeyFlag as pubkey,
+  rpcUrlFlag,
+  stringFlag as str,
+} from "./command_flags.ts";
 
 const U64_MAX = (1n << 64n) - 1n;
-
-function str(value: string, description: string, extra: Partial<FlagSpec> = {}): FlagSpec {
-  return { type: "string", value, description, ...extra };
-}
 
 /** Flags every pool command takes. */
 const POOL_COMMON_FLAGS = {
@@ -55,31 +58,19 @@ export const POOL_FLAG_TYPES = {
   lender: str("", ""),
 } as const;
 
-interface PoolCommandSpec {
-  readonly summary: string;
-  readonly spec: CommandSpec;
-}
-
 function poolCommand(
   name: string,
   summary: string,
   usage: string,
   flags: Record<string, FlagSpec>,
-): PoolCommandSpec {
-  return {
-    summary,
-    spec: {
-      usage: [`deno task solana ${name} ${usage}`],
-      summary: summary[0].toUpperCase() + summary.slice(1) + ".",
-      flags: { ...flags, ...POOL_FLAGS, ...POOL_COMMON_FLAGS },
-    },
-  };
+): CommandEntry {
+  return commandEntry(name, summary, usage, { ...flags, ...POOL_FLAGS, ...POOL_COMMON_FLAGS });
 }
 
 const WHERE = "[--pool ADDRESS | --pool-authority PUBKEY --index N]";
 
 /** The pool commands, by name: summary and flags (with the common ones). */
-export const POOL_COMMANDS: Readonly<Record<string, PoolCommandSpec>> = {
+export const POOL_COMMANDS: Readonly<Record<string, CommandEntry>> = {
   "pool-create": poolCommand(
     "pool-create",
     "create a mining pool (and its two token vaults) owned by the wallet",
@@ -178,14 +169,6 @@ type Values = {
     : string;
 };
 
-function pubkey(flag: string, text: string): Address {
-  try {
-    return address(text);
-  } catch {
-    throw new UsageError(`--${flag} must be a base58 public key, found "${text}"`);
-  }
-}
-
 /** A whole number in [0, 2^64 - 1] (`positive`: at least 1). */
 function units(flag: string, text: string, positive = false): bigint {
   if (!/^\d{1,20}$/.test(text) || BigInt(text) > U64_MAX) {
@@ -215,11 +198,7 @@ export function checkPoolArgs(
       : pubkey("pool-authority", values["pool-authority"]),
     index: values.index === undefined ? 0n : units("index", values.index),
   };
-  try {
-    new URL(pool.rpc);
-  } catch {
-    throw new UsageError(`--rpc must be a URL, found "${pool.rpc}"`);
-  }
+  rpcUrlFlag(pool.rpc);
   if (
     pool.pool !== null && (values["pool-authority"] !== undefined || values.index !== undefined)
   ) {

@@ -6,16 +6,19 @@
  *
  * @module
  */
-import { type Address, address } from "@solana/kit";
-import type { CommandSpec, FlagSpec } from "../../../cli/entry.ts";
+import type { Address } from "@solana/kit";
+import type { FlagSpec } from "../../../cli/entry.ts";
 import { unprintableProblem, UsageError } from "../../../common/mod.ts";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL, DEFAULT_TREASURER_PROGRAM_ID } from "../rpc/mod.ts";
+import {
+  type CommandEntry,
+  commandEntry,
+  pubkeyFlag as pubkey,
+  rpcUrlFlag,
+  stringFlag as str,
+} from "./command_flags.ts";
 
 const U64_MAX = (1n << 64n) - 1n;
-
-function str(value: string, description: string, extra: Partial<FlagSpec> = {}): FlagSpec {
-  return { type: "string", value, description, ...extra };
-}
 
 /** Flags every treasurer command takes: where the RPC, the programs and the run are. */
 const TREASURER_COMMON_FLAGS = {
@@ -48,31 +51,19 @@ export const TREASURER_FLAG_TYPES = {
   participant: str("", ""),
 } as const;
 
-interface TreasurerCommandSpec {
-  readonly summary: string;
-  readonly spec: CommandSpec;
-}
-
 function treasurerCommand(
   name: string,
   summary: string,
   usage: string,
   flags: Record<string, FlagSpec>,
-): TreasurerCommandSpec {
-  return {
-    summary,
-    spec: {
-      usage: [`deno task solana ${name} ${usage}`],
-      summary: summary[0].toUpperCase() + summary.slice(1) + ".",
-      flags: { ...flags, ...TREASURER_COMMON_FLAGS },
-    },
-  };
+): CommandEntry {
+  return commandEntry(name, summary, usage, { ...flags, ...TREASURER_COMMON_FLAGS });
 }
 
 const RUN = "(--run-id ID [--main-authority PUBKEY] | --coordinator ADDRESS)";
 
 /** The treasurer commands, by name: summary and flags (with the common ones). */
-export const TREASURER_COMMANDS: Readonly<Record<string, TreasurerCommandSpec>> = {
+export const TREASURER_COMMANDS: Readonly<Record<string, CommandEntry>> = {
   "treasury-create": treasurerCommand(
     "treasury-create",
     "create a run's treasury and its token vault (the run's main authority)",
@@ -131,14 +122,6 @@ export type TreasurerArgs = TreasurerCommand & { treasurer: TreasurerCommonArgs 
 
 type Values = { [K in keyof typeof TREASURER_FLAG_TYPES]?: string };
 
-function pubkey(flag: string, text: string): Address {
-  try {
-    return address(text);
-  } catch {
-    throw new UsageError(`--${flag} must be a base58 public key, found "${text}"`);
-  }
-}
-
 /** Turns a treasurer command's parsed flags into its typed command (UsageErrors name the flag). */
 export function checkTreasurerArgs(
   command: string,
@@ -146,12 +129,7 @@ export function checkTreasurerArgs(
   positionals: readonly string[],
 ): TreasurerArgs {
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
-  const rpc = values.rpc ?? DEFAULT_RPC_URL;
-  try {
-    new URL(rpc);
-  } catch {
-    throw new UsageError(`--rpc must be a URL, found "${rpc}"`);
-  }
+  const rpc = rpcUrlFlag(values.rpc ?? DEFAULT_RPC_URL);
   let run: TreasurerCommonArgs["run"];
   const runId = values["run-id"];
   if (values.coordinator !== undefined) {

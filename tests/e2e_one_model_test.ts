@@ -15,15 +15,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { EventWatcher, type SeenEvent, tinyRunFolder } from "../client/testing/testnet.ts";
+import { type EventWatcher, type SeenEvent, startTinyTestnet } from "../client/testing/testnet.ts";
 import { assertOneModel } from "./support/one_model.ts";
-import { Testnet } from "../client/testnet/mod.ts";
-
-/** Shown when a test fails: the testnet's merged console output. */
-function recorder() {
-  const lines: string[] = [];
-  return { lines, write: (line: string) => lines.push(line) };
-}
 
 const named = (w: EventWatcher, name: string, label?: string) => w.named(name, label);
 const num = (e: SeenEvent, field: string) => Number(e.event[field]);
@@ -35,7 +28,7 @@ Deno.test({
   sanitizeOps: false,
 }, async () => {
   const FLIP_AFTER = 3;
-  const config = await tinyRunFolder({
+  await using testnet = await startTinyTestnet({
     runId: "e2e-flip",
     initMinClients: 3,
     minClients: 2,
@@ -44,20 +37,14 @@ Deno.test({
     epochTime: 16,
     maxRoundTrainTime: 8,
     weightDecay: 0.1,
-  });
-  const watcher = new EventWatcher();
-  const out = recorder();
-  const net = await Testnet.start({
-    configPath: config,
+  }, {
     numClients: 3,
-    write: out.write,
-    colour: false,
-    onEvent: watcher.onEvent,
     clientEnv: (label) =>
       label === "client-2"
         ? { PSYCHE_FAULT_FLIP_WEIGHT_AFTER_STEP: String(FLIP_AFTER) }
         : undefined,
   });
+  const { watcher, lines } = testnet;
   try {
     const diverged = await watcher.waitFor(
       "client-2 to see it diverged",
@@ -104,11 +91,8 @@ Deno.test({
     }
     assertOneModel(watcher.events, 8);
   } catch (e) {
-    console.error(out.lines.slice(-120).join("\n"));
+    console.error(lines.slice(-120).join("\n"));
     throw e;
-  } finally {
-    await net.stop();
-    await Deno.remove(config, { recursive: true });
   }
 });
 
@@ -118,7 +102,7 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
 }, async () => {
-  const config = await tinyRunFolder({
+  await using testnet = await startTinyTestnet({
     runId: "e2e-restart",
     initMinClients: 3,
     minClients: 2,
@@ -127,16 +111,8 @@ Deno.test({
     epochTime: 12,
     maxRoundTrainTime: 8,
     weightDecay: 0.1,
-  });
-  const watcher = new EventWatcher();
-  const out = recorder();
-  const net = await Testnet.start({
-    configPath: config,
-    numClients: 3,
-    write: out.write,
-    colour: false,
-    onEvent: watcher.onEvent,
-  });
+  }, { numClients: 3 });
+  const { net, watcher, lines } = testnet;
   try {
     // One epoch saved, then into the second: kill the coordinator in the middle of a round.
     await watcher.waitFor(
@@ -185,11 +161,8 @@ Deno.test({
     assertOneModel(watcher.events, 6);
     assert.deepEqual(named(watcher, "diverged"), [], "nobody diverged");
   } catch (e) {
-    console.error(out.lines.slice(-120).join("\n"));
+    console.error(lines.slice(-120).join("\n"));
     throw e;
-  } finally {
-    await net.stop();
-    await Deno.remove(config, { recursive: true });
   }
 });
 
@@ -199,7 +172,7 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
 }, async () => {
-  const config = await tinyRunFolder({
+  await using testnet = await startTinyTestnet({
     runId: "e2e-chaos",
     initMinClients: 3,
     minClients: 2,
@@ -208,16 +181,8 @@ Deno.test({
     epochTime: 14,
     maxRoundTrainTime: 8,
     weightDecay: 0.1,
-  });
-  const watcher = new EventWatcher();
-  const out = recorder();
-  const net = await Testnet.start({
-    configPath: config,
-    numClients: 4,
-    write: out.write,
-    colour: false,
-    onEvent: watcher.onEvent,
-  });
+  }, { numClients: 4 });
+  const { net, watcher, lines } = testnet;
   try {
     await watcher.waitFor("training to start", () => named(watcher, "apply")[0], 120_000);
     let n = 0;
@@ -266,10 +231,7 @@ Deno.test({
       assert.equal(lists.size, 1, `clients counted different untrained batches at step ${step}`);
     }
   } catch (e) {
-    console.error(out.lines.slice(-150).join("\n"));
+    console.error(lines.slice(-150).join("\n"));
     throw e;
-  } finally {
-    await net.stop();
-    await Deno.remove(config, { recursive: true });
   }
 });

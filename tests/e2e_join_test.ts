@@ -8,9 +8,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type SeenEvent, startTinyTestnet } from "../client/testing/testnet.ts";
-
-const step = (e: SeenEvent) => Number(e.event.step);
+import { startTinyTestnet } from "../client/testing/testnet.ts";
+import { assertJoinerInStep, joinAfterFirstEpoch } from "./support/mid_run_join.ts";
 
 Deno.test({
   name: "a client joining mid-run gets the model over P2P and ends with the others' parameters",
@@ -25,24 +24,13 @@ Deno.test({
     maxRoundTrainTime: 5,
     globalBatchSize: 6,
   }, { numClients: 2 });
-  const { net, watcher, lines } = testnet;
+  const { watcher, lines } = testnet;
   const checkpoints = new Map<number, string>();
   testnet.observe((s) => {
     if (s.runState === "Warmup") checkpoints.set(s.progress.epoch, s.model.checkpoint.kind);
   });
   try {
-    await watcher.waitFor(
-      "the first epoch to train",
-      () => watcher.named("train").length > 0,
-      90_000,
-    );
-    const joiner = await net.addClient();
-    const end = await watcher.waitFor(
-      "the first epoch to end after training",
-      () => watcher.named("epoch_end").find((e) => e.event.success === true),
-      90_000,
-    );
-    const epoch = Number(end.event.epoch);
+    const { joiner, epoch } = await joinAfterFirstEpoch(testnet);
     // The others' parameters after their last apply of the first epoch.
     const finals = ["client-1", "client-2"].map((l) =>
       watcher.named("apply", l).filter((e) => Number(e.event.epoch) === epoch - 1).at(-1)
@@ -60,26 +48,8 @@ Deno.test({
     assert.equal(model.event.params_hash, finals[0]!.event.params_hash);
 
     // It trains, and everyone applies the same results to the same parameters.
-    const first = await watcher.waitFor(
-      "the joiner to apply a step",
-      () => watcher.named("apply", joiner).find((e) => Number(e.event.epoch) === epoch),
-      60_000,
-    );
+    const applied = await assertJoinerInStep(watcher, joiner, epoch);
     assert.ok(watcher.named("train", joiner).length > 0, "the joiner trained");
-    const target = step(first) + 1;
-    await watcher.waitFor(
-      `all three clients to apply step ${target}`,
-      () =>
-        ["client-1", "client-2", joiner].every((l) =>
-          watcher.named("apply", l).some((e) => step(e) === target)
-        ),
-      60_000,
-    );
-    const hashes = ["client-1", "client-2", joiner].map((l) =>
-      watcher.named("apply", l).find((e) => step(e) === target)!.event.params_hash
-    );
-    assert.equal(new Set(hashes).size, 1, `parameters after step ${target}: ${hashes.join(", ")}`);
-    const applied = watcher.named("apply", joiner).find((e) => step(e) === target)!;
     assert.equal(applied.event.applied, 3, "the joiner's result is applied by everyone");
   } catch (e) {
     console.error(lines.slice(-100).join("\n"));

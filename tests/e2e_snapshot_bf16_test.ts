@@ -12,9 +12,8 @@
  * @module
  */
 import assert from "node:assert/strict";
-import { type SeenEvent, startTinyTestnet } from "../client/testing/testnet.ts";
-
-const step = (e: SeenEvent) => Number(e.event.step);
+import { startTinyTestnet } from "../client/testing/testnet.ts";
+import { assertJoinerInStep, joinAfterFirstEpoch } from "./support/mid_run_join.ts";
 
 Deno.test({
   name: "bf16 snapshots: every client rounds alike, serves half the bytes, a joiner trains in step",
@@ -30,22 +29,11 @@ Deno.test({
     globalBatchSize: 6,
     snapshotDtype: "bf16",
   }, { numClients: 2 });
-  const { net, watcher, lines } = testnet;
+  const { watcher, lines } = testnet;
   const dtypes = new Set<string>();
   testnet.observe((s) => dtypes.add(s.model.snapshotDtype));
   try {
-    await watcher.waitFor(
-      "the first epoch to train",
-      () => watcher.named("train").length > 0,
-      90_000,
-    );
-    const joiner = await net.addClient();
-    const end = await watcher.waitFor(
-      "the first epoch to end after training",
-      () => watcher.named("epoch_end").find((e) => e.event.success === true),
-      90_000,
-    );
-    const epoch = Number(end.event.epoch);
+    const { joiner, epoch } = await joinAfterFirstEpoch(testnet);
     assert.deepEqual([...dtypes], ["bf16"], "every client reads bf16 from the coordinator");
 
     // Both rounded at Cooldown, to the same parameters, and serve them as bf16 blobs.
@@ -82,25 +70,8 @@ Deno.test({
     assert.equal(model.event.params_step, a.step);
 
     // It trains, and everyone applies the same results to the same parameters.
-    const first = await watcher.waitFor(
-      "the joiner to apply a step",
-      () => watcher.named("apply", joiner).find((e) => Number(e.event.epoch) === epoch),
-      60_000,
-    );
-    const target = step(first) + 1;
-    await watcher.waitFor(
-      `all three clients to apply step ${target}`,
-      () =>
-        ["client-1", "client-2", joiner].every((l) =>
-          watcher.named("apply", l).some((e) => step(e) === target)
-        ),
-      60_000,
-    );
-    const hashes = ["client-1", "client-2", joiner].map((l) =>
-      watcher.named("apply", l).find((e) => step(e) === target)!.event.params_hash
-    );
-    assert.equal(new Set(hashes).size, 1, `parameters after step ${target}: ${hashes.join(", ")}`);
-    assert.equal(watcher.named("apply", joiner).find((e) => step(e) === target)!.event.applied, 3);
+    const applied = await assertJoinerInStep(watcher, joiner, epoch);
+    assert.equal(applied.event.applied, 3, "the joiner's result is applied by everyone");
     assert.equal(watcher.named("diverged").length, 0, "nobody diverged");
   } catch (e) {
     console.error(lines.slice(-100).join("\n"));

@@ -366,6 +366,28 @@ export async function measureComputeUnits(
       "verification report",
     ).computeUnits;
   };
+  // Every healthy witness of `account`'s round reports while the round takes reports (each
+  // report built on the live account); a RoundTrain still open then ends by its timeout tick.
+  const witnessRound = async (account: CoordinatorAccount, timeoutSlot: bigint) => {
+    const selection = roundSelection(account.state.config, currentRound(account.state));
+    for (const i of selection.witnessIndices()) {
+      const live = csvm.coordinatorAccount(coordinator);
+      const runState = live.state.runState;
+      if (runState !== "RoundTrain" && runState !== "RoundWitness") break;
+      if (live.state.epochState.clients[i]?.state !== "Healthy") continue;
+      must(
+        await send(
+          { kind: "Witness", witness: report(live, i, everyone, false), paramsDigest: DIGEST },
+          signerOf(live, i),
+        ),
+        "witness",
+      );
+    }
+    if (csvm.coordinatorAccount(coordinator).state.runState === "RoundTrain") {
+      csvm.setClock(now += 60, timeoutSlot);
+      must(await send({ kind: "Tick" }, null), "tick train timeout");
+    }
+  };
   // Rounds 0..2: every witness reports; the last client is never seen after round 0.
   for (let round = 0; round < 3; round++) {
     acc = csvm.coordinatorAccount(coordinator);
@@ -438,23 +460,7 @@ export async function measureComputeUnits(
     // A pending pause: round 3 ends in Cooldown, whose end pays the epoch and pauses the run.
     must(await send({ kind: "SetPaused", paused: true }, main), "pause");
     acc = csvm.coordinatorAccount(coordinator);
-    for (const i of roundSelection(acc.state.config, currentRound(acc.state)).witnessIndices()) {
-      const live = csvm.coordinatorAccount(coordinator);
-      const runState = live.state.runState;
-      if (runState !== "RoundTrain" && runState !== "RoundWitness") break;
-      if (live.state.epochState.clients[i]?.state !== "Healthy") continue;
-      must(
-        await send(
-          { kind: "Witness", witness: report(live, i, everyone, false), paramsDigest: DIGEST },
-          signerOf(live, i),
-        ),
-        "witness",
-      );
-    }
-    if (csvm.coordinatorAccount(coordinator).state.runState === "RoundTrain") {
-      csvm.setClock(now += 60, 50n);
-      must(await send({ kind: "Tick" }, null), "tick train timeout");
-    }
+    await witnessRound(acc, 50n);
     csvm.setClock(now += 10, 51n);
     must(await send({ kind: "Tick" }, null), "tick to Cooldown");
     if (csvm.coordinatorAccount(coordinator).state.runState !== "Cooldown") {
@@ -510,24 +516,7 @@ export async function measureComputeUnits(
     verification.stagesClosed = rest.length;
     for (let round = 3; round < 5; round++) {
       acc = csvm.coordinatorAccount(coordinator);
-      const sel = roundSelection(acc.state.config, currentRound(acc.state));
-      for (const i of sel.witnessIndices()) {
-        const live = csvm.coordinatorAccount(coordinator);
-        const runState = live.state.runState;
-        if (runState !== "RoundTrain" && runState !== "RoundWitness") break;
-        if (live.state.epochState.clients[i]?.state !== "Healthy") continue;
-        must(
-          await send(
-            { kind: "Witness", witness: report(live, i, everyone, false), paramsDigest: DIGEST },
-            signerOf(live, i),
-          ),
-          "witness",
-        );
-      }
-      if (csvm.coordinatorAccount(coordinator).state.runState === "RoundTrain") {
-        csvm.setClock(now += 60, BigInt(20 + 2 * round));
-        must(await send({ kind: "Tick" }, null), "tick train timeout");
-      }
+      await witnessRound(acc, BigInt(20 + 2 * round));
       csvm.setClock(now += 10, BigInt(21 + 2 * round));
       const tick = must(await send({ kind: "Tick" }, null), "tick round").computeUnits;
       if (round === 4) verification.tickCloseStages = tick;

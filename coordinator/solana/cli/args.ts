@@ -6,7 +6,6 @@
  */
 import {
   commandsHelp,
-  type CommandSpec,
   type EnvLookup,
   explainEnv,
   type FlagSpec,
@@ -19,7 +18,7 @@ import { unprintableProblem, UsageError } from "../../../common/mod.ts";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL, DEFAULT_TREASURER_PROGRAM_ID } from "../rpc/mod.ts";
 import {
   type CommandEntry,
-  commandEntry,
+  commandFamily,
   pubkeyFlag as pubkey,
   rpcUrlFlag,
   stringFlag as str,
@@ -92,15 +91,7 @@ const TREASURER_PROGRAM_FLAG = str("PUBKEY", "treasurer program (for the run's t
   default: DEFAULT_TREASURER_PROGRAM_ID,
 });
 
-function command(
-  name: string,
-  summary: string,
-  usage: string | string[],
-  flags: Record<string, FlagSpec>,
-  positionals?: CommandSpec["positionals"],
-): CommandEntry {
-  return commandEntry(name, summary, usage, { ...flags, ...COMMON_FLAGS }, positionals);
-}
+const command = commandFamily(COMMON_FLAGS);
 
 /** Every operator command, by name: its summary and its flags (with the common ones). */
 export const SOLANA_COMMANDS: Readonly<Record<string, CommandEntry>> = {

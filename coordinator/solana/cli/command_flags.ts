@@ -24,25 +24,28 @@ export interface CommandEntry {
   readonly spec: CommandSpec;
 }
 
-/** `name`'s entry: `summary` (lower case, no full stop), its usage lines and every flag it takes. */
-export function commandEntry(
+/**
+ * The entry builder of a family of commands that all take the flags `common` (after their own):
+ * from a command's name, `summary` (lower case, no full stop), usage lines and own flags.
+ */
+export function commandFamily(common: Record<string, FlagSpec>): (
   name: string,
   summary: string,
   usage: string | string[],
   flags: Record<string, FlagSpec>,
   positionals?: CommandSpec["positionals"],
-): CommandEntry {
-  return {
+) => CommandEntry {
+  return (name, summary, usage, flags, positionals) => ({
     summary,
     spec: {
       usage: (typeof usage === "string" ? [usage] : usage).map((u) =>
         `deno task solana ${name} ${u}`
       ),
       summary: summary[0].toUpperCase() + summary.slice(1) + ".",
-      flags,
+      flags: { ...flags, ...common },
       positionals,
     },
-  };
+  });
 }
 
 /** `text` as a public key; a UsageError naming `--flag` when it is not base58 of 32 bytes. */

@@ -7,12 +7,11 @@
  * @module
  */
 import type { Address } from "@solana/kit";
-import type { FlagSpec } from "../../../cli/entry.ts";
 import { UsageError } from "../../../common/mod.ts";
 import { DEFAULT_POOL_PROGRAM_ID, DEFAULT_RPC_URL } from "../rpc/mod.ts";
 import {
   type CommandEntry,
-  commandEntry,
+  commandFamily,
   pubkeyFlag as pubkey,
   rpcUrlFlag,
   stringFlag as str,
@@ -58,14 +57,7 @@ export const POOL_FLAG_TYPES = {
   lender: str("", ""),
 } as const;
 
-function poolCommand(
-  name: string,
-  summary: string,
-  usage: string,
-  flags: Record<string, FlagSpec>,
-): CommandEntry {
-  return commandEntry(name, summary, usage, { ...flags, ...POOL_FLAGS, ...POOL_COMMON_FLAGS });
-}
+const poolCommand = commandFamily({ ...POOL_FLAGS, ...POOL_COMMON_FLAGS });
 
 const WHERE = "[--pool ADDRESS | --pool-authority PUBKEY --index N]";
 

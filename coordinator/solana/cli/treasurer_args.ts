@@ -7,12 +7,11 @@
  * @module
  */
 import type { Address } from "@solana/kit";
-import type { FlagSpec } from "../../../cli/entry.ts";
 import { unprintableProblem, UsageError } from "../../../common/mod.ts";
 import { DEFAULT_PROGRAM_ID, DEFAULT_RPC_URL, DEFAULT_TREASURER_PROGRAM_ID } from "../rpc/mod.ts";
 import {
   type CommandEntry,
-  commandEntry,
+  commandFamily,
   pubkeyFlag as pubkey,
   rpcUrlFlag,
   stringFlag as str,
@@ -51,14 +50,7 @@ export const TREASURER_FLAG_TYPES = {
   participant: str("", ""),
 } as const;
 
-function treasurerCommand(
-  name: string,
-  summary: string,
-  usage: string,
-  flags: Record<string, FlagSpec>,
-): CommandEntry {
-  return commandEntry(name, summary, usage, { ...flags, ...TREASURER_COMMON_FLAGS });
-}
+const treasurerCommand = commandFamily(TREASURER_COMMON_FLAGS);
 
 const RUN = "(--run-id ID [--main-authority PUBKEY] | --coordinator ADDRESS)";
 

@@ -13,6 +13,7 @@
  */
 
 import { main1d } from "./kernel.ts";
+import { splitSumWgsl } from "./split_sum_wgsl.ts";
 import type { MatmulTiling } from "./profile.ts";
 
 /** Operand layout: which of A and B are stored transposed. */
@@ -615,8 +616,15 @@ ${main1d(workgroupSize)}
   let bz = i / p.count;
   let e = i % p.count;
   let base = bz * p.slices * p.count + e;
-  var sum = partials[base];
-  for (var s = 1u; s < p.slices; s++) { sum += partials[base + s * p.count]; }
+  ${
+    splitSumWgsl({
+      sum: "sum",
+      partials: "partials",
+      first: "base",
+      stride: "p.count",
+      slices: "p.slices",
+    })
+  }
   ${storeExpr("c[bz * p.stride_c + e]", "sum")}
 }
 `;
@@ -630,7 +638,8 @@ export const SPLIT_REDUCE_TABLE_ENTRIES = 32;
  * grid reduces product `z` of a uniform table of {@link SPLIT_REDUCE_TABLE_ENTRIES} entries, two
  * vec4 of u32 each, `(partials offset, c offset, count (m·n), slices)` and `(accumulate, alpha
  * (f32 bits), strideC, batch)`, offsets in elements of the two bindings `1: partials`, `2: c`.
- * Each output is computed by the same expressions as the single reduce's, so the same bits.
+ * Each output is computed by the same expressions as the single reduce's (the sum is
+ * {@link splitSumWgsl}'s), so the same bits.
  */
 export function splitReduceTableKernel(workgroupSize: number): string {
   return `@group(0) @binding(0) var<uniform> table: array<vec4<u32>, ${
@@ -650,8 +659,15 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   let bz = i / p.count;
   let e = i % p.count;
   let base = h.x + bz * p.slices * p.count + e;
-  var sum = partials[base];
-  for (var s = 1u; s < p.slices; s++) { sum += partials[base + s * p.count]; }
+  ${
+    splitSumWgsl({
+      sum: "sum",
+      partials: "partials",
+      first: "base",
+      stride: "p.count",
+      slices: "p.slices",
+    })
+  }
   ${storeExpr("c[h.y + bz * p.stride_c + e]", "sum")}
 }
 

@@ -62,8 +62,10 @@ import {
   type GpuRuntime,
   type GpuStep,
   granuleStretches,
+  type MatmulArgs,
   type MatmulInputType,
   type RowBlock,
+  type SplitPartials,
   type TensorView,
 } from "../shaders/mod.ts";
 
@@ -603,8 +605,29 @@ export class LlamaModel implements Disposable {
     name: LayerTensor,
     io: { x: GPUBuffer; out: GPUBuffer; inDim: number; outDim: number },
   ): void {
+    this.#k.matmul(pass, this.#linearArgs(l, name, io));
+  }
+
+  /**
+   * {@link #linear} whose output's one reader sums split-K partials itself: the partials, or
+   * null when `out` was written ({@link LlamaKernels.matmulUnreduced}).
+   */
+  #linearUnreduced(
+    pass: GPUComputePassEncoder,
+    l: number,
+    name: LayerTensor,
+    io: { x: GPUBuffer; out: GPUBuffer; inDim: number; outDim: number },
+  ): SplitPartials | null {
+    return this.#k.matmulUnreduced(pass, this.#linearArgs(l, name, io));
+  }
+
+  #linearArgs(
+    l: number,
+    name: LayerTensor,
+    io: { x: GPUBuffer; out: GPUBuffer; inDim: number; outDim: number },
+  ): MatmulArgs {
     const w = this.#mw(layerTensorName(l, name));
-    this.#k.matmul(pass, {
+    return {
       a: io.x,
       b: w.view,
       inputType: { a: this.#type(io.x), b: w.type },
@@ -613,11 +636,14 @@ export class LlamaModel implements Disposable {
       n: io.outDim,
       k: io.inDim,
       layout: "nt",
-    });
+    };
   }
 
   /**
    * Backward of {@link #linear}: `dx (+)= dy · W` (added when `addToDx`) and `dW += dyᵀ · x`.
+   * With `unreducedDx`, dx's product is encoded last and, when it splits K, left unreduced: its
+   * partials are returned for dx's one reader to sum (the norm backward's `doutPartials`); null
+   * when dx was written.
    */
   #linearBackward(
     pass: GPUComputePassEncoder,
@@ -630,12 +656,13 @@ export class LlamaModel implements Disposable {
       inDim: number;
       outDim: number;
       addToDx?: boolean;
+      unreducedDx?: boolean;
     },
-  ): void {
+  ): SplitPartials | null {
     const { dy, x, dx, inDim, outDim } = io;
     const N = this.rows;
     const w = this.#mw(layerTensorName(l, name));
-    this.#k.matmul(pass, {
+    const dxArgs: MatmulArgs = {
       a: dy,
       b: w.view,
       inputType: { a: "f32", b: w.type },
@@ -645,7 +672,8 @@ export class LlamaModel implements Disposable {
       k: outDim,
       layout: "nn",
       accumulate: io.addToDx ?? false,
-    });
+    };
+    if (io.unreducedDx !== true) this.#k.matmul(pass, dxArgs);
     this.#k.matmul(pass, {
       a: dy,
       b: x,
@@ -660,6 +688,8 @@ export class LlamaModel implements Disposable {
       // weight gradients run in one dispatch instead of one each.
       deferReduce: true,
     });
+    // After the weight gradient: a split product there would reuse the partials' scratch.
+    return io.unreducedDx === true ? this.#k.matmulUnreduced(pass, dxArgs) : null;
   }
 
   /**
@@ -668,7 +698,14 @@ export class LlamaModel implements Disposable {
    */
   #norm(
     pass: GPUComputePassEncoder,
-    io: { x: GPUBuffer; add?: GPUBuffer; weight: TensorView; out: GPUBuffer; rstd: GPUBuffer },
+    io: {
+      x: GPUBuffer;
+      add?: GPUBuffer;
+      xPartials?: SplitPartials;
+      weight: TensorView;
+      out: GPUBuffer;
+      rstd: GPUBuffer;
+    },
   ): void {
     const { hiddenSize: C, rmsNormEps: eps } = this.config;
     this.#k.rmsnorm(pass, { ...io, n: this.rows, c: C, eps });
@@ -688,6 +725,7 @@ export class LlamaModel implements Disposable {
       rstd: GPUBuffer;
       dx: GPUBuffer;
       accumulate?: boolean;
+      doutPartials?: SplitPartials;
     },
   ): void {
     this.#k.rmsnormBackward(pass, { ...io, n: this.rows, c: this.config.hiddenSize });
@@ -750,11 +788,11 @@ export class LlamaModel implements Disposable {
       c: C,
       v: V,
     });
-    this.#layersForward(pass, { from: 0, to: c.numLayers, rebuild: false });
+    const last = this.#layersForward(pass, { from: 0, to: c.numLayers, rebuild: false });
     const weight = this.#view(this.#weightsBuffer, "model.norm.weight");
     this.#norm(pass, {
       x: this.#xs[c.numLayers],
-      ...this.#pendingResidual(c.numLayers),
+      ...this.#pendingResidual(c.numLayers, last),
       weight,
       out: this.#hf,
       rstd: this.#rstdf,
@@ -763,10 +801,16 @@ export class LlamaModel implements Disposable {
 
   /**
    * The residual still to be added to `x[l]` (l ≥ 1) by the norm that reads it first: layer
-   * l−1's `xm`, which its down projection left out of `x[l]`.
+   * l−1's `xm`, which its down projection left out of `x[l]`; and that projection's split-K
+   * partials when it left them unreduced (`down`), for the norm to sum into `x[l]`.
    */
-  #pendingResidual(l: number): { add?: GPUBuffer } {
-    return l === 0 ? {} : { add: this.#acts[this.activations.setOf(l - 1)].xm };
+  #pendingResidual(
+    l: number,
+    down: SplitPartials | null,
+  ): { add?: GPUBuffer; xPartials?: SplitPartials } {
+    if (l === 0) return {};
+    const add = this.#acts[this.activations.setOf(l - 1)].xm;
+    return down === null ? { add } : { add, xPartials: down };
   }
 
   /**
@@ -774,19 +818,23 @@ export class LlamaModel implements Disposable {
    * `x[l+1]`. `x[l+1]` is left without its residual `xm`: the next norm adds it in place
    * ({@link #pendingResidual}). A `rebuild` (recomputation in the backward) starts from a
    * complete `x[l]` and stops each layer before the down projection: the backward reads the
-   * activations, not `x[l+1]`, which it has already used.
+   * activations, not `x[l+1]`, which it has already used. The down projection leaves a split
+   * product unreduced (one dispatch fewer): the next norm sums its partials into `x[l+1]`, so
+   * nothing may run another split product between them. Returns the last layer's partials (null:
+   * `x[to]` written, or a rebuild) for the norm after the range.
    */
   #layersForward(
     pass: GPUComputePassEncoder,
     range: { from: number; to: number; rebuild: boolean },
-  ): void {
+  ): SplitPartials | null {
     const k = this.#k, c = this.config;
     const { hiddenSize: C, intermediateSize: F } = c;
     const QW = c.numHeads * c.headDim, KVW = c.numKvHeads * c.headDim, N = this.rows;
+    let down: SplitPartials | null = null;
     for (let l = range.from; l < range.to; l++) {
       const a = this.#acts[this.activations.setOf(l)], x = this.#xs[l], next = this.#xs[l + 1];
       const weight = this.#w(l, "input_layernorm.weight");
-      const add = range.rebuild ? {} : this.#pendingResidual(l);
+      const add = range.rebuild ? {} : this.#pendingResidual(l, down);
       this.#store(pass, a.h1, N * C, (out) => {
         this.#norm(pass, { x, ...add, weight, out, rstd: a.rstd1 });
       });
@@ -812,16 +860,18 @@ export class LlamaModel implements Disposable {
         out: a.att,
         lse: a.lse,
       });
-      // xm = x + att·Woᵀ: the projection goes into xm, the norm adds the residual in place.
-      this.#linear(pass, l, "self_attn.o_proj.weight", {
+      // xm = x + att·Woᵀ: the projection goes into xm (or stays split-K partials, which the norm
+      // sums), the norm adds the residual in place.
+      const o = this.#linearUnreduced(pass, l, "self_attn.o_proj.weight", {
         x: a.att,
         out: a.xm,
         inDim: QW,
         outDim: C,
       });
       const post = this.#w(l, "post_attention_layernorm.weight");
+      const xm = o === null ? { x: a.xm, add: x } : { x: a.xm, add: x, xPartials: o };
       this.#store(pass, a.h2, N * C, (out) => {
-        this.#norm(pass, { x: a.xm, add: x, weight: post, out, rstd: a.rstd2 });
+        this.#norm(pass, { ...xm, weight: post, out, rstd: a.rstd2 });
       });
       this.#linear(pass, l, "mlp.gate_proj.weight", { x: a.h2, out: a.gate, inDim: C, outDim: F });
       this.#linear(pass, l, "mlp.up_proj.weight", { x: a.h2, out: a.up, inDim: C, outDim: F });
@@ -829,9 +879,15 @@ export class LlamaModel implements Disposable {
         k.swiglu(pass, { gate: a.gate, up: a.up, out, n: N * F });
       });
       if (range.rebuild) continue;
-      // x[l+1] = xm + act·Wdᵀ: the next norm adds xm (#pendingResidual).
-      this.#linear(pass, l, "mlp.down_proj.weight", { x: a.act, out: next, inDim: F, outDim: C });
+      // x[l+1] = xm + act·Wdᵀ: the next norm adds xm (#pendingResidual), and sums the product.
+      down = this.#linearUnreduced(pass, l, "mlp.down_proj.weight", {
+        x: a.act,
+        out: next,
+        inDim: F,
+        outDim: C,
+      });
     }
+    return down;
   }
 
   /** LM head, loss and (with `lossScale`) their backward; leaves d hf in #dh. */
@@ -888,15 +944,19 @@ export class LlamaModel implements Disposable {
         inDim: C,
         outDim: F,
       });
-      this.#linearBackward(pass, l, "mlp.up_proj.weight", {
+      // d h2 = dgate·Wg + dup·Wu: the norm backward sums the second product's split-K partials
+      // (if any) into #dh itself.
+      const up = this.#linearBackward(pass, l, "mlp.up_proj.weight", {
         dy: this.#dup,
         x: a.h2,
         dx: this.#dh,
         inDim: C,
         outDim: F,
         addToDx: true,
+        unreducedDx: true,
       });
       this.#normBackward(pass, {
+        ...(up === null ? {} : { doutPartials: up }),
         dout: this.#dh,
         x: a.xm,
         weight: this.#w(l, "post_attention_layernorm.weight"),

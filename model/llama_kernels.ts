@@ -14,6 +14,7 @@ import type {
   MatmulTiling,
   MatmulVariant,
   RopeFrequencies,
+  SplitPartials,
   TensorView,
 } from "../shaders/mod.ts";
 
@@ -43,6 +44,13 @@ export interface CacheDims {
 export interface LlamaKernels {
   /** See shaders/matmul.ts: `c = alpha·op(a)·op(b) (+ c)`. */
   matmul(pass: GPUComputePassEncoder, args: MatmulArgs): void;
+  /**
+   * {@link matmul} for a plain `c = a·b` whose one reader adds split-K partials itself: a product
+   * that splits K leaves C unwritten and returns its partials (valid until the next split
+   * product), to be passed to that reader (the next {@link rmsnorm}'s `xPartials`); null when C
+   * was written.
+   */
+  matmulUnreduced(pass: GPUComputePassEncoder, args: MatmulArgs): SplitPartials | null;
   /**
    * The kernel variant {@link matmul} picks for `args` (nothing is bound or encoded): a product
    * split into parts passes it to every part, so the parts add up to the same bits.
@@ -86,13 +94,15 @@ export interface LlamaKernels {
   ): void;
   /**
    * out = x / rms(x) · weight per row of x `[N, C]`; rstd `[N]` = 1 / rms saved for backward.
-   * With `add` `[N, C]`, `x += add` in place first (a residual connection fused into the norm).
+   * With `add` `[N, C]`, `x += add` in place first (a residual connection fused into the norm);
+   * with `xPartials` too, x is first the sum of those split-K partials ({@link matmulUnreduced}).
    */
   rmsnorm(
     pass: GPUComputePassEncoder,
     a: {
       x: TensorView;
       add?: TensorView;
+      xPartials?: SplitPartials;
       weight: TensorView;
       out: TensorView;
       rstd: TensorView;
@@ -103,12 +113,15 @@ export interface LlamaKernels {
   ): void;
   /**
    * dx `[N, C]` (overwritten, or added to with `accumulate`: a residual's gradient fused in) and
-   * dweight `[C]` (accumulated) from dout.
+   * dweight `[C]` (accumulated) from dout. With `doutPartials`, dout is first written with the sum
+   * of those split-K partials (plus its old value when their product accumulates:
+   * {@link matmulUnreduced}).
    */
   rmsnormBackward(
     pass: GPUComputePassEncoder,
     a: {
       dout: TensorView;
+      doutPartials?: SplitPartials;
       x: TensorView;
       weight: TensorView;
       rstd: TensorView;

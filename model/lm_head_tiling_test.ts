@@ -44,6 +44,10 @@ async function run(matmulByShape: readonly MatmulShapeRule[]) {
       calls.push(args);
       inner.matmul(pass, args);
     },
+    matmulUnreduced: (pass, args) => {
+      calls.push(args);
+      return inner.matmulUnreduced(pass, args);
+    },
   };
   using model = new LlamaModel(rt, { ...SPLIT.modelOptions(), slots: 1, kernels });
   model.writeTokens(0, Uint32Array.from({ length: B * T }, (_, i) => (i * 97 + 5) % 331));

@@ -118,6 +118,7 @@ export function shaderKernels(
 
   return {
     matmul: (pass, args) => matmul.encode(pass, args),
+    matmulUnreduced: (pass, args) => matmul.encodeUnreduced(pass, args),
     matmulVariant: (args) => matmul.variant(args),
     matmulSliceK: (args) => matmul.splitK(args).sliceK,
     matmulTiling: (args) => matmul.tilingFor(args),
@@ -164,6 +165,7 @@ export function shaderKernels(
         rstd: a.rstd,
         dx: a.dx,
         accumulate: a.accumulate,
+        dOutPartials: a.doutPartials,
         dWeight: a.dweight,
         n: a.n,
         c: a.c,

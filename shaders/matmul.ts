@@ -140,6 +140,25 @@ export interface MatmulArgs {
   readonly deferReduce?: boolean;
 }
 
+/**
+ * The partial sums of a split product whose reduce {@link Matmul.encodeUnreduced} left to the
+ * kernel that reads the product: that kernel adds them with shaders/split_sum_wgsl.ts, the
+ * reduce's own expression, so it reads the bits the reduce would have stored.
+ */
+export interface SplitPartials {
+  /**
+   * `[slices, m, n]` f32: the output at `i` is `Σ_s partials[s·count + i]` in slice order. In the
+   * kernel's scratch: valid until the next split product of the same {@link Matmul} is encoded.
+   */
+  readonly partials: TensorView;
+  /** Number of slices S (at least 2). */
+  readonly slices: number;
+  /** Outputs per slice: m·n. */
+  readonly count: number;
+  /** The product adds into C (`accumulate: true`): the output is the sum plus C's old value. */
+  readonly accumulate: boolean;
+}
+
 /** A split product whose reduce waits for {@link Matmul.flushReduces}. */
 interface PendingReduce {
   /**
@@ -305,6 +324,22 @@ export class Matmul {
 
   /** Encode `c = alpha·op(a)·op(b) (+ c)` into `pass`. */
   encode(pass: GPUComputePassEncoder, args: MatmulArgs): void {
+    this.#encode(pass, args, true);
+  }
+
+  /**
+   * {@link encode}, except that a product that splits K skips its reduce: C is left unwritten and
+   * the partials are returned, for the one kernel that reads C next to add them itself (one
+   * dispatch fewer). Unsplit (or with `deferReduce`), C is written as by {@link encode} and the
+   * result is null. A product left unreduced must be a plain `c = a·b (+ c)`: `alpha` 1, batch
+   * 1, `accumulate` false or true (a RangeError otherwise), so its output is the partials' sum
+   * (plus C's old value).
+   */
+  encodeUnreduced(pass: GPUComputePassEncoder, args: MatmulArgs): SplitPartials | null {
+    return this.#encode(pass, args, false);
+  }
+
+  #encode(pass: GPUComputePassEncoder, args: MatmulArgs, reduce: boolean): SplitPartials | null {
     const { m, n, k } = args;
     const layout = args.layout ?? "nn";
     const batch = args.batch ?? 1;
@@ -368,15 +403,21 @@ export class Matmul {
     for (const v of [args.a, args.b, args.c]) this.#flushIfTouched(pass, v);
     if (variant === "transposed") {
       this.#encodeTransposed(pass, args, batch, s, types.b);
-      return;
+      return null;
     }
     if (variant === "packed") {
       this.#encodePacked(pass, args, batch, s, types);
-      return;
+      return null;
     }
     if (split.slices > 1) {
-      this.#encodeSplit(pass, args, split, batch, s, types);
-      return;
+      const leave = !reduce && args.deferReduce !== true;
+      if (leave && ((args.alpha ?? 1) !== 1 || batch !== 1)) {
+        throw new RangeError(
+          `matmul [m, n, k] = [${m}, ${n}, ${k}]: a product left unreduced must be a plain ` +
+            `c = a·b (+ c) (alpha ${args.alpha}, batch ${batch})`,
+        );
+      }
+      return this.#encodeSplit(pass, args, split, batch, s, types, leave);
     }
     const t = this.tilingFor(args);
     const key = `matmul/${layout}/${type}/${variant === "tiled" ? t.strategy : variant}/` +
@@ -433,6 +474,7 @@ export class Matmul {
       throw new RangeError(`matmul: [${m}, ${n}] needs a ${grid.join("×")} grid, over ${MAX_GRID}`);
     }
     dispatch(pass, pipeline, group, grid);
+    return null;
   }
 
   /**
@@ -526,6 +568,7 @@ export class Matmul {
    * `[batch, slices, m, n]` in scratch (one workgroup per tile and slice), then one invocation
    * per output adds its slices in order and applies alpha and accumulation. Both dispatches sit
    * in the same pass, which orders them; later split matmuls of the pass reuse the scratch.
+   * With `leave`, the reduce is skipped and the partials returned ({@link encodeUnreduced}).
    */
   #encodeSplit(
     pass: GPUComputePassEncoder,
@@ -534,13 +577,14 @@ export class Matmul {
     batch: number,
     s: { a: number; b: number; c: number },
     types: { a: MatmulInputType; b: MatmulInputType },
-  ): void {
+    leave: boolean,
+  ): SplitPartials | null {
     const { m, n, k } = args;
     const layout = args.layout ?? "nn";
     const t = this.tilingFor(args);
     const type = types.a === types.b ? types.a : `${types.a}x${types.b}`;
     const bytes = plan.slices * batch * m * n * 4;
-    const deferred = args.deferReduce === true && bytes <= this.#deferBudget();
+    const deferred = !leave && args.deferReduce === true && bytes <= this.#deferBudget();
     let view: TensorView;
     if (deferred) {
       view = this.#deferredPartials(pass, args, {
@@ -567,7 +611,10 @@ export class Matmul {
       throw new RangeError(`matmul: [${m}, ${n}] needs a ${grid.join("×")} grid, over ${MAX_GRID}`);
     }
     dispatch(pass, pipeline, group, grid);
-    if (deferred) return;
+    if (leave) {
+      return { partials: view, slices: plan.slices, count: m * n, accumulate: !!args.accumulate };
+    }
+    if (deferred) return null;
     // One-dimensional, so within every adapter's maxComputeWorkgroupSizeX (256 at least).
     const wg = Math.min(wx * wy, 256);
     const reduce = this.#rt.pipeline(`matmul/split-k-reduce/${wg}`, () => splitReduceKernel(wg));
@@ -584,6 +631,7 @@ export class Matmul {
     ];
     const reduceGroup = bindTensors(this.#rt, reduce, reduceParams, [view, args.c]);
     dispatch1d(pass, reduce, reduceGroup, batch * m * n, wg);
+    return null;
   }
 
   /**

@@ -85,6 +85,7 @@ export {
   type MatmulOptions,
   type MatmulVariant,
   matmulVariants,
+  type SplitPartials,
   validateMatmulTiling,
 } from "./matmul.ts";
 export { Elementwise, type ElementwiseOp } from "./elementwise.ts";

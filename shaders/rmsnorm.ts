@@ -22,28 +22,55 @@ import {
   requireDims,
   requireLength,
 } from "./kernel.ts";
+import type { SplitPartials } from "./matmul.ts";
 import type { TuningProfile } from "./profile.ts";
+import { splitSumWgsl } from "./split_sum_wgsl.ts";
 
 // `zero` is always 0: XORed into a value's bits it hides the value's origin from the shader
 // compiler (see rmsnormBackwardInputKernel).
 const PARAMS = `struct Params { n: u32, c: u32, eps: f32, zero: u32 }
 @group(0) @binding(0) var<uniform> p: Params;`;
 
+// The parameters of a kernel that sums split-K partials: their number, and whether the product
+// adds into the tensor's old value (`add_old`, the product's `accumulate`).
+const SPLIT_PARAMS = `struct Params {
+  n: u32, c: u32, eps: f32, zero: u32, slices: u32, add_old: u32, pad0: u32, pad1: u32,
+}
+@group(0) @binding(0) var<uniform> p: Params;`;
+
 /**
  * Forward, one invocation per row. With `add`, the residual connection before the norm is fused
  * in: `x += add` is written back in place and normalised, one dispatch instead of two; the sum
- * is the one f32 addition the separate add made, so the bits are the same.
+ * is the one f32 addition the separate add made, so the bits are the same. With `split` (and
+ * `add`), x is a split-K product not yet reduced (shaders/matmul.ts's `encodeUnreduced`): each
+ * element is first summed from the partials (binding 6, `slices` of `n·c` each) by the reduce's
+ * own expression, then the residual added and the result written to x, so x and the norm get the
+ * bits of a reduce followed by the add, without the reduce's dispatch. The sum passes through a
+ * XOR with `zero` (see rmsnormBackwardInputKernel) so no compiler regroups it with the add.
  */
-export function rmsnormForwardKernel(wg: number, add = false): string {
-  const load = add
+export function rmsnormForwardKernel(wg: number, add = false, split = false): string {
+  if (split && !add) throw new RangeError("rmsnorm forward: split partials need add");
+  const sum = splitSumWgsl({
+    sum: "d",
+    partials: "partials",
+    first: "base + j",
+    stride: "p.n * p.c",
+    slices: "p.slices",
+  });
+  const load = split
+    ? `${sum}
+    let v = bitcast<f32>(bitcast<u32>(d) ^ p.zero) + resid[base + j]; x[base + j] = v;`
+    : add
     ? "let v = x[base + j] + resid[base + j]; x[base + j] = v;"
     : "let v = x[base + j];";
-  return `${PARAMS}
+  return `${split ? SPLIT_PARAMS : PARAMS}
 @group(0) @binding(1) var<storage, ${add ? "read_write" : "read"}> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 @group(0) @binding(4) var<storage, read_write> rstd: array<f32>;
-${add ? "@group(0) @binding(5) var<storage, read> resid: array<f32>;\n" : ""}${main1d(wg)}
+${add ? "@group(0) @binding(5) var<storage, read> resid: array<f32>;\n" : ""}${
+    split ? "@group(0) @binding(6) var<storage, read> partials: array<f32>;\n" : ""
+  }${main1d(wg)}
   if (i >= p.n) { return; }
   let base = i * p.c;
   var ss = 0.0;
@@ -63,19 +90,36 @@ ${add ? "@group(0) @binding(5) var<storage, read> resid: array<f32>;\n" : ""}${m
  * changed), so the gradient passes through a bit XOR with the uniform `zero` it cannot see
  * through, and the add gets the stored value.
  */
-export function rmsnormBackwardInputKernel(wg: number, accumulate = false): string {
+export function rmsnormBackwardInputKernel(
+  wg: number,
+  accumulate = false,
+  split = false,
+): string {
   const grad = "r * w[j] * dy[base + j] - k * x[base + j]";
-  return `${PARAMS}
+  const sum = splitSumWgsl({
+    sum: "d",
+    partials: "partials",
+    first: "base + j",
+    stride: "p.n * p.c",
+    slices: "p.slices",
+  });
+  // As the reduce: the sum (times alpha 1), plus dy's old value when the product accumulates.
+  const reduce = `${sum}
+    var g = bitcast<f32>(bitcast<u32>(d) ^ p.zero);
+    if (p.add_old == 1u) { g += dy[base + j]; }
+    dy[base + j] = g;
+    `;
+  return `${split ? SPLIT_PARAMS : PARAMS}
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
-@group(0) @binding(3) var<storage, read> dy: array<f32>;
+@group(0) @binding(3) var<storage, ${split ? "read_write" : "read"}> dy: array<f32>;
 @group(0) @binding(4) var<storage, read> rstd: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dx: array<f32>;
-${main1d(wg)}
+${split ? "@group(0) @binding(6) var<storage, read> partials: array<f32>;\n" : ""}${main1d(wg)}
   if (i >= p.n) { return; }
   let base = i * p.c;
   var dot = 0.0;
-  for (var j = 0u; j < p.c; j++) { dot += dy[base + j] * w[j] * x[base + j]; }
+  for (var j = 0u; j < p.c; j++) { ${split ? reduce : ""}dot += dy[base + j] * w[j] * x[base + j]; }
   let r = rstd[i];
   let k = r * r * r * dot / f32(p.c);
   for (var j = 0u; j < p.c; j++) {
@@ -164,6 +208,11 @@ export interface RmsNormForwardArgs extends RmsNormDims {
    * residual connection and the norm after it are one dispatch.
    */
   readonly add?: TensorView;
+  /**
+   * x as the partials of a split product not yet reduced (`Matmul.encodeUnreduced`, `[slices, n,
+   * c]`): x is written with their sum plus `add` (required), the bits of the reduce then the add.
+   */
+  readonly xPartials?: SplitPartials;
 }
 
 /** Bindings of {@link RmsNorm.backward}. */
@@ -185,6 +234,12 @@ export interface RmsNormBackwardArgs extends RmsNormDims {
   readonly accumulate?: boolean;
   /** Accumulated: weight gradient `[C]`. */
   readonly dWeight: TensorView;
+  /**
+   * dOut as the partials of a split product not yet reduced (`Matmul.encodeUnreduced`, `[slices,
+   * n, c]`): dOut is written with their sum (plus its old value when the product accumulates),
+   * the bits the reduce would have stored, before both gradients read it.
+   */
+  readonly dOutPartials?: SplitPartials;
 }
 
 /** RMSNorm forward and backward. */
@@ -216,16 +271,27 @@ export class RmsNorm {
     const rows = { x: args.x, out: args.out, ...(args.add ? { add: args.add } : {}) };
     this.#check("rmsnorm forward", args, rows, args.weight, args.rstd);
     const wg = this.#wg, add = args.add !== undefined;
+    const split = args.xPartials;
+    if (split !== undefined) {
+      if (!add) throw new RangeError("rmsnorm forward: xPartials needs add (the residual)");
+      if (split.accumulate) {
+        throw new RangeError("rmsnorm forward: xPartials of a product that accumulates");
+      }
+      this.#checkPartials("rmsnorm forward: xPartials", args, split);
+    }
+    const kind = split ? "-add-split" : add ? "-add" : "";
     const pipeline = this.#rt.pipeline(
-      `rmsnorm/forward${add ? "-add" : ""}/${wg}`,
-      () => rmsnormForwardKernel(wg, add),
+      `rmsnorm/forward${kind}/${wg}`,
+      () => rmsnormForwardKernel(wg, add, split !== undefined),
     );
-    const group = bindTensors(this.#rt, pipeline, this.#params(args), [
+    const params = split ? this.#splitParams(args, split) : this.#params(args);
+    const group = bindTensors(this.#rt, pipeline, params, [
       args.x,
       args.weight,
       args.out,
       args.rstd,
       ...(args.add ? [args.add] : []),
+      ...(split ? [split.partials] : []),
     ]);
     dispatch1d(pass, pipeline, group, n, wg);
   }
@@ -248,23 +314,31 @@ export class RmsNorm {
     );
     requireLength('rmsnorm backward: binding "dWeight"', args.dWeight, c, "[C]");
     const wg = this.#wg, accumulate = args.accumulate ?? false;
+    const split = args.dOutPartials;
+    if (split !== undefined) this.#checkPartials("rmsnorm backward: dOutPartials", args, split);
     const params = this.#params(args);
     const input = this.#rt.pipeline(
-      `rmsnorm/backward-input${accumulate ? "-add" : ""}/${wg}`,
-      () => rmsnormBackwardInputKernel(wg, accumulate),
+      `rmsnorm/backward-input${accumulate ? "-add" : ""}${split ? "-split" : ""}/${wg}`,
+      () => rmsnormBackwardInputKernel(wg, accumulate, split !== undefined),
     );
     const wide = this.#rowReduction === "workgroup";
     const weight = this.#rt.pipeline(
       `rmsnorm/backward-weight${wide ? "-wide" : ""}/${wg}`,
       () => (wide ? rmsnormBackwardWeightWideKernel(wg) : rmsnormBackwardWeightKernel(wg)),
     );
-    const inputGroup = bindTensors(this.#rt, input, params, [
-      args.x,
-      args.weight,
-      args.dOut,
-      args.rstd,
-      args.dx,
-    ]);
+    const inputGroup = bindTensors(
+      this.#rt,
+      input,
+      split ? this.#splitParams(args, split) : params,
+      [
+        args.x,
+        args.weight,
+        args.dOut,
+        args.rstd,
+        args.dx,
+        ...(split ? [split.partials] : []),
+      ],
+    );
     dispatch1d(pass, input, inputGroup, n, wg);
     const weightGroup = bindTensors(this.#rt, weight, params, [
       args.x,
@@ -278,6 +352,25 @@ export class RmsNorm {
 
   #params(args: RmsNormDims): number[] {
     return [args.n, args.c, f32Bits(args.eps ?? 1e-5), 0];
+  }
+
+  #splitParams(args: RmsNormDims, split: SplitPartials): number[] {
+    return [...this.#params(args), split.slices, split.accumulate ? 1 : 0, 0, 0];
+  }
+
+  /** Throw a RangeError unless `split` holds `[slices, N, C]` partials of a product `[N, C]`. */
+  #checkPartials(what: string, args: RmsNormDims, split: SplitPartials): void {
+    if (split.count !== args.n * args.c) {
+      throw new RangeError(
+        `${what}: partials hold ${split.count} outputs per slice, the tensor ${args.n * args.c}`,
+      );
+    }
+    requireLength(
+      `${what}: binding "partials"`,
+      split.partials,
+      split.slices * split.count,
+      "[slices, N, C]",
+    );
   }
 
   #check(

@@ -618,7 +618,8 @@ export class LlamaModel implements Disposable {
     name: LayerTensor,
     io: { x: GPUBuffer; out: GPUBuffer; inDim: number; outDim: number },
   ): SplitPartials | null {
-    return this.#k.matmulUnreduced(pass, this.#linearArgs(l, name, io));
+    // No partials are kept: at most this product's come back.
+    return this.#k.matmulUnreduced(pass, this.#linearArgs(l, name, io))[0] ?? null;
   }
 
   #linearArgs(
@@ -639,12 +640,7 @@ export class LlamaModel implements Disposable {
     };
   }
 
-  /**
-   * Backward of {@link #linear}: `dx (+)= dy · W` (added when `addToDx`) and `dW += dyᵀ · x`.
-   * With `unreducedDx`, dx's product is encoded last and, when it splits K, left unreduced: its
-   * partials are returned for dx's one reader to sum (the norm backward's `doutPartials`); null
-   * when dx was written.
-   */
+  /** Backward of {@link #linear}: `dx (+)= dy · W` (added when `addToDx`) and `dW += dyᵀ · x`. */
   #linearBackward(
     pass: GPUComputePassEncoder,
     l: number,
@@ -656,24 +652,40 @@ export class LlamaModel implements Disposable {
       inDim: number;
       outDim: number;
       addToDx?: boolean;
-      unreducedDx?: boolean;
     },
-  ): SplitPartials | null {
-    const { dy, x, dx, inDim, outDim } = io;
-    const N = this.rows;
+  ): void {
+    this.#k.matmul(pass, this.#inputGradientArgs(l, name, io));
+    this.#weightGradient(pass, l, name, io);
+  }
+
+  /** The product of {@link #linearBackward}'s input gradient, `dx (+)= dy · W`. */
+  #inputGradientArgs(
+    l: number,
+    name: LayerTensor,
+    io: { dy: GPUBuffer; dx: GPUBuffer; inDim: number; outDim: number; addToDx?: boolean },
+  ): MatmulArgs {
     const w = this.#mw(layerTensorName(l, name));
-    const dxArgs: MatmulArgs = {
-      a: dy,
+    return {
+      a: io.dy,
       b: w.view,
       inputType: { a: "f32", b: w.type },
-      c: dx,
-      m: N,
-      n: inDim,
-      k: outDim,
+      c: io.dx,
+      m: this.rows,
+      n: io.inDim,
+      k: io.outDim,
       layout: "nn",
       accumulate: io.addToDx ?? false,
     };
-    if (io.unreducedDx !== true) this.#k.matmul(pass, dxArgs);
+  }
+
+  /** {@link #linearBackward}'s weight gradient, `dW += dyᵀ · x`. */
+  #weightGradient(
+    pass: GPUComputePassEncoder,
+    l: number,
+    name: LayerTensor,
+    io: { dy: GPUBuffer; x: GPUBuffer; inDim: number; outDim: number },
+  ): void {
+    const { dy, x, inDim, outDim } = io;
     this.#k.matmul(pass, {
       a: dy,
       b: x,
@@ -681,15 +693,13 @@ export class LlamaModel implements Disposable {
       c: this.#g(l, name),
       m: outDim,
       n: inDim,
-      k: N,
+      k: this.rows,
       layout: "tn",
       accumulate: true,
       // Read only after the backward, which flushes: the reduces of a layer's seven (and more)
       // weight gradients run in one dispatch instead of one each.
       deferReduce: true,
     });
-    // After the weight gradient: a split product there would reuse the partials' scratch.
-    return io.unreducedDx === true ? this.#k.matmulUnreduced(pass, dxArgs) : null;
   }
 
   /**
@@ -725,7 +735,7 @@ export class LlamaModel implements Disposable {
       rstd: GPUBuffer;
       dx: GPUBuffer;
       accumulate?: boolean;
-      doutPartials?: SplitPartials;
+      doutPartials?: readonly SplitPartials[];
     },
   ): void {
     this.#k.rmsnormBackward(pass, { ...io, n: this.rows, c: this.config.hiddenSize });
@@ -937,26 +947,24 @@ export class LlamaModel implements Disposable {
         dup: this.#dup,
         n: N * F,
       });
-      this.#linearBackward(pass, l, "mlp.gate_proj.weight", {
-        dy: this.#dgate,
-        x: a.h2,
-        dx: this.#dh,
-        inDim: C,
-        outDim: F,
-      });
-      // d h2 = dgate·Wg + dup·Wu: the norm backward sums the second product's split-K partials
-      // (if any) into #dh itself.
-      const up = this.#linearBackward(pass, l, "mlp.up_proj.weight", {
-        dy: this.#dup,
-        x: a.h2,
-        dx: this.#dh,
-        inDim: C,
-        outDim: F,
-        addToDx: true,
-        unreducedDx: true,
-      });
+      // d h2 = dgate·Wg + dup·Wu into #dh. Both weight gradients first, so no split product runs
+      // between the input gradients and the norm backward, which sums their split-K partials
+      // (those left unreduced) into #dh itself.
+      const gate = { dy: this.#dgate, x: a.h2, dx: this.#dh, inDim: C, outDim: F };
+      const up = { dy: this.#dup, x: a.h2, dx: this.#dh, inDim: C, outDim: F, addToDx: true };
+      this.#weightGradient(pass, l, "mlp.gate_proj.weight", gate);
+      this.#weightGradient(pass, l, "mlp.up_proj.weight", up);
+      const dGate = k.matmulUnreduced(
+        pass,
+        this.#inputGradientArgs(l, "mlp.gate_proj.weight", gate),
+      );
+      const dh = k.matmulUnreduced(
+        pass,
+        this.#inputGradientArgs(l, "mlp.up_proj.weight", up),
+        dGate,
+      );
       this.#normBackward(pass, {
-        ...(up === null ? {} : { doutPartials: up }),
+        ...(dh.length === 0 ? {} : { doutPartials: dh }),
         dout: this.#dh,
         x: a.xm,
         weight: this.#w(l, "post_attention_layernorm.weight"),

@@ -45,12 +45,17 @@ export interface LlamaKernels {
   /** See shaders/matmul.ts: `c = alpha·op(a)·op(b) (+ c)`. */
   matmul(pass: GPUComputePassEncoder, args: MatmulArgs): void;
   /**
-   * {@link matmul} for a plain `c = a·b` whose one reader adds split-K partials itself: a product
-   * that splits K leaves C unwritten and returns its partials (valid until the next split
-   * product), to be passed to that reader (the next {@link rmsnorm}'s `xPartials`); null when C
-   * was written.
+   * {@link matmul} for a plain `c = a·b (+ c)` whose one reader adds split-K partials itself
+   * (shaders/matmul.ts's `encodeUnreduced`): a product that splits K leaves C unwritten and
+   * returns its partials (after `keep`'s, an earlier product's for the same C, still unreduced),
+   * valid until the next split product, to be passed to that reader (the next {@link rmsnorm}'s
+   * `xPartials`, {@link rmsnormBackward}'s `doutPartials`); none when C was written.
    */
-  matmulUnreduced(pass: GPUComputePassEncoder, args: MatmulArgs): SplitPartials | null;
+  matmulUnreduced(
+    pass: GPUComputePassEncoder,
+    args: MatmulArgs,
+    keep?: readonly SplitPartials[],
+  ): SplitPartials[];
   /**
    * The kernel variant {@link matmul} picks for `args` (nothing is bound or encoded): a product
    * split into parts passes it to every part, so the parts add up to the same bits.
@@ -114,14 +119,14 @@ export interface LlamaKernels {
   /**
    * dx `[N, C]` (overwritten, or added to with `accumulate`: a residual's gradient fused in) and
    * dweight `[C]` (accumulated) from dout. With `doutPartials`, dout is first written with the sum
-   * of those split-K partials (plus its old value when their product accumulates:
-   * {@link matmulUnreduced}).
+   * of those split-K partials, product after product (plus its old value when the first
+   * accumulates: {@link matmulUnreduced}).
    */
   rmsnormBackward(
     pass: GPUComputePassEncoder,
     a: {
       dout: TensorView;
-      doutPartials?: SplitPartials;
+      doutPartials?: readonly SplitPartials[];
       x: TensorView;
       weight: TensorView;
       rstd: TensorView;

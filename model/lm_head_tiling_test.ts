@@ -44,9 +44,9 @@ async function run(matmulByShape: readonly MatmulShapeRule[]) {
       calls.push(args);
       inner.matmul(pass, args);
     },
-    matmulUnreduced: (pass, args) => {
+    matmulUnreduced: (pass, args, keep) => {
       calls.push(args);
-      return inner.matmulUnreduced(pass, args);
+      return inner.matmulUnreduced(pass, args, keep);
     },
   };
   using model = new LlamaModel(rt, { ...SPLIT.modelOptions(), slots: 1, kernels });

@@ -118,7 +118,7 @@ export function shaderKernels(
 
   return {
     matmul: (pass, args) => matmul.encode(pass, args),
-    matmulUnreduced: (pass, args) => matmul.encodeUnreduced(pass, args),
+    matmulUnreduced: (pass, args, keep) => matmul.encodeUnreduced(pass, args, keep),
     matmulVariant: (args) => matmul.variant(args),
     matmulSliceK: (args) => matmul.splitK(args).sliceK,
     matmulTiling: (args) => matmul.tilingFor(args),

@@ -148,9 +148,12 @@ export interface MatmulArgs {
 export interface SplitPartials {
   /**
    * `[slices, m, n]` f32: the output at `i` is `Σ_s partials[s·count + i]` in slice order. In the
-   * kernel's scratch: valid until the next split product of the same {@link Matmul} is encoded.
+   * kernel's scratch: valid until the next split product of the same {@link Matmul} is encoded
+   * (unless that product keeps them: {@link Matmul.encodeUnreduced}).
    */
   readonly partials: TensorView;
+  /** Where the product belongs, `[m, n]`: its reader writes the sum there. */
+  readonly c: TensorView;
   /** Number of slices S (at least 2). */
   readonly slices: number;
   /** Outputs per slice: m·n. */
@@ -324,22 +327,41 @@ export class Matmul {
 
   /** Encode `c = alpha·op(a)·op(b) (+ c)` into `pass`. */
   encode(pass: GPUComputePassEncoder, args: MatmulArgs): void {
-    this.#encode(pass, args, true);
+    this.#encode(pass, args);
   }
 
   /**
    * {@link encode}, except that a product that splits K skips its reduce: C is left unwritten and
    * the partials are returned, for the one kernel that reads C next to add them itself (one
-   * dispatch fewer). Unsplit (or with `deferReduce`), C is written as by {@link encode} and the
-   * result is null. A product left unreduced must be a plain `c = a·b (+ c)`: `alpha` 1, batch
-   * 1, `accumulate` false or true (a RangeError otherwise), so its output is the partials' sum
-   * (plus C's old value).
+   * dispatch fewer). A product left unreduced must be a plain `c = a·b (+ c)`: `alpha` 1, batch
+   * 1, no `deferReduce` (a RangeError otherwise), so its output is the partials' sum (plus C's old
+   * value with `accumulate`).
+   *
+   * `keep`: partials an earlier call returned for the same C, still unreduced (a product that
+   * accumulates onto an unreduced one). This product's partials go beside them in the scratch, and
+   * the result lists both, in order: the reader adds each product's sum onto the one before, as
+   * the reduces would have. When this product runs unsplit, or both would not fit the policy's
+   * scratch budget, the kept partials are reduced into C first and C is written as usual.
+   *
+   * Returns the partials the reader must sum into C, in order (none: C holds the product).
    */
-  encodeUnreduced(pass: GPUComputePassEncoder, args: MatmulArgs): SplitPartials | null {
-    return this.#encode(pass, args, false);
+  encodeUnreduced(
+    pass: GPUComputePassEncoder,
+    args: MatmulArgs,
+    keep: readonly SplitPartials[] = [],
+  ): SplitPartials[] {
+    if (args.deferReduce === true) {
+      throw new RangeError("matmul: a product left unreduced cannot defer its reduce");
+    }
+    return this.#encode(pass, args, keep);
   }
 
-  #encode(pass: GPUComputePassEncoder, args: MatmulArgs, reduce: boolean): SplitPartials | null {
+  /** `keep` null: reduce as usual; else leave a split product unreduced beside `keep`. */
+  #encode(
+    pass: GPUComputePassEncoder,
+    args: MatmulArgs,
+    keep: readonly SplitPartials[] | null = null,
+  ): SplitPartials[] {
     const { m, n, k } = args;
     const layout = args.layout ?? "nn";
     const batch = args.batch ?? 1;
@@ -401,23 +423,26 @@ export class Matmul {
     const split = this.splitK(args);
     // Pending reduces write their outputs later: a product touching one waits for it.
     for (const v of [args.a, args.b, args.c]) this.#flushIfTouched(pass, v);
+    if (keep !== null && split.slices > 1 && ((args.alpha ?? 1) !== 1 || batch !== 1)) {
+      throw new RangeError(
+        `matmul [m, n, k] = [${m}, ${n}, ${k}]: a product left unreduced must be a plain ` +
+          `c = a·b (+ c) (alpha ${args.alpha}, batch ${batch})`,
+      );
+    }
+    const at = keep === null || split.slices === 1 ? null : this.#besideKept(keep, split, m * n);
+    // C's old value must hold the kept products before this one adds to it or overwrites it.
+    if (keep !== null && at === null) { for (const p of keep) this.#reduceKept(pass, p); }
     if (variant === "transposed") {
       this.#encodeTransposed(pass, args, batch, s, types.b);
-      return null;
+      return [];
     }
     if (variant === "packed") {
       this.#encodePacked(pass, args, batch, s, types);
-      return null;
+      return [];
     }
     if (split.slices > 1) {
-      const leave = !reduce && args.deferReduce !== true;
-      if (leave && ((args.alpha ?? 1) !== 1 || batch !== 1)) {
-        throw new RangeError(
-          `matmul [m, n, k] = [${m}, ${n}, ${k}]: a product left unreduced must be a plain ` +
-            `c = a·b (+ c) (alpha ${args.alpha}, batch ${batch})`,
-        );
-      }
-      return this.#encodeSplit(pass, args, split, batch, s, types, leave);
+      const own = this.#encodeSplit(pass, args, split, batch, s, types, at);
+      return own === null ? [] : [...keep!, own];
     }
     const t = this.tilingFor(args);
     const key = `matmul/${layout}/${type}/${variant === "tiled" ? t.strategy : variant}/` +
@@ -474,7 +499,65 @@ export class Matmul {
       throw new RangeError(`matmul: [${m}, ${n}] needs a ${grid.join("×")} grid, over ${MAX_GRID}`);
     }
     dispatch(pass, pipeline, group, grid);
-    return null;
+    return [];
+  }
+
+  /**
+   * Where in the reduce scratch a split product of `plan` over `count` outputs may leave its
+   * partials beside `keep` (bytes, after the last kept region, aligned), or null when together
+   * they would pass the policy's scratch budget.
+   */
+  #besideKept(keep: readonly SplitPartials[], plan: SplitKPlan, count: number): number | null {
+    const align = this.#rt.limits.minStorageBufferOffsetAlignment;
+    const end = Math.max(
+      0,
+      ...keep.map((p) => resolveView(p.partials)).map((v) => v.offset + v.size),
+    );
+    const at = Math.ceil(end / align) * align;
+    return at + plan.slices * count * 4 <= this.#deferBudget() ? at : null;
+  }
+
+  /** Encode the reduce of kept partials `p` into their C: what their reader would have summed. */
+  #reduceKept(pass: GPUComputePassEncoder, p: SplitPartials): void {
+    const [wx, wy] = this.tiling.workgroup;
+    this.#encodeReduce(pass, p.partials, p.c, {
+      count: p.count,
+      slices: p.slices,
+      accumulate: p.accumulate,
+      alpha: 1,
+      strideC: p.count,
+      batch: 1,
+    }, Math.min(wx * wy, 256));
+  }
+
+  /** One invocation per output adds its slices in order, then alpha and C's old value. */
+  #encodeReduce(
+    pass: GPUComputePassEncoder,
+    partials: TensorView,
+    c: TensorView,
+    r: {
+      count: number;
+      slices: number;
+      accumulate: boolean;
+      alpha: number;
+      strideC: number;
+      batch: number;
+    },
+    wg: number,
+  ): void {
+    const reduce = this.#rt.pipeline(`matmul/split-k-reduce/${wg}`, () => splitReduceKernel(wg));
+    const params = [
+      r.count,
+      r.slices,
+      r.accumulate ? 1 : 0,
+      f32Bits(r.alpha),
+      r.strideC,
+      r.batch,
+      0,
+      0,
+    ];
+    const group = bindTensors(this.#rt, reduce, params, [partials, c]);
+    dispatch1d(pass, reduce, group, r.batch * r.count, wg);
   }
 
   /**
@@ -568,7 +651,8 @@ export class Matmul {
    * `[batch, slices, m, n]` in scratch (one workgroup per tile and slice), then one invocation
    * per output adds its slices in order and applies alpha and accumulation. Both dispatches sit
    * in the same pass, which orders them; later split matmuls of the pass reuse the scratch.
-   * With `leave`, the reduce is skipped and the partials returned ({@link encodeUnreduced}).
+   * With `leaveAt` (bytes into the scratch), the partials go there, the reduce is skipped and
+   * they are returned ({@link encodeUnreduced}).
    */
   #encodeSplit(
     pass: GPUComputePassEncoder,
@@ -577,8 +661,9 @@ export class Matmul {
     batch: number,
     s: { a: number; b: number; c: number },
     types: { a: MatmulInputType; b: MatmulInputType },
-    leave: boolean,
+    leaveAt: number | null,
   ): SplitPartials | null {
+    const leave = leaveAt !== null;
     const { m, n, k } = args;
     const layout = args.layout ?? "nn";
     const t = this.tilingFor(args);
@@ -594,7 +679,11 @@ export class Matmul {
         strideC: s.c,
       });
     } else {
-      view = { buffer: this.#grow(2, bytes, "matmul split-K partials"), size: bytes };
+      const at = leaveAt ?? 0;
+      const before = this.#scratch[2];
+      const buffer = this.#grow(2, at + bytes, "matmul split-K partials");
+      // Regrown: the kept partials stay in the retired buffer, so this product starts afresh.
+      view = { buffer, offset: buffer === before ? at : 0, size: bytes };
     }
     const key = `matmul/${layout}/${type}/${t.strategy}-split/${t.rows}x${t.cols}/` +
       `${t.workgroup.join("x")}/d${t.depth}${bufferKey(t)}`;
@@ -612,25 +701,25 @@ export class Matmul {
     }
     dispatch(pass, pipeline, group, grid);
     if (leave) {
-      return { partials: view, slices: plan.slices, count: m * n, accumulate: !!args.accumulate };
+      const count = m * n;
+      return {
+        partials: view,
+        c: args.c,
+        slices: plan.slices,
+        count,
+        accumulate: !!args.accumulate,
+      };
     }
     if (deferred) return null;
     // One-dimensional, so within every adapter's maxComputeWorkgroupSizeX (256 at least).
-    const wg = Math.min(wx * wy, 256);
-    const reduce = this.#rt.pipeline(`matmul/split-k-reduce/${wg}`, () => splitReduceKernel(wg));
-    const accumulate = args.accumulate ? 1 : 0;
-    const reduceParams = [
-      m * n,
-      plan.slices,
-      accumulate,
-      f32Bits(args.alpha ?? 1),
-      s.c,
+    this.#encodeReduce(pass, view, args.c, {
+      count: m * n,
+      slices: plan.slices,
+      accumulate: !!args.accumulate,
+      alpha: args.alpha ?? 1,
+      strideC: s.c,
       batch,
-      0,
-      0,
-    ];
-    const reduceGroup = bindTensors(this.#rt, reduce, reduceParams, [view, args.c]);
-    dispatch1d(pass, reduce, reduceGroup, batch * m * n, wg);
+    }, Math.min(wx * wy, 256));
     return null;
   }
 

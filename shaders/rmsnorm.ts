@@ -31,10 +31,11 @@ import { splitSumWgsl } from "./split_sum_wgsl.ts";
 const PARAMS = `struct Params { n: u32, c: u32, eps: f32, zero: u32 }
 @group(0) @binding(0) var<uniform> p: Params;`;
 
-// The parameters of a kernel that sums split-K partials: their number, and whether the product
-// adds into the tensor's old value (`add_old`, the product's `accumulate`).
+// The parameters of a kernel that sums split-K partials: their number, whether the product adds
+// into the tensor's old value (`add_old`, the product's `accumulate`), and the number of a second
+// product's that adds onto the first's (`slices2`).
 const SPLIT_PARAMS = `struct Params {
-  n: u32, c: u32, eps: f32, zero: u32, slices: u32, add_old: u32, pad0: u32, pad1: u32,
+  n: u32, c: u32, eps: f32, zero: u32, slices: u32, add_old: u32, slices2: u32, pad0: u32,
 }
 @group(0) @binding(0) var<uniform> p: Params;`;
 
@@ -93,21 +94,23 @@ ${add ? "@group(0) @binding(5) var<storage, read> resid: array<f32>;\n" : ""}${
 export function rmsnormBackwardInputKernel(
   wg: number,
   accumulate = false,
-  split = false,
+  products: 0 | 1 | 2 = 0,
 ): string {
   const grad = "r * w[j] * dy[base + j] - k * x[base + j]";
-  const sum = splitSumWgsl({
-    sum: "d",
-    partials: "partials",
-    first: "base + j",
-    stride: "p.n * p.c",
-    slices: "p.slices",
-  });
-  // As the reduce: the sum (times alpha 1), plus dy's old value when the product accumulates.
-  const reduce = `${sum}
+  const split = products > 0;
+  const sum = (d: string, partials: string, slices: string) =>
+    splitSumWgsl({ sum: d, partials, first: "base + j", stride: "p.n * p.c", slices });
+  // As the reduces: each product's sum (times alpha 1), the first's plus dy's old value when it
+  // accumulates, the second's plus the first's result.
+  const second = products === 2
+    ? `${sum("d2", "partials2", "p.slices2")}
+    g = bitcast<f32>(bitcast<u32>(d2) ^ p.zero) + g;
+    `
+    : "";
+  const reduce = `${sum("d", "partials", "p.slices")}
     var g = bitcast<f32>(bitcast<u32>(d) ^ p.zero);
     if (p.add_old == 1u) { g += dy[base + j]; }
-    dy[base + j] = g;
+    ${second}dy[base + j] = g;
     `;
   return `${split ? SPLIT_PARAMS : PARAMS}
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -115,7 +118,9 @@ export function rmsnormBackwardInputKernel(
 @group(0) @binding(3) var<storage, ${split ? "read_write" : "read"}> dy: array<f32>;
 @group(0) @binding(4) var<storage, read> rstd: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dx: array<f32>;
-${split ? "@group(0) @binding(6) var<storage, read> partials: array<f32>;\n" : ""}${main1d(wg)}
+${split ? "@group(0) @binding(6) var<storage, read> partials: array<f32>;\n" : ""}${
+    products === 2 ? "@group(0) @binding(7) var<storage, read> partials2: array<f32>;\n" : ""
+  }${main1d(wg)}
   if (i >= p.n) { return; }
   let base = i * p.c;
   var dot = 0.0;
@@ -235,11 +240,12 @@ export interface RmsNormBackwardArgs extends RmsNormDims {
   /** Accumulated: weight gradient `[C]`. */
   readonly dWeight: TensorView;
   /**
-   * dOut as the partials of a split product not yet reduced (`Matmul.encodeUnreduced`, `[slices,
-   * n, c]`): dOut is written with their sum (plus its old value when the product accumulates),
-   * the bits the reduce would have stored, before both gradients read it.
+   * dOut as the partials of one or two split products not yet reduced (`Matmul.encodeUnreduced`,
+   * `[slices, n, c]` each, the second accumulating onto the first): dOut is written with the first
+   * sum (plus dOut's old value when that product accumulates), plus the second's, the bits the
+   * reduces would have stored, before both gradients read it.
    */
-  readonly dOutPartials?: SplitPartials;
+  readonly dOutPartials?: readonly SplitPartials[];
 }
 
 /** RMSNorm forward and backward. */
@@ -314,12 +320,20 @@ export class RmsNorm {
     );
     requireLength('rmsnorm backward: binding "dWeight"', args.dWeight, c, "[C]");
     const wg = this.#wg, accumulate = args.accumulate ?? false;
-    const split = args.dOutPartials;
-    if (split !== undefined) this.#checkPartials("rmsnorm backward: dOutPartials", args, split);
+    const parts = args.dOutPartials ?? [];
+    if (parts.length > 2 || parts.slice(1).some((p) => !p.accumulate)) {
+      throw new RangeError(
+        "rmsnorm backward: dOutPartials takes one product or two, the second accumulating",
+      );
+    }
+    for (const p of parts) this.#checkPartials("rmsnorm backward: dOutPartials", args, p);
+    const products = parts.length as 0 | 1 | 2;
     const params = this.#params(args);
     const input = this.#rt.pipeline(
-      `rmsnorm/backward-input${accumulate ? "-add" : ""}${split ? "-split" : ""}/${wg}`,
-      () => rmsnormBackwardInputKernel(wg, accumulate, split !== undefined),
+      `rmsnorm/backward-input${accumulate ? "-add" : ""}${
+        products ? `-split${products}` : ""
+      }/${wg}`,
+      () => rmsnormBackwardInputKernel(wg, accumulate, products),
     );
     const wide = this.#rowReduction === "workgroup";
     const weight = this.#rt.pipeline(
@@ -329,14 +343,14 @@ export class RmsNorm {
     const inputGroup = bindTensors(
       this.#rt,
       input,
-      split ? this.#splitParams(args, split) : params,
+      products ? this.#splitParams(args, parts[0], parts[1]) : params,
       [
         args.x,
         args.weight,
         args.dOut,
         args.rstd,
         args.dx,
-        ...(split ? [split.partials] : []),
+        ...parts.map((p) => p.partials),
       ],
     );
     dispatch1d(pass, input, inputGroup, n, wg);
@@ -354,8 +368,8 @@ export class RmsNorm {
     return [args.n, args.c, f32Bits(args.eps ?? 1e-5), 0];
   }
 
-  #splitParams(args: RmsNormDims, split: SplitPartials): number[] {
-    return [...this.#params(args), split.slices, split.accumulate ? 1 : 0, 0, 0];
+  #splitParams(args: RmsNormDims, split: SplitPartials, second?: SplitPartials): number[] {
+    return [...this.#params(args), split.slices, split.accumulate ? 1 : 0, second?.slices ?? 0, 0];
   }
 
   /** Throw a RangeError unless `split` holds `[slices, N, C]` partials of a product `[N, C]`. */

@@ -47,8 +47,9 @@ Deno.test("rmsnorm forward sums split-K partials with the reduce's bits", async 
     n: N,
     c: C,
   });
-  const parts = mm.encodeUnreduced(step.pass, product(xs[1]));
-  assert.ok(parts !== null, "the product should split under the policy");
+  const [parts, ...more] = mm.encodeUnreduced(step.pass, product(xs[1]));
+  assert.ok(parts !== undefined, "the product should split under the policy");
+  assert.equal(more.length, 0);
   assert.equal(parts.slices, 7);
   const fused = { x: xs[1], add: adds[1], xPartials: parts };
   norm.forward(step.pass, { ...fused, weight, out: outs[1], rstd: rstds[1], n: N, c: C });
@@ -81,9 +82,11 @@ Deno.test("rmsnorm backward sums an accumulating product's partials with the red
   const x = rt.buffer("x", randomF32(15, N * C)), weight = rt.buffer("gain", randomF32(16, C));
   const rstd = rt.buffer("rstd", randomF32(17, N, 0.5, 2));
   const oldDx = randomF32(18, N * C), oldDw = randomF32(19, C);
-  const dhs = [0, 1].map((i) => rt.buffer(`dh ${i}`, N * C * 4));
-  const dxs = [0, 1].map((i) => rt.buffer(`dx ${i}`, oldDx));
-  const dws = [0, 1].map((i) => rt.buffer(`dw ${i}`, oldDw));
+  // 0: both products reduced; 1: the second's partials summed by the norm; 2: both products'.
+  const runs = [0, 1, 2];
+  const dhs = runs.map((i) => rt.buffer(`dh ${i}`, N * C * 4));
+  const dxs = runs.map((i) => rt.buffer(`dx ${i}`, oldDx));
+  const dws = runs.map((i) => rt.buffer(`dw ${i}`, oldDw));
   const product = (a: GPUBuffer, b: GPUBuffer, c: GPUBuffer, accumulate: boolean): MatmulArgs => ({
     a,
     b,
@@ -99,21 +102,36 @@ Deno.test("rmsnorm backward sums an accumulating product's partials with the red
   mm.encode(step.pass, product(dup, wu, dhs[0], true));
   norm.backward(step.pass, { ...back, dOut: dhs[0], dx: dxs[0], dWeight: dws[0] });
   mm.encode(step.pass, product(dgate, wg, dhs[1], false));
-  const parts = mm.encodeUnreduced(step.pass, product(dup, wu, dhs[1], true));
-  assert.ok(parts !== null && parts.accumulate, "the product should split and accumulate");
+  const one = mm.encodeUnreduced(step.pass, product(dup, wu, dhs[1], true));
+  assert.equal(one.length, 1);
+  assert.ok(one[0].accumulate, "the product accumulates");
   norm.backward(step.pass, {
     ...back,
     dOut: dhs[1],
-    dOutPartials: parts,
+    dOutPartials: one,
     dx: dxs[1],
     dWeight: dws[1],
   });
+  // The second product keeps the first's partials: both come back, in order, for the norm.
+  const first = mm.encodeUnreduced(step.pass, product(dgate, wg, dhs[2], false));
+  const two = mm.encodeUnreduced(step.pass, product(dup, wu, dhs[2], true), first);
+  assert.equal(two.length, 2);
+  assert.equal(two[0], first[0]);
+  norm.backward(step.pass, {
+    ...back,
+    dOut: dhs[2],
+    dOutPartials: two,
+    dx: dxs[2],
+    dWeight: dws[2],
+  });
   await step.submit();
   for (const [name, bufs] of [["dOut", dhs], ["dx", dxs], ["dWeight", dws]] as const) {
-    const [want, got] = await Promise.all(bufs.map((b) => rt.readU32({ buffer: b })));
-    assert.deepEqual(got, want, `${name}: the fused sum changed bits`);
+    const [want, ...got] = await Promise.all(bufs.map((b) => rt.readU32({ buffer: b })));
+    for (const [i, g] of got.entries()) {
+      assert.deepEqual(g, want, `${name}: the fused sum of ${i + 1} product(s) changed bits`);
+    }
   }
-  assert.ok((await rt.read({ buffer: dhs[1] })).every((v) => Number.isFinite(v) && v !== 0));
+  assert.ok((await rt.read({ buffer: dhs[2] })).every((v) => Number.isFinite(v) && v !== 0));
 });
 
 Deno.test("encodeUnreduced writes C when unsplit and refuses a product that is not plain", async () => {
@@ -123,7 +141,7 @@ Deno.test("encodeUnreduced writes C when unsplit and refuses a product that is n
   const c = rt.buffer("c", 4 * 8 * 4);
   const step = rt.beginStep("unsplit");
   // K = 8 holds no two slices of 16: unsplit, so C is written and there are no partials.
-  assert.equal(mm.encodeUnreduced(step.pass, { a, b, c, m: 4, n: 8, k: 8 }), null);
+  assert.deepEqual(mm.encodeUnreduced(step.pass, { a, b, c, m: 4, n: 8, k: 8 }), []);
   const big = { a: rt.buffer("A", N * F * 4), b: rt.buffer("B", F * C * 4), m: N, n: C, k: F };
   const out = rt.buffer("C", N * C * 4);
   assert.throws(
@@ -144,4 +162,36 @@ Deno.test("encodeUnreduced writes C when unsplit and refuses a product that is n
   await step.submit();
   const got = await rt.read({ buffer: c });
   assert.ok(got.some((v) => v !== 0), "the unsplit product was not written");
+});
+
+Deno.test("encodeUnreduced reduces the kept partials first when the next product runs unsplit", async () => {
+  using rt = await GpuRuntime.create();
+  using mm = new Matmul(rt, GPU_PROFILE.matmul, { splitK: POLICY });
+  const a = rt.buffer("a", randomF32(21, N * F)), b = rt.buffer("b", randomF32(22, F * C));
+  // K = 8: no split, so this product adds onto C as stored, and C must hold the first product.
+  const a2 = rt.buffer("a2", randomF32(23, N * 8)), b2 = rt.buffer("b2", randomF32(24, 8 * C));
+  const cs = [0, 1].map((i) => rt.buffer(`c ${i}`, N * C * 4));
+  const first = (c: GPUBuffer): MatmulArgs => ({ a, b, c, m: N, n: C, k: F });
+  const second = (c: GPUBuffer): MatmulArgs => ({
+    a: a2,
+    b: b2,
+    c,
+    m: N,
+    n: C,
+    k: 8,
+    accumulate: true,
+  });
+  const step = rt.beginStep("kept, then unsplit");
+  mm.encode(step.pass, first(cs[0]));
+  mm.encode(step.pass, second(cs[0]));
+  const kept = mm.encodeUnreduced(step.pass, first(cs[1]));
+  assert.equal(kept.length, 1);
+  assert.deepEqual(mm.encodeUnreduced(step.pass, second(cs[1]), kept), []);
+  assert.throws(
+    () => mm.encodeUnreduced(step.pass, { ...first(cs[1]), deferReduce: true }),
+    /cannot defer/,
+  );
+  await step.submit();
+  const [want, got] = await Promise.all(cs.map((c) => rt.readU32({ buffer: c })));
+  assert.deepEqual(got, want);
 });

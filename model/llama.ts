@@ -42,7 +42,9 @@
  * layer's input norm, or the final norm); in the backward each norm's input gradient is added
  * to the residual gradient already in `#dx`. The same f32 additions as separate adds, so the same
  * bits, with four dispatches fewer per layer. On GPU profiles RoPE rotates q and k (dq and dk)
- * in one dispatch: two fewer.
+ * in one dispatch: two fewer. Where the o and down projections, or the gate and up input
+ * gradients (summed into `#dh`), split K, the norm that reads them sums their partials itself
+ * instead of a reduce launch each (`matmulUnreduced`; same expressions, same bits).
  *
  * @module
  */

@@ -18,7 +18,14 @@
  * @module
  */
 
-import { applyBindings, FEEDBACK_HYPER, SPEC_WGSL } from "./distro_wgsl.ts";
+import {
+  aggregateBase,
+  applyBindings,
+  FEEDBACK_HYPER,
+  SPEC_WGSL,
+  TABLE_ROW,
+  tableSpecWgsl,
+} from "./distro_wgsl.ts";
 import { grid1d } from "../../shaders/mod.ts";
 
 /** Rows per block for chunk height `n1`: 16, 8, 4, 2 or 1, the largest dividing it. */
@@ -177,19 +184,23 @@ function load4(arr: string, type: string, o: string, h: number): string {
 
 /**
  * Entry point: `c` (chunk), `j0` (first column in the chunk), `base` (vec4 index of the lane's
- * first half in row 0 of the chunk), `stride` (one parameter row in vec4).
+ * first half in row 0 of the chunk), `stride` (one parameter row in vec4). With `table` rows (a
+ * table dispatch: distro_wgsl.ts `tableSpecWgsl`) the workgroup first looks up its block, whose
+ * chunks it counts from that block's first workgroup, and `base` starts at the block's element.
  */
-function chunkMain(n2: number, width: ChunkWidth, group: number): string {
+function chunkMain(n2: number, width: ChunkWidth, group: number, table = 0): string {
   const lanes = n2 / width;
+  const workgroup = table === 0 ? "(wid.x + wid.y * nwg.x)" : "tw";
+  const first = table === 0 ? "" : "spec._s1 / 4u + ";
   return `@compute @workgroup_size(${group * lanes})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-        @builtin(local_invocation_index) li: u32) {
-  let c = (wid.x + wid.y * nwg.x) * ${group}u + li / ${lanes}u;
+        @builtin(local_invocation_index) li: u32) {${table === 0 ? "" : TABLE_ROW}
+  let c = ${workgroup} * ${group}u + li / ${lanes}u;
   if (c >= spec.chunks) { return; }
   let br = c / spec.col_chunks;
   let j0 = (li % ${lanes}u) * ${width}u;
   let stride = spec.cols / 4u;
-  let base = (br * spec.n1 * spec.cols + (c - br * spec.col_chunks) * ${n2}u + j0) / 4u;`;
+  let base = ${first}(br * spec.n1 * spec.cols + (c - br * spec.col_chunks) * ${n2}u + j0) / 4u;`;
 }
 
 /**
@@ -270,15 +281,17 @@ export function chunkApplyKernel(
   rows: number,
   width: ChunkWidth,
   group = 1,
+  table = 0,
 ): string {
   check(n2, rows, width);
+  const aggBase = aggregateBase(table);
   const H = width / 4;
   const v4 = (t: string, x: string) => `vec4<${t}>(${x})`;
   const packed = appliesPacked(rows, width);
-  const table = packed ? "packed: array<vec4<u32>>" : "fixedf: array<vec4<f32>>";
-  return /* wgsl */ `${SPEC_WGSL}
-${applyBindings("vec4<f32>")}@group(0) @binding(8) var<storage, read> ${table};
-${chunkMain(n2, width, group)}
+  const basis = packed ? "packed: array<vec4<u32>>" : "fixedf: array<vec4<f32>>";
+  return /* wgsl */ `${table === 0 ? SPEC_WGSL : tableSpecWgsl(table)}
+${applyBindings("vec4<f32>")}@group(0) @binding(8) var<storage, read> ${basis};
+${chunkMain(n2, width, group, table)}
   let m = metas[spec.param];
   var start: u32;
   var end: u32;
@@ -286,8 +299,8 @@ ${chunkMain(n2, width, group)}
     start = m.entry + c * m.stride_k;
     end = start + m.stride_k;
   } else {
-    start = offsets[m.offsets + c];
-    end = offsets[m.offsets + c + 1u];
+    start = ${aggBase}offsets[m.offsets + c];
+    end = ${aggBase}offsets[m.offsets + c + 1u];
   }
   var sum_abs = 0u;
   for (var e = start; e < end; e++) { sum_abs += u32(abs(qv[e])); }

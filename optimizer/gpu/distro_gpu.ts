@@ -45,7 +45,9 @@ import type { AggregatedParam } from "../exact.ts";
 import { type ChunkLayout, chunkLayout } from "../layout.ts";
 import { type ChunkBlock, chunkBlocks, type EntryWindow, entryWindow } from "../chunk_blocks.ts";
 import { packAggregate } from "../aggregate_blocks.ts";
-import { BasisTables, DistroKernels, type KernelParam } from "./kernels.ts";
+import { BasisTables, DistroKernels, type KernelParam, type TableRow } from "./kernels.ts";
+import { type TableGroup, tableGroups, type WordWindow } from "../dispatch_table.ts";
+import { MAX_TABLE_ROWS } from "./distro_wgsl.ts";
 import { type GpuRuntime, type GpuStep, resolveView, type TensorView } from "../../shaders/mod.ts";
 import {
   bindingRanges,
@@ -144,6 +146,10 @@ export class DistroOptimizer implements Optimizer {
   readonly #kernels: DistroKernels;
   readonly #saved: ParamBuffers;
   readonly #segments: readonly ParamSegment[];
+  /** Every parameter's blocks, in order: block n is slot n of the apply metadata. */
+  readonly #blocks: readonly BoundBlock[];
+  readonly #ownFixedGroups: readonly TableGroup[];
+  readonly #ownApplyGroups: readonly TableGroup[];
   readonly #ownIdx: [GPUBuffer, GPUBuffer];
   readonly #ownVal: [GPUBuffer, GPUBuffer];
   readonly #ownQ: GPUBuffer;
@@ -190,7 +196,6 @@ export class DistroOptimizer implements Optimizer {
       maxBytes: rt.limits.maxStorageBufferBindingSize,
       alignBytes: rt.limits.minStorageBufferOffsetAlignment,
     };
-    const ownMeta: number[] = [];
     this.#params = this.layouts.map((layout, index) => {
       const p = params[index];
       if (p.offset % 64 !== 0 || p.offset + layout.size > size) {
@@ -203,8 +208,6 @@ export class DistroOptimizer implements Optimizer {
         const first = entry + block.firstChunk * layout.k;
         const entries = entryWindow(first, block.layout.chunks * layout.k, limits.alignBytes / 4);
         const slot = slots++;
-        // The own result's apply metadata: k entries per chunk from the window's first entry.
-        ownMeta.push(0, entries.first, layout.k, 0);
         largest = Math.max(largest, block.layout.size);
         rowMaxWords = Math.max(rowMaxWords, block.layout.chunks * layout.n1);
         const spec = this.#kernels.spec({
@@ -238,6 +241,21 @@ export class DistroOptimizer implements Optimizer {
       }
     });
     this.#segments = segments;
+    this.#blocks = this.#params.flatMap((p) => p.blocks);
+    // The own result's tables: its blocks' entries are fixed, and so are their groups.
+    this.#ownFixedGroups = this.#groups(() => "own-fixed", (b) => [ownEntries(b)]);
+    this.#ownApplyGroups = this.#groups(
+      (b) => this.#kernels.applyPlan(b.spec, { maxEntries: b.block.layout.k }).key,
+      (b) => [this.#paramSpan(b), ownEntries(b)],
+    );
+    // The own result's apply metadata: k entries per chunk from the block's first entry.
+    const ownMeta = new Uint32Array(4 * slots);
+    for (const g of this.#ownApplyGroups) {
+      for (const n of g.members) {
+        const b = this.#blocks[n];
+        ownMeta.set([0, ownEntries(b)[0] - g.windows[1][0], b.block.layout.k], 4 * n);
+      }
+    }
     const flat = flatLayout(params, this.layouts, size);
     this.delta = new ParamBuffers(rt, { label: `${label} delta`, layout: flat, segments });
     this.#saved = new ParamBuffers(rt, { label: `${label} saved params`, layout: flat, segments });
@@ -251,9 +269,8 @@ export class DistroOptimizer implements Optimizer {
     this.#hyperGen = buf("generate hyper", 32);
     this.#hyperApply = buf("apply hyper", 16);
     this.#ownFixedHyper = buf("own-fixed hyper", new Uint32Array([0, config.quantize1bit ? 1 : 0]));
-    this.#ownMeta = buf("own apply meta", new Uint32Array(ownMeta));
-    // All zero: each block's aggregate offsets window starts at its first chunk
-    // (aggregate_blocks.ts), so its chunks' offsets start at word 0 of the window.
+    this.#ownMeta = buf("own apply meta", ownMeta);
+    // Written by each apply: where each block's offsets and entries start in its group's windows.
     this.#aggMeta = buf("aggregate apply meta", 16 * slots);
   }
 
@@ -474,23 +491,29 @@ export class DistroOptimizer implements Optimizer {
     const params = this.#flat("params", args.params);
     const prev = 1 - this.#cur;
     this.#rt.write(this.#hyperApply, new Float32Array([args.lr, 0, 0, 0]));
-    const blocks = this.#params.flatMap((p) => p.blocks);
-    for (const { spec, entries } of blocks) {
-      this.#kernels.encodeOwnFixed(this.#pass(step, "own-fixed"), spec, {
+    const blocks = this.#blocks;
+    for (const g of this.#ownFixedGroups) {
+      const [win] = g.windows;
+      const rows = g.members.map((n) => ({
+        spec: withEntry(blocks[n].spec, ownEntries(blocks[n])[0] - win[0], n),
+        offset: 0,
+      }));
+      this.#kernels.encodeOwnFixedTable(this.#pass(step, "own-fixed"), rows, {
         hyper: this.#ownFixedHyper,
-        val: entryView(this.#ownVal[prev], entries),
-        q: entryView(this.#ownQ, entries),
+        val: windowView(this.#ownVal[prev], win),
+        q: windowView(this.#ownQ, win),
       });
     }
-    for (const { offset, block, spec, entries } of blocks) {
-      this.#kernels.encodeApply(this.#pass(step, "apply"), spec, {
+    for (const g of this.#ownApplyGroups) {
+      const [theta, entries] = g.windows;
+      this.#kernels.encodeApplyTable(this.#pass(step, "apply"), this.#tableRows(g), {
         hyper: this.#hyperApply,
         meta: this.#ownMeta,
-        params: this.#at(params, offset, block.layout.size),
-        idx: entryView(this.#ownIdx[prev], entries),
-        q: entryView(this.#ownQ, entries),
+        params: windowView(params[g.segment], theta),
+        idx: windowView(this.#ownIdx[prev], entries),
+        q: windowView(this.#ownQ, entries),
         offsets: this.#ownMeta,
-      }, { maxEntries: block.layout.k });
+      }, { maxEntries: g.members.map((n) => blocks[n].block.layout.k) });
     }
   }
 
@@ -553,23 +576,36 @@ export class DistroOptimizer implements Optimizer {
     this.#rt.write(agg.idx, packed.idx);
     this.#rt.write(agg.q, packed.q);
     this.#rt.write(this.#hyperApply, new Float32Array([args.lr, 0, 0, 0]));
-    for (const [n, p] of this.#params.entries()) {
-      p.blocks.forEach(({ offset, block, spec }, b) => {
-        const w = packed.windows[n][b];
-        const range = (buffer: GPUBuffer, [start, size]: readonly [number, number]) => ({
-          buffer,
-          offset: start * 4,
-          size: size * 4,
-        });
-        this.#kernels.encodeApply(this.#pass(step, "apply"), spec, {
-          hyper: this.#hyperApply,
-          meta: this.#aggMeta,
-          params: this.#at(params, offset, block.layout.size),
-          idx: range(agg.idx, w.entries),
-          q: range(agg.q, w.entries),
-          offsets: range(agg.offsets, w.offsets),
-        }, { maxEntries: maxEntries[n] });
-      });
+    // Per block: its parameter's most entries per chunk, and its windows of the upload.
+    const most = this.#params.flatMap((p, n) => p.blocks.map(() => maxEntries[n]));
+    const windows = packed.windows.flat();
+    const span = ([start, size]: readonly [number, number]): [number, number] => [
+      start,
+      start + size,
+    ];
+    const groups = this.#groups(
+      (b, n) => this.#kernels.applyPlan(b.spec, { maxEntries: most[n] }).key,
+      (b, n) => [this.#paramSpan(b), span(windows[n].entries), span(windows[n].offsets)],
+    );
+    // Each block's metadata: where its offsets and entries start in its group's windows.
+    const meta = new Uint32Array(4 * this.#blocks.length);
+    for (const g of groups) {
+      for (const n of g.members) {
+        meta[4 * n] = windows[n].offsets[0] - g.windows[2][0];
+        meta[4 * n + 1] = windows[n].entries[0] - g.windows[1][0];
+      }
+    }
+    this.#rt.write(this.#aggMeta, meta);
+    for (const g of groups) {
+      const [theta, entries, offsets] = g.windows;
+      this.#kernels.encodeApplyTable(this.#pass(step, "apply"), this.#tableRows(g), {
+        hyper: this.#hyperApply,
+        meta: this.#aggMeta,
+        params: windowView(params[g.segment], theta),
+        idx: windowView(agg.idx, entries),
+        q: windowView(agg.q, entries),
+        offsets: windowView(agg.offsets, offsets),
+      }, { maxEntries: g.members.map((n) => most[n]) });
     }
   }
 
@@ -719,6 +755,45 @@ export class DistroOptimizer implements Optimizer {
     });
   }
 
+  /**
+   * The table dispatches of one kernel over every block (dispatch_table.ts): `key` its
+   * pipeline, `ranges` the words it reads of each buffer bound (θ-shaped ones first, counted
+   * from the start of the block's segment).
+   */
+  #groups(
+    key: (b: BoundBlock, n: number) => string,
+    ranges: (b: BoundBlock, n: number) => (readonly [number, number])[],
+  ): TableGroup[] {
+    const limits = this.#rt.limits;
+    return tableGroups(
+      this.#blocks.map((b, n) => ({
+        key: key(b, n),
+        segment: segmentIndex(this.#segments, b.offset),
+        ranges: ranges(b, n),
+      })),
+      {
+        maxWords: Math.floor(limits.maxStorageBufferBindingSize / 4),
+        alignWords: limits.minStorageBufferOffsetAlignment / 4,
+        maxRows: MAX_TABLE_ROWS,
+      },
+    );
+  }
+
+  /** The floats `[start, end)` of a block, counted from the start of its segment. */
+  #paramSpan(b: BoundBlock): [number, number] {
+    const start = b.offset - this.#segments[segmentIndex(this.#segments, b.offset)].start;
+    return [start, start + b.block.layout.size];
+  }
+
+  /** The rows of a table dispatch whose first window is θ-shaped: `param` is the block's slot. */
+  #tableRows(g: TableGroup): TableRow[] {
+    const theta = g.windows[0][0];
+    return g.members.map((n) => {
+      const b = this.#blocks[n];
+      return { spec: withEntry(b.spec, b.spec[12], n), offset: this.#paramSpan(b)[0] - theta };
+    });
+  }
+
   /** The segment buffers of `flat`; throws unless they hold the layout split like δ. */
   #flat(name: string, flat: FlatBuffers): readonly GPUBuffer[] {
     const buffers = segmentBuffers(flat);
@@ -805,6 +880,25 @@ export class DistroOptimizer implements Optimizer {
     }
     this.#basis[Symbol.dispose]();
   }
+}
+
+/** The binding of the words `[start, start + size)` of `buffer`. */
+function windowView(buffer: GPUBuffer, [start, size]: WordWindow): TensorView {
+  return { buffer, offset: start * 4, size: size * 4 };
+}
+
+/** The result entries `[first, end)` of a block, counted from the buffer's start. */
+function ownEntries(b: BoundBlock): [number, number] {
+  const first = b.entries.start + b.entries.first;
+  return [first, first + b.block.layout.chunks * b.block.layout.k];
+}
+
+/** `spec` with its `entry` and `param` words replaced. */
+function withEntry(spec: readonly number[], entry: number, param: number): number[] {
+  const out = [...spec];
+  out[12] = entry;
+  out[13] = param;
+  return out;
 }
 
 /** The binding of a result buffer's entry window. */

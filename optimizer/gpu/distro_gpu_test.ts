@@ -5,6 +5,7 @@ import { aggregateFixed } from "../exact.ts";
 import { hasFastDct } from "../fast_dct.ts";
 import type { DistroResult } from "../result.ts";
 import { DistroOptimizer, type FlatParam } from "./distro_gpu.ts";
+import { chunkRows, hasChunkKernels } from "./chunk_wgsl.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
 
 const SHAPES: [string, number[]][] = [["w", [48, 80]], ["norm", [80]], ["proj", [40, 24]]];
@@ -352,12 +353,19 @@ Deno.test("profile: every kernel gets its own timed pass, named after it", async
     // Power-of-two chunks take the fused feedback + fast DCT kernels, the others two passes.
     const fused = opt.layouts.filter((l) => hasFastDct(l.n1) && hasFastDct(l.n2)).length;
     assert.ok(fused > 0 && fused < n, "the layout mixes fused and two-pass parameters");
+    // The apply is one table dispatch per pipeline (all fit one binding): per-chunk kernels
+    // keyed by chunk width and row block, the rest the vec4 or scalar exact kernel.
+    const applies = new Set(opt.layouts.map((l) =>
+      hasChunkKernels(l.n2) ? `chunk ${l.n2} ${chunkRows(l.n1)}` : l.n2 % 4 === 0 ? "vec4" : "1"
+    )).size;
     assert.deepEqual(
       ["feedback+dct", "feedback", "dct", "topk", "own-fixed", "apply", "lookahead"].map(count),
       t === 1
         ? [fused, n - fused, n - fused, n, 0, 0, 1]
-        : [fused, n - fused, n - fused, n, n, n, 1],
+        : [fused, n - fused, n - fused, n, 1, applies, 1],
     );
-    assert.ok(step.timings.every((s) => s.ms >= 0));
+    assert.ok(step.timings.every((s) =>
+      s.ms >= 0
+    ));
   }
 });

@@ -24,17 +24,16 @@ export const MAX_GPU_TOPK = 64;
 /** Most coefficient rows per chunk the row-skipping top-k handles (`compression_chunk` ≤ 256). */
 export const MAX_GPU_TOPK_ROWS = 256;
 
-/** The `Spec` uniform at binding 0 and the index helpers every DisTrO kernel shares. */
-export const SPEC_WGSL = /* wgsl */ `
+const SPEC_STRUCT = /* wgsl */ `
 struct Spec {
   rows: u32, cols: u32, n1: u32, n2: u32,
   col_chunks: u32, chunks: u32, totalk: u32, k: u32,
   fb1: u32, fb2: u32, qb1: u32, qb2: u32,
   entry: u32, param: u32, fbt2: u32, inv_n2: f32,
   qm12: f32, _s0: u32, _s1: u32, _s2: u32,
-};
-@group(0) @binding(0) var<uniform> spec: Spec;
+};`;
 
+const SPEC_HELPERS = /* wgsl */ `
 // (t / n2, t mod n2) for a coefficient index t < n1·n2 <= 65536 without an integer division
 // (slow on CPU adapters): (t + 0.5)/n2 < 256 is computed with relative error < 2^-22, far below
 // the 0.5/n2 >= 2^-9 distance of its fractional part from an integer, so the floor is exact.
@@ -50,7 +49,67 @@ fn place(e: u32) -> Place {
   return Place((r / spec.n1) * spec.col_chunks + col / spec.n2, r % spec.n1, col % spec.n2);
 }
 `;
+
+/** The `Spec` uniform at binding 0 and the index helpers every DisTrO kernel shares. */
+export const SPEC_WGSL = `${SPEC_STRUCT}
+@group(0) @binding(0) var<uniform> spec: Spec;
+${SPEC_HELPERS}`;
 const SPEC = SPEC_WGSL;
+
+/**
+ * A table dispatch's binding 0: `rows` (a power of two) `Spec`s, one per block, in a uniform
+ * array, each with `_s0` its first workgroup (padding rows: `0xffffffff`) and `_s1` its first
+ * element in the bound parameter-shaped views; {@link tableMain} copies the row of the
+ * workgroup's block into the private `spec`, so the kernel body reads `spec` as the
+ * one-parameter kernel does, and so computes the same bits: only addressing differs.
+ */
+export function tableSpecWgsl(rows: number): string {
+  if (!Number.isInteger(Math.log2(rows)) || rows > MAX_TABLE_ROWS) {
+    throw new RangeError(`table dispatch: ${rows} rows, not a power of two <= ${MAX_TABLE_ROWS}`);
+  }
+  // Unrolled binary search (no loop: llvmpipe counts loop iterations against a limit).
+  const steps: string[] = [];
+  for (let half = rows / 2; half >= 1; half /= 2) {
+    steps.push(`  if (table[r + ${half}u]._s0 <= w) { r += ${half}u; }`);
+  }
+  return `${SPEC_STRUCT}
+@group(0) @binding(0) var<uniform> table: array<Spec, ${rows}>;
+var<private> spec: Spec;
+// The last row whose first workgroup is at most w: the block workgroup w works on.
+fn find_row(w: u32) -> u32 {
+  var r = 0u;
+${steps.join("\n")}
+  return r;
+}
+${SPEC_HELPERS}`;
+}
+
+/** Most rows of a table dispatch (80 bytes each, within a 64 KiB uniform binding). */
+export const MAX_TABLE_ROWS = 512;
+
+/**
+ * The opening lines of a table dispatch's `main` (after the signature with `wid` and `nwg`):
+ * `spec` set to the workgroup's block, `tw` the workgroup's index within that block.
+ */
+export const TABLE_ROW = /* wgsl */ `
+  let w = wid.x + wid.y * nwg.x;
+  spec = table[find_row(w)];
+  let tw = w - spec._s0;`;
+
+/** {@link main1d} for a table dispatch: `i` counts the invocations of the workgroup's block. */
+function tableMain1d(wg: number): string {
+  return `@compute @workgroup_size(${wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {${TABLE_ROW}
+  let i = tw * ${wg}u + li;`;
+}
+
+/** The spec header and `main` of a one-parameter kernel (`table` 0) or of a table dispatch. */
+function specAndMain(wg: number, table: number): { spec: string; main: string } {
+  return table === 0
+    ? { spec: SPEC, main: main1d(wg) }
+    : { spec: tableSpecWgsl(table), main: tableMain1d(wg) };
+}
 
 /**
  * The feedback kernels' per-step scalars at binding 1 (8 words): `grad_sumsq` is copied in from
@@ -453,8 +512,9 @@ ${topkBody(bounded, scan, "y[(base + ids[r]) / 4u][(base + ids[r]) % 4u]")}`;
  * with `2^e` the smallest power of two >= the chunk's largest |v| — `aggregateFixed` of
  * one result. Bindings: 0 spec, 1 hyper `{lr, one_bit}`, 2 own values, 3 q (w).
  */
-export function ownFixedKernel(wg: number): string {
-  return /* wgsl */ `${SPEC}
+export function ownFixedKernel(wg: number, table = 0): string {
+  const { spec, main } = specAndMain(wg, table);
+  return /* wgsl */ `${spec}
 struct Hyper { lr: f32, one_bit: u32 };
 @group(0) @binding(1) var<storage, read> hyper: Hyper;
 @group(0) @binding(2) var<storage, read> own_val: array<f32>;
@@ -467,7 +527,7 @@ fn ceil_log2(x: f32) -> i32 {
   if (field == 0u) { return -149 + 32 - i32(countLeadingZeros(mant - 1u)); }
   return i32(field) - 127 + select(1, 0, mant == 0u);
 }
-${main1d(wg)}
+${main}
   if (i >= spec.chunks) { return; }
   let base = spec.entry + i * spec.k;
   if (hyper.one_bit != 0u) {
@@ -513,6 +573,15 @@ export function applyBindings(theta: "f32" | "vec4<f32>"): string {
 }
 
 /**
+ * Where an uploaded aggregate's entries of a block start in the bound `idx`/`q`: a
+ * one-parameter dispatch binds the block's own window (offsets count from its start); a table
+ * dispatch binds its group's window, `meta.entry` words after which the block's begins.
+ */
+export function aggregateBase(table: number): string {
+  return table === 0 ? "" : "m.entry + ";
+}
+
+/**
  * Exact apply, per element: `X = Σ q·Q₁[u][i]·Q₂[v][j]` over the chunk's entries in a
  * 64-bit two's-complement accumulator emulated with (u32 low, i32 high) words, then
  * `θ = θ − lr·sign(X)`. Each term is split so every i32 product is exact:
@@ -522,15 +591,18 @@ export function applyBindings(theta: "f32" | "vec4<f32>"): string {
  * Bindings: 0 spec, 1 hyper `{lr}`, 2 meta `[param]{offsets, entry, stride_k, _}`, 3 θ (rw),
  * 4 fixed basis (i32), 5 indices, 6 q (i32), 7 offsets.
  */
-export function applyKernel(wg: number): string {
-  return /* wgsl */ `${SPEC}
+export function applyKernel(wg: number, table = 0): string {
+  const { spec, main } = specAndMain(wg, table);
+  const at = table === 0 ? "i" : "i + spec._s1";
+  const aggBase = aggregateBase(table);
+  return /* wgsl */ `${spec}
 ${applyBindings("f32")}
 struct Acc { lo: u32, hi: i32 };
 fn add64(a: Acc, lo: u32, hi: i32) -> Acc {
   let s = a.lo + lo;
   return Acc(s, a.hi + hi + select(0, 1, s < lo));
 }
-${main1d(wg)}
+${main}
   if (i >= spec.rows * spec.cols) { return; }
   let at = place(i);
   let m = metas[spec.param];
@@ -540,8 +612,8 @@ ${main1d(wg)}
     start = m.entry + at.c * m.stride_k;
     end = start + m.stride_k;
   } else {
-    start = offsets[m.offsets + at.c];
-    end = offsets[m.offsets + at.c + 1u];
+    start = ${aggBase}offsets[m.offsets + at.c];
+    end = ${aggBase}offsets[m.offsets + at.c + 1u];
   }
   var acc = Acc(0u, 0);
   for (var e = start; e < end; e++) {
@@ -555,7 +627,7 @@ ${main1d(wg)}
   }
   var s = 0.0;
   if (acc.hi < 0) { s = -1.0; } else if (acc.hi > 0 || acc.lo != 0u) { s = 1.0; }
-  theta[i] = theta[i] - hyper[0] * s;
+  theta[${at}] = theta[${at}] - hyper[0] * s;
 }
 `;
 }
@@ -633,9 +705,12 @@ ${main1d(wg)}
  * row per invocation, with the same exact split products and per-lane 64-bit accumulators
  * (vec4 low words, vec4 high words). Bindings as the scalar kernel, θ as `array<vec4<f32>>`.
  */
-export function applyVec4Kernel(wg: number): string {
-  return /* wgsl */ `${SPEC}
-${applyBindings("vec4<f32>")}${main1d(wg)}
+export function applyVec4Kernel(wg: number, table = 0): string {
+  const { spec, main } = specAndMain(wg, table);
+  const at = table === 0 ? "i" : "i + spec._s1 / 4u";
+  const aggBase = aggregateBase(table);
+  return /* wgsl */ `${spec}
+${applyBindings("vec4<f32>")}${main}
   if (i >= spec.rows * spec.cols / 4u) { return; }
   let at = place(i * 4u);
   let m = metas[spec.param];
@@ -645,8 +720,8 @@ ${applyBindings("vec4<f32>")}${main1d(wg)}
     start = m.entry + at.c * m.stride_k;
     end = start + m.stride_k;
   } else {
-    start = offsets[m.offsets + at.c];
-    end = offsets[m.offsets + at.c + 1u];
+    start = ${aggBase}offsets[m.offsets + at.c];
+    end = ${aggBase}offsets[m.offsets + at.c + 1u];
   }
   let one = vec4<i32>(1);
   let zero = vec4<i32>(0);
@@ -671,7 +746,7 @@ ${applyBindings("vec4<f32>")}${main1d(wg)}
   }
   let positive = (hi > zero) | ((hi == zero) & (lo != vec4<u32>(0u)));
   let sgn = select(select(vec4<f32>(0.0), vec4<f32>(1.0), positive), vec4<f32>(-1.0), hi < zero);
-  theta[i] = theta[i] - hyper[0] * sgn;
+  theta[${at}] = theta[${at}] - hyper[0] * sgn;
 }
 `;
 }

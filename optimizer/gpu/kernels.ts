@@ -38,6 +38,7 @@ import {
   lookaheadKernel,
   MAX_GPU_TOPK,
   MAX_GPU_TOPK_ROWS,
+  MAX_TABLE_ROWS,
   ownFixedKernel,
   topkKernel,
   topkListIterations,
@@ -50,6 +51,7 @@ import {
   dispatch1d,
   f32Bits,
   type GpuRuntime,
+  grid1d,
   type TensorView,
   viewLength,
 } from "../../shaders/mod.ts";
@@ -508,6 +510,37 @@ export class DistroKernels {
   }
 
   /**
+   * {@link encodeOwnFixed} over several blocks in one dispatch: each row's `entry` counts from
+   * the start of the bound `val`/`q` windows.
+   */
+  encodeOwnFixedTable(
+    pass: GPUComputePassEncoder,
+    rows: readonly TableRow[],
+    v: { hyper: TensorView; val: TensorView; q: TensorView },
+  ): void {
+    const wg = this.#wg;
+    const t = dispatchTable(rows, (spec) => Math.ceil(spec[5] / wg));
+    const pipe = this.#rt.pipeline(
+      `distro/own-fixed/wg${wg}/t${t.rows}`,
+      () => ownFixedKernel(wg, t.rows),
+    );
+    const g = bindTensors(this.#rt, pipe, t.words, [v.hyper, v.val, v.q]);
+    dispatch(pass, pipe, g, grid1d(t.workgroups));
+  }
+
+  /**
+   * The apply pipeline a block with this `Spec` takes ({@link encodeApply}'s choice) and the
+   * workgroups it needs. Blocks of one `key` can share an {@link encodeApplyTable}.
+   */
+  applyPlan(
+    spec: number[],
+    options: { exactOnly?: boolean; maxEntries?: number } = {},
+  ): { key: string; workgroups: number } {
+    const v = this.#applyVariant(spec, options);
+    return { key: v.key, workgroups: v.workgroups(spec) };
+  }
+
+  /**
    * Exact `θ −= lr·sign(decodeFixed(...))` of one parameter: the float-filtered per-chunk kernel
    * (chunk_wgsl.ts) when the chunk width is a multiple of 4, else the scalar 64-bit integer
    * kernel. `maxEntries` (the most entries any chunk has; default: totalk) keeps the per-chunk
@@ -520,24 +553,116 @@ export class DistroKernels {
     v: ApplyViews,
     options: { exactOnly?: boolean; maxEntries?: number } = {},
   ): void {
-    const [rowsN, colsN, n1, n2] = spec;
-    const views = [v.hyper, v.meta, v.params, this.#basisFixed, v.idx, v.q, v.offsets];
+    const variant = this.#applyVariant(spec, options);
+    const pipe = this.#rt.pipeline(variant.key, () => variant.source(0));
+    const g = bindTensors(this.#rt, pipe, spec, [...this.#applyViews(v), ...variant.extra]);
+    dispatch(pass, pipe, g, grid1d(variant.workgroups(spec)));
+  }
+
+  /**
+   * {@link encodeApply} over several blocks in one dispatch, each workgroup finding its block in
+   * the table (distro_wgsl.ts `tableSpecWgsl`): every row takes the pipeline of the first (the
+   * same {@link applyPlan} key, else a RangeError), its `offset` counts from the start of the
+   * bound θ, and `metas[param]` locates its entries in the bound `idx`/`q` (and `offsets`)
+   * windows. Each chunk computes what {@link encodeApply} computes: the same bits.
+   */
+  encodeApplyTable(
+    pass: GPUComputePassEncoder,
+    rows: readonly TableRow[],
+    v: ApplyViews,
+    options: { exactOnly?: boolean; maxEntries?: readonly number[] } = {},
+  ): void {
+    const plan = (r: TableRow, n: number) =>
+      this.#applyVariant(r.spec, {
+        exactOnly: options.exactOnly,
+        maxEntries: options.maxEntries?.[n],
+      });
+    const variant = plan(rows[0], 0);
+    rows.forEach((r, n) => {
+      if (plan(r, n).key !== variant.key) {
+        throw new RangeError(`distro apply table: row ${n} takes another pipeline`);
+      }
+    });
+    const t = dispatchTable(rows, variant.workgroups);
+    const pipe = this.#rt.pipeline(`${variant.key}/t${t.rows}`, () => variant.source(t.rows));
+    const g = bindTensors(this.#rt, pipe, t.words, [...this.#applyViews(v), ...variant.extra]);
+    dispatch(pass, pipe, g, grid1d(t.workgroups));
+  }
+
+  #applyViews(v: ApplyViews): TensorView[] {
+    return [v.hyper, v.meta, v.params, this.#basisFixed, v.idx, v.q, v.offsets];
+  }
+
+  /** {@link encodeApply}'s pipeline for a block: key, source (one block or a table), grid. */
+  #applyVariant(
+    spec: readonly number[],
+    options: { exactOnly?: boolean; maxEntries?: number },
+  ): ApplyVariant {
+    const [, , n1, n2] = spec;
+    const wg = this.#wg;
     const fits = chunkApplyIterations(n1, options.maxEntries ?? spec[6]) <= MAX_LOOP_ITERATIONS;
     if (hasChunkKernels(n2) && fits && !options.exactOnly) {
       const rows = chunkRows(n1), width = chunkWidth(n2);
-      const group = chunksPerWorkgroup(n2, width, this.#wg);
-      const pipe = this.#rt.pipeline(
-        `distro/chunk-apply/n${n2}/r${rows}/w${width}/g${group}`,
-        () => chunkApplyKernel(n2, rows, width, group),
-      );
+      const group = chunksPerWorkgroup(n2, width, wg);
       const table = appliesPacked(rows, width) ? this.#basis.fixedPacked : this.#basis.fixedFloat;
-      const g = bindTensors(this.#rt, pipe, spec, [...views, table]);
-      dispatch(pass, pipe, g, chunkGrid(spec[5], group));
-      return;
+      return {
+        key: `distro/chunk-apply/n${n2}/r${rows}/w${width}/g${group}`,
+        source: (t) => chunkApplyKernel(n2, rows, width, group, t),
+        workgroups: (s) => Math.ceil(s[5] / group),
+        extra: [table],
+      };
     }
     const vec4 = n2 % 4 === 0;
-    const pipe = vec4 ? this.#pipes.applyVec4 : this.#pipes.apply;
-    const g = bindTensors(this.#rt, pipe, spec, views);
-    dispatch1d(pass, pipe, g, (rowsN * colsN) / (vec4 ? 4 : 1), this.#wg);
+    return {
+      key: `distro/${vec4 ? "apply-vec4" : "apply"}/wg${wg}`,
+      source: (t) => vec4 ? applyVec4Kernel(wg, t) : applyKernel(wg, t),
+      workgroups: (s) => Math.max(1, Math.ceil((s[0] * s[1]) / (vec4 ? 4 : 1) / wg)),
+      extra: [],
+    };
   }
 }
+
+/** One row of a table dispatch: a block's `Spec` words and its first element in the bound θ. */
+export interface TableRow {
+  readonly spec: readonly number[];
+  readonly offset: number;
+}
+
+/** A pipeline of {@link DistroKernels.encodeApply}: one-block and table sources, workgroups. */
+interface ApplyVariant {
+  readonly key: string;
+  readonly source: (table: number) => string;
+  readonly workgroups: (spec: readonly number[]) => number;
+  readonly extra: TensorView[];
+}
+
+/**
+ * The uniform words of a table dispatch (distro_wgsl.ts `tableSpecWgsl`): each row's `Spec`
+ * with `_s0` its first workgroup and `_s1` its offset, padded to a power of two rows with rows
+ * no workgroup reaches.
+ */
+function dispatchTable(
+  rows: readonly TableRow[],
+  workgroups: (spec: readonly number[]) => number,
+): { words: number[]; rows: number; workgroups: number } {
+  if (rows.length === 0 || rows.length > MAX_TABLE_ROWS) {
+    throw new RangeError(`distro table dispatch: ${rows.length} rows (1 to ${MAX_TABLE_ROWS})`);
+  }
+  const size = 2 ** Math.ceil(Math.log2(rows.length));
+  const words: number[] = [];
+  let first = 0;
+  for (const { spec, offset } of rows) {
+    if (spec.length !== SPEC_WORDS || offset % 4 !== 0) {
+      throw new RangeError(`distro table dispatch: bad row (offset ${offset})`);
+    }
+    words.push(...spec.slice(0, 17), first, offset, 0);
+    first += workgroups(spec);
+  }
+  for (let r = rows.length; r < size; r++) {
+    words.push(...new Array(17).fill(0), 0xffffffff, 0, 0);
+  }
+  return { words, rows: size, workgroups: first };
+}
+
+/** Words of one `Spec` (distro_wgsl.ts). */
+const SPEC_WORDS = 20;

@@ -2,7 +2,8 @@
  * DisTrO on the GPU: the optimizer the trainer plugs in as `--optimizer distro`.
  *
  * Buffers (P = floats in the flat parameter buffer, E = Σ chunks·k over parameters,
- * S = largest parameter, or largest block of one: below). The `[P]` ones are split into segments
+ * S = the largest segment of P, at most one storage binding and at least the largest block:
+ * below). The `[P]` ones are split into segments
  * like the parameters when those exceed one buffer (model/params.ts `paramSegments`; options
  * `segments`):
  * - `delta` `[P]`: residual momentum δ; `saved` `[P]`: θ before the in-place lookahead, or
@@ -10,17 +11,23 @@
  * - `ownIdx[2]`, `ownVal[2]` `[E]`: this step's and the previous step's own result
  *   (indices within chunks, unquantized values), double-buffered;
  * - `ownQ` `[E]`: fixed-point coefficients of the previous own result (single-node apply);
- * - `scratchT`, `scratchY` `[S]`: DCT intermediate and coefficients of the current block;
- * - `rowMax` `[max chunks·n1]` (u32): each coefficient row's largest top-k key, from the DCT's
- *   row pass, so top-k reads only the rows that can hold a winner;
+ * - `scratchT`, `scratchY` `[S]`: DCT intermediate and coefficients of the current wave of
+ *   blocks, each at its place in θ;
+ * - `rowMax` `[max Σ chunks·n1 over a wave]` (u32): each coefficient row's largest top-k key,
+ *   from the DCT's row pass, so top-k reads only the rows that can hold a winner;
  * - uploaded aggregate (`aggOffsets`, `aggIdx`, `aggQ`), grown on demand.
  *
  * No binding is larger than `maxStorageBufferBindingSize` (128 MiB on lavapipe, where the
  * Llama-1B embedding alone is 1002 MiB): the whole-layout passes (lookahead, weight decay) bind
  * ranges that fit, and the per-chunk kernels (feedback, DCT, top-k, apply) take a parameter
  * larger than a binding in blocks of whole chunk rows (chunk_blocks.ts), each a parameter of its
- * own; S is then the largest block, not the largest parameter. The result entries of a block,
- * and of the uploaded aggregate (aggregate_blocks.ts), are bound as windows of their own.
+ * own. The result entries of a block, and of the uploaded aggregate (aggregate_blocks.ts), are
+ * bound as windows.
+ *
+ * The per-chunk kernels run as table dispatches (dispatch_table.ts): one dispatch per pipeline
+ * over all the blocks that share it, their segment and one binding window, each workgroup
+ * finding its block in a uniform table. Generate runs in waves, the blocks whose θ window fits
+ * S (one wave when a segment fits a binding): their feedback, DCT and top-k, then the next.
  *
  * Nothing leaves the GPU per parameter per step except the compressed result
  * ({@link DistroOptimizer.readResult}: indices and values, E each) and the aggregate coming
@@ -150,6 +157,7 @@ export class DistroOptimizer implements Optimizer {
   readonly #blocks: readonly BoundBlock[];
   readonly #ownFixedGroups: readonly TableGroup[];
   readonly #ownApplyGroups: readonly TableGroup[];
+  readonly #waves: readonly Wave[];
   readonly #ownIdx: [GPUBuffer, GPUBuffer];
   readonly #ownVal: [GPUBuffer, GPUBuffer];
   readonly #ownQ: GPUBuffer;
@@ -190,7 +198,6 @@ export class DistroOptimizer implements Optimizer {
     this.#kernels = new DistroKernels(rt, this.#basis);
     let entry = 0;
     let largest = 1;
-    let rowMaxWords = 1;
     let slots = 0;
     const limits = {
       maxBytes: rt.limits.maxStorageBufferBindingSize,
@@ -209,7 +216,6 @@ export class DistroOptimizer implements Optimizer {
         const entries = entryWindow(first, block.layout.chunks * layout.k, limits.alignBytes / 4);
         const slot = slots++;
         largest = Math.max(largest, block.layout.size);
-        rowMaxWords = Math.max(rowMaxWords, block.layout.chunks * layout.n1);
         const spec = this.#kernels.spec({
           layout: block.layout,
           entry: entries.first,
@@ -262,8 +268,14 @@ export class DistroOptimizer implements Optimizer {
     this.#ownIdx = [buf("own idx 0", this.#entries * 4), buf("own idx 1", this.#entries * 4)];
     this.#ownVal = [buf("own val 0", this.#entries * 4), buf("own val 1", this.#entries * 4)];
     this.#ownQ = buf("own q", this.#entries * 4);
-    this.#scratchT = buf("dct scratch", largest * 4);
-    this.#scratchY = buf("dct coefficients", largest * 4);
+    // The scratch holds a wave of blocks laid out as in θ: as many as one binding holds.
+    const maxWords = Math.floor(limits.maxBytes / 4);
+    const spanned = segments.reduce((a, seg) => Math.max(a, seg.size), 0);
+    const scratchWords = Math.max(largest, Math.min(maxWords, spanned));
+    this.#waves = this.#planWaves(scratchWords);
+    const rowMaxWords = this.#waves.reduce((a, w) => Math.max(a, w.rowMaxWords), 1);
+    this.#scratchT = buf("dct scratch", scratchWords * 4);
+    this.#scratchY = buf("dct coefficients", scratchWords * 4);
     this.#rowMax = buf("dct row maxima", rowMaxWords * 4);
     this.#hyperLook = buf("lookahead hyper", 16);
     this.#hyperGen = buf("generate hyper", 32);
@@ -450,36 +462,72 @@ export class DistroOptimizer implements Optimizer {
         });
       }
     }
-    for (const { offset, block, spec, entries } of this.#params.flatMap((p) => p.blocks)) {
-      const size = block.layout.size;
-      const delta = this.#at(this.delta.buffers, offset, size);
-      const feedback = {
-        hyper: this.#hyperGen,
-        grads: this.#at(grads, offset, size),
-        delta,
-        ownIdx: entryView(this.#ownIdx[prev], entries),
-        ownVal: entryView(this.#ownVal[prev], entries),
-      };
-      const rowMax = this.#kernels.hasRowMax(spec) ? this.#rowMax : undefined;
-      const dct = { t: this.#scratchT, y: this.#scratchY, rowMax };
-      if (this.#kernels.hasFusedFeedback(spec)) {
-        this.#kernels.encodeFeedbackDct(this.#pass(step, "feedback+dct"), spec, {
-          ...feedback,
-          ...dct,
-        });
-      } else {
-        this.#kernels.encodeFeedback(this.#pass(step, "feedback"), spec, feedback);
-        this.#kernels.encodeDct(this.#pass(step, "dct"), spec, { x: delta, ...dct });
-      }
-      this.#kernels.encodeTopk(this.#pass(step, "topk"), spec, {
-        y: this.#scratchY,
-        idx: entryView(this.#ownIdx[next], entries),
-        val: entryView(this.#ownVal[next], entries),
-        rowMax,
-      });
-    }
+    for (const wave of this.#waves) this.#encodeWave(step, wave, { grads, prev, next });
     this.#cur = next;
     this.#hasOwn = true;
+  }
+
+  /**
+   * Feedback, DCT and top-k of one wave of blocks (the blocks whose coefficients the scratch
+   * buffers hold at once): each kernel kind as one table dispatch per pipeline, the fused column
+   * pass and the DCT's row pass where the chunks are powers of two, one dispatch per block of
+   * the per-chunk feedback and dense DCT elsewhere. Every block reads and writes only its own
+   * δ, scratch, row maxima and entries, so the order between blocks changes no bits.
+   */
+  #encodeWave(
+    step: GpuStep,
+    wave: Wave,
+    args: { grads: readonly GPUBuffer[]; prev: number; next: number },
+  ): void {
+    const [theta, entries] = wave.group.windows;
+    const seg = wave.group.segment;
+    const scratch = (buffer: GPUBuffer) => windowView(buffer, [0, theta[1]]);
+    const feedback = {
+      hyper: this.#hyperGen,
+      grads: windowView(args.grads[seg], theta),
+      delta: windowView(this.delta.buffers[seg], theta),
+      ownIdx: windowView(this.#ownIdx[args.prev], entries),
+      ownVal: windowView(this.#ownVal[args.prev], entries),
+    };
+    const t = scratch(this.#scratchT), y = scratch(this.#scratchY);
+    const rowMax = { buffer: this.#rowMax, offset: 0, size: this.#rowMax.size };
+    const kernels = this.#kernels;
+    const fused = wave.rows.filter((r) => kernels.hasFusedFeedback(r.row.spec));
+    for (const rows of byKey(fused, (r) => kernels.feedbackDctPlan(r.row.spec, r.max).cols)) {
+      kernels.encodeFeedbackColsTable(this.#pass(step, "feedback+dct"), rows, { ...feedback, t });
+    }
+    for (const { row, block } of wave.rows.filter((r) => !kernels.hasFusedFeedback(r.row.spec))) {
+      // The per-chunk feedback and dense DCT, one block at a time, at the block's place.
+      const at = (buffer: GPUBuffer, start: number) =>
+        windowView(buffer, [start + row.offset, block]);
+      const spec = [...row.spec];
+      const delta = at(this.delta.buffers[seg], theta[0]);
+      kernels.encodeFeedback(this.#pass(step, "feedback"), spec, {
+        ...feedback,
+        grads: at(args.grads[seg], theta[0]),
+        delta,
+      });
+      kernels.encodeDct(this.#pass(step, "dct"), spec, {
+        x: delta,
+        t: at(this.#scratchT, 0),
+        y: at(this.#scratchY, 0),
+      });
+    }
+    for (const rows of byKey(fused, (r) => kernels.feedbackDctPlan(r.row.spec, r.max).rows)) {
+      kernels.encodeFastRowsTable(this.#pass(step, "feedback+dct"), rows, {
+        t,
+        y,
+        rowMax: wave.rows.find((r) => r.row === rows[0])!.max ? rowMax : undefined,
+      });
+    }
+    for (const rows of byKey(wave.rows, (r) => kernels.topkPlan(r.row.spec, r.max))) {
+      kernels.encodeTopkTable(this.#pass(step, "topk"), rows, {
+        y,
+        idx: windowView(this.#ownIdx[args.next], entries),
+        val: windowView(this.#ownVal[args.next], entries),
+        rowMax: wave.rows.find((r) => r.row === rows[0])!.max ? rowMax : undefined,
+      });
+    }
   }
 
   /**
@@ -779,6 +827,47 @@ export class DistroOptimizer implements Optimizer {
     );
   }
 
+  /**
+   * The waves of {@link encodeGenerate}: groups of blocks (dispatch_table.ts) of one segment
+   * whose θ window fits `scratchWords`, each block's table row placed in the scratch as in θ
+   * (its `offset` from the window's start), its `entry` from the entries window's start and its
+   * row maxima, where its DCT writes them, one after another.
+   */
+  #planWaves(scratchWords: number): Wave[] {
+    const alignWords = this.#rt.limits.minStorageBufferOffsetAlignment / 4;
+    const groups = tableGroups(
+      this.#blocks.map((b) => ({
+        key: "wave",
+        segment: segmentIndex(this.#segments, b.offset),
+        ranges: [this.#paramSpan(b), ownEntries(b)],
+      })),
+      {
+        maxWords: Math.min(
+          scratchWords,
+          Math.floor(this.#rt.limits.maxStorageBufferBindingSize / 4),
+        ),
+        alignWords,
+        maxRows: MAX_TABLE_ROWS,
+      },
+    );
+    return groups.map((group) => {
+      const [theta, entries] = group.windows;
+      let rowMaxWords = 0;
+      const rows = group.members.map((n) => {
+        const b = this.#blocks[n];
+        const max = this.#kernels.hasRowMax(b.spec);
+        const row = {
+          spec: withEntry(b.spec, ownEntries(b)[0] - entries[0], n),
+          offset: this.#paramSpan(b)[0] - theta[0],
+          rowMax: max ? rowMaxWords : 0,
+        };
+        if (max) rowMaxWords += b.block.layout.chunks * b.block.layout.n1;
+        return { row, max, block: b.block.layout.size };
+      });
+      return { group, rows, rowMaxWords };
+    });
+  }
+
   /** The floats `[start, end)` of a block, counted from the start of its segment. */
   #paramSpan(b: BoundBlock): [number, number] {
     const start = b.offset - this.#segments[segmentIndex(this.#segments, b.offset)].start;
@@ -882,6 +971,31 @@ export class DistroOptimizer implements Optimizer {
   }
 }
 
+/**
+ * A wave of {@link DistroOptimizer.encodeGenerate}: its blocks' group and table rows (with
+ * whether the block's DCT writes row maxima, and its floats), and the row-maxima words it uses.
+ */
+interface Wave {
+  readonly group: TableGroup;
+  readonly rows: readonly { row: TableRow; max: boolean; block: number }[];
+  readonly rowMaxWords: number;
+}
+
+/** The table rows of `items` split by `key`, in order of first appearance. */
+function byKey<T extends { row: TableRow }>(
+  items: readonly T[],
+  key: (item: T) => string,
+): TableRow[][] {
+  const out = new Map<string, TableRow[]>();
+  for (const item of items) {
+    const k = key(item);
+    const list = out.get(k);
+    if (list) list.push(item.row);
+    else out.set(k, [item.row]);
+  }
+  return [...out.values()];
+}
+
 /** The binding of the words `[start, start + size)` of `buffer`. */
 function windowView(buffer: GPUBuffer, [start, size]: WordWindow): TensorView {
   return { buffer, offset: start * 4, size: size * 4 };
@@ -899,11 +1013,6 @@ function withEntry(spec: readonly number[], entry: number, param: number): numbe
   out[12] = entry;
   out[13] = param;
   return out;
-}
-
-/** The binding of a result buffer's entry window. */
-function entryView(buffer: GPUBuffer, w: EntryWindow): TensorView {
-  return { buffer, offset: w.start * 4, size: w.size * 4 };
 }
 
 /** A {@link ParamLayout} of the flat parameters, for the state's segment buffers. */

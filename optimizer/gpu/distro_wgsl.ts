@@ -105,7 +105,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
 }
 
 /** The spec header and `main` of a one-parameter kernel (`table` 0) or of a table dispatch. */
-function specAndMain(wg: number, table: number): { spec: string; main: string } {
+export function specAndMain(wg: number, table: number): { spec: string; main: string } {
   return table === 0
     ? { spec: SPEC, main: main1d(wg) }
     : { spec: tableSpecWgsl(table), main: tableMain1d(wg) };
@@ -397,7 +397,7 @@ ${pad}}`;
  * `i`. With `bounded`, a list that became a heap is heap-sorted first: the top, the lowest
  * rank, swapped to the end of the shrinking heap.
  */
-function topkBody(bounded: boolean, scan: string, value: string): string {
+function topkBody(bounded: boolean, scan: string, value: string, table = 0): string {
   const state = bounded ? "\n  var moves = 0u;\n  var heap_mode = false;" : "";
   const sort = bounded
     ? `
@@ -411,7 +411,7 @@ ${siftDown("n", "top_key", "top_id", "    ")}
     : "";
   return `  if (i >= spec.chunks) { return; }
   let k = spec.k;
-  let base = i * spec.totalk;
+  let base = ${table === 0 ? "" : "spec._s1 + "}i * spec.totalk;
   var keys: array<u32, ${MAX_GPU_TOPK}>;
   var ids: array<u32, ${MAX_GPU_TOPK}>;
   var filled = 0u;
@@ -434,7 +434,8 @@ ${scan}${sort}
  * or 16: docs/benchmarks.md, "Behind the code"). Bindings: 0 spec, 1 Y (`vec4<f32>` when `vec4`), 2
  * indices (w), 3 values (w).
  */
-export function topkKernel(wg: number, vec4 = false, bounded = false): string {
+export function topkKernel(wg: number, vec4 = false, bounded = false, table = 0): string {
+  const { spec, main } = specAndMain(wg, table);
   // An equal key found later ranks below (ties to the lower index): skip it.
   const scan = vec4
     ? `  for (var t4 = 0u; t4 < spec.totalk / 4u; t4++) {
@@ -445,13 +446,13 @@ ${topkInsertGroup(bounded, "y[base / 4u + t4]", "t4 * 4u", "    ")}
 ${topkInsert(bounded, "t", "    ")}
   }`;
   const value = vec4 ? "y[(base + ids[r]) / 4u][(base + ids[r]) % 4u]" : "y[base + ids[r]]";
-  return /* wgsl */ `${SPEC}
+  return /* wgsl */ `${spec}
 @group(0) @binding(1) var<storage, read> y: array<${vec4 ? "vec4<f32>" : "f32"}>;
 @group(0) @binding(2) var<storage, read_write> out_idx: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out_val: array<f32>;
 ${RANKS_BELOW}
-${main1d(wg)}
-${topkBody(bounded, scan, value)}`;
+${main}
+${topkBody(bounded, scan, value, table)}`;
 }
 
 /**
@@ -466,8 +467,9 @@ ${topkBody(bounded, scan, value)}`;
  * fewer than k rows scan every row (τ = 0). Needs n2 a multiple of 4. Bindings: 0 spec,
  * 1 Y (vec4), 2 indices (w), 3 values (w), 4 row maxima (u32).
  */
-export function topkRowsKernel(wg: number, bounded = false): string {
-  const scan = `  let rows = i * spec.n1;
+export function topkRowsKernel(wg: number, bounded = false, table = 0): string {
+  const { spec, main } = specAndMain(wg, table);
+  const scan = `  let rows = ${table === 0 ? "" : "spec._s2 + "}i * spec.n1;
   var tau = 0u;
   if (spec.n1 >= k) {
     for (var u = 0u; u < spec.n1; u++) {
@@ -496,14 +498,14 @@ ${topkInsert(bounded, "u", "      ")}
 ${topkInsertGroup(bounded, "y[row + t4]", "(u * q4 + t4) * 4u", "      ")}
     }
   }`;
-  return /* wgsl */ `${SPEC}
+  return /* wgsl */ `${spec}
 @group(0) @binding(1) var<storage, read> y: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> out_idx: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out_val: array<f32>;
 @group(0) @binding(4) var<storage, read> row_max: array<u32>;
 ${RANKS_BELOW}
-${main1d(wg)}
-${topkBody(bounded, scan, "y[(base + ids[r]) / 4u][(base + ids[r]) % 4u]")}`;
+${main}
+${topkBody(bounded, scan, "y[(base + ids[r]) / 4u][(base + ids[r]) % 4u]", table)}`;
 }
 
 /**

@@ -17,7 +17,7 @@
  */
 
 import { type FastDctPlan, fastDctPlan, fastIdctPlan } from "../fast_dct.ts";
-import { FEEDBACK_HYPER, SPEC_WGSL } from "./distro_wgsl.ts";
+import { FEEDBACK_HYPER, SPEC_WGSL, specAndMain } from "./distro_wgsl.ts";
 import { main1d } from "../../shaders/mod.ts";
 
 /** An f32 literal that parses back to exactly `Math.fround(c)`. */
@@ -88,7 +88,13 @@ ${stores}
  * indices, 6 own values, 7 T (w); g, δ and T as `array<vecW<f32>>`. Dispatch
  * `(rows / n1)·cols / width` invocations.
  */
-export function fastFeedbackColsKernel(wg: number, n: number, width: 1 | 2 | 4 = 1): string {
+export function fastFeedbackColsKernel(
+  wg: number,
+  n: number,
+  width: 1 | 2 | 4 = 1,
+  table = 0,
+): string {
+  const { spec, main } = specAndMain(wg, table);
   const type = width === 1 ? "f32" : `vec${width}<f32>`;
   const inverse = fastDctStatements(fastIdctPlan(n), (u) => `z[${u}]`, "s");
   const forward = fastDctStatements(fastDctPlan(n), (i) => `d${i}`);
@@ -103,7 +109,7 @@ export function fastFeedbackColsKernel(wg: number, n: number, width: 1 | 2 | 4 =
   const basis = width === 1
     ? "fbasis[o]"
     : `${type}(${Array.from({ length: width }, (_, k) => `fbasis[o + ${k}u]`).join(", ")})`;
-  return /* wgsl */ `${SPEC_WGSL}
+  return /* wgsl */ `${spec}
 ${FEEDBACK_HYPER}
 @group(0) @binding(2) var<storage, read> grads: array<${type}>;
 @group(0) @binding(3) var<storage, read_write> delta: array<${type}>;
@@ -111,12 +117,12 @@ ${FEEDBACK_HYPER}
 @group(0) @binding(5) var<storage, read> own_idx: array<u32>;
 @group(0) @binding(6) var<storage, read> own_val: array<f32>;
 @group(0) @binding(7) var<storage, read_write> t: array<${type}>;
-${main1d(wg)}
+${main}
   let stride = spec.cols / ${width}u;
   if (i >= (spec.rows / ${n}u) * stride) { return; }
   let br = i / stride;
   let col = (i - br * stride) * ${width}u;
-  let base = br * ${n}u * stride + col / ${width}u;
+  let base = ${table === 0 ? "" : `spec._s1 / ${width}u + `}br * ${n}u * stride + col / ${width}u;
   let bc = col / spec.n2;
   let j = col - bc * spec.n2;
   let scale = clip_scale();
@@ -146,7 +152,10 @@ ${stores}
  * largest top-k key (`bits & 0x7fffffff`) of each coefficient row, at `c·n1 + u`, for
  * distro_wgsl.ts `topkRowsKernel`. Dispatch `rows·colChunks` invocations.
  */
-export function fastDctRowsKernel(wg: number, n: number, rowMax = false): string {
+export function fastDctRowsKernel(wg: number, n: number, rowMax = false, table = 0): string {
+  const { spec, main } = specAndMain(wg, table);
+  // A table dispatch's block: T and Y at its element `_s1`, its row maxima at word `_s2`.
+  const at = table === 0 ? "dst" : "(spec._s1 + dst)";
   const vec = n % 4 === 0;
   if (rowMax && !vec) {
     throw new RangeError(`fastDctRowsKernel: row maxima need n % 4 = 0, not ${n}`);
@@ -162,27 +171,28 @@ export function fastDctRowsKernel(wg: number, n: number, rowMax = false): string
       { length: n / 4 },
       (_, q) =>
         `  let o${q} = vec4<f32>(${outputs.slice(4 * q, 4 * q + 4).join(", ")});
-  y[dst / 4u + ${q}u] = o${q};`,
+  y[${at} / 4u + ${q}u] = o${q};`,
     )
-    : outputs.map((v, u) => `  y[dst + ${u}u] = ${v};`);
+    : outputs.map((v, u) => `  y[${at} + ${u}u] = ${v};`);
   if (rowMax) {
     const key = (q: number) => `(bitcast<vec4<u32>>(o${q}) & vec4<u32>(0x7fffffffu))`;
     stores.push(`  var m = ${key(0)};`);
     for (let q = 1; q < n / 4; q++) stores.push(`  m = max(m, ${key(q)});`);
-    stores.push(`  row_max[dst / ${n}u] = max(max(m.x, m.y), max(m.z, m.w));`);
+    const row = table === 0 ? `dst / ${n}u` : `spec._s2 + dst / ${n}u`;
+    stores.push(`  row_max[${row}] = max(max(m.x, m.y), max(m.z, m.w));`);
   }
   const type = vec ? "vec4<f32>" : "f32";
-  return /* wgsl */ `${SPEC_WGSL}
+  return /* wgsl */ `${spec}
 @group(0) @binding(1) var<storage, read> t: array<${type}>;
 @group(0) @binding(2) var<storage, read_write> y: array<${type}>;
 ${rowMax ? "@group(0) @binding(3) var<storage, read_write> row_max: array<u32>;" : ""}
-${main1d(wg)}
+${main}
   let cc = spec.col_chunks;
   if (i >= spec.rows * cc) { return; }
   let r = i / cc;
   let bc = i - r * cc;
   let br = r / spec.n1;
-  let src = r * spec.cols + bc * ${n}u;
+  let src = ${table === 0 ? "" : "spec._s1 + "}r * spec.cols + bc * ${n}u;
   let dst = (br * cc + bc) * spec.totalk + (r - br * spec.n1) * ${n}u;
 ${loads.join("\n")}
 ${code}

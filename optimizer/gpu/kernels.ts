@@ -333,7 +333,7 @@ export class DistroKernels {
    * row-skipping top-k reads ({@link encodeDct}'s `rowMax`): power-of-two chunks (the fast
    * DCT) whose width is a multiple of 4. `rowMax` then holds `chunks·n1` u32 words.
    */
-  hasRowMax(spec: number[]): boolean {
+  hasRowMax(spec: readonly number[]): boolean {
     const [, , n1, n2] = spec;
     return hasFastDct(n1) && hasFastDct(n2) && n2 % 4 === 0;
   }
@@ -342,7 +342,7 @@ export class DistroKernels {
    * Whether {@link encodeFeedbackDct} handles a parameter with this `Spec`: power-of-two chunks
    * (the fast DCT in both directions).
    */
-  hasFusedFeedback(spec: number[]): boolean {
+  hasFusedFeedback(spec: readonly number[]): boolean {
     const [, , n1, n2] = spec;
     return hasFastDct(n1) && hasFastDct(n2);
   }
@@ -519,13 +519,113 @@ export class DistroKernels {
     v: { hyper: TensorView; val: TensorView; q: TensorView },
   ): void {
     const wg = this.#wg;
-    const t = dispatchTable(rows, (spec) => Math.ceil(spec[5] / wg));
-    const pipe = this.#rt.pipeline(
-      `distro/own-fixed/wg${wg}/t${t.rows}`,
-      () => ownFixedKernel(wg, t.rows),
-    );
-    const g = bindTensors(this.#rt, pipe, t.words, [v.hyper, v.val, v.q]);
-    dispatch(pass, pipe, g, grid1d(t.workgroups));
+    this.#encodeTable(pass, rows, {
+      key: `distro/own-fixed/wg${wg}`,
+      source: (t) => ownFixedKernel(wg, t),
+      workgroups: (spec) => Math.ceil(spec[5] / wg),
+    }, [v.hyper, v.val, v.q]);
+  }
+
+  /**
+   * The keys of {@link encodeFeedbackDctTable}'s two pipelines for a block with this `Spec`
+   * (where {@link hasFusedFeedback}): blocks share a dispatch of the column pass when their
+   * `cols` keys agree, of the row pass when their `rows` keys do.
+   */
+  feedbackDctPlan(spec: readonly number[], rowMax: boolean): { cols: string; rows: string } {
+    return { cols: this.#feedbackCols(spec).key, rows: this.#fastRows(spec, rowMax).key };
+  }
+
+  /**
+   * {@link encodeFeedbackDct}'s column pass (error feedback, momentum, column DCT) over several
+   * blocks in one dispatch: every row's `offset` counts from the start of the bound `grads`,
+   * `delta` and `t` (laid out alike), its `entry` from that of `ownIdx`/`ownVal`.
+   */
+  encodeFeedbackColsTable(
+    pass: GPUComputePassEncoder,
+    rows: readonly TableRow[],
+    v: FeedbackViews & { t: TensorView },
+  ): void {
+    const views = [v.hyper, v.grads, v.delta, this.#basisFloat, v.ownIdx, v.ownVal, v.t];
+    this.#encodeTable(pass, rows, this.#feedbackCols(rows[0].spec), views);
+  }
+
+  /**
+   * {@link encodeFeedbackDct}'s row pass over several blocks in one dispatch: T and Y at each
+   * row's `offset`, its row maxima (with `rowMax`) at its `rowMax` word.
+   */
+  encodeFastRowsTable(
+    pass: GPUComputePassEncoder,
+    rows: readonly TableRow[],
+    v: { t: TensorView; y: TensorView; rowMax?: TensorView },
+  ): void {
+    const variant = this.#fastRows(rows[0].spec, v.rowMax !== undefined);
+    this.#encodeTable(pass, rows, variant, v.rowMax ? [v.t, v.y, v.rowMax] : [v.t, v.y]);
+  }
+
+  /** The key of {@link encodeTopkTable}'s pipeline for a block with this `Spec`. */
+  topkPlan(spec: readonly number[], rowMax: boolean): string {
+    return this.#topk(spec, rowMax).key;
+  }
+
+  /**
+   * {@link encodeTopk} over several blocks in one dispatch: each row's coefficients at its
+   * `offset` in `y`, its row maxima (with `rowMax`) at its `rowMax` word, its entries at its
+   * `entry` in `idx`/`val`. The same bits as one dispatch per block.
+   */
+  encodeTopkTable(
+    pass: GPUComputePassEncoder,
+    rows: readonly TableRow[],
+    v: { y: TensorView; idx: TensorView; val: TensorView; rowMax?: TensorView },
+  ): void {
+    const variant = this.#topk(rows[0].spec, v.rowMax !== undefined);
+    const views = v.rowMax ? [v.y, v.idx, v.val, v.rowMax] : [v.y, v.idx, v.val];
+    this.#encodeTable(pass, rows, variant, views);
+  }
+
+  #feedbackCols(spec: readonly number[]): TableVariant {
+    const [, colsN, n1, n2] = spec;
+    const wg = this.#wg;
+    const width = colsN % 2 === 0 && n2 % 2 === 0 ? 2 : 1;
+    return {
+      key: `distro/fast-feedback-cols/n${n1}/w${width}/wg${wg}`,
+      source: (t) => fastFeedbackColsKernel(wg, n1, width, t),
+      workgroups: (s) => Math.max(1, Math.ceil((s[0] * s[1]) / s[2] / width / wg)),
+    };
+  }
+
+  #fastRows(spec: readonly number[], rowMax: boolean): TableVariant {
+    const n2 = spec[3];
+    const wg = this.#wg;
+    return {
+      key: `distro/fast-dct-rows${rowMax ? "-max" : ""}/n${n2}/wg${wg}`,
+      source: (t) => fastDctRowsKernel(wg, n2, rowMax, t),
+      workgroups: (s) => Math.max(1, Math.ceil((s[0] * s[1]) / s[3] / wg)),
+    };
+  }
+
+  #topk(spec: readonly number[], rowMax: boolean): TableVariant {
+    const [, , n1, , , , totalk, k] = spec;
+    const wg = this.#wg;
+    const bounded = topkListIterations(n1, totalk, k) > MAX_LOOP_ITERATIONS;
+    const name = rowMax ? "topk-rows" : totalk % 4 === 0 ? "topk-vec4" : "topk";
+    return {
+      key: `distro/${name}${bounded ? "-bounded" : ""}/wg${wg}`,
+      source: (t) =>
+        rowMax ? topkRowsKernel(wg, bounded, t) : topkKernel(wg, totalk % 4 === 0, bounded, t),
+      workgroups: (s) => Math.max(1, Math.ceil(s[5] / wg)),
+    };
+  }
+
+  /** One table dispatch of `variant` over `rows`, binding `views` from binding 1 on. */
+  #encodeTable(
+    pass: GPUComputePassEncoder,
+    rows: readonly TableRow[],
+    variant: TableVariant,
+    views: readonly TensorView[],
+  ): void {
+    const t = dispatchTable(rows, variant.workgroups);
+    const pipe = this.#rt.pipeline(`${variant.key}/t${t.rows}`, () => variant.source(t.rows));
+    dispatch(pass, pipe, bindTensors(this.#rt, pipe, t.words, views), grid1d(t.workgroups));
   }
 
   /**
@@ -583,10 +683,7 @@ export class DistroKernels {
         throw new RangeError(`distro apply table: row ${n} takes another pipeline`);
       }
     });
-    const t = dispatchTable(rows, variant.workgroups);
-    const pipe = this.#rt.pipeline(`${variant.key}/t${t.rows}`, () => variant.source(t.rows));
-    const g = bindTensors(this.#rt, pipe, t.words, [...this.#applyViews(v), ...variant.extra]);
-    dispatch(pass, pipe, g, grid1d(t.workgroups));
+    this.#encodeTable(pass, rows, variant, [...this.#applyViews(v), ...variant.extra]);
   }
 
   #applyViews(v: ApplyViews): TensorView[] {
@@ -622,17 +719,25 @@ export class DistroKernels {
   }
 }
 
-/** One row of a table dispatch: a block's `Spec` words and its first element in the bound θ. */
+/**
+ * One row of a table dispatch: a block's `Spec` words, its first element in the bound
+ * parameter-shaped views and, for the DCT's row pass and top-k, its first word of row maxima.
+ */
 export interface TableRow {
   readonly spec: readonly number[];
   readonly offset: number;
+  readonly rowMax?: number;
 }
 
-/** A pipeline of {@link DistroKernels.encodeApply}: one-block and table sources, workgroups. */
-interface ApplyVariant {
+/** A pipeline of a table dispatch: its key, its source for a table of `table` rows, its grid. */
+interface TableVariant {
   readonly key: string;
   readonly source: (table: number) => string;
   readonly workgroups: (spec: readonly number[]) => number;
+}
+
+/** A pipeline of {@link DistroKernels.encodeApply}, with the basis view it binds last. */
+interface ApplyVariant extends TableVariant {
   readonly extra: TensorView[];
 }
 
@@ -651,11 +756,11 @@ function dispatchTable(
   const size = 2 ** Math.ceil(Math.log2(rows.length));
   const words: number[] = [];
   let first = 0;
-  for (const { spec, offset } of rows) {
+  for (const { spec, offset, rowMax } of rows) {
     if (spec.length !== SPEC_WORDS || offset % 4 !== 0) {
       throw new RangeError(`distro table dispatch: bad row (offset ${offset})`);
     }
-    words.push(...spec.slice(0, 17), first, offset, 0);
+    words.push(...spec.slice(0, 17), first, offset, rowMax ?? 0);
     first += workgroups(spec);
   }
   for (let r = rows.length; r < size; r++) {

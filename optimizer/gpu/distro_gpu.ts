@@ -450,17 +450,14 @@ export class DistroOptimizer implements Optimizer {
     }
     const prev = this.#cur;
     const next = this.#hasOwn ? 1 - prev : prev;
-    const maxBinding = this.#rt.limits.maxStorageBufferBindingSize;
-    for (const p of decays ? this.#params : []) {
-      // Parameters start at multiples of 64 floats: rounding up to 4 stays in their padding.
-      const n = Math.ceil(p.layout.size / 4) * 4;
-      for (const [start, count] of bindingRanges(n, maxBinding)) {
-        this.#kernels.encodeWeightDecay(this.#pass(step, "weight-decay"), count, {
-          hyper: this.#hyperGen,
-          source: this.#at(this.#saved.buffers, p.offset + start, count),
-          params: this.#at(params, p.offset + start, count),
-        });
-      }
+    // Over whole segments, as the lookahead: the padding between parameters, which the lookahead
+    // copied into `saved` too, is decayed along (zero stays zero) in one pass per binding range.
+    for (const r of decays ? this.#ranges() : []) {
+      this.#kernels.encodeWeightDecay(this.#pass(step, "weight-decay"), r.n, {
+        hyper: this.#hyperGen,
+        source: r.view(this.#saved.buffers),
+        params: r.view(params),
+      });
     }
     for (const wave of this.#waves) this.#encodeWave(step, wave, { grads, prev, next });
     this.#cur = next;

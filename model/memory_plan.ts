@@ -12,7 +12,7 @@
  *                         (segments of whole tensors) as maxBufferSize requires
  * AdamW                   m, v: 4·P each
  * DisTrO                  momentum with error feedback δ 4·P, saved/lookahead θ 4·P,
- *                         top-k entries 5·4·E (E ≈ Σ chunks·topk), DCT scratch 2·4·largest
+ *                         top-k entries 5·4·E (E ≈ Σ chunks·topk), DCT scratch 2·4·wave
  *                         tensor, or 2 × one storage binding when that is smaller (a tensor over
  *                         one binding is transformed in blocks of chunk rows)
  * activations (saved)     per layer h1 h2 xm [N,C], q att [N,H·D], k v [N,KVH·D], gate up act
@@ -121,6 +121,14 @@ export interface MemoryPlanInput {
    */
   maxBindingBytes?: number;
 }
+
+/**
+ * The most bytes of each of DisTrO's two DCT scratch buffers, unless one block of a tensor needs
+ * more (optimizer/gpu/distro_gpu.ts): the scratch holds a wave of blocks laid out as in θ, whose
+ * kernels run as one dispatch per pipeline, so the cap trades dispatches for memory on large
+ * models (a 20M model is one wave; the Llama-1B on lavapipe is held to one 128 MiB binding anyway).
+ */
+export const DISTRO_WAVE_BYTES = 256 * 2 ** 20;
 
 /** Chunk rows are a multiple of this, so row offsets stay 256-byte aligned. */
 const LOGITS_ROW_ALIGN = 64;
@@ -232,7 +240,10 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     device.push({ label: "AdamW moments m, v", bytes: 2 * F32 * P });
   } else {
     const { chunk, topk } = input.distro ?? { chunk: 64, topk: 4 };
-    const dctBlock = Math.min(largestTensor.size, (input.maxBindingBytes ?? Infinity) / F32);
+    // A wave of blocks: the parameters, at most a binding and the wave cap, at least one block.
+    const binding = (input.maxBindingBytes ?? Infinity) / F32;
+    const dctBlock = Math.min(largestTensor.size, binding);
+    const wave = Math.max(dctBlock, Math.min(P, binding, DISTRO_WAVE_BYTES / F32));
     const entries = sizes.reduce(
       (s, t) => s + Math.ceil(t.size / (t.shape.length === 2 ? chunk * chunk : chunk)) * topk,
       0,
@@ -242,7 +253,8 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
       { label: "DisTrO saved parameters (lookahead)", bytes: F32 * P },
       {
         label: "DisTrO top-k and DCT scratch",
-        bytes: F32 * (5 * entries + 2 * dctBlock),
+        // Two scratch buffers and the row maxima (one word per coefficient row of a chunk).
+        bytes: F32 * (5 * entries + 2 * wave + Math.ceil(wave / chunk)),
       },
     );
   }

@@ -159,6 +159,7 @@ export {
 } from "./hub.ts";
 export {
   checkMemoryPlan,
+  DISTRO_WAVE_BYTES,
   formatBytes,
   formatCount,
   formatMemoryPlan,

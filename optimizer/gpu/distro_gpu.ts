@@ -2,8 +2,8 @@
  * DisTrO on the GPU: the optimizer the trainer plugs in as `--optimizer distro`.
  *
  * Buffers (P = floats in the flat parameter buffer, E = Σ chunks·k over parameters,
- * S = the largest segment of P, at most one storage binding and at least the largest block:
- * below). The `[P]` ones are split into segments
+ * S = the largest segment of P, at most one storage binding and model/memory_plan.ts
+ * `DISTRO_WAVE_BYTES`, and at least the largest block: below). The `[P]` ones are split into segments
  * like the parameters when those exceed one buffer (model/params.ts `paramSegments`; options
  * `segments`):
  * - `delta` `[P]`: residual momentum δ; `saved` `[P]`: θ before the in-place lookahead, or
@@ -58,6 +58,7 @@ import { MAX_TABLE_ROWS } from "./distro_wgsl.ts";
 import { type GpuRuntime, type GpuStep, resolveView, type TensorView } from "../../shaders/mod.ts";
 import {
   bindingRanges,
+  DISTRO_WAVE_BYTES,
   ParamBuffers,
   type ParamLayout,
   type ParamSegment,
@@ -271,7 +272,7 @@ export class DistroOptimizer implements Optimizer {
     // The scratch holds a wave of blocks laid out as in θ: as many as one binding holds.
     const maxWords = Math.floor(limits.maxBytes / 4);
     const spanned = segments.reduce((a, seg) => Math.max(a, seg.size), 0);
-    const scratchWords = Math.max(largest, Math.min(maxWords, spanned));
+    const scratchWords = Math.max(largest, Math.min(maxWords, spanned, DISTRO_WAVE_BYTES / 4));
     this.#waves = this.#planWaves(scratchWords);
     const rowMaxWords = this.#waves.reduce((a, w) => Math.max(a, w.rowMaxWords), 1);
     this.#scratchT = buf("dct scratch", scratchWords * 4);

@@ -1,7 +1,8 @@
 /**
  * Typed faces of the DisTrO WGSL kernels: pipelines built once, the shared DCT basis tables,
  * each parameter's `Spec` uniform, and one `encode*` method per kernel that binds views and
- * dispatches into a compute pass. The optimizer (distro_gpu.ts) sequences them; tests drive
+ * dispatches into a compute pass; the `encode*Table` methods run a kernel over several blocks in
+ * one dispatch (a table of `Spec`s, distro_wgsl.ts `tableSpecWgsl`). The optimizer (distro_gpu.ts) sequences them; tests drive
  * them one at a time against the TypeScript references.
  *
  * @module
@@ -519,17 +520,18 @@ export class DistroKernels {
     v: { hyper: TensorView; val: TensorView; q: TensorView },
   ): void {
     const wg = this.#wg;
-    this.#encodeTable(pass, rows, {
+    const variant = {
       key: `distro/own-fixed/wg${wg}`,
-      source: (t) => ownFixedKernel(wg, t),
-      workgroups: (spec) => Math.ceil(spec[5] / wg),
-    }, [v.hyper, v.val, v.q]);
+      source: (t: number) => ownFixedKernel(wg, t),
+      workgroups: (spec: readonly number[]) => Math.max(1, Math.ceil(spec[5] / wg)),
+    };
+    this.#encodeTable(pass, rows, () => variant, [v.hyper, v.val, v.q]);
   }
 
   /**
-   * The keys of {@link encodeFeedbackDctTable}'s two pipelines for a block with this `Spec`
-   * (where {@link hasFusedFeedback}): blocks share a dispatch of the column pass when their
-   * `cols` keys agree, of the row pass when their `rows` keys do.
+   * The pipeline keys of {@link encodeFeedbackColsTable} and {@link encodeFastRowsTable} for a
+   * block with this `Spec` (where {@link hasFusedFeedback}): blocks share a dispatch of the
+   * column pass when their `cols` keys agree, of the row pass when their `rows` keys do.
    */
   feedbackDctPlan(spec: readonly number[], rowMax: boolean): { cols: string; rows: string } {
     return { cols: this.#feedbackCols(spec).key, rows: this.#fastRows(spec, rowMax).key };
@@ -546,7 +548,14 @@ export class DistroKernels {
     v: FeedbackViews & { t: TensorView },
   ): void {
     const views = [v.hyper, v.grads, v.delta, this.#basisFloat, v.ownIdx, v.ownVal, v.t];
-    this.#encodeTable(pass, rows, this.#feedbackCols(rows[0].spec), views);
+    for (const r of rows) {
+      if (!this.hasFusedFeedback(r.spec)) {
+        throw new RangeError(
+          `distro feedback table: no fused kernel for ${r.spec[2]}×${r.spec[3]}`,
+        );
+      }
+    }
+    this.#encodeTable(pass, rows, (spec) => this.#feedbackCols(spec), views);
   }
 
   /**
@@ -558,8 +567,9 @@ export class DistroKernels {
     rows: readonly TableRow[],
     v: { t: TensorView; y: TensorView; rowMax?: TensorView },
   ): void {
-    const variant = this.#fastRows(rows[0].spec, v.rowMax !== undefined);
-    this.#encodeTable(pass, rows, variant, v.rowMax ? [v.t, v.y, v.rowMax] : [v.t, v.y]);
+    const rowMax = this.#tableRowMax(rows, v.rowMax);
+    const views = v.rowMax ? [v.t, v.y, v.rowMax] : [v.t, v.y];
+    this.#encodeTable(pass, rows, (spec) => this.#fastRows(spec, rowMax), views);
   }
 
   /** The key of {@link encodeTopkTable}'s pipeline for a block with this `Spec`. */
@@ -577,9 +587,20 @@ export class DistroKernels {
     rows: readonly TableRow[],
     v: { y: TensorView; idx: TensorView; val: TensorView; rowMax?: TensorView },
   ): void {
-    const variant = this.#topk(rows[0].spec, v.rowMax !== undefined);
+    const rowMax = this.#tableRowMax(rows, v.rowMax);
     const views = v.rowMax ? [v.y, v.idx, v.val, v.rowMax] : [v.y, v.idx, v.val];
-    this.#encodeTable(pass, rows, variant, views);
+    this.#encodeTable(pass, rows, (spec) => this.#topk(spec, rowMax), views);
+  }
+
+  /** Whether a table binds row maxima: then every row must have them ({@link hasRowMax}). */
+  #tableRowMax(rows: readonly TableRow[], rowMax: TensorView | undefined): boolean {
+    if (rowMax === undefined) return false;
+    for (const r of rows) {
+      if (!this.hasRowMax(r.spec)) {
+        throw new RangeError(`distro row maxima: none for ${r.spec[2]}×${r.spec[3]} chunks`);
+      }
+    }
+    return true;
   }
 
   #feedbackCols(spec: readonly number[]): TableVariant {
@@ -616,13 +637,25 @@ export class DistroKernels {
     };
   }
 
-  /** One table dispatch of `variant` over `rows`, binding `views` from binding 1 on. */
+  /**
+   * One table dispatch over `rows`, binding `views` from binding 1 on: the pipeline `variant`
+   * gives for every row's `Spec` (a RangeError unless they all agree).
+   */
   #encodeTable(
     pass: GPUComputePassEncoder,
     rows: readonly TableRow[],
-    variant: TableVariant,
+    variantOf: (spec: readonly number[], row: number) => TableVariant,
     views: readonly TensorView[],
   ): void {
+    if (rows.length === 0) throw new RangeError("distro table dispatch: no rows");
+    const variant = variantOf(rows[0].spec, 0);
+    rows.forEach((r, n) => {
+      if (variantOf(r.spec, n).key !== variant.key) {
+        throw new RangeError(
+          `distro table dispatch: row ${n} takes ${variantOf(r.spec, n).key}, not ${variant.key}`,
+        );
+      }
+    });
     const t = dispatchTable(rows, variant.workgroups);
     const pipe = this.#rt.pipeline(`${variant.key}/t${t.rows}`, () => variant.source(t.rows));
     dispatch(pass, pipe, bindTensors(this.#rt, pipe, t.words, views), grid1d(t.workgroups));
@@ -672,18 +705,13 @@ export class DistroKernels {
     v: ApplyViews,
     options: { exactOnly?: boolean; maxEntries?: readonly number[] } = {},
   ): void {
-    const plan = (r: TableRow, n: number) =>
-      this.#applyVariant(r.spec, {
+    const variantOf = (spec: readonly number[], n: number) =>
+      this.#applyVariant(spec, {
         exactOnly: options.exactOnly,
         maxEntries: options.maxEntries?.[n],
       });
-    const variant = plan(rows[0], 0);
-    rows.forEach((r, n) => {
-      if (plan(r, n).key !== variant.key) {
-        throw new RangeError(`distro apply table: row ${n} takes another pipeline`);
-      }
-    });
-    this.#encodeTable(pass, rows, variant, [...this.#applyViews(v), ...variant.extra]);
+    const extra = rows.length > 0 ? variantOf(rows[0].spec, 0).extra : [];
+    this.#encodeTable(pass, rows, variantOf, [...this.#applyViews(v), ...extra]);
   }
 
   #applyViews(v: ApplyViews): TensorView[] {

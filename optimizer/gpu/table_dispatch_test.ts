@@ -181,3 +181,28 @@ Deno.test("an apply table dispatch over several parameters gives each one's bits
   assert.notDeepEqual(want, new Uint8Array(theta0.buffer), "the apply moved θ");
   assert.deepEqual(await rt.readBytes(table), want);
 });
+
+Deno.test("a table dispatch refuses rows of different pipelines, or row maxima some lack", async () => {
+  using rt = await GpuRuntime.create();
+  const { basis, kernels, params, entries, size } = setup(rt);
+  using _ = basis;
+  const views = {
+    y: rt.buffer("y", size * 4),
+    idx: rt.buffer("idx", entries * 4),
+    val: rt.buffer("val", entries * 4),
+  };
+  const row = (n: number) => ({ spec: kernels.spec(params[n]), offset: params[n].offset });
+  const step = rt.beginStep("refused");
+  // 64×64 chunks with row maxima and 1-D chunks (width 1) without.
+  assert.ok(kernels.hasRowMax(row(2).spec) && !kernels.hasRowMax(row(4).spec));
+  assert.throws(
+    () => kernels.encodeTopkTable(step.pass, [row(2), row(4)], views),
+    RangeError,
+  );
+  assert.throws(
+    () => kernels.encodeTopkTable(step.pass, [row(4)], { ...views, rowMax: rt.buffer("max", 64) }),
+    RangeError,
+  );
+  assert.throws(() => kernels.encodeTopkTable(step.pass, [], views), RangeError);
+  await step.submit();
+});

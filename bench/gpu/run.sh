@@ -48,7 +48,7 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
 }
 # Parts to run: the arguments, or every part (in this order: the most wanted first; the parts
 # measured on the H200 on 2026-11-25 last). `sweep` picks the tiling `profile` and `steps` try.
-parts=${*:-"upload seeded attention picker sweep profile splitk steps 1b 1b-torch matmul distro matmul-16"}
+parts=${*:-"upload seeded attention picker distro sweep profile splitk steps 1b 1b-torch matmul matmul-16"}
 # The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
 # pick of an earlier call, so a later call need not sweep again).
 best=${BEST_TILING:-}

@@ -8,6 +8,7 @@ import { type ChunkLayout, chunkLayout } from "../layout.ts";
 import { packBasis16 } from "./chunk_wgsl.ts";
 import { BasisTables, DistroKernels, type KernelParam } from "./kernels.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
+import { rowMaxKeys } from "./testing/row_max.ts";
 
 const SHAPES: [number[], number, number][] = [
   [[96, 80], 16, 5], // 6×5 chunks of 16×16
@@ -18,18 +19,6 @@ const SHAPES: [number[], number, number][] = [
   [[6, 12], 4, 2], // chunks 3×4: vec4 path with 2-row and 1-row blocking
   [[4, 64], 64, 8], // 4 coefficient rows per chunk, k = 8: the row-skipping top-k reads all
 ];
-
-/** Largest top-k key (`bits & 0x7fffffff`) of each coefficient row `u` of each chunk, `[c·n1 + u]`. */
-function rowMaxKeys(layout: ChunkLayout, y: Float32Array): Uint32Array {
-  const keys = new Uint32Array(y.buffer, y.byteOffset, y.length);
-  const out = new Uint32Array(layout.chunks * layout.n1);
-  for (let r = 0; r < out.length; r++) {
-    for (let v = 0; v < layout.n2; v++) {
-      out[r] = Math.max(out[r], keys[r * layout.n2 + v] & 0x7fffffff);
-    }
-  }
-  return out;
-}
 
 function setup(rt: GpuRuntime, layouts: ChunkLayout[]) {
   const basis = new BasisTables(rt, layouts.flatMap((l) => [l.n1, l.n2]), "test");

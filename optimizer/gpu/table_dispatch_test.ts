@@ -10,6 +10,7 @@ import { aggregateFixed } from "../exact.ts";
 import { type ChunkLayout, chunkLayout } from "../layout.ts";
 import { BasisTables, DistroKernels, type TableRow } from "./kernels.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
+import { rowMaxKeys } from "./testing/row_max.ts";
 
 // Parameters that share pipelines (same chunk sizes) and ones that do not.
 const SHAPES: [number[], number, number][] = [
@@ -45,18 +46,6 @@ function byKey<T>(items: readonly T[], key: (item: T) => string): T[][] {
   const out = new Map<string, T[]>();
   for (const item of items) out.set(key(item), [...out.get(key(item)) ?? [], item]);
   return [...out.values()];
-}
-
-/** Largest top-k key of each coefficient row of each chunk (what the DCT's row pass writes). */
-function rowMaxKeys(layout: ChunkLayout, y: Float32Array): Uint32Array {
-  const keys = new Uint32Array(y.buffer, y.byteOffset, y.length);
-  const out = new Uint32Array(layout.chunks * layout.n1);
-  for (let r = 0; r < out.length; r++) {
-    for (let v = 0; v < layout.n2; v++) {
-      out[r] = Math.max(out[r], keys[r * layout.n2 + v] & 0x7fffffff);
-    }
-  }
-  return out;
 }
 
 Deno.test("a top-k table dispatch over several parameters writes each one's bits", async () => {

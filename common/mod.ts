@@ -3,8 +3,8 @@
  * key, where data lives, the schedule and the optimizer it names), bytes and hex, coordinator
  * time (seconds with at most millisecond precision), the learning-rate schedule, the errors of a
  * bad command line or config file, the TOML table reader every config file goes through,
- * terminal-safe rendering of untrusted text, the order statistics benches report, and the
- * Prometheus text format the dashboard and the client write.
+ * terminal-safe rendering of untrusted text, the order statistics benches report, the
+ * Prometheus text format the dashboard and the client write, and running work written as steps.
  *
  * Pure: no clock, file, socket, randomness or logging, and no import of any other room, so
  * data providers, the optimizer, the trainer, the client and the coordinator can all depend on
@@ -23,3 +23,4 @@ export * from "./config_reader.ts";
 export * from "./printable.ts";
 export * from "./stats.ts";
 export * from "./prometheus.ts";
+export * from "./steps.ts";

@@ -28,6 +28,7 @@
 import { createHash } from "node:crypto";
 import type { GpuRuntime, GpuStep, TensorView } from "./gpu.ts";
 import { resolveView } from "./gpu.ts";
+import { runSteps } from "../common/mod.ts";
 import { bindTensors, ceilDiv, dispatch, granuleStretches, grid1d, rowBlocks } from "./kernel.ts";
 
 /** Words mixed into one block digest (4 KB of f32). */
@@ -113,10 +114,7 @@ export interface HostDigestOptions {
  * seconds for a 1B model's 4.9 GB, so `onProgress` can say how far it got.
  */
 export function digestBytes(bytes: Uint8Array, options: HostDigestOptions = {}): string {
-  const steps = digestSteps(bytes, options);
-  let step = steps.next();
-  while (!step.done) step = steps.next();
-  return step.value;
+  return runSteps(digestSteps(bytes, options));
 }
 
 /**

@@ -49,7 +49,7 @@ import {
   parseLlamaConfig,
 } from "../../model/mod.ts";
 import { type BlobDtype, type BlobToShare, TENSOR_DTYPE_BYTES } from "../../net/p2p/mod.ts";
-import { runSteps } from "./steps.ts";
+import { runSteps } from "../../common/mod.ts";
 
 /** The blob name of the HF config. */
 export const CONFIG_BLOB = "config.json";

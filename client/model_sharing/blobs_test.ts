@@ -9,7 +9,7 @@ import {
   modelToBlobSteps,
   tensorElements,
 } from "./blobs.ts";
-import { runSteps } from "./steps.ts";
+import { runSteps } from "../../common/mod.ts";
 import type { BlobToShare } from "../../net/p2p/mod.ts";
 import { tinyModel } from "../../model/testing/fixtures.ts";
 import { decodeBf16, encodeBf16 } from "../../model/mod.ts";

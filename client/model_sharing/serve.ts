@@ -14,9 +14,9 @@ import type { ContentHash } from "../../net/p2p/mod.ts";
 import { type BlobToShare, decodeManifest, shareModelSteps } from "../../net/p2p/mod.ts";
 import type { PayloadService } from "../../net/p2p/mod.ts";
 import { modelFromBlobs, modelToBlobSteps, type SharedModel } from "./blobs.ts";
-import { hexToBytes, toHex } from "../../common/mod.ts";
+import { hexToBytes, runSteps, toHex } from "../../common/mod.ts";
 import { digestSteps } from "../../shaders/mod.ts";
-import { runSteps, runStepsYielding } from "./steps.ts";
+import { runStepsYielding } from "./steps.ts";
 
 /**
  * The phases of a snapshot that take seconds for a 1B model: the client reads the parameters

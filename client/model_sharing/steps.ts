@@ -1,6 +1,7 @@
 /**
- * Drives work written as steps (a generator that `yield`s at each point where it may pause):
- * all at once, or giving the event loop a turn at a pause whenever a time slice has run out.
+ * Drives work written as steps (common/steps.ts: a generator that `yield`s at each point where
+ * it may pause) giving the event loop a turn at a pause whenever a time slice has run out;
+ * `runSteps` (common/) runs them in one go.
  *
  * Why: a Cooldown snapshot digests, encodes and hashes a 1B model's 4.9 GB, seconds of CPU per
  * phase. Run in one go it blocks the event loop, so libp2p (gossip heartbeats, peers fetching
@@ -13,13 +14,6 @@
 
 /** Milliseconds of work between two turns of the event loop by default. */
 export const STEP_SLICE_MS = 20;
-
-/** Runs `steps` to the end without pausing; returns what they return. */
-export function runSteps<T>(steps: Generator<void, T>): T {
-  let step = steps.next();
-  while (!step.done) step = steps.next();
-  return step.value;
-}
 
 /**
  * Runs `steps` to the end, giving the event loop a turn (a `setTimeout(0)`, so timers and I/O

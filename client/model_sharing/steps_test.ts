@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { runSteps, runStepsYielding } from "./steps.ts";
+import { runStepsYielding } from "./steps.ts";
+import { runSteps } from "../../common/mod.ts";
 
 /**
  * Steps that pause `n` times. Before each pause a probe timer is set; each step records how many

@@ -32,7 +32,7 @@
 import { type ContentHash, hashFromBytes, hashToBytes } from "./content_store.ts";
 import type { PayloadService } from "./payload_service.ts";
 import { MAX_NAME_BYTES } from "./payload_wire.ts";
-import type { PublicKeyBytes } from "../../common/mod.ts";
+import { type PublicKeyBytes, runSteps } from "../../common/mod.ts";
 
 /** The blob name under which a model's manifest is served. */
 export const MANIFEST_NAME = "psyche/model-manifest";
@@ -243,10 +243,7 @@ export function shareModel(
   label: ModelLabel,
   onProgress?: (doneBytes: number, totalBytes: number) => void,
 ): ContentHash {
-  const steps = shareModelSteps(service, blobs, label, { onProgress });
-  let step = steps.next();
-  while (!step.done) step = steps.next();
-  return step.value;
+  return runSteps(shareModelSteps(service, blobs, label, { onProgress }));
 }
 
 /**

@@ -344,14 +344,7 @@ export class DistroOptimizer implements Optimizer {
       this.#hyperLook,
       new Float32Array([this.#hasOwn ? prevLr : 0, this.#decayFactor(lr), 0, 0]),
     );
-    for (const r of this.#ranges()) {
-      this.#kernels.encodeLookaheadApart(this.#pass(step, "lookahead"), r.n, decays, {
-        hyper: this.#hyperLook,
-        params: r.view(params),
-        delta: r.view(this.delta.buffers),
-        ahead: r.view(this.#saved.buffers),
-      });
-    }
+    this.#encodeLookaheadPasses(step, params, decays);
     this.#lookahead = "apart";
   }
 
@@ -386,10 +379,18 @@ export class DistroOptimizer implements Optimizer {
     const scratch = this.#flat("scratch", args.scratch);
     if ((this.config.weightDecay ?? 0) === 0 || this.#lookahead === "in-place") return;
     this.#rt.write(this.#hyperLook, new Float32Array([0, 1, 0, 0]));
+    this.#encodeLookaheadPasses(step, scratch, true);
+  }
+
+  /**
+   * The lookahead pass over `params`, one dispatch per binding range, with {@link #hyperLook}'s
+   * factors: `saved = params − prevLr·sign(δ)`, and `params = params·wdFactor` when `decays`.
+   */
+  #encodeLookaheadPasses(step: GpuStep, params: readonly GPUBuffer[], decays: boolean): void {
     for (const r of this.#ranges()) {
-      this.#kernels.encodeLookaheadApart(this.#pass(step, "lookahead"), r.n, true, {
+      this.#kernels.encodeLookaheadApart(this.#pass(step, "lookahead"), r.n, decays, {
         hyper: this.#hyperLook,
-        params: r.view(scratch),
+        params: r.view(params),
         delta: r.view(this.delta.buffers),
         ahead: r.view(this.#saved.buffers),
       });

@@ -136,6 +136,20 @@ export function grid1d(workgroups: number): [number, number] {
   return [ceilDiv(workgroups, y), y];
 }
 
+/**
+ * WGSL that sums `array[0..wg)` into `array[0]` in a fixed tree (pairs `li`, `li + s` for halving
+ * `s`), a barrier after each level so every invocation may read `array[0]` after it. `wg` must be
+ * a power of two; the order never changes, so the bits do not either.
+ */
+export function sumTreeWgsl(wg: number, array: string): string {
+  const steps: string[] = [];
+  for (let s = wg / 2; s >= 1; s /= 2) {
+    steps.push(`  if (li < ${s}u) { ${array}[li] = ${array}[li] + ${array}[li + ${s}u]; }
+  workgroupBarrier();`);
+  }
+  return steps.join("\n");
+}
+
 /** Encode one dispatch: set pipeline and bind group, dispatch `[x, y, z]` workgroups. */
 export function dispatch(
   pass: GPUComputePassEncoder,

@@ -5,9 +5,14 @@
  *
  * Backward, with `dot = Σ_j dy_j·w_j·x_j` per row:
  * `dx_i = rstd·w_i·dy_i − (rstd³/C)·x_i·dot` and `dw_i += Σ_n dy[n, i]·x[n, i]·rstd[n]`.
- * One invocation per row for y and dx; for dw, one invocation per column (rows summed in order; CPU
- * adapters) or one workgroup per column (rows strided over its invocations, then a fixed tree;
- * GPUs, where C invocations would be one workgroup). No atomics, so each is deterministic.
+ * CPU adapters (`rowReduction: "invocation"`) give y and dx one invocation per row and dw one per
+ * column, each summing in order. GPUs (`"workgroup"`) give each row, and each column of dw, a
+ * workgroup: its invocations stride over the row, then add their partial sums in a fixed tree. A
+ * row per invocation left an H200 idle at the 1B's shapes (128 rows of 2048: one workgroup, each
+ * invocation walking its row alone; 75% of the step). Every element's own arithmetic (the split
+ * sum, the residual add, y, dx) is the same expression either way; only the row sums (mean of
+ * squares, the backward's dot) add in another order, so the two differ in rstd's last bits and
+ * what follows from it, and each always gives the same bits on one adapter. No atomics.
  *
  * @module
  */
@@ -21,6 +26,7 @@ import {
   main1d,
   requireDims,
   requireLength,
+  sumTreeWgsl,
 } from "./kernel.ts";
 import type { SplitPartials } from "./matmul.ts";
 import type { TuningProfile } from "./profile.ts";
@@ -40,16 +46,62 @@ const SPLIT_PARAMS = `struct Params {
 @group(0) @binding(0) var<uniform> p: Params;`;
 
 /**
- * Forward, one invocation per row. With `add`, the residual connection before the norm is fused
- * in: `x += add` is written back in place and normalised, one dispatch instead of two; the sum
- * is the one f32 addition the separate add made, so the bits are the same. With `split` (and
- * `add`), x is a split-K product not yet reduced (shaders/matmul.ts's `encodeUnreduced`): each
- * element is first summed from the partials (binding 6, `slices` of `n·c` each) by the reduce's
- * own expression, then the residual added and the result written to x, so x and the norm get the
- * bits of a reduce followed by the add, without the reduce's dispatch. The sum passes through a
- * XOR with `zero` (see rmsnormBackwardInputKernel) so no compiler regroups it with the add.
+ * The entry point and row loops of a row kernel: one invocation per row, or (`wide`) one
+ * workgroup of `wg` (a power of two) per row, its invocations striding over the columns and
+ * summing `sum` in a fixed tree. `first(j)` runs per element and adds to `sum`; `row` then sees
+ * the row's total as `total` (the per-invocation sum when not wide); `second(j)` runs per element
+ * again; `last` runs once per row.
  */
-export function rmsnormForwardKernel(wg: number, add = false, split = false): string {
+function rowKernel(wg: number, wide: boolean, body: {
+  sum: string;
+  first: string;
+  row: string;
+  second: string;
+  last: string;
+}): string {
+  const loop = (inner: string) =>
+    wide
+      ? `for (var j = li; j < p.c; j += ${wg}u) { ${inner} }`
+      : `for (var j = 0u; j < p.c; j++) { ${inner} }`;
+  const head = wide
+    ? `var<workgroup> sums: array<f32, ${wg}>;
+
+@compute @workgroup_size(${wg})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+        @builtin(local_invocation_index) li: u32) {
+  let i = wid.x + wid.y * nwg.x;`
+    : main1d(wg);
+  const total = wide
+    ? `sums[li] = ${body.sum};
+  workgroupBarrier();
+${sumTreeWgsl(wg, "sums")}
+  let total = sums[0];`
+    : `let total = ${body.sum};`;
+  return `${head}
+  if (i >= p.n) { return; }
+  let base = i * p.c;
+  var ${body.sum} = 0.0;
+  ${loop(body.first)}
+  ${total}
+  ${body.row}
+  ${loop(body.second)}
+  ${wide ? `if (li == 0u) { ${body.last} }` : body.last}
+}
+`;
+}
+
+/**
+ * Forward, a row per invocation or (`wide`) per workgroup. With `add`, the residual connection
+ * before the norm is fused in: `x += add` is written back in place and normalised, one dispatch
+ * instead of two; the sum is the one f32 addition the separate add made, so the bits are the
+ * same. With `split` (and `add`), x is a split-K product not yet reduced (shaders/matmul.ts's
+ * `encodeUnreduced`): each element is first summed from the partials (binding 6, `slices` of
+ * `n·c` each) by the reduce's own expression, then the residual added and the result written to
+ * x, so x and the norm get the bits of a reduce followed by the add, without the reduce's
+ * dispatch. The sum passes through a XOR with `zero` (see rmsnormBackwardInputKernel) so no
+ * compiler regroups it with the add. An invocation reads back only the elements it wrote.
+ */
+export function rmsnormForwardKernel(wg: number, add = false, split = false, wide = false): string {
   if (split && !add) throw new RangeError("rmsnorm forward: split partials need add");
   const sum = splitSumWgsl({
     sum: "d",
@@ -71,20 +123,19 @@ export function rmsnormForwardKernel(wg: number, add = false, split = false): st
 @group(0) @binding(4) var<storage, read_write> rstd: array<f32>;
 ${add ? "@group(0) @binding(5) var<storage, read> resid: array<f32>;\n" : ""}${
     split ? "@group(0) @binding(6) var<storage, read> partials: array<f32>;\n" : ""
-  }${main1d(wg)}
-  if (i >= p.n) { return; }
-  let base = i * p.c;
-  var ss = 0.0;
-  for (var j = 0u; j < p.c; j++) { ${load} ss += v * v; }
-  let r = inverseSqrt(ss / f32(p.c) + p.eps);
-  for (var j = 0u; j < p.c; j++) { y[base + j] = (x[base + j] * r) * w[j]; }
-  rstd[i] = r;
-}
-`;
+  }${
+    rowKernel(wg, wide, {
+      sum: "ss",
+      first: `${load} ss += v * v;`,
+      row: "let r = inverseSqrt(total / f32(p.c) + p.eps);",
+      second: "y[base + j] = (x[base + j] * r) * w[j];",
+      last: "rstd[i] = r;",
+    })
+  }`;
 }
 
 /**
- * Backward input gradient, one invocation per row. With `accumulate`, `dx +=` instead of `dx =`:
+ * Backward input gradient, a row per invocation or (`wide`) per workgroup. With `accumulate`, `dx +=` instead of `dx =`:
  * the residual connection's gradient added in the same dispatch. To give the same bits as a
  * separate add, the gradient must be rounded to f32 exactly as when it is stored; a compiler
  * free to contract `dx + (a·b − c·d)` regroups it (lavapipe's did, and the model's gradients
@@ -95,6 +146,7 @@ export function rmsnormBackwardInputKernel(
   wg: number,
   accumulate = false,
   products: 0 | 1 | 2 = 0,
+  wide = false,
 ): string {
   const grad = "r * w[j] * dy[base + j] - k * x[base + j]";
   const split = products > 0;
@@ -120,23 +172,19 @@ export function rmsnormBackwardInputKernel(
 @group(0) @binding(5) var<storage, read_write> dx: array<f32>;
 ${split ? "@group(0) @binding(6) var<storage, read> partials: array<f32>;\n" : ""}${
     products === 2 ? "@group(0) @binding(7) var<storage, read> partials2: array<f32>;\n" : ""
-  }${main1d(wg)}
-  if (i >= p.n) { return; }
-  let base = i * p.c;
-  var dot = 0.0;
-  for (var j = 0u; j < p.c; j++) { ${split ? reduce : ""}dot += dy[base + j] * w[j] * x[base + j]; }
-  let r = rstd[i];
-  let k = r * r * r * dot / f32(p.c);
-  for (var j = 0u; j < p.c; j++) {
-    ${
-    accumulate
-      ? `let g = bitcast<f32>(bitcast<u32>(${grad}) ^ p.zero);
+  }${
+    rowKernel(wg, wide, {
+      sum: "dot",
+      first: `${split ? reduce : ""}dot += dy[base + j] * w[j] * x[base + j];`,
+      row: `let r = rstd[i];
+  let k = r * r * r * total / f32(p.c);`,
+      second: accumulate
+        ? `let g = bitcast<f32>(bitcast<u32>(${grad}) ^ p.zero);
     dx[base + j] = dx[base + j] + g;`
-      : `dx[base + j] = ${grad};`
-  }
-  }
-}
-`;
+        : `dx[base + j] = ${grad};`,
+      last: "",
+    })
+  }`;
 }
 
 /** Backward weight gradient (accumulated), one invocation per column. */
@@ -161,11 +209,6 @@ ${main1d(wg)}
  * tree.
  */
 export function rmsnormBackwardWeightWideKernel(wg: number): string {
-  const tree: string[] = [];
-  for (let s = wg / 2; s >= 1; s /= 2) {
-    tree.push(`  if (li < ${s}u) { sums[li] = sums[li] + sums[li + ${s}u]; }
-  workgroupBarrier();`);
-  }
   return `${PARAMS}
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> dy: array<f32>;
@@ -182,7 +225,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   for (var r = li; r < p.n; r += ${wg}u) { s += dy[r * p.c + i] * x[r * p.c + i] * rstd[r]; }
   sums[li] = s;
   workgroupBarrier();
-${tree.join("\n")}
+${sumTreeWgsl(wg, "sums")}
   if (li == 0u) { dw[i] = dw[i] + sums[0]; }
 }
 `;
@@ -286,9 +329,10 @@ export class RmsNorm {
       this.#checkPartials("rmsnorm forward: xPartials", args, split);
     }
     const kind = split ? "-add-split" : add ? "-add" : "";
+    const wide = this.#rowReduction === "workgroup";
     const pipeline = this.#rt.pipeline(
-      `rmsnorm/forward${kind}/${wg}`,
-      () => rmsnormForwardKernel(wg, add, split !== undefined),
+      `rmsnorm/forward${kind}${wide ? "-wide" : ""}/${wg}`,
+      () => rmsnormForwardKernel(wg, add, split !== undefined, wide),
     );
     const params = split ? this.#splitParams(args, split) : this.#params(args);
     const group = bindTensors(this.#rt, pipeline, params, [
@@ -299,7 +343,7 @@ export class RmsNorm {
       ...(args.add ? [args.add] : []),
       ...(split ? [split.partials] : []),
     ]);
-    dispatch1d(pass, pipeline, group, n, wg);
+    this.#dispatchRows(pass, pipeline, group, n, wide);
   }
 
   /**
@@ -329,13 +373,13 @@ export class RmsNorm {
     for (const p of parts) this.#checkPartials("rmsnorm backward: dOutPartials", args, p);
     const products = parts.length as 0 | 1 | 2;
     const params = this.#params(args);
-    const input = this.#rt.pipeline(
-      `rmsnorm/backward-input${accumulate ? "-add" : ""}${
-        products ? `-split${products}` : ""
-      }/${wg}`,
-      () => rmsnormBackwardInputKernel(wg, accumulate, products),
-    );
     const wide = this.#rowReduction === "workgroup";
+    const input = this.#rt.pipeline(
+      `rmsnorm/backward-input${accumulate ? "-add" : ""}${products ? `-split${products}` : ""}${
+        wide ? "-wide" : ""
+      }/${wg}`,
+      () => rmsnormBackwardInputKernel(wg, accumulate, products, wide),
+    );
     const weight = this.#rt.pipeline(
       `rmsnorm/backward-weight${wide ? "-wide" : ""}/${wg}`,
       () => (wide ? rmsnormBackwardWeightWideKernel(wg) : rmsnormBackwardWeightKernel(wg)),
@@ -353,7 +397,7 @@ export class RmsNorm {
         ...parts.map((p) => p.partials),
       ],
     );
-    dispatch1d(pass, input, inputGroup, n, wg);
+    this.#dispatchRows(pass, input, inputGroup, n, wide);
     const weightGroup = bindTensors(this.#rt, weight, params, [
       args.x,
       args.dOut,
@@ -362,6 +406,18 @@ export class RmsNorm {
     ]);
     if (wide) dispatch(pass, weight, weightGroup, grid1d(c));
     else dispatch1d(pass, weight, weightGroup, c, wg);
+  }
+
+  /** A row kernel's grid: `n` rows, one per invocation or (`wide`) per workgroup. */
+  #dispatchRows(
+    pass: GPUComputePassEncoder,
+    pipeline: GPUComputePipeline,
+    group: GPUBindGroup,
+    n: number,
+    wide: boolean,
+  ): void {
+    if (wide) dispatch(pass, pipeline, group, grid1d(n));
+    else dispatch1d(pass, pipeline, group, n, this.#wg);
   }
 
   #params(args: RmsNormDims): number[] {

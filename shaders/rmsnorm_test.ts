@@ -49,46 +49,48 @@ for (const rowReduction of ["invocation", "workgroup"] as const) {
   });
 }
 
-Deno.test("rmsnorm with a fused residual add matches the f64 reference and the bits of a separate add", async () => {
-  using rt = await GpuRuntime.create();
-  const norm = new RmsNorm(rt, 64, "invocation");
-  for (const [n, c] of [[9, 13], [33, 64], [5, 257]]) {
-    const eps = 1e-5;
-    const x = randomF32(n + 3 * c, n * c, -3, 3), add = randomF32(2 * n + c, n * c, -1, 1);
-    const w = randomF32(c, c, 0.5, 1.5), dy = randomF32(n * c, n * c), dx0 = randomF32(c, n * c);
-    const sum = x.map((v, i) => v + add[i]); // one f32 add each, as the kernel makes
-    const gx = rt.buffer("x", x), gadd = rt.buffer("add", add), gsum = rt.buffer("x + add", sum);
-    const gw = rt.buffer("w", w), gdy = rt.buffer("dy", dy), dw = rt.buffer("dw", c * 4);
-    const out = rt.buffer("out", n * c * 4), rstd = rt.buffer("rstd", n * 4);
-    const outSep = rt.buffer("out, separate", n * c * 4), rstdSep = rt.buffer("rstd 2", n * 4);
-    const dx = rt.buffer("dx", dx0), dxSep = rt.buffer("dx, separate", n * c * 4);
-    const step = rt.beginStep("rmsnorm fused");
-    norm.forward(step.pass, { x: gx, add: gadd, weight: gw, out, rstd, n, c, eps });
-    norm.forward(step.pass, { x: gsum, weight: gw, out: outSep, rstd: rstdSep, n, c, eps });
-    const back = { x: gsum, weight: gw, dOut: gdy, rstd, dWeight: dw, n, c, eps };
-    norm.backward(step.pass, { ...back, dx, accumulate: true });
-    norm.backward(step.pass, { ...back, dx: dxSep });
-    await step.submit();
-    const [xAfter, y, ySep, dxGot, dxPart] = await Promise.all(
-      [gx, out, outSep, dx, dxSep].map(async (b) => (await rt.read(b)).subarray(0, n * c)),
-    );
-    const what = `n=${n} c=${c}`;
-    // The bits of the unfused kernels: x written back as x + add, y as the norm of that, and dx
-    // as the f32 sum of what it held and the overwriting kernel's dx.
-    assert.deepEqual(xAfter, sum, `x ${what}`);
-    assert.deepEqual(y, ySep, `y ${what}`);
-    assert.deepEqual(dxGot, dxPart.map((v, i) => v + dx0[i]), `dx ${what}`);
-    // And the maths, against the f64 reference of the summed input (tolerances as above).
-    const ref = rmsnormForwardRef(sum, w, n, c, eps);
-    assertClose(y, ref.y, (i) => (c + 16) * F32_EPS * Math.abs(ref.y[i]), `y ref ${what}`);
-    const { dx: wantDx } = rmsnormBackwardRef(sum, w, dy, n, c, eps);
-    const tol = (i: number) => {
-      const r = Math.floor(i / c), rs = ref.rstd[r];
-      let absDot = 0;
-      for (let j = 0; j < c; j++) absDot += Math.abs(dy[r * c + j] * w[j] * sum[r * c + j]);
-      const mag = Math.abs(rs * w[i % c] * dy[i]) + (rs ** 3 / c) * Math.abs(sum[i]) * absDot;
-      return (c + 16) * 2 * F32_EPS * mag + F32_EPS * Math.abs(dx0[i] + wantDx[i]);
-    };
-    assertClose(dxGot, wantDx.map((v, i) => v + dx0[i]), tol, `dx ref ${what}`);
-  }
-});
+for (const rowReduction of ["invocation", "workgroup"] as const) {
+  Deno.test(`rmsnorm with a fused residual add matches the f64 reference and the bits of a separate add (${rowReduction} rows)`, async () => {
+    using rt = await GpuRuntime.create();
+    const norm = new RmsNorm(rt, 64, rowReduction);
+    for (const [n, c] of [[9, 13], [33, 64], [5, 257]]) {
+      const eps = 1e-5;
+      const x = randomF32(n + 3 * c, n * c, -3, 3), add = randomF32(2 * n + c, n * c, -1, 1);
+      const w = randomF32(c, c, 0.5, 1.5), dy = randomF32(n * c, n * c), dx0 = randomF32(c, n * c);
+      const sum = x.map((v, i) => v + add[i]); // one f32 add each, as the kernel makes
+      const gx = rt.buffer("x", x), gadd = rt.buffer("add", add), gsum = rt.buffer("x + add", sum);
+      const gw = rt.buffer("w", w), gdy = rt.buffer("dy", dy), dw = rt.buffer("dw", c * 4);
+      const out = rt.buffer("out", n * c * 4), rstd = rt.buffer("rstd", n * 4);
+      const outSep = rt.buffer("out, separate", n * c * 4), rstdSep = rt.buffer("rstd 2", n * 4);
+      const dx = rt.buffer("dx", dx0), dxSep = rt.buffer("dx, separate", n * c * 4);
+      const step = rt.beginStep("rmsnorm fused");
+      norm.forward(step.pass, { x: gx, add: gadd, weight: gw, out, rstd, n, c, eps });
+      norm.forward(step.pass, { x: gsum, weight: gw, out: outSep, rstd: rstdSep, n, c, eps });
+      const back = { x: gsum, weight: gw, dOut: gdy, rstd, dWeight: dw, n, c, eps };
+      norm.backward(step.pass, { ...back, dx, accumulate: true });
+      norm.backward(step.pass, { ...back, dx: dxSep });
+      await step.submit();
+      const [xAfter, y, ySep, dxGot, dxPart] = await Promise.all(
+        [gx, out, outSep, dx, dxSep].map(async (b) => (await rt.read(b)).subarray(0, n * c)),
+      );
+      const what = `n=${n} c=${c}`;
+      // The bits of the unfused kernels: x written back as x + add, y as the norm of that, and dx
+      // as the f32 sum of what it held and the overwriting kernel's dx.
+      assert.deepEqual(xAfter, sum, `x ${what}`);
+      assert.deepEqual(y, ySep, `y ${what}`);
+      assert.deepEqual(dxGot, dxPart.map((v, i) => v + dx0[i]), `dx ${what}`);
+      // And the maths, against the f64 reference of the summed input (tolerances as above).
+      const ref = rmsnormForwardRef(sum, w, n, c, eps);
+      assertClose(y, ref.y, (i) => (c + 16) * F32_EPS * Math.abs(ref.y[i]), `y ref ${what}`);
+      const { dx: wantDx } = rmsnormBackwardRef(sum, w, dy, n, c, eps);
+      const tol = (i: number) => {
+        const r = Math.floor(i / c), rs = ref.rstd[r];
+        let absDot = 0;
+        for (let j = 0; j < c; j++) absDot += Math.abs(dy[r * c + j] * w[j] * sum[r * c + j]);
+        const mag = Math.abs(rs * w[i % c] * dy[i]) + (rs ** 3 / c) * Math.abs(sum[i]) * absDot;
+        return (c + 16) * 2 * F32_EPS * mag + F32_EPS * Math.abs(dx0[i] + wantDx[i]);
+      };
+      assertClose(dxGot, wantDx.map((v, i) => v + dx0[i]), tol, `dx ref ${what}`);
+    }
+  });
+}

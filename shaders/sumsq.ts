@@ -12,19 +12,18 @@
  */
 
 import type { GpuRuntime, TensorView } from "./gpu.ts";
-import { bindTensors, ceilDiv, dispatch, grid1d, requireDims, requireLength } from "./kernel.ts";
+import {
+  bindTensors,
+  ceilDiv,
+  dispatch,
+  grid1d,
+  requireDims,
+  requireLength,
+  sumTreeWgsl,
+} from "./kernel.ts";
 
 /** Elements each invocation squares in pass 1 (64: few workgroups, each a launch on CPUs). */
 export const CHUNK_ITEMS = 64;
-
-function treeReduce(wg: number): string {
-  const steps: string[] = [];
-  for (let s = wg / 2; s >= 1; s /= 2) {
-    steps.push(`  if (li < ${s}u) { partial[li] = partial[li] + partial[li + ${s}u]; }
-  workgroupBarrier();`);
-  }
-  return steps.join("\n");
-}
 
 /** Pass 1: partial sums of squares of one input (`square`) or plain sums of partials. */
 export function sumsqKernel(wg: number, square: boolean): string {
@@ -46,7 +45,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
   }
   partial[li] = acc;
   workgroupBarrier();
-${treeReduce(wg)}
+${sumTreeWgsl(wg, "partial")}
   if (li == 0u) { out[p.out_offset + w] = partial[0]; }
 }
 `;

@@ -62,8 +62,13 @@ for (const profile of [CPU_PROFILE, GPU_PROFILE]) {
     // No separate element-wise passes: the residual adds ride in the norms.
     assert.equal(names.filter((n) => n.startsWith("elementwise/")).length, 0);
     assert.equal(names.filter((n) => n.startsWith("rope/")).length, 2 * ropes * L);
-    assert.equal(names.filter((n) => n.startsWith("rmsnorm/forward-add/")).length, 2 * L);
-    assert.equal(names.filter((n) => n.startsWith("rmsnorm/backward-input-add/")).length, 2 * L);
+    // A row per workgroup on GPUs, per invocation on CPU adapters.
+    const rows = profile.rowReduction === "workgroup" ? "-wide" : "";
+    assert.equal(names.filter((n) => n.startsWith(`rmsnorm/forward-add${rows}/`)).length, 2 * L);
+    assert.equal(
+      names.filter((n) => n.startsWith(`rmsnorm/backward-input-add${rows}/`)).length,
+      2 * L,
+    );
   });
 }
 
@@ -82,9 +87,9 @@ Deno.test("split-K reduces: the weight gradients' in one dispatch, the norms' in
   const matmulSplits = count((n) => n.startsWith("matmul/") && n.includes("-split/"));
   const reduces = count((n) => n.startsWith("matmul/split-k-reduce/"));
   assert.equal(count((n) => n.startsWith("matmul/split-k-reduce-table/")), 1);
-  assert.equal(count((n) => n.startsWith("rmsnorm/forward-add-split/")), 2 * L);
-  assert.equal(count((n) => n.startsWith("rmsnorm/forward-add/")), 0);
-  assert.equal(count((n) => n.startsWith("rmsnorm/backward-input-add-split2/")), L);
+  assert.equal(count((n) => n.startsWith("rmsnorm/forward-add-split-wide/")), 2 * L);
+  assert.equal(count((n) => n.startsWith("rmsnorm/forward-add-wide/")), 0);
+  assert.equal(count((n) => n.startsWith("rmsnorm/backward-input-add-split2-wide/")), L);
   assert.equal(matmulSplits, reduces + 7 * L + 4 * L, names.join("\n"));
   // The same kernels as the step above (B·T = 144 rows is still one logits chunk under the GPU
   // profile), plus the reduces: 84 + 22 + 1 = 107 dispatches (44 split products), against

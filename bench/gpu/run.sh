@@ -46,9 +46,10 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
   run "$1" "step-$(basename "$2")-$3x$4.txt" $deno_run bench/torch/compare.ts \
     --config "$2" --batch "$3" --seq-len "$4" --device cuda --warmup 3 --steps 20 --json
 }
-# Parts to run: the arguments, or every part (in this order: the most wanted first; the parts
-# measured on the H200 on 2026-11-25 last). `sweep` picks the tiling `profile` and `steps` try.
-parts=${*:-"upload seeded attention picker distro sweep profile splitk steps 1b 1b-torch matmul matmul-16"}
+# Parts to run: the arguments, or every part (in this order: the most wanted first, what the
+# lease of 2026-11-30 left unmeasured; the parts measured then last). `sweep` picks the tiling
+# `profile` and `steps` try when it runs before them.
+parts=${*:-"1b 1b-torch profile steps splitk attention distro upload seeded picker sweep matmul matmul-16"}
 # The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
 # pick of an earlier call, so a later call need not sweep again).
 best=${BEST_TILING:-}

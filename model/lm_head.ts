@@ -22,8 +22,8 @@
  * (model/llama_split_test.ts). Under the GPU profile it does not yet: blocked and whole heads
  * differ in the last bits (found 2026-11-26; the suspect is the blocked cross-entropy, which does
  * not share the workgroup row reduction's order). Blocking depends only on the adapter's binding
- * limit, so clients with the same limits still agree. The input gradient never splits K (a
- * chained sum cannot), blocked or not.
+ * limit, so clients with the same limits still agree. A blocked head's input gradient never
+ * splits K (a chained sum cannot); a head of one block splits it as any product.
  *
  * @module
  */
@@ -271,8 +271,10 @@ export class LmHead implements Disposable {
         k: block.rows,
         accumulate: i === 0 ? false : "chain",
         ...inputPins,
-        // A chained sum never splits K.
-        sliceK: V,
+        // A chained sum never splits K; a head of one block is no chain, and splits as the
+        // policy says (at 1 x 128 the 1B's unsplit product walked K = 128,256 with 64
+        // workgroups: 15 of the step's 370 ms on an H200).
+        ...(parts.length > 1 ? { sliceK: V } : {}),
       });
       k.matmul(pass, {
         ...weight,

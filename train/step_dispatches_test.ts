@@ -9,7 +9,13 @@
 import assert from "node:assert/strict";
 import { adamwSteps } from "./testing/timed_steps.ts";
 import { llamaParamLayout, readLlamaConfig } from "../model/mod.ts";
-import { CPU_PROFILE, GPU_PROFILE, GpuRuntime, type TuningProfile } from "../shaders/mod.ts";
+import {
+  CPU_PROFILE,
+  GPU_PROFILE,
+  GpuRuntime,
+  splitKPlan,
+  type TuningProfile,
+} from "../shaders/mod.ts";
 
 const TINY = new URL("../config/models/llama-tiny/config.json", import.meta.url).pathname;
 
@@ -47,8 +53,14 @@ for (const profile of [CPU_PROFILE, GPU_PROFILE]) {
     // the LM head's logits and their two gradients (one chunk at B·T = 32 rows).
     const matmuls = L * 7 * 3 + 3;
     // The CPU profile's register tiling transposes an operand before each product; the GPU
-    // profile's tiles read both in place (no split-K on products this small).
+    // profile's tiles read both in place, and split K only where K is long: the LM head's input
+    // gradient (K = the vocabulary), a split kernel and its reduce.
     const perMatmul = profile.cpu ? 2 : 1;
+    const config = await readLlamaConfig(TINY);
+    const head = { m: 2 * 16, n: config.hiddenSize, k: config.vocabSize, batch: 1 };
+    const limits = { maxStorageBufferBindingSize: 128 << 20, maxBufferSize: 256 << 20 };
+    const headReduces = splitKPlan(profile.splitK, profile.matmul, head, limits).slices > 1 ? 1 : 0;
+    assert.equal(headReduces, profile.cpu ? 0 : 1);
     // Per layer, forward: two norms (each adding the residual before it, but layer 0's input),
     // RoPE, attention, SwiGLU; backward: SwiGLU, two norms × (input gradient, which adds the
     // residual's; gain gradient), attention's delta, dq and dk/dv, RoPE back. RoPE turns q and
@@ -58,7 +70,11 @@ for (const profile of [CPU_PROFILE, GPU_PROFILE]) {
     // Embedding; final norm; cross-entropy rows and mean; final norm backward (2); embedding
     // backward (row links, gradient); gradient norm (squares, sum); AdamW over all parameters.
     const once = 1 + 1 + 2 + 2 + 2 + 2 + 1;
-    assert.equal(names.length, matmuls * perMatmul + L * perLayer + once, names.join("\n"));
+    assert.equal(
+      names.length,
+      matmuls * perMatmul + headReduces + L * perLayer + once,
+      names.join("\n"),
+    );
     // No separate element-wise passes: the residual adds ride in the norms.
     assert.equal(names.filter((n) => n.startsWith("elementwise/")).length, 0);
     assert.equal(names.filter((n) => n.startsWith("rope/")).length, 2 * ropes * L);
@@ -83,7 +99,7 @@ Deno.test("split-K reduces: the weight gradients' in one dispatch, the norms' in
   // down projections (the next norm sums them into the residual stream) and the gate and up
   // projections' input gradients (both summed into #dh by the post-attention norm backward).
   // Every other split product (q, k, v, gate, up forward, the other input gradients, the LM
-  // head) keeps its own reduce.
+  // head's three) keeps its own reduce.
   const matmulSplits = count((n) => n.startsWith("matmul/") && n.includes("-split/"));
   const reduces = count((n) => n.startsWith("matmul/split-k-reduce/"));
   assert.equal(count((n) => n.startsWith("matmul/split-k-reduce-table/")), 1);
@@ -91,12 +107,13 @@ Deno.test("split-K reduces: the weight gradients' in one dispatch, the norms' in
   assert.equal(count((n) => n.startsWith("rmsnorm/forward-add-wide/")), 0);
   assert.equal(count((n) => n.startsWith("rmsnorm/backward-input-add-split2-wide/")), L);
   assert.equal(matmulSplits, reduces + 7 * L + 4 * L, names.join("\n"));
-  // The same kernels as the step above (B·T = 144 rows is still one logits chunk under the GPU
-  // profile), plus the reduces: 84 + 22 + 1 = 107 dispatches (44 split products), against
-  // 84 + 30 + 1 = 115 when the norms' inputs were reduced first, and 84 + 44 = 128 before the
-  // weight gradients' reduces were deferred.
+  // The same kernels as the step above without its one split (B·T = 144 rows is still one
+  // logits chunk under the GPU profile), plus the reduces: 84 + 23 + 1 = 108 dispatches (45
+  // split products, the head's input gradient one since it splits in a head of one block),
+  // against 84 + 31 + 1 = 116 when the norms' inputs were reduced first, and 84 + 45 = 129
+  // before the weight gradients' reduces were deferred.
   const matmuls = L * 7 * 3 + 3, perLayer = 4 + 1 + 8 + 1, once = 1 + 1 + 2 + 2 + 2 + 2 + 1;
-  assert.equal(matmulSplits, 44);
+  assert.equal(matmulSplits, 45);
   assert.equal(names.length, matmuls + L * perLayer + once + reduces + 1, names.join("\n"));
-  assert.equal(names.length, 107);
+  assert.equal(names.length, 108);
 });

@@ -10,7 +10,8 @@
  * `20m`: config/models/llama-20m at 16 x 1024 (H = KVH = 8, D = 32); `1b`: llama-1b's heads
  * (H = 32, KVH = 8, D = 64) at 4 x 2048. `--documents LEN` packs each row into documents of LEN
  * tokens (the last one ragged); `QUERIES` sets the tiled forward and dQ's query rows per
- * invocation (default 1). Both families run the GPU profile's workgroup size and lockstep.
+ * invocation (default 1). The tiled family runs at every head size, past the GPU profile's
+ * `maxHeadDim`. Both families run the GPU profile's workgroup size and lockstep.
  *
  * @module
  */
@@ -54,9 +55,8 @@ function parseShape(text: string): AttentionDims {
 
 const reps = Number(values.reps);
 if (!Number.isInteger(reps) || reps < 1) throw new RangeError(`--reps: got ${values.reps}`);
-const tiled: AttentionTiling = values.tiles === undefined
-  ? GPU_PROFILE.attention
-  : parseAttentionTiling(values.tiles);
+// The GPU profile's tiles at every head size (past its maxHeadDim): the comparison is the point.
+const tiled: AttentionTiling = parseAttentionTiling(values.tiles ?? "tiled");
 if (tiled.strategy !== "tiled") throw new RangeError(`--tiles: got ${values.tiles}, not tiles`);
 const ROWS: AttentionTiling = { strategy: "rows", rows: 0, staged: 0 };
 const docLength = values.documents === undefined ? 0 : Number(values.documents);

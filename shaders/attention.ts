@@ -20,10 +20,11 @@
  * group's query heads and later queries). Each output is written by exactly one invocation, in a
  * fixed loop order: deterministic without atomics.
  *
- * These row kernels stream every row they read from storage (the CPU profile's choice). With the
- * GPU profile (`attention.strategy: "tiled"`) the forward, dQ and dK/dV passes run the tiled
- * kernels of shaders/attention_tiled.ts instead, which stage shared rows in workgroup memory and
- * give the same bits.
+ * These row kernels stream every row they read from storage (the CPU profile's choice, and the GPU
+ * profile's for heads over its `maxHeadDim`). With the GPU profile (`attention.strategy:
+ * "tiled"`) the forward, dQ and dK/dV passes of smaller heads run the tiled kernels of
+ * shaders/attention_tiled.ts instead, which stage shared rows in workgroup memory and give the
+ * same bits.
  *
  * D must be a multiple of 4 (rows are read as vec4) and at most 256; it is compiled into the
  * kernel, so each head size builds its own pipelines.
@@ -59,7 +60,7 @@ import {
   forwardBindings,
 } from "./attention_bindings.ts";
 import { bindTensors, dispatch1d, main1d, requireDims, requireLength } from "./kernel.ts";
-import type { AttentionTiling } from "./profile.ts";
+import { attentionStrategyFor, type AttentionTiling } from "./profile.ts";
 
 /** The first key query `tq` of row `bb` sees: its document's start when packed, else 0. */
 function firstKey(packed: boolean): string {
@@ -231,9 +232,9 @@ export interface AttentionOptions {
 
 /**
  * Fused causal grouped-query attention, forward and backward. The forward, dQ and dK/dV passes
- * run the row kernels above or, with `tiling.strategy: "tiled"` (the GPU profile's), the tiled
- * kernels of shaders/attention_tiled.ts: the same bits. Δ always runs the row kernel: it reads
- * each row once, so nothing is shared to stage.
+ * run the row kernels above or, with `tiling.strategy: "tiled"` (the GPU profile's) and a head
+ * size D up to its `maxHeadDim`, the tiled kernels of shaders/attention_tiled.ts: the same bits.
+ * Δ always runs the row kernel: it reads each row once, so nothing is shared to stage.
  */
 export class Attention {
   readonly #rt: GpuRuntime;
@@ -249,6 +250,10 @@ export class Attention {
     } = options;
     if (!Number.isInteger(lockstep) || lockstep < 1) {
       throw new RangeError(`attention: lockstep must be a positive integer, got ${lockstep}`);
+    }
+    const { maxHeadDim } = tiling;
+    if (maxHeadDim !== undefined && (!Number.isInteger(maxHeadDim) || maxHeadDim < 1)) {
+      throw new RangeError(`attention: maxHeadDim must be a positive integer, got ${maxHeadDim}`);
     }
     this.#rt = rt;
     this.#wg = workgroupSize;
@@ -267,7 +272,7 @@ export class Attention {
     });
     const packed = this.#documents(what, args);
     const views = [args.q, args.k, args.v, args.out, args.lse, ...packed.bindings];
-    if (this.#tiling.strategy === "tiled") {
+    if (attentionStrategyFor(this.#tiling, args.d) === "tiled") {
       this.#tiled(pass, "forward", args, packed.on, views, tiledForwardKernel);
       return;
     }
@@ -305,7 +310,7 @@ export class Attention {
       this.#wg,
     );
     const common = [args.q, args.k, args.v, args.lse, args.dOut, args.delta];
-    if (this.#tiling.strategy === "tiled") {
+    if (attentionStrategyFor(this.#tiling, args.d) === "tiled") {
       const dqViews = [...common, args.dq, ...packed.bindings];
       this.#tiled(pass, "dq", args, packed.on, dqViews, tiledDqKernel);
       const dkvViews = [...common, args.dk, args.dv, ...packed.bindings];

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { attentionTiles, tiledWorkgroupBytes } from "./attention_tiled.ts";
 import { GpuRuntime } from "./gpu.ts";
-import type { AttentionTiling } from "./profile.ts";
+import { Attention } from "./attention.ts";
+import { type AttentionTiling, GPU_PROFILE } from "./profile.ts";
 import {
   assertMatchesReference,
   assertSameOutputs,
@@ -84,6 +85,29 @@ Deno.test("tiled attention matches the f64 reference, with and without documents
     const { host, got } = await run(rt, c, tiled(8, 5));
     assertMatchesReference(c, host, got);
   }
+});
+
+Deno.test("the GPU profile runs the tiled kernels for D = 32 and the row kernels for D = 64", async () => {
+  using rt = await GpuRuntime.create({ profile: GPU_PROFILE, profileDispatches: true });
+  // CASES[3] has D = 32 and documents, CASES[4] D = 64.
+  const profiled = [await runAttention(rt, CASES[3]), await runAttention(rt, CASES[4])];
+  const passes = rt.dispatchTimings!.map((t) => t.name.replace(/\/\d+(x\d+)?$/, ""));
+  assert.deepEqual(passes.filter((n) => !n.includes("delta")), [
+    "attention/tiled-forward/documents/d32",
+    "attention/tiled-dq/documents/d32",
+    "attention/tiled-dkv/documents/d32",
+    "attention/forward/d64",
+    "attention/dq/d64",
+    "attention/dkv/lockstep32/d64",
+  ]);
+  // Either family gives the row kernels' bits.
+  for (const [i, c] of [CASES[3], CASES[4]].entries()) {
+    assertSameOutputs(profiled[i].got, (await run(rt, c, ROWS)).got, caseName(c));
+  }
+  assert.throws(
+    () => new Attention(rt, { tiling: { ...tiled(64, 64), maxHeadDim: 0 } }),
+    /maxHeadDim must be a positive integer, got 0/,
+  );
 });
 
 Deno.test("tiled attention shrinks its staged rows to the workgroup memory, or refuses by name", () => {

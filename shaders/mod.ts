@@ -37,8 +37,10 @@ export {
 } from "./matmul_picker.ts";
 export {
   type AdapterDescription,
+  attentionStrategyFor,
   type AttentionTiling,
   CPU_PROFILE,
+  GPU_ATTENTION_TILES,
   GPU_MATMUL_TABLE,
   GPU_PROFILE,
   GPU_WIDE_WORKGROUPS,

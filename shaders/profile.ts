@@ -60,7 +60,8 @@ export interface MatmulShapeRule {
  * dQ) or key row (dK/dV), each streaming the rows it needs from storage (CPU adapters, where
  * workgroup memory is no faster than storage). `"tiled"`: a workgroup of `rows` invocations owns
  * `rows` consecutive query (or key) rows of one head and stages the rows they all read, `staged`
- * at a time, in workgroup memory (shaders/attention_tiled.ts; GPUs). Both give the same bits.
+ * at a time, in workgroup memory (shaders/attention_tiled.ts; GPUs), for heads up to
+ * `maxHeadDim`. Both give the same bits, so the choice changes times only.
  */
 export interface AttentionTiling {
   /** Which kernel family. */
@@ -75,9 +76,31 @@ export interface AttentionTiling {
   /**
    * Tiled only, forward and dQ: query rows per invocation (default 1), so each staged key and
    * value row read from workgroup memory serves that many queries; the workgroup then owns
-   * `rows · queries` query rows. The same bits for every value. No profile sets it yet.
+   * `rows · queries` query rows. The same bits for every value. No profile sets it: on an H200
+   * (2026-11-30) 2 and 4 were slower than 1 at D = 32 and D = 64 alike.
    */
   readonly queries?: number;
+  /**
+   * Tiled only: the largest head size D that runs the tiled kernels; larger heads run the row
+   * kernels (see {@link attentionStrategyFor}). Absent: every D runs tiled.
+   */
+  readonly maxHeadDim?: number;
+}
+
+/**
+ * The kernels attention runs at head size `d`: `"rows"` for a row tiling, or for a tiled one whose
+ * `maxHeadDim` is below `d`; else `"tiled"`. Pure: the same for every client with the profile.
+ *
+ * @example
+ * ```ts
+ * import { attentionStrategyFor, GPU_PROFILE } from "./profile.ts";
+ * if (attentionStrategyFor(GPU_PROFILE.attention, 32) !== "tiled") throw new Error();
+ * if (attentionStrategyFor(GPU_PROFILE.attention, 64) !== "rows") throw new Error();
+ * ```
+ */
+export function attentionStrategyFor(tiling: AttentionTiling, d: number): "rows" | "tiled" {
+  if (tiling.strategy === "rows") return "rows";
+  return tiling.maxHeadDim === undefined || d <= tiling.maxHeadDim ? "tiled" : "rows";
 }
 
 /** Everything a kernel needs to pick its shape on one adapter. */
@@ -136,7 +159,7 @@ export interface TuningProfile {
    * llvmpipe loads lane by lane whatever the addresses).
    */
   readonly lockstep: number;
-  /** Attention kernel shape. */
+  /** Attention kernel shape, per head size D (`maxHeadDim`). */
   readonly attention: AttentionTiling;
 }
 
@@ -240,6 +263,18 @@ export const GPU_MATMUL_TABLE: readonly MatmulShapeRule[] = [
 ];
 
 /**
+ * The GPU profile's attention tiles: 64 query rows per workgroup share each staged key/value row,
+ * 64x fewer storage reads of K and V; 64 staged rows of D = 32 take 16 KiB (K and V), WebGPU's
+ * default workgroup-memory limit. Measured on an H200 (2026-11-30, `bench/attention_gpu.ts`, rows
+ * ÷ tiled, above 1 the tiles win): D = 32 (the 20M model, B 16, T 1024, H = KVH = 8) forward 1.85x,
+ * backward 1.43x (1.30x / 1.00x in packed documents of 300), the whole 20M step at 16 x 1024 104.9
+ * ms against 117.4; D = 64 (the 1B's heads, B 4, T 2048, H 32, KVH 8) forward 0.80x, backward 0.68x
+ * (8.07 / 34.7 ms on rows, 10.1 / 50.8 tiled). So the profile runs them for D ≤ 32 only; D = 48 and
+ * D = 128 were not measured and take the row kernels.
+ */
+export const GPU_ATTENTION_TILES: AttentionTiling = { strategy: "tiled", rows: 64, staged: 64 };
+
+/**
  * Workgroup-tiled matmul for GPUs: 64×64 tiles, 16 deep, 16×16 invocations of 4×4 outputs, read
  * from workgroup memory as vec4 with the next slice loaded during the current one (`tiled-vec4`,
  * the same bits as the scalar `tiled`). On an H200 (2026-11-28) it ran the 20M step at 16 x 1024
@@ -261,9 +296,8 @@ export const GPU_PROFILE: TuningProfile = {
   splitK: { targetWorkgroups: 512, minSliceK: 256, scratchBytes: 64 * 2 ** 20 },
   // NVIDIA's warp; AMD's 64-wide waves then read two rows per load instead of one.
   lockstep: 32,
-  // 64 query rows per workgroup share each staged key/value row: 64x fewer storage reads of K and
-  // V. 64 staged rows of D = 32 take 16 KiB (K and V), WebGPU's default workgroup-memory limit.
-  attention: { strategy: "tiled", rows: 64, staged: 64 },
+  // Tiled for the 20M model's heads (D = 32), rows for the 1B's (D = 64): GPU_ATTENTION_TILES.
+  attention: { ...GPU_ATTENTION_TILES, maxHeadDim: 32 },
 };
 
 /** The adapter fields that decide the profile (a subset of `GPUAdapterInfo`). */

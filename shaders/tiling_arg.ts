@@ -2,12 +2,12 @@
  * Kernel shapes written on a command line. A matmul tiling, `rows,cols,wx,wy,depth[,vec4[,db]]`:
  * `tiled` strategy with `depth > 0` (`tiled-vec4` with the `vec4` suffix, double-buffered in
  * workgroup memory with `vec4,db`), `register` with depth 0. An attention tiling: `rows`,
- * `tiled` (the GPU profile's) or `ROWSxSTAGED[xQUERIES]`. For benchmarks that try kernel shapes
+ * `tiled` (the GPU profile's tiles, at every head size) or `ROWSxSTAGED[xQUERIES]`. For benchmarks that try kernel shapes
  * on one adapter; the text has no spaces, so bench/gpu/run.sh's awk reads it as one field.
  *
  * @module
  */
-import { type AttentionTiling, GPU_PROFILE, type MatmulTiling } from "./profile.ts";
+import { type AttentionTiling, GPU_ATTENTION_TILES, type MatmulTiling } from "./profile.ts";
 
 /** Parses `rows,cols,wx,wy,depth[,vec4[,db]]`; throws a RangeError naming the text otherwise. */
 export function parseTiling(text: string): MatmulTiling {
@@ -44,11 +44,12 @@ export function formatTiling(t: MatmulTiling): string {
 /**
  * Parses an attention tiling: `rows` (one invocation per query row), `tiled` (the GPU profile's
  * tiles) or `ROWSxSTAGED[xQUERIES]` (positive integers; the kernel checks them against the
- * device's limits). Throws a RangeError naming the text otherwise.
+ * device's limits). A tiled override runs every head size, past the GPU profile's `maxHeadDim`:
+ * it is how the two families are compared. Throws a RangeError naming the text otherwise.
  */
 export function parseAttentionTiling(text: string): AttentionTiling {
   if (text === "rows") return { strategy: "rows", rows: 0, staged: 0 };
-  if (text === "tiled") return GPU_PROFILE.attention;
+  if (text === "tiled") return GPU_ATTENTION_TILES;
   const parts = text.split("x").map(Number);
   if (parts.length < 2 || parts.length > 3 || parts.some((v) => !Number.isInteger(v) || v < 1)) {
     throw new RangeError(

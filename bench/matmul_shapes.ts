@@ -102,8 +102,8 @@ export function shapeSetMatmuls(
 /**
  * Size class of a product, by the workgroups the profile's reference tiling launches (tiles ×
  * batch): `narrow` below the split-K target (products split-K may split, which stay on the
- * reference), `wide` from `wideWorkgroups` (where the GPU profile's table runs 128-wide tiles),
- * `medium` between.
+ * reference), `wide` from `wideWorkgroups` (where the GPU profile's `wide` rules start),
+ * `medium` between (its `medium` rules).
  */
 export type SizeClass = "narrow" | "medium" | "wide";
 

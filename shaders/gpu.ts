@@ -559,7 +559,7 @@ export class GpuRuntime {
       );
     }
     const profile = options.profile ?? profileFor(adapter.info);
-    // One tiling for every shape: the table's rules would still claim the wide products.
+    // One tiling for every shape: the table's rules would still claim the larger products.
     const tiled = options.matmulTiling
       ? { ...profile, matmul: options.matmulTiling, matmulByShape: [] }
       : profile;

@@ -16,15 +16,17 @@
  * changes times only. A rule's depth must divide the reference depth, so every slice the
  * reference plans is whole tile depths of the tiling that runs it.
  *
- * @example The GPU profile's table at two of the 20M model's shapes
+ * @example The GPU profile's table at three of the 20M model's shapes
  * ```ts
  * import { GPU_PROFILE } from "./profile.ts";
  * import { pickMatmulTiling } from "./matmul_picker.ts";
  * const nt = (m: number, n: number) => ({ layout: "nt" as const, m, n, k: 256, batch: 1 });
- * // Forward of a 256-wide projection at 16 x 1024 tokens: 1024 reference tiles, not wide.
- * if (pickMatmulTiling(GPU_PROFILE, nt(16384, 256)) !== GPU_PROFILE.matmul) throw new Error();
- * // The LM head's logits, [4160, 32000]: 65 x 500 reference tiles, 8x8 per invocation.
- * if (pickMatmulTiling(GPU_PROFILE, nt(4160, 32000)).rows !== 8) throw new Error();
+ * // Forward of a 256-wide projection at 4 x 256 tokens: 64 reference tiles, narrow.
+ * if (pickMatmulTiling(GPU_PROFILE, nt(1024, 256)) !== GPU_PROFILE.matmul) throw new Error();
+ * // The same at 16 x 1024 tokens: 1024 reference tiles, medium, 8x8 on a 64 x 128 tile.
+ * if (pickMatmulTiling(GPU_PROFILE, nt(16384, 256)).workgroup[1] !== 8) throw new Error();
+ * // The LM head's logits, [4160, 32000]: 65 x 500 reference tiles, wide, 8x8 on 128 x 128.
+ * if (pickMatmulTiling(GPU_PROFILE, nt(4160, 32000)).workgroup[1] !== 16) throw new Error();
  * ```
  *
  * @module

@@ -206,10 +206,10 @@ export const CPU_PROFILE: TuningProfile = {
 };
 
 /**
- * Reference workgroups (64 × 64 tiles) from which the GPU profile runs 128-wide tiles: 528 tiles
- * of 128 × 128, four per multiprocessor of an H100/H200's 132. Below it a 128 × 128 tile leaves
- * multiprocessors idle or runs a ragged last wave; the 20M model's products at hidden size 256
- * (`[16384, 256]`: 1024 reference tiles) stay on the 64 × 64 tile.
+ * Reference workgroups (64 × 64 tiles) from which the GPU profile's `wide` rules apply: 528 tiles
+ * of 128 × 128, four per multiprocessor of an H100/H200's 132. First chosen so that smaller
+ * products kept the 64 × 64 tile; the H200's timings of 2026-11-30 found 8×8 tilings faster below
+ * it too (the `medium` rules), so it now parts two sets of measured tilings.
  */
 export const GPU_WIDE_WORKGROUPS = 4 * 4 * 132;
 
@@ -233,32 +233,62 @@ export const vec4Tiling = (
 });
 
 /**
- * The GPU profile's matmul table. Measured: `wide tn` and `wide nn` are the fastest tilings of
- * the H200 sweep at 4096³ for their layouts (2026-11-28: tn 20.3 TFLOP/s with 8×8 on 16×16, depth
- * 16, against the reference's 17.6; nn 18.7 with 8×8 on 16×8, depth 8, a 64 × 128 tile, against
- * 16.0). A guess: `wide nt` (the sweep's best nt tiling was not recorded; 8×8 on 16×16 is the
- * tiling tuned SGEMMs use), and the `GPU_WIDE_WORKGROUPS` threshold itself, measured at one size
- * (4096² outputs: 4096 reference tiles). `sh bench/gpu/run.sh picker` measures all of it at the
- * 20M and 1B models' shapes.
+ * Reference workgroups from which the GPU profile's `medium` rules apply: its split-K target
+ * (`splitK.targetWorkgroups`), so no rule claims a product split-K may split. Those, the `narrow`
+ * products, run the reference tiling, the one split-K plans with.
+ */
+export const GPU_MEDIUM_WORKGROUPS = 512;
+
+/**
+ * The GPU profile's matmul table: one rule per layout and size class, `wide` from
+ * `GPU_WIDE_WORKGROUPS` reference tiles, `medium` from `GPU_MEDIUM_WORKGROUPS`; `narrow` products
+ * (fewer tiles) keep the reference. Measured on an H200 (2026-11-30, at 22bcb5e,
+ * `bench/matmul_gpu.ts --reps 10 --shapes 20m-4x256,20m-16x1024,1b-1x128`: every distinct matmul of
+ * those steps under each candidate tiling), the class's total under the reference or the old rule
+ * against the rule's tiling: medium nn 5.18 → 4.06 ms (1.27x), medium nt 4.72 → 3.98 (1.19x),
+ * medium tn 9.22 → 7.57 (1.22x), wide nt 18.53 → 15.17 (1.22x, 8×8 on 16×16, depth 16 before);
+ * each the class's fastest single tiling. `wide nn` (one shape, 2.37 → 2.26 ms, 1.05x; 8×8 on
+ * 16×8 before) follows the same day's 4096³ sweep too, which ranks 8×8 on 16×16, depth 8 first
+ * for nn (22.7 against 21.8 TFLOP/s) and nt (22.0); `wide tn` was already the class's fastest (and
+ * the sweep's, 22.7 TFLOP/s). The narrow classes gained at most 1.07x and stay on the reference
+ * (docs/kernels.md, "Tilings by shape class").
  */
 export const GPU_MATMUL_TABLE: readonly MatmulShapeRule[] = [
   {
     name: "wide nn",
     layouts: ["nn"],
     minWorkgroups: GPU_WIDE_WORKGROUPS,
-    tiling: vec4Tiling(8, 8, [16, 8], 8),
+    tiling: vec4Tiling(8, 8, [16, 16], 8),
   },
   {
     name: "wide nt",
     layouts: ["nt"],
     minWorkgroups: GPU_WIDE_WORKGROUPS,
-    tiling: vec4Tiling(8, 8, [16, 16], 16),
+    tiling: vec4Tiling(8, 8, [16, 16], 8),
   },
   {
     name: "wide tn",
     layouts: ["tn"],
     minWorkgroups: GPU_WIDE_WORKGROUPS,
     tiling: vec4Tiling(8, 8, [16, 16], 16),
+  },
+  {
+    name: "medium nn",
+    layouts: ["nn"],
+    minWorkgroups: GPU_MEDIUM_WORKGROUPS,
+    tiling: vec4Tiling(8, 8, [16, 16], 8),
+  },
+  {
+    name: "medium nt",
+    layouts: ["nt"],
+    minWorkgroups: GPU_MEDIUM_WORKGROUPS,
+    tiling: vec4Tiling(8, 8, [16, 8], 8),
+  },
+  {
+    name: "medium tn",
+    layouts: ["tn"],
+    minWorkgroups: GPU_MEDIUM_WORKGROUPS,
+    tiling: vec4Tiling(8, 8, [16, 8], 8),
   },
 ];
 
@@ -281,8 +311,8 @@ export const GPU_ATTENTION_TILES: AttentionTiling = { strategy: "tiled", rows: 6
  * in 113 ms against the scalar kernel's 156 ms, and 4096³ at 16.0 / 16.4 / 17.6 TFLOP/s (nn / nt /
  * tn) against 4.4-7.5 / 12.8 / 13.2 (docs/benchmarks.md). Split-K aims at 512 workgroups (about
  * four per multiprocessor on a 132-multiprocessor H100/H200) with slices of at least 256 (16 tiles
- * deep) and at most 64 MiB of partial sums. Products with at least `GPU_WIDE_WORKGROUPS` output
- * tiles run a 128-wide tiling of {@link GPU_MATMUL_TABLE} instead (the same bits).
+ * deep) and at most 64 MiB of partial sums. Products with at least `GPU_MEDIUM_WORKGROUPS` output
+ * tiles run an 8×8 tiling of {@link GPU_MATMUL_TABLE} instead (the same bits).
  */
 export const GPU_PROFILE: TuningProfile = {
   name: "gpu",

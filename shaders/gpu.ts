@@ -25,6 +25,7 @@ import { GpuDeviceLostError, GpuStageError, GpuUnavailableError } from "./errors
 import { type MatmulTiling, profileFor, type TuningProfile } from "./profile.ts";
 import { requestGpuAdapter } from "./runtime_dir.ts";
 import { ProfilingPass, type SectionTiming } from "./dispatch_profile.ts";
+import { ReadbackPool, untilAborted } from "./readback.ts";
 
 export type { SectionTiming } from "./dispatch_profile.ts";
 
@@ -202,20 +203,6 @@ function backendEnv(): string | undefined {
   }
 }
 
-/** `promise`, or a rejection with the signal's reason as soon as it aborts. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  signal.throwIfAborted();
-  let onAbort = () => {};
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-  return Promise.race([promise, aborted]).finally(() => {
-    signal.removeEventListener("abort", onAbort);
-  });
-}
-
 const f32Scratch = new Float32Array(1);
 const u32Scratch = new Uint32Array(f32Scratch.buffer);
 
@@ -331,10 +318,10 @@ export class GpuStep {
    *
    * With `wait: false` it returns once the step is validated and queued, without waiting for the
    * GPU: for a step followed by a read (a read waits for the work queued before it) or by more
-   * steps (the queue runs them in order). Deno resolves every GPU completion promise on a polling
-   * tick, some milliseconds after the work ends even for an empty queue (docs/benchmarks.md,
-   * "Behind the code"), so each wait a step can skip is that much latency saved; reads awaited
-   * together cost one tick.
+   * steps (the queue runs them in order). The wait is a fence read ({@link GpuRuntime.untilIdle}),
+   * which ends with the GPU work, not Deno's `onSubmittedWorkDone`, which resolves on a 10 ms
+   * polling tick even for an empty queue (shaders/readback.ts); a skipped wait still saves a
+   * submission and a blocking poll.
    */
   async submit(options: { signal?: AbortSignal; wait?: boolean } = {}): Promise<void> {
     // WebGPU reports encoding errors at finish(): a scope pushed and popped around finish and
@@ -358,7 +345,7 @@ export class GpuStep {
       await this.#rt.checkErrors();
       if (error) throw new GpuStageError(`step "${this.#label}"`, "validation", error.message);
       if (options.wait !== false || readback) {
-        await untilAborted(this.#rt.device.queue.onSubmittedWorkDone(), options.signal);
+        await this.#rt.untilIdle(options);
       }
       if (readback) {
         await untilAborted(this.#readTimings(readback), options.signal);
@@ -455,6 +442,7 @@ export class GpuRuntime {
   readonly #retired: GPUBuffer[] = [];
   #openSteps = 0;
   readonly #owned = new Set<GPUBuffer>();
+  readonly #readback: ReadbackPool;
   readonly #pending: Promise<GpuStageError | undefined>[] = [];
   #lost: GpuDeviceLostError | undefined;
   #uncaptured: GpuStageError | undefined;
@@ -482,6 +470,7 @@ export class GpuRuntime {
     this.hasTimestamps = device.features.has("timestamp-query");
     this.hasSubgroups = device.features.has("subgroups");
     this.dispatchTimings = options.profileDispatches ? [] : undefined;
+    this.#readback = new ReadbackPool(device);
     device.lost.then((info) => {
       this.#lost = new GpuDeviceLostError(info.reason, info.message);
     });
@@ -771,20 +760,32 @@ export class GpuRuntime {
     options.signal?.throwIfAborted();
     const { buffer, offset, size } = resolveView(view);
     const copySize = Math.ceil(size / 4) * 4;
-    const staging = this.device.createBuffer({
-      label: `readback of "${buffer.label}"`,
-      size: Math.max(4, copySize),
-      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-    });
-    try {
-      const encoder = this.device.createCommandEncoder({ label: `readback "${buffer.label}"` });
-      if (copySize > 0) encoder.copyBufferToBuffer(buffer, offset, staging, 0, copySize);
-      this.device.queue.submit([encoder.finish()]);
-      await untilAborted(staging.mapAsync(GPUMapMode.READ), options.signal);
-      return consume(new Uint8Array(staging.getMappedRange(0, copySize), 0, size));
-    } finally {
-      staging.destroy();
-    }
+    // Pooled staging buffers, read as soon as the GPU is done (shaders/readback.ts).
+    return await this.#readback.read(
+      size,
+      (encoder, staging) => {
+        if (copySize > 0) encoder.copyBufferToBuffer(buffer, offset, staging, 0, copySize);
+      },
+      consume,
+      { signal: options.signal, label: `of "${buffer.label}"` },
+    );
+  }
+
+  /**
+   * Resolves once all work submitted so far is done: a fence read (a 4-byte clear of a pooled
+   * staging buffer, read back), which ends as soon as the GPU does, where
+   * `queue.onSubmittedWorkDone` resolves on Deno's 10 ms polling tick (shaders/readback.ts).
+   */
+  async untilIdle(options: { signal?: AbortSignal } = {}): Promise<void> {
+    await this.#readback.read(
+      4,
+      (encoder, staging) => encoder.clearBuffer(staging, 0, 4),
+      () => {},
+      {
+        signal: options.signal,
+        label: "fence",
+      },
+    );
   }
 
   /** Throw the first error recorded by an error scope, the uncaptured handler, or device loss. */
@@ -806,6 +807,7 @@ export class GpuRuntime {
     this.#owned.clear();
     this.#uniforms.clear();
     this.#pipelines.clear();
+    this.#readback[Symbol.dispose]();
     this.device.destroy();
   }
 

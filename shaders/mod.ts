@@ -27,6 +27,7 @@ export { type KernelTotal, ProfilingPass, summarizeTimings } from "./dispatch_pr
 export { formatTiling, parseAttentionTiling, parseTiling } from "./tiling_arg.ts";
 export { probeSubgroups, type SubgroupProbe } from "./subgroups.ts";
 export { requestGpuAdapter } from "./runtime_dir.ts";
+export { type EncodeCopy, ReadbackPool, type ReadOptions } from "./readback.ts";
 export {
   matmulRuleFor,
   type MatmulShape,

@@ -33,8 +33,7 @@ export async function uploadSeededParams(
     rt.write(params.slice(chunk.entry.offset + chunk.start, chunk.length), chunk.values);
     // writeBuffer copies into a staging buffer that lives until a submission completes:
     // flushing each chunk keeps one staging copy alive, not the whole model's.
-    rt.device.queue.submit([]);
-    await rt.device.queue.onSubmittedWorkDone();
+    await rt.untilIdle(); // a fence read: no 10 ms completion tick per chunk
     doneBytes += chunk.length * 4;
     options.onProgress?.(doneBytes, totalBytes);
   }

@@ -47,8 +47,7 @@ export async function uploadF32Weights(
         await readExactly(file, bytes.subarray(0, count * 4), s.path);
         rt.write(params.slice(s.offset + start, count), chunk.subarray(0, count));
         // One staging copy alive at a time, not the whole model's (see seeded_upload.ts).
-        rt.device.queue.submit([]);
-        await rt.device.queue.onSubmittedWorkDone();
+        await rt.untilIdle(); // a fence read: no 10 ms completion tick per chunk
         doneBytes += count * 4;
         options?.onProgress?.(doneBytes, totalBytes);
       }

@@ -110,8 +110,7 @@ export async function restoreTrainingStreamed(
         }
         writeRange(rt, flat, t.start + done, part);
         // One staging copy alive at a time (see model/seeded_upload.ts).
-        rt.device.queue.submit([]);
-        await rt.device.queue.onSubmittedWorkDone();
+        await rt.untilIdle(); // a fence read: no 10 ms completion tick per chunk
         doneBytes += 4 * count;
         options.onProgress?.(doneBytes, totalBytes);
       }

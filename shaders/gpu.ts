@@ -741,7 +741,7 @@ export class GpuRuntime {
     return new Uint32Array(await this.readBytes(view, options));
   }
 
-  /** Read a view back as raw bytes through a temporary staging buffer. */
+  /** Read a view back as raw bytes through a pooled staging buffer (shaders/readback.ts). */
   readBytes(view: TensorView, options: { signal?: AbortSignal } = {}): Promise<ArrayBuffer> {
     return this.withBytes(view, (bytes) => bytes.slice().buffer, options);
   }

@@ -49,7 +49,7 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
 # Parts to run: the arguments, or every part (in this order: the most wanted first, what the
 # lease of 2026-11-30 left unmeasured; the parts measured then last). `sweep` picks the tiling
 # `profile` and `steps` try when it runs before them.
-parts=${*:-"1b 1b-torch profile steps splitk attention distro upload seeded picker sweep matmul matmul-16"}
+parts=${*:-"readback 1b 1b-torch profile steps splitk attention distro upload seeded picker sweep matmul matmul-16"}
 # The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
 # pick of an earlier call, so a later call need not sweep again).
 best=${BEST_TILING:-}
@@ -122,6 +122,12 @@ for part in $parts; do
       $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --split-k auto"
     ;;
   distro) run 60 distro.txt $deno_run optimizer/distro_bench.ts --large ;;
+  readback)
+    # A small readback and a wait, Deno's awaited map promise against the early read of a reused
+    # staging buffer (shaders/readback.ts): the old costs Deno's 10 ms sleep on any adapter.
+    run 45 readback.txt sh -c "$deno_run bench/readback.ts --reads 60 &&
+      $deno_run bench/readback.ts --reads 30 --bytes 65536"
+    ;;
   profile)
     tiled=""
     [ -n "$best" ] && tiled="&& $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --tiling $best"
@@ -142,7 +148,7 @@ for part in $parts; do
       --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3
     ;;
   *)
-    echo "unknown part $part (upload, seeded, attention, picker, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
+    echo "unknown part $part (readback, upload, seeded, attention, picker, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
     exit 2
     ;;
   esac

@@ -127,6 +127,37 @@ Deno.test("a binding over maxStorageBufferBindingSize is refused with the buffer
   await rt.checkErrors();
 });
 
+Deno.test("bind groups are made once per pipeline and range, and a new buffer gets its own", async () => {
+  const { bindTensors, dispatch } = await import("./kernel.ts");
+  using rt = await GpuRuntime.create();
+  const pipeline = rt.pipeline("test/add-n", () =>
+    `@group(0) @binding(0) var<uniform> n: vec4<u32>;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@compute @workgroup_size(1) fn main() { x[0] = x[0] + f32(n.x); }`);
+  const run = async (buffer: GPUBuffer, add: number) => {
+    const step = rt.beginStep("add");
+    const group = bindTensors(rt, pipeline, [add], [buffer]);
+    dispatch(step.pass, pipeline, group, [1]);
+    await step.submit();
+    return group;
+  };
+  const a = rt.buffer("x", new Float32Array([1]));
+  const first = await run(a, 2);
+  assert.equal(await run(a, 2), first, "the same pipeline, uniform and range: the same group");
+  assert.notEqual(await run(a, 3), first, "another uniform: another group");
+  assert.deepEqual([...await rt.read({ buffer: a, size: 4 })], [1 + 2 + 2 + 3]);
+  // A buffer made after one is destroyed (same label, same size) must not meet its group.
+  rt.destroyBuffer(a);
+  const b = rt.buffer("x", new Float32Array([10]));
+  assert.notEqual(await run(b, 2), first);
+  assert.deepEqual([...await rt.read({ buffer: b, size: 4 })], [12]);
+  const c = rt.buffer("c", new Float32Array([0, 0]));
+  const whole = bindTensors(rt, pipeline, [2], [c]);
+  assert.notEqual(bindTensors(rt, pipeline, [2], [{ buffer: c, offset: 0, size: 4 }]), whole);
+  assert.equal(rt.bindGroupCacheSize, 5);
+  await rt.checkErrors();
+});
+
 Deno.test("the uniform cache is recycled without breaking work already encoded", async () => {
   const { Elementwise } = await import("./elementwise.ts");
   using rt = await GpuRuntime.create({ uniformCacheLimit: 4 });

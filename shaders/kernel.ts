@@ -52,7 +52,8 @@ export function bindTensors(
   params: readonly number[],
   views: readonly TensorView[],
 ): GPUBindGroup {
-  const entries: GPUBindGroupEntry[] = [{ binding: 0, resource: { buffer: rt.uniform(params) } }];
+  const uniform = rt.uniform(params);
+  const entries = [{ buffer: uniform, offset: 0, size: uniform.size }];
   const limit = rt.limits.maxStorageBufferBindingSize;
   views.forEach((view, i) => {
     const { buffer, offset, size } = resolveView(view);
@@ -64,13 +65,9 @@ export function bindTensors(
           `explicit size, or split the work into row ranges`,
       );
     }
-    entries.push({ binding: i + 1, resource: { buffer, offset, size: bytes } });
+    entries.push({ buffer, offset, size: bytes });
   });
-  return rt.device.createBindGroup({
-    label: pipeline.label,
-    layout: pipeline.getBindGroupLayout(0),
-    entries,
-  });
+  return rt.bindGroup(pipeline, entries);
 }
 
 /** One block of {@link rowBlocks}: rows `[start, start + rows)`. */

@@ -1,11 +1,15 @@
 #!/bin/sh
 # Every figure of docs/gpu-benchmarks.md in one device call, each part under its own time limit so
 # that one slow part cannot cost the rest. Run from the repository root on the lent machine, with
-# `.gl`, `.denobin` and `.gpucache` carried (docs/gpu-benchmarks.md makes them); results go to $OUT
-# (the device tool's folder) or ./gpu-out.
+# `.gl`, `.denobin` and `.gpucache` carried (docs/gpu-benchmarks.md makes them). Every part goes
+# into one file, $OUT/gpu.txt ($OUT: the device tool's folder; else ./gpu-out), as it prints: the
+# file comes back whole even when the call is cut off, and one file is under the tool's limit on
+# how many come back. Each part is a section headed `== part NAME: COMMAND`.
 set -u
 out=${OUT:-gpu-out}
 mkdir -p "$out"
+log=$out/gpu.txt
+: >"$log"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
 xz -dc .denobin/deno.xz >/tmp/deno && chmod +x /tmp/deno
@@ -21,16 +25,20 @@ icd=$(find /usr/local/nvidia /usr/share/vulkan /etc/vulkan -name 'nvidia_icd*.js
 [ -n "$icd" ] && export VK_DRIVER_FILES="$icd"
 egl=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 [ -f "$egl" ] && export __EGL_VENDOR_LIBRARY_FILENAMES="$egl"
-run() { # run LIMIT_S FILE COMMAND...: one part, its output kept whatever happens
-  limit=$1 file=$2
+section() { # section NAME: the lines of the log's sections named NAME
+  awk -v head="== part $1: " '/^== part /{ keep = index($0, head) == 1 } keep' "$log"
+}
+run() { # run LIMIT_S NAME COMMAND...: one part, appended to the log as it prints, then echoed
+  limit=$1 name=$2
   shift 2
-  echo "== $* (limit ${limit}s)" >"$out/$file"
+  echo "== part $name: $* (limit ${limit}s)" >>"$log"
   start=$(date +%s)
-  timeout "$limit" "$@" >>"$out/$file" 2>&1
-  echo "== exit $? after $(($(date +%s) - start)) s" >>"$out/$file"
-  cat "$out/$file"
+  timeout "$limit" "$@" >>"$log" 2>&1
+  echo "== exit $? after $(($(date +%s) - start)) s" >>"$log"
+  section "$name"
 }
 {
+  echo "== part env.txt: the machine"
   date -u +%FT%TZ
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   python3 -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0))"
@@ -40,8 +48,8 @@ run() { # run LIMIT_S FILE COMMAND...: one part, its output kept whatever happen
   echo "VK_DRIVER_FILES=${VK_DRIVER_FILES:-unset}"
   # Features (is "subgroups" there?), subgroup sizes and the limits the kernels are shaped by.
   timeout 30 $deno_run bench/gpu/adapter.ts
-} >"$out/env.txt" 2>&1
-cat "$out/env.txt"
+} >>"$log" 2>&1
+section env.txt
 step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
   run "$1" "step-$(basename "$2")-$3x$4.txt" $deno_run bench/torch/compare.ts \
     --config "$2" --batch "$3" --seq-len "$4" --device cuda --warmup 3 --steps 20 --json
@@ -97,9 +105,10 @@ for part in $parts; do
     # candidate the profile part tries on a whole step. Tiling names have no spaces (double-
     # buffered ones end in ",vec4,db"); one the adapter cannot run prints "skipped" and no time.
     run 150 matmul-sweep.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 10 --sweep
-    best=$(awk '/^tiling /{t=$2} / GFLOP\/s/{ms[t]+=$4} END{for(t in ms) print ms[t], t}' \
-      "$out/matmul-sweep.txt" | sort -n | head -1 | cut -d' ' -f2)
-    echo "fastest tiling over nn+nt+tn: ${best:-none}" | tee -a "$out/matmul-sweep.txt"
+    best=$(section matmul-sweep.txt |
+      awk '/^tiling /{t=$2} / GFLOP\/s/{ms[t]+=$4} END{for(t in ms) print ms[t], t}' |
+      sort -n | head -1 | cut -d' ' -f2)
+    echo "fastest tiling over nn+nt+tn: ${best:-none}" | tee -a "$log"
     ;;
   steps)
     step 90 config/models/llama-20m 4 256

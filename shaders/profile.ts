@@ -254,43 +254,27 @@ export const GPU_MEDIUM_WORKGROUPS = 512;
  * (docs/kernels.md, "Tilings by shape class").
  */
 export const GPU_MATMUL_TABLE: readonly MatmulShapeRule[] = [
-  {
-    name: "wide nn",
-    layouts: ["nn"],
-    minWorkgroups: GPU_WIDE_WORKGROUPS,
-    tiling: vec4Tiling(8, 8, [16, 16], 8),
-  },
-  {
-    name: "wide nt",
-    layouts: ["nt"],
-    minWorkgroups: GPU_WIDE_WORKGROUPS,
-    tiling: vec4Tiling(8, 8, [16, 16], 8),
-  },
-  {
-    name: "wide tn",
-    layouts: ["tn"],
-    minWorkgroups: GPU_WIDE_WORKGROUPS,
-    tiling: vec4Tiling(8, 8, [16, 16], 16),
-  },
-  {
-    name: "medium nn",
-    layouts: ["nn"],
-    minWorkgroups: GPU_MEDIUM_WORKGROUPS,
-    tiling: vec4Tiling(8, 8, [16, 16], 8),
-  },
-  {
-    name: "medium nt",
-    layouts: ["nt"],
-    minWorkgroups: GPU_MEDIUM_WORKGROUPS,
-    tiling: vec4Tiling(8, 8, [16, 8], 8),
-  },
-  {
-    name: "medium tn",
-    layouts: ["tn"],
-    minWorkgroups: GPU_MEDIUM_WORKGROUPS,
-    tiling: vec4Tiling(8, 8, [16, 8], 8),
-  },
+  gpuRule("wide", "nn", vec4Tiling(8, 8, [16, 16], 8)),
+  gpuRule("wide", "nt", vec4Tiling(8, 8, [16, 16], 8)),
+  gpuRule("wide", "tn", vec4Tiling(8, 8, [16, 16], 16)),
+  gpuRule("medium", "nn", vec4Tiling(8, 8, [16, 16], 8)),
+  gpuRule("medium", "nt", vec4Tiling(8, 8, [16, 8], 8)),
+  gpuRule("medium", "tn", vec4Tiling(8, 8, [16, 8], 8)),
 ];
+
+/** A rule of {@link GPU_MATMUL_TABLE}: `tiling` for one layout's wide or medium products. */
+function gpuRule(
+  size: "wide" | "medium",
+  layout: MatmulShapeRule["layouts"][number],
+  tiling: MatmulTiling,
+): MatmulShapeRule {
+  return {
+    name: `${size} ${layout}`,
+    layouts: [layout],
+    minWorkgroups: size === "wide" ? GPU_WIDE_WORKGROUPS : GPU_MEDIUM_WORKGROUPS,
+    tiling,
+  };
+}
 
 /**
  * The GPU profile's attention tiles: 64 query rows per workgroup share each staged key/value row,

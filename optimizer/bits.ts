@@ -110,9 +110,28 @@ export class BitReader {
 
   /** True when every bit from the current position to the end of the bytes is zero. */
   restIsZero(): boolean {
-    for (let b = this.#bit; b < this.#bytes.length * 8; b++) {
-      if ((this.#bytes[b >>> 3] >>> (b & 7)) & 1) return false;
-    }
-    return true;
+    return bitsZeroFrom(this.#bytes, this.#bit);
   }
+}
+
+/** True when every bit of `bytes` from bit `from` (LSB-first) to the end is zero. */
+export function bitsZeroFrom(bytes: Uint8Array, from: number): boolean {
+  let i = Math.floor(from / 8);
+  if (i >= bytes.length) return true;
+  // The partial first byte, then whole bytes.
+  if (bytes[i] >>> (from & 7) !== 0) return false;
+  for (i++; i < bytes.length; i++) if (bytes[i] !== 0) return false;
+  return true;
+}
+
+/**
+ * Bits `[at, at + width)` of `bytes` (LSB-first) as an unsigned number, `0 <= width <= 24`.
+ * Unchecked: `bytes` must hold 3 readable bytes past the last byte the field touches (the
+ * caller pads), so the hot loops of the payload decoder need no bounds checks per read.
+ */
+export function bitsAt(bytes: Uint8Array, at: number, width: number): number {
+  // A 24-bit field at bit offset <= 7 lies within the 4 bytes from `at / 8`.
+  const i = at >>> 3;
+  const word = bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24);
+  return (word >>> (at & 7)) & ((1 << width) - 1);
 }

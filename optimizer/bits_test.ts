@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { BitReader, BitStreamEndError, BitWriter } from "./bits.ts";
+import { BitReader, bitsAt, BitStreamEndError, bitsZeroFrom, BitWriter } from "./bits.ts";
 
 Deno.test("bit fields of every width 0..32 read back at every bit offset", () => {
   let seed = 7;
@@ -11,11 +11,29 @@ Deno.test("bit fields of every width 0..32 read back at every bit offset", () =>
   }
   const out = new BitWriter();
   for (const [value, width] of fields) out.write(value, width);
-  const reader = new BitReader(out.finish());
+  const bytes = out.finish();
+  const reader = new BitReader(bytes);
+  const padded = new Uint8Array(bytes.length + 3);
+  padded.set(bytes);
+  let at = 0;
   for (const [n, [value, width]] of fields.entries()) {
     assert.equal(reader.read(width), value, `field ${n} (width ${width})`);
+    if (width <= 24) {
+      assert.equal(bitsAt(padded, at, width), value, `bitsAt: field ${n} (width ${width})`);
+    }
+    at += width;
   }
   assert.ok(reader.restIsZero());
+});
+
+Deno.test("bitsZeroFrom looks at every bit from the given one on", () => {
+  const bytes = new Uint8Array([0xff, 0x10, 0x00]);
+  assert.ok(!bitsZeroFrom(bytes, 0));
+  assert.ok(!bitsZeroFrom(bytes, 12));
+  assert.ok(bitsZeroFrom(bytes, 13));
+  assert.ok(bitsZeroFrom(bytes, 24));
+  assert.ok(bitsZeroFrom(bytes, 99));
+  assert.ok(!bitsZeroFrom(new Uint8Array([0, 0, 0x80]), 9));
 });
 
 Deno.test("a read past the last byte throws BitStreamEndError, also near the end", () => {

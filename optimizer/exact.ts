@@ -102,18 +102,27 @@ export function aggregateFixed(
       );
     }
   }
+  // Typed arrays pulled out of the result objects once, not per chunk.
+  const allIndices = results.map((r) => r.indices);
+  const allValues = results.map((r) => r.values);
   const sum = new Float64Array(totalk);
   const count = new Uint32Array(totalk);
   const offsets = new Uint32Array(chunks + 1);
   const scaleExp = new Int32Array(chunks);
-  const outIdx = new Uint32Array(chunks * Math.min(totalk, k * results.length));
+  const most = Math.min(totalk, k * results.length);
+  const outIdx = new Uint32Array(chunks * most);
   const outQ = new Int32Array(outIdx.length);
-  const touched = new Uint32Array(Math.min(totalk, k * results.length));
+  /** The chunk's coefficients so far, ascending, and the means of all of them. */
+  const touched = new Uint32Array(most);
+  const mean = new Float64Array(most);
+  /** One result's coefficients new to the chunk, sorted before they are merged in. */
+  const fresh = new Uint32Array(Math.min(totalk, k));
   let out = 0;
   for (let c = 0; c < chunks; c++) {
     let n = 0;
     for (let r = 0; r < results.length; r++) {
-      const { indices, values } = results[r];
+      const indices = allIndices[r], values = allValues[r];
+      let m = 0;
       for (let e = c * k; e < (c + 1) * k; e++) {
         const i = indices[e];
         const v = values[e];
@@ -126,30 +135,41 @@ export function aggregateFixed(
           throw new RangeError(`aggregate "${layout.name}": result ${r} chunk ${c} value ${v}`);
         }
         if (count[i] === 0) {
-          // Insertion into the ascending list of this chunk's coefficients (a few dozen).
-          let at = n++;
-          while (at > 0 && touched[at - 1] > i) {
-            touched[at] = touched[at - 1];
+          // Insertion sort: a decoded result's entries already ascend, so this rarely moves.
+          let at = m++;
+          while (at > 0 && fresh[at - 1] > i) {
+            fresh[at] = fresh[at - 1];
             at--;
           }
-          touched[at] = i;
+          fresh[at] = i;
         }
         sum[i] += v;
         count[i]++;
       }
+      // Merge the sorted new coefficients into the chunk's list from the back (no overlap:
+      // each was untouched before this result).
+      let a = n - 1, b = m - 1;
+      for (let w = n + m - 1; b >= 0; w--) {
+        touched[w] = a >= 0 && touched[a] > fresh[b] ? touched[a--] : fresh[b--];
+      }
+      n += m;
     }
     let max = 0;
-    for (let t = 0; t < n; t++) max = Math.max(max, Math.abs(sum[touched[t]] / count[touched[t]]));
+    for (let t = 0; t < n; t++) {
+      mean[t] = sum[touched[t]] / count[touched[t]];
+      max = Math.max(max, Math.abs(mean[t]));
+    }
     if (max > 0) {
       const e = ceilLog2(max);
-      const scale = 2 ** e;
       scaleExp[c] = e;
+      // mean / 2^e · 2^15 as one exact power-of-two product (2^(15-e) is a normal f64 for
+      // every finite f32 mean, so no step rounds or leaves the normal range).
+      const unit = 2 ** (COEFF_BITS - e);
       for (let t = 0; t < n; t++) {
-        const i = touched[t];
-        const v = (sum[i] / count[i] / scale) * 2 ** COEFF_BITS;
+        const v = mean[t] * unit;
         const q = Math.sign(v) * Math.round(Math.abs(v));
         if (q !== 0) {
-          outIdx[out] = i;
+          outIdx[out] = touched[t];
           outQ[out++] = q;
         }
       }

@@ -14,6 +14,7 @@ import {
   updateSigns,
 } from "./exact.ts";
 import { type ChunkLayout, chunkLayout, MAX_COMPRESSION_CHUNK } from "./layout.ts";
+import { aggregateReference } from "./testing/aggregate_reference.ts";
 
 Deno.test("fixed basis tables exist (no near-ties) for every chunk length up to the maximum", () => {
   for (let n = 1; n <= MAX_COMPRESSION_CHUNK; n++) {
@@ -192,6 +193,73 @@ Deno.test("decodeFixed stays exact at the worst-case magnitude bound", () => {
     scaleExp: new Int32Array(1),
   };
   assert.equal(decodeFixed(layout, agg)[0], worstAt(n));
+});
+
+Deno.test("aggregateFixed agrees with the plain reference bit for bit", () => {
+  // Results as decoded (ascending, distinct) or as given (any order, repeats), with ±1 or any
+  // finite f32 values (±0, subnormals, the largest), sometimes a bad entry.
+  const f32 = fc.oneof(
+    fc.constantFrom(1, -1, 0, -0, 2 ** -149, -(2 ** -140), 3.4e38, -3.4e38),
+    fc.float({ noNaN: true, noDefaultInfinity: true }),
+    fc.float({ min: Math.fround(-1e-3), max: Math.fround(1e-3), noNaN: true }),
+  );
+  const scenario = fc.record({
+    shape: fc.oneof(
+      fc.tuple(fc.integer({ min: 1, max: 40 })),
+      fc.tuple(fc.integer({ min: 1, max: 24 }), fc.integer({ min: 1, max: 24 })),
+    ),
+    chunk: fc.integer({ min: 1, max: 16 }),
+    topk: fc.integer({ min: 1, max: 20 }),
+    peers: fc.integer({ min: 1, max: 9 }),
+    sorted: fc.boolean(),
+    oneBit: fc.boolean(),
+    seed: fc.nat(),
+    values: fc.array(f32, { minLength: 1, maxLength: 50 }),
+    bad: fc.option(fc.tuple(fc.nat(), fc.constantFrom("index", "value", "length"))),
+  });
+  fc.assert(
+    fc.property(scenario, (s) => {
+      const layout = chunkLayout("w", s.shape, { chunk: s.chunk, topk: s.topk });
+      const { chunks, k, totalk } = layout;
+      let r = s.seed;
+      const next = (n: number) => (r = (Math.imul(r, 1664525) + 1013904223) >>> 0) % n;
+      const results: SparseParam[] = Array.from({ length: s.peers }, () => {
+        const indices = new Uint32Array(chunks * k);
+        const values = new Float32Array(chunks * k);
+        for (let c = 0; c < chunks; c++) {
+          if (s.sorted) {
+            const picked = new Set<number>();
+            while (picked.size < k) picked.add(next(totalk));
+            indices.set([...picked].sort((a, b) => a - b), c * k);
+          } else {
+            for (let e = 0; e < k; e++) indices[c * k + e] = next(totalk);
+          }
+          for (let e = 0; e < k; e++) {
+            values[c * k + e] = s.oneBit ? (next(2) ? 1 : -1) : s.values[next(s.values.length)];
+          }
+        }
+        return { indices, values };
+      });
+      if (s.bad) {
+        const [at, what] = s.bad;
+        const victim = results[at % results.length];
+        const e = at % (chunks * k);
+        if (what === "index") victim.indices[e] = totalk + (at % 3);
+        if (what === "value") victim.values[e] = at % 2 ? NaN : -Infinity;
+        if (what === "length") results.push({ indices: new Uint32Array(1), values: victim.values });
+      }
+      let expected;
+      try {
+        expected = aggregateReference(layout, results);
+      } catch (e) {
+        assert.ok(e instanceof RangeError);
+        assert.throws(() => aggregateFixed(layout, results), RangeError);
+        return;
+      }
+      assert.deepEqual(aggregateFixed(layout, results), expected);
+    }),
+    { numRuns: 1000 },
+  );
 });
 
 Deno.test("aggregateFixed rejects non-finite values and bad indices", () => {

@@ -11,7 +11,7 @@
  * @module
  */
 
-import type { BitReader, BitWriter } from "./bits.ts";
+import { bitsAt, type BitWriter } from "./bits.ts";
 
 /**
  * Low-bit width `L` and high-vector length for `k` indices below `totalk` (`k <= totalk < 2^31`).
@@ -57,46 +57,76 @@ export function writeIndices(
 /** Why a chunk's index code is invalid: wrong count of ones, index too large, or out of order. */
 export type IndexCodeProblem = "ones" | "range" | "order";
 
-/** Where {@link readIndices} puts one chunk's indices, and the chunk's shape. */
+/** The first chunk whose index code is invalid, and what is wrong with it. */
+export interface IndexCodeFault {
+  readonly chunk: number;
+  readonly problem: IndexCodeProblem;
+}
+
+/** Where {@link readIndices} puts a parameter's indices, and the shape of its chunks. */
 export interface ReadTarget {
-  /** Destination array. */
+  /** Destination, shape `[chunks, k]`. */
   readonly into: Uint32Array;
-  /** First slot written. */
-  readonly at: number;
-  /** Indices in the chunk. */
+  /** Chunks coded one after another. */
+  readonly chunks: number;
+  /** Indices in each chunk. */
   readonly k: number;
-  /** Coefficients in the chunk (every index is below it). */
+  /** Coefficients in each chunk (every index is below it). */
   readonly totalk: number;
 }
 
 /**
- * Reads `k` indices into `into[at..at+k)`, ascending. Returns null on success, or what is
- * wrong: the high vector does not hold exactly `k` ones, an index is >= `totalk`, or the
- * indices are not strictly increasing (low bits out of order within a bucket).
- * Reads exactly `indexCodeBits(k, totalk)` bits either way (BitStreamEndError past the end).
+ * Reads `chunks` consecutive index codes from the start of `bytes` (LSB-first), each chunk's
+ * `k` indices ascending into `into[c·k .. c·k + k)`. Returns null when every chunk is valid,
+ * else the first invalid chunk and what is wrong: its high vector does not hold exactly `k`
+ * ones (checked first), or, at the first entry where it happens, an index is >= `totalk` or
+ * not above the one before (low bits out of order within a bucket). `RangeError` when
+ * `bytes` is shorter than `chunks · indexCodeBits(k, totalk)` bits or `into` than `chunks·k`.
  */
-export function readIndices(input: BitReader, target: ReadTarget): IndexCodeProblem | null {
-  const { into, at, k, totalk } = target;
+export function readIndices(bytes: Uint8Array, target: ReadTarget): IndexCodeFault | null {
+  const { into, chunks, k, totalk } = target;
   const { low, high } = indexCodeShape(k, totalk);
-  for (let i = 0; i < k; i++) into[at + i] = input.read(low);
-  let ones = 0;
-  let problem: IndexCodeProblem | null = null;
-  // The high vector in words of up to 24 bits; visit each set bit (lowest first).
-  for (let base = 0; base < high; base += 24) {
-    let word = input.read(Math.min(24, high - base));
-    while (word !== 0) {
-      const lowest = word & -word;
-      const p = base + 31 - Math.clz32(lowest);
-      word ^= lowest;
-      if (ones < k) {
-        const x = (p - ones) * 2 ** low + into[at + ones] + ones;
-        if (x >= totalk) problem ??= "range";
-        if (ones > 0 && x <= into[at + ones - 1]) problem ??= "order";
-        into[at + ones] = x;
-      }
-      ones++;
-    }
+  const bits = k * low + high;
+  if (bytes.length * 8 < chunks * bits || into.length < chunks * k) {
+    throw new RangeError(
+      `readIndices: ${chunks} chunks of ${bits} bits into ${chunks * k} slots, given ` +
+        `${bytes.length} bytes and ${into.length} slots`,
+    );
   }
-  if (ones !== k) return "ones";
-  return problem;
+  // A copy with zero bytes past the end keeps every unchecked `bitsAt` window in bounds.
+  const padded = new Uint8Array(bytes.length + 3);
+  padded.set(bytes);
+  const bucket = 2 ** low;
+  let pos = 0;
+  for (let c = 0; c < chunks; c++, pos += bits) {
+    const at = c * k;
+    for (let i = 0, from = pos; i < k; i++, from += low) {
+      // Low widths above 24 bits (never for chunks up to 256²) are read in two parts.
+      into[at + i] = low <= 24
+        ? bitsAt(padded, from, low)
+        : bitsAt(padded, from, 16) + bitsAt(padded, from + 16, low - 16) * 65536;
+    }
+    let ones = 0;
+    let problem: IndexCodeProblem | null = null;
+    // The high vector in words of up to 24 bits; visit each set bit (lowest first).
+    const highAt = pos + k * low;
+    for (let base = 0; base < high; base += 24) {
+      let word = bitsAt(padded, highAt + base, Math.min(24, high - base));
+      while (word !== 0) {
+        const lowest = word & -word;
+        const p = base + 31 - Math.clz32(lowest);
+        word ^= lowest;
+        if (ones < k) {
+          const x = (p - ones) * bucket + into[at + ones] + ones;
+          if (x >= totalk) problem ??= "range";
+          if (ones > 0 && x <= into[at + ones - 1]) problem ??= "order";
+          into[at + ones] = x;
+        }
+        ones++;
+      }
+    }
+    if (ones !== k) return { chunk: c, problem: "ones" };
+    if (problem !== null) return { chunk: c, problem };
+  }
+  return null;
 }

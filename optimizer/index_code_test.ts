@@ -18,10 +18,8 @@ Deno.test("every k-subset of small chunks round-trips in exactly indexCodeBits b
         writeIndices(w, { sorted: set, totalk });
         assert.equal(w.bitLength, indexCodeBits(k, totalk), `k=${k} totalk=${totalk}`);
         const out = new Uint32Array(k);
-        const r = new BitReader(w.finish());
-        assert.equal(readIndices(r, { into: out, at: 0, k, totalk }), null);
+        assert.equal(readIndices(w.finish(), { into: out, chunks: 1, k, totalk }), null);
         assert.deepEqual([...out], set);
-        assert.equal(r.bitOffset, indexCodeBits(k, totalk));
       }
     }
   }
@@ -38,12 +36,8 @@ Deno.test("readIndices reports a wrong count of ones, out-of-range and unordered
   const read = (bits: number[]) => {
     const w = new BitWriter();
     for (const b of bits) w.bit(b === 1);
-    return readIndices(new BitReader(w.finish()), {
-      into: new Uint32Array(2),
-      at: 0,
-      k: 2,
-      totalk: 4,
-    });
+    return readIndices(w.finish(), { into: new Uint32Array(2), chunks: 1, k: 2, totalk: 4 })
+      ?.problem ?? null;
   };
   assert.equal(read([1, 1, 0, 0]), null);
   assert.equal(read([1, 0, 0, 0]), "ones");
@@ -54,17 +48,30 @@ Deno.test("readIndices reports a wrong count of ones, out-of-range and unordered
     const w = new BitWriter();
     for (const l of lows) w.write(l, 1);
     for (const b of high) w.bit(b === 1);
-    return readIndices(new BitReader(w.finish()), {
-      into: new Uint32Array(2),
-      at: 0,
-      k: 2,
-      totalk: 8,
-    });
+    return readIndices(w.finish(), { into: new Uint32Array(2), chunks: 1, k: 2, totalk: 8 })
+      ?.problem ?? null;
   };
   assert.equal(read8([1, 0], [1, 1, 0, 0, 0]), "order"); // equal highs, lows fall: x = [1, 1]
   assert.equal(read8([0, 1], [1, 0, 0, 0, 1]), "range"); // y1 = 3·2 + 1 = 7 → x1 = 8
   assert.equal(read8([0, 0], [1, 0, 0, 0, 1]), null); // y1 = 6 → x1 = 7
   assert.throws(() => new BitReader(new Uint8Array(1)).read(9), BitStreamEndError);
+});
+
+Deno.test("readIndices reads consecutive chunks and names the first bad one", () => {
+  // k = 2, totalk = 8 (L = 1, 7 bits a chunk): chunks {1, 6}, {0, 7}, then a chunk with 3 ones.
+  const w = new BitWriter();
+  writeIndices(w, { sorted: [1, 6], totalk: 8 });
+  writeIndices(w, { sorted: [0, 7], totalk: 8 });
+  const good = w.finish();
+  const into = new Uint32Array(6);
+  assert.equal(readIndices(good, { into, chunks: 2, k: 2, totalk: 8 }), null);
+  assert.deepEqual([...into.subarray(0, 4)], [1, 6, 0, 7]);
+  for (const b of [0, 0, 1, 1, 1, 0, 0]) w.bit(b === 1);
+  assert.deepEqual(readIndices(w.finish(), { into, chunks: 3, k: 2, totalk: 8 }), {
+    chunk: 2,
+    problem: "ones",
+  });
+  assert.throws(() => readIndices(good, { into, chunks: 3, k: 2, totalk: 8 }), RangeError);
 });
 
 Deno.test("index code shape: the constant-time low width is the largest L with k·2^L <= U", () => {

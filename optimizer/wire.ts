@@ -21,7 +21,7 @@
  * @module
  */
 
-import { BitReader, BitStreamEndError, BitWriter } from "./bits.ts";
+import { bitsZeroFrom, BitWriter } from "./bits.ts";
 import type { SparseParam } from "./compress.ts";
 import { indexCodeBits, readIndices, writeIndices } from "./index_code.ts";
 import type { ChunkLayout } from "./layout.ts";
@@ -349,29 +349,19 @@ function decodeParam(cur: Cursor, layout: ChunkLayout, where: string, oneBit: bo
   }
   const { chunks } = layout;
   const idxBytes = cur.take(Math.ceil((chunks * indexCodeBits(k, totalk)) / 8), `${where} indices`);
-  const reader = new BitReader(idxBytes);
   const indices = new Uint32Array(chunks * k);
-  for (let c = 0; c < chunks; c++) {
-    let problem;
-    try {
-      problem = readIndices(reader, { into: indices, at: c * k, k, totalk });
-    } catch (e) {
-      if (e instanceof BitStreamEndError) {
-        throw new PayloadDecodeError(`${where} chunk ${c}`, "index code truncated");
-      }
-      throw e;
+  const fault = readIndices(idxBytes, { into: indices, chunks, k, totalk });
+  if (fault !== null) {
+    const at = `${where} chunk ${fault.chunk}`;
+    if (fault.problem === "ones") {
+      throw new PayloadDecodeError(at, `index code does not hold ${k} indices`);
     }
-    if (problem === "ones") {
-      throw new PayloadDecodeError(`${where} chunk ${c}`, `index code does not hold ${k} indices`);
+    if (fault.problem === "range") {
+      throw new PayloadDecodeError(at, `an index is >= totalk ${totalk}`);
     }
-    if (problem === "range") {
-      throw new PayloadDecodeError(`${where} chunk ${c}`, `an index is >= totalk ${totalk}`);
-    }
-    if (problem === "order") {
-      throw new PayloadDecodeError(`${where} chunk ${c}`, "indices repeat or are out of order");
-    }
+    throw new PayloadDecodeError(at, "indices repeat or are out of order");
   }
-  if (!reader.restIsZero()) {
+  if (!bitsZeroFrom(idxBytes, chunks * indexCodeBits(k, totalk))) {
     throw new PayloadDecodeError(`${where} indices`, "nonzero padding bits");
   }
   const values = new Float32Array(chunks * k);
@@ -386,6 +376,8 @@ function decodeParam(cur: Cursor, layout: ChunkLayout, where: string, oneBit: bo
     }
   } else {
     const raw = cur.take(2 * chunks * k, `${where} values`);
+    // bf16 is the high half of an f32: written as bits, so no number is built per value.
+    const bits = new Uint32Array(values.buffer);
     for (let e = 0; e < values.length; e++) {
       const h = raw[2 * e] | (raw[2 * e + 1] << 8);
       if ((h & 0x7f80) === 0x7f80) {
@@ -394,7 +386,7 @@ function decodeParam(cur: Cursor, layout: ChunkLayout, where: string, oneBit: bo
           "non-finite bf16 value",
         );
       }
-      values[e] = fromBf16(h);
+      bits[e] = h << 16;
     }
   }
   return { indices, values };

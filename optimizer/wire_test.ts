@@ -4,6 +4,7 @@ import type { SparseParam } from "./compress.ts";
 import { indexCodeBits } from "./index_code.ts";
 import { type ChunkLayout, chunkLayout } from "./layout.ts";
 import type { DistroResult } from "./result.ts";
+import { decodeReference, ReferenceRefusal } from "./testing/wire_reference.ts";
 import {
   decodePayload,
   encodePayload,
@@ -136,6 +137,64 @@ Deno.test("mutated payloads are rejected cleanly or decode to exactly what they 
       },
     ),
     { numRuns: 500 },
+  );
+});
+
+/** Byte ranges `[start, end)` of each parameter's index codes and of its values. */
+function bodyRanges(expect: PayloadExpectation, digests: boolean): [number, number][] {
+  let at = 34 + (digests ? 64 : 0);
+  const ranges: [number, number][] = [];
+  for (const l of expect.layouts) {
+    at += 9 + 4 * l.encodedShape.length;
+    const codes = Math.ceil((l.chunks * indexCodeBits(l.k, l.totalk)) / 8);
+    const values = expect.quantize1bit ? Math.ceil((l.chunks * l.k) / 8) : 2 * l.chunks * l.k;
+    ranges.push([at, at + codes], [at + codes, at + codes + values]);
+    at += codes + values;
+  }
+  return ranges;
+}
+
+Deno.test("decode agrees with the plain reference: same result, or refused at the same spot", () => {
+  const digest = fc.uint8Array({ minLength: 32, maxLength: 32 });
+  fc.assert(
+    fc.property(
+      scenario,
+      fc.option(fc.record({ input: digest, output: digest })),
+      // Anywhere: a byte xor-ed; in the index codes and values: single bits, the last byte of
+      // a range (its padding) as often as any other.
+      fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 255 })), { maxLength: 2 }),
+      fc.array(fc.tuple(fc.nat(), fc.nat(), fc.boolean(), fc.nat(7)), { maxLength: 2 }),
+      fc.nat(),
+      ({ result, expect }, states, edits, flips, cut) => {
+        const expectation = { ...expect, stateDigests: states !== null };
+        const bytes = encodePayload(states ? { ...result, states } : result, expectation);
+        const edited = bytes.slice();
+        for (const [pos, xor] of edits) edited[pos % bytes.length] ^= xor;
+        const flipped = bytes.slice();
+        const ranges = bodyRanges(expect, states !== null);
+        for (const [r, pos, last, bit] of flips) {
+          const [start, end] = ranges[r % ranges.length];
+          if (end > start) flipped[last ? end - 1 : start + (pos % (end - start))] ^= 1 << bit;
+        }
+        const longer = new Uint8Array(bytes.length + 1);
+        longer.set(bytes);
+        const cutShort = bytes.subarray(0, cut % bytes.length);
+        for (const b of [bytes, edited, flipped, cutShort, longer]) {
+          const fast = decodeOrError(b, expectation);
+          let plain;
+          try {
+            plain = decodeReference(b, expectation);
+          } catch (e) {
+            if (!(e instanceof ReferenceRefusal)) throw e;
+            assert.ok(fast instanceof PayloadDecodeError, `the reference refuses at ${e.where}`);
+            assert.equal(fast.where, e.where);
+            continue;
+          }
+          assert.deepEqual(fast, plain);
+        }
+      },
+    ),
+    { numRuns: 400 },
   );
 });
 

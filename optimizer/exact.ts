@@ -112,17 +112,17 @@ export function aggregateFixed(
   const most = Math.min(totalk, k * results.length);
   const outIdx = new Uint32Array(chunks * most);
   const outQ = new Int32Array(outIdx.length);
-  /** The chunk's coefficients so far, ascending, and the means of all of them. */
+  // The coefficients a chunk's results chose, as bits: one per coefficient, and one per word
+  // of those, so they come out ascending in time proportional to their number.
+  const chosen = new Int32Array(Math.ceil(totalk / 32));
+  const chosenWords = new Int32Array(Math.ceil(chosen.length / 32));
+  /** The chunk's chosen coefficients, ascending, and their means. */
   const touched = new Uint32Array(most);
   const mean = new Float64Array(most);
-  /** One result's coefficients new to the chunk, sorted before they are merged in. */
-  const fresh = new Uint32Array(Math.min(totalk, k));
   let out = 0;
   for (let c = 0; c < chunks; c++) {
-    let n = 0;
     for (let r = 0; r < results.length; r++) {
       const indices = allIndices[r], values = allValues[r];
-      let m = 0;
       for (let e = c * k; e < (c + 1) * k; e++) {
         const i = indices[e];
         const v = values[e];
@@ -134,30 +134,35 @@ export function aggregateFixed(
         if (!Number.isFinite(v)) {
           throw new RangeError(`aggregate "${layout.name}": result ${r} chunk ${c} value ${v}`);
         }
-        if (count[i] === 0) {
-          // Insertion sort: a decoded result's entries already ascend, so this rarely moves.
-          let at = m++;
-          while (at > 0 && fresh[at - 1] > i) {
-            fresh[at] = fresh[at - 1];
-            at--;
-          }
-          fresh[at] = i;
-        }
+        chosen[i >>> 5] |= 1 << (i & 31);
+        chosenWords[i >>> 10] |= 1 << ((i >>> 5) & 31);
         sum[i] += v;
         count[i]++;
       }
-      // Merge the sorted new coefficients into the chunk's list from the back (no overlap:
-      // each was untouched before this result).
-      let a = n - 1, b = m - 1;
-      for (let w = n + m - 1; b >= 0; w--) {
-        touched[w] = a >= 0 && touched[a] > fresh[b] ? touched[a--] : fresh[b--];
+    }
+    // Lowest set bit first, clearing the bits for the next chunk.
+    let n = 0;
+    for (let s = 0; s < chosenWords.length; s++) {
+      let words = chosenWords[s];
+      chosenWords[s] = 0;
+      while (words !== 0) {
+        const word = 32 * s + 31 - Math.clz32(words & -words);
+        words &= words - 1;
+        let bits = chosen[word];
+        chosen[word] = 0;
+        while (bits !== 0) {
+          touched[n++] = 32 * word + 31 - Math.clz32(bits & -bits);
+          bits &= bits - 1;
+        }
       }
-      n += m;
     }
     let max = 0;
     for (let t = 0; t < n; t++) {
-      mean[t] = sum[touched[t]] / count[touched[t]];
+      const i = touched[t];
+      mean[t] = sum[i] / count[i];
       max = Math.max(max, Math.abs(mean[t]));
+      sum[i] = 0; // ready for the next chunk
+      count[i] = 0;
     }
     if (max > 0) {
       const e = ceilLog2(max);
@@ -167,16 +172,15 @@ export function aggregateFixed(
       const unit = 2 ** (COEFF_BITS - e);
       for (let t = 0; t < n; t++) {
         const v = mean[t] * unit;
-        const q = Math.sign(v) * Math.round(Math.abs(v));
+        // Rounded half away from zero: Math.round rounds halves up, so a negative half is
+        // moved down (q − v is exact: q is within a half of v). No branch on v's sign.
+        let q = Math.round(v);
+        if (q - v === 0.5 && v < 0) q -= 1;
         if (q !== 0) {
           outIdx[out] = touched[t];
           outQ[out++] = q;
         }
       }
-    }
-    for (let t = 0; t < n; t++) {
-      sum[touched[t]] = 0;
-      count[touched[t]] = 0;
     }
     offsets[c + 1] = out;
   }

@@ -200,6 +200,8 @@ Deno.test("aggregateFixed agrees with the plain reference bit for bit", () => {
   // finite f32 values (±0, subnormals, the largest), sometimes a bad entry.
   const f32 = fc.oneof(
     fc.constantFrom(1, -1, 0, -0, 2 ** -149, -(2 ** -140), 3.4e38, -3.4e38),
+    // Beside a largest |mean| of 1, these scale to ±0.5 and ±1.5: ties, rounded away from 0.
+    fc.constantFrom(2 ** -16, -(2 ** -16), 3 * 2 ** -16, -3 * 2 ** -16),
     fc.float({ noNaN: true, noDefaultInfinity: true }),
     fc.float({ min: Math.fround(-1e-3), max: Math.fround(1e-3), noNaN: true }),
   );
@@ -260,6 +262,17 @@ Deno.test("aggregateFixed agrees with the plain reference bit for bit", () => {
     }),
     { numRuns: 1000 },
   );
+});
+
+Deno.test("aggregateFixed rounds halves away from zero", () => {
+  // Beside a largest mean of 1 (scale 2^0), v = m · 2^15: ±2^-16 → ±0.5, ±3·2^-16 → ±1.5.
+  const layout = chunkLayout("p", [4], { chunk: 4, topk: 2 });
+  const coeff = (m: number) =>
+    aggregateFixed(layout, [{
+      indices: Uint32Array.from([0, 1]),
+      values: Float32Array.from([1, m]),
+    }]).coeffs[1];
+  assert.deepEqual([2 ** -16, -(2 ** -16), 3 * 2 ** -16, -3 * 2 ** -16].map(coeff), [1, -1, 2, -2]);
 });
 
 Deno.test("aggregateFixed rejects non-finite values and bad indices", () => {

@@ -80,47 +80,57 @@ export interface ReadTarget {
  * `k` indices ascending into `into[c·k .. c·k + k)`. Returns null when every chunk is valid,
  * else the first invalid chunk and what is wrong: its high vector does not hold exactly `k`
  * ones (checked first), or, at the first entry where it happens, an index is >= `totalk` or
- * not above the one before (low bits out of order within a bucket). `RangeError` when
- * `bytes` is shorter than `chunks · indexCodeBits(k, totalk)` bits or `into` than `chunks·k`.
+ * not above the one before (low bits out of order within a bucket). `RangeError` unless
+ * `1 <= k <= totalk < 2^31`, or when `bytes` is shorter than `chunks · indexCodeBits(k, totalk)`
+ * bits or `into` than `chunks·k`.
  */
 export function readIndices(bytes: Uint8Array, target: ReadTarget): IndexCodeFault | null {
   const { into, chunks, k, totalk } = target;
   const { low, high } = indexCodeShape(k, totalk);
   const bits = k * low + high;
+  if (!(k >= 1 && k <= totalk && totalk < 2 ** 31)) {
+    throw new RangeError(
+      `readIndices: needs 1 <= k <= totalk < 2^31, found k ${k}, totalk ${totalk}`,
+    );
+  }
   if (bytes.length * 8 < chunks * bits || into.length < chunks * k) {
     throw new RangeError(
       `readIndices: ${chunks} chunks of ${bits} bits into ${chunks * k} slots, given ` +
         `${bytes.length} bytes and ${into.length} slots`,
     );
   }
-  // A copy with zero bytes past the end keeps every unchecked `bitsAt` window in bounds.
+  // A copy with zero bytes past the end keeps every unchecked window in bounds.
   const padded = new Uint8Array(bytes.length + 3);
   padded.set(bytes);
-  const bucket = 2 ** low;
+  // An integer (low <= 30 as totalk < 2^31), so the index arithmetic stays in int32.
+  const bucket = 1 << low;
+  const lowMask = low <= 24 ? (1 << low) - 1 : 0;
   let pos = 0;
   for (let c = 0; c < chunks; c++, pos += bits) {
     const at = c * k;
-    for (let i = 0, from = pos; i < k; i++, from += low) {
-      // Low widths above 24 bits (never for chunks up to 256²) are read in two parts.
-      into[at + i] = low <= 24
-        ? bitsAt(padded, from, low)
-        : bitsAt(padded, from, 16) + bitsAt(padded, from + 16, low - 16) * 65536;
-    }
-    let ones = 0;
-    let problem: IndexCodeProblem | null = null;
-    // The high vector in words of up to 24 bits; visit each set bit (lowest first).
     const highAt = pos + k * low;
+    let ones = 0;
+    let previous = -1;
+    let problem: IndexCodeProblem | null = null;
+    // The high vector in words of up to 24 bits; each set bit (lowest first) is the next index,
+    // with its low bits read where they lie (a window of 4 bytes holds any field up to 24 bits).
     for (let base = 0; base < high; base += 24) {
       let word = bitsAt(padded, highAt + base, Math.min(24, high - base));
       while (word !== 0) {
-        const lowest = word & -word;
-        const p = base + 31 - Math.clz32(lowest);
-        word ^= lowest;
+        const p = base + 31 - Math.clz32(word & -word);
+        word &= word - 1;
         if (ones < k) {
-          const x = (p - ones) * bucket + into[at + ones] + ones;
+          const from = pos + ones * low;
+          const b = from >>> 3;
+          const lowBits = low <= 24
+            ? ((padded[b] | (padded[b + 1] << 8) | (padded[b + 2] << 16) |
+              (padded[b + 3] << 24)) >>> (from & 7)) & lowMask
+            : bitsAt(padded, from, 16) + bitsAt(padded, from + 16, low - 16) * 65536;
+          const x = (p - ones) * bucket + lowBits + ones;
           if (x >= totalk) problem ??= "range";
-          if (ones > 0 && x <= into[at + ones - 1]) problem ??= "order";
+          if (x <= previous) problem ??= "order";
           into[at + ones] = x;
+          previous = x;
         }
         ones++;
       }

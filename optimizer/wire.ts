@@ -367,8 +367,10 @@ function decodeParam(cur: Cursor, layout: ChunkLayout, where: string, oneBit: bo
   const values = new Float32Array(chunks * k);
   if (oneBit) {
     const signBytes = cur.take(Math.ceil((chunks * k) / 8), `${where} signs`);
+    // ±1 written as f32 bits (1.0 with the sign bit from the payload): no branch on the sign.
+    const bits = new Uint32Array(values.buffer);
     for (let e = 0; e < values.length; e++) {
-      values[e] = (signBytes[e >>> 3] >>> (e & 7)) & 1 ? -1 : 1;
+      bits[e] = 0x3f800000 | (((signBytes[e >>> 3] >>> (e & 7)) & 1) << 31);
     }
     const pad = values.length & 7;
     if (pad !== 0 && signBytes[signBytes.length - 1] >>> pad !== 0) {

@@ -15,9 +15,24 @@ export class BitWriter {
     return this.#bitLength;
   }
 
-  /** Writes the low `width` bits of `value` (0 <= width <= 32), least significant first. */
+  /**
+   * Writes the low `width` bits of `value` (an integer, 0 <= width <= 32), least significant
+   * first.
+   */
   write(value: number, width: number): void {
-    this.#reserve(this.#bitLength + width);
+    // 3 spare bytes: a field of up to 24 bits is or-ed into the 4 bytes from its first one.
+    this.#reserve(this.#bitLength + width + 24);
+    if (width <= 24) {
+      const at = this.#bitLength;
+      const field = (value & ((1 << width) - 1)) << (at & 7); // below 2^31
+      const b = this.#bytes, i = at >>> 3;
+      b[i] |= field;
+      b[i + 1] |= field >>> 8;
+      b[i + 2] |= field >>> 16;
+      b[i + 3] |= field >>> 24;
+      this.#bitLength += width;
+      return;
+    }
     let done = 0;
     while (done < width) {
       const off = this.#bitLength & 7;
@@ -34,6 +49,14 @@ export class BitWriter {
     this.#reserve(this.#bitLength + 1);
     if (set) this.#bytes[this.#bitLength >>> 3] |= 1 << (this.#bitLength & 7);
     this.#bitLength++;
+  }
+
+  /** Sets bit `at` of the stream, one already written (`at < bitLength`). */
+  set(at: number): void {
+    if (!(at >= 0 && at < this.#bitLength)) {
+      throw new RangeError(`BitWriter.set: bit ${at} of ${this.#bitLength} written`);
+    }
+    this.#bytes[at >>> 3] |= 1 << (at & 7);
   }
 
   /** Skips `count` zero bits. */

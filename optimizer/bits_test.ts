@@ -26,6 +26,15 @@ Deno.test("bit fields of every width 0..32 read back at every bit offset", () =>
   assert.ok(reader.restIsZero());
 });
 
+Deno.test("BitWriter.set sets a bit already written, and only such a bit", () => {
+  const out = new BitWriter();
+  out.zeros(11);
+  out.set(0);
+  out.set(10);
+  assert.deepEqual([...out.finish()], [0x01, 0x04]);
+  assert.throws(() => out.set(11), RangeError);
+});
+
 Deno.test("bitsZeroFrom looks at every bit from the given one on", () => {
   const bytes = new Uint8Array([0xff, 0x10, 0x00]);
   assert.ok(!bitsZeroFrom(bytes, 0));

@@ -32,8 +32,8 @@ export function indexCodeBits(k: number, totalk: number): number {
 }
 
 /**
- * Writes `sorted` (strictly increasing, all < totalk) to `out`. The caller guarantees the
- * preconditions (the wire encoder checks them with messages naming the parameter).
+ * Writes `sorted` (strictly increasing, all < totalk < 2^31) to `out`. The caller guarantees
+ * the preconditions (the wire encoder checks them with messages naming the parameter).
  */
 export function writeIndices(
   out: BitWriter,
@@ -42,16 +42,12 @@ export function writeIndices(
   const { sorted, totalk } = chunk;
   const k = sorted.length;
   const { low, high } = indexCodeShape(k, totalk);
-  const lowMask = 2 ** low;
-  for (let i = 0; i < k; i++) out.write((sorted[i] - i) % lowMask, low);
-  let pos = 0;
-  for (let i = 0; i < k; i++) {
-    const target = Math.floor((sorted[i] - i) / lowMask) + i;
-    out.zeros(target - pos);
-    out.bit(true);
-    pos = target + 1;
-  }
-  out.zeros(high - pos);
+  // y = sorted[i] − i lies in [0, 2^31): its low bits and high part in int32 arithmetic.
+  const lowMask = (1 << low) - 1;
+  for (let i = 0; i < k; i++) out.write((sorted[i] - i) & lowMask, low);
+  const vector = out.bitLength;
+  out.zeros(high);
+  for (let i = 0; i < k; i++) out.set(vector + ((sorted[i] - i) >>> low) + i);
 }
 
 /** Why a chunk's index code is invalid: wrong count of ones, index too large, or out of order. */

@@ -64,15 +64,21 @@ export interface PayloadExpectation {
   readonly batch?: BatchId;
 }
 
+/** One f32 and its bits, reused by the conversions below (no allocation per value). */
+const f32 = new Float32Array(1);
+const f32Bits = new Uint32Array(f32.buffer);
+
 /** f32 → bf16 bits, round to nearest even (as torch's `to(bfloat16)`). */
 export function toBf16(x: number): number {
-  const bits = new Uint32Array(new Float32Array([x]).buffer)[0];
+  f32[0] = x;
+  const bits = f32Bits[0];
   return ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16) & 0xffff;
 }
 
 /** bf16 bits → number. */
 export function fromBf16(h: number): number {
-  return new Float32Array(new Uint32Array([h << 16]).buffer)[0];
+  f32Bits[0] = h << 16;
+  return f32[0];
 }
 
 /**
@@ -169,16 +175,19 @@ function encodeParam(layout: ChunkLayout, p: SparseParam, oneBit: boolean): Uint
   mv.setUint32(1 + 4 * encodedShape.length, totalk, true);
   mv.setUint32(5 + 4 * encodedShape.length, k, true);
   const idxBits = new BitWriter();
-  const valBits = new BitWriter();
-  const bf16 = oneBit ? new Uint8Array(0) : new Uint8Array(2 * chunks * k);
-  const order = new Array<number>(k);
+  // Values in sorted order: a sign bit each (LSB-first) or bf16, little-endian.
+  const signs = new Uint8Array(oneBit ? Math.ceil((chunks * k) / 8) : 0);
+  const bf16 = new Uint8Array(oneBit ? 0 : 2 * chunks * k);
+  const { indices, values } = p;
+  const order = new Uint32Array(k);
   const sorted = new Uint32Array(k);
   for (let c = 0; c < chunks; c++) {
     for (let r = 0; r < k; r++) {
       // Insertion sort by index: k is small.
       const e = c * k + r;
+      const i = indices[e];
       let at = r;
-      while (at > 0 && p.indices[order[at - 1]] > p.indices[e]) {
+      while (at > 0 && indices[order[at - 1]] > i) {
         order[at] = order[at - 1];
         at--;
       }
@@ -186,29 +195,30 @@ function encodeParam(layout: ChunkLayout, p: SparseParam, oneBit: boolean): Uint
     }
     for (let r = 0; r < k; r++) {
       const e = order[r];
-      const i = p.indices[e];
+      const i = indices[e];
       if (i >= totalk) throw new RangeError(`${name} chunk ${c}: index ${i} >= totalk ${totalk}`);
       if (r > 0 && i === sorted[r - 1]) {
         throw new RangeError(`${name} chunk ${c}: index ${i} appears twice`);
       }
       sorted[r] = i;
-      const v = p.values[e];
+      const v = values[e];
+      const out = c * k + r;
       if (oneBit) {
         if (v !== 1 && v !== -1) throw new RangeError(`${name} chunk ${c}: 1-bit value ${v}`);
-        valBits.bit(v < 0);
+        if (v < 0) signs[out >>> 3] |= 1 << (out & 7);
       } else {
         if (!Number.isFinite(v)) throw new RangeError(`${name} chunk ${c}: value ${v}`);
         const h = toBf16(v);
         if ((h & 0x7f80) === 0x7f80) {
           throw new RangeError(`${name} chunk ${c}: ${v} overflows bf16`);
         }
-        bf16[2 * (c * k + r)] = h & 0xff;
-        bf16[2 * (c * k + r) + 1] = h >>> 8;
+        bf16[2 * out] = h & 0xff;
+        bf16[2 * out + 1] = h >>> 8;
       }
     }
     writeIndices(idxBits, { sorted, totalk });
   }
-  return [meta, idxBits.finish(), oneBit ? valBits.finish() : bf16];
+  return [meta, idxBits.finish(), oneBit ? signs : bf16];
 }
 
 /** A bounds-checked cursor over the payload bytes. */

@@ -102,94 +102,129 @@ export function aggregateFixed(
       );
     }
   }
-  // Typed arrays pulled out of the result objects once, not per chunk.
-  const allIndices = results.map((r) => r.indices);
-  const allValues = results.map((r) => r.values);
-  const sum = new Float64Array(totalk);
-  const count = new Uint32Array(totalk);
-  const offsets = new Uint32Array(chunks + 1);
-  const scaleExp = new Int32Array(chunks);
   const most = Math.min(totalk, k * results.length);
-  const outIdx = new Uint32Array(chunks * most);
-  const outQ = new Int32Array(outIdx.length);
-  // The coefficients a chunk's results chose, as bits: one per coefficient, and one per word
-  // of those, so they come out ascending in time proportional to their number.
-  const chosen = new Int32Array(Math.ceil(totalk / 32));
-  const chosenWords = new Int32Array(Math.ceil(chosen.length / 32));
-  /** The chunk's chosen coefficients, ascending, and their means. */
-  const touched = new Uint32Array(most);
-  const mean = new Float64Array(most);
+  const work: Aggregation = {
+    layout,
+    indices: results.map((r) => r.indices),
+    values: results.map((r) => r.values),
+    sum: new Float64Array(totalk),
+    count: new Uint32Array(totalk),
+    chosen: new Int32Array(Math.ceil(totalk / 32)),
+    chosenWords: new Int32Array(Math.ceil(totalk / 1024)),
+    touched: new Uint32Array(most),
+    mean: new Float64Array(most),
+    outIdx: new Uint32Array(chunks * most),
+    outQ: new Int32Array(chunks * most),
+    scaleExp: new Int32Array(chunks),
+  };
+  const offsets = new Uint32Array(chunks + 1);
   let out = 0;
   for (let c = 0; c < chunks; c++) {
-    for (let r = 0; r < results.length; r++) {
-      const indices = allIndices[r], values = allValues[r];
-      for (let e = c * k; e < (c + 1) * k; e++) {
-        const i = indices[e];
-        const v = values[e];
-        if (i >= totalk) {
-          throw new RangeError(
-            `aggregate "${layout.name}": result ${r} chunk ${c} index ${i} >= totalk ${totalk}`,
-          );
-        }
-        if (!Number.isFinite(v)) {
-          throw new RangeError(`aggregate "${layout.name}": result ${r} chunk ${c} value ${v}`);
-        }
-        chosen[i >>> 5] |= 1 << (i & 31);
-        chosenWords[i >>> 10] |= 1 << ((i >>> 5) & 31);
-        sum[i] += v;
-        count[i]++;
-      }
-    }
-    // Lowest set bit first, clearing the bits for the next chunk.
-    let n = 0;
-    for (let s = 0; s < chosenWords.length; s++) {
-      let words = chosenWords[s];
-      chosenWords[s] = 0;
-      while (words !== 0) {
-        const word = 32 * s + 31 - Math.clz32(words & -words);
-        words &= words - 1;
-        let bits = chosen[word];
-        chosen[word] = 0;
-        while (bits !== 0) {
-          touched[n++] = 32 * word + 31 - Math.clz32(bits & -bits);
-          bits &= bits - 1;
-        }
-      }
-    }
-    let max = 0;
-    for (let t = 0; t < n; t++) {
-      const i = touched[t];
-      mean[t] = sum[i] / count[i];
-      max = Math.max(max, Math.abs(mean[t]));
-      sum[i] = 0; // ready for the next chunk
-      count[i] = 0;
-    }
-    if (max > 0) {
-      const e = ceilLog2(max);
-      scaleExp[c] = e;
-      // mean / 2^e · 2^15 as one exact power-of-two product (2^(15-e) is a normal f64 for
-      // every finite f32 mean, so no step rounds or leaves the normal range).
-      const unit = 2 ** (COEFF_BITS - e);
-      for (let t = 0; t < n; t++) {
-        const v = mean[t] * unit;
-        // Rounded half away from zero: Math.round rounds halves up, so a negative half is
-        // moved down (q − v is exact: q is within a half of v). No branch on v's sign.
-        let q = Math.round(v);
-        if (q - v === 0.5 && v < 0) q -= 1;
-        if (q !== 0) {
-          outIdx[out] = touched[t];
-          outQ[out++] = q;
-        }
-      }
-    }
+    out = aggregateChunk(work, c, out);
     offsets[c + 1] = out;
   }
+  const { outIdx, outQ, scaleExp } = work;
   return {
     offsets,
     indices: outIdx.slice(0, out),
     coeffs: outQ.slice(0, out),
     scaleExp,
   };
+}
+
+/** One parameter's aggregation: its results, scratch shared by its chunks, and its output. */
+interface Aggregation {
+  readonly layout: ChunkLayout;
+  /** Per result, its indices and values (pulled out of the result objects once). */
+  readonly indices: readonly Uint32Array[];
+  readonly values: readonly Float32Array[];
+  /** Shape `[totalk]`: per coefficient, the sum of its values so far and their count. */
+  readonly sum: Float64Array;
+  readonly count: Uint32Array;
+  /**
+   * The coefficients the chunk's results chose, as bits: one per coefficient, and one per
+   * word of those, so they come out ascending in time proportional to their number.
+   */
+  readonly chosen: Int32Array;
+  readonly chosenWords: Int32Array;
+  /** The chunk's chosen coefficients, ascending, and their means. */
+  readonly touched: Uint32Array;
+  readonly mean: Float64Array;
+  readonly outIdx: Uint32Array;
+  readonly outQ: Int32Array;
+  readonly scaleExp: Int32Array;
+}
+
+/**
+ * Aggregates chunk `c` into `work`'s output from entry `out` on; returns the entry after its
+ * last. A function of its own, called per chunk, so V8 optimizes it as a whole early on
+ * rather than replacing a long loop's frame mid-call (which deoptimized at every call's end).
+ */
+function aggregateChunk(work: Aggregation, c: number, out: number): number {
+  const { layout, sum, count, chosen, chosenWords, touched, mean } = work;
+  const { totalk, k } = layout;
+  for (let r = 0; r < work.indices.length; r++) {
+    const indices = work.indices[r], values = work.values[r];
+    for (let e = c * k; e < (c + 1) * k; e++) {
+      const i = indices[e];
+      const v = values[e];
+      if (i >= totalk) {
+        throw new RangeError(
+          `aggregate "${layout.name}": result ${r} chunk ${c} index ${i} >= totalk ${totalk}`,
+        );
+      }
+      if (!Number.isFinite(v)) {
+        throw new RangeError(`aggregate "${layout.name}": result ${r} chunk ${c} value ${v}`);
+      }
+      chosen[i >>> 5] |= 1 << (i & 31);
+      chosenWords[i >>> 10] |= 1 << ((i >>> 5) & 31);
+      sum[i] += v;
+      count[i]++;
+    }
+  }
+  // Lowest set bit first, clearing the bits for the next chunk.
+  let n = 0;
+  for (let s = 0; s < chosenWords.length; s++) {
+    let words = chosenWords[s];
+    chosenWords[s] = 0;
+    while (words !== 0) {
+      const word = 32 * s + 31 - Math.clz32(words & -words);
+      words &= words - 1;
+      let bits = chosen[word];
+      chosen[word] = 0;
+      while (bits !== 0) {
+        touched[n++] = 32 * word + 31 - Math.clz32(bits & -bits);
+        bits &= bits - 1;
+      }
+    }
+  }
+  let max = 0;
+  for (let t = 0; t < n; t++) {
+    const i = touched[t];
+    mean[t] = sum[i] / count[i];
+    max = Math.max(max, Math.abs(mean[t]));
+    sum[i] = 0; // ready for the next chunk
+    count[i] = 0;
+  }
+  if (max === 0) return out;
+  const e = ceilLog2(max);
+  work.scaleExp[c] = e;
+  // mean / 2^e · 2^15 as one exact power-of-two product (2^(15-e) is a normal f64 for
+  // every finite f32 mean, so no step rounds or leaves the normal range).
+  const unit = 2 ** (COEFF_BITS - e);
+  const { outIdx, outQ } = work;
+  for (let t = 0; t < n; t++) {
+    const v = mean[t] * unit;
+    // Rounded half away from zero: Math.round rounds halves up, so a negative half is
+    // moved down (q − v is exact: q is within a half of v). No branch on v's sign.
+    let q = Math.round(v);
+    if (q - v === 0.5 && v < 0) q -= 1;
+    if (q !== 0) {
+      outIdx[out] = touched[t];
+      outQ[out++] = q;
+    }
+  }
+  return out;
 }
 
 /**

@@ -20,7 +20,7 @@
  */
 import { parseOrExit } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
-import { RESULT_ATTACKS } from "../../client/mod.ts";
+import { RESULT_ATTACKS } from "../../client/testing/replay_parts.ts";
 import {
   type BenchItem,
   type BenchStep,

@@ -4,6 +4,7 @@
  *
  * @module
  */
+// Not client/mod.ts: that pulls in libp2p and the hub, which the GPU machine cannot load.
 import {
   gradientFactor,
   judgeChain,
@@ -16,7 +17,7 @@ import {
   republish,
   RESULT_ATTACKS,
   ResultReplayer,
-} from "../../client/mod.ts";
+} from "../../client/testing/replay_parts.ts";
 import { type BatchId, learningRate, toHex } from "../../common/mod.ts";
 import { LocalDataProvider } from "../../data/mod.ts";
 import {

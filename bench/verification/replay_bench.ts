@@ -21,6 +21,8 @@
 import { parseOrExit } from "../../cli/entry.ts";
 import { UsageError } from "../../common/mod.ts";
 import { RESULT_ATTACKS } from "../../client/testing/replay_parts.ts";
+import { engineDenoFlags } from "../torch/engine_process.ts";
+import { ReplayFolderError } from "./replay_folder.ts";
 import {
   type BenchItem,
   type BenchStep,
@@ -29,12 +31,21 @@ import {
   type VerifierSummary,
 } from "./replay_roles.ts";
 
+/** The backends `--verifier-backend` names: lavapipe's two, or whatever adapter WebGPU picks. */
+const BACKENDS = ["vulkan", "gl", "default"] as const;
+type Backend = typeof BACKENDS[number];
+
 /** The flags of `deno task bench-verify`. */
 const BENCH_VERIFY_SPEC = {
-  usage: "deno task bench-verify [--steps N] [--honest K] [--verifier-backend vulkan|gl]",
+  usage:
+    "deno task bench-verify [--steps N] [--honest K] [--verifier-backend vulkan|gl|default]\n" +
+    "       deno task bench-verify --role trainer --dir DIR [--steps N] [--honest K] [--model M]\n" +
+    "       deno task bench-verify --role verifier --dir DIR [--verifier-backend B]",
   summary: "Verification by replay, honest and attacked: trainers in one process, a verifier " +
-    "on lavapipe's Vulkan or GL backend in another, every result judged as a seated verifier " +
-    "judges it; the verdicts counted per kind of result.",
+    "on another adapter in another, every result judged as a seated verifier judges it; the " +
+    "verdicts counted per kind of result. With --role, one half only: the trainers fill DIR, " +
+    'the verifier checks a DIR made earlier, elsewhere (docs/gpu-benchmarks.md, "Verification ' +
+    'across adapters").',
   flags: {
     steps: { type: "string", value: "N", description: "training steps", default: "60" },
     honest: {
@@ -46,16 +57,37 @@ const BENCH_VERIFY_SPEC = {
     "verifier-backend": {
       type: "string",
       value: "B",
-      description: "the verifier's WebGPU backend: vulkan (lavapipe) or gl",
+      description: "the verifier's WebGPU backend: vulkan or gl (lavapipe's here), or default " +
+        "(DENO_WEBGPU_BACKEND as it is: the GPU's adapter on a GPU machine)",
       default: "gl",
     },
     "seq-len": { type: "string", value: "T", description: "tokens per sequence", default: "128" },
+    model: {
+      type: "string",
+      value: "M",
+      description: "the model's folder, from the repository root",
+      default: "config/models/llama-bytes",
+    },
+    data: {
+      type: "string",
+      value: "DIR",
+      description: "the trainers' token files (a prefix of the first is copied into the folder)",
+      default: "data/corpus/brown-bytes/train",
+    },
     json: { type: "boolean", description: "one JSON object instead of the human summary" },
-    role: { type: "string", value: "ROLE", description: "internal: trainer or verifier" },
-    dir: { type: "string", value: "DIR", description: "internal: the folder the roles share" },
+    role: {
+      type: "string",
+      value: "ROLE",
+      description: "trainer (fill --dir) or verifier (check --dir; settings from its manifest)",
+    },
+    dir: { type: "string", value: "DIR", description: "the folder the roles share" },
+    follow: { type: "boolean", description: "internal: the verifier follows a trainer beside it" },
   },
-  footer: "Exit status: 0 no honest result failed and every attack was caught, 1 otherwise.",
+  footer: "Exit status: 0 no honest result failed and every attack was caught, 1 otherwise, " +
+    "2 bad flags or an unusable --dir.",
 } as const;
+
+const ROOT = new URL("../..", import.meta.url).pathname;
 
 function positive(name: string, value: string | undefined): number {
   const n = Number(value);
@@ -65,64 +97,129 @@ function positive(name: string, value: string | undefined): number {
   return n;
 }
 
+/** A path from the repository root, or as given when absolute. */
+function fromRoot(path: string): string {
+  return path.startsWith("/") ? path : `${ROOT}${path}`;
+}
+
+/** The parsed flags. */
+interface BenchOptions {
+  readonly steps: number;
+  readonly honest: number;
+  readonly seqLen: number;
+  readonly model: string;
+  readonly data: string;
+  readonly backend: Backend;
+  readonly json: boolean;
+  readonly role: "trainer" | "verifier" | undefined;
+  readonly dir: string;
+  readonly follow: boolean;
+}
+
 async function main(): Promise<number> {
-  const o = parseOrExit(BENCH_VERIFY_SPEC, ({ values }) => {
-    const backend = values["verifier-backend"];
-    if (backend !== "vulkan" && backend !== "gl") {
-      throw new UsageError(`--verifier-backend must be vulkan or gl, found "${backend}"`);
+  const o: BenchOptions = parseOrExit(BENCH_VERIFY_SPEC, ({ values }) => {
+    const backend = values["verifier-backend"] as Backend;
+    if (!BACKENDS.includes(backend)) {
+      throw new UsageError(
+        `--verifier-backend must be ${BACKENDS.join(", ")}, found "${backend}"`,
+      );
+    }
+    const role = values.role;
+    if (role !== undefined && role !== "trainer" && role !== "verifier") {
+      throw new UsageError(`--role must be trainer or verifier, found "${role}"`);
+    }
+    if (role !== undefined && !values.dir) {
+      throw new UsageError(`--role ${role} needs --dir, the folder the roles share`);
     }
     return {
       steps: positive("steps", values.steps),
       honest: positive("honest", values.honest),
       seqLen: positive("seq-len", values["seq-len"]),
-      backend: backend as "vulkan" | "gl",
+      model: values.model!.replace(/\/+$/, ""),
+      data: fromRoot(values.data!),
+      backend,
       json: values.json ?? false,
-      role: values.role,
+      role,
       dir: values.dir ?? "",
+      follow: values.follow ?? false,
     };
   });
-  if (o.role === "trainer") {
-    await runTrainerProcess(o);
-    return 0;
-  }
-  if (o.role === "verifier") {
-    const summary = await runVerifierProcess(o);
-    console.log(JSON.stringify(summary));
-    return 0;
+  try {
+    if (o.role === "trainer") return await trainerRole(o);
+    if (o.role === "verifier") return await verifierRole(o);
+  } catch (e) {
+    if (!(e instanceof ReplayFolderError)) throw e;
+    console.error(`bench-verify: ${e.message}`);
+    return 2;
   }
   return await orchestrate(o);
 }
 
-async function orchestrate(
-  o: { steps: number; honest: number; seqLen: number; backend: "vulkan" | "gl"; json: boolean },
-): Promise<number> {
+async function trainerRole(o: BenchOptions): Promise<number> {
+  const started = performance.now();
+  await runTrainerProcess(o);
+  const seconds = (performance.now() - started) / 1000;
+  console.error(
+    `bench-verify: trainers wrote ${o.dir} (${o.steps} steps) in ${seconds.toFixed(0)} s`,
+  );
+  return 0;
+}
+
+/**
+ * The verifier on `o.backend`: in this process when DENO_WEBGPU_BACKEND already says so (it is
+ * read when the adapter is first requested), else in a child with it set.
+ */
+async function verifierRole(o: BenchOptions): Promise<number> {
+  if (o.backend !== "default" && Deno.env.get("DENO_WEBGPU_BACKEND") !== o.backend) {
+    const child = await new Deno.Command(Deno.execPath(), {
+      args: ["run", ...engineDenoFlags(Deno.env.get), "-A", SELF, ...Deno.args],
+      env: { DENO_WEBGPU_BACKEND: o.backend },
+      stdout: "inherit",
+      stderr: "inherit",
+    }).output();
+    return child.code;
+  }
+  const started = performance.now();
+  const loadBefore = Deno.loadavg();
+  const summary = await runVerifierProcess({ dir: o.dir, follow: o.follow });
+  if (o.follow) {
+    console.log(JSON.stringify(summary));
+    return 0;
+  }
+  return report(summary, { started, loadBefore, json: o.json });
+}
+
+const SELF = new URL(import.meta.url).pathname;
+
+async function orchestrate(o: BenchOptions): Promise<number> {
   const dir = await Deno.makeTempDir({ prefix: "psyche-verify-bench-" });
-  const self = new URL(import.meta.url).pathname;
-  const args = (role: string) => [
-    "run",
-    "-A",
-    self,
-    "--role",
-    role,
-    "--dir",
-    dir,
-    "--steps",
-    String(o.steps),
-    "--honest",
-    String(o.honest),
-    "--seq-len",
-    String(o.seqLen),
-  ];
+  const common = ["run", ...engineDenoFlags(Deno.env.get), "-A", SELF, "--dir", dir];
   const loadBefore = Deno.loadavg();
   const started = performance.now();
   const trainer = new Deno.Command(Deno.execPath(), {
-    args: args("trainer"),
+    args: [
+      ...common,
+      "--role",
+      "trainer",
+      "--steps",
+      String(o.steps),
+      "--honest",
+      String(o.honest),
+      "--seq-len",
+      String(o.seqLen),
+      "--model",
+      o.model,
+      "--data",
+      o.data,
+    ],
     stdout: "inherit",
     stderr: "inherit",
   }).spawn();
-  const env: Record<string, string> = o.backend === "gl" ? { DENO_WEBGPU_BACKEND: "gl" } : {};
+  const env: Record<string, string> = o.backend === "default"
+    ? {}
+    : { DENO_WEBGPU_BACKEND: o.backend };
   const verifier = new Deno.Command(Deno.execPath(), {
-    args: args("verifier"),
+    args: [...common, "--role", "verifier", "--follow", "--verifier-backend", o.backend],
     env,
     stdout: "piped",
     stderr: "inherit",
@@ -135,18 +232,22 @@ async function orchestrate(
   }
   const lines = new TextDecoder().decode(v.stdout).trim().split("\n");
   const summary = JSON.parse(lines.at(-1)!) as VerifierSummary;
-  const report = {
+  return report(summary, { started, loadBefore, json: o.json });
+}
+
+/** Prints the summary with its time and load; the exit status its verdicts give. */
+function report(
+  summary: VerifierSummary,
+  o: { started: number; loadBefore: number[]; json: boolean },
+): number {
+  const r = {
     ...summary,
-    seconds: (performance.now() - started) / 1000,
-    loadBefore,
+    seconds: (performance.now() - o.started) / 1000,
+    loadBefore: o.loadBefore,
     loadAfter: Deno.loadavg(),
     date: new Date().toISOString(),
   };
-  if (o.json) {
-    console.log(JSON.stringify(report));
-  } else {
-    console.log(humanSummary(report));
-  }
+  console.log(o.json ? JSON.stringify(r) : humanSummary(r));
   const falseAccusations = summary.kinds.honest?.fail ?? 0;
   const missed = RESULT_ATTACKS.reduce((a, k) => a + (summary.kinds[k]?.pass ?? 0), 0);
   return falseAccusations === 0 && missed === 0 ? 0 : 1;
@@ -157,6 +258,7 @@ function humanSummary(
 ): string {
   const lines = [
     `trainers on ${r.trainerAdapter}; verifier on ${r.verifierAdapter}`,
+    `${r.model}, ${r.honest} honest trainers, ${r.seqLen} tokens a sequence`,
     `${r.steps} steps, ${r.seconds.toFixed(0)} s, load ${r.loadBefore[0].toFixed(2)} -> ` +
     `${r.loadAfter[0].toFixed(2)}, ${r.date}`,
   ];

@@ -1,6 +1,8 @@
 /**
  * The two processes of `deno task bench-verify` (replay_bench.ts): the trainers, writing every
- * result and served state into a folder, and the verifier, checking each on its own adapter.
+ * result and served state into a folder, and the verifier, checking each on its own adapter. The
+ * verifier needs nothing but the folder (replay_folder.ts), so the two can run on different
+ * machines, days apart; or side by side, the verifier following the trainers step by step.
  *
  * @module
  */
@@ -33,6 +35,15 @@ import {
   zeroStateDigest,
 } from "../../optimizer/mod.ts";
 import { GpuRuntime } from "../../shaders/mod.ts";
+import {
+  checkModelConfig,
+  MANIFEST_FILE,
+  parseManifest,
+  REPLAY_FOLDER_FORMAT,
+  ReplayFolderError,
+  type ReplayManifest,
+  sequencesRead,
+} from "./replay_folder.ts";
 
 /** What a result of the bench is: honest, or one of the result attacks (three trained, three published). */
 type Kind = "honest" | typeof RESULT_ATTACKS[number];
@@ -68,16 +79,31 @@ export interface KindSummary {
 /** What the verifier process prints. */
 export interface VerifierSummary {
   readonly steps: number;
+  readonly honest: number;
+  readonly seqLen: number;
+  readonly model: string;
   readonly trainerAdapter: string;
   readonly verifierAdapter: string;
   readonly kinds: Record<string, KindSummary>;
 }
 
-interface RoleOptions {
+/** What the trainer role is told: the run's settings, the corpus to read, the folder to fill. */
+export interface TrainerOptions {
   readonly steps: number;
   readonly honest: number;
   readonly seqLen: number;
+  /** The model's folder, from the repository root. */
+  readonly model: string;
+  /** A folder of token files; the run reads a prefix of the first (sorted by name). */
+  readonly data: string;
   readonly dir: string;
+}
+
+/** What the verifier role is told; the settings come from the folder's manifest. */
+export interface VerifierOptions {
+  readonly dir: string;
+  /** Wait for each step's file (the trainers run beside it) and delete what it is done with. */
+  readonly follow: boolean;
 }
 
 const ROOT = new URL("../..", import.meta.url).pathname;
@@ -99,12 +125,27 @@ const SCHEDULE = {
   finalLr: 3e-4,
 } as const;
 
-async function setup(o: RoleOptions) {
+/** The seed name every model of the bench is initialised from. */
+const SEED = "llama-bytes-brown";
+const DATA_DIR = "data";
+/**
+ * The fewest sequences a folder's data holds, more than a small run reads: a machine without the
+ * corpus (the lent GPU's) can train a larger run on a carried folder's data (133 kB at 64
+ * tokens a sequence). The run's batches do not depend on it (`ReplayManifest.sequences` does).
+ */
+const DATA_PREFIX_SEQUENCES = 1024;
+
+async function modelConfigSha256(model: string): Promise<string> {
+  const bytes = await Deno.readFile(`${ROOT}${model}/config.json`);
+  return toHex(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)));
+}
+
+async function setup(o: { model: string; seqLen: number; dataDir: string }) {
   const rt = await GpuRuntime.create();
   const backend = Deno.env.get("DENO_WEBGPU_BACKEND") ?? "the default backend";
   const adapter = `${rt.info.description || "an unnamed adapter"} on ${backend}`;
-  const model = await loadModel(`${ROOT}config/models/llama-bytes`, "llama-bytes-brown");
-  const data = await LocalDataProvider.open(`${ROOT}data/corpus/brown-bytes/train`, {
+  const model = await loadModel(`${ROOT}${o.model}`, SEED);
+  const data = await LocalDataProvider.open(o.dataDir, {
     seqLen: o.seqLen,
     tokenSize: "TwoBytes",
     vocabSize: model.config.vocabSize,
@@ -123,6 +164,44 @@ async function setup(o: RoleOptions) {
   return { rt, adapter, model, data, trainer };
 }
 
+/**
+ * Copies the prefix of `source`'s first token file that holds `sequences` sequences into
+ * `dir/data/000.ds`: the trainers and the verifier read this copy, so the verifier needs no corpus.
+ */
+async function writeDataPrefix(
+  source: string,
+  o: { dir: string; seqLen: number },
+  sequences: number,
+) {
+  const names: string[] = [];
+  for await (const e of Deno.readDir(source)) {
+    if (e.isFile && e.name.endsWith(".ds")) names.push(e.name);
+  }
+  if (names.length === 0) throw new ReplayFolderError(`${source} holds no .ds token file`);
+  const first = `${source}/${names.sort()[0]}`;
+  // Two bytes a token; one spare sequence, whatever the provider's window.
+  const bytes = 2 * (sequences + 1) * (o.seqLen + 1);
+  const file = await Deno.open(first);
+  try {
+    const prefix = new Uint8Array(bytes);
+    let at = 0;
+    while (at < bytes) {
+      const n = await file.read(prefix.subarray(at));
+      if (n === null) {
+        throw new ReplayFolderError(
+          `${first} holds ${at} bytes; the run reads ${sequences} sequences of ${o.seqLen} ` +
+            `tokens (${bytes} bytes)`,
+        );
+      }
+      at += n;
+    }
+    await Deno.mkdir(`${o.dir}/${DATA_DIR}`, { recursive: true });
+    await Deno.writeFile(`${o.dir}/${DATA_DIR}/000.ds`, prefix);
+  } finally {
+    file.close();
+  }
+}
+
 function expectation(t: NetworkTrainer): PayloadExpectation {
   return { ...t.expectation, stateDigests: true };
 }
@@ -131,10 +210,37 @@ function shapeOf(t: NetworkTrainer): StateShape {
   return { size: t.layout.totalSize, layouts: t.distro.layouts };
 }
 
-/** Trains the honest and attacking trainers and writes every step's results and states. */
-export async function runTrainerProcess(o: RoleOptions): Promise<void> {
-  const { rt, adapter, data, trainer } = await setup(o);
+/**
+ * Trains the honest and attacking trainers and writes every step's results and states into
+ * `o.dir` (made if missing; one that already holds a run is refused).
+ */
+export async function runTrainerProcess(o: TrainerOptions): Promise<void> {
+  await Deno.mkdir(o.dir, { recursive: true });
+  if (await exists(`${o.dir}/${MANIFEST_FILE}`)) {
+    throw new ReplayFolderError(
+      `${o.dir} already holds a run (${MANIFEST_FILE}): name a new folder`,
+    );
+  }
+  const manifest: ReplayManifest = {
+    format: REPLAY_FOLDER_FORMAT,
+    steps: o.steps,
+    honest: o.honest,
+    seqLen: o.seqLen,
+    micro: MICRO,
+    model: o.model,
+    modelConfigSha256: await modelConfigSha256(o.model),
+    sequences: sequencesRead({ steps: o.steps, honest: o.honest, micro: MICRO }),
+  };
+  await writeDataPrefix(o.data, o, Math.max(manifest.sequences, DATA_PREFIX_SEQUENCES));
+  const { rt, adapter, data, trainer } = await setup({
+    model: o.model,
+    seqLen: o.seqLen,
+    dataDir: `${o.dir}/${DATA_DIR}`,
+  });
   await Deno.writeTextFile(`${o.dir}/trainer-adapter`, adapter);
+  // Last of the preamble, whole or not at all: a following verifier starts when it appears.
+  await Deno.writeTextFile(`${o.dir}/${MANIFEST_FILE}.tmp`, JSON.stringify(manifest));
+  await Deno.rename(`${o.dir}/${MANIFEST_FILE}.tmp`, `${o.dir}/${MANIFEST_FILE}`);
   const names = [
     ...Array.from({ length: o.honest }, (_, i) => `honest-${i}`),
     "negate",
@@ -168,7 +274,7 @@ export async function runTrainerProcess(o: RoleOptions): Promise<void> {
         gradientFactor: gradientFactor(kind === "negate" || kind === "scale" ? kind : null),
         // The batch before, as a client's attack does; in the first step, one half the data away.
         dataBatch: kind === "other-data"
-          ? otherBatch(batch, lastBatch.get(name) ?? halfwayAround(batch, data.numSequences))
+          ? otherBatch(batch, lastBatch.get(name) ?? halfwayAround(batch, manifest.sequences))
           : undefined,
       };
       const trained = await t.train({ step, batch, lr, prevLr, data, attack });
@@ -222,20 +328,60 @@ export async function runTrainerProcess(o: RoleOptions): Promise<void> {
   rt[Symbol.dispose]();
 }
 
-async function waitForStep(dir: string, step: number): Promise<BenchStep> {
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return false;
+    throw e;
+  }
+}
+
+/** `dir`'s file `name`, waited for when following the trainers, else required now. */
+async function readFolderText(
+  dir: string,
+  name: string,
+  o: { follow: boolean; missing: string },
+): Promise<string> {
   for (;;) {
     try {
-      return JSON.parse(await Deno.readTextFile(`${dir}/step-${step}.json`));
+      return await Deno.readTextFile(`${dir}/${name}`);
     } catch (e) {
       if (!(e instanceof Deno.errors.NotFound)) throw e;
+      if (!o.follow) throw new ReplayFolderError(`${dir}/${name} is missing: ${o.missing}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
 }
 
+/** The folder's manifest, checked, and this checkout's model checked against it. */
+async function readManifest(o: VerifierOptions): Promise<ReplayManifest> {
+  if (!o.follow && !(await exists(o.dir))) {
+    throw new ReplayFolderError(`${o.dir} does not exist: name the trainer role's folder`);
+  }
+  const text = await readFolderText(o.dir, MANIFEST_FILE, {
+    follow: o.follow,
+    missing: "not a folder the trainer role made (or one from before format 1)",
+  });
+  const m = parseManifest(text, `${o.dir}/${MANIFEST_FILE}`);
+  checkModelConfig(m, await modelConfigSha256(m.model));
+  return m;
+}
+
 /** Follows θ with the honest results and checks every result of every step. */
-export async function runVerifierProcess(o: RoleOptions): Promise<VerifierSummary> {
-  const { rt, adapter, data, trainer } = await setup(o);
+export async function runVerifierProcess(o: VerifierOptions): Promise<VerifierSummary> {
+  const m = await readManifest(o);
+  const { rt, adapter, data, trainer } = await setup({
+    model: m.model,
+    seqLen: m.seqLen,
+    dataDir: `${o.dir}/${DATA_DIR}`,
+  });
+  if (data.numSequences < m.sequences) {
+    throw new ReplayFolderError(
+      `${o.dir}/${DATA_DIR} holds ${data.numSequences} sequences, the run reads ${m.sequences}`,
+    );
+  }
   const verifier = trainer();
   const replayer = new ResultReplayer(verifier);
   const shape = shapeOf(verifier);
@@ -262,8 +408,13 @@ export async function runVerifierProcess(o: RoleOptions): Promise<VerifierSummar
     return decodeState(bytes, shape);
   };
   const spent: string[] = [];
-  for (let step = 1; step <= o.steps; step++) {
-    const file = await waitForStep(o.dir, step);
+  for (let step = 1; step <= m.steps; step++) {
+    const file = JSON.parse(
+      await readFolderText(o.dir, `step-${step}.json`, {
+        follow: o.follow,
+        missing: `the trainer role stopped before step ${step} of ${m.steps}`,
+      }),
+    ) as BenchStep;
     replayer.keep(step);
     const results = await Promise.all(
       file.items.map(async (i) =>
@@ -303,7 +454,9 @@ export async function runVerifierProcess(o: RoleOptions): Promise<VerifierSummar
     await verifier.decayWeights(file.lr);
     await verifier.apply(results.filter((_, n) => file.items[n].kind === "honest"), file.lr);
     replayer.retain([]);
-    // Inputs of this step are nobody's input again; payloads are done with.
+    // Following the trainers, the folder is a scratch one: inputs of this step are nobody's input
+    // again, payloads are done with. A folder made apart is kept, to verify again elsewhere.
+    if (!o.follow) continue;
     for (const f of spent.splice(0)) await Deno.remove(`${o.dir}/${f}`).catch(() => {});
     for (const [n, item] of file.items.entries()) {
       spent.push(item.payload);
@@ -315,7 +468,15 @@ export async function runVerifierProcess(o: RoleOptions): Promise<VerifierSummar
   verifier[Symbol.dispose]();
   await data.close();
   rt[Symbol.dispose]();
-  return { steps: o.steps, trainerAdapter, verifierAdapter: adapter, kinds };
+  return {
+    steps: m.steps,
+    honest: m.honest,
+    seqLen: m.seqLen,
+    model: m.model,
+    trainerAdapter,
+    verifierAdapter: adapter,
+    kinds,
+  };
 }
 
 /** `batch`'s length of sequences half the data away from it. */

@@ -57,7 +57,7 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
 # Parts to run: the arguments, or every part (in this order: the most wanted first, what the
 # lease of 2026-11-30 left unmeasured; the parts measured then last). `sweep` picks the tiling
 # `profile` and `steps` try when it runs before them.
-parts=${*:-"readback 1b 1b-torch profile steps splitk attention distro upload seeded picker sweep matmul matmul-16"}
+parts=${*:-"readback 1b 1b-torch profile steps splitk attention distro upload seeded picker sweep matmul matmul-16 verify-train verify-check"}
 # The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
 # pick of an earlier call, so a later call need not sweep again).
 best=${BEST_TILING:-}
@@ -156,8 +156,28 @@ for part in $parts; do
     run 240 step-llama-1b-1x128.txt $deno_run bench/torch/compare.ts \
       --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3
     ;;
+  verify-train)
+    # Verification across adapters (docs/gpu-benchmarks.md): bench-verify's trainer role on this
+    # GPU, 8 steps of 4 honest trainers and one per attack on llama-micro, into a folder that comes
+    # back as verify-gpu.tgz (about 8 MB) for the verifier role on lavapipe. The machine has no
+    # corpus: the trainers read the token prefix in the carried .verify-in/data.
+    missing="echo 'no .verify-in/: make and carry it (docs/gpu-benchmarks.md)'; exit 3"
+    run 120 verify-train.txt sh -c "[ -d .verify-in/data ] || { $missing; }
+      rm -rf /tmp/verify-gpu && $deno_run bench/verification/replay_bench.ts --role trainer \
+      --dir /tmp/verify-gpu --data .verify-in/data --model config/models/llama-micro --steps 8 \
+      --honest 4 --seq-len 64 && tar czf $out/verify-gpu.tgz -C /tmp verify-gpu &&
+      ls -l $out/verify-gpu.tgz"
+    ;;
+  verify-check)
+    # The other direction: the verifier role on this GPU (the default adapter: the only Vulkan
+    # driver here is NVIDIA's) against .verify-in/, trained on lavapipe before the lease.
+    missing="echo 'no .verify-in/: make and carry it (docs/gpu-benchmarks.md)'; exit 3"
+    run 90 verify-check.txt sh -c "[ -f .verify-in/manifest.json ] || { $missing; }
+      $deno_run bench/verification/replay_bench.ts --role verifier --dir .verify-in \
+      --verifier-backend default"
+    ;;
   *)
-    echo "unknown part $part (readback, upload, seeded, attention, picker, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch)"
+    echo "unknown part $part (readback, upload, seeded, attention, picker, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch, verify-train, verify-check)"
     exit 2
     ;;
   esac

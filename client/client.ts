@@ -360,6 +360,13 @@ export class TrainingClient {
           this.#o.logger.log("outdated", { what: key, error: e.message });
           return;
         }
+        if (intent.kind === "LoadModel" && e instanceof ModelUnavailableError) {
+          // Said already as `waiting_for_model`, a warning: no source has the run's model yet
+          // (peers still making the epoch's snapshot, a repo an operator has not filled), and
+          // the retry takes it once one has. Not an error of this client.
+          this.#retryLater(key);
+          return;
+        }
         this.#o.logger.log("error", { what: key, error: (e as Error).message });
         // A model that cannot read the data, or cannot fit this machine, fails the same way
         // every time: stop the client.

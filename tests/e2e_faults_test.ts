@@ -206,6 +206,8 @@ Deno.test({
       0,
       "the seeded init was never used",
     );
+    // Waiting for the run's model is a warning, not an error of the newcomer's.
+    assert.deepEqual(watcher.named("error", newcomer).map((e) => e.event.error), []);
   } catch (e) {
     console.error(lines.slice(-80).join("\n"));
     throw e;

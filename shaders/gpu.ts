@@ -25,7 +25,7 @@ import { GpuDeviceLostError, GpuStageError, GpuUnavailableError } from "./errors
 import { type MatmulTiling, profileFor, type TuningProfile } from "./profile.ts";
 import { requestGpuAdapter } from "./runtime_dir.ts";
 import { ProfilingPass, type SectionTiming } from "./dispatch_profile.ts";
-import { ReadbackPool, untilAborted } from "./readback.ts";
+import { ReadbackPool } from "./readback.ts";
 
 export type { SectionTiming } from "./dispatch_profile.ts";
 
@@ -350,12 +350,12 @@ export class GpuStep {
       // Errors of pipeline and buffer creation name their stage: report those before the step's.
       await this.#rt.checkErrors();
       if (error) throw new GpuStageError(`step "${this.#label}"`, "validation", error.message);
-      if (options.wait !== false || readback) {
-        await this.#rt.untilIdle(options);
-      }
       if (readback) {
-        await untilAborted(this.#readTimings(readback), options.signal);
+        // The read waits for the step, as a fence would.
+        await this.#readTimings(readback, options.signal);
         this.#rt.dispatchTimings?.push(...this.#timings);
+      } else if (options.wait !== false) {
+        await this.#rt.untilIdle(options);
       }
     } finally {
       for (const b of readback ?? []) b.destroy();
@@ -363,36 +363,31 @@ export class GpuStep {
     }
   }
 
-  /** Encode the resolve of the timestamps; returns [resolve buffer, mappable copy]. */
+  /** Encode the resolve of the timestamps; returns the buffer they are resolved into. */
   #resolveTimestamps(encoder: GPUCommandEncoder): GPUBuffer[] {
     const count = 2 * this.#sections.length;
     const usage = GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC;
     const resolved = this.#rt.device.createBuffer({ label: "timestamps", size: count * 8, usage });
-    const readback = this.#rt.device.createBuffer({
-      label: "timestamps readback",
-      size: count * 8,
-      usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
-    });
     // Every set but the last is full; byte offsets stay multiples of 256 (2048 x 16 bytes).
     this.#querySets.forEach((set, i) => {
       const queries = Math.min(2 * SECTIONS_PER_QUERY_SET, count - i * 2 * SECTIONS_PER_QUERY_SET);
       encoder.resolveQuerySet(set, 0, queries, resolved, i * 2 * SECTIONS_PER_QUERY_SET * 8);
     });
-    encoder.copyBufferToBuffer(resolved, 0, readback, 0, count * 8);
-    return [resolved, readback];
+    return [resolved];
   }
 
-  async #readTimings([, readback]: GPUBuffer[]): Promise<void> {
-    try {
-      await readback.mapAsync(GPUMapMode.READ);
-      const ns = new BigInt64Array(readback.getMappedRange());
-      this.#timings = this.#sections.map((name, i) => ({
-        name,
-        ms: Number(ns[2 * i + 1] - ns[2 * i]) / 1e6,
-      }));
-    } finally {
-      readback.unmap();
-    }
+  /** Read the resolved timestamps through the runtime's pooled staging (no 10 ms map wait). */
+  async #readTimings([resolved]: GPUBuffer[], signal?: AbortSignal): Promise<void> {
+    const count = 2 * this.#sections.length;
+    const ns = await this.#rt.withBytes(
+      { buffer: resolved, offset: 0, size: count * 8 },
+      (bytes) => new BigInt64Array(bytes.slice().buffer),
+      { signal },
+    );
+    this.#timings = this.#sections.map((name, i) => ({
+      name,
+      ms: Number(ns[2 * i + 1] - ns[2 * i]) / 1e6,
+    }));
   }
 
   /**

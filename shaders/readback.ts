@@ -175,7 +175,7 @@ function mappedNow(staging: GPUBuffer, mapSize: number): ArrayBuffer | undefined
 }
 
 /** `promise`, or a rejection with the signal's reason as soon as it aborts. */
-export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
   if (!signal) return promise;
   signal.throwIfAborted();
   let onAbort = () => {};

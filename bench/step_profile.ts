@@ -193,8 +193,7 @@ async function run(profileDispatches: boolean, warmup: number) {
     await uploadParams(rt, stepper.model.params, weights, { onProgress: progress });
   }
   // Until the GPU holds the weights: queued uploads would otherwise land in the first step.
-  rt.device.queue.submit([]);
-  await rt.device.queue.onSubmittedWorkDone();
+  await rt.untilIdle();
   const buildMs = performance.now() - t0;
   // Progress as it happens: a large model's upload and first step (its pipelines) take minutes
   // on some adapters, and a run cut off by a time limit should still say how far it got.

@@ -334,12 +334,12 @@ export class GpuStep {
     // submit, with no await between, catches this step's errors even when steps interleave.
     this.#assertOpen();
     this.#rt.device.pushErrorScope("validation");
-    let readback: GPUBuffer[] | undefined;
+    let timestamps: GPUBuffer | undefined;
     let scope: Promise<GPUError | null>;
     try {
       const encoder = this.encoder;
       this.#done = true;
-      if (this.#sections.length > 0) readback = this.#resolveTimestamps(encoder);
+      if (this.#sections.length > 0) timestamps = this.#resolveTimestamps(encoder);
       this.#rt.device.queue.submit([encoder.finish({ label: this.#label })]);
     } finally {
       scope = this.#rt.device.popErrorScope();
@@ -350,21 +350,21 @@ export class GpuStep {
       // Errors of pipeline and buffer creation name their stage: report those before the step's.
       await this.#rt.checkErrors();
       if (error) throw new GpuStageError(`step "${this.#label}"`, "validation", error.message);
-      if (readback) {
+      if (timestamps) {
         // The read waits for the step, as a fence would.
-        await this.#readTimings(readback, options.signal);
+        await this.#readTimings(timestamps, options.signal);
         this.#rt.dispatchTimings?.push(...this.#timings);
       } else if (options.wait !== false) {
         await this.#rt.untilIdle(options);
       }
     } finally {
-      for (const b of readback ?? []) b.destroy();
+      timestamps?.destroy();
       for (const set of this.#querySets) set.destroy();
     }
   }
 
   /** Encode the resolve of the timestamps; returns the buffer they are resolved into. */
-  #resolveTimestamps(encoder: GPUCommandEncoder): GPUBuffer[] {
+  #resolveTimestamps(encoder: GPUCommandEncoder): GPUBuffer {
     const count = 2 * this.#sections.length;
     const usage = GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC;
     const resolved = this.#rt.device.createBuffer({ label: "timestamps", size: count * 8, usage });
@@ -373,11 +373,11 @@ export class GpuStep {
       const queries = Math.min(2 * SECTIONS_PER_QUERY_SET, count - i * 2 * SECTIONS_PER_QUERY_SET);
       encoder.resolveQuerySet(set, 0, queries, resolved, i * 2 * SECTIONS_PER_QUERY_SET * 8);
     });
-    return [resolved];
+    return resolved;
   }
 
   /** Read the resolved timestamps through the runtime's pooled staging (no 10 ms map wait). */
-  async #readTimings([resolved]: GPUBuffer[], signal?: AbortSignal): Promise<void> {
+  async #readTimings(resolved: GPUBuffer, signal?: AbortSignal): Promise<void> {
     const count = 2 * this.#sections.length;
     const ns = await this.#rt.withBytes(
       { buffer: resolved, offset: 0, size: count * 8 },

@@ -239,8 +239,7 @@ export async function runTrainerProcess(o: TrainerOptions): Promise<void> {
   });
   await Deno.writeTextFile(`${o.dir}/trainer-adapter`, adapter);
   // Last of the preamble, whole or not at all: a following verifier starts when it appears.
-  await Deno.writeTextFile(`${o.dir}/${MANIFEST_FILE}.tmp`, JSON.stringify(manifest));
-  await Deno.rename(`${o.dir}/${MANIFEST_FILE}.tmp`, `${o.dir}/${MANIFEST_FILE}`);
+  await writeJsonWhole(`${o.dir}/${MANIFEST_FILE}`, manifest);
   const names = [
     ...Array.from({ length: o.honest }, (_, i) => `honest-${i}`),
     "negate",
@@ -320,12 +319,17 @@ export async function runTrainerProcess(o: TrainerOptions): Promise<void> {
     );
     for (const t of trainers) await t.apply(honest, lr);
     const file: BenchStep = { step, lr, prevLr, items };
-    await Deno.writeTextFile(`${o.dir}/step-${step}.tmp`, JSON.stringify(file));
-    await Deno.rename(`${o.dir}/step-${step}.tmp`, `${o.dir}/step-${step}.json`);
+    await writeJsonWhole(`${o.dir}/step-${step}.json`, file);
   }
   for (const t of trainers) t[Symbol.dispose]();
   await data.close();
   rt[Symbol.dispose]();
+}
+
+/** Writes `value` as JSON to `path` whole or not at all: a following verifier never reads half. */
+async function writeJsonWhole(path: string, value: unknown): Promise<void> {
+  await Deno.writeTextFile(`${path}.tmp`, JSON.stringify(value));
+  await Deno.rename(`${path}.tmp`, path);
 }
 
 async function exists(path: string): Promise<boolean> {

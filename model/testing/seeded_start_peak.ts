@@ -46,7 +46,7 @@ if (mode === "stream") {
     segments,
     init: initParams(layout, config, 1),
   });
-  await rt.device.queue.onSubmittedWorkDone();
+  await rt.untilIdle();
 }
 const GiB = 2 ** 30;
 console.log(JSON.stringify({

@@ -2,7 +2,7 @@
  * Where a training step's GPU time goes, kernel by kernel, on whatever adapter this machine has:
  * `deno run -A bench/step_profile.ts [--config DIR] [--batch B] [--seq-len T] [--steps N]
  * [--precision f32|f16|bf16] [--recompute] [--tiling rows,cols,wx,wy,depth] [--split-k auto|off]
- * [--upload chunked|mapped] [--attention rows|tiled|ROWSxSTAGED[xQUERIES]]`.
+ * [--upload chunked|mapped] [--attention rows|tiled|ROWSxSTAGED[xQUERIES]] [--flush-layers auto|off]`.
  *
  * It builds the model of `--config` from quick pseudo-random weights (uniform with the init's
  * variance: timing does not depend on the values, and the seeded normals of `initParams` take a
@@ -19,7 +19,9 @@
  * as a model built with its weights does, the path the 1B model stalled on. `--attention` picks
  * the attention kernels (shaders/attention.ts: `rows`, the CPU profile's, `tiled`, the GPU
  * profile's 64x64 tiles in workgroup memory, or tiles written out, e.g. `64x64x4` for four query
- * rows per invocation) whatever the adapter's profile says.
+ * rows per invocation) whatever the adapter's profile says. `--flush-layers off` submits each plain
+ * step at once, where the profile hands it to the GPU a layer at a time (`GpuStep.flush`), to
+ * measure what that overlap of encoding and GPU work saves.
  *
  * @module
  */
@@ -60,6 +62,7 @@ const { values } = parseArgs({
     "split-k": { type: "string", default: "auto" },
     upload: { type: "string", default: "chunked" },
     attention: { type: "string" },
+    "flush-layers": { type: "string", default: "auto" },
   },
 });
 const B = Number(values.batch), T = Number(values["seq-len"]), steps = Number(values.steps);
@@ -90,14 +93,19 @@ console.log(
  * adapter's profile).
  */
 async function chosenProfile(): Promise<TuningProfile | undefined> {
-  const splitK = values["split-k"];
+  const splitK = values["split-k"], flush = values["flush-layers"];
   if (splitK !== "auto" && splitK !== "off") {
     throw new RangeError(`--split-k must be auto or off, got ${splitK}`);
+  }
+  if (flush !== "auto" && flush !== "off") {
+    throw new RangeError(`--flush-layers must be auto or off, got ${flush}`);
   }
   const attention = values.attention === undefined
     ? undefined
     : parseAttentionTiling(values.attention);
-  if (values.tiling === undefined && splitK === "auto" && attention === undefined) {
+  if (
+    values.tiling === undefined && splitK === "auto" && attention === undefined && flush === "auto"
+  ) {
     return undefined;
   }
   const adapter = await requestGpuAdapter();
@@ -111,6 +119,7 @@ async function chosenProfile(): Promise<TuningProfile | undefined> {
       : { matmul: parseTiling(values.tiling), matmulByShape: [] }),
     splitK: splitK === "off" ? SPLIT_K_OFF : own.splitK,
     attention: attention ?? own.attention,
+    flushLayers: flush === "off" ? false : own.flushLayers,
   };
 }
 const profile = await chosenProfile();
@@ -151,7 +160,7 @@ async function run(profileDispatches: boolean, warmup: number) {
             `${r.name} from ${r.minWorkgroups} tiles: ${formatTiling(r.tiling)}`
           ).join("; ")
         }], split-K ${JSON.stringify(rt.profile.splitK)}, ` +
-        `attention ${JSON.stringify(rt.profile.attention)}`,
+        `attention ${JSON.stringify(rt.profile.attention)}, flush layers ${rt.profile.flushLayers}`,
     );
     console.log(
       `limits: maxBufferSize ${l.maxBufferSize}, maxStorageBufferBindingSize ` +

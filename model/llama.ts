@@ -800,9 +800,10 @@ export class LlamaModel implements Disposable {
       c: C,
       v: V,
     });
-    const last = this.#layersForward(pass, { from: 0, to: c.numLayers, rebuild: false });
+    const last = this.#layersForward(step, { from: 0, to: c.numLayers, rebuild: false });
     const weight = this.#view(this.#weightsBuffer, "model.norm.weight");
-    this.#norm(pass, {
+    step.flush();
+    this.#norm(step.pass, {
       x: this.#xs[c.numLayers],
       ...this.#pendingResidual(c.numLayers, last),
       weight,
@@ -836,7 +837,7 @@ export class LlamaModel implements Disposable {
    * `x[to]` written, or a rebuild) for the norm after the range.
    */
   #layersForward(
-    pass: GPUComputePassEncoder,
+    step: GpuStep,
     range: { from: number; to: number; rebuild: boolean },
   ): SplitPartials | null {
     const k = this.#k, c = this.config;
@@ -844,6 +845,9 @@ export class LlamaModel implements Disposable {
     const QW = c.numHeads * c.headDim, KVW = c.numKvHeads * c.headDim, N = this.rows;
     let down: SplitPartials | null = null;
     for (let l = range.from; l < range.to; l++) {
+      // The layers before go to the GPU while this one is encoded (GPU profiles).
+      if (l > range.from) step.flush();
+      const pass = step.pass;
       const a = this.#acts[this.activations.setOf(l)], x = this.#xs[l], next = this.#xs[l + 1];
       const weight = this.#w(l, "input_layernorm.weight");
       const add = range.rebuild ? {} : this.#pendingResidual(l, down);
@@ -915,7 +919,8 @@ export class LlamaModel implements Disposable {
   }
 
   #backward(step: GpuStep, slot: number): void {
-    const k = this.#k, c = this.config, pass = step.pass;
+    const k = this.#k, c = this.config;
+    let pass = step.pass;
     const { hiddenSize: C, intermediateSize: F, vocabSize: V } = c;
     const QW = c.numHeads * c.headDim, KVW = c.numKvHeads * c.headDim, N = this.rows;
     const L = c.numLayers;
@@ -929,9 +934,12 @@ export class LlamaModel implements Disposable {
       dx: this.#dx,
     });
     for (let l = L - 1; l >= 0; l--) {
+      // What is encoded goes to the GPU while this layer is (GPU profiles).
+      step.flush();
       if (this.activations.rebuildsBeforeBackward(l)) {
-        this.#layersForward(pass, { from: l, to: l + 1, rebuild: true });
+        this.#layersForward(step, { from: l, to: l + 1, rebuild: true });
       }
+      pass = step.pass;
       const a = this.#acts[this.activations.setOf(l)];
       // MLP: x[l+1] = xm + (silu(gate)·up)·Wdᵀ. #dx holds d x[l+1].
       this.#linearBackward(pass, l, "mlp.down_proj.weight", {

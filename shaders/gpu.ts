@@ -230,17 +230,20 @@ const SECTIONS_PER_QUERY_SET = 2048;
 /**
  * One training step's GPU work: a command encoder and, lazily, a compute pass. Kernels encode into
  * `pass`; taking `encoder` ends the open pass (for copies and clears) and the next `pass` opens a
- * new one. `submit` finishes and submits once, then throws any validation error naming the step.
- * For profiling, `timed(name)` opens a pass whose GPU time is reported in `timings` after submit.
+ * new one. `submit` finishes and submits, then throws any validation error naming the step; on
+ * profiles that ask for it, `flush` hands the work so far to the queue earlier. For profiling,
+ * `timed(name)` opens a pass whose GPU time is reported in `timings` after submit.
  */
 export class GpuStep {
   readonly #rt: GpuRuntime;
   readonly #label: string;
-  readonly #encoder: GPUCommandEncoder;
+  #encoder: GPUCommandEncoder;
   readonly #onSubmit: () => void;
   #pass: GPUComputePassEncoder | undefined;
   #passes = 0;
   #done = false;
+  /** Validation scopes of the parts {@link flush} submitted, checked by {@link submit}. */
+  readonly #flushed: Promise<GPUError | null>[] = [];
   readonly #sections: string[] = [];
   readonly #querySets: GPUQuerySet[] = [];
   #timings: SectionTiming[] = [];
@@ -310,6 +313,35 @@ export class GpuStep {
     return this.#timings;
   }
 
+  /** Submissions made so far: the parts {@link flush} handed over, then the last, at submit. */
+  get submissions(): number {
+    return this.#flushed.length + (this.#done ? 1 : 0);
+  }
+
+  /**
+   * Hands the work encoded so far to the queue where the profile asks for it (`flushLayers`), so
+   * the GPU runs it while the host encodes the rest; returns whether it did. The queue runs the
+   * parts in order, so the results are those of one submission. The open pass ends: take `pass`
+   * (or `encoder`) again afterwards. Timed steps keep one submission, their timestamps resolved
+   * at its end. Validation errors of a flushed part are thrown by {@link submit}.
+   */
+  flush(): boolean {
+    this.#assertOpen();
+    if (!this.#rt.profile.flushLayers || this.#rt.dispatchTimings || this.#sections.length > 0) {
+      return false;
+    }
+    const encoder = this.encoder;
+    const part = this.#flushed.length;
+    this.#rt.device.pushErrorScope("validation");
+    try {
+      this.#rt.device.queue.submit([encoder.finish({ label: `${this.#label} part ${part}` })]);
+    } finally {
+      this.#flushed.push(this.#rt.device.popErrorScope());
+    }
+    this.#encoder = this.#rt.device.createCommandEncoder({ label: this.#label });
+    return true;
+  }
+
   /** The command encoder, with any open compute pass ended first. */
   get encoder(): GPUCommandEncoder {
     this.#assertOpen();
@@ -346,7 +378,8 @@ export class GpuStep {
       this.#onSubmit();
     }
     try {
-      const error = await scope;
+      // The first error in queue order: a flushed part's comes before the last part's.
+      const error = (await Promise.all([...this.#flushed, scope])).find((e) => e !== null);
       // Errors of pipeline and buffer creation name their stage: report those before the step's.
       await this.#rt.checkErrors();
       if (error) throw new GpuStageError(`step "${this.#label}"`, "validation", error.message);

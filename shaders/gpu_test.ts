@@ -223,6 +223,41 @@ Deno.test("timed sections report GPU time per section", async () => {
   for (const t of step.timings) assert.ok(t.ms >= 0 && t.ms < 60_000, `${t.name}: ${t.ms} ms`);
 });
 
+Deno.test("flush hands work to the queue on profiles that ask, in order, errors thrown at submit", async () => {
+  const { Elementwise } = await import("./elementwise.ts");
+  for (const flushLayers of [true, false]) {
+    using rt = await GpuRuntime.create({ profile: { ...GPU_PROFILE, flushLayers } });
+    const ew = new Elementwise(rt);
+    const x = rt.buffer("x", 1 << 12);
+    const step = rt.beginStep("in parts");
+    ew.fill(step.pass, { out: x, n: 1024, value: 1 });
+    assert.equal(step.flush(), flushLayers);
+    // Each part reads what the one before wrote: 1 · 3 (+ 0) · 2.
+    ew.scale(step.pass, { x, n: 1024, alpha: 3 });
+    assert.equal(step.flush(), flushLayers);
+    ew.axpy(step.pass, { x, y: rt.buffer("y", 1 << 12), n: 1024 });
+    step.encoder.clearBuffer(rt.buffer("other", 16));
+    ew.scale(step.pass, { x, n: 1024, alpha: 2 });
+    assert.equal(step.submissions, flushLayers ? 2 : 0);
+    await step.submit();
+    assert.equal(step.submissions, flushLayers ? 3 : 1);
+    assert.deepEqual([...await rt.read({ buffer: x, offset: 4092, size: 4 })], [6]);
+    // An error in a flushed part is the step's, thrown by submit.
+    const bad = rt.beginStep("bad early part");
+    bad.encoder.clearBuffer(rt.buffer("read only", 16, GPUBufferUsage.COPY_SRC));
+    bad.flush();
+    ew.fill(bad.pass, { out: x, n: 4, value: 0 });
+    await assert.rejects(() => bad.submit(), /validation error during step "bad early part"/);
+    // Timed steps stay one submission: their timestamps are resolved at its end.
+    const timed = rt.beginStep("timed");
+    ew.fill(timed.timed("fill"), { out: x, n: 4, value: 0 });
+    assert.equal(timed.flush(), false);
+    await timed.submit();
+  }
+  using cpu = await GpuRuntime.create({ profile: CPU_PROFILE });
+  assert.equal(cpu.beginStep("cpu").flush(), false, "the CPU profile keeps one submission");
+});
+
 Deno.test("interleaved steps each report their own validation errors", async () => {
   using rt = await GpuRuntime.create();
   const good = rt.beginStep("good step");

@@ -161,6 +161,13 @@ export interface TuningProfile {
   readonly lockstep: number;
   /** Attention kernel shape, per head size D (`maxHeadDim`). */
   readonly attention: AttentionTiling;
+  /**
+   * Hand a step's work to the queue a layer at a time (`GpuStep.flush`), so the GPU runs the
+   * first layers while the host still encodes the rest; false: one submission per step. On
+   * lavapipe a submission waits for the one before it to finish (9 ms behind a busy queue,
+   * 2026-11-30), so there it would serialise host and device instead of overlapping them.
+   */
+  readonly flushLayers: boolean;
 }
 
 /**
@@ -203,6 +210,7 @@ export const CPU_PROFILE: TuningProfile = {
   splitK: SPLIT_K_OFF,
   lockstep: 1,
   attention: { strategy: "rows", rows: 0, staged: 0 },
+  flushLayers: false,
 };
 
 /**
@@ -312,6 +320,8 @@ export const GPU_PROFILE: TuningProfile = {
   lockstep: 32,
   // Tiled for the 20M model's heads (D = 32), rows for the 1B's (D = 64): GPU_ATTENTION_TILES.
   attention: { ...GPU_ATTENTION_TILES, maxHeadDim: 32 },
+  // A 20M step at 4 x 256 spent about half its wall time outside the kernels on an H200.
+  flushLayers: true,
 };
 
 /** The adapter fields that decide the profile (a subset of `GPUAdapterInfo`). */

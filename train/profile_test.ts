@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { trainStep } from "./trainer.ts";
+import { encodeGradients, trainStep } from "./trainer.ts";
 import { initParams, LlamaModel, llamaParamLayout, readLlamaConfig } from "../model/mod.ts";
 import { AdamW, ADAMW_DEFAULTS } from "../optimizer/mod.ts";
 import {
@@ -20,7 +20,11 @@ const TINY = new URL("../config/models/llama-tiny/config.json", import.meta.url)
  * Three AdamW steps of the tiny model on `profile` (with packed documents of `sequenceLengths`
  * per row when given): the losses and the final parameters.
  */
-async function train(profile: TuningProfile, sequenceLengths?: number[][]) {
+async function train(
+  profile: TuningProfile,
+  sequenceLengths?: number[][],
+  options: { recompute?: boolean } = {},
+) {
   const config = await readLlamaConfig(TINY);
   const layout = llamaParamLayout(config);
   const B = 3, T = 48;
@@ -33,6 +37,7 @@ async function train(profile: TuningProfile, sequenceLengths?: number[][]) {
     microBatch: B,
     seqLen: T,
     slots: 1,
+    recompute: options.recompute,
   });
   using optimizer = new AdamW(rt, { size: layout.totalSize, config: ADAMW_DEFAULTS });
   const losses: number[] = [];
@@ -157,5 +162,43 @@ Deno.test("the GPU profile trains to the same bits with tiled or row attention k
         `parameters, ${what}: first differs at ${first}`,
       );
     }
+  }
+});
+
+Deno.test("handing the step to the GPU a layer at a time changes no bit", async () => {
+  const bits = (x: Float32Array) => new Uint32Array(x.buffer, x.byteOffset, x.length);
+  for (const base of [GPU_PROFILE, SPLIT_PROFILE]) {
+    for (const recompute of [false, true]) {
+      const what = `${base.name}, recompute ${recompute}`;
+      const whole = await train({ ...base, flushLayers: false }, undefined, { recompute });
+      const parts = await train({ ...base, flushLayers: true }, undefined, { recompute });
+      assert.deepEqual(parts.losses, whole.losses, `losses, ${what}`);
+      const a = bits(parts.params), b = bits(whole.params);
+      const first = a.findIndex((x, i) => x !== b[i]);
+      assert.ok(
+        a.length === b.length && first < 0,
+        `parameters, ${what}: first differs at ${first}`,
+      );
+    }
+  }
+  // A flush before each forward layer but the first, before the final norm, and before each
+  // backward layer: 2L parts before the last submission.
+  const config = await readLlamaConfig(TINY);
+  const layout = llamaParamLayout(config);
+  for (const flushLayers of [true, false]) {
+    using rt = await GpuRuntime.create({ profile: { ...GPU_PROFILE, flushLayers } });
+    using model = new LlamaModel(rt, {
+      config,
+      layout,
+      weights: initParams(layout, config, 4),
+      microBatch: 1,
+      seqLen: 16,
+      slots: 2,
+    });
+    const step = rt.beginStep("gradients");
+    const tokens = Uint32Array.from({ length: 16 }, (_, i) => i + 3);
+    encodeGradients(model, step, [tokens, tokens]);
+    assert.equal(step.submissions, flushLayers ? 2 * 2 * config.numLayers : 0);
+    await step.submit();
   }
 });

@@ -20,6 +20,7 @@ import { initParams, ParamBuffers, paramSegments, uploadF32Weights } from "../mo
 import {
   DIGEST_BLOCK_WORDS,
   digestBytes,
+  GPU_PROFILE,
   GpuDigest,
   GpuRuntime,
   granuleStretches,
@@ -107,6 +108,14 @@ Deno.test("a networked DisTrO round (lookahead apart, apply) on split parameters
   const flat = await networkedDistroRounds(flatRt);
   const split = await networkedDistroRounds(splitRt);
   assert.deepEqual(split, flat);
+});
+
+Deno.test("a networked DisTrO round handed to the GPU a layer at a time has the bits of one submission", async () => {
+  // The client's order in one step: lookahead apart (its constants written first), gradients at
+  // the lookahead (flushed layer by layer), generate (constants written after the flushes).
+  using whole = await GpuRuntime.create({ profile: { ...GPU_PROFILE, flushLayers: false } });
+  using parts = await GpuRuntime.create({ profile: { ...GPU_PROFILE, flushLayers: true } });
+  assert.deepEqual(await networkedDistroRounds(parts), await networkedDistroRounds(whole));
 });
 
 Deno.test("the parameter digest is the same over one buffer or several segments", async () => {

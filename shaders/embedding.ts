@@ -6,7 +6,9 @@
  * The gradient is a scatter-add (`dTable[tokens[n]] += dOut[n]`), made deterministic without float
  * atomics in two passes:
  * 1. `links` (thread per position n, O(N) each): `links[n]` = the next position with the same
- *    token (N when none) and `links[N + n]` = 1 when n is the token's first position;
+ *    token (N when none) and `links[N + n]` = 1 when n is the token's first position. O(N²) in
+ *    all, so a caller holding the tokens on the host writes the same links from
+ *    `embeddingLinks` (embedding_links.ts, O(N + V)) and skips this pass (`computeLinks: false`);
  * 2. (thread per first position and column) walk the chain in increasing position order, sum, and
  *    add the sum to the token's row once.
  *
@@ -147,11 +149,12 @@ export interface EmbeddingBackwardArgs extends EmbeddingDims {
   readonly dTable: TensorView;
   /** Gradient of the output `[N, C]`. */
   readonly dOut: TensorView;
-  /** Scratch `[2N]`, u32: next position of the same token, and first-occurrence flags. */
+  /** `[2N]` u32: next position of the same token, and first-occurrence flags (see computeLinks). */
   readonly links: TensorView;
   /**
-   * Compute `links` from the tokens first (default true). Later row blocks of one backward pass
-   * false to reuse the links the first block computed.
+   * Compute `links` from the tokens first (default true). False when `links` already hold them:
+   * written from the host (`embeddingLinks`, the same bits in O(N + V)), or computed by the first
+   * row block of the same backward pass.
    */
   readonly computeLinks?: boolean;
 }

@@ -102,6 +102,7 @@ export {
   type EmbeddingDims,
   type EmbeddingForwardArgs,
 } from "./embedding.ts";
+export { embeddingLinks } from "./embedding_links.ts";
 export {
   RmsNorm,
   type RmsNormBackwardArgs,

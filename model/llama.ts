@@ -10,6 +10,7 @@
  * ```
  * tokens u32, targets i32 [N]       targets[b,t] = labels[b,t+1] (labels default to the
  *                                   tokens; -100 masks), IGNORE at t = T−1 (model/rows.ts)
+ * links u32 [2N]                    the embedding gradient's token chains, from the host
  * positions u32 [N]                 RoPE position of each token (position_ids; default t)
  * documents u32 [N, 2]              each token's packed document [start, end) in its row
  * x[l]             [N, C]            residual stream entering layer l (x[0] = embeddings)
@@ -61,6 +62,7 @@ import { shaderKernels } from "./shader_kernels.ts";
 import { transposeScratchBytes } from "./matmul_scratch.ts";
 import {
   CastF16,
+  embeddingLinks,
   type GpuRuntime,
   type GpuStep,
   granuleStretches,
@@ -160,6 +162,11 @@ export class LlamaModel implements Disposable {
   readonly #ownKernels: Disposable | null = null;
   readonly #owned: GPUBuffer[] = [];
   readonly #tokens: GPUBuffer[] = [];
+  /**
+   * Per slot: u32 `[2N]` links of the tokens for the embedding gradient, written beside them from
+   * the host in O(N + V): the GPU's own links pass is O(N²).
+   */
+  readonly #links: GPUBuffer[] = [];
   readonly #targets: GPUBuffer[] = [];
   readonly #losses: GPUBuffer[] = [];
   /** Per slot: u32 `[N]` RoPE positions, or null when the rows have none (positions t). */
@@ -268,6 +275,7 @@ export class LlamaModel implements Disposable {
     }
     for (let s = 0; s < slots; s++) {
       this.#tokens.push(f32(`tokens slot ${s}`, N));
+      this.#links.push(f32(`embedding links slot ${s}`, 2 * N));
       this.#targets.push(f32(`targets slot ${s}`, N));
       this.#losses.push(f32(`losses slot ${s}`, N));
       this.#positions.push(null);
@@ -348,11 +356,12 @@ export class LlamaModel implements Disposable {
   }
 
   /**
-   * Queues `[B, T]` token ids for micro-batch slot `slot`, their shifted targets and, from
-   * `extras`, the rows' labels, RoPE positions and packed documents (model/rows.ts; each absent
-   * or null: the default, with the bits of a call without it). Written with `queue.writeBuffer`,
-   * so every slot used by one submission needs its own index. Returns the number of predictions
-   * (targets not ignored): `B·(T−1)` without labels.
+   * Queues `[B, T]` token ids for micro-batch slot `slot`, their shifted targets, the embedding
+   * gradient's links (shaders/embedding_links.ts) and, from `extras`, the rows' labels, RoPE
+   * positions and packed documents (model/rows.ts; each absent or null: the default, with the
+   * bits of a call without it). Written with `queue.writeBuffer`, so every slot used by one
+   * submission needs its own index. Returns the number of predictions (targets not ignored):
+   * `B·(T−1)` without labels.
    */
   writeTokens(slot: number, tokens: Uint32Array, extras: RowExtras = {}): number {
     if (!Number.isInteger(slot) || slot < 0 || slot >= this.slots) {
@@ -369,6 +378,8 @@ export class LlamaModel implements Disposable {
       vocabSize: this.config.vocabSize,
       labels: extras.labels,
     });
+    // After rowTargets, which refuses ids outside the vocabulary with the message users know.
+    const links = embeddingLinks(tokens, { vocab: this.config.vocabSize });
     const positions = extras.positionIds == null
       ? null
       : rowPositions(extras.positionIds, { seqLen: T });
@@ -379,6 +390,7 @@ export class LlamaModel implements Disposable {
       ? null
       : documentSpans(extras.sequenceLengths, { rows: B, seqLen: T });
     this.#rt.write(this.#tokens[slot], tokens);
+    this.#rt.write(this.#links[slot], links);
     this.#rt.write(this.#targets[slot], targets);
     const own = this.#rowBuffers[slot];
     this.#positions[slot] = null;
@@ -1031,6 +1043,7 @@ export class LlamaModel implements Disposable {
     }
     k.embeddingBackward(pass, {
       ids: this.#tokens[slot],
+      links: this.#links[slot],
       dout: this.#dx,
       dtable: this.#view(this.grads, "model.embed_tokens.weight"),
       n: N,

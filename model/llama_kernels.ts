@@ -92,10 +92,22 @@ export interface LlamaKernels {
     pass: GPUComputePassEncoder,
     a: { ids: TensorView; table: TensorView; out: TensorView; n: number; c: number; v: number },
   ): void;
-  /** dtable `[V, C]` (accumulated) += Σ over rows with id = row of dout `[N, C]`. */
+  /**
+   * dtable `[V, C]` (accumulated) += Σ over rows with id = row of dout `[N, C]`. `links` `[2N]`
+   * u32: the ids' links written by the caller (shaders/embedding_links.ts), with the bits the
+   * kernel's own O(N²) links pass would compute; absent, that pass runs first.
+   */
   embeddingBackward(
     pass: GPUComputePassEncoder,
-    a: { ids: TensorView; dout: TensorView; dtable: TensorView; n: number; c: number; v: number },
+    a: {
+      ids: TensorView;
+      dout: TensorView;
+      dtable: TensorView;
+      links?: TensorView;
+      n: number;
+      c: number;
+      v: number;
+    },
   ): void;
   /**
    * out = x / rms(x) · weight per row of x `[N, C]`; rstd `[N]` = 1 / rms saved for backward.

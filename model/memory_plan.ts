@@ -268,7 +268,9 @@ export function planMemory(input: MemoryPlanInput): MemoryPlan {
     },
     { label: "backward scratch", bytes: scratch },
     { label: `LM head logits chunk (${chunkRows}×${V})`, bytes: F32 * chunkRows * V },
-    { label: `token slots (${slots})`, bytes: F32 * (3 * N * slots + N * slots + 4) },
+    // Per slot: tokens, targets, losses [N] and the embedding gradient's links [2N]; then the
+    // gathered losses [slots·N] and the squared gradient norm.
+    { label: `token slots (${slots})`, bytes: F32 * (5 * N * slots + N * slots + 4) },
   );
   if (input.packedRows) {
     device.push({ label: "token positions and documents", bytes: 3 * 4 * N * slots });

@@ -140,7 +140,8 @@ export function shaderKernels(
       }
     },
     embeddingBackward: (pass, a) => {
-      const links = scratchBuffer("embedding links", Embedding.linksLength(a.n));
+      // The caller's links, or links the first row block computes into scratch.
+      const links = a.links ?? scratchBuffer("embedding links", Embedding.linksLength(a.n));
       for (const [i, block] of tableBlocks(a.dtable, a.v, a.c).entries()) {
         embedding.backward(pass, {
           tokens: a.ids,
@@ -149,7 +150,7 @@ export function shaderKernels(
           tableStart: block.tableStart,
           tableRows: block.tableRows,
           links,
-          computeLinks: i === 0,
+          computeLinks: a.links === undefined && i === 0,
           n: a.n,
           c: a.c,
           vocab: a.v,

@@ -66,3 +66,34 @@ Deno.test("host links equal the GPU links pass and give the gradient's bits", as
     for (const b of [gTokens, gdOut, gpuLinks, hostLinks, viaGpu, viaHost]) b.destroy();
   }
 });
+
+Deno.test("row blocks reading the host links equal one call computing its own, bit for bit", async () => {
+  using rt = await GpuRuntime.create();
+  const n = 200, c = 12, vocab = 77;
+  const emb = new Embedding(rt, 64, 4);
+  const tokens = randomInts(21, n, 9).map((t, i) => i % 3 === 0 ? t * 8 : t); // repeats, all blocks
+  const dOut = randomF32(22, n * c), init = randomF32(23, vocab * c);
+  const gTokens = rt.buffer("tokens", tokens), gdOut = rt.buffer("dOut", dOut);
+  const gpuLinks = rt.buffer("gpu links", Embedding.linksLength(n) * 4);
+  const hostLinks = rt.buffer("host links", embeddingLinks(tokens, { vocab }));
+  const whole = rt.buffer("dTable whole", init), split = rt.buffer("dTable split", init);
+  const dims = { tokens: gTokens, dOut: gdOut, n, c, vocab };
+  const step = rt.beginStep("blocks");
+  emb.backward(step.pass, { ...dims, dTable: whole, links: gpuLinks });
+  // Blocks of 16 rows (768 bytes, a multiple of the 256-byte alignment) and a ragged 13.
+  for (const start of [0, 16, 32, 48, 64]) {
+    const rows = Math.min(16, vocab - start);
+    emb.backward(step.pass, {
+      ...dims,
+      dTable: { buffer: split, offset: start * c * 4, size: rows * c * 4 },
+      tableStart: start,
+      tableRows: rows,
+      links: hostLinks,
+      computeLinks: false,
+    });
+  }
+  await step.submit();
+  const bits = async (b: GPUBuffer) => new Uint32Array((await rt.read(b)).buffer);
+  assert.deepEqual(await bits(split), await bits(whole));
+  assert.notDeepEqual(await bits(whole), new Uint32Array(init.buffer));
+});

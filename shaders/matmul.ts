@@ -444,10 +444,11 @@ export class Matmul {
       const own = this.#encodeSplit(pass, args, split, batch, s, types, at);
       return own === null ? [] : [...keep!, own];
     }
-    const t = this.tilingFor(args);
+    const picked = this.tilingFor(args);
+    const t = variant === "tiled" ? loadsFor(picked, args, s, k) : picked;
     const key = `matmul/${layout}/${type}/${variant === "tiled" ? t.strategy : variant}/` +
       `${t.rows}x${t.cols}/${t.workgroup.join("x")}` +
-      (variant === "tiled" ? `/d${t.depth}${bufferKey(t)}` : "");
+      (variant === "tiled" ? `/d${t.depth}${variantKey(t)}` : "");
     const pipeline = this.#rt.pipeline(key, () => {
       switch (variant) {
         case "outer":
@@ -666,7 +667,7 @@ export class Matmul {
     const leave = leaveAt !== null;
     const { m, n, k } = args;
     const layout = args.layout ?? "nn";
-    const t = this.tilingFor(args);
+    const t = loadsFor(this.tilingFor(args), args, s, plan.sliceK);
     const type = types.a === types.b ? types.a : `${types.a}x${types.b}`;
     const bytes = plan.slices * batch * m * n * 4;
     const deferred = !leave && args.deferReduce === true && bytes <= this.#deferBudget();
@@ -686,7 +687,7 @@ export class Matmul {
       view = { buffer, offset: buffer === before ? at : 0, size: bytes };
     }
     const key = `matmul/${layout}/${type}/${t.strategy}-split/${t.rows}x${t.cols}/` +
-      `${t.workgroup.join("x")}/d${t.depth}${bufferKey(t)}`;
+      `${t.workgroup.join("x")}/d${t.depth}${variantKey(t)}`;
     const pipeline = this.#rt.pipeline(key, () => tiledGenerator(t)(layout, t, types, true));
     const params = [m, n, k, plan.slices, plan.sliceK, s.a, s.b, 0];
     const group = bindTensors(this.#rt, pipeline, params, [args.a, args.b, view]);
@@ -919,9 +920,41 @@ function tiledGenerator(t: MatmulTiling): typeof tiledKernel {
   return t.strategy === "tiled-vec4" ? tiledVec4Kernel : tiledKernel;
 }
 
-/** The pipeline-key suffix of a double-buffered tiling (`/x2`; nothing with one buffer). */
-function bufferKey(t: MatmulTiling): string {
-  return (t.buffers ?? 1) === 2 ? "/x2" : "";
+/**
+ * The pipeline-key suffix of a `tiled-vec4` tiling's variants: `/x2` double-buffered, `/u` K loop
+ * unrolled, `/g4` vec4 storage loads (nothing for the plain kernel). Each variant gives the same
+ * bits, so a key that left one out would silently run its twin's kernel.
+ */
+function variantKey(t: MatmulTiling): string {
+  return ((t.buffers ?? 1) === 2 ? "/x2" : "") + (t.unrollK ? "/u" : "") +
+    (t.vec4Loads ? "/g4" : "");
+}
+
+/**
+ * The tiling a tiled call runs: `t`, less its vec4 storage loads (`vec4Loads`) where this call's
+ * operands are not whole vec4 along their stored-contiguous axis, which then run the scalar fetch
+ * (the same staged values, so the same bits). A vec4 load needs A's rows (`nn`/`nt`: K; `tn`: M)
+ * and B's (`nn`/`tn`: N; `nt`: K) and both strides in multiples of 4 elements, views on 16
+ * bytes, and, where an operand is read along K, the K range a workgroup sums to start and end on
+ * a multiple of 4 (`sliceK` of a split product, else `k`; the tiling's depth is one already).
+ */
+export function loadsFor(
+  t: MatmulTiling,
+  args: MatmulArgs,
+  s: { a: number; b: number },
+  sliceK: number,
+): MatmulTiling {
+  if (!t.vec4Loads) return t;
+  const layout = args.layout ?? "nn";
+  const aRow = layout === "tn" ? args.m : args.k;
+  const bRow = layout === "nt" ? args.k : args.n;
+  const aligned16 = (v: TensorView) => resolveView(v).offset % 16 === 0;
+  const kEnds = layout === "tn" ? [] : [args.k, sliceK];
+  const whole = [aRow, bRow, s.a, s.b, ...kEnds].every((x) => x % 4 === 0) &&
+    aligned16(args.a) && aligned16(args.b);
+  if (whole) return t;
+  const { vec4Loads: _, ...scalar } = t;
+  return scalar;
 }
 
 /**
@@ -968,6 +1001,13 @@ function tilingShapeProblem(t: MatmulTiling): string | null {
   }
   if (t.buffers === 2 && t.strategy !== "tiled-vec4") {
     return "buffers: 2 (double buffering) needs the tiled-vec4 strategy";
+  }
+  for (const flag of ["unrollK", "vec4Loads"] as const) {
+    if (t[flag] !== undefined && t[flag] !== true) return `${flag} must be true or left out`;
+    if (t[flag] && t.strategy !== "tiled-vec4") return `${flag} needs the tiled-vec4 strategy`;
+  }
+  if (t.vec4Loads && t.depth % 4 !== 0) {
+    return `vec4Loads needs a depth that is a multiple of 4 (a vec4 along K stays in one slice)`;
   }
   if (t.strategy === "register") return null;
   if (!Number.isInteger(t.cols) || t.cols < 1 || t.cols > 16) return "cols must be 1..16";

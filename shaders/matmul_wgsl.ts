@@ -314,6 +314,7 @@ function tiledPrologue(
   t: MatmulTiling,
   split: boolean,
   shared: string,
+  vec4Operands = false,
 ) {
   const [wx, wy] = t.workgroup;
   const bases = split
@@ -331,8 +332,8 @@ function tiledPrologue(
   const store = (target: string, value: string) =>
     split ? `${target} = ${value};` : storeExpr(target, value);
   const head = `${e.header}${split ? SPLIT_PARAMS : PARAMS}
-@group(0) @binding(1) var<storage, read> a: array<${e.a.t}>;
-@group(0) @binding(2) var<storage, read> b: array<${e.b.t}>;
+@group(0) @binding(1) var<storage, read> a: array<${vec4Operands ? e.a.t4 : e.a.t}>;
+@group(0) @binding(2) var<storage, read> b: array<${vec4Operands ? e.b.t4 : e.b.t}>;
 @group(0) @binding(3) var<storage, read_write> c: array<f32>;
 ${shared}
 
@@ -450,8 +451,16 @@ ${
  *   is staged into the buffer not being read, after the FMAs of the current one, so one barrier
  *   per slice publishes the next slice and frees the current buffer at once (with one buffer,
  *   one barrier publishes the slice and a second keeps it until every invocation has read it).
- * `rows` and `cols` are multiples of 4. With `split` it sums one K slice into the partials, as
- * {@link tiledKernel} does.
+ * - with `unrollK` the K loop over a staged slice is written out `depth` times, each block's
+ *   workgroup-memory offsets folded into constants;
+ * - with `vec4Loads` (`depth` a multiple of 4) each fetch from storage is one vec4 of four elements
+ *   along the operand's stored-contiguous axis, the operands bound as vec4 arrays: for calls whose
+ *   rows, strides and K ends are whole vec4 (`loadsFor` in shaders/matmul.ts picks the scalar
+ *   fetch for the others), so a vec4 is all in range or all out and one check guards it. Four
+ *   elements along a tile row or column are staged as one vec4 write; four along K as one lane of
+ *   four staged rows.
+ * Neither changes a staged value or the order of any FMA. `rows` and `cols` are multiples of 4.
+ * With `split` it sums one K slice into the partials, as {@link tiledKernel} does.
  */
 export function tiledVec4Kernel(
   layout: MatmulLayout,
@@ -468,34 +477,50 @@ export function tiledVec4Kernel(
   const bMajorK = layout === "nt";
   // vec4 per staged K row, padded by one where consecutive invocations write along K.
   const aRow = bm / 4 + (aMajorK ? 1 : 0), bRow = bn / 4 + (bMajorK ? 1 : 0);
-  const aLoads = range(Math.ceil((bm * bk) / threads));
-  const bLoads = range(Math.ceil((bn * bk) / threads));
+  const g4 = t.vec4Loads === true;
+  // Elements one fetch brings: four consecutive along the stored-contiguous axis with g4.
+  const per = g4 ? 4 : 1;
+  const aLoads = range(Math.ceil((bm * bk) / per / threads));
+  const bLoads = range(Math.ceil((bn * bk) / per / threads));
   const whole = (count: number) => count % threads === 0;
   const double = (t.buffers ?? 1) === 2;
   // vec4 per buffer; with two, `ra`/`rb` is the offset of the one being read.
   const aSlice = bk * aRow, bSlice = bk * bRow;
   const shared = `var<workgroup> As: array<vec4<f32>, ${aSlice * (double ? 2 : 1)}>;
 var<workgroup> Bs: array<vec4<f32>, ${bSlice * (double ? 2 : 1)}>;`;
-  const { head, store } = tiledPrologue(e, t, split, shared);
-  // Element `li + i·threads` of a staged slice: its tile row (`mm`) or column and its K index.
+  const { head, store } = tiledPrologue(e, t, split, shared, g4);
+  // Fetch `li + i·threads` of a staged slice: its tile row (`mm`) or column and its K index (with
+  // g4, those of the first of its four elements, which run along K where `majorK`).
   const slot = (i: number, extent: number, majorK: boolean, name: string, k: string) => {
     const idx = `(li + ${i * threads}u)`;
+    if (g4) {
+      const along = majorK ? bk / 4 : extent / 4;
+      return `  let ${name}${i} = ${majorK ? `${idx} / ${along}u` : `(${idx} % ${along}u) * 4u`};
+  let ${k}${i} = ${majorK ? `(${idx} % ${along}u) * 4u` : `${idx} / ${along}u`};`;
+    }
     return `  let ${name}${i} = ${majorK ? `${idx} / ${bk}u` : `${idx} % ${extent}u`};
   let ${k}${i} = ${majorK ? `${idx} % ${bk}u` : `${idx} / ${extent}u`};`;
   };
-  const total = (extent: number) => extent * bk;
+  // Fetches per staged slice.
+  const total = (extent: number) => (extent * bk) / per;
+  const zero = g4 ? "vec4<f32>()" : "0.0";
+  // With g4 the element index of a fetch's first element is a multiple of 4 (loadsFor in
+  // shaders/matmul.ts runs it only then), and its four elements are all in range or all out.
+  const at = (index: string) => g4 ? `(${index}) / 4u` : index;
   const aFetch = (i: number) => {
     const guard = whole(total(bm)) ? "" : ` && li + ${i * threads}u < ${total(bm)}u`;
-    return `    { let r = row0 + am${i}; let k = k1 + ak${i}; pa${i} = 0.0;
+    const load = g4 ? e.a.v : e.a.s;
+    return `    { let r = row0 + am${i}; let k = k1 + ak${i}; pa${i} = ${zero};
       if (r < p.m && k < k_hi${guard}) { pa${i} = ${
-      e.a.s(`ab + ${aIndex(layout, "r", "k")}`)
+      load(at(`ab + ${aIndex(layout, "r", "k")}`))
     }; } }`;
   };
   const bFetch = (i: number) => {
     const guard = whole(total(bn)) ? "" : ` && li + ${i * threads}u < ${total(bn)}u`;
-    return `    { let q = col0 + bq${i}; let k = k1 + bkk${i}; pb${i} = 0.0;
+    const load = g4 ? e.b.v : e.b.s;
+    return `    { let q = col0 + bq${i}; let k = k1 + bkk${i}; pb${i} = ${zero};
       if (q < p.n && k < k_hi${guard}) { pb${i} = ${
-      e.b.s(`bb + ${bIndex(layout, "k", "q")}`)
+      load(at(`bb + ${bIndex(layout, "k", "q")}`))
     }; } }`;
   };
   const stage = (
@@ -506,10 +531,23 @@ var<workgroup> Bs: array<vec4<f32>, ${bSlice * (double ? 2 : 1)}>;`;
     kk: string,
     v: string,
     count: number,
+    majorK: boolean,
     base = "",
   ) => {
-    const at = `${base}${kk}${i} * ${row}u + ${pos}${i} / 4u`;
-    const write = `${s}[${at}][${pos}${i} % 4u] = ${v}${i};`;
+    let write: string;
+    if (!g4) {
+      write = `${s}[${base}${kk}${i} * ${row}u + ${pos}${i} / 4u][${pos}${i} % 4u] = ${v}${i};`;
+    } else if (majorK) {
+      // Four K rows of one tile row or column: one lane of each row's vec4.
+      write = R.map((c) =>
+        `${s}[${base}(${kk}${i} + ${c}u) * ${row}u + ${pos}${i} / 4u][${pos}${i} % 4u] = ${v}${i}.${
+          L[c]
+        };`
+      ).join(" ");
+    } else {
+      // Four tile rows or columns of one K row, starting on a multiple of 4: one whole vec4.
+      write = `${s}[${base}${kk}${i} * ${row}u + ${pos}${i} / 4u] = ${v}${i};`;
+    }
     return whole(count) ? `    ${write}` : `    if (li + ${i * threads}u < ${count}u) { ${write} }`;
   };
   const acc = (g: number, r: number, h: number) => `acc${g}_${r}_${h}`;
@@ -525,21 +563,30 @@ var<workgroup> Bs: array<vec4<f32>, ${bSlice * (double ? 2 : 1)}>;`;
     );
   const stageAll = (aBase = "", bBase = "") =>
     [
-      ...aLoads.map((i) => stage("As", i, aRow, "am", "ak", "pa", total(bm), aBase)),
-      ...bLoads.map((i) => stage("Bs", i, bRow, "bq", "bkk", "pb", total(bn), bBase)),
+      ...aLoads.map((i) => stage("As", i, aRow, "am", "ak", "pa", total(bm), aMajorK, aBase)),
+      ...bLoads.map((i) => stage("Bs", i, bRow, "bq", "bkk", "pb", total(bn), bMajorK, bBase)),
     ].join("\n");
   const fetchAll = [...aLoads.map(aFetch), ...bLoads.map(bFetch)].join("\n");
+  const fmas = accs.map(({ g, r, h }) =>
+    `      ${acc(g, r, h)} = fma(vec4<f32>(a${g}.${L[r]}), b${h}, ${acc(g, r, h)});`
+  ).join("\n");
   // The FMAs of one staged slice, reading A and B at offsets `ra`, `rb` ("" with one buffer).
-  const multiply = (ra: string, rb: string) =>
+  const rolled = (ra: string, rb: string) =>
     `    for (var kk = 0u; kk < ${bk}u; kk++) {
 ${G.map((g) => `      let a${g} = As[${ra}kk * ${aRow}u + ${g * wy}u + lid.y];`).join("\n")}
 ${H.map((h) => `      let b${h} = Bs[${rb}kk * ${bRow}u + ${h * wx}u + lid.x];`).join("\n")}
-${
-      accs.map(({ g, r, h }) =>
-        `      ${acc(g, r, h)} = fma(vec4<f32>(a${g}.${L[r]}), b${h}, ${acc(g, r, h)});`
-      ).join("\n")
-    }
+${fmas}
     }`;
+  // The same, one block per K step with its offsets folded into constants (`unrollK`).
+  const unrolled = (ra: string, rb: string) =>
+    range(bk).map((kk) =>
+      `    {
+${G.map((g) => `      let a${g} = As[${ra}${kk * aRow + g * wy}u + lid.y];`).join("\n")}
+${H.map((h) => `      let b${h} = Bs[${rb}${kk * bRow + h * wx}u + lid.x];`).join("\n")}
+${fmas}
+    }`
+    ).join("\n");
+  const multiply = t.unrollK ? unrolled : rolled;
   // One buffer: stage, barrier, prefetch, multiply, barrier (the slice stays until all read it).
   const single = `  for (var k0 = k_lo; k0 < k_hi; k0 += ${bk}u) {
 ${stageAll()}
@@ -570,8 +617,8 @@ ${stageAll("wa + ", "wb + ")}
   return `${head}
 ${aLoads.map((i) => slot(i, bm, aMajorK, "am", "ak")).join("\n")}
 ${bLoads.map((i) => slot(i, bn, bMajorK, "bq", "bkk")).join("\n")}
-${aLoads.map((i) => `  var pa${i} = 0.0;`).join("\n")}
-${bLoads.map((i) => `  var pb${i} = 0.0;`).join("\n")}
+${aLoads.map((i) => `  var pa${i} = ${zero};`).join("\n")}
+${bLoads.map((i) => `  var pb${i} = ${zero};`).join("\n")}
 ${accs.map(({ g, r, h }) => `  var ${acc(g, r, h)} = vec4<f32>();`).join("\n")}
 ${chain.join("\n")}
   var k1 = k_lo;

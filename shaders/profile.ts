@@ -34,6 +34,19 @@ export interface MatmulTiling {
    * slice needs one barrier instead of two, for twice the workgroup memory; the same bits.
    */
   readonly buffers?: 1 | 2;
+  /**
+   * `tiled-vec4` only: the K loop over a staged slice written out `depth` times with constant
+   * offsets (`--tiling` flag `u`), so no loop counter or per-step address arithmetic is left for
+   * the driver to keep; the same FMAs in the same order, the same bits.
+   */
+  readonly unrollK?: true;
+  /**
+   * `tiled-vec4` only (`depth` a multiple of 4): each invocation fetches its staged elements from
+   * storage four at a time, one vec4 (16-byte) load along the operand's stored-contiguous axis
+   * (`--tiling` flag `g4`), on calls whose rows are whole vec4 (the other calls run the scalar
+   * fetch); the same staged values, the same bits.
+   */
+  readonly vec4Loads?: true;
 }
 
 /**
@@ -223,7 +236,9 @@ export const GPU_WIDE_WORKGROUPS = 4 * 4 * 132;
 
 /**
  * `tiled-vec4` tiling with `rows × cols` outputs per invocation; `buffers: 2` double-buffers its
- * workgroup memory (a single-buffered tiling carries no `buffers` field).
+ * workgroup memory (a single-buffered tiling carries no `buffers` field); `variants` turns on the
+ * unrolled K loop and the vec4 storage loads (fields left out when off, so a plain tiling's JSON,
+ * which pipeline keys and table pins compare, is what it was).
  */
 export const vec4Tiling = (
   rows: number,
@@ -231,6 +246,7 @@ export const vec4Tiling = (
   workgroup: readonly [number, number],
   depth: number,
   buffers: 1 | 2 = 1,
+  variants: { readonly unrollK?: boolean; readonly vec4Loads?: boolean } = {},
 ): MatmulTiling => ({
   strategy: "tiled-vec4",
   rows,
@@ -238,6 +254,8 @@ export const vec4Tiling = (
   workgroup,
   depth,
   ...(buffers === 2 ? { buffers } : {}),
+  ...(variants.unrollK ? { unrollK: true } : {}),
+  ...(variants.vec4Loads ? { vec4Loads: true } : {}),
 });
 
 /**

@@ -1,11 +1,16 @@
 /**
  * The sweep's tilings, checked without a GPU: each is `--tiling` text that reads back as itself
  * (and so as one awk field in bench/gpu/run.sh's pick), each fits an H100/H200 under NVIDIA's
- * Vulkan limits (so none is skipped there), and each double-buffered one is timed beside its
- * single-buffered twin.
+ * Vulkan limits (so none is skipped there), each variant is timed beside its plain twin, and the
+ * list stays as long as it was.
  */
 import assert from "node:assert/strict";
-import { formatTiling, parseTiling, validateMatmulTiling } from "../shaders/mod.ts";
+import {
+  formatTiling,
+  type MatmulTiling,
+  parseTiling,
+  validateMatmulTiling,
+} from "../shaders/mod.ts";
 import { SWEEP } from "./matmul_sweep.ts";
 
 /**
@@ -27,11 +32,21 @@ Deno.test("every sweep tiling is one field of --tiling text that a GPU can run",
   }
 });
 
-Deno.test("the sweep times each double-buffered tiling beside its single-buffered twin", () => {
-  const doubles = SWEEP.filter((t) => t.endsWith(",vec4,db"));
-  assert.ok(doubles.length >= 5, SWEEP.join(" "));
-  for (const text of doubles) assert.ok(SWEEP.includes(text.slice(0, -",db".length)), text);
-  // Register tiles larger than 8×8: 128 outputs per invocation, wide and tall.
-  const blocks = SWEEP.map(parseTiling).map((t) => `${t.rows}x${t.cols}`);
-  for (const block of ["8x16", "16x8"]) assert.ok(blocks.includes(block), block);
+Deno.test("the sweep times each variant beside its plain twin, at the best tilings", () => {
+  const tilings = SWEEP.map(parseTiling);
+  const plain = (t: MatmulTiling) =>
+    formatTiling({ ...t, buffers: undefined, unrollK: undefined, vec4Loads: undefined });
+  for (const t of tilings) assert.ok(SWEEP.includes(plain(t)), formatTiling(t));
+  // The H200's four best at 4096³ (2026-11-30), each unrolled, with vec4 loads and with both.
+  for (const best of ["8,8,16,16,8", "8,8,16,8,8", "8,8,16,16,16", "4,4,16,16,16"]) {
+    for (const flags of ["", ",u", ",g4", ",u,g4"]) {
+      assert.ok(SWEEP.includes(`${best},vec4${flags}`), `${best},vec4${flags}`);
+    }
+  }
+  // Double buffering lost everywhere on the H200: one control (and its variants), no more.
+  const doubles = tilings.filter((t) => t.buffers === 2).map(plain);
+  assert.equal(new Set(doubles).size, 1, doubles.join(" "));
+  assert.ok(SWEEP.includes(`${doubles[0]},db`));
+  // Each entry is three products at 4096³ on a leased GPU: no longer than before the variants.
+  assert.ok(SWEEP.length <= 19, `${SWEEP.length} tilings`);
 });

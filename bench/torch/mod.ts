@@ -11,6 +11,7 @@ export {
   type Comparison,
   DEFAULT_TOLERANCES,
   formatComparison,
+  lossTolerance,
   parseStepReport,
   relativeDifference,
   ReportError,

@@ -57,7 +57,7 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
 # Parts to run: the arguments, or every part (in this order: the most wanted first, what the
 # lease of 2026-11-30 left unmeasured; the parts measured then last). `sweep` picks the tiling
 # `profile` and `steps` try when it runs before them.
-parts=${*:-"readback 1b 1b-torch profile steps splitk attention distro upload seeded picker sweep matmul matmul-16 verify-train verify-check"}
+parts=${*:-"readback 1b 1b-torch profile steps sweep splitk attention distro verify-train verify-check upload seeded picker matmul matmul-16"}
 # The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
 # pick of an earlier call, so a later call need not sweep again).
 best=${BEST_TILING:-}

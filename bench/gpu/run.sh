@@ -141,7 +141,7 @@ for part in $parts; do
     tiled=""
     [ -n "$best" ] && tiled="&& $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --tiling $best"
     # 4 x 256 twice: handed to the GPU a layer at a time (the GPU profile), then in one submit.
-    run 150 profile-20m.txt sh -c "$deno_run bench/step_profile.ts --batch 4 --seq-len 256 &&
+    run 150 profile-20m.txt sh -c "$deno_run bench/step_profile.ts --batch 4 --seq-len 256 --steps 10 &&
       $deno_run bench/step_profile.ts --batch 4 --seq-len 256 --flush-layers off --steps 10 &&
       $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 &&
       $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --precision bf16 $tiled"

@@ -7,10 +7,10 @@
  * 1. `apply(results of h−2)`: `θ −= lr·sign(exact aggregate)` (optimizer/exact.ts), results in
  *    canonical order, so every honest client computes bit-identical parameters; queued, not
  *    waited for;
- * 2. `train(batch of h)`, one GPU submission: the lookahead `P = θ − lr_{t−1}·sign(δ)` into a
- *    buffer of its own, with θ's weight decay for this step in the same pass; forward/backward
- *    of the batch's micro-batches on P; DisTrO generate, which folds the gradient into δ and
- *    selects the top-k coefficients. The loss and the result are read back together (one
+ * 2. `train(batch of h)`, one GPU step (on GPUs its layers are submitted as they are encoded):
+ *    the lookahead `P = θ − lr_{t−1}·sign(δ)` into a buffer of its own, with θ's weight decay for
+ *    this step in the same pass; forward/backward of the batch's micro-batches on P; DisTrO
+ *    generate, which folds the gradient into δ and selects the top-k coefficients. The loss and the result are read back together (one
  *    completion wait, not one per stage) and the result is encoded (optimizer/wire.ts).
  *
  * θ holds only applied updates and weight decay, never the lookahead, so
@@ -230,7 +230,7 @@ export class NetworkTrainer implements Disposable {
       args.data,
       args.signal,
     );
-    // Lookahead, forward/backward and generate in one submission; the two reads share one wait.
+    // Lookahead, forward/backward and generate in one step; the two reads share one wait.
     const step = this.rt.beginStep(`train step ${args.step}`);
     const params = this.model.params;
     this.distro.encodeLookaheadApart(step, {

@@ -139,7 +139,8 @@ export function encodeGradients(
 
 /**
  * One optimizer step on the given micro-batches (each `[microBatch, T]` token ids): gradients of
- * the mean loss over all of them, then the optimizer update, in one GPU submission.
+ * the mean loss over all of them, then the optimizer update, in one GPU step (one
+ * submission, or one per layer where the profile hands layers over early: `GpuStep.flush`).
  */
 export async function trainStep(
   parts: Pick<TrainerParts, "rt" | "model" | "optimizer" | "signal">,

@@ -17,7 +17,16 @@ import {
 } from "./profile.ts";
 import { tiledVec4Kernel } from "./matmul_wgsl.ts";
 import { randomF32 } from "./testing/kernels.ts";
-import { type Case, type OperandType, runOn, sameBits, SCALAR } from "./testing/matmul_bits.ts";
+import {
+  ALL_TYPES,
+  type Case,
+  LAYOUTS,
+  randomModes,
+  runOn,
+  sameBits,
+  SCALAR,
+  type Types,
+} from "./testing/matmul_bits.ts";
 
 /**
  * A 128 × 128 tile of 8×8 per invocation (the shape tuned SGEMMs use), the GPU profile's 64 × 64
@@ -44,9 +53,6 @@ const name = (t: MatmulTiling) =>
 Deno.test("the GPU profile's tiling is one of the tilings pinned here", () => {
   assert.ok(TILINGS.some((t) => JSON.stringify(t) === JSON.stringify(GPU_PROFILE.matmul)));
 });
-
-const LAYOUTS: readonly MatmulLayout[] = ["nn", "nt", "tn"];
-type Types = readonly [OperandType, OperandType];
 
 /** One run of the covering design: a tiling of {@link TILINGS}, a layout and operand types. */
 interface Row {
@@ -76,7 +82,6 @@ function design(types: readonly Types[]): Row[] {
   );
 }
 
-const ALL_TYPES: Types[] = [["f32", "f32"], ["bf16", "bf16"], ["f32", "bf16"], ["f16", "f16"]];
 const SPLIT_TYPES: Types[] = [["f32", "f32"], ["bf16", "f32"]];
 
 /** The factors of a row whose pairs the design must cover. */
@@ -132,16 +137,7 @@ Deno.test("tiled-vec4 gives the scalar tiled kernel's bits: random shapes, layou
   using rt = await GpuRuntime.create();
   const rows = design(rt.hasF16 ? ALL_TYPES : ALL_TYPES.slice(0, 3));
   using kernels = kernelsOn(rt, { targetWorkgroups: 0, minSliceK: 0, scratchBytes: 0 });
-  const dim = fc.integer({ min: 1, max: 70 });
-  const modes = fc.record({
-    m: dim,
-    n: dim,
-    k: dim,
-    batch: fc.integer({ min: 1, max: 2 }),
-    accumulate: fc.constantFrom<boolean | "chain">(false, true, "chain"),
-    alpha: fc.constantFrom(1, 0.5, -1.5),
-    seed: fc.integer({ min: 0, max: 1 << 30 }),
-  }).map((c) => ({ ...c, alpha: c.accumulate === "chain" ? 1 : c.alpha }));
+  const modes = randomModes(fc.integer({ min: 1, max: 70 }));
   const accumulate = [true, "chain", false] as const;
   for (const [index, row] of rows.entries()) {
     const [a, b] = row.types;

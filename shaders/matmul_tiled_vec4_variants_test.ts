@@ -15,7 +15,17 @@ import { type MatmulTiling, type SplitKPolicy, vec4Tiling as vec4 } from "./prof
 import { tiledVec4Kernel } from "./matmul_wgsl.ts";
 import { formatTiling } from "./tiling_arg.ts";
 import { randomF32 } from "./testing/kernels.ts";
-import { type Case, type OperandType, runOn, sameBits, SCALAR } from "./testing/matmul_bits.ts";
+import {
+  ALL_TYPES,
+  type Case,
+  LAYOUTS,
+  type OperandType,
+  randomModes,
+  runOn,
+  sameBits,
+  SCALAR,
+  type Types,
+} from "./testing/matmul_bits.ts";
 
 const U = { unrollK: true }, G4 = { vec4Loads: true }, UG4 = { unrollK: true, vec4Loads: true };
 
@@ -33,10 +43,6 @@ const TILINGS: MatmulTiling[] = [
   vec4(8, 8, [16, 16], 4, 2, UG4),
   vec4(4, 8, [5, 3], 4, 2, G4),
 ];
-
-const LAYOUTS: readonly MatmulLayout[] = ["nn", "nt", "tn"];
-type Types = readonly [OperandType, OperandType];
-const ALL_TYPES: Types[] = [["f32", "f32"], ["bf16", "bf16"], ["f32", "bf16"], ["f16", "f16"]];
 
 /**
  * Each tiling runs every layout, tiling `i` on layout `l` with types `(i + l) mod T`: over the
@@ -68,16 +74,6 @@ Deno.test("tiled-vec4 variants give the scalar tiled kernel's bits: shapes, layo
   // kernel alone needs nothing of the shape and takes any size.
   const whole = fc.integer({ min: 1, max: 18 }).map((x) => 4 * x);
   const any = fc.integer({ min: 1, max: 70 });
-  const modes = (dim: fc.Arbitrary<number>) =>
-    fc.record({
-      m: dim,
-      n: dim,
-      k: dim,
-      batch: fc.integer({ min: 1, max: 2 }),
-      accumulate: fc.constantFrom<boolean | "chain">(false, true, "chain"),
-      alpha: fc.constantFrom(1, 0.5, -1.5),
-      seed: fc.integer({ min: 0, max: 1 << 30 }),
-    }).map((c) => ({ ...c, alpha: c.accumulate === "chain" ? 1 : c.alpha }));
   const accumulate = [true, "chain", false] as const;
   for (const [index, row] of rows(types).entries()) {
     const [a, b] = row.types;
@@ -86,7 +82,7 @@ Deno.test("tiled-vec4 variants give the scalar tiled kernel's bits: shapes, layo
     const dim = row.tiling.vec4Loads ? whole : any;
     // Fixed seed: a failure reproduces; shrinking reports the smallest failing case.
     await fc.assert(
-      fc.asyncProperty(modes(dim), (m) => check({ ...m, layout: row.layout, a, b })),
+      fc.asyncProperty(randomModes(dim), (m) => check({ ...m, layout: row.layout, a, b })),
       { numRuns: 3, seed: 20261130 + index },
     );
     // Larger than one tile every way, K over several slices and ragged against the depth; then,

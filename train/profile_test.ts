@@ -54,6 +54,17 @@ async function train(
 }
 
 /**
+ * Fails unless `got` and `want` hold the same bits, naming the first that differs: not
+ * deepEqual's diff, which takes minutes for 100k floats.
+ */
+function assertSameBits(got: Float32Array, want: Float32Array, what: string): void {
+  const bits = (x: Float32Array) => new Uint32Array(x.buffer, x.byteOffset, x.length);
+  const a = bits(got), b = bits(want);
+  const first = a.findIndex((x, i) => x !== b[i]);
+  assert.ok(a.length === b.length && first < 0, `${what}: first differs at ${first}`);
+}
+
+/**
  * The GPU profile with a split-K policy small enough for the tiny model: its weight gradients
  * ([64, 64] over K = 144 tokens) and most other matmuls split K.
  */
@@ -145,7 +156,6 @@ Deno.test("the GPU profile trains to the same bits with tiled or row attention k
   // and of 16 query rows staging 7 rows (tile boundaries inside every walk); one document per
   // row, and packed documents.
   assert.equal(GPU_PROFILE.attention.strategy, "tiled");
-  const bits = (x: Float32Array) => new Uint32Array(x.buffer, x.byteOffset, x.length);
   for (const documents of [undefined, [[20, 1, 27], [48], [9, 39]]]) {
     const rowsAttention = { strategy: "rows", rows: 0, staged: 0 } as const;
     const rows = await train({ ...GPU_PROFILE, attention: rowsAttention }, documents);
@@ -154,31 +164,19 @@ Deno.test("the GPU profile trains to the same bits with tiled or row attention k
       const tiled = await train({ ...GPU_PROFILE, attention }, documents);
       const what = `tiles ${r}x${s}, documents ${JSON.stringify(documents)}`;
       assert.deepEqual(tiled.losses, rows.losses, `losses, ${what}`);
-      // The first differing parameter, not deepEqual's diff (minutes for 100k floats).
-      const a = bits(tiled.params), b = bits(rows.params);
-      const first = a.findIndex((x, i) => x !== b[i]);
-      assert.ok(
-        a.length === b.length && first < 0,
-        `parameters, ${what}: first differs at ${first}`,
-      );
+      assertSameBits(tiled.params, rows.params, `parameters, ${what}`);
     }
   }
 });
 
 Deno.test("handing the step to the GPU a layer at a time changes no bit", async () => {
-  const bits = (x: Float32Array) => new Uint32Array(x.buffer, x.byteOffset, x.length);
   for (const base of [GPU_PROFILE, SPLIT_PROFILE]) {
     for (const recompute of [false, true]) {
       const what = `${base.name}, recompute ${recompute}`;
       const whole = await train({ ...base, flushLayers: false }, undefined, { recompute });
       const parts = await train({ ...base, flushLayers: true }, undefined, { recompute });
       assert.deepEqual(parts.losses, whole.losses, `losses, ${what}`);
-      const a = bits(parts.params), b = bits(whole.params);
-      const first = a.findIndex((x, i) => x !== b[i]);
-      assert.ok(
-        a.length === b.length && first < 0,
-        `parameters, ${what}: first differs at ${first}`,
-      );
+      assertSameBits(parts.params, whole.params, `parameters, ${what}`);
     }
   }
   // A flush before each forward layer but the first, before the final norm, and before each

@@ -7,6 +7,7 @@
  * @module
  */
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import type { GpuRuntime } from "../gpu.ts";
 import type { Matmul, MatmulArgs, MatmulLayout, MatmulOperandTypes } from "../matmul.ts";
 import type { MatmulTiling } from "../profile.ts";
@@ -23,6 +24,33 @@ export const SCALAR: MatmulTiling = {
 };
 
 export type OperandType = "f32" | "f16" | "bf16";
+/** A's and B's operand types. */
+export type Types = readonly [OperandType, OperandType];
+
+export const LAYOUTS: readonly MatmulLayout[] = ["nn", "nt", "tn"];
+/** Same, mixed and 16-bit operands (f16 only where the adapter has it: drop the last). */
+export const ALL_TYPES: Types[] = [
+  ["f32", "f32"],
+  ["bf16", "bf16"],
+  ["f32", "bf16"],
+  ["f16", "f16"],
+];
+
+/**
+ * Random shapes (each side from `dim`), batches, accumulation modes and alpha of a {@link Case},
+ * less its layout and operand types; alpha is 1 in chain mode, which has none.
+ */
+export function randomModes(dim: fc.Arbitrary<number>) {
+  return fc.record({
+    m: dim,
+    n: dim,
+    k: dim,
+    batch: fc.integer({ min: 1, max: 2 }),
+    accumulate: fc.constantFrom<boolean | "chain">(false, true, "chain"),
+    alpha: fc.constantFrom(1, 0.5, -1.5),
+    seed: fc.integer({ min: 0, max: 1 << 30 }),
+  }).map((c) => ({ ...c, alpha: c.accumulate === "chain" ? 1 : c.alpha }));
+}
 
 function upload(rt: GpuRuntime, label: string, x: Float32Array, t: OperandType): GPUBuffer {
   if (t === "f16") return rt.buffer(label, new Uint16Array(new Float16Array(x).buffer));

@@ -178,10 +178,10 @@ export interface Tolerances {
  * seed 1, lr 1e-3, 23 AdamW steps, the loss curves of our engine on an H200, PyTorch on the H200
  * and our engine on lavapipe (other summation orders again: CPU or GPU profile, or the batch's
  * sequences reversed) agree to 1e-7 for ten steps, then differ by up to 6.3e-5 by step 22: at
- * most a tenth of `1e-6 + 3e-5 s` at any step. Seeded single changes on the same run (lr x 1.01, β2 0.99, ε 1e-6,
- * no clipping, no weight decay, weight decay 0.11, another batch at step 5) exceed it by 3.8x
- * (weight decay 0.11) to 360x at step 22 and by 3.8x to 990x at their worst step: the curve row
- * catches β2 by 150x (1.3e-2 at step 13), the last loss by 7x only.
+ * most a tenth of `1e-6 + 3e-5 s` at any step. Seeded single changes on the same run (lr x 1.01,
+ * β2 0.99, ε 1e-6, no clipping, no weight decay, weight decay 0.11, another batch at step 5)
+ * exceed it by 3.8x (weight decay 0.11) to 360x at step 22 and by 3.8x to 990x at their worst
+ * step: the curve row catches β2 by 150x (1.3e-2 at step 13), the last loss by 7x only.
  */
 export const DEFAULT_TOLERANCES: Tolerances = {
   loss0: 1e-6,

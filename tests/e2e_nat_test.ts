@@ -299,13 +299,16 @@ Deno.test({
     );
   } catch (e) {
     console.error(lines.slice(-200).join("\n"));
-    // PSYCHE_E2E_LOG=FILE keeps every event of every process.
+    throw e;
+  } finally {
+    // PSYCHE_E2E_LOG=FILE keeps every event of every process, passed or failed, and FILE.lines
+    // every line they printed (with DEBUG=libp2p:*, libp2p's own).
     const log = Deno.env.get("PSYCHE_E2E_LOG");
     if (log !== undefined) {
       const events = watcher.events.map((e) => `${e.label} ${JSON.stringify(e.event)}`);
       await Deno.writeTextFile(log, events.join("\n"));
+      await Deno.writeTextFile(`${log}.lines`, lines.join("\n"));
     }
-    throw e;
   }
 });
 

@@ -50,6 +50,11 @@ export class PullLedger {
     return true;
   }
 
+  /** Whether a pull of `step` from `peer` is under way. */
+  inFlight(peer: string, step: number): boolean {
+    return this.#attempts.get(step)?.get(peer)?.inFlight ?? false;
+  }
+
   /** Marks the pull of `step` from `peer` settled. */
   end(peer: string, step: number): void {
     const seen = this.#attempts.get(step)?.get(peer);

@@ -224,10 +224,20 @@ export class RoundResults implements ExchangeFacts {
     return record?.epoch ?? null;
   }
 
-  /** {@inheritDoc ExchangeFacts.downloadsSettled} */
+  /**
+   * Whether round `height`'s downloads are over: every accepted result downloaded or given up
+   * on, and no result of a trainer that announced Finished still being pulled.
+   */
   downloadsSettled(height: number): boolean {
     if (height < 0) return true;
-    return this.tracker(height)?.downloadsSettled() ?? true;
+    const tracker = this.tracker(height);
+    if (tracker === undefined) return true;
+    if (!tracker.downloadsSettled()) return false;
+    // A trainer whose Finished came without its result (gossip lost it) published one: while a
+    // pull from it is under way, that result is on its way too. Reporting without it would
+    // have the witnesses drop an honest client for a lost gossip message.
+    const step = tracker.view.step;
+    return !tracker.finishedUnheard().some((key) => this.#pulls.inFlight(toHex(key), step));
   }
 
   /**
@@ -237,7 +247,16 @@ export class RoundResults implements ExchangeFacts {
    */
   downloadsWaitOver(height: number): boolean {
     if (this.downloadsSettled(height)) return true;
-    return this.#deadlinePassed(`downloads:${height}`, this.tracker(height)!.downloadsDeadline());
+    const tracker = this.tracker(height)!;
+    const deadline = tracker.downloadsDeadline();
+    if (deadline !== null) {
+      // A result still unheard may be lost on the gossip rather than late: ask its trainer now,
+      // not at the next tick, so the straggler wait is spent fetching it.
+      for (const trainer of tracker.unheardTrainers()) {
+        this.#pull(trainer, tracker.view.step, "its result of the last round is missing");
+      }
+    }
+    return this.#deadlinePassed(`downloads:${height}`, deadline);
   }
 
   /**
@@ -249,7 +268,15 @@ export class RoundResults implements ExchangeFacts {
     const tracker = this.tracker(height);
     if (tracker === undefined) return false;
     if (tracker.finishedBy(peers)) return true;
-    return this.#deadlinePassed(`finished:${height}`, tracker.stragglerDeadline(peers));
+    const deadline = tracker.stragglerDeadline(peers);
+    if (deadline !== null) {
+      // A straggler's Finished (and result) may be lost on the gossip rather than late: ask it
+      // now, not at the next tick, so the wait is spent fetching them.
+      for (const peer of tracker.unfinished(peers)) {
+        this.#pull(peer, tracker.view.step, "its Finished is missing");
+      }
+    }
+    return this.#deadlinePassed(`finished:${height}`, deadline);
   }
 
   /**
@@ -612,7 +639,11 @@ export class RoundResults implements ExchangeFacts {
     if (!isEpochPeer(state, peer) || !isEpochPeer(state, this.#o.publicKey)) return;
     const key = toHex(peer);
     if (!this.#pulls.begin(key, step, performance.now())) return;
-    void this.#pullNow(peer, step, why).finally(() => this.#pulls.end(key, step));
+    void this.#pullNow(peer, step, why).finally(() => {
+      this.#pulls.end(key, step);
+      // A round's downloads may count as settled now (downloadsSettled): plan again.
+      if (!this.#stop.signal.aborted) this.#o.onChange();
+    });
   }
 
   /**

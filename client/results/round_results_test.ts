@@ -341,3 +341,121 @@ Deno.test("RoundResults: Finished waits for the last download only so long", asy
   assert.equal(clients[0].downloadsSettled(0), false, "the download itself goes on");
   for (const c of clients) c.close();
 });
+
+/**
+ * Three clients of round 0 where client 0 loses client 2's result on the gossip, and client 2
+ * answers pulls once `answer` settles; clients 0 and 1 publish first (client 0 verifies both).
+ */
+async function round0With2sResultLost(answer: Promise<void>) {
+  const { net, keys } = netWhere0LosesResultOf2();
+  net.pullDelay = (peer) => toHex(peer) === keys[2] ? answer : undefined;
+  const { driver, ids } = runInRound0(3);
+  let now = 0;
+  let changes = 0;
+  const clients = ids.map((id) =>
+    net.join(id.p2pIdentity, { now: () => now, onChange: () => changes++ })
+  );
+  for (const c of clients) c.update(structuredClone(driver.state)); // round 0 seen at 0 ms
+  const view = roundView(driver.state, 0, ids[0].signer)!;
+  const byClient = new Map(view.assignments.map((a) => [a.clientIndex, a]));
+  const publish = (i: number, at: number) => {
+    now = at;
+    const a = byClient.get(i)!;
+    return clients[i].publishResult(
+      0,
+      view.selection.committeeProof(i),
+      resultOf(view.step, a.batch, i),
+    );
+  };
+  await publish(0, 100);
+  await publish(1, 200);
+  await settle("two results at client 0", () => clients[0].downloadsSettled(0));
+  await publish(2, 300);
+  // Its Finished reaches client 0 without the result: client 0 pulls from client 2.
+  now = 350;
+  await clients[2].announceFinished(0, view.step, view.selection.committeeProof(2));
+  return {
+    clients,
+    setNow: (ms: number) => now = ms,
+    changes: () => changes,
+    events: () => net.members.get(keys[0])!.events.map((e) => e.event),
+  };
+}
+
+Deno.test("RoundResults: a result lost on the gossip but named by its trainer's Finished holds Finished while it is pulled", async () => {
+  const answer = Promise.withResolvers<void>();
+  const run = await round0With2sResultLost(answer.promise);
+  const [c0] = run.clients;
+  assert.equal(c0.tracker(0)!.announcements().length, 2, "client 2's result was lost");
+  assert.equal(c0.downloadsSettled(0), false, "its pull is under way");
+  // Within the straggler wait (a majority settled at 200 ms), the pull is waited for.
+  run.setNow(200 + STRAGGLER_MIN_WAIT_MS - 1);
+  assert.equal(c0.downloadsWaitOver(0), false);
+  answer.resolve();
+  await settle("the pulled result downloaded", () => c0.downloadsSettled(0));
+  assert.equal(c0.tracker(0)!.announcements().length, 3);
+  assert.ok(run.events().includes("announcements_recovered"));
+  for (const c of run.clients) c.close();
+});
+
+Deno.test("RoundResults: a failed pull of a result named by a Finished does not hold Finished", async () => {
+  const answer = Promise.withResolvers<void>();
+  const run = await round0With2sResultLost(answer.promise);
+  const [c0] = run.clients;
+  assert.equal(c0.downloadsSettled(0), false, "its pull is under way");
+  const before = run.changes();
+  answer.reject(new Error("pull timed out"));
+  await settle("the pull's end", () => c0.downloadsSettled(0));
+  assert.ok(run.changes() > before, "the pull's end asks the state machine again");
+  assert.ok(run.events().includes("pull_failed"));
+  assert.equal(c0.tracker(0)!.announcements().length, 2);
+  for (const c of run.clients) c.close();
+});
+
+Deno.test("RoundResults: a pull that never ends holds Finished only for the straggler wait", async () => {
+  const run = await round0With2sResultLost(new Promise<void>(() => {}));
+  const [c0] = run.clients;
+  run.setNow(200 + STRAGGLER_MIN_WAIT_MS - 1);
+  assert.equal(c0.downloadsWaitOver(0), false);
+  run.setNow(200 + STRAGGLER_MIN_WAIT_MS);
+  assert.equal(c0.downloadsWaitOver(0), true);
+  assert.equal(c0.downloadsSettled(0), false, "the pull itself goes on");
+  for (const c of run.clients) c.close();
+});
+
+Deno.test("RoundResults: a witness waiting on a straggler pulls its Finished at once, not at the next tick", async () => {
+  const net = new FakeNet();
+  const { driver, ids } = runInRound0(3);
+  const keys = ids.map((id) => toHex(id.p2pIdentity));
+  // Client 0 never hears client 2's Finished on the gossip (a connection that closed under it).
+  net.lose = (to, from, message) =>
+    message.kind === "Finished" && toHex(to) === keys[0] && toHex(from) === keys[2];
+  let now = 0;
+  const clients = ids.map((id) => net.join(id.p2pIdentity, { now: () => now }));
+  for (const c of clients) c.update(structuredClone(driver.state)); // round 0 seen at 0 ms
+  const view = roundView(driver.state, 0, ids[0].signer)!;
+  const peers = ids.map((id) => id.p2pIdentity);
+  // Every result arrives (a Finished without one would have client 0 pull its trainer anyway).
+  for (const a of view.assignments) {
+    await clients[a.clientIndex].publishResult(
+      0,
+      view.selection.committeeProof(a.clientIndex),
+      resultOf(view.step, a.batch, a.clientIndex),
+    );
+  }
+  const finish = (i: number, at: number) => {
+    now = at;
+    return clients[i].announceFinished(0, view.step, view.selection.committeeProof(i));
+  };
+  await finish(2, 90);
+  assert.equal(clients[0].witnessWaitOver(0, peers), false, "one of three: no majority");
+  await finish(0, 100);
+  await finish(1, 150);
+  // A majority: the question itself asks client 2, which answers with its Finished.
+  assert.equal(clients[0].witnessWaitOver(0, peers), false);
+  await settle("client 2's Finished pulled", () => clients[0].witnessWaitOver(0, peers));
+  assert.equal(now, 150, "no straggler wait spent");
+  const events = net.members.get(keys[0])!.events;
+  assert.ok(events.some((e) => e.event === "announcements_recovered"));
+  for (const c of clients) c.close();
+});

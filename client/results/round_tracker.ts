@@ -269,6 +269,14 @@ export class RoundTracker {
       .filter((key): key is PublicKeyBytes => key !== undefined && !heard.has(toHex(key)));
   }
 
+  /**
+   * p2p keys of the round's trainers that announced Finished but whose result this client has
+   * not accepted: gossip lost the result, which is still on its way (a pull brings it).
+   */
+  finishedUnheard(): PublicKeyBytes[] {
+    return this.unheardTrainers().filter((key) => this.hasFinished(key));
+  }
+
   /** Whether `peer` (a p2p key) announced Finished for this round. */
   hasFinished(peer: PublicKeyBytes): boolean {
     return this.#finished.has(toHex(peer));

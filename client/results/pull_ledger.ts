@@ -17,6 +17,8 @@ interface Attempts {
   count: number;
   lastMs: number;
   inFlight: boolean;
+  /** Whether the last pull that ended failed (unreachable, a connection closed under it). */
+  failed: boolean;
 }
 
 /** Pull attempts per (peer, step). */
@@ -39,7 +41,7 @@ export class PullLedger {
     if (byPeer === undefined) this.#attempts.set(step, byPeer = new Map());
     const seen = byPeer.get(peer);
     if (seen === undefined) {
-      byPeer.set(peer, { count: 1, lastMs: nowMs, inFlight: true });
+      byPeer.set(peer, { count: 1, lastMs: nowMs, inFlight: true, failed: false });
       return true;
     }
     if (seen.inFlight || seen.count >= this.#maxAttempts) return false;
@@ -50,15 +52,32 @@ export class PullLedger {
     return true;
   }
 
-  /** Whether a pull of `step` from `peer` is under way. */
-  inFlight(peer: string, step: number): boolean {
-    return this.#attempts.get(step)?.get(peer)?.inFlight ?? false;
+  /**
+   * Whether pulling `step` from `peer` is not over: a pull is under way, or the last one failed
+   * and another is allowed.
+   */
+  pending(peer: string, step: number): boolean {
+    const seen = this.#attempts.get(step)?.get(peer);
+    if (seen === undefined) return false;
+    return seen.inFlight || (seen.failed && seen.count < this.#maxAttempts);
   }
 
-  /** Marks the pull of `step` from `peer` settled. */
-  end(peer: string, step: number): void {
+  /**
+   * When the next pull of `step` from `peer` may start after the last one failed, or null when
+   * none failed last, one is under way, or no attempt is left.
+   */
+  retryAt(peer: string, step: number): number | null {
     const seen = this.#attempts.get(step)?.get(peer);
-    if (seen !== undefined) seen.inFlight = false;
+    if (seen === undefined || seen.inFlight || !seen.failed) return null;
+    return seen.count < this.#maxAttempts ? seen.lastMs + this.#spacingMs : null;
+  }
+
+  /** Marks the pull of `step` from `peer` settled, `failed` or not. */
+  end(peer: string, step: number, failed = false): void {
+    const seen = this.#attempts.get(step)?.get(peer);
+    if (seen === undefined) return;
+    seen.inFlight = false;
+    seen.failed = failed;
   }
 
   /** Forgets the steps below `step`. */

@@ -147,6 +147,7 @@ export class RoundResults implements ExchangeFacts {
   readonly #pulls = new PullLedger();
   /** Wake-ups at straggler deadlines, by what waits and its round (at most one each). */
   readonly #stragglerTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  readonly #retryTimers = new Set<ReturnType<typeof setTimeout>>();
 
   constructor(options: RoundResultsOptions) {
     this.#o = options;
@@ -237,7 +238,7 @@ export class RoundResults implements ExchangeFacts {
     // pull from it is under way, that result is on its way too. Reporting without it would
     // have the witnesses drop an honest client for a lost gossip message.
     const step = tracker.view.step;
-    return !tracker.finishedUnheard().some((key) => this.#pulls.inFlight(toHex(key), step));
+    return !tracker.finishedUnheard().some((key) => this.#pulls.pending(toHex(key), step));
   }
 
   /**
@@ -572,7 +573,11 @@ export class RoundResults implements ExchangeFacts {
       const batch = peers.slice(i, i + RECOVERY_FANOUT);
       const { promise: enough, resolve } = Promise.withResolvers<void>();
       const pulls = batch.map(async (peer) => {
-        const count = await this.#pullNow(peer, tracker.view.step, "the apply lacks a result");
+        const { delivered: count } = await this.#pullNow(
+          peer,
+          tracker.view.step,
+          "the apply lacks a result",
+        );
         delivered += count;
         if (count > 0 && found?.() === true) resolve();
       });
@@ -587,6 +592,8 @@ export class RoundResults implements ExchangeFacts {
     this.#stop.abort(new Error("exchange closed"));
     for (const timer of this.#stragglerTimers.values()) clearTimeout(timer);
     this.#stragglerTimers.clear();
+    for (const timer of this.#retryTimers) clearTimeout(timer);
+    this.#retryTimers.clear();
   }
 
   /** Delivers the announcements kept for `step` now that it is live. */
@@ -639,18 +646,42 @@ export class RoundResults implements ExchangeFacts {
     if (!isEpochPeer(state, peer) || !isEpochPeer(state, this.#o.publicKey)) return;
     const key = toHex(peer);
     if (!this.#pulls.begin(key, step, performance.now())) return;
-    void this.#pullNow(peer, step, why).finally(() => {
-      this.#pulls.end(key, step);
+    void this.#pullNow(peer, step, why).then(({ failed }) => {
+      this.#pulls.end(key, step, failed);
+      if (this.#stop.signal.aborted) return;
+      if (failed) this.#retryPull(peer, step, why);
       // A round's downloads may count as settled now (downloadsSettled): plan again.
-      if (!this.#stop.signal.aborted) this.#o.onChange();
+      this.#o.onChange();
     });
   }
 
   /**
-   * Pulls `step` from `peer` now (what it delivers comes back through {@link receive}); returns
-   * how many new announcements it delivered.
+   * Pulls again, once the ledger allows, from a trainer whose Finished came without its result
+   * after a pull from it failed: a connection that closed under the pull (one traded for a
+   * direct one) must not cost that trainer its round while the witnesses wait for it.
    */
-  async #pullNow(peer: PublicKeyBytes, step: number, why: string): Promise<number> {
+  #retryPull(peer: PublicKeyBytes, step: number, why: string): void {
+    const key = toHex(peer);
+    const at = this.#pulls.retryAt(key, step);
+    if (at === null) return;
+    const timer = setTimeout(() => {
+      this.#retryTimers.delete(timer);
+      const tracker = [...this.#epoch?.trackers.values() ?? []].find((t) => t.view.step === step);
+      if (tracker?.finishedUnheard().some((k) => equalBytes(k, peer)) !== true) return;
+      this.#pull(peer, step, why);
+    }, Math.max(0, Math.ceil(at - performance.now())));
+    this.#retryTimers.add(timer);
+  }
+
+  /**
+   * Pulls `step` from `peer` now (what it delivers comes back through {@link receive}); returns
+   * how many new announcements it delivered, and whether the pull failed.
+   */
+  async #pullNow(
+    peer: PublicKeyBytes,
+    step: number,
+    why: string,
+  ): Promise<{ delivered: number; failed: boolean }> {
     const peers = this.#state === null ? 1 : epochPeerKeys(this.#state).length;
     try {
       // Per peer and step: one result and one Finished; twice that leaves room for resends.
@@ -674,7 +705,7 @@ export class RoundResults implements ExchangeFacts {
           why,
         });
       }
-      return report.delivered;
+      return { delivered: report.delivered, failed: false };
     } catch (e) {
       // Unreachable, gone or out of format: the ledger bounds the retries; an apply that
       // still lacks a result pulls once more from everyone.
@@ -685,7 +716,7 @@ export class RoundResults implements ExchangeFacts {
           error: (e as Error).message,
         });
       }
-      return 0;
+      return { delivered: 0, failed: true };
     }
   }
 

@@ -9,6 +9,7 @@ import { applyPlanFor } from "../state/apply_targets.ts";
 import { runInRound0 } from "../testing/fixtures.ts";
 import { type ResultsTransport, RoundResults } from "./round_results.ts";
 import { STRAGGLER_MIN_WAIT_MS } from "./straggler_wait.ts";
+import { DEFAULT_PULL_ATTEMPTS } from "./pull_ledger.ts";
 import { type PublicKeyBytes, toHex } from "../../common/mod.ts";
 import {
   currentRound,
@@ -146,8 +147,9 @@ function netWhere0LosesResultOf2(): { net: FakeNet; keys: string[] } {
   return { net, keys };
 }
 
-async function settle(what: string, cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setTimeout(r, 1));
+async function settle(what: string, cond: () => boolean, ms = 1000): Promise<void> {
+  const until = performance.now() + ms;
+  while (!cond() && performance.now() < until) await new Promise((r) => setTimeout(r, 1));
   if (!cond()) throw new Error(`never settled: ${what}`);
 }
 
@@ -377,6 +379,7 @@ async function round0With2sResultLost(answer: Promise<void>) {
   return {
     clients,
     setNow: (ms: number) => now = ms,
+    net,
     changes: () => changes,
     events: () => net.members.get(keys[0])!.events.map((e) => e.event),
   };
@@ -398,17 +401,38 @@ Deno.test("RoundResults: a result lost on the gossip but named by its trainer's 
   for (const c of run.clients) c.close();
 });
 
-Deno.test("RoundResults: a failed pull of a result named by a Finished does not hold Finished", async () => {
-  const answer = Promise.withResolvers<void>();
-  const run = await round0With2sResultLost(answer.promise);
+Deno.test("RoundResults: a failed pull of a result named by a Finished is retried, then holds Finished no longer", async () => {
+  const first = Promise.withResolvers<void>();
+  const run = await round0With2sResultLost(first.promise);
   const [c0] = run.clients;
   assert.equal(c0.downloadsSettled(0), false, "its pull is under way");
+  // Every pull fails from now on (the first once released): a connection closed under each.
+  let pulls = 0;
+  run.net.pullDelay = () => {
+    pulls++;
+    return Promise.reject(new Error("Unexpected EOF - stream closed"));
+  };
   const before = run.changes();
-  answer.reject(new Error("pull timed out"));
-  await settle("the pull's end", () => c0.downloadsSettled(0));
+  first.reject(new Error("Unexpected EOF - stream closed"));
+  await settle("the first pull's end", () => run.events().includes("pull_failed"));
   assert.ok(run.changes() > before, "the pull's end asks the state machine again");
-  assert.ok(run.events().includes("pull_failed"));
+  assert.equal(c0.downloadsSettled(0), false, "a retry is due");
+  // The ledger's attempts (3, 1.5 s apart) run out; then the wait is over.
+  await settle("every attempt", () => c0.downloadsSettled(0), 4000);
+  assert.equal(pulls, DEFAULT_PULL_ATTEMPTS - 1, "retried until no attempt was left");
   assert.equal(c0.tracker(0)!.announcements().length, 2);
+  for (const c of run.clients) c.close();
+});
+
+Deno.test("RoundResults: a retried pull of a result named by a Finished brings it", async () => {
+  const first = Promise.withResolvers<void>();
+  const run = await round0With2sResultLost(first.promise);
+  const [c0] = run.clients;
+  run.net.pullDelay = () => undefined; // the retry is answered
+  first.reject(new Error("Unexpected EOF - stream closed"));
+  await settle("the retried pull and its download", () => c0.downloadsSettled(0), 3000);
+  assert.equal(c0.tracker(0)!.announcements().length, 3);
+  assert.ok(run.events().includes("announcements_recovered"));
   for (const c of run.clients) c.close();
 });
 

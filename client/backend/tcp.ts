@@ -110,6 +110,19 @@ function coordinatorNotUp(e: unknown): boolean {
     (e instanceof DOMException && e.name === "TimeoutError");
 }
 
+/**
+ * `e` with the coordinator's address in its message, its type kept (callers tell a refusal or a
+ * timeout from the rest by it). A DOMException (a timeout) has a message that cannot be set: a
+ * new one of the same name carries it.
+ */
+function withAddress(e: unknown, address: string): unknown {
+  if (!(e instanceof Error) || e.message.includes(address)) return e;
+  const message = `cannot reach the coordinator at ${address}: ${e.message}`;
+  if (e instanceof DOMException) return new DOMException(message, e.name);
+  e.message = message;
+  return e;
+}
+
 /** Splits `host:port` or `[v6]:port`; TypeError naming the address otherwise. */
 export function parseAddress(address: string): { hostname: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(address.trim());
@@ -365,11 +378,7 @@ export class TcpBackend implements CoordinatorBackend {
     try {
       return await this.#connect(signal);
     } catch (e) {
-      const address = this.#options.address;
-      if (e instanceof Error && !e.message.includes(address)) {
-        e.message = `cannot reach the coordinator at ${address}: ${e.message}`;
-      }
-      throw e;
+      throw withAddress(e, this.#options.address);
     }
   }
 

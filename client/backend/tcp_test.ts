@@ -189,6 +189,52 @@ Deno.test("the first connection fails at once when nobody listens", async () => 
   assert.match(error.message, new RegExp(`^cannot reach the coordinator at ${address}: `));
 });
 
+Deno.test("a coordinator that accepts but never answers: a timeout naming the address, retried when waiting", async () => {
+  // Accepts the TCP connection and says nothing (a machine too busy to answer the handshake).
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held: Deno.Conn[] = [];
+  const accepting = (async () => {
+    for await (const conn of listener) held.push(conn);
+  })();
+  const address = `127.0.0.1:${listener.addr.port}`;
+  try {
+    const error = await TcpBackend.connect({
+      address,
+      runId: "test-run",
+      identity: generateIdentity(),
+      connectTimeoutMs: 100,
+    }).then(() => null, (e) => e);
+    assert.ok(error instanceof DOMException && error.name === "TimeoutError", String(error));
+    assert.match(error.message, new RegExp(`^cannot reach the coordinator at ${address}: `));
+    // Waiting for the coordinator, the timeout is one more reason to try again, not a crash.
+    const events: TcpBackendEvent[] = [];
+    const stop = new AbortController();
+    const waiting = TcpBackend.connect({
+      address,
+      runId: "test-run",
+      identity: generateIdentity(),
+      connectTimeoutMs: 100,
+      waitForCoordinator: true,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.kind === "Reconnecting" && e.attempt === 2) stop.abort();
+      },
+      signal: stop.signal,
+    }).then(() => null, (e) => e);
+    const stopped = await waiting;
+    assert.ok(stopped !== null, "it never connected");
+    const retries = events.filter((e) => e.kind === "Reconnecting");
+    assert.equal(retries.length, 2);
+    for (const r of retries) {
+      assert.match(r.kind === "Reconnecting" && r.error || "", /cannot reach the coordinator at/);
+    }
+  } finally {
+    listener.close();
+    await accepting.catch(() => {});
+    for (const conn of held) conn.close();
+  }
+});
+
 Deno.test("waitForCoordinator: a client started first waits, saying so, and connects once it listens", async () => {
   const probe = serve();
   const { address, port } = probe;

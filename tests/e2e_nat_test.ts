@@ -29,7 +29,6 @@ import assert from "node:assert/strict";
 import { type SeenEvent, startTinyTestnetOn } from "../client/testing/testnet.ts";
 import { createTestNetwork, testNetworkUnavailable } from "../client/testing/netns.ts";
 import { delayedRelay } from "../client/testing/delayed_relay.ts";
-import { freePort } from "../client/testnet/mod.ts";
 import { assertOneModel, clientErrors } from "./support/one_model.ts";
 
 const unavailable = testNetworkUnavailable({ nat: true });
@@ -229,7 +228,6 @@ Deno.test({
     nat: (i) => i !== 0,
     publicPrefix: "11.77",
   });
-  const relayPort = freePort();
   await using testnet = await startTinyTestnetOn(network, {
     runId: "e2e-nat-public",
     initMinClients: 3,
@@ -240,10 +238,16 @@ Deno.test({
     maxRoundTrainTime: 10,
   }, {
     numClients: 3,
-    coordinatorArgs: ["--relay-port", String(relayPort)],
+    // Any free port, read back below: one picked ahead could be taken before the relay binds it.
+    coordinatorArgs: ["--relay"],
     bootstrapPeers: false,
   });
   const { watcher, lines } = testnet;
+  const relayNamed = () => watcher.named("relay", "coordinator").length > 0;
+  await watcher.waitFor("the coordinator to name its relay", relayNamed, 30_000);
+  const relayAddresses = watcher.named("relay", "coordinator")[0].event.addresses as string[];
+  const relayPort = Number(/\/tcp\/(\d+)\//.exec(relayAddresses?.[0] ?? "")?.[1]);
+  assert.ok(relayPort > 0, `the coordinator's relay names its port: ${relayAddresses}`);
   const [pub, natted] = [CLIENTS[0], CLIENTS.slice(1)];
   const wholeSince = (label: string, mark: number) => wholeSteps(watcher.events.slice(mark), label);
   const reach = (label: string) => watcher.named("reachability", label).at(-1)?.event;

@@ -147,6 +147,7 @@ export class RoundResults implements ExchangeFacts {
   readonly #pulls = new PullLedger();
   /** Wake-ups at straggler deadlines, by what waits and its round (at most one each). */
   readonly #stragglerTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  /** Pulls due again after one failed ({@link #retryPull}). */
   readonly #retryTimers = new Set<ReturnType<typeof setTimeout>>();
 
   constructor(options: RoundResultsOptions) {
@@ -227,7 +228,7 @@ export class RoundResults implements ExchangeFacts {
 
   /**
    * Whether round `height`'s downloads are over: every accepted result downloaded or given up
-   * on, and no result of a trainer that announced Finished still being pulled.
+   * on, and no pull pending of a result whose trainer announced Finished.
    */
   downloadsSettled(height: number): boolean {
     if (height < 0) return true;
@@ -235,8 +236,8 @@ export class RoundResults implements ExchangeFacts {
     if (tracker === undefined) return true;
     if (!tracker.downloadsSettled()) return false;
     // A trainer whose Finished came without its result (gossip lost it) published one: while a
-    // pull from it is under way, that result is on its way too. Reporting without it would
-    // have the witnesses drop an honest client for a lost gossip message.
+    // pull from it is under way, or due again after one failed, that result is on its way too.
+    // Reporting without it would have the witnesses drop an honest client for a lost message.
     const step = tracker.view.step;
     return !tracker.finishedUnheard().some((key) => this.#pulls.pending(toHex(key), step));
   }

@@ -138,9 +138,17 @@ export async function runScenario(
   await net.stop();
   log.close();
   const dir = join(checkpoints, "client-1");
-  const last = [...Deno.readDirSync(dir)].map((e) => e.name).sort((a, b) =>
-    Number(a.split("step").at(-1)) - Number(b.split("step").at(-1))
-  ).at(-1)!;
+  const last = lastCheckpoint(dir);
+  if (last === undefined) {
+    // The loss is measured on client-1's model: say why there is none, not a bare NotFound.
+    const dropped = events.find((e) => e.label === "client-1" && e.event.event === "dropped");
+    const why = dropped === undefined
+      ? ""
+      : ` (a health check dropped it at step ${dropped.event.step}: ${dropped.event.note})`;
+    throw new Error(
+      `${s.name}: client-1 wrote no checkpoint${why}; the processes' output is in ${logPath}`,
+    );
+  }
   const loss = await heldOutLoss({
     modelFolder: join(dir, last),
     runId: "llama-bytes-brown",
@@ -177,4 +185,17 @@ export async function runScenario(
       : verifications.reduce((a, e) => a + Number(e.event.replay_ms), 0) / verifications.length,
     seconds,
   };
+}
+
+/** The newest checkpoint folder's name in `dir` (`...-step<N>`), or undefined if none. */
+function lastCheckpoint(dir: string): string | undefined {
+  let names: string[];
+  try {
+    names = [...Deno.readDirSync(dir)].map((e) => e.name);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return undefined;
+    throw e;
+  }
+  const step = (name: string) => Number(name.split("step").at(-1));
+  return names.sort((a, b) => step(a) - step(b)).at(-1);
 }

@@ -176,7 +176,15 @@ export async function listRuns(
       : await readWhole(rpc, at);
     if (listing !== null) runs.push(runSummaryOf(at, listing));
   }
-  return runs.sort((a, b) => a.runId.localeCompare(b.runId) || a.address.localeCompare(b.address));
+  return runs.sort((a, b) => byCodeUnits(a.runId, b.runId) || byCodeUnits(a.address, b.address));
+}
+
+/**
+ * Code-unit order, as a plain `sort()` gives: localeCompare depends on the machine's locale,
+ * and ICU's collation puts address "c1…" before "Ht…", the other way round from sort().
+ */
+function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** The least power of two at or above `n` (n ≥ 1). */

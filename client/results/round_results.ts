@@ -254,9 +254,7 @@ export class RoundResults implements ExchangeFacts {
     if (deadline !== null) {
       // A result still unheard may be lost on the gossip rather than late: ask its trainer now,
       // not at the next tick, so the straggler wait is spent fetching it.
-      for (const trainer of tracker.unheardTrainers()) {
-        this.#pull(trainer, tracker.view.step, "its result of the last round is missing");
-      }
+      this.#pullUnheard(tracker);
     }
     return this.#deadlinePassed(`downloads:${height}`, deadline);
   }
@@ -543,9 +541,7 @@ export class RoundResults implements ExchangeFacts {
   seekMissing(state: CoordinatorState): void {
     const height = currentHeight(state);
     const previous = this.tracker(height - 1);
-    for (const trainer of previous?.unheardTrainers() ?? []) {
-      this.#pull(trainer, previous!.view.step, "its result of the last round is missing");
-    }
+    if (previous !== undefined) this.#pullUnheard(previous);
     const current = this.tracker(height);
     if (current === undefined || !current.hasFinished(this.#o.publicKey)) return;
     for (const client of current.view.clients) {
@@ -636,6 +632,13 @@ export class RoundResults implements ExchangeFacts {
       !equalBytes(merkleRoot, previous.merkleRoot())
     ) {
       this.#pull(from, previous.view.step, "it heard results of the round before we did not");
+    }
+  }
+
+  /** Pulls the round's results not heard yet, each from its trainer. */
+  #pullUnheard(tracker: RoundTracker): void {
+    for (const trainer of tracker.unheardTrainers()) {
+      this.#pull(trainer, tracker.view.step, "its result of the last round is missing");
     }
   }
 

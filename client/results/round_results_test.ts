@@ -273,8 +273,12 @@ Deno.test("RoundResults: a verifier's recovery of one trainer's result returns o
   await recovering;
 });
 
-Deno.test("RoundResults: a witness waits for every Finished, then for stragglers only so long", async () => {
-  const net = new FakeNet();
+/**
+ * runInRound0's three clients on `net`, each seeing round 0 at 0 ms, on a clock the test sets:
+ * `publish(i, at)` and `finish(i, at)` send client i's result or Finished at `at` ms, and
+ * `changes()` counts the times a client asked the state machine to look again.
+ */
+function round0On(net: FakeNet) {
   const { driver, ids } = runInRound0(3);
   let now = 0;
   let changes = 0;
@@ -283,25 +287,47 @@ Deno.test("RoundResults: a witness waits for every Finished, then for stragglers
   );
   for (const c of clients) c.update(structuredClone(driver.state)); // round 0 seen at 0 ms
   const view = roundView(driver.state, 0, ids[0].signer)!;
-  const peers = ids.map((id) => id.p2pIdentity);
-  const finish = (i: number, at: number) => {
-    now = at;
-    return clients[i].announceFinished(0, view.step, view.selection.committeeProof(i));
+  const byClient = new Map(view.assignments.map((a) => [a.clientIndex, a]));
+  return {
+    clients,
+    view,
+    peers: ids.map((id) => id.p2pIdentity),
+    keys: ids.map((id) => toHex(id.p2pIdentity)),
+    now: () => now,
+    setNow: (ms: number) => now = ms,
+    changes: () => changes,
+    publish: (i: number, at: number) => {
+      now = at;
+      const { batch } = byClient.get(i)!;
+      return clients[i].publishResult(
+        0,
+        view.selection.committeeProof(i),
+        resultOf(view.step, batch, i),
+      );
+    },
+    finish: (i: number, at: number) => {
+      now = at;
+      return clients[i].announceFinished(0, view.step, view.selection.committeeProof(i));
+    },
   };
+}
+
+Deno.test("RoundResults: a witness waits for every Finished, then for stragglers only so long", async () => {
+  const { clients, peers, finish, setNow, changes } = round0On(new FakeNet());
   await finish(0, 100);
   assert.equal(clients[0].witnessWaitOver(0, peers), false, "one of three: no majority");
   await finish(1, 150);
   // A majority at 150 ms: the straggler gets max(2000, 150) ms more.
-  now = 150 + STRAGGLER_MIN_WAIT_MS - 1;
+  setNow(150 + STRAGGLER_MIN_WAIT_MS - 1);
   assert.equal(clients[0].witnessWaitOver(0, peers), false);
   assert.deepEqual(clients[0].unfinished(0, peers), [peers[2]]);
-  now = 150 + STRAGGLER_MIN_WAIT_MS;
+  setNow(150 + STRAGGLER_MIN_WAIT_MS);
   assert.equal(clients[0].witnessWaitOver(0, peers), true);
   // Before its deadline, the question sets a wake-up that asks the state machine again.
-  now = 150 + STRAGGLER_MIN_WAIT_MS - 5;
-  const before = changes;
+  setNow(150 + STRAGGLER_MIN_WAIT_MS - 5);
+  const before = changes();
   assert.equal(clients[1].witnessWaitOver(0, peers), false);
-  await settle("the straggler wake-up", () => changes > before);
+  await settle("the straggler wake-up", () => changes() > before);
   // Everyone finished: no wait at all.
   await finish(2, 160);
   assert.equal(clients[2].witnessWaitOver(0, peers), true);
@@ -311,34 +337,20 @@ Deno.test("RoundResults: a witness waits for every Finished, then for stragglers
 
 Deno.test("RoundResults: Finished waits for the last download only so long", async () => {
   const net = new FakeNet();
-  const { driver, ids } = runInRound0(3);
-  let now = 0;
-  const clients = ids.map((id) => net.join(id.p2pIdentity, { now: () => now }));
-  for (const c of clients) c.update(structuredClone(driver.state)); // round 0 seen at 0 ms
-  const view = roundView(driver.state, 0, ids[0].signer)!;
-  const byClient = new Map(view.assignments.map((a) => [a.clientIndex, a]));
-  const publish = (i: number, at: number) => {
-    now = at;
-    const a = byClient.get(i)!;
-    return clients[i].publishResult(
-      0,
-      view.selection.committeeProof(i),
-      resultOf(view.step, a.batch, i),
-    );
-  };
+  const { clients, keys, publish, setNow } = round0On(net);
   const verified = (c: RoundResults) =>
     c.tracker(0)!.announcements().filter((a) => c.tracker(0)!.result(a.commitment)).length;
   await publish(0, 100);
   await publish(1, 300);
   await settle("two results at client 0", () => verified(clients[0]) === 2);
   // Client 2's bytes never arrive: its announcement does.
-  net.stalls = (provider) => toHex(provider) === toHex(ids[2].p2pIdentity);
+  net.stalls = (provider) => toHex(provider) === keys[2];
   await publish(2, 400);
   assert.equal(clients[0].downloadsSettled(0), false);
   // A majority (2 of 3) settled at 300 ms: the third gets max(minimum, 300 ms) more.
-  now = 300 + STRAGGLER_MIN_WAIT_MS - 1;
+  setNow(300 + STRAGGLER_MIN_WAIT_MS - 1);
   assert.equal(clients[0].downloadsWaitOver(0), false);
-  now = 300 + STRAGGLER_MIN_WAIT_MS;
+  setNow(300 + STRAGGLER_MIN_WAIT_MS);
   assert.equal(clients[0].downloadsWaitOver(0), true);
   assert.equal(clients[0].downloadsSettled(0), false, "the download itself goes on");
   for (const c of clients) c.close();
@@ -351,36 +363,18 @@ Deno.test("RoundResults: Finished waits for the last download only so long", asy
 async function round0With2sResultLost(answer: Promise<void>) {
   const { net, keys } = netWhere0LosesResultOf2();
   net.pullDelay = (peer) => toHex(peer) === keys[2] ? answer : undefined;
-  const { driver, ids } = runInRound0(3);
-  let now = 0;
-  let changes = 0;
-  const clients = ids.map((id) =>
-    net.join(id.p2pIdentity, { now: () => now, onChange: () => changes++ })
-  );
-  for (const c of clients) c.update(structuredClone(driver.state)); // round 0 seen at 0 ms
-  const view = roundView(driver.state, 0, ids[0].signer)!;
-  const byClient = new Map(view.assignments.map((a) => [a.clientIndex, a]));
-  const publish = (i: number, at: number) => {
-    now = at;
-    const a = byClient.get(i)!;
-    return clients[i].publishResult(
-      0,
-      view.selection.committeeProof(i),
-      resultOf(view.step, a.batch, i),
-    );
-  };
+  const { clients, publish, finish, setNow, changes } = round0On(net);
   await publish(0, 100);
   await publish(1, 200);
   await settle("two results at client 0", () => clients[0].downloadsSettled(0));
   await publish(2, 300);
   // Its Finished reaches client 0 without the result: client 0 pulls from client 2.
-  now = 350;
-  await clients[2].announceFinished(0, view.step, view.selection.committeeProof(2));
+  await finish(2, 350);
   return {
     clients,
-    setNow: (ms: number) => now = ms,
+    setNow,
     net,
-    changes: () => changes,
+    changes,
     events: () => net.members.get(keys[0])!.events.map((e) => e.event),
   };
 }
@@ -449,28 +443,12 @@ Deno.test("RoundResults: a pull that never ends holds Finished only for the stra
 
 Deno.test("RoundResults: a witness waiting on a straggler pulls its Finished at once, not at the next tick", async () => {
   const net = new FakeNet();
-  const { driver, ids } = runInRound0(3);
-  const keys = ids.map((id) => toHex(id.p2pIdentity));
+  const { clients, view, peers, keys, publish, finish, now } = round0On(net);
   // Client 0 never hears client 2's Finished on the gossip (a connection that closed under it).
   net.lose = (to, from, message) =>
     message.kind === "Finished" && toHex(to) === keys[0] && toHex(from) === keys[2];
-  let now = 0;
-  const clients = ids.map((id) => net.join(id.p2pIdentity, { now: () => now }));
-  for (const c of clients) c.update(structuredClone(driver.state)); // round 0 seen at 0 ms
-  const view = roundView(driver.state, 0, ids[0].signer)!;
-  const peers = ids.map((id) => id.p2pIdentity);
   // Every result arrives (a Finished without one would have client 0 pull its trainer anyway).
-  for (const a of view.assignments) {
-    await clients[a.clientIndex].publishResult(
-      0,
-      view.selection.committeeProof(a.clientIndex),
-      resultOf(view.step, a.batch, a.clientIndex),
-    );
-  }
-  const finish = (i: number, at: number) => {
-    now = at;
-    return clients[i].announceFinished(0, view.step, view.selection.committeeProof(i));
-  };
+  for (const a of view.assignments) await publish(a.clientIndex, 0);
   await finish(2, 90);
   assert.equal(clients[0].witnessWaitOver(0, peers), false, "one of three: no majority");
   await finish(0, 100);
@@ -478,7 +456,7 @@ Deno.test("RoundResults: a witness waiting on a straggler pulls its Finished at 
   // A majority: the question itself asks client 2, which answers with its Finished.
   assert.equal(clients[0].witnessWaitOver(0, peers), false);
   await settle("client 2's Finished pulled", () => clients[0].witnessWaitOver(0, peers));
-  assert.equal(now, 150, "no straggler wait spent");
+  assert.equal(now(), 150, "no straggler wait spent");
   const events = net.members.get(keys[0])!.events;
   assert.ok(events.some((e) => e.event === "announcements_recovered"));
   for (const c of clients) c.close();

@@ -124,6 +124,15 @@ const RECOVERY_FANOUT = 16;
 const RECOVERY_ROUNDS = 3;
 const RECOVERY_RETRY_MS = 1_000;
 
+/**
+ * A result download's retries: every provider is asked again after 250 ms, 500 ms and 1 s (the
+ * service's default waits 2 s first, Psyche's policy). A witness waits at least
+ * STRAGGLER_MIN_WAIT_MS for a round's results, and an attempt whose connection closed under it
+ * (one traded for a direct one, a relay that died) or that asked a peer not holding the result
+ * yet is worth trying again within that wait, not after it.
+ */
+const RESULT_RETRY = { backoffMs: 250 } as const;
+
 /** One epoch's record: its identity, a tracker per round seen, and who finished warmup. */
 interface EpochRecord {
   epoch: number;
@@ -761,6 +770,7 @@ export class RoundResults implements ExchangeFacts {
         provideAs: { step },
         signal: this.#stop.signal,
         budget,
+        retry: RESULT_RETRY,
       });
       const check = checkResultPayload(bytes, announced, step, this.#need());
       if (!check.ok) {

@@ -182,6 +182,11 @@ export interface FetchOptions {
   budget?: { round: number; bytesPerPeer: number };
   /** Also provide the fetched bytes from now on, with these options. */
   provideAs?: ProvideOptions;
+  /**
+   * This fetch's retry settings, over the service's: content needed within seconds (a round's
+   * result) cannot spend them on the default back-off.
+   */
+  retry?: Partial<RetryPolicy>;
 }
 
 /** Counters of this node's transfers. */
@@ -510,7 +515,7 @@ export class PayloadService {
           }),
       {
         what,
-        policy: this.#policy,
+        policy: options.retry === undefined ? this.#policy : { ...this.#policy, ...options.retry },
         signal: options.signal,
         gate: (provider, task, signal) =>
           this.#perPeerLimiter(provider).run(() => this.#limiter.run(task, signal), signal)

@@ -92,6 +92,28 @@ Deno.test("fetch falls back when the first provider is gone or lacks the content
   assert.equal(d.payloads.stats.failedAttempts, 2);
 });
 
+Deno.test("a fetch's own retry settings go over the service's", async () => {
+  // The service gives up after one round; this fetch goes round again 200 ms later.
+  await using peers = await swarm(2, { retry: { ...FAST_RETRY, retries: 0 } });
+  const [a, b] = peers;
+  const payload = seededBytes(1000, 5);
+  const hash = contentHash(payload);
+  const fetching = b.payloads.fetch(hash, {
+    providers: [a.node.publicKey],
+    retry: { retries: 1, backoffMs: 200 },
+  });
+  // a lacks it at first (a trainer's peer asked before it downloaded the result), then has it.
+  while (b.payloads.stats.failedAttempts === 0) await abortableSleep(1);
+  a.payloads.provide(payload);
+  assert.deepEqual(await fetching, payload);
+  await assert.rejects(
+    b.payloads.fetch(contentHash(seededBytes(1000, 6)), { providers: [a.node.publicKey] }),
+    PayloadFetchError,
+    "without its own settings a fetch goes round once, as the service says",
+  );
+  assert.equal(b.payloads.stats.failedAttempts, 2);
+});
+
 Deno.test("a provider serving bytes that do not match the hash is rejected and marked bad", async () => {
   await using peers = await swarm(3);
   const [honest, liar, fetcher] = peers;

@@ -109,6 +109,8 @@ export class P2PNode {
   readonly #sight: Sight;
   /** The run's relays we reserve a slot on, by peer id. */
   readonly #relays = new Map<string, { peer: PeerId; addresses: string[] }>();
+  /** `<relay>/p2p-circuit` of each relay we held a reservation on, once its paths were added. */
+  readonly #reservedRelayPaths = new Set<string>();
   /** When a direct dial of a peer we reach through a relay last failed, by peer id. */
   readonly #directTriedAt = new Map<string, number>();
   /** When identify may next be asked where we connect from, and the wait after a fruitless try. */
@@ -146,6 +148,15 @@ export class P2PNode {
           libp2p.services.addressBook.confirm(record.multiaddr);
         }
       }
+    });
+    // A reservation on a relay the run did not name (a public client, once the run's relay
+    // died): the other participants behind NAT may reserve there too, so try them through it
+    // at once, not only once their new addresses come round on the gossip.
+    libp2p.addEventListener("self:peer:update", () => {
+      const fresh = this.#reservations().filter((path) => !this.#reservedRelayPaths.has(path));
+      if (fresh.length === 0) return;
+      for (const path of fresh) this.#reservedRelayPaths.add(path);
+      this.#addRelayPaths(this.allowlist.peerIds(), fresh).catch(() => {});
     });
     // What a relay saw our connection come from says whether a router stands between us.
     libp2p.addEventListener("peer:identify", (event: CustomEvent<IdentifyResult>) => {
@@ -200,17 +211,37 @@ export class P2PNode {
    * reservation there, and its peer id follows from the key the coordinator lists: so a peer
    * behind NAT is found without any address of its own. libp2p dials relayed addresses after
    * direct ones. Recorded for `peers` (peer id strings): every participant when the relays
-   * change, the newly allowed ones when the participants do.
+   * change or we reserve on a new one, the newly allowed ones when the participants do. The
+   * relays are the run's and those we hold a reservation on (`circuits`, by default all).
    */
-  async #addRelayPaths(peers: readonly string[]): Promise<void> {
-    const paths = [...this.#relays.values()].flatMap((r) =>
-      r.addresses.map((a) => multiaddr(`${a}/p2p-circuit`))
-    );
-    if (paths.length === 0) return;
+  async #addRelayPaths(
+    peers: readonly string[],
+    circuits: readonly string[] = [...this.#relayCircuits(), ...this.#reservations()],
+  ): Promise<void> {
+    const unique = [...new Set(circuits)];
+    if (unique.length === 0) return;
     const self = this.peerId.toString();
     for (const id of peers.filter((id) => id !== self)) {
-      await this.libp2p.peerStore.merge(peerIdFromString(id), { multiaddrs: paths });
+      // A participant that relays is not reached through itself.
+      const paths = unique.filter((c) => !c.endsWith(`/p2p/${id}/p2p-circuit`));
+      if (paths.length === 0) continue;
+      await this.libp2p.peerStore.merge(peerIdFromString(id), {
+        multiaddrs: paths.map((c) => multiaddr(c)),
+      });
     }
+  }
+
+  /** `<relay>/p2p-circuit` for each address of the run's relays. */
+  #relayCircuits(): string[] {
+    return [...this.#relays.values()].flatMap((r) => r.addresses.map((a) => `${a}/p2p-circuit`));
+  }
+
+  /** `<relay>/p2p-circuit` of each relay we hold a reservation on: our relayed addresses. */
+  #reservations(): string[] {
+    const own = `/p2p/${this.peerId.toString()}`;
+    return this.libp2p.getMultiaddrs().map((a) => a.toString())
+      .filter((a) => isRelayed(a) && a.endsWith(own))
+      .map((a) => a.slice(0, -own.length));
   }
 
   /**

@@ -23,12 +23,13 @@ import { dcutr } from "@libp2p/dcutr";
 import { autoNAT } from "@libp2p/autonat";
 import { type Multiaddr, multiaddr } from "@multiformats/multiaddr";
 import { peerIdFromString } from "@libp2p/peer-id";
-import type { IdentifyResult, PeerId } from "@libp2p/interface";
+import type { Address, IdentifyResult, PeerId } from "@libp2p/interface";
 import { Allowlist, allowlistGater } from "./allowlist.ts";
 import { describeDialFailure } from "./dial_failure.ts";
 import { libp2pPrivateKey, peerIdOf, publicKeyOf } from "./identity.ts";
 import { type AddressBook, addressBook } from "./address_book.ts";
 import {
+  dialRank,
   ipOfAddress,
   isPrivateIp,
   isRelayed,
@@ -511,6 +512,12 @@ class Sight {
   }
 }
 
+/** libp2p's address sorter: a peer's addresses in {@link dialRank} order (stable within a rank). */
+function byDialRank(a: Address, b: Address): -1 | 0 | 1 {
+  const d = dialRank(a.multiaddr.toString()) - dialRank(b.multiaddr.toString());
+  return d < 0 ? -1 : d > 0 ? 1 : 0;
+}
+
 /**
  * Builds and starts a node listening on `host:port`, identified by `secretKey`, refusing every
  * peer not in its allowlist.
@@ -548,6 +555,7 @@ export async function createP2PNode(options: P2PNodeOptions): Promise<P2PNode> {
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionGater: allowlistGater(allowlist, () => sight.servesRelay()),
+    connectionManager: { addressSorter: byDialRank },
     // libp2p pings every connection each 10 s and aborts it when a ping takes over 5 s (less
     // once it has seen fast ones). A busy machine's event loop or a link saturated by a model
     // download answers later than that: the connection was closed, redialled and closed again,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { ipOfAddress, isPrivateIp, isRelayed, reachability } from "./reachability.ts";
+import { dialRank, ipOfAddress, isPrivateIp, isRelayed, reachability } from "./reachability.ts";
 
 const relayed = "/ip4/10.77.1.1/tcp/9000/p2p/12D3KooRelay/p2p-circuit";
 
@@ -125,4 +125,25 @@ Deno.test("a public listen address AutoNAT has not judged is offered, not counte
   // Behind NAT, our own interfaces' addresses are never offered.
   const behind = reachability([relayed], ["11.77.5.2"], ["11.77.9.9"], untested);
   assert.deepEqual(behind.announce, [relayed]);
+});
+
+Deno.test("a peer's relayed paths are dialled before its private addresses, after public ones", () => {
+  const peer = "/p2p/12D3KooWRRq9aG2oc4h1xRQTpuvCkkadBRMQuGRqGh9ezM6phuUC";
+  const relay =
+    "/ip4/11.77.196.10/tcp/42377/p2p/12D3KooWF5hDsXYak1n8VwPDcKNnWUcWugcGqN3SvkGGvQjePEHP";
+  const known = [
+    "/ip4/10.78.3.2/tcp/34071", // its own interface, behind a NAT of its own: a dial there hangs
+    `${relay}/p2p-circuit${peer}`,
+    "/ip4/127.0.0.1/tcp/34071",
+    "/dns4/peer.example.org/tcp/4001",
+    "/ip4/11.77.196.12/tcp/35288",
+  ];
+  const ordered = [...known].sort((a, b) => dialRank(a) - dialRank(b));
+  assert.deepEqual(ordered, [
+    "/dns4/peer.example.org/tcp/4001",
+    "/ip4/11.77.196.12/tcp/35288",
+    "/ip4/127.0.0.1/tcp/34071",
+    `${relay}/p2p-circuit${peer}`,
+    "/ip4/10.78.3.2/tcp/34071",
+  ]);
 });

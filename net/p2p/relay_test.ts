@@ -5,6 +5,7 @@
  * run is refused by the relay.
  */
 import assert from "node:assert/strict";
+import { multiaddr } from "@multiformats/multiaddr";
 import { createP2PNode, type P2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
 import { isRelayed } from "./reachability.ts";
@@ -164,6 +165,34 @@ Deno.test("a relay the run no longer names is dropped; the new one takes its pla
   } finally {
     await a.stop();
     await Promise.all([first.close(), second.close()]);
+  }
+});
+
+Deno.test("a reservation on a relay the run did not name opens a path through it to every participant", async () => {
+  // As when the run's relay died and a public client's relay took its place: b reserves where
+  // the run named it to, a only on a relay it happened to connect to.
+  const relay = await membersRelay();
+  const allowed = [testPublic(1), testPublic(2)];
+  const a = await createP2PNode({ secretKey: testSecret(1), allowedPeers: allowed });
+  const b = await createP2PNode({ secretKey: testSecret(2), allowedPeers: allowed });
+  try {
+    await b.setRelays(relay.addresses());
+    await waitFor("b's reservation", () => relayedAddress(b) !== undefined);
+    assert.equal(await a.knowsAddresses(b.publicKey), false, "a knows no address of b");
+    a.allowlist.addRelay(relay.peerId);
+    await a.libp2p.dial(relay.addresses().map((addr) => multiaddr(addr)));
+    await waitFor("a's reservation", () => relayedAddress(a) !== undefined);
+    assert.equal(a.relays().count, 0, "the run named no relay to a");
+    const deadline = Date.now() + 10_000;
+    while (!(await a.knowsAddresses(b.publicKey))) {
+      if (Date.now() > deadline) throw new Error("a never learnt a path to b through its relay");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await a.connectTo(b.publicKey);
+    assert.ok(a.isConnected(b.publicKey));
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+    await relay.close();
   }
 });
 

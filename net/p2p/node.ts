@@ -210,10 +210,11 @@ export class P2PNode {
   /**
    * Every participant can be reached at `<relay>/p2p-circuit/p2p/<its peer id>` if it holds a
    * reservation there, and its peer id follows from the key the coordinator lists: so a peer
-   * behind NAT is found without any address of its own. libp2p dials relayed addresses after
-   * direct ones. Recorded for `peers` (peer id strings): every participant when the relays
-   * change or we reserve on a new one, the newly allowed ones when the participants do. The
-   * relays are the run's and those we hold a reservation on (`circuits`, by default all).
+   * behind NAT is found without any address of its own. libp2p dials them after public and
+   * loopback addresses, before private ones (`dialRank`). Recorded for `peers` (peer id
+   * strings): every participant when the relays change or we reserve on a new one, the newly
+   * allowed ones when the participants do. The relays are the run's and those we hold a
+   * reservation on (`circuits`, by default all).
    */
   async #addRelayPaths(
     peers: readonly string[],

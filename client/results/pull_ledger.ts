@@ -57,9 +57,8 @@ export class PullLedger {
    * and another is allowed.
    */
   pending(peer: string, step: number): boolean {
-    const seen = this.#attempts.get(step)?.get(peer);
-    if (seen === undefined) return false;
-    return seen.inFlight || (seen.failed && seen.count < this.#maxAttempts);
+    return this.#attempts.get(step)?.get(peer)?.inFlight === true ||
+      this.retryAt(peer, step) !== null;
   }
 
   /**

@@ -17,9 +17,13 @@ import { type BoundSocket, connectFrom } from "../testing/bound_socket.ts";
 const members = new Set([1, 2].map((i) => toHex(testPublic(i))));
 const FAST_RETRY = { attemptTimeoutMs: 5000, retries: 1, backoffMs: 10, maxBackoffMs: 10 };
 
-async function waitFor(what: string, check: () => boolean, ms = 10_000): Promise<void> {
+async function waitFor(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  ms = 10_000,
+): Promise<void> {
   const deadline = Date.now() + ms;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -183,11 +187,7 @@ Deno.test("a reservation on a relay the run did not name opens a path through it
     await a.libp2p.dial(relay.addresses().map((addr) => multiaddr(addr)));
     await waitFor("a's reservation", () => relayedAddress(a) !== undefined);
     assert.equal(a.relays().count, 0, "the run named no relay to a");
-    const deadline = Date.now() + 10_000;
-    while (!(await a.knowsAddresses(b.publicKey))) {
-      if (Date.now() > deadline) throw new Error("a never learnt a path to b through its relay");
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await waitFor("a path to b through a's relay", () => a.knowsAddresses(b.publicKey));
     await a.connectTo(b.publicKey);
     assert.ok(a.isConnected(b.publicKey));
   } finally {

@@ -13,7 +13,9 @@
  * message, new nonce) is forwarded but not delivered again (`duplicates`).
  *
  * A `PeerAddresses` announcement also records the sender's addresses in the node's peer store,
- * so payloads can later be fetched from participants we never connected to.
+ * so payloads can later be fetched from participants we never connected to. Its latest list
+ * replaces the one before (`P2PNode.setAnnouncedAddresses`): an address the sender dropped is
+ * not dialled again.
  *
  * @module
  */
@@ -268,7 +270,7 @@ export class RunGossip {
       }
     });
     if (parsed.length === 0) return;
-    this.#node.addPeerAddresses(from, parsed).catch(() => {
+    this.#node.setAnnouncedAddresses(from, parsed).catch(() => {
       // the peer store only fails when the node is stopping; the addresses are then moot
     });
   }

@@ -112,6 +112,8 @@ export class P2PNode {
   readonly #relays = new Map<string, { peer: PeerId; addresses: string[] }>();
   /** `<relay>/p2p-circuit` of each relay we held a reservation on, once its paths were added. */
   readonly #reservedRelayPaths = new Set<string>();
+  /** Addresses given with `addPeerAddresses` (an operator's), kept whatever the peer announces. */
+  readonly #pinned = new Map<string, Set<string>>();
   /** When a direct dial of a peer we reach through a relay last failed, by peer id. */
   readonly #directTriedAt = new Map<string, number>();
   /** When identify may next be asked where we connect from, and the wait after a fruitless try. */
@@ -224,13 +226,20 @@ export class P2PNode {
     if (unique.length === 0) return;
     const self = this.peerId.toString();
     for (const id of peers.filter((id) => id !== self)) {
-      // A participant that relays is not reached through itself.
-      const paths = unique.filter((c) => !c.endsWith(`/p2p/${id}/p2p-circuit`));
+      const paths = this.#relayPathsTo(id, unique);
       if (paths.length === 0) continue;
       await this.libp2p.peerStore.merge(peerIdFromString(id), {
         multiaddrs: paths.map((c) => multiaddr(c)),
       });
     }
+  }
+
+  /** Paths to peer `id` through `circuits`; a participant that relays is not reached through itself. */
+  #relayPathsTo(
+    id: string,
+    circuits: readonly string[] = [...this.#relayCircuits(), ...this.#reservations()],
+  ): string[] {
+    return [...new Set(circuits)].filter((c) => !c.endsWith(`/p2p/${id}/p2p-circuit`));
   }
 
   /** `<relay>/p2p-circuit` for each address of the run's relays. */
@@ -424,7 +433,33 @@ export class P2PNode {
     addresses: Iterable<Multiaddr | string>,
   ): Promise<void> {
     const multiaddrs = [...addresses].map((a) => (typeof a === "string" ? multiaddr(a) : a));
-    await this.libp2p.peerStore.merge(peerIdOf(publicKey), { multiaddrs });
+    const id = peerIdOf(publicKey);
+    const pinned = this.#pinned.get(id.toString()) ?? new Set<string>();
+    for (const a of multiaddrs) pinned.add(a.toString());
+    this.#pinned.set(id.toString(), pinned);
+    await this.libp2p.peerStore.merge(id, { multiaddrs });
+  }
+
+  /**
+   * Records the addresses a participant announced itself (a signed `PeerAddresses`). They
+   * replace those held for it, as identify's do: an address it no longer announces (its
+   * private one, from before it knew it was behind NAT; a path through a relay it lost) is not
+   * dialled again, to hang there for libp2p's 6 s. Kept besides: the paths through the run's
+   * relays and ours, which it never announces, and the addresses given to `addPeerAddresses`.
+   */
+  async setAnnouncedAddresses(
+    publicKey: PublicKeyBytes,
+    addresses: Iterable<Multiaddr | string>,
+  ): Promise<void> {
+    const id = peerIdOf(publicKey).toString();
+    const kept = new Set([
+      ...[...addresses].map(String),
+      ...this.#relayPathsTo(id),
+      ...(this.#pinned.get(id) ?? []),
+    ]);
+    await this.libp2p.peerStore.patch(peerIdFromString(id), {
+      multiaddrs: [...kept].map((a) => multiaddr(a)),
+    });
   }
 
   /**

@@ -5,10 +5,10 @@
  * `/p2p-circuit` address). The relay tells it, through identify, the address its connection
  * arrived from. When that address is none of the client's own, a router rewrote it on the way:
  * the client is behind NAT, and no peer can dial its own addresses (they are private, or the
- * router drops what it did not ask for). Then it leaves its own interfaces' addresses out, so
- * peers do not spend a dial timeout on addresses that cannot answer; DCUtR may later upgrade a
- * relayed connection to a direct one. Otherwise it announces its own addresses first and the
- * relayed ones after them, as a fallback. Pure: no I/O.
+ * router drops what it did not ask for). Then it leaves its own interfaces' addresses out, even
+ * while it holds no reservation, so peers do not spend a dial timeout on addresses that cannot
+ * answer; DCUtR may later upgrade a relayed connection to a direct one. Otherwise it announces
+ * its own addresses first and the relayed ones after them, as a fallback. Pure: no I/O.
  *
  * @module
  */
@@ -128,13 +128,17 @@ export function reachability(
     (!behindNat || !local.has(ipOfAddress(a) ?? ""))
   );
   const offered = untested.filter((a) => !own.includes(a));
-  if (!behindNat || relayed.length === 0) {
+  if (!behindNat) {
     return {
       behindNat,
       publiclyReachable,
       announce: [...direct, ...offered, ...relayed, ...loopback],
     };
   }
+  // Even with no relay left (ours died; no new reservation yet) our own addresses stay out:
+  // announced then, they would replace our relayed paths in every peer's store (identify-push
+  // replaces, and so does gossip), and a peer's next dial would hang on them for libp2p's 6 s
+  // while the path through our next relay waited behind it. Nothing announced costs no dial.
   const external = direct.filter((a) => !local.has(ipOfAddress(a) ?? ""));
   return { behindNat, publiclyReachable, announce: [...external, ...relayed] };
 }

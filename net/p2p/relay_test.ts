@@ -9,6 +9,7 @@ import { multiaddr } from "@multiformats/multiaddr";
 import { createP2PNode, type P2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
 import { isRelayed } from "./reachability.ts";
+import { peerIdOf } from "./identity.ts";
 import { type Relay, type RelayOptions, startRelay } from "./mod.ts";
 import { testPublic, testSecret } from "../../client/testing/p2p.ts";
 import { toHex } from "../../common/mod.ts";
@@ -218,6 +219,38 @@ Deno.test("a peer reached through the relay is upgraded to a direct connection a
     assert.ok(b.isConnected(a.publicKey));
   } finally {
     await Promise.all([a.stop(), b.stop()]);
+    await relay.close();
+  }
+});
+
+Deno.test("a peer's own announcement replaces what it announced before; relay paths and an operator's address stay", async () => {
+  const relay = await membersRelay();
+  const allowed = [testPublic(1), testPublic(2)];
+  const b = await createP2PNode({ secretKey: testSecret(2), allowedPeers: allowed });
+  try {
+    await b.setRelays(relay.addresses());
+    const held = async () =>
+      (await b.libp2p.peerStore.get(peerIdOf(testPublic(1)))).addresses
+        .map((x) => x.multiaddr.toString()).sort();
+    const bootstrap = "/dns4/peer-1.example/tcp/4001";
+    const runRelayPath = `${relay.addresses()[0]}/p2p-circuit`;
+    const otherRelay =
+      "/ip4/11.77.1.9/tcp/9/p2p/12D3KooWPjceQrSwdWXPyLLeABRXmuqt69Rg3sBYbU1Nft9HyQ6X";
+    await b.addPeerAddresses(testPublic(1), [bootstrap]);
+    // First announced before peer 1 knew it was behind NAT: its private address with a path.
+    await b.setAnnouncedAddresses(testPublic(1), [
+      "/ip4/10.78.1.2/tcp/4001",
+      `${otherRelay}/p2p-circuit`,
+    ]);
+    assert.deepEqual(
+      await held(),
+      ["/ip4/10.78.1.2/tcp/4001", `${otherRelay}/p2p-circuit`, bootstrap, runRelayPath].sort(),
+    );
+    // Then its relayed path only: the private address goes, and would hang a dial if dialled.
+    await b.setAnnouncedAddresses(testPublic(1), [`${otherRelay}/p2p-circuit`]);
+    assert.deepEqual(await held(), [`${otherRelay}/p2p-circuit`, bootstrap, runRelayPath].sort());
+  } finally {
+    await b.stop();
     await relay.close();
   }
 });

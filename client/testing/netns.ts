@@ -37,11 +37,13 @@ export interface TestNetwork extends AsyncDisposable {
   /** Mends a cut link. */
   mend(index: number): Promise<void>;
   /**
-   * Takes a server on the gateway off the network, as when its machine dies: every TCP segment
+   * Takes a server on the gateway off the network, as when its process dies: every TCP segment
    * to `port` on the bridge is answered with a reset, so open connections end at once and new
-   * ones are refused. Needs nftables.
+   * ones are refused. With `silently`, as when its machine or its link dies: every segment to
+   * and from `port` is dropped, so open connections hang until a timeout says so, and new ones
+   * are never answered. Needs nftables.
    */
-  blockPort(port: number): Promise<void>;
+  blockPort(port: number, options?: { silently?: boolean }): Promise<void>;
 }
 
 /** Options of {@link createTestNetwork}. */
@@ -214,7 +216,7 @@ export async function createTestNetwork(options: TestNetworkOptions): Promise<Te
     return run(IP, ["link", "set", near, state]);
   };
   let blocking = false;
-  const blockPort = async (port: number) => {
+  const blockPort = async (port: number, how: { silently?: boolean } = {}) => {
     if (!Number.isInteger(port) || port < 1 || port > 65_535) {
       throw new RangeError(`port must be in 1..65535, found ${port}`);
     }
@@ -225,10 +227,18 @@ export async function createTestNetwork(options: TestNetworkOptions): Promise<Te
   chain input {
     type filter hook input priority filter; policy accept;
   }
+  chain output {
+    type filter hook output priority filter; policy accept;
+  }
 }`,
       ]);
       made.push(() => run(NFT, ["delete", "table", "inet", table]));
       blocking = true;
+    }
+    if (how.silently) {
+      await run(NFT, [`add rule inet ${table} input iifname "${bridge}" tcp dport ${port} drop`]);
+      await run(NFT, [`add rule inet ${table} output oifname "${bridge}" tcp sport ${port} drop`]);
+      return;
     }
     await run(NFT, [
       `add rule inet ${table} input iifname "${bridge}" tcp dport ${port} reject with tcp reset`,

@@ -41,6 +41,12 @@ export interface DelayProxy extends AsyncDisposable {
   readonly port: number;
   /** Connections accepted so far. */
   readonly accepted: number;
+  /**
+   * From now on forwards nothing, either way, and leaves every connection open, as when the
+   * target's machine or link dies: no reset, no answer. New connections are accepted and left
+   * hanging. Only `close()` ends them.
+   */
+  freeze(): void;
   /** Stops listening and closes every forwarded connection. */
   close(): Promise<void>;
 }
@@ -56,15 +62,17 @@ export function startDelayProxy(options: DelayProxyOptions): DelayProxy {
   const open = new Set<Deno.Conn>();
   const pairs = new Set<Promise<void>>();
   let accepted = 0;
+  const frozen = new Freeze();
   const serve = async (client: Deno.Conn) => {
     open.add(client);
     let upstream: Deno.Conn | undefined;
     try {
+      if (frozen.on) return await frozen.closed;
       upstream = await Deno.connect({ ...options.target, transport: "tcp" });
       open.add(upstream);
       await Promise.all([
-        delayedPipe(client, upstream, options),
-        delayedPipe(upstream, client, options),
+        delayedPipe(client, upstream, options, frozen),
+        delayedPipe(upstream, client, options, frozen),
       ]);
     } catch {
       // A reset or a refused target ends this pair only; the peer sees its connection close.
@@ -88,6 +96,7 @@ export function startDelayProxy(options: DelayProxyOptions): DelayProxy {
   })().catch(() => {});
   const address = listener.addr as Deno.NetAddr;
   const close = async () => {
+    frozen.close();
     try {
       listener.close();
     } catch { /* closed already */ }
@@ -105,6 +114,7 @@ export function startDelayProxy(options: DelayProxyOptions): DelayProxy {
     get accepted() {
       return accepted;
     },
+    freeze: () => frozen.on = true,
     close,
     [Symbol.asyncDispose]: close,
   };
@@ -118,6 +128,7 @@ async function delayedPipe(
   from: Deno.Conn,
   to: Deno.Conn,
   options: Pick<DelayProxyOptions, "delayMs" | "maxBufferedBytes">,
+  frozen: Freeze,
 ): Promise<void> {
   const cap = options.maxBufferedBytes ?? 4 * 1024 * 1024;
   const queue: { due: number; bytes: Uint8Array }[] = [];
@@ -151,6 +162,7 @@ async function delayedPipe(
       }
       const wait = head.due - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      if (frozen.on) await frozen.closed; // then the write below fails: the connection is closed
       for (let off = 0; off < head.bytes.length;) off += await to.write(head.bytes.subarray(off));
       buffered -= head.bytes.length;
       readerWake.notify();
@@ -159,6 +171,17 @@ async function delayedPipe(
   })();
   // A failed read (a reset) still lets the writer flush what came before it.
   await Promise.all([reader.catch(() => {}), writer]);
+}
+
+/** Whether a proxy is frozen, and a promise that settles when it closes. */
+class Freeze {
+  on = false;
+  readonly #closed = Promise.withResolvers<void>();
+  readonly closed = this.#closed.promise;
+
+  close(): void {
+    this.#closed.resolve();
+  }
 }
 
 /** One waiter woken by the next `notify` (a notify with nobody waiting is dropped). */

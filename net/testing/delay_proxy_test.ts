@@ -107,3 +107,33 @@ Deno.test("a delay proxy whose target refuses closes the connection, and close()
     /delayMs must be/,
   );
 });
+
+Deno.test("a frozen proxy answers nothing and closes nothing, old connections or new, until close()", async () => {
+  const echo = echoServer();
+  const proxy = startDelayProxy({
+    listen: { hostname: "127.0.0.1", port: 0 },
+    target: { hostname: "127.0.0.1", port: echo.port },
+    delayMs: 0,
+  });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: proxy.port });
+  await conn.write(new Uint8Array([1]));
+  assert.deepEqual(await readExactly(conn, 1), new Uint8Array([1]));
+  proxy.freeze();
+  const late = await Deno.connect({ hostname: "127.0.0.1", port: proxy.port });
+  const silent = (c: Deno.Conn) => {
+    const read = c.read(new Uint8Array(1)).then((n) => n === null ? "closed" : "answered");
+    const quiet = new Promise<string>((r) => setTimeout(() => r("silent"), 300));
+    return { read, first: Promise.race([read, quiet]) };
+  };
+  await conn.write(new Uint8Array([2]));
+  await late.write(new Uint8Array([3]));
+  const [old, fresh] = [silent(conn), silent(late)];
+  assert.equal(await old.first, "silent", "an open connection gets no answer, and no reset");
+  assert.equal(await fresh.first, "silent", "a new connection is accepted and left hanging");
+  await proxy.close();
+  assert.equal(await old.read.catch(() => "closed"), "closed");
+  assert.equal(await fresh.read.catch(() => "closed"), "closed");
+  conn.close();
+  late.close();
+  echo.close();
+});

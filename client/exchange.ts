@@ -395,6 +395,9 @@ export class Exchange {
   }
 
   #tick(): void {
+    for (const { relay, waitedMs } of this.node.takeSilentRelays()) {
+      this.#options.logger.log("relay_silent", { relay, waited_ms: waitedMs });
+    }
     if (this.node.relays().addresses.length > 0) {
       this.node.dialRelays().then((failures) => this.#noteRelays(failures), () => {});
       this.#noteReachability();

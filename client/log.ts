@@ -208,6 +208,11 @@ export interface ClientEvents {
   /** A relay could not be reached (logged again only when its error changes; retried). */
   relay_unreachable: { relay: string; error: string };
   /**
+   * A relay's connection did not answer a probe within `waited_ms` and was given up (its
+   * machine or link died without a reset: net/p2p/relay_probe.ts); it is dialled again.
+   */
+  relay_silent: { relay: string; waited_ms: number };
+  /**
    * Whether a relay saw us from an address not ours (behind NAT), whether a peer's AutoNAT
    * dial-back reached one of our public addresses (`public`: we then relay for peers behind
    * NAT, `relaying_for` of them now), the relays we use and are connected to, and the addresses
@@ -336,6 +341,7 @@ export function clientEventLevel(event: ClientEventName): LogLevel {
     case "download_failed":
     case "peer_unreachable":
     case "relay_unreachable":
+    case "relay_silent":
     case "too_slow":
     case "dropped":
     case "lagging":
@@ -509,6 +515,9 @@ export function describeEvent<K extends ClientEventName>(event: K, f: ClientEven
       }`;
     case "relay_unreachable":
       return `cannot reach relay ${e.relay}: ${e.error}`;
+    case "relay_silent":
+      return `relay ${e.relay} did not answer for ${e.waited_ms} ms: gave its connection up ` +
+        `(its machine or link may have died); dialling it again`;
     case "dropped":
       return `DROPPED from epoch ${e.epoch} at step ${e.step}: ${e.note}`;
     case "lagging":

@@ -325,6 +325,7 @@ export function reduceClientMetrics(
     case "pull_failed":
     case "peer_connected":
     case "relay_unreachable":
+    case "relay_silent":
     case "too_slow":
     case "dropped":
     case "lagging":

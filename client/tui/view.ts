@@ -282,6 +282,7 @@ function applyEvent(view: TuiView, e: LoggedEvent, timeMs: number): TuiView {
     case "peer_unreachable":
     case "peer_connected":
     case "relay_unreachable":
+    case "relay_silent":
     case "too_slow":
     case "reachability":
     case "checkpointer":

@@ -29,6 +29,12 @@ import { describeDialFailure } from "./dial_failure.ts";
 import { libp2pPrivateKey, peerIdOf, publicKeyOf } from "./identity.ts";
 import { type AddressBook, addressBook } from "./address_book.ts";
 import {
+  AnswerTimeout,
+  probeConnection,
+  RELAY_PROBE_TIMES,
+  type RelayProbeTimes,
+} from "./relay_probe.ts";
+import {
   dialRank,
   ipOfAddress,
   isPrivateIp,
@@ -94,6 +100,8 @@ export interface P2PNodeOptions {
   allowedPeers?: Iterable<PublicKeyBytes>;
   /** Gossipsub heartbeat in ms (mesh maintenance). Default 1000; tests use less. */
   gossipHeartbeatMs?: number;
+  /** How often relays are probed, and how long they may take to answer (relay_probe.ts). */
+  relayProbe?: RelayProbeTimes;
 }
 
 /** A running libp2p node owned by one client. */
@@ -118,6 +126,12 @@ export class P2PNode {
   readonly #directTriedAt = new Map<string, number>();
   /** When identify may next be asked where we connect from, and the wait after a fruitless try. */
   #observeRetry = { at: -Infinity, delayMs: OBSERVE_RETRY_MIN_MS };
+  /** Ids of the relay connections a probe is waiting on. */
+  readonly #probing = new Set<string>();
+  /** The wait for each relay's next answer, learnt from its answers, by peer id. */
+  readonly #answerTimeouts = new Map<string, AnswerTimeout>();
+  /** Relays whose connection a probe gave up on, not yet taken by `takeSilentRelays`. */
+  #silentRelays: { relay: string; waitedMs: number }[] = [];
 
   /** Use `createP2PNode`; this constructor wraps an already started node. */
   constructor(
@@ -126,12 +140,18 @@ export class P2PNode {
     publicKey: PublicKeyBytes,
     host = "127.0.0.1",
     sight: Sight = new Sight(host),
+    relayProbe: RelayProbeTimes = RELAY_PROBE_TIMES,
   ) {
     this.libp2p = libp2p;
     this.allowlist = allowlist;
     this.publicKey = publicKey;
     this.host = host;
     this.#sight = sight;
+    const probes = setInterval(
+      () => this.#probeRelays(relayProbe),
+      relayProbe.intervalMs,
+    );
+    this.#onStop.push(() => clearInterval(probes));
     sight.servesRelay = () => this.reachability().publiclyReachable;
     // A participant that opened a direct connection to us from a public address dialled one of
     // our addresses: we are publicly reachable. AutoNAT would learn it from a dial-back, but it
@@ -336,6 +356,51 @@ export class P2PNode {
       upgraded.push(id);
     }
     return upgraded;
+  }
+
+  /**
+   * Probes every direct connection to a relay we use, the run's or one we hold a reservation
+   * on, and aborts one that does not answer in time: its machine or link died without a reset
+   * (relay_probe.ts). A connection is probed once at a time.
+   */
+  #probeRelays(times: RelayProbeTimes): void {
+    const reserved = this.#reservations().map((c) => multiaddr(c).getComponents())
+      .map((parts) => parts.findLast((p) => p.name === "p2p")?.value);
+    const relays = new Set([...this.#relays.keys(), ...reserved]);
+    for (const connection of this.libp2p.getConnections()) {
+      const id = connection.id;
+      const relay = connection.remotePeer.toString();
+      if (
+        this.#probing.has(id) || !relays.has(relay) ||
+        isRelayed(connection.remoteAddr.toString()) || connection.status !== "open"
+      ) continue;
+      let wait = this.#answerTimeouts.get(relay);
+      if (wait === undefined) {
+        wait = new AnswerTimeout(times.minTimeoutMs, times.maxTimeoutMs);
+        this.#answerTimeouts.set(relay, wait);
+      }
+      const timeoutMs = wait.ms();
+      this.#probing.add(id);
+      probeConnection(connection, timeoutMs).then(async (tookMs) => {
+        if (tookMs !== undefined) return wait.observe(tookMs);
+        if (connection.status !== "open") return;
+        // libp2p looks for a new relay among the peers known to relay, the one dialled last
+        // first: this one, whose dial would hang 6 s. It is a relay again once identify,
+        // on a connection that works, says so.
+        await forgetRelaying(this.libp2p, connection.remotePeer).catch(() => {});
+        connection.abort(new Error(`relay did not answer a probe within ${timeoutMs} ms`));
+        this.#silentRelays = [...this.#silentRelays.slice(-15), { relay, waitedMs: timeoutMs }];
+        // A relay that comes back is learnt afresh.
+        this.#answerTimeouts.delete(relay);
+      }).finally(() => this.#probing.delete(id));
+    }
+  }
+
+  /** The relays given up on since the last call (at most the last 16), oldest first. */
+  takeSilentRelays(): { relay: string; waitedMs: number }[] {
+    const taken = this.#silentRelays;
+    this.#silentRelays = [];
+    return taken;
   }
 
   /** Whether a direct (not relayed) connection to this peer is open. */
@@ -548,6 +613,18 @@ class Sight {
   }
 }
 
+/** The circuit relay's hop protocol: a peer that lists it serves reservations. */
+const RELAY_HOP_PROTOCOL = "/libp2p/circuit/relay/0.2.0/hop";
+
+/** Takes the hop protocol off what the peer store says `peer` speaks. */
+async function forgetRelaying(libp2p: Libp2p<P2PServices>, peer: PeerId): Promise<void> {
+  const { protocols } = await libp2p.peerStore.get(peer);
+  if (!protocols.includes(RELAY_HOP_PROTOCOL)) return;
+  await libp2p.peerStore.patch(peer, {
+    protocols: protocols.filter((p) => p !== RELAY_HOP_PROTOCOL),
+  });
+}
+
 /** libp2p's address sorter: a peer's addresses in {@link dialRank} order (stable within a rank). */
 function byDialRank(a: Address, b: Address): -1 | 0 | 1 {
   const d = dialRank(a.multiaddr.toString()) - dialRank(b.multiaddr.toString());
@@ -627,5 +704,12 @@ export async function createP2PNode(options: P2PNodeOptions): Promise<P2PNode> {
       }),
     },
   });
-  return new P2PNode(libp2p, allowlist, publicKeyOf(options.secretKey), host, sight);
+  return new P2PNode(
+    libp2p,
+    allowlist,
+    publicKeyOf(options.secretKey),
+    host,
+    sight,
+    options.relayProbe,
+  );
 }

@@ -6,10 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { multiaddr } from "@multiformats/multiaddr";
+import { peerIdFromString } from "@libp2p/peer-id";
 import { createP2PNode, type P2PNode } from "./node.ts";
 import { PayloadService } from "./payload_service.ts";
 import { isRelayed } from "./reachability.ts";
 import { peerIdOf } from "./identity.ts";
+import { startDelayProxy } from "../testing/delay_proxy.ts";
 import { type Relay, type RelayOptions, startRelay } from "./mod.ts";
 import { testPublic, testSecret } from "../../client/testing/p2p.ts";
 import { toHex } from "../../common/mod.ts";
@@ -251,6 +253,54 @@ Deno.test("a peer's own announcement replaces what it announced before; relay pa
     assert.deepEqual(await held(), [`${otherRelay}/p2p-circuit`, bootstrap, runRelayPath].sort());
   } finally {
     await b.stop();
+    await relay.close();
+  }
+});
+
+Deno.test("a relay that goes silent (its machine died: no reset) is dropped by the probe, and its reservation with it", async () => {
+  const relay = await membersRelay();
+  const relayPort = Number(/\/tcp\/(\d+)\//.exec(relay.addresses()[0])![1]);
+  await using proxy = startDelayProxy({
+    listen: { hostname: "127.0.0.1", port: 0 },
+    target: { hostname: "127.0.0.1", port: relayPort },
+    delayMs: 0,
+  });
+  const throughProxy = relay.addresses()[0].replace(`/tcp/${relayPort}/`, `/tcp/${proxy.port}/`);
+  const allowed = [testPublic(1), testPublic(2)];
+  const probe = { intervalMs: 100, minTimeoutMs: 400, maxTimeoutMs: 400 };
+  const a = await createP2PNode({
+    secretKey: testSecret(1),
+    allowedPeers: allowed,
+    relayProbe: probe,
+  });
+  try {
+    assert.deepEqual(await a.setRelays([throughProxy]), []);
+    await waitFor("a's reservation", () => relayedAddress(a) !== undefined);
+    // Alive, it answers every probe: many intervals pass and the connection stays.
+    await new Promise((r) => setTimeout(r, 10 * probe.intervalMs));
+    assert.equal(a.relays().connected, 1, "a live relay is kept");
+    assert.ok(relayedAddress(a) !== undefined);
+    proxy.freeze();
+    const frozenAt = Date.now();
+    await waitFor(
+      "the silent relay's connection and a's reservation there to go",
+      () => a.relays().connected === 0 && relayedAddress(a) === undefined,
+      5_000,
+    );
+    const took = Date.now() - frozenAt;
+    assert.ok(
+      took >= probe.minTimeoutMs,
+      `dropped after ${took} ms, before the probe's wait ran out`,
+    );
+    // Not a relay candidate any more (libp2p would try it first, and hang 6 s on the dial).
+    const relayId = relay.addresses()[0].split("/p2p/")[1];
+    const { protocols } = await a.libp2p.peerStore.get(peerIdFromString(relayId));
+    assert.ok(!protocols.some((p) => p.includes("/circuit/relay/")), `still listed: ${protocols}`);
+    // Said once, for the client's log.
+    assert.deepEqual(a.takeSilentRelays(), [{ relay: relayId, waitedMs: probe.minTimeoutMs }]);
+    assert.deepEqual(a.takeSilentRelays(), []);
+  } finally {
+    await a.stop();
     await relay.close();
   }
 });

@@ -76,6 +76,10 @@ export const CLIENT_METRICS = {
     "counter",
     "Dials to a participant that failed with a new error.",
   ],
+  psyche_client_relays_given_up_total: [
+    "counter",
+    "Relay connections given up because a probe got no answer (the relay's machine or link died).",
+  ],
   psyche_client_errors_total: ["counter", "Errors logged."],
   psyche_client_eval: [
     "gauge",
@@ -148,6 +152,7 @@ export interface ClientMetricsView {
     readonly verificationsFailed: number;
     readonly ejections: number;
     readonly peerDialFailures: number;
+    readonly relaysGivenUp: number;
     readonly errors: number;
   };
   readonly phaseSeconds: Readonly<Record<ClientPhase, Spent>>;
@@ -187,6 +192,7 @@ export function initialClientMetrics(runId: string): ClientMetricsView {
       verificationsFailed: 0,
       ejections: 0,
       peerDialFailures: 0,
+      relaysGivenUp: 0,
       errors: 0,
     },
     phaseSeconds: { train: NOTHING, publish: NOTHING, apply: NOTHING },
@@ -289,6 +295,8 @@ export function reduceClientMetrics(
       return count(m, "ejections");
     case "peer_unreachable":
       return count(m, "peerDialFailures");
+    case "relay_silent":
+      return count(m, "relaysGivenUp");
     case "error":
       return count(m, "errors");
     case "eval": {
@@ -325,7 +333,6 @@ export function reduceClientMetrics(
     case "pull_failed":
     case "peer_connected":
     case "relay_unreachable":
-    case "relay_silent":
     case "too_slow":
     case "dropped":
     case "lagging":
@@ -394,6 +401,7 @@ export function clientMetricsText(m: ClientMetricsView): string {
   ]);
   family("psyche_client_ejections_total", [{ value: t.ejections }]);
   family("psyche_client_peer_dial_failures_total", [{ value: t.peerDialFailures }]);
+  family("psyche_client_relays_given_up_total", [{ value: t.relaysGivenUp }]);
   family("psyche_client_errors_total", [{ value: t.errors }]);
   const evals = Object.entries(m.evals);
   family(

@@ -143,7 +143,7 @@ Deno.test("a state logged again (a new round in the same state) keeps its start 
   assert.deepEqual(m.stateSeconds.RoundTrain, { sum: 2, count: 1 });
 });
 
-Deno.test("divergence, resync, reconnection, skipped states and refusals are counted", () => {
+Deno.test("divergence, resync, reconnection, skipped states, refusals and lost relays are counted", () => {
   const m = fold([
     ...RUN,
     { event: "diverged", fields: { step: 3, params_hash: "aa", consensus: "bb", reason: "x" } },
@@ -161,6 +161,7 @@ Deno.test("divergence, resync, reconnection, skipped states and refusals are cou
     { event: "refused", fields: { what: "payload", reason: "size", from: KEY, detail: "" } },
     { event: "download_failed", fields: { step: 5, from: KEY, error: "timeout" } },
     { event: "error", fields: { what: "x", error: "y" } },
+    { event: "relay_silent", fields: { relay: "12D3KooW", waited_ms: 3000 } },
   ]);
   const scraped = parsePrometheusText(clientMetricsText(after));
   assert.equal(sampleValue(scraped, "psyche_client_divergences_total"), 1);
@@ -173,6 +174,7 @@ Deno.test("divergence, resync, reconnection, skipped states and refusals are cou
   assert.equal(sampleValue(scraped, "psyche_client_refused_total"), 1);
   assert.equal(sampleValue(scraped, "psyche_client_download_failures_total"), 1);
   assert.equal(sampleValue(scraped, "psyche_client_errors_total"), 1);
+  assert.equal(sampleValue(scraped, "psyche_client_relays_given_up_total"), 1);
 });
 
 Deno.test("before any event: valid, every family declared, no step or loss yet", () => {

@@ -72,12 +72,14 @@ Deno.test("a delay proxy holds every byte for its delay each way, in order, and 
 Deno.test("a delay proxy whose target refuses closes the connection, and close() ends it all", async () => {
   const closed = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (closed.addr as Deno.NetAddr).port;
-  closed.close(); // nothing listens there now
+  // The proxy binds while the dead port is still held: given the port just freed, it would
+  // proxy to itself, a chain of connections that never ends (it hung once).
   const proxy = startDelayProxy({
     listen: { hostname: "127.0.0.1", port: 0 },
     target: { hostname: "127.0.0.1", port },
     delayMs: 5,
   });
+  closed.close(); // nothing listens there now
   const conn = await Deno.connect({ hostname: "127.0.0.1", port: proxy.port });
   const ended = await conn.read(new Uint8Array(1)).catch(() => null);
   assert.equal(ended, null);

@@ -91,6 +91,11 @@ export interface TcpBackendOptions {
   reconnect?: boolean;
   /** Largest frame accepted from the server (default 64 MiB). */
   maxFrameBytes?: number;
+  /**
+   * Milliseconds the connection may carry nothing from the coordinator before it counts as
+   * dead and is dropped and redialled (default {@link SILENT_LINK_MS}; 0: never).
+   */
+  silentLinkMs?: number;
   /** Connection changes. */
   onEvent?: (event: TcpBackendEvent) => void;
   /** Aborts the first connection attempt. */
@@ -103,6 +108,14 @@ export interface TcpBackendOptions {
    */
   waitForCoordinator?: boolean;
 }
+
+/**
+ * How long a connection may carry nothing from the coordinator before it is given up. The
+ * coordinator pushes its state every 5 s whatever happens (`PUSH_INTERVAL_MS`), so this is six
+ * pushes missed: its machine died, or a router between dropped the connection, without a reset.
+ * Nothing else would tell: a client that has nothing to send reads a dead connection forever.
+ */
+export const SILENT_LINK_MS = 30_000;
 
 /** Whether a failed first connection says the coordinator is not listening (yet). */
 function coordinatorNotUp(e: unknown): boolean {
@@ -455,10 +468,12 @@ export class TcpBackend implements CoordinatorBackend {
   /** Handles frames until the link ends; returns why it ended. */
   async #read(link: Link): Promise<string> {
     let skipped = 0;
+    const silence = watchSilence(link.conn, this.#options.silentLinkMs ?? SILENT_LINK_MS);
     try {
       for (;;) {
         const frame = await link.frames.next();
-        if (frame === null) return "the coordinator closed the connection";
+        if (frame === null) return silence.reason() ?? "the coordinator closed the connection";
+        silence.heard();
         this.#receivedBytes += FRAME_HEADER_BYTES + frame.length;
         const msg = decodeServerMessage(frame);
         switch (msg.kind) {
@@ -500,6 +515,8 @@ export class TcpBackend implements CoordinatorBackend {
       }
     } catch (e) {
       if (this.#closed) return "closed";
+      const silent = silence.reason();
+      if (silent !== undefined) return silent;
       const error = e as Error;
       if (
         error.name === "ProtocolError" || error.name === "StateDecodeError" ||
@@ -508,6 +525,8 @@ export class TcpBackend implements CoordinatorBackend {
         this.#fail(new BackendError("Protocol", error.message, { cause: error }));
       }
       return error.message;
+    } finally {
+      silence.stop();
     }
   }
 
@@ -570,4 +589,37 @@ function closeQuietly(conn: Deno.Conn): void {
   } catch {
     // already closed
   }
+}
+
+/**
+ * Closes `conn` once nothing was heard on it for `silentMs` (never when 0), and says so. Checked
+ * four times per `silentMs`; a check that comes late (the event loop was blocked: a busy machine)
+ * starts the count again, since frames that arrived meanwhile are not read yet.
+ */
+function watchSilence(
+  conn: Deno.Conn,
+  silentMs: number,
+): { heard(): void; reason(): string | undefined; stop(): void } {
+  let heardAt = performance.now();
+  let reason: string | undefined;
+  if (silentMs <= 0) return { heard() {}, reason: () => undefined, stop() {} };
+  const every = silentMs / 4;
+  let checkedAt = heardAt;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    const late = now - checkedAt > 2 * every;
+    checkedAt = now;
+    if (late) heardAt = now;
+    if (now - heardAt < silentMs || reason !== undefined) return;
+    reason = `the coordinator sent nothing for ${Math.round((now - heardAt) / 1000)} s ` +
+      `(it sends its state every 5 s): its machine or the route to it is gone`;
+    try {
+      conn.close();
+    } catch { /* closed already */ }
+  }, every);
+  return {
+    heard: () => heardAt = performance.now(),
+    reason: () => reason,
+    stop: () => clearInterval(timer),
+  };
 }

@@ -18,6 +18,7 @@ import {
   encodeServerMessage,
 } from "../../coordinator/server/mod.ts";
 import { toHex } from "../../common/mod.ts";
+import { startDelayProxy } from "../../net/testing/delay_proxy.ts";
 
 function serve(port = 0) {
   return startTestServer({ port, tickIntervalMs: 100 });
@@ -427,5 +428,40 @@ Deno.test("states sent as deltas are rebuilt, skipped ones included; a delta tha
   } finally {
     await backend.close();
     conn.close();
+  }
+});
+
+Deno.test("a coordinator gone silent (its machine died: no reset) is given up and redialled", async () => {
+  await using server = startTestServer({ tickIntervalMs: 100, pushIntervalMs: 50 });
+  await using proxy = startDelayProxy({
+    listen: { hostname: "127.0.0.1", port: 0 },
+    target: { hostname: "127.0.0.1", port: server.port },
+    delayMs: 0,
+  });
+  const events: TcpBackendEvent[] = [];
+  const backend = await TcpBackend.connect({
+    address: `127.0.0.1:${proxy.port}`,
+    runId: "test-run",
+    identity: generateIdentity(),
+    connectTimeoutMs: 200,
+    reconnectDelayMs: 50,
+    silentLinkMs: 400,
+    onEvent: (e) => events.push(e),
+  });
+  try {
+    // Pushed every 50 ms, it is never silent for 400 ms.
+    await new Promise((r) => setTimeout(r, 1_200));
+    assert.deepEqual(events.filter((e) => e.kind === "Disconnected"), []);
+    proxy.freeze();
+    const deadline = Date.now() + 5_000;
+    while (!events.some((e) => e.kind === "Disconnected") && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const dropped = events.find((e) => e.kind === "Disconnected");
+    assert.ok(dropped?.kind === "Disconnected", "the silent link was never given up");
+    assert.match(dropped.reason, /^the coordinator sent nothing for \d+ s .*: its machine/);
+    assert.ok(events.some((e) => e.kind === "Reconnecting"), "and it dials again");
+  } finally {
+    await backend.close();
   }
 });

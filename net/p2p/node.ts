@@ -516,15 +516,14 @@ export class P2PNode {
     publicKey: PublicKeyBytes,
     addresses: Iterable<Multiaddr | string>,
   ): Promise<void> {
-    const id = peerIdOf(publicKey).toString();
+    const peer = peerIdOf(publicKey);
+    const id = peer.toString();
     const kept = new Set([
       ...[...addresses].map(String),
       ...this.#relayPathsTo(id),
       ...(this.#pinned.get(id) ?? []),
     ]);
-    await this.libp2p.peerStore.patch(peerIdFromString(id), {
-      multiaddrs: [...kept].map((a) => multiaddr(a)),
-    });
+    await this.libp2p.peerStore.patch(peer, { multiaddrs: [...kept].map((a) => multiaddr(a)) });
   }
 
   /**

@@ -19,7 +19,7 @@
 
 import { parseArgs } from "node:util";
 import { parseShapeSets } from "./matmul_shapes.ts";
-import { timeShapeSets } from "./matmul_shape_timing.ts";
+import { meanDispatchMs, timeShapeSets } from "./matmul_shape_timing.ts";
 import { bf16Encode, bf16Round, randomF32 } from "../shaders/testing/kernels.ts";
 import {
   CPU_PROFILE,
@@ -147,14 +147,7 @@ for (const [m, n, k] of shapes()) {
         using mm = new Matmul(rt, tiling, mode === "off" ? { splitK: SPLIT_K_OFF } : {});
         const args: MatmulArgs = { a, b, c, m, n, k, layout, inputType };
         const plan = mm.splitK(args);
-        const warm = rt.beginStep("warmup");
-        mm.encode(warm.pass, args);
-        await warm.submit();
-        const t0 = performance.now();
-        const step = rt.beginStep("timed");
-        for (let r = 0; r < reps; r++) mm.encode(step.pass, args);
-        await step.submit();
-        const seconds = (performance.now() - t0) / 1000 / reps;
+        const seconds = await meanDispatchMs(rt, (pass) => mm.encode(pass, args), reps) / 1000;
         ms.set(mode, seconds);
         const got = await rt.read(c);
         let err = 0;

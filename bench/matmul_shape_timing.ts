@@ -32,11 +32,15 @@ import {
 
 /**
  * Tilings tried beside the profile's own (its reference and its table's): 128- and 64-wide tiles
- * of 8×8, 8×4 and 4×8 per invocation, and a 32 × 32 tile for the narrowest products. Depths
- * divide the reference's 16, as a table rule's must.
+ * of 8×8, 8×4 and 4×8 per invocation, and a 32 × 32 tile for the narrowest products, with the K
+ * loop written out (`u`) and without it (the reference was unrolled after a 4096³ sweep and a whole
+ * step; per class it is not measured yet). Depths divide the reference's 16, as a table rule's must.
  */
 export const SHAPE_CANDIDATES: readonly string[] = [
   "4,4,16,16,16,vec4",
+  "4,4,16,16,16,vec4,u",
+  "8,8,16,16,8,vec4,u",
+  "8,8,16,16,16,vec4,u",
   "8,8,16,16,16,vec4",
   "8,8,16,8,8,vec4",
   "8,8,16,16,8,vec4",
@@ -154,12 +158,26 @@ async function timeOne(
     k,
     layout,
   };
+  return await meanDispatchMs(rt, (pass) => mm.encode(pass, args), io.reps);
+}
+
+/**
+ * Mean milliseconds of one dispatch of `encode`, over `reps` in one submission, after as many
+ * untimed. A GPU left idle drops its clocks: on an H200 (2026-11-30) the first layout timed after
+ * a single warm-up dispatch ran 2-3x slower than the same kernel timed right after other work (a
+ * 2048² product unsplit both ways, 16.1 against 5.0 ms).
+ */
+export async function meanDispatchMs(
+  rt: GpuRuntime,
+  encode: (pass: GPUComputePassEncoder) => void,
+  reps: number,
+): Promise<number> {
   const warm = rt.beginStep("warmup");
-  mm.encode(warm.pass, args);
+  for (let r = 0; r < reps; r++) encode(warm.pass);
   await warm.submit();
   const t0 = performance.now();
   const step = rt.beginStep("timed");
-  for (let r = 0; r < io.reps; r++) mm.encode(step.pass, args);
+  for (let r = 0; r < reps; r++) encode(step.pass);
   await step.submit();
-  return (performance.now() - t0) / io.reps;
+  return (performance.now() - t0) / reps;
 }

@@ -11,7 +11,12 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { GpuRuntime } from "./gpu.ts";
 import { Matmul, type MatmulArgs, type MatmulLayout } from "./matmul.ts";
-import { type MatmulTiling, type SplitKPolicy, vec4Tiling as vec4 } from "./profile.ts";
+import {
+  GPU_PROFILE,
+  type MatmulTiling,
+  type SplitKPolicy,
+  vec4Tiling as vec4,
+} from "./profile.ts";
 import { tiledVec4Kernel } from "./matmul_wgsl.ts";
 import { formatTiling } from "./tiling_arg.ts";
 import { randomF32 } from "./testing/kernels.ts";
@@ -34,7 +39,7 @@ const U = { unrollK: true }, G4 = { vec4Loads: true }, UG4 = { unrollK: true, ve
  * vec4 loads on the GPU profile's 64 × 64 in 4×4 blocks; both on the odd 15 invocations whose
  * staging (20 × 8 and 40 × 8, 40 and 80 vec4) does not divide evenly; both double-buffered at
  * depth 4 (K = 76 runs 19 slices through the two buffers); vec4 loads double-buffered on the odd
- * tile.
+ * tile; and the GPU profile's own tiling, 64 × 64 in 4×4 blocks unrolled.
  */
 const TILINGS: MatmulTiling[] = [
   vec4(8, 8, [16, 16], 8, 1, U),
@@ -42,11 +47,16 @@ const TILINGS: MatmulTiling[] = [
   vec4(4, 8, [5, 3], 8, 1, UG4),
   vec4(8, 8, [16, 16], 4, 2, UG4),
   vec4(4, 8, [5, 3], 4, 2, G4),
+  vec4(4, 4, [16, 16], 16, 1, U),
 ];
+
+Deno.test("the GPU profile's tiling is one of the variants pinned here", () => {
+  assert.ok(TILINGS.some((t) => JSON.stringify(t) === JSON.stringify(GPU_PROFILE.matmul)));
+});
 
 /**
  * Each tiling runs every layout, tiling `i` on layout `l` with types `(i + l) mod T`: over the
- * five tilings each layout meets every type, each tiling three of them (pipelines cost about half
+ * six tilings each layout meets every type, each tiling three of them (pipelines cost about half
  * a second each to build on lavapipe, so not the full product).
  */
 function rows(types: readonly Types[]) {

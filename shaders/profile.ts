@@ -319,7 +319,10 @@ export const GPU_ATTENTION_TILES: AttentionTiling = { strategy: "tiled", rows: 6
  * from workgroup memory as vec4 with the next slice loaded during the current one (`tiled-vec4`,
  * the same bits as the scalar `tiled`). On an H200 (2026-11-28) it ran the 20M step at 16 x 1024
  * in 113 ms against the scalar kernel's 156 ms, and 4096³ at 16.0 / 16.4 / 17.6 TFLOP/s (nn / nt /
- * tn) against 4.4-7.5 / 12.8 / 13.2 (docs/benchmarks.md). Split-K aims at 512 workgroups (about
+ * tn) against 4.4-7.5 / 12.8 / 13.2 (docs/benchmarks.md). Its K loop is written out (`unrollK`,
+ * the same bits again): on the H200 (2026-11-30, second lease) that took 4096³ from 18.3 / 19.1 /
+ * 20.4 to 26.6 / 28.3 / 29.2 TFLOP/s, and the 20M step at 16 x 1024 run with it for every shape
+ * from 68.3 to 60.6 ms (PyTorch 52.7). Split-K aims at 512 workgroups (about
  * four per multiprocessor on a 132-multiprocessor H100/H200) with slices of at least 256 (16 tiles
  * deep) and at most 64 MiB of partial sums. Products with at least `GPU_MEDIUM_WORKGROUPS` output
  * tiles run an 8×8 tiling of {@link GPU_MATMUL_TABLE} instead (the same bits).
@@ -327,7 +330,7 @@ export const GPU_ATTENTION_TILES: AttentionTiling = { strategy: "tiled", rows: 6
 export const GPU_PROFILE: TuningProfile = {
   name: "gpu",
   cpu: false,
-  matmul: vec4Tiling(4, 4, [16, 16], 16),
+  matmul: vec4Tiling(4, 4, [16, 16], 16, 1, { unrollK: true }),
   matmulByShape: GPU_MATMUL_TABLE,
   workgroupSize: 256,
   itemsPerInvocation: 1,

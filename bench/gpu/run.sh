@@ -55,9 +55,9 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
     --config "$2" --batch "$3" --seq-len "$4" --device cuda --warmup 3 --steps 20 --json
 }
 # Parts to run: the arguments, or every part (in this order: the most wanted first, what the
-# lease of 2026-11-30 left unmeasured; the parts measured then last). `sweep` picks the tiling
-# `profile` and `steps` try when it runs before them.
-parts=${*:-"readback 1b 1b-torch profile steps sweep splitk attention distro verify-train verify-check upload seeded picker matmul matmul-16"}
+# second lease of 2026-11-30 left unmeasured; the parts measured then last). `sweep` picks the
+# tiling `profile` and `steps` try when it runs before them.
+parts=${*:-"steps 1b-torch picker profile sweep matmul splitk verify-train verify-check readback 1b attention distro upload seeded matmul-16"}
 # The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
 # pick of an earlier call, so a later call need not sweep again).
 best=${BEST_TILING:-}

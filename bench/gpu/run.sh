@@ -57,7 +57,7 @@ step() { # step LIMIT_S CONFIG BATCH SEQ: our engine against eager PyTorch
 # Parts to run: the arguments, or every part (in this order: the most wanted first, what the
 # second lease of 2026-11-30 left unmeasured; the parts measured then last). `sweep` picks the
 # tiling `profile` and `steps` try when it runs before them.
-parts=${*:-"steps 1b-torch picker profile sweep matmul splitk verify-train verify-check readback 1b attention distro upload seeded matmul-16"}
+parts=${*:-"transformers-greedy steps 1b-torch picker profile sweep matmul splitk verify-train verify-check readback 1b attention distro upload seeded matmul-16"}
 # The tiling `profile` and `steps` try beside the profile's: the sweep's pick, or BEST_TILING (a
 # pick of an earlier call, so a later call need not sweep again).
 best=${BEST_TILING:-}
@@ -158,6 +158,16 @@ for part in $parts; do
     run 240 step-llama-1b-1x128.txt $deno_run bench/torch/compare.ts \
       --config config/models/llama-1b --batch 1 --seq-len 128 --device cuda --warmup 1 --steps 3
     ;;
+  transformers-greedy)
+    # Issue 30's one missing file: transformers' greedy tokens on the parity checkpoint, the
+    # expectation generate/transformers_parity_test.ts holds `deno task generate` to. The lent
+    # machine's python3 has transformers (no PyPI here); the file comes back as
+    # $out/transformers_greedy.json, to be committed as generate/testdata/transformers_greedy.json.
+    run 150 transformers-greedy.txt sh -c "rm -rf /tmp/psyche-parity &&
+      $deno_run generate/testing/parity_checkpoint.ts /tmp/psyche-parity &&
+      python3 tools/transformers_greedy.py --model /tmp/psyche-parity --prompt-ids 10,10,84,104,101 \
+      --max-new-tokens 24 --out $out/transformers_greedy.json && cat $out/transformers_greedy.json"
+    ;;
   verify-train)
     # Verification across adapters (docs/gpu-benchmarks.md): bench-verify's trainer role on this
     # GPU, 8 steps of 4 honest trainers and one per attack on llama-micro, into a folder that comes
@@ -179,7 +189,7 @@ for part in $parts; do
       --verifier-backend default"
     ;;
   *)
-    echo "unknown part $part (readback, upload, seeded, attention, picker, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch, verify-train, verify-check)"
+    echo "unknown part $part (transformers-greedy, readback, upload, seeded, attention, picker, matmul, splitk, matmul-16, sweep, steps, distro, profile, 1b, 1b-torch, verify-train, verify-check)"
     exit 2
     ;;
   esac

@@ -48,6 +48,6 @@ Deno.test("the sweep times each variant beside its plain twin, and every tiling 
   // vec4 loads and double buffering lost everywhere on the H200: one control each, no more.
   assert.equal(tilings.filter((t) => t.vec4Loads).length, 1);
   assert.equal(tilings.filter((t) => t.buffers === 2).length, 1);
-  // Each entry is three products at 4096³ on a leased GPU: no longer than before.
-  assert.ok(SWEEP.length <= 19, `${SWEEP.length} tilings`);
+  // Each entry is three products at 4096³ on a leased GPU (19 took 44 s of the part's 150).
+  assert.ok(SWEEP.length <= 24, `${SWEEP.length} tilings`);
 });

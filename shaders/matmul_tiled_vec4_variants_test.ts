@@ -39,7 +39,8 @@ const U = { unrollK: true }, G4 = { vec4Loads: true }, UG4 = { unrollK: true, ve
  * vec4 loads on the GPU profile's 64 × 64 in 4×4 blocks; both on the odd 15 invocations whose
  * staging (20 × 8 and 40 × 8, 40 and 80 vec4) does not divide evenly; both double-buffered at
  * depth 4 (K = 76 runs 19 slices through the two buffers); vec4 loads double-buffered on the odd
- * tile; and the GPU profile's own tiling, 64 × 64 in 4×4 blocks unrolled.
+ * tile; the GPU profile's own tiling, 64 × 64 in 4×4 blocks unrolled; and 16 × 8 outputs per
+ * invocation unrolled (the sweep's 128 accumulators, here on 64 × 64 tiles of 32 invocations).
  */
 const TILINGS: MatmulTiling[] = [
   vec4(8, 8, [16, 16], 8, 1, U),
@@ -48,6 +49,7 @@ const TILINGS: MatmulTiling[] = [
   vec4(8, 8, [16, 16], 4, 2, UG4),
   vec4(4, 8, [5, 3], 4, 2, G4),
   vec4(4, 4, [16, 16], 16, 1, U),
+  vec4(16, 8, [8, 4], 8, 1, U),
 ];
 
 Deno.test("the GPU profile's tiling is one of the variants pinned here", () => {
@@ -56,7 +58,7 @@ Deno.test("the GPU profile's tiling is one of the variants pinned here", () => {
 
 /**
  * Each tiling runs every layout, tiling `i` on layout `l` with types `(i + l) mod T`: over the
- * six tilings each layout meets every type, each tiling three of them (pipelines cost about half
+ * seven tilings each layout meets every type, each tiling three of them (pipelines cost about half
  * a second each to build on lavapipe, so not the full product).
  */
 function rows(types: readonly Types[]) {

@@ -33,7 +33,8 @@ Deno.test({
     const { data } = bench;
     const make = () => bench.trainer(rt, CLIPPED_DISTRO);
     using a = make();
-    using b = make();
+    // Aggregates every round on two worker threads (optimizer/aggregate_pool.ts), a on this one.
+    using b = bench.trainer(rt, CLIPPED_DISTRO, undefined, { workers: 2, minEntries: 0 });
     using c = make(); // trains nothing: decays and applies
     using d = make(); // forgets the decay
     const h0 = await c.paramsHash();

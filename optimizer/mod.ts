@@ -45,6 +45,12 @@ export {
   fixedErrorBound,
   updateSigns,
 } from "./exact.ts";
+export {
+  Aggregator,
+  type AggregatorOptions,
+  defaultAggregateWorkers,
+  PARALLEL_MIN_ENTRIES,
+} from "./aggregate_pool.ts";
 export { canonicalOrder, compareResults, type DistroResult, type StateDigests } from "./result.ts";
 export {
   clipGradNorm,

@@ -130,7 +130,11 @@ for part in $parts; do
       --seq-len 1024 --split-k off &&
       $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --split-k auto"
     ;;
-  distro) run 60 distro.txt $deno_run optimizer/distro_bench.ts --large ;;
+  distro)
+    run 60 distro.txt $deno_run optimizer/distro_bench.ts --large
+    # The 1B's exact aggregate on this thread against worker threads (no GPU): the host's cores.
+    run 60 aggregate-workers.txt $deno_run optimizer/aggregate_pool_bench.ts
+    ;;
   readback)
     # A small readback and a wait, Deno's awaited map promise against the early read of a reused
     # staging buffer (shaders/readback.ts): the old costs Deno's 10 ms sleep on any adapter.

@@ -9,6 +9,7 @@ import { type LoadedModel, loadModel } from "../model_source.ts";
 import { NetworkTrainer } from "../trainer.ts";
 import { LocalDataProvider } from "../../data/mod.ts";
 import type { GpuRuntime } from "../../shaders/mod.ts";
+import type { AggregatorOptions } from "../../optimizer/mod.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
@@ -39,9 +40,15 @@ export interface TinyTrainerBench extends AsyncDisposable {
   readonly model: LoadedModel;
   /**
    * A trainer of llama-tiny on `rt`: micro-batches of 1 sequence, at most 2 per batch, holding
-   * `weights` (the loaded model's unless given).
+   * `weights` (the loaded model's unless given), aggregating where `aggregate` says (the
+   * trainer's default unless given).
    */
-  trainer(rt: GpuRuntime, distro?: DistroOptions, weights?: Float32Array): NetworkTrainer;
+  trainer(
+    rt: GpuRuntime,
+    distro?: DistroOptions,
+    weights?: Float32Array,
+    aggregate?: AggregatorOptions,
+  ): NetworkTrainer;
 }
 
 /**
@@ -73,7 +80,7 @@ export async function tinyTrainerBench(
       dir,
       data,
       model,
-      trainer: (rt, distro = PLAIN_DISTRO, weights = model.weights) =>
+      trainer: (rt, distro = PLAIN_DISTRO, weights = model.weights, aggregate) =>
         new NetworkTrainer({
           rt,
           config: model.config,
@@ -83,6 +90,7 @@ export async function tinyTrainerBench(
           microBatch: 1,
           maxBatch: 2,
           distro,
+          aggregate,
         }),
       async [Symbol.asyncDispose]() {
         await data.close();

@@ -1,0 +1,185 @@
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import {
+  AggregatePool,
+  Aggregator,
+  balancedShares,
+  defaultAggregateWorkers,
+  PARALLEL_MIN_ENTRIES,
+  sharedBytes,
+  sharedItems,
+} from "./aggregate_pool.ts";
+import type { SparseParam } from "./compress.ts";
+import { aggregateFixed } from "./exact.ts";
+import { type ChunkLayout, chunkLayout } from "./layout.ts";
+
+Deno.test("balancedShares: every item once, ascending, no share past the ideal by more than its largest", () => {
+  fc.assert(fc.property(
+    fc.array(fc.integer({ min: 0, max: 1000 }), { maxLength: 60 }),
+    fc.integer({ min: 1, max: 9 }),
+    (sizes, workers) => {
+      const shares = balancedShares(sizes, workers);
+      assert.ok(shares.length <= workers);
+      assert.deepEqual(shares.flat().sort((a, b) => a - b), sizes.map((_, i) => i));
+      const total = sizes.reduce((a, b) => a + b, 0);
+      for (const share of shares) {
+        assert.ok(share.length > 0);
+        assert.deepEqual(share, [...share].sort((a, b) => a - b));
+        const load = share.reduce((sum, i) => sum + sizes[i], 0);
+        const largest = Math.max(...share.map((i) => sizes[i]));
+        assert.ok(load <= total / workers + largest, `${load} of ${total} over ${workers}`);
+      }
+    },
+  ));
+  assert.throws(() => balancedShares([1], 0), /positive integer/);
+});
+
+Deno.test("defaultAggregateWorkers: one per core, none on one core, at most 8", () => {
+  assert.deepEqual([1, 2, 3, 16, 128].map(defaultAggregateWorkers), [0, 2, 3, 8, 8]);
+});
+
+/** Layouts of several shapes and chunkings: 1-D and 2-D, ragged and whole, k clamped. */
+const LAYOUTS: ChunkLayout[] = [
+  chunkLayout("embed", [96, 40], { chunk: 16, topk: 4 }),
+  chunkLayout("norm", [40], { chunk: 16, topk: 3 }),
+  chunkLayout("q", [40, 40], { chunk: 8, topk: 8 }),
+  chunkLayout("tiny", [3], { chunk: 4, topk: 9 }),
+  chunkLayout("up", [120, 40], { chunk: 32, topk: 2 }),
+];
+
+/** Each peer's parameters: indices distinct per chunk, overlapping between peers; f32 values. */
+function randomResults(peers: number, seed: number): SparseParam[][] {
+  let r = seed;
+  const next = (n: number) => (r = (Math.imul(r, 1664525) + 1013904223) >>> 0) % n;
+  return Array.from({ length: peers }, () =>
+    LAYOUTS.map((l) => {
+      const indices = new Uint32Array(l.chunks * l.k), values = new Float32Array(l.chunks * l.k);
+      for (let c = 0; c < l.chunks; c++) {
+        const picked = new Set<number>();
+        while (picked.size < l.k) picked.add(next(l.totalk));
+        indices.set([...picked], c * l.k);
+      }
+      for (let e = 0; e < values.length; e++) values[e] = (next(2001) - 1000) / 64;
+      return { indices, values };
+    }));
+}
+
+const serial = (results: readonly (readonly SparseParam[])[]) =>
+  LAYOUTS.map((l, n) => aggregateFixed(l, results.map((r) => r[n])));
+
+Deno.test("the pool's aggregate has the serial aggregate's bits, for any peers and workers", async () => {
+  for (const workers of [1, 2, 3]) {
+    using pool = new AggregatePool(workers);
+    assert.equal(pool.size, workers);
+    for (const peers of [1, 2, 5]) {
+      const results = randomResults(peers, 17 * workers + peers);
+      assert.deepEqual(await pool.aggregate(LAYOUTS, results), serial(results));
+    }
+  }
+});
+
+Deno.test("the pool aggregates views into a larger buffer by their own elements", async () => {
+  using pool = new AggregatePool(2);
+  const results = randomResults(3, 5);
+  // Each array copied into the middle third of a buffer three times its size, as a slice of one
+  // read-back: only the view's elements may be summed.
+  const middle = <T extends Uint32Array | Float32Array>(a: T, make: (n: number) => T): T => {
+    const big = make(3 * a.length);
+    big.set(a, a.length);
+    return big.subarray(a.length, 2 * a.length) as T;
+  };
+  const viewed = results.map((peer) =>
+    peer.map(({ indices, values }) => ({
+      indices: middle(indices, (n) => new Uint32Array(n)),
+      values: middle(values, (n) => new Float32Array(n)),
+    }))
+  );
+  assert.deepEqual(await pool.aggregate(LAYOUTS, viewed), serial(results));
+});
+
+Deno.test("sharedItems lays every peer's part of each share end to end in the shared memory", () => {
+  const results = randomResults(3, 8);
+  const shares = balancedShares(LAYOUTS.map((l) => l.chunks * l.k), 2);
+  const memory = new SharedArrayBuffer(sharedBytes(LAYOUTS, 3));
+  const items = sharedItems(LAYOUTS, results, shares, memory);
+  assert.deepEqual(items.map((share) => share.map((item) => item.n)), shares);
+  let at = 0;
+  for (const item of items.flat()) {
+    assert.equal(item.layout, LAYOUTS[item.n]);
+    for (const [r, part] of item.results.entries()) {
+      for (const array of [part.indices, part.values]) {
+        assert.equal(array.buffer, memory);
+        assert.equal(array.byteOffset, at);
+        at += array.byteLength;
+      }
+      assert.deepEqual(part, results[r][item.n]);
+    }
+  }
+  assert.equal(at, memory.byteLength, "every byte used, none twice");
+});
+
+Deno.test("aggregates in flight together each get their own bits (shared memory is not reused under them)", async () => {
+  using pool = new AggregatePool(2);
+  const rounds = [randomResults(4, 21), randomResults(4, 22), randomResults(2, 23)];
+  const answers = await Promise.all(rounds.map((results) => pool.aggregate(LAYOUTS, results)));
+  answers.forEach((answer, i) => assert.deepEqual(answer, serial(rounds[i])));
+  // One at a time, the memory is reused: still each round's own bits.
+  for (const results of rounds) {
+    assert.deepEqual(await pool.aggregate(LAYOUTS, results), serial(results));
+  }
+});
+
+Deno.test("the pool refuses a malformed result with the serial RangeError, then goes on", async () => {
+  using pool = new AggregatePool(2);
+  const bad = randomResults(2, 9);
+  bad[1][2].indices[5] = LAYOUTS[2].totalk;
+  const expected = (() => {
+    try {
+      serial(bad);
+    } catch (e) {
+      return e as Error;
+    }
+    assert.fail("the serial aggregate must refuse it");
+  })();
+  assert.match(expected.message, /index 64 >= totalk 64/);
+  await assert.rejects(pool.aggregate(LAYOUTS, bad), (e: Error) => {
+    assert.ok(e instanceof RangeError);
+    assert.equal(e.message, expected.message);
+    return true;
+  });
+  const nan = randomResults(2, 10);
+  nan[0][0].values[3] = NaN;
+  await assert.rejects(pool.aggregate(LAYOUTS, nan), RangeError);
+  const good = randomResults(2, 11);
+  assert.deepEqual(await pool.aggregate(LAYOUTS, good), serial(good));
+});
+
+Deno.test("a disposed pool fails the aggregate it was doing", async () => {
+  const pool = new AggregatePool(1);
+  const pending = pool.aggregate(LAYOUTS, randomResults(2, 3));
+  pool[Symbol.dispose]();
+  await assert.rejects(pending, /aggregate pool disposed/);
+});
+
+Deno.test("an Aggregator starts its workers only for rounds of PARALLEL_MIN_ENTRIES entries", async () => {
+  using aggregator = new Aggregator({ workers: 2 });
+  const small = randomResults(3, 4);
+  assert.deepEqual(await aggregator.aggregate(LAYOUTS, small), serial(small));
+  assert.equal(aggregator.started, false);
+  // One layout whose entries times two peers reach the threshold exactly, every value 1: each
+  // chosen coefficient's mean is 1, its fixed-point value 2^15.
+  const wide = chunkLayout("wide", [PARALLEL_MIN_ENTRIES / 2], { chunk: 4, topk: 4 });
+  const peer = () => [{
+    indices: new Uint32Array(wide.chunks * wide.k).map((_, e) => e % 4),
+    values: new Float32Array(wide.chunks * wide.k).fill(1),
+  }];
+  const [big] = await aggregator.aggregate([wide], [peer(), peer()]);
+  assert.equal(aggregator.started, true);
+  assert.deepEqual(big, aggregateFixed(wide, [peer()[0], peer()[0]]));
+  assert.ok(big.coeffs.every((q) => q === 2 ** 15));
+  using none = new Aggregator({ workers: 0 });
+  assert.deepEqual(await none.aggregate([wide], [peer(), peer()]), [big]);
+  assert.equal(none.started, false, "no workers: this thread");
+  assert.throws(() => new Aggregator({ workers: -1 }), /integer >= 0/);
+  assert.throws(() => new Aggregator({ minEntries: NaN }), /minEntries must be >= 0/);
+});

@@ -34,11 +34,14 @@ import {
  * Tilings tried beside the profile's own (its reference and its table's): 128- and 64-wide tiles
  * of 8×8, 8×4 and 4×8 per invocation, and a 32 × 32 tile for the narrowest products, with the K
  * loop written out (`u`) and without it (the reference was unrolled after a 4096³ sweep and a whole
- * step; per class it is not measured yet). Depths divide the reference's 16, as a table rule's must.
+ * step; per class it is not measured yet), and the reference with a workgroup array per K row
+ * (`kr`: the same bits, so it could replace it). Depths divide the reference's 16, as a table
+ * rule's must.
  */
 export const SHAPE_CANDIDATES: readonly string[] = [
   "4,4,16,16,16,vec4",
   "4,4,16,16,16,vec4,u",
+  "4,4,16,16,16,vec4,u,kr",
   "8,8,16,16,8,vec4,u",
   "8,8,16,16,16,vec4,u",
   "8,8,16,16,16,vec4",

@@ -17,9 +17,12 @@
  * Last, the shape CLBlast's tuner found fastest for SGEMM on an NVIDIA RTX 2070: 128 × 128 tiles
  * on 128 invocations, each owning 16 × 8 (or 8 × 16) outputs, so a K step reads 6 vec4 from
  * workgroup memory for 128 FMAs where 8×8 reads 4 for 64; at depth 16, and at 8 (fewer prefetch
- * registers beside the 128 accumulators). Each entry costs GPU time, three layouts at 4096³: the 19
- * of the second lease took 44 s of the part's 150. A tiling the adapter cannot run (workgroup
- * memory, invocations) is skipped with the reason.
+ * registers beside the 128 accumulators). Then three unrolled tilings with a workgroup array per K
+ * row (`,kr`): naga clamps every dynamic workgroup index, and an unrolled read's flat index differs
+ * by K step, so each read pays integer work beside its FMAs; a K row per array leaves one dynamic
+ * index per operand block, the same at every K step. Each entry costs GPU time, three layouts at
+ * 4096³: the 19 of the second lease took 44 s of the part's 150. A tiling the adapter cannot run
+ * (workgroup memory, invocations) is skipped with the reason.
  */
 export const SWEEP: readonly string[] = [
   "4,4,16,16,16",
@@ -45,4 +48,7 @@ export const SWEEP: readonly string[] = [
   "16,8,16,8,8,vec4,u",
   "8,16,8,16,16,vec4",
   "8,16,8,16,16,vec4,u",
+  "4,4,16,16,16,vec4,u,kr",
+  "8,8,16,16,16,vec4,u,kr",
+  "16,8,16,8,16,vec4,u,kr",
 ];

@@ -922,12 +922,13 @@ function tiledGenerator(t: MatmulTiling): typeof tiledKernel {
 
 /**
  * The pipeline-key suffix of a `tiled-vec4` tiling's variants: `/x2` double-buffered, `/u` K loop
- * unrolled, `/g4` vec4 storage loads (nothing for the plain kernel). Each variant gives the same
+ * unrolled, `/g4` vec4 storage loads, `/kr` a workgroup array per K row (nothing for the plain
+ * kernel). Each variant gives the same
  * bits, so a key that left one out would silently run its twin's kernel.
  */
 function variantKey(t: MatmulTiling): string {
   return ((t.buffers ?? 1) === 2 ? "/x2" : "") + (t.unrollK ? "/u" : "") +
-    (t.vec4Loads ? "/g4" : "");
+    (t.vec4Loads ? "/g4" : "") + (t.kRows ? "/kr" : "");
 }
 
 /**
@@ -1002,10 +1003,11 @@ function tilingShapeProblem(t: MatmulTiling): string | null {
   if (t.buffers === 2 && t.strategy !== "tiled-vec4") {
     return "buffers: 2 (double buffering) needs the tiled-vec4 strategy";
   }
-  for (const flag of ["unrollK", "vec4Loads"] as const) {
+  for (const flag of ["unrollK", "vec4Loads", "kRows"] as const) {
     if (t[flag] !== undefined && t[flag] !== true) return `${flag} must be true or left out`;
     if (t[flag] && t.strategy !== "tiled-vec4") return `${flag} needs the tiled-vec4 strategy`;
   }
+  if (t.kRows && t.buffers === 2) return "kRows needs one buffer (buffers: 1)";
   if (t.vec4Loads && t.depth % 4 !== 0) {
     return `vec4Loads needs a depth that is a multiple of 4 (a vec4 along K stays in one slice)`;
   }

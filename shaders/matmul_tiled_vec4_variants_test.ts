@@ -33,14 +33,17 @@ import {
 } from "./testing/matmul_bits.ts";
 
 const U = { unrollK: true }, G4 = { vec4Loads: true }, UG4 = { unrollK: true, vec4Loads: true };
+const UKR = { unrollK: true, kRows: true }, G4KR = { vec4Loads: true, kRows: true };
 
 /**
  * Each variant on a tile shape the plain kernel's test pins: unrolled on 128 × 128 tiles of 8×8;
  * vec4 loads on the GPU profile's 64 × 64 in 4×4 blocks; both on the odd 15 invocations whose
  * staging (20 × 8 and 40 × 8, 40 and 80 vec4) does not divide evenly; both double-buffered at
  * depth 4 (K = 76 runs 19 slices through the two buffers); vec4 loads double-buffered on the odd
- * tile; the GPU profile's own tiling, 64 × 64 in 4×4 blocks unrolled; and 16 × 8 outputs per
- * invocation unrolled (the sweep's 128 accumulators, here on 64 × 64 tiles of 32 invocations).
+ * tile; the GPU profile's own tiling, 64 × 64 in 4×4 blocks unrolled; 16 × 8 outputs per
+ * invocation unrolled (the sweep's 128 accumulators, here on 64 × 64 tiles of 32 invocations); and
+ * a workgroup array per K row (`kRows`) on the profile's unrolled tiling and on the odd tile with
+ * vec4 loads (rolled: its staging writes four K rows a fetch).
  */
 const TILINGS: MatmulTiling[] = [
   vec4(8, 8, [16, 16], 8, 1, U),
@@ -50,6 +53,8 @@ const TILINGS: MatmulTiling[] = [
   vec4(4, 8, [5, 3], 4, 2, G4),
   vec4(4, 4, [16, 16], 16, 1, U),
   vec4(16, 8, [8, 4], 8, 1, U),
+  vec4(4, 4, [16, 16], 16, 1, UKR),
+  vec4(4, 8, [5, 3], 8, 1, G4KR),
 ];
 
 Deno.test("the GPU profile's tiling is one of the variants pinned here", () => {
@@ -58,7 +63,7 @@ Deno.test("the GPU profile's tiling is one of the variants pinned here", () => {
 
 /**
  * Each tiling runs every layout, tiling `i` on layout `l` with types `(i + l) mod T`: over the
- * seven tilings each layout meets every type, each tiling three of them (pipelines cost about half
+ * nine tilings each layout meets every type, each tiling three of them (pipelines cost about half
  * a second each to build on lavapipe, so not the full product).
  */
 function rows(types: readonly Types[]) {
@@ -163,6 +168,7 @@ Deno.test("each variant builds its own pipelines; vec4 loads fall back to the sc
     vec4(4, 4, [4, 4], 4, 1, G4),
     vec4(4, 4, [4, 4], 4, 1, UG4),
     vec4(4, 4, [4, 4], 4, 2, UG4),
+    vec4(4, 4, [4, 4], 4, 1, UKR),
   ];
   const kernels = tilings.map((t) => new Matmul(rt, t, { splitK: policy }));
   const a = rt.buffer("a", randomF32(1, 2 * 8 * 8 + 1)),
@@ -180,13 +186,14 @@ Deno.test("each variant builds its own pipelines; vec4 loads fall back to the sc
   };
   // Whole vec4 rows: each tiling its unsplit and its split kernel (the reduction is shared).
   // Fails if a pipeline key leaves out a variant: the tiling would silently run its twin's kernel.
-  assert.equal(await run({ m: 8, n: 8, k: 8 }), 5 * 2 + 1);
+  assert.equal(await run({ m: 8, n: 8, k: 8 }), 6 * 2 + 1);
   // Rows of 7 (nt: A's and B's rows run along K) are not whole vec4: the vec4-load tilings run
-  // their scalar-fetch twins (plain, unrolled, unrolled double-buffered), and only those build.
-  assert.equal(await run({ m: 7, n: 7, k: 7, layout: "nt" }), 3 * 2);
+  // their scalar-fetch twins (plain, unrolled, unrolled double-buffered), and only those build,
+  // beside the K-row tiling's own.
+  assert.equal(await run({ m: 7, n: 7, k: 7, layout: "nt" }), (3 + 1) * 2);
   // So does a batch whose A matrices start 65 elements apart (a vec4 would straddle two rows).
   const apart = { m: 8, n: 8, k: 8, batch: 2, strideA: 65, strideC: 64, layout: "tn" } as const;
-  assert.equal(await run(apart), 3 * 2);
+  assert.equal(await run(apart), (3 + 1) * 2);
   for (const mm of kernels) mm[Symbol.dispose]();
 });
 
@@ -210,6 +217,26 @@ Deno.test("unrolled tiled-vec4 has no K loop: one block of FMAs per K step of a 
         assert.equal(fmas(rolled) * 8, fmas(text));
         assert.match(rolled, /for \(var kk = 0u; kk < 8u; kk\+\+\)/);
       }
+    }
+  }
+});
+
+Deno.test("kRows stages a workgroup array per K row: an unrolled read's one dynamic index is the invocation's", () => {
+  for (const layout of LAYOUTS) {
+    for (const split of [false, true]) {
+      const text = source(layout, vec4(8, 4, [16, 8], 8, 1, UKR), split);
+      // 8 K rows of 64 tile rows (A) and 64 tile columns (B), as vec4, padded where staged along K.
+      const aRow = 16 + (layout !== "tn" ? 1 : 0), bRow = 16 + (layout === "nt" ? 1 : 0);
+      assert.match(text, new RegExp(`var<workgroup> As: array<array<vec4<f32>, ${aRow}>, 8>;`));
+      assert.match(text, new RegExp(`var<workgroup> Bs: array<array<vec4<f32>, ${bRow}>, 8>;`));
+      const reads = text.match(/let [ab]\d = [AB]s\[[^;]*;/g) ?? [];
+      // depth × (rows/4 + cols/4) reads, each at a constant K row and column + lid.
+      assert.equal(reads.length, 8 * (2 + 1));
+      for (const read of reads) assert.match(read, /= [AB]s\[\d+u\]\[\d+u \+ lid\.[xy]\];$/);
+      // Without it, one flat index per read.
+      const flat = source(layout, vec4(8, 4, [16, 8], 8, 1, U), split);
+      assert.doesNotMatch(flat, /array<array</);
+      assert.match(flat, /let a0 = As\[\d+u \+ lid\.y\];/);
     }
   }
 });
@@ -245,6 +272,11 @@ Deno.test("vec4 loads need a depth that is a multiple of 4, and the variants nee
   assert.throws(
     () => new Matmul(rt, { ...SCALAR, vec4Loads: true }),
     /vec4Loads needs the tiled-vec4 strategy/,
+  );
+  assert.throws(() => new Matmul(rt, vec4(4, 4, [8, 8], 8, 2, UKR)), /kRows needs one buffer/);
+  assert.throws(
+    () => new Matmul(rt, { ...SCALAR, kRows: true }),
+    /kRows needs the tiled-vec4 strategy/,
   );
   const odd = { ...vec4(4, 4, [8, 8], 8), unrollK: false } as unknown as MatmulTiling;
   assert.throws(() => new Matmul(rt, odd), /unrollK must be true or left out/);

@@ -453,6 +453,11 @@ ${
  *   one barrier publishes the slice and a second keeps it until every invocation has read it).
  * - with `unrollK` the K loop over a staged slice is written out `depth` times, each block's
  *   workgroup-memory offsets folded into constants;
+ * - with `kRows` workgroup memory is one array per staged K row (`As[k][i]`, not `As[k·row + i]`):
+ *   naga clamps every dynamic workgroup index (wgpu's `Restrict` bounds policy), and with one flat
+ *   index each read's clamp differs by its K step, so it costs integer work per read; with a
+ *   constant K row (unrolled) the only dynamic index, the invocation's own, is the same for every
+ *   K step, so its clamp is computed once and each read's offset can fold into the load;
  * - with `vec4Loads` (`depth` a multiple of 4) each fetch from storage is one vec4 of four elements
  *   along the operand's stored-contiguous axis, the operands bound as vec4 arrays: for calls whose
  *   rows, strides and K ends are whole vec4 (`loadsFor` in shaders/matmul.ts picks the scalar
@@ -484,10 +489,17 @@ export function tiledVec4Kernel(
   const bLoads = range(Math.ceil((bn * bk) / per / threads));
   const whole = (count: number) => count % threads === 0;
   const double = (t.buffers ?? 1) === 2;
+  const kRows = t.kRows === true;
   // vec4 per buffer; with two, `ra`/`rb` is the offset of the one being read.
   const aSlice = bk * aRow, bSlice = bk * bRow;
-  const shared = `var<workgroup> As: array<vec4<f32>, ${aSlice * (double ? 2 : 1)}>;
+  const shared = kRows
+    ? `var<workgroup> As: array<array<vec4<f32>, ${aRow}>, ${bk}>;
+var<workgroup> Bs: array<array<vec4<f32>, ${bRow}>, ${bk}>;`
+    : `var<workgroup> As: array<vec4<f32>, ${aSlice * (double ? 2 : 1)}>;
 var<workgroup> Bs: array<vec4<f32>, ${bSlice * (double ? 2 : 1)}>;`;
+  // The vec4 at K row `k` (an expression), position `i` of staged array `s` (`row` vec4 a row).
+  const cell = (s: string, base: string, k: string, row: number, i: string) =>
+    kRows ? `${s}[${k}][${i}]` : `${s}[${base}${k} * ${row}u + ${i}]`;
   const { head, store } = tiledPrologue(e, t, split, shared, g4);
   // Fetch `li + i·threads` of a staged slice: its tile row (`mm`) or column and its K index (with
   // g4, those of the first of its four elements, which run along K where `majorK`).
@@ -536,17 +548,17 @@ var<workgroup> Bs: array<vec4<f32>, ${bSlice * (double ? 2 : 1)}>;`;
   ) => {
     let write: string;
     if (!g4) {
-      write = `${s}[${base}${kk}${i} * ${row}u + ${pos}${i} / 4u][${pos}${i} % 4u] = ${v}${i};`;
+      write = `${cell(s, base, `${kk}${i}`, row, `${pos}${i} / 4u`)}[${pos}${i} % 4u] = ${v}${i};`;
     } else if (majorK) {
       // Four K rows of one tile row or column: one lane of each row's vec4.
       write = R.map((c) =>
-        `${s}[${base}(${kk}${i} + ${c}u) * ${row}u + ${pos}${i} / 4u][${pos}${i} % 4u] = ${v}${i}.${
-          L[c]
-        };`
+        `${
+          cell(s, base, `(${kk}${i} + ${c}u)`, row, `${pos}${i} / 4u`)
+        }[${pos}${i} % 4u] = ${v}${i}.${L[c]};`
       ).join(" ");
     } else {
       // Four tile rows or columns of one K row, starting on a multiple of 4: one whole vec4.
-      write = `${s}[${base}${kk}${i} * ${row}u + ${pos}${i} / 4u] = ${v}${i};`;
+      write = `${cell(s, base, `${kk}${i}`, row, `${pos}${i} / 4u`)} = ${v}${i};`;
     }
     return whole(count) ? `    ${write}` : `    if (li + ${i * threads}u < ${count}u) { ${write} }`;
   };
@@ -573,16 +585,28 @@ var<workgroup> Bs: array<vec4<f32>, ${bSlice * (double ? 2 : 1)}>;`;
   // The FMAs of one staged slice, reading A and B at offsets `ra`, `rb` ("" with one buffer).
   const rolled = (ra: string, rb: string) =>
     `    for (var kk = 0u; kk < ${bk}u; kk++) {
-${G.map((g) => `      let a${g} = As[${ra}kk * ${aRow}u + ${g * wy}u + lid.y];`).join("\n")}
-${H.map((h) => `      let b${h} = Bs[${rb}kk * ${bRow}u + ${h * wx}u + lid.x];`).join("\n")}
+${G.map((g) => `      let a${g} = ${cell("As", ra, "kk", aRow, `${g * wy}u + lid.y`)};`).join("\n")}
+${H.map((h) => `      let b${h} = ${cell("Bs", rb, "kk", bRow, `${h * wx}u + lid.x`)};`).join("\n")}
 ${fmas}
     }`;
   // The same, one block per K step with its offsets folded into constants (`unrollK`).
   const unrolled = (ra: string, rb: string) =>
     range(bk).map((kk) =>
       `    {
-${G.map((g) => `      let a${g} = As[${ra}${kk * aRow + g * wy}u + lid.y];`).join("\n")}
-${H.map((h) => `      let b${h} = Bs[${rb}${kk * bRow + h * wx}u + lid.x];`).join("\n")}
+${
+        G.map((g) =>
+          `      let a${g} = ${
+            kRows ? `As[${kk}u][${g * wy}u + lid.y]` : `As[${ra}${kk * aRow + g * wy}u + lid.y]`
+          };`
+        ).join("\n")
+      }
+${
+        H.map((h) =>
+          `      let b${h} = ${
+            kRows ? `Bs[${kk}u][${h * wx}u + lid.x]` : `Bs[${rb}${kk * bRow + h * wx}u + lid.x]`
+          };`
+        ).join("\n")
+      }
 ${fmas}
     }`
     ).join("\n");

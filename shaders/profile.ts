@@ -47,6 +47,13 @@ export interface MatmulTiling {
    * fetch); the same staged values, the same bits.
    */
   readonly vec4Loads?: true;
+  /**
+   * `tiled-vec4` only, one buffer: workgroup memory as one array per staged K row (`--tiling`
+   * flag `kr`), so an unrolled read's only dynamic index is the invocation's own, the same at
+   * every K step, and the bounds clamp naga adds to dynamic workgroup indices is computed once a
+   * slice instead of once a read; the same staged values, the same bits.
+   */
+  readonly kRows?: true;
 }
 
 /**
@@ -246,7 +253,11 @@ export const vec4Tiling = (
   workgroup: readonly [number, number],
   depth: number,
   buffers: 1 | 2 = 1,
-  variants: { readonly unrollK?: boolean; readonly vec4Loads?: boolean } = {},
+  variants: {
+    readonly unrollK?: boolean;
+    readonly vec4Loads?: boolean;
+    readonly kRows?: boolean;
+  } = {},
 ): MatmulTiling => ({
   strategy: "tiled-vec4",
   rows,
@@ -256,6 +267,7 @@ export const vec4Tiling = (
   ...(buffers === 2 ? { buffers } : {}),
   ...(variants.unrollK ? { unrollK: true } : {}),
   ...(variants.vec4Loads ? { vec4Loads: true } : {}),
+  ...(variants.kRows ? { kRows: true } : {}),
 });
 
 /**

@@ -12,11 +12,12 @@
 import { type AttentionTiling, GPU_ATTENTION_TILES, type MatmulTiling } from "./profile.ts";
 
 /** The `tiled-vec4` flags after `vec4`, in the order {@link formatTiling} writes them. */
-const VEC4_FLAGS = ["db", "u", "g4"] as const;
+const VEC4_FLAGS = ["db", "u", "g4", "kr"] as const;
 
 const TILING_HELP = `expected rows,cols,wx,wy,depth (non-negative integers) and an optional ` +
-  `",vec4" with depth > 0, then any of ",db" (double-buffered), ",u" (K loop unrolled) and ` +
-  `",g4" (vec4 storage loads), each once, e.g. 4,4,16,16,16 or 8,8,16,16,8,vec4,u,g4`;
+  `",vec4" with depth > 0, then any of ",db" (double-buffered), ",u" (K loop unrolled), ` +
+  `",g4" (vec4 storage loads) and ",kr" (a workgroup array per K row), each once, e.g. ` +
+  `4,4,16,16,16 or 8,8,16,16,8,vec4,u,g4`;
 
 /**
  * Parses `rows,cols,wx,wy,depth[,vec4[,db][,u][,g4]]`; throws a RangeError naming the text (and
@@ -51,6 +52,7 @@ export function parseTiling(text: string): MatmulTiling {
     ...(flags.includes("db") ? { buffers: 2 } : {}),
     ...(flags.includes("u") ? { unrollK: true } : {}),
     ...(flags.includes("g4") ? { vec4Loads: true } : {}),
+    ...(flags.includes("kr") ? { kRows: true } : {}),
   };
 }
 
@@ -58,7 +60,12 @@ export function parseTiling(text: string): MatmulTiling {
 export function formatTiling(t: MatmulTiling): string {
   const fields = [t.rows, t.cols, t.workgroup[0], t.workgroup[1], t.depth].join(",");
   if (t.strategy !== "tiled-vec4") return fields;
-  const on = { db: (t.buffers ?? 1) === 2, u: t.unrollK === true, g4: t.vec4Loads === true };
+  const on = {
+    db: (t.buffers ?? 1) === 2,
+    u: t.unrollK === true,
+    g4: t.vec4Loads === true,
+    kr: t.kRows === true,
+  };
   return [fields, "vec4", ...VEC4_FLAGS.filter((f) => on[f])].join(",");
 }
 

@@ -32,6 +32,9 @@ Deno.test("tiled-vec4 variant flags parse in any order and are written in one", 
   const plain = parseTiling("8,8,16,16,8,vec4");
   assert.deepEqual(parseTiling("8,8,16,16,8,vec4,u"), { ...plain, unrollK: true });
   assert.deepEqual(parseTiling("8,8,16,16,8,vec4,g4"), { ...plain, vec4Loads: true });
+  const kr = vec4Tiling(8, 8, [16, 16], 8, 1, { unrollK: true, kRows: true });
+  assert.deepEqual(parseTiling("8,8,16,16,8,vec4,kr,u"), kr);
+  assert.equal(formatTiling(kr), "8,8,16,16,8,vec4,u,kr");
   const all = vec4Tiling(8, 8, [16, 16], 8, 2, { unrollK: true, vec4Loads: true });
   for (const order of ["db,u,g4", "g4,u,db", "u,db,g4"]) {
     assert.deepEqual(parseTiling(`8,8,16,16,8,vec4,${order}`), all, order);

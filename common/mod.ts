@@ -4,7 +4,8 @@
  * time (seconds with at most millisecond precision), the learning-rate schedule, the errors of a
  * bad command line or config file, the TOML table reader every config file goes through,
  * terminal-safe rendering of untrusted text, the order statistics benches report, the
- * Prometheus text format the dashboard and the client write, and running work written as steps.
+ * Prometheus text format the dashboard and the client write, running work written as steps, and
+ * the bookkeeping of replies owed by worker threads.
  *
  * Pure: no clock, file, socket, randomness or logging, and no import of any other room, so
  * data providers, the optimizer, the trainer, the client and the coordinator can all depend on
@@ -24,3 +25,4 @@ export * from "./printable.ts";
 export * from "./stats.ts";
 export * from "./prometheus.ts";
 export * from "./steps.ts";
+export * from "./pending_replies.ts";

@@ -16,6 +16,7 @@ import {
   SEEDED_CHUNK_FLOATS,
 } from "./params.ts";
 import type { SliceReply, SliceRequest } from "./seeded_init_worker.ts";
+import { PendingReplies } from "../common/mod.ts";
 
 /** One chunk of the plan: `length` floats of `entry` from element `start`. */
 export interface SeededSlice {
@@ -150,23 +151,25 @@ function* chunksHere(
 /** Worker threads that make slices; each answers its requests in the order it got them. */
 class SlicePool {
   readonly #workers: Worker[] = [];
-  readonly #waiting = new Map<
-    number,
-    { resolve: (v: Float32Array) => void; reject: (e: Error) => void; worker: number }
-  >();
+  readonly #replies = new PendingReplies<Float32Array>();
   readonly #options: SeededInitOptions;
-  #nextId = 0;
 
   constructor(count: number, options: SeededInitOptions) {
     this.#options = options;
     const url = new URL("./seeded_init_worker.ts", import.meta.url).href;
     for (let w = 0; w < count; w++) {
       const worker = new Worker(url, { type: "module" });
-      worker.onmessage = (event: MessageEvent<SliceReply>) => this.#answer(event.data);
+      worker.onmessage = ({ data }: MessageEvent<SliceReply>) =>
+        this.#replies.settle(
+          data.id,
+          "error" in data
+            ? { error: new Error(`seeded init: ${data.error}`) }
+            : { value: data.values },
+        );
       worker.onerror = (event) => {
         // Handled here: an error in a worker must not end the process, only this init.
         event.preventDefault();
-        this.#fail(w, new Error(`seeded init worker ${w} failed: ${event.message}`));
+        this.#replies.failWorker(w, new Error(`seeded init worker ${w} failed: ${event.message}`));
       };
       this.#workers.push(worker);
     }
@@ -174,12 +177,9 @@ class SlicePool {
 
   /** The floats of `slice`, made by worker `w`. */
   make(w: number, slice: SeededSlice): Promise<Float32Array> {
-    const id = this.#nextId++;
-    const made = new Promise<Float32Array>((resolve, reject) => {
-      this.#waiting.set(id, { resolve, reject, worker: w });
-    });
+    const { id, reply } = this.#replies.open(w);
     // A chunk still ahead when an earlier one fails is never awaited: mark it handled.
-    made.catch(() => {});
+    reply.catch(() => {});
     const request: SliceRequest = {
       id,
       entry: slice.entry,
@@ -189,28 +189,12 @@ class SlicePool {
       initializerRange: this.#options.config.initializerRange,
     };
     this.#workers[w].postMessage(request);
-    return made;
-  }
-
-  #answer(reply: SliceReply): void {
-    const waiting = this.#waiting.get(reply.id);
-    if (waiting === undefined) return;
-    this.#waiting.delete(reply.id);
-    if ("error" in reply) waiting.reject(new Error(`seeded init: ${reply.error}`));
-    else waiting.resolve(reply.values);
-  }
-
-  #fail(worker: number, error: Error): void {
-    for (const [id, waiting] of this.#waiting) {
-      if (waiting.worker !== worker) continue;
-      this.#waiting.delete(id);
-      waiting.reject(error);
-    }
+    return reply;
   }
 
   [Symbol.dispose](): void {
     for (const worker of this.#workers) worker.terminate();
-    this.#waiting.clear();
+    this.#replies.failAll(new Error("seeded init: the worker pool was closed"));
   }
 }
 

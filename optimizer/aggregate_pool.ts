@@ -10,6 +10,7 @@
 import type { SparseParam } from "./compress.ts";
 import { type AggregatedParam, aggregateFixed } from "./exact.ts";
 import type { ChunkLayout } from "./layout.ts";
+import { PendingReplies } from "../common/mod.ts";
 import type { AggregateItem, AggregateReply, AggregateRequest } from "./aggregate_worker.ts";
 
 /**
@@ -106,11 +107,7 @@ export function sharedItems(
 /** Worker threads that aggregate parameters; a request's reply carries its aggregates. */
 export class AggregatePool implements Disposable {
   readonly #workers: Worker[] = [];
-  readonly #waiting = new Map<
-    number,
-    { resolve: (a: readonly AggregatedParam[]) => void; reject: (e: Error) => void; worker: number }
-  >();
-  #nextId = 0;
+  readonly #replies = new PendingReplies<readonly AggregatedParam[]>();
   #shared: SharedArrayBuffer | undefined;
 
   constructor(workers: number = defaultAggregateWorkers()) {
@@ -120,11 +117,20 @@ export class AggregatePool implements Disposable {
     const url = new URL("./aggregate_worker.ts", import.meta.url).href;
     for (let w = 0; w < workers; w++) {
       const worker = new Worker(url, { type: "module" });
-      worker.onmessage = (event: MessageEvent<AggregateReply>) => this.#answer(event.data);
+      worker.onmessage = ({ data }: MessageEvent<AggregateReply>) =>
+        this.#replies.settle(
+          data.id,
+          "aggregates" in data ? { value: data.aggregates } : {
+            // The serial aggregate's own error: a malformed result is a RangeError on either path.
+            error: data.error.name === "RangeError"
+              ? new RangeError(data.error.message)
+              : new Error(data.error.message),
+          },
+        );
       worker.onerror = (event) => {
         // Handled here: a failed worker must fail this aggregate, not end the process.
         event.preventDefault();
-        this.#fail(w, new Error(`aggregate worker ${w} failed: ${event.message}`));
+        this.#replies.failWorker(w, new Error(`aggregate worker ${w} failed: ${event.message}`));
       };
       this.#workers.push(worker);
     }
@@ -161,7 +167,7 @@ export class AggregatePool implements Disposable {
    */
   #memory(layouts: readonly ChunkLayout[], peers: number): SharedArrayBuffer {
     const bytes = sharedBytes(layouts, peers);
-    if (this.#waiting.size > 0) return new SharedArrayBuffer(bytes);
+    if (this.#replies.size > 0) return new SharedArrayBuffer(bytes);
     if (this.#shared === undefined || this.#shared.byteLength < bytes) {
       this.#shared = new SharedArrayBuffer(bytes);
     }
@@ -169,38 +175,15 @@ export class AggregatePool implements Disposable {
   }
 
   #ask(w: number, items: AggregateItem[]): Promise<readonly AggregatedParam[]> {
-    const id = this.#nextId++;
-    const answered = new Promise<readonly AggregatedParam[]>((resolve, reject) => {
-      this.#waiting.set(id, { resolve, reject, worker: w });
-    });
+    const { id, reply } = this.#replies.open(w);
     this.#workers[w].postMessage({ id, items } satisfies AggregateRequest);
-    return answered;
-  }
-
-  #answer(reply: AggregateReply): void {
-    const waiting = this.#waiting.get(reply.id);
-    if (waiting === undefined) return;
-    this.#waiting.delete(reply.id);
-    if ("aggregates" in reply) return waiting.resolve(reply.aggregates);
-    const { name, message } = reply.error;
-    // The serial aggregate's own error: a malformed result is a RangeError on either path.
-    waiting.reject(name === "RangeError" ? new RangeError(message) : new Error(message));
-  }
-
-  #fail(worker: number, error: Error): void {
-    for (const [id, waiting] of this.#waiting) {
-      if (waiting.worker !== worker) continue;
-      this.#waiting.delete(id);
-      waiting.reject(error);
-    }
+    return reply;
   }
 
   [Symbol.dispose](): void {
     for (const worker of this.#workers) worker.terminate();
     this.#shared = undefined;
-    const error = new Error("aggregate pool disposed");
-    for (const waiting of this.#waiting.values()) waiting.reject(error);
-    this.#waiting.clear();
+    this.#replies.failAll(new Error("aggregate pool disposed"));
   }
 }
 

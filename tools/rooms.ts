@@ -39,7 +39,8 @@ export const ROOMS: readonly Room[] = [
   {
     path: "common/",
     job: "the vocabulary every room speaks: batch ids, keys, hex, time, usage and config errors, " +
-      "the TOML reader, the learning-rate schedule, bench statistics, the Prometheus text writer",
+      "the TOML reader, the learning-rate schedule, bench statistics, the Prometheus text writer, " +
+      "the replies worker threads owe",
     uses: [],
     pure: true,
     packages: ["npm:smol-toml"],

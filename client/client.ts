@@ -817,7 +817,10 @@ export class TrainingClient {
       signal: this.#signal,
       onProgress: this.#uploadProgress(),
     });
-    this.#o.exchange.results.setExpectation(trainer.expectation);
+    this.#o.exchange.results.setExpectation(
+      trainer.expectation,
+      (bytes, expectation) => trainer.decode(bytes, expectation),
+    );
     if (isVerifying(state)) {
       this.#duty = new VerificationDuty({
         trainer,

@@ -35,14 +35,14 @@ import {
   writeModelDir,
 } from "../model/mod.ts";
 import {
-  Aggregator,
-  type AggregatorOptions,
   canonicalOrder,
   decodePayload,
   type DistroConfig,
   DistroOptimizer,
   type DistroResult,
   encodePayload,
+  HostCodec,
+  type HostCodecOptions,
   type PayloadExpectation,
 } from "../optimizer/mod.ts";
 import { GpuDigest, type GpuRuntime, RoundBf16 } from "../shaders/mod.ts";
@@ -75,11 +75,12 @@ export interface NetworkTrainerOptions {
    */
   readonly verifying?: boolean;
   /**
-   * Where the exact aggregate of a round runs (optimizer/aggregate_pool.ts): by default a large
-   * round's on one worker thread per core, at most 8. A 1B model's aggregate of 4 results holds
-   * the main thread for 160-240 ms otherwise.
+   * Where the host's codec runs (optimizer/codec_pool.ts): by default a large round's aggregate
+   * and a large payload's decode on worker threads, one per core, at most 8. A 1B model's
+   * aggregate of 4 results holds the main thread for 160-240 ms otherwise, and each of its
+   * payloads 20 ms.
    */
-  readonly aggregate?: AggregatorOptions;
+  readonly codec?: HostCodecOptions;
 }
 
 /**
@@ -171,7 +172,7 @@ export class NetworkTrainer implements Disposable {
   readonly #microBatch: number;
   readonly #digest: GpuDigest;
   readonly #roundBf16: RoundBf16;
-  readonly #aggregator: Aggregator;
+  readonly #codec: HostCodec;
   #nonce = 0;
 
   constructor(options: NetworkTrainerOptions) {
@@ -206,7 +207,7 @@ export class NetworkTrainer implements Disposable {
     };
     this.#digest = new GpuDigest(rt);
     this.#roundBf16 = new RoundBf16(rt);
-    this.#aggregator = new Aggregator(options.aggregate);
+    this.#codec = new HostCodec(options.codec);
   }
 
   /**
@@ -295,16 +296,21 @@ export class NetworkTrainer implements Disposable {
   }
 
   /**
+   * A peer's payload decoded (optimizer/wire.ts `decodePayload`, against `expectation`, by
+   * default this model's), on a worker thread when it is large; throws what the decode throws.
+   */
+  decode(bytes: Uint8Array, expectation = this.expectation): Promise<DistroResult> {
+    return this.#codec.decode(bytes, expectation);
+  }
+
+  /**
    * `θ −= lr·sign(aggregate)` over `results` (any order: they are put in canonical order).
    * Returns false, changing nothing, when there are none.
    */
   async apply(results: readonly DistroResult[], lr: number): Promise<boolean> {
     if (results.length === 0) return false;
     const ordered = canonicalOrder(results);
-    const update = await this.#aggregator.aggregate(
-      this.distro.layouts,
-      ordered.map((r) => r.params),
-    );
+    const update = await this.#codec.aggregate(this.distro.layouts, ordered.map((r) => r.params));
     const step = this.rt.beginStep("apply results");
     this.distro.encodeApply(step, { params: this.model.params, lr, update });
     await step.submit({ wait: false }); // later steps and reads queue behind it
@@ -384,8 +390,8 @@ export class NetworkTrainer implements Disposable {
     // dry step has no state chain: no digests).
     const plain = { ...this.expectation, stateDigests: false };
     const result = decodePayload(encodePayload(second.result, plain), plain);
-    // Through the aggregator, so a large model's workers start here rather than in round one.
-    const update = await this.#aggregator.aggregate(this.distro.layouts, [result.params]);
+    // Through the codec, so a large model's workers start here rather than in round one.
+    const update = await this.#codec.aggregate(this.distro.layouts, [result.params]);
     // The gradients and the lookahead weights are idle until the next step rewrites them.
     const step = this.rt.beginStep("warm-up decay and apply, on scratch");
     this.distro.encodeDryDecay(step, { scratch: this.model.grads });
@@ -496,9 +502,9 @@ export class NetworkTrainer implements Disposable {
     );
   }
 
-  /** Frees the model and optimizer buffers and ends the aggregate's workers. */
+  /** Frees the model and optimizer buffers and ends the codec's workers. */
   [Symbol.dispose](): void {
-    this.#aggregator[Symbol.dispose]();
+    this.#codec[Symbol.dispose]();
     this.#digest[Symbol.dispose]();
     this.distro[Symbol.dispose]();
     this.model[Symbol.dispose]();

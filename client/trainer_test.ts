@@ -8,7 +8,7 @@ import {
 } from "./testing/tiny_trainer.ts";
 import { digestBytes, GpuRuntime } from "../shaders/mod.ts";
 import { decodeBf16, encodeBf16, readModelDir } from "../model/mod.ts";
-import { decodePayload, type DistroResult, encodePayload } from "../optimizer/mod.ts";
+import { decodePayload, encodePayload } from "../optimizer/mod.ts";
 import "../net/p2p/mod.ts";
 import { createP2PNode, PayloadService } from "../net/p2p/mod.ts";
 import { serveModel, serveModelYielding, weightBytes } from "./model_sharing/mod.ts";
@@ -33,8 +33,9 @@ Deno.test({
     const { data } = bench;
     const make = () => bench.trainer(rt, CLIPPED_DISTRO);
     using a = make();
-    // Aggregates every round on two worker threads (optimizer/aggregate_pool.ts), a on this one.
-    using b = bench.trainer(rt, CLIPPED_DISTRO, undefined, { workers: 2, minEntries: 0 });
+    // Decodes and aggregates on two worker threads (optimizer/codec_pool.ts), a on this one.
+    const everything = { workers: 2, minEntries: 0, minPayloadBytes: 0 };
+    using b = bench.trainer(rt, CLIPPED_DISTRO, undefined, everything);
     using c = make(); // trains nothing: decays and applies
     using d = make(); // forgets the decay
     const h0 = await c.paramsHash();
@@ -44,10 +45,13 @@ Deno.test({
     assert.ok(Number.isFinite(ra.loss) && ra.loss > 0);
     assert.equal(ra.tokens, 2 * T);
     // Results travel as payload bytes.
-    const wire = (r: DistroResult) => decodePayload(encodePayload(r, a.expectation), a.expectation);
-    const results = [wire(ra.result), wire(rb.result)];
+    const bytes = [ra, rb].map((r) => encodePayload(r.result, a.expectation));
+    const results = bytes.map((x) => decodePayload(x, a.expectation));
+    // b decodes on its workers: the same results.
+    const decodedByB = await Promise.all(bytes.map((x) => b.decode(x)));
+    assert.deepEqual(decodedByB, results);
     assert.equal(await a.apply(results, 1e-3), true);
-    assert.equal(await b.apply([...results].reverse(), 1e-3), true);
+    assert.equal(await b.apply([...decodedByB].reverse(), 1e-3), true);
     await c.decayWeights(1e-3);
     assert.equal(await c.apply(results, 1e-3), true);
     assert.equal(await d.apply(results, 1e-3), true);

@@ -2,7 +2,7 @@
  * The replies a pool of worker threads owes: each request's promise by its id, with the worker
  * it went to, so a reply settles its own request and a failed worker fails only its own. Pure
  * bookkeeping; the pools that start the workers and post the messages hold one each
- * (model/seeded_init.ts, optimizer/aggregate_pool.ts).
+ * (model/seeded_init.ts, optimizer/codec_pool.ts).
  *
  * @module
  */

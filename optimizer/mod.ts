@@ -46,11 +46,12 @@ export {
   updateSigns,
 } from "./exact.ts";
 export {
-  Aggregator,
-  type AggregatorOptions,
-  defaultAggregateWorkers,
+  defaultCodecWorkers,
+  HostCodec,
+  type HostCodecOptions,
   PARALLEL_MIN_ENTRIES,
-} from "./aggregate_pool.ts";
+  PARALLEL_MIN_PAYLOAD_BYTES,
+} from "./codec_pool.ts";
 export { canonicalOrder, compareResults, type DistroResult, type StateDigests } from "./result.ts";
 export {
   clipGradNorm,

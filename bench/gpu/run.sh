@@ -132,8 +132,8 @@ for part in $parts; do
     ;;
   distro)
     run 60 distro.txt $deno_run optimizer/distro_bench.ts --large
-    # The 1B's exact aggregate on this thread against worker threads (no GPU): the host's cores.
-    run 60 aggregate-workers.txt $deno_run optimizer/aggregate_pool_bench.ts
+    # The 1B's aggregate and payload decode on this thread against workers (no GPU): the host's cores.
+    run 60 codec-workers.txt $deno_run optimizer/codec_pool_bench.ts
     ;;
   readback)
     # A small readback and a wait, Deno's awaited map promise against the early read of a reused

@@ -88,13 +88,24 @@ export function expectedResultBytes(expectation: PayloadExpectation): number {
   );
 }
 
+/**
+ * How a payload is decoded: optimizer/wire.ts `decodePayload`, or a trainer's codec, which
+ * decodes a large payload on a worker thread (client/trainer.ts `decode`). Throws what
+ * `decodePayload` throws.
+ */
+export type PayloadDecoder = (
+  bytes: Uint8Array,
+  expectation: PayloadExpectation,
+) => DistroResult | Promise<DistroResult>;
+
 /** Checks `bytes` against the announcement `announced` of round step `step`. */
-export function checkResultPayload(
+export async function checkResultPayload(
   bytes: Uint8Array,
   announced: AnnouncedResult,
   step: number,
   expectation: PayloadExpectation,
-): PayloadCheck {
+  decode: PayloadDecoder = decodePayload,
+): Promise<PayloadCheck> {
   const { batch } = announced;
   const where = `payload of batch [${batch.start}, ${batch.end}] at step ${step}`;
   const hash = commitmentHash({ step, batch, payload: bytes });
@@ -109,7 +120,7 @@ export function checkResultPayload(
   }
   let result: DistroResult;
   try {
-    result = decodePayload(bytes, expectation);
+    result = await decode(bytes, expectation);
   } catch (e) {
     return { ok: false, reason: "Undecodable", detail: `${where}: ${(e as Error).message}` };
   }

@@ -35,31 +35,34 @@ function announced(bytes: Uint8Array, step: number): AnnouncedResult {
   };
 }
 
-Deno.test("checkResultPayload: the announced bytes verify and decode", () => {
+Deno.test("checkResultPayload: the announced bytes verify and decode", async () => {
   const bytes = payload(7);
-  const check = checkResultPayload(bytes, announced(bytes, 7), 7, expectation);
+  const check = await checkResultPayload(bytes, announced(bytes, 7), 7, expectation);
   assert.ok(check.ok);
   assert.deepEqual(check.result.params[0].indices, new Uint32Array([3, 9]));
 });
 
-Deno.test("checkResultPayload: other bytes, garbage and mislabelled content are refused", () => {
+Deno.test("checkResultPayload: other bytes, garbage and mislabelled content are refused", async () => {
   const bytes = payload(7);
-  const reason = (c: ReturnType<typeof checkResultPayload>) => (c.ok ? "ok" : c.reason);
+  const reason = (c: Awaited<ReturnType<typeof checkResultPayload>>) => (c.ok ? "ok" : c.reason);
   const other = payload(7, { start: 4, end: 5 }).slice();
   other[other.length - 1] ^= 1;
   assert.equal(
-    reason(checkResultPayload(other, announced(bytes, 7), 7, expectation)),
+    reason(await checkResultPayload(other, announced(bytes, 7), 7, expectation)),
     "CommitmentMismatch",
   );
   assert.equal(
-    reason(checkResultPayload(bytes, announced(bytes, 7), 8, expectation)),
+    reason(await checkResultPayload(bytes, announced(bytes, 7), 8, expectation)),
     "CommitmentMismatch",
   );
   const junk = new Uint8Array([1, 2, 3]);
-  assert.equal(reason(checkResultPayload(junk, announced(junk, 7), 7, expectation)), "Undecodable");
+  assert.equal(
+    reason(await checkResultPayload(junk, announced(junk, 7), 7, expectation)),
+    "Undecodable",
+  );
   // A trainer that committed to a payload naming another step.
   const mislabelled = payload(9);
-  const check = checkResultPayload(mislabelled, announced(mislabelled, 7), 7, expectation);
+  const check = await checkResultPayload(mislabelled, announced(mislabelled, 7), 7, expectation);
   assert.equal(reason(check), "WrongContent");
   assert.match(check.ok ? "" : check.detail, /holds step 9/);
 });

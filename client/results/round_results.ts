@@ -40,7 +40,12 @@ import {
 import type { ExchangeFacts } from "../state/intent.ts";
 import { attestedButMissing, decideApply } from "./apply_decision.ts";
 import { EarlyBuffer } from "./early_buffer.ts";
-import { checkAnnouncedResult, checkResultPayload, expectedResultBytes } from "./payload_check.ts";
+import {
+  checkAnnouncedResult,
+  checkResultPayload,
+  expectedResultBytes,
+  type PayloadDecoder,
+} from "./payload_check.ts";
 import { PullLedger } from "./pull_ledger.ts";
 import { type BloomSetup, bloomSetup, emptyWitness, RoundTracker } from "./round_tracker.ts";
 import { type BatchId, equalBytes, type PublicKeyBytes, toHex } from "../../common/mod.ts";
@@ -150,6 +155,7 @@ export class RoundResults implements ExchangeFacts {
   #epoch: EpochRecord | null = null;
   #state: CoordinatorState | null = null;
   #expectation: PayloadExpectation | null = null;
+  #decode: PayloadDecoder = decodePayload;
   /** Announcements for steps this client has not reached yet. */
   readonly #early = new EarlyBuffer<{ from: PublicKeyBytes; message: RoundAnnouncement }>();
   /** Pulls of lost announcements started, so that none is asked for forever. */
@@ -163,9 +169,13 @@ export class RoundResults implements ExchangeFacts {
     this.#o = options;
   }
 
-  /** The decode expectation of payloads (set once the model is loaded). */
-  setExpectation(expectation: PayloadExpectation): void {
+  /**
+   * The decode expectation of payloads (set once the model is loaded), and how peers' payloads
+   * are decoded (default: on this thread; a trainer's codec takes a large model's to workers).
+   */
+  setExpectation(expectation: PayloadExpectation, decode: PayloadDecoder = decodePayload): void {
     this.#expectation = expectation;
+    this.#decode = decode;
   }
 
   /**
@@ -772,7 +782,7 @@ export class RoundResults implements ExchangeFacts {
         budget,
         retry: RESULT_RETRY,
       });
-      const check = checkResultPayload(bytes, announced, step, this.#need());
+      const check = await checkResultPayload(bytes, announced, step, this.#need(), this.#decode);
       if (!check.ok) {
         tracker.recordFailed(commitment, this.#now());
         this.#refused("payload", announced.from, check.reason, check.detail);

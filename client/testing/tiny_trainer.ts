@@ -9,7 +9,7 @@ import { type LoadedModel, loadModel } from "../model_source.ts";
 import { NetworkTrainer } from "../trainer.ts";
 import { LocalDataProvider } from "../../data/mod.ts";
 import type { GpuRuntime } from "../../shaders/mod.ts";
-import type { AggregatorOptions } from "../../optimizer/mod.ts";
+import type { HostCodecOptions } from "../../optimizer/mod.ts";
 
 const ROOT = new URL("../..", import.meta.url).pathname;
 
@@ -40,14 +40,14 @@ export interface TinyTrainerBench extends AsyncDisposable {
   readonly model: LoadedModel;
   /**
    * A trainer of llama-tiny on `rt`: micro-batches of 1 sequence, at most 2 per batch, holding
-   * `weights` (the loaded model's unless given), aggregating where `aggregate` says (the
-   * trainer's default unless given).
+   * `weights` (the loaded model's unless given), its codec where `codec` says (the trainer's
+   * default unless given).
    */
   trainer(
     rt: GpuRuntime,
     distro?: DistroOptions,
     weights?: Float32Array,
-    aggregate?: AggregatorOptions,
+    codec?: HostCodecOptions,
   ): NetworkTrainer;
 }
 
@@ -80,7 +80,7 @@ export async function tinyTrainerBench(
       dir,
       data,
       model,
-      trainer: (rt, distro = PLAIN_DISTRO, weights = model.weights, aggregate) =>
+      trainer: (rt, distro = PLAIN_DISTRO, weights = model.weights, codec) =>
         new NetworkTrainer({
           rt,
           config: model.config,
@@ -90,7 +90,7 @@ export async function tinyTrainerBench(
           microBatch: 1,
           maxBatch: 2,
           distro,
-          aggregate,
+          codec,
         }),
       async [Symbol.asyncDispose]() {
         await data.close();

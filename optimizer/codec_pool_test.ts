@@ -1,17 +1,19 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
-  AggregatePool,
-  Aggregator,
   balancedShares,
-  defaultAggregateWorkers,
+  CodecPool,
+  defaultCodecWorkers,
+  HostCodec,
   PARALLEL_MIN_ENTRIES,
+  PARALLEL_MIN_PAYLOAD_BYTES,
   sharedBytes,
   sharedItems,
-} from "./aggregate_pool.ts";
+} from "./codec_pool.ts";
 import type { SparseParam } from "./compress.ts";
 import { aggregateFixed } from "./exact.ts";
 import { type ChunkLayout, chunkLayout } from "./layout.ts";
+import { decodePayload, encodePayload, type PayloadExpectation } from "./wire.ts";
 
 Deno.test("balancedShares: every item once, ascending, no share past the ideal by more than its largest", () => {
   fc.assert(fc.property(
@@ -34,8 +36,8 @@ Deno.test("balancedShares: every item once, ascending, no share past the ideal b
   assert.throws(() => balancedShares([1], 0), /positive integer/);
 });
 
-Deno.test("defaultAggregateWorkers: one per core, none on one core, at most 8", () => {
-  assert.deepEqual([1, 2, 3, 16, 128].map(defaultAggregateWorkers), [0, 2, 3, 8, 8]);
+Deno.test("defaultCodecWorkers: one per core, none on one core, at most 8", () => {
+  assert.deepEqual([1, 2, 3, 16, 128].map(defaultCodecWorkers), [0, 2, 3, 8, 8]);
 });
 
 /** Layouts of several shapes and chunkings: 1-D and 2-D, ragged and whole, k clamped. */
@@ -69,7 +71,7 @@ const serial = (results: readonly (readonly SparseParam[])[]) =>
 
 Deno.test("the pool's aggregate has the serial aggregate's bits, for any peers and workers", async () => {
   for (const workers of [1, 2, 3]) {
-    using pool = new AggregatePool(workers);
+    using pool = new CodecPool(workers);
     assert.equal(pool.size, workers);
     for (const peers of [1, 2, 5]) {
       const results = randomResults(peers, 17 * workers + peers);
@@ -79,7 +81,7 @@ Deno.test("the pool's aggregate has the serial aggregate's bits, for any peers a
 });
 
 Deno.test("the pool aggregates views into a larger buffer by their own elements", async () => {
-  using pool = new AggregatePool(2);
+  using pool = new CodecPool(2);
   const results = randomResults(3, 5);
   // Each array copied into the middle third of a buffer three times its size, as a slice of one
   // read-back: only the view's elements may be summed.
@@ -119,7 +121,7 @@ Deno.test("sharedItems lays every peer's part of each share end to end in the sh
 });
 
 Deno.test("aggregates in flight together each get their own bits (shared memory is not reused under them)", async () => {
-  using pool = new AggregatePool(2);
+  using pool = new CodecPool(2);
   const rounds = [randomResults(4, 21), randomResults(4, 22), randomResults(2, 23)];
   const answers = await Promise.all(rounds.map((results) => pool.aggregate(LAYOUTS, results)));
   answers.forEach((answer, i) => assert.deepEqual(answer, serial(rounds[i])));
@@ -130,7 +132,7 @@ Deno.test("aggregates in flight together each get their own bits (shared memory 
 });
 
 Deno.test("the pool refuses a malformed result with the serial RangeError, then goes on", async () => {
-  using pool = new AggregatePool(2);
+  using pool = new CodecPool(2);
   const bad = randomResults(2, 9);
   bad[1][2].indices[5] = LAYOUTS[2].totalk;
   const expected = (() => {
@@ -155,14 +157,14 @@ Deno.test("the pool refuses a malformed result with the serial RangeError, then 
 });
 
 Deno.test("a disposed pool fails the aggregate it was doing", async () => {
-  const pool = new AggregatePool(1);
+  const pool = new CodecPool(1);
   const pending = pool.aggregate(LAYOUTS, randomResults(2, 3));
   pool[Symbol.dispose]();
-  await assert.rejects(pending, /aggregate pool disposed/);
+  await assert.rejects(pending, /codec pool disposed/);
 });
 
-Deno.test("an Aggregator starts its workers only for rounds of PARALLEL_MIN_ENTRIES entries", async () => {
-  using aggregator = new Aggregator({ workers: 2 });
+Deno.test("a HostCodec starts its workers only for rounds of PARALLEL_MIN_ENTRIES entries", async () => {
+  using aggregator = new HostCodec({ workers: 2 });
   const small = randomResults(3, 4);
   assert.deepEqual(await aggregator.aggregate(LAYOUTS, small), serial(small));
   assert.equal(aggregator.started, false);
@@ -177,9 +179,81 @@ Deno.test("an Aggregator starts its workers only for rounds of PARALLEL_MIN_ENTR
   assert.equal(aggregator.started, true);
   assert.deepEqual(big, aggregateFixed(wide, [peer()[0], peer()[0]]));
   assert.ok(big.coeffs.every((q) => q === 2 ** 15));
-  using none = new Aggregator({ workers: 0 });
+  using none = new HostCodec({ workers: 0 });
   assert.deepEqual(await none.aggregate([wide], [peer(), peer()]), [big]);
   assert.equal(none.started, false, "no workers: this thread");
-  assert.throws(() => new Aggregator({ workers: -1 }), /integer >= 0/);
-  assert.throws(() => new Aggregator({ minEntries: NaN }), /minEntries must be >= 0/);
+  assert.throws(() => new HostCodec({ workers: -1 }), /integer >= 0/);
+  assert.throws(() => new HostCodec({ minEntries: NaN }), /minEntries must be >= 0/);
+  assert.throws(() => new HostCodec({ minPayloadBytes: -1 }), /minPayloadBytes must be >= 0/);
+});
+
+/** Payloads of `randomResults`' first peer in bf16 (any f32 value) and 1-bit (±1) form. */
+function payloads(seed: number) {
+  const [params] = randomResults(1, seed);
+  const signs = params.map((p) => ({ ...p, values: p.values.map((v) => v < 0 ? -1 : 1) }));
+  const bf16: PayloadExpectation = { layouts: LAYOUTS, quantize1bit: false };
+  const oneBit: PayloadExpectation = { layouts: LAYOUTS, quantize1bit: true };
+  const result = (p: SparseParam[]) => ({
+    step: 7,
+    batch: { start: 4, end: 5 },
+    trainerNonce: seed,
+    params: p,
+  });
+  return [
+    { bytes: encodePayload(result(params), bf16), expectation: bf16 },
+    { bytes: encodePayload(result(signs), oneBit), expectation: oneBit },
+  ];
+}
+
+Deno.test("the pool decodes payloads as decodePayload does, bit for bit, errors included", async () => {
+  using pool = new CodecPool(2);
+  for (const { bytes, expectation } of [...payloads(1), ...payloads(2)]) {
+    const decoded = await pool.decode(bytes, expectation);
+    assert.deepEqual(decoded, decodePayload(bytes, expectation));
+    assert.equal(bytes.length > 0 && bytes[0], 0x44, "the bytes are the caller's still ('D')");
+  }
+  // A payload cut short, and one announced for another step: the serial decode's own errors.
+  const [{ bytes, expectation }] = payloads(3);
+  for (
+    const [bad, expect] of [
+      [bytes.subarray(0, bytes.length - 3), expectation],
+      [bytes, { ...expectation, step: 8 }],
+    ] as const
+  ) {
+    let serial: Error | undefined;
+    try {
+      decodePayload(bad, expect);
+    } catch (e) {
+      serial = e as Error;
+    }
+    assert.ok(serial !== undefined, "the serial decode refuses it");
+    await assert.rejects(pool.decode(bad, expect), (e: Error) => {
+      assert.equal(e.name, "PayloadDecodeError");
+      assert.equal(e.message, serial!.message);
+      return true;
+    });
+  }
+});
+
+Deno.test("a HostCodec decodes payloads of PARALLEL_MIN_PAYLOAD_BYTES on its workers, finishing one cut off by disposal", async () => {
+  const [{ bytes, expectation }] = payloads(4);
+  assert.ok(bytes.length < PARALLEL_MIN_PAYLOAD_BYTES);
+  const expected = decodePayload(bytes, expectation);
+  using small = new HostCodec({ workers: 2 });
+  assert.deepEqual(await small.decode(bytes, expectation), expected);
+  assert.equal(small.started, false, "a small payload stays on this thread");
+  const codec = new HostCodec({ workers: 2, minPayloadBytes: 0 });
+  assert.deepEqual(await codec.decode(bytes, expectation), expected);
+  assert.equal(codec.started, true);
+  // Disposed while decoding: the decode finishes here; later ones run here too.
+  const cut = codec.decode(bytes, expectation);
+  codec[Symbol.dispose]();
+  assert.deepEqual(await cut, expected);
+  assert.deepEqual(await codec.decode(bytes, expectation), expected);
+  assert.equal(codec.started, false);
+  // A bad payload is refused either way.
+  await assert.rejects(
+    new HostCodec({ workers: 0 }).decode(bytes.subarray(1), expectation),
+    /Invalid DisTrO payload/,
+  );
 });

@@ -152,7 +152,8 @@ export class CodecPool implements Disposable {
 
   /**
    * `layouts.map((l, n) => aggregateFixed(l, results.map((r) => r[n])))` on the pool's workers:
-   * the same aggregates, bit for bit, and the same `RangeError` for a malformed result. `results`
+   * the same aggregates, bit for bit, and a `RangeError` with the serial aggregate's message for a
+   * malformed result (where several are, perhaps another one's than it names first). `results`
    * holds each peer's parameters in the order to sum them (canonical order); they are copied into
    * memory the workers share, never changed.
    */
@@ -161,6 +162,12 @@ export class CodecPool implements Disposable {
     results: readonly (readonly SparseParam[])[],
   ): Promise<AggregatedParam[]> {
     const sizes = layouts.map((l) => l.chunks * l.k);
+    // A part of the wrong length would not fit the shared memory: refused here, as serially.
+    for (const [n, size] of sizes.entries()) {
+      if (results.some((r) => r[n].indices.length !== size || r[n].values.length !== size)) {
+        aggregateFixed(layouts[n], results.map((r) => r[n]));
+      }
+    }
     const shares = balancedShares(sizes, this.#workers.length);
     const items = sharedItems(layouts, results, shares, this.#memory(layouts, results.length));
     const replies = await Promise.all(

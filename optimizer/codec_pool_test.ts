@@ -152,6 +152,16 @@ Deno.test("the pool refuses a malformed result with the serial RangeError, then 
   const nan = randomResults(2, 10);
   nan[0][0].values[3] = NaN;
   await assert.rejects(pool.aggregate(LAYOUTS, nan), RangeError);
+  // A part of the wrong length, longer or shorter: the serial aggregate's refusal.
+  for (const length of [LAYOUTS[1].chunks * LAYOUTS[1].k + 8, 1]) {
+    const odd = randomResults(2, 12);
+    odd[1][1] = { indices: new Uint32Array(length), values: new Float32Array(length) };
+    await assert.rejects(pool.aggregate(LAYOUTS, odd), (e: Error) => {
+      assert.ok(e instanceof RangeError);
+      assert.match(e.message, /result 1 has \d+ indices and \d+ values, expected \d+ each/);
+      return true;
+    });
+  }
   const good = randomResults(2, 11);
   assert.deepEqual(await pool.aggregate(LAYOUTS, good), serial(good));
 });

@@ -126,6 +126,8 @@ export class CodecPool implements Disposable {
   #shared: SharedArrayBuffer | undefined;
   /** The worker the next payload goes to. */
   #turn = 0;
+  /** Aggregates whose workers may still read the shared memory. */
+  #aggregating = 0;
 
   constructor(workers: number = defaultCodecWorkers()) {
     if (!Number.isInteger(workers) || workers < 1) {
@@ -170,11 +172,12 @@ export class CodecPool implements Disposable {
     }
     const shares = balancedShares(sizes, this.#workers.length);
     const items = sharedItems(layouts, results, shares, this.#memory(layouts, results.length));
+    this.#aggregating++;
     const replies = await Promise.all(
       items.map(async (share, w) =>
         aggregatesOf(await this.#ask(w, { kind: "aggregate", items: share }))
       ),
-    );
+    ).finally(() => this.#aggregating--);
     const out = new Array<AggregatedParam>(layouts.length);
     shares.forEach((share, w) => share.forEach((n, i) => out[n] = replies[w][i]));
     return out;
@@ -198,7 +201,7 @@ export class CodecPool implements Disposable {
    */
   #memory(layouts: readonly ChunkLayout[], peers: number): SharedArrayBuffer {
     const bytes = sharedBytes(layouts, peers);
-    if (this.#replies.size > 0) return new SharedArrayBuffer(bytes);
+    if (this.#aggregating > 0) return new SharedArrayBuffer(bytes);
     if (this.#shared === undefined || this.#shared.byteLength < bytes) {
       this.#shared = new SharedArrayBuffer(bytes);
     }

@@ -1,7 +1,7 @@
 /**
  * Matmul throughput on whatever adapter this machine has, for real GPUs:
  * `deno run -A bench/matmul_gpu.ts [--size 4096 | --shape m,n,k...] [--layout nn|nt|tn...]
- * [--reps 20] [--profile cpu|gpu] [--f16 | --bf16] [--tiling rows,cols,wx,wy,depth[,vec4[,db][,u][,g4]]]...
+ * [--reps 20] [--profile cpu|gpu] [--f16 | --bf16] [--tiling rows,cols,wx,wy,depth[,vec4[,db][,u][,g4][,kr]]]...
  * [--sweep] [--split-k auto|off|both] [--shapes 20m-4x256,20m-16x1024,1b-1x128]`.
  * Prints the adapter, then GFLOP/s per layout (mean over `reps` dispatches in one submit) and the
  * max abs error of a few sampled outputs against an f64 dot product, for the profile's tilings

@@ -923,8 +923,8 @@ function tiledGenerator(t: MatmulTiling): typeof tiledKernel {
 /**
  * The pipeline-key suffix of a `tiled-vec4` tiling's variants: `/x2` double-buffered, `/u` K loop
  * unrolled, `/g4` vec4 storage loads, `/kr` a workgroup array per K row (nothing for the plain
- * kernel). Each variant gives the same
- * bits, so a key that left one out would silently run its twin's kernel.
+ * kernel). Each variant gives the same bits, so a key that left one out would silently run its
+ * twin's kernel.
  */
 function variantKey(t: MatmulTiling): string {
   return ((t.buffers ?? 1) === 2 ? "/x2" : "") + (t.unrollK ? "/u" : "") +

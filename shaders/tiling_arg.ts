@@ -20,7 +20,7 @@ const TILING_HELP = `expected rows,cols,wx,wy,depth (non-negative integers) and 
   `4,4,16,16,16 or 8,8,16,16,8,vec4,u,g4`;
 
 /**
- * Parses `rows,cols,wx,wy,depth[,vec4[,db][,u][,g4]]`; throws a RangeError naming the text (and
+ * Parses `rows,cols,wx,wy,depth[,vec4[,db][,u][,g4][,kr]]`; throws a RangeError naming the text (and
  * the flag at fault, if one is) otherwise.
  */
 export function parseTiling(text: string): MatmulTiling {

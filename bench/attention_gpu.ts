@@ -1,7 +1,7 @@
 /**
  * The attention's row kernels against its tiled kernels (shaders/attention_tiled.ts), for real
  * GPUs: `deno run -A bench/attention_gpu.ts [--shape 20m|1b|B,T,H,KVH,D]... [--reps 10]
- * [--tiles ROWSxSTAGED[xQUERIES]] [--documents LEN]`.
+ * [--tiles ROWSxSTAGED[xQUERIES][,ra] | tiled,ra] [--documents LEN]`.
  * Prints the adapter, then per shape and kernel family the time of one forward and of one backward
  * (GPU timestamps when the adapter has them, else wall-clock per submit; mean over `reps` calls
  * in one submit, after a warm-up), the ratio rows ÷ tiled, the tile each tiled pass ran with
@@ -10,7 +10,8 @@
  * `20m`: config/models/llama-20m at 16 x 1024 (H = KVH = 8, D = 32); `1b`: llama-1b's heads
  * (H = 32, KVH = 8, D = 64) at 4 x 2048. `--documents LEN` packs each row into documents of LEN
  * tokens (the last one ragged); `QUERIES` sets the tiled forward and dQ's query rows per
- * invocation (default 1). The tiled family runs at every head size, past the GPU profile's
+ * invocation (default 1), and `,ra` stages each row in a workgroup array of its own (one bounds
+ * clamp per row read, not per vec4). The tiled family runs at every head size, past the GPU profile's
  * `maxHeadDim`. Both families run the GPU profile's workgroup size and lockstep.
  *
  * @module
@@ -127,7 +128,7 @@ for (const dims of (values.shape?.length ? values.shape : ["20m", "1b"]).map(par
       ? " (" + (["forward", "dq", "dkv"] as const).map((pass) => {
         const tile = attentionTiles(tiling, pass, d, packed, rt.limits);
         return `${pass} ${tile.rows}x${tile.staged}` +
-          (tile.queries > 1 ? `x${tile.queries}` : "");
+          (tile.queries > 1 ? `x${tile.queries}` : "") + (tile.rowArrays ? ",ra" : "");
       }).join(", ") + ")"
       : "";
     console.log(

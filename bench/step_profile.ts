@@ -2,7 +2,7 @@
  * Where a training step's GPU time goes, kernel by kernel, on whatever adapter this machine has:
  * `deno run -A bench/step_profile.ts [--config DIR] [--batch B] [--seq-len T] [--steps N]
  * [--precision f32|f16|bf16] [--recompute] [--tiling rows,cols,wx,wy,depth] [--split-k auto|off]
- * [--upload chunked|mapped] [--attention rows|tiled|ROWSxSTAGED[xQUERIES]] [--flush-layers auto|off]`.
+ * [--upload chunked|mapped] [--attention rows|tiled|ROWSxSTAGED[xQUERIES][,ra]] [--flush-layers auto|off]`.
  *
  * It builds the model of `--config` from quick pseudo-random weights (uniform with the init's
  * variance: timing does not depend on the values, and the seeded normals of `initParams` take a

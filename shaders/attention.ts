@@ -365,7 +365,8 @@ export class Attention {
     const { d } = args;
     const tiles = attentionTiles(this.#tiling, which, d, packed, this.#rt.limits);
     const key = `attention/tiled-${which}${packed ? "/documents" : ""}/d${d}/` +
-      `${tiles.rows}x${tiles.staged}${tiles.queries > 1 ? `/q${tiles.queries}` : ""}`;
+      `${tiles.rows}x${tiles.staged}${tiles.queries > 1 ? `/q${tiles.queries}` : ""}` +
+      (tiles.rowArrays ? "/ra" : "");
     const pipeline = this.#rt.pipeline(key, () => source(d, tiles, packed));
     const heads = which === "dkv" ? args.kvh : args.h;
     const workgroups = args.b * heads * Math.ceil(args.t / (tiles.rows * tiles.queries));

@@ -54,6 +54,8 @@ export interface AttentionTiles {
   readonly rows: number;
   readonly staged: number;
   readonly queries: number;
+  /** Each staged row its own workgroup array (AttentionTiling's `rowArrays`). */
+  readonly rowArrays: boolean;
 }
 
 /** Most query rows one invocation may own: each holds its rows in registers. */
@@ -113,7 +115,12 @@ export function attentionTiles(
         `device's maxComputeWorkgroupStorageSize ${limit}: use the "rows" attention strategy`,
     );
   }
-  return { rows, staged, queries: pass === "dkv" ? 1 : queries };
+  return {
+    rows,
+    staged,
+    queries: pass === "dkv" ? 1 : queries,
+    rowArrays: tiling.rowArrays === true,
+  };
 }
 
 /**
@@ -164,12 +171,14 @@ function boundDecl(packed: boolean): string {
  * The walk over staged rows shared by every tiled kernel: positions `from…to−1` (uniform over
  * the workgroup) are staged `staged` at a time by `stage` (a tile of `tn` rows from `t0`,
  * between barriers), and `body` runs for each of the invocation's own positions
- * `s` in `ownFrom…ownTo−1` of the tile, in order, its staged row at `so`.
+ * `s` in `ownFrom…ownTo−1` of the tile, in order, its staged row at `so` (its first vec4's index,
+ * or with `rowArrays` the row's).
  */
 function stagedWalk(
   dv: number,
   staged: number,
   walk: { from: string; to: string; ownFrom: string; ownTo: string; stage: string; body: string },
+  rowArrays: boolean,
 ): string {
   return `for (var t0 = ${walk.from}; t0 < ${walk.to}; t0 += ${staged}u) {
       let tn = min(${staged}u, ${walk.to} - t0);
@@ -178,7 +187,7 @@ function stagedWalk(
       workgroupBarrier();
       let sEnd = min(t0 + tn, ${walk.ownTo});
       for (var s = max(t0, ${walk.ownFrom}); s < sEnd; s++) {
-        let so = (s - t0) * ${dv}u;
+        let so = ${rowArrays ? "s - t0" : `(s - t0) * ${dv}u`};
         ${walk.body}
       }
     }`;
@@ -186,15 +195,17 @@ function stagedWalk(
 
 /**
  * The workgroup's `rows` invocations copy the tile's `count` entries into workgroup memory,
- * entry `x` from index `src` of each storage array: `copies` maps staged array to storage array.
+ * entry `x` (at `cell` of each staged array) from index `src` of each storage array: `copies` maps
+ * staged array to storage array.
  */
 function stageEntries(
   rows: number,
   count: string,
   src: string,
   copies: Record<string, string>,
+  cell = "[x]",
 ): string {
-  const assign = Object.entries(copies).map(([to, from]) => `${to}[x] = ${from}[src];`);
+  const assign = Object.entries(copies).map(([to, from]) => `${to}${cell} = ${from}[src];`);
   return `for (var x = li; x < ${count}; x += ${rows}u) {
         let src = ${src};
         ${assign.join("\n        ")}
@@ -210,9 +221,11 @@ function stageRows(
   rows: number,
   at: { heads: string; head: string },
   copies: Record<string, string>,
+  rowArrays: boolean,
 ): string {
   const src = `((bb * p.t + t0 + x / ${dv}u) * ${at.heads} + ${at.head}) * ${dv}u + x % ${dv}u`;
-  return stageEntries(rows, `tn * ${dv}u`, src, copies);
+  const cell = rowArrays ? `[x / ${dv}u][x % ${dv}u]` : "[x]";
+  return stageEntries(rows, `tn * ${dv}u`, src, copies, cell);
 }
 
 /** One key of a query walk for the row of register prefix `r`, its key and value rows given. */
@@ -231,7 +244,14 @@ function keyTileWalk(dv: number, tiles: AttentionTiles, packed: boolean, step: Q
     : "let kFirst = 0u;";
   const firstOf = (r: string) => packed ? `documents[2u * (bb * p.t + ${r}ownc)]` : "0u";
   const endOf = (r: string) => `select(0u, ${r}own + 1u, ${r}live)`;
-  const stage = stageRows(dv, tiles.rows, { heads: "p.kvh", head: "g" }, { ks: "k", vs: "v" });
+  const stage = stageRows(
+    dv,
+    tiles.rows,
+    { heads: "p.kvh", head: "g" },
+    { ks: "k", vs: "v" },
+    tiles.rowArrays,
+  );
+  const [stagedK, stagedV] = [staged("ks", tiles.rowArrays), staged("vs", tiles.rowArrays)];
   const walk = (ownFirst: string, ownEnd: string, body: string) =>
     `let g = hh / (p.h / p.kvh);
   ${first}
@@ -245,7 +265,7 @@ function keyTileWalk(dv: number, tiles: AttentionTiles, packed: boolean, step: Q
         ownTo: "ownEnd",
         stage,
         body,
-      })
+      }, tiles.rowArrays)
     }`;
   if (tiles.queries === 1) return walk(firstOf(""), endOf(""), step("", stagedK, stagedV));
   const rs = queryPrefixes(tiles.queries);
@@ -265,12 +285,16 @@ ${
   ${walk(fold("min", "first"), fold("max", "end"), body)}`;
 }
 
-const stagedK: steps.Lane = (j) => `ks[so + ${j}u]`;
-const stagedV: steps.Lane = (j) => `vs[so + ${j}u]`;
+/** Vec4 `j` of the staged row at `so` of workgroup array `name`. */
+const staged = (name: string, rowArrays: boolean): steps.Lane => (j) =>
+  rowArrays ? `${name}[so][${j}u]` : `${name}[so + ${j}u]`;
 
-/** Workgroup arrays of `staged` vec4 rows of D named `names`. */
-function workgroupRows(names: string[], staged: number, dv: number): string {
-  return names.map((n) => `var<workgroup> ${n}: array<vec4<f32>, ${staged * dv}>;`).join("\n");
+/** Workgroup arrays of `staged` vec4 rows of D named `names`, flat or a row per array. */
+function workgroupRows(names: string[], staged: number, dv: number, rowArrays: boolean): string {
+  const type = rowArrays
+    ? `array<array<vec4<f32>, ${dv}>, ${staged}>`
+    : `array<vec4<f32>, ${staged * dv}>`;
+  return names.map((n) => `var<workgroup> ${n}: ${type};`).join("\n");
 }
 
 /**
@@ -282,7 +306,7 @@ function queryTile(bindings: string, dv: number, tiles: AttentionTiles, packed: 
     `  let ${r}qo = ((bb * p.t + ${r}ownc) * p.h + hh) * ${dv}u;`
   );
   return `${bindings}${boundDecl(packed)}
-${workgroupRows(["ks", "vs"], tiles.staged, dv)}
+${workgroupRows(["ks", "vs"], tiles.staged, dv, tiles.rowArrays)}
 ${tileHeader(tiles.rows, "p.h", tiles.queries)}
 ${offsets.join("\n")}`;
 }
@@ -327,25 +351,27 @@ ${outputs.join("\n")}
  * `s…end(s)−1`.
  */
 export function tiledDkvKernel(d: number, tiles: AttentionTiles, packed = false): string {
-  const dv = d / 4, { rows, staged } = tiles;
+  const dv = d / 4, { rows, staged: stagedRows, rowArrays } = tiles;
   const tileEnd = packed
     ? `${uniformDocument(1, "rLast")}\n  let qEnd = tileBound;`
     : "let qEnd = p.t;";
   const ownEnd = packed ? "documents[2u * (bb * p.t + ownc) + 1u]" : "p.t";
-  const stage = `${stageRows(dv, rows, { heads: "p.h", head: "qh" }, { qs: "q", dos: "dout" })}
+  const stage = `${
+    stageRows(dv, rows, { heads: "p.h", head: "qh" }, { qs: "q", dos: "dout" }, rowArrays)
+  }
       ${
     stageEntries(rows, "tn", "(bb * p.h + qh) * p.t + t0 + x", { lses: "lse", deltas: "delta" })
   }`;
   const body = steps.dkvStep(dv, {
-    qRow: (j) => `qs[so + ${j}u]`,
-    doRow: (j) => `dos[so + ${j}u]`,
+    qRow: staged("qs", rowArrays),
+    doRow: staged("dos", rowArrays),
     lseAt: "lses[s - t0]",
     deltaAt: "deltas[s - t0]",
   });
   return `${dkvBindings(packed)}${boundDecl(packed)}
-${workgroupRows(["qs", "dos"], staged, dv)}
-var<workgroup> lses: array<f32, ${staged}>;
-var<workgroup> deltas: array<f32, ${staged}>;
+${workgroupRows(["qs", "dos"], stagedRows, dv, rowArrays)}
+var<workgroup> lses: array<f32, ${stagedRows}>;
+var<workgroup> deltas: array<f32, ${stagedRows}>;
 ${tileHeader(rows, "p.kvh")}
   let g = hh;
   let rep = p.h / p.kvh;
@@ -355,7 +381,12 @@ ${tileHeader(rows, "p.kvh")}
 ${steps.dkvRegisters(dv)}
   for (var qh = g * rep; qh < (g + 1u) * rep; qh++) {
     ${
-    stagedWalk(dv, staged, { from: "r0", to: "qEnd", ownFrom: "own", ownTo: "ownEnd", stage, body })
+    stagedWalk(
+      dv,
+      stagedRows,
+      { from: "r0", to: "qEnd", ownFrom: "own", ownTo: "ownEnd", stage, body },
+      rowArrays,
+    )
   }
   }
   if (live) {

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
-import { attentionTiles, tiledWorkgroupBytes } from "./attention_tiled.ts";
+import {
+  attentionTiles,
+  tiledDkvKernel,
+  tiledForwardKernel,
+  tiledWorkgroupBytes,
+} from "./attention_tiled.ts";
 import { GpuRuntime } from "./gpu.ts";
 import { Attention } from "./attention.ts";
 import { type AttentionTiling, GPU_PROFILE } from "./profile.ts";
@@ -77,6 +82,34 @@ Deno.test("several query rows per invocation give the row kernels' bits", async 
     () => attentionTiles({ ...tiled(8, 8), queries: 9 }, "forward", 8, false, limits),
     /attention forward: tiled queries must be an integer in 1\.\.8, got 9/,
   );
+});
+
+Deno.test("a workgroup array per staged row gives the row kernels' bits, and its own pipelines", async () => {
+  using rt = await GpuRuntime.create();
+  const arrays = [
+    { ...tiled(4, 3), rowArrays: true as const },
+    { ...tiled(5, 8), queries: 3, rowArrays: true as const },
+    { ...tiled(64, 64), rowArrays: true as const },
+  ];
+  for (const c of CASES) {
+    const plain = (await run(rt, c, ROWS)).got;
+    for (const tiling of arrays) {
+      const { got } = await run(rt, c, tiling);
+      assertSameOutputs(got, plain, `${caseName(c)} tiles ${tiling.rows}x${tiling.staged} arrays`);
+    }
+  }
+  // Each pass keys its own pipeline: a key without the variant would run the flat kernel's twin.
+  const before = rt.pipelineCount;
+  await run(rt, CASES[1], tiled(4, 3));
+  assert.equal(rt.pipelineCount - before, 3, "the flat tiles' forward, dQ and dK/dV pipelines");
+  // The staged rows are two-dimensional and read a row at a time.
+  const text = tiledForwardKernel(32, { rows: 4, staged: 3, queries: 1, rowArrays: true });
+  assert.match(text, /var<workgroup> ks: array<array<vec4<f32>, 8>, 3>;/);
+  assert.match(text, /ks\[so\]\[7u\]/);
+  assert.doesNotMatch(text, /ks\[so \+/);
+  const dkv = tiledDkvKernel(32, { rows: 4, staged: 3, queries: 1, rowArrays: true });
+  assert.match(dkv, /var<workgroup> qs: array<array<vec4<f32>, 8>, 3>;/);
+  assert.match(dkv, /qs\[x \/ 8u\]\[x % 8u\] = q\[src\];/);
 });
 
 Deno.test("tiled attention matches the f64 reference, with and without documents", async () => {

@@ -101,6 +101,13 @@ export interface AttentionTiling {
    */
   readonly queries?: number;
   /**
+   * Tiled only: each staged row its own workgroup array (`ks[s][j]`, not `ks[s·D/4 + j]`;
+   * `--attention`/`--tiles` suffix `,ra`). naga clamps every dynamic workgroup index, so a flat
+   * index costs a clamp per vec4 read; with a row per array the one dynamic index, the row, is
+   * clamped once for all of its reads. The same bits; not in any profile until a GPU measures it.
+   */
+  readonly rowArrays?: true;
+  /**
    * Tiled only: the largest head size D that runs the tiled kernels; larger heads run the row
    * kernels (see {@link attentionStrategyFor}). Absent: every D runs tiled.
    */

@@ -77,14 +77,20 @@ export function formatTiling(t: MatmulTiling): string {
  */
 export function parseAttentionTiling(text: string): AttentionTiling {
   if (text === "rows") return { strategy: "rows", rows: 0, staged: 0 };
-  if (text === "tiled") return GPU_ATTENTION_TILES;
-  const parts = text.split("x").map(Number);
-  if (parts.length < 2 || parts.length > 3 || parts.some((v) => !Number.isInteger(v) || v < 1)) {
-    throw new RangeError(
+  const [tiles, flag, ...rest] = text.split(",");
+  const bad = () =>
+    new RangeError(
       `attention tiling "${text}": expected rows, tiled or ROWSxSTAGED[xQUERIES] (positive ` +
-        `integers), e.g. 64x64 or 64x64x4`,
+        `integers), tiles optionally followed by ",ra" (a workgroup array per staged row), e.g. ` +
+        `64x64, 64x64x4 or tiled,ra`,
     );
+  if ((flag !== undefined && flag !== "ra") || rest.length > 0) throw bad();
+  const rowArrays = flag === "ra" ? { rowArrays: true as const } : {};
+  if (tiles === "tiled") return { ...GPU_ATTENTION_TILES, ...rowArrays };
+  const parts = tiles.split("x").map(Number);
+  if (parts.length < 2 || parts.length > 3 || parts.some((v) => !Number.isInteger(v) || v < 1)) {
+    throw bad();
   }
   const [rows, staged, queries = 1] = parts;
-  return { strategy: "tiled", rows, staged, queries };
+  return { strategy: "tiled", rows, staged, queries, ...rowArrays };
 }

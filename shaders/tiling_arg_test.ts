@@ -74,7 +74,13 @@ Deno.test("attention tilings parse from their command-line text", () => {
     queries: 1,
   });
   assert.equal(parseAttentionTiling("64x64x4").queries, 4);
-  for (const bad of ["", "row", "64", "64x", "64x64x4x1", "0x64", "64x-1", "64x1.5", "64,64"]) {
+  assert.deepEqual(parseAttentionTiling("64x64x4,ra"), {
+    ...parseAttentionTiling("64x64x4"),
+    rowArrays: true,
+  });
+  assert.deepEqual(parseAttentionTiling("tiled,ra"), { ...tiles, rowArrays: true });
+  const bads = ["", "row", "64", "64x", "64x64x4x1", "0x64", "64x-1", "64x1.5", "64,64"];
+  for (const bad of [...bads, "64x64,kr", "64x64,ra,ra", "rows,ra"]) {
     assert.throws(() => parseAttentionTiling(bad), /expected rows, tiled or ROWSxSTAGED/, bad);
   }
 });

@@ -72,11 +72,14 @@ for part in $parts; do
     # faster forward on lavapipe): the row kernels again beside each, bits compared.
     run 90 attention-queries.txt sh -c "$deno_run bench/attention_gpu.ts --shape 20m --shape 1b \
       --tiles 64x64x2 && $deno_run bench/attention_gpu.ts --shape 20m --shape 1b --tiles 64x64x4"
+    # A workgroup array per staged row (one bounds clamp a row read, not a vec4), bits compared.
+    run 60 attention-row-arrays.txt $deno_run bench/attention_gpu.ts --shape 20m --shape 1b \
+      --tiles tiled,ra
     # The whole 20M step with each, attention/... pipelines in the per-kernel table.
     run 200 attention-step-16x1024.txt sh -c "$deno_run bench/step_profile.ts --batch 16 \
       --seq-len 1024 --attention rows &&
       $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --attention tiled &&
-      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --attention 64x64x4"
+      $deno_run bench/step_profile.ts --batch 16 --seq-len 1024 --attention tiled,ra"
     ;;
   matmul) run 60 matmul-f32.txt $deno_run bench/matmul_gpu.ts --size 4096 --reps 20 ;;
   picker)

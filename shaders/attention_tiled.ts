@@ -171,14 +171,12 @@ function boundDecl(packed: boolean): string {
  * The walk over staged rows shared by every tiled kernel: positions `from…to−1` (uniform over
  * the workgroup) are staged `staged` at a time by `stage` (a tile of `tn` rows from `t0`,
  * between barriers), and `body` runs for each of the invocation's own positions
- * `s` in `ownFrom…ownTo−1` of the tile, in order, its staged row at `so` (its first vec4's index,
- * or with `rowArrays` the row's).
+ * `s` in `ownFrom…ownTo−1` of the tile, in order, its staged row at `so` (`layout`'s handle).
  */
 function stagedWalk(
-  dv: number,
   staged: number,
   walk: { from: string; to: string; ownFrom: string; ownTo: string; stage: string; body: string },
-  rowArrays: boolean,
+  layout: RowLayout,
 ): string {
   return `for (var t0 = ${walk.from}; t0 < ${walk.to}; t0 += ${staged}u) {
       let tn = min(${staged}u, ${walk.to} - t0);
@@ -187,7 +185,7 @@ function stagedWalk(
       workgroupBarrier();
       let sEnd = min(t0 + tn, ${walk.ownTo});
       for (var s = max(t0, ${walk.ownFrom}); s < sEnd; s++) {
-        let so = ${rowArrays ? "s - t0" : `(s - t0) * ${dv}u`};
+        let so = ${layout.so};
         ${walk.body}
       }
     }`;
@@ -221,11 +219,10 @@ function stageRows(
   rows: number,
   at: { heads: string; head: string },
   copies: Record<string, string>,
-  rowArrays: boolean,
+  layout: RowLayout,
 ): string {
   const src = `((bb * p.t + t0 + x / ${dv}u) * ${at.heads} + ${at.head}) * ${dv}u + x % ${dv}u`;
-  const cell = rowArrays ? `[x / ${dv}u][x % ${dv}u]` : "[x]";
-  return stageEntries(rows, `tn * ${dv}u`, src, copies, cell);
+  return stageEntries(rows, `tn * ${dv}u`, src, copies, layout.cell);
 }
 
 /** One key of a query walk for the row of register prefix `r`, its key and value rows given. */
@@ -244,28 +241,29 @@ function keyTileWalk(dv: number, tiles: AttentionTiles, packed: boolean, step: Q
     : "let kFirst = 0u;";
   const firstOf = (r: string) => packed ? `documents[2u * (bb * p.t + ${r}ownc)]` : "0u";
   const endOf = (r: string) => `select(0u, ${r}own + 1u, ${r}live)`;
+  const layout = rowLayout(dv, tiles.rowArrays);
   const stage = stageRows(
     dv,
     tiles.rows,
     { heads: "p.kvh", head: "g" },
     { ks: "k", vs: "v" },
-    tiles.rowArrays,
+    layout,
   );
-  const [stagedK, stagedV] = [staged("ks", tiles.rowArrays), staged("vs", tiles.rowArrays)];
+  const [stagedK, stagedV] = [layout.lane("ks"), layout.lane("vs")];
   const walk = (ownFirst: string, ownEnd: string, body: string) =>
     `let g = hh / (p.h / p.kvh);
   ${first}
   let ownFirst = ${ownFirst};
   let ownEnd = ${ownEnd};
   ${
-      stagedWalk(dv, tiles.staged, {
+      stagedWalk(tiles.staged, {
         from: "kFirst",
         to: "rLast + 1u",
         ownFrom: "ownFirst",
         ownTo: "ownEnd",
         stage,
         body,
-      }, tiles.rowArrays)
+      }, layout)
     }`;
   if (tiles.queries === 1) return walk(firstOf(""), endOf(""), step("", stagedK, stagedV));
   const rs = queryPrefixes(tiles.queries);
@@ -285,16 +283,32 @@ ${
   ${walk(fold("min", "first"), fold("max", "end"), body)}`;
 }
 
-/** Vec4 `j` of the staged row at `so` of workgroup array `name`. */
-const staged = (name: string, rowArrays: boolean): steps.Lane => (j) =>
-  rowArrays ? `${name}[so][${j}u]` : `${name}[so + ${j}u]`;
+/**
+ * How a kernel's staged D-rows (`dv` = D/4 vec4 each) lie in workgroup memory: one flat array,
+ * or with `rowArrays` a workgroup array per row, so that a read's one dynamic index, the row's,
+ * is clamped once for all of the row's reads (naga clamps every dynamic workgroup index).
+ */
+interface RowLayout {
+  /** Workgroup arrays `names` of `staged` rows each. */
+  declare(names: readonly string[], staged: number): string;
+  /** Where staging entry `x` (vec4 `x mod dv` of row `x / dv`) goes. */
+  readonly cell: string;
+  /** `so`: staged row `s − t0` as its lanes read it. */
+  readonly so: string;
+  /** Vec4 `j` of the staged row at `so` of workgroup array `name`. */
+  lane(name: string): steps.Lane;
+}
 
-/** Workgroup arrays of `staged` vec4 rows of D named `names`, flat or a row per array. */
-function workgroupRows(names: string[], staged: number, dv: number, rowArrays: boolean): string {
-  const type = rowArrays
-    ? `array<array<vec4<f32>, ${dv}>, ${staged}>`
-    : `array<vec4<f32>, ${staged * dv}>`;
-  return names.map((n) => `var<workgroup> ${n}: ${type};`).join("\n");
+function rowLayout(dv: number, rowArrays: boolean): RowLayout {
+  const type = (staged: number) =>
+    rowArrays ? `array<array<vec4<f32>, ${dv}>, ${staged}>` : `array<vec4<f32>, ${staged * dv}>`;
+  return {
+    declare: (names, staged) =>
+      names.map((n) => `var<workgroup> ${n}: ${type(staged)};`).join("\n"),
+    cell: rowArrays ? `[x / ${dv}u][x % ${dv}u]` : "[x]",
+    so: rowArrays ? "s - t0" : `(s - t0) * ${dv}u`,
+    lane: (name) => (j) => rowArrays ? `${name}[so][${j}u]` : `${name}[so + ${j}u]`,
+  };
 }
 
 /**
@@ -306,7 +320,7 @@ function queryTile(bindings: string, dv: number, tiles: AttentionTiles, packed: 
     `  let ${r}qo = ((bb * p.t + ${r}ownc) * p.h + hh) * ${dv}u;`
   );
   return `${bindings}${boundDecl(packed)}
-${workgroupRows(["ks", "vs"], tiles.staged, dv, tiles.rowArrays)}
+${rowLayout(dv, tiles.rowArrays).declare(["ks", "vs"], tiles.staged)}
 ${tileHeader(tiles.rows, "p.h", tiles.queries)}
 ${offsets.join("\n")}`;
 }
@@ -351,27 +365,28 @@ ${outputs.join("\n")}
  * `s…end(s)−1`.
  */
 export function tiledDkvKernel(d: number, tiles: AttentionTiles, packed = false): string {
-  const dv = d / 4, { rows, staged: stagedRows, rowArrays } = tiles;
+  const dv = d / 4, { rows, staged } = tiles;
+  const layout = rowLayout(dv, tiles.rowArrays);
   const tileEnd = packed
     ? `${uniformDocument(1, "rLast")}\n  let qEnd = tileBound;`
     : "let qEnd = p.t;";
   const ownEnd = packed ? "documents[2u * (bb * p.t + ownc) + 1u]" : "p.t";
   const stage = `${
-    stageRows(dv, rows, { heads: "p.h", head: "qh" }, { qs: "q", dos: "dout" }, rowArrays)
+    stageRows(dv, rows, { heads: "p.h", head: "qh" }, { qs: "q", dos: "dout" }, layout)
   }
       ${
     stageEntries(rows, "tn", "(bb * p.h + qh) * p.t + t0 + x", { lses: "lse", deltas: "delta" })
   }`;
   const body = steps.dkvStep(dv, {
-    qRow: staged("qs", rowArrays),
-    doRow: staged("dos", rowArrays),
+    qRow: layout.lane("qs"),
+    doRow: layout.lane("dos"),
     lseAt: "lses[s - t0]",
     deltaAt: "deltas[s - t0]",
   });
   return `${dkvBindings(packed)}${boundDecl(packed)}
-${workgroupRows(["qs", "dos"], stagedRows, dv, rowArrays)}
-var<workgroup> lses: array<f32, ${stagedRows}>;
-var<workgroup> deltas: array<f32, ${stagedRows}>;
+${layout.declare(["qs", "dos"], staged)}
+var<workgroup> lses: array<f32, ${staged}>;
+var<workgroup> deltas: array<f32, ${staged}>;
 ${tileHeader(rows, "p.kvh")}
   let g = hh;
   let rep = p.h / p.kvh;
@@ -382,10 +397,9 @@ ${steps.dkvRegisters(dv)}
   for (var qh = g * rep; qh < (g + 1u) * rep; qh++) {
     ${
     stagedWalk(
-      dv,
-      stagedRows,
+      staged,
       { from: "r0", to: "qEnd", ownFrom: "own", ownTo: "ownEnd", stage, body },
-      rowArrays,
+      layout,
     )
   }
   }

@@ -82,9 +82,14 @@ export function balancedShares(sizes: readonly number[], workers: number): numbe
   return shares.filter((s) => s.length > 0).map((s) => s.sort((a, b) => a - b));
 }
 
+/** Entries of `peers` results over `layouts`: each parameter's chunks · k, per peer. */
+export function roundEntries(layouts: readonly ChunkLayout[], peers: number): number {
+  return peers * layouts.reduce((sum, l) => sum + l.chunks * l.k, 0);
+}
+
 /** Bytes of shared memory {@link sharedItems} needs for `peers` results over `layouts`. */
 export function sharedBytes(layouts: readonly ChunkLayout[], peers: number): number {
-  return 8 * peers * layouts.reduce((sum, l) => sum + l.chunks * l.k, 0);
+  return 8 * roundEntries(layouts, peers);
 }
 
 /**
@@ -304,7 +309,7 @@ export class HostCodec implements Disposable {
     layouts: readonly ChunkLayout[],
     results: readonly (readonly SparseParam[])[],
   ): Promise<AggregatedParam[]> {
-    const entries = results.length * layouts.reduce((sum, l) => sum + l.chunks * l.k, 0);
+    const entries = roundEntries(layouts, results.length);
     if (this.#workers > 0 && !this.#closed && entries >= this.#minEntries) {
       return await this.#started().aggregate(layouts, results);
     }

@@ -14,7 +14,7 @@
  * @module
  */
 import { parseArgs } from "node:util";
-import { CodecPool, defaultCodecWorkers } from "./codec_pool.ts";
+import { CodecPool, defaultCodecWorkers, roundEntries } from "./codec_pool.ts";
 import { llamaShapes } from "./baseline.ts";
 import type { SparseParam } from "./compress.ts";
 import { aggregateFixed } from "./exact.ts";
@@ -134,7 +134,7 @@ async function table() {
     const expect = { layouts, quantize1bit: true };
     for (const peers of [4, 8]) {
       const results = randomResults(layouts, peers, 7 + peers);
-      const entries = peers * layouts.reduce((sum, l) => sum + l.chunks * l.k, 0);
+      const entries = roundEntries(layouts, peers);
       await row(
         `${name}: aggregate of ${peers} peers`,
         `${(entries / 1e6).toFixed(2)} M entries`,

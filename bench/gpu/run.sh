@@ -135,7 +135,7 @@ for part in $parts; do
     ;;
   distro)
     run 60 distro.txt $deno_run optimizer/distro_bench.ts --large
-    # The 1B's aggregate and payload decode on this thread against workers (no GPU): the host's cores.
+    # The 1B's aggregate and payload decode, this thread against workers: the host's cores.
     run 60 codec-workers.txt $deno_run optimizer/codec_pool_bench.ts
     ;;
   readback)
